@@ -1,0 +1,327 @@
+// Package archive extracts tar streams (plain, gzip or bzip2) into a directory
+// without trusting the archive.
+//
+// Policy, chosen to be simple enough to reason about:
+//   - only regular files and directories are extracted;
+//   - every link (symbolic or hard) is rejected, whatever it points at, as the
+//     official Tinker CLI does; checkpoints never contain links;
+//   - devices, FIFOs, sparse files and any other member type are rejected;
+//   - a member name must be relative and stay inside the destination after
+//     cleaning (no absolute paths, no ".." escaping, no NUL or backslash);
+//     on top of that lexical check all file operations go through an
+//     os.Root, so the kernel refuses to resolve anything outside destDir;
+//   - modes are normalised: directories 0755, files 0644 or 0755 when any
+//     execute bit was set; setuid, setgid and sticky bits are dropped;
+//   - limits on member count and total bytes stop tar bombs.
+//
+// Extract streams: it never needs to seek and never buffers a member in
+// memory, so it can read straight from an HTTP body. It does not clean up on
+// error; extract into a fresh directory and remove it if Extract fails
+// (lib/download does exactly that).
+package archive
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/bzip2"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Default limits, generous for model checkpoints (a few files, up to
+// hundreds of GB for full-weight training state) but finite.
+const (
+	DefaultMaxFiles = 10_000
+	DefaultMaxBytes = 1 << 40 // 1 TiB
+	maxNameLen      = 4096
+)
+
+// Errors a member can be rejected with; test with errors.Is. The returned
+// error is a *MemberError naming the member.
+var (
+	ErrUnsafePath  = errors.New("unsafe path")                              // absolute, escaping or malformed name
+	ErrLink        = errors.New("symbolic and hard links are not allowed") // any link member
+	ErrUnsupported = errors.New("unsupported member type")                 // device, FIFO, sparse, ...
+	ErrLimit       = errors.New("archive exceeds extraction limit")        // MaxFiles or MaxBytes
+	ErrConflict    = errors.New("member conflicts with an earlier member") // file over dir or dir over file
+)
+
+// MemberError reports a problem with one archive member.
+type MemberError struct {
+	Name string // the member name as recorded in the archive
+	Err  error
+}
+
+func (e *MemberError) Error() string {
+	return fmt.Sprintf("archive member %q: %v", e.Name, e.Err)
+}
+
+func (e *MemberError) Unwrap() error { return e.Err }
+
+// Options bound and observe an extraction. The zero value is usable.
+type Options struct {
+	MaxFiles int   // members (files and directories); 0 means DefaultMaxFiles
+	MaxBytes int64 // total bytes of regular files; 0 means DefaultMaxBytes
+	// BufferSize is the copy buffer size; 0 means 1 MiB.
+	BufferSize int
+	// OnMember, if set, is called after each member has been extracted.
+	OnMember func(name string, size int64)
+}
+
+// Stats describes what an extraction wrote.
+type Stats struct {
+	Files int   // regular files
+	Dirs  int   // directories (explicit members only)
+	Bytes int64 // bytes of regular files
+}
+
+// Extract reads a tar stream from r, gzip- or bzip2-compressed or not
+// (detected from the first bytes), and writes its files and directories under
+// destDir, which must exist. See the package comment for the safety policy.
+func Extract(ctx context.Context, r io.Reader, destDir string, opts Options) (Stats, error) {
+	var st Stats
+	if opts.MaxFiles <= 0 {
+		opts.MaxFiles = DefaultMaxFiles
+	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultMaxBytes
+	}
+	if opts.BufferSize <= 0 {
+		opts.BufferSize = 1 << 20
+	}
+
+	src, err := decompress(r)
+	if err != nil {
+		return st, err
+	}
+	root, err := os.OpenRoot(destDir)
+	if err != nil {
+		return st, fmt.Errorf("open extraction directory: %w", err)
+	}
+	defer root.Close()
+
+	x := extractor{root: root, opts: opts, buf: make([]byte, opts.BufferSize)}
+	tr := tar.NewReader(&ctxReader{ctx: ctx, r: src})
+	for {
+		if err := ctx.Err(); err != nil {
+			return x.st, err
+		}
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return x.st, cerr
+			}
+			return x.st, fmt.Errorf("read tar archive: %w", err)
+		}
+		if err := x.member(tr, hdr); err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return x.st, cerr
+			}
+			return x.st, err
+		}
+	}
+	if x.st.Files == 0 && x.st.Dirs == 0 && !x.sawHeader {
+		return x.st, errors.New("read tar archive: archive is empty")
+	}
+	// Directory mtimes last: creating their contents changed them.
+	for i := len(x.dirTimes) - 1; i >= 0; i-- {
+		d := x.dirTimes[i]
+		_ = root.Chtimes(d.name, d.mtime, d.mtime) // cosmetic; never fail for it
+	}
+	return x.st, nil
+}
+
+type dirTime struct {
+	name  string
+	mtime time.Time
+}
+
+type extractor struct {
+	root      *os.Root
+	opts      Options
+	buf       []byte
+	st        Stats
+	sawHeader bool
+	dirTimes  []dirTime
+}
+
+func (x *extractor) member(tr *tar.Reader, hdr *tar.Header) error {
+	x.sawHeader = true
+	fail := func(err error) error { return &MemberError{Name: hdr.Name, Err: err} }
+
+	switch hdr.Typeflag {
+	case tar.TypeXGlobalHeader:
+		return nil // PAX global metadata, nothing to extract
+	case tar.TypeSymlink, tar.TypeLink:
+		return fail(fmt.Errorf("%w (link to %q)", ErrLink, hdr.Linkname))
+	case tar.TypeReg, tar.TypeRegA, tar.TypeDir:
+	case tar.TypeChar, tar.TypeBlock:
+		return fail(fmt.Errorf("%w: device file", ErrUnsupported))
+	case tar.TypeFifo:
+		return fail(fmt.Errorf("%w: FIFO", ErrUnsupported))
+	case tar.TypeGNUSparse:
+		return fail(fmt.Errorf("%w: sparse file", ErrUnsupported))
+	default:
+		return fail(fmt.Errorf("%w: type %q", ErrUnsupported, hdr.Typeflag))
+	}
+
+	name, err := localName(hdr.Name)
+	if err != nil {
+		return fail(err)
+	}
+	if x.st.Files+x.st.Dirs >= x.opts.MaxFiles {
+		return fail(fmt.Errorf("%w: more than %d members", ErrLimit, x.opts.MaxFiles))
+	}
+
+	if hdr.Typeflag == tar.TypeDir {
+		if name == "." {
+			return nil // the destination itself
+		}
+		if err := x.root.MkdirAll(name, 0o755); err != nil {
+			return fail(conflict(err))
+		}
+		x.st.Dirs++
+		x.dirTimes = append(x.dirTimes, dirTime{name, hdr.ModTime})
+		if x.opts.OnMember != nil {
+			x.opts.OnMember(hdr.Name, 0)
+		}
+		return nil
+	}
+
+	if name == "." {
+		return fail(fmt.Errorf("%w: a file cannot replace the destination directory", ErrUnsafePath))
+	}
+	if hdr.Size < 0 || hdr.Size > x.opts.MaxBytes-x.st.Bytes {
+		return fail(fmt.Errorf("%w: more than %d bytes in total", ErrLimit, x.opts.MaxBytes))
+	}
+	if dir := filepath.Dir(name); dir != "." {
+		if err := x.root.MkdirAll(dir, 0o755); err != nil {
+			return fail(conflict(err))
+		}
+	}
+	perm := fs.FileMode(0o644)
+	if hdr.Mode&0o111 != 0 {
+		perm = 0o755
+	}
+	f, err := x.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return fail(conflict(err))
+	}
+	// Hide (*os.File).ReadFrom so the large buffer is used: its generic
+	// fallback would copy in 32 KiB steps.
+	n, err := io.CopyBuffer(writerOnly{f}, tr, x.buf)
+	x.st.Bytes += n
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return fail(fmt.Errorf("archive is truncated: %w", err))
+		}
+		return fail(err)
+	}
+	x.st.Files++
+	if !hdr.ModTime.IsZero() {
+		_ = x.root.Chtimes(name, hdr.ModTime, hdr.ModTime) // cosmetic
+	}
+	if x.opts.OnMember != nil {
+		x.opts.OnMember(hdr.Name, n)
+	}
+	return nil
+}
+
+// localName turns a tar member name into a clean relative path that cannot
+// leave the destination, or explains why it cannot.
+func localName(name string) (string, error) {
+	switch {
+	case name == "":
+		return "", fmt.Errorf("%w: empty name", ErrUnsafePath)
+	case len(name) > maxNameLen:
+		return "", fmt.Errorf("%w: name longer than %d bytes", ErrUnsafePath, maxNameLen)
+	case strings.ContainsRune(name, 0):
+		return "", fmt.Errorf("%w: name contains NUL", ErrUnsafePath)
+	case strings.ContainsRune(name, '\\'):
+		// A separator on Windows and a trick elsewhere; checkpoints never need it.
+		return "", fmt.Errorf("%w: name contains a backslash", ErrUnsafePath)
+	case path.IsAbs(name) || filepath.IsAbs(filepath.FromSlash(name)):
+		return "", fmt.Errorf("%w: absolute path", ErrUnsafePath)
+	}
+	clean := filepath.FromSlash(path.Clean(name))
+	if clean == "." {
+		return ".", nil
+	}
+	if !filepath.IsLocal(clean) {
+		return "", fmt.Errorf("%w: path leaves the destination directory", ErrUnsafePath)
+	}
+	// Belt and braces: the joined path must be inside a stand-in root.
+	const base = "/dest"
+	rel, err := filepath.Rel(base, filepath.Join(base, clean))
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("%w: path leaves the destination directory", ErrUnsafePath)
+	}
+	return clean, nil
+}
+
+// conflict classifies a file-system error from creating a member: a path
+// component that is a file, or a file where a directory exists, is the
+// archive's fault; anything else (permissions, disk full) is reported as is.
+func conflict(err error) error {
+	if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.EISDIR) || errors.Is(err, syscall.ENOTDIR) {
+		return fmt.Errorf("%w: %v", ErrConflict, err)
+	}
+	return err
+}
+
+// decompress sniffs the first bytes of r and returns a reader of the plain
+// tar stream.
+func decompress(r io.Reader) (io.Reader, error) {
+	var head [3]byte
+	n, err := io.ReadFull(r, head[:])
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return nil, fmt.Errorf("read archive: %w", err)
+	}
+	if n == 0 {
+		return nil, errors.New("read tar archive: archive is empty")
+	}
+	full := io.MultiReader(bytes.NewReader(head[:n]), r)
+	switch {
+	case n >= 2 && head[0] == 0x1f && head[1] == 0x8b:
+		zr, err := gzip.NewReader(full)
+		if err != nil {
+			return nil, fmt.Errorf("read gzip archive: %w", err)
+		}
+		return zr, nil
+	case n == 3 && string(head[:]) == "BZh":
+		return bzip2.NewReader(full), nil
+	}
+	return full, nil
+}
+
+// ctxReader stops a long copy promptly once ctx is done, even when the
+// underlying reader (a file, a pipe) does not watch the context itself.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+type writerOnly struct{ io.Writer }
