@@ -49,7 +49,7 @@ const (
 // Errors a member can be rejected with; test with errors.Is. The returned
 // error is a *MemberError naming the member.
 var (
-	ErrUnsafePath  = errors.New("unsafe path")                              // absolute, escaping or malformed name
+	ErrUnsafePath  = errors.New("unsafe path")                             // absolute, escaping or malformed name
 	ErrLink        = errors.New("symbolic and hard links are not allowed") // any link member
 	ErrUnsupported = errors.New("unsupported member type")                 // device, FIFO, sparse, ...
 	ErrLimit       = errors.New("archive exceeds extraction limit")        // MaxFiles or MaxBytes
