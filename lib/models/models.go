@@ -1,0 +1,182 @@
+// Package models is the table of base-model architectures the local server
+// offers: enough of each model's config.json to shape LoRA adapters exactly
+// (layer count, projection sizes, experts) and to answer
+// get_server_capabilities. It also defines two tiny byte-level models that
+// the local sampling engine can really run.
+//
+// Numbers come from each model's Hugging Face config.json (noted per entry as
+// "hf:<repo>/config.json"); max context is max_position_embeddings unless noted.
+package models
+
+import (
+	"sort"
+	"strings"
+)
+
+// Arch describes one base model's transformer shape.
+type Arch struct {
+	Name             string // Hugging Face repo id, as sent in base_model
+	Family           string // "llama", "qwen3", "qwen3_moe", "deepseek_v3", "gpt_oss", "tiny"
+	Layers           int
+	Hidden           int
+	Intermediate     int // dense MLP width (also DeepSeek's first dense layers)
+	Heads            int
+	KVHeads          int
+	HeadDim          int
+	Vocab            int
+	TiedEmbeddings   bool
+	MaxContext       int
+	Experts          int // routed experts per MoE layer; 0 for dense models
+	ExpertsPerToken  int
+	MoEIntermediate  int // width of one expert's MLP
+	SharedExperts    int // DeepSeek-style always-on experts (dense MLP of SharedExperts*MoEIntermediate)
+	FirstDenseLayers int // DeepSeek: first k layers use the dense MLP
+	MLA              *MLA
+	RMSNormEps       float64
+	RopeTheta        float64
+	// TokenizerID is what get_info reports (spec §5.10).
+	TokenizerID string
+}
+
+// MLA is DeepSeek's multi-head latent attention: the projections LoRA
+// targets are q_a_proj, q_b_proj, kv_a_proj_with_mqa, kv_b_proj and o_proj.
+type MLA struct {
+	QLoraRank  int
+	KVLoraRank int
+	QKNopeDim  int
+	QKRopeDim  int
+	VHeadDim   int
+}
+
+// IsMoELayer reports whether layer i has routed experts.
+func (a *Arch) IsMoELayer(i int) bool { return a.Experts > 0 && i >= a.FirstDenseLayers }
+
+// Tiny models: byte-level vocabularies of 256 bytes plus 4 specials
+// (<bos>=256, <eos>=257, <pad>=258, <unk>=259), small enough to run on a CPU
+// in tests. The sampling engine uses the same numbers.
+const (
+	TinyLlama = "tinker-local/tiny-llama"
+	TinyQwen3 = "tinker-local/tiny-qwen3"
+	// TinyVocab is 256 byte tokens + 4 special tokens.
+	TinyVocab = 260
+)
+
+var table = []Arch{
+	{Name: TinyLlama, Family: "llama", Layers: 2, Hidden: 64, Intermediate: 192, Heads: 4, KVHeads: 2, HeadDim: 16,
+		Vocab: TinyVocab, TiedEmbeddings: true, MaxContext: 2048, RMSNormEps: 1e-5, RopeTheta: 10000, TokenizerID: TinyLlama},
+	{Name: TinyQwen3, Family: "qwen3", Layers: 4, Hidden: 128, Intermediate: 384, Heads: 4, KVHeads: 2, HeadDim: 32,
+		Vocab: TinyVocab, TiedEmbeddings: true, MaxContext: 4096, RMSNormEps: 1e-6, RopeTheta: 1000000, TokenizerID: TinyQwen3},
+
+	// Llama 3 family. hf:meta-llama/<name>/config.json.
+	llama("meta-llama/Llama-3.2-1B", 16, 2048, 8192, 32, 8, 64, true),
+	llama("meta-llama/Llama-3.2-3B", 28, 3072, 8192, 24, 8, 128, true),
+	llama("meta-llama/Llama-3.1-8B", 32, 4096, 14336, 32, 8, 128, false),
+	llama("meta-llama/Llama-3.1-8B-Instruct", 32, 4096, 14336, 32, 8, 128, false),
+	llama("meta-llama/Llama-3.1-70B", 80, 8192, 28672, 64, 8, 128, false),
+	llama("meta-llama/Llama-3.3-70B-Instruct", 80, 8192, 28672, 64, 8, 128, false),
+
+	// Qwen3 dense. hf:Qwen/<name>/config.json (max_position_embeddings 40960;
+	// the -Base repos say 32768; the 2507 refresh says 262144).
+	qwen3("Qwen/Qwen3-8B", 36, 4096, 12288, 32, 8, false, 40960),
+	qwen3("Qwen/Qwen3-8B-Base", 36, 4096, 12288, 32, 8, false, 32768),
+	qwen3("Qwen/Qwen3-32B", 64, 5120, 25600, 64, 8, false, 40960),
+	qwen3("Qwen/Qwen3-4B-Instruct-2507", 36, 2560, 9728, 32, 8, true, 262144),
+
+	// Qwen3 MoE. hf:Qwen/<name>/config.json: moe_intermediate_size,
+	// num_experts, num_experts_per_tok; the VL models' text_config matches
+	// the text-only models of the same size.
+	qwen3MoE("Qwen/Qwen3-30B-A3B", 48, 2048, 6144, 32, 4, 128, 8, 768, 40960),
+	qwen3MoE("Qwen/Qwen3-30B-A3B-Base", 48, 2048, 6144, 32, 4, 128, 8, 768, 32768),
+	qwen3MoE("Qwen/Qwen3-30B-A3B-Instruct-2507", 48, 2048, 6144, 32, 4, 128, 8, 768, 262144),
+	qwen3MoE("Qwen/Qwen3-235B-A22B-Instruct-2507", 94, 4096, 12288, 64, 4, 128, 8, 1536, 262144),
+	qwen3MoE("Qwen/Qwen3-VL-30B-A3B-Instruct", 48, 2048, 6144, 32, 4, 128, 8, 768, 262144),
+	qwen3MoE("Qwen/Qwen3-VL-235B-A22B-Instruct", 94, 4096, 12288, 64, 4, 128, 8, 1536, 262144),
+
+	// DeepSeek-V3 architecture. hf:deepseek-ai/DeepSeek-V3.1/config.json and
+	// hf:moonshotai/Kimi-K2-Thinking/config.json (Kimi K2 reuses DeepseekV3
+	// with 384 experts, 64 heads and a 160k vocab).
+	deepseek("deepseek-ai/DeepSeek-V3.1", 128, 256, 129280, 163840, "deepseek-ai/DeepSeek-V3.1"),
+	deepseek("deepseek-ai/DeepSeek-V3.1-Base", 128, 256, 129280, 163840, "deepseek-ai/DeepSeek-V3.1-Base"),
+	deepseek("moonshotai/Kimi-K2-Thinking", 64, 384, 163840, 262144, "moonshotai/Kimi-K2-Thinking"),
+
+	// gpt-oss. hf:openai/<name>/config.json (intermediate_size 2880 is the
+	// per-expert width; head_dim 64; 64 query heads, 8 KV heads).
+	gptOSS("openai/gpt-oss-20b", 24, 32),
+	gptOSS("openai/gpt-oss-120b", 36, 128),
+}
+
+func llama(name string, layers, hidden, inter, heads, kv, headDim int, tied bool) Arch {
+	return Arch{Name: name, Family: "llama", Layers: layers, Hidden: hidden, Intermediate: inter, Heads: heads,
+		KVHeads: kv, HeadDim: headDim, Vocab: 128256, TiedEmbeddings: tied, MaxContext: 131072,
+		RMSNormEps: 1e-5, RopeTheta: 500000, TokenizerID: "thinkingmachineslabinc/meta-llama-3-tokenizer"}
+}
+
+func qwen3(name string, layers, hidden, inter, heads, kv int, tied bool, ctx int) Arch {
+	return Arch{Name: name, Family: "qwen3", Layers: layers, Hidden: hidden, Intermediate: inter, Heads: heads,
+		KVHeads: kv, HeadDim: 128, Vocab: 151936, TiedEmbeddings: tied, MaxContext: ctx,
+		RMSNormEps: 1e-6, RopeTheta: 1000000, TokenizerID: name}
+}
+
+func qwen3MoE(name string, layers, hidden, inter, heads, kv, experts, perTok, moeInter, ctx int) Arch {
+	a := qwen3(name, layers, hidden, inter, heads, kv, false, ctx)
+	a.Family = "qwen3_moe"
+	a.Experts, a.ExpertsPerToken, a.MoEIntermediate = experts, perTok, moeInter
+	return a
+}
+
+func deepseek(name string, heads, experts, vocab, ctx int, tok string) Arch {
+	return Arch{Name: name, Family: "deepseek_v3", Layers: 61, Hidden: 7168, Intermediate: 18432, Heads: heads,
+		KVHeads: heads, HeadDim: 192, Vocab: vocab, MaxContext: ctx, Experts: experts, ExpertsPerToken: 8,
+		MoEIntermediate: 2048, SharedExperts: 1, FirstDenseLayers: 3,
+		MLA:        &MLA{QLoraRank: 1536, KVLoraRank: 512, QKNopeDim: 128, QKRopeDim: 64, VHeadDim: 128},
+		RMSNormEps: 1e-6, RopeTheta: 10000, TokenizerID: tok}
+}
+
+func gptOSS(name string, layers, experts int) Arch {
+	return Arch{Name: name, Family: "gpt_oss", Layers: layers, Hidden: 2880, Intermediate: 2880, Heads: 64,
+		KVHeads: 8, HeadDim: 64, Vocab: 201088, MaxContext: 131072, Experts: experts, ExpertsPerToken: 4,
+		MoEIntermediate: 2880, RMSNormEps: 1e-5, RopeTheta: 150000, TokenizerID: name}
+}
+
+var byName = func() map[string]*Arch {
+	m := make(map[string]*Arch, len(table))
+	for i := range table {
+		m[strings.ToLower(table[i].Name)] = &table[i]
+	}
+	return m
+}()
+
+// Lookup finds a model by repo id (case-insensitive; a ":suffix" is ignored,
+// as the SDK does for tokenizer selection).
+func Lookup(name string) (*Arch, bool) {
+	if i := strings.IndexByte(name, ':'); i >= 0 {
+		name = name[:i]
+	}
+	a, ok := byName[strings.ToLower(name)]
+	return a, ok
+}
+
+// All returns every model, tiny models first, then by name.
+func All() []*Arch {
+	out := make([]*Arch, 0, len(table))
+	for i := range table {
+		out = append(out, &table[i])
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		ti, tj := strings.HasPrefix(out[i].Name, "tinker-local/"), strings.HasPrefix(out[j].Name, "tinker-local/")
+		if ti != tj {
+			return ti
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// Names lists all model names in All order.
+func Names() []string {
+	var out []string
+	for _, a := range All() {
+		out = append(out, a.Name)
+	}
+	return out
+}
