@@ -3,6 +3,8 @@
 package tinkerapi
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -140,4 +142,110 @@ func ParsePath(s string) (Path, error) {
 		return Path{}, fmt.Errorf("Invalid tinker path: %s", s)
 	}
 	return p, nil
+}
+
+// ServerCapabilities is the body of GET /api/v1/get_server_capabilities.
+type ServerCapabilities struct {
+	SupportedModels []SupportedModel `json:"supported_models"`
+}
+
+// SupportedModel is one base model the service can train and sample.
+type SupportedModel struct {
+	ModelName        string `json:"model_name,omitempty"`
+	MaxContextLength int    `json:"max_context_length,omitempty"`
+}
+
+// BillingUsageResponse is the body of GET /api/v1/billing/usage/events
+// (API spec §3.11, CLI spec §11). Marshalling it gives the official CLI's
+// JSON shape: all envelope keys (nulls included), event_info with "type"
+// first, sessions in server order.
+type BillingUsageResponse struct {
+	Data     []BillingUsageEvent `json:"data"`
+	Sessions BillingSessions     `json:"sessions"`
+}
+
+// BillingUsageEvent is one hourly usage bucket.
+type BillingUsageEvent struct {
+	BucketStart *time.Time       `json:"bucket_start"`
+	BucketEnd   *time.Time       `json:"bucket_end"`
+	BaseModel   *string          `json:"base_model"`
+	UserID      *string          `json:"user_id"`
+	UserName    *string          `json:"user_name"`
+	SessionID   *string          `json:"session_id"`
+	ProjectID   *string          `json:"project_id"`
+	EventInfo   BillingEventInfo `json:"event_info"`
+}
+
+// BillingEventInfo is the usage variant tagged by Type: training
+// {token_count}, sampling_prefill {cached, token_count}, sampling_sample
+// {token_count}, checkpoint {count}, storage {gigabyte_hours}.
+type BillingEventInfo struct {
+	Type          string   `json:"type"`
+	Cached        *bool    `json:"cached,omitempty"`
+	TokenCount    *int64   `json:"token_count,omitempty"`
+	Count         *int64   `json:"count,omitempty"`
+	GigabyteHours *float64 `json:"gigabyte_hours,omitempty"`
+}
+
+// BillingSessions maps session id → user metadata, keeping server order.
+type BillingSessions []BillingSession
+
+// BillingSession is one entry of BillingUsageResponse.Sessions.
+type BillingSession struct {
+	SessionID    string
+	UserMetadata json.RawMessage // a JSON object, or nil for null
+}
+
+// UnmarshalJSON reads {"<id>": {"user_metadata": {...}|null}, ...} in order.
+func (s *BillingSessions) UnmarshalJSON(b []byte) error {
+	*s = nil
+	if string(bytes.TrimSpace(b)) == "null" {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return fmt.Errorf("billing sessions: want a JSON object")
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("billing sessions: %w", err)
+		}
+		var v struct {
+			UserMetadata json.RawMessage `json:"user_metadata"`
+		}
+		if err := dec.Decode(&v); err != nil {
+			return fmt.Errorf("billing sessions: %w", err)
+		}
+		if string(v.UserMetadata) == "null" {
+			v.UserMetadata = nil
+		}
+		*s = append(*s, BillingSession{SessionID: key.(string), UserMetadata: v.UserMetadata})
+	}
+	return nil
+}
+
+// MarshalJSON writes the sessions back as an object in order.
+func (s BillingSessions) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, sess := range s {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, err := json.Marshal(sess.SessionID)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteString(`:{"user_metadata":`)
+		if len(sess.UserMetadata) == 0 {
+			b.WriteString("null")
+		} else {
+			b.Write(sess.UserMetadata)
+		}
+		b.WriteByte('}')
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
 }

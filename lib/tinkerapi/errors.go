@@ -1,0 +1,200 @@
+package tinkerapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/tinkershell/tinker/lib/pylit"
+)
+
+// APIError is a non-success HTTP status from the service (after retries).
+type APIError struct {
+	Status int
+	Body   []byte // response body, credentials redacted
+	// Message is the SDK's text: "Error code: 404 - {'detail': '…'}" for a
+	// JSON body, the trimmed body for other text, "Error code: 404" if empty.
+	Message string
+	Method  string
+	Path    string // endpoint path without base URL and query
+}
+
+func (e *APIError) Error() string { return e.Message }
+
+// Detail returns the FastAPI-style "detail" string of the body, or "".
+func (e *APIError) Detail() string {
+	var v struct {
+		Detail string `json:"detail"`
+	}
+	if json.Unmarshal(e.Body, &v) != nil {
+		return ""
+	}
+	return v.Detail
+}
+
+// sdkMessage builds the SDK's error message for a status and body
+// (CLI spec §3.5).
+func sdkMessage(status int, body []byte) string {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return fmt.Sprintf("Error code: %d", status)
+	}
+	if lit, err := pylit.Render(trimmed); err == nil {
+		return fmt.Sprintf("Error code: %d - %s", status, lit)
+	}
+	return string(trimmed)
+}
+
+// Kinds of transport failure; test with errors.Is.
+var (
+	ErrTimeout    = errors.New("Request timed out.")
+	ErrConnection = errors.New("Connection error.")
+	// ErrInvalidSchema: a 2xx body lacked a required field or had a
+	// wrong-typed value.
+	ErrInvalidSchema = errors.New("Data returned by API invalid for expected schema.")
+)
+
+// TransportError is a request that got no HTTP response: a connection
+// failure or a per-attempt timeout.
+type TransportError struct {
+	Timeout bool
+	Method  string
+	Path    string
+	Err     error
+}
+
+func (e *TransportError) Error() string {
+	kind := "connection error"
+	if e.Timeout {
+		kind = "request timed out"
+	}
+	return fmt.Sprintf("%s %s: %s: %v", e.Method, e.Path, kind, e.Err)
+}
+
+func (e *TransportError) Unwrap() error { return e.Err }
+
+func (e *TransportError) Is(target error) bool {
+	return (target == ErrTimeout && e.Timeout) || (target == ErrConnection && !e.Timeout)
+}
+
+// SchemaError is a 2xx response that does not match the expected schema.
+type SchemaError struct {
+	Path   string // endpoint path
+	Field  string // e.g. "checkpoints[3].tinker_path"; empty if the body is not JSON
+	Reason string
+}
+
+func (e *SchemaError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("%s: response invalid for expected schema: %s", e.Path, e.Reason)
+	}
+	return fmt.Sprintf("%s: response invalid for expected schema: %s: %s", e.Path, e.Field, e.Reason)
+}
+
+func (e *SchemaError) Is(target error) bool { return target == ErrInvalidSchema }
+
+// CredentialError is a failure to obtain a credential, e.g. a failing
+// TINKER_CREDENTIAL_CMD. Its text never contains the credential.
+type CredentialError struct{ Msg string }
+
+func (e *CredentialError) Error() string { return e.Msg }
+
+// CLIError maps an error from this package to the official CLI's message
+// and details lines (CLI spec §3.4): the CLI prints "Error: <message>" and,
+// when details is non-empty, the details on the following line(s).
+// context.Canceled maps to ("Aborted!", "").
+func CLIError(err error) (message, details string) {
+	var (
+		apiErr  *APIError
+		cfgErr  *ConfigError
+		credErr *CredentialError
+	)
+	switch {
+	case errors.As(err, &apiErr):
+		d := "Details: " + apiErr.Message
+		switch s := apiErr.Status; {
+		case s == 404:
+			return "Resource not found", d
+		case s == 401:
+			return "Authentication failed", "Please check your API key or authentication credentials.\n" + d
+		case s == 403:
+			return "Permission denied", "You don't have permission to access this resource.\n" + d
+		case s == 400:
+			return "Invalid request", d
+		case s == 422:
+			return "Invalid data provided", d
+		case s == 429:
+			return "Rate limit exceeded", "Please wait a moment before trying again.\n" + d
+		case s >= 500:
+			return "Internal server error", "The Tinker API encountered an internal error. Please try again later.\n" + d
+		default:
+			return fmt.Sprintf("API error (status %d)", s), d
+		}
+	case errors.Is(err, ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+		return "Request timeout", "The request to Tinker API timed out. Please try again.\nDetails: Request timed out."
+	case errors.Is(err, ErrConnection):
+		return "Connection failed", "Could not connect to the Tinker API. Please check your network connection.\nDetails: Connection error."
+	case errors.Is(err, ErrInvalidSchema):
+		return "API error occurred", "Details: Data returned by API invalid for expected schema."
+	case errors.As(err, &cfgErr), errors.As(err, &credErr):
+		msg := err.Error()
+		if cfgErr != nil {
+			msg = cfgErr.Msg
+		}
+		return "Failed to connect to Tinker API: " + msg, "Please check your network connection and API configuration."
+	case errors.Is(err, context.Canceled):
+		return "Aborted!", ""
+	default:
+		return "Unexpected error occurred: " + err.Error(), ""
+	}
+}
+
+// redactor replaces known secrets in text. Credentials are registered as
+// soon as they are read so that any later error or log line is scrubbed.
+type redactor struct {
+	mu      sync.RWMutex
+	secrets []string
+}
+
+const redacted = "[REDACTED]"
+
+func (r *redactor) add(s string) {
+	s = strings.TrimSpace(s)
+	if len(s) < 4 { // too short to scrub without mangling ordinary text
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, have := range r.secrets {
+		if have == s {
+			return
+		}
+	}
+	r.secrets = append(r.secrets, s)
+}
+
+func (r *redactor) string(s string) string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, sec := range r.secrets {
+		if strings.Contains(s, sec) {
+			s = strings.ReplaceAll(s, sec, redacted)
+		}
+	}
+	return s
+}
+
+func (r *redactor) bytes(b []byte) []byte {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, sec := range r.secrets {
+		if bytes.Contains(b, []byte(sec)) {
+			b = bytes.ReplaceAll(b, []byte(sec), []byte(redacted))
+		}
+	}
+	return b
+}

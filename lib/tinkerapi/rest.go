@@ -1,0 +1,312 @@
+package tinkerapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+var queryEscape = url.QueryEscape
+
+// seg escapes one path segment. Colons stay raw, as the SDK sends them.
+func seg(s string) string { return url.PathEscape(s) }
+
+func runPath(runID string) (string, error) {
+	if runID == "" {
+		return "", errors.New("training run id is empty")
+	}
+	return "/api/v1/training_runs/" + seg(runID), nil
+}
+
+// checkpointPath builds …/training_runs/<run>/checkpoints/<kind>/<name>;
+// the checkpoint id keeps its slash (API spec §1.8).
+func checkpointPath(runID, checkpointID string) (string, error) {
+	rp, err := runPath(runID)
+	if err != nil {
+		return "", err
+	}
+	kind, name, ok := strings.Cut(checkpointID, "/")
+	if !ok || kind == "" || name == "" || strings.Contains(name, "/") {
+		return "", fmt.Errorf("invalid checkpoint id %q: want weights/<name> or sampler_weights/<name>", checkpointID)
+	}
+	return rp + "/checkpoints/" + seg(kind) + "/" + seg(name), nil
+}
+
+func scope(s string) string {
+	if s == "" {
+		return "owned"
+	}
+	return s
+}
+
+// ListTrainingRuns fetches one page of the caller's training runs.
+// accessScope is "owned" (default when empty) or "accessible".
+func (c *Client) ListTrainingRuns(ctx context.Context, limit, offset int, accessScope string) (*TrainingRunsResponse, error) {
+	var out TrainingRunsResponse
+	err := c.Do(ctx, http.MethodGet, "/api/v1/training_runs", nil, &out,
+		WithQuery("limit", strconv.Itoa(limit), "offset", strconv.Itoa(offset), "access_scope", scope(accessScope)),
+		WithValidator(validateTrainingRuns))
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GetTrainingRun fetches one training run.
+func (c *Client) GetTrainingRun(ctx context.Context, runID, accessScope string) (*TrainingRun, error) {
+	p, err := runPath(runID)
+	if err != nil {
+		return nil, err
+	}
+	var out TrainingRun
+	err = c.Do(ctx, http.MethodGet, p, nil, &out,
+		WithQuery("access_scope", scope(accessScope)), WithValidator(validateTrainingRun))
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ListRunCheckpoints fetches all checkpoints of a run (unpaginated).
+func (c *Client) ListRunCheckpoints(ctx context.Context, runID string) (*CheckpointsListResponse, error) {
+	p, err := runPath(runID)
+	if err != nil {
+		return nil, err
+	}
+	var out CheckpointsListResponse
+	if err := c.Do(ctx, http.MethodGet, p+"/checkpoints", nil, &out, WithValidator(validateCheckpoints)); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ListUserCheckpoints fetches one page of all the caller's checkpoints,
+// newest first.
+func (c *Client) ListUserCheckpoints(ctx context.Context, limit, offset int) (*CheckpointsListResponse, error) {
+	var out CheckpointsListResponse
+	err := c.Do(ctx, http.MethodGet, "/api/v1/checkpoints", nil, &out,
+		WithQuery("limit", strconv.Itoa(limit), "offset", strconv.Itoa(offset)),
+		WithValidator(validateCheckpoints))
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// DeleteCheckpoint deletes a checkpoint permanently.
+func (c *Client) DeleteCheckpoint(ctx context.Context, runID, checkpointID string) error {
+	p, err := checkpointPath(runID, checkpointID)
+	if err != nil {
+		return err
+	}
+	return c.Do(ctx, http.MethodDelete, p, nil, nil)
+}
+
+// PublishCheckpoint makes a checkpoint public. A 409 (already public) is
+// returned at once as an *APIError, not retried.
+func (c *Client) PublishCheckpoint(ctx context.Context, runID, checkpointID string) error {
+	p, err := checkpointPath(runID, checkpointID)
+	if err != nil {
+		return err
+	}
+	return c.Do(ctx, http.MethodPost, p+"/publish", nil, nil, FinalStatus(http.StatusConflict))
+}
+
+// UnpublishCheckpoint makes a checkpoint private; 409 means already private.
+func (c *Client) UnpublishCheckpoint(ctx context.Context, runID, checkpointID string) error {
+	p, err := checkpointPath(runID, checkpointID)
+	if err != nil {
+		return err
+	}
+	return c.Do(ctx, http.MethodDelete, p+"/publish", nil, nil, FinalStatus(http.StatusConflict))
+}
+
+// SetCheckpointTTL makes a checkpoint expire ttl seconds from now, or
+// never when ttl is nil.
+func (c *Client) SetCheckpointTTL(ctx context.Context, runID, checkpointID string, ttl *int64) error {
+	p, err := checkpointPath(runID, checkpointID)
+	if err != nil {
+		return err
+	}
+	return c.Do(ctx, http.MethodPut, p+"/ttl", map[string]*int64{"ttl_seconds": ttl}, nil)
+}
+
+// ArchiveURL asks for a signed, unauthenticated download URL of a
+// checkpoint archive. The server answers 302 (Location, Expires) or 200
+// JSON; a 503 means the archive is being built and is retried after
+// Config.ArchiveRetryWait, up to Config.ArchiveAttempts attempts. Fetch the
+// URL with a plain HTTP client: it must not carry X-API-Key.
+func (c *Client) ArchiveURL(ctx context.Context, runID, checkpointID string) (*CheckpointArchiveURL, error) {
+	p, err := checkpointPath(runID, checkpointID)
+	if err != nil {
+		return nil, err
+	}
+	p += "/archive"
+	var resp *Response
+	for attempt := 1; ; attempt++ {
+		resp, err = c.DoRaw(ctx, http.MethodGet, p, nil,
+			AllowStatus(301, 302, 303, 307, 308), FinalStatus(http.StatusServiceUnavailable))
+		var apiErr *APIError
+		if err == nil || !errors.As(err, &apiErr) || apiErr.Status != http.StatusServiceUnavailable || attempt >= c.cfg.ArchiveAttempts {
+			break
+		}
+		c.logf("checkpoint archive not ready (503); retrying in %s (attempt %d of %d)", c.cfg.ArchiveRetryWait, attempt+1, c.cfg.ArchiveAttempts)
+		if err := sleep(ctx, c.cfg.ArchiveRetryWait); err != nil {
+			return nil, fmt.Errorf("GET %s: %w", p, err)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return parseArchiveResponse(p, resp, time.Now())
+}
+
+func parseArchiveResponse(path string, resp *Response, now time.Time) (*CheckpointArchiveURL, error) {
+	if resp.Status/100 == 3 {
+		loc := resp.Header.Get("Location")
+		if loc == "" {
+			return nil, &SchemaError{Path: path, Field: "Location", Reason: "redirect without a Location header"}
+		}
+		if base, err := url.Parse(resp.URL); err == nil {
+			if ref, err := url.Parse(loc); err == nil {
+				loc = base.ResolveReference(ref).String()
+			}
+		}
+		exp, err := http.ParseTime(resp.Header.Get("Expires"))
+		if err != nil {
+			exp = now.Add(15 * time.Minute)
+		}
+		return &CheckpointArchiveURL{URL: loc, Expires: exp.UTC()}, nil
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if !strings.HasSuffix(mt, "json") {
+		return nil, &SchemaError{Path: path, Reason: fmt.Sprintf("archive answer has content type %q, want JSON", mt)}
+	}
+	if err := validateArchive(resp.Body); err != nil {
+		return nil, withPath(err, path)
+	}
+	var out CheckpointArchiveURL
+	if err := decodeJSON(path, resp.Body, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// WeightsInfo returns minimal information about any checkpoint the caller
+// can read, including public checkpoints of other accounts.
+func (c *Client) WeightsInfo(ctx context.Context, tinkerPath string) (*WeightsInfo, error) {
+	var out WeightsInfo
+	err := c.Do(ctx, http.MethodPost, "/api/v1/weights_info", map[string]string{"tinker_path": tinkerPath}, &out,
+		WithValidator(validateWeightsInfo))
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ListSessions fetches one page of session ids.
+func (c *Client) ListSessions(ctx context.Context, limit, offset int, accessScope string) (*ListSessionsResponse, error) {
+	var out ListSessionsResponse
+	err := c.Do(ctx, http.MethodGet, "/api/v1/sessions", nil, &out,
+		WithQuery("limit", strconv.Itoa(limit), "offset", strconv.Itoa(offset), "access_scope", scope(accessScope)),
+		WithValidator(requireFields("sessions")))
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GetSession lists the training runs and samplers of a session.
+func (c *Client) GetSession(ctx context.Context, sessionID, accessScope string) (*GetSessionResponse, error) {
+	if sessionID == "" {
+		return nil, errors.New("session id is empty")
+	}
+	var out GetSessionResponse
+	err := c.Do(ctx, http.MethodGet, "/api/v1/sessions/"+seg(sessionID), nil, &out,
+		WithQuery("access_scope", scope(accessScope)),
+		WithValidator(requireFields("training_run_ids", "sampler_ids")))
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GetSampler returns a sampler's base model and checkpoint.
+func (c *Client) GetSampler(ctx context.Context, samplerID string) (*GetSamplerResponse, error) {
+	if samplerID == "" {
+		return nil, errors.New("sampler id is empty")
+	}
+	var out GetSamplerResponse
+	err := c.Do(ctx, http.MethodGet, "/api/v1/samplers/"+seg(samplerID), nil, &out,
+		WithValidator(requireFields("sampler_id", "base_model")))
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// TraceExport starts or polls a session's trace export (one poll; the
+// caller repeats every few seconds until Status is "ready" or "failed").
+func (c *Client) TraceExport(ctx context.Context, sessionID string) (*TraceExport, error) {
+	if sessionID == "" {
+		return nil, errors.New("session id is empty")
+	}
+	var out TraceExport
+	err := c.Do(ctx, http.MethodGet, "/api/v1/sessions/"+seg(sessionID)+"/trace_export", nil, &out,
+		WithValidator(requireFields("status")))
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// BillingUsage fetches hourly usage in [start, end). Times are sent in
+// RFC 3339 with their own offset ("Z" for UTC); the server wants
+// hour-aligned bounds at most 14 days apart.
+func (c *Client) BillingUsage(ctx context.Context, start, end time.Time) (*BillingUsageResponse, error) {
+	return c.BillingUsageRaw(ctx, start.Format(time.RFC3339Nano), end.Format(time.RFC3339Nano))
+}
+
+// BillingUsageRaw is BillingUsage with the query values given verbatim,
+// for callers that must send a zone-less time as the official CLI does.
+func (c *Client) BillingUsageRaw(ctx context.Context, startingOn, endingBefore string) (*BillingUsageResponse, error) {
+	var out BillingUsageResponse
+	err := c.Do(ctx, http.MethodGet, "/api/v1/billing/usage/events", nil, &out,
+		WithQuery("starting_on", startingOn, "ending_before", endingBefore),
+		WithValidator(requireFields("data")))
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GetServerCapabilities lists the base models the service supports.
+func (c *Client) GetServerCapabilities(ctx context.Context) (*ServerCapabilities, error) {
+	var out ServerCapabilities
+	err := c.Do(ctx, http.MethodGet, "/api/v1/get_server_capabilities", nil, &out,
+		WithValidator(requireFields("supported_models")))
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Healthz checks that the service answers {"status": "ok"}.
+func (c *Client) Healthz(ctx context.Context) error {
+	var out struct {
+		Status string `json:"status"`
+	}
+	if err := c.Do(ctx, http.MethodGet, "/api/v1/healthz", nil, &out, WithValidator(requireFields("status"))); err != nil {
+		return err
+	}
+	if out.Status != "ok" {
+		return fmt.Errorf("healthz: service status %q, want \"ok\"", out.Status)
+	}
+	return nil
+}
