@@ -1,0 +1,328 @@
+package builtins
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tinkershell/tinker/lib/render"
+	"go.starlark.net/starlark"
+	"go.starlark.net/starlarkstruct"
+)
+
+func init() {
+	register(Doc{
+		Name:      "table",
+		Signature: "table(rows, columns=None, title=None)",
+		Summary:   "Make a table value from a list of dicts, structs or tinker records.",
+		Details:   "Columns default to the keys of the first row, in order, plus any new keys of later rows. Missing cells show as —. Numeric columns are right-aligned.",
+		Example:   `table([{"run": r.training_run_id, "rank": r.lora_rank} for r in run.list()], title="ranks")`,
+	}, tableFn)
+	register(Doc{
+		Name:      "exit",
+		Signature: "exit(code=0)",
+		Summary:   "Stop the program with an exit status (0-255); at the prompt, leave the shell.",
+		Example:   `if not ok: exit(3)`,
+	}, exitFn)
+	register(Doc{
+		Name:      "version",
+		Signature: "version()",
+		Summary:   "The tinker version string.",
+		Example:   `version()`,
+	}, versionFn)
+	register(Doc{
+		Name:      "help",
+		Signature: "help(x=None)",
+		Summary:   "List every builtin, or document one builtin or module with its signature and an example.",
+		Example:   "help(checkpoint.list)\nhelp(\"checkpoint\")",
+	}, helpFn)
+	register(Doc{
+		Name:      "print",
+		Signature: "print(*args, sep=\" \")",
+		Summary:   "Print values; a lone table or record value prints as the table the prompt would show.",
+		Example:   `print(checkpoint.list())`,
+	}, nil) // implemented by the shell, which owns the output streams
+}
+
+func versionFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs); err != nil {
+		return nil, err
+	}
+	return starlark.String(EnvOf(thread).Version), nil
+}
+
+// TableValue is a user-made table.
+type TableValue struct {
+	title   string
+	columns []string
+	rows    [][]starlark.Value
+}
+
+var (
+	_ Tabular   = (*TableValue)(nil)
+	_ JSONValue = (*TableValue)(nil)
+)
+
+func (t *TableValue) String() string {
+	return fmt.Sprintf("<table %d rows × %d columns>", len(t.rows), len(t.columns))
+}
+func (t *TableValue) Type() string          { return "table" }
+func (t *TableValue) Freeze()               {}
+func (t *TableValue) Truth() starlark.Bool  { return len(t.rows) > 0 }
+func (t *TableValue) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: table") }
+func (t *TableValue) Len() int              { return len(t.rows) }
+
+func (t *TableValue) Attr(name string) (starlark.Value, error) {
+	switch name {
+	case "title":
+		return starlark.String(t.title), nil
+	case "columns":
+		l := make([]starlark.Value, len(t.columns))
+		for i, c := range t.columns {
+			l[i] = starlark.String(c)
+		}
+		return starlark.NewList(l), nil
+	case "rows":
+		l := make([]starlark.Value, len(t.rows))
+		for i, r := range t.rows {
+			l[i] = starlark.NewList(append([]starlark.Value(nil), r...))
+		}
+		return starlark.NewList(l), nil
+	}
+	return nil, nil
+}
+func (t *TableValue) AttrNames() []string { return []string{"columns", "rows", "title"} }
+
+// Table implements Tabular.
+func (t *TableValue) Table(now time.Time) *render.Table {
+	out := &render.Table{Title: t.title}
+	numeric := make([]bool, len(t.columns))
+	for i := range numeric {
+		numeric[i] = true
+	}
+	for _, r := range t.rows {
+		cells := make([]string, len(t.columns))
+		for i, v := range r {
+			cells[i] = Cell(v)
+			switch v.(type) {
+			case starlark.Int, starlark.Float, nil, starlark.NoneType:
+			default:
+				numeric[i] = false
+			}
+		}
+		out.Rows = append(out.Rows, cells)
+	}
+	for i, c := range t.columns {
+		out.Columns = append(out.Columns, render.Column{Header: c, Right: numeric[i] && len(t.rows) > 0})
+	}
+	return out
+}
+
+// JSON implements JSONValue: a list of objects.
+func (t *TableValue) JSON() any {
+	l := make([]any, len(t.rows))
+	for i, r := range t.rows {
+		obj := make(render.Object, 0, len(t.columns))
+		for j, c := range t.columns {
+			var v any
+			if r[j] != nil {
+				v, _ = ToJSON(r[j])
+			}
+			obj = append(obj, render.Member{Key: c, Value: v})
+		}
+		l[i] = obj
+	}
+	return l
+}
+
+// Cell formats a Starlark value for a table cell.
+func Cell(v starlark.Value) string {
+	switch x := v.(type) {
+	case nil, starlark.NoneType:
+		return render.Missing
+	case starlark.String:
+		return string(x)
+	case starlark.Float:
+		return render.PyFloat(float64(x))
+	}
+	return v.String()
+}
+
+func tableFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var rows starlark.Iterable
+	var columns *starlark.List
+	var title string
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "rows", &rows, "columns?", &columns, "title?", &title); err != nil {
+		return nil, err
+	}
+	t := &TableValue{title: title}
+	var records []func(string) (starlark.Value, bool)
+	var keys []string
+	seen := map[string]bool{}
+	addKey := func(k string) {
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	now := EnvOf(thread).Clock()
+	iter := rows.Iterate()
+	defer iter.Done()
+	var x starlark.Value
+	for i := 0; iter.Next(&x); i++ {
+		switch r := x.(type) {
+		case *starlark.Dict:
+			for _, item := range r.Items() {
+				k, ok := starlark.AsString(item[0])
+				if !ok {
+					return nil, fmt.Errorf("table: row %d has a non-string key %s; use string keys", i, item[0])
+				}
+				addKey(k)
+			}
+			records = append(records, func(k string) (starlark.Value, bool) {
+				v, found, _ := r.Get(starlark.String(k))
+				return v, found
+			})
+		case RecordValue:
+			cols := r.RowColumns()
+			cells := r.Row(now)
+			m := map[string]starlark.Value{}
+			for j, c := range cols {
+				addKey(c.Header)
+				m[c.Header] = starlark.String(cells[j])
+			}
+			records = append(records, func(k string) (starlark.Value, bool) { v, ok := m[k]; return v, ok })
+		case starlark.HasAttrs:
+			names := r.AttrNames()
+			if _, isStruct := r.(*starlarkstruct.Struct); !isStruct {
+				sort.Strings(names)
+			}
+			for _, n := range names {
+				addKey(n)
+			}
+			records = append(records, func(k string) (starlark.Value, bool) {
+				v, err := r.Attr(k)
+				return v, err == nil && v != nil
+			})
+		default:
+			return nil, fmt.Errorf("table: row %d is a %s; rows must be dicts, structs or records", i, x.Type())
+		}
+	}
+	if columns != nil {
+		keys = keys[:0]
+		for i := 0; i < columns.Len(); i++ {
+			s, ok := starlark.AsString(columns.Index(i))
+			if !ok {
+				return nil, fmt.Errorf("table: columns must be strings, got %s", columns.Index(i).Type())
+			}
+			keys = append(keys, s)
+		}
+	}
+	t.columns = keys
+	for _, get := range records {
+		row := make([]starlark.Value, len(keys))
+		for j, k := range keys {
+			if v, ok := get(k); ok {
+				row[j] = v
+			} else {
+				row[j] = starlark.None
+			}
+		}
+		t.rows = append(t.rows, row)
+	}
+	return t, nil
+}
+
+// HelpText is the value help() returns; it displays as plain text.
+type HelpText string
+
+var _ TextValue = HelpText("")
+
+func (h HelpText) String() string        { return string(h) }
+func (h HelpText) Type() string          { return "help" }
+func (h HelpText) Freeze()               {}
+func (h HelpText) Truth() starlark.Bool  { return true }
+func (h HelpText) Hash() (uint32, error) { return starlark.String(h).Hash() }
+func (h HelpText) Text() string          { return string(h) }
+
+func helpFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var x starlark.Value = starlark.None
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "x?", &x); err != nil {
+		return nil, err
+	}
+	name := ""
+	switch v := x.(type) {
+	case starlark.NoneType:
+		return HelpText(Overview()), nil
+	case starlark.String:
+		name = string(v)
+	case *starlark.Builtin:
+		name = v.Name()
+	case *starlarkstruct.Module:
+		name = v.Name
+	case *starlark.Function:
+		return HelpText(fmt.Sprintf("%s: a function defined at %s", v.Name(), v.Position())), nil
+	default:
+		return nil, fmt.Errorf("help: no documentation for a %s; try help() for the list", x.Type())
+	}
+	if text, ok := Help(name); ok {
+		return HelpText(text), nil
+	}
+	return nil, fmt.Errorf("help: no builtin or module named %q; try help() for the list", name)
+}
+
+// Overview lists every builtin and module, one line each.
+func Overview() string {
+	var b strings.Builder
+	b.WriteString("tinker builtins (help(name) for details):\n\n")
+	width := 0
+	docs := Docs()
+	for _, d := range docs {
+		if !strings.Contains(d.Name, ".") && len(d.Name) > width {
+			width = len(d.Name)
+		}
+	}
+	for _, d := range docs {
+		if !strings.Contains(d.Name, ".") {
+			fmt.Fprintf(&b, "  %-*s  %s\n", width, d.Name, d.Summary)
+		}
+	}
+	b.WriteString("\nmodules:\n\n")
+	for _, m := range Modules() {
+		fmt.Fprintf(&b, "  %-10s  %s\n", m.Name, m.Summary)
+		for _, d := range docs {
+			if strings.HasPrefix(d.Name, m.Name+".") {
+				fmt.Fprintf(&b, "    %s\n", d.Signature)
+			}
+		}
+	}
+	b.WriteString("\nAlso: the Starlark language builtins (len, sorted, range, fail, ...) and `struct`.")
+	return b.String()
+}
+
+// Help documents one builtin or module by name.
+func Help(name string) (string, bool) {
+	if d, ok := lookupDoc(name); ok {
+		var b strings.Builder
+		b.WriteString(d.Signature + "\n\n    " + d.Summary + "\n")
+		if d.Details != "" {
+			b.WriteString("\n    " + strings.ReplaceAll(d.Details, "\n", "\n    ") + "\n")
+		}
+		if d.Example != "" {
+			b.WriteString("\nExample:\n    " + strings.ReplaceAll(d.Example, "\n", "\n    ") + "\n")
+		}
+		return strings.TrimRight(b.String(), "\n"), true
+	}
+	if m, ok := moduleDocs[name]; ok {
+		var b strings.Builder
+		fmt.Fprintf(&b, "module %s: %s\n", m.Name, m.Summary)
+		for _, d := range Docs() {
+			if strings.HasPrefix(d.Name, name+".") {
+				fmt.Fprintf(&b, "\n  %s\n      %s", d.Signature, d.Summary)
+			}
+		}
+		return b.String(), true
+	}
+	return "", false
+}

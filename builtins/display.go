@@ -1,0 +1,41 @@
+package builtins
+
+import (
+	"time"
+
+	"github.com/tinkershell/tinker/lib/render"
+	"go.starlark.net/starlark"
+)
+
+// The shell's display step asks values for these interfaces, in the spirit
+// of IPython's display hook: String() stays a short repr, tables come from here.
+
+// Tabular is a value that is a table by itself (table(), SampleResult, ...).
+type Tabular interface {
+	starlark.Value
+	Table(now time.Time) *render.Table
+}
+
+// RecordValue is one record: shown vertically on its own, as one row when
+// it appears in a list of values of the same type.
+type RecordValue interface {
+	starlark.Value
+	Record(now time.Time) *render.Record
+	RowColumns() []render.Column
+	Row(now time.Time) []string
+	// ListTitle titles a table of n such records, e.g. "3 checkpoints".
+	ListTitle(n int) string
+}
+
+// JSONValue gives the official CLI's JSON shape of a value
+// (render.Object and friends; see render.WriteJSON).
+type JSONValue interface {
+	starlark.Value
+	JSON() any
+}
+
+// TextValue displays as raw text rather than a repr (help pages).
+type TextValue interface {
+	starlark.Value
+	Text() string
+}

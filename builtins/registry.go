@@ -1,0 +1,83 @@
+package builtins
+
+import (
+	"sort"
+	"strings"
+
+	"go.starlark.net/starlark"
+)
+
+// Doc documents one builtin. The same table feeds help() at the prompt and
+// the README's reference section (`tinker help --markdown`).
+type Doc struct {
+	Name      string // dotted name, e.g. "checkpoint.list"
+	Signature string // e.g. "checkpoint.list(run_id=None, limit=20, type=None)"
+	Summary   string // one line
+	Details   string // optional paragraphs
+	Example   string // one or more lines of Starlark
+}
+
+// Module documents a module as a whole.
+type ModuleDoc struct {
+	Name    string
+	Summary string
+}
+
+type builtinFn = func(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error)
+
+type entry struct {
+	doc Doc
+	fn  builtinFn
+}
+
+var (
+	registry   []entry
+	moduleDocs = map[string]ModuleDoc{}
+)
+
+// register adds a builtin with its documentation. Dotted names become
+// members of a module named by the prefix.
+func register(doc Doc, fn builtinFn) {
+	registry = append(registry, entry{doc, fn})
+}
+
+func registerModule(name, summary string) {
+	moduleDocs[name] = ModuleDoc{Name: name, Summary: summary}
+}
+
+// Docs returns every builtin's documentation in a stable order: top-level
+// functions first, then modules alphabetically.
+func Docs() []Doc {
+	out := make([]Doc, 0, len(registry))
+	for _, e := range registry {
+		out = append(out, e.doc)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		mi, mj := strings.Contains(out[i].Name, "."), strings.Contains(out[j].Name, ".")
+		if mi != mj {
+			return !mi
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// Modules returns the documented modules sorted by name.
+func Modules() []ModuleDoc {
+	out := make([]ModuleDoc, 0, len(moduleDocs))
+	for _, m := range moduleDocs {
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// lookupDoc finds a builtin's documentation by dotted name.
+func lookupDoc(name string) (Doc, bool) {
+	for _, e := range registry {
+		if e.doc.Name == name {
+			return e.doc, true
+		}
+	}
+	return Doc{}, false
+}

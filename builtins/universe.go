@@ -1,0 +1,61 @@
+package builtins
+
+import (
+	"sort"
+	"strings"
+
+	"go.starlark.net/lib/json"
+	"go.starlark.net/lib/math"
+	"go.starlark.net/lib/time"
+	"go.starlark.net/starlark"
+	"go.starlark.net/starlarkstruct"
+)
+
+func init() {
+	registerModule("json", "encode, decode and indent JSON (json.encode of a tinker value gives the official CLI's JSON)")
+	registerModule("time", "times and durations: time.now(), time.parse_time(), time.parse_duration(), ...")
+	registerModule("math", "math functions and constants")
+}
+
+// Universe returns the predeclared names of every tinker program: the
+// registered builtins, their modules, and the standard Starlark modules
+// json, time, math and struct.
+func Universe() starlark.StringDict {
+	u := starlark.StringDict{
+		"json":   json.Module,
+		"time":   time.Module,
+		"math":   math.Module,
+		"struct": starlark.NewBuiltin("struct", starlarkstruct.Make),
+		"module": starlark.NewBuiltin("module", starlarkstruct.MakeModule),
+	}
+	members := map[string]starlark.StringDict{}
+	for _, e := range registry {
+		if e.fn == nil {
+			continue // provided by the shell (print)
+		}
+		b := starlark.NewBuiltin(e.doc.Name, e.fn)
+		mod, name, ok := strings.Cut(e.doc.Name, ".")
+		if !ok {
+			u[e.doc.Name] = b
+			continue
+		}
+		if members[mod] == nil {
+			members[mod] = starlark.StringDict{}
+		}
+		members[mod][name] = b
+	}
+	for mod, m := range members {
+		u[mod] = &starlarkstruct.Module{Name: mod, Members: m}
+	}
+	return u
+}
+
+// Names returns the sorted predeclared names (for completion).
+func Names(u starlark.StringDict) []string {
+	names := make([]string, 0, len(u))
+	for k := range u {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}

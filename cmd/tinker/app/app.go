@@ -1,0 +1,197 @@
+// Package app is the tinker command line: global flags, the prompt, scripts,
+// -c, and the subcommands compatible with the official CLI. Each subcommand
+// is a thin translation into a builtin call.
+package app
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/tinkershell/tinker/builtins"
+	"github.com/tinkershell/tinker/lib/term"
+	"github.com/tinkershell/tinker/shell"
+)
+
+// Version is the program version; release builds set it with -ldflags.
+var Version = "0.1.0"
+
+// options are the global flags, valid before any command.
+type options struct {
+	format  string // "table" | "json"
+	command string // -c text
+	hasCmd  bool
+	local   bool
+	help    bool
+	version bool
+}
+
+// Main runs tinker with args (without the program name) and returns the
+// exit status.
+func Main(args []string, io *term.IO) int {
+	opts, rest, err := parseGlobal(args)
+	if err != nil {
+		return usageError(io, "tinker", err.Error())
+	}
+	switch {
+	case opts.help:
+		fmt.Fprint(io.Out, rootHelp)
+		return shell.ExitOK
+	case opts.version:
+		fmt.Fprintf(io.Out, "tinker %s\n", Version)
+		return shell.ExitOK
+	}
+	now, err := clock()
+	if err != nil {
+		fmt.Fprintf(io.Err, "Error: %v\n", err)
+		return shell.ExitUsage
+	}
+	if !opts.hasCmd && len(rest) > 0 {
+		if cmd, ok := commands[rest[0]]; ok && !looksLikeScript(rest[0]) {
+			return runCommand(io, opts, cmd, rest[1:], now)
+		}
+	}
+	return runStarlark(io, opts, rest, now)
+}
+
+// looksLikeScript tells a script path apart from a command word.
+func looksLikeScript(arg string) bool {
+	return strings.HasSuffix(arg, ".star") || strings.ContainsRune(arg, '/')
+}
+
+func parseGlobal(args []string) (options, []string, error) {
+	o := options{format: "table"}
+	i := 0
+	for ; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			i++
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			break
+		}
+		name, val, hasVal := strings.Cut(a, "=")
+		switch {
+		case name == "-h" || name == "--help":
+			o.help = true
+		case name == "--version":
+			o.version = true
+		case name == "--local":
+			o.local = true
+		case name == "-f" || name == "--format" || strings.HasPrefix(a, "-f") && !strings.HasPrefix(a, "--"):
+			if name == "-f" || name == "--format" {
+				if !hasVal {
+					if i+1 >= len(args) {
+						return o, nil, fmt.Errorf("Option '%s' requires an argument.", name)
+					}
+					i++
+					val = args[i]
+				}
+			} else {
+				val = strings.TrimPrefix(a, "-f")
+			}
+			if val != "table" && val != "json" {
+				return o, nil, fmt.Errorf("Invalid value for '--format' / '-f': '%s' is not one of 'table', 'json'.", val)
+			}
+			o.format = val
+		case name == "-c":
+			if !hasVal {
+				if i+1 >= len(args) {
+					return o, nil, fmt.Errorf("Option '-c' requires an argument.")
+				}
+				i++
+				val = args[i]
+			}
+			o.command, o.hasCmd = val, true
+			i++
+			return o, args[i:], nil
+		default:
+			return o, nil, fmt.Errorf("No such option: %s", name)
+		}
+	}
+	return o, args[i:], nil
+}
+
+// usageError prints a usage block like the official CLI and returns 2.
+func usageError(io *term.IO, path, msg string) int {
+	fmt.Fprintf(io.Err, "Usage: %s [OPTIONS] COMMAND [ARGS]...\nTry '%s -h' for help.\n\nError: %s\n", path, path, msg)
+	return shell.ExitUsage
+}
+
+// clock returns the time source: TINKER_NOW pins it (RFC 3339) so output
+// with relative times is reproducible.
+func clock() (func() time.Time, error) {
+	v := os.Getenv("TINKER_NOW")
+	if v == "" {
+		return time.Now, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return nil, fmt.Errorf("TINKER_NOW=%q is not an RFC 3339 time (e.g. 2026-01-02T15:04:05Z)", v)
+	}
+	return func() time.Time { return t }, nil
+}
+
+// newInterp builds an interpreter with the display settings for io.
+func newInterp(io *term.IO, opts options, now func() time.Time, backend builtins.Backend) *shell.Interp {
+	env := &builtins.Env{
+		Now:        now,
+		Notices:    io.Err,
+		NoticesTTY: io.ErrTTY,
+		Width:      io.Width,
+		Version:    Version,
+		Backend:    backend,
+	}
+	disp := &shell.Display{IO: io, JSON: opts.format == "json", Now: now, Elide: true}
+	return shell.New(io, env, disp)
+}
+
+func runStarlark(io *term.IO, opts options, rest []string, now func() time.Time) int {
+	backend, cleanup, err := chooseBackend(io, opts, now)
+	if err != nil {
+		fmt.Fprintf(io.Err, "Error: %v\n", err)
+		return shell.ExitError
+	}
+	defer cleanup()
+	in := newInterp(io, opts, now, backend)
+	report := func(err error, interrupted, backtrace bool) int {
+		if (err != nil || interrupted) && !isExit(err) {
+			fmt.Fprintln(io.Err, shell.FormatError(err, interrupted, backtrace))
+		}
+		return shell.ExitCode(err, interrupted)
+	}
+	switch {
+	case opts.hasCmd:
+		in.SetArgv(append([]string{"-c"}, rest...))
+		err, intr := in.EvalText("<command>", opts.command)
+		return report(err, intr, false)
+	case len(rest) > 0:
+		in.SetArgv(rest)
+		err, intr := in.RunFile(rest[0])
+		return report(err, intr, true)
+	case !io.InTTY:
+		src, err := readAll(io.In)
+		if err != nil {
+			fmt.Fprintf(io.Err, "Error: reading stdin: %v\n", err)
+			return shell.ExitError
+		}
+		in.SetArgv([]string{"-"})
+		err, intr := in.RunSource("<stdin>", src)
+		return report(err, intr, true)
+	}
+	in.SetArgv(nil)
+	ed := shell.NewLinerEditor(shell.HistoryPath(), in.Complete)
+	banner := fmt.Sprintf("tinker %s · backend: %s · help() lists builtins, Ctrl-D exits", Version, backend.Name())
+	return in.REPL(ed, banner)
+}
+
+func readAll(r io.Reader) ([]byte, error) { return io.ReadAll(r) }
+
+func isExit(err error) bool {
+	var e *builtins.ExitError
+	return errors.As(err, &e)
+}

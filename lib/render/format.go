@@ -1,0 +1,152 @@
+package render
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
+
+// Size formats a byte count like the official CLI: binary units, one
+// decimal, the unit chosen before rounding (1048575 B is "1024.0 KB").
+func Size(n int64) string {
+	if n < 0 {
+		return "N/A"
+	}
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	v := float64(n)
+	for _, unit := range []string{"KB", "MB", "GB", "TB", "PB"} {
+		v /= 1024
+		if v < 1024 {
+			return roundHalfEven1(v) + " " + unit
+		}
+	}
+	return roundHalfEven1(v/1024) + " EB"
+}
+
+func roundHalfEven1(v float64) string {
+	return strconv.FormatFloat(math.RoundToEven(v*10)/10, 'f', 1, 64)
+}
+
+// SizePtr formats an optional size, "N/A" when absent.
+func SizePtr(n *int64) string {
+	if n == nil {
+		return "N/A"
+	}
+	return Size(*n)
+}
+
+// Ago formats t relative to now the way the official CLI does:
+// "just now", "3 minutes ago", "in 2 days", "2 weeks ago", or a date.
+func Ago(t, now time.Time) string {
+	t, now = t.UTC(), now.UTC()
+	d := now.Sub(t)
+	future := d < 0
+	if future {
+		d = -d
+	}
+	days := int64(d / (24 * time.Hour))
+	secs := int64(d / time.Second)
+	var n int64
+	var unit string
+	switch {
+	case days > 30:
+		return t.Format("2006-01-02")
+	case days > 7:
+		n, unit = days/7, "week"
+	case days > 0:
+		n, unit = days, "day"
+	case secs > 3600:
+		n, unit = secs/3600, "hour"
+	case secs > 60:
+		n, unit = secs/60, "minute"
+	default:
+		if future {
+			return "in less than a minute"
+		}
+		return "just now"
+	}
+	s := fmt.Sprintf("%d %s", n, unit)
+	if n != 1 {
+		s += "s"
+	}
+	if future {
+		return "in " + s
+	}
+	return s + " ago"
+}
+
+// AgoPtr formats an optional time, using missing when absent.
+func AgoPtr(t *time.Time, now time.Time, missing string) string {
+	if t == nil {
+		return missing
+	}
+	return Ago(*t, now)
+}
+
+// PyTime renders t the way Python's str(datetime) does for an aware UTC
+// time, which the official CLI's JSON output uses:
+// "2026-11-22 07:35:45.684189+00:00" (microseconds only when non-zero).
+func PyTime(t time.Time) string {
+	t = t.UTC()
+	s := t.Format("2006-01-02 15:04:05")
+	if us := t.Nanosecond() / 1000; us != 0 {
+		s += fmt.Sprintf(".%06d", us)
+	}
+	return s + "+00:00"
+}
+
+// YesNo formats a boolean as the official CLI does.
+func YesNo(b bool) string {
+	if b {
+		return "Yes"
+	}
+	return "No"
+}
+
+// Thousands formats n with comma separators.
+func Thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	out := make([]byte, 0, len(s)+len(s)/3)
+	for i := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	if neg {
+		return "-" + string(out)
+	}
+	return string(out)
+}
+
+// PyFloat formats f like Python's repr: "2.0", "1.5", "1e-05", "1e+16".
+func PyFloat(f float64) string {
+	switch {
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	case math.IsNaN(f):
+		return "nan"
+	}
+	abs := math.Abs(f)
+	if abs != 0 && (abs < 1e-4 || abs >= 1e16) {
+		s := strconv.FormatFloat(f, 'e', -1, 64)
+		// Go writes e-05 / e+16 like Python; only strip a "+0" / "-0" pad beyond two digits.
+		return s
+	}
+	s := strconv.FormatFloat(f, 'f', -1, 64)
+	for i := 0; i < len(s); i++ {
+		if s[i] == '.' {
+			return s
+		}
+	}
+	return s + ".0"
+}

@@ -1,0 +1,94 @@
+// Package term owns the process's standard streams and the decisions that
+// depend on them: whether each stream is a terminal, its width, and whether
+// to use colour. Everything that prints asks an *IO instead of os.Std*.
+package term
+
+import (
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/mattn/go-isatty"
+	xterm "golang.org/x/term"
+)
+
+// IO bundles the standard streams with what is known about them.
+type IO struct {
+	In  io.Reader
+	Out io.Writer
+	Err io.Writer
+
+	InTTY  bool
+	OutTTY bool
+	ErrTTY bool
+
+	// Width is the terminal width used for layout when OutTTY is set.
+	Width int
+
+	ColorOut bool
+	ColorErr bool
+}
+
+// DefaultWidth is used when a terminal does not report its size.
+const DefaultWidth = 80
+
+// System inspects the real process streams and environment.
+//
+// TINKER_FORCE_TTY=<width> makes stdout and stderr count as terminals of that
+// width (stdin is left alone), so tests can exercise the terminal layout.
+// Colour follows NO_COLOR, CLICOLOR=0, TERM=dumb and CLICOLOR_FORCE.
+func System() *IO {
+	s := &IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}
+	s.InTTY = isTTY(os.Stdin)
+	s.OutTTY = isTTY(os.Stdout)
+	s.ErrTTY = isTTY(os.Stderr)
+	s.Width = DefaultWidth
+	if s.OutTTY {
+		if w, _, err := xterm.GetSize(int(os.Stdout.Fd())); err == nil && w > 0 {
+			s.Width = w
+		}
+	} else if c, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && c > 0 {
+		s.Width = c
+	}
+	if w, ok := forcedWidth(os.Getenv); ok {
+		s.OutTTY, s.ErrTTY, s.Width = true, true, w
+	}
+	s.ColorOut = colorWanted(os.Getenv, s.OutTTY)
+	s.ColorErr = colorWanted(os.Getenv, s.ErrTTY)
+	return s
+}
+
+// Test returns an IO over in-memory streams that are not terminals.
+func Test(in io.Reader, out, errw io.Writer) *IO {
+	return &IO{In: in, Out: out, Err: errw, Width: DefaultWidth}
+}
+
+func isTTY(f *os.File) bool {
+	return isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
+}
+
+func forcedWidth(getenv func(string) string) (int, bool) {
+	v := getenv("TINKER_FORCE_TTY")
+	if v == "" {
+		return 0, false
+	}
+	w, err := strconv.Atoi(v)
+	if err != nil || w <= 0 {
+		w = DefaultWidth
+	}
+	return w, true
+}
+
+// colorWanted applies the usual conventions, strongest first.
+func colorWanted(getenv func(string) string, tty bool) bool {
+	if _, ok := os.LookupEnv("NO_COLOR"); ok && getenv("NO_COLOR") != "" {
+		return false
+	}
+	if f := getenv("CLICOLOR_FORCE"); f != "" && f != "0" {
+		return true
+	}
+	if getenv("CLICOLOR") == "0" || getenv("TERM") == "dumb" {
+		return false
+	}
+	return tty
+}

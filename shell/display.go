@@ -1,0 +1,127 @@
+package shell
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/tinkershell/tinker/builtins"
+	"github.com/tinkershell/tinker/lib/render"
+	"github.com/tinkershell/tinker/lib/term"
+	"go.starlark.net/starlark"
+)
+
+// PromptMaxRows is how many rows of a long table the prompt draws on a
+// terminal (head and tail); off a terminal every row is printed.
+const PromptMaxRows = 40
+
+// Display decides how values look: tables and records on a terminal or as
+// plain text, or JSON with --format json.
+type Display struct {
+	IO   *term.IO
+	JSON bool
+	Now  func() time.Time
+	// Elide draws only head and tail rows of long tables on a terminal.
+	Elide bool
+}
+
+// IsRich reports whether v displays as something other than its repr.
+func (d *Display) IsRich(v starlark.Value) bool {
+	switch v.(type) {
+	case builtins.Tabular, builtins.RecordValue, builtins.TextValue:
+		return true
+	}
+	_, ok := recordList(v)
+	return ok
+}
+
+// Show writes v to stdout the way the prompt displays values. None shows
+// nothing.
+func (d *Display) Show(v starlark.Value) error {
+	if v == starlark.None {
+		return nil
+	}
+	if t, ok := v.(builtins.TextValue); ok {
+		_, err := fmt.Fprintln(d.IO.Out, t.Text())
+		return err
+	}
+	if d.JSON {
+		j, err := builtins.ToJSON(v)
+		if err != nil {
+			return err
+		}
+		return render.WriteJSON(d.IO.Out, j, render.JSONOptions{Indent: true})
+	}
+	if t := d.TableOf(v); t != nil {
+		return d.WriteTable(d.IO.Out, t)
+	}
+	_, err := fmt.Fprintln(d.IO.Out, v.String())
+	return err
+}
+
+// TableOf returns the table a value displays as, or nil for plain values.
+func (d *Display) TableOf(v starlark.Value) *render.Table {
+	now := d.now()
+	switch x := v.(type) {
+	case builtins.Tabular:
+		return x.Table(now)
+	case builtins.RecordValue:
+		return x.Record(now).Table()
+	}
+	if recs, ok := recordList(v); ok {
+		first := recs[0]
+		t := &render.Table{Title: first.ListTitle(len(recs)), Columns: first.RowColumns()}
+		t.Rows = make([][]string, len(recs))
+		for i, r := range recs {
+			t.Rows[i] = r.Row(now)
+		}
+		return t
+	}
+	return nil
+}
+
+// WriteTable draws t fitted to the stream.
+func (d *Display) WriteTable(w io.Writer, t *render.Table) error {
+	o := render.Options{Color: d.IO.ColorOut}
+	if d.IO.OutTTY {
+		o.Width = d.IO.Width
+		if d.Elide {
+			o.MaxRows = PromptMaxRows
+		}
+	}
+	return render.Write(w, t, o)
+}
+
+func (d *Display) now() time.Time {
+	if d.Now != nil {
+		return d.Now()
+	}
+	return time.Now()
+}
+
+// recordList reports whether v is a non-empty list or tuple of records of
+// one type, which displays as a table.
+func recordList(v starlark.Value) ([]builtins.RecordValue, bool) {
+	var seq starlark.Indexable
+	switch x := v.(type) {
+	case *starlark.List:
+		seq = x
+	case starlark.Tuple:
+		seq = x
+	default:
+		return nil, false
+	}
+	n := seq.Len()
+	if n == 0 {
+		return nil, false
+	}
+	out := make([]builtins.RecordValue, n)
+	for i := 0; i < n; i++ {
+		r, ok := seq.Index(i).(builtins.RecordValue)
+		if !ok || (i > 0 && r.Type() != out[0].Type()) {
+			return nil, false
+		}
+		out[i] = r
+	}
+	return out, true
+}

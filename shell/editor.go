@@ -1,0 +1,116 @@
+package shell
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/peterh/liner"
+)
+
+// ErrAborted is returned by a LineEditor when the user presses Ctrl-C while
+// typing: the input is discarded and the prompt starts over.
+var ErrAborted = errors.New("input aborted")
+
+// LineEditor is the small interface the prompt needs from a line editor.
+// Prompt returns io.EOF on Ctrl-D at an empty line and ErrAborted on Ctrl-C.
+type LineEditor interface {
+	Prompt(prompt string) (string, error)
+	AppendHistory(line string)
+	Close() error
+}
+
+// Completer proposes completions for the text before the cursor.
+type Completer func(line string, pos int) (head string, completions []string, tail string)
+
+// linerEditor adapts github.com/peterh/liner.
+type linerEditor struct {
+	st          *liner.State
+	historyPath string
+}
+
+// NewLinerEditor opens the terminal line editor with history in historyPath
+// (created with mode 0600; empty disables history).
+func NewLinerEditor(historyPath string, complete Completer) LineEditor {
+	st := liner.NewLiner()
+	st.SetCtrlCAborts(true)
+	st.SetMultiLineMode(true)
+	st.SetTabCompletionStyle(liner.TabPrints)
+	if complete != nil {
+		st.SetWordCompleter(liner.WordCompleter(complete))
+	}
+	e := &linerEditor{st: st, historyPath: historyPath}
+	if historyPath != "" {
+		if f, err := os.Open(historyPath); err == nil {
+			_, _ = st.ReadHistory(f)
+			f.Close()
+		}
+	}
+	return e
+}
+
+func (e *linerEditor) Prompt(p string) (string, error) {
+	line, err := e.st.Prompt(p)
+	switch {
+	case errors.Is(err, liner.ErrPromptAborted):
+		return "", ErrAborted
+	case err != nil:
+		return "", err
+	}
+	return line, nil
+}
+
+// secretLike matches API keys and JWTs so they never reach the history file.
+var secretLike = regexp.MustCompile(`tml-[A-Za-z0-9_-]{6,}|eyJ[A-Za-z0-9_-]{10,}`)
+
+func (e *linerEditor) AppendHistory(line string) {
+	if strings.TrimSpace(line) == "" || secretLike.MatchString(line) {
+		return
+	}
+	e.st.AppendHistory(line)
+	e.save()
+}
+
+// save rewrites the history file atomically with mode 0600.
+func (e *linerEditor) save() {
+	if e.historyPath == "" {
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(e.historyPath), 0o700); err != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(e.historyPath), ".history-*")
+	if err != nil {
+		return
+	}
+	_ = tmp.Chmod(0o600)
+	if _, err := e.st.WriteHistory(tmp); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return
+	}
+	tmp.Close()
+	if err := os.Rename(tmp.Name(), e.historyPath); err != nil {
+		os.Remove(tmp.Name())
+	}
+}
+
+func (e *linerEditor) Close() error { return e.st.Close() }
+
+// HistoryPath is $XDG_STATE_HOME/tinker/history (default ~/.local/state).
+func HistoryPath() string {
+	dir := os.Getenv("XDG_STATE_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(dir, "tinker", "history")
+}
+
+var _ io.Closer = (*linerEditor)(nil)

@@ -1,0 +1,362 @@
+// Package shell runs tinker's Starlark: the interactive prompt, scripts,
+// `-c` text and programs on stdin, and the display of values.
+package shell
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/tinkershell/tinker/builtins"
+	"github.com/tinkershell/tinker/lib/term"
+	"go.starlark.net/starlark"
+	"go.starlark.net/syntax"
+)
+
+// Exit statuses of scripts, -c and subcommands.
+const (
+	ExitOK          = 0
+	ExitError       = 1 // runtime error, syntax error, fail()
+	ExitUsage       = 2 // bad flags, unreadable script
+	ExitInterrupted = 130
+)
+
+// fileOptions enables the language features tinker programs may use.
+var fileOptions = &syntax.FileOptions{
+	Set:             true,
+	While:           true,
+	TopLevelControl: true,
+	GlobalReassign:  true,
+	Recursion:       true,
+}
+
+// Interp is one Starlark interpreter with its globals, module cache and
+// display settings.
+type Interp struct {
+	IO      *term.IO
+	Env     *builtins.Env
+	Display *Display
+
+	predeclared starlark.StringDict
+	globals     starlark.StringDict
+	thread      *starlark.Thread
+
+	mu      sync.Mutex
+	modules map[string]*module // load cache by absolute path
+	loading []string           // load stack for cycle reports
+}
+
+type module struct {
+	globals starlark.StringDict
+	err     error
+}
+
+// New makes an interpreter writing to io.
+func New(io *term.IO, env *builtins.Env, disp *Display) *Interp {
+	in := &Interp{IO: io, Env: env, Display: disp, modules: map[string]*module{}}
+	in.predeclared = builtins.Universe()
+	in.predeclared["print"] = starlark.NewBuiltin("print", in.print)
+	in.globals = starlark.StringDict{}
+	in.thread = in.newThread("main")
+	return in
+}
+
+func (in *Interp) newThread(name string) *starlark.Thread {
+	t := &starlark.Thread{
+		Name:  name,
+		Load:  in.load,
+		Print: func(_ *starlark.Thread, msg string) { fmt.Fprintln(in.IO.Out, msg) },
+	}
+	builtins.Attach(t, in.Env)
+	return t
+}
+
+// Globals returns the interpreter's global variables (for completion).
+func (in *Interp) Globals() starlark.StringDict { return in.globals }
+
+// Predeclared returns the builtins visible to every program.
+func (in *Interp) Predeclared() starlark.StringDict { return in.predeclared }
+
+// SetArgv defines the argv global for scripts.
+func (in *Interp) SetArgv(args []string) {
+	l := make([]starlark.Value, len(args))
+	for i, a := range args {
+		l[i] = starlark.String(a)
+	}
+	in.predeclared["argv"] = starlark.NewList(l)
+}
+
+// print renders a lone displayable value as the prompt would; otherwise it
+// behaves like Starlark's print.
+func (in *Interp) print(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	sep := " "
+	if err := starlark.UnpackArgs("print", nil, kwargs, "sep?", &sep); err != nil {
+		return nil, err
+	}
+	if len(args) == 1 && in.Display.IsRich(args[0]) {
+		return starlark.None, in.Display.Show(args[0])
+	}
+	var sb strings.Builder
+	for i, a := range args {
+		if i > 0 {
+			sb.WriteString(sep)
+		}
+		if s, ok := starlark.AsString(a); ok {
+			sb.WriteString(s)
+		} else {
+			sb.WriteString(a.String())
+		}
+	}
+	sb.WriteByte('\n')
+	_, err := fmt.Fprint(in.IO.Out, sb.String())
+	return starlark.None, err
+}
+
+// load resolves a module path relative to the loading file, caches the
+// result per absolute path and reports cycles with the whole chain.
+func (in *Interp) load(thread *starlark.Thread, name string) (starlark.StringDict, error) {
+	from := thread.CallFrame(0).Pos.Filename()
+	base := "."
+	if from != "" && !strings.HasPrefix(from, "<") {
+		base = filepath.Dir(from)
+	}
+	path := name
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(base, name)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("load %q: %w", name, err)
+	}
+	in.mu.Lock()
+	if m, ok := in.modules[abs]; ok {
+		in.mu.Unlock()
+		if m == nil {
+			chain := append(append([]string(nil), in.loading...), abs)
+			for i := range chain {
+				chain[i] = relPath(chain[i])
+			}
+			return nil, fmt.Errorf("load cycle: %s", strings.Join(chain, " -> "))
+		}
+		return m.globals, m.err
+	}
+	in.modules[abs] = nil
+	in.loading = append(in.loading, abs)
+	in.mu.Unlock()
+
+	globals, err := func() (starlark.StringDict, error) {
+		src, err := readSource(path)
+		if err != nil {
+			return nil, fmt.Errorf("load %q: %w", name, err)
+		}
+		t := in.newThread("load " + name)
+		return starlark.ExecFileOptions(fileOptions, t, path, src, in.predeclared)
+	}()
+
+	in.mu.Lock()
+	in.modules[abs] = &module{globals, err}
+	in.loading = in.loading[:len(in.loading)-1]
+	in.mu.Unlock()
+	return globals, err
+}
+
+func relPath(p string) string {
+	if wd, err := os.Getwd(); err == nil {
+		if r, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(r, "..") {
+			return r
+		}
+	}
+	return p
+}
+
+// UsageError marks problems with how tinker was invoked (exit 2).
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+// readSource reads a script, refusing directories and invalid UTF-8 with
+// errors that say what to do.
+func readSource(path string) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, &UsageError{fmt.Sprintf("%s: no such file", path)}
+		}
+		return nil, &UsageError{err.Error()}
+	}
+	if st.IsDir() {
+		return nil, &UsageError{fmt.Sprintf("%s: is a directory, not a script; give a .star file", path)}
+	}
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &UsageError{err.Error()}
+	}
+	if err := checkUTF8(path, src); err != nil {
+		return nil, err
+	}
+	return src, nil
+}
+
+func checkUTF8(name string, src []byte) error {
+	if utf8.Valid(src) {
+		return nil
+	}
+	line, col := 1, 1
+	for i := 0; i < len(src); {
+		r, size := utf8.DecodeRune(src[i:])
+		if r == utf8.RuneError && size <= 1 {
+			break
+		}
+		if r == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+		i += size
+	}
+	return &UsageError{fmt.Sprintf("%s:%d:%d: invalid UTF-8; save the file as UTF-8", name, line, col)}
+}
+
+// run executes fn with Ctrl-C wired to cancel both the Starlark thread and
+// the context handed to Go builtins. It reports whether it was interrupted.
+func (in *Interp) run(fn func(*starlark.Thread) error) (err error, interrupted bool) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	in.Env.Ctx = ctx
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt)
+	done := make(chan struct{})
+	var hit bool
+	var hitMu sync.Mutex
+	go func() {
+		select {
+		case <-sigs:
+			hitMu.Lock()
+			hit = true
+			hitMu.Unlock()
+			cancel()
+			in.thread.Cancel("interrupted")
+		case <-done:
+		}
+	}()
+	err = fn(in.thread)
+	close(done)
+	signal.Stop(sigs)
+	in.thread.Uncancel()
+	hitMu.Lock()
+	defer hitMu.Unlock()
+	return err, hit
+}
+
+// ExecProgram runs src (a file's content) as a program named filename.
+func (in *Interp) ExecProgram(filename string, src []byte) (err error, interrupted bool) {
+	return in.run(func(t *starlark.Thread) error {
+		g, err := starlark.ExecFileOptions(fileOptions, t, filename, src, in.predeclared)
+		for k, v := range g {
+			in.globals[k] = v
+		}
+		return err
+	})
+}
+
+// RunFile runs a script file.
+func (in *Interp) RunFile(path string) (err error, interrupted bool) {
+	src, err := readSource(path)
+	if err != nil {
+		return err, false
+	}
+	abs, _ := filepath.Abs(path)
+	in.mu.Lock()
+	in.modules[abs] = nil // a script that loads itself is a cycle
+	in.loading = append(in.loading, abs)
+	in.mu.Unlock()
+	return in.ExecProgram(path, src)
+}
+
+// EvalText runs -c text: a lone expression is evaluated and displayed as
+// the prompt would; anything else is executed as a program.
+func (in *Interp) EvalText(filename, text string) (err error, interrupted bool) {
+	if err := checkUTF8(filename, []byte(text)); err != nil {
+		return err, false
+	}
+	f, perr := fileOptions.Parse(filename, text, 0)
+	if perr != nil {
+		return perr, false
+	}
+	if expr := soleExpr(f); expr != nil {
+		return in.run(func(t *starlark.Thread) error {
+			v, err := starlark.EvalExprOptions(fileOptions, t, expr, in.predeclared)
+			if err != nil {
+				return err
+			}
+			return in.Display.Show(v)
+		})
+	}
+	return in.ExecProgram(filename, []byte(text))
+}
+
+func soleExpr(f *syntax.File) syntax.Expr {
+	if len(f.Stmts) == 1 {
+		if stmt, ok := f.Stmts[0].(*syntax.ExprStmt); ok {
+			return stmt.X
+		}
+	}
+	return nil
+}
+
+// ExitCode maps an evaluation outcome to the process exit status.
+func ExitCode(err error, interrupted bool) int {
+	var exit *builtins.ExitError
+	switch {
+	case errors.As(err, &exit):
+		return exit.Code
+	case interrupted:
+		return ExitInterrupted
+	case err == nil:
+		return ExitOK
+	}
+	var usage *UsageError
+	if errors.As(err, &usage) {
+		return ExitUsage
+	}
+	return ExitError
+}
+
+// FormatError renders an error for stderr. Scripts get the Starlark
+// backtrace; the prompt and -c get the innermost position and message.
+func FormatError(err error, interrupted, backtrace bool) string {
+	if interrupted {
+		return "interrupted"
+	}
+	var evalErr *starlark.EvalError
+	if errors.As(err, &evalErr) {
+		if backtrace && len(evalErr.CallStack) > 1 {
+			return strings.TrimRight(evalErr.Backtrace(), "\n")
+		}
+		pos := ""
+		if n := len(evalErr.CallStack); n > 0 {
+			pos = evalErr.CallStack[n-1].Pos.String() + ": "
+		}
+		return pos + evalErr.Msg
+	}
+	var serr syntax.Error
+	if errors.As(err, &serr) {
+		return serr.Pos.String() + ": " + serr.Msg
+	}
+	return err.Error()
+}
+
+// RunSource runs a whole program read from somewhere other than a file
+// (stdin), after checking it is UTF-8.
+func (in *Interp) RunSource(name string, src []byte) (err error, interrupted bool) {
+	if err := checkUTF8(name, src); err != nil {
+		return err, false
+	}
+	return in.ExecProgram(name, src)
+}
