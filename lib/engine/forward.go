@@ -1,0 +1,271 @@
+package engine
+
+import (
+	"math"
+	"runtime"
+	"sync"
+)
+
+// kvCache holds one sequence's keys and values: per layer, positions × kvDim
+// values, preallocated for the sequence's maximum length.
+type kvCache struct {
+	k, v [][]float32
+	n    int // positions filled
+}
+
+func (m *Model) newCache(maxLen int) *kvCache {
+	kvd := m.cfg.KVHeads * m.cfg.HeadDim
+	c := &kvCache{k: make([][]float32, m.cfg.Layers), v: make([][]float32, m.cfg.Layers)}
+	for l := range c.k {
+		c.k[l] = make([]float32, maxLen*kvd)
+		c.v[l] = make([]float32, maxLen*kvd)
+	}
+	return c
+}
+
+// clone copies the filled prefix into a new cache of capacity maxLen.
+func (c *kvCache) clone(maxLen, kvd int) *kvCache {
+	d := &kvCache{k: make([][]float32, len(c.k)), v: make([][]float32, len(c.v)), n: c.n}
+	for l := range c.k {
+		d.k[l] = make([]float32, maxLen*kvd)
+		d.v[l] = make([]float32, maxLen*kvd)
+		copy(d.k[l], c.k[l][:c.n*kvd])
+		copy(d.v[l], c.v[l][:c.n*kvd])
+	}
+	return d
+}
+
+// row is one token to run through the model: token at position pos of the
+// sequence whose cache is seq. Rows of one sequence must be consecutive
+// positions, in order, starting at seq.n.
+type row struct {
+	seq    *kvCache
+	token  int
+	pos    int
+	logits bool // compute logits for this row
+}
+
+// workspace holds the activations of one forward call, reused across steps.
+type workspace struct {
+	x, xn, q, k, v, att, g, u []([]float32)
+	cos, sin                  [][]float32
+	loraT                     [][]float32
+	logits                    [][]float32
+	scores                    [][]float32 // per attention worker
+}
+
+func grow(rows [][]float32, n, width int) [][]float32 {
+	if len(rows) >= n && (n == 0 || len(rows[0]) == width) {
+		return rows[:n]
+	}
+	slab := make([]float32, n*width)
+	rows = make([][]float32, n)
+	for i := range rows {
+		rows[i] = slab[i*width : (i+1)*width : (i+1)*width]
+	}
+	return rows
+}
+
+// forward runs rows through the model, appending their keys and values to
+// their sequences' caches, and returns logits for rows that asked for them
+// (indexed like rows; nil for the others). The returned slices are owned by
+// ws and valid until its next use.
+func (m *Model) forward(ws *workspace, rows []row) [][]float32 {
+	c := m.cfg
+	w := m.w
+	n := len(rows)
+	h, qd, kvd := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+	ws.x = grow(ws.x, n, h)
+	ws.xn = grow(ws.xn, n, max(h, c.Intermediate))
+	ws.q = grow(ws.q, n, qd)
+	ws.k = grow(ws.k, n, kvd)
+	ws.v = grow(ws.v, n, kvd)
+	ws.att = grow(ws.att, n, qd)
+	ws.g = grow(ws.g, n, c.Intermediate)
+	ws.u = grow(ws.u, n, c.Intermediate)
+	ws.cos = grow(ws.cos, n, c.HeadDim/2)
+	ws.sin = grow(ws.sin, n, c.HeadDim/2)
+	if m.lora != nil {
+		ws.loraT = grow(ws.loraT, n, m.lora.Rank)
+	}
+	for i, r := range rows {
+		copy(ws.x[i], w.embed.row(r.token))
+		ropeTable(m.invFreq, r.pos, ws.cos[i], ws.sin[i])
+	}
+	xn := make([][]float32, n) // views of ws.xn with width h
+	for i := range xn {
+		xn[i] = ws.xn[i][:h]
+	}
+	for li := range w.layers {
+		lw := &w.layers[li]
+		var ll *loraLayer
+		if m.lora != nil {
+			ll = &m.lora.layers[li]
+		}
+		for i := range rows {
+			rmsNorm(xn[i], ws.x[i], lw.attnNorm, c.RMSNormEps)
+		}
+		m.linear(ws, lw.q, lw.qBias, pick(ll, func(l *loraLayer) *loraPair { return l.q }), xn, ws.q, false)
+		m.linear(ws, lw.k, lw.kBias, pick(ll, func(l *loraLayer) *loraPair { return l.k }), xn, ws.k, false)
+		m.linear(ws, lw.v, lw.vBias, pick(ll, func(l *loraLayer) *loraPair { return l.v }), xn, ws.v, false)
+		for i, r := range rows {
+			if lw.qNorm != nil {
+				for hd := 0; hd < qd; hd += c.HeadDim {
+					x := ws.q[i][hd : hd+c.HeadDim]
+					rmsNorm(x, x, lw.qNorm, c.RMSNormEps)
+				}
+				for hd := 0; hd < kvd; hd += c.HeadDim {
+					x := ws.k[i][hd : hd+c.HeadDim]
+					rmsNorm(x, x, lw.kNorm, c.RMSNormEps)
+				}
+			}
+			applyRope(ws.q[i], c.HeadDim, ws.cos[i], ws.sin[i])
+			applyRope(ws.k[i], c.HeadDim, ws.cos[i], ws.sin[i])
+			copy(r.seq.k[li][r.pos*kvd:(r.pos+1)*kvd], ws.k[i])
+			copy(r.seq.v[li][r.pos*kvd:(r.pos+1)*kvd], ws.v[i])
+		}
+		m.attention(ws, rows, li)
+		m.linear(ws, lw.o, lw.oBias, pick(ll, func(l *loraLayer) *loraPair { return l.o }), ws.att, ws.x, true)
+		for i := range rows {
+			rmsNorm(xn[i], ws.x[i], lw.mlpNorm, c.RMSNormEps)
+		}
+		m.linear(ws, lw.gate, nil, pick(ll, func(l *loraLayer) *loraPair { return l.gate }), xn, ws.g, false)
+		m.linear(ws, lw.up, nil, pick(ll, func(l *loraLayer) *loraPair { return l.up }), xn, ws.u, false)
+		for i := range rows {
+			g, u := ws.g[i], ws.u[i][:len(ws.g[i])]
+			for j, gv := range g {
+				g[j] = silu(gv) * u[j]
+			}
+		}
+		m.linear(ws, lw.down, nil, pick(ll, func(l *loraLayer) *loraPair { return l.down }), ws.g, ws.x, true)
+	}
+	for _, r := range rows {
+		if r.pos+1 > r.seq.n {
+			r.seq.n = r.pos + 1
+		}
+	}
+	// Logits only for the rows that need them: usually just the last one.
+	var in, out [][]float32
+	idx := make([]int, 0, n)
+	for i, r := range rows {
+		if r.logits {
+			rmsNorm(xn[i], ws.x[i], w.norm, c.RMSNormEps)
+			in = append(in, xn[i])
+			idx = append(idx, i)
+		}
+	}
+	ws.logits = grow(ws.logits, len(in), c.VocabSize)
+	out = ws.logits
+	var lp *loraPair
+	if m.lora != nil {
+		lp = m.lora.lmHead
+	}
+	m.linear(ws, w.lmHead, nil, lp, in, out, false)
+	res := make([][]float32, n)
+	for k, i := range idx {
+		res[i] = out[k]
+	}
+	return res
+}
+
+func pick(ll *loraLayer, f func(*loraLayer) *loraPair) *loraPair {
+	if ll == nil {
+		return nil
+	}
+	return f(ll)
+}
+
+// linear computes ys = W·xs (+ bias) (+ LoRA), adding to ys when accumulate.
+func (m *Model) linear(ws *workspace, w mat, bias []float32, lp *loraPair, xs, ys [][]float32, accumulate bool) {
+	if len(xs) == 0 {
+		return
+	}
+	for i := range ys[:len(xs)] {
+		ys[i] = ys[i][:w.rows]
+	}
+	matMul(w, xs, ys, accumulate)
+	if bias != nil {
+		for _, y := range ys[:len(xs)] {
+			for j, b := range bias {
+				y[j] += b
+			}
+		}
+	}
+	if lp != nil {
+		t := ws.loraT[:len(xs)]
+		matMul(lp.a, xs, t, false)
+		matMul(lp.b, t, ys, true)
+	}
+}
+
+// attention computes ws.att for every row from the caches, in parallel over
+// rows when there is enough work.
+func (m *Model) attention(ws *workspace, rows []row, layer int) {
+	c := m.cfg
+	work := 0
+	for _, r := range rows {
+		work += (r.pos + 1) * c.Heads * c.HeadDim
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(rows), max(1, work/parallelMinWork))
+	for len(ws.scores) < workers {
+		ws.scores = append(ws.scores, nil)
+	}
+	if workers <= 1 {
+		for i := range rows {
+			m.attendRow(ws, rows, i, layer, 0)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for wk := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := wk; i < len(rows); i += workers {
+				m.attendRow(ws, rows, i, layer, wk)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func (m *Model) attendRow(ws *workspace, rows []row, i, layer, worker int) {
+	c := m.cfg
+	r := rows[i]
+	hd, kvd := c.HeadDim, c.KVHeads*c.HeadDim
+	group := c.Heads / c.KVHeads
+	npos := r.pos + 1
+	if cap(ws.scores[worker]) < npos {
+		ws.scores[worker] = make([]float32, npos*2)
+	}
+	scores := ws.scores[worker][:npos]
+	keys, vals := r.seq.k[layer], r.seq.v[layer]
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	out := ws.att[i]
+	for h := range c.Heads {
+		q := ws.q[i][h*hd : (h+1)*hd]
+		off := (h / group) * hd
+		mx := float32(math.Inf(-1))
+		for t := range npos {
+			s := dot1(keys[t*kvd+off:t*kvd+off+hd], q) * scale
+			scores[t] = s
+			mx = max(mx, s)
+		}
+		var sum float64
+		for t, s := range scores {
+			e := float32(math.Exp(float64(s - mx)))
+			scores[t] = e
+			sum += float64(e)
+		}
+		inv := float32(1 / sum)
+		o := out[h*hd : (h+1)*hd]
+		clear(o)
+		for t, p := range scores {
+			p *= inv
+			v := vals[t*kvd+off : t*kvd+off+hd]
+			for j := range o {
+				o[j] += float32(p * v[j])
+			}
+		}
+	}
+}

@@ -1,0 +1,158 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/tinkershell/tinker/lib/safetensors"
+)
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// LoadDir loads a Hugging Face model directory: config.json plus
+// model.safetensors, or shards listed in model.safetensors.index.json (or,
+// failing both, every *.safetensors file). BF16, F16 and F32 weights are
+// widened to float32. The returned model has no tokenizer.
+func LoadDir(dir string) (*Model, error) {
+	c, err := ReadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	files, err := weightFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	want := ExpectedShapes(c)
+	ts := make(Tensors, len(want))
+	for _, path := range files {
+		if err := loadFile(path, want, ts); err != nil {
+			return nil, err
+		}
+	}
+	return New(dir, c, ts)
+}
+
+// loadFile converts the tensors of one safetensors file that the model uses
+// (biases included); others, such as rotary caches, are skipped.
+func loadFile(path string, want map[string][]int, ts Tensors) error {
+	f, err := safetensors.Open(path)
+	if err != nil {
+		return fmt.Errorf("load weights: %w", err)
+	}
+	defer f.Close()
+	for i := range f.Tensors {
+		st := &f.Tensors[i]
+		if _, ok := want[st.Name]; !ok && !strings.HasSuffix(st.Name, "_proj.bias") {
+			continue
+		}
+		t, err := toTensor(st)
+		if err != nil {
+			return fmt.Errorf("load weights %s: %w", path, err)
+		}
+		ts[st.Name] = t
+	}
+	return nil
+}
+
+func weightFiles(dir string) ([]string, error) {
+	single := filepath.Join(dir, "model.safetensors")
+	if _, err := os.Stat(single); err == nil {
+		return []string{single}, nil
+	}
+	idx, err := os.ReadFile(filepath.Join(dir, "model.safetensors.index.json"))
+	if err == nil {
+		var index struct {
+			WeightMap map[string]string `json:"weight_map"`
+		}
+		if err := json.Unmarshal(idx, &index); err != nil {
+			return nil, fmt.Errorf("parse model.safetensors.index.json: %w", err)
+		}
+		seen := map[string]bool{}
+		var files []string
+		for _, f := range index.WeightMap {
+			if !seen[f] {
+				seen[f] = true
+				files = append(files, filepath.Join(dir, filepath.FromSlash(f)))
+			}
+		}
+		sort.Strings(files)
+		return files, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read model.safetensors.index.json: %w", err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.safetensors"))
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no safetensors weights in %s (expected model.safetensors or model.safetensors.index.json)", dir)
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+// HFCacheDirs returns the Hugging Face hub cache directories to search, in
+// order: $HF_HUB_CACHE, $HF_HOME/hub, $XDG_CACHE_HOME/huggingface/hub,
+// ~/.cache/huggingface/hub (duplicates removed).
+func HFCacheDirs() []string {
+	var dirs []string
+	add := func(d string) {
+		for _, e := range dirs {
+			if e == d {
+				return
+			}
+		}
+		dirs = append(dirs, d)
+	}
+	if d := os.Getenv("HF_HUB_CACHE"); d != "" {
+		add(d)
+	}
+	if d := os.Getenv("HF_HOME"); d != "" {
+		add(filepath.Join(d, "hub"))
+	}
+	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
+		add(filepath.Join(d, "huggingface", "hub"))
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		add(filepath.Join(home, ".cache", "huggingface", "hub"))
+	}
+	return dirs
+}
+
+// FindModelDir finds a downloaded model ("org/name") in the Hugging Face
+// cache: models--org--name/snapshots/<revision>, preferring the revision
+// refs/main points to, else any snapshot holding config.json and weights.
+func FindModelDir(name string) (string, error) {
+	if i := strings.IndexByte(name, ':'); i >= 0 {
+		name = name[:i]
+	}
+	repo := "models--" + strings.ReplaceAll(name, "/", "--")
+	for _, cache := range HFCacheDirs() {
+		base := filepath.Join(cache, repo)
+		var candidates []string
+		if ref, err := os.ReadFile(filepath.Join(base, "refs", "main")); err == nil {
+			candidates = append(candidates, filepath.Join(base, "snapshots", strings.TrimSpace(string(ref))))
+		}
+		snaps, _ := filepath.Glob(filepath.Join(base, "snapshots", "*"))
+		sort.Strings(snaps)
+		candidates = append(candidates, snaps...)
+		for _, d := range candidates {
+			if isModelDir(d) {
+				return d, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("weights for %s are not available locally: download them with `huggingface-cli download %s` "+
+		"(searched %s), or pass `--model %s=DIR` to `tinker serve`", name, name, strings.Join(HFCacheDirs(), ", "), name)
+}
+
+func isModelDir(d string) bool {
+	if _, err := os.Stat(filepath.Join(d, "config.json")); err != nil {
+		return false
+	}
+	_, err := weightFiles(d)
+	return err == nil
+}

@@ -1,0 +1,136 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// LoRA is a low-rank adapter applied on the fly: y = W·x + B'·(A·x) with
+// B' = (alpha/r)·B. Applying it on the fly (instead of merging W + B'A into a
+// copy of W) keeps the base weights shared and untouched, so samplers of
+// many adapters of the same base model cost only the adapter's memory
+// (r·(in+out) per matrix), and loading an adapter is instant. The extra
+// compute is r·(in+out) per matrix per token, small for the usual r ≪ d.
+type LoRA struct {
+	Rank  int
+	Alpha float64
+	Scale float64 // alpha/r (or alpha/√r with rsLoRA)
+
+	layers []loraLayer
+	lmHead *loraPair
+}
+
+type loraPair struct {
+	a mat // [r, in]
+	b mat // [out, r], already multiplied by Scale
+}
+
+type loraLayer struct {
+	q, k, v, o, gate, up, down *loraPair
+}
+
+var loraKey = regexp.MustCompile(`^(?:base_model\.model\.)?(?:model\.layers\.(\d+)\.(?:self_attn|mlp)\.([a-z_]+)|(lm_head))\.lora_([AB])(?:\.[A-Za-z0-9_-]+)?\.weight$`)
+
+// NewLoRA builds an adapter for a model with config c from PEFT-named
+// tensors (base_model.model.model.layers.{i}.self_attn.q_proj.lora_A.weight,
+// ..., base_model.model.lm_head.lora_B.weight). A is [r, in], B is [out, r].
+// The scale is alpha/r, or alpha/√r when rsLoRA is set (PEFT use_rslora).
+func NewLoRA(c Config, ts Tensors, rank int, alpha float64, rsLoRA bool) (*LoRA, error) {
+	if rank <= 0 {
+		return nil, fmt.Errorf("lora: rank must be positive, got %d", rank)
+	}
+	l := &LoRA{Rank: rank, Alpha: alpha, Scale: alpha / float64(rank), layers: make([]loraLayer, c.Layers)}
+	if rsLoRA {
+		l.Scale = alpha / math.Sqrt(float64(rank))
+	}
+	type half struct{ a, b *Tensor }
+	pairs := map[string]*half{}
+	for name, t := range ts {
+		m := loraKey.FindStringSubmatch(name)
+		if m == nil {
+			return nil, fmt.Errorf("lora: unsupported adapter tensor %s (only q/k/v/o, gate/up/down and lm_head are supported)", name)
+		}
+		key := "lm_head"
+		if m[3] == "" {
+			key = m[1] + "." + m[2]
+		}
+		p := pairs[key]
+		if p == nil {
+			p = &half{}
+			pairs[key] = p
+		}
+		t := t
+		if m[4] == "A" {
+			p.a = &t
+		} else {
+			p.b = &t
+		}
+	}
+	qd, kvd := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+	for key, p := range pairs {
+		if p.a == nil || p.b == nil {
+			return nil, fmt.Errorf("lora: %s has only one of lora_A and lora_B", key)
+		}
+		var slot **loraPair
+		var in, out int
+		if key == "lm_head" {
+			slot, in, out = &l.lmHead, c.Hidden, c.VocabSize
+		} else {
+			idx, mod, _ := strings.Cut(key, ".")
+			i, _ := strconv.Atoi(idx)
+			if i >= c.Layers {
+				return nil, fmt.Errorf("lora: adapter has layer %d but the model has %d layers", i, c.Layers)
+			}
+			ll := &l.layers[i]
+			switch mod {
+			case "q_proj":
+				slot, in, out = &ll.q, c.Hidden, qd
+			case "k_proj":
+				slot, in, out = &ll.k, c.Hidden, kvd
+			case "v_proj":
+				slot, in, out = &ll.v, c.Hidden, kvd
+			case "o_proj":
+				slot, in, out = &ll.o, qd, c.Hidden
+			case "gate_proj":
+				slot, in, out = &ll.gate, c.Hidden, c.Intermediate
+			case "up_proj":
+				slot, in, out = &ll.up, c.Hidden, c.Intermediate
+			case "down_proj":
+				slot, in, out = &ll.down, c.Intermediate, c.Hidden
+			default:
+				return nil, fmt.Errorf("lora: unsupported target module %s", mod)
+			}
+		}
+		if len(p.a.Shape) != 2 || p.a.Shape[0] != rank || p.a.Shape[1] != in {
+			return nil, fmt.Errorf("lora: %s lora_A has shape %v, want [%d %d]", key, p.a.Shape, rank, in)
+		}
+		if len(p.b.Shape) != 2 || p.b.Shape[0] != out || p.b.Shape[1] != rank {
+			return nil, fmt.Errorf("lora: %s lora_B has shape %v, want [%d %d]", key, p.b.Shape, out, rank)
+		}
+		b := make([]float32, len(p.b.Data))
+		for i, v := range p.b.Data {
+			b[i] = v * float32(l.Scale)
+		}
+		*slot = &loraPair{a: mat{rank, in, p.a.Data}, b: mat{out, rank, b}}
+	}
+	return l, nil
+}
+
+// Modules reports how many matrices the adapter modifies.
+func (l *LoRA) Modules() int {
+	n := 0
+	if l.lmHead != nil {
+		n++
+	}
+	for _, ll := range l.layers {
+		for _, p := range []*loraPair{ll.q, ll.k, ll.v, ll.o, ll.gate, ll.up, ll.down} {
+			if p != nil {
+				n++
+			}
+		}
+	}
+	return n
+}

@@ -1,0 +1,150 @@
+// Package engine is the local server's sampling engine: a pure-Go float32
+// transformer forward pass for Llama-3 and Qwen3 dense models (RMSNorm,
+// rotary embeddings with Llama-3.1 frequency scaling, grouped-query attention
+// with a KV cache, SwiGLU MLP, Qwen3's per-head q/k norms, tied or untied
+// lm_head), LoRA adapters applied on the fly, and token sampling with
+// temperature, top-k, top-p, seeds, stop conditions and log-probabilities.
+//
+// Weights come from a Hugging Face model directory (LoadDir, FindModelDir)
+// or, for the two built-in tiny models, from a seeded generator (Load).
+package engine
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tinkershell/tinker/lib/peft"
+	"github.com/tinkershell/tinker/lib/safetensors"
+)
+
+// Model is a loaded base model, optionally with a LoRA adapter. It is
+// immutable and safe for concurrent Sample calls; WithLoRA returns a new
+// Model sharing the base weights.
+type Model struct {
+	name    string
+	cfg     Config
+	w       *weights
+	lora    *LoRA
+	invFreq []float64
+	tok     Tokenizer
+}
+
+// Load returns a built-in tiny model ("tinker-local/tiny-llama" or
+// "tinker-local/tiny-qwen3") with its byte-level tokenizer.
+func Load(name string) (*Model, error) {
+	c, ts, err := TinyTensors(name)
+	if err != nil {
+		return nil, err
+	}
+	m, err := New(name, c, ts)
+	if err != nil {
+		return nil, err
+	}
+	m.tok = ByteTokenizer{}
+	return m, nil
+}
+
+// New builds a model from a config and Hugging Face-named tensors (which it
+// keeps, without copying).
+func New(name string, c Config, ts Tensors) (*Model, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	w, err := buildWeights(c, ts)
+	if err != nil {
+		return nil, fmt.Errorf("model %s: %w", name, err)
+	}
+	return &Model{name: name, cfg: c, w: w, invFreq: ropeInvFreq(c)}, nil
+}
+
+// Name is the model's name (for tiny models) or the directory it came from.
+func (m *Model) Name() string { return m.name }
+
+// Config returns the architecture.
+func (m *Model) Config() Config { return m.cfg }
+
+// Tokenizer returns the built-in tokenizer of tiny models, nil otherwise
+// (Hugging Face models are tokenized by lib/tokenizer).
+func (m *Model) Tokenizer() Tokenizer { return m.tok }
+
+// LoRA returns the adapter, or nil.
+func (m *Model) LoRA() *LoRA { return m.lora }
+
+// WithLoRA returns a model that applies l on top of m's base weights (any
+// adapter already on m is replaced). The base weights are shared.
+func (m *Model) WithLoRA(l *LoRA) *Model {
+	c := *m
+	c.lora = l
+	return &c
+}
+
+// WithAdapter loads a PEFT adapter directory (adapter_config.json and
+// adapter_model.safetensors) and returns the model with it applied.
+func (m *Model) WithAdapter(dir string) (*Model, error) {
+	l, err := LoadLoRA(dir, m.cfg)
+	if err != nil {
+		return nil, err
+	}
+	return m.WithLoRA(l), nil
+}
+
+// LoadLoRA reads a PEFT LoRA adapter directory for a model with config c.
+func LoadLoRA(dir string, c Config) (*LoRA, error) {
+	ac, err := readAdapterConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	f, err := safetensors.Open(filepath.Join(dir, peft.WeightsFile))
+	if err != nil {
+		return nil, fmt.Errorf("load LoRA adapter: %w", err)
+	}
+	defer f.Close()
+	ts := make(Tensors, len(f.Tensors))
+	for i := range f.Tensors {
+		t, err := toTensor(&f.Tensors[i])
+		if err != nil {
+			return nil, fmt.Errorf("load LoRA adapter %s: %w", dir, err)
+		}
+		ts[f.Tensors[i].Name] = t
+	}
+	l, err := NewLoRA(c, ts, ac.R, float64(ac.LoraAlpha), ac.UseRslora)
+	if err != nil {
+		return nil, fmt.Errorf("load LoRA adapter %s: %w", dir, err)
+	}
+	return l, nil
+}
+
+func readAdapterConfig(dir string) (*peft.AdapterConfig, error) {
+	b, err := os.ReadFile(filepath.Join(dir, peft.ConfigFile))
+	if err != nil {
+		return nil, fmt.Errorf("load LoRA adapter: %w", err)
+	}
+	var ac peft.AdapterConfig
+	if err := jsonUnmarshal(b, &ac); err != nil {
+		return nil, fmt.Errorf("load LoRA adapter: parse %s: %w", peft.ConfigFile, err)
+	}
+	if ac.PeftType != "" && !strings.EqualFold(ac.PeftType, "LORA") {
+		return nil, fmt.Errorf("load LoRA adapter: peft_type %q is not LORA", ac.PeftType)
+	}
+	if ac.UseDora {
+		return nil, fmt.Errorf("load LoRA adapter: DoRA adapters are not supported")
+	}
+	if len(ac.RankPattern) > 0 || len(ac.AlphaPattern) > 0 {
+		return nil, fmt.Errorf("load LoRA adapter: per-module rank_pattern/alpha_pattern is not supported")
+	}
+	return &ac, nil
+}
+
+func toTensor(t *safetensors.Tensor) (Tensor, error) {
+	data, err := t.Float32()
+	if err != nil {
+		return Tensor{}, err
+	}
+	shape := make([]int, len(t.Shape))
+	for i, d := range t.Shape {
+		shape[i] = int(d)
+	}
+	return Tensor{Shape: shape, Data: data}, nil
+}

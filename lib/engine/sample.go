@@ -1,0 +1,338 @@
+package engine
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Stop reasons, as on the wire.
+const (
+	StopReasonStop   = "stop"   // a stop token, sequence, string or StopFunc matched
+	StopReasonLength = "length" // MaxTokens tokens were generated
+)
+
+// SampleRequest asks for NumSamples continuations of Prompt.
+//
+// Unlike the wire format, zero values are literal: Temperature 0 means
+// greedy, so callers must pass the wire default of 1 explicitly.
+type SampleRequest struct {
+	Prompt      []int
+	NumSamples  int     // 0 is treated as 1
+	MaxTokens   int     // tokens to generate at most; 0 generates none
+	Temperature float64 // 0 = greedy (argmax, lowest id on ties)
+	TopK        int     // keep the k most likely tokens; <= 0 (wire: -1) = off
+	TopP        float64 // nucleus: keep the smallest set with mass >= TopP; 0 or >= 1 = off
+	// Seed makes sampling reproducible: sample i draws from a stream derived
+	// from (Seed, i), so num_samples > 1 gives different samples and each
+	// is the same whether it runs alone, batched or under load. nil draws a
+	// random seed.
+	Seed *int64
+
+	StopTokens    []int    // stop when one of these is generated (it is kept in Tokens)
+	StopSequences [][]int  // stop when the generated tokens end with one of these
+	StopStrings   []string // stop when the decoded generated text contains one of these
+	// Decode detokenizes generated tokens for StopStrings; nil uses the
+	// model's own tokenizer (tiny models).
+	Decode func(tokens []int) string
+	// StopFunc, if set, is asked after every token whether to stop.
+	StopFunc func(generated []int) bool
+
+	PromptLogprobs     bool // fill SampleResponse.PromptLogprobs
+	TopKPromptLogprobs int  // > 0 fills SampleResponse.TopKPromptLogprobs with k entries per position
+}
+
+// Sequence is one sampled continuation.
+//
+// Logprobs[i] is the log-probability of Tokens[i] under the distribution it
+// was sampled from before truncation: log softmax(logits / Temperature) over
+// the FULL vocabulary (top-k/top-p do not renormalize it). With Temperature
+// 0 (greedy) and with Temperature 1 it is the model's own log softmax(logits).
+type Sequence struct {
+	Tokens     []int
+	Logprobs   []float32
+	StopReason string
+}
+
+// TokenLogprob is one (token, log-probability) pair.
+type TokenLogprob struct {
+	Token   int
+	Logprob float32
+}
+
+// SampleResponse holds the sequences and, when asked, prompt log-probs.
+type SampleResponse struct {
+	Sequences []Sequence
+	// PromptLogprobs[i] is log p(Prompt[i] | Prompt[:i]) at temperature 1;
+	// the first entry is nil (no context). nil unless requested.
+	PromptLogprobs []*float32
+	// TopKPromptLogprobs[i] lists the k most likely tokens at position i
+	// (given Prompt[:i]), most likely first; the first entry is nil.
+	TopKPromptLogprobs [][]TokenLogprob
+}
+
+// prefillChunk bounds how many prompt positions go through one forward call,
+// which bounds the activation memory for long prompts.
+const prefillChunk = 128
+
+// Sample generates NumSamples continuations of req.Prompt. It runs the
+// samples as one batch, spread over the available cores; concurrent calls
+// share the model safely. It stops early with ctx's error when ctx is done.
+func (m *Model) Sample(ctx context.Context, req SampleRequest) (*SampleResponse, error) {
+	if err := m.checkRequest(&req); err != nil {
+		return nil, err
+	}
+	n := req.NumSamples
+	maxLen := len(req.Prompt) + req.MaxTokens
+	kvd := m.cfg.KVHeads * m.cfg.HeadDim
+	resp := &SampleResponse{Sequences: make([]Sequence, n)}
+
+	// Prefill the prompt once; samples start from copies of its cache.
+	prefillCap := maxLen
+	if n > 1 {
+		prefillCap = len(req.Prompt)
+	}
+	cache := m.newCache(prefillCap)
+	ws := &workspace{}
+	wantPrompt := req.PromptLogprobs || req.TopKPromptLogprobs > 0
+	if wantPrompt {
+		resp.PromptLogprobs = make([]*float32, len(req.Prompt))
+		if req.TopKPromptLogprobs > 0 {
+			resp.TopKPromptLogprobs = make([][]TokenLogprob, len(req.Prompt))
+		}
+	}
+	last := make([]float32, m.cfg.VocabSize)
+	for lo := 0; lo < len(req.Prompt); lo += prefillChunk {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("sampling cancelled: %w", err)
+		}
+		hi := min(lo+prefillChunk, len(req.Prompt))
+		rows := make([]row, hi-lo)
+		for i := range rows {
+			p := lo + i
+			rows[i] = row{seq: cache, token: req.Prompt[p], pos: p,
+				logits: p == len(req.Prompt)-1 || (wantPrompt && p+1 < len(req.Prompt))}
+		}
+		logits := m.forward(ws, rows)
+		for i, r := range rows {
+			if logits[i] == nil {
+				continue
+			}
+			if r.pos == len(req.Prompt)-1 {
+				copy(last, logits[i])
+			}
+			if wantPrompt && r.pos+1 < len(req.Prompt) {
+				m.promptLogprobs(resp, logits[i], r.pos+1, req)
+			}
+		}
+	}
+
+	if req.MaxTokens == 0 {
+		for i := range resp.Sequences {
+			resp.Sequences[i] = Sequence{Tokens: []int{}, Logprobs: []float32{}, StopReason: StopReasonLength}
+		}
+		return resp, nil
+	}
+	base := randomSeed()
+	if req.Seed != nil {
+		base = uint64(*req.Seed)
+	}
+	seqs := make([]*seqRun, n)
+	for i := range seqs {
+		c := cache
+		if n > 1 {
+			c = cache.clone(maxLen, kvd)
+		}
+		seqs[i] = &seqRun{cache: c, rng: newRNG(sampleSeed(base, i)), out: &resp.Sequences[i]}
+		seqs[i].out.Tokens = make([]int, 0, req.MaxTokens)
+		seqs[i].out.Logprobs = make([]float32, 0, req.MaxTokens)
+	}
+	for _, s := range seqs {
+		s.logits = last
+	}
+	sm := newSampler(m.cfg.VocabSize, req)
+	groups := m.groups()
+	for {
+		var active []*seqRun
+		for _, s := range seqs {
+			if s.out.StopReason != "" {
+				continue
+			}
+			tok, lp := sm.pick(s.logits, s.rng)
+			s.out.Tokens = append(s.out.Tokens, tok)
+			s.out.Logprobs = append(s.out.Logprobs, float32(lp))
+			if reason := m.stopReason(&req, s.out.Tokens); reason != "" {
+				s.out.StopReason = reason
+				continue
+			}
+			active = append(active, s)
+		}
+		if len(active) == 0 {
+			return resp, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("sampling cancelled: %w", err)
+		}
+		m.step(groups, active)
+	}
+}
+
+// seqRun is one sample in flight.
+type seqRun struct {
+	cache  *kvCache
+	rng    *rng
+	out    *Sequence
+	logits []float32 // next-token logits (owned by the group workspace)
+	ws     *workspace
+}
+
+// groups is how many goroutines a decode step splits its sequences over.
+// Small models are split by sequence (one fork/join per step); large ones
+// keep one batch so each weight row is read once per step for all
+// sequences, and parallelise inside each matrix product instead.
+func (m *Model) groups() int {
+	if m.cfg.Params() > 50_000_000 {
+		return 1
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// step runs the last token of every active sequence through the model.
+func (m *Model) step(groups int, active []*seqRun) {
+	g := min(groups, len(active))
+	run := func(part []*seqRun, ws *workspace) {
+		rows := make([]row, len(part))
+		for i, s := range part {
+			rows[i] = row{seq: s.cache, token: s.out.Tokens[len(s.out.Tokens)-1], pos: s.cache.n, logits: true}
+		}
+		logits := m.forward(ws, rows)
+		for i, s := range part {
+			s.logits = logits[i]
+		}
+	}
+	if g <= 1 {
+		run(active, wsOf(active[0]))
+		return
+	}
+	var wg sync.WaitGroup
+	per := (len(active) + g - 1) / g
+	for lo := 0; lo < len(active); lo += per {
+		part := active[lo:min(lo+per, len(active))]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run(part, wsOf(part[0]))
+		}()
+	}
+	wg.Wait()
+}
+
+// wsOf gives each group a workspace; it is keyed by the group's first
+// sequence, which holds it until that sequence stops (then a fresh one is
+// made: logits already handed out stay valid because they are not reused).
+func wsOf(s *seqRun) *workspace {
+	if s.ws == nil {
+		s.ws = &workspace{}
+	}
+	return s.ws
+}
+
+func (m *Model) checkRequest(req *SampleRequest) error {
+	if len(req.Prompt) == 0 {
+		return fmt.Errorf("prompt is empty: give at least one token")
+	}
+	for _, t := range req.Prompt {
+		if t < 0 || t >= m.cfg.VocabSize {
+			return fmt.Errorf("prompt token %d is outside the vocabulary (0..%d)", t, m.cfg.VocabSize-1)
+		}
+	}
+	if req.NumSamples == 0 {
+		req.NumSamples = 1
+	}
+	switch {
+	case req.NumSamples < 0:
+		return fmt.Errorf("num_samples must be positive, got %d", req.NumSamples)
+	case req.MaxTokens < 0:
+		return fmt.Errorf("max_tokens must not be negative, got %d", req.MaxTokens)
+	case req.Temperature < 0 || math.IsNaN(req.Temperature) || math.IsInf(req.Temperature, 0):
+		return fmt.Errorf("temperature must be a finite number >= 0, got %v", req.Temperature)
+	case req.TopP < 0 || math.IsNaN(req.TopP):
+		return fmt.Errorf("top_p must be in (0, 1], got %v", req.TopP)
+	case req.TopKPromptLogprobs < 0:
+		return fmt.Errorf("topk_prompt_logprobs must not be negative")
+	}
+	if mp := m.cfg.MaxPositionEmbeddings; mp > 0 && len(req.Prompt)+req.MaxTokens > mp {
+		return fmt.Errorf("prompt (%d tokens) + max_tokens (%d) exceeds the model's context of %d tokens", len(req.Prompt), req.MaxTokens, mp)
+	}
+	if len(req.StopStrings) > 0 && req.Decode == nil {
+		if m.tok == nil {
+			return fmt.Errorf("stop strings need a Decode function for this model")
+		}
+		req.Decode = m.tok.Decode
+	}
+	return nil
+}
+
+// stopReason reports why generation ends after the latest token, or "".
+func (m *Model) stopReason(req *SampleRequest, gen []int) string {
+	tok := gen[len(gen)-1]
+	if slices.Contains(req.StopTokens, tok) {
+		return StopReasonStop
+	}
+	for _, s := range req.StopSequences {
+		if len(s) > 0 && len(gen) >= len(s) && slices.Equal(gen[len(gen)-len(s):], s) {
+			return StopReasonStop
+		}
+	}
+	if len(req.StopStrings) > 0 {
+		text := req.Decode(gen)
+		for _, s := range req.StopStrings {
+			if s != "" && strings.Contains(text, s) {
+				return StopReasonStop
+			}
+		}
+	}
+	if req.StopFunc != nil && req.StopFunc(gen) {
+		return StopReasonStop
+	}
+	if len(gen) >= req.MaxTokens {
+		return StopReasonLength
+	}
+	return ""
+}
+
+func (m *Model) promptLogprobs(resp *SampleResponse, logits []float32, pos int, req SampleRequest) {
+	lse := logSumExp(logits, 1)
+	if resp.PromptLogprobs != nil {
+		lp := float32(float64(logits[req.Prompt[pos]]) - lse)
+		resp.PromptLogprobs[pos] = &lp
+	}
+	if k := req.TopKPromptLogprobs; k > 0 {
+		top := topK(logits, k, nil)
+		out := make([]TokenLogprob, len(top))
+		for i, t := range top {
+			out[i] = TokenLogprob{Token: t, Logprob: float32(float64(logits[t]) - lse)}
+		}
+		resp.TopKPromptLogprobs[pos] = out
+	}
+}
+
+// sampleSeed derives sample i's stream from the request seed.
+func sampleSeed(base uint64, i int) uint64 {
+	x := base
+	h := splitmix64(&x)
+	y := h ^ uint64(i)*0xd1b54a32d192ed03
+	return splitmix64(&y)
+}
+
+func randomSeed() uint64 {
+	var b [8]byte
+	_, _ = crand.Read(b[:]) // never fails on supported platforms
+	return binary.LittleEndian.Uint64(b[:])
+}

@@ -1,0 +1,126 @@
+package engine
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"sort"
+
+	"github.com/tinkershell/tinker/lib/models"
+)
+
+// The built-in tiny models have the shapes listed in lib/models and weights
+// drawn from a fixed PRNG seeded by the tensor name, so every machine builds
+// the same bits with no download. The weights are UNTRAINED: the models
+// produce byte noise, and exist so sampling, LoRA and the server can be
+// exercised end to end.
+
+// TinyModels lists the names Load accepts.
+func TinyModels() []string { return []string{models.TinyLlama, models.TinyQwen3} }
+
+// TinyConfig returns the config of a built-in tiny model.
+func TinyConfig(name string) (Config, error) {
+	a, ok := models.Lookup(name)
+	if !ok || (name != models.TinyLlama && name != models.TinyQwen3) {
+		return Config{}, fmt.Errorf("%q is not a built-in tiny model (have %v)", name, TinyModels())
+	}
+	c := Config{
+		Arch: ArchLlama, VocabSize: a.Vocab, Hidden: a.Hidden, Intermediate: a.Intermediate,
+		Layers: a.Layers, Heads: a.Heads, KVHeads: a.KVHeads, HeadDim: a.HeadDim,
+		RMSNormEps: a.RMSNormEps, RopeTheta: a.RopeTheta, TieWordEmbeddings: a.TiedEmbeddings,
+		MaxPositionEmbeddings: a.MaxContext, BOSTokenID: TinyBOS, EOSTokenIDs: []int{TinyEOS},
+	}
+	if a.Family == "qwen3" {
+		c.Arch = ArchQwen3
+	} else {
+		// Llama 3.1's frequency scaling, so the tiny Llama exercises it.
+		c.RopeScaling = &RopeScaling{Type: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4,
+			OriginalMaxPositionEmbeddings: 8192}
+	}
+	return c, c.Validate()
+}
+
+// TinyTensors returns the deterministic weights of a built-in tiny model
+// under Hugging Face names.
+func TinyTensors(name string) (Config, Tensors, error) {
+	c, err := TinyConfig(name)
+	if err != nil {
+		return Config{}, nil, err
+	}
+	shapes := ExpectedShapes(c)
+	ts := make(Tensors, len(shapes))
+	names := make([]string, 0, len(shapes))
+	for n := range shapes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		shape := shapes[n]
+		data := make([]float32, shape[0]*shapeTail(shape))
+		r := newRNG(seedOf(name + "/" + n))
+		switch {
+		case len(shape) == 1: // norm gains around 1
+			for i := range data {
+				data[i] = 1 + 0.2*(r.uniform32()-0.5)
+			}
+		case n == "model.embed_tokens.weight" || n == "lm_head.weight":
+			// Logit spread about 2.5 (std) for unit-RMS hidden states, so the
+			// distribution is neither flat nor one-hot.
+			fill(data, r, math.Sqrt(3)*2.5/math.Sqrt(float64(c.Hidden)))
+		default: // Kaiming-uniform-like: unit-variance inputs keep their scale
+			fill(data, r, math.Sqrt(3)/math.Sqrt(float64(shape[1])))
+		}
+		ts[n] = Tensor{Shape: shape, Data: data}
+	}
+	return c, ts, nil
+}
+
+func shapeTail(s []int) int {
+	n := 1
+	for _, d := range s[1:] {
+		n *= d
+	}
+	return n
+}
+
+func fill(data []float32, r *rng, a float64) {
+	for i := range data {
+		data[i] = float32(a * (2*float64(r.uniform32()) - 1))
+	}
+}
+
+func seedOf(s string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return h.Sum64()
+}
+
+// ExpectedShapes lists every base parameter of a model with config c under
+// its Hugging Face name.
+func ExpectedShapes(c Config) map[string][]int {
+	h, qd, kvd := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+	s := map[string][]int{
+		"model.embed_tokens.weight": {c.VocabSize, h},
+		"model.norm.weight":         {h},
+	}
+	if !c.TieWordEmbeddings {
+		s["lm_head.weight"] = []int{c.VocabSize, h}
+	}
+	for i := range c.Layers {
+		p := fmt.Sprintf("model.layers.%d.", i)
+		s[p+"input_layernorm.weight"] = []int{h}
+		s[p+"post_attention_layernorm.weight"] = []int{h}
+		s[p+"self_attn.q_proj.weight"] = []int{qd, h}
+		s[p+"self_attn.k_proj.weight"] = []int{kvd, h}
+		s[p+"self_attn.v_proj.weight"] = []int{kvd, h}
+		s[p+"self_attn.o_proj.weight"] = []int{h, qd}
+		s[p+"mlp.gate_proj.weight"] = []int{c.Intermediate, h}
+		s[p+"mlp.up_proj.weight"] = []int{c.Intermediate, h}
+		s[p+"mlp.down_proj.weight"] = []int{h, c.Intermediate}
+		if c.Arch == ArchQwen3 {
+			s[p+"self_attn.q_norm.weight"] = []int{c.HeadDim}
+			s[p+"self_attn.k_norm.weight"] = []int{c.HeadDim}
+		}
+	}
+	return s
+}
