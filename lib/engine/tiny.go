@@ -33,9 +33,12 @@ func TinyConfig(name string) (Config, error) {
 	if a.Family == "qwen3" {
 		c.Arch = ArchQwen3
 	} else {
-		// Llama 3.1's frequency scaling, so the tiny Llama exercises it.
+		// Llama 3.1's frequency scaling (factor 8 from an original context
+		// of 256 to the 2048 of lib/models), so the tiny Llama exercises all
+		// three bands: with theta 1e4 and head_dim 16, pairs 0-2 are kept,
+		// pair 3 is interpolated and pairs 4-7 are divided by 8.
 		c.RopeScaling = &RopeScaling{Type: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4,
-			OriginalMaxPositionEmbeddings: 8192}
+			OriginalMaxPositionEmbeddings: 256}
 	}
 	return c, c.Validate()
 }
