@@ -94,6 +94,9 @@ func (t *TableValue) Attr(name string) (starlark.Value, error) {
 }
 func (t *TableValue) AttrNames() []string { return []string{"columns", "rows", "title"} }
 
+// MarshalJSON makes json.encode(t) give a list of objects.
+func (t *TableValue) MarshalJSON() ([]byte, error) { return marshalJSON(t) }
+
 // Table implements Tabular.
 func (t *TableValue) Table(now time.Time) *render.Table {
 	out := &render.Table{Title: t.title}
@@ -261,6 +264,19 @@ func helpFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, k
 		name = v.Name()
 	case *starlarkstruct.Module:
 		name = v.Name
+		if _, registered := moduleDocs[name]; registered {
+			if text, ok := Help(name); ok {
+				names := make([]string, 0, len(v.Members))
+				for k := range v.Members {
+					names = append(names, name+"."+k)
+				}
+				sort.Strings(names)
+				if !strings.Contains(text, "\n") {
+					text += "\n\n  " + strings.Join(names, "\n  ")
+				}
+				return HelpText(text), nil
+			}
+		}
 	case *starlark.Function:
 		return HelpText(fmt.Sprintf("%s: a function defined at %s", v.Name(), v.Position())), nil
 	default:

@@ -153,7 +153,8 @@ func (in *Interp) load(thread *starlark.Thread, name string) (starlark.StringDic
 	globals, err := func() (starlark.StringDict, error) {
 		src, err := readSource(path)
 		if err != nil {
-			return nil, fmt.Errorf("load %q: %w", name, err)
+			// A bad module is a runtime error of the loading program, not a usage error.
+			return nil, fmt.Errorf("%s", err.Error())
 		}
 		t := in.newThread("load " + name)
 		return starlark.ExecFileOptions(fileOptions, t, path, src, in.predeclared)
@@ -339,11 +340,21 @@ func FormatError(err error, interrupted, backtrace bool) string {
 		if backtrace && len(evalErr.CallStack) > 1 {
 			return strings.TrimRight(evalErr.Backtrace(), "\n")
 		}
+		// The innermost frame with a source position (not a builtin).
 		pos := ""
-		if n := len(evalErr.CallStack); n > 0 {
-			pos = evalErr.CallStack[n-1].Pos.String() + ": "
+		for i := len(evalErr.CallStack) - 1; i >= 0; i-- {
+			if p := evalErr.CallStack[i].Pos; p.Filename() != "<builtin>" {
+				pos = p.String() + ": "
+				break
+			}
 		}
-		return pos + evalErr.Msg
+		msg := evalErr.Msg
+		if n := len(evalErr.CallStack); n > 0 && evalErr.CallStack[n-1].Pos.Filename() == "<builtin>" {
+			if name := evalErr.CallStack[n-1].Name; !strings.HasPrefix(msg, name+":") {
+				msg = name + ": " + msg
+			}
+		}
+		return pos + msg
 	}
 	var serr syntax.Error
 	if errors.As(err, &serr) {

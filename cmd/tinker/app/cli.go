@@ -109,6 +109,7 @@ func dispatch(io *term.IO, opts options, cmd *command, path string, args []strin
 		}
 		return dispatch(io, opts, sub, path+" "+a, args[1:], now)
 	}
+	usageError := func(io *term.IO, path, msg string) int { return leafUsageError(io, cmd, path, msg) }
 	inv := &invocation{io: io, opts: opts, now: now, path: path, flags: map[string][]string{}, present: map[string]bool{}}
 	specs := append(append([]flagSpec(nil), cmd.Flags...), formatFlag, helpFlag)
 	var positional []string
@@ -259,8 +260,8 @@ func groupHelp(cmd *command, path string) string {
 	return b.String()
 }
 
-func commandHelp(cmd *command, path string) string {
-	var b strings.Builder
+// commandUsage is the Usage line of a leaf command.
+func commandUsage(cmd *command, path string) string {
 	usage := path + " [OPTIONS]"
 	for _, a := range cmd.Args {
 		switch {
@@ -272,7 +273,17 @@ func commandHelp(cmd *command, path string) string {
 			usage += " " + a.Name
 		}
 	}
-	fmt.Fprintf(&b, "Usage: %s\n\n", usage)
+	return usage
+}
+
+func leafUsageError(io *term.IO, cmd *command, path, msg string) int {
+	fmt.Fprintf(io.Err, "Usage: %s\nTry '%s -h' for help.\n\nError: %s\n", commandUsage(cmd, path), path, msg)
+	return shell.ExitUsage
+}
+
+func commandHelp(cmd *command, path string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Usage: %s\n\n", commandUsage(cmd, path))
 	help := cmd.Help
 	if help == "" {
 		help = cmd.Summary
