@@ -428,10 +428,10 @@ func TestPerAttemptTimeout(t *testing.T) {
 
 func TestSchemaValidation(t *testing.T) {
 	bodies := map[string]string{
-		"/api/v1/training_runs/missing-owner": strings.Replace(runJSON, `"model_owner": "tml:organization_user:274df404",`, "", 1),
-		"/api/v1/training_runs/null-base":     strings.Replace(runJSON, `"meta-llama/Llama-3.1-8B"`, "null", 1),
-		"/api/v1/training_runs/bad-nested":    strings.Replace(runJSON, `"tinker_path": "tinker://run-1:train:0/sampler_weights/final",`, "", 1),
-		"/api/v1/training_runs/wrong-type":    strings.Replace(runJSON, `"is_lora": true`, `"is_lora": "yes"`, 1),
+		"/api/v1/training_runs/missing-owner":        strings.Replace(runJSON, `"model_owner": "tml:organization_user:274df404",`, "", 1),
+		"/api/v1/training_runs/null-base":            strings.Replace(runJSON, `"meta-llama/Llama-3.1-8B"`, "null", 1),
+		"/api/v1/training_runs/bad-nested":           strings.Replace(runJSON, `"tinker_path": "tinker://run-1:train:0/sampler_weights/final",`, "", 1),
+		"/api/v1/training_runs/wrong-type":           strings.Replace(runJSON, `"is_lora": true`, `"is_lora": "yes"`, 1),
 		"/api/v1/training_runs/bad-kind/checkpoints": `{"checkpoints": [` + strings.Replace(checkpointJSON, `"checkpoint_type": "sampler"`, `"checkpoint_type": "weights"`, 1) + `]}`,
 		"/api/v1/training_runs/no-list/checkpoints":  `{"cursor": null}`,
 		"/api/v1/training_runs/not-json/checkpoints": `<html>oops</html>`,
