@@ -228,3 +228,46 @@ func (c Config) Params() int64 {
 	}
 	return n
 }
+
+// HFConfigJSON renders c as a Hugging Face config.json (the fields
+// ParseConfig reads), e.g. to write a tiny model out as a model directory.
+func (c Config) HFConfigJSON() ([]byte, error) {
+	arch := map[Arch]string{ArchLlama: "LlamaForCausalLM", ArchQwen3: "Qwen3ForCausalLM"}[c.Arch]
+	m := map[string]any{
+		"architectures":           []string{arch},
+		"model_type":              string(c.Arch),
+		"vocab_size":              c.VocabSize,
+		"hidden_size":             c.Hidden,
+		"intermediate_size":       c.Intermediate,
+		"num_hidden_layers":       c.Layers,
+		"num_attention_heads":     c.Heads,
+		"num_key_value_heads":     c.KVHeads,
+		"head_dim":                c.HeadDim,
+		"rms_norm_eps":            c.RMSNormEps,
+		"rope_theta":              c.RopeTheta,
+		"tie_word_embeddings":     c.TieWordEmbeddings,
+		"max_position_embeddings": c.MaxPositionEmbeddings,
+		"hidden_act":              "silu",
+		"attention_bias":          false,
+		"torch_dtype":             "float32",
+		"rope_scaling":            nil,
+	}
+	if c.BOSTokenID >= 0 {
+		m["bos_token_id"] = c.BOSTokenID
+	}
+	if len(c.EOSTokenIDs) == 1 {
+		m["eos_token_id"] = c.EOSTokenIDs[0]
+	} else if len(c.EOSTokenIDs) > 1 {
+		m["eos_token_id"] = c.EOSTokenIDs
+	}
+	if s := c.RopeScaling; s != nil {
+		r := map[string]any{"rope_type": s.Type, "factor": s.Factor}
+		if s.Type == "llama3" {
+			r["low_freq_factor"] = s.LowFreqFactor
+			r["high_freq_factor"] = s.HighFreqFactor
+			r["original_max_position_embeddings"] = s.OriginalMaxPositionEmbeddings
+		}
+		m["rope_scaling"] = r
+	}
+	return json.MarshalIndent(m, "", "  ")
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -70,7 +71,13 @@ func NewLoRA(c Config, ts Tensors, rank int, alpha float64, rsLoRA bool) (*LoRA,
 		}
 	}
 	qd, kvd := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
-	for key, p := range pairs {
+	keys := make([]string, 0, len(pairs))
+	for k := range pairs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // deterministic error messages
+	for _, key := range keys {
+		p := pairs[key]
 		if p.a == nil || p.b == nil {
 			return nil, fmt.Errorf("lora: %s has only one of lora_A and lora_B", key)
 		}

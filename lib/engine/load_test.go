@@ -1,0 +1,266 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/tinkershell/tinker/lib/models"
+	"github.com/tinkershell/tinker/lib/peft"
+	"github.com/tinkershell/tinker/lib/safetensors"
+)
+
+// writeModelDir writes a tiny model as a Hugging Face directory in dtype,
+// split into shards when shards > 1 (with model.safetensors.index.json).
+func writeModelDir(t *testing.T, dir, name string, dtype safetensors.DType, shards int) {
+	t.Helper()
+	c, ts, err := TinyTensors(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := c.HFConfigJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, 0, len(ts))
+	for n := range ts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	weightMap := map[string]string{}
+	for s := range shards {
+		file := "model.safetensors"
+		if shards > 1 {
+			file = fmt.Sprintf("model-%05d-of-%05d.safetensors", s+1, shards)
+		}
+		var out []safetensors.Tensor
+		for i, n := range names {
+			if i%shards != s {
+				continue
+			}
+			data, err := safetensors.EncodeFloat32(dtype, ts[n].Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			shape := make([]int64, len(ts[n].Shape))
+			for j, d := range ts[n].Shape {
+				shape[j] = int64(d)
+			}
+			out = append(out, safetensors.Tensor{Name: n, DType: dtype, Shape: shape, Data: data})
+			weightMap[n] = file
+		}
+		f, err := os.Create(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := safetensors.Write(f, out, map[string]string{"format": "pt"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if shards > 1 {
+		idx, _ := json.Marshal(map[string]any{"metadata": map[string]any{}, "weight_map": weightMap})
+		if err := os.WriteFile(filepath.Join(dir, "model.safetensors.index.json"), idx, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func promptLogprobs(t *testing.T, m *Model, prompt []int) []float64 {
+	t.Helper()
+	r := sample(t, m, SampleRequest{Prompt: prompt, MaxTokens: 1, PromptLogprobs: true})
+	out := make([]float64, len(prompt)-1)
+	for i := range out {
+		out[i] = float64(*r.PromptLogprobs[i+1])
+	}
+	return out
+}
+
+func TestLoadDirDTypes(t *testing.T) {
+	for _, name := range TinyModels() {
+		t.Run(name, func(t *testing.T) {
+			builtin := mustLoad(t, name)
+			prompt := builtin.Tokenizer().Encode("weights from disk")
+			want := promptLogprobs(t, builtin, prompt)
+			for _, tc := range []struct {
+				dtype  safetensors.DType
+				shards int
+				tol    float64
+			}{
+				{safetensors.F32, 1, 0},    // exact: same float32 bits
+				{safetensors.F32, 3, 0},    // sharded with an index
+				{safetensors.BF16, 1, 0.1}, // 8-bit mantissa weights
+				{safetensors.F16, 2, 0.03},
+			} {
+				dir := t.TempDir()
+				writeModelDir(t, dir, name, tc.dtype, tc.shards)
+				m, err := LoadDir(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(m.Config(), builtin.Config()) {
+					t.Errorf("%s: config.json round trip: %+v, want %+v", tc.dtype, m.Config(), builtin.Config())
+				}
+				got := promptLogprobs(t, m, prompt)
+				var worst float64
+				for i := range got {
+					worst = math.Max(worst, math.Abs(got[i]-want[i]))
+				}
+				if worst > tc.tol {
+					t.Errorf("%s x%d: prompt logprobs differ by up to %g (tolerance %g)", tc.dtype, tc.shards, worst, tc.tol)
+				}
+				if testing.Verbose() {
+					t.Logf("%s x%d: max prompt logprob difference %.3g", tc.dtype, tc.shards, worst)
+				}
+				if tc.dtype == safetensors.BF16 && worst == 0 {
+					t.Errorf("bf16 weights gave bit-identical logprobs; were they really rounded?")
+				}
+			}
+		})
+	}
+}
+
+func TestLoadDirErrors(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := LoadDir(dir); err == nil || !strings.Contains(err.Error(), "config.json") {
+		t.Errorf("empty dir: %v", err)
+	}
+	writeModelDir(t, dir, models.TinyQwen3, safetensors.F32, 1)
+	os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"model_type":"qwen3_moe"}`), 0o644)
+	if _, err := LoadDir(dir); err == nil || !strings.Contains(err.Error(), "not supported") {
+		t.Errorf("moe: %v", err)
+	}
+	// A config that disagrees with the weights names the tensor.
+	c, _ := TinyConfig(models.TinyQwen3)
+	c.Intermediate = 100
+	b, _ := c.HFConfigJSON()
+	os.WriteFile(filepath.Join(dir, "config.json"), b, 0o644)
+	if _, err := LoadDir(dir); err == nil || !strings.Contains(err.Error(), "mlp.gate_proj.weight has shape") {
+		t.Errorf("shape mismatch: %v", err)
+	}
+}
+
+func TestFindModelDir(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("HF_HUB_CACHE", cache)
+	t.Setenv("HF_HOME", filepath.Join(cache, "unused"))
+	if _, err := FindModelDir("Org/Missing"); err == nil || !strings.Contains(err.Error(), "huggingface-cli download Org/Missing") {
+		t.Errorf("missing model: %v", err)
+	}
+	repo := filepath.Join(cache, "models--Org--Tiny-Model")
+	snap := filepath.Join(repo, "snapshots", "abc123")
+	stale := filepath.Join(repo, "snapshots", "000old") // sorts first; incomplete
+	for _, d := range []string{snap, stale, filepath.Join(repo, "refs")} {
+		os.MkdirAll(d, 0o755)
+	}
+	os.WriteFile(filepath.Join(stale, "config.json"), []byte("{}"), 0o644)
+	writeModelDir(t, snap, models.TinyLlama, safetensors.BF16, 1)
+	os.WriteFile(filepath.Join(repo, "refs", "main"), []byte("abc123\n"), 0o644)
+	got, err := FindModelDir("Org/Tiny-Model")
+	if err != nil || got != snap {
+		t.Fatalf("FindModelDir = %q, %v; want %q", got, err, snap)
+	}
+	if m, err := LoadDir(got); err != nil || m.Config().Arch != ArchLlama {
+		t.Fatalf("LoadDir(found) = %v", err)
+	}
+}
+
+func TestPEFTAdapterDir(t *testing.T) {
+	base := mustLoad(t, models.TinyQwen3)
+	prompt := base.Tokenizer().Encode("adapter")
+	want := sample(t, base, SampleRequest{Prompt: prompt, MaxTokens: 10, PromptLogprobs: true})
+
+	// A fresh adapter as the local server writes it: B is zero.
+	dir := t.TempDir()
+	plan, err := peft.NewPlan(peft.Config{BaseModel: models.TinyQwen3, Rank: 8, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := plan.WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	tuned, err := base.WithAdapter(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := tuned.LoRA().Modules(); n != 7*base.Config().Layers+1 {
+		t.Errorf("adapter modules = %d", n)
+	}
+	got := sample(t, tuned, SampleRequest{Prompt: prompt, MaxTokens: 10, PromptLogprobs: true})
+	if !slices.Equal(got.Sequences[0].Tokens, want.Sequences[0].Tokens) || !slices.Equal(got.Sequences[0].Logprobs, want.Sequences[0].Logprobs) {
+		t.Error("a freshly initialised adapter (B = 0) changed the output")
+	}
+
+	// Rewrite the weights with non-zero B: the output must move.
+	c := base.Config()
+	lts := randomLoRA(c, 8, 5, false)
+	var out []safetensors.Tensor
+	for n, tt := range lts {
+		data, _ := safetensors.EncodeFloat32(safetensors.BF16, tt.Data)
+		out = append(out, safetensors.Tensor{Name: n, DType: safetensors.BF16, Shape: []int64{int64(tt.Shape[0]), int64(tt.Shape[1])}, Data: data})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	f, err := os.Create(filepath.Join(dir, peft.WeightsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := safetensors.Write(f, out, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	moved, err := base.WithAdapter(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g2 := sample(t, moved, SampleRequest{Prompt: prompt, MaxTokens: 10, PromptLogprobs: true})
+	var diff float64
+	for i := 1; i < len(prompt); i++ {
+		diff = math.Max(diff, math.Abs(float64(*g2.PromptLogprobs[i]-*want.PromptLogprobs[i])))
+	}
+	if diff < 0.01 {
+		t.Errorf("non-zero B moved prompt logprobs by only %g", diff)
+	}
+
+	// Wrong base model: a clear shape error.
+	llama := mustLoad(t, models.TinyLlama)
+	if _, err := llama.WithAdapter(dir); err == nil || !strings.Contains(err.Error(), "lora: 0.down_proj lora_A has shape [8 384], want [8 192]") {
+		t.Errorf("adapter for another model: %v", err)
+	}
+	if _, err := base.WithAdapter(t.TempDir()); err == nil || !strings.Contains(err.Error(), peft.ConfigFile) {
+		t.Errorf("missing adapter: %v", err)
+	}
+}
+
+func TestSampleConcurrentCallsAgree(t *testing.T) {
+	m := mustLoad(t, models.TinyLlama)
+	req := SampleRequest{Prompt: []int{72, 105}, MaxTokens: 20, Temperature: 1, Seed: seedp(77)}
+	want := sample(t, m, req)
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			got, err := m.Sample(context.Background(), req)
+			if err == nil && !slices.Equal(got.Sequences[0].Logprobs, want.Sequences[0].Logprobs) {
+				err = fmt.Errorf("concurrent call gave %v, want %v", got.Sequences[0].Tokens, want.Sequences[0].Tokens)
+			}
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
