@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestNewConfigErrors(t *testing.T) {
@@ -344,5 +345,32 @@ func TestBillingUsageJSONShape(t *testing.T) {
 	want := `{"data":[{"bucket_start":"2026-07-13T05:00:00Z","bucket_end":"2026-07-13T06:00:00Z","base_model":"Qwen/Qwen3-8B","user_id":"u1","user_name":null,"session_id":null,"project_id":null,"event_info":{"type":"sampling_prefill","cached":true,"token_count":12}}],"sessions":{"s2":{"user_metadata":{"k":"v"}},"s1":{"user_metadata":null}}}`
 	if string(out) != want {
 		t.Errorf("marshal:\n%s\nwant\n%s", out, want)
+	}
+}
+
+func TestFlexibleDatetimes(t *testing.T) {
+	want := time.Date(2025, 12, 27, 8, 51, 24, 966034000, time.UTC)
+	for _, lit := range []string{`"2025-12-27T08:51:24.966034Z"`, `"2025-12-27T08:51:24.966034"`,
+		`"2025-12-27 08:51:24.966034+00:00"`, `1766825484.966034`, `"2025-12-27T09:51:24.966034+01:00"`} {
+		var cp Checkpoint
+		body := `{"checkpoint_id":"weights/1","time":` + lit + `,"expires_at":` + lit + `}`
+		if err := json.Unmarshal([]byte(body), &cp); err != nil {
+			t.Errorf("%s: %v", lit, err)
+			continue
+		}
+		if cp.Time.Sub(want).Abs() > time.Microsecond || cp.ExpiresAt == nil || !cp.ExpiresAt.Equal(cp.Time) || cp.CheckpointID != "weights/1" {
+			t.Errorf("%s: decoded %+v", lit, cp)
+		}
+	}
+	var cp Checkpoint
+	if err := json.Unmarshal([]byte(`{"time":"yesterday"}`), &cp); err == nil {
+		t.Error("bad datetime accepted")
+	}
+	if err := json.Unmarshal([]byte(`{"time":"2025-12-27T08:51:24Z","expires_at":null}`), &cp); err != nil || cp.ExpiresAt != nil {
+		t.Errorf("null expires_at: %+v, %v", cp, err)
+	}
+	var run TrainingRun
+	if err := json.Unmarshal([]byte(runJSON), &run); err != nil || run.LastRequestTime.IsZero() || run.LastSamplerCheckpoint.Time.IsZero() {
+		t.Errorf("run: %+v, %v", run, err)
 	}
 }
