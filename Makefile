@@ -7,7 +7,7 @@ PKGS    := ./...
 TEST_DEPS :=
 BENCH_TARGETS :=
 
-.PHONY: all build run test vet unit golden golden-update bench clean testdeps
+.PHONY: all build run test vet golden-update bench bench-shell clean testdeps
 all: build
 
 build:
@@ -25,7 +25,21 @@ vet:
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-bench: build $(BENCH_TARGETS)
+# The prompt on the local backend (a Tinker-compatible server in-process).
+run: build
+	./$(BIN) --local
+
+# Rewrite golden files from actual output; review with `git diff golden/`.
+golden-update: build
+	$(GO) test ./golden -count=1 -update
+
+bench: build bench-shell $(BENCH_TARGETS)
+
+bench-shell: build
+	@echo "== cold start (median of 25 runs, next to /bin/true in the same run)"
+	$(GO) run ./cmd/tinker-bench coldstart $(BIN)
+	@echo "== display of a 10,000-row table at the prompt (only head and tail are drawn)"
+	$(GO) test ./shell -run '^$$' -bench Display10k -benchmem -count 3
 
 clean:
 	rm -rf bin

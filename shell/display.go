@@ -71,6 +71,12 @@ func (d *Display) TableOf(v starlark.Value) *render.Table {
 	if recs, ok := recordList(v); ok {
 		first := recs[0]
 		t := &render.Table{Title: first.ListTitle(len(recs)), Columns: first.RowColumns()}
+		if max := d.maxRows(); max > 0 && len(recs) > max {
+			// Format only the rows that will be drawn.
+			head := max - render.TailRows
+			t.GapAt, t.Omitted = head, len(recs)-max
+			recs = append(recs[:head:head], recs[len(recs)-render.TailRows:]...)
+		}
 		t.Rows = make([][]string, len(recs))
 		for i, r := range recs {
 			t.Rows[i] = r.Row(now)
@@ -82,14 +88,19 @@ func (d *Display) TableOf(v starlark.Value) *render.Table {
 
 // WriteTable draws t fitted to the stream.
 func (d *Display) WriteTable(w io.Writer, t *render.Table) error {
-	o := render.Options{Color: d.IO.ColorOut}
+	o := render.Options{Color: d.IO.ColorOut, MaxRows: d.maxRows()}
 	if d.IO.OutTTY {
 		o.Width = d.IO.Width
-		if d.Elide {
-			o.MaxRows = PromptMaxRows
-		}
 	}
 	return render.Write(w, t, o)
+}
+
+// maxRows is the row limit for tables: only on a terminal, only when eliding.
+func (d *Display) maxRows() int {
+	if d.IO.OutTTY && d.Elide {
+		return PromptMaxRows
+	}
+	return 0
 }
 
 func (d *Display) now() time.Time {

@@ -26,6 +26,10 @@ type Table struct {
 	Title   string
 	Columns []Column
 	Rows    [][]string
+	// Omitted counts rows a caller already left out between Rows[:GapAt]
+	// and Rows[GapAt:], so huge tables need not be formatted in full.
+	Omitted int
+	GapAt   int
 }
 
 // Options control layout.
@@ -38,8 +42,8 @@ type Options struct {
 	MaxRows int
 }
 
-// tailRows is how many of the MaxRows are taken from the end of a long table.
-const tailRows = 5
+// TailRows is how many of the MaxRows are taken from the end of a long table.
+const TailRows = 5
 
 var (
 	styleTitle  = color.New(color.Italic)
@@ -59,8 +63,10 @@ func init() {
 func Write(w io.Writer, t *Table, o Options) error {
 	rows, hidden := t.Rows, 0
 	var tail [][]string
-	if o.MaxRows > 0 && len(rows) > o.MaxRows {
-		nTail := tailRows
+	if t.Omitted > 0 {
+		rows, tail, hidden = t.Rows[:t.GapAt], t.Rows[t.GapAt:], t.Omitted
+	} else if o.MaxRows > 0 && len(rows) > o.MaxRows {
+		nTail := TailRows
 		if nTail >= o.MaxRows {
 			nTail = o.MaxRows / 2
 		}
@@ -180,7 +186,7 @@ func Write(w io.Writer, t *Table, o Options) error {
 	rule("└", "─", "┴", "┘")
 	if hidden > 0 {
 		fmt.Fprintf(&b, "%s\n", paint(styleDim, fmt.Sprintf("%s of %s rows hidden; use --format json or json.encode() for all",
-			Thousands(int64(hidden)), Thousands(int64(len(t.Rows))))))
+			Thousands(int64(hidden)), Thousands(int64(len(t.Rows)+t.Omitted)))))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
