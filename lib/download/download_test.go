@@ -57,7 +57,7 @@ func safetensorsLike(n int) string {
 	return b.String()
 }
 
-func makeTar(t *testing.T, members ...member) []byte {
+func makeTar(t testing.TB, members ...member) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -92,7 +92,7 @@ type server struct {
 	handle   func(n int, w http.ResponseWriter, r *http.Request) bool
 }
 
-func newServer(t *testing.T, data []byte) *server {
+func newServer(t testing.TB, data []byte) *server {
 	s := &server{data: data}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := int(s.requests.Add(1))
@@ -649,5 +649,22 @@ func TestInvalidName(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "invalid target name") {
 			t.Errorf("name %q: err = %v", name, err)
 		}
+	}
+}
+
+// BenchmarkDownload measures download+extract of a 64 MiB checkpoint served
+// from memory on loopback (make bench-download compares 1 GiB with curl|tar).
+func BenchmarkDownload(b *testing.B) {
+	weights := strings.Repeat("0123456789abcdef", 4<<20) // 64 MiB
+	data := makeTar(b, reg("adapter_config.json", "{}"), reg("adapter_model.safetensors", weights), reg(Marker, ""))
+	s := newServer(b, data)
+	parent := b.TempDir()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		res, err := Download(context.Background(), s.opts(parent))
+		if err != nil {
+			b.Fatal(err)
+		}
+		os.RemoveAll(res.Path)
 	}
 }
