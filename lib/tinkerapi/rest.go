@@ -48,14 +48,14 @@ func scope(s string) string {
 // ListTrainingRuns fetches one page of the caller's training runs.
 // accessScope is "owned" (default when empty) or "accessible".
 func (c *Client) ListTrainingRuns(ctx context.Context, limit, offset int, accessScope string) (*TrainingRunsResponse, error) {
-	var out TrainingRunsResponse
-	err := c.Do(ctx, http.MethodGet, "/api/v1/training_runs", nil, &out,
-		WithQuery("limit", strconv.Itoa(limit), "offset", strconv.Itoa(offset), "access_scope", scope(accessScope)),
-		WithValidator(validateTrainingRuns))
+	const p = "/api/v1/training_runs"
+	resp, err := c.DoRaw(ctx, http.MethodGet, p, nil,
+		WithQuery("limit", strconv.Itoa(limit), "offset", strconv.Itoa(offset), "access_scope", scope(accessScope)))
 	if err != nil {
 		return nil, err
 	}
-	return &out, nil
+	out, err := decodeTrainingRuns(resp.Body)
+	return out, withPath(err, p)
 }
 
 // GetTrainingRun fetches one training run.
@@ -64,13 +64,12 @@ func (c *Client) GetTrainingRun(ctx context.Context, runID, accessScope string) 
 	if err != nil {
 		return nil, err
 	}
-	var out TrainingRun
-	err = c.Do(ctx, http.MethodGet, p, nil, &out,
-		WithQuery("access_scope", scope(accessScope)), WithValidator(validateTrainingRun))
+	resp, err := c.DoRaw(ctx, http.MethodGet, p, nil, WithQuery("access_scope", scope(accessScope)))
 	if err != nil {
 		return nil, err
 	}
-	return &out, nil
+	out, err := decodeTrainingRun(resp.Body)
+	return out, withPath(err, p)
 }
 
 // ListRunCheckpoints fetches all checkpoints of a run (unpaginated).
@@ -79,24 +78,26 @@ func (c *Client) ListRunCheckpoints(ctx context.Context, runID string) (*Checkpo
 	if err != nil {
 		return nil, err
 	}
-	var out CheckpointsListResponse
-	if err := c.Do(ctx, http.MethodGet, p+"/checkpoints", nil, &out, WithValidator(validateCheckpoints)); err != nil {
+	p += "/checkpoints"
+	resp, err := c.DoRaw(ctx, http.MethodGet, p, nil)
+	if err != nil {
 		return nil, err
 	}
-	return &out, nil
+	out, err := decodeCheckpoints(resp.Body)
+	return out, withPath(err, p)
 }
 
 // ListUserCheckpoints fetches one page of all the caller's checkpoints,
 // newest first.
 func (c *Client) ListUserCheckpoints(ctx context.Context, limit, offset int) (*CheckpointsListResponse, error) {
-	var out CheckpointsListResponse
-	err := c.Do(ctx, http.MethodGet, "/api/v1/checkpoints", nil, &out,
-		WithQuery("limit", strconv.Itoa(limit), "offset", strconv.Itoa(offset)),
-		WithValidator(validateCheckpoints))
+	const p = "/api/v1/checkpoints"
+	resp, err := c.DoRaw(ctx, http.MethodGet, p, nil,
+		WithQuery("limit", strconv.Itoa(limit), "offset", strconv.Itoa(offset)))
 	if err != nil {
 		return nil, err
 	}
-	return &out, nil
+	out, err := decodeCheckpoints(resp.Body)
+	return out, withPath(err, p)
 }
 
 // DeleteCheckpoint deletes a checkpoint permanently.

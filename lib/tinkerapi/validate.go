@@ -4,134 +4,226 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // The SDK validates responses strictly: a missing or null required field
 // is an error, and the CLI reports it as "Data returned by API invalid for
 // expected schema." (CLI spec §3.4). Go's decoder cannot tell a missing
-// field from a zero value, so each response is decoded a second time into
-// a shadow type whose required fields are pointers.
+// field from a zero value, so runs and checkpoints are decoded in one pass
+// into wire types whose required fields are pointers, then checked and
+// converted; smaller responses get a presence check (requireFields)
+// before the normal decode.
 
-type cursorShadow struct {
+type cursorWire struct {
 	Offset     *int `json:"offset"`
 	Limit      *int `json:"limit"`
 	TotalCount *int `json:"total_count"`
 }
 
-type checkpointShadow struct {
-	CheckpointID   *string          `json:"checkpoint_id"`
-	CheckpointType *string          `json:"checkpoint_type"`
-	Time           *json.RawMessage `json:"time"`
-	TinkerPath     *string          `json:"tinker_path"`
+type checkpointWire struct {
+	CheckpointID   *string         `json:"checkpoint_id"`
+	CheckpointType *string         `json:"checkpoint_type"`
+	Time           json.RawMessage `json:"time"`
+	TinkerPath     *string         `json:"tinker_path"`
+	SizeBytes      *int64          `json:"size_bytes"`
+	Public         *bool           `json:"public"`
+	ExpiresAt      json.RawMessage `json:"expires_at"`
+	TrainingRunID  *string         `json:"training_run_id"`
 }
 
-type runShadow struct {
+type runWire struct {
 	TrainingRunID         *string           `json:"training_run_id"`
 	BaseModel             *string           `json:"base_model"`
 	ModelOwner            *string           `json:"model_owner"`
 	IsLora                *bool             `json:"is_lora"`
-	LastRequestTime       *json.RawMessage  `json:"last_request_time"`
-	LastCheckpoint        *checkpointShadow `json:"last_checkpoint"`
-	LastSamplerCheckpoint *checkpointShadow `json:"last_sampler_checkpoint"`
+	Corrupted             *bool             `json:"corrupted"`
+	LoraRank              *int              `json:"lora_rank"`
+	LastRequestTime       json.RawMessage   `json:"last_request_time"`
+	LastCheckpoint        *checkpointWire   `json:"last_checkpoint"`
+	LastSamplerCheckpoint *checkpointWire   `json:"last_sampler_checkpoint"`
+	UserMetadata          map[string]string `json:"user_metadata"`
 }
 
 // fieldErrs collects the first problem found.
 type fieldErrs struct{ err error }
 
+func (f *fieldErrs) fail(field, reason string) {
+	if f.err == nil {
+		f.err = &SchemaError{Field: field, Reason: reason}
+	}
+}
+
 func (f *fieldErrs) missing(present bool, field string) {
-	if !present && f.err == nil {
-		f.err = &SchemaError{Field: field, Reason: "required field missing or null"}
+	if !present {
+		f.fail(field, "required field missing or null")
 	}
 }
 
-func (f *fieldErrs) checkpoint(c *checkpointShadow, at string) {
-	f.missing(c.CheckpointID != nil, at+".checkpoint_id")
-	f.missing(c.CheckpointType != nil, at+".checkpoint_type")
-	f.missing(c.Time != nil, at+".time")
-	f.missing(c.TinkerPath != nil, at+".tinker_path")
-	if c.CheckpointType != nil && *c.CheckpointType != "training" && *c.CheckpointType != "sampler" && f.err == nil {
-		f.err = &SchemaError{Field: at + ".checkpoint_type", Reason: fmt.Sprintf("%q is not training or sampler", *c.CheckpointType)}
+func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
+
+// time decodes a required datetime.
+func (f *fieldErrs) time(raw json.RawMessage, field string) time.Time {
+	if isNull(raw) {
+		f.missing(false, field)
+		return time.Time{}
+	}
+	var t time.Time
+	if err := (flexTime{&t}).UnmarshalJSON(raw); err != nil {
+		f.fail(field, err.Error())
+	}
+	return t
+}
+
+// optTime decodes an optional datetime.
+func (f *fieldErrs) optTime(raw json.RawMessage, field string) *time.Time {
+	if isNull(raw) {
+		return nil
+	}
+	t := f.time(raw, field)
+	return &t
+}
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func (f *fieldErrs) checkpoint(w *checkpointWire, at string) Checkpoint {
+	f.missing(w.CheckpointID != nil, at+".checkpoint_id")
+	f.missing(w.CheckpointType != nil, at+".checkpoint_type")
+	f.missing(w.TinkerPath != nil, at+".tinker_path")
+	if w.CheckpointType != nil && *w.CheckpointType != "training" && *w.CheckpointType != "sampler" {
+		f.fail(at+".checkpoint_type", fmt.Sprintf("%q is not training or sampler", *w.CheckpointType))
+	}
+	return Checkpoint{
+		CheckpointID:   str(w.CheckpointID),
+		CheckpointType: str(w.CheckpointType),
+		Time:           f.time(w.Time, at+".time"),
+		TinkerPath:     str(w.TinkerPath),
+		SizeBytes:      w.SizeBytes,
+		Public:         w.Public != nil && *w.Public,
+		ExpiresAt:      f.optTime(w.ExpiresAt, at+".expires_at"),
+		TrainingRunID:  str(w.TrainingRunID),
 	}
 }
 
-func (f *fieldErrs) cursor(c *cursorShadow, at string) {
-	f.missing(c.Offset != nil, at+".offset")
-	f.missing(c.Limit != nil, at+".limit")
-	f.missing(c.TotalCount != nil, at+".total_count")
+func (f *fieldErrs) optCheckpoint(w *checkpointWire, at string) *Checkpoint {
+	if w == nil {
+		return nil
+	}
+	cp := f.checkpoint(w, at)
+	return &cp
 }
 
-func (f *fieldErrs) run(r *runShadow, at string) {
-	f.missing(r.TrainingRunID != nil, at+"training_run_id")
-	f.missing(r.BaseModel != nil, at+"base_model")
-	f.missing(r.ModelOwner != nil, at+"model_owner")
-	f.missing(r.IsLora != nil, at+"is_lora")
-	f.missing(r.LastRequestTime != nil, at+"last_request_time")
-	if r.LastCheckpoint != nil {
-		f.checkpoint(r.LastCheckpoint, at+"last_checkpoint")
+func (f *fieldErrs) cursor(w *cursorWire, at string) *Cursor {
+	if w == nil {
+		return nil
 	}
-	if r.LastSamplerCheckpoint != nil {
-		f.checkpoint(r.LastSamplerCheckpoint, at+"last_sampler_checkpoint")
+	f.missing(w.Offset != nil, at+".offset")
+	f.missing(w.Limit != nil, at+".limit")
+	f.missing(w.TotalCount != nil, at+".total_count")
+	if f.err != nil {
+		return nil
+	}
+	return &Cursor{Offset: *w.Offset, Limit: *w.Limit, TotalCount: *w.TotalCount}
+}
+
+func (f *fieldErrs) run(w *runWire, at string) TrainingRun {
+	f.missing(w.TrainingRunID != nil, at+"training_run_id")
+	f.missing(w.BaseModel != nil, at+"base_model")
+	f.missing(w.ModelOwner != nil, at+"model_owner")
+	f.missing(w.IsLora != nil, at+"is_lora")
+	return TrainingRun{
+		TrainingRunID:         str(w.TrainingRunID),
+		BaseModel:             str(w.BaseModel),
+		ModelOwner:            str(w.ModelOwner),
+		IsLora:                w.IsLora != nil && *w.IsLora,
+		Corrupted:             w.Corrupted != nil && *w.Corrupted,
+		LoraRank:              w.LoraRank,
+		LastRequestTime:       f.time(w.LastRequestTime, at+"last_request_time"),
+		LastCheckpoint:        f.optCheckpoint(w.LastCheckpoint, at+"last_checkpoint"),
+		LastSamplerCheckpoint: f.optCheckpoint(w.LastSamplerCheckpoint, at+"last_sampler_checkpoint"),
+		UserMetadata:          w.UserMetadata,
 	}
 }
 
-func shadowDecode(body []byte, v any) error {
+func wireDecode(body []byte, v any) error {
 	if err := json.Unmarshal(body, v); err != nil {
 		return &SchemaError{Reason: err.Error()}
 	}
 	return nil
 }
 
-func validateTrainingRuns(body []byte) error {
-	var s struct {
-		TrainingRuns *[]runShadow  `json:"training_runs"`
-		Cursor       *cursorShadow `json:"cursor"`
+// decodeTrainingRuns decodes and checks a TrainingRunsResponse.
+func decodeTrainingRuns(body []byte) (*TrainingRunsResponse, error) {
+	var w struct {
+		TrainingRuns *[]runWire  `json:"training_runs"`
+		Cursor       *cursorWire `json:"cursor"`
 	}
-	if err := shadowDecode(body, &s); err != nil {
-		return err
+	if err := wireDecode(body, &w); err != nil {
+		return nil, err
 	}
 	var f fieldErrs
-	f.missing(s.TrainingRuns != nil, "training_runs")
-	f.missing(s.Cursor != nil, "cursor")
-	if s.Cursor != nil {
-		f.cursor(s.Cursor, "cursor")
+	f.missing(w.TrainingRuns != nil, "training_runs")
+	f.missing(w.Cursor != nil, "cursor")
+	out := &TrainingRunsResponse{}
+	if cur := f.cursor(w.Cursor, "cursor"); cur != nil {
+		out.Cursor = *cur
 	}
-	if s.TrainingRuns != nil {
-		for i := range *s.TrainingRuns {
-			f.run(&(*s.TrainingRuns)[i], fmt.Sprintf("training_runs[%d].", i))
+	if w.TrainingRuns != nil {
+		out.TrainingRuns = make([]TrainingRun, len(*w.TrainingRuns))
+		for i := range *w.TrainingRuns {
+			out.TrainingRuns[i] = f.run(&(*w.TrainingRuns)[i], fmt.Sprintf("training_runs[%d].", i))
 		}
 	}
-	return f.err
+	if f.err != nil {
+		return nil, f.err
+	}
+	return out, nil
 }
 
-func validateTrainingRun(body []byte) error {
-	var s runShadow
-	if err := shadowDecode(body, &s); err != nil {
-		return err
+// decodeTrainingRun decodes and checks one TrainingRun.
+func decodeTrainingRun(body []byte) (*TrainingRun, error) {
+	var w runWire
+	if err := wireDecode(body, &w); err != nil {
+		return nil, err
 	}
 	var f fieldErrs
-	f.run(&s, "")
-	return f.err
+	run := f.run(&w, "")
+	if f.err != nil {
+		return nil, f.err
+	}
+	return &run, nil
 }
 
-func validateCheckpoints(body []byte) error {
-	var s struct {
-		Checkpoints *[]checkpointShadow `json:"checkpoints"`
-		Cursor      *cursorShadow       `json:"cursor"`
+// decodeCheckpoints decodes and checks a CheckpointsListResponse.
+func decodeCheckpoints(body []byte) (*CheckpointsListResponse, error) {
+	var w struct {
+		Checkpoints *[]checkpointWire `json:"checkpoints"`
+		Cursor      *cursorWire       `json:"cursor"`
 	}
-	if err := shadowDecode(body, &s); err != nil {
-		return err
+	if err := wireDecode(body, &w); err != nil {
+		return nil, err
 	}
 	var f fieldErrs
-	f.missing(s.Checkpoints != nil, "checkpoints")
-	if s.Cursor != nil {
-		f.cursor(s.Cursor, "cursor")
-	}
-	if s.Checkpoints != nil {
-		for i := range *s.Checkpoints {
-			f.checkpoint(&(*s.Checkpoints)[i], fmt.Sprintf("checkpoints[%d]", i))
+	f.missing(w.Checkpoints != nil, "checkpoints")
+	out := &CheckpointsListResponse{Cursor: f.cursor(w.Cursor, "cursor")}
+	if w.Checkpoints != nil {
+		out.Checkpoints = make([]Checkpoint, len(*w.Checkpoints))
+		for i := range *w.Checkpoints {
+			out.Checkpoints[i] = f.checkpoint(&(*w.Checkpoints)[i], fmt.Sprintf("checkpoints[%d]", i))
+			if f.err != nil {
+				break
+			}
 		}
 	}
-	return f.err
+	if f.err != nil {
+		return nil, f.err
+	}
+	return out, nil
 }
 
 func validateWeightsInfo(body []byte) error {
@@ -139,7 +231,7 @@ func validateWeightsInfo(body []byte) error {
 		BaseModel *string `json:"base_model"`
 		IsLora    *bool   `json:"is_lora"`
 	}
-	if err := shadowDecode(body, &s); err != nil {
+	if err := wireDecode(body, &s); err != nil {
 		return err
 	}
 	var f fieldErrs
@@ -153,7 +245,7 @@ func validateArchive(body []byte) error {
 		URL     *string          `json:"url"`
 		Expires *json.RawMessage `json:"expires"`
 	}
-	if err := shadowDecode(body, &s); err != nil {
+	if err := wireDecode(body, &s); err != nil {
 		return err
 	}
 	var f fieldErrs
@@ -167,7 +259,7 @@ func validateArchive(body []byte) error {
 func requireFields(keys ...string) func([]byte) error {
 	return func(body []byte) error {
 		var m map[string]json.RawMessage
-		if err := shadowDecode(body, &m); err != nil {
+		if err := wireDecode(body, &m); err != nil {
 			return err
 		}
 		if m == nil {
