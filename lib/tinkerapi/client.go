@@ -436,3 +436,6 @@ func containsInt(list []int, v int) bool {
 	}
 	return false
 }
+
+// CloseIdleConnections closes idle keep-alive connections.
+func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }

@@ -1,5 +1,3 @@
-// Package tinkerapi is a Go client for the Tinker HTTP API and the wire types
-// it shares with the local server. See ../../../shared/spec/tinker-api.md.
 package tinkerapi
 
 import (

@@ -1,0 +1,39 @@
+// Package tinkerapi is a Go client for the Tinker HTTP API and the wire types
+// it shares with the local server (see /work/shared/spec/tinker-api.md).
+//
+// Create a client from the environment and call it with a context; Ctrl-C
+// handling is just cancelling that context:
+//
+//	c, err := tinkerapi.New(tinkerapi.ConfigFromEnv(nil))
+//	if err != nil { ... }             // *ConfigError with the SDK's message
+//	runs, err := c.ListTrainingRuns(ctx, 20, 0, "owned")
+//	if err != nil {
+//		msg, details := tinkerapi.CLIError(err) // official CLI wording
+//	}
+//
+// What every call gets:
+//   - the client/config handshake once, before the first request, and the
+//     JWT exchange when the server enables it (JWTs are refreshed lazily:
+//     attempted from 300 s before expiry, required when ≤ 60 s are left);
+//   - retries of connection errors, timeouts, 408, 409, 429, 402 and 5xx
+//     with capped exponential backoff and jitter, honouring Retry-After,
+//     retry-after-ms and x-should-retry, within Config.MaxRetryTime;
+//   - a per-attempt timeout (Config.RequestTimeout) covering the body;
+//   - one X-Idempotency-Key per call, reused by its retries;
+//   - no redirect following, so X-API-Key never leaves the API host;
+//   - credentials scrubbed from every error message, error body and log
+//     line (a server echoing the key is covered too).
+//
+// Errors: *APIError (HTTP status, with the SDK's message text), errors
+// matching ErrTimeout / ErrConnection (*TransportError), ErrInvalidSchema
+// (*SchemaError: a 2xx body missing a required field), *ConfigError,
+// *CredentialError, and the context's error when cancelled.
+//
+// Adding an endpoint (sessions, futures, sampling): call Do or DoRaw with
+// the path and options. Do encodes body as JSON (or sends a []byte as is,
+// see WithContentType), decodes the answer into out, and applies the retry
+// policy; WithoutRetries, WithTimeout, WithHeader (e.g. Accept:
+// application/x-protobuf), AllowStatus, FinalStatus and WithValidator adapt
+// it per call. DoRaw returns the status, headers and body for callers that
+// branch on Content-Type.
+package tinkerapi
