@@ -296,7 +296,7 @@ func (d *downloader) attempt(ctx context.Context) (_ *Result, _ string, err erro
 		return nil, "", err
 	}
 	defer body.close()
-	d.opts.Progress.SetTotal(body.total)
+	d.opts.Progress.SetTotal(max(body.total, 0))
 	d.opts.Progress.Set(0)
 
 	st, err := archive.Extract(actx, body, tmp, d.opts.Archive)

@@ -668,3 +668,32 @@ func BenchmarkDownload(b *testing.B) {
 		os.RemoveAll(res.Path)
 	}
 }
+
+func TestDownloadChunkedWithClickBar(t *testing.T) {
+	data := makeTar(t, checkpointMembers()...)
+	s := newServer(t, data)
+	s.handle = func(_ int, w http.ResponseWriter, _ *http.Request) bool {
+		for i := 0; i < len(data); i += 4096 { // no Content-Length: chunked
+			w.Write(data[i:min(i+4096, len(data))])
+			w.(http.Flusher).Flush()
+		}
+		return true
+	}
+	parent := t.TempDir()
+	var out bytes.Buffer
+	bar := progress.NewClick(&out, false, "Downloading archive", 0)
+	o := s.opts(parent)
+	o.Progress = bar
+	res, err := Download(context.Background(), o)
+	bar.Close()
+	if err != nil {
+		t.Fatalf("Download: %v", err)
+	}
+	checkInstalled(t, res.Path)
+	if res.ContentLength != 0 {
+		t.Errorf("ContentLength = %d, want 0 when the header is absent", res.ContentLength)
+	}
+	if out.String() != "Downloading archive\n" {
+		t.Errorf("click bar off a terminal wrote %q", out.String())
+	}
+}
