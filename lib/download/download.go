@@ -279,7 +279,7 @@ func (d *downloader) attempt(ctx context.Context) (_ *Result, _ string, err erro
 	if err != nil {
 		return nil, "", fmt.Errorf("get archive URL: %w", err)
 	}
-	tmp, err := os.MkdirTemp(d.parent, "."+d.opts.Name+".partial-")
+	tmp, err := os.MkdirTemp(d.parent, "."+tempStem(d.opts.Name)+".partial-")
 	if err != nil {
 		return nil, "", fmt.Errorf("create temporary directory: %w", err)
 	}
@@ -321,6 +321,16 @@ func (d *downloader) attempt(ctx context.Context) (_ *Result, _ string, err erro
 		Files:         st.Files,
 		Bytes:         st.Bytes,
 	}, tmp, nil
+}
+
+// tempStem shortens very long names so the partial directory's name stays
+// within the usual 255-byte limit when the target's own name fits.
+func tempStem(name string) string {
+	const max = 200
+	if len(name) <= max {
+		return name
+	}
+	return strings.ToValidUTF8(name[:max], "")
 }
 
 // errStalled is the cancellation cause when the body goes quiet.

@@ -697,3 +697,14 @@ func TestDownloadChunkedWithClickBar(t *testing.T) {
 		t.Errorf("click bar off a terminal wrote %q", out.String())
 	}
 }
+
+func TestDownloadLongName(t *testing.T) {
+	s := newServer(t, makeTar(t, checkpointMembers()...))
+	o := s.opts(t.TempDir())
+	o.Name = strings.Repeat("é", 120) // 240 bytes: fits, but not with a temp prefix and suffix
+	res, err := Download(context.Background(), o)
+	if err != nil {
+		t.Fatalf("Download: %v", err)
+	}
+	checkInstalled(t, res.Path)
+}

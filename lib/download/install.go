@@ -63,7 +63,7 @@ func install(tmp, target string, force bool) error {
 
 	// Fallback: move the old copy aside into a holding directory, move the
 	// new one in, delete the old; restore the old copy if the second step fails.
-	hold, err := os.MkdirTemp(filepath.Dir(target), "."+filepath.Base(target)+".old-")
+	hold, err := os.MkdirTemp(filepath.Dir(target), "."+tempStem(filepath.Base(target))+".old-")
 	if err != nil {
 		return fmt.Errorf("make room for the new copy: %w", err)
 	}
