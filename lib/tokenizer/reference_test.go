@@ -149,13 +149,3 @@ func trunc(s string) string {
 	}
 	return s
 }
-
-func TestDumpCorpus(t *testing.T) {
-	out := os.Getenv("TOKENIZER_DUMP_CORPUS")
-	if out == "" {
-		t.Skip("set TOKENIZER_DUMP_CORPUS=file to write the corpus")
-	}
-	tk := loadFamily(t, families[2])
-	data, _ := json.Marshal(buildCorpus(tk, corpusSize))
-	os.WriteFile(out, data, 0o644)
-}
