@@ -262,10 +262,7 @@ func (m *Model) attendRow(ws *workspace, rows []row, i, layer, worker int) {
 		clear(o)
 		for t, p := range scores {
 			p *= inv
-			v := vals[t*kvd+off : t*kvd+off+hd]
-			for j := range o {
-				o[j] += float32(p * v[j])
-			}
+			axpy(o, p, vals[t*kvd+off:t*kvd+off+hd])
 		}
 	}
 }

@@ -6,9 +6,9 @@ import (
 	"sync"
 )
 
-// Numeric kernels. Every output element is computed by exactly one call of
-// dot4 or dot1 with a fixed accumulation order, whatever the batch size or
-// the number of goroutines: results are bit-identical between a request run
+// Numeric kernels. Every output element of a matrix product is summed in
+// one fixed order (dot8/dotSeq), whatever the batch size or the number of
+// goroutines: results are bit-identical between a request run
 // alone and the same request batched with others (batch invariance), which
 // keeps seeded sampling reproducible under load.
 //
@@ -25,8 +25,8 @@ type mat struct {
 
 func (m mat) row(i int) []float32 { return m.data[i*m.cols : (i+1)*m.cols : (i+1)*m.cols] }
 
-// dot1 is the single-row kernel: 8 independent accumulators hide the
-// floating-point add latency.
+// dot1 is the vector dot product for attention scores: 8 independent
+// accumulators hide the floating-point add latency.
 func dot1(w, x []float32) float32 {
 	n := len(x)
 	w = w[:n]
@@ -50,87 +50,68 @@ func dot1(w, x []float32) float32 {
 	return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
 }
 
-// dot4 computes four rows against one vector. Sharing each load of x across
-// four rows cuts memory traffic per multiply-add from 2 loads to 1.25, and
-// the 8 accumulators (2 per row) hide the add latency. Every output row is
-// computed in this order (dotTail repeats it for leftover rows).
-func dot4(w0, w1, w2, w3, x []float32) (float32, float32, float32, float32) {
+// dot8 computes eight consecutive rows of a matrix (row stride cols, from
+// the start of w) against x into y[0:8]. One load of x feeds eight
+// multiply-adds, and the eight independent accumulators hide the add
+// latency. Each row is summed sequentially in index order; dotSeq does the
+// same for leftover rows, so every output element has the same bits however
+// rows are grouped, batched or split across goroutines.
+//
+// This exact shape was the fastest of the variants measured (by thread CPU
+// time, 384x128 and 2048x2048): ~9 GFLOP/s against ~3.3 for the plain loop;
+// removing the remaining bounds checks by reslicing made it slower.
+func dot8(w []float32, cols int, x []float32, y []float32) {
 	n := len(x)
-	w0, w1, w2, w3 = w0[:n], w1[:n], w2[:n], w3[:n]
-	var a0, a1, b0, b1, c0, c1, d0, d1 float32
-	for len(x) >= 4 {
-		xx, p, q, r, s := x[:4:4], w0[:4:4], w1[:4:4], w2[:4:4], w3[:4:4]
-		a0 += float32(p[0] * xx[0])
-		a1 += float32(p[1] * xx[1])
-		b0 += float32(q[0] * xx[0])
-		b1 += float32(q[1] * xx[1])
-		c0 += float32(r[0] * xx[0])
-		c1 += float32(r[1] * xx[1])
-		d0 += float32(s[0] * xx[0])
-		d1 += float32(s[1] * xx[1])
-		a0 += float32(p[2] * xx[2])
-		a1 += float32(p[3] * xx[3])
-		b0 += float32(q[2] * xx[2])
-		b1 += float32(q[3] * xx[3])
-		c0 += float32(r[2] * xx[2])
-		c1 += float32(r[3] * xx[3])
-		d0 += float32(s[2] * xx[2])
-		d1 += float32(s[3] * xx[3])
-		x, w0, w1, w2, w3 = x[4:], w0[4:], w1[4:], w2[4:], w3[4:]
+	w0, w1, w2, w3 := w[0:n], w[cols:cols+n], w[2*cols:2*cols+n], w[3*cols:3*cols+n]
+	w4, w5, w6, w7 := w[4*cols:4*cols+n], w[5*cols:5*cols+n], w[6*cols:6*cols+n], w[7*cols:7*cols+n]
+	var a0, a1, a2, a3, a4, a5, a6, a7 float32
+	for i, xv := range x {
+		a0 += float32(w0[i] * xv)
+		a1 += float32(w1[i] * xv)
+		a2 += float32(w2[i] * xv)
+		a3 += float32(w3[i] * xv)
+		a4 += float32(w4[i] * xv)
+		a5 += float32(w5[i] * xv)
+		a6 += float32(w6[i] * xv)
+		a7 += float32(w7[i] * xv)
 	}
-	for i := range x {
-		a0 += float32(w0[i] * x[i])
-		b0 += float32(w1[i] * x[i])
-		c0 += float32(w2[i] * x[i])
-		d0 += float32(w3[i] * x[i])
-	}
-	return a0 + a1, b0 + b1, c0 + c1, d0 + d1
+	y[0], y[1], y[2], y[3], y[4], y[5], y[6], y[7] = a0, a1, a2, a3, a4, a5, a6, a7
 }
 
-// dotTail computes one row with the same accumulation order as one lane of
-// dot4, for the rows left over when rows%4 != 0. Using it (rather than dot1)
-// means each output element's bits depend only on its row index modulo
-// nothing: every row is computed in the dot4 order.
-func dotTail(w, x []float32) float32 {
+// dotSeq is one row summed in the same order as a lane of dot8.
+func dotSeq(w, x []float32) float32 {
 	w = w[:len(x)]
-	var a0, a1 float32
-	for len(x) >= 4 {
-		xx, p := x[:4:4], w[:4:4]
-		a0 += float32(p[0] * xx[0])
-		a1 += float32(p[1] * xx[1])
-		a0 += float32(p[2] * xx[2])
-		a1 += float32(p[3] * xx[3])
-		x, w = x[4:], w[4:]
+	var a float32
+	for i, xv := range x {
+		a += float32(w[i] * xv)
 	}
-	for i := range x {
-		a0 += float32(w[i] * x[i])
-	}
-	return a0 + a1
+	return a
 }
 
 // matRows computes y[b][j] = W[j]·x[b] (+ y[b][j] when accumulate) for rows
-// j in [lo, hi) and every batch vector b.
+// j in [lo, hi) and every batch vector b. The row block stays in L1 while
+// it meets every vector of the batch.
 func matRows(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
+	var tmp [8]float32
 	j := lo
-	for ; j+4 <= hi; j += 4 {
-		r0, r1, r2, r3 := w.row(j), w.row(j+1), w.row(j+2), w.row(j+3)
+	for ; j+8 <= hi; j += 8 {
+		blk := w.data[j*w.cols:]
 		for b, x := range xs {
-			v0, v1, v2, v3 := dot4(r0, r1, r2, r3, x)
-			y := ys[b][j : j+4 : j+4]
+			y := ys[b][j : j+8 : j+8]
 			if accumulate {
-				y[0] += v0
-				y[1] += v1
-				y[2] += v2
-				y[3] += v3
+				dot8(blk, w.cols, x, tmp[:])
+				for i, v := range tmp {
+					y[i] += v
+				}
 			} else {
-				y[0], y[1], y[2], y[3] = v0, v1, v2, v3
+				dot8(blk, w.cols, x, y)
 			}
 		}
 	}
 	for ; j < hi; j++ {
 		r := w.row(j)
 		for b, x := range xs {
-			v := dotTail(r, x)
+			v := dotSeq(r, x)
 			if accumulate {
 				ys[b][j] += v
 			} else {
@@ -146,13 +127,11 @@ func matRows(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
 const parallelMinWork = 1 << 16
 
 // matMul computes ys[b] = W·xs[b] for every b (or adds it when accumulate),
-// splitting rows across goroutines when the product is large enough. Rows are
-// split on multiples of 4 so every row keeps the same kernel, hence the same
-// bits, whatever the split.
+// splitting rows across goroutines when the product is large enough.
 func matMul(w mat, xs, ys [][]float32, accumulate bool) {
 	work := w.rows * w.cols * len(xs)
 	workers := runtime.GOMAXPROCS(0)
-	if work < parallelMinWork || workers == 1 || w.rows < 8 {
+	if work < parallelMinWork || workers == 1 || w.rows < 16 {
 		matRows(w, xs, ys, 0, w.rows, accumulate)
 		return
 	}
@@ -160,7 +139,7 @@ func matMul(w mat, xs, ys [][]float32, accumulate bool) {
 		workers = maxW
 	}
 	chunk := (w.rows + workers - 1) / workers
-	chunk = (chunk + 3) &^ 3
+	chunk = (chunk + 7) &^ 7
 	var wg sync.WaitGroup
 	for lo := chunk; lo < w.rows; lo += chunk {
 		hi := min(lo+chunk, w.rows)
@@ -172,6 +151,14 @@ func matMul(w mat, xs, ys [][]float32, accumulate bool) {
 	}
 	matRows(w, xs, ys, 0, min(chunk, w.rows), accumulate)
 	wg.Wait()
+}
+
+// axpy adds a·x to y.
+func axpy(y []float32, a float32, x []float32) {
+	x = x[:len(y)]
+	for i := range y {
+		y[i] += float32(a * x[i])
+	}
 }
 
 // matVecReference is the plain loop the benchmarks compare the kernel with.
