@@ -303,6 +303,10 @@ func (c *Client) timeout(o *callOpts) time.Duration {
 	return c.cfg.RequestTimeout
 }
 
+// maxResponseBytes bounds a buffered API response; real ones are a few MB
+// (10,000 checkpoints are about 3 MB).
+const maxResponseBytes = 512 << 20
+
 // attempt performs one HTTP exchange under the per-attempt timeout,
 // reading the whole body so that a stall or reset mid-body is a retryable
 // transport error rather than a truncated success.
@@ -315,9 +319,12 @@ func (c *Client) attempt(ctx context.Context, req *http.Request, path string, o 
 		return nil, c.transportError(ctx, actx, req.Method, path, err)
 	}
 	defer hr.Body.Close()
-	body, err := io.ReadAll(hr.Body)
+	body, err := io.ReadAll(io.LimitReader(hr.Body, maxResponseBytes+1))
 	if err != nil {
 		return nil, c.transportError(ctx, actx, req.Method, path, err)
+	}
+	if len(body) > maxResponseBytes {
+		return nil, fmt.Errorf("%s %s: response larger than %d MiB; refusing to buffer it", req.Method, path, maxResponseBytes>>20)
 	}
 	return &Response{Status: hr.StatusCode, Header: hr.Header, Body: c.secrets.bytes(body), URL: req.URL.String()}, nil
 }

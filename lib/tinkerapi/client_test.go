@@ -314,6 +314,12 @@ func TestRequestPathsAndBodies(t *testing.T) {
 		t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 
+	for _, r := range f.all() {
+		if r.Method != "GET" && r.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("%s %s: Content-Type %q, want application/json even without a body", r.Method, r.URI, r.Header.Get("Content-Type"))
+		}
+	}
+
 	// Bad identifiers are refused before any request.
 	before := len(f.all())
 	if err := c.DeleteCheckpoint(ctx, "", "weights/1"); err == nil {
