@@ -116,15 +116,22 @@ func (c *Client) handshake(ctx context.Context) error {
 	}
 	a.raw = raw
 	body := map[string]string{"sdk_version": SDKVersion}
-	resp, err := c.DoRaw(ctx, http.MethodPost, "/api/v1/client/config", body, withCredential(raw))
+	resp, err := c.DoRaw(ctx, http.MethodPost, "/api/v1/client/config", body,
+		withCredential(raw), AllowStatus(http.StatusNotFound))
 	if err != nil {
 		return fmt.Errorf("client config: %w", err)
 	}
 	var cc ClientConfigResponse
-	if err := json.Unmarshal(resp.Body, &cc); err != nil {
-		return &SchemaError{Path: "/api/v1/client/config", Reason: err.Error()}
+	if resp.Status == http.StatusNotFound {
+		// A server without feature flags (an older emulator): all defaults,
+		// which means no JWT auth.
+		c.logf("POST /api/v1/client/config: 404, using default client config")
+	} else {
+		if err := json.Unmarshal(resp.Body, &cc); err != nil {
+			return &SchemaError{Path: "/api/v1/client/config", Reason: err.Error()}
+		}
+		cc.Raw = resp.Body
 	}
-	cc.Raw = resp.Body
 	a.serverCfg = cc
 	cred := raw
 	if cc.PJWTAuthEnabled {

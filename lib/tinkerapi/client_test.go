@@ -179,6 +179,27 @@ func TestHandshakeFailureIsNotCached(t *testing.T) {
 	}
 }
 
+func TestClientConfig404Tolerated(t *testing.T) {
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) bool {
+		switch r.URL.Path {
+		case "/api/v1/client/config":
+			writeJSON(w, 404, `{"detail":"Not Found"}`)
+		case "/api/v1/healthz":
+			writeJSON(w, 200, `{"status":"ok"}`)
+		default:
+			return false
+		}
+		return true
+	})
+	c, _ := testClient(t, f)
+	if err := c.Healthz(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if f.count("/api/v1/auth/token") != 0 || f.count("/api/v1/client/config") != 1 {
+		t.Errorf("unexpected handshake traffic: %+v", f.all())
+	}
+}
+
 func TestDynamicConfigErrorFailsHandshake(t *testing.T) {
 	f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) bool {
 		if r.URL.Path == "/api/v1/client/dynamic_config" {

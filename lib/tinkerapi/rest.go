@@ -100,13 +100,16 @@ func (c *Client) ListUserCheckpoints(ctx context.Context, limit, offset int) (*C
 	return out, withPath(err, p)
 }
 
+// Checkpoint mutations treat 409 as final (API spec §6.6): it reports a
+// state ("already public"), and retrying cannot change it.
+
 // DeleteCheckpoint deletes a checkpoint permanently.
 func (c *Client) DeleteCheckpoint(ctx context.Context, runID, checkpointID string) error {
 	p, err := checkpointPath(runID, checkpointID)
 	if err != nil {
 		return err
 	}
-	return c.Do(ctx, http.MethodDelete, p, nil, nil)
+	return c.Do(ctx, http.MethodDelete, p, nil, nil, FinalStatus(http.StatusConflict))
 }
 
 // PublishCheckpoint makes a checkpoint public. A 409 (already public) is
@@ -135,7 +138,7 @@ func (c *Client) SetCheckpointTTL(ctx context.Context, runID, checkpointID strin
 	if err != nil {
 		return err
 	}
-	return c.Do(ctx, http.MethodPut, p+"/ttl", map[string]*int64{"ttl_seconds": ttl}, nil)
+	return c.Do(ctx, http.MethodPut, p+"/ttl", map[string]*int64{"ttl_seconds": ttl}, nil, FinalStatus(http.StatusConflict))
 }
 
 // ArchiveURL asks for a signed, unauthenticated download URL of a
