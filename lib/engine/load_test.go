@@ -264,3 +264,31 @@ func TestSampleConcurrentCallsAgree(t *testing.T) {
 		}
 	}
 }
+
+func TestPool(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("HF_HUB_CACHE", cache)
+	dir := t.TempDir()
+	writeModelDir(t, dir, models.TinyLlama, safetensors.F32, 1)
+	p := &Pool{Dirs: map[string]string{"org/explicit": dir}}
+	a, err := p.Model("org/explicit")
+	if err != nil || a.Name() != "org/explicit" {
+		t.Fatalf("explicit dir: %v", err)
+	}
+	if b, _ := p.Model("org/explicit:peft:1"); b != a {
+		t.Error("second lookup loaded the model again")
+	}
+	if m, err := p.Model(models.TinyQwen3); err != nil || m.Tokenizer() == nil {
+		t.Fatalf("tiny model: %v", err)
+	}
+	if _, err := p.Model("Qwen/Qwen3-8B"); err == nil || !strings.Contains(err.Error(), "not available locally") {
+		t.Errorf("missing weights: %v", err)
+	}
+	// Once the weights appear in the cache, the same pool finds them.
+	snap := filepath.Join(cache, "models--Qwen--Qwen3-8B", "snapshots", "r1")
+	os.MkdirAll(snap, 0o755)
+	writeModelDir(t, snap, models.TinyQwen3, safetensors.BF16, 1)
+	if m, err := p.Model("Qwen/Qwen3-8B"); err != nil || m.Config().Arch != ArchQwen3 {
+		t.Errorf("after download: %v", err)
+	}
+}
