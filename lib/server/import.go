@@ -1,0 +1,298 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tinkershell/tinker/lib/models"
+	"github.com/tinkershell/tinker/lib/store"
+)
+
+// Manifest is the JSON document `tinker serve import` reads (see MANIFEST.md).
+type Manifest struct {
+	OwnerKey string            `json:"owner_key"`
+	Owner    string            `json:"owner"`
+	Runs     []ManifestRun     `json:"runs"`
+	Generate *ManifestGenerate `json:"generate"`
+}
+
+// ManifestRun is one training run with its checkpoints.
+type ManifestRun struct {
+	ID              string               `json:"id"`
+	BaseModel       string               `json:"base_model"`
+	LoraRank        int                  `json:"lora_rank"`
+	TrainAttn       *bool                `json:"train_attn"`
+	TrainMLP        *bool                `json:"train_mlp"`
+	TrainUnembed    *bool                `json:"train_unembed"`
+	OwnerKey        string               `json:"owner_key"`
+	Owner           string               `json:"owner"`
+	UserMetadata    map[string]string    `json:"user_metadata"`
+	Created         *time.Time           `json:"created"`
+	LastRequestTime *time.Time           `json:"last_request_time"`
+	Corrupted       bool                 `json:"corrupted"`
+	Seed            uint64               `json:"seed"`
+	Checkpoints     []ManifestCheckpoint `json:"checkpoints"`
+}
+
+// ManifestCheckpoint is one checkpoint. Sizes are never given: they follow
+// from the run's base model, rank and targets.
+type ManifestCheckpoint struct {
+	Kind       string     `json:"kind"`
+	Name       string     `json:"name"`
+	Time       *time.Time `json:"time"`
+	Public     bool       `json:"public"`
+	ExpiresAt  *time.Time `json:"expires_at"`
+	TTLSeconds *int64     `json:"ttl_seconds"`
+	Seed       *uint64    `json:"seed"`
+	SizeBytes  *int64     `json:"size_bytes"` // rejected: sizes come from the real files
+}
+
+// ManifestGenerate describes synthetic runs (benchmarks, demos).
+type ManifestGenerate struct {
+	Runs              int        `json:"runs"`
+	CheckpointsPerRun int        `json:"checkpoints_per_run"`
+	BaseModels        []string   `json:"base_models"`
+	LoraRanks         []int      `json:"lora_ranks"`
+	Start             *time.Time `json:"start"`
+	IntervalSeconds   int        `json:"interval_seconds"`
+	PublicEvery       int        `json:"public_every"`
+	Seed              uint64     `json:"seed"`
+}
+
+// ImportStats summarises an import.
+type ImportStats struct {
+	Runs        int
+	Checkpoints int
+	Bytes       int64 // total size_bytes of the imported checkpoints
+}
+
+// Import loads a manifest into the data directory in one transaction. Run
+// it while no server is serving that directory (a running server does not
+// see rows added behind its back until restarted).
+func Import(ctx context.Context, dataDir string, manifest io.Reader, now time.Time) (ImportStats, error) {
+	var m Manifest
+	dec := json.NewDecoder(manifest)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return ImportStats{}, fmt.Errorf("read manifest: %w", err)
+	}
+	now = now.UTC()
+	runs := m.Runs
+	if g := m.Generate; g != nil {
+		gen, err := generateRuns(g, now)
+		if err != nil {
+			return ImportStats{}, err
+		}
+		runs = append(runs, gen...)
+	}
+	st, err := store.Open(dataDir)
+	if err != nil {
+		return ImportStats{}, err
+	}
+	defer st.Close()
+	var stats ImportStats
+	err = st.Import(now, func(im *store.Importer) error {
+		for i := range runs {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := importRun(im, &m, &runs[i], i, now, &stats); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return ImportStats{}, err
+	}
+	return stats, nil
+}
+
+func importRun(im *store.Importer, m *Manifest, mr *ManifestRun, i int, now time.Time, stats *ImportStats) error {
+	where := fmt.Sprintf("run %d", i+1)
+	if mr.ID != "" {
+		where = "run " + mr.ID
+	}
+	owner := firstNonEmpty(mr.Owner, m.Owner)
+	key := firstNonEmpty(mr.OwnerKey, m.OwnerKey)
+	if key != "" {
+		owner = OwnerURN(key)
+		im.AddUser(owner, hashKey(key))
+	}
+	if owner == "" {
+		return fmt.Errorf("%s: owner_key (an API key) or owner (a tml:organization_user URN) is required", where)
+	}
+	arch, ok := models.Lookup(mr.BaseModel)
+	if !ok {
+		return fmt.Errorf("%s: unknown base_model %q (known: %s)", where, mr.BaseModel, strings.Join(models.Names(), ", "))
+	}
+	created := now
+	if mr.Created != nil {
+		created = mr.Created.UTC()
+	}
+	run := store.Run{ID: mr.ID, BaseModel: arch.Name, Owner: owner, IsLora: true, LoraRank: mr.LoraRank,
+		TrainAttn: boolOr(mr.TrainAttn, true), TrainMLP: boolOr(mr.TrainMLP, true), TrainUnembed: boolOr(mr.TrainUnembed, true),
+		Seed: mr.Seed >> 1, Corrupted: mr.Corrupted, UserMetadata: mr.UserMetadata, CreatedAt: created}
+	if run.LoraRank == 0 {
+		run.LoraRank = 32
+	}
+	if run.ID == "" {
+		sess := uuid.NewSHA1(ownerNamespace, fmt.Appendf(nil, "import/%s/%d/%d", owner, created.UnixNano(), i)).String()
+		run.ID = sess + ":train:0"
+	}
+	sess, _, ok := strings.Cut(run.ID, ":train:")
+	if !ok || sess == "" || strings.Contains(run.ID, "/") {
+		return fmt.Errorf("%s: id must look like <session-id>:train:<n>", where)
+	}
+	run.SessionID = sess
+	if err := im.AddSession(store.Session{ID: sess, Owner: owner, CreatedAt: created, LastHeartbeat: created}); err != nil {
+		// Several runs may share a session; a duplicate insert is expected.
+		if !strings.Contains(err.Error(), "UNIQUE") {
+			return err
+		}
+	}
+	last := created
+	var ckpts []store.Checkpoint
+	for j, mc := range mr.Checkpoints {
+		cw := fmt.Sprintf("%s checkpoint %d", where, j+1)
+		if mc.SizeBytes != nil {
+			return fmt.Errorf("%s: size_bytes cannot be set; it is computed from the checkpoint's real files", cw)
+		}
+		if mc.Kind != "weights" && mc.Kind != "sampler_weights" {
+			return fmt.Errorf("%s: kind must be weights or sampler_weights, got %q", cw, mc.Kind)
+		}
+		if err := validName(mc.Name); err != nil {
+			return fmt.Errorf("%s: %w", cw, err)
+		}
+		t := created.Add(time.Duration(j+1) * time.Minute)
+		if mc.Time != nil {
+			t = mc.Time.UTC()
+		}
+		c := store.Checkpoint{RunID: run.ID, Kind: mc.Kind, Name: mc.Name, Owner: owner, Time: t, Public: mc.Public, Seed: run.Seed}
+		if mc.Seed != nil {
+			c.Seed = *mc.Seed >> 1
+		}
+		switch {
+		case mc.ExpiresAt != nil && mc.TTLSeconds != nil:
+			return fmt.Errorf("%s: give expires_at or ttl_seconds, not both", cw)
+		case mc.ExpiresAt != nil:
+			e := mc.ExpiresAt.UTC()
+			c.ExpiresAt = &e
+		case mc.TTLSeconds != nil:
+			if *mc.TTLSeconds <= 0 {
+				return fmt.Errorf("%s: ttl_seconds must be positive", cw)
+			}
+			e := now.Add(time.Duration(*mc.TTLSeconds) * time.Second)
+			c.ExpiresAt = &e
+		}
+		size, err := sizeFor(run, mc.Kind)
+		if err != nil {
+			return fmt.Errorf("%s: %w", cw, err)
+		}
+		c.SizeBytes = size
+		if t.After(last) {
+			last = t
+		}
+		ckpts = append(ckpts, c)
+	}
+	run.LastRequestTime = last
+	if mr.LastRequestTime != nil {
+		run.LastRequestTime = mr.LastRequestTime.UTC()
+	}
+	if err := im.AddRun(run); err != nil {
+		if errors.Is(err, store.ErrExists) {
+			return fmt.Errorf("%s: a run with this id already exists", where)
+		}
+		return err
+	}
+	for _, c := range ckpts {
+		if err := im.AddCheckpoint(c); err != nil {
+			return err
+		}
+		stats.Checkpoints++
+		stats.Bytes += c.SizeBytes
+	}
+	stats.Runs++
+	return nil
+}
+
+func sizeFor(run store.Run, kind string) (int64, error) {
+	p, err := planFor(run, kind, 0)
+	if err != nil {
+		return 0, err
+	}
+	return p.Size(), nil
+}
+
+func generateRuns(g *ManifestGenerate, now time.Time) ([]ManifestRun, error) {
+	if g.Runs <= 0 || g.CheckpointsPerRun < 0 {
+		return nil, errors.New("generate: runs must be positive and checkpoints_per_run non-negative")
+	}
+	if g.Runs*g.CheckpointsPerRun > 10_000_000 {
+		return nil, errors.New("generate: at most 10,000,000 checkpoints")
+	}
+	bases := g.BaseModels
+	if len(bases) == 0 {
+		bases = []string{"meta-llama/Llama-3.2-1B", "Qwen/Qwen3-8B", "Qwen/Qwen3-30B-A3B", "openai/gpt-oss-20b"}
+	}
+	ranks := g.LoraRanks
+	if len(ranks) == 0 {
+		ranks = []int{8, 16, 32}
+	}
+	step := time.Duration(g.IntervalSeconds) * time.Second
+	if step <= 0 {
+		step = time.Minute
+	}
+	total := g.Runs * (g.CheckpointsPerRun + 1)
+	start := now.Add(-time.Duration(total) * step).Truncate(time.Second)
+	if g.Start != nil {
+		start = g.Start.UTC()
+	}
+	out := make([]ManifestRun, g.Runs)
+	n := 0
+	for r := range out {
+		created := start.Add(time.Duration(n) * step)
+		n++
+		mr := ManifestRun{BaseModel: bases[r%len(bases)], LoraRank: ranks[r%len(ranks)], Created: &created,
+			Seed: g.Seed + uint64(r)*7919, UserMetadata: map[string]string{"generated": "true", "index": fmt.Sprint(r)}}
+		for i := 0; i < g.CheckpointsPerRun; i++ {
+			t := start.Add(time.Duration(n) * step)
+			n++
+			kind := "weights"
+			if i%2 == 1 {
+				kind = "sampler_weights"
+			}
+			mc := ManifestCheckpoint{Kind: kind, Name: fmt.Sprintf("%04d", i/2), Time: &t}
+			if i == g.CheckpointsPerRun-1 {
+				mc.Name = "final"
+			}
+			if g.PublicEvery > 0 && (i+1)%g.PublicEvery == 0 {
+				mc.Public = true
+			}
+			mr.Checkpoints = append(mr.Checkpoints, mc)
+		}
+		out[r] = mr
+	}
+	return out, nil
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func boolOr(p *bool, def bool) bool {
+	if p == nil {
+		return def
+	}
+	return *p
+}

@@ -1,0 +1,320 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/tinkershell/tinker/lib/store"
+	"github.com/tinkershell/tinker/lib/tinkerapi"
+)
+
+// appendCheckpoint encodes a checkpoint exactly as the service does (field
+// order of the SDK model, microsecond timestamps). Hand-written because the
+// listing endpoints encode thousands of these.
+func appendCheckpoint(b []byte, c *store.Checkpoint) []byte {
+	b = append(b, `{"checkpoint_id":`...)
+	b = strconv.AppendQuote(b, c.ID())
+	b = append(b, `,"checkpoint_type":"`...)
+	b = append(b, c.Type()...)
+	b = append(b, `","time":`...)
+	b = appendTS(b, c.Time)
+	b = append(b, `,"tinker_path":`...)
+	b = strconv.AppendQuote(b, c.TinkerPath())
+	b = append(b, `,"size_bytes":`...)
+	b = strconv.AppendInt(b, c.SizeBytes, 10)
+	b = append(b, `,"public":`...)
+	b = strconv.AppendBool(b, c.Public)
+	b = append(b, `,"expires_at":`...)
+	if c.ExpiresAt != nil {
+		b = appendTS(b, *c.ExpiresAt)
+	} else {
+		b = append(b, "null"...)
+	}
+	return append(b, '}')
+}
+
+type rawCheckpoint store.Checkpoint
+
+func (c *rawCheckpoint) MarshalJSON() ([]byte, error) {
+	return appendCheckpoint(nil, (*store.Checkpoint)(c)), nil
+}
+
+type runJSON struct {
+	TrainingRunID         string            `json:"training_run_id"`
+	BaseModel             string            `json:"base_model"`
+	ModelOwner            string            `json:"model_owner"`
+	IsLora                bool              `json:"is_lora"`
+	Corrupted             bool              `json:"corrupted"`
+	LoraRank              *int              `json:"lora_rank"`
+	LastRequestTime       ts                `json:"last_request_time"`
+	LastCheckpoint        *rawCheckpoint    `json:"last_checkpoint"`
+	LastSamplerCheckpoint *rawCheckpoint    `json:"last_sampler_checkpoint"`
+	UserMetadata          map[string]string `json:"user_metadata"`
+}
+
+func toRunJSON(v store.RunView) runJSON {
+	j := runJSON{TrainingRunID: v.ID, BaseModel: v.BaseModel, ModelOwner: v.Owner, IsLora: v.IsLora, Corrupted: v.Corrupted,
+		LastRequestTime: ts(v.LastRequestTime), LastCheckpoint: (*rawCheckpoint)(v.LastCheckpoint),
+		LastSamplerCheckpoint: (*rawCheckpoint)(v.LastSamplerCheckpoint), UserMetadata: v.UserMetadata}
+	if v.IsLora {
+		r := v.LoraRank
+		j.LoraRank = &r
+	}
+	return j
+}
+
+// pageParams parses limit/offset with FastAPI-like 422s.
+func pageParams(r *http.Request, defLimit int) (limit, offset int, e *apiError) {
+	q := r.URL.Query()
+	limit, offset = defLimit, 0
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return 0, 0, errorf(http.StatusUnprocessableEntity, "limit must be a non-negative integer, got %q", v)
+		}
+		limit = n
+	}
+	if v := q.Get("offset"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return 0, 0, errorf(http.StatusUnprocessableEntity, "offset must be a non-negative integer, got %q", v)
+		}
+		offset = n
+	}
+	return limit, offset, nil
+}
+
+func accessScope(r *http.Request) (accessible bool, e *apiError) {
+	switch v := r.URL.Query().Get("access_scope"); v {
+	case "", "owned":
+		return false, nil
+	case "accessible":
+		return true, nil
+	default:
+		return false, errorf(http.StatusUnprocessableEntity, "access_scope must be owned or accessible, got %q", v)
+	}
+}
+
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, owner string, _ []string) *apiError {
+	limit, offset, e := pageParams(r, 20)
+	if e != nil {
+		return e
+	}
+	acc, e := accessScope(r)
+	if e != nil {
+		return e
+	}
+	runs, total := s.st.ListRuns(owner, acc, s.now(), limit, offset)
+	out := make([]runJSON, len(runs))
+	for i, v := range runs {
+		out[i] = toRunJSON(v)
+	}
+	writeJSON(w, 200, map[string]any{"training_runs": out, "cursor": tinkerapi.Cursor{Offset: offset, Limit: limit, TotalCount: total}})
+	return nil
+}
+
+// visibleRun returns a run the caller may see: its own, or (with
+// accessible) one with a public checkpoint. Others' runs are 404, not 403,
+// so run ids do not leak.
+func (s *Server) visibleRun(owner, id string, accessible bool) (store.RunView, *apiError) {
+	now := s.now()
+	v, ok := s.st.Run(id, now)
+	if !ok || (v.Owner != owner && !(accessible && s.st.RunPublic(id, now))) {
+		return v, errorf(http.StatusNotFound, "Training run %s not found", id)
+	}
+	return v, nil
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request, owner string, seg []string) *apiError {
+	acc, e := accessScope(r)
+	if e != nil {
+		return e
+	}
+	v, e := s.visibleRun(owner, seg[1], acc)
+	if e != nil {
+		return e
+	}
+	writeJSON(w, 200, toRunJSON(v))
+	return nil
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+func (s *Server) runCheckpoints(w http.ResponseWriter, r *http.Request, owner string, seg []string) *apiError {
+	v, e := s.visibleRun(owner, seg[1], true)
+	if e != nil {
+		return e
+	}
+	list, _ := s.st.RunCheckpoints(v.ID, s.now())
+	bp := bufPool.Get().(*[]byte)
+	b := append((*bp)[:0], `{"checkpoints":[`...)
+	n := 0
+	for i := range list {
+		if v.Owner != owner && !list[i].Public {
+			continue // others see only published checkpoints
+		}
+		if n > 0 {
+			b = append(b, ',')
+		}
+		b = appendCheckpoint(b, &list[i])
+		n++
+	}
+	b = append(b, `],"cursor":null}`...)
+	writeRaw(w, 200, b)
+	*bp = b
+	bufPool.Put(bp)
+	return nil
+}
+
+func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request, owner string, _ []string) *apiError {
+	limit, offset, e := pageParams(r, 100)
+	if e != nil {
+		return e
+	}
+	bp := bufPool.Get().(*[]byte)
+	b := append((*bp)[:0], `{"checkpoints":[`...)
+	first := true
+	total := s.st.ListCheckpoints(owner, s.now(), limit, offset, func(c *store.Checkpoint) {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = appendCheckpoint(b, c)
+	})
+	b = append(b, `],"cursor":{"offset":`...)
+	b = strconv.AppendInt(b, int64(offset), 10)
+	b = append(b, `,"limit":`...)
+	b = strconv.AppendInt(b, int64(limit), 10)
+	b = append(b, `,"total_count":`...)
+	b = strconv.AppendInt(b, int64(total), 10)
+	b = append(b, "}}"...)
+	writeRaw(w, 200, b)
+	*bp = b
+	bufPool.Put(bp)
+	return nil
+}
+
+// ownedCheckpoint resolves seg = training_runs/<run>/checkpoints/<kind>/<name>/...
+// to a live checkpoint owned by the caller.
+func (s *Server) ownedCheckpoint(owner string, seg []string) (store.Checkpoint, *apiError) {
+	runID, kind, name := seg[1], seg[3], seg[4]
+	if kind != "weights" && kind != "sampler_weights" {
+		return store.Checkpoint{}, errorf(http.StatusBadRequest, "Invalid checkpoint id %s/%s: the kind must be weights or sampler_weights", kind, name)
+	}
+	c, ok := s.st.Checkpoint(runID, kind, name, s.now())
+	if !ok || c.Owner != owner {
+		return c, errorf(http.StatusNotFound, "Checkpoint tinker://%s/%s/%s not found", runID, kind, name)
+	}
+	return c, nil
+}
+
+func (s *Server) deleteCkpt(w http.ResponseWriter, r *http.Request, owner string, seg []string) *apiError {
+	c, e := s.ownedCheckpoint(owner, seg)
+	if e != nil {
+		return e
+	}
+	if err := s.deleteCheckpoint(c.RunID, c.Kind, c.Name); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return errorf(http.StatusNotFound, "Checkpoint %s not found", c.TinkerPath())
+		}
+		return errorf(http.StatusInternalServerError, "delete %s: %v", c.TinkerPath(), err)
+	}
+	writeRaw(w, 200, []byte(`{}`))
+	return nil
+}
+
+func (s *Server) setPublic(w http.ResponseWriter, owner string, seg []string, public bool) *apiError {
+	c, e := s.ownedCheckpoint(owner, seg)
+	if e != nil {
+		return e
+	}
+	err := s.st.SetPublic(c.RunID, c.Kind, c.Name, public, s.now())
+	switch {
+	case errors.Is(err, store.ErrExists) && public:
+		return errorf(http.StatusConflict, "Checkpoint %s is already public", c.TinkerPath())
+	case errors.Is(err, store.ErrExists):
+		return errorf(http.StatusConflict, "Checkpoint %s is already private", c.TinkerPath())
+	case errors.Is(err, store.ErrNotFound):
+		return errorf(http.StatusNotFound, "Checkpoint %s not found", c.TinkerPath())
+	case err != nil:
+		return errorf(http.StatusInternalServerError, "%v", err)
+	}
+	writeRaw(w, 200, []byte(`{}`))
+	return nil
+}
+
+func (s *Server) publish(w http.ResponseWriter, r *http.Request, owner string, seg []string) *apiError {
+	return s.setPublic(w, owner, seg, true)
+}
+
+func (s *Server) unpublish(w http.ResponseWriter, r *http.Request, owner string, seg []string) *apiError {
+	return s.setPublic(w, owner, seg, false)
+}
+
+func (s *Server) setTTL(w http.ResponseWriter, r *http.Request, owner string, seg []string) *apiError {
+	var body map[string]json.RawMessage
+	if e := decodeBody(r, &body); e != nil {
+		return e
+	}
+	raw, ok := body["ttl_seconds"]
+	if !ok {
+		return errorf(http.StatusUnprocessableEntity, "ttl_seconds is required (an integer number of seconds, or null to never expire)")
+	}
+	var ttl *int64
+	if err := json.Unmarshal(raw, &ttl); err != nil {
+		return errorf(http.StatusUnprocessableEntity, "ttl_seconds must be an integer or null")
+	}
+	if ttl != nil && *ttl <= 0 {
+		return errorf(http.StatusBadRequest, "ttl_seconds must be positive, got %d", *ttl)
+	}
+	c, e := s.ownedCheckpoint(owner, seg)
+	if e != nil {
+		return e
+	}
+	var exp *time.Time
+	if ttl != nil {
+		if *ttl > 100*365*24*3600 {
+			return errorf(http.StatusBadRequest, "ttl_seconds %d is too large", *ttl)
+		}
+		t := s.now().Add(time.Duration(*ttl) * time.Second)
+		exp = &t
+	}
+	if err := s.st.SetExpiry(c.RunID, c.Kind, c.Name, exp, s.now()); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return errorf(http.StatusNotFound, "Checkpoint %s not found", c.TinkerPath())
+		}
+		return errorf(http.StatusInternalServerError, "%v", err)
+	}
+	writeRaw(w, 200, []byte(`{}`))
+	return nil
+}
+
+func (s *Server) weightsInfo(w http.ResponseWriter, r *http.Request, owner string, _ []string) *apiError {
+	var body struct {
+		TinkerPath string `json:"tinker_path"`
+	}
+	if e := decodeBody(r, &body); e != nil {
+		return e
+	}
+	p, err := tinkerapi.ParsePath(body.TinkerPath)
+	if err != nil {
+		return errorf(http.StatusBadRequest, "Invalid checkpoint tinker path %s.", body.TinkerPath)
+	}
+	now := s.now()
+	c, ok := s.st.Checkpoint(p.RunID, p.Kind, p.Name, now)
+	if !ok || (c.Owner != owner && !c.Public) {
+		return errorf(http.StatusNotFound, "Checkpoint %s not found", body.TinkerPath)
+	}
+	run, _ := s.st.Run(p.RunID, now)
+	out := tinkerapi.WeightsInfo{BaseModel: run.BaseModel, IsLora: run.IsLora}
+	if run.IsLora {
+		rank, a, m, u := run.LoraRank, run.TrainAttn, run.TrainMLP, run.TrainUnembed
+		out.LoraRank, out.TrainAttn, out.TrainMLP, out.TrainUnembed = &rank, &a, &m, &u
+	}
+	writeJSON(w, 200, out)
+	return nil
+}

@@ -1,0 +1,360 @@
+// Package server is the local Tinker-compatible HTTP server: the REST
+// endpoints for runs, checkpoints, sessions and billing, signed archive
+// downloads, and the session/futures endpoints the SDK uses to create models
+// and save checkpoints. State lives in lib/store (SQLite) and checkpoint files
+// under DataDir/checkpoints. Wire reference: shared/spec/tinker-api.md.
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/tinkershell/tinker/lib/store"
+)
+
+// Options configures a Server.
+type Options struct {
+	DataDir string
+	// APIKeys, when set, are the only accepted keys (each one a user).
+	// Without keys any key starting with "tml-" is accepted.
+	APIKeys []string
+	// Now is the clock (tests and golden files pin it); default time.Now.
+	Now func() time.Time
+	// Logf receives one line per request and background events; nil = silent.
+	Logf func(format string, args ...any)
+	// SweepInterval is how often expired checkpoints are deleted (default 30s;
+	// negative disables the background sweeper, e.g. in tests that call Sweep).
+	SweepInterval time.Duration
+	// ArchiveSyncLimit: archives up to this size are generated while the
+	// request waits; larger ones answer 503 "being generated" meanwhile.
+	// Default 256 MiB.
+	ArchiveSyncLimit int64
+	// Sampler serves asample; nil answers asample with a clear error.
+	Sampler Sampler
+	// FutureDelay is how long a future stays queued before its result is
+	// ready (default 300ms), so clients see real try_again polls.
+	FutureDelay time.Duration
+	// HeartbeatTimeout ends sessions that stopped heartbeating (default 2m).
+	HeartbeatTimeout time.Duration
+}
+
+// Server is one local Tinker service over a data directory.
+type Server struct {
+	opts    Options
+	st      *store.Store
+	keys    map[string]bool // sha256 hex of configured keys
+	handler http.Handler
+
+	authCache sync.Map // sha256 hex of key -> urn
+
+	archives *archiver
+	traces   *tracer
+	futures  *futureTable
+
+	stopSweep chan struct{}
+	sweepDone chan struct{}
+	mu        sync.Mutex
+	httpSrvs  []*http.Server
+	closed    bool
+}
+
+// Open opens (or creates) the data directory and returns a server.
+func Open(opts Options) (*Server, error) {
+	if opts.DataDir == "" {
+		return nil, errors.New("server: a data directory is required (--data DIR)")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	if opts.SweepInterval == 0 {
+		opts.SweepInterval = 30 * time.Second
+	}
+	if opts.ArchiveSyncLimit == 0 {
+		opts.ArchiveSyncLimit = 256 << 20
+	}
+	if opts.FutureDelay == 0 {
+		opts.FutureDelay = 300 * time.Millisecond
+	}
+	if opts.HeartbeatTimeout == 0 {
+		opts.HeartbeatTimeout = 2 * time.Minute
+	}
+	st, err := store.Open(opts.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("open data dir %s: %w", opts.DataDir, err)
+	}
+	s := &Server{opts: opts, st: st, keys: map[string]bool{}, stopSweep: make(chan struct{}), sweepDone: make(chan struct{})}
+	for _, k := range opts.APIKeys {
+		s.keys[hashKey(k)] = true
+	}
+	s.archives = newArchiver(s)
+	s.traces = newTracer(s)
+	s.futures = newFutureTable()
+	s.handler = s.routes()
+	if opts.SweepInterval > 0 {
+		go s.sweepLoop()
+	} else {
+		close(s.sweepDone)
+	}
+	return s, nil
+}
+
+// Store exposes the underlying store (for the import command and tests).
+func (s *Server) Store() *store.Store { return s.st }
+
+func (s *Server) now() time.Time { return s.opts.Now().UTC() }
+
+// Handler is the HTTP handler for the whole API.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// ListenAndServe serves on addr until ctx is cancelled. It refuses a
+// non-loopback address unless explicit API keys were configured.
+func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
+	if err := checkAddr(addr, len(s.opts.APIKeys) > 0); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	hs := s.newHTTPServer()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		hs.Shutdown(sctx)
+	}()
+	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+// Start serves in the background (for tinker --local and tests) and returns
+// the base URL, e.g. "http://127.0.0.1:40123". Use addr "127.0.0.1:0" for
+// any free port.
+func (s *Server) Start(addr string) (string, error) {
+	if err := checkAddr(addr, len(s.opts.APIKeys) > 0); err != nil {
+		return "", err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	hs := s.newHTTPServer()
+	go hs.Serve(ln)
+	return "http://" + ln.Addr().String(), nil
+}
+
+func (s *Server) newHTTPServer() *http.Server {
+	hs := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	s.mu.Lock()
+	s.httpSrvs = append(s.httpSrvs, hs)
+	s.mu.Unlock()
+	return hs
+}
+
+func checkAddr(addr string, haveKeys bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("bad listen address %q: %w", addr, err)
+	}
+	if haveKeys {
+		return nil
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("refusing to listen on non-loopback address %s without explicit API keys: pass --api-key KEY (any client could otherwise use this server), or listen on 127.0.0.1", addr)
+}
+
+// Close stops background work and HTTP servers started here, and closes the database.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	srvs := s.httpSrvs
+	s.mu.Unlock()
+	for _, hs := range srvs {
+		hs.Close()
+	}
+	select {
+	case <-s.sweepDone:
+	default:
+		close(s.stopSweep)
+		<-s.sweepDone
+	}
+	s.archives.wait()
+	s.traces.wait()
+	return s.st.Close()
+}
+
+func (s *Server) sweepLoop() {
+	defer close(s.sweepDone)
+	t := time.NewTicker(s.opts.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopSweep:
+			return
+		case <-t.C:
+			if n, err := s.Sweep(); err != nil {
+				s.opts.Logf("sweep: %v", err)
+			} else if n > 0 {
+				s.opts.Logf("sweep: deleted %d expired checkpoint(s)", n)
+			}
+		}
+	}
+}
+
+// Sweep deletes every expired checkpoint (rows and files) now.
+func (s *Server) Sweep() (int, error) {
+	n := 0
+	for _, c := range s.st.ExpiredCheckpoints(s.now()) {
+		if err := s.deleteCheckpoint(c.RunID, c.Kind, c.Name); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+func (s *Server) deleteCheckpoint(runID, kind, name string) error {
+	if err := s.st.DeleteCheckpoint(runID, kind, name); err != nil {
+		return err
+	}
+	return s.archives.remove(runID, kind, name)
+}
+
+// checkpointDir is where a checkpoint's files live. Run ids and names are
+// validated (no "/", not "." or "..") before they reach here; escaping keeps
+// other odd characters out of the file system.
+func (s *Server) checkpointDir(runID, kind, name string) string {
+	return filepath.Join(s.opts.DataDir, "checkpoints", url.PathEscape(runID), kind, url.PathEscape(name))
+}
+
+// ---- auth -----------------------------------------------------------------
+
+var ownerNamespace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://github.com/tinkershell/tinker/local-user"))
+
+func hashKey(k string) string {
+	h := sha256.Sum256([]byte(k))
+	return hex.EncodeToString(h[:])
+}
+
+// OwnerURN is the model_owner URN of the user holding an API key.
+func OwnerURN(apiKey string) string {
+	h := sha256.Sum256([]byte(apiKey))
+	return "tml:organization_user:" + uuid.NewSHA1(ownerNamespace, h[:]).String()
+}
+
+type ctxKey struct{}
+
+func (s *Server) authenticate(r *http.Request) (string, *apiError) {
+	key := r.Header.Get("X-API-Key")
+	if key == "" {
+		return "", errorf(http.StatusUnauthorized, "Missing API key: send it in the X-API-Key header")
+	}
+	h := hashKey(key)
+	if v, ok := s.authCache.Load(h); ok {
+		return v.(string), nil
+	}
+	if len(s.keys) > 0 {
+		if !s.keys[h] {
+			return "", errorf(http.StatusUnauthorized, "Invalid API key")
+		}
+	} else if !strings.HasPrefix(key, "tml-") {
+		return "", errorf(http.StatusUnauthorized, "Invalid API key: this local server accepts keys starting with tml-")
+	}
+	urn := OwnerURN(key)
+	if err := s.st.EnsureUser(urn, h, s.now()); err != nil {
+		return "", errorf(http.StatusInternalServerError, "record user: %v", err)
+	}
+	s.authCache.Store(h, urn)
+	return urn, nil
+}
+
+// ---- errors and JSON ------------------------------------------------------
+
+type apiError struct {
+	status int
+	detail string
+}
+
+func (e *apiError) Error() string { return e.detail }
+
+func errorf(status int, format string, args ...any) *apiError {
+	return &apiError{status, fmt.Sprintf(format, args...)}
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	writeJSON(w, e.status, map[string]string{"detail": e.detail})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"detail":"encode response"}`)
+	}
+	writeRaw(w, status, b)
+}
+
+func writeRaw(w http.ResponseWriter, status int, b []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", fmt.Sprint(len(b)))
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// decodeBody reads a JSON request body (at most 64 MiB).
+func decodeBody(r *http.Request, v any) *apiError {
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 64<<20))
+	if err := dec.Decode(v); err != nil {
+		return errorf(http.StatusUnprocessableEntity, "Invalid JSON body: %v", err)
+	}
+	return nil
+}
+
+// ts renders times like the service: RFC 3339, UTC, microseconds.
+type ts time.Time
+
+const tsLayout = "2006-01-02T15:04:05.000000Z"
+
+func (t ts) MarshalJSON() ([]byte, error) {
+	return appendTS(nil, time.Time(t)), nil
+}
+
+func appendTS(b []byte, t time.Time) []byte {
+	b = append(b, '"')
+	b = t.UTC().AppendFormat(b, tsLayout)
+	return append(b, '"')
+}
+
+func tsPtr(t *time.Time) *ts {
+	if t == nil {
+		return nil
+	}
+	v := ts(*t)
+	return &v
+}
