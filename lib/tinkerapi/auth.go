@@ -81,11 +81,11 @@ func (c *Client) credential(ctx context.Context) (string, error) {
 		}
 		a.ready = true
 	}
-	if a.jwt == "" || a.exp.IsZero() {
-		if a.jwt != "" {
-			return a.jwt, nil
-		}
+	if a.jwt == "" {
 		return a.raw, nil
+	}
+	if a.exp.IsZero() { // no exp claim: nothing to refresh against
+		return a.jwt, nil
 	}
 	left := time.Until(a.exp)
 	switch {
@@ -128,7 +128,7 @@ func (c *Client) handshake(ctx context.Context) error {
 		c.logf("POST /api/v1/client/config: 404, using default client config")
 	} else {
 		if err := json.Unmarshal(resp.Body, &cc); err != nil {
-			return &SchemaError{Path: "/api/v1/client/config", Reason: err.Error()}
+			return c.schemaErr(&SchemaError{Reason: err.Error()}, "/api/v1/client/config")
 		}
 		cc.Raw = resp.Body
 	}

@@ -269,6 +269,8 @@ func checkNoLeaks(t *testing.T, jwt bool) {
 			fmt.Fprintf(w, "internal error handling %s", key)
 		case "/api/v1/training_runs/cps/checkpoints":
 			writeJSON(w, 200, fmt.Sprintf(`{"checkpoints": [{"checkpoint_id": %q}]}`, key))
+		case "/api/v1/training_runs/time/checkpoints":
+			writeJSON(w, 200, `{"checkpoints": [`+strings.Replace(checkpointJSON, "2025-12-27T08:51:24.966034Z", key, 1)+`]}`)
 		default:
 			return false
 		}
@@ -289,6 +291,8 @@ func checkNoLeaks(t *testing.T, jwt bool) {
 	_, err = c.GetTrainingRun(ctx, "text", "")
 	errs = append(errs, err)
 	_, err = c.ListRunCheckpoints(ctx, "cps")
+	errs = append(errs, err)
+	_, err = c.ListRunCheckpoints(ctx, "time")
 	errs = append(errs, err)
 	secrets := append([]string{testKey}, s.tokens()...)
 	var texts []string
@@ -313,5 +317,36 @@ func checkNoLeaks(t *testing.T, jwt bool) {
 	}
 	if !strings.Contains(errs[0].Error(), "no run for key [REDACTED]") {
 		t.Errorf("redacted message should keep the rest of the text: %q", errs[0])
+	}
+}
+
+// A token service may hand out the same JWT again; scrubbing must not turn
+// the credential itself into "[REDACTED]".
+func TestJWTReissuedUnchanged(t *testing.T) {
+	tok := makeJWT(time.Now().Add(30*time.Second), "u", 0)
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) bool {
+		switch r.URL.Path {
+		case "/api/v1/auth/token":
+			writeJSON(w, 200, fmt.Sprintf(`{"jwt": %q}`, tok))
+		case "/api/v1/healthz":
+			if r.Header.Get("X-API-Key") != tok {
+				writeJSON(w, 401, `{"detail":"Invalid JWT"}`)
+			} else {
+				writeJSON(w, 200, `{"status":"ok"}`)
+			}
+		default:
+			return false
+		}
+		return true
+	})
+	f.clientConfig = `{"pjwt_auth_enabled": true}`
+	c, _ := testClient(t, f)
+	for range 2 {
+		if err := c.Healthz(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := f.count("/api/v1/auth/token"); n != 3 {
+		t.Errorf("auth/token called %d times, want 3", n)
 	}
 }

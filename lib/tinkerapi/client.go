@@ -148,7 +148,7 @@ func (c *Client) decode(path string, resp *Response, out any) error {
 		return nil
 	}
 	if err := json.Unmarshal(resp.Body, out); err != nil {
-		return &SchemaError{Path: path, Reason: c.secrets.string(err.Error())}
+		return c.schemaErr(&SchemaError{Reason: err.Error()}, path)
 	}
 	return nil
 }
@@ -170,11 +170,7 @@ func (c *Client) DoRaw(ctx context.Context, method, path string, body any, opts 
 	}
 	if o.validate != nil && resp.Status/100 == 2 {
 		if err := o.validate(resp.Body); err != nil {
-			var se *SchemaError
-			if errors.As(err, &se) && se.Path == "" {
-				se.Path = path
-			}
-			return nil, err
+			return nil, c.schemaErr(err, path)
 		}
 	}
 	return resp, nil
@@ -326,7 +322,7 @@ func (c *Client) attempt(ctx context.Context, req *http.Request, path string, o 
 	if len(body) > maxResponseBytes {
 		return nil, fmt.Errorf("%s %s: response larger than %d MiB; refusing to buffer it", req.Method, path, maxResponseBytes>>20)
 	}
-	return &Response{Status: hr.StatusCode, Header: hr.Header, Body: c.secrets.bytes(body), URL: req.URL.String()}, nil
+	return &Response{Status: hr.StatusCode, Header: hr.Header, Body: body, URL: req.URL.String()}, nil
 }
 
 func (c *Client) transportError(ctx, actx context.Context, method, path string, err error) error {
@@ -341,11 +337,14 @@ func (c *Client) transportError(ctx, actx context.Context, method, path string, 
 	return &TransportError{Timeout: timeout, Method: method, Path: path, Err: errors.New(c.secrets.string(err.Error()))}
 }
 
+// apiError builds the error for a non-success answer; a server may echo
+// the credential in its error body, so the body is scrubbed first.
 func (c *Client) apiError(method, path string, resp *Response) *APIError {
+	body := c.secrets.bytes(resp.Body)
 	return &APIError{
 		Status:  resp.Status,
-		Body:    resp.Body,
-		Message: c.secrets.string(sdkMessage(resp.Status, resp.Body)),
+		Body:    body,
+		Message: sdkMessage(resp.Status, body),
 		Method:  method,
 		Path:    path,
 	}

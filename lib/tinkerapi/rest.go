@@ -2,6 +2,7 @@ package tinkerapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"mime"
@@ -55,7 +56,7 @@ func (c *Client) ListTrainingRuns(ctx context.Context, limit, offset int, access
 		return nil, err
 	}
 	out, err := decodeTrainingRuns(resp.Body)
-	return out, withPath(err, p)
+	return out, c.schemaErr(err, p)
 }
 
 // GetTrainingRun fetches one training run.
@@ -69,7 +70,7 @@ func (c *Client) GetTrainingRun(ctx context.Context, runID, accessScope string) 
 		return nil, err
 	}
 	out, err := decodeTrainingRun(resp.Body)
-	return out, withPath(err, p)
+	return out, c.schemaErr(err, p)
 }
 
 // ListRunCheckpoints fetches all checkpoints of a run (unpaginated).
@@ -84,7 +85,7 @@ func (c *Client) ListRunCheckpoints(ctx context.Context, runID string) (*Checkpo
 		return nil, err
 	}
 	out, err := decodeCheckpoints(resp.Body)
-	return out, withPath(err, p)
+	return out, c.schemaErr(err, p)
 }
 
 // ListUserCheckpoints fetches one page of all the caller's checkpoints,
@@ -97,7 +98,7 @@ func (c *Client) ListUserCheckpoints(ctx context.Context, limit, offset int) (*C
 		return nil, err
 	}
 	out, err := decodeCheckpoints(resp.Body)
-	return out, withPath(err, p)
+	return out, c.schemaErr(err, p)
 }
 
 // Checkpoint mutations treat 409 as final (API spec §6.6): it reports a
@@ -168,7 +169,8 @@ func (c *Client) ArchiveURL(ctx context.Context, runID, checkpointID string) (*C
 	if err != nil {
 		return nil, err
 	}
-	return parseArchiveResponse(p, resp, time.Now())
+	out, err := parseArchiveResponse(p, resp, time.Now())
+	return out, c.schemaErr(err, p)
 }
 
 func parseArchiveResponse(path string, resp *Response, now time.Time) (*CheckpointArchiveURL, error) {
@@ -193,11 +195,11 @@ func parseArchiveResponse(path string, resp *Response, now time.Time) (*Checkpoi
 		return nil, &SchemaError{Path: path, Reason: fmt.Sprintf("archive answer has content type %q, want JSON", mt)}
 	}
 	if err := validateArchive(resp.Body); err != nil {
-		return nil, withPath(err, path)
+		return nil, err
 	}
 	var out CheckpointArchiveURL
-	if err := decodeJSON(path, resp.Body, &out); err != nil {
-		return nil, err
+	if err := json.Unmarshal(resp.Body, &out); err != nil {
+		return nil, &SchemaError{Reason: err.Error()}
 	}
 	return &out, nil
 }

@@ -274,17 +274,16 @@ func requireFields(keys ...string) func([]byte) error {
 	}
 }
 
-func withPath(err error, path string) error {
+// schemaErr fills in the endpoint path of a *SchemaError and scrubs
+// credentials from its text (a decode error can quote response data).
+func (c *Client) schemaErr(err error, path string) error {
 	var se *SchemaError
-	if errors.As(err, &se) && se.Path == "" {
-		se.Path = path
+	if errors.As(err, &se) {
+		if se.Path == "" {
+			se.Path = path
+		}
+		se.Field = c.secrets.string(se.Field)
+		se.Reason = c.secrets.string(se.Reason)
 	}
 	return err
-}
-
-func decodeJSON(path string, body []byte, out any) error {
-	if err := json.Unmarshal(body, out); err != nil {
-		return &SchemaError{Path: path, Reason: err.Error()}
-	}
-	return nil
 }
