@@ -271,7 +271,8 @@ func helpFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, k
 					names = append(names, name+"."+k)
 				}
 				sort.Strings(names)
-				if !strings.Contains(text, "\n") {
+				if !strings.Contains(text, "\n  ") {
+					text = strings.TrimRight(text, "\n")
 					text += "\n\n  " + strings.Join(names, "\n  ")
 				}
 				return HelpText(text), nil

@@ -10,6 +10,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"go.starlark.net/starlark"
 )
 
@@ -43,7 +44,7 @@ type Backend interface {
 	// Name describes the backend for the banner, e.g. "local (~/.local/share/tinker)".
 	Name() string
 	// Client returns the API client or an error explaining how to choose a backend.
-	Client() (any, error)
+	Client() (*tinkerapi.Client, error)
 }
 
 const envKey = "tinker.env"
@@ -73,4 +74,12 @@ func (e *Env) Clock() time.Time {
 		return time.Now()
 	}
 	return e.Now()
+}
+
+// Client returns the API client of the chosen backend.
+func (e *Env) Client() (*tinkerapi.Client, error) {
+	if e.Backend == nil {
+		return nil, errNoBackend
+	}
+	return e.Backend.Client()
 }

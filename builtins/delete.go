@@ -1,0 +1,327 @@
+package builtins
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	gotime "time"
+
+	"github.com/tinkershell/tinker/lib/render"
+	"github.com/tinkershell/tinker/lib/tinkerapi"
+	"go.starlark.net/lib/time"
+	"go.starlark.net/starlark"
+)
+
+// DeleteConcurrency is how many deletions run at once (the official CLI's 32).
+const DeleteConcurrency = 32
+
+func init() {
+	register(Doc{
+		Name:      "checkpoint.delete",
+		Signature: "checkpoint.delete(*paths, run_id=None, type=None, before=None, after=None, yes=False, dry_run=False)",
+		Summary:   "Delete checkpoints by path, or a run's checkpoints filtered by type and time.",
+		Details: "before/after take a time value or an ISO 8601 string (date-only means midnight UTC) and compare strictly.\n" +
+			"At the prompt it shows what will go and asks; in scripts and -c it refuses unless yes=True.\n" +
+			"dry_run=True returns what would be deleted without deleting. Deletions run 32 at a time;\n" +
+			"Ctrl-C stops submitting more. The result lists what was deleted and what failed.",
+		Example: "checkpoint.delete(run_id=r, type=\"training\", before=\"2026-01-01\", dry_run=True)\ncheckpoint.delete(*[c.tinker_path for c in old], yes=True)",
+	}, checkpointDelete)
+}
+
+// DeleteFailure is one checkpoint that could not be deleted.
+type DeleteFailure struct {
+	Path  string
+	Error string
+}
+
+// DeleteCheckpoints deletes paths, DeleteConcurrency at a time, and reports
+// per path. When ctx is cancelled no new deletions start; the paths never
+// attempted are returned in skipped.
+func DeleteCheckpoints(ctx context.Context, c *tinkerapi.Client, paths []string, prog Progress) (deleted []string, failed []DeleteFailure, skipped []string) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, DeleteConcurrency)
+	for i, path := range paths {
+		select {
+		case <-ctx.Done():
+			skipped = append(skipped, paths[i:]...)
+			wg.Wait()
+			return deleted, failed, skipped
+		case sem <- struct{}{}:
+		}
+		wg.Add(1)
+		go func(path string) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			var err error
+			if p, perr := tinkerapi.ParsePath(path); perr != nil {
+				err = perr
+			} else {
+				// Deletions already submitted finish even if the user interrupts.
+				err = c.DeleteCheckpoint(context.WithoutCancel(ctx), p.RunID, p.CheckpointID)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failed = append(failed, DeleteFailure{Path: path, Error: apiMessage(err)})
+			} else {
+				deleted = append(deleted, path)
+			}
+			prog.Add(1)
+		}(path)
+	}
+	wg.Wait()
+	return deleted, failed, skipped
+}
+
+// SelectForDelete lists a run's checkpoints and keeps those matching the
+// filters (type as CheckpointType accepts; time strictly before/after).
+func SelectForDelete(ctx context.Context, c *tinkerapi.Client, runID, typ string, before, after *gotime.Time) ([]tinkerapi.Checkpoint, error) {
+	resp, err := c.ListRunCheckpoints(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if typ != "" {
+		if typ, err = CheckpointType(typ); err != nil {
+			return nil, err
+		}
+	}
+	var out []tinkerapi.Checkpoint
+	for _, cp := range resp.Checkpoints {
+		if typ != "" && cp.CheckpointType != typ {
+			continue
+		}
+		if before != nil && !cp.Time.Before(*before) {
+			continue
+		}
+		if after != nil && !cp.Time.After(*after) {
+			continue
+		}
+		out = append(out, cp)
+	}
+	return out, nil
+}
+
+// DeleteResult is what checkpoint.delete returns.
+type DeleteResult struct {
+	DryRun  bool
+	Planned []string
+	Deleted []string
+	Failed  []DeleteFailure
+	Skipped []string
+}
+
+var (
+	_ Tabular           = (*DeleteResult)(nil)
+	_ JSONValue         = (*DeleteResult)(nil)
+	_ starlark.HasAttrs = (*DeleteResult)(nil)
+)
+
+func (d *DeleteResult) String() string {
+	if d.DryRun {
+		return fmt.Sprintf("<delete dry run: %d checkpoints>", len(d.Planned))
+	}
+	return fmt.Sprintf("<delete: %d deleted, %d failed>", len(d.Deleted), len(d.Failed))
+}
+func (d *DeleteResult) Type() string          { return "delete_result" }
+func (d *DeleteResult) Freeze()               {}
+func (d *DeleteResult) Truth() starlark.Bool  { return len(d.Failed) == 0 && len(d.Skipped) == 0 }
+func (d *DeleteResult) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: delete_result") }
+func (d *DeleteResult) AttrNames() []string {
+	return []string{"deleted", "deleted_count", "dry_run", "failed", "planned", "skipped"}
+}
+
+func strList(l []string) *starlark.List {
+	v := make([]starlark.Value, len(l))
+	for i, s := range l {
+		v[i] = starlark.String(s)
+	}
+	return starlark.NewList(v)
+}
+
+func (d *DeleteResult) Attr(name string) (starlark.Value, error) {
+	switch name {
+	case "deleted":
+		return strList(d.Deleted), nil
+	case "deleted_count":
+		return starlark.MakeInt(len(d.Deleted)), nil
+	case "dry_run":
+		return starlark.Bool(d.DryRun), nil
+	case "planned":
+		return strList(d.Planned), nil
+	case "skipped":
+		return strList(d.Skipped), nil
+	case "failed":
+		l := make([]starlark.Value, len(d.Failed))
+		for i, f := range d.Failed {
+			dict := starlark.NewDict(2)
+			_ = dict.SetKey(starlark.String("tinker_path"), starlark.String(f.Path))
+			_ = dict.SetKey(starlark.String("error"), starlark.String(f.Error))
+			l[i] = dict
+		}
+		return starlark.NewList(l), nil
+	}
+	return nil, nil
+}
+
+// Table lists every checkpoint with what happened to it.
+func (d *DeleteResult) Table(now gotime.Time) *render.Table {
+	t := &render.Table{Columns: []render.Column{{Header: "Checkpoint"}, {Header: "Result"}}}
+	if d.DryRun {
+		t.Title = fmt.Sprintf("Would delete %d checkpoint(s) (dry run)", len(d.Planned))
+		for _, p := range d.Planned {
+			t.Rows = append(t.Rows, []string{p, "would delete"})
+		}
+		return t
+	}
+	t.Title = fmt.Sprintf("Deleted %d checkpoint(s)", len(d.Deleted))
+	if len(d.Failed) > 0 {
+		t.Title += fmt.Sprintf(", %d failed", len(d.Failed))
+	}
+	if len(d.Skipped) > 0 {
+		t.Title += fmt.Sprintf(", %d not attempted (interrupted)", len(d.Skipped))
+	}
+	for _, p := range d.Deleted {
+		t.Rows = append(t.Rows, []string{p, "deleted"})
+	}
+	for _, f := range d.Failed {
+		t.Rows = append(t.Rows, []string{f.Path, "failed: " + f.Error})
+	}
+	for _, p := range d.Skipped {
+		t.Rows = append(t.Rows, []string{p, "not attempted"})
+	}
+	return t
+}
+
+// JSON is the official CLI's result object.
+func (d *DeleteResult) JSON() any {
+	failed := make([]any, len(d.Failed))
+	for i, f := range d.Failed {
+		failed[i] = render.Object{{Key: "tinker_path", Value: f.Path}, {Key: "error", Value: f.Error}}
+	}
+	obj := render.Object{{Key: "deleted_count", Value: len(d.Deleted)}, {Key: "failed", Value: failed}}
+	if d.DryRun {
+		obj = append(obj, render.Member{Key: "dry_run", Value: true}, render.Member{Key: "planned", Value: d.Planned})
+	}
+	if len(d.Skipped) > 0 {
+		obj = append(obj, render.Member{Key: "skipped", Value: d.Skipped})
+	}
+	return obj
+}
+
+func (d *DeleteResult) MarshalJSON() ([]byte, error) { return marshalJSON(d) }
+
+// dateArg accepts a time value, an ISO 8601 string or None.
+func dateArg(v starlark.Value, name string) (*gotime.Time, error) {
+	switch x := v.(type) {
+	case starlark.NoneType:
+		return nil, nil
+	case time.Time:
+		t := gotime.Time(x)
+		return &t, nil
+	case starlark.String:
+		t, err := ParseDate(string(x))
+		if err != nil {
+			return nil, err
+		}
+		return &t, nil
+	}
+	return nil, fmt.Errorf("%s must be a time, an ISO 8601 string or None, got %s", name, v.Type())
+}
+
+func checkpointDelete(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var runV, typV, beforeV, afterV starlark.Value = starlark.None, starlark.None, starlark.None, starlark.None
+	var yes, dryRun bool
+	if err := starlark.UnpackArgs(b.Name(), nil, kwargs, "run_id?", &runV, "type?", &typV, "before?", &beforeV, "after?", &afterV, "yes?", &yes, "dry_run?", &dryRun); err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, a := range args {
+		if l, ok := a.(*starlark.List); ok { // delete(list) is forgiving: spread it
+			for i := 0; i < l.Len(); i++ {
+				p, err := pathOf(l.Index(i))
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", b.Name(), err)
+				}
+				paths = append(paths, p)
+			}
+			continue
+		}
+		p, err := pathOf(a)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", b.Name(), err)
+		}
+		paths = append(paths, p)
+	}
+	runID, err := optString(runV, "run_id")
+	if err != nil {
+		return nil, err
+	}
+	typ, err := optString(typV, "type")
+	if err != nil {
+		return nil, err
+	}
+	before, err := dateArg(beforeV, "before")
+	if err != nil {
+		return nil, err
+	}
+	after, err := dateArg(afterV, "after")
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case len(paths) == 0 && runID == "":
+		return nil, fmt.Errorf("%s: give checkpoint paths or run_id=", b.Name())
+	case len(paths) > 0 && runID != "":
+		return nil, fmt.Errorf("%s: give either checkpoint paths or run_id=, not both", b.Name())
+	case runID == "" && (typ != "" || before != nil || after != nil):
+		return nil, fmt.Errorf("%s: type=, before= and after= filter a run's checkpoints; add run_id=", b.Name())
+	}
+	for _, p := range paths {
+		if _, err := parsePath(p); err != nil {
+			return nil, err
+		}
+	}
+	env := EnvOf(thread)
+	c, err := env.Client()
+	if err != nil {
+		return nil, err
+	}
+	ctx := env.Context()
+	var listing []string
+	if runID != "" {
+		cps, err := SelectForDelete(ctx, c, runID, typ, before, after)
+		if err != nil {
+			return nil, apiErr(err)
+		}
+		for _, cp := range cps {
+			paths = append(paths, cp.TinkerPath)
+			listing = append(listing, fmt.Sprintf("  - %s (%s, created %s)", cp.TinkerPath, render.SizePtr(cp.SizeBytes), render.Ago(cp.Time, env.Clock())))
+		}
+	} else {
+		for _, p := range paths {
+			listing = append(listing, "  - "+p)
+		}
+	}
+	if dryRun || len(paths) == 0 {
+		return &DeleteResult{DryRun: true, Planned: paths}, nil
+	}
+	if !yes {
+		if !env.Interactive || env.Confirm == nil {
+			return nil, fmt.Errorf("%s: refusing to delete %d checkpoint(s) without confirmation; pass yes=True (or dry_run=True to see them)", b.Name(), len(paths))
+		}
+		q := fmt.Sprintf("Will delete %d checkpoint(s):\n%s\n\nWARNING: This action is permanent and cannot be undone.\nAre you sure you want to delete %d checkpoint(s)?", len(paths), strings.Join(listing, "\n"), len(paths))
+		ok, err := env.Confirm(q)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return &DeleteResult{DryRun: true, Planned: nil}, nil
+		}
+	}
+	prog := env.countBar("Deleting checkpoints")(len(paths))
+	deleted, failed, skipped := DeleteCheckpoints(ctx, c, paths, prog)
+	prog.Finish()
+	return &DeleteResult{Deleted: deleted, Failed: failed, Skipped: skipped}, nil
+}

@@ -1,0 +1,255 @@
+package builtins
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	gotime "time"
+
+	"github.com/tinkershell/tinker/lib/download"
+	"github.com/tinkershell/tinker/lib/progress"
+	"github.com/tinkershell/tinker/lib/render"
+	"github.com/tinkershell/tinker/lib/tinkerapi"
+	"go.starlark.net/starlark"
+)
+
+func init() {
+	register(Doc{
+		Name:      "download",
+		Signature: "download(path, output=None, force=False)",
+		Summary:   "Download and extract a checkpoint into OUTPUT/<run>_<kind>_<name> (also checkpoint.download).",
+		Details: "The archive streams straight into the extractor, into a hidden sibling directory that is\n" +
+			"renamed into place only when complete; force=True replaces an existing copy only then.\n" +
+			"Links, devices and paths escaping the target are refused; the checkpoint_complete marker is required.",
+		Example: "download(run.info(\"RUN_ID\").last_sampler_checkpoint, output=\"exports\")",
+	}, downloadFn)
+	register(Doc{
+		Name:      "checkpoint.download",
+		Signature: "checkpoint.download(path, output=None, force=False)",
+		Summary:   "Same as download().",
+		Example:   `checkpoint.download("tinker://RUN_ID/sampler_weights/final", force=True)`,
+	}, downloadFn)
+}
+
+// storageClient fetches signed URLs; it carries no Tinker credentials.
+var storageClient = &http.Client{Timeout: 0}
+
+// DownloadOptions configure DownloadCheckpoint.
+type DownloadOptions struct {
+	Output   string // parent directory; empty: current directory
+	Force    bool
+	Progress download.Progress
+	// Notice, if set, is told when the archive is being requested.
+	Notice func(p tinkerapi.Path)
+}
+
+// DownloadCheckpoint downloads path into Output/<target name>.
+func DownloadCheckpoint(ctx context.Context, c *tinkerapi.Client, path string, o DownloadOptions) (*download.Result, error) {
+	if _, err := parsePath(path); err != nil && !isPrefixOK(path) {
+		return nil, err
+	}
+	name := download.TargetName(path)
+	if o.Output != "" {
+		if err := os.MkdirAll(o.Output, 0o755); err != nil {
+			return nil, fmt.Errorf("create output directory: %w", err)
+		}
+	}
+	target, err := download.TargetPath(o.Output, name)
+	if err != nil {
+		return nil, err
+	}
+	if !o.Force {
+		if _, err := os.Lstat(target); err == nil {
+			return nil, userErr("Target directory already exists: "+target, "Use --force to overwrite or choose a different output directory.")
+		}
+	}
+	p, err := tinkerapi.ParsePath(path)
+	if err != nil {
+		return nil, userErr(err.Error(), "")
+	}
+	if o.Notice != nil {
+		o.Notice(p)
+	}
+	res, err := download.Download(ctx, download.Options{
+		URL: func(ctx context.Context) (string, error) {
+			u, err := c.ArchiveURL(ctx, p.RunID, p.CheckpointID)
+			if err != nil {
+				return "", err
+			}
+			return u.URL, nil
+		},
+		Client:   storageClient,
+		Parent:   o.Output,
+		Name:     name,
+		Force:    o.Force,
+		Progress: o.Progress,
+	})
+	if err != nil {
+		return nil, downloadErr(err, target)
+	}
+	return res, nil
+}
+
+func isPrefixOK(path string) bool { return len(path) > 9 && path[:9] == "tinker://" }
+
+// downloadErr maps download failures to the official CLI's messages.
+func downloadErr(err error, target string) error {
+	var ae *tinkerapi.APIError
+	switch {
+	case errors.Is(err, context.Canceled):
+		return err
+	case errors.As(err, &ae):
+		return &APIError{Err: ae}
+	case errors.Is(err, download.ErrTargetExists):
+		return userErr("Target directory already exists: "+target, "Use --force to overwrite or choose a different output directory.")
+	case errors.Is(err, download.ErrExtract), errors.Is(err, download.ErrIncomplete):
+		return userErr("Failed to extract archive: "+extractReason(err), "The downloaded file may be corrupted. Try downloading again.")
+	case errors.Is(err, download.ErrDownload):
+		return userErr("Failed to download checkpoint: "+downloadReason(err), "Please check your network connection and try again.")
+	}
+	var te *tinkerapi.TransportError
+	if errors.As(err, &te) {
+		return &APIError{Err: te}
+	}
+	return err
+}
+
+func extractReason(err error) string {
+	s := err.Error()
+	for _, prefix := range []string{"extract archive: ", "download: "} {
+		if len(s) > len(prefix) && s[:len(prefix)] == prefix {
+			s = s[len(prefix):]
+		}
+	}
+	return s
+}
+
+func downloadReason(err error) string {
+	var se *download.StatusError
+	if errors.As(err, &se) {
+		return se.Error()
+	}
+	return err.Error()
+}
+
+// DownloadResult is what download() returns.
+type DownloadResult struct {
+	Path        string
+	Destination string
+	Size        int64 // Content-Length of the archive, 0 if unknown
+	Files       int
+	Bytes       int64
+}
+
+var (
+	_ RecordValue       = (*DownloadResult)(nil)
+	_ JSONValue         = (*DownloadResult)(nil)
+	_ starlark.HasAttrs = (*DownloadResult)(nil)
+)
+
+func (d *DownloadResult) String() string        { return fmt.Sprintf("<download %s>", d.Destination) }
+func (d *DownloadResult) Type() string          { return "download" }
+func (d *DownloadResult) Freeze()               {}
+func (d *DownloadResult) Truth() starlark.Bool  { return true }
+func (d *DownloadResult) Hash() (uint32, error) { return starlark.String(d.Destination).Hash() }
+func (d *DownloadResult) AttrNames() []string {
+	return []string{"bytes", "checkpoint_path", "destination", "file_size_bytes", "files"}
+}
+
+func (d *DownloadResult) Attr(name string) (starlark.Value, error) {
+	switch name {
+	case "checkpoint_path":
+		return starlark.String(d.Path), nil
+	case "destination":
+		return starlark.String(d.Destination), nil
+	case "file_size_bytes":
+		if d.Size == 0 {
+			return starlark.None, nil
+		}
+		return starlark.MakeInt64(d.Size), nil
+	case "files":
+		return starlark.MakeInt(d.Files), nil
+	case "bytes":
+		return starlark.MakeInt64(d.Bytes), nil
+	}
+	return nil, nil
+}
+
+func (d *DownloadResult) Record(now gotime.Time) *render.Record {
+	r := &render.Record{Title: "Checkpoint Download: " + d.Path}
+	r.Fields = append(r.Fields, render.Field{Name: "Checkpoint Path", Value: d.Path})
+	if d.Size > 0 {
+		r.Fields = append(r.Fields, render.Field{Name: "Archive Size", Value: render.Size(d.Size)})
+	}
+	r.Fields = append(r.Fields, render.Field{Name: "Extracted to", Value: d.Destination})
+	return r
+}
+
+func (d *DownloadResult) RowColumns() []render.Column {
+	return []render.Column{{Header: "Checkpoint Path"}, {Header: "Archive Size"}, {Header: "Extracted to"}}
+}
+
+func (d *DownloadResult) Row(now gotime.Time) []string {
+	size := "N/A"
+	if d.Size > 0 {
+		size = render.Size(d.Size)
+	}
+	return []string{d.Path, size, d.Destination}
+}
+
+func (d *DownloadResult) ListTitle(n int) string { return Plural(n, "download", "downloads") }
+
+func (d *DownloadResult) JSON() any {
+	obj := render.Object{{Key: "checkpoint_path", Value: d.Path}, {Key: "destination", Value: d.Destination}}
+	if d.Size > 0 {
+		obj = append(obj, render.Member{Key: "file_size_bytes", Value: d.Size})
+	}
+	return obj
+}
+
+func (d *DownloadResult) MarshalJSON() ([]byte, error) { return marshalJSON(d) }
+
+func downloadFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var pv starlark.Value
+	var outV starlark.Value = starlark.None
+	var force bool
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "path", &pv, "output?", &outV, "force?", &force); err != nil {
+		return nil, err
+	}
+	path, err := pathOf(pv)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", b.Name(), err)
+	}
+	output, err := optString(outV, "output")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := parsePath(path); err != nil {
+		return nil, err
+	}
+	env := EnvOf(thread)
+	c, err := env.Client()
+	if err != nil {
+		return nil, err
+	}
+	var bar *progress.Bar
+	var prog download.Progress
+	if env.NoticesTTY {
+		bar = progress.NewBytes(env.Notices, true, env.Width, "Downloading", 0)
+		prog = bar
+	}
+	res, err := DownloadCheckpoint(env.Context(), c, path, DownloadOptions{Output: output, Force: force, Progress: prog})
+	if bar != nil {
+		if err != nil {
+			bar.Clear()
+		} else {
+			bar.Finish()
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &DownloadResult{Path: path, Destination: res.Path, Size: res.ContentLength, Files: res.Files, Bytes: res.Bytes}, nil
+}

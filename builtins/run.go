@@ -1,0 +1,118 @@
+package builtins
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/tinkershell/tinker/lib/tinkerapi"
+	"go.starlark.net/starlark"
+)
+
+func init() {
+	registerModule("run", "list and inspect training runs")
+	register(Doc{
+		Name:      "run.list",
+		Signature: `run.list(limit=20, access_scope="owned")`,
+		Summary:   "Your training runs (access_scope=\"accessible\" adds runs shared with you); limit=0 fetches all.",
+		Example:   "[r.training_run_id for r in run.list(limit=0) if r.base_model.startswith(\"Qwen/\")]",
+	}, runList)
+	register(Doc{
+		Name:      "run.info",
+		Signature: "run.info(run_id_or_path)",
+		Summary:   "One training run with its last training and sampler checkpoints and metadata.",
+		Example:   "r = run.info(\"RUN_ID\")\nr.last_sampler_checkpoint.tinker_path",
+	}, runInfo)
+}
+
+// ListRuns pages through training runs like the official CLI (batches of
+// 100, several in flight). limit <= 0 means all.
+func ListRuns(ctx context.Context, c *tinkerapi.Client, limit int, scope string, progress func(target int) Progress) (runs []tinkerapi.TrainingRun, total int, err error) {
+	const batch = 100
+	first := batch
+	if limit > 0 {
+		first = min(batch, limit)
+	}
+	resp, err := c.ListTrainingRuns(ctx, first, 0, scope)
+	if err != nil {
+		return nil, 0, err
+	}
+	total = resp.Cursor.TotalCount
+	var prog Progress = noProgress{}
+	target := total
+	if limit > 0 {
+		target = min(limit, total)
+	}
+	if progress != nil && len(resp.TrainingRuns) < target {
+		prog = progress(target)
+	}
+	defer prog.Finish()
+	runs, err = fetchPages(ctx, resp.TrainingRuns, total, limit, batch, prog, func(ctx context.Context, l, off int) ([]tinkerapi.TrainingRun, error) {
+		r, err := c.ListTrainingRuns(ctx, l, off, scope)
+		if err != nil {
+			return nil, err
+		}
+		return r.TrainingRuns, nil
+	})
+	return runs, total, err
+}
+
+func runList(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	limit := 20
+	scope := "owned"
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "limit?", &limit, "access_scope?", &scope); err != nil {
+		return nil, err
+	}
+	if scope != "owned" && scope != "accessible" {
+		return nil, fmt.Errorf("%s: access_scope must be \"owned\" or \"accessible\", got %q", b.Name(), scope)
+	}
+	env := EnvOf(thread)
+	c, err := env.Client()
+	if err != nil {
+		return nil, err
+	}
+	runs, _, err := ListRuns(env.Context(), c, limit, scope, env.countBar("Fetching training runs"))
+	if err != nil {
+		return nil, apiErr(err)
+	}
+	out := make([]starlark.Value, len(runs))
+	for i := range runs {
+		out[i] = &Run{R: runs[i]}
+	}
+	return starlark.NewList(out), nil
+}
+
+func runInfo(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var v starlark.Value
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "run_id_or_path", &v); err != nil {
+		return nil, err
+	}
+	var id string
+	switch x := v.(type) {
+	case starlark.String:
+		id = string(x)
+	case *Checkpoint:
+		id = x.C.RunID()
+	case *Run:
+		id = x.R.TrainingRunID
+	default:
+		return nil, fmt.Errorf("%s: want a run id, a tinker:// path or a checkpoint, got %s", b.Name(), v.Type())
+	}
+	if strings.HasPrefix(id, "tinker://") {
+		p, err := parsePath(id)
+		if err != nil {
+			return nil, err
+		}
+		id = p.RunID
+	}
+	env := EnvOf(thread)
+	c, err := env.Client()
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.GetTrainingRun(env.Context(), id, "owned")
+	if err != nil {
+		return nil, apiErr(err)
+	}
+	return &Run{R: *r}, nil
+}

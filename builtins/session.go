@@ -1,0 +1,311 @@
+package builtins
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	gotime "time"
+
+	"github.com/tinkershell/tinker/lib/render"
+	"github.com/tinkershell/tinker/lib/tinkerapi"
+	"go.starlark.net/starlark"
+)
+
+func init() {
+	registerModule("session", "sessions: list, inspect, export traces")
+	register(Doc{
+		Name:      "session.list",
+		Signature: `session.list(limit=20, offset=0, access_scope="owned")`,
+		Summary:   "Your session ids, newest first.",
+		Example:   `session.list()[:5]`,
+	}, sessionList)
+	register(Doc{
+		Name:      "session.info",
+		Signature: "session.info(id)",
+		Summary:   "A session's training runs and samplers.",
+		Example:   `session.info(session.list()[0]).training_run_ids`,
+	}, sessionInfo)
+	register(Doc{
+		Name:      "session.export_trace",
+		Signature: "session.export_trace(id, output=None, url_only=False)",
+		Summary:   "Export a session's Perfetto trace to OUTPUT (default ./<id>.pftrace), or just its URL.",
+		Example:   `session.export_trace(session.list()[0], output="traces/last.pftrace")`,
+	}, sessionExportTrace)
+}
+
+func sessionList(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	limit, offset, scope := 20, 0, "owned"
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "limit?", &limit, "offset?", &offset, "access_scope?", &scope); err != nil {
+		return nil, err
+	}
+	env := EnvOf(thread)
+	c, err := env.Client()
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.ListSessions(env.Context(), limit, offset, scope)
+	if err != nil {
+		return nil, apiErr(err)
+	}
+	return strList(resp.Sessions), nil
+}
+
+// Session is a session's contents as a value.
+type Session struct {
+	ID   string
+	Info tinkerapi.GetSessionResponse
+}
+
+var (
+	_ RecordValue       = (*Session)(nil)
+	_ JSONValue         = (*Session)(nil)
+	_ starlark.HasAttrs = (*Session)(nil)
+)
+
+func (s *Session) String() string        { return fmt.Sprintf("<session %s>", s.ID) }
+func (s *Session) Type() string          { return "session" }
+func (s *Session) Freeze()               {}
+func (s *Session) Truth() starlark.Bool  { return true }
+func (s *Session) Hash() (uint32, error) { return starlark.String(s.ID).Hash() }
+func (s *Session) AttrNames() []string   { return []string{"sampler_ids", "session_id", "training_run_ids"} }
+func (s *Session) Attr(name string) (starlark.Value, error) {
+	switch name {
+	case "session_id":
+		return starlark.String(s.ID), nil
+	case "training_run_ids":
+		return strList(s.Info.TrainingRunIDs), nil
+	case "sampler_ids":
+		return strList(s.Info.SamplerIDs), nil
+	}
+	return nil, nil
+}
+
+func (s *Session) Record(gotime.Time) *render.Record {
+	r := &render.Record{Title: "Session: " + s.ID}
+	r.Fields = append(r.Fields, render.Field{Name: "Session ID", Value: s.ID})
+	for _, id := range s.Info.TrainingRunIDs {
+		r.Fields = append(r.Fields, render.Field{Name: "Training Run", Value: id})
+	}
+	for _, id := range s.Info.SamplerIDs {
+		r.Fields = append(r.Fields, render.Field{Name: "Sampler", Value: id})
+	}
+	return r
+}
+func (s *Session) RowColumns() []render.Column {
+	return []render.Column{{Header: "Session ID"}, {Header: "Training Runs", Right: true}, {Header: "Samplers", Right: true}}
+}
+func (s *Session) Row(gotime.Time) []string {
+	return []string{s.ID, fmt.Sprint(len(s.Info.TrainingRunIDs)), fmt.Sprint(len(s.Info.SamplerIDs))}
+}
+func (s *Session) ListTitle(n int) string { return Plural(n, "session", "sessions") }
+func (s *Session) JSON() any {
+	return render.Object{{Key: "session_id", Value: s.ID}, {Key: "training_run_ids", Value: s.Info.TrainingRunIDs}, {Key: "sampler_ids", Value: s.Info.SamplerIDs}}
+}
+func (s *Session) MarshalJSON() ([]byte, error) { return marshalJSON(s) }
+
+func sessionInfo(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var id string
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id", &id); err != nil {
+		return nil, err
+	}
+	env := EnvOf(thread)
+	c, err := env.Client()
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.GetSession(env.Context(), id, "owned")
+	if err != nil {
+		return nil, apiErr(err)
+	}
+	return &Session{ID: id, Info: *resp}, nil
+}
+
+// TracePollInterval is how often a pending trace export is polled.
+var TracePollInterval = 5 * gotime.Second
+
+// TraceURL polls the trace export until it is ready. pending is called
+// once if the first poll is not ready.
+func TraceURL(ctx context.Context, c *tinkerapi.Client, id string, pending func()) (string, error) {
+	for i := 0; ; i++ {
+		t, err := c.TraceExport(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		switch t.Status {
+		case "ready":
+			return t.URL, nil
+		case "failed":
+			return "", fmt.Errorf("Trace export failed for session %s: %s", id, t.Error)
+		}
+		if i == 0 && pending != nil {
+			pending()
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-gotime.After(TracePollInterval):
+		}
+	}
+}
+
+// SaveTrace downloads a trace URL to dest (parents created), returning
+// the bytes written. It writes to a temporary sibling and renames, so a
+// failed download leaves no partial file.
+func SaveTrace(ctx context.Context, url, dest string) (int64, error) {
+	if dir := filepath.Dir(dest); dir != "." {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return 0, userErr("Failed to save trace: "+err.Error(), "Please check that you have write permissions to "+dir)
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := storageClient.Do(req)
+	if err != nil {
+		return 0, userErr("Failed to download trace: "+err.Error(), traceHint)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, userErr(fmt.Sprintf("Failed to download trace: HTTP Error %d: %s", resp.StatusCode, http.StatusText(resp.StatusCode)), traceHint)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".partial-*")
+	if err != nil {
+		return 0, userErr("Failed to save trace: "+err.Error(), "Please check that you have write permissions to "+filepath.Dir(dest))
+	}
+	n, err := io.Copy(tmp, resp.Body)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), dest)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return 0, userErr("Failed to download trace: "+err.Error(), traceHint)
+	}
+	return n, nil
+}
+
+const traceHint = "The signed URL may have expired (it is valid for about an hour). Re-run the command to get a fresh one."
+
+// TraceResult is what session.export_trace returns.
+type TraceResult struct {
+	SessionID, Destination, URL string
+	Size                        int64
+}
+
+var (
+	_ RecordValue = (*TraceResult)(nil)
+	_ JSONValue   = (*TraceResult)(nil)
+)
+
+func (t *TraceResult) String() string        { return fmt.Sprintf("<trace %s>", t.SessionID) }
+func (t *TraceResult) Type() string          { return "trace" }
+func (t *TraceResult) Freeze()               {}
+func (t *TraceResult) Truth() starlark.Bool  { return true }
+func (t *TraceResult) Hash() (uint32, error) { return starlark.String(t.SessionID).Hash() }
+func (t *TraceResult) AttrNames() []string {
+	return []string{"destination", "file_size_bytes", "session_id", "url"}
+}
+func (t *TraceResult) Attr(name string) (starlark.Value, error) {
+	switch name {
+	case "session_id":
+		return starlark.String(t.SessionID), nil
+	case "destination":
+		if t.Destination == "" {
+			return starlark.None, nil
+		}
+		return starlark.String(t.Destination), nil
+	case "url":
+		return starlark.String(t.URL), nil
+	case "file_size_bytes":
+		return starlark.MakeInt64(t.Size), nil
+	}
+	return nil, nil
+}
+func (t *TraceResult) Record(gotime.Time) *render.Record {
+	r := &render.Record{Title: "Trace Export: " + t.SessionID}
+	r.Fields = append(r.Fields, render.Field{Name: "Session ID", Value: t.SessionID})
+	if t.Destination == "" {
+		r.Fields = append(r.Fields, render.Field{Name: "URL", Value: t.URL})
+		return r
+	}
+	r.Fields = append(r.Fields, render.Field{Name: "Saved to", Value: t.Destination})
+	if t.Size > 0 {
+		r.Fields = append(r.Fields, render.Field{Name: "Size", Value: render.Size(t.Size)})
+	}
+	return r
+}
+func (t *TraceResult) RowColumns() []render.Column {
+	return []render.Column{{Header: "Session ID"}, {Header: "Saved to"}, {Header: "Size"}}
+}
+func (t *TraceResult) Row(gotime.Time) []string {
+	return []string{t.SessionID, t.Destination, render.Size(t.Size)}
+}
+func (t *TraceResult) ListTitle(n int) string { return Plural(n, "trace", "traces") }
+func (t *TraceResult) JSON() any {
+	if t.Destination == "" {
+		return render.Object{{Key: "session_id", Value: t.SessionID}, {Key: "url", Value: t.URL}}
+	}
+	obj := render.Object{{Key: "session_id", Value: t.SessionID}, {Key: "destination", Value: t.Destination}}
+	if t.Size > 0 {
+		obj = append(obj, render.Member{Key: "file_size_bytes", Value: t.Size})
+	}
+	return obj
+}
+func (t *TraceResult) MarshalJSON() ([]byte, error) { return marshalJSON(t) }
+
+// TraceDestination is the default trace file: <abs cwd>/<id>.pftrace.
+func TraceDestination(id, output string) (string, error) {
+	if output != "" {
+		return output, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(wd, id+".pftrace"), nil
+}
+
+func sessionExportTrace(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var id string
+	var outV starlark.Value = starlark.None
+	var urlOnly bool
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id", &id, "output?", &outV, "url_only?", &urlOnly); err != nil {
+		return nil, err
+	}
+	output, err := optString(outV, "output")
+	if err != nil {
+		return nil, err
+	}
+	env := EnvOf(thread)
+	c, err := env.Client()
+	if err != nil {
+		return nil, err
+	}
+	ctx := env.Context()
+	url, err := TraceURL(ctx, c, id, func() {
+		if env.NoticesTTY {
+			fmt.Fprintf(env.Notices, "Building trace export for session: %s (this may take a while)\n", id)
+		}
+	})
+	if err != nil {
+		return nil, apiErr(err)
+	}
+	if urlOnly {
+		return &TraceResult{SessionID: id, URL: url}, nil
+	}
+	dest, err := TraceDestination(id, output)
+	if err != nil {
+		return nil, err
+	}
+	n, err := SaveTrace(ctx, url, dest)
+	if err != nil {
+		return nil, err
+	}
+	return &TraceResult{SessionID: id, Destination: dest, URL: url, Size: n}, nil
+}
