@@ -62,6 +62,9 @@ func Load(dir string, opts ...Option) (*Tokenizer, error) {
 		return nil, fmt.Errorf("load tokenizer from %s: %w", dir, err)
 	}
 	t.id = dir
+	if t.config.ChatTemplate == "" {
+		t.config.ChatTemplate = readChatTemplateFile(dir)
+	}
 	return t, nil
 }
 

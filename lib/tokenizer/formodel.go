@@ -1,0 +1,79 @@
+package tokenizer
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/tinkershell/tinker/lib/hfhub"
+)
+
+var (
+	modelMu    sync.Mutex
+	modelCache = map[string]*modelEntry{}
+)
+
+type modelEntry struct {
+	once sync.Once
+	tok  *Tokenizer
+	err  error
+}
+
+// ForModel returns the tokenizer of a Tinker base model (e.g.
+// "Qwen/Qwen3-8B"), found in the Hugging Face cache or downloaded from the
+// Hub (see hfhub). Tokenizers are loaded once per process and shared.
+func ForModel(ctx context.Context, baseModel string) (*Tokenizer, error) {
+	repo, rev := hfhub.TokenizerRefForModel(baseModel)
+	return ForRepo(ctx, repo, rev)
+}
+
+// ForRepo is ForModel for a tokenizer repo id, e.g. the tokenizer_id the
+// service reports in get_info. revision "" means "main".
+func ForRepo(ctx context.Context, repoID, revision string) (*Tokenizer, error) {
+	if revision == "" {
+		revision = "main"
+	}
+	key := repoID + "@" + revision
+	modelMu.Lock()
+	e, ok := modelCache[key]
+	if !ok {
+		e = &modelEntry{}
+		modelCache[key] = e
+	}
+	modelMu.Unlock()
+	e.once.Do(func() {
+		dir, err := hfhub.FromEnv().Resolve(ctx, repoID, revision)
+		if err != nil {
+			e.err = err
+			return
+		}
+		t, err := Load(dir)
+		if err != nil {
+			e.err = fmt.Errorf("tokenizer %s: %w", repoID, err)
+			return
+		}
+		t.id = repoID
+		e.tok = t
+	})
+	if e.err != nil {
+		// Do not remember failures (the user may fix the cause and retry).
+		modelMu.Lock()
+		if modelCache[key] == e {
+			delete(modelCache, key)
+		}
+		modelMu.Unlock()
+	}
+	return e.tok, e.err
+}
+
+// readChatTemplateFile returns dir/chat_template.jinja, where newer repos
+// (gpt-oss, Qwen3.5) keep the template instead of tokenizer_config.json.
+func readChatTemplateFile(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, "chat_template.jinja"))
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
