@@ -89,7 +89,7 @@ func (m *Model) forward(ws *workspace, rows []row) [][]float32 {
 		ws.loraT = grow(ws.loraT, n, m.lora.Rank)
 	}
 	for i, r := range rows {
-		copy(ws.x[i], w.embed.row(r.token))
+		w.embed.rowInto(r.token, ws.x[i])
 		ropeTable(m.invFreq, r.pos, ws.cos[i], ws.sin[i])
 	}
 	xn := make([][]float32, n) // views of ws.xn with width h

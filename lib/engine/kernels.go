@@ -16,14 +16,28 @@ import (
 // FMA instructions (it may on arm64 or GOAMD64=v3): the same binary inputs
 // give the same bits on every machine.
 
-// mat is a row-major [rows, cols] float32 matrix (PyTorch Linear layout:
-// rows = output features, cols = input features).
+// mat is a row-major [rows, cols] matrix (PyTorch Linear layout: rows =
+// output features, cols = input features), held either as float32 (data) or
+// as bfloat16 bits (bf). bfloat16 widens exactly to float32, so both give
+// the same results; bf16 halves the memory of large checkpoints.
 type mat struct {
 	rows, cols int
 	data       []float32
+	bf         []uint16
 }
 
 func (m mat) row(i int) []float32 { return m.data[i*m.cols : (i+1)*m.cols : (i+1)*m.cols] }
+
+// rowInto copies row i into dst as float32.
+func (m mat) rowInto(i int, dst []float32) {
+	if m.bf == nil {
+		copy(dst, m.row(i))
+		return
+	}
+	for j, h := range m.bf[i*m.cols : (i+1)*m.cols] {
+		dst[j] = math.Float32frombits(uint32(h) << 16)
+	}
+}
 
 // dot1 is the vector dot product for attention scores: 8 independent
 // accumulators hide the floating-point add latency.
@@ -78,6 +92,34 @@ func dot8(w []float32, cols int, x []float32, y []float32) {
 	y[0], y[1], y[2], y[3], y[4], y[5], y[6], y[7] = a0, a1, a2, a3, a4, a5, a6, a7
 }
 
+// dot8bf is dot8 for bfloat16 weights, widened as they are loaded.
+func dot8bf(w []uint16, cols int, x []float32, y []float32) {
+	n := len(x)
+	w0, w1, w2, w3 := w[0:n], w[cols:cols+n], w[2*cols:2*cols+n], w[3*cols:3*cols+n]
+	w4, w5, w6, w7 := w[4*cols:4*cols+n], w[5*cols:5*cols+n], w[6*cols:6*cols+n], w[7*cols:7*cols+n]
+	var a0, a1, a2, a3, a4, a5, a6, a7 float32
+	for i, xv := range x {
+		a0 += float32(math.Float32frombits(uint32(w0[i])<<16) * xv)
+		a1 += float32(math.Float32frombits(uint32(w1[i])<<16) * xv)
+		a2 += float32(math.Float32frombits(uint32(w2[i])<<16) * xv)
+		a3 += float32(math.Float32frombits(uint32(w3[i])<<16) * xv)
+		a4 += float32(math.Float32frombits(uint32(w4[i])<<16) * xv)
+		a5 += float32(math.Float32frombits(uint32(w5[i])<<16) * xv)
+		a6 += float32(math.Float32frombits(uint32(w6[i])<<16) * xv)
+		a7 += float32(math.Float32frombits(uint32(w7[i])<<16) * xv)
+	}
+	y[0], y[1], y[2], y[3], y[4], y[5], y[6], y[7] = a0, a1, a2, a3, a4, a5, a6, a7
+}
+
+func dotSeqBF(w []uint16, x []float32) float32 {
+	w = w[:len(x)]
+	var a float32
+	for i, xv := range x {
+		a += float32(math.Float32frombits(uint32(w[i])<<16) * xv)
+	}
+	return a
+}
+
 // dotSeq is one row summed in the same order as a lane of dot8.
 func dotSeq(w, x []float32) float32 {
 	w = w[:len(x)]
@@ -95,23 +137,32 @@ func matRows(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
 	var tmp [8]float32
 	j := lo
 	for ; j+8 <= hi; j += 8 {
-		blk := w.data[j*w.cols:]
 		for b, x := range xs {
 			y := ys[b][j : j+8 : j+8]
+			out := y
 			if accumulate {
-				dot8(blk, w.cols, x, tmp[:])
+				out = tmp[:]
+			}
+			if w.bf != nil {
+				dot8bf(w.bf[j*w.cols:], w.cols, x, out)
+			} else {
+				dot8(w.data[j*w.cols:], w.cols, x, out)
+			}
+			if accumulate {
 				for i, v := range tmp {
 					y[i] += v
 				}
-			} else {
-				dot8(blk, w.cols, x, y)
 			}
 		}
 	}
 	for ; j < hi; j++ {
-		r := w.row(j)
 		for b, x := range xs {
-			v := dotSeq(r, x)
+			var v float32
+			if w.bf != nil {
+				v = dotSeqBF(w.bf[j*w.cols:(j+1)*w.cols], x)
+			} else {
+				v = dotSeq(w.row(j), x)
+			}
 			if accumulate {
 				ys[b][j] += v
 			} else {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 )
@@ -20,7 +21,8 @@ func benchMat(rows, cols int) (mat, []float32, []float32) {
 }
 
 // BenchmarkMatVec measures the engine's matrix-vector product (all cores,
-// as used by the forward pass), the same kernel on one goroutine, and a
+// as used by the forward pass), the same kernel on one goroutine, the
+// bfloat16-weight kernel (all cores), and a
 // plain Go reference loop, in the same run, reporting GFLOP/s and the
 // kernel's speed-up over the reference.
 func BenchmarkMatVec(b *testing.B) {
@@ -29,19 +31,26 @@ func BenchmarkMatVec(b *testing.B) {
 		flop := float64(2 * sz[0] * sz[1])
 		b.Run(fmt.Sprintf("%dx%d", sz[0], sz[1]), func(b *testing.B) {
 			xs, ys := [][]float32{x}, [][]float32{y}
-			var kernel, serial, ref time.Duration
+			wb := mat{rows: w.rows, cols: w.cols, bf: make([]uint16, len(w.data))}
+			for i, v := range w.data {
+				wb.bf[i] = uint16(math.Float32bits(v) >> 16)
+			}
+			var kernel, serial, bf, ref time.Duration
 			for b.Loop() {
 				t0 := time.Now()
 				matMul(w, xs, ys, false)
 				t1 := time.Now()
 				matRows(w, xs, ys, 0, w.rows, false)
 				t2 := time.Now()
+				matMul(wb, xs, ys, false)
+				t3 := time.Now()
 				matVecReference(w, x, y)
-				kernel, serial, ref = kernel+t1.Sub(t0), serial+t2.Sub(t1), ref+time.Since(t2)
+				kernel, serial, bf, ref = kernel+t1.Sub(t0), serial+t2.Sub(t1), bf+t3.Sub(t2), ref+time.Since(t3)
 			}
 			n := float64(b.N)
 			b.ReportMetric(flop*n/kernel.Seconds()/1e9, "GFLOP/s")
 			b.ReportMetric(flop*n/serial.Seconds()/1e9, "GFLOP/s-1core")
+			b.ReportMetric(flop*n/bf.Seconds()/1e9, "GFLOP/s-bf16")
 			b.ReportMetric(flop*n/ref.Seconds()/1e9, "GFLOP/s-ref")
 			b.ReportMetric(ref.Seconds()/kernel.Seconds(), "x-ref")
 		})

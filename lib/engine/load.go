@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,11 +16,36 @@ import (
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
+// BF16Mode says what to do with bfloat16 weight matrices.
+type BF16Mode int
+
+const (
+	// BF16Auto keeps bfloat16 matrices for models over 1B parameters
+	// (where memory decides whether the model fits at all) and widens
+	// them to float32 for smaller ones (where the float32 kernel's speed
+	// matters more).
+	BF16Auto BF16Mode = iota
+	// BF16Keep keeps them: half the memory, a slower matrix-vector kernel.
+	// Results are identical: bfloat16 widens exactly to float32.
+	BF16Keep
+	// BF16Widen converts them to float32 at load time.
+	BF16Widen
+)
+
+// LoadOptions tune LoadDirWith.
+type LoadOptions struct {
+	BF16 BF16Mode
+}
+
 // LoadDir loads a Hugging Face model directory: config.json plus
 // model.safetensors, or shards listed in model.safetensors.index.json (or,
-// failing both, every *.safetensors file). BF16, F16 and F32 weights are
-// widened to float32. The returned model has no tokenizer.
-func LoadDir(dir string) (*Model, error) {
+// failing both, every *.safetensors file). F16 and F32 weights are widened
+// to float32; BF16 matrices are handled per BF16Auto. The returned model
+// has no tokenizer.
+func LoadDir(dir string) (*Model, error) { return LoadDirWith(dir, LoadOptions{}) }
+
+// LoadDirWith is LoadDir with options.
+func LoadDirWith(dir string, opt LoadOptions) (*Model, error) {
 	c, err := ReadConfig(dir)
 	if err != nil {
 		return nil, err
@@ -30,8 +56,9 @@ func LoadDir(dir string) (*Model, error) {
 	}
 	want := ExpectedShapes(c)
 	ts := make(Tensors, len(want))
+	keepBF16 := opt.BF16 == BF16Keep || (opt.BF16 == BF16Auto && c.Params() > 1_000_000_000)
 	for _, path := range files {
-		if err := loadFile(path, want, ts); err != nil {
+		if err := loadFile(path, want, ts, keepBF16); err != nil {
 			return nil, err
 		}
 	}
@@ -40,7 +67,7 @@ func LoadDir(dir string) (*Model, error) {
 
 // loadFile converts the tensors of one safetensors file that the model uses
 // (biases included); others, such as rotary caches, are skipped.
-func loadFile(path string, want map[string][]int, ts Tensors) error {
+func loadFile(path string, want map[string][]int, ts Tensors, keepBF16 bool) error {
 	f, err := safetensors.Open(path)
 	if err != nil {
 		return fmt.Errorf("load weights: %w", err)
@@ -51,8 +78,14 @@ func loadFile(path string, want map[string][]int, ts Tensors) error {
 		if _, ok := want[st.Name]; !ok && !strings.HasSuffix(st.Name, "_proj.bias") {
 			continue
 		}
-		t, err := toTensor(st)
-		if err != nil {
+		var t Tensor
+		if keepBF16 && st.DType == safetensors.BF16 && len(st.Shape) == 2 {
+			// Matrices stay bfloat16 (exact either way; half the memory).
+			t = Tensor{Shape: []int{int(st.Shape[0]), int(st.Shape[1])}, BF16: make([]uint16, len(st.Data)/2)}
+			for i := range t.BF16 {
+				t.BF16[i] = binary.LittleEndian.Uint16(st.Data[2*i:])
+			}
+		} else if t, err = toTensor(st); err != nil {
 			return fmt.Errorf("load weights %s: %w", path, err)
 		}
 		ts[st.Name] = t

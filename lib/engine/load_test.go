@@ -107,7 +107,7 @@ func TestLoadDirDTypes(t *testing.T) {
 			} {
 				dir := t.TempDir()
 				writeModelDir(t, dir, name, tc.dtype, tc.shards)
-				m, err := LoadDir(dir)
+				m, err := LoadDirWith(dir, LoadOptions{BF16: BF16Keep})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -125,8 +125,30 @@ func TestLoadDirDTypes(t *testing.T) {
 				if testing.Verbose() {
 					t.Logf("%s x%d: max prompt logprob difference %.3g", tc.dtype, tc.shards, worst)
 				}
-				if tc.dtype == safetensors.BF16 && worst == 0 {
-					t.Errorf("bf16 weights gave bit-identical logprobs; were they really rounded?")
+				if tc.dtype == safetensors.BF16 {
+					if worst == 0 {
+						t.Errorf("bf16 weights gave bit-identical logprobs; were they really rounded?")
+					}
+					// Matrices kept as bfloat16 compute exactly what their
+					// float32 widening does.
+					if m.w.layers[0].q.bf == nil {
+						t.Error("bf16 matrices were widened at load time")
+					}
+					c, ts, _ := TinyTensors(name)
+					for n, tt := range ts {
+						r := make([]float32, len(tt.Data))
+						for i, v := range tt.Data {
+							r[i] = safetensors.BF16ToFloat32(safetensors.Float32ToBF16(v))
+						}
+						ts[n] = Tensor{Shape: tt.Shape, Data: r}
+					}
+					widened, err := New(name, c, ts)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if w := promptLogprobs(t, widened, prompt); !slices.Equal(w, got) {
+						t.Error("bf16 kernel and widened float32 weights disagree")
+					}
 				}
 			}
 		})

@@ -111,6 +111,9 @@ func NewLoRA(c Config, ts Tensors, rank int, alpha float64, rsLoRA bool) (*LoRA,
 				return nil, fmt.Errorf("lora: unsupported target module %s", mod)
 			}
 		}
+		if p.a.Data == nil || p.b.Data == nil {
+			return nil, fmt.Errorf("lora: %s must be float32 tensors", key)
+		}
 		if len(p.a.Shape) != 2 || p.a.Shape[0] != rank || p.a.Shape[1] != in {
 			return nil, fmt.Errorf("lora: %s lora_A has shape %v, want [%d %d]", key, p.a.Shape, rank, in)
 		}
@@ -121,7 +124,7 @@ func NewLoRA(c Config, ts Tensors, rank int, alpha float64, rsLoRA bool) (*LoRA,
 		for i, v := range p.b.Data {
 			b[i] = v * float32(l.Scale)
 		}
-		*slot = &loraPair{a: mat{rank, in, p.a.Data}, b: mat{out, rank, b}}
+		*slot = &loraPair{a: mat{rows: rank, cols: in, data: p.a.Data}, b: mat{rows: out, cols: rank, data: b}}
 	}
 	return l, nil
 }

@@ -5,10 +5,12 @@ import (
 	"slices"
 )
 
-// Tensor is a dense float32 tensor in row-major order.
+// Tensor is a dense tensor in row-major order: float32 values in Data, or,
+// for bfloat16 matrices kept at half the memory, raw bfloat16 bits in BF16.
 type Tensor struct {
 	Shape []int
 	Data  []float32
+	BF16  []uint16
 }
 
 // Tensors maps Hugging Face parameter names (e.g.
@@ -44,10 +46,20 @@ func buildWeights(c Config, ts Tensors) (*weights, error) {
 		if !slices.Equal(t.Shape, shape) {
 			return nil, fmt.Errorf("weights: tensor %s has shape %v, config implies %v", name, t.Shape, shape)
 		}
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		if len(t.Data) != n && !(len(shape) == 2 && t.Data == nil && len(t.BF16) == n) {
+			return nil, fmt.Errorf("weights: tensor %s has %d values for shape %v", name, max(len(t.Data), len(t.BF16)), shape)
+		}
 		return t.Data, nil
 	}
 	getMat := func(name string, rows, cols int) (mat, error) {
 		d, err := get(name, rows, cols)
+		if err == nil && d == nil {
+			return mat{rows: rows, cols: cols, bf: ts[name].BF16}, nil
+		}
 		return mat{rows: rows, cols: cols, data: d}, err
 	}
 	optional := func(name string, n int) ([]float32, error) {
