@@ -116,7 +116,7 @@ func (cfg Config) normalize() (Config, string, error) {
 	case cfg.CredentialCmd == "":
 		return cfg, "", &ConfigError{Msg: msgNoAPIKey}
 	}
-	base := cfg.BaseURL
+	base := strings.TrimSpace(cfg.BaseURL)
 	if base == "" {
 		base = DefaultBaseURL
 	}

@@ -43,6 +43,12 @@ func sdkMessage(status int, body []byte) string {
 	if len(trimmed) == 0 {
 		return fmt.Sprintf("Error code: %d", status)
 	}
+	// The SDK formats the parsed body with str(): a dict or list prints as
+	// its repr, a bare JSON string prints without quotes.
+	var s string
+	if trimmed[0] == '"' && json.Unmarshal(trimmed, &s) == nil {
+		return fmt.Sprintf("Error code: %d - %s", status, s)
+	}
 	if lit, err := pylit.Render(trimmed); err == nil {
 		return fmt.Sprintf("Error code: %d - %s", status, lit)
 	}

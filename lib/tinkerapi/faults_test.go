@@ -179,6 +179,8 @@ func TestNonRetryableStatuses(t *testing.T) {
 		{400, `{"detail":"Invalid checkpoint tinker path tinker://x."}`, "Invalid request", "Details: Error code: 400 - {'detail': 'Invalid checkpoint tinker path tinker://x.'}"},
 		{422, `{"detail":[{"loc":["query","limit"],"msg":"bad","input":null,"ok":true}]}`, "Invalid data provided", "Details: Error code: 422 - {'detail': [{'loc': ['query', 'limit'], 'msg': 'bad', 'input': None, 'ok': True}]}"},
 		{418, `teapot`, "API error (status 418)", "Details: teapot"},
+		{400, ` "plain string" `, "Invalid request", "Details: Error code: 400 - plain string"},
+		{400, `[1.0, null, "it's"]`, "Invalid request", `Details: Error code: 400 - [1.0, None, "it's"]`},
 		{404, ``, "Resource not found", "Details: Error code: 404"},
 	}
 	for _, tc := range cases {
