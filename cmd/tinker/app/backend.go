@@ -2,10 +2,16 @@ package app
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/tinkershell/tinker/builtins"
+	"github.com/tinkershell/tinker/lib/server"
 	"github.com/tinkershell/tinker/lib/term"
+	"github.com/tinkershell/tinker/lib/tinkerapi"
 )
 
 // noBackend is used when neither a credential nor --local was given: the
@@ -13,11 +19,94 @@ import (
 type noBackend struct{}
 
 func (noBackend) Name() string { return "none (set TINKER_API_KEY, or start with --local)" }
-func (noBackend) Client() (any, error) {
-	return nil, fmt.Errorf("no backend chosen: set TINKER_API_KEY for the Tinker service, or run `tinker --local` for the local server")
+func (noBackend) Client() (*tinkerapi.Client, error) {
+	return nil, builtins.ErrNoBackend()
 }
 
-// chooseBackend picks the backend from flags and environment.
+// remoteBackend talks to a Tinker service over HTTP; the client is created
+// on first use so that start-up does no work for programs that never call it.
+type remoteBackend struct {
+	name string
+	cfg  tinkerapi.Config
+	// start, when set, runs before the client is made (the local server).
+	start func() (baseURL string, err error)
+
+	once   sync.Once
+	client *tinkerapi.Client
+	err    error
+}
+
+func (b *remoteBackend) Name() string { return b.name }
+
+func (b *remoteBackend) Client() (*tinkerapi.Client, error) {
+	b.once.Do(func() {
+		if b.start != nil {
+			url, err := b.start()
+			if err != nil {
+				b.err = err
+				return
+			}
+			b.cfg.BaseURL = url
+		}
+		b.client, b.err = tinkerapi.New(b.cfg)
+	})
+	return b.client, b.err
+}
+
+// localKey is the credential tinker --local uses when TINKER_API_KEY holds
+// none: the local server treats each distinct tml- key as one user.
+const localKey = "tml-local-user"
+
+// DataDir is where tinker --local keeps its server's data:
+// $XDG_DATA_HOME/tinker (default ~/.local/share/tinker).
+func DataDir() string {
+	dir := os.Getenv("XDG_DATA_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return filepath.Join(os.TempDir(), "tinker-data")
+		}
+		dir = filepath.Join(home, ".local", "share")
+	}
+	return filepath.Join(dir, "tinker")
+}
+
+// chooseBackend picks the backend from flags and environment. With --local a
+// server runs in-process on a loopback port, started on first use; the
+// returned cleanup stops it.
 func chooseBackend(io *term.IO, opts options, now func() time.Time) (builtins.Backend, func(), error) {
-	return noBackend{}, func() {}, nil
+	cfg := tinkerapi.ConfigFromEnv(os.Getenv)
+	if os.Getenv("TINKER_LOG") != "" {
+		cfg.Logf = func(format string, args ...any) { fmt.Fprintf(io.Err, format+"\n", args...) }
+	}
+	if opts.local {
+		dir := DataDir()
+		if !strings.HasPrefix(cfg.APIKey, "tml-") {
+			cfg.APIKey = localKey
+		}
+		cfg.CredentialCmd = ""
+		var srv *server.Server
+		b := &remoteBackend{name: "local (" + dir + ")", cfg: cfg}
+		b.start = func() (string, error) {
+			var err error
+			srv, err = server.Open(server.Options{DataDir: dir, Now: now})
+			if err != nil {
+				return "", fmt.Errorf("local server: %w", err)
+			}
+			return srv.Start("127.0.0.1:0")
+		}
+		return b, func() {
+			if srv != nil {
+				srv.Close()
+			}
+		}, nil
+	}
+	if cfg.APIKey == "" && cfg.CredentialCmd == "" {
+		return noBackend{}, func() {}, nil
+	}
+	base := cfg.BaseURL
+	if base == "" {
+		base = tinkerapi.DefaultBaseURL
+	}
+	return &remoteBackend{name: base, cfg: cfg}, func() {}, nil
 }
