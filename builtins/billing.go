@@ -212,7 +212,9 @@ func decodeOrdered(dec *json.Decoder) (any, error) {
 }
 
 // BillingUsage is what billing.usage returns.
-type BillingUsage struct{ Resp *tinkerapi.BillingUsageResponse }
+type BillingUsage struct {
+	Resp *tinkerapi.BillingUsageResponse
+}
 
 var (
 	_ Tabular           = (*BillingUsage)(nil)
@@ -220,7 +222,9 @@ var (
 	_ starlark.HasAttrs = (*BillingUsage)(nil)
 )
 
-func (u *BillingUsage) String() string        { return fmt.Sprintf("<billing usage: %d rows>", len(u.Resp.Data)) }
+func (u *BillingUsage) String() string {
+	return fmt.Sprintf("<billing usage: %d rows>", len(u.Resp.Data))
+}
 func (u *BillingUsage) Type() string          { return "billing_usage" }
 func (u *BillingUsage) Freeze()               {}
 func (u *BillingUsage) Truth() starlark.Bool  { return len(u.Resp.Data) > 0 }

@@ -70,7 +70,9 @@ func (s *Session) Type() string          { return "session" }
 func (s *Session) Freeze()               {}
 func (s *Session) Truth() starlark.Bool  { return true }
 func (s *Session) Hash() (uint32, error) { return starlark.String(s.ID).Hash() }
-func (s *Session) AttrNames() []string   { return []string{"sampler_ids", "session_id", "training_run_ids"} }
+func (s *Session) AttrNames() []string {
+	return []string{"sampler_ids", "session_id", "training_run_ids"}
+}
 func (s *Session) Attr(name string) (starlark.Value, error) {
 	switch name {
 	case "session_id":
