@@ -3,6 +3,8 @@ package tinkerapi
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -334,7 +336,12 @@ func (c *Client) transportError(ctx, actx context.Context, method, path string, 
 	if errors.As(err, &ne) && ne.Timeout() {
 		timeout = true
 	}
-	return &TransportError{Timeout: timeout, Method: method, Path: path, Err: errors.New(c.secrets.string(err.Error()))}
+	var certErr *tls.CertificateVerificationError
+	var unknownCA x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	permanent := errors.As(err, &certErr) || errors.As(err, &unknownCA) || errors.As(err, &hostErr)
+	return &TransportError{Timeout: timeout, Permanent: permanent, Method: method, Path: path,
+		Err: errors.New(c.secrets.string(err.Error()))}
 }
 
 // apiError builds the error for a non-success answer; a server may echo
@@ -357,7 +364,7 @@ func (c *Client) retryDelay(resp *Response, err error, retries int, o *callOpts)
 	}
 	var te *TransportError
 	if errors.As(err, &te) {
-		return c.backoff(retries), true
+		return c.backoff(retries), !te.Permanent
 	}
 	if resp == nil {
 		return 0, false

@@ -68,9 +68,11 @@ var (
 // failure or a per-attempt timeout.
 type TransportError struct {
 	Timeout bool
-	Method  string
-	Path    string
-	Err     error
+	// Permanent marks failures a retry cannot fix (TLS certificate errors).
+	Permanent bool
+	Method    string
+	Path      string
+	Err       error
 }
 
 func (e *TransportError) Error() string {

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -479,4 +481,26 @@ func TestSchemaValidation(t *testing.T) {
 	check("not json", err, "")
 	_, err = c.ListTrainingRuns(ctx, 20, 0, "")
 	check("no cursor", err, "cursor")
+}
+
+// A certificate the client does not trust cannot become trusted by
+// retrying: fail at once with a connection error.
+func TestTLSCertificateErrorNotRetried(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the failed handshakes are expected
+	srv.StartTLS()
+	defer srv.Close()
+	c, err := New(Config{BaseURL: srv.URL, APIKey: testKey, MaxRetryTime: time.Minute, RetryBaseDelay: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = c.Healthz(ctxT(t))
+	var te *TransportError
+	if !errors.As(err, &te) || !te.Permanent || !errors.Is(err, ErrConnection) {
+		t.Fatalf("err %v, want a permanent connection error", err)
+	}
+	if el := time.Since(start); el > promptly {
+		t.Errorf("certificate error was retried for %v", el)
+	}
 }
