@@ -149,24 +149,23 @@ func (m *Model) Sample(ctx context.Context, req SampleRequest) (*SampleResponse,
 		if n > 1 {
 			c = cache.clone(maxLen, kvd)
 		}
-		seqs[i] = &seqRun{cache: c, rng: newRNG(sampleSeed(base, i)), out: &resp.Sequences[i]}
-		seqs[i].out.Tokens = make([]int, 0, req.MaxTokens)
-		seqs[i].out.Logprobs = make([]float32, 0, req.MaxTokens)
+		s := &seqRun{cache: c, rng: newRNG(sampleSeed(base, i)), sm: newSampler(m.cfg.VocabSize, req), out: &resp.Sequences[i]}
+		s.out.Tokens = make([]int, 0, req.MaxTokens)
+		s.out.Logprobs = make([]float32, 0, req.MaxTokens)
+		s.next, s.nextLogprob = s.sm.pick(last, s.rng)
+		seqs[i] = s
 	}
-	for _, s := range seqs {
-		s.logits = last
-	}
-	sm := newSampler(m.cfg.VocabSize, req)
 	groups := m.groups()
 	for {
+		// Stop checks run here, on the caller's goroutine, so StopFunc and
+		// Decode are never called concurrently.
 		var active []*seqRun
 		for _, s := range seqs {
 			if s.out.StopReason != "" {
 				continue
 			}
-			tok, lp := sm.pick(s.logits, s.rng)
-			s.out.Tokens = append(s.out.Tokens, tok)
-			s.out.Logprobs = append(s.out.Logprobs, float32(lp))
+			s.out.Tokens = append(s.out.Tokens, s.next)
+			s.out.Logprobs = append(s.out.Logprobs, float32(s.nextLogprob))
 			if reason := m.stopReason(&req, s.out.Tokens); reason != "" {
 				s.out.StopReason = reason
 				continue
@@ -185,11 +184,13 @@ func (m *Model) Sample(ctx context.Context, req SampleRequest) (*SampleResponse,
 
 // seqRun is one sample in flight.
 type seqRun struct {
-	cache  *kvCache
-	rng    *rng
-	out    *Sequence
-	logits []float32 // next-token logits (owned by the group workspace)
-	ws     *workspace
+	cache       *kvCache
+	rng         *rng
+	sm          *sampler
+	out         *Sequence
+	next        int     // token chosen for the next position
+	nextLogprob float64 // its log-probability
+	ws          *workspace
 }
 
 // groups is how many goroutines a decode step splits its sequences over.
@@ -203,7 +204,8 @@ func (m *Model) groups() int {
 	return runtime.GOMAXPROCS(0)
 }
 
-// step runs the last token of every active sequence through the model.
+// step runs the last token of every active sequence through the model and
+// picks each sequence's next token.
 func (m *Model) step(groups int, active []*seqRun) {
 	g := min(groups, len(active))
 	run := func(part []*seqRun, ws *workspace) {
@@ -213,7 +215,7 @@ func (m *Model) step(groups int, active []*seqRun) {
 		}
 		logits := m.forward(ws, rows)
 		for i, s := range part {
-			s.logits = logits[i]
+			s.next, s.nextLogprob = s.sm.pick(logits[i], s.rng)
 		}
 	}
 	if g <= 1 {
@@ -233,9 +235,8 @@ func (m *Model) step(groups int, active []*seqRun) {
 	wg.Wait()
 }
 
-// wsOf gives each group a workspace; it is keyed by the group's first
-// sequence, which holds it until that sequence stops (then a fresh one is
-// made: logits already handed out stay valid because they are not reused).
+// wsOf gives each group a workspace, held by the group's first sequence
+// (groups change as sequences stop; a new first sequence gets a new one).
 func wsOf(s *seqRun) *workspace {
 	if s.ws == nil {
 		s.ws = &workspace{}

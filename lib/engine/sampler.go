@@ -11,12 +11,12 @@ import (
 // top-k and top-p. The probability arithmetic is float64 and in a fixed
 // order, so a seeded draw is reproducible.
 type sampler struct {
-	vocab   int
-	temp    float64
-	topK    int
-	topP    float64
-	idx     []int
-	weights []float64
+	vocab int
+	temp  float64
+	topK  int
+	topP  float64
+	idx   []int
+	exps  []float64 // exp(logit/T - max), reused across calls
 }
 
 func newSampler(vocab int, req SampleRequest) *sampler {
@@ -42,30 +42,42 @@ func (s *sampler) pick(logits []float32, r *rng) (int, float64) {
 		}
 		return best, float64(logits[best]) - logSumExp(logits, 1)
 	}
+	// One pass of exponentials serves both the normaliser and the draw.
 	invT := 1 / s.temp
-	lse := logSumExp(logits, invT)
-	tok := s.draw(logits, invT, lse, r)
-	return tok, float64(logits[tok])*invT - lse
+	mx := math.Inf(-1)
+	for _, v := range logits {
+		mx = max(mx, float64(v)*invT)
+	}
+	s.exps = slices.Grow(s.exps[:0], len(logits))[:len(logits)]
+	var sum float64
+	for i, v := range logits {
+		e := math.Exp(float64(v)*invT - mx)
+		s.exps[i] = e
+		sum += e
+	}
+	tok := s.draw(logits, sum, r)
+	return tok, float64(logits[tok])*invT - mx - math.Log(sum)
 }
 
-func (s *sampler) draw(logits []float32, invT, lse float64, r *rng) int {
+// draw samples from the unnormalised weights s.exps (total sum).
+func (s *sampler) draw(logits []float32, sum float64, r *rng) int {
 	u := r.float64()
 	if s.topK == 0 && s.topP == 1 {
 		// Full distribution: walk the cumulative mass in id order.
+		target := u * sum
 		var cum float64
 		last := 0
-		for i, v := range logits {
-			p := math.Exp(float64(v)*invT - lse)
-			if p == 0 {
+		for i, e := range s.exps {
+			if e == 0 {
 				continue
 			}
-			cum += p
+			cum += e
 			last = i
-			if u < cum {
+			if target < cum {
 				return i
 			}
 		}
-		return last // rounding left u above the total
+		return last // rounding left target above the total
 	}
 	// Candidates most likely first: the top k, or the whole vocabulary
 	// sorted when only top-p applies.
@@ -75,18 +87,15 @@ func (s *sampler) draw(logits []float32, invT, lse float64, r *rng) int {
 		s.idx = sortedByLogit(logits, s.idx)
 	}
 	// Renormalise over the candidates, then cut to the nucleus.
-	s.weights = s.weights[:0]
 	var total float64
 	for _, t := range s.idx {
-		p := math.Exp(float64(logits[t])*invT - lse)
-		s.weights = append(s.weights, p)
-		total += p
+		total += s.exps[t]
 	}
 	keep := len(s.idx)
 	if s.topP < 1 {
 		var cum float64
-		for i, p := range s.weights {
-			cum += p
+		for i, t := range s.idx {
+			cum += s.exps[t]
 			if cum >= s.topP*total {
 				keep = i + 1
 				break
@@ -94,15 +103,15 @@ func (s *sampler) draw(logits []float32, invT, lse float64, r *rng) int {
 		}
 	}
 	var kept float64
-	for _, p := range s.weights[:keep] {
-		kept += p
+	for _, t := range s.idx[:keep] {
+		kept += s.exps[t]
 	}
 	target := u * kept
 	var cum float64
-	for i, p := range s.weights[:keep] {
-		cum += p
+	for _, t := range s.idx[:keep] {
+		cum += s.exps[t]
 		if target < cum {
-			return s.idx[i]
+			return t
 		}
 	}
 	return s.idx[keep-1]
