@@ -1,0 +1,111 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// BenchmarkImport10k imports 100 runs x 100 checkpoints (10,000) of real
+// base models, sizes computed from their LoRA shapes, in one transaction.
+func BenchmarkImport10k(b *testing.B) {
+	m := fmt.Sprintf(`{"owner_key": %q, "generate": {"runs": 100, "checkpoints_per_run": 100}}`, key)
+	for b.Loop() {
+		dir := b.TempDir()
+		st, err := Import(b.Context(), dir, strings.NewReader(m), t0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if st.Checkpoints != 10000 {
+			b.Fatalf("imported %d", st.Checkpoints)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/import")
+}
+
+// BenchmarkListEndpointLoad drives GET /api/v1/checkpoints?limit=100 over
+// loopback from concurrent keep-alive clients against 10,000 checkpoints and
+// reports throughput and latency percentiles. Bounded by request count.
+func BenchmarkListEndpointLoad(b *testing.B) {
+	dir := b.TempDir()
+	m := fmt.Sprintf(`{"owner_key": %q, "generate": {"runs": 100, "checkpoints_per_run": 100}}`, key)
+	if _, err := Import(b.Context(), dir, strings.NewReader(m), t0); err != nil {
+		b.Fatal(err)
+	}
+	s, err := Open(Options{DataDir: dir, SweepInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	base, err := s.Start("127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	const conc = 16
+	total := 20000
+	if v := os.Getenv("TINKER_BENCH_REQUESTS"); v != "" {
+		fmt.Sscan(v, &total)
+	}
+	tr := &http.Transport{MaxIdleConnsPerHost: conc, MaxConnsPerHost: conc}
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	b.ResetTimer()
+	var rps, p50, p99 float64
+	for b.Loop() {
+		var next atomic.Int64
+		lat := make([][]time.Duration, conc)
+		var wg sync.WaitGroup
+		var failed atomic.Int64
+		start := time.Now()
+		for c := 0; c < conc; c++ {
+			wg.Add(1)
+			go func(c int) {
+				defer wg.Done()
+				for {
+					i := next.Add(1)
+					if i > int64(total) {
+						return
+					}
+					off := (i * 100) % 10000
+					req, _ := http.NewRequest("GET", fmt.Sprintf("%s/api/v1/checkpoints?limit=100&offset=%d", base, off), nil)
+					req.Header.Set("X-API-Key", key)
+					t := time.Now()
+					resp, err := client.Do(req)
+					if err != nil {
+						failed.Add(1)
+						continue
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != 200 {
+						failed.Add(1)
+					}
+					lat[c] = append(lat[c], time.Since(t))
+				}
+			}(c)
+		}
+		wg.Wait()
+		el := time.Since(start)
+		if failed.Load() > 0 {
+			b.Fatalf("%d failed requests", failed.Load())
+		}
+		var all []time.Duration
+		for _, l := range lat {
+			all = append(all, l...)
+		}
+		sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+		rps = float64(len(all)) / el.Seconds()
+		p50 = float64(all[len(all)/2].Microseconds()) / 1000
+		p99 = float64(all[len(all)*99/100].Microseconds()) / 1000
+	}
+	b.ReportMetric(rps, "req/s")
+	b.ReportMetric(p50, "p50-ms")
+	b.ReportMetric(p99, "p99-ms")
+	b.ReportMetric(0, "ns/op")
+}
