@@ -65,6 +65,8 @@ type hfConfig struct {
 	BOSTokenID            json.RawMessage `json:"bos_token_id"`
 	EOSTokenID            json.RawMessage `json:"eos_token_id"`
 	NumExperts            int             `json:"num_experts"`
+	MLPBias               bool            `json:"mlp_bias"`
+	UseSlidingWindow      bool            `json:"use_sliding_window"`
 }
 
 type hfRope struct {
@@ -104,6 +106,12 @@ func ParseConfig(data []byte) (Config, error) {
 	}
 	if h.NumExperts > 0 {
 		return Config{}, fmt.Errorf("mixture-of-experts models are not supported by the local engine")
+	}
+	if h.MLPBias {
+		return Config{}, fmt.Errorf("mlp_bias is not supported by the local engine")
+	}
+	if h.UseSlidingWindow {
+		return Config{}, fmt.Errorf("sliding-window attention is not supported by the local engine")
 	}
 	if h.HiddenAct != "" && h.HiddenAct != "silu" {
 		return Config{}, fmt.Errorf("hidden_act %q is not supported (only silu)", h.HiddenAct)

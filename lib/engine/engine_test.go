@@ -108,6 +108,14 @@ func TestLogprobsMatchReference(t *testing.T) {
 					t.Fatalf("got %d tokens", len(resp.Sequences[0].Tokens))
 				}
 				checkAgainstRef(t, &refModel{c: c, ts: ts}, prompt, resp.Sequences[0], temp)
+				if temp != 1 && temp != 0 {
+					// Same draw, logprobs under the model's own distribution.
+					raw := sample(t, m, SampleRequest{Prompt: prompt, MaxTokens: 12, Temperature: temp, Seed: seedp(7), ModelLogprobs: true})
+					if !slices.Equal(raw.Sequences[0].Tokens, resp.Sequences[0].Tokens) {
+						t.Fatal("ModelLogprobs changed the sampled tokens")
+					}
+					checkAgainstRef(t, &refModel{c: c, ts: ts}, prompt, raw.Sequences[0], 1)
+				}
 			})
 		}
 	}

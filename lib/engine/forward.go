@@ -76,7 +76,7 @@ func (m *Model) forward(ws *workspace, rows []row) [][]float32 {
 	n := len(rows)
 	h, qd, kvd := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
 	ws.x = grow(ws.x, n, h)
-	ws.xn = grow(ws.xn, n, max(h, c.Intermediate))
+	ws.xn = grow(ws.xn, n, h)
 	ws.q = grow(ws.q, n, qd)
 	ws.k = grow(ws.k, n, kvd)
 	ws.v = grow(ws.v, n, kvd)
@@ -92,10 +92,7 @@ func (m *Model) forward(ws *workspace, rows []row) [][]float32 {
 		w.embed.rowInto(r.token, ws.x[i])
 		ropeTable(m.invFreq, r.pos, ws.cos[i], ws.sin[i])
 	}
-	xn := make([][]float32, n) // views of ws.xn with width h
-	for i := range xn {
-		xn[i] = ws.xn[i][:h]
-	}
+	xn := ws.xn
 	for li := range w.layers {
 		lw := &w.layers[li]
 		var ll *loraLayer

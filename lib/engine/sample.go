@@ -44,6 +44,10 @@ type SampleRequest struct {
 	// StopFunc, if set, is asked after every token whether to stop.
 	StopFunc func(generated []int) bool
 
+	// ModelLogprobs reports Sequence.Logprobs under the model's own
+	// distribution, log softmax(logits), whatever the temperature.
+	ModelLogprobs bool
+
 	PromptLogprobs     bool // fill SampleResponse.PromptLogprobs
 	TopKPromptLogprobs int  // > 0 fills SampleResponse.TopKPromptLogprobs with k entries per position
 }
@@ -51,9 +55,10 @@ type SampleRequest struct {
 // Sequence is one sampled continuation.
 //
 // Logprobs[i] is the log-probability of Tokens[i] under the distribution it
-// was sampled from before truncation: log softmax(logits / Temperature) over
-// the FULL vocabulary (top-k/top-p do not renormalize it). With Temperature
-// 0 (greedy) and with Temperature 1 it is the model's own log softmax(logits).
+// was sampled from before truncation, as the service reports it:
+// log softmax(logits / Temperature) over the FULL vocabulary (top-k/top-p
+// do not renormalize it). With Temperature 0 (greedy), Temperature 1 or
+// SampleRequest.ModelLogprobs it is the model's own log softmax(logits).
 type Sequence struct {
 	Tokens     []int
 	Logprobs   []float32

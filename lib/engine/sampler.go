@@ -15,12 +15,13 @@ type sampler struct {
 	temp  float64
 	topK  int
 	topP  float64
+	raw   bool // report log softmax(logits), not the tempered distribution
 	idx   []int
 	exps  []float64 // exp(logit/T - max), reused across calls
 }
 
 func newSampler(vocab int, req SampleRequest) *sampler {
-	s := &sampler{vocab: vocab, temp: req.Temperature, topK: req.TopK, topP: req.TopP}
+	s := &sampler{vocab: vocab, temp: req.Temperature, topK: req.TopK, topP: req.TopP, raw: req.ModelLogprobs}
 	if s.topK <= 0 || s.topK >= vocab {
 		s.topK = 0
 	}
@@ -56,6 +57,9 @@ func (s *sampler) pick(logits []float32, r *rng) (int, float64) {
 		sum += e
 	}
 	tok := s.draw(logits, sum, r)
+	if s.raw && invT != 1 {
+		return tok, float64(logits[tok]) - logSumExp(logits, 1)
+	}
 	return tok, float64(logits[tok])*invT - mx - math.Log(sum)
 }
 
