@@ -14,6 +14,7 @@ import (
 	"github.com/tinkershell/tinker/builtins"
 	"github.com/tinkershell/tinker/lib/term"
 	"github.com/tinkershell/tinker/shell"
+	starlarktime "go.starlark.net/lib/time"
 )
 
 // Version is the program version; release builds set it with -ldflags.
@@ -146,6 +147,7 @@ func newInterp(io *term.IO, opts options, now func() time.Time, backend builtins
 		Version:    Version,
 		Backend:    backend,
 	}
+	starlarktime.NowFunc = now // time.now() in Starlark follows TINKER_NOW too
 	disp := &shell.Display{IO: io, JSON: opts.format == "json", Now: now, Elide: true}
 	return shell.New(io, env, disp)
 }
