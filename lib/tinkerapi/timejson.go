@@ -41,7 +41,9 @@ func (f flexTime) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
+	if n := len(b); n >= 2 && b[n-1] == '"' && bytes.IndexByte(b, '\\') < 0 {
+		s = string(b[1 : n-1]) // the common case: no escapes to decode
+	} else if err := json.Unmarshal(b, &s); err != nil {
 		return err
 	}
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {

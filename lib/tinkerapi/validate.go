@@ -22,14 +22,14 @@ type cursorWire struct {
 }
 
 type checkpointWire struct {
-	CheckpointID   *string         `json:"checkpoint_id"`
-	CheckpointType *string         `json:"checkpoint_type"`
-	Time           json.RawMessage `json:"time"`
-	TinkerPath     *string         `json:"tinker_path"`
-	SizeBytes      *int64          `json:"size_bytes"`
-	Public         *bool           `json:"public"`
-	ExpiresAt      json.RawMessage `json:"expires_at"`
-	TrainingRunID  *string         `json:"training_run_id"`
+	CheckpointID   *string  `json:"checkpoint_id"`
+	CheckpointType *string  `json:"checkpoint_type"`
+	Time           wireTime `json:"time"`
+	TinkerPath     *string  `json:"tinker_path"`
+	SizeBytes      *int64   `json:"size_bytes"`
+	Public         *bool    `json:"public"`
+	ExpiresAt      wireTime `json:"expires_at"`
+	TrainingRunID  *string  `json:"training_run_id"`
 }
 
 type runWire struct {
@@ -39,7 +39,7 @@ type runWire struct {
 	IsLora                *bool             `json:"is_lora"`
 	Corrupted             *bool             `json:"corrupted"`
 	LoraRank              *int              `json:"lora_rank"`
-	LastRequestTime       json.RawMessage   `json:"last_request_time"`
+	LastRequestTime       wireTime          `json:"last_request_time"`
 	LastCheckpoint        *checkpointWire   `json:"last_checkpoint"`
 	LastSamplerCheckpoint *checkpointWire   `json:"last_sampler_checkpoint"`
 	UserMetadata          map[string]string `json:"user_metadata"`
@@ -60,27 +60,39 @@ func (f *fieldErrs) missing(present bool, field string) {
 	}
 }
 
-func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
-
-// time decodes a required datetime.
-func (f *fieldErrs) time(raw json.RawMessage, field string) time.Time {
-	if isNull(raw) {
-		f.missing(false, field)
-		return time.Time{}
-	}
-	var t time.Time
-	if err := (flexTime{&t}).UnmarshalJSON(raw); err != nil {
-		f.fail(field, err.Error())
-	}
-	return t
+// wireTime is a datetime read during the one-pass decode. A bad value is
+// kept as an error instead of aborting the decode, so that the schema error
+// can name the field.
+type wireTime struct {
+	t   time.Time
+	set bool
+	err error
 }
 
-// optTime decodes an optional datetime.
-func (f *fieldErrs) optTime(raw json.RawMessage, field string) *time.Time {
-	if isNull(raw) {
+func (w *wireTime) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
 		return nil
 	}
-	t := f.time(raw, field)
+	w.set = true
+	w.err = flexTime{&w.t}.UnmarshalJSON(b)
+	return nil
+}
+
+// time returns a required datetime.
+func (f *fieldErrs) time(w wireTime, field string) time.Time {
+	f.missing(w.set, field)
+	if w.err != nil {
+		f.fail(field, w.err.Error())
+	}
+	return w.t
+}
+
+// optTime returns an optional datetime.
+func (f *fieldErrs) optTime(w wireTime, field string) *time.Time {
+	if !w.set {
+		return nil
+	}
+	t := f.time(w, field)
 	return &t
 }
 
