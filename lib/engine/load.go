@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tinkershell/tinker/lib/hfhub"
 	"github.com/tinkershell/tinker/lib/safetensors"
 )
 
@@ -127,30 +128,16 @@ func weightFiles(dir string) ([]string, error) {
 	return files, nil
 }
 
-// HFCacheDirs returns the Hugging Face hub cache directories to search, in
-// order: $HF_HUB_CACHE, $HF_HOME/hub, $XDG_CACHE_HOME/huggingface/hub,
-// ~/.cache/huggingface/hub (duplicates removed).
+// HFCacheDirs returns the Hugging Face hub cache directories to search:
+// the one huggingface_hub itself would use (lib/hfhub: $HF_HUB_CACHE, else
+// $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else
+// ~/.cache/huggingface/hub), then ~/.cache/huggingface/hub as a fallback.
 func HFCacheDirs() []string {
-	var dirs []string
-	add := func(d string) {
-		for _, e := range dirs {
-			if e == d {
-				return
-			}
-		}
-		dirs = append(dirs, d)
-	}
-	if d := os.Getenv("HF_HUB_CACHE"); d != "" {
-		add(d)
-	}
-	if d := os.Getenv("HF_HOME"); d != "" {
-		add(filepath.Join(d, "hub"))
-	}
-	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
-		add(filepath.Join(d, "huggingface", "hub"))
-	}
+	dirs := []string{hfhub.FromEnv().CacheDir}
 	if home, err := os.UserHomeDir(); err == nil {
-		add(filepath.Join(home, ".cache", "huggingface", "hub"))
+		if d := filepath.Join(home, ".cache", "huggingface", "hub"); d != dirs[0] {
+			dirs = append(dirs, d)
+		}
 	}
 	return dirs
 }

@@ -313,4 +313,25 @@ func TestPool(t *testing.T) {
 	if m, err := p.Model("Qwen/Qwen3-8B"); err != nil || m.Config().Arch != ArchQwen3 {
 		t.Errorf("after download: %v", err)
 	}
+
+	// Adapters: cached per directory, applied on the shared base weights.
+	adir := t.TempDir()
+	plan, err := peft.NewPlan(peft.Config{BaseModel: models.TinyQwen3, Rank: 2, TrainAttn: true, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := plan.WriteDir(adir); err != nil {
+		t.Fatal(err)
+	}
+	s1, err := p.Sampler(models.TinyQwen3, adir)
+	if err != nil || s1.LoRA() == nil {
+		t.Fatalf("Sampler with adapter: %v", err)
+	}
+	base, _ := p.Sampler(models.TinyQwen3, "")
+	if s2, _ := p.Sampler(models.TinyQwen3, adir); s2 != s1 || base.LoRA() != nil || base.w != s1.w {
+		t.Error("adapter not cached, or base weights not shared")
+	}
+	if _, err := p.Sampler(models.TinyQwen3, filepath.Join(adir, "missing")); err == nil {
+		t.Error("missing adapter dir accepted")
+	}
 }

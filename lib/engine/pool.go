@@ -16,8 +16,65 @@ type Pool struct {
 	// the Hugging Face cache; the tiny models are built in.
 	Dirs map[string]string
 
-	mu     sync.Mutex
-	models map[string]*poolEntry
+	mu       sync.Mutex
+	models   map[string]*poolEntry
+	adapters map[adapterKey]*adapterEntry
+	tick     uint64
+}
+
+// maxAdapters bounds the adapters kept loaded; the least recently used
+// one is dropped beyond it (adapters reload in milliseconds).
+const maxAdapters = 32
+
+type adapterKey struct{ base, dir string }
+
+type adapterEntry struct {
+	once sync.Once
+	m    *Model
+	err  error
+	used uint64
+}
+
+// Sampler returns the base model with the PEFT adapter in adapterDir
+// applied ("" for the base model itself). Adapters are cached by directory;
+// checkpoints are immutable once written, so a cached adapter stays valid.
+func (p *Pool) Sampler(baseModel, adapterDir string) (*Model, error) {
+	base, err := p.Model(baseModel)
+	if err != nil || adapterDir == "" {
+		return base, err
+	}
+	key := adapterKey{base.name, adapterDir}
+	p.mu.Lock()
+	if p.adapters == nil {
+		p.adapters = map[adapterKey]*adapterEntry{}
+	}
+	e := p.adapters[key]
+	if e == nil {
+		e = &adapterEntry{}
+		p.adapters[key] = e
+		if len(p.adapters) > maxAdapters {
+			var oldest adapterKey
+			first := true
+			for k, v := range p.adapters {
+				if k != key && (first || v.used < p.adapters[oldest].used) {
+					oldest, first = k, false
+				}
+			}
+			delete(p.adapters, oldest)
+		}
+	}
+	p.tick++
+	e.used = p.tick
+	p.mu.Unlock()
+	e.once.Do(func() { e.m, e.err = base.WithAdapter(adapterDir) })
+	if e.err != nil {
+		p.mu.Lock()
+		if p.adapters[key] == e {
+			delete(p.adapters, key)
+		}
+		p.mu.Unlock()
+	}
+	return e.m, e.err
 }
 
 type poolEntry struct {
