@@ -535,6 +535,9 @@ func (s *Server) createSamplingSession(w http.ResponseWriter, r *http.Request, o
 		if err != nil {
 			return errorf(http.StatusBadRequest, "Invalid model_path %s: expected tinker://<run>/sampler_weights/<name>", body.ModelPath)
 		}
+		if p.Kind != "sampler_weights" {
+			return errorf(http.StatusBadRequest, notSamplerPath, body.ModelPath)
+		}
 		c, ok := s.st.Checkpoint(p.RunID, p.Kind, p.Name, s.now())
 		if !ok || (c.Owner != owner && !c.Public) {
 			return errorf(http.StatusNotFound, "Checkpoint %s not found", body.ModelPath)
@@ -560,6 +563,8 @@ func (s *Server) createSamplingSession(w http.ResponseWriter, r *http.Request, o
 	writeJSON(w, 200, map[string]string{"sampling_session_id": sp.ID, "type": "create_sampling_session"})
 	return nil
 }
+
+const notSamplerPath = "%s is a training checkpoint (weights/...): save sampler weights (save_weights_for_sampler) and sample from the sampler_weights/... path"
 
 func (s *Server) asample(w http.ResponseWriter, r *http.Request, owner string, _ []string) *apiError {
 	start := time.Now()
@@ -608,6 +613,9 @@ func (s *Server) asample(w http.ResponseWriter, r *http.Request, owner string, _
 		p, err := tinkerapi.ParsePath(req.ModelPath)
 		if err != nil {
 			return errorf(http.StatusBadRequest, "Invalid model_path %s", req.ModelPath)
+		}
+		if p.Kind != "sampler_weights" {
+			return errorf(http.StatusBadRequest, notSamplerPath, req.ModelPath)
 		}
 		c, ok := s.st.Checkpoint(p.RunID, p.Kind, p.Name, s.now())
 		if !ok || (c.Owner != owner && !c.Public) {

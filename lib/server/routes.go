@@ -80,15 +80,14 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, path string, t
 	if !ok {
 		return errorf(http.StatusNotFound, "Not Found")
 	}
-	raw := strings.Split(strings.TrimSuffix(rest, "/"), "/")
-	seg := make([]string, len(raw))
-	for i, x := range raw {
-		v, err := url.PathUnescape(x)
-		if err != nil {
-			return errorf(http.StatusBadRequest, "Invalid path segment %q", x)
-		}
-		seg[i] = v
+	// Decode before splitting: run ids and checkpoint names never contain
+	// "/", so a client that percent-encodes the checkpoint id's slash
+	// (weights%2F0001) or a run id's colons still routes correctly.
+	dec, err := url.PathUnescape(strings.TrimSuffix(rest, "/"))
+	if err != nil {
+		return errorf(http.StatusBadRequest, "Invalid percent-encoding in path %q", path)
 	}
+	seg := strings.Split(dec, "/")
 	pathMatched := false
 	for _, rt := range table {
 		if !match(rt.pattern, seg) {

@@ -105,6 +105,9 @@ func Open(opts Options) (*Server, error) {
 	s.traces = newTracer(s)
 	s.futures = newFutureTable()
 	s.handler = s.routes()
+	if n := s.cleanupOrphans(); n > 0 {
+		opts.Logf("removed %d orphaned checkpoint director(ies) left by an earlier crash", n)
+	}
 	if opts.SweepInterval > 0 {
 		go s.sweepLoop()
 	} else {

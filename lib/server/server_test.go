@@ -526,3 +526,46 @@ func TestLargeArchiveIsGeneratedInBackground(t *testing.T) {
 		t.Fatalf("after generation = %d", code)
 	}
 }
+
+func TestRoutingEscapesAndOrphanCleanup(t *testing.T) {
+	e := newEnv(t, manifestFor(1, 2), Options{})
+	run := firstRun(e)
+	enc := strings.ReplaceAll(run, ":", "%3A")
+	// An encoded slash in the checkpoint id routes like a raw one.
+	if code, b, _ := e.do("POST", "/api/v1/training_runs/"+enc+"/checkpoints/weights%2F0000/publish", nil); code != 200 {
+		t.Fatalf("encoded publish = %d %s", code, b)
+	}
+	if code, _, _ := e.do("GET", "/api/v1/training_runs/"+run+"/checkpoints/weights/0000/archive", nil); code != 302 {
+		t.Fatal("archive")
+	}
+	var sess struct {
+		SessionID string `json:"session_id"`
+	}
+	e.post("/api/v1/create_session", map[string]any{"tags": []string{}, "user_metadata": map[string]string{}, "sdk_version": "0.25.0"}, &sess)
+	code, b, _ := e.do("POST", "/api/v1/create_sampling_session", map[string]any{"session_id": sess.SessionID, "sampling_session_seq_id": 0, "model_path": "tinker://" + run + "/weights/0000"})
+	if code != 400 || !strings.Contains(string(b), "save sampler weights") {
+		t.Errorf("sampling a weights path = %d %s", code, b)
+	}
+	live := e.srv.checkpointDir(run, "weights", "0000")
+	orphan := e.srv.checkpointDir(run, "weights", "gone")
+	tmp := filepath.Join(filepath.Dir(live), ".0001.tmp-123")
+	for _, d := range []string{orphan, tmp} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.srv.Close()
+	s, err := Open(Options{DataDir: e.dir, Now: e.clk.Now, SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, d := range []string{orphan, tmp} {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("%s not cleaned up", d)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(live, peft.CompleteFile)); err != nil {
+		t.Errorf("live checkpoint files removed: %v", err)
+	}
+}

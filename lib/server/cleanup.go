@@ -1,0 +1,43 @@
+package server
+
+import (
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// cleanupOrphans removes checkpoint directories left behind by a crash:
+// half-written temporary directories, and files of checkpoints whose rows
+// were deleted (rows go first, files second) just before the process died.
+func (s *Server) cleanupOrphans() int {
+	root := filepath.Join(s.opts.DataDir, "checkpoints")
+	runs, err := os.ReadDir(root)
+	if err != nil {
+		return 0
+	}
+	now := s.now()
+	removed := 0
+	for _, r := range runs {
+		runID, err := url.PathUnescape(r.Name())
+		if err != nil || !r.IsDir() {
+			continue
+		}
+		for _, kind := range []string{"weights", "sampler_weights"} {
+			entries, _ := os.ReadDir(filepath.Join(root, r.Name(), kind))
+			for _, e := range entries {
+				p := filepath.Join(root, r.Name(), kind, e.Name())
+				name, err := url.PathUnescape(e.Name())
+				orphan := err != nil || strings.HasPrefix(e.Name(), ".")
+				if !orphan {
+					_, ok := s.st.Checkpoint(runID, kind, name, now)
+					orphan = !ok
+				}
+				if orphan && os.RemoveAll(p) == nil {
+					removed++
+				}
+			}
+		}
+	}
+	return removed
+}
