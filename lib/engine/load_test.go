@@ -303,14 +303,14 @@ func TestPool(t *testing.T) {
 	if m, err := p.Model(models.TinyQwen3); err != nil || m.Tokenizer() == nil {
 		t.Fatalf("tiny model: %v", err)
 	}
-	if _, err := p.Model("Qwen/Qwen3-8B"); err == nil || !strings.Contains(err.Error(), "not available locally") {
+	if _, err := p.Model("test-org/Not-Downloaded"); err == nil || !strings.Contains(err.Error(), "not available locally") {
 		t.Errorf("missing weights: %v", err)
 	}
 	// Once the weights appear in the cache, the same pool finds them.
-	snap := filepath.Join(cache, "models--Qwen--Qwen3-8B", "snapshots", "r1")
+	snap := filepath.Join(cache, "models--test-org--Not-Downloaded", "snapshots", "r1")
 	os.MkdirAll(snap, 0o755)
 	writeModelDir(t, snap, models.TinyQwen3, safetensors.BF16, 1)
-	if m, err := p.Model("Qwen/Qwen3-8B"); err != nil || m.Config().Arch != ArchQwen3 {
+	if m, err := p.Model("test-org/Not-Downloaded"); err != nil || m.Config().Arch != ArchQwen3 {
 		t.Errorf("after download: %v", err)
 	}
 
