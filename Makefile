@@ -7,7 +7,7 @@ PKGS    := ./...
 TEST_DEPS :=
 BENCH_TARGETS :=
 
-.PHONY: all build run test vet golden-update bench bench-shell clean testdeps
+.PHONY: all build run test vet golden-update bench bench-shell clean testdeps docs
 all: build
 
 build:
@@ -28,6 +28,10 @@ vet:
 # The prompt on the local backend (a Tinker-compatible server in-process).
 run: build
 	./$(BIN) --local
+
+# Regenerate the README's builtin reference from the docs table.
+docs:
+	$(GO) run ./cmd/tinker-docs README.md
 
 # Rewrite golden files from actual output; review with `git diff golden/`.
 golden-update: build
