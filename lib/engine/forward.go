@@ -7,28 +7,41 @@ import (
 )
 
 // kvCache holds one sequence's keys and values: per layer, positions × kvDim
-// values, preallocated for the sequence's maximum length.
+// values. It grows as positions are added (doubling), so a request's memory
+// follows what it generates rather than its max_tokens.
 type kvCache struct {
 	k, v [][]float32
 	n    int // positions filled
 }
 
-func (m *Model) newCache(maxLen int) *kvCache {
-	kvd := m.cfg.KVHeads * m.cfg.HeadDim
+func (m *Model) newCache(capacity int) *kvCache {
 	c := &kvCache{k: make([][]float32, m.cfg.Layers), v: make([][]float32, m.cfg.Layers)}
-	for l := range c.k {
-		c.k[l] = make([]float32, maxLen*kvd)
-		c.v[l] = make([]float32, maxLen*kvd)
-	}
+	c.reserve(capacity, m.cfg.KVHeads*m.cfg.HeadDim)
 	return c
 }
 
-// clone copies the filled prefix into a new cache of capacity maxLen.
-func (c *kvCache) clone(maxLen, kvd int) *kvCache {
-	d := &kvCache{k: make([][]float32, len(c.k)), v: make([][]float32, len(c.v)), n: c.n}
+// reserve makes room for positions [0, n).
+func (c *kvCache) reserve(n, kvd int) {
+	if len(c.k) == 0 || len(c.k[0]) >= n*kvd {
+		return
+	}
+	size := max(n*kvd, 2*len(c.k[0]))
 	for l := range c.k {
-		d.k[l] = make([]float32, maxLen*kvd)
-		d.v[l] = make([]float32, maxLen*kvd)
+		k, v := make([]float32, size), make([]float32, size)
+		copy(k, c.k[l][:c.n*kvd])
+		copy(v, c.v[l][:c.n*kvd])
+		c.k[l], c.v[l] = k, v
+	}
+}
+
+// clone copies the filled prefix into a new cache with room for capacity
+// positions.
+func (c *kvCache) clone(capacity, kvd int) *kvCache {
+	d := &kvCache{k: make([][]float32, len(c.k)), v: make([][]float32, len(c.v)), n: c.n}
+	size := max(capacity, c.n) * kvd
+	for l := range c.k {
+		d.k[l] = make([]float32, size)
+		d.v[l] = make([]float32, size)
 		copy(d.k[l], c.k[l][:c.n*kvd])
 		copy(d.v[l], c.v[l][:c.n*kvd])
 	}
@@ -89,6 +102,7 @@ func (m *Model) forward(ws *workspace, rows []row) [][]float32 {
 		ws.loraT = grow(ws.loraT, n, m.lora.Rank)
 	}
 	for i, r := range rows {
+		r.seq.reserve(r.pos+1, kvd)
 		w.embed.rowInto(r.token, ws.x[i])
 		ropeTable(m.invFreq, r.pos, ws.cos[i], ws.sin[i])
 	}

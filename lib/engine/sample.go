@@ -98,8 +98,10 @@ func (m *Model) Sample(ctx context.Context, req SampleRequest) (*SampleResponse,
 	kvd := m.cfg.KVHeads * m.cfg.HeadDim
 	resp := &SampleResponse{Sequences: make([]Sequence, n)}
 
-	// Prefill the prompt once; samples start from copies of its cache.
-	prefillCap := maxLen
+	// Prefill the prompt once; samples start from copies of its cache,
+	// with room for a first stretch of generated tokens.
+	room := min(maxLen, len(req.Prompt)+256)
+	prefillCap := room
 	if n > 1 {
 		prefillCap = len(req.Prompt)
 	}
@@ -152,7 +154,7 @@ func (m *Model) Sample(ctx context.Context, req SampleRequest) (*SampleResponse,
 	for i := range seqs {
 		c := cache
 		if n > 1 {
-			c = cache.clone(maxLen, kvd)
+			c = cache.clone(room, kvd)
 		}
 		s := &seqRun{cache: c, rng: newRNG(sampleSeed(base, i)), sm: newSampler(m.cfg.VocabSize, req), out: &resp.Sequences[i]}
 		s.out.Tokens = make([]int, 0, req.MaxTokens)
