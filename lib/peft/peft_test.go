@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/tinkershell/tinker/lib/models"
@@ -169,3 +171,38 @@ func BenchmarkWriteWeightsLlama1B(b *testing.B) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// TestIndependentReader parses a written adapter with a small Node.js
+// script that uses no safetensors library, and compares keys and shapes.
+func TestIndependentReader(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node is required for this test (install nodejs; CI images have it)")
+	}
+	dir := filepath.Join(t.TempDir(), "a")
+	p, _ := NewPlan(Config{BaseModel: models.TinyLlama, Rank: 4, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 3})
+	if err := p.WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(node, "testdata/check_adapter.js", dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("node check failed: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	// 2 layers x 7 modules x 2 + lm_head x 2 tensors, then the config line.
+	if len(lines) != 2*7*2+2+1 {
+		t.Fatalf("got %d lines:\n%s", len(lines), out)
+	}
+	want := []string{
+		"base_model.model.lm_head.lora_A.weight BF16 4x64",
+		"base_model.model.lm_head.lora_B.weight BF16 260x4",
+		"base_model.model.model.layers.0.mlp.down_proj.lora_A.weight BF16 4x192",
+		"base_model.model.model.layers.1.self_attn.k_proj.lora_B.weight BF16 32x4",
+		"r=4 alpha=32 peft_type=LORA task_type=CAUSAL_LM",
+	}
+	for _, w := range want {
+		if !strings.Contains(string(out), w+"\n") {
+			t.Errorf("missing %q in:\n%s", w, out)
+		}
+	}
+}

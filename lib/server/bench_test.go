@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tinkershell/tinker/lib/store"
 )
 
 // BenchmarkImport10k imports 100 runs x 100 checkpoints (10,000) of real
@@ -108,4 +110,36 @@ func BenchmarkListEndpointLoad(b *testing.B) {
 	b.ReportMetric(p50, "p50-ms")
 	b.ReportMetric(p99, "p99-ms")
 	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkSaveCheckpointQwen3_8B saves a Qwen3-8B-shaped rank-32 sampler
+// checkpoint (bf16 PEFT adapter, ~185 MB) through the server's save path:
+// generate, write, fsync, rename, record.
+func BenchmarkSaveCheckpointQwen3_8B(b *testing.B) {
+	s, err := Open(Options{DataDir: b.TempDir(), SweepInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	now := time.Now()
+	run := store.Run{ID: "bench:train:0", SessionID: "bench", Owner: "u", BaseModel: "Qwen/Qwen3-8B", IsLora: true, LoraRank: 32,
+		TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 1, CreatedAt: now, LastRequestTime: now}
+	if err := s.st.CreateRun(run); err != nil {
+		b.Fatal(err)
+	}
+	rv, _ := s.st.Run(run.ID, now)
+	var size int64
+	i := 0
+	for b.Loop() {
+		c, err := s.saveCheckpoint(rv, "sampler_weights", fmt.Sprint(i), nil, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = c.SizeBytes
+		i++
+	}
+	sec := b.Elapsed().Seconds() / float64(b.N)
+	b.ReportMetric(sec, "s/save")
+	b.ReportMetric(float64(size)/1e6/sec, "MB/s")
+	b.ReportMetric(float64(size)/1e6, "MB")
 }
