@@ -456,3 +456,19 @@ func TestLlama3RopeScaling(t *testing.T) {
 		}
 	}
 }
+
+// TestLongGenerationMatchesReference runs past the KV cache's first
+// reservation and past the tiny Llama's original rope context (256), in a
+// batch of two, and checks every logprob against the reference.
+func TestLongGenerationMatchesReference(t *testing.T) {
+	c, ts, _ := TinyTensors(models.TinyLlama)
+	m := mustLoad(t, models.TinyLlama)
+	prompt := m.Tokenizer().Encode("long")
+	resp := sample(t, m, SampleRequest{Prompt: prompt, MaxTokens: 300, Temperature: 0.9, Seed: seedp(1), NumSamples: 2})
+	for _, seq := range resp.Sequences {
+		if len(seq.Tokens) != 300 {
+			t.Fatalf("got %d tokens", len(seq.Tokens))
+		}
+		checkAgainstRef(t, &refModel{c: c, ts: ts}, prompt, seq, 0.9)
+	}
+}
