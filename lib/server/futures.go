@@ -696,7 +696,12 @@ func (s *Server) asample(w http.ResponseWriter, r *http.Request, owner string, _
 		s.logRequest(session, "sample", start, 200, fmt.Sprintf("%d prompt tokens, %d generated", len(req.Prompt), gen))
 		return sampleJSON(resp), sampleProto(resp), nil
 	})
-	writeFuture(w, f, "")
+	// Newer SDKs expect one id per requested sample on the promise.
+	ids := make([]string, req.NumSamples)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%s:%d", f.id, i)
+	}
+	writeJSON(w, 200, map[string]any{"request_id": f.id, "sample_sequence_ids": ids})
 	return nil
 }
 
