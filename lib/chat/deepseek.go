@@ -1,0 +1,69 @@
+package chat
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tinkershell/tinker/lib/tokenizer"
+)
+
+// deepseekV3 follows DeepSeek V3's chat template: BOS and all system
+// prompts first, then <｜User｜>/<｜Assistant｜> turns, each assistant turn
+// closed by the end-of-sentence token; tool outputs in their own block.
+type deepseekV3 struct{}
+
+const (
+	dsBOS = "<｜begin▁of▁sentence｜>"
+	dsEOS = "<｜end▁of▁sentence｜>"
+)
+
+func (deepseekV3) name() string { return "deepseekv3" }
+
+func (deepseekV3) text(msgs []Message, addGen bool) (string, error) {
+	var sys []string
+	for _, m := range msgs {
+		if m.Role == "system" {
+			sys = append(sys, m.Content)
+		}
+	}
+	var b strings.Builder
+	b.WriteString(dsBOS + strings.Join(sys, "\n\n"))
+	inTool, firstOutput := false, true
+	for _, m := range msgs {
+		switch m.Role {
+		case "system":
+		case "user":
+			inTool = false
+			b.WriteString("<｜User｜>" + m.Content)
+		case "assistant":
+			if inTool {
+				b.WriteString("<｜tool▁outputs▁end｜>" + m.Content + dsEOS)
+				inTool = false
+			} else {
+				b.WriteString("<｜Assistant｜>" + m.Content + dsEOS)
+			}
+		case "tool":
+			inTool = true
+			if firstOutput { // the template never resets this flag
+				b.WriteString("<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>" + m.Content + "<｜tool▁output▁end｜>")
+				firstOutput = false
+			} else {
+				b.WriteString("\n<｜tool▁output▁begin｜>" + m.Content + "<｜tool▁output▁end｜>")
+			}
+		default:
+			return "", fmt.Errorf("role %q is not supported", m.Role)
+		}
+	}
+	if inTool {
+		b.WriteString("<｜tool▁outputs▁end｜>")
+	}
+	if addGen && !inTool {
+		b.WriteString("<｜Assistant｜>")
+	}
+	return b.String(), nil
+}
+
+func (deepseekV3) stops(tok *tokenizer.Tokenizer) ([]int, []string, error) {
+	ids, err := tokenIDs(tok, dsEOS)
+	return ids, nil, err
+}
