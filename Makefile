@@ -7,7 +7,7 @@ PKGS    := ./...
 TEST_DEPS :=
 BENCH_TARGETS :=
 
-.PHONY: all build run test vet golden-update bench bench-shell clean testdeps docs
+.PHONY: all build run test vet golden-update bench bench-shell clean testdeps docs proto
 all: build
 
 build:
@@ -28,6 +28,12 @@ vet:
 # The prompt on the local backend (a Tinker-compatible server in-process).
 run: build
 	./$(BIN) --local
+
+# Regenerate lib/tinkerproto from its .proto (needs protoc: apt-get install
+# protobuf-compiler). The generated code is committed, so builds need neither.
+proto:
+	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+	cd lib/tinkerproto && PATH="$$PATH:$$($(GO) env GOPATH)/bin" protoc --go_out=. --go_opt=paths=source_relative tinker_public.proto
 
 # Regenerate the README's builtin reference from the docs table.
 docs:
