@@ -55,6 +55,10 @@ func Params(t *testing.T, dir string) testscript.Params {
 			} {
 				env.Setenv(k, v)
 			}
+			// REPO lets script_*.txtar cases run the repository's scripts/.
+			if repo, err := filepath.Abs(".."); err == nil {
+				env.Setenv("REPO", repo)
+			}
 			for _, k := range []string{"TINKER_API_KEY", "TINKER_BASE_URL", "TINKER_FORCE_TTY", "CLICOLOR_FORCE", "COLUMNS", "TINKER_CREDENTIAL_CMD"} {
 				env.Setenv(k, "")
 			}
