@@ -1,12 +1,3 @@
-// Package engine is the local server's sampling engine: a pure-Go float32
-// transformer forward pass for Llama-3 and Qwen3 dense models (RMSNorm,
-// rotary embeddings with Llama-3.1 frequency scaling, grouped-query attention
-// with a KV cache, SwiGLU MLP, Qwen3's per-head q/k norms, tied or untied
-// lm_head), LoRA adapters applied on the fly, and token sampling with
-// temperature, top-k, top-p, seeds, stop conditions and log-probabilities.
-//
-// Weights come from a Hugging Face model directory (LoadDir, FindModelDir)
-// or, for the two built-in tiny models, from a seeded generator (Load).
 package engine
 
 import (

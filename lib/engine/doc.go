@@ -1,0 +1,32 @@
+// Package engine is the local server's sampling engine: a pure-Go float32
+// transformer forward pass for Llama-3 and Qwen3 dense models (RMSNorm,
+// rotary embeddings with Llama-3.1 frequency scaling, grouped-query attention
+// with a KV cache, SwiGLU MLP, Qwen3's per-head q/k norms, tied or untied
+// lm_head), LoRA adapters applied on the fly, and token sampling with
+// temperature, top-k, top-p, seeds, stop conditions and log-probabilities.
+//
+// Models come from a Hugging Face model directory (LoadDir; FindModelDir
+// searches the Hugging Face cache) or, for the two built-in tiny models
+// tinker-local/tiny-llama and tinker-local/tiny-qwen3, from a seeded
+// generator (Load). The tiny models' weights are UNTRAINED: they emit byte
+// noise and exist so that sampling, adapters and the server run end to end
+// with no download. Pool loads each base model once and caches adapters.
+//
+// Design choices:
+//
+//   - LoRA is applied on the fly (y = W·x + (alpha/r)·B·(A·x)), never merged:
+//     the base weights stay shared by every adapter's sampler, an adapter
+//     costs only its own r·(in+out) floats per matrix, and loading is instant.
+//   - Reported logprobs are those of the sampling distribution before
+//     truncation, log softmax(logits/T) over the full vocabulary (see
+//     Sequence); prompt logprobs are at temperature 1.
+//   - Batch invariance: each output element of a matrix product is summed in
+//     one fixed order whatever the batch or goroutine split, and products are
+//     never fused into FMAs, so a seeded sample has the same bits alone, in a
+//     batch, under concurrent load and on another machine.
+//   - Parallelism: a request's sequences are split over GOMAXPROCS groups,
+//     each running its own batched forward step (small models); large models
+//     keep one batch and split each matrix product's rows across cores.
+//   - bfloat16 matrices of large checkpoints stay bfloat16 in memory
+//     (exactly widened on use); everything else is float32.
+package engine
