@@ -147,7 +147,9 @@ func (s *Server) retrieveFuture(w http.ResponseWriter, r *http.Request, owner st
 	f := s.futures.m[body.RequestID]
 	s.futures.mu.Unlock()
 	if f == nil {
-		return errorf(http.StatusNotFound, "Future %s not found", body.RequestID)
+		// Futures live in memory: after a restart (or an hour unclaimed) the
+		// promise is gone, and 410 tells clients to resubmit the request.
+		return errorf(http.StatusGone, "Future %s expired or unknown; resubmit the request", body.RequestID)
 	}
 	hold := time.NewTimer(maxPollHold)
 	defer hold.Stop()

@@ -1,0 +1,59 @@
+package server
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestManifestDocExample imports the example in MANIFEST.md, so the
+// documentation cannot drift from the code.
+func TestManifestDocExample(t *testing.T) {
+	doc, err := os.ReadFile("MANIFEST.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(doc), "```json\n")
+	example, _, ok := strings.Cut(rest, "```")
+	if !ok {
+		t.Fatal("no json example in MANIFEST.md")
+	}
+	dir := t.TempDir()
+	st, err := Import(t.Context(), dir, strings.NewReader(example), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Runs != 101 || st.Checkpoints != 2+100*100 || st.Bytes <= 0 {
+		t.Errorf("stats = %+v", st)
+	}
+	s, err := Open(Options{DataDir: dir, Now: func() time.Time { return t0 }, SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	bob := OwnerURN("tml-bob")
+	v, ok := s.st.Run("7d9f3c1e-0000-5000-8000-000000000001:train:0", t0)
+	if !ok || v.Owner != bob || v.LoraRank != 32 || v.UserMetadata["experiment"] != "demo" || v.LastSamplerCheckpoint == nil || !v.LastSamplerCheckpoint.Public {
+		t.Errorf("run = %+v", v)
+	}
+	if exp := v.LastSamplerCheckpoint.ExpiresAt; exp == nil || !exp.Equal(t0.Add(24*time.Hour)) {
+		t.Errorf("ttl = %v", exp)
+	}
+}
+
+func TestImportRejects(t *testing.T) {
+	for name, m := range map[string]string{
+		"size override": `{"owner_key":"tml-a","runs":[{"base_model":"Qwen/Qwen3-8B","checkpoints":[{"kind":"weights","name":"x","size_bytes":5}]}]}`,
+		"unknown model": `{"owner_key":"tml-a","runs":[{"base_model":"x/y"}]}`,
+		"no owner":      `{"runs":[{"base_model":"Qwen/Qwen3-8B"}]}`,
+		"bad name":      `{"owner_key":"tml-a","runs":[{"base_model":"Qwen/Qwen3-8B","checkpoints":[{"kind":"weights","name":".."}]}]}`,
+		"bad kind":      `{"owner_key":"tml-a","runs":[{"base_model":"Qwen/Qwen3-8B","checkpoints":[{"kind":"w","name":"a"}]}]}`,
+		"unknown field": `{"owner_key":"tml-a","runz":[]}`,
+		"duplicate":     `{"owner_key":"tml-a","runs":[{"base_model":"Qwen/Qwen3-8B","checkpoints":[{"kind":"weights","name":"a"},{"kind":"weights","name":"a"}]}]}`,
+	} {
+		if _, err := Import(t.Context(), t.TempDir(), strings.NewReader(m), t0); err == nil {
+			t.Errorf("%s: import succeeded", name)
+		}
+	}
+}
