@@ -5,8 +5,10 @@ import (
 	"sort"
 	"strings"
 	"time"
+	gotime "time"
 
 	"github.com/tinkershell/tinker/lib/render"
+	starlarktime "go.starlark.net/lib/time"
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 )
@@ -148,6 +150,8 @@ func Cell(v starlark.Value) string {
 		return string(x)
 	case starlark.Float:
 		return render.PyFloat(float64(x))
+	case starlarktime.Time:
+		return gotime.Time(x).UTC().Format("2006-01-02 15:04:05")
 	}
 	return v.String()
 }

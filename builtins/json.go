@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	gotime "time"
 
 	"github.com/tinkershell/tinker/lib/render"
+	starlarktime "go.starlark.net/lib/time"
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 )
@@ -23,6 +25,10 @@ func toJSON(v starlark.Value, depth int) (any, error) {
 	switch x := v.(type) {
 	case JSONValue:
 		return x.JSON(), nil
+	case starlarktime.Time:
+		return gotime.Time(x).UTC().Format(gotime.RFC3339Nano), nil
+	case starlarktime.Duration:
+		return gotime.Duration(x).String(), nil
 	case starlark.NoneType:
 		return nil, nil
 	case starlark.Bool:

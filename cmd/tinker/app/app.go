@@ -32,7 +32,14 @@ type options struct {
 
 // Main runs tinker with args (without the program name) and returns the
 // exit status.
-func Main(args []string, io *term.IO) int {
+func Main(args []string, io *term.IO) (code int) {
+	defer func() {
+		// A bug must not dump a Go stack trace on users: one line, exit 1.
+		if r := recover(); r != nil {
+			fmt.Fprintf(io.Err, "tinker: internal error: %v (please report this)\n", r)
+			code = shell.ExitError
+		}
+	}()
 	opts, rest, err := parseGlobal(args)
 	if err != nil {
 		return usageError(io, "tinker", err.Error())
@@ -53,6 +60,11 @@ func Main(args []string, io *term.IO) int {
 	if !opts.hasCmd && len(rest) > 0 {
 		if cmd, ok := commands[rest[0]]; ok && !looksLikeScript(rest[0]) {
 			return runCommand(io, opts, cmd, rest[1:], now)
+		}
+	}
+	if !opts.hasCmd && len(rest) > 0 && !looksLikeScript(rest[0]) {
+		if _, err := os.Stat(rest[0]); err != nil {
+			return usageError(io, "tinker", fmt.Sprintf("No such command '%s'.", rest[0]))
 		}
 	}
 	return runStarlark(io, opts, rest, now)
