@@ -12,8 +12,8 @@ import (
 // The built-in tiny models have the shapes listed in lib/models and weights
 // drawn from a fixed PRNG seeded by the tensor name, so every machine builds
 // the same bits with no download. The weights are UNTRAINED: the models
-// produce byte noise, and exist so sampling, LoRA and the server can be
-// exercised end to end.
+// produce printable-character noise, and exist so sampling, LoRA and the
+// server can be exercised end to end.
 
 // TinyModels lists the names Load accepts.
 func TinyModels() []string { return []string{models.TinyLlama, models.TinyQwen3} }
@@ -67,15 +67,44 @@ func TinyTensors(name string) (Config, Tensors, error) {
 				data[i] = 1 + 0.2*(r.uniform32()-0.5)
 			}
 		case n == "model.embed_tokens.weight" || n == "lm_head.weight":
-			// Logit spread about 2.5 (std) for unit-RMS hidden states, so the
-			// distribution is neither flat nor one-hot.
-			fill(data, r, math.Sqrt(3)*2.5/math.Sqrt(float64(c.Hidden)))
+			fill(data, r, math.Sqrt(3)*tinyEmbedStd/math.Sqrt(float64(c.Hidden)))
+			addTextDirection(data, c.Hidden, tinyTextBias)
 		default: // Kaiming-uniform-like: unit-variance inputs keep their scale
 			fill(data, r, math.Sqrt(3)/math.Sqrt(float64(shape[1])))
 		}
 		ts[n] = Tensor{Shape: shape, Data: data}
 	}
 	return c, ts, nil
+}
+
+// Embedding scales of the tiny models: each embedding row is noise with
+// tinyEmbedStd/√hidden per element (a logit spread of about tinyEmbedStd for
+// unit-RMS hidden states), plus, for text bytes, a shared direction of
+// tinyTextBias/√hidden per element (see addTextDirection). Chosen by
+// measurement: with these values about all sampled bytes are printable and
+// temperature-1 samples vary rather than repeat one byte.
+const (
+	tinyEmbedStd = 1.5
+	tinyTextBias = 4.0
+)
+
+// addTextDirection adds a shared direction to the embeddings of printable
+// ASCII bytes (and newline). With tied embeddings this makes text tokens
+// reinforce each other: a printable context pushes the hidden state along
+// the direction, which raises every printable token's logit, so the
+// untrained models emit mostly readable characters instead of raw bytes.
+func addTextDirection(embed []float32, hidden int, scale float64) {
+	r := newRNG(seedOf("text-direction"))
+	dir := make([]float32, hidden)
+	fill(dir, r, math.Sqrt(3)*scale/math.Sqrt(float64(hidden)))
+	for t := 0; t < 256; t++ {
+		if (t >= 32 && t < 127) || t == '\n' {
+			row := embed[t*hidden : (t+1)*hidden]
+			for i := range row {
+				row[i] += dir[i]
+			}
+		}
+	}
 }
 
 func shapeTail(s []int) int {
