@@ -338,3 +338,37 @@ func billingUsage(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 	}
 	return &BillingUsage{Resp: resp}, nil
 }
+
+// BillingCSV is the official CLI's usage CSV: a header row of the flattened
+// columns, then one row per event with cells as BillingCell renders them.
+func BillingCSV(resp *tinkerapi.BillingUsageResponse) [][]string {
+	cols, rows := BillingTable(resp)
+	out := [][]string{cols}
+	for _, row := range rows {
+		cells := make([]string, len(cols))
+		for i, c := range cols {
+			v, _ := row.Get(c)
+			cells[i] = BillingCell(v)
+		}
+		out = append(out, cells)
+	}
+	return out
+}
+
+// BillingSessionsCSV is the official CLI's sessions CSV: session_id and the
+// metadata as JSON with Python's default separators (empty when null).
+func BillingSessionsCSV(resp *tinkerapi.BillingUsageResponse) ([][]string, error) {
+	out := [][]string{{"session_id", "user_metadata"}}
+	for _, s := range resp.Sessions {
+		meta := ""
+		if len(s.UserMetadata) > 0 {
+			var b bytes.Buffer
+			if err := render.WriteJSON(&b, orderedJSON(s.UserMetadata), render.JSONOptions{Compact: true}); err != nil {
+				return nil, fmt.Errorf("session %s metadata: %w", s.SessionID, err)
+			}
+			meta = strings.TrimSuffix(b.String(), "\n")
+		}
+		out = append(out, []string{s.SessionID, meta})
+	}
+	return out, nil
+}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	gotime "time"
 
+	"github.com/tinkershell/tinker/lib/download"
 	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"go.starlark.net/starlark"
@@ -125,8 +126,12 @@ func sessionInfo(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	return &Session{ID: id, Info: *resp}, nil
 }
 
-// TracePollInterval is how often a pending trace export is polled.
+// TracePollInterval is how often a pending trace export is polled. The
+// first polls come sooner (tracePollFirst, doubling), since most exports
+// are ready within a second.
 var TracePollInterval = 5 * gotime.Second
+
+const tracePollFirst = 250 * gotime.Millisecond
 
 // TraceURL polls the trace export until it is ready. pending is called
 // once if the first poll is not ready.
@@ -148,15 +153,15 @@ func TraceURL(ctx context.Context, c *tinkerapi.Client, id string, pending func(
 		select {
 		case <-ctx.Done():
 			return "", ctx.Err()
-		case <-gotime.After(TracePollInterval):
+		case <-gotime.After(min(TracePollInterval, tracePollFirst<<min(i, 8))):
 		}
 	}
 }
 
 // SaveTrace downloads a trace URL to dest (parents created), returning
 // the bytes written. It writes to a temporary sibling and renames, so a
-// failed download leaves no partial file.
-func SaveTrace(ctx context.Context, url, dest string) (int64, error) {
+// failed download leaves no partial file. prog, if set, follows the bytes.
+func SaveTrace(ctx context.Context, url, dest string, prog download.Progress) (int64, error) {
 	if dir := filepath.Dir(dest); dir != "." {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return 0, userErr("Failed to save trace: "+err.Error(), "Please check that you have write permissions to "+dir)
@@ -178,7 +183,12 @@ func SaveTrace(ctx context.Context, url, dest string) (int64, error) {
 	if err != nil {
 		return 0, userErr("Failed to save trace: "+err.Error(), "Please check that you have write permissions to "+filepath.Dir(dest))
 	}
-	n, err := io.Copy(tmp, resp.Body)
+	var body io.Reader = resp.Body
+	if prog != nil {
+		prog.SetTotal(max(resp.ContentLength, 0))
+		body = &progressReader{r: resp.Body, p: prog}
+	}
+	n, err := io.Copy(tmp, body)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -190,6 +200,20 @@ func SaveTrace(ctx context.Context, url, dest string) (int64, error) {
 		return 0, userErr("Failed to download trace: "+err.Error(), traceHint)
 	}
 	return n, nil
+}
+
+// progressReader reports bytes read to a progress bar.
+type progressReader struct {
+	r io.Reader
+	p download.Progress
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if n > 0 {
+		p.p.Add(int64(n))
+	}
+	return n, err
 }
 
 const traceHint = "The signed URL may have expired (it is valid for about an hour). Re-run the command to get a fresh one."
@@ -305,7 +329,7 @@ func sessionExportTrace(thread *starlark.Thread, b *starlark.Builtin, args starl
 	if err != nil {
 		return nil, err
 	}
-	n, err := SaveTrace(ctx, url, dest)
+	n, err := SaveTrace(ctx, url, dest, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,415 @@
+package app
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/tinkershell/tinker/builtins"
+	"github.com/tinkershell/tinker/lib/download"
+	"github.com/tinkershell/tinker/lib/render"
+	"github.com/tinkershell/tinker/lib/tinkerapi"
+)
+
+// tinker checkpoint list|info|publish|unpublish|set-ttl|delete|download, as
+// the official CLI has them (cli spec §8). Each is a thin translation into
+// the builtins' Go functions.
+
+func init() {
+	path := []argSpec{{Name: "CHECKPOINT_PATH"}}
+	commands["checkpoint"] = &command{
+		Name:    "checkpoint",
+		Summary: "Manage checkpoints.",
+		Help:    "Manage checkpoints.",
+		Sub: map[string]*command{
+			"list": {
+				Name:    "list",
+				Summary: "List checkpoints.",
+				Flags: []flagSpec{
+					{Long: "--run-id", Kind: flagString, Metavar: "TEXT", Help: "Training run ID (lists that run's checkpoints)."},
+					{Long: "--limit", Kind: flagInt, Metavar: "INTEGER", Help: "Maximum number of checkpoints to fetch without --run-id (default: 20, 0 for all)."},
+				},
+				Run: func(c *invocation) int { return runAPI(c, checkpointList) },
+			},
+			"info": {
+				Name:    "info",
+				Summary: "Show details of a checkpoint.",
+				Args:    path,
+				Run:     func(c *invocation) int { return runAPI(c, checkpointInfo) },
+			},
+			"publish": {
+				Name:    "publish",
+				Summary: "Publish a checkpoint (make it public).",
+				Args:    path,
+				Run:     func(c *invocation) int { return runAPI(c, func(r *apiRun) error { return checkpointPublish(r, true) }) },
+			},
+			"unpublish": {
+				Name:    "unpublish",
+				Summary: "Unpublish a checkpoint (make it private).",
+				Args:    path,
+				Run: func(c *invocation) int {
+					return runAPI(c, func(r *apiRun) error { return checkpointPublish(r, false) })
+				},
+			},
+			"set-ttl": {
+				Name:    "set-ttl",
+				Summary: "Set or remove a checkpoint's expiration.",
+				Args:    path,
+				Flags: []flagSpec{
+					{Long: "--ttl", Kind: flagInt, Metavar: "INTEGER", Help: "Expire the checkpoint after this many seconds."},
+					{Long: "--remove", Kind: flagBool, Help: "Remove the expiration."},
+				},
+				Run: func(c *invocation) int { return runAPI(c, checkpointSetTTL) },
+			},
+			"delete": {
+				Name:    "delete",
+				Summary: "Delete checkpoints.",
+				Args:    []argSpec{{Name: "CHECKPOINT_PATHS", Optional: true, Variadic: true}},
+				Flags: []flagSpec{
+					{Long: "--run-id", Kind: flagString, Metavar: "TEXT", Help: "Delete checkpoints of this training run (with optional filters)."},
+					{Long: "--type", Kind: flagString, Metavar: "TEXT", Help: "Only this type: weights or sampler_weights."},
+					{Long: "--before", Kind: flagString, Metavar: "TEXT", Help: "Only checkpoints created before this date (ISO 8601)."},
+					{Long: "--after", Kind: flagString, Metavar: "TEXT", Help: "Only checkpoints created after this date (ISO 8601)."},
+					{Long: "--yes", Short: "-y", Kind: flagBool, Help: "Skip the confirmation prompt."},
+				},
+				Run: func(c *invocation) int { return runAPI(c, checkpointDelete) },
+			},
+			"download": {
+				Name:    "download",
+				Summary: "Download and extract a checkpoint archive.",
+				Args:    path,
+				Flags: []flagSpec{
+					{Long: "--output", Short: "-o", Kind: flagString, Metavar: "PATH", Help: "Parent directory for the checkpoint (default: current directory)."},
+					{Long: "--force", Kind: flagBool, Help: "Replace an existing copy (only once the new one is complete)."},
+				},
+				Run: func(c *invocation) int { return runAPI(c, checkpointDownload) },
+			},
+			"push-hf": {
+				Name:    "push-hf",
+				Summary: "Upload a checkpoint to the Hugging Face Hub (not supported).",
+				Args:    path,
+				Flags: []flagSpec{
+					{Long: "--repo", Short: "-r", Kind: flagString, Metavar: "TEXT", Help: "Hub repo id."},
+					{Long: "--public", Kind: flagBool, Help: "Create a public repo."},
+					{Long: "--revision", Kind: flagString, Metavar: "TEXT", Help: "Branch to upload to."},
+					{Long: "--commit-message", Kind: flagString, Metavar: "TEXT", Help: "Commit message."},
+					{Long: "--create-pr", Kind: flagBool, Help: "Open a pull request."},
+					{Long: "--allow-pattern", Kind: flagMulti, Metavar: "TEXT", Help: "Upload only matching files (repeatable)."},
+					{Long: "--ignore-pattern", Kind: flagMulti, Metavar: "TEXT", Help: "Skip matching files (repeatable)."},
+					{Long: "--no-model-card", Kind: flagBool, Help: "Do not write a README.md model card."},
+				},
+				Run: func(c *invocation) int { return runAPI(c, checkpointPushHF) },
+			},
+		},
+	}
+}
+
+func checkpointList(r *apiRun) error {
+	runID := r.str("run-id")
+	limit := r.intOr("limit", 20)
+	c, err := r.preflight()
+	if err != nil {
+		return err
+	}
+	var progress func(int) builtins.Progress
+	if !r.jsonMode() {
+		progress = func(target int) builtins.Progress {
+			label := fmt.Sprintf("Fetching %d checkpoints", target)
+			if limit == 0 {
+				label = "Fetching all checkpoints"
+			}
+			return r.bar(label, int64(target))
+		}
+	}
+	cps, total, err := builtins.ListCheckpoints(r.ctx, c, runID, limit, progress)
+	if err != nil {
+		return err
+	}
+	if r.jsonMode() {
+		list := make([]any, len(cps))
+		for i := range cps {
+			list[i] = builtins.CheckpointJSON(&cps[i])
+		}
+		obj := render.Object{{Key: "checkpoints", Value: list}}
+		if runID != "" {
+			obj = append(render.Object{{Key: "run_id", Value: runID}}, obj...)
+		}
+		return r.writeJSON(obj)
+	}
+	t := &render.Table{Title: builtins.Plural(len(cps), "checkpoint", "checkpoints")}
+	if runID != "" {
+		t.Title += " for run " + runID
+	} else {
+		t.Title += moreSuffix(total, len(cps))
+	}
+	t.Columns = (&builtins.Checkpoint{}).RowColumns()
+	now := r.now()
+	for i := range cps {
+		t.Rows = append(t.Rows, (&builtins.Checkpoint{C: cps[i]}).Row(now))
+	}
+	return r.writeTable(t)
+}
+
+func checkpointInfo(r *apiRun) error {
+	path := r.args[0]
+	if err := checkPrefix(path); err != nil {
+		return err
+	}
+	c, err := r.preflight()
+	if err != nil {
+		return err
+	}
+	cp, err := builtins.FindCheckpoint(r.ctx, c, path)
+	if err != nil {
+		return err
+	}
+	return r.show(cp)
+}
+
+func checkpointPublish(r *apiRun, on bool) error {
+	path := r.args[0]
+	if err := checkPrefix(path); err != nil {
+		return err
+	}
+	c, err := r.preflight()
+	if err != nil {
+		return err
+	}
+	if _, err := parsePath(path); err != nil {
+		return err
+	}
+	return builtins.Publish(r.ctx, c, path, on)
+}
+
+func checkpointSetTTL(r *apiRun) error {
+	path := r.args[0]
+	if err := checkPrefix(path); err != nil {
+		return err
+	}
+	const hint = "Use --ttl to set an expiration or --remove to clear it"
+	hasTTL, remove := r.has("ttl"), r.has("remove")
+	switch {
+	case !hasTTL && !remove:
+		return &cliError{Msg: "Must specify either --ttl <seconds> or --remove", Details: hint}
+	case hasTTL && remove:
+		return &cliError{Msg: "Cannot specify both --ttl and --remove", Details: hint}
+	}
+	c, err := r.preflight()
+	if err != nil {
+		return err
+	}
+	if _, err := parsePath(path); err != nil {
+		return err
+	}
+	var ttl *int64
+	if hasTTL {
+		n := int64(r.intOr("ttl", 0)) // sent unchanged, even 0 or negative
+		ttl = &n
+	}
+	return builtins.SetTTL(r.ctx, c, path, ttl)
+}
+
+func checkpointDelete(r *apiRun) error {
+	paths := r.args
+	runID := r.str("run-id")
+	typ, before, after := r.str("type"), r.str("before"), r.str("after")
+	switch {
+	case len(paths) == 0 && runID == "":
+		return &cliError{Msg: "Must specify checkpoint paths or --run-id", Details: "Examples:\n" +
+			"  tinker checkpoint delete tinker://run-id/weights/0001\n" +
+			"  tinker checkpoint delete --run-id <run-id>\n" +
+			"  tinker checkpoint delete --run-id <run-id> --type weights --before 2024-06-01"}
+	case len(paths) > 0 && runID != "":
+		return &cliError{Msg: "Cannot specify both checkpoint paths and --run-id", Details: "Use either explicit paths or --run-id with optional filters"}
+	case runID == "" && (typ != "" || before != "" || after != ""):
+		return &cliError{Msg: "--type, --before, and --after require --run-id", Details: "Example: tinker checkpoint delete --run-id <run-id> --type weights --before 2024-06-01"}
+	}
+	c, err := r.preflight()
+	if err != nil {
+		return err
+	}
+	var listing []string
+	total := int64(0)
+	if runID != "" {
+		var b, a *time.Time
+		for _, d := range []struct {
+			s   string
+			dst **time.Time
+		}{{before, &b}, {after, &a}} {
+			if d.s == "" {
+				continue
+			}
+			t, err := builtins.ParseDate(d.s)
+			if err != nil {
+				return err
+			}
+			*d.dst = &t
+		}
+		cps, err := builtins.SelectForDelete(r.ctx, c, runID, typ, b, a)
+		if err != nil {
+			return err
+		}
+		if len(cps) == 0 {
+			// Plain text even in JSON mode (a kept quirk).
+			fmt.Fprintf(r.io.Out, "No checkpoints found for run %s matching filters\n", runID)
+			return nil
+		}
+		now := r.now()
+		paths = nil
+		for _, cp := range cps {
+			paths = append(paths, cp.TinkerPath)
+			listing = append(listing, fmt.Sprintf("  - %s (%s, created %s)", cp.TinkerPath, render.SizePtr(cp.SizeBytes), render.Ago(cp.Time, now)))
+			if cp.SizeBytes != nil {
+				total += *cp.SizeBytes
+			}
+		}
+	} else {
+		for _, p := range paths {
+			if err := checkPrefix(p); err != nil {
+				return err
+			}
+			listing = append(listing, "  - "+p)
+		}
+	}
+	if !r.has("yes") {
+		fmt.Fprintf(r.io.Out, "Will delete %d checkpoint(s):\n%s\n\n", len(paths), strings.Join(listing, "\n"))
+		if runID != "" {
+			fmt.Fprintf(r.io.Out, "Total size: %s\n", render.Size(total))
+		}
+		fmt.Fprintln(r.io.Out, "WARNING: This action is permanent and cannot be undone.")
+		ok, err := confirm(r.io.In, r.io.Out, fmt.Sprintf("Are you sure you want to delete %d checkpoint(s)?", len(paths)))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			fmt.Fprintln(r.io.Out, "Deletion cancelled.")
+			return nil
+		}
+	}
+	bar := r.bar("Deleting checkpoints", int64(len(paths)))
+	deleted, failed, skipped := builtins.DeleteCheckpoints(r.ctx, c, paths, bar)
+	bar.Finish()
+	if r.jsonMode() {
+		res := &builtins.DeleteResult{Deleted: deleted, Failed: failed, Skipped: skipped}
+		if err := render.WriteJSON(r.io.Out, res.JSON(), render.JSONOptions{Compact: true}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(r.io.Out, "Deleted %d checkpoint(s)\n", len(deleted))
+		if len(failed) > 0 {
+			fmt.Fprintf(r.io.Out, "Failed to delete %d checkpoint(s):\n", len(failed))
+			for _, f := range failed {
+				fmt.Fprintf(r.io.Out, "  - %s: %s\n", f.Path, f.Error)
+			}
+		}
+		if len(skipped) > 0 {
+			fmt.Fprintf(r.io.Out, "Not attempted (interrupted): %d checkpoint(s):\n", len(skipped))
+			for _, p := range skipped {
+				fmt.Fprintf(r.io.Out, "  - %s\n", p)
+			}
+		}
+	}
+	if r.ctx.Err() != nil {
+		return errAborted
+	}
+	// Failed deletions still exit 0 (a kept quirk).
+	return nil
+}
+
+// errPromptAbort is EOF or Ctrl-C at the confirmation prompt, which the
+// official CLI reports as an empty unexpected error (kept: exit 1).
+var errPromptAbort = &cliError{Msg: "Unexpected error occurred: "}
+
+// confirm asks like click.confirm: "<q> [y/N]: " on out, default no,
+// "Error: invalid input" and ask again on anything else.
+func confirm(in io.Reader, out io.Writer, question string) (bool, error) {
+	br, ok := in.(*bufio.Reader)
+	if !ok {
+		br = bufio.NewReader(in)
+	}
+	for {
+		fmt.Fprintf(out, "%s [y/N]: ", question)
+		line, err := br.ReadString('\n')
+		if err != nil && (line == "" || !errors.Is(err, io.EOF)) {
+			fmt.Fprintln(out)
+			return false, errPromptAbort
+		}
+		switch strings.ToLower(strings.TrimSpace(line)) {
+		case "y", "yes":
+			return true, nil
+		case "n", "no", "":
+			return false, nil
+		}
+		fmt.Fprintln(out, "Error: invalid input")
+		if err != nil { // EOF after an invalid last line
+			return false, errPromptAbort
+		}
+	}
+}
+
+func checkpointDownload(r *apiRun) error {
+	path := r.args[0]
+	if err := checkPrefix(path); err != nil {
+		return err
+	}
+	output, force := r.str("output"), r.has("force")
+	if output != "" {
+		if err := os.MkdirAll(output, 0o755); err != nil {
+			return unexpected(err)
+		}
+	}
+	target, err := download.TargetPath(output, download.TargetName(path))
+	if err != nil {
+		return unexpected(err)
+	}
+	if _, err := os.Lstat(target); err == nil && !force {
+		return &cliError{Msg: "Target directory already exists: " + target, Details: "Use --force to overwrite or choose a different output directory."}
+	}
+	c, err := r.preflight()
+	if err != nil {
+		return err
+	}
+	if _, err := parsePath(path); err != nil {
+		return err
+	}
+	var bar *clickProgress
+	res, err := builtins.DownloadCheckpoint(r.ctx, c, path, builtins.DownloadOptions{
+		Output: output,
+		Force:  force,
+		Notice: func(p tinkerapi.Path) {
+			fmt.Fprintf(r.io.Err, "Creating checkpoint archive for run id: %s checkpoint id: %s (this may take a while)\n", p.RunID, p.CheckpointID)
+			bar = r.bar("Downloading archive", 0)
+		},
+		Progress: lazyProgress{&bar},
+	})
+	bar.Finish()
+	if err != nil {
+		return err
+	}
+	// Extraction ran while the archive streamed in; the bar keeps the
+	// official output's shape.
+	eb := r.bar("Extracting archive ", int64(res.Files))
+	eb.Add(int64(res.Files))
+	eb.Finish()
+	return r.show(&builtins.DownloadResult{Path: path, Destination: res.Path, Size: res.ContentLength, Files: res.Files, Bytes: res.Bytes})
+}
+
+// lazyProgress forwards to a bar created after the archive was requested.
+type lazyProgress struct{ p **clickProgress }
+
+func (l lazyProgress) SetTotal(n int64) { (*l.p).SetTotal(n) }
+func (l lazyProgress) Set(n int64)      { (*l.p).Set(n) }
+func (l lazyProgress) Add(n int64)      { (*l.p).Add(n) }
+
+func checkpointPushHF(r *apiRun) error {
+	path := r.args[0]
+	if !strings.HasPrefix(path, "tinker://") {
+		return &cliError{Msg: "Invalid checkpoint path: " + path, Details: "Checkpoint path must be in the format: tinker://run-id/sampler_weights/0001"}
+	}
+	return &cliError{Msg: "push-hf is not supported: it needs the Hugging Face Hub, which this build cannot reach",
+		Details: "Download the checkpoint with `tinker checkpoint download` and upload it with the Hugging Face tools."}
+}

@@ -1,0 +1,173 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/tinkershell/tinker/builtins"
+	"github.com/tinkershell/tinker/lib/progress"
+	"github.com/tinkershell/tinker/lib/render"
+	"github.com/tinkershell/tinker/lib/tinkerapi"
+	"github.com/tinkershell/tinker/shell"
+)
+
+// This file holds what every API subcommand shares: the backend, the
+// "preflight" (client creation plus the client/config handshake, at the
+// point where the official CLI does it, so the same error is seen first),
+// Ctrl-C handling and the official CLI's error report.
+
+// apiRun is one running API subcommand.
+type apiRun struct {
+	*invocation
+	ctx     context.Context
+	backend builtins.Backend
+}
+
+// cliError is a failure reported as "Error: <Msg>" plus optional details.
+type cliError struct{ Msg, Details string }
+
+func (e *cliError) Error() string { return e.Msg }
+
+// unexpected reports err the way the official CLI's catch-all does.
+func unexpected(err error) error {
+	return &cliError{Msg: "Unexpected error occurred: " + err.Error()}
+}
+
+// errAborted ends a command like Click's Abort: "\nAborted!" and exit 1.
+var errAborted = errors.New("aborted")
+
+// localHint tells a user without a credential how to choose a backend.
+const localHint = "Or run `tinker --local ...` to use the local Tinker server (no account needed)."
+
+// runAPI runs body with a context cancelled by Ctrl-C and prints its error
+// like the official CLI. The backend starts lazily, at preflight.
+func runAPI(c *invocation, body func(r *apiRun) error) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	backend, cleanup, err := chooseBackend(c.io, c.opts, c.now)
+	if err != nil {
+		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
+		return shell.ExitError
+	}
+	defer cleanup()
+	err = body(&apiRun{invocation: c, ctx: ctx, backend: backend})
+	if err == nil {
+		return shell.ExitOK
+	}
+	if ctx.Err() != nil || errors.Is(err, errAborted) || errors.Is(err, context.Canceled) {
+		fmt.Fprint(c.io.Err, "\nAborted!\n")
+		return shell.ExitError
+	}
+	msg, details := cliMessage(err)
+	if msg != "" {
+		fmt.Fprintf(c.io.Err, "Error: %s\n", msg)
+	}
+	if details != "" {
+		fmt.Fprintln(c.io.Err, details)
+	}
+	return shell.ExitError
+}
+
+// cliMessage maps an error to the official CLI's message and details.
+func cliMessage(err error) (msg, details string) {
+	var ce *cliError
+	var ue *builtins.UserError
+	var ae *builtins.APIError
+	switch {
+	case errors.As(err, &ce):
+		return ce.Msg, ce.Details
+	case errors.As(err, &ue):
+		return ue.Msg, ue.Details
+	case errors.Is(err, builtins.ErrNoBackend()):
+		// The official wording (checklist 14), plus how to choose a backend.
+		m, d := tinkerapi.CLIError(&tinkerapi.ConfigError{Msg: "The api_key client option must be set either by passing api_key to the client or by setting the TINKER_API_KEY environment variable"})
+		return m, d + "\n" + localHint
+	case errors.As(err, &ae):
+		return tinkerapi.CLIError(ae.Err)
+	}
+	return tinkerapi.CLIError(err)
+}
+
+// preflight creates the client and does the client/config handshake.
+func (r *apiRun) preflight() (*tinkerapi.Client, error) {
+	c, err := r.backend.Client()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.ServerConfig(r.ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *invocation) jsonMode() bool { return c.opts.format == "json" }
+
+func (c *invocation) display() *shell.Display {
+	return &shell.Display{IO: c.io, JSON: c.jsonMode(), Now: c.now}
+}
+
+// writeTable draws t on stdout: fitted to a terminal, whole otherwise.
+func (c *invocation) writeTable(t *render.Table) error {
+	return c.display().WriteTable(c.io.Out, t)
+}
+
+// writeJSON prints v as the official CLI's pretty JSON.
+func (c *invocation) writeJSON(v any) error {
+	return render.WriteJSON(c.io.Out, v, render.JSONOptions{Indent: true})
+}
+
+// bar is a click-style progress bar on stdout, shown in table mode only
+// (off a terminal it prints its label once: a kept quirk).
+func (c *invocation) bar(label string, length int64) *clickProgress {
+	if c.jsonMode() {
+		return nil
+	}
+	return &clickProgress{progress.NewClick(c.io.Out, c.io.OutTTY, label, length)}
+}
+
+// clickProgress adapts a click bar to builtins.Progress and
+// download.Progress; a nil one does nothing.
+type clickProgress struct{ b *progress.ClickBar }
+
+func (p *clickProgress) Add(n int64) {
+	if p != nil {
+		p.b.Add(n)
+	}
+}
+func (p *clickProgress) Set(n int64) {
+	if p != nil {
+		p.b.Set(n)
+	}
+}
+func (p *clickProgress) SetTotal(n int64) {
+	if p != nil {
+		p.b.SetTotal(n)
+	}
+}
+func (p *clickProgress) Finish() {
+	if p != nil {
+		p.b.Close()
+	}
+}
+
+// checkPrefix is the cheap first check most commands make.
+func checkPrefix(path string) error {
+	if !strings.HasPrefix(path, "tinker://") {
+		return &cliError{Msg: "Invalid checkpoint path: " + path, Details: "Checkpoint path must be in the format: tinker://run-id/weights/0001"}
+	}
+	return nil
+}
+
+// parsePath is the SDK's full path check, whose failure the official CLI
+// reports through its catch-all.
+func parsePath(path string) (tinkerapi.Path, error) {
+	p, err := tinkerapi.ParsePath(path)
+	if err != nil {
+		return p, unexpected(err)
+	}
+	return p, nil
+}

@@ -1,0 +1,150 @@
+package app
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tinkershell/tinker/builtins"
+	"github.com/tinkershell/tinker/lib/render"
+)
+
+// tinker run list|info, as the official CLI has them (cli spec §7).
+
+func init() {
+	commands["run"] = &command{
+		Name:    "run",
+		Summary: "Manage training runs.",
+		Help:    "Manage training runs.",
+		Sub: map[string]*command{
+			"list": {
+				Name:    "list",
+				Summary: "List training runs.",
+				Flags: []flagSpec{
+					{Long: "--limit", Kind: flagInt, Metavar: "INTEGER", Help: "Maximum number of runs to fetch (default: 20, 0 for all)."},
+					{Long: "--columns", Short: "-c", Kind: flagString, Metavar: "TEXT", Help: "Comma-separated columns: " + strings.Join(runColumnKeys(), ", ") + "."},
+				},
+				Run: func(c *invocation) int { return runAPI(c, runList) },
+			},
+			"info": {
+				Name:    "info",
+				Summary: "Show details of a training run.",
+				Args:    []argSpec{{Name: "RUN_ID"}},
+				Run:     func(c *invocation) int { return runAPI(c, runInfo) },
+			},
+		},
+	}
+}
+
+func runColumnKeys() []string {
+	keys := make([]string, len(builtins.RunColumns))
+	for i, col := range builtins.RunColumns {
+		keys[i] = col.Key
+	}
+	return keys
+}
+
+// runColumns validates -c before any network traffic, keeping order and
+// duplicates; an unknown key goes through the catch-all (a kept quirk).
+func runColumns(spec string) ([]int, error) {
+	keys := builtins.DefaultRunColumns
+	if strings.TrimSpace(spec) != "" {
+		keys = strings.Split(spec, ",")
+	}
+	var idx []int
+	var bad []string
+	for _, k := range keys {
+		k = strings.TrimSpace(k)
+		found := -1
+		for i, col := range builtins.RunColumns {
+			if col.Key == k {
+				found = i
+			}
+		}
+		if found < 0 {
+			bad = append(bad, k)
+			continue
+		}
+		idx = append(idx, found)
+	}
+	if len(bad) > 0 {
+		return nil, unexpected(fmt.Errorf("Unknown column(s): %s. Available: %s", strings.Join(bad, ", "), strings.Join(runColumnKeys(), ", ")))
+	}
+	return idx, nil
+}
+
+// moreSuffix is the title suffix when the listing was cut by --limit.
+func moreSuffix(total, shown int) string {
+	if total <= shown {
+		return ""
+	}
+	return fmt.Sprintf(" (%d more not shown, use --limit to see more)", total-shown)
+}
+
+func runList(r *apiRun) error {
+	cols, err := runColumns(r.str("columns"))
+	if err != nil {
+		return err
+	}
+	limit := r.intOr("limit", 20)
+	c, err := r.preflight()
+	if err != nil {
+		return err
+	}
+	progress := func(target int) builtins.Progress {
+		label := fmt.Sprintf("Fetching %d training runs", target)
+		if limit == 0 {
+			label = "Fetching all training runs"
+		}
+		return r.bar(label, int64(target))
+	}
+	if r.jsonMode() {
+		progress = nil
+	}
+	runs, total, err := builtins.ListRuns(r.ctx, c, limit, "owned", progress)
+	if err != nil {
+		return err
+	}
+	if r.jsonMode() {
+		list := make([]any, len(runs))
+		for i := range runs {
+			list[i] = builtins.RunJSON(&runs[i])
+		}
+		return r.writeJSON(render.Object{{Key: "runs", Value: list}})
+	}
+	now := r.now()
+	t := &render.Table{Title: builtins.Plural(len(runs), "training run", "training runs") + moreSuffix(total, len(runs))}
+	for _, i := range cols {
+		t.Columns = append(t.Columns, render.Column{Header: builtins.RunColumns[i].Header})
+	}
+	for i := range runs {
+		row := make([]string, len(cols))
+		for j, ci := range cols {
+			row[j] = builtins.RunColumns[ci].Cell(&runs[i], now)
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return r.writeTable(t)
+}
+
+func runInfo(r *apiRun) error {
+	c, err := r.preflight()
+	if err != nil {
+		return err
+	}
+	run, err := c.GetTrainingRun(r.ctx, r.args[0], "owned")
+	if err != nil {
+		return err
+	}
+	return r.show(&builtins.Run{R: *run})
+}
+
+// show prints a value as JSON or as its vertical Property/Value table.
+func (c *invocation) show(v interface {
+	builtins.RecordValue
+	builtins.JSONValue
+}) error {
+	if c.jsonMode() {
+		return c.writeJSON(v.JSON())
+	}
+	return c.writeTable(v.Record(c.now()).Table())
+}
