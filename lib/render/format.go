@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/tinkershell/tinker/lib/pylit"
 )
 
 // Size formats a byte count like the official CLI: binary units, one
@@ -127,26 +129,4 @@ func Thousands(n int64) string {
 }
 
 // PyFloat formats f like Python's repr: "2.0", "1.5", "1e-05", "1e+16".
-func PyFloat(f float64) string {
-	switch {
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	case math.IsNaN(f):
-		return "nan"
-	}
-	abs := math.Abs(f)
-	if abs != 0 && (abs < 1e-4 || abs >= 1e16) {
-		s := strconv.FormatFloat(f, 'e', -1, 64)
-		// Go writes e-05 / e+16 like Python; only strip a "+0" / "-0" pad beyond two digits.
-		return s
-	}
-	s := strconv.FormatFloat(f, 'f', -1, 64)
-	for i := 0; i < len(s); i++ {
-		if s[i] == '.' {
-			return s
-		}
-	}
-	return s + ".0"
-}
+func PyFloat(f float64) string { return pylit.Float(f) }

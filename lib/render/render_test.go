@@ -1,0 +1,94 @@
+package render
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSize(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KB", 1280: "1.2 KB", 1048575: "1024.0 KB", 1 << 30: "1.0 GB", -1: "N/A"} {
+		if got := Size(n); got != want {
+			t.Errorf("Size(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestAgo(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	for d, want := range map[time.Duration]string{
+		60 * time.Second:     "just now",
+		61 * time.Second:     "1 minute ago",
+		3600 * time.Second:   "60 minutes ago",
+		3601 * time.Second:   "1 hour ago",
+		7 * 24 * time.Hour:   "7 days ago",
+		8 * 24 * time.Hour:   "1 week ago",
+		31 * 24 * time.Hour:  "2026-10-22",
+		-2 * 24 * time.Hour:  "in 2 days",
+		-30 * time.Second:    "in less than a minute",
+		-61 * time.Minute:    "in 1 hour",
+		-45 * 24 * time.Hour: "2027-01-06",
+	} {
+		if got := Ago(now.Add(-d), now); got != want {
+			t.Errorf("Ago(now-%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+func TestPyTimeAndFloat(t *testing.T) {
+	ts := time.Date(2026, 11, 22, 7, 35, 45, 684189000, time.UTC)
+	if got := PyTime(ts); got != "2026-11-22 07:35:45.684189+00:00" {
+		t.Errorf("PyTime = %q", got)
+	}
+	if got := PyTime(ts.Truncate(time.Second)); got != "2026-11-22 07:35:45+00:00" {
+		t.Errorf("PyTime = %q", got)
+	}
+	for f, want := range map[float64]string{2: "2.0", 1.5: "1.5", 1e-5: "1e-05", 1e16: "1e+16", 0.0001: "0.0001"} {
+		if got := PyFloat(f); got != want {
+			t.Errorf("PyFloat(%v) = %q, want %q", f, got, want)
+		}
+	}
+	if PyFloat(math.Inf(1)) != "inf" {
+		t.Error("inf")
+	}
+}
+
+func TestWriteJSONMatchesPython(t *testing.T) {
+	var b bytes.Buffer
+	v := Object{{"a", []any{1, 2.0, nil, true}}, {"é<&>", Object{}}, {"l", []any{}}, {"emoji", "🙂"}}
+	if err := WriteJSON(&b, v, JSONOptions{Indent: true}); err != nil {
+		t.Fatal(err)
+	}
+	want := "{\n  \"a\": [\n    1,\n    2.0,\n    null,\n    true\n  ],\n  \"\\u00e9<&>\": {},\n  \"l\": [],\n  \"emoji\": \"\\ud83d\\ude42\"\n}\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+	b.Reset()
+	_ = WriteJSON(&b, Object{{"deleted_count", 1}, {"failed", []any{}}}, JSONOptions{Compact: true})
+	if b.String() != "{\"deleted_count\": 1, \"failed\": []}\n" {
+		t.Errorf("compact: %q", b.String())
+	}
+}
+
+func TestTableFitsWidth(t *testing.T) {
+	tab := &Table{Title: "t", Columns: []Column{{Header: "id"}, {Header: "path"}}, Rows: [][]string{{"a", strings.Repeat("x", 100)}}}
+	var b bytes.Buffer
+	if err := Write(&b, tab, Options{Width: 40}); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
+		if w := len([]rune(line)); w > 40 {
+			t.Errorf("line wider than 40: %d %q", w, line)
+		}
+	}
+	if !strings.Contains(b.String(), "…") || !strings.Contains(b.String(), "│ a  │") {
+		t.Errorf("short column not whole or long one not cut:\n%s", b.String())
+	}
+	b.Reset()
+	_ = Write(&b, tab, Options{})
+	if !strings.Contains(b.String(), strings.Repeat("x", 100)) {
+		t.Error("unlimited width cut a cell")
+	}
+}
