@@ -1,0 +1,91 @@
+package engine
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// Abridged config.json files of real checkpoints (the fields the engine
+// reads, in their published spelling).
+const llama31Config = `{
+  "architectures": ["LlamaForCausalLM"], "attention_bias": false, "bos_token_id": 128000,
+  "eos_token_id": [128001, 128008, 128009], "hidden_act": "silu", "hidden_size": 4096,
+  "intermediate_size": 14336, "max_position_embeddings": 131072, "mlp_bias": false,
+  "model_type": "llama", "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+  "rms_norm_eps": 1e-05, "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+  "original_max_position_embeddings": 8192, "rope_type": "llama3"}, "rope_theta": 500000.0,
+  "tie_word_embeddings": false, "torch_dtype": "bfloat16", "vocab_size": 128256}`
+
+const qwen3Config = `{
+  "architectures": ["Qwen3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "bos_token_id": 151643, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu",
+  "hidden_size": 4096, "intermediate_size": 12288, "max_position_embeddings": 40960,
+  "max_window_layers": 36, "model_type": "qwen3", "num_attention_heads": 32, "num_hidden_layers": 36,
+  "num_key_value_heads": 8, "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 1000000,
+  "sliding_window": null, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+  "use_sliding_window": false, "vocab_size": 151936}`
+
+const llama32Config = `{
+  "model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16,
+  "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 64, "vocab_size": 128256,
+  "tie_word_embeddings": true, "rms_norm_eps": 1e-05, "rope_theta": 500000.0,
+  "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+  "original_max_position_embeddings": 8192, "rope_type": "llama3"}, "bos_token_id": 128000,
+  "eos_token_id": 128001, "max_position_embeddings": 131072}`
+
+func TestParseConfig(t *testing.T) {
+	c, err := ParseConfig([]byte(llama31Config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{Arch: ArchLlama, VocabSize: 128256, Hidden: 4096, Intermediate: 14336, Layers: 32, Heads: 32,
+		KVHeads: 8, HeadDim: 128, RMSNormEps: 1e-5, RopeTheta: 500000, MaxPositionEmbeddings: 131072,
+		RopeScaling: &RopeScaling{Type: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 8192},
+		BOSTokenID: 128000, EOSTokenIDs: []int{128001, 128008, 128009}}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("Llama-3.1-8B:\n got %+v\nwant %+v", c, want)
+	}
+	// Parameter counts published for these checkpoints.
+	for _, tc := range []struct {
+		name, json string
+		params     int64
+	}{
+		{"Llama-3.1-8B", llama31Config, 8_030_261_248},
+		{"Qwen3-8B", qwen3Config, 8_190_735_360},
+		{"Llama-3.2-1B", llama32Config, 1_235_814_400},
+	} {
+		c, err := ParseConfig([]byte(tc.json))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := c.Params(); got != tc.params {
+			t.Errorf("%s: %d parameters, want %d", tc.name, got, tc.params)
+		}
+	}
+	q, _ := ParseConfig([]byte(qwen3Config))
+	if q.Arch != ArchQwen3 || q.RopeScaling != nil || q.HeadDim != 128 || !reflect.DeepEqual(q.EOSTokenIDs, []int{151645}) {
+		t.Errorf("Qwen3-8B: %+v", q)
+	}
+	// transformers v5 moves rope settings into rope_parameters.
+	v5, err := ParseConfig([]byte(`{"model_type":"llama","hidden_size":64,"intermediate_size":128,"num_hidden_layers":1,
+		"num_attention_heads":4,"vocab_size":10,"rope_parameters":{"rope_type":"linear","factor":2,"rope_theta":1000}}`))
+	if err != nil || v5.RopeTheta != 1000 || v5.RopeScaling.Type != "linear" || v5.KVHeads != 4 || v5.HeadDim != 16 {
+		t.Errorf("rope_parameters: %+v, %v", v5, err)
+	}
+}
+
+func TestParseConfigRejects(t *testing.T) {
+	for _, tc := range []struct{ json, want string }{
+		{`{"model_type":"mistral"}`, `model_type "mistral" is not supported`},
+		{`{"model_type":"qwen3","num_experts":128}`, "mixture-of-experts"},
+		{`{"model_type":"llama","hidden_size":64,"intermediate_size":1,"num_hidden_layers":1,"num_attention_heads":4,"vocab_size":1,"rope_scaling":{"rope_type":"yarn","factor":4}}`, `rope scaling type "yarn"`},
+		{`{"model_type":"llama","hidden_size":64,"intermediate_size":1,"num_hidden_layers":1,"num_attention_heads":4,"num_key_value_heads":3,"vocab_size":1}`, "multiple of num_key_value_heads"},
+		{`{"model_type":"llama","hidden_act":"gelu"}`, "hidden_act"},
+		{`not json`, "parse model config.json"},
+	} {
+		if _, err := ParseConfig([]byte(tc.json)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err %v, want %q", tc.json, err, tc.want)
+		}
+	}
+}
