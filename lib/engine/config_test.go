@@ -42,7 +42,7 @@ func TestParseConfig(t *testing.T) {
 	want := Config{Arch: ArchLlama, VocabSize: 128256, Hidden: 4096, Intermediate: 14336, Layers: 32, Heads: 32,
 		KVHeads: 8, HeadDim: 128, RMSNormEps: 1e-5, RopeTheta: 500000, MaxPositionEmbeddings: 131072,
 		RopeScaling: &RopeScaling{Type: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 8192},
-		BOSTokenID: 128000, EOSTokenIDs: []int{128001, 128008, 128009}}
+		BOSTokenID:  128000, EOSTokenIDs: []int{128001, 128008, 128009}}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("Llama-3.1-8B:\n got %+v\nwant %+v", c, want)
 	}
