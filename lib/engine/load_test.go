@@ -195,8 +195,12 @@ func TestFindModelDir(t *testing.T) {
 	if err != nil || got != snap {
 		t.Fatalf("FindModelDir = %q, %v; want %q", got, err, snap)
 	}
-	if m, err := LoadDir(got); err != nil || m.Config().Arch != ArchLlama {
+	m, err := LoadDir(got)
+	if err != nil || m.Config().Arch != ArchLlama {
 		t.Fatalf("LoadDir(found) = %v", err)
+	}
+	if m.w.layers[0].q.bf != nil {
+		t.Error("BF16Auto kept bfloat16 for a tiny model (only models over 1B parameters should)")
 	}
 }
 
