@@ -231,7 +231,7 @@ func (m *Model) step(groups int, active []*seqRun) {
 	}
 	var wg sync.WaitGroup
 	per := (len(active) + g - 1) / g
-	for lo := 0; lo < len(active); lo += per {
+	for lo := per; lo < len(active); lo += per {
 		part := active[lo:min(lo+per, len(active))]
 		wg.Add(1)
 		go func() {
@@ -239,6 +239,7 @@ func (m *Model) step(groups int, active []*seqRun) {
 			run(part, wsOf(part[0]))
 		}()
 	}
+	run(active[:per], wsOf(active[0])) // the first group on this goroutine
 	wg.Wait()
 }
 
