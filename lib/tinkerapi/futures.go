@@ -1,0 +1,426 @@
+package tinkerapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+)
+
+// Statuses reported to an OnState callback while a future is awaited.
+const (
+	StatusQueued   = "queued"   // submitted, no word from the server yet
+	StatusRunning  = "running"  // the server answered try_again from an active queue
+	StatusPaused   = "paused"   // the server paused the queue (capacity, rate limit, billing)
+	StatusRetrying = "retrying" // the client is waiting after an error (5xx, 429, connection)
+	StatusDone     = "done"     // the result arrived
+)
+
+// State is the progress of one awaited future, for a live status line.
+type State struct {
+	RequestID string
+	Kind      string // X-Tinker-Request-Type: CreateModel, SaveWeightsForSampler, Sample, ...
+	Status    string // one of the Status* constants
+	// QueueState is the server's queue_state (active, paused_capacity,
+	// paused_rate_limit, or "unknown" for values this client does not know).
+	QueueState string
+	Reason     string // queue_state_reason, or why the client is waiting
+	Polls      int    // retrieve_future requests sent so far
+	Elapsed    time.Duration
+}
+
+// String renders a one-line status such as "Sample: paused (waiting for GPU capacity) 3s".
+func (s State) String() string {
+	var b strings.Builder
+	if s.Kind != "" {
+		b.WriteString(s.Kind)
+		b.WriteString(": ")
+	}
+	b.WriteString(s.Status)
+	if s.Reason != "" {
+		b.WriteString(" (")
+		b.WriteString(s.Reason)
+		b.WriteString(")")
+	}
+	if s.Elapsed >= time.Second {
+		b.WriteString(" ")
+		b.WriteString(s.Elapsed.Truncate(time.Second).String())
+	}
+	return b.String()
+}
+
+// PollTimings tunes the waits of Await and of the sampling calls. Zero
+// fields take the defaults noted; tests shorten them.
+type PollTimings struct {
+	PollTimeout  time.Duration // per retrieve_future request; default 45 s
+	FloorMin     time.Duration // floor between polls that return quickly; default 50 ms
+	FloorMax     time.Duration // the floor doubles up to this; default 250 ms
+	BackoffUnit  time.Duration // 429/connection backoff is min(unit·2^n, BackoffMax); default 1 s
+	BackoffMax   time.Duration // default 30 s
+	BillingPause time.Duration // wait after a 402; default 5 s
+	BillingMax   time.Duration // give up 402s after this long; default 1 h
+	Backpressure time.Duration // wait after an asample 429; 5× for prompts > 128 KiB; default 1 s
+}
+
+func (t PollTimings) withDefaults() PollTimings {
+	setDefault(&t.PollTimeout, 45*time.Second)
+	setDefault(&t.FloorMin, 50*time.Millisecond)
+	setDefault(&t.FloorMax, 250*time.Millisecond)
+	setDefault(&t.BackoffUnit, time.Second)
+	setDefault(&t.BackoffMax, 30*time.Second)
+	setDefault(&t.BillingPause, 5*time.Second)
+	setDefault(&t.BillingMax, time.Hour)
+	setDefault(&t.Backpressure, time.Second)
+	return t
+}
+
+// backoff is min(unit·2^n, max) for the n-th consecutive failure.
+func (t PollTimings) backoff(n int) time.Duration {
+	d := t.BackoffUnit << min(n, 30)
+	if d <= 0 || d > t.BackoffMax {
+		d = t.BackoffMax
+	}
+	return d
+}
+
+// AwaitOptions adjusts one Await.
+type AwaitOptions struct {
+	// Proto asks for a protobuf result (Accept: application/x-protobuf),
+	// as for sample and forward/backward futures.
+	Proto bool
+	// OnState, when set, is called on each change of status, queue state
+	// or reason, and once with StatusDone on success. It runs on the
+	// awaiting goroutine and must not block.
+	OnState func(State)
+	// SubmittedAt, when set, is reported on the first poll as
+	// X-Tinker-Create-Promise-Roundtrip-Time.
+	SubmittedAt time.Time
+	Timings     PollTimings
+
+	sleep func(ctx context.Context, d time.Duration) error // tests record waits
+}
+
+// FutureResult receives a raw future result, for callers that accept both
+// a protobuf and a JSON form (Await's out may be a *FutureResult).
+type FutureResult struct {
+	Proto bool // the body is protobuf (Content-Type application/x-protobuf)
+	Body  []byte
+}
+
+// RequestFailedError is a future that completed with {"error", "category"}:
+// the operation ran and failed. It is not retried.
+type RequestFailedError struct {
+	RequestID string
+	Kind      string
+	Message   string
+	Category  string // "user", "server" or "unknown"
+}
+
+func (e *RequestFailedError) Error() string {
+	if e.Kind == "" {
+		return e.Message
+	}
+	return fmt.Sprintf("%s failed: %s", e.Kind, e.Message)
+}
+
+// ErrFutureExpired matches a *FutureExpiredError.
+var ErrFutureExpired = errors.New("future expired")
+
+// FutureExpiredError is a 410 from retrieve_future: the server lost the
+// promise, and the original request must be submitted again.
+type FutureExpiredError struct {
+	RequestID string
+	Kind      string
+}
+
+func (e *FutureExpiredError) Error() string {
+	return fmt.Sprintf("%s request %s expired on the server before its result was fetched; submit it again", e.Kind, e.RequestID)
+}
+
+func (e *FutureExpiredError) Is(target error) bool { return target == ErrFutureExpired }
+
+// futureHandle is the submission answer of a future-returning call
+// (UntypedAPIFuture).
+type futureHandle struct {
+	RequestID string `json:"request_id"`
+	ModelID   string `json:"model_id,omitempty"`
+}
+
+// Await polls retrieve_future for requestID until the result arrives and
+// decodes it into out: nil (discarded), *FutureResult, a proto.Message for
+// a protobuf result, or any other value for a JSON result. kind is the
+// X-Tinker-Request-Type header (CreateModel, SaveWeights, Sample, ...).
+// It follows the futures protocol of API spec §4.1: try_again and 408 are
+// polled again at once (a server that does not hold polls open gets a
+// 50–250 ms floor), 5xx likewise, 429 and connection errors back off up to
+// 30 s, 400 is tried up to 3 more times, 402 pauses up to an hour, 410
+// returns a *FutureExpiredError, other 4xx fail, and a failed operation
+// returns a *RequestFailedError. There is no overall deadline: cancel ctx.
+func (c *Client) Await(ctx context.Context, requestID, kind string, out any, opts AwaitOptions) error {
+	if requestID == "" {
+		return fmt.Errorf("await %s: empty request id", kind)
+	}
+	p := poller{c: c, id: requestID, kind: kind, opts: opts, t: opts.Timings.withDefaults(), start: time.Now()}
+	if p.opts.sleep == nil {
+		p.opts.sleep = sleep
+	}
+	body, isProto, err := p.run(ctx)
+	if err != nil {
+		return err
+	}
+	if err := decodeFutureResult(body, isProto, out); err != nil {
+		return fmt.Errorf("%s result of %s: %w", kind, requestID, err)
+	}
+	p.report(State{Status: StatusDone})
+	return nil
+}
+
+type poller struct {
+	c     *Client
+	id    string
+	kind  string
+	opts  AwaitOptions
+	t     PollTimings
+	start time.Time
+	polls int
+	last  State
+}
+
+// report calls OnState when something a user would see changed.
+func (p *poller) report(s State) {
+	if p.opts.OnState == nil {
+		return
+	}
+	s.RequestID, s.Kind, s.Polls, s.Elapsed = p.id, p.kind, p.polls, time.Since(p.start)
+	if s.Status == p.last.Status && s.QueueState == p.last.QueueState && s.Reason == p.last.Reason && s.Status != StatusDone {
+		return
+	}
+	p.last = s
+	p.opts.OnState(s)
+}
+
+// pollReply is the part of a JSON poll answer that steers the protocol.
+type pollReply struct {
+	Type                string          `json:"type"`
+	Status              string          `json:"status"`
+	QueueState          string          `json:"queue_state"`
+	QueueStateReason    string          `json:"queue_state_reason"`
+	ResponsePayloadSize *int64          `json:"response_payload_size"`
+	Error               json.RawMessage `json:"error"`
+	Category            string          `json:"category"`
+}
+
+func (p *poller) run(ctx context.Context) ([]byte, bool, error) {
+	const path = "/api/v1/retrieve_future"
+	p.report(State{Status: StatusQueued})
+	var (
+		allowMeta  = true
+		metaDone   bool
+		failures   int // consecutive 429s and connection errors
+		bad400     int
+		firstBill  time.Time
+		floor      = p.t.FloorMin
+		accept     = "application/json"
+		errContext = fmt.Sprintf("%s request %s", p.kind, p.id)
+	)
+	if p.opts.Proto {
+		accept = "application/x-protobuf"
+	}
+	for iter := 0; ; iter++ {
+		opts := []Option{WithoutRetries(), WithTimeout(p.t.PollTimeout),
+			WithHeader("Accept", accept),
+			WithHeader("X-Tinker-Request-Iteration", strconv.Itoa(iter)),
+			WithHeader("X-Stainless-Raw-Response", "raw")}
+		if p.kind != "" {
+			opts = append(opts, WithHeader("X-Tinker-Request-Type", p.kind))
+		}
+		if iter == 0 && !p.opts.SubmittedAt.IsZero() {
+			rt := time.Since(p.opts.SubmittedAt).Seconds()
+			opts = append(opts, WithHeader("X-Tinker-Create-Promise-Roundtrip-Time", strconv.FormatFloat(rt, 'f', 3, 64)))
+		}
+		req := map[string]any{"request_id": p.id, "allow_metadata_only": allowMeta}
+		sent := time.Now()
+		p.polls++
+		resp, err := p.c.DoRaw(ctx, http.MethodPost, path, req, opts...)
+		if ctx.Err() != nil {
+			return nil, false, fmt.Errorf("%s: %w", errContext, ctx.Err())
+		}
+		var wait time.Duration // 0: poll again after the floor
+		if err != nil {
+			var apiErr *APIError
+			var te *TransportError
+			switch {
+			case errors.As(err, &te):
+				if te.Permanent {
+					return nil, false, fmt.Errorf("%s: %w", errContext, err)
+				}
+				failures++
+				wait = p.t.backoff(failures)
+				p.report(State{Status: StatusRetrying, Reason: "connection problem, retrying"})
+			case errors.As(err, &apiErr):
+				s := apiErr.Status
+				if s != http.StatusTooManyRequests {
+					failures = 0 // any complete answer but a 429 resets the backoff
+				}
+				if s != http.StatusPaymentRequired {
+					firstBill = time.Time{}
+				}
+				switch {
+				case s == http.StatusRequestTimeout:
+					var r pollReply
+					if json.Unmarshal(apiErr.Body, &r) == nil {
+						bad400 = 0
+						p.reportQueue(r)
+					}
+				case s == http.StatusGone:
+					return nil, false, &FutureExpiredError{RequestID: p.id, Kind: p.kind}
+				case s >= 500:
+					p.report(State{Status: StatusRetrying, Reason: fmt.Sprintf("server error %d, retrying", s)})
+				case s == http.StatusTooManyRequests:
+					failures++
+					wait = p.t.backoff(failures)
+					p.report(State{Status: StatusRetrying, Reason: "rate limited, retrying"})
+				case s == http.StatusBadRequest:
+					// Possibly injected by a proxy: a few more tries.
+					if bad400++; bad400 > 3 {
+						return nil, false, fmt.Errorf("%s: %w", errContext, err)
+					}
+				case s == http.StatusPaymentRequired:
+					if firstBill.IsZero() {
+						firstBill = time.Now()
+					}
+					if time.Since(firstBill) >= p.t.BillingMax {
+						return nil, false, fmt.Errorf("%s: billing hold for more than %s: %w", errContext, p.t.BillingMax, err)
+					}
+					wait = p.t.BillingPause
+					p.report(State{Status: StatusPaused, Reason: "billing hold (402)"})
+				default:
+					return nil, false, fmt.Errorf("%s: %w", errContext, err)
+				}
+			default: // credential or configuration problems
+				return nil, false, fmt.Errorf("%s: %w", errContext, err)
+			}
+		} else {
+			failures = 0
+			firstBill = time.Time{}
+			if isProtobuf(resp.Header) {
+				return resp.Body, true, nil
+			}
+			var r pollReply
+			if err := json.Unmarshal(resp.Body, &r); err != nil {
+				return nil, false, p.c.schemaErr(&SchemaError{Reason: "retrieve_future answer is neither JSON nor protobuf: " + err.Error()}, path)
+			}
+			switch {
+			case r.Type == "try_again":
+				p.reportQueue(r)
+			case r.Status == "complete_metadata":
+				if metaDone {
+					return nil, false, p.c.schemaErr(&SchemaError{Field: "status", Reason: "complete_metadata sent twice"}, path)
+				}
+				if r.ResponsePayloadSize != nil && *r.ResponsePayloadSize > maxResponseBytes {
+					return nil, false, fmt.Errorf("%s: result of %d MiB is larger than this client accepts (%d MiB)",
+						errContext, *r.ResponsePayloadSize>>20, maxResponseBytes>>20)
+				}
+				metaDone, allowMeta = true, false
+				continue // the result is ready: fetch it at once
+			case r.Error != nil && string(r.Error) != "null":
+				return nil, false, &RequestFailedError{RequestID: p.id, Kind: p.kind, Message: errorText(r.Error), Category: category(r.Category)}
+			default:
+				return resp.Body, false, nil
+			}
+		}
+		// Pace the next poll: a long-polling server held this one open, so
+		// go again at once; one that answered quickly gets a growing floor.
+		if wait == 0 {
+			if held := time.Since(sent); held < floor {
+				wait = floor - held
+			}
+			floor = min(2*floor, p.t.FloorMax)
+		}
+		if wait > 0 {
+			if err := p.opts.sleep(ctx, wait); err != nil {
+				return nil, false, fmt.Errorf("%s: %w", errContext, err)
+			}
+		}
+	}
+}
+
+func (p *poller) reportQueue(r pollReply) {
+	qs := r.QueueState
+	switch qs {
+	case "active", "paused_capacity", "paused_rate_limit":
+	case "":
+		qs = "active"
+	default:
+		qs = "unknown"
+	}
+	s := State{Status: StatusRunning, QueueState: qs, Reason: r.QueueStateReason}
+	if strings.HasPrefix(qs, "paused") {
+		s.Status = StatusPaused
+		if s.Reason == "" {
+			s.Reason = map[string]string{"paused_capacity": "waiting for capacity",
+				"paused_rate_limit": "concurrency limit reached"}[qs]
+		}
+	}
+	p.report(s)
+}
+
+func isProtobuf(h http.Header) bool {
+	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+	return mt == "application/x-protobuf"
+}
+
+// errorText renders a failure's "error" value: a string as is, anything
+// else as compact JSON.
+func errorText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) == nil {
+		return b.String()
+	}
+	return string(raw)
+}
+
+func category(c string) string {
+	switch c = strings.ToLower(c); c {
+	case "user", "server":
+		return c
+	}
+	return "unknown"
+}
+
+func decodeFutureResult(body []byte, isProto bool, out any) error {
+	switch out := out.(type) {
+	case nil:
+		return nil
+	case *FutureResult:
+		*out = FutureResult{Proto: isProto, Body: body}
+		return nil
+	case proto.Message:
+		if !isProto {
+			return errors.New("the server sent JSON where a protobuf result was expected")
+		}
+		if err := proto.Unmarshal(body, out); err != nil {
+			return fmt.Errorf("decode protobuf: %w", err)
+		}
+		return nil
+	}
+	if isProto {
+		return errors.New("the server sent protobuf where a JSON result was expected")
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return &SchemaError{Path: "/api/v1/retrieve_future", Reason: err.Error()}
+	}
+	return nil
+}
