@@ -244,7 +244,10 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request, owner str
 		return e
 	}
 	now := s.now()
-	// Deterministic under a pinned clock (golden tests), unique otherwise.
+	// Deterministic under a pinned clock (golden tests), unique otherwise;
+	// serialised so concurrent creations under one clock reading differ.
+	s.sessMu.Lock()
+	defer s.sessMu.Unlock()
 	n := len(s.st.ListSessions(owner, -1, 0))
 	id := uuid.NewSHA1(ownerNamespace, fmt.Appendf(nil, "%s/%d/%d", owner, now.UnixNano(), n)).String()
 	if err := s.st.CreateSession(store.Session{ID: id, Owner: owner, ProjectID: body.ProjectID, Tags: body.Tags,

@@ -65,6 +65,7 @@ type Server struct {
 
 	stopSweep chan struct{}
 	sweepDone chan struct{}
+	sessMu    sync.Mutex // create_session id assignment
 	mu        sync.Mutex
 	httpSrvs  []*http.Server
 	closed    bool
