@@ -5,10 +5,16 @@ package tokenizer
 // raw bytes instead, so this table is only needed at load time (and to print
 // tokens the way Hugging Face does).
 var byteToRune [256]rune
-var runeToByte = map[rune]byte{}
+
+// runeToByte inverts byteToRune; -1 marks runes outside the alphabet (all
+// of its runes are below 324).
+var runeToByte [324]int16
 
 func init() {
 	n := 0
+	for i := range runeToByte {
+		runeToByte[i] = -1
+	}
 	for b := 0; b < 256; b++ {
 		printable := (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF)
 		if printable {
@@ -17,7 +23,7 @@ func init() {
 			byteToRune[b] = rune(256 + n)
 			n++
 		}
-		runeToByte[byteToRune[b]] = byte(b)
+		runeToByte[byteToRune[b]] = int16(b)
 	}
 }
 
@@ -27,13 +33,24 @@ func init() {
 func byteLevelDecode(s string) (out []byte, ok bool) {
 	out = make([]byte, 0, len(s))
 	for _, r := range s {
-		b, found := runeToByte[r]
-		if !found {
+		if r >= rune(len(runeToByte)) || runeToByte[r] < 0 {
 			return []byte(s), false
 		}
-		out = append(out, b)
+		out = append(out, byte(runeToByte[r]))
 	}
 	return out, true
+}
+
+// byteLevelString is byteLevelDecode returning a string, without copying
+// when s is printable ASCII (which the alphabet maps to itself).
+func byteLevelString(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '!' || s[i] > '~' {
+			b, _ := byteLevelDecode(s)
+			return string(b)
+		}
+	}
+	return s
 }
 
 // byteLevelEncode renders raw bytes in the byte-level alphabet.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unsafe"
 )
 
 // Tokenizer is a loaded tokenizer. It is safe for concurrent use.
@@ -78,21 +79,120 @@ type addedTokenJSON struct {
 	SingleWord bool   `json:"single_word"`
 }
 
+// tokenizerJSON holds the small members of tokenizer.json; the model's
+// vocabulary and merges are scanned by hand (see jsonscan.go).
 type tokenizerJSON struct {
 	AddedTokens   []addedTokenJSON `json:"added_tokens"`
 	Normalizer    json.RawMessage  `json:"normalizer"`
 	PreTokenizer  json.RawMessage  `json:"pre_tokenizer"`
 	PostProcessor json.RawMessage  `json:"post_processor"`
 	Decoder       json.RawMessage  `json:"decoder"`
-	Model         struct {
-		Type         string          `json:"type"`
-		Vocab        map[string]int  `json:"vocab"`
-		Merges       json.RawMessage `json:"merges"`
-		IgnoreMerges bool            `json:"ignore_merges"`
-		ByteFallback bool            `json:"byte_fallback"`
-		Prefix       *string         `json:"continuing_subword_prefix"`
-		Suffix       *string         `json:"end_of_word_suffix"`
-	} `json:"model"`
+}
+
+type modelJSON struct {
+	Type         string
+	IgnoreMerges bool
+	Prefix       string // continuing_subword_prefix
+	Suffix       string // end_of_word_suffix
+	ByteFallback bool
+	vocab        map[string]int // raw bytes → id
+	merges       [][2]string    // byte-level strings
+}
+
+// parseTokenizerJSON scans tokenizer.json.
+func parseTokenizerJSON(data []byte) (tokenizerJSON, modelJSON, error) {
+	var tj tokenizerJSON
+	var m modelJSON
+	small := map[string]json.RawMessage{}
+	s := &scanner{b: data}
+	err := s.object(func(key string) error {
+		if key != "model" {
+			raw, err := s.skip()
+			small[key] = raw
+			return err
+		}
+		return s.object(func(k string) error {
+			switch k {
+			case "vocab":
+				m.vocab = make(map[string]int, len(data)/60)
+				return s.object(func(tok string) error {
+					id, err := s.integer()
+					m.vocab[byteLevelString(tok)] = id
+					return err
+				})
+			case "merges":
+				m.merges = make([][2]string, 0, len(data)/40)
+				return s.array(func() error {
+					if s.peek() == '[' {
+						var pair [2]string
+						n := 0
+						err := s.array(func() error {
+							v, err := s.str()
+							if n < 2 {
+								pair[n] = v
+							}
+							n++
+							return err
+						})
+						if err == nil && n != 2 {
+							err = s.errorf("merge %d has %d parts", len(m.merges), n)
+						}
+						m.merges = append(m.merges, pair)
+						return err
+					}
+					v, err := s.str()
+					if err != nil {
+						return err
+					}
+					a, b, ok := strings.Cut(v, " ")
+					if !ok {
+						return s.errorf("merge %q has no space", v)
+					}
+					m.merges = append(m.merges, [2]string{a, b})
+					return nil
+				})
+			}
+			raw, err := s.skip()
+			if err != nil {
+				return err
+			}
+			var dst any
+			switch k {
+			case "type":
+				dst = &m.Type
+			case "ignore_merges":
+				dst = &m.IgnoreMerges
+			case "continuing_subword_prefix":
+				dst = &m.Prefix
+			case "end_of_word_suffix":
+				dst = &m.Suffix
+			case "byte_fallback":
+				dst = &m.ByteFallback
+			default:
+				return nil
+			}
+			if string(raw) == "null" {
+				return nil
+			}
+			if err := json.Unmarshal(raw, dst); err != nil {
+				return fmt.Errorf("model.%s: %w", k, err)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return tj, m, fmt.Errorf("parse tokenizer.json: %w", err)
+	}
+	for k, dst := range map[string]any{"added_tokens": &tj.AddedTokens} {
+		if raw, ok := small[k]; ok {
+			if err := json.Unmarshal(raw, dst); err != nil {
+				return tj, m, fmt.Errorf("parse tokenizer.json %s: %w", k, err)
+			}
+		}
+	}
+	tj.Normalizer, tj.PreTokenizer = small["normalizer"], small["pre_tokenizer"]
+	tj.PostProcessor, tj.Decoder = small["post_processor"], small["decoder"]
+	return tj, m, nil
 }
 
 // FromFiles builds a tokenizer from the contents of tokenizer.json and
@@ -103,28 +203,24 @@ func FromFiles(tokJSON, cfgJSON []byte, opts ...Option) (*Tokenizer, error) {
 		f(&o)
 	}
 	initClasses()
-	var tj tokenizerJSON
-	if err := json.Unmarshal(tokJSON, &tj); err != nil {
-		return nil, fmt.Errorf("parse tokenizer.json: %w", err)
+	tj, mj, err := parseTokenizerJSON(tokJSON)
+	if err != nil {
+		return nil, err
 	}
-	if tj.Model.Type != "BPE" {
-		return nil, fmt.Errorf("tokenizer model %q is not supported (only byte-level BPE)", tj.Model.Type)
+	if mj.Type != "BPE" {
+		return nil, fmt.Errorf("tokenizer model %q is not supported (only byte-level BPE)", mj.Type)
 	}
-	if (tj.Model.Prefix != nil && *tj.Model.Prefix != "") || (tj.Model.Suffix != nil && *tj.Model.Suffix != "") {
+	if mj.Prefix != "" || mj.Suffix != "" {
 		return nil, fmt.Errorf("BPE with subword prefixes/suffixes is not supported")
 	}
 	if err := checkByteLevelDecoder(tj.Decoder); err != nil {
 		return nil, err
 	}
 	t := &Tokenizer{added: map[string]int{}}
-	m := &bpeModel{
-		vocab:        make(map[string]int, len(tj.Model.Vocab)),
-		ignoreMerges: tj.Model.IgnoreMerges,
-		cache:        map[string][]int32{},
-	}
+	m := &bpeModel{vocab: mj.vocab, ignoreMerges: mj.IgnoreMerges, cache: map[string][]int32{}}
 	t.model = m
 	maxID := -1
-	for _, id := range tj.Model.Vocab {
+	for _, id := range m.vocab {
 		maxID = max(maxID, id)
 	}
 	for _, a := range tj.AddedTokens {
@@ -132,13 +228,12 @@ func FromFiles(tokJSON, cfgJSON []byte, opts ...Option) (*Tokenizer, error) {
 	}
 	t.tokBytes = make([][]byte, maxID+1)
 	t.special = make([]bool, maxID+1)
-	for s, id := range tj.Model.Vocab {
+	for s, id := range m.vocab {
 		if id < 0 {
 			return nil, fmt.Errorf("vocab entry %q has negative id", s)
 		}
-		b, _ := byteLevelDecode(s)
-		m.vocab[string(b)] = id
-		t.tokBytes[id] = b
+		// Share the key's bytes; neither side is ever modified.
+		t.tokBytes[id] = unsafe.Slice(unsafe.StringData(s), len(s))
 	}
 	for i := range m.byteID {
 		id, ok := m.vocab[string([]byte{byte(i)})]
@@ -147,7 +242,7 @@ func FromFiles(tokJSON, cfgJSON []byte, opts ...Option) (*Tokenizer, error) {
 		}
 		m.byteID[i] = int32(id)
 	}
-	if err := t.loadMerges(tj.Model.Merges); err != nil {
+	if err := t.loadMerges(mj.merges); err != nil {
 		return nil, err
 	}
 
@@ -168,7 +263,6 @@ func FromFiles(tokJSON, cfgJSON []byte, opts ...Option) (*Tokenizer, error) {
 		t.tokBytes[a.ID] = []byte(a.Content)
 		t.special[a.ID] = a.Special
 	}
-	var err error
 	if t.normalize, err = buildNormalizer(tj.Normalizer); err != nil {
 		return nil, err
 	}
@@ -190,31 +284,16 @@ func FromFiles(tokJSON, cfgJSON []byte, opts ...Option) (*Tokenizer, error) {
 	return t, nil
 }
 
-func (t *Tokenizer) loadMerges(raw json.RawMessage) error {
-	var pairs [][2]string
-	var flat []string
-	if err := json.Unmarshal(raw, &flat); err != nil {
-		if err2 := json.Unmarshal(raw, &pairs); err2 != nil {
-			return fmt.Errorf("parse merges: %w", err2)
-		}
-	} else {
-		pairs = make([][2]string, len(flat))
-		for i, s := range flat {
-			a, b, ok := strings.Cut(s, " ")
-			if !ok {
-				return fmt.Errorf("merge %d %q has no space", i, s)
-			}
-			pairs[i] = [2]string{a, b}
-		}
-	}
+func (t *Tokenizer) loadMerges(pairs [][2]string) error {
 	m := t.model
 	m.merges = make(map[uint64]merge, len(pairs))
+	var buf []byte
 	for rank, p := range pairs {
-		a, _ := byteLevelDecode(p[0])
-		b, _ := byteLevelDecode(p[1])
-		ia, oka := m.vocab[string(a)]
-		ib, okb := m.vocab[string(b)]
-		im, okm := m.vocab[string(a)+string(b)]
+		a, b := byteLevelString(p[0]), byteLevelString(p[1])
+		ia, oka := m.vocab[a]
+		ib, okb := m.vocab[b]
+		buf = append(append(buf[:0], a...), b...)
+		im, okm := m.vocab[string(buf)]
 		if !oka || !okb || !okm {
 			return fmt.Errorf("merge %d (%q %q) refers to tokens missing from the vocabulary", rank, p[0], p[1])
 		}
