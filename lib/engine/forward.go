@@ -240,40 +240,54 @@ func (m *Model) attention(ws *workspace, rows []row, layer int) {
 	wg.Wait()
 }
 
+// attendRow computes one row's attention output. The query heads that share
+// a KV head are processed together, so each cached key and value row is
+// read once per group rather than once per head.
 func (m *Model) attendRow(ws *workspace, rows []row, i, layer, worker int) {
 	c := m.cfg
 	r := rows[i]
 	hd, kvd := c.HeadDim, c.KVHeads*c.HeadDim
 	group := c.Heads / c.KVHeads
 	npos := r.pos + 1
-	if cap(ws.scores[worker]) < npos {
-		ws.scores[worker] = make([]float32, npos*2)
+	if cap(ws.scores[worker]) < group*npos {
+		ws.scores[worker] = make([]float32, 2*group*npos)
 	}
-	scores := ws.scores[worker][:npos]
+	scores := ws.scores[worker][:group*npos]
 	keys, vals := r.seq.k[layer], r.seq.v[layer]
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	out := ws.att[i]
-	for h := range c.Heads {
-		q := ws.q[i][h*hd : (h+1)*hd]
-		off := (h / group) * hd
-		mx := float32(math.Inf(-1))
+	for kvh := range c.KVHeads {
+		off := kvh * hd
+		h0 := kvh * group
 		for t := range npos {
-			s := dot1(keys[t*kvd+off:t*kvd+off+hd], q) * scale
-			scores[t] = s
-			mx = max(mx, s)
+			k := keys[t*kvd+off : t*kvd+off+hd]
+			for g := range group {
+				scores[g*npos+t] = dot1(k, ws.q[i][(h0+g)*hd:(h0+g+1)*hd]) * scale
+			}
 		}
-		var sum float64
-		for t, s := range scores {
-			e := float32(math.Exp(float64(s - mx)))
-			scores[t] = e
-			sum += float64(e)
+		for g := range group {
+			sc := scores[g*npos : (g+1)*npos]
+			mx := float32(math.Inf(-1))
+			for _, s := range sc {
+				mx = max(mx, s)
+			}
+			var sum float64
+			for t, s := range sc {
+				e := float32(math.Exp(float64(s - mx)))
+				sc[t] = e
+				sum += float64(e)
+			}
+			inv := float32(1 / sum)
+			for t := range sc {
+				sc[t] *= inv
+			}
+			clear(out[(h0+g)*hd : (h0+g+1)*hd])
 		}
-		inv := float32(1 / sum)
-		o := out[h*hd : (h+1)*hd]
-		clear(o)
-		for t, p := range scores {
-			p *= inv
-			axpy(o, p, vals[t*kvd+off:t*kvd+off+hd])
+		for t := range npos {
+			v := vals[t*kvd+off : t*kvd+off+hd]
+			for g := range group {
+				axpy(out[(h0+g)*hd:(h0+g+1)*hd], scores[g*npos+t], v)
+			}
 		}
 	}
 }
