@@ -143,3 +143,39 @@ func BenchmarkSaveCheckpointQwen3_8B(b *testing.B) {
 	b.ReportMetric(float64(size)/1e6/sec, "MB/s")
 	b.ReportMetric(float64(size)/1e6, "MB")
 }
+
+// BenchmarkArchiveDownload measures serving a materialised archive (Llama-3.1-8B
+// rank 32 training checkpoint, ~350 MB) over loopback to a discarding client.
+func BenchmarkArchiveDownload(b *testing.B) {
+	dir := b.TempDir()
+	m := fmt.Sprintf(`{"owner_key": %q, "runs": [{"base_model": "meta-llama/Llama-3.1-8B", "lora_rank": 32, "checkpoints": [{"kind": "weights", "name": "big"}]}]}`, key)
+	if _, err := Import(b.Context(), dir, strings.NewReader(m), t0); err != nil {
+		b.Fatal(err)
+	}
+	s, err := Open(Options{DataDir: dir, SweepInterval: -1, ArchiveSyncLimit: 1 << 40})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	base, _ := s.Start("127.0.0.1:0")
+	runs, _ := s.st.ListRuns(OwnerURN(key), false, time.Now(), 1, 0)
+	req, _ := http.NewRequest("GET", base+"/api/v1/training_runs/"+runs[0].ID+"/checkpoints/weights/big/archive", nil)
+	req.Header.Set("X-API-Key", key)
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noRedirect.Do(req)
+	if err != nil || resp.StatusCode != 302 {
+		b.Fatalf("archive: %v %v", err, resp)
+	}
+	loc := resp.Header.Get("Location")
+	var n int64
+	b.ResetTimer()
+	for b.Loop() {
+		resp, err := http.Get(loc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	b.SetBytes(n)
+}
