@@ -587,7 +587,7 @@ func (s *Server) asample(w http.ResponseWriter, r *http.Request, owner string, _
 		} `json:"prompt"`
 		SamplingParams struct {
 			MaxTokens   *int            `json:"max_tokens"`
-			Seed        *int64          `json:"seed"`
+			Seed        json.Number     `json:"seed"`
 			Stop        json.RawMessage `json:"stop"`
 			Temperature *float64        `json:"temperature"`
 			TopK        *int            `json:"top_k"`
@@ -600,7 +600,14 @@ func (s *Server) asample(w http.ResponseWriter, r *http.Request, owner string, _
 		return e
 	}
 	req := SampleRequest{NumSamples: 1, MaxTokens: 16, Temperature: 1, TopK: -1, TopP: 1,
-		PromptLogprobs: body.PromptLogprobs, TopKPromptLogprobs: body.TopKPromptLogprobs, Seed: body.SamplingParams.Seed}
+		PromptLogprobs: body.PromptLogprobs, TopKPromptLogprobs: body.TopKPromptLogprobs}
+	if sd := body.SamplingParams.Seed; sd != "" {
+		seed, err := foldSeed(string(sd))
+		if err != nil {
+			return errorf(http.StatusUnprocessableEntity, "sampling_params.seed must be an integer, got %s", sd)
+		}
+		req.Seed = &seed
+	}
 	session := ""
 	switch {
 	case body.SamplingSessionID != "":
@@ -643,27 +650,26 @@ func (s *Server) asample(w http.ResponseWriter, r *http.Request, owner string, _
 	if body.NumSamples != nil {
 		req.NumSamples = *body.NumSamples
 	}
-	if v := body.SamplingParams; true {
-		if v.MaxTokens != nil {
-			req.MaxTokens = *v.MaxTokens
-		}
-		if v.Temperature != nil {
-			req.Temperature = *v.Temperature
-		}
-		if v.TopK != nil {
-			req.TopK = *v.TopK
-		}
-		if v.TopP != nil {
-			req.TopP = *v.TopP
-		}
-		if len(v.Stop) > 0 && string(v.Stop) != "null" {
-			var one string
-			if json.Unmarshal(v.Stop, &one) == nil {
-				req.StopStrings = []string{one}
-			} else if json.Unmarshal(v.Stop, &req.StopStrings) != nil {
-				if json.Unmarshal(v.Stop, &req.StopTokens) != nil {
-					return errorf(http.StatusUnprocessableEntity, "sampling_params.stop must be a string, a list of strings or a list of token ids")
-				}
+	v := body.SamplingParams
+	if v.MaxTokens != nil {
+		req.MaxTokens = *v.MaxTokens
+	}
+	if v.Temperature != nil {
+		req.Temperature = *v.Temperature
+	}
+	if v.TopK != nil {
+		req.TopK = *v.TopK
+	}
+	if v.TopP != nil {
+		req.TopP = *v.TopP
+	}
+	if len(v.Stop) > 0 && string(v.Stop) != "null" {
+		var one string
+		if json.Unmarshal(v.Stop, &one) == nil {
+			req.StopStrings = []string{one}
+		} else if json.Unmarshal(v.Stop, &req.StopStrings) != nil {
+			if json.Unmarshal(v.Stop, &req.StopTokens) != nil {
+				return errorf(http.StatusUnprocessableEntity, "sampling_params.stop must be a string, a list of strings or a list of token ids")
 			}
 		}
 	}
@@ -708,6 +714,16 @@ func (s *Server) asample(w http.ResponseWriter, r *http.Request, owner string, _
 	}
 	writeJSON(w, 200, map[string]any{"request_id": f.id, "sample_sequence_ids": ids})
 	return nil
+}
+
+// foldSeed accepts any 64-bit integer seed (signed or unsigned) and folds
+// it into int63, as the service does.
+func foldSeed(s string) (int64, error) {
+	if u, err := strconv.ParseUint(s, 10, 64); err == nil {
+		return int64(u & (1<<63 - 1)), nil
+	}
+	i, err := strconv.ParseInt(s, 10, 64)
+	return i & (1<<63 - 1), err
 }
 
 // sampleJSON is the legacy JSON form of a sample result.
