@@ -10,7 +10,7 @@ import (
 const (
 	clL  uint16 = 1 << iota // \p{L}
 	clN                     // \p{N}
-	clWS                    // \s: Unicode White_Space, as in Rust's regex crate
+	clWS                    // \s: Unicode White_Space, as in Oniguruma (HF tokenizers)
 	clLu                    // \p{Lu}
 	clLt                    // \p{Lt}
 	clLl                    // \p{Ll}

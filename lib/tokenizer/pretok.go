@@ -16,8 +16,8 @@ type preTokenizer interface {
 
 // matchFunc returns the end of the match of a Split pattern that starts at
 // byte offset i of s, or -1. The hand-written matchers reproduce the
-// leftmost-first backtracking semantics of the regexes (as the Rust regex /
-// onig engines behind Hugging Face tokenizers evaluate them), including the
+// leftmost-first backtracking semantics of the regexes (as Oniguruma, the
+// engine behind Hugging Face tokenizers, evaluates them), including the
 // look-ahead \s+(?!\S) that Go's regexp package cannot express.
 type matchFunc func(s string, i int) int
 
@@ -139,7 +139,7 @@ func classAt(s string, i int) uint16 {
 }
 
 // contraction matches (?i:'s|'t|'re|'ve|'m|'ll|'d) at i. Case-insensitive
-// matching uses Unicode simple case folding, as the Rust regex crate does,
+// matching uses Unicode case folding, as Oniguruma (HF tokenizers) does,
 // so "'ſ" (U+017F LATIN SMALL LETTER LONG S) matches like "'s".
 func contraction(s string, i int) int {
 	if i+1 >= len(s) || s[i] != '\'' {
