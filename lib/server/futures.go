@@ -298,11 +298,11 @@ func (s *Server) createModel(w http.ResponseWriter, r *http.Request, owner strin
 		BaseModel    string            `json:"base_model"`
 		UserMetadata map[string]string `json:"user_metadata"`
 		LoraConfig   *struct {
-			Rank         int     `json:"rank"`
-			Seed         *uint64 `json:"seed"`
-			TrainUnembed *bool   `json:"train_unembed"`
-			TrainMLP     *bool   `json:"train_mlp"`
-			TrainAttn    *bool   `json:"train_attn"`
+			Rank         int         `json:"rank"`
+			Seed         json.Number `json:"seed"`
+			TrainUnembed *bool       `json:"train_unembed"`
+			TrainMLP     *bool       `json:"train_mlp"`
+			TrainAttn    *bool       `json:"train_attn"`
 		} `json:"lora_config"`
 	}
 	if e := decodeBody(r, &body); e != nil {
@@ -324,8 +324,12 @@ func (s *Server) createModel(w http.ResponseWriter, r *http.Request, owner strin
 		UserMetadata: body.UserMetadata, CreatedAt: s.now(), LastRequestTime: s.now()}
 	if lc := body.LoraConfig; lc != nil {
 		run.LoraRank = lc.Rank
-		if lc.Seed != nil {
-			run.Seed = *lc.Seed >> 1 // SQLite integers are signed 64-bit
+		if lc.Seed != "" {
+			seed, err := foldSeed(string(lc.Seed)) // SQLite integers are signed 64-bit
+			if err != nil {
+				return errorf(http.StatusUnprocessableEntity, "lora_config.seed must be an integer, got %s", lc.Seed)
+			}
+			run.Seed = uint64(seed)
 		}
 		for _, p := range []struct {
 			v   *bool
