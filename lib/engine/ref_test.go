@@ -15,9 +15,24 @@ type refModel struct {
 	ts    Tensors
 	lora  Tensors // PEFT-named, may be nil
 	scale float64
+	cache map[string][][]float64
 }
 
+// weight returns a matrix in float64 with any adapter merged (memoized: the
+// reference is rerun for every generated token).
 func (r *refModel) weight(name string) [][]float64 {
+	if w, ok := r.cache[name]; ok {
+		return w
+	}
+	if r.cache == nil {
+		r.cache = map[string][][]float64{}
+	}
+	w := r.convert(name)
+	r.cache[name] = w
+	return w
+}
+
+func (r *refModel) convert(name string) [][]float64 {
 	t, ok := r.ts[name]
 	if !ok {
 		panic("ref: missing " + name)
@@ -190,7 +205,10 @@ func (r *refModel) logits(tokens []int) [][]float64 {
 	wh := r.weight(head)
 	if r.lora != nil && c.TieWordEmbeddings {
 		// A tied model's lm_head adapter applies to the output use only.
-		wh = r.tiedHead()
+		if r.cache["tied lm_head"] == nil {
+			r.cache["tied lm_head"] = r.tiedHead()
+		}
+		wh = r.cache["tied lm_head"]
 	}
 	out := make([][]float64, len(xs))
 	for p, x := range xs {
@@ -203,7 +221,7 @@ func (r *refModel) tiedHead() [][]float64 {
 	saved := r.ts["lm_head.weight"]
 	_, had := r.ts["lm_head.weight"]
 	r.ts["lm_head.weight"] = r.ts["model.embed_tokens.weight"]
-	w := r.weight("lm_head.weight")
+	w := r.convert("lm_head.weight")
 	if had {
 		r.ts["lm_head.weight"] = saved
 	} else {
