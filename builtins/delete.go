@@ -305,7 +305,7 @@ func checkpointDelete(thread *starlark.Thread, b *starlark.Builtin, args starlar
 		}
 	}
 	if dryRun || len(paths) == 0 {
-		return &DeleteResult{DryRun: true, Planned: paths}, nil
+		return &DeleteResult{DryRun: dryRun, Planned: paths}, nil
 	}
 	if !yes {
 		if !env.Interactive || env.Confirm == nil {

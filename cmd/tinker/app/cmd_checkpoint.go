@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tinkershell/tinker/builtins"
@@ -68,6 +69,8 @@ func init() {
 			"delete": {
 				Name:    "delete",
 				Summary: "Delete checkpoints.",
+				Help: "Delete checkpoints given by path, or a run's checkpoints (--run-id)\n" +
+					"filtered by --type, --before and --after. Asks first unless -y is given.",
 				Args:    []argSpec{{Name: "CHECKPOINT_PATHS", Optional: true, Variadic: true}},
 				Flags: []flagSpec{
 					{Long: "--run-id", Kind: flagString, Metavar: "TEXT", Help: "Delete checkpoints of this training run (with optional filters)."},
@@ -335,7 +338,6 @@ func confirm(in io.Reader, out io.Writer, question string) (bool, error) {
 		fmt.Fprintf(out, "%s [y/N]: ", question)
 		line, err := br.ReadString('\n')
 		if err != nil && (line == "" || !errors.Is(err, io.EOF)) {
-			fmt.Fprintln(out)
 			return false, errPromptAbort
 		}
 		switch strings.ToLower(strings.TrimSpace(line)) {
@@ -376,17 +378,16 @@ func checkpointDownload(r *apiRun) error {
 	if _, err := parsePath(path); err != nil {
 		return err
 	}
-	var bar *clickProgress
+	bar := &lazyBar{start: func() *clickProgress { return r.bar("Downloading archive", 0) }}
 	res, err := builtins.DownloadCheckpoint(r.ctx, c, path, builtins.DownloadOptions{
 		Output: output,
 		Force:  force,
 		Notice: func(p tinkerapi.Path) {
 			fmt.Fprintf(r.io.Err, "Creating checkpoint archive for run id: %s checkpoint id: %s (this may take a while)\n", p.RunID, p.CheckpointID)
-			bar = r.bar("Downloading archive", 0)
 		},
-		Progress: lazyProgress{&bar},
+		Progress: bar,
 	})
-	bar.Finish()
+	bar.p.Finish()
 	if err != nil {
 		return err
 	}
@@ -398,12 +399,22 @@ func checkpointDownload(r *apiRun) error {
 	return r.show(&builtins.DownloadResult{Path: path, Destination: res.Path, Size: res.ContentLength, Files: res.Files, Bytes: res.Bytes})
 }
 
-// lazyProgress forwards to a bar created after the archive was requested.
-type lazyProgress struct{ p **clickProgress }
+// lazyBar draws its bar only once the archive download starts, so a
+// failed archive request prints no progress label (as in the official CLI).
+type lazyBar struct {
+	start func() *clickProgress
+	once  sync.Once
+	p     *clickProgress
+}
 
-func (l lazyProgress) SetTotal(n int64) { (*l.p).SetTotal(n) }
-func (l lazyProgress) Set(n int64)      { (*l.p).Set(n) }
-func (l lazyProgress) Add(n int64)      { (*l.p).Add(n) }
+func (l *lazyBar) bar() *clickProgress {
+	l.once.Do(func() { l.p = l.start() })
+	return l.p
+}
+
+func (l *lazyBar) SetTotal(n int64) { l.bar().SetTotal(n) }
+func (l *lazyBar) Set(n int64)      { l.bar().Set(n) }
+func (l *lazyBar) Add(n int64)      { l.bar().Add(n) }
 
 func checkpointPushHF(r *apiRun) error {
 	path := r.args[0]
