@@ -71,7 +71,7 @@ func init() {
 				Summary: "Delete checkpoints.",
 				Help: "Delete checkpoints given by path, or a run's checkpoints (--run-id)\n" +
 					"filtered by --type, --before and --after. Asks first unless -y is given.",
-				Args:    []argSpec{{Name: "CHECKPOINT_PATHS", Optional: true, Variadic: true}},
+				Args: []argSpec{{Name: "CHECKPOINT_PATHS", Optional: true, Variadic: true}},
 				Flags: []flagSpec{
 					{Long: "--run-id", Kind: flagString, Metavar: "TEXT", Help: "Delete checkpoints of this training run (with optional filters)."},
 					{Long: "--type", Kind: flagString, Metavar: "TEXT", Help: "Only this type: weights or sampler_weights."},
