@@ -4,6 +4,7 @@
 package chat
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -210,4 +211,18 @@ func (roleColon) stops(tok *tokenizer.Tokenizer) ([]int, []string, error) {
 		}
 	}
 	return ids, []string{"\n\nUser:"}, nil
+}
+
+// NewForModel returns the default renderer of a Tinker base model with its
+// tokenizer (found or downloaded as tokenizer.ForModel does).
+func NewForModel(ctx context.Context, baseModel string) (Renderer, error) {
+	name := ForModel(baseModel)
+	if name == "" {
+		return nil, fmt.Errorf("no default chat renderer for %s: pass one of %s", baseModel, strings.Join(Names(), ", "))
+	}
+	tok, err := tokenizer.ForModel(ctx, baseModel)
+	if err != nil {
+		return nil, err
+	}
+	return New(name, tok)
 }

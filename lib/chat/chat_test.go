@@ -292,3 +292,10 @@ func TestForModel(t *testing.T) {
 		t.Errorf("unknown renderer error: %v", err)
 	}
 }
+
+func TestNewForModelUnknown(t *testing.T) {
+	_, err := NewForModel(t.Context(), "moonshotai/Kimi-K2-Thinking")
+	if err == nil || !strings.Contains(err.Error(), "Kimi-K2-Thinking") || !strings.Contains(err.Error(), "role_colon") {
+		t.Fatalf("err = %v", err)
+	}
+}

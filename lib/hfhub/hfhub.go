@@ -91,6 +91,9 @@ func FromEnv() *Hub {
 		h.CacheDir = filepath.Join(home, "hub")
 	}
 	if h.Token == "" {
+		h.Token = os.Getenv("HUGGING_FACE_HUB_TOKEN") // older name, still honoured by huggingface_hub
+	}
+	if h.Token == "" {
 		path := os.Getenv("HF_TOKEN_PATH")
 		if path == "" {
 			path = filepath.Join(home, "token")
@@ -195,7 +198,7 @@ func (h *Hub) Resolve(ctx context.Context, repoID, revision string) (string, err
 
 type notFound struct{ url string }
 
-func (e notFound) Error() string { return "not found: " + e.url }
+func (e notFound) Error() string { return "not found" }
 
 // download fetches one file into blobs/ and links it from snapshots/<commit>/.
 func (h *Hub) download(ctx context.Context, repoID, revision, name string) (commit string, err error) {
@@ -207,7 +210,7 @@ func (h *Hub) download(ctx context.Context, repoID, revision, name string) (comm
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
-		return "", fmt.Errorf("tokenizer %s: %s not found on %s (HTTP 404): %w", repoID, name, h.Endpoint, notFound{u})
+		return "", fmt.Errorf("tokenizer %s: no %s at revision %s on %s (HTTP 404); check the repo id, or download it with `huggingface-cli download %s` into %s: %w", repoID, name, revision, h.Endpoint, repoID, h.CacheDir, notFound{u})
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		hint := "set HF_TOKEN to a token that can read it"
 		if h.Token != "" {

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -196,5 +197,37 @@ func TestStreamDecodesSplitCharacters(t *testing.T) {
 	}
 	if cut == nil {
 		t.Fatal("expected some prefix to end inside a character")
+	}
+}
+
+// A tokenizer is shared by the whole process; encoding from many goroutines
+// (with the piece cache filling up concurrently) must give the same ids.
+func TestConcurrentEncode(t *testing.T) {
+	tk := loadFamily(t, family{"qwen3"})
+	corpus := buildCorpus(tk, 400)
+	want := make([][]int, len(corpus))
+	for i, s := range corpus {
+		want[i] = tk.Encode(s, false)
+	}
+	tk.model.cacheMu.Lock()
+	tk.model.cache = map[string][]int32{}
+	tk.model.cacheMu.Unlock()
+	errs := make(chan string, 8)
+	for g := 0; g < 8; g++ {
+		go func(g int) {
+			for k := range corpus {
+				i := (k*7 + g*31) % len(corpus)
+				if got := tk.Encode(corpus[i], false); !slices.Equal(got, want[i]) {
+					errs <- fmt.Sprintf("goroutine %d string %d differs", g, i)
+					return
+				}
+			}
+			errs <- ""
+		}(g)
+	}
+	for g := 0; g < 8; g++ {
+		if e := <-errs; e != "" {
+			t.Error(e)
+		}
 	}
 }
