@@ -15,8 +15,6 @@ import (
 	"github.com/tinkershell/tinker/lib/safetensors"
 )
 
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
-
 // BF16Mode says what to do with bfloat16 weight matrices.
 type BF16Mode int
 

@@ -2,8 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/tinkershell/tinker/lib/peft"
@@ -81,24 +79,36 @@ func (m *Model) WithAdapter(dir string) (*Model, error) {
 	return m.WithLoRA(l), nil
 }
 
-// LoadLoRA reads a PEFT LoRA adapter directory for a model with config c.
+// LoadLoRA reads a PEFT LoRA adapter directory (adapter_config.json and
+// adapter_model.safetensors, via lib/peft) for a model with config c. The
+// checkpoint_complete marker is not required, so adapters from elsewhere
+// load too; the server checks completeness of its own checkpoints.
 func LoadLoRA(dir string, c Config) (*LoRA, error) {
-	ac, err := readAdapterConfig(dir)
-	if err != nil {
-		return nil, err
-	}
-	f, err := safetensors.Open(filepath.Join(dir, peft.WeightsFile))
+	a, err := peft.ReadDir(dir, true)
 	if err != nil {
 		return nil, fmt.Errorf("load LoRA adapter: %w", err)
 	}
-	defer f.Close()
-	ts := make(Tensors, len(f.Tensors))
-	for i := range f.Tensors {
-		t, err := toTensor(&f.Tensors[i])
-		if err != nil {
-			return nil, fmt.Errorf("load LoRA adapter %s: %w", dir, err)
+	defer a.Close()
+	ac := a.Config
+	switch {
+	case ac.PeftType != "" && !strings.EqualFold(ac.PeftType, "LORA"):
+		return nil, fmt.Errorf("load LoRA adapter %s: peft_type %q is not LORA", dir, ac.PeftType)
+	case ac.UseDora:
+		return nil, fmt.Errorf("load LoRA adapter %s: DoRA adapters are not supported", dir)
+	case len(ac.RankPattern) > 0 || len(ac.AlphaPattern) > 0:
+		return nil, fmt.Errorf("load LoRA adapter %s: per-module rank_pattern/alpha_pattern is not supported", dir)
+	case !emptyJSON(ac.ModulesToSave):
+		return nil, fmt.Errorf("load LoRA adapter %s: modules_to_save is not supported", dir)
+	}
+	ts := make(Tensors, 2*len(a.Modules))
+	for mod, p := range a.Modules {
+		for suffix, st := range map[string]*safetensors.Tensor{".lora_A.weight": p.A, ".lora_B.weight": p.B} {
+			t, err := toTensor(st)
+			if err != nil {
+				return nil, fmt.Errorf("load LoRA adapter %s: %w", dir, err)
+			}
+			ts["base_model.model."+mod+suffix] = t
 		}
-		ts[f.Tensors[i].Name] = t
 	}
 	l, err := NewLoRA(c, ts, ac.R, float64(ac.LoraAlpha), ac.UseRslora)
 	if err != nil {
@@ -107,25 +117,15 @@ func LoadLoRA(dir string, c Config) (*LoRA, error) {
 	return l, nil
 }
 
-func readAdapterConfig(dir string) (*peft.AdapterConfig, error) {
-	b, err := os.ReadFile(filepath.Join(dir, peft.ConfigFile))
-	if err != nil {
-		return nil, fmt.Errorf("load LoRA adapter: %w", err)
+// emptyJSON reports whether a decoded JSON value is null or an empty list.
+func emptyJSON(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case []any:
+		return len(x) == 0
 	}
-	var ac peft.AdapterConfig
-	if err := jsonUnmarshal(b, &ac); err != nil {
-		return nil, fmt.Errorf("load LoRA adapter: parse %s: %w", peft.ConfigFile, err)
-	}
-	if ac.PeftType != "" && !strings.EqualFold(ac.PeftType, "LORA") {
-		return nil, fmt.Errorf("load LoRA adapter: peft_type %q is not LORA", ac.PeftType)
-	}
-	if ac.UseDora {
-		return nil, fmt.Errorf("load LoRA adapter: DoRA adapters are not supported")
-	}
-	if len(ac.RankPattern) > 0 || len(ac.AlphaPattern) > 0 {
-		return nil, fmt.Errorf("load LoRA adapter: per-module rank_pattern/alpha_pattern is not supported")
-	}
-	return &ac, nil
+	return false
 }
 
 func toTensor(t *safetensors.Tensor) (Tensor, error) {
