@@ -56,6 +56,10 @@ func (s *Server) routes() http.Handler {
 		{"POST", p("create_sampling_session"), s.createSamplingSession, false},
 		{"POST", p("asample"), s.asample, false},
 		{"POST", p("retrieve_future"), s.retrieveFuture, false},
+		{"POST", p("load_weights"), s.loadWeights, false},
+		{"POST", p("forward_backward"), s.notTraining, false},
+		{"POST", p("forward"), s.notTraining, false},
+		{"POST", p("optim_step"), s.notTraining, false},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()

@@ -227,3 +227,23 @@ func (s *Store) OwnerCheckpoints(owner string) []Checkpoint {
 	}
 	return out
 }
+
+// SetRunWeights records that a run's weights now come from seed (after
+// load_weights of a checkpoint), so later saves reproduce those weights.
+func (s *Store) SetRunWeights(runID string, seed uint64, now time.Time) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	res, err := s.db.Exec(`UPDATE runs SET seed = ?, last_request_time = ? WHERE id = ?`, int64(seed), micros(now), runID)
+	if err != nil {
+		return fmt.Errorf("load weights: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	s.mu.Lock()
+	if re := s.runs[runID]; re != nil {
+		re.run.Seed, re.run.LastRequestTime = seed, now
+	}
+	s.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,79 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tinkershell/tinker/lib/peft"
+)
+
+// TestLoadWeightsReproducesCheckpoint: a model created from a checkpoint
+// (create-via-load) saves exactly the checkpoint's weights, while a fresh
+// model with another seed does not.
+func TestLoadWeightsReproducesCheckpoint(t *testing.T) {
+	e := newEnv(t, "", Options{})
+	var sess struct {
+		SessionID string `json:"session_id"`
+	}
+	e.post("/api/v1/create_session", map[string]any{"tags": []string{}, "user_metadata": map[string]string{}, "sdk_version": "0.25.0"}, &sess)
+	var fut struct {
+		RequestID string `json:"request_id"`
+		ModelID   string `json:"model_id"`
+	}
+	save := func(model, name string, seq int) string {
+		e.post("/api/v1/save_weights", map[string]any{"model_id": model, "path": name, "seq_id": seq}, &fut)
+		_, b, _ := e.poll(fut.RequestID)
+		var res struct{ Path string }
+		json.Unmarshal(b, &res)
+		if res.Path == "" {
+			t.Fatalf("save: %s", b)
+		}
+		return res.Path
+	}
+	weights := func(path string) []byte {
+		rest := strings.TrimPrefix(path, "tinker://")
+		parts := strings.Split(rest, "/")
+		b, err := os.ReadFile(filepath.Join(e.srv.checkpointDir(parts[0], parts[1], parts[2]), peft.WeightsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	e.post("/api/v1/create_model", map[string]any{"session_id": sess.SessionID, "model_seq_id": 0, "base_model": "tinker-local/tiny-llama", "lora_config": map[string]any{"rank": 4, "seed": 11}}, &fut)
+	e.poll(fut.RequestID)
+	src := save(fut.ModelID, "a", 1)
+
+	e.post("/api/v1/load_weights", map[string]any{"session_id": sess.SessionID, "model_seq_id": 1, "path": src, "optimizer": false}, &fut)
+	_, b, _ := e.poll(fut.RequestID)
+	if !strings.Contains(string(b), `"type":"load_weights"`) || fut.ModelID != sess.SessionID+":train:1" {
+		t.Fatalf("load_weights = %s (%s)", b, fut.ModelID)
+	}
+	loaded := save(fut.ModelID, "b", 2)
+	if !bytes.Equal(weights(src), weights(loaded)) {
+		t.Error("weights saved after load differ from the loaded checkpoint")
+	}
+	e.post("/api/v1/create_model", map[string]any{"session_id": sess.SessionID, "model_seq_id": 2, "base_model": "tinker-local/tiny-llama", "lora_config": map[string]any{"rank": 4, "seed": 12}}, &fut)
+	e.poll(fut.RequestID)
+	other := fut.ModelID
+	if bytes.Equal(weights(src), weights(save(other, "c", 1))) {
+		t.Error("a different seed gave the same weights")
+	}
+	// Legacy mode into an existing model, then saves match the source.
+	e.post("/api/v1/load_weights", map[string]any{"model_id": other, "seq_id": 2, "path": src, "optimizer": true}, &fut)
+	e.poll(fut.RequestID)
+	if !bytes.Equal(weights(src), weights(save(other, "d", 3))) {
+		t.Error("legacy load_weights did not adopt the checkpoint's weights")
+	}
+	// Mismatched shapes are refused; training endpoints say clearly they are unsupported.
+	e.post("/api/v1/create_model", map[string]any{"session_id": sess.SessionID, "model_seq_id": 3, "base_model": "tinker-local/tiny-qwen3", "lora_config": map[string]any{"rank": 4}}, &fut)
+	if code, _, _ := e.do("POST", "/api/v1/load_weights", map[string]any{"model_id": fut.ModelID, "path": src, "optimizer": false}); code != 400 {
+		t.Errorf("mismatched load = %d", code)
+	}
+	if code, b, _ := e.do("POST", "/api/v1/optim_step", map[string]any{}); code != 400 || !strings.Contains(string(b), "does not train") {
+		t.Errorf("optim_step = %d %s", code, b)
+	}
+}
