@@ -108,7 +108,23 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, owner string, 
 	if e != nil {
 		return e
 	}
-	runs, total := s.st.ListRuns(owner, acc, s.now(), limit, offset)
+	var runs []store.RunView
+	var total int
+	if project := r.URL.Query().Get("project_id"); project != "" {
+		all, _ := s.st.ListRuns(owner, acc, s.now(), -1, 0)
+		var in []store.RunView
+		for _, v := range all {
+			if se, _, _, ok := s.st.Session(v.SessionID); ok && se.ProjectID == project {
+				in = append(in, v)
+			}
+		}
+		total = len(in)
+		if offset < len(in) {
+			runs = in[offset:min(len(in), offset+limit)]
+		}
+	} else {
+		runs, total = s.st.ListRuns(owner, acc, s.now(), limit, offset)
+	}
 	out := make([]runJSON, len(runs))
 	for i, v := range runs {
 		out[i] = toRunJSON(v)

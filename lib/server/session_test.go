@@ -169,6 +169,11 @@ func TestSessionModelSaveSampleFlow(t *testing.T) {
 	if code, _, _ := e.do("PUT", "/api/v1/sessions/"+sess.SessionID+"/project", map[string]string{"project_id": "p1"}); code != 200 {
 		t.Errorf("set project = %d", code)
 	}
+	for project, want := range map[string]string{"p1": `"total_count":1`, "p2": `"total_count":0`} {
+		if code, b, _ := e.do("GET", "/api/v1/training_runs?project_id="+project, nil); code != 200 || !strings.Contains(string(b), want) {
+			t.Errorf("runs in %s = %d %s", project, code, b)
+		}
+	}
 
 	// Trace export: pending, then ready with a URL to Chrome-trace JSON.
 	var tr struct {
