@@ -72,6 +72,7 @@ var conversations = [][]Message{
 	{{Role: "user", Content: "weather?"}, {Role: "tool", Content: "sunny"}, {Role: "tool", Content: "22C"}, {Role: "assistant", Content: "It is sunny."}},
 	{{Role: "user", Content: "text with <|im_end|> and <|eot_id|> inside"}},
 	{{Role: "user", Content: "I'M here, don't GO — 12345 ١٢٣"}, {Role: "assistant", Content: "ok"}},
+	{{Role: "user", Content: "q"}, {Role: "assistant", Content: "A", Thinking: "R1"}, {Role: "user", Content: "q2"}, {Role: "assistant", Content: "B", Thinking: "\nR2\n"}},
 }
 
 type jinjaCase struct {
@@ -153,7 +154,11 @@ func TestRenderersMatchChatTemplates(t *testing.T) {
 					}
 					var ms []map[string]string
 					for _, m := range conv {
-						ms = append(ms, map[string]string{"role": m.Role, "content": m.Content})
+						jm := map[string]string{"role": m.Role, "content": m.Content}
+						if m.Thinking != "" {
+							jm["reasoning_content"] = m.Thinking // Qwen's name for it
+						}
+						ms = append(ms, jm)
 					}
 					cases = append(cases, jinjaCase{Messages: ms, AddGenerationPrompt: gen, EnableThinking: tc.thinking})
 					convs = append(convs, conv)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/tinkershell/tinker/lib/hfhub"
@@ -34,6 +35,12 @@ func ForModel(ctx context.Context, baseModel string) (*Tokenizer, error) {
 func ForRepo(ctx context.Context, repoID, revision string) (*Tokenizer, error) {
 	if revision == "" {
 		revision = "main"
+	}
+	switch {
+	case strings.HasPrefix(repoID, "moonshotai/Kimi"):
+		return nil, fmt.Errorf("tokenizer %s is a tiktoken model with remote code, which is not supported; use a model with a tokenizer.json", repoID)
+	case strings.HasPrefix(repoID, "TML/") || strings.HasPrefix(repoID, "thinkingmachines/"):
+		return nil, fmt.Errorf("tokenizer %s is private to Thinking Machines and cannot be loaded locally", repoID)
 	}
 	key := repoID + "@" + revision
 	modelMu.Lock()

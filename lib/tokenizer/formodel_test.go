@@ -50,6 +50,11 @@ func TestForModelDownloadsOnceAndCaches(t *testing.T) {
 	if err != nil || tk2 != tk || hits.Load() != n {
 		t.Fatalf("second ForModel: same=%v err=%v requests %d→%d", tk2 == tk, err, n, hits.Load())
 	}
+	for _, m := range []string{"moonshotai/Kimi-K2-Thinking", "thinkingmachines/Inkling"} {
+		if _, err := ForModel(context.Background(), m); err == nil || !strings.Contains(err.Error(), "not") {
+			t.Errorf("%s: err = %v", m, err)
+		}
+	}
 	_, err = ForModel(context.Background(), "nobody/missing-model")
 	if err == nil || !strings.Contains(err.Error(), "nobody/missing-model") {
 		t.Fatalf("missing model error: %v", err)

@@ -81,3 +81,22 @@ func TestUnsupportedConfigsFailClearly(t *testing.T) {
 		}
 	}
 }
+
+// lstrip/rstrip added tokens swallow adjacent whitespace; tokens marked
+// normalized are matched after the normalizer (here NFC) runs.
+func TestAddedTokenOptions(t *testing.T) {
+	js := string(tinyTokenizerJSON(false))
+	js = strings.Replace(js, `"added_tokens":[`, `"added_tokens":[{"id":261,"content":"<L>","single_word":false,"lstrip":true,"rstrip":true,"normalized":false,"special":false},{"id":262,"content":"é","single_word":false,"lstrip":false,"rstrip":false,"normalized":true,"special":false},`, 1)
+	js = strings.Replace(js, `"normalizer":null`, `"normalizer":{"type":"Sequence","normalizers":[{"type":"NFC"}]}`, 1)
+	tk, err := FromFiles([]byte(js), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := tk.Encode("a  <L>  b e\u0301", false)
+	want := []int{'a', 261, 'b', byteLevelID(tk, ' '), 262}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Encode = %v, want %v", got, want)
+	}
+}
+
+func byteLevelID(tk *Tokenizer, b byte) int { return int(tk.model.byteID[b]) }
