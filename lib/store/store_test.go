@@ -135,3 +135,19 @@ func TestImport(t *testing.T) {
 		t.Fatal("failed import left a run")
 	}
 }
+
+func TestDurabilityPragmas(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var mode string
+	var sync int
+	if err := s.db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
+		t.Errorf("journal_mode = %q %v", mode, err)
+	}
+	if err := s.db.QueryRow(`PRAGMA synchronous`).Scan(&sync); err != nil || sync != 2 {
+		t.Errorf("synchronous = %d (want 2 = FULL) %v", sync, err)
+	}
+}
