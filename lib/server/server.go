@@ -272,8 +272,6 @@ func OwnerURN(apiKey string) string {
 	return "tml:organization_user:" + uuid.NewSHA1(ownerNamespace, h[:]).String()
 }
 
-type ctxKey struct{}
-
 func (s *Server) authenticate(r *http.Request) (string, *apiError) {
 	key := r.Header.Get("X-API-Key")
 	if key == "" {
@@ -353,12 +351,4 @@ func appendTS(b []byte, t time.Time) []byte {
 	b = append(b, '"')
 	b = t.UTC().AppendFormat(b, tsLayout)
 	return append(b, '"')
-}
-
-func tsPtr(t *time.Time) *ts {
-	if t == nil {
-		return nil
-	}
-	v := ts(*t)
-	return &v
 }
