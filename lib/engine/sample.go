@@ -162,31 +162,35 @@ func (m *Model) Sample(ctx context.Context, req SampleRequest) (*SampleResponse,
 		s.next, s.nextLogprob = s.sm.pick(last, s.rng)
 		seqs[i] = s
 	}
-	groups := m.groups()
-	for {
-		// Stop checks run here, on the caller's goroutine, so StopFunc and
-		// Decode are never called concurrently.
-		var active []*seqRun
-		for _, s := range seqs {
-			if s.out.StopReason != "" {
-				continue
-			}
-			s.out.Tokens = append(s.out.Tokens, s.next)
-			s.out.Logprobs = append(s.out.Logprobs, float32(s.nextLogprob))
-			if reason := m.stopReason(&req, s.out.Tokens); reason != "" {
-				s.out.StopReason = reason
-				continue
-			}
-			active = append(active, s)
-		}
-		if len(active) == 0 {
-			return resp, nil
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("sampling cancelled: %w", err)
-		}
-		m.step(groups, active)
+	// Sequences are dealt round-robin to one goroutine per group; each
+	// group decodes its batch independently (no per-token synchronisation
+	// between cores). Stop checks are serialised by mu, so StopFunc and
+	// Decode are never called concurrently.
+	groups := min(m.groups(), n)
+	var mu sync.Mutex
+	errs := make(chan error, groups)
+	for g := 1; g < groups; g++ {
+		go func() { errs <- m.decode(ctx, &req, deal(seqs, g, groups), &mu) }()
 	}
+	err := m.decode(ctx, &req, deal(seqs, 0, groups), &mu)
+	for g := 1; g < groups; g++ {
+		if e := <-errs; err == nil {
+			err = e
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// deal returns every k-th sequence starting at i.
+func deal(seqs []*seqRun, i, k int) []*seqRun {
+	var part []*seqRun
+	for ; i < len(seqs); i += k {
+		part = append(part, seqs[i])
+	}
+	return part
 }
 
 // seqRun is one sample in flight.
@@ -197,13 +201,12 @@ type seqRun struct {
 	out         *Sequence
 	next        int     // token chosen for the next position
 	nextLogprob float64 // its log-probability
-	ws          *workspace
 }
 
-// groups is how many goroutines a decode step splits its sequences over.
-// Small models are split by sequence (one fork/join per step); large ones
-// keep one batch so each weight row is read once per step for all
-// sequences, and parallelise inside each matrix product instead.
+// groups is how many goroutines share a request's sequences. Small models
+// are split by sequence; large ones keep one batch so each weight row is
+// read once per step for all sequences, and parallelise inside each matrix
+// product instead.
 func (m *Model) groups() int {
 	if m.cfg.Params() > 50_000_000 {
 		return 1
@@ -211,45 +214,42 @@ func (m *Model) groups() int {
 	return runtime.GOMAXPROCS(0)
 }
 
-// step runs the last token of every active sequence through the model and
-// picks each sequence's next token.
-func (m *Model) step(groups int, active []*seqRun) {
-	g := min(groups, len(active))
-	run := func(part []*seqRun, ws *workspace) {
-		rows := make([]row, len(part))
-		for i, s := range part {
-			rows[i] = row{seq: s.cache, token: s.out.Tokens[len(s.out.Tokens)-1], pos: s.cache.n, logits: true}
+// decode generates tokens for a batch of sequences until each stops.
+func (m *Model) decode(ctx context.Context, req *SampleRequest, seqs []*seqRun, mu *sync.Mutex) error {
+	ws := &workspace{}
+	active := make([]*seqRun, 0, len(seqs))
+	rows := make([]row, 0, len(seqs))
+	for {
+		active = active[:0]
+		mu.Lock()
+		for _, s := range seqs {
+			if s.out.StopReason != "" {
+				continue
+			}
+			s.out.Tokens = append(s.out.Tokens, s.next)
+			s.out.Logprobs = append(s.out.Logprobs, float32(s.nextLogprob))
+			if reason := m.stopReason(req, s.out.Tokens); reason != "" {
+				s.out.StopReason = reason
+				continue
+			}
+			active = append(active, s)
+		}
+		mu.Unlock()
+		if len(active) == 0 {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("sampling cancelled: %w", err)
+		}
+		rows = rows[:0]
+		for _, s := range active {
+			rows = append(rows, row{seq: s.cache, token: s.out.Tokens[len(s.out.Tokens)-1], pos: s.cache.n, logits: true})
 		}
 		logits := m.forward(ws, rows)
-		for i, s := range part {
+		for i, s := range active {
 			s.next, s.nextLogprob = s.sm.pick(logits[i], s.rng)
 		}
 	}
-	if g <= 1 {
-		run(active, wsOf(active[0]))
-		return
-	}
-	var wg sync.WaitGroup
-	per := (len(active) + g - 1) / g
-	for lo := per; lo < len(active); lo += per {
-		part := active[lo:min(lo+per, len(active))]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			run(part, wsOf(part[0]))
-		}()
-	}
-	run(active[:per], wsOf(active[0])) // the first group on this goroutine
-	wg.Wait()
-}
-
-// wsOf gives each group a workspace, held by the group's first sequence
-// (groups change as sequences stop; a new first sequence gets a new one).
-func wsOf(s *seqRun) *workspace {
-	if s.ws == nil {
-		s.ws = &workspace{}
-	}
-	return s.ws
 }
 
 func (m *Model) checkRequest(req *SampleRequest) error {
