@@ -126,6 +126,31 @@ func (s *Server) newFuture(base string, work func() (json []byte, proto []byte, 
 	return f
 }
 
+// busyQueue is how many unfinished earlier requests make a poll report
+// paused_capacity instead of active.
+const busyQueue = 8
+
+// pendingBefore counts unfinished futures submitted before f.
+func (t *futureTable) pendingBefore(f *future) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, o := range t.m {
+		if o == f || !o.createdAt.Before(f.createdAt) {
+			continue
+		}
+		select {
+		case <-o.done:
+			if time.Now().Before(o.readyAt) {
+				n++
+			}
+		default:
+			n++
+		}
+	}
+	return n
+}
+
 type userError struct{ msg string }
 
 func (e userError) Error() string { return e.msg }
@@ -181,7 +206,12 @@ func (s *Server) retrieveFuture(w http.ResponseWriter, r *http.Request, owner st
 		}
 	}
 	if !ready {
-		writeJSON(w, 200, map[string]string{"type": "try_again", "request_id": f.id, "queue_state": "active"})
+		out := map[string]string{"type": "try_again", "request_id": f.id, "queue_state": "active"}
+		if ahead := s.futures.pendingBefore(f); ahead >= busyQueue {
+			out["queue_state"] = "paused_capacity"
+			out["queue_state_reason"] = fmt.Sprintf("waiting for capacity: %d requests ahead", ahead)
+		}
+		writeJSON(w, 200, out)
 		return nil
 	}
 	if f.failure != nil {
