@@ -43,6 +43,10 @@ func DeleteCheckpoints(ctx context.Context, c *tinkerapi.Client, paths []string,
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, DeleteConcurrency)
 	for i, path := range paths {
+		if ctx.Err() != nil { // select below picks at random when both are ready
+			skipped = append(skipped, paths[i:]...)
+			break
+		}
 		select {
 		case <-ctx.Done():
 			skipped = append(skipped, paths[i:]...)
