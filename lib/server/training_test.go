@@ -3,10 +3,12 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tinkershell/tinker/lib/peft"
 )
@@ -75,5 +77,22 @@ func TestLoadWeightsReproducesCheckpoint(t *testing.T) {
 	}
 	if code, b, _ := e.do("POST", "/api/v1/optim_step", map[string]any{}); code != 400 || !strings.Contains(string(b), "does not train") {
 		t.Errorf("optim_step = %d %s", code, b)
+	}
+}
+
+func TestQueueStatePausedCapacity(t *testing.T) {
+	e := newEnv(t, manifestFor(1, 0), Options{FutureDelay: 10 * time.Second})
+	run := firstRun(e)
+	var last string
+	for i := 0; i < busyQueue+1; i++ {
+		var fut struct {
+			RequestID string `json:"request_id"`
+		}
+		e.post("/api/v1/save_weights", map[string]any{"model_id": run, "path": fmt.Sprint("q", i), "seq_id": i + 1}, &fut)
+		last = fut.RequestID
+	}
+	code, b, _ := e.do("POST", "/api/v1/retrieve_future", map[string]any{"request_id": last, "allow_metadata_only": true})
+	if code != 200 || !strings.Contains(string(b), `"queue_state":"paused_capacity"`) || !strings.Contains(string(b), "requests ahead") {
+		t.Errorf("poll behind a busy queue = %d %s", code, b)
 	}
 }
