@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -489,5 +490,29 @@ func TestLongGenerationMatchesReference(t *testing.T) {
 			t.Fatalf("got %d tokens", len(seq.Tokens))
 		}
 		checkRef(t, &refModel{c: c, ts: ts}, prompt, seq, 0.9, false)
+	}
+}
+
+// TestPinnedOutputs pins seeded samples of both tiny models, so a change to
+// the weights generator, the PRNG or the numerics (which would change every
+// golden transcript built on them) is caught here first, on any machine and
+// any GOMAXPROCS.
+func TestPinnedOutputs(t *testing.T) {
+	want := map[string][2]string{
+		models.TinyLlama: {`)=P$tu$PP%$$<PwP`, `G$Et\PoRyoBPt;oE`},
+		models.TinyQwen3: {`&3G#z{&GG&&"5Q{O`, `:&7wbUhG{o3:z3m7`},
+	}
+	for _, procs := range []int{1, 2, 3} {
+		old := runtime.GOMAXPROCS(procs)
+		for _, name := range TinyModels() {
+			m := mustLoad(t, name)
+			r := sample(t, m, SampleRequest{Prompt: m.Tokenizer().Encode("Tinker"), MaxTokens: 16, Temperature: 1, Seed: seedp(2026), NumSamples: 2})
+			for i, s := range r.Sequences {
+				if got := m.Tokenizer().Decode(s.Tokens); got != want[name][i] {
+					t.Errorf("GOMAXPROCS=%d %s sample %d: %q, want %q", procs, name, i, got, want[name][i])
+				}
+			}
+		}
+		runtime.GOMAXPROCS(old)
 	}
 }
