@@ -81,6 +81,7 @@ type future struct {
 }
 
 type futureTable struct {
+	wg   sync.WaitGroup // running work, waited for by Close
 	mu   sync.Mutex
 	m    map[string]*future
 	seqs map[string]int
@@ -109,7 +110,9 @@ func (s *Server) newFuture(base string, work func() (json []byte, proto []byte, 
 		}
 	}
 	t.mu.Unlock()
+	t.wg.Add(1)
 	go func() {
+		defer t.wg.Done()
 		res, pb, err := work()
 		if err != nil {
 			cat := "server"

@@ -208,6 +208,7 @@ func (s *Server) Close() error {
 		close(s.stopSweep)
 		<-s.sweepDone
 	}
+	s.futures.wg.Wait()
 	s.archives.wait()
 	s.traces.wait()
 	return s.st.Close()
