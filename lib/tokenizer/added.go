@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -16,28 +15,46 @@ type addedToken struct {
 }
 
 // addedMatcher finds added tokens in text, leftmost-longest, as Hugging Face's
-// AddedVocabulary does before any normalization or pre-tokenization.
+// AddedVocabulary does before any normalization or pre-tokenization. It is
+// a byte trie: Llama 3's 256 special tokens all start with "<|", so testing
+// them one by one at every '<' would be slow.
 type addedMatcher struct {
-	first   [256]bool
-	byFirst [256][]*addedToken // longest first
+	first [256]bool
+	nodes []trieNode
+}
+
+type trieNode struct {
+	next map[byte]int32
+	tok  *addedToken // a token ends here
 }
 
 func newAddedMatcher(toks []*addedToken) *addedMatcher {
 	if len(toks) == 0 {
 		return nil
 	}
-	m := &addedMatcher{}
+	m := &addedMatcher{nodes: []trieNode{{}}}
 	for _, t := range toks {
 		if t.content == "" {
 			continue
 		}
-		b := t.content[0]
-		m.first[b] = true
-		m.byFirst[b] = append(m.byFirst[b], t)
-	}
-	for b := range m.byFirst {
-		l := m.byFirst[b]
-		sort.SliceStable(l, func(i, j int) bool { return len(l[i].content) > len(l[j].content) })
+		m.first[t.content[0]] = true
+		n := int32(0)
+		for i := 0; i < len(t.content); i++ {
+			c := t.content[i]
+			nx, ok := m.nodes[n].next[c]
+			if !ok {
+				if m.nodes[n].next == nil {
+					m.nodes[n].next = map[byte]int32{}
+				}
+				nx = int32(len(m.nodes))
+				m.nodes[n].next[c] = nx
+				m.nodes = append(m.nodes, trieNode{})
+			}
+			n = nx
+		}
+		if m.nodes[n].tok == nil { // the first of duplicate contents wins
+			m.nodes[n].tok = t
+		}
 	}
 	return m
 }
@@ -48,10 +65,19 @@ func (m *addedMatcher) find(s string, from int) (start, end int, tok *addedToken
 		if !m.first[s[i]] {
 			continue
 		}
-		for _, t := range m.byFirst[s[i]] {
-			if strings.HasPrefix(s[i:], t.content) {
-				return i, i + len(t.content), t
+		n := int32(0)
+		for j := i; j < len(s); j++ {
+			nx, ok := m.nodes[n].next[s[j]]
+			if !ok {
+				break
 			}
+			n = nx
+			if t := m.nodes[n].tok; t != nil {
+				tok, end = t, j+1 // keep walking: the longest match wins
+			}
+		}
+		if tok != nil {
+			return i, end, tok
 		}
 	}
 	return -1, -1, nil

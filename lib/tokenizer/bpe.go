@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"sync"
+	"sync/atomic"
 )
 
 // merge is one BPE merge rule: the pair's rank (lower merges first) and the
@@ -20,8 +21,67 @@ type bpeModel struct {
 	byteID       [256]int32
 	ignoreMerges bool // a piece that is itself in the vocabulary is one token
 
-	cacheMu sync.RWMutex
-	cache   map[string][]int32
+	cache pieceCache
+}
+
+// pieceCache remembers the ids of recently encoded pieces. Reads go to an
+// immutable snapshot without locking (the hot path of every Encode); new
+// entries collect in a locked map that is folded into a fresh snapshot as
+// it grows, so the copying cost stays proportional to the insertions.
+type pieceCache struct {
+	snap  atomic.Pointer[map[string][]int32]
+	mu    sync.Mutex
+	dirty map[string][]int32
+}
+
+func (c *pieceCache) get(k string) ([]int32, bool) {
+	if m := c.snap.Load(); m != nil {
+		if v, ok := (*m)[k]; ok {
+			return v, true
+		}
+	}
+	c.mu.Lock()
+	v, ok := c.dirty[k]
+	c.mu.Unlock()
+	return v, ok
+}
+
+func (c *pieceCache) put(k string, v []int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dirty == nil {
+		c.dirty = map[string][]int32{}
+	}
+	c.dirty[k] = v
+	old := c.snap.Load()
+	n := 0
+	if old != nil {
+		n = len(*old)
+	}
+	if len(c.dirty) < 64+n/4 {
+		return
+	}
+	if n+len(c.dirty) > maxCacheEntries {
+		n, old = 0, nil // start over rather than grow without bound
+	}
+	fresh := make(map[string][]int32, n+len(c.dirty))
+	if old != nil {
+		for k, v := range *old {
+			fresh[k] = v
+		}
+	}
+	for k, v := range c.dirty {
+		fresh[k] = v
+	}
+	c.snap.Store(&fresh)
+	c.dirty = map[string][]int32{}
+}
+
+func (c *pieceCache) reset() {
+	c.mu.Lock()
+	c.snap.Store(nil)
+	c.dirty = nil
+	c.mu.Unlock()
 }
 
 const (
@@ -41,10 +101,7 @@ func (m *bpeModel) encode(piece string, out []int) []int {
 		}
 	}
 	if len(piece) <= maxCachedPiece {
-		m.cacheMu.RLock()
-		ids, ok := m.cache[piece]
-		m.cacheMu.RUnlock()
-		if ok {
+		if ids, ok := m.cache.get(piece); ok {
 			for _, id := range ids {
 				out = append(out, int(id))
 			}
@@ -64,12 +121,7 @@ func (m *bpeModel) encode(piece string, out []int) []int {
 	if len(piece) <= maxCachedPiece {
 		stored := append([]int32(nil), ids...)
 		key := string([]byte(piece)) // copy: piece points into the caller's text
-		m.cacheMu.Lock()
-		if len(m.cache) >= maxCacheEntries {
-			m.cache = make(map[string][]int32)
-		}
-		m.cache[key] = stored
-		m.cacheMu.Unlock()
+		m.cache.put(key, stored)
 	}
 	return out
 }

@@ -217,7 +217,7 @@ func FromFiles(tokJSON, cfgJSON []byte, opts ...Option) (*Tokenizer, error) {
 		return nil, err
 	}
 	t := &Tokenizer{added: map[string]int{}}
-	m := &bpeModel{vocab: mj.vocab, ignoreMerges: mj.IgnoreMerges, cache: map[string][]int32{}}
+	m := &bpeModel{vocab: mj.vocab, ignoreMerges: mj.IgnoreMerges}
 	t.model = m
 	maxID := -1
 	for _, id := range m.vocab {

@@ -209,9 +209,7 @@ func TestConcurrentEncode(t *testing.T) {
 	for i, s := range corpus {
 		want[i] = tk.Encode(s, false)
 	}
-	tk.model.cacheMu.Lock()
-	tk.model.cache = map[string][]int32{}
-	tk.model.cacheMu.Unlock()
+	tk.model.cache.reset()
 	errs := make(chan string, 8)
 	for g := 0; g < 8; g++ {
 		go func(g int) {
