@@ -160,9 +160,6 @@ func (e userError) Error() string { return e.msg }
 
 func userErrorf(format string, args ...any) error { return userError{fmt.Sprintf(format, args...)} }
 
-// maxPollHold is how long retrieve_future holds a poll open (long poll).
-const maxPollHold = 2 * time.Second
-
 func (s *Server) retrieveFuture(w http.ResponseWriter, r *http.Request, owner string, _ []string) *apiError {
 	var body struct {
 		RequestID         string `json:"request_id"`
@@ -179,7 +176,7 @@ func (s *Server) retrieveFuture(w http.ResponseWriter, r *http.Request, owner st
 		// promise is gone, and 410 tells clients to resubmit the request.
 		return errorf(http.StatusGone, "Future %s expired or unknown; resubmit the request", body.RequestID)
 	}
-	hold := time.NewTimer(maxPollHold)
+	hold := time.NewTimer(s.opts.PollHold)
 	defer hold.Stop()
 	wait := func(ch <-chan time.Time) bool {
 		select {

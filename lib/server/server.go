@@ -46,6 +46,9 @@ type Options struct {
 	// FutureDelay is how long a future stays queued before its result is
 	// ready (default 300ms), so clients see real try_again polls.
 	FutureDelay time.Duration
+	// PollHold is how long retrieve_future holds a poll open waiting for the
+	// result before answering try_again (long poll; default 2s).
+	PollHold time.Duration
 	// HeartbeatTimeout ends sessions that stopped heartbeating (default 2m).
 	HeartbeatTimeout time.Duration
 }
@@ -90,6 +93,9 @@ func Open(opts Options) (*Server, error) {
 	}
 	if opts.FutureDelay == 0 {
 		opts.FutureDelay = 300 * time.Millisecond
+	}
+	if opts.PollHold == 0 {
+		opts.PollHold = 2 * time.Second
 	}
 	if opts.HeartbeatTimeout == 0 {
 		opts.HeartbeatTimeout = 2 * time.Minute

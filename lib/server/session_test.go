@@ -61,7 +61,7 @@ func (fakeSampler) Sample(ctx context.Context, req SampleRequest) (*SampleRespon
 }
 
 func TestSessionModelSaveSampleFlow(t *testing.T) {
-	e := newEnv(t, "", Options{FutureDelay: 2500 * time.Millisecond, Sampler: fakeSampler{}})
+	e := newEnv(t, "", Options{FutureDelay: 3 * time.Second, PollHold: 200 * time.Millisecond, Sampler: fakeSampler{}})
 	var sess struct {
 		SessionID string `json:"session_id"`
 	}

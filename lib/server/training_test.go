@@ -81,7 +81,7 @@ func TestLoadWeightsReproducesCheckpoint(t *testing.T) {
 }
 
 func TestQueueStatePausedCapacity(t *testing.T) {
-	e := newEnv(t, manifestFor(1, 0), Options{FutureDelay: 10 * time.Second})
+	e := newEnv(t, manifestFor(1, 0), Options{FutureDelay: 10 * time.Second, PollHold: 100 * time.Millisecond})
 	run := firstRun(e)
 	var last string
 	for i := 0; i < busyQueue+1; i++ {
