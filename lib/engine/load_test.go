@@ -265,6 +265,16 @@ func TestPEFTAdapterDir(t *testing.T) {
 	if _, err := llama.WithAdapter(dir); err == nil || !strings.Contains(err.Error(), "lora: 0.down_proj lora_A has shape [8 384], want [8 192]") {
 		t.Errorf("adapter for another model: %v", err)
 	}
+	cfgPath := filepath.Join(dir, peft.ConfigFile)
+	raw, _ := os.ReadFile(cfgPath)
+	var ac map[string]any
+	json.Unmarshal(raw, &ac)
+	ac["target_modules"] = []string{"q_proj"}
+	raw, _ = json.Marshal(ac)
+	os.WriteFile(cfgPath, raw, 0o644)
+	if _, err := base.WithAdapter(dir); err == nil || !strings.Contains(err.Error(), "target_modules [q_proj] does not list") {
+		t.Errorf("adapter with undeclared modules: %v", err)
+	}
 	if _, err := base.WithAdapter(t.TempDir()); err == nil || !strings.Contains(err.Error(), peft.ConfigFile) {
 		t.Errorf("missing adapter: %v", err)
 	}

@@ -100,8 +100,15 @@ func LoadLoRA(dir string, c Config) (*LoRA, error) {
 	case !emptyJSON(ac.ModulesToSave):
 		return nil, fmt.Errorf("load LoRA adapter %s: modules_to_save is not supported", dir)
 	}
+	targets := map[string]bool{}
+	for _, t := range ac.TargetModules {
+		targets[t] = true
+	}
 	ts := make(Tensors, 2*len(a.Modules))
 	for mod, p := range a.Modules {
+		if short := mod[strings.LastIndexByte(mod, '.')+1:]; len(targets) > 0 && !targets[short] && !targets[mod] {
+			return nil, fmt.Errorf("load LoRA adapter %s: weights for %s, which target_modules %v does not list", dir, mod, ac.TargetModules)
+		}
 		for suffix, st := range map[string]*safetensors.Tensor{".lora_A.weight": p.A, ".lora_B.weight": p.B} {
 			t, err := toTensor(st)
 			if err != nil {
