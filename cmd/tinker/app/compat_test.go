@@ -655,3 +655,122 @@ func TestUnknownColumnsSendNothing(t *testing.T) { // checklist 39
 		t.Fatalf("%d requests sent", n)
 	}
 }
+
+const billingBody = `{"data": [
+ {"bucket_start": "2026-07-13T05:00:00Z", "bucket_end": "2026-07-13T06:00:00Z", "base_model": "Qwen/Qwen3-8B", "user_id": "u1", "user_name": "Ann, B", "session_id": "abc", "project_id": null, "extra": 1,
+  "event_info": {"type": "training", "token_count": 10}},
+ {"bucket_start": "2026-07-13T05:00:00Z", "bucket_end": "2026-07-13T06:00:00Z", "base_model": null, "user_id": "u1", "user_name": null, "session_id": null, "project_id": null,
+  "event_info": {"type": "storage", "gigabyte_hours": 2.0}},
+ {"bucket_start": "2026-07-13T06:00:00Z", "bucket_end": "2026-07-13T07:00:00Z", "base_model": "Qwen/Qwen3-8B", "user_id": "u1", "user_name": null, "session_id": "def", "project_id": "p",
+  "event_info": {"type": "sampling_prefill", "cached": true, "token_count": 5}}
+], "sessions": {"abc": {"user_metadata": {"k": "v", "é": "x"}}, "def": {"user_metadata": null}}}`
+
+func TestBillingOutputs(t *testing.T) { // checklist 150, 151, 153, 154, 156, 157
+	newFakeAPI(t, func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Path == "/api/v1/billing/usage/events" {
+			reply(w, 200, billingBody)
+			return true
+		}
+		return false
+	})
+	args := []string{"billing", "usage", "2026-07-13T00:00:00Z", "2026-07-14T00:00:00Z"}
+	code, stdout, stderr := run("", append(args, "--sessions-csv", "-", "--csv", "-")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	want := "session_id,user_metadata\r\n" +
+		"abc,\"{\"\"k\"\": \"\"v\"\", \"\"\\u00e9\"\": \"\"x\"\"}\"\r\n" +
+		"def,\r\n" +
+		"bucket_start,bucket_end,base_model,user_id,user_name,session_id,project_id,type,token_count,gigabyte_hours,cached\r\n" +
+		"2026-07-13T05:00:00Z,2026-07-13T06:00:00Z,Qwen/Qwen3-8B,u1,\"Ann, B\",abc,,training,10,,\r\n" +
+		"2026-07-13T05:00:00Z,2026-07-13T06:00:00Z,,u1,,,,storage,,2.0,\r\n" +
+		"2026-07-13T06:00:00Z,2026-07-13T07:00:00Z,Qwen/Qwen3-8B,u1,,def,p,sampling_prefill,5,,True\r\n"
+	if stdout != want {
+		t.Errorf("CSV\n%q\nwant\n%q", stdout, want)
+	}
+
+	code, stdout, stderr = run("", append([]string{"-f", "json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got, exp any
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	expJSON := `{"data": [
+ {"bucket_start": "2026-07-13T05:00:00Z", "bucket_end": "2026-07-13T06:00:00Z", "base_model": "Qwen/Qwen3-8B", "user_id": "u1", "user_name": "Ann, B", "session_id": "abc", "project_id": null,
+  "event_info": {"type": "training", "token_count": 10}},
+ {"bucket_start": "2026-07-13T05:00:00Z", "bucket_end": "2026-07-13T06:00:00Z", "base_model": null, "user_id": "u1", "user_name": null, "session_id": null, "project_id": null,
+  "event_info": {"type": "storage", "gigabyte_hours": 2.0}},
+ {"bucket_start": "2026-07-13T06:00:00Z", "bucket_end": "2026-07-13T07:00:00Z", "base_model": "Qwen/Qwen3-8B", "user_id": "u1", "user_name": null, "session_id": "def", "project_id": "p",
+  "event_info": {"type": "sampling_prefill", "cached": true, "token_count": 5}}
+], "sessions": {"abc": {"user_metadata": {"k": "v", "é": "x"}}, "def": {"user_metadata": null}}}`
+	json.Unmarshal([]byte(expJSON), &exp)
+	if !jsonEqual(got, exp) {
+		t.Errorf("JSON\n%s\nis not parsed-equal to\n%s", stdout, expJSON)
+	}
+	if !strings.Contains(stdout, `"gigabyte_hours": 2.0`) || !strings.Contains(stdout, `"\u00e9": "x"`) {
+		t.Errorf("JSON lacks Python float repr or ASCII escapes:\n%s", stdout)
+	}
+
+	code, stdout, _ = run("", args...)
+	if code != 0 || !strings.HasPrefix(stdout, "3 hourly usage row(s)") && !strings.Contains(firstLine(stdout), "3 hourly usage row(s)") {
+		t.Errorf("table title: %q", firstLine(stdout))
+	}
+}
+
+func jsonEqual(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
+}
+
+func TestDownloadFailures(t *testing.T) { // checklist 119, 123; cli spec §13 items 8, 9
+	var evil bytes.Buffer
+	tw := tar.NewWriter(&evil)
+	tw.WriteHeader(&tar.Header{Name: "../evil", Mode: 0o644, Size: 1, Typeflag: tar.TypeReg})
+	io.WriteString(tw, "x")
+	tw.Close()
+	var f *fakeAPI
+	f = newFakeAPI(t, func(w http.ResponseWriter, r *http.Request) bool {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/archive"):
+			name := strings.Split(r.URL.Path, "/")[7] // …/weights/<name>/archive
+			w.Header().Set("Location", f.srv.URL+"/signed/"+name)
+			w.WriteHeader(http.StatusFound)
+		case r.URL.Path == "/signed/evil":
+			w.Write(evil.Bytes())
+		case r.URL.Path == "/signed/gone":
+			http.NotFound(w, r)
+		default:
+			return false
+		}
+		return true
+	})
+	dir := t.TempDir()
+	code, _, stderr := run("", "checkpoint", "download", "tinker://run-1/weights/gone", "-o", dir)
+	wantErr := "Error: Failed to download checkpoint: HTTP Error 404: Not Found\nPlease check your network connection and try again.\n"
+	if code != 1 || !strings.HasSuffix(stderr, wantErr) {
+		t.Errorf("exit %d, stderr %q, want it to end with %q", code, stderr, wantErr)
+	}
+	// An existing copy survives a failed --force download, and nothing
+	// half-written is left behind.
+	old := filepath.Join(dir, "run-1_weights_evil")
+	os.MkdirAll(old, 0o755)
+	os.WriteFile(filepath.Join(old, "keep"), []byte("old"), 0o644)
+	code, _, stderr = run("", "checkpoint", "download", "tinker://run-1/weights/evil", "-o", dir, "--force")
+	wantErr = "Error: Failed to extract archive: "
+	if code != 1 || !strings.Contains(stderr, wantErr) || !strings.HasSuffix(stderr, "The downloaded file may be corrupted. Try downloading again.\n") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(old, "keep")); err != nil || string(b) != "old" {
+		t.Errorf("old copy damaged: %q, %v", b, err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("leftovers in the output directory: %v", entries)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(dir), "evil")); err == nil {
+		t.Errorf("../evil was written")
+	}
+}
