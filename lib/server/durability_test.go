@@ -198,7 +198,15 @@ func TestKill9LosesNoAcknowledgedWrite(t *testing.T) {
 			}
 		}(g)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	// Kill mid-stream once enough writes were acknowledged (others are in flight).
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		n := len(acked)
+		mu.Unlock()
+		if n >= 40 {
+			break
+		}
+	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	close(stop)
