@@ -213,6 +213,22 @@ func (roleColon) stops(tok *tokenizer.Tokenizer) ([]int, []string, error) {
 	return ids, []string{"\n\nUser:"}, nil
 }
 
+// DefaultModel names a base model whose tokenizer suits a renderer, for
+// callers given only a renderer name ("" for role_colon, which fits any).
+func DefaultModel(renderer string) string {
+	switch renderer {
+	case "llama3":
+		return "meta-llama/Llama-3.1-8B-Instruct"
+	case "qwen3", "qwen3_disable_thinking":
+		return "Qwen/Qwen3-8B"
+	case "deepseekv3":
+		return "deepseek-ai/DeepSeek-V3.1"
+	case "gpt_oss", "gpt_oss_no_sysprompt":
+		return "openai/gpt-oss-20b"
+	}
+	return ""
+}
+
 // NewForModel returns the default renderer of a Tinker base model with its
 // tokenizer (found or downloaded as tokenizer.ForModel does).
 func NewForModel(ctx context.Context, baseModel string) (Renderer, error) {

@@ -293,6 +293,11 @@ func TestForModel(t *testing.T) {
 			t.Errorf("ForModel(%q) = %q, want %q", in, got, want)
 		}
 	}
+	for _, n := range Names() {
+		if m := DefaultModel(n); n != "role_colon" && (m == "" || ForModel(m) == "") {
+			t.Errorf("DefaultModel(%q) = %q has no renderer", n, m)
+		}
+	}
 	if _, err := New("nope", nil); err == nil || !strings.Contains(err.Error(), "llama3") {
 		t.Errorf("unknown renderer error: %v", err)
 	}

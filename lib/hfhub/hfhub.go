@@ -70,7 +70,7 @@ func FromEnv() *Hub {
 	h := &Hub{
 		Endpoint: strings.TrimRight(os.Getenv("HF_ENDPOINT"), "/"),
 		Token:    os.Getenv("HF_TOKEN"),
-		CacheDir: os.Getenv("HF_HUB_CACHE"),
+		CacheDir: firstEnv("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"),
 		Offline:  truthy(os.Getenv("HF_HUB_OFFLINE")),
 		Client:   &http.Client{Timeout: 10 * time.Minute},
 	}
@@ -103,6 +103,15 @@ func FromEnv() *Hub {
 		}
 	}
 	return h
+}
+
+func firstEnv(names ...string) string {
+	for _, n := range names {
+		if v := os.Getenv(n); v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 func truthy(s string) bool {
