@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -94,5 +95,43 @@ func TestQueueStatePausedCapacity(t *testing.T) {
 	code, b, _ := e.do("POST", "/api/v1/retrieve_future", map[string]any{"request_id": last, "allow_metadata_only": true})
 	if code != 200 || !strings.Contains(string(b), `"queue_state":"paused_capacity"`) || !strings.Contains(string(b), "requests ahead") {
 		t.Errorf("poll behind a busy queue = %d %s", code, b)
+	}
+}
+
+type bigSampler struct{}
+
+func (bigSampler) Sample(ctx context.Context, req SampleRequest) (*SampleResponse, error) {
+	toks := make([]int, 300_000) // 1.2 MB of int32 tokens in the proto
+	return &SampleResponse{Sequences: []SampledSequence{{Tokens: toks, StopReason: "length"}}}, nil
+}
+
+// TestMetadataOnlyHandshake: a large result is announced once with
+// complete_metadata when the poll allows it, then sent in full.
+func TestMetadataOnlyHandshake(t *testing.T) {
+	e := newEnv(t, "", Options{Sampler: bigSampler{}, FutureDelay: time.Millisecond})
+	var sess struct {
+		SessionID string `json:"session_id"`
+	}
+	e.post("/api/v1/create_session", map[string]any{"tags": []string{}, "user_metadata": map[string]string{}, "sdk_version": "0.25.0"}, &sess)
+	var ss struct {
+		ID string `json:"sampling_session_id"`
+	}
+	e.post("/api/v1/create_sampling_session", map[string]any{"session_id": sess.SessionID, "sampling_session_seq_id": 0, "base_model": "tinker-local/tiny-llama"}, &ss)
+	var fut struct {
+		RequestID string `json:"request_id"`
+	}
+	e.post("/api/v1/asample", map[string]any{"sampling_session_id": ss.ID, "seq_id": 0, "num_samples": 1,
+		"prompt": map[string]any{"chunks": []any{map[string]any{"type": "encoded_text", "tokens": []int{1}}}}, "sampling_params": map[string]any{"max_tokens": 1}}, &fut)
+	accept := []string{"Accept", "application/x-protobuf"}
+	_, b, _ := e.poll(fut.RequestID, accept...)
+	if !strings.Contains(string(b), `"status":"complete_metadata"`) || !strings.Contains(string(b), `"response_payload_size":`) {
+		t.Fatalf("first poll = %.200s", b)
+	}
+	code, b, h := e.do("POST", "/api/v1/retrieve_future", map[string]any{"request_id": fut.RequestID, "allow_metadata_only": true}, accept...)
+	if code != 200 || h.Get("Content-Type") != "application/x-protobuf" || len(b) < 1_200_000 {
+		t.Errorf("second poll = %d %s, %d bytes (complete_metadata must not repeat)", code, h.Get("Content-Type"), len(b))
+	}
+	if toks, _ := decodeSample(t, b); len(toks) != 300_000 {
+		t.Errorf("decoded %d tokens", len(toks))
 	}
 }
