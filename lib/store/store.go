@@ -140,7 +140,8 @@ func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
 // Open opens (creating if needed) DataDir/tinker.db and loads the mirror.
 func Open(dataDir string) (*Store, error) {
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+	// 0700: the database holds the URL-signing secret and API-key hashes.
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
 	path := filepath.Join(dataDir, "tinker.db")
