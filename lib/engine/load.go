@@ -13,6 +13,7 @@ import (
 
 	"github.com/tinkershell/tinker/lib/hfhub"
 	"github.com/tinkershell/tinker/lib/safetensors"
+	"github.com/tinkershell/tinker/lib/tokenizer"
 )
 
 // BF16Mode says what to do with bfloat16 weight matrices.
@@ -61,8 +62,29 @@ func LoadDirWith(dir string, opt LoadOptions) (*Model, error) {
 			return nil, err
 		}
 	}
-	return New(dir, c, ts)
+	m, err := New(dir, c, ts)
+	if err != nil {
+		return nil, err
+	}
+	// The directory's own tokenizer, when it ships one, serves Tokenizer()
+	// and stop strings.
+	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err == nil {
+		t, err := tokenizer.Load(dir)
+		if err != nil {
+			return nil, err
+		}
+		m.tok = hfTokenizer{t}
+	}
+	return m, nil
 }
+
+// hfTokenizer adapts lib/tokenizer to Tokenizer: Encode adds the model's
+// special prefix (Llama 3's BOS) as Hugging Face does by default; Decode
+// skips special tokens.
+type hfTokenizer struct{ t *tokenizer.Tokenizer }
+
+func (h hfTokenizer) Encode(text string) []int { return h.t.Encode(text, true) }
+func (h hfTokenizer) Decode(ids []int) string  { return h.t.Decode(ids, true) }
 
 // loadFile converts the tensors of one safetensors file that the model uses
 // (biases included); others, such as rotary caches, are skipped.

@@ -349,3 +349,65 @@ func TestPool(t *testing.T) {
 		t.Error("missing adapter dir accepted")
 	}
 }
+
+// byteLevelTokenizerJSON is a tokenizer.json equivalent to the tiny models'
+// byte tokenizer: GPT-2 byte-level BPE with no merges (ids 0-255 are the
+// bytes) and the four specials at 256-259.
+func byteLevelTokenizerJSON() []byte {
+	vocab := map[string]int{}
+	n := 0
+	for b := 0; b < 256; b++ {
+		r := rune(b)
+		if !((b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF)) {
+			r = rune(256 + n)
+			n++
+		}
+		vocab[string(r)] = b
+	}
+	var added []map[string]any
+	for i, s := range tinySpecials {
+		vocab[s] = 256 + i
+		added = append(added, map[string]any{"id": 256 + i, "content": s, "single_word": false, "lstrip": false,
+			"rstrip": false, "normalized": false, "special": true})
+	}
+	b, _ := json.Marshal(map[string]any{
+		"version": "1.0", "added_tokens": added, "normalizer": nil,
+		"pre_tokenizer": map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
+		"post_processor": nil,
+		"decoder":        map[string]any{"type": "ByteLevel"},
+		"model":          map[string]any{"type": "BPE", "dropout": nil, "unk_token": nil, "vocab": vocab, "merges": []string{}},
+	})
+	return b
+}
+
+func TestLoadDirTokenizer(t *testing.T) {
+	dir := t.TempDir()
+	writeModelDir(t, dir, models.TinyQwen3, safetensors.F32, 1)
+	m, err := LoadDir(dir)
+	if err != nil || m.Tokenizer() != nil {
+		t.Fatalf("without tokenizer.json: %v, tokenizer %v", err, m.Tokenizer())
+	}
+	req := SampleRequest{Prompt: []int{'h', 'i'}, MaxTokens: 20, Temperature: 1, Seed: seedp(4), StopStrings: []string{"x"}}
+	if _, err := m.Sample(context.Background(), req); err == nil || !strings.Contains(err.Error(), "Decode") {
+		t.Errorf("stop strings without a tokenizer: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), byteLevelTokenizerJSON(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err = LoadDir(dir)
+	if err != nil || m.Tokenizer() == nil {
+		t.Fatalf("with tokenizer.json: %v", err)
+	}
+	if ids := m.Tokenizer().Encode("hi there"); !slices.Equal(ids, ByteTokenizer{}.Encode("hi there")) {
+		t.Errorf("Encode = %v", ids)
+	}
+	// Stop strings now work through the directory's tokenizer, exactly as
+	// through the built-in one.
+	builtin := mustLoad(t, models.TinyQwen3)
+	full := sample(t, builtin, SampleRequest{Prompt: req.Prompt, MaxTokens: 20, Temperature: 1, Seed: seedp(4)}).Sequences[0]
+	req.StopStrings = []string{ByteTokenizer{}.Decode(full.Tokens[5:7])}
+	a, b := sample(t, m, req).Sequences[0], sample(t, builtin, req).Sequences[0]
+	if !slices.Equal(a.Tokens, b.Tokens) || a.StopReason != StopReasonStop || len(a.Tokens) > 7 {
+		t.Errorf("stop string via tokenizer.json: %v (%s), built-in %v", a.Tokens, a.StopReason, b.Tokens)
+	}
+}

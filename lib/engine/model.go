@@ -54,8 +54,9 @@ func (m *Model) Name() string { return m.name }
 // Config returns the architecture.
 func (m *Model) Config() Config { return m.cfg }
 
-// Tokenizer returns the built-in tokenizer of tiny models, nil otherwise
-// (Hugging Face models are tokenized by lib/tokenizer).
+// Tokenizer returns the built-in tokenizer of tiny models, or for a
+// Hugging Face directory the tokenizer.json it ships (via lib/tokenizer);
+// nil when there is none.
 func (m *Model) Tokenizer() Tokenizer { return m.tok }
 
 // LoRA returns the adapter, or nil.
