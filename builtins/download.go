@@ -8,6 +8,7 @@ import (
 	"os"
 	gotime "time"
 
+	"github.com/tinkershell/tinker/lib/archive"
 	"github.com/tinkershell/tinker/lib/download"
 	"github.com/tinkershell/tinker/lib/progress"
 	"github.com/tinkershell/tinker/lib/render"
@@ -116,7 +117,15 @@ func downloadErr(err error, target string) error {
 	return err
 }
 
+// extractReason is the official CLI's text for the two unsafe-member
+// failures it knows, and our own text otherwise.
 func extractReason(err error) string {
+	switch {
+	case errors.Is(err, archive.ErrUnsafePath):
+		return "Unsafe path in tar archive"
+	case errors.Is(err, archive.ErrLink):
+		return "Unsafe symlink or hardlink in tar archive"
+	}
 	s := err.Error()
 	for _, prefix := range []string{"extract archive: ", "download: "} {
 		if len(s) > len(prefix) && s[:len(prefix)] == prefix {

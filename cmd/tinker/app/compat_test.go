@@ -731,9 +731,15 @@ func TestDownloadFailures(t *testing.T) { // checklist 119, 123; cli spec §13 i
 	tw.WriteHeader(&tar.Header{Name: "../evil", Mode: 0o644, Size: 1, Typeflag: tar.TypeReg})
 	io.WriteString(tw, "x")
 	tw.Close()
+	var link bytes.Buffer
+	tw = tar.NewWriter(&link)
+	tw.WriteHeader(&tar.Header{Name: "adapter_model.safetensors", Linkname: "/etc/passwd", Typeflag: tar.TypeSymlink})
+	tw.Close()
 	var f *fakeAPI
 	f = newFakeAPI(t, func(w http.ResponseWriter, r *http.Request) bool {
 		switch {
+		case r.URL.Path == "/signed/link":
+			w.Write(link.Bytes())
 		case strings.HasSuffix(r.URL.Path, "/archive"):
 			name := strings.Split(r.URL.Path, "/")[7] // …/weights/<name>/archive
 			w.Header().Set("Location", f.srv.URL+"/signed/"+name)
@@ -753,14 +759,19 @@ func TestDownloadFailures(t *testing.T) { // checklist 119, 123; cli spec §13 i
 	if code != 1 || !strings.HasSuffix(stderr, wantErr) {
 		t.Errorf("exit %d, stderr %q, want it to end with %q", code, stderr, wantErr)
 	}
+	code, _, stderr = run("", "checkpoint", "download", "tinker://run-1/weights/link", "-o", dir)
+	wantErr = "Error: Failed to extract archive: Unsafe symlink or hardlink in tar archive\n"
+	if code != 1 || !strings.Contains(stderr, wantErr) { // checklist 120
+		t.Errorf("exit %d, stderr %q, want %q", code, stderr, wantErr)
+	}
 	// An existing copy survives a failed --force download, and nothing
 	// half-written is left behind.
 	old := filepath.Join(dir, "run-1_weights_evil")
 	os.MkdirAll(old, 0o755)
 	os.WriteFile(filepath.Join(old, "keep"), []byte("old"), 0o644)
 	code, _, stderr = run("", "checkpoint", "download", "tinker://run-1/weights/evil", "-o", dir, "--force")
-	wantErr = "Error: Failed to extract archive: "
-	if code != 1 || !strings.Contains(stderr, wantErr) || !strings.HasSuffix(stderr, "The downloaded file may be corrupted. Try downloading again.\n") {
+	wantErr = "Error: Failed to extract archive: Unsafe path in tar archive\nThe downloaded file may be corrupted. Try downloading again.\n"
+	if code != 1 || !strings.HasSuffix(stderr, wantErr) {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 	if b, err := os.ReadFile(filepath.Join(old, "keep")); err != nil || string(b) != "old" {
