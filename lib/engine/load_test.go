@@ -372,7 +372,7 @@ func byteLevelTokenizerJSON() []byte {
 	}
 	b, _ := json.Marshal(map[string]any{
 		"version": "1.0", "added_tokens": added, "normalizer": nil,
-		"pre_tokenizer": map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
+		"pre_tokenizer":  map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
 		"post_processor": nil,
 		"decoder":        map[string]any{"type": "ByteLevel"},
 		"model":          map[string]any{"type": "BPE", "dropout": nil, "unk_token": nil, "vocab": vocab, "merges": []string{}},
