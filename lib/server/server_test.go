@@ -3,6 +3,7 @@ package server
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -567,5 +568,23 @@ func TestRoutingEscapesAndOrphanCleanup(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(live, peft.CompleteFile)); err != nil {
 		t.Errorf("live checkpoint files removed: %v", err)
+	}
+}
+
+func TestListenAndServeStopsOnCancel(t *testing.T) {
+	s, err := Open(Options{DataDir: t.TempDir(), SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.ListenAndServe(t.Context(), "0.0.0.0:0"); err == nil || !strings.Contains(err.Error(), "non-loopback") {
+		t.Fatalf("public addr without keys: %v", err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- s.ListenAndServe(ctx, "127.0.0.1:0") }()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("ListenAndServe after cancel: %v", err)
 	}
 }
