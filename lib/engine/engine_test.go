@@ -429,6 +429,11 @@ func TestCancellation(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
+	// Already cancelled: nothing runs, not even the prefill.
+	_, err = m.Sample(ctx, SampleRequest{Prompt: make([]int, 1000), MaxTokens: 1})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled before prefill: err = %v", err)
+	}
 }
 
 func TestRequestErrors(t *testing.T) {
