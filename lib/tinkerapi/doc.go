@@ -29,6 +29,15 @@
 // (*SchemaError: a 2xx body missing a required field), *ConfigError,
 // *CredentialError, and the context's error when cancelled.
 //
+// Training and sampling go through a Session (CreateSession): it
+// heartbeats in the background until Close and numbers requests the way
+// the server orders them. Its calls (CreateModel, SaveWeightsForSampler,
+// SaveWeights, CreateSamplingSession, Sample) submit a request and wait for
+// its future with Await, which implements the retrieve_future protocol
+// (try_again, queue states reported through OnState, 408/410/429/5xx/402,
+// protobuf or JSON results). A failed operation is a *RequestFailedError;
+// an expired future is a *FutureExpiredError (errors.Is ErrFutureExpired).
+//
 // Adding an endpoint (sessions, futures, sampling): call Do or DoRaw with
 // the path and options. Do encodes body as JSON (or sends a []byte as is,
 // see WithContentType), decodes the answer into out, and applies the retry

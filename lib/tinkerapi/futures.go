@@ -124,12 +124,8 @@ type RequestFailedError struct {
 	Category  string // "user", "server" or "unknown"
 }
 
-func (e *RequestFailedError) Error() string {
-	if e.Kind == "" {
-		return e.Message
-	}
-	return fmt.Sprintf("%s failed: %s", e.Kind, e.Message)
-}
+// Error is the server's message; callers add what was being done.
+func (e *RequestFailedError) Error() string { return e.Message }
 
 // ErrFutureExpired matches a *FutureExpiredError.
 var ErrFutureExpired = errors.New("future expired")

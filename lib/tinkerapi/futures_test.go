@@ -283,7 +283,7 @@ func TestAwaitFailedRequest(t *testing.T) {
 			t.Errorf("%s: err %#v", tc.body, rec.err)
 			continue
 		}
-		if got := rec.err.Error(); got != "SaveWeights failed: "+tc.msg {
+		if got := rec.err.Error(); got != tc.msg {
 			t.Errorf("message %q", got)
 		}
 	}

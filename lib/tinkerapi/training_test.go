@@ -169,3 +169,40 @@ func TestSessionFlowAgainstLocalServer(t *testing.T) {
 	mu.Unlock()
 	must(sess.Close(), "Close")
 }
+
+// Saving a LoRA checkpoint and sampling it, as save_checkpoint() and
+// sample() do. Close the session when done, also on Ctrl-C (cancel ctx
+// first, then Close).
+func ExampleSession() {
+	ctx := context.Background()
+	c, err := tinkerapi.New(tinkerapi.ConfigFromEnv(nil))
+	if err != nil {
+		return
+	}
+	opts := tinkerapi.SessionOptionsFromEnv(nil) // TINKER_TAGS, TINKER_PROJECT_ID
+	opts.OnState = func(s tinkerapi.State) { fmt.Printf("\r%s", s) }
+	sess, err := c.CreateSession(ctx, opts)
+	if err != nil {
+		return
+	}
+	defer sess.Close()
+	model, err := sess.CreateModel(ctx, "Qwen/Qwen3-8B", tinkerapi.DefaultLoraConfig(), nil)
+	if err != nil {
+		return
+	}
+	path, err := sess.SaveWeightsForSampler(ctx, model, "final", nil)
+	if err != nil {
+		return
+	}
+	sampler, err := sess.CreateSamplingSession(ctx, "", path)
+	if err != nil {
+		return
+	}
+	req := tinkerapi.NewSampleRequest([]int{9707, 1917})
+	req.MaxTokens, req.Temperature = 32, 0
+	res, err := sess.Sample(ctx, sampler, req)
+	if err != nil {
+		return
+	}
+	fmt.Println(res.Sequences[0].Tokens, res.Sequences[0].StopReason)
+}
