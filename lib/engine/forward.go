@@ -60,7 +60,7 @@ type row struct {
 
 // workspace holds the activations of one forward call, reused across steps.
 type workspace struct {
-	x, xn, q, k, v, att, g, u []([]float32)
+	x, xn, q, k, v, att, g, u [][]float32
 	cos, sin                  [][]float32
 	loraT                     [][]float32
 	logits                    [][]float32
@@ -109,16 +109,16 @@ func (m *Model) forward(ws *workspace, rows []row) [][]float32 {
 	xn := ws.xn
 	for li := range w.layers {
 		lw := &w.layers[li]
-		var ll *loraLayer
+		var ll loraLayer // no adapter: all nil
 		if m.lora != nil {
-			ll = &m.lora.layers[li]
+			ll = m.lora.layers[li]
 		}
 		for i := range rows {
 			rmsNorm(xn[i], ws.x[i], lw.attnNorm, c.RMSNormEps)
 		}
-		m.linear(ws, lw.q, lw.qBias, pick(ll, func(l *loraLayer) *loraPair { return l.q }), xn, ws.q, false)
-		m.linear(ws, lw.k, lw.kBias, pick(ll, func(l *loraLayer) *loraPair { return l.k }), xn, ws.k, false)
-		m.linear(ws, lw.v, lw.vBias, pick(ll, func(l *loraLayer) *loraPair { return l.v }), xn, ws.v, false)
+		m.linear(ws, lw.q, lw.qBias, ll.q, xn, ws.q, false)
+		m.linear(ws, lw.k, lw.kBias, ll.k, xn, ws.k, false)
+		m.linear(ws, lw.v, lw.vBias, ll.v, xn, ws.v, false)
 		for i, r := range rows {
 			if lw.qNorm != nil {
 				for hd := 0; hd < qd; hd += c.HeadDim {
@@ -136,19 +136,19 @@ func (m *Model) forward(ws *workspace, rows []row) [][]float32 {
 			copy(r.seq.v[li][r.pos*kvd:(r.pos+1)*kvd], ws.v[i])
 		}
 		m.attention(ws, rows, li)
-		m.linear(ws, lw.o, lw.oBias, pick(ll, func(l *loraLayer) *loraPair { return l.o }), ws.att, ws.x, true)
+		m.linear(ws, lw.o, lw.oBias, ll.o, ws.att, ws.x, true)
 		for i := range rows {
 			rmsNorm(xn[i], ws.x[i], lw.mlpNorm, c.RMSNormEps)
 		}
-		m.linear(ws, lw.gate, nil, pick(ll, func(l *loraLayer) *loraPair { return l.gate }), xn, ws.g, false)
-		m.linear(ws, lw.up, nil, pick(ll, func(l *loraLayer) *loraPair { return l.up }), xn, ws.u, false)
+		m.linear(ws, lw.gate, nil, ll.gate, xn, ws.g, false)
+		m.linear(ws, lw.up, nil, ll.up, xn, ws.u, false)
 		for i := range rows {
 			g, u := ws.g[i], ws.u[i][:len(ws.g[i])]
 			for j, gv := range g {
 				g[j] = silu(gv) * u[j]
 			}
 		}
-		m.linear(ws, lw.down, nil, pick(ll, func(l *loraLayer) *loraPair { return l.down }), ws.g, ws.x, true)
+		m.linear(ws, lw.down, nil, ll.down, ws.g, ws.x, true)
 	}
 	for _, r := range rows {
 		if r.pos+1 > r.seq.n {
@@ -177,13 +177,6 @@ func (m *Model) forward(ws *workspace, rows []row) [][]float32 {
 		res[i] = out[k]
 	}
 	return res
-}
-
-func pick(ll *loraLayer, f func(*loraLayer) *loraPair) *loraPair {
-	if ll == nil {
-		return nil
-	}
-	return f(ll)
 }
 
 // linear computes ys = W·xs (+ bias) (+ LoRA), adding to ys when accumulate.
