@@ -724,7 +724,7 @@ func (s *Server) asample(w http.ResponseWriter, r *http.Request, owner string, _
 			s.logRequest(session, "sample", start, 400, "no sampling engine")
 			return nil, nil, userErrorf("sampling is not available: this local server was started without a sampling engine")
 		}
-		resp, err := sampler.Sample(context.Background(), req)
+		resp, err := sampler.Sample(s.ctx, req)
 		if err != nil {
 			s.logRequest(session, "sample", start, 500, err.Error())
 			return nil, nil, err

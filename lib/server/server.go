@@ -66,6 +66,8 @@ type Server struct {
 	traces   *tracer
 	futures  *futureTable
 
+	ctx       context.Context // cancelled by Close: stops running samples
+	cancel    context.CancelFunc
 	stopSweep chan struct{}
 	sweepDone chan struct{}
 	sessMu    sync.Mutex // create_session id assignment
@@ -105,6 +107,7 @@ func Open(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("open data dir %s: %w", opts.DataDir, err)
 	}
 	s := &Server{opts: opts, st: st, keys: map[string]bool{}, stopSweep: make(chan struct{}), sweepDone: make(chan struct{})}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	for _, k := range opts.APIKeys {
 		s.keys[hashKey(k)] = true
 	}
@@ -208,6 +211,7 @@ func (s *Server) Close() error {
 	for _, hs := range srvs {
 		hs.Close()
 	}
+	s.cancel()
 	select {
 	case <-s.sweepDone:
 	default:
