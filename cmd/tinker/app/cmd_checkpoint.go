@@ -2,6 +2,7 @@ package app
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -284,7 +285,7 @@ func checkpointDelete(r *apiRun) error {
 			fmt.Fprintf(r.io.Out, "Total size: %s\n", render.Size(total))
 		}
 		fmt.Fprintln(r.io.Out, "WARNING: This action is permanent and cannot be undone.")
-		ok, err := confirm(r.io.In, r.io.Out, fmt.Sprintf("Are you sure you want to delete %d checkpoint(s)?", len(paths)))
+		ok, err := confirm(r.ctx, r.io.In, r.io.Out, fmt.Sprintf("Are you sure you want to delete %d checkpoint(s)?", len(paths)))
 		if err != nil {
 			return err
 		}
@@ -328,15 +329,32 @@ func checkpointDelete(r *apiRun) error {
 var errPromptAbort = &cliError{Msg: "Unexpected error occurred: "}
 
 // confirm asks like click.confirm: "<q> [y/N]: " on out, default no,
-// "Error: invalid input" and ask again on anything else.
-func confirm(in io.Reader, out io.Writer, question string) (bool, error) {
+// "Error: invalid input" and ask again on anything else. Ctrl-C (ctx)
+// abandons the read, which would otherwise block until Enter.
+func confirm(ctx context.Context, in io.Reader, out io.Writer, question string) (bool, error) {
 	br, ok := in.(*bufio.Reader)
 	if !ok {
 		br = bufio.NewReader(in)
 	}
+	type answer struct {
+		line string
+		err  error
+	}
 	for {
 		fmt.Fprintf(out, "%s [y/N]: ", question)
-		line, err := br.ReadString('\n')
+		ch := make(chan answer, 1)
+		go func() {
+			line, err := br.ReadString('\n')
+			ch <- answer{line, err}
+		}()
+		var line string
+		var err error
+		select {
+		case <-ctx.Done():
+			return false, errAborted
+		case a := <-ch:
+			line, err = a.line, a.err
+		}
 		if err != nil && (line == "" || !errors.Is(err, io.EOF)) {
 			return false, errPromptAbort
 		}

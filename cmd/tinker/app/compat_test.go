@@ -785,3 +785,29 @@ func TestDownloadFailures(t *testing.T) { // checklist 119, 123; cli spec §13 i
 		t.Errorf("../evil was written")
 	}
 }
+
+// interruptingReader sends SIGINT when the prompt first reads, then blocks.
+type interruptingReader struct{ block chan struct{} }
+
+func (r interruptingReader) Read([]byte) (int, error) {
+	syscall.Kill(os.Getpid(), syscall.SIGINT)
+	<-r.block
+	return 0, io.EOF
+}
+
+func TestInterruptAtDeletePrompt(t *testing.T) {
+	f := newFakeAPI(t, nil)
+	in := interruptingReader{make(chan struct{})}
+	defer close(in.block)
+	var out, errb bytes.Buffer
+	code := Main([]string{"checkpoint", "delete", "tinker://r/weights/1"}, term.Test(in, &out, &errb))
+	if code != 1 || errb.String() != "\nAborted!\n" {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+	if !strings.HasSuffix(out.String(), "[y/N]: ") {
+		t.Errorf("stdout %q does not end at the prompt", out.String())
+	}
+	if got := f.api(); len(got) != 0 {
+		t.Errorf("requests after the interrupt: %q", got)
+	}
+}
