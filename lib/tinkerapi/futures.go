@@ -204,14 +204,35 @@ func (p *poller) report(s State) {
 }
 
 // pollReply is the part of a JSON poll answer that steers the protocol.
+// It is read leniently: a result may use these keys with other types.
 type pollReply struct {
-	Type                string          `json:"type"`
-	Status              string          `json:"status"`
-	QueueState          string          `json:"queue_state"`
-	QueueStateReason    string          `json:"queue_state_reason"`
-	ResponsePayloadSize *int64          `json:"response_payload_size"`
-	Error               json.RawMessage `json:"error"`
-	Category            string          `json:"category"`
+	Type, Status, QueueState, QueueStateReason, Category string
+	ResponsePayloadSize                                  *int64
+	Error                                                json.RawMessage // nil when absent or null
+}
+
+// parsePollReply reads the steering keys of a JSON object; ok is false
+// for a body that is not JSON at all.
+func parsePollReply(body []byte) (r pollReply, ok bool) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return r, json.Valid(body) // valid JSON but not an object: a bare result
+	}
+	str := func(k string) string {
+		var s string
+		json.Unmarshal(m[k], &s)
+		return s
+	}
+	r.Type, r.Status, r.QueueState, r.QueueStateReason, r.Category =
+		str("type"), str("status"), str("queue_state"), str("queue_state_reason"), str("category")
+	var n int64
+	if json.Unmarshal(m["response_payload_size"], &n) == nil {
+		r.ResponsePayloadSize = &n
+	}
+	if e, ok := m["error"]; ok && string(e) != "null" {
+		r.Error = e
+	}
+	return r, true
 }
 
 func (p *poller) run(ctx context.Context) ([]byte, bool, error) {
@@ -271,8 +292,7 @@ func (p *poller) run(ctx context.Context) ([]byte, bool, error) {
 				}
 				switch {
 				case s == http.StatusRequestTimeout:
-					var r pollReply
-					if json.Unmarshal(apiErr.Body, &r) == nil {
+					if r, ok := parsePollReply(apiErr.Body); ok && len(bytes.TrimSpace(apiErr.Body)) > 0 {
 						bad400 = 0
 						p.reportQueue(r)
 					}
@@ -310,9 +330,9 @@ func (p *poller) run(ctx context.Context) ([]byte, bool, error) {
 			if isProtobuf(resp.Header) {
 				return resp.Body, true, nil
 			}
-			var r pollReply
-			if err := json.Unmarshal(resp.Body, &r); err != nil {
-				return nil, false, p.c.schemaErr(&SchemaError{Reason: "retrieve_future answer is neither JSON nor protobuf: " + err.Error()}, path)
+			r, ok := parsePollReply(resp.Body)
+			if !ok {
+				return nil, false, p.c.schemaErr(&SchemaError{Reason: "retrieve_future answer is neither JSON nor protobuf"}, path)
 			}
 			switch {
 			case r.Type == "try_again":
@@ -327,7 +347,7 @@ func (p *poller) run(ctx context.Context) ([]byte, bool, error) {
 				}
 				metaDone, allowMeta = true, false
 				continue // the result is ready: fetch it at once
-			case r.Error != nil && string(r.Error) != "null":
+			case r.Error != nil:
 				return nil, false, &RequestFailedError{RequestID: p.id, Kind: p.kind, Message: errorText(r.Error), Category: category(r.Category)}
 			default:
 				return resp.Body, false, nil

@@ -287,10 +287,13 @@ func TestAwaitFailedRequest(t *testing.T) {
 			t.Errorf("message %q", got)
 		}
 	}
-	// "error": null is not a failure.
-	f := futureServer(t, jsonReply(200, `{"path":"p","error":null}`))
-	if rec := runAwait(t, f, nil, AwaitOptions{}); rec.err != nil {
-		t.Errorf("error:null: %v", rec.err)
+	// "error": null is not a failure, and results may use the steering
+	// keys with other types.
+	for _, body := range []string{`{"path":"p","error":null}`, `{"status":3,"type":["x"],"path":"p"}`} {
+		var out struct{ Path string }
+		if rec := runAwait(t, futureServer(t, jsonReply(200, body)), &out, AwaitOptions{}); rec.err != nil || out.Path != "p" {
+			t.Errorf("%s: %v %+v", body, rec.err, out)
+		}
 	}
 }
 
