@@ -12,9 +12,9 @@ import (
 // alone and the same request batched with others (batch invariance), which
 // keeps seeded sampling reproducible under load.
 //
-// The products are written float32(a*b) so the compiler never fuses them into
-// FMA instructions (it may on arm64 or GOAMD64=v3): the same binary inputs
-// give the same bits on every machine.
+// Products that feed an addition are written float32(a*b) (float64(a*b))
+// so the compiler never fuses them into FMA instructions (it may on arm64 or
+// GOAMD64=v3): the same inputs give the same bits on every machine.
 
 // mat is a row-major [rows, cols] matrix (PyTorch Linear layout: rows =
 // output features, cols = input features), held either as float32 (data) or
@@ -229,7 +229,7 @@ func matVecReference(w mat, x, y []float32) {
 func rmsNorm(out, x, weight []float32, eps float64) {
 	var ss float64
 	for _, v := range x {
-		ss += float64(v) * float64(v)
+		ss += float64(float64(v) * float64(v))
 	}
 	scale := float32(1 / math.Sqrt(ss/float64(len(x))+eps))
 	weight = weight[:len(x)]
@@ -244,8 +244,7 @@ func silu(x float32) float32 {
 	return float32(float64(x) / (1 + math.Exp(-float64(x))))
 }
 
-// logSoftmaxAt returns log softmax(logits/temperature)[tok] computed in
-// float64, together with the log-sum-exp so callers can reuse it.
+// logSumExp returns log Σ exp(logits·invTemp), computed in float64.
 func logSumExp(logits []float32, invTemp float64) float64 {
 	m := math.Inf(-1)
 	for _, v := range logits {
@@ -255,7 +254,7 @@ func logSumExp(logits []float32, invTemp float64) float64 {
 	}
 	var s float64
 	for _, v := range logits {
-		s += math.Exp(float64(v)*invTemp - m)
+		s += math.Exp(float64(float64(v)*invTemp) - m)
 	}
 	return m + math.Log(s)
 }

@@ -33,7 +33,7 @@ func ropeInvFreq(c Config) []float64 {
 				inv[i] = f / s.Factor
 			default:
 				smooth := (orig/wavelen - s.LowFreqFactor) / (s.HighFreqFactor - s.LowFreqFactor)
-				inv[i] = (1-smooth)*f/s.Factor + smooth*f
+				inv[i] = float64((1-smooth)*f/s.Factor) + float64(smooth*f)
 			}
 		}
 	}

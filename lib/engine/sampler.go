@@ -52,7 +52,7 @@ func (s *sampler) pick(logits []float32, r *rng) (int, float64) {
 	s.exps = slices.Grow(s.exps[:0], len(logits))[:len(logits)]
 	var sum float64
 	for i, v := range logits {
-		e := math.Exp(float64(v)*invT - mx)
+		e := math.Exp(float64(float64(v)*invT) - mx)
 		s.exps[i] = e
 		sum += e
 	}
@@ -60,7 +60,7 @@ func (s *sampler) pick(logits []float32, r *rng) (int, float64) {
 	if s.raw && invT != 1 {
 		return tok, float64(logits[tok]) - logSumExp(logits, 1)
 	}
-	return tok, float64(logits[tok])*invT - mx - math.Log(sum)
+	return tok, float64(float64(logits[tok])*invT) - mx - math.Log(sum)
 }
 
 // draw samples from the unnormalised weights s.exps (total sum).

@@ -64,7 +64,7 @@ func TinyTensors(name string) (Config, Tensors, error) {
 		switch {
 		case len(shape) == 1: // norm gains around 1
 			for i := range data {
-				data[i] = 1 + 0.2*(r.uniform32()-0.5)
+				data[i] = 1 + float32(0.2*(r.uniform32()-0.5))
 			}
 		case n == "model.embed_tokens.weight" || n == "lm_head.weight":
 			fill(data, r, math.Sqrt(3)*tinyEmbedStd/math.Sqrt(float64(c.Hidden)))
