@@ -718,8 +718,14 @@ func (s *Server) asample(w http.ResponseWriter, r *http.Request, owner string, _
 	if base == "" {
 		base = "sample"
 	}
+	if s.samples.Load() >= int64(s.opts.MaxPendingSamples) && r.Header.Get("X-Tinker-Sampling-Backpressure") == "1" {
+		w.Header().Set("Retry-After", "1")
+		return errorf(http.StatusTooManyRequests, "Sampling backpressure: %d requests in flight; retry shortly", s.samples.Load())
+	}
+	s.samples.Add(1)
 	sampler := s.opts.Sampler
 	f := s.newFuture(fmt.Sprintf("%s:%d", base, seq), func() ([]byte, []byte, error) {
+		defer s.samples.Add(-1)
 		if sampler == nil {
 			s.logRequest(session, "sample", start, 400, "no sampling engine")
 			return nil, nil, userErrorf("sampling is not available: this local server was started without a sampling engine")

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -46,6 +47,10 @@ type Options struct {
 	// FutureDelay is how long a future stays queued before its result is
 	// ready (default 300ms), so clients see real try_again polls.
 	FutureDelay time.Duration
+	// MaxPendingSamples bounds unfinished asample requests; beyond it a
+	// client that opted in with X-Tinker-Sampling-Backpressure: 1 gets 429
+	// (spec §6.4) and resubmits. Default 256.
+	MaxPendingSamples int
 	// PollHold is how long retrieve_future holds a poll open waiting for the
 	// result before answering try_again (long poll; default 2s).
 	PollHold time.Duration
@@ -65,6 +70,7 @@ type Server struct {
 	archives *archiver
 	traces   *tracer
 	futures  *futureTable
+	samples  atomic.Int64 // unfinished asample futures
 
 	ctx       context.Context // cancelled by Close: stops running samples
 	cancel    context.CancelFunc
@@ -95,6 +101,9 @@ func Open(opts Options) (*Server, error) {
 	}
 	if opts.FutureDelay == 0 {
 		opts.FutureDelay = 300 * time.Millisecond
+	}
+	if opts.MaxPendingSamples == 0 {
+		opts.MaxPendingSamples = 256
 	}
 	if opts.PollHold == 0 {
 		opts.PollHold = 2 * time.Second

@@ -135,3 +135,37 @@ func TestMetadataOnlyHandshake(t *testing.T) {
 		t.Errorf("decoded %d tokens", len(toks))
 	}
 }
+
+type blockingSampler struct{ release chan struct{} }
+
+func (b blockingSampler) Sample(ctx context.Context, req SampleRequest) (*SampleResponse, error) {
+	<-b.release
+	return &SampleResponse{Sequences: []SampledSequence{{Tokens: []int{1}, StopReason: "stop"}}}, nil
+}
+
+func TestSamplingBackpressure(t *testing.T) {
+	release := make(chan struct{})
+	e := newEnv(t, "", Options{Sampler: blockingSampler{release}, MaxPendingSamples: 1})
+	defer close(release)
+	var sess struct {
+		SessionID string `json:"session_id"`
+	}
+	e.post("/api/v1/create_session", map[string]any{"tags": []string{}, "user_metadata": map[string]string{}, "sdk_version": "0.25.0"}, &sess)
+	var ss struct {
+		ID string `json:"sampling_session_id"`
+	}
+	e.post("/api/v1/create_sampling_session", map[string]any{"session_id": sess.SessionID, "sampling_session_seq_id": 0, "base_model": "tinker-local/tiny-llama"}, &ss)
+	req := func(seq int) map[string]any {
+		return map[string]any{"sampling_session_id": ss.ID, "seq_id": seq, "num_samples": 1,
+			"prompt": map[string]any{"chunks": []any{map[string]any{"type": "encoded_text", "tokens": []int{1}}}}, "sampling_params": map[string]any{"max_tokens": 1}}
+	}
+	e.post("/api/v1/asample", req(0), nil)
+	code, b, h := e.do("POST", "/api/v1/asample", req(1), "X-Tinker-Sampling-Backpressure", "1")
+	if code != 429 || h.Get("Retry-After") == "" || !strings.Contains(string(b), "backpressure") {
+		t.Errorf("second sample = %d %s", code, b)
+	}
+	// Without the opt-in header the request is queued instead.
+	if code, _, _ := e.do("POST", "/api/v1/asample", req(2)); code != 200 {
+		t.Errorf("without opt-in = %d", code)
+	}
+}
