@@ -413,3 +413,25 @@ func TestStateString(t *testing.T) {
 		t.Errorf("%q", got)
 	}
 }
+
+func TestAwaitCancelDuringQueueStall(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := futureServer(t, func(w http.ResponseWriter, _ *http.Request, n int) {
+		if n == 5 {
+			cancel() // Ctrl-C while the queue is paused
+		}
+		writeJSON(w, 200, `{"type":"try_again","queue_state":"paused_capacity"}`)
+	})
+	c, _ := testClient(t, f)
+	err := c.Await(ctx, "req-1", "CreateModel", nil, AwaitOptions{})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+	if msg, _ := CLIError(err); msg != "Aborted!" {
+		t.Errorf("CLI message %q", msg)
+	}
+	if n := f.count("/api/v1/retrieve_future"); n != 5 {
+		t.Errorf("%d polls after cancellation at the 5th", n)
+	}
+}

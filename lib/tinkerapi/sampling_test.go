@@ -1,6 +1,7 @@
 package tinkerapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -321,4 +322,37 @@ func BenchmarkDecodeSampleProto(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+func TestSampleCancelWhileWaiting(t *testing.T) {
+	s, sess := sampleSession(t, false, nil)
+	arrived := make(chan struct{}, 1)
+	s.setOverride(func(w http.ResponseWriter, r *http.Request, q svcReq, n int) bool {
+		if q.Path == "/api/v1/retrieve_future" {
+			arrived <- struct{}{}
+			<-r.Context().Done()
+			return true
+		}
+		return false
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := sess.Sample(ctx, "sess-1:sample:0", NewSampleRequest([]int{1}))
+		done <- err
+	}()
+	<-arrived
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("err %v, want context.Canceled", err)
+		}
+	case <-time.After(promptly):
+		t.Fatal("Sample did not return after cancellation")
+	}
+	if n := s.count("/api/v1/asample"); n != 1 {
+		t.Errorf("%d submissions; a cancelled sample must not be resubmitted", n)
+	}
+	sess.Close()
 }
