@@ -32,10 +32,13 @@ type SessionOptions struct {
 	HeartbeatWarnAfter time.Duration
 	// OnWarning receives background problems: heartbeats failing for
 	// HeartbeatWarnAfter (once per run of failures), or the server
-	// ending the session. Nil logs them through Config.Logf.
+	// ending the session. It runs on a goroutine of its own, so it may
+	// call Close. Nil logs them through Config.Logf.
 	OnWarning func(error)
 	// OnState receives the progress of every future the session awaits
-	// (queued → running → done), for a live status line.
+	// (queued → running → done), for a live status line. It runs on the
+	// calling goroutine (so concurrently for concurrent calls) and must
+	// not block.
 	OnState func(State)
 	// Timings tunes future polling and sampling backpressure waits.
 	Timings PollTimings
@@ -207,7 +210,7 @@ func (s *Session) heartbeat(ctx context.Context) {
 
 func (s *Session) warn(err error) {
 	if s.opts.OnWarning != nil {
-		s.opts.OnWarning(err)
+		go s.opts.OnWarning(err)
 		return
 	}
 	s.c.logf("warning: %v", err)

@@ -502,3 +502,26 @@ func TestSessionOnStateAndFailedFuture(t *testing.T) {
 		t.Errorf("failed save: %v", err)
 	}
 }
+
+func TestCloseFromWarningCallback(t *testing.T) {
+	s := newSvc(t)
+	s.hbStatus.Store(410)
+	closed := make(chan struct{})
+	var sess *Session
+	var ready sync.WaitGroup
+	ready.Add(1)
+	sess = fastSession(t, s, func(o *SessionOptions) {
+		o.HeartbeatInterval = time.Millisecond
+		o.OnWarning = func(error) {
+			ready.Wait()
+			sess.Close() // must not deadlock with the heartbeat goroutine
+			close(closed)
+		}
+	})
+	ready.Done()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close from OnWarning deadlocked")
+	}
+}
