@@ -324,8 +324,9 @@ func checkpointDelete(r *apiRun) error {
 	return nil
 }
 
-// errPromptAbort is EOF or Ctrl-C at the confirmation prompt, which the
-// official CLI reports as an empty unexpected error (kept: exit 1).
+// errPromptAbort is EOF at the confirmation prompt, which the official CLI
+// reports as an empty unexpected error (kept, exit 1). Ctrl-C there prints
+// "Aborted!" instead.
 var errPromptAbort = &cliError{Msg: "Unexpected error occurred: "}
 
 // confirm asks like click.confirm: "<q> [y/N]: " on out, default no,
