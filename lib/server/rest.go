@@ -14,17 +14,23 @@ import (
 
 // appendCheckpoint encodes a checkpoint exactly as the service does (field
 // order of the SDK model, microsecond timestamps). Hand-written because the
-// listing endpoints encode thousands of these.
+// listing endpoints encode thousands of these per request.
 func appendCheckpoint(b []byte, c *store.Checkpoint) []byte {
-	b = append(b, `{"checkpoint_id":`...)
-	b = strconv.AppendQuote(b, c.ID())
-	b = append(b, `,"checkpoint_type":"`...)
+	b = append(b, `{"checkpoint_id":"`...)
+	b = appendJSONStringBody(b, c.Kind)
+	b = append(b, '/')
+	b = appendJSONStringBody(b, c.Name)
+	b = append(b, `","checkpoint_type":"`...)
 	b = append(b, c.Type()...)
 	b = append(b, `","time":`...)
 	b = appendTS(b, c.Time)
-	b = append(b, `,"tinker_path":`...)
-	b = strconv.AppendQuote(b, c.TinkerPath())
-	b = append(b, `,"size_bytes":`...)
+	b = append(b, `,"tinker_path":"tinker://`...)
+	b = appendJSONStringBody(b, c.RunID)
+	b = append(b, '/')
+	b = appendJSONStringBody(b, c.Kind)
+	b = append(b, '/')
+	b = appendJSONStringBody(b, c.Name)
+	b = append(b, `","size_bytes":`...)
 	b = strconv.AppendInt(b, c.SizeBytes, 10)
 	b = append(b, `,"public":`...)
 	b = strconv.AppendBool(b, c.Public)
@@ -35,6 +41,18 @@ func appendCheckpoint(b []byte, c *store.Checkpoint) []byte {
 		b = append(b, "null"...)
 	}
 	return append(b, '}')
+}
+
+// appendJSONStringBody appends s escaped for the inside of a JSON string.
+// Plain printable ASCII (every id this server creates) is copied as is.
+func appendJSONStringBody(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			q, _ := json.Marshal(s)
+			return append(b, q[1:len(q)-1]...)
+		}
+	}
+	return append(b, s...)
 }
 
 type rawCheckpoint store.Checkpoint
