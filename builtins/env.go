@@ -7,9 +7,12 @@ package builtins
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"sync"
 	"time"
 
+	"github.com/tinkershell/tinker/lib/progress"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"go.starlark.net/starlark"
 )
@@ -36,6 +39,8 @@ type Env struct {
 	Version string
 	// Backend connects to the service lazily; nil means none was chosen.
 	Backend Backend
+
+	sess sessionState
 }
 
 // Backend hands out API clients. It is an interface so the shell can create
@@ -82,4 +87,81 @@ func (e *Env) Client() (*tinkerapi.Client, error) {
 		return nil, errNoBackend
 	}
 	return e.Backend.Client()
+}
+
+// session state lives beside Env so that builtins share one Tinker session
+// (and its heartbeat) per interpreter; see Session and Close.
+type sessionState struct {
+	mu       sync.Mutex
+	session  *tinkerapi.Session
+	samplers map[string]string // model or path → sampling session id
+	status   *progress.Status
+}
+
+func (e *Env) state() *sessionState { return &e.sess }
+
+// Session returns the interpreter's Tinker session, creating it (and its
+// background heartbeat) on first use.
+func (e *Env) Session() (*tinkerapi.Session, error) {
+	st := e.state()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.session != nil && st.session.Err() == nil {
+		return st.session, nil
+	}
+	c, err := e.Client()
+	if err != nil {
+		return nil, err
+	}
+	opts := tinkerapi.SessionOptionsFromEnv(nil)
+	opts.OnState = e.showState
+	opts.OnWarning = func(err error) {
+		if e.Notices != nil {
+			fmt.Fprintf(e.Notices, "warning: %v\n", err)
+		}
+	}
+	s, err := c.CreateSession(e.Context(), opts)
+	if err != nil {
+		return nil, err
+	}
+	st.session = s
+	st.samplers = map[string]string{} // sampler ids belong to a session
+	return s, nil
+}
+
+// showState draws the live status line of the awaited future.
+func (e *Env) showState(s tinkerapi.State) {
+	if !e.NoticesTTY {
+		return
+	}
+	st := e.state()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.status == nil {
+		st.status = progress.NewStatus(e.Notices, true, e.Width, s.String())
+	} else {
+		st.status.Set(s.String())
+	}
+}
+
+// clearStatus removes the status line once a call is over.
+func (e *Env) clearStatus() {
+	st := e.state()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.status != nil {
+		st.status.Clear()
+		st.status = nil
+	}
+}
+
+// Close ends the session (its heartbeat stops); the shell calls it on exit.
+func (e *Env) Close() {
+	st := e.state()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.session != nil {
+		st.session.Close()
+		st.session = nil
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tinkershell/tinker/builtins"
+	"github.com/tinkershell/tinker/lib/engine"
 	"github.com/tinkershell/tinker/lib/server"
 	"github.com/tinkershell/tinker/lib/term"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
@@ -89,7 +90,7 @@ func chooseBackend(io *term.IO, opts options, now func() time.Time) (builtins.Ba
 		b := &remoteBackend{name: "local (" + dir + ")", cfg: cfg}
 		b.start = func() (string, error) {
 			var err error
-			srv, err = server.Open(server.Options{DataDir: dir, Now: now})
+			srv, err = server.Open(server.Options{DataDir: dir, Now: now, Sampler: server.EngineSampler(&engine.Pool{})})
 			if err != nil {
 				return "", fmt.Errorf("local server: %w", err)
 			}

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/tinkershell/tinker/lib/engine"
 	"github.com/tinkershell/tinker/lib/server"
 	"github.com/tinkershell/tinker/shell"
 )
@@ -26,6 +28,7 @@ func init() {
 			{Long: "--data", Kind: flagString, Metavar: "DIR", Help: "Data directory (default $XDG_DATA_HOME/tinker)."},
 			{Long: "--addr", Kind: flagString, Metavar: "HOST:PORT", Help: "Listen address (default 127.0.0.1:8000)."},
 			{Long: "--api-key", Kind: flagMulti, Metavar: "KEY", Help: "Accept only this key (repeatable); each key is a user."},
+			{Long: "--model", Kind: flagMulti, Metavar: "NAME=DIR", Help: "Sample base model NAME from a Hugging Face model directory (repeatable)."},
 		},
 		Run: runServe,
 	}
@@ -46,8 +49,20 @@ func runServe(c *invocation) int {
 	if addr == "" {
 		addr = "127.0.0.1:8000"
 	}
+	dirs := map[string]string{}
+	for _, m := range c.multi("model") {
+		name, path, ok := strings.Cut(m, "=")
+		if !ok || name == "" || path == "" {
+			return leafUsageError(c.io, commands["serve"], c.path, fmt.Sprintf("Invalid value for '--model': '%s' is not NAME=DIR.", m))
+		}
+		if st, err := os.Stat(path); err != nil || !st.IsDir() {
+			return leafUsageError(c.io, commands["serve"], c.path, fmt.Sprintf("Invalid value for '--model': %s is not a directory.", path))
+		}
+		dirs[name] = path
+	}
 	// Keys come from flags only; they are never echoed.
-	srv, err := server.Open(server.Options{DataDir: dir, APIKeys: c.multi("api-key"), Now: c.now})
+	srv, err := server.Open(server.Options{DataDir: dir, APIKeys: c.multi("api-key"), Now: c.now,
+		Sampler: server.EngineSampler(&engine.Pool{Dirs: dirs})})
 	if err != nil {
 		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
 		return shell.ExitError
