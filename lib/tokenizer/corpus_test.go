@@ -47,6 +47,20 @@ var (
 	digitRuns = []string{"0", "7", "12", "123", "1234", "12345", "123456", "1234567", "3.14159265358979", "1000000", "٣٤٥", "१२३४५", "１２３４", "Ⅳ", "²³", "99999999999999999999"}
 )
 
+// trickyChars steer the Split patterns' backtracking: apostrophes and case,
+// marks, Lm/Lo/Lt letters, line breaks, odd spaces.
+var trickyChars = []string{"a", "B", "'", "s", "S", "t", "re", "LL", "ve", "D", "m", " ", " ", "\t", "\n", "\r", "1", "23", "٣",
+	"ǅ", "ʰ", "中", "ー", "\u0301", "!", "/", ".", "$", "😀", "\u00a0", "\u2028", "Ⅻ", "_", "-", "A", "é", "\u3000", "ひ", "𝔘"}
+
+// trickyString is a short dense string over alphabet.
+func trickyString(r *rand.Rand, alphabet []string) string {
+	var b strings.Builder
+	for n := 1 + r.IntN(12); n > 0; n-- {
+		b.WriteString(alphabet[r.IntN(len(alphabet))])
+	}
+	return b.String()
+}
+
 // specialTexts are the texts of added tokens of the family under test and
 // near misses of them.
 func specialTexts(t *Tokenizer) []string {
@@ -126,6 +140,8 @@ func buildCorpus(t *Tokenizer, n int) []string {
 					b.WriteString(pick(r, seps))
 				}
 			}
+		case kind < 72: // dense strings of pattern-steering characters
+			b.WriteString(trickyString(r, trickyChars))
 		case kind < 85: // random code points
 			for k := 1 + r.IntN(40); k > 0; k-- {
 				b.WriteRune(randomRune(r))

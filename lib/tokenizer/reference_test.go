@@ -95,6 +95,7 @@ func mismatch(tk *Tokenizer, text string, got, want []int) string {
 func TestMatchesTransformersJS(t *testing.T) {
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {
+			t.Parallel() // node for one family while Go checks another
 			tk := loadFamily(t, f)
 			corpus := buildCorpus(tk, corpusSize)
 			ref := runReference(t, f, corpus)

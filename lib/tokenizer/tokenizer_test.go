@@ -229,3 +229,35 @@ func TestConcurrentEncode(t *testing.T) {
 		}
 	}
 }
+
+// Dense random strings over the characters that steer the patterns'
+// backtracking (apostrophes and case, marks, Lm/Lo/Lt letters, line breaks,
+// odd spaces): hand-written matchers and regexp2 must split them alike.
+func TestMatchersFuzzAgainstRegexp2(t *testing.T) {
+	initClasses()
+	alphabet := trickyChars
+	patterns := map[string][]string{
+		"llama3":   {patLlama3},
+		"qwen":     {patQwen},
+		"o200k":    {patO200K},
+		"deepseek": {patDigits3, patDSCJK, patDSMain},
+	}
+	r := rand.New(rand.NewPCG(7, 11))
+	for name, pats := range patterns {
+		var hand, rx sequence
+		for _, p := range pats {
+			hand = append(hand, matchSplit{handWritten[p]})
+			re, err := newRegexSplit(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rx = append(rx, re)
+		}
+		for k := 0; k < 20000; k++ {
+			s := trickyString(r, alphabet)
+			if got, want := pieces(hand, s), pieces(rx, s); !slices.Equal(got, want) {
+				t.Fatalf("%s: %q\nhand-written %q\n     regexp2 %q", name, s, got, want)
+			}
+		}
+	}
+}
