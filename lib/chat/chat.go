@@ -73,6 +73,8 @@ var formats = map[string]func() textRenderer{
 	"qwen3":                  func() textRenderer { return qwen3{thinking: true} },
 	"qwen3_disable_thinking": func() textRenderer { return qwen3{thinking: false} },
 	"deepseekv3":             func() textRenderer { return deepseekV3{} },
+	"deepseekv3_1":           func() textRenderer { return deepseekV31{} },
+	"deepseekv3_1_thinking":  func() textRenderer { return deepseekV31{thinking: true} },
 	"gpt_oss":                func() textRenderer { return &GptOss{System: true, ReasoningEffort: "medium"} },
 	"gpt_oss_no_sysprompt":   func() textRenderer { return &GptOss{} },
 	"role_colon":             func() textRenderer { return roleColon{} },
@@ -130,6 +132,9 @@ func ForModel(baseModel string) string {
 		}
 		if isBase {
 			return "role_colon"
+		}
+		if strings.HasPrefix(model, "DeepSeek-V3.1") {
+			return "deepseekv3_1" // V3.1's template (non-thinking by default)
 		}
 		return "deepseekv3"
 	case "openai":
@@ -221,7 +226,7 @@ func DefaultModel(renderer string) string {
 		return "meta-llama/Llama-3.1-8B-Instruct"
 	case "qwen3", "qwen3_disable_thinking":
 		return "Qwen/Qwen3-8B"
-	case "deepseekv3":
+	case "deepseekv3", "deepseekv3_1", "deepseekv3_1_thinking":
 		return "deepseek-ai/DeepSeek-V3.1"
 	case "gpt_oss", "gpt_oss_no_sysprompt":
 		return "openai/gpt-oss-20b"

@@ -255,6 +255,29 @@ func TestGptOssHarmony(t *testing.T) {
 	}
 }
 
+// The DeepSeek V3.1 template is not in the reference packages (they ship
+// V3's); its layout for text and tool outputs is pinned here by hand.
+func TestDeepSeekV31(t *testing.T) {
+	tk := loadTok(t, "deepseek_v3")
+	msgs := []Message{{Role: "system", Content: "S"}, {Role: "user", Content: "q1"}, {Role: "assistant", Content: "<think>r</think>A1"},
+		{Role: "user", Content: "q2"}, {Role: "assistant", Content: "calling"}, {Role: "tool", Content: "42"}, {Role: "assistant", Content: "It is 42."}, {Role: "user", Content: "q3"}}
+	base := "<｜begin▁of▁sentence｜>S<｜User｜>q1<｜Assistant｜></think>A1<｜end▁of▁sentence｜><｜User｜>q2<｜Assistant｜></think>calling<｜end▁of▁sentence｜>" +
+		"<｜tool▁output▁begin｜>42<｜tool▁output▁end｜>It is 42.<｜end▁of▁sentence｜><｜User｜>q3"
+	for name, gen := range map[string]string{"deepseekv3_1": "<｜Assistant｜></think>", "deepseekv3_1_thinking": "<｜Assistant｜><think>"} {
+		r, _ := New(name, tk)
+		got, err := r.Render(msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Text != base+gen {
+			t.Errorf("%s:\n got %q\nwant %q", name, got.Text, base+gen)
+		}
+		if got.Tokens[0] != 0 || tk.Decode(got.Tokens, false) != got.Text {
+			t.Errorf("%s: tokens do not round-trip", name)
+		}
+	}
+}
+
 func TestRoleColon(t *testing.T) {
 	tk := loadTok(t, "llama3_1")
 	r, _ := New("role_colon", tk)
@@ -281,7 +304,8 @@ func TestForModel(t *testing.T) {
 		"Qwen/Qwen3-30B-A3B-Instruct-2507":  "qwen3",
 		"Qwen/Qwen3-8B-Base":                "role_colon",
 		"Qwen/Qwen3-30B-A3B-Base:foo":       "role_colon",
-		"deepseek-ai/DeepSeek-V3.1":         "deepseekv3",
+		"deepseek-ai/DeepSeek-V3.1":         "deepseekv3_1",
+		"deepseek-ai/DeepSeek-V3":           "deepseekv3",
 		"deepseek-ai/DeepSeek-V3.1-Base":    "role_colon",
 		"openai/gpt-oss-20b":                "gpt_oss",
 		"openai/gpt-oss-120b":               "gpt_oss",

@@ -67,3 +67,68 @@ func (deepseekV3) stops(tok *tokenizer.Tokenizer) ([]int, []string, error) {
 	ids, err := tokenIDs(tok, dsEOS)
 	return ids, nil, err
 }
+
+// deepseekV31 follows DeepSeek V3.1's chat template (text and tool
+// outputs): the assistant header carries "</think>" (non-thinking mode, the
+// template's default) or "<think>" (thinking mode) when it follows a user
+// turn; earlier reasoning (text before "</think>") is dropped from history.
+type deepseekV31 struct{ thinking bool }
+
+func (d deepseekV31) name() string {
+	if d.thinking {
+		return "deepseekv3_1_thinking"
+	}
+	return "deepseekv3_1"
+}
+
+func (d deepseekV31) text(msgs []Message, addGen bool) (string, error) {
+	var sys []string
+	for _, m := range msgs {
+		if m.Role == "system" {
+			sys = append(sys, m.Content)
+		}
+	}
+	var b strings.Builder
+	b.WriteString(dsBOS + strings.Join(sys, "\n\n"))
+	lastUser, inTool := false, false
+	for _, m := range msgs {
+		switch m.Role {
+		case "system":
+		case "user":
+			inTool, lastUser = false, true
+			b.WriteString("<｜User｜>" + m.Content)
+		case "assistant":
+			if lastUser {
+				// The template opens "<think>" only for prefix messages in
+				// thinking mode; a finished turn always gets "</think>".
+				b.WriteString("<｜Assistant｜></think>")
+			}
+			lastUser = false
+			content := m.Content
+			if inTool {
+				inTool = false
+			} else if _, after, ok := strings.Cut(content, "</think>"); ok {
+				content = after
+			}
+			b.WriteString(content + dsEOS)
+		case "tool":
+			lastUser, inTool = false, true
+			b.WriteString("<｜tool▁output▁begin｜>" + m.Content + "<｜tool▁output▁end｜>")
+		default:
+			return "", fmt.Errorf("role %q is not supported", m.Role)
+		}
+	}
+	if addGen && lastUser && !inTool {
+		if d.thinking {
+			b.WriteString("<｜Assistant｜><think>")
+		} else {
+			b.WriteString("<｜Assistant｜></think>")
+		}
+	}
+	return b.String(), nil
+}
+
+func (deepseekV31) stops(tok *tokenizer.Tokenizer) ([]int, []string, error) {
+	ids, err := tokenIDs(tok, dsEOS)
+	return ids, nil, err
+}
