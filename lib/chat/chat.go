@@ -61,6 +61,11 @@ func (r renderer) render(msgs []Message, addGen bool) (Rendered, error) {
 	if err != nil {
 		return Rendered{}, fmt.Errorf("render %s: %w", r.r.name(), err)
 	}
+	if _, ok := r.r.(roleColon); ok {
+		// Base models expect what the tokenizer adds to any document: BOS
+		// for Llama 3 and DeepSeek, nothing for Qwen.
+		text = r.tok.Decode(r.tok.Encode("", true), false) + text
+	}
 	stopIDs, stopStrs, err := r.r.stops(r.tok)
 	if err != nil {
 		return Rendered{}, fmt.Errorf("render %s: %w", r.r.name(), err)
@@ -189,7 +194,8 @@ func (llama3) stops(tok *tokenizer.Tokenizer) ([]int, []string, error) {
 // --- role_colon ---------------------------------------------------------------
 
 // roleColon is the plain format for base models: "User: …\n\nAssistant: …",
-// stopping when the model starts the next user turn.
+// after the tokenizer's BOS (if it adds one), stopping when the model starts
+// the next user turn.
 type roleColon struct{}
 
 func (roleColon) name() string { return "role_colon" }

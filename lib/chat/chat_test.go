@@ -285,12 +285,16 @@ func TestRoleColon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "System: Be nice.\n\nUser: Hi\n\nAssistant: Hello\n\nUser: Bye\n\nAssistant:"
+	want := "<|begin_of_text|>System: Be nice.\n\nUser: Hi\n\nAssistant: Hello\n\nUser: Bye\n\nAssistant:"
 	if got.Text != want || !slices.Equal(got.Tokens, tk.Encode(want, false)) {
 		t.Fatalf("role_colon = %q", got.Text)
 	}
 	if !slices.Equal(got.StopStrings, []string{"\n\nUser:"}) || len(got.StopTokens) != 1 {
 		t.Fatalf("stops = %v %v", got.StopStrings, got.StopTokens)
+	}
+	q, _ := New("role_colon", loadTok(t, "qwen3"))
+	if got, _ := q.Render([]Message{{Role: "user", Content: "Hi"}}); got.Text != "User: Hi\n\nAssistant:" {
+		t.Fatalf("qwen role_colon = %q (Qwen adds no BOS)", got.Text)
 	}
 }
 
