@@ -36,6 +36,9 @@ type Config struct {
 	PadToken       string
 	ChatTemplate   string // the default Jinja chat template, if any
 	TokenizerClass string
+	// CleanUpSpaces is clean_up_tokenization_spaces: Python transformers'
+	// decode() then applies CleanUpTokenizationSpaces (Llama 3 sets it).
+	CleanUpSpaces bool
 }
 
 // Option adjusts how a tokenizer is built.
@@ -413,11 +416,14 @@ func (t *Tokenizer) loadConfig(raw []byte) error {
 		TokenizerClass string          `json:"tokenizer_class"`
 		AddBOS         *bool           `json:"add_bos_token"`
 		AddEOS         *bool           `json:"add_eos_token"`
+		CleanUp        *bool           `json:"clean_up_tokenization_spaces"`
 	}
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return fmt.Errorf("parse tokenizer_config.json: %w", err)
 	}
 	t.config = Config{BOSToken: string(c.BOS), EOSToken: string(c.EOS), PadToken: string(c.Pad), TokenizerClass: c.TokenizerClass}
+	// transformers' default is true when the key is absent.
+	t.config.CleanUpSpaces = c.CleanUp == nil || *c.CleanUp
 	if len(c.ChatTemplate) > 0 {
 		var s string
 		var named []struct{ Name, Template string }
@@ -540,6 +546,17 @@ func (e *encoder) piece(p string) { e.out = e.t.model.encode(p, e.out) }
 func (t *Tokenizer) Decode(ids []int, skipSpecial bool) string {
 	return ValidUTF8(t.DecodeBytes(ids, skipSpecial))
 }
+
+// cleanUpReplacer undoes the spaces word-level tokenizers put before
+// punctuation and contractions, like transformers' clean_up_tokenization.
+var cleanUpReplacer = strings.NewReplacer(" .", ".", " ?", "?", " !", "!", " ,", ",", " ' ", "'",
+	" n't", "n't", " 'm", "'m", " 's", "'s", " 've", "'ve", " 're", "'re")
+
+// CleanUpTokenizationSpaces applies transformers' clean-up of decoded text
+// (" ," → "," and so on). Python's tokenizer.decode does this when
+// Config().CleanUpSpaces is set; Decode never does, so that decoding
+// reverses encoding exactly.
+func CleanUpTokenizationSpaces(s string) string { return cleanUpReplacer.Replace(s) }
 
 // DecodeBytes returns the raw bytes of ids.
 func (t *Tokenizer) DecodeBytes(ids []int, skipSpecial bool) []byte {

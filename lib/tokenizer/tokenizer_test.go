@@ -261,3 +261,12 @@ func TestMatchersFuzzAgainstRegexp2(t *testing.T) {
 		}
 	}
 }
+
+func TestCleanUpTokenizationSpaces(t *testing.T) {
+	if got := CleanUpTokenizationSpaces("Hello , world ! I 'm sure it 's fine . Is n't it ?"); got != "Hello, world! I'm sure it's fine. Isn't it?" {
+		t.Errorf("clean-up = %q", got)
+	}
+	if !loadFamily(t, family{"llama3_1"}).Config().CleanUpSpaces || loadFamily(t, family{"qwen3"}).Config().CleanUpSpaces {
+		t.Error("CleanUpSpaces should follow tokenizer_config.json (llama3 true, qwen3 false)")
+	}
+}
