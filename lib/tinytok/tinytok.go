@@ -13,6 +13,9 @@ import (
 	"github.com/tinkershell/tinker/lib/tokenizer"
 )
 
+// ID names this tokenizer.
+const ID = "tinker-local/bytes"
+
 // Prefix names the built-in tiny models.
 const Prefix = "tinker-local/"
 

@@ -172,6 +172,7 @@ func runStarlark(io *term.IO, opts options, rest []string, now func() time.Time)
 	}
 	defer cleanup()
 	in := newInterp(io, opts, now, backend)
+	defer in.Env.Close() // ends the Tinker session, if one was opened
 	report := func(err error, interrupted, backtrace bool) int {
 		if (err != nil || interrupted) && !isExit(err) {
 			fmt.Fprintln(io.Err, shell.FormatError(err, interrupted, backtrace))

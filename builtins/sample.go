@@ -1,0 +1,314 @@
+package builtins
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tinkershell/tinker/lib/chat"
+	"github.com/tinkershell/tinker/lib/tinkerapi"
+	"github.com/tinkershell/tinker/lib/tokenizer"
+	"go.starlark.net/starlark"
+)
+
+func init() {
+	register(Doc{
+		Name: "sample",
+		Signature: "sample(model, prompt=None, tokens=None, messages=None, max_tokens=64, temperature=1.0, top_k=-1, top_p=1.0, " +
+			"stop=None, seed=None, num_samples=1, prompt_logprobs=False, renderer=None)",
+		Summary: "Sample from a base model or a tinker:// sampler checkpoint; give exactly one of prompt, tokens, messages.",
+		Details: "prompt is text encoded with the base model's tokenizer; tokens are ids; messages are\n" +
+			"[{\"role\": ..., \"content\": ...}] rendered by the model's chat renderer (or renderer=).\n" +
+			"stop takes strings or token ids; for messages it defaults to the renderer's end-of-turn tokens.\n" +
+			"temperature=0 is greedy; seed makes sampling reproducible. The result displays as a table and has\n" +
+			".sequences[i].text, .tokens, .logprobs, .stop_reason, and .prompt_logprobs when asked.",
+		Example: "r = sample(\"tinker-local/tiny-llama\", prompt=\"Once upon\", max_tokens=16, seed=7)\nr.sequences[0].text",
+	}, sampleFn)
+}
+
+// sessionErr gives failed futures their server message in one line.
+func sessionErr(err error) error {
+	var rf *tinkerapi.RequestFailedError
+	if errors.As(err, &rf) {
+		return userErr(rf.Message, "")
+	}
+	return apiErr(err)
+}
+
+// SampleOptions is one sample() call in Go terms.
+type SampleOptions struct {
+	Model    string // base model name or tinker:// path
+	Prompt   *string
+	Tokens   []int
+	Messages []chat.Message
+	Renderer string
+	Request  tinkerapi.SampleRequest // PromptTokens is filled in
+	// StopGiven says the caller chose stop conditions (else defaults apply).
+	StopGiven bool
+}
+
+// Sample runs one sampling call: resolves the base model, encodes the
+// prompt, creates (or reuses) a sampling session and decodes the result.
+func Sample(ctx context.Context, env *Env, o SampleOptions) (*SampleResult, error) {
+	s, err := env.Session()
+	if err != nil {
+		return nil, apiErr(err)
+	}
+	c := s.Client()
+	base, path := o.Model, ""
+	if strings.HasPrefix(o.Model, "tinker://") {
+		p, err := parsePath(o.Model)
+		if err != nil {
+			return nil, err
+		}
+		if p.Kind == "weights" {
+			return nil, userErr(fmt.Sprintf("%s is a training checkpoint (weights/); save sampler weights first and sample its sampler_weights/ path", o.Model), "")
+		}
+		info, err := c.WeightsInfo(ctx, o.Model)
+		if err != nil {
+			return nil, apiErr(err)
+		}
+		base, path = info.BaseModel, o.Model
+	}
+	needTok := o.Prompt != nil || o.Messages != nil
+	tok, tokErr := TokenizerFor(ctx, base)
+	if tokErr != nil && needTok {
+		return nil, tokErr
+	}
+	req := o.Request
+	switch {
+	case o.Prompt != nil:
+		req.PromptTokens = tok.Encode(*o.Prompt, true)
+	case o.Messages != nil:
+		r, err := RendererFor(ctx, base, o.Renderer)
+		if err != nil {
+			return nil, err
+		}
+		rendered, err := r.Render(o.Messages)
+		if err != nil {
+			return nil, err
+		}
+		req.PromptTokens = rendered.Tokens
+		if !o.StopGiven {
+			if len(rendered.StopTokens) > 0 {
+				req.StopTokens = rendered.StopTokens
+			} else {
+				req.StopStrings = rendered.StopStrings
+			}
+		}
+	default:
+		req.PromptTokens = o.Tokens
+	}
+	if len(req.PromptTokens) == 0 {
+		return nil, userErr("the prompt is empty; give some text or tokens", "")
+	}
+	key := base
+	if path != "" {
+		key = path
+	}
+	st := env.state()
+	st.mu.Lock()
+	samplerID := st.samplers[key]
+	st.mu.Unlock()
+	defer env.clearStatus()
+	if samplerID == "" {
+		if samplerID, err = s.CreateSamplingSession(ctx, map[bool]string{true: "", false: base}[path != ""], path); err != nil {
+			return nil, sessionErr(err)
+		}
+		st.mu.Lock()
+		st.samplers[key] = samplerID
+		st.mu.Unlock()
+	}
+	resp, err := s.Sample(ctx, samplerID, req)
+	if err != nil {
+		return nil, sessionErr(err)
+	}
+	return sampleResult(o.Model, tok, req, resp), nil
+}
+
+func sampleResult(model string, tok *tokenizer.Tokenizer, req tinkerapi.SampleRequest, resp *tinkerapi.SampleResponse) *SampleResult {
+	out := &SampleResult{Model: model, PromptTokens: req.PromptTokens, WantPromptLP: req.PromptLogprobs, PromptLogprobs: resp.PromptLogprobs}
+	for i, seq := range resp.Sequences {
+		text := ""
+		if tok != nil {
+			text = tok.Decode(seq.Tokens, true)
+		}
+		out.Sequences = append(out.Sequences, &Sequence{Index: i, Text: text, Tokens: seq.Tokens, Logprobs: seq.Logprobs, StopReason: seq.StopReason})
+	}
+	return out
+}
+
+func sampleFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var modelV starlark.Value
+	var promptV, tokensV, messagesV, stopV, seedV, rendererV starlark.Value = starlark.None, starlark.None, starlark.None, starlark.None, starlark.None, starlark.None
+	req := tinkerapi.NewSampleRequest(nil)
+	var temperature, topP starlark.Value = starlark.Float(1.0), starlark.Float(1.0)
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "model", &modelV, "prompt?", &promptV, "tokens?", &tokensV, "messages?", &messagesV,
+		"max_tokens?", &req.MaxTokens, "temperature?", &temperature, "top_k?", &req.TopK, "top_p?", &topP, "stop?", &stopV,
+		"seed?", &seedV, "num_samples?", &req.NumSamples, "prompt_logprobs?", &req.PromptLogprobs, "renderer?", &rendererV); err != nil {
+		return nil, err
+	}
+	fail := func(format string, a ...any) error { return fmt.Errorf("%s: %s", b.Name(), fmt.Sprintf(format, a...)) }
+	o := SampleOptions{}
+	switch m := modelV.(type) {
+	case starlark.String:
+		o.Model = string(m)
+	case *Checkpoint:
+		o.Model = m.C.TinkerPath
+	default:
+		return nil, fail("model must be a base model name, a tinker:// path or a checkpoint, got %s", modelV.Type())
+	}
+	given := 0
+	for _, v := range []starlark.Value{promptV, tokensV, messagesV} {
+		if v != starlark.None {
+			given++
+		}
+	}
+	if given != 1 {
+		return nil, fail("give exactly one of prompt=, tokens= or messages=")
+	}
+	var err error
+	if promptV != starlark.None {
+		s, ok := starlark.AsString(promptV)
+		if !ok {
+			return nil, fail("prompt must be a string, got %s", promptV.Type())
+		}
+		o.Prompt = &s
+	}
+	if tokensV != starlark.None {
+		if o.Tokens, err = intsArg(tokensV); err != nil {
+			return nil, fail("tokens: %v", err)
+		}
+	}
+	if messagesV != starlark.None {
+		if o.Messages, err = messagesArg(messagesV); err != nil {
+			return nil, fail("messages: %v", err)
+		}
+	}
+	if o.Renderer, err = optString(rendererV, "renderer"); err != nil {
+		return nil, fail("%v", err)
+	}
+	t, ok := starlark.AsFloat(temperature)
+	if !ok || t < 0 {
+		return nil, fail("temperature must be a number >= 0")
+	}
+	p, ok := starlark.AsFloat(topP)
+	if !ok || p <= 0 || p > 1 {
+		return nil, fail("top_p must be in (0, 1]")
+	}
+	req.Temperature, req.TopP = t, p
+	if req.MaxTokens < 1 {
+		return nil, fail("max_tokens must be at least 1")
+	}
+	if req.NumSamples < 1 {
+		return nil, fail("num_samples must be at least 1")
+	}
+	if req.TopK == 0 || req.TopK < -1 {
+		return nil, fail("top_k must be -1 (no limit) or positive")
+	}
+	if req.Seed, err = optInt64Arg(seedV, "seed"); err != nil {
+		return nil, fail("%v", err)
+	}
+	if stopV != starlark.None {
+		o.StopGiven = true
+		if req.StopStrings, req.StopTokens, err = stopArg(stopV); err != nil {
+			return nil, fail("stop: %v", err)
+		}
+	}
+	o.Request = req
+	env := EnvOf(thread)
+	return Sample(env.Context(), env, o)
+}
+
+func intsArg(v starlark.Value) ([]int, error) {
+	it, ok := v.(starlark.Iterable)
+	if !ok {
+		return nil, fmt.Errorf("want a list of ints, got %s", v.Type())
+	}
+	var out []int
+	iter := it.Iterate()
+	defer iter.Done()
+	var x starlark.Value
+	for iter.Next(&x) {
+		n, err := starlark.AsInt32(x)
+		if err != nil {
+			return nil, fmt.Errorf("want ints, got %s", x.Type())
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// stopArg accepts a string, a list of strings or a list of token ids.
+func stopArg(v starlark.Value) (strs []string, toks []int, err error) {
+	if s, ok := starlark.AsString(v); ok {
+		return []string{s}, nil, nil
+	}
+	l, ok := v.(*starlark.List)
+	if !ok {
+		return nil, nil, fmt.Errorf("want a string or a list of strings or token ids, got %s", v.Type())
+	}
+	for i := 0; i < l.Len(); i++ {
+		switch x := l.Index(i).(type) {
+		case starlark.String:
+			strs = append(strs, string(x))
+		case starlark.Int:
+			n, err := starlark.AsInt32(x)
+			if err != nil {
+				return nil, nil, err
+			}
+			toks = append(toks, n)
+		default:
+			return nil, nil, fmt.Errorf("want strings or token ids, got %s", x.Type())
+		}
+	}
+	if len(strs) > 0 && len(toks) > 0 {
+		return nil, nil, fmt.Errorf("use either strings or token ids, not both")
+	}
+	return strs, toks, nil
+}
+
+func messagesArg(v starlark.Value) ([]chat.Message, error) {
+	l, ok := v.(*starlark.List)
+	if !ok {
+		return nil, fmt.Errorf("want a list of {\"role\": ..., \"content\": ...} dicts, got %s", v.Type())
+	}
+	msgs := make([]chat.Message, 0, l.Len())
+	for i := 0; i < l.Len(); i++ {
+		d, ok := l.Index(i).(*starlark.Dict)
+		if !ok {
+			return nil, fmt.Errorf("message %d is a %s, want a dict", i, l.Index(i).Type())
+		}
+		get := func(k string) (string, error) {
+			x, found, _ := d.Get(starlark.String(k))
+			if !found || x == starlark.None {
+				return "", nil
+			}
+			s, ok := starlark.AsString(x)
+			if !ok {
+				return "", fmt.Errorf("message %d: %s must be a string", i, k)
+			}
+			return s, nil
+		}
+		var m chat.Message
+		var err error
+		if m.Role, err = get("role"); err != nil {
+			return nil, err
+		}
+		if m.Content, err = get("content"); err != nil {
+			return nil, err
+		}
+		if m.Thinking, err = get("thinking"); err != nil {
+			return nil, err
+		}
+		if m.Role == "" {
+			return nil, fmt.Errorf("message %d has no role", i)
+		}
+		msgs = append(msgs, m)
+	}
+	if len(msgs) == 0 {
+		return nil, fmt.Errorf("no messages")
+	}
+	return msgs, nil
+}

@@ -1,0 +1,195 @@
+package builtins
+
+import (
+	"fmt"
+	"sort"
+	gotime "time"
+
+	"github.com/tinkershell/tinker/lib/chat"
+	"github.com/tinkershell/tinker/lib/render"
+	"github.com/tinkershell/tinker/lib/tinytok"
+	"github.com/tinkershell/tinker/lib/tokenizer"
+	"go.starlark.net/starlark"
+)
+
+func init() {
+	register(Doc{
+		Name:      "tokenizer",
+		Signature: "tokenizer(model)",
+		Summary:   "The base model's tokenizer: .encode(text, special_tokens=False), .decode(ids), .id, .vocab_size.",
+		Details:   "Found in the Hugging Face cache (HF_HOME, HF_HUB_CACHE) or downloaded from the Hub (HF_ENDPOINT, HF_TOKEN; HF_HUB_OFFLINE=1 forbids it).",
+		Example:   "t = tokenizer(\"Qwen/Qwen3-8B\")\nlen(t.encode(\"How many tokens is this?\"))",
+	}, tokenizerFn)
+	register(Doc{
+		Name:      "render",
+		Signature: "render(model_or_renderer, messages)",
+		Summary:   "Render a conversation the way sample(messages=...) does: the prompt text, its tokens and the stop tokens.",
+		Details:   "The first argument is a base model (its default renderer) or a renderer name: " + fmt.Sprint(chat.Names()) + ".",
+		Example:   "r = render(\"Qwen/Qwen3-8B\", [{\"role\": \"user\", \"content\": \"hi\"}])\nlen(r.tokens)",
+	}, renderFn)
+}
+
+// Tokenizer is a tokenizer as a Starlark value.
+type Tokenizer struct {
+	T    *tokenizer.Tokenizer
+	Name string // the tokenizer's id (a Hub repo, or the built-in byte tokenizer)
+}
+
+var _ starlark.HasAttrs = (*Tokenizer)(nil)
+
+func (t *Tokenizer) String() string        { return fmt.Sprintf("<tokenizer %s>", t.Name) }
+func (t *Tokenizer) Type() string          { return "tokenizer" }
+func (t *Tokenizer) Freeze()               {}
+func (t *Tokenizer) Truth() starlark.Bool  { return true }
+func (t *Tokenizer) Hash() (uint32, error) { return starlark.String(t.Name).Hash() }
+func (t *Tokenizer) AttrNames() []string   { return []string{"decode", "encode", "id", "vocab_size"} }
+
+func (t *Tokenizer) Attr(name string) (starlark.Value, error) {
+	switch name {
+	case "id":
+		return starlark.String(t.Name), nil
+	case "vocab_size":
+		return starlark.MakeInt(t.T.VocabSize()), nil
+	case "encode":
+		return starlark.NewBuiltin("encode", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			var text string
+			special := false
+			if err := starlark.UnpackArgs(b.Name(), args, kwargs, "text", &text, "special_tokens?", &special); err != nil {
+				return nil, err
+			}
+			return intList(t.T.Encode(text, special)), nil
+		}), nil
+	case "decode":
+		return starlark.NewBuiltin("decode", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			var idsV starlark.Value
+			skip := false
+			if err := starlark.UnpackArgs(b.Name(), args, kwargs, "ids", &idsV, "skip_special_tokens?", &skip); err != nil {
+				return nil, err
+			}
+			ids, err := intsArg(idsV)
+			if err != nil {
+				return nil, fmt.Errorf("decode: %w", err)
+			}
+			for _, id := range ids {
+				if id < 0 || id >= t.T.VocabSize() {
+					return nil, fmt.Errorf("decode: token id %d is outside the vocabulary (0..%d)", id, t.T.VocabSize()-1)
+				}
+			}
+			return starlark.String(t.T.Decode(ids, skip)), nil
+		}), nil
+	}
+	return nil, nil
+}
+
+func tokenizerFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var model string
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "model", &model); err != nil {
+		return nil, err
+	}
+	t, err := TokenizerFor(EnvOf(thread).Context(), model)
+	if err != nil {
+		return nil, err
+	}
+	name := t.ID()
+	if tinytok.IsTiny(model) {
+		name = tinytok.ID
+	}
+	return &Tokenizer{T: t, Name: name}, nil
+}
+
+// Rendered is render()'s result.
+type Rendered struct {
+	Renderer string
+	R        chat.Rendered
+}
+
+var (
+	_ RecordValue = (*Rendered)(nil)
+	_ JSONValue   = (*Rendered)(nil)
+)
+
+func (r *Rendered) String() string {
+	return fmt.Sprintf("<rendered %s: %d tokens>", r.Renderer, len(r.R.Tokens))
+}
+func (r *Rendered) Type() string          { return "rendered" }
+func (r *Rendered) Freeze()               {}
+func (r *Rendered) Truth() starlark.Bool  { return true }
+func (r *Rendered) Hash() (uint32, error) { return starlark.String(r.R.Text).Hash() }
+func (r *Rendered) AttrNames() []string {
+	return []string{"renderer", "stop_strings", "stop_tokens", "text", "tokens"}
+}
+func (r *Rendered) Attr(name string) (starlark.Value, error) {
+	switch name {
+	case "renderer":
+		return starlark.String(r.Renderer), nil
+	case "text":
+		return starlark.String(r.R.Text), nil
+	case "tokens":
+		return intList(r.R.Tokens), nil
+	case "stop_tokens":
+		return intList(r.R.StopTokens), nil
+	case "stop_strings":
+		return strList(r.R.StopStrings), nil
+	}
+	return nil, nil
+}
+func (r *Rendered) Record(gotime.Time) *render.Record {
+	return &render.Record{Title: "Rendered with " + r.Renderer, Fields: []render.Field{
+		{Name: "Text", Value: oneLine(r.R.Text)},
+		{Name: "Tokens", Value: fmt.Sprint(len(r.R.Tokens))},
+		{Name: "Stop tokens", Value: fmt.Sprint(r.R.StopTokens)},
+		{Name: "Stop strings", Value: fmt.Sprintf("%q", r.R.StopStrings)},
+	}}
+}
+func (r *Rendered) RowColumns() []render.Column {
+	return []render.Column{{Header: "Renderer"}, {Header: "Tokens", Right: true}, {Header: "Text"}}
+}
+func (r *Rendered) Row(gotime.Time) []string {
+	return []string{r.Renderer, fmt.Sprint(len(r.R.Tokens)), oneLine(r.R.Text)}
+}
+func (r *Rendered) ListTitle(n int) string { return Plural(n, "rendered prompt", "rendered prompts") }
+func (r *Rendered) JSON() any {
+	toks := make([]any, len(r.R.Tokens))
+	for i, t := range r.R.Tokens {
+		toks[i] = t
+	}
+	stops := make([]any, len(r.R.StopTokens))
+	for i, t := range r.R.StopTokens {
+		stops[i] = t
+	}
+	return render.Object{{Key: "renderer", Value: r.Renderer}, {Key: "text", Value: r.R.Text}, {Key: "tokens", Value: toks}, {Key: "stop_tokens", Value: stops}}
+}
+func (r *Rendered) MarshalJSON() ([]byte, error) { return marshalJSON(r) }
+
+func renderFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var which string
+	var msgsV starlark.Value
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "model_or_renderer", &which, "messages", &msgsV); err != nil {
+		return nil, err
+	}
+	msgs, err := messagesArg(msgsV)
+	if err != nil {
+		return nil, fmt.Errorf("%s: messages: %w", b.Name(), err)
+	}
+	ctx := EnvOf(thread).Context()
+	var r chat.Renderer
+	names := chat.Names()
+	sort.Strings(names)
+	if i := sort.SearchStrings(names, which); i < len(names) && names[i] == which {
+		model := chat.DefaultModel(which)
+		if model == "" {
+			return nil, fmt.Errorf("%s: renderer %s needs a model; pass a base model name instead", b.Name(), which)
+		}
+		r, err = RendererFor(ctx, model, which)
+	} else {
+		r, err = RendererFor(ctx, which, "")
+	}
+	if err != nil {
+		return nil, err
+	}
+	out, err := r.Render(msgs)
+	if err != nil {
+		return nil, err
+	}
+	return &Rendered{Renderer: r.Name(), R: out}, nil
+}

@@ -1,0 +1,280 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/tinkershell/tinker/builtins"
+	"github.com/tinkershell/tinker/lib/render"
+	"github.com/tinkershell/tinker/lib/tinkerapi"
+	"github.com/tinkershell/tinker/shell"
+)
+
+// Subcommands in the style of the tinkex CLI for saving and sampling, and
+// a token counter; each is one call of the builtin's Go function.
+
+func init() {
+	commands["sample"] = &command{
+		Name:    "sample",
+		Summary: "Sample from a base model or a checkpoint.",
+		Help:    "Sample from --base-model or --model-path (a tinker:// sampler checkpoint) on --prompt or --prompt-file.",
+		Flags: []flagSpec{
+			{Long: "--base-model", Kind: flagString, Metavar: "MODEL", Help: "Base model to sample."},
+			{Long: "--model-path", Kind: flagString, Metavar: "PATH", Help: "tinker:// path of a sampler checkpoint."},
+			{Long: "--prompt", Kind: flagString, Metavar: "TEXT", Help: "Prompt text."},
+			{Long: "--prompt-file", Kind: flagString, Metavar: "FILE", Help: "Read the prompt from FILE (- for stdin)."},
+			{Long: "--max-tokens", Kind: flagInt, Metavar: "INTEGER", Help: "Tokens to generate (default 64)."},
+			{Long: "--temperature", Kind: flagString, Metavar: "FLOAT", Help: "Sampling temperature; 0 is greedy (default 1.0)."},
+			{Long: "--top-k", Kind: flagInt, Metavar: "INTEGER", Help: "Keep the k likeliest tokens; -1 keeps all (default)."},
+			{Long: "--top-p", Kind: flagString, Metavar: "FLOAT", Help: "Nucleus sampling mass (default 1.0)."},
+			{Long: "--num-samples", Kind: flagInt, Metavar: "INTEGER", Help: "Sequences to sample (default 1)."},
+			{Long: "--seed", Kind: flagInt, Metavar: "INTEGER", Help: "Seed for reproducible sampling."},
+			{Long: "--stop", Kind: flagMulti, Metavar: "TEXT", Help: "Stop at this string (repeatable)."},
+		},
+		Run: runSample,
+	}
+	commands["tokenize"] = &command{
+		Name:    "tokenize",
+		Summary: "Turn text into a base model's token ids.",
+		Help:    "Print the token ids of TEXT (or --file) under --model's tokenizer; with -f json a JSON object.",
+		Args:    []argSpec{{Name: "TEXT", Optional: true}},
+		Flags: []flagSpec{
+			{Long: "--model", Kind: flagString, Metavar: "MODEL", Help: "Base model whose tokenizer to use."},
+			{Long: "--file", Kind: flagString, Metavar: "FILE", Help: "Read the text from FILE (- for stdin)."},
+			{Long: "--special-tokens", Kind: flagBool, Help: "Add the tokenizer's special tokens (e.g. BOS)."},
+		},
+		Run: runTokenize,
+	}
+	if ck := commands["checkpoint"]; ck != nil && ck.Sub != nil {
+		ck.Sub["save"] = &command{
+			Name:    "save",
+			Summary: "Create a LoRA model and save its sampler weights.",
+			Help:    "Create a fresh LoRA adapter on --base-model and save it as a sampler checkpoint.",
+			Flags: []flagSpec{
+				{Long: "--base-model", Kind: flagString, Metavar: "MODEL", Help: "Base model (required)."},
+				{Long: "--name", Kind: flagString, Metavar: "TEXT", Help: "Checkpoint name (default final)."},
+				{Long: "--rank", Kind: flagInt, Metavar: "INTEGER", Help: "LoRA rank (default 32)."},
+				{Long: "--seed", Kind: flagInt, Metavar: "INTEGER", Help: "Seed of the adapter's initial weights."},
+				{Long: "--train-mlp", Kind: flagBool, Help: "Adapt the MLP layers (default)."},
+				{Long: "--no-train-mlp", Kind: flagBool, Help: "Do not adapt the MLP layers."},
+				{Long: "--train-attn", Kind: flagBool, Help: "Adapt the attention layers (default)."},
+				{Long: "--no-train-attn", Kind: flagBool, Help: "Do not adapt the attention layers."},
+				{Long: "--train-unembed", Kind: flagBool, Help: "Adapt the output layer (default)."},
+				{Long: "--no-train-unembed", Kind: flagBool, Help: "Do not adapt the output layer."},
+				{Long: "--ttl", Kind: flagInt, Metavar: "SECONDS", Help: "Expire the checkpoint after SECONDS."},
+				{Long: "--output", Kind: flagString, Metavar: "FILE", Help: "Also write the checkpoint's JSON to FILE."},
+			},
+			Run: runCheckpointSave,
+		}
+	}
+}
+
+// newEnv gives a subcommand the builtins' environment over its backend.
+func (r *apiRun) newEnv() *builtins.Env {
+	return &builtins.Env{Ctx: r.ctx, Now: r.now, Notices: r.io.Err, NoticesTTY: r.io.ErrTTY, Width: r.io.Width, Version: Version, Backend: r.backend}
+}
+
+func floatFlag(c *invocation, name string, def float64) (float64, error) {
+	if !c.has(name) {
+		return def, nil
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(c.str(name)), 64)
+	if err != nil {
+		return 0, fmt.Errorf("Invalid value for '--%s': '%s' is not a valid float.", name, c.str(name))
+	}
+	return f, nil
+}
+
+// readText reads --prompt-file / --file; "-" is stdin.
+func readText(c *invocation, path string) (string, error) {
+	var data []byte
+	var err error
+	if path == "-" {
+		data, err = readAll(c.io.In)
+	} else {
+		data, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return "", &cliError{Msg: fmt.Sprintf("Cannot read %s: %v", path, err)}
+	}
+	return string(data), nil
+}
+
+func runSample(c *invocation) int {
+	base, path := c.str("base-model"), c.str("model-path")
+	if (base == "") == (path == "") {
+		return leafUsageError(c.io, commands["sample"], c.path, "Give exactly one of --base-model and --model-path.")
+	}
+	if c.has("prompt") == c.has("prompt-file") {
+		return leafUsageError(c.io, commands["sample"], c.path, "Give exactly one of --prompt and --prompt-file.")
+	}
+	req := tinkerapi.NewSampleRequest(nil)
+	var err error
+	if req.Temperature, err = floatFlag(c, "temperature", 1.0); err == nil {
+		req.TopP, err = floatFlag(c, "top-p", 1.0)
+	}
+	if err != nil {
+		return leafUsageError(c.io, commands["sample"], c.path, err.Error())
+	}
+	req.MaxTokens = c.intOr("max-tokens", 64)
+	req.TopK = c.intOr("top-k", -1)
+	req.NumSamples = c.intOr("num-samples", 1)
+	if c.has("seed") {
+		s := int64(c.intOr("seed", 0))
+		req.Seed = &s
+	}
+	req.StopStrings = c.multi("stop")
+	return runAPI(c, func(r *apiRun) error {
+		prompt := c.str("prompt")
+		if c.has("prompt-file") {
+			if prompt, err = readText(c, c.str("prompt-file")); err != nil {
+				return err
+			}
+		}
+		model := base
+		if path != "" {
+			if err := checkPrefix(path); err != nil {
+				return err
+			}
+			model = path
+		}
+		if _, err := r.preflight(); err != nil {
+			return err
+		}
+		env := r.newEnv()
+		defer env.Close()
+		res, err := builtins.Sample(r.ctx, env, builtins.SampleOptions{Model: model, Prompt: &prompt, Request: req, StopGiven: len(req.StopStrings) > 0})
+		if err != nil {
+			return err
+		}
+		if c.jsonMode() {
+			return c.writeJSON(res.JSON())
+		}
+		return c.writeTable(res.Table(c.now()))
+	})
+}
+
+func runCheckpointSave(c *invocation) int {
+	cmd := commands["checkpoint"].Sub["save"]
+	base := c.str("base-model")
+	if base == "" {
+		return leafUsageError(c.io, cmd, c.path, "Missing option '--base-model'.")
+	}
+	lora := tinkerapi.DefaultLoraConfig()
+	lora.Rank = c.intOr("rank", 32)
+	for _, f := range []struct {
+		name string
+		v    *bool
+	}{{"mlp", &lora.TrainMLP}, {"attn", &lora.TrainAttn}, {"unembed", &lora.TrainUnembed}} {
+		if c.has("train-"+f.name) && c.has("no-train-"+f.name) {
+			return leafUsageError(c.io, cmd, c.path, fmt.Sprintf("--train-%s and --no-train-%s contradict each other.", f.name, f.name))
+		}
+		*f.v = !c.has("no-train-" + f.name)
+	}
+	if c.has("seed") {
+		s := int64(c.intOr("seed", 0))
+		lora.Seed = &s
+	}
+	var ttl *int64
+	if c.has("ttl") {
+		t := int64(c.intOr("ttl", 0))
+		ttl = &t
+	}
+	return runAPI(c, func(r *apiRun) error {
+		if _, err := r.preflight(); err != nil {
+			return err
+		}
+		env := r.newEnv()
+		defer env.Close()
+		s, err := env.Session()
+		if err != nil {
+			return err
+		}
+		cp, err := builtins.SaveCheckpoint(r.ctx, s, builtins.SaveOptions{BaseModel: base, Name: c.str("name"), Lora: lora, TTL: ttl})
+		if err != nil {
+			return err
+		}
+		if out := c.str("output"); out != "" {
+			if err := writeJSONFile(out, cp.JSON()); err != nil {
+				return err
+			}
+		}
+		if c.jsonMode() {
+			return c.writeJSON(cp.JSON())
+		}
+		return c.writeTable(cp.Record(c.now()).Table())
+	})
+}
+
+// writeJSONFile writes v to path through a temporary sibling, so a failed
+// write leaves no half-written file.
+func writeJSONFile(path string, v any) error {
+	tmp, err := os.CreateTemp(dirOf(path), ".tinker-*.json")
+	if err != nil {
+		return &cliError{Msg: fmt.Sprintf("Cannot write %s: %v", path, err)}
+	}
+	defer os.Remove(tmp.Name())
+	if err := render.WriteJSON(tmp, v, render.JSONOptions{Indent: true}); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return &cliError{Msg: fmt.Sprintf("Cannot write %s: %v", path, err)}
+	}
+	return nil
+}
+
+func dirOf(path string) string {
+	if i := strings.LastIndexByte(path, '/'); i >= 0 {
+		return path[:i+1]
+	}
+	return "."
+}
+
+func runTokenize(c *invocation) int {
+	model := c.str("model")
+	if model == "" {
+		return leafUsageError(c.io, commands["tokenize"], c.path, "Missing option '--model'.")
+	}
+	if (len(c.args) == 1) == c.has("file") {
+		return leafUsageError(c.io, commands["tokenize"], c.path, "Give the text as an argument or with --file, not both.")
+	}
+	text := ""
+	if len(c.args) == 1 {
+		text = c.args[0]
+	} else {
+		var err error
+		if text, err = readText(c, c.str("file")); err != nil {
+			fmt.Fprintf(c.io.Err, "Error: %v\n", err)
+			return shell.ExitError
+		}
+	}
+	tok, err := builtins.TokenizerFor(contextBackground(), model)
+	if err != nil {
+		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
+		return shell.ExitError
+	}
+	ids := tok.Encode(text, c.has("special-tokens"))
+	if c.jsonMode() {
+		l := make([]any, len(ids))
+		for i, id := range ids {
+			l[i] = id
+		}
+		_ = c.writeJSON(render.Object{{Key: "model", Value: model}, {Key: "count", Value: len(ids)}, {Key: "tokens", Value: l}})
+		return shell.ExitOK
+	}
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.Itoa(id)
+	}
+	fmt.Fprintln(c.io.Out, strings.Join(parts, " "))
+	return shell.ExitOK
+}
+
+func contextBackground() context.Context { return context.Background() }
