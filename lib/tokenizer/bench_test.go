@@ -149,3 +149,21 @@ func BenchmarkPreTokenize(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLoad parses tokenizer.json (what a fresh `tinker tokenize` pays).
+func BenchmarkLoad(b *testing.B) {
+	for _, f := range []family{{"llama3_1"}, {"gptoss"}} {
+		data, err := os.ReadFile(filepath.Join(familyDir(b, f), "tokenizer.json"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(f.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for i := 0; i < b.N; i++ {
+				if _, err := FromFiles(data, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

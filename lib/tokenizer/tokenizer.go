@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"unsafe"
 )
 
@@ -289,20 +291,49 @@ func FromFiles(tokJSON, cfgJSON []byte, opts ...Option) (*Tokenizer, error) {
 
 func (t *Tokenizer) loadMerges(pairs [][2]string) error {
 	m := t.model
-	m.merges = make(map[uint64]merge, len(pairs))
-	var buf []byte
-	for rank, p := range pairs {
-		a, b := byteLevelString(p[0]), byteLevelString(p[1])
-		ia, oka := m.vocab[a]
-		ib, okb := m.vocab[b]
-		buf = append(append(buf[:0], a...), b...)
-		im, okm := m.vocab[string(buf)]
-		if !oka || !okb || !okm {
-			return fmt.Errorf("merge %d (%q %q) refers to tokens missing from the vocabulary", rank, p[0], p[1])
+	// Resolving ~3 vocabulary lookups per merge dominates loading; the map
+	// is only read here, so split the work across CPUs.
+	type resolved struct{ a, b, id int32 }
+	res := make([]resolved, len(pairs))
+	workers := min(runtime.GOMAXPROCS(0), 8)
+	chunk := (len(pairs) + workers - 1) / workers
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		lo, hi := w*chunk, min(len(pairs), (w+1)*chunk)
+		if lo >= hi {
+			break
 		}
-		k := pairKey(int32(ia), int32(ib))
+		wg.Add(1)
+		go func(w, lo, hi int) {
+			defer wg.Done()
+			var buf []byte
+			for rank := lo; rank < hi; rank++ {
+				p := pairs[rank]
+				a, b := byteLevelString(p[0]), byteLevelString(p[1])
+				ia, oka := m.vocab[a]
+				ib, okb := m.vocab[b]
+				buf = append(append(buf[:0], a...), b...)
+				im, okm := m.vocab[string(buf)]
+				if !oka || !okb || !okm {
+					errs[w] = fmt.Errorf("merge %d (%q %q) refers to tokens missing from the vocabulary", rank, p[0], p[1])
+					return
+				}
+				res[rank] = resolved{int32(ia), int32(ib), int32(im)}
+			}
+		}(w, lo, hi)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	m.merges = make(map[uint64]merge, len(pairs))
+	for rank, r := range res {
+		k := pairKey(r.a, r.b)
 		if _, dup := m.merges[k]; !dup { // the first (lowest) rank wins
-			m.merges[k] = merge{rank: int32(rank), id: int32(im)}
+			m.merges[k] = merge{rank: int32(rank), id: r.id}
 		}
 	}
 	return nil
