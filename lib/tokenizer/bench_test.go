@@ -105,7 +105,7 @@ func prompt8K() string {
 // BenchmarkEncode8K encodes an ~8k-token prompt (warm cache: the steady
 // state of a process that samples repeatedly).
 func BenchmarkEncode8K(b *testing.B) {
-	for _, f := range []family{{"llama3_1"}, {"qwen3"}} {
+	for _, f := range []family{{"llama3_1"}, {"qwen3"}, {"deepseek_v3"}, {"gptoss"}} {
 		b.Run(f.name, func(b *testing.B) {
 			tk := loadFamily(b, f)
 			text := prompt8K()

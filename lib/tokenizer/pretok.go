@@ -56,13 +56,28 @@ func (q sequence) split(s string, emit func(string)) {
 	switch len(q) {
 	case 0:
 		emit(s)
+		return
 	case 1:
 		q[0].split(s, emit)
-	default:
-		rest := q[1:]
-		q[0].split(s, func(piece string) { rest.split(piece, emit) })
+		return
 	}
+	// Wire the stages once per call (not per piece): stage i feeds each of
+	// its pieces to stage i+1, the last to emit.
+	stages := make([]stage, len(q))
+	next := emit
+	for i := len(q) - 1; i >= 1; i-- {
+		stages[i] = stage{pre: q[i], next: next}
+		next = stages[i].run
+	}
+	q[0].split(s, next)
 }
+
+type stage struct {
+	pre  preTokenizer
+	next func(string)
+}
+
+func (st *stage) run(piece string) { st.pre.split(piece, st.next) }
 
 // byteLevelPre is the ByteLevel pre-tokenizer. The byte-to-rune mapping is
 // implicit (the vocabulary is keyed by raw bytes); what remains is the
