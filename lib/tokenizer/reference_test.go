@@ -13,7 +13,7 @@ import (
 	"testing"
 )
 
-const corpusSize = 6000
+const corpusSize = 5000
 
 type refResult struct {
 	IDs     []int  `json:"ids"`
