@@ -92,3 +92,11 @@ func TestTableFitsWidth(t *testing.T) {
 		t.Error("unlimited width cut a cell")
 	}
 }
+
+func TestCellsStayOnOneLine(t *testing.T) {
+	var b bytes.Buffer
+	_ = Write(&b, &Table{Columns: []Column{{Header: "text"}}, Rows: [][]string{{"a\nb\tc"}}}, Options{})
+	if !strings.Contains(b.String(), "│ a⏎b⇥c │") || strings.Count(b.String(), "\n") != 5 {
+		t.Errorf("cell broke the layout:\n%s", b.String())
+	}
+}

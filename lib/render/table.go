@@ -87,7 +87,7 @@ func Write(w io.Writer, t *Table, o Options) error {
 	measure := func(rs [][]string) {
 		for _, r := range rs {
 			for i := 0; i < n && i < len(r); i++ {
-				if cw := runewidth.StringWidth(r[i]); cw > widths[i] {
+				if cw := runewidth.StringWidth(cellText(r[i])); cw > widths[i] {
 					widths[i] = cw
 				}
 			}
@@ -142,7 +142,7 @@ func Write(w io.Writer, t *Table, o Options) error {
 			if i < len(cells) {
 				text = cells[i]
 			}
-			text = truncate(text, cw)
+			text = truncate(cellText(text), cw)
 			pad := strings.Repeat(" ", cw-runewidth.StringWidth(text))
 			styled := text
 			switch {
@@ -213,6 +213,17 @@ func fit(widths []int, avail int) {
 		widths[widest]--
 		sum--
 	}
+}
+
+// flat keeps a cell on one line: line breaks and tabs are shown as marks.
+var flat = strings.NewReplacer("\r\n", "⏎", "\n", "⏎", "\r", "␍", "\t", "⇥")
+
+// cellText keeps a cell on one line.
+func cellText(s string) string {
+	if strings.ContainsAny(s, "\r\n\t") {
+		return flat.Replace(s)
+	}
+	return s
 }
 
 // truncate cuts s to width display cells, ending in "…" when cut.
