@@ -254,12 +254,17 @@ func publish(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	if err := unpackPath(b, args, kwargs, &path); err != nil {
 		return nil, err
 	}
+	return noneAfter(thread, func(ctx context.Context, c *tinkerapi.Client) error { return Publish(ctx, c, path, on) })
+}
+
+// noneAfter runs op with the backend's client and returns None.
+func noneAfter(thread *starlark.Thread, op func(ctx context.Context, c *tinkerapi.Client) error) (starlark.Value, error) {
 	env := EnvOf(thread)
 	c, err := env.Client()
 	if err != nil {
 		return nil, err
 	}
-	if err := Publish(env.Context(), c, path, on); err != nil {
+	if err := op(env.Context(), c); err != nil {
 		return nil, apiErr(err)
 	}
 	return starlark.None, nil
@@ -295,15 +300,7 @@ func checkpointSetTTL(thread *starlark.Thread, b *starlark.Builtin, args starlar
 		v := int64(n)
 		ttl = &v
 	}
-	env := EnvOf(thread)
-	c, err := env.Client()
-	if err != nil {
-		return nil, err
-	}
-	if err := SetTTL(env.Context(), c, path, ttl); err != nil {
-		return nil, apiErr(err)
-	}
-	return starlark.None, nil
+	return noneAfter(thread, func(ctx context.Context, c *tinkerapi.Client) error { return SetTTL(ctx, c, path, ttl) })
 }
 
 func optString(v starlark.Value, name string) (string, error) {
