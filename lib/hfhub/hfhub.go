@@ -61,6 +61,9 @@ type Hub struct {
 	CacheDir string // the hub cache: …/huggingface/hub
 	Offline  bool   // never touch the network
 	Client   *http.Client
+	// Progress, if set, is called as a file downloads (total is -1 when
+	// the server does not say); the shell uses it for a progress bar.
+	Progress func(file string, done, total int64)
 }
 
 // FromEnv configures a Hub from the environment variables huggingface_hub
@@ -251,7 +254,11 @@ func (h *Hub) download(ctx context.Context, repoID, revision, name string) (comm
 	}
 	defer os.Remove(tmp.Name()) // no-op once renamed
 	sum := sha256.New()
-	if _, err := io.Copy(io.MultiWriter(tmp, sum), resp.Body); err != nil {
+	var w io.Writer = io.MultiWriter(tmp, sum)
+	if h.Progress != nil {
+		w = &progressWriter{w: w, file: name, total: resp.ContentLength, report: h.Progress}
+	}
+	if _, err := io.Copy(w, resp.Body); err != nil {
 		tmp.Close()
 		return "", fmt.Errorf("download tokenizer %s: %s: %w", repoID, name, err)
 	}
@@ -320,6 +327,21 @@ func (h *Hub) get(ctx context.Context, u string) (resp *http.Response, meta http
 		u = next.String()
 	}
 	return nil, nil, fmt.Errorf("too many redirects")
+}
+
+type progressWriter struct {
+	w      io.Writer
+	file   string
+	done   int64
+	total  int64
+	report func(string, int64, int64)
+}
+
+func (p *progressWriter) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	p.done += int64(n)
+	p.report(p.file, p.done, p.total)
+	return n, err
 }
 
 func normalizeETag(s string) string {

@@ -90,9 +90,18 @@ func TestResolveDownloadsIntoHFCacheLayout(t *testing.T) {
 		"org/tok/tokenizer_config.json": `{"eos_token":"x"}`,
 	}}
 	h, _ := newHub(t, f)
+	var progressed int64
+	h.Progress = func(file string, done, total int64) {
+		if file == "tokenizer_config.json" {
+			progressed = done
+		}
+	}
 	dir, err := h.Resolve(context.Background(), "org/tok", "main")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if progressed != int64(len(`{"eos_token":"x"}`)) {
+		t.Errorf("progress reported %d bytes", progressed)
 	}
 	wantDir := filepath.Join(h.CacheDir, "models--org--tok", "snapshots", commit)
 	if dir != wantDir {
