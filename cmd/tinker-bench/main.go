@@ -1,8 +1,8 @@
 // Command tinker-bench measures whole-process figures that Go benchmarks
-// cannot: cold start time and peak memory of the tinker binary, each next
-// to a reference command measured in the same invocation.
+// cannot, each next to a reference measured in the same invocation:
 //
-//	go run ./cmd/tinker-bench coldstart bin/tinker
+//	go run ./cmd/tinker-bench coldstart bin/tinker   # start time and RSS vs /bin/true
+//	go run ./cmd/tinker-bench list bin/tinker        # checkpoint list --limit 0 over 10,000 vs curl
 package main
 
 import (
@@ -15,11 +15,18 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 3 || os.Args[1] != "coldstart" {
-		fmt.Fprintln(os.Stderr, "usage: tinker-bench coldstart PATH/TO/tinker")
+	if len(os.Args) != 3 || (os.Args[1] != "coldstart" && os.Args[1] != "list") {
+		fmt.Fprintln(os.Stderr, "usage: tinker-bench coldstart|list PATH/TO/tinker")
 		os.Exit(2)
 	}
 	bin := os.Args[2]
+	if os.Args[1] == "list" {
+		if err := listBench(bin); err != nil {
+			fmt.Fprintln(os.Stderr, "tinker-bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	const runs = 25
 	ref := measure(runs, "/bin/true")
 	fmt.Printf("%-28s %10s %12s\n", "command (median of 25)", "wall ms", "peak RSS MB")

@@ -1,12 +1,14 @@
 package render
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -47,13 +49,21 @@ type JSONOptions struct {
 // Supported values: nil, bool, ints, floats, RawFloat, string, []any,
 // Object, map[string]any (sorted keys), json.Marshaler and []Object.
 func WriteJSON(w io.Writer, v any, o JSONOptions) error {
-	var b bytes.Buffer
-	if err := encode(&b, v, o, 0); err != nil {
+	// Stream through a buffered writer: large listings (10,000 checkpoints)
+	// would otherwise spend their time growing one big buffer.
+	bw := bufio.NewWriterSize(w, 64<<10)
+	if err := encode(bw, v, o, 0); err != nil {
 		return err
 	}
-	b.WriteByte('\n')
-	_, err := w.Write(b.Bytes())
-	return err
+	bw.WriteByte('\n')
+	return bw.Flush()
+}
+
+// jsonWriter is what encode needs; bytes.Buffer and bufio.Writer have it.
+type jsonWriter interface {
+	io.Writer
+	io.ByteWriter
+	io.StringWriter
 }
 
 // MarshalJSON renders v on one line in the CLI's compact style.
@@ -63,12 +73,13 @@ func MarshalJSON(v any) ([]byte, error) {
 	return b.Bytes(), err
 }
 
-func newline(b *bytes.Buffer, o JSONOptions, depth int) {
+func newline(b jsonWriter, o JSONOptions, depth int) {
 	if o.Indent {
 		b.WriteByte('\n')
-		for i := 0; i < depth; i++ {
-			b.WriteString("  ")
+		for ; depth > len(indents)-1; depth -= len(indents) - 1 {
+			b.WriteString(indents[len(indents)-1])
 		}
+		b.WriteString(indents[depth])
 	}
 }
 
@@ -83,7 +94,7 @@ func sep(o JSONOptions) (item, key string) {
 	}
 }
 
-func encode(b *bytes.Buffer, v any, o JSONOptions, depth int) error {
+func encode(b jsonWriter, v any, o JSONOptions, depth int) error {
 	itemSep, keySep := sep(o)
 	switch x := v.(type) {
 	case nil:
@@ -229,9 +240,23 @@ func fromGo(v any) any {
 
 const hexDigits = "0123456789abcdef"
 
+// indents[i] is the indentation of depth i.
+var indents = func() []string {
+	l := make([]string, 16)
+	for i := range l {
+		l[i] = strings.Repeat("  ", i)
+	}
+	return l
+}()
+
 // writeString escapes like Python's json.dumps with ensure_ascii=True.
-func writeString(b *bytes.Buffer, s string) {
+func writeString(b jsonWriter, s string) {
 	b.WriteByte('"')
+	if plainASCII(s) {
+		b.WriteString(s)
+		b.WriteByte('"')
+		return
+	}
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
@@ -273,7 +298,17 @@ func writeString(b *bytes.Buffer, s string) {
 	b.WriteByte('"')
 }
 
-func writeU(b *bytes.Buffer, r rune) {
+// plainASCII reports whether s needs no escaping at all.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+func writeU(b jsonWriter, r rune) {
 	b.WriteString(`\u`)
 	for shift := 12; shift >= 0; shift -= 4 {
 		b.WriteByte(hexDigits[(r>>uint(shift))&0xF])
