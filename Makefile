@@ -7,7 +7,7 @@ PKGS    := ./...
 TEST_DEPS :=
 BENCH_TARGETS :=
 
-.PHONY: all build run test vet golden-update bench bench-shell clean testdeps docs proto
+.PHONY: all build run test vet golden-update bench bench-shell bench-list clean testdeps docs proto
 all: build
 
 build:
@@ -43,13 +43,17 @@ docs:
 golden-update: build
 	$(GO) test ./golden -count=1 -update
 
-bench: build bench-shell $(BENCH_TARGETS)
+bench: build bench-shell bench-list $(BENCH_TARGETS)
 
 bench-shell: build
 	@echo "== cold start (median of 25 runs, next to /bin/true in the same run)"
 	$(GO) run ./cmd/tinker-bench coldstart $(BIN)
 	@echo "== display of a 10,000-row table at the prompt (only head and tail are drawn)"
 	$(GO) test ./shell -run '^$$' -bench Display10k -benchmem -count 3
+
+bench-list: build
+	@echo "== tinker -f json checkpoint list --limit 0 over 10,000 checkpoints (tinker serve on loopback) next to curl"
+	$(GO) run ./cmd/tinker-bench list $(BIN)
 
 clean:
 	rm -rf bin
