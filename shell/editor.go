@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/peterh/liner"
 )
@@ -63,11 +64,14 @@ func (e *linerEditor) Prompt(p string) (string, error) {
 	return line, nil
 }
 
-// secretLike matches API keys and JWTs so they never reach the history file.
-var secretLike = regexp.MustCompile(`tml-[A-Za-z0-9_-]{6,}|eyJ[A-Za-z0-9_-]{10,}`)
+// secretLike matches API keys and JWTs so they never reach the history
+// file; compiled on first use to keep start-up fast.
+var secretLike = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`tml-[A-Za-z0-9_-]{6,}|eyJ[A-Za-z0-9_-]{10,}`)
+})
 
 func (e *linerEditor) AppendHistory(line string) {
-	if strings.TrimSpace(line) == "" || secretLike.MatchString(line) {
+	if strings.TrimSpace(line) == "" || secretLike().MatchString(line) {
 		return
 	}
 	e.st.AppendHistory(line)

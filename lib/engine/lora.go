@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // LoRA is a low-rank adapter applied on the fly: y = W·x + B'·(A·x) with
@@ -33,7 +34,10 @@ type loraLayer struct {
 	q, k, v, o, gate, up, down *loraPair
 }
 
-var loraKey = regexp.MustCompile(`^(?:base_model\.model\.)?(?:model\.layers\.(\d+)\.(?:self_attn|mlp)\.([a-z_]+)|(lm_head))\.lora_([AB])(?:\.[A-Za-z0-9_-]+)?\.weight$`)
+// loraKey is compiled on first use: most tinker runs never load an adapter.
+var loraKey = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:base_model\.model\.)?(?:model\.layers\.(\d+)\.(?:self_attn|mlp)\.([a-z_]+)|(lm_head))\.lora_([AB])(?:\.[A-Za-z0-9_-]+)?\.weight$`)
+})
 
 // NewLoRA builds an adapter for a model with config c from PEFT-named
 // tensors (base_model.model.model.layers.{i}.self_attn.q_proj.lora_A.weight,
@@ -50,7 +54,7 @@ func NewLoRA(c Config, ts Tensors, rank int, alpha float64, rsLoRA bool) (*LoRA,
 	type half struct{ a, b *Tensor }
 	pairs := map[string]*half{}
 	for name, t := range ts {
-		m := loraKey.FindStringSubmatch(name)
+		m := loraKey().FindStringSubmatch(name)
 		if m == nil {
 			return nil, fmt.Errorf("lora: unsupported adapter tensor %s (only q/k/v/o, gate/up/down and lm_head are supported)", name)
 		}
