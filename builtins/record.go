@@ -3,6 +3,7 @@ package builtins
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/tinkershell/tinker/lib/render"
@@ -34,7 +35,12 @@ var (
 	_ starlark.Iterable = (*RecordMap)(nil)
 )
 
-func (r *RecordMap) String() string        { return fmt.Sprintf("<record %s>", r.title) }
+func (r *RecordMap) String() string {
+	if r.title != "" {
+		return fmt.Sprintf("<record %s>", r.title)
+	}
+	return fmt.Sprintf("<record %s>", strings.Join(r.keys, ", "))
+}
 func (r *RecordMap) Type() string          { return "record" }
 func (r *RecordMap) Freeze()               {}
 func (r *RecordMap) Truth() starlark.Bool  { return len(r.keys) > 0 }
