@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -132,7 +133,8 @@ func Resolve(ctx context.Context, repoID string) (string, error) {
 	return FromEnv().Resolve(ctx, repoID, "main")
 }
 
-var commitRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
+// commitRE is compiled on first use to keep start-up fast.
+var commitRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{40}$`) })
 
 // repoDir is the cache folder of a model repo: models--org--name.
 func (h *Hub) repoDir(repoID string) string {
@@ -144,7 +146,7 @@ func (h *Hub) repoDir(repoID string) string {
 func (h *Hub) Cached(repoID, revision string) (string, bool) {
 	dir := h.repoDir(repoID)
 	commit := revision
-	if !commitRE.MatchString(revision) {
+	if !commitRE().MatchString(revision) {
 		b, err := os.ReadFile(filepath.Join(dir, "refs", revision))
 		if err != nil {
 			return "", false
@@ -234,13 +236,13 @@ func (h *Hub) download(ctx context.Context, repoID, revision, name string) (comm
 	}
 	commit = meta.Get("X-Repo-Commit")
 	if commit == "" {
-		if commitRE.MatchString(revision) {
+		if commitRE().MatchString(revision) {
 			commit = revision
 		} else {
 			return "", fmt.Errorf("download tokenizer %s: %s did not report the commit (X-Repo-Commit)", repoID, h.Endpoint)
 		}
 	}
-	if !commitRE.MatchString(commit) && strings.ContainsAny(commit, "/\\.") {
+	if !commitRE().MatchString(commit) && strings.ContainsAny(commit, "/\\.") {
 		return "", fmt.Errorf("download tokenizer %s: bad commit %q", repoID, commit)
 	}
 	repo := h.repoDir(repoID)
