@@ -19,15 +19,21 @@ const (
 
 func (deepseekV3) name() string { return "deepseekv3" }
 
-func (deepseekV3) text(msgs []Message, addGen bool) (string, error) {
+// dsPrefix is how both DeepSeek templates open: BOS, then every system
+// message joined by blank lines, wherever they stand in the conversation.
+func dsPrefix(msgs []Message) string {
 	var sys []string
 	for _, m := range msgs {
 		if m.Role == "system" {
 			sys = append(sys, m.Content)
 		}
 	}
+	return dsBOS + strings.Join(sys, "\n\n")
+}
+
+func (deepseekV3) text(msgs []Message, addGen bool) (string, error) {
 	var b strings.Builder
-	b.WriteString(dsBOS + strings.Join(sys, "\n\n"))
+	b.WriteString(dsPrefix(msgs))
 	inTool, firstOutput := false, true
 	for _, m := range msgs {
 		switch m.Role {
@@ -82,14 +88,8 @@ func (d deepseekV31) name() string {
 }
 
 func (d deepseekV31) text(msgs []Message, addGen bool) (string, error) {
-	var sys []string
-	for _, m := range msgs {
-		if m.Role == "system" {
-			sys = append(sys, m.Content)
-		}
-	}
 	var b strings.Builder
-	b.WriteString(dsBOS + strings.Join(sys, "\n\n"))
+	b.WriteString(dsPrefix(msgs))
 	lastUser, inTool := false, false
 	for _, m := range msgs {
 		switch m.Role {
