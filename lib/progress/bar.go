@@ -16,8 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dustin/go-humanize"
 	"github.com/mattn/go-runewidth"
+	"github.com/tinkershell/tinker/lib/render"
 )
 
 // RedrawInterval is how often a terminal indicator redraws.
@@ -220,7 +220,7 @@ func (b *Bar) line(now time.Time, final bool) string {
 	}
 	if rate > 0 {
 		if b.unit == unitBytes {
-			info = append(info, humanize.Bytes(uint64(rate))+"/s")
+			info = append(info, render.Size(int64(rate))+"/s") // same units as the tables
 		} else {
 			info = append(info, fmt.Sprintf("%.1f/s", rate))
 		}
@@ -252,9 +252,9 @@ func (b *Bar) line(now time.Time, final bool) string {
 
 func (b *Bar) amount(n int64) string {
 	if b.unit == unitBytes {
-		return humanize.Bytes(uint64(max(n, 0)))
+		return render.Size(max(n, 0))
 	}
-	return humanize.Comma(n)
+	return render.Thousands(n)
 }
 
 // fit truncates s to width columns.

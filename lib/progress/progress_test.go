@@ -28,18 +28,18 @@ func lastLine(s string) string {
 func TestBytesBarRendering(t *testing.T) {
 	var buf bytes.Buffer
 	c := newClock()
-	b := newBar(&buf, true, 100, "Downloading", 1_000_000_000, unitBytes, c.now, 0)
+	b := newBar(&buf, true, 100, "Downloading", 1<<30, unitBytes, c.now, 0) // 1.0 GB in the tables' binary units
 	b.redraw()
 	if got := lastLine(buf.String()); !strings.HasPrefix(got, "Downloading  [>") || !strings.Contains(got, "0 B / 1.0 GB    0%") {
 		t.Errorf("initial line = %q", got)
 	}
 	for range 20 {
 		c.advance(100 * time.Millisecond)
-		b.Add(10_000_000) // 100 MB/s
+		b.Add(10 << 20) // 100 MB/s
 		b.redraw()
 	}
 	got := lastLine(buf.String())
-	want := "Downloading  [========>                               ]  200 MB / 1.0 GB   20%  100 MB/s  ETA 8s"
+	want := "Downloading  [=======>                               ]  200.0 MB / 1.0 GB   20%  100.0 MB/s  ETA 8s"
 	if got != want {
 		t.Errorf("line =\n%q, want\n%q", got, want)
 	}
@@ -51,7 +51,7 @@ func TestBytesBarRendering(t *testing.T) {
 	if buf.Len() != n {
 		t.Errorf("unchanged line was redrawn")
 	}
-	b.Add(800_000_000)
+	b.Add(1<<30 - 200<<20)
 	b.Finish()
 	out := buf.String()
 	if !strings.HasSuffix(out, "\n") || !strings.Contains(lastLine(strings.TrimSuffix(out, "\n")), "1.0 GB / 1.0 GB  100%") {
@@ -167,7 +167,7 @@ func TestSetResetsRate(t *testing.T) {
 	c.advance(time.Second)
 	b.Add(100)
 	b.redraw()
-	if got := lastLine(buf.String()); !strings.Contains(got, "100 B / 1.0 kB   10%  100 B/s  ETA 9s") {
+	if got := lastLine(buf.String()); !strings.Contains(got, "100 B / 1000 B   10%  100 B/s  ETA 9s") {
 		t.Errorf("after restart line = %q", got)
 	}
 }
