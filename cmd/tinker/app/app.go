@@ -26,6 +26,7 @@ type options struct {
 	command string // -c text
 	hasCmd  bool
 	local   bool
+	models  []string // --model NAME=DIR for the local server's sampler
 	help    bool
 	version bool
 }
@@ -95,6 +96,15 @@ func parseGlobal(args []string) (options, []string, error) {
 			o.version = true
 		case name == "--local":
 			o.local = true
+		case name == "--model":
+			if !hasVal {
+				if i+1 >= len(args) {
+					return o, nil, fmt.Errorf("Option '--model' requires an argument.")
+				}
+				i++
+				val = args[i]
+			}
+			o.models = append(o.models, val)
 		case name == "-f" || name == "--format" || strings.HasPrefix(a, "-f") && !strings.HasPrefix(a, "--"):
 			if name == "-f" || name == "--format" {
 				if !hasVal {
@@ -166,9 +176,9 @@ func newInterp(io *term.IO, opts options, now func() time.Time, backend builtins
 
 func runStarlark(io *term.IO, opts options, rest []string, now func() time.Time) int {
 	backend, cleanup, err := chooseBackend(io, opts, now)
-	if err != nil {
+	if err != nil { // only flag problems (--model) fail here
 		fmt.Fprintf(io.Err, "Error: %v\n", err)
-		return shell.ExitError
+		return shell.ExitUsage
 	}
 	defer cleanup()
 	in := newInterp(io, opts, now, backend)

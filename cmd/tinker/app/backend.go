@@ -81,6 +81,10 @@ func chooseBackend(io *term.IO, opts options, now func() time.Time) (builtins.Ba
 		cfg.Logf = func(format string, args ...any) { fmt.Fprintf(io.Err, format+"\n", args...) }
 	}
 	if opts.local {
+		dirs, err := modelDirs(opts.models)
+		if err != nil {
+			return nil, nil, err
+		}
 		dir := DataDir()
 		if !strings.HasPrefix(cfg.APIKey, "tml-") {
 			cfg.APIKey = localKey
@@ -90,7 +94,7 @@ func chooseBackend(io *term.IO, opts options, now func() time.Time) (builtins.Ba
 		b := &remoteBackend{name: "local (" + dir + ")", cfg: cfg}
 		b.start = func() (string, error) {
 			var err error
-			srv, err = server.Open(server.Options{DataDir: dir, Now: now, Sampler: server.EngineSampler(&engine.Pool{})})
+			srv, err = server.Open(server.Options{DataDir: dir, Now: now, Sampler: server.EngineSampler(&engine.Pool{Dirs: dirs})})
 			if err != nil {
 				return "", fmt.Errorf("local server: %w", err)
 			}
@@ -101,6 +105,9 @@ func chooseBackend(io *term.IO, opts options, now func() time.Time) (builtins.Ba
 				srv.Close()
 			}
 		}, nil
+	}
+	if len(opts.models) > 0 {
+		return nil, nil, fmt.Errorf("--model applies to the local server: add --local (or pass it to tinker serve)")
 	}
 	if cfg.APIKey == "" && cfg.CredentialCmd == "" {
 		return noBackend{}, func() {}, nil

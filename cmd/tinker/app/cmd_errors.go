@@ -49,9 +49,9 @@ func runAPI(c *invocation, body func(r *apiRun) error) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	backend, cleanup, err := chooseBackend(c.io, c.opts, c.now)
-	if err != nil {
+	if err != nil { // only flag problems (--model) fail here
 		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
-		return shell.ExitError
+		return shell.ExitUsage
 	}
 	defer cleanup()
 	err = body(&apiRun{invocation: c, ctx: ctx, backend: backend})

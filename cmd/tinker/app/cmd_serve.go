@@ -49,16 +49,9 @@ func runServe(c *invocation) int {
 	if addr == "" {
 		addr = "127.0.0.1:8000"
 	}
-	dirs := map[string]string{}
-	for _, m := range c.multi("model") {
-		name, path, ok := strings.Cut(m, "=")
-		if !ok || name == "" || path == "" {
-			return leafUsageError(c.io, commands["serve"], c.path, fmt.Sprintf("Invalid value for '--model': '%s' is not NAME=DIR.", m))
-		}
-		if st, err := os.Stat(path); err != nil || !st.IsDir() {
-			return leafUsageError(c.io, commands["serve"], c.path, fmt.Sprintf("Invalid value for '--model': %s is not a directory.", path))
-		}
-		dirs[name] = path
+	dirs, err := modelDirs(c.multi("model"))
+	if err != nil {
+		return leafUsageError(c.io, commands["serve"], c.path, err.Error())
 	}
 	// Keys come from flags only; they are never echoed.
 	srv, err := server.Open(server.Options{DataDir: dir, APIKeys: c.multi("api-key"), Now: c.now,
@@ -93,4 +86,20 @@ func runImport(c *invocation, dir, file string) int {
 	}
 	fmt.Fprintf(c.io.Err, "Imported %d runs and %d checkpoints into %s in %.2fs\n", stats.Runs, stats.Checkpoints, dir, time.Since(start).Seconds())
 	return shell.ExitOK
+}
+
+// modelDirs parses --model NAME=DIR values.
+func modelDirs(values []string) (map[string]string, error) {
+	dirs := map[string]string{}
+	for _, m := range values {
+		name, path, ok := strings.Cut(m, "=")
+		if !ok || name == "" || path == "" {
+			return nil, fmt.Errorf("Invalid value for '--model': '%s' is not NAME=DIR.", m)
+		}
+		if st, err := os.Stat(path); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("Invalid value for '--model': %s is not a directory.", path)
+		}
+		dirs[name] = path
+	}
+	return dirs, nil
 }

@@ -33,6 +33,8 @@ Options:
                              prompt would; anything else runs as a program.
   --local                    Use the local Tinker server (data under
                              $XDG_DATA_HOME/tinker), started in-process.
+  --model NAME=DIR           With --local: sample base model NAME from a
+                             Hugging Face model directory (repeatable).
   --version                  Show the version and exit.
   -h, --help                 Show this message and exit.
 
