@@ -109,7 +109,8 @@ func SelectForDelete(ctx context.Context, c *tinkerapi.Client, runID, typ string
 
 // DeleteResult is what checkpoint.delete returns.
 type DeleteResult struct {
-	DryRun  bool
+	DryRun    bool
+	Cancelled bool // the user answered no
 	Planned []string
 	Deleted []string
 	Failed  []DeleteFailure
@@ -123,6 +124,9 @@ var (
 )
 
 func (d *DeleteResult) String() string {
+	if d.Cancelled {
+		return "<delete cancelled>"
+	}
 	if d.DryRun {
 		return fmt.Sprintf("<delete dry run: %d checkpoints>", len(d.Planned))
 	}
@@ -133,7 +137,7 @@ func (d *DeleteResult) Freeze()               {}
 func (d *DeleteResult) Truth() starlark.Bool  { return len(d.Failed) == 0 && len(d.Skipped) == 0 }
 func (d *DeleteResult) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: delete_result") }
 func (d *DeleteResult) AttrNames() []string {
-	return []string{"deleted", "deleted_count", "dry_run", "failed", "planned", "skipped"}
+	return []string{"cancelled", "deleted", "deleted_count", "dry_run", "failed", "planned", "skipped"}
 }
 
 func strList(l []string) *starlark.List {
@@ -152,6 +156,8 @@ func (d *DeleteResult) Attr(name string) (starlark.Value, error) {
 		return starlark.MakeInt(len(d.Deleted)), nil
 	case "dry_run":
 		return starlark.Bool(d.DryRun), nil
+	case "cancelled":
+		return starlark.Bool(d.Cancelled), nil
 	case "planned":
 		return strList(d.Planned), nil
 	case "skipped":
@@ -172,6 +178,13 @@ func (d *DeleteResult) Attr(name string) (starlark.Value, error) {
 // Table lists every checkpoint with what happened to it.
 func (d *DeleteResult) Table(now gotime.Time) *render.Table {
 	t := &render.Table{Columns: []render.Column{{Header: "Checkpoint"}, {Header: "Result"}}}
+	if d.Cancelled {
+		t.Title = "Deletion cancelled: nothing was deleted"
+		for _, p := range d.Planned {
+			t.Rows = append(t.Rows, []string{p, "kept"})
+		}
+		return t
+	}
 	if d.DryRun {
 		t.Title = fmt.Sprintf("Would delete %d checkpoint(s) (dry run)", len(d.Planned))
 		for _, p := range d.Planned {
@@ -207,6 +220,9 @@ func (d *DeleteResult) JSON() any {
 	obj := render.Object{{Key: "deleted_count", Value: len(d.Deleted)}, {Key: "failed", Value: failed}}
 	if d.DryRun {
 		obj = append(obj, render.Member{Key: "dry_run", Value: true}, render.Member{Key: "planned", Value: d.Planned})
+	}
+	if d.Cancelled {
+		obj = append(obj, render.Member{Key: "cancelled", Value: true})
 	}
 	if len(d.Skipped) > 0 {
 		obj = append(obj, render.Member{Key: "skipped", Value: d.Skipped})
@@ -321,7 +337,7 @@ func checkpointDelete(thread *starlark.Thread, b *starlark.Builtin, args starlar
 			return nil, err
 		}
 		if !ok {
-			return &DeleteResult{DryRun: true, Planned: nil}, nil
+			return &DeleteResult{Cancelled: true, Planned: paths}, nil
 		}
 	}
 	prog := env.countBar("Deleting checkpoints")(len(paths))

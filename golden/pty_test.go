@@ -229,3 +229,46 @@ func errorsAs(err error, target **exec.ExitError) bool {
 	}
 	return ok
 }
+
+// TestPromptConfirmsDelete checks that checkpoint.delete at the prompt shows
+// what will go and asks: "n" keeps everything, "y" deletes.
+func TestPromptConfirmsDelete(t *testing.T) {
+	home := t.TempDir()
+	manifest := filepath.Join(home, "m.json")
+	const run = "6f1c6c3e-1111-5222-8333-000000000001:train:0"
+	if err := os.WriteFile(manifest, []byte(`{"owner_key": "tml-local-user", "runs": [{"id": "`+run+`",
+		"base_model": "tinker-local/tiny-llama", "lora_rank": 4, "last_request_time": "2026-11-20T10:00:00Z",
+		"checkpoints": [{"kind": "weights", "name": "0001", "time": "2026-11-19T10:00:00Z"},
+		                {"kind": "sampler_weights", "name": "final", "time": "2026-11-20T10:00:00Z"}]}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	imp := tinkerCmd(t, home, "serve", "import", "--data", filepath.Join(home, "data", "tinker"), manifest)
+	if out, err := imp.CombinedOutput(); err != nil {
+		t.Fatalf("import: %v\n%s", err, out)
+	}
+	cmd := tinkerCmd(t, home, "--local")
+	c := startConsole(t, cmd)
+	c.expect(">>> ")
+	c.send(`checkpoint.delete(run_id="` + run + `", type="training")` + "\r")
+	c.expect("Will delete 1 checkpoint(s):")
+	c.expect("tinker://" + run + "/weights/0001")
+	c.expect("Are you sure you want to delete 1 checkpoint(s)? [y/N]: ")
+	c.send("n\r")
+	c.expect("Deletion cancelled: nothing was deleted")
+	c.expect(">>> ")
+	c.send("len(checkpoint.list(run_id=\"" + run + "\"))\r")
+	c.expect("2")
+	c.expect(">>> ")
+	c.send(`checkpoint.delete(run_id="` + run + `", type="training")` + "\r")
+	c.expect("[y/N]: ")
+	c.send("y\r")
+	c.expect("Deleted 1 checkpoint(s)")
+	c.expect(">>> ")
+	c.send("[c.checkpoint_id for c in checkpoint.list(run_id=\"" + run + "\")]\r")
+	c.expect(`["sampler_weights/final"]`)
+	c.expect(">>> ")
+	c.send("\x04")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v", err)
+	}
+}

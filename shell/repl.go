@@ -25,6 +25,11 @@ func (in *Interp) REPL(ed LineEditor, banner string) int {
 	}
 	in.Env.Interactive = true
 	in.Env.Confirm = func(question string) (bool, error) {
+		// The line editor takes a one-line prompt: print the rest first.
+		if i := strings.LastIndexByte(question, '\n'); i >= 0 {
+			fmt.Fprintln(in.IO.Out, question[:i])
+			question = question[i+1:]
+		}
 		for {
 			answer, err := ed.Prompt(question + " [y/N]: ")
 			if err != nil {
