@@ -111,10 +111,10 @@ func SelectForDelete(ctx context.Context, c *tinkerapi.Client, runID, typ string
 type DeleteResult struct {
 	DryRun    bool
 	Cancelled bool // the user answered no
-	Planned []string
-	Deleted []string
-	Failed  []DeleteFailure
-	Skipped []string
+	Planned   []string
+	Deleted   []string
+	Failed    []DeleteFailure
+	Skipped   []string
 }
 
 var (
