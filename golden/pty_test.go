@@ -69,6 +69,20 @@ func (c *console) expect(want string) {
 	c.t.Fatalf("never saw %q; output after last match:\n%s", want, c.out.String()[c.seen:])
 }
 
+// offset marks the output matched so far.
+func (c *console) offset() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.seen
+}
+
+// from returns the output after an offset.
+func (c *console) from(off int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.out.String()[off:]
+}
+
 func (c *console) send(s string) {
 	c.t.Helper()
 	if _, err := io.WriteString(c.f, s); err != nil {
@@ -135,12 +149,21 @@ func TestPrompt(t *testing.T) {
 	c.expect(`"[1]"`)
 	c.expect(">>> ")
 
-	// Ctrl-C while typing discards the line.
+	// Ctrl-C while typing discards the line, silently.
+	mark := c.offset()
 	c.send("this is not valid\x03")
 	c.expect(">>> ")
 	c.send("1 + 2\r")
 	c.expect("3")
 	c.expect(">>> ")
+	c.send("\x03") // and at an empty line
+	c.expect(">>> ")
+	c.send("4 + 5\r")
+	c.expect("9")
+	c.expect(">>> ")
+	if out := c.from(mark); strings.Contains(out, "aborted") || strings.Contains(out, "<stdin>") {
+		t.Errorf("Ctrl-C while typing printed an error:\n%s", out)
+	}
 
 	// Ctrl-C during evaluation cancels it and returns to the prompt.
 	c.send("n = 0\r")

@@ -46,14 +46,14 @@ func (in *Interp) REPL(ed LineEditor, banner string) int {
 	}
 	for {
 		prompt := ">>> "
-		eof := false
+		eof, aborted := false, false
 		readline := func() ([]byte, error) {
 			line, err := ed.Prompt(prompt)
 			prompt = "... "
 			if err != nil {
-				if err == io.EOF {
-					eof = true
-				}
+				// The parser wraps these errors, so remember what happened.
+				eof = err == io.EOF
+				aborted = errors.Is(err, ErrAborted)
 				return nil, err
 			}
 			ed.AppendHistory(line)
@@ -65,7 +65,7 @@ func (in *Interp) REPL(ed LineEditor, banner string) int {
 			case eof:
 				fmt.Fprintln(in.IO.Err)
 				return ExitOK
-			case errors.Is(err, ErrAborted):
+			case aborted:
 				continue
 			}
 			fmt.Fprintln(in.IO.Err, FormatError(err, false, false))
