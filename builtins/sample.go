@@ -8,6 +8,7 @@ import (
 
 	"github.com/tinkershell/tinker/lib/chat"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
+	"github.com/tinkershell/tinker/lib/tinytok"
 	"github.com/tinkershell/tinker/lib/tokenizer"
 	"go.starlark.net/starlark"
 )
@@ -72,7 +73,7 @@ func Sample(ctx context.Context, env *Env, o SampleOptions) (*SampleResult, erro
 		base, path = info.BaseModel, o.Model
 	}
 	needTok := o.Prompt != nil || o.Messages != nil
-	tok, tokErr := TokenizerFor(ctx, base)
+	tok, tokErr := sampleTokenizer(ctx, s, base, o.Model)
 	if tokErr != nil && needTok {
 		return nil, tokErr
 	}
@@ -125,6 +126,24 @@ func Sample(ctx context.Context, env *Env, o SampleOptions) (*SampleResult, erro
 		return nil, sessionErr(err)
 	}
 	return sampleResult(o.Model, tok, req, resp), nil
+}
+
+// sampleTokenizer finds the tokenizer the way the SDK does: the service's
+// get_info for the checkpoint's training run first (its tokenizer_id), then
+// the known mapping from the base model's name.
+func sampleTokenizer(ctx context.Context, s *tinkerapi.Session, base, model string) (*tokenizer.Tokenizer, error) {
+	if !tinytok.IsTiny(base) && strings.HasPrefix(model, "tinker://") {
+		if p, err := tinkerapi.ParsePath(model); err == nil {
+			if info, err := s.GetInfo(ctx, p.RunID); err == nil {
+				if id := info.ModelData.Tokenizer(); id != "" {
+					if tok, err := tokenizer.ForRepo(ctx, id, ""); err == nil {
+						return tok, nil
+					}
+				}
+			}
+		}
+	}
+	return TokenizerFor(ctx, base)
 }
 
 func sampleResult(model string, tok *tokenizer.Tokenizer, req tinkerapi.SampleRequest, resp *tinkerapi.SampleResponse) *SampleResult {
