@@ -215,6 +215,7 @@ func (s *Store) Usage(owner string, from, to time.Time) ([]UsageEvent, error) {
 // OwnerCheckpoints returns all of an owner's checkpoints, including expired
 // ones not yet swept (for storage accounting).
 func (s *Store) OwnerCheckpoints(owner string) []Checkpoint {
+	s.sync()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	o := s.owners[owner]

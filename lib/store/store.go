@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -114,6 +115,12 @@ type Store struct {
 	sess    map[string]*sessEntry
 	samps   map[string]*Sampler
 	users   map[string]string // urn -> key hash
+
+	// dataVersion is SQLite's data_version when the mirror was loaded; it
+	// changes when another process commits (a second `tinker --local`, an
+	// import), and the mirror is then reloaded (see sync).
+	dataVersion int64
+	lastCheck   atomic.Int64 // unix nanos of the last data_version check
 }
 
 type runEntry struct {
@@ -165,7 +172,47 @@ func Open(dataDir string) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
+	s.dataVersion = s.readDataVersion()
 	return s, nil
+}
+
+// syncEvery bounds how often the database is asked whether another process
+// changed it; within one process every change is visible at once.
+const syncEvery = 50 * time.Millisecond
+
+func (s *Store) readDataVersion() int64 {
+	var v int64
+	_ = s.db.QueryRow(`PRAGMA data_version`).Scan(&v)
+	return v
+}
+
+// sync reloads the mirror if another process committed since it was loaded.
+func (s *Store) sync() {
+	now := time.Now().UnixNano()
+	if last := s.lastCheck.Load(); now-last < int64(syncEvery) || !s.lastCheck.CompareAndSwap(last, now) {
+		return
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.syncLocked()
+}
+
+// syncLocked is sync for callers holding writeMu; it always checks.
+func (s *Store) syncLocked() {
+	v := s.readDataVersion()
+	if v == s.dataVersion {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := [...]any{s.runs, s.owners, s.sess, s.samps, s.users}
+	if err := s.load(); err != nil {
+		// Keep serving the previous mirror rather than a half-loaded one.
+		s.runs, s.owners, s.sess = old[0].(map[string]*runEntry), old[1].(map[string]*ownerEntry), old[2].(map[string]*sessEntry)
+		s.samps, s.users = old[3].(map[string]*Sampler), old[4].(map[string]string)
+		return
+	}
+	s.dataVersion = v
 }
 
 // Close closes the database.
@@ -467,6 +514,7 @@ func removePtr(list []*Checkpoint, c *Checkpoint) []*Checkpoint {
 
 // EnsureUser records a user URN and the hash of its API key.
 func (s *Store) EnsureUser(urn, keyHash string, now time.Time) error {
+	s.sync()
 	s.mu.RLock()
 	_, ok := s.users[urn]
 	s.mu.RUnlock()
@@ -474,6 +522,7 @@ func (s *Store) EnsureUser(urn, keyHash string, now time.Time) error {
 		return nil
 	}
 	s.writeMu.Lock()
+	s.syncLocked()
 	defer s.writeMu.Unlock()
 	if _, err := s.db.Exec(`INSERT OR IGNORE INTO users(urn, key_hash, created_at) VALUES (?, ?, ?)`, urn, keyHash, micros(now)); err != nil {
 		return fmt.Errorf("record user: %w", err)
@@ -487,6 +536,7 @@ func (s *Store) EnsureUser(urn, keyHash string, now time.Time) error {
 // CreateSession stores a new session.
 func (s *Store) CreateSession(se Session) error {
 	s.writeMu.Lock()
+	s.syncLocked()
 	defer s.writeMu.Unlock()
 	tags, _ := json.Marshal(se.Tags)
 	if se.Tags == nil {
@@ -505,6 +555,7 @@ func (s *Store) CreateSession(se Session) error {
 
 // Session returns a session with its run and sampler ids.
 func (s *Store) Session(id string) (Session, []string, []string, bool) {
+	s.sync()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	se := s.sess[id]
@@ -516,6 +567,7 @@ func (s *Store) Session(id string) (Session, []string, []string, bool) {
 
 // ListSessions returns the owner's session ids, newest first.
 func (s *Store) ListSessions(owner string, limit, offset int) []string {
+	s.sync()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	o := s.owners[owner]
@@ -550,6 +602,7 @@ func (s *Store) Heartbeat(id string, now time.Time) error {
 	s.mu.Unlock()
 	if flush {
 		s.writeMu.Lock()
+		s.syncLocked()
 		defer s.writeMu.Unlock()
 		if _, err := s.db.Exec(`UPDATE sessions SET last_heartbeat = ? WHERE id = ?`, micros(now), id); err != nil {
 			return fmt.Errorf("heartbeat: %w", err)
@@ -561,6 +614,7 @@ func (s *Store) Heartbeat(id string, now time.Time) error {
 // SetSessionProject moves a session into a project.
 func (s *Store) SetSessionProject(id, project string) error {
 	s.writeMu.Lock()
+	s.syncLocked()
 	defer s.writeMu.Unlock()
 	res, err := s.db.Exec(`UPDATE sessions SET project_id = ? WHERE id = ?`, project, id)
 	if err != nil {
@@ -588,6 +642,7 @@ func runArgs(r *Run) []any {
 // CreateRun stores a new training run.
 func (s *Store) CreateRun(r Run) error {
 	s.writeMu.Lock()
+	s.syncLocked()
 	defer s.writeMu.Unlock()
 	s.mu.RLock()
 	_, dup := s.runs[r.ID]
@@ -631,6 +686,7 @@ func (s *Store) view(re *runEntry, now time.Time) RunView {
 
 // Run returns one run.
 func (s *Store) Run(id string, now time.Time) (RunView, bool) {
+	s.sync()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	re := s.runs[id]
@@ -642,6 +698,7 @@ func (s *Store) Run(id string, now time.Time) (RunView, bool) {
 
 // RunPublic reports whether a run has at least one live public checkpoint.
 func (s *Store) RunPublic(id string, now time.Time) bool {
+	s.sync()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	re := s.runs[id]
@@ -660,6 +717,7 @@ func hasPublic(re *runEntry, now time.Time) bool {
 // ListRuns lists the owner's runs newest first; with accessible, runs of
 // other owners that have a live public checkpoint are included after them.
 func (s *Store) ListRuns(owner string, accessible bool, now time.Time, limit, offset int) ([]RunView, int) {
+	s.sync()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var list []*runEntry
@@ -702,6 +760,7 @@ func (s *Store) TouchRun(id string, now time.Time) {
 	s.mu.Unlock()
 	if flush {
 		s.writeMu.Lock()
+		s.syncLocked()
 		s.db.Exec(`UPDATE runs SET last_request_time = ? WHERE id = ?`, micros(now), id)
 		s.writeMu.Unlock()
 	}
@@ -710,6 +769,7 @@ func (s *Store) TouchRun(id string, now time.Time) {
 // RunCheckpoints lists a run's live checkpoints, oldest first (the order the
 // service uses for the per-run listing).
 func (s *Store) RunCheckpoints(runID string, now time.Time) ([]Checkpoint, bool) {
+	s.sync()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	re := s.runs[runID]
@@ -729,6 +789,7 @@ func (s *Store) RunCheckpoints(runID string, now time.Time) ([]Checkpoint, bool)
 // fn is called for each one under the read lock (so callers can encode
 // without copying); it returns the total count.
 func (s *Store) ListCheckpoints(owner string, now time.Time, limit, offset int, fn func(*Checkpoint)) int {
+	s.sync()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	o := s.owners[owner]
@@ -753,6 +814,7 @@ func (s *Store) ListCheckpoints(owner string, now time.Time, limit, offset int, 
 
 // Checkpoint returns one live checkpoint.
 func (s *Store) Checkpoint(runID, kind, name string, now time.Time) (Checkpoint, bool) {
+	s.sync()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	c := s.find(runID, kind, name)
@@ -790,6 +852,7 @@ func ckptArgs(c *Checkpoint) []any {
 // same name gives ErrExists unless overwrite; an expired one is replaced.
 func (s *Store) PutCheckpoint(c Checkpoint, overwrite bool, now time.Time) error {
 	s.writeMu.Lock()
+	s.syncLocked()
 	defer s.writeMu.Unlock()
 	s.mu.RLock()
 	re := s.runs[c.RunID]
@@ -834,6 +897,7 @@ func (s *Store) PutCheckpoint(c Checkpoint, overwrite bool, now time.Time) error
 // DeleteCheckpoint removes a checkpoint row (callers remove files).
 func (s *Store) DeleteCheckpoint(runID, kind, name string) error {
 	s.writeMu.Lock()
+	s.syncLocked()
 	defer s.writeMu.Unlock()
 	s.mu.RLock()
 	c := s.find(runID, kind, name)
@@ -854,6 +918,7 @@ func (s *Store) DeleteCheckpoint(runID, kind, name string) error {
 // checkpoint is already in that state.
 func (s *Store) SetPublic(runID, kind, name string, public bool, now time.Time) error {
 	s.writeMu.Lock()
+	s.syncLocked()
 	defer s.writeMu.Unlock()
 	s.mu.RLock()
 	c := s.find(runID, kind, name)
@@ -876,6 +941,7 @@ func (s *Store) SetPublic(runID, kind, name string, public bool, now time.Time) 
 // SetExpiry sets or clears (nil) a checkpoint's expiry.
 func (s *Store) SetExpiry(runID, kind, name string, exp *time.Time, now time.Time) error {
 	s.writeMu.Lock()
+	s.syncLocked()
 	defer s.writeMu.Unlock()
 	s.mu.RLock()
 	c := s.find(runID, kind, name)
@@ -908,6 +974,7 @@ func (s *Store) SetExpiry(runID, kind, name string, exp *time.Time, now time.Tim
 
 // ExpiredCheckpoints lists checkpoints whose expiry has passed.
 func (s *Store) ExpiredCheckpoints(now time.Time) []Checkpoint {
+	s.sync()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []Checkpoint
@@ -927,6 +994,7 @@ func (s *Store) ExpiredCheckpoints(now time.Time) []Checkpoint {
 // CreateSampler stores a sampling session.
 func (s *Store) CreateSampler(sp Sampler) error {
 	s.writeMu.Lock()
+	s.syncLocked()
 	defer s.writeMu.Unlock()
 	if _, err := s.db.Exec(`INSERT INTO samplers(id, session_id, owner, base_model, model_path, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
 		sp.ID, sp.SessionID, sp.Owner, sp.BaseModel, sp.ModelPath, micros(sp.CreatedAt)); err != nil {
@@ -940,6 +1008,7 @@ func (s *Store) CreateSampler(sp Sampler) error {
 
 // Sampler returns a sampling session.
 func (s *Store) Sampler(id string) (Sampler, bool) {
+	s.sync()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	sp := s.samps[id]

@@ -151,3 +151,50 @@ func TestDurabilityPragmas(t *testing.T) {
 		t.Errorf("synchronous = %d (want 2 = FULL) %v", sync, err)
 	}
 }
+
+// TestSeesOtherProcessesWrites: two stores on one directory stand for two
+// tinker processes (a prompt and a script); each sees the other's writes.
+func TestSeesOtherProcessesWrites(t *testing.T) {
+	dir := t.TempDir()
+	a, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	const owner = "tml:organization_user:x"
+	if err := a.CreateSession(Session{ID: "s1", Owner: owner, CreatedAt: now, LastHeartbeat: now}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.CreateRun(Run{ID: "s1:train:0", SessionID: "s1", Owner: owner, BaseModel: "tinker-local/tiny-llama", IsLora: true, LoraRank: 4, CreatedAt: now, LastRequestTime: now}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.PutCheckpoint(Checkpoint{RunID: "s1:train:0", Kind: "sampler_weights", Name: "final", Owner: owner, Time: now, SizeBytes: 10}, false, now); err != nil {
+		t.Fatal(err)
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if ok() {
+				return
+			}
+		}
+		t.Fatalf("the other store never saw %s", what)
+	}
+	waitFor("the new checkpoint", func() bool {
+		_, found := b.Checkpoint("s1:train:0", "sampler_weights", "final", now)
+		return found
+	})
+	if err := b.DeleteCheckpoint("s1:train:0", "sampler_weights", "final"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the deletion", func() bool {
+		_, found := a.Checkpoint("s1:train:0", "sampler_weights", "final", now)
+		return !found
+	})
+}
