@@ -73,9 +73,9 @@ type ImportStats struct {
 	Bytes       int64 // total size_bytes of the imported checkpoints
 }
 
-// Import loads a manifest into the data directory in one transaction. Run
-// it while no server is serving that directory (a running server does not
-// see rows added behind its back until restarted).
+// Import loads a manifest into the data directory in one transaction. A
+// server serving the same directory sees the rows once its store notices
+// the database changed (lib/store reloads its mirror).
 func Import(ctx context.Context, dataDir string, manifest io.Reader, now time.Time) (ImportStats, error) {
 	var m Manifest
 	dec := json.NewDecoder(manifest)
