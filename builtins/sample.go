@@ -114,7 +114,11 @@ func Sample(ctx context.Context, env *Env, o SampleOptions) (*SampleResult, erro
 	st.mu.Unlock()
 	defer env.clearStatus()
 	if samplerID == "" {
-		if samplerID, err = s.CreateSamplingSession(ctx, map[bool]string{true: "", false: base}[path != ""], path); err != nil {
+		sessionBase := base
+		if path != "" {
+			sessionBase = "" // a checkpoint is addressed by its path alone
+		}
+		if samplerID, err = s.CreateSamplingSession(ctx, sessionBase, path); err != nil {
 			return nil, sessionErr(err)
 		}
 		st.mu.Lock()
