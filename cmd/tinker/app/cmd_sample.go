@@ -255,7 +255,7 @@ func runTokenize(c *invocation) int {
 			return shell.ExitError
 		}
 	}
-	tok, err := builtins.TokenizerFor(contextBackground(), model)
+	tok, err := builtins.TokenizerFor(context.Background(), model)
 	if err != nil {
 		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
 		return shell.ExitError
@@ -276,5 +276,3 @@ func runTokenize(c *invocation) int {
 	fmt.Fprintln(c.io.Out, strings.Join(parts, " "))
 	return shell.ExitOK
 }
-
-func contextBackground() context.Context { return context.Background() }
