@@ -197,6 +197,14 @@ func (s *Store) sync() {
 	s.syncLocked()
 }
 
+// beginWrite serialises a mutation and first brings the mirror up to date
+// with other processes; call as `defer s.beginWrite()()`.
+func (s *Store) beginWrite() (end func()) {
+	s.writeMu.Lock()
+	s.syncLocked()
+	return s.writeMu.Unlock
+}
+
 // syncLocked is sync for callers holding writeMu; it always checks.
 func (s *Store) syncLocked() {
 	v := s.readDataVersion()
@@ -205,12 +213,23 @@ func (s *Store) syncLocked() {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	old := [...]any{s.runs, s.owners, s.sess, s.samps, s.users}
+	runs, owners, sess, samps, users := s.runs, s.owners, s.sess, s.samps, s.users
 	if err := s.load(); err != nil {
 		// Keep serving the previous mirror rather than a half-loaded one.
-		s.runs, s.owners, s.sess = old[0].(map[string]*runEntry), old[1].(map[string]*ownerEntry), old[2].(map[string]*sessEntry)
-		s.samps, s.users = old[3].(map[string]*Sampler), old[4].(map[string]string)
+		s.runs, s.owners, s.sess, s.samps, s.users = runs, owners, sess, samps, users
 		return
+	}
+	// Heartbeats and request times are written through lazily (at most once
+	// a minute); keep the newer in-memory values the database lacks.
+	for id, old := range sess {
+		if se := s.sess[id]; se != nil && old.s.LastHeartbeat.After(se.s.LastHeartbeat) {
+			se.s.LastHeartbeat = old.s.LastHeartbeat
+		}
+	}
+	for id, old := range runs {
+		if re := s.runs[id]; re != nil && old.run.LastRequestTime.After(re.run.LastRequestTime) {
+			re.run.LastRequestTime = old.run.LastRequestTime
+		}
 	}
 	s.dataVersion = v
 }
@@ -521,9 +540,7 @@ func (s *Store) EnsureUser(urn, keyHash string, now time.Time) error {
 	if ok {
 		return nil
 	}
-	s.writeMu.Lock()
-	s.syncLocked()
-	defer s.writeMu.Unlock()
+	defer s.beginWrite()()
 	if _, err := s.db.Exec(`INSERT OR IGNORE INTO users(urn, key_hash, created_at) VALUES (?, ?, ?)`, urn, keyHash, micros(now)); err != nil {
 		return fmt.Errorf("record user: %w", err)
 	}
@@ -535,9 +552,7 @@ func (s *Store) EnsureUser(urn, keyHash string, now time.Time) error {
 
 // CreateSession stores a new session.
 func (s *Store) CreateSession(se Session) error {
-	s.writeMu.Lock()
-	s.syncLocked()
-	defer s.writeMu.Unlock()
+	defer s.beginWrite()()
 	tags, _ := json.Marshal(se.Tags)
 	if se.Tags == nil {
 		tags = []byte("[]")
@@ -602,7 +617,6 @@ func (s *Store) Heartbeat(id string, now time.Time) error {
 	s.mu.Unlock()
 	if flush {
 		s.writeMu.Lock()
-		s.syncLocked()
 		defer s.writeMu.Unlock()
 		if _, err := s.db.Exec(`UPDATE sessions SET last_heartbeat = ? WHERE id = ?`, micros(now), id); err != nil {
 			return fmt.Errorf("heartbeat: %w", err)
@@ -613,9 +627,7 @@ func (s *Store) Heartbeat(id string, now time.Time) error {
 
 // SetSessionProject moves a session into a project.
 func (s *Store) SetSessionProject(id, project string) error {
-	s.writeMu.Lock()
-	s.syncLocked()
-	defer s.writeMu.Unlock()
+	defer s.beginWrite()()
 	res, err := s.db.Exec(`UPDATE sessions SET project_id = ? WHERE id = ?`, project, id)
 	if err != nil {
 		return fmt.Errorf("set project: %w", err)
@@ -641,9 +653,7 @@ func runArgs(r *Run) []any {
 
 // CreateRun stores a new training run.
 func (s *Store) CreateRun(r Run) error {
-	s.writeMu.Lock()
-	s.syncLocked()
-	defer s.writeMu.Unlock()
+	defer s.beginWrite()()
 	s.mu.RLock()
 	_, dup := s.runs[r.ID]
 	s.mu.RUnlock()
@@ -760,7 +770,6 @@ func (s *Store) TouchRun(id string, now time.Time) {
 	s.mu.Unlock()
 	if flush {
 		s.writeMu.Lock()
-		s.syncLocked()
 		s.db.Exec(`UPDATE runs SET last_request_time = ? WHERE id = ?`, micros(now), id)
 		s.writeMu.Unlock()
 	}
@@ -851,9 +860,7 @@ func ckptArgs(c *Checkpoint) []any {
 // PutCheckpoint stores a new checkpoint. An existing live checkpoint of the
 // same name gives ErrExists unless overwrite; an expired one is replaced.
 func (s *Store) PutCheckpoint(c Checkpoint, overwrite bool, now time.Time) error {
-	s.writeMu.Lock()
-	s.syncLocked()
-	defer s.writeMu.Unlock()
+	defer s.beginWrite()()
 	s.mu.RLock()
 	re := s.runs[c.RunID]
 	old := s.find(c.RunID, c.Kind, c.Name)
@@ -896,9 +903,7 @@ func (s *Store) PutCheckpoint(c Checkpoint, overwrite bool, now time.Time) error
 
 // DeleteCheckpoint removes a checkpoint row (callers remove files).
 func (s *Store) DeleteCheckpoint(runID, kind, name string) error {
-	s.writeMu.Lock()
-	s.syncLocked()
-	defer s.writeMu.Unlock()
+	defer s.beginWrite()()
 	s.mu.RLock()
 	c := s.find(runID, kind, name)
 	s.mu.RUnlock()
@@ -917,9 +922,7 @@ func (s *Store) DeleteCheckpoint(runID, kind, name string) error {
 // SetPublic publishes or unpublishes; it returns ErrExists when the
 // checkpoint is already in that state.
 func (s *Store) SetPublic(runID, kind, name string, public bool, now time.Time) error {
-	s.writeMu.Lock()
-	s.syncLocked()
-	defer s.writeMu.Unlock()
+	defer s.beginWrite()()
 	s.mu.RLock()
 	c := s.find(runID, kind, name)
 	s.mu.RUnlock()
@@ -940,9 +943,7 @@ func (s *Store) SetPublic(runID, kind, name string, public bool, now time.Time) 
 
 // SetExpiry sets or clears (nil) a checkpoint's expiry.
 func (s *Store) SetExpiry(runID, kind, name string, exp *time.Time, now time.Time) error {
-	s.writeMu.Lock()
-	s.syncLocked()
-	defer s.writeMu.Unlock()
+	defer s.beginWrite()()
 	s.mu.RLock()
 	c := s.find(runID, kind, name)
 	s.mu.RUnlock()
@@ -993,9 +994,7 @@ func (s *Store) ExpiredCheckpoints(now time.Time) []Checkpoint {
 
 // CreateSampler stores a sampling session.
 func (s *Store) CreateSampler(sp Sampler) error {
-	s.writeMu.Lock()
-	s.syncLocked()
-	defer s.writeMu.Unlock()
+	defer s.beginWrite()()
 	if _, err := s.db.Exec(`INSERT INTO samplers(id, session_id, owner, base_model, model_path, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
 		sp.ID, sp.SessionID, sp.Owner, sp.BaseModel, sp.ModelPath, micros(sp.CreatedAt)); err != nil {
 		return fmt.Errorf("create sampler: %w", err)
