@@ -18,19 +18,7 @@ import (
 // (lib/server): the SDK's session/futures flow through Do, then every REST
 // method, so client and server cannot drift apart unnoticed.
 func TestAgainstLocalServer(t *testing.T) {
-	srv, err := server.Open(server.Options{DataDir: t.TempDir(), FutureDelay: 10 * time.Millisecond, SweepInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	base, err := srv.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := tinkerapi.New(tinkerapi.Config{BaseURL: base, APIKey: "tml-interop", MaxRetryTime: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := localClient(t, server.Options{}, "tml-interop", 2*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	must := func(err error, what string) {
@@ -187,4 +175,25 @@ func future(ctx context.Context, t *testing.T, c *tinkerapi.Client, path string,
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// localClient starts the real local server (fast futures, no sweeper) on a
+// loopback port and returns a client for it.
+func localClient(t *testing.T, opts server.Options, key string, retry time.Duration) *tinkerapi.Client {
+	t.Helper()
+	opts.DataDir, opts.FutureDelay, opts.SweepInterval = t.TempDir(), 10*time.Millisecond, -1
+	srv, err := server.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	base, err := srv.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := tinkerapi.New(tinkerapi.Config{BaseURL: base, APIKey: key, MaxRetryTime: retry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

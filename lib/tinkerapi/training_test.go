@@ -19,20 +19,7 @@ import (
 // built-in tiny Llama, save sampler and training weights, and sample the
 // saved checkpoint and the base model, with protobuf results.
 func TestSessionFlowAgainstLocalServer(t *testing.T) {
-	srv, err := server.Open(server.Options{DataDir: t.TempDir(), FutureDelay: 10 * time.Millisecond, SweepInterval: -1,
-		Sampler: server.EngineSampler(&engine.Pool{})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	base, err := srv.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := tinkerapi.New(tinkerapi.Config{BaseURL: base, APIKey: "tml-session-e2e", MaxRetryTime: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := localClient(t, server.Options{Sampler: server.EngineSampler(&engine.Pool{})}, "tml-session-e2e", 5*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	must := func(err error, what string) {
