@@ -21,95 +21,94 @@ import (
 // the official CLI has them (cli spec §8). Each is a thin translation into
 // the builtins' Go functions.
 
-func init() {
-	path := []argSpec{{Name: "CHECKPOINT_PATH"}}
-	commands["checkpoint"] = &command{
-		Name:    "checkpoint",
-		Summary: "Manage checkpoints.",
-		Help:    "Manage checkpoints.",
-		Sub: map[string]*command{
-			"list": {
-				Name:    "list",
-				Summary: "List checkpoints.",
-				Flags: []flagSpec{
-					{Long: "--run-id", Kind: flagString, Metavar: "TEXT", Help: "Training run ID (lists that run's checkpoints)."},
-					{Long: "--limit", Kind: flagInt, Metavar: "INTEGER", Help: "Maximum number of checkpoints to fetch without --run-id (default: 20, 0 for all)."},
-				},
-				Run: func(c *invocation) int { return runAPI(c, checkpointList) },
+// checkpointPath is the argument of the commands acting on one checkpoint.
+var checkpointPath = []argSpec{{Name: "CHECKPOINT_PATH"}}
+
+var checkpointCmd = &command{
+	Name:    "checkpoint",
+	Summary: "Manage checkpoints.",
+	Help:    "Manage checkpoints.",
+	Sub: []*command{
+		{
+			Name:    "list",
+			Summary: "List checkpoints.",
+			Flags: []flagSpec{
+				{Long: "--run-id", Kind: flagString, Metavar: "TEXT", Help: "Training run ID (lists that run's checkpoints)."},
+				{Long: "--limit", Kind: flagInt, Metavar: "INTEGER", Help: "Maximum number of checkpoints to fetch without --run-id (default: 20, 0 for all)."},
 			},
-			"info": {
-				Name:    "info",
-				Summary: "Show details of a checkpoint.",
-				Args:    path,
-				Run:     func(c *invocation) int { return runAPI(c, checkpointInfo) },
-			},
-			"publish": {
-				Name:    "publish",
-				Summary: "Publish a checkpoint (make it public).",
-				Args:    path,
-				Run:     func(c *invocation) int { return runAPI(c, func(r *apiRun) error { return checkpointPublish(r, true) }) },
-			},
-			"unpublish": {
-				Name:    "unpublish",
-				Summary: "Unpublish a checkpoint (make it private).",
-				Args:    path,
-				Run: func(c *invocation) int {
-					return runAPI(c, func(r *apiRun) error { return checkpointPublish(r, false) })
-				},
-			},
-			"set-ttl": {
-				Name:    "set-ttl",
-				Summary: "Set or remove a checkpoint's expiration.",
-				Args:    path,
-				Flags: []flagSpec{
-					{Long: "--ttl", Kind: flagInt, Metavar: "INTEGER", Help: "Expire the checkpoint after this many seconds."},
-					{Long: "--remove", Kind: flagBool, Help: "Remove the expiration."},
-				},
-				Run: func(c *invocation) int { return runAPI(c, checkpointSetTTL) },
-			},
-			"delete": {
-				Name:    "delete",
-				Summary: "Delete checkpoints.",
-				Help: "Delete checkpoints given by path, or a run's checkpoints (--run-id)\n" +
-					"filtered by --type, --before and --after. Asks first unless -y is given.",
-				Args: []argSpec{{Name: "CHECKPOINT_PATHS", Optional: true, Variadic: true}},
-				Flags: []flagSpec{
-					{Long: "--run-id", Kind: flagString, Metavar: "TEXT", Help: "Delete checkpoints of this training run (with optional filters)."},
-					{Long: "--type", Kind: flagString, Metavar: "TEXT", Help: "Only this type: weights or sampler_weights."},
-					{Long: "--before", Kind: flagString, Metavar: "TEXT", Help: "Only checkpoints created before this date (ISO 8601)."},
-					{Long: "--after", Kind: flagString, Metavar: "TEXT", Help: "Only checkpoints created after this date (ISO 8601)."},
-					{Long: "--yes", Short: "-y", Kind: flagBool, Help: "Skip the confirmation prompt."},
-				},
-				Run: func(c *invocation) int { return runAPI(c, checkpointDelete) },
-			},
-			"download": {
-				Name:    "download",
-				Summary: "Download and extract a checkpoint archive.",
-				Args:    path,
-				Flags: []flagSpec{
-					{Long: "--output", Short: "-o", Kind: flagString, Metavar: "PATH", Help: "Parent directory for the checkpoint (default: current directory)."},
-					{Long: "--force", Kind: flagBool, Help: "Replace an existing copy (only once the new one is complete)."},
-				},
-				Run: func(c *invocation) int { return runAPI(c, checkpointDownload) },
-			},
-			"push-hf": {
-				Name:    "push-hf",
-				Summary: "Upload a checkpoint to the Hugging Face Hub (not supported).",
-				Args:    path,
-				Flags: []flagSpec{
-					{Long: "--repo", Short: "-r", Kind: flagString, Metavar: "TEXT", Help: "Hub repo id."},
-					{Long: "--public", Kind: flagBool, Help: "Create a public repo."},
-					{Long: "--revision", Kind: flagString, Metavar: "TEXT", Help: "Branch to upload to."},
-					{Long: "--commit-message", Kind: flagString, Metavar: "TEXT", Help: "Commit message."},
-					{Long: "--create-pr", Kind: flagBool, Help: "Open a pull request."},
-					{Long: "--allow-pattern", Kind: flagMulti, Metavar: "TEXT", Help: "Upload only matching files (repeatable)."},
-					{Long: "--ignore-pattern", Kind: flagMulti, Metavar: "TEXT", Help: "Skip matching files (repeatable)."},
-					{Long: "--no-model-card", Kind: flagBool, Help: "Do not write a README.md model card."},
-				},
-				Run: func(c *invocation) int { return runAPI(c, checkpointPushHF) },
-			},
+			API: checkpointList,
 		},
-	}
+		{
+			Name:    "info",
+			Summary: "Show details of a checkpoint.",
+			Args:    checkpointPath,
+			API:     checkpointInfo,
+		},
+		{
+			Name:    "publish",
+			Summary: "Publish a checkpoint (make it public).",
+			Args:    checkpointPath,
+			API:     checkpointPublish,
+		},
+		{
+			Name:    "unpublish",
+			Summary: "Unpublish a checkpoint (make it private).",
+			Args:    checkpointPath,
+			API:     checkpointUnpublish,
+		},
+		{
+			Name:    "set-ttl",
+			Summary: "Set or remove a checkpoint's expiration.",
+			Args:    checkpointPath,
+			Flags: []flagSpec{
+				{Long: "--ttl", Kind: flagInt, Metavar: "INTEGER", Help: "Expire the checkpoint after this many seconds."},
+				{Long: "--remove", Kind: flagBool, Help: "Remove the expiration."},
+			},
+			API: checkpointSetTTL,
+		},
+		{
+			Name:    "delete",
+			Summary: "Delete checkpoints.",
+			Help: "Delete checkpoints given by path, or a run's checkpoints (--run-id)\n" +
+				"filtered by --type, --before and --after. Asks first unless -y is given.",
+			Args: []argSpec{{Name: "CHECKPOINT_PATHS", Optional: true, Variadic: true}},
+			Flags: []flagSpec{
+				{Long: "--run-id", Kind: flagString, Metavar: "TEXT", Help: "Delete checkpoints of this training run (with optional filters)."},
+				{Long: "--type", Kind: flagString, Metavar: "TEXT", Help: "Only this type: weights or sampler_weights."},
+				{Long: "--before", Kind: flagString, Metavar: "TEXT", Help: "Only checkpoints created before this date (ISO 8601)."},
+				{Long: "--after", Kind: flagString, Metavar: "TEXT", Help: "Only checkpoints created after this date (ISO 8601)."},
+				{Long: "--yes", Short: "-y", Kind: flagBool, Help: "Skip the confirmation prompt."},
+			},
+			API: checkpointDelete,
+		},
+		{
+			Name:    "download",
+			Summary: "Download and extract a checkpoint archive.",
+			Args:    checkpointPath,
+			Flags: []flagSpec{
+				{Long: "--output", Short: "-o", Kind: flagPath, Metavar: "PATH", Help: "Parent directory for the checkpoint (default: current directory)."},
+				{Long: "--force", Kind: flagBool, Help: "Replace an existing copy (only once the new one is complete)."},
+			},
+			API: checkpointDownload,
+		},
+		{
+			Name:    "push-hf",
+			Summary: "Upload a checkpoint to the Hugging Face Hub (not supported).",
+			Args:    checkpointPath,
+			Flags: []flagSpec{
+				{Long: "--repo", Short: "-r", Kind: flagString, Metavar: "TEXT", Help: "Hub repo id."},
+				{Long: "--public", Kind: flagBool, Help: "Create a public repo."},
+				{Long: "--revision", Kind: flagString, Metavar: "TEXT", Help: "Branch to upload to."},
+				{Long: "--commit-message", Kind: flagString, Metavar: "TEXT", Help: "Commit message."},
+				{Long: "--create-pr", Kind: flagBool, Help: "Open a pull request."},
+				{Long: "--allow-pattern", Kind: flagMulti, Metavar: "TEXT", Help: "Upload only matching files (repeatable)."},
+				{Long: "--ignore-pattern", Kind: flagMulti, Metavar: "TEXT", Help: "Skip matching files (repeatable)."},
+				{Long: "--no-model-card", Kind: flagBool, Help: "Do not write a README.md model card."},
+			},
+			API: checkpointPushHF,
+		},
+		checkpointSaveCmd,
+	},
 }
 
 func checkpointList(r *apiRun) error {
@@ -174,7 +173,10 @@ func checkpointInfo(r *apiRun) error {
 	return r.show(cp)
 }
 
-func checkpointPublish(r *apiRun, on bool) error {
+func checkpointPublish(r *apiRun) error   { return setPublished(r, true) }
+func checkpointUnpublish(r *apiRun) error { return setPublished(r, false) }
+
+func setPublished(r *apiRun, on bool) error {
 	path := r.args[0]
 	if err := checkPrefix(path); err != nil {
 		return err
