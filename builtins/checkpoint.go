@@ -161,8 +161,8 @@ func (e *Env) countBar(label string) func(int) Progress {
 // FindCheckpoint looks a path up in its run's checkpoint list, as the
 // official `checkpoint info` does, and fetches the run.
 func FindCheckpoint(ctx context.Context, c *tinkerapi.Client, path string) (*Checkpoint, error) {
-	if !strings.HasPrefix(path, "tinker://") {
-		return nil, pathError(path)
+	if err := tinkerapi.CheckScheme(path, "weights"); err != nil {
+		return nil, err
 	}
 	p, err := tinkerapi.ParsePath(path)
 	if err != nil {
@@ -239,7 +239,7 @@ func checkpointUnpublish(thread *starlark.Thread, b *starlark.Builtin, args star
 
 // Publish makes a checkpoint public (on) or private.
 func Publish(ctx context.Context, c *tinkerapi.Client, path string, on bool) error {
-	p, err := parsePath(path)
+	p, err := tinkerapi.ParseArg(path)
 	if err != nil {
 		return err
 	}
@@ -272,7 +272,7 @@ func noneAfter(thread *starlark.Thread, op func(ctx context.Context, c *tinkerap
 
 // SetTTL sets (seconds) or clears (nil) a checkpoint's expiry.
 func SetTTL(ctx context.Context, c *tinkerapi.Client, path string, seconds *int64) error {
-	p, err := parsePath(path)
+	p, err := tinkerapi.ParseArg(path)
 	if err != nil {
 		return err
 	}

@@ -299,7 +299,7 @@ func checkpointDelete(thread *starlark.Thread, b *starlark.Builtin, args starlar
 		return nil, fmt.Errorf("%s: type=, before= and after= filter a run's checkpoints; add run_id=", b.Name())
 	}
 	for _, p := range paths {
-		if _, err := parsePath(p); err != nil {
+		if _, err := tinkerapi.ParseArg(p); err != nil {
 			return nil, err
 		}
 	}

@@ -48,7 +48,7 @@ type DownloadOptions struct {
 
 // DownloadCheckpoint downloads path into Output/<target name>.
 func DownloadCheckpoint(ctx context.Context, c *tinkerapi.Client, path string, o DownloadOptions) (*download.Result, error) {
-	if _, err := parsePath(path); err != nil && !isPrefixOK(path) {
+	if err := tinkerapi.CheckScheme(path, "weights"); err != nil {
 		return nil, err
 	}
 	name := download.TargetName(path)
@@ -93,8 +93,6 @@ func DownloadCheckpoint(ctx context.Context, c *tinkerapi.Client, path string, o
 	return res, nil
 }
 
-func isPrefixOK(path string) bool { return len(path) > 9 && path[:9] == "tinker://" }
-
 // downloadErr maps download failures to the official CLI's messages.
 func downloadErr(err error, target string) error {
 	var ae *tinkerapi.APIError
@@ -102,7 +100,7 @@ func downloadErr(err error, target string) error {
 	case errors.Is(err, context.Canceled):
 		return err
 	case errors.As(err, &ae):
-		return &APIError{Err: ae}
+		return tinkerapi.Worded(ae)
 	case errors.Is(err, download.ErrTargetExists):
 		return userErr("Target directory already exists: "+target, "Use --force to overwrite or choose a different output directory.")
 	case errors.Is(err, download.ErrExtract), errors.Is(err, download.ErrIncomplete):
@@ -112,7 +110,7 @@ func downloadErr(err error, target string) error {
 	}
 	var te *tinkerapi.TransportError
 	if errors.As(err, &te) {
-		return &APIError{Err: te}
+		return tinkerapi.Worded(te)
 	}
 	return err
 }
@@ -235,7 +233,7 @@ func downloadFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	if err != nil {
 		return nil, err
 	}
-	if _, err := parsePath(path); err != nil {
+	if _, err := tinkerapi.ParseArg(path); err != nil {
 		return nil, err
 	}
 	env := EnvOf(thread)

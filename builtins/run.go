@@ -99,7 +99,7 @@ func runInfo(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 		return nil, fmt.Errorf("%s: want a run id, a tinker:// path or a checkpoint, got %s", b.Name(), v.Type())
 	}
 	if strings.HasPrefix(id, "tinker://") {
-		p, err := parsePath(id)
+		p, err := tinkerapi.ParseArg(id)
 		if err != nil {
 			return nil, err
 		}

@@ -59,7 +59,7 @@ func Sample(ctx context.Context, env *Env, o SampleOptions) (*SampleResult, erro
 	c := s.Client()
 	base, path := o.Model, ""
 	if strings.HasPrefix(o.Model, "tinker://") {
-		p, err := parsePath(o.Model)
+		p, err := tinkerapi.ParseArg(o.Model)
 		if err != nil {
 			return nil, err
 		}

@@ -159,7 +159,7 @@ func checkpointList(r *apiRun) error {
 
 func checkpointInfo(r *apiRun) error {
 	path := r.args[0]
-	if err := checkPrefix(path); err != nil {
+	if err := tinkerapi.CheckScheme(path, "weights"); err != nil {
 		return err
 	}
 	c, err := r.preflight()
@@ -178,38 +178,38 @@ func checkpointUnpublish(r *apiRun) error { return setPublished(r, false) }
 
 func setPublished(r *apiRun, on bool) error {
 	path := r.args[0]
-	if err := checkPrefix(path); err != nil {
+	if err := tinkerapi.CheckScheme(path, "weights"); err != nil {
 		return err
 	}
 	c, err := r.preflight()
 	if err != nil {
 		return err
 	}
-	if _, err := parsePath(path); err != nil {
-		return err
+	if _, err := tinkerapi.ParsePath(path); err != nil {
+		return unexpected(err)
 	}
 	return builtins.Publish(r.ctx, c, path, on)
 }
 
 func checkpointSetTTL(r *apiRun) error {
 	path := r.args[0]
-	if err := checkPrefix(path); err != nil {
+	if err := tinkerapi.CheckScheme(path, "weights"); err != nil {
 		return err
 	}
 	const hint = "Use --ttl to set an expiration or --remove to clear it"
 	hasTTL, remove := r.has("ttl"), r.has("remove")
 	switch {
 	case !hasTTL && !remove:
-		return &cliError{Msg: "Must specify either --ttl <seconds> or --remove", Details: hint}
+		return &tinkerapi.UserError{Msg: "Must specify either --ttl <seconds> or --remove", Details: hint}
 	case hasTTL && remove:
-		return &cliError{Msg: "Cannot specify both --ttl and --remove", Details: hint}
+		return &tinkerapi.UserError{Msg: "Cannot specify both --ttl and --remove", Details: hint}
 	}
 	c, err := r.preflight()
 	if err != nil {
 		return err
 	}
-	if _, err := parsePath(path); err != nil {
-		return err
+	if _, err := tinkerapi.ParsePath(path); err != nil {
+		return unexpected(err)
 	}
 	var ttl *int64
 	if hasTTL {
@@ -225,14 +225,14 @@ func checkpointDelete(r *apiRun) error {
 	typ, before, after := r.str("type"), r.str("before"), r.str("after")
 	switch {
 	case len(paths) == 0 && runID == "":
-		return &cliError{Msg: "Must specify checkpoint paths or --run-id", Details: "Examples:\n" +
+		return &tinkerapi.UserError{Msg: "Must specify checkpoint paths or --run-id", Details: "Examples:\n" +
 			"  tinker checkpoint delete tinker://run-id/weights/0001\n" +
 			"  tinker checkpoint delete --run-id <run-id>\n" +
 			"  tinker checkpoint delete --run-id <run-id> --type weights --before 2024-06-01"}
 	case len(paths) > 0 && runID != "":
-		return &cliError{Msg: "Cannot specify both checkpoint paths and --run-id", Details: "Use either explicit paths or --run-id with optional filters"}
+		return &tinkerapi.UserError{Msg: "Cannot specify both checkpoint paths and --run-id", Details: "Use either explicit paths or --run-id with optional filters"}
 	case runID == "" && (typ != "" || before != "" || after != ""):
-		return &cliError{Msg: "--type, --before, and --after require --run-id", Details: "Example: tinker checkpoint delete --run-id <run-id> --type weights --before 2024-06-01"}
+		return &tinkerapi.UserError{Msg: "--type, --before, and --after require --run-id", Details: "Example: tinker checkpoint delete --run-id <run-id> --type weights --before 2024-06-01"}
 	}
 	c, err := r.preflight()
 	if err != nil {
@@ -275,7 +275,7 @@ func checkpointDelete(r *apiRun) error {
 		}
 	} else {
 		for _, p := range paths {
-			if err := checkPrefix(p); err != nil {
+			if err := tinkerapi.CheckScheme(p, "weights"); err != nil {
 				return err
 			}
 			listing = append(listing, "  - "+p)
@@ -329,7 +329,7 @@ func checkpointDelete(r *apiRun) error {
 // errPromptAbort is EOF at the confirmation prompt, which the official CLI
 // reports as an empty unexpected error (kept, exit 1). Ctrl-C there prints
 // "Aborted!" instead.
-var errPromptAbort = &cliError{Msg: "Unexpected error occurred: "}
+var errPromptAbort = &tinkerapi.UserError{Msg: "Unexpected error occurred: "}
 
 // confirm asks like click.confirm: "<q> [y/N]: " on out, default no,
 // "Error: invalid input" and ask again on anything else. Ctrl-C (ctx)
@@ -376,7 +376,7 @@ func confirm(ctx context.Context, in io.Reader, out io.Writer, question string) 
 
 func checkpointDownload(r *apiRun) error {
 	path := r.args[0]
-	if err := checkPrefix(path); err != nil {
+	if err := tinkerapi.CheckScheme(path, "weights"); err != nil {
 		return err
 	}
 	output, force := r.str("output"), r.has("force")
@@ -390,14 +390,14 @@ func checkpointDownload(r *apiRun) error {
 		return unexpected(err)
 	}
 	if _, err := os.Lstat(target); err == nil && !force {
-		return &cliError{Msg: "Target directory already exists: " + target, Details: "Use --force to overwrite or choose a different output directory."}
+		return &tinkerapi.UserError{Msg: "Target directory already exists: " + target, Details: "Use --force to overwrite or choose a different output directory."}
 	}
 	c, err := r.preflight()
 	if err != nil {
 		return err
 	}
-	if _, err := parsePath(path); err != nil {
-		return err
+	if _, err := tinkerapi.ParsePath(path); err != nil {
+		return unexpected(err)
 	}
 	bar := &lazyBar{start: func() *clickProgress { return r.bar("Downloading archive", 0) }}
 	res, err := builtins.DownloadCheckpoint(r.ctx, c, path, builtins.DownloadOptions{
@@ -439,9 +439,9 @@ func (l *lazyBar) Add(n int64)      { l.bar().Add(n) }
 
 func checkpointPushHF(r *apiRun) error {
 	path := r.args[0]
-	if !strings.HasPrefix(path, "tinker://") {
-		return &cliError{Msg: "Invalid checkpoint path: " + path, Details: "Checkpoint path must be in the format: tinker://run-id/sampler_weights/0001"}
+	if err := tinkerapi.CheckScheme(path, "sampler_weights"); err != nil {
+		return err
 	}
-	return &cliError{Msg: "push-hf is not supported: it needs the Hugging Face Hub, which this build cannot reach",
+	return &tinkerapi.UserError{Msg: "push-hf is not supported: it needs the Hugging Face Hub, which this build cannot reach",
 		Details: "Download the checkpoint with `tinker checkpoint download` and upload it with the Hugging Face tools."}
 }

@@ -86,7 +86,7 @@ func readText(c *invocation, path string) (string, error) {
 		data, err = os.ReadFile(path)
 	}
 	if err != nil {
-		return "", &cliError{Msg: fmt.Sprintf("Cannot read %s: %v", path, err)}
+		return "", &tinkerapi.UserError{Msg: fmt.Sprintf("Cannot read %s: %v", path, err)}
 	}
 	return string(data), nil
 }
@@ -124,7 +124,7 @@ func runSample(c *invocation) int {
 		}
 		model := base
 		if path != "" {
-			if err := checkPrefix(path); err != nil {
+			if err := tinkerapi.CheckScheme(path, "weights"); err != nil {
 				return err
 			}
 			model = path
@@ -206,7 +206,7 @@ func runCheckpointSave(c *invocation) int {
 func writeJSONFile(path string, v any) error {
 	tmp, err := os.CreateTemp(dirOf(path), ".tinker-*.json")
 	if err != nil {
-		return &cliError{Msg: fmt.Sprintf("Cannot write %s: %v", path, err)}
+		return &tinkerapi.UserError{Msg: fmt.Sprintf("Cannot write %s: %v", path, err)}
 	}
 	defer os.Remove(tmp.Name())
 	if err := render.WriteJSON(tmp, v, render.JSONOptions{Indent: true}); err != nil {
@@ -217,7 +217,7 @@ func writeJSONFile(path string, v any) error {
 		return err
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		return &cliError{Msg: fmt.Sprintf("Cannot write %s: %v", path, err)}
+		return &tinkerapi.UserError{Msg: fmt.Sprintf("Cannot write %s: %v", path, err)}
 	}
 	return nil
 }
