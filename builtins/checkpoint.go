@@ -46,9 +46,9 @@ func init() {
 	}, checkpointSetTTL)
 }
 
-// CheckpointType normalises a type filter: "training"/"weights" and
+// checkpointType normalises a type filter: "training"/"weights" and
 // "sampler"/"sampler_weights".
-func CheckpointType(t string) (string, error) {
+func checkpointType(t string) (string, error) {
 	switch t {
 	case "training", "weights":
 		return "training", nil
@@ -125,7 +125,7 @@ func checkpointList(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 		return nil, err
 	}
 	if typ != "" {
-		if typ, err = CheckpointType(typ); err != nil {
+		if typ, err = checkpointType(typ); err != nil {
 			return nil, err
 		}
 	}

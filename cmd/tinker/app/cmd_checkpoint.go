@@ -222,7 +222,7 @@ func checkpointSetTTL(r *apiRun) error {
 func checkpointDelete(r *apiRun) error {
 	paths := r.args
 	runID := r.str("run-id")
-	typ, before, after := r.str("type"), r.str("before"), r.str("after")
+	typ := r.str("type")
 	switch {
 	case len(paths) == 0 && runID == "":
 		return &tinkerapi.UserError{Msg: "Must specify checkpoint paths or --run-id", Details: "Examples:\n" +
@@ -231,63 +231,47 @@ func checkpointDelete(r *apiRun) error {
 			"  tinker checkpoint delete --run-id <run-id> --type weights --before 2024-06-01"}
 	case len(paths) > 0 && runID != "":
 		return &tinkerapi.UserError{Msg: "Cannot specify both checkpoint paths and --run-id", Details: "Use either explicit paths or --run-id with optional filters"}
-	case runID == "" && (typ != "" || before != "" || after != ""):
+	case runID == "" && (typ != "" || r.str("before") != "" || r.str("after") != ""):
 		return &tinkerapi.UserError{Msg: "--type, --before, and --after require --run-id", Details: "Example: tinker checkpoint delete --run-id <run-id> --type weights --before 2024-06-01"}
 	}
 	c, err := r.preflight()
 	if err != nil {
 		return err
 	}
-	var listing []string
-	total := int64(0)
-	if runID != "" {
-		var b, a *time.Time
-		for _, d := range []struct {
-			s   string
-			dst **time.Time
-		}{{before, &b}, {after, &a}} {
-			if d.s == "" {
-				continue
-			}
-			t, err := builtins.ParseDate(d.s)
-			if err != nil {
-				return err
-			}
-			*d.dst = &t
+	var before, after *time.Time
+	for _, d := range []struct {
+		s   string
+		dst **time.Time
+	}{{r.str("before"), &before}, {r.str("after"), &after}} {
+		if d.s == "" {
+			continue
 		}
-		cps, err := builtins.SelectForDelete(r.ctx, c, runID, typ, b, a)
+		t, err := builtins.ParseDate(d.s)
 		if err != nil {
 			return err
 		}
-		if len(cps) == 0 {
-			// Plain text even in JSON mode (a kept quirk).
-			fmt.Fprintf(r.io.Out, "No checkpoints found for run %s matching filters\n", runID)
-			return nil
-		}
-		now := r.now()
-		paths = nil
-		for _, cp := range cps {
-			paths = append(paths, cp.TinkerPath)
-			listing = append(listing, fmt.Sprintf("  - %s (%s, created %s)", cp.TinkerPath, render.SizePtr(cp.SizeBytes), render.Ago(cp.Time, now)))
-			if cp.SizeBytes != nil {
-				total += *cp.SizeBytes
-			}
-		}
-	} else {
+		*d.dst = &t
+	}
+	if runID == "" {
 		for _, p := range paths {
 			if err := tinkerapi.CheckScheme(p, "weights"); err != nil {
 				return err
 			}
-			listing = append(listing, "  - "+p)
 		}
 	}
+	plan, err := builtins.PlanDelete(r.ctx, c, paths, builtins.DeleteFilter{RunID: runID, Type: typ, Before: before, After: after}, r.now())
+	if err != nil {
+		return err
+	}
+	paths = plan.Paths
+	if runID != "" && len(paths) == 0 {
+		// Plain text even in JSON mode (a kept quirk).
+		fmt.Fprintf(r.io.Out, "No checkpoints found for run %s matching filters\n", runID)
+		return nil
+	}
 	if !r.has("yes") {
-		fmt.Fprintf(r.io.Out, "Will delete %d checkpoint(s):\n%s\n\n", len(paths), strings.Join(listing, "\n"))
-		if runID != "" {
-			fmt.Fprintf(r.io.Out, "Total size: %s\n", render.Size(total))
-		}
-		fmt.Fprintln(r.io.Out, "WARNING: This action is permanent and cannot be undone.")
-		ok, err := confirm(r.ctx, r.io.In, r.io.Out, fmt.Sprintf("Are you sure you want to delete %d checkpoint(s)?", len(paths)))
+		fmt.Fprint(r.io.Out, plan.Warning())
+		ok, err := confirm(r.ctx, r.io.In, r.io.Out, plan.Question())
 		if err != nil {
 			return err
 		}
@@ -299,30 +283,35 @@ func checkpointDelete(r *apiRun) error {
 	bar := r.bar("Deleting checkpoints", int64(len(paths)))
 	deleted, failed, skipped := builtins.DeleteCheckpoints(r.ctx, c, paths, bar)
 	bar.Finish()
-	if r.jsonMode() {
-		res := &builtins.DeleteResult{Deleted: deleted, Failed: failed, Skipped: skipped}
-		if err := render.WriteJSON(r.io.Out, res.JSON(), render.JSONOptions{Compact: true}); err != nil {
-			return err
-		}
-	} else {
-		fmt.Fprintf(r.io.Out, "Deleted %d checkpoint(s)\n", len(deleted))
-		if len(failed) > 0 {
-			fmt.Fprintf(r.io.Out, "Failed to delete %d checkpoint(s):\n", len(failed))
-			for _, f := range failed {
-				fmt.Fprintf(r.io.Out, "  - %s: %s\n", f.Path, f.Error)
-			}
-		}
-		if len(skipped) > 0 {
-			fmt.Fprintf(r.io.Out, "Not attempted (interrupted): %d checkpoint(s):\n", len(skipped))
-			for _, p := range skipped {
-				fmt.Fprintf(r.io.Out, "  - %s\n", p)
-			}
-		}
+	if err := r.reportDeletions(deleted, failed, skipped); err != nil {
+		return err
 	}
 	if r.ctx.Err() != nil {
 		return errAborted
 	}
 	// Failed deletions still exit 0 (a kept quirk).
+	return nil
+}
+
+// reportDeletions prints the outcome of checkpoint delete.
+func (r *apiRun) reportDeletions(deleted []string, failed []builtins.DeleteFailure, skipped []string) error {
+	if r.jsonMode() {
+		res := &builtins.DeleteResult{Deleted: deleted, Failed: failed, Skipped: skipped}
+		return render.WriteJSON(r.io.Out, res.JSON(), render.JSONOptions{Compact: true})
+	}
+	fmt.Fprintf(r.io.Out, "Deleted %d checkpoint(s)\n", len(deleted))
+	if len(failed) > 0 {
+		fmt.Fprintf(r.io.Out, "Failed to delete %d checkpoint(s):\n", len(failed))
+		for _, f := range failed {
+			fmt.Fprintf(r.io.Out, "  - %s: %s\n", f.Path, f.Error)
+		}
+	}
+	if len(skipped) > 0 {
+		fmt.Fprintf(r.io.Out, "Not attempted (interrupted): %d checkpoint(s):\n", len(skipped))
+		for _, p := range skipped {
+			fmt.Fprintf(r.io.Out, "  - %s\n", p)
+		}
+	}
 	return nil
 }
 
