@@ -7,8 +7,9 @@
 // Numbers come from each model's Hugging Face config.json (noted per entry as
 // "hf:<repo>/config.json"); max context is max_position_embeddings unless noted.
 //
-// The table covers the December 2025 get_server_capabilities snapshot (spec
-// §7.2, 21 models) and §7.1's Llama-3.2-1B. Deliberately absent, because
+// The table covers the 21 models the service's get_server_capabilities listed
+// in December 2025, plus Llama-3.2-1B (which the SDK's tests use). Deliberately
+// absent, because
 // their LoRA target shapes could not be taken from a verified config: the
 // hybrid linear-attention families (Qwen3.5/3.6/3.8, NVIDIA Nemotron 3),
 // Kimi K2.5/K2.6 (multimodal wrappers), and Thinking Machines' private
@@ -41,7 +42,7 @@ type Arch struct {
 	MLA              *MLA
 	RMSNormEps       float64
 	RopeTheta        float64
-	// TokenizerID is what get_info reports (spec §5.10).
+	// TokenizerID is what get_info reports (docs/protocol.md, "Models and weights").
 	TokenizerID string
 }
 

@@ -19,7 +19,7 @@ func TestTableConsistent(t *testing.T) {
 			t.Errorf("%s: inconsistent MoE fields", a.Name)
 		}
 	}
-	// The December 2025 get_server_capabilities snapshot (spec §7.2) has 21 models.
+	// The service's get_server_capabilities listed these 21 models in December 2025.
 	snapshot := []string{"deepseek-ai/DeepSeek-V3.1", "deepseek-ai/DeepSeek-V3.1-Base", "moonshotai/Kimi-K2-Thinking",
 		"meta-llama/Llama-3.1-70B", "meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.2-1B",
 		"meta-llama/Llama-3.2-3B", "meta-llama/Llama-3.3-70B-Instruct", "Qwen/Qwen3-235B-A22B-Instruct-2507",

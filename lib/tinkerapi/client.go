@@ -357,7 +357,8 @@ func (c *Client) apiError(method, path string, resp *Response) *APIError {
 	}
 }
 
-// retryDelay applies the SDK's generic policy (API spec §6.2–6.3).
+// retryDelay applies the SDK's generic policy
+// (docs/protocol.md, "Errors and retries").
 func (c *Client) retryDelay(resp *Response, err error, retries int, o *callOpts) (time.Duration, bool) {
 	if o.noRetry {
 		return 0, false

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// DefaultBaseURL is the production service (API spec §1.2).
+// DefaultBaseURL is the production service (docs/protocol.md).
 const DefaultBaseURL = "https://tinker.thinkingmachines.dev/services/tinker-prod"
 
 // SDKVersion is the Python SDK version announced to the server; the server
@@ -51,7 +51,8 @@ type Config struct {
 	Logf func(format string, args ...any)
 }
 
-// ConfigFromEnv reads the environment variables of API spec §1.6. getenv
+// ConfigFromEnv reads TINKER_API_KEY, TINKER_BASE_URL, TINKER_CREDENTIAL_CMD
+// and the Cloudflare Access pair (docs/protocol.md, "Authentication"). getenv
 // is normally os.Getenv (nil means that); tests pass their own.
 func ConfigFromEnv(getenv func(string) string) Config {
 	if getenv == nil {
@@ -88,7 +89,7 @@ type ConfigError struct{ Msg string }
 
 func (e *ConfigError) Error() string { return e.Msg }
 
-// Messages of the official SDK (CLI spec §3.6, checklist 14–15).
+// Messages of the official SDK (docs/compat.md, "Startup and credentials").
 const (
 	msgNoAPIKey  = "The api_key client option must be set either by passing api_key to the client or by setting the TINKER_API_KEY environment variable"
 	msgBadPrefix = "The api_key must start with the 'tml-' prefix"

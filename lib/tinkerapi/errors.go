@@ -36,8 +36,8 @@ func (e *APIError) Detail() string {
 	return v.Detail
 }
 
-// sdkMessage builds the SDK's error message for a status and body
-// (CLI spec §3.5).
+// sdkMessage builds the SDK's error message for a status and body:
+// "Error code: <status> - <body>", a JSON body rendered as a Python literal.
 func sdkMessage(status int, body []byte) string {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
@@ -112,7 +112,8 @@ type CredentialError struct{ Msg string }
 func (e *CredentialError) Error() string { return e.Msg }
 
 // CLIError maps an error from this package to the official CLI's message
-// and details lines (CLI spec §3.4): the CLI prints "Error: <message>" and,
+// and details lines (docs/compat.md, "API errors and retries"):
+// the CLI prints "Error: <message>" and,
 // when details is non-empty, the details on the following line(s).
 // context.Canceled maps to ("Aborted!", "").
 func CLIError(err error) (message, details string) {

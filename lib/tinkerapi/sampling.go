@@ -14,7 +14,7 @@ import (
 	"github.com/tinkershell/tinker/lib/tinkerproto"
 )
 
-// SampleRequest is one sampling call (API spec §3.8). Zero values are sent
+// SampleRequest is one sampling call (docs/protocol.md, "Sampling"). Zero values are sent
 // as they are (temperature 0 is greedy), except NumSamples 0, which means 1;
 // NewSampleRequest gives the SDK's defaults.
 type SampleRequest struct {
@@ -290,7 +290,8 @@ func (r SampleRequest) wire(samplingSessionID string) (sampleWire, error) {
 // Empty top-k cells are padded with this (token 0, logprob -99999).
 const topKPadLogprob = -99999.0
 
-// DecodeSampleProto decodes a tinker_public.SampleResponse (API spec §3.12):
+// DecodeSampleProto decodes a tinker_public.SampleResponse
+// (docs/protocol.md, "Protobuf bodies"):
 // NaN prompt logprobs become nil, top-k rows starting with the padding cell
 // become nil and trailing padding is trimmed, and an unknown stop reason
 // is an error.

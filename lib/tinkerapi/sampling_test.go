@@ -16,7 +16,8 @@ import (
 	"github.com/tinkershell/tinker/lib/tinkerproto"
 )
 
-// sampleProtoFixture covers every decoding rule of API spec §3.12.
+// sampleProtoFixture covers every SampleResponse decoding rule of
+// docs/protocol.md, "Protobuf bodies".
 func sampleProtoFixture() *tinkerproto.SampleResponse {
 	nan := float32(math.NaN())
 	pad := float32(topKPadLogprob)

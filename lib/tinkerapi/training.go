@@ -9,7 +9,8 @@ import (
 	"time"
 )
 
-// LoraConfig is the adapter configuration of create_model (API spec §3.3).
+// LoraConfig is the adapter configuration of create_model
+// (docs/protocol.md, "Models and weights").
 type LoraConfig struct {
 	Rank                              int
 	Seed                              *int64 // nil: the server picks one
@@ -31,7 +32,8 @@ func (l LoraConfig) validate() error {
 	return nil
 }
 
-// GetInfoResponse is the answer of get_info (API spec §3.3).
+// GetInfoResponse is the answer of get_info
+// (docs/protocol.md, "Models and weights").
 type GetInfoResponse struct {
 	ModelID   string    `json:"model_id"`
 	ModelData ModelData `json:"model_data"`
