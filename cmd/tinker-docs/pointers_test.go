@@ -51,11 +51,16 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// commentText returns the comment part of each line of a Go or proto file.
-func commentText(src string) []string {
+// commentText returns the comment part of each line of a Go or proto
+// file, or the "#" lines of a golden txtar case.
+func commentText(path, src string) []string {
 	var out []string
 	for _, line := range strings.Split(src, "\n") {
-		if i := strings.Index(line, "//"); i >= 0 {
+		if strings.HasSuffix(path, ".txtar") {
+			if strings.HasPrefix(line, "#") {
+				out = append(out, line)
+			}
+		} else if i := strings.Index(line, "//"); i >= 0 {
 			out = append(out, line[i+2:])
 		}
 	}
@@ -74,14 +79,16 @@ func TestCommentPointersResolve(t *testing.T) {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, ".proto") {
+		switch filepath.Ext(path) {
+		case ".go", ".proto", ".txtar":
+		default:
 			return nil
 		}
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return err
 		}
-		for _, c := range commentText(string(b)) {
+		for _, c := range commentText(path, string(b)) {
 			for _, m := range pointerRE.FindAllStringSubmatch(c, -1) {
 				checked++
 				headings, ok := docHeadings(t, m[1])
