@@ -20,6 +20,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tinkershell/tinker/lib/models"
 )
 
 // TokenizerFiles are fetched by Resolve; only tokenizer.json is required.
@@ -39,8 +41,9 @@ func TokenizerIDForModel(baseModel string) string {
 // ("main" when it pins none).
 func TokenizerRefForModel(baseModel string) (repoID, revision string) {
 	name, _, _ := strings.Cut(baseModel, ":")
+	family, _ := models.FamilyOf(name)
 	switch {
-	case strings.HasPrefix(name, "meta-llama/Llama-3"):
+	case family == models.Llama3 && !models.IsTiny(name):
 		return "thinkingmachineslabinc/meta-llama-3-instruct-tokenizer", "main"
 	case name == "moonshotai/Kimi-K2-Thinking":
 		return name, "612681931a8c906ddb349f8ad0f582cb552189cd"
