@@ -68,6 +68,8 @@ type Hub struct {
 	// Progress, if set, is called as a file downloads (total is -1 when
 	// the server does not say); the shell uses it for a progress bar.
 	Progress func(file string, done, total int64)
+
+	retryWait time.Duration // first pause between retries (default 1s)
 }
 
 // FromEnv configures a Hub from the environment variables huggingface_hub
