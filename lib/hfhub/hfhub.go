@@ -3,6 +3,11 @@
 // cache (HF_HOME, HF_HUB_CACHE), and otherwise a download from the Hub
 // (HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE) into that cache, atomically and in
 // its usual layout, so huggingface_hub and this package share downloads.
+//
+// It also pushes a Tinker LoRA checkpoint to a model repo (Hub.Push) over
+// the Hub's HTTP API: whoami, repo creation, preupload, the Git LFS batch
+// API for large files and one NDJSON commit. The token is sent only to the
+// Hub and never appears in an error.
 package hfhub
 
 import (

@@ -66,18 +66,6 @@ func FindTinkerPath(readme string) string {
 	return tinkerPathRE().FindString(readme)
 }
 
-// CardInfo is what a model card says about an adapter. Nil fields are
-// unknown and left out.
-type CardInfo struct {
-	RepoID       string // the repo the adapter is loaded from
-	TinkerPath   string
-	BaseModel    string // "" or "unknown" when the service did not say
-	LoraRank     *int
-	TrainAttn    *bool
-	TrainMLP     *bool
-	TrainUnembed *bool
-}
-
 // plainYAML matches values that YAML reads back unchanged without quotes.
 var plainYAML = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/@+:-]*$`) })
 
@@ -89,11 +77,11 @@ func yamlValue(s string) string {
 	return string(b)
 }
 
-// ModelCard renders README.md for an adapter repo: front matter the Hub
-// indexes (base model, PEFT library, tags, the tinker:// path), usage, the
-// source checkpoint and what is known about the training. It ends with
-// exactly one newline.
-func ModelCard(c CardInfo) string {
+// ModelCard renders README.md for the adapter repo repoID: front matter
+// the Hub indexes (base model, PEFT library, tags, the tinker:// path),
+// usage, the source checkpoint and what is known about the training
+// (unknown facts are left out). It ends with exactly one newline.
+func ModelCard(repoID, tinkerPath string, c AdapterInfo) string {
 	base := c.BaseModel
 	if base == "" {
 		base = "unknown"
@@ -110,7 +98,7 @@ func ModelCard(c CardInfo) string {
 	if base != "unknown" {
 		line("- %s", yamlValue("base_model:adapter:"+base))
 	}
-	line("tinker_path: %s", yamlValue(c.TinkerPath))
+	line("tinker_path: %s", yamlValue(tinkerPath))
 	line("---")
 	line("")
 	line("# Tinker LoRA adapter")
@@ -124,7 +112,7 @@ func ModelCard(c CardInfo) string {
 	line("from transformers import AutoModelForCausalLM")
 	line("")
 	line("model = AutoModelForCausalLM.from_pretrained(%q, device_map=\"auto\")", base)
-	line("model = PeftModel.from_pretrained(model, %q)", c.RepoID)
+	line("model = PeftModel.from_pretrained(model, %q)", repoID)
 	line("```")
 	line("")
 	line("## Source")
@@ -132,7 +120,7 @@ func ModelCard(c CardInfo) string {
 	line("The Tinker checkpoint these weights were exported from:")
 	line("")
 	line("```")
-	line("%s", c.TinkerPath)
+	line("%s", tinkerPath)
 	line("```")
 	line("")
 	line("## Details")
