@@ -101,7 +101,9 @@ func sha256Hex(data []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-func isLFSPath(p string) bool { return strings.HasSuffix(p, ".safetensors") || strings.HasSuffix(p, ".bin") }
+func isLFSPath(p string) bool {
+	return strings.HasSuffix(p, ".safetensors") || strings.HasSuffix(p, ".bin")
+}
 
 func (h *hubServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
