@@ -369,12 +369,12 @@ func (c *Client) retryDelay(resp *Response, err error, retries int, o *callOpts)
 	if resp == nil {
 		return 0, false
 	}
-	if containsInt(o.final, resp.Status) {
-		return 0, false
+	if containsInt(o.final, resp.Status) || resp.Status == http.StatusInsufficientStorage {
+		return 0, false // 507 even against X-Should-Retry: only freeing space helps
 	}
 	retry := false
 	switch s := resp.Status; {
-	case s == 408, s == 409, s == 429, s >= 500:
+	case retryableStatus(s):
 		retry = true
 	case s == 402: // billing hold: the SDK pauses and retries
 		retry = true

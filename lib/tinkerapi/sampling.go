@@ -210,7 +210,7 @@ func (s *Session) sampleOnce(ctx context.Context, wire *sampleWire) (*SampleResp
 }
 
 // retryableSample mirrors the SDK's sampling retry handler: connection
-// errors, timeouts, expired futures, 408, 409, 429 and 5xx.
+// errors, timeouts, expired futures and retryable statuses.
 func retryableSample(err error) bool {
 	var te *TransportError
 	if errors.As(err, &te) {
@@ -221,8 +221,7 @@ func retryableSample(err error) bool {
 	}
 	var apiErr *APIError
 	if errors.As(err, &apiErr) {
-		s := apiErr.Status
-		return s == 408 || s == 409 || s == 429 || s >= 500
+		return retryableStatus(apiErr.Status)
 	}
 	return false
 }
