@@ -187,7 +187,14 @@ func encodeBody(body any) ([]byte, error) {
 	case json.RawMessage:
 		return b, nil
 	}
-	return json.Marshal(body)
+	b, err := json.Marshal(body)
+	var uv *json.UnsupportedValueError
+	if errors.As(err, &uv) {
+		// encoding/json's own text ("unsupported value: +Inf") names no
+		// field; say what is wrong in the caller's terms.
+		return nil, fmt.Errorf("the request holds %s, which JSON cannot carry; use finite numbers", uv.Str)
+	}
+	return b, err
 }
 
 // send runs the retry loop around single attempts.
