@@ -72,6 +72,8 @@ var (
 	ErrLimit       = errors.New("archive exceeds extraction limit")        // MaxFiles or MaxBytes
 	ErrConflict    = errors.New("member conflicts with an earlier member") // file over dir or dir over file
 	ErrTruncated   = errors.New("archive is truncated")                    // ends without tar's end-of-archive marker
+	// ErrTooBig: the files add up to more than MaxBytes.
+	ErrTooBig = fmt.Errorf("%w on total size", ErrLimit)
 )
 
 // MemberError reports a problem with one archive member.
@@ -262,7 +264,7 @@ func (x *extractor) member(tr *tar.Reader, hdr *tar.Header) error {
 		return fail(fmt.Errorf("%w: a file cannot replace the destination directory", ErrUnsafePath))
 	}
 	if hdr.Size < 0 || hdr.Size > x.opts.MaxBytes-x.st.Bytes {
-		return fail(fmt.Errorf("%w: more than %d bytes in total", ErrLimit, x.opts.MaxBytes))
+		return fail(fmt.Errorf("%w: more than %d bytes", ErrTooBig, x.opts.MaxBytes))
 	}
 	if dir := filepath.Dir(name); dir != "." {
 		if err := x.root.MkdirAll(dir, 0o755); err != nil {
