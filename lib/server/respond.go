@@ -1,0 +1,43 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+)
+
+type apiError struct {
+	status int
+	detail string
+}
+
+func (e *apiError) Error() string { return e.detail }
+func errorf(status int, format string, args ...any) *apiError {
+	return &apiError{status, fmt.Sprintf(format, args...)}
+}
+func writeError(w http.ResponseWriter, e *apiError) {
+	writeJSON(w, e.status, map[string]string{"detail": e.detail})
+}
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"detail":"encode response"}`)
+	}
+	writeRaw(w, status, b)
+}
+func writeRaw(w http.ResponseWriter, status int, b []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", fmt.Sprint(len(b)))
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// decodeBody reads a JSON request body (at most 64 MiB).
+func decodeBody(r *http.Request, v any) *apiError {
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 64<<20))
+	if err := dec.Decode(v); err != nil {
+		return errorf(http.StatusUnprocessableEntity, "Invalid JSON body: %v", err)
+	}
+	return nil
+}
