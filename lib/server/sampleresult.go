@@ -1,15 +1,21 @@
 package server
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"math"
 
-	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tinkershell/tinker/lib/engine"
+	"github.com/tinkershell/tinker/lib/tinkerproto"
 )
 
+// A sample result goes out in two forms: protobuf for clients that send
+// Accept: application/x-protobuf, the legacy JSON otherwise. See
+// docs/protocol.md, "Sampling" and "Protobuf bodies".
+
 // sampleJSON is the legacy JSON form of a sample result.
-func sampleJSON(r *SampleResponse) []byte {
+func sampleJSON(r *engine.SampleResponse) []byte {
 	type seq struct {
 		StopReason string    `json:"stop_reason"`
 		Tokens     []int     `json:"tokens"`
@@ -41,28 +47,20 @@ func sampleJSON(r *SampleResponse) []byte {
 	return b
 }
 
-// sampleProto encodes tinker_public.SampleResponse (spec §3.12) by hand:
-// arrays are raw little-endian bytes fields.
-func sampleProto(r *SampleResponse) []byte {
-	var b []byte
+// sampleProto is the tinker_public.SampleResponse form of a sample result:
+// arrays travel as little-endian bytes, a prompt position without a
+// logprob as NaN.
+func sampleProto(r *engine.SampleResponse) []byte {
+	m := &tinkerproto.SampleResponse{}
 	for _, s := range r.Sequences {
-		var m []byte
-		if s.StopReason == "length" {
-			m = protowire.AppendTag(m, 1, protowire.VarintType)
-			m = protowire.AppendVarint(m, 1)
+		sq := &tinkerproto.SampledSequence{Tokens: tinkerproto.PackInt32(s.Tokens)}
+		if s.StopReason == engine.StopReasonLength {
+			sq.StopReason = tinkerproto.StopReason_STOP_REASON_LENGTH
 		}
-		toks := make([]byte, 0, 4*len(s.Tokens))
-		for _, t := range s.Tokens {
-			toks = binary.LittleEndian.AppendUint32(toks, uint32(int32(t)))
-		}
-		m = protowire.AppendTag(m, 2, protowire.BytesType)
-		m = protowire.AppendBytes(m, toks)
 		if s.Logprobs != nil {
-			m = protowire.AppendTag(m, 3, protowire.BytesType)
-			m = protowire.AppendBytes(m, f32bytes(s.Logprobs))
+			sq.Logprobs = tinkerproto.PackFloat32(s.Logprobs)
 		}
-		b = protowire.AppendTag(b, 1, protowire.BytesType)
-		b = protowire.AppendBytes(b, m)
+		m.Sequences = append(m.Sequences, sq)
 	}
 	if r.PromptLogprobs != nil {
 		vals := make([]float32, len(r.PromptLogprobs))
@@ -73,43 +71,33 @@ func sampleProto(r *SampleResponse) []byte {
 				vals[i] = *p
 			}
 		}
-		b = protowire.AppendTag(b, 2, protowire.BytesType)
-		b = protowire.AppendBytes(b, f32bytes(vals))
+		m.PromptLogprobs = tinkerproto.PackFloat32(vals)
 	}
 	if r.TopKPromptLogprobs != nil {
-		k := 0
-		for _, row := range r.TopKPromptLogprobs {
-			k = max(k, len(row))
-		}
-		var ids, lps []byte
-		for _, row := range r.TopKPromptLogprobs {
-			for j := 0; j < k; j++ {
-				id, lp := int32(0), float32(-99999.0)
-				if j < len(row) {
-					id, lp = int32(row[j].Token), row[j].Logprob
-				}
-				ids = binary.LittleEndian.AppendUint32(ids, uint32(id))
-				lps = binary.LittleEndian.AppendUint32(lps, math.Float32bits(lp))
-			}
-		}
-		var m []byte
-		m = protowire.AppendTag(m, 1, protowire.BytesType)
-		m = protowire.AppendBytes(m, ids)
-		m = protowire.AppendTag(m, 2, protowire.BytesType)
-		m = protowire.AppendBytes(m, lps)
-		m = protowire.AppendTag(m, 3, protowire.VarintType)
-		m = protowire.AppendVarint(m, uint64(k))
-		m = protowire.AppendTag(m, 4, protowire.VarintType)
-		m = protowire.AppendVarint(m, uint64(len(r.TopKPromptLogprobs)))
-		b = protowire.AppendTag(b, 3, protowire.BytesType)
-		b = protowire.AppendBytes(b, m)
+		m.TopkPromptLogprobs = topKProto(r.TopKPromptLogprobs)
 	}
+	b, _ := proto.Marshal(m)
 	return b
 }
-func f32bytes(v []float32) []byte {
-	out := make([]byte, 0, 4*len(v))
-	for _, x := range v {
-		out = binary.LittleEndian.AppendUint32(out, math.Float32bits(x))
+
+// topKProto lays the rows out as a prompt_length × k matrix.
+func topKProto(rows [][]engine.TokenLogprob) *tinkerproto.TopkPromptLogprobs {
+	k := 0
+	for _, row := range rows {
+		k = max(k, len(row))
 	}
-	return out
+	ids := make([]int, 0, k*len(rows))
+	lps := make([]float32, 0, k*len(rows))
+	for _, row := range rows {
+		for j := 0; j < k; j++ {
+			id, lp := 0, float32(tinkerproto.TopKPadLogprob)
+			if j < len(row) {
+				id, lp = row[j].Token, row[j].Logprob
+			}
+			ids = append(ids, id)
+			lps = append(lps, lp)
+		}
+	}
+	return &tinkerproto.TopkPromptLogprobs{TokenIds: tinkerproto.PackInt32(ids), Logprobs: tinkerproto.PackFloat32(lps),
+		K: uint32(k), PromptLength: uint32(len(rows))}
 }

@@ -7,54 +7,27 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/tinkershell/tinker/lib/engine"
 	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/store"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 )
 
-// Sampler generates tokens; lib/engine implements it. The server resolves
-// the sampling session to a base model and, for a tinker:// path, a local
-// directory holding the PEFT adapter files.
+// Sampler generates tokens; EngineSampler serves it from lib/engine, tests
+// use fakes. See docs/protocol.md, "Sampling".
 type Sampler interface {
-	Sample(ctx context.Context, req SampleRequest) (*SampleResponse, error)
+	Sample(ctx context.Context, req SampleRequest) (*engine.SampleResponse, error)
 }
 
-// SampleRequest is one asample call, resolved.
+// SampleRequest is one asample call resolved to weights: the engine's
+// request plus the base model and, for a sampler checkpoint, the local
+// directory of its PEFT adapter files. The engine's types are the one
+// definition of a sampling request and result on the server side; the wire
+// form is decoded here (asampleBody) and encoded in sampleresult.go.
 type SampleRequest struct {
-	BaseModel          string
-	ModelPath          string // tinker:// path, "" for the base model
-	AdapterDir         string // local PEFT directory for ModelPath
-	Prompt             []int
-	NumSamples         int
-	MaxTokens          int
-	Temperature        float64
-	TopK               int
-	TopP               float64
-	Seed               *int64
-	StopTokens         []int
-	StopStrings        []string
-	PromptLogprobs     bool
-	TopKPromptLogprobs int
-}
-
-// SampledSequence is one generated sequence.
-type SampledSequence struct {
-	Tokens     []int
-	Logprobs   []float32
-	StopReason string // "stop" | "length"
-}
-
-// TopKEntry is one (token, logprob) candidate at a prompt position.
-type TopKEntry struct {
-	Token   int
-	Logprob float32
-}
-
-// SampleResponse is what a Sampler returns.
-type SampleResponse struct {
-	Sequences          []SampledSequence
-	PromptLogprobs     []*float32    // first entry nil
-	TopKPromptLogprobs [][]TopKEntry // per prompt position, nil = none
+	BaseModel  string
+	AdapterDir string // "" samples the base model
+	engine.SampleRequest
 }
 
 func (s *Server) createSamplingSession(w http.ResponseWriter, r *http.Request, owner string, _ []string) *apiError {
@@ -78,18 +51,10 @@ func (s *Server) createSamplingSession(w http.ResponseWriter, r *http.Request, o
 	sp := store.Sampler{ID: fmt.Sprintf("%s:sample:%d", se.ID, *body.SamplingSessionSeqID), SessionID: se.ID, Owner: owner, CreatedAt: s.now()}
 	switch {
 	case body.ModelPath != "":
-		p, err := tinkerapi.ParsePath(body.ModelPath)
-		if err != nil {
-			return errorf(http.StatusBadRequest, "Invalid model_path %s: expected tinker://<run>/sampler_weights/<name>", body.ModelPath)
+		_, run, e := s.samplerCheckpoint(owner, body.ModelPath)
+		if e != nil {
+			return e
 		}
-		if p.Kind != "sampler_weights" {
-			return errorf(http.StatusBadRequest, notSamplerPath, body.ModelPath)
-		}
-		c, ok := s.st.Checkpoint(p.RunID, p.Kind, p.Name, s.now())
-		if !ok || (c.Owner != owner && !c.Public) {
-			return errorf(http.StatusNotFound, "Checkpoint %s not found", body.ModelPath)
-		}
-		run, _ := s.st.Run(p.RunID, s.now())
 		sp.BaseModel, sp.ModelPath = run.BaseModel, body.ModelPath
 	case body.BaseModel != "":
 		arch, ok := models.Lookup(body.BaseModel)
@@ -110,6 +75,7 @@ func (s *Server) createSamplingSession(w http.ResponseWriter, r *http.Request, o
 	writeJSON(w, 200, map[string]string{"sampling_session_id": sp.ID, "type": "create_sampling_session"})
 	return nil
 }
+
 func (s *Server) getSampler(w http.ResponseWriter, r *http.Request, owner string, seg []string) *apiError {
 	sp, ok := s.st.Sampler(seg[1])
 	if !ok || sp.Owner != owner {
@@ -123,124 +89,164 @@ func (s *Server) getSampler(w http.ResponseWriter, r *http.Request, owner string
 	return nil
 }
 
-const notSamplerPath = "%s is a training checkpoint (weights/...): save sampler weights (save_weights_for_sampler) and sample from the sampler_weights/... path"
+// samplerCheckpoint finds the live sampler checkpoint a model_path names,
+// owned by owner or public, and its run.
+func (s *Server) samplerCheckpoint(owner, modelPath string) (store.Checkpoint, store.RunView, *apiError) {
+	p, err := tinkerapi.ParsePath(modelPath)
+	if err != nil {
+		return store.Checkpoint{}, store.RunView{}, errorf(http.StatusBadRequest, "Invalid model_path %s: expected tinker://<run>/sampler_weights/<name>", modelPath)
+	}
+	if p.Kind != "sampler_weights" {
+		return store.Checkpoint{}, store.RunView{}, errorf(http.StatusBadRequest, "%s is a training checkpoint (weights/...): save sampler weights (save_weights_for_sampler) and sample from the sampler_weights/... path", modelPath)
+	}
+	c, ok := s.st.Checkpoint(p.RunID, p.Kind, p.Name, s.now())
+	if !ok || (c.Owner != owner && !c.Public) {
+		return c, store.RunView{}, errorf(http.StatusNotFound, "Checkpoint %s not found", modelPath)
+	}
+	run, _ := s.st.Run(p.RunID, s.now())
+	return c, run, nil
+}
 
+// asampleBody is an asample request as it comes over the wire. Pointers
+// tell a missing field, which takes the SDK's default, from a zero.
+type asampleBody struct {
+	SamplingSessionID string `json:"sampling_session_id"`
+	SeqID             *int   `json:"seq_id"`
+	BaseModel         string `json:"base_model"`
+	ModelPath         string `json:"model_path"`
+	NumSamples        *int   `json:"num_samples"`
+	Prompt            struct {
+		Chunks []struct {
+			Type   string `json:"type"`
+			Tokens []int  `json:"tokens"`
+		} `json:"chunks"`
+	} `json:"prompt"`
+	SamplingParams struct {
+		MaxTokens   *int            `json:"max_tokens"`
+		Seed        json.Number     `json:"seed"`
+		Stop        json.RawMessage `json:"stop"`
+		Temperature *float64        `json:"temperature"`
+		TopK        *int            `json:"top_k"`
+		TopP        *float64        `json:"top_p"`
+	} `json:"sampling_params"`
+	PromptLogprobs     bool `json:"prompt_logprobs"`
+	TopKPromptLogprobs int  `json:"topk_prompt_logprobs"`
+}
+
+// asample is parsed, resolved to weights, then submitted as a future.
 func (s *Server) asample(w http.ResponseWriter, r *http.Request, owner string, _ []string) *apiError {
 	start := time.Now()
-	var body struct {
-		SamplingSessionID string `json:"sampling_session_id"`
-		SeqID             *int   `json:"seq_id"`
-		BaseModel         string `json:"base_model"`
-		ModelPath         string `json:"model_path"`
-		NumSamples        *int   `json:"num_samples"`
-		Prompt            struct {
-			Chunks []struct {
-				Type   string `json:"type"`
-				Tokens []int  `json:"tokens"`
-			} `json:"chunks"`
-		} `json:"prompt"`
-		SamplingParams struct {
-			MaxTokens   *int            `json:"max_tokens"`
-			Seed        json.Number     `json:"seed"`
-			Stop        json.RawMessage `json:"stop"`
-			Temperature *float64        `json:"temperature"`
-			TopK        *int            `json:"top_k"`
-			TopP        *float64        `json:"top_p"`
-		} `json:"sampling_params"`
-		PromptLogprobs     bool `json:"prompt_logprobs"`
-		TopKPromptLogprobs int  `json:"topk_prompt_logprobs"`
-	}
+	var body asampleBody
 	if e := decodeBody(r, &body); e != nil {
 		return e
 	}
-	req := SampleRequest{NumSamples: 1, MaxTokens: 16, Temperature: 1, TopK: -1, TopP: 1,
-		PromptLogprobs: body.PromptLogprobs, TopKPromptLogprobs: body.TopKPromptLogprobs}
-	if sd := body.SamplingParams.Seed; sd != "" {
-		seed, err := foldSeed(string(sd))
+	er, e := body.engineRequest()
+	if e != nil {
+		return e
+	}
+	req := SampleRequest{SampleRequest: er}
+	session, e := s.resolveSample(owner, &body, &req)
+	if e != nil {
+		return e
+	}
+	return s.submitSample(w, r, owner, session, &body, req, start)
+}
+
+// engineRequest checks the sampling parameters and fills in the wire
+// defaults: one sample of up to 16 tokens at temperature 1, no top-k or
+// top-p limit.
+func (b *asampleBody) engineRequest() (engine.SampleRequest, *apiError) {
+	req := engine.SampleRequest{NumSamples: 1, MaxTokens: 16, Temperature: 1, TopK: -1, TopP: 1,
+		PromptLogprobs: b.PromptLogprobs, TopKPromptLogprobs: b.TopKPromptLogprobs}
+	v := b.SamplingParams
+	if v.Seed != "" {
+		seed, err := foldSeed(string(v.Seed))
 		if err != nil {
-			return errorf(http.StatusUnprocessableEntity, "sampling_params.seed must be an integer, got %s", sd)
+			return req, errorf(http.StatusUnprocessableEntity, "sampling_params.seed must be an integer, got %s", v.Seed)
 		}
 		req.Seed = &seed
 	}
-	session := ""
-	switch {
-	case body.SamplingSessionID != "":
-		sp, ok := s.st.Sampler(body.SamplingSessionID)
-		if !ok || sp.Owner != owner {
-			return errorf(http.StatusNotFound, "Sampling session %s not found", body.SamplingSessionID)
-		}
-		req.BaseModel, req.ModelPath, session = sp.BaseModel, sp.ModelPath, sp.SessionID
-	case body.ModelPath != "" || body.BaseModel != "":
-		req.BaseModel, req.ModelPath = body.BaseModel, body.ModelPath
-	default:
-		return errorf(http.StatusBadRequest, "sampling_session_id (or base_model / model_path) is required")
-	}
-	if req.ModelPath != "" {
-		p, err := tinkerapi.ParsePath(req.ModelPath)
-		if err != nil {
-			return errorf(http.StatusBadRequest, "Invalid model_path %s", req.ModelPath)
-		}
-		if p.Kind != "sampler_weights" {
-			return errorf(http.StatusBadRequest, notSamplerPath, req.ModelPath)
-		}
-		c, ok := s.st.Checkpoint(p.RunID, p.Kind, p.Name, s.now())
-		if !ok || (c.Owner != owner && !c.Public) {
-			return errorf(http.StatusNotFound, "Checkpoint %s not found", req.ModelPath)
-		}
-		run, _ := s.st.Run(p.RunID, s.now())
-		req.BaseModel = run.BaseModel
-		req.AdapterDir = s.checkpointDir(p.RunID, p.Kind, p.Name)
-		// Make sure the adapter files exist before the engine reads them.
-		if err := s.archives.materialise(c, false); err != nil {
-			return errorf(http.StatusInternalServerError, "prepare adapter: %v", err)
-		}
-	}
-	for _, ch := range body.Prompt.Chunks {
+	for _, ch := range b.Prompt.Chunks {
 		if ch.Type != "" && ch.Type != "encoded_text" {
-			return errorf(http.StatusBadRequest, "prompt chunk type %q is not supported by the local server (only encoded_text)", ch.Type)
+			return req, errorf(http.StatusBadRequest, "prompt chunk type %q is not supported by the local server (only encoded_text)", ch.Type)
 		}
 		req.Prompt = append(req.Prompt, ch.Tokens...)
 	}
-	if body.NumSamples != nil {
-		req.NumSamples = *body.NumSamples
-	}
-	v := body.SamplingParams
-	if v.MaxTokens != nil {
-		req.MaxTokens = *v.MaxTokens
-	}
-	if v.Temperature != nil {
-		req.Temperature = *v.Temperature
-	}
-	if v.TopK != nil {
-		req.TopK = *v.TopK
-	}
-	if v.TopP != nil {
-		req.TopP = *v.TopP
-	}
+	setIf(&req.NumSamples, b.NumSamples)
+	setIf(&req.MaxTokens, v.MaxTokens)
+	setIf(&req.Temperature, v.Temperature)
+	setIf(&req.TopK, v.TopK)
+	setIf(&req.TopP, v.TopP)
 	if len(v.Stop) > 0 && string(v.Stop) != "null" {
 		var one string
 		if json.Unmarshal(v.Stop, &one) == nil {
 			req.StopStrings = []string{one}
 		} else if json.Unmarshal(v.Stop, &req.StopStrings) != nil {
 			if json.Unmarshal(v.Stop, &req.StopTokens) != nil {
-				return errorf(http.StatusUnprocessableEntity, "sampling_params.stop must be a string, a list of strings or a list of token ids")
+				return req, errorf(http.StatusUnprocessableEntity, "sampling_params.stop must be a string, a list of strings or a list of token ids")
 			}
 		}
 	}
 	if req.NumSamples < 1 || req.MaxTokens < 0 {
-		return errorf(http.StatusBadRequest, "num_samples must be >= 1 and max_tokens >= 0")
+		return req, errorf(http.StatusBadRequest, "num_samples must be >= 1 and max_tokens >= 0")
 	}
-	seq := 0
-	if body.SeqID != nil {
-		seq = *body.SeqID
+	return req, nil
+}
+
+func setIf[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
 	}
-	base := body.SamplingSessionID
-	if base == "" {
-		base = "sample"
+}
+
+// resolveSample finds the weights to sample: the sampling session's, or a
+// base model or sampler checkpoint named in the request itself. A
+// checkpoint's adapter files are written now if they were not yet, before
+// the engine reads them. It returns the session to log and bill against
+// ("" without a sampling session).
+func (s *Server) resolveSample(owner string, b *asampleBody, req *SampleRequest) (session string, e *apiError) {
+	modelPath := ""
+	switch {
+	case b.SamplingSessionID != "":
+		sp, ok := s.st.Sampler(b.SamplingSessionID)
+		if !ok || sp.Owner != owner {
+			return "", errorf(http.StatusNotFound, "Sampling session %s not found", b.SamplingSessionID)
+		}
+		req.BaseModel, modelPath, session = sp.BaseModel, sp.ModelPath, sp.SessionID
+	case b.ModelPath != "" || b.BaseModel != "":
+		req.BaseModel, modelPath = b.BaseModel, b.ModelPath
+	default:
+		return "", errorf(http.StatusBadRequest, "sampling_session_id (or base_model / model_path) is required")
 	}
+	if modelPath == "" {
+		return session, nil
+	}
+	c, run, e := s.samplerCheckpoint(owner, modelPath)
+	if e != nil {
+		return "", e
+	}
+	req.BaseModel = run.BaseModel
+	req.AdapterDir = s.checkpointDir(c.RunID, c.Kind, c.Name)
+	if err := s.archives.materialise(c, false); err != nil {
+		return "", errorf(http.StatusInternalServerError, "prepare adapter: %v", err)
+	}
+	return session, nil
+}
+
+// submitSample applies backpressure, then runs the sample as a future that
+// logs the request and records the tokens for billing.
+func (s *Server) submitSample(w http.ResponseWriter, r *http.Request, owner, session string, b *asampleBody, req SampleRequest, start time.Time) *apiError {
 	if s.samples.Load() >= int64(s.opts.MaxPendingSamples) && r.Header.Get("X-Tinker-Sampling-Backpressure") == "1" {
 		w.Header().Set("Retry-After", "1")
 		return errorf(http.StatusTooManyRequests, "Sampling backpressure: %d requests in flight; retry shortly", s.samples.Load())
+	}
+	seq := 0
+	if b.SeqID != nil {
+		seq = *b.SeqID
+	}
+	base := b.SamplingSessionID
+	if base == "" {
+		base = "sample"
 	}
 	s.samples.Add(1)
 	sampler := s.opts.Sampler

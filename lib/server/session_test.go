@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tinkershell/tinker/lib/engine"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -52,10 +53,10 @@ func (e *env) post(path string, body any, out any) {
 
 type fakeSampler struct{}
 
-func (fakeSampler) Sample(ctx context.Context, req SampleRequest) (*SampleResponse, error) {
+func (fakeSampler) Sample(ctx context.Context, req SampleRequest) (*engine.SampleResponse, error) {
 	lp := float32(-0.5)
-	return &SampleResponse{
-		Sequences:      []SampledSequence{{Tokens: []int{req.Prompt[0] + 1, 257}, Logprobs: []float32{-1, -2}, StopReason: "stop"}},
+	return &engine.SampleResponse{
+		Sequences:      []engine.Sequence{{Tokens: []int{req.Prompt[0] + 1, 257}, Logprobs: []float32{-1, -2}, StopReason: "stop"}},
 		PromptLogprobs: []*float32{nil, &lp},
 	}, nil
 }
