@@ -24,10 +24,16 @@ type archiver struct {
 	wg     sync.WaitGroup
 	mu     sync.Mutex
 	failed map[string]error // background generation failures, by dir
+	plans  planCache
 }
 
 func newArchiver(s *Server) *archiver { return &archiver{s: s, failed: map[string]error{}} }
 func (a *archiver) wait()             { a.wg.Wait() }
+
+// planCache holds adapter plans by shape: the tensors' names, shapes and
+// byte layout are the same for every checkpoint of that shape, only the
+// seed differs. Each server (and each import) has its own.
+type planCache struct{ m sync.Map } // planKey -> *peft.Plan with seed 0
 
 type planKey struct {
 	base             string
@@ -45,40 +51,23 @@ func dtypeFor(kind string) safetensors.DType {
 	return safetensors.F32
 }
 
-// plan returns the adapter plan of a checkpoint of run (cached by shape).
-func (a *archiver) plan(run store.Run, kind string, seed uint64) (*peft.Plan, error) {
-	return planFor(run, kind, seed)
-}
-
-// plans caches adapter plans by shape (seed 0); planFor copies and seeds one.
-var plans sync.Map
-
-func planFor(run store.Run, kind string, seed uint64) (*peft.Plan, error) {
+// get returns the adapter plan of a checkpoint of run with the given seed.
+func (pc *planCache) get(run store.Run, kind string, seed uint64) (*peft.Plan, error) {
 	k := planKey{run.BaseModel, run.LoraRank, run.TrainAttn, run.TrainMLP, run.TrainUnembed, dtypeFor(kind)}
-	if v, ok := plans.Load(k); ok {
-		p := *v.(*peft.Plan)
-		p.Config.Seed = seed
-		return &p, nil
+	v, ok := pc.m.Load(k)
+	if !ok {
+		p, err := peft.NewPlan(peft.Config{BaseModel: run.BaseModel, Rank: run.LoraRank, TrainAttn: run.TrainAttn,
+			TrainMLP: run.TrainMLP, TrainUnembed: run.TrainUnembed, DType: k.dtype})
+		if err != nil {
+			return nil, err
+		}
+		v, _ = pc.m.LoadOrStore(k, p)
 	}
-	p, err := peft.NewPlan(peft.Config{BaseModel: run.BaseModel, Rank: run.LoraRank, TrainAttn: run.TrainAttn,
-		TrainMLP: run.TrainMLP, TrainUnembed: run.TrainUnembed, DType: k.dtype})
-	if err != nil {
-		return nil, err
-	}
-	plans.Store(k, p)
-	cp := *p
-	cp.Config.Seed = seed
-	return &cp, nil
+	p := *v.(*peft.Plan)
+	p.Config.Seed = seed
+	return &p, nil
 }
 
-// Size is the exact size_bytes of a checkpoint of run.
-func (a *archiver) size(run store.Run, kind string) (int64, error) {
-	p, err := a.plan(run, kind, 0)
-	if err != nil {
-		return 0, err
-	}
-	return p.Size(), nil
-}
 func (a *archiver) ready(dir string) bool {
 	_, err := os.Stat(filepath.Join(dir, peft.CompleteFile))
 	return err == nil
@@ -99,7 +88,7 @@ func (a *archiver) materialise(c store.Checkpoint, background bool) error {
 		if a.ready(dir) {
 			return nil, nil
 		}
-		p, err := a.plan(run.Run, c.Kind, c.Seed)
+		p, err := a.plans.get(run.Run, c.Kind, c.Seed)
 		if err != nil {
 			return nil, err
 		}

@@ -21,7 +21,7 @@ func (s *Server) saveCheckpoint(run store.RunView, kind, name string, ttl *int64
 		e := now.Add(time.Duration(*ttl) * time.Second)
 		c.ExpiresAt = &e
 	}
-	p, err := s.archives.plan(run.Run, kind, run.Seed)
+	p, err := s.archives.plans.get(run.Run, kind, run.Seed)
 	if err != nil {
 		return c, err
 	}
