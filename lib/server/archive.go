@@ -8,10 +8,11 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/tinkershell/tinker/lib/peft"
 	"github.com/tinkershell/tinker/lib/safetensors"
 	"github.com/tinkershell/tinker/lib/store"
-	"golang.org/x/sync/singleflight"
 )
 
 // archiver materialises checkpoint files on first use. Imported and newly
@@ -28,7 +29,8 @@ type archiver struct {
 }
 
 func newArchiver(s *Server) *archiver { return &archiver{s: s, failed: map[string]error{}} }
-func (a *archiver) wait()             { a.wg.Wait() }
+
+func (a *archiver) wait() { a.wg.Wait() }
 
 // planCache holds adapter plans by shape: the tensors' names, shapes and
 // byte layout are the same for every checkpoint of that shape, only the

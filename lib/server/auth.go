@@ -21,7 +21,8 @@ func OwnerURN(apiKey string) string {
 	h := sha256.Sum256([]byte(apiKey))
 	return "tml:organization_user:" + uuid.NewSHA1(ownerNamespace, h[:]).String()
 }
-func (s *Server) authenticate(r *http.Request) (string, *apiError) {
+
+func (s *Server) authenticate(r *http.Request) (string, *errorResponse) {
 	key := r.Header.Get("X-API-Key")
 	if key == "" {
 		return "", errorf(http.StatusUnauthorized, "Missing API key: send it in the X-API-Key header")

@@ -13,7 +13,7 @@ import (
 
 // parseBillingTime accepts RFC 3339 and, like the service, zone-less
 // date-times (taken as UTC), which the official CLI sends for date-only input.
-func parseBillingTime(name, v string) (time.Time, *apiError) {
+func parseBillingTime(name, v string) (time.Time, *errorResponse) {
 	if v == "" {
 		return time.Time{}, errorf(http.StatusUnprocessableEntity, "%s is required", name)
 	}
@@ -35,50 +35,76 @@ type billingEvent struct {
 	ProjectID   *string `json:"project_id"`
 }
 
-func (s *Server) billingUsage(w http.ResponseWriter, r *http.Request, owner string, _ []string) *apiError {
-	q := r.URL.Query()
-	from, e := parseBillingTime("starting_on", q.Get("starting_on"))
+// billingUsage answers GET billing/usage/events: the owner's metered
+// usage in hourly buckets per session, base model and kind. See
+// docs/protocol.md, "Billing".
+func (s *Server) billingUsage(w http.ResponseWriter, r *http.Request, owner string, _ []string) *errorResponse {
+	from, to, e := billingWindow(r)
 	if e != nil {
 		return e
-	}
-	to, e := parseBillingTime("ending_before", q.Get("ending_before"))
-	if e != nil {
-		return e
-	}
-	if !from.Equal(from.Truncate(time.Hour)) || !to.Equal(to.Truncate(time.Hour)) {
-		return errorf(http.StatusBadRequest, "starting_on and ending_before must be aligned to the hour (e.g. 2026-07-13T05:00:00Z)")
-	}
-	if !to.After(from) {
-		return errorf(http.StatusBadRequest, "ending_before must be after starting_on")
-	}
-	if to.Sub(from) > 14*24*time.Hour {
-		return errorf(http.StatusBadRequest, "the window may span at most 14 days")
 	}
 	usage, err := s.st.Usage(owner, from, to)
 	if err != nil {
 		return errorf(http.StatusInternalServerError, "%v", err)
 	}
-	type key struct {
-		bucket              time.Time
-		session, base, kind string
-		cached              bool
-	}
-	type agg struct {
-		tokens, count int64
-		gbh           float64
-	}
-	sums := map[key]*agg{}
-	get := func(k key) *agg {
-		a := sums[k]
-		if a == nil {
-			a = &agg{}
-			sums[k] = a
-		}
-		return a
-	}
+	sums := billingSums{}
 	for _, u := range usage {
-		get(key{u.At.Truncate(time.Hour), u.SessionID, u.BaseModel, u.Type, u.Cached}).tokens += u.TokenCount
+		sums.get(billingKey{u.At.Truncate(time.Hour), u.SessionID, u.BaseModel, u.Type, u.Cached}).tokens += u.TokenCount
 	}
+	s.addCheckpointUsage(sums, owner, from, to)
+	writeRaw(w, 200, s.billingJSON(owner, sums))
+	return nil
+}
+
+// billingWindow reads starting_on and ending_before: whole hours, at most
+// 14 days apart.
+func billingWindow(r *http.Request) (from, to time.Time, e *errorResponse) {
+	q := r.URL.Query()
+	if from, e = parseBillingTime("starting_on", q.Get("starting_on")); e != nil {
+		return
+	}
+	if to, e = parseBillingTime("ending_before", q.Get("ending_before")); e != nil {
+		return
+	}
+	switch {
+	case !from.Equal(from.Truncate(time.Hour)) || !to.Equal(to.Truncate(time.Hour)):
+		e = errorf(http.StatusBadRequest, "starting_on and ending_before must be aligned to the hour (e.g. 2026-07-13T05:00:00Z)")
+	case !to.After(from):
+		e = errorf(http.StatusBadRequest, "ending_before must be after starting_on")
+	case to.Sub(from) > 14*24*time.Hour:
+		e = errorf(http.StatusBadRequest, "the window may span at most 14 days")
+	}
+	return
+}
+
+// billingKey is one billing event: an hour, a session, a base model and a
+// kind of usage.
+type billingKey struct {
+	bucket              time.Time
+	session, base, kind string
+	cached              bool
+}
+
+type billingAgg struct {
+	tokens, count int64
+	gbh           float64
+}
+
+type billingSums map[billingKey]*billingAgg
+
+func (m billingSums) get(k billingKey) *billingAgg {
+	a := m[k]
+	if a == nil {
+		a = &billingAgg{}
+		m[k] = a
+	}
+	return a
+}
+
+// addCheckpointUsage counts checkpoints saved in the window and the
+// gigabyte-hours each one was stored for during each hour of the window,
+// up to now or its expiry.
+func (s *Server) addCheckpointUsage(sums billingSums, owner string, from, to time.Time) {
 	runs := map[string]store.RunView{}
 	now := s.now()
 	for _, c := range s.st.OwnerCheckpoints(owner) {
@@ -88,9 +114,8 @@ func (s *Server) billingUsage(w http.ResponseWriter, r *http.Request, owner stri
 			runs[c.RunID] = rv
 		}
 		if !c.Time.Before(from) && c.Time.Before(to) {
-			get(key{c.Time.Truncate(time.Hour), rv.SessionID, rv.BaseModel, "checkpoint", false}).count++
+			sums.get(billingKey{c.Time.Truncate(time.Hour), rv.SessionID, rv.BaseModel, "checkpoint", false}).count++
 		}
-		// Storage: bytes held during each hour of the window, up to now.
 		end := now
 		if c.ExpiresAt != nil && c.ExpiresAt.Before(end) {
 			end = *c.ExpiresAt
@@ -98,15 +123,20 @@ func (s *Server) billingUsage(w http.ResponseWriter, r *http.Request, owner stri
 		for b := from; b.Before(to); b = b.Add(time.Hour) {
 			lo, hi := maxTime(b, c.Time), minTime(b.Add(time.Hour), end)
 			if hi.After(lo) {
-				get(key{b, rv.SessionID, rv.BaseModel, "storage", false}).gbh += float64(c.SizeBytes) / 1e9 * hi.Sub(lo).Hours()
+				sums.get(billingKey{b, rv.SessionID, rv.BaseModel, "storage", false}).gbh += float64(c.SizeBytes) / 1e9 * hi.Sub(lo).Hours()
 			}
 		}
 	}
-	keys := make([]key, 0, len(sums))
-	for k := range sums {
+}
+
+var billingKindOrder = map[string]int{"training": 0, "sampling_prefill": 1, "sampling_sample": 2, "checkpoint": 3, "storage": 4}
+
+// sortedKeys orders events by hour, session, base model, then kind.
+func (m billingSums) sortedKeys() []billingKey {
+	keys := make([]billingKey, 0, len(m))
+	for k := range m {
 		keys = append(keys, k)
 	}
-	order := map[string]int{"training": 0, "sampling_prefill": 1, "sampling_sample": 2, "checkpoint": 3, "storage": 4}
 	sort.Slice(keys, func(i, j int) bool {
 		a, b := keys[i], keys[j]
 		if !a.bucket.Equal(b.bucket) {
@@ -119,29 +149,37 @@ func (s *Server) billingUsage(w http.ResponseWriter, r *http.Request, owner stri
 			return a.base < b.base
 		}
 		if a.kind != b.kind {
-			return order[a.kind] < order[b.kind]
+			return billingKindOrder[a.kind] < billingKindOrder[b.kind]
 		}
 		return !a.cached && b.cached
 	})
+	return keys
+}
+
+// eventInfo is an event's event_info object, whose fields depend on its kind.
+func eventInfo(k billingKey, a *billingAgg) string {
+	switch k.kind {
+	case "training", "sampling_sample":
+		return fmt.Sprintf(`{"type":%q,"token_count":%d}`, k.kind, a.tokens)
+	case "sampling_prefill":
+		return fmt.Sprintf(`{"type":"sampling_prefill","cached":%t,"token_count":%d}`, k.cached, a.tokens)
+	case "checkpoint":
+		return fmt.Sprintf(`{"type":"checkpoint","count":%d}`, a.count)
+	case "storage":
+		gb, _ := json.Marshal(a.gbh)
+		return `{"type":"storage","gigabyte_hours":` + string(gb) + `}`
+	}
+	return ""
+}
+
+// billingJSON is the response body: the events in order, and the metadata
+// of each session they name.
+func (s *Server) billingJSON(owner string, sums billingSums) []byte {
 	var sb strings.Builder
 	sb.WriteString(`{"data":[`)
 	sessions := map[string]any{}
-	ownerCopy := owner
-	for i, k := range keys {
-		a := sums[k]
-		var info string
-		switch k.kind {
-		case "training", "sampling_sample":
-			info = fmt.Sprintf(`{"type":%q,"token_count":%d}`, k.kind, a.tokens)
-		case "sampling_prefill":
-			info = fmt.Sprintf(`{"type":"sampling_prefill","cached":%t,"token_count":%d}`, k.cached, a.tokens)
-		case "checkpoint":
-			info = fmt.Sprintf(`{"type":"checkpoint","count":%d}`, a.count)
-		case "storage":
-			gb, _ := json.Marshal(a.gbh)
-			info = `{"type":"storage","gigabyte_hours":` + string(gb) + `}`
-		}
-		ev := billingEvent{BucketStart: ts(k.bucket), BucketEnd: ts(k.bucket.Add(time.Hour)), UserID: &ownerCopy}
+	for i, k := range sums.sortedKeys() {
+		ev := billingEvent{BucketStart: ts(k.bucket), BucketEnd: ts(k.bucket.Add(time.Hour)), UserID: &owner}
 		if k.base != "" {
 			base := k.base
 			ev.BaseModel = &base
@@ -149,12 +187,11 @@ func (s *Server) billingUsage(w http.ResponseWriter, r *http.Request, owner stri
 		if k.session != "" {
 			sid := k.session
 			ev.SessionID = &sid
-			se, _, _, ok := s.st.Session(sid)
-			if ok && se.ProjectID != "" {
-				p := se.ProjectID
-				ev.ProjectID = &p
-			}
-			if ok {
+			if se, _, _, ok := s.st.Session(sid); ok {
+				if se.ProjectID != "" {
+					p := se.ProjectID
+					ev.ProjectID = &p
+				}
 				if se.UserMetadata != nil {
 					sessions[sid] = map[string]any{"user_metadata": se.UserMetadata}
 				} else {
@@ -166,24 +203,25 @@ func (s *Server) billingUsage(w http.ResponseWriter, r *http.Request, owner stri
 		if i > 0 {
 			sb.WriteByte(',')
 		}
-		sb.Write(b[:len(b)-1])
+		sb.Write(b[:len(b)-1]) // the event's fields, then event_info
 		sb.WriteString(`,"event_info":`)
-		sb.WriteString(info)
+		sb.WriteString(eventInfo(k, sums[k]))
 		sb.WriteByte('}')
 	}
 	sj, _ := json.Marshal(sessions)
 	sb.WriteString(`],"sessions":`)
 	sb.Write(sj)
 	sb.WriteByte('}')
-	writeRaw(w, 200, []byte(sb.String()))
-	return nil
+	return []byte(sb.String())
 }
+
 func maxTime(a, b time.Time) time.Time {
 	if a.After(b) {
 		return a
 	}
 	return b
 }
+
 func minTime(a, b time.Time) time.Time {
 	if a.Before(b) {
 		return a

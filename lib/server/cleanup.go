@@ -45,6 +45,7 @@ func (s *Server) cleanupOrphans() int {
 	}
 	return removed
 }
+
 func (s *Server) sweepLoop() {
 	defer close(s.sweepDone)
 	t := time.NewTicker(s.opts.SweepInterval)

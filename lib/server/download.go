@@ -31,7 +31,8 @@ func (s *Server) signedURL(r *http.Request, fields []string, filename string) (s
 		"?exp=" + strconv.FormatInt(exp.Unix(), 10) + "&sig=" + s.sign(token, exp.Unix())
 	return u, exp
 }
-func (s *Server) archive(w http.ResponseWriter, r *http.Request, owner string, seg []string) *apiError {
+
+func (s *Server) archive(w http.ResponseWriter, r *http.Request, owner string, seg []string) *errorResponse {
 	runID, kind, name := seg[1], seg[3], seg[4]
 	c, ok := s.st.Checkpoint(runID, kind, name, s.now())
 	if !ok || (c.Owner != owner && !c.Public) {
@@ -85,6 +86,7 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, rest string) 
 	}
 	return fail(http.StatusNotFound, "Not Found")
 }
+
 func (s *Server) serveArchive(w http.ResponseWriter, r *http.Request, runID, kind, name string) int {
 	c, ok := s.st.Checkpoint(runID, kind, name, s.now())
 	if !ok {

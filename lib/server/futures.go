@@ -21,6 +21,7 @@ type future struct {
 	sentMeta  bool
 	createdAt time.Time
 }
+
 type futureTable struct {
 	wg   sync.WaitGroup // running work, waited for by Close
 	mu   sync.Mutex
@@ -97,9 +98,11 @@ func (t *futureTable) pendingBefore(f *future) int {
 
 type userError struct{ msg string }
 
-func (e userError) Error() string                 { return e.msg }
+func (e userError) Error() string { return e.msg }
+
 func userErrorf(format string, args ...any) error { return userError{fmt.Sprintf(format, args...)} }
-func (s *Server) retrieveFuture(w http.ResponseWriter, r *http.Request, owner string, _ []string) *apiError {
+
+func (s *Server) retrieveFuture(w http.ResponseWriter, r *http.Request, owner string, _ []string) *errorResponse {
 	var body struct {
 		RequestID         string `json:"request_id"`
 		AllowMetadataOnly bool   `json:"allow_metadata_only"`
@@ -182,6 +185,7 @@ func (s *Server) retrieveFuture(w http.ResponseWriter, r *http.Request, owner st
 	writeRaw(w, 200, payload)
 	return nil
 }
+
 func writeFuture(w http.ResponseWriter, f *future, modelID string) {
 	out := map[string]string{"request_id": f.id}
 	if modelID != "" {

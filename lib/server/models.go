@@ -12,7 +12,7 @@ import (
 	"github.com/tinkershell/tinker/lib/store"
 )
 
-func (s *Server) createModel(w http.ResponseWriter, r *http.Request, owner string, _ []string) *apiError {
+func (s *Server) createModel(w http.ResponseWriter, r *http.Request, owner string, _ []string) *errorResponse {
 	start := time.Now()
 	var body struct {
 		SessionID    string            `json:"session_id"`
@@ -82,14 +82,15 @@ func (s *Server) createModel(w http.ResponseWriter, r *http.Request, owner strin
 }
 
 // ownedRun resolves a model id the caller owns.
-func (s *Server) ownedRun(owner, modelID string) (store.RunView, *apiError) {
+func (s *Server) ownedRun(owner, modelID string) (store.RunView, *errorResponse) {
 	v, ok := s.st.Run(modelID, s.now())
 	if !ok || v.Owner != owner {
 		return v, errorf(http.StatusNotFound, "Model %s not found", modelID)
 	}
 	return v, nil
 }
-func (s *Server) getInfo(w http.ResponseWriter, r *http.Request, owner string, _ []string) *apiError {
+
+func (s *Server) getInfo(w http.ResponseWriter, r *http.Request, owner string, _ []string) *errorResponse {
 	var body struct {
 		ModelID string `json:"model_id"`
 	}

@@ -6,18 +6,21 @@ import (
 	"net/http"
 )
 
-type apiError struct {
+type errorResponse struct {
 	status int
 	detail string
 }
 
-func (e *apiError) Error() string { return e.detail }
-func errorf(status int, format string, args ...any) *apiError {
-	return &apiError{status, fmt.Sprintf(format, args...)}
+func (e *errorResponse) Error() string { return e.detail }
+
+func errorf(status int, format string, args ...any) *errorResponse {
+	return &errorResponse{status, fmt.Sprintf(format, args...)}
 }
-func writeError(w http.ResponseWriter, e *apiError) {
+
+func writeError(w http.ResponseWriter, e *errorResponse) {
 	writeJSON(w, e.status, map[string]string{"detail": e.detail})
 }
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -25,6 +28,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	}
 	writeRaw(w, status, b)
 }
+
 func writeRaw(w http.ResponseWriter, status int, b []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
@@ -34,7 +38,7 @@ func writeRaw(w http.ResponseWriter, status int, b []byte) {
 }
 
 // decodeBody reads a JSON request body (at most 64 MiB).
-func decodeBody(r *http.Request, v any) *apiError {
+func decodeBody(r *http.Request, v any) *errorResponse {
 	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 64<<20))
 	if err := dec.Decode(v); err != nil {
 		return errorf(http.StatusUnprocessableEntity, "Invalid JSON body: %v", err)

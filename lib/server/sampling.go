@@ -30,7 +30,7 @@ type SampleRequest struct {
 	engine.SampleRequest
 }
 
-func (s *Server) createSamplingSession(w http.ResponseWriter, r *http.Request, owner string, _ []string) *apiError {
+func (s *Server) createSamplingSession(w http.ResponseWriter, r *http.Request, owner string, _ []string) *errorResponse {
 	start := time.Now()
 	var body struct {
 		SessionID            string `json:"session_id"`
@@ -76,7 +76,7 @@ func (s *Server) createSamplingSession(w http.ResponseWriter, r *http.Request, o
 	return nil
 }
 
-func (s *Server) getSampler(w http.ResponseWriter, r *http.Request, owner string, seg []string) *apiError {
+func (s *Server) getSampler(w http.ResponseWriter, r *http.Request, owner string, seg []string) *errorResponse {
 	sp, ok := s.st.Sampler(seg[1])
 	if !ok || sp.Owner != owner {
 		return errorf(http.StatusNotFound, "Sampler %s not found", seg[1])
@@ -91,7 +91,7 @@ func (s *Server) getSampler(w http.ResponseWriter, r *http.Request, owner string
 
 // samplerCheckpoint finds the live sampler checkpoint a model_path names,
 // owned by owner or public, and its run.
-func (s *Server) samplerCheckpoint(owner, modelPath string) (store.Checkpoint, store.RunView, *apiError) {
+func (s *Server) samplerCheckpoint(owner, modelPath string) (store.Checkpoint, store.RunView, *errorResponse) {
 	p, err := tinkerapi.ParsePath(modelPath)
 	if err != nil {
 		return store.Checkpoint{}, store.RunView{}, errorf(http.StatusBadRequest, "Invalid model_path %s: expected tinker://<run>/sampler_weights/<name>", modelPath)
@@ -134,7 +134,7 @@ type asampleBody struct {
 }
 
 // asample is parsed, resolved to weights, then submitted as a future.
-func (s *Server) asample(w http.ResponseWriter, r *http.Request, owner string, _ []string) *apiError {
+func (s *Server) asample(w http.ResponseWriter, r *http.Request, owner string, _ []string) *errorResponse {
 	start := time.Now()
 	var body asampleBody
 	if e := decodeBody(r, &body); e != nil {
@@ -155,7 +155,7 @@ func (s *Server) asample(w http.ResponseWriter, r *http.Request, owner string, _
 // engineRequest checks the sampling parameters and fills in the wire
 // defaults: one sample of up to 16 tokens at temperature 1, no top-k or
 // top-p limit.
-func (b *asampleBody) engineRequest() (engine.SampleRequest, *apiError) {
+func (b *asampleBody) engineRequest() (engine.SampleRequest, *errorResponse) {
 	req := engine.SampleRequest{NumSamples: 1, MaxTokens: 16, Temperature: 1, TopK: -1, TopP: 1,
 		PromptLogprobs: b.PromptLogprobs, TopKPromptLogprobs: b.TopKPromptLogprobs}
 	v := b.SamplingParams
@@ -204,7 +204,7 @@ func setIf[T any](dst *T, v *T) {
 // checkpoint's adapter files are written now if they were not yet, before
 // the engine reads them. It returns the session to log and bill against
 // ("" without a sampling session).
-func (s *Server) resolveSample(owner string, b *asampleBody, req *SampleRequest) (session string, e *apiError) {
+func (s *Server) resolveSample(owner string, b *asampleBody, req *SampleRequest) (session string, e *errorResponse) {
 	modelPath := ""
 	switch {
 	case b.SamplingSessionID != "":
@@ -235,7 +235,7 @@ func (s *Server) resolveSample(owner string, b *asampleBody, req *SampleRequest)
 
 // submitSample applies backpressure, then runs the sample as a future that
 // logs the request and records the tokens for billing.
-func (s *Server) submitSample(w http.ResponseWriter, r *http.Request, owner, session string, b *asampleBody, req SampleRequest, start time.Time) *apiError {
+func (s *Server) submitSample(w http.ResponseWriter, r *http.Request, owner, session string, b *asampleBody, req SampleRequest, start time.Time) *errorResponse {
 	if s.samples.Load() >= int64(s.opts.MaxPendingSamples) && r.Header.Get("X-Tinker-Sampling-Backpressure") == "1" {
 		w.Header().Set("Retry-After", "1")
 		return errorf(http.StatusTooManyRequests, "Sampling backpressure: %d requests in flight; retry shortly", s.samples.Load())

@@ -142,7 +142,8 @@ func Open(opts Options) (*Server, error) {
 
 // Store exposes the underlying store (for the import command and tests).
 func (s *Server) Store() *store.Store { return s.st }
-func (s *Server) now() time.Time      { return s.opts.Now().UTC() }
+
+func (s *Server) now() time.Time { return s.opts.Now().UTC() }
 
 // Handler is the HTTP handler for the whole API.
 func (s *Server) Handler() http.Handler { return s.handler }
@@ -185,6 +186,7 @@ func (s *Server) Start(addr string) (string, error) {
 	go hs.Serve(ln)
 	return "http://" + ln.Addr().String(), nil
 }
+
 func (s *Server) newHTTPServer() *http.Server {
 	hs := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
 	s.mu.Lock()
@@ -192,6 +194,7 @@ func (s *Server) newHTTPServer() *http.Server {
 	s.mu.Unlock()
 	return hs
 }
+
 func checkAddr(addr string, haveKeys bool) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -234,6 +237,7 @@ func (s *Server) Close() error {
 	s.traces.wait()
 	return s.st.Close()
 }
+
 func (s *Server) deleteCheckpoint(runID, kind, name string) error {
 	if err := s.st.DeleteCheckpoint(runID, kind, name); err != nil {
 		return err

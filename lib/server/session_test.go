@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tinkershell/tinker/lib/engine"
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/tinkershell/tinker/lib/engine"
 )
 
 // poll retrieves a future until it is no longer try_again; it returns the

@@ -6,10 +6,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
 	"github.com/tinkershell/tinker/lib/store"
 )
 
-func (s *Server) createSession(w http.ResponseWriter, r *http.Request, owner string, _ []string) *apiError {
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request, owner string, _ []string) *errorResponse {
 	var body struct {
 		Tags         []string          `json:"tags"`
 		UserMetadata map[string]string `json:"user_metadata"`
@@ -36,7 +37,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request, owner str
 }
 
 // liveSession checks the session belongs to the caller and is still alive.
-func (s *Server) liveSession(owner, id string) (store.Session, *apiError) {
+func (s *Server) liveSession(owner, id string) (store.Session, *errorResponse) {
 	se, _, _, ok := s.st.Session(id)
 	if !ok || se.Owner != owner {
 		return se, errorf(http.StatusNotFound, "Session %s not found", id)
@@ -46,7 +47,8 @@ func (s *Server) liveSession(owner, id string) (store.Session, *apiError) {
 	}
 	return se, nil
 }
-func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request, owner string, _ []string) *apiError {
+
+func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request, owner string, _ []string) *errorResponse {
 	var body struct {
 		SessionID string `json:"session_id"`
 	}
@@ -62,7 +64,8 @@ func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request, owner string,
 	writeRaw(w, 200, []byte(`{"type":"session_heartbeat"}`))
 	return nil
 }
-func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, owner string, _ []string) *apiError {
+
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, owner string, _ []string) *errorResponse {
 	limit, offset, e := pageParams(r, 20)
 	if e != nil {
 		return e
@@ -73,14 +76,16 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, owner stri
 	writeJSON(w, 200, map[string]any{"sessions": s.st.ListSessions(owner, limit, offset)})
 	return nil
 }
-func (s *Server) ownedSession(owner, id string) (store.Session, []string, []string, *apiError) {
+
+func (s *Server) ownedSession(owner, id string) (store.Session, []string, []string, *errorResponse) {
 	se, runs, samplers, ok := s.st.Session(id)
 	if !ok || se.Owner != owner {
 		return se, nil, nil, errorf(http.StatusNotFound, "Session %s not found", id)
 	}
 	return se, runs, samplers, nil
 }
-func (s *Server) getSession(w http.ResponseWriter, r *http.Request, owner string, seg []string) *apiError {
+
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request, owner string, seg []string) *errorResponse {
 	if _, e := accessScope(r); e != nil {
 		return e
 	}
@@ -97,7 +102,8 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request, owner string
 	writeJSON(w, 200, map[string]any{"training_run_ids": runs, "sampler_ids": samplers})
 	return nil
 }
-func (s *Server) setProject(w http.ResponseWriter, r *http.Request, owner string, seg []string) *apiError {
+
+func (s *Server) setProject(w http.ResponseWriter, r *http.Request, owner string, seg []string) *errorResponse {
 	var body struct {
 		ProjectID *string `json:"project_id"`
 	}

@@ -41,6 +41,7 @@ func (v *tarView) writeTo(w io.Writer) error {
 	}
 	return nil
 }
+
 func openTar(dir string, mtime time.Time) (*tarView, error) {
 	var parts []io.ReaderAt
 	var sizes []int64
@@ -99,6 +100,7 @@ func newMultiReaderAt(parts []io.ReaderAt, sizes []int64) *multiReaderAt {
 	}
 	return m
 }
+
 func (m *multiReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	total := 0
 	for i := range m.parts {

@@ -10,6 +10,7 @@ const tsLayout = "2006-01-02T15:04:05.000000Z"
 func (t ts) MarshalJSON() ([]byte, error) {
 	return appendTS(nil, time.Time(t)), nil
 }
+
 func appendTS(b []byte, t time.Time) []byte {
 	t = t.UTC()
 	y, mo, d := t.Date()
@@ -36,6 +37,7 @@ func appendTS(b []byte, t time.Time) []byte {
 	b = appendDigits(b, t.Nanosecond()/1000, 6)
 	return append(b, 'Z', '"')
 }
+
 func appendDigits(b []byte, v, width int) []byte {
 	var buf [8]byte
 	for i := width - 1; i >= 0; i-- {

@@ -31,17 +31,21 @@ type tracer struct {
 	state map[string]*traceJob
 	wg    sync.WaitGroup
 }
+
 type traceJob struct {
 	done bool
 	err  error
 }
 
 func newTracer(s *Server) *tracer { return &tracer{s: s, state: map[string]*traceJob{}} }
-func (t *tracer) wait()           { t.wg.Wait() }
+
+func (t *tracer) wait() { t.wg.Wait() }
+
 func (t *tracer) path(session string) string {
 	return filepath.Join(t.s.opts.DataDir, "traces", session+".json")
 }
-func (s *Server) traceExport(w http.ResponseWriter, r *http.Request, owner string, seg []string) *apiError {
+
+func (s *Server) traceExport(w http.ResponseWriter, r *http.Request, owner string, seg []string) *errorResponse {
 	id := seg[1]
 	if _, _, _, e := s.ownedSession(owner, id); e != nil {
 		return e
@@ -80,6 +84,7 @@ func (s *Server) traceExport(w http.ResponseWriter, r *http.Request, owner strin
 	}
 	return nil
 }
+
 func (t *tracer) build(session string) error {
 	reqs, err := t.s.st.SessionRequests(session)
 	if err != nil {
@@ -135,6 +140,7 @@ func (t *tracer) build(session string) error {
 	}
 	return os.Rename(tmp, p)
 }
+
 func (t *tracer) serve(w http.ResponseWriter, r *http.Request, session string) int {
 	f, err := os.Open(t.path(session))
 	if err != nil {

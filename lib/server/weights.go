@@ -56,7 +56,7 @@ type saveBody struct {
 	SamplingSessionSeqID *int   `json:"sampling_session_seq_id"`
 }
 
-func (s *Server) save(w http.ResponseWriter, r *http.Request, owner, kind string) *apiError {
+func (s *Server) save(w http.ResponseWriter, r *http.Request, owner, kind string) *errorResponse {
 	start := time.Now()
 	var body saveBody
 	if e := decodeBody(r, &body); e != nil {
@@ -118,10 +118,12 @@ func (s *Server) save(w http.ResponseWriter, r *http.Request, owner, kind string
 	writeFuture(w, f, run.ID)
 	return nil
 }
-func (s *Server) saveWeights(w http.ResponseWriter, r *http.Request, owner string, _ []string) *apiError {
+
+func (s *Server) saveWeights(w http.ResponseWriter, r *http.Request, owner string, _ []string) *errorResponse {
 	return s.save(w, r, owner, "weights")
 }
-func (s *Server) saveWeightsForSampler(w http.ResponseWriter, r *http.Request, owner string, _ []string) *apiError {
+
+func (s *Server) saveWeightsForSampler(w http.ResponseWriter, r *http.Request, owner string, _ []string) *errorResponse {
 	return s.save(w, r, owner, "sampler_weights")
 }
 
@@ -130,7 +132,7 @@ func (s *Server) saveWeightsForSampler(w http.ResponseWriter, r *http.Request, o
 // checkpoint (session_id + model_seq_id). Without a trainer a run's weights
 // are fully described by its LoRA config and seed, so loading a checkpoint
 // adopts the checkpoint's seed and later saves reproduce its weights.
-func (s *Server) loadWeights(w http.ResponseWriter, r *http.Request, owner string, _ []string) *apiError {
+func (s *Server) loadWeights(w http.ResponseWriter, r *http.Request, owner string, _ []string) *errorResponse {
 	start := time.Now()
 	var body struct {
 		ModelID      string            `json:"model_id"`
@@ -158,7 +160,7 @@ func (s *Server) loadWeights(w http.ResponseWriter, r *http.Request, owner strin
 	var run store.RunView
 	switch {
 	case body.ModelID != "":
-		var e *apiError
+		var e *errorResponse
 		if run, e = s.ownedRun(owner, body.ModelID); e != nil {
 			return e
 		}

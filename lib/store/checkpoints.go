@@ -96,6 +96,7 @@ func (s *Store) Checkpoint(runID, kind, name string, now time.Time) (Checkpoint,
 	}
 	return *c, true
 }
+
 func (s *Store) find(runID, kind, name string) *Checkpoint {
 	re := s.runs[runID]
 	if re == nil {

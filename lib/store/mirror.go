@@ -46,16 +46,19 @@ import (
 // methods, get snapshots back, and change state only through methods; a
 // value they hold does not follow later changes. Times are stored in
 // microseconds (micros), so a value read back is truncated to that.
+
 type runEntry struct {
 	run   Run
 	ckpts []*Checkpoint // oldest first
 }
+
 type ownerEntry struct {
 	runs     []*runEntry   // newest first
 	ckpts    []*Checkpoint // newest first
 	expiring int           // checkpoints with an expiry set
 	sessions []string      // newest first
 }
+
 type sessEntry struct {
 	s        Session
 	runs     []string
@@ -168,6 +171,7 @@ func ckptLess(a, b *Checkpoint) bool {
 	}
 	return a.Name > b.Name
 }
+
 func (s *Store) owner(urn string) *ownerEntry {
 	o := s.owners[urn]
 	if o == nil {
@@ -176,11 +180,13 @@ func (s *Store) owner(urn string) *ownerEntry {
 	}
 	return o
 }
+
 func (s *Store) addSession(se Session) {
 	s.sess[se.ID] = &sessEntry{s: se}
 	o := s.owner(se.Owner)
 	o.sessions = append([]string{se.ID}, o.sessions...)
 }
+
 func (s *Store) addRun(r Run) {
 	re := &runEntry{run: r}
 	s.runs[r.ID] = re
@@ -190,12 +196,14 @@ func (s *Store) addRun(r Run) {
 		se.runs = append(se.runs, r.ID)
 	}
 }
+
 func (s *Store) addSampler(sp *Sampler) {
 	s.samps[sp.ID] = sp
 	if se := s.sess[sp.SessionID]; se != nil {
 		se.samplers = append(se.samplers, sp.ID)
 	}
 }
+
 func (s *Store) insertCkptMem(c *Checkpoint) {
 	re := s.runs[c.RunID]
 	i := sort.Search(len(re.ckpts), func(i int) bool { return ckptLess(re.ckpts[i], c) })
@@ -211,6 +219,7 @@ func (s *Store) insertCkptMem(c *Checkpoint) {
 		o.expiring++
 	}
 }
+
 func (s *Store) removeCkptMem(c *Checkpoint) {
 	re := s.runs[c.RunID]
 	re.ckpts = removePtr(re.ckpts, c)
@@ -220,6 +229,7 @@ func (s *Store) removeCkptMem(c *Checkpoint) {
 		o.expiring--
 	}
 }
+
 func removePtr(list []*Checkpoint, c *Checkpoint) []*Checkpoint {
 	for i, x := range list {
 		if x == c {

@@ -96,6 +96,7 @@ func (s *Store) RunPublic(id string, now time.Time) bool {
 	re := s.runs[id]
 	return re != nil && hasPublic(re, now)
 }
+
 func hasPublic(re *runEntry, now time.Time) bool {
 	for _, c := range re.ckpts {
 		if c.Public && !c.Expired(now) {

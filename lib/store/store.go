@@ -92,6 +92,7 @@ func (s *Store) Close() error { return s.db.Close() }
 
 // Secret is a random per-data-dir key (for signing download URLs).
 func (s *Store) Secret() []byte { return s.secret }
+
 func (s *Store) loadSecret() error {
 	err := s.db.QueryRow(`SELECT value FROM meta WHERE key = 'url_secret'`).Scan(&s.secret)
 	if err == nil {
@@ -107,14 +108,18 @@ func (s *Store) loadSecret() error {
 	}
 	return nil
 }
-func micros(t time.Time) int64      { return t.UnixMicro() }
+
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
 func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
 func b2i(b bool) int {
 	if b {
 		return 1
 	}
 	return 0
 }
+
 func encMeta(m map[string]string) any {
 	if m == nil {
 		return nil
@@ -122,6 +127,7 @@ func encMeta(m map[string]string) any {
 	b, _ := json.Marshal(m)
 	return string(b)
 }
+
 func decMeta(s sql.NullString) map[string]string {
 	if !s.Valid {
 		return nil
@@ -130,6 +136,7 @@ func decMeta(s sql.NullString) map[string]string {
 	json.Unmarshal([]byte(s.String), &m)
 	return m
 }
+
 func page[T any](list []T, limit, offset int) []T {
 	if offset >= len(list) {
 		return nil
