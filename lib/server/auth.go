@@ -9,6 +9,10 @@ import (
 	"github.com/google/uuid"
 )
 
+// Each API key is a user, named by a URN derived from the key's SHA-256;
+// only that hash is stored. See docs/protocol.md, "Authentication".
+//
+// ownerNamespace seeds those URNs and the ids derived per owner.
 var ownerNamespace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://github.com/tinkershell/tinker/local-user"))
 
 func hashKey(k string) string {

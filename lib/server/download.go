@@ -14,6 +14,10 @@ import (
 	"time"
 )
 
+// Archives are downloaded from /files/ URLs signed with the data
+// directory's secret, so the download itself needs no API key. See
+// docs/protocol.md, "Archives and downloads".
+
 // signedURLTTL is how long archive and trace download URLs stay valid.
 const signedURLTTL = time.Hour
 

@@ -11,6 +11,11 @@ import (
 	"time"
 )
 
+// future is one asynchronous request. Endpoints that do work (create_model,
+// the saves, load_weights, asample) answer at once with a request_id, and
+// the client polls retrieve_future until the result is ready. Futures live
+// in memory only: after a restart, or an hour unclaimed, a poll answers 410
+// and the client resubmits. See docs/protocol.md, "Futures".
 type future struct {
 	id        string
 	readyAt   time.Time // wall clock: results are held back until then

@@ -12,6 +12,9 @@ import (
 	"github.com/tinkershell/tinker/lib/store"
 )
 
+// createModel answers create_model: a LoRA training run of a supported
+// base model, with id <session>:train:<model_seq_id>. See docs/protocol.md,
+// "Models and weights".
 func (s *Server) createModel(w http.ResponseWriter, r *http.Request, owner string, _ []string) *errorResponse {
 	start := time.Now()
 	var body struct {

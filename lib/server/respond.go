@@ -6,6 +6,10 @@ import (
 	"net/http"
 )
 
+// errorResponse is what a handler answers when it fails: an HTTP status
+// and a {"detail": ...} body that clients show as they are. It is the
+// server's side of what the client reads as tinkerapi.APIError; which
+// statuses clients retry is in docs/protocol.md, "Errors and retries".
 type errorResponse struct {
 	status int
 	detail string

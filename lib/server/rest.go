@@ -12,6 +12,9 @@ import (
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 )
 
+// The REST listings of runs and checkpoints and the checkpoint operations
+// (delete, publish, TTL): see docs/protocol.md, "Runs and checkpoints".
+
 // appendCheckpoint encodes a checkpoint exactly as the service does (field
 // order of the SDK model, microsecond timestamps). Hand-written because the
 // listing endpoints encode thousands of these per request.

@@ -54,7 +54,7 @@ type Options struct {
 	FutureDelay time.Duration
 	// MaxPendingSamples bounds unfinished asample requests; beyond it a
 	// client that opted in with X-Tinker-Sampling-Backpressure: 1 gets 429
-	// (spec §6.4) and resubmits. Default 256.
+	// and resubmits (docs/protocol.md, "Sampling"). Default 256.
 	MaxPendingSamples int
 	// PollHold is how long retrieve_future holds a poll open waiting for the
 	// result before answering try_again (long poll; default 2s).

@@ -10,6 +10,9 @@ import (
 	"github.com/tinkershell/tinker/lib/store"
 )
 
+// createSession starts a client session. A session that stops sending
+// heartbeats for HeartbeatTimeout ends: later requests on it answer 410.
+// See docs/protocol.md, "Sessions and heartbeats".
 func (s *Server) createSession(w http.ResponseWriter, r *http.Request, owner string, _ []string) *errorResponse {
 	var body struct {
 		Tags         []string          `json:"tags"`

@@ -11,6 +11,8 @@ import (
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 )
 
+// Saving and loading weights: see docs/protocol.md, "Models and weights".
+
 // saveCheckpoint records (and, when small enough, writes) a checkpoint of
 // run holding its current weights. Without training those are the LoRA
 // initialisation, deterministic from the run's seed.
