@@ -200,14 +200,23 @@ func (s *Store) DeleteCheckpoint(runID, kind, name string) error {
 	return nil
 }
 
+// findLive is find for a mutation of a live checkpoint: the caller holds
+// writeMu, so the checkpoint's fields stay put until it changes them.
+func (s *Store) findLive(runID, kind, name string, now time.Time) *Checkpoint {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if c := s.find(runID, kind, name); c != nil && !c.Expired(now) {
+		return c
+	}
+	return nil
+}
+
 // SetPublic publishes or unpublishes; it returns ErrExists when the
 // checkpoint is already in that state.
 func (s *Store) SetPublic(runID, kind, name string, public bool, now time.Time) error {
 	defer s.beginWrite()()
-	s.mu.RLock()
-	c := s.find(runID, kind, name)
-	s.mu.RUnlock()
-	if c == nil || c.Expired(now) {
+	c := s.findLive(runID, kind, name, now)
+	if c == nil {
 		return ErrNotFound
 	}
 	if c.Public == public {
@@ -225,10 +234,8 @@ func (s *Store) SetPublic(runID, kind, name string, public bool, now time.Time) 
 // SetExpiry sets or clears (nil) a checkpoint's expiry.
 func (s *Store) SetExpiry(runID, kind, name string, exp *time.Time, now time.Time) error {
 	defer s.beginWrite()()
-	s.mu.RLock()
-	c := s.find(runID, kind, name)
-	s.mu.RUnlock()
-	if c == nil || c.Expired(now) {
+	c := s.findLive(runID, kind, name, now)
+	if c == nil {
 		return ErrNotFound
 	}
 	var v any
