@@ -286,9 +286,6 @@ func (r SampleRequest) wire(samplingSessionID string) (sampleWire, error) {
 	return w, nil
 }
 
-// Empty top-k cells are padded with this (token 0, logprob -99999).
-const topKPadLogprob = -99999.0
-
 // DecodeSampleProto decodes a tinker_public.SampleResponse
 // (docs/protocol.md, "Protobuf bodies"):
 // NaN prompt logprobs become nil, top-k rows starting with the padding cell
@@ -360,7 +357,7 @@ func decodeTopK(tk *tinkerproto.TopkPromptLogprobs) ([][]TopKLogprob, error) {
 	if len(ids) != n*k || len(lps) != n*k {
 		return nil, fmt.Errorf("%d token ids and %d logprobs for %d positions × %d", len(ids), len(lps), n, k)
 	}
-	pad := func(j int) bool { return ids[j] == 0 && lps[j] == topKPadLogprob }
+	pad := func(j int) bool { return ids[j] == 0 && lps[j] == tinkerproto.TopKPadLogprob }
 	rows := make([][]TopKLogprob, n)
 	for i := range rows {
 		lo, hi := i*k, (i+1)*k

@@ -20,7 +20,7 @@ import (
 // docs/protocol.md, "Protobuf bodies".
 func sampleProtoFixture() *tinkerproto.SampleResponse {
 	nan := float32(math.NaN())
-	pad := float32(topKPadLogprob)
+	pad := float32(tinkerproto.TopKPadLogprob)
 	return &tinkerproto.SampleResponse{
 		Sequences: []*tinkerproto.SampledSequence{
 			{StopReason: tinkerproto.StopReason_STOP_REASON_LENGTH, Tokens: tinkerproto.PackInt32([]int{5, 6, 7}),
