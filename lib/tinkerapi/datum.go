@@ -41,19 +41,6 @@ func (t Tensor) Len() int {
 	return len(t.Float32)
 }
 
-// Float64s returns the values widened to float64, whatever the dtype.
-func (t Tensor) Float64s() []float64 {
-	out := make([]float64, t.Len())
-	for i := range out {
-		if t.Int64 != nil {
-			out[i] = float64(t.Int64[i])
-		} else {
-			out[i] = float64(t.Float32[i])
-		}
-	}
-	return out
-}
-
 func (t Tensor) validate() error {
 	if t.Float32 != nil && t.Int64 != nil {
 		return errors.New("tensor has both float32 and int64 values")

@@ -18,7 +18,8 @@ import (
 // optim_step, save, load) takes the model's next seq id, and the server
 // runs them in that order; the client submits them in that order too, so
 // calls made one after another run one after another even when nothing
-// is awaited in between. It is safe for concurrent use.
+// is awaited in between. It is safe for concurrent use. The requests and
+// their results are described in docs/protocol.md, "Training".
 type TrainingClient struct {
 	s         *Session
 	modelID   string
@@ -34,9 +35,6 @@ func (tc *TrainingClient) ModelID() string { return tc.modelID }
 
 // BaseModel is the model the adapter trains on.
 func (tc *TrainingClient) BaseModel() string { return tc.baseModel }
-
-// Session is the session the model belongs to.
-func (tc *TrainingClient) Session() *Session { return tc.s }
 
 // CreateTrainingClient creates a LoRA model on baseModel (create_model)
 // and returns a client that trains it.
