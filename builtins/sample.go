@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/tinkershell/tinker/lib/chat"
+	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
-	"github.com/tinkershell/tinker/lib/tinytok"
 	"github.com/tinkershell/tinker/lib/tokenizer"
 	"go.starlark.net/starlark"
 )
@@ -136,7 +136,7 @@ func Sample(ctx context.Context, env *Env, o SampleOptions) (*SampleResult, erro
 // get_info for the checkpoint's training run first (its tokenizer_id), then
 // the known mapping from the base model's name.
 func sampleTokenizer(ctx context.Context, s *tinkerapi.Session, base, model string) (*tokenizer.Tokenizer, error) {
-	if !tinytok.IsTiny(base) && strings.HasPrefix(model, "tinker://") {
+	if !models.IsTiny(base) && strings.HasPrefix(model, "tinker://") {
 		if p, err := tinkerapi.ParsePath(model); err == nil {
 			if info, err := s.GetInfo(ctx, p.RunID); err == nil {
 				if id := info.ModelData.Tokenizer(); id != "" {
@@ -147,7 +147,7 @@ func sampleTokenizer(ctx context.Context, s *tinkerapi.Session, base, model stri
 			}
 		}
 	}
-	return TokenizerFor(ctx, base)
+	return tokenizer.ForModel(ctx, base)
 }
 
 func sampleResult(model string, tok *tokenizer.Tokenizer, req tinkerapi.SampleRequest, resp *tinkerapi.SampleResponse) *SampleResult {

@@ -10,6 +10,7 @@ import (
 	"github.com/tinkershell/tinker/builtins"
 	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
+	"github.com/tinkershell/tinker/lib/tokenizer"
 	"github.com/tinkershell/tinker/shell"
 )
 
@@ -255,7 +256,7 @@ func runTokenize(c *invocation) int {
 			return shell.ExitError
 		}
 	}
-	tok, err := builtins.TokenizerFor(context.Background(), model)
+	tok, err := tokenizer.ForModel(context.Background(), model)
 	if err != nil {
 		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
 		return shell.ExitError
