@@ -57,6 +57,7 @@ func runAPI(c *invocation, body func(r *apiRun) error) int {
 		return shell.ExitError
 	}
 	msg, details := cliMessage(err)
+	msg, details = render.PrintableLines(msg), render.PrintableLines(details)
 	if msg != "" {
 		fmt.Fprintf(c.io.Err, "Error: %s\n", msg)
 	}
@@ -69,7 +70,7 @@ func runAPI(c *invocation, body func(r *apiRun) error) int {
 // cliMessage maps an error to the official CLI's message and details.
 func cliMessage(err error) (msg, details string) {
 	if errors.Is(err, builtins.ErrNoBackend()) {
-		// The official wording, plus how to choose a backend.
+		// The official wording (docs/compat.md, "Startup and credentials"), plus how to choose a backend.
 		m, d := tinkerapi.CLIError(&tinkerapi.ConfigError{Msg: "The api_key client option must be set either by passing api_key to the client or by setting the TINKER_API_KEY environment variable"})
 		return m, d + "\n" + localHint
 	}
