@@ -332,7 +332,7 @@ func billingUsage(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.BillingUsageRaw(env.Context(), start, end)
+	resp, err := c.BillingUsageRaw(ContextOf(thread), start, end)
 	if err != nil {
 		return nil, apiErr(err)
 	}

@@ -134,7 +134,7 @@ func checkpointList(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 	if err != nil {
 		return nil, err
 	}
-	cps, _, err := ListCheckpoints(env.Context(), c, runID, limit, env.countBar("Fetching checkpoints"))
+	cps, _, err := ListCheckpoints(ContextOf(thread), c, runID, limit, env.countBar("Fetching checkpoints"))
 	if err != nil {
 		return nil, apiErr(err)
 	}
@@ -205,7 +205,7 @@ func checkpointInfo(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 	if err != nil {
 		return nil, err
 	}
-	return FindCheckpoint(env.Context(), c, path)
+	return FindCheckpoint(ContextOf(thread), c, path)
 }
 
 // unpackPath accepts a tinker:// string or a checkpoint value.
@@ -264,7 +264,7 @@ func noneAfter(thread *starlark.Thread, op func(ctx context.Context, c *tinkerap
 	if err != nil {
 		return nil, err
 	}
-	if err := op(env.Context(), c); err != nil {
+	if err := op(ContextOf(thread), c); err != nil {
 		return nil, apiErr(err)
 	}
 	return starlark.None, nil

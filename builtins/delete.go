@@ -224,7 +224,7 @@ func checkpointDelete(thread *starlark.Thread, b *starlark.Builtin, args starlar
 	if err != nil {
 		return nil, err
 	}
-	ctx := env.Context()
+	ctx := ContextOf(thread)
 	plan, err := PlanDelete(ctx, c, paths, DeleteFilter{RunID: runID, Type: typ, Before: before, After: after}, env.Clock())
 	if err != nil {
 		return nil, apiErr(err)

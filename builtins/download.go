@@ -248,7 +248,7 @@ func downloadFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 		bar = progress.NewBytes(env.Notices, true, env.Width, "Downloading", 0)
 		prog = bar
 	}
-	res, err := DownloadCheckpoint(env.Context(), c, path, DownloadOptions{Output: output, Force: force, Progress: prog})
+	res, err := DownloadCheckpoint(ContextOf(thread), c, path, DownloadOptions{Output: output, Force: force, Progress: prog})
 	if bar != nil {
 		if err != nil {
 			bar.Clear()

@@ -71,7 +71,7 @@ func runList(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	if err != nil {
 		return nil, err
 	}
-	runs, _, err := ListRuns(env.Context(), c, limit, scope, env.countBar("Fetching training runs"))
+	runs, _, err := ListRuns(ContextOf(thread), c, limit, scope, env.countBar("Fetching training runs"))
 	if err != nil {
 		return nil, apiErr(err)
 	}
@@ -110,7 +110,7 @@ func runInfo(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	if err != nil {
 		return nil, err
 	}
-	r, err := c.GetTrainingRun(env.Context(), id, "owned")
+	r, err := c.GetTrainingRun(ContextOf(thread), id, "owned")
 	if err != nil {
 		return nil, apiErr(err)
 	}

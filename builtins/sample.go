@@ -52,7 +52,7 @@ type SampleOptions struct {
 // Sample runs one sampling call: resolves the base model, encodes the
 // prompt, creates (or reuses) a sampling session and decodes the result.
 func Sample(ctx context.Context, env *Env, o SampleOptions) (*SampleResult, error) {
-	s, err := env.Session()
+	s, err := env.Session(ctx)
 	if err != nil {
 		return nil, apiErr(err)
 	}
@@ -241,7 +241,7 @@ func sampleFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple,
 	}
 	o.Request = req
 	env := EnvOf(thread)
-	return Sample(env.Context(), env, o)
+	return Sample(ContextOf(thread), env, o)
 }
 
 func intsArg(v starlark.Value) ([]int, error) {

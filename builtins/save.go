@@ -92,12 +92,12 @@ func saveCheckpoint(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 		return nil, fmt.Errorf("%s: at least one of train_mlp, train_attn, train_unembed must be True", b.Name())
 	}
 	env := EnvOf(thread)
-	s, err := env.Session()
+	s, err := env.Session(ContextOf(thread))
 	if err != nil {
 		return nil, apiErr(err)
 	}
 	defer env.clearStatus()
-	cp, err := SaveCheckpoint(env.Context(), s, SaveOptions{BaseModel: base, Name: name, Lora: lora, TTL: ttl})
+	cp, err := SaveCheckpoint(ContextOf(thread), s, SaveOptions{BaseModel: base, Name: name, Lora: lora, TTL: ttl})
 	if err != nil {
 		return nil, sessionErr(err)
 	}

@@ -47,7 +47,7 @@ func sessionList(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.ListSessions(env.Context(), limit, offset, scope)
+	resp, err := c.ListSessions(ContextOf(thread), limit, offset, scope)
 	if err != nil {
 		return nil, apiErr(err)
 	}
@@ -119,19 +119,20 @@ func sessionInfo(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.GetSession(env.Context(), id, "owned")
+	resp, err := c.GetSession(ContextOf(thread), id, "owned")
 	if err != nil {
 		return nil, apiErr(err)
 	}
 	return &Session{ID: id, Info: *resp}, nil
 }
 
-// TracePollInterval is how often a pending trace export is polled. The
+// tracePollInterval is how often a pending trace export is polled. The
 // first polls come sooner (tracePollFirst, doubling), since most exports
 // are ready within a second.
-var TracePollInterval = 5 * gotime.Second
-
-const tracePollFirst = 250 * gotime.Millisecond
+const (
+	tracePollInterval = 5 * gotime.Second
+	tracePollFirst    = 250 * gotime.Millisecond
+)
 
 // TraceURL polls the trace export until it is ready. pending is called
 // once if the first poll is not ready.
@@ -153,7 +154,7 @@ func TraceURL(ctx context.Context, c *tinkerapi.Client, id string, pending func(
 		select {
 		case <-ctx.Done():
 			return "", ctx.Err()
-		case <-gotime.After(min(TracePollInterval, tracePollFirst<<min(i, 8))):
+		case <-gotime.After(min(tracePollInterval, tracePollFirst<<min(i, 8))):
 		}
 	}
 }
@@ -313,7 +314,7 @@ func sessionExportTrace(thread *starlark.Thread, b *starlark.Builtin, args starl
 	if err != nil {
 		return nil, err
 	}
-	ctx := env.Context()
+	ctx := ContextOf(thread)
 	url, err := TraceURL(ctx, c, id, func() {
 		if env.NoticesTTY {
 			fmt.Fprintf(env.Notices, "Building trace export for session: %s (this may take a while)\n", id)

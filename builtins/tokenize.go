@@ -85,7 +85,7 @@ func tokenizerFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "model", &model); err != nil {
 		return nil, err
 	}
-	t, err := tokenizer.ForModel(EnvOf(thread).Context(), model)
+	t, err := tokenizer.ForModel(ContextOf(thread), model)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +166,7 @@ func renderFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple,
 	if err != nil {
 		return nil, fmt.Errorf("%s: messages: %w", b.Name(), err)
 	}
-	ctx := EnvOf(thread).Context()
+	ctx := ContextOf(thread)
 	var r chat.Renderer
 	names := chat.Names()
 	sort.Strings(names)

@@ -74,7 +74,7 @@ var checkpointSaveCmd = &command{
 
 // newEnv gives a subcommand the builtins' environment over its backend.
 func (r *apiRun) newEnv() *builtins.Env {
-	return &builtins.Env{Ctx: r.ctx, Now: r.now, Notices: r.io.Err, NoticesTTY: r.io.ErrTTY, Width: r.io.Width, Version: Version, Backend: r.backend}
+	return &builtins.Env{Now: r.now, Notices: r.io.Err, NoticesTTY: r.io.ErrTTY, Width: r.io.Width, Version: Version, Backend: r.backend}
 }
 
 // readText reads --prompt-file / --file; "-" is stdin.
@@ -185,7 +185,7 @@ func runCheckpointSave(c *invocation) int {
 		}
 		env := r.newEnv()
 		defer env.Close()
-		s, err := env.Session()
+		s, err := env.Session(r.ctx)
 		if err != nil {
 			return err
 		}
