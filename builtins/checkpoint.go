@@ -13,32 +13,32 @@ import (
 
 func init() {
 	registerModule("checkpoint", "list, inspect, publish, expire, delete and download checkpoints")
-	register(Doc{
+	register(docEntry{
 		Name:      "checkpoint.list",
 		Signature: "checkpoint.list(run_id=None, limit=20, type=None)",
 		Summary:   "Checkpoints of one run, or all of yours newest first; limit=0 fetches everything.",
 		Details:   "type is \"training\" (also \"weights\") or \"sampler\" (also \"sampler_weights\"). Returns a list of checkpoint values; it displays as a table and works with comprehensions and sorted().",
 		Example:   "cps = checkpoint.list(limit=0, type=\"sampler\")\nsorted(cps, key=lambda c: c.size_bytes or 0)[-3:]",
 	}, checkpointList)
-	register(Doc{
+	register(docEntry{
 		Name:      "checkpoint.info",
 		Signature: "checkpoint.info(path)",
 		Summary:   "One checkpoint with its run's LoRA details, shown vertically.",
 		Example:   `checkpoint.info("tinker://RUN_ID/sampler_weights/final")`,
 	}, checkpointInfo)
-	register(Doc{
+	register(docEntry{
 		Name:      "checkpoint.publish",
 		Signature: "checkpoint.publish(path)",
 		Summary:   "Make a checkpoint public (anyone with the path can use it).",
 		Example:   `checkpoint.publish(cp.tinker_path)`,
 	}, checkpointPublish)
-	register(Doc{
+	register(docEntry{
 		Name:      "checkpoint.unpublish",
 		Signature: "checkpoint.unpublish(path)",
 		Summary:   "Make a public checkpoint private again.",
 		Example:   `checkpoint.unpublish(cp.tinker_path)`,
 	}, checkpointUnpublish)
-	register(Doc{
+	register(docEntry{
 		Name:      "checkpoint.set_ttl",
 		Signature: "checkpoint.set_ttl(path, seconds)",
 		Summary:   "Expire a checkpoint after seconds; None clears the expiry.",
@@ -129,7 +129,7 @@ func checkpointList(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 			return nil, err
 		}
 	}
-	env := EnvOf(thread)
+	env := envOf(thread)
 	c, err := env.Client()
 	if err != nil {
 		return nil, err
@@ -200,7 +200,7 @@ func checkpointInfo(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 	if err := unpackPath(b, args, kwargs, &path); err != nil {
 		return nil, err
 	}
-	env := EnvOf(thread)
+	env := envOf(thread)
 	c, err := env.Client()
 	if err != nil {
 		return nil, err
@@ -259,7 +259,7 @@ func publish(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 
 // noneAfter runs op with the backend's client and returns None.
 func noneAfter(thread *starlark.Thread, op func(ctx context.Context, c *tinkerapi.Client) error) (starlark.Value, error) {
-	env := EnvOf(thread)
+	env := envOf(thread)
 	c, err := env.Client()
 	if err != nil {
 		return nil, err

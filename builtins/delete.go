@@ -11,7 +11,7 @@ import (
 )
 
 func init() {
-	register(Doc{
+	register(docEntry{
 		Name:      "checkpoint.delete",
 		Signature: "checkpoint.delete(*paths, run_id=None, type=None, before=None, after=None, yes=False, dry_run=False)",
 		Summary:   "Delete checkpoints by path, or a run's checkpoints filtered by type and time.",
@@ -219,7 +219,7 @@ func checkpointDelete(thread *starlark.Thread, b *starlark.Builtin, args starlar
 			return nil, err
 		}
 	}
-	env := EnvOf(thread)
+	env := envOf(thread)
 	c, err := env.Client()
 	if err != nil {
 		return nil, err

@@ -17,7 +17,7 @@ import (
 )
 
 func init() {
-	register(Doc{
+	register(docEntry{
 		Name:      "download",
 		Signature: "download(path, output=None, force=False)",
 		Summary:   "Download and extract a checkpoint into OUTPUT/<run>_<kind>_<name> (also checkpoint.download).",
@@ -26,7 +26,7 @@ func init() {
 			"Links, devices and paths escaping the target are refused; the checkpoint_complete marker is required.",
 		Example: "download(run.info(\"RUN_ID\").last_sampler_checkpoint, output=\"exports\")",
 	}, downloadFn)
-	register(Doc{
+	register(docEntry{
 		Name:      "checkpoint.download",
 		Signature: "checkpoint.download(path, output=None, force=False)",
 		Summary:   "Same as download().",
@@ -237,7 +237,7 @@ func downloadFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	if _, err := tinkerapi.ParseArg(path); err != nil {
 		return nil, err
 	}
-	env := EnvOf(thread)
+	env := envOf(thread)
 	c, err := env.Client()
 	if err != nil {
 		return nil, err

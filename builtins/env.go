@@ -69,8 +69,8 @@ func ContextOf(thread *starlark.Thread) context.Context {
 	return context.Background()
 }
 
-// EnvOf returns the Env attached to thread, or a usable default.
-func EnvOf(thread *starlark.Thread) *Env {
+// envOf returns the Env attached to thread, or a usable default.
+func envOf(thread *starlark.Thread) *Env {
 	if e, ok := thread.Local(envKey).(*Env); ok && e != nil {
 		return e
 	}

@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	register(Doc{
+	register(docEntry{
 		Name: "sample",
 		Signature: "sample(model, prompt=None, tokens=None, messages=None, max_tokens=64, temperature=1.0, top_k=-1, top_p=1.0, " +
 			"stop=None, seed=None, num_samples=1, prompt_logprobs=False, renderer=None)",
@@ -240,7 +240,7 @@ func sampleFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple,
 		}
 	}
 	o.Request = req
-	env := EnvOf(thread)
+	env := envOf(thread)
 	return Sample(ContextOf(thread), env, o)
 }
 

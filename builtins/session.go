@@ -17,19 +17,19 @@ import (
 
 func init() {
 	registerModule("session", "sessions: list, inspect, export traces")
-	register(Doc{
+	register(docEntry{
 		Name:      "session.list",
 		Signature: `session.list(limit=20, offset=0, access_scope="owned")`,
 		Summary:   "Your session ids, newest first.",
 		Example:   `session.list()[:5]`,
 	}, sessionList)
-	register(Doc{
+	register(docEntry{
 		Name:      "session.info",
 		Signature: "session.info(id)",
 		Summary:   "A session's training runs and samplers.",
 		Example:   `session.info(session.list()[0]).training_run_ids`,
 	}, sessionInfo)
-	register(Doc{
+	register(docEntry{
 		Name:      "session.export_trace",
 		Signature: "session.export_trace(id, output=None, url_only=False)",
 		Summary:   "Export a session's Perfetto trace to OUTPUT (default ./<id>.pftrace), or just its URL.",
@@ -42,7 +42,7 @@ func sessionList(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "limit?", &limit, "offset?", &offset, "access_scope?", &scope); err != nil {
 		return nil, err
 	}
-	env := EnvOf(thread)
+	env := envOf(thread)
 	c, err := env.Client()
 	if err != nil {
 		return nil, err
@@ -114,7 +114,7 @@ func sessionInfo(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id", &id); err != nil {
 		return nil, err
 	}
-	env := EnvOf(thread)
+	env := envOf(thread)
 	c, err := env.Client()
 	if err != nil {
 		return nil, err
@@ -309,7 +309,7 @@ func sessionExportTrace(thread *starlark.Thread, b *starlark.Builtin, args starl
 	if err != nil {
 		return nil, err
 	}
-	env := EnvOf(thread)
+	env := envOf(thread)
 	c, err := env.Client()
 	if err != nil {
 		return nil, err
