@@ -191,6 +191,7 @@ func (t *Trainer) datum(l Loss, d *Datum, out *DatumOutput, backward bool) float
 	}
 	for li := c.Layers - 1; li >= lowest; li-- {
 		lw, tl, a := &w.layers[li], &t.layers[li], &acts[li]
+		mark := ar.off // this layer's gradient scratch is dead once dx is updated
 		// MLP: x3 = x2 + down(silu(gate(xn2))·up(xn2)).
 		dg := ar.rows(n, c.Intermediate)
 		t.linearBackward(lw.down, tl.down, a.h, a.t[tDown], dx, dg, false)
@@ -211,6 +212,8 @@ func (t *Trainer) datum(l Loss, d *Datum, out *DatumOutput, backward bool) float
 		if li == lowest && !t.cfg.TrainAttn {
 			break // nothing trained below
 		}
+		ar.release(mark)
+		mark = ar.off
 		// Attention: x2 = x + o(attention(q, k, v)).
 		datt := ar.rows(n, qd)
 		t.linearBackward(lw.o, tl.o, a.att, a.t[tO], dx, datt, false)
@@ -235,6 +238,7 @@ func (t *Trainer) datum(l Loss, d *Datum, out *DatumOutput, backward bool) float
 				rmsNormBackward(dx[p], dxn1[p], a.x[p], lw.attnNorm, c.RMSNormEps)
 			}
 		}
+		ar.release(mark)
 	}
 	return total
 }

@@ -238,30 +238,36 @@ func (t *Trainer) commitLocal() {
 }
 
 // arena hands out zeroed scratch memory for one datum and is reused by the
-// next, so a long batch does not churn the garbage collector.
+// next, so a long batch does not churn the garbage collector. Offsets are
+// counted even past the buffer (those takes come from the heap), so peak is
+// what the buffer must hold to serve the datum alone.
 type arena struct {
 	buf  []float32
 	off  int
-	need int // floats taken since the last reset
+	peak int
 }
 
 func (a *arena) reset() {
-	if a.need > len(a.buf) {
-		a.buf = make([]float32, a.need)
+	if a.peak > len(a.buf) {
+		a.buf = make([]float32, a.peak)
 	}
-	a.off, a.need = 0, 0
+	a.off, a.peak = 0, 0
 }
 
 func (a *arena) take(n int) []float32 {
-	a.need += n
-	if a.off+n > len(a.buf) {
-		return make([]float32, n) // first use at this size; reset grows buf
-	}
-	s := a.buf[a.off : a.off+n : a.off+n]
+	lo := a.off
 	a.off += n
+	a.peak = max(a.peak, a.off)
+	if a.off > len(a.buf) {
+		return make([]float32, n)
+	}
+	s := a.buf[lo:a.off:a.off]
 	clear(s)
 	return s
 }
+
+// release gives back everything taken since off was mark.
+func (a *arena) release(mark int) { a.off = mark }
 
 // rows returns n zeroed rows of width floats each.
 func (a *arena) rows(n, width int) [][]float32 {

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -16,7 +17,7 @@ import (
 // norms (untied lm_head).
 func smallConfig(arch Arch) Config {
 	c := Config{Arch: arch, VocabSize: 40, Hidden: 16, Intermediate: 24, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 8,
-		RMSNormEps: 1e-5, RopeTheta: 10000, MaxPositionEmbeddings: 64, BOSTokenID: -1}
+		RMSNormEps: 1e-5, RopeTheta: 10000, MaxPositionEmbeddings: 128, BOSTokenID: -1}
 	if arch == ArchLlama {
 		c.TieWordEmbeddings = true
 		c.RopeScaling = &RopeScaling{Type: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 16}
@@ -294,6 +295,8 @@ func TestGradientsIndependentOfBatchSplit(t *testing.T) {
 	if _, err := one.ForwardBackward(loss, data); err != nil {
 		t.Fatal(err)
 	}
+	// Split into three calls, and over a different number of goroutines.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3))
 	split := mustTrainer(t, m, cfg)
 	randomizeB(t, split, 1, 0.05)
 	for _, d := range data {
