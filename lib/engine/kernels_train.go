@@ -60,7 +60,22 @@ func matMulT(w mat, ys, xs [][]float32, accumulate bool) {
 			clear(x[:w.cols])
 		}
 	}
-	parallelFor(w.cols, tCols, w.rows*w.cols*len(ys), func(lo, hi int) {
+	work := w.rows * w.cols * len(ys)
+	if w.cols <= tCols {
+		// Too narrow to split by columns (a LoRA B of rank r): split the
+		// batch instead, which leaves each element's sum unchanged too.
+		parallelFor(len(ys), 1, work, func(lo, hi int) {
+			var wide []float32
+			if w.bf != nil {
+				wide = make([]float32, 4*tCols)
+			}
+			for j0 := 0; j0 < w.rows; j0 += tRows {
+				matTBlock(w, ys[lo:hi], xs[lo:hi], j0, min(j0+tRows, w.rows), 0, w.cols, wide)
+			}
+		})
+		return
+	}
+	parallelFor(w.cols, tCols, work, func(lo, hi int) {
 		var wide []float32
 		if w.bf != nil {
 			wide = make([]float32, 4*tCols)
