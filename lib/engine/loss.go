@@ -108,7 +108,8 @@ func (l Loss) term(lp float64, in posInputs) (loss, dlp float64) {
 		return -in.weight * lp, -in.weight
 	case LossDRO:
 		d := lp - in.logprob
-		return -(lp*in.adv - 0.5*l.beta*d*d), -(in.adv - l.beta*d)
+		// Products are rounded before the sums so they are never fused.
+		return -(float64(lp*in.adv) - float64(0.5*l.beta*d*d)), -(in.adv - float64(l.beta*d))
 	}
 	r := math.Exp(lp - in.logprob)
 	switch l.Name {
