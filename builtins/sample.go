@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/tinkershell/tinker/lib/chat"
+	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
-	"github.com/tinkershell/tinker/lib/tinytok"
 	"github.com/tinkershell/tinker/lib/tokenizer"
 	"go.starlark.net/starlark"
 )
@@ -136,7 +136,7 @@ func Sample(ctx context.Context, env *Env, o SampleOptions) (*SampleResult, erro
 // get_info for the checkpoint's training run first (its tokenizer_id), then
 // the known mapping from the base model's name.
 func sampleTokenizer(ctx context.Context, s *tinkerapi.Session, base, model string) (*tokenizer.Tokenizer, error) {
-	if !tinytok.IsTiny(base) && strings.HasPrefix(model, "tinker://") {
+	if !models.IsTiny(base) && strings.HasPrefix(model, "tinker://") {
 		if p, err := tinkerapi.ParsePath(model); err == nil {
 			if info, err := s.GetInfo(ctx, p.RunID); err == nil {
 				if id := info.ModelData.Tokenizer(); id != "" {
@@ -147,7 +147,7 @@ func sampleTokenizer(ctx context.Context, s *tinkerapi.Session, base, model stri
 			}
 		}
 	}
-	return TokenizerFor(ctx, base)
+	return tokenizer.ForModel(ctx, base)
 }
 
 func sampleResult(model string, tok *tokenizer.Tokenizer, req tinkerapi.SampleRequest, resp *tinkerapi.SampleResponse) *SampleResult {
@@ -254,13 +254,27 @@ func intsArg(v starlark.Value) ([]int, error) {
 	defer iter.Done()
 	var x starlark.Value
 	for iter.Next(&x) {
-		n, err := starlark.AsInt32(x)
+		n, err := tokenID(x)
 		if err != nil {
-			return nil, fmt.Errorf("want ints, got %s", x.Type())
+			return nil, err
 		}
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// tokenID reads one token id, an int that fits in 32 bits (the wire
+// format's width); the vocabulary is checked where it is known.
+func tokenID(x starlark.Value) (int, error) {
+	i, ok := x.(starlark.Int)
+	if !ok {
+		return 0, fmt.Errorf("want token ids (ints), got %s", x.Type())
+	}
+	n, err := starlark.AsInt32(i)
+	if err != nil {
+		return 0, fmt.Errorf("token id %s is out of range", i)
+	}
+	return n, nil
 }
 
 // stopArg accepts a string, a list of strings or a list of token ids.
@@ -277,7 +291,7 @@ func stopArg(v starlark.Value) (strs []string, toks []int, err error) {
 		case starlark.String:
 			strs = append(strs, string(x))
 		case starlark.Int:
-			n, err := starlark.AsInt32(x)
+			n, err := tokenID(x)
 			if err != nil {
 				return nil, nil, err
 			}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/tinkershell/tinker/lib/chat"
 	"github.com/tinkershell/tinker/lib/render"
-	"github.com/tinkershell/tinker/lib/tinytok"
 	"github.com/tinkershell/tinker/lib/tokenizer"
 	"go.starlark.net/starlark"
 )
@@ -29,27 +28,27 @@ func init() {
 	}, renderFn)
 }
 
-// Tokenizer is a tokenizer as a Starlark value.
-type Tokenizer struct {
-	T    *tokenizer.Tokenizer
-	Name string // the tokenizer's id (a Hub repo, or the built-in byte tokenizer)
+// tokenizerValue is a tokenizer as a Starlark value; its id is a Hub repo
+// or the tiny models' byte tokenizer.
+type tokenizerValue struct{ t *tokenizer.Tokenizer }
+
+var _ starlark.HasAttrs = (*tokenizerValue)(nil)
+
+func (v *tokenizerValue) String() string        { return fmt.Sprintf("<tokenizer %s>", v.t.ID()) }
+func (v *tokenizerValue) Type() string          { return "tokenizer" }
+func (v *tokenizerValue) Freeze()               {}
+func (v *tokenizerValue) Truth() starlark.Bool  { return true }
+func (v *tokenizerValue) Hash() (uint32, error) { return starlark.String(v.t.ID()).Hash() }
+func (v *tokenizerValue) AttrNames() []string {
+	return []string{"decode", "encode", "id", "vocab_size"}
 }
 
-var _ starlark.HasAttrs = (*Tokenizer)(nil)
-
-func (t *Tokenizer) String() string        { return fmt.Sprintf("<tokenizer %s>", t.Name) }
-func (t *Tokenizer) Type() string          { return "tokenizer" }
-func (t *Tokenizer) Freeze()               {}
-func (t *Tokenizer) Truth() starlark.Bool  { return true }
-func (t *Tokenizer) Hash() (uint32, error) { return starlark.String(t.Name).Hash() }
-func (t *Tokenizer) AttrNames() []string   { return []string{"decode", "encode", "id", "vocab_size"} }
-
-func (t *Tokenizer) Attr(name string) (starlark.Value, error) {
+func (v *tokenizerValue) Attr(name string) (starlark.Value, error) {
 	switch name {
 	case "id":
-		return starlark.String(t.Name), nil
+		return starlark.String(v.t.ID()), nil
 	case "vocab_size":
-		return starlark.MakeInt(t.T.VocabSize()), nil
+		return starlark.MakeInt(v.t.VocabSize()), nil
 	case "encode":
 		return starlark.NewBuiltin("encode", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 			var text string
@@ -57,7 +56,7 @@ func (t *Tokenizer) Attr(name string) (starlark.Value, error) {
 			if err := starlark.UnpackArgs(b.Name(), args, kwargs, "text", &text, "special_tokens?", &special); err != nil {
 				return nil, err
 			}
-			return intList(t.T.Encode(text, special)), nil
+			return intList(v.t.Encode(text, special)), nil
 		}), nil
 	case "decode":
 		return starlark.NewBuiltin("decode", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
@@ -71,11 +70,11 @@ func (t *Tokenizer) Attr(name string) (starlark.Value, error) {
 				return nil, fmt.Errorf("decode: %w", err)
 			}
 			for _, id := range ids {
-				if id < 0 || id >= t.T.VocabSize() {
-					return nil, fmt.Errorf("decode: token id %d is outside the vocabulary (0..%d)", id, t.T.VocabSize()-1)
+				if id < 0 || id >= v.t.VocabSize() {
+					return nil, fmt.Errorf("decode: token id %d is outside the vocabulary (0..%d)", id, v.t.VocabSize()-1)
 				}
 			}
-			return starlark.String(t.T.Decode(ids, skip)), nil
+			return starlark.String(v.t.Decode(ids, skip)), nil
 		}), nil
 	}
 	return nil, nil
@@ -86,15 +85,11 @@ func tokenizerFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "model", &model); err != nil {
 		return nil, err
 	}
-	t, err := TokenizerFor(EnvOf(thread).Context(), model)
+	t, err := tokenizer.ForModel(EnvOf(thread).Context(), model)
 	if err != nil {
 		return nil, err
 	}
-	name := t.ID()
-	if tinytok.IsTiny(model) {
-		name = tinytok.ID
-	}
-	return &Tokenizer{T: t, Name: name}, nil
+	return &tokenizerValue{t: t}, nil
 }
 
 // Rendered is render()'s result.

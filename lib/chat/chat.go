@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/tokenizer"
 )
 
@@ -109,31 +110,30 @@ func New(name string, tok *tokenizer.Tokenizer) (Renderer, error) {
 
 // ForModel returns the default renderer for a Tinker base model: the
 // family's chat format for chat models, role_colon for base (pretrained)
-// models, and "" when the model is not one we can render for.
+// models and the built-in tiny ones, and "" when the model is not one we can
+// render for.
 func ForModel(baseModel string) string {
+	if models.IsTiny(baseModel) {
+		return "role_colon"
+	}
 	name, _, _ := strings.Cut(baseModel, ":")
-	org, model, _ := strings.Cut(name, "/")
+	_, model, _ := strings.Cut(name, "/")
 	isBase := strings.HasSuffix(model, "-Base")
-	switch org {
-	case "meta-llama":
-		if !strings.HasPrefix(model, "Llama-3") {
-			return ""
-		}
+	family, _ := models.FamilyOf(name)
+	switch family {
+	case models.Llama3:
 		if strings.Contains(model, "-Instruct") {
 			return "llama3"
 		}
 		return "role_colon" // Llama-3.2-1B, Llama-3.1-8B, … are base models
-	case "Qwen":
-		if !strings.HasPrefix(model, "Qwen3-") {
-			return "" // Qwen3.5+ use a different template
-		}
+	case models.Qwen3, models.Qwen3MoE:
 		if isBase {
 			return "role_colon"
 		}
 		return "qwen3"
-	case "deepseek-ai":
+	case models.DeepSeekV3:
 		if !strings.HasPrefix(model, "DeepSeek-V3") {
-			return ""
+			return "" // Kimi K2 shares the architecture, not the chat format
 		}
 		if isBase {
 			return "role_colon"
@@ -142,10 +142,8 @@ func ForModel(baseModel string) string {
 			return "deepseekv3_1" // V3.1's template (non-thinking by default)
 		}
 		return "deepseekv3"
-	case "openai":
-		if strings.HasPrefix(model, "gpt-oss-") {
-			return "gpt_oss"
-		}
+	case models.GptOss:
+		return "gpt_oss"
 	}
 	return ""
 }

@@ -5,14 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-)
 
-// Arch is a supported transformer architecture.
-type Arch string
-
-const (
-	ArchLlama Arch = "llama" // Llama 3.x: RoPE with optional llama3 frequency scaling
-	ArchQwen3 Arch = "qwen3" // Qwen3 dense: Llama layout plus per-head q_norm/k_norm
+	"github.com/tinkershell/tinker/lib/models"
 )
 
 // RopeScaling is the rope_scaling block of a Hugging Face config. Type is
@@ -27,7 +21,7 @@ type RopeScaling struct {
 
 // Config is the architecture of a model, in Hugging Face config.json terms.
 type Config struct {
-	Arch                  Arch
+	Family                models.Family // models.Llama3 or models.Qwen3 (dense)
 	VocabSize             int
 	Hidden                int // hidden_size
 	Intermediate          int // intermediate_size
@@ -96,11 +90,9 @@ func ParseConfig(data []byte) (Config, error) {
 		return Config{}, fmt.Errorf("parse model config.json: %w", err)
 	}
 	var c Config
-	switch h.ModelType {
-	case "llama":
-		c.Arch = ArchLlama
-	case "qwen3":
-		c.Arch = ArchQwen3
+	switch f := models.Family(h.ModelType); f {
+	case models.Llama3, models.Qwen3:
+		c.Family = f
 	default:
 		return Config{}, fmt.Errorf("model_type %q is not supported by the local engine (supported: llama, qwen3)", h.ModelType)
 	}
@@ -203,8 +195,8 @@ func firstTokenID(raw json.RawMessage) (int, error) {
 // Validate checks that the dimensions are consistent.
 func (c Config) Validate() error {
 	switch {
-	case c.Arch != ArchLlama && c.Arch != ArchQwen3:
-		return fmt.Errorf("model config: unsupported architecture %q", c.Arch)
+	case c.Family != models.Llama3 && c.Family != models.Qwen3:
+		return fmt.Errorf("model config: unsupported architecture %q", c.Family)
 	case c.VocabSize <= 0 || c.Hidden <= 0 || c.Intermediate <= 0 || c.Layers <= 0 || c.Heads <= 0 || c.HeadDim <= 0:
 		return fmt.Errorf("model config: vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads and head_dim must be positive")
 	case c.KVHeads <= 0 || c.Heads%c.KVHeads != 0:
@@ -227,7 +219,7 @@ func (c Config) Validate() error {
 func (c Config) Params() int64 {
 	h, q, kv := int64(c.Hidden), int64(c.Heads*c.HeadDim), int64(c.KVHeads*c.HeadDim)
 	layer := h*q + 2*h*kv + q*h + 3*h*int64(c.Intermediate) + 2*h
-	if c.Arch == ArchQwen3 {
+	if c.Family == models.Qwen3 {
 		layer += 2 * int64(c.HeadDim)
 	}
 	n := int64(c.Layers)*layer + int64(c.VocabSize)*h + h
@@ -240,10 +232,10 @@ func (c Config) Params() int64 {
 // HFConfigJSON renders c as a Hugging Face config.json (the fields
 // ParseConfig reads), e.g. to write a tiny model out as a model directory.
 func (c Config) HFConfigJSON() ([]byte, error) {
-	arch := map[Arch]string{ArchLlama: "LlamaForCausalLM", ArchQwen3: "Qwen3ForCausalLM"}[c.Arch]
+	arch := map[models.Family]string{models.Llama3: "LlamaForCausalLM", models.Qwen3: "Qwen3ForCausalLM"}[c.Family]
 	m := map[string]any{
 		"architectures":           []string{arch},
-		"model_type":              string(c.Arch),
+		"model_type":              string(c.Family),
 		"vocab_size":              c.VocabSize,
 		"hidden_size":             c.Hidden,
 		"intermediate_size":       c.Intermediate,

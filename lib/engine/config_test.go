@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/tinkershell/tinker/lib/models"
 )
 
 // Abridged config.json files of real checkpoints (the fields the engine
@@ -39,7 +41,7 @@ func TestParseConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Config{Arch: ArchLlama, VocabSize: 128256, Hidden: 4096, Intermediate: 14336, Layers: 32, Heads: 32,
+	want := Config{Family: models.Llama3, VocabSize: 128256, Hidden: 4096, Intermediate: 14336, Layers: 32, Heads: 32,
 		KVHeads: 8, HeadDim: 128, RMSNormEps: 1e-5, RopeTheta: 500000, MaxPositionEmbeddings: 131072,
 		RopeScaling: &RopeScaling{Type: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 8192},
 		BOSTokenID:  128000, EOSTokenIDs: []int{128001, 128008, 128009}}
@@ -64,7 +66,7 @@ func TestParseConfig(t *testing.T) {
 		}
 	}
 	q, _ := ParseConfig([]byte(qwen3Config))
-	if q.Arch != ArchQwen3 || q.RopeScaling != nil || q.HeadDim != 128 || !reflect.DeepEqual(q.EOSTokenIDs, []int{151645}) {
+	if q.Family != models.Qwen3 || q.RopeScaling != nil || q.HeadDim != 128 || !reflect.DeepEqual(q.EOSTokenIDs, []int{151645}) {
 		t.Errorf("Qwen3-8B: %+v", q)
 	}
 	// transformers v5 moves rope settings into rope_parameters.

@@ -21,7 +21,7 @@ func processCPU() float64 {
 
 // generate runs one request of n samples and returns the tokens produced.
 func generate(b testing.TB, m *Model, n int, seed int64) int {
-	r, err := m.Sample(context.Background(), SampleRequest{Prompt: []int{TinyBOS, 'H', 'i'}, NumSamples: n,
+	r, err := m.Sample(context.Background(), SampleRequest{Prompt: []int{models.TinyBOS, 'H', 'i'}, NumSamples: n,
 		MaxTokens: benchTokens, Temperature: 1, Seed: &seed})
 	if err != nil {
 		b.Fatal(err)

@@ -122,7 +122,7 @@ func TestLogprobsMatchReference(t *testing.T) {
 					t.Fatal(err)
 				}
 				m := mustLoad(t, name)
-				prompt := m.Tokenizer().Encode("The quick brown fox")
+				prompt := m.Tokenizer().Encode("The quick brown fox", true)
 				resp := sample(t, m, SampleRequest{Prompt: prompt, MaxTokens: 12, Temperature: temp, Seed: seedp(7)})
 				if len(resp.Sequences[0].Tokens) != 12 {
 					t.Fatalf("got %d tokens", len(resp.Sequences[0].Tokens))
@@ -146,7 +146,7 @@ func TestPromptLogprobsMatchReference(t *testing.T) {
 		c, ts, _ := TinyTensors(name)
 		m := mustLoad(t, name)
 		// Longer than prefillChunk, so the chunked prefill is covered.
-		prompt := m.Tokenizer().Encode(strings.Repeat("pack my box with five dozen liquor jugs. ", 4))
+		prompt := m.Tokenizer().Encode(strings.Repeat("pack my box with five dozen liquor jugs. ", 4), true)
 		resp := sample(t, m, SampleRequest{Prompt: prompt, MaxTokens: 1, Temperature: 1, PromptLogprobs: true, TopKPromptLogprobs: 3})
 		lp := resp.PromptLogprobs
 		if len(lp) != len(prompt) || lp[0] != nil || resp.TopKPromptLogprobs[0] != nil {
@@ -182,7 +182,7 @@ func TestLoRAMatchesMergedReference(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c, ts, _ := TinyTensors(name)
 			base := mustLoad(t, name)
-			prompt := base.Tokenizer().Encode("LoRA test")
+			prompt := base.Tokenizer().Encode("LoRA test", true)
 			req := SampleRequest{Prompt: prompt, MaxTokens: 8, Temperature: 0, PromptLogprobs: true}
 			baseResp := sample(t, base, req)
 
@@ -225,7 +225,7 @@ func TestLoRAMatchesMergedReference(t *testing.T) {
 
 func TestGreedyDeterministic(t *testing.T) {
 	m := mustLoad(t, models.TinyQwen3)
-	req := SampleRequest{Prompt: m.Tokenizer().Encode("greedy"), MaxTokens: 30, Temperature: 0, NumSamples: 3}
+	req := SampleRequest{Prompt: m.Tokenizer().Encode("greedy", true), MaxTokens: 30, Temperature: 0, NumSamples: 3}
 	a, b := sample(t, m, req), sample(t, m, req)
 	for i := range a.Sequences {
 		if !slices.Equal(a.Sequences[i].Tokens, a.Sequences[0].Tokens) || !slices.Equal(a.Sequences[i].Tokens, b.Sequences[i].Tokens) ||
@@ -245,7 +245,7 @@ func TestGreedyDeterministic(t *testing.T) {
 
 func TestSeededSampling(t *testing.T) {
 	m := mustLoad(t, models.TinyLlama)
-	req := SampleRequest{Prompt: m.Tokenizer().Encode("seeded"), MaxTokens: 40, Temperature: 1, Seed: seedp(42), NumSamples: 4}
+	req := SampleRequest{Prompt: m.Tokenizer().Encode("seeded", true), MaxTokens: 40, Temperature: 1, Seed: seedp(42), NumSamples: 4}
 	a, b := sample(t, m, req), sample(t, m, req)
 	distinct := map[string]bool{}
 	for i := range a.Sequences {
@@ -275,7 +275,7 @@ func TestTopKTopPRespected(t *testing.T) {
 	c, ts, _ := TinyTensors(models.TinyQwen3)
 	m := mustLoad(t, models.TinyQwen3)
 	ref := &refModel{c: c, ts: ts}
-	prompt := m.Tokenizer().Encode("nucleus")
+	prompt := m.Tokenizer().Encode("nucleus", true)
 	for _, tc := range []SampleRequest{{TopK: 3}, {TopP: 0.5}, {TopK: 5, TopP: 0.6}} {
 		tc.Prompt, tc.MaxTokens, tc.Temperature, tc.Seed, tc.NumSamples = prompt, 6, 1.5, seedp(3), 4
 		resp := sample(t, m, tc)
@@ -348,7 +348,7 @@ func TestSamplerDistribution(t *testing.T) {
 
 func TestStopConditions(t *testing.T) {
 	m := mustLoad(t, models.TinyLlama)
-	prompt := m.Tokenizer().Encode("stop")
+	prompt := m.Tokenizer().Encode("stop", true)
 	base := SampleRequest{Prompt: prompt, MaxTokens: 30, Temperature: 1, Seed: seedp(5)}
 	greedy := sample(t, m, base).Sequences[0].Tokens // seeded, so every run repeats it
 	if len(greedy) != 30 {
@@ -377,7 +377,7 @@ func TestStopConditions(t *testing.T) {
 	r.StopSequences = [][]int{{greedy[cut-1], greedy[cut]}}
 	check("stop sequence", r, greedy[:cut+1])
 	r = base
-	r.StopStrings = []string{m.Tokenizer().Decode(greedy[cut-1 : cut+1])}
+	r.StopStrings = []string{m.Tokenizer().Decode(greedy[cut-1:cut+1], true)}
 	check("stop string", r, greedy[:cut+1])
 	r = base
 	r.StopFunc = func(gen []int) bool { return len(gen) == 5 }
@@ -398,7 +398,7 @@ func TestStopConditions(t *testing.T) {
 
 func TestNumSamplesStopIndependently(t *testing.T) {
 	m := mustLoad(t, models.TinyQwen3)
-	resp := sample(t, m, SampleRequest{Prompt: m.Tokenizer().Encode("many"), MaxTokens: 25, Temperature: 1.2,
+	resp := sample(t, m, SampleRequest{Prompt: m.Tokenizer().Encode("many", true), MaxTokens: 25, Temperature: 1.2,
 		Seed: seedp(9), NumSamples: 6, StopFunc: func(gen []int) bool { return gen[len(gen)-1]%3 == 0 }})
 	if len(resp.Sequences) != 6 {
 		t.Fatalf("got %d sequences", len(resp.Sequences))
@@ -457,7 +457,7 @@ func TestRequestErrors(t *testing.T) {
 func TestLlama3RopeScaling(t *testing.T) {
 	// Llama 3.1 8B: theta 500000, head_dim 128, factor 8, low 1, high 4,
 	// original context 8192. Pair i has f = 500000^(-i/64).
-	c := Config{Arch: ArchLlama, VocabSize: 1, Hidden: 4096, Intermediate: 1, Layers: 1, Heads: 32, KVHeads: 8, HeadDim: 128,
+	c := Config{Family: models.Llama3, VocabSize: 1, Hidden: 4096, Intermediate: 1, Layers: 1, Heads: 32, KVHeads: 8, HeadDim: 128,
 		RopeTheta: 500000, RopeScaling: &RopeScaling{Type: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 8192}}
 	inv := ropeInvFreq(c)
 	for _, tc := range []struct {
@@ -488,7 +488,7 @@ func TestLlama3RopeScaling(t *testing.T) {
 func TestLongGenerationMatchesReference(t *testing.T) {
 	c, ts, _ := TinyTensors(models.TinyLlama)
 	m := mustLoad(t, models.TinyLlama)
-	prompt := m.Tokenizer().Encode("long")
+	prompt := m.Tokenizer().Encode("long", true)
 	resp := sample(t, m, SampleRequest{Prompt: prompt, MaxTokens: 300, Temperature: 0.9, Seed: seedp(1), NumSamples: 2})
 	for _, seq := range resp.Sequences {
 		if len(seq.Tokens) != 300 {
@@ -511,9 +511,9 @@ func TestPinnedOutputs(t *testing.T) {
 		old := runtime.GOMAXPROCS(procs)
 		for _, name := range TinyModels() {
 			m := mustLoad(t, name)
-			r := sample(t, m, SampleRequest{Prompt: m.Tokenizer().Encode("Tinker"), MaxTokens: 16, Temperature: 1, Seed: seedp(2026), NumSamples: 2})
+			r := sample(t, m, SampleRequest{Prompt: m.Tokenizer().Encode("Tinker", true), MaxTokens: 16, Temperature: 1, Seed: seedp(2026), NumSamples: 2})
 			for i, s := range r.Sequences {
-				if got := m.Tokenizer().Decode(s.Tokens); got != want[name][i] {
+				if got := m.Tokenizer().Decode(s.Tokens, true); got != want[name][i] {
 					t.Errorf("GOMAXPROCS=%d %s sample %d: %q, want %q", procs, name, i, got, want[name][i])
 				}
 			}

@@ -69,22 +69,12 @@ func LoadDirWith(dir string, opt LoadOptions) (*Model, error) {
 	// The directory's own tokenizer, when it ships one, serves Tokenizer()
 	// and stop strings.
 	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err == nil {
-		t, err := tokenizer.Load(dir)
-		if err != nil {
+		if m.tok, err = tokenizer.Load(dir); err != nil {
 			return nil, err
 		}
-		m.tok = hfTokenizer{t}
 	}
 	return m, nil
 }
-
-// hfTokenizer adapts lib/tokenizer to Tokenizer: Encode adds the model's
-// special prefix (Llama 3's BOS) as Hugging Face does by default; Decode
-// skips special tokens.
-type hfTokenizer struct{ t *tokenizer.Tokenizer }
-
-func (h hfTokenizer) Encode(text string) []int { return h.t.Encode(text, true) }
-func (h hfTokenizer) Decode(ids []int) string  { return h.t.Decode(ids, true) }
 
 // loadFile converts the tensors of one safetensors file that the model uses
 // (biases included); others, such as rotary caches, are skipped.

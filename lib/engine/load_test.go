@@ -16,6 +16,7 @@ import (
 	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/peft"
 	"github.com/tinkershell/tinker/lib/safetensors"
+	"github.com/tinkershell/tinker/lib/tokenizer"
 )
 
 // writeModelDir writes a tiny model as a Hugging Face directory in dtype,
@@ -93,7 +94,7 @@ func TestLoadDirDTypes(t *testing.T) {
 	for _, name := range TinyModels() {
 		t.Run(name, func(t *testing.T) {
 			builtin := mustLoad(t, name)
-			prompt := builtin.Tokenizer().Encode("weights from disk")
+			prompt := builtin.Tokenizer().Encode("weights from disk", true)
 			want := promptLogprobs(t, builtin, prompt)
 			for _, tc := range []struct {
 				dtype  safetensors.DType
@@ -196,7 +197,7 @@ func TestFindModelDir(t *testing.T) {
 		t.Fatalf("FindModelDir = %q, %v; want %q", got, err, snap)
 	}
 	m, err := LoadDir(got)
-	if err != nil || m.Config().Arch != ArchLlama {
+	if err != nil || m.Config().Family != models.Llama3 {
 		t.Fatalf("LoadDir(found) = %v", err)
 	}
 	if m.w.layers[0].q.bf != nil {
@@ -206,7 +207,7 @@ func TestFindModelDir(t *testing.T) {
 
 func TestPEFTAdapterDir(t *testing.T) {
 	base := mustLoad(t, models.TinyQwen3)
-	prompt := base.Tokenizer().Encode("adapter")
+	prompt := base.Tokenizer().Encode("adapter", true)
 	want := sample(t, base, SampleRequest{Prompt: prompt, MaxTokens: 10, PromptLogprobs: true})
 
 	// A fresh adapter as the local server writes it: B is zero.
@@ -324,7 +325,7 @@ func TestPool(t *testing.T) {
 	snap := filepath.Join(cache, "models--test-org--Not-Downloaded", "snapshots", "r1")
 	os.MkdirAll(snap, 0o755)
 	writeModelDir(t, snap, models.TinyQwen3, safetensors.BF16, 1)
-	if m, err := p.Model("test-org/Not-Downloaded"); err != nil || m.Config().Arch != ArchQwen3 {
+	if m, err := p.Model("test-org/Not-Downloaded"); err != nil || m.Config().Family != models.Qwen3 {
 		t.Errorf("after download: %v", err)
 	}
 
@@ -350,36 +351,6 @@ func TestPool(t *testing.T) {
 	}
 }
 
-// byteLevelTokenizerJSON is a tokenizer.json equivalent to the tiny models'
-// byte tokenizer: GPT-2 byte-level BPE with no merges (ids 0-255 are the
-// bytes) and the four specials at 256-259.
-func byteLevelTokenizerJSON() []byte {
-	vocab := map[string]int{}
-	n := 0
-	for b := 0; b < 256; b++ {
-		r := rune(b)
-		if !((b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF)) {
-			r = rune(256 + n)
-			n++
-		}
-		vocab[string(r)] = b
-	}
-	var added []map[string]any
-	for i, s := range tinySpecials {
-		vocab[s] = 256 + i
-		added = append(added, map[string]any{"id": 256 + i, "content": s, "single_word": false, "lstrip": false,
-			"rstrip": false, "normalized": false, "special": true})
-	}
-	b, _ := json.Marshal(map[string]any{
-		"version": "1.0", "added_tokens": added, "normalizer": nil,
-		"pre_tokenizer":  map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
-		"post_processor": nil,
-		"decoder":        map[string]any{"type": "ByteLevel"},
-		"model":          map[string]any{"type": "BPE", "dropout": nil, "unk_token": nil, "vocab": vocab, "merges": []string{}},
-	})
-	return b
-}
-
 func TestLoadDirTokenizer(t *testing.T) {
 	dir := t.TempDir()
 	writeModelDir(t, dir, models.TinyQwen3, safetensors.F32, 1)
@@ -391,21 +362,21 @@ func TestLoadDirTokenizer(t *testing.T) {
 	if _, err := m.Sample(context.Background(), req); err == nil || !strings.Contains(err.Error(), "Decode") {
 		t.Errorf("stop strings without a tokenizer: %v", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), byteLevelTokenizerJSON(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), tokenizer.TinyJSON(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	m, err = LoadDir(dir)
 	if err != nil || m.Tokenizer() == nil {
 		t.Fatalf("with tokenizer.json: %v", err)
 	}
-	if ids := m.Tokenizer().Encode("hi there"); !slices.Equal(ids, ByteTokenizer{}.Encode("hi there")) {
+	if ids := m.Tokenizer().Encode("hi there", true); !slices.Equal(ids, []int{'h', 'i', ' ', 't', 'h', 'e', 'r', 'e'}) {
 		t.Errorf("Encode = %v", ids)
 	}
 	// Stop strings now work through the directory's tokenizer, exactly as
 	// through the built-in one.
 	builtin := mustLoad(t, models.TinyQwen3)
 	full := sample(t, builtin, SampleRequest{Prompt: req.Prompt, MaxTokens: 20, Temperature: 1, Seed: seedp(4)}).Sequences[0]
-	req.StopStrings = []string{ByteTokenizer{}.Decode(full.Tokens[5:7])}
+	req.StopStrings = []string{builtin.Tokenizer().Decode(full.Tokens[5:7], true)}
 	a, b := sample(t, m, req).Sequences[0], sample(t, builtin, req).Sequences[0]
 	if !slices.Equal(a.Tokens, b.Tokens) || a.StopReason != StopReasonStop || len(a.Tokens) > 7 {
 		t.Errorf("stop string via tokenizer.json: %v (%s), built-in %v", a.Tokens, a.StopReason, b.Tokens)

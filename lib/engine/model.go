@@ -6,6 +6,7 @@ import (
 
 	"github.com/tinkershell/tinker/lib/peft"
 	"github.com/tinkershell/tinker/lib/safetensors"
+	"github.com/tinkershell/tinker/lib/tokenizer"
 )
 
 // Model is a loaded base model, optionally with a LoRA adapter. It is
@@ -17,7 +18,7 @@ type Model struct {
 	w       *weights
 	lora    *LoRA
 	invFreq []float64
-	tok     Tokenizer
+	tok     *tokenizer.Tokenizer
 }
 
 // Load returns a built-in tiny model ("tinker-local/tiny-llama" or
@@ -31,7 +32,9 @@ func Load(name string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.tok = ByteTokenizer{}
+	if m.tok, err = tokenizer.Tiny(); err != nil {
+		return nil, fmt.Errorf("model %s: %w", name, err)
+	}
 	return m, nil
 }
 
@@ -54,10 +57,10 @@ func (m *Model) Name() string { return m.name }
 // Config returns the architecture.
 func (m *Model) Config() Config { return m.cfg }
 
-// Tokenizer returns the built-in tokenizer of tiny models, or for a
-// Hugging Face directory the tokenizer.json it ships (via lib/tokenizer);
-// nil when there is none.
-func (m *Model) Tokenizer() Tokenizer { return m.tok }
+// Tokenizer returns the byte-level tokenizer of tiny models, or for a
+// Hugging Face directory the tokenizer.json it ships; nil when there is
+// none.
+func (m *Model) Tokenizer() *tokenizer.Tokenizer { return m.tok }
 
 // LoRA returns the adapter, or nil.
 func (m *Model) LoRA() *LoRA { return m.lora }

@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"math"
+
+	"github.com/tinkershell/tinker/lib/models"
 )
 
 // refModel is an independent, deliberately plain forward pass used to check
@@ -145,7 +147,7 @@ func (r *refModel) logits(tokens []int) [][]float64 {
 		for p, x := range xs {
 			xn := refRMSNorm(x, r.vec(pre+"input_layernorm.weight"), c.RMSNormEps)
 			qs[p], ks[p], vs[p] = refMatVec(wq, xn), refMatVec(wk, xn), refMatVec(wv, xn)
-			if c.Arch == ArchQwen3 {
+			if c.Family == models.Qwen3 {
 				for h := 0; h < len(qs[p]); h += d {
 					copy(qs[p][h:h+d], refRMSNorm(qs[p][h:h+d], r.vec(pre+"self_attn.q_norm.weight"), c.RMSNormEps))
 				}

@@ -283,7 +283,7 @@ func (m *Model) checkRequest(req *SampleRequest) error {
 		if m.tok == nil {
 			return fmt.Errorf("stop strings need a Decode function for this model")
 		}
-		req.Decode = m.tok.Decode
+		req.Decode = func(ids []int) string { return m.tok.Decode(ids, true) }
 	}
 	return nil
 }

@@ -16,23 +16,29 @@ import (
 // server can be exercised end to end.
 
 // TinyModels lists the names Load accepts.
-func TinyModels() []string { return []string{models.TinyLlama, models.TinyQwen3} }
+func TinyModels() []string {
+	var out []string
+	for _, a := range models.All() {
+		if models.IsTiny(a.Name) {
+			out = append(out, a.Name)
+		}
+	}
+	return out
+}
 
 // TinyConfig returns the config of a built-in tiny model.
 func TinyConfig(name string) (Config, error) {
 	a, ok := models.Lookup(name)
-	if !ok || (name != models.TinyLlama && name != models.TinyQwen3) {
+	if !ok || !models.IsTiny(name) {
 		return Config{}, fmt.Errorf("%q is not a built-in tiny model (have %v)", name, TinyModels())
 	}
 	c := Config{
-		Arch: ArchLlama, VocabSize: a.Vocab, Hidden: a.Hidden, Intermediate: a.Intermediate,
+		Family: a.Family, VocabSize: a.Vocab, Hidden: a.Hidden, Intermediate: a.Intermediate,
 		Layers: a.Layers, Heads: a.Heads, KVHeads: a.KVHeads, HeadDim: a.HeadDim,
 		RMSNormEps: a.RMSNormEps, RopeTheta: a.RopeTheta, TieWordEmbeddings: a.TiedEmbeddings,
-		MaxPositionEmbeddings: a.MaxContext, BOSTokenID: TinyBOS, EOSTokenIDs: []int{TinyEOS},
+		MaxPositionEmbeddings: a.MaxContext, BOSTokenID: models.TinyBOS, EOSTokenIDs: []int{models.TinyEOS},
 	}
-	if a.Family == "qwen3" {
-		c.Arch = ArchQwen3
-	} else {
+	if a.Family == models.Llama3 {
 		// Llama 3.1's frequency scaling (factor 8 from an original context
 		// of 256 to the 2048 of lib/models), so the tiny Llama exercises all
 		// three bands: with theta 1e4 and head_dim 16, pairs 0-2 are kept,
@@ -149,7 +155,7 @@ func ExpectedShapes(c Config) map[string][]int {
 		s[p+"mlp.gate_proj.weight"] = []int{c.Intermediate, h}
 		s[p+"mlp.up_proj.weight"] = []int{c.Intermediate, h}
 		s[p+"mlp.down_proj.weight"] = []int{h, c.Intermediate}
-		if c.Arch == ArchQwen3 {
+		if c.Family == models.Qwen3 {
 			s[p+"self_attn.q_norm.weight"] = []int{c.HeadDim}
 			s[p+"self_attn.k_norm.weight"] = []int{c.HeadDim}
 		}

@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"slices"
+
+	"github.com/tinkershell/tinker/lib/models"
 )
 
 // Tensor is a dense tensor in row-major order: float32 values in Data, or,
@@ -104,7 +106,7 @@ func buildWeights(c Config, ts Tensors) (*weights, error) {
 			func() (e error) { l.up, e = getMat(p+"mlp.up_proj.weight", c.Intermediate, h); return },
 			func() (e error) { l.down, e = getMat(p+"mlp.down_proj.weight", h, c.Intermediate); return },
 		}
-		if c.Arch == ArchQwen3 {
+		if c.Family == models.Qwen3 {
 			steps = append(steps,
 				func() (e error) { l.qNorm, e = get(p+"self_attn.q_norm.weight", c.HeadDim); return },
 				func() (e error) { l.kNorm, e = get(p+"self_attn.k_norm.weight", c.HeadDim); return },

@@ -3,6 +3,11 @@
 // cache (HF_HOME, HF_HUB_CACHE), and otherwise a download from the Hub
 // (HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE) into that cache, atomically and in
 // its usual layout, so huggingface_hub and this package share downloads.
+//
+// It also pushes a Tinker LoRA checkpoint to a model repo (Hub.Push) over
+// the Hub's HTTP API: whoami, repo creation, preupload, the Git LFS batch
+// API for large files and one NDJSON commit. The token is sent only to the
+// Hub and never appears in an error.
 package hfhub
 
 import (
@@ -20,6 +25,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tinkershell/tinker/lib/models"
 )
 
 // TokenizerFiles are fetched by Resolve; only tokenizer.json is required.
@@ -39,8 +46,9 @@ func TokenizerIDForModel(baseModel string) string {
 // ("main" when it pins none).
 func TokenizerRefForModel(baseModel string) (repoID, revision string) {
 	name, _, _ := strings.Cut(baseModel, ":")
+	family, _ := models.FamilyOf(name)
 	switch {
-	case strings.HasPrefix(name, "meta-llama/Llama-3"):
+	case family == models.Llama3 && !models.IsTiny(name):
 		return "thinkingmachineslabinc/meta-llama-3-instruct-tokenizer", "main"
 	case name == "moonshotai/Kimi-K2-Thinking":
 		return name, "612681931a8c906ddb349f8ad0f582cb552189cd"
@@ -59,21 +67,25 @@ func TokenizerRefForModel(baseModel string) (repoID, revision string) {
 type Hub struct {
 	Endpoint string // e.g. https://huggingface.co
 	Token    string // sent as a bearer token; never logged
-	CacheDir string // the hub cache: …/huggingface/hub
-	Offline  bool   // never touch the network
-	Client   *http.Client
+	// TokenSource says where Token came from (an environment variable or
+	// the token file's path), so an invalid token can be traced.
+	TokenSource string
+	CacheDir    string // the hub cache: …/huggingface/hub
+	Offline     bool   // never touch the network
+	Client      *http.Client
 	// Progress, if set, is called as a file downloads (total is -1 when
 	// the server does not say); the shell uses it for a progress bar.
 	Progress func(file string, done, total int64)
+
+	retryWait time.Duration // first pause between retries (default 1s)
 }
 
 // FromEnv configures a Hub from the environment variables huggingface_hub
-// reads: HF_ENDPOINT, HF_TOKEN (or the token file under HF_HOME),
+// reads: HF_ENDPOINT, HF_TOKEN (or the token file of the hf CLI),
 // HF_HUB_CACHE, HF_HOME, XDG_CACHE_HOME and HF_HUB_OFFLINE.
 func FromEnv() *Hub {
 	h := &Hub{
 		Endpoint: strings.TrimRight(os.Getenv("HF_ENDPOINT"), "/"),
-		Token:    os.Getenv("HF_TOKEN"),
 		CacheDir: firstEnv("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"),
 		Offline:  truthy(os.Getenv("HF_HUB_OFFLINE")),
 		Client:   &http.Client{Timeout: 10 * time.Minute},
@@ -81,31 +93,10 @@ func FromEnv() *Hub {
 	if h.Endpoint == "" {
 		h.Endpoint = "https://huggingface.co"
 	}
-	home := os.Getenv("HF_HOME")
-	if home == "" {
-		xdg := os.Getenv("XDG_CACHE_HOME")
-		if xdg == "" {
-			if u, err := os.UserHomeDir(); err == nil {
-				xdg = filepath.Join(u, ".cache")
-			}
-		}
-		home = filepath.Join(xdg, "huggingface")
-	}
 	if h.CacheDir == "" {
-		h.CacheDir = filepath.Join(home, "hub")
+		h.CacheDir = filepath.Join(hfHome(), "hub")
 	}
-	if h.Token == "" {
-		h.Token = os.Getenv("HUGGING_FACE_HUB_TOKEN") // older name, still honoured by huggingface_hub
-	}
-	if h.Token == "" {
-		path := os.Getenv("HF_TOKEN_PATH")
-		if path == "" {
-			path = filepath.Join(home, "token")
-		}
-		if b, err := os.ReadFile(path); err == nil {
-			h.Token = strings.TrimSpace(string(b))
-		}
-	}
+	h.Token, h.TokenSource = TokenFromEnv()
 	return h
 }
 

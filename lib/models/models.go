@@ -7,8 +7,9 @@
 // Numbers come from each model's Hugging Face config.json (noted per entry as
 // "hf:<repo>/config.json"); max context is max_position_embeddings unless noted.
 //
-// The table covers the December 2025 get_server_capabilities snapshot (spec
-// §7.2, 21 models) and §7.1's Llama-3.2-1B. Deliberately absent, because
+// The table covers the 21 models the service's get_server_capabilities listed
+// in December 2025, plus Llama-3.2-1B (which the SDK's tests use). Deliberately
+// absent, because
 // their LoRA target shapes could not be taken from a verified config: the
 // hybrid linear-attention families (Qwen3.5/3.6/3.8, NVIDIA Nemotron 3),
 // Kimi K2.5/K2.6 (multimodal wrappers), and Thinking Machines' private
@@ -23,7 +24,7 @@ import (
 // Arch describes one base model's transformer shape.
 type Arch struct {
 	Name             string // Hugging Face repo id, as sent in base_model
-	Family           string // "llama", "qwen3", "qwen3_moe", "deepseek_v3", "gpt_oss", "tiny"
+	Family           Family
 	Layers           int
 	Hidden           int
 	Intermediate     int // dense MLP width (also DeepSeek's first dense layers)
@@ -41,7 +42,7 @@ type Arch struct {
 	MLA              *MLA
 	RMSNormEps       float64
 	RopeTheta        float64
-	// TokenizerID is what get_info reports (spec §5.10).
+	// TokenizerID is what get_info reports (docs/protocol.md, "Models and weights").
 	TokenizerID string
 }
 
@@ -58,20 +59,33 @@ type MLA struct {
 // IsMoELayer reports whether layer i has routed experts.
 func (a *Arch) IsMoELayer(i int) bool { return a.Experts > 0 && i >= a.FirstDenseLayers }
 
-// Tiny models: byte-level vocabularies of 256 bytes plus 4 specials
-// (<bos>=256, <eos>=257, <pad>=258, <unk>=259), small enough to run on a CPU
-// in tests. The sampling engine uses the same numbers.
+// Tiny models: small enough to run on a CPU in tests, with a byte-level
+// vocabulary (tokenizer.Tiny): token i is byte i for i < 256, then the
+// special tokens of TinySpecials.
 const (
-	TinyLlama = "tinker-local/tiny-llama"
-	TinyQwen3 = "tinker-local/tiny-qwen3"
-	// TinyVocab is 256 byte tokens + 4 special tokens.
-	TinyVocab = 260
+	tinyPrefix = "tinker-local/"
+	TinyLlama  = tinyPrefix + "tiny-llama"
+	TinyQwen3  = tinyPrefix + "tiny-qwen3"
 )
 
+// Special token ids of the tiny models' vocabulary.
+const (
+	TinyBOS = 256 + iota
+	TinyEOS
+	TinyPAD
+	TinyUNK
+	// TinyVocab is 256 byte tokens + 4 special tokens.
+	TinyVocab
+)
+
+// TinySpecials names the tiny vocabulary's special tokens, in id order from
+// TinyBOS.
+var TinySpecials = [...]string{"<bos>", "<eos>", "<pad>", "<unk>"}
+
 var table = []Arch{
-	{Name: TinyLlama, Family: "llama", Layers: 2, Hidden: 64, Intermediate: 192, Heads: 4, KVHeads: 2, HeadDim: 16,
+	{Name: TinyLlama, Family: Llama3, Layers: 2, Hidden: 64, Intermediate: 192, Heads: 4, KVHeads: 2, HeadDim: 16,
 		Vocab: TinyVocab, TiedEmbeddings: true, MaxContext: 2048, RMSNormEps: 1e-5, RopeTheta: 10000, TokenizerID: TinyLlama},
-	{Name: TinyQwen3, Family: "qwen3", Layers: 4, Hidden: 128, Intermediate: 384, Heads: 4, KVHeads: 2, HeadDim: 32,
+	{Name: TinyQwen3, Family: Qwen3, Layers: 4, Hidden: 128, Intermediate: 384, Heads: 4, KVHeads: 2, HeadDim: 32,
 		Vocab: TinyVocab, TiedEmbeddings: true, MaxContext: 4096, RMSNormEps: 1e-6, RopeTheta: 1000000, TokenizerID: TinyQwen3},
 
 	// Llama 3 family. hf:meta-llama/<name>/config.json.
@@ -113,26 +127,26 @@ var table = []Arch{
 }
 
 func llama(name string, layers, hidden, inter, heads, kv, headDim int, tied bool) Arch {
-	return Arch{Name: name, Family: "llama", Layers: layers, Hidden: hidden, Intermediate: inter, Heads: heads,
+	return Arch{Name: name, Family: Llama3, Layers: layers, Hidden: hidden, Intermediate: inter, Heads: heads,
 		KVHeads: kv, HeadDim: headDim, Vocab: 128256, TiedEmbeddings: tied, MaxContext: 131072,
 		RMSNormEps: 1e-5, RopeTheta: 500000, TokenizerID: "thinkingmachineslabinc/meta-llama-3-tokenizer"}
 }
 
 func qwen3(name string, layers, hidden, inter, heads, kv int, tied bool, ctx int) Arch {
-	return Arch{Name: name, Family: "qwen3", Layers: layers, Hidden: hidden, Intermediate: inter, Heads: heads,
+	return Arch{Name: name, Family: Qwen3, Layers: layers, Hidden: hidden, Intermediate: inter, Heads: heads,
 		KVHeads: kv, HeadDim: 128, Vocab: 151936, TiedEmbeddings: tied, MaxContext: ctx,
 		RMSNormEps: 1e-6, RopeTheta: 1000000, TokenizerID: name}
 }
 
 func qwen3MoE(name string, layers, hidden, inter, heads, kv, experts, perTok, moeInter, ctx int) Arch {
 	a := qwen3(name, layers, hidden, inter, heads, kv, false, ctx)
-	a.Family = "qwen3_moe"
+	a.Family = Qwen3MoE
 	a.Experts, a.ExpertsPerToken, a.MoEIntermediate = experts, perTok, moeInter
 	return a
 }
 
 func deepseek(name string, heads, experts, vocab, ctx int, tok string) Arch {
-	return Arch{Name: name, Family: "deepseek_v3", Layers: 61, Hidden: 7168, Intermediate: 18432, Heads: heads,
+	return Arch{Name: name, Family: DeepSeekV3, Layers: 61, Hidden: 7168, Intermediate: 18432, Heads: heads,
 		KVHeads: heads, HeadDim: 192, Vocab: vocab, MaxContext: ctx, Experts: experts, ExpertsPerToken: 8,
 		MoEIntermediate: 2048, SharedExperts: 1, FirstDenseLayers: 3,
 		MLA:        &MLA{QLoraRank: 1536, KVLoraRank: 512, QKNopeDim: 128, QKRopeDim: 64, VHeadDim: 128},
@@ -140,7 +154,7 @@ func deepseek(name string, heads, experts, vocab, ctx int, tok string) Arch {
 }
 
 func gptOSS(name string, layers, experts int) Arch {
-	return Arch{Name: name, Family: "gpt_oss", Layers: layers, Hidden: 2880, Intermediate: 2880, Heads: 64,
+	return Arch{Name: name, Family: GptOss, Layers: layers, Hidden: 2880, Intermediate: 2880, Heads: 64,
 		KVHeads: 8, HeadDim: 64, Vocab: 201088, MaxContext: 131072, Experts: experts, ExpertsPerToken: 4,
 		MoEIntermediate: 2880, RMSNormEps: 1e-5, RopeTheta: 150000, TokenizerID: name}
 }
@@ -170,7 +184,7 @@ func All() []*Arch {
 		out = append(out, &table[i])
 	}
 	sort.SliceStable(out, func(i, j int) bool {
-		ti, tj := strings.HasPrefix(out[i].Name, "tinker-local/"), strings.HasPrefix(out[j].Name, "tinker-local/")
+		ti, tj := IsTiny(out[i].Name), IsTiny(out[j].Name)
 		if ti != tj {
 			return ti
 		}

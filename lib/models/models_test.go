@@ -19,7 +19,7 @@ func TestTableConsistent(t *testing.T) {
 			t.Errorf("%s: inconsistent MoE fields", a.Name)
 		}
 	}
-	// The December 2025 get_server_capabilities snapshot (spec §7.2) has 21 models.
+	// The service's get_server_capabilities listed these 21 models in December 2025.
 	snapshot := []string{"deepseek-ai/DeepSeek-V3.1", "deepseek-ai/DeepSeek-V3.1-Base", "moonshotai/Kimi-K2-Thinking",
 		"meta-llama/Llama-3.1-70B", "meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.2-1B",
 		"meta-llama/Llama-3.2-3B", "meta-llama/Llama-3.3-70B-Instruct", "Qwen/Qwen3-235B-A22B-Instruct-2507",
@@ -54,5 +54,30 @@ func TestLookup(t *testing.T) {
 	ds, _ := Lookup("deepseek-ai/DeepSeek-V3.1")
 	if ds.IsMoELayer(2) || !ds.IsMoELayer(3) {
 		t.Error("DeepSeek first dense layers wrong")
+	}
+}
+
+func TestFamilyOf(t *testing.T) {
+	cases := map[string]Family{
+		TinyQwen3:                          Qwen3,
+		"qwen/qwen3-30b-a3b:peft:1":        Qwen3MoE, // in the table: exact, case-insensitive
+		"moonshotai/Kimi-K2-Thinking":      DeepSeekV3,
+		"meta-llama/Llama-3.2-3B-Instruct": Llama3, // outside the table: by name
+		"deepseek-ai/DeepSeek-V3":          DeepSeekV3,
+		"openai/gpt-oss-safeguard-20b":     GptOss,
+		"Qwen/Qwen3-14B:x":                 Qwen3,
+	}
+	for name, want := range cases {
+		if got, ok := FamilyOf(name); !ok || got != want {
+			t.Errorf("FamilyOf(%q) = %q, %v; want %q", name, got, ok, want)
+		}
+	}
+	for _, name := range []string{"thinkingmachines/Inkling", "Qwen/Qwen2.5-7B", "nope"} {
+		if f, ok := FamilyOf(name); ok {
+			t.Errorf("FamilyOf(%q) = %q, want unknown", name, f)
+		}
+	}
+	if !IsTiny(TinyLlama) || IsTiny("meta-llama/Llama-3.2-1B") || TinyVocab != 260 || TinySpecials[TinyEOS-TinyBOS] != "<eos>" {
+		t.Error("tiny model constants")
 	}
 }

@@ -9,8 +9,8 @@
 //	base_model.model.model.layers.{i}.mlp.{gate,up,down}_proj.lora_{A,B}.weight
 //	base_model.model.lm_head.lora_{A,B}.weight                      (train_unembed)
 //
-// The spec mentions the service's internal "unembed_tokens" name for the
-// output layer; we deliberately write "lm_head", the module name in
+// The service's own archives name the output layer "unembed_tokens"; we
+// deliberately write "lm_head", the module name in
 // transformers, because that is what PEFT and every HF tool expect.
 // MoE layers carry 3-D expert tensors named after the Mixtral convention
 // (w1 = gate, w3 = up, w2 = down, shape [experts, ...]):

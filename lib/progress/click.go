@@ -18,7 +18,7 @@ const (
 // ClickBar reproduces the official CLI's progress bar byte for byte (Python
 // click's ProgressBar with show_pos and show_percent, used as
 // `with click.progressbar(length=n, label=l) as bar: bar.update(k)`), for
-// the compatibility subcommands (cli spec §4.4):
+// the compatibility subcommands (docs/compat.md, "Kept quirks"):
 //
 //   - off a terminal it prints its label and a newline once, when created;
 //   - on a terminal every update redraws "\r\x1b[?25l" + line, where line is

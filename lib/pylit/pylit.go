@@ -4,7 +4,8 @@
 //
 // The official Tinker SDK builds its error messages as
 // f"Error code: {status} - {body}" from the parsed JSON body, so matching
-// those messages byte for byte needs this rendering (CLI spec §3.5).
+// those messages byte for byte needs this rendering
+// (docs/compat.md, "API errors and retries").
 package pylit
 
 import (

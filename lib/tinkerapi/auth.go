@@ -14,7 +14,8 @@ import (
 )
 
 // ClientConfigResponse holds the feature flags of POST client/config
-// (API spec §3.1). Only the fields a REST client acts on are decoded; the
+// (docs/protocol.md, "Authentication"). Only the fields a REST client
+// acts on are decoded; the
 // raw body is kept for callers that need the rest.
 type ClientConfigResponse struct {
 	PJWTAuthEnabled         bool            `json:"pjwt_auth_enabled"`
@@ -22,7 +23,7 @@ type ClientConfigResponse struct {
 	Raw                     json.RawMessage `json:"-"`
 }
 
-// JWT refresh timing (API spec §1.3).
+// JWT refresh timing (docs/protocol.md, "Authentication").
 const (
 	jwtRefreshBefore  = 300 * time.Second // proactive refresh window
 	jwtMustRefresh    = 60 * time.Second  // refresh before sending if this little is left
@@ -104,7 +105,8 @@ func (c *Client) credential(ctx context.Context) (string, error) {
 }
 
 // handshake performs client/config, the optional JWT exchange and
-// client/dynamic_config (API spec §1.4). Called with the auth lock held.
+// client/dynamic_config (docs/protocol.md, "Authentication"). Called with
+// the auth lock held.
 func (c *Client) handshake(ctx context.Context) error {
 	a := &c.auth
 	raw := c.cfg.APIKey

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// DefaultBaseURL is the production service (API spec §1.2).
+// DefaultBaseURL is the production service (docs/protocol.md).
 const DefaultBaseURL = "https://tinker.thinkingmachines.dev/services/tinker-prod"
 
 // SDKVersion is the Python SDK version announced to the server; the server
@@ -51,7 +51,8 @@ type Config struct {
 	Logf func(format string, args ...any)
 }
 
-// ConfigFromEnv reads the environment variables of API spec §1.6. getenv
+// ConfigFromEnv reads TINKER_API_KEY, TINKER_BASE_URL, TINKER_CREDENTIAL_CMD
+// and the Cloudflare Access pair (docs/protocol.md, "Authentication"). getenv
 // is normally os.Getenv (nil means that); tests pass their own.
 func ConfigFromEnv(getenv func(string) string) Config {
 	if getenv == nil {
@@ -88,7 +89,7 @@ type ConfigError struct{ Msg string }
 
 func (e *ConfigError) Error() string { return e.Msg }
 
-// Messages of the official SDK (CLI spec §3.6, checklist 14–15).
+// Messages of the official SDK (docs/compat.md, "Startup and credentials").
 const (
 	msgNoAPIKey  = "The api_key client option must be set either by passing api_key to the client or by setting the TINKER_API_KEY environment variable"
 	msgBadPrefix = "The api_key must start with the 'tml-' prefix"
@@ -122,7 +123,7 @@ func (cfg Config) normalize() (Config, string, error) {
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return cfg, "", &ConfigError{Msg: fmt.Sprintf("invalid base URL %q: want http(s)://host[/prefix]; check TINKER_BASE_URL", base)}
+		return cfg, "", &ConfigError{Msg: fmt.Sprintf("invalid base URL %q: want http(s)://host[/prefix]; check TINKER_BASE_URL", shownURL(base))}
 	}
 	if u.User != nil {
 		return cfg, "", &ConfigError{Msg: "the base URL must not contain credentials; use TINKER_API_KEY"}
@@ -144,6 +145,27 @@ func (cfg Config) normalize() (Config, string, error) {
 	// Endpoint paths are appended as strings: ResolveReference would drop
 	// a path prefix such as /services/tinker-prod.
 	return cfg, strings.TrimRight(base, "/"), nil
+}
+
+// shownURL is a base URL as an error may show it: credentials and the
+// query (where a key may have been put) are replaced by <redacted>. It
+// works on the text, as the URL may not parse.
+func shownURL(s string) string {
+	if i := strings.IndexAny(s, "?#"); i >= 0 {
+		s = s[:i+1] + "<redacted>"
+	}
+	start := 0
+	if i := strings.Index(s, "://"); i >= 0 {
+		start = i + 3
+	}
+	end := len(s)
+	if i := strings.IndexAny(s[start:], "/?#"); i >= 0 {
+		end = start + i
+	}
+	if at := strings.LastIndexByte(s[start:end], '@'); at >= 0 {
+		s = s[:start] + "<redacted>" + s[start+at:]
+	}
+	return s
 }
 
 func setDefault(d *time.Duration, def time.Duration) {

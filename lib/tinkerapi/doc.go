@@ -1,5 +1,5 @@
 // Package tinkerapi is a Go client for the Tinker HTTP API and the wire types
-// it shares with the local server (see /work/shared/spec/tinker-api.md).
+// it shares with the local server; docs/protocol.md describes the protocol.
 //
 // Create a client from the environment and call it with a context; Ctrl-C
 // handling is just cancelling that context:

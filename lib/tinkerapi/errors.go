@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 
@@ -36,8 +37,8 @@ func (e *APIError) Detail() string {
 	return v.Detail
 }
 
-// sdkMessage builds the SDK's error message for a status and body
-// (CLI spec §3.5).
+// sdkMessage builds the SDK's error message for a status and body:
+// "Error code: <status> - <body>", a JSON body rendered as a Python literal.
 func sdkMessage(status int, body []byte) string {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
@@ -53,6 +54,13 @@ func sdkMessage(status int, body []byte) string {
 		return fmt.Sprintf("Error code: %d - %s", status, lit)
 	}
 	return string(trimmed)
+}
+
+// retryableStatus is the SDK's rule (408, 409, 429 and 5xx) less 507:
+// a server out of disk space stays so until someone frees some, so the
+// answer is reported at once instead of after minutes of retries.
+func retryableStatus(s int) bool {
+	return s == 408 || s == 409 || s == 429 || (s >= 500 && s != http.StatusInsufficientStorage)
 }
 
 // Kinds of transport failure; test with errors.Is.
@@ -112,7 +120,8 @@ type CredentialError struct{ Msg string }
 func (e *CredentialError) Error() string { return e.Msg }
 
 // CLIError maps an error from this package to the official CLI's message
-// and details lines (CLI spec §3.4): the CLI prints "Error: <message>" and,
+// and details lines (docs/compat.md, "API errors and retries"):
+// the CLI prints "Error: <message>" and,
 // when details is non-empty, the details on the following line(s).
 // context.Canceled maps to ("Aborted!", "").
 func CLIError(err error) (message, details string) {
@@ -137,6 +146,13 @@ func CLIError(err error) (message, details string) {
 			return "Invalid data provided", d
 		case s == 429:
 			return "Rate limit exceeded", "Please wait a moment before trying again.\n" + d
+		case s == http.StatusInsufficientStorage:
+			// Not the official CLI's "Internal server error": nothing to
+			// retry, and the server's own sentence says what is full.
+			if detail := apiErr.Detail(); detail != "" {
+				return "Insufficient storage: " + detail, ""
+			}
+			return "Insufficient storage on the server", ""
 		case s >= 500:
 			return "Internal server error", "The Tinker API encountered an internal error. Please try again later.\n" + d
 		default:

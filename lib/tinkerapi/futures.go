@@ -154,7 +154,7 @@ type futureHandle struct {
 // decodes it into out: nil (discarded), *FutureResult, a proto.Message for
 // a protobuf result, or any other value for a JSON result. kind is the
 // X-Tinker-Request-Type header (CreateModel, SaveWeights, Sample, ...).
-// It follows the futures protocol of API spec §4.1: try_again and 408 are
+// It follows docs/protocol.md, "Futures": try_again and 408 are
 // polled again at once (a server that does not hold polls open gets a
 // 50–250 ms floor), 5xx likewise, 429 and connection errors back off up to
 // 30 s, 400 is tried up to 3 more times, 402 pauses up to an hour, 410
@@ -298,6 +298,8 @@ func (p *poller) run(ctx context.Context) ([]byte, bool, error) {
 					}
 				case s == http.StatusGone:
 					return nil, false, &FutureExpiredError{RequestID: p.id, Kind: p.kind}
+				case s == http.StatusInsufficientStorage:
+					return nil, false, fmt.Errorf("%s: %w", errContext, err)
 				case s >= 500:
 					p.report(State{Status: StatusRetrying, Reason: fmt.Sprintf("server error %d, retrying", s)})
 				case s == http.StatusTooManyRequests:

@@ -26,7 +26,7 @@ func runPath(runID string) (string, error) {
 }
 
 // checkpointPath builds …/training_runs/<run>/checkpoints/<kind>/<name>;
-// the checkpoint id keeps its slash (API spec §1.8).
+// the checkpoint id keeps its slash (docs/protocol.md, "Runs and checkpoints").
 func checkpointPath(runID, checkpointID string) (string, error) {
 	rp, err := runPath(runID)
 	if err != nil {
@@ -101,8 +101,8 @@ func (c *Client) ListUserCheckpoints(ctx context.Context, limit, offset int) (*C
 	return out, c.schemaErr(err, p)
 }
 
-// Checkpoint mutations treat 409 as final (API spec §6.6): it reports a
-// state ("already public"), and retrying cannot change it.
+// Checkpoint mutations treat 409 as final (docs/protocol.md, "Errors and retries"):
+// it reports a state ("already public"), and retrying cannot change it.
 
 // DeleteCheckpoint deletes a checkpoint permanently.
 func (c *Client) DeleteCheckpoint(ctx context.Context, runID, checkpointID string) error {

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// Heartbeat defaults (API spec §5.9).
+// Heartbeat defaults (docs/protocol.md, "Sessions and heartbeats").
 const (
 	DefaultHeartbeatInterval = 10 * time.Second
 	DefaultHeartbeatWarn     = 120 * time.Second
@@ -45,7 +45,7 @@ type SessionOptions struct {
 }
 
 // SessionOptionsFromEnv reads TINKER_TAGS (comma-separated, deduplicated)
-// and TINKER_PROJECT_ID (API spec §1.6). getenv nil means os.Getenv.
+// and TINKER_PROJECT_ID. getenv nil means os.Getenv.
 func SessionOptionsFromEnv(getenv func(string) string) SessionOptions {
 	if getenv == nil {
 		getenv = os.Getenv
@@ -68,7 +68,8 @@ var ErrSessionClosed = errors.New("session is closed")
 // Session is an open training/sampling session: it heartbeats in the
 // background until Close and numbers the requests the server orders by
 // (model_seq_id, sampling_session_seq_id, per-model and per-sampler
-// seq_id; API spec §4.5). It is safe for concurrent use.
+// seq_id; docs/protocol.md, "Sessions and heartbeats").
+// It is safe for concurrent use.
 type Session struct {
 	c    *Client
 	id   string

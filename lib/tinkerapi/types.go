@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// Checkpoint is one saved checkpoint (spec §3.5). Field order matches the
-// official CLI's JSON output.
+// Checkpoint is one saved checkpoint; field order matches the official
+// CLI's JSON output (docs/protocol.md, "Runs and checkpoints").
 type Checkpoint struct {
 	CheckpointID   string     `json:"checkpoint_id"`
 	CheckpointType string     `json:"checkpoint_type"` // "training" | "sampler"
@@ -46,7 +46,8 @@ type CheckpointsListResponse struct {
 	Cursor      *Cursor      `json:"cursor"`
 }
 
-// TrainingRun is one training run (a LoRA model) (spec §3.5).
+// TrainingRun is one training run, a LoRA model
+// (docs/protocol.md, "Runs and checkpoints").
 type TrainingRun struct {
 	TrainingRunID         string            `json:"training_run_id"`
 	BaseModel             string            `json:"base_model"`
@@ -107,7 +108,8 @@ type TraceExport struct {
 	Error  string `json:"error,omitempty"`
 }
 
-// Path is a parsed tinker://<run_id>/<kind>/<name> checkpoint path (spec §1.8).
+// Path is a parsed tinker://<run_id>/<kind>/<name> checkpoint path: exactly
+// three parts, kind weights or sampler_weights, no "/" in the run id or name.
 type Path struct {
 	RunID          string // training run id, usually contains ':'
 	Kind           string // "weights" | "sampler_weights"
@@ -154,7 +156,7 @@ type SupportedModel struct {
 }
 
 // BillingUsageResponse is the body of GET /api/v1/billing/usage/events
-// (API spec §3.11, CLI spec §11). Marshalling it gives the official CLI's
+// (docs/protocol.md, "Billing"). Marshalling it gives the official CLI's
 // JSON shape: all envelope keys (nulls included), event_info with "type"
 // first, sessions in server order.
 type BillingUsageResponse struct {

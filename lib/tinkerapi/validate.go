@@ -9,7 +9,8 @@ import (
 
 // The SDK validates responses strictly: a missing or null required field
 // is an error, and the CLI reports it as "Data returned by API invalid for
-// expected schema." (CLI spec §3.4). Go's decoder cannot tell a missing
+// expected schema." (docs/compat.md, "API errors and retries").
+// Go's decoder cannot tell a missing
 // field from a zero value, so runs and checkpoints are decoded in one pass
 // into wire types whose required fields are pointers, then checked and
 // converted; smaller responses get a presence check (requireFields)

@@ -1,5 +1,5 @@
-// Wire schema of the Tinker service's protobuf payloads (spec
-// tinker-api.md §3.12): sample results and forward/backward bodies.
+// Wire schema of the Tinker service's protobuf payloads: sample results and
+// forward/backward bodies (docs/protocol.md, "Protobuf bodies").
 // Field numbers are authoritative. Arrays in bytes fields are raw
 // little-endian machine values.
 //

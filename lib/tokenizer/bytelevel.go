@@ -52,12 +52,3 @@ func byteLevelString(s string) string {
 	}
 	return s
 }
-
-// byteLevelEncode renders raw bytes in the byte-level alphabet.
-func byteLevelEncode(b []byte) string {
-	rs := make([]rune, len(b))
-	for i, c := range b {
-		rs[i] = byteToRune[c]
-	}
-	return string(rs)
-}

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/tinkershell/tinker/lib/hfhub"
+	"github.com/tinkershell/tinker/lib/models"
 )
 
 var (
@@ -23,9 +24,13 @@ type modelEntry struct {
 }
 
 // ForModel returns the tokenizer of a Tinker base model (e.g.
-// "Qwen/Qwen3-8B"), found in the Hugging Face cache or downloaded from the
-// Hub (see hfhub). Tokenizers are loaded once per process and shared.
+// "Qwen/Qwen3-8B"): Tiny for the built-in tiny models, otherwise one found
+// in the Hugging Face cache or downloaded from the Hub (see hfhub).
+// Tokenizers are loaded once per process and shared.
 func ForModel(ctx context.Context, baseModel string) (*Tokenizer, error) {
+	if models.IsTiny(baseModel) {
+		return Tiny()
+	}
 	repo, rev := hfhub.TokenizerRefForModel(baseModel)
 	return ForRepo(ctx, repo, rev)
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/tinkershell/tinker/builtins"
 )
 
-// tinker billing usage, as the official CLI has it (cli spec §11).
+// tinker billing usage, as the official CLI has it (docs/compat.md, "Billing").
 
 func init() {
 	commands["billing"] = &command{

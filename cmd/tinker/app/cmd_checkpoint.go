@@ -18,8 +18,9 @@ import (
 )
 
 // tinker checkpoint list|info|publish|unpublish|set-ttl|delete|download, as
-// the official CLI has them (cli spec §8). Each is a thin translation into
-// the builtins' Go functions.
+// the official CLI has them. Each is a thin translation into the builtins' Go
+// functions. The rules they keep:
+// docs/compat.md, "Checkpoint info and mutations", "Downloads".
 
 func init() {
 	path := []argSpec{{Name: "CHECKPOINT_PATH"}}

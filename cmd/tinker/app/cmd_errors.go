@@ -63,6 +63,7 @@ func runAPI(c *invocation, body func(r *apiRun) error) int {
 		return shell.ExitError
 	}
 	msg, details := cliMessage(err)
+	msg, details = render.PrintableLines(msg), render.PrintableLines(details)
 	if msg != "" {
 		fmt.Fprintf(c.io.Err, "Error: %s\n", msg)
 	}
@@ -83,7 +84,7 @@ func cliMessage(err error) (msg, details string) {
 	case errors.As(err, &ue):
 		return ue.Msg, ue.Details
 	case errors.Is(err, builtins.ErrNoBackend()):
-		// The official wording (checklist 14), plus how to choose a backend.
+		// The official wording (docs/compat.md, "Startup and credentials"), plus how to choose a backend.
 		m, d := tinkerapi.CLIError(&tinkerapi.ConfigError{Msg: "The api_key client option must be set either by passing api_key to the client or by setting the TINKER_API_KEY environment variable"})
 		return m, d + "\n" + localHint
 	case errors.As(err, &ae):

@@ -8,7 +8,8 @@ import (
 	"github.com/tinkershell/tinker/lib/render"
 )
 
-// tinker run list|info, as the official CLI has them (cli spec §7).
+// tinker run list|info, as the official CLI has them
+// (docs/compat.md, "Listing runs and checkpoints").
 
 func init() {
 	commands["run"] = &command{

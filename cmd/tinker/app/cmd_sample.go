@@ -10,6 +10,7 @@ import (
 	"github.com/tinkershell/tinker/builtins"
 	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
+	"github.com/tinkershell/tinker/lib/tokenizer"
 	"github.com/tinkershell/tinker/shell"
 )
 
@@ -122,6 +123,9 @@ func runSample(c *invocation) int {
 	req.MaxTokens = c.intOr("max-tokens", 64)
 	req.TopK = c.intOr("top-k", -1)
 	req.NumSamples = c.intOr("num-samples", 1)
+	if req.NumSamples < 1 {
+		return leafUsageError(c.io, commands["sample"], c.path, fmt.Sprintf("Invalid value for '--num-samples': %d is not in the range x>=1.", req.NumSamples))
+	}
 	if c.has("seed") {
 		s := int64(c.intOr("seed", 0))
 		req.Seed = &s
@@ -255,7 +259,7 @@ func runTokenize(c *invocation) int {
 			return shell.ExitError
 		}
 	}
-	tok, err := builtins.TokenizerFor(context.Background(), model)
+	tok, err := tokenizer.ForModel(context.Background(), model)
 	if err != nil {
 		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
 		return shell.ExitError

@@ -7,7 +7,8 @@ import (
 	"github.com/tinkershell/tinker/lib/render"
 )
 
-// tinker session export-trace, as the official CLI has it (cli spec §9).
+// tinker session export-trace, as the official CLI has it (docs/compat.md,
+// "Other differences" lists where it differs).
 
 func init() {
 	commands["session"] = &command{

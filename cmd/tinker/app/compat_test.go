@@ -22,7 +22,8 @@ import (
 )
 
 // These tests check the exact requests the compatible subcommands send
-// (cli spec §14) against a recording fake of the Tinker API.
+// against a recording fake of the Tinker API. Each test names the rules it
+// checks by their heading in docs/compat.md.
 
 // seen is one request the fake received.
 type seen struct {
@@ -154,7 +155,7 @@ func runsServer(t *testing.T, total int, short map[int]int) *fakeAPI {
 
 func sorted(s []string) []string { s = slices.Clone(s); slices.Sort(s); return s }
 
-func TestPreflightFirstNoSession(t *testing.T) { // checklist 16
+func TestPreflightFirstNoSession(t *testing.T) { // docs/compat.md, "Startup and credentials"
 	f := runsServer(t, 3, nil)
 	if code, _, stderr := run("", "run", "list"); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -174,7 +175,7 @@ func TestPreflightFirstNoSession(t *testing.T) { // checklist 16
 	}
 }
 
-func TestRunListRequests(t *testing.T) { // checklist 28-31, 33
+func TestRunListRequests(t *testing.T) { // docs/compat.md, "Listing runs and checkpoints"
 	cases := []struct {
 		name   string
 		args   []string
@@ -253,7 +254,7 @@ func TestRunListJSONCountsEveryRun(t *testing.T) {
 	}
 }
 
-func TestRunInfoRequest(t *testing.T) { // checklist 48
+func TestRunInfoRequest(t *testing.T) { // docs/compat.md, "Listing runs and checkpoints"
 	f := newFakeAPI(t, func(w http.ResponseWriter, r *http.Request) bool {
 		if r.URL.Path == "/api/v1/training_runs/run-1" {
 			reply(w, 200, runJSON(1))
@@ -284,7 +285,7 @@ func checkpointsServer(t *testing.T, total int, nullCursor bool) *fakeAPI {
 	})
 }
 
-func TestCheckpointListRequests(t *testing.T) { // checklist 55-59
+func TestCheckpointListRequests(t *testing.T) { // docs/compat.md, "Listing runs and checkpoints"
 	cases := []struct {
 		name       string
 		args       []string
@@ -333,7 +334,7 @@ func TestCheckpointListRequests(t *testing.T) { // checklist 55-59
 	}
 }
 
-func TestCheckpointInfoRequests(t *testing.T) { // checklist 73
+func TestCheckpointInfoRequests(t *testing.T) { // docs/compat.md, "Checkpoint info and mutations"
 	f := newFakeAPI(t, func(w http.ResponseWriter, r *http.Request) bool {
 		switch r.URL.Path {
 		case "/api/v1/training_runs/run-1/checkpoints":
@@ -358,7 +359,7 @@ func TestCheckpointInfoRequests(t *testing.T) { // checklist 73
 	}
 }
 
-func TestCheckpointMutationRequests(t *testing.T) { // checklist 77-82
+func TestCheckpointMutationRequests(t *testing.T) { // docs/compat.md, "Checkpoint info and mutations"
 	f := newFakeAPI(t, func(w http.ResponseWriter, r *http.Request) bool {
 		if strings.HasPrefix(r.URL.Path, "/api/v1/training_runs/") {
 			reply(w, 200, `{}`)
@@ -404,7 +405,7 @@ func compact(s string) string {
 	return b.String()
 }
 
-func TestDeleteBadPathSendsNothing(t *testing.T) { // checklist 89
+func TestDeleteBadPathSendsNothing(t *testing.T) { // docs/compat.md, "Checkpoint info and mutations"
 	f := newFakeAPI(t, nil)
 	code, _, stderr := run("", "checkpoint", "delete", "-y", "tinker://r/weights/1", "bad")
 	if code != 1 || !strings.HasPrefix(stderr, "Error: Invalid checkpoint path: bad\n") {
@@ -455,7 +456,7 @@ func paths(n int) []string {
 	return p
 }
 
-func TestDeleteRuns32AtOnce(t *testing.T) { // checklist 102
+func TestDeleteRuns32AtOnce(t *testing.T) { // docs/compat.md, "Checkpoint info and mutations"
 	d := newDeleteServer(t)
 	go func() {
 		for i := 0; i < 32; i++ {
@@ -472,7 +473,7 @@ func TestDeleteRuns32AtOnce(t *testing.T) { // checklist 102
 	}
 }
 
-func TestDeleteInterruptStopsSubmitting(t *testing.T) { // cli spec §13 item 3 (fixed)
+func TestDeleteInterruptStopsSubmitting(t *testing.T) { // docs/compat.md, "Fixed quirks"
 	d := newDeleteServer(t)
 	go func() {
 		for i := 0; i < 32; i++ {
@@ -496,7 +497,7 @@ func TestDeleteInterruptStopsSubmitting(t *testing.T) { // cli spec §13 item 3 
 	}
 }
 
-func TestInterruptAborts(t *testing.T) { // checklist 26
+func TestInterruptAborts(t *testing.T) { // docs/compat.md, "API errors and retries"
 	f := newFakeAPI(t, func(w http.ResponseWriter, r *http.Request) bool {
 		if r.URL.Path == "/api/v1/training_runs" {
 			syscall.Kill(os.Getpid(), syscall.SIGINT)
@@ -512,7 +513,7 @@ func TestInterruptAborts(t *testing.T) { // checklist 26
 	_ = f
 }
 
-func TestRetriedStatuses(t *testing.T) { // checklist 25
+func TestRetriedStatuses(t *testing.T) { // docs/compat.md, "API errors and retries"
 	for _, status := range []int{503, 500, 429, 408} {
 		t.Run(strconv.Itoa(status), func(t *testing.T) {
 			var mu sync.Mutex
@@ -560,7 +561,7 @@ func checkpointTar(t *testing.T) []byte {
 	return b.Bytes()
 }
 
-func TestDownloadRequests(t *testing.T) { // checklist 113-115, 118, 122
+func TestDownloadRequests(t *testing.T) { // docs/compat.md, "Downloads"
 	archive := checkpointTar(t)
 	for _, mode := range []string{"redirect", "json"} {
 		t.Run(mode, func(t *testing.T) {
@@ -613,7 +614,7 @@ func TestDownloadRequests(t *testing.T) { // checklist 113-115, 118, 122
 	}
 }
 
-func TestBillingRequests(t *testing.T) { // checklist 145-146
+func TestBillingRequests(t *testing.T) { // docs/compat.md, "Billing"
 	f := newFakeAPI(t, func(w http.ResponseWriter, r *http.Request) bool {
 		if r.URL.Path == "/api/v1/billing/usage/events" {
 			reply(w, 200, `{"data": [], "sessions": {}}`)
@@ -635,7 +636,7 @@ func TestBillingRequests(t *testing.T) { // checklist 145-146
 			t.Errorf("%s %s: sent %q, want %q", tc.a, tc.b, got, tc.want)
 		}
 	}
-	// Bad dates: no billing request at all (checklist 147).
+	// Bad dates: no billing request at all.
 	before := len(f.api())
 	if code, _, stderr := run("", "billing", "usage", "yesterday", "today"); code != 1 || !strings.HasPrefix(stderr, "Error: Unexpected error occurred: ") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
@@ -645,7 +646,7 @@ func TestBillingRequests(t *testing.T) { // checklist 145-146
 	}
 }
 
-func TestUnknownColumnsSendNothing(t *testing.T) { // checklist 39
+func TestUnknownColumnsSendNothing(t *testing.T) { // docs/compat.md, "Listing runs and checkpoints"
 	f := newFakeAPI(t, nil)
 	code, _, stderr := run("", "run", "list", "-c", "id,foo,bar")
 	if code != 1 || stderr != "Error: Unexpected error occurred: Unknown column(s): foo, bar. Available: id, model, owner, lora, updated, status, checkpoint, checkpoint_time\n" {
@@ -665,7 +666,7 @@ const billingBody = `{"data": [
   "event_info": {"type": "sampling_prefill", "cached": true, "token_count": 5}}
 ], "sessions": {"abc": {"user_metadata": {"k": "v", "é": "x"}}, "def": {"user_metadata": null}}}`
 
-func TestBillingOutputs(t *testing.T) { // checklist 150, 151, 153, 154, 156, 157
+func TestBillingOutputs(t *testing.T) { // docs/compat.md, "Billing"
 	newFakeAPI(t, func(w http.ResponseWriter, r *http.Request) bool {
 		if r.URL.Path == "/api/v1/billing/usage/events" {
 			reply(w, 200, billingBody)
@@ -725,7 +726,7 @@ func jsonEqual(a, b any) bool {
 	return bytes.Equal(x, y)
 }
 
-func TestDownloadFailures(t *testing.T) { // checklist 119, 123; cli spec §13 items 8, 9
+func TestDownloadFailures(t *testing.T) { // docs/compat.md, "Downloads", "Fixed quirks"
 	var evil bytes.Buffer
 	tw := tar.NewWriter(&evil)
 	tw.WriteHeader(&tar.Header{Name: "../evil", Mode: 0o644, Size: 1, Typeflag: tar.TypeReg})
@@ -761,7 +762,7 @@ func TestDownloadFailures(t *testing.T) { // checklist 119, 123; cli spec §13 i
 	}
 	code, _, stderr = run("", "checkpoint", "download", "tinker://run-1/weights/link", "-o", dir)
 	wantErr = "Error: Failed to extract archive: Unsafe symlink or hardlink in tar archive\n"
-	if code != 1 || !strings.Contains(stderr, wantErr) { // checklist 120
+	if code != 1 || !strings.Contains(stderr, wantErr) {
 		t.Errorf("exit %d, stderr %q, want %q", code, stderr, wantErr)
 	}
 	// An existing copy survives a failed --force download, and nothing

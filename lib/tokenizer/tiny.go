@@ -1,0 +1,51 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/tinkershell/tinker/lib/models"
+)
+
+var tiny = sync.OnceValues(func() (*Tokenizer, error) {
+	t, err := FromFiles(TinyJSON(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("tiny tokenizer: %w", err)
+	}
+	t.id = "tinker-local/bytes"
+	return t, nil
+})
+
+// Tiny returns the shared tokenizer of the built-in tiny models
+// (lib/models), "tinker-local/bytes": token i is byte i, then
+// models.TinySpecials. Encode adds no
+// BOS. It is built from a tokenizer.json like any other, so the shell's
+// tokenizer, chat renderers, decoding and the sampling engine treat it alike.
+func Tiny() (*Tokenizer, error) { return tiny() }
+
+// TinyJSON is Tiny's tokenizer.json (e.g. to write a tiny model out as a
+// Hugging Face model directory): a BPE model with no merges over the 256
+// byte-level symbols, so every byte is one token.
+func TinyJSON() []byte {
+	vocab := make(map[string]int, 256)
+	for b := range 256 {
+		vocab[string(byteToRune[b])] = b
+	}
+	added := make([]any, len(models.TinySpecials))
+	for i, s := range models.TinySpecials {
+		added[i] = map[string]any{"id": models.TinyBOS + i, "content": s, "special": true}
+	}
+	doc := map[string]any{
+		"version":       "1.0",
+		"model":         map[string]any{"type": "BPE", "vocab": vocab, "merges": []string{}},
+		"pre_tokenizer": map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false},
+		"decoder":       map[string]any{"type": "ByteLevel"},
+		"added_tokens":  added,
+	}
+	data, err := json.Marshal(doc)
+	if err != nil {
+		panic(fmt.Sprintf("tiny tokenizer: %v", err)) // static data; cannot fail
+	}
+	return data
+}
