@@ -1,5 +1,7 @@
 package engine
 
+import "github.com/tinkershell/tinker/lib/models"
+
 // ActivationBytes estimates the scratch memory one forward (backward false)
 // or forward_backward call over datums of these lengths allocates on top of
 // the trainer's fixed state (StateBytes): the datums run one at a time, so
@@ -21,7 +23,7 @@ func (t *Trainer) ActivationBytes(lengths []int, backward bool) int64 {
 		}
 		return 0
 	}
-	attn, mlp, head, qwen := b(t.cfg.TrainAttn), b(t.cfg.TrainMLP), b(t.cfg.TrainUnembed), b(c.Arch == ArchQwen3)
+	attn, mlp, head, qwen := b(t.cfg.TrainAttn), b(t.cfg.TrainMLP), b(t.cfg.TrainUnembed), b(c.Family == models.Qwen3)
 	layer := 4*h + 2*qd + 2*kvd + 3*inter + qwen*(qd+kvd) + attn*4*r + mlp*3*r
 	floats := n*(hd+h) + c.Layers*n*layer + n*(h+head*r) + min(n, headChunk)*c.VocabSize
 	if backward {

@@ -15,10 +15,10 @@ import (
 // grouped-query attention with head_dim ≠ hidden/heads, Llama 3.1 rotary
 // scaling with all three bands in use (tied embeddings) or Qwen3's q/k
 // norms (untied lm_head).
-func smallConfig(arch Arch) Config {
-	c := Config{Arch: arch, VocabSize: 40, Hidden: 16, Intermediate: 24, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 8,
+func smallConfig(arch models.Family) Config {
+	c := Config{Family: arch, VocabSize: 40, Hidden: 16, Intermediate: 24, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 8,
 		RMSNormEps: 1e-5, RopeTheta: 10000, MaxPositionEmbeddings: 128, BOSTokenID: -1}
-	if arch == ArchLlama {
+	if arch == models.Llama3 {
 		c.TieWordEmbeddings = true
 		c.RopeScaling = &RopeScaling{Type: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 16}
 	}
@@ -45,7 +45,7 @@ func randomTensors(c Config, seed uint64) Tensors {
 	return ts
 }
 
-func smallModel(t testing.TB, arch Arch) (*Model, Tensors) {
+func smallModel(t testing.TB, arch models.Family) (*Model, Tensors) {
 	t.Helper()
 	c := smallConfig(arch)
 	ts := randomTensors(c, 7)
@@ -217,7 +217,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 		LossCrossEntropy: nil, LossImportanceSampling: nil, LossPPO: nil,
 		LossCISPO: {"clip_low_threshold": 0.9, "clip_high_threshold": 1.1}, LossDRO: {"beta": 0.7},
 	}
-	for _, arch := range []Arch{ArchLlama, ArchQwen3} {
+	for _, arch := range []models.Family{models.Llama3, models.Qwen3} {
 		m, base := smallModel(t, arch)
 		for _, lossName := range LossNames() {
 			t.Run(string(arch)+"/"+lossName, func(t *testing.T) {
@@ -263,7 +263,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 // early as it can (unembed: no layer at all; mlp: not through layer 0's
 // attention).
 func TestGradientsPerTarget(t *testing.T) {
-	m, base := smallModel(t, ArchQwen3)
+	m, base := smallModel(t, models.Qwen3)
 	for _, c := range []LoRAConfig{{TrainAttn: true}, {TrainMLP: true}, {TrainUnembed: true}} {
 		c.Rank, c.Alpha, c.Seed = 2, 4, 1
 		tr := mustTrainer(t, m, c)
@@ -410,9 +410,9 @@ func TestDataValidation(t *testing.T) {
 func TestLearnsCompletion(t *testing.T) {
 	m := mustLoad(t, models.TinyLlama)
 	tr := mustTrainer(t, m, LoRAConfig{Rank: 8, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 1})
-	tok := ByteTokenizer{}
-	prompt := append([]int{TinyBOS}, tok.Encode("Q: colour?\nA:")...)
-	completion := append(tok.Encode(" teal"), TinyEOS)
+	tok := m.Tokenizer()
+	prompt := tok.Encode("Q: colour?\nA:", true)
+	completion := append(tok.Encode(" teal", false), models.TinyEOS)
 	full := append(slices.Clone(prompt), completion...)
 	tg, w := make([]float64, len(full)-1), make([]float64, len(full)-1)
 	for i := range tg {
@@ -446,9 +446,9 @@ func TestLearnsCompletion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := sample(t, s, SampleRequest{Prompt: prompt, MaxTokens: 10, StopTokens: []int{TinyEOS}})
+	got := sample(t, s, SampleRequest{Prompt: prompt, MaxTokens: 10, StopTokens: []int{models.TinyEOS}})
 	if !slices.Equal(got.Sequences[0].Tokens, completion) {
-		t.Fatalf("greedy sample %q, want %q (loss %v -> %v)", tok.Decode(got.Sequences[0].Tokens), tok.Decode(completion), first, last)
+		t.Fatalf("greedy sample %q, want %q (loss %v -> %v)", tok.Decode(got.Sequences[0].Tokens, false), tok.Decode(completion, false), first, last)
 	}
 }
 
@@ -459,10 +459,10 @@ func TestImportanceSamplingRaisesAdvantaged(t *testing.T) {
 	tr := mustTrainer(t, m, LoRAConfig{Rank: 4, TrainAttn: true, TrainMLP: true, Seed: 2})
 	s, _ := tr.Sampler()
 	seed := int64(5)
-	resp := sample(t, s, SampleRequest{Prompt: []int{TinyBOS, 'a'}, MaxTokens: 8, Temperature: 1, Seed: &seed, NumSamples: 2})
+	resp := sample(t, s, SampleRequest{Prompt: []int{models.TinyBOS, 'a'}, MaxTokens: 8, Temperature: 1, Seed: &seed, NumSamples: 2})
 	var data []Datum
 	for i, seq := range resp.Sequences {
-		full := append([]int{TinyBOS, 'a'}, seq.Tokens...)
+		full := append([]int{models.TinyBOS, 'a'}, seq.Tokens...)
 		n := len(full) - 1
 		tg, q, a := make([]float64, n), make([]float64, n), make([]float64, n)
 		for p := range n {
@@ -510,8 +510,8 @@ func TestSamplerUsesTrainedWeights(t *testing.T) {
 	s0, _ := tr.Sampler()
 	randomizeB(t, tr, 1, 0.5)
 	s1, _ := tr.Sampler()
-	r0 := sample(t, s0, SampleRequest{Prompt: []int{TinyBOS, 'x'}, PromptLogprobs: true})
-	r1 := sample(t, s1, SampleRequest{Prompt: []int{TinyBOS, 'x'}, PromptLogprobs: true})
+	r0 := sample(t, s0, SampleRequest{Prompt: []int{models.TinyBOS, 'x'}, PromptLogprobs: true})
+	r1 := sample(t, s1, SampleRequest{Prompt: []int{models.TinyBOS, 'x'}, PromptLogprobs: true})
 	if *r0.PromptLogprobs[1] == *r1.PromptLogprobs[1] {
 		t.Fatal("sampler ignores the adapter's new values")
 	}

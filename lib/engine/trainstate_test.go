@@ -15,7 +15,7 @@ import (
 // (with decoupled weight decay and torch's global-norm clipping), fed the
 // trainer's gradients, over several steps where clipping applies in some.
 func TestAdamWMatchesReference(t *testing.T) {
-	m, _ := smallModel(t, ArchQwen3)
+	m, _ := smallModel(t, models.Qwen3)
 	tr := mustTrainer(t, m, LoRAConfig{Rank: 2, Alpha: 4, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 3})
 	randomizeB(t, tr, 8, 0.2)
 	loss, _ := NewLoss(LossCrossEntropy, nil)
@@ -198,7 +198,7 @@ func TestFreshAdapterMatchesPeft(t *testing.T) {
 
 // ActivationBytes is exactly the scratch a call takes.
 func TestActivationBytes(t *testing.T) {
-	for _, arch := range []Arch{ArchLlama, ArchQwen3} {
+	for _, arch := range []models.Family{models.Llama3, models.Qwen3} {
 		m, _ := smallModel(t, arch)
 		for _, c := range []LoRAConfig{{TrainAttn: true, TrainMLP: true, TrainUnembed: true}, {TrainAttn: true}, {TrainMLP: true}, {TrainUnembed: true}} {
 			c.Rank = 3
