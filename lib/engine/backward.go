@@ -66,8 +66,15 @@ func (t *Trainer) datum(l Loss, d *Datum, out *DatumOutput, backward bool) float
 		}
 		return ar.rows(n, r)
 	}
+	// Without a backward pass nothing needs keeping: each layer's scratch is
+	// released once it has written the next residual into spare.
+	var spare [][]float32
+	if !backward {
+		spare = ar.rows(n, h)
+	}
 	for li := range w.layers {
 		lw, tl, a := &w.layers[li], &t.layers[li], &acts[li]
+		mark := ar.off
 		a.x = x
 		a.xn1 = ar.rows(n, h)
 		for p := range n {
@@ -121,11 +128,21 @@ func (t *Trainer) datum(l Loss, d *Datum, out *DatumOutput, backward bool) float
 				a.h[p][j] = silu(gv) * a.u[p][j]
 			}
 		}
-		x = ar.rows(n, h)
-		for p := range n {
-			copy(x[p], a.x2[p])
+		next := spare
+		if backward {
+			next = ar.rows(n, h)
 		}
-		trainLinear(lw.down, nil, tl.down, a.h, x, a.t[tDown], true)
+		for p := range n {
+			copy(next[p], a.x2[p])
+		}
+		trainLinear(lw.down, nil, tl.down, a.h, next, a.t[tDown], true)
+		if !backward {
+			spare, x = x, next
+			ar.release(mark)
+			acts[li] = layerActs{}
+			continue
+		}
+		x = next
 	}
 
 	// Output layer, a chunk of positions at a time: logits, loss, and the

@@ -2,13 +2,13 @@ package engine
 
 import "github.com/tinkershell/tinker/lib/models"
 
-// ActivationBytes estimates the scratch memory one forward (backward false)
-// or forward_backward call over datums of these lengths allocates on top of
-// the trainer's fixed state (StateBytes): the datums run one at a time, so
-// it is the need of the longest. It counts every float32 buffer the pass
-// keeps (activations of every layer, one layer's gradients, a chunk of
-// logits); the server can refuse a request over its budget before any
-// allocation.
+// ActivationBytes is the scratch memory one forward (backward false) or
+// forward_backward call over datums of these lengths needs on top of the
+// trainer's fixed state (StateBytes): the datums run one at a time, so it is
+// the need of the longest. It counts every float32 buffer of the pass (for
+// forward_backward the activations of every layer, one layer's gradients
+// and a chunk of logits; forward keeps one layer at a time), so the server
+// can refuse a request over its budget before allocating anything.
 func (t *Trainer) ActivationBytes(lengths []int, backward bool) int64 {
 	n := 0
 	for _, l := range lengths {
@@ -25,8 +25,14 @@ func (t *Trainer) ActivationBytes(lengths []int, backward bool) int64 {
 	}
 	attn, mlp, head, qwen := b(t.cfg.TrainAttn), b(t.cfg.TrainMLP), b(t.cfg.TrainUnembed), b(c.Family == models.Qwen3)
 	layer := 4*h + 2*qd + 2*kvd + 3*inter + qwen*(qd+kvd) + attn*4*r + mlp*3*r
-	floats := n*(hd+h) + c.Layers*n*layer + n*(h+head*r) + min(n, headChunk)*c.VocabSize
-	if backward {
+	headPart := n*(h+head*r) + min(n, headChunk)*c.VocabSize
+	if !backward {
+		// One layer's scratch at a time (the residual alternates between two
+		// buffers), released before the output layer.
+		return 4 * int64(n*(hd+2*h)+max(n*(layer-h), headPart))
+	}
+	floats := n*(hd+h) + c.Layers*n*layer + headPart
+	{
 		floats += n * (h + head*r + h) // dxnF, the head's gradients of A·x, dx
 		if attn+mlp > 0 {
 			mlpPart := n * (2*inter + h + mlp*3*r)
