@@ -4,7 +4,8 @@
 // skipped, and each row's seed is derived from the job's seed and the row's
 // identity, so an interrupted and resumed run writes the same rows as an
 // uninterrupted one. It prints nothing; callers draw progress from the
-// OnProgress callback and render the Result's per-model summary.
+// OnProgress callback and render the Result's per-model summary. The file
+// format and the resume rules are in docs/batch.md.
 package batch
 
 import (
