@@ -57,7 +57,9 @@ func BenchmarkBatch(b *testing.B) {
 			r.MaxTokens, r.NumSamples, r.Seed = benchTokens, n, &seed
 			return r
 		}
-		rows := func(b *testing.B) { b.ReportMetric(float64(b.N*benchPrompts*benchSamples)/b.Elapsed().Seconds(), "rows/s") }
+		rows := func(b *testing.B) {
+			b.ReportMetric(float64(b.N*benchPrompts*benchSamples)/b.Elapsed().Seconds(), "rows/s")
+		}
 
 		b.Run(fmt.Sprintf("delay=%s/batch-c8", delay), func(b *testing.B) {
 			for b.Loop() {
