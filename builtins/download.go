@@ -85,6 +85,7 @@ func DownloadCheckpoint(ctx context.Context, c *tinkerapi.Client, path string, o
 		Parent:   o.Output,
 		Name:     name,
 		Force:    o.Force,
+		Adapter:  p.Kind == "sampler_weights",
 		Progress: o.Progress,
 	})
 	if err != nil {

@@ -254,13 +254,27 @@ func intsArg(v starlark.Value) ([]int, error) {
 	defer iter.Done()
 	var x starlark.Value
 	for iter.Next(&x) {
-		n, err := starlark.AsInt32(x)
+		n, err := tokenID(x)
 		if err != nil {
-			return nil, fmt.Errorf("want ints, got %s", x.Type())
+			return nil, err
 		}
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// tokenID reads one token id, an int that fits in 32 bits (the wire
+// format's width); the vocabulary is checked where it is known.
+func tokenID(x starlark.Value) (int, error) {
+	i, ok := x.(starlark.Int)
+	if !ok {
+		return 0, fmt.Errorf("want token ids (ints), got %s", x.Type())
+	}
+	n, err := starlark.AsInt32(i)
+	if err != nil {
+		return 0, fmt.Errorf("token id %s is out of range", i)
+	}
+	return n, nil
 }
 
 // stopArg accepts a string, a list of strings or a list of token ids.
@@ -277,7 +291,7 @@ func stopArg(v starlark.Value) (strs []string, toks []int, err error) {
 		case starlark.String:
 			strs = append(strs, string(x))
 		case starlark.Int:
-			n, err := starlark.AsInt32(x)
+			n, err := tokenID(x)
 			if err != nil {
 				return nil, nil, err
 			}

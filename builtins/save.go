@@ -32,7 +32,7 @@ type SaveOptions struct {
 func SaveCheckpoint(ctx context.Context, s *tinkerapi.Session, o SaveOptions) (*Checkpoint, error) {
 	modelID, err := s.CreateModel(ctx, o.BaseModel, o.Lora, nil)
 	if err != nil {
-		return nil, fmt.Errorf("create model: %w", err)
+		return nil, err // CreateModel's errors say "create model" already
 	}
 	name := o.Name
 	if name == "" {

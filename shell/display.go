@@ -55,7 +55,7 @@ func (d *Display) Show(v starlark.Value) error {
 	if t := d.TableOf(v); t != nil {
 		return d.WriteTable(d.IO.Out, t)
 	}
-	_, err := fmt.Fprintln(d.IO.Out, v.String())
+	_, err := fmt.Fprintln(d.IO.Out, render.PrintableLines(v.String()))
 	return err
 }
 

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tinkershell/tinker/builtins"
+	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/term"
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
@@ -331,7 +332,13 @@ func ExitCode(err error, interrupted bool) int {
 
 // FormatError renders an error for stderr. Scripts get the Starlark
 // backtrace; the prompt and -c get the innermost position and message.
+// Control characters (a checkpoint name from the service may hold ESC)
+// are shown escaped.
 func FormatError(err error, interrupted, backtrace bool) string {
+	return render.PrintableLines(formatError(err, interrupted, backtrace))
+}
+
+func formatError(err error, interrupted, backtrace bool) string {
 	if interrupted {
 		return "interrupted"
 	}

@@ -12,7 +12,12 @@
 //     os.Root, so the kernel refuses to resolve anything outside destDir;
 //   - modes are normalised: directories 0755, files 0644 or 0755 when any
 //     execute bit was set; setuid, setgid and sticky bits are dropped;
-//   - limits on member count and total bytes stop tar bombs.
+//   - limits on member count and total bytes stop tar bombs, and a
+//     compressed stream may expand only MaxRatio times its announced (or
+//     read) length, which stops decompression bombs early;
+//   - the archive must end with tar's end-of-archive marker (two zero
+//     blocks), and the compressed stream must end cleanly after it, so a
+//     stream cut off between two members is an error, not a short archive.
 //
 // Extract streams: it never needs to seek and never buffers a member in
 // memory, so it can read straight from an HTTP body. It does not clean up on
@@ -30,6 +35,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -38,12 +44,23 @@ import (
 	"time"
 )
 
-// Default limits, generous for model checkpoints (a few files, up to
-// hundreds of GB for full-weight training state) but finite.
+// Default limits, generous for model checkpoints (a few files; LoRA
+// adapters of the largest mixture-of-experts models and their optimizer
+// state reach tens of GB) but finite.
 const (
 	DefaultMaxFiles = 10_000
-	DefaultMaxBytes = 1 << 40 // 1 TiB
-	maxNameLen      = 4096
+	DefaultMaxBytes = 256 << 30 // 256 GiB
+	// DefaultMaxRatio bounds how far a compressed archive may expand.
+	// Weights compress poorly (well under 10:1 even with zero-initialised
+	// tensors interleaved); gzip's ceiling is about 1000:1.
+	DefaultMaxRatio = 100
+	// expansionSlack is added to every ratio bound, so tar headers and a
+	// run of zeros early in a small archive never trip it.
+	expansionSlack = 64 << 20
+	// maxTrailing bounds what may follow the end-of-archive marker (tar
+	// writers pad to a record size, 10 KiB by default).
+	maxTrailing = 1 << 20
+	maxNameLen  = 4096
 )
 
 // Errors a member can be rejected with; test with errors.Is. The returned
@@ -54,6 +71,9 @@ var (
 	ErrUnsupported = errors.New("unsupported member type")                 // device, FIFO, sparse, ...
 	ErrLimit       = errors.New("archive exceeds extraction limit")        // MaxFiles or MaxBytes
 	ErrConflict    = errors.New("member conflicts with an earlier member") // file over dir or dir over file
+	ErrTruncated   = errors.New("archive is truncated")                    // ends without tar's end-of-archive marker
+	// ErrTooBig: the files add up to more than MaxBytes.
+	ErrTooBig = fmt.Errorf("%w on total size", ErrLimit)
 )
 
 // MemberError reports a problem with one archive member.
@@ -72,6 +92,14 @@ func (e *MemberError) Unwrap() error { return e.Err }
 type Options struct {
 	MaxFiles int   // members (files and directories); 0 means DefaultMaxFiles
 	MaxBytes int64 // total bytes of regular files; 0 means DefaultMaxBytes
+	// MaxRatio bounds a compressed archive's expansion: the decompressed
+	// stream may not exceed MaxRatio times the compressed length (Announced
+	// when known, else the bytes read so far) plus 64 MiB. 0 means
+	// DefaultMaxRatio; plain tar is bounded by MaxBytes alone.
+	MaxRatio int64
+	// Announced is the archive's length as its sender announced it (an
+	// HTTP Content-Length), 0 if unknown.
+	Announced int64
 	// BufferSize is the copy buffer size; 0 means 1 MiB.
 	BufferSize int
 	// OnMember, if set, is called after each member has been extracted.
@@ -99,11 +127,20 @@ func Extract(ctx context.Context, r io.Reader, destDir string, opts Options) (St
 	if opts.BufferSize <= 0 {
 		opts.BufferSize = 1 << 20
 	}
+	if opts.MaxRatio <= 0 {
+		opts.MaxRatio = DefaultMaxRatio
+	}
 
-	src, err := decompress(r)
+	in := &countReader{r: r}
+	src, compressed, err := decompress(in)
 	if err != nil {
 		return st, err
 	}
+	if compressed {
+		src = &ratioReader{r: src, in: in, ratio: opts.MaxRatio, announced: opts.Announced}
+	}
+	// end counts the plain tar stream, to tell where the marker began.
+	end := &countReader{r: src}
 	root, err := os.OpenRoot(destDir)
 	if err != nil {
 		return st, fmt.Errorf("open extraction directory: %w", err)
@@ -111,18 +148,32 @@ func Extract(ctx context.Context, r io.Reader, destDir string, opts Options) (St
 	defer root.Close()
 
 	x := extractor{root: root, opts: opts, buf: make([]byte, opts.BufferSize)}
-	tr := tar.NewReader(&ctxReader{ctx: ctx, r: src})
+	tr := tar.NewReader(&ctxReader{ctx: ctx, r: end})
 	for {
 		if err := ctx.Err(); err != nil {
 			return x.st, err
 		}
+		// With the member read to its end only padding (< 512 bytes)
+		// separates mark from the next header or the end-of-archive marker.
+		if _, err := io.Copy(io.Discard, tr); err != nil {
+			return x.st, fmt.Errorf("read tar archive: %w", err)
+		}
+		mark := end.n
 		hdr, err := tr.Next()
 		if err == io.EOF {
+			// tar.Reader also reports a plain EOF, or one zero block and
+			// EOF, as the end; only two whole zero blocks are the marker.
+			if end.n-mark < 2*512 {
+				return x.st, fmt.Errorf("read tar archive: %w: the stream ends without the end-of-archive marker", ErrTruncated)
+			}
 			break
 		}
 		if err != nil {
 			if cerr := ctx.Err(); cerr != nil {
 				return x.st, cerr
+			}
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				err = fmt.Errorf("%w: %w", ErrTruncated, err)
 			}
 			return x.st, fmt.Errorf("read tar archive: %w", err)
 		}
@@ -135,6 +186,14 @@ func Extract(ctx context.Context, r io.Reader, destDir string, opts Options) (St
 	}
 	if x.st.Files == 0 && x.st.Dirs == 0 && !x.sawHeader {
 		return x.st, errors.New("read tar archive: archive is empty")
+	}
+	// Read on to the end of the stream: a compressed stream checks its
+	// checksum and length there, and a cut-off stream shows up as an error.
+	if err := trailing(src); err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return x.st, cerr
+		}
+		return x.st, err
 	}
 	// Directory mtimes last: creating their contents changed them.
 	for i := len(x.dirTimes) - 1; i >= 0; i-- {
@@ -205,7 +264,7 @@ func (x *extractor) member(tr *tar.Reader, hdr *tar.Header) error {
 		return fail(fmt.Errorf("%w: a file cannot replace the destination directory", ErrUnsafePath))
 	}
 	if hdr.Size < 0 || hdr.Size > x.opts.MaxBytes-x.st.Bytes {
-		return fail(fmt.Errorf("%w: more than %d bytes in total", ErrLimit, x.opts.MaxBytes))
+		return fail(fmt.Errorf("%w: more than %d bytes", ErrTooBig, x.opts.MaxBytes))
 	}
 	if dir := filepath.Dir(name); dir != "." {
 		if err := x.root.MkdirAll(dir, 0o755); err != nil {
@@ -229,7 +288,7 @@ func (x *extractor) member(tr *tar.Reader, hdr *tar.Header) error {
 	}
 	if err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return fail(fmt.Errorf("archive is truncated: %w", err))
+			return fail(fmt.Errorf("%w: %w", ErrTruncated, err))
 		}
 		return fail(err)
 	}
@@ -285,29 +344,78 @@ func conflict(err error) error {
 	return err
 }
 
+// trailing reads what follows the end-of-archive marker to EOF: zero
+// padding, and for compressed archives the stream's trailer.
+func trailing(r io.Reader) error {
+	n, err := io.Copy(io.Discard, io.LimitReader(r, maxTrailing+1))
+	switch {
+	case err != nil && errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("read tar archive: %w: %v", ErrTruncated, err)
+	case err != nil:
+		return fmt.Errorf("read tar archive: after the end-of-archive marker: %w", err)
+	case n > maxTrailing:
+		return fmt.Errorf("read tar archive: more than %d bytes after the end-of-archive marker", maxTrailing)
+	}
+	return nil
+}
+
 // decompress sniffs the first bytes of r and returns a reader of the plain
-// tar stream.
-func decompress(r io.Reader) (io.Reader, error) {
+// tar stream, and whether it was compressed.
+func decompress(r io.Reader) (io.Reader, bool, error) {
 	var head [3]byte
 	n, err := io.ReadFull(r, head[:])
 	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
-		return nil, fmt.Errorf("read archive: %w", err)
+		return nil, false, fmt.Errorf("read archive: %w", err)
 	}
 	if n == 0 {
-		return nil, errors.New("read tar archive: archive is empty")
+		return nil, false, errors.New("read tar archive: archive is empty")
 	}
 	full := io.MultiReader(bytes.NewReader(head[:n]), r)
 	switch {
 	case n >= 2 && head[0] == 0x1f && head[1] == 0x8b:
 		zr, err := gzip.NewReader(full)
 		if err != nil {
-			return nil, fmt.Errorf("read gzip archive: %w", err)
+			return nil, false, fmt.Errorf("read gzip archive: %w", err)
 		}
-		return zr, nil
+		return zr, true, nil
 	case n == 3 && string(head[:]) == "BZh":
-		return bzip2.NewReader(full), nil
+		return bzip2.NewReader(full), true, nil
 	}
-	return full, nil
+	return full, false, nil
+}
+
+// countReader counts the bytes read through it.
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// ratioReader stops a decompressed stream that grows beyond ratio times
+// its compressed length: the announced one when known (so a zero-heavy
+// start is fine), else what has been read so far (so a bomb is stopped
+// within its first megabytes).
+type ratioReader struct {
+	r         io.Reader
+	in        *countReader // the compressed stream
+	ratio     int64
+	announced int64
+	out       int64
+}
+
+func (z *ratioReader) Read(p []byte) (int, error) {
+	n, err := z.r.Read(p)
+	z.out += int64(n)
+	base := max(z.announced, z.in.n)
+	if limit := z.ratio*base + expansionSlack; base < math.MaxInt64/(2*z.ratio) && z.out > limit {
+		return n, fmt.Errorf("%w: the compressed archive expands more than %d times its size of %d bytes; refusing a likely decompression bomb", ErrLimit, z.ratio, base)
+	}
+	return n, err
 }
 
 // ctxReader stops a long copy promptly once ctx is done, even when the

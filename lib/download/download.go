@@ -3,8 +3,10 @@
 //
 //   - the HTTP body streams straight into lib/archive (no archive on disk);
 //   - extraction goes into a hidden sibling ".<name>.partial-XXXX" in the
-//     same parent, which is renamed into place only after the archive was
-//     read to the end and holds the checkpoint_complete marker;
+//     same parent, which is renamed into place only after the whole archive
+//     arrived (tar's end-of-archive marker, a clean end of the compressed
+//     stream, every byte of an announced Content-Length) and holds the
+//     checkpoint_complete marker and, for an adapter, its files;
 //   - with Force an existing copy is replaced atomically (renameat2
 //     RENAME_EXCHANGE where available), so it is never destroyed before the
 //     new copy is complete;
@@ -14,7 +16,10 @@
 //     network errors are retried with backoff; a connection lost mid-body
 //     resumes with a Range request when the server supports it, and
 //     restarts from scratch otherwise; a body that stalls for IdleTimeout
-//     counts as a network error.
+//     counts as a network error, and so does one slower than MinRate on
+//     average over RateWindow (a trickle never goes quiet for long);
+//   - a compressed archive may expand only so far (archive.Options), and
+//     the total is capped at MaxBytes, TINKER_DOWNLOAD_MAX_BYTES or 256 GiB.
 //
 // The storage host gets a plain GET with no Tinker headers: pass an
 // http.Client that adds no credentials.
@@ -26,6 +31,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -36,18 +42,20 @@ import (
 	"time"
 
 	"github.com/tinkershell/tinker/lib/archive"
+	"github.com/tinkershell/tinker/lib/peft"
 )
 
 // Marker is the file whose presence marks a complete checkpoint.
-const Marker = "checkpoint_complete"
+const Marker = peft.CompleteFile
 
 // Errors to test with errors.Is.
 var (
 	// ErrTargetExists: the target exists and Force was not set. Returned
 	// before any network traffic.
 	ErrTargetExists = errors.New("target directory already exists")
-	// ErrIncomplete: the archive lacks the checkpoint_complete marker.
-	ErrIncomplete = errors.New("checkpoint is incomplete: the archive has no " + Marker + " marker")
+	// ErrIncomplete: the archive lacks the checkpoint_complete marker or,
+	// for an adapter, one of its files, or a weights file is cut short.
+	ErrIncomplete = errors.New("checkpoint is incomplete")
 	// ErrDownload: the archive could not be fetched (HTTP error status or
 	// network failure, after retries). Wraps a *StatusError or the cause.
 	ErrDownload = errors.New("download failed")
@@ -89,9 +97,14 @@ type Options struct {
 	Name string
 	// Force replaces an existing target once the new copy is complete.
 	Force bool
+	// Adapter requires the files of a PEFT adapter (sampler weights):
+	// adapter_config.json and adapter_model.safetensors (or .bin).
+	Adapter bool
 	// Progress, if set, follows the bytes received.
 	Progress Progress
 	// Archive holds the extraction limits and an optional per-member hook.
+	// A zero MaxBytes means TINKER_DOWNLOAD_MAX_BYTES when set, else
+	// archive.DefaultMaxBytes; Announced is set from Content-Length.
 	Archive archive.Options
 	// Attempts is the total number of tries for retryable failures
 	// (default 5); each Range resume also uses one.
@@ -103,6 +116,10 @@ type Options struct {
 	// IdleTimeout aborts an attempt that receives nothing for this long
 	// (default 60 s, the official CLI's socket timeout).
 	IdleTimeout time.Duration
+	// MinRate (bytes per second, default 1 KiB/s) is the least average
+	// rate over each RateWindow (default 2 min) an attempt may run at.
+	MinRate    int64
+	RateWindow time.Duration
 	// OnRetry, if set, is told about each retry before its wait.
 	OnRetry func(attempt int, wait time.Duration, err error)
 }
@@ -145,7 +162,9 @@ func Download(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Name == "" || opts.Name == "." || opts.Name == ".." || strings.ContainsAny(opts.Name, `/\`) || strings.ContainsRune(opts.Name, 0) {
 		return nil, fmt.Errorf("download: invalid target name %q", opts.Name)
 	}
-	opts.setDefaults()
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
+	}
 
 	if opts.Parent != "" {
 		if err := os.MkdirAll(opts.Parent, 0o755); err != nil {
@@ -175,7 +194,7 @@ func Download(ctx context.Context, opts Options) (*Result, error) {
 	return res, nil
 }
 
-func (o *Options) setDefaults() {
+func (o *Options) setDefaults() error {
 	if o.Client == nil {
 		o.Client = defaultClient
 	}
@@ -191,9 +210,44 @@ func (o *Options) setDefaults() {
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = 60 * time.Second
 	}
+	if o.MinRate <= 0 {
+		o.MinRate = 1 << 10
+	}
+	if o.RateWindow <= 0 {
+		o.RateWindow = 2 * time.Minute
+	}
 	if o.Progress == nil {
 		o.Progress = nopProgress{}
 	}
+	if o.Archive.MaxBytes <= 0 {
+		if v := os.Getenv(MaxBytesEnv); v != "" {
+			n, err := parseBytes(v)
+			if err != nil {
+				return fmt.Errorf("%s: %w", MaxBytesEnv, err)
+			}
+			o.Archive.MaxBytes = n
+		}
+	}
+	return nil
+}
+
+// MaxBytesEnv names the environment variable that raises or lowers the
+// cap on a checkpoint's extracted size.
+const MaxBytesEnv = "TINKER_DOWNLOAD_MAX_BYTES"
+
+// parseBytes reads a byte count: digits with an optional binary suffix
+// K, M, G or T ("512G").
+func parseBytes(s string) (int64, error) {
+	shift := 0
+	if i := strings.IndexAny(s, "KMGTkmgt"); i >= 0 && i == len(s)-1 {
+		shift = 10 * (1 + strings.IndexByte("KMGT", strings.ToUpper(s[i:])[0]))
+		s = s[:i]
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 || n > math.MaxInt64>>shift {
+		return 0, fmt.Errorf("want a positive byte count such as 512G, got %q", s)
+	}
+	return n << shift, nil
 }
 
 // defaultClient: no overall timeout (archives are large; IdleTimeout guards
@@ -299,7 +353,9 @@ func (d *downloader) attempt(ctx context.Context) (_ *Result, _ string, err erro
 	d.opts.Progress.SetTotal(max(body.total, 0))
 	d.opts.Progress.Set(0)
 
-	st, err := archive.Extract(actx, body, tmp, d.opts.Archive)
+	aopts := d.opts.Archive
+	aopts.Announced = max(body.total, 0)
+	st, err := archive.Extract(actx, body, tmp, aopts)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, "", ctx.Err()
@@ -307,10 +363,18 @@ func (d *downloader) attempt(ctx context.Context) (_ *Result, _ string, err erro
 		if body.netErr != nil {
 			return nil, "", &retryable{body.netErr}
 		}
+		if errors.Is(err, archive.ErrTooBig) {
+			return nil, "", fmt.Errorf("%w: %w; set %s (e.g. 512G) to allow larger checkpoints", ErrExtract, err, MaxBytesEnv)
+		}
 		return nil, "", fmt.Errorf("%w: %w", ErrExtract, err)
 	}
-	if fi, err := os.Lstat(filepath.Join(tmp, Marker)); err != nil || !fi.Mode().IsRegular() {
-		return nil, "", ErrIncomplete
+	// Extract read the stream to its end; with Content-Length known, that
+	// end must be where the server said.
+	if body.total >= 0 && body.off != body.total {
+		return nil, "", fmt.Errorf("%w: %w: got %d of the %d bytes announced", ErrExtract, archive.ErrTruncated, body.off, body.total)
+	}
+	if err := verify(tmp, d.opts.Adapter); err != nil {
+		return nil, "", err
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp made it 0700
 		return nil, "", fmt.Errorf("set permissions: %w", err)
@@ -333,8 +397,14 @@ func tempStem(name string) string {
 	return strings.ToValidUTF8(name[:max], "")
 }
 
-// errStalled is the cancellation cause when the body goes quiet.
-var errStalled = errors.New("no data received")
+// The cancellation causes of an attempt that is not getting anywhere; both
+// are network failures, retried like a dropped connection.
+var (
+	errStalled = errors.New("no data received")
+	errTooSlow = errors.New("download too slow")
+)
+
+func stalled(cause error) bool { return errors.Is(cause, errStalled) || errors.Is(cause, errTooSlow) }
 
 // open sends the GET and returns the body as a resumable stream.
 func (d *downloader) open(ctx context.Context, cancel context.CancelCauseFunc, signed string) (*body, error) {
@@ -342,13 +412,14 @@ func (d *downloader) open(ctx context.Context, cancel context.CancelCauseFunc, s
 	b.watchdog = time.AfterFunc(d.opts.IdleTimeout, func() {
 		cancel(fmt.Errorf("%w for %v", errStalled, d.opts.IdleTimeout))
 	})
+	b.rate = newRateGuard(d.opts.MinRate, d.opts.RateWindow, cancel)
 	resp, err := b.get("")
 	if err != nil {
-		b.watchdog.Stop()
+		b.stopTimers()
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		b.watchdog.Stop()
+		b.stopTimers()
 		resp.Body.Close()
 		return nil, statusErr(resp)
 	}
@@ -376,7 +447,7 @@ func (b *body) get(rng string) (*http.Response, error) {
 	}
 	resp, err := b.d.opts.Client.Do(req)
 	if err != nil {
-		if cause := context.Cause(b.ctx); errors.Is(cause, errStalled) {
+		if cause := context.Cause(b.ctx); stalled(cause) {
 			return nil, &retryable{cause}
 		}
 		return nil, &retryable{redact(err)}
@@ -417,6 +488,7 @@ type body struct {
 	validator string // ETag or Last-Modified, for If-Range
 	ranges    bool   // the server advertised byte ranges
 	watchdog  *time.Timer
+	rate      *rateGuard
 	netErr    error // the network failure that ended the stream, if any
 }
 
@@ -427,12 +499,13 @@ func (b *body) Read(p []byte) (int, error) {
 			b.off += int64(n)
 			b.d.opts.Progress.Add(int64(n))
 			b.watchdog.Reset(b.d.opts.IdleTimeout)
+			b.rate.add(int64(n))
 		}
 		if err == nil || err == io.EOF {
 			return n, err
 		}
 		if cause := context.Cause(b.ctx); cause != nil {
-			if errors.Is(cause, errStalled) {
+			if stalled(cause) {
 				b.netErr = cause
 			}
 			return n, cause
@@ -457,8 +530,10 @@ func (b *body) resume(cause error) error {
 	}
 	b.d.tries++
 	b.watchdog.Stop() // the backoff is not a stall
+	b.rate.pause()
 	err := b.d.wait(b.ctx, cause)
 	b.watchdog.Reset(b.d.opts.IdleTimeout)
+	b.rate.resume()
 	if err != nil {
 		return err
 	}
@@ -476,8 +551,13 @@ func (b *body) resume(cause error) error {
 	return nil
 }
 
-func (b *body) close() {
+func (b *body) stopTimers() {
 	b.watchdog.Stop()
+	b.rate.pause()
+}
+
+func (b *body) close() {
+	b.stopTimers()
 	if b.resp != nil {
 		b.resp.Body.Close()
 	}

@@ -114,7 +114,7 @@ func Write(w io.Writer, t *Table, o Options) error {
 		return s.Sprint(text)
 	}
 	if t.Title != "" {
-		for _, line := range wrap(t.Title, total) {
+		for _, line := range wrap(cellText(t.Title), total) {
 			lw := runewidth.StringWidth(line)
 			left := (total - lw) / 2
 			b.WriteString(strings.Repeat(" ", left))
@@ -218,12 +218,13 @@ func fit(widths []int, avail int) {
 // flat keeps a cell on one line: line breaks and tabs are shown as marks.
 var flat = strings.NewReplacer("\r\n", "⏎", "\n", "⏎", "\r", "␍", "\t", "⇥")
 
-// cellText keeps a cell on one line.
+// cellText keeps a cell on one line and shows any other control character
+// as an escape (see Printable). Every cell, header and title passes here.
 func cellText(s string) string {
 	if strings.ContainsAny(s, "\r\n\t") {
-		return flat.Replace(s)
+		s = flat.Replace(s)
 	}
-	return s
+	return Printable(s)
 }
 
 // truncate cuts s to width display cells, ending in "…" when cut.

@@ -1,10 +1,14 @@
 package server
 
 import (
+	"errors"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
+
+	"github.com/tinkershell/tinker/lib/store"
 )
 
 // cleanupOrphans removes checkpoint directories left behind by a crash:
@@ -40,4 +44,34 @@ func (s *Server) cleanupOrphans() int {
 		}
 	}
 	return removed
+}
+
+func (s *Server) sweepLoop() {
+	defer close(s.sweepDone)
+	t := time.NewTicker(s.opts.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopSweep:
+			return
+		case <-t.C:
+			if n, err := s.Sweep(); err != nil {
+				s.opts.Logf("sweep: %v", err)
+			} else if n > 0 {
+				s.opts.Logf("sweep: deleted %d expired checkpoint(s)", n)
+			}
+		}
+	}
+}
+
+// Sweep deletes every expired checkpoint (rows and files) now.
+func (s *Server) Sweep() (int, error) {
+	n := 0
+	for _, c := range s.st.ExpiredCheckpoints(s.now()) {
+		if err := s.deleteCheckpoint(c.RunID, c.Kind, c.Name); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }

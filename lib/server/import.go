@@ -97,13 +97,14 @@ func Import(ctx context.Context, dataDir string, manifest io.Reader, now time.Ti
 		return ImportStats{}, err
 	}
 	defer st.Close()
-	var stats ImportStats
+	mi := &manifestImport{m: &m, now: now}
 	err = st.Import(now, func(im *store.Importer) error {
+		mi.im = im
 		for i := range runs {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if err := importRun(im, &m, &runs[i], i, now, &stats); err != nil {
+			if err := mi.addRun(&runs[i], i); err != nil {
 				return err
 			}
 		}
@@ -112,10 +113,20 @@ func Import(ctx context.Context, dataDir string, manifest io.Reader, now time.Ti
 	if err != nil {
 		return ImportStats{}, err
 	}
-	return stats, nil
+	return mi.stats, nil
 }
 
-func importRun(im *store.Importer, m *Manifest, mr *ManifestRun, i int, now time.Time, stats *ImportStats) error {
+// manifestImport is one Import in progress.
+type manifestImport struct {
+	im    *store.Importer
+	m     *Manifest
+	now   time.Time
+	plans planCache // checkpoint sizes come from the adapter plan
+	stats ImportStats
+}
+
+func (mi *manifestImport) addRun(mr *ManifestRun, i int) error {
+	im, m, now := mi.im, mi.m, mi.now
 	where := fmt.Sprintf("run %d", i+1)
 	if mr.ID != "" {
 		where = "run " + mr.ID
@@ -161,44 +172,12 @@ func importRun(im *store.Importer, m *Manifest, mr *ManifestRun, i int, now time
 	last := created
 	var ckpts []store.Checkpoint
 	for j, mc := range mr.Checkpoints {
-		cw := fmt.Sprintf("%s checkpoint %d", where, j+1)
-		if mc.SizeBytes != nil {
-			return fmt.Errorf("%s: size_bytes cannot be set; it is computed from the checkpoint's real files", cw)
-		}
-		if mc.Kind != "weights" && mc.Kind != "sampler_weights" {
-			return fmt.Errorf("%s: kind must be weights or sampler_weights, got %q", cw, mc.Kind)
-		}
-		if err := validName(mc.Name); err != nil {
-			return fmt.Errorf("%s: %w", cw, err)
-		}
-		t := created.Add(time.Duration(j+1) * time.Minute)
-		if mc.Time != nil {
-			t = mc.Time.UTC()
-		}
-		c := store.Checkpoint{RunID: run.ID, Kind: mc.Kind, Name: mc.Name, Owner: owner, Time: t, Public: mc.Public, Seed: run.Seed}
-		if mc.Seed != nil {
-			c.Seed = *mc.Seed >> 1
-		}
-		switch {
-		case mc.ExpiresAt != nil && mc.TTLSeconds != nil:
-			return fmt.Errorf("%s: give expires_at or ttl_seconds, not both", cw)
-		case mc.ExpiresAt != nil:
-			e := mc.ExpiresAt.UTC()
-			c.ExpiresAt = &e
-		case mc.TTLSeconds != nil:
-			if *mc.TTLSeconds <= 0 {
-				return fmt.Errorf("%s: ttl_seconds must be positive", cw)
-			}
-			e := now.Add(time.Duration(*mc.TTLSeconds) * time.Second)
-			c.ExpiresAt = &e
-		}
-		size, err := sizeFor(run, mc.Kind)
+		c, err := mi.checkpoint(run, mc, j, fmt.Sprintf("%s checkpoint %d", where, j+1))
 		if err != nil {
-			return fmt.Errorf("%s: %w", cw, err)
+			return err
 		}
-		c.SizeBytes = size
-		if t.After(last) {
-			last = t
+		if c.Time.After(last) {
+			last = c.Time
 		}
 		ckpts = append(ckpts, c)
 	}
@@ -216,19 +195,51 @@ func importRun(im *store.Importer, m *Manifest, mr *ManifestRun, i int, now time
 		if err := im.AddCheckpoint(c); err != nil {
 			return err
 		}
-		stats.Checkpoints++
-		stats.Bytes += c.SizeBytes
+		mi.stats.Checkpoints++
+		mi.stats.Bytes += c.SizeBytes
 	}
-	stats.Runs++
+	mi.stats.Runs++
 	return nil
 }
 
-func sizeFor(run store.Run, kind string) (int64, error) {
-	p, err := planFor(run, kind, 0)
-	if err != nil {
-		return 0, err
+// checkpoint builds the j-th checkpoint mc of run; cw names it in errors.
+func (mi *manifestImport) checkpoint(run store.Run, mc ManifestCheckpoint, j int, cw string) (c store.Checkpoint, err error) {
+	if mc.SizeBytes != nil {
+		return c, fmt.Errorf("%s: size_bytes cannot be set; it is computed from the checkpoint's real files", cw)
 	}
-	return p.Size(), nil
+	if mc.Kind != "weights" && mc.Kind != "sampler_weights" {
+		return c, fmt.Errorf("%s: kind must be weights or sampler_weights, got %q", cw, mc.Kind)
+	}
+	if err := validName(mc.Name); err != nil {
+		return c, fmt.Errorf("%s: %w", cw, err)
+	}
+	t := run.CreatedAt.Add(time.Duration(j+1) * time.Minute)
+	if mc.Time != nil {
+		t = mc.Time.UTC()
+	}
+	c = store.Checkpoint{RunID: run.ID, Kind: mc.Kind, Name: mc.Name, Owner: run.Owner, Time: t, Public: mc.Public, Seed: run.Seed}
+	if mc.Seed != nil {
+		c.Seed = *mc.Seed >> 1
+	}
+	switch {
+	case mc.ExpiresAt != nil && mc.TTLSeconds != nil:
+		return c, fmt.Errorf("%s: give expires_at or ttl_seconds, not both", cw)
+	case mc.ExpiresAt != nil:
+		e := mc.ExpiresAt.UTC()
+		c.ExpiresAt = &e
+	case mc.TTLSeconds != nil:
+		if *mc.TTLSeconds <= 0 {
+			return c, fmt.Errorf("%s: ttl_seconds must be positive", cw)
+		}
+		e := mi.now.Add(time.Duration(*mc.TTLSeconds) * time.Second)
+		c.ExpiresAt = &e
+	}
+	p, err := mi.plans.get(run, mc.Kind, 0)
+	if err != nil {
+		return c, fmt.Errorf("%s: %w", cw, err)
+	}
+	c.SizeBytes = p.Size()
+	return c, nil
 }
 
 func generateRuns(g *ManifestGenerate, now time.Time) ([]ManifestRun, error) {

@@ -12,6 +12,9 @@ import (
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 )
 
+// The REST listings of runs and checkpoints and the checkpoint operations
+// (delete, publish, TTL): see docs/protocol.md, "Runs and checkpoints".
+
 // appendCheckpoint encodes a checkpoint exactly as the service does (field
 // order of the SDK model, microsecond timestamps). Hand-written because the
 // listing endpoints encode thousands of these per request.
@@ -86,7 +89,7 @@ func toRunJSON(v store.RunView) runJSON {
 }
 
 // pageParams parses limit/offset with FastAPI-like 422s.
-func pageParams(r *http.Request, defLimit int) (limit, offset int, e *apiError) {
+func pageParams(r *http.Request, defLimit int) (limit, offset int, e *errorResponse) {
 	q := r.URL.Query()
 	limit, offset = defLimit, 0
 	if v := q.Get("limit"); v != "" {
@@ -106,7 +109,7 @@ func pageParams(r *http.Request, defLimit int) (limit, offset int, e *apiError) 
 	return limit, offset, nil
 }
 
-func accessScope(r *http.Request) (accessible bool, e *apiError) {
+func accessScope(r *http.Request) (accessible bool, e *errorResponse) {
 	switch v := r.URL.Query().Get("access_scope"); v {
 	case "", "owned":
 		return false, nil
@@ -117,7 +120,7 @@ func accessScope(r *http.Request) (accessible bool, e *apiError) {
 	}
 }
 
-func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, owner string, _ []string) *apiError {
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, owner string, _ []string) *errorResponse {
 	limit, offset, e := pageParams(r, 20)
 	if e != nil {
 		return e
@@ -154,7 +157,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, owner string, 
 // visibleRun returns a run the caller may see: its own, or (with
 // accessible) one with a public checkpoint. Others' runs are 404, not 403,
 // so run ids do not leak.
-func (s *Server) visibleRun(owner, id string, accessible bool) (store.RunView, *apiError) {
+func (s *Server) visibleRun(owner, id string, accessible bool) (store.RunView, *errorResponse) {
 	now := s.now()
 	v, ok := s.st.Run(id, now)
 	if !ok || (v.Owner != owner && !(accessible && s.st.RunPublic(id, now))) {
@@ -163,7 +166,7 @@ func (s *Server) visibleRun(owner, id string, accessible bool) (store.RunView, *
 	return v, nil
 }
 
-func (s *Server) getRun(w http.ResponseWriter, r *http.Request, owner string, seg []string) *apiError {
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request, owner string, seg []string) *errorResponse {
 	acc, e := accessScope(r)
 	if e != nil {
 		return e
@@ -178,7 +181,7 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request, owner string, se
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
 
-func (s *Server) runCheckpoints(w http.ResponseWriter, r *http.Request, owner string, seg []string) *apiError {
+func (s *Server) runCheckpoints(w http.ResponseWriter, r *http.Request, owner string, seg []string) *errorResponse {
 	v, e := s.visibleRun(owner, seg[1], true)
 	if e != nil {
 		return e
@@ -204,7 +207,7 @@ func (s *Server) runCheckpoints(w http.ResponseWriter, r *http.Request, owner st
 	return nil
 }
 
-func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request, owner string, _ []string) *apiError {
+func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request, owner string, _ []string) *errorResponse {
 	limit, offset, e := pageParams(r, 100)
 	if e != nil {
 		return e
@@ -234,7 +237,7 @@ func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request, owner s
 
 // ownedCheckpoint resolves seg = training_runs/<run>/checkpoints/<kind>/<name>/...
 // to a live checkpoint owned by the caller.
-func (s *Server) ownedCheckpoint(owner string, seg []string) (store.Checkpoint, *apiError) {
+func (s *Server) ownedCheckpoint(owner string, seg []string) (store.Checkpoint, *errorResponse) {
 	runID, kind, name := seg[1], seg[3], seg[4]
 	if kind != "weights" && kind != "sampler_weights" {
 		return store.Checkpoint{}, errorf(http.StatusBadRequest, "Invalid checkpoint id %s/%s: the kind must be weights or sampler_weights", kind, name)
@@ -246,7 +249,7 @@ func (s *Server) ownedCheckpoint(owner string, seg []string) (store.Checkpoint, 
 	return c, nil
 }
 
-func (s *Server) deleteCkpt(w http.ResponseWriter, r *http.Request, owner string, seg []string) *apiError {
+func (s *Server) deleteCkpt(w http.ResponseWriter, r *http.Request, owner string, seg []string) *errorResponse {
 	c, e := s.ownedCheckpoint(owner, seg)
 	if e != nil {
 		return e
@@ -261,7 +264,7 @@ func (s *Server) deleteCkpt(w http.ResponseWriter, r *http.Request, owner string
 	return nil
 }
 
-func (s *Server) setPublic(w http.ResponseWriter, owner string, seg []string, public bool) *apiError {
+func (s *Server) setPublic(w http.ResponseWriter, owner string, seg []string, public bool) *errorResponse {
 	c, e := s.ownedCheckpoint(owner, seg)
 	if e != nil {
 		return e
@@ -281,15 +284,15 @@ func (s *Server) setPublic(w http.ResponseWriter, owner string, seg []string, pu
 	return nil
 }
 
-func (s *Server) publish(w http.ResponseWriter, r *http.Request, owner string, seg []string) *apiError {
+func (s *Server) publish(w http.ResponseWriter, r *http.Request, owner string, seg []string) *errorResponse {
 	return s.setPublic(w, owner, seg, true)
 }
 
-func (s *Server) unpublish(w http.ResponseWriter, r *http.Request, owner string, seg []string) *apiError {
+func (s *Server) unpublish(w http.ResponseWriter, r *http.Request, owner string, seg []string) *errorResponse {
 	return s.setPublic(w, owner, seg, false)
 }
 
-func (s *Server) setTTL(w http.ResponseWriter, r *http.Request, owner string, seg []string) *apiError {
+func (s *Server) setTTL(w http.ResponseWriter, r *http.Request, owner string, seg []string) *errorResponse {
 	var body map[string]json.RawMessage
 	if e := decodeBody(r, &body); e != nil {
 		return e
@@ -327,7 +330,7 @@ func (s *Server) setTTL(w http.ResponseWriter, r *http.Request, owner string, se
 	return nil
 }
 
-func (s *Server) weightsInfo(w http.ResponseWriter, r *http.Request, owner string, _ []string) *apiError {
+func (s *Server) weightsInfo(w http.ResponseWriter, r *http.Request, owner string, _ []string) *errorResponse {
 	var body struct {
 		TinkerPath string `json:"tinker_path"`
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/tinkershell/tinker/lib/models"
 )
 
-type handlerFunc func(w http.ResponseWriter, r *http.Request, owner string, seg []string) *apiError
+type handlerFunc func(w http.ResponseWriter, r *http.Request, owner string, seg []string) *errorResponse
 
 // route matches a method and a path pattern over the segments after
 // /api/v1/; "*" matches one (percent-decoded) segment. Checkpoint ids are two
@@ -79,7 +79,7 @@ func (s *Server) routes() http.Handler {
 	})
 }
 
-func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, path string, table []route) *apiError {
+func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, path string, table []route) *errorResponse {
 	rest, ok := strings.CutPrefix(path, "/api/v1/")
 	if !ok {
 		return errorf(http.StatusNotFound, "Not Found")
@@ -103,7 +103,7 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, path string, t
 		}
 		owner := ""
 		if !rt.noAuth {
-			var e *apiError
+			var e *errorResponse
 			if owner, e = s.authenticate(r); e != nil {
 				return e
 			}
@@ -144,12 +144,12 @@ func (r *recorder) WriteHeader(code int) {
 
 // ---- bootstrap ------------------------------------------------------------
 
-func (s *Server) healthz(w http.ResponseWriter, r *http.Request, _ string, _ []string) *apiError {
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request, _ string, _ []string) *errorResponse {
 	writeRaw(w, 200, []byte(`{"status":"ok"}`))
 	return nil
 }
 
-func (s *Server) capabilities(w http.ResponseWriter, r *http.Request, _ string, _ []string) *apiError {
+func (s *Server) capabilities(w http.ResponseWriter, r *http.Request, _ string, _ []string) *errorResponse {
 	type m struct {
 		ModelName        string `json:"model_name"`
 		MaxContextLength int    `json:"max_context_length"`
@@ -162,18 +162,18 @@ func (s *Server) capabilities(w http.ResponseWriter, r *http.Request, _ string, 
 	return nil
 }
 
-func (s *Server) clientConfig(w http.ResponseWriter, r *http.Request, _ string, _ []string) *apiError {
+func (s *Server) clientConfig(w http.ResponseWriter, r *http.Request, _ string, _ []string) *errorResponse {
 	// JWT exchange is off: clients keep sending the raw key.
 	writeRaw(w, 200, []byte(`{"pjwt_auth_enabled":false,"credential_default_source":"api_key"}`))
 	return nil
 }
 
-func (s *Server) dynamicConfig(w http.ResponseWriter, r *http.Request, _ string, _ []string) *apiError {
+func (s *Server) dynamicConfig(w http.ResponseWriter, r *http.Request, _ string, _ []string) *errorResponse {
 	writeRaw(w, 200, []byte(`{"refresh_interval_sec":300}`))
 	return nil
 }
 
-func (s *Server) telemetry(w http.ResponseWriter, r *http.Request, _ string, _ []string) *apiError {
+func (s *Server) telemetry(w http.ResponseWriter, r *http.Request, _ string, _ []string) *errorResponse {
 	var body map[string]any
 	if e := decodeBody(r, &body); e != nil {
 		return e
@@ -182,7 +182,7 @@ func (s *Server) telemetry(w http.ResponseWriter, r *http.Request, _ string, _ [
 	return nil
 }
 
-func (s *Server) audit(w http.ResponseWriter, r *http.Request, owner string, _ []string) *apiError {
+func (s *Server) audit(w http.ResponseWriter, r *http.Request, owner string, _ []string) *errorResponse {
 	ev := r.URL.Query().Get("event_type")
 	if ev != "" && ev != "all" && ev != "checkpoints" {
 		return errorf(http.StatusBadRequest, "event_type must be all or checkpoints")

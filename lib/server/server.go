@@ -1,27 +1,32 @@
 // Package server is the local Tinker-compatible HTTP server: the REST
 // endpoints for runs, checkpoints, sessions and billing, signed archive
-// downloads, and the session/futures endpoints the SDK uses to create models
-// and save checkpoints. State lives in lib/store (SQLite) and checkpoint files
-// under DataDir/checkpoints. Wire reference: shared/spec/tinker-api.md.
+// downloads, and the session/futures endpoints the SDK uses to create models,
+// save checkpoints and sample. State lives in lib/store (SQLite) and
+// checkpoint files under DataDir/checkpoints. docs/protocol.md describes the
+// wire protocol as this package implements it.
+//
+// Files by concern: routes.go (the endpoint table and dispatch), auth.go,
+// respond.go (request bodies, error responses), futures.go (the futures
+// table and retrieve_future), sessions.go, models.go (create_model,
+// get_info), weights.go (save and load weights), sampling.go (sampling
+// sessions and asample) with sampleresult.go (its JSON and protobuf results),
+// training.go, rest.go (runs and checkpoints listings), archive.go
+// (checkpoint files), download.go (signed URLs) with tarview.go, trace.go,
+// billing.go, cleanup.go (expiry sweep, orphans), import.go.
 package server
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/tinkershell/tinker/lib/store"
 )
 
@@ -49,7 +54,7 @@ type Options struct {
 	FutureDelay time.Duration
 	// MaxPendingSamples bounds unfinished asample requests; beyond it a
 	// client that opted in with X-Tinker-Sampling-Backpressure: 1 gets 429
-	// (spec §6.4) and resubmits. Default 256.
+	// and resubmits (docs/protocol.md, "Sampling"). Default 256.
 	MaxPendingSamples int
 	// PollHold is how long retrieve_future holds a poll open waiting for the
 	// result before answering try_again (long poll; default 2s).
@@ -233,36 +238,6 @@ func (s *Server) Close() error {
 	return s.st.Close()
 }
 
-func (s *Server) sweepLoop() {
-	defer close(s.sweepDone)
-	t := time.NewTicker(s.opts.SweepInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stopSweep:
-			return
-		case <-t.C:
-			if n, err := s.Sweep(); err != nil {
-				s.opts.Logf("sweep: %v", err)
-			} else if n > 0 {
-				s.opts.Logf("sweep: deleted %d expired checkpoint(s)", n)
-			}
-		}
-	}
-}
-
-// Sweep deletes every expired checkpoint (rows and files) now.
-func (s *Server) Sweep() (int, error) {
-	n := 0
-	for _, c := range s.st.ExpiredCheckpoints(s.now()) {
-		if err := s.deleteCheckpoint(c.RunID, c.Kind, c.Name); err != nil && !errors.Is(err, store.ErrNotFound) {
-			return n, err
-		}
-		n++
-	}
-	return n, nil
-}
-
 func (s *Server) deleteCheckpoint(runID, kind, name string) error {
 	if err := s.st.DeleteCheckpoint(runID, kind, name); err != nil {
 		return err
@@ -275,130 +250,4 @@ func (s *Server) deleteCheckpoint(runID, kind, name string) error {
 // other odd characters out of the file system.
 func (s *Server) checkpointDir(runID, kind, name string) string {
 	return filepath.Join(s.opts.DataDir, "checkpoints", url.PathEscape(runID), kind, url.PathEscape(name))
-}
-
-// ---- auth -----------------------------------------------------------------
-
-var ownerNamespace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://github.com/tinkershell/tinker/local-user"))
-
-func hashKey(k string) string {
-	h := sha256.Sum256([]byte(k))
-	return hex.EncodeToString(h[:])
-}
-
-// OwnerURN is the model_owner URN of the user holding an API key.
-func OwnerURN(apiKey string) string {
-	h := sha256.Sum256([]byte(apiKey))
-	return "tml:organization_user:" + uuid.NewSHA1(ownerNamespace, h[:]).String()
-}
-
-func (s *Server) authenticate(r *http.Request) (string, *apiError) {
-	key := r.Header.Get("X-API-Key")
-	if key == "" {
-		return "", errorf(http.StatusUnauthorized, "Missing API key: send it in the X-API-Key header")
-	}
-	h := hashKey(key)
-	if v, ok := s.authCache.Load(h); ok {
-		return v.(string), nil
-	}
-	if len(s.keys) > 0 {
-		if !s.keys[h] {
-			return "", errorf(http.StatusUnauthorized, "Invalid API key")
-		}
-	} else if !strings.HasPrefix(key, "tml-") {
-		return "", errorf(http.StatusUnauthorized, "Invalid API key: this local server accepts keys starting with tml-")
-	}
-	urn := OwnerURN(key)
-	if err := s.st.EnsureUser(urn, h, s.now()); err != nil {
-		return "", errorf(http.StatusInternalServerError, "record user: %v", err)
-	}
-	s.authCache.Store(h, urn)
-	return urn, nil
-}
-
-// ---- errors and JSON ------------------------------------------------------
-
-type apiError struct {
-	status int
-	detail string
-}
-
-func (e *apiError) Error() string { return e.detail }
-
-func errorf(status int, format string, args ...any) *apiError {
-	return &apiError{status, fmt.Sprintf(format, args...)}
-}
-
-func writeError(w http.ResponseWriter, e *apiError) {
-	writeJSON(w, e.status, map[string]string{"detail": e.detail})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status, b = http.StatusInternalServerError, []byte(`{"detail":"encode response"}`)
-	}
-	writeRaw(w, status, b)
-}
-
-func writeRaw(w http.ResponseWriter, status int, b []byte) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", fmt.Sprint(len(b)))
-	w.WriteHeader(status)
-	w.Write(b)
-}
-
-// decodeBody reads a JSON request body (at most 64 MiB).
-func decodeBody(r *http.Request, v any) *apiError {
-	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 64<<20))
-	if err := dec.Decode(v); err != nil {
-		return errorf(http.StatusUnprocessableEntity, "Invalid JSON body: %v", err)
-	}
-	return nil
-}
-
-// ts renders times like the service: RFC 3339, UTC, microseconds.
-type ts time.Time
-
-const tsLayout = "2006-01-02T15:04:05.000000Z"
-
-func (t ts) MarshalJSON() ([]byte, error) {
-	return appendTS(nil, time.Time(t)), nil
-}
-
-func appendTS(b []byte, t time.Time) []byte {
-	t = t.UTC()
-	y, mo, d := t.Date()
-	h, mi, sec := t.Clock()
-	if y < 0 || y > 9999 {
-		b = append(b, '"')
-		b = t.AppendFormat(b, tsLayout)
-		return append(b, '"')
-	}
-	// Fixed-width digits: this runs for every checkpoint of every listing.
-	b = append(b, '"')
-	b = appendDigits(b, y, 4)
-	b = append(b, '-')
-	b = appendDigits(b, int(mo), 2)
-	b = append(b, '-')
-	b = appendDigits(b, d, 2)
-	b = append(b, 'T')
-	b = appendDigits(b, h, 2)
-	b = append(b, ':')
-	b = appendDigits(b, mi, 2)
-	b = append(b, ':')
-	b = appendDigits(b, sec, 2)
-	b = append(b, '.')
-	b = appendDigits(b, t.Nanosecond()/1000, 6)
-	return append(b, 'Z', '"')
-}
-
-func appendDigits(b []byte, v, width int) []byte {
-	var buf [8]byte
-	for i := width - 1; i >= 0; i-- {
-		buf[i] = byte('0' + v%10)
-		v /= 10
-	}
-	return append(b, buf[:width]...)
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/tinkershell/tinker/lib/engine"
 )
 
 // poll retrieves a future until it is no longer try_again; it returns the
@@ -52,10 +54,10 @@ func (e *env) post(path string, body any, out any) {
 
 type fakeSampler struct{}
 
-func (fakeSampler) Sample(ctx context.Context, req SampleRequest) (*SampleResponse, error) {
+func (fakeSampler) Sample(ctx context.Context, req SampleRequest) (*engine.SampleResponse, error) {
 	lp := float32(-0.5)
-	return &SampleResponse{
-		Sequences:      []SampledSequence{{Tokens: []int{req.Prompt[0] + 1, 257}, Logprobs: []float32{-1, -2}, StopReason: "stop"}},
+	return &engine.SampleResponse{
+		Sequences:      []engine.Sequence{{Tokens: []int{req.Prompt[0] + 1, 257}, Logprobs: []float32{-1, -2}, StopReason: "stop"}},
 		PromptLogprobs: []*float32{nil, &lp},
 	}, nil
 }

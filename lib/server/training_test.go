@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tinkershell/tinker/lib/engine"
 	"github.com/tinkershell/tinker/lib/peft"
 )
 
@@ -100,9 +101,9 @@ func TestQueueStatePausedCapacity(t *testing.T) {
 
 type bigSampler struct{}
 
-func (bigSampler) Sample(ctx context.Context, req SampleRequest) (*SampleResponse, error) {
+func (bigSampler) Sample(ctx context.Context, req SampleRequest) (*engine.SampleResponse, error) {
 	toks := make([]int, 300_000) // 1.2 MB of int32 tokens in the proto
-	return &SampleResponse{Sequences: []SampledSequence{{Tokens: toks, StopReason: "length"}}}, nil
+	return &engine.SampleResponse{Sequences: []engine.Sequence{{Tokens: toks, StopReason: "length"}}}, nil
 }
 
 // TestMetadataOnlyHandshake: a large result is announced once with
@@ -138,9 +139,9 @@ func TestMetadataOnlyHandshake(t *testing.T) {
 
 type blockingSampler struct{ release chan struct{} }
 
-func (b blockingSampler) Sample(ctx context.Context, req SampleRequest) (*SampleResponse, error) {
+func (b blockingSampler) Sample(ctx context.Context, req SampleRequest) (*engine.SampleResponse, error) {
 	<-b.release
-	return &SampleResponse{Sequences: []SampledSequence{{Tokens: []int{1}, StopReason: "stop"}}}, nil
+	return &engine.SampleResponse{Sequences: []engine.Sequence{{Tokens: []int{1}, StopReason: "stop"}}}, nil
 }
 
 func TestSamplingBackpressure(t *testing.T) {

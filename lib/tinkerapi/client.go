@@ -187,7 +187,14 @@ func encodeBody(body any) ([]byte, error) {
 	case json.RawMessage:
 		return b, nil
 	}
-	return json.Marshal(body)
+	b, err := json.Marshal(body)
+	var uv *json.UnsupportedValueError
+	if errors.As(err, &uv) {
+		// encoding/json's own text ("unsupported value: +Inf") names no
+		// field; say what is wrong in the caller's terms.
+		return nil, fmt.Errorf("the request holds %s, which JSON cannot carry; use finite numbers", uv.Str)
+	}
+	return b, err
 }
 
 // send runs the retry loop around single attempts.
@@ -370,12 +377,12 @@ func (c *Client) retryDelay(resp *Response, err error, retries int, o *callOpts)
 	if resp == nil {
 		return 0, false
 	}
-	if containsInt(o.final, resp.Status) {
-		return 0, false
+	if containsInt(o.final, resp.Status) || resp.Status == http.StatusInsufficientStorage {
+		return 0, false // 507 even against X-Should-Retry: only freeing space helps
 	}
 	retry := false
 	switch s := resp.Status; {
-	case s == 408, s == 409, s == 429, s >= 500:
+	case retryableStatus(s):
 		retry = true
 	case s == 402: // billing hold: the SDK pauses and retries
 		retry = true

@@ -45,6 +45,19 @@ func TestNewConfigErrors(t *testing.T) {
 			t.Errorf("base URL %q accepted", bad)
 		}
 	}
+	// A key put into the URL never shows in the error.
+	for bad, shown := range map[string]string{
+		"https://user:tml-secret@host:8000/x?y": "https://<redacted>@host:8000/x?<redacted>",
+		"ftp://host/?api_key=tml-secret":        "ftp://host/?<redacted>",
+		"tml-secret@host":                       "<redacted>@host",
+		"https://host#tml-secret":               "https://host#<redacted>",
+		"http://a@b@host/?q":                    "http://<redacted>@host/?<redacted>",
+	} {
+		_, err := New(Config{APIKey: "tml-x", BaseURL: bad})
+		if err == nil || strings.Contains(err.Error(), "secret") || !strings.Contains(err.Error(), shown) {
+			t.Errorf("base URL %q: err = %v, want it to show %q", bad, err, shown)
+		}
+	}
 	cfg := Config{APIKey: testKey, CredentialCmd: "echo tml-cmdsecret"}
 	for _, s := range []string{fmt.Sprint(cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg)} {
 		if strings.Contains(s, testKey) || strings.Contains(s, "cmdsecret") {

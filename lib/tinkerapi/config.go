@@ -123,7 +123,7 @@ func (cfg Config) normalize() (Config, string, error) {
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return cfg, "", &ConfigError{Msg: fmt.Sprintf("invalid base URL %q: want http(s)://host[/prefix]; check TINKER_BASE_URL", base)}
+		return cfg, "", &ConfigError{Msg: fmt.Sprintf("invalid base URL %q: want http(s)://host[/prefix]; check TINKER_BASE_URL", shownURL(base))}
 	}
 	if u.User != nil {
 		return cfg, "", &ConfigError{Msg: "the base URL must not contain credentials; use TINKER_API_KEY"}
@@ -145,6 +145,27 @@ func (cfg Config) normalize() (Config, string, error) {
 	// Endpoint paths are appended as strings: ResolveReference would drop
 	// a path prefix such as /services/tinker-prod.
 	return cfg, strings.TrimRight(base, "/"), nil
+}
+
+// shownURL is a base URL as an error may show it: credentials and the
+// query (where a key may have been put) are replaced by <redacted>. It
+// works on the text, as the URL may not parse.
+func shownURL(s string) string {
+	if i := strings.IndexAny(s, "?#"); i >= 0 {
+		s = s[:i+1] + "<redacted>"
+	}
+	start := 0
+	if i := strings.Index(s, "://"); i >= 0 {
+		start = i + 3
+	}
+	end := len(s)
+	if i := strings.IndexAny(s[start:], "/?#"); i >= 0 {
+		end = start + i
+	}
+	if at := strings.LastIndexByte(s[start:end], '@'); at >= 0 {
+		s = s[:start] + "<redacted>" + s[start+at:]
+	}
+	return s
 }
 
 func setDefault(d *time.Duration, def time.Duration) {

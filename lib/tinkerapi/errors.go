@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 
@@ -53,6 +54,13 @@ func sdkMessage(status int, body []byte) string {
 		return fmt.Sprintf("Error code: %d - %s", status, lit)
 	}
 	return string(trimmed)
+}
+
+// retryableStatus is the SDK's rule (408, 409, 429 and 5xx) less 507:
+// a server out of disk space stays so until someone frees some, so the
+// answer is reported at once instead of after minutes of retries.
+func retryableStatus(s int) bool {
+	return s == 408 || s == 409 || s == 429 || (s >= 500 && s != http.StatusInsufficientStorage)
 }
 
 // Kinds of transport failure; test with errors.Is.
@@ -138,6 +146,13 @@ func CLIError(err error) (message, details string) {
 			return "Invalid data provided", d
 		case s == 429:
 			return "Rate limit exceeded", "Please wait a moment before trying again.\n" + d
+		case s == http.StatusInsufficientStorage:
+			// Not the official CLI's "Internal server error": nothing to
+			// retry, and the server's own sentence says what is full.
+			if detail := apiErr.Detail(); detail != "" {
+				return "Insufficient storage: " + detail, ""
+			}
+			return "Insufficient storage on the server", ""
 		case s >= 500:
 			return "Internal server error", "The Tinker API encountered an internal error. Please try again later.\n" + d
 		default:

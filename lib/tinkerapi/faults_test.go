@@ -184,6 +184,8 @@ func TestNonRetryableStatuses(t *testing.T) {
 		{400, ` "plain string" `, "Invalid request", "Details: Error code: 400 - plain string"},
 		{400, `[1.0, null, "it's"]`, "Invalid request", `Details: Error code: 400 - [1.0, None, "it's"]`},
 		{404, ``, "Resource not found", "Details: Error code: 404"},
+		{507, `{"detail":"the server's disk is full; delete checkpoints to free space"}`, "Insufficient storage: the server's disk is full; delete checkpoints to free space", ""},
+		{507, ``, "Insufficient storage on the server", ""},
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprint(tc.status), func(t *testing.T) {
@@ -204,6 +206,26 @@ func TestNonRetryableStatuses(t *testing.T) {
 				t.Errorf("CLIError = %q, %q\nwant %q, %q", msg, det, tc.msg, tc.details)
 			}
 		})
+	}
+}
+
+// A full disk is reported at once, by every retry layer, whatever the
+// server's X-Should-Retry says.
+func TestInsufficientStorageNotRetried(t *testing.T) {
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) bool {
+		if r.URL.Path != "/api/v1/sessions/full" {
+			return false
+		}
+		w.Header().Set("X-Should-Retry", "true")
+		writeJSON(w, 507, `{"detail":"disk full"}`)
+		return true
+	})
+	c, _ := testClient(t, f)
+	if _, err := c.GetSession(ctxT(t), "full", ""); err == nil || f.count("/api/v1/sessions/full") != 1 {
+		t.Errorf("507: err %v, %d attempts, want 1", err, f.count("/api/v1/sessions/full"))
+	}
+	if retryableSample(&APIError{Status: 507}) || !retryableSample(&APIError{Status: 503}) {
+		t.Error("sampling retries: want 503 retried and 507 not")
 	}
 }
 

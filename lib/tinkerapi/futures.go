@@ -298,6 +298,8 @@ func (p *poller) run(ctx context.Context) ([]byte, bool, error) {
 					}
 				case s == http.StatusGone:
 					return nil, false, &FutureExpiredError{RequestID: p.id, Kind: p.kind}
+				case s == http.StatusInsufficientStorage:
+					return nil, false, fmt.Errorf("%s: %w", errContext, err)
 				case s >= 500:
 					p.report(State{Status: StatusRetrying, Reason: fmt.Sprintf("server error %d, retrying", s)})
 				case s == http.StatusTooManyRequests:

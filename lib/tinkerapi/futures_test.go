@@ -234,6 +234,18 @@ func TestAwait400RetriedThreeTimes(t *testing.T) {
 	})
 }
 
+func TestAwait507IsFinal(t *testing.T) {
+	f := futureServer(t, jsonReply(507, `{"detail":"disk full"}`), jsonReply(200, `{}`))
+	rec := runAwait(t, f, nil, AwaitOptions{})
+	var apiErr *APIError
+	if !errors.As(rec.err, &apiErr) || apiErr.Status != 507 {
+		t.Fatalf("err %v, want a 507 APIError", rec.err)
+	}
+	if n := f.count("/api/v1/retrieve_future"); n != 1 {
+		t.Errorf("%d polls, want 1", n)
+	}
+}
+
 func TestAwait402PausesThenFails(t *testing.T) {
 	hold := jsonReply(402, `{"detail":"billing hold"}`)
 	f := futureServer(t, hold, hold, jsonReply(200, `{}`))

@@ -15,7 +15,7 @@ import (
 )
 
 // SampleRequest is one sampling call (docs/protocol.md, "Sampling"). Zero values are sent
-// as they are (temperature 0 is greedy), except NumSamples 0, which means 1;
+// as they are (temperature 0 is greedy), but NumSamples must be at least 1;
 // NewSampleRequest gives the SDK's defaults.
 type SampleRequest struct {
 	PromptTokens          []int
@@ -210,7 +210,7 @@ func (s *Session) sampleOnce(ctx context.Context, wire *sampleWire) (*SampleResp
 }
 
 // retryableSample mirrors the SDK's sampling retry handler: connection
-// errors, timeouts, expired futures, 408, 409, 429 and 5xx.
+// errors, timeouts, expired futures and retryable statuses.
 func retryableSample(err error) bool {
 	var te *TransportError
 	if errors.As(err, &te) {
@@ -221,8 +221,7 @@ func retryableSample(err error) bool {
 	}
 	var apiErr *APIError
 	if errors.As(err, &apiErr) {
-		s := apiErr.Status
-		return s == 408 || s == 409 || s == 429 || s >= 500
+		return retryableStatus(apiErr.Status)
 	}
 	return false
 }
@@ -259,12 +258,12 @@ func (r SampleRequest) wire(samplingSessionID string) (sampleWire, error) {
 	switch {
 	case len(r.PromptTokens) == 0:
 		return w, errors.New("the prompt has no tokens")
-	case r.NumSamples < 0:
+	case r.NumSamples < 1:
 		return w, fmt.Errorf("num_samples must be at least 1, got %d", r.NumSamples)
 	case r.MaxTokens < 0:
 		return w, fmt.Errorf("max_tokens must not be negative, got %d", r.MaxTokens)
-	case r.Temperature < 0 || math.IsNaN(r.Temperature):
-		return w, fmt.Errorf("temperature must not be negative, got %v", r.Temperature)
+	case r.Temperature < 0 || math.IsNaN(r.Temperature) || math.IsInf(r.Temperature, 0):
+		return w, fmt.Errorf("temperature must be a finite number, at least 0, got %v", r.Temperature)
 	case r.TopP < 0 || r.TopP > 1 || math.IsNaN(r.TopP):
 		return w, fmt.Errorf("top_p must be between 0 and 1, got %v", r.TopP)
 	case len(r.StopStrings) > 0 && len(r.StopTokens) > 0:
@@ -272,7 +271,7 @@ func (r SampleRequest) wire(samplingSessionID string) (sampleWire, error) {
 	case r.TopKPromptLogprobs < 0:
 		return w, fmt.Errorf("topk_prompt_logprobs must not be negative, got %d", r.TopKPromptLogprobs)
 	}
-	w.NumSamples = max(r.NumSamples, 1)
+	w.NumSamples = r.NumSamples
 	w.Prompt.Chunks = []encodedText{{Tokens: r.PromptTokens, Type: "encoded_text"}}
 	w.SamplingParams = samplingParams{MaxTokens: r.MaxTokens, Seed: r.Seed, Temperature: r.Temperature, TopK: r.TopK, TopP: r.TopP}
 	if len(r.StopStrings) > 0 {
@@ -286,9 +285,6 @@ func (r SampleRequest) wire(samplingSessionID string) (sampleWire, error) {
 	w.Type = "sample"
 	return w, nil
 }
-
-// Empty top-k cells are padded with this (token 0, logprob -99999).
-const topKPadLogprob = -99999.0
 
 // DecodeSampleProto decodes a tinker_public.SampleResponse
 // (docs/protocol.md, "Protobuf bodies"):
@@ -361,7 +357,7 @@ func decodeTopK(tk *tinkerproto.TopkPromptLogprobs) ([][]TopKLogprob, error) {
 	if len(ids) != n*k || len(lps) != n*k {
 		return nil, fmt.Errorf("%d token ids and %d logprobs for %d positions × %d", len(ids), len(lps), n, k)
 	}
-	pad := func(j int) bool { return ids[j] == 0 && lps[j] == topKPadLogprob }
+	pad := func(j int) bool { return ids[j] == 0 && lps[j] == tinkerproto.TopKPadLogprob }
 	rows := make([][]TopKLogprob, n)
 	for i := range rows {
 		lo, hi := i*k, (i+1)*k

@@ -20,7 +20,7 @@ import (
 // docs/protocol.md, "Protobuf bodies".
 func sampleProtoFixture() *tinkerproto.SampleResponse {
 	nan := float32(math.NaN())
-	pad := float32(topKPadLogprob)
+	pad := float32(tinkerproto.TopKPadLogprob)
 	return &tinkerproto.SampleResponse{
 		Sequences: []*tinkerproto.SampledSequence{
 			{StopReason: tinkerproto.StopReason_STOP_REASON_LENGTH, Tokens: tinkerproto.PackInt32([]int{5, 6, 7}),
@@ -292,6 +292,10 @@ func TestSampleRequestValidation(t *testing.T) {
 		{func(r *SampleRequest) { r.NumSamples = -1 }, "num_samples"},
 		{func(r *SampleRequest) { r.TopP = 1.5 }, "top_p"},
 		{func(r *SampleRequest) { r.Temperature = -1 }, "temperature"},
+		{func(r *SampleRequest) { r.NumSamples = 0 }, "num_samples must be at least 1, got 0"},
+		{func(r *SampleRequest) { r.Temperature = math.Inf(1) }, "temperature must be a finite number, at least 0, got +Inf"},
+		{func(r *SampleRequest) { r.Temperature = math.NaN() }, "temperature must be a finite number"},
+		{func(r *SampleRequest) { r.TopP = math.Inf(1) }, "top_p must be between 0 and 1"},
 	} {
 		req := NewSampleRequest([]int{1})
 		tc.mut(&req)
@@ -356,4 +360,11 @@ func TestSampleCancelWhileWaiting(t *testing.T) {
 		t.Errorf("%d submissions; a cancelled sample must not be resubmitted", n)
 	}
 	sess.Close()
+}
+
+func TestEncodeNonFinite(t *testing.T) {
+	_, err := encodeBody(map[string]float64{"learning_rate": math.Inf(-1)})
+	if err == nil || !strings.Contains(err.Error(), "the request holds -Inf, which JSON cannot carry") {
+		t.Errorf("err = %v", err)
+	}
 }

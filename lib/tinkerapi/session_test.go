@@ -221,7 +221,9 @@ func TestHeartbeatCadenceAndClose(t *testing.T) {
 	sess.Close()
 	n := s.count("/api/v1/session_heartbeat")
 	time.Sleep(20 * time.Millisecond) // ten intervals
-	if m := s.count("/api/v1/session_heartbeat"); m != n {
+	// Close cancels a heartbeat in flight; that request may still reach the
+	// server after Close returns (seen under load), but no new one may start.
+	if m := s.count("/api/v1/session_heartbeat"); m > n+1 {
 		t.Errorf("%d heartbeats after Close", m-n)
 	}
 	sess.Close() // idempotent

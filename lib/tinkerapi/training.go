@@ -140,16 +140,32 @@ func (s *Session) save(ctx context.Context, op, kind, modelID, name string, ttl 
 	if err := s.checkOpen(); err != nil {
 		return "", err
 	}
+	if err := checkSave(op, modelID, name, ttl); err != nil {
+		return "", err
+	}
+	submitted := time.Now()
+	h, err := s.submit(ctx, "/api/v1/"+op, saveRequest(op, modelID, name, ttl, s.nextModelSeq(modelID)))
+	if err != nil {
+		return "", fmt.Errorf("%s of %s: %w", op, modelID, err)
+	}
+	return s.awaitSave(ctx, h, op, kind, modelID, submitted)
+}
+
+func checkSave(op, modelID, name string, ttl *int64) error {
 	if modelID == "" {
-		return "", fmt.Errorf("%s: model id is empty", op)
+		return fmt.Errorf("%s: model id is empty", op)
 	}
 	if strings.Contains(name, "/") {
-		return "", fmt.Errorf("%s: checkpoint name %q must not contain '/'", op, name)
+		return fmt.Errorf("%s: checkpoint name %q must not contain '/'", op, name)
 	}
 	if ttl != nil && *ttl <= 0 {
-		return "", fmt.Errorf("%s: ttl must be a positive number of seconds, got %d", op, *ttl)
+		return fmt.Errorf("%s: ttl must be a positive number of seconds, got %d", op, *ttl)
 	}
-	req := map[string]any{"model_id": modelID, "seq_id": s.nextModelSeq(modelID), "type": op}
+	return nil
+}
+
+func saveRequest(op, modelID, name string, ttl *int64, seq int64) map[string]any {
+	req := map[string]any{"model_id": modelID, "seq_id": seq, "type": op}
 	if name != "" {
 		req["path"] = name
 	}
@@ -159,11 +175,11 @@ func (s *Session) save(ctx context.Context, op, kind, modelID, name string, ttl 
 	if op == "save_weights" {
 		req["overwrite"] = false
 	}
-	submitted := time.Now()
-	h, err := s.submit(ctx, "/api/v1/"+op, req)
-	if err != nil {
-		return "", fmt.Errorf("%s of %s: %w", op, modelID, err)
-	}
+	return req
+}
+
+// awaitSave waits for a save's future and checks it names a tinker path.
+func (s *Session) awaitSave(ctx context.Context, h futureHandle, op, kind, modelID string, submitted time.Time) (string, error) {
 	var res struct {
 		Path string `json:"path"`
 	}

@@ -47,3 +47,7 @@ func UnpackFloat32(b []byte) ([]float32, error) {
 	}
 	return v, nil
 }
+
+// TopKPadLogprob pads TopkPromptLogprobs rows shorter than K: a cell of
+// token 0 with this logprob means "no candidate".
+const TopKPadLogprob = -99999.0

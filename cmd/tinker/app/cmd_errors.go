@@ -63,6 +63,7 @@ func runAPI(c *invocation, body func(r *apiRun) error) int {
 		return shell.ExitError
 	}
 	msg, details := cliMessage(err)
+	msg, details = render.PrintableLines(msg), render.PrintableLines(details)
 	if msg != "" {
 		fmt.Fprintf(c.io.Err, "Error: %s\n", msg)
 	}

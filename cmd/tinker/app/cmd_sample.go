@@ -123,6 +123,9 @@ func runSample(c *invocation) int {
 	req.MaxTokens = c.intOr("max-tokens", 64)
 	req.TopK = c.intOr("top-k", -1)
 	req.NumSamples = c.intOr("num-samples", 1)
+	if req.NumSamples < 1 {
+		return leafUsageError(c.io, commands["sample"], c.path, fmt.Sprintf("Invalid value for '--num-samples': %d is not in the range x>=1.", req.NumSamples))
+	}
 	if c.has("seed") {
 		s := int64(c.intOr("seed", 0))
 		req.Seed = &s

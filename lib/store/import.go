@@ -23,8 +23,7 @@ type Importer struct {
 
 // Import runs fn inside one transaction and publishes the rows on success.
 func (s *Store) Import(now time.Time, fn func(*Importer) error) error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
+	defer s.beginWrite()()
 	tx, err := s.db.Begin()
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
@@ -126,125 +125,5 @@ func (im *Importer) AddCheckpoint(c Checkpoint) error {
 	im.seenCkpt[c.TinkerPath()] = true
 	cc := c
 	im.ckpts = append(im.ckpts, &cc)
-	return nil
-}
-
-// LoggedRequest is one API request of a session (for trace export).
-type LoggedRequest struct {
-	Name   string
-	Start  time.Time
-	Dur    time.Duration
-	Status int
-	Detail string
-}
-
-// LogRequest appends to a session's request log.
-func (s *Store) LogRequest(sessionID string, r LoggedRequest) error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	if _, err := s.db.Exec(`INSERT INTO request_log(session_id, name, start_us, dur_us, status, detail) VALUES (?, ?, ?, ?, ?, ?)`,
-		sessionID, r.Name, micros(r.Start), r.Dur.Microseconds(), r.Status, r.Detail); err != nil {
-		return fmt.Errorf("log request: %w", err)
-	}
-	return nil
-}
-
-// SessionRequests returns a session's request log in time order.
-func (s *Store) SessionRequests(sessionID string) ([]LoggedRequest, error) {
-	rows, err := s.db.Query(`SELECT name, start_us, dur_us, status, detail FROM request_log WHERE session_id = ? ORDER BY start_us, id`, sessionID)
-	if err != nil {
-		return nil, fmt.Errorf("read request log: %w", err)
-	}
-	defer rows.Close()
-	var out []LoggedRequest
-	for rows.Next() {
-		var r LoggedRequest
-		var st, d int64
-		if err := rows.Scan(&r.Name, &st, &d, &r.Status, &r.Detail); err != nil {
-			return nil, fmt.Errorf("read request log: %w", err)
-		}
-		r.Start, r.Dur = fromMicros(st), time.Duration(d)*time.Microsecond
-		out = append(out, r)
-	}
-	return out, rows.Err()
-}
-
-// UsageEvent is one metered event (tokens trained or sampled).
-type UsageEvent struct {
-	At         time.Time
-	Owner      string
-	SessionID  string
-	BaseModel  string
-	Type       string // training | sampling_prefill | sampling_sample
-	TokenCount int64
-	Cached     bool
-}
-
-// RecordUsage stores a usage event.
-func (s *Store) RecordUsage(e UsageEvent) error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	if _, err := s.db.Exec(`INSERT INTO usage(at, owner, session_id, base_model, type, token_count, cached) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		micros(e.At), e.Owner, e.SessionID, e.BaseModel, e.Type, e.TokenCount, b2i(e.Cached)); err != nil {
-		return fmt.Errorf("record usage: %w", err)
-	}
-	return nil
-}
-
-// Usage returns the owner's usage events in [from, to).
-func (s *Store) Usage(owner string, from, to time.Time) ([]UsageEvent, error) {
-	rows, err := s.db.Query(`SELECT at, session_id, base_model, type, token_count, cached FROM usage
-		WHERE owner = ? AND at >= ? AND at < ? ORDER BY at, id`, owner, micros(from), micros(to))
-	if err != nil {
-		return nil, fmt.Errorf("read usage: %w", err)
-	}
-	defer rows.Close()
-	var out []UsageEvent
-	for rows.Next() {
-		e := UsageEvent{Owner: owner}
-		var at int64
-		if err := rows.Scan(&at, &e.SessionID, &e.BaseModel, &e.Type, &e.TokenCount, &e.Cached); err != nil {
-			return nil, fmt.Errorf("read usage: %w", err)
-		}
-		e.At = fromMicros(at)
-		out = append(out, e)
-	}
-	return out, rows.Err()
-}
-
-// OwnerCheckpoints returns all of an owner's checkpoints, including expired
-// ones not yet swept (for storage accounting).
-func (s *Store) OwnerCheckpoints(owner string) []Checkpoint {
-	s.sync()
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	o := s.owners[owner]
-	if o == nil {
-		return nil
-	}
-	out := make([]Checkpoint, len(o.ckpts))
-	for i, c := range o.ckpts {
-		out[i] = *c
-	}
-	return out
-}
-
-// SetRunWeights records that a run's weights now come from seed (after
-// load_weights of a checkpoint), so later saves reproduce those weights.
-func (s *Store) SetRunWeights(runID string, seed uint64, now time.Time) error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	res, err := s.db.Exec(`UPDATE runs SET seed = ?, last_request_time = ? WHERE id = ?`, int64(seed), micros(now), runID)
-	if err != nil {
-		return fmt.Errorf("load weights: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return ErrNotFound
-	}
-	s.mu.Lock()
-	if re := s.runs[runID]; re != nil {
-		re.run.Seed, re.run.LastRequestTime = seed, now
-	}
-	s.mu.Unlock()
 	return nil
 }

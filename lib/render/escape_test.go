@@ -1,0 +1,53 @@
+package render
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestPrintable(t *testing.T) {
+	cases := []struct{ in, one, lines string }{
+		{"plain name", "plain name", "plain name"},
+		{"ckpt\x1b[2J\x07", `ckpt\x1b[2J\x07`, `ckpt\x1b[2J\x07`},
+		{"a\nb\tc\rd", `a\nb\tc\rd`, "a\nb\tc\\rd"},
+		{"nul\x00del\x7f", `nul\x00del\x7f`, `nul\x00del\x7f`},
+		{"c1\u009b31m", `c1\x9b31m`, `c1\x9b31m`},
+		{"raw\x9bbyte", `raw\x9bbyte`, `raw\x9bbyte`},
+		{"rtl\u202eevil", `rtl\u202eevil`, `rtl\u202eevil`},
+		{"ünïcödé ✓ 名前", "ünïcödé ✓ 名前", "ünïcödé ✓ 名前"},
+	}
+	for _, c := range cases {
+		if got := Printable(c.in); got != c.one {
+			t.Errorf("Printable(%q) = %q, want %q", c.in, got, c.one)
+		}
+		if got := PrintableLines(c.in); got != c.lines {
+			t.Errorf("PrintableLines(%q) = %q, want %q", c.in, got, c.lines)
+		}
+	}
+}
+
+// No control character from a cell, header or title reaches the output;
+// the box drawing itself uses none.
+func TestWriteEscapesControls(t *testing.T) {
+	evil := "name\x1b]0;pwned\x07\x1b[31m"
+	tb := &Table{
+		Title:   "Checkpoints of " + evil,
+		Columns: []Column{{Header: "Name\x1b[1m"}, {Header: "Size", Right: true}},
+		Rows:    [][]string{{evil, "1 KB"}, {"two\nlines", "\x08\x08"}},
+	}
+	for _, o := range []Options{{}, {Width: 40}} {
+		var b strings.Builder
+		if err := Write(&b, tb, o); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		for _, r := range out {
+			if r < 0x20 && r != '\n' {
+				t.Fatalf("control %q in output:\n%s", r, out)
+			}
+		}
+		if o.Width == 0 && (!strings.Contains(out, `name\x1b]0;pwned\x07\x1b[31m`) || !strings.Contains(out, "two⏎lines") || !strings.Contains(out, `\x08\x08`)) {
+			t.Errorf("escapes missing:\n%s", out)
+		}
+	}
+}

@@ -1,0 +1,51 @@
+package server
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// Each API key is a user, named by a URN derived from the key's SHA-256;
+// only that hash is stored. See docs/protocol.md, "Authentication".
+//
+// ownerNamespace seeds those URNs and the ids derived per owner.
+var ownerNamespace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://github.com/tinkershell/tinker/local-user"))
+
+func hashKey(k string) string {
+	h := sha256.Sum256([]byte(k))
+	return hex.EncodeToString(h[:])
+}
+
+// OwnerURN is the model_owner URN of the user holding an API key.
+func OwnerURN(apiKey string) string {
+	h := sha256.Sum256([]byte(apiKey))
+	return "tml:organization_user:" + uuid.NewSHA1(ownerNamespace, h[:]).String()
+}
+
+func (s *Server) authenticate(r *http.Request) (string, *errorResponse) {
+	key := r.Header.Get("X-API-Key")
+	if key == "" {
+		return "", errorf(http.StatusUnauthorized, "Missing API key: send it in the X-API-Key header")
+	}
+	h := hashKey(key)
+	if v, ok := s.authCache.Load(h); ok {
+		return v.(string), nil
+	}
+	if len(s.keys) > 0 {
+		if !s.keys[h] {
+			return "", errorf(http.StatusUnauthorized, "Invalid API key")
+		}
+	} else if !strings.HasPrefix(key, "tml-") {
+		return "", errorf(http.StatusUnauthorized, "Invalid API key: this local server accepts keys starting with tml-")
+	}
+	urn := OwnerURN(key)
+	if err := s.st.EnsureUser(urn, h, s.now()); err != nil {
+		return "", errorf(http.StatusInternalServerError, "record user: %v", err)
+	}
+	s.authCache.Store(h, urn)
+	return urn, nil
+}

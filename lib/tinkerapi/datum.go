@@ -1,0 +1,204 @@
+package tinkerapi
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/tinkershell/tinker/lib/tinkerproto"
+)
+
+// Tensor is one array of a datum's loss-function inputs or of a
+// forward/backward result. Exactly one of Float32 and Int64 holds the
+// values (row-major); Shape is nil for a 1-D tensor of all of them.
+type Tensor struct {
+	Float32 []float32
+	Int64   []int64
+	Shape   []int64
+}
+
+// Float32s is a 1-D float32 tensor.
+func Float32s(v []float32) Tensor { return Tensor{Float32: v} }
+
+// Int64s is a 1-D int64 tensor.
+func Int64s(v []int64) Tensor { return Tensor{Int64: v} }
+
+// DType is "int64" or "float32", the two element types on the wire.
+func (t Tensor) DType() string {
+	if t.Int64 != nil {
+		return "int64"
+	}
+	return "float32"
+}
+
+// Len is the number of elements.
+func (t Tensor) Len() int {
+	if t.Int64 != nil {
+		return len(t.Int64)
+	}
+	return len(t.Float32)
+}
+
+func (t Tensor) validate() error {
+	if t.Float32 != nil && t.Int64 != nil {
+		return errors.New("tensor has both float32 and int64 values")
+	}
+	if t.Shape == nil {
+		return nil
+	}
+	n := int64(1)
+	for _, d := range t.Shape {
+		if d < 0 {
+			return fmt.Errorf("tensor shape %v has a negative dimension", t.Shape)
+		}
+		n *= d
+	}
+	if n != int64(t.Len()) {
+		return fmt.Errorf("tensor shape %v holds %d values, got %d", t.Shape, n, t.Len())
+	}
+	return nil
+}
+
+// shape is the shape sent on the wire: the explicit one or (N,).
+func (t Tensor) shape() []int64 {
+	if t.Shape != nil {
+		return t.Shape
+	}
+	return []int64{int64(t.Len())}
+}
+
+// Datum is one training example: the model's input tokens and the loss
+// function's inputs, each aligned with the tokens (position i of
+// ModelInput predicts target_tokens[i]).
+type Datum struct {
+	ModelInput   []int
+	LossFnInputs map[string]Tensor
+}
+
+// The loss-function inputs whose meaning and element type are fixed; each
+// has one value per input token.
+var lossInputDTypes = map[string]string{
+	"target_tokens": "int64",
+	"weights":       "float32",
+	"advantages":    "float32",
+	"logprobs":      "float32",
+}
+
+// Loss functions the service implements and the inputs each needs.
+var lossFnInputs = map[string][]string{
+	"cross_entropy":       {"target_tokens"},
+	"importance_sampling": {"target_tokens", "logprobs", "advantages"},
+	"ppo":                 {"target_tokens", "logprobs", "advantages"},
+	"cispo":               {"target_tokens", "logprobs", "advantages"},
+	"dro":                 {"target_tokens", "logprobs", "advantages"},
+}
+
+// LossFns lists the loss functions forward and forward_backward accept.
+func LossFns() []string {
+	out := make([]string, 0, len(lossFnInputs))
+	for k := range lossFnInputs {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// validate checks what the server would reject, so that a bad datum never
+// takes a seq id (a rejected request would leave a gap in the model's order).
+func (d Datum) validate(lossFn string) error {
+	if len(d.ModelInput) == 0 {
+		return errors.New("model input has no tokens")
+	}
+	for i, tok := range d.ModelInput {
+		if tok < 0 || tok > math.MaxInt32 {
+			return fmt.Errorf("model input token %d at position %d is not a valid token id", tok, i)
+		}
+	}
+	for _, k := range lossFnInputs[lossFn] {
+		if _, ok := d.LossFnInputs[k]; !ok {
+			return fmt.Errorf("loss function %s needs loss_fn_inputs[%q]", lossFn, k)
+		}
+	}
+	for _, k := range sortedKeys(d.LossFnInputs) {
+		t := d.LossFnInputs[k]
+		if err := t.validate(); err != nil {
+			return fmt.Errorf("loss_fn_inputs[%q]: %w", k, err)
+		}
+		want, known := lossInputDTypes[k]
+		if !known {
+			continue
+		}
+		if t.DType() != want {
+			return fmt.Errorf("loss_fn_inputs[%q] must be %s, got %s", k, want, t.DType())
+		}
+		if t.Len() != len(d.ModelInput) || len(t.shape()) != 1 {
+			return fmt.Errorf("loss_fn_inputs[%q] has shape %v; want (%d,), one value per input token", k, t.shape(), len(d.ModelInput))
+		}
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Estimated request bytes, as the service's chunking limit counts them:
+// 4 bytes per token (int32 on the wire) plus each tensor's packed values.
+const bytesPerToken = 4
+
+func (d Datum) estimatedBytes() int {
+	n := bytesPerToken * len(d.ModelInput)
+	for _, t := range d.LossFnInputs {
+		n += 8 * len(t.Int64)
+		n += 4 * len(t.Float32)
+	}
+	return n
+}
+
+// toProto encodes the datum for a forward_backward request body: tokens
+// as packed int32, tensors as dense little-endian values in their dtype.
+func (d Datum) toProto() *tinkerproto.Datum {
+	m := &tinkerproto.Datum{
+		ModelInput: []*tinkerproto.Chunk{{Chunk: &tinkerproto.Chunk_EncodedText{
+			EncodedText: &tinkerproto.EncodedTextChunk{Tokens: tinkerproto.PackInt32(d.ModelInput)}}}},
+		LossFnInputs: make(map[string]*tinkerproto.Tensor, len(d.LossFnInputs)),
+	}
+	for k, t := range d.LossFnInputs {
+		pt := &tinkerproto.Tensor{Shape: t.shape()}
+		if t.Int64 != nil {
+			pt.Dtype = tinkerproto.DType_DTYPE_INT64
+			pt.Encoding = &tinkerproto.Tensor_Dense{Dense: packInt64(t.Int64)}
+		} else {
+			pt.Dtype = tinkerproto.DType_DTYPE_FLOAT32
+			pt.Encoding = &tinkerproto.Tensor_Dense{Dense: tinkerproto.PackFloat32(t.Float32)}
+		}
+		m.LossFnInputs[k] = pt
+	}
+	return m
+}
+
+func packInt64(v []int64) []byte {
+	b := make([]byte, 8*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint64(b[8*i:], uint64(x))
+	}
+	return b
+}
+
+func unpackInt64(b []byte) ([]int64, error) {
+	if len(b)%8 != 0 {
+		return nil, fmt.Errorf("int64 array: %d bytes is not a multiple of 8", len(b))
+	}
+	v := make([]int64, len(b)/8)
+	for i := range v {
+		v[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
+	}
+	return v, nil
+}
