@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tinkershell/tinker/lib/chat"
+	"github.com/tinkershell/tinker/lib/engine"
 	"github.com/tinkershell/tinker/lib/server"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"github.com/tinkershell/tinker/lib/tokenizer"
@@ -324,7 +325,7 @@ type gateSampler struct {
 	gate chan struct{}
 }
 
-func (g *gateSampler) Sample(ctx context.Context, req server.SampleRequest) (*server.SampleResponse, error) {
+func (g *gateSampler) Sample(ctx context.Context, req server.SampleRequest) (*engine.SampleResponse, error) {
 	first := false
 	g.once.Do(func() { first = true })
 	if first {
