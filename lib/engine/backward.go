@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"math"
 	"runtime"
 	"sync"
@@ -38,8 +39,9 @@ const (
 const headChunk = 64
 
 // datum runs one datum forward (and backward when asked, into each
-// parameter's local gradient), fills out and returns the datum's loss.
-func (t *Trainer) datum(l Loss, d *Datum, out *DatumOutput, backward bool) float64 {
+// parameter's local gradient), fills out and returns the datum's loss. It
+// stops with ctx's error, checked before every layer.
+func (t *Trainer) datum(ctx context.Context, l Loss, d *Datum, out *DatumOutput, backward bool) (float64, error) {
 	m := t.model
 	c := m.cfg
 	w := m.w
@@ -73,6 +75,9 @@ func (t *Trainer) datum(l Loss, d *Datum, out *DatumOutput, backward bool) float
 		spare = ar.rows(n, h)
 	}
 	for li := range w.layers {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
 		lw, tl, a := &w.layers[li], &t.layers[li], &acts[li]
 		mark := ar.off
 		a.x = x
@@ -195,7 +200,7 @@ func (t *Trainer) datum(l Loss, d *Datum, out *DatumOutput, backward bool) float
 		}
 	}
 	if !backward {
-		return total
+		return total, nil
 	}
 
 	dx := ar.rows(n, h)
@@ -207,6 +212,9 @@ func (t *Trainer) datum(l Loss, d *Datum, out *DatumOutput, backward bool) float
 		lowest = c.Layers
 	}
 	for li := c.Layers - 1; li >= lowest; li-- {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
 		lw, tl, a := &w.layers[li], &t.layers[li], &acts[li]
 		mark := ar.off // this layer's gradient scratch is dead once dx is updated
 		// MLP: x3 = x2 + down(silu(gate(xn2))·up(xn2)).
@@ -257,7 +265,7 @@ func (t *Trainer) datum(l Loss, d *Datum, out *DatumOutput, backward bool) float
 		}
 		ar.release(mark)
 	}
-	return total
+	return total, nil
 }
 
 // trainLinear is Model.linear keeping the LoRA intermediate A·x in ts.

@@ -51,7 +51,7 @@ func ExampleTrainer() {
 	adam.LearningRate = 1e-2
 	var losses []float64
 	for range 10 {
-		res, err := tr.ForwardBackward(loss, data)
+		res, err := tr.ForwardBackward(context.Background(), loss, data)
 		if err != nil {
 			panic(err)
 		}

@@ -47,12 +47,13 @@ func (t *Trainer) ActivationBytes(lengths []int, backward bool) int64 {
 }
 
 // StateBytes is the trainer's fixed memory: each adapter value with its
-// accumulated gradient, the current datum's gradient, the two AdamW
-// moments, and the scaled copy of B the forward applies.
+// accumulated gradient, the running call's gradient, the current datum's
+// gradient, the two AdamW moments, and the scaled copy of B the forward
+// applies.
 func (t *Trainer) StateBytes() int64 {
 	var n int64
 	for _, p := range t.params {
-		n += 5 * int64(len(p.w))
+		n += 6 * int64(len(p.w))
 		if p.isB {
 			n += int64(len(p.w))
 		}

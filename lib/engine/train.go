@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"sync"
 
@@ -23,7 +24,8 @@ type param struct {
 	rows, cols int
 	w          []float32 // value (lora_B unscaled, as PEFT stores it)
 	grad       []float32 // accumulated since the last optimizer step
-	local      []float32 // the current datum's gradient, added to grad when the datum is done
+	local      []float32 // the current datum's gradient, added to pending when the datum is done
+	pending    []float32 // grad plus the datums of the running call; becomes grad when the call succeeds
 	m, v       []float32 // AdamW first and second moments
 	isB        bool      // local holds the gradient of the scaled B' = scale·B
 }
@@ -119,7 +121,7 @@ func NewTrainer(base *Model, c LoRAConfig) (*Trainer, error) {
 func newParam(name string, rows, cols int, isB bool) *param {
 	n := rows * cols
 	return &param{name: name, rows: rows, cols: cols, isB: isB, w: make([]float32, n), grad: make([]float32, n),
-		local: make([]float32, n), m: make([]float32, n), v: make([]float32, n)}
+		local: make([]float32, n), pending: make([]float32, n), m: make([]float32, n), v: make([]float32, n)}
 }
 
 // syncScaled recomputes the forward's scaled B' = scale·B from the
@@ -191,46 +193,62 @@ func (r *ForwardResult) Metrics() map[string]float64 {
 func (t *Trainer) ValidateData(l Loss, data []Datum) error { return checkData(t.base.cfg, l, data) }
 
 // Forward computes the loss and per-datum outputs without gradients.
-func (t *Trainer) Forward(l Loss, data []Datum) (*ForwardResult, error) {
-	return t.run(l, data, false)
+func (t *Trainer) Forward(ctx context.Context, l Loss, data []Datum) (*ForwardResult, error) {
+	return t.run(ctx, l, data, false)
 }
 
 // ForwardBackward is Forward that also adds the gradient of the loss to the
-// gradients accumulated since the last optimizer step. Invalid data are
-// refused before any gradient changes.
-func (t *Trainer) ForwardBackward(l Loss, data []Datum) (*ForwardResult, error) {
-	return t.run(l, data, true)
+// gradients accumulated since the last optimizer step. A call that fails
+// (invalid data, or ctx done before it finishes) leaves them unchanged.
+func (t *Trainer) ForwardBackward(ctx context.Context, l Loss, data []Datum) (*ForwardResult, error) {
+	return t.run(ctx, l, data, true)
 }
 
-func (t *Trainer) run(l Loss, data []Datum, backward bool) (*ForwardResult, error) {
+func (t *Trainer) run(ctx context.Context, l Loss, data []Datum, backward bool) (*ForwardResult, error) {
 	if err := t.ValidateData(l, data); err != nil {
 		return nil, err
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if backward {
+		for _, p := range t.params {
+			copy(p.pending, p.grad)
+		}
+	}
 	res := &ForwardResult{Outputs: make([]DatumOutput, len(data))}
 	for i := range data {
-		loss := t.datum(l, &data[i], &res.Outputs[i], backward)
+		loss, err := t.datum(ctx, l, &data[i], &res.Outputs[i], backward)
+		if err != nil {
+			for _, p := range t.params {
+				clear(p.local)
+			}
+			return nil, err
+		}
 		res.LossSum += loss
 		if backward {
 			t.commitLocal()
 		}
 	}
+	if backward {
+		for _, p := range t.params {
+			p.grad, p.pending = p.pending, p.grad
+		}
+	}
 	return res, nil
 }
 
-// commitLocal adds the finished datum's gradient to the accumulated one
-// and clears it.
+// commitLocal adds the finished datum's gradient to the call's pending
+// gradient and clears it.
 func (t *Trainer) commitLocal() {
 	s := float32(t.scale)
 	for _, p := range t.params {
 		if p.isB {
 			for i, v := range p.local {
-				p.grad[i] += float32(v * s)
+				p.pending[i] += float32(v * s)
 			}
 		} else {
 			for i, v := range p.local {
-				p.grad[i] += v
+				p.pending[i] += v
 			}
 		}
 		clear(p.local)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -61,7 +62,7 @@ func BenchmarkTrainStep(b *testing.B) {
 			const n = 128
 			data := forLoss(testData(min(c.VocabSize, 256), 3, n, n, n, n, n, n, n, n)[:tc.seqs], LossCrossEntropy)
 			step := func() {
-				if _, err := tr.ForwardBackward(loss, data); err != nil {
+				if _, err := tr.ForwardBackward(context.Background(), loss, data); err != nil {
 					b.Fatal(err)
 				}
 				if _, err := tr.OptimStep(DefaultAdamParams()); err != nil {

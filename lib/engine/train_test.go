@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"math"
 	"runtime"
@@ -231,7 +232,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 				// Accumulate over two calls.
 				var sum float64
 				for _, part := range [][]Datum{data[:1], data[1:]} {
-					res, err := tr.ForwardBackward(loss, part)
+					res, err := tr.ForwardBackward(context.Background(), loss, part)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -239,7 +240,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 				}
 				if lossName == LossCISPO {
 					// Freeze the clamped ratio at the current parameters.
-					fwd, _ := tr.Forward(loss, data)
+					fwd, _ := tr.Forward(context.Background(), loss, data)
 					for i, d := range data {
 						cw := make([]float64, len(d.ModelInput))
 						for p := range cw {
@@ -270,7 +271,7 @@ func TestGradientsPerTarget(t *testing.T) {
 		randomizeB(t, tr, 4, 0.3)
 		loss, _ := NewLoss(LossCrossEntropy, nil)
 		data := forLoss(testData(m.cfg.VocabSize, 2, 6), LossCrossEntropy)
-		if _, err := tr.ForwardBackward(loss, data); err != nil {
+		if _, err := tr.ForwardBackward(context.Background(), loss, data); err != nil {
 			t.Fatal(err)
 		}
 		checkFD(t, tr, base, LossCrossEntropy, nil, data)
@@ -292,7 +293,7 @@ func TestGradientsIndependentOfBatchSplit(t *testing.T) {
 	data := forLoss(testData(m.cfg.VocabSize, 3, 9, 20, 4), LossCrossEntropy)
 	one := mustTrainer(t, m, cfg)
 	randomizeB(t, one, 1, 0.05)
-	if _, err := one.ForwardBackward(loss, data); err != nil {
+	if _, err := one.ForwardBackward(context.Background(), loss, data); err != nil {
 		t.Fatal(err)
 	}
 	// Split into three calls, and over a different number of goroutines.
@@ -300,7 +301,7 @@ func TestGradientsIndependentOfBatchSplit(t *testing.T) {
 	split := mustTrainer(t, m, cfg)
 	randomizeB(t, split, 1, 0.05)
 	for _, d := range data {
-		if _, err := split.ForwardBackward(loss, []Datum{d}); err != nil {
+		if _, err := split.ForwardBackward(context.Background(), loss, []Datum{d}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -330,7 +331,7 @@ func TestForwardMatchesSampler(t *testing.T) {
 			tg[i] = float64(seq[i+1])
 		}
 		loss, _ := NewLoss(LossCrossEntropy, nil)
-		res, err := tr.Forward(loss, []Datum{{ModelInput: seq[:len(seq)-1], LossFnInputs: map[string][]float64{InputTargetTokens: tg}}})
+		res, err := tr.Forward(context.Background(), loss, []Datum{{ModelInput: seq[:len(seq)-1], LossFnInputs: map[string][]float64{InputTargetTokens: tg}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -380,7 +381,7 @@ func TestDataValidation(t *testing.T) {
 	for _, tc := range cases {
 		data := []Datum{good(tc.loss), good(tc.loss)}
 		tc.edit(&data[1])
-		_, err := tr.ForwardBackward(tc.loss, data)
+		_, err := tr.ForwardBackward(context.Background(), tc.loss, data)
 		var ie *InputError
 		if !errors.As(err, &ie) || ie.Datum != 1 || ie.Field != tc.field || !strings.Contains(ie.Msg, tc.want) {
 			t.Errorf("got %v, want datum 1 %s: ...%s", err, tc.field, tc.want)
@@ -427,7 +428,7 @@ func TestLearnsCompletion(t *testing.T) {
 	adam.LearningRate = 1e-2
 	var first, last float64
 	for step := range 40 {
-		res, err := tr.ForwardBackward(loss, data)
+		res, err := tr.ForwardBackward(context.Background(), loss, data)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -477,7 +478,7 @@ func TestImportanceSamplingRaisesAdvantaged(t *testing.T) {
 	loss, _ := NewLoss(LossImportanceSampling, nil)
 	ce, _ := NewLoss(LossCrossEntropy, nil)
 	logp := func(d Datum) float64 {
-		res, err := tr.Forward(ce, []Datum{{ModelInput: d.ModelInput, LossFnInputs: map[string][]float64{InputTargetTokens: d.LossFnInputs[InputTargetTokens]}}})
+		res, err := tr.Forward(context.Background(), ce, []Datum{{ModelInput: d.ModelInput, LossFnInputs: map[string][]float64{InputTargetTokens: d.LossFnInputs[InputTargetTokens]}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -491,7 +492,7 @@ func TestImportanceSamplingRaisesAdvantaged(t *testing.T) {
 	adam := DefaultAdamParams()
 	adam.LearningRate = 1e-4
 	for range 3 {
-		if _, err := tr.ForwardBackward(loss, data); err != nil {
+		if _, err := tr.ForwardBackward(context.Background(), loss, data); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := tr.OptimStep(adam); err != nil {
@@ -515,4 +516,44 @@ func TestSamplerUsesTrainedWeights(t *testing.T) {
 	if *r0.PromptLogprobs[1] == *r1.PromptLogprobs[1] {
 		t.Fatal("sampler ignores the adapter's new values")
 	}
+}
+
+// A call cancelled part-way leaves the accumulated gradient exactly as it
+// was.
+func TestCancelledCallLeavesGradients(t *testing.T) {
+	m := mustLoad(t, models.TinyQwen3)
+	cfg := LoRAConfig{Rank: 2, TrainAttn: true, TrainMLP: true, Seed: 4}
+	loss, _ := NewLoss(LossCrossEntropy, nil)
+	data := forLoss(testData(m.cfg.VocabSize, 5, 8, 6), LossCrossEntropy)
+	a := mustTrainer(t, m, cfg)
+	randomizeB(t, a, 2, 0.1)
+	if _, err := a.ForwardBackward(context.Background(), loss, data[:1]); err != nil {
+		t.Fatal(err)
+	}
+	before := gradBits(a)
+	// Done at the 10th check: checks come before each of the 4 layers
+	// forward and backward, so the first datum is in and the second runs.
+	ctx := &countdownCtx{Context: context.Background(), left: 10}
+	if _, err := a.ForwardBackward(ctx, loss, data); !errors.Is(err, context.Canceled) || ctx.left > 0 {
+		t.Fatalf("cancelled call returned %v (%d checks left)", err, ctx.left)
+	}
+	after := gradBits(a)
+	for i := range before {
+		if !slices.Equal(before[i], after[i]) {
+			t.Fatal("a cancelled call changed the gradients")
+		}
+	}
+}
+
+// countdownCtx reports itself cancelled from its left-th Err call on.
+type countdownCtx struct {
+	context.Context
+	left int
+}
+
+func (c *countdownCtx) Err() error {
+	if c.left--; c.left <= 0 {
+		return context.Canceled
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"math"
 	"path/filepath"
 	"slices"
@@ -33,7 +34,7 @@ func TestAdamWMatchesReference(t *testing.T) {
 	clipped := 0
 	for step := 1; step <= 6; step++ {
 		data := forLoss(testData(m.cfg.VocabSize, uint64(step), 6, 4), LossCrossEntropy)
-		if _, err := tr.ForwardBackward(loss, data); err != nil {
+		if _, err := tr.ForwardBackward(context.Background(), loss, data); err != nil {
 			t.Fatal(err)
 		}
 		grads := map[string][]float64{}
@@ -96,7 +97,7 @@ func trainSteps(t *testing.T, tr *Trainer, from, n int) {
 	p.LearningRate, p.WeightDecay, p.GradClipNorm = 1e-3, 0.01, 1
 	for step := from; step < from+n; step++ {
 		data := forLoss(testData(tr.base.cfg.VocabSize, uint64(step), 12, 7), LossCrossEntropy)
-		if _, err := tr.ForwardBackward(loss, data); err != nil {
+		if _, err := tr.ForwardBackward(context.Background(), loss, data); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := tr.OptimStep(p); err != nil {
@@ -207,7 +208,7 @@ func TestActivationBytes(t *testing.T) {
 			for _, n := range []int{5, 64, 70} {
 				for _, bwd := range []bool{false, true} {
 					data := forLoss(testData(m.cfg.VocabSize, 1, n), LossCrossEntropy)
-					if _, err := tr.run(loss, data, bwd); err != nil {
+					if _, err := tr.run(context.Background(), loss, data, bwd); err != nil {
 						t.Fatal(err)
 					}
 					if got, want := tr.ActivationBytes([]int{n, 2}, bwd), 4*int64(tr.ar.peak); got != want {
