@@ -38,128 +38,177 @@ const (
 // vocabulary-wide buffers for long sequences.
 const headChunk = 64
 
+// datumPass is one datum's trip through the model: the shared inputs of
+// its forward layers, output layer and backward layers.
+type datumPass struct {
+	t        *Trainer
+	c        Config
+	ar       *arena
+	n        int
+	cos, sin [][]float32
+	cache    *kvCache
+	rowsAt   []row
+	ws       *workspace
+	acts     []layerActs
+	backward bool
+}
+
 // datum runs one datum forward (and backward when asked, into each
 // parameter's local gradient), fills out and returns the datum's loss. It
 // stops with ctx's error, checked before every layer.
 func (t *Trainer) datum(ctx context.Context, l Loss, d *Datum, out *DatumOutput, backward bool) (float64, error) {
 	m := t.model
 	c := m.cfg
-	w := m.w
 	n := len(d.ModelInput)
-	h, qd, kvd, r := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim, t.cfg.Rank
 	ar := &t.ar
 	ar.reset()
-	cos, sin := ar.rows(n, c.HeadDim/2), ar.rows(n, c.HeadDim/2)
-	x := ar.rows(n, h)
+	ps := &datumPass{t: t, c: c, ar: ar, n: n, backward: backward,
+		cos: ar.rows(n, c.HeadDim/2), sin: ar.rows(n, c.HeadDim/2),
+		cache:  &kvCache{k: make([][]float32, c.Layers), v: make([][]float32, c.Layers), n: n},
+		rowsAt: make([]row, n), ws: &workspace{}, acts: make([]layerActs, c.Layers)}
+	x := ar.rows(n, c.Hidden)
 	for p, tok := range d.ModelInput {
-		w.embed.rowInto(tok, x[p])
-		ropeTable(m.invFreq, p, cos[p], sin[p])
+		m.w.embed.rowInto(tok, x[p])
+		ropeTable(m.invFreq, p, ps.cos[p], ps.sin[p])
 	}
-	cache := &kvCache{k: make([][]float32, c.Layers), v: make([][]float32, c.Layers), n: n}
-	rowsAt := make([]row, n)
-	for p := range rowsAt {
-		rowsAt[p] = row{seq: cache, pos: p}
-	}
-	ws := &workspace{}
-	acts := make([]layerActs, c.Layers)
-	tRows := func(mod *trainModule) [][]float32 {
-		if mod == nil {
-			return nil
-		}
-		return ar.rows(n, r)
+	for p := range ps.rowsAt {
+		ps.rowsAt[p] = row{seq: ps.cache, pos: p}
 	}
 	// Without a backward pass nothing needs keeping: each layer's scratch is
 	// released once it has written the next residual into spare.
 	var spare [][]float32
 	if !backward {
-		spare = ar.rows(n, h)
+		spare = ar.rows(n, c.Hidden)
 	}
-	for li := range w.layers {
+	for li := range m.w.layers {
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
-		lw, tl, a := &w.layers[li], &t.layers[li], &acts[li]
-		mark := ar.off
-		a.x = x
-		a.xn1 = ar.rows(n, h)
-		for p := range n {
-			rmsNorm(a.xn1[p], x[p], lw.attnNorm, c.RMSNormEps)
-		}
-		a.q = ar.rows(n, qd)
-		cache.k[li], cache.v[li] = ar.take(n*kvd), ar.take(n*kvd)
-		k, v := rowsOf(cache.k[li], n, kvd), rowsOf(cache.v[li], n, kvd)
-		a.t[tQ], a.t[tK], a.t[tV] = tRows(tl.q), tRows(tl.k), tRows(tl.v)
-		trainLinear(lw.q, lw.qBias, tl.q, a.xn1, a.q, a.t[tQ], false)
-		trainLinear(lw.k, lw.kBias, tl.k, a.xn1, k, a.t[tK], false)
-		trainLinear(lw.v, lw.vBias, tl.v, a.xn1, v, a.t[tV], false)
-		if lw.qNorm != nil {
-			a.qRaw, a.kRaw = ar.rows(n, qd), ar.rows(n, kvd)
-			for p := range n {
-				copy(a.qRaw[p], a.q[p])
-				copy(a.kRaw[p], k[p])
-				for o := 0; o < qd; o += c.HeadDim {
-					hv := a.q[p][o : o+c.HeadDim]
-					rmsNorm(hv, hv, lw.qNorm, c.RMSNormEps)
-				}
-				for o := 0; o < kvd; o += c.HeadDim {
-					hv := k[p][o : o+c.HeadDim]
-					rmsNorm(hv, hv, lw.kNorm, c.RMSNormEps)
-				}
-			}
-		}
-		for p := range n {
-			applyRope(a.q[p], c.HeadDim, cos[p], sin[p])
-			applyRope(k[p], c.HeadDim, cos[p], sin[p])
-		}
-		a.att = ar.rows(n, qd)
-		ws.q, ws.att = a.q, a.att
-		m.attention(ws, rowsAt, li)
-		a.x2 = ar.rows(n, h)
-		for p := range n {
-			copy(a.x2[p], x[p])
-		}
-		a.t[tO] = tRows(tl.o)
-		trainLinear(lw.o, lw.oBias, tl.o, a.att, a.x2, a.t[tO], true)
-		a.xn2 = ar.rows(n, h)
-		for p := range n {
-			rmsNorm(a.xn2[p], a.x2[p], lw.mlpNorm, c.RMSNormEps)
-		}
-		a.g, a.u, a.h = ar.rows(n, c.Intermediate), ar.rows(n, c.Intermediate), ar.rows(n, c.Intermediate)
-		a.t[tGate], a.t[tUp], a.t[tDown] = tRows(tl.gate), tRows(tl.up), tRows(tl.down)
-		trainLinear(lw.gate, nil, tl.gate, a.xn2, a.g, a.t[tGate], false)
-		trainLinear(lw.up, nil, tl.up, a.xn2, a.u, a.t[tUp], false)
-		for p := range n {
-			for j, gv := range a.g[p] {
-				a.h[p][j] = silu(gv) * a.u[p][j]
-			}
-		}
-		next := spare
-		if backward {
-			next = ar.rows(n, h)
-		}
-		for p := range n {
-			copy(next[p], a.x2[p])
-		}
-		trainLinear(lw.down, nil, tl.down, a.h, next, a.t[tDown], true)
-		if !backward {
-			spare, x = x, next
-			ar.release(mark)
-			acts[li] = layerActs{}
-			continue
-		}
-		x = next
+		x, spare = ps.forwardLayer(li, x, spare)
 	}
+	total, dxnF := ps.head(l, d, x, out)
+	if !backward {
+		return total, nil
+	}
+	dx := ar.rows(n, c.Hidden)
+	for p := range n {
+		rmsNormBackward(dx[p], dxnF[p], x[p], m.w.norm, c.RMSNormEps)
+	}
+	lowest := 0 // the lowest layer with trained matrices
+	if !t.cfg.TrainAttn && !t.cfg.TrainMLP {
+		lowest = c.Layers
+	}
+	for li := c.Layers - 1; li >= lowest; li-- {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		if !ps.backwardLayer(li, lowest, dx) {
+			break
+		}
+	}
+	return total, nil
+}
 
-	// Output layer, a chunk of positions at a time: logits, loss, and the
-	// gradient back to the final norm's output.
-	xnF := ar.rows(n, h)
+// tRows allocates the rows of A·x for an adapted matrix, nil for a frozen one.
+func (ps *datumPass) tRows(mod *trainModule) [][]float32 {
+	if mod == nil {
+		return nil
+	}
+	return ps.ar.rows(ps.n, ps.t.cfg.Rank)
+}
+
+// forwardLayer runs layer li on the residual x and returns the next
+// residual. With a backward pass to come it keeps the layer's activations;
+// without, it writes into spare, frees its scratch and returns the old x as
+// the next spare.
+func (ps *datumPass) forwardLayer(li int, x, spare [][]float32) (next, nextSpare [][]float32) {
+	m, c, ar, n := ps.t.model, ps.c, ps.ar, ps.n
+	h, qd, kvd := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+	lw, tl, a := &m.w.layers[li], &ps.t.layers[li], &ps.acts[li]
+	mark := ar.off
+	a.x = x
+	a.xn1 = ar.rows(n, h)
+	for p := range n {
+		rmsNorm(a.xn1[p], x[p], lw.attnNorm, c.RMSNormEps)
+	}
+	a.q = ar.rows(n, qd)
+	ps.cache.k[li], ps.cache.v[li] = ar.take(n*kvd), ar.take(n*kvd)
+	k, v := rowsOf(ps.cache.k[li], n, kvd), rowsOf(ps.cache.v[li], n, kvd)
+	a.t[tQ], a.t[tK], a.t[tV] = ps.tRows(tl.q), ps.tRows(tl.k), ps.tRows(tl.v)
+	trainLinear(lw.q, lw.qBias, tl.q, a.xn1, a.q, a.t[tQ], false)
+	trainLinear(lw.k, lw.kBias, tl.k, a.xn1, k, a.t[tK], false)
+	trainLinear(lw.v, lw.vBias, tl.v, a.xn1, v, a.t[tV], false)
+	if lw.qNorm != nil {
+		a.qRaw, a.kRaw = ar.rows(n, qd), ar.rows(n, kvd)
+		for p := range n {
+			copy(a.qRaw[p], a.q[p])
+			copy(a.kRaw[p], k[p])
+			for o := 0; o < qd; o += c.HeadDim {
+				hv := a.q[p][o : o+c.HeadDim]
+				rmsNorm(hv, hv, lw.qNorm, c.RMSNormEps)
+			}
+			for o := 0; o < kvd; o += c.HeadDim {
+				hv := k[p][o : o+c.HeadDim]
+				rmsNorm(hv, hv, lw.kNorm, c.RMSNormEps)
+			}
+		}
+	}
+	for p := range n {
+		applyRope(a.q[p], c.HeadDim, ps.cos[p], ps.sin[p])
+		applyRope(k[p], c.HeadDim, ps.cos[p], ps.sin[p])
+	}
+	a.att = ar.rows(n, qd)
+	ps.ws.q, ps.ws.att = a.q, a.att
+	m.attention(ps.ws, ps.rowsAt, li)
+	a.x2 = ar.rows(n, h)
+	for p := range n {
+		copy(a.x2[p], x[p])
+	}
+	a.t[tO] = ps.tRows(tl.o)
+	trainLinear(lw.o, lw.oBias, tl.o, a.att, a.x2, a.t[tO], true)
+	a.xn2 = ar.rows(n, h)
+	for p := range n {
+		rmsNorm(a.xn2[p], a.x2[p], lw.mlpNorm, c.RMSNormEps)
+	}
+	a.g, a.u, a.h = ar.rows(n, c.Intermediate), ar.rows(n, c.Intermediate), ar.rows(n, c.Intermediate)
+	a.t[tGate], a.t[tUp], a.t[tDown] = ps.tRows(tl.gate), ps.tRows(tl.up), ps.tRows(tl.down)
+	trainLinear(lw.gate, nil, tl.gate, a.xn2, a.g, a.t[tGate], false)
+	trainLinear(lw.up, nil, tl.up, a.xn2, a.u, a.t[tUp], false)
+	for p := range n {
+		for j, gv := range a.g[p] {
+			a.h[p][j] = silu(gv) * a.u[p][j]
+		}
+	}
+	next = spare
+	if ps.backward {
+		next = ar.rows(n, h)
+	}
+	for p := range n {
+		copy(next[p], a.x2[p])
+	}
+	trainLinear(lw.down, nil, tl.down, a.h, next, a.t[tDown], true)
+	if !ps.backward {
+		ar.release(mark)
+		ps.acts[li] = layerActs{}
+		return next, x
+	}
+	return next, nil
+}
+
+// head runs the output layer a chunk of positions at a time: logits,
+// logprobs and loss into out, and with a backward pass the gradient back to
+// the final norm's output, which it returns.
+func (ps *datumPass) head(l Loss, d *Datum, x [][]float32, out *DatumOutput) (float64, [][]float32) {
+	t, c, ar, n := ps.t, ps.c, ps.ar, ps.n
+	w := t.model.w
+	xnF := ar.rows(n, c.Hidden)
 	for p := range n {
 		rmsNorm(xnF[p], x[p], w.norm, c.RMSNormEps)
 	}
-	tHead := tRows(t.head)
+	tHead := ps.tRows(t.head)
 	var dxnF [][]float32
-	if backward {
-		dxnF = ar.rows(n, h)
+	if ps.backward {
+		dxnF = ar.rows(n, c.Hidden)
 	}
 	out.Logprobs = make([]float32, n)
 	if l.Name == LossCrossEntropy {
@@ -187,7 +236,7 @@ func (t *Trainer) datum(ctx context.Context, l Loss, d *Datum, out *DatumOutput,
 			if out.ElementwiseLoss != nil {
 				out.ElementwiseLoss[p] = float32(loss)
 			}
-			if backward {
+			if ps.backward {
 				// dLoss/dlogit_v = g·(1[v = target] − softmax_v).
 				for v, z := range row {
 					row[v] = float32(-g * math.Exp(float64(z)-lse))
@@ -195,77 +244,69 @@ func (t *Trainer) datum(ctx context.Context, l Loss, d *Datum, out *DatumOutput,
 				row[tgt] += float32(g)
 			}
 		}
-		if backward {
+		if ps.backward {
 			t.linearBackward(w.lmHead, t.head, xnF[p0:p1], th, lg, dxnF[p0:p1], false)
 		}
 	}
-	if !backward {
-		return total, nil
-	}
+	return total, dxnF
+}
 
-	dx := ar.rows(n, h)
+// backwardLayer propagates dx (the gradient at layer li's output residual)
+// to its input residual in place, accumulating the layer's LoRA gradients.
+// It reports false when nothing below needs the gradient.
+func (ps *datumPass) backwardLayer(li, lowest int, dx [][]float32) bool {
+	t, c, ar, n := ps.t, ps.c, ps.ar, ps.n
+	h, qd, kvd := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+	lw, tl, a := &t.model.w.layers[li], &t.layers[li], &ps.acts[li]
+	mark := ar.off // this layer's gradient scratch is dead once dx is updated
+	// MLP: x3 = x2 + down(silu(gate(xn2))·up(xn2)).
+	dg := ar.rows(n, c.Intermediate)
+	t.linearBackward(lw.down, tl.down, a.h, a.t[tDown], dx, dg, false)
+	du := ar.rows(n, c.Intermediate)
 	for p := range n {
-		rmsNormBackward(dx[p], dxnF[p], x[p], w.norm, c.RMSNormEps)
+		for j, dh := range dg[p] {
+			gv, uv := a.g[p][j], a.u[p][j]
+			du[p][j] = float32(float64(dh) * float64(silu(gv)))
+			dg[p][j] = float32(float64(float64(dh)*float64(uv)) * siluGrad(gv))
+		}
 	}
-	lowest := 0 // the lowest layer with trained matrices
-	if !t.cfg.TrainAttn && !t.cfg.TrainMLP {
-		lowest = c.Layers
+	dxn := ar.rows(n, h)
+	t.linearBackward(lw.gate, tl.gate, a.xn2, a.t[tGate], dg, dxn, false)
+	t.linearBackward(lw.up, tl.up, a.xn2, a.t[tUp], du, dxn, true)
+	for p := range n {
+		rmsNormBackward(dx[p], dxn[p], a.x2[p], lw.mlpNorm, c.RMSNormEps)
 	}
-	for li := c.Layers - 1; li >= lowest; li-- {
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		lw, tl, a := &w.layers[li], &t.layers[li], &acts[li]
-		mark := ar.off // this layer's gradient scratch is dead once dx is updated
-		// MLP: x3 = x2 + down(silu(gate(xn2))·up(xn2)).
-		dg := ar.rows(n, c.Intermediate)
-		t.linearBackward(lw.down, tl.down, a.h, a.t[tDown], dx, dg, false)
-		du := ar.rows(n, c.Intermediate)
-		for p := range n {
-			for j, dh := range dg[p] {
-				gv, uv := a.g[p][j], a.u[p][j]
-				du[p][j] = float32(float64(dh) * float64(silu(gv)))
-				dg[p][j] = float32(float64(float64(dh)*float64(uv)) * siluGrad(gv))
-			}
-		}
-		dxn := ar.rows(n, h)
-		t.linearBackward(lw.gate, tl.gate, a.xn2, a.t[tGate], dg, dxn, false)
-		t.linearBackward(lw.up, tl.up, a.xn2, a.t[tUp], du, dxn, true)
-		for p := range n {
-			rmsNormBackward(dx[p], dxn[p], a.x2[p], lw.mlpNorm, c.RMSNormEps)
-		}
-		if li == lowest && !t.cfg.TrainAttn {
-			break // nothing trained below
-		}
-		ar.release(mark)
-		mark = ar.off
-		// Attention: x2 = x + o(attention(q, k, v)).
-		datt := ar.rows(n, qd)
-		t.linearBackward(lw.o, tl.o, a.att, a.t[tO], dx, datt, false)
-		dq, dk, dv := ar.rows(n, qd), ar.rows(n, kvd), ar.rows(n, kvd)
-		attentionBackward(c, a.q, rowsOf(cache.k[li], n, kvd), rowsOf(cache.v[li], n, kvd), datt, dq, dk, dv)
-		for p := range n {
-			ropeBackward(dq[p], c.HeadDim, cos[p], sin[p])
-			ropeBackward(dk[p], c.HeadDim, cos[p], sin[p])
-		}
-		if lw.qNorm != nil {
-			dq, dk = headNormBackward(ar, dq, a.qRaw, lw.qNorm, c), headNormBackward(ar, dk, a.kRaw, lw.kNorm, c)
-		}
-		var dxn1 [][]float32
-		if li > lowest {
-			dxn1 = ar.rows(n, h)
-		}
-		t.linearBackward(lw.q, tl.q, a.xn1, a.t[tQ], dq, dxn1, false)
-		t.linearBackward(lw.k, tl.k, a.xn1, a.t[tK], dk, dxn1, true)
-		t.linearBackward(lw.v, tl.v, a.xn1, a.t[tV], dv, dxn1, true)
-		if dxn1 != nil {
-			for p := range n {
-				rmsNormBackward(dx[p], dxn1[p], a.x[p], lw.attnNorm, c.RMSNormEps)
-			}
-		}
-		ar.release(mark)
+	if li == lowest && !t.cfg.TrainAttn {
+		return false // nothing trained below
 	}
-	return total, nil
+	ar.release(mark)
+	mark = ar.off
+	// Attention: x2 = x + o(attention(q, k, v)).
+	datt := ar.rows(n, qd)
+	t.linearBackward(lw.o, tl.o, a.att, a.t[tO], dx, datt, false)
+	dq, dk, dv := ar.rows(n, qd), ar.rows(n, kvd), ar.rows(n, kvd)
+	attentionBackward(c, a.q, rowsOf(ps.cache.k[li], n, kvd), rowsOf(ps.cache.v[li], n, kvd), datt, dq, dk, dv)
+	for p := range n {
+		ropeBackward(dq[p], c.HeadDim, ps.cos[p], ps.sin[p])
+		ropeBackward(dk[p], c.HeadDim, ps.cos[p], ps.sin[p])
+	}
+	if lw.qNorm != nil {
+		dq, dk = headNormBackward(ar, dq, a.qRaw, lw.qNorm, c), headNormBackward(ar, dk, a.kRaw, lw.kNorm, c)
+	}
+	var dxn1 [][]float32
+	if li > lowest {
+		dxn1 = ar.rows(n, h)
+	}
+	t.linearBackward(lw.q, tl.q, a.xn1, a.t[tQ], dq, dxn1, false)
+	t.linearBackward(lw.k, tl.k, a.xn1, a.t[tK], dk, dxn1, true)
+	t.linearBackward(lw.v, tl.v, a.xn1, a.t[tV], dv, dxn1, true)
+	if dxn1 != nil {
+		for p := range n {
+			rmsNormBackward(dx[p], dxn1[p], a.x[p], lw.attnNorm, c.RMSNormEps)
+		}
+	}
+	ar.release(mark)
+	return true
 }
 
 // trainLinear is Model.linear keeping the LoRA intermediate A·x in ts.
