@@ -77,6 +77,18 @@ func (p *Pool) Sampler(baseModel, adapterDir string) (*Model, error) {
 	return e.m, e.err
 }
 
+// DropAdapter forgets the adapter loaded from dir, for when the files there
+// are deleted (and may later be replaced by others).
+func (p *Pool) DropAdapter(dir string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k := range p.adapters {
+		if k.dir == dir {
+			delete(p.adapters, k)
+		}
+	}
+}
+
 type poolEntry struct {
 	once sync.Once
 	m    *Model

@@ -57,9 +57,9 @@ func (s *Server) routes() http.Handler {
 		{"POST", p("asample"), s.asample, false},
 		{"POST", p("retrieve_future"), s.retrieveFuture, false},
 		{"POST", p("load_weights"), s.loadWeights, false},
-		{"POST", p("forward_backward"), s.notTraining, false},
-		{"POST", p("forward"), s.notTraining, false},
-		{"POST", p("optim_step"), s.notTraining, false},
+		{"POST", p("forward_backward"), s.forwardBackward, false},
+		{"POST", p("forward"), s.forward, false},
+		{"POST", p("optim_step"), s.optimStep, false},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()

@@ -219,6 +219,11 @@ func (s *Server) resolveSample(owner string, b *asampleBody, req *SampleRequest)
 		return "", errorf(http.StatusBadRequest, "sampling_session_id (or base_model / model_path) is required")
 	}
 	if modelPath == "" {
+		// A sampler saved from a trained model without a path has its
+		// adapter in its own directory.
+		if dir := s.ephemeralDir(b.SamplingSessionID); b.SamplingSessionID != "" && s.archives.ready(dir) {
+			req.AdapterDir = dir
+		}
 		return session, nil
 	}
 	c, run, e := s.samplerCheckpoint(owner, modelPath)

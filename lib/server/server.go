@@ -10,7 +10,9 @@
 // table and retrieve_future), sessions.go, models.go (create_model,
 // get_info), weights.go (save and load weights), sampling.go (sampling
 // sessions and asample) with sampleresult.go (its JSON and protobuf results),
-// training.go, rest.go (runs and checkpoints listings), archive.go
+// training.go (forward, forward_backward, optim_step) with fwdbwd.go (their
+// bodies), trainer.go (per-model trainers and seq_id order) and
+// trainstate.go (trained checkpoints), hub.go (tokenizer files), rest.go (runs and checkpoints listings), archive.go
 // (checkpoint files), download.go (signed URLs) with tarview.go, trace.go,
 // billing.go, cleanup.go (expiry sweep, orphans), import.go.
 package server
@@ -27,6 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tinkershell/tinker/lib/engine"
 	"github.com/tinkershell/tinker/lib/store"
 )
 
@@ -61,6 +64,23 @@ type Options struct {
 	PollHold time.Duration
 	// HeartbeatTimeout ends sessions that stopped heartbeating (default 2m).
 	HeartbeatTimeout time.Duration
+	// Engine loads base models for training (forward, forward_backward,
+	// optim_step); nil answers them with a clear error. Pass the pool the
+	// Sampler uses, so both share one copy of each model.
+	Engine *engine.Pool
+	// TrainMemory bounds the activation memory of the training passes
+	// running at once, in bytes (default DefaultTrainMemory()). A request
+	// that alone needs more is refused with a 400.
+	TrainMemory int64
+	// TrainConcurrency is how many training passes run at once over all
+	// models (default 1), so sampling keeps cores while models train.
+	TrainConcurrency int
+	// MaxPendingTrain bounds queued forward/forward_backward requests;
+	// beyond it they get 429 and clients resubmit (default 64).
+	MaxPendingTrain int
+	// SeqGapTimeout is how long a model's operation waits for a missing
+	// lower seq_id before it runs anyway (default 30s).
+	SeqGapTimeout time.Duration
 }
 
 // Server is one local Tinker service over a data directory.
@@ -75,6 +95,7 @@ type Server struct {
 	archives *archiver
 	traces   *tracer
 	futures  *futureTable
+	trainers *trainers
 	samples  atomic.Int64 // unfinished asample futures
 
 	ctx       context.Context // cancelled by Close: stops running samples
@@ -116,6 +137,18 @@ func Open(opts Options) (*Server, error) {
 	if opts.HeartbeatTimeout == 0 {
 		opts.HeartbeatTimeout = 2 * time.Minute
 	}
+	if opts.TrainMemory <= 0 {
+		opts.TrainMemory = DefaultTrainMemory()
+	}
+	if opts.TrainConcurrency <= 0 {
+		opts.TrainConcurrency = 1
+	}
+	if opts.MaxPendingTrain <= 0 {
+		opts.MaxPendingTrain = 64
+	}
+	if opts.SeqGapTimeout <= 0 {
+		opts.SeqGapTimeout = 30 * time.Second
+	}
 	st, err := store.Open(opts.DataDir)
 	if err != nil {
 		return nil, fmt.Errorf("open data dir %s: %w", opts.DataDir, err)
@@ -128,6 +161,7 @@ func Open(opts Options) (*Server, error) {
 	s.archives = newArchiver(s)
 	s.traces = newTracer(s)
 	s.futures = newFutureTable()
+	s.trainers = newTrainers(opts)
 	s.handler = s.routes()
 	if n := s.cleanupOrphans(); n > 0 {
 		opts.Logf("removed %d orphaned checkpoint director(ies) left by an earlier crash", n)
@@ -241,6 +275,10 @@ func (s *Server) Close() error {
 func (s *Server) deleteCheckpoint(runID, kind, name string) error {
 	if err := s.st.DeleteCheckpoint(runID, kind, name); err != nil {
 		return err
+	}
+	if s.opts.Engine != nil {
+		// A checkpoint saved again under this name will hold other weights.
+		s.opts.Engine.DropAdapter(s.checkpointDir(runID, kind, name))
 	}
 	return s.archives.remove(runID, kind, name)
 }

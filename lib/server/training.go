@@ -1,12 +1,202 @@
 package server
 
-import "net/http"
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
 
-// The training endpoints (forward, forward_backward, optim_step) belong
-// here; docs/protocol.md, "Training", and docs/training.md describe them.
+	"github.com/tinkershell/tinker/lib/engine"
+	"github.com/tinkershell/tinker/lib/store"
+)
 
-// notTraining answers the gradient endpoints: the local server stores and
-// serves checkpoints and samples, but does not train.
-func (s *Server) notTraining(w http.ResponseWriter, r *http.Request, owner string, seg []string) *errorResponse {
-	return errorf(http.StatusBadRequest, "%s is not supported by the local server: it stores checkpoints and samples but does not train; use the Tinker service for training", seg[0])
+// The training endpoints: forward_backward (protobuf or JSON body), the
+// legacy JSON forward, and optim_step. docs/protocol.md, "Training", gives
+// the wire forms; docs/training.md what they compute. Each is one of the
+// model's ordered operations (trainer.go).
+
+func (s *Server) forwardBackward(w http.ResponseWriter, r *http.Request, owner string, _ []string) *errorResponse {
+	return s.fwd(w, r, owner, false)
+}
+
+// forward is the older JSON endpoint of a forward pass.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, owner string, _ []string) *errorResponse {
+	return s.fwd(w, r, owner, true)
+}
+
+func (s *Server) fwd(w http.ResponseWriter, r *http.Request, owner string, legacyForward bool) *errorResponse {
+	start := time.Now()
+	b, e := readFwdBody(r)
+	if e != nil {
+		return e
+	}
+	var req *fwdRequest
+	if isProto(r) {
+		req, e = decodeFwdProto(b)
+	} else {
+		req, e = decodeFwdJSON(b, legacyForward)
+	}
+	if e != nil {
+		return e
+	}
+	run, e := s.ownedRun(owner, req.ModelID)
+	if e != nil {
+		return e
+	}
+	op := "forward_backward"
+	if req.ForwardOnly {
+		op = "forward"
+	}
+	m := s.trainers.model(run.ID)
+	seq, e := m.accept(run.ID, req.SeqID)
+	if e != nil {
+		return e
+	}
+	tr, loss, need, e := s.prepareFwd(run, req)
+	if e == nil {
+		e = s.trainers.admit()
+	}
+	if e != nil {
+		m.finish(seq)
+		s.logRequest(run.SessionID, op, start, e.status, e.detail)
+		return e
+	}
+	s.st.TouchRun(run.ID, s.now())
+	f := s.newFuture(fmt.Sprintf("%s:%d", run.ID, seq), s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
+		defer s.trainers.release()
+		var res *engine.ForwardResult
+		err := s.trainers.run(s.ctx, need, func() error {
+			var err error
+			if req.ForwardOnly {
+				res, err = tr.Forward(s.ctx, loss, req.Data)
+			} else {
+				res, err = tr.ForwardBackward(s.ctx, loss, req.Data)
+			}
+			return err
+		})
+		if err != nil {
+			s.logRequest(run.SessionID, op, start, 500, err.Error())
+			return nil, nil, fmt.Errorf("%s on %s: %w", op, run.ID, err)
+		}
+		tokens := 0
+		for _, d := range req.Data {
+			tokens += len(d.ModelInput)
+		}
+		s.st.RecordUsage(store.UsageEvent{At: s.now(), Owner: owner, SessionID: run.SessionID, BaseModel: run.BaseModel, Type: "training", TokenCount: int64(tokens)})
+		s.logRequest(run.SessionID, op, start, 200, fmt.Sprintf("%d datums, %d tokens, loss %.6g", len(req.Data), tokens, res.LossSum))
+		return fwdResultJSON(res), fwdResultProto(res), nil
+	}))
+	writeFuture(w, f, run.ID)
+	return nil
+}
+
+// prepareFwd checks a request against the model before it is queued: the
+// loss and its configuration, every datum (by index and field), and the
+// activation memory it needs against the budget.
+func (s *Server) prepareFwd(run store.RunView, req *fwdRequest) (*engine.Trainer, engine.Loss, int64, *errorResponse) {
+	loss, err := engine.NewLoss(req.LossFn, req.LossConfig)
+	if err != nil {
+		return nil, loss, 0, errorf(http.StatusBadRequest, "%v", err)
+	}
+	tr, err := s.trainer(run)
+	if err != nil {
+		return nil, loss, 0, trainerError(err)
+	}
+	if err := tr.ValidateData(loss, req.Data); err != nil {
+		var ie *engine.InputError
+		if errors.As(err, &ie) {
+			return nil, loss, 0, errorf(http.StatusBadRequest, "data[%d].%s: %s", ie.Datum, ie.Field, ie.Msg)
+		}
+		return nil, loss, 0, errorf(http.StatusBadRequest, "%v", err)
+	}
+	lengths := make([]int, len(req.Data))
+	for i, d := range req.Data {
+		lengths[i] = len(d.ModelInput)
+	}
+	need := tr.ActivationBytes(lengths, !req.ForwardOnly)
+	return tr, loss, need, s.trainers.checkBudget(need)
+}
+
+// trainerError answers a failure to set up a model's trainer: the model
+// cannot be trained here (400) or something broke (500).
+func trainerError(err error) *errorResponse {
+	var ue userError
+	if errors.As(err, &ue) {
+		return errorf(http.StatusBadRequest, "%v", err)
+	}
+	return errorf(http.StatusInternalServerError, "%v", err)
+}
+
+func (s *Server) optimStep(w http.ResponseWriter, r *http.Request, owner string, _ []string) *errorResponse {
+	start := time.Now()
+	var body struct {
+		ModelID    string `json:"model_id"`
+		SeqID      *int   `json:"seq_id"`
+		AdamParams *struct {
+			LearningRate *float64 `json:"learning_rate"`
+			Beta1        *float64 `json:"beta1"`
+			Beta2        *float64 `json:"beta2"`
+			Eps          *float64 `json:"eps"`
+			WeightDecay  *float64 `json:"weight_decay"`
+			GradClipNorm *float64 `json:"grad_clip_norm"`
+		} `json:"adam_params"`
+	}
+	if e := decodeBody(r, &body); e != nil {
+		return e
+	}
+	run, e := s.ownedRun(owner, body.ModelID)
+	if e != nil {
+		return e
+	}
+	if body.AdamParams == nil {
+		return errorf(http.StatusUnprocessableEntity, "adam_params is required")
+	}
+	p := engine.DefaultAdamParams()
+	ap := body.AdamParams
+	setIf(&p.LearningRate, ap.LearningRate)
+	setIf(&p.Beta1, ap.Beta1)
+	setIf(&p.Beta2, ap.Beta2)
+	setIf(&p.Eps, ap.Eps)
+	setIf(&p.WeightDecay, ap.WeightDecay)
+	setIf(&p.GradClipNorm, ap.GradClipNorm)
+	m := s.trainers.model(run.ID)
+	seq, e := m.accept(run.ID, body.SeqID)
+	if e != nil {
+		return e
+	}
+	if err := p.Validate(); err != nil {
+		e = errorf(http.StatusBadRequest, "%v", err)
+	}
+	var tr *engine.Trainer
+	if e == nil {
+		var err error
+		if tr, err = s.trainer(run); err != nil {
+			e = trainerError(err)
+		}
+	}
+	if e != nil {
+		m.finish(seq)
+		s.logRequest(run.SessionID, "optim_step", start, e.status, e.detail)
+		return e
+	}
+	s.st.TouchRun(run.ID, s.now())
+	f := s.newFuture(fmt.Sprintf("%s:%d", run.ID, seq), s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
+		var metrics map[string]float64
+		err := s.trainers.run(context.Background(), 0, func() error {
+			var err error
+			metrics, err = tr.OptimStep(p)
+			return err
+		})
+		if err != nil {
+			s.logRequest(run.SessionID, "optim_step", start, 500, err.Error())
+			return nil, nil, fmt.Errorf("optim_step on %s: %w", run.ID, err)
+		}
+		s.logRequest(run.SessionID, "optim_step", start, 200, fmt.Sprintf("step %d", tr.Step()))
+		res, _ := json.Marshal(map[string]any{"metrics": metrics, "type": "optim_step"})
+		return res, nil, nil
+	}))
+	writeFuture(w, f, run.ID)
+	return nil
 }

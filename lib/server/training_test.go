@@ -72,12 +72,13 @@ func TestLoadWeightsReproducesCheckpoint(t *testing.T) {
 	if !bytes.Equal(weights(src), weights(save(other, "d", 3))) {
 		t.Error("legacy load_weights did not adopt the checkpoint's weights")
 	}
-	// Mismatched shapes are refused; training endpoints say clearly they are unsupported.
+	// Mismatched shapes are refused; without an engine the training
+	// endpoints say clearly that this server cannot train.
 	e.post("/api/v1/create_model", map[string]any{"session_id": sess.SessionID, "model_seq_id": 3, "base_model": "tinker-local/tiny-qwen3", "lora_config": map[string]any{"rank": 4}}, &fut)
 	if code, _, _ := e.do("POST", "/api/v1/load_weights", map[string]any{"model_id": fut.ModelID, "path": src, "optimizer": false}); code != 400 {
 		t.Errorf("mismatched load = %d", code)
 	}
-	if code, b, _ := e.do("POST", "/api/v1/optim_step", map[string]any{}); code != 400 || !strings.Contains(string(b), "does not train") {
+	if code, b, _ := e.do("POST", "/api/v1/optim_step", map[string]any{"model_id": other, "adam_params": map[string]any{}}); code != 400 || !strings.Contains(string(b), "without an engine") {
 		t.Errorf("optim_step = %d %s", code, b)
 	}
 }

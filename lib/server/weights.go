@@ -5,17 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
 	"time"
 
+	"github.com/tinkershell/tinker/lib/engine"
 	"github.com/tinkershell/tinker/lib/store"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 )
 
 // Saving and loading weights: see docs/protocol.md, "Models and weights".
 
-// saveCheckpoint records (and, when small enough, writes) a checkpoint of
-// run holding its current weights. Without training those are the LoRA
-// initialisation, deterministic from the run's seed.
+// saveCheckpoint records and writes a checkpoint of run holding its current
+// weights: the trainer's when the model has trained (or loaded a
+// checkpoint) on this server, written now; otherwise the LoRA
+// initialisation from the run's seed, written now when small enough and
+// else generated on first use (archive.go).
 func (s *Server) saveCheckpoint(run store.RunView, kind, name string, ttl *int64, overwrite bool) (store.Checkpoint, error) {
 	now := s.now()
 	c := store.Checkpoint{RunID: run.ID, Kind: kind, Name: name, Owner: run.Owner, Time: now, Seed: run.Seed}
@@ -33,11 +39,17 @@ func (s *Server) saveCheckpoint(run store.RunView, kind, name string, ttl *int64
 			return c, userErrorf("Checkpoint %s already exists", c.TinkerPath())
 		}
 	}
-	if c.SizeBytes <= s.opts.ArchiveSyncLimit {
-		if err := p.WriteDir(s.checkpointDir(run.ID, kind, name)); err != nil {
+	dir := s.checkpointDir(run.ID, kind, name)
+	switch tr := s.trainers.existing(run.ID); {
+	case tr != nil:
+		if err := writeTrained(p, tr, dir, kind == "weights"); err != nil {
 			return c, err
 		}
-	} else {
+	case c.SizeBytes <= s.opts.ArchiveSyncLimit:
+		if err := p.WriteDir(dir); err != nil {
+			return c, err
+		}
+	default:
 		s.archives.remove(run.ID, kind, name) // stale files of an overwritten checkpoint
 	}
 	if err := s.st.PutCheckpoint(c, overwrite, now); err != nil {
@@ -47,6 +59,12 @@ func (s *Server) saveCheckpoint(run store.RunView, kind, name string, ttl *int64
 		return c, err
 	}
 	return c, nil
+}
+
+// ephemeralDir holds the adapter of a sampler made by
+// save_weights_for_sampler without a path.
+func (s *Server) ephemeralDir(samplerID string) string {
+	return filepath.Join(s.opts.DataDir, "samplers", url.PathEscape(samplerID))
 }
 
 type saveBody struct {
@@ -71,36 +89,53 @@ func (s *Server) save(w http.ResponseWriter, r *http.Request, owner, kind string
 	if body.TTLSeconds != nil && *body.TTLSeconds <= 0 {
 		return errorf(http.StatusBadRequest, "ttl_seconds must be positive, got %d", *body.TTLSeconds)
 	}
-	seq := 0
-	if body.SeqID != nil {
-		seq = *body.SeqID
-	}
 	s.st.TouchRun(run.ID, s.now())
 	reqType := map[string]string{"weights": "save_weights", "sampler_weights": "save_weights_for_sampler"}[kind]
-	if kind == "sampler_weights" && body.Path == "" && body.SamplingSessionSeqID != nil {
-		// Ephemeral save: a sampler bound to the run's current weights.
-		sid := fmt.Sprintf("%s:sample:%d", run.SessionID, *body.SamplingSessionSeqID)
-		if _, exists := s.st.Sampler(sid); exists {
-			return errorf(http.StatusConflict, "Sampling session %s already exists: use the next sampling_session_seq_id", sid)
-		}
-		if err := s.st.CreateSampler(store.Sampler{ID: sid, SessionID: run.SessionID, Owner: owner, BaseModel: run.BaseModel,
-			ModelPath: "", CreatedAt: s.now()}); err != nil {
-			return errorf(http.StatusInternalServerError, "%v", err)
-		}
-		res, _ := json.Marshal(map[string]any{"path": nil, "sampling_session_id": sid, "type": reqType})
-		f := s.newFuture(fmt.Sprintf("%s:%d", run.ID, seq), func() ([]byte, []byte, error) { return res, nil, nil })
-		s.logRequest(run.SessionID, reqType, start, 200, sid)
-		writeFuture(w, f, run.ID)
-		return nil
+	ephemeral := kind == "sampler_weights" && body.Path == "" && body.SamplingSessionSeqID != nil
+	m := s.trainers.model(run.ID)
+	seq, e := m.accept(run.ID, body.SeqID)
+	if e != nil {
+		return e
 	}
 	name := body.Path
 	if name == "" {
 		name = fmt.Sprintf("%06d", seq)
 	}
-	if err := validName(name); err != nil {
+	if err := validName(name); err != nil && !ephemeral {
+		m.finish(seq)
 		return errorf(http.StatusBadRequest, "%v", err)
 	}
-	f := s.newFuture(fmt.Sprintf("%s:%d", run.ID, seq), func() ([]byte, []byte, error) {
+	if ephemeral {
+		// A sampler bound to the model's weights as they are now.
+		sid := fmt.Sprintf("%s:sample:%d", run.SessionID, *body.SamplingSessionSeqID)
+		if _, exists := s.st.Sampler(sid); exists {
+			m.finish(seq)
+			return errorf(http.StatusConflict, "Sampling session %s already exists: use the next sampling_session_seq_id", sid)
+		}
+		if err := s.st.CreateSampler(store.Sampler{ID: sid, SessionID: run.SessionID, Owner: owner, BaseModel: run.BaseModel,
+			ModelPath: "", CreatedAt: s.now()}); err != nil {
+			m.finish(seq)
+			return errorf(http.StatusInternalServerError, "%v", err)
+		}
+		f := s.newFuture(fmt.Sprintf("%s:%d", run.ID, seq), s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
+			if tr := s.trainers.existing(run.ID); tr != nil {
+				p, err := s.archives.plans.get(run.Run, kind, run.Seed)
+				if err == nil {
+					err = writeTrained(p, tr, s.ephemeralDir(sid), false)
+				}
+				if err != nil {
+					s.logRequest(run.SessionID, reqType, start, 500, err.Error())
+					return nil, nil, fmt.Errorf("save sampler weights of %s: %w", run.ID, err)
+				}
+			}
+			s.logRequest(run.SessionID, reqType, start, 200, sid)
+			res, _ := json.Marshal(map[string]any{"path": nil, "sampling_session_id": sid, "type": reqType})
+			return res, nil, nil
+		}))
+		writeFuture(w, f, run.ID)
+		return nil
+	}
+	f := s.newFuture(fmt.Sprintf("%s:%d", run.ID, seq), s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
 		c, err := s.saveCheckpoint(run, kind, name, body.TTLSeconds, body.Overwrite && kind == "weights")
 		status, detail := 200, c.TinkerPath()
 		if err != nil {
@@ -116,7 +151,7 @@ func (s *Server) save(w http.ResponseWriter, r *http.Request, owner, kind string
 		}
 		res, _ := json.Marshal(out)
 		return res, nil, nil
-	})
+	}))
 	writeFuture(w, f, run.ID)
 	return nil
 }
@@ -131,9 +166,8 @@ func (s *Server) saveWeightsForSampler(w http.ResponseWriter, r *http.Request, o
 
 // loadWeights implements POST /api/v1/load_weights in both addressing
 // modes: into an existing model (model_id), or creating the model from the
-// checkpoint (session_id + model_seq_id). Without a trainer a run's weights
-// are fully described by its LoRA config and seed, so loading a checkpoint
-// adopts the checkpoint's seed and later saves reproduce its weights.
+// checkpoint (session_id + model_seq_id). The checkpoint may be another
+// user's if it is public.
 func (s *Server) loadWeights(w http.ResponseWriter, r *http.Request, owner string, _ []string) *errorResponse {
 	start := time.Now()
 	var body struct {
@@ -192,16 +226,64 @@ func (s *Server) loadWeights(w http.ResponseWriter, r *http.Request, owner strin
 	default:
 		return errorf(http.StatusUnprocessableEntity, "load_weights needs model_id, or session_id and model_seq_id")
 	}
-	if err := s.st.SetRunWeights(run.ID, c.Seed, now); err != nil {
-		return errorf(http.StatusInternalServerError, "%v", err)
-	}
-	seq := 0
-	if body.SeqID != nil {
-		seq = *body.SeqID
-	}
 	res, _ := json.Marshal(map[string]string{"path": body.Path, "model_id": run.ID, "type": "load_weights"})
-	f := s.newFuture(fmt.Sprintf("%s:%d", run.ID, seq), func() ([]byte, []byte, error) { return res, nil, nil })
-	s.logRequest(run.SessionID, "load_weights", start, 200, body.Path)
+	withOpt := body.Optimizer != nil && *body.Optimizer
+	if body.ModelID == "" {
+		// A new model: loaded before it is announced, so its first
+		// operation (seq_id 1) finds the weights in place.
+		if err := s.loadCheckpoint(run, c, withOpt); err != nil {
+			s.logRequest(run.SessionID, "load_weights", start, 500, err.Error())
+			return errorf(http.StatusInternalServerError, "%v", err)
+		}
+		f := s.newFuture(run.ID+":0", func() ([]byte, []byte, error) { return res, nil, nil })
+		s.logRequest(run.SessionID, "load_weights", start, 200, body.Path)
+		writeFuture(w, f, run.ID)
+		return nil
+	}
+	seq, e := s.trainers.model(run.ID).accept(run.ID, body.SeqID)
+	if e != nil {
+		return e
+	}
+	f := s.newFuture(fmt.Sprintf("%s:%d", run.ID, seq), s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
+		if err := s.loadCheckpoint(run, c, withOpt); err != nil {
+			s.logRequest(run.SessionID, "load_weights", start, 500, err.Error())
+			return nil, nil, err
+		}
+		s.logRequest(run.SessionID, "load_weights", start, 200, body.Path)
+		return res, nil, nil
+	}))
 	writeFuture(w, f, run.ID)
+	return nil
+}
+
+// loadCheckpoint makes checkpoint c the weights of run: its files
+// (generated first if they never were) go into the model's trainer, with
+// the optimizer state when withOpt and the checkpoint has one (a checkpoint
+// of an untrained model has none: its optimizer state is the fresh one).
+// Where the base model cannot be trained here, the run adopts the
+// checkpoint's seed, which describes an untrained checkpoint fully.
+func (s *Server) loadCheckpoint(run store.RunView, c store.Checkpoint, withOpt bool) error {
+	if err := s.st.SetRunWeights(run.ID, c.Seed, s.now()); err != nil {
+		return err
+	}
+	run.Seed = c.Seed
+	tr, err := s.trainer(run)
+	if err != nil {
+		var ue userError
+		if errors.As(err, &ue) {
+			return nil
+		}
+		return err
+	}
+	if err := s.archives.materialise(c, false); err != nil {
+		return fmt.Errorf("load %s: %w", c.TinkerPath(), err)
+	}
+	dir := s.checkpointDir(c.RunID, c.Kind, c.Name)
+	if _, err := os.Stat(filepath.Join(dir, engine.OptimizerFile)); err != nil {
+		withOpt = false
+	}
+	if err := tr.LoadStateDir(dir, withOpt); err != nil {
+		return fmt.Errorf("load %s: %w", c.TinkerPath(), err)
+	}
 	return nil
 }

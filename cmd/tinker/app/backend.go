@@ -94,7 +94,8 @@ func chooseBackend(io *term.IO, opts options, now func() time.Time) (builtins.Ba
 		b := &remoteBackend{name: "local (" + dir + ")", cfg: cfg}
 		b.start = func() (string, error) {
 			var err error
-			srv, err = server.Open(server.Options{DataDir: dir, Now: now, Sampler: server.EngineSampler(&engine.Pool{Dirs: dirs})})
+			pool := &engine.Pool{Dirs: dirs}
+			srv, err = server.Open(server.Options{DataDir: dir, Now: now, Sampler: server.EngineSampler(pool), Engine: pool})
 			if err != nil {
 				return "", fmt.Errorf("local server: %w", err)
 			}

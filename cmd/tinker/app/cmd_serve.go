@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"math"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -27,7 +29,8 @@ var serveCmd = &command{
 		{Long: "--data", Kind: flagPath, Metavar: "DIR", Help: "Data directory (default $XDG_DATA_HOME/tinker)."},
 		{Long: "--addr", Kind: flagString, Metavar: "HOST:PORT", Help: "Listen address (default 127.0.0.1:8000)."},
 		{Long: "--api-key", Kind: flagMulti, Metavar: "KEY", Help: "Accept only this key (repeatable); each key is a user."},
-		{Long: "--model", Kind: flagMulti, Metavar: "NAME=DIR", Help: "Sample base model NAME from a Hugging Face model directory (repeatable)."},
+		{Long: "--model", Kind: flagMulti, Metavar: "NAME=DIR", Help: "Serve base model NAME from a Hugging Face model directory (repeatable); NAME may be new."},
+		{Long: "--train-memory", Kind: flagString, Metavar: "SIZE", Help: "Activation memory for training passes, e.g. 4G or 512M (default a quarter of RAM)."},
 	},
 	Run: runServe,
 }
@@ -51,9 +54,16 @@ func runServe(c *invocation) int {
 	if err != nil {
 		return c.usageError(err.Error())
 	}
+	var trainMem int64
+	if v := c.str("train-memory"); v != "" {
+		if trainMem, err = parseSize(v); err != nil {
+			return c.usageError(fmt.Sprintf("Invalid value for '--train-memory': %v", err))
+		}
+	}
+	pool := &engine.Pool{Dirs: dirs}
 	// Keys come from flags only; they are never echoed.
 	srv, err := server.Open(server.Options{DataDir: dir, APIKeys: c.multi("api-key"), Now: c.now,
-		Sampler: server.EngineSampler(&engine.Pool{Dirs: dirs})})
+		Sampler: server.EngineSampler(pool), Engine: pool, TrainMemory: trainMem})
 	if err != nil {
 		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
 		return shell.ExitError
@@ -84,6 +94,21 @@ func runImport(c *invocation, dir, file string) int {
 	}
 	fmt.Fprintf(c.io.Err, "Imported %d runs and %d checkpoints into %s in %.2fs\n", stats.Runs, stats.Checkpoints, dir, time.Since(start).Seconds())
 	return shell.ExitOK
+}
+
+// parseSize reads a byte count with an optional K, M, G or T suffix
+// (powers of 1024), e.g. 512M.
+func parseSize(v string) (int64, error) {
+	mult := int64(1)
+	if i := strings.IndexAny(strings.ToUpper(v), "KMGT"); i >= 0 && i == len(v)-1 {
+		mult = int64(1) << (10 * (1 + strings.IndexByte("KMGT", strings.ToUpper(v)[i])))
+		v = v[:i]
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 || n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("%q is not a size such as 4G or 512M", v)
+	}
+	return n * mult, nil
 }
 
 // modelDirs parses --model NAME=DIR values.

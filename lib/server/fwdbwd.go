@@ -1,0 +1,342 @@
+package server
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tinkershell/tinker/lib/engine"
+	"github.com/tinkershell/tinker/lib/tinkerproto"
+)
+
+// Decoding forward/forward_backward requests (protobuf and JSON) into the
+// engine's datums, and encoding their results. Every count is checked
+// against the bounds below before anything proportional to it is
+// allocated; see docs/protocol.md, "Training".
+
+// Bounds of one forward/forward_backward request. Clients split larger
+// batches into several requests (fwdbwd_max_chunk_len datums).
+const (
+	maxFwdBodyBytes  = 256 << 20 // request body, protobuf or JSON
+	maxFwdDatums     = 1024      // datums per request
+	maxDatumTokens   = 1 << 17   // tokens of one datum (a model's context is checked later)
+	maxRequestTokens = 1 << 21   // tokens over all datums of a request
+)
+
+// fwdRequest is a decoded forward or forward_backward request.
+type fwdRequest struct {
+	ModelID     string
+	SeqID       *int
+	LossFn      string
+	LossConfig  map[string]float64
+	ForwardOnly bool
+	Data        []engine.Datum
+}
+
+// readFwdBody reads a request body of at most maxFwdBodyBytes.
+func readFwdBody(r *http.Request) ([]byte, *errorResponse) {
+	if enc := r.Header.Get("Content-Encoding"); enc != "" && enc != "identity" {
+		return nil, errorf(http.StatusUnsupportedMediaType, "Content-Encoding %q is not supported by the local server; send the body uncompressed", enc)
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxFwdBodyBytes))
+	if err != nil {
+		return nil, errorf(http.StatusRequestEntityTooLarge, "request body: %v (at most %d bytes; split the batch into smaller requests)", err, maxFwdBodyBytes)
+	}
+	return b, nil
+}
+
+// decodeFwdProto decodes a tinker_public.ForwardBackwardRequest body.
+func decodeFwdProto(b []byte) (*fwdRequest, *errorResponse) {
+	var m tinkerproto.ForwardBackwardRequest
+	if err := proto.Unmarshal(b, &m); err != nil {
+		return nil, errorf(http.StatusBadRequest, "Invalid ForwardBackwardRequest protobuf body: %v", err)
+	}
+	seq := int(m.GetSeqId())
+	req := &fwdRequest{ModelID: m.GetModelId(), SeqID: &seq, LossFn: m.GetLossFn(), LossConfig: m.GetLossFnConfig(), ForwardOnly: m.GetForwardOnly()}
+	if e := checkDatumCount(len(m.GetData())); e != nil {
+		return nil, e
+	}
+	total := 0
+	for i, d := range m.GetData() {
+		n := 0
+		for j, ch := range d.GetModelInput() {
+			et := ch.GetEncodedText()
+			if et == nil {
+				return nil, errorf(http.StatusBadRequest, "data[%d].model_input.chunks[%d]: only encoded_text chunks are supported by the local server", i, j)
+			}
+			n += len(et.GetTokens()) / 4
+		}
+		if e := checkTokens(i, n, &total); e != nil {
+			return nil, e
+		}
+		dt := engine.Datum{ModelInput: make([]int, 0, n), LossFnInputs: map[string][]float64{}}
+		for j, ch := range d.GetModelInput() {
+			toks, err := tinkerproto.UnpackInt32(ch.GetEncodedText().GetTokens())
+			if err != nil {
+				return nil, errorf(http.StatusBadRequest, "data[%d].model_input.chunks[%d].tokens: %v", i, j, err)
+			}
+			dt.ModelInput = append(dt.ModelInput, toks...)
+		}
+		for _, k := range sortedNames(d.GetLossFnInputs()) {
+			v, e := protoTensor(d.GetLossFnInputs()[k], n, fmt.Sprintf("data[%d].loss_fn_inputs.%s", i, k))
+			if e != nil {
+				return nil, e
+			}
+			dt.LossFnInputs[k] = v
+		}
+		req.Data = append(req.Data, dt)
+	}
+	return req, nil
+}
+
+func checkDatumCount(n int) *errorResponse {
+	if n > maxFwdDatums {
+		return errorf(http.StatusBadRequest, "data: %d datums exceed the local server's %d per request; split the batch", n, maxFwdDatums)
+	}
+	return nil
+}
+
+// checkTokens bounds datum i's n tokens and the running total.
+func checkTokens(i, n int, total *int) *errorResponse {
+	if n > maxDatumTokens {
+		return errorf(http.StatusBadRequest, "data[%d].model_input: %d tokens exceed the local server's %d per datum", i, n, maxDatumTokens)
+	}
+	if *total += n; *total > maxRequestTokens {
+		return errorf(http.StatusBadRequest, "data: more than %d tokens in one request; split the batch", maxRequestTokens)
+	}
+	return nil
+}
+
+// protoTensor decodes a loss_fn_inputs tensor of a datum with n tokens to
+// float64 values; a tensor longer than the datum is refused before it is
+// expanded (the engine reports shorter ones by name).
+func protoTensor(t *tinkerproto.Tensor, n int, field string) ([]float64, *errorResponse) {
+	size := map[tinkerproto.DType]int{tinkerproto.DType_DTYPE_FLOAT32: 4, tinkerproto.DType_DTYPE_INT64: 8,
+		tinkerproto.DType_DTYPE_INT32: 4, tinkerproto.DType_DTYPE_BFLOAT16: 2}[t.GetDtype()]
+	if size == 0 {
+		return nil, errorf(http.StatusBadRequest, "%s: unsupported dtype %v", field, t.GetDtype())
+	}
+	if sp := t.GetSparseCsr(); sp != nil {
+		if len(sp.GetValues())%size != 0 || len(sp.GetCrowIndices())%8 != 0 || len(sp.GetColIndices())%8 != 0 {
+			return nil, errorf(http.StatusBadRequest, "%s: sparse arrays are not whole values", field)
+		}
+		if len(sp.GetValues())/size > n || len(sp.GetColIndices())/8 > n || len(sp.GetCrowIndices())/8 > n+1 {
+			return nil, errorf(http.StatusBadRequest, "%s: more values than the datum's %d tokens", field, n)
+		}
+		vals := decodeDense(sp.GetValues(), t.GetDtype(), size)
+		dense, err := csrDense(vals, int64s(sp.GetCrowIndices()), int64s(sp.GetColIndices()), t.GetShape(), n)
+		if err != nil {
+			return nil, errorf(http.StatusBadRequest, "%s: %v", field, err)
+		}
+		return dense, nil
+	}
+	b := t.GetDense()
+	if len(b)%size != 0 {
+		return nil, errorf(http.StatusBadRequest, "%s: %d bytes are not whole %d-byte values", field, len(b), size)
+	}
+	if len(b)/size > n {
+		return nil, errorf(http.StatusBadRequest, "%s: has %d values but model_input has %d tokens", field, len(b)/size, n)
+	}
+	return decodeDense(b, t.GetDtype(), size), nil
+}
+
+func decodeDense(b []byte, dt tinkerproto.DType, size int) []float64 {
+	out := make([]float64, len(b)/size)
+	for i := range out {
+		p := b[i*size:]
+		switch dt {
+		case tinkerproto.DType_DTYPE_FLOAT32:
+			out[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(p)))
+		case tinkerproto.DType_DTYPE_INT64:
+			out[i] = float64(int64(binary.LittleEndian.Uint64(p)))
+		case tinkerproto.DType_DTYPE_INT32:
+			out[i] = float64(int32(binary.LittleEndian.Uint32(p)))
+		default: // bfloat16: the high half of a float32
+			out[i] = float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(p)) << 16))
+		}
+	}
+	return out
+}
+
+func int64s(b []byte) []int64 {
+	out := make([]int64, len(b)/8)
+	for i := range out {
+		out[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
+	}
+	return out
+}
+
+// csrDense expands compressed-sparse-row values to the dense row-major
+// form, which must not exceed n values.
+func csrDense(vals []float64, crow, col, shape []int64, n int) ([]float64, error) {
+	if len(shape) != 2 || shape[0] < 0 || shape[1] < 0 {
+		return nil, fmt.Errorf("a sparse tensor needs a 2-D shape, got %v", shape)
+	}
+	rows, cols := shape[0], shape[1]
+	if rows > int64(n) || cols > int64(n) || rows*cols > int64(n) {
+		return nil, fmt.Errorf("sparse shape %v holds more values than the datum's %d tokens", shape, n)
+	}
+	if int64(len(crow)) != rows+1 || len(col) != len(vals) || crow[0] != 0 || crow[rows] != int64(len(vals)) {
+		return nil, fmt.Errorf("sparse tensor of shape %v has %d row pointers, %d column indices and %d values", shape, len(crow), len(col), len(vals))
+	}
+	dense := make([]float64, rows*cols)
+	for r := int64(0); r < rows; r++ {
+		if crow[r] > crow[r+1] {
+			return nil, fmt.Errorf("sparse row pointers decrease at row %d", r)
+		}
+		for k := crow[r]; k < crow[r+1]; k++ {
+			if col[k] < 0 || col[k] >= cols {
+				return nil, fmt.Errorf("sparse column index %d out of range [0, %d)", col[k], cols)
+			}
+			dense[r*cols+col[k]] = vals[k]
+		}
+	}
+	return dense, nil
+}
+
+// jsonFwdInput is the JSON form of a forward/forward_backward input.
+type jsonFwdInput struct {
+	Data []struct {
+		ModelInput struct {
+			Chunks []struct {
+				Type   string `json:"type"`
+				Tokens []int  `json:"tokens"`
+			} `json:"chunks"`
+		} `json:"model_input"`
+		LossFnInputs map[string]struct {
+			Data        []float64 `json:"data"`
+			DType       string    `json:"dtype"`
+			Shape       []int64   `json:"shape"`
+			CrowIndices []int64   `json:"sparse_crow_indices"`
+			ColIndices  []int64   `json:"sparse_col_indices"`
+		} `json:"loss_fn_inputs"`
+	} `json:"data"`
+	LossFn       string             `json:"loss_fn"`
+	LossFnConfig map[string]float64 `json:"loss_fn_config"`
+}
+
+// decodeFwdJSON decodes the JSON bodies: forward_backward
+// {forward_backward_input, model_id, seq_id} and the legacy forward
+// {forward_input, model_id, seq_id}. JSON arrays are allocated while they
+// are decoded, so the body bound is what limits them; the counts are
+// checked right after.
+func decodeFwdJSON(b []byte, forwardOnly bool) (*fwdRequest, *errorResponse) {
+	var body struct {
+		ModelID string        `json:"model_id"`
+		SeqID   *int          `json:"seq_id"`
+		FB      *jsonFwdInput `json:"forward_backward_input"`
+		F       *jsonFwdInput `json:"forward_input"`
+	}
+	if err := json.Unmarshal(b, &body); err != nil {
+		return nil, errorf(http.StatusUnprocessableEntity, "Invalid JSON body: %v", err)
+	}
+	in := body.FB
+	if forwardOnly {
+		in = body.F
+	}
+	if in == nil {
+		return nil, errorf(http.StatusUnprocessableEntity, "missing %s", map[bool]string{true: "forward_input", false: "forward_backward_input"}[forwardOnly])
+	}
+	req := &fwdRequest{ModelID: body.ModelID, SeqID: body.SeqID, LossFn: in.LossFn, LossConfig: in.LossFnConfig, ForwardOnly: forwardOnly}
+	if e := checkDatumCount(len(in.Data)); e != nil {
+		return nil, e
+	}
+	total := 0
+	for i, d := range in.Data {
+		dt := engine.Datum{LossFnInputs: map[string][]float64{}}
+		for j, ch := range d.ModelInput.Chunks {
+			if ch.Type != "" && ch.Type != "encoded_text" {
+				return nil, errorf(http.StatusBadRequest, "data[%d].model_input.chunks[%d]: chunk type %q is not supported by the local server (only encoded_text)", i, j, ch.Type)
+			}
+			dt.ModelInput = append(dt.ModelInput, ch.Tokens...)
+		}
+		n := len(dt.ModelInput)
+		if e := checkTokens(i, n, &total); e != nil {
+			return nil, e
+		}
+		for _, k := range sortedNames(d.LossFnInputs) {
+			t := d.LossFnInputs[k]
+			field := fmt.Sprintf("data[%d].loss_fn_inputs.%s", i, k)
+			if t.DType != "int64" && t.DType != "float32" {
+				return nil, errorf(http.StatusBadRequest, "%s: dtype must be int64 or float32, got %q", field, t.DType)
+			}
+			v := t.Data
+			if t.CrowIndices != nil {
+				var err error
+				if v, err = csrDense(t.Data, t.CrowIndices, t.ColIndices, t.Shape, n); err != nil {
+					return nil, errorf(http.StatusBadRequest, "%s: %v", field, err)
+				}
+			} else if t.DType == "float32" {
+				v = slices.Clone(v)
+				for p, x := range v {
+					v[p] = float64(float32(x)) // the values the protobuf form would carry
+				}
+			}
+			dt.LossFnInputs[k] = v
+		}
+		req.Data = append(req.Data, dt)
+	}
+	return req, nil
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// fwdResultProto encodes a result as tinker_public.ForwardBackwardOutput:
+// one ArrayRecord whose fields hold every datum's values back to back.
+func fwdResultProto(res *engine.ForwardResult) []byte {
+	fields := map[string]*tinkerproto.BatchedTensor{}
+	add := func(name string, get func(engine.DatumOutput) []float32) {
+		var data []byte
+		offs := make([]byte, 8, 8*(len(res.Outputs)+1))
+		for _, o := range res.Outputs {
+			data = append(data, tinkerproto.PackFloat32(get(o))...)
+			offs = binary.LittleEndian.AppendUint64(offs, uint64(len(data)))
+		}
+		fields[name] = &tinkerproto.BatchedTensor{Data: data, Offsets: offs, Dtype: tinkerproto.DType_DTYPE_FLOAT32}
+	}
+	add("logprobs", func(o engine.DatumOutput) []float32 { return o.Logprobs })
+	if len(res.Outputs) > 0 && res.Outputs[0].ElementwiseLoss != nil {
+		add("elementwise_loss", func(o engine.DatumOutput) []float32 { return o.ElementwiseLoss })
+	}
+	m := &tinkerproto.ForwardBackwardOutput{LossFnOutputType: "ArrayRecord", Metrics: res.Metrics(),
+		LossFnOutputs: []*tinkerproto.ArrayRecord{{TypeTag: "ArrayRecord", Fields: fields, NumDatums: int64(len(res.Outputs))}}}
+	b, _ := proto.Marshal(m)
+	return b
+}
+
+// fwdResultJSON encodes a result in the JSON form.
+func fwdResultJSON(res *engine.ForwardResult) []byte {
+	type tensor struct {
+		Data  []float32 `json:"data"`
+		DType string    `json:"dtype"`
+		Shape []int     `json:"shape"`
+	}
+	outs := make([]map[string]tensor, len(res.Outputs))
+	for i, o := range res.Outputs {
+		outs[i] = map[string]tensor{"logprobs": {o.Logprobs, "float32", []int{len(o.Logprobs)}}}
+		if o.ElementwiseLoss != nil {
+			outs[i]["elementwise_loss"] = tensor{o.ElementwiseLoss, "float32", []int{len(o.ElementwiseLoss)}}
+		}
+	}
+	b, _ := json.Marshal(map[string]any{"loss_fn_output_type": "ArrayRecord", "loss_fn_outputs": outs, "metrics": res.Metrics()})
+	return b
+}
+
+// isProto reports whether a request body is protobuf.
+func isProto(r *http.Request) bool {
+	return strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-protobuf")
+}

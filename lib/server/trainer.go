@@ -1,0 +1,222 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/tinkershell/tinker/lib/engine"
+	"github.com/tinkershell/tinker/lib/peft"
+	"github.com/tinkershell/tinker/lib/store"
+)
+
+// Per-model training state and the order of a model's operations.
+//
+// Each training run (model) has a modelState: its seq_id queue and, once a
+// training operation needed it, an engine.Trainer holding the adapter, the
+// accumulated gradients and the AdamW state in memory. A model that never
+// trained has no trainer: its weights are the LoRA initialisation from the
+// run's seed, which is what lib/peft writes for its checkpoints, and the
+// trainer created later starts from exactly those values.
+//
+// A model's operations (forward, forward_backward, optim_step, the saves,
+// load_weights) carry seq_id 1, 2, …; create_model is 0. They run one at a
+// time in seq_id order. A request whose seq_id is not above the last one
+// accepted is refused. A request waits for the missing lower seq_ids for at
+// most SeqGapTimeout, then runs anyway: a client that lost a request must
+// not stall its model.
+
+type trainers struct {
+	pool       *engine.Pool
+	gapTimeout time.Duration
+	budget     int64               // activation bytes of concurrently running passes
+	mem        *semaphore.Weighted // of budget bytes
+	cpu        chan struct{}       // bounds concurrently running passes
+	maxPending int                 // queued training requests before 429
+
+	mu      sync.Mutex
+	models  map[string]*modelState
+	pending int
+}
+
+func newTrainers(o Options) *trainers {
+	return &trainers{pool: o.Engine, gapTimeout: o.SeqGapTimeout, budget: o.TrainMemory,
+		mem: semaphore.NewWeighted(o.TrainMemory), cpu: make(chan struct{}, o.TrainConcurrency),
+		maxPending: o.MaxPendingTrain, models: map[string]*modelState{}}
+}
+
+type modelState struct {
+	mu       sync.Mutex
+	changed  chan struct{}   // closed and replaced whenever the queue moves
+	accepted int             // highest seq_id accepted
+	done     int             // every seq_id up to this one has finished (or was given up on)
+	running  map[int]bool    // accepted, not finished
+	finished map[int]bool    // finished, above done
+	tr       *engine.Trainer // nil until the model first trains
+}
+
+func (ts *trainers) model(runID string) *modelState {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	m := ts.models[runID]
+	if m == nil {
+		m = &modelState{changed: make(chan struct{}), running: map[int]bool{}, finished: map[int]bool{}}
+		ts.models[runID] = m
+	}
+	return m
+}
+
+// accept reserves seq for a request on the model; nil seq takes the one
+// after the highest accepted (JSON clients that do not number their
+// requests). A seq_id that was used, or given up on, is refused; a lower
+// one than accepted so far is fine while it is awaited (clients may send
+// the chunks of one call concurrently). A request refused after it was
+// accepted must still finish its seq_id.
+func (m *modelState) accept(runID string, seq *int) (int, *errorResponse) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := m.accepted + 1
+	if seq != nil {
+		n = *seq
+	}
+	if n <= m.done || m.running[n] || m.finished[n] {
+		return 0, errorf(http.StatusBadRequest, "seq_id %d of model %s was used already (operations up to %d have run): each operation takes the next seq_id", n, runID, m.done)
+	}
+	m.accepted = max(m.accepted, n)
+	m.running[n] = true
+	return n, nil
+}
+
+// finish marks seq finished and lets the operations after it run.
+func (m *modelState) finish(seq int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.running, seq)
+	m.finished[seq] = true
+	for m.finished[m.done+1] {
+		delete(m.finished, m.done+1)
+		m.done++
+	}
+	close(m.changed)
+	m.changed = make(chan struct{})
+}
+
+// inOrder wraps work to run as the model's operation seq: after every
+// earlier accepted operation finished, and after the missing seq_ids below
+// it arrived, or gapTimeout passed (then they are given up on, and refused
+// by accept should they come). Operations of one model never overlap.
+func (ts *trainers) inOrder(runID string, seq int, work func() ([]byte, []byte, error)) func() ([]byte, []byte, error) {
+	m := ts.model(runID)
+	return func() ([]byte, []byte, error) {
+		defer m.finish(seq)
+		deadline := time.NewTimer(ts.gapTimeout)
+		defer deadline.Stop()
+		gapOK := false
+		m.mu.Lock()
+		for {
+			earlier := false
+			for s := range m.running {
+				if s < seq {
+					earlier = true
+					break
+				}
+			}
+			if !earlier && (m.done >= seq-1 || gapOK) {
+				break
+			}
+			ch := m.changed
+			m.mu.Unlock()
+			select {
+			case <-ch:
+			case <-deadline.C:
+				gapOK = true
+			}
+			m.mu.Lock()
+		}
+		m.done = max(m.done, seq-1)
+		m.mu.Unlock()
+		return work()
+	}
+}
+
+// trainer returns the model's trainer, creating it from the run's LoRA
+// configuration and seed on first use (loading the base model if needed).
+// Its weights change only inside the model's ordered operations.
+func (s *Server) trainer(run store.RunView) (*engine.Trainer, error) {
+	m := s.trainers.model(run.ID)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.tr != nil {
+		return m.tr, nil
+	}
+	if s.trainers.pool == nil {
+		return nil, userErrorf("training is not available: this local server was started without an engine")
+	}
+	base, err := s.trainers.pool.Model(run.BaseModel)
+	if err != nil {
+		return nil, userErrorf("cannot train %s on this server: %v", run.BaseModel, err)
+	}
+	tr, err := engine.NewTrainer(base, engine.LoRAConfig{Rank: run.LoraRank, Alpha: peft.DefaultAlpha,
+		TrainAttn: run.TrainAttn, TrainMLP: run.TrainMLP, TrainUnembed: run.TrainUnembed, Seed: run.Seed})
+	if err != nil {
+		return nil, fmt.Errorf("create trainer for %s: %w", run.ID, err)
+	}
+	m.tr = tr
+	return tr, nil
+}
+
+// existing returns the model's trainer if it has one.
+func (ts *trainers) existing(runID string) *engine.Trainer {
+	m := ts.model(runID)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.tr
+}
+
+// admit counts a queued training request, refusing it when too many are
+// queued already (429: the client backs off and resubmits).
+func (ts *trainers) admit() *errorResponse {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.pending >= ts.maxPending {
+		return errorf(http.StatusTooManyRequests, "Training is busy: %d requests are queued; retry shortly", ts.pending)
+	}
+	ts.pending++
+	return nil
+}
+
+func (ts *trainers) release() {
+	ts.mu.Lock()
+	ts.pending--
+	ts.mu.Unlock()
+}
+
+// checkBudget refuses a pass whose activations could never fit the budget.
+func (ts *trainers) checkBudget(need int64) *errorResponse {
+	if need > ts.budget {
+		return errorf(http.StatusBadRequest, "This request needs about %d MiB of activation memory, over the server's training budget of %d MiB (tinker serve --train-memory): send fewer or shorter datums per request",
+			need>>20, ts.budget>>20)
+	}
+	return nil
+}
+
+// run executes a pass with need bytes of activations once memory and a
+// CPU slot are free, so concurrent passes of several models stay within
+// the budget and leave cores to sampling.
+func (ts *trainers) run(ctx context.Context, need int64, pass func() error) error {
+	if err := ts.mem.Acquire(ctx, need); err != nil {
+		return err
+	}
+	defer ts.mem.Release(need)
+	select {
+	case ts.cpu <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-ts.cpu }()
+	return pass()
+}
