@@ -3,8 +3,8 @@ package app
 import (
 	"context"
 	"fmt"
-	"os"
 	"math"
+	"os"
 	"os/signal"
 	"strconv"
 	"strings"
