@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -401,4 +402,97 @@ func futureID(t *testing.T, b []byte) string {
 	}
 	rest := b[i+len(`"request_id":"`):]
 	return string(rest[:bytes.IndexByte(rest, '"')])
+}
+
+// jsonForward is the JSON body of a forward or forward_backward input.
+func jsonForward(d tinkerapi.Datum, sparseWeights bool) map[string]any {
+	inputs := map[string]any{"target_tokens": map[string]any{"data": d.LossFnInputs["target_tokens"].Int64, "dtype": "int64"}}
+	w := d.LossFnInputs["weights"].Float32
+	if sparseWeights {
+		var vals []float32
+		var cols []int
+		for i, x := range w {
+			if x != 0 {
+				vals, cols = append(vals, x), append(cols, i)
+			}
+		}
+		inputs["weights"] = map[string]any{"data": vals, "dtype": "float32", "shape": []int{1, len(w)},
+			"sparse_crow_indices": []int{0, len(vals)}, "sparse_col_indices": cols}
+	} else {
+		inputs["weights"] = map[string]any{"data": w, "dtype": "float32"}
+	}
+	return map[string]any{"data": []any{map[string]any{
+		"model_input":    map[string]any{"chunks": []any{map[string]any{"type": "encoded_text", "tokens": d.ModelInput}}},
+		"loss_fn_inputs": inputs}}, "loss_fn": "cross_entropy"}
+}
+
+// TestTrainJSONFormsAndOrder: the JSON forward_backward (sparse weights
+// included) and the legacy JSON forward give the protobuf path's numbers,
+// as JSON when the poll does not accept protobuf; and a model's requests
+// run in seq_id order whatever order they arrive in.
+func TestTrainJSONFormsAndOrder(t *testing.T) {
+	e := newTrainEnv(t, Options{})
+	ctx := context.Background()
+	lora := tinkerapi.LoraConfig{Rank: 4, Seed: new(int64(2)), TrainAttn: true, TrainMLP: true, TrainUnembed: true}
+	tc, err := e.sess.CreateTrainingClient(ctx, models.TinyLlama, lora, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := sft("abc", "def")
+	ref, err := tc.Forward(ctx, tinkerapi.ForwardBackwardInput{Data: []tinkerapi.Datum{d}, LossFn: "cross_entropy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	submit := func(path string, body map[string]any) string {
+		code, b, _ := e.do("POST", path, body)
+		if code != 200 {
+			t.Fatalf("POST %s = %d %s", path, code, b)
+		}
+		return futureID(t, b)
+	}
+	result := func(id string) *tinkerapi.ForwardBackwardOutput {
+		_, b, h := e.poll(id)
+		if h.Get("Content-Type") != "application/json" {
+			t.Fatalf("result is %s", h.Get("Content-Type"))
+		}
+		out, err := tinkerapi.DecodeForwardBackwardJSON(b)
+		if err != nil {
+			t.Fatalf("%v: %s", err, b)
+		}
+		return out
+	}
+	model := tc.ModelID()
+	legacy := result(submit("/api/v1/forward", map[string]any{"model_id": model, "seq_id": 2, "forward_input": jsonForward(d, false)}))
+	fb := result(submit("/api/v1/forward_backward", map[string]any{"model_id": model, "seq_id": 3, "forward_backward_input": jsonForward(d, true)}))
+	for _, out := range []*tinkerapi.ForwardBackwardOutput{legacy, fb} {
+		if fmt.Sprint(out.Logprobs()) != fmt.Sprint(ref.Logprobs()) || out.Metrics["loss:sum"] != ref.Metrics["loss:sum"] {
+			t.Errorf("JSON result %v %v, protobuf %v %v", out.Logprobs(), out.Metrics, ref.Logprobs(), ref.Metrics)
+		}
+		if len(out.LossFnOutputs[0]["elementwise_loss"].Float32) != len(d.ModelInput) {
+			t.Errorf("elementwise_loss missing: %+v", out.LossFnOutputs[0])
+		}
+	}
+
+	// Reference: forward_backward, optim_step, forward in order on a twin.
+	twin, err := e.sess.CreateTrainingClient(ctx, models.TinyLlama, lora, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.step(twin, []tinkerapi.Datum{d}, 1e-2)
+	want, err := twin.Forward(ctx, tinkerapi.ForwardBackwardInput{Data: []tinkerapi.Datum{d}, LossFn: "cross_entropy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same three operations on a third model, the last one sent first.
+	third, err := e.sess.CreateTrainingClient(ctx, models.TinyLlama, lora, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m3 := third.ModelID()
+	last := submit("/api/v1/forward", map[string]any{"model_id": m3, "seq_id": 3, "forward_input": jsonForward(d, false)})
+	submit("/api/v1/forward_backward", map[string]any{"model_id": m3, "seq_id": 1, "forward_backward_input": jsonForward(d, false)})
+	submit("/api/v1/optim_step", map[string]any{"model_id": m3, "seq_id": 2, "adam_params": map[string]any{"learning_rate": 1e-2, "beta1": 0.9, "beta2": 0.95, "eps": 1e-12}})
+	if got := result(last); fmt.Sprint(got.Logprobs()) != fmt.Sprint(want.Logprobs()) {
+		t.Errorf("out of order arrival: %v, in order %v", got.Logprobs(), want.Logprobs())
+	}
 }
