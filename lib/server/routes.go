@@ -69,6 +69,11 @@ func (s *Server) routes() http.Handler {
 			s.opts.Logf("%s /files/… %d %s", r.Method, status, time.Since(start).Round(time.Microsecond))
 			return
 		}
+		if !strings.HasPrefix(path, "/api/v1/") && hubPath(path) {
+			status := s.serveHub(w, r, path)
+			s.opts.Logf("%s %s %d %s", r.Method, path, status, time.Since(start).Round(time.Microsecond))
+			return
+		}
 		rec := &recorder{ResponseWriter: w, status: 200}
 		e := s.dispatch(rec, r, path, table)
 		if e != nil {
@@ -153,10 +158,11 @@ func (s *Server) capabilities(w http.ResponseWriter, r *http.Request, _ string, 
 	type m struct {
 		ModelName        string `json:"model_name"`
 		MaxContextLength int    `json:"max_context_length"`
+		TokenizerID      string `json:"tokenizer_id,omitempty"` // the tiny models' resolve on this server (hub.go)
 	}
 	var out []m
 	for _, a := range models.All() {
-		out = append(out, m{a.Name, a.MaxContext})
+		out = append(out, m{a.Name, a.MaxContext, a.TokenizerID})
 	}
 	writeJSON(w, 200, map[string]any{"supported_models": out})
 	return nil

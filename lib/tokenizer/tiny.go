@@ -34,7 +34,10 @@ func TinyJSON() []byte {
 	}
 	added := make([]any, len(models.TinySpecials))
 	for i, s := range models.TinySpecials {
-		added[i] = map[string]any{"id": models.TinyBOS + i, "content": s, "special": true}
+		// Every field spelled out: Hugging Face's tokenizers library reads
+		// this file too when the local server serves it (HF_ENDPOINT).
+		added[i] = map[string]any{"id": models.TinyBOS + i, "content": s, "special": true,
+			"single_word": false, "lstrip": false, "rstrip": false, "normalized": false}
 	}
 	doc := map[string]any{
 		"version":       "1.0",

@@ -1,0 +1,141 @@
+package server
+
+import (
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/tinkershell/tinker/lib/models"
+	"github.com/tinkershell/tinker/lib/tokenizer"
+)
+
+// The Hugging Face Hub's file-resolution endpoints, for the tokenizers of
+// the built-in tiny models, so that SDK scripts run offline: with
+// HF_ENDPOINT set to this server, huggingface_hub and transformers (the
+// SDK's get_tokenizer) download them from here. get_info names these repo
+// ids as the models' tokenizer_id.
+//
+//	GET|HEAD /{org}/{name}/resolve/{revision}/{file}   the file; X-Repo-Commit, ETag
+//	GET      /api/models/{org}/{name}[/revision/{rev}] {"id", "sha", "siblings"}
+//	GET      /api/models/{org}/{name}/tree/{rev}/...   [] (no further files)
+//
+// A missing file of a known repo is a 404 with X-Error-Code EntryNotFound
+// (clients treat optional files that way); an unknown repo is RepoNotFound.
+
+type hubRepo struct {
+	commit string            // 40 hex digits, derived from the content
+	files  map[string][]byte // name -> content
+}
+
+var hubRepos = sync.OnceValue(func() map[string]*hubRepo {
+	tj := tokenizer.TinyJSON()
+	repos := map[string]*hubRepo{}
+	for _, a := range models.All() {
+		if !models.IsTiny(a.Name) {
+			continue
+		}
+		cfg, _ := json.MarshalIndent(map[string]any{
+			"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": a.MaxContext,
+			"bos_token": models.TinySpecials[0], "eos_token": models.TinySpecials[1],
+			"pad_token": models.TinySpecials[2], "unk_token": models.TinySpecials[3],
+			"clean_up_tokenization_spaces": false,
+		}, "", "  ")
+		r := &hubRepo{files: map[string][]byte{"tokenizer.json": tj, "tokenizer_config.json": append(cfg, '\n')}}
+		h := sha1.New()
+		for _, name := range r.names() {
+			h.Write([]byte(name))
+			h.Write(r.files[name])
+		}
+		r.commit = hex.EncodeToString(h.Sum(nil))
+		repos[strings.ToLower(a.TokenizerID)] = r
+	}
+	return repos
+})
+
+func (r *hubRepo) names() []string {
+	var ns []string
+	for n := range r.files {
+		ns = append(ns, n)
+	}
+	slices.Sort(ns)
+	return ns
+}
+
+// hubPath reports whether path is one of the Hub endpoints above.
+func hubPath(path string) bool {
+	seg := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	return (len(seg) >= 5 && seg[2] == "resolve") || (len(seg) >= 4 && seg[0] == "api" && seg[1] == "models")
+}
+
+func hubError(w http.ResponseWriter, code, msg string) int {
+	w.Header().Set("X-Error-Code", code)
+	w.Header().Set("X-Error-Message", msg)
+	writeJSON(w, http.StatusNotFound, map[string]string{"error": msg})
+	return http.StatusNotFound
+}
+
+// serveHub answers a Hub request and returns its status.
+func (s *Server) serveHub(w http.ResponseWriter, r *http.Request, path string) int {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		writeError(w, errorf(http.StatusMethodNotAllowed, "Method Not Allowed"))
+		return http.StatusMethodNotAllowed
+	}
+	seg := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	api := seg[0] == "api"
+	if api {
+		seg = seg[2:]
+	}
+	repoID := seg[0] + "/" + seg[1]
+	repo := hubRepos()[strings.ToLower(repoID)]
+	if repo == nil {
+		return hubError(w, "RepoNotFound", "Repository "+repoID+" is not served here: the local server serves the tokenizers of its tiny models")
+	}
+	rev := "main"
+	switch {
+	case api && len(seg) >= 4 && (seg[2] == "revision" || seg[2] == "tree"):
+		rev = seg[3]
+	case !api:
+		rev = seg[3]
+	}
+	if rev != "main" && rev != repo.commit {
+		return hubError(w, "RevisionNotFound", "Revision "+rev+" of "+repoID+" does not exist (main is "+repo.commit+")")
+	}
+	w.Header().Set("X-Repo-Commit", repo.commit)
+	if api {
+		if len(seg) >= 3 && seg[2] == "tree" {
+			writeRaw(w, http.StatusOK, []byte("[]"))
+			return http.StatusOK
+		}
+		sib := []map[string]string{}
+		for _, n := range repo.names() {
+			sib = append(sib, map[string]string{"rfilename": n})
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"id": repoID, "modelId": repoID, "sha": repo.commit, "private": false, "siblings": sib})
+		return http.StatusOK
+	}
+	name := strings.Join(seg[4:], "/")
+	body, ok := repo.files[name]
+	if !ok {
+		return hubError(w, "EntryNotFound", name+" does not exist in "+repoID)
+	}
+	sum := sha256.Sum256(body)
+	h := w.Header()
+	h.Set("ETag", `"`+hex.EncodeToString(sum[:])+`"`)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	if strings.HasSuffix(name, ".json") {
+		h.Set("Content-Type", "application/json")
+	} else {
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+	}
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodGet {
+		w.Write(body)
+	}
+	return http.StatusOK
+}
