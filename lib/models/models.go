@@ -17,8 +17,12 @@
 package models
 
 import (
+	"fmt"
+	"reflect"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Arch describes one base model's transformer shape.
@@ -159,13 +163,17 @@ func gptOSS(name string, layers, experts int) Arch {
 		MoEIntermediate: 2880, RMSNormEps: 1e-5, RopeTheta: 150000, TokenizerID: name}
 }
 
-var byName = func() map[string]*Arch {
-	m := make(map[string]*Arch, len(table))
-	for i := range table {
-		m[strings.ToLower(table[i].Name)] = &table[i]
-	}
-	return m
-}()
+var (
+	regMu  sync.RWMutex
+	byName = func() map[string]*Arch {
+		m := make(map[string]*Arch, len(table))
+		for i := range table {
+			m[strings.ToLower(table[i].Name)] = &table[i]
+		}
+		return m
+	}()
+	registered []*Arch // by Register, in order
+)
 
 // Lookup finds a model by repo id (case-insensitive; a ":suffix" is ignored,
 // as the SDK does for tokenizer selection).
@@ -173,16 +181,44 @@ func Lookup(name string) (*Arch, bool) {
 	if i := strings.IndexByte(name, ':'); i >= 0 {
 		name = name[:i]
 	}
+	regMu.RLock()
+	defer regMu.RUnlock()
 	a, ok := byName[strings.ToLower(name)]
 	return a, ok
 }
 
-// All returns every model, tiny models first, then by name.
+// Register adds a model outside the table, e.g. a local Hugging Face
+// directory served under its own name (tinker serve --model NAME=DIR). A
+// name already known is an error unless it was registered with the same
+// shape before.
+func Register(a Arch) error {
+	if a.Name == "" || strings.ContainsAny(a.Name, ": ") {
+		return fmt.Errorf("model name %q: want a non-empty name without spaces or ':'", a.Name)
+	}
+	regMu.Lock()
+	defer regMu.Unlock()
+	if old, ok := byName[strings.ToLower(a.Name)]; ok {
+		if slices.Contains(registered, old) && reflect.DeepEqual(*old, a) {
+			return nil
+		}
+		return fmt.Errorf("model %s is already defined with another shape", a.Name)
+	}
+	p := &a
+	byName[strings.ToLower(a.Name)] = p
+	registered = append(registered, p)
+	return nil
+}
+
+// All returns every model, tiny models first, then by name (registered
+// ones included).
 func All() []*Arch {
 	out := make([]*Arch, 0, len(table))
 	for i := range table {
 		out = append(out, &table[i])
 	}
+	regMu.RLock()
+	out = append(out, registered...)
+	regMu.RUnlock()
 	sort.SliceStable(out, func(i, j int) bool {
 		ti, tj := IsTiny(out[i].Name), IsTiny(out[j].Name)
 		if ti != tj {

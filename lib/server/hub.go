@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,7 +21,8 @@ import (
 // the built-in tiny models, so that SDK scripts run offline: with
 // HF_ENDPOINT set to this server, huggingface_hub and transformers (the
 // SDK's get_tokenizer) download them from here. get_info names these repo
-// ids as the models' tokenizer_id.
+// ids as the models' tokenizer_id. A model directory served under its own
+// name (--model NAME=DIR) has its tokenizer files served as repo NAME.
 //
 //	GET|HEAD /{org}/{name}/resolve/{revision}/{file}   the file; X-Repo-Commit, ETag
 //	GET      /api/models/{org}/{name}[/revision/{rev}] {"id", "sha", "siblings"}
@@ -47,16 +50,48 @@ var hubRepos = sync.OnceValue(func() map[string]*hubRepo {
 			"clean_up_tokenization_spaces": false,
 		}, "", "  ")
 		r := &hubRepo{files: map[string][]byte{"tokenizer.json": tj, "tokenizer_config.json": append(cfg, '\n')}}
-		h := sha1.New()
-		for _, name := range r.names() {
-			h.Write([]byte(name))
-			h.Write(r.files[name])
-		}
-		r.commit = hex.EncodeToString(h.Sum(nil))
+		r.commit = r.contentCommit()
 		repos[strings.ToLower(a.TokenizerID)] = r
 	}
 	return repos
 })
+
+// hubRepo finds a served repo: a tiny model's tokenizer, or the tokenizer
+// files of a model directory served under that name (--model NAME=DIR).
+func (s *Server) hubRepo(repoID string) *hubRepo {
+	if r := hubRepos()[strings.ToLower(repoID)]; r != nil {
+		return r
+	}
+	if s.opts.Engine == nil {
+		return nil
+	}
+	dir, ok := s.opts.Engine.Dirs[repoID]
+	if !ok {
+		return nil
+	}
+	r := &hubRepo{files: map[string][]byte{}}
+	for _, name := range []string{"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja"} {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
+			r.files[name] = b
+		}
+	}
+	if r.files["tokenizer.json"] == nil {
+		return nil
+	}
+	r.commit = r.contentCommit()
+	return r
+}
+
+// contentCommit is a commit id derived from the files, so it changes
+// exactly when they do.
+func (r *hubRepo) contentCommit() string {
+	h := sha1.New()
+	for _, name := range r.names() {
+		h.Write([]byte(name))
+		h.Write(r.files[name])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
 
 func (r *hubRepo) names() []string {
 	var ns []string
@@ -92,9 +127,9 @@ func (s *Server) serveHub(w http.ResponseWriter, r *http.Request, path string) i
 		seg = seg[2:]
 	}
 	repoID := seg[0] + "/" + seg[1]
-	repo := hubRepos()[strings.ToLower(repoID)]
+	repo := s.hubRepo(repoID)
 	if repo == nil {
-		return hubError(w, "RepoNotFound", "Repository "+repoID+" is not served here: the local server serves the tokenizers of its tiny models")
+		return hubError(w, "RepoNotFound", "Repository "+repoID+" is not served here: the local server serves the tokenizers of its tiny models and of --model directories")
 	}
 	rev := "main"
 	switch {

@@ -123,6 +123,9 @@ func modelDirs(values []string) (map[string]string, error) {
 			return nil, fmt.Errorf("Invalid value for '--model': %s is not a directory.", path)
 		}
 		dirs[name] = path
+		if err := server.RegisterModelDir(name, path); err != nil {
+			return nil, fmt.Errorf("Invalid value for '--model': %v", err)
+		}
 	}
 	return dirs, nil
 }
