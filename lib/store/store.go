@@ -137,12 +137,15 @@ func decMeta(s sql.NullString) map[string]string {
 	return m
 }
 
+// page is list[offset:offset+limit], clipped to the list; limit < 0 means
+// no limit. It compares against what is left rather than adding, so huge
+// values cannot overflow.
 func page[T any](list []T, limit, offset int) []T {
-	if offset >= len(list) {
+	if offset < 0 || offset >= len(list) {
 		return nil
 	}
 	end := len(list)
-	if limit >= 0 && offset+limit < end {
+	if limit >= 0 && limit < end-offset {
 		end = offset + limit
 	}
 	return list[offset:end]

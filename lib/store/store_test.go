@@ -198,3 +198,16 @@ func TestSeesOtherProcessesWrites(t *testing.T) {
 		return !found
 	})
 }
+
+func TestPageHugeValues(t *testing.T) {
+	list := []int{1, 2, 3}
+	const maxInt = int(^uint(0) >> 1)
+	for _, c := range []struct {
+		limit, offset int
+		want          int
+	}{{maxInt, 1, 2}, {maxInt, maxInt, 0}, {1, maxInt, 0}, {-1, 0, 3}, {2, 2, 1}, {0, 0, 0}} {
+		if got := page(list, c.limit, c.offset); len(got) != c.want {
+			t.Errorf("page(limit=%d, offset=%d) has %d items, want %d", c.limit, c.offset, len(got), c.want)
+		}
+	}
+}
