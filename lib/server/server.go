@@ -61,6 +61,9 @@ type Options struct {
 	PollHold time.Duration
 	// HeartbeatTimeout ends sessions that stopped heartbeating (default 2m).
 	HeartbeatTimeout time.Duration
+	// PrivatePaths are directories (e.g. --model NAME=DIR) that, like the
+	// data directory and the Hugging Face cache, never appear in answers.
+	PrivatePaths []string
 }
 
 // Server is one local Tinker service over a data directory.
@@ -69,6 +72,7 @@ type Server struct {
 	st      *store.Store
 	keys    map[string]bool // sha256 hex of configured keys
 	handler http.Handler
+	private []privatePath // hidden from clients by scrub
 
 	authCache sync.Map // sha256 hex of key -> urn
 
@@ -128,6 +132,7 @@ func Open(opts Options) (*Server, error) {
 	s.archives = newArchiver(s)
 	s.traces = newTracer(s)
 	s.futures = newFutureTable()
+	s.private = privatePaths(opts.DataDir, opts.PrivatePaths)
 	s.handler = s.routes()
 	if n := s.cleanupOrphans(); n > 0 {
 		opts.Logf("removed %d orphaned checkpoint director(ies) left by an earlier crash", n)
@@ -232,7 +237,7 @@ func (s *Server) Close() error {
 		close(s.stopSweep)
 		<-s.sweepDone
 	}
-	s.futures.wg.Wait()
+	s.futures.close()
 	s.archives.wait()
 	s.traces.wait()
 	return s.st.Close()

@@ -23,6 +23,18 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request, owner str
 	if e := decodeBody(r, &body); e != nil {
 		return e
 	}
+	if e := checkList("tags", body.Tags); e != nil {
+		return e
+	}
+	if e := checkMetadata("user_metadata", body.UserMetadata); e != nil {
+		return e
+	}
+	if e := checkText("sdk_version", body.SDKVersion, maxStringLen); e != nil {
+		return e
+	}
+	if e := checkText("project_id", body.ProjectID, maxIDLen); e != nil {
+		return e
+	}
 	now := s.now()
 	// Deterministic under a pinned clock (golden tests), unique otherwise;
 	// serialised so concurrent creations under one clock reading differ.
@@ -115,6 +127,9 @@ func (s *Server) setProject(w http.ResponseWriter, r *http.Request, owner string
 	}
 	if body.ProjectID == nil || *body.ProjectID == "" {
 		return errorf(http.StatusBadRequest, "project_id is required; a session cannot be removed from its project")
+	}
+	if e := checkText("project_id", *body.ProjectID, maxIDLen); e != nil {
+		return e
 	}
 	if _, _, _, e := s.ownedSession(owner, seg[1]); e != nil {
 		return e

@@ -19,10 +19,11 @@ import (
 func (s *Server) saveCheckpoint(run store.RunView, kind, name string, ttl *int64, overwrite bool) (store.Checkpoint, error) {
 	now := s.now()
 	c := store.Checkpoint{RunID: run.ID, Kind: kind, Name: name, Owner: run.Owner, Time: now, Seed: run.Seed}
-	if ttl != nil {
-		e := now.Add(time.Duration(*ttl) * time.Second)
-		c.ExpiresAt = &e
+	exp, e := checkTTL("ttl_seconds", ttl, now)
+	if e != nil {
+		return c, userError{e.detail}
 	}
+	c.ExpiresAt = exp
 	p, err := s.archives.plans.get(run.Run, kind, run.Seed)
 	if err != nil {
 		return c, err
@@ -64,12 +65,15 @@ func (s *Server) save(w http.ResponseWriter, r *http.Request, owner, kind string
 	if e := decodeBody(r, &body); e != nil {
 		return e
 	}
+	if _, e := checkTTL("ttl_seconds", body.TTLSeconds, s.now()); e != nil {
+		return e
+	}
+	if e := s.futures.admit(owner); e != nil {
+		return e
+	}
 	run, e := s.ownedRun(owner, body.ModelID)
 	if e != nil {
 		return e
-	}
-	if body.TTLSeconds != nil && *body.TTLSeconds <= 0 {
-		return errorf(http.StatusBadRequest, "ttl_seconds must be positive, got %d", *body.TTLSeconds)
 	}
 	seq := 0
 	if body.SeqID != nil {
@@ -88,7 +92,7 @@ func (s *Server) save(w http.ResponseWriter, r *http.Request, owner, kind string
 			return errorf(http.StatusInternalServerError, "%v", err)
 		}
 		res, _ := json.Marshal(map[string]any{"path": nil, "sampling_session_id": sid, "type": reqType})
-		f := s.newFuture(fmt.Sprintf("%s:%d", run.ID, seq), func() ([]byte, []byte, error) { return res, nil, nil })
+		f := s.startFuture(owner, func() ([]byte, []byte, error) { return res, nil, nil })
 		s.logRequest(run.SessionID, reqType, start, 200, sid)
 		writeFuture(w, f, run.ID)
 		return nil
@@ -100,7 +104,7 @@ func (s *Server) save(w http.ResponseWriter, r *http.Request, owner, kind string
 	if err := validName(name); err != nil {
 		return errorf(http.StatusBadRequest, "%v", err)
 	}
-	f := s.newFuture(fmt.Sprintf("%s:%d", run.ID, seq), func() ([]byte, []byte, error) {
+	f := s.startFuture(owner, func() ([]byte, []byte, error) {
 		c, err := s.saveCheckpoint(run, kind, name, body.TTLSeconds, body.Overwrite && kind == "weights")
 		status, detail := 200, c.TinkerPath()
 		if err != nil {
@@ -149,6 +153,12 @@ func (s *Server) loadWeights(w http.ResponseWriter, r *http.Request, owner strin
 	if e := decodeBody(r, &body); e != nil {
 		return e
 	}
+	if e := checkMetadata("user_metadata", body.UserMetadata); e != nil {
+		return e
+	}
+	if e := s.futures.admit(owner); e != nil {
+		return e
+	}
 	p, err := tinkerapi.ParsePath(body.Path)
 	if err != nil {
 		return errorf(http.StatusBadRequest, "Invalid checkpoint tinker path %s.", body.Path)
@@ -195,12 +205,8 @@ func (s *Server) loadWeights(w http.ResponseWriter, r *http.Request, owner strin
 	if err := s.st.SetRunWeights(run.ID, c.Seed, now); err != nil {
 		return errorf(http.StatusInternalServerError, "%v", err)
 	}
-	seq := 0
-	if body.SeqID != nil {
-		seq = *body.SeqID
-	}
 	res, _ := json.Marshal(map[string]string{"path": body.Path, "model_id": run.ID, "type": "load_weights"})
-	f := s.newFuture(fmt.Sprintf("%s:%d", run.ID, seq), func() ([]byte, []byte, error) { return res, nil, nil })
+	f := s.startFuture(owner, func() ([]byte, []byte, error) { return res, nil, nil })
 	s.logRequest(run.SessionID, "load_weights", start, 200, body.Path)
 	writeFuture(w, f, run.ID)
 	return nil
