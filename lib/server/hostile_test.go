@@ -27,11 +27,15 @@ type hostileEnv struct {
 }
 
 func newHostileEnv(t *testing.T, opts Options) *hostileEnv {
+	return newHostileEnvIn(t, t.TempDir(), opts)
+}
+
+func newHostileEnvIn(t *testing.T, dir string, opts Options) *hostileEnv {
 	opts.APIKeys = []string{key, keyB}
 	if opts.Sampler == nil {
 		opts.Sampler = fakeSampler{}
 	}
-	e := &hostileEnv{env: newEnv(t, "", opts)}
+	e := &hostileEnv{env: newEnvIn(t, dir, "", opts)}
 	var sess struct {
 		SessionID string `json:"session_id"`
 	}

@@ -81,7 +81,7 @@ func (s *Server) createModel(w http.ResponseWriter, r *http.Request, owner strin
 		if errors.Is(err, store.ErrExists) {
 			return errorf(http.StatusConflict, "Model %s already exists: use the next model_seq_id", run.ID)
 		}
-		return errorf(http.StatusInternalServerError, "%v", err)
+		return storeFailure("create model", err)
 	}
 	res, _ := json.Marshal(map[string]string{"model_id": run.ID, "type": "create_model"})
 	f := s.startFuture(owner, func() ([]byte, []byte, error) { return res, nil, nil })

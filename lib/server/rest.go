@@ -266,7 +266,7 @@ func (s *Server) deleteCkpt(w http.ResponseWriter, r *http.Request, owner string
 		if errors.Is(err, store.ErrNotFound) {
 			return errorf(http.StatusNotFound, "Checkpoint %s not found", c.TinkerPath())
 		}
-		return errorf(http.StatusInternalServerError, "delete %s: %v", c.TinkerPath(), err)
+		return storeFailure("delete "+c.TinkerPath(), err)
 	}
 	writeRaw(w, 200, []byte(`{}`))
 	return nil
@@ -286,7 +286,7 @@ func (s *Server) setPublic(w http.ResponseWriter, owner string, seg []string, pu
 	case errors.Is(err, store.ErrNotFound):
 		return errorf(http.StatusNotFound, "Checkpoint %s not found", c.TinkerPath())
 	case err != nil:
-		return errorf(http.StatusInternalServerError, "%v", err)
+		return storeFailure("update checkpoint", err)
 	}
 	writeRaw(w, 200, []byte(`{}`))
 	return nil
@@ -325,7 +325,7 @@ func (s *Server) setTTL(w http.ResponseWriter, r *http.Request, owner string, se
 		if errors.Is(err, store.ErrNotFound) {
 			return errorf(http.StatusNotFound, "Checkpoint %s not found", c.TinkerPath())
 		}
-		return errorf(http.StatusInternalServerError, "%v", err)
+		return storeFailure("update checkpoint", err)
 	}
 	writeRaw(w, 200, []byte(`{}`))
 	return nil

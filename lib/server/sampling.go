@@ -69,7 +69,7 @@ func (s *Server) createSamplingSession(w http.ResponseWriter, r *http.Request, o
 		return errorf(http.StatusConflict, "Sampling session %s already exists: use the next sampling_session_seq_id", sp.ID)
 	}
 	if err := s.st.CreateSampler(sp); err != nil {
-		return errorf(http.StatusInternalServerError, "%v", err)
+		return storeFailure("create sampling session", err)
 	}
 	s.logRequest(se.ID, "create_sampling_session", start, 200, sp.ID)
 	writeJSON(w, 200, map[string]string{"sampling_session_id": sp.ID, "type": "create_sampling_session"})
@@ -202,7 +202,7 @@ func (b *asampleBody) engineRequest() (engine.SampleRequest, *errorResponse) {
 		}
 	}
 	for _, c := range []struct {
-		field   string
+		field     string
 		v, lo, hi int64
 	}{
 		{"num_samples", int64(req.NumSamples), 1, maxNumSamples},
@@ -285,7 +285,7 @@ func (s *Server) resolveSample(owner string, b *asampleBody, req *SampleRequest)
 	req.BaseModel = run.BaseModel
 	req.AdapterDir = s.checkpointDir(c.RunID, c.Kind, c.Name)
 	if err := s.archives.materialise(c, false); err != nil {
-		return "", errorf(http.StatusInternalServerError, "prepare adapter: %v", err)
+		return "", storeFailure("prepare adapter", err)
 	}
 	return session, nil
 }

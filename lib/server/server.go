@@ -137,6 +137,7 @@ func Open(opts Options) (*Server, error) {
 	if n := s.cleanupOrphans(); n > 0 {
 		opts.Logf("removed %d orphaned checkpoint director(ies) left by an earlier crash", n)
 	}
+	s.ensureReserve()
 	if opts.SweepInterval > 0 {
 		go s.sweepLoop()
 	} else {
@@ -243,11 +244,26 @@ func (s *Server) Close() error {
 	return s.st.Close()
 }
 
+// deleteCheckpoint deletes the row, then the files. On a full disk SQLite
+// may have no room to record the delete: the checkpoint's files (which can
+// be generated again from its row) and the spare file go first, then the
+// row is deleted again.
 func (s *Server) deleteCheckpoint(runID, kind, name string) error {
-	if err := s.st.DeleteCheckpoint(runID, kind, name); err != nil {
+	err := s.st.DeleteCheckpoint(runID, kind, name)
+	if isDiskFull(err) {
+		s.opts.Logf("disk full: deleting the files of %s/%s/%s and the spare file first", runID, kind, name)
+		s.archives.remove(runID, kind, name)
+		s.releaseReserve()
+		err = s.st.DeleteCheckpoint(runID, kind, name)
+	}
+	if err != nil {
 		return err
 	}
-	return s.archives.remove(runID, kind, name)
+	if err := s.archives.remove(runID, kind, name); err != nil {
+		return err
+	}
+	s.ensureReserve()
+	return nil
 }
 
 // checkpointDir is where a checkpoint's files live. Run ids and names are

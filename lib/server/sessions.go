@@ -44,7 +44,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request, owner str
 	id := uuid.NewSHA1(ownerNamespace, fmt.Appendf(nil, "%s/%d/%d", owner, now.UnixNano(), n)).String()
 	if err := s.st.CreateSession(store.Session{ID: id, Owner: owner, ProjectID: body.ProjectID, Tags: body.Tags,
 		UserMetadata: body.UserMetadata, SDKVersion: body.SDKVersion, CreatedAt: now, LastHeartbeat: now}); err != nil {
-		return errorf(http.StatusInternalServerError, "%v", err)
+		return storeFailure("session", err)
 	}
 	s.logRequest(id, "create_session", time.Now(), 200, "")
 	writeJSON(w, 200, map[string]string{"session_id": id, "type": "create_session"})
@@ -74,7 +74,7 @@ func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request, owner string,
 		return e
 	}
 	if err := s.st.Heartbeat(body.SessionID, s.now()); err != nil {
-		return errorf(http.StatusInternalServerError, "%v", err)
+		return storeFailure("session", err)
 	}
 	writeRaw(w, 200, []byte(`{"type":"session_heartbeat"}`))
 	return nil
@@ -135,7 +135,7 @@ func (s *Server) setProject(w http.ResponseWriter, r *http.Request, owner string
 		return e
 	}
 	if err := s.st.SetSessionProject(seg[1], *body.ProjectID); err != nil {
-		return errorf(http.StatusInternalServerError, "%v", err)
+		return storeFailure("session", err)
 	}
 	writeRaw(w, 200, []byte(`{}`))
 	return nil

@@ -89,7 +89,7 @@ func (s *Server) save(w http.ResponseWriter, r *http.Request, owner, kind string
 		}
 		if err := s.st.CreateSampler(store.Sampler{ID: sid, SessionID: run.SessionID, Owner: owner, BaseModel: run.BaseModel,
 			ModelPath: "", CreatedAt: s.now()}); err != nil {
-			return errorf(http.StatusInternalServerError, "%v", err)
+			return storeFailure("save", err)
 		}
 		res, _ := json.Marshal(map[string]any{"path": nil, "sampling_session_id": sid, "type": reqType})
 		f := s.startFuture(owner, func() ([]byte, []byte, error) { return res, nil, nil })
@@ -103,6 +103,17 @@ func (s *Server) save(w http.ResponseWriter, r *http.Request, owner, kind string
 	}
 	if err := validName(name); err != nil {
 		return errorf(http.StatusBadRequest, "%v", err)
+	}
+	plan, err := s.archives.plans.get(run.Run, kind, run.Seed)
+	if err != nil {
+		return errorf(http.StatusBadRequest, "%v", err)
+	}
+	need := plan.Size()
+	if need > s.opts.ArchiveSyncLimit {
+		need = 0 // written when first downloaded
+	}
+	if e := s.checkRoom("saving "+name, need); e != nil {
+		return e
 	}
 	f := s.startFuture(owner, func() ([]byte, []byte, error) {
 		c, err := s.saveCheckpoint(run, kind, name, body.TTLSeconds, body.Overwrite && kind == "weights")
@@ -196,14 +207,14 @@ func (s *Server) loadWeights(w http.ResponseWriter, r *http.Request, owner strin
 			if errors.Is(err, store.ErrExists) {
 				return errorf(http.StatusConflict, "Model %s already exists: use the next model_seq_id", nr.ID)
 			}
-			return errorf(http.StatusInternalServerError, "%v", err)
+			return storeFailure("save", err)
 		}
 		run, _ = s.st.Run(nr.ID, now)
 	default:
 		return errorf(http.StatusUnprocessableEntity, "load_weights needs model_id, or session_id and model_seq_id")
 	}
 	if err := s.st.SetRunWeights(run.ID, c.Seed, now); err != nil {
-		return errorf(http.StatusInternalServerError, "%v", err)
+		return storeFailure("save", err)
 	}
 	res, _ := json.Marshal(map[string]string{"path": body.Path, "model_id": run.ID, "type": "load_weights"})
 	f := s.startFuture(owner, func() ([]byte, []byte, error) { return res, nil, nil })
