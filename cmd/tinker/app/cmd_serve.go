@@ -19,7 +19,8 @@ func init() {
 		Name:    "serve",
 		Summary: "Run the local Tinker server.",
 		Help: "Serve the Tinker HTTP API from DIR (SQLite database and checkpoint files).\n" +
-			"Without --api-key any key starting with tml- is accepted, each one a user;\n" +
+			"Without keys (--api-key, --api-key-file or $TINKER_SERVE_API_KEYS) any key\n" +
+			"starting with tml- is accepted, each one a user;\n" +
 			"a non-loopback --addr requires explicit keys.\n\n" +
 			"tinker serve import --data DIR FILE loads runs and checkpoints from a JSON\n" +
 			"manifest (see lib/server/MANIFEST.md).",
@@ -28,6 +29,7 @@ func init() {
 			{Long: "--data", Kind: flagString, Metavar: "DIR", Help: "Data directory (default $XDG_DATA_HOME/tinker)."},
 			{Long: "--addr", Kind: flagString, Metavar: "HOST:PORT", Help: "Listen address (default 127.0.0.1:8000)."},
 			{Long: "--api-key", Kind: flagMulti, Metavar: "KEY", Help: "Accept only this key (repeatable); each key is a user."},
+			{Long: "--api-key-file", Kind: flagString, Metavar: "FILE", Help: "Accept the keys in FILE, one a line (also $" + server.KeysEnv + ", comma-separated)."},
 			{Long: "--model", Kind: flagMulti, Metavar: "NAME=DIR", Help: "Sample base model NAME from a Hugging Face model directory (repeatable)."},
 		},
 		Run: runServe,
@@ -53,9 +55,19 @@ func runServe(c *invocation) int {
 	if err != nil {
 		return leafUsageError(c.io, commands["serve"], c.path, err.Error())
 	}
-	// Keys come from flags only; they are never echoed.
-	srv, err := server.Open(server.Options{DataDir: dir, APIKeys: c.multi("api-key"), Now: c.now,
-		Sampler: server.EngineSampler(&engine.Pool{Dirs: dirs})})
+	// Keys are never echoed; a file or the environment keeps them out of
+	// the process list.
+	keys, err := server.CollectAPIKeys(c.multi("api-key"), c.str("api-key-file"), os.Getenv(server.KeysEnv))
+	if err != nil {
+		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
+		return shell.ExitError
+	}
+	var private []string
+	for _, d := range dirs {
+		private = append(private, d)
+	}
+	srv, err := server.Open(server.Options{DataDir: dir, APIKeys: keys, Now: c.now,
+		Sampler: server.EngineSampler(&engine.Pool{Dirs: dirs}), PrivatePaths: private})
 	if err != nil {
 		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
 		return shell.ExitError
