@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/tinkershell/tinker/builtins"
@@ -232,7 +233,7 @@ func (in *Interp) run(fn func(*starlark.Thread) error) (err error, interrupted b
 	defer cancel()
 	in.Env.Ctx = ctx
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM) // SIGTERM too, so downloads clean up
 	done := make(chan struct{})
 	var hit bool
 	var hitMu sync.Mutex
