@@ -24,6 +24,18 @@ func (in *Interp) REPL(ed LineEditor, banner string) int {
 		}
 	}
 	in.Env.Interactive = true
+	// One SIGINT handler for the whole session: SIGINT never ends the
+	// prompt, whatever it is doing.
+	keys, _ := ed.(keyWatcher)
+	defer onSIGINT(func() {
+		if keys == nil || !keys.interrupt() {
+			in.intr.interrupt()
+		}
+	})()
+	if keys != nil {
+		in.keys = keys
+		defer func() { in.keys = nil }()
+	}
 	in.Env.Confirm = func(question string) (bool, error) {
 		// The line editor takes a one-line prompt: print the rest first.
 		if i := strings.LastIndexByte(question, '\n'); i >= 0 {
