@@ -4,7 +4,6 @@ import (
 	"sort"
 	"strings"
 
-	"go.starlark.net/lib/json"
 	"go.starlark.net/lib/math"
 	"go.starlark.net/lib/time"
 	"go.starlark.net/starlark"
@@ -22,7 +21,7 @@ func init() {
 // json, time, math and struct.
 func Universe() starlark.StringDict {
 	u := starlark.StringDict{
-		"json":   json.Module,
+		"json":   jsonModule(),
 		"time":   time.Module,
 		"math":   math.Module,
 		"struct": starlark.NewBuiltin("struct", starlarkstruct.Make),
