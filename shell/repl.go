@@ -83,6 +83,9 @@ func (in *Interp) REPL(ed LineEditor, banner string) int {
 			fmt.Fprintln(in.IO.Err, FormatError(err, false, false))
 			continue
 		}
+		// The terminal may have been resized since the last statement.
+		in.IO.Refresh()
+		in.Env.Width = in.IO.Width
 		if code, stop := in.evalChunk(f); stop {
 			return code
 		}
