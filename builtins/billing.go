@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 	gotime "time"
 
 	"github.com/tinkershell/tinker/lib/render"
@@ -16,7 +15,7 @@ import (
 
 func init() {
 	registerModule("billing", "usage reports")
-	register(Doc{
+	register(docEntry{
 		Name:      "billing.usage",
 		Signature: "billing.usage(start, end)",
 		Summary:   "Hourly usage between two hour-aligned times (at most 14 days apart), one row per bucket.",
@@ -25,30 +24,9 @@ func init() {
 	}, billingUsage)
 }
 
-// BillingTimeArg turns a user's time into the query form the official CLI
-// sends: UTC as ...Z, other offsets kept, naive and date-only without zone.
-func BillingTimeArg(s string) (string, error) {
-	s = strings.TrimSpace(s)
-	for _, l := range []string{gotime.RFC3339Nano, "2006-01-02T15:04:05Z07:00"} {
-		if t, err := gotime.Parse(l, s); err == nil {
-			_, off := t.Zone()
-			if off == 0 {
-				return t.UTC().Format("2006-01-02T15:04:05Z"), nil
-			}
-			return t.Format("2006-01-02T15:04:05-07:00"), nil
-		}
-	}
-	for _, l := range []string{"2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02 15:04:05", "2006-01-02"} {
-		if t, err := gotime.Parse(l, s); err == nil {
-			return t.Format("2006-01-02T15:04:05"), nil
-		}
-	}
-	return "", fmt.Errorf("invalid datetime %q: use RFC 3339, e.g. 2026-07-13T05:00:00Z", s)
-}
-
-// BillingTable flattens usage events like the official CLI: envelope keys,
+// billingTable flattens usage events like the official CLI: envelope keys,
 // then event_info keys with type first; columns in order of appearance.
-func BillingTable(resp *tinkerapi.BillingUsageResponse) (columns []string, rows []render.Object) {
+func billingTable(resp *tinkerapi.BillingUsageResponse) (columns []string, rows []render.Object) {
 	seen := map[string]bool{}
 	for _, ev := range resp.Data {
 		row := render.Object{
@@ -112,9 +90,9 @@ func jsonTime(t *gotime.Time) any {
 	return t.UTC().Format("2006-01-02T15:04:05Z")
 }
 
-// BillingCell renders a flattened value like Python's str(): empty for
+// billingCell renders a flattened value like Python's str(): empty for
 // null, True/False, float repr.
-func BillingCell(v any) string {
+func billingCell(v any) string {
 	switch x := v.(type) {
 	case nil:
 		return ""
@@ -141,10 +119,10 @@ func BillingCell(v any) string {
 	return fmt.Sprint(v)
 }
 
-// BillingJSON is the official CLI's JSON for billing usage.
-func BillingJSON(resp *tinkerapi.BillingUsageResponse) render.Object {
+// billingJSON is the official CLI's JSON for billing usage.
+func billingJSON(resp *tinkerapi.BillingUsageResponse) render.Object {
 	data := make([]any, len(resp.Data))
-	_, rows := BillingTable(resp)
+	_, rows := billingTable(resp)
 	for i, row := range rows {
 		obj := append(render.Object(nil), row[:7]...)
 		obj = append(obj, render.Member{Key: "event_info", Value: row[7:]})
@@ -232,7 +210,7 @@ func (u *BillingUsage) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable
 func (u *BillingUsage) AttrNames() []string   { return []string{"columns", "rows", "sessions"} }
 
 func (u *BillingUsage) Attr(name string) (starlark.Value, error) {
-	cols, rows := BillingTable(u.Resp)
+	cols, rows := billingTable(u.Resp)
 	switch name {
 	case "columns":
 		return strList(cols), nil
@@ -285,7 +263,7 @@ func starlarkOf(v any) starlark.Value {
 }
 
 func (u *BillingUsage) Table(gotime.Time) *render.Table {
-	cols, rows := BillingTable(u.Resp)
+	cols, rows := billingTable(u.Resp)
 	t := &render.Table{Title: fmt.Sprintf("%d hourly usage row(s)", len(rows))}
 	for _, c := range cols {
 		t.Columns = append(t.Columns, render.Column{Header: c})
@@ -294,14 +272,14 @@ func (u *BillingUsage) Table(gotime.Time) *render.Table {
 		cells := make([]string, len(cols))
 		for i, c := range cols {
 			v, _ := row.Get(c)
-			cells[i] = BillingCell(v)
+			cells[i] = billingCell(v)
 		}
 		t.Rows = append(t.Rows, cells)
 	}
 	return t
 }
 
-func (u *BillingUsage) JSON() any                    { return BillingJSON(u.Resp) }
+func (u *BillingUsage) JSON() any                    { return billingJSON(u.Resp) }
 func (u *BillingUsage) MarshalJSON() ([]byte, error) { return marshalJSON(u) }
 
 func timeArg(v starlark.Value, name string) (string, error) {
@@ -327,48 +305,14 @@ func billingUsage(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b.Name(), err)
 	}
-	env := EnvOf(thread)
+	env := envOf(thread)
 	c, err := env.Client()
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.BillingUsageRaw(env.Context(), start, end)
+	resp, err := c.BillingUsageRaw(ContextOf(thread), start, end)
 	if err != nil {
 		return nil, apiErr(err)
 	}
 	return &BillingUsage{Resp: resp}, nil
-}
-
-// BillingCSV is the official CLI's usage CSV: a header row of the flattened
-// columns, then one row per event with cells as BillingCell renders them.
-func BillingCSV(resp *tinkerapi.BillingUsageResponse) [][]string {
-	cols, rows := BillingTable(resp)
-	out := [][]string{cols}
-	for _, row := range rows {
-		cells := make([]string, len(cols))
-		for i, c := range cols {
-			v, _ := row.Get(c)
-			cells[i] = BillingCell(v)
-		}
-		out = append(out, cells)
-	}
-	return out
-}
-
-// BillingSessionsCSV is the official CLI's sessions CSV: session_id and the
-// metadata as JSON with Python's default separators (empty when null).
-func BillingSessionsCSV(resp *tinkerapi.BillingUsageResponse) ([][]string, error) {
-	out := [][]string{{"session_id", "user_metadata"}}
-	for _, s := range resp.Sessions {
-		meta := ""
-		if len(s.UserMetadata) > 0 {
-			var b bytes.Buffer
-			if err := render.WriteJSON(&b, orderedJSON(s.UserMetadata), render.JSONOptions{Compact: true}); err != nil {
-				return nil, fmt.Errorf("session %s metadata: %w", s.SessionID, err)
-			}
-			meta = strings.TrimSuffix(b.String(), "\n")
-		}
-		out = append(out, []string{s.SessionID, meta})
-	}
-	return out, nil
 }

@@ -3,8 +3,6 @@ package builtins
 import (
 	"context"
 	"fmt"
-	"strings"
-	gotime "time"
 
 	"github.com/tinkershell/tinker/lib/progress"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
@@ -13,32 +11,32 @@ import (
 
 func init() {
 	registerModule("checkpoint", "list, inspect, publish, expire, delete and download checkpoints")
-	register(Doc{
+	register(docEntry{
 		Name:      "checkpoint.list",
 		Signature: "checkpoint.list(run_id=None, limit=20, type=None)",
 		Summary:   "Checkpoints of one run, or all of yours newest first; limit=0 fetches everything.",
 		Details:   "type is \"training\" (also \"weights\") or \"sampler\" (also \"sampler_weights\"). Returns a list of checkpoint values; it displays as a table and works with comprehensions and sorted().",
 		Example:   "cps = checkpoint.list(limit=0, type=\"sampler\")\nsorted(cps, key=lambda c: c.size_bytes or 0)[-3:]",
 	}, checkpointList)
-	register(Doc{
+	register(docEntry{
 		Name:      "checkpoint.info",
 		Signature: "checkpoint.info(path)",
 		Summary:   "One checkpoint with its run's LoRA details, shown vertically.",
 		Example:   `checkpoint.info("tinker://RUN_ID/sampler_weights/final")`,
 	}, checkpointInfo)
-	register(Doc{
+	register(docEntry{
 		Name:      "checkpoint.publish",
 		Signature: "checkpoint.publish(path)",
 		Summary:   "Make a checkpoint public (anyone with the path can use it).",
 		Example:   `checkpoint.publish(cp.tinker_path)`,
 	}, checkpointPublish)
-	register(Doc{
+	register(docEntry{
 		Name:      "checkpoint.unpublish",
 		Signature: "checkpoint.unpublish(path)",
 		Summary:   "Make a public checkpoint private again.",
 		Example:   `checkpoint.unpublish(cp.tinker_path)`,
 	}, checkpointUnpublish)
-	register(Doc{
+	register(docEntry{
 		Name:      "checkpoint.set_ttl",
 		Signature: "checkpoint.set_ttl(path, seconds)",
 		Summary:   "Expire a checkpoint after seconds; None clears the expiry.",
@@ -46,9 +44,9 @@ func init() {
 	}, checkpointSetTTL)
 }
 
-// CheckpointType normalises a type filter: "training"/"weights" and
+// checkpointType normalises a type filter: "training"/"weights" and
 // "sampler"/"sampler_weights".
-func CheckpointType(t string) (string, error) {
+func checkpointType(t string) (string, error) {
 	switch t {
 	case "training", "weights":
 		return "training", nil
@@ -56,57 +54,6 @@ func CheckpointType(t string) (string, error) {
 		return "sampler", nil
 	}
 	return "", userErr("Invalid checkpoint type: "+t, "Valid types: weights, sampler_weights")
-}
-
-// ListCheckpoints returns a run's checkpoints (runID set; one request, no
-// paging) or the caller's checkpoints newest first, paging like the
-// official CLI with up to pageConcurrency pages in flight. limit <= 0 means
-// all. total is the server's count (or the number returned when unknown).
-// progress, when set, is called once with the number to be fetched if more
-// than one page is needed.
-func ListCheckpoints(ctx context.Context, c *tinkerapi.Client, runID string, limit int, progress func(target int) Progress) (cps []tinkerapi.Checkpoint, total int, err error) {
-	if runID != "" {
-		resp, err := c.ListRunCheckpoints(ctx, runID)
-		if err != nil {
-			return nil, 0, err
-		}
-		return resp.Checkpoints, len(resp.Checkpoints), nil
-	}
-	const batch = 1000
-	first := batch
-	if limit > 0 {
-		first = min(batch, limit)
-	}
-	resp, err := c.ListUserCheckpoints(ctx, first, 0)
-	if err != nil {
-		return nil, 0, err
-	}
-	total = -1
-	if resp.Cursor != nil {
-		total = resp.Cursor.TotalCount
-	}
-	var prog Progress = noProgress{}
-	if total >= 0 && progress != nil {
-		target := total
-		if limit > 0 {
-			target = min(limit, total)
-		}
-		if len(resp.Checkpoints) < target {
-			prog = progress(target)
-		}
-	}
-	defer prog.Finish()
-	cps, err = fetchPages(ctx, resp.Checkpoints, total, limit, batch, prog, func(ctx context.Context, l, off int) ([]tinkerapi.Checkpoint, error) {
-		r, err := c.ListUserCheckpoints(ctx, l, off)
-		if err != nil {
-			return nil, err
-		}
-		return r.Checkpoints, nil
-	})
-	if total < 0 {
-		total = len(cps)
-	}
-	return cps, total, err
 }
 
 func checkpointList(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
@@ -125,16 +72,16 @@ func checkpointList(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 		return nil, err
 	}
 	if typ != "" {
-		if typ, err = CheckpointType(typ); err != nil {
+		if typ, err = checkpointType(typ); err != nil {
 			return nil, err
 		}
 	}
-	env := EnvOf(thread)
+	env := envOf(thread)
 	c, err := env.Client()
 	if err != nil {
 		return nil, err
 	}
-	cps, _, err := ListCheckpoints(env.Context(), c, runID, limit, env.countBar("Fetching checkpoints"))
+	cps, _, err := ListCheckpoints(ContextOf(thread), c, runID, limit, env.countBar("Fetching checkpoints"))
 	if err != nil {
 		return nil, apiErr(err)
 	}
@@ -158,35 +105,6 @@ func (e *Env) countBar(label string) func(int) Progress {
 	}
 }
 
-// FindCheckpoint looks a path up in its run's checkpoint list, as the
-// official `checkpoint info` does, and fetches the run.
-func FindCheckpoint(ctx context.Context, c *tinkerapi.Client, path string) (*Checkpoint, error) {
-	if !strings.HasPrefix(path, "tinker://") {
-		return nil, pathError(path)
-	}
-	p, err := tinkerapi.ParsePath(path)
-	if err != nil {
-		return nil, userErr("Invalid checkpoint path: "+err.Error(), "Checkpoint paths should be in the format: tinker://run-id/weights/0001")
-	}
-	resp, err := c.ListRunCheckpoints(ctx, p.RunID)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, userErr("Failed to retrieve checkpoint: "+apiMessage(err), "")
-	}
-	for i := range resp.Checkpoints {
-		if resp.Checkpoints[i].TinkerPath == path {
-			run, err := c.GetTrainingRun(ctx, p.RunID, "owned")
-			if err != nil {
-				return nil, apiErr(err)
-			}
-			return &Checkpoint{C: resp.Checkpoints[i], Run: run}, nil
-		}
-	}
-	return nil, userErr("Checkpoint not found: "+path, "")
-}
-
 // apiMessage is the SDK-style message of a client error.
 func apiMessage(err error) string {
 	if ae, ok := err.(*tinkerapi.APIError); ok {
@@ -200,12 +118,12 @@ func checkpointInfo(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 	if err := unpackPath(b, args, kwargs, &path); err != nil {
 		return nil, err
 	}
-	env := EnvOf(thread)
+	env := envOf(thread)
 	c, err := env.Client()
 	if err != nil {
 		return nil, err
 	}
-	return FindCheckpoint(env.Context(), c, path)
+	return FindCheckpoint(ContextOf(thread), c, path)
 }
 
 // unpackPath accepts a tinker:// string or a checkpoint value.
@@ -237,18 +155,6 @@ func checkpointUnpublish(thread *starlark.Thread, b *starlark.Builtin, args star
 	return publish(thread, b, args, kwargs, false)
 }
 
-// Publish makes a checkpoint public (on) or private.
-func Publish(ctx context.Context, c *tinkerapi.Client, path string, on bool) error {
-	p, err := parsePath(path)
-	if err != nil {
-		return err
-	}
-	if on {
-		return c.PublishCheckpoint(ctx, p.RunID, p.CheckpointID)
-	}
-	return c.UnpublishCheckpoint(ctx, p.RunID, p.CheckpointID)
-}
-
 func publish(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple, on bool) (starlark.Value, error) {
 	var path string
 	if err := unpackPath(b, args, kwargs, &path); err != nil {
@@ -259,24 +165,15 @@ func publish(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 
 // noneAfter runs op with the backend's client and returns None.
 func noneAfter(thread *starlark.Thread, op func(ctx context.Context, c *tinkerapi.Client) error) (starlark.Value, error) {
-	env := EnvOf(thread)
+	env := envOf(thread)
 	c, err := env.Client()
 	if err != nil {
 		return nil, err
 	}
-	if err := op(env.Context(), c); err != nil {
+	if err := op(ContextOf(thread), c); err != nil {
 		return nil, apiErr(err)
 	}
 	return starlark.None, nil
-}
-
-// SetTTL sets (seconds) or clears (nil) a checkpoint's expiry.
-func SetTTL(ctx context.Context, c *tinkerapi.Client, path string, seconds *int64) error {
-	p, err := parsePath(path)
-	if err != nil {
-		return err
-	}
-	return c.SetCheckpointTTL(ctx, p.RunID, p.CheckpointID, seconds)
 }
 
 func checkpointSetTTL(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
@@ -311,28 +208,4 @@ func optString(v starlark.Value, name string) (string, error) {
 		return string(x), nil
 	}
 	return "", fmt.Errorf("%s must be a string or None, got %s", name, v.Type())
-}
-
-// ParseDate parses --before/--after values like Python's fromisoformat:
-// date-only means midnight UTC, no zone means UTC, Z and offsets honoured.
-func ParseDate(s string) (gotime.Time, error) {
-	s = strings.TrimSpace(s)
-	if strings.HasSuffix(s, "Z") {
-		s = strings.TrimSuffix(s, "Z") + "+00:00"
-	}
-	layouts := []string{
-		"2006-01-02", "20060102",
-		"2006-01-02T15:04", "2006-01-02T15:04:05", "2006-01-02T15:04:05.999999999",
-		"2006-01-02T15:04Z07:00", "2006-01-02T15:04:05Z07:00", "2006-01-02T15:04:05.999999999Z07:00",
-	}
-	norm := s
-	if len(norm) > 10 && norm[10] != 'T' {
-		norm = norm[:10] + "T" + norm[11:] // any single separator
-	}
-	for _, l := range layouts {
-		if t, err := gotime.Parse(l, norm); err == nil {
-			return t.UTC(), nil
-		}
-	}
-	return gotime.Time{}, userErr("Invalid date: "+s, "Use ISO 8601 format: 2024-01-01, 2024-01-01T12:00:00Z")
 }

@@ -14,32 +14,32 @@ import (
 )
 
 func init() {
-	register(Doc{
+	register(docEntry{
 		Name:      "table",
 		Signature: "table(rows, columns=None, title=None)",
 		Summary:   "Make a table value from a list of dicts, structs or tinker records.",
 		Details:   "Columns default to the keys of the first row, in order, plus any new keys of later rows. Missing cells show as —. Numeric columns are right-aligned.",
 		Example:   `table([{"run": r.training_run_id, "rank": r.lora_rank} for r in run.list()], title="ranks")`,
 	}, tableFn)
-	register(Doc{
+	register(docEntry{
 		Name:      "exit",
 		Signature: "exit(code=0)",
 		Summary:   "Stop the program with an exit status (0-255); at the prompt, leave the shell.",
 		Example:   `if not ok: exit(3)`,
 	}, exitFn)
-	register(Doc{
+	register(docEntry{
 		Name:      "version",
 		Signature: "version()",
 		Summary:   "The tinker version string.",
 		Example:   `version()`,
 	}, versionFn)
-	register(Doc{
+	register(docEntry{
 		Name:      "help",
 		Signature: "help(x=None)",
 		Summary:   "List every builtin, or document one builtin or module with its signature and an example.",
 		Example:   "help(checkpoint.list)\nhelp(\"checkpoint\")",
 	}, helpFn)
-	register(Doc{
+	register(docEntry{
 		Name:      "print",
 		Signature: "print(*args, sep=\" \")",
 		Summary:   "Print values; a lone table or record value prints as the table the prompt would show.",
@@ -51,31 +51,31 @@ func versionFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple
 	if err := starlark.UnpackArgs(b.Name(), args, kwargs); err != nil {
 		return nil, err
 	}
-	return starlark.String(EnvOf(thread).Version), nil
+	return starlark.String(envOf(thread).Version), nil
 }
 
-// TableValue is a user-made table.
-type TableValue struct {
+// tableValue is a user-made table.
+type tableValue struct {
 	title   string
 	columns []string
 	rows    [][]starlark.Value
 }
 
 var (
-	_ Tabular   = (*TableValue)(nil)
-	_ JSONValue = (*TableValue)(nil)
+	_ Tabular   = (*tableValue)(nil)
+	_ JSONValue = (*tableValue)(nil)
 )
 
-func (t *TableValue) String() string {
+func (t *tableValue) String() string {
 	return fmt.Sprintf("<table %d rows × %d columns>", len(t.rows), len(t.columns))
 }
-func (t *TableValue) Type() string          { return "table" }
-func (t *TableValue) Freeze()               {}
-func (t *TableValue) Truth() starlark.Bool  { return len(t.rows) > 0 }
-func (t *TableValue) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: table") }
-func (t *TableValue) Len() int              { return len(t.rows) }
+func (t *tableValue) Type() string          { return "table" }
+func (t *tableValue) Freeze()               {}
+func (t *tableValue) Truth() starlark.Bool  { return len(t.rows) > 0 }
+func (t *tableValue) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: table") }
+func (t *tableValue) Len() int              { return len(t.rows) }
 
-func (t *TableValue) Attr(name string) (starlark.Value, error) {
+func (t *tableValue) Attr(name string) (starlark.Value, error) {
 	switch name {
 	case "title":
 		return starlark.String(t.title), nil
@@ -94,13 +94,13 @@ func (t *TableValue) Attr(name string) (starlark.Value, error) {
 	}
 	return nil, nil
 }
-func (t *TableValue) AttrNames() []string { return []string{"columns", "rows", "title"} }
+func (t *tableValue) AttrNames() []string { return []string{"columns", "rows", "title"} }
 
 // MarshalJSON makes json.encode(t) give a list of objects.
-func (t *TableValue) MarshalJSON() ([]byte, error) { return marshalJSON(t) }
+func (t *tableValue) MarshalJSON() ([]byte, error) { return marshalJSON(t) }
 
 // Table implements Tabular.
-func (t *TableValue) Table(now time.Time) *render.Table {
+func (t *tableValue) Table(now time.Time) *render.Table {
 	out := &render.Table{Title: t.title}
 	numeric := make([]bool, len(t.columns))
 	for i := range numeric {
@@ -109,7 +109,7 @@ func (t *TableValue) Table(now time.Time) *render.Table {
 	for _, r := range t.rows {
 		cells := make([]string, len(t.columns))
 		for i, v := range r {
-			cells[i] = Cell(v)
+			cells[i] = cellText(v)
 			switch v.(type) {
 			case starlark.Int, starlark.Float, nil, starlark.NoneType:
 			default:
@@ -125,7 +125,7 @@ func (t *TableValue) Table(now time.Time) *render.Table {
 }
 
 // JSON implements JSONValue: a list of objects.
-func (t *TableValue) JSON() any {
+func (t *tableValue) JSON() any {
 	l := make([]any, len(t.rows))
 	for i, r := range t.rows {
 		obj := make(render.Object, 0, len(t.columns))
@@ -141,8 +141,8 @@ func (t *TableValue) JSON() any {
 	return l
 }
 
-// Cell formats a Starlark value for a table cell.
-func Cell(v starlark.Value) string {
+// cellText formats a Starlark value for a table cell.
+func cellText(v starlark.Value) string {
 	switch x := v.(type) {
 	case nil, starlark.NoneType:
 		return render.Missing
@@ -163,7 +163,7 @@ func tableFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "rows", &rows, "columns?", &columns, "title?", &title); err != nil {
 		return nil, err
 	}
-	t := &TableValue{title: title}
+	t := &tableValue{title: title}
 	var records []func(string) (starlark.Value, bool)
 	var keys []string
 	seen := map[string]bool{}
@@ -173,7 +173,7 @@ func tableFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 			keys = append(keys, k)
 		}
 	}
-	now := EnvOf(thread).Clock()
+	now := envOf(thread).Clock()
 	iter := rows.Iterate()
 	defer iter.Done()
 	var x starlark.Value
@@ -241,17 +241,17 @@ func tableFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	return t, nil
 }
 
-// HelpText is the value help() returns; it displays as plain text.
-type HelpText string
+// helpText is the value help() returns; it displays as plain text.
+type helpText string
 
-var _ TextValue = HelpText("")
+var _ TextValue = helpText("")
 
-func (h HelpText) String() string        { return string(h) }
-func (h HelpText) Type() string          { return "help" }
-func (h HelpText) Freeze()               {}
-func (h HelpText) Truth() starlark.Bool  { return true }
-func (h HelpText) Hash() (uint32, error) { return starlark.String(h).Hash() }
-func (h HelpText) Text() string          { return string(h) }
+func (h helpText) String() string        { return string(h) }
+func (h helpText) Type() string          { return "help" }
+func (h helpText) Freeze()               {}
+func (h helpText) Truth() starlark.Bool  { return true }
+func (h helpText) Hash() (uint32, error) { return starlark.String(h).Hash() }
+func (h helpText) Text() string          { return string(h) }
 
 func helpFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var x starlark.Value = starlark.None
@@ -261,7 +261,7 @@ func helpFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, k
 	name := ""
 	switch v := x.(type) {
 	case starlark.NoneType:
-		return HelpText(Overview()), nil
+		return helpText(overview()), nil
 	case starlark.String:
 		name = string(v)
 	case *starlark.Builtin:
@@ -269,7 +269,7 @@ func helpFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, k
 	case *starlarkstruct.Module:
 		name = v.Name
 		if _, registered := moduleDocs[name]; registered {
-			if text, ok := Help(name); ok {
+			if text, ok := helpFor(name); ok {
 				names := make([]string, 0, len(v.Members))
 				for k := range v.Members {
 					names = append(names, name+"."+k)
@@ -279,26 +279,26 @@ func helpFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, k
 					text = strings.TrimRight(text, "\n")
 					text += "\n\n  " + strings.Join(names, "\n  ")
 				}
-				return HelpText(text), nil
+				return helpText(text), nil
 			}
 		}
 	case *starlark.Function:
-		return HelpText(fmt.Sprintf("%s: a function defined at %s", v.Name(), v.Position())), nil
+		return helpText(fmt.Sprintf("%s: a function defined at %s", v.Name(), v.Position())), nil
 	default:
 		return nil, fmt.Errorf("help: no documentation for a %s; try help() for the list", x.Type())
 	}
-	if text, ok := Help(name); ok {
-		return HelpText(text), nil
+	if text, ok := helpFor(name); ok {
+		return helpText(text), nil
 	}
 	return nil, fmt.Errorf("help: no builtin or module named %q; try help() for the list", name)
 }
 
-// Overview lists every builtin and module, one line each.
-func Overview() string {
+// overview lists every builtin and module, one line each.
+func overview() string {
 	var b strings.Builder
 	b.WriteString("tinker builtins (help(name) for details):\n\n")
 	width := 0
-	docs := Docs()
+	docs := allDocs()
 	for _, d := range docs {
 		if !strings.Contains(d.Name, ".") && len(d.Name) > width {
 			width = len(d.Name)
@@ -310,7 +310,7 @@ func Overview() string {
 		}
 	}
 	b.WriteString("\nmodules:\n\n")
-	for _, m := range Modules() {
+	for _, m := range moduleList() {
 		fmt.Fprintf(&b, "  %-10s  %s\n", m.Name, m.Summary)
 		for _, d := range docs {
 			if strings.HasPrefix(d.Name, m.Name+".") {
@@ -322,8 +322,8 @@ func Overview() string {
 	return b.String()
 }
 
-// Help documents one builtin or module by name.
-func Help(name string) (string, bool) {
+// helpFor documents one builtin or module by name.
+func helpFor(name string) (string, bool) {
 	if d, ok := lookupDoc(name); ok {
 		var b strings.Builder
 		b.WriteString(d.Signature + "\n\n    " + d.Summary + "\n")
@@ -338,7 +338,7 @@ func Help(name string) (string, bool) {
 	if m, ok := moduleDocs[name]; ok {
 		var b strings.Builder
 		fmt.Fprintf(&b, "module %s: %s\n", m.Name, m.Summary)
-		for _, d := range Docs() {
+		for _, d := range allDocs() {
 			if strings.HasPrefix(d.Name, name+".") {
 				fmt.Fprintf(&b, "\n  %s\n      %s", d.Signature, d.Summary)
 			}

@@ -1,10 +1,7 @@
 package builtins
 
 import (
-	"context"
 	"fmt"
-	"strings"
-	"sync"
 	gotime "time"
 
 	"github.com/tinkershell/tinker/lib/render"
@@ -13,11 +10,8 @@ import (
 	"go.starlark.net/starlark"
 )
 
-// DeleteConcurrency is how many deletions run at once (the official CLI's 32).
-const DeleteConcurrency = 32
-
 func init() {
-	register(Doc{
+	register(docEntry{
 		Name:      "checkpoint.delete",
 		Signature: "checkpoint.delete(*paths, run_id=None, type=None, before=None, after=None, yes=False, dry_run=False)",
 		Summary:   "Delete checkpoints by path, or a run's checkpoints filtered by type and time.",
@@ -27,84 +21,6 @@ func init() {
 			"Ctrl-C stops submitting more. The result lists what was deleted and what failed.",
 		Example: "checkpoint.delete(run_id=r, type=\"training\", before=\"2026-01-01\", dry_run=True)\ncheckpoint.delete([c.tinker_path for c in old], yes=True)",
 	}, checkpointDelete)
-}
-
-// DeleteFailure is one checkpoint that could not be deleted.
-type DeleteFailure struct {
-	Path  string
-	Error string
-}
-
-// DeleteCheckpoints deletes paths, DeleteConcurrency at a time, and reports
-// per path. When ctx is cancelled no new deletions start; the paths never
-// attempted are returned in skipped.
-func DeleteCheckpoints(ctx context.Context, c *tinkerapi.Client, paths []string, prog Progress) (deleted []string, failed []DeleteFailure, skipped []string) {
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, DeleteConcurrency)
-	for i, path := range paths {
-		if ctx.Err() != nil { // select below picks at random when both are ready
-			skipped = append(skipped, paths[i:]...)
-			break
-		}
-		select {
-		case <-ctx.Done():
-			skipped = append(skipped, paths[i:]...)
-			wg.Wait()
-			return deleted, failed, skipped
-		case sem <- struct{}{}:
-		}
-		wg.Add(1)
-		go func(path string) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			var err error
-			if p, perr := tinkerapi.ParsePath(path); perr != nil {
-				err = perr
-			} else {
-				// Deletions already submitted finish even if the user interrupts.
-				err = c.DeleteCheckpoint(context.WithoutCancel(ctx), p.RunID, p.CheckpointID)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				failed = append(failed, DeleteFailure{Path: path, Error: apiMessage(err)})
-			} else {
-				deleted = append(deleted, path)
-			}
-			prog.Add(1)
-		}(path)
-	}
-	wg.Wait()
-	return deleted, failed, skipped
-}
-
-// SelectForDelete lists a run's checkpoints and keeps those matching the
-// filters (type as CheckpointType accepts; time strictly before/after).
-func SelectForDelete(ctx context.Context, c *tinkerapi.Client, runID, typ string, before, after *gotime.Time) ([]tinkerapi.Checkpoint, error) {
-	resp, err := c.ListRunCheckpoints(ctx, runID)
-	if err != nil {
-		return nil, err
-	}
-	if typ != "" {
-		if typ, err = CheckpointType(typ); err != nil {
-			return nil, err
-		}
-	}
-	var out []tinkerapi.Checkpoint
-	for _, cp := range resp.Checkpoints {
-		if typ != "" && cp.CheckpointType != typ {
-			continue
-		}
-		if before != nil && !cp.Time.Before(*before) {
-			continue
-		}
-		if after != nil && !cp.Time.After(*after) {
-			continue
-		}
-		out = append(out, cp)
-	}
-	return out, nil
 }
 
 // DeleteResult is what checkpoint.delete returns.
@@ -299,31 +215,21 @@ func checkpointDelete(thread *starlark.Thread, b *starlark.Builtin, args starlar
 		return nil, fmt.Errorf("%s: type=, before= and after= filter a run's checkpoints; add run_id=", b.Name())
 	}
 	for _, p := range paths {
-		if _, err := parsePath(p); err != nil {
+		if _, err := tinkerapi.ParseArg(p); err != nil {
 			return nil, err
 		}
 	}
-	env := EnvOf(thread)
+	env := envOf(thread)
 	c, err := env.Client()
 	if err != nil {
 		return nil, err
 	}
-	ctx := env.Context()
-	var listing []string
-	if runID != "" {
-		cps, err := SelectForDelete(ctx, c, runID, typ, before, after)
-		if err != nil {
-			return nil, apiErr(err)
-		}
-		for _, cp := range cps {
-			paths = append(paths, cp.TinkerPath)
-			listing = append(listing, fmt.Sprintf("  - %s (%s, created %s)", cp.TinkerPath, render.SizePtr(cp.SizeBytes), render.Ago(cp.Time, env.Clock())))
-		}
-	} else {
-		for _, p := range paths {
-			listing = append(listing, "  - "+p)
-		}
+	ctx := ContextOf(thread)
+	plan, err := PlanDelete(ctx, c, paths, DeleteFilter{RunID: runID, Type: typ, Before: before, After: after}, env.Clock())
+	if err != nil {
+		return nil, apiErr(err)
 	}
+	paths = plan.Paths
 	if dryRun || len(paths) == 0 {
 		return &DeleteResult{DryRun: dryRun, Planned: paths}, nil
 	}
@@ -331,8 +237,7 @@ func checkpointDelete(thread *starlark.Thread, b *starlark.Builtin, args starlar
 		if !env.Interactive || env.Confirm == nil {
 			return nil, fmt.Errorf("%s: refusing to delete %d checkpoint(s) without confirmation; pass yes=True (or dry_run=True to see them)", b.Name(), len(paths))
 		}
-		q := fmt.Sprintf("Will delete %d checkpoint(s):\n%s\n\nWARNING: This action is permanent and cannot be undone.\nAre you sure you want to delete %d checkpoint(s)?", len(paths), strings.Join(listing, "\n"), len(paths))
-		ok, err := env.Confirm(q)
+		ok, err := env.Confirm(plan.Warning() + plan.Question())
 		if err != nil {
 			return nil, err
 		}

@@ -17,7 +17,7 @@ import (
 )
 
 func init() {
-	register(Doc{
+	register(docEntry{
 		Name:      "download",
 		Signature: "download(path, output=None, force=False)",
 		Summary:   "Download and extract a checkpoint into OUTPUT/<run>_<kind>_<name> (also checkpoint.download).",
@@ -26,7 +26,7 @@ func init() {
 			"Links, devices and paths escaping the target are refused; the checkpoint_complete marker is required.",
 		Example: "download(run.info(\"RUN_ID\").last_sampler_checkpoint, output=\"exports\")",
 	}, downloadFn)
-	register(Doc{
+	register(docEntry{
 		Name:      "checkpoint.download",
 		Signature: "checkpoint.download(path, output=None, force=False)",
 		Summary:   "Same as download().",
@@ -48,7 +48,7 @@ type DownloadOptions struct {
 
 // DownloadCheckpoint downloads path into Output/<target name>.
 func DownloadCheckpoint(ctx context.Context, c *tinkerapi.Client, path string, o DownloadOptions) (*download.Result, error) {
-	if _, err := parsePath(path); err != nil && !isPrefixOK(path) {
+	if err := tinkerapi.CheckScheme(path, "weights"); err != nil {
 		return nil, err
 	}
 	name := download.TargetName(path)
@@ -94,8 +94,6 @@ func DownloadCheckpoint(ctx context.Context, c *tinkerapi.Client, path string, o
 	return res, nil
 }
 
-func isPrefixOK(path string) bool { return len(path) > 9 && path[:9] == "tinker://" }
-
 // downloadErr maps download failures to the official CLI's messages.
 func downloadErr(err error, target string) error {
 	var ae *tinkerapi.APIError
@@ -103,7 +101,7 @@ func downloadErr(err error, target string) error {
 	case errors.Is(err, context.Canceled):
 		return err
 	case errors.As(err, &ae):
-		return &APIError{Err: ae}
+		return tinkerapi.Worded(ae)
 	case errors.Is(err, download.ErrTargetExists):
 		return userErr("Target directory already exists: "+target, "Use --force to overwrite or choose a different output directory.")
 	case errors.Is(err, download.ErrExtract), errors.Is(err, download.ErrIncomplete):
@@ -113,7 +111,7 @@ func downloadErr(err error, target string) error {
 	}
 	var te *tinkerapi.TransportError
 	if errors.As(err, &te) {
-		return &APIError{Err: te}
+		return tinkerapi.Worded(te)
 	}
 	return err
 }
@@ -236,10 +234,10 @@ func downloadFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	if err != nil {
 		return nil, err
 	}
-	if _, err := parsePath(path); err != nil {
+	if _, err := tinkerapi.ParseArg(path); err != nil {
 		return nil, err
 	}
-	env := EnvOf(thread)
+	env := envOf(thread)
 	c, err := env.Client()
 	if err != nil {
 		return nil, err
@@ -250,7 +248,7 @@ func downloadFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 		bar = progress.NewBytes(env.Notices, true, env.Width, "Downloading", 0)
 		prog = bar
 	}
-	res, err := DownloadCheckpoint(env.Context(), c, path, DownloadOptions{Output: output, Force: force, Progress: prog})
+	res, err := DownloadCheckpoint(ContextOf(thread), c, path, DownloadOptions{Output: output, Force: force, Progress: prog})
 	if bar != nil {
 		if err != nil {
 			bar.Clear()

@@ -20,9 +20,6 @@ import (
 // Env is the per-interpreter state builtins need. The shell creates one and
 // attaches it to every thread with Attach.
 type Env struct {
-	// Ctx is cancelled when the user interrupts the running call (Ctrl-C).
-	// The shell replaces it before each evaluation.
-	Ctx context.Context
 	// Now is the clock used for relative times and date filters.
 	Now func() time.Time
 	// Interactive is set when a person at a terminal can answer questions.
@@ -52,25 +49,32 @@ type Backend interface {
 	Client() (*tinkerapi.Client, error)
 }
 
-const envKey = "tinker.env"
+const (
+	envKey = "tinker.env"
+	ctxKey = "tinker.ctx"
+)
 
 // Attach makes env visible to builtins running on thread.
 func Attach(thread *starlark.Thread, env *Env) { thread.SetLocal(envKey, env) }
 
-// EnvOf returns the Env attached to thread, or a usable default.
-func EnvOf(thread *starlark.Thread) *Env {
+// SetContext gives the evaluation about to run on thread its context,
+// cancelled when the user interrupts it (Ctrl-C); nil clears it.
+func SetContext(thread *starlark.Thread, ctx context.Context) { thread.SetLocal(ctxKey, ctx) }
+
+// ContextOf is the context of the evaluation running on thread.
+func ContextOf(thread *starlark.Thread) context.Context {
+	if ctx, ok := thread.Local(ctxKey).(context.Context); ok && ctx != nil {
+		return ctx
+	}
+	return context.Background()
+}
+
+// envOf returns the Env attached to thread, or a usable default.
+func envOf(thread *starlark.Thread) *Env {
 	if e, ok := thread.Local(envKey).(*Env); ok && e != nil {
 		return e
 	}
-	return &Env{Ctx: context.Background(), Now: time.Now, Notices: io.Discard}
-}
-
-// Context returns the cancellation context of the running evaluation.
-func (e *Env) Context() context.Context {
-	if e.Ctx == nil {
-		return context.Background()
-	}
-	return e.Ctx
+	return &Env{Now: time.Now, Notices: io.Discard}
 }
 
 // Clock returns the current time per the configured clock.
@@ -101,8 +105,8 @@ type sessionState struct {
 func (e *Env) state() *sessionState { return &e.sess }
 
 // Session returns the interpreter's Tinker session, creating it (and its
-// background heartbeat) on first use.
-func (e *Env) Session() (*tinkerapi.Session, error) {
+// background heartbeat) on first use; ctx bounds the creation only.
+func (e *Env) Session(ctx context.Context) (*tinkerapi.Session, error) {
 	st := e.state()
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -120,7 +124,7 @@ func (e *Env) Session() (*tinkerapi.Session, error) {
 			fmt.Fprintf(e.Notices, "warning: %v\n", err)
 		}
 	}
-	s, err := c.CreateSession(e.Context(), opts)
+	s, err := c.CreateSession(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,7 @@ import (
 )
 
 func init() {
-	register(Doc{
+	register(docEntry{
 		Name:      "human_size",
 		Signature: "human_size(bytes)",
 		Summary:   "Format a byte count like the tables do: \"0 B\", \"1.5 KB\", \"12.8 MB\" (None gives \"N/A\").",

@@ -9,8 +9,8 @@ import (
 // table help() reads.
 func Markdown() string {
 	var b strings.Builder
-	docs := Docs()
-	section := func(title string, keep func(Doc) bool) {
+	docs := allDocs()
+	section := func(title string, keep func(docEntry) bool) {
 		fmt.Fprintf(&b, "#### %s\n\n", title)
 		for _, d := range docs {
 			if !keep(d) {
@@ -24,8 +24,8 @@ func Markdown() string {
 		}
 		b.WriteString("\n")
 	}
-	section("Functions", func(d Doc) bool { return !strings.Contains(d.Name, ".") })
-	for _, m := range Modules() {
+	section("Functions", func(d docEntry) bool { return !strings.Contains(d.Name, ".") })
+	for _, m := range moduleList() {
 		name := m.Name
 		has := false
 		for _, d := range docs {
@@ -36,7 +36,7 @@ func Markdown() string {
 		if !has {
 			continue
 		}
-		section(fmt.Sprintf("`%s` — %s", name, m.Summary), func(d Doc) bool { return strings.HasPrefix(d.Name, name+".") })
+		section(fmt.Sprintf("`%s` — %s", name, m.Summary), func(d docEntry) bool { return strings.HasPrefix(d.Name, name+".") })
 	}
 	b.WriteString("Also available: the Starlark language builtins, `struct(...)`, and the standard `json`, `time` and `math` modules.\n")
 	return b.String()

@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	register(Doc{
+	register(docEntry{
 		Name:      "record",
 		Signature: "record(x, title=None)",
 		Summary:   "Show a dict or struct vertically as Property/Value rows; a list of records shows as a table.",
@@ -20,35 +20,35 @@ func init() {
 	}, recordFn)
 }
 
-// RecordMap is a user-made record: ordered fields with a title.
-type RecordMap struct {
+// recordMap is a user-made record: ordered fields with a title.
+type recordMap struct {
 	title  string
 	keys   []string
 	values []starlark.Value
 }
 
 var (
-	_ RecordValue       = (*RecordMap)(nil)
-	_ JSONValue         = (*RecordMap)(nil)
-	_ starlark.HasAttrs = (*RecordMap)(nil)
-	_ starlark.Mapping  = (*RecordMap)(nil)
-	_ starlark.Iterable = (*RecordMap)(nil)
+	_ RecordValue       = (*recordMap)(nil)
+	_ JSONValue         = (*recordMap)(nil)
+	_ starlark.HasAttrs = (*recordMap)(nil)
+	_ starlark.Mapping  = (*recordMap)(nil)
+	_ starlark.Iterable = (*recordMap)(nil)
 )
 
-func (r *RecordMap) String() string {
+func (r *recordMap) String() string {
 	if r.title != "" {
 		return fmt.Sprintf("<record %s>", r.title)
 	}
 	return fmt.Sprintf("<record %s>", strings.Join(r.keys, ", "))
 }
-func (r *RecordMap) Type() string          { return "record" }
-func (r *RecordMap) Freeze()               {}
-func (r *RecordMap) Truth() starlark.Bool  { return len(r.keys) > 0 }
-func (r *RecordMap) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: record") }
-func (r *RecordMap) Len() int              { return len(r.keys) }
-func (r *RecordMap) AttrNames() []string   { return append([]string(nil), r.keys...) }
+func (r *recordMap) Type() string          { return "record" }
+func (r *recordMap) Freeze()               {}
+func (r *recordMap) Truth() starlark.Bool  { return len(r.keys) > 0 }
+func (r *recordMap) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: record") }
+func (r *recordMap) Len() int              { return len(r.keys) }
+func (r *recordMap) AttrNames() []string   { return append([]string(nil), r.keys...) }
 
-func (r *RecordMap) Iterate() starlark.Iterator {
+func (r *recordMap) Iterate() starlark.Iterator {
 	l := make([]starlark.Value, len(r.keys))
 	for i, k := range r.keys {
 		l[i] = starlark.String(k)
@@ -56,7 +56,7 @@ func (r *RecordMap) Iterate() starlark.Iterator {
 	return starlark.NewList(l).Iterate()
 }
 
-func (r *RecordMap) Attr(name string) (starlark.Value, error) {
+func (r *recordMap) Attr(name string) (starlark.Value, error) {
 	for i, k := range r.keys {
 		if k == name {
 			return r.values[i], nil
@@ -65,7 +65,7 @@ func (r *RecordMap) Attr(name string) (starlark.Value, error) {
 	return nil, nil
 }
 
-func (r *RecordMap) Get(k starlark.Value) (starlark.Value, bool, error) {
+func (r *recordMap) Get(k starlark.Value) (starlark.Value, bool, error) {
 	s, ok := starlark.AsString(k)
 	if !ok {
 		return nil, false, nil
@@ -74,15 +74,15 @@ func (r *RecordMap) Get(k starlark.Value) (starlark.Value, bool, error) {
 	return v, v != nil, nil
 }
 
-func (r *RecordMap) Record(now time.Time) *render.Record {
+func (r *recordMap) Record(now time.Time) *render.Record {
 	rec := &render.Record{Title: r.title}
 	for i, k := range r.keys {
-		rec.Fields = append(rec.Fields, render.Field{Name: k, Value: Cell(r.values[i])})
+		rec.Fields = append(rec.Fields, render.Field{Name: k, Value: cellText(r.values[i])})
 	}
 	return rec
 }
 
-func (r *RecordMap) RowColumns() []render.Column {
+func (r *recordMap) RowColumns() []render.Column {
 	cols := make([]render.Column, len(r.keys))
 	for i, k := range r.keys {
 		cols[i] = render.Column{Header: k}
@@ -90,22 +90,22 @@ func (r *RecordMap) RowColumns() []render.Column {
 	return cols
 }
 
-func (r *RecordMap) Row(now time.Time) []string {
+func (r *recordMap) Row(now time.Time) []string {
 	cells := make([]string, len(r.values))
 	for i, v := range r.values {
-		cells[i] = Cell(v)
+		cells[i] = cellText(v)
 	}
 	return cells
 }
 
-func (r *RecordMap) ListTitle(n int) string {
+func (r *recordMap) ListTitle(n int) string {
 	if n == 1 {
 		return "1 record"
 	}
 	return fmt.Sprintf("%d records", n)
 }
 
-func (r *RecordMap) JSON() any {
+func (r *recordMap) JSON() any {
 	obj := make(render.Object, len(r.keys))
 	for i, k := range r.keys {
 		v, err := ToJSON(r.values[i])
@@ -117,7 +117,7 @@ func (r *RecordMap) JSON() any {
 	return obj
 }
 
-func (r *RecordMap) MarshalJSON() ([]byte, error) { return marshalJSON(r) }
+func (r *recordMap) MarshalJSON() ([]byte, error) { return marshalJSON(r) }
 
 func recordFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var x starlark.Value
@@ -125,7 +125,7 @@ func recordFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple,
 	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "x", &x, "title?", &title); err != nil {
 		return nil, err
 	}
-	r := &RecordMap{title: title}
+	r := &recordMap{title: title}
 	switch v := x.(type) {
 	case *starlark.Dict:
 		for _, item := range v.Items() {
@@ -137,7 +137,7 @@ func recordFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple,
 			r.values = append(r.values, item[1])
 		}
 	case RecordValue:
-		rec := v.Record(EnvOf(thread).Clock())
+		rec := v.Record(envOf(thread).Clock())
 		if title == "" {
 			r.title = rec.Title
 		}

@@ -7,9 +7,9 @@ import (
 	"go.starlark.net/starlark"
 )
 
-// Doc documents one builtin. The same table feeds help() at the prompt and
+// docEntry documents one builtin. The same table feeds help() at the prompt and
 // the README's reference section (`tinker help --markdown`).
-type Doc struct {
+type docEntry struct {
 	Name      string // dotted name, e.g. "checkpoint.list"
 	Signature string // e.g. "checkpoint.list(run_id=None, limit=20, type=None)"
 	Summary   string // one line
@@ -18,7 +18,7 @@ type Doc struct {
 }
 
 // Module documents a module as a whole.
-type ModuleDoc struct {
+type moduleDoc struct {
 	Name    string
 	Summary string
 }
@@ -26,29 +26,29 @@ type ModuleDoc struct {
 type builtinFn = func(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error)
 
 type entry struct {
-	doc Doc
+	doc docEntry
 	fn  builtinFn
 }
 
 var (
 	registry   []entry
-	moduleDocs = map[string]ModuleDoc{}
+	moduleDocs = map[string]moduleDoc{}
 )
 
 // register adds a builtin with its documentation. Dotted names become
 // members of a module named by the prefix.
-func register(doc Doc, fn builtinFn) {
+func register(doc docEntry, fn builtinFn) {
 	registry = append(registry, entry{doc, fn})
 }
 
 func registerModule(name, summary string) {
-	moduleDocs[name] = ModuleDoc{Name: name, Summary: summary}
+	moduleDocs[name] = moduleDoc{Name: name, Summary: summary}
 }
 
-// Docs returns every builtin's documentation in a stable order: top-level
+// allDocs returns every builtin's documentation in a stable order: top-level
 // functions first, then modules alphabetically.
-func Docs() []Doc {
-	out := make([]Doc, 0, len(registry))
+func allDocs() []docEntry {
+	out := make([]docEntry, 0, len(registry))
 	for _, e := range registry {
 		out = append(out, e.doc)
 	}
@@ -62,9 +62,9 @@ func Docs() []Doc {
 	return out
 }
 
-// Modules returns the documented modules sorted by name.
-func Modules() []ModuleDoc {
-	out := make([]ModuleDoc, 0, len(moduleDocs))
+// moduleList returns the documented modules sorted by name.
+func moduleList() []moduleDoc {
+	out := make([]moduleDoc, 0, len(moduleDocs))
 	for _, m := range moduleDocs {
 		out = append(out, m)
 	}
@@ -73,11 +73,11 @@ func Modules() []ModuleDoc {
 }
 
 // lookupDoc finds a builtin's documentation by dotted name.
-func lookupDoc(name string) (Doc, bool) {
+func lookupDoc(name string) (docEntry, bool) {
 	for _, e := range registry {
 		if e.doc.Name == name {
 			return e.doc, true
 		}
 	}
-	return Doc{}, false
+	return docEntry{}, false
 }

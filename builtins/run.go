@@ -11,13 +11,13 @@ import (
 
 func init() {
 	registerModule("run", "list and inspect training runs")
-	register(Doc{
+	register(docEntry{
 		Name:      "run.list",
 		Signature: `run.list(limit=20, access_scope="owned")`,
 		Summary:   "Your training runs (access_scope=\"accessible\" adds runs shared with you); limit=0 fetches all.",
 		Example:   "[r.training_run_id for r in run.list(limit=0) if r.base_model.startswith(\"Qwen/\")]",
 	}, runList)
-	register(Doc{
+	register(docEntry{
 		Name:      "run.info",
 		Signature: "run.info(run_id_or_path)",
 		Summary:   "One training run with its last training and sampler checkpoints and metadata.",
@@ -66,12 +66,12 @@ func runList(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	if scope != "owned" && scope != "accessible" {
 		return nil, fmt.Errorf("%s: access_scope must be \"owned\" or \"accessible\", got %q", b.Name(), scope)
 	}
-	env := EnvOf(thread)
+	env := envOf(thread)
 	c, err := env.Client()
 	if err != nil {
 		return nil, err
 	}
-	runs, _, err := ListRuns(env.Context(), c, limit, scope, env.countBar("Fetching training runs"))
+	runs, _, err := ListRuns(ContextOf(thread), c, limit, scope, env.countBar("Fetching training runs"))
 	if err != nil {
 		return nil, apiErr(err)
 	}
@@ -99,18 +99,18 @@ func runInfo(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 		return nil, fmt.Errorf("%s: want a run id, a tinker:// path or a checkpoint, got %s", b.Name(), v.Type())
 	}
 	if strings.HasPrefix(id, "tinker://") {
-		p, err := parsePath(id)
+		p, err := tinkerapi.ParseArg(id)
 		if err != nil {
 			return nil, err
 		}
 		id = p.RunID
 	}
-	env := EnvOf(thread)
+	env := envOf(thread)
 	c, err := env.Client()
 	if err != nil {
 		return nil, err
 	}
-	r, err := c.GetTrainingRun(env.Context(), id, "owned")
+	r, err := c.GetTrainingRun(ContextOf(thread), id, "owned")
 	if err != nil {
 		return nil, apiErr(err)
 	}

@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	register(Doc{
+	register(docEntry{
 		Name: "sample",
 		Signature: "sample(model, prompt=None, tokens=None, messages=None, max_tokens=64, temperature=1.0, top_k=-1, top_p=1.0, " +
 			"stop=None, seed=None, num_samples=1, prompt_logprobs=False, renderer=None)",
@@ -52,14 +52,14 @@ type SampleOptions struct {
 // Sample runs one sampling call: resolves the base model, encodes the
 // prompt, creates (or reuses) a sampling session and decodes the result.
 func Sample(ctx context.Context, env *Env, o SampleOptions) (*SampleResult, error) {
-	s, err := env.Session()
+	s, err := env.Session(ctx)
 	if err != nil {
 		return nil, apiErr(err)
 	}
 	c := s.Client()
 	base, path := o.Model, ""
 	if strings.HasPrefix(o.Model, "tinker://") {
-		p, err := parsePath(o.Model)
+		p, err := tinkerapi.ParseArg(o.Model)
 		if err != nil {
 			return nil, err
 		}
@@ -240,8 +240,8 @@ func sampleFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple,
 		}
 	}
 	o.Request = req
-	env := EnvOf(thread)
-	return Sample(env.Context(), env, o)
+	env := envOf(thread)
+	return Sample(ContextOf(thread), env, o)
 }
 
 func intsArg(v starlark.Value) ([]int, error) {

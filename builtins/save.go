@@ -9,7 +9,7 @@ import (
 )
 
 func init() {
-	register(Doc{
+	register(docEntry{
 		Name:      "save_checkpoint",
 		Signature: "save_checkpoint(base_model, name=None, rank=32, seed=None, train_mlp=True, train_attn=True, train_unembed=True, ttl=None)",
 		Summary:   "Create a fresh LoRA model on base_model and save its sampler weights; returns the new checkpoint.",
@@ -91,13 +91,13 @@ func saveCheckpoint(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 	if !lora.TrainMLP && !lora.TrainAttn && !lora.TrainUnembed {
 		return nil, fmt.Errorf("%s: at least one of train_mlp, train_attn, train_unembed must be True", b.Name())
 	}
-	env := EnvOf(thread)
-	s, err := env.Session()
+	env := envOf(thread)
+	s, err := env.Session(ContextOf(thread))
 	if err != nil {
 		return nil, apiErr(err)
 	}
 	defer env.clearStatus()
-	cp, err := SaveCheckpoint(env.Context(), s, SaveOptions{BaseModel: base, Name: name, Lora: lora, TTL: ttl})
+	cp, err := SaveCheckpoint(ContextOf(thread), s, SaveOptions{BaseModel: base, Name: name, Lora: lora, TTL: ttl})
 	if err != nil {
 		return nil, sessionErr(err)
 	}

@@ -1,12 +1,8 @@
 package builtins
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"net/http"
-	"os"
-	"path/filepath"
 	gotime "time"
 
 	"github.com/tinkershell/tinker/lib/download"
@@ -17,19 +13,19 @@ import (
 
 func init() {
 	registerModule("session", "sessions: list, inspect, export traces")
-	register(Doc{
+	register(docEntry{
 		Name:      "session.list",
 		Signature: `session.list(limit=20, offset=0, access_scope="owned")`,
 		Summary:   "Your session ids, newest first.",
 		Example:   `session.list()[:5]`,
 	}, sessionList)
-	register(Doc{
+	register(docEntry{
 		Name:      "session.info",
 		Signature: "session.info(id)",
 		Summary:   "A session's training runs and samplers.",
 		Example:   `session.info(session.list()[0]).training_run_ids`,
 	}, sessionInfo)
-	register(Doc{
+	register(docEntry{
 		Name:      "session.export_trace",
 		Signature: "session.export_trace(id, output=None, url_only=False)",
 		Summary:   "Export a session's Perfetto trace to OUTPUT (default ./<id>.pftrace), or just its URL.",
@@ -42,12 +38,12 @@ func sessionList(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "limit?", &limit, "offset?", &offset, "access_scope?", &scope); err != nil {
 		return nil, err
 	}
-	env := EnvOf(thread)
+	env := envOf(thread)
 	c, err := env.Client()
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.ListSessions(env.Context(), limit, offset, scope)
+	resp, err := c.ListSessions(ContextOf(thread), limit, offset, scope)
 	if err != nil {
 		return nil, apiErr(err)
 	}
@@ -114,93 +110,25 @@ func sessionInfo(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id", &id); err != nil {
 		return nil, err
 	}
-	env := EnvOf(thread)
+	env := envOf(thread)
 	c, err := env.Client()
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.GetSession(env.Context(), id, "owned")
+	resp, err := c.GetSession(ContextOf(thread), id, "owned")
 	if err != nil {
 		return nil, apiErr(err)
 	}
 	return &Session{ID: id, Info: *resp}, nil
 }
 
-// TracePollInterval is how often a pending trace export is polled. The
+// tracePollInterval is how often a pending trace export is polled. The
 // first polls come sooner (tracePollFirst, doubling), since most exports
 // are ready within a second.
-var TracePollInterval = 5 * gotime.Second
-
-const tracePollFirst = 250 * gotime.Millisecond
-
-// TraceURL polls the trace export until it is ready. pending is called
-// once if the first poll is not ready.
-func TraceURL(ctx context.Context, c *tinkerapi.Client, id string, pending func()) (string, error) {
-	for i := 0; ; i++ {
-		t, err := c.TraceExport(ctx, id)
-		if err != nil {
-			return "", err
-		}
-		switch t.Status {
-		case "ready":
-			return t.URL, nil
-		case "failed":
-			return "", fmt.Errorf("Trace export failed for session %s: %s", id, t.Error)
-		}
-		if i == 0 && pending != nil {
-			pending()
-		}
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-gotime.After(min(TracePollInterval, tracePollFirst<<min(i, 8))):
-		}
-	}
-}
-
-// SaveTrace downloads a trace URL to dest (parents created), returning
-// the bytes written. It writes to a temporary sibling and renames, so a
-// failed download leaves no partial file. prog, if set, follows the bytes.
-func SaveTrace(ctx context.Context, url, dest string, prog download.Progress) (int64, error) {
-	if dir := filepath.Dir(dest); dir != "." {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return 0, userErr("Failed to save trace: "+err.Error(), "Please check that you have write permissions to "+dir)
-		}
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := storageClient.Do(req)
-	if err != nil {
-		return 0, userErr("Failed to download trace: "+err.Error(), traceHint)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, userErr(fmt.Sprintf("Failed to download trace: HTTP Error %d: %s", resp.StatusCode, http.StatusText(resp.StatusCode)), traceHint)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".partial-*")
-	if err != nil {
-		return 0, userErr("Failed to save trace: "+err.Error(), "Please check that you have write permissions to "+filepath.Dir(dest))
-	}
-	var body io.Reader = resp.Body
-	if prog != nil {
-		prog.SetTotal(max(resp.ContentLength, 0))
-		body = &progressReader{r: resp.Body, p: prog}
-	}
-	n, err := io.Copy(tmp, body)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), dest)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return 0, userErr("Failed to download trace: "+err.Error(), traceHint)
-	}
-	return n, nil
-}
+const (
+	tracePollInterval = 5 * gotime.Second
+	tracePollFirst    = 250 * gotime.Millisecond
+)
 
 // progressReader reports bytes read to a progress bar.
 type progressReader struct {
@@ -285,18 +213,6 @@ func (t *TraceResult) JSON() any {
 }
 func (t *TraceResult) MarshalJSON() ([]byte, error) { return marshalJSON(t) }
 
-// TraceDestination is the default trace file: <abs cwd>/<id>.pftrace.
-func TraceDestination(id, output string) (string, error) {
-	if output != "" {
-		return output, nil
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(wd, id+".pftrace"), nil
-}
-
 func sessionExportTrace(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var id string
 	var outV starlark.Value = starlark.None
@@ -308,12 +224,12 @@ func sessionExportTrace(thread *starlark.Thread, b *starlark.Builtin, args starl
 	if err != nil {
 		return nil, err
 	}
-	env := EnvOf(thread)
+	env := envOf(thread)
 	c, err := env.Client()
 	if err != nil {
 		return nil, err
 	}
-	ctx := env.Context()
+	ctx := ContextOf(thread)
 	url, err := TraceURL(ctx, c, id, func() {
 		if env.NoticesTTY {
 			fmt.Fprintf(env.Notices, "Building trace export for session: %s (this may take a while)\n", id)

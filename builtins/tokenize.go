@@ -12,14 +12,14 @@ import (
 )
 
 func init() {
-	register(Doc{
+	register(docEntry{
 		Name:      "tokenizer",
 		Signature: "tokenizer(model)",
 		Summary:   "The base model's tokenizer: .encode(text, special_tokens=False), .decode(ids), .id, .vocab_size.",
 		Details:   "Found in the Hugging Face cache (HF_HOME, HF_HUB_CACHE) or downloaded from the Hub (HF_ENDPOINT, HF_TOKEN; HF_HUB_OFFLINE=1 forbids it).",
 		Example:   "t = tokenizer(\"Qwen/Qwen3-8B\")\nlen(t.encode(\"How many tokens is this?\"))",
 	}, tokenizerFn)
-	register(Doc{
+	register(docEntry{
 		Name:      "render",
 		Signature: "render(model_or_renderer, messages)",
 		Summary:   "Render a conversation the way sample(messages=...) does: the prompt text, its tokens and the stop tokens.",
@@ -85,7 +85,7 @@ func tokenizerFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "model", &model); err != nil {
 		return nil, err
 	}
-	t, err := tokenizer.ForModel(EnvOf(thread).Context(), model)
+	t, err := tokenizer.ForModel(ContextOf(thread), model)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +166,7 @@ func renderFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple,
 	if err != nil {
 		return nil, fmt.Errorf("%s: messages: %w", b.Name(), err)
 	}
-	ctx := EnvOf(thread).Context()
+	ctx := ContextOf(thread)
 	var r chat.Renderer
 	names := chat.Names()
 	sort.Strings(names)

@@ -1,7 +1,6 @@
 package builtins
 
 import (
-	"sort"
 	"strings"
 
 	"go.starlark.net/lib/math"
@@ -47,14 +46,4 @@ func Universe() starlark.StringDict {
 		u[mod] = &starlarkstruct.Module{Name: mod, Members: m}
 	}
 	return u
-}
-
-// Names returns the sorted predeclared names (for completion).
-func Names(u starlark.StringDict) []string {
-	names := make([]string, 0, len(u))
-	for k := range u {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return names
 }

@@ -159,6 +159,7 @@ func (in *Interp) load(thread *starlark.Thread, name string) (starlark.StringDic
 			return nil, fmt.Errorf("%s", err.Error())
 		}
 		t := in.newThread("load " + name)
+		builtins.SetContext(t, builtins.ContextOf(thread)) // the loading evaluation's
 		return starlark.ExecFileOptions(fileOptions, t, path, src, in.predeclared)
 	}()
 
@@ -233,7 +234,8 @@ func checkUTF8(name string, src []byte) error {
 func (in *Interp) run(fn func(*starlark.Thread) error) (err error, interrupted bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	in.Env.Ctx = ctx
+	builtins.SetContext(in.thread, ctx) // this evaluation's, cleared after it
+	defer builtins.SetContext(in.thread, nil)
 	if in.keys == nil {
 		defer onSIGINT(in.intr.interrupt)()
 	}

@@ -1,9 +1,12 @@
-// Package engine is the local server's sampling engine: a pure-Go float32
-// transformer forward pass for Llama-3 and Qwen3 dense models (RMSNorm,
-// rotary embeddings with Llama-3.1 frequency scaling, grouped-query attention
-// with a KV cache, SwiGLU MLP, Qwen3's per-head q/k norms, tied or untied
-// lm_head), LoRA adapters applied on the fly, and token sampling with
-// temperature, top-k, top-p, seeds, stop conditions and log-probabilities.
+// Package engine is the local server's sampling and training engine: a
+// pure-Go float32 transformer forward pass for Llama-3 and Qwen3 dense models
+// (RMSNorm, rotary embeddings with Llama-3.1 frequency scaling, grouped-query
+// attention with a KV cache, SwiGLU MLP, Qwen3's per-head q/k norms, tied or
+// untied lm_head), LoRA adapters applied on the fly, token sampling with
+// temperature, top-k, top-p, seeds, stop conditions and log-probabilities,
+// and LoRA training (Trainer): the losses of forward/forward_backward, a
+// backward pass to the adapter's parameters with the base weights frozen,
+// gradient accumulation, AdamW, and the adapter and optimizer state.
 //
 // Models come from a Hugging Face model directory (LoadDir; FindModelDir
 // searches the Hugging Face cache) or, for the two built-in tiny models
@@ -27,6 +30,11 @@
 //   - Parallelism: a request's sequences are split over GOMAXPROCS groups,
 //     each running its own batched forward step (small models); large models
 //     keep one batch and split each matrix product's rows across cores.
+//   - Training runs a request's datums one after another: each keeps only its
+//     own activations (ActivationBytes tells the cost up front), its
+//     gradient is computed alone and added to the accumulated gradient in
+//     datum order, so gradients do not depend on how data are split into
+//     calls, and each kernel splits its outputs (never a sum) across cores.
 //   - bfloat16 matrices of large checkpoints stay bfloat16 in memory
 //     (exactly widened on use); everything else is float32.
 package engine

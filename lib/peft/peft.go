@@ -243,13 +243,9 @@ func (p *Plan) fill(t safetensors.TensorInfo, w io.Writer, buf []byte) error {
 	n := t.Bytes()
 	esz := int64(t.DType.Size())
 	isA := strings.HasSuffix(t.Name, ".lora_A.weight")
-	var rng *rand.Rand
-	var bound float64
+	var next func() float32
 	if isA {
-		h := fnv.New64a()
-		h.Write([]byte(t.Name))
-		rng = rand.New(rand.NewPCG(p.Config.Seed, h.Sum64()))
-		bound = 1 / math.Sqrt(float64(p.mods[t.Name].in))
+		next = InitA(p.Config.Seed, t.Name, p.mods[t.Name].in)
 	} else {
 		clear(buf)
 	}
@@ -257,7 +253,7 @@ func (p *Plan) fill(t safetensors.TensorInfo, w io.Writer, buf []byte) error {
 		chunk := min(n, int64(len(buf)))
 		if isA {
 			for i := int64(0); i < chunk; i += esz {
-				v := float32((2*rng.Float64() - 1) * bound)
+				v := next()
 				if esz == 4 {
 					binary.LittleEndian.PutUint32(buf[i:], math.Float32bits(v))
 				} else {
@@ -271,6 +267,18 @@ func (p *Plan) fill(t safetensors.TensorInfo, w io.Writer, buf []byte) error {
 		n -= chunk
 	}
 	return nil
+}
+
+// InitA returns the generator of a fresh lora_A tensor's values in
+// row-major order: Kaiming-uniform U(-1/√in, 1/√in) from a PRNG seeded by
+// seed and the tensor's PEFT name. The trainer starts from the same values
+// that a fresh adapter checkpoint holds.
+func InitA(seed uint64, tensorName string, in int) func() float32 {
+	h := fnv.New64a()
+	h.Write([]byte(tensorName))
+	rng := rand.New(rand.NewPCG(seed, h.Sum64()))
+	bound := 1 / math.Sqrt(float64(in))
+	return func() float32 { return float32((2*rng.Float64() - 1) * bound) }
 }
 
 // WriteDir writes the three checkpoint files into dir, atomically: files go

@@ -125,12 +125,16 @@ func (e *CredentialError) Error() string { return e.Msg }
 // when details is non-empty, the details on the following line(s).
 // context.Canceled maps to ("Aborted!", "").
 func CLIError(err error) (message, details string) {
+	err = unworded(err)
 	var (
 		apiErr  *APIError
 		cfgErr  *ConfigError
 		credErr *CredentialError
+		userErr *UserError
 	)
 	switch {
+	case errors.As(err, &userErr):
+		return userErr.Msg, userErr.Details
 	case errors.As(err, &apiErr):
 		d := "Details: " + apiErr.Message
 		switch s := apiErr.Status; {

@@ -47,7 +47,7 @@ func Main(args []string, io *term.IO) (code int) {
 	}
 	switch {
 	case opts.help:
-		fmt.Fprint(io.Out, rootHelp)
+		fmt.Fprint(io.Out, rootHelp())
 		return shell.ExitOK
 	case opts.version:
 		fmt.Fprintf(io.Out, "tinker %s\n", Version)
@@ -59,8 +59,8 @@ func Main(args []string, io *term.IO) (code int) {
 		return shell.ExitUsage
 	}
 	if !opts.hasCmd && len(rest) > 0 {
-		if cmd, ok := commands[rest[0]]; ok && !looksLikeScript(rest[0]) {
-			return runCommand(io, opts, cmd, rest[1:], now)
+		if cmd := root.sub(rest[0]); cmd != nil && !looksLikeScript(rest[0]) {
+			return dispatch(io, opts, root, cmd, "tinker "+cmd.Name, rest[1:], now)
 		}
 	}
 	if !opts.hasCmd && len(rest) > 0 && !looksLikeScript(rest[0]) {
@@ -76,6 +76,8 @@ func looksLikeScript(arg string) bool {
 	return strings.HasSuffix(arg, ".star") || strings.ContainsRune(arg, '/')
 }
 
+// parseGlobal reads the root flags (rootFlags) up to the first argument
+// that is not an option; -c ends them too, its text being the program.
 func parseGlobal(args []string) (options, []string, error) {
 	o := options{format: "table"}
 	i := 0
@@ -88,52 +90,34 @@ func parseGlobal(args []string) (options, []string, error) {
 		if !strings.HasPrefix(a, "-") || a == "-" {
 			break
 		}
-		name, val, hasVal := strings.Cut(a, "=")
-		switch {
-		case name == "-h" || name == "--help":
+		spec, name, val, hasVal := matchFlag(rootFlags, a)
+		if spec == nil {
+			return o, nil, fmt.Errorf("No such option: %s", name)
+		}
+		if spec.Kind != flagBool && !hasVal {
+			if i+1 >= len(args) {
+				return o, nil, fmt.Errorf("Option '%s' requires an argument.", name)
+			}
+			i++
+			val = args[i]
+		}
+		switch spec.key() {
+		case "help":
 			o.help = true
-		case name == "--version":
+		case "version":
 			o.version = true
-		case name == "--local":
+		case "local":
 			o.local = true
-		case name == "--model":
-			if !hasVal {
-				if i+1 >= len(args) {
-					return o, nil, fmt.Errorf("Option '--model' requires an argument.")
-				}
-				i++
-				val = args[i]
-			}
+		case "model":
 			o.models = append(o.models, val)
-		case name == "-f" || name == "--format" || strings.HasPrefix(a, "-f") && !strings.HasPrefix(a, "--"):
-			if name == "-f" || name == "--format" {
-				if !hasVal {
-					if i+1 >= len(args) {
-						return o, nil, fmt.Errorf("Option '%s' requires an argument.", name)
-					}
-					i++
-					val = args[i]
-				}
-			} else {
-				val = strings.TrimPrefix(a, "-f")
-			}
+		case "format":
 			if val != "table" && val != "json" {
 				return o, nil, fmt.Errorf("Invalid value for '--format' / '-f': '%s' is not one of 'table', 'json'.", val)
 			}
 			o.format = val
-		case name == "-c":
-			if !hasVal {
-				if i+1 >= len(args) {
-					return o, nil, fmt.Errorf("Option '-c' requires an argument.")
-				}
-				i++
-				val = args[i]
-			}
+		case "c":
 			o.command, o.hasCmd = val, true
-			i++
-			return o, args[i:], nil
-		default:
-			return o, nil, fmt.Errorf("No such option: %s", name)
+			return o, args[i+1:], nil
 		}
 	}
 	return o, args[i:], nil

@@ -2,7 +2,7 @@ package app
 
 import (
 	"fmt"
-	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,6 +20,7 @@ type flagKind int
 const (
 	flagBool flagKind = iota
 	flagString
+	flagPath // a string completed as a file name
 	flagInt
 	flagMulti // repeatable string
 )
@@ -36,60 +37,129 @@ type argSpec struct {
 	Name     string // upper-case metavar, e.g. "RUN_ID"
 	Optional bool
 	Variadic bool
+	Choices  []string // the values allowed, if limited
 }
 
-// command is a runnable command or a group of subcommands.
+// command is a runnable command or a group of subcommands. A leaf has
+// exactly one of Run (no backend needed) and API (run by runAPI with a
+// backend, Ctrl-C handling and the official CLI's error report).
 type command struct {
 	Name    string
 	Summary string
 	Help    string // longer description for -h
 	Args    []argSpec
 	Flags   []flagSpec
-	Sub     map[string]*command
+	Sub     []*command
 	Run     func(c *invocation) int
+	API     func(r *apiRun) error
+}
+
+// sub returns the subcommand called name, or nil.
+func (cmd *command) sub(name string) *command {
+	for _, s := range cmd.Sub {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// subNames are the subcommands' names in sorted order.
+func (cmd *command) subNames() []string {
+	names := make([]string, len(cmd.Sub))
+	for i, s := range cmd.Sub {
+		names[i] = s.Name
+	}
+	sort.Strings(names)
+	return names
+}
+
+// key is the name a flag's values are stored and read under: the long
+// name without dashes, or the short one for a flag that has no long form.
+func (s *flagSpec) key() string {
+	if s.Long != "" {
+		return strings.TrimPrefix(s.Long, "--")
+	}
+	return strings.TrimPrefix(s.Short, "-")
 }
 
 // invocation is one parsed command line.
 type invocation struct {
-	io      *term.IO
-	opts    options
-	now     func() time.Time
-	path    string
-	args    []string
-	flags   map[string][]string // by long name, without dashes
-	present map[string]bool
+	io    *term.IO
+	opts  options
+	now   func() time.Time
+	root  *command // the command table, for completion
+	cmd   *command
+	path  string
+	args  []string
+	flags map[string][]string // by key
+}
+
+// values returns the values given for the flag called name. Reading a flag
+// the command does not declare is a programming error: it panics (Main
+// reports it as an internal error), and TestFlagReadsAreDeclared finds
+// such reads before they ship.
+func (c *invocation) values(name string) []string {
+	for _, s := range leafFlags(c.cmd) {
+		if s.key() == name {
+			return c.flags[name]
+		}
+	}
+	panic(fmt.Sprintf("%s reads undeclared flag --%s", c.path, name))
 }
 
 func (c *invocation) str(name string) string {
-	v := c.flags[name]
+	v := c.values(name)
 	if len(v) == 0 {
 		return ""
 	}
 	return v[len(v)-1]
 }
 
-func (c *invocation) has(name string) bool { return c.present[name] }
+func (c *invocation) has(name string) bool { return len(c.values(name)) > 0 }
 
 func (c *invocation) intOr(name string, def int) int {
-	if !c.present[name] {
+	if !c.has(name) {
 		return def
 	}
 	n, _ := strconv.Atoi(c.str(name)) // validated while parsing
 	return n
 }
 
-func (c *invocation) multi(name string) []string { return c.flags[name] }
+func (c *invocation) multi(name string) []string { return c.values(name) }
+
+// float reads a FLOAT flag, which the parser leaves unchecked.
+func (c *invocation) float(name string, def float64) (float64, error) {
+	if !c.has(name) {
+		return def, nil
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(c.str(name)), 64)
+	if err != nil {
+		return 0, fmt.Errorf("Invalid value for '--%s': '%s' is not a valid float.", name, c.str(name))
+	}
+	return f, nil
+}
+
+// usageError reports a usage problem of the running leaf command.
+func (c *invocation) usageError(msg string) int { return leafUsageError(c.io, c.cmd, c.path, msg) }
+
+// leafFlags are the options a command accepts: its own, then -f and -h;
+// a group takes only -h.
+func leafFlags(cmd *command) []flagSpec {
+	if cmd.Sub != nil {
+		return []flagSpec{helpFlag}
+	}
+	return append(append([]flagSpec(nil), cmd.Flags...), formatFlag, helpFlag)
+}
 
 // formatFlag is accepted after any subcommand too (a deliberate addition).
 var formatFlag = flagSpec{Long: "--format", Short: "-f", Kind: flagString, Metavar: "[table|json]", Help: "Output format."}
 
 var helpFlag = flagSpec{Long: "--help", Short: "-h", Kind: flagBool, Help: "Show this message and exit."}
 
-func runCommand(io *term.IO, opts options, cmd *command, args []string, now func() time.Time) int {
-	return dispatch(io, opts, cmd, "tinker "+cmd.Name, args, now)
-}
-
-func dispatch(io *term.IO, opts options, cmd *command, path string, args []string, now func() time.Time) int {
+// dispatch finds the leaf command args name under cmd (reached by path),
+// parses its flags and arguments and runs it.
+func dispatch(io *term.IO, opts options, root, cmd *command, path string, args []string, now func() time.Time) int {
 	if cmd.Sub != nil {
 		if len(args) == 0 {
 			fmt.Fprint(io.Err, groupHelp(cmd, path))
@@ -103,15 +173,14 @@ func dispatch(io *term.IO, opts options, cmd *command, path string, args []strin
 		if strings.HasPrefix(a, "-") {
 			return usageError(io, path, "No such option: "+a)
 		}
-		sub, ok := cmd.Sub[a]
-		if !ok {
+		sub := cmd.sub(a)
+		if sub == nil {
 			return usageError(io, path, fmt.Sprintf("No such command '%s'.", a))
 		}
-		return dispatch(io, opts, sub, path+" "+a, args[1:], now)
+		return dispatch(io, opts, root, sub, path+" "+a, args[1:], now)
 	}
-	usageError := func(io *term.IO, path, msg string) int { return leafUsageError(io, cmd, path, msg) }
-	inv := &invocation{io: io, opts: opts, now: now, path: path, flags: map[string][]string{}, present: map[string]bool{}}
-	specs := append(append([]flagSpec(nil), cmd.Flags...), formatFlag, helpFlag)
+	inv := &invocation{io: io, opts: opts, now: now, root: root, cmd: cmd, path: path, flags: map[string][]string{}}
+	specs := leafFlags(cmd)
 	var positional []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -123,36 +192,20 @@ func dispatch(io *term.IO, opts options, cmd *command, path string, args []strin
 			positional = append(positional, a)
 			continue
 		}
-		name, val, hasVal := strings.Cut(a, "=")
-		var spec *flagSpec
-		for j := range specs {
-			s := &specs[j]
-			if name == s.Long || (s.Short != "" && name == s.Short) {
-				spec = s
-				break
-			}
-			if !strings.HasPrefix(a, "--") && s.Short != "" && s.Kind != flagBool && strings.HasPrefix(a, s.Short) && len(a) > len(s.Short) {
-				spec, val, hasVal, name = s, a[len(s.Short):], true, s.Short
-				break
-			}
-		}
+		spec, name, val, hasVal := matchFlag(specs, a)
 		if spec == nil {
 			msg := "No such option: " + name
 			if sug := suggest(name, specs); sug != "" {
 				msg += " Did you mean " + sug + "?"
 			}
-			return usageError(io, path, msg)
+			return inv.usageError(msg)
 		}
-		key := strings.TrimPrefix(spec.Long, "--")
 		if spec.Kind == flagBool {
 			if hasVal {
-				return usageError(io, path, fmt.Sprintf("Option '%s' does not take a value.", spec.Long))
+				return inv.usageError(fmt.Sprintf("Option '%s' does not take a value.", spec.Long))
 			}
-			inv.present[key] = true
-			inv.flags[key] = append(inv.flags[key], "true")
-			continue
-		}
-		if !hasVal {
+			val = "true"
+		} else if !hasVal {
 			if i+1 >= len(args) {
 				fmt.Fprintf(io.Err, "Error: Option '%s' requires an argument.\n", name)
 				return shell.ExitUsage
@@ -162,44 +215,74 @@ func dispatch(io *term.IO, opts options, cmd *command, path string, args []strin
 		}
 		if spec.Kind == flagInt {
 			if _, err := strconv.Atoi(strings.TrimSpace(val)); err != nil {
-				return usageError(io, path, fmt.Sprintf("Invalid value for '%s': '%s' is not a valid integer.", flagLabel(spec), val))
+				return inv.usageError(fmt.Sprintf("Invalid value for '%s': '%s' is not a valid integer.", flagLabel(spec), val))
 			}
 			val = strings.TrimSpace(val)
 		}
-		inv.present[key] = true
-		inv.flags[key] = append(inv.flags[key], val)
+		inv.flags[spec.key()] = append(inv.flags[spec.key()], val)
 	}
-	if inv.present["help"] {
+	if inv.has("help") {
 		fmt.Fprint(io.Out, commandHelp(cmd, path))
 		return shell.ExitOK
 	}
-	if inv.present["format"] {
+	if inv.has("format") {
 		f := inv.str("format")
 		if f != "table" && f != "json" {
-			return usageError(io, path, fmt.Sprintf("Invalid value for '--format' / '-f': '%s' is not one of 'table', 'json'.", f))
+			return inv.usageError(fmt.Sprintf("Invalid value for '--format' / '-f': '%s' is not one of 'table', 'json'.", f))
 		}
 		inv.opts.format = f
 	}
-	// Bind positionals.
+	if msg := bindArgs(cmd.Args, positional); msg != "" {
+		return inv.usageError(msg)
+	}
+	inv.args = positional
+	if cmd.API != nil {
+		return runAPI(inv, cmd.API)
+	}
+	return cmd.Run(inv)
+}
+
+// matchFlag finds the spec an option word names: --long, -s, --long=value,
+// -s=value, or -sVALUE for a short flag that takes a value. name is the
+// option as typed (without any value), for messages.
+func matchFlag(specs []flagSpec, a string) (spec *flagSpec, name, val string, hasVal bool) {
+	name, val, hasVal = strings.Cut(a, "=")
+	for j := range specs {
+		s := &specs[j]
+		if (s.Long != "" && name == s.Long) || (s.Short != "" && name == s.Short) {
+			return s, name, val, hasVal
+		}
+		if !strings.HasPrefix(a, "--") && s.Short != "" && s.Kind != flagBool && strings.HasPrefix(a, s.Short) && len(a) > len(s.Short) {
+			return s, s.Short, a[len(s.Short):], true
+		}
+	}
+	return nil, name, val, hasVal
+}
+
+// bindArgs checks the positional arguments against specs and returns the
+// usage error, if any.
+func bindArgs(specs []argSpec, positional []string) string {
 	n := 0
-	for _, spec := range cmd.Args {
+	for _, spec := range specs {
 		if spec.Variadic {
 			n = len(positional)
 			break
 		}
 		if n >= len(positional) {
 			if !spec.Optional {
-				return usageError(io, path, fmt.Sprintf("Missing argument '%s'.", spec.Name))
+				return fmt.Sprintf("Missing argument '%s'.", spec.Name)
 			}
 			break
+		}
+		if len(spec.Choices) > 0 && !slices.Contains(spec.Choices, positional[n]) {
+			return fmt.Sprintf("Invalid value for '%s': '%s' is not one of '%s'.", spec.Name, positional[n], strings.Join(spec.Choices, "', '"))
 		}
 		n++
 	}
 	if n < len(positional) {
-		return usageError(io, path, fmt.Sprintf("Got unexpected extra argument (%s)", strings.Join(positional[n:], " ")))
+		return fmt.Sprintf("Got unexpected extra argument (%s)", strings.Join(positional[n:], " "))
 	}
-	inv.args = positional
-	return cmd.Run(inv)
+	return ""
 }
 
 func flagLabel(s *flagSpec) string {
@@ -247,15 +330,19 @@ func groupHelp(cmd *command, path string) string {
 		fmt.Fprintf(&b, "  %s\n\n", cmd.Help)
 	}
 	b.WriteString("Options:\n  -h, --help  Show this message and exit.\n\nCommands:\n")
-	names := make([]string, 0, len(cmd.Sub))
+	b.WriteString(commandList(cmd))
+	return b.String()
+}
+
+// commandList lists cmd's subcommands with their summaries, sorted.
+func commandList(cmd *command) string {
+	var b strings.Builder
 	width := 0
-	for n := range cmd.Sub {
-		names = append(names, n)
-		width = max(width, len(n))
+	for _, s := range cmd.Sub {
+		width = max(width, len(s.Name))
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(&b, "  %-*s  %s\n", width, n, cmd.Sub[n].Summary)
+	for _, n := range cmd.subNames() {
+		fmt.Fprintf(&b, "  %-*s  %s\n", width, n, cmd.sub(n).Summary)
 	}
 	return b.String()
 }
@@ -289,12 +376,22 @@ func commandHelp(cmd *command, path string) string {
 		help = cmd.Summary
 	}
 	fmt.Fprintf(&b, "  %s\n\nOptions:\n", strings.ReplaceAll(help, "\n", "\n  "))
-	specs := append(append([]flagSpec(nil), cmd.Flags...), formatFlag, helpFlag)
+	b.WriteString(optionList(leafFlags(cmd)))
+	return b.String()
+}
+
+// optionList lists options with their help, aligned; a help text's later
+// lines line up under its first.
+func optionList(specs []flagSpec) string {
+	var b strings.Builder
 	labels := make([]string, len(specs))
 	width := 0
 	for i, s := range specs {
 		l := s.Long
-		if s.Short != "" {
+		switch {
+		case s.Long == "":
+			l = s.Short
+		case s.Short != "":
 			l = s.Short + ", " + s.Long
 		}
 		if s.Kind != flagBool {
@@ -303,11 +400,9 @@ func commandHelp(cmd *command, path string) string {
 		labels[i] = l
 		width = max(width, len(l))
 	}
+	indent := "\n" + strings.Repeat(" ", width+4)
 	for i, s := range specs {
-		fmt.Fprintf(&b, "  %-*s  %s\n", width, labels[i], s.Help)
+		fmt.Fprintf(&b, "  %-*s  %s\n", width, labels[i], strings.ReplaceAll(s.Help, "\n", indent))
 	}
 	return b.String()
 }
-
-// writeOut is a small helper for commands printing text.
-func writeOut(w io.Writer, format string, args ...any) { fmt.Fprintf(w, format, args...) }

@@ -11,26 +11,24 @@ import (
 
 // tinker billing usage, as the official CLI has it (docs/compat.md, "Billing").
 
-func init() {
-	commands["billing"] = &command{
-		Name:    "billing",
-		Summary: "Billing and usage.",
-		Help:    "Billing and usage.",
-		Sub: map[string]*command{
-			"usage": {
-				Name:    "usage",
-				Summary: "Show hourly usage between two hour-aligned times.",
-				Help: "Show hourly usage between STARTING_ON and ENDING_BEFORE (RFC 3339,\n" +
-					"hour-aligned, at most 14 days apart), e.g. 2026-07-13T00:00:00Z.",
-				Args: []argSpec{{Name: "STARTING_ON"}, {Name: "ENDING_BEFORE"}},
-				Flags: []flagSpec{
-					{Long: "--csv", Kind: flagString, Metavar: "PATH", Help: "Write the usage rows as CSV to PATH ('-' for stdout)."},
-					{Long: "--sessions-csv", Kind: flagString, Metavar: "PATH", Help: "Write the sessions table as CSV to PATH ('-' for stdout)."},
-				},
-				Run: func(c *invocation) int { return runAPI(c, billingUsage) },
+var billingCmd = &command{
+	Name:    "billing",
+	Summary: "Billing and usage.",
+	Help:    "Billing and usage.",
+	Sub: []*command{
+		{
+			Name:    "usage",
+			Summary: "Show hourly usage between two hour-aligned times.",
+			Help: "Show hourly usage between STARTING_ON and ENDING_BEFORE (RFC 3339,\n" +
+				"hour-aligned, at most 14 days apart), e.g. 2026-07-13T00:00:00Z.",
+			Args: []argSpec{{Name: "STARTING_ON"}, {Name: "ENDING_BEFORE"}},
+			Flags: []flagSpec{
+				{Long: "--csv", Kind: flagPath, Metavar: "PATH", Help: "Write the usage rows as CSV to PATH ('-' for stdout)."},
+				{Long: "--sessions-csv", Kind: flagPath, Metavar: "PATH", Help: "Write the sessions table as CSV to PATH ('-' for stdout)."},
 			},
+			API: billingUsage,
 		},
-	}
+	},
 }
 
 func billingUsage(r *apiRun) error {

@@ -22,95 +22,94 @@ import (
 // functions. The rules they keep:
 // docs/compat.md, "Checkpoint info and mutations", "Downloads".
 
-func init() {
-	path := []argSpec{{Name: "CHECKPOINT_PATH"}}
-	commands["checkpoint"] = &command{
-		Name:    "checkpoint",
-		Summary: "Manage checkpoints.",
-		Help:    "Manage checkpoints.",
-		Sub: map[string]*command{
-			"list": {
-				Name:    "list",
-				Summary: "List checkpoints.",
-				Flags: []flagSpec{
-					{Long: "--run-id", Kind: flagString, Metavar: "TEXT", Help: "Training run ID (lists that run's checkpoints)."},
-					{Long: "--limit", Kind: flagInt, Metavar: "INTEGER", Help: "Maximum number of checkpoints to fetch without --run-id (default: 20, 0 for all)."},
-				},
-				Run: func(c *invocation) int { return runAPI(c, checkpointList) },
+// checkpointPath is the argument of the commands acting on one checkpoint.
+var checkpointPath = []argSpec{{Name: "CHECKPOINT_PATH"}}
+
+var checkpointCmd = &command{
+	Name:    "checkpoint",
+	Summary: "Manage checkpoints.",
+	Help:    "Manage checkpoints.",
+	Sub: []*command{
+		{
+			Name:    "list",
+			Summary: "List checkpoints.",
+			Flags: []flagSpec{
+				{Long: "--run-id", Kind: flagString, Metavar: "TEXT", Help: "Training run ID (lists that run's checkpoints)."},
+				{Long: "--limit", Kind: flagInt, Metavar: "INTEGER", Help: "Maximum number of checkpoints to fetch without --run-id (default: 20, 0 for all)."},
 			},
-			"info": {
-				Name:    "info",
-				Summary: "Show details of a checkpoint.",
-				Args:    path,
-				Run:     func(c *invocation) int { return runAPI(c, checkpointInfo) },
-			},
-			"publish": {
-				Name:    "publish",
-				Summary: "Publish a checkpoint (make it public).",
-				Args:    path,
-				Run:     func(c *invocation) int { return runAPI(c, func(r *apiRun) error { return checkpointPublish(r, true) }) },
-			},
-			"unpublish": {
-				Name:    "unpublish",
-				Summary: "Unpublish a checkpoint (make it private).",
-				Args:    path,
-				Run: func(c *invocation) int {
-					return runAPI(c, func(r *apiRun) error { return checkpointPublish(r, false) })
-				},
-			},
-			"set-ttl": {
-				Name:    "set-ttl",
-				Summary: "Set or remove a checkpoint's expiration.",
-				Args:    path,
-				Flags: []flagSpec{
-					{Long: "--ttl", Kind: flagInt, Metavar: "INTEGER", Help: "Expire the checkpoint after this many seconds."},
-					{Long: "--remove", Kind: flagBool, Help: "Remove the expiration."},
-				},
-				Run: func(c *invocation) int { return runAPI(c, checkpointSetTTL) },
-			},
-			"delete": {
-				Name:    "delete",
-				Summary: "Delete checkpoints.",
-				Help: "Delete checkpoints given by path, or a run's checkpoints (--run-id)\n" +
-					"filtered by --type, --before and --after. Asks first unless -y is given.",
-				Args: []argSpec{{Name: "CHECKPOINT_PATHS", Optional: true, Variadic: true}},
-				Flags: []flagSpec{
-					{Long: "--run-id", Kind: flagString, Metavar: "TEXT", Help: "Delete checkpoints of this training run (with optional filters)."},
-					{Long: "--type", Kind: flagString, Metavar: "TEXT", Help: "Only this type: weights or sampler_weights."},
-					{Long: "--before", Kind: flagString, Metavar: "TEXT", Help: "Only checkpoints created before this date (ISO 8601)."},
-					{Long: "--after", Kind: flagString, Metavar: "TEXT", Help: "Only checkpoints created after this date (ISO 8601)."},
-					{Long: "--yes", Short: "-y", Kind: flagBool, Help: "Skip the confirmation prompt."},
-				},
-				Run: func(c *invocation) int { return runAPI(c, checkpointDelete) },
-			},
-			"download": {
-				Name:    "download",
-				Summary: "Download and extract a checkpoint archive.",
-				Args:    path,
-				Flags: []flagSpec{
-					{Long: "--output", Short: "-o", Kind: flagString, Metavar: "PATH", Help: "Parent directory for the checkpoint (default: current directory)."},
-					{Long: "--force", Kind: flagBool, Help: "Replace an existing copy (only once the new one is complete)."},
-				},
-				Run: func(c *invocation) int { return runAPI(c, checkpointDownload) },
-			},
-			"push-hf": {
-				Name:    "push-hf",
-				Summary: "Upload a checkpoint to the Hugging Face Hub (not supported).",
-				Args:    path,
-				Flags: []flagSpec{
-					{Long: "--repo", Short: "-r", Kind: flagString, Metavar: "TEXT", Help: "Hub repo id."},
-					{Long: "--public", Kind: flagBool, Help: "Create a public repo."},
-					{Long: "--revision", Kind: flagString, Metavar: "TEXT", Help: "Branch to upload to."},
-					{Long: "--commit-message", Kind: flagString, Metavar: "TEXT", Help: "Commit message."},
-					{Long: "--create-pr", Kind: flagBool, Help: "Open a pull request."},
-					{Long: "--allow-pattern", Kind: flagMulti, Metavar: "TEXT", Help: "Upload only matching files (repeatable)."},
-					{Long: "--ignore-pattern", Kind: flagMulti, Metavar: "TEXT", Help: "Skip matching files (repeatable)."},
-					{Long: "--no-model-card", Kind: flagBool, Help: "Do not write a README.md model card."},
-				},
-				Run: func(c *invocation) int { return runAPI(c, checkpointPushHF) },
-			},
+			API: checkpointList,
 		},
-	}
+		{
+			Name:    "info",
+			Summary: "Show details of a checkpoint.",
+			Args:    checkpointPath,
+			API:     checkpointInfo,
+		},
+		{
+			Name:    "publish",
+			Summary: "Publish a checkpoint (make it public).",
+			Args:    checkpointPath,
+			API:     checkpointPublish,
+		},
+		{
+			Name:    "unpublish",
+			Summary: "Unpublish a checkpoint (make it private).",
+			Args:    checkpointPath,
+			API:     checkpointUnpublish,
+		},
+		{
+			Name:    "set-ttl",
+			Summary: "Set or remove a checkpoint's expiration.",
+			Args:    checkpointPath,
+			Flags: []flagSpec{
+				{Long: "--ttl", Kind: flagInt, Metavar: "INTEGER", Help: "Expire the checkpoint after this many seconds."},
+				{Long: "--remove", Kind: flagBool, Help: "Remove the expiration."},
+			},
+			API: checkpointSetTTL,
+		},
+		{
+			Name:    "delete",
+			Summary: "Delete checkpoints.",
+			Help: "Delete checkpoints given by path, or a run's checkpoints (--run-id)\n" +
+				"filtered by --type, --before and --after. Asks first unless -y is given.",
+			Args: []argSpec{{Name: "CHECKPOINT_PATHS", Optional: true, Variadic: true}},
+			Flags: []flagSpec{
+				{Long: "--run-id", Kind: flagString, Metavar: "TEXT", Help: "Delete checkpoints of this training run (with optional filters)."},
+				{Long: "--type", Kind: flagString, Metavar: "TEXT", Help: "Only this type: weights or sampler_weights."},
+				{Long: "--before", Kind: flagString, Metavar: "TEXT", Help: "Only checkpoints created before this date (ISO 8601)."},
+				{Long: "--after", Kind: flagString, Metavar: "TEXT", Help: "Only checkpoints created after this date (ISO 8601)."},
+				{Long: "--yes", Short: "-y", Kind: flagBool, Help: "Skip the confirmation prompt."},
+			},
+			API: checkpointDelete,
+		},
+		{
+			Name:    "download",
+			Summary: "Download and extract a checkpoint archive.",
+			Args:    checkpointPath,
+			Flags: []flagSpec{
+				{Long: "--output", Short: "-o", Kind: flagPath, Metavar: "PATH", Help: "Parent directory for the checkpoint (default: current directory)."},
+				{Long: "--force", Kind: flagBool, Help: "Replace an existing copy (only once the new one is complete)."},
+			},
+			API: checkpointDownload,
+		},
+		{
+			Name:    "push-hf",
+			Summary: "Upload a checkpoint to the Hugging Face Hub (not supported).",
+			Args:    checkpointPath,
+			Flags: []flagSpec{
+				{Long: "--repo", Short: "-r", Kind: flagString, Metavar: "TEXT", Help: "Hub repo id."},
+				{Long: "--public", Kind: flagBool, Help: "Create a public repo."},
+				{Long: "--revision", Kind: flagString, Metavar: "TEXT", Help: "Branch to upload to."},
+				{Long: "--commit-message", Kind: flagString, Metavar: "TEXT", Help: "Commit message."},
+				{Long: "--create-pr", Kind: flagBool, Help: "Open a pull request."},
+				{Long: "--allow-pattern", Kind: flagMulti, Metavar: "TEXT", Help: "Upload only matching files (repeatable)."},
+				{Long: "--ignore-pattern", Kind: flagMulti, Metavar: "TEXT", Help: "Skip matching files (repeatable)."},
+				{Long: "--no-model-card", Kind: flagBool, Help: "Do not write a README.md model card."},
+			},
+			API: checkpointPushHF,
+		},
+		checkpointSaveCmd,
+	},
 }
 
 func checkpointList(r *apiRun) error {
@@ -161,7 +160,7 @@ func checkpointList(r *apiRun) error {
 
 func checkpointInfo(r *apiRun) error {
 	path := r.args[0]
-	if err := checkPrefix(path); err != nil {
+	if err := tinkerapi.CheckScheme(path, "weights"); err != nil {
 		return err
 	}
 	c, err := r.preflight()
@@ -175,40 +174,43 @@ func checkpointInfo(r *apiRun) error {
 	return r.show(cp)
 }
 
-func checkpointPublish(r *apiRun, on bool) error {
+func checkpointPublish(r *apiRun) error   { return setPublished(r, true) }
+func checkpointUnpublish(r *apiRun) error { return setPublished(r, false) }
+
+func setPublished(r *apiRun, on bool) error {
 	path := r.args[0]
-	if err := checkPrefix(path); err != nil {
+	if err := tinkerapi.CheckScheme(path, "weights"); err != nil {
 		return err
 	}
 	c, err := r.preflight()
 	if err != nil {
 		return err
 	}
-	if _, err := parsePath(path); err != nil {
-		return err
+	if _, err := tinkerapi.ParsePath(path); err != nil {
+		return unexpected(err)
 	}
 	return builtins.Publish(r.ctx, c, path, on)
 }
 
 func checkpointSetTTL(r *apiRun) error {
 	path := r.args[0]
-	if err := checkPrefix(path); err != nil {
+	if err := tinkerapi.CheckScheme(path, "weights"); err != nil {
 		return err
 	}
 	const hint = "Use --ttl to set an expiration or --remove to clear it"
 	hasTTL, remove := r.has("ttl"), r.has("remove")
 	switch {
 	case !hasTTL && !remove:
-		return &cliError{Msg: "Must specify either --ttl <seconds> or --remove", Details: hint}
+		return &tinkerapi.UserError{Msg: "Must specify either --ttl <seconds> or --remove", Details: hint}
 	case hasTTL && remove:
-		return &cliError{Msg: "Cannot specify both --ttl and --remove", Details: hint}
+		return &tinkerapi.UserError{Msg: "Cannot specify both --ttl and --remove", Details: hint}
 	}
 	c, err := r.preflight()
 	if err != nil {
 		return err
 	}
-	if _, err := parsePath(path); err != nil {
-		return err
+	if _, err := tinkerapi.ParsePath(path); err != nil {
+		return unexpected(err)
 	}
 	var ttl *int64
 	if hasTTL {
@@ -221,72 +223,56 @@ func checkpointSetTTL(r *apiRun) error {
 func checkpointDelete(r *apiRun) error {
 	paths := r.args
 	runID := r.str("run-id")
-	typ, before, after := r.str("type"), r.str("before"), r.str("after")
+	typ := r.str("type")
 	switch {
 	case len(paths) == 0 && runID == "":
-		return &cliError{Msg: "Must specify checkpoint paths or --run-id", Details: "Examples:\n" +
+		return &tinkerapi.UserError{Msg: "Must specify checkpoint paths or --run-id", Details: "Examples:\n" +
 			"  tinker checkpoint delete tinker://run-id/weights/0001\n" +
 			"  tinker checkpoint delete --run-id <run-id>\n" +
 			"  tinker checkpoint delete --run-id <run-id> --type weights --before 2024-06-01"}
 	case len(paths) > 0 && runID != "":
-		return &cliError{Msg: "Cannot specify both checkpoint paths and --run-id", Details: "Use either explicit paths or --run-id with optional filters"}
-	case runID == "" && (typ != "" || before != "" || after != ""):
-		return &cliError{Msg: "--type, --before, and --after require --run-id", Details: "Example: tinker checkpoint delete --run-id <run-id> --type weights --before 2024-06-01"}
+		return &tinkerapi.UserError{Msg: "Cannot specify both checkpoint paths and --run-id", Details: "Use either explicit paths or --run-id with optional filters"}
+	case runID == "" && (typ != "" || r.str("before") != "" || r.str("after") != ""):
+		return &tinkerapi.UserError{Msg: "--type, --before, and --after require --run-id", Details: "Example: tinker checkpoint delete --run-id <run-id> --type weights --before 2024-06-01"}
 	}
 	c, err := r.preflight()
 	if err != nil {
 		return err
 	}
-	var listing []string
-	total := int64(0)
-	if runID != "" {
-		var b, a *time.Time
-		for _, d := range []struct {
-			s   string
-			dst **time.Time
-		}{{before, &b}, {after, &a}} {
-			if d.s == "" {
-				continue
-			}
-			t, err := builtins.ParseDate(d.s)
-			if err != nil {
-				return err
-			}
-			*d.dst = &t
+	var before, after *time.Time
+	for _, d := range []struct {
+		s   string
+		dst **time.Time
+	}{{r.str("before"), &before}, {r.str("after"), &after}} {
+		if d.s == "" {
+			continue
 		}
-		cps, err := builtins.SelectForDelete(r.ctx, c, runID, typ, b, a)
+		t, err := builtins.ParseDate(d.s)
 		if err != nil {
 			return err
 		}
-		if len(cps) == 0 {
-			// Plain text even in JSON mode (a kept quirk).
-			fmt.Fprintf(r.io.Out, "No checkpoints found for run %s matching filters\n", runID)
-			return nil
-		}
-		now := r.now()
-		paths = nil
-		for _, cp := range cps {
-			paths = append(paths, cp.TinkerPath)
-			listing = append(listing, fmt.Sprintf("  - %s (%s, created %s)", cp.TinkerPath, render.SizePtr(cp.SizeBytes), render.Ago(cp.Time, now)))
-			if cp.SizeBytes != nil {
-				total += *cp.SizeBytes
-			}
-		}
-	} else {
+		*d.dst = &t
+	}
+	if runID == "" {
 		for _, p := range paths {
-			if err := checkPrefix(p); err != nil {
+			if err := tinkerapi.CheckScheme(p, "weights"); err != nil {
 				return err
 			}
-			listing = append(listing, "  - "+p)
 		}
 	}
+	plan, err := builtins.PlanDelete(r.ctx, c, paths, builtins.DeleteFilter{RunID: runID, Type: typ, Before: before, After: after}, r.now())
+	if err != nil {
+		return err
+	}
+	paths = plan.Paths
+	if runID != "" && len(paths) == 0 {
+		// Plain text even in JSON mode (a kept quirk).
+		fmt.Fprintf(r.io.Out, "No checkpoints found for run %s matching filters\n", runID)
+		return nil
+	}
 	if !r.has("yes") {
-		fmt.Fprintf(r.io.Out, "Will delete %d checkpoint(s):\n%s\n\n", len(paths), strings.Join(listing, "\n"))
-		if runID != "" {
-			fmt.Fprintf(r.io.Out, "Total size: %s\n", render.Size(total))
-		}
-		fmt.Fprintln(r.io.Out, "WARNING: This action is permanent and cannot be undone.")
-		ok, err := confirm(r.ctx, r.io.In, r.io.Out, fmt.Sprintf("Are you sure you want to delete %d checkpoint(s)?", len(paths)))
+		fmt.Fprint(r.io.Out, plan.Warning())
+		ok, err := confirm(r.ctx, r.io.In, r.io.Out, plan.Question())
 		if err != nil {
 			return err
 		}
@@ -298,25 +284,8 @@ func checkpointDelete(r *apiRun) error {
 	bar := r.bar("Deleting checkpoints", int64(len(paths)))
 	deleted, failed, skipped := builtins.DeleteCheckpoints(r.ctx, c, paths, bar)
 	bar.Finish()
-	if r.jsonMode() {
-		res := &builtins.DeleteResult{Deleted: deleted, Failed: failed, Skipped: skipped}
-		if err := render.WriteJSON(r.io.Out, res.JSON(), render.JSONOptions{Compact: true}); err != nil {
-			return err
-		}
-	} else {
-		fmt.Fprintf(r.io.Out, "Deleted %d checkpoint(s)\n", len(deleted))
-		if len(failed) > 0 {
-			fmt.Fprintf(r.io.Out, "Failed to delete %d checkpoint(s):\n", len(failed))
-			for _, f := range failed {
-				fmt.Fprintf(r.io.Out, "  - %s: %s\n", f.Path, f.Error)
-			}
-		}
-		if len(skipped) > 0 {
-			fmt.Fprintf(r.io.Out, "Not attempted (interrupted): %d checkpoint(s):\n", len(skipped))
-			for _, p := range skipped {
-				fmt.Fprintf(r.io.Out, "  - %s\n", p)
-			}
-		}
+	if err := r.reportDeletions(deleted, failed, skipped); err != nil {
+		return err
 	}
 	if r.ctx.Err() != nil {
 		return errAborted
@@ -325,10 +294,32 @@ func checkpointDelete(r *apiRun) error {
 	return nil
 }
 
+// reportDeletions prints the outcome of checkpoint delete.
+func (r *apiRun) reportDeletions(deleted []string, failed []builtins.DeleteFailure, skipped []string) error {
+	if r.jsonMode() {
+		res := &builtins.DeleteResult{Deleted: deleted, Failed: failed, Skipped: skipped}
+		return render.WriteJSON(r.io.Out, res.JSON(), render.JSONOptions{Compact: true})
+	}
+	fmt.Fprintf(r.io.Out, "Deleted %d checkpoint(s)\n", len(deleted))
+	if len(failed) > 0 {
+		fmt.Fprintf(r.io.Out, "Failed to delete %d checkpoint(s):\n", len(failed))
+		for _, f := range failed {
+			fmt.Fprintf(r.io.Out, "  - %s: %s\n", f.Path, f.Error)
+		}
+	}
+	if len(skipped) > 0 {
+		fmt.Fprintf(r.io.Out, "Not attempted (interrupted): %d checkpoint(s):\n", len(skipped))
+		for _, p := range skipped {
+			fmt.Fprintf(r.io.Out, "  - %s\n", p)
+		}
+	}
+	return nil
+}
+
 // errPromptAbort is EOF at the confirmation prompt, which the official CLI
 // reports as an empty unexpected error (kept, exit 1). Ctrl-C there prints
 // "Aborted!" instead.
-var errPromptAbort = &cliError{Msg: "Unexpected error occurred: "}
+var errPromptAbort = &tinkerapi.UserError{Msg: "Unexpected error occurred: "}
 
 // confirm asks like click.confirm: "<q> [y/N]: " on out, default no,
 // "Error: invalid input" and ask again on anything else. Ctrl-C (ctx)
@@ -375,7 +366,7 @@ func confirm(ctx context.Context, in io.Reader, out io.Writer, question string) 
 
 func checkpointDownload(r *apiRun) error {
 	path := r.args[0]
-	if err := checkPrefix(path); err != nil {
+	if err := tinkerapi.CheckScheme(path, "weights"); err != nil {
 		return err
 	}
 	output, force := r.str("output"), r.has("force")
@@ -389,14 +380,14 @@ func checkpointDownload(r *apiRun) error {
 		return unexpected(err)
 	}
 	if _, err := os.Lstat(target); err == nil && !force {
-		return &cliError{Msg: "Target directory already exists: " + target, Details: "Use --force to overwrite or choose a different output directory."}
+		return &tinkerapi.UserError{Msg: "Target directory already exists: " + target, Details: "Use --force to overwrite or choose a different output directory."}
 	}
 	c, err := r.preflight()
 	if err != nil {
 		return err
 	}
-	if _, err := parsePath(path); err != nil {
-		return err
+	if _, err := tinkerapi.ParsePath(path); err != nil {
+		return unexpected(err)
 	}
 	bar := &lazyBar{start: func() *clickProgress { return r.bar("Downloading archive", 0) }}
 	res, err := builtins.DownloadCheckpoint(r.ctx, c, path, builtins.DownloadOptions{
@@ -438,9 +429,9 @@ func (l *lazyBar) Add(n int64)      { l.bar().Add(n) }
 
 func checkpointPushHF(r *apiRun) error {
 	path := r.args[0]
-	if !strings.HasPrefix(path, "tinker://") {
-		return &cliError{Msg: "Invalid checkpoint path: " + path, Details: "Checkpoint path must be in the format: tinker://run-id/sampler_weights/0001"}
+	if err := tinkerapi.CheckScheme(path, "sampler_weights"); err != nil {
+		return err
 	}
-	return &cliError{Msg: "push-hf is not supported: it needs the Hugging Face Hub, which this build cannot reach",
+	return &tinkerapi.UserError{Msg: "push-hf is not supported: it needs the Hugging Face Hub, which this build cannot reach",
 		Details: "Download the checkpoint with `tinker checkpoint download` and upload it with the Hugging Face tools."}
 }

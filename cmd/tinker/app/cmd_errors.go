@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 
 	"github.com/tinkershell/tinker/builtins"
 	"github.com/tinkershell/tinker/lib/progress"
@@ -27,14 +26,9 @@ type apiRun struct {
 	backend builtins.Backend
 }
 
-// cliError is a failure reported as "Error: <Msg>" plus optional details.
-type cliError struct{ Msg, Details string }
-
-func (e *cliError) Error() string { return e.Msg }
-
 // unexpected reports err the way the official CLI's catch-all does.
 func unexpected(err error) error {
-	return &cliError{Msg: "Unexpected error occurred: " + err.Error()}
+	return &tinkerapi.UserError{Msg: "Unexpected error occurred: " + err.Error()}
 }
 
 // errAborted ends a command like Click's Abort: "\nAborted!" and exit 1.
@@ -75,20 +69,10 @@ func runAPI(c *invocation, body func(r *apiRun) error) int {
 
 // cliMessage maps an error to the official CLI's message and details.
 func cliMessage(err error) (msg, details string) {
-	var ce *cliError
-	var ue *builtins.UserError
-	var ae *builtins.APIError
-	switch {
-	case errors.As(err, &ce):
-		return ce.Msg, ce.Details
-	case errors.As(err, &ue):
-		return ue.Msg, ue.Details
-	case errors.Is(err, builtins.ErrNoBackend()):
+	if errors.Is(err, builtins.ErrNoBackend()) {
 		// The official wording (docs/compat.md, "Startup and credentials"), plus how to choose a backend.
 		m, d := tinkerapi.CLIError(&tinkerapi.ConfigError{Msg: "The api_key client option must be set either by passing api_key to the client or by setting the TINKER_API_KEY environment variable"})
 		return m, d + "\n" + localHint
-	case errors.As(err, &ae):
-		return tinkerapi.CLIError(ae.Err)
 	}
 	return tinkerapi.CLIError(err)
 }
@@ -153,22 +137,4 @@ func (p *clickProgress) Finish() {
 	if p != nil {
 		p.b.Close()
 	}
-}
-
-// checkPrefix is the cheap first check most commands make.
-func checkPrefix(path string) error {
-	if !strings.HasPrefix(path, "tinker://") {
-		return &cliError{Msg: "Invalid checkpoint path: " + path, Details: "Checkpoint path must be in the format: tinker://run-id/weights/0001"}
-	}
-	return nil
-}
-
-// parsePath is the SDK's full path check, whose failure the official CLI
-// reports through its catch-all.
-func parsePath(path string) (tinkerapi.Path, error) {
-	p, err := tinkerapi.ParsePath(path)
-	if err != nil {
-		return p, unexpected(err)
-	}
-	return p, nil
 }

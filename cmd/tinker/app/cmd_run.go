@@ -11,29 +11,27 @@ import (
 // tinker run list|info, as the official CLI has them
 // (docs/compat.md, "Listing runs and checkpoints").
 
-func init() {
-	commands["run"] = &command{
-		Name:    "run",
-		Summary: "Manage training runs.",
-		Help:    "Manage training runs.",
-		Sub: map[string]*command{
-			"list": {
-				Name:    "list",
-				Summary: "List training runs.",
-				Flags: []flagSpec{
-					{Long: "--limit", Kind: flagInt, Metavar: "INTEGER", Help: "Maximum number of runs to fetch (default: 20, 0 for all)."},
-					{Long: "--columns", Short: "-c", Kind: flagString, Metavar: "TEXT", Help: "Comma-separated columns: " + strings.Join(runColumnKeys(), ", ") + "."},
-				},
-				Run: func(c *invocation) int { return runAPI(c, runList) },
+var runCmd = &command{
+	Name:    "run",
+	Summary: "Manage training runs.",
+	Help:    "Manage training runs.",
+	Sub: []*command{
+		{
+			Name:    "list",
+			Summary: "List training runs.",
+			Flags: []flagSpec{
+				{Long: "--limit", Kind: flagInt, Metavar: "INTEGER", Help: "Maximum number of runs to fetch (default: 20, 0 for all)."},
+				{Long: "--columns", Short: "-c", Kind: flagString, Metavar: "TEXT", Help: "Comma-separated columns: " + strings.Join(runColumnKeys(), ", ") + "."},
 			},
-			"info": {
-				Name:    "info",
-				Summary: "Show details of a training run.",
-				Args:    []argSpec{{Name: "RUN_ID"}},
-				Run:     func(c *invocation) int { return runAPI(c, runInfo) },
-			},
+			API: runList,
 		},
-	}
+		{
+			Name:    "info",
+			Summary: "Show details of a training run.",
+			Args:    []argSpec{{Name: "RUN_ID"}},
+			API:     runInfo,
+		},
+	},
 }
 
 func runColumnKeys() []string {

@@ -17,76 +17,64 @@ import (
 // Subcommands in the style of the tinkex CLI for saving and sampling, and
 // a token counter; each is one call of the builtin's Go function.
 
-func init() {
-	commands["sample"] = &command{
-		Name:    "sample",
-		Summary: "Sample from a base model or a checkpoint.",
-		Help:    "Sample from --base-model or --model-path (a tinker:// sampler checkpoint) on --prompt or --prompt-file.",
-		Flags: []flagSpec{
-			{Long: "--base-model", Kind: flagString, Metavar: "MODEL", Help: "Base model to sample."},
-			{Long: "--model-path", Kind: flagString, Metavar: "PATH", Help: "tinker:// path of a sampler checkpoint."},
-			{Long: "--prompt", Kind: flagString, Metavar: "TEXT", Help: "Prompt text."},
-			{Long: "--prompt-file", Kind: flagString, Metavar: "FILE", Help: "Read the prompt from FILE (- for stdin)."},
-			{Long: "--max-tokens", Kind: flagInt, Metavar: "INTEGER", Help: "Tokens to generate (default 64)."},
-			{Long: "--temperature", Kind: flagString, Metavar: "FLOAT", Help: "Sampling temperature; 0 is greedy (default 1.0)."},
-			{Long: "--top-k", Kind: flagInt, Metavar: "INTEGER", Help: "Keep the k likeliest tokens; -1 keeps all (default)."},
-			{Long: "--top-p", Kind: flagString, Metavar: "FLOAT", Help: "Nucleus sampling mass (default 1.0)."},
-			{Long: "--num-samples", Kind: flagInt, Metavar: "INTEGER", Help: "Sequences to sample (default 1)."},
-			{Long: "--seed", Kind: flagInt, Metavar: "INTEGER", Help: "Seed for reproducible sampling."},
-			{Long: "--stop", Kind: flagMulti, Metavar: "TEXT", Help: "Stop at this string (repeatable)."},
-		},
-		Run: runSample,
-	}
-	commands["tokenize"] = &command{
-		Name:    "tokenize",
-		Summary: "Turn text into a base model's token ids.",
-		Help:    "Print the token ids of TEXT (or --file) under --model's tokenizer; with -f json a JSON object.",
-		Args:    []argSpec{{Name: "TEXT", Optional: true}},
-		Flags: []flagSpec{
-			{Long: "--model", Kind: flagString, Metavar: "MODEL", Help: "Base model whose tokenizer to use."},
-			{Long: "--file", Kind: flagString, Metavar: "FILE", Help: "Read the text from FILE (- for stdin)."},
-			{Long: "--special-tokens", Kind: flagBool, Help: "Add the tokenizer's special tokens (e.g. BOS)."},
-		},
-		Run: runTokenize,
-	}
-	if ck := commands["checkpoint"]; ck != nil && ck.Sub != nil {
-		ck.Sub["save"] = &command{
-			Name:    "save",
-			Summary: "Create a LoRA model and save its sampler weights.",
-			Help:    "Create a fresh LoRA adapter on --base-model and save it as a sampler checkpoint.",
-			Flags: []flagSpec{
-				{Long: "--base-model", Kind: flagString, Metavar: "MODEL", Help: "Base model (required)."},
-				{Long: "--name", Kind: flagString, Metavar: "TEXT", Help: "Checkpoint name (default final)."},
-				{Long: "--rank", Kind: flagInt, Metavar: "INTEGER", Help: "LoRA rank (default 32)."},
-				{Long: "--seed", Kind: flagInt, Metavar: "INTEGER", Help: "Seed of the adapter's initial weights."},
-				{Long: "--train-mlp", Kind: flagBool, Help: "Adapt the MLP layers (default)."},
-				{Long: "--no-train-mlp", Kind: flagBool, Help: "Do not adapt the MLP layers."},
-				{Long: "--train-attn", Kind: flagBool, Help: "Adapt the attention layers (default)."},
-				{Long: "--no-train-attn", Kind: flagBool, Help: "Do not adapt the attention layers."},
-				{Long: "--train-unembed", Kind: flagBool, Help: "Adapt the output layer (default)."},
-				{Long: "--no-train-unembed", Kind: flagBool, Help: "Do not adapt the output layer."},
-				{Long: "--ttl", Kind: flagInt, Metavar: "SECONDS", Help: "Expire the checkpoint after SECONDS."},
-				{Long: "--output", Kind: flagString, Metavar: "FILE", Help: "Also write the checkpoint's JSON to FILE."},
-			},
-			Run: runCheckpointSave,
-		}
-	}
+var sampleCmd = &command{
+	Name:    "sample",
+	Summary: "Sample from a base model or a checkpoint.",
+	Help:    "Sample from --base-model or --model-path (a tinker:// sampler checkpoint) on --prompt or --prompt-file.",
+	Flags: []flagSpec{
+		{Long: "--base-model", Kind: flagString, Metavar: "MODEL", Help: "Base model to sample."},
+		{Long: "--model-path", Kind: flagString, Metavar: "PATH", Help: "tinker:// path of a sampler checkpoint."},
+		{Long: "--prompt", Kind: flagString, Metavar: "TEXT", Help: "Prompt text."},
+		{Long: "--prompt-file", Kind: flagPath, Metavar: "FILE", Help: "Read the prompt from FILE (- for stdin)."},
+		{Long: "--max-tokens", Kind: flagInt, Metavar: "INTEGER", Help: "Tokens to generate (default 64)."},
+		{Long: "--temperature", Kind: flagString, Metavar: "FLOAT", Help: "Sampling temperature; 0 is greedy (default 1.0)."},
+		{Long: "--top-k", Kind: flagInt, Metavar: "INTEGER", Help: "Keep the k likeliest tokens; -1 keeps all (default)."},
+		{Long: "--top-p", Kind: flagString, Metavar: "FLOAT", Help: "Nucleus sampling mass (default 1.0)."},
+		{Long: "--num-samples", Kind: flagInt, Metavar: "INTEGER", Help: "Sequences to sample (default 1)."},
+		{Long: "--seed", Kind: flagInt, Metavar: "INTEGER", Help: "Seed for reproducible sampling."},
+		{Long: "--stop", Kind: flagMulti, Metavar: "TEXT", Help: "Stop at this string (repeatable)."},
+	},
+	Run: runSample,
+}
+
+var tokenizeCmd = &command{
+	Name:    "tokenize",
+	Summary: "Turn text into a base model's token ids.",
+	Help:    "Print the token ids of TEXT (or --file) under --model's tokenizer; with -f json a JSON object.",
+	Args:    []argSpec{{Name: "TEXT", Optional: true}},
+	Flags: []flagSpec{
+		{Long: "--model", Kind: flagString, Metavar: "MODEL", Help: "Base model whose tokenizer to use."},
+		{Long: "--file", Kind: flagPath, Metavar: "FILE", Help: "Read the text from FILE (- for stdin)."},
+		{Long: "--special-tokens", Kind: flagBool, Help: "Add the tokenizer's special tokens (e.g. BOS)."},
+	},
+	Run: runTokenize,
+}
+
+// checkpointSaveCmd is "tinker checkpoint save" (listed in checkpointCmd).
+var checkpointSaveCmd = &command{
+	Name:    "save",
+	Summary: "Create a LoRA model and save its sampler weights.",
+	Help:    "Create a fresh LoRA adapter on --base-model and save it as a sampler checkpoint.",
+	Flags: []flagSpec{
+		{Long: "--base-model", Kind: flagString, Metavar: "MODEL", Help: "Base model (required)."},
+		{Long: "--name", Kind: flagString, Metavar: "TEXT", Help: "Checkpoint name (default final)."},
+		{Long: "--rank", Kind: flagInt, Metavar: "INTEGER", Help: "LoRA rank (default 32)."},
+		{Long: "--seed", Kind: flagInt, Metavar: "INTEGER", Help: "Seed of the adapter's initial weights."},
+		{Long: "--train-mlp", Kind: flagBool, Help: "Adapt the MLP layers (default)."},
+		{Long: "--no-train-mlp", Kind: flagBool, Help: "Do not adapt the MLP layers."},
+		{Long: "--train-attn", Kind: flagBool, Help: "Adapt the attention layers (default)."},
+		{Long: "--no-train-attn", Kind: flagBool, Help: "Do not adapt the attention layers."},
+		{Long: "--train-unembed", Kind: flagBool, Help: "Adapt the output layer (default)."},
+		{Long: "--no-train-unembed", Kind: flagBool, Help: "Do not adapt the output layer."},
+		{Long: "--ttl", Kind: flagInt, Metavar: "SECONDS", Help: "Expire the checkpoint after SECONDS."},
+		{Long: "--output", Kind: flagPath, Metavar: "FILE", Help: "Also write the checkpoint's JSON to FILE."},
+	},
+	Run: runCheckpointSave,
 }
 
 // newEnv gives a subcommand the builtins' environment over its backend.
 func (r *apiRun) newEnv() *builtins.Env {
-	return &builtins.Env{Ctx: r.ctx, Now: r.now, Notices: r.io.Err, NoticesTTY: r.io.ErrTTY, Width: r.io.Width, Version: Version, Backend: r.backend}
-}
-
-func floatFlag(c *invocation, name string, def float64) (float64, error) {
-	if !c.has(name) {
-		return def, nil
-	}
-	f, err := strconv.ParseFloat(strings.TrimSpace(c.str(name)), 64)
-	if err != nil {
-		return 0, fmt.Errorf("Invalid value for '--%s': '%s' is not a valid float.", name, c.str(name))
-	}
-	return f, nil
+	return &builtins.Env{Now: r.now, Notices: r.io.Err, NoticesTTY: r.io.ErrTTY, Width: r.io.Width, Version: Version, Backend: r.backend}
 }
 
 // readText reads --prompt-file / --file; "-" is stdin.
@@ -99,7 +87,7 @@ func readText(c *invocation, path string) (string, error) {
 		data, err = os.ReadFile(path)
 	}
 	if err != nil {
-		return "", &cliError{Msg: fmt.Sprintf("Cannot read %s: %v", path, err)}
+		return "", &tinkerapi.UserError{Msg: fmt.Sprintf("Cannot read %s: %v", path, err)}
 	}
 	return string(data), nil
 }
@@ -107,24 +95,24 @@ func readText(c *invocation, path string) (string, error) {
 func runSample(c *invocation) int {
 	base, path := c.str("base-model"), c.str("model-path")
 	if (base == "") == (path == "") {
-		return leafUsageError(c.io, commands["sample"], c.path, "Give exactly one of --base-model and --model-path.")
+		return c.usageError("Give exactly one of --base-model and --model-path.")
 	}
 	if c.has("prompt") == c.has("prompt-file") {
-		return leafUsageError(c.io, commands["sample"], c.path, "Give exactly one of --prompt and --prompt-file.")
+		return c.usageError("Give exactly one of --prompt and --prompt-file.")
 	}
 	req := tinkerapi.NewSampleRequest(nil)
 	var err error
-	if req.Temperature, err = floatFlag(c, "temperature", 1.0); err == nil {
-		req.TopP, err = floatFlag(c, "top-p", 1.0)
+	if req.Temperature, err = c.float("temperature", 1.0); err == nil {
+		req.TopP, err = c.float("top-p", 1.0)
 	}
 	if err != nil {
-		return leafUsageError(c.io, commands["sample"], c.path, err.Error())
+		return c.usageError(err.Error())
 	}
 	req.MaxTokens = c.intOr("max-tokens", 64)
 	req.TopK = c.intOr("top-k", -1)
 	req.NumSamples = c.intOr("num-samples", 1)
 	if req.NumSamples < 1 {
-		return leafUsageError(c.io, commands["sample"], c.path, fmt.Sprintf("Invalid value for '--num-samples': %d is not in the range x>=1.", req.NumSamples))
+		return c.usageError(fmt.Sprintf("Invalid value for '--num-samples': %d is not in the range x>=1.", req.NumSamples))
 	}
 	if c.has("seed") {
 		s := int64(c.intOr("seed", 0))
@@ -140,7 +128,7 @@ func runSample(c *invocation) int {
 		}
 		model := base
 		if path != "" {
-			if err := checkPrefix(path); err != nil {
+			if err := tinkerapi.CheckScheme(path, "weights"); err != nil {
 				return err
 			}
 			model = path
@@ -162,21 +150,25 @@ func runSample(c *invocation) int {
 }
 
 func runCheckpointSave(c *invocation) int {
-	cmd := commands["checkpoint"].Sub["save"]
 	base := c.str("base-model")
 	if base == "" {
-		return leafUsageError(c.io, cmd, c.path, "Missing option '--base-model'.")
+		return c.usageError("Missing option '--base-model'.")
 	}
 	lora := tinkerapi.DefaultLoraConfig()
 	lora.Rank = c.intOr("rank", 32)
 	for _, f := range []struct {
-		name string
-		v    *bool
-	}{{"mlp", &lora.TrainMLP}, {"attn", &lora.TrainAttn}, {"unembed", &lora.TrainUnembed}} {
-		if c.has("train-"+f.name) && c.has("no-train-"+f.name) {
-			return leafUsageError(c.io, cmd, c.path, fmt.Sprintf("--train-%s and --no-train-%s contradict each other.", f.name, f.name))
+		name    string
+		on, off bool
+		v       *bool
+	}{
+		{"mlp", c.has("train-mlp"), c.has("no-train-mlp"), &lora.TrainMLP},
+		{"attn", c.has("train-attn"), c.has("no-train-attn"), &lora.TrainAttn},
+		{"unembed", c.has("train-unembed"), c.has("no-train-unembed"), &lora.TrainUnembed},
+	} {
+		if f.on && f.off {
+			return c.usageError(fmt.Sprintf("--train-%s and --no-train-%s contradict each other.", f.name, f.name))
 		}
-		*f.v = !c.has("no-train-" + f.name)
+		*f.v = !f.off
 	}
 	if c.has("seed") {
 		s := int64(c.intOr("seed", 0))
@@ -193,7 +185,7 @@ func runCheckpointSave(c *invocation) int {
 		}
 		env := r.newEnv()
 		defer env.Close()
-		s, err := env.Session()
+		s, err := env.Session(r.ctx)
 		if err != nil {
 			return err
 		}
@@ -218,7 +210,7 @@ func runCheckpointSave(c *invocation) int {
 func writeJSONFile(path string, v any) error {
 	tmp, err := os.CreateTemp(dirOf(path), ".tinker-*.json")
 	if err != nil {
-		return &cliError{Msg: fmt.Sprintf("Cannot write %s: %v", path, err)}
+		return &tinkerapi.UserError{Msg: fmt.Sprintf("Cannot write %s: %v", path, err)}
 	}
 	defer os.Remove(tmp.Name())
 	if err := render.WriteJSON(tmp, v, render.JSONOptions{Indent: true}); err != nil {
@@ -229,7 +221,7 @@ func writeJSONFile(path string, v any) error {
 		return err
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		return &cliError{Msg: fmt.Sprintf("Cannot write %s: %v", path, err)}
+		return &tinkerapi.UserError{Msg: fmt.Sprintf("Cannot write %s: %v", path, err)}
 	}
 	return nil
 }
@@ -244,10 +236,10 @@ func dirOf(path string) string {
 func runTokenize(c *invocation) int {
 	model := c.str("model")
 	if model == "" {
-		return leafUsageError(c.io, commands["tokenize"], c.path, "Missing option '--model'.")
+		return c.usageError("Missing option '--model'.")
 	}
 	if (len(c.args) == 1) == c.has("file") {
-		return leafUsageError(c.io, commands["tokenize"], c.path, "Give the text as an argument or with --file, not both.")
+		return c.usageError("Give the text as an argument or with --file, not both.")
 	}
 	text := ""
 	if len(c.args) == 1 {

@@ -14,24 +14,22 @@ import (
 	"github.com/tinkershell/tinker/shell"
 )
 
-func init() {
-	commands["serve"] = &command{
-		Name:    "serve",
-		Summary: "Run the local Tinker server.",
-		Help: "Serve the Tinker HTTP API from DIR (SQLite database and checkpoint files).\n" +
-			"Without --api-key any key starting with tml- is accepted, each one a user;\n" +
-			"a non-loopback --addr requires explicit keys.\n\n" +
-			"tinker serve import --data DIR FILE loads runs and checkpoints from a JSON\n" +
-			"manifest (see lib/server/MANIFEST.md).",
-		Args: []argSpec{{Name: "import FILE", Optional: true, Variadic: true}},
-		Flags: []flagSpec{
-			{Long: "--data", Kind: flagString, Metavar: "DIR", Help: "Data directory (default $XDG_DATA_HOME/tinker)."},
-			{Long: "--addr", Kind: flagString, Metavar: "HOST:PORT", Help: "Listen address (default 127.0.0.1:8000)."},
-			{Long: "--api-key", Kind: flagMulti, Metavar: "KEY", Help: "Accept only this key (repeatable); each key is a user."},
-			{Long: "--model", Kind: flagMulti, Metavar: "NAME=DIR", Help: "Sample base model NAME from a Hugging Face model directory (repeatable)."},
-		},
-		Run: runServe,
-	}
+var serveCmd = &command{
+	Name:    "serve",
+	Summary: "Run the local Tinker server.",
+	Help: "Serve the Tinker HTTP API from DIR (SQLite database and checkpoint files).\n" +
+		"Without --api-key any key starting with tml- is accepted, each one a user;\n" +
+		"a non-loopback --addr requires explicit keys.\n\n" +
+		"tinker serve import --data DIR FILE loads runs and checkpoints from a JSON\n" +
+		"manifest (see lib/server/MANIFEST.md).",
+	Args: []argSpec{{Name: "import FILE", Optional: true, Variadic: true}},
+	Flags: []flagSpec{
+		{Long: "--data", Kind: flagPath, Metavar: "DIR", Help: "Data directory (default $XDG_DATA_HOME/tinker)."},
+		{Long: "--addr", Kind: flagString, Metavar: "HOST:PORT", Help: "Listen address (default 127.0.0.1:8000)."},
+		{Long: "--api-key", Kind: flagMulti, Metavar: "KEY", Help: "Accept only this key (repeatable); each key is a user."},
+		{Long: "--model", Kind: flagMulti, Metavar: "NAME=DIR", Help: "Sample base model NAME from a Hugging Face model directory (repeatable)."},
+	},
+	Run: runServe,
 }
 
 func runServe(c *invocation) int {
@@ -41,7 +39,7 @@ func runServe(c *invocation) int {
 	}
 	if len(c.args) > 0 {
 		if c.args[0] != "import" || len(c.args) != 2 {
-			return leafUsageError(c.io, commands["serve"], c.path, "Usage: tinker serve import --data DIR FILE")
+			return c.usageError("Usage: tinker serve import --data DIR FILE")
 		}
 		return runImport(c, dir, c.args[1])
 	}
@@ -51,7 +49,7 @@ func runServe(c *invocation) int {
 	}
 	dirs, err := modelDirs(c.multi("model"))
 	if err != nil {
-		return leafUsageError(c.io, commands["serve"], c.path, err.Error())
+		return c.usageError(err.Error())
 	}
 	// Keys come from flags only; they are never echoed.
 	srv, err := server.Open(server.Options{DataDir: dir, APIKeys: c.multi("api-key"), Now: c.now,

@@ -10,24 +10,22 @@ import (
 // tinker session export-trace, as the official CLI has it (docs/compat.md,
 // "Other differences" lists where it differs).
 
-func init() {
-	commands["session"] = &command{
-		Name:    "session",
-		Summary: "Manage sessions.",
-		Help:    "Manage sessions.",
-		Sub: map[string]*command{
-			"export-trace": {
-				Name:    "export-trace",
-				Summary: "Export a session's Perfetto trace.",
-				Args:    []argSpec{{Name: "SESSION_ID"}},
-				Flags: []flagSpec{
-					{Long: "--output", Short: "-o", Kind: flagString, Metavar: "PATH", Help: "Output file (default: ./<SESSION_ID>.pftrace)."},
-					{Long: "--url-only", Kind: flagBool, Help: "Print the signed download URL instead of downloading."},
-				},
-				Run: func(c *invocation) int { return runAPI(c, sessionExportTrace) },
+var sessionCmd = &command{
+	Name:    "session",
+	Summary: "Manage sessions.",
+	Help:    "Manage sessions.",
+	Sub: []*command{
+		{
+			Name:    "export-trace",
+			Summary: "Export a session's Perfetto trace.",
+			Args:    []argSpec{{Name: "SESSION_ID"}},
+			Flags: []flagSpec{
+				{Long: "--output", Short: "-o", Kind: flagPath, Metavar: "PATH", Help: "Output file (default: ./<SESSION_ID>.pftrace)."},
+				{Long: "--url-only", Kind: flagBool, Help: "Print the signed download URL instead of downloading."},
 			},
+			API: sessionExportTrace,
 		},
-	}
+	},
 }
 
 func sessionExportTrace(r *apiRun) error {

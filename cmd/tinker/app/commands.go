@@ -6,20 +6,50 @@ import (
 	"github.com/tinkershell/tinker/shell"
 )
 
-// commands are the subcommands; command words win over script names unless
-// the argument ends in .star or contains a slash.
-var commands = map[string]*command{
-	"version": {
-		Name:    "version",
-		Summary: "Show the version.",
-		Run: func(c *invocation) int {
-			fmt.Fprintf(c.io.Out, "tinker %s\n", Version)
-			return shell.ExitOK
-		},
+// root is the command table: every subcommand, and through Sub theirs. The
+// root help's command list, the completion scripts and the parser all read
+// it. Command words win over script names unless the argument ends in .star
+// or contains a slash.
+var root = &command{
+	Name:  "tinker",
+	Flags: rootFlags,
+	Sub: []*command{
+		billingCmd,
+		checkpointCmd,
+		completionCmd,
+		runCmd,
+		sampleCmd,
+		serveCmd,
+		sessionCmd,
+		tokenizeCmd,
+		versionCmd,
 	},
 }
 
-const rootHelp = `Usage: tinker [OPTIONS] [COMMAND [ARGS]... | SCRIPT.star [ARGS]...]
+// rootFlags are the global options, valid before any command word.
+var rootFlags = []flagSpec{
+	{Long: "--format", Short: "-f", Kind: flagString, Metavar: "[table|json]", Help: "Output format for displayed values."},
+	{Short: "-c", Kind: flagString, Metavar: "TEXT", Help: "Evaluate TEXT: an expression is displayed as the\nprompt would; anything else runs as a program."},
+	{Long: "--local", Kind: flagBool, Help: "Use the local Tinker server (data under\n$XDG_DATA_HOME/tinker), started in-process."},
+	{Long: "--model", Kind: flagMulti, Metavar: "NAME=DIR", Help: "With --local: sample base model NAME from a\nHugging Face model directory (repeatable)."},
+	{Long: "--version", Kind: flagBool, Help: "Show the version and exit."},
+	helpFlag,
+}
+
+var versionCmd = &command{
+	Name:    "version",
+	Summary: "Show the version.",
+	Run:     runVersion,
+}
+
+func runVersion(c *invocation) int {
+	fmt.Fprintf(c.io.Out, "tinker %s\n", Version)
+	return shell.ExitOK
+}
+
+// rootHelp is tinker -h.
+func rootHelp() string {
+	return `Usage: tinker [OPTIONS] [COMMAND [ARGS]... | SCRIPT.star [ARGS]...]
 
   A fast, scriptable shell for the Tinker fine-tuning service.
 
@@ -28,30 +58,13 @@ const rootHelp = `Usage: tinker [OPTIONS] [COMMAND [ARGS]... | SCRIPT.star [ARGS
   and arguments).
 
 Options:
-  -f, --format [table|json]  Output format for displayed values.
-  -c TEXT                    Evaluate TEXT: an expression is displayed as the
-                             prompt would; anything else runs as a program.
-  --local                    Use the local Tinker server (data under
-                             $XDG_DATA_HOME/tinker), started in-process.
-  --model NAME=DIR           With --local: sample base model NAME from a
-                             Hugging Face model directory (repeatable).
-  --version                  Show the version and exit.
-  -h, --help                 Show this message and exit.
-
+` + optionList(root.Flags) + `
 Commands:
-  billing     Billing and usage.
-  checkpoint  Manage checkpoints.
-  completion  Print a shell completion script (bash, zsh, fish).
-  run         Manage training runs.
-  sample      Sample from a base model or a checkpoint.
-  serve       Run the local Tinker server.
-  session     Manage sessions.
-  tokenize    Turn text into a base model's token ids.
-  version     Show the version.
-
+` + commandList(root) + `
 Environment:
   TINKER_API_KEY     credential for the Tinker service (never printed)
   TINKER_BASE_URL    service address (default: the hosted service)
   TINKER_NOW         pin the clock (RFC 3339) for reproducible output
   NO_COLOR           disable colour
 `
+}

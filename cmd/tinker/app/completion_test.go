@@ -38,6 +38,8 @@ func TestBashCompletion(t *testing.T) {
 		{"tinker -f json checkpoint list --r", "--run-id"},
 		{"tinker run list --", "--limit --columns --format --help"},
 		{"tinker -f j", "json"},
+		{"tinker --loc", "--local"},
+		{"tinker --model m=/d ch", "checkpoint"},
 		{"tinker completion z", "zsh"},
 		{"tinker checkpoint set-ttl tinker://r/weights/1 --re", "--remove"},
 	}
@@ -59,7 +61,7 @@ func TestBashCompletion(t *testing.T) {
 func TestCompletionCoversCommandTable(t *testing.T) {
 	for _, sh := range []string{"bash", "zsh", "fish"} {
 		s := completionScript(t, sh)
-		for _, n := range walk() {
+		for _, n := range walk(root) {
 			if !strings.Contains(s, n.cmd.Name) {
 				t.Errorf("%s script lacks command %q", sh, strings.Join(n.words, " "))
 			}

@@ -1,0 +1,137 @@
+package builtins
+
+import (
+	"context"
+	"strings"
+	gotime "time"
+
+	"github.com/tinkershell/tinker/lib/tinkerapi"
+)
+
+// Checkpoint operations shared by the checkpoint module and
+// `tinker checkpoint`.
+
+// ListCheckpoints returns a run's checkpoints (runID set; one request, no
+// paging) or the caller's checkpoints newest first, paging like the
+// official CLI with up to pageConcurrency pages in flight. limit <= 0 means
+// all. total is the server's count (or the number returned when unknown).
+// progress, when set, is called once with the number to be fetched if more
+// than one page is needed.
+func ListCheckpoints(ctx context.Context, c *tinkerapi.Client, runID string, limit int, progress func(target int) Progress) (cps []tinkerapi.Checkpoint, total int, err error) {
+	if runID != "" {
+		resp, err := c.ListRunCheckpoints(ctx, runID)
+		if err != nil {
+			return nil, 0, err
+		}
+		return resp.Checkpoints, len(resp.Checkpoints), nil
+	}
+	const batch = 1000
+	first := batch
+	if limit > 0 {
+		first = min(batch, limit)
+	}
+	resp, err := c.ListUserCheckpoints(ctx, first, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	total = -1
+	if resp.Cursor != nil {
+		total = resp.Cursor.TotalCount
+	}
+	var prog Progress = noProgress{}
+	if total >= 0 && progress != nil {
+		target := total
+		if limit > 0 {
+			target = min(limit, total)
+		}
+		if len(resp.Checkpoints) < target {
+			prog = progress(target)
+		}
+	}
+	defer prog.Finish()
+	cps, err = fetchPages(ctx, resp.Checkpoints, total, limit, batch, prog, func(ctx context.Context, l, off int) ([]tinkerapi.Checkpoint, error) {
+		r, err := c.ListUserCheckpoints(ctx, l, off)
+		if err != nil {
+			return nil, err
+		}
+		return r.Checkpoints, nil
+	})
+	if total < 0 {
+		total = len(cps)
+	}
+	return cps, total, err
+}
+
+// FindCheckpoint looks a path up in its run's checkpoint list, as the
+// official `checkpoint info` does, and fetches the run.
+func FindCheckpoint(ctx context.Context, c *tinkerapi.Client, path string) (*Checkpoint, error) {
+	if err := tinkerapi.CheckScheme(path, "weights"); err != nil {
+		return nil, err
+	}
+	p, err := tinkerapi.ParsePath(path)
+	if err != nil {
+		return nil, userErr("Invalid checkpoint path: "+err.Error(), "Checkpoint paths should be in the format: tinker://run-id/weights/0001")
+	}
+	resp, err := c.ListRunCheckpoints(ctx, p.RunID)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, userErr("Failed to retrieve checkpoint: "+apiMessage(err), "")
+	}
+	for i := range resp.Checkpoints {
+		if resp.Checkpoints[i].TinkerPath == path {
+			run, err := c.GetTrainingRun(ctx, p.RunID, "owned")
+			if err != nil {
+				return nil, apiErr(err)
+			}
+			return &Checkpoint{C: resp.Checkpoints[i], Run: run}, nil
+		}
+	}
+	return nil, userErr("Checkpoint not found: "+path, "")
+}
+
+// Publish makes a checkpoint public (on) or private.
+func Publish(ctx context.Context, c *tinkerapi.Client, path string, on bool) error {
+	p, err := tinkerapi.ParseArg(path)
+	if err != nil {
+		return err
+	}
+	if on {
+		return c.PublishCheckpoint(ctx, p.RunID, p.CheckpointID)
+	}
+	return c.UnpublishCheckpoint(ctx, p.RunID, p.CheckpointID)
+}
+
+// SetTTL sets (seconds) or clears (nil) a checkpoint's expiry.
+func SetTTL(ctx context.Context, c *tinkerapi.Client, path string, seconds *int64) error {
+	p, err := tinkerapi.ParseArg(path)
+	if err != nil {
+		return err
+	}
+	return c.SetCheckpointTTL(ctx, p.RunID, p.CheckpointID, seconds)
+}
+
+// ParseDate parses --before/--after values like Python's fromisoformat:
+// date-only means midnight UTC, no zone means UTC, Z and offsets honoured.
+func ParseDate(s string) (gotime.Time, error) {
+	s = strings.TrimSpace(s)
+	if strings.HasSuffix(s, "Z") {
+		s = strings.TrimSuffix(s, "Z") + "+00:00"
+	}
+	layouts := []string{
+		"2006-01-02", "20060102",
+		"2006-01-02T15:04", "2006-01-02T15:04:05", "2006-01-02T15:04:05.999999999",
+		"2006-01-02T15:04Z07:00", "2006-01-02T15:04:05Z07:00", "2006-01-02T15:04:05.999999999Z07:00",
+	}
+	norm := s
+	if len(norm) > 10 && norm[10] != 'T' {
+		norm = norm[:10] + "T" + norm[11:] // any single separator
+	}
+	for _, l := range layouts {
+		if t, err := gotime.Parse(l, norm); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return gotime.Time{}, userErr("Invalid date: "+s, "Use ISO 8601 format: 2024-01-01, 2024-01-01T12:00:00Z")
+}

@@ -1,0 +1,95 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+)
+
+// AdamParams are optim_step's hyperparameters.
+type AdamParams struct {
+	LearningRate float64
+	Beta1        float64
+	Beta2        float64
+	Eps          float64
+	WeightDecay  float64 // decoupled: p ← p − lr·wd·p
+	GradClipNorm float64 // > 0: clip the global gradient norm to this first
+}
+
+// DefaultAdamParams are the wire defaults.
+func DefaultAdamParams() AdamParams {
+	return AdamParams{LearningRate: 1e-4, Beta1: 0.9, Beta2: 0.95, Eps: 1e-12}
+}
+
+// Validate reports a hyperparameter out of range.
+func (p AdamParams) Validate() error {
+	ok := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 }
+	switch {
+	case !ok(p.LearningRate):
+		return fmt.Errorf("adam_params: learning_rate must be a finite number >= 0, got %v", p.LearningRate)
+	case !ok(p.Beta1) || p.Beta1 >= 1:
+		return fmt.Errorf("adam_params: beta1 must be in [0, 1), got %v", p.Beta1)
+	case !ok(p.Beta2) || p.Beta2 >= 1:
+		return fmt.Errorf("adam_params: beta2 must be in [0, 1), got %v", p.Beta2)
+	case !ok(p.Eps):
+		return fmt.Errorf("adam_params: eps must be a finite number >= 0, got %v", p.Eps)
+	case !ok(p.WeightDecay):
+		return fmt.Errorf("adam_params: weight_decay must be a finite number >= 0, got %v", p.WeightDecay)
+	case !ok(p.GradClipNorm):
+		return fmt.Errorf("adam_params: grad_clip_norm must be a finite number >= 0, got %v", p.GradClipNorm)
+	}
+	return nil
+}
+
+// OptimStep applies the accumulated gradients with AdamW, as
+// torch.optim.AdamW (bias-corrected moments, decoupled weight decay) after
+// torch.nn.utils.clip_grad_norm_ when GradClipNorm > 0: the gradients are
+// multiplied by clip/(norm + 1e-6) when that is below 1. It then zeroes
+// the gradients. The metrics hold the global L2 norm of the gradients
+// before clipping.
+//
+// Per element the update is computed in float64 from the float32 value,
+// gradient and moments, and stored back in float32.
+func (t *Trainer) OptimStep(p AdamParams) (map[string]float64, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var ss float64
+	for _, q := range t.params {
+		for _, g := range q.grad {
+			ss += float64(float64(g) * float64(g))
+		}
+	}
+	norm := math.Sqrt(ss)
+	coef := 1.0
+	if c := p.GradClipNorm / (norm + 1e-6); p.GradClipNorm > 0 && c < 1 {
+		coef = c
+	}
+	t.step++
+	n := float64(t.step)
+	stepSize := p.LearningRate / (1 - math.Pow(p.Beta1, n))
+	bc2 := math.Sqrt(1 - math.Pow(p.Beta2, n))
+	decay := 1 - float64(p.LearningRate*p.WeightDecay)
+	b1, b2 := p.Beta1, p.Beta2
+	for _, q := range t.params {
+		for i, g32 := range q.grad {
+			g := float64(g32) * coef
+			m := float64(b1*float64(q.m[i])) + float64((1-b1)*g)
+			v := float64(b2*float64(q.v[i])) + float64(float64((1-b2)*g)*g)
+			w := float64(q.w[i]) * decay
+			w -= float64(stepSize*m) / (math.Sqrt(v)/bc2 + p.Eps)
+			q.w[i], q.m[i], q.v[i] = float32(w), float32(m), float32(v)
+		}
+		clear(q.grad)
+	}
+	t.syncScaled()
+	return map[string]float64{"unclipped_grad_l2:mean": norm}, nil
+}
+
+// Step is the number of optimizer steps taken.
+func (t *Trainer) Step() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.step
+}

@@ -1,0 +1,412 @@
+package engine
+
+import (
+	"context"
+	"math"
+	"runtime"
+	"sync"
+)
+
+// The training forward pass runs one datum's positions through the model
+// with the same kernels, in the same order, as the sampling forward (so the
+// logprobs are bit-identical to prompt logprobs of a sampler with the same
+// adapter), keeping the activations the backward pass needs. The backward
+// pass then propagates the loss gradient back to the LoRA parameters only.
+
+// layerActs are one layer's kept activations (rows = positions).
+type layerActs struct {
+	x, xn1     [][]float32 // residual entering the layer, its attention norm
+	qRaw, kRaw [][]float32 // q and k projections before Qwen3's q/k norms
+	q, att     [][]float32 // q after norm and rotary; attention output
+	x2, xn2    [][]float32 // residual after attention, its MLP norm
+	g, u, h    [][]float32 // gate and up projections, silu(g)·u
+	t          [7][][]float32
+}
+
+// Indices of layerActs.t: each adapted matrix's A·x.
+const (
+	tQ = iota
+	tK
+	tV
+	tO
+	tGate
+	tUp
+	tDown
+)
+
+// headChunk is how many positions' logits exist at once: it bounds the
+// vocabulary-wide buffers for long sequences.
+const headChunk = 64
+
+// datumPass is one datum's trip through the model: the shared inputs of
+// its forward layers, output layer and backward layers.
+type datumPass struct {
+	t        *Trainer
+	c        Config
+	ar       *arena
+	n        int
+	cos, sin [][]float32
+	cache    *kvCache
+	rowsAt   []row
+	ws       *workspace
+	acts     []layerActs
+	backward bool
+}
+
+// datum runs one datum forward (and backward when asked, into each
+// parameter's local gradient), fills out and returns the datum's loss. It
+// stops with ctx's error, checked before every layer.
+func (t *Trainer) datum(ctx context.Context, l Loss, d *Datum, out *DatumOutput, backward bool) (float64, error) {
+	m := t.model
+	c := m.cfg
+	n := len(d.ModelInput)
+	ar := &t.ar
+	ar.reset()
+	ps := &datumPass{t: t, c: c, ar: ar, n: n, backward: backward,
+		cos: ar.rows(n, c.HeadDim/2), sin: ar.rows(n, c.HeadDim/2),
+		cache:  &kvCache{k: make([][]float32, c.Layers), v: make([][]float32, c.Layers), n: n},
+		rowsAt: make([]row, n), ws: &workspace{}, acts: make([]layerActs, c.Layers)}
+	x := ar.rows(n, c.Hidden)
+	for p, tok := range d.ModelInput {
+		m.w.embed.rowInto(tok, x[p])
+		ropeTable(m.invFreq, p, ps.cos[p], ps.sin[p])
+	}
+	for p := range ps.rowsAt {
+		ps.rowsAt[p] = row{seq: ps.cache, pos: p}
+	}
+	// Without a backward pass nothing needs keeping: each layer's scratch is
+	// released once it has written the next residual into spare.
+	var spare [][]float32
+	if !backward {
+		spare = ar.rows(n, c.Hidden)
+	}
+	for li := range m.w.layers {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		x, spare = ps.forwardLayer(li, x, spare)
+	}
+	total, dxnF := ps.head(l, d, x, out)
+	if !backward {
+		return total, nil
+	}
+	dx := ar.rows(n, c.Hidden)
+	for p := range n {
+		rmsNormBackward(dx[p], dxnF[p], x[p], m.w.norm, c.RMSNormEps)
+	}
+	lowest := 0 // the lowest layer with trained matrices
+	if !t.cfg.TrainAttn && !t.cfg.TrainMLP {
+		lowest = c.Layers
+	}
+	for li := c.Layers - 1; li >= lowest; li-- {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		if !ps.backwardLayer(li, lowest, dx) {
+			break
+		}
+	}
+	return total, nil
+}
+
+// tRows allocates the rows of A·x for an adapted matrix, nil for a frozen one.
+func (ps *datumPass) tRows(mod *trainModule) [][]float32 {
+	if mod == nil {
+		return nil
+	}
+	return ps.ar.rows(ps.n, ps.t.cfg.Rank)
+}
+
+// forwardLayer runs layer li on the residual x and returns the next
+// residual. With a backward pass to come it keeps the layer's activations;
+// without, it writes into spare, frees its scratch and returns the old x as
+// the next spare.
+func (ps *datumPass) forwardLayer(li int, x, spare [][]float32) (next, nextSpare [][]float32) {
+	m, c, ar, n := ps.t.model, ps.c, ps.ar, ps.n
+	h, qd, kvd := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+	lw, tl, a := &m.w.layers[li], &ps.t.layers[li], &ps.acts[li]
+	mark := ar.off
+	a.x = x
+	a.xn1 = ar.rows(n, h)
+	for p := range n {
+		rmsNorm(a.xn1[p], x[p], lw.attnNorm, c.RMSNormEps)
+	}
+	a.q = ar.rows(n, qd)
+	ps.cache.k[li], ps.cache.v[li] = ar.take(n*kvd), ar.take(n*kvd)
+	k, v := rowsOf(ps.cache.k[li], n, kvd), rowsOf(ps.cache.v[li], n, kvd)
+	a.t[tQ], a.t[tK], a.t[tV] = ps.tRows(tl.q), ps.tRows(tl.k), ps.tRows(tl.v)
+	trainLinear(lw.q, lw.qBias, tl.q, a.xn1, a.q, a.t[tQ], false)
+	trainLinear(lw.k, lw.kBias, tl.k, a.xn1, k, a.t[tK], false)
+	trainLinear(lw.v, lw.vBias, tl.v, a.xn1, v, a.t[tV], false)
+	if lw.qNorm != nil {
+		a.qRaw, a.kRaw = ar.rows(n, qd), ar.rows(n, kvd)
+		for p := range n {
+			copy(a.qRaw[p], a.q[p])
+			copy(a.kRaw[p], k[p])
+			for o := 0; o < qd; o += c.HeadDim {
+				hv := a.q[p][o : o+c.HeadDim]
+				rmsNorm(hv, hv, lw.qNorm, c.RMSNormEps)
+			}
+			for o := 0; o < kvd; o += c.HeadDim {
+				hv := k[p][o : o+c.HeadDim]
+				rmsNorm(hv, hv, lw.kNorm, c.RMSNormEps)
+			}
+		}
+	}
+	for p := range n {
+		applyRope(a.q[p], c.HeadDim, ps.cos[p], ps.sin[p])
+		applyRope(k[p], c.HeadDim, ps.cos[p], ps.sin[p])
+	}
+	a.att = ar.rows(n, qd)
+	ps.ws.q, ps.ws.att = a.q, a.att
+	m.attention(ps.ws, ps.rowsAt, li)
+	a.x2 = ar.rows(n, h)
+	for p := range n {
+		copy(a.x2[p], x[p])
+	}
+	a.t[tO] = ps.tRows(tl.o)
+	trainLinear(lw.o, lw.oBias, tl.o, a.att, a.x2, a.t[tO], true)
+	a.xn2 = ar.rows(n, h)
+	for p := range n {
+		rmsNorm(a.xn2[p], a.x2[p], lw.mlpNorm, c.RMSNormEps)
+	}
+	a.g, a.u, a.h = ar.rows(n, c.Intermediate), ar.rows(n, c.Intermediate), ar.rows(n, c.Intermediate)
+	a.t[tGate], a.t[tUp], a.t[tDown] = ps.tRows(tl.gate), ps.tRows(tl.up), ps.tRows(tl.down)
+	trainLinear(lw.gate, nil, tl.gate, a.xn2, a.g, a.t[tGate], false)
+	trainLinear(lw.up, nil, tl.up, a.xn2, a.u, a.t[tUp], false)
+	for p := range n {
+		for j, gv := range a.g[p] {
+			a.h[p][j] = silu(gv) * a.u[p][j]
+		}
+	}
+	next = spare
+	if ps.backward {
+		next = ar.rows(n, h)
+	}
+	for p := range n {
+		copy(next[p], a.x2[p])
+	}
+	trainLinear(lw.down, nil, tl.down, a.h, next, a.t[tDown], true)
+	if !ps.backward {
+		ar.release(mark)
+		ps.acts[li] = layerActs{}
+		return next, x
+	}
+	return next, nil
+}
+
+// head runs the output layer a chunk of positions at a time: logits,
+// logprobs and loss into out, and with a backward pass the gradient back to
+// the final norm's output, which it returns.
+func (ps *datumPass) head(l Loss, d *Datum, x [][]float32, out *DatumOutput) (float64, [][]float32) {
+	t, c, ar, n := ps.t, ps.c, ps.ar, ps.n
+	w := t.model.w
+	xnF := ar.rows(n, c.Hidden)
+	for p := range n {
+		rmsNorm(xnF[p], x[p], w.norm, c.RMSNormEps)
+	}
+	tHead := ps.tRows(t.head)
+	var dxnF [][]float32
+	if ps.backward {
+		dxnF = ar.rows(n, c.Hidden)
+	}
+	out.Logprobs = make([]float32, n)
+	if l.Name == LossCrossEntropy {
+		out.ElementwiseLoss = make([]float32, n)
+	}
+	targets := d.LossFnInputs[InputTargetTokens]
+	logits := ar.rows(min(n, headChunk), c.VocabSize)
+	var total float64
+	for p0 := 0; p0 < n; p0 += headChunk {
+		p1 := min(p0+headChunk, n)
+		lg := logits[:p1-p0]
+		var th [][]float32
+		if tHead != nil {
+			th = tHead[p0:p1]
+		}
+		trainLinear(w.lmHead, nil, t.head, xnF[p0:p1], lg, th, false)
+		for i, row := range lg {
+			p := p0 + i
+			tgt := int(targets[p])
+			lse := logSumExp(row, 1)
+			lp := float64(row[tgt]) - lse
+			out.Logprobs[p] = float32(lp)
+			loss, g := l.term(lp, d.at(p))
+			total += loss
+			if out.ElementwiseLoss != nil {
+				out.ElementwiseLoss[p] = float32(loss)
+			}
+			if ps.backward {
+				// dLoss/dlogit_v = g·(1[v = target] − softmax_v).
+				for v, z := range row {
+					row[v] = float32(-g * math.Exp(float64(z)-lse))
+				}
+				row[tgt] += float32(g)
+			}
+		}
+		if ps.backward {
+			t.linearBackward(w.lmHead, t.head, xnF[p0:p1], th, lg, dxnF[p0:p1], false)
+		}
+	}
+	return total, dxnF
+}
+
+// backwardLayer propagates dx (the gradient at layer li's output residual)
+// to its input residual in place, accumulating the layer's LoRA gradients.
+// It reports false when nothing below needs the gradient.
+func (ps *datumPass) backwardLayer(li, lowest int, dx [][]float32) bool {
+	t, c, ar, n := ps.t, ps.c, ps.ar, ps.n
+	h, qd, kvd := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+	lw, tl, a := &t.model.w.layers[li], &t.layers[li], &ps.acts[li]
+	mark := ar.off // this layer's gradient scratch is dead once dx is updated
+	// MLP: x3 = x2 + down(silu(gate(xn2))·up(xn2)).
+	dg := ar.rows(n, c.Intermediate)
+	t.linearBackward(lw.down, tl.down, a.h, a.t[tDown], dx, dg, false)
+	du := ar.rows(n, c.Intermediate)
+	for p := range n {
+		for j, dh := range dg[p] {
+			gv, uv := a.g[p][j], a.u[p][j]
+			du[p][j] = float32(float64(dh) * float64(silu(gv)))
+			dg[p][j] = float32(float64(float64(dh)*float64(uv)) * siluGrad(gv))
+		}
+	}
+	dxn := ar.rows(n, h)
+	t.linearBackward(lw.gate, tl.gate, a.xn2, a.t[tGate], dg, dxn, false)
+	t.linearBackward(lw.up, tl.up, a.xn2, a.t[tUp], du, dxn, true)
+	for p := range n {
+		rmsNormBackward(dx[p], dxn[p], a.x2[p], lw.mlpNorm, c.RMSNormEps)
+	}
+	if li == lowest && !t.cfg.TrainAttn {
+		return false // nothing trained below
+	}
+	ar.release(mark)
+	mark = ar.off
+	// Attention: x2 = x + o(attention(q, k, v)).
+	datt := ar.rows(n, qd)
+	t.linearBackward(lw.o, tl.o, a.att, a.t[tO], dx, datt, false)
+	dq, dk, dv := ar.rows(n, qd), ar.rows(n, kvd), ar.rows(n, kvd)
+	attentionBackward(c, a.q, rowsOf(ps.cache.k[li], n, kvd), rowsOf(ps.cache.v[li], n, kvd), datt, dq, dk, dv)
+	for p := range n {
+		ropeBackward(dq[p], c.HeadDim, ps.cos[p], ps.sin[p])
+		ropeBackward(dk[p], c.HeadDim, ps.cos[p], ps.sin[p])
+	}
+	if lw.qNorm != nil {
+		dq, dk = headNormBackward(ar, dq, a.qRaw, lw.qNorm, c), headNormBackward(ar, dk, a.kRaw, lw.kNorm, c)
+	}
+	var dxn1 [][]float32
+	if li > lowest {
+		dxn1 = ar.rows(n, h)
+	}
+	t.linearBackward(lw.q, tl.q, a.xn1, a.t[tQ], dq, dxn1, false)
+	t.linearBackward(lw.k, tl.k, a.xn1, a.t[tK], dk, dxn1, true)
+	t.linearBackward(lw.v, tl.v, a.xn1, a.t[tV], dv, dxn1, true)
+	if dxn1 != nil {
+		for p := range n {
+			rmsNormBackward(dx[p], dxn1[p], a.x[p], lw.attnNorm, c.RMSNormEps)
+		}
+	}
+	ar.release(mark)
+	return true
+}
+
+// trainLinear is Model.linear keeping the LoRA intermediate A·x in ts.
+func trainLinear(w mat, bias []float32, mod *trainModule, xs, ys, ts [][]float32, accumulate bool) {
+	matMul(w, xs, ys, accumulate)
+	if bias != nil {
+		for _, y := range ys[:len(xs)] {
+			for j, b := range bias {
+				y[j] += b
+			}
+		}
+	}
+	if mod != nil {
+		matMul(mod.pair.a, xs, ts, false)
+		matMul(mod.pair.b, ts, ys, true)
+	}
+}
+
+// linearBackward takes the gradients dys of a linear layer's outputs: it
+// adds the LoRA matrices' gradients to their local gradients and, unless
+// dxs is nil, writes (or adds) the gradient of the inputs to dxs. ts are
+// the forward's A·x.
+func (t *Trainer) linearBackward(w mat, mod *trainModule, xs, ts, dys, dxs [][]float32, accumulate bool) {
+	if dxs != nil {
+		matMulT(w, dys, dxs, accumulate)
+	}
+	if mod == nil {
+		return
+	}
+	dts := t.ar.rows(len(dys), t.cfg.Rank)
+	matMulT(mod.pair.b, dys, dts, false)
+	outerAcc(mod.b.local, mod.b.rows, mod.b.cols, dys, ts)
+	outerAcc(mod.a.local, mod.a.rows, mod.a.cols, dts, xs)
+	if dxs != nil {
+		matMulT(mod.pair.a, dts, dxs, true)
+	}
+}
+
+// headNormBackward returns the gradient of Qwen3's per-head RMSNorm inputs
+// (raw) given the gradient of its outputs.
+func headNormBackward(ar *arena, dOut, raw [][]float32, weight []float32, c Config) [][]float32 {
+	d := ar.rows(len(dOut), len(dOut[0]))
+	for p := range dOut {
+		for o := 0; o < len(dOut[p]); o += c.HeadDim {
+			e := o + c.HeadDim
+			rmsNormBackward(d[p][o:e], dOut[p][o:e], raw[p][o:e], weight, c.RMSNormEps)
+		}
+	}
+	return d
+}
+
+// attentionBackward computes the gradients of causal grouped-query
+// attention's q, k and v (after rotary) from the output gradient datt,
+// recomputing the attention probabilities instead of keeping them. KV heads
+// are split across goroutines; within one, keys and values accumulate in
+// ascending query position and head order.
+func attentionBackward(c Config, q, k, v, datt, dq, dk, dv [][]float32) {
+	n := len(q)
+	hd, group := c.HeadDim, c.Heads/c.KVHeads
+	scale := 1 / math.Sqrt(float64(hd))
+	workers := min(runtime.GOMAXPROCS(0), c.KVHeads, max(1, n*n*c.Heads*hd/parallelMinWork))
+	var wg sync.WaitGroup
+	for wk := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := make([]float64, n)
+			dp := make([]float64, n)
+			for kvh := wk; kvh < c.KVHeads; kvh += workers {
+				ko := kvh * hd
+				for tq := range n {
+					for g := range group {
+						qo := (kvh*group + g) * hd
+						qv, do := q[tq][qo:qo+hd], datt[tq][qo:qo+hd]
+						mx := math.Inf(-1)
+						for j := 0; j <= tq; j++ {
+							p[j] = float64(dot1(k[j][ko:ko+hd], qv)) * scale
+							mx = max(mx, p[j])
+						}
+						var sum, dsum float64
+						for j := 0; j <= tq; j++ {
+							p[j] = math.Exp(p[j] - mx)
+							sum += p[j]
+						}
+						for j := 0; j <= tq; j++ {
+							p[j] /= sum
+							dp[j] = float64(dot1(v[j][ko:ko+hd], do))
+							dsum += float64(p[j] * dp[j])
+						}
+						dqv := dq[tq][qo : qo+hd]
+						for j := 0; j <= tq; j++ {
+							ds := float32(float64(p[j]*(dp[j]-dsum)) * scale)
+							axpy(dqv, ds, k[j][ko:ko+hd])
+							axpy(dk[j][ko:ko+hd], ds, qv)
+							axpy(dv[j][ko:ko+hd], float32(p[j]), do)
+						}
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}

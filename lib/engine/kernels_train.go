@@ -1,0 +1,195 @@
+package engine
+
+import (
+	"math"
+	"runtime"
+	"sync"
+)
+
+// Kernels of the backward pass. Like the forward kernels, every output
+// element is summed in one fixed order (ascending over the reduced index),
+// whatever the tiling or the goroutine split, and products are converted
+// explicitly so they are never fused into FMAs: gradients have the same bits
+// on every run, batch split and machine.
+
+// parallelFor splits [0, n) into at most GOMAXPROCS ranges whose bounds are
+// multiples of align and runs fn on each, the first on the calling
+// goroutine. work is the total multiply-adds, which decides whether waking
+// other cores is worth it. Each range must write disjoint outputs.
+func parallelFor(n, align int, work int, fn func(lo, hi int)) {
+	workers := runtime.GOMAXPROCS(0)
+	if maxW := work / parallelMinWork; workers > maxW {
+		workers = maxW
+	}
+	if workers <= 1 || n <= align {
+		fn(0, n)
+		return
+	}
+	chunk := (n + workers - 1) / workers
+	chunk = (chunk + align - 1) / align * align
+	var wg sync.WaitGroup
+	for lo := chunk; lo < n; lo += chunk {
+		hi := min(lo+chunk, n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(lo, hi)
+		}()
+	}
+	fn(0, min(chunk, n))
+	wg.Wait()
+}
+
+// Tiles of matMulT: a block of tRows weight rows by tCols columns (64 KiB of
+// float32) is reused for every vector of the batch while it is in cache.
+const (
+	tRows = 64
+	tCols = 256
+)
+
+// matMulT computes xs[b] = Wᵀ·ys[b] (or adds it when accumulate):
+// xs[b][i] = Σ_j ys[b][j]·W[j][i], summed in ascending j. This is the
+// gradient of a linear layer with respect to its input. Columns are split
+// across goroutines.
+func matMulT(w mat, ys, xs [][]float32, accumulate bool) {
+	if len(ys) == 0 {
+		return
+	}
+	if !accumulate {
+		for _, x := range xs[:len(ys)] {
+			clear(x[:w.cols])
+		}
+	}
+	work := w.rows * w.cols * len(ys)
+	if w.cols <= tCols {
+		// Too narrow to split by columns (a LoRA B of rank r): split the
+		// batch instead, which leaves each element's sum unchanged too.
+		parallelFor(len(ys), 1, work, func(lo, hi int) {
+			var wide []float32
+			if w.bf != nil {
+				wide = make([]float32, 4*tCols)
+			}
+			for j0 := 0; j0 < w.rows; j0 += tRows {
+				matTBlock(w, ys[lo:hi], xs[lo:hi], j0, min(j0+tRows, w.rows), 0, w.cols, wide)
+			}
+		})
+		return
+	}
+	parallelFor(w.cols, tCols, work, func(lo, hi int) {
+		var wide []float32
+		if w.bf != nil {
+			wide = make([]float32, 4*tCols)
+		}
+		for c0 := lo; c0 < hi; c0 += tCols {
+			c1 := min(c0+tCols, hi)
+			for j0 := 0; j0 < w.rows; j0 += tRows {
+				matTBlock(w, ys, xs, j0, min(j0+tRows, w.rows), c0, c1, wide)
+			}
+		}
+	})
+}
+
+// matTBlock adds rows [j0, j1) of W restricted to columns [c0, c1) into
+// every xs[b], four rows per pass; the additions are written left to right,
+// so the result equals adding the rows one by one.
+func matTBlock(w mat, ys, xs [][]float32, j0, j1, c0, c1 int, wide []float32) {
+	n := c1 - c0
+	row := func(j, slot int) []float32 {
+		if w.bf == nil {
+			return w.data[j*w.cols+c0 : j*w.cols+c1 : j*w.cols+c1]
+		}
+		dst := wide[slot*tCols : slot*tCols+n : slot*tCols+n]
+		for i, h := range w.bf[j*w.cols+c0 : j*w.cols+c1] {
+			dst[i] = math.Float32frombits(uint32(h) << 16)
+		}
+		return dst
+	}
+	j := j0
+	for ; j+4 <= j1; j += 4 {
+		w0, w1, w2, w3 := row(j, 0), row(j+1, 1), row(j+2, 2), row(j+3, 3)
+		for b, y := range ys {
+			a0, a1, a2, a3 := y[j], y[j+1], y[j+2], y[j+3]
+			x := xs[b][c0:c1:c1]
+			w0, w1, w2, w3 := w0[:len(x)], w1[:len(x)], w2[:len(x)], w3[:len(x)]
+			for i, xv := range x {
+				x[i] = xv + float32(a0*w0[i]) + float32(a1*w1[i]) + float32(a2*w2[i]) + float32(a3*w3[i])
+			}
+		}
+	}
+	for ; j < j1; j++ {
+		w0 := row(j, 0)
+		for b, y := range ys {
+			axpy(xs[b][c0:c1], y[j], w0)
+		}
+	}
+}
+
+// outerAcc adds Σ_b us[b] ⊗ vs[b] to dst ([len(us[0]) rows, len(vs[0])
+// cols], row-major): dst[o][k] += Σ_b us[b][o]·vs[b][k], summed in
+// ascending b. This is the gradient of a matrix from its layer's output
+// gradients (us) and inputs (vs). Rows are split across goroutines.
+func outerAcc(dst []float32, rows, cols int, us, vs [][]float32) {
+	parallelFor(rows, 8, rows*cols*len(us), func(lo, hi int) {
+		for o0 := lo; o0 < hi; o0 += tRows {
+			o1 := min(o0+tRows, hi)
+			b := 0
+			// Four vectors per pass, added left to right: the same bits as
+			// one at a time, with a quarter of the loads and stores of dst.
+			for ; b+4 <= len(us); b += 4 {
+				u0, u1, u2, u3 := us[b], us[b+1], us[b+2], us[b+3]
+				v0, v1, v2, v3 := vs[b][:cols:cols], vs[b+1][:cols:cols], vs[b+2][:cols:cols], vs[b+3][:cols:cols]
+				for o := o0; o < o1; o++ {
+					a0, a1, a2, a3 := u0[o], u1[o], u2[o], u3[o]
+					d := dst[o*cols : (o+1)*cols : (o+1)*cols]
+					for k, dv := range d {
+						d[k] = dv + float32(a0*v0[k]) + float32(a1*v1[k]) + float32(a2*v2[k]) + float32(a3*v3[k])
+					}
+				}
+			}
+			for ; b < len(us); b++ {
+				v := vs[b][:cols:cols]
+				for o := o0; o < o1; o++ {
+					axpy(dst[o*cols:(o+1)*cols], us[b][o], v)
+				}
+			}
+		}
+	})
+}
+
+// rmsNormBackward adds to dx the gradient of out = rmsNorm(x, weight) given
+// dOut, in float64 per row: with s = 1/rms(x),
+// dx_i = s·g_i·dy_i − s³/n · x_i · Σ_j g_j·dy_j·x_j.
+func rmsNormBackward(dx, dOut, x, weight []float32, eps float64) {
+	n := len(x)
+	var ss, dot float64
+	for i, v := range x {
+		ss += float64(float64(v) * float64(v))
+		dot += float64(float64(float64(weight[i])*float64(dOut[i])) * float64(v))
+	}
+	s := 1 / math.Sqrt(ss/float64(n)+eps)
+	k := s * s * s * dot / float64(n)
+	for i, v := range x {
+		dx[i] += float32(float64(s*float64(weight[i])*float64(dOut[i])) - float64(k*float64(v)))
+	}
+}
+
+// ropeBackward rotates each head of dx back by the angles applyRope used
+// (the transpose of the rotation), in place.
+func ropeBackward(dx []float32, headDim int, cos, sin []float32) {
+	half := headDim / 2
+	for h := 0; h+headDim <= len(dx); h += headDim {
+		a := dx[h : h+half : h+half]
+		b := dx[h+half : h+headDim : h+headDim]
+		for i := range a {
+			da, db := a[i], b[i]
+			a[i] = float32(da*cos[i]) + float32(db*sin[i])
+			b[i] = float32(db*cos[i]) - float32(da*sin[i])
+		}
+	}
+}
+
+// siluGrad is d silu(x)/dx = σ(x)·(1 + x·(1 − σ(x))).
+func siluGrad(x float32) float64 {
+	s := 1 / (1 + math.Exp(-float64(x)))
+	return s * (1 + float64(float64(x)*(1-s)))
+}

@@ -1,0 +1,116 @@
+package engine
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/tinkershell/tinker/lib/models"
+)
+
+// qwen3Small is the shape of Qwen3-0.6B (hf:Qwen/Qwen3-0.6B/config.json).
+func qwen3Small() Config {
+	return Config{Family: models.Qwen3, VocabSize: 151936, Hidden: 1024, Intermediate: 3072, Layers: 28, Heads: 16,
+		KVHeads: 8, HeadDim: 128, RMSNormEps: 1e-6, RopeTheta: 1000000, TieWordEmbeddings: true,
+		MaxPositionEmbeddings: 40960, BOSTokenID: -1}
+}
+
+// stepFLOPs counts the multiply-adds ×2 of a training step over seqs
+// sequences of n tokens: the base matrices' products forward and their
+// input gradients backward (2 × 2 × params per token), causal attention
+// (forward, and backward with the probabilities recomputed: 4 times the
+// forward's score and value products), and the rank-r LoRA products of
+// every matrix (r·(in+out) multiply-adds forward, twice that backward).
+func stepFLOPs(c Config, r, seqs, n int) float64 {
+	h, qd, kvd, in := float64(c.Hidden), float64(c.Heads*c.HeadDim), float64(c.KVHeads*c.HeadDim), float64(c.Intermediate)
+	perLayer := h*qd*2 + h*kvd*2 + 3*h*in
+	matParams := float64(c.Layers)*perLayer + float64(c.VocabSize)*h
+	loraDims := float64(c.Layers)*(2*(h+qd)+2*(h+kvd)+3*(h+in)) + h + float64(c.VocabSize)
+	attn := float64(c.Layers) * 2 * qd * float64(n*(n+1)/2) * 2 // scores and weighted values, forward
+	return float64(seqs) * (4*matParams*float64(n) + 6*float64(r)*loraDims*float64(n) + 5*attn)
+}
+
+// BenchmarkTrainStep reports tokens/s of a training step (forward_backward
+// over sequences of 128 tokens, rank-32 LoRA on every target, then
+// optim_step), the GFLOP/s it implies (stepFLOPs), and the engine's matrix
+// product peak measured in the same run (the model's largest layer matrix
+// against a batch of 128 vectors, all cores), with their ratio. The
+// Qwen3-0.6B-shaped model (random weights) runs 2 sequences per step
+// instead of 8 to keep the run short; the per-token cost does not depend
+// on the batch, as sequences run one after another.
+func BenchmarkTrainStep(b *testing.B) {
+	cases := []struct {
+		name string
+		seqs int
+	}{{models.TinyLlama, 8}, {models.TinyQwen3, 8}, {"qwen3-0.6b-shape", 2}}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			var m *Model
+			if tc.name == "qwen3-0.6b-shape" {
+				c := qwen3Small()
+				var err error
+				if m, err = New(tc.name, c, randomTensors(c, 1)); err != nil {
+					b.Fatal(err)
+				}
+			} else {
+				m = mustLoad(b, tc.name)
+			}
+			c := m.cfg
+			peak := matMulPeak(c)
+			tr := mustTrainer(b, m, LoRAConfig{Rank: 32, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 1})
+			loss, _ := NewLoss(LossCrossEntropy, nil)
+			const n = 128
+			data := forLoss(testData(min(c.VocabSize, 256), 3, n, n, n, n, n, n, n, n)[:tc.seqs], LossCrossEntropy)
+			step := func() {
+				if _, err := tr.ForwardBackward(context.Background(), loss, data); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := tr.OptimStep(DefaultAdamParams()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			step() // sizes the scratch arena
+			var d time.Duration
+			var cpu float64
+			for b.Loop() {
+				c0 := processCPU()
+				t0 := time.Now()
+				step()
+				d += time.Since(t0)
+				cpu += processCPU() - c0
+			}
+			flop := stepFLOPs(c, 32, tc.seqs, n) * float64(b.N)
+			gflops := flop / d.Seconds() / 1e9
+			b.ReportMetric(float64(tc.seqs*n*b.N)/d.Seconds(), "tok/s")
+			b.ReportMetric(gflops, "GFLOP/s")
+			b.ReportMetric(peak.wall, "GFLOP/s-matmul-peak")
+			b.ReportMetric(gflops/peak.wall, "x-of-peak")
+			b.ReportMetric(flop/cpu/1e9, "GFLOP/cpu-s")
+			b.ReportMetric(peak.cpu, "GFLOP/cpu-s-matmul-peak")
+		})
+	}
+}
+
+type peakRate struct{ wall, cpu float64 }
+
+// matMulPeak measures the engine's matrix product on the model's largest
+// layer matrix (intermediate × hidden) against 128 vectors: the best of 5
+// runs in GFLOP/s of wall time and of process CPU time.
+func matMulPeak(c Config) peakRate {
+	w, _, _ := benchMat(c.Intermediate, c.Hidden)
+	xs, ys := rowsOf(make([]float32, 128*c.Hidden), 128, c.Hidden), rowsOf(make([]float32, 128*c.Intermediate), 128, c.Intermediate)
+	r := newRNG(2)
+	for _, x := range xs {
+		fill(x, r, 1)
+	}
+	flop := 2 * float64(c.Intermediate*c.Hidden*128)
+	var best peakRate
+	for range 5 {
+		c0 := processCPU()
+		t0 := time.Now()
+		matMul(w, xs, ys, false)
+		best.wall = max(best.wall, flop/time.Since(t0).Seconds()/1e9)
+		best.cpu = max(best.cpu, flop/(processCPU()-c0)/1e9)
+	}
+	return best
+}

@@ -1,0 +1,335 @@
+package engine
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tinkershell/tinker/lib/peft"
+	"github.com/tinkershell/tinker/lib/safetensors"
+)
+
+// OptimizerFile holds the AdamW state of a saved training state, next to
+// the PEFT adapter files: for each adapter tensor NAME, NAME.exp_avg and
+// NAME.exp_avg_sq (float32), and the step count in the metadata.
+const OptimizerFile = "optimizer.safetensors"
+
+// OptimizerState is AdamW's state: steps taken and both moments of every
+// adapter tensor, by PEFT name.
+type OptimizerState struct {
+	Step     int64
+	ExpAvg   Tensors
+	ExpAvgSq Tensors
+}
+
+// Adapter returns a copy of the adapter's tensors under their PEFT names
+// (lora_A [r, in], lora_B [out, r], float32, B unscaled).
+func (t *Trainer) Adapter() Tensors {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.adapterTensors()
+}
+
+func (t *Trainer) adapterTensors() Tensors {
+	return t.collect(func(p *param) []float32 { return p.w })
+}
+
+func (t *Trainer) collect(field func(*param) []float32) Tensors {
+	ts := make(Tensors, len(t.params))
+	for _, p := range t.params {
+		ts[p.name] = Tensor{Shape: []int{p.rows, p.cols}, Data: slices.Clone(field(p))}
+	}
+	return ts
+}
+
+// Optimizer returns a copy of the optimizer state.
+func (t *Trainer) Optimizer() OptimizerState {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return OptimizerState{Step: t.step,
+		ExpAvg:   t.collect(func(p *param) []float32 { return p.m }),
+		ExpAvgSq: t.collect(func(p *param) []float32 { return p.v })}
+}
+
+// LoadAdapter replaces the adapter's values with ts (every tensor of the
+// trainer's adapter, by PEFT name, nothing else). Like load_state, it
+// resets the optimizer state and drops accumulated gradients.
+func (t *Trainer) LoadAdapter(ts Tensors) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.check("adapter", ts); err != nil {
+		return err
+	}
+	t.step = 0
+	for _, p := range t.params {
+		copy(p.w, ts[p.name].Data)
+		clear(p.grad)
+		clear(p.m)
+		clear(p.v)
+	}
+	t.syncScaled()
+	return nil
+}
+
+// LoadOptimizer restores the optimizer state (after LoadAdapter, for
+// load_state_with_optimizer).
+func (t *Trainer) LoadOptimizer(o OptimizerState) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if o.Step < 0 {
+		return fmt.Errorf("optimizer state: negative step count %d", o.Step)
+	}
+	if err := t.check("optimizer exp_avg", o.ExpAvg); err != nil {
+		return err
+	}
+	if err := t.check("optimizer exp_avg_sq", o.ExpAvgSq); err != nil {
+		return err
+	}
+	t.step = o.Step
+	for _, p := range t.params {
+		copy(p.m, o.ExpAvg[p.name].Data)
+		copy(p.v, o.ExpAvgSq[p.name].Data)
+	}
+	return nil
+}
+
+// check verifies that ts has exactly the trainer's tensors and shapes.
+func (t *Trainer) check(what string, ts Tensors) error {
+	for _, p := range t.params {
+		x, ok := ts[p.name]
+		if !ok {
+			return fmt.Errorf("%s: missing tensor %s (the adapter has rank %d and trains attn=%v mlp=%v unembed=%v)",
+				what, p.name, t.cfg.Rank, t.cfg.TrainAttn, t.cfg.TrainMLP, t.cfg.TrainUnembed)
+		}
+		if !slices.Equal(x.Shape, []int{p.rows, p.cols}) || len(x.Data) != p.rows*p.cols {
+			return fmt.Errorf("%s: tensor %s has shape %v, want [%d %d] float32", what, p.name, x.Shape, p.rows, p.cols)
+		}
+	}
+	if len(ts) != len(t.params) {
+		for _, name := range sortedKeys(ts) {
+			if !slices.ContainsFunc(t.params, func(p *param) bool { return p.name == name }) {
+				return fmt.Errorf("%s: tensor %s is not part of this adapter", what, name)
+			}
+		}
+	}
+	return nil
+}
+
+// AdapterConfig returns the adapter_config.json contents for this adapter
+// on baseModel.
+func (t *Trainer) AdapterConfig(baseModel string) peft.AdapterConfig {
+	var targets []string
+	if t.cfg.TrainAttn {
+		targets = append(targets, "q_proj", "k_proj", "v_proj", "o_proj")
+	}
+	if t.cfg.TrainMLP {
+		targets = append(targets, "gate_proj", "up_proj", "down_proj")
+	}
+	if t.cfg.TrainUnembed {
+		targets = append(targets, "lm_head")
+	}
+	return peft.AdapterConfig{AlphaPattern: map[string]int{}, BaseModelNameOrPath: baseModel, Bias: "none",
+		InferenceMode: true, InitLoraWeights: true, LoraAlpha: int(t.cfg.Alpha), PeftType: "LORA", R: t.cfg.Rank,
+		RankPattern: map[string]int{}, TargetModules: targets, TaskType: "CAUSAL_LM"}
+}
+
+// WriteAdapterWeights writes adapter_model.safetensors (float32).
+func (t *Trainer) WriteAdapterWeights(w io.Writer) error {
+	return writeTensors(w, t.Adapter(), nil)
+}
+
+// WriteOptimizer writes the optimizer state file (OptimizerFile).
+func (t *Trainer) WriteOptimizer(w io.Writer) error {
+	o := t.Optimizer()
+	ts := make(Tensors, 2*len(o.ExpAvg))
+	for name, x := range o.ExpAvg {
+		ts[name+".exp_avg"] = x
+		ts[name+".exp_avg_sq"] = o.ExpAvgSq[name]
+	}
+	return writeTensors(w, ts, map[string]string{"step": strconv.FormatInt(o.Step, 10)})
+}
+
+func writeTensors(w io.Writer, ts Tensors, meta map[string]string) error {
+	out := make([]safetensors.Tensor, 0, len(ts))
+	for _, name := range sortedKeys(ts) {
+		x := ts[name]
+		data, err := safetensors.EncodeFloat32(safetensors.F32, x.Data)
+		if err != nil {
+			return err
+		}
+		out = append(out, safetensors.Tensor{Name: name, DType: safetensors.F32, Shape: []int64{int64(x.Shape[0]), int64(x.Shape[1])}, Data: data})
+	}
+	if meta == nil {
+		meta = map[string]string{}
+	}
+	meta["format"] = "pt"
+	return safetensors.Write(w, out, meta)
+}
+
+// WriteStateDir saves the adapter in the PEFT layout (float32) into dir,
+// with the optimizer state when withOptimizer. The files go to a temporary
+// sibling renamed into place, the checkpoint_complete marker last.
+func (t *Trainer) WriteStateDir(dir, baseModel string, withOptimizer bool) error {
+	cj, err := json.MarshalIndent(t.AdapterConfig(baseModel), "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode adapter config: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+".tmp-")
+	if err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	files := []struct {
+		name  string
+		write func(io.Writer) error
+	}{
+		{peft.ConfigFile, func(w io.Writer) error { _, err := w.Write(append(cj, '\n')); return err }},
+		{peft.WeightsFile, t.WriteAdapterWeights},
+	}
+	if withOptimizer {
+		files = append(files, struct {
+			name  string
+			write func(io.Writer) error
+		}{OptimizerFile, t.WriteOptimizer})
+	}
+	files = append(files, struct {
+		name  string
+		write func(io.Writer) error
+	}{peft.CompleteFile, func(io.Writer) error { return nil }})
+	for _, f := range files {
+		if err := writeSynced(filepath.Join(tmp, f.name), f.write); err != nil {
+			return fmt.Errorf("save state: %w", err)
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	return nil
+}
+
+func writeSynced(path string, body func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	err = body(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
+
+// ReadLoRAConfig reads the shape of a saved adapter (rank, alpha and which
+// matrices it trains) from its adapter_config.json, to create a trainer
+// that LoadStateDir can fill.
+func ReadLoRAConfig(dir string) (LoRAConfig, error) {
+	b, err := os.ReadFile(filepath.Join(dir, peft.ConfigFile))
+	if err != nil {
+		return LoRAConfig{}, fmt.Errorf("read adapter config: %w", err)
+	}
+	var ac peft.AdapterConfig
+	if err := json.Unmarshal(b, &ac); err != nil {
+		return LoRAConfig{}, fmt.Errorf("parse %s: %w", peft.ConfigFile, err)
+	}
+	c := LoRAConfig{Rank: ac.R, Alpha: float64(ac.LoraAlpha)}
+	for _, m := range ac.TargetModules {
+		switch m {
+		case "q_proj", "k_proj", "v_proj", "o_proj":
+			c.TrainAttn = true
+		case "gate_proj", "up_proj", "down_proj":
+			c.TrainMLP = true
+		case "lm_head":
+			c.TrainUnembed = true
+		default:
+			return LoRAConfig{}, fmt.Errorf("%s: target module %q cannot be trained by the local engine", peft.ConfigFile, m)
+		}
+	}
+	if ac.UseRslora {
+		return LoRAConfig{}, fmt.Errorf("%s: rsLoRA adapters cannot be trained by the local engine", peft.ConfigFile)
+	}
+	return c, nil
+}
+
+// LoadStateDir loads a state saved by WriteStateDir (or any PEFT adapter of
+// the same shape): the adapter, and the optimizer state when
+// withOptimizer (which then must be present). Without it the optimizer
+// state is reset, as load_state does.
+func (t *Trainer) LoadStateDir(dir string, withOptimizer bool) error {
+	a, err := peft.ReadDir(dir, false)
+	if err != nil {
+		return fmt.Errorf("load state: %w", err)
+	}
+	defer a.Close()
+	if a.Config.R != t.cfg.Rank || float64(a.Config.LoraAlpha) != t.cfg.Alpha {
+		return fmt.Errorf("load state: checkpoint has rank %d and alpha %d, the model has rank %d and alpha %v",
+			a.Config.R, a.Config.LoraAlpha, t.cfg.Rank, t.cfg.Alpha)
+	}
+	ts := Tensors{}
+	for mod, p := range a.Modules {
+		for suffix, st := range map[string]*safetensors.Tensor{".lora_A.weight": p.A, ".lora_B.weight": p.B} {
+			x, err := toTensor(st)
+			if err != nil {
+				return fmt.Errorf("load state: %w", err)
+			}
+			ts["base_model.model."+mod+suffix] = x
+		}
+	}
+	var o OptimizerState
+	if withOptimizer {
+		f, err := safetensors.ReadFile(filepath.Join(dir, OptimizerFile))
+		if err != nil {
+			return fmt.Errorf("load state: optimizer state: %w", err)
+		}
+		defer f.Close()
+		step, err := strconv.ParseInt(f.Metadata["step"], 10, 64)
+		if err != nil {
+			return fmt.Errorf("load state: %s: bad step %q", OptimizerFile, f.Metadata["step"])
+		}
+		o = OptimizerState{Step: step, ExpAvg: Tensors{}, ExpAvgSq: Tensors{}}
+		for i := range f.Tensors {
+			st := &f.Tensors[i]
+			x, err := toTensor(st)
+			if err != nil {
+				return fmt.Errorf("load state: %s: %w", OptimizerFile, err)
+			}
+			if name, ok := strings.CutSuffix(st.Name, ".exp_avg_sq"); ok {
+				o.ExpAvgSq[name] = x
+			} else if name, ok := strings.CutSuffix(st.Name, ".exp_avg"); ok {
+				o.ExpAvg[name] = x
+			} else {
+				return fmt.Errorf("load state: %s: unexpected tensor %s", OptimizerFile, st.Name)
+			}
+		}
+	}
+	if err := t.LoadAdapter(ts); err != nil {
+		return fmt.Errorf("load state: %w", err)
+	}
+	if withOptimizer {
+		if err := t.LoadOptimizer(o); err != nil {
+			return fmt.Errorf("load state: %w", err)
+		}
+	}
+	return nil
+}
