@@ -1,12 +1,15 @@
 package builtins
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	gotime "time"
 
 	"github.com/tinkershell/tinker/lib/render"
+	starlarkjson "go.starlark.net/lib/json"
 	starlarktime "go.starlark.net/lib/time"
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
@@ -90,4 +93,65 @@ func toJSON(v starlark.Value, depth int) (any, error) {
 // Starlark json module honours, so json.encode(x) gives the CLI's shape.
 func marshalJSON(v JSONValue) ([]byte, error) {
 	return render.MarshalJSON(v.JSON())
+}
+
+// jsonModule is Starlark's json module with encode and encode_indent that
+// always produce valid JSON: the library quotes printable-ASCII strings
+// with Go's strconv, which writes U+007F as \x7f, an escape JSON lacks.
+func jsonModule() *starlarkstruct.Module {
+	members := make(starlark.StringDict, len(starlarkjson.Module.Members))
+	for k, v := range starlarkjson.Module.Members {
+		members[k] = v
+	}
+	encode := starlarkjson.Module.Members["encode"].(*starlark.Builtin)
+	members["encode"] = starlark.NewBuiltin("json.encode", func(t *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		v, err := starlark.Call(t, encode, args, kwargs)
+		if err != nil {
+			return nil, err
+		}
+		return starlark.String(fixHexEscapes(string(v.(starlark.String)))), nil
+	})
+	members["encode_indent"] = starlark.NewBuiltin("json.encode_indent", func(t *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		prefix, indent := "", "\t" // keyword-only, as in the library
+		if err := starlark.UnpackArgs(b.Name(), nil, kwargs, "prefix?", &prefix, "indent?", &indent); err != nil {
+			return nil, err
+		}
+		v, err := starlark.Call(t, members["encode"], args, nil)
+		if err != nil {
+			return nil, err
+		}
+		var buf bytes.Buffer
+		if err := json.Indent(&buf, []byte(v.(starlark.String)), prefix, indent); err != nil {
+			return nil, fmt.Errorf("%s: %v", b.Name(), err)
+		}
+		return starlark.String(buf.String()), nil
+	})
+	return &starlarkstruct.Module{Name: "json", Members: members}
+}
+
+// fixHexEscapes rewrites the \xHH escapes of Go-quoted strings as \u00HH.
+// In JSON text a backslash only occurs inside strings, and \\ is skipped as
+// a pair, so every \x found is such an escape.
+func fixHexEscapes(s string) string {
+	if !strings.Contains(s, `\x`) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 >= len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		if s[i+1] == 'x' && i+3 < len(s) {
+			b.WriteString(`\u00`)
+			b.WriteString(s[i+2 : i+4])
+			i += 3
+			continue
+		}
+		b.WriteString(s[i : i+2])
+		i++
+	}
+	return b.String()
 }

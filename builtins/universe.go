@@ -3,7 +3,6 @@ package builtins
 import (
 	"strings"
 
-	"go.starlark.net/lib/json"
 	"go.starlark.net/lib/math"
 	"go.starlark.net/lib/time"
 	"go.starlark.net/starlark"
@@ -21,7 +20,7 @@ func init() {
 // json, time, math and struct.
 func Universe() starlark.StringDict {
 	u := starlark.StringDict{
-		"json":   json.Module,
+		"json":   jsonModule(),
 		"time":   time.Module,
 		"math":   math.Module,
 		"struct": starlark.NewBuiltin("struct", starlarkstruct.Make),

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/creack/pty"
 )
@@ -290,6 +291,46 @@ func TestPromptConfirmsDelete(t *testing.T) {
 	c.send("[c.checkpoint_id for c in checkpoint.list(run_id=\"" + run + "\")]\r")
 	c.expect(`["sampler_weights/final"]`)
 	c.expect(">>> ")
+	c.send("\x04")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v", err)
+	}
+}
+
+// TestPromptFollowsResize checks that a table drawn after the terminal
+// shrinks fits the new width.
+func TestPromptFollowsResize(t *testing.T) {
+	home := t.TempDir()
+	cmd := tinkerCmd(t, home)
+	c := startConsole(t, cmd)
+	const draw = `table([{"name": "x" * 30, "text": "word " * 30}])` + "\r"
+	widest := func(out string) int {
+		w := 0
+		for _, l := range strings.Split(out, "\n") {
+			if strings.ContainsRune(l, '│') {
+				w = max(w, utf8.RuneCountInString(strings.TrimRight(l, "\r")))
+			}
+		}
+		return w
+	}
+	c.expect(">>> ")
+	mark := c.offset()
+	c.send(draw)
+	c.expect("└")
+	c.expect(">>> ")
+	if w := widest(c.from(mark)); w <= 40 || w > 100 {
+		t.Fatalf("at 100 columns the table is %d wide, want 41..100:\n%s", w, c.from(mark))
+	}
+	if err := pty.Setsize(c.f, &pty.Winsize{Rows: 40, Cols: 40}); err != nil {
+		t.Fatal(err)
+	}
+	mark = c.offset()
+	c.send(draw)
+	c.expect("└")
+	c.expect(">>> ")
+	if w := widest(c.from(mark)); w > 40 {
+		t.Errorf("after shrinking to 40 columns the table is %d wide:\n%s", w, c.from(mark))
+	}
 	c.send("\x04")
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("exit: %v", err)

@@ -35,11 +35,14 @@ func (in *Interp) Complete(line string, pos int) (head string, completions []str
 		for name := range in.predeclared {
 			add(name)
 		}
+		for name := range starlark.Universe { // len, sorted, range, ...
+			add(name)
+		}
 		for _, k := range keywords {
 			add(k)
 		}
 		sort.Strings(completions)
-		return head, completions, tail
+		return head, capCompletions(completions), tail
 	}
 	v := in.lookupPath(word[:dot])
 	attrs, ok := v.(starlark.HasAttrs)
@@ -53,7 +56,19 @@ func (in *Interp) Complete(line string, pos int) (head string, completions []str
 		}
 	}
 	sort.Strings(completions)
-	return head, completions, tail
+	return head, capCompletions(completions), tail
+}
+
+// maxCompletions is the most candidates Tab lists. Beyond it liner asks
+// "Display all N possibilities? (y or n)", where Enter and Ctrl-C do not
+// end its prompt, which the keyboard's line-at-a-time feed relies on.
+const maxCompletions = 100
+
+func capCompletions(c []string) []string {
+	if len(c) > maxCompletions {
+		return c[:maxCompletions]
+	}
+	return c
 }
 
 func (in *Interp) lookupPath(path string) starlark.Value {

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/peterh/liner"
+	xterm "golang.org/x/term"
 )
 
 // ErrAborted is returned by a LineEditor when the user presses Ctrl-C while
@@ -27,23 +28,45 @@ type LineEditor interface {
 // Completer proposes completions for the text before the cursor.
 type Completer func(line string, pos int) (head string, completions []string, tail string)
 
+// keyWatcher is implemented by editors that read the keyboard while
+// statements run (see keyboard).
+type keyWatcher interface {
+	// watch routes Ctrl-C to cancel until stop is called.
+	watch(cancel func()) (stop func())
+	// interrupt acts on SIGINT as on a typed Ctrl-C; false if the editor
+	// does not read the keyboard.
+	interrupt() bool
+}
+
 // linerEditor adapts github.com/peterh/liner.
 type linerEditor struct {
 	st          *liner.State
+	kb          *keyboard // nil when standard input is not a terminal
 	historyPath string
 }
 
 // NewLinerEditor opens the terminal line editor with history in historyPath
 // (created with mode 0600; empty disables history).
 func NewLinerEditor(historyPath string, complete Completer) LineEditor {
+	e := &linerEditor{historyPath: historyPath}
+	if xterm.IsTerminal(0) {
+		// Without it liner reads the terminal itself: the prompt works, but a
+		// Ctrl-C typed right after Enter waits for the next prompt.
+		e.kb, _ = openKeyboard()
+	}
 	st := liner.NewLiner()
+	e.st = st
+	if e.kb != nil {
+		// If this fails the keys keep their usual meaning between prompts:
+		// Ctrl-C there is a SIGINT, which REPL handles as well.
+		_ = keysAsInput()
+	}
 	st.SetCtrlCAborts(true)
 	st.SetMultiLineMode(true)
 	st.SetTabCompletionStyle(liner.TabPrints)
 	if complete != nil {
 		st.SetWordCompleter(liner.WordCompleter(complete))
 	}
-	e := &linerEditor{st: st, historyPath: historyPath}
 	if historyPath != "" {
 		if f, err := os.Open(historyPath); err == nil {
 			_, _ = st.ReadHistory(f)
@@ -54,6 +77,10 @@ func NewLinerEditor(historyPath string, complete Completer) LineEditor {
 }
 
 func (e *linerEditor) Prompt(p string) (string, error) {
+	if e.kb != nil {
+		e.kb.beginPrompt()
+		defer e.kb.endPrompt()
+	}
 	line, err := e.st.Prompt(p)
 	switch {
 	case errors.Is(err, liner.ErrPromptAborted):
@@ -102,7 +129,30 @@ func (e *linerEditor) save() {
 	}
 }
 
-func (e *linerEditor) Close() error { return e.st.Close() }
+func (e *linerEditor) watch(cancel func()) (stop func()) {
+	if e.kb == nil {
+		return func() {}
+	}
+	return e.kb.watch(cancel)
+}
+
+func (e *linerEditor) interrupt() bool {
+	if e.kb == nil {
+		return false
+	}
+	e.kb.interrupt()
+	return true
+}
+
+func (e *linerEditor) Close() error {
+	err := e.st.Close()
+	if e.kb != nil {
+		if kerr := e.kb.Close(); err == nil {
+			err = kerr
+		}
+	}
+	return err
+}
 
 // HistoryPath is $XDG_STATE_HOME/tinker/history (default ~/.local/state).
 func HistoryPath() string {

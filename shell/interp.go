@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/tinkershell/tinker/builtins"
@@ -47,6 +47,8 @@ type Interp struct {
 	predeclared starlark.StringDict
 	globals     starlark.StringDict
 	thread      *starlark.Thread
+	intr        interrupter
+	keys        keyWatcher // the prompt's keyboard; nil outside the prompt
 
 	mu      sync.Mutex
 	modules map[string]*module // load cache by absolute path
@@ -228,34 +230,31 @@ func checkUTF8(name string, src []byte) error {
 
 // run executes fn with Ctrl-C wired to cancel both the Starlark thread and
 // the context handed to Go builtins. It reports whether it was interrupted.
+// At the prompt SIGINT is handled for the whole session (see REPL); a
+// script's handler lasts as long as its evaluation.
 func (in *Interp) run(fn func(*starlark.Thread) error) (err error, interrupted bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	builtins.SetContext(in.thread, ctx) // this evaluation's, cleared after it
 	defer builtins.SetContext(in.thread, nil)
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt)
-	done := make(chan struct{})
-	var hit bool
-	var hitMu sync.Mutex
-	go func() {
-		select {
-		case <-sigs:
-			hitMu.Lock()
-			hit = true
-			hitMu.Unlock()
-			cancel()
-			in.thread.Cancel("interrupted")
-		case <-done:
-		}
-	}()
-	err = fn(in.thread)
-	close(done)
-	signal.Stop(sigs)
+	if in.keys == nil {
+		// A script stops on SIGTERM as on Ctrl-C, so downloads clean up.
+		defer onSignal(in.intr.interrupt, os.Interrupt, syscall.SIGTERM)()
+	}
+	in.intr.begin(func() {
+		cancel()
+		in.thread.Cancel("interrupted")
+	})
+	if in.keys != nil {
+		stop := in.keys.watch(in.intr.interrupt)
+		err = fn(in.thread)
+		stop()
+	} else {
+		err = fn(in.thread)
+	}
+	interrupted = in.intr.end()
 	in.thread.Uncancel()
-	hitMu.Lock()
-	defer hitMu.Unlock()
-	return err, hit
+	return err, interrupted
 }
 
 // ExecProgram runs src (a file's content) as a program named filename.

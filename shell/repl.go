@@ -6,7 +6,9 @@ import (
 	"io"
 	"strings"
 
+	"github.com/mattn/go-runewidth"
 	"github.com/tinkershell/tinker/builtins"
+	"github.com/tinkershell/tinker/lib/render"
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
 )
@@ -24,6 +26,18 @@ func (in *Interp) REPL(ed LineEditor, banner string) int {
 		}
 	}
 	in.Env.Interactive = true
+	// One SIGINT handler for the whole session: SIGINT never ends the
+	// prompt, whatever it is doing.
+	keys, _ := ed.(keyWatcher)
+	defer onSignal(func() {
+		if keys == nil || !keys.interrupt() {
+			in.intr.interrupt()
+		}
+	})()
+	if keys != nil {
+		in.keys = keys
+		defer func() { in.keys = nil }()
+	}
 	in.Env.Confirm = func(question string) (bool, error) {
 		// The line editor takes a one-line prompt: print the rest first.
 		if i := strings.LastIndexByte(question, '\n'); i >= 0 {
@@ -44,9 +58,16 @@ func (in *Interp) REPL(ed LineEditor, banner string) int {
 			fmt.Fprintln(in.IO.Err, "Please answer y or n.")
 		}
 	}
+	// quit is exit's other name at the prompt, as in Python.
+	if exit, ok := in.globals["exit"]; ok {
+		if _, taken := in.globals["quit"]; !taken {
+			in.globals["quit"] = exit
+		}
+	}
 	for {
 		prompt := ">>> "
 		eof, aborted := false, false
+		var lines []string // of this statement, for pointing at a syntax error
 		readline := func() ([]byte, error) {
 			line, err := ed.Prompt(prompt)
 			prompt = "... "
@@ -57,6 +78,7 @@ func (in *Interp) REPL(ed LineEditor, banner string) int {
 				return nil, err
 			}
 			ed.AppendHistory(line)
+			lines = append(lines, line)
 			return []byte(line + "\n"), nil
 		}
 		f, err := replOpts.ParseCompoundStmt("<stdin>", readline)
@@ -69,8 +91,14 @@ func (in *Interp) REPL(ed LineEditor, banner string) int {
 				continue
 			}
 			fmt.Fprintln(in.IO.Err, FormatError(err, false, false))
+			if caret := pointAt(err, lines); caret != "" {
+				fmt.Fprint(in.IO.Err, caret)
+			}
 			continue
 		}
+		// The terminal may have been resized since the last statement.
+		in.IO.Refresh()
+		in.Env.Width = in.IO.Width
 		if code, stop := in.evalChunk(f); stop {
 			return code
 		}
@@ -87,6 +115,14 @@ func (in *Interp) evalChunk(f *syntax.File) (code int, stop bool) {
 			v, err := starlark.EvalExprOptions(f.Options, t, expr, in.env())
 			if err != nil {
 				return err
+			}
+			if isExitFunc(expr, v) {
+				// A bare `exit` or `quit` shows how to leave, as Python's REPL does.
+				_, err := fmt.Fprintln(in.IO.Out, "Use exit() or Ctrl-D (i.e. EOF) to exit")
+				return err
+			}
+			if v == starlark.None {
+				return nil // print() and other calls for effect keep `_`
 			}
 			in.globals["_"] = v
 			return in.Display.Show(v)
@@ -110,3 +146,42 @@ func (in *Interp) evalChunk(f *syntax.File) (code int, stop bool) {
 // env is the prompt's environment: ExecREPLChunk has no predeclared
 // scope, so REPL starts by copying the builtins into the globals.
 func (in *Interp) env() starlark.StringDict { return in.globals }
+
+// isExitFunc reports whether expr is the name exit or quit bound to the
+// exit builtin.
+func isExitFunc(expr syntax.Expr, v starlark.Value) bool {
+	id, ok := expr.(*syntax.Ident)
+	if !ok || id.Name != "exit" && id.Name != "quit" {
+		return false
+	}
+	b, ok := v.(*starlark.Builtin)
+	return ok && b.Name() == "exit"
+}
+
+// pointAt shows the line of a syntax error with a caret under its column,
+// or "" when the error has no position among lines.
+func pointAt(err error, lines []string) string {
+	var serr syntax.Error
+	if !errors.As(err, &serr) {
+		return ""
+	}
+	line, col := int(serr.Pos.Line), int(serr.Pos.Col)
+	if line < 1 || line > len(lines) || col < 1 {
+		return ""
+	}
+	text := render.PrintableLines(lines[line-1])
+	runes := []rune(lines[line-1])
+	if col-1 > len(runes) {
+		col = len(runes) + 1
+	}
+	// Tabs keep their width so the caret stays under the column.
+	var pad strings.Builder
+	for _, r := range runes[:col-1] {
+		if r == '\t' {
+			pad.WriteByte('\t')
+		} else {
+			pad.WriteString(strings.Repeat(" ", runewidth.RuneWidth(r)))
+		}
+	}
+	return "    " + text + "\n    " + pad.String() + "^\n"
+}

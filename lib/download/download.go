@@ -363,6 +363,11 @@ func (d *downloader) attempt(ctx context.Context) (_ *Result, _ string, err erro
 		if body.netErr != nil {
 			return nil, "", &retryable{body.netErr}
 		}
+		// The extractor may notice the cancelled attempt before the next
+		// Read does; the cause says why it was cancelled.
+		if cause := context.Cause(actx); stalled(cause) {
+			return nil, "", &retryable{cause}
+		}
 		if errors.Is(err, archive.ErrTooBig) {
 			return nil, "", fmt.Errorf("%w: %w; set %s (e.g. 512G) to allow larger checkpoints", ErrExtract, err, MaxBytesEnv)
 		}

@@ -44,7 +44,7 @@ func (s *Server) authenticate(r *http.Request) (string, *errorResponse) {
 	}
 	urn := OwnerURN(key)
 	if err := s.st.EnsureUser(urn, h, s.now()); err != nil {
-		return "", errorf(http.StatusInternalServerError, "record user: %v", err)
+		return "", storeFailure("record user", err)
 	}
 	s.authCache.Store(h, urn)
 	return urn, nil

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -178,4 +179,120 @@ func BenchmarkArchiveDownload(b *testing.B) {
 		resp.Body.Close()
 	}
 	b.SetBytes(n)
+}
+
+// BenchmarkFuturesLoad: 16 loopback clients each submit asample and poll
+// retrieve_future until the result arrives, while a second user floods the
+// server with samples it never collects. It reports the collecting clients'
+// round trips per second and p99, and the flood's accepted and refused
+// submissions. Bounded by TINKER_BENCH_REQUESTS round trips (default 20,000).
+func BenchmarkFuturesLoad(b *testing.B) {
+	keys := []string{key, "tml-flooder"}
+	s, err := Open(Options{DataDir: b.TempDir(), SweepInterval: -1, Sampler: fakeSampler{}, FutureDelay: time.Nanosecond,
+		MaxPendingSamples: 1 << 30, APIKeys: keys})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	base, err := s.Start("127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	const conc = 16
+	total := 20000
+	if v := os.Getenv("TINKER_BENCH_REQUESTS"); v != "" {
+		fmt.Sscan(v, &total)
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conc + 1, MaxConnsPerHost: conc + 1}, Timeout: 30 * time.Second}
+	post := func(k, path, body string) (int, []byte, error) {
+		req, _ := http.NewRequest("POST", base+"/api/v1/"+path, strings.NewReader(body))
+		req.Header.Set("X-API-Key", k)
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, nil, err
+		}
+		defer resp.Body.Close()
+		out, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, out, err
+	}
+	const sample = `{"base_model": "tinker-local/tiny-llama", "prompt": {"chunks": [{"tokens": [5]}]}}`
+	var rps, p99 float64
+	var flooded, refused atomic.Int64
+	for b.Loop() {
+		var next atomic.Int64
+		lat := make([][]time.Duration, conc)
+		var wg sync.WaitGroup
+		var failed atomic.Int64
+		stop := make(chan struct{})
+		floodDone := make(chan struct{})
+		go func() {
+			defer close(floodDone)
+			for i := 0; i < 4*total; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				code, _, err := post(keys[1], "asample", sample)
+				switch {
+				case err != nil:
+					failed.Add(1)
+				case code == 200:
+					flooded.Add(1)
+				case code == 429:
+					refused.Add(1)
+				}
+			}
+		}()
+		start := time.Now()
+		for c := 0; c < conc; c++ {
+			wg.Add(1)
+			go func(c int) {
+				defer wg.Done()
+				for next.Add(1) <= int64(total) {
+					t := time.Now()
+					code, out, err := post(key, "asample", sample)
+					if err != nil || code != 200 {
+						failed.Add(1)
+						continue
+					}
+					var f struct {
+						RequestID string `json:"request_id"`
+					}
+					json.Unmarshal(out, &f)
+					poll := `{"request_id": "` + f.RequestID + `"}`
+					for {
+						code, out, err = post(key, "retrieve_future", poll)
+						if err != nil || code != 200 {
+							failed.Add(1)
+							break
+						}
+						if !strings.Contains(string(out), "try_again") {
+							break
+						}
+					}
+					lat[c] = append(lat[c], time.Since(t))
+				}
+			}(c)
+		}
+		wg.Wait()
+		el := time.Since(start)
+		close(stop)
+		<-floodDone
+		if failed.Load() > 0 {
+			b.Fatalf("%d failed requests", failed.Load())
+		}
+		var all []time.Duration
+		for _, l := range lat {
+			all = append(all, l...)
+		}
+		sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+		rps = float64(len(all)) / el.Seconds()
+		p99 = float64(all[len(all)*99/100].Microseconds()) / 1000
+	}
+	b.ReportMetric(rps, "roundtrips/s")
+	b.ReportMetric(p99, "p99-ms")
+	b.ReportMetric(float64(flooded.Load())/float64(b.N), "flood-accepted")
+	b.ReportMetric(float64(refused.Load())/float64(b.N), "flood-refused")
+	b.ReportMetric(0, "ns/op")
 }

@@ -45,7 +45,7 @@ func (s *Server) billingUsage(w http.ResponseWriter, r *http.Request, owner stri
 	}
 	usage, err := s.st.Usage(owner, from, to)
 	if err != nil {
-		return errorf(http.StatusInternalServerError, "%v", err)
+		return storeFailure("billing", err)
 	}
 	sums := billingSums{}
 	for _, u := range usage {

@@ -47,7 +47,7 @@ func (s *Server) archive(w http.ResponseWriter, r *http.Request, owner string, s
 			w.Header().Set("Retry-After", "5")
 			return errorf(http.StatusServiceUnavailable, "Checkpoint archive is being generated; retry shortly")
 		}
-		return errorf(http.StatusInternalServerError, "generate archive for %s: %v", c.TinkerPath(), err)
+		return storeFailure("generate archive for "+c.TinkerPath(), err)
 	}
 	u, exp := s.signedURL(r, []string{"c", runID, kind, name}, runID+"_"+kind+"_"+name+".tar")
 	h := w.Header()

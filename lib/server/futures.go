@@ -1,10 +1,13 @@
 package server
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,60 +17,154 @@ import (
 // future is one asynchronous request. Endpoints that do work (create_model,
 // the saves, load_weights, asample) answer at once with a request_id, and
 // the client polls retrieve_future until the result is ready. Futures live
-// in memory only: after a restart, or an hour unclaimed, a poll answers 410
-// and the client resubmits. See docs/protocol.md, "Futures".
+// in memory only: after a restart, once collected (plus a short grace for a
+// lost answer), or an hour unclaimed, a poll answers 410 and the client
+// resubmits. See docs/protocol.md, "Futures".
 type future struct {
-	id        string
+	id        string    // random, unguessable
+	owner     string    // only the creator may retrieve it
 	readyAt   time.Time // wall clock: results are held back until then
+	createdAt time.Time
 	done      chan struct{}
 	result    []byte // JSON result (nil when proto is set and asked for)
 	proto     []byte // protobuf result for sample futures
 	failure   []byte // {"error","category"} JSON
-	sentMeta  bool
-	createdAt time.Time
+
+	// Guarded by the table's mu.
+	sentMeta    bool
+	collectedAt time.Time // when a final answer was first sent; zero before
 }
 
+// futureTable holds the futures by id (constant-time lookups) and, per
+// owner, in creation order, which bounds each user's outstanding futures
+// and the work a poll does to compute its queue state.
 type futureTable struct {
-	wg   sync.WaitGroup // running work, waited for by Close
-	mu   sync.Mutex
-	m    map[string]*future
-	seqs map[string]int
+	wg      sync.WaitGroup // running work, waited for by Close
+	mu      sync.Mutex
+	m       map[string]*future
+	byOwner map[string][]*future // creation order
+	stop    chan struct{}
+	stopped chan struct{}
 }
+
+// How long futures are kept. A collected result stays for futureGrace so a
+// client whose answer was lost can poll again; a result nobody collects is
+// dropped after futureMaxAge.
+const (
+	futureGrace  = 30 * time.Second
+	futureMaxAge = time.Hour
+)
 
 func newFutureTable() *futureTable {
-	return &futureTable{m: map[string]*future{}, seqs: map[string]int{}}
+	t := &futureTable{m: map[string]*future{}, byOwner: map[string][]*future{}, stop: make(chan struct{}), stopped: make(chan struct{})}
+	go t.janitor(futureGrace / 3)
+	return t
 }
 
-// newFuture registers a future and runs work in the background. work
-// returns the JSON result, an optional protobuf form, or an error whose
-// category comes from userError.
-func (s *Server) newFuture(base string, work func() (json []byte, proto []byte, err error)) *future {
-	t := s.futures
-	t.mu.Lock()
-	id := base
-	for n := 1; t.m[id] != nil; n++ {
-		id = fmt.Sprintf("%s-%d", base, n)
-	}
-	f := &future{id: id, readyAt: time.Now().Add(s.opts.FutureDelay), done: make(chan struct{}), createdAt: time.Now()}
-	t.m[id] = f
-	// Forget futures nobody collected for an hour.
-	for k, old := range t.m {
-		if time.Since(old.createdAt) > time.Hour {
-			delete(t.m, k)
+// close stops the janitor and waits for running work.
+func (t *futureTable) close() {
+	close(t.stop)
+	<-t.stopped
+	t.wg.Wait()
+}
+
+func (t *futureTable) janitor(every time.Duration) {
+	defer close(t.stopped)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case now := <-tick.C:
+			t.collect(now)
 		}
 	}
+}
+
+// collect frees futures collected more than futureGrace ago and finished
+// ones older than futureMaxAge.
+func (t *futureTable) collect(now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for owner, list := range t.byOwner {
+		keep := list[:0]
+		for _, f := range list {
+			if t.expired(f, now) {
+				delete(t.m, f.id)
+				continue
+			}
+			keep = append(keep, f)
+		}
+		clear(list[len(keep):]) // let freed futures be garbage collected
+		if len(keep) == 0 {
+			delete(t.byOwner, owner)
+		} else {
+			t.byOwner[owner] = keep
+		}
+	}
+}
+
+func (t *futureTable) expired(f *future, now time.Time) bool {
+	if !f.collectedAt.IsZero() {
+		return now.Sub(f.collectedAt) > futureGrace
+	}
+	select {
+	case <-f.done:
+		return now.Sub(f.createdAt) > futureMaxAge
+	default:
+		return false // still running; Close waits for it
+	}
+}
+
+// admit answers 429 when owner already has maxFuturesPerUser futures not yet
+// collected. Handlers call it before they change any state, so a refused
+// request can simply be sent again.
+func (t *futureTable) admit(owner string) *errorResponse {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, f := range t.byOwner[owner] {
+		if f.collectedAt.IsZero() {
+			n++
+		}
+	}
+	if n >= maxFuturesPerUser {
+		return errorf(http.StatusTooManyRequests, "Too many outstanding requests: %d results not yet collected (the limit is %d per user); collect them with retrieve_future, then retry", n, maxFuturesPerUser)
+	}
+	return nil
+}
+
+// newFutureID is 128 random bits: ids cannot be guessed from run ids or
+// counters, so a future's id is no key to another user's result.
+func newFutureID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return "fut-" + hex.EncodeToString(b[:])
+}
+
+// startFuture registers a future of owner and runs work in the background.
+// work returns the JSON result, an optional protobuf form, or an error whose
+// category comes from userError. Call futures.admit first.
+func (s *Server) startFuture(owner string, work func() (json []byte, proto []byte, err error)) *future {
+	t := s.futures
+	now := time.Now()
+	f := &future{id: newFutureID(), owner: owner, readyAt: now.Add(s.opts.FutureDelay), createdAt: now, done: make(chan struct{})}
+	t.mu.Lock()
+	t.m[f.id] = f
+	t.byOwner[owner] = append(t.byOwner[owner], f)
 	t.mu.Unlock()
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
-		res, pb, err := work()
+		res, pb, err := s.runWork(work)
 		if err != nil {
 			cat := "server"
 			var ue userError
 			if errors.As(err, &ue) {
 				cat = "user"
 			}
-			f.failure, _ = json.Marshal(map[string]string{"error": err.Error(), "category": cat})
+			f.failure, _ = json.Marshal(map[string]string{"error": s.scrub(err.Error()), "category": cat})
 		} else {
 			f.result, f.proto = res, pb
 		}
@@ -76,22 +173,48 @@ func (s *Server) newFuture(base string, work func() (json []byte, proto []byte, 
 	return f
 }
 
+// runWork runs a future's work; a panic in it is a bug, logged with its
+// stack and reported as a server failure instead of ending the process.
+func (s *Server) runWork(work func() ([]byte, []byte, error)) (res, pb []byte, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.opts.Logf("panic in a future: %v\n%s", v, debug.Stack())
+			res, pb, err = nil, nil, errors.New("internal error: see the server log")
+		}
+	}()
+	return work()
+}
+
+// lookup finds owner's future id; another user's future is as unknown as
+// one that never existed.
+func (t *futureTable) lookup(owner, id string) *future {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f := t.m[id]
+	if f == nil || f.owner != owner {
+		return nil
+	}
+	return f
+}
+
 // busyQueue is how many unfinished earlier requests make a poll report
 // paused_capacity instead of active.
 const busyQueue = 8
 
-// pendingBefore counts unfinished futures submitted before f.
+// pendingBefore counts the owner's futures submitted before f whose results
+// are not yet deliverable. The scan is bounded by maxFuturesPerUser.
 func (t *futureTable) pendingBefore(f *future) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	now := time.Now()
 	n := 0
-	for _, o := range t.m {
-		if o == f || !o.createdAt.Before(f.createdAt) {
-			continue
+	for _, o := range t.byOwner[f.owner] {
+		if o == f {
+			break
 		}
 		select {
 		case <-o.done:
-			if time.Now().Before(o.readyAt) {
+			if now.Before(o.readyAt) {
 				n++
 			}
 		default:
@@ -115,13 +238,15 @@ func (s *Server) retrieveFuture(w http.ResponseWriter, r *http.Request, owner st
 	if e := decodeBody(r, &body); e != nil {
 		return e
 	}
-	s.futures.mu.Lock()
-	f := s.futures.m[body.RequestID]
-	s.futures.mu.Unlock()
+	if len(body.RequestID) > maxIDLen {
+		return errorf(http.StatusBadRequest, "request_id is longer than %d bytes", maxIDLen)
+	}
+	f := s.futures.lookup(owner, body.RequestID)
 	if f == nil {
-		// Futures live in memory: after a restart (or an hour unclaimed) the
-		// promise is gone, and 410 tells clients to resubmit the request.
-		return errorf(http.StatusGone, "Future %s expired or unknown; resubmit the request", body.RequestID)
+		// Futures live in memory: after a restart, once collected, or an
+		// hour unclaimed the promise is gone, and 410 tells clients to
+		// resubmit. Another user's future answers exactly the same.
+		return errorf(http.StatusGone, "Future %q expired or unknown; resubmit the request", body.RequestID)
 	}
 	hold := time.NewTimer(s.opts.PollHold)
 	defer hold.Stop()
@@ -162,6 +287,7 @@ func (s *Server) retrieveFuture(w http.ResponseWriter, r *http.Request, owner st
 		return nil
 	}
 	if f.failure != nil {
+		s.futures.markCollected(f)
 		writeRaw(w, 200, f.failure)
 		return nil
 	}
@@ -174,6 +300,8 @@ func (s *Server) retrieveFuture(w http.ResponseWriter, r *http.Request, owner st
 	sendMeta := body.AllowMetadataOnly && !f.sentMeta && len(payload) > 1<<20
 	if sendMeta {
 		f.sentMeta = true
+	} else if f.collectedAt.IsZero() {
+		f.collectedAt = time.Now()
 	}
 	s.futures.mu.Unlock()
 	if sendMeta {
@@ -197,4 +325,13 @@ func writeFuture(w http.ResponseWriter, f *future, modelID string) {
 		out["model_id"] = modelID
 	}
 	writeJSON(w, 200, out)
+}
+
+// markCollected starts f's grace period: its final answer has been sent.
+func (t *futureTable) markCollected(f *future) {
+	t.mu.Lock()
+	if f.collectedAt.IsZero() {
+		f.collectedAt = time.Now()
+	}
+	t.mu.Unlock()
 }

@@ -18,17 +18,8 @@ import (
 
 // Decoding forward/forward_backward requests (protobuf and JSON) into the
 // engine's datums, and encoding their results. Every count is checked
-// against the bounds below before anything proportional to it is
+// against the bounds in limits.go before anything proportional to it is
 // allocated; see docs/protocol.md, "Training".
-
-// Bounds of one forward/forward_backward request. Clients split larger
-// batches into several requests (fwdbwd_max_chunk_len datums).
-const (
-	maxFwdBodyBytes  = 256 << 20 // request body, protobuf or JSON
-	maxFwdDatums     = 1024      // datums per request
-	maxDatumTokens   = 1 << 17   // tokens of one datum (a model's context is checked later)
-	maxRequestTokens = 1 << 21   // tokens over all datums of a request
-)
 
 // fwdRequest is a decoded forward or forward_backward request.
 type fwdRequest struct {
@@ -40,14 +31,14 @@ type fwdRequest struct {
 	Data        []engine.Datum
 }
 
-// readFwdBody reads a request body of at most maxFwdBodyBytes.
+// readFwdBody reads a request body of at most maxTrainingBodyBytes.
 func readFwdBody(r *http.Request) ([]byte, *errorResponse) {
 	if enc := r.Header.Get("Content-Encoding"); enc != "" && enc != "identity" {
 		return nil, errorf(http.StatusUnsupportedMediaType, "Content-Encoding %q is not supported by the local server; send the body uncompressed", enc)
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxFwdBodyBytes))
+	b, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxTrainingBodyBytes))
 	if err != nil {
-		return nil, errorf(http.StatusRequestEntityTooLarge, "request body: %v (at most %d bytes; split the batch into smaller requests)", err, maxFwdBodyBytes)
+		return nil, errorf(http.StatusRequestEntityTooLarge, "request body: %v (at most %d bytes; split the batch into smaller requests)", err, maxTrainingBodyBytes)
 	}
 	return b, nil
 }
@@ -97,8 +88,8 @@ func decodeFwdProto(b []byte) (*fwdRequest, *errorResponse) {
 }
 
 func checkDatumCount(n int) *errorResponse {
-	if n > maxFwdDatums {
-		return errorf(http.StatusBadRequest, "data: %d datums exceed the local server's %d per request; split the batch", n, maxFwdDatums)
+	if n > maxDatums {
+		return errorf(http.StatusBadRequest, "data: %d datums exceed the local server's %d per request; split the batch", n, maxDatums)
 	}
 	return nil
 }

@@ -154,6 +154,15 @@ func (mi *manifestImport) addRun(mr *ManifestRun, i int) error {
 	if run.LoraRank == 0 {
 		run.LoraRank = 32
 	}
+	if e := checkInt("lora_rank", int64(run.LoraRank), 1, maxLoraRank); e != nil {
+		return fmt.Errorf("%s: %s", where, e.detail)
+	}
+	if e := checkMetadata("user_metadata", run.UserMetadata); e != nil {
+		return fmt.Errorf("%s: %s", where, e.detail)
+	}
+	if e := checkText("id", run.ID, maxIDLen); e != nil {
+		return fmt.Errorf("%s: %s", where, e.detail)
+	}
 	if run.ID == "" {
 		sess := uuid.NewSHA1(ownerNamespace, fmt.Appendf(nil, "import/%s/%d/%d", owner, created.UnixNano(), i)).String()
 		run.ID = sess + ":train:0"
@@ -228,11 +237,11 @@ func (mi *manifestImport) checkpoint(run store.Run, mc ManifestCheckpoint, j int
 		e := mc.ExpiresAt.UTC()
 		c.ExpiresAt = &e
 	case mc.TTLSeconds != nil:
-		if *mc.TTLSeconds <= 0 {
-			return c, fmt.Errorf("%s: ttl_seconds must be positive", cw)
+		exp, e := checkTTL("ttl_seconds", mc.TTLSeconds, mi.now)
+		if e != nil {
+			return c, fmt.Errorf("%s: %s", cw, e.detail)
 		}
-		e := mi.now.Add(time.Duration(*mc.TTLSeconds) * time.Second)
-		c.ExpiresAt = &e
+		c.ExpiresAt = exp
 	}
 	p, err := mi.plans.get(run, mc.Kind, 0)
 	if err != nil {
@@ -243,11 +252,21 @@ func (mi *manifestImport) checkpoint(run store.Run, mc ManifestCheckpoint, j int
 }
 
 func generateRuns(g *ManifestGenerate, now time.Time) ([]ManifestRun, error) {
-	if g.Runs <= 0 || g.CheckpointsPerRun < 0 {
-		return nil, errors.New("generate: runs must be positive and checkpoints_per_run non-negative")
+	// Each bound alone keeps the products below from overflowing.
+	const maxGenerated = 10_000_000
+	if g.Runs <= 0 || g.Runs > maxGenerated || g.CheckpointsPerRun < 0 || g.CheckpointsPerRun > maxGenerated {
+		return nil, fmt.Errorf("generate: runs must be between 1 and %d and checkpoints_per_run between 0 and %d", maxGenerated, maxGenerated)
 	}
-	if g.Runs*g.CheckpointsPerRun > 10_000_000 {
-		return nil, errors.New("generate: at most 10,000,000 checkpoints")
+	if g.Runs*g.CheckpointsPerRun > maxGenerated {
+		return nil, fmt.Errorf("generate: at most %d checkpoints", maxGenerated)
+	}
+	for _, r := range g.LoraRanks {
+		if e := checkInt("generate.lora_ranks", int64(r), 1, maxLoraRank); e != nil {
+			return nil, errors.New(e.detail)
+		}
+	}
+	if g.IntervalSeconds < 0 || g.IntervalSeconds > maxTTLSeconds {
+		return nil, fmt.Errorf("generate: interval_seconds must be between 0 and %d", maxTTLSeconds)
 	}
 	bases := g.BaseModels
 	if len(bases) == 0 {

@@ -36,6 +36,12 @@ func (s *Server) createModel(w http.ResponseWriter, r *http.Request, owner strin
 	if body.ModelSeqID == nil || *body.ModelSeqID < 0 {
 		return errorf(http.StatusUnprocessableEntity, "model_seq_id is required (a per-session counter from 0)")
 	}
+	if e := checkMetadata("user_metadata", body.UserMetadata); e != nil {
+		return e
+	}
+	if e := s.futures.admit(owner); e != nil {
+		return e
+	}
 	se, e := s.liveSession(owner, body.SessionID)
 	if e != nil {
 		return e
@@ -65,8 +71,8 @@ func (s *Server) createModel(w http.ResponseWriter, r *http.Request, owner strin
 			}
 		}
 	}
-	if run.LoraRank <= 0 || run.LoraRank > 1024 {
-		return errorf(http.StatusBadRequest, "lora_config.rank must be between 1 and 1024, got %d", run.LoraRank)
+	if e := checkInt("lora_config.rank", int64(run.LoraRank), 1, maxLoraRank); e != nil {
+		return e
 	}
 	if !run.TrainAttn && !run.TrainMLP && !run.TrainUnembed {
 		return errorf(http.StatusBadRequest, "at least one of train_attn, train_mlp, train_unembed must be true")
@@ -75,10 +81,10 @@ func (s *Server) createModel(w http.ResponseWriter, r *http.Request, owner strin
 		if errors.Is(err, store.ErrExists) {
 			return errorf(http.StatusConflict, "Model %s already exists: use the next model_seq_id", run.ID)
 		}
-		return errorf(http.StatusInternalServerError, "%v", err)
+		return storeFailure("create model", err)
 	}
 	res, _ := json.Marshal(map[string]string{"model_id": run.ID, "type": "create_model"})
-	f := s.newFuture(run.ID+":0", func() ([]byte, []byte, error) { return res, nil, nil })
+	f := s.startFuture(owner, func() ([]byte, []byte, error) { return res, nil, nil })
 	s.logRequest(se.ID, "create_model", start, 200, run.ID)
 	writeFuture(w, f, run.ID)
 	return nil

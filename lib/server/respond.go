@@ -2,8 +2,14 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/tinkershell/tinker/lib/engine"
 )
 
 // errorResponse is what a handler answers when it fails: an HTTP status
@@ -41,11 +47,58 @@ func writeRaw(w http.ResponseWriter, status int, b []byte) {
 	w.Write(b)
 }
 
-// decodeBody reads a JSON request body (at most 64 MiB).
+// decodeBody reads a JSON request body of at most maxBodyBytes.
 func decodeBody(r *http.Request, v any) *errorResponse {
-	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 64<<20))
+	return decodeBodyLimit(r, v, maxBodyBytes)
+}
+
+// decodeBodyLimit reads a JSON request body of at most limit bytes; a
+// larger one is refused with 413 before it is decoded further.
+func decodeBodyLimit(r *http.Request, v any, limit int64) *errorResponse {
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, limit))
 	if err := dec.Decode(v); err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return errorf(http.StatusRequestEntityTooLarge, "request body is larger than %d bytes", limit)
+		}
 		return errorf(http.StatusUnprocessableEntity, "Invalid JSON body: %v", err)
 	}
 	return nil
+}
+
+// scrub replaces the server's own directories (the data directory, the
+// Hugging Face cache, model directories) in a message meant for a client,
+// which has no business knowing where the server keeps its files.
+func (s *Server) scrub(msg string) string {
+	for _, p := range s.private {
+		if strings.Contains(msg, p.path) {
+			msg = strings.ReplaceAll(msg, p.path, p.label)
+		}
+	}
+	return msg
+}
+
+type privatePath struct{ path, label string }
+
+// privatePaths lists what scrub hides, longest first so a directory inside
+// another is replaced before its parent.
+func privatePaths(dataDir string, extra []string) []privatePath {
+	var out []privatePath
+	add := func(p, label string) {
+		if p == "" || p == "." || p == "/" {
+			return
+		}
+		out = append(out, privatePath{p, label})
+		if abs, err := filepath.Abs(p); err == nil && abs != p {
+			out = append(out, privatePath{abs, label})
+		}
+	}
+	add(dataDir, "<data dir>")
+	for _, d := range engine.HFCacheDirs() {
+		add(d, "<HF cache>")
+	}
+	for _, d := range extra {
+		add(d, "<model dir>")
+	}
+	sort.SliceStable(out, func(i, j int) bool { return len(out[i].path) > len(out[j].path) })
+	return out
 }

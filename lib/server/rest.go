@@ -5,8 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
-	"time"
 
 	"github.com/tinkershell/tinker/lib/store"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
@@ -88,23 +88,32 @@ func toRunJSON(v store.RunView) runJSON {
 	return j
 }
 
-// pageParams parses limit/offset with FastAPI-like 422s.
+// pageParams parses limit/offset: FastAPI-like 422s for what is not a
+// non-negative integer, 400 beyond maxPageLimit / maxPageOffset.
 func pageParams(r *http.Request, defLimit int) (limit, offset int, e *errorResponse) {
 	q := r.URL.Query()
-	limit, offset = defLimit, 0
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return 0, 0, errorf(http.StatusUnprocessableEntity, "limit must be a non-negative integer, got %q", v)
+	parse := func(field string, def int, hi int64) (int, *errorResponse) {
+		v := q.Get(field)
+		if v == "" {
+			return def, nil
 		}
-		limit = n
+		n, err := strconv.ParseInt(v, 10, 64)
+		if (err != nil && !errors.Is(err, strconv.ErrRange)) || strings.HasPrefix(v, "-") {
+			return 0, errorf(http.StatusUnprocessableEntity, "%s must be a non-negative integer, got %q", field, v)
+		}
+		if err != nil {
+			return 0, errorf(http.StatusBadRequest, "%s must be between 0 and %d, got %s", field, hi, v)
+		}
+		if e := checkInt(field, n, 0, hi); e != nil {
+			return 0, e
+		}
+		return int(n), nil
 	}
-	if v := q.Get("offset"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return 0, 0, errorf(http.StatusUnprocessableEntity, "offset must be a non-negative integer, got %q", v)
-		}
-		offset = n
+	if limit, e = parse("limit", defLimit, maxPageLimit); e != nil {
+		return 0, 0, e
+	}
+	if offset, e = parse("offset", 0, maxPageOffset); e != nil {
+		return 0, 0, e
 	}
 	return limit, offset, nil
 }
@@ -141,7 +150,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, owner string, 
 		}
 		total = len(in)
 		if offset < len(in) {
-			runs = in[offset:min(len(in), offset+limit)]
+			runs = in[offset:][:min(limit, len(in)-offset)]
 		}
 	} else {
 		runs, total = s.st.ListRuns(owner, acc, s.now(), limit, offset)
@@ -158,9 +167,8 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, owner string, 
 // accessible) one with a public checkpoint. Others' runs are 404, not 403,
 // so run ids do not leak.
 func (s *Server) visibleRun(owner, id string, accessible bool) (store.RunView, *errorResponse) {
-	now := s.now()
-	v, ok := s.st.Run(id, now)
-	if !ok || (v.Owner != owner && !(accessible && s.st.RunPublic(id, now))) {
+	v, ok := s.st.VisibleRun(id, owner, accessible, s.now())
+	if !ok {
 		return v, errorf(http.StatusNotFound, "Training run %s not found", id)
 	}
 	return v, nil
@@ -258,7 +266,7 @@ func (s *Server) deleteCkpt(w http.ResponseWriter, r *http.Request, owner string
 		if errors.Is(err, store.ErrNotFound) {
 			return errorf(http.StatusNotFound, "Checkpoint %s not found", c.TinkerPath())
 		}
-		return errorf(http.StatusInternalServerError, "delete %s: %v", c.TinkerPath(), err)
+		return storeFailure("delete "+c.TinkerPath(), err)
 	}
 	writeRaw(w, 200, []byte(`{}`))
 	return nil
@@ -278,7 +286,7 @@ func (s *Server) setPublic(w http.ResponseWriter, owner string, seg []string, pu
 	case errors.Is(err, store.ErrNotFound):
 		return errorf(http.StatusNotFound, "Checkpoint %s not found", c.TinkerPath())
 	case err != nil:
-		return errorf(http.StatusInternalServerError, "%v", err)
+		return storeFailure("update checkpoint", err)
 	}
 	writeRaw(w, 200, []byte(`{}`))
 	return nil
@@ -305,26 +313,19 @@ func (s *Server) setTTL(w http.ResponseWriter, r *http.Request, owner string, se
 	if err := json.Unmarshal(raw, &ttl); err != nil {
 		return errorf(http.StatusUnprocessableEntity, "ttl_seconds must be an integer or null")
 	}
-	if ttl != nil && *ttl <= 0 {
-		return errorf(http.StatusBadRequest, "ttl_seconds must be positive, got %d", *ttl)
+	exp, e := checkTTL("ttl_seconds", ttl, s.now())
+	if e != nil {
+		return e
 	}
 	c, e := s.ownedCheckpoint(owner, seg)
 	if e != nil {
 		return e
 	}
-	var exp *time.Time
-	if ttl != nil {
-		if *ttl > 100*365*24*3600 {
-			return errorf(http.StatusBadRequest, "ttl_seconds %d is too large", *ttl)
-		}
-		t := s.now().Add(time.Duration(*ttl) * time.Second)
-		exp = &t
-	}
 	if err := s.st.SetExpiry(c.RunID, c.Kind, c.Name, exp, s.now()); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return errorf(http.StatusNotFound, "Checkpoint %s not found", c.TinkerPath())
 		}
-		return errorf(http.StatusInternalServerError, "%v", err)
+		return storeFailure("update checkpoint", err)
 	}
 	writeRaw(w, 200, []byte(`{}`))
 	return nil

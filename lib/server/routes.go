@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -74,11 +75,27 @@ func (s *Server) routes() http.Handler {
 			s.opts.Logf("%s %s %d %s", r.Method, path, status, time.Since(start).Round(time.Microsecond))
 			return
 		}
+		// Every body is bounded here; decodeBody bounds JSON bodies further.
+		r.Body = http.MaxBytesReader(w, r.Body, maxTrainingBodyBytes)
 		rec := &recorder{ResponseWriter: w, status: 200}
+		defer func() {
+			// A handler panic is a bug: log it with its stack and answer
+			// 500 rather than dropping the connection.
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.opts.Logf("panic in %s %s: %v\n%s", r.Method, path, v, debug.Stack())
+				if !rec.wrote {
+					writeError(rec, errorf(http.StatusInternalServerError, "internal error: see the server log"))
+				}
+				s.opts.Logf("%s %s %d %s", r.Method, path, rec.status, time.Since(start).Round(time.Microsecond))
+			}
+		}()
 		e := s.dispatch(rec, r, path, table)
 		if e != nil {
-			rec.status = e.status
-			writeError(w, e)
+			e.detail = s.scrub(e.detail)
+			writeError(rec, e)
 		}
 		s.opts.Logf("%s %s %d %s", r.Method, path, rec.status, time.Since(start).Round(time.Microsecond))
 	})
@@ -140,11 +157,17 @@ func match(pattern, seg []string) bool {
 type recorder struct {
 	http.ResponseWriter
 	status int
+	wrote  bool
 }
 
 func (r *recorder) WriteHeader(code int) {
-	r.status = code
+	r.status, r.wrote = code, true
 	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	return r.ResponseWriter.Write(b)
 }
 
 // ---- bootstrap ------------------------------------------------------------

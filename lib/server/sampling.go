@@ -69,7 +69,7 @@ func (s *Server) createSamplingSession(w http.ResponseWriter, r *http.Request, o
 		return errorf(http.StatusConflict, "Sampling session %s already exists: use the next sampling_session_seq_id", sp.ID)
 	}
 	if err := s.st.CreateSampler(sp); err != nil {
-		return errorf(http.StatusInternalServerError, "%v", err)
+		return storeFailure("create sampling session", err)
 	}
 	s.logRequest(se.ID, "create_sampling_session", start, 200, sp.ID)
 	writeJSON(w, 200, map[string]string{"sampling_session_id": sp.ID, "type": "create_sampling_session"})
@@ -140,6 +140,9 @@ func (s *Server) asample(w http.ResponseWriter, r *http.Request, owner string, _
 	if e := decodeBody(r, &body); e != nil {
 		return e
 	}
+	if e := s.futures.admit(owner); e != nil {
+		return e
+	}
 	er, e := body.engineRequest()
 	if e != nil {
 		return e
@@ -147,6 +150,9 @@ func (s *Server) asample(w http.ResponseWriter, r *http.Request, owner string, _
 	req := SampleRequest{SampleRequest: er}
 	session, e := s.resolveSample(owner, &body, &req)
 	if e != nil {
+		return e
+	}
+	if e := checkSample(&req); e != nil {
 		return e
 	}
 	return s.submitSample(w, r, owner, session, &body, req, start)
@@ -166,10 +172,18 @@ func (b *asampleBody) engineRequest() (engine.SampleRequest, *errorResponse) {
 		}
 		req.Seed = &seed
 	}
+	n := 0
 	for _, ch := range b.Prompt.Chunks {
 		if ch.Type != "" && ch.Type != "encoded_text" {
 			return req, errorf(http.StatusBadRequest, "prompt chunk type %q is not supported by the local server (only encoded_text)", ch.Type)
 		}
+		n += len(ch.Tokens)
+	}
+	if e := checkInt("prompt length in tokens", int64(n), 0, maxPromptTokens); e != nil {
+		return req, e
+	}
+	req.Prompt = make([]int, 0, n)
+	for _, ch := range b.Prompt.Chunks {
 		req.Prompt = append(req.Prompt, ch.Tokens...)
 	}
 	setIf(&req.NumSamples, b.NumSamples)
@@ -187,10 +201,53 @@ func (b *asampleBody) engineRequest() (engine.SampleRequest, *errorResponse) {
 			}
 		}
 	}
-	if req.NumSamples < 1 || req.MaxTokens < 0 {
-		return req, errorf(http.StatusBadRequest, "num_samples must be >= 1 and max_tokens >= 0")
+	for _, c := range []struct {
+		field     string
+		v, lo, hi int64
+	}{
+		{"num_samples", int64(req.NumSamples), 1, maxNumSamples},
+		{"sampling_params.max_tokens", int64(req.MaxTokens), 0, maxMaxTokens},
+		{"topk_prompt_logprobs", int64(req.TopKPromptLogprobs), 0, maxTopKLogprobs},
+		{"sampling_params.stop (entries)", int64(len(req.StopStrings) + len(req.StopTokens)), 0, maxStopSequences},
+	} {
+		if e := checkInt(c.field, c.v, c.lo, c.hi); e != nil {
+			return req, e
+		}
+	}
+	for _, s := range req.StopStrings {
+		if len(s) > maxStringLen {
+			return req, errorf(http.StatusBadRequest, "sampling_params.stop entries must be at most %d bytes", maxStringLen)
+		}
 	}
 	return req, nil
+}
+
+// checkSample rejects, before any work is queued, requests the model
+// cannot serve: they are the caller's mistakes (400), not a failed future.
+func checkSample(req *SampleRequest) *errorResponse {
+	switch {
+	case len(req.Prompt) == 0:
+		return errorf(http.StatusBadRequest, "prompt is empty: give at least one token")
+	case req.Temperature < 0:
+		return errorf(http.StatusBadRequest, "sampling_params.temperature must be >= 0, got %v", req.Temperature)
+	case req.TopP <= 0 || req.TopP > 1:
+		return errorf(http.StatusBadRequest, "sampling_params.top_p must be in (0, 1], got %v", req.TopP)
+	case req.TopK < -1:
+		return errorf(http.StatusBadRequest, "sampling_params.top_k must be -1 (no limit) or positive, got %d", req.TopK)
+	}
+	arch, ok := models.Lookup(req.BaseModel)
+	if !ok {
+		return nil // the sampler reports models it does not know
+	}
+	for i, t := range req.Prompt {
+		if t < 0 || t >= arch.Vocab {
+			return errorf(http.StatusBadRequest, "prompt token %d (at position %d) is outside %s's vocabulary (0..%d)", t, i, arch.Name, arch.Vocab-1)
+		}
+	}
+	if len(req.Prompt)+req.MaxTokens > arch.MaxContext {
+		return errorf(http.StatusBadRequest, "prompt (%d tokens) + max_tokens (%d) exceeds %s's context of %d tokens", len(req.Prompt), req.MaxTokens, arch.Name, arch.MaxContext)
+	}
+	return nil
 }
 
 func setIf[T any](dst *T, v *T) {
@@ -233,7 +290,7 @@ func (s *Server) resolveSample(owner string, b *asampleBody, req *SampleRequest)
 	req.BaseModel = run.BaseModel
 	req.AdapterDir = s.checkpointDir(c.RunID, c.Kind, c.Name)
 	if err := s.archives.materialise(c, false); err != nil {
-		return "", errorf(http.StatusInternalServerError, "prepare adapter: %v", err)
+		return "", storeFailure("prepare adapter", err)
 	}
 	return session, nil
 }
@@ -245,17 +302,9 @@ func (s *Server) submitSample(w http.ResponseWriter, r *http.Request, owner, ses
 		w.Header().Set("Retry-After", "1")
 		return errorf(http.StatusTooManyRequests, "Sampling backpressure: %d requests in flight; retry shortly", s.samples.Load())
 	}
-	seq := 0
-	if b.SeqID != nil {
-		seq = *b.SeqID
-	}
-	base := b.SamplingSessionID
-	if base == "" {
-		base = "sample"
-	}
 	s.samples.Add(1)
 	sampler := s.opts.Sampler
-	f := s.newFuture(fmt.Sprintf("%s:%d", base, seq), func() ([]byte, []byte, error) {
+	f := s.startFuture(owner, func() ([]byte, []byte, error) {
 		defer s.samples.Add(-1)
 		if sampler == nil {
 			s.logRequest(session, "sample", start, 400, "no sampling engine")

@@ -81,6 +81,9 @@ type Options struct {
 	// SeqGapTimeout is how long a model's operation waits for a missing
 	// lower seq_id before it runs anyway (default 30s).
 	SeqGapTimeout time.Duration
+	// PrivatePaths are directories (e.g. --model NAME=DIR) that, like the
+	// data directory and the Hugging Face cache, never appear in answers.
+	PrivatePaths []string
 }
 
 // Server is one local Tinker service over a data directory.
@@ -89,6 +92,7 @@ type Server struct {
 	st      *store.Store
 	keys    map[string]bool // sha256 hex of configured keys
 	handler http.Handler
+	private []privatePath // hidden from clients by scrub
 
 	authCache sync.Map // sha256 hex of key -> urn
 
@@ -162,10 +166,12 @@ func Open(opts Options) (*Server, error) {
 	s.traces = newTracer(s)
 	s.futures = newFutureTable()
 	s.trainers = newTrainers(opts)
+	s.private = privatePaths(opts.DataDir, opts.PrivatePaths)
 	s.handler = s.routes()
 	if n := s.cleanupOrphans(); n > 0 {
 		opts.Logf("removed %d orphaned checkpoint director(ies) left by an earlier crash", n)
 	}
+	s.ensureReserve()
 	if opts.SweepInterval > 0 {
 		go s.sweepLoop()
 	} else {
@@ -266,21 +272,36 @@ func (s *Server) Close() error {
 		close(s.stopSweep)
 		<-s.sweepDone
 	}
-	s.futures.wg.Wait()
+	s.futures.close()
 	s.archives.wait()
 	s.traces.wait()
 	return s.st.Close()
 }
 
+// deleteCheckpoint deletes the row, then the files. On a full disk SQLite
+// may have no room to record the delete: the checkpoint's files (which can
+// be generated again from its row) and the spare file go first, then the
+// row is deleted again.
 func (s *Server) deleteCheckpoint(runID, kind, name string) error {
-	if err := s.st.DeleteCheckpoint(runID, kind, name); err != nil {
+	err := s.st.DeleteCheckpoint(runID, kind, name)
+	if isDiskFull(err) {
+		s.opts.Logf("disk full: deleting the files of %s/%s/%s and the spare file first", runID, kind, name)
+		s.archives.remove(runID, kind, name)
+		s.releaseReserve()
+		err = s.st.DeleteCheckpoint(runID, kind, name)
+	}
+	if err != nil {
 		return err
 	}
 	if s.opts.Engine != nil {
 		// A checkpoint saved again under this name will hold other weights.
 		s.opts.Engine.DropAdapter(s.checkpointDir(runID, kind, name))
 	}
-	return s.archives.remove(runID, kind, name)
+	if err := s.archives.remove(runID, kind, name); err != nil {
+		return err
+	}
+	s.ensureReserve()
+	return nil
 }
 
 // checkpointDir is where a checkpoint's files live. Run ids and names are

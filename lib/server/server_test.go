@@ -49,7 +49,12 @@ type env struct {
 // newEnv starts a server over dir (pre-filled by manifest, if given).
 func newEnv(t *testing.T, manifest string, opts Options) *env {
 	t.Helper()
-	dir := t.TempDir()
+	return newEnvIn(t, t.TempDir(), manifest, opts)
+}
+
+// newEnvIn is newEnv over a given data directory.
+func newEnvIn(t *testing.T, dir, manifest string, opts Options) *env {
+	t.Helper()
 	clk := &clock{t: t0}
 	if manifest != "" {
 		if _, err := Import(t.Context(), dir, strings.NewReader(manifest), t0); err != nil {
@@ -68,6 +73,13 @@ func newEnv(t *testing.T, manifest string, opts Options) *env {
 	t.Cleanup(func() { hs.Close(); s.Close() })
 	return &env{t: t, srv: s, url: hs.URL, clk: clk, dir: dir,
 		http: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+// restart serves s (a reopened server over the same directory) instead.
+func (e *env) restart(s *Server) {
+	hs := httptest.NewServer(s.Handler())
+	e.t.Cleanup(func() { hs.Close(); s.Close() })
+	e.srv, e.url = s, hs.URL
 }
 
 // do sends a request with the test key and returns status, body.

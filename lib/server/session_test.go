@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -79,7 +80,7 @@ func TestSessionModelSaveSampleFlow(t *testing.T) {
 	}
 	e.post("/api/v1/create_model", map[string]any{"session_id": sess.SessionID, "model_seq_id": 0, "base_model": "tinker-local/tiny-qwen3",
 		"lora_config": map[string]any{"rank": 8, "train_unembed": false, "train_mlp": true, "train_attn": true}, "type": "create_model"}, &fut)
-	if fut.ModelID != sess.SessionID+":train:0" || fut.RequestID != fut.ModelID+":0" {
+	if fut.ModelID != sess.SessionID+":train:0" || !regexp.MustCompile(`^fut-[0-9a-f]{32}$`).MatchString(fut.RequestID) {
 		t.Fatalf("create_model future = %+v", fut)
 	}
 	tries, b, _ := e.poll(fut.RequestID)

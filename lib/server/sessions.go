@@ -23,6 +23,18 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request, owner str
 	if e := decodeBody(r, &body); e != nil {
 		return e
 	}
+	if e := checkList("tags", body.Tags); e != nil {
+		return e
+	}
+	if e := checkMetadata("user_metadata", body.UserMetadata); e != nil {
+		return e
+	}
+	if e := checkText("sdk_version", body.SDKVersion, maxStringLen); e != nil {
+		return e
+	}
+	if e := checkText("project_id", body.ProjectID, maxIDLen); e != nil {
+		return e
+	}
 	now := s.now()
 	// Deterministic under a pinned clock (golden tests), unique otherwise;
 	// serialised so concurrent creations under one clock reading differ.
@@ -32,7 +44,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request, owner str
 	id := uuid.NewSHA1(ownerNamespace, fmt.Appendf(nil, "%s/%d/%d", owner, now.UnixNano(), n)).String()
 	if err := s.st.CreateSession(store.Session{ID: id, Owner: owner, ProjectID: body.ProjectID, Tags: body.Tags,
 		UserMetadata: body.UserMetadata, SDKVersion: body.SDKVersion, CreatedAt: now, LastHeartbeat: now}); err != nil {
-		return errorf(http.StatusInternalServerError, "%v", err)
+		return storeFailure("session", err)
 	}
 	s.logRequest(id, "create_session", time.Now(), 200, "")
 	writeJSON(w, 200, map[string]string{"session_id": id, "type": "create_session"})
@@ -62,7 +74,7 @@ func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request, owner string,
 		return e
 	}
 	if err := s.st.Heartbeat(body.SessionID, s.now()); err != nil {
-		return errorf(http.StatusInternalServerError, "%v", err)
+		return storeFailure("session", err)
 	}
 	writeRaw(w, 200, []byte(`{"type":"session_heartbeat"}`))
 	return nil
@@ -116,11 +128,14 @@ func (s *Server) setProject(w http.ResponseWriter, r *http.Request, owner string
 	if body.ProjectID == nil || *body.ProjectID == "" {
 		return errorf(http.StatusBadRequest, "project_id is required; a session cannot be removed from its project")
 	}
+	if e := checkText("project_id", *body.ProjectID, maxIDLen); e != nil {
+		return e
+	}
 	if _, _, _, e := s.ownedSession(owner, seg[1]); e != nil {
 		return e
 	}
 	if err := s.st.SetSessionProject(seg[1], *body.ProjectID); err != nil {
-		return errorf(http.StatusInternalServerError, "%v", err)
+		return storeFailure("session", err)
 	}
 	writeRaw(w, 200, []byte(`{}`))
 	return nil

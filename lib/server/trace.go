@@ -17,7 +17,7 @@ func (s *Server) logRequest(session, name string, start time.Time, status int, d
 	if session == "" {
 		return
 	}
-	if err := s.st.LogRequest(session, store.LoggedRequest{Name: name, Start: start, Dur: time.Since(start), Status: status, Detail: detail}); err != nil {
+	if err := s.st.LogRequest(session, store.LoggedRequest{Name: name, Start: start, Dur: time.Since(start), Status: status, Detail: s.scrub(detail)}); err != nil {
 		s.opts.Logf("log request: %v", err)
 	}
 }

@@ -41,6 +41,9 @@ func (s *Server) fwd(w http.ResponseWriter, r *http.Request, owner string, legac
 	if e != nil {
 		return e
 	}
+	if e := s.futures.admit(owner); e != nil {
+		return e
+	}
 	run, e := s.ownedRun(owner, req.ModelID)
 	if e != nil {
 		return e
@@ -64,7 +67,7 @@ func (s *Server) fwd(w http.ResponseWriter, r *http.Request, owner string, legac
 		return e
 	}
 	s.st.TouchRun(run.ID, s.now())
-	f := s.newFuture(fmt.Sprintf("%s:%d", run.ID, seq), s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
+	f := s.startFuture(owner, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
 		defer s.trainers.release()
 		var res *engine.ForwardResult
 		err := s.trainers.run(s.ctx, need, func() error {
@@ -146,6 +149,9 @@ func (s *Server) optimStep(w http.ResponseWriter, r *http.Request, owner string,
 	if e := decodeBody(r, &body); e != nil {
 		return e
 	}
+	if e := s.futures.admit(owner); e != nil {
+		return e
+	}
 	run, e := s.ownedRun(owner, body.ModelID)
 	if e != nil {
 		return e
@@ -182,7 +188,7 @@ func (s *Server) optimStep(w http.ResponseWriter, r *http.Request, owner string,
 		return e
 	}
 	s.st.TouchRun(run.ID, s.now())
-	f := s.newFuture(fmt.Sprintf("%s:%d", run.ID, seq), s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
+	f := s.startFuture(owner, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
 		var metrics map[string]float64
 		err := s.trainers.run(context.Background(), 0, func() error {
 			var err error

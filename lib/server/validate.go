@@ -1,19 +1,6 @@
 package server
 
-import (
-	"fmt"
-	"strconv"
-	"strings"
-)
-
-// validName rejects checkpoint names that cannot be a tinker path segment
-// or would escape the checkpoint directory.
-func validName(n string) error {
-	if n == "" || n == "." || n == ".." || strings.ContainsAny(n, "/\\\x00") || len(n) > 200 {
-		return fmt.Errorf("invalid checkpoint name %q: use a non-empty name without slashes", n)
-	}
-	return nil
-}
+import "strconv"
 
 // foldSeed accepts any 64-bit integer seed (signed or unsigned) and folds
 // it into int63, as the service does.

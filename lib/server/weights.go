@@ -25,10 +25,11 @@ import (
 func (s *Server) saveCheckpoint(run store.RunView, kind, name string, ttl *int64, overwrite bool) (store.Checkpoint, error) {
 	now := s.now()
 	c := store.Checkpoint{RunID: run.ID, Kind: kind, Name: name, Owner: run.Owner, Time: now, Seed: run.Seed}
-	if ttl != nil {
-		e := now.Add(time.Duration(*ttl) * time.Second)
-		c.ExpiresAt = &e
+	exp, e := checkTTL("ttl_seconds", ttl, now)
+	if e != nil {
+		return c, userError{e.detail}
 	}
+	c.ExpiresAt = exp
 	p, err := s.archives.plans.get(run.Run, kind, run.Seed)
 	if err != nil {
 		return c, err
@@ -82,60 +83,87 @@ func (s *Server) save(w http.ResponseWriter, r *http.Request, owner, kind string
 	if e := decodeBody(r, &body); e != nil {
 		return e
 	}
+	if _, e := checkTTL("ttl_seconds", body.TTLSeconds, s.now()); e != nil {
+		return e
+	}
+	if e := s.futures.admit(owner); e != nil {
+		return e
+	}
 	run, e := s.ownedRun(owner, body.ModelID)
 	if e != nil {
 		return e
 	}
-	if body.TTLSeconds != nil && *body.TTLSeconds <= 0 {
-		return errorf(http.StatusBadRequest, "ttl_seconds must be positive, got %d", *body.TTLSeconds)
-	}
 	s.st.TouchRun(run.ID, s.now())
-	reqType := map[string]string{"weights": "save_weights", "sampler_weights": "save_weights_for_sampler"}[kind]
 	ephemeral := kind == "sampler_weights" && body.Path == "" && body.SamplingSessionSeqID != nil
 	m := s.trainers.model(run.ID)
 	seq, e := m.accept(run.ID, body.SeqID)
 	if e != nil {
 		return e
 	}
+	if ephemeral {
+		e = s.saveEphemeral(w, owner, run, kind, *body.SamplingSessionSeqID, seq, start)
+	} else {
+		e = s.saveNamed(w, owner, run, kind, &body, seq, start)
+	}
+	if e != nil {
+		m.finish(seq)
+	}
+	return e
+}
+
+// saveEphemeral binds a new sampling session to the model's weights as
+// they are when the save runs; a trained model's adapter is written for it.
+func (s *Server) saveEphemeral(w http.ResponseWriter, owner string, run store.RunView, kind string, samplingSeq, seq int, start time.Time) *errorResponse {
+	reqType := "save_weights_for_sampler"
+	sid := fmt.Sprintf("%s:sample:%d", run.SessionID, samplingSeq)
+	if _, exists := s.st.Sampler(sid); exists {
+		return errorf(http.StatusConflict, "Sampling session %s already exists: use the next sampling_session_seq_id", sid)
+	}
+	if err := s.st.CreateSampler(store.Sampler{ID: sid, SessionID: run.SessionID, Owner: owner, BaseModel: run.BaseModel,
+		ModelPath: "", CreatedAt: s.now()}); err != nil {
+		return storeFailure("save", err)
+	}
+	f := s.startFuture(owner, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
+		if tr := s.trainers.existing(run.ID); tr != nil {
+			p, err := s.archives.plans.get(run.Run, kind, run.Seed)
+			if err == nil {
+				err = writeTrained(p, tr, s.ephemeralDir(sid), false)
+			}
+			if err != nil {
+				s.logRequest(run.SessionID, reqType, start, 500, err.Error())
+				return nil, nil, fmt.Errorf("save sampler weights of %s: %w", run.ID, err)
+			}
+		}
+		s.logRequest(run.SessionID, reqType, start, 200, sid)
+		res, _ := json.Marshal(map[string]any{"path": nil, "sampling_session_id": sid, "type": reqType})
+		return res, nil, nil
+	}))
+	writeFuture(w, f, run.ID)
+	return nil
+}
+
+// saveNamed saves a checkpoint under body.Path (or a name from the seq_id).
+func (s *Server) saveNamed(w http.ResponseWriter, owner string, run store.RunView, kind string, body *saveBody, seq int, start time.Time) *errorResponse {
+	reqType := map[string]string{"weights": "save_weights", "sampler_weights": "save_weights_for_sampler"}[kind]
 	name := body.Path
 	if name == "" {
 		name = fmt.Sprintf("%06d", seq)
 	}
-	if err := validName(name); err != nil && !ephemeral {
-		m.finish(seq)
+	if err := validName(name); err != nil {
 		return errorf(http.StatusBadRequest, "%v", err)
 	}
-	if ephemeral {
-		// A sampler bound to the model's weights as they are now.
-		sid := fmt.Sprintf("%s:sample:%d", run.SessionID, *body.SamplingSessionSeqID)
-		if _, exists := s.st.Sampler(sid); exists {
-			m.finish(seq)
-			return errorf(http.StatusConflict, "Sampling session %s already exists: use the next sampling_session_seq_id", sid)
-		}
-		if err := s.st.CreateSampler(store.Sampler{ID: sid, SessionID: run.SessionID, Owner: owner, BaseModel: run.BaseModel,
-			ModelPath: "", CreatedAt: s.now()}); err != nil {
-			m.finish(seq)
-			return errorf(http.StatusInternalServerError, "%v", err)
-		}
-		f := s.newFuture(fmt.Sprintf("%s:%d", run.ID, seq), s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
-			if tr := s.trainers.existing(run.ID); tr != nil {
-				p, err := s.archives.plans.get(run.Run, kind, run.Seed)
-				if err == nil {
-					err = writeTrained(p, tr, s.ephemeralDir(sid), false)
-				}
-				if err != nil {
-					s.logRequest(run.SessionID, reqType, start, 500, err.Error())
-					return nil, nil, fmt.Errorf("save sampler weights of %s: %w", run.ID, err)
-				}
-			}
-			s.logRequest(run.SessionID, reqType, start, 200, sid)
-			res, _ := json.Marshal(map[string]any{"path": nil, "sampling_session_id": sid, "type": reqType})
-			return res, nil, nil
-		}))
-		writeFuture(w, f, run.ID)
-		return nil
+	plan, err := s.archives.plans.get(run.Run, kind, run.Seed)
+	if err != nil {
+		return errorf(http.StatusBadRequest, "%v", err)
 	}
-	f := s.newFuture(fmt.Sprintf("%s:%d", run.ID, seq), s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
+	need := plan.Size()
+	if need > s.opts.ArchiveSyncLimit && s.trainers.existing(run.ID) == nil {
+		need = 0 // written when first downloaded
+	}
+	if e := s.checkRoom("saving "+name, need); e != nil {
+		return e
+	}
+	f := s.startFuture(owner, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
 		c, err := s.saveCheckpoint(run, kind, name, body.TTLSeconds, body.Overwrite && kind == "weights")
 		status, detail := 200, c.TinkerPath()
 		if err != nil {
@@ -183,6 +211,12 @@ func (s *Server) loadWeights(w http.ResponseWriter, r *http.Request, owner strin
 	if e := decodeBody(r, &body); e != nil {
 		return e
 	}
+	if e := checkMetadata("user_metadata", body.UserMetadata); e != nil {
+		return e
+	}
+	if e := s.futures.admit(owner); e != nil {
+		return e
+	}
 	p, err := tinkerapi.ParsePath(body.Path)
 	if err != nil {
 		return errorf(http.StatusBadRequest, "Invalid checkpoint tinker path %s.", body.Path)
@@ -220,7 +254,7 @@ func (s *Server) loadWeights(w http.ResponseWriter, r *http.Request, owner strin
 			if errors.Is(err, store.ErrExists) {
 				return errorf(http.StatusConflict, "Model %s already exists: use the next model_seq_id", nr.ID)
 			}
-			return errorf(http.StatusInternalServerError, "%v", err)
+			return storeFailure("save", err)
 		}
 		run, _ = s.st.Run(nr.ID, now)
 	default:
@@ -233,9 +267,9 @@ func (s *Server) loadWeights(w http.ResponseWriter, r *http.Request, owner strin
 		// operation (seq_id 1) finds the weights in place.
 		if err := s.loadCheckpoint(run, c, withOpt); err != nil {
 			s.logRequest(run.SessionID, "load_weights", start, 500, err.Error())
-			return errorf(http.StatusInternalServerError, "%v", err)
+			return storeFailure("load", err)
 		}
-		f := s.newFuture(run.ID+":0", func() ([]byte, []byte, error) { return res, nil, nil })
+		f := s.startFuture(owner, func() ([]byte, []byte, error) { return res, nil, nil })
 		s.logRequest(run.SessionID, "load_weights", start, 200, body.Path)
 		writeFuture(w, f, run.ID)
 		return nil
@@ -244,7 +278,7 @@ func (s *Server) loadWeights(w http.ResponseWriter, r *http.Request, owner strin
 	if e != nil {
 		return e
 	}
-	f := s.newFuture(fmt.Sprintf("%s:%d", run.ID, seq), s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
+	f := s.startFuture(owner, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
 		if err := s.loadCheckpoint(run, c, withOpt); err != nil {
 			s.logRequest(run.SessionID, "load_weights", start, 500, err.Error())
 			return nil, nil, err

@@ -58,11 +58,14 @@ type RunView struct {
 	LastSamplerCheckpoint *Checkpoint
 }
 
-func (s *Store) view(re *runEntry, now time.Time) RunView {
+// view is re as viewer sees it: another owner's run shows only its
+// public checkpoints as the latest ones ("" views as the owner).
+func (s *Store) view(re *runEntry, viewer string, now time.Time) RunView {
 	v := RunView{Run: re.run}
+	foreign := viewer != "" && viewer != re.run.Owner
 	for i := len(re.ckpts) - 1; i >= 0 && (v.LastCheckpoint == nil || v.LastSamplerCheckpoint == nil); i-- {
 		c := re.ckpts[i]
-		if c.Expired(now) {
+		if c.Expired(now) || (foreign && !c.Public) {
 			continue
 		}
 		if c.Kind == "weights" && v.LastCheckpoint == nil {
@@ -85,16 +88,21 @@ func (s *Store) Run(id string, now time.Time) (RunView, bool) {
 	if re == nil {
 		return RunView{}, false
 	}
-	return s.view(re, now), true
+	return s.view(re, "", now), true
 }
 
-// RunPublic reports whether a run has at least one live public checkpoint.
-func (s *Store) RunPublic(id string, now time.Time) bool {
+// VisibleRun returns a run as viewer may see it: viewer's own run, or, with
+// accessible, another owner's run that has a live public checkpoint, showing
+// only public checkpoints as its latest.
+func (s *Store) VisibleRun(id, viewer string, accessible bool, now time.Time) (RunView, bool) {
 	s.sync()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	re := s.runs[id]
-	return re != nil && hasPublic(re, now)
+	if re == nil || (re.run.Owner != viewer && !(accessible && hasPublic(re, now))) {
+		return RunView{}, false
+	}
+	return s.view(re, viewer, now), true
 }
 
 func hasPublic(re *runEntry, now time.Time) bool {
@@ -133,7 +141,7 @@ func (s *Store) ListRuns(owner string, accessible bool, now time.Time, limit, of
 	}
 	out := []RunView{}
 	for _, re := range page(list, limit, offset) {
-		out = append(out, s.view(re, now))
+		out = append(out, s.view(re, owner, now))
 	}
 	return out, len(list)
 }

@@ -58,9 +58,8 @@ type Store struct {
 
 // Open opens (creating if needed) DataDir/tinker.db and loads the mirror.
 func Open(dataDir string) (*Store, error) {
-	// 0700: the database holds the URL-signing secret and API-key hashes.
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create data dir: %w", err)
+	if err := private(dataDir); err != nil {
+		return nil, err
 	}
 	path := filepath.Join(dataDir, "tinker.db")
 	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)"
@@ -85,6 +84,46 @@ func Open(dataDir string) (*Store, error) {
 	}
 	s.dataVersion = s.readDataVersion()
 	return s, nil
+}
+
+// private makes the data directory 0700 and the database files 0600,
+// creating or tightening them: the database holds the URL-signing secret
+// and API-key hashes, and checkpoints are private until published. SQLite
+// gives its -wal and -shm files the database's mode.
+func private(dataDir string) error {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	if err := tighten(dataDir, 0o700); err != nil {
+		return err
+	}
+	db := filepath.Join(dataDir, "tinker.db")
+	f, err := os.OpenFile(db, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("create database: %w", err)
+	}
+	f.Close()
+	for _, p := range []string{db, db + "-wal", db + "-shm"} {
+		if err := tighten(p, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// tighten removes permission bits beyond mode from p.
+func tighten(p string, mode os.FileMode) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Perm()&^mode == 0 {
+		return nil
+	}
+	if err := os.Chmod(p, fi.Mode().Perm()&mode); err != nil {
+		return fmt.Errorf("restrict %s to its owner: %w", p, err)
+	}
+	return nil
 }
 
 // Close closes the database.
@@ -137,12 +176,15 @@ func decMeta(s sql.NullString) map[string]string {
 	return m
 }
 
+// page is list[offset:offset+limit], clipped to the list; limit < 0 means
+// no limit. It compares against what is left rather than adding, so huge
+// values cannot overflow.
 func page[T any](list []T, limit, offset int) []T {
-	if offset >= len(list) {
+	if offset < 0 || offset >= len(list) {
 		return nil
 	}
 	end := len(list)
-	if limit >= 0 && offset+limit < end {
+	if limit >= 0 && limit < end-offset {
 		end = offset + limit
 	}
 	return list[offset:end]

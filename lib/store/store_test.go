@@ -3,6 +3,8 @@ package store
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -197,4 +199,41 @@ func TestSeesOtherProcessesWrites(t *testing.T) {
 		_, found := a.Checkpoint("s1:train:0", "sampler_weights", "final", now)
 		return !found
 	})
+}
+
+func TestPageHugeValues(t *testing.T) {
+	list := []int{1, 2, 3}
+	const maxInt = int(^uint(0) >> 1)
+	for _, c := range []struct {
+		limit, offset int
+		want          int
+	}{{maxInt, 1, 2}, {maxInt, maxInt, 0}, {1, maxInt, 0}, {-1, 0, 3}, {2, 2, 1}, {0, 0, 0}} {
+		if got := page(list, c.limit, c.offset); len(got) != c.want {
+			t.Errorf("page(limit=%d, offset=%d) has %d items, want %d", c.limit, c.offset, len(got), c.want)
+		}
+	}
+}
+
+func TestDataIsPrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tinker.db"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for p, want := range map[string]os.FileMode{dir: 0o700, filepath.Join(dir, "tinker.db"): 0o600, filepath.Join(dir, "tinker.db-wal"): 0o600} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("%s has mode %o, want %o", p, fi.Mode().Perm(), want)
+		}
+	}
 }

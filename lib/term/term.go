@@ -24,6 +24,8 @@ type IO struct {
 
 	// Width is the terminal width used for layout when OutTTY is set.
 	Width int
+	// measure reads the terminal's current width; nil when Width is fixed.
+	measure func() (int, bool)
 
 	ColorOut bool
 	ColorErr bool
@@ -44,18 +46,32 @@ func System() *IO {
 	s.ErrTTY = isTTY(os.Stderr)
 	s.Width = DefaultWidth
 	if s.OutTTY {
-		if w, _, err := xterm.GetSize(int(os.Stdout.Fd())); err == nil && w > 0 {
-			s.Width = w
+		fd := int(os.Stdout.Fd())
+		s.measure = func() (int, bool) {
+			w, _, err := xterm.GetSize(fd)
+			return w, err == nil && w > 0
 		}
+		s.Refresh()
 	} else if c, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && c > 0 {
 		s.Width = c
 	}
 	if w, ok := forcedWidth(os.Getenv); ok {
-		s.OutTTY, s.ErrTTY, s.Width = true, true, w
+		s.OutTTY, s.ErrTTY, s.Width, s.measure = true, true, w, nil
 	}
 	s.ColorOut = colorWanted(os.Getenv, s.OutTTY)
 	s.ColorErr = colorWanted(os.Getenv, s.ErrTTY)
 	return s
+}
+
+// Refresh re-reads the width of a terminal, which may have been resized
+// since it was last read; a width from TINKER_FORCE_TTY or COLUMNS stays.
+func (s *IO) Refresh() {
+	if s.measure == nil {
+		return
+	}
+	if w, ok := s.measure(); ok {
+		s.Width = w
+	}
 }
 
 // Test returns an IO over in-memory streams that are not terminals.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"syscall"
 
 	"github.com/tinkershell/tinker/builtins"
 	"github.com/tinkershell/tinker/lib/progress"
@@ -40,7 +41,8 @@ const localHint = "Or run `tinker --local ...` to use the local Tinker server (n
 // runAPI runs body with a context cancelled by Ctrl-C and prints its error
 // like the official CLI. The backend starts lazily, at preflight.
 func runAPI(c *invocation, body func(r *apiRun) error) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// SIGTERM too: a cancelled download removes its partial directory.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	backend, cleanup, err := chooseBackend(c.io, c.opts, c.now)
 	if err != nil { // only flag problems (--model) fail here

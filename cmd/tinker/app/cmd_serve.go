@@ -20,7 +20,8 @@ var serveCmd = &command{
 	Name:    "serve",
 	Summary: "Run the local Tinker server.",
 	Help: "Serve the Tinker HTTP API from DIR (SQLite database and checkpoint files).\n" +
-		"Without --api-key any key starting with tml- is accepted, each one a user;\n" +
+		"Without keys (--api-key, --api-key-file or $TINKER_SERVE_API_KEYS) any key\n" +
+		"starting with tml- is accepted, each one a user;\n" +
 		"a non-loopback --addr requires explicit keys.\n\n" +
 		"tinker serve import --data DIR FILE loads runs and checkpoints from a JSON\n" +
 		"manifest (see lib/server/MANIFEST.md).",
@@ -29,6 +30,7 @@ var serveCmd = &command{
 		{Long: "--data", Kind: flagPath, Metavar: "DIR", Help: "Data directory (default $XDG_DATA_HOME/tinker)."},
 		{Long: "--addr", Kind: flagString, Metavar: "HOST:PORT", Help: "Listen address (default 127.0.0.1:8000)."},
 		{Long: "--api-key", Kind: flagMulti, Metavar: "KEY", Help: "Accept only this key (repeatable); each key is a user."},
+		{Long: "--api-key-file", Kind: flagPath, Metavar: "FILE", Help: "Accept the keys in FILE, one a line (also $" + server.KeysEnv + ", comma-separated)."},
 		{Long: "--model", Kind: flagMulti, Metavar: "NAME=DIR", Help: "Serve base model NAME from a Hugging Face model directory (repeatable); NAME may be new."},
 		{Long: "--train-memory", Kind: flagString, Metavar: "SIZE", Help: "Activation memory for training passes, e.g. 4G or 512M (default a quarter of RAM)."},
 	},
@@ -60,10 +62,20 @@ func runServe(c *invocation) int {
 			return c.usageError(fmt.Sprintf("Invalid value for '--train-memory': %v", err))
 		}
 	}
+	// Keys are never echoed; a file or the environment keeps them out of
+	// the process list.
+	keys, err := server.CollectAPIKeys(c.multi("api-key"), c.str("api-key-file"), os.Getenv(server.KeysEnv))
+	if err != nil {
+		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
+		return shell.ExitError
+	}
+	var private []string
+	for _, d := range dirs {
+		private = append(private, d)
+	}
 	pool := &engine.Pool{Dirs: dirs}
-	// Keys come from flags only; they are never echoed.
-	srv, err := server.Open(server.Options{DataDir: dir, APIKeys: c.multi("api-key"), Now: c.now,
-		Sampler: server.EngineSampler(pool), Engine: pool, TrainMemory: trainMem})
+	srv, err := server.Open(server.Options{DataDir: dir, APIKeys: keys, Now: c.now,
+		Sampler: server.EngineSampler(pool), Engine: pool, TrainMemory: trainMem, PrivatePaths: private})
 	if err != nil {
 		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
 		return shell.ExitError
