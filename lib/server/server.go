@@ -1,20 +1,23 @@
 // Package server is the local Tinker-compatible HTTP server: the REST
 // endpoints for runs, checkpoints, sessions and billing, signed archive
 // downloads, and the session/futures endpoints the SDK uses to create models,
-// save checkpoints and sample. State lives in lib/store (SQLite) and
+// train, save checkpoints and sample. State lives in lib/store (SQLite) and
 // checkpoint files under DataDir/checkpoints. docs/protocol.md describes the
 // wire protocol as this package implements it.
 //
 // Files by concern: routes.go (the endpoint table and dispatch), auth.go,
-// respond.go (request bodies, error responses), futures.go (the futures
-// table and retrieve_future), sessions.go, models.go (create_model,
-// get_info), weights.go (save and load weights), sampling.go (sampling
-// sessions and asample) with sampleresult.go (its JSON and protobuf results),
-// training.go (forward, forward_backward, optim_step) with fwdbwd.go (their
-// bodies), trainer.go (per-model trainers and seq_id order) and
-// trainstate.go (trained checkpoints), hub.go (tokenizer files), rest.go (runs and checkpoints listings), archive.go
-// (checkpoint files), download.go (signed URLs) with tarview.go, trace.go,
-// billing.go, cleanup.go (expiry sweep, orphans), import.go.
+// respond.go (request bodies, error responses), limits.go (request bounds),
+// futures.go (the futures table and retrieve_future), sessions.go,
+// models.go (create_model, get_info), modeldir.go (--model directories under
+// their own names), weights.go (save and load weights), sampling.go
+// (sampling sessions and asample) with sampleresult.go (its JSON and
+// protobuf results), training.go (forward, forward_backward, optim_step)
+// with fwdbwd.go (their bodies), trainer.go (per-model trainers and seq_id
+// order), trainstate.go (trained checkpoints) and memory.go (the default
+// training budget), hub.go (tokenizer files for Hugging Face clients),
+// rest.go (runs and checkpoints listings), archive.go (checkpoint files),
+// download.go (signed URLs) with tarview.go, trace.go, billing.go,
+// cleanup.go (expiry sweep, orphans), import.go.
 package server
 
 import (
