@@ -496,3 +496,53 @@ func TestTrainJSONFormsAndOrder(t *testing.T) {
 		t.Errorf("out of order arrival: %v, in order %v", got.Logprobs(), want.Logprobs())
 	}
 }
+
+// TestTrainStateLostOnRestart: trainers live in memory, so after a restart a
+// model that had stepped must refuse to train or save (not silently save its
+// initialisation) until a saved state is loaded.
+func TestTrainStateLostOnRestart(t *testing.T) {
+	e := newTrainEnv(t, Options{})
+	ctx := context.Background()
+	lora := tinkerapi.LoraConfig{Rank: 4, Seed: new(int64(5)), TrainAttn: true, TrainMLP: true, TrainUnembed: true}
+	tc, err := e.sess.CreateTrainingClient(ctx, models.TinyLlama, lora, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := []tinkerapi.Datum{sft("ab", "cd")}
+	e.step(tc, data, 1e-2)
+	saved, err := tc.SaveState(ctx, "s1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := tc.ModelID()
+
+	// A second server over the same directory is the restarted one.
+	pool := &engine.Pool{}
+	s2, err := Open(Options{DataDir: e.dir, Now: e.clk.Now, SweepInterval: -1, Sampler: EngineSampler(pool), Engine: pool,
+		FutureDelay: time.Millisecond, PollHold: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.restart(s2)
+	fb := map[string]any{"model_id": model, "forward_backward_input": jsonForward(data[0], false)}
+	if code, b, _ := e.do("POST", "/api/v1/forward_backward", fb); code != 400 || !strings.Contains(string(b), "lost its trained weights") {
+		t.Errorf("forward_backward after restart = %d %s, want 400 naming the lost weights", code, b)
+	}
+	code, b, _ := e.do("POST", "/api/v1/save_weights", map[string]any{"model_id": model, "path": "s2", "type": "save_weights"})
+	if code == 200 {
+		_, b, _ = e.poll(futureID(t, b))
+	}
+	if !strings.Contains(string(b), "lost its trained weights") || !strings.Contains(string(b), "load_state") {
+		t.Errorf("save after restart: %s, want a failure saying to load the last state", b)
+	}
+	code, b, _ = e.do("POST", "/api/v1/load_weights", map[string]any{"model_id": model, "path": saved, "optimizer": true, "type": "load_weights"})
+	if code != 200 {
+		t.Fatalf("load_weights = %d %s", code, b)
+	}
+	if _, b, _ = e.poll(futureID(t, b)); strings.Contains(string(b), "error") {
+		t.Fatalf("load_weights failed: %s", b)
+	}
+	if code, b, _ := e.do("POST", "/api/v1/forward_backward", fb); code != 200 {
+		t.Errorf("forward_backward after load_state = %d %s", code, b)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -29,9 +31,16 @@ import (
 // accepted is refused. A request waits for the missing lower seq_ids for at
 // most SeqGapTimeout, then runs anyway: a client that lost a request must
 // not stall its model.
+//
+// Trainers live in memory. So that a restart cannot silently turn a trained
+// model back into its initialisation, the first optim_step of a model leaves
+// a marker file under DataDir/trainers; a model with a marker and no trainer
+// lost its weights, and every training operation and save on it fails with
+// a message saying to load the last saved state (which removes the marker).
 
 type trainers struct {
 	pool       *engine.Pool
+	markDir    string // DataDir/trainers: one empty file per model that has stepped
 	gapTimeout time.Duration
 	budget     int64               // activation bytes of concurrently running passes
 	mem        *semaphore.Weighted // of budget bytes
@@ -44,7 +53,7 @@ type trainers struct {
 }
 
 func newTrainers(o Options) *trainers {
-	return &trainers{pool: o.Engine, gapTimeout: o.SeqGapTimeout, budget: o.TrainMemory,
+	return &trainers{pool: o.Engine, markDir: filepath.Join(o.DataDir, "trainers"), gapTimeout: o.SeqGapTimeout, budget: o.TrainMemory,
 		mem: semaphore.NewWeighted(o.TrainMemory), cpu: make(chan struct{}, o.TrainConcurrency),
 		maxPending: o.MaxPendingTrain, models: map[string]*modelState{}}
 }
@@ -57,6 +66,70 @@ type modelState struct {
 	running  map[int]bool    // accepted, not finished
 	finished map[int]bool    // finished, above done
 	tr       *engine.Trainer // nil until the model first trains
+	marked   bool            // the marker file of a stepped model exists
+}
+
+// errStateLost answers an operation on a model whose trained weights were
+// lost when the server restarted.
+func errStateLost(runID string) error {
+	return userErrorf("model %s lost its trained weights when the local server restarted (training state is kept in memory); "+
+		"load your last saved state (load_state, or training_client(state=...)) and continue from there", runID)
+}
+
+// markStepped records that the model's weights differ from its
+// initialisation; the caller holds m.mu.
+func (ts *trainers) markStepped(runID string, m *modelState) error {
+	if m.marked {
+		return nil
+	}
+	if err := os.MkdirAll(ts.markDir, 0o700); err != nil {
+		return fmt.Errorf("record training state: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(ts.markDir, runID), os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("record training state: %w", err)
+	}
+	m.marked = true
+	return f.Close()
+}
+
+// lost reports whether the model stepped before a restart and has no
+// trainer now; the caller holds m.mu.
+func (ts *trainers) lost(runID string, m *modelState) bool {
+	if m.tr != nil || m.marked {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(ts.markDir, runID))
+	return err == nil
+}
+
+// forget drops the lost-weights marker: the model's weights are about to be
+// replaced by a checkpoint's.
+func (ts *trainers) forget(runID string) {
+	m := ts.model(runID)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	os.Remove(filepath.Join(ts.markDir, runID))
+	m.marked = false
+}
+
+// stepped is markStepped for callers that do not hold the lock.
+func (ts *trainers) stepped(runID string) error {
+	m := ts.model(runID)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return ts.markStepped(runID, m)
+}
+
+// checkNotLost fails when the model lost its trained weights.
+func (ts *trainers) checkNotLost(runID string) error {
+	m := ts.model(runID)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if ts.lost(runID, m) {
+		return errStateLost(runID)
+	}
+	return nil
 }
 
 func (ts *trainers) model(runID string) *modelState {
@@ -152,6 +225,9 @@ func (s *Server) trainer(run store.RunView) (*engine.Trainer, error) {
 	defer m.mu.Unlock()
 	if m.tr != nil {
 		return m.tr, nil
+	}
+	if s.trainers.lost(run.ID, m) {
+		return nil, errStateLost(run.ID)
 	}
 	if s.trainers.pool == nil {
 		return nil, userErrorf("training is not available: this local server was started without an engine")

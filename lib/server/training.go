@@ -192,8 +192,10 @@ func (s *Server) optimStep(w http.ResponseWriter, r *http.Request, owner string,
 		var metrics map[string]float64
 		err := s.trainers.run(context.Background(), 0, func() error {
 			var err error
-			metrics, err = tr.OptimStep(p)
-			return err
+			if metrics, err = tr.OptimStep(p); err != nil {
+				return err
+			}
+			return s.trainers.stepped(run.ID)
 		})
 		if err != nil {
 			s.logRequest(run.SessionID, "optim_step", start, 500, err.Error())

@@ -40,6 +40,9 @@ func (s *Server) saveCheckpoint(run store.RunView, kind, name string, ttl *int64
 			return c, userErrorf("Checkpoint %s already exists", c.TinkerPath())
 		}
 	}
+	if err := s.trainers.checkNotLost(run.ID); err != nil {
+		return c, err
+	}
 	dir := s.checkpointDir(run.ID, kind, name)
 	switch tr := s.trainers.existing(run.ID); {
 	case tr != nil:
@@ -124,6 +127,10 @@ func (s *Server) saveEphemeral(w http.ResponseWriter, owner string, run store.Ru
 		return storeFailure("save", err)
 	}
 	f := s.startFuture(owner, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
+		if err := s.trainers.checkNotLost(run.ID); err != nil {
+			s.logRequest(run.SessionID, reqType, start, 400, err.Error())
+			return nil, nil, err
+		}
 		if tr := s.trainers.existing(run.ID); tr != nil {
 			p, err := s.archives.plans.get(run.Run, kind, run.Seed)
 			if err == nil {
@@ -301,6 +308,7 @@ func (s *Server) loadCheckpoint(run store.RunView, c store.Checkpoint, withOpt b
 		return err
 	}
 	run.Seed = c.Seed
+	s.trainers.forget(run.ID) // the checkpoint replaces whatever was lost
 	tr, err := s.trainer(run)
 	if err != nil {
 		var ue userError
