@@ -379,7 +379,8 @@ func (tc *TrainingClient) save(ctx context.Context, op, kind, name string, ttl *
 }
 
 // LoadState replaces the model's weights with a training checkpoint's
-// (tinker://<run>/weights/<name>); the optimizer state is left as it is.
+// (tinker://<run>/weights/<name>) and starts a fresh optimizer state (see
+// docs/training.md); LoadStateWithOptimizer restores that too.
 func (tc *TrainingClient) LoadState(ctx context.Context, path string) error {
 	return tc.load(ctx, path, false)
 }
