@@ -142,7 +142,9 @@ func (r *renderedValue) RowColumns() []render.Column {
 func (r *renderedValue) Row(gotime.Time) []string {
 	return []string{r.Renderer, fmt.Sprint(len(r.R.Tokens)), oneLine(r.R.Text)}
 }
-func (r *renderedValue) ListTitle(n int) string { return Plural(n, "rendered prompt", "rendered prompts") }
+func (r *renderedValue) ListTitle(n int) string {
+	return Plural(n, "rendered prompt", "rendered prompts")
+}
 func (r *renderedValue) JSON() any {
 	toks := make([]any, len(r.R.Tokens))
 	for i, t := range r.R.Tokens {
