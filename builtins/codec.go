@@ -8,9 +8,9 @@ import (
 	"github.com/tinkershell/tinker/lib/tokenizer"
 )
 
-// RendererFor returns the chat renderer for a base model: name if given,
+// rendererFor returns the chat renderer for a base model: name if given,
 // else the model's default (role_colon for base models and the tiny ones).
-func RendererFor(ctx context.Context, baseModel, name string) (chat.Renderer, error) {
+func rendererFor(ctx context.Context, baseModel, name string) (chat.Renderer, error) {
 	if name == "" {
 		name = chat.ForModel(baseModel)
 		if name == "" {

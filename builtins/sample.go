@@ -82,7 +82,7 @@ func Sample(ctx context.Context, env *Env, o SampleOptions) (*SampleResult, erro
 	case o.Prompt != nil:
 		req.PromptTokens = tok.Encode(*o.Prompt, true)
 	case o.Messages != nil:
-		r, err := RendererFor(ctx, base, o.Renderer)
+		r, err := rendererFor(ctx, base, o.Renderer)
 		if err != nil {
 			return nil, err
 		}

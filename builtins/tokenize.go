@@ -92,28 +92,28 @@ func tokenizerFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	return &tokenizerValue{t: t}, nil
 }
 
-// Rendered is render()'s result.
-type Rendered struct {
+// renderedValue is render()'s result.
+type renderedValue struct {
 	Renderer string
 	R        chat.Rendered
 }
 
 var (
-	_ RecordValue = (*Rendered)(nil)
-	_ JSONValue   = (*Rendered)(nil)
+	_ RecordValue = (*renderedValue)(nil)
+	_ JSONValue   = (*renderedValue)(nil)
 )
 
-func (r *Rendered) String() string {
+func (r *renderedValue) String() string {
 	return fmt.Sprintf("<rendered %s: %d tokens>", r.Renderer, len(r.R.Tokens))
 }
-func (r *Rendered) Type() string          { return "rendered" }
-func (r *Rendered) Freeze()               {}
-func (r *Rendered) Truth() starlark.Bool  { return true }
-func (r *Rendered) Hash() (uint32, error) { return starlark.String(r.R.Text).Hash() }
-func (r *Rendered) AttrNames() []string {
+func (r *renderedValue) Type() string          { return "rendered" }
+func (r *renderedValue) Freeze()               {}
+func (r *renderedValue) Truth() starlark.Bool  { return true }
+func (r *renderedValue) Hash() (uint32, error) { return starlark.String(r.R.Text).Hash() }
+func (r *renderedValue) AttrNames() []string {
 	return []string{"renderer", "stop_strings", "stop_tokens", "text", "tokens"}
 }
-func (r *Rendered) Attr(name string) (starlark.Value, error) {
+func (r *renderedValue) Attr(name string) (starlark.Value, error) {
 	switch name {
 	case "renderer":
 		return starlark.String(r.Renderer), nil
@@ -128,7 +128,7 @@ func (r *Rendered) Attr(name string) (starlark.Value, error) {
 	}
 	return nil, nil
 }
-func (r *Rendered) Record(gotime.Time) *render.Record {
+func (r *renderedValue) Record(gotime.Time) *render.Record {
 	return &render.Record{Title: "Rendered with " + r.Renderer, Fields: []render.Field{
 		{Name: "Text", Value: oneLine(r.R.Text)},
 		{Name: "Tokens", Value: fmt.Sprint(len(r.R.Tokens))},
@@ -136,14 +136,16 @@ func (r *Rendered) Record(gotime.Time) *render.Record {
 		{Name: "Stop strings", Value: fmt.Sprintf("%q", r.R.StopStrings)},
 	}}
 }
-func (r *Rendered) RowColumns() []render.Column {
+func (r *renderedValue) RowColumns() []render.Column {
 	return []render.Column{{Header: "Renderer"}, {Header: "Tokens", Right: true}, {Header: "Text"}}
 }
-func (r *Rendered) Row(gotime.Time) []string {
+func (r *renderedValue) Row(gotime.Time) []string {
 	return []string{r.Renderer, fmt.Sprint(len(r.R.Tokens)), oneLine(r.R.Text)}
 }
-func (r *Rendered) ListTitle(n int) string { return Plural(n, "rendered prompt", "rendered prompts") }
-func (r *Rendered) JSON() any {
+func (r *renderedValue) ListTitle(n int) string {
+	return Plural(n, "rendered prompt", "rendered prompts")
+}
+func (r *renderedValue) JSON() any {
 	toks := make([]any, len(r.R.Tokens))
 	for i, t := range r.R.Tokens {
 		toks[i] = t
@@ -154,7 +156,7 @@ func (r *Rendered) JSON() any {
 	}
 	return render.Object{{Key: "renderer", Value: r.Renderer}, {Key: "text", Value: r.R.Text}, {Key: "tokens", Value: toks}, {Key: "stop_tokens", Value: stops}}
 }
-func (r *Rendered) MarshalJSON() ([]byte, error) { return marshalJSON(r) }
+func (r *renderedValue) MarshalJSON() ([]byte, error) { return marshalJSON(r) }
 
 func renderFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var which string
@@ -175,9 +177,9 @@ func renderFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple,
 		if model == "" {
 			return nil, fmt.Errorf("%s: renderer %s needs a model; pass a base model name instead", b.Name(), which)
 		}
-		r, err = RendererFor(ctx, model, which)
+		r, err = rendererFor(ctx, model, which)
 	} else {
-		r, err = RendererFor(ctx, which, "")
+		r, err = rendererFor(ctx, which, "")
 	}
 	if err != nil {
 		return nil, err
@@ -186,5 +188,5 @@ func renderFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple,
 	if err != nil {
 		return nil, err
 	}
-	return &Rendered{Renderer: r.Name(), R: out}, nil
+	return &renderedValue{Renderer: r.Name(), R: out}, nil
 }
