@@ -53,7 +53,14 @@ func (d *Display) Show(v starlark.Value) error {
 		return render.WriteJSON(d.IO.Out, j, render.JSONOptions{Indent: true})
 	}
 	if t := d.TableOf(v); t != nil {
-		return d.WriteTable(d.IO.Out, t)
+		if err := d.WriteTable(d.IO.Out, t); err != nil {
+			return err
+		}
+		if c, ok := v.(builtins.ChartValue); ok && d.IO.OutTTY {
+			_, err := fmt.Fprintln(d.IO.Out, c.Chart(d.IO.Width))
+			return err
+		}
+		return nil
 	}
 	_, err := fmt.Fprintln(d.IO.Out, render.PrintableLines(v.String()))
 	return err

@@ -22,6 +22,7 @@ var root = &command{
 		serveCmd,
 		sessionCmd,
 		tokenizeCmd,
+		trainCmd,
 		versionCmd,
 	},
 }
