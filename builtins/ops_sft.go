@@ -316,19 +316,19 @@ func sortedAny(m map[string]any) []string {
 // Every input is checked before anything is written to LogDir or sent.
 func SFT(ctx context.Context, s *tinkerapi.Session, o SFTOptions) (*SFTResult, error) {
 	if err := o.check(); err != nil {
-		return nil, err
+		return nil, userErr(err.Error(), "")
 	}
 	r, err := rendererFor(ctx, o.BaseModel, o.Renderer)
 	if err != nil {
-		return nil, err
+		return nil, userErr(err.Error(), "")
 	}
 	data, err := toData(r, o.Data, &o)
 	if err != nil {
-		return nil, err
+		return nil, userErr(err.Error(), "")
 	}
 	eval, err := toData(r, o.Eval, &o)
 	if err != nil {
-		return nil, fmt.Errorf("eval_data: %w", err)
+		return nil, userErr("eval_data: "+err.Error(), "")
 	}
 	perEpoch := (len(data) + o.BatchSize - 1) / o.BatchSize
 	total := perEpoch * o.Epochs
@@ -340,7 +340,7 @@ func SFT(ctx context.Context, s *tinkerapi.Session, o SFTOptions) (*SFTResult, e
 			MaxLength: o.MaxLength, BatchSize: o.BatchSize, Epochs: o.Epochs, LearningRate: o.LearningRate, Schedule: o.Schedule,
 			SaveEvery: o.SaveEvery, EvalEvery: o.EvalEvery, Name: o.Name}
 		if st, res.Steps, err = openLogDir(o.LogDir, cfg); err != nil {
-			return nil, fmt.Errorf("log_dir: %w", err)
+			return nil, userErr("log_dir: "+err.Error(), "")
 		}
 		res.StatePath, res.SamplerPath = st.StatePath, st.SamplerPath
 	}
