@@ -160,6 +160,11 @@ func sftFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw
 	res, err := SFT(ctx, s, o)
 	if err != nil {
 		if errors.Is(err, ErrInterrupted) {
+			// The shell reports an interrupt in its own words; the way to
+			// resume goes to the notices stream.
+			if env.Notices != nil {
+				fmt.Fprintf(env.Notices, "sft: %v\n", err)
+			}
 			return nil, err
 		}
 		return nil, fail(sessionErr(err))
