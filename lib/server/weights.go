@@ -88,10 +88,7 @@ func (s *Server) save(w http.ResponseWriter, r *http.Request, owner, kind string
 	if _, e := checkTTL("ttl_seconds", body.TTLSeconds, s.now()); e != nil {
 		return e
 	}
-	if e := s.futures.admit(owner); e != nil {
-		return e
-	}
-	run, e := s.ownedRun(owner, body.ModelID)
+	run, e := s.admitOwned(owner, body.ModelID)
 	if e != nil {
 		return e
 	}
