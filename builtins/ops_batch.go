@@ -1,0 +1,164 @@
+package builtins
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	gotime "time"
+
+	"github.com/tinkershell/tinker/lib/batch"
+	"github.com/tinkershell/tinker/lib/progress"
+	"github.com/tinkershell/tinker/lib/render"
+	"go.starlark.net/starlark"
+)
+
+// Batch sampling shared by sample_batch() and `tinker sample --prompts`.
+
+// SampleBatch runs a batch job (lib/batch) with a progress bar on a
+// terminal. A run stopped by Ctrl-C or a failed row returns the rows so far
+// with the *batch.StoppedError.
+func SampleBatch(ctx context.Context, env *Env, job batch.Job) (*BatchResult, error) {
+	c, err := env.Client()
+	if err != nil {
+		return nil, err
+	}
+	var opts batch.Options
+	var bar *progress.Bar
+	if env.NoticesTTY {
+		bar = progress.NewCount(env.Notices, true, env.Width, "Sampling", 0)
+		opts.OnProgress = func(p batch.Progress) { bar.SetTotal(int64(p.Total)); bar.Set(int64(p.Done)) }
+	}
+	res, err := batch.Run(ctx, c, job, opts)
+	if bar != nil {
+		if err != nil {
+			bar.Clear()
+		} else {
+			bar.Finish()
+		}
+	}
+	if res == nil {
+		return nil, apiErr(err)
+	}
+	return &BatchResult{R: *res}, err
+}
+
+// ReadPromptsFile reads a prompts JSONL file (docs/batch.md).
+func ReadPromptsFile(path string) ([]batch.Prompt, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, userErr(fmt.Sprintf("Cannot read %s: %v", path, err), "")
+	}
+	defer f.Close()
+	ps, err := batch.ReadPrompts(f)
+	if err != nil {
+		return nil, userErr(fmt.Sprintf("%s: %v", path, err), "")
+	}
+	return ps, nil
+}
+
+// BatchResult is what sample_batch() returns: the run's counts and a
+// summary per model.
+type BatchResult struct{ R batch.Result }
+
+var (
+	_ Tabular           = (*BatchResult)(nil)
+	_ JSONValue         = (*BatchResult)(nil)
+	_ starlark.HasAttrs = (*BatchResult)(nil)
+)
+
+func (b *BatchResult) String() string        { return fmt.Sprintf("<batch %s>", b.R.Output) }
+func (b *BatchResult) Type() string          { return "batch" }
+func (b *BatchResult) Freeze()               {}
+func (b *BatchResult) Truth() starlark.Bool  { return true }
+func (b *BatchResult) Hash() (uint32, error) { return starlark.String(b.R.Output).Hash() }
+func (b *BatchResult) AttrNames() []string {
+	return []string{"models", "output", "remaining", "resumed", "seed", "total", "written"}
+}
+
+func (b *BatchResult) Attr(name string) (starlark.Value, error) {
+	switch name {
+	case "output":
+		return starlark.String(b.R.Output), nil
+	case "remaining":
+		return starlark.MakeInt(b.R.Remaining), nil
+	case "resumed":
+		return starlark.MakeInt(b.R.Resumed), nil
+	case "seed":
+		return starlark.MakeInt64(b.R.Seed), nil
+	case "total":
+		return starlark.MakeInt(b.R.Total), nil
+	case "written":
+		return starlark.MakeInt(b.R.Written), nil
+	case "models":
+		l := make([]starlark.Value, len(b.R.Models))
+		for i, m := range b.R.Models {
+			reasons := starlark.NewDict(len(m.StopReasons))
+			for _, r := range m.StopReasons {
+				_ = reasons.SetKey(starlark.String(r.Reason), starlark.MakeInt(r.Count))
+			}
+			d := starlark.NewDict(6)
+			for _, kv := range []struct {
+				k string
+				v starlark.Value
+			}{{"model", starlark.String(m.Model)}, {"rows", starlark.MakeInt(m.Rows)}, {"missing", starlark.MakeInt(m.Missing)},
+				{"mean_tokens", starlark.Float(m.MeanTokens)}, {"stop_reasons", reasons}, {"mean_logprob", meanLogprob(m)}} {
+				_ = d.SetKey(starlark.String(kv.k), kv.v)
+			}
+			l[i] = d
+		}
+		return starlark.NewList(l), nil
+	}
+	return nil, nil
+}
+
+func meanLogprob(m batch.ModelSummary) starlark.Value {
+	if m.LogprobTokens == 0 {
+		return starlark.None
+	}
+	return starlark.Float(m.MeanLogprob)
+}
+
+// Table is the summary per model.
+func (b *BatchResult) Table(now gotime.Time) *render.Table {
+	t := &render.Table{
+		Title: fmt.Sprintf("Batch %s: %d of %d rows", b.R.Output, b.R.Total-b.R.Remaining, b.R.Total),
+		Columns: []render.Column{{Header: "Model"}, {Header: "Rows", Right: true}, {Header: "Missing", Right: true},
+			{Header: "Mean tokens", Right: true}, {Header: "Stop reasons"}, {Header: "Mean logprob", Right: true}},
+	}
+	for _, m := range b.R.Models {
+		reasons := make([]string, len(m.StopReasons))
+		for i, r := range m.StopReasons {
+			reasons[i] = fmt.Sprintf("%s %d", r.Reason, r.Count)
+		}
+		lp := "-"
+		if m.LogprobTokens > 0 {
+			lp = strconv.FormatFloat(m.MeanLogprob, 'f', 3, 64)
+		}
+		t.Rows = append(t.Rows, []string{m.Model, strconv.Itoa(m.Rows), strconv.Itoa(m.Missing),
+			strconv.FormatFloat(m.MeanTokens, 'f', 1, 64), strings.Join(reasons, ", "), lp})
+	}
+	return t
+}
+
+func (b *BatchResult) JSON() any {
+	models := make([]any, len(b.R.Models))
+	for i, m := range b.R.Models {
+		reasons := render.Object{}
+		for _, r := range m.StopReasons {
+			reasons = append(reasons, render.Member{Key: r.Reason, Value: r.Count})
+		}
+		var lp any
+		if m.LogprobTokens > 0 {
+			lp = m.MeanLogprob
+		}
+		models[i] = render.Object{{Key: "model", Value: m.Model}, {Key: "rows", Value: m.Rows}, {Key: "missing", Value: m.Missing},
+			{Key: "mean_tokens", Value: m.MeanTokens}, {Key: "stop_reasons", Value: reasons}, {Key: "mean_logprob", Value: lp}}
+	}
+	return render.Object{{Key: "output", Value: b.R.Output}, {Key: "seed", Value: b.R.Seed}, {Key: "total", Value: b.R.Total},
+		{Key: "resumed", Value: b.R.Resumed}, {Key: "written", Value: b.R.Written}, {Key: "remaining", Value: b.R.Remaining},
+		{Key: "models", Value: models}}
+}
+
+func (b *BatchResult) MarshalJSON() ([]byte, error) { return marshalJSON(b) }
