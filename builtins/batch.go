@@ -20,7 +20,8 @@ func init() {
 			"\"messages\" (an item without id is named by its position, from 1), or the path of a prompts JSONL file.\n" +
 			"Each (model, prompt, sample) row is appended to output as it completes; running the same call again\n" +
 			"samples only the missing rows, with the same per-row seeds (docs/batch.md). The result shows a summary\n" +
-			"per model and has .output, .written, .resumed, .remaining, .seed and .models.",
+			"per model and has .output, .written, .resumed, .remaining, .seed, .models and .rows (the job's rows read\n" +
+			"back from output, by model, prompt and sample: .model, .prompt_id, .sample, .text, .tokens, .stop_reason, .mean_logprob).",
 		Example: "r = sample_batch([\"tinker-local/tiny-llama\", ckpt], [\"Hello\", \"The sky is\"], \"results.jsonl\", num_samples=2, seed=1)",
 	}, sampleBatchFn)
 }
@@ -121,7 +122,9 @@ func promptsArg(v starlark.Value) ([]batch.Prompt, error) {
 		if err := render.WriteJSON(&buf, j, render.JSONOptions{Compact: true}); err != nil {
 			return nil, fmt.Errorf("prompt %d: %v", n, err)
 		}
-		buf.WriteByte('\n')
+		if !bytes.HasSuffix(buf.Bytes(), []byte("\n")) {
+			buf.WriteByte('\n')
+		}
 	}
 	return batch.ReadPrompts(&buf)
 }

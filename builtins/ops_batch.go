@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	gotime "time"
@@ -12,6 +13,7 @@ import (
 	"github.com/tinkershell/tinker/lib/progress"
 	"github.com/tinkershell/tinker/lib/render"
 	"go.starlark.net/starlark"
+	"go.starlark.net/starlarkstruct"
 )
 
 // Batch sampling shared by sample_batch() and `tinker sample --prompts`.
@@ -41,7 +43,11 @@ func SampleBatch(ctx context.Context, env *Env, job batch.Job) (*BatchResult, er
 	if res == nil {
 		return nil, apiErr(err)
 	}
-	return &BatchResult{R: *res}, err
+	out := &BatchResult{R: *res, models: job.Models}
+	for _, p := range job.Prompts {
+		out.prompts = append(out.prompts, p.ID)
+	}
+	return out, err
 }
 
 // ReadPromptsFile reads a prompts JSONL file (docs/batch.md).
@@ -60,7 +66,11 @@ func ReadPromptsFile(path string) ([]batch.Prompt, error) {
 
 // BatchResult is what sample_batch() returns: the run's counts and a
 // summary per model.
-type BatchResult struct{ R batch.Result }
+type BatchResult struct {
+	R batch.Result
+	// The job's models and prompt ids, which order .rows.
+	models, prompts []string
+}
 
 var (
 	_ Tabular           = (*BatchResult)(nil)
@@ -74,7 +84,63 @@ func (b *BatchResult) Freeze()               {}
 func (b *BatchResult) Truth() starlark.Bool  { return true }
 func (b *BatchResult) Hash() (uint32, error) { return starlark.String(b.R.Output).Hash() }
 func (b *BatchResult) AttrNames() []string {
-	return []string{"models", "output", "remaining", "resumed", "seed", "total", "written"}
+	return []string{"models", "output", "remaining", "resumed", "rows", "seed", "total", "written"}
+}
+
+// rows reads the job's rows from the output file, ordered by model, then
+// prompt, then sample as the job lists them.
+func (b *BatchResult) rows() (starlark.Value, error) {
+	rows, err := batch.ReadRows(b.R.Output)
+	if err != nil {
+		return nil, err
+	}
+	rank := func(list []string) map[string]int {
+		m := make(map[string]int, len(list))
+		for i, s := range list {
+			m[s] = i
+		}
+		return m
+	}
+	mr, pr := rank(b.models), rank(b.prompts)
+	var kept []batch.Row
+	for _, r := range rows {
+		_, okM := mr[r.Model]
+		_, okP := pr[r.PromptID]
+		if okM && okP {
+			kept = append(kept, r)
+		}
+	}
+	sort.SliceStable(kept, func(i, j int) bool {
+		a, c := kept[i], kept[j]
+		if mr[a.Model] != mr[c.Model] {
+			return mr[a.Model] < mr[c.Model]
+		}
+		if pr[a.PromptID] != pr[c.PromptID] {
+			return pr[a.PromptID] < pr[c.PromptID]
+		}
+		return a.Sample < c.Sample
+	})
+	out := make([]starlark.Value, len(kept))
+	for i, r := range kept {
+		toks := make([]starlark.Value, len(r.Tokens))
+		for k, t := range r.Tokens {
+			toks[k] = starlark.MakeInt(t)
+		}
+		var lp starlark.Value = starlark.None
+		if len(r.Logprobs) > 0 {
+			sum := 0.0
+			for _, x := range r.Logprobs {
+				sum += float64(x)
+			}
+			lp = starlark.Float(sum / float64(len(r.Logprobs)))
+		}
+		out[i] = starlarkstruct.FromStringDict(starlark.String("row"), starlark.StringDict{
+			"model": starlark.String(r.Model), "prompt_id": starlark.String(r.PromptID), "sample": starlark.MakeInt(r.Sample),
+			"seed": starlark.MakeInt64(r.Seed), "text": starlark.String(r.Text), "tokens": starlark.NewList(toks),
+			"stop_reason": starlark.String(r.StopReason), "mean_logprob": lp,
+		})
+	}
+	return starlark.NewList(out), nil
 }
 
 func (b *BatchResult) Attr(name string) (starlark.Value, error) {
@@ -91,6 +157,8 @@ func (b *BatchResult) Attr(name string) (starlark.Value, error) {
 		return starlark.MakeInt(b.R.Total), nil
 	case "written":
 		return starlark.MakeInt(b.R.Written), nil
+	case "rows":
+		return b.rows()
 	case "models":
 		l := make([]starlark.Value, len(b.R.Models))
 		for i, m := range b.R.Models {
