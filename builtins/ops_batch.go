@@ -2,6 +2,7 @@ package builtins
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -12,6 +13,7 @@ import (
 	"github.com/tinkershell/tinker/lib/batch"
 	"github.com/tinkershell/tinker/lib/progress"
 	"github.com/tinkershell/tinker/lib/render"
+	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 )
@@ -41,13 +43,25 @@ func SampleBatch(ctx context.Context, env *Env, job batch.Job) (*BatchResult, er
 		}
 	}
 	if res == nil {
-		return nil, apiErr(err)
+		return nil, batchErr(err)
 	}
 	out := &BatchResult{R: *res, models: job.Models}
 	for _, p := range job.Prompts {
 		out.prompts = append(out.prompts, p.ID)
 	}
 	return out, err
+}
+
+// batchErr words a job that could not start: the service's errors as
+// usual, the job's own problems (parameters that differ from the output
+// file's, invalid prompts) as they are.
+func batchErr(err error) error {
+	var ae *tinkerapi.APIError
+	var te *tinkerapi.TransportError
+	if errors.As(err, &ae) || errors.As(err, &te) || errors.Is(err, context.Canceled) {
+		return apiErr(err)
+	}
+	return userErr(err.Error(), "")
 }
 
 // ReadPromptsFile reads a prompts JSONL file (docs/batch.md).
