@@ -22,6 +22,7 @@ type hubHolder struct{ srv *hubtest.Server }
 //	hubfake                          start it; later commands get HF_ENDPOINT and HF_TOKEN
 //	hubfake repo NS/NAME FILE...     add a repo holding the named files of the work dir
 //	hubfake file NS/NAME BRANCH PATH print a file of the repo to stdout
+//	hubfake echotoken                error answers quote the Authorization header
 func hubFake(ts *testscript.TestScript, neg bool, args []string) {
 	if neg {
 		ts.Fatalf("hubfake: no negation")
@@ -46,6 +47,8 @@ func hubFake(ts *testscript.TestScript, neg bool, args []string) {
 			files[filepath.Base(name)] = string(data)
 		}
 		h.srv.AddRepo(args[1], files)
+	case args[0] == "echotoken" && len(args) == 1:
+		h.srv.EchoToken(true)
 	case args[0] == "file" && len(args) == 4:
 		data, ok := h.srv.Files(args[1], args[2])[args[3]]
 		if !ok {
@@ -53,6 +56,6 @@ func hubFake(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		ts.Stdout().Write(data)
 	default:
-		ts.Fatalf("usage: hubfake [repo NS/NAME FILE... | file NS/NAME BRANCH PATH]")
+		ts.Fatalf("usage: hubfake [repo NS/NAME FILE... | file NS/NAME BRANCH PATH | echotoken]")
 	}
 }
