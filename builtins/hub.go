@@ -52,39 +52,31 @@ func (h *HubPush) Attr(name string) (starlark.Value, error) {
 	case "checkpoint_path":
 		return starlark.String(h.Path), nil
 	case "commit_url":
-		return optStr(h.R.CommitURL), nil
+		return noneIfEmpty(h.R.CommitURL), nil
 	case "public":
 		return starlark.Bool(h.Public), nil
 	case "repo_id":
 		return starlark.String(h.R.FullRepoID), nil
 	case "revision":
-		return optStr(h.R.Revision), nil
+		return noneIfEmpty(h.R.Revision), nil
 	case "unchanged":
-		return stringsList(h.R.Unchanged), nil
+		return strList(h.R.Unchanged), nil
 	case "uploaded":
-		return stringsList(h.R.Uploaded), nil
+		return strList(h.R.Uploaded), nil
 	case "url":
 		return starlark.String(h.R.RepoURL), nil
 	}
 	return nil, nil
 }
 
-func optStr(s string) starlark.Value {
+func noneIfEmpty(s string) starlark.Value {
 	if s == "" {
 		return starlark.None
 	}
 	return starlark.String(s)
 }
 
-func stringsList(ss []string) *starlark.List {
-	l := make([]starlark.Value, len(ss))
-	for i, s := range ss {
-		l[i] = starlark.String(s)
-	}
-	return starlark.NewList(l)
-}
-
-func yesNo(b bool) string {
+func publicYesNo(b bool) string {
 	if b {
 		return "Yes"
 	}
@@ -97,7 +89,7 @@ func (h *HubPush) Record(now gotime.Time) *render.Record {
 	if h.RevisionGiven {
 		r.Fields = append(r.Fields, render.Field{Name: "Revision", Value: h.R.Revision})
 	}
-	r.Fields = append(r.Fields, render.Field{Name: "Public", Value: yesNo(h.Public)})
+	r.Fields = append(r.Fields, render.Field{Name: "Public", Value: publicYesNo(h.Public)})
 	return r
 }
 
@@ -106,7 +98,7 @@ func (h *HubPush) RowColumns() []render.Column {
 }
 
 func (h *HubPush) Row(now gotime.Time) []string {
-	return []string{h.Path, h.R.RepoID, h.R.Revision, yesNo(h.Public)}
+	return []string{h.Path, h.R.RepoID, h.R.Revision, publicYesNo(h.Public)}
 }
 
 func (h *HubPush) ListTitle(n int) string { return Plural(n, "hub upload", "hub uploads") }
