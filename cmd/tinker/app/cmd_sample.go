@@ -24,8 +24,8 @@ var sampleCmd = &command{
 		"With --prompts FILE (a prompts JSONL file) and --output FILE: sample every prompt from every\n" +
 		"--model-path and --base-model (each repeatable) into FILE, resuming an interrupted run.",
 	Flags: []flagSpec{
-		{Long: "--base-model", Kind: flagMulti, Metavar: "MODEL", Help: "Base model to sample."},
-		{Long: "--model-path", Kind: flagMulti, Metavar: "PATH", Help: "tinker:// path of a sampler checkpoint."},
+		{Long: "--base-model", Kind: flagMulti, Metavar: "MODEL", Help: "Base model to sample (repeatable with --prompts)."},
+		{Long: "--model-path", Kind: flagMulti, Metavar: "PATH", Help: "tinker:// path of a sampler checkpoint (repeatable\nwith --prompts)."},
 		{Long: "--prompt", Kind: flagString, Metavar: "TEXT", Help: "Prompt text."},
 		{Long: "--prompt-file", Kind: flagPath, Metavar: "FILE", Help: "Read the prompt from FILE (- for stdin)."},
 		{Long: "--max-tokens", Kind: flagInt, Metavar: "INTEGER", Help: "Tokens to generate (default 64)."},
