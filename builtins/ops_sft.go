@@ -399,75 +399,114 @@ func SFT(ctx context.Context, s *tinkerapi.Session, o SFTOptions) (*SFTResult, e
 		defer metricsFile.Close()
 	}
 	start := st.Step
-	for step := start; step < total; step++ {
-		if o.MaxSteps > 0 && step-start >= o.MaxSteps || ctx.Err() != nil {
-			if step > st.Step || st.StatePath == "" {
-				if err := save(step, false); err != nil {
-					return nil, fmt.Errorf("save the state of step %d: %w", step, err)
-				}
-			}
-			if ctx.Err() != nil {
-				return res, fmt.Errorf("%w after step %d of %d; %s", ErrInterrupted, step, total, resumeHint(o.LogDir, res.StatePath))
-			}
-			return res, nil
+	// A step is a barrier when evaluation or a save follows it: those must
+	// see its weights, so the next step waits until it has finished.
+	barrier := func(step int) bool {
+		n := step + 1
+		return n == total || o.SaveEvery > 0 && n%o.SaveEvery == 0 || len(eval) > 0 && o.EvalEvery > 0 && n%o.EvalEvery == 0
+	}
+	type inflight struct {
+		step   int
+		batch  []tinkerapi.Datum
+		tokens int
+		lr     float64
+		fb     *tinkerapi.Future[*tinkerapi.ForwardBackwardOutput]
+		opt    *tinkerapi.Future[*tinkerapi.OptimStepResponse]
+	}
+	submit := func(step int) (*inflight, error) {
+		f := &inflight{step: step, lr: learningRate(o.Schedule, o.LearningRate, step, total)}
+		for _, j := range batchOf(len(data), o.BatchSize, step, seed) {
+			f.batch = append(f.batch, data[j])
+			f.tokens += len(data[j].ModelInput)
 		}
-		began := time.Now()
-		idx := batchOf(len(data), o.BatchSize, step, seed)
-		batch := make([]tinkerapi.Datum, len(idx))
-		tokens := 0
-		for i, j := range idx {
-			batch[i] = data[j]
-			tokens += len(data[j].ModelInput)
-		}
-		lr := learningRate(o.Schedule, o.LearningRate, step, total)
 		adam := tinkerapi.DefaultAdamParams()
-		adam.LearningRate = lr
-		fb, err := tc.ForwardBackwardAsync(ctx, tinkerapi.ForwardBackwardInput{Data: batch, LossFn: "cross_entropy"})
-		var opt *tinkerapi.Future[*tinkerapi.OptimStepResponse]
+		adam.LearningRate = f.lr
+		var err error
+		if f.fb, err = tc.ForwardBackwardAsync(ctx, tinkerapi.ForwardBackwardInput{Data: f.batch, LossFn: "cross_entropy"}); err != nil {
+			return nil, err
+		}
+		// If this fails, the step's gradients stay unapplied and the run
+		// stops at the step before, whose weights are unchanged.
+		f.opt, err = tc.OptimStepAsync(ctx, adam)
+		return f, err
+	}
+	finished, lastDone := start, time.Now()
+	finish := func(f *inflight) error {
+		out, err := f.fb.Wait(wait)
 		if err == nil {
-			opt, err = tc.OptimStepAsync(ctx, adam)
+			_, err = f.opt.Wait(wait)
 		}
 		if err != nil {
-			if ctx.Err() != nil {
-				step-- // nothing of this step ran to completion: retry the check
-				continue
-			}
-			return nil, fmt.Errorf("step %d: %w", step+1, err)
-		}
-		out, err := fb.Wait(wait)
-		if err == nil {
-			_, err = opt.Wait(wait)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("step %d: %w", step+1, err)
+			return fmt.Errorf("step %d: %w", f.step+1, err)
 		}
 		loss, _ := out.Loss()
-		m := StepMetrics{Step: step + 1, Epoch: step/perEpoch + 1, Loss: loss / trainedWeight(batch), LearningRate: lr, Tokens: tokens, Sequences: len(batch)}
-		last := step+1 == total
-		if len(eval) > 0 && (last || o.EvalEvery > 0 && (step+1)%o.EvalEvery == 0) {
+		m := StepMetrics{Step: f.step + 1, Epoch: f.step/perEpoch + 1, Loss: loss / trainedWeight(f.batch), LearningRate: f.lr,
+			Tokens: f.tokens, Sequences: len(f.batch)}
+		last := f.step+1 == total
+		if len(eval) > 0 && (last || o.EvalEvery > 0 && (f.step+1)%o.EvalEvery == 0) {
 			nll, err := evalNLL(wait, tc, eval, o.BatchSize)
 			if err != nil {
-				return nil, fmt.Errorf("evaluate after step %d: %w", step+1, err)
+				return fmt.Errorf("evaluate after step %d: %w", f.step+1, err)
 			}
 			m.EvalNLL = &nll
 		}
-		m.Seconds = time.Since(began).Seconds()
+		now := time.Now()
+		m.Seconds, lastDone = now.Sub(lastDone).Seconds(), now
 		res.Steps = append(res.Steps, m)
+		finished = f.step + 1
 		if metricsFile != nil {
 			line, _ := json.Marshal(m)
 			if _, err := metricsFile.Write(append(line, '\n')); err != nil {
-				return nil, fmt.Errorf("log_dir: %w", err)
+				return fmt.Errorf("log_dir: %w", err)
 			}
 		}
 		if o.OnStep != nil {
 			o.OnStep(m, total)
 		}
-		if last || o.SaveEvery > 0 && (step+1)%o.SaveEvery == 0 {
-			if err := save(step+1, last); err != nil {
-				return nil, fmt.Errorf("save after step %d: %w", step+1, err)
+		if last || o.SaveEvery > 0 && (f.step+1)%o.SaveEvery == 0 {
+			if err := save(f.step+1, last); err != nil {
+				return fmt.Errorf("save after step %d: %w", f.step+1, err)
 			}
-			st.Step = step + 1
+			st.Step = f.step + 1
 		}
+		return nil
+	}
+	// Pipelining: the next step is submitted before the current one is
+	// awaited (at most two in flight), except after a barrier.
+	var queue []*inflight
+	next := start
+	for {
+		open := next < total && (o.MaxSteps == 0 || next-start < o.MaxSteps) && ctx.Err() == nil
+		if open && len(queue) < 2 && (len(queue) == 0 || !barrier(queue[len(queue)-1].step)) {
+			f, err := submit(next)
+			if err == nil {
+				queue = append(queue, f)
+				next++
+				continue
+			}
+			if ctx.Err() == nil {
+				return nil, fmt.Errorf("step %d: %w", next+1, err)
+			}
+			// Interrupted while submitting: finish what was queued.
+		}
+		if len(queue) == 0 {
+			break
+		}
+		if err := finish(queue[0]); err != nil {
+			return nil, err
+		}
+		queue = queue[1:]
+	}
+	if finished == total {
+		return res, nil
+	}
+	if finished > st.Step || st.StatePath == "" {
+		if err := save(finished, false); err != nil {
+			return nil, fmt.Errorf("save the state of step %d: %w", finished, err)
+		}
+	}
+	if ctx.Err() != nil {
+		return res, fmt.Errorf("%w after step %d of %d; %s", ErrInterrupted, finished, total, resumeHint(o.LogDir, res.StatePath))
 	}
 	return res, nil
 }
