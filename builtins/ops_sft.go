@@ -124,9 +124,28 @@ type sftState struct {
 	SamplerPath string `json:"sampler_path,omitempty"`
 }
 
-// ErrInterrupted is wrapped by SFT's error when ctx was cancelled; the
-// state of the last finished step has been saved by then.
-var ErrInterrupted = errors.New("interrupted")
+// InterruptedError is SFT's error when ctx was cancelled: the state of
+// the last finished step has been saved by then.
+type InterruptedError struct {
+	Step, Total int
+	StatePath   string
+	LogDir      string
+	// Resume words how to continue, given the log directory, e.g. as the
+	// builtin's argument (the default) or a command-line option.
+	Resume func(logDir string) string
+}
+
+func (e *InterruptedError) Error() string {
+	how := "training_client(state=...) continues from it; give log_dir to make runs resumable"
+	if e.LogDir != "" {
+		if e.Resume != nil {
+			how = e.Resume(e.LogDir)
+		} else {
+			how = fmt.Sprintf("run again with log_dir=%q to resume", e.LogDir)
+		}
+	}
+	return fmt.Sprintf("interrupted after step %d of %d; state saved to %s; %s", e.Step, e.Total, e.StatePath, how)
+}
 
 func (o *SFTOptions) check() error {
 	switch o.Schedule {
@@ -506,16 +525,9 @@ func SFT(ctx context.Context, s *tinkerapi.Session, o SFTOptions) (*SFTResult, e
 		}
 	}
 	if ctx.Err() != nil {
-		return res, fmt.Errorf("%w after step %d of %d; %s", ErrInterrupted, finished, total, resumeHint(o.LogDir, res.StatePath))
+		return res, &InterruptedError{Step: finished, Total: total, StatePath: res.StatePath, LogDir: o.LogDir}
 	}
 	return res, nil
-}
-
-func resumeHint(logDir, state string) string {
-	if logDir != "" {
-		return fmt.Sprintf("state saved to %s; run again with log_dir=%q to resume", state, logDir)
-	}
-	return fmt.Sprintf("state saved to %s (training_client(state=...) continues from it; give log_dir to make runs resumable)", state)
 }
 
 // evalNLL is the mean negative log-likelihood per trained token of data

@@ -159,7 +159,8 @@ func sftFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw
 	}
 	res, err := SFT(ctx, s, o)
 	if err != nil {
-		if errors.Is(err, ErrInterrupted) {
+		var ie *InterruptedError
+		if errors.As(err, &ie) {
 			// The shell reports an interrupt in its own words; the way to
 			// resume goes to the notices stream.
 			if env.Notices != nil {

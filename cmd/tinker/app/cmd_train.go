@@ -115,7 +115,9 @@ func runTrainSFT(c *invocation) int {
 			}()
 		}
 		res, err := builtins.SFT(r.ctx, s, o)
-		if errors.Is(err, builtins.ErrInterrupted) {
+		var ie *builtins.InterruptedError
+		if errors.As(err, &ie) {
+			ie.Resume = func(dir string) string { return "run the same command again (with --log-dir " + dir + ") to resume" }
 			interrupted = true
 			fmt.Fprintf(c.io.Err, "%v\n", err)
 			return nil
