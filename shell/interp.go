@@ -283,7 +283,9 @@ func (in *Interp) RunFile(path string) (err error, interrupted bool) {
 }
 
 // EvalText runs -c text: a lone expression is evaluated and displayed as
-// the prompt would; anything else is executed as a program.
+// the prompt would, except that a string prints raw as print() prints it,
+// so that $(tinker -c ...) captures the text; anything else is executed as
+// a program.
 func (in *Interp) EvalText(filename, text string) (err error, interrupted bool) {
 	if err := checkUTF8(filename, []byte(text)); err != nil {
 		return err, false
@@ -296,6 +298,10 @@ func (in *Interp) EvalText(filename, text string) (err error, interrupted bool) 
 		return in.run(func(t *starlark.Thread) error {
 			v, err := starlark.EvalExprOptions(fileOptions, t, expr, in.predeclared)
 			if err != nil {
+				return err
+			}
+			if s, ok := v.(starlark.String); ok && !in.Display.JSON {
+				_, err := fmt.Fprintln(in.IO.Out, string(s))
 				return err
 			}
 			return in.Display.Show(v)
