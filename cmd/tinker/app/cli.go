@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -157,6 +158,52 @@ var formatFlag = flagSpec{Long: "--format", Short: "-f", Kind: flagString, Metav
 
 var helpFlag = flagSpec{Long: "--help", Short: "-h", Kind: flagBool, Help: "Show this message and exit."}
 
+// globalAnywhere are the root options a command line may also give after
+// its command words (tinker checkpoint list --local): all but -c, --version
+// and -h, whose meaning depends on coming first. A command's own option of
+// the same name wins.
+func globalAnywhere() []flagSpec {
+	var out []flagSpec
+	for _, s := range rootFlags {
+		switch s.key() {
+		case "c", "version", "help":
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// takeGlobal applies args[0], if it is a global option given after a
+// command word, to opts; n is how many arguments it took (0: not one).
+func takeGlobal(opts *options, args []string) (n int, err error) {
+	spec, name, val, hasVal := matchFlag(globalAnywhere(), args[0])
+	if spec == nil {
+		return 0, nil
+	}
+	n = 1
+	if spec.Kind == flagBool && hasVal {
+		return 0, fmt.Errorf("Option '%s' does not take a value.", name)
+	}
+	if spec.Kind != flagBool && !hasVal {
+		if len(args) < 2 {
+			return 0, fmt.Errorf("Option '%s' requires an argument.", name)
+		}
+		val, n = args[1], 2
+	}
+	return n, opts.set(spec, val)
+}
+
+// noSuchOption is the usage error for an unknown option, with the closest
+// of specs when one is close.
+func noSuchOption(name string, specs []flagSpec) error {
+	msg := "No such option: " + name
+	if sug := suggest(name, specs); sug != "" {
+		msg += " Did you mean " + sug + "?"
+	}
+	return errors.New(msg)
+}
+
 // dispatch finds the leaf command args name under cmd (reached by path),
 // parses its flags and arguments and runs it.
 func dispatch(io *term.IO, opts options, root, cmd *command, path string, args []string, now func() time.Time) int {
@@ -171,7 +218,14 @@ func dispatch(io *term.IO, opts options, root, cmd *command, path string, args [
 			return shell.ExitOK
 		}
 		if strings.HasPrefix(a, "-") {
-			return usageError(io, path, "No such option: "+a)
+			n, err := takeGlobal(&opts, args)
+			if err != nil {
+				return usageError(io, path, err.Error())
+			}
+			if n == 0 {
+				return usageError(io, path, noSuchOption(a, append(globalAnywhere(), helpFlag)).Error())
+			}
+			return dispatch(io, opts, root, cmd, path, args[n:], now)
 		}
 		sub := cmd.sub(a)
 		if sub == nil {
@@ -194,11 +248,15 @@ func dispatch(io *term.IO, opts options, root, cmd *command, path string, args [
 		}
 		spec, name, val, hasVal := matchFlag(specs, a)
 		if spec == nil {
-			msg := "No such option: " + name
-			if sug := suggest(name, specs); sug != "" {
-				msg += " Did you mean " + sug + "?"
+			n, err := takeGlobal(&inv.opts, args[i:])
+			if err != nil {
+				return inv.usageError(err.Error())
 			}
-			return inv.usageError(msg)
+			if n == 0 {
+				return inv.usageError(noSuchOption(name, append(specs, globalAnywhere()...)).Error())
+			}
+			i += n - 1
+			continue
 		}
 		if spec.Kind == flagBool {
 			if hasVal {

@@ -26,7 +26,8 @@ var root = &command{
 	},
 }
 
-// rootFlags are the global options, valid before any command word.
+// rootFlags are the global options. All but -c, --version and -h may also
+// follow the command words (globalAnywhere).
 var rootFlags = []flagSpec{
 	{Long: "--format", Short: "-f", Kind: flagString, Metavar: "[table|json]", Help: "Output format for displayed values."},
 	{Short: "-c", Kind: flagString, Metavar: "TEXT", Help: "Evaluate TEXT: an expression is displayed as the\nprompt would; anything else runs as a program."},
