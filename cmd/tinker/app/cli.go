@@ -194,14 +194,10 @@ func takeGlobal(opts *options, args []string) (n int, err error) {
 	return n, opts.set(spec, val)
 }
 
-// noSuchOption is the usage error for an unknown option, with the closest
-// of specs when one is close.
-func noSuchOption(name string, specs []flagSpec) error {
-	msg := "No such option: " + name
-	if sug := suggest(name, specs); sug != "" {
-		msg += " Did you mean " + sug + "?"
-	}
-	return errors.New(msg)
+// noSuchOption is the usage error for an unknown option, suggesting the
+// close ones (see suggest).
+func noSuchOption(name string, tiers ...[]flagSpec) error {
+	return errors.New("No such option: " + name + suggest(name, tiers...))
 }
 
 // dispatch finds the leaf command args name under cmd (reached by path),
@@ -223,7 +219,7 @@ func dispatch(io *term.IO, opts options, root, cmd *command, path string, args [
 				return usageError(io, path, err.Error())
 			}
 			if n == 0 {
-				return usageError(io, path, noSuchOption(a, append(globalAnywhere(), helpFlag)).Error())
+				return usageError(io, path, noSuchOption(a, []flagSpec{helpFlag}, globalAnywhere()).Error())
 			}
 			return dispatch(io, opts, root, cmd, path, args[n:], now)
 		}
@@ -253,7 +249,8 @@ func dispatch(io *term.IO, opts options, root, cmd *command, path string, args [
 				return inv.usageError(err.Error())
 			}
 			if n == 0 {
-				return inv.usageError(noSuchOption(name, append(specs, globalAnywhere()...)).Error())
+				own := append(append([]flagSpec(nil), cmd.Flags...), helpFlag)
+				return inv.usageError(noSuchOption(name, own, append([]flagSpec{formatFlag}, globalAnywhere()...)).Error())
 			}
 			i += n - 1
 			continue
@@ -350,35 +347,82 @@ func flagLabel(s *flagSpec) string {
 	return s.Long
 }
 
-// suggest proposes the closest long option, as Click does.
-func suggest(name string, specs []flagSpec) string {
-	best, bestD := "", 3
-	for _, s := range specs {
-		if d := editDistance(name, s.Long); d < bestD {
-			best, bestD = s.Long, d
-		}
+// suggest proposes the long options close to name the way Click does
+// (difflib's get_close_matches: up to 3 with a similarity ratio of at least
+// 0.6), as " Did you mean X?" or " (Possible options: X, Y)"; "" when none
+// is close or name is not a long option. Each tier of candidates is tried
+// in turn, so options of our own never crowd out the official ones.
+func suggest(name string, tiers ...[]flagSpec) string {
+	if !strings.HasPrefix(name, "--") {
+		return ""
 	}
-	return best
+	for _, specs := range tiers {
+		type match struct {
+			name  string
+			ratio float64
+		}
+		var ms []match
+		for _, s := range specs {
+			if s.Long == "" {
+				continue
+			}
+			if r := similarity(s.Long, name); r >= 0.6 {
+				ms = append(ms, match{s.Long, r})
+			}
+		}
+		if len(ms) == 0 {
+			continue
+		}
+		// The best three by ratio (ties: the later name first, as
+		// heapq.nlargest on (ratio, name) pairs), then listed sorted.
+		sort.Slice(ms, func(i, j int) bool {
+			if ms[i].ratio != ms[j].ratio {
+				return ms[i].ratio > ms[j].ratio
+			}
+			return ms[i].name > ms[j].name
+		})
+		names := make([]string, 0, 3)
+		for _, m := range ms[:min(3, len(ms))] {
+			names = append(names, m.name)
+		}
+		if len(names) == 1 {
+			return " Did you mean " + names[0] + "?"
+		}
+		sort.Strings(names)
+		return " (Possible options: " + strings.Join(names, ", ") + ")"
+	}
+	return ""
 }
 
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
+// similarity is difflib's SequenceMatcher(None, a, b).ratio(): twice the
+// characters in matching blocks over the total length.
+func similarity(a, b string) float64 {
+	if len(a)+len(b) == 0 {
+		return 1
 	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
+	return 2 * float64(matched(a, b)) / float64(len(a)+len(b))
+}
+
+// matched counts the characters of the longest common block of a and b
+// (the earliest in a, then in b, among the longest), plus recursively those
+// left and right of it.
+func matched(a, b string) int {
+	bi, bj, bk := 0, 0, 0
+	for i := range len(a) {
+		for j := range len(b) {
+			k := 0
+			for i+k < len(a) && j+k < len(b) && a[i+k] == b[j+k] {
+				k++
 			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if k > bk {
+				bi, bj, bk = i, j, k
+			}
 		}
-		prev = cur
 	}
-	return prev[len(b)]
+	if bk == 0 {
+		return 0
+	}
+	return bk + matched(a[:bi], b[:bj]) + matched(a[bi+bk:], b[bj+bk:])
 }
 
 func groupHelp(cmd *command, path string) string {
