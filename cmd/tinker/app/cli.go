@@ -43,7 +43,9 @@ type argSpec struct {
 
 // command is a runnable command or a group of subcommands. A leaf has
 // exactly one of Run (no backend needed) and API (run by runAPI with a
-// backend, Ctrl-C handling and the official CLI's error report).
+// backend, Ctrl-C handling and the official CLI's error report). A leaf
+// may have subcommands too (tinker serve, tinker serve import): a first
+// argument naming one runs it.
 type command struct {
 	Name    string
 	Summary string
@@ -54,6 +56,9 @@ type command struct {
 	Run     func(c *invocation) int
 	API     func(r *apiRun) error
 }
+
+// isGroup reports whether cmd only holds subcommands.
+func (cmd *command) isGroup() bool { return cmd.Sub != nil && cmd.Run == nil && cmd.API == nil }
 
 // sub returns the subcommand called name, or nil.
 func (cmd *command) sub(name string) *command {
@@ -147,7 +152,7 @@ func (c *invocation) usageError(msg string) int { return leafUsageError(c.io, c.
 // leafFlags are the options a command accepts: its own, then -f and -h;
 // a group takes only -h.
 func leafFlags(cmd *command) []flagSpec {
-	if cmd.Sub != nil {
+	if cmd.isGroup() {
 		return []flagSpec{helpFlag}
 	}
 	return append(append([]flagSpec(nil), cmd.Flags...), formatFlag, helpFlag)
@@ -203,7 +208,12 @@ func noSuchOption(name string, tiers ...[]flagSpec) error {
 // dispatch finds the leaf command args name under cmd (reached by path),
 // parses its flags and arguments and runs it.
 func dispatch(io *term.IO, opts options, root, cmd *command, path string, args []string, now func() time.Time) int {
-	if cmd.Sub != nil {
+	if !cmd.isGroup() && len(args) > 0 {
+		if sub := cmd.sub(args[0]); sub != nil {
+			return dispatch(io, opts, root, sub, path+" "+args[0], args[1:], now)
+		}
+	}
+	if cmd.isGroup() {
 		if len(args) == 0 {
 			fmt.Fprint(io.Err, groupHelp(cmd, path))
 			return shell.ExitUsage
@@ -479,6 +489,9 @@ func commandHelp(cmd *command, path string) string {
 	}
 	fmt.Fprintf(&b, "  %s\n\nOptions:\n", strings.ReplaceAll(help, "\n", "\n  "))
 	b.WriteString(optionList(leafFlags(cmd)))
+	if cmd.Sub != nil {
+		b.WriteString("\nCommands:\n" + commandList(cmd))
+	}
 	return b.String()
 }
 
