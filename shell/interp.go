@@ -338,7 +338,8 @@ func ExitCode(err error, interrupted bool) int {
 }
 
 // FormatError renders an error for stderr. Scripts get the Starlark
-// backtrace; the prompt and -c get the innermost position and message.
+// backtrace of errors in their own code; the prompt and -c, and a builtin's
+// expected error (builtins.Expected), get the innermost position and message.
 // Control characters (a checkpoint name from the service may hold ESC)
 // are shown escaped.
 func FormatError(err error, interrupted, backtrace bool) string {
@@ -351,7 +352,7 @@ func formatError(err error, interrupted, backtrace bool) string {
 	}
 	var evalErr *starlark.EvalError
 	if errors.As(err, &evalErr) {
-		if backtrace && len(evalErr.CallStack) > 1 {
+		if backtrace && len(evalErr.CallStack) > 1 && !builtins.Expected(evalErr.Unwrap()) {
 			return strings.TrimRight(evalErr.Backtrace(), "\n")
 		}
 		// The innermost frame with a source position (not a builtin).
