@@ -16,6 +16,7 @@ import (
 	"github.com/tinkershell/tinker/builtins"
 	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/term"
+	"go.starlark.net/resolve"
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
 )
@@ -374,6 +375,10 @@ func formatError(err error, interrupted, backtrace bool) string {
 	var serr syntax.Error
 	if errors.As(err, &serr) {
 		return serr.Pos.String() + ": " + serr.Msg
+	}
+	var rerrs resolve.ErrorList
+	if errors.As(err, &rerrs) && len(rerrs) > 0 {
+		return resolveMessage(rerrs)
 	}
 	return err.Error()
 }
