@@ -17,6 +17,7 @@ var root = &command{
 		billingCmd,
 		checkpointCmd,
 		completionCmd,
+		modelsCmd,
 		runCmd,
 		sampleCmd,
 		serveCmd,
