@@ -99,6 +99,15 @@ func (s *Server) ownedRun(owner, modelID string) (store.RunView, *errorResponse)
 	return v, nil
 }
 
+// admitOwned is ownedRun for a request that starts a future: it first
+// counts the future against the caller's limit.
+func (s *Server) admitOwned(owner, modelID string) (store.RunView, *errorResponse) {
+	if e := s.futures.admit(owner); e != nil {
+		return store.RunView{}, e
+	}
+	return s.ownedRun(owner, modelID)
+}
+
 func (s *Server) getInfo(w http.ResponseWriter, r *http.Request, owner string, _ []string) *errorResponse {
 	var body struct {
 		ModelID string `json:"model_id"`

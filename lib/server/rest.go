@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tinkershell/tinker/lib/store"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
@@ -338,16 +339,12 @@ func (s *Server) weightsInfo(w http.ResponseWriter, r *http.Request, owner strin
 	if e := decodeBody(r, &body); e != nil {
 		return e
 	}
-	p, err := tinkerapi.ParsePath(body.TinkerPath)
-	if err != nil {
-		return errorf(http.StatusBadRequest, "Invalid checkpoint tinker path %s.", body.TinkerPath)
-	}
 	now := s.now()
-	c, ok := s.st.Checkpoint(p.RunID, p.Kind, p.Name, now)
-	if !ok || (c.Owner != owner && !c.Public) {
-		return errorf(http.StatusNotFound, "Checkpoint %s not found", body.TinkerPath)
+	c, e := s.readableCheckpoint(owner, body.TinkerPath, now)
+	if e != nil {
+		return e
 	}
-	run, _ := s.st.Run(p.RunID, now)
+	run, _ := s.st.Run(c.RunID, now)
 	out := tinkerapi.WeightsInfo{BaseModel: run.BaseModel, IsLora: run.IsLora}
 	if run.IsLora {
 		rank, a, m, u := run.LoraRank, run.TrainAttn, run.TrainMLP, run.TrainUnembed
@@ -355,4 +352,19 @@ func (s *Server) weightsInfo(w http.ResponseWriter, r *http.Request, owner strin
 	}
 	writeJSON(w, 200, out)
 	return nil
+}
+
+// readableCheckpoint resolves a tinker path to a checkpoint the caller owns
+// or that is public; another user's private checkpoint is as missing as one
+// that does not exist.
+func (s *Server) readableCheckpoint(owner, path string, now time.Time) (store.Checkpoint, *errorResponse) {
+	p, err := tinkerapi.ParsePath(path)
+	if err != nil {
+		return store.Checkpoint{}, errorf(http.StatusBadRequest, "Invalid checkpoint tinker path %s.", path)
+	}
+	c, ok := s.st.Checkpoint(p.RunID, p.Kind, p.Name, now)
+	if !ok || (c.Owner != owner && !c.Public) {
+		return store.Checkpoint{}, errorf(http.StatusNotFound, "Checkpoint %s not found", path)
+	}
+	return c, nil
 }

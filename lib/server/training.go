@@ -41,10 +41,7 @@ func (s *Server) fwd(w http.ResponseWriter, r *http.Request, owner string, legac
 	if e != nil {
 		return e
 	}
-	if e := s.futures.admit(owner); e != nil {
-		return e
-	}
-	run, e := s.ownedRun(owner, req.ModelID)
+	run, e := s.admitOwned(owner, req.ModelID)
 	if e != nil {
 		return e
 	}
@@ -149,10 +146,7 @@ func (s *Server) optimStep(w http.ResponseWriter, r *http.Request, owner string,
 	if e := decodeBody(r, &body); e != nil {
 		return e
 	}
-	if e := s.futures.admit(owner); e != nil {
-		return e
-	}
-	run, e := s.ownedRun(owner, body.ModelID)
+	run, e := s.admitOwned(owner, body.ModelID)
 	if e != nil {
 		return e
 	}

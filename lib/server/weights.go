@@ -12,7 +12,6 @@ import (
 
 	"github.com/tinkershell/tinker/lib/engine"
 	"github.com/tinkershell/tinker/lib/store"
-	"github.com/tinkershell/tinker/lib/tinkerapi"
 )
 
 // Saving and loading weights: see docs/protocol.md, "Models and weights".
@@ -89,10 +88,7 @@ func (s *Server) save(w http.ResponseWriter, r *http.Request, owner, kind string
 	if _, e := checkTTL("ttl_seconds", body.TTLSeconds, s.now()); e != nil {
 		return e
 	}
-	if e := s.futures.admit(owner); e != nil {
-		return e
-	}
-	run, e := s.ownedRun(owner, body.ModelID)
+	run, e := s.admitOwned(owner, body.ModelID)
 	if e != nil {
 		return e
 	}
@@ -224,16 +220,12 @@ func (s *Server) loadWeights(w http.ResponseWriter, r *http.Request, owner strin
 	if e := s.futures.admit(owner); e != nil {
 		return e
 	}
-	p, err := tinkerapi.ParsePath(body.Path)
-	if err != nil {
-		return errorf(http.StatusBadRequest, "Invalid checkpoint tinker path %s.", body.Path)
-	}
 	now := s.now()
-	c, ok := s.st.Checkpoint(p.RunID, p.Kind, p.Name, now)
-	if !ok || (c.Owner != owner && !c.Public) {
-		return errorf(http.StatusNotFound, "Checkpoint %s not found", body.Path)
+	c, e := s.readableCheckpoint(owner, body.Path, now)
+	if e != nil {
+		return e
 	}
-	src, _ := s.st.Run(p.RunID, now)
+	src, _ := s.st.Run(c.RunID, now)
 	var run store.RunView
 	switch {
 	case body.ModelID != "":
