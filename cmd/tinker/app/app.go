@@ -78,6 +78,8 @@ func looksLikeScript(arg string) bool {
 
 // parseGlobal reads the root flags (rootFlags) up to the first argument
 // that is not an option; -c ends them too, its text being the program.
+// Command lines may repeat the global options after the command words
+// (see globalAnywhere).
 func parseGlobal(args []string) (options, []string, error) {
 	o := options{format: "table"}
 	i := 0
@@ -92,7 +94,7 @@ func parseGlobal(args []string) (options, []string, error) {
 		}
 		spec, name, val, hasVal := matchFlag(rootFlags, a)
 		if spec == nil {
-			return o, nil, fmt.Errorf("No such option: %s", name)
+			return o, nil, noSuchOption(name, rootFlags)
 		}
 		if spec.Kind != flagBool && !hasVal {
 			if i+1 >= len(args) {
@@ -101,26 +103,35 @@ func parseGlobal(args []string) (options, []string, error) {
 			i++
 			val = args[i]
 		}
-		switch spec.key() {
-		case "help":
-			o.help = true
-		case "version":
-			o.version = true
-		case "local":
-			o.local = true
-		case "model":
-			o.models = append(o.models, val)
-		case "format":
-			if val != "table" && val != "json" {
-				return o, nil, fmt.Errorf("Invalid value for '--format' / '-f': '%s' is not one of 'table', 'json'.", val)
-			}
-			o.format = val
-		case "c":
+		if spec.key() == "c" {
 			o.command, o.hasCmd = val, true
 			return o, args[i+1:], nil
 		}
+		if err := o.set(spec, val); err != nil {
+			return o, nil, err
+		}
 	}
 	return o, args[i:], nil
+}
+
+// set records the global option spec with its value.
+func (o *options) set(spec *flagSpec, val string) error {
+	switch spec.key() {
+	case "help":
+		o.help = true
+	case "version":
+		o.version = true
+	case "local":
+		o.local = true
+	case "model":
+		o.models = append(o.models, val)
+	case "format":
+		if val != "table" && val != "json" {
+			return fmt.Errorf("Invalid value for '--format' / '-f': '%s' is not one of 'table', 'json'.", val)
+		}
+		o.format = val
+	}
+	return nil
 }
 
 // usageError prints a usage block like the official CLI and returns 2.

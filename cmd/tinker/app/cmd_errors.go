@@ -86,6 +86,17 @@ func (r *apiRun) preflight() (*tinkerapi.Client, error) {
 		return nil, err
 	}
 	if _, err := c.ServerConfig(r.ctx); err != nil {
+		// The official client makes this request while it is being
+		// created, so a failure to reach the server is worded as one of
+		// creating the client: "Failed to connect to Tinker API: Connection error."
+		var te *tinkerapi.TransportError
+		if errors.As(err, &te) {
+			kind := tinkerapi.ErrConnection
+			if te.Timeout {
+				kind = tinkerapi.ErrTimeout
+			}
+			return nil, &tinkerapi.ConfigError{Msg: kind.Error()}
+		}
 		return nil, err
 	}
 	return c, nil
