@@ -6,6 +6,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"github.com/tinkershell/tinker/lib/config"
 	"io"
 	"os"
 	"strings"
@@ -27,8 +28,15 @@ type options struct {
 	hasCmd  bool
 	local   bool
 	models  []string // --model NAME=DIR for the local server's sampler
-	help    bool
-	version bool
+	profile string   // --profile NAME
+	// formatSet: -f was given, so a profile's format does not apply.
+	formatSet bool
+	// getenv reads the environment with the active profile's values filled
+	// in (applyProfile); nil means os.Getenv.
+	getenv   func(string) string
+	resolved *config.Resolved
+	help     bool
+	version  bool
 }
 
 // Main runs tinker with args (without the program name) and returns the
@@ -125,13 +133,46 @@ func (o *options) set(spec *flagSpec, val string) error {
 		o.local = true
 	case "model":
 		o.models = append(o.models, val)
+	case "profile":
+		o.profile = val
 	case "format":
 		if val != "table" && val != "json" {
 			return fmt.Errorf("Invalid value for '--format' / '-f': '%s' is not one of 'table', 'json'.", val)
 		}
-		o.format = val
+		o.format, o.formatSet = val, true
 	}
 	return nil
+}
+
+// applyProfile loads the profiles file and applies the profile in force:
+// its local and format settings unless flags chose otherwise, and its
+// base_url and credential_command through o.getenv, where the environment
+// overrides them.
+func (o *options) applyProfile() error {
+	f, err := config.Load(config.DefaultPath(os.Getenv))
+	if err != nil {
+		return err
+	}
+	r, err := f.Resolve(o.profile, os.Getenv)
+	if err != nil {
+		return err
+	}
+	o.resolved, o.getenv = r, r.Getenv(os.Getenv)
+	if r.Local.Value == "true" {
+		o.local = true
+	}
+	if r.Format.Value != "" && !o.formatSet {
+		o.format = r.Format.Value
+	}
+	return nil
+}
+
+// env reads the environment as the active profile amends it.
+func (o *options) env(k string) string {
+	if o.getenv == nil {
+		return os.Getenv(k)
+	}
+	return o.getenv(k)
 }
 
 // usageError prints a usage block like the official CLI and returns 2.
@@ -170,6 +211,10 @@ func newInterp(io *term.IO, opts options, now func() time.Time, backend builtins
 }
 
 func runStarlark(io *term.IO, opts options, rest []string, now func() time.Time) int {
+	if err := opts.applyProfile(); err != nil {
+		fmt.Fprintf(io.Err, "Error: %v\n", err)
+		return shell.ExitUsage
+	}
 	backend, cleanup, err := chooseBackend(io, opts, now)
 	if err != nil { // only flag problems (--model) fail here
 		fmt.Fprintf(io.Err, "Error: %v\n", err)
@@ -205,7 +250,11 @@ func runStarlark(io *term.IO, opts options, rest []string, now func() time.Time)
 	}
 	in.SetArgv(nil)
 	ed := shell.NewLinerEditor(shell.HistoryPath(), in.Complete)
-	banner := fmt.Sprintf("tinker %s · backend: %s · help() lists builtins, Ctrl-D exits", Version, backend.Name())
+	profile := ""
+	if opts.resolved != nil && opts.resolved.Profile != "" {
+		profile = " · profile: " + opts.resolved.Profile
+	}
+	banner := fmt.Sprintf("tinker %s · backend: %s%s · help() lists builtins, Ctrl-D exits", Version, backend.Name(), profile)
 	return in.REPL(ed, banner)
 }
 

@@ -71,7 +71,7 @@ func DataDir() string {
 // server runs in-process on a loopback port, started on first use; the
 // returned cleanup stops it.
 func chooseBackend(io *term.IO, opts options, now func() time.Time) (builtins.Backend, func(), error) {
-	cfg := tinkerapi.ConfigFromEnv(os.Getenv)
+	cfg := tinkerapi.ConfigFromEnv(opts.env)
 	if os.Getenv("TINKER_LOG") != "" {
 		cfg.Logf = func(format string, args ...any) { fmt.Fprintf(io.Err, format+"\n", args...) }
 	}

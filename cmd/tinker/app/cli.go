@@ -295,7 +295,7 @@ func dispatch(io *term.IO, opts options, root, cmd *command, path string, args [
 		if f != "table" && f != "json" {
 			return inv.usageError(fmt.Sprintf("Invalid value for '--format' / '-f': '%s' is not one of 'table', 'json'.", f))
 		}
-		inv.opts.format = f
+		inv.opts.format, inv.opts.formatSet = f, true
 	}
 	if msg := bindArgs(cmd.Args, positional); msg != "" {
 		return inv.usageError(msg)

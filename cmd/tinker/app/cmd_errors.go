@@ -44,6 +44,10 @@ func runAPI(c *invocation, body func(r *apiRun) error) int {
 	// SIGTERM too: a cancelled download removes its partial directory.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if err := c.opts.applyProfile(); err != nil {
+		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
+		return shell.ExitUsage
+	}
 	backend, cleanup, err := chooseBackend(c.io, c.opts, c.now)
 	if err != nil { // only flag problems (--model) fail here
 		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
