@@ -39,3 +39,9 @@ type TextValue interface {
 	starlark.Value
 	Text() string
 }
+
+// ChartValue adds a chart drawn below its table on a terminal.
+type ChartValue interface {
+	starlark.Value
+	Chart(width int) string
+}

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tinkershell/tinker/lib/batch"
 	"github.com/tinkershell/tinker/lib/chat"
-	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"github.com/tinkershell/tinker/lib/tokenizer"
 	"go.starlark.net/starlark"
@@ -73,7 +73,7 @@ func Sample(ctx context.Context, env *Env, o SampleOptions) (*SampleResult, erro
 		base, path = info.BaseModel, o.Model
 	}
 	needTok := o.Prompt != nil || o.Messages != nil
-	tok, tokErr := sampleTokenizer(ctx, s, base, o.Model)
+	tok, tokErr := batch.TokenizerFor(ctx, s, base, path)
 	if tokErr != nil && needTok {
 		return nil, tokErr
 	}
@@ -130,24 +130,6 @@ func Sample(ctx context.Context, env *Env, o SampleOptions) (*SampleResult, erro
 		return nil, sessionErr(err)
 	}
 	return sampleResult(o.Model, tok, req, resp), nil
-}
-
-// sampleTokenizer finds the tokenizer the way the SDK does: the service's
-// get_info for the checkpoint's training run first (its tokenizer_id), then
-// the known mapping from the base model's name.
-func sampleTokenizer(ctx context.Context, s *tinkerapi.Session, base, model string) (*tokenizer.Tokenizer, error) {
-	if !models.IsTiny(base) && strings.HasPrefix(model, "tinker://") {
-		if p, err := tinkerapi.ParsePath(model); err == nil {
-			if info, err := s.GetInfo(ctx, p.RunID); err == nil {
-				if id := info.ModelData.Tokenizer(); id != "" {
-					if tok, err := tokenizer.ForRepo(ctx, id, ""); err == nil {
-						return tok, nil
-					}
-				}
-			}
-		}
-	}
-	return tokenizer.ForModel(ctx, base)
 }
 
 func sampleResult(model string, tok *tokenizer.Tokenizer, req tinkerapi.SampleRequest, resp *tinkerapi.SampleResponse) *SampleResult {

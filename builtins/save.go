@@ -42,11 +42,15 @@ func SaveCheckpoint(ctx context.Context, s *tinkerapi.Session, o SaveOptions) (*
 	if err != nil {
 		return nil, fmt.Errorf("save sampler weights: %w", err)
 	}
+	return savedCheckpoint(ctx, s.Client(), path)
+}
+
+// savedCheckpoint fetches a just-saved checkpoint as its run lists it.
+func savedCheckpoint(ctx context.Context, c *tinkerapi.Client, path string) (*Checkpoint, error) {
 	p, err := tinkerapi.ParsePath(path)
 	if err != nil {
 		return nil, err
 	}
-	c := s.Client()
 	list, err := c.ListRunCheckpoints(ctx, p.RunID)
 	if err != nil {
 		return nil, err

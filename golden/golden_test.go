@@ -59,12 +59,14 @@ func Params(t *testing.T, dir string) testscript.Params {
 			if repo, err := filepath.Abs(".."); err == nil {
 				env.Setenv("REPO", repo)
 			}
-			for _, k := range []string{"TINKER_API_KEY", "TINKER_BASE_URL", "TINKER_FORCE_TTY", "CLICOLOR_FORCE", "COLUMNS", "TINKER_CREDENTIAL_CMD"} {
+			env.Values[hubKey{}] = &hubHolder{}
+			for _, k := range []string{"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_TOKEN_PATH", "HF_HOME", "HF_ENDPOINT", "TINKER_API_KEY", "TINKER_BASE_URL", "TINKER_FORCE_TTY", "CLICOLOR_FORCE", "COLUMNS", "TINKER_CREDENTIAL_CMD", "TINKER_PROFILE"} {
 				env.Setenv(k, "")
 			}
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"hubfake": hubFake,
 			// exits N cmd args... runs a command and asserts its exit status.
 			"exits": func(ts *testscript.TestScript, neg bool, args []string) {
 				if len(args) < 2 || neg {

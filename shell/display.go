@@ -53,7 +53,14 @@ func (d *Display) Show(v starlark.Value) error {
 		return render.WriteJSON(d.IO.Out, j, render.JSONOptions{Indent: true})
 	}
 	if t := d.TableOf(v); t != nil {
-		return d.WriteTable(d.IO.Out, t)
+		if err := d.WriteTable(d.IO.Out, t); err != nil {
+			return err
+		}
+		if c, ok := v.(builtins.ChartValue); ok && d.IO.OutTTY {
+			_, err := fmt.Fprintln(d.IO.Out, c.Chart(d.IO.Width))
+			return err
+		}
+		return nil
 	}
 	_, err := fmt.Fprintln(d.IO.Out, render.PrintableLines(v.String()))
 	return err
@@ -70,7 +77,7 @@ func (d *Display) TableOf(v starlark.Value) *render.Table {
 	}
 	if recs, ok := recordList(v); ok {
 		first := recs[0]
-		t := &render.Table{Title: first.ListTitle(len(recs)), Columns: first.RowColumns()}
+		t := &render.Table{Title: first.ListTitle(len(recs)) + builtins.CappedSuffix(v), Columns: first.RowColumns()}
 		if max := d.maxRows(); max > 0 && len(recs) > max {
 			// Format only the rows that will be drawn.
 			head := max - render.TailRows

@@ -40,7 +40,7 @@ func openModel(ctx context.Context, s *tinkerapi.Session, name string) (*model, 
 		}
 		m.base, path = info.BaseModel, name
 	}
-	m.tok, m.tokErr = tokenizerFor(ctx, s, m.base, path)
+	m.tok, m.tokErr = TokenizerFor(ctx, s, m.base, path)
 	sessionBase := m.base
 	if path != "" {
 		sessionBase = "" // a checkpoint is addressed by its path alone
@@ -53,9 +53,10 @@ func openModel(ctx context.Context, s *tinkerapi.Session, name string) (*model, 
 	return m, nil
 }
 
-// tokenizerFor prefers the tokenizer the service names for a checkpoint's
-// training run, then the one known for the base model's name.
-func tokenizerFor(ctx context.Context, s *tinkerapi.Session, base, path string) (*tokenizer.Tokenizer, error) {
+// TokenizerFor finds a model's tokenizer the way the SDK does: for a
+// checkpoint (path set), the one the service names for its training run,
+// else the one known for the base model's name.
+func TokenizerFor(ctx context.Context, s *tinkerapi.Session, base, path string) (*tokenizer.Tokenizer, error) {
 	if path != "" && !models.IsTiny(base) {
 		if p, err := tinkerapi.ParsePath(path); err == nil {
 			if info, err := s.GetInfo(ctx, p.RunID); err == nil {

@@ -2,6 +2,8 @@ package batch
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -140,5 +142,29 @@ func TestLimiter(t *testing.T) {
 	cancel()
 	if err := <-done; err == nil {
 		t.Error("acquire past the bound succeeded after cancel")
+	}
+}
+
+func TestReadRowsSkipsDuplicatesAndTornTail(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rows.jsonl")
+	data := `{"model":"m","prompt_id":"a","sample":0,"text":"x","tokens":[1],"stop_reason":"stop"}
+{"model":"m","prompt_id":"a","sample":0,"text":"dup","tokens":[2],"stop_reason":"stop"}
+{"model":"m","prompt_id":"b","sample":1,"text":"y","tokens":[3],"stop_reason":"length"}
+{"model":"m","prompt_id":"c"`
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := ReadRows(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].Text != "x" || rows[1].PromptID != "b" || rows[1].Sample != 1 {
+		t.Fatalf("rows %+v", rows)
+	}
+	if err := os.WriteFile(path, []byte("not json\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadRows(path); err == nil {
+		t.Fatal("a line that is not a row was accepted")
 	}
 }

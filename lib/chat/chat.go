@@ -33,6 +33,9 @@ type Rendered struct {
 type Renderer interface {
 	Name() string
 	Render(msgs []Message) (Rendered, error)
+	// RenderForTraining renders a finished conversation with per-token
+	// weights chosen by a train-on rule (see TrainOnRules).
+	RenderForTraining(msgs []Message, trainOn string) (Training, error)
 }
 
 // textRenderer is what each format implements; addGen appends the

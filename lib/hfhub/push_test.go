@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tinkershell/tinker/lib/hfhub/hubtest"
 )
 
 const (
@@ -37,16 +39,28 @@ func adapterDir(t *testing.T, weights int) string {
 	return dir
 }
 
+// loopbackHub starts a loopback Hub accepting testToken.
+func loopbackHub(t *testing.T) *hubtest.Server {
+	hub := hubtest.New(testToken)
+	t.Cleanup(hub.Close)
+	return hub
+}
+
+// clientOf is a Hub pointed at hub with the given token.
+func clientOf(hub *hubtest.Server, token string) *Hub {
+	return &Hub{Endpoint: hub.URL(), Token: token, TokenSource: "HF_TOKEN", Client: hub.Client(), retryWait: 1}
+}
+
 func qwen() AdapterInfo {
 	rank, yes, no := 8, true, false
 	return AdapterInfo{BaseModel: "Qwen/Qwen3-8B", LoraRank: &rank, TrainAttn: &yes, TrainMLP: &yes, TrainUnembed: &no}
 }
 
 func TestPushDerivesRepoAndUploadsAdapter(t *testing.T) {
-	hub := newHubServer(t, testToken)
+	hub := loopbackHub(t)
 	dir := adapterDir(t, 100_000)
 	var last, total int64
-	res, err := hub.client(testToken).Push(context.Background(), PushOptions{
+	res, err := clientOf(hub, testToken).Push(context.Background(), PushOptions{
 		Dir: dir, TinkerPath: testPath, Adapter: qwen(),
 		Progress: func(s, tot int64) { last, total = s, tot },
 	})
@@ -56,29 +70,28 @@ func TestPushDerivesRepoAndUploadsAdapter(t *testing.T) {
 	if res.RepoID != "tinker-Qwen3-8B-run-1" || res.FullRepoID != "alice/tinker-Qwen3-8B-run-1" || res.Revision != "sampler_weights-0001" {
 		t.Fatalf("result %+v", res)
 	}
-	if res.RepoURL != hub.srv.URL+"/alice/tinker-Qwen3-8B-run-1" || !strings.HasSuffix(res.CommitURL, "/commit/"+res.CommitOID) {
+	if res.RepoURL != hub.URL()+"/alice/tinker-Qwen3-8B-run-1" || !strings.HasSuffix(res.CommitURL, "/commit/"+res.CommitOID) {
 		t.Fatalf("urls %+v", res)
 	}
 	want := []string{"README.md", "adapter_config.json", "adapter_model.safetensors"}
 	if !slices.Equal(res.Uploaded, want) {
 		t.Fatalf("uploaded %v, want %v", res.Uploaded, want)
 	}
-	repo := hub.repos[res.FullRepoID]
-	if !repo.private {
+	if private, _ := hub.Private(res.FullRepoID); !private {
 		t.Error("repo created public without Public")
 	}
-	files := repo.branches["sampler_weights-0001"]
+	files := hub.Files(res.FullRepoID, "sampler_weights-0001")
 	if _, ok := files["checkpoint_complete"]; ok {
 		t.Error("checkpoint_complete uploaded")
 	}
-	if len(hub.commits) != 1 || hub.commits[0].summary != "Upload Tinker checkpoint "+testPath {
-		t.Fatalf("commits %+v", hub.commits)
+	if c := hub.Commits(); len(c) != 1 || c[0].Summary != "Upload Tinker checkpoint "+testPath {
+		t.Fatalf("commits %+v", c)
 	}
-	if _, ok := repo.branches["main"]["README.md"]; ok {
+	if _, ok := hub.Files(res.FullRepoID, "main")["README.md"]; ok {
 		t.Error("commit went to main, not the derived branch")
 	}
 	weights, _ := os.ReadFile(filepath.Join(dir, "adapter_model.safetensors"))
-	if string(files["adapter_model.safetensors"]) != string(weights) || hub.objects[sha256Hex(weights)] == nil {
+	if string(files["adapter_model.safetensors"]) != string(weights) || !hub.HasObject(weights) {
 		t.Error("weights not stored through LFS")
 	}
 	cfg := string(files["adapter_config.json"])
@@ -103,11 +116,11 @@ func TestPushDerivesRepoAndUploadsAdapter(t *testing.T) {
 }
 
 func TestPushNamedRepoOnMainAndPatterns(t *testing.T) {
-	hub := newHubServer(t, testToken)
+	hub := loopbackHub(t)
 	dir := adapterDir(t, 1000)
 	os.MkdirAll(filepath.Join(dir, "logs"), 0o755)
 	os.WriteFile(filepath.Join(dir, "logs", "train.txt"), []byte("x"), 0o644)
-	res, err := hub.client(testToken).Push(context.Background(), PushOptions{
+	res, err := clientOf(hub, testToken).Push(context.Background(), PushOptions{
 		Dir: dir, TinkerPath: testPath, RepoID: "alice/mine", Public: true, NoModelCard: true,
 		IgnorePatterns: []string{"logs/"}, CommitMessage: "first",
 	})
@@ -117,11 +130,11 @@ func TestPushNamedRepoOnMainAndPatterns(t *testing.T) {
 	if res.Revision != "" || !slices.Equal(res.Uploaded, []string{"adapter_config.json", "adapter_model.safetensors"}) {
 		t.Fatalf("result %+v", res)
 	}
-	if hub.repos["alice/mine"].private || hub.commits[0].branch != "main" || hub.commits[0].summary != "first" {
-		t.Fatalf("repo/commit wrong: %+v", hub.commits)
+	if private, _ := hub.Private("alice/mine"); private || hub.Commits()[0].Branch != "main" || hub.Commits()[0].Summary != "first" {
+		t.Fatalf("repo/commit wrong: %+v", hub.Commits())
 	}
 	// With allow patterns, checkpoint_complete is no longer left out.
-	res, err = hub.client(testToken).Push(context.Background(), PushOptions{
+	res, err = clientOf(hub, testToken).Push(context.Background(), PushOptions{
 		Dir: dir, TinkerPath: testPath, RepoID: "alice/mine", NoModelCard: true, AllowPatterns: []string{"checkpoint_*", "*.txt"},
 	})
 	if err != nil {
@@ -133,8 +146,8 @@ func TestPushNamedRepoOnMainAndPatterns(t *testing.T) {
 }
 
 func TestPushNotLoggedIn(t *testing.T) {
-	hub := newHubServer(t, testToken)
-	h := hub.client("")
+	hub := loopbackHub(t)
+	h := clientOf(hub, "")
 	if _, err := h.Whoami(context.Background()); !errors.Is(err, ErrNotLoggedIn) {
 		t.Fatalf("Whoami without token: %v", err)
 	}
@@ -146,16 +159,16 @@ func TestPushNotLoggedIn(t *testing.T) {
 	if strings.Contains(msg, "\n") || !strings.Contains(msg, "hf auth login") || !strings.Contains(msg, "HF_TOKEN") {
 		t.Errorf("message %q should be one line naming `hf auth login` and HF_TOKEN", msg)
 	}
-	if len(hub.repos) != 0 {
+	if hub.RepoCount() != 0 {
 		t.Error("a repo was created")
 	}
 }
 
 func TestPushInvalidToken(t *testing.T) {
-	hub := newHubServer(t, testToken)
+	hub := loopbackHub(t)
 	bad := "hf_WrongTokenZyxwvutsrqponm9876"
 	for _, source := range []string{"HF_TOKEN", "/home/u/.cache/huggingface/token"} {
-		h := hub.client(bad)
+		h := clientOf(hub, bad)
 		h.TokenSource = source
 		_, err := h.Push(context.Background(), PushOptions{Dir: adapterDir(t, 10), TinkerPath: testPath})
 		var api *APIError
@@ -166,68 +179,68 @@ func TestPushInvalidToken(t *testing.T) {
 			t.Errorf("%s: message %q", source, err)
 		}
 	}
-	if len(hub.repos) != 0 {
+	if hub.RepoCount() != 0 {
 		t.Error("a repo was created")
 	}
 }
 
 func TestPushExistingRepo(t *testing.T) {
-	hub := newHubServer(t, testToken)
-	hub.addRepo("alice/kept", map[string]string{"notes.txt": "keep me"})
+	hub := loopbackHub(t)
+	hub.AddRepo("alice/kept", map[string]string{"notes.txt": "keep me"})
 	opts := PushOptions{Dir: adapterDir(t, 5000), TinkerPath: testPath, Adapter: qwen(), RepoID: "alice/kept"}
-	if _, err := hub.client(testToken).Push(context.Background(), opts); err != nil {
+	if _, err := clientOf(hub, testToken).Push(context.Background(), opts); err != nil {
 		t.Fatal(err)
 	}
-	if got := string(hub.repos["alice/kept"].branches["main"]["notes.txt"]); got != "keep me" {
+	if got := string(hub.Files("alice/kept", "main")["notes.txt"]); got != "keep me" {
 		t.Errorf("existing file changed: %q", got)
 	}
 	// The same push again: the README names this checkpoint, so the guard
 	// lets it through, and nothing changed, so no commit is made.
 	opts.Dir = adapterDir(t, 5000)
-	res, err := hub.client(testToken).Push(context.Background(), opts)
+	res, err := clientOf(hub, testToken).Push(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Uploaded) != 0 || len(res.Unchanged) != 3 || res.CommitURL != "" || len(hub.commits) != 1 || hub.puts != 1 {
-		t.Fatalf("second push: %+v, commits %d, puts %d", res, len(hub.commits), hub.puts)
+	if len(res.Uploaded) != 0 || len(res.Unchanged) != 3 || res.CommitURL != "" || len(hub.Commits()) != 1 || hub.Puts() != 1 {
+		t.Fatalf("second push: %+v, commits %d, puts %d", res, len(hub.Commits()), hub.Puts())
 	}
 }
 
 func TestPushRefusesRepoOfAnotherCheckpoint(t *testing.T) {
-	hub := newHubServer(t, testToken)
+	hub := loopbackHub(t)
 	other := "tinker://run-0/sampler_weights/0042"
-	hub.addRepo("alice/taken", map[string]string{"README.md": "# x\n\n```\n" + other + "\n```\n"})
+	hub.AddRepo("alice/taken", map[string]string{"README.md": "# x\n\n```\n" + other + "\n```\n"})
 	opts := PushOptions{Dir: adapterDir(t, 10), TinkerPath: testPath, RepoID: "taken"}
-	_, err := hub.client(testToken).Push(context.Background(), opts)
+	_, err := clientOf(hub, testToken).Push(context.Background(), opts)
 	var mm *CheckpointMismatchError
 	if !errors.As(err, &mm) || mm.Found != other || mm.Expected != testPath || mm.RepoID != "alice/taken" {
 		t.Fatalf("want a mismatch error, got %v", err)
 	}
-	if len(hub.commits) != 0 {
+	if len(hub.Commits()) != 0 {
 		t.Fatal("committed despite the guard")
 	}
 	opts.Force = true
-	if _, err := hub.client(testToken).Push(context.Background(), opts); err != nil {
+	if _, err := clientOf(hub, testToken).Push(context.Background(), opts); err != nil {
 		t.Fatalf("forced push: %v", err)
 	}
-	if len(hub.commits) != 1 {
+	if len(hub.Commits()) != 1 {
 		t.Fatal("forced push made no commit")
 	}
 }
 
 func TestPushRetriesInterruptedUpload(t *testing.T) {
-	hub := newHubServer(t, testToken)
-	hub.failPuts = 2
+	hub := loopbackHub(t)
+	hub.FailPuts(2)
 	dir := adapterDir(t, 300_000)
 	var sent []int64
-	res, err := hub.client(testToken).Push(context.Background(), PushOptions{
+	res, err := clientOf(hub, testToken).Push(context.Background(), PushOptions{
 		Dir: dir, TinkerPath: testPath, RepoID: "alice/r", Progress: func(s, _ int64) { sent = append(sent, s) },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if hub.puts != 3 || len(hub.commits) != 1 || !slices.Contains(res.Uploaded, "adapter_model.safetensors") {
-		t.Fatalf("puts %d, commits %d, result %+v", hub.puts, len(hub.commits), res)
+	if hub.Puts() != 3 || len(hub.Commits()) != 1 || !slices.Contains(res.Uploaded, "adapter_model.safetensors") {
+		t.Fatalf("puts %d, commits %d, result %+v", hub.Puts(), len(hub.Commits()), res)
 	}
 	if len(sent) == 0 || sent[len(sent)-1] < 300_000 {
 		t.Errorf("progress ended at %v", sent[len(sent)-1:])
@@ -237,25 +250,25 @@ func TestPushRetriesInterruptedUpload(t *testing.T) {
 		t.Errorf("progress never rewound after a failed attempt: %v", sent)
 	}
 
-	hub.failPuts = retryAttempts
-	_, err = hub.client(testToken).Push(context.Background(), PushOptions{Dir: adapterDir(t, 300_001), TinkerPath: testPath, RepoID: "alice/r2"})
+	hub.FailPuts(retryAttempts)
+	_, err = clientOf(hub, testToken).Push(context.Background(), PushOptions{Dir: adapterDir(t, 300_001), TinkerPath: testPath, RepoID: "alice/r2"})
 	if err == nil || !strings.Contains(err.Error(), "upload") {
 		t.Fatalf("upload failing every time: %v", err)
 	}
 }
 
 func TestTokenNeverInErrorsOrProgress(t *testing.T) {
-	hub := newHubServer(t, testToken)
-	hub.echoToken = true
+	hub := loopbackHub(t)
+	hub.EchoToken(true)
 	var progressText []string
 	progress := func(s, tot int64) { progressText = append(progressText, fmt.Sprintf("%d/%d", s, tot)) }
-	_, err := hub.client(testToken).Push(context.Background(), PushOptions{Dir: adapterDir(t, 2000), TinkerPath: testPath, RepoID: "alice/e", Progress: progress})
+	_, err := clientOf(hub, testToken).Push(context.Background(), PushOptions{Dir: adapterDir(t, 2000), TinkerPath: testPath, RepoID: "alice/e", Progress: progress})
 	if err == nil || !strings.Contains(err.Error(), "commit refused") || !strings.Contains(err.Error(), redacted) {
 		t.Fatalf("want the commit error, redacted: %v", err)
 	}
 	// A refused token, echoed back by the server.
 	other := "hf_OtherTokenQwertyuiopasdfgh55"
-	_, err2 := hub.client(other).Whoami(context.Background())
+	_, err2 := clientOf(hub, other).Whoami(context.Background())
 	for _, e := range []error{err, err2} {
 		for _, secret := range []string{testToken, other} {
 			for x := e; x != nil; x = errors.Unwrap(x) {

@@ -94,8 +94,30 @@ func sep(o JSONOptions) (item, key string) {
 	}
 }
 
+// encodeItems writes n items between open and close, one a line when
+// indenting; an empty container stays on one line.
+func encodeItems(b jsonWriter, open, close byte, n int, o JSONOptions, depth int, item func(i int) error) error {
+	b.WriteByte(open)
+	if n == 0 {
+		b.WriteByte(close)
+		return nil
+	}
+	itemSep, _ := sep(o)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(itemSep)
+		}
+		newline(b, o, depth+1)
+		if err := item(i); err != nil {
+			return err
+		}
+	}
+	newline(b, o, depth)
+	b.WriteByte(close)
+	return nil
+}
+
 func encode(b jsonWriter, v any, o JSONOptions, depth int) error {
-	itemSep, keySep := sep(o)
 	switch x := v.(type) {
 	case nil:
 		b.WriteString("null")
@@ -134,22 +156,9 @@ func encode(b jsonWriter, v any, o JSONOptions, depth int) error {
 			writeString(b, *x)
 		}
 	case []any:
-		if len(x) == 0 {
-			b.WriteString("[]")
-			return nil
-		}
-		b.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				b.WriteString(itemSep)
-			}
-			newline(b, o, depth+1)
-			if err := encode(b, e, o, depth+1); err != nil {
-				return err
-			}
-		}
-		newline(b, o, depth)
-		b.WriteByte(']')
+		return encodeItems(b, '[', ']', len(x), o, depth, func(i int) error {
+			return encode(b, x[i], o, depth+1)
+		})
 	case []Object:
 		l := make([]any, len(x))
 		for i := range x {
@@ -180,24 +189,12 @@ func encode(b jsonWriter, v any, o JSONOptions, depth int) error {
 		}
 		return encode(b, obj, o, depth)
 	case Object:
-		if len(x) == 0 {
-			b.WriteString("{}")
-			return nil
-		}
-		b.WriteByte('{')
-		for i, m := range x {
-			if i > 0 {
-				b.WriteString(itemSep)
-			}
-			newline(b, o, depth+1)
-			writeString(b, m.Key)
+		_, keySep := sep(o)
+		return encodeItems(b, '{', '}', len(x), o, depth, func(i int) error {
+			writeString(b, x[i].Key)
 			b.WriteString(keySep)
-			if err := encode(b, m.Value, o, depth+1); err != nil {
-				return err
-			}
-		}
-		newline(b, o, depth)
-		b.WriteByte('}')
+			return encode(b, x[i].Value, o, depth+1)
+		})
 	case json.RawMessage:
 		var decoded any
 		d := json.NewDecoder(bytes.NewReader(x))

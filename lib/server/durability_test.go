@@ -134,10 +134,7 @@ func TestKill9LosesNoAcknowledgedWrite(t *testing.T) {
 		t.Fatal("child server did not start")
 	}
 	e := &env{t: t, url: base, http: http.DefaultClient}
-	var sess struct {
-		SessionID string `json:"session_id"`
-	}
-	e.post("/api/v1/create_session", map[string]any{"tags": []string{}, "user_metadata": map[string]string{}, "sdk_version": "0.25.0"}, &sess)
+	sess := e.newSession()
 	var fut struct {
 		RequestID string `json:"request_id"`
 		ModelID   string `json:"model_id"`

@@ -12,10 +12,7 @@ import (
 // results agree and respect max_tokens.
 func TestEngineSamplerEndToEnd(t *testing.T) {
 	e := newEnv(t, "", Options{Sampler: EngineSampler(&engine.Pool{})})
-	var sess struct {
-		SessionID string `json:"session_id"`
-	}
-	e.post("/api/v1/create_session", map[string]any{"tags": []string{}, "user_metadata": map[string]string{}, "sdk_version": "0.25.0"}, &sess)
+	sess := e.newSession()
 	var fut struct {
 		RequestID string `json:"request_id"`
 		ModelID   string `json:"model_id"`

@@ -551,10 +551,7 @@ func TestRoutingEscapesAndOrphanCleanup(t *testing.T) {
 	if code, _, _ := e.do("GET", "/api/v1/training_runs/"+run+"/checkpoints/weights/0000/archive", nil); code != 302 {
 		t.Fatal("archive")
 	}
-	var sess struct {
-		SessionID string `json:"session_id"`
-	}
-	e.post("/api/v1/create_session", map[string]any{"tags": []string{}, "user_metadata": map[string]string{}, "sdk_version": "0.25.0"}, &sess)
+	sess := e.newSession()
 	code, b, _ := e.do("POST", "/api/v1/create_sampling_session", map[string]any{"session_id": sess.SessionID, "sampling_session_seq_id": 0, "model_path": "tinker://" + run + "/weights/0000"})
 	if code != 400 || !strings.Contains(string(b), "save sampler weights") {
 		t.Errorf("sampling a weights path = %d %s", code, b)
@@ -599,4 +596,13 @@ func TestListenAndServeStopsOnCancel(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("ListenAndServe after cancel: %v", err)
 	}
+}
+
+// newSession creates a session the way the SDK does and returns its id.
+func (e *env) newSession() (sess struct {
+	SessionID string `json:"session_id"`
+}) {
+	e.t.Helper()
+	e.post("/api/v1/create_session", map[string]any{"tags": []string{}, "user_metadata": map[string]string{}, "sdk_version": "0.25.0"}, &sess)
+	return sess
 }

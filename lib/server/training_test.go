@@ -20,10 +20,7 @@ import (
 // model with another seed does not.
 func TestLoadWeightsReproducesCheckpoint(t *testing.T) {
 	e := newEnv(t, "", Options{})
-	var sess struct {
-		SessionID string `json:"session_id"`
-	}
-	e.post("/api/v1/create_session", map[string]any{"tags": []string{}, "user_metadata": map[string]string{}, "sdk_version": "0.25.0"}, &sess)
+	sess := e.newSession()
 	var fut struct {
 		RequestID string `json:"request_id"`
 		ModelID   string `json:"model_id"`
@@ -111,10 +108,7 @@ func (bigSampler) Sample(ctx context.Context, req SampleRequest) (*engine.Sample
 // complete_metadata when the poll allows it, then sent in full.
 func TestMetadataOnlyHandshake(t *testing.T) {
 	e := newEnv(t, "", Options{Sampler: bigSampler{}, FutureDelay: time.Millisecond})
-	var sess struct {
-		SessionID string `json:"session_id"`
-	}
-	e.post("/api/v1/create_session", map[string]any{"tags": []string{}, "user_metadata": map[string]string{}, "sdk_version": "0.25.0"}, &sess)
+	sess := e.newSession()
 	var ss struct {
 		ID string `json:"sampling_session_id"`
 	}
@@ -149,10 +143,7 @@ func TestSamplingBackpressure(t *testing.T) {
 	release := make(chan struct{})
 	e := newEnv(t, "", Options{Sampler: blockingSampler{release}, MaxPendingSamples: 1})
 	defer close(release)
-	var sess struct {
-		SessionID string `json:"session_id"`
-	}
-	e.post("/api/v1/create_session", map[string]any{"tags": []string{}, "user_metadata": map[string]string{}, "sdk_version": "0.25.0"}, &sess)
+	sess := e.newSession()
 	var ss struct {
 		ID string `json:"sampling_session_id"`
 	}

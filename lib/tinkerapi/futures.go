@@ -188,6 +188,14 @@ type poller struct {
 	start time.Time
 	polls int
 	last  State
+
+	// Between polls of one run.
+	allowMeta  bool      // the next poll may be answered with complete_metadata
+	metaDone   bool      // complete_metadata came
+	failures   int       // consecutive 429s and connection errors
+	bad400     int       // 400s in a row (maybe a proxy's)
+	firstBill  time.Time // start of a run of 402s
+	errContext string
 }
 
 // report calls OnState when something a user would see changed.
@@ -238,121 +246,28 @@ func parsePollReply(body []byte) (r pollReply, ok bool) {
 func (p *poller) run(ctx context.Context) ([]byte, bool, error) {
 	const path = "/api/v1/retrieve_future"
 	p.report(State{Status: StatusQueued})
-	var (
-		allowMeta  = true
-		metaDone   bool
-		failures   int // consecutive 429s and connection errors
-		bad400     int
-		firstBill  time.Time
-		floor      = p.t.FloorMin
-		accept     = "application/json"
-		errContext = fmt.Sprintf("%s request %s", p.kind, p.id)
-	)
-	if p.opts.Proto {
-		accept = "application/x-protobuf"
-	}
+	p.allowMeta, p.errContext = true, fmt.Sprintf("%s request %s", p.kind, p.id)
+	floor := p.t.FloorMin
 	for iter := 0; ; iter++ {
-		opts := []Option{WithoutRetries(), WithTimeout(p.t.PollTimeout),
-			WithHeader("Accept", accept),
-			WithHeader("X-Tinker-Request-Iteration", strconv.Itoa(iter)),
-			WithHeader("X-Stainless-Raw-Response", "raw")}
-		if p.kind != "" {
-			opts = append(opts, WithHeader("X-Tinker-Request-Type", p.kind))
-		}
-		if iter == 0 && !p.opts.SubmittedAt.IsZero() {
-			rt := time.Since(p.opts.SubmittedAt).Seconds()
-			opts = append(opts, WithHeader("X-Tinker-Create-Promise-Roundtrip-Time", strconv.FormatFloat(rt, 'f', 3, 64)))
-		}
-		req := map[string]any{"request_id": p.id, "allow_metadata_only": allowMeta}
+		req := map[string]any{"request_id": p.id, "allow_metadata_only": p.allowMeta}
 		sent := time.Now()
 		p.polls++
-		resp, err := p.c.DoRaw(ctx, http.MethodPost, path, req, opts...)
+		resp, err := p.c.DoRaw(ctx, http.MethodPost, path, req, p.pollOptions(iter)...)
 		if ctx.Err() != nil {
-			return nil, false, fmt.Errorf("%s: %w", errContext, ctx.Err())
+			return nil, false, fmt.Errorf("%s: %w", p.errContext, ctx.Err())
 		}
 		var wait time.Duration // 0: poll again after the floor
 		if err != nil {
-			var apiErr *APIError
-			var te *TransportError
-			switch {
-			case errors.As(err, &te):
-				if te.Permanent {
-					return nil, false, fmt.Errorf("%s: %w", errContext, err)
-				}
-				failures++
-				wait = p.t.backoff(failures)
-				p.report(State{Status: StatusRetrying, Reason: "connection problem, retrying"})
-			case errors.As(err, &apiErr):
-				s := apiErr.Status
-				if s != http.StatusTooManyRequests {
-					failures = 0 // any complete answer but a 429 resets the backoff
-				}
-				if s != http.StatusPaymentRequired {
-					firstBill = time.Time{}
-				}
-				switch {
-				case s == http.StatusRequestTimeout:
-					if r, ok := parsePollReply(apiErr.Body); ok && len(bytes.TrimSpace(apiErr.Body)) > 0 {
-						bad400 = 0
-						p.reportQueue(r)
-					}
-				case s == http.StatusGone:
-					return nil, false, &FutureExpiredError{RequestID: p.id, Kind: p.kind}
-				case s == http.StatusInsufficientStorage:
-					return nil, false, fmt.Errorf("%s: %w", errContext, err)
-				case s >= 500:
-					p.report(State{Status: StatusRetrying, Reason: fmt.Sprintf("server error %d, retrying", s)})
-				case s == http.StatusTooManyRequests:
-					failures++
-					wait = p.t.backoff(failures)
-					p.report(State{Status: StatusRetrying, Reason: "rate limited, retrying"})
-				case s == http.StatusBadRequest:
-					// Possibly injected by a proxy: a few more tries.
-					if bad400++; bad400 > 3 {
-						return nil, false, fmt.Errorf("%s: %w", errContext, err)
-					}
-				case s == http.StatusPaymentRequired:
-					if firstBill.IsZero() {
-						firstBill = time.Now()
-					}
-					if time.Since(firstBill) >= p.t.BillingMax {
-						return nil, false, fmt.Errorf("%s: billing hold for more than %s: %w", errContext, p.t.BillingMax, err)
-					}
-					wait = p.t.BillingPause
-					p.report(State{Status: StatusPaused, Reason: "billing hold (402)"})
-				default:
-					return nil, false, fmt.Errorf("%s: %w", errContext, err)
-				}
-			default: // credential or configuration problems
-				return nil, false, fmt.Errorf("%s: %w", errContext, err)
+			if wait, err = p.failed(err); err != nil {
+				return nil, false, err
 			}
 		} else {
-			failures = 0
-			firstBill = time.Time{}
-			if isProtobuf(resp.Header) {
-				return resp.Body, true, nil
+			body, proto, done, again, err := p.answered(resp, path)
+			if done || err != nil {
+				return body, proto, err
 			}
-			r, ok := parsePollReply(resp.Body)
-			if !ok {
-				return nil, false, p.c.schemaErr(&SchemaError{Reason: "retrieve_future answer is neither JSON nor protobuf"}, path)
-			}
-			switch {
-			case r.Type == "try_again":
-				p.reportQueue(r)
-			case r.Status == "complete_metadata":
-				if metaDone {
-					return nil, false, p.c.schemaErr(&SchemaError{Field: "status", Reason: "complete_metadata sent twice"}, path)
-				}
-				if r.ResponsePayloadSize != nil && *r.ResponsePayloadSize > maxResponseBytes {
-					return nil, false, fmt.Errorf("%s: result of %d MiB is larger than this client accepts (%d MiB)",
-						errContext, *r.ResponsePayloadSize>>20, maxResponseBytes>>20)
-				}
-				metaDone, allowMeta = true, false
+			if again {
 				continue // the result is ready: fetch it at once
-			case r.Error != nil:
-				return nil, false, &RequestFailedError{RequestID: p.id, Kind: p.kind, Message: errorText(r.Error), Category: category(r.Category)}
-			default:
-				return resp.Body, false, nil
 			}
 		}
 		// Pace the next poll: a long-polling server held this one open, so
@@ -365,9 +280,127 @@ func (p *poller) run(ctx context.Context) ([]byte, bool, error) {
 		}
 		if wait > 0 {
 			if err := p.opts.sleep(ctx, wait); err != nil {
-				return nil, false, fmt.Errorf("%s: %w", errContext, err)
+				return nil, false, fmt.Errorf("%s: %w", p.errContext, err)
 			}
 		}
+	}
+}
+
+// pollOptions are the request options of poll number iter.
+func (p *poller) pollOptions(iter int) []Option {
+	accept := "application/json"
+	if p.opts.Proto {
+		accept = "application/x-protobuf"
+	}
+	opts := []Option{WithoutRetries(), WithTimeout(p.t.PollTimeout),
+		WithHeader("Accept", accept),
+		WithHeader("X-Tinker-Request-Iteration", strconv.Itoa(iter)),
+		WithHeader("X-Stainless-Raw-Response", "raw")}
+	if p.kind != "" {
+		opts = append(opts, WithHeader("X-Tinker-Request-Type", p.kind))
+	}
+	if iter == 0 && !p.opts.SubmittedAt.IsZero() {
+		rt := time.Since(p.opts.SubmittedAt).Seconds()
+		opts = append(opts, WithHeader("X-Tinker-Create-Promise-Roundtrip-Time", strconv.FormatFloat(rt, 'f', 3, 64)))
+	}
+	return opts
+}
+
+// failed handles a poll that got no answer or an error status: how long to
+// wait before the next poll, or the error that ends the wait.
+func (p *poller) failed(err error) (time.Duration, error) {
+	var apiErr *APIError
+	var te *TransportError
+	switch {
+	case errors.As(err, &te):
+		if te.Permanent {
+			return 0, fmt.Errorf("%s: %w", p.errContext, err)
+		}
+		p.failures++
+		p.report(State{Status: StatusRetrying, Reason: "connection problem, retrying"})
+		return p.t.backoff(p.failures), nil
+	case errors.As(err, &apiErr):
+		return p.failedStatus(apiErr, err)
+	default: // credential or configuration problems
+		return 0, fmt.Errorf("%s: %w", p.errContext, err)
+	}
+}
+
+// failedStatus is failed for an HTTP error status.
+func (p *poller) failedStatus(apiErr *APIError, err error) (time.Duration, error) {
+	s := apiErr.Status
+	if s != http.StatusTooManyRequests {
+		p.failures = 0 // any complete answer but a 429 resets the backoff
+	}
+	if s != http.StatusPaymentRequired {
+		p.firstBill = time.Time{}
+	}
+	switch {
+	case s == http.StatusRequestTimeout:
+		if r, ok := parsePollReply(apiErr.Body); ok && len(bytes.TrimSpace(apiErr.Body)) > 0 {
+			p.bad400 = 0
+			p.reportQueue(r)
+		}
+	case s == http.StatusGone:
+		return 0, &FutureExpiredError{RequestID: p.id, Kind: p.kind}
+	case s == http.StatusInsufficientStorage:
+		return 0, fmt.Errorf("%s: %w", p.errContext, err)
+	case s >= 500:
+		p.report(State{Status: StatusRetrying, Reason: fmt.Sprintf("server error %d, retrying", s)})
+	case s == http.StatusTooManyRequests:
+		p.failures++
+		p.report(State{Status: StatusRetrying, Reason: "rate limited, retrying"})
+		return p.t.backoff(p.failures), nil
+	case s == http.StatusBadRequest:
+		// Possibly injected by a proxy: a few more tries.
+		if p.bad400++; p.bad400 > 3 {
+			return 0, fmt.Errorf("%s: %w", p.errContext, err)
+		}
+	case s == http.StatusPaymentRequired:
+		if p.firstBill.IsZero() {
+			p.firstBill = time.Now()
+		}
+		if time.Since(p.firstBill) >= p.t.BillingMax {
+			return 0, fmt.Errorf("%s: billing hold for more than %s: %w", p.errContext, p.t.BillingMax, err)
+		}
+		p.report(State{Status: StatusPaused, Reason: "billing hold (402)"})
+		return p.t.BillingPause, nil
+	default:
+		return 0, fmt.Errorf("%s: %w", p.errContext, err)
+	}
+	return 0, nil
+}
+
+// answered handles a 200 answer: the result (done), a request to fetch the
+// result at once (again, after complete_metadata), or nothing yet.
+func (p *poller) answered(resp *Response, path string) (body []byte, proto, done, again bool, err error) {
+	p.failures = 0
+	p.firstBill = time.Time{}
+	if isProtobuf(resp.Header) {
+		return resp.Body, true, true, false, nil
+	}
+	r, ok := parsePollReply(resp.Body)
+	if !ok {
+		return nil, false, true, false, p.c.schemaErr(&SchemaError{Reason: "retrieve_future answer is neither JSON nor protobuf"}, path)
+	}
+	switch {
+	case r.Type == "try_again":
+		p.reportQueue(r)
+		return nil, false, false, false, nil
+	case r.Status == "complete_metadata":
+		if p.metaDone {
+			return nil, false, true, false, p.c.schemaErr(&SchemaError{Field: "status", Reason: "complete_metadata sent twice"}, path)
+		}
+		if r.ResponsePayloadSize != nil && *r.ResponsePayloadSize > maxResponseBytes {
+			return nil, false, true, false, fmt.Errorf("%s: result of %d MiB is larger than this client accepts (%d MiB)",
+				p.errContext, *r.ResponsePayloadSize>>20, maxResponseBytes>>20)
+		}
+		p.metaDone, p.allowMeta = true, false
+		return nil, false, false, true, nil
+	case r.Error != nil:
+		return nil, false, true, false, &RequestFailedError{RequestID: p.id, Kind: p.kind, Message: errorText(r.Error), Category: category(r.Category)}
+	default:
+		return resp.Body, false, true, false, nil
 	}
 }
 

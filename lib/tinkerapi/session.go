@@ -220,27 +220,25 @@ func (s *Session) warn(err error) {
 // nextModelSeq returns the next seq_id for an operation on modelID
 // (create_model is implicitly 0, so the first operation gets 1).
 func (s *Session) nextModelSeq(modelID string) int64 {
-	s.mu.Lock()
-	ctr := s.modelOps[modelID]
-	if ctr == nil {
-		ctr = new(atomic.Int64)
-		s.modelOps[modelID] = ctr
-	}
-	s.mu.Unlock()
-	return ctr.Add(1)
+	return s.counter(s.modelOps, modelID).Add(1)
 }
 
 // nextSampleSeq returns the next seq_id for an asample on a sampler,
 // counting from 0.
 func (s *Session) nextSampleSeq(samplerID string) int64 {
+	return s.counter(s.samplerOps, samplerID).Add(1) - 1
+}
+
+// counter returns id's counter in m, creating it at 0.
+func (s *Session) counter(m map[string]*atomic.Int64, id string) *atomic.Int64 {
 	s.mu.Lock()
-	ctr := s.samplerOps[samplerID]
+	defer s.mu.Unlock()
+	ctr := m[id]
 	if ctr == nil {
 		ctr = new(atomic.Int64)
-		s.samplerOps[samplerID] = ctr
+		m[id] = ctr
 	}
-	s.mu.Unlock()
-	return ctr.Add(1) - 1
+	return ctr
 }
 
 // await runs Client.Await with the session's status callback and timings.

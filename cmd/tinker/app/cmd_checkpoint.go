@@ -13,6 +13,7 @@ import (
 
 	"github.com/tinkershell/tinker/builtins"
 	"github.com/tinkershell/tinker/lib/download"
+	"github.com/tinkershell/tinker/lib/progress"
 	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 )
@@ -94,7 +95,7 @@ var checkpointCmd = &command{
 		},
 		{
 			Name:    "push-hf",
-			Summary: "Upload a checkpoint to the Hugging Face Hub (not supported).",
+			Summary: "Upload a checkpoint to the Hugging Face Hub.",
 			Args:    checkpointPath,
 			Flags: []flagSpec{
 				{Long: "--repo", Short: "-r", Kind: flagString, Metavar: "TEXT", Help: "Hub repo id."},
@@ -432,6 +433,33 @@ func checkpointPushHF(r *apiRun) error {
 	if err := tinkerapi.CheckScheme(path, "sampler_weights"); err != nil {
 		return err
 	}
-	return &tinkerapi.UserError{Msg: "push-hf is not supported: it needs the Hugging Face Hub, which this build cannot reach",
-		Details: "Download the checkpoint with `tinker checkpoint download` and upload it with the Hugging Face tools."}
+	c, err := r.preflight()
+	if err != nil {
+		return err
+	}
+	o := builtins.HubPushOptions{
+		Repo: r.str("repo"), Revision: r.str("revision"), CommitMessage: r.str("commit-message"),
+		Public: r.has("public"), CreatePR: r.has("create-pr"), NoModelCard: r.has("no-model-card"),
+		AllowPatterns: r.multi("allow-pattern"), IgnorePatterns: r.multi("ignore-pattern"),
+		Notice: func(p tinkerapi.Path) {
+			fmt.Fprintf(r.io.Err, "Creating checkpoint archive for run id: %s checkpoint id: %s (this may take a while)\n", p.RunID, p.CheckpointID)
+		},
+	}
+	var bar *progress.Bar
+	if r.io.ErrTTY {
+		bar = progress.NewBytes(r.io.Err, true, r.io.Width, "Uploading", 0)
+		o.Progress = func(sent, total int64) { bar.SetTotal(total); bar.Set(sent) }
+	}
+	res, err := builtins.PushToHub(r.ctx, c, path, o)
+	if bar != nil {
+		if err != nil {
+			bar.Clear()
+		} else {
+			bar.Finish()
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return r.show(res)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tinkershell/tinker/builtins"
+	"github.com/tinkershell/tinker/lib/atomicfile"
 	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"github.com/tinkershell/tinker/lib/tokenizer"
@@ -20,10 +21,12 @@ import (
 var sampleCmd = &command{
 	Name:    "sample",
 	Summary: "Sample from a base model or a checkpoint.",
-	Help:    "Sample from --base-model or --model-path (a tinker:// sampler checkpoint) on --prompt or --prompt-file.",
+	Help: "Sample from --base-model or --model-path (a tinker:// sampler checkpoint) on --prompt or --prompt-file.\n" +
+		"With --prompts FILE (a prompts JSONL file) and --output FILE: sample every prompt from every\n" +
+		"--model-path and --base-model (each repeatable) into FILE, resuming an interrupted run.",
 	Flags: []flagSpec{
-		{Long: "--base-model", Kind: flagString, Metavar: "MODEL", Help: "Base model to sample."},
-		{Long: "--model-path", Kind: flagString, Metavar: "PATH", Help: "tinker:// path of a sampler checkpoint."},
+		{Long: "--base-model", Kind: flagMulti, Metavar: "MODEL", Help: "Base model to sample (repeatable with --prompts)."},
+		{Long: "--model-path", Kind: flagMulti, Metavar: "PATH", Help: "tinker:// path of a sampler checkpoint (repeatable\nwith --prompts)."},
 		{Long: "--prompt", Kind: flagString, Metavar: "TEXT", Help: "Prompt text."},
 		{Long: "--prompt-file", Kind: flagPath, Metavar: "FILE", Help: "Read the prompt from FILE (- for stdin)."},
 		{Long: "--max-tokens", Kind: flagInt, Metavar: "INTEGER", Help: "Tokens to generate (default 64)."},
@@ -33,6 +36,10 @@ var sampleCmd = &command{
 		{Long: "--num-samples", Kind: flagInt, Metavar: "INTEGER", Help: "Sequences to sample (default 1)."},
 		{Long: "--seed", Kind: flagInt, Metavar: "INTEGER", Help: "Seed for reproducible sampling."},
 		{Long: "--stop", Kind: flagMulti, Metavar: "TEXT", Help: "Stop at this string (repeatable)."},
+		{Long: "--prompts", Kind: flagPath, Metavar: "FILE", Help: "Batch mode: a prompts JSONL file (docs/batch.md)."},
+		{Long: "--output", Kind: flagPath, Metavar: "FILE", Help: "Batch mode: the JSONL file rows are appended to."},
+		{Long: "--renderer", Kind: flagString, Metavar: "NAME", Help: "Batch mode: chat renderer for message prompts."},
+		{Long: "--concurrency", Kind: flagInt, Metavar: "INTEGER", Help: "Batch mode: rows in flight (default 8)."},
 	},
 	Run: runSample,
 }
@@ -93,8 +100,14 @@ func readText(c *invocation, path string) (string, error) {
 }
 
 func runSample(c *invocation) int {
+	if c.has("prompts") {
+		return runSampleBatch(c)
+	}
+	if c.has("output") || c.has("renderer") || c.has("concurrency") {
+		return c.usageError("--output, --renderer and --concurrency need --prompts.")
+	}
 	base, path := c.str("base-model"), c.str("model-path")
-	if (base == "") == (path == "") {
+	if len(c.multi("base-model"))+len(c.multi("model-path")) != 1 {
 		return c.usageError("Give exactly one of --base-model and --model-path.")
 	}
 	if c.has("prompt") == c.has("prompt-file") {
@@ -208,7 +221,7 @@ func runCheckpointSave(c *invocation) int {
 // writeJSONFile writes v to path through a temporary sibling, so a failed
 // write leaves no half-written file.
 func writeJSONFile(path string, v any) error {
-	tmp, err := os.CreateTemp(dirOf(path), ".tinker-*.json")
+	tmp, err := atomicfile.CreateTemp(dirOf(path), ".tinker-*.json")
 	if err != nil {
 		return &tinkerapi.UserError{Msg: fmt.Sprintf("Cannot write %s: %v", path, err)}
 	}

@@ -1,4 +1,7 @@
-package hfhub
+// Package hubtest is a loopback Hugging Face Hub for tests: it speaks the
+// endpoints a push uses the way the Hub does, so lib/hfhub's tests and the
+// golden cases exercise the real client against it.
+package hubtest
 
 import (
 	"bufio"
@@ -14,16 +17,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 )
 
-// hubServer is a loopback Hub speaking the endpoints a push uses, with the
+// Server is a loopback Hub speaking the endpoints a push uses, with the
 // Hub's status codes and error shapes: JSON {"error": …} bodies, 401 for a
 // bad token, 409 for an existing repo or branch, 404 with X-Error-Code for
 // missing repos, revisions and files, and the Git LFS batch protocol with
 // uploads going to a separate "storage" path that must not get the token.
-type hubServer struct {
-	t     *testing.T
+type Server struct {
 	srv   *httptest.Server
 	token string
 	user  string
@@ -33,7 +34,7 @@ type hubServer struct {
 	objects   map[string][]byte   // LFS storage by sha256
 	failPuts  int                 // storage PUTs to cut off mid-body
 	puts      int
-	commits   []hubCommit
+	commits   []Commit
 	echoToken bool // error bodies quote the Authorization header, as a careless proxy might
 }
 
@@ -42,24 +43,33 @@ type hubRepo struct {
 	branches map[string]map[string][]byte // branch → path → content
 }
 
-type hubCommit struct {
-	repo, branch, summary string
-	files                 []string
+// Commit is one commit the server accepted.
+type Commit struct {
+	Repo, Branch, Summary string
+	Files                 []string
 }
 
-func newHubServer(t *testing.T, token string) *hubServer {
-	h := &hubServer{t: t, token: token, user: "alice", repos: map[string]*hubRepo{}, objects: map[string][]byte{}}
+// User is the account the server's token belongs to.
+const User = "alice"
+
+// New starts a server accepting token; Close stops it.
+func New(token string) *Server {
+	h := &Server{token: token, user: User, repos: map[string]*hubRepo{}, objects: map[string][]byte{}}
 	h.srv = httptest.NewServer(h)
-	t.Cleanup(h.srv.Close)
 	return h
 }
 
-// client is a Hub pointed at the server with the given token.
-func (h *hubServer) client(token string) *Hub {
-	return &Hub{Endpoint: h.srv.URL, Token: token, TokenSource: "HF_TOKEN", Client: h.srv.Client(), retryWait: 1}
-}
+// URL is the server's endpoint, for HF_ENDPOINT.
+func (h *Server) URL() string { return h.srv.URL }
 
-func (h *hubServer) addRepo(id string, files map[string]string) {
+// Client is an HTTP client for the server.
+func (h *Server) Client() *http.Client { return h.srv.Client() }
+
+// Close stops the server.
+func (h *Server) Close() { h.srv.Close() }
+
+// AddRepo creates a repo holding files on main, as if pushed earlier.
+func (h *Server) AddRepo(id string, files map[string]string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.repos[id] = newHubRepo(files)
@@ -105,7 +115,7 @@ func isLFSPath(p string) bool {
 	return strings.HasSuffix(p, ".safetensors") || strings.HasSuffix(p, ".bin")
 }
 
-func (h *hubServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
 	if strings.HasPrefix(path, "/storage/") {
 		h.storagePut(w, r, strings.TrimPrefix(path, "/storage/"))
@@ -174,7 +184,7 @@ func (h *hubServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (h *hubServer) createRepo(w http.ResponseWriter, r *http.Request) {
+func (h *Server) createRepo(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Name         string `json:"name"`
 		Organization string `json:"organization"`
@@ -201,7 +211,7 @@ func (h *hubServer) createRepo(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, map[string]string{"url": h.srv.URL + "/" + id, "name": id})
 }
 
-func (h *hubServer) resolve(w http.ResponseWriter, path string) {
+func (h *Server) resolve(w http.ResponseWriter, path string) {
 	before, after, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/resolve/")
 	rev, file, _ := strings.Cut(after, "/")
 	repo := h.repos[before]
@@ -217,7 +227,7 @@ func (h *hubServer) resolve(w http.ResponseWriter, path string) {
 	}
 }
 
-func (h *hubServer) preupload(w http.ResponseWriter, r *http.Request, repo *hubRepo, rev string) {
+func (h *Server) preupload(w http.ResponseWriter, r *http.Request, repo *hubRepo, rev string) {
 	files := repo.branches[rev]
 	if files == nil {
 		hubErr(w, http.StatusNotFound, "RevisionNotFound", "Invalid rev id: "+rev)
@@ -257,7 +267,7 @@ func (h *hubServer) preupload(w http.ResponseWriter, r *http.Request, repo *hubR
 	writeJSON(w, map[string]any{"files": out, "commitOid": strings.Repeat("a", 40)})
 }
 
-func (h *hubServer) batch(w http.ResponseWriter, r *http.Request) {
+func (h *Server) batch(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get("Accept") != lfsMediaType {
 		hubErr(w, http.StatusNotAcceptable, "", "want "+lfsMediaType)
 		return
@@ -290,7 +300,7 @@ func (h *hubServer) batch(w http.ResponseWriter, r *http.Request) {
 
 // storagePut stores an object; with failPuts it reads part of the body and
 // then drops the connection, as a reset mid-upload does.
-func (h *hubServer) storagePut(w http.ResponseWriter, r *http.Request, oid string) {
+func (h *Server) storagePut(w http.ResponseWriter, r *http.Request, oid string) {
 	if r.Method != http.MethodPut {
 		http.Error(w, "method", http.StatusMethodNotAllowed)
 		return
@@ -312,12 +322,9 @@ func (h *hubServer) storagePut(w http.ResponseWriter, r *http.Request, oid strin
 	h.mu.Unlock()
 	if fail {
 		io.CopyN(io.Discard, r.Body, r.ContentLength/2)
-		conn, _, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			h.t.Errorf("hijack: %v", err)
-			return
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			conn.Close()
 		}
-		conn.Close()
 		return
 	}
 	data, err := io.ReadAll(r.Body)
@@ -331,7 +338,7 @@ func (h *hubServer) storagePut(w http.ResponseWriter, r *http.Request, oid strin
 	w.Header().Set("ETag", `"`+oid[:16]+`"`)
 }
 
-func (h *hubServer) commit(w http.ResponseWriter, r *http.Request, repoID string, repo *hubRepo, rev string) {
+func (h *Server) commit(w http.ResponseWriter, r *http.Request, repoID string, repo *hubRepo, rev string) {
 	files := repo.branches[rev]
 	if files == nil {
 		hubErr(w, http.StatusNotFound, "RevisionNotFound", "Invalid rev id: "+rev)
@@ -347,7 +354,7 @@ func (h *hubServer) commit(w http.ResponseWriter, r *http.Request, repoID string
 	}
 	sc := bufio.NewScanner(r.Body)
 	sc.Buffer(nil, 64<<20)
-	c := hubCommit{repo: repoID, branch: rev}
+	c := Commit{Repo: repoID, Branch: rev}
 	changes := map[string][]byte{}
 	for n := 0; sc.Scan(); n++ {
 		var line struct {
@@ -373,7 +380,7 @@ func (h *hubServer) commit(w http.ResponseWriter, r *http.Request, repoID string
 		v := line.Value
 		switch line.Key {
 		case "header":
-			c.summary = v.Summary
+			c.Summary = v.Summary
 		case "file":
 			data, err := base64.StdEncoding.DecodeString(v.Content)
 			if err != nil || v.Encoding != "base64" {
@@ -393,10 +400,10 @@ func (h *hubServer) commit(w http.ResponseWriter, r *http.Request, repoID string
 			return
 		}
 		if line.Key != "header" {
-			c.files = append(c.files, v.Path)
+			c.Files = append(c.Files, v.Path)
 		}
 	}
-	if c.summary == "" || len(c.files) == 0 {
+	if c.Summary == "" || len(c.Files) == 0 {
 		hubErr(w, http.StatusBadRequest, "", "empty commit")
 		return
 	}
@@ -406,4 +413,78 @@ func (h *hubServer) commit(w http.ResponseWriter, r *http.Request, repoID string
 	h.commits = append(h.commits, c)
 	oid := strings.Repeat(strconv.Itoa(len(h.commits)%10), 40)
 	writeJSON(w, map[string]any{"success": true, "commitOid": oid, "commitUrl": h.srv.URL + "/" + repoID + "/commit/" + oid, "pullRequestUrl": nil})
+}
+
+// lfsMediaType is the Git LFS batch API's content type.
+const lfsMediaType = "application/vnd.git-lfs+json"
+
+type lfsObject struct {
+	OID  string `json:"oid"`
+	Size int64  `json:"size"`
+}
+
+// Files returns a copy of a branch's files, nil if the repo or branch is missing.
+func (h *Server) Files(repo, branch string) map[string][]byte {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r := h.repos[repo]
+	if r == nil || r.branches[branch] == nil {
+		return nil
+	}
+	out := map[string][]byte{}
+	for p, c := range r.branches[branch] {
+		out[p] = c
+	}
+	return out
+}
+
+// Private reports a repo's visibility and whether it exists.
+func (h *Server) Private(repo string) (private, exists bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r := h.repos[repo]
+	return r != nil && r.private, r != nil
+}
+
+// RepoCount is the number of repos.
+func (h *Server) RepoCount() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.repos)
+}
+
+// Commits returns the commits made so far.
+func (h *Server) Commits() []Commit {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]Commit(nil), h.commits...)
+}
+
+// Puts is the number of storage uploads attempted.
+func (h *Server) Puts() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.puts
+}
+
+// HasObject reports whether LFS storage holds data.
+func (h *Server) HasObject(data []byte) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.objects[sha256Hex(data)] != nil
+}
+
+// FailPuts makes the next n storage uploads drop the connection halfway.
+func (h *Server) FailPuts(n int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.failPuts = n
+}
+
+// EchoToken makes error answers quote the Authorization header, as a
+// careless proxy might, to test that clients redact it.
+func (h *Server) EchoToken(on bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.echoToken = on
 }

@@ -1,0 +1,275 @@
+package builtins
+
+import (
+	"fmt"
+	"strings"
+	gotime "time"
+
+	"github.com/tinkershell/tinker/lib/chat"
+	"github.com/tinkershell/tinker/lib/render"
+	"github.com/tinkershell/tinker/lib/tinkerapi"
+	"go.starlark.net/starlark"
+)
+
+func init() {
+	register(docEntry{
+		Name:      "datum",
+		Signature: "datum(tokens, target_tokens=None, weights=None, logprobs=None, advantages=None)",
+		Summary:   "One training example for forward and forward_backward.",
+		Details: "With target_tokens, tokens is the model's input and every other list has one value per input\n" +
+			"token. Without it, tokens is a whole sequence: the model reads tokens[:-1] and predicts tokens[1:],\n" +
+			"and weights, logprobs and advantages (if given) have one value per token of tokens, the first\n" +
+			"dropped since nothing predicts it. weights default to 1 for cross_entropy; importance_sampling\n" +
+			"and ppo need logprobs (the sampler's) and advantages.",
+		Example: "d = datum([1, 72, 105, 33], weights=[0, 0, 1, 1])\nd.target_tokens",
+	}, datumFn)
+	register(docEntry{
+		Name:      "conversation_datum",
+		Signature: "conversation_datum(model, messages, renderer=None, train_on=\"all_assistant_messages\", max_length=None)",
+		Summary:   "A conversation rendered by the model's renderer as a training example, weighted by train_on.",
+		Details: "The tokens are render()'s for the finished conversation; weight 1 marks what the model learns to\n" +
+			"say: each assistant message's content and end of turn (\"all_assistant_messages\"), only the last\n" +
+			"one's (\"last_assistant_message\") or everything (\"all_messages\"). max_length cuts longer examples.",
+		Example: "d = conversation_datum(\"tinker-local/tiny-llama\", [{\"role\": \"user\", \"content\": \"Sky?\"}, {\"role\": \"assistant\", \"content\": \"Blue.\"}])\nsum(d.weights)",
+	}, conversationDatumFn)
+}
+
+// Datum is a training example value.
+type Datum struct{ D tinkerapi.Datum }
+
+var (
+	_ RecordValue       = (*Datum)(nil)
+	_ starlark.HasAttrs = (*Datum)(nil)
+)
+
+var datumAttrs = []string{"advantages", "logprobs", "target_tokens", "tokens", "weights"}
+
+func (d *Datum) String() string {
+	return fmt.Sprintf("<datum %d tokens>", len(d.D.ModelInput))
+}
+func (d *Datum) Type() string          { return "datum" }
+func (d *Datum) Freeze()               {}
+func (d *Datum) Truth() starlark.Bool  { return true }
+func (d *Datum) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: datum") }
+func (d *Datum) AttrNames() []string   { return append([]string(nil), datumAttrs...) }
+
+func (d *Datum) Attr(name string) (starlark.Value, error) {
+	if name == "tokens" {
+		return intList(d.D.ModelInput), nil
+	}
+	t, ok := d.D.LossFnInputs[name]
+	if !ok {
+		if name == "target_tokens" || name == "weights" || name == "logprobs" || name == "advantages" {
+			return starlark.None, nil
+		}
+		return nil, nil
+	}
+	return tensorList(t), nil
+}
+
+func tensorList(t tinkerapi.Tensor) *starlark.List {
+	if t.Int64 != nil {
+		l := make([]starlark.Value, len(t.Int64))
+		for i, v := range t.Int64 {
+			l[i] = starlark.MakeInt64(v)
+		}
+		return starlark.NewList(l)
+	}
+	return float32List(t.Float32)
+}
+
+func float32List(v []float32) *starlark.List {
+	l := make([]starlark.Value, len(v))
+	for i, x := range v {
+		l[i] = starlark.Float(x)
+	}
+	return starlark.NewList(l)
+}
+
+func (d *Datum) trained() float64 {
+	w, ok := d.D.LossFnInputs["weights"]
+	if !ok {
+		return float64(len(d.D.ModelInput))
+	}
+	s := 0.0
+	for _, x := range w.Float32 {
+		s += float64(x)
+	}
+	return s
+}
+
+func (d *Datum) Record(gotime.Time) *render.Record {
+	return &render.Record{Title: "Datum", Fields: []render.Field{
+		{Name: "Tokens", Value: fmt.Sprint(len(d.D.ModelInput))},
+		{Name: "Trained weight", Value: fmt.Sprintf("%g", d.trained())},
+		{Name: "Inputs", Value: strings.Join(sortedNames(d.D.LossFnInputs), ", ")},
+	}}
+}
+func (d *Datum) RowColumns() []render.Column {
+	return []render.Column{{Header: "Tokens", Right: true}, {Header: "Trained weight", Right: true}, {Header: "Inputs"}}
+}
+func (d *Datum) Row(now gotime.Time) []string {
+	f := d.Record(now).Fields
+	return []string{f[0].Value, f[1].Value, f[2].Value}
+}
+func (d *Datum) ListTitle(n int) string { return Plural(n, "datum", "data") }
+
+func sortedNames(m map[string]tinkerapi.Tensor) []string {
+	var out []string
+	for _, k := range datumAttrs {
+		if _, ok := m[k]; ok {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func floatsArg(v starlark.Value) ([]float32, error) {
+	it, ok := v.(starlark.Iterable)
+	if !ok {
+		return nil, fmt.Errorf("want a list of numbers, got %s", v.Type())
+	}
+	var out []float32
+	iter := it.Iterate()
+	defer iter.Done()
+	var x starlark.Value
+	for iter.Next(&x) {
+		f, ok := starlark.AsFloat(x)
+		if !ok {
+			return nil, fmt.Errorf("want numbers, got %s", x.Type())
+		}
+		out = append(out, float32(f))
+	}
+	return out, nil
+}
+
+func datumFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var tokensV starlark.Value
+	var targetsV, weightsV, logprobsV, advV starlark.Value = starlark.None, starlark.None, starlark.None, starlark.None
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "tokens", &tokensV, "target_tokens?", &targetsV,
+		"weights?", &weightsV, "logprobs?", &logprobsV, "advantages?", &advV); err != nil {
+		return nil, err
+	}
+	fail := func(format string, a ...any) error { return fmt.Errorf("%s: %s", b.Name(), fmt.Sprintf(format, a...)) }
+	toks, err := intsArg(tokensV)
+	if err != nil {
+		return nil, fail("tokens: %v", err)
+	}
+	d := tinkerapi.Datum{LossFnInputs: map[string]tinkerapi.Tensor{}}
+	shift := 0
+	if targetsV == starlark.None {
+		if len(toks) < 2 {
+			return nil, fail("tokens needs at least two tokens (an input and a target)")
+		}
+		d.ModelInput = toks[:len(toks)-1]
+		targets := make([]int64, len(toks)-1)
+		for i, t := range toks[1:] {
+			targets[i] = int64(t)
+		}
+		d.LossFnInputs["target_tokens"] = tinkerapi.Int64s(targets)
+		shift = 1
+	} else {
+		if len(toks) == 0 {
+			return nil, fail("tokens is empty")
+		}
+		d.ModelInput = toks
+		targets, err := intsArg(targetsV)
+		if err != nil {
+			return nil, fail("target_tokens: %v", err)
+		}
+		if len(targets) != len(toks) {
+			return nil, fail("target_tokens has %d values, want %d (one per input token)", len(targets), len(toks))
+		}
+		t := make([]int64, len(targets))
+		for i, x := range targets {
+			t[i] = int64(x)
+		}
+		d.LossFnInputs["target_tokens"] = tinkerapi.Int64s(t)
+	}
+	for _, f := range []struct {
+		name string
+		v    starlark.Value
+	}{{"weights", weightsV}, {"logprobs", logprobsV}, {"advantages", advV}} {
+		if f.v == starlark.None {
+			continue
+		}
+		vals, err := floatsArg(f.v)
+		if err != nil {
+			return nil, fail("%s: %v", f.name, err)
+		}
+		if len(vals) != len(toks) {
+			return nil, fail("%s has %d values, want %d (one per token of tokens)", f.name, len(vals), len(toks))
+		}
+		d.LossFnInputs[f.name] = tinkerapi.Float32s(vals[shift:])
+	}
+	return &Datum{D: d}, nil
+}
+
+// ConversationDatum renders a conversation for training and shifts it into
+// a datum: input tokens[:-1], targets tokens[1:], weights aligned with the
+// targets. maxLength > 0 caps the rendered tokens; truncate says whether a
+// longer conversation is cut (else it is an error).
+func ConversationDatum(r chat.Renderer, msgs []chat.Message, trainOn string, maxLength int, truncate bool) (tinkerapi.Datum, error) {
+	tr, err := r.RenderForTraining(msgs, trainOn)
+	if err != nil {
+		return tinkerapi.Datum{}, err
+	}
+	if maxLength > 0 && len(tr.Tokens) > maxLength {
+		if !truncate {
+			return tinkerapi.Datum{}, fmt.Errorf("%d tokens, longer than max_length %d", len(tr.Tokens), maxLength)
+		}
+		tr.Tokens, tr.Weights = tr.Tokens[:maxLength], tr.Weights[:maxLength]
+	}
+	trained := false
+	for _, w := range tr.Weights[1:] {
+		trained = trained || w > 0
+	}
+	if len(tr.Tokens) < 2 || !trained {
+		return tinkerapi.Datum{}, fmt.Errorf("no trainable token (train_on=%q)", trainOn)
+	}
+	targets := make([]int64, len(tr.Tokens)-1)
+	for i, t := range tr.Tokens[1:] {
+		targets[i] = int64(t)
+	}
+	return tinkerapi.Datum{ModelInput: tr.Tokens[:len(tr.Tokens)-1], LossFnInputs: map[string]tinkerapi.Tensor{
+		"target_tokens": tinkerapi.Int64s(targets),
+		"weights":       tinkerapi.Float32s(tr.Weights[1:]),
+	}}, nil
+}
+
+func conversationDatumFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var model string
+	var msgsV starlark.Value
+	var rendererV, maxV starlark.Value = starlark.None, starlark.None
+	trainOn := chat.TrainAllAssistant
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "model", &model, "messages", &msgsV, "renderer?", &rendererV,
+		"train_on?", &trainOn, "max_length?", &maxV); err != nil {
+		return nil, err
+	}
+	fail := func(err error) error { return fmt.Errorf("%s: %w", b.Name(), err) }
+	msgs, err := messagesArg(msgsV)
+	if err != nil {
+		return nil, fail(fmt.Errorf("messages: %w", err))
+	}
+	name, err := optString(rendererV, "renderer")
+	if err != nil {
+		return nil, fail(err)
+	}
+	maxLen, err := optInt64Arg(maxV, "max_length")
+	if err != nil {
+		return nil, fail(err)
+	}
+	r, err := rendererFor(ContextOf(thread), model, name)
+	if err != nil {
+		return nil, fail(err)
+	}
+	n := 0
+	if maxLen != nil {
+		n = int(*maxLen)
+	}
+	d, err := ConversationDatum(r, msgs, trainOn, n, true)
+	if err != nil {
+		return nil, fail(err)
+	}
+	return &Datum{D: d}, nil
+}

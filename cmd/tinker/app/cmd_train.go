@@ -1,0 +1,156 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tinkershell/tinker/builtins"
+	"github.com/tinkershell/tinker/lib/chat"
+	"github.com/tinkershell/tinker/lib/progress"
+	"github.com/tinkershell/tinker/lib/tinkerapi"
+	"github.com/tinkershell/tinker/shell"
+)
+
+var trainCmd = &command{
+	Name:    "train",
+	Summary: "Train LoRA adapters.",
+	Sub:     []*command{trainSFTCmd},
+}
+
+// trainSFTCmd mirrors the sft() builtin.
+var trainSFTCmd = &command{
+	Name:    "sft",
+	Summary: "Supervised fine-tuning on a JSONL file of conversations.",
+	Help: "Fine-tune --base-model on --data (one {\"messages\": [...]} object per line), as sft() does;\n" +
+		"print the table of steps (or JSON with -f json) and the sampler checkpoint's path.",
+	Flags: []flagSpec{
+		{Long: "--base-model", Kind: flagString, Metavar: "MODEL", Help: "Base model (required)."},
+		{Long: "--data", Kind: flagPath, Metavar: "FILE", Help: "Training conversations, JSONL (required)."},
+		{Long: "--eval-data", Kind: flagPath, Metavar: "FILE", Help: "Held-out conversations scored as mean NLL."},
+		{Long: "--rank", Kind: flagInt, Metavar: "INTEGER", Help: "LoRA rank (default 32)."},
+		{Long: "--seed", Kind: flagInt, Metavar: "INTEGER", Help: "Seed of the adapter's initialisation and the shuffle."},
+		{Long: "--renderer", Kind: flagString, Metavar: "NAME", Help: "Chat renderer (default: the model's)."},
+		{Long: "--train-on", Kind: flagString, Metavar: "RULE", Help: "all_assistant_messages (default),\nlast_assistant_message or all_messages."},
+		{Long: "--max-length", Kind: flagInt, Metavar: "INTEGER", Help: "Longest example in tokens."},
+		{Long: "--truncate", Kind: flagBool, Help: "Cut longer examples instead of failing."},
+		{Long: "--batch-size", Kind: flagInt, Metavar: "INTEGER", Help: fmt.Sprintf("Conversations per step (default %d).", builtins.DefaultBatchSize)},
+		{Long: "--epochs", Kind: flagInt, Metavar: "INTEGER", Help: "Passes over the data (default 1)."},
+		{Long: "--learning-rate", Kind: flagString, Metavar: "FLOAT", Help: fmt.Sprintf("Peak learning rate (default %g).", builtins.DefaultLearningRate)},
+		{Long: "--lr-schedule", Kind: flagString, Metavar: "NAME", Help: "linear (default), constant or cosine."},
+		{Long: "--save-every", Kind: flagInt, Metavar: "INTEGER", Help: fmt.Sprintf("Steps between saved states (default %d).", builtins.DefaultSaveEvery)},
+		{Long: "--eval-every", Kind: flagInt, Metavar: "INTEGER", Help: fmt.Sprintf("Steps between evaluations (default %d).", builtins.DefaultEvalEvery)},
+		{Long: "--log-dir", Kind: flagPath, Metavar: "DIR", Help: "Metrics and saved state; rerun to resume."},
+		{Long: "--name", Kind: flagString, Metavar: "TEXT", Help: "Checkpoint name prefix (default sft)."},
+		{Long: "--max-steps", Kind: flagInt, Metavar: "INTEGER", Help: "Stop this run after INTEGER steps."},
+	},
+	Run: runTrainSFT,
+}
+
+func runTrainSFT(c *invocation) int {
+	o := builtins.SFTOptions{BaseModel: c.str("base-model"), Lora: tinkerapi.DefaultLoraConfig(), TrainOn: chat.TrainAllAssistant,
+		Renderer: c.str("renderer"), Truncate: c.has("truncate"), LogDir: c.str("log-dir"), Name: c.str("name")}
+	if o.BaseModel == "" {
+		return c.usageError("Missing option '--base-model'.")
+	}
+	if !c.has("data") {
+		return c.usageError("Missing option '--data'.")
+	}
+	o.Lora.Rank = c.intOr("rank", 32)
+	if c.has("seed") {
+		s := int64(c.intOr("seed", 0))
+		o.Lora.Seed = &s
+	}
+	if c.has("train-on") {
+		o.TrainOn = c.str("train-on")
+	}
+	o.MaxLength = c.intOr("max-length", 0)
+	o.BatchSize = c.intOr("batch-size", builtins.DefaultBatchSize)
+	o.Epochs = c.intOr("epochs", 1)
+	o.Schedule = "linear"
+	if c.has("lr-schedule") {
+		o.Schedule = c.str("lr-schedule")
+	}
+	o.SaveEvery = c.intOr("save-every", builtins.DefaultSaveEvery)
+	o.EvalEvery = c.intOr("eval-every", builtins.DefaultEvalEvery)
+	o.MaxSteps = c.intOr("max-steps", 0)
+	var err error
+	if o.LearningRate, err = c.float("learning-rate", builtins.DefaultLearningRate); err != nil {
+		return c.usageError(err.Error())
+	}
+	interrupted := false
+	code := runAPI(c, func(r *apiRun) error {
+		if o.Data, err = builtins.LoadConversations(c.str("data")); err != nil {
+			return &tinkerapi.UserError{Msg: err.Error()}
+		}
+		if c.has("eval-data") {
+			if o.Eval, err = builtins.LoadConversations(c.str("eval-data")); err != nil {
+				return &tinkerapi.UserError{Msg: err.Error()}
+			}
+		}
+		if _, err := r.preflight(); err != nil {
+			return err
+		}
+		env := r.newEnv()
+		defer env.Close()
+		s, err := env.Session(r.ctx)
+		if err != nil {
+			return err
+		}
+		if c.io.ErrTTY {
+			var status *progress.Status
+			began := time.Now()
+			o.OnStep = func(m builtins.StepMetrics, total int) {
+				line := builtins.StepLine(m, total, time.Since(began))
+				if status == nil {
+					status = progress.NewStatus(c.io.Err, true, c.io.Width, line)
+				} else {
+					status.Set(line)
+				}
+			}
+			defer func() {
+				if status != nil {
+					status.Clear()
+				}
+			}()
+		}
+		res, err := builtins.SFT(r.ctx, s, o)
+		var ie *builtins.InterruptedError
+		if errors.As(err, &ie) {
+			ie.Resume = func(dir string) string { return "run the same command again (with --log-dir " + dir + ") to resume" }
+			interrupted = true
+			fmt.Fprintf(c.io.Err, "%v\n", err)
+			return nil
+		}
+		if err != nil {
+			var ue *tinkerapi.UserError
+			if errors.As(err, &ue) {
+				return err
+			}
+			return &tinkerapi.UserError{Msg: err.Error()}
+		}
+		if c.jsonMode() {
+			return c.writeJSON(builtins.SFTJSON(res))
+		}
+		if err := c.writeTable(builtins.SFTTable(res)); err != nil {
+			return err
+		}
+		if c.io.OutTTY {
+			loss := make([]float64, len(res.Steps))
+			for i, m := range res.Steps {
+				loss[i] = m.Loss
+			}
+			fmt.Fprintln(c.io.Out, builtins.LossChart(loss, c.io.Width, 8))
+		}
+		if res.SamplerPath != "" {
+			fmt.Fprintf(c.io.Out, "Sampler checkpoint: %s\n", res.SamplerPath)
+		} else {
+			fmt.Fprintf(c.io.Out, "State checkpoint: %s (run again with --log-dir to continue)\n", res.StatePath)
+		}
+		return nil
+	})
+	if interrupted {
+		return shell.ExitInterrupted
+	}
+	return code
+}
