@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -180,63 +179,15 @@ func (t *Trainer) WriteStateDir(dir, baseModel string, withOptimizer bool) error
 	if err != nil {
 		return fmt.Errorf("encode adapter config: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return fmt.Errorf("save state: %w", err)
-	}
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+".tmp-")
-	if err != nil {
-		return fmt.Errorf("save state: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	files := []struct {
-		name  string
-		write func(io.Writer) error
-	}{
-		{peft.ConfigFile, func(w io.Writer) error { _, err := w.Write(append(cj, '\n')); return err }},
-		{peft.WeightsFile, t.WriteAdapterWeights},
+	files := []peft.File{
+		{Name: peft.ConfigFile, Write: func(w io.Writer) error { _, err := w.Write(append(cj, '\n')); return err }},
+		{Name: peft.WeightsFile, Write: t.WriteAdapterWeights},
 	}
 	if withOptimizer {
-		files = append(files, struct {
-			name  string
-			write func(io.Writer) error
-		}{OptimizerFile, t.WriteOptimizer})
+		files = append(files, peft.File{Name: OptimizerFile, Write: t.WriteOptimizer})
 	}
-	files = append(files, struct {
-		name  string
-		write func(io.Writer) error
-	}{peft.CompleteFile, func(io.Writer) error { return nil }})
-	for _, f := range files {
-		if err := writeSynced(filepath.Join(tmp, f.name), f.write); err != nil {
-			return fmt.Errorf("save state: %w", err)
-		}
-	}
-	if err := os.RemoveAll(dir); err != nil {
+	if err := peft.WriteFiles(dir, files); err != nil {
 		return fmt.Errorf("save state: %w", err)
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		return fmt.Errorf("save state: %w", err)
-	}
-	return nil
-}
-
-func writeSynced(path string, body func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriterSize(f, 1<<20)
-	err = body(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
 	}
 	return nil
 }

@@ -281,10 +281,26 @@ func InitA(seed uint64, tensorName string, in int) func() float32 {
 	return func() float32 { return float32((2*rng.Float64() - 1) * bound) }
 }
 
-// WriteDir writes the three checkpoint files into dir, atomically: files go
-// to a temporary sibling that is renamed into place once complete, and the
-// checkpoint_complete marker is written last.
+// WriteDir writes the three checkpoint files into dir (WriteFiles).
 func (p *Plan) WriteDir(dir string) error {
+	return WriteFiles(dir, []File{
+		{ConfigFile, func(w io.Writer) error { _, err := w.Write(p.ConfigJSON); return err }},
+		{WeightsFile, p.WriteWeights},
+	})
+}
+
+// File is one file of a checkpoint directory and how to write it.
+type File struct {
+	Name  string
+	Write func(io.Writer) error
+}
+
+// WriteFiles writes a checkpoint directory atomically: the files, each
+// synced, then the checkpoint_complete marker go into a temporary sibling,
+// which replaces dir only once complete. An existing dir is moved aside
+// first and removed only after the new one is in place, so a crash never
+// leaves neither.
+func WriteFiles(dir string, files []File) error {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return fmt.Errorf("create checkpoint parent: %w", err)
 	}
@@ -292,29 +308,29 @@ func (p *Plan) WriteDir(dir string) error {
 	if err != nil {
 		return fmt.Errorf("create checkpoint temp dir: %w", err)
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			os.RemoveAll(tmp)
+	defer os.RemoveAll(tmp) // a no-op once renamed
+	files = append(files, File{CompleteFile, func(io.Writer) error { return nil }})
+	for _, f := range files {
+		if err := writeFileSync(filepath.Join(tmp, f.Name), f.Write); err != nil {
+			return err
 		}
-	}()
-	if err := writeFileSync(filepath.Join(tmp, ConfigFile), func(w io.Writer) error {
-		_, err := w.Write(p.ConfigJSON)
-		return err
-	}); err != nil {
-		return err
 	}
-	if err := writeFileSync(filepath.Join(tmp, WeightsFile), p.WriteWeights); err != nil {
-		return err
+	old := ""
+	if _, err := os.Stat(dir); err == nil {
+		old = tmp + ".old"
+		if err := os.Rename(dir, old); err != nil {
+			return fmt.Errorf("move old checkpoint aside: %w", err)
+		}
 	}
-	if err := writeFileSync(filepath.Join(tmp, CompleteFile), func(io.Writer) error { return nil }); err != nil {
-		return err
-	}
-	os.RemoveAll(dir)
 	if err := os.Rename(tmp, dir); err != nil {
+		if old != "" {
+			os.Rename(old, dir)
+		}
 		return fmt.Errorf("move checkpoint into place: %w", err)
 	}
-	ok = true
+	if old != "" {
+		os.RemoveAll(old)
+	}
 	return nil
 }
 
@@ -324,19 +340,20 @@ func writeFileSync(path string, body func(io.Writer) error) error {
 		return fmt.Errorf("create %s: %w", filepath.Base(path), err)
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
-	if err := body(bw); err != nil {
-		f.Close()
+	err = body(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
 	}
-	if err := bw.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("sync %s: %w", filepath.Base(path), err)
-	}
-	return f.Close()
+	return nil
 }
 
 // Size computes a checkpoint's size_bytes without writing anything.

@@ -3,8 +3,6 @@ package server
 import (
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/tinkershell/tinker/lib/engine"
 	"github.com/tinkershell/tinker/lib/peft"
@@ -19,19 +17,6 @@ import (
 // go to a temporary sibling renamed into place, the marker last.
 func writeTrained(p *peft.Plan, tr *engine.Trainer, dir string, withOptimizer bool) error {
 	ts := tr.Adapter()
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return fmt.Errorf("create checkpoint parent: %w", err)
-	}
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+".tmp-")
-	if err != nil {
-		return fmt.Errorf("create checkpoint temp dir: %w", err)
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			os.RemoveAll(tmp)
-		}
-	}()
 	weights := func(w io.Writer) error {
 		_, err := p.Layout.WriteTo(w, func(_ int, info safetensors.TensorInfo, w io.Writer) error {
 			x, found := ts[info.Name]
@@ -46,49 +31,12 @@ func writeTrained(p *peft.Plan, tr *engine.Trainer, dir string, withOptimizer bo
 		})
 		return err
 	}
-	files := []struct {
-		name  string
-		write func(io.Writer) error
-	}{
-		{peft.ConfigFile, func(w io.Writer) error { _, err := w.Write(p.ConfigJSON); return err }},
-		{peft.WeightsFile, weights},
+	files := []peft.File{
+		{Name: peft.ConfigFile, Write: func(w io.Writer) error { _, err := w.Write(p.ConfigJSON); return err }},
+		{Name: peft.WeightsFile, Write: weights},
 	}
 	if withOptimizer {
-		files = append(files, struct {
-			name  string
-			write func(io.Writer) error
-		}{engine.OptimizerFile, tr.WriteOptimizer})
+		files = append(files, peft.File{Name: engine.OptimizerFile, Write: tr.WriteOptimizer})
 	}
-	for _, f := range append(files, struct {
-		name  string
-		write func(io.Writer) error
-	}{peft.CompleteFile, func(io.Writer) error { return nil }}) {
-		if err := writeFileSynced(filepath.Join(tmp, f.name), f.write); err != nil {
-			return err
-		}
-	}
-	os.RemoveAll(dir)
-	if err := os.Rename(tmp, dir); err != nil {
-		return fmt.Errorf("move checkpoint into place: %w", err)
-	}
-	ok = true
-	return nil
-}
-
-func writeFileSynced(path string, body func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("create %s: %w", filepath.Base(path), err)
-	}
-	err = body(f)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
-	}
-	return nil
+	return peft.WriteFiles(dir, files)
 }
