@@ -249,13 +249,7 @@ func downloadFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 		prog = bar
 	}
 	res, err := DownloadCheckpoint(ContextOf(thread), c, path, DownloadOptions{Output: output, Force: force, Progress: prog})
-	if bar != nil {
-		if err != nil {
-			bar.Clear()
-		} else {
-			bar.Finish()
-		}
-	}
+	bar.End(err)
 	if err != nil {
 		return nil, err
 	}

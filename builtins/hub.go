@@ -154,13 +154,7 @@ func pushToHubFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 		o.Progress = func(sent, total int64) { bar.SetTotal(total); bar.Set(sent) }
 	}
 	res, err := PushToHub(ContextOf(thread), c, path, o)
-	if bar != nil {
-		if err != nil {
-			bar.Clear()
-		} else {
-			bar.Finish()
-		}
-	}
+	bar.End(err)
 	if err != nil {
 		return nil, err
 	}

@@ -28,13 +28,7 @@ func SampleBatch(ctx context.Context, env *Env, job batch.Job) (*BatchResult, er
 		opts.OnProgress = func(p batch.Progress) { bar.SetTotal(int64(p.Total)); bar.Set(int64(p.Done)) }
 	}
 	res, err := batch.Run(ctx, c, job, opts)
-	if bar != nil {
-		if err != nil {
-			bar.Clear()
-		} else {
-			bar.Finish()
-		}
-	}
+	bar.End(err)
 	if res == nil {
 		return nil, batchErr(err)
 	}

@@ -134,6 +134,15 @@ func (b *Bar) Finish() { b.end(true) }
 // Clear removes the bar from the terminal, e.g. before printing an error.
 func (b *Bar) Clear() { b.end(false) }
 
+// End finishes the bar after a successful operation and clears it after a
+// failed one (err != nil). A nil bar (no terminal) does nothing.
+func (b *Bar) End(err error) {
+	if b == nil {
+		return
+	}
+	b.end(err == nil)
+}
+
 func (b *Bar) end(keep bool) {
 	b.mu.Lock()
 	if b.closed {

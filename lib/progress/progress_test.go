@@ -2,6 +2,7 @@ package progress
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -276,5 +277,26 @@ func TestClickETAFormat(t *testing.T) {
 	}
 	if got := clickETA(90061); got != "1d 01:01:01" {
 		t.Errorf("90061 s = %q", got)
+	}
+}
+
+// End keeps the bar after success, erases it after a failure, and does
+// nothing on a nil bar (no terminal).
+func TestBarEnd(t *testing.T) {
+	var nilBar *Bar
+	nilBar.End(nil)
+	c := newClock()
+	var ok, failed bytes.Buffer
+	b := newBar(&ok, true, 80, "Uploading", 10, unitCount, c.now, 0)
+	b.Add(10)
+	b.End(nil)
+	if !strings.HasSuffix(ok.String(), "\n") {
+		t.Errorf("End(nil) did not finish the line: %q", ok.String())
+	}
+	b = newBar(&failed, true, 80, "Uploading", 10, unitCount, c.now, 0)
+	b.Add(3)
+	b.End(errors.New("boom"))
+	if !strings.HasSuffix(failed.String(), "\r"+clearEOL) {
+		t.Errorf("End(err) did not erase the line: %q", failed.String())
 	}
 }

@@ -451,13 +451,7 @@ func checkpointPushHF(r *apiRun) error {
 		o.Progress = func(sent, total int64) { bar.SetTotal(total); bar.Set(sent) }
 	}
 	res, err := builtins.PushToHub(r.ctx, c, path, o)
-	if bar != nil {
-		if err != nil {
-			bar.Clear()
-		} else {
-			bar.Finish()
-		}
-	}
+	bar.End(err)
 	if err != nil {
 		return err
 	}
