@@ -54,9 +54,20 @@ func isAPIKeyName(k string) bool {
 	return k == "apikey" || k == "tinkerapikey"
 }
 
-// wrongTypeMsg explains a value of the wrong type at key, or returns "" when
-// the decoder's error is about something else.
+// wrongTypeMsg explains a value of the wrong type at key or at one of its
+// parents (a dotted key a.b = 1 makes a a table), or returns "" when the
+// decoder's error is about something else.
 func wrongTypeMsg(idx keyIndex, key []string) string {
+	for n := 1; n <= len(key); n++ {
+		if msg := typeMismatch(idx, key[:n]); msg != "" {
+			return msg
+		}
+	}
+	return ""
+}
+
+// typeMismatch checks the value at key against the file's schema.
+func typeMismatch(idx keyIndex, key []string) string {
 	got, ok := idx[joinKey(key...)]
 	if !ok {
 		return ""
