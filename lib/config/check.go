@@ -17,7 +17,7 @@ func decodeError(path string, data []byte, err error) error {
 	if errors.As(err, &strict) && len(strict.Errors) > 0 {
 		e := strict.Errors[0] // the first in the file
 		line, _ := e.Position()
-		return &Error{Path: path, Line: line, Msg: unknownKeyMsg(e.Key())}
+		return &Error{Path: path, Line: line, Msg: unknownKeyMsg(indexKeys(data).fullKey(e.Key(), line))}
 	}
 	var de *toml.DecodeError
 	if errors.As(err, &de) {

@@ -81,6 +81,7 @@ type profileDoc struct {
 // Parse decodes the config file's contents; path is used in errors. Every
 // error is an *Error naming the line to fix.
 func Parse(path string, data []byte) (*File, error) {
+	data = bytes.TrimPrefix(data, []byte("\ufeff")) // as some editors write
 	var doc fileDoc
 	dec := toml.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

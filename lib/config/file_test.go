@@ -50,6 +50,14 @@ func TestParseGood(t *testing.T) {
 
 // Dotted keys and inline tables define the same profiles as [headers], and
 // their lines are still known.
+// A byte order mark, as some editors write, is not a syntax error.
+func TestParseBOM(t *testing.T) {
+	f, err := Parse("cfg.toml", []byte("\ufeff[profiles.w]\nformat = \"json\"\n"))
+	if err != nil || f.Profiles["w"].KeyLine("format") != 2 {
+		t.Fatalf("Parse = %+v, %v", f, err)
+	}
+}
+
 func TestParseDottedAndInline(t *testing.T) {
 	src := "profiles.a.format = \"json\"\nprofiles.b = { local = true,\n  format = \"table\" }\n[profiles.c]\nlocal.x = 1\n"
 	f, err := Parse("cfg.toml", []byte(src))
@@ -75,6 +83,7 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate table", "[profiles.a]\nlocal = true\n[profiles.a]\n", p + `:3: invalid TOML: table a already exists`},
 		{"unknown key", "default_profile = \"work\"\n\n[profiles.work]\nbase_url = \"https://x\"\n\n\nbase_ulr = \"https://y\"\n",
 			p + `:7: unknown key "base_ulr" in profile "work" (known: base_url, credential_command, local, format)`},
+		{"unknown key inline", "\nprofiles = { work = { local = true, base_ulr = \"x\" } }\n", p + `:2: unknown key "base_ulr" in profile "work" (known: base_url, credential_command, local, format)`},
 		{"unknown subtable", "[profiles.work.extra]\nx = 1\n", p + `:1: unknown key "extra" in profile "work" (known: base_url, credential_command, local, format)`},
 		{"unknown top-level", "\n[work]\nlocal = true\n", p + `:2: unknown key "work" (known: default_profile and [profiles.NAME] tables)`},
 		{"api_key in profile", "[profiles.work]\napi_key = \"tml-abc\"\n", p + `:2: api_key in profile "work": an API key is never read from this file; remove the line and set TINKER_API_KEY, or set credential_command to a command that prints the key`},

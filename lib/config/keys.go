@@ -85,6 +85,21 @@ func keyParts(p *unstable.Parser, prefix []string, it unstable.Iterator) ([]stri
 	return path, line
 }
 
+// fullKey completes a key the decoder reports by its last parts only (it
+// does so inside inline tables) from the keys defined on the same line.
+func (idx keyIndex) fullKey(key []string, line int) []string {
+	if _, ok := idx[joinKey(key...)]; ok {
+		return key
+	}
+	suffix := keySep + joinKey(key...)
+	for k, info := range idx {
+		if info.line == line && strings.HasSuffix(k, suffix) {
+			return strings.Split(k, keySep)
+		}
+	}
+	return key
+}
+
 // line is where a key is defined, or 0.
 func (idx keyIndex) line(path ...string) int { return idx[joinKey(path...)].line }
 
