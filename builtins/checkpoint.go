@@ -14,8 +14,8 @@ func init() {
 	register(docEntry{
 		Name:      "checkpoint.list",
 		Signature: "checkpoint.list(run_id=None, limit=20, type=None)",
-		Summary:   "Checkpoints of one run, or all of yours newest first; limit=0 fetches everything.",
-		Details:   "type is \"training\" (also \"weights\") or \"sampler\" (also \"sampler_weights\"). Returns a list of checkpoint values; it displays as a table and works with comprehensions and sorted().",
+		Summary:   "The newest limit checkpoints of one run, or of all yours, matching type; limit=0 returns all.",
+		Details:   "type is \"training\" (also \"weights\") or \"sampler\" (also \"sampler_weights\"). Returns a list of checkpoint values, newest first; it displays as a table whose title says how many more a limit left out, and works with comprehensions and sorted().",
 		Example:   "cps = checkpoint.list(limit=0, type=\"sampler\")\nsorted(cps, key=lambda c: c.size_bytes or 0)[-3:]",
 	}, checkpointList)
 	register(docEntry{
@@ -81,17 +81,17 @@ func checkpointList(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 	if err != nil {
 		return nil, err
 	}
-	cps, _, err := ListCheckpoints(ContextOf(thread), c, runID, limit, env.countBar("Fetching checkpoints"))
+	cps, more, exact, err := NewestCheckpoints(ContextOf(thread), c, runID, typ, limit, env.countBar("Fetching checkpoints"))
 	if err != nil {
 		return nil, apiErr(err)
 	}
-	out := make([]starlark.Value, 0, len(cps))
+	out := make([]starlark.Value, len(cps))
 	for i := range cps {
-		if typ == "" || cps[i].CheckpointType == typ {
-			out = append(out, &Checkpoint{C: cps[i]})
-		}
+		out[i] = &Checkpoint{C: cps[i]}
 	}
-	return starlark.NewList(out), nil
+	l := starlark.NewList(out)
+	noteCapped(l, more, exact)
+	return l, nil
 }
 
 // countBar returns a progress factory drawing a bar on the notices stream

@@ -22,3 +22,20 @@ func apiErr(err error) error {
 	}
 	return tinkerapi.Worded(err)
 }
+
+// Expected reports whether err is a failure a builtin reported in words,
+// of the outside world or of the input it was given (no backend chosen, a
+// refused or failed request, a path that does not exist), as opposed to a
+// mistake in the calling program's own code. The shell shows an expected
+// error as one line at the call instead of a traceback.
+func Expected(err error) bool {
+	var (
+		ue *tinkerapi.UserError
+		ae *tinkerapi.APIError
+		te *tinkerapi.TransportError
+		ce *tinkerapi.ConfigError
+		cr *tinkerapi.CredentialError
+	)
+	return errors.Is(err, errNoBackend) || errors.As(err, &ue) || errors.As(err, &ae) ||
+		errors.As(err, &te) || errors.As(err, &ce) || errors.As(err, &cr)
+}

@@ -2,6 +2,7 @@ package builtins
 
 import (
 	"context"
+	"slices"
 	"strings"
 	gotime "time"
 
@@ -10,6 +11,9 @@ import (
 
 // Checkpoint operations shared by the checkpoint module and
 // `tinker checkpoint`.
+
+// checkpointBatch is the page size of the caller's checkpoint listing.
+const checkpointBatch = 1000
 
 // ListCheckpoints returns a run's checkpoints (runID set; one request, no
 // paging) or the caller's checkpoints newest first, paging like the
@@ -25,7 +29,7 @@ func ListCheckpoints(ctx context.Context, c *tinkerapi.Client, runID string, lim
 		}
 		return resp.Checkpoints, len(resp.Checkpoints), nil
 	}
-	const batch = 1000
+	const batch = checkpointBatch
 	first := batch
 	if limit > 0 {
 		first = min(batch, limit)
@@ -60,6 +64,58 @@ func ListCheckpoints(ctx context.Context, c *tinkerapi.Client, runID string, lim
 		total = len(cps)
 	}
 	return cps, total, err
+}
+
+// NewestCheckpoints returns the newest limit (<= 0: all) checkpoints of
+// one run (runID set) or of the caller, of type typ when set ("training" or
+// "sampler"), newest first, and how many more match: exact is false when
+// pages were left unread because the limit was reached, and more then only
+// counts the matches seen.
+func NewestCheckpoints(ctx context.Context, c *tinkerapi.Client, runID, typ string, limit int, progress func(target int) Progress) (cps []tinkerapi.Checkpoint, more int, exact bool, err error) {
+	keep := func(cp *tinkerapi.Checkpoint) bool { return typ == "" || cp.CheckpointType == typ }
+	switch {
+	case runID != "":
+		resp, err := c.ListRunCheckpoints(ctx, runID)
+		if err != nil {
+			return nil, 0, false, err
+		}
+		for i := range resp.Checkpoints {
+			if keep(&resp.Checkpoints[i]) {
+				cps = append(cps, resp.Checkpoints[i])
+			}
+		}
+		// Ties keep the server's order, as in the caller's listing.
+		slices.SortStableFunc(cps, func(a, b tinkerapi.Checkpoint) int { return b.Time.Compare(a.Time) })
+		if limit > 0 && len(cps) > limit {
+			return cps[:limit], len(cps) - limit, true, nil
+		}
+		return cps, 0, true, nil
+	case typ == "" || limit <= 0:
+		all, total, err := ListCheckpoints(ctx, c, "", limit, progress)
+		if err != nil {
+			return nil, 0, false, err
+		}
+		if typ == "" {
+			return all, total - len(all), true, nil
+		}
+		for i := range all {
+			if keep(&all[i]) {
+				cps = append(cps, all[i])
+			}
+		}
+		return cps, 0, true, nil
+	}
+	return firstMatching(ctx, limit, checkpointBatch, keep, func(ctx context.Context, l, off int) ([]tinkerapi.Checkpoint, int, error) {
+		r, err := c.ListUserCheckpoints(ctx, l, off)
+		if err != nil {
+			return nil, 0, err
+		}
+		total := -1
+		if r.Cursor != nil {
+			total = r.Cursor.TotalCount
+		}
+		return r.Checkpoints, total, nil
+	})
 }
 
 // FindCheckpoint looks a path up in its run's checkpoint list, as the

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	gotime "time"
 
+	"github.com/tinkershell/tinker/lib/atomicfile"
 	"github.com/tinkershell/tinker/lib/download"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 )
@@ -62,7 +63,7 @@ func SaveTrace(ctx context.Context, url, dest string, prog download.Progress) (i
 	if resp.StatusCode != http.StatusOK {
 		return 0, userErr(fmt.Sprintf("Failed to download trace: HTTP Error %d: %s", resp.StatusCode, http.StatusText(resp.StatusCode)), traceHint)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".partial-*")
+	tmp, err := atomicfile.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".partial-*")
 	if err != nil {
 		return 0, userErr("Failed to save trace: "+err.Error(), "Please check that you have write permissions to "+filepath.Dir(dest))
 	}

@@ -86,3 +86,36 @@ func fetchPages[T any](ctx context.Context, first []T, total, limit, batch int, 
 	}
 	return out, nil
 }
+
+// firstMatching reads an offset-paginated listing one page of batch items
+// at a time until it holds limit (> 0) items that keep accepts: a filter
+// the server cannot apply costs only the pages it needs. more counts the
+// accepted items past limit on the pages read; exact says the listing was
+// read to its end, so more is the whole count. fetch reports the server's
+// total, or -1 when it gives none.
+func firstMatching[T any](ctx context.Context, limit, batch int, keep func(*T) bool,
+	fetch func(ctx context.Context, limit, offset int) (items []T, total int, err error)) (out []T, more int, exact bool, err error) {
+	for off := 0; ; {
+		items, total, err := fetch(ctx, batch, off)
+		if err != nil {
+			return nil, 0, false, err
+		}
+		for i := range items {
+			if !keep(&items[i]) {
+				continue
+			}
+			if len(out) < limit {
+				out = append(out, items[i])
+			} else {
+				more++
+			}
+		}
+		off += len(items)
+		if len(items) < batch || (total >= 0 && off >= total) {
+			return out, more, true, nil
+		}
+		if len(out) >= limit {
+			return out, more, false, nil
+		}
+	}
+}

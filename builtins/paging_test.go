@@ -137,3 +137,35 @@ func TestBillingTimeArg(t *testing.T) {
 		}
 	}
 }
+
+func TestFirstMatchingReadsOnlyThePagesItNeeds(t *testing.T) {
+	even := func(i *int) bool { return *i%2 == 0 }
+	for _, tc := range []struct {
+		n, limit, batch int
+		wantPages       int
+		want            []int
+		more            int
+		exact           bool
+	}{
+		{n: 10, limit: 2, batch: 4, wantPages: 1, want: []int{0, 2}, more: 0, exact: false},
+		{n: 10, limit: 3, batch: 4, wantPages: 2, want: []int{0, 2, 4}, more: 1, exact: false},
+		{n: 10, limit: 4, batch: 4, wantPages: 2, want: []int{0, 2, 4, 6}, more: 0, exact: false},
+		{n: 10, limit: 5, batch: 4, wantPages: 3, want: []int{0, 2, 4, 6, 8}, more: 0, exact: true},
+		{n: 10, limit: 1, batch: 20, wantPages: 1, want: []int{0}, more: 4, exact: true},
+		{n: 8, limit: 9, batch: 4, wantPages: 2, want: []int{0, 2, 4, 6}, more: 0, exact: true},
+	} {
+		fetch, calls := pager(tc.n, -1)
+		got, more, exact, err := firstMatching(context.Background(), tc.limit, tc.batch, even,
+			func(ctx context.Context, l, off int) ([]int, int, error) {
+				items, err := fetch(ctx, l, off)
+				return items, tc.n, err
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) || more != tc.more || exact != tc.exact || len(calls()) != tc.wantPages {
+			t.Errorf("n=%d limit=%d batch=%d: got %v more=%d exact=%v in %d pages, want %v more=%d exact=%v in %d pages",
+				tc.n, tc.limit, tc.batch, got, more, exact, len(calls()), tc.want, tc.more, tc.exact, tc.wantPages)
+		}
+	}
+}

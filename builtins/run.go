@@ -71,7 +71,7 @@ func runList(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	if err != nil {
 		return nil, err
 	}
-	runs, _, err := ListRuns(ContextOf(thread), c, limit, scope, env.countBar("Fetching training runs"))
+	runs, total, err := ListRuns(ContextOf(thread), c, limit, scope, env.countBar("Fetching training runs"))
 	if err != nil {
 		return nil, apiErr(err)
 	}
@@ -79,7 +79,9 @@ func runList(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	for i := range runs {
 		out[i] = &Run{R: runs[i]}
 	}
-	return starlark.NewList(out), nil
+	l := starlark.NewList(out)
+	noteCapped(l, total-len(runs), true)
+	return l, nil
 }
 
 func runInfo(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {

@@ -60,7 +60,7 @@ func Params(t *testing.T, dir string) testscript.Params {
 				env.Setenv("REPO", repo)
 			}
 			env.Values[hubKey{}] = &hubHolder{}
-			for _, k := range []string{"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_TOKEN_PATH", "HF_HOME", "HF_ENDPOINT", "TINKER_API_KEY", "TINKER_BASE_URL", "TINKER_FORCE_TTY", "CLICOLOR_FORCE", "COLUMNS", "TINKER_CREDENTIAL_CMD"} {
+			for _, k := range []string{"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_TOKEN_PATH", "HF_HOME", "HF_ENDPOINT", "TINKER_API_KEY", "TINKER_BASE_URL", "TINKER_FORCE_TTY", "CLICOLOR_FORCE", "COLUMNS", "TINKER_CREDENTIAL_CMD", "TINKER_PROFILE"} {
 				env.Setenv(k, "")
 			}
 			return nil

@@ -77,7 +77,7 @@ func (d *Display) TableOf(v starlark.Value) *render.Table {
 	}
 	if recs, ok := recordList(v); ok {
 		first := recs[0]
-		t := &render.Table{Title: first.ListTitle(len(recs)), Columns: first.RowColumns()}
+		t := &render.Table{Title: first.ListTitle(len(recs)) + builtins.CappedSuffix(v), Columns: first.RowColumns()}
 		if max := d.maxRows(); max > 0 && len(recs) > max {
 			// Format only the rows that will be drawn.
 			head := max - render.TailRows

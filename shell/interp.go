@@ -16,6 +16,7 @@ import (
 	"github.com/tinkershell/tinker/builtins"
 	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/term"
+	"go.starlark.net/resolve"
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
 )
@@ -283,7 +284,9 @@ func (in *Interp) RunFile(path string) (err error, interrupted bool) {
 }
 
 // EvalText runs -c text: a lone expression is evaluated and displayed as
-// the prompt would; anything else is executed as a program.
+// the prompt would, except that a string prints raw as print() prints it,
+// so that $(tinker -c ...) captures the text; anything else is executed as
+// a program.
 func (in *Interp) EvalText(filename, text string) (err error, interrupted bool) {
 	if err := checkUTF8(filename, []byte(text)); err != nil {
 		return err, false
@@ -296,6 +299,10 @@ func (in *Interp) EvalText(filename, text string) (err error, interrupted bool) 
 		return in.run(func(t *starlark.Thread) error {
 			v, err := starlark.EvalExprOptions(fileOptions, t, expr, in.predeclared)
 			if err != nil {
+				return err
+			}
+			if s, ok := v.(starlark.String); ok && !in.Display.JSON {
+				_, err := fmt.Fprintln(in.IO.Out, string(s))
 				return err
 			}
 			return in.Display.Show(v)
@@ -332,7 +339,8 @@ func ExitCode(err error, interrupted bool) int {
 }
 
 // FormatError renders an error for stderr. Scripts get the Starlark
-// backtrace; the prompt and -c get the innermost position and message.
+// backtrace of errors in their own code; the prompt and -c, and a builtin's
+// expected error (builtins.Expected), get the innermost position and message.
 // Control characters (a checkpoint name from the service may hold ESC)
 // are shown escaped.
 func FormatError(err error, interrupted, backtrace bool) string {
@@ -345,7 +353,7 @@ func formatError(err error, interrupted, backtrace bool) string {
 	}
 	var evalErr *starlark.EvalError
 	if errors.As(err, &evalErr) {
-		if backtrace && len(evalErr.CallStack) > 1 {
+		if backtrace && len(evalErr.CallStack) > 1 && !builtins.Expected(evalErr.Unwrap()) {
 			return strings.TrimRight(evalErr.Backtrace(), "\n")
 		}
 		// The innermost frame with a source position (not a builtin).
@@ -367,6 +375,10 @@ func formatError(err error, interrupted, backtrace bool) string {
 	var serr syntax.Error
 	if errors.As(err, &serr) {
 		return serr.Pos.String() + ": " + serr.Msg
+	}
+	var rerrs resolve.ErrorList
+	if errors.As(err, &rerrs) && len(rerrs) > 0 {
+		return resolveMessage(rerrs)
 	}
 	return err.Error()
 }

@@ -20,6 +20,12 @@ func hashKey(k string) string {
 	return hex.EncodeToString(h[:])
 }
 
+// LocalUserKey is the API key of the local user: tinker --local always
+// acts as this user, and manifests without an owner import into its data.
+// It is a name, not a secret: a server that must keep users apart is given
+// explicit keys.
+const LocalUserKey = "tml-local-user"
+
 // OwnerURN is the model_owner URN of the user holding an API key.
 func OwnerURN(apiKey string) string {
 	h := sha256.Sum256([]byte(apiKey))

@@ -133,12 +133,12 @@ func (mi *manifestImport) addRun(mr *ManifestRun, i int) error {
 	}
 	owner := firstNonEmpty(mr.Owner, m.Owner)
 	key := firstNonEmpty(mr.OwnerKey, m.OwnerKey)
+	if key == "" && owner == "" {
+		key = LocalUserKey
+	}
 	if key != "" {
 		owner = OwnerURN(key)
 		im.AddUser(owner, hashKey(key))
-	}
-	if owner == "" {
-		return fmt.Errorf("%s: owner_key (an API key) or owner (a tml:organization_user URN) is required", where)
 	}
 	arch, ok := models.Lookup(mr.BaseModel)
 	if !ok {

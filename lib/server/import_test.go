@@ -46,7 +46,6 @@ func TestImportRejects(t *testing.T) {
 	for name, m := range map[string]string{
 		"size override": `{"owner_key":"tml-a","runs":[{"base_model":"Qwen/Qwen3-8B","checkpoints":[{"kind":"weights","name":"x","size_bytes":5}]}]}`,
 		"unknown model": `{"owner_key":"tml-a","runs":[{"base_model":"x/y"}]}`,
-		"no owner":      `{"runs":[{"base_model":"Qwen/Qwen3-8B"}]}`,
 		"bad name":      `{"owner_key":"tml-a","runs":[{"base_model":"Qwen/Qwen3-8B","checkpoints":[{"kind":"weights","name":".."}]}]}`,
 		"bad kind":      `{"owner_key":"tml-a","runs":[{"base_model":"Qwen/Qwen3-8B","checkpoints":[{"kind":"w","name":"a"}]}]}`,
 		"unknown field": `{"owner_key":"tml-a","runz":[]}`,

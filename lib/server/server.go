@@ -194,13 +194,29 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // ListenAndServe serves on addr until ctx is cancelled. It refuses a
 // non-loopback address unless explicit API keys were configured.
 func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
-	if err := checkAddr(addr, len(s.opts.APIKeys) > 0); err != nil {
+	ln, err := Listen(addr, len(s.opts.APIKeys) > 0)
+	if err != nil {
 		return err
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Listen binds addr for Serve, refusing a non-loopback address unless the
+// server will have explicit keys. Binding before Open lets a caller fail
+// before it creates anything or announces a server.
+func Listen(addr string, haveKeys bool) (net.Listener, error) {
+	if err := checkAddr(addr, haveKeys); err != nil {
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
+	return ln, nil
+}
+
+// Serve answers requests on ln until ctx is cancelled, then shuts down.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := s.newHTTPServer()
 	go func() {
 		<-ctx.Done()

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -347,7 +348,10 @@ func (c *Client) transportError(ctx, actx context.Context, method, path string, 
 	var unknownCA x509.UnknownAuthorityError
 	var hostErr x509.HostnameError
 	permanent := errors.As(err, &certErr) || errors.As(err, &unknownCA) || errors.As(err, &hostErr)
-	return &TransportError{Timeout: timeout, Permanent: permanent, Method: method, Path: path,
+	var dnsErr *net.DNSError
+	unreachable := errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) ||
+		errors.Is(err, syscall.ENETUNREACH) || (errors.As(err, &dnsErr) && dnsErr.IsNotFound)
+	return &TransportError{Timeout: timeout, Permanent: permanent, Unreachable: unreachable, Method: method, Path: path,
 		Err: errors.New(c.secrets.string(err.Error()))}
 }
 
@@ -364,6 +368,11 @@ func (c *Client) apiError(method, path string, resp *Response) *APIError {
 	}
 }
 
+// maxRefusedRetries bounds the retries of an unreachable server (see
+// TransportError.Unreachable); with the default delays they take about a
+// second and a half.
+const maxRefusedRetries = 2
+
 // retryDelay applies the SDK's generic policy
 // (docs/protocol.md, "Errors and retries").
 func (c *Client) retryDelay(resp *Response, err error, retries int, o *callOpts) (time.Duration, bool) {
@@ -372,7 +381,7 @@ func (c *Client) retryDelay(resp *Response, err error, retries int, o *callOpts)
 	}
 	var te *TransportError
 	if errors.As(err, &te) {
-		return c.backoff(retries), !te.Permanent
+		return c.backoff(retries), !te.Permanent && (!te.Unreachable || retries < maxRefusedRetries)
 	}
 	if resp == nil {
 		return 0, false

@@ -78,9 +78,13 @@ type TransportError struct {
 	Timeout bool
 	// Permanent marks failures a retry cannot fix (TLS certificate errors).
 	Permanent bool
-	Method    string
-	Path      string
-	Err       error
+	// Unreachable marks a refused connection, an unreachable network or an
+	// unknown host: nothing is there to answer, so only a few quick
+	// retries (maxRefusedRetries, for a server restarting) are worth it.
+	Unreachable bool
+	Method      string
+	Path        string
+	Err         error
 }
 
 func (e *TransportError) Error() string {

@@ -526,3 +526,19 @@ func TestTLSCertificateErrorNotRetried(t *testing.T) {
 		t.Errorf("certificate error was retried for %v", el)
 	}
 }
+
+// A refused connection means nothing listens there: a couple of quick
+// retries cover a server restarting, then the error comes back instead of
+// backing off for the whole retry budget.
+func TestConnectionRefusedFailsAfterAFewRetries(t *testing.T) {
+	f := newFake(t, nil)
+	c, logs := testClient(t, f, func(c *Config) { c.MaxRetryTime = 2 * time.Second })
+	f.srv.Close()
+	err := c.Healthz(ctxT(t))
+	if !errors.Is(err, ErrConnection) {
+		t.Fatalf("err %v, want ErrConnection", err)
+	}
+	if n := strings.Count(logs.String(), "retrying in"); n > maxRefusedRetries {
+		t.Errorf("%d retries of a refused connection, want at most %d:\n%s", n, maxRefusedRetries, logs)
+	}
+}

@@ -6,6 +6,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"github.com/tinkershell/tinker/lib/config"
 	"io"
 	"os"
 	"strings"
@@ -27,8 +28,15 @@ type options struct {
 	hasCmd  bool
 	local   bool
 	models  []string // --model NAME=DIR for the local server's sampler
-	help    bool
-	version bool
+	profile string   // --profile NAME
+	// formatSet: -f was given, so a profile's format does not apply.
+	formatSet bool
+	// getenv reads the environment with the active profile's values filled
+	// in (applyProfile); nil means os.Getenv.
+	getenv   func(string) string
+	resolved *config.Resolved
+	help     bool
+	version  bool
 }
 
 // Main runs tinker with args (without the program name) and returns the
@@ -78,6 +86,8 @@ func looksLikeScript(arg string) bool {
 
 // parseGlobal reads the root flags (rootFlags) up to the first argument
 // that is not an option; -c ends them too, its text being the program.
+// Command lines may repeat the global options after the command words
+// (see globalAnywhere).
 func parseGlobal(args []string) (options, []string, error) {
 	o := options{format: "table"}
 	i := 0
@@ -92,7 +102,7 @@ func parseGlobal(args []string) (options, []string, error) {
 		}
 		spec, name, val, hasVal := matchFlag(rootFlags, a)
 		if spec == nil {
-			return o, nil, fmt.Errorf("No such option: %s", name)
+			return o, nil, noSuchOption(name, rootFlags)
 		}
 		if spec.Kind != flagBool && !hasVal {
 			if i+1 >= len(args) {
@@ -101,26 +111,68 @@ func parseGlobal(args []string) (options, []string, error) {
 			i++
 			val = args[i]
 		}
-		switch spec.key() {
-		case "help":
-			o.help = true
-		case "version":
-			o.version = true
-		case "local":
-			o.local = true
-		case "model":
-			o.models = append(o.models, val)
-		case "format":
-			if val != "table" && val != "json" {
-				return o, nil, fmt.Errorf("Invalid value for '--format' / '-f': '%s' is not one of 'table', 'json'.", val)
-			}
-			o.format = val
-		case "c":
+		if spec.key() == "c" {
 			o.command, o.hasCmd = val, true
 			return o, args[i+1:], nil
 		}
+		if err := o.set(spec, val); err != nil {
+			return o, nil, err
+		}
 	}
 	return o, args[i:], nil
+}
+
+// set records the global option spec with its value.
+func (o *options) set(spec *flagSpec, val string) error {
+	switch spec.key() {
+	case "help":
+		o.help = true
+	case "version":
+		o.version = true
+	case "local":
+		o.local = true
+	case "model":
+		o.models = append(o.models, val)
+	case "profile":
+		o.profile = val
+	case "format":
+		if val != "table" && val != "json" {
+			return fmt.Errorf("Invalid value for '--format' / '-f': '%s' is not one of 'table', 'json'.", val)
+		}
+		o.format, o.formatSet = val, true
+	}
+	return nil
+}
+
+// applyProfile loads the profiles file and applies the profile in force:
+// its local and format settings unless flags chose otherwise, and its
+// base_url and credential_command through o.getenv, where the environment
+// overrides them.
+func (o *options) applyProfile() error {
+	f, err := config.Load(config.DefaultPath(os.Getenv))
+	if err != nil {
+		return err
+	}
+	r, err := f.Resolve(o.profile, os.Getenv)
+	if err != nil {
+		return err
+	}
+	o.resolved, o.getenv = r, r.Getenv(os.Getenv)
+	if r.Local.Value == "true" {
+		o.local = true
+	}
+	if r.Format.Value != "" && !o.formatSet {
+		o.format = r.Format.Value
+	}
+	return nil
+}
+
+// env reads the environment as the active profile amends it.
+func (o *options) env(k string) string {
+	if o.getenv == nil {
+		return os.Getenv(k)
+	}
+	return o.getenv(k)
 }
 
 // usageError prints a usage block like the official CLI and returns 2.
@@ -159,6 +211,10 @@ func newInterp(io *term.IO, opts options, now func() time.Time, backend builtins
 }
 
 func runStarlark(io *term.IO, opts options, rest []string, now func() time.Time) int {
+	if err := opts.applyProfile(); err != nil {
+		fmt.Fprintf(io.Err, "Error: %v\n", err)
+		return shell.ExitUsage
+	}
 	backend, cleanup, err := chooseBackend(io, opts, now)
 	if err != nil { // only flag problems (--model) fail here
 		fmt.Fprintf(io.Err, "Error: %v\n", err)
@@ -194,7 +250,11 @@ func runStarlark(io *term.IO, opts options, rest []string, now func() time.Time)
 	}
 	in.SetArgv(nil)
 	ed := shell.NewLinerEditor(shell.HistoryPath(), in.Complete)
-	banner := fmt.Sprintf("tinker %s · backend: %s · help() lists builtins, Ctrl-D exits", Version, backend.Name())
+	profile := ""
+	if opts.resolved != nil && opts.resolved.Profile != "" {
+		profile = " · profile: " + opts.resolved.Profile
+	}
+	banner := fmt.Sprintf("tinker %s · backend: %s%s · help() lists builtins, Ctrl-D exits", Version, backend.Name(), profile)
 	return in.REPL(ed, banner)
 }
 

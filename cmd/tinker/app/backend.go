@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -54,10 +53,6 @@ func (b *remoteBackend) Client() (*tinkerapi.Client, error) {
 	return b.client, b.err
 }
 
-// localKey is the credential tinker --local uses when TINKER_API_KEY holds
-// none: the local server treats each distinct tml- key as one user.
-const localKey = "tml-local-user"
-
 // DataDir is where tinker --local keeps its server's data:
 // $XDG_DATA_HOME/tinker (default ~/.local/share/tinker).
 func DataDir() string {
@@ -76,7 +71,7 @@ func DataDir() string {
 // server runs in-process on a loopback port, started on first use; the
 // returned cleanup stops it.
 func chooseBackend(io *term.IO, opts options, now func() time.Time) (builtins.Backend, func(), error) {
-	cfg := tinkerapi.ConfigFromEnv(os.Getenv)
+	cfg := tinkerapi.ConfigFromEnv(opts.env)
 	if os.Getenv("TINKER_LOG") != "" {
 		cfg.Logf = func(format string, args ...any) { fmt.Fprintf(io.Err, format+"\n", args...) }
 	}
@@ -86,12 +81,12 @@ func chooseBackend(io *term.IO, opts options, now func() time.Time) (builtins.Ba
 			return nil, nil, err
 		}
 		dir := DataDir()
-		if !strings.HasPrefix(cfg.APIKey, "tml-") {
-			cfg.APIKey = localKey
-		}
+		// Always the local user: a key in the environment belongs to the
+		// hosted service, and would show another user's (empty) store.
+		cfg.APIKey = server.LocalUserKey
 		cfg.CredentialCmd = ""
 		var srv *server.Server
-		b := &remoteBackend{name: "local (" + dir + ")", cfg: cfg}
+		b := &remoteBackend{name: "local, user " + server.LocalUserKey + ", data in " + dir, cfg: cfg}
 		b.start = func() (string, error) {
 			var err error
 			pool := &engine.Pool{Dirs: dirs}

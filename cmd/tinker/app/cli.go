@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -42,7 +43,9 @@ type argSpec struct {
 
 // command is a runnable command or a group of subcommands. A leaf has
 // exactly one of Run (no backend needed) and API (run by runAPI with a
-// backend, Ctrl-C handling and the official CLI's error report).
+// backend, Ctrl-C handling and the official CLI's error report). A leaf
+// may have subcommands too (tinker serve, tinker serve import): a first
+// argument naming one runs it.
 type command struct {
 	Name    string
 	Summary string
@@ -53,6 +56,9 @@ type command struct {
 	Run     func(c *invocation) int
 	API     func(r *apiRun) error
 }
+
+// isGroup reports whether cmd only holds subcommands.
+func (cmd *command) isGroup() bool { return cmd.Sub != nil && cmd.Run == nil && cmd.API == nil }
 
 // sub returns the subcommand called name, or nil.
 func (cmd *command) sub(name string) *command {
@@ -146,7 +152,7 @@ func (c *invocation) usageError(msg string) int { return leafUsageError(c.io, c.
 // leafFlags are the options a command accepts: its own, then -f and -h;
 // a group takes only -h.
 func leafFlags(cmd *command) []flagSpec {
-	if cmd.Sub != nil {
+	if cmd.isGroup() {
 		return []flagSpec{helpFlag}
 	}
 	return append(append([]flagSpec(nil), cmd.Flags...), formatFlag, helpFlag)
@@ -157,10 +163,57 @@ var formatFlag = flagSpec{Long: "--format", Short: "-f", Kind: flagString, Metav
 
 var helpFlag = flagSpec{Long: "--help", Short: "-h", Kind: flagBool, Help: "Show this message and exit."}
 
+// globalAnywhere are the root options a command line may also give after
+// its command words (tinker checkpoint list --local): all but -c, --version
+// and -h, whose meaning depends on coming first. A command's own option of
+// the same name wins.
+func globalAnywhere() []flagSpec {
+	var out []flagSpec
+	for _, s := range rootFlags {
+		switch s.key() {
+		case "c", "version", "help":
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// takeGlobal applies args[0], if it is a global option given after a
+// command word, to opts; n is how many arguments it took (0: not one).
+func takeGlobal(opts *options, args []string) (n int, err error) {
+	spec, name, val, hasVal := matchFlag(globalAnywhere(), args[0])
+	if spec == nil {
+		return 0, nil
+	}
+	n = 1
+	if spec.Kind == flagBool && hasVal {
+		return 0, fmt.Errorf("Option '%s' does not take a value.", name)
+	}
+	if spec.Kind != flagBool && !hasVal {
+		if len(args) < 2 {
+			return 0, fmt.Errorf("Option '%s' requires an argument.", name)
+		}
+		val, n = args[1], 2
+	}
+	return n, opts.set(spec, val)
+}
+
+// noSuchOption is the usage error for an unknown option, suggesting the
+// close ones (see suggest).
+func noSuchOption(name string, tiers ...[]flagSpec) error {
+	return errors.New("No such option: " + name + suggest(name, tiers...))
+}
+
 // dispatch finds the leaf command args name under cmd (reached by path),
 // parses its flags and arguments and runs it.
 func dispatch(io *term.IO, opts options, root, cmd *command, path string, args []string, now func() time.Time) int {
-	if cmd.Sub != nil {
+	if !cmd.isGroup() && len(args) > 0 {
+		if sub := cmd.sub(args[0]); sub != nil {
+			return dispatch(io, opts, root, sub, path+" "+args[0], args[1:], now)
+		}
+	}
+	if cmd.isGroup() {
 		if len(args) == 0 {
 			fmt.Fprint(io.Err, groupHelp(cmd, path))
 			return shell.ExitUsage
@@ -171,7 +224,14 @@ func dispatch(io *term.IO, opts options, root, cmd *command, path string, args [
 			return shell.ExitOK
 		}
 		if strings.HasPrefix(a, "-") {
-			return usageError(io, path, "No such option: "+a)
+			n, err := takeGlobal(&opts, args)
+			if err != nil {
+				return usageError(io, path, err.Error())
+			}
+			if n == 0 {
+				return usageError(io, path, noSuchOption(a, []flagSpec{helpFlag}, globalAnywhere()).Error())
+			}
+			return dispatch(io, opts, root, cmd, path, args[n:], now)
 		}
 		sub := cmd.sub(a)
 		if sub == nil {
@@ -194,11 +254,16 @@ func dispatch(io *term.IO, opts options, root, cmd *command, path string, args [
 		}
 		spec, name, val, hasVal := matchFlag(specs, a)
 		if spec == nil {
-			msg := "No such option: " + name
-			if sug := suggest(name, specs); sug != "" {
-				msg += " Did you mean " + sug + "?"
+			n, err := takeGlobal(&inv.opts, args[i:])
+			if err != nil {
+				return inv.usageError(err.Error())
 			}
-			return inv.usageError(msg)
+			if n == 0 {
+				own := append(append([]flagSpec(nil), cmd.Flags...), helpFlag)
+				return inv.usageError(noSuchOption(name, own, append([]flagSpec{formatFlag}, globalAnywhere()...)).Error())
+			}
+			i += n - 1
+			continue
 		}
 		if spec.Kind == flagBool {
 			if hasVal {
@@ -230,7 +295,7 @@ func dispatch(io *term.IO, opts options, root, cmd *command, path string, args [
 		if f != "table" && f != "json" {
 			return inv.usageError(fmt.Sprintf("Invalid value for '--format' / '-f': '%s' is not one of 'table', 'json'.", f))
 		}
-		inv.opts.format = f
+		inv.opts.format, inv.opts.formatSet = f, true
 	}
 	if msg := bindArgs(cmd.Args, positional); msg != "" {
 		return inv.usageError(msg)
@@ -292,35 +357,82 @@ func flagLabel(s *flagSpec) string {
 	return s.Long
 }
 
-// suggest proposes the closest long option, as Click does.
-func suggest(name string, specs []flagSpec) string {
-	best, bestD := "", 3
-	for _, s := range specs {
-		if d := editDistance(name, s.Long); d < bestD {
-			best, bestD = s.Long, d
-		}
+// suggest proposes the long options close to name the way Click does
+// (difflib's get_close_matches: up to 3 with a similarity ratio of at least
+// 0.6), as " Did you mean X?" or " (Possible options: X, Y)"; "" when none
+// is close or name is not a long option. Each tier of candidates is tried
+// in turn, so options of our own never crowd out the official ones.
+func suggest(name string, tiers ...[]flagSpec) string {
+	if !strings.HasPrefix(name, "--") {
+		return ""
 	}
-	return best
+	for _, specs := range tiers {
+		type match struct {
+			name  string
+			ratio float64
+		}
+		var ms []match
+		for _, s := range specs {
+			if s.Long == "" {
+				continue
+			}
+			if r := similarity(s.Long, name); r >= 0.6 {
+				ms = append(ms, match{s.Long, r})
+			}
+		}
+		if len(ms) == 0 {
+			continue
+		}
+		// The best three by ratio (ties: the later name first, as
+		// heapq.nlargest on (ratio, name) pairs), then listed sorted.
+		sort.Slice(ms, func(i, j int) bool {
+			if ms[i].ratio != ms[j].ratio {
+				return ms[i].ratio > ms[j].ratio
+			}
+			return ms[i].name > ms[j].name
+		})
+		names := make([]string, 0, 3)
+		for _, m := range ms[:min(3, len(ms))] {
+			names = append(names, m.name)
+		}
+		if len(names) == 1 {
+			return " Did you mean " + names[0] + "?"
+		}
+		sort.Strings(names)
+		return " (Possible options: " + strings.Join(names, ", ") + ")"
+	}
+	return ""
 }
 
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
+// similarity is difflib's SequenceMatcher(None, a, b).ratio(): twice the
+// characters in matching blocks over the total length.
+func similarity(a, b string) float64 {
+	if len(a)+len(b) == 0 {
+		return 1
 	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
+	return 2 * float64(matched(a, b)) / float64(len(a)+len(b))
+}
+
+// matched counts the characters of the longest common block of a and b
+// (the earliest in a, then in b, among the longest), plus recursively those
+// left and right of it.
+func matched(a, b string) int {
+	bi, bj, bk := 0, 0, 0
+	for i := range len(a) {
+		for j := range len(b) {
+			k := 0
+			for i+k < len(a) && j+k < len(b) && a[i+k] == b[j+k] {
+				k++
 			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if k > bk {
+				bi, bj, bk = i, j, k
+			}
 		}
-		prev = cur
 	}
-	return prev[len(b)]
+	if bk == 0 {
+		return 0
+	}
+	return bk + matched(a[:bi], b[:bj]) + matched(a[bi+bk:], b[bj+bk:])
 }
 
 func groupHelp(cmd *command, path string) string {
@@ -377,6 +489,9 @@ func commandHelp(cmd *command, path string) string {
 	}
 	fmt.Fprintf(&b, "  %s\n\nOptions:\n", strings.ReplaceAll(help, "\n", "\n  "))
 	b.WriteString(optionList(leafFlags(cmd)))
+	if cmd.Sub != nil {
+		b.WriteString("\nCommands:\n" + commandList(cmd))
+	}
 	return b.String()
 }
 

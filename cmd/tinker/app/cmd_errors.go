@@ -44,6 +44,10 @@ func runAPI(c *invocation, body func(r *apiRun) error) int {
 	// SIGTERM too: a cancelled download removes its partial directory.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if err := c.opts.applyProfile(); err != nil {
+		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
+		return shell.ExitUsage
+	}
 	backend, cleanup, err := chooseBackend(c.io, c.opts, c.now)
 	if err != nil { // only flag problems (--model) fail here
 		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
@@ -86,6 +90,17 @@ func (r *apiRun) preflight() (*tinkerapi.Client, error) {
 		return nil, err
 	}
 	if _, err := c.ServerConfig(r.ctx); err != nil {
+		// The official client makes this request while it is being
+		// created, so a failure to reach the server is worded as one of
+		// creating the client: "Failed to connect to Tinker API: Connection error."
+		var te *tinkerapi.TransportError
+		if errors.As(err, &te) {
+			kind := tinkerapi.ErrConnection
+			if te.Timeout {
+				kind = tinkerapi.ErrTimeout
+			}
+			return nil, &tinkerapi.ConfigError{Msg: kind.Error()}
+		}
 		return nil, err
 	}
 	return c, nil

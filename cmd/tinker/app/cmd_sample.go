@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tinkershell/tinker/builtins"
+	"github.com/tinkershell/tinker/lib/atomicfile"
 	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"github.com/tinkershell/tinker/lib/tokenizer"
@@ -220,7 +221,7 @@ func runCheckpointSave(c *invocation) int {
 // writeJSONFile writes v to path through a temporary sibling, so a failed
 // write leaves no half-written file.
 func writeJSONFile(path string, v any) error {
-	tmp, err := os.CreateTemp(dirOf(path), ".tinker-*.json")
+	tmp, err := atomicfile.CreateTemp(dirOf(path), ".tinker-*.json")
 	if err != nil {
 		return &tinkerapi.UserError{Msg: fmt.Sprintf("Cannot write %s: %v", path, err)}
 	}

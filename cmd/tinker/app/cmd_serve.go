@@ -22,10 +22,8 @@ var serveCmd = &command{
 	Help: "Serve the Tinker HTTP API from DIR (SQLite database and checkpoint files).\n" +
 		"Without keys (--api-key, --api-key-file or $TINKER_SERVE_API_KEYS) any key\n" +
 		"starting with tml- is accepted, each one a user;\n" +
-		"a non-loopback --addr requires explicit keys.\n\n" +
-		"tinker serve import --data DIR FILE loads runs and checkpoints from a JSON\n" +
-		"manifest (see lib/server/MANIFEST.md).",
-	Args: []argSpec{{Name: "import FILE", Optional: true, Variadic: true}},
+		"a non-loopback --addr requires explicit keys.",
+	Sub: []*command{serveImportCmd},
 	Flags: []flagSpec{
 		{Long: "--data", Kind: flagPath, Metavar: "DIR", Help: "Data directory (default $XDG_DATA_HOME/tinker)."},
 		{Long: "--addr", Kind: flagString, Metavar: "HOST:PORT", Help: "Listen address (default 127.0.0.1:8000)."},
@@ -37,17 +35,26 @@ var serveCmd = &command{
 	Run: runServe,
 }
 
+var serveImportCmd = &command{
+	Name:    "import",
+	Summary: "Load runs and checkpoints from a JSON manifest.",
+	Help: "Load the training runs and checkpoints a JSON manifest FILE describes into\n" +
+		"the data directory, writing real checkpoint files. The manifest is an object:\n" +
+		"\"runs\" is a list of runs, each with \"base_model\" (a model the local server\n" +
+		"serves) and optionally \"id\", \"lora_rank\", \"user_metadata\", \"created\" and\n" +
+		"\"checkpoints\", a list of {\"kind\": \"weights\" or \"sampler_weights\", \"name\",\n" +
+		"\"time\", \"public\", \"expires_at\"}. \"owner_key\" (at the top or on a run) gives\n" +
+		"runs to the user of that API key; without it they belong to the local user\n" +
+		"(" + server.LocalUserKey + "), the one tinker --local acts as.",
+	Args: []argSpec{{Name: "FILE"}},
+	Flags: []flagSpec{
+		{Long: "--data", Kind: flagPath, Metavar: "DIR", Help: "Data directory (default $XDG_DATA_HOME/tinker)."},
+	},
+	Run: runImport,
+}
+
 func runServe(c *invocation) int {
-	dir := c.str("data")
-	if dir == "" {
-		dir = DataDir()
-	}
-	if len(c.args) > 0 {
-		if c.args[0] != "import" || len(c.args) != 2 {
-			return c.usageError("Usage: tinker serve import --data DIR FILE")
-		}
-		return runImport(c, dir, c.args[1])
-	}
+	dir := dataFlag(c)
 	addr := c.str("addr")
 	if addr == "" {
 		addr = "127.0.0.1:8000"
@@ -73,6 +80,14 @@ func runServe(c *invocation) int {
 	for _, d := range dirs {
 		private = append(private, d)
 	}
+	// Bind first: a taken or refused address fails before the data
+	// directory is created or a server announced.
+	ln, err := server.Listen(addr, len(keys) > 0)
+	if err != nil {
+		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
+		return shell.ExitError
+	}
+	defer ln.Close()
 	pool := &engine.Pool{Dirs: dirs}
 	srv, err := server.Open(server.Options{DataDir: dir, APIKeys: keys, Now: c.now,
 		Sampler: server.EngineSampler(pool), Engine: pool, TrainMemory: trainMem, PrivatePaths: private})
@@ -83,15 +98,25 @@ func runServe(c *invocation) int {
 	defer srv.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	fmt.Fprintf(c.io.Err, "tinker server on http://%s (data %s); set TINKER_BASE_URL=http://%s\n", addr, dir, addr)
-	if err := srv.ListenAndServe(ctx, addr); err != nil && ctx.Err() == nil {
+	bound := ln.Addr().String()
+	fmt.Fprintf(c.io.Err, "tinker server on http://%s (data %s); set TINKER_BASE_URL=http://%s\n", bound, dir, bound)
+	if err := srv.Serve(ctx, ln); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
 		return shell.ExitError
 	}
 	return shell.ExitOK
 }
 
-func runImport(c *invocation, dir, file string) int {
+// dataFlag is --data, or the default data directory.
+func dataFlag(c *invocation) string {
+	if dir := c.str("data"); dir != "" {
+		return dir
+	}
+	return DataDir()
+}
+
+func runImport(c *invocation) int {
+	dir, file := dataFlag(c), c.args[0]
 	f, err := os.Open(file)
 	if err != nil {
 		fmt.Fprintf(c.io.Err, "Error: cannot read manifest: %v\n", err)

@@ -17,6 +17,8 @@ var root = &command{
 		billingCmd,
 		checkpointCmd,
 		completionCmd,
+		configCmd,
+		modelsCmd,
 		runCmd,
 		sampleCmd,
 		serveCmd,
@@ -27,12 +29,14 @@ var root = &command{
 	},
 }
 
-// rootFlags are the global options, valid before any command word.
+// rootFlags are the global options. All but -c, --version and -h may also
+// follow the command words (globalAnywhere).
 var rootFlags = []flagSpec{
 	{Long: "--format", Short: "-f", Kind: flagString, Metavar: "[table|json]", Help: "Output format for displayed values."},
 	{Short: "-c", Kind: flagString, Metavar: "TEXT", Help: "Evaluate TEXT: an expression is displayed as the\nprompt would; anything else runs as a program."},
-	{Long: "--local", Kind: flagBool, Help: "Use the local Tinker server (data under\n$XDG_DATA_HOME/tinker), started in-process."},
+	{Long: "--local", Kind: flagBool, Help: "Use the local Tinker server, started in-process,\nas its local user tml-local-user (whatever\nTINKER_API_KEY says); data under $XDG_DATA_HOME/tinker\n(default ~/.local/share/tinker)."},
 	{Long: "--model", Kind: flagMulti, Metavar: "NAME=DIR", Help: "With --local: sample base model NAME from a\nHugging Face model directory (repeatable)."},
+	{Long: "--profile", Kind: flagString, Metavar: "NAME", Help: "Use profile NAME from the config file (tinker\nconfig path); also TINKER_PROFILE."},
 	{Long: "--version", Kind: flagBool, Help: "Show the version and exit."},
 	helpFlag,
 }
@@ -65,6 +69,7 @@ Commands:
 Environment:
   TINKER_API_KEY     credential for the Tinker service (never printed)
   TINKER_BASE_URL    service address (default: the hosted service)
+  TINKER_PROFILE     profile from $XDG_CONFIG_HOME/tinker/config.toml
   TINKER_NOW         pin the clock (RFC 3339) for reproducible output
   NO_COLOR           disable colour
 `

@@ -23,7 +23,7 @@ var flagReaders = map[string]bool{"str": true, "has": true, "intOr": true, "mult
 func TestFlagReadsAreDeclared(t *testing.T) {
 	reads, calls := scanFlagReads(t)
 	for _, n := range walk(root) {
-		if n.cmd.Sub != nil {
+		if n.cmd.isGroup() {
 			continue
 		}
 		var fn any = n.cmd.Run

@@ -1,0 +1,39 @@
+package app
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tinkershell/tinker/lib/server"
+)
+
+// tinker serve binds before it announces or creates anything: a taken
+// address or a refused one fails with one error, no banner and no data
+// directory left behind.
+func TestServeFailsBeforeAnnouncingOrCreating(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	t.Setenv(server.KeysEnv, "")
+	for _, addr := range []string{taken.Addr().String(), "0.0.0.0:0"} {
+		dir := filepath.Join(t.TempDir(), "data")
+		code, out, errOut := run("", "serve", "--addr", addr, "--data", dir)
+		if code != 1 {
+			t.Errorf("%s: exit %d, want 1 (stderr %q)", addr, code, errOut)
+		}
+		if strings.Contains(out+errOut, "tinker server on") {
+			t.Errorf("%s: announced a server that did not start: %q", addr, errOut)
+		}
+		if !strings.HasPrefix(errOut, "Error: ") || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+			t.Errorf("%s: want one Error: line, got %q", addr, errOut)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("%s: data directory created by a failed start (stat: %v)", addr, err)
+		}
+	}
+}

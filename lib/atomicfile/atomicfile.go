@@ -1,0 +1,38 @@
+// Package atomicfile creates the temporary sibling a file is written to
+// before it is renamed into place.
+package atomicfile
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// CreateTemp is os.CreateTemp with the permissions of an ordinary new file:
+// 0666 less the umask, where os.CreateTemp always gives 0600. The file is
+// renamed to a name people read, so it should look as if created there.
+// The last "*" in pattern is replaced by a random string.
+func CreateTemp(dir, pattern string) (*os.File, error) {
+	if dir == "" {
+		dir = "."
+	}
+	prefix, suffix := pattern, ""
+	if i := strings.LastIndexByte(pattern, '*'); i >= 0 {
+		prefix, suffix = pattern[:i], pattern[i+1:]
+	}
+	for range 100 {
+		var b [8]byte
+		rand.Read(b[:])
+		name := filepath.Join(dir, prefix+hex.EncodeToString(b[:])+suffix)
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		return f, err
+	}
+	return nil, &fs.PathError{Op: "createtemp", Path: filepath.Join(dir, pattern), Err: fs.ErrExist}
+}
