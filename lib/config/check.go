@@ -192,6 +192,9 @@ func looksLikeKey(s string) bool { return keyLike.MatchString(s) }
 // knownProfiles lists the profile names for a message.
 func knownProfiles(f *File) string {
 	if len(f.Profiles) == 0 {
+		if f.Path == "" {
+			return "no config file, as neither HOME nor XDG_CONFIG_HOME is set"
+		}
 		if !f.Exists {
 			return f.Path + " does not exist"
 		}

@@ -53,8 +53,12 @@ func (f *File) Names() []string {
 	return names
 }
 
-// Load reads the config file at path. A missing file is not an error.
+// Load reads the config file at path. A missing file, or path "" (no
+// place for one), is not an error.
 func Load(path string) (*File, error) {
+	if path == "" {
+		return &File{Profiles: map[string]*Profile{}}, nil
+	}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &File{Path: path, Profiles: map[string]*Profile{}}, nil

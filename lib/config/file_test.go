@@ -80,6 +80,7 @@ func TestParseErrors(t *testing.T) {
 	const p = "/home/u/.config/tinker/config.toml"
 	for _, tc := range []struct{ name, src, want string }{
 		{"syntax", "[profiles.work]\nbase_url = \"https://x\n", p + `:2: invalid TOML: basic strings cannot have new lines`},
+		{"missing value", "default_profile = \n", p + `:1: invalid TOML: unexpected character U+000A at start of value`},
 		{"duplicate table", "[profiles.a]\nlocal = true\n[profiles.a]\n", p + `:3: invalid TOML: table a already exists`},
 		{"unknown key", "default_profile = \"work\"\n\n[profiles.work]\nbase_url = \"https://x\"\n\n\nbase_ulr = \"https://y\"\n",
 			p + `:7: unknown key "base_ulr" in profile "work" (known: base_url, credential_command, local, format)`},
@@ -163,7 +164,6 @@ func TestLoad(t *testing.T) {
 }
 
 func TestPath(t *testing.T) {
-	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 	for _, tc := range []struct {
 		env  map[string]string
 		want string
@@ -171,12 +171,17 @@ func TestPath(t *testing.T) {
 		{map[string]string{"XDG_CONFIG_HOME": "/x/cfg", "HOME": "/home/u"}, "/x/cfg/tinker/config.toml"},
 		{map[string]string{"XDG_CONFIG_HOME": "rel/cfg", "HOME": "/home/u"}, "/home/u/.config/tinker/config.toml"},
 		{map[string]string{"HOME": "/home/u"}, "/home/u/.config/tinker/config.toml"},
+		{nil, ""},
 	} {
-		if got, err := Path(env(tc.env)); err != nil || got != tc.want {
-			t.Errorf("Path(%v) = %q, %v; want %q", tc.env, got, err, tc.want)
+		if got := Path(envOf(tc.env)); got != tc.want {
+			t.Errorf("Path(%v) = %q, want %q", tc.env, got, tc.want)
 		}
 	}
-	if _, err := Path(env(nil)); err == nil {
-		t.Error("no HOME and no XDG_CONFIG_HOME: no error")
+	f, err := Load("")
+	if err != nil || f.Exists || len(f.Profiles) != 0 {
+		t.Fatalf("Load(\"\") = %+v, %v", f, err)
+	}
+	if _, err := Resolve(f, Flags{Profile: "w"}, envOf(nil)); err == nil || err.Error() != `unknown profile "w" (from flag --profile): no config file, as neither HOME nor XDG_CONFIG_HOME is set` {
+		t.Errorf("unknown profile without a config file: %v", err)
 	}
 }

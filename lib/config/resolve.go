@@ -163,7 +163,7 @@ func (s *Settings) Getenv(name string) string {
 
 // Row is one setting as shown by `tinker config show`: secrets masked.
 type Row struct {
-	Key       string   `json:"key"`
+	Name      string   `json:"name"`
 	Value     string   `json:"value"`
 	Source    string   `json:"source"`
 	Overrides []string `json:"overrides,omitempty"`
@@ -174,8 +174,8 @@ const LocalServer = "(in-process local server)"
 
 // Rows are the settings for display, in a fixed order. An unset value is "".
 func (s *Settings) Rows() []Row {
-	row := func(key, value string, src Source, over []Source) Row {
-		r := Row{Key: key, Value: value, Source: src.String()}
+	row := func(name, value string, src Source, over []Source) Row {
+		r := Row{Name: name, Value: value, Source: src.String()}
 		for _, o := range over {
 			r.Overrides = append(r.Overrides, o.String())
 		}
@@ -190,10 +190,14 @@ func (s *Settings) Rows() []Row {
 		}
 		base = row("base_url", LocalServer, s.Local.Source, over)
 	}
+	key := row("api_key", MaskKey(s.APIKey.Value), s.APIKey.Source, nil)
+	if s.APIKey.Value == "" {
+		key.Source = "not set"
+	}
 	return []Row{
 		row("profile", s.Profile.Value, s.Profile.Source, s.Profile.Overrides),
 		base,
-		row("api_key", MaskKey(s.APIKey.Value), s.APIKey.Source, nil),
+		key,
 		row("credential_command", MaskCommand(s.CredentialCommand.Value), s.CredentialCommand.Source, s.CredentialCommand.Overrides),
 		row("local", strconv.FormatBool(s.Local.Value), s.Local.Source, s.Local.Overrides),
 		row("format", s.Format.Value, s.Format.Source, s.Format.Overrides),

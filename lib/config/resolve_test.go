@@ -28,7 +28,7 @@ func envOf(m map[string]string) func(string) string { return func(k string) stri
 func settingsLine(s *Settings) string {
 	var b strings.Builder
 	for _, r := range s.Rows() {
-		b.WriteString(r.Key + "=" + r.Value + " <" + r.Source)
+		b.WriteString(r.Name + "=" + r.Value + " <" + r.Source)
 		for _, o := range r.Overrides {
 			b.WriteString(" > " + o)
 		}
@@ -53,7 +53,7 @@ func TestResolvePrecedence(t *testing.T) {
 	}{
 		{"no file, no env", noFile, Flags{}, nil, `profile= <default>
 base_url=` + tinkerapi.DefaultBaseURL + ` <default>
-api_key= <default>
+api_key= <not set>
 credential_command= <default>
 local=false <default>
 format=table <default>
@@ -67,28 +67,28 @@ format=table <default>
 `},
 		{"default_profile", f, Flags{}, nil, `profile=work <default_profile in /c.toml:1>
 base_url=https://work.example.com/tinker <profile "work" in /c.toml:4>
-api_key= <default>
+api_key= <not set>
 credential_command=pass show tinker/work <profile "work" in /c.toml:5>
 local=false <default>
 format=json <profile "work" in /c.toml:6>
 `},
 		{"TINKER_PROFILE over default_profile", f, Flags{}, map[string]string{EnvProfile: "home"}, `profile=home <env TINKER_PROFILE > default_profile in /c.toml:1>
 base_url=https://home.example.com <profile "home" in /c.toml:9>
-api_key= <default>
+api_key= <not set>
 credential_command= <default>
 local=false <default>
 format=table <default>
 `},
 		{"--profile over TINKER_PROFILE", f, Flags{Profile: "laptop"}, map[string]string{EnvProfile: "home"}, `profile=laptop <flag --profile > env TINKER_PROFILE > default_profile in /c.toml:1>
 base_url=(in-process local server) <profile "laptop" in /c.toml:12>
-api_key= <default>
+api_key= <not set>
 credential_command= <default>
 local=true <profile "laptop" in /c.toml:12>
 format=table <default>
 `},
 		{"env over profile; flags over profile", f, Flags{Format: "table", Local: true}, map[string]string{EnvBaseURL: "http://127.0.0.1:8000", EnvCredentialCmd: "cat /run/key"}, `profile=work <default_profile in /c.toml:1>
 base_url=(in-process local server) <flag --local > env TINKER_BASE_URL>
-api_key= <default>
+api_key= <not set>
 credential_command=cat /run/key <env TINKER_CREDENTIAL_CMD > profile "work" in /c.toml:5>
 local=true <flag --local>
 format=table <flag --format > profile "work" in /c.toml:6>
