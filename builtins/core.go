@@ -36,8 +36,8 @@ func init() {
 	register(docEntry{
 		Name:      "help",
 		Signature: "help(x=None)",
-		Summary:   "List every builtin, or document one builtin or module with its signature and an example.",
-		Example:   "help(checkpoint.list)\nhelp(\"checkpoint\")",
+		Summary:   "List every builtin, or document one: a builtin or module with its signature and an example, a value with its attributes.",
+		Example:   "help(checkpoint.list)\nhelp(\"checkpoint\")\nhelp(\"sample_result\")",
 	}, helpFn)
 	register(docEntry{
 		Name:      "print",
@@ -285,10 +285,16 @@ func helpFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, k
 	case *starlark.Function:
 		return helpText(fmt.Sprintf("%s: a function defined at %s", v.Name(), v.Position())), nil
 	default:
+		if t, ok := lookupTypeDoc(x.Type()); ok {
+			return helpText(helpForType(t)), nil
+		}
 		return nil, fmt.Errorf("help: no documentation for a %s; try help() for the list", x.Type())
 	}
 	if text, ok := helpFor(name); ok {
 		return helpText(text), nil
+	}
+	if t, ok := lookupTypeDoc(name); ok {
+		return helpText(helpForType(t)), nil
 	}
 	return nil, fmt.Errorf("help: no builtin or module named %q; try help() for the list", name)
 }
@@ -318,7 +324,13 @@ func overview() string {
 			}
 		}
 	}
-	b.WriteString("\nAlso: the Starlark language builtins (len, sorted, range, fail, ...) and `struct`.")
+	b.WriteString("\nvalues (help(a value) lists its attributes):\n\n")
+	names := make([]string, len(typeDocs))
+	for i, t := range typeDocs {
+		names[i] = t.Name
+	}
+	b.WriteString(wrapWords(names, 76, "  "))
+	b.WriteString("\n\nAlso: the Starlark language builtins (len, sorted, range, fail, ...) and `struct`.")
 	return b.String()
 }
 

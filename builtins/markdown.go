@@ -38,6 +38,18 @@ func Markdown() string {
 		}
 		section(fmt.Sprintf("`%s` — %s", name, m.Summary), func(d docEntry) bool { return strings.HasPrefix(d.Name, name+".") })
 	}
-	b.WriteString("Also available: the Starlark language builtins, `struct(...)`, and the standard `json`, `time` and `math` modules.\n")
+	b.WriteString("#### Values\n\nWhat the builtins return; `help(value)` lists a value's attributes with a line on each.\n\n")
+	for _, t := range typeDocs {
+		fmt.Fprintf(&b, "- `%s` — %s", t.Name, t.Summary)
+		if len(t.Attrs) > 0 {
+			names := make([]string, 0, len(t.Attrs))
+			for _, a := range sortedAttrs(t) {
+				names = append(names, "`"+a.Name+"`")
+			}
+			fmt.Fprintf(&b, " Attributes: %s.", strings.Join(names, ", "))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\nAlso available: the Starlark language builtins, `struct(...)`, and the standard `json`, `time` and `math` modules.\n")
 	return b.String()
 }

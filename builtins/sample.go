@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tinkershell/tinker/lib/suggest"
+	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/tinkershell/tinker/lib/batch"
 	"github.com/tinkershell/tinker/lib/chat"
@@ -72,6 +75,15 @@ func Sample(ctx context.Context, env *Env, o SampleOptions) (*SampleResult, erro
 		}
 		base, path = info.BaseModel, o.Model
 	}
+	st := env.state()
+	st.mu.Lock()
+	_, known := st.samplers[base]
+	st.mu.Unlock()
+	if path == "" && !known {
+		if err := checkBaseModel(ctx, c, base); err != nil {
+			return nil, err
+		}
+	}
 	needTok := o.Prompt != nil || o.Messages != nil
 	tok, tokErr := batch.TokenizerFor(ctx, s, base, path)
 	if tokErr != nil && needTok {
@@ -108,7 +120,6 @@ func Sample(ctx context.Context, env *Env, o SampleOptions) (*SampleResult, erro
 	if path != "" {
 		key = path
 	}
-	st := env.state()
 	st.mu.Lock()
 	samplerID := st.samplers[key]
 	st.mu.Unlock()
@@ -330,4 +341,33 @@ func messagesArg(v starlark.Value) ([]chat.Message, error) {
 		return nil, fmt.Errorf("no messages")
 	}
 	return msgs, nil
+}
+
+// runIDRE matches the start of a training run id (a UUID).
+var runIDRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-`) })
+
+// checkBaseModel turns a name the backend does not serve into a one-line
+// error that says what was meant, before anything is fetched for it (a
+// run id given as a model would otherwise send tinker looking for a
+// tokenizer of that name). Backends that list no models are not checked.
+func checkBaseModel(ctx context.Context, c *tinkerapi.Client, base string) error {
+	ms, err := ListModels(ctx, c)
+	if err != nil || len(ms) == 0 {
+		return nil // the sampling call itself will say what is wrong
+	}
+	names := make([]string, len(ms))
+	for i, m := range ms {
+		if m.ModelName == base {
+			return nil
+		}
+		names[i] = m.ModelName
+	}
+	if runIDRE().MatchString(base) {
+		return userErr(fmt.Sprintf("%s is a training run id, not a base model: sample one of its sampler checkpoints, e.g. tinker://%s/sampler_weights/NAME (checkpoint.list(run_id=%q) lists them)", base, base, base), "")
+	}
+	hint := ""
+	if s := suggest.Nearest(base, names); s != "" {
+		hint = fmt.Sprintf("; did you mean %s?", s)
+	}
+	return userErr(fmt.Sprintf("unknown base model %s%s (models() lists the %d this backend serves)", base, hint, len(names)), "")
 }

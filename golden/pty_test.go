@@ -210,6 +210,66 @@ func TestPrompt(t *testing.T) {
 	}
 }
 
+// TestPromptRecallsStatement checks that a statement typed over several
+// lines comes back from history as one entry that runs again on Enter, in
+// the same session and in the next one (through the history file).
+func TestPromptRecallsStatement(t *testing.T) {
+	home := t.TempDir()
+	cmd := tinkerCmd(t, home)
+	c := startConsole(t, cmd)
+	c.expect(">>> ")
+	for _, l := range []string{"def tw(x):", "    y = x * 2", "    return y + 1"} {
+		c.send(l + "\r")
+		c.expect("... ")
+	}
+	c.send("\r")
+	c.expect(">>> ")
+	c.send("tw = 0\r")
+	c.expect(">>> ")
+	// Up recalls `tw = 0`, Up again the whole def; Enter defines it again.
+	mark := c.offset()
+	c.send("\x1b[A\x1b[A\r")
+	c.expect(">>> ")
+	c.send("tw(20)\r")
+	c.expect("41")
+	c.expect(">>> ")
+	if out := c.from(mark); strings.Contains(out, "Error") || strings.Contains(out, "<stdin>") {
+		t.Errorf("recalled def failed:\n%s", out)
+	}
+	c.send("\x04")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v", err)
+	}
+
+	hist := filepath.Join(home, "state", "tinker", "history")
+	data, err := os.ReadFile(hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const def = "def tw(x):⏎    y = x * 2⏎    return y + 1"
+	if got, want := string(data), def+"\ntw = 0\n"+def+"\ntw(20)\n"; got != want {
+		t.Errorf("history file:\n%s\nwant:\n%s", got, want)
+	}
+
+	// The next session reads the entry back from the file.
+	cmd = tinkerCmd(t, home)
+	c = startConsole(t, cmd)
+	c.expect(">>> ")
+	mark = c.offset()
+	c.send("\x1b[A\x1b[A\r") // tw(20), the def
+	c.expect(">>> ")
+	c.send("tw(100)\r")
+	c.expect("201")
+	c.expect(">>> ")
+	if out := c.from(mark); strings.Contains(out, "Error") || strings.Contains(out, "<stdin>") {
+		t.Errorf("def recalled from the history file failed:\n%s", out)
+	}
+	c.send("\x04")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v", err)
+	}
+}
+
 // TestScriptInterrupt checks that SIGINT stops a running script with
 // status 130 and a one-line message.
 func TestScriptInterrupt(t *testing.T) {

@@ -18,7 +18,10 @@ import (
 var ErrAborted = errors.New("input aborted")
 
 // LineEditor is the small interface the prompt needs from a line editor.
-// Prompt returns io.EOF on Ctrl-D at an empty line and ErrAborted on Ctrl-C.
+// Prompt returns io.EOF on Ctrl-D at an empty line and ErrAborted on Ctrl-C;
+// its text holds several lines separated by "\n" when the user recalled a
+// statement typed over several lines. AppendHistory takes a whole statement,
+// its lines separated by "\n".
 type LineEditor interface {
 	Prompt(prompt string) (string, error)
 	AppendHistory(line string)
@@ -88,7 +91,7 @@ func (e *linerEditor) Prompt(p string) (string, error) {
 	case err != nil:
 		return "", err
 	}
-	return line, nil
+	return strings.Join(splitRecalled(line), "\n"), nil
 }
 
 // secretLike matches API keys and JWTs so they never reach the history
@@ -97,11 +100,20 @@ var secretLike = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`tml-[A-Za-z0-9_-]{6,}|eyJ[A-Za-z0-9_-]{10,}`)
 })
 
-func (e *linerEditor) AppendHistory(line string) {
-	if strings.TrimSpace(line) == "" || secretLike().MatchString(line) {
+func (e *linerEditor) AppendHistory(stmt string) {
+	if strings.TrimSpace(stmt) == "" || secretLike().MatchString(stmt) {
 		return
 	}
-	e.st.AppendHistory(line)
+	lines := strings.Split(stmt, "\n")
+	if entry, ok := joinStatement(lines); ok {
+		e.st.AppendHistory(entry)
+	} else {
+		for _, l := range lines {
+			if strings.TrimSpace(l) != "" {
+				e.st.AppendHistory(l)
+			}
+		}
+	}
 	e.save()
 }
 

@@ -64,25 +64,46 @@ func (in *Interp) REPL(ed LineEditor, banner string) int {
 			in.globals["quit"] = exit
 		}
 	}
+	// A statement recalled from history comes as several lines at once; the
+	// parser takes them one by one, then a blank line that ends a compound
+	// statement as pressing Enter on "... " would. Lines left when a
+	// statement ends early (the entry was edited) start the next one.
+	var pending []string
+	recalled := false
 	for {
 		prompt := ">>> "
 		eof, aborted := false, false
-		var lines []string // of this statement, for pointing at a syntax error
+		var lines []string // of this statement, for history and for pointing at a syntax error
 		readline := func() ([]byte, error) {
-			line, err := ed.Prompt(prompt)
-			prompt = "... "
-			if err != nil {
-				// The parser wraps these errors, so remember what happened.
-				eof = err == io.EOF
-				aborted = errors.Is(err, ErrAborted)
-				return nil, err
+			var line string
+			switch {
+			case len(pending) > 0:
+				line, pending = pending[0], pending[1:]
+			case recalled:
+				recalled = false
+				return []byte("\n"), nil
+			default:
+				text, err := ed.Prompt(prompt)
+				prompt = "... "
+				if err != nil {
+					// The parser wraps these errors, so remember what happened.
+					eof = err == io.EOF
+					aborted = errors.Is(err, ErrAborted)
+					return nil, err
+				}
+				split := strings.Split(text, "\n")
+				line, pending = split[0], split[1:]
+				recalled = len(pending) > 0
 			}
-			ed.AppendHistory(line)
 			lines = append(lines, line)
 			return []byte(line + "\n"), nil
 		}
 		f, err := replOpts.ParseCompoundStmt("<stdin>", readline)
+		if text := statementText(lines); text != "" {
+			ed.AppendHistory(text)
+		}
 		if err != nil {
+			pending, recalled = nil, false
 			switch {
 			case eof:
 				fmt.Fprintln(in.IO.Err)
@@ -184,4 +205,13 @@ func pointAt(err error, lines []string) string {
 		}
 	}
 	return "    " + text + "\n    " + pad.String() + "^\n"
+}
+
+// statementText is a statement's lines as one text, without the blank lines
+// that ended it.
+func statementText(lines []string) string {
+	for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return strings.Join(lines, "\n")
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/tinkershell/tinker/builtins"
+	"github.com/tinkershell/tinker/lib/suggest"
 	"go.starlark.net/resolve"
 	"go.starlark.net/starlark"
 )
@@ -17,7 +18,7 @@ import (
 func resolveMessage(errs resolve.ErrorList) string {
 	e := errs[0]
 	if name, ok := strings.CutPrefix(e.Msg, "undefined: "); ok {
-		if s := nearestName(name, predeclaredNames()); s != "" {
+		if s := suggest.Nearest(name, predeclaredNames()); s != "" {
 			e.Msg += " (did you mean " + s + "?)"
 		}
 	}
@@ -36,36 +37,4 @@ func predeclaredNames() []string {
 	}
 	sort.Strings(names)
 	return names
-}
-
-// nearestName is the candidate closest to name by edit distance, if it is
-// within a third of name's length (at least 1); ties go to the first.
-func nearestName(name string, candidates []string) string {
-	best, bestD := "", max(1, len(name)/3)+1
-	for _, c := range candidates {
-		if d := editDistance(name, c); d < bestD && c != name {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
