@@ -34,7 +34,7 @@ type options struct {
 	// getenv reads the environment with the active profile's values filled
 	// in (applyProfile); nil means os.Getenv.
 	getenv   func(string) string
-	resolved *config.Resolved
+	resolved *config.Settings
 	help     bool
 	version  bool
 }
@@ -144,26 +144,25 @@ func (o *options) set(spec *flagSpec, val string) error {
 	return nil
 }
 
-// applyProfile loads the profiles file and applies the profile in force:
-// its local and format settings unless flags chose otherwise, and its
-// base_url and credential_command through o.getenv, where the environment
-// overrides them.
+// applyProfile loads the profiles file and applies the settings in force
+// (lib/config): local and format from flags or the profile, and base_url
+// and the credential through o.getenv, where the environment overrides the
+// profile.
 func (o *options) applyProfile() error {
-	f, err := config.Load(config.DefaultPath(os.Getenv))
+	f, err := config.Load(config.Path(os.Getenv))
 	if err != nil {
 		return err
 	}
-	r, err := f.Resolve(o.profile, os.Getenv)
+	flags := config.Flags{Profile: o.profile, Local: o.local}
+	if o.formatSet {
+		flags.Format = o.format
+	}
+	s, err := config.Resolve(f, flags, os.Getenv)
 	if err != nil {
 		return err
 	}
-	o.resolved, o.getenv = r, r.Getenv(os.Getenv)
-	if r.Local.Value == "true" {
-		o.local = true
-	}
-	if r.Format.Value != "" && !o.formatSet {
-		o.format = r.Format.Value
-	}
+	o.resolved, o.getenv = s, s.Getenv
+	o.local, o.format = s.Local.Value, s.Format.Value
 	return nil
 }
 
@@ -251,8 +250,8 @@ func runStarlark(io *term.IO, opts options, rest []string, now func() time.Time)
 	in.SetArgv(nil)
 	ed := shell.NewLinerEditor(shell.HistoryPath(), in.Complete)
 	profile := ""
-	if opts.resolved != nil && opts.resolved.Profile != "" {
-		profile = " · profile: " + opts.resolved.Profile
+	if opts.resolved != nil && opts.resolved.Profile.Value != "" {
+		profile = " · profile: " + opts.resolved.Profile.Value
 	}
 	banner := fmt.Sprintf("tinker %s · backend: %s%s · help() lists builtins, Ctrl-D exits", Version, backend.Name(), profile)
 	return in.REPL(ed, banner)

@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/tinkershell/tinker/lib/config"
@@ -24,18 +25,27 @@ var configCmd = &command{
 }
 
 func configPath(c *invocation) int {
-	fmt.Fprintln(c.io.Out, config.DefaultPath(os.Getenv))
+	path := config.Path(os.Getenv)
+	if path == "" {
+		fmt.Fprintln(c.io.Err, "Error: no config file: neither HOME nor XDG_CONFIG_HOME is set")
+		return shell.ExitError
+	}
+	fmt.Fprintln(c.io.Out, path)
 	return shell.ExitOK
 }
 
-// loadConfig reads the file and resolves the profile, or prints the one
-// line that says what to fix.
-func (c *invocation) loadConfig() (*config.File, *config.Resolved, bool) {
-	f, err := config.Load(config.DefaultPath(os.Getenv))
+// loadConfig reads the file and resolves the settings in force, or prints
+// the one line that says what to fix.
+func (c *invocation) loadConfig() (*config.File, *config.Settings, bool) {
+	f, err := config.Load(config.Path(os.Getenv))
 	if err == nil {
-		var r *config.Resolved
-		if r, err = f.Resolve(c.opts.profile, os.Getenv); err == nil {
-			return f, r, true
+		flags := config.Flags{Profile: c.opts.profile, Local: c.opts.local}
+		if c.opts.formatSet {
+			flags.Format = c.opts.format
+		}
+		var s *config.Settings
+		if s, err = config.Resolve(f, flags, os.Getenv); err == nil {
+			return f, s, true
 		}
 	}
 	fmt.Fprintf(c.io.Err, "Error: %v\n", err)
@@ -52,8 +62,8 @@ func configList(c *invocation) int {
 	var js []any
 	for _, name := range f.Names() {
 		p := f.Profiles[name]
-		local := p.Local != nil && *p.Local
-		active := name == r.Profile
+		local := p.Local
+		active := name == r.Profile.Value
 		t.Rows = append(t.Rows, []string{name, yesNo(active), yesNo(local), orNA(p.BaseURL), orNA(p.CredentialCommand), orNA(p.Format)})
 		js = append(js, render.Object{{Key: "name", Value: name}, {Key: "active", Value: active}, {Key: "local", Value: local},
 			{Key: "base_url", Value: p.BaseURL}, {Key: "credential_command", Value: p.CredentialCommand}, {Key: "format", Value: p.Format}})
@@ -73,28 +83,29 @@ func configShow(c *invocation) int {
 	if !ok {
 		return shell.ExitUsage
 	}
-	profile := config.Setting{Name: "profile", Value: r.Profile, Source: r.ProfileSource}
-	if r.Profile == "" {
-		profile.Source = "default"
-	}
-	key := config.Setting{Name: "api_key", Value: config.MaskKey(os.Getenv("TINKER_API_KEY")), Source: "env TINKER_API_KEY"}
-	if key.Value == "" {
-		key.Source = "not set"
-	}
-	file := config.Setting{Name: "config_file", Value: r.Path, Source: "default (~/.config)"}
-	if os.Getenv("XDG_CONFIG_HOME") != "" {
+	rows := r.Rows()
+	file := config.Row{Name: "config_file", Value: r.Path, Source: "default ($HOME/.config)"}
+	if filepath.IsAbs(os.Getenv("XDG_CONFIG_HOME")) {
 		file.Source = "env XDG_CONFIG_HOME"
 	}
-	settings := []config.Setting{profile, r.BaseURL, r.CredentialCmd, key, r.Local, r.Format, file}
+	rows = append(rows, file)
 	if c.jsonMode() {
 		var js []any
-		for _, s := range settings {
-			js = append(js, render.Object{{Key: "name", Value: s.Name}, {Key: "value", Value: s.Value}, {Key: "source", Value: s.Source}})
+		for _, s := range rows {
+			o := render.Object{{Key: "name", Value: s.Name}, {Key: "value", Value: s.Value}, {Key: "source", Value: s.Source}}
+			if len(s.Overrides) > 0 {
+				over := make([]any, len(s.Overrides))
+				for i, v := range s.Overrides {
+					over[i] = v
+				}
+				o = append(o, render.Member{Key: "overrides", Value: over})
+			}
+			js = append(js, o)
 		}
 		return exitOf(c.writeJSON(js))
 	}
 	t := &render.Table{Title: "Settings in force", Columns: []render.Column{{Header: "Setting"}, {Header: "Value"}, {Header: "Source"}}}
-	for _, s := range settings {
+	for _, s := range rows {
 		t.Rows = append(t.Rows, []string{s.Name, orNA(tilde(s.Value)), tilde(s.Source)})
 	}
 	return exitOf(c.writeTable(t))
