@@ -350,154 +350,88 @@ func SFT(ctx context.Context, s *tinkerapi.Session, o SFTOptions) (*SFTResult, e
 		return nil, userErr("eval_data: "+err.Error(), "")
 	}
 	perEpoch := (len(data) + o.BatchSize - 1) / o.BatchSize
-	total := perEpoch * o.Epochs
-	res := &SFTResult{BaseModel: o.BaseModel, Total: total, LogDir: o.LogDir}
-	var st sftState
+	run := &sftRun{o: &o, data: data, eval: eval, perEpoch: perEpoch, total: perEpoch * o.Epochs,
+		// Futures of a submitted step are awaited even after an interrupt:
+		// the server runs them anyway, and the saved state must match the
+		// metrics.
+		wait: context.WithoutCancel(ctx), prefix: o.Name}
+	run.res = &SFTResult{BaseModel: o.BaseModel, Total: run.total, LogDir: o.LogDir}
+	if run.prefix == "" {
+		run.prefix = "sft"
+	}
+	if o.Lora.Seed != nil {
+		run.seed = uint64(*o.Lora.Seed)
+	}
 	if o.LogDir != "" {
 		cfg := runConfig{BaseModel: o.BaseModel, DataSHA256: dataHash(data), EvalSHA256: dataHash(eval), Rank: o.Lora.Rank, Seed: o.Lora.Seed,
 			TrainMLP: o.Lora.TrainMLP, TrainAttn: o.Lora.TrainAttn, TrainUnembed: o.Lora.TrainUnembed, Renderer: r.Name(), TrainOn: o.TrainOn,
 			MaxLength: o.MaxLength, BatchSize: o.BatchSize, Epochs: o.Epochs, LearningRate: o.LearningRate, Schedule: o.Schedule,
 			SaveEvery: o.SaveEvery, EvalEvery: o.EvalEvery, Name: o.Name}
-		if st, res.Steps, err = openLogDir(o.LogDir, cfg); err != nil {
+		if run.st, run.res.Steps, err = openLogDir(o.LogDir, cfg); err != nil {
 			return nil, userErr("log_dir: "+err.Error(), "")
 		}
-		res.StatePath, res.SamplerPath = st.StatePath, st.SamplerPath
+		run.res.StatePath, run.res.SamplerPath = run.st.StatePath, run.st.SamplerPath
 	}
-	if st.Step == total && st.SamplerPath != "" {
-		return res, nil // finished earlier
+	if run.st.Step == run.total && run.st.SamplerPath != "" {
+		return run.res, nil // finished earlier
 	}
-	var tc *tinkerapi.TrainingClient
-	if st.StatePath != "" {
-		tc, err = s.CreateTrainingClientFromState(ctx, st.StatePath, tinkerapi.StateOptions{Optimizer: true, BaseModel: o.BaseModel})
+	if run.st.StatePath != "" {
+		run.tc, err = s.CreateTrainingClientFromState(ctx, run.st.StatePath, tinkerapi.StateOptions{Optimizer: true, BaseModel: o.BaseModel})
 	} else {
-		tc, err = s.CreateTrainingClient(ctx, o.BaseModel, o.Lora, map[string]string{"created_by": "tinker sft"})
+		run.tc, err = s.CreateTrainingClient(ctx, o.BaseModel, o.Lora, map[string]string{"created_by": "tinker sft"})
 	}
 	if err != nil {
 		return nil, err
 	}
-	prefix := o.Name
-	if prefix == "" {
-		prefix = "sft"
-	}
-	seed := uint64(0)
-	if o.Lora.Seed != nil {
-		seed = uint64(*o.Lora.Seed)
-	}
-	// Futures of a submitted step are awaited even after an interrupt: the
-	// server runs them anyway, and the saved state must match the metrics.
-	wait := context.WithoutCancel(ctx)
-	save := func(step int, final bool) error {
-		name := fmt.Sprintf("%s-%06d", prefix, step)
-		if final {
-			name = prefix + "-final"
-		}
-		path, err := tc.SaveState(wait, name, nil)
-		if err != nil {
-			return err
-		}
-		next := sftState{Step: step, StatePath: path}
-		if final {
-			if next.SamplerPath, err = tc.SaveWeightsForSampler(wait, name, nil); err != nil {
-				return err
-			}
-		}
-		if o.LogDir != "" {
-			b, _ := json.MarshalIndent(next, "", "  ")
-			if err := writeFileAtomic(filepath.Join(o.LogDir, "state.json"), append(b, '\n')); err != nil {
-				return fmt.Errorf("log_dir: %w", err)
-			}
-		}
-		res.StatePath, res.SamplerPath = next.StatePath, next.SamplerPath
-		return nil
-	}
-	var metricsFile *os.File
 	if o.LogDir != "" {
-		if metricsFile, err = os.OpenFile(filepath.Join(o.LogDir, "metrics.jsonl"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err != nil {
+		if run.metrics, err = os.OpenFile(filepath.Join(o.LogDir, "metrics.jsonl"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err != nil {
 			return nil, fmt.Errorf("log_dir: %w", err)
 		}
-		defer metricsFile.Close()
+		defer run.metrics.Close()
 	}
-	start := st.Step
-	// A step is a barrier when evaluation or a save follows it: those must
-	// see its weights, so the next step waits until it has finished.
-	barrier := func(step int) bool {
-		n := step + 1
-		return n == total || o.SaveEvery > 0 && n%o.SaveEvery == 0 || len(eval) > 0 && o.EvalEvery > 0 && n%o.EvalEvery == 0
-	}
-	type inflight struct {
-		step   int
-		batch  []tinkerapi.Datum
-		tokens int
-		lr     float64
-		fb     *tinkerapi.Future[*tinkerapi.ForwardBackwardOutput]
-		opt    *tinkerapi.Future[*tinkerapi.OptimStepResponse]
-	}
-	submit := func(step int) (*inflight, error) {
-		f := &inflight{step: step, lr: learningRate(o.Schedule, o.LearningRate, step, total)}
-		for _, j := range batchOf(len(data), o.BatchSize, step, seed) {
-			f.batch = append(f.batch, data[j])
-			f.tokens += len(data[j].ModelInput)
-		}
-		adam := tinkerapi.DefaultAdamParams()
-		adam.LearningRate = f.lr
-		var err error
-		if f.fb, err = tc.ForwardBackwardAsync(ctx, tinkerapi.ForwardBackwardInput{Data: f.batch, LossFn: "cross_entropy"}); err != nil {
-			return nil, err
-		}
-		// If this fails, the step's gradients stay unapplied and the run
-		// stops at the step before, whose weights are unchanged.
-		f.opt, err = tc.OptimStepAsync(ctx, adam)
-		return f, err
-	}
-	finished, lastDone := start, time.Now()
-	finish := func(f *inflight) error {
-		out, err := f.fb.Wait(wait)
-		if err == nil {
-			_, err = f.opt.Wait(wait)
-		}
-		if err != nil {
-			return fmt.Errorf("step %d: %w", f.step+1, err)
-		}
-		loss, _ := out.Loss()
-		m := StepMetrics{Step: f.step + 1, Epoch: f.step/perEpoch + 1, Loss: loss / trainedWeight(f.batch), LearningRate: f.lr,
-			Tokens: f.tokens, Sequences: len(f.batch)}
-		last := f.step+1 == total
-		if len(eval) > 0 && (last || o.EvalEvery > 0 && (f.step+1)%o.EvalEvery == 0) {
-			nll, err := evalNLL(wait, tc, eval, o.BatchSize)
-			if err != nil {
-				return fmt.Errorf("evaluate after step %d: %w", f.step+1, err)
-			}
-			m.EvalNLL = &nll
-		}
-		now := time.Now()
-		m.Seconds, lastDone = now.Sub(lastDone).Seconds(), now
-		res.Steps = append(res.Steps, m)
-		finished = f.step + 1
-		if metricsFile != nil {
-			line, _ := json.Marshal(m)
-			if _, err := metricsFile.Write(append(line, '\n')); err != nil {
-				return fmt.Errorf("log_dir: %w", err)
-			}
-		}
-		if o.OnStep != nil {
-			o.OnStep(m, total)
-		}
-		if last || o.SaveEvery > 0 && (f.step+1)%o.SaveEvery == 0 {
-			if err := save(f.step+1, last); err != nil {
-				return fmt.Errorf("save after step %d: %w", f.step+1, err)
-			}
-			st.Step = f.step + 1
-		}
-		return nil
-	}
-	// Pipelining: the next step is submitted before the current one is
-	// awaited (at most two in flight), except after a barrier.
-	var queue []*inflight
+	return run.train(ctx)
+}
+
+// sftRun is one sft() call between setup and its result.
+type sftRun struct {
+	o               *SFTOptions
+	tc              *tinkerapi.TrainingClient
+	res             *SFTResult
+	st              sftState // the last saved state
+	data, eval      []tinkerapi.Datum
+	perEpoch, total int
+	prefix          string
+	seed            uint64
+	wait            context.Context // for futures already submitted
+	metrics         *os.File        // log_dir/metrics.jsonl, or nil
+
+	finished int       // steps whose results are in
+	lastDone time.Time // when the last step's results came in
+}
+
+// sftStep is a submitted step.
+type sftStep struct {
+	step   int
+	batch  []tinkerapi.Datum
+	tokens int
+	lr     float64
+	fb     *tinkerapi.Future[*tinkerapi.ForwardBackwardOutput]
+	opt    *tinkerapi.Future[*tinkerapi.OptimStepResponse]
+}
+
+// train runs the remaining steps, pipelined: the next step is submitted
+// before the current one is awaited (at most two in flight), except after
+// a barrier. On an interrupt it saves the last finished step's state.
+func (run *sftRun) train(ctx context.Context) (*SFTResult, error) {
+	o := run.o
+	start := run.st.Step
+	run.finished, run.lastDone = start, time.Now()
+	var queue []*sftStep
 	next := start
 	for {
-		open := next < total && (o.MaxSteps == 0 || next-start < o.MaxSteps) && ctx.Err() == nil
-		if open && len(queue) < 2 && (len(queue) == 0 || !barrier(queue[len(queue)-1].step)) {
-			f, err := submit(next)
+		open := next < run.total && (o.MaxSteps == 0 || next-start < o.MaxSteps) && ctx.Err() == nil
+		if open && len(queue) < 2 && (len(queue) == 0 || !run.barrier(queue[len(queue)-1].step)) {
+			f, err := run.submit(ctx, next)
 			if err == nil {
 				queue = append(queue, f)
 				next++
@@ -511,23 +445,121 @@ func SFT(ctx context.Context, s *tinkerapi.Session, o SFTOptions) (*SFTResult, e
 		if len(queue) == 0 {
 			break
 		}
-		if err := finish(queue[0]); err != nil {
+		if err := run.finish(queue[0]); err != nil {
 			return nil, err
 		}
 		queue = queue[1:]
 	}
-	if finished == total {
-		return res, nil
+	if run.finished == run.total {
+		return run.res, nil
 	}
-	if finished > st.Step || st.StatePath == "" {
-		if err := save(finished, false); err != nil {
-			return nil, fmt.Errorf("save the state of step %d: %w", finished, err)
+	if run.finished > run.st.Step || run.st.StatePath == "" {
+		if err := run.save(run.finished, false); err != nil {
+			return nil, fmt.Errorf("save the state of step %d: %w", run.finished, err)
 		}
 	}
 	if ctx.Err() != nil {
-		return res, &InterruptedError{Step: finished, Total: total, StatePath: res.StatePath, LogDir: o.LogDir}
+		return run.res, &InterruptedError{Step: run.finished, Total: run.total, StatePath: run.res.StatePath, LogDir: o.LogDir}
 	}
-	return res, nil
+	return run.res, nil
+}
+
+// barrier reports whether evaluation or a save follows step: those must
+// see its weights, so the next step waits until it has finished.
+func (run *sftRun) barrier(step int) bool {
+	n := step + 1
+	return n == run.total || run.o.SaveEvery > 0 && n%run.o.SaveEvery == 0 ||
+		len(run.eval) > 0 && run.o.EvalEvery > 0 && n%run.o.EvalEvery == 0
+}
+
+// submit sends step's forward_backward and optim_step back to back.
+func (run *sftRun) submit(ctx context.Context, step int) (*sftStep, error) {
+	f := &sftStep{step: step, lr: learningRate(run.o.Schedule, run.o.LearningRate, step, run.total)}
+	for _, j := range batchOf(len(run.data), run.o.BatchSize, step, run.seed) {
+		f.batch = append(f.batch, run.data[j])
+		f.tokens += len(run.data[j].ModelInput)
+	}
+	adam := tinkerapi.DefaultAdamParams()
+	adam.LearningRate = f.lr
+	var err error
+	if f.fb, err = run.tc.ForwardBackwardAsync(ctx, tinkerapi.ForwardBackwardInput{Data: f.batch, LossFn: "cross_entropy"}); err != nil {
+		return nil, err
+	}
+	// If this fails, the step's gradients stay unapplied and the run
+	// stops at the step before, whose weights are unchanged.
+	f.opt, err = run.tc.OptimStepAsync(ctx, adam)
+	return f, err
+}
+
+// finish awaits a step, records its metrics, and evaluates and saves
+// where the schedule says.
+func (run *sftRun) finish(f *sftStep) error {
+	o := run.o
+	out, err := f.fb.Wait(run.wait)
+	if err == nil {
+		_, err = f.opt.Wait(run.wait)
+	}
+	if err != nil {
+		return fmt.Errorf("step %d: %w", f.step+1, err)
+	}
+	loss, _ := out.Loss()
+	m := StepMetrics{Step: f.step + 1, Epoch: f.step/run.perEpoch + 1, Loss: loss / trainedWeight(f.batch), LearningRate: f.lr,
+		Tokens: f.tokens, Sequences: len(f.batch)}
+	last := f.step+1 == run.total
+	if len(run.eval) > 0 && (last || o.EvalEvery > 0 && (f.step+1)%o.EvalEvery == 0) {
+		nll, err := evalNLL(run.wait, run.tc, run.eval, o.BatchSize)
+		if err != nil {
+			return fmt.Errorf("evaluate after step %d: %w", f.step+1, err)
+		}
+		m.EvalNLL = &nll
+	}
+	now := time.Now()
+	m.Seconds, run.lastDone = now.Sub(run.lastDone).Seconds(), now
+	run.res.Steps = append(run.res.Steps, m)
+	run.finished = f.step + 1
+	if run.metrics != nil {
+		line, _ := json.Marshal(m)
+		if _, err := run.metrics.Write(append(line, '\n')); err != nil {
+			return fmt.Errorf("log_dir: %w", err)
+		}
+	}
+	if o.OnStep != nil {
+		o.OnStep(m, run.total)
+	}
+	if last || o.SaveEvery > 0 && (f.step+1)%o.SaveEvery == 0 {
+		if err := run.save(f.step+1, last); err != nil {
+			return fmt.Errorf("save after step %d: %w", f.step+1, err)
+		}
+		run.st.Step = f.step + 1
+	}
+	return nil
+}
+
+// save stores the training state after step (and, at the end, the sampler
+// weights) and records it in log_dir/state.json.
+func (run *sftRun) save(step int, final bool) error {
+	name := fmt.Sprintf("%s-%06d", run.prefix, step)
+	if final {
+		name = run.prefix + "-final"
+	}
+	path, err := run.tc.SaveState(run.wait, name, nil)
+	if err != nil {
+		return err
+	}
+	next := sftState{Step: step, StatePath: path}
+	if final {
+		if next.SamplerPath, err = run.tc.SaveWeightsForSampler(run.wait, name, nil); err != nil {
+			return err
+		}
+	}
+	if run.o.LogDir != "" {
+		b, _ := json.MarshalIndent(next, "", "  ")
+		if err := writeFileAtomic(filepath.Join(run.o.LogDir, "state.json"), append(b, '\n')); err != nil {
+			return fmt.Errorf("log_dir: %w", err)
+		}
+	}
+	run.res.StatePath, run.res.SamplerPath = next.StatePath, next.SamplerPath
+	return nil
 }
 
 // evalNLL is the mean negative log-likelihood per trained token of data
