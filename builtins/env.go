@@ -133,7 +133,8 @@ func (e *Env) Session(ctx context.Context) (*tinkerapi.Session, error) {
 	return s, nil
 }
 
-// showState draws the live status line of the awaited future.
+// showState draws the live status line of the awaited future; the line
+// adds its own elapsed time, so the state's label goes without one.
 func (e *Env) showState(s tinkerapi.State) {
 	if !e.NoticesTTY {
 		return
@@ -142,9 +143,9 @@ func (e *Env) showState(s tinkerapi.State) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.status == nil {
-		st.status = progress.NewStatus(e.Notices, true, e.Width, s.String())
+		st.status = progress.NewStatus(e.Notices, true, e.Width, s.Label())
 	} else {
-		st.status.Set(s.String())
+		st.status.Set(s.Label())
 	}
 }
 

@@ -39,6 +39,16 @@ type State struct {
 
 // String renders a one-line status such as "Sample: paused (waiting for GPU capacity) 3s".
 func (s State) String() string {
+	if s.Elapsed >= time.Second {
+		return s.Label() + " " + s.Elapsed.Truncate(time.Second).String()
+	}
+	return s.Label()
+}
+
+// Label is String without the elapsed time, for a live status line that
+// keeps its own clock (the State is reported only when it changes, so its
+// Elapsed is stale by the next redraw).
+func (s State) Label() string {
 	var b strings.Builder
 	if s.Kind != "" {
 		b.WriteString(s.Kind)
@@ -49,10 +59,6 @@ func (s State) String() string {
 		b.WriteString(" (")
 		b.WriteString(s.Reason)
 		b.WriteString(")")
-	}
-	if s.Elapsed >= time.Second {
-		b.WriteString(" ")
-		b.WriteString(s.Elapsed.Truncate(time.Second).String())
 	}
 	return b.String()
 }

@@ -447,3 +447,15 @@ func TestAwaitCancelDuringQueueStall(t *testing.T) {
 		t.Errorf("%d polls after cancellation at the 5th", n)
 	}
 }
+
+// The live status line keeps its own clock: the label it shows must not
+// carry the state's elapsed time too ("Sample: running 2s 2s").
+func TestStateLabelHasNoElapsed(t *testing.T) {
+	s := State{Kind: "Sample", Status: StatusRunning, Elapsed: 2500 * time.Millisecond}
+	if got := s.Label(); got != "Sample: running" {
+		t.Errorf("Label() = %q", got)
+	}
+	if got := s.String(); got != "Sample: running 2s" {
+		t.Errorf("String() = %q", got)
+	}
+}
