@@ -74,13 +74,7 @@ func DownloadCheckpoint(ctx context.Context, c *tinkerapi.Client, path string, o
 		o.Notice(p)
 	}
 	res, err := download.Download(ctx, download.Options{
-		URL: func(ctx context.Context) (string, error) {
-			u, err := c.ArchiveURL(ctx, p.RunID, p.CheckpointID)
-			if err != nil {
-				return "", err
-			}
-			return u.URL, nil
-		},
+		URL:      archiveURL(c, p),
 		Client:   storageClient,
 		Parent:   o.Output,
 		Name:     name,
@@ -254,4 +248,17 @@ func downloadFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 		return nil, err
 	}
 	return &DownloadResult{Path: path, Destination: res.Path, Size: res.ContentLength, Files: res.Files, Bytes: res.Bytes}, nil
+}
+
+// archiveURL asks the service for a checkpoint's signed archive URL; the
+// downloader calls it for every attempt that starts from scratch, so an
+// expired URL is replaced.
+func archiveURL(c *tinkerapi.Client, p tinkerapi.Path) func(context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
+		u, err := c.ArchiveURL(ctx, p.RunID, p.CheckpointID)
+		if err != nil {
+			return "", err
+		}
+		return u.URL, nil
+	}
 }

@@ -60,13 +60,7 @@ func PushToHub(ctx context.Context, c *tinkerapi.Client, path string, o HubPushO
 		o.Notice(p)
 	}
 	dl, err := download.Download(ctx, download.Options{
-		URL: func(ctx context.Context) (string, error) {
-			u, err := c.ArchiveURL(ctx, p.RunID, p.CheckpointID)
-			if err != nil {
-				return "", err
-			}
-			return u.URL, nil
-		},
+		URL:    archiveURL(c, p),
 		Client: storageClient,
 		Parent: tmp,
 		Name:   "checkpoint",
