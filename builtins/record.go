@@ -159,7 +159,15 @@ func recordFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple,
 			r.values = append(r.values, a)
 		}
 	default:
-		return nil, fmt.Errorf("record: got a %s; want a dict or struct", x.Type())
+		return nil, fmt.Errorf("record: got %s %s; want a dict or struct", article(x.Type()), x.Type())
 	}
 	return r, nil
+}
+
+// article is "an" before a vowel sound's letter, else "a": "an int".
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an"
+	}
+	return "a"
 }
