@@ -266,7 +266,7 @@ func (u *BillingUsage) Table(gotime.Time) *render.Table {
 	cols, rows := billingTable(u.Resp)
 	t := &render.Table{Title: fmt.Sprintf("%d hourly usage row(s)", len(rows))}
 	for _, c := range cols {
-		t.Columns = append(t.Columns, render.Column{Header: c})
+		t.Columns = append(t.Columns, render.Column{Header: c, Kind: billingKind(c, rows)})
 	}
 	for _, row := range rows {
 		cells := make([]string, len(cols))
@@ -277,6 +277,24 @@ func (u *BillingUsage) Table(gotime.Time) *render.Table {
 		t.Rows = append(t.Rows, cells)
 	}
 	return t
+}
+
+// billingKind tells the table how column c may give way to a narrow
+// terminal: times and identifiers stay whole, counts are numbers.
+func billingKind(c string, rows []render.Object) render.Kind {
+	switch c {
+	case "bucket_start", "bucket_end":
+		return render.Time
+	case "base_model", "user_id", "user_name", "session_id", "project_id":
+		return render.ID
+	}
+	for _, row := range rows {
+		switch v, _ := row.Get(c); v.(type) {
+		case *int64, int64, render.RawFloat:
+			return render.Number
+		}
+	}
+	return render.Text
 }
 
 func (u *BillingUsage) JSON() any                    { return billingJSON(u.Resp) }

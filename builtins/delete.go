@@ -93,7 +93,7 @@ func (d *DeleteResult) Attr(name string) (starlark.Value, error) {
 
 // Table lists every checkpoint with what happened to it.
 func (d *DeleteResult) Table(now gotime.Time) *render.Table {
-	t := &render.Table{Columns: []render.Column{{Header: "Checkpoint"}, {Header: "Result"}}}
+	t := &render.Table{Columns: []render.Column{{Header: "Checkpoint", Kind: render.Path}, {Header: "Result"}}}
 	if d.Cancelled {
 		t.Title = "Deletion cancelled: nothing was deleted"
 		for _, p := range d.Planned {

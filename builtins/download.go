@@ -190,7 +190,7 @@ func (d *DownloadResult) Record(now gotime.Time) *render.Record {
 }
 
 func (d *DownloadResult) RowColumns() []render.Column {
-	return []render.Column{{Header: "Checkpoint Path"}, {Header: "Archive Size"}, {Header: "Extracted to"}}
+	return []render.Column{{Header: "Checkpoint Path", Kind: render.Path}, {Header: "Archive Size", Kind: render.Number}, {Header: "Extracted to", Kind: render.Path}}
 }
 
 func (d *DownloadResult) Row(now gotime.Time) []string {

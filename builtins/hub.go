@@ -94,7 +94,7 @@ func (h *HubPush) Record(now gotime.Time) *render.Record {
 }
 
 func (h *HubPush) RowColumns() []render.Column {
-	return []render.Column{{Header: "Checkpoint Path"}, {Header: "Repo ID"}, {Header: "Revision"}, {Header: "Public"}}
+	return []render.Column{{Header: "Checkpoint Path", Kind: render.Path}, {Header: "Repo ID", Kind: render.ID}, {Header: "Revision", Kind: render.ID}, {Header: "Public"}}
 }
 
 func (h *HubPush) Row(now gotime.Time) []string {

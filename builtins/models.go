@@ -92,7 +92,7 @@ func (m *Model) Record(gotime.Time) *render.Record {
 }
 
 func (m *Model) RowColumns() []render.Column {
-	return []render.Column{{Header: "Model"}, {Header: "Max Context", Right: true}}
+	return []render.Column{{Header: "Model", Kind: render.ID}, {Header: "Max Context", Right: true}}
 }
 
 func (m *Model) Row(gotime.Time) []string { return []string{m.M.ModelName, m.contextText()} }

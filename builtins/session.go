@@ -94,7 +94,7 @@ func (s *Session) Record(gotime.Time) *render.Record {
 	return r
 }
 func (s *Session) RowColumns() []render.Column {
-	return []render.Column{{Header: "Session ID"}, {Header: "Training Runs", Right: true}, {Header: "Samplers", Right: true}}
+	return []render.Column{{Header: "Session ID", Kind: render.ID}, {Header: "Training Runs", Right: true}, {Header: "Samplers", Right: true}}
 }
 func (s *Session) Row(gotime.Time) []string {
 	return []string{s.ID, fmt.Sprint(len(s.Info.TrainingRunIDs)), fmt.Sprint(len(s.Info.SamplerIDs))}
@@ -195,7 +195,7 @@ func (t *TraceResult) Record(gotime.Time) *render.Record {
 	return r
 }
 func (t *TraceResult) RowColumns() []render.Column {
-	return []render.Column{{Header: "Session ID"}, {Header: "Saved to"}, {Header: "Size"}}
+	return []render.Column{{Header: "Session ID", Kind: render.ID}, {Header: "Saved to", Kind: render.Path}, {Header: "Size", Kind: render.Number}}
 }
 func (t *TraceResult) Row(gotime.Time) []string {
 	return []string{t.SessionID, t.Destination, render.Size(t.Size)}

@@ -83,7 +83,8 @@ func (c *Checkpoint) Attr(name string) (starlark.Value, error) {
 }
 
 func (c *Checkpoint) RowColumns() []render.Column {
-	return []render.Column{{Header: "Checkpoint ID"}, {Header: "Type"}, {Header: "Size"}, {Header: "Public"}, {Header: "Created"}, {Header: "Expires"}, {Header: "Path"}}
+	return []render.Column{{Header: "Checkpoint ID", Kind: render.ID}, {Header: "Type"}, {Header: "Size", Kind: render.Number}, {Header: "Public"},
+		{Header: "Created", Kind: render.Time}, {Header: "Expires", Kind: render.Time}, {Header: "Path", Kind: render.Path}}
 }
 
 func (c *Checkpoint) Row(now gotime.Time) []string {
@@ -224,12 +225,13 @@ func (r *Run) Attr(name string) (starlark.Value, error) {
 // RunColumns are the official `run list` column keys, headers and cells.
 var RunColumns = []struct {
 	Key, Header string
+	Kind        render.Kind
 	Cell        func(r *tinkerapi.TrainingRun, now gotime.Time) string
 }{
-	{"id", "Run ID", func(r *tinkerapi.TrainingRun, _ gotime.Time) string { return r.TrainingRunID }},
-	{"model", "Base Model", func(r *tinkerapi.TrainingRun, _ gotime.Time) string { return r.BaseModel }},
-	{"owner", "Owner", func(r *tinkerapi.TrainingRun, _ gotime.Time) string { return r.ModelOwner }},
-	{"lora", "LoRA", func(r *tinkerapi.TrainingRun, _ gotime.Time) string {
+	{"id", "Run ID", render.ID, func(r *tinkerapi.TrainingRun, _ gotime.Time) string { return r.TrainingRunID }},
+	{"model", "Base Model", render.ID, func(r *tinkerapi.TrainingRun, _ gotime.Time) string { return r.BaseModel }},
+	{"owner", "Owner", render.ID, func(r *tinkerapi.TrainingRun, _ gotime.Time) string { return r.ModelOwner }},
+	{"lora", "LoRA", render.Text, func(r *tinkerapi.TrainingRun, _ gotime.Time) string {
 		switch {
 		case r.IsLora && r.LoraRank != nil && *r.LoraRank != 0:
 			return fmt.Sprintf("Rank %d", *r.LoraRank)
@@ -238,15 +240,15 @@ var RunColumns = []struct {
 		}
 		return "No"
 	}},
-	{"updated", "Last Update", func(r *tinkerapi.TrainingRun, now gotime.Time) string { return render.Ago(r.LastRequestTime, now) }},
-	{"status", "Status", func(r *tinkerapi.TrainingRun, _ gotime.Time) string { return status(r) }},
-	{"checkpoint", "Last Checkpoint", func(r *tinkerapi.TrainingRun, _ gotime.Time) string {
+	{"updated", "Last Update", render.Time, func(r *tinkerapi.TrainingRun, now gotime.Time) string { return render.Ago(r.LastRequestTime, now) }},
+	{"status", "Status", render.Text, func(r *tinkerapi.TrainingRun, _ gotime.Time) string { return status(r) }},
+	{"checkpoint", "Last Checkpoint", render.ID, func(r *tinkerapi.TrainingRun, _ gotime.Time) string {
 		if r.LastCheckpoint == nil {
 			return "None"
 		}
 		return r.LastCheckpoint.CheckpointID
 	}},
-	{"checkpoint_time", "Checkpoint Time", func(r *tinkerapi.TrainingRun, now gotime.Time) string {
+	{"checkpoint_time", "Checkpoint Time", render.Time, func(r *tinkerapi.TrainingRun, now gotime.Time) string {
 		if r.LastCheckpoint == nil {
 			return "N/A"
 		}
@@ -269,7 +271,7 @@ func (r *Run) RowColumns() []render.Column {
 	for _, k := range DefaultRunColumns {
 		for _, c := range RunColumns {
 			if c.Key == k {
-				cols = append(cols, render.Column{Header: c.Header})
+				cols = append(cols, render.Column{Header: c.Header, Kind: c.Kind})
 			}
 		}
 	}

@@ -83,8 +83,9 @@ func TestTableFitsWidth(t *testing.T) {
 			t.Errorf("line wider than 40: %d %q", w, line)
 		}
 	}
-	if !strings.Contains(b.String(), "…") || !strings.Contains(b.String(), "│ a  │") {
-		t.Errorf("short column not whole or long one not cut:\n%s", b.String())
+	if strings.Contains(b.String(), "…") || !strings.Contains(b.String(), "│ a  │") ||
+		strings.Count(strings.ReplaceAll(b.String(), " ", ""), "x") != 100 {
+		t.Errorf("short column not whole or free text not wrapped whole:\n%s", b.String())
 	}
 	b.Reset()
 	_ = Write(&b, tab, Options{})
@@ -98,5 +99,46 @@ func TestCellsStayOnOneLine(t *testing.T) {
 	_ = Write(&b, &Table{Columns: []Column{{Header: "text"}}, Rows: [][]string{{"a\nb\tc"}}}, Options{})
 	if !strings.Contains(b.String(), "│ a⏎b⇥c │") || strings.Count(b.String(), "\n") != 5 {
 		t.Errorf("cell broke the layout:\n%s", b.String())
+	}
+}
+
+// Paths are shortened in the middle while that keeps rows apart, and
+// folded when it would not; identifiers and numbers stay whole.
+func TestTableKinds(t *testing.T) {
+	cols := []Column{{Header: "id", Kind: ID}, {Header: "n", Right: true}, {Header: "path", Kind: Path}}
+	row := func(id, path string) []string { return []string{id, "1234", path} }
+	apart := &Table{Columns: cols, Rows: [][]string{
+		row("run-a", "tinker://3004660f-0000-5000-8000-000000000001:train:0/weights/0001"),
+		row("run-b", "tinker://3004660f-0000-5000-8000-000000000001:train:1/weights/0001"),
+	}}
+	var b bytes.Buffer
+	_ = Write(&b, apart, Options{Width: 50})
+	for _, want := range []string{"│ run-a │ 1234 │ tinker://3…train:0/weights/0001 │", "│ run-b │ 1234 │ tinker://3…train:1/weights/0001 │"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("want %q in\n%s", want, b.String())
+		}
+	}
+	// Same head and tail: shortening would make the rows look alike.
+	alike := &Table{Columns: cols, Rows: [][]string{
+		row("run-a", "tinker://3004660f-0000-5000-8000-000000000001:train:0/weights/0001"),
+		row("run-b", "tinker://3004660f-0000-5000-8000-000000000002:train:0/weights/0001"),
+	}}
+	b.Reset()
+	_ = Write(&b, alike, Options{Width: 50})
+	if strings.Contains(b.String(), "…") || !strings.Contains(b.String(), "000000000002:") {
+		t.Errorf("paths that shortening makes alike must fold whole:\n%s", b.String())
+	}
+	// Too narrow for the whole columns: one block per row.
+	b.Reset()
+	_ = Write(&b, apart, Options{Width: 20})
+	for _, want := range []string{"\nid    run-a\nn     1234\npath  tinker://\n", "\nid    run-b\n"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("want block %q in\n%s", want, b.String())
+		}
+	}
+	for _, line := range strings.Split(b.String(), "\n") {
+		if w := len([]rune(line)); w > 20 {
+			t.Errorf("block line wider than 20: %q", line)
+		}
 	}
 }

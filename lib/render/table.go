@@ -19,6 +19,7 @@ const Missing = "—"
 type Column struct {
 	Header string
 	Right  bool // right-align (numbers)
+	Kind   Kind // how the column gives way to a narrow width
 }
 
 // Table is a titled grid of already-formatted cells.
@@ -60,6 +61,8 @@ func init() {
 
 // Write renders t to w. The box drawing follows the official CLI (heavy
 // header, light body), so compatible subcommands print the same text.
+// Fitted to a width, columns give way by kind (see Kind); when the columns
+// that must stay whole do not fit, each row is drawn as a block instead.
 func Write(w io.Writer, t *Table, o Options) error {
 	rows, hidden := t.Rows, 0
 	var tail [][]string
@@ -80,32 +83,23 @@ func Write(w io.Writer, t *Table, o Options) error {
 		_, err := io.WriteString(w, "\n")
 		return err
 	}
+	rows, tail = cellTexts(rows, n), cellTexts(tail, n)
+	headers := make([]string, n)
+	kinds := make([]Kind, n)
 	widths := make([]int, n)
+	columns := make([][]string, n) // every shown cell of each column
 	for i, c := range t.Columns {
-		widths[i] = runewidth.StringWidth(c.Header)
-	}
-	measure := func(rs [][]string) {
-		for _, r := range rs {
-			for i := 0; i < n && i < len(r); i++ {
-				if cw := runewidth.StringWidth(cellText(r[i])); cw > widths[i] {
-					widths[i] = cw
-				}
-			}
+		headers[i] = cellText(c.Header)
+		kinds[i] = c.kind()
+		widths[i] = runewidth.StringWidth(headers[i])
+		for _, r := range append(rows[:len(rows):len(rows)], tail...) {
+			columns[i] = append(columns[i], r[i])
+			widths[i] = max(widths[i], runewidth.StringWidth(r[i]))
 		}
 	}
-	measure(rows)
-	measure(tail)
 	if hidden > 0 && widths[0] < 1 {
 		widths[0] = 1
 	}
-	if o.Width > 0 {
-		fit(widths, o.Width-(3*n+1))
-	}
-	total := 1
-	for _, cw := range widths {
-		total += cw + 3
-	}
-
 	var b strings.Builder
 	paint := func(s *color.Color, text string) string {
 		if !o.Color || text == "" {
@@ -113,6 +107,34 @@ func Write(w io.Writer, t *Table, o Options) error {
 		}
 		return s.Sprint(text)
 	}
+	footer := func() {
+		if hidden > 0 {
+			fmt.Fprintf(&b, "%s\n", paint(styleDim, fmt.Sprintf("%s of %s rows hidden; use --format json or json.encode() for all",
+				Thousands(int64(hidden)), Thousands(int64(len(t.Rows)+t.Omitted)))))
+		}
+	}
+	elide := make([]bool, n)
+	if o.Width > 0 {
+		avail := o.Width - (3*n + 1)
+		mins := make([]int, n)
+		for i := range widths {
+			mins[i] = minWidth(kinds[i], widths[i], max(minTextWidth, avail/n), headers[i], columns[i])
+		}
+		if !fit(widths, mins, kinds, avail) {
+			writeBlocks(&b, t.Title, headers, kinds, rows, tail, o.Width, paint)
+			footer()
+			_, err := io.WriteString(w, b.String())
+			return err
+		}
+		for i := range elide {
+			elide[i] = kinds[i] == Path && elisionKeepsRowsApart(columns[i], widths[i])
+		}
+	}
+	total := 1
+	for _, cw := range widths {
+		total += cw + 3
+	}
+
 	if t.Title != "" {
 		for _, line := range wrap(cellText(t.Title), total) {
 			lw := runewidth.StringWidth(line)
@@ -135,39 +157,46 @@ func Write(w io.Writer, t *Table, o Options) error {
 		b.WriteByte('\n')
 	}
 	row := func(sep string, cells []string, header bool) {
+		lines := make([][]string, n)
+		height := 1
 		for i, cw := range widths {
-			b.WriteString(sep)
-			b.WriteByte(' ')
-			text := ""
-			if i < len(cells) {
-				text = cells[i]
-			}
-			text = truncate(cellText(text), cw)
-			pad := strings.Repeat(" ", cw-runewidth.StringWidth(text))
-			styled := text
-			switch {
-			case header:
-				styled = paint(styleHeader, text)
-			case text == Missing:
-				styled = paint(styleDim, text)
-			case i == 0:
-				styled = paint(styleKey, text)
-			}
-			if t.Columns[i].Right && !header {
-				b.WriteString(pad + styled)
+			if header {
+				lines[i] = wrap(cells[i], cw)
 			} else {
-				b.WriteString(styled + pad)
+				lines[i] = layoutCell(cells[i], kinds[i], cw, elide[i])
 			}
-			b.WriteByte(' ')
+			height = max(height, len(lines[i]))
 		}
-		b.WriteString(sep)
-		b.WriteByte('\n')
+		for l := 0; l < height; l++ {
+			for i, cw := range widths {
+				b.WriteString(sep)
+				b.WriteByte(' ')
+				text := ""
+				if l < len(lines[i]) {
+					text = lines[i][l]
+				}
+				pad := strings.Repeat(" ", max(0, cw-runewidth.StringWidth(text)))
+				styled := text
+				switch {
+				case header:
+					styled = paint(styleHeader, text)
+				case text == Missing:
+					styled = paint(styleDim, text)
+				case i == 0:
+					styled = paint(styleKey, text)
+				}
+				if t.Columns[i].Right && !header {
+					b.WriteString(pad + styled)
+				} else {
+					b.WriteString(styled + pad)
+				}
+				b.WriteByte(' ')
+			}
+			b.WriteString(sep)
+			b.WriteByte('\n')
+		}
 	}
 	rule("┏", "━", "┳", "┓")
-	headers := make([]string, n)
-	for i, c := range t.Columns {
-		headers[i] = c.Header
-	}
 	row("┃", headers, true)
 	rule("┡", "━", "╇", "┩")
 	for _, r := range rows {
@@ -184,35 +213,21 @@ func Write(w io.Writer, t *Table, o Options) error {
 		}
 	}
 	rule("└", "─", "┴", "┘")
-	if hidden > 0 {
-		fmt.Fprintf(&b, "%s\n", paint(styleDim, fmt.Sprintf("%s of %s rows hidden; use --format json or json.encode() for all",
-			Thousands(int64(hidden)), Thousands(int64(len(t.Rows)+t.Omitted)))))
-	}
+	footer()
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-// fit shrinks the widest columns until the widths sum to at most avail, so
-// short columns stay whole and long ones are truncated.
-func fit(widths []int, avail int) {
-	const minWidth = 3
-	sum := 0
-	for _, w := range widths {
-		sum += w
-	}
-	for sum > avail {
-		widest := 0
-		for i, w := range widths {
-			if w > widths[widest] {
-				widest = i
-			}
+// cellTexts gives every row n one-line printable cells (see cellText).
+func cellTexts(rows [][]string, n int) [][]string {
+	out := make([][]string, len(rows))
+	for r, row := range rows {
+		out[r] = make([]string, n)
+		for i := 0; i < n && i < len(row); i++ {
+			out[r][i] = cellText(row[i])
 		}
-		if widths[widest] <= minWidth {
-			return
-		}
-		widths[widest]--
-		sum--
 	}
+	return out
 }
 
 // flat keeps a cell on one line: line breaks and tabs are shown as marks.
@@ -225,46 +240,6 @@ func cellText(s string) string {
 		s = flat.Replace(s)
 	}
 	return Printable(s)
-}
-
-// truncate cuts s to width display cells, ending in "…" when cut.
-func truncate(s string, width int) string {
-	if runewidth.StringWidth(s) <= width {
-		return s
-	}
-	if width <= 1 {
-		return runewidth.Truncate(s, width, "")
-	}
-	return runewidth.Truncate(s, width, "…")
-}
-
-// wrap splits text into lines of at most width cells at spaces.
-func wrap(text string, width int) []string {
-	if runewidth.StringWidth(text) <= width || width <= 0 {
-		return []string{text}
-	}
-	var lines []string
-	line := ""
-	for _, word := range strings.Fields(text) {
-		switch {
-		case line == "":
-			line = word
-		case runewidth.StringWidth(line)+1+runewidth.StringWidth(word) <= width:
-			line += " " + word
-		default:
-			lines = append(lines, line)
-			line = word
-		}
-		for runewidth.StringWidth(line) > width {
-			cut := runewidth.Truncate(line, width, "")
-			lines = append(lines, cut)
-			line = line[len(cut):]
-		}
-	}
-	if line != "" {
-		lines = append(lines, line)
-	}
-	return lines
 }
 
 // Field is one row of a record shown vertically.

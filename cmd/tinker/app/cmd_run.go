@@ -113,7 +113,7 @@ func runList(r *apiRun) error {
 	now := r.now()
 	t := &render.Table{Title: builtins.Plural(len(runs), "training run", "training runs") + moreSuffix(total, len(runs))}
 	for _, i := range cols {
-		t.Columns = append(t.Columns, render.Column{Header: builtins.RunColumns[i].Header})
+		t.Columns = append(t.Columns, render.Column{Header: builtins.RunColumns[i].Header, Kind: builtins.RunColumns[i].Kind})
 	}
 	for i := range runs {
 		row := make([]string, len(cols))
