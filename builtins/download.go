@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	gotime "time"
@@ -39,11 +40,18 @@ var storageClient = &http.Client{Timeout: 0}
 
 // DownloadOptions configure DownloadCheckpoint.
 type DownloadOptions struct {
-	Output   string // parent directory; empty: current directory
-	Force    bool
-	Progress download.Progress
-	// Notice, if set, is told when the archive is being requested.
-	Notice func(p tinkerapi.Path)
+	Output string // parent directory; empty: current directory
+	Force  bool
+	// Start, if set, is called when the archive is requested, after the
+	// local checks, and returns where the transfer reports progress.
+	Start func(p tinkerapi.Path) download.Progress
+}
+
+// ArchiveStage is the download progress on a terminal: "Preparing
+// archive…" with its elapsed time while the service builds the archive (a
+// big checkpoint takes a while), then the bar from bar once bytes flow.
+func ArchiveStage(w io.Writer, width int, bar func() progress.Counter) *progress.Staged {
+	return progress.NewStaged(progress.NewStatus(w, true, width, "Preparing archive…"), bar)
 }
 
 // DownloadCheckpoint downloads path into Output/<target name>.
@@ -70,8 +78,9 @@ func DownloadCheckpoint(ctx context.Context, c *tinkerapi.Client, path string, o
 	if err != nil {
 		return nil, userErr(err.Error(), "")
 	}
-	if o.Notice != nil {
-		o.Notice(p)
+	var prog download.Progress
+	if o.Start != nil {
+		prog = o.Start(p)
 	}
 	res, err := download.Download(ctx, download.Options{
 		URL:      archiveURL(c, p),
@@ -80,7 +89,7 @@ func DownloadCheckpoint(ctx context.Context, c *tinkerapi.Client, path string, o
 		Name:     name,
 		Force:    o.Force,
 		Adapter:  p.Kind == "sampler_weights",
-		Progress: o.Progress,
+		Progress: prog,
 	})
 	if err != nil {
 		return nil, downloadErr(err, target)
@@ -236,14 +245,22 @@ func downloadFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	if err != nil {
 		return nil, err
 	}
-	var bar *progress.Bar
-	var prog download.Progress
+	var stage *progress.Staged
+	o := DownloadOptions{Output: output, Force: force}
 	if env.NoticesTTY {
-		bar = progress.NewBytes(env.Notices, true, env.Width, "Downloading", 0)
-		prog = bar
+		o.Start = func(tinkerapi.Path) download.Progress {
+			stage = ArchiveStage(env.Notices, env.Width, func() progress.Counter {
+				return progress.NewBytes(env.Notices, true, env.Width, "Downloading", 0)
+			})
+			return stage
+		}
 	}
-	res, err := DownloadCheckpoint(ContextOf(thread), c, path, DownloadOptions{Output: output, Force: force, Progress: prog})
-	bar.End(err)
+	res, err := DownloadCheckpoint(ContextOf(thread), c, path, o)
+	if stage != nil {
+		if bar, ok := stage.Bar().(*progress.Bar); ok {
+			bar.End(err)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

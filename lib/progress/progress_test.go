@@ -300,3 +300,35 @@ func TestBarEnd(t *testing.T) {
 		t.Errorf("End(err) did not erase the line: %q", failed.String())
 	}
 }
+
+// The wait before a transfer shows a status line with its own clock; the
+// first count clears it and starts the bar, once.
+func TestStaged(t *testing.T) {
+	var buf bytes.Buffer
+	now := time.Unix(0, 0)
+	st := newStatus(&buf, true, 80, "Preparing archive…", func() time.Time { return now }, 0)
+	starts := 0
+	var bar *Bar
+	s := NewStaged(st, func() Counter {
+		starts++
+		bar = newBar(&buf, true, 80, "Downloading", 0, unitBytes, func() time.Time { return now }, 0)
+		return bar
+	})
+	if !strings.Contains(buf.String(), "Preparing archive…") {
+		t.Fatalf("no status line before the transfer: %q", buf.String())
+	}
+	now = now.Add(20 * time.Second)
+	st.redraw()
+	if !strings.Contains(buf.String(), "Preparing archive… 20s") {
+		t.Errorf("status line without its clock: %q", buf.String())
+	}
+	if starts != 0 {
+		t.Fatal("bar started before any count")
+	}
+	s.SetTotal(100)
+	s.Add(10)
+	s.Add(5)
+	if starts != 1 || bar.done.Load() != 15 || bar.total.Load() != 100 {
+		t.Errorf("starts %d, bar at %d of %d", starts, bar.done.Load(), bar.total.Load())
+	}
+}

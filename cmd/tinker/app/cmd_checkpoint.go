@@ -391,14 +391,22 @@ func checkpointDownload(r *apiRun) error {
 		return unexpected(err)
 	}
 	bar := &lazyBar{start: func() *clickProgress { return r.bar("Downloading archive", 0) }}
+	var stage *progress.Staged
 	res, err := builtins.DownloadCheckpoint(r.ctx, c, path, builtins.DownloadOptions{
 		Output: output,
 		Force:  force,
-		Notice: func(p tinkerapi.Path) {
+		Start: func(p tinkerapi.Path) download.Progress {
 			fmt.Fprintf(r.io.Err, "Creating checkpoint archive for run id: %s checkpoint id: %s (this may take a while)\n", p.RunID, p.CheckpointID)
+			if !r.io.ErrTTY {
+				return bar
+			}
+			stage = builtins.ArchiveStage(r.io.Err, r.io.Width, func() progress.Counter { return bar })
+			return stage
 		},
-		Progress: bar,
 	})
+	if stage != nil {
+		stage.Bar() // clears the status line of a download that never started
+	}
 	bar.p.Finish()
 	if err != nil {
 		return err
