@@ -26,9 +26,43 @@ type archiver struct {
 	mu     sync.Mutex
 	failed map[string]error // background generation failures, by dir
 	plans  planCache
+	// generated holds the dirs generated here from a seed, by last use:
+	// they can be made again, so idle ones are removed (dropIdle).
+	generated map[string]time.Time
 }
 
-func newArchiver(s *Server) *archiver { return &archiver{s: s, failed: map[string]error{}} }
+// generatedKeep is how long generated checkpoint files stay unused on disk.
+const generatedKeep = time.Hour
+
+func newArchiver(s *Server) *archiver {
+	return &archiver{s: s, failed: map[string]error{}, generated: map[string]time.Time{}}
+}
+
+// used records a use of dir's files if they were generated here.
+func (a *archiver) used(dir string, generated bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := a.generated[dir]; ok || generated {
+		a.generated[dir] = a.s.now()
+	}
+}
+
+// dropIdle removes generated files unused for generatedKeep; the next
+// request generates them again, identical, from the checkpoint's seed.
+func (a *archiver) dropIdle(now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for dir, last := range a.generated {
+		if now.Sub(last) < generatedKeep {
+			continue
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			a.s.opts.Logf("remove idle generated files: %v", err)
+			continue
+		}
+		delete(a.generated, dir)
+	}
+}
 
 func (a *archiver) wait() { a.wg.Wait() }
 
@@ -80,6 +114,7 @@ func (a *archiver) ready(dir string) bool {
 func (a *archiver) materialise(c store.Checkpoint, background bool) error {
 	dir := a.s.checkpointDir(c.RunID, c.Kind, c.Name)
 	if a.ready(dir) {
+		a.used(dir, false)
 		return nil
 	}
 	run, ok := a.s.st.Run(c.RunID, a.s.now())
@@ -104,6 +139,7 @@ func (a *archiver) materialise(c store.Checkpoint, background bool) error {
 			return nil, fmt.Errorf("checkpoint %s was deleted", c.TinkerPath())
 		}
 		a.s.opts.Logf("generated %s (%d bytes) in %s", c.TinkerPath(), p.Size(), time.Since(start).Round(time.Millisecond))
+		a.used(dir, true)
 		return nil, nil
 	}
 	if !background {

@@ -64,8 +64,10 @@ func (s *Server) sweepLoop() {
 	}
 }
 
-// Sweep deletes every expired checkpoint (rows and files) now.
+// Sweep deletes every expired checkpoint (rows and files) now, and the
+// generated checkpoint files that have been idle for an hour.
 func (s *Server) Sweep() (int, error) {
+	s.archives.dropIdle(s.now())
 	n := 0
 	for _, c := range s.st.ExpiredCheckpoints(s.now()) {
 		if err := s.deleteCheckpoint(c.RunID, c.Kind, c.Name); err != nil && !errors.Is(err, store.ErrNotFound) {

@@ -540,6 +540,44 @@ func TestLargeArchiveIsGeneratedInBackground(t *testing.T) {
 	}
 }
 
+// Files generated for an archive are removed after an idle hour and made
+// again on the next request.
+func TestGeneratedArchiveIsRemovedWhenIdle(t *testing.T) {
+	e := newEnv(t, manifestFor(1, 1), Options{ArchiveSyncLimit: 1})
+	run := firstRun(e)
+	path := "/api/v1/training_runs/" + run + "/checkpoints/weights/final/archive"
+	dir := e.srv.checkpointDir(run, "weights", "final")
+	if code, _, _ := e.do("GET", path, nil); code != 503 {
+		t.Fatalf("first = %d", code)
+	}
+	e.srv.archives.wait()
+	e.clk.Add(50 * time.Minute)
+	if code, _, _ := e.do("GET", path, nil); code != 302 { // a use
+		t.Fatalf("after generation = %d", code)
+	}
+	e.clk.Add(50 * time.Minute)
+	if _, err := e.srv.Sweep(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("files used 50 minutes ago were removed: %v", err)
+	}
+	e.clk.Add(11 * time.Minute)
+	if _, err := e.srv.Sweep(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("idle generated files still on disk: %v", err)
+	}
+	if code, _, _ := e.do("GET", path, nil); code != 503 {
+		t.Fatalf("after removal = %d, want generation again", code)
+	}
+	e.srv.archives.wait()
+	if code, _, _ := e.do("GET", path, nil); code != 302 {
+		t.Fatalf("after regeneration = %d", code)
+	}
+}
+
 func TestRoutingEscapesAndOrphanCleanup(t *testing.T) {
 	e := newEnv(t, manifestFor(1, 2), Options{})
 	run := firstRun(e)
