@@ -43,6 +43,7 @@ type futureTable struct {
 	mu      sync.Mutex
 	m       map[string]*future
 	byOwner map[string][]*future // creation order
+	pending map[string]int       // slots admitted but not yet registered
 	stop    chan struct{}
 	stopped chan struct{}
 }
@@ -56,7 +57,7 @@ const (
 )
 
 func newFutureTable() *futureTable {
-	t := &futureTable{m: map[string]*future{}, byOwner: map[string][]*future{}, stop: make(chan struct{}), stopped: make(chan struct{})}
+	t := &futureTable{m: map[string]*future{}, byOwner: map[string][]*future{}, pending: map[string]int{}, stop: make(chan struct{}), stopped: make(chan struct{})}
 	go t.janitor(futureGrace / 3)
 	return t
 }
@@ -117,22 +118,35 @@ func (t *futureTable) expired(f *future, now time.Time) bool {
 	}
 }
 
-// admit answers 429 when owner already has maxFuturesPerUser futures not yet
-// collected. Handlers call it before they change any state, so a refused
-// request can simply be sent again.
-func (t *futureTable) admit(owner string) *errorResponse {
+// admit reserves one of owner's maxFuturesPerUser slots, or answers 429
+// when they are all taken by futures not yet collected. Handlers call it
+// before they change any state, so a refused request can simply be sent
+// again, and defer the release it returns: the reservation holds the slot
+// until startFuture has registered the future, so concurrent requests
+// cannot all pass the check at once and overshoot the limit.
+func (t *futureTable) admit(owner string) (release func(), e *errorResponse) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	n := 0
+	n := t.pending[owner]
 	for _, f := range t.byOwner[owner] {
 		if f.collectedAt.IsZero() {
 			n++
 		}
 	}
 	if n >= maxFuturesPerUser {
-		return errorf(http.StatusTooManyRequests, "Too many outstanding requests: %d results not yet collected (the limit is %d per user); collect them with retrieve_future, then retry", n, maxFuturesPerUser)
+		return nil, errorf(http.StatusTooManyRequests, "Too many outstanding requests: %d results not yet collected (the limit is %d per user); collect them with retrieve_future, then retry", n, maxFuturesPerUser)
 	}
-	return nil
+	t.pending[owner]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			if t.pending[owner]--; t.pending[owner] <= 0 {
+				delete(t.pending, owner)
+			}
+		})
+	}, nil
 }
 
 // newFutureID is 128 random bits: ids cannot be guessed from run ids or

@@ -39,9 +39,11 @@ func (s *Server) createModel(w http.ResponseWriter, r *http.Request, owner strin
 	if e := checkMetadata("user_metadata", body.UserMetadata); e != nil {
 		return e
 	}
-	if e := s.futures.admit(owner); e != nil {
+	release, e := s.futures.admit(owner)
+	if e != nil {
 		return e
 	}
+	defer release()
 	se, e := s.liveSession(owner, body.SessionID)
 	if e != nil {
 		return e
@@ -100,12 +102,17 @@ func (s *Server) ownedRun(owner, modelID string) (store.RunView, *errorResponse)
 }
 
 // admitOwned is ownedRun for a request that starts a future: it first
-// counts the future against the caller's limit.
-func (s *Server) admitOwned(owner, modelID string) (store.RunView, *errorResponse) {
-	if e := s.futures.admit(owner); e != nil {
-		return store.RunView{}, e
+// reserves the future's slot in the caller's limit (see futureTable.admit;
+// the caller defers release).
+func (s *Server) admitOwned(owner, modelID string) (run store.RunView, release func(), e *errorResponse) {
+	if release, e = s.futures.admit(owner); e != nil {
+		return store.RunView{}, nil, e
 	}
-	return s.ownedRun(owner, modelID)
+	if run, e = s.ownedRun(owner, modelID); e != nil {
+		release()
+		return store.RunView{}, nil, e
+	}
+	return run, release, nil
 }
 
 func (s *Server) getInfo(w http.ResponseWriter, r *http.Request, owner string, _ []string) *errorResponse {

@@ -140,9 +140,11 @@ func (s *Server) asample(w http.ResponseWriter, r *http.Request, owner string, _
 	if e := decodeBody(r, &body); e != nil {
 		return e
 	}
-	if e := s.futures.admit(owner); e != nil {
+	release, e := s.futures.admit(owner)
+	if e != nil {
 		return e
 	}
+	defer release()
 	er, e := body.engineRequest()
 	if e != nil {
 		return e

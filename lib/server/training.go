@@ -41,10 +41,11 @@ func (s *Server) fwd(w http.ResponseWriter, r *http.Request, owner string, legac
 	if e != nil {
 		return e
 	}
-	run, e := s.admitOwned(owner, req.ModelID)
+	run, release, e := s.admitOwned(owner, req.ModelID)
 	if e != nil {
 		return e
 	}
+	defer release()
 	op := "forward_backward"
 	if req.ForwardOnly {
 		op = "forward"
@@ -146,10 +147,11 @@ func (s *Server) optimStep(w http.ResponseWriter, r *http.Request, owner string,
 	if e := decodeBody(r, &body); e != nil {
 		return e
 	}
-	run, e := s.admitOwned(owner, body.ModelID)
+	run, release, e := s.admitOwned(owner, body.ModelID)
 	if e != nil {
 		return e
 	}
+	defer release()
 	if body.AdamParams == nil {
 		return errorf(http.StatusUnprocessableEntity, "adam_params is required")
 	}

@@ -88,10 +88,11 @@ func (s *Server) save(w http.ResponseWriter, r *http.Request, owner, kind string
 	if _, e := checkTTL("ttl_seconds", body.TTLSeconds, s.now()); e != nil {
 		return e
 	}
-	run, e := s.admitOwned(owner, body.ModelID)
+	run, release, e := s.admitOwned(owner, body.ModelID)
 	if e != nil {
 		return e
 	}
+	defer release()
 	s.st.TouchRun(run.ID, s.now())
 	ephemeral := kind == "sampler_weights" && body.Path == "" && body.SamplingSessionSeqID != nil
 	m := s.trainers.model(run.ID)
@@ -217,9 +218,11 @@ func (s *Server) loadWeights(w http.ResponseWriter, r *http.Request, owner strin
 	if e := checkMetadata("user_metadata", body.UserMetadata); e != nil {
 		return e
 	}
-	if e := s.futures.admit(owner); e != nil {
+	release, e := s.futures.admit(owner)
+	if e != nil {
 		return e
 	}
+	defer release()
 	now := s.now()
 	c, e := s.readableCheckpoint(owner, body.Path, now)
 	if e != nil {
