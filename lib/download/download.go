@@ -11,7 +11,8 @@
 //     RENAME_EXCHANGE where available), so it is never destroyed before the
 //     new copy is complete;
 //   - any failure, including context cancellation, removes the partial
-//     directory; only a process kill can leave one behind;
+//     directory; only a process kill can leave one behind, and the next
+//     download of the same name removes it (atomicfile.SweepStale);
 //   - 408, 429 and 5xx answers (the 503 "archive is being generated") and
 //     network errors are retried with backoff; a connection lost mid-body
 //     resumes with a Range request when the server supports it, and
@@ -42,6 +43,7 @@ import (
 	"time"
 
 	"github.com/tinkershell/tinker/lib/archive"
+	"github.com/tinkershell/tinker/lib/atomicfile"
 	"github.com/tinkershell/tinker/lib/peft"
 )
 
@@ -182,12 +184,15 @@ func Download(ctx context.Context, opts Options) (*Result, error) {
 	}
 
 	d := &downloader{opts: opts, parent: filepath.Dir(target)}
+	// A killed download of the same name left its partial directory behind.
+	atomicfile.SweepStale(d.parent, d.tempPrefix())
 	res, tmp, err := d.run(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := install(tmp, target, opts.Force); err != nil {
-		os.RemoveAll(tmp)
+	defer tmp.Release()
+	if err := install(tmp.Path, target, opts.Force); err != nil {
+		os.RemoveAll(tmp.Path)
 		return nil, err
 	}
 	res.Path = target
@@ -273,8 +278,8 @@ type downloader struct {
 }
 
 // run retries whole attempts until one extracts a complete archive into a
-// fresh partial directory, which it returns.
-func (d *downloader) run(ctx context.Context) (*Result, string, error) {
+// fresh partial directory, which it returns still locked.
+func (d *downloader) run(ctx context.Context) (*Result, *atomicfile.TempDir, error) {
 	for {
 		d.tries++
 		res, tmp, err := d.attempt(ctx)
@@ -282,17 +287,17 @@ func (d *downloader) run(ctx context.Context) (*Result, string, error) {
 			return res, tmp, nil
 		}
 		if cerr := ctx.Err(); cerr != nil {
-			return nil, "", cerr
+			return nil, nil, cerr
 		}
 		var retry *retryable
 		if !errors.As(err, &retry) {
-			return nil, "", err
+			return nil, nil, err
 		}
 		if d.tries >= d.opts.Attempts {
-			return nil, "", fmt.Errorf("%w after %d attempts: %w", ErrDownload, d.tries, retry.err)
+			return nil, nil, fmt.Errorf("%w after %d attempts: %w", ErrDownload, d.tries, retry.err)
 		}
 		if err := d.wait(ctx, retry.err); err != nil {
-			return nil, "", err
+			return nil, nil, err
 		}
 	}
 }
@@ -328,18 +333,20 @@ func (r *retryable) Unwrap() error { return r.err }
 
 // attempt downloads and extracts once into a new partial directory, which
 // it removes again on failure.
-func (d *downloader) attempt(ctx context.Context) (_ *Result, _ string, err error) {
+func (d *downloader) attempt(ctx context.Context) (_ *Result, _ *atomicfile.TempDir, err error) {
 	signed, err := d.opts.URL(ctx)
 	if err != nil {
-		return nil, "", fmt.Errorf("get archive URL: %w", err)
+		return nil, nil, fmt.Errorf("get archive URL: %w", err)
 	}
-	tmp, err := os.MkdirTemp(d.parent, "."+tempStem(d.opts.Name)+".partial-")
+	td, err := atomicfile.MkdirTemp(d.parent, d.tempPrefix())
 	if err != nil {
-		return nil, "", fmt.Errorf("create temporary directory: %w", err)
+		return nil, nil, fmt.Errorf("create temporary directory: %w", err)
 	}
+	tmp := td.Path
 	defer func() {
 		if err != nil {
 			os.RemoveAll(tmp)
+			td.Release()
 		}
 	}()
 
@@ -347,7 +354,7 @@ func (d *downloader) attempt(ctx context.Context) (_ *Result, _ string, err erro
 	defer cancel(nil)
 	body, err := d.open(actx, cancel, signed)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, err
 	}
 	defer body.close()
 	d.opts.Progress.SetTotal(max(body.total, 0))
@@ -358,38 +365,43 @@ func (d *downloader) attempt(ctx context.Context) (_ *Result, _ string, err erro
 	st, err := archive.Extract(actx, body, tmp, aopts)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, "", ctx.Err()
+			return nil, nil, ctx.Err()
 		}
 		if body.netErr != nil {
-			return nil, "", &retryable{body.netErr}
+			return nil, nil, &retryable{body.netErr}
 		}
 		// The extractor may notice the cancelled attempt before the next
 		// Read does; the cause says why it was cancelled.
 		if cause := context.Cause(actx); stalled(cause) {
-			return nil, "", &retryable{cause}
+			return nil, nil, &retryable{cause}
 		}
 		if errors.Is(err, archive.ErrTooBig) {
-			return nil, "", fmt.Errorf("%w: %w; set %s (e.g. 512G) to allow larger checkpoints", ErrExtract, err, MaxBytesEnv)
+			return nil, nil, fmt.Errorf("%w: %w; set %s (e.g. 512G) to allow larger checkpoints", ErrExtract, err, MaxBytesEnv)
 		}
-		return nil, "", fmt.Errorf("%w: %w", ErrExtract, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrExtract, err)
 	}
 	// Extract read the stream to its end; with Content-Length known, that
 	// end must be where the server said.
 	if body.total >= 0 && body.off != body.total {
-		return nil, "", fmt.Errorf("%w: %w: got %d of the %d bytes announced", ErrExtract, archive.ErrTruncated, body.off, body.total)
+		return nil, nil, fmt.Errorf("%w: %w: got %d of the %d bytes announced", ErrExtract, archive.ErrTruncated, body.off, body.total)
 	}
 	if err := verify(tmp, d.opts.Adapter); err != nil {
-		return nil, "", err
+		return nil, nil, err
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp made it 0700
-		return nil, "", fmt.Errorf("set permissions: %w", err)
+		return nil, nil, fmt.Errorf("set permissions: %w", err)
 	}
 	return &Result{
 		ContentLength: max(body.total, 0),
 		ArchiveBytes:  body.off,
 		Files:         st.Files,
 		Bytes:         st.Bytes,
-	}, tmp, nil
+	}, td, nil
+}
+
+// tempPrefix names the partial directories of this download.
+func (d *downloader) tempPrefix() string {
+	return "." + tempStem(d.opts.Name) + ".partial-"
 }
 
 // tempStem shortens very long names so the partial directory's name stays

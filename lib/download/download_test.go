@@ -708,3 +708,26 @@ func TestDownloadLongName(t *testing.T) {
 	}
 	checkInstalled(t, res.Path)
 }
+
+// A download killed midway leaves its partial directory; the next download
+// of the same checkpoint removes it, and leaves others' alone.
+func TestDownloadSweepsAbandonedPartial(t *testing.T) {
+	s := newServer(t, makeTar(t, checkpointMembers()...))
+	parent := t.TempDir()
+	abandoned := filepath.Join(parent, ".run-1:train:0_sampler_weights_final.partial-123")
+	other := filepath.Join(parent, ".run-2:train:0_sampler_weights_final.partial-123")
+	old := time.Now().Add(-time.Hour)
+	for _, p := range []string{abandoned, other} {
+		os.Mkdir(p, 0o755)
+		os.Chtimes(p, old, old)
+	}
+	if _, err := Download(context.Background(), s.opts(parent)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(abandoned); err == nil {
+		t.Error("the abandoned partial directory is still there")
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Error("another checkpoint's partial directory was removed")
+	}
+}

@@ -40,6 +40,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/tinkershell/tinker/lib/atomicfile"
 	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/safetensors"
 )
@@ -301,13 +302,20 @@ type File struct {
 // first and removed only after the new one is in place, so a crash never
 // leaves neither.
 func WriteFiles(dir string, files []File) error {
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+	parent, base := filepath.Dir(dir), filepath.Base(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return fmt.Errorf("create checkpoint parent: %w", err)
 	}
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+".tmp-")
+	// A write of the same checkpoint killed midway left its temporary
+	// directory behind.
+	prefix := "." + base + ".tmp-"
+	atomicfile.SweepStale(parent, prefix)
+	td, err := atomicfile.MkdirTemp(parent, prefix)
 	if err != nil {
 		return fmt.Errorf("create checkpoint temp dir: %w", err)
 	}
+	defer td.Release()
+	tmp := td.Path
 	defer os.RemoveAll(tmp) // a no-op once renamed
 	files = append(files, File{CompleteFile, func(io.Writer) error { return nil }})
 	for _, f := range files {
@@ -317,7 +325,9 @@ func WriteFiles(dir string, files []File) error {
 	}
 	old := ""
 	if _, err := os.Stat(dir); err == nil {
-		old = tmp + ".old"
+		// Named apart from the temporary directories, so no sweep takes
+		// it for abandoned while it is the only copy.
+		old = filepath.Join(parent, "."+base+".old-"+strings.TrimPrefix(filepath.Base(tmp), prefix))
 		if err := os.Rename(dir, old); err != nil {
 			return fmt.Errorf("move old checkpoint aside: %w", err)
 		}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // WriteFiles replaces an existing checkpoint whole, marker included, and
@@ -37,5 +38,22 @@ func TestWriteFilesReplaces(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "a.txt")); string(b) != "two" {
 		t.Errorf("after a failed write a.txt = %q, want the old copy", b)
+	}
+}
+
+// A write killed midway leaves its temporary directory; the next write of
+// the same checkpoint removes it (unless a live writer holds it).
+func TestWriteFilesSweepsAbandonedTemp(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "ck")
+	abandoned := filepath.Join(parent, ".ck.tmp-123")
+	os.Mkdir(abandoned, 0o755)
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(abandoned, old, old)
+	if err := WriteFiles(dir, []File{{"a.txt", func(w io.Writer) error { _, err := io.WriteString(w, "x"); return err }}}); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(parent); len(entries) != 1 {
+		t.Errorf("parent holds %d entries, want only ck", len(entries))
 	}
 }
