@@ -175,9 +175,21 @@ func writeTensors(w io.Writer, ts Tensors, meta map[string]string) error {
 // with the optimizer state when withOptimizer. The files go to a temporary
 // sibling renamed into place, the checkpoint_complete marker last.
 func (t *Trainer) WriteStateDir(dir, baseModel string, withOptimizer bool) error {
+	files, err := t.stateFiles(baseModel, withOptimizer)
+	if err == nil {
+		err = peft.WriteFiles(dir, files)
+	}
+	if err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	return nil
+}
+
+// stateFiles are the files of a saved state.
+func (t *Trainer) stateFiles(baseModel string, withOptimizer bool) ([]peft.File, error) {
 	cj, err := json.MarshalIndent(t.AdapterConfig(baseModel), "", "  ")
 	if err != nil {
-		return fmt.Errorf("encode adapter config: %w", err)
+		return nil, fmt.Errorf("encode adapter config: %w", err)
 	}
 	files := []peft.File{
 		{Name: peft.ConfigFile, Write: func(w io.Writer) error { _, err := w.Write(append(cj, '\n')); return err }},
@@ -186,10 +198,7 @@ func (t *Trainer) WriteStateDir(dir, baseModel string, withOptimizer bool) error
 	if withOptimizer {
 		files = append(files, peft.File{Name: OptimizerFile, Write: t.WriteOptimizer})
 	}
-	if err := peft.WriteFiles(dir, files); err != nil {
-		return fmt.Errorf("save state: %w", err)
-	}
-	return nil
+	return files, nil
 }
 
 // ReadLoRAConfig reads the shape of a saved adapter (rank, alpha and which

@@ -84,6 +84,11 @@ type Options struct {
 	// SeqGapTimeout is how long a model's operation waits for a missing
 	// lower seq_id before it runs anyway (default 30s).
 	SeqGapTimeout time.Duration
+	// KeepTrainers writes the models' training state at Close and restores
+	// it after a restart (trainsnapshot.go). tinker serve sets it: its
+	// clients outlive it. An in-process server's models end with the
+	// process that uses them, so it would only leave files behind.
+	KeepTrainers bool
 	// PrivatePaths are directories (e.g. --model NAME=DIR) that, like the
 	// data directory and the Hugging Face cache, never appear in answers.
 	PrivatePaths []string
@@ -292,6 +297,9 @@ func (s *Server) Close() error {
 		<-s.sweepDone
 	}
 	s.futures.close()
+	if s.opts.KeepTrainers {
+		s.trainers.snapshotAll(s.opts.Logf)
+	}
 	s.archives.wait()
 	s.traces.wait()
 	return s.st.Close()

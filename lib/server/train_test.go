@@ -267,7 +267,7 @@ func TestTrainerStartsFromSavedInit(t *testing.T) {
 	if _, err := used.Forward(ctx, tinkerapi.ForwardBackwardInput{Data: []tinkerapi.Datum{sft("a", "b")}, LossFn: "cross_entropy"}); err != nil {
 		t.Fatal(err)
 	}
-	if e.srv.trainers.existing(used.ModelID()) == nil || e.srv.trainers.existing(fresh.ModelID()) != nil {
+	if !e.srv.trainers.hasWeights(used.ModelID()) || e.srv.trainers.hasWeights(fresh.ModelID()) {
 		t.Fatal("forward did not create a trainer, or create_model did")
 	}
 	for _, save := range []func(*tinkerapi.TrainingClient) (string, error){

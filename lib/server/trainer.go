@@ -32,11 +32,13 @@ import (
 // most SeqGapTimeout, then runs anyway: a client that lost a request must
 // not stall its model.
 //
-// Trainers live in memory. So that a restart cannot silently turn a trained
-// model back into its initialisation, the first optim_step of a model leaves
-// a marker file under DataDir/trainers; a model with a marker and no trainer
-// lost its weights, and every training operation and save on it fails with
-// a message saying to load the last saved state (which removes the marker).
+// Trainers live in memory; tinker serve keeps them across a clean restart
+// (trainsnapshot.go). So that a crash cannot silently turn a trained model
+// back into its initialisation, the first optim_step of a model leaves a
+// marker file under DataDir/trainers; a model with a marker and neither a
+// trainer nor a snapshot lost its weights, and every training operation and
+// save on it fails with a message saying to load the last saved state
+// (which removes the marker).
 
 type trainers struct {
 	pool       *engine.Pool
@@ -53,9 +55,11 @@ type trainers struct {
 }
 
 func newTrainers(o Options) *trainers {
-	return &trainers{pool: o.Engine, markDir: filepath.Join(o.DataDir, "trainers"), gapTimeout: o.SeqGapTimeout, budget: o.TrainMemory,
+	ts := &trainers{pool: o.Engine, markDir: filepath.Join(o.DataDir, "trainers"), gapTimeout: o.SeqGapTimeout, budget: o.TrainMemory,
 		mem: semaphore.NewWeighted(o.TrainMemory), cpu: make(chan struct{}, o.TrainConcurrency),
 		maxPending: o.MaxPendingTrain, models: map[string]*modelState{}}
+	ts.pruneSnapshots(time.Now())
+	return ts
 }
 
 type modelState struct {
@@ -66,13 +70,15 @@ type modelState struct {
 	running  map[int]bool    // accepted, not finished
 	finished map[int]bool    // finished, above done
 	tr       *engine.Trainer // nil until the model first trains
+	base     string          // tr's base model
 	marked   bool            // the marker file of a stepped model exists
+	snapshot bool            // a snapshot waits to become tr (trainsnapshot.go)
 }
 
 // errStateLost answers an operation on a model whose trained weights were
 // lost when the server restarted.
 func errStateLost(runID string) error {
-	return userErrorf("model %s lost its trained weights when the local server restarted (training state is kept in memory); "+
+	return userErrorf("model %s lost its trained weights when the local server restarted (only a clean stop of tinker serve keeps them); "+
 		"load your last saved state (load_state, or training_client(state=...)) and continue from there", runID)
 }
 
@@ -96,7 +102,7 @@ func (ts *trainers) markStepped(runID string, m *modelState) error {
 // lost reports whether the model stepped before a restart and has no
 // trainer now; the caller holds m.mu.
 func (ts *trainers) lost(runID string, m *modelState) bool {
-	if m.tr != nil || m.marked {
+	if m.tr != nil || m.marked || m.snapshot {
 		return false
 	}
 	_, err := os.Stat(filepath.Join(ts.markDir, runID))
@@ -111,6 +117,7 @@ func (ts *trainers) forget(runID string) {
 	defer m.mu.Unlock()
 	os.Remove(filepath.Join(ts.markDir, runID))
 	m.marked = false
+	ts.dropSnapshot(runID, m)
 }
 
 // stepped is markStepped for callers that do not hold the lock.
@@ -121,23 +128,13 @@ func (ts *trainers) stepped(runID string) error {
 	return ts.markStepped(runID, m)
 }
 
-// checkNotLost fails when the model lost its trained weights.
-func (ts *trainers) checkNotLost(runID string) error {
-	m := ts.model(runID)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if ts.lost(runID, m) {
-		return errStateLost(runID)
-	}
-	return nil
-}
-
 func (ts *trainers) model(runID string) *modelState {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	m := ts.models[runID]
 	if m == nil {
 		m = &modelState{changed: make(chan struct{}), running: map[int]bool{}, finished: map[int]bool{}}
+		ts.loadSnapshotSeq(runID, m)
 		ts.models[runID] = m
 	}
 	return m
@@ -223,12 +220,41 @@ func (s *Server) trainer(run store.RunView) (*engine.Trainer, error) {
 	m := s.trainers.model(run.ID)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.tr != nil {
-		return m.tr, nil
+	if tr, err := s.trainedLocked(run, m); tr != nil || err != nil {
+		return tr, err
 	}
-	if s.trainers.lost(run.ID, m) {
+	tr, err := s.newTrainer(run)
+	if err != nil {
+		return nil, err
+	}
+	m.tr, m.base = tr, run.BaseModel
+	return tr, nil
+}
+
+// trained returns the model's trainer if its weights may differ from the
+// initialisation its seed describes, nil if they cannot, or the error of a
+// model whose trained weights were lost.
+func (s *Server) trained(run store.RunView) (*engine.Trainer, error) {
+	m := s.trainers.model(run.ID)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return s.trainedLocked(run, m)
+}
+
+func (s *Server) trainedLocked(run store.RunView, m *modelState) (*engine.Trainer, error) {
+	switch {
+	case m.tr != nil:
+		return m.tr, nil
+	case m.snapshot:
+		return s.restoreLocked(run, m)
+	case s.trainers.lost(run.ID, m):
 		return nil, errStateLost(run.ID)
 	}
+	return nil, nil
+}
+
+// newTrainer makes a fresh trainer of the run's adapter.
+func (s *Server) newTrainer(run store.RunView) (*engine.Trainer, error) {
 	if s.trainers.pool == nil {
 		return nil, userErrorf("training is not available: this local server was started without an engine")
 	}
@@ -241,16 +267,16 @@ func (s *Server) trainer(run store.RunView) (*engine.Trainer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create trainer for %s: %w", run.ID, err)
 	}
-	m.tr = tr
 	return tr, nil
 }
 
-// existing returns the model's trainer if it has one.
-func (ts *trainers) existing(runID string) *engine.Trainer {
+// hasWeights reports whether the model's weights may differ from its
+// initialisation (it has a trainer, or a snapshot of one).
+func (ts *trainers) hasWeights(runID string) bool {
 	m := ts.model(runID)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.tr
+	return m.tr != nil || m.snapshot
 }
 
 // admit counts a queued training request, refusing it when too many are

@@ -39,11 +39,12 @@ func (s *Server) saveCheckpoint(run store.RunView, kind, name string, ttl *int64
 			return c, userErrorf("Checkpoint %s already exists", c.TinkerPath())
 		}
 	}
-	if err := s.trainers.checkNotLost(run.ID); err != nil {
+	tr, err := s.trained(run)
+	if err != nil {
 		return c, err
 	}
 	dir := s.checkpointDir(run.ID, kind, name)
-	switch tr := s.trainers.existing(run.ID); {
+	switch {
 	case tr != nil:
 		if err := writeTrained(p, tr, dir, kind == "weights"); err != nil {
 			return c, err
@@ -124,11 +125,12 @@ func (s *Server) saveEphemeral(w http.ResponseWriter, owner string, run store.Ru
 		return storeFailure("save", err)
 	}
 	f := s.startFuture(owner, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
-		if err := s.trainers.checkNotLost(run.ID); err != nil {
+		tr, err := s.trained(run)
+		if err != nil {
 			s.logRequest(run.SessionID, reqType, start, 400, err.Error())
 			return nil, nil, err
 		}
-		if tr := s.trainers.existing(run.ID); tr != nil {
+		if tr != nil {
 			p, err := s.archives.plans.get(run.Run, kind, run.Seed)
 			if err == nil {
 				err = writeTrained(p, tr, s.ephemeralDir(sid), false)
@@ -161,7 +163,7 @@ func (s *Server) saveNamed(w http.ResponseWriter, owner string, run store.RunVie
 		return errorf(http.StatusBadRequest, "%v", err)
 	}
 	need := plan.Size()
-	if need > s.opts.ArchiveSyncLimit && s.trainers.existing(run.ID) == nil {
+	if need > s.opts.ArchiveSyncLimit && !s.trainers.hasWeights(run.ID) {
 		need = 0 // written when first downloaded
 	}
 	if e := s.checkRoom("saving "+name, need); e != nil {

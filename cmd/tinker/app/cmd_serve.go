@@ -90,7 +90,7 @@ func runServe(c *invocation) int {
 	defer ln.Close()
 	pool := &engine.Pool{Dirs: dirs}
 	srv, err := server.Open(server.Options{DataDir: dir, APIKeys: keys, Now: c.now,
-		Sampler: server.EngineSampler(pool), Engine: pool, TrainMemory: trainMem, PrivatePaths: private})
+		Sampler: server.EngineSampler(pool), Engine: pool, TrainMemory: trainMem, PrivatePaths: private, KeepTrainers: true})
 	if err != nil {
 		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
 		return shell.ExitError

@@ -1,0 +1,120 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tinkershell/tinker/lib/engine"
+	"github.com/tinkershell/tinker/lib/peft"
+	"github.com/tinkershell/tinker/lib/store"
+)
+
+// Trainers across a restart (Options.KeepTrainers).
+//
+// At Close, after the running operations finished, every model with a
+// trainer is written to DataDir/trainers/<run>.snapshot: adapter, optimizer
+// state, pending gradients (engine.WriteSnapshotDir) and where the model's
+// seq_ids stand. After a restart the model's queue resumes from that
+// position and its next operation restores the trainer, then deletes the
+// snapshot, so that a later crash cannot bring back older weights: the
+// stepped-model marker then reports them lost, as without snapshots.
+// Snapshots nobody came back for are removed after snapshotMaxAge.
+
+const (
+	snapshotSuffix   = ".snapshot"
+	snapshotSeqFile  = "seq.json"
+	snapshotMaxAge   = 7 * 24 * time.Hour
+	snapshotRestored = "restored the training state of %s written when the server last stopped"
+)
+
+type snapshotSeq struct {
+	Done int `json:"seq_done"` // every seq_id up to this one had run
+}
+
+func (ts *trainers) snapshotDir(runID string) string {
+	return filepath.Join(ts.markDir, runID+snapshotSuffix)
+}
+
+// snapshotAll writes a snapshot of every model with a trainer; failures
+// are logged, and leave those models to be reported lost after a restart.
+func (ts *trainers) snapshotAll(logf func(string, ...any)) {
+	ts.mu.Lock()
+	ids := make([]string, 0, len(ts.models))
+	for id := range ts.models {
+		ids = append(ids, id)
+	}
+	ts.mu.Unlock()
+	for _, id := range ids {
+		m := ts.model(id)
+		m.mu.Lock()
+		if m.tr != nil {
+			seq, _ := json.Marshal(snapshotSeq{Done: m.done})
+			extra := peft.File{Name: snapshotSeqFile, Write: func(w io.Writer) error { _, err := w.Write(seq); return err }}
+			if err := m.tr.WriteSnapshotDir(ts.snapshotDir(id), m.base, extra); err != nil {
+				logf("keep the training state of %s: %v", id, err)
+			}
+		}
+		m.mu.Unlock()
+	}
+}
+
+// loadSnapshotSeq prepares a new modelState from the model's snapshot, if
+// it has one: its seq_ids continue where they stood.
+func (ts *trainers) loadSnapshotSeq(runID string, m *modelState) {
+	b, err := os.ReadFile(filepath.Join(ts.snapshotDir(runID), snapshotSeqFile))
+	if err != nil {
+		return
+	}
+	var seq snapshotSeq
+	if json.Unmarshal(b, &seq) != nil || seq.Done < 0 {
+		return
+	}
+	m.snapshot = true
+	m.accepted, m.done = seq.Done, seq.Done
+}
+
+// restoreLocked makes the model's trainer from its snapshot; the caller
+// holds m.mu.
+func (s *Server) restoreLocked(run store.RunView, m *modelState) (*engine.Trainer, error) {
+	dir := s.trainers.snapshotDir(run.ID)
+	tr, err := s.newTrainer(run)
+	if err == nil {
+		err = tr.LoadSnapshotDir(dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("restore the training state of %s kept when the server stopped: %w", run.ID, err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, fmt.Errorf("restore the training state of %s: %w", run.ID, err)
+	}
+	s.opts.Logf(snapshotRestored, run.ID)
+	m.tr, m.base, m.snapshot = tr, run.BaseModel, false
+	return tr, nil
+}
+
+// dropSnapshot deletes the model's snapshot (its weights are being
+// replaced); the caller holds m.mu.
+func (ts *trainers) dropSnapshot(runID string, m *modelState) {
+	if m.snapshot {
+		os.RemoveAll(ts.snapshotDir(runID))
+		m.snapshot = false
+	}
+}
+
+// pruneSnapshots removes snapshots older than snapshotMaxAge.
+func (ts *trainers) pruneSnapshots(now time.Time) {
+	entries, _ := os.ReadDir(ts.markDir)
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasSuffix(e.Name(), snapshotSuffix) {
+			continue
+		}
+		if info, err := e.Info(); err == nil && now.Sub(info.ModTime()) > snapshotMaxAge {
+			os.RemoveAll(filepath.Join(ts.markDir, e.Name()))
+		}
+	}
+}
