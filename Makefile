@@ -7,11 +7,20 @@ PKGS    := ./...
 TEST_DEPS :=
 BENCH_TARGETS :=
 
-.PHONY: all build run test vet golden-update bench bench-shell bench-list clean testdeps docs proto
+.PHONY: all build install run test vet golden-update bench bench-shell bench-list clean testdeps docs proto
 all: build
 
 build:
 	$(GO) build -trimpath -ldflags "-s -w" -o $(BIN) ./cmd/tinker
+
+# Install bin/tinker to $GOBIN, or to ~/.local/bin when GOBIN is unset
+# (override with INSTALL_DIR=...).
+INSTALL_DIR ?= $(or $(shell $(GO) env GOBIN),$(HOME)/.local/bin)
+install: build
+	@mkdir -p "$(INSTALL_DIR)"
+	@install -m 0755 $(BIN) "$(INSTALL_DIR)/tinker"
+	@echo "installed $(INSTALL_DIR)/tinker"
+	@case ":$$PATH:" in *":$(INSTALL_DIR):"*) ;; *) echo "$(INSTALL_DIR) is not on your PATH: add it, e.g. export PATH=\"$(INSTALL_DIR):\$$PATH\"";; esac
 
 include $(wildcard mk/*.mk)
 

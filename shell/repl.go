@@ -126,42 +126,49 @@ func (in *Interp) REPL(ed LineEditor, banner string) int {
 	}
 }
 
-// evalChunk evaluates one statement typed at the prompt, displays an
-// expression's value and keeps it in `_`.
+// evalChunk evaluates what was typed at the prompt one statement at a time,
+// as Python's REPL does: each expression statement's value is displayed
+// and kept in `_` (so `a; b` shows both), and the first error stops the rest.
 func (in *Interp) evalChunk(f *syntax.File) (code int, stop bool) {
-	var err error
-	var interrupted bool
-	if expr := soleExpr(f); expr != nil {
-		err, interrupted = in.run(func(t *starlark.Thread) error {
-			v, err := starlark.EvalExprOptions(f.Options, t, expr, in.env())
-			if err != nil {
-				return err
-			}
-			if isExitFunc(expr, v) {
-				// A bare `exit` or `quit` shows how to leave, as Python's REPL does.
-				_, err := fmt.Fprintln(in.IO.Out, "Use exit() or Ctrl-D (i.e. EOF) to exit")
-				return err
-			}
-			if v == starlark.None {
-				return nil // print() and other calls for effect keep `_`
-			}
-			in.globals["_"] = v
-			return in.Display.Show(v)
-		})
-	} else {
-		err, interrupted = in.run(func(t *starlark.Thread) error {
+	for _, stmt := range f.Stmts {
+		err, interrupted := in.evalStmt(&syntax.File{Path: f.Path, Stmts: []syntax.Stmt{stmt}, Options: f.Options})
+		if err == nil && !interrupted {
+			continue
+		}
+		var exit *builtins.ExitError
+		if errors.As(err, &exit) {
+			return exit.Code, true
+		}
+		fmt.Fprintln(in.IO.Err, FormatError(err, interrupted, false))
+		return 0, false
+	}
+	return 0, false
+}
+
+// evalStmt runs a file of one statement; an expression's value is shown.
+func (in *Interp) evalStmt(f *syntax.File) (err error, interrupted bool) {
+	expr := soleExpr(f)
+	if expr == nil {
+		return in.run(func(t *starlark.Thread) error {
 			return starlark.ExecREPLChunk(f, t, in.globals)
 		})
 	}
-	if err == nil && !interrupted {
-		return 0, false
-	}
-	var exit *builtins.ExitError
-	if errors.As(err, &exit) {
-		return exit.Code, true
-	}
-	fmt.Fprintln(in.IO.Err, FormatError(err, interrupted, false))
-	return 0, false
+	return in.run(func(t *starlark.Thread) error {
+		v, err := starlark.EvalExprOptions(f.Options, t, expr, in.env())
+		if err != nil {
+			return err
+		}
+		if isExitFunc(expr, v) {
+			// A bare `exit` or `quit` shows how to leave, as Python's REPL does.
+			_, err := fmt.Fprintln(in.IO.Out, "Use exit() or Ctrl-D (i.e. EOF) to exit")
+			return err
+		}
+		if v == starlark.None {
+			return nil // print() and other calls for effect keep `_`
+		}
+		in.globals["_"] = v
+		return in.Display.Show(v)
+	})
 }
 
 // env is the prompt's environment: ExecREPLChunk has no predeclared

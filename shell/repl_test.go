@@ -88,3 +88,20 @@ func TestCompleteCapped(t *testing.T) {
 		t.Errorf("Complete(\"\") gave %d candidates, want %d", len(got), maxCompletions)
 	}
 }
+
+// TestPromptSeveralStatements: `a; b` shows each expression's value, as
+// Python's REPL does; `_` is the last; an error stops the rest of the line.
+func TestPromptSeveralStatements(t *testing.T) {
+	var out, errw bytes.Buffer
+	in := newTestInterp(&out, &errw)
+	ed := &scripted{lines: []string{"a = 1; a; a + 1", "_", "1; fail('stop'); 3"}}
+	if code := in.REPL(ed, ""); code != ExitOK {
+		t.Fatalf("REPL returned %d", code)
+	}
+	if got, want := out.String(), "1\n2\n2\n1\n"; got != want {
+		t.Errorf("stdout %q, want %q", got, want)
+	}
+	if got := errw.String(); !bytes.Contains([]byte(got), []byte("stop")) {
+		t.Errorf("stderr %q, want the fail message", got)
+	}
+}
