@@ -22,7 +22,7 @@ func init() {
 			"samples only the missing rows, with the same per-row seeds (docs/batch.md). The result shows a summary\n" +
 			"per model and has .output, .written, .resumed, .remaining, .seed, .models and .rows (the job's rows read\n" +
 			"back from output, by model, prompt and sample: .model, .prompt_id, .sample, .text, .tokens, .stop_reason, .mean_logprob).",
-		Example: "r = sample_batch([\"tinker-local/tiny-llama\", ckpt], [\"Hello\", \"The sky is\"], \"results.jsonl\", num_samples=2, seed=1)",
+		Example: "r = sample_batch([\"tinker-local/tiny-llama\", \"tinker://RUN_ID/sampler_weights/final\"], [\"Hello\", \"The sky is\"], \"results.jsonl\", num_samples=2, seed=1)",
 	}, sampleBatchFn)
 }
 

@@ -28,19 +28,19 @@ func init() {
 		Name:      "checkpoint.publish",
 		Signature: "checkpoint.publish(path)",
 		Summary:   "Make a checkpoint public (anyone with the path can use it).",
-		Example:   `checkpoint.publish(cp.tinker_path)`,
+		Example:   `checkpoint.publish("tinker://RUN_ID/sampler_weights/final")`,
 	}, checkpointPublish)
 	register(docEntry{
 		Name:      "checkpoint.unpublish",
 		Signature: "checkpoint.unpublish(path)",
 		Summary:   "Make a public checkpoint private again.",
-		Example:   `checkpoint.unpublish(cp.tinker_path)`,
+		Example:   `checkpoint.unpublish("tinker://RUN_ID/sampler_weights/final")`,
 	}, checkpointUnpublish)
 	register(docEntry{
 		Name:      "checkpoint.set_ttl",
 		Signature: "checkpoint.set_ttl(path, seconds)",
 		Summary:   "Expire a checkpoint after seconds; None clears the expiry.",
-		Example:   "checkpoint.set_ttl(cp.tinker_path, 7 * 24 * 3600)\ncheckpoint.set_ttl(cp.tinker_path, None)",
+		Example:   "p = \"tinker://RUN_ID/sampler_weights/final\"\ncheckpoint.set_ttl(p, 7 * 24 * 3600)\ncheckpoint.set_ttl(p, None)",
 	}, checkpointSetTTL)
 }
 

@@ -25,7 +25,7 @@ func init() {
 		Name:      "exit",
 		Signature: "exit(code=0)",
 		Summary:   "Stop the program with an exit status (0-255); at the prompt, leave the shell.",
-		Example:   `if not ok: exit(3)`,
+		Example:   `if not checkpoint.list(): exit(3)`,
 	}, exitFn)
 	register(docEntry{
 		Name:      "version",

@@ -19,7 +19,9 @@ func init() {
 			"At the prompt it shows what will go and asks; in scripts and -c it refuses unless yes=True.\n" +
 			"dry_run=True returns what would be deleted without deleting. Deletions run 32 at a time;\n" +
 			"Ctrl-C stops submitting more. The result lists what was deleted and what failed.",
-		Example: "checkpoint.delete(run_id=r, type=\"training\", before=\"2026-01-01\", dry_run=True)\ncheckpoint.delete([c.tinker_path for c in old], yes=True)",
+		Example: "checkpoint.delete(run_id=\"RUN_ID\", type=\"training\", before=\"2026-01-01\", dry_run=True)\n" +
+			"old = [c for c in checkpoint.list(limit=0) if c.time < time.parse_time(\"2026-01-01T00:00:00Z\")]\n" +
+			"if old: checkpoint.delete([c.tinker_path for c in old], yes=True)",
 	}, checkpointDelete)
 }
 

@@ -20,7 +20,8 @@ func init() {
 			"after the checkpoint. A README.md model card naming the tinker:// path is added unless\n" +
 			"model_card=False; a repo whose README names another checkpoint is refused unless force=True.\n" +
 			"The result has .repo_id, .url, .revision, .commit_url, .uploaded and .unchanged.",
-		Example: "push_to_hub(run.info(\"RUN_ID\").last_sampler_checkpoint, repo=\"me/my-adapter\")",
+		Example:      "push_to_hub(run.info(\"RUN_ID\").last_sampler_checkpoint, repo=\"me/my-adapter\")",
+		ExampleNeeds: "the Hugging Face Hub and a write token",
 	}, pushToHubFn)
 }
 

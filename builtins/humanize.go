@@ -10,7 +10,7 @@ func init() {
 		Name:      "human_size",
 		Signature: "human_size(bytes)",
 		Summary:   "Format a byte count like the tables do: \"0 B\", \"1.5 KB\", \"12.8 MB\" (None gives \"N/A\").",
-		Example:   `human_size(sum_bytes)`,
+		Example:   `human_size(sum([c.size_bytes or 0 for c in checkpoint.list(limit=0)]))`,
 	}, humanSize)
 }
 

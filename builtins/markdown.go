@@ -17,10 +17,16 @@ func Markdown() string {
 				continue
 			}
 			fmt.Fprintf(&b, "- `%s` — %s", d.Signature, d.Summary)
-			if d.Example != "" {
-				fmt.Fprintf(&b, " Example: `%s`", strings.ReplaceAll(d.Example, "\n", "; "))
+			switch {
+			case strings.Contains(d.Example, "\n"):
+				// Several lines stay lines: joined with "; " a block such as
+				// a for loop would no longer be valid Starlark.
+				fmt.Fprintf(&b, " Example:\n\n  ```python\n  %s\n  ```\n", strings.ReplaceAll(d.Example, "\n", "\n  "))
+			case d.Example != "":
+				fmt.Fprintf(&b, " Example: `%s`\n", d.Example)
+			default:
+				b.WriteString("\n")
 			}
-			b.WriteString("\n")
 		}
 		b.WriteString("\n")
 	}
@@ -52,4 +58,22 @@ func Markdown() string {
 	}
 	b.WriteString("\nAlso available: the Starlark language builtins, `struct(...)`, and the standard `json`, `time` and `math` modules.\n")
 	return b.String()
+}
+
+// DocExample is one builtin's example from the doc table.
+type DocExample struct {
+	Name  string // the builtin
+	Code  string // Starlark, one or more lines
+	Needs string // what it needs beyond the local server, or ""
+}
+
+// Examples lists every builtin's example, for the test that runs them.
+func Examples() []DocExample {
+	var out []DocExample
+	for _, d := range allDocs() {
+		if d.Example != "" {
+			out = append(out, DocExample{Name: d.Name, Code: d.Example, Needs: d.ExampleNeeds})
+		}
+	}
+	return out
 }

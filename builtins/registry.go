@@ -15,6 +15,10 @@ type docEntry struct {
 	Summary   string // one line
 	Details   string // optional paragraphs
 	Example   string // one or more lines of Starlark
+	// ExampleNeeds names what the example needs beyond the local server
+	// (e.g. the Hugging Face Hub); the test that runs every example skips
+	// it, saying so.
+	ExampleNeeds string
 }
 
 // Module documents a module as a whole.

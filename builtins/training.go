@@ -25,7 +25,7 @@ func init() {
 			"optimizer=False) restores one; .info() describes the model. Attributes: .model_id, .base_model.\n" +
 			"With state=, optimizer=True also restores Adam's moments, so training continues exactly.",
 		Example: "tc = training_client(\"tinker-local/tiny-llama\", rank=8, seed=1)\n" +
-			"d = datum(tokenize(\"tinker-local/tiny-llama\", \"Q: sky?\\nA: blue\"))\n" +
+			"d = datum(tokenizer(\"tinker-local/tiny-llama\").encode(\"Q: sky?\\nA: blue\"))\n" +
 			"for _ in range(5):\n    r = tc.forward_backward([d])\n    tc.optim_step(learning_rate=3e-3)\n" +
 			"tc.save_weights_for_sampler(\"blue\")",
 	}, trainingClientFn)
