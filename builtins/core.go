@@ -7,6 +7,7 @@ import (
 	"time"
 	gotime "time"
 
+	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/render"
 	starlarktime "go.starlark.net/lib/time"
 	"go.starlark.net/starlark"
@@ -330,6 +331,8 @@ func overview() string {
 		names[i] = t.Name
 	}
 	b.WriteString(wrapWords(names, 76, "  "))
+	fmt.Fprintf(&b, "\n\nModels: models() lists the base models the backend serves; the local server (--local)\n"+
+		"runs %s and %s with no download\n(random weights, to try things out).", models.TinyLlama, models.TinyQwen3)
 	b.WriteString("\n\nAlso: the Starlark language builtins (len, sorted, range, fail, ...) and `struct`.")
 	return b.String()
 }

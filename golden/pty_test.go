@@ -332,6 +332,8 @@ func TestPromptConfirmsDelete(t *testing.T) {
 	}
 	cmd := tinkerCmd(t, home, "--local")
 	c := startConsole(t, cmd)
+	// The local banner names the models that need no download.
+	c.expect("models that need no download: tinker-local/tiny-llama, tinker-local/tiny-qwen3")
 	c.expect(">>> ")
 	c.send(`checkpoint.delete(run_id="` + run + `", type="training")` + "\r")
 	c.expect("Will delete 1 checkpoint(s):")

@@ -354,7 +354,11 @@ func formatError(err error, interrupted, backtrace bool) string {
 	var evalErr *starlark.EvalError
 	if errors.As(err, &evalErr) {
 		if backtrace && len(evalErr.CallStack) > 1 && !builtins.Expected(evalErr.Unwrap()) {
-			return strings.TrimRight(evalErr.Backtrace(), "\n")
+			bt := strings.TrimRight(evalErr.Backtrace(), "\n")
+			if hinted := builtins.AttrHint(evalErr.Msg); hinted != evalErr.Msg {
+				bt = strings.TrimSuffix(bt, evalErr.Msg) + hinted
+			}
+			return bt
 		}
 		// The innermost frame with a source position (not a builtin).
 		pos := ""
@@ -364,7 +368,7 @@ func formatError(err error, interrupted, backtrace bool) string {
 				break
 			}
 		}
-		msg := evalErr.Msg
+		msg := builtins.AttrHint(evalErr.Msg)
 		if n := len(evalErr.CallStack); n > 0 && evalErr.CallStack[n-1].Pos.Filename() == "<builtin>" {
 			if name := evalErr.CallStack[n-1].Name; !strings.HasPrefix(msg, name+":") {
 				msg = name + ": " + msg

@@ -6,13 +6,14 @@ package app
 import (
 	"errors"
 	"fmt"
-	"github.com/tinkershell/tinker/lib/config"
 	"io"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/tinkershell/tinker/builtins"
+	"github.com/tinkershell/tinker/lib/config"
+	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/term"
 	"github.com/tinkershell/tinker/shell"
 	starlarktime "go.starlark.net/lib/time"
@@ -254,6 +255,10 @@ func runStarlark(io *term.IO, opts options, rest []string, now func() time.Time)
 		profile = " · profile: " + opts.resolved.Profile.Value
 	}
 	banner := fmt.Sprintf("tinker %s · backend: %s%s · help() lists builtins, Ctrl-D exits", Version, backend.Name(), profile)
+	if rb, ok := backend.(*remoteBackend); ok && rb.start != nil {
+		// A new user's first question offline: which model can I use?
+		banner += fmt.Sprintf("\nmodels that need no download: %s, %s (random weights; models() lists all)", models.TinyLlama, models.TinyQwen3)
+	}
 	return in.REPL(ed, banner)
 }
 
