@@ -3,6 +3,7 @@ package builtins
 import (
 	"context"
 	"fmt"
+	gotime "time"
 
 	"github.com/tinkershell/tinker/lib/progress"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
@@ -27,19 +28,19 @@ func init() {
 	register(docEntry{
 		Name:      "checkpoint.publish",
 		Signature: "checkpoint.publish(path)",
-		Summary:   "Make a checkpoint public (anyone with the path can use it).",
+		Summary:   "Make a checkpoint public (anyone with the path can use it); returns a checkpoint_change that shows what was done.",
 		Example:   `checkpoint.publish("tinker://RUN_ID/sampler_weights/final")`,
 	}, checkpointPublish)
 	register(docEntry{
 		Name:      "checkpoint.unpublish",
 		Signature: "checkpoint.unpublish(path)",
-		Summary:   "Make a public checkpoint private again.",
+		Summary:   "Make a public checkpoint private again; returns a checkpoint_change.",
 		Example:   `checkpoint.unpublish("tinker://RUN_ID/sampler_weights/final")`,
 	}, checkpointUnpublish)
 	register(docEntry{
 		Name:      "checkpoint.set_ttl",
 		Signature: "checkpoint.set_ttl(path, seconds)",
-		Summary:   "Expire a checkpoint after seconds; None clears the expiry.",
+		Summary:   "Expire a checkpoint after seconds; None clears the expiry. Returns a checkpoint_change naming the new expiry.",
 		Example:   "p = \"tinker://RUN_ID/sampler_weights/final\"\ncheckpoint.set_ttl(p, 7 * 24 * 3600)\ncheckpoint.set_ttl(p, None)",
 	}, checkpointSetTTL)
 }
@@ -90,7 +91,14 @@ func checkpointList(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 		out[i] = &Checkpoint{C: cps[i]}
 	}
 	l := starlark.NewList(out)
-	noteCapped(l, more, exact)
+	empty := "No checkpoints found"
+	if typ != "" {
+		empty = "No " + typ + " checkpoints found"
+	}
+	if runID != "" {
+		empty += " for run " + runID
+	}
+	noteListing(l, empty, more, exact)
 	return l, nil
 }
 
@@ -160,11 +168,17 @@ func publish(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	if err := unpackPath(b, args, kwargs, &path); err != nil {
 		return nil, err
 	}
-	return noneAfter(thread, func(ctx context.Context, c *tinkerapi.Client) error { return Publish(ctx, c, path, on) })
+	action := "unpublished"
+	if on {
+		action = "published"
+	}
+	return changeAfter(thread, &CheckpointChange{Path: path, Action: action},
+		func(ctx context.Context, c *tinkerapi.Client) error { return Publish(ctx, c, path, on) })
 }
 
-// noneAfter runs op with the backend's client and returns None.
-func noneAfter(thread *starlark.Thread, op func(ctx context.Context, c *tinkerapi.Client) error) (starlark.Value, error) {
+// changeAfter runs op with the backend's client and returns ch, stamped
+// with the time it was done.
+func changeAfter(thread *starlark.Thread, ch *CheckpointChange, op func(ctx context.Context, c *tinkerapi.Client) error) (starlark.Value, error) {
 	env := envOf(thread)
 	c, err := env.Client()
 	if err != nil {
@@ -173,7 +187,8 @@ func noneAfter(thread *starlark.Thread, op func(ctx context.Context, c *tinkerap
 	if err := op(ContextOf(thread), c); err != nil {
 		return nil, apiErr(err)
 	}
-	return starlark.None, nil
+	ch.Now = env.Clock()
+	return ch, nil
 }
 
 func checkpointSetTTL(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
@@ -197,7 +212,16 @@ func checkpointSetTTL(thread *starlark.Thread, b *starlark.Builtin, args starlar
 		v := int64(n)
 		ttl = &v
 	}
-	return noneAfter(thread, func(ctx context.Context, c *tinkerapi.Client) error { return SetTTL(ctx, c, path, ttl) })
+	ch := &CheckpointChange{Path: path, Action: "expiry removed"}
+	if ttl != nil {
+		ch.Action = "expiry set"
+	}
+	v, err := changeAfter(thread, ch, func(ctx context.Context, c *tinkerapi.Client) error { return SetTTL(ctx, c, path, ttl) })
+	if err == nil && ttl != nil {
+		exp := ch.Now.Add(gotime.Duration(*ttl) * gotime.Second)
+		ch.ExpiresAt = &exp
+	}
+	return v, err
 }
 
 func optString(v starlark.Value, name string) (string, error) {

@@ -33,6 +33,9 @@ type DeleteResult struct {
 	Deleted   []string
 	Failed    []DeleteFailure
 	Skipped   []string
+	// NoMatch, when set, says that the filters matched nothing; the result
+	// then displays as this line instead of an empty table.
+	NoMatch string
 }
 
 var (
@@ -42,6 +45,9 @@ var (
 )
 
 func (d *DeleteResult) String() string {
+	if d.NoMatch != "" {
+		return d.NoMatch
+	}
 	if d.Cancelled {
 		return "<delete cancelled>"
 	}
@@ -95,6 +101,9 @@ func (d *DeleteResult) Attr(name string) (starlark.Value, error) {
 
 // Table lists every checkpoint with what happened to it.
 func (d *DeleteResult) Table(now gotime.Time) *render.Table {
+	if d.NoMatch != "" {
+		return nil
+	}
 	t := &render.Table{Columns: []render.Column{{Header: "Checkpoint", Kind: render.Path}, {Header: "Result"}}}
 	if d.Cancelled {
 		t.Title = "Deletion cancelled: nothing was deleted"
@@ -232,7 +241,11 @@ func checkpointDelete(thread *starlark.Thread, b *starlark.Builtin, args starlar
 		return nil, apiErr(err)
 	}
 	paths = plan.Paths
-	if dryRun || len(paths) == 0 {
+	if len(paths) == 0 {
+		// The official CLI's words for the same outcome.
+		return &DeleteResult{DryRun: dryRun, NoMatch: fmt.Sprintf("No checkpoints found for run %s matching filters", runID)}, nil
+	}
+	if dryRun {
 		return &DeleteResult{DryRun: dryRun, Planned: paths}, nil
 	}
 	if !yes {

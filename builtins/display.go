@@ -11,6 +11,8 @@ import (
 // of IPython's display hook: String() stays a short repr, tables come from here.
 
 // Tabular is a value that is a table by itself (table(), SampleResult, ...).
+// A nil Table means this value has no rows worth a table and displays as
+// its String (a delete that matched nothing).
 type Tabular interface {
 	starlark.Value
 	Table(now time.Time) *render.Table

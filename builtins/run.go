@@ -80,7 +80,7 @@ func runList(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 		out[i] = &Run{R: runs[i]}
 	}
 	l := starlark.NewList(out)
-	noteCapped(l, total-len(runs), true)
+	noteListing(l, "No training runs found", total-len(runs), true)
 	return l, nil
 }
 

@@ -47,7 +47,9 @@ func sessionList(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	if err != nil {
 		return nil, apiErr(err)
 	}
-	return strList(resp.Sessions), nil
+	l := strList(resp.Sessions)
+	noteListing(l, "No sessions found", 0, true)
+	return l, nil
 }
 
 // Session is a session's contents as a value.

@@ -145,6 +145,11 @@ var typeDocs = []typeDoc{
 		{"file_size_bytes", "the archive's size, or None if the server did not say"},
 		{"files", "the number of files extracted"},
 	}},
+	{Name: "checkpoint_change", Summary: "What checkpoint.publish(), unpublish() and set_ttl() did; it displays as one line.", Attrs: []attrDoc{
+		{"action", `"published", "unpublished", "expiry set" or "expiry removed"`},
+		{"expires_at", "when the checkpoint now expires (a time), or None"},
+		{"tinker_path", "the checkpoint's tinker:// path"},
+	}},
 	{Name: "delete_result", Summary: "What checkpoint.delete() did; true when nothing failed or was left out.", Attrs: []attrDoc{
 		{"cancelled", "whether the confirmation was answered no"},
 		{"deleted", "the paths deleted"},

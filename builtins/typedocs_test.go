@@ -72,6 +72,7 @@ var valueSamples = []starlark.Value{
 	&renderedValue{},
 	&DownloadResult{},
 	&DeleteResult{},
+	&CheckpointChange{},
 	&BillingUsage{},
 	&Model{},
 	&BatchResult{},

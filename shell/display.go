@@ -41,7 +41,10 @@ func (d *Display) Show(v starlark.Value) error {
 	if v == starlark.None {
 		return nil
 	}
-	if t, ok := v.(builtins.TextValue); ok {
+	// Text (a help page) is text in any format, unless the value also
+	// has a JSON form.
+	_, hasJSON := v.(builtins.JSONValue)
+	if t, ok := v.(builtins.TextValue); ok && !(d.JSON && hasJSON) {
 		_, err := fmt.Fprintln(d.IO.Out, t.Text())
 		return err
 	}
@@ -62,11 +65,16 @@ func (d *Display) Show(v starlark.Value) error {
 		}
 		return nil
 	}
-	_, err := fmt.Fprintln(d.IO.Out, render.PrintableLines(v.String()))
+	text := v.String()
+	if empty := builtins.EmptyText(v); empty != "" {
+		text = empty
+	}
+	_, err := fmt.Fprintln(d.IO.Out, render.PrintableLines(text))
 	return err
 }
 
-// TableOf returns the table a value displays as, or nil for plain values.
+// TableOf returns the table a value displays as, or nil for plain values
+// (a Tabular may decline with a nil table and then displays as its String).
 func (d *Display) TableOf(v starlark.Value) *render.Table {
 	now := d.now()
 	switch x := v.(type) {
