@@ -144,7 +144,9 @@ func (mi *manifestImport) addRun(mr *ManifestRun, i int) error {
 	if !ok {
 		return fmt.Errorf("%s: unknown base_model %q (known: %s)", where, mr.BaseModel, strings.Join(models.Names(), ", "))
 	}
-	created := now
+	// Without times, a run and its checkpoints are placed a minute apart
+	// ending at the import time: none is ever newer than the import.
+	created := now.Add(-time.Duration(len(mr.Checkpoints)) * time.Minute)
 	if mr.Created != nil {
 		created = mr.Created.UTC()
 	}
@@ -223,6 +225,9 @@ func (mi *manifestImport) checkpoint(run store.Run, mc ManifestCheckpoint, j int
 		return c, fmt.Errorf("%s: %w", cw, err)
 	}
 	t := run.CreatedAt.Add(time.Duration(j+1) * time.Minute)
+	if t.After(mi.now) {
+		t = mi.now
+	}
 	if mc.Time != nil {
 		t = mc.Time.UTC()
 	}

@@ -56,3 +56,44 @@ func TestImportRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestImportDefaultTimesNotInFuture: checkpoints imported without times are
+// never newer than the import, with or without the run's created time, and
+// keep their order.
+func TestImportDefaultTimesNotInFuture(t *testing.T) {
+	const manifest = `{"runs": [
+	  {"id": "a0000000-0000-5000-8000-000000000001:train:0", "base_model": "tinker-local/tiny-llama",
+	   "checkpoints": [{"kind": "weights", "name": "1"}, {"kind": "sampler_weights", "name": "2"}, {"kind": "weights", "name": "3"}]},
+	  {"id": "a0000000-0000-5000-8000-000000000002:train:0", "base_model": "tinker-local/tiny-llama", "created": "2026-07-13T04:59:00Z",
+	   "checkpoints": [{"kind": "weights", "name": "1"}, {"kind": "weights", "name": "2"}, {"kind": "weights", "name": "3"}]}]}`
+	dir := t.TempDir()
+	if _, err := Import(t.Context(), dir, strings.NewReader(manifest), t0); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(Options{DataDir: dir, Now: func() time.Time { return t0 }, SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, id := range []string{"a0000000-0000-5000-8000-000000000001:train:0", "a0000000-0000-5000-8000-000000000002:train:0"} {
+		run, ok := s.st.Run(id, t0)
+		if !ok || run.CreatedAt.After(t0) {
+			t.Fatalf("%s: run created %v after the import at %v", id, run.CreatedAt, t0)
+		}
+		var prev time.Time
+		for _, name := range []string{"1", "2", "3"} {
+			kind := "weights"
+			if id[len(id)-9] == '1' && name == "2" {
+				kind = "sampler_weights"
+			}
+			c, ok := s.st.Checkpoint(id, kind, name, t0)
+			if !ok {
+				t.Fatalf("%s/%s/%s missing", id, kind, name)
+			}
+			if c.Time.After(t0) || c.Time.Before(prev) {
+				t.Errorf("%s checkpoint %s at %v: after the import (%v) or before the previous one", id, name, c.Time, t0)
+			}
+			prev = c.Time
+		}
+	}
+}
