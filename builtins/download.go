@@ -47,11 +47,25 @@ type DownloadOptions struct {
 	Start func(p tinkerapi.Path) download.Progress
 }
 
-// ArchiveStage is the download progress on a terminal: "Preparing
-// archive…" with its elapsed time while the service builds the archive (a
-// big checkpoint takes a while), then the bar from bar once bytes flow.
-func ArchiveStage(w io.Writer, width int, bar func() progress.Counter) *progress.Staged {
-	return progress.NewStaged(progress.NewStatus(w, true, width, "Preparing archive…"), bar)
+// DownloadStage is the download progress on a terminal, the same for
+// download() and tinker checkpoint download: "Preparing archive…" with its
+// elapsed time while the service builds the archive (a big checkpoint
+// takes a while), then a byte bar with human sizes and rate once bytes flow.
+func DownloadStage(w io.Writer, width int) *progress.Staged {
+	return progress.NewStaged(progress.NewStatus(w, true, width, "Preparing archive…"), func() progress.Counter {
+		return progress.NewBytes(w, true, width, "Downloading", 0)
+	})
+}
+
+// EndStage ends a DownloadStage: its bar, if bytes flowed, shows the
+// outcome; a status line that never became a bar is cleared.
+func EndStage(stage *progress.Staged, err error) {
+	if stage == nil {
+		return
+	}
+	if bar, ok := stage.Bar().(*progress.Bar); ok {
+		bar.End(err)
+	}
 }
 
 // DownloadCheckpoint downloads path into Output/<target name>.
@@ -249,18 +263,12 @@ func downloadFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	o := DownloadOptions{Output: output, Force: force}
 	if env.NoticesTTY {
 		o.Start = func(tinkerapi.Path) download.Progress {
-			stage = ArchiveStage(env.Notices, env.Width, func() progress.Counter {
-				return progress.NewBytes(env.Notices, true, env.Width, "Downloading", 0)
-			})
+			stage = DownloadStage(env.Notices, env.Width)
 			return stage
 		}
 	}
 	res, err := DownloadCheckpoint(ContextOf(thread), c, path, o)
-	if stage != nil {
-		if bar, ok := stage.Bar().(*progress.Bar); ok {
-			bar.End(err)
-		}
-	}
+	EndStage(stage, err)
 	if err != nil {
 		return nil, err
 	}

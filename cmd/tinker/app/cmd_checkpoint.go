@@ -397,25 +397,26 @@ func checkpointDownload(r *apiRun) error {
 		Force:  force,
 		Start: func(p tinkerapi.Path) download.Progress {
 			fmt.Fprintf(r.io.Err, "Creating checkpoint archive for run id: %s checkpoint id: %s (this may take a while)\n", p.RunID, p.CheckpointID)
-			if !r.io.ErrTTY {
-				return bar
+			if !r.io.ErrTTY || r.jsonMode() {
+				return bar // the official CLI's click bars (docs/compat.md)
 			}
-			stage = builtins.ArchiveStage(r.io.Err, r.io.Width, func() progress.Counter { return bar })
+			// On a terminal, the bar download() shows at the prompt.
+			stage = builtins.DownloadStage(r.io.Err, r.io.Width)
 			return stage
 		},
 	})
-	if stage != nil {
-		stage.Bar() // clears the status line of a download that never started
-	}
+	builtins.EndStage(stage, err)
 	bar.p.Finish()
 	if err != nil {
 		return err
 	}
-	// Extraction ran while the archive streamed in; the bar keeps the
-	// official output's shape.
-	eb := r.bar("Extracting archive ", int64(res.Files))
-	eb.Add(int64(res.Files))
-	eb.Finish()
+	if stage == nil {
+		// Extraction ran while the archive streamed in; the bar keeps the
+		// official output's shape.
+		eb := r.bar("Extracting archive ", int64(res.Files))
+		eb.Add(int64(res.Files))
+		eb.Finish()
+	}
 	return r.show(&builtins.DownloadResult{Path: path, Destination: res.Path, Size: res.ContentLength, Files: res.Files, Bytes: res.Bytes})
 }
 
