@@ -42,9 +42,9 @@ func init() {
 	}, helpFn)
 	register(docEntry{
 		Name:      "print",
-		Signature: "print(*args, sep=\" \")",
-		Summary:   "Print values; a lone table or record value prints as the table the prompt would show.",
-		Example:   `print(checkpoint.list())`,
+		Signature: "print(*args, sep=\" \", stderr=False)",
+		Summary:   "Print values; a lone table or record value prints as the table the prompt would show; stderr=True prints to stderr (usage and error messages).",
+		Example:   "print(checkpoint.list())\nprint(\"usage: tinker my.star RUN_ID\", stderr=True)",
 	}, nil) // implemented by the shell, which owns the output streams
 }
 

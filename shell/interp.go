@@ -97,13 +97,18 @@ func (in *Interp) SetArgv(args []string) {
 }
 
 // print renders a lone displayable value as the prompt would; otherwise it
-// behaves like Starlark's print.
+// behaves like Starlark's print. stderr=True writes the text to stderr, for
+// a script's usage and error messages.
 func (in *Interp) print(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	sep := " "
-	if err := starlark.UnpackArgs("print", nil, kwargs, "sep?", &sep); err != nil {
+	toErr := false
+	if err := starlark.UnpackArgs("print", nil, kwargs, "sep?", &sep, "stderr?", &toErr); err != nil {
 		return nil, err
 	}
-	if len(args) == 1 && in.Display.IsRich(args[0]) {
+	out := in.IO.Out
+	if toErr {
+		out = in.IO.Err
+	} else if len(args) == 1 && in.Display.IsRich(args[0]) {
 		return starlark.None, in.Display.Show(args[0])
 	}
 	var sb strings.Builder
@@ -118,7 +123,7 @@ func (in *Interp) print(thread *starlark.Thread, b *starlark.Builtin, args starl
 		}
 	}
 	sb.WriteByte('\n')
-	_, err := fmt.Fprint(in.IO.Out, sb.String())
+	_, err := fmt.Fprint(out, sb.String())
 	return starlark.None, err
 }
 
