@@ -126,6 +126,9 @@ func checkpointInfo(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 	if err := unpackPath(b, args, kwargs, &path); err != nil {
 		return nil, err
 	}
+	if _, err := tinkerapi.ParseArg(path); err != nil {
+		return nil, err
+	}
 	env := envOf(thread)
 	c, err := env.Client()
 	if err != nil {
@@ -168,6 +171,9 @@ func publish(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	if err := unpackPath(b, args, kwargs, &path); err != nil {
 		return nil, err
 	}
+	if _, err := tinkerapi.ParseArg(path); err != nil {
+		return nil, err
+	}
 	action := "unpublished"
 	if on {
 		action = "published"
@@ -199,6 +205,9 @@ func checkpointSetTTL(thread *starlark.Thread, b *starlark.Builtin, args starlar
 	path, err := pathOf(pv)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b.Name(), err)
+	}
+	if _, err := tinkerapi.ParseArg(path); err != nil {
+		return nil, err
 	}
 	var ttl *int64
 	if sv != starlark.None {

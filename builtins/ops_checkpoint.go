@@ -149,7 +149,7 @@ func FindCheckpoint(ctx context.Context, c *tinkerapi.Client, path string) (*Che
 
 // Publish makes a checkpoint public (on) or private.
 func Publish(ctx context.Context, c *tinkerapi.Client, path string, on bool) error {
-	p, err := tinkerapi.ParseArg(path)
+	p, err := tinkerapi.ParsePath(path)
 	if err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ func Publish(ctx context.Context, c *tinkerapi.Client, path string, on bool) err
 
 // SetTTL sets (seconds) or clears (nil) a checkpoint's expiry.
 func SetTTL(ctx context.Context, c *tinkerapi.Client, path string, seconds *int64) error {
-	p, err := tinkerapi.ParseArg(path)
+	p, err := tinkerapi.ParsePath(path)
 	if err != nil {
 		return err
 	}

@@ -25,18 +25,22 @@ func runPath(runID string) (string, error) {
 	return "/api/v1/training_runs/" + seg(runID), nil
 }
 
+// checkpointsPath is …/training_runs/<run>/checkpoints. An empty run id or
+// checkpoint name (from a path like tinker:///weights/x) is sent as the
+// official SDK sends it, and the service's answer (a 404) is what the user
+// sees, as with the official CLI.
+func checkpointsPath(runID string) string {
+	return "/api/v1/training_runs/" + seg(runID) + "/checkpoints"
+}
+
 // checkpointPath builds …/training_runs/<run>/checkpoints/<kind>/<name>;
 // the checkpoint id keeps its slash (docs/protocol.md, "Runs and checkpoints").
 func checkpointPath(runID, checkpointID string) (string, error) {
-	rp, err := runPath(runID)
-	if err != nil {
-		return "", err
-	}
 	kind, name, ok := strings.Cut(checkpointID, "/")
-	if !ok || kind == "" || name == "" || strings.Contains(name, "/") {
+	if !ok || kind == "" || strings.Contains(name, "/") {
 		return "", fmt.Errorf("invalid checkpoint id %q: want weights/<name> or sampler_weights/<name>", checkpointID)
 	}
-	return rp + "/checkpoints/" + seg(kind) + "/" + seg(name), nil
+	return checkpointsPath(runID) + "/" + seg(kind) + "/" + seg(name), nil
 }
 
 func scope(s string) string {
@@ -75,11 +79,7 @@ func (c *Client) GetTrainingRun(ctx context.Context, runID, accessScope string) 
 
 // ListRunCheckpoints fetches all checkpoints of a run (unpaginated).
 func (c *Client) ListRunCheckpoints(ctx context.Context, runID string) (*CheckpointsListResponse, error) {
-	p, err := runPath(runID)
-	if err != nil {
-		return nil, err
-	}
-	p += "/checkpoints"
+	p := checkpointsPath(runID)
 	resp, err := c.DoRaw(ctx, http.MethodGet, p, nil)
 	if err != nil {
 		return nil, err

@@ -128,8 +128,11 @@ func ParsePath(s string) (Path, error) {
 	if !ok {
 		return Path{}, fmt.Errorf("Invalid tinker path: %s", s)
 	}
+	// As the official SDK parses: an empty run id or name passes, and the
+	// service answers for it (the official CLI shows that answer). The
+	// shell's builtins refuse them up front (ParseArg).
 	parts := strings.Split(rest, "/")
-	if len(parts) != 3 || parts[0] == "" || parts[2] == "" {
+	if len(parts) != 3 {
 		return Path{}, fmt.Errorf("Invalid tinker path: %s", s)
 	}
 	p := Path{RunID: parts[0], Kind: parts[1], Name: parts[2], CheckpointID: parts[1] + "/" + parts[2]}

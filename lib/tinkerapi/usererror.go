@@ -25,8 +25,9 @@ func CheckScheme(s, kind string) error {
 	return &UserError{Msg: "Invalid checkpoint path: " + s, Details: "Checkpoint path must be in the format: tinker://run-id/" + kind + "/0001"}
 }
 
-// ParseArg is the whole check of a checkpoint path the user gave:
-// CheckScheme, then ParsePath, failing with a *UserError either way.
+// ParseArg is the builtins' whole check of a checkpoint path the user
+// gave: CheckScheme, then ParsePath, and no empty run id or name, failing
+// with a *UserError.
 func ParseArg(s string) (Path, error) {
 	if err := CheckScheme(s, "weights"); err != nil {
 		return Path{}, err
@@ -34,6 +35,9 @@ func ParseArg(s string) (Path, error) {
 	p, err := ParsePath(s)
 	if err != nil {
 		return Path{}, &UserError{Msg: err.Error()}
+	}
+	if p.RunID == "" || p.Name == "" {
+		return Path{}, &UserError{Msg: "Invalid tinker path: " + s + " (the run id and the checkpoint name must not be empty)"}
 	}
 	return p, nil
 }
