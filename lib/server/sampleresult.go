@@ -80,9 +80,12 @@ func sampleProto(r *engine.SampleResponse) []byte {
 	return b
 }
 
-// topKProto lays the rows out as a prompt_length × k matrix.
+// topKProto lays the rows out as a prompt_length × k matrix. k is at
+// least 1: a row without candidates (the first position's) must be a pad
+// cell, which decoders read as null; with k = 0 the official SDK would
+// read an empty list where the JSON form has null.
 func topKProto(rows [][]engine.TokenLogprob) *tinkerproto.TopkPromptLogprobs {
-	k := 0
+	k := 1
 	for _, row := range rows {
 		k = max(k, len(row))
 	}

@@ -2,10 +2,12 @@ package server
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/tinkershell/tinker/lib/engine"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
+	"github.com/tinkershell/tinker/lib/tinkerproto"
 )
 
 // Both result forms must decode, with the client's decoders, to the same
@@ -44,5 +46,34 @@ func TestSampleResultRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s round trip:\n got %+v\nwant %+v", name, got, want)
 		}
+	}
+}
+
+// TestTopKOneTokenPromptIsNull: a one-token prompt's top-k prompt logprobs
+// are [null] on the protobuf path as on the JSON path, read by the official
+// SDK's rule (a row whose first cell is the pad is null; a row is otherwise
+// its cells up to the trailing pads), which has no first cell when k = 0.
+func TestTopKOneTokenPromptIsNull(t *testing.T) {
+	tk := topKProto([][]engine.TokenLogprob{nil})
+	ids, _ := tinkerproto.UnpackInt32(tk.GetTokenIds())
+	lps, _ := tinkerproto.UnpackFloat32(tk.GetLogprobs())
+	n, k := int(tk.GetPromptLength()), int(tk.GetK())
+	var rows []any
+	for i := 0; i < n; i++ {
+		if k > 0 && ids[i*k] == 0 && lps[i*k] == tinkerproto.TopKPadLogprob {
+			rows = append(rows, nil)
+			continue
+		}
+		row := []any{}
+		for j := i * k; j < (i+1)*k; j++ {
+			row = append(row, [2]any{ids[j], lps[j]})
+		}
+		rows = append(rows, row)
+	}
+	if len(rows) != 1 || rows[0] != nil {
+		t.Fatalf("the SDK would read %v, want [null]", rows)
+	}
+	if got := string(sampleJSON(&engine.SampleResponse{TopKPromptLogprobs: [][]engine.TokenLogprob{nil}})); !strings.Contains(got, `"topk_prompt_logprobs":[null]`) {
+		t.Fatalf("JSON form %s", got)
 	}
 }
