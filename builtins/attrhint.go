@@ -7,7 +7,8 @@ import (
 )
 
 // AttrHint completes Starlark's error for a missing attribute of a tinker
-// value ("checkpoint has no .size field or method") with the attribute
+// value ("checkpoint has no .size field or method") or a missing member of a
+// predeclared module ("module checkpoint has no .pub ...") with the name
 // probably meant, when Starlark's own spelling hint found none: a close
 // spelling, or an attribute that begins with or contains the name
 // (size → size_bytes, path → tinker_path). Other messages come back as they
@@ -21,13 +22,13 @@ func AttrHint(msg string) string {
 	if !ok || name == "" {
 		return msg
 	}
-	t, ok := lookupTypeDoc(typ)
-	if !ok {
-		return msg
-	}
-	names := make([]string, len(t.Attrs))
-	for i, a := range t.Attrs {
-		names[i] = a.Name
+	var names []string
+	if mod, ok := strings.CutPrefix(typ, "module "); ok {
+		names = moduleMembers(mod)
+	} else if t, ok := lookupTypeDoc(typ); ok {
+		for _, a := range t.Attrs {
+			names = append(names, a.Name)
+		}
 	}
 	if s := nearestAttr(name, names); s != "" {
 		return msg + " (did you mean ." + s + "?)"

@@ -267,7 +267,7 @@ func helpFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, k
 		name = string(v)
 	case *starlark.Builtin:
 		name = v.Name()
-	case *starlarkstruct.Module:
+	case module:
 		name = v.Name
 		if _, registered := moduleDocs[name]; registered {
 			if text, ok := helpFor(name); ok {

@@ -3,8 +3,6 @@ package builtins
 import (
 	"strings"
 
-	"go.starlark.net/lib/math"
-	"go.starlark.net/lib/time"
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 )
@@ -20,11 +18,11 @@ func init() {
 // json, time, math and struct.
 func Universe() starlark.StringDict {
 	u := starlark.StringDict{
-		"json":   jsonModule(),
-		"time":   time.Module,
-		"math":   math.Module,
 		"struct": starlark.NewBuiltin("struct", starlarkstruct.Make),
 		"module": starlark.NewBuiltin("module", starlarkstruct.MakeModule),
+	}
+	for name, m := range stdModules() {
+		u[name] = module{m}
 	}
 	members := map[string]starlark.StringDict{}
 	for _, e := range registry {
@@ -43,7 +41,7 @@ func Universe() starlark.StringDict {
 		members[mod][name] = b
 	}
 	for mod, m := range members {
-		u[mod] = &starlarkstruct.Module{Name: mod, Members: m}
+		u[mod] = module{&starlarkstruct.Module{Name: mod, Members: m}}
 	}
 	return u
 }
