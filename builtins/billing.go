@@ -201,7 +201,7 @@ var (
 )
 
 func (u *BillingUsage) String() string {
-	return fmt.Sprintf("<billing usage: %d rows>", len(u.Resp.Data))
+	return "<billing usage: " + Count(len(u.Resp.Data), "row", "rows") + ">"
 }
 func (u *BillingUsage) Type() string          { return "billing_usage" }
 func (u *BillingUsage) Freeze()               {}

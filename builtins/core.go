@@ -68,7 +68,7 @@ var (
 )
 
 func (t *tableValue) String() string {
-	return fmt.Sprintf("<table %d rows × %d columns>", len(t.rows), len(t.columns))
+	return fmt.Sprintf("<table %s × %s>", Count(len(t.rows), "row", "rows"), Count(len(t.columns), "column", "columns"))
 }
 func (t *tableValue) Type() string          { return "table" }
 func (t *tableValue) Freeze()               {}

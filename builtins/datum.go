@@ -45,7 +45,7 @@ var (
 var datumAttrs = []string{"advantages", "logprobs", "target_tokens", "tokens", "weights"}
 
 func (d *Datum) String() string {
-	return fmt.Sprintf("<datum %d tokens>", len(d.D.ModelInput))
+	return "<datum " + Count(len(d.D.ModelInput), "token", "tokens") + ">"
 }
 func (d *Datum) Type() string          { return "datum" }
 func (d *Datum) Freeze()               {}

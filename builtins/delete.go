@@ -52,7 +52,7 @@ func (d *DeleteResult) String() string {
 		return "<delete cancelled>"
 	}
 	if d.DryRun {
-		return fmt.Sprintf("<delete dry run: %d checkpoints>", len(d.Planned))
+		return "<delete dry run: " + Count(len(d.Planned), "checkpoint", "checkpoints") + ">"
 	}
 	return fmt.Sprintf("<delete: %d deleted, %d failed>", len(d.Deleted), len(d.Failed))
 }

@@ -99,10 +99,7 @@ func (r *recordMap) Row(now time.Time) []string {
 }
 
 func (r *recordMap) ListTitle(n int) string {
-	if n == 1 {
-		return "1 record"
-	}
-	return fmt.Sprintf("%d records", n)
+	return Count(n, "record", "records")
 }
 
 func (r *recordMap) JSON() any {

@@ -23,7 +23,7 @@ type Sequence struct {
 var _ starlark.HasAttrs = (*Sequence)(nil)
 
 func (s *Sequence) String() string {
-	return fmt.Sprintf("<sequence %d: %d tokens, %s>", s.Index, len(s.Tokens), s.StopReason)
+	return fmt.Sprintf("<sequence %d: %s, %s>", s.Index, Count(len(s.Tokens), "token", "tokens"), s.StopReason)
 }
 func (s *Sequence) Type() string          { return "sequence" }
 func (s *Sequence) Freeze()               {}

@@ -104,7 +104,7 @@ var (
 )
 
 func (r *renderedValue) String() string {
-	return fmt.Sprintf("<rendered %s: %d tokens>", r.Renderer, len(r.R.Tokens))
+	return fmt.Sprintf("<rendered %s: %s>", r.Renderer, Count(len(r.R.Tokens), "token", "tokens"))
 }
 func (r *renderedValue) Type() string          { return "rendered" }
 func (r *renderedValue) Freeze()               {}

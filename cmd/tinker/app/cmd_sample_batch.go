@@ -70,7 +70,7 @@ func runSampleBatch(c *invocation) int {
 		if err := c.writeTable(res.Table(c.now())); err != nil {
 			return err
 		}
-		fmt.Fprintf(r.io.Out, "Wrote %d rows to %s (%d resumed)\n", res.R.Written, res.R.Output, res.R.Resumed)
+		fmt.Fprintf(r.io.Out, "Wrote %s to %s (%d resumed)\n", builtins.Count(res.R.Written, "row", "rows"), res.R.Output, res.R.Resumed)
 		return nil
 	})
 	if interrupted {
