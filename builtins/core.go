@@ -214,7 +214,7 @@ func tableFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 				return v, err == nil && v != nil
 			})
 		default:
-			return nil, fmt.Errorf("table: row %d is a %s; rows must be dicts, structs or records", i, x.Type())
+			return nil, fmt.Errorf("table: row %d is %s %s; rows must be dicts, structs or records", i, article(x.Type()), x.Type())
 		}
 	}
 	if columns != nil {
@@ -289,7 +289,7 @@ func helpFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, k
 		if t, ok := lookupTypeDoc(x.Type()); ok {
 			return helpText(helpForType(t)), nil
 		}
-		return nil, fmt.Errorf("help: no documentation for a %s; try help() for the list", x.Type())
+		return nil, fmt.Errorf("help: no documentation for %s %s; try help() for the list", article(x.Type()), x.Type())
 	}
 	if text, ok := helpFor(name); ok {
 		return helpText(text), nil

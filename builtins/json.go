@@ -86,7 +86,7 @@ func toJSON(v starlark.Value, depth int) (any, error) {
 		}
 		return l, nil
 	}
-	return nil, fmt.Errorf("json: cannot encode a %s", v.Type())
+	return nil, fmt.Errorf("json: cannot encode %s %s", article(v.Type()), v.Type())
 }
 
 // marshalJSON lets Go values satisfy encoding/json.Marshaler, which the

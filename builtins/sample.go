@@ -308,7 +308,7 @@ func messagesArg(v starlark.Value) ([]chat.Message, error) {
 	for i := 0; i < l.Len(); i++ {
 		d, ok := l.Index(i).(*starlark.Dict)
 		if !ok {
-			return nil, fmt.Errorf("message %d is a %s, want a dict", i, l.Index(i).Type())
+			return nil, fmt.Errorf("message %d is %s %s, want a dict", i, article(l.Index(i).Type()), l.Index(i).Type())
 		}
 		get := func(k string) (string, error) {
 			x, found, _ := d.Get(starlark.String(k))
