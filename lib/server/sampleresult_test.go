@@ -77,3 +77,30 @@ func TestTopKOneTokenPromptIsNull(t *testing.T) {
 		t.Fatalf("JSON form %s", got)
 	}
 }
+
+// TestSampleResultOneTokenPrompt: a one-token prompt has no logprob and no
+// top-k candidates at its only position; both forms decode, with the
+// client's decoders, to [null] for each.
+func TestSampleResultOneTokenPrompt(t *testing.T) {
+	in := &engine.SampleResponse{
+		Sequences:          []engine.Sequence{{Tokens: []int{3}, StopReason: engine.StopReasonLength}},
+		PromptLogprobs:     []*float32{nil},
+		TopKPromptLogprobs: [][]engine.TokenLogprob{nil},
+	}
+	fromProto, err := tinkerapi.DecodeSampleProto(sampleProto(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromJSON, err := tinkerapi.DecodeSampleJSON(sampleJSON(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range map[string]*tinkerapi.SampleResponse{"proto": fromProto, "json": fromJSON} {
+		if len(got.PromptLogprobs) != 1 || got.PromptLogprobs[0] != nil {
+			t.Errorf("%s: prompt logprobs %v, want [null]", name, got.PromptLogprobs)
+		}
+		if len(got.TopKPromptLogprobs) != 1 || got.TopKPromptLogprobs[0] != nil {
+			t.Errorf("%s: top-k prompt logprobs %v, want [null]", name, got.TopKPromptLogprobs)
+		}
+	}
+}
