@@ -66,6 +66,8 @@ func (c *CheckpointChange) Attr(name string) (starlark.Value, error) {
 	return nil, nil
 }
 
+func (c *CheckpointChange) MarshalJSON() ([]byte, error) { return marshalJSON(c) }
+
 // JSON is the change as an object (the official CLI prints nothing).
 func (c *CheckpointChange) JSON() any {
 	var exp any

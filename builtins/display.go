@@ -1,6 +1,7 @@
 package builtins
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/tinkershell/tinker/lib/render"
@@ -30,10 +31,13 @@ type RecordValue interface {
 }
 
 // JSONValue gives the official CLI's JSON shape of a value
-// (render.Object and friends; see render.WriteJSON).
+// (render.Object and friends; see render.WriteJSON). Its MarshalJSON
+// (marshalJSON of itself) is what json.encode uses, so that json.encode
+// gives the same shape rather than walking the value's attributes.
 type JSONValue interface {
 	starlark.Value
 	JSON() any
+	json.Marshaler
 }
 
 // TextValue displays as raw text rather than a repr (help pages).

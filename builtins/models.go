@@ -99,6 +99,8 @@ func (m *Model) Row(gotime.Time) []string { return []string{m.M.ModelName, m.con
 
 func (m *Model) ListTitle(n int) string { return Plural(n, "base model", "base models") }
 
+func (m *Model) MarshalJSON() ([]byte, error) { return marshalJSON(m) }
+
 func (m *Model) JSON() any {
 	var ctx any
 	if m.M.MaxContextLength != 0 {
