@@ -191,7 +191,8 @@ func decodeOrdered(dec *json.Decoder) (any, error) {
 
 // BillingUsage is what billing.usage returns.
 type BillingUsage struct {
-	Resp *tinkerapi.BillingUsageResponse
+	Resp       *tinkerapi.BillingUsageResponse
+	Start, End string // the window asked for, for the message of an empty one
 }
 
 var (
@@ -201,6 +202,9 @@ var (
 )
 
 func (u *BillingUsage) String() string {
+	if len(u.Resp.Data) == 0 && u.Start != "" {
+		return "No usage between " + u.Start + " and " + u.End
+	}
 	return "<billing usage: " + Count(len(u.Resp.Data), "row", "rows") + ">"
 }
 func (u *BillingUsage) Type() string          { return "billing_usage" }
@@ -262,8 +266,13 @@ func starlarkOf(v any) starlark.Value {
 	return starlark.String(fmt.Sprint(v))
 }
 
+// Table is nil when there is no usage: the value then displays as its
+// String, which says so.
 func (u *BillingUsage) Table(gotime.Time) *render.Table {
 	cols, rows := billingTable(u.Resp)
+	if len(rows) == 0 {
+		return nil
+	}
 	t := &render.Table{Title: fmt.Sprintf("%d hourly usage row(s)", len(rows))}
 	for _, c := range cols {
 		t.Columns = append(t.Columns, render.Column{Header: c, Kind: billingKind(c, rows)})
@@ -332,5 +341,5 @@ func billingUsage(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 	if err != nil {
 		return nil, apiErr(err)
 	}
-	return &BillingUsage{Resp: resp}, nil
+	return &BillingUsage{Resp: resp, Start: start, End: end}, nil
 }

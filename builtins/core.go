@@ -100,8 +100,12 @@ func (t *tableValue) AttrNames() []string { return []string{"columns", "rows", "
 // MarshalJSON makes json.encode(t) give a list of objects.
 func (t *tableValue) MarshalJSON() ([]byte, error) { return marshalJSON(t) }
 
-// Table implements Tabular.
+// Table implements Tabular. A table without columns (table([])) has
+// nothing to draw and displays as its summary instead of a blank line.
 func (t *tableValue) Table(now time.Time) *render.Table {
+	if len(t.columns) == 0 {
+		return nil
+	}
 	out := &render.Table{Title: t.title}
 	numeric := make([]bool, len(t.columns))
 	for i := range numeric {

@@ -70,7 +70,13 @@ func billingUsage(r *apiRun) error {
 	if r.jsonMode() {
 		return r.writeJSON(u.JSON())
 	}
-	return r.writeTable(u.Table(r.now()))
+	t := u.Table(r.now())
+	if t == nil {
+		// No rows: a single newline, as the official CLI prints.
+		_, err := fmt.Fprintln(r.io.Out)
+		return err
+	}
+	return r.writeTable(t)
 }
 
 // writeCSV writes rows (header first) to path, or stdout for "-".
