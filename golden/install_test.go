@@ -1,0 +1,70 @@
+package golden
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestMakeInstall runs the README's `make install`: the binary goes to
+// $GOBIN when set, else to ~/.local/bin (created), and make says where and
+// whether that directory is on the PATH.
+func TestMakeInstall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs make install (-short skips it)")
+	}
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("needs make")
+	}
+	// A fresh HOME hides the user's ~/.local/bin and go env file (which
+	// may set GOBIN); the Go caches and toolchain stay as they are, so the
+	// build is the one `make test` just made.
+	keep := []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOTOOLCHAIN", "GOPROXY"}
+	goenv, err := exec.Command("go", append([]string{"env"}, keep...)...).Output()
+	if err != nil {
+		t.Fatalf("go env: %v", err)
+	}
+	values := strings.Split(strings.TrimSuffix(string(goenv), "\n"), "\n")
+	if len(values) != len(keep) {
+		t.Fatalf("go env printed %q", goenv)
+	}
+	for _, c := range []struct{ name, gobin, path, want string }{
+		{name: "GOBIN", gobin: "gobin", path: "gobin", want: "gobin/tinker"},
+		{name: "default", want: ".local/bin/tinker"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			home := t.TempDir()
+			pathDirs := os.Getenv("PATH")
+			if c.path != "" {
+				pathDirs = filepath.Join(home, c.path) + ":" + pathDirs
+			}
+			env := []string{"HOME=" + home, "PATH=" + pathDirs, "GOENV=off"}
+			for i, k := range keep {
+				env = append(env, k+"="+values[i])
+			}
+			if c.gobin != "" {
+				env = append(env, "GOBIN="+filepath.Join(home, c.gobin))
+			}
+			cmd := exec.Command("make", "--no-print-directory", "-C", "..", "install")
+			cmd.Env = env
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("make install: %v\n%s", err, out)
+			}
+			want := filepath.Join(home, c.want)
+			if !strings.Contains(string(out), "installed "+want+"\n") {
+				t.Errorf("make install did not say it installed %s:\n%s", want, out)
+			}
+			onPath := !strings.Contains(string(out), "is not on your PATH")
+			if onPath != (c.path != "") {
+				t.Errorf("make install: PATH hint wrong (directory on PATH: %v):\n%s", c.path != "", out)
+			}
+			version, err := exec.Command(want, "--version").CombinedOutput()
+			if err != nil || !strings.HasPrefix(string(version), "tinker ") {
+				t.Errorf("%s --version: %v\n%s", want, err, version)
+			}
+		})
+	}
+}
