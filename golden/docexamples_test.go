@@ -141,8 +141,11 @@ func newDocEnv(t *testing.T) *docEnv {
 	}
 	cacheTokenizer(t, filepath.Join(root, ".hf", "hub"), "Qwen/Qwen3-8B", "tokenizer-qwen3")
 
-	// One run with sampler checkpoints "0005" and "final" and a training
-	// state, as the examples' placeholders expect.
+	// A run on Qwen/Qwen3-8B (a rank-1 adapter: the local server needs no
+	// weights to save one) for the examples that name that model; then the
+	// newest run, with sampler checkpoints "0005" and "final" and a
+	// training state, as the examples' placeholders expect.
+	d.run(t, root, "tinker", "--local", "-c", `save_checkpoint("Qwen/Qwen3-8B", name="final", rank=1, seed=1)`)
 	out := d.run(t, root, "tinker", "--local", "-c", `
 tc = training_client("tinker-local/tiny-llama", rank=4, seed=1)
 d = datum([1, 72, 105, 33], weights=[0, 0, 1, 1])
@@ -277,14 +280,20 @@ func (d *docEnv) runSession(t *testing.T, dir, text string) {
 	c := startConsole(t, cmd)
 	c.expect(">>> ")
 	for _, l := range lines {
-		off := c.offset()
 		c.send(l + "\r")
+		// The editor redraws the line, ">>> " included, before its newline:
+		// the statement's output starts after the newline.
+		c.expect("\n")
+		off := c.offset()
 		c.expect(">>> ")
 		if out := c.from(off); strings.Contains(out, "<stdin>:") || strings.Contains(out, "Error") {
 			t.Fatalf("%s\nfailed at the prompt:\n%s", l, out)
 		}
 	}
 	c.send("\x04")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("tinker exited with %v after Ctrl-D", err)
+	}
 }
 
 var (
