@@ -350,7 +350,7 @@ func (d *docEnv) checkSynopsis(t *testing.T, dir, text string) {
 				continue
 			}
 			for _, f := range flags {
-				if !strings.Contains(string(out), f) {
+				if !regexp.MustCompile(`(^|[^a-z0-9-])` + f + `($|[^a-z0-9-])`).Match(out) {
 					t.Errorf("%q: tinker %s --help does not list %s", line, strings.Join(p, " "), f)
 				}
 			}
