@@ -254,11 +254,23 @@ func (d *docEnv) runBlock(t *testing.T, dir string, b docBlock) {
 	}
 }
 
-// stripPrompts removes the "$ " a shell example shows before commands.
+// stripPrompts returns a shell block's commands. In a block that shows
+// prompts ("$ "), those are the prompted lines and their "\" continuations,
+// without the prompt; other lines are output shown. Otherwise every line
+// is a command.
 func stripPrompts(text string) string {
+	if !strings.HasPrefix(strings.TrimSpace(text), "$ ") {
+		return text
+	}
 	var b strings.Builder
+	cont := false
 	for _, l := range strings.Split(text, "\n") {
-		b.WriteString(strings.TrimPrefix(l, "$ ") + "\n")
+		cmd, prompted := strings.CutPrefix(l, "$ ")
+		if !prompted && !cont {
+			continue
+		}
+		b.WriteString(cmd + "\n")
+		cont = strings.HasSuffix(cmd, "\\")
 	}
 	return b.String()
 }
