@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tinkershell/tinker/builtins"
+	"github.com/tinkershell/tinker/lib/hfhub/hubtest"
 )
 
 // TestDocExamples runs every example a user can copy: the code blocks of
@@ -50,13 +51,31 @@ func TestDocExamples(t *testing.T) {
 	}
 	for _, ex := range builtins.Examples() {
 		t.Run("help/"+ex.Name, func(t *testing.T) {
-			if ex.Needs != "" {
+			env, ok := d.standIn(t, ex.Needs)
+			if !ok {
 				t.Skipf("needs %s", ex.Needs)
 			}
 			dir := d.dir(t, "help-"+ex.Name)
-			d.run(t, dir, "tinker", "--local", "-c", d.fill(ex.Code))
+			d.runEnv(t, dir, env, "tinker", "--local", "-c", d.fill(ex.Code))
 		})
 	}
+}
+
+// standIn returns the environment that gives an example what it needs
+// beyond the local server (a builtin's ExampleNeeds) when the test has a
+// loopback stand-in for it: the Hugging Face Hub of the golden cases
+// (lib/hfhub/hubtest). ok is false when nothing stands in.
+func (d *docEnv) standIn(t *testing.T, needs string) (env []string, ok bool) {
+	switch {
+	case needs == "":
+		return nil, true
+	case strings.HasPrefix(needs, "the Hugging Face Hub"):
+		hub := hubtest.NewAs(HubToken, "me") // the examples' own account
+		t.Cleanup(hub.Close)
+		t.Logf("needs %s: runs against a loopback Hub", needs)
+		return []string{"HF_ENDPOINT=" + hub.URL(), "HF_TOKEN=" + HubToken, "HF_HUB_OFFLINE="}, true
+	}
+	return nil, false
 }
 
 // docBlock is one fenced code block of a Markdown file.
@@ -194,8 +213,14 @@ func (d *docEnv) dir(t *testing.T, name string) string {
 // run runs a command in dir and fails the test if it fails.
 func (d *docEnv) run(t *testing.T, dir, name string, args ...string) string {
 	t.Helper()
+	return d.runEnv(t, dir, nil, name, args...)
+}
+
+// runEnv is run with variables added to the environment.
+func (d *docEnv) runEnv(t *testing.T, dir string, env []string, name string, args ...string) string {
+	t.Helper()
 	cmd := exec.Command(name, args...)
-	cmd.Dir, cmd.Env = dir, d.env
+	cmd.Dir, cmd.Env = dir, append(append([]string(nil), d.env...), env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s %q: %v\n%s", name, args, err, out)

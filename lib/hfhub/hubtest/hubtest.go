@@ -52,9 +52,12 @@ type Commit struct {
 // User is the account the server's token belongs to.
 const User = "alice"
 
-// New starts a server accepting token; Close stops it.
-func New(token string) *Server {
-	h := &Server{token: token, user: User, repos: map[string]*hubRepo{}, objects: map[string][]byte{}}
+// New starts a server accepting token, User's; Close stops it.
+func New(token string) *Server { return NewAs(token, User) }
+
+// NewAs starts a server accepting token as the account user.
+func NewAs(token, user string) *Server {
+	h := &Server{token: token, user: user, repos: map[string]*hubRepo{}, objects: map[string][]byte{}}
 	h.srv = httptest.NewServer(h)
 	return h
 }
