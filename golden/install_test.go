@@ -18,10 +18,11 @@ func TestMakeInstall(t *testing.T) {
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Skip("needs make")
 	}
-	// A fresh HOME hides the user's ~/.local/bin and go env file (which
-	// may set GOBIN); the Go caches and toolchain stay as they are, so the
-	// build is the one `make test` just made.
-	keep := []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOTOOLCHAIN", "GOPROXY"}
+	// A fresh HOME hides the user's ~/.local/bin, and GOENV=off their go
+	// env file (which may set GOBIN); the Go settings that file or HOME
+	// decide are passed as they are, so the build is the cached one
+	// `make test` just made.
+	keep := []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOTOOLCHAIN", "GOPROXY", "GOFLAGS", "CGO_ENABLED", "GOEXPERIMENT"}
 	goenv, err := exec.Command("go", append([]string{"env"}, keep...)...).Output()
 	if err != nil {
 		t.Fatalf("go env: %v", err)
@@ -40,7 +41,15 @@ func TestMakeInstall(t *testing.T) {
 			if c.path != "" {
 				pathDirs = filepath.Join(home, c.path) + ":" + pathDirs
 			}
-			env := []string{"HOME=" + home, "PATH=" + pathDirs, "GOENV=off"}
+			var env []string
+			for _, kv := range os.Environ() {
+				switch k, _, _ := strings.Cut(kv, "="); k {
+				case "HOME", "PATH", "GOENV", "GOBIN", "MAKEFLAGS", "MFLAGS", "MAKELEVEL": // not a sub-make of make test
+				default:
+					env = append(env, kv)
+				}
+			}
+			env = append(env, "HOME="+home, "PATH="+pathDirs, "GOENV=off")
 			for i, k := range keep {
 				env = append(env, k+"="+values[i])
 			}
