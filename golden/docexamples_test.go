@@ -27,7 +27,8 @@ import (
 //	<!-- example: skip — REASON -->
 //
 // and a builtin's example in its ExampleNeeds field; both are reported as
-// skipped subtests with that reason. Blocks without a language are command
+// skipped subtests with that reason, unless the test has a loopback
+// stand-in for what is needed (standIn). Blocks without a language are command
 // synopses: each command must exist and take every --flag shown.
 func TestDocExamples(t *testing.T) {
 	if testing.Short() {
@@ -255,17 +256,16 @@ func (d *docEnv) runBlock(t *testing.T, dir string, b docBlock) {
 		}
 		d.run(t, dir, "tinker", "-c", text)
 	case "toml":
-		cfg := filepath.Join(dir, "config.toml")
+		// A config file must be accepted as the user's config.
+		xdg := filepath.Join(dir, "xdg")
+		cfg := filepath.Join(xdg, "tinker", "config.toml")
+		if err := os.MkdirAll(filepath.Dir(cfg), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command("tinker", "config", "list")
-		cmd.Dir, cmd.Env = dir, append(d.env, "XDG_CONFIG_HOME="+dir+"/xdg")
-		os.MkdirAll(filepath.Join(dir, "xdg", "tinker"), 0o755)
-		os.Rename(cfg, filepath.Join(dir, "xdg", "tinker", "config.toml"))
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("tinker config list: %v\n%s", err, out)
-		}
+		d.runEnv(t, dir, []string{"XDG_CONFIG_HOME=" + xdg}, "tinker", "config", "list")
 	case "text":
 		d.runSession(t, dir, text)
 	case "":
@@ -313,7 +313,7 @@ func (d *docEnv) runSession(t *testing.T, dir, text string) {
 		t.Fatal("a text block without >>> lines: mark it (<!-- example: skip — REASON -->) or give it a language")
 	}
 	cmd := exec.Command("tinker")
-	cmd.Dir, cmd.Env = dir, append(d.env, "TERM=xterm")
+	cmd.Dir, cmd.Env = dir, append(append([]string(nil), d.env...), "TERM=xterm")
 	c := startConsole(t, cmd)
 	c.expect(">>> ")
 	for _, l := range lines {
