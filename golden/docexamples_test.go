@@ -190,7 +190,11 @@ print(tc.model_id)`)
 }
 
 // docPlaceholders replaces the documents' placeholders with the fixture's
-// values.
+// values. Both spellings of a run id become the fixture's newest run (on
+// tinker-local/tiny-llama, with sampler checkpoints 0005 and final and the
+// state s1), so tinker://RUN_ID/sampler_weights/final and .../0005 exist.
+// Files the examples read (chats.jsonl) are in every working directory
+// (docEnv.dir); everything else an example names exists as written.
 func docPlaceholders(runID string) *strings.Replacer {
 	return strings.NewReplacer(
 		"6f1c6c3e-...:train:0", runID,
