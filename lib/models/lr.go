@@ -10,9 +10,9 @@ import (
 // hidden size is from 2000 with an exponent fitted per family
 // (docs/training.md, "Learning rates").
 const (
-	lrBase          = 5e-5
+	lrBase           = 5e-5
 	lrLoRAMultiplier = 10
-	lrRefHidden     = 2000
+	lrRefHidden      = 2000
 )
 
 // lrExponents are the fitted exponents; families without one have no
