@@ -21,9 +21,9 @@ type Record interface {
 	Throughput() (tokens int, seconds float64)
 }
 
-// StepLine is the live progress line of a run: step, headline figure,
+// stepLine is the live progress line of a run: step, headline figure,
 // tokens/s and ETA, elapsed being the time since the call began.
-func StepLine(m Record, total int, elapsed time.Duration) string {
+func stepLine(m Record, total int, elapsed time.Duration) string {
 	name, v := m.Headline()
 	tokens, secs := m.Throughput()
 	rate := float64(tokens) / math.Max(secs, 1e-9)
@@ -31,7 +31,7 @@ func StepLine(m Record, total int, elapsed time.Duration) string {
 	return fmt.Sprintf("step %d/%d  %s %.4f  %.0f tok/s  ETA %s", m.StepNumber(), total, name, v, rate, progress.FormatETA(eta))
 }
 
-// Status draws StepLine on a terminal as steps finish; the builtins and
+// Status draws stepLine on a terminal as steps finish; the builtins and
 // the subcommands make one with NewStatus, pass its Step as OnStep and
 // Clear it when the call returns.
 type Status struct {
@@ -48,7 +48,7 @@ func NewStatus(w io.Writer, width int) *Status {
 
 // Step shows m, a step of total.
 func (s *Status) Step(m Record, total int) {
-	line := StepLine(m, total, time.Since(s.began))
+	line := stepLine(m, total, time.Since(s.began))
 	if s.line == nil {
 		s.line = progress.NewStatus(s.w, true, s.width, line)
 	} else {
