@@ -46,14 +46,33 @@ var trainSFTCmd = &command{
 }
 
 func runTrainSFT(c *invocation) int {
-	o := train.SFTOptions{BaseModel: c.str("base-model"), Lora: tinkerapi.DefaultLoraConfig(), TrainOn: chat.TrainAllAssistant,
+	o, usage := sftOptions(c)
+	if usage != "" {
+		return c.usageError(usage)
+	}
+	load := func() (err error) {
+		if o.Data, err = train.LoadConversations(c.str("data")); err != nil || !c.has("eval-data") {
+			return err
+		}
+		o.Eval, err = train.LoadConversations(c.str("eval-data"))
+		return err
+	}
+	return runLoop(c, &o.RunOptions, load, func(r *apiRun, s train.Session) (func() error, error) {
+		res, err := train.SFT(r.ctx, s, o)
+		return func() error { return showSFT(c, res) }, err
+	})
+}
+
+// sftOptions reads the flags of train sft; usage words a bad one.
+func sftOptions(c *invocation) (o train.SFTOptions, usage string) {
+	o = train.SFTOptions{BaseModel: c.str("base-model"), Lora: tinkerapi.DefaultLoraConfig(), TrainOn: chat.TrainAllAssistant,
 		Renderer: c.str("renderer"), Truncate: c.has("truncate")}
 	o.LogDir, o.Name = c.str("log-dir"), c.str("name")
 	if o.BaseModel == "" {
-		return c.usageError("Missing option '--base-model'.")
+		return o, "Missing option '--base-model'."
 	}
 	if !c.has("data") {
-		return c.usageError("Missing option '--data'.")
+		return o, "Missing option '--data'."
 	}
 	o.Lora.Rank = c.intOr("rank", 32)
 	if c.has("seed") {
@@ -75,17 +94,21 @@ func runTrainSFT(c *invocation) int {
 	o.MaxSteps = c.intOr("max-steps", 0)
 	var err error
 	if o.LearningRate, err = c.float("learning-rate", train.DefaultLearningRate); err != nil {
-		return c.usageError(err.Error())
+		return o, err.Error()
 	}
+	return o, ""
+}
+
+// runLoop runs a training loop as a subcommand: load reads its data files
+// (their errors come before any request), then loop runs in a session
+// with the live step line on a terminal and returns how to show its
+// result. An interrupt is reported with how to resume and exits as the
+// shell's interrupt does.
+func runLoop(c *invocation, ro *train.RunOptions, load func() error, loop func(r *apiRun, s train.Session) (func() error, error)) int {
 	interrupted := false
 	code := runAPI(c, func(r *apiRun) error {
-		if o.Data, err = train.LoadConversations(c.str("data")); err != nil {
+		if err := load(); err != nil {
 			return &tinkerapi.UserError{Msg: err.Error()}
-		}
-		if c.has("eval-data") {
-			if o.Eval, err = train.LoadConversations(c.str("eval-data")); err != nil {
-				return &tinkerapi.UserError{Msg: err.Error()}
-			}
 		}
 		if _, err := r.preflight(); err != nil {
 			return err
@@ -98,10 +121,10 @@ func runTrainSFT(c *invocation) int {
 		}
 		if c.io.ErrTTY {
 			status := train.NewStatus(c.io.Err, c.io.Width)
-			o.OnStep = status.Step
+			ro.OnStep = status.Step
 			defer status.Clear()
 		}
-		res, err := train.SFT(r.ctx, s, o)
+		show, err := loop(r, s)
 		var ie *train.InterruptedError
 		if errors.As(err, &ie) {
 			ie.Resume = func(dir string) string { return "run the same command again (with --log-dir " + dir + ") to resume" }
@@ -109,31 +132,37 @@ func runTrainSFT(c *invocation) int {
 			fmt.Fprintf(c.io.Err, "%v\n", err)
 			return nil
 		}
-		if err != nil {
-			var ue *tinkerapi.UserError
-			if errors.As(err, &ue) {
-				return err
-			}
+		var ue *tinkerapi.UserError
+		if err != nil && !errors.As(err, &ue) {
 			return &tinkerapi.UserError{Msg: err.Error()}
 		}
-		if c.jsonMode() {
-			return c.writeJSON(train.SFTJSON(res))
-		}
-		if err := c.writeTable(train.SFTTable(res)); err != nil {
+		if err != nil {
 			return err
 		}
-		if c.io.OutTTY {
-			fmt.Fprintln(c.io.Out, train.Chart(res.Steps, c.io.Width))
-		}
-		if res.SamplerPath != "" {
-			fmt.Fprintf(c.io.Out, "Sampler checkpoint: %s\n", res.SamplerPath)
-		} else {
-			fmt.Fprintf(c.io.Out, "State checkpoint: %s (run again with --log-dir to continue)\n", res.StatePath)
-		}
-		return nil
+		return show()
 	})
 	if interrupted {
 		return shell.ExitInterrupted
 	}
 	return code
+}
+
+// showSFT prints a finished (or stopped) run: its table or JSON, the loss
+// chart on a terminal, and the checkpoint to use or continue from.
+func showSFT(c *invocation, res *train.SFTResult) error {
+	if c.jsonMode() {
+		return c.writeJSON(train.SFTJSON(res))
+	}
+	if err := c.writeTable(train.SFTTable(res)); err != nil {
+		return err
+	}
+	if c.io.OutTTY {
+		fmt.Fprintln(c.io.Out, train.Chart(res.Steps, c.io.Width))
+	}
+	if res.SamplerPath != "" {
+		fmt.Fprintf(c.io.Out, "Sampler checkpoint: %s\n", res.SamplerPath)
+	} else {
+		fmt.Fprintf(c.io.Out, "State checkpoint: %s (run again with --log-dir to continue)\n", res.StatePath)
+	}
+	return nil
 }
