@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"strings"
 	"sync"
 
 	"github.com/tinkershell/tinker/lib/chat"
@@ -368,13 +367,7 @@ func (l *rlLoop) score(ctx context.Context, groups []group, m *RLMetrics) error 
 
 // completion is a sequence's text without the stop string that ended it.
 func (l *rlLoop) completion(prompt int, seq tinkerapi.SampledSequence) string {
-	text := l.tok.Decode(seq.Tokens, true)
-	for _, s := range l.prompts[prompt].stopStrings {
-		if t, ok := strings.CutSuffix(text, s); ok {
-			return t
-		}
-	}
-	return text
+	return completionText(l.tok, seq.Tokens, l.prompts[prompt].stopStrings)
 }
 
 // describe quotes a prompt for an error: its text or its last message.
