@@ -118,14 +118,21 @@ func samplerModel(ctx context.Context, s *tinkerapi.Session, v starlark.Value) (
 	if name == "" {
 		return "", "", "", fmt.Errorf("the run has no sampler checkpoint yet: finish it first")
 	}
+	base, path, err = ResolveSamplerModel(ctx, s, name)
+	return name, base, path, err
+}
+
+// ResolveSamplerModel is the base model and sampler path of a base model
+// name or a tinker:// sampler checkpoint (path "" for a base model).
+func ResolveSamplerModel(ctx context.Context, s *tinkerapi.Session, name string) (base, path string, err error) {
 	if !strings.HasPrefix(name, "tinker://") {
-		return name, name, "", checkBaseModel(ctx, s.Client(), name)
+		return name, "", checkBaseModel(ctx, s.Client(), name)
 	}
 	info, err := s.Client().WeightsInfo(ctx, name)
 	if err != nil {
-		return "", "", "", apiErr(err)
+		return "", "", apiErr(err)
 	}
-	return name, info.BaseModel, name, nil
+	return info.BaseModel, name, nil
 }
 
 // Evaluation is evaluate()'s result.

@@ -18,6 +18,7 @@ var root = &command{
 		checkpointCmd,
 		completionCmd,
 		configCmd,
+		evalCmd,
 		modelsCmd,
 		runCmd,
 		sampleCmd,
