@@ -76,7 +76,11 @@ func dpoFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw
 	if err != nil {
 		return nil, err
 	}
-	return newTrainRun(ContextOf(thread), envOf(thread), "dpo", "DPO", res)
+	run, err := newTrainRun(ContextOf(thread), envOf(thread), "dpo", "DPO", res)
+	if err != nil {
+		return nil, err
+	}
+	return DPORun{run}, nil
 }
 
 // loopArgs reads the optional arguments the training builtins share.

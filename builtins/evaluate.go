@@ -104,11 +104,11 @@ func samplerModel(ctx context.Context, s *tinkerapi.Session, v starlark.Value) (
 		if m.Sampler != nil {
 			name = m.Sampler.C.TinkerPath
 		}
-	case *TrainRun[train.DPOMetrics]:
+	case DPORun:
 		if m.Sampler != nil {
 			name = m.Sampler.C.TinkerPath
 		}
-	case *TrainRun[train.RLMetrics]:
+	case RLRun:
 		if m.Sampler != nil {
 			name = m.Sampler.C.TinkerPath
 		}

@@ -92,7 +92,11 @@ func rlFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwa
 	if err != nil {
 		return nil, err
 	}
-	return newTrainRun(ContextOf(thread), envOf(thread), "rl", "RL", res)
+	run, err := newTrainRun(ContextOf(thread), envOf(thread), "rl", "RL", res)
+	if err != nil {
+		return nil, err
+	}
+	return RLRun{run}, nil
 }
 
 // promptValues are the prompts as the reward function sees them: the

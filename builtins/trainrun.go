@@ -14,8 +14,9 @@ import (
 	"github.com/tinkershell/tinker/lib/train"
 )
 
-// TrainRun is the result of dpo() and rl(): the run's steps (a table, a
-// chart of the headline figure, JSON) and its checkpoints.
+// TrainRun is what dpo() and rl() return share: the run's steps (a
+// table, a chart of the headline figure, JSON) and its checkpoints.
+// DPORun and RLRun give it its type name.
 type TrainRun[M train.Record] struct {
 	Kind           string // "dpo", "rl"
 	What           string // table title: "DPO", "RL"
@@ -23,11 +24,20 @@ type TrainRun[M train.Record] struct {
 	Sampler, State *Checkpoint // nil when not saved
 }
 
+// DPORun is dpo()'s result.
+type DPORun struct{ *TrainRun[train.DPOMetrics] }
+
+// RLRun is rl()'s result.
+type RLRun struct{ *TrainRun[train.RLMetrics] }
+
+func (r DPORun) Type() string { return "dpo_run" }
+func (r RLRun) Type() string  { return "rl_run" }
+
 var (
-	_ Tabular           = (*TrainRun[train.RLMetrics])(nil)
-	_ JSONValue         = (*TrainRun[train.RLMetrics])(nil)
-	_ ChartValue        = (*TrainRun[train.RLMetrics])(nil)
-	_ starlark.HasAttrs = (*TrainRun[train.RLMetrics])(nil)
+	_ Tabular           = RLRun{}
+	_ JSONValue         = DPORun{}
+	_ ChartValue        = RLRun{}
+	_ starlark.HasAttrs = DPORun{}
 )
 
 // newTrainRun looks up the run's checkpoints for display.
@@ -54,10 +64,9 @@ func newTrainRun[M train.Record](ctx context.Context, env *Env, kind, what strin
 func (r *TrainRun[M]) String() string {
 	return fmt.Sprintf("<%s %s: %d/%d steps>", r.Kind, r.R.BaseModel, len(r.R.Steps), r.R.Total)
 }
-func (r *TrainRun[M]) Type() string          { return r.Kind + "_run" }
 func (r *TrainRun[M]) Freeze()               {}
 func (r *TrainRun[M]) Truth() starlark.Bool  { return true }
-func (r *TrainRun[M]) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: %s", r.Type()) }
+func (r *TrainRun[M]) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: %s_run", r.Kind) }
 func (r *TrainRun[M]) AttrNames() []string {
 	return []string{"log_dir", "metrics", "sampler_checkpoint", "state_checkpoint"}
 }
@@ -110,7 +119,8 @@ func recordDict(m train.Record) *starlark.Dict {
 func (r *TrainRun[M]) Table(gotime.Time) *render.Table { return train.RunTable(r.What, r.R) }
 func (r *TrainRun[M]) Chart(width int) string          { return train.Chart(r.R.Steps, width) }
 func (r *TrainRun[M]) JSON() any                       { return train.RunJSON(r.R) }
-func (r *TrainRun[M]) MarshalJSON() ([]byte, error)    { return marshalJSON(r) }
+func (r DPORun) MarshalJSON() ([]byte, error)          { return marshalJSON(r) }
+func (r RLRun) MarshalJSON() ([]byte, error)           { return marshalJSON(r) }
 
 // rowsArg reads data given as a JSONL path or a list: each list element
 // becomes a row as JSON, named what[i] in errors.

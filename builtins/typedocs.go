@@ -115,6 +115,24 @@ var typeDocs = []typeDoc{
 		{"sampler_checkpoint", "the last sampler weights saved, or None"},
 		{"state_checkpoint", "the last training state saved, or None"},
 	}},
+	{Name: "dpo_run", Summary: "A direct preference optimisation run: from dpo(); it displays its steps and loss curve.", Attrs: []attrDoc{
+		{"log_dir", "the directory of its config, metrics, reference log-likelihoods and state, or None"},
+		{"metrics", "one dict per step: step, epoch, loss, accuracy, margin, chosen_reward, rejected_reward, learning_rate, tokens, num_pairs, time"},
+		{"sampler_checkpoint", "the last sampler weights saved, or None"},
+		{"state_checkpoint", "the last training state saved, or None"},
+	}},
+	{Name: "rl_run", Summary: "A reinforcement learning run: from rl(); it displays its steps and reward curve.", Attrs: []attrDoc{
+		{"log_dir", "the directory of its config, metrics and state, or None"},
+		{"metrics", "one dict per step: step, mean_reward, loss, tokens, num_trained, skipped_groups, learning_rate, time"},
+		{"sampler_checkpoint", "the last sampler weights saved, or None"},
+		{"state_checkpoint", "the last training state saved, or None"},
+	}},
+	{Name: "evaluation", Summary: "A model's scored answers: from evaluate(); it displays its rows.", Attrs: []attrDoc{
+		{"model", "the model evaluated, as named"},
+		{"nll", "the references' negative log-likelihood per token (nll=True), or None"},
+		{"rows", "one dict per answer: row, prompt, completion, reference, score"},
+		{"score", "the mean score"},
+	}},
 	{Name: "hub_push", Summary: "A checkpoint pushed to the Hugging Face Hub: from push_to_hub().", Attrs: []attrDoc{
 		{"checkpoint_path", "the tinker:// path pushed"},
 		{"commit_url", "the commit's URL, or None when nothing changed"},

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/tinkershell/tinker/lib/tinkerapi"
+	"github.com/tinkershell/tinker/lib/train"
 	"go.starlark.net/starlark"
 )
 
@@ -80,6 +81,9 @@ var valueSamples = []starlark.Value{
 	&Datum{},
 	&PassResult{},
 	&SFTRun{},
+	DPORun{&TrainRun[train.DPOMetrics]{R: &train.DPOResult{}}},
+	RLRun{&TrainRun[train.RLMetrics]{R: &train.RLResult{}}},
+	&Evaluation{R: &train.EvalResult{}},
 	&HubPush{},
 	&tableValue{},
 	&recordMap{},

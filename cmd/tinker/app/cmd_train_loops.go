@@ -136,10 +136,11 @@ func runTrainRL(c *invocation) int {
 	if o.BaseModel, o.LearningRate, usage = loopOptions(c, &o.RunOptions, &o.Lora); usage != "" {
 		return c.usageError(usage)
 	}
-	for _, f := range []string{"prompts", "reward"} {
-		if !c.has(f) {
-			return c.usageError(fmt.Sprintf("Missing option '--%s'.", f))
-		}
+	switch {
+	case !c.has("prompts"):
+		return c.usageError("Missing option '--prompts'.")
+	case !c.has("reward"):
+		return c.usageError("Missing option '--reward'.")
 	}
 	if c.has("loss") {
 		o.Loss = c.str("loss")
