@@ -1,0 +1,171 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+)
+
+type pageCall struct{ limit, offset int }
+
+// pager serves items 0..n-1; short, if >= 0, truncates the page at that offset.
+func pager(n, short int) (func(ctx context.Context, limit, offset int) ([]int, error), func() []pageCall) {
+	var mu sync.Mutex
+	var calls []pageCall
+	fetch := func(ctx context.Context, limit, offset int) ([]int, error) {
+		mu.Lock()
+		calls = append(calls, pageCall{limit, offset})
+		mu.Unlock()
+		end := min(offset+limit, n)
+		if short >= 0 && offset == short {
+			end = offset + limit/2
+		}
+		out := []int{}
+		for i := offset; i < end; i++ {
+			out = append(out, i)
+		}
+		return out, nil
+	}
+	return fetch, func() []pageCall {
+		mu.Lock()
+		defer mu.Unlock()
+		sort.Slice(calls, func(i, j int) bool { return calls[i].offset < calls[j].offset })
+		return calls
+	}
+}
+
+func TestFetchPagesMatchesTheCLIsRequests(t *testing.T) {
+	for _, tc := range []struct {
+		total, limit, batch int
+		want                []pageCall // after the first page
+		wantLen             int
+	}{
+		{2500, 0, 1000, []pageCall{{1000, 1000}, {500, 2000}}, 2500},
+		{2500, 1500, 1000, []pageCall{{500, 1000}}, 1500},
+		{250, 0, 100, []pageCall{{100, 100}, {50, 200}}, 250},
+		{250, 20, 100, nil, 20},
+		{90, 0, 100, nil, 90},
+	} {
+		fetch, calls := pager(tc.total, -1)
+		firstLimit := tc.batch
+		if tc.limit > 0 {
+			firstLimit = min(tc.batch, tc.limit)
+		}
+		first, _ := fetch(context.Background(), firstLimit, 0)
+		got, err := fetchPages(context.Background(), first, tc.total, tc.limit, tc.batch, noProgress{}, fetch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != tc.wantLen {
+			t.Errorf("%+v: %d items, want %d", tc, len(got), tc.wantLen)
+		}
+		for i, v := range got {
+			if v != i {
+				t.Fatalf("%+v: item %d is %d: pages out of order", tc, i, v)
+			}
+		}
+		later := calls()[1:]
+		if fmt.Sprint(later) != fmt.Sprint(tc.want) && !(len(later) == 0 && len(tc.want) == 0) {
+			t.Errorf("%+v: requests %v, want %v", tc, later, tc.want)
+		}
+	}
+}
+
+func TestFetchPagesStopsAtAShortPage(t *testing.T) {
+	fetch, _ := pager(5000, 2000)
+	first, _ := fetch(context.Background(), 1000, 0)
+	got, err := fetchPages(context.Background(), first, 5000, 0, 1000, noProgress{}, fetch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2500 { // 1000 + 1000 + the short 500; later pages dropped
+		t.Fatalf("%d items, want 2500", len(got))
+	}
+}
+
+func TestFetchPagesReportsErrors(t *testing.T) {
+	boom := errors.New("boom")
+	fetch := func(ctx context.Context, limit, offset int) ([]int, error) {
+		if offset == 2000 {
+			return nil, boom
+		}
+		select {
+		case <-ctx.Done(): // the failure cancels the pages still in flight
+			return nil, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+		return make([]int, limit), nil
+	}
+	_, err := fetchPages(context.Background(), make([]int, 1000), 9000, 0, 1000, noProgress{}, fetch)
+	if !errors.Is(err, boom) && !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want boom", err)
+	}
+}
+
+func TestParseDate(t *testing.T) {
+	for in, want := range map[string]string{
+		"2024-01-01":                "2024-01-01T00:00:00Z",
+		"2024-01-01T12:00:00Z":      "2024-01-01T12:00:00Z",
+		"2024-01-01 12:00":          "2024-01-01T12:00:00Z",
+		"2024-01-01T12:00:00+02:00": "2024-01-01T10:00:00Z",
+		" 2024-06-01T00:00:00.5 ":   "2024-06-01T00:00:00.5Z",
+	} {
+		got, err := ParseDate(in)
+		if err != nil || got.Format(time.RFC3339Nano) != want {
+			t.Errorf("ParseDate(%q) = %v, %v; want %s", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"2000-13-01", "yesterday", ""} {
+		if _, err := ParseDate(bad); err == nil {
+			t.Errorf("ParseDate(%q) accepted", bad)
+		}
+	}
+}
+
+func TestBillingTimeArg(t *testing.T) {
+	for in, want := range map[string]string{
+		"2026-07-13":                "2026-07-13T00:00:00",
+		"2026-07-13T05:00:00Z":      "2026-07-13T05:00:00Z",
+		"2026-07-13T05:00:00+02:00": "2026-07-13T05:00:00+02:00",
+	} {
+		if got, err := BillingTimeArg(in); err != nil || got != want {
+			t.Errorf("BillingTimeArg(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}
+
+func TestFirstMatchingReadsOnlyThePagesItNeeds(t *testing.T) {
+	even := func(i *int) bool { return *i%2 == 0 }
+	for _, tc := range []struct {
+		n, limit, batch int
+		wantPages       int
+		want            []int
+		more            int
+		exact           bool
+	}{
+		{n: 10, limit: 2, batch: 4, wantPages: 1, want: []int{0, 2}, more: 0, exact: false},
+		{n: 10, limit: 3, batch: 4, wantPages: 2, want: []int{0, 2, 4}, more: 1, exact: false},
+		{n: 10, limit: 4, batch: 4, wantPages: 2, want: []int{0, 2, 4, 6}, more: 0, exact: false},
+		{n: 10, limit: 5, batch: 4, wantPages: 3, want: []int{0, 2, 4, 6, 8}, more: 0, exact: true},
+		{n: 10, limit: 1, batch: 20, wantPages: 1, want: []int{0}, more: 4, exact: true},
+		{n: 8, limit: 9, batch: 4, wantPages: 2, want: []int{0, 2, 4, 6}, more: 0, exact: true},
+	} {
+		fetch, calls := pager(tc.n, -1)
+		got, more, exact, err := firstMatching(context.Background(), tc.limit, tc.batch, even,
+			func(ctx context.Context, l, off int) ([]int, int, error) {
+				items, err := fetch(ctx, l, off)
+				return items, tc.n, err
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) || more != tc.more || exact != tc.exact || len(calls()) != tc.wantPages {
+			t.Errorf("n=%d limit=%d batch=%d: got %v more=%d exact=%v in %d pages, want %v more=%d exact=%v in %d pages",
+				tc.n, tc.limit, tc.batch, got, more, exact, len(calls()), tc.want, tc.more, tc.exact, tc.wantPages)
+		}
+	}
+}
