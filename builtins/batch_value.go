@@ -3,12 +3,9 @@ package builtins
 import (
 	"fmt"
 	"sort"
-	"strconv"
-	"strings"
-	gotime "time"
 
 	"github.com/tinkershell/tinker/lib/batch"
-	"github.com/tinkershell/tinker/lib/render"
+	"github.com/tinkershell/tinker/lib/ops"
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 )
@@ -16,7 +13,7 @@ import (
 // BatchResult is what sample_batch() returns: the run's counts and a
 // summary per model.
 type BatchResult struct {
-	R batch.Result
+	ops.BatchResult
 	// The job's models and prompt ids, which order .rows.
 	models, prompts []string
 }
@@ -135,47 +132,6 @@ func meanLogprob(m batch.ModelSummary) starlark.Value {
 		return starlark.None
 	}
 	return starlark.Float(m.MeanLogprob)
-}
-
-// Table is the summary per model.
-func (b *BatchResult) Table(now gotime.Time) *render.Table {
-	t := &render.Table{
-		Title: fmt.Sprintf("Batch %s: %d of %d rows", b.R.Output, b.R.Total-b.R.Remaining, b.R.Total),
-		Columns: []render.Column{{Header: "Model"}, {Header: "Rows", Right: true}, {Header: "Missing", Right: true},
-			{Header: "Mean tokens", Right: true}, {Header: "Stop reasons"}, {Header: "Mean logprob", Right: true}},
-	}
-	for _, m := range b.R.Models {
-		reasons := make([]string, len(m.StopReasons))
-		for i, r := range m.StopReasons {
-			reasons[i] = fmt.Sprintf("%s %d", r.Reason, r.Count)
-		}
-		lp := "-"
-		if m.LogprobTokens > 0 {
-			lp = strconv.FormatFloat(m.MeanLogprob, 'f', 3, 64)
-		}
-		t.Rows = append(t.Rows, []string{m.Model, strconv.Itoa(m.Rows), strconv.Itoa(m.Missing),
-			strconv.FormatFloat(m.MeanTokens, 'f', 1, 64), strings.Join(reasons, ", "), lp})
-	}
-	return t
-}
-
-func (b *BatchResult) JSON() any {
-	models := make([]any, len(b.R.Models))
-	for i, m := range b.R.Models {
-		reasons := render.Object{}
-		for _, r := range m.StopReasons {
-			reasons = append(reasons, render.Member{Key: r.Reason, Value: r.Count})
-		}
-		var lp any
-		if m.LogprobTokens > 0 {
-			lp = m.MeanLogprob
-		}
-		models[i] = render.Object{{Key: "model", Value: m.Model}, {Key: "rows", Value: m.Rows}, {Key: "missing", Value: m.Missing},
-			{Key: "mean_tokens", Value: m.MeanTokens}, {Key: "stop_reasons", Value: reasons}, {Key: "mean_logprob", Value: lp}}
-	}
-	return render.Object{{Key: "output", Value: b.R.Output}, {Key: "seed", Value: b.R.Seed}, {Key: "total", Value: b.R.Total},
-		{Key: "resumed", Value: b.R.Resumed}, {Key: "written", Value: b.R.Written}, {Key: "remaining", Value: b.R.Remaining},
-		{Key: "models", Value: models}}
 }
 
 func (b *BatchResult) MarshalJSON() ([]byte, error) { return marshalJSON(b) }

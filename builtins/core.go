@@ -8,6 +8,7 @@ import (
 	gotime "time"
 
 	"github.com/tinkershell/tinker/lib/models"
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/render"
 	starlarktime "go.starlark.net/lib/time"
 	"go.starlark.net/starlark"
@@ -68,7 +69,7 @@ var (
 )
 
 func (t *tableValue) String() string {
-	return fmt.Sprintf("<table %s × %s>", Count(len(t.rows), "row", "rows"), Count(len(t.columns), "column", "columns"))
+	return fmt.Sprintf("<table %s × %s>", ops.Count(len(t.rows), "row", "rows"), ops.Count(len(t.columns), "column", "columns"))
 }
 func (t *tableValue) Type() string          { return "table" }
 func (t *tableValue) Freeze()               {}

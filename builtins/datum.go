@@ -6,6 +6,7 @@ import (
 	gotime "time"
 
 	"github.com/tinkershell/tinker/lib/chat"
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"go.starlark.net/starlark"
@@ -45,7 +46,7 @@ var (
 var datumAttrs = []string{"advantages", "logprobs", "target_tokens", "tokens", "weights"}
 
 func (d *Datum) String() string {
-	return "<datum " + Count(len(d.D.ModelInput), "token", "tokens") + ">"
+	return "<datum " + ops.Count(len(d.D.ModelInput), "token", "tokens") + ">"
 }
 func (d *Datum) Type() string          { return "datum" }
 func (d *Datum) Freeze()               {}
@@ -112,7 +113,7 @@ func (d *Datum) Row(now gotime.Time) []string {
 	f := d.Record(now).Fields
 	return []string{f[0].Value, f[1].Value, f[2].Value}
 }
-func (d *Datum) ListTitle(n int) string { return Plural(n, "datum", "data") }
+func (d *Datum) ListTitle(n int) string { return ops.Plural(n, "datum", "data") }
 
 func sortedNames(m map[string]tinkerapi.Tensor) []string {
 	var out []string

@@ -2,10 +2,9 @@ package builtins
 
 import (
 	"fmt"
-	"io"
 	gotime "time"
 
-	"github.com/tinkershell/tinker/lib/download"
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"go.starlark.net/starlark"
@@ -101,7 +100,7 @@ func (s *Session) RowColumns() []render.Column {
 func (s *Session) Row(gotime.Time) []string {
 	return []string{s.ID, fmt.Sprint(len(s.Info.TrainingRunIDs)), fmt.Sprint(len(s.Info.SamplerIDs))}
 }
-func (s *Session) ListTitle(n int) string { return Plural(n, "session", "sessions") }
+func (s *Session) ListTitle(n int) string { return ops.Plural(n, "session", "sessions") }
 func (s *Session) JSON() any {
 	return render.Object{{Key: "session_id", Value: s.ID}, {Key: "training_run_ids", Value: s.Info.TrainingRunIDs}, {Key: "sampler_ids", Value: s.Info.SamplerIDs}}
 }
@@ -124,35 +123,8 @@ func sessionInfo(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	return &Session{ID: id, Info: *resp}, nil
 }
 
-// tracePollInterval is how often a pending trace export is polled. The
-// first polls come sooner (tracePollFirst, doubling), since most exports
-// are ready within a second.
-const (
-	tracePollInterval = 5 * gotime.Second
-	tracePollFirst    = 250 * gotime.Millisecond
-)
-
-// progressReader reports bytes read to a progress bar.
-type progressReader struct {
-	r io.Reader
-	p download.Progress
-}
-
-func (p *progressReader) Read(b []byte) (int, error) {
-	n, err := p.r.Read(b)
-	if n > 0 {
-		p.p.Add(int64(n))
-	}
-	return n, err
-}
-
-const traceHint = "The signed URL may have expired (it is valid for about an hour). Re-run the command to get a fresh one."
-
 // TraceResult is what session.export_trace returns.
-type TraceResult struct {
-	SessionID, Destination, URL string
-	Size                        int64
-}
+type TraceResult struct{ ops.TraceResult }
 
 var (
 	_ RecordValue = (*TraceResult)(nil)
@@ -183,36 +155,6 @@ func (t *TraceResult) Attr(name string) (starlark.Value, error) {
 	}
 	return nil, nil
 }
-func (t *TraceResult) Record(gotime.Time) *render.Record {
-	r := &render.Record{Title: "Trace Export: " + t.SessionID}
-	r.Fields = append(r.Fields, render.Field{Name: "Session ID", Value: t.SessionID})
-	if t.Destination == "" {
-		r.Fields = append(r.Fields, render.Field{Name: "URL", Value: t.URL})
-		return r
-	}
-	r.Fields = append(r.Fields, render.Field{Name: "Saved to", Value: t.Destination})
-	if t.Size > 0 {
-		r.Fields = append(r.Fields, render.Field{Name: "Size", Value: render.Size(t.Size)})
-	}
-	return r
-}
-func (t *TraceResult) RowColumns() []render.Column {
-	return []render.Column{{Header: "Session ID", Kind: render.ID}, {Header: "Saved to", Kind: render.Path}, {Header: "Size", Kind: render.Number}}
-}
-func (t *TraceResult) Row(gotime.Time) []string {
-	return []string{t.SessionID, t.Destination, render.Size(t.Size)}
-}
-func (t *TraceResult) ListTitle(n int) string { return Plural(n, "trace", "traces") }
-func (t *TraceResult) JSON() any {
-	if t.Destination == "" {
-		return render.Object{{Key: "session_id", Value: t.SessionID}, {Key: "url", Value: t.URL}}
-	}
-	obj := render.Object{{Key: "session_id", Value: t.SessionID}, {Key: "destination", Value: t.Destination}}
-	if t.Size > 0 {
-		obj = append(obj, render.Member{Key: "file_size_bytes", Value: t.Size})
-	}
-	return obj
-}
 func (t *TraceResult) MarshalJSON() ([]byte, error) { return marshalJSON(t) }
 
 func sessionExportTrace(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
@@ -232,7 +174,7 @@ func sessionExportTrace(thread *starlark.Thread, b *starlark.Builtin, args starl
 		return nil, err
 	}
 	ctx := ContextOf(thread)
-	url, err := TraceURL(ctx, c, id, func() {
+	url, err := ops.TraceURL(ctx, c, id, func() {
 		if env.NoticesTTY {
 			fmt.Fprintf(env.Notices, "Building trace export for session: %s (this may take a while)\n", id)
 		}
@@ -241,15 +183,15 @@ func sessionExportTrace(thread *starlark.Thread, b *starlark.Builtin, args starl
 		return nil, apiErr(err)
 	}
 	if urlOnly {
-		return &TraceResult{SessionID: id, URL: url}, nil
+		return &TraceResult{ops.TraceResult{SessionID: id, URL: url}}, nil
 	}
-	dest, err := TraceDestination(id, output)
+	dest, err := ops.TraceDestination(id, output)
 	if err != nil {
 		return nil, err
 	}
-	n, err := SaveTrace(ctx, url, dest, nil)
+	n, err := ops.SaveTrace(ctx, url, dest, nil)
 	if err != nil {
 		return nil, err
 	}
-	return &TraceResult{SessionID: id, Destination: dest, URL: url, Size: n}, nil
+	return &TraceResult{ops.TraceResult{SessionID: id, Destination: dest, URL: url, Size: n}}, nil
 }

@@ -6,6 +6,7 @@ import (
 	gotime "time"
 
 	"github.com/tinkershell/tinker/lib/chat"
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/tokenizer"
 	"go.starlark.net/starlark"
@@ -104,7 +105,7 @@ var (
 )
 
 func (r *renderedValue) String() string {
-	return fmt.Sprintf("<rendered %s: %s>", r.Renderer, Count(len(r.R.Tokens), "token", "tokens"))
+	return fmt.Sprintf("<rendered %s: %s>", r.Renderer, ops.Count(len(r.R.Tokens), "token", "tokens"))
 }
 func (r *renderedValue) Type() string          { return "rendered" }
 func (r *renderedValue) Freeze()               {}
@@ -130,7 +131,7 @@ func (r *renderedValue) Attr(name string) (starlark.Value, error) {
 }
 func (r *renderedValue) Record(gotime.Time) *render.Record {
 	return &render.Record{Title: "Rendered with " + r.Renderer, Fields: []render.Field{
-		{Name: "Text", Value: oneLine(r.R.Text)},
+		{Name: "Text", Value: ops.OneLine(r.R.Text)},
 		{Name: "Tokens", Value: fmt.Sprint(len(r.R.Tokens))},
 		{Name: "Stop tokens", Value: fmt.Sprint(r.R.StopTokens)},
 		{Name: "Stop strings", Value: fmt.Sprintf("%q", r.R.StopStrings)},
@@ -140,10 +141,10 @@ func (r *renderedValue) RowColumns() []render.Column {
 	return []render.Column{{Header: "Renderer"}, {Header: "Tokens", Right: true}, {Header: "Text"}}
 }
 func (r *renderedValue) Row(gotime.Time) []string {
-	return []string{r.Renderer, fmt.Sprint(len(r.R.Tokens)), oneLine(r.R.Text)}
+	return []string{r.Renderer, fmt.Sprint(len(r.R.Tokens)), ops.OneLine(r.R.Text)}
 }
 func (r *renderedValue) ListTitle(n int) string {
-	return Plural(n, "rendered prompt", "rendered prompts")
+	return ops.Plural(n, "rendered prompt", "rendered prompts")
 }
 func (r *renderedValue) JSON() any {
 	toks := make([]any, len(r.R.Tokens))

@@ -6,6 +6,7 @@ import (
 	"sort"
 	gotime "time"
 
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"go.starlark.net/starlark"
@@ -291,7 +292,9 @@ func (r *PassResult) Row(gotime.Time) []string {
 	l, _ := r.Out.Loss()
 	return []string{fmt.Sprintf("%.6g", l), fmt.Sprint(len(r.Out.LossFnOutputs))}
 }
-func (r *PassResult) ListTitle(n int) string { return Plural(n, "forward result", "forward results") }
+func (r *PassResult) ListTitle(n int) string {
+	return ops.Plural(n, "forward result", "forward results")
+}
 
 // adamArgs reads optim_step's keyword arguments.
 func adamArgs(b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (tinkerapi.AdamParams, error) {

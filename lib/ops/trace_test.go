@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
-
 )
 
 // A saved trace is an ordinary file: its mode follows the umask (0644
