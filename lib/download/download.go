@@ -157,7 +157,8 @@ func TargetPath(parent, name string) (string, error) {
 
 // Prepare is the local check every download makes before asking for the
 // archive: it creates parent, finds the target (TargetPath) and refuses an
-// existing one unless force (ErrTargetExists). Download makes it again, so
+// existing one unless force (ErrTargetExists, with the target still
+// returned for the message). Download makes it again, so
 // callers run it early only to fail before other work, as the official
 // CLI does before it contacts the service.
 func Prepare(parent, name string, force bool) (target string, err error) {
@@ -170,7 +171,7 @@ func Prepare(parent, name string, force bool) (target string, err error) {
 		return "", err
 	}
 	if _, err := os.Lstat(target); err == nil && !force {
-		return "", fmt.Errorf("%w: %s", ErrTargetExists, target)
+		return target, fmt.Errorf("%w: %s", ErrTargetExists, target)
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("check target: %w", err)
 	}
