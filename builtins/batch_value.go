@@ -29,9 +29,6 @@ func (b *BatchResult) Type() string          { return "batch" }
 func (b *BatchResult) Freeze()               {}
 func (b *BatchResult) Truth() starlark.Bool  { return true }
 func (b *BatchResult) Hash() (uint32, error) { return starlark.String(b.R.Output).Hash() }
-func (b *BatchResult) AttrNames() []string {
-	return []string{"models", "output", "remaining", "resumed", "rows", "seed", "total", "written"}
-}
 
 // rows reads the job's rows from the output file, ordered by model, then
 // prompt, then sample as the job lists them.
@@ -89,42 +86,41 @@ func (b *BatchResult) rows() (starlark.Value, error) {
 	return starlark.NewList(out), nil
 }
 
-func (b *BatchResult) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "output":
-		return starlark.String(b.R.Output), nil
-	case "remaining":
-		return starlark.MakeInt(b.R.Remaining), nil
-	case "resumed":
-		return starlark.MakeInt(b.R.Resumed), nil
-	case "seed":
-		return starlark.MakeInt64(b.R.Seed), nil
-	case "total":
-		return starlark.MakeInt(b.R.Total), nil
-	case "written":
-		return starlark.MakeInt(b.R.Written), nil
-	case "rows":
-		return b.rows()
-	case "models":
+func (b *BatchResult) AttrNames() []string                      { return batchAttrs.names(b) }
+func (b *BatchResult) Attr(name string) (starlark.Value, error) { return batchAttrs.get(b, name) }
+
+var batchAttrs = attrTable[*BatchResult]{
+	field("models", "one dict per model: model, rows, missing, mean_tokens, stop_reasons, mean_logprob", func(b *BatchResult) starlark.Value {
 		l := make([]starlark.Value, len(b.R.Models))
 		for i, m := range b.R.Models {
-			reasons := starlark.NewDict(len(m.StopReasons))
-			for _, r := range m.StopReasons {
-				_ = reasons.SetKey(starlark.String(r.Reason), starlark.MakeInt(r.Count))
-			}
-			d := starlark.NewDict(6)
-			for _, kv := range []struct {
-				k string
-				v starlark.Value
-			}{{"model", starlark.String(m.Model)}, {"rows", starlark.MakeInt(m.Rows)}, {"missing", starlark.MakeInt(m.Missing)},
-				{"mean_tokens", starlark.Float(m.MeanTokens)}, {"stop_reasons", reasons}, {"mean_logprob", meanLogprob(m)}} {
-				_ = d.SetKey(starlark.String(kv.k), kv.v)
-			}
-			l[i] = d
+			l[i] = modelSummary(m)
 		}
-		return starlark.NewList(l), nil
+		return starlark.NewList(l)
+	}),
+	field("output", "the JSONL file the rows are in", func(b *BatchResult) starlark.Value { return starlark.String(b.R.Output) }),
+	field("remaining", "the rows still to sample (the same call again samples just these)", func(b *BatchResult) starlark.Value { return starlark.MakeInt(b.R.Remaining) }),
+	field("resumed", "the rows already in the file when this call started", func(b *BatchResult) starlark.Value { return starlark.MakeInt(b.R.Resumed) }),
+	{name: "rows", doc: "the job's rows read back from output: .model, .prompt_id, .sample, .seed, .text, .tokens, .stop_reason, .mean_logprob", get: (*BatchResult).rows},
+	field("seed", "the job's base seed, which fixes every row's seed", func(b *BatchResult) starlark.Value { return starlark.MakeInt64(b.R.Seed) }),
+	field("total", "the rows of the job", func(b *BatchResult) starlark.Value { return starlark.MakeInt(b.R.Total) }),
+	field("written", "the rows this call added", func(b *BatchResult) starlark.Value { return starlark.MakeInt(b.R.Written) }),
+}
+
+// modelSummary is one model's summary as a dict.
+func modelSummary(m batch.ModelSummary) starlark.Value {
+	reasons := starlark.NewDict(len(m.StopReasons))
+	for _, r := range m.StopReasons {
+		_ = reasons.SetKey(starlark.String(r.Reason), starlark.MakeInt(r.Count))
 	}
-	return nil, nil
+	d := starlark.NewDict(6)
+	for _, kv := range []struct {
+		k string
+		v starlark.Value
+	}{{"model", starlark.String(m.Model)}, {"rows", starlark.MakeInt(m.Rows)}, {"missing", starlark.MakeInt(m.Missing)},
+		{"mean_tokens", starlark.Float(m.MeanTokens)}, {"stop_reasons", reasons}, {"mean_logprob", meanLogprob(m)}} {
+		_ = d.SetKey(starlark.String(kv.k), kv.v)
+	}
+	return d
 }
 
 func meanLogprob(m batch.ModelSummary) starlark.Value {

@@ -40,14 +40,17 @@ func (u *BillingUsage) Type() string          { return "billing_usage" }
 func (u *BillingUsage) Freeze()               {}
 func (u *BillingUsage) Truth() starlark.Bool  { return len(u.Resp.Data) > 0 }
 func (u *BillingUsage) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: billing_usage") }
-func (u *BillingUsage) AttrNames() []string   { return []string{"columns", "rows", "sessions"} }
 
-func (u *BillingUsage) Attr(name string) (starlark.Value, error) {
-	cols, rows := ops.BillingTable(u.Resp)
-	switch name {
-	case "columns":
-		return strList(cols), nil
-	case "rows":
+func (u *BillingUsage) AttrNames() []string                      { return billingAttrs.names(u) }
+func (u *BillingUsage) Attr(name string) (starlark.Value, error) { return billingAttrs.get(u, name) }
+
+var billingAttrs = attrTable[*BillingUsage]{
+	field("columns", "the column names, in order", func(u *BillingUsage) starlark.Value {
+		cols, _ := ops.BillingTable(u.Resp)
+		return strList(cols)
+	}),
+	field("rows", "one dict per hourly bucket, keyed by column", func(u *BillingUsage) starlark.Value {
+		cols, rows := ops.BillingTable(u.Resp)
 		l := make([]starlark.Value, len(rows))
 		for i, row := range rows {
 			d := starlark.NewDict(len(cols))
@@ -57,15 +60,15 @@ func (u *BillingUsage) Attr(name string) (starlark.Value, error) {
 			}
 			l[i] = d
 		}
-		return starlark.NewList(l), nil
-	case "sessions":
+		return starlark.NewList(l)
+	}),
+	field("sessions", "a dict of session id to its user metadata", func(u *BillingUsage) starlark.Value {
 		d := starlark.NewDict(len(u.Resp.Sessions))
 		for _, s := range u.Resp.Sessions {
 			_ = d.SetKey(starlark.String(s.SessionID), starlark.String(string(s.UserMetadata)))
 		}
-		return d, nil
-	}
-	return nil, nil
+		return d
+	}),
 }
 
 func starlarkOf(v any) starlark.Value {

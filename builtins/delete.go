@@ -50,9 +50,6 @@ func (d *DeleteResult) Type() string          { return "delete_result" }
 func (d *DeleteResult) Freeze()               {}
 func (d *DeleteResult) Truth() starlark.Bool  { return len(d.Failed) == 0 && len(d.Skipped) == 0 }
 func (d *DeleteResult) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: delete_result") }
-func (d *DeleteResult) AttrNames() []string {
-	return []string{"cancelled", "deleted", "deleted_count", "dry_run", "failed", "planned", "skipped"}
-}
 
 func strList(l []string) *starlark.List {
 	v := make([]starlark.Value, len(l))
@@ -62,21 +59,15 @@ func strList(l []string) *starlark.List {
 	return starlark.NewList(v)
 }
 
-func (d *DeleteResult) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "deleted":
-		return strList(d.Deleted), nil
-	case "deleted_count":
-		return starlark.MakeInt(len(d.Deleted)), nil
-	case "dry_run":
-		return starlark.Bool(d.DryRun), nil
-	case "cancelled":
-		return starlark.Bool(d.Cancelled), nil
-	case "planned":
-		return strList(d.Planned), nil
-	case "skipped":
-		return strList(d.Skipped), nil
-	case "failed":
+func (d *DeleteResult) AttrNames() []string                      { return deleteAttrs.names(d) }
+func (d *DeleteResult) Attr(name string) (starlark.Value, error) { return deleteAttrs.get(d, name) }
+
+var deleteAttrs = attrTable[*DeleteResult]{
+	field("cancelled", "whether the confirmation was answered no", func(d *DeleteResult) starlark.Value { return starlark.Bool(d.Cancelled) }),
+	field("deleted", "the paths deleted", func(d *DeleteResult) starlark.Value { return strList(d.Deleted) }),
+	field("deleted_count", "the number of paths deleted", func(d *DeleteResult) starlark.Value { return starlark.MakeInt(len(d.Deleted)) }),
+	field("dry_run", "whether this was a dry run (nothing deleted)", func(d *DeleteResult) starlark.Value { return starlark.Bool(d.DryRun) }),
+	field("failed", `a list of {"tinker_path", "error"} dicts`, func(d *DeleteResult) starlark.Value {
 		l := make([]starlark.Value, len(d.Failed))
 		for i, f := range d.Failed {
 			dict := starlark.NewDict(2)
@@ -84,9 +75,10 @@ func (d *DeleteResult) Attr(name string) (starlark.Value, error) {
 			_ = dict.SetKey(starlark.String("error"), starlark.String(f.Error))
 			l[i] = dict
 		}
-		return starlark.NewList(l), nil
-	}
-	return nil, nil
+		return starlark.NewList(l)
+	}),
+	field("planned", "the paths a dry run or a cancelled delete would have deleted", func(d *DeleteResult) starlark.Value { return strList(d.Planned) }),
+	field("skipped", "the paths not attempted because Ctrl-C stopped the delete", func(d *DeleteResult) starlark.Value { return strList(d.Skipped) }),
 }
 
 func (d *DeleteResult) MarshalJSON() ([]byte, error) { return marshalJSON(d) }

@@ -42,27 +42,21 @@ func (d *DownloadResult) Type() string          { return "download" }
 func (d *DownloadResult) Freeze()               {}
 func (d *DownloadResult) Truth() starlark.Bool  { return true }
 func (d *DownloadResult) Hash() (uint32, error) { return starlark.String(d.Destination).Hash() }
-func (d *DownloadResult) AttrNames() []string {
-	return []string{"bytes", "checkpoint_path", "destination", "file_size_bytes", "files"}
-}
 
-func (d *DownloadResult) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "checkpoint_path":
-		return starlark.String(d.Path), nil
-	case "destination":
-		return starlark.String(d.Destination), nil
-	case "file_size_bytes":
+func (d *DownloadResult) AttrNames() []string                      { return downloadAttrs.names(d) }
+func (d *DownloadResult) Attr(name string) (starlark.Value, error) { return downloadAttrs.get(d, name) }
+
+var downloadAttrs = attrTable[*DownloadResult]{
+	field("bytes", "the bytes extracted", func(d *DownloadResult) starlark.Value { return starlark.MakeInt64(d.Bytes) }),
+	field("checkpoint_path", "the tinker:// path downloaded", func(d *DownloadResult) starlark.Value { return starlark.String(d.Path) }),
+	field("destination", "the directory it was extracted into", func(d *DownloadResult) starlark.Value { return starlark.String(d.Destination) }),
+	field("file_size_bytes", "the archive's size, or None if the server did not say", func(d *DownloadResult) starlark.Value {
 		if d.Size == 0 {
-			return starlark.None, nil
+			return starlark.None
 		}
-		return starlark.MakeInt64(d.Size), nil
-	case "files":
-		return starlark.MakeInt(d.Files), nil
-	case "bytes":
-		return starlark.MakeInt64(d.Bytes), nil
-	}
-	return nil, nil
+		return starlark.MakeInt64(d.Size)
+	}),
+	field("files", "the number of files extracted", func(d *DownloadResult) starlark.Value { return starlark.MakeInt(d.Files) }),
 }
 
 func (d *DownloadResult) MarshalJSON() ([]byte, error) { return marshalJSON(d) }

@@ -37,30 +37,19 @@ func (h *HubPush) Type() string          { return "hub_push" }
 func (h *HubPush) Freeze()               {}
 func (h *HubPush) Truth() starlark.Bool  { return true }
 func (h *HubPush) Hash() (uint32, error) { return starlark.String(h.R.FullRepoID).Hash() }
-func (h *HubPush) AttrNames() []string {
-	return []string{"checkpoint_path", "commit_url", "public", "repo_id", "revision", "unchanged", "uploaded", "url"}
-}
 
-func (h *HubPush) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "checkpoint_path":
-		return starlark.String(h.Path), nil
-	case "commit_url":
-		return noneIfEmpty(h.R.CommitURL), nil
-	case "public":
-		return starlark.Bool(h.Public), nil
-	case "repo_id":
-		return starlark.String(h.R.FullRepoID), nil
-	case "revision":
-		return noneIfEmpty(h.R.Revision), nil
-	case "unchanged":
-		return strList(h.R.Unchanged), nil
-	case "uploaded":
-		return strList(h.R.Uploaded), nil
-	case "url":
-		return starlark.String(h.R.RepoURL), nil
-	}
-	return nil, nil
+func (h *HubPush) AttrNames() []string                      { return hubPushAttrs.names(h) }
+func (h *HubPush) Attr(name string) (starlark.Value, error) { return hubPushAttrs.get(h, name) }
+
+var hubPushAttrs = attrTable[*HubPush]{
+	field("checkpoint_path", "the tinker:// path pushed", func(h *HubPush) starlark.Value { return starlark.String(h.Path) }),
+	field("commit_url", "the commit's URL, or None when nothing changed", func(h *HubPush) starlark.Value { return noneIfEmpty(h.R.CommitURL) }),
+	field("public", "whether the repository is public", func(h *HubPush) starlark.Value { return starlark.Bool(h.Public) }),
+	field("repo_id", "the repository, namespace/name", func(h *HubPush) starlark.Value { return starlark.String(h.R.FullRepoID) }),
+	field("revision", "the branch committed to, or None for the default one", func(h *HubPush) starlark.Value { return noneIfEmpty(h.R.Revision) }),
+	field("unchanged", "the files the repository already had", func(h *HubPush) starlark.Value { return strList(h.R.Unchanged) }),
+	field("uploaded", "the files in the commit", func(h *HubPush) starlark.Value { return strList(h.R.Uploaded) }),
+	field("url", "the repository's URL", func(h *HubPush) starlark.Value { return starlark.String(h.R.RepoURL) }),
 }
 
 func noneIfEmpty(s string) starlark.Value {

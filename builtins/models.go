@@ -49,19 +49,18 @@ func (m *Model) Type() string          { return "model" }
 func (m *Model) Freeze()               {}
 func (m *Model) Truth() starlark.Bool  { return true }
 func (m *Model) Hash() (uint32, error) { return starlark.String(m.M.ModelName).Hash() }
-func (m *Model) AttrNames() []string   { return []string{"max_context_length", "model_name"} }
 
-func (m *Model) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "model_name":
-		return starlark.String(m.M.ModelName), nil
-	case "max_context_length":
+func (m *Model) AttrNames() []string                      { return modelAttrs.names(m) }
+func (m *Model) Attr(name string) (starlark.Value, error) { return modelAttrs.get(m, name) }
+
+var modelAttrs = attrTable[*Model]{
+	field("max_context_length", "the longest sequence it takes, in tokens, or None if the backend does not say", func(m *Model) starlark.Value {
 		if m.M.MaxContextLength == 0 {
-			return starlark.None, nil
+			return starlark.None
 		}
-		return starlark.MakeInt(m.M.MaxContextLength), nil
-	}
-	return nil, nil
+		return starlark.MakeInt(m.M.MaxContextLength)
+	}),
+	field("model_name", "the name sample() and training_client() take", func(m *Model) starlark.Value { return starlark.String(m.M.ModelName) }),
 }
 
 func (m *Model) MarshalJSON() ([]byte, error) { return marshalJSON(m) }

@@ -19,37 +19,32 @@ func (s *Sequence) Type() string          { return "sequence" }
 func (s *Sequence) Freeze()               {}
 func (s *Sequence) Truth() starlark.Bool  { return true }
 func (s *Sequence) Hash() (uint32, error) { return starlark.String(s.Text).Hash() }
-func (s *Sequence) AttrNames() []string {
-	return []string{"index", "logprobs", "mean_logprob", "stop_reason", "text", "tokens"}
-}
 
-func (s *Sequence) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "index":
-		return starlark.MakeInt(s.Index), nil
-	case "text":
-		return starlark.String(s.Text), nil
-	case "tokens":
-		return intList(s.Tokens), nil
-	case "logprobs":
+func (s *Sequence) AttrNames() []string                      { return sequenceAttrs.names(s) }
+func (s *Sequence) Attr(name string) (starlark.Value, error) { return sequenceAttrs.get(s, name) }
+
+var sequenceAttrs = attrTable[*Sequence]{
+	field("index", "its position in the result", func(s *Sequence) starlark.Value { return starlark.MakeInt(s.Index) }),
+	field("logprobs", "each sampled token's logprob, or None", func(s *Sequence) starlark.Value {
 		if s.Logprobs == nil {
-			return starlark.None, nil
+			return starlark.None
 		}
 		l := make([]starlark.Value, len(s.Logprobs))
 		for i, lp := range s.Logprobs {
 			l[i] = starlark.Float(lp)
 		}
-		return starlark.NewList(l), nil
-	case "stop_reason":
-		return starlark.String(s.StopReason), nil
-	case "mean_logprob":
+		return starlark.NewList(l)
+	}),
+	field("mean_logprob", "the mean of logprobs, or None", func(s *Sequence) starlark.Value {
 		m, ok := s.MeanLogprob()
 		if !ok {
-			return starlark.None, nil
+			return starlark.None
 		}
-		return starlark.Float(m), nil
-	}
-	return nil, nil
+		return starlark.Float(m)
+	}),
+	field("stop_reason", `why sampling stopped, e.g. "length" or "stop"`, func(s *Sequence) starlark.Value { return starlark.String(s.StopReason) }),
+	field("text", "the decoded text", func(s *Sequence) starlark.Value { return starlark.String(s.Text) }),
+	field("tokens", "the sampled token ids", func(s *Sequence) starlark.Value { return intList(s.Tokens) }),
 }
 
 func intList(v []int) *starlark.List {
@@ -93,31 +88,17 @@ func newSampleResult(res *ops.SampleResult) *SampleResult {
 	}
 	return r
 }
-func (r *SampleResult) AttrNames() []string {
-	return []string{"model", "prompt_logprobs", "prompt_tokens", "sequences", "text"}
+
+func (r *SampleResult) AttrNames() []string { return sampleResultAttrs.names(r) }
+func (r *SampleResult) Attr(name string) (starlark.Value, error) {
+	return sampleResultAttrs.get(r, name)
 }
 
-func (r *SampleResult) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "model":
-		return starlark.String(r.Model), nil
-	case "prompt_tokens":
-		return intList(r.PromptTokens), nil
-	case "sequences":
-		l := make([]starlark.Value, len(r.seqs))
-		for i, s := range r.seqs {
-			l[i] = s
-		}
-		return starlark.NewList(l), nil
-	case "text":
-		// The first sequence's text: the common case of num_samples=1.
-		if len(r.Sequences) == 0 {
-			return starlark.None, nil
-		}
-		return starlark.String(r.Sequences[0].Text), nil
-	case "prompt_logprobs":
+var sampleResultAttrs = attrTable[*SampleResult]{
+	field("model", "the base model or sampler path sampled from", func(r *SampleResult) starlark.Value { return starlark.String(r.Model) }),
+	field("prompt_logprobs", "the prompt tokens' logprobs (None where the service gives none), or None unless prompt_logprobs=True", func(r *SampleResult) starlark.Value {
 		if !r.WantPromptLP {
-			return starlark.None, nil
+			return starlark.None
 		}
 		l := make([]starlark.Value, len(r.PromptLogprobs))
 		for i, lp := range r.PromptLogprobs {
@@ -127,9 +108,23 @@ func (r *SampleResult) Attr(name string) (starlark.Value, error) {
 				l[i] = starlark.Float(*lp)
 			}
 		}
-		return starlark.NewList(l), nil
-	}
-	return nil, nil
+		return starlark.NewList(l)
+	}),
+	field("prompt_tokens", "the prompt's token ids", func(r *SampleResult) starlark.Value { return intList(r.PromptTokens) }),
+	field("sequences", "the sampled sequences, a list of sequence values", func(r *SampleResult) starlark.Value {
+		l := make([]starlark.Value, len(r.seqs))
+		for i, s := range r.seqs {
+			l[i] = s
+		}
+		return starlark.NewList(l)
+	}),
+	field("text", "the first sequence's text, or None if there is none", func(r *SampleResult) starlark.Value {
+		// The first sequence's text: the common case of num_samples=1.
+		if len(r.Sequences) == 0 {
+			return starlark.None
+		}
+		return starlark.String(r.Sequences[0].Text)
+	}),
 }
 
 func (r *SampleResult) MarshalJSON() ([]byte, error) { return marshalJSON(r) }

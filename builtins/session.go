@@ -63,24 +63,18 @@ var (
 	_ starlark.HasAttrs = (*Session)(nil)
 )
 
-func (s *Session) String() string        { return fmt.Sprintf("<session %s>", s.ID) }
-func (s *Session) Type() string          { return "session" }
-func (s *Session) Freeze()               {}
-func (s *Session) Truth() starlark.Bool  { return true }
-func (s *Session) Hash() (uint32, error) { return starlark.String(s.ID).Hash() }
-func (s *Session) AttrNames() []string {
-	return []string{"sampler_ids", "session_id", "training_run_ids"}
-}
-func (s *Session) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "session_id":
-		return starlark.String(s.ID), nil
-	case "training_run_ids":
-		return strList(s.Info.TrainingRunIDs), nil
-	case "sampler_ids":
-		return strList(s.Info.SamplerIDs), nil
-	}
-	return nil, nil
+func (s *Session) String() string                           { return fmt.Sprintf("<session %s>", s.ID) }
+func (s *Session) Type() string                             { return "session" }
+func (s *Session) Freeze()                                  {}
+func (s *Session) Truth() starlark.Bool                     { return true }
+func (s *Session) Hash() (uint32, error)                    { return starlark.String(s.ID).Hash() }
+func (s *Session) AttrNames() []string                      { return sessionAttrs.names(s) }
+func (s *Session) Attr(name string) (starlark.Value, error) { return sessionAttrs.get(s, name) }
+
+var sessionAttrs = attrTable[*Session]{
+	field("sampler_ids", "the ids of its samplers", func(s *Session) starlark.Value { return strList(s.Info.SamplerIDs) }),
+	field("session_id", "its id", func(s *Session) starlark.Value { return starlark.String(s.ID) }),
+	field("training_run_ids", "the ids of its training runs", func(s *Session) starlark.Value { return strList(s.Info.TrainingRunIDs) }),
 }
 
 func (s *Session) Record(gotime.Time) *render.Record {
@@ -131,30 +125,21 @@ var (
 	_ JSONValue   = (*TraceResult)(nil)
 )
 
-func (t *TraceResult) String() string        { return fmt.Sprintf("<trace %s>", t.SessionID) }
-func (t *TraceResult) Type() string          { return "trace" }
-func (t *TraceResult) Freeze()               {}
-func (t *TraceResult) Truth() starlark.Bool  { return true }
-func (t *TraceResult) Hash() (uint32, error) { return starlark.String(t.SessionID).Hash() }
-func (t *TraceResult) AttrNames() []string {
-	return []string{"destination", "file_size_bytes", "session_id", "url"}
+func (t *TraceResult) String() string                           { return fmt.Sprintf("<trace %s>", t.SessionID) }
+func (t *TraceResult) Type() string                             { return "trace" }
+func (t *TraceResult) Freeze()                                  {}
+func (t *TraceResult) Truth() starlark.Bool                     { return true }
+func (t *TraceResult) Hash() (uint32, error)                    { return starlark.String(t.SessionID).Hash() }
+func (t *TraceResult) AttrNames() []string                      { return traceAttrs.names(t) }
+func (t *TraceResult) Attr(name string) (starlark.Value, error) { return traceAttrs.get(t, name) }
+
+var traceAttrs = attrTable[*TraceResult]{
+	field("destination", "the file written, or None with url_only=True", func(t *TraceResult) starlark.Value { return noneIfEmpty(t.Destination) }),
+	field("file_size_bytes", "the size of the file written", func(t *TraceResult) starlark.Value { return starlark.MakeInt64(t.Size) }),
+	field("session_id", "the session traced", func(t *TraceResult) starlark.Value { return starlark.String(t.SessionID) }),
+	field("url", "the signed download URL (valid for about an hour)", func(t *TraceResult) starlark.Value { return starlark.String(t.URL) }),
 }
-func (t *TraceResult) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "session_id":
-		return starlark.String(t.SessionID), nil
-	case "destination":
-		if t.Destination == "" {
-			return starlark.None, nil
-		}
-		return starlark.String(t.Destination), nil
-	case "url":
-		return starlark.String(t.URL), nil
-	case "file_size_bytes":
-		return starlark.MakeInt64(t.Size), nil
-	}
-	return nil, nil
-}
+
 func (t *TraceResult) MarshalJSON() ([]byte, error) { return marshalJSON(t) }
 
 func sessionExportTrace(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {

@@ -29,53 +29,34 @@ func (c *Checkpoint) Hash() (uint32, error) {
 	return starlark.String(c.C.TinkerPath).Hash()
 }
 
-// checkpointAttrs lists attributes in API field order.
-var checkpointAttrs = []string{"checkpoint_id", "checkpoint_type", "time", "tinker_path", "size_bytes", "public", "expires_at", "training_run_id", "name"}
+func (c *Checkpoint) AttrNames() []string                      { return checkpointAttrs.names(c) }
+func (c *Checkpoint) Attr(name string) (starlark.Value, error) { return checkpointAttrs.get(c, name) }
 
-func (c *Checkpoint) AttrNames() []string {
-	names := append([]string(nil), checkpointAttrs...)
-	if c.Run != nil {
-		names = append(names, "is_lora", "lora_rank", "base_model")
-	}
-	sort.Strings(names)
-	return names
+// checkpointAttrs are named like the API's JSON fields.
+var checkpointAttrs = attrTable[*Checkpoint]{
+	runOnly(field("base_model", "the run's base model (checkpoint.info() only)", func(c *Checkpoint) starlark.Value { return starlark.String(c.Run.BaseModel) })),
+	field("checkpoint_id", `its id within the run, e.g. "sampler_weights/final"`, func(c *Checkpoint) starlark.Value { return starlark.String(c.C.CheckpointID) }),
+	field("checkpoint_type", `"training" or "sampler"`, func(c *Checkpoint) starlark.Value { return starlark.String(c.C.CheckpointType) }),
+	field("expires_at", "when it expires (a time), or None if never", func(c *Checkpoint) starlark.Value { return optTime(c.C.ExpiresAt) }),
+	runOnly(field("is_lora", "whether the run trains a LoRA adapter (checkpoint.info() only)", func(c *Checkpoint) starlark.Value { return starlark.Bool(c.Run.IsLora) })),
+	runOnly(field("lora_rank", "the run's LoRA rank, or None (checkpoint.info() only)", func(c *Checkpoint) starlark.Value { return optInt(c.Run.LoraRank) })),
+	field("name", `the last part of its path, e.g. "final"`, func(c *Checkpoint) starlark.Value {
+		if p, err := tinkerapi.ParsePath(c.C.TinkerPath); err == nil {
+			return starlark.String(p.Name)
+		}
+		return starlark.None
+	}),
+	field("public", "whether anyone with the path can use it", func(c *Checkpoint) starlark.Value { return starlark.Bool(c.C.Public) }),
+	field("size_bytes", "its size in bytes, or None if unknown", func(c *Checkpoint) starlark.Value { return optInt64(c.C.SizeBytes) }),
+	field("time", "when it was saved (a time)", func(c *Checkpoint) starlark.Value { return time.Time(c.C.Time) }),
+	field("tinker_path", "its tinker:// path, what sample() and download() take", func(c *Checkpoint) starlark.Value { return starlark.String(c.C.TinkerPath) }),
+	field("training_run_id", "the id of the run it belongs to", func(c *Checkpoint) starlark.Value { return starlark.String(c.C.RunID()) }),
 }
 
-func (c *Checkpoint) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "checkpoint_id":
-		return starlark.String(c.C.CheckpointID), nil
-	case "checkpoint_type":
-		return starlark.String(c.C.CheckpointType), nil
-	case "time":
-		return time.Time(c.C.Time), nil
-	case "tinker_path":
-		return starlark.String(c.C.TinkerPath), nil
-	case "size_bytes":
-		return optInt64(c.C.SizeBytes), nil
-	case "public":
-		return starlark.Bool(c.C.Public), nil
-	case "expires_at":
-		return optTime(c.C.ExpiresAt), nil
-	case "training_run_id":
-		return starlark.String(c.C.RunID()), nil
-	case "name":
-		if p, err := tinkerapi.ParsePath(c.C.TinkerPath); err == nil {
-			return starlark.String(p.Name), nil
-		}
-		return starlark.None, nil
-	}
-	if c.Run != nil {
-		switch name {
-		case "is_lora":
-			return starlark.Bool(c.Run.IsLora), nil
-		case "lora_rank":
-			return optInt(c.Run.LoraRank), nil
-		case "base_model":
-			return starlark.String(c.Run.BaseModel), nil
-		}
-	}
-	return nil, nil
+// runOnly marks an attribute that only a checkpoint with its run has.
+func runOnly(a attr[*Checkpoint]) attr[*Checkpoint] {
+	a.only = func(c *Checkpoint) bool { return c.Run != nil }
+	return a
 }
 
 func (c *Checkpoint) MarshalJSON() ([]byte, error) { return marshalJSON(c) }
@@ -95,46 +76,37 @@ func (r *Run) Freeze()               {}
 func (r *Run) Truth() starlark.Bool  { return true }
 func (r *Run) Hash() (uint32, error) { return starlark.String(r.R.TrainingRunID).Hash() }
 
-var runAttrs = []string{"base_model", "corrupted", "is_lora", "last_checkpoint", "last_request_time", "last_sampler_checkpoint", "lora_rank", "model_owner", "training_run_id", "user_metadata"}
+func (r *Run) AttrNames() []string                      { return runAttrs.names(r) }
+func (r *Run) Attr(name string) (starlark.Value, error) { return runAttrs.get(r, name) }
 
-func (r *Run) AttrNames() []string { return append([]string(nil), runAttrs...) }
+var runAttrs = attrTable[*Run]{
+	field("base_model", "the model it fine-tunes", func(r *Run) starlark.Value { return starlark.String(r.R.BaseModel) }),
+	field("corrupted", "whether the service marked the run corrupted", func(r *Run) starlark.Value { return starlark.Bool(r.R.Corrupted) }),
+	field("is_lora", "whether it trains a LoRA adapter", func(r *Run) starlark.Value { return starlark.Bool(r.R.IsLora) }),
+	field("last_checkpoint", "its newest training checkpoint, or None", func(r *Run) starlark.Value { return optCheckpoint(r.R.LastCheckpoint) }),
+	field("last_request_time", "when it last received a request (a time)", func(r *Run) starlark.Value { return time.Time(r.R.LastRequestTime) }),
+	field("last_sampler_checkpoint", "its newest sampler checkpoint, or None", func(r *Run) starlark.Value { return optCheckpoint(r.R.LastSamplerCheckpoint) }),
+	field("lora_rank", "its LoRA rank, or None", func(r *Run) starlark.Value { return optInt(r.R.LoraRank) }),
+	field("model_owner", "who owns it", func(r *Run) starlark.Value { return starlark.String(r.R.ModelOwner) }),
+	field("training_run_id", "its id", func(r *Run) starlark.Value { return starlark.String(r.R.TrainingRunID) }),
+	field("user_metadata", "a dict of the metadata given at creation, or None", func(r *Run) starlark.Value { return metadataDict(r.R.UserMetadata) }),
+}
 
-func (r *Run) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "training_run_id":
-		return starlark.String(r.R.TrainingRunID), nil
-	case "base_model":
-		return starlark.String(r.R.BaseModel), nil
-	case "model_owner":
-		return starlark.String(r.R.ModelOwner), nil
-	case "is_lora":
-		return starlark.Bool(r.R.IsLora), nil
-	case "corrupted":
-		return starlark.Bool(r.R.Corrupted), nil
-	case "lora_rank":
-		return optInt(r.R.LoraRank), nil
-	case "last_request_time":
-		return time.Time(r.R.LastRequestTime), nil
-	case "last_checkpoint":
-		return optCheckpoint(r.R.LastCheckpoint), nil
-	case "last_sampler_checkpoint":
-		return optCheckpoint(r.R.LastSamplerCheckpoint), nil
-	case "user_metadata":
-		if r.R.UserMetadata == nil {
-			return starlark.None, nil
-		}
-		d := starlark.NewDict(len(r.R.UserMetadata))
-		keys := make([]string, 0, len(r.R.UserMetadata))
-		for k := range r.R.UserMetadata {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			_ = d.SetKey(starlark.String(k), starlark.String(r.R.UserMetadata[k]))
-		}
-		return d, nil
+// metadataDict is a run's metadata as a dict with sorted keys, or None.
+func metadataDict(m map[string]string) starlark.Value {
+	if m == nil {
+		return starlark.None
 	}
-	return nil, nil
+	d := starlark.NewDict(len(m))
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		_ = d.SetKey(starlark.String(k), starlark.String(m[k]))
+	}
+	return d
 }
 
 func (r *Run) MarshalJSON() ([]byte, error) { return marshalJSON(r) }
