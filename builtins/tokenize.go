@@ -6,6 +6,7 @@ import (
 	gotime "time"
 
 	"github.com/tinkershell/tinker/lib/chat"
+	"github.com/tinkershell/tinker/lib/modelref"
 	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/tokenizer"
@@ -174,9 +175,9 @@ func renderFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple,
 		if model == "" {
 			return nil, fmt.Errorf("%s: renderer %s needs a model; pass a base model name instead", b.Name(), which)
 		}
-		r, err = rendererFor(ctx, model, which)
+		r, err = modelref.Renderer(ctx, model, which)
 	} else {
-		r, err = rendererFor(ctx, which, "")
+		r, err = modelref.Renderer(ctx, which, "")
 	}
 	if err != nil {
 		return nil, err

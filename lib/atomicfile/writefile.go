@@ -75,14 +75,3 @@ func Write(path string, perm fs.FileMode, fill func(w io.Writer) error) error {
 	}
 	return p.Commit(path)
 }
-
-// WriteFile is Write of data, the atomic form of os.WriteFile.
-func WriteFile(path string, data []byte, perm fs.FileMode) error {
-	return Write(path, perm, func(w io.Writer) error {
-		n, err := w.Write(data)
-		if err == nil && n < len(data) {
-			err = io.ErrShortWrite
-		}
-		return err
-	})
-}

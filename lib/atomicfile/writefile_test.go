@@ -8,13 +8,13 @@ import (
 	"testing"
 )
 
-func TestWriteFileReplacesWholeWithPerm(t *testing.T) {
+func TestWriteReplacesWholeWithPerm(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "f.json")
 	if err := os.WriteFile(p, []byte("old"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteFile(p, []byte("new content"), 0o600); err != nil {
+	if err := Write(p, 0o600, func(w io.Writer) error { _, err := w.Write([]byte("new content")); return err }); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(p)

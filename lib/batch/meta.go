@@ -168,8 +168,5 @@ func writeMeta(path string, m *meta) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", path, err)
 	}
-	if err := atomicfile.WriteFile(path, append(b, '\n'), 0); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.WriteFile(path, append(b, '\n'))
 }

@@ -359,5 +359,5 @@ func writeAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(path, data, 0)
+	return atomicfile.WriteFile(path, data)
 }
