@@ -3,6 +3,8 @@ package builtins
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	gotime "time"
 
@@ -252,14 +254,14 @@ var passResultAttrs = attrTable[*PassResult]{
 }
 
 func metricsDict(m map[string]float64) *starlark.Dict {
+	return sortedDict(m, func(f float64) starlark.Value { return starlark.Float(f) })
+}
+
+// sortedDict is m as a dict whose keys iterate in sorted order.
+func sortedDict[V any](m map[string]V, value func(V) starlark.Value) *starlark.Dict {
 	d := starlark.NewDict(len(m))
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		d.SetKey(starlark.String(k), starlark.Float(m[k]))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		_ = d.SetKey(starlark.String(k), value(m[k]))
 	}
 	return d
 }

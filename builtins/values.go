@@ -2,7 +2,6 @@ package builtins
 
 import (
 	"fmt"
-	"sort"
 	gotime "time"
 
 	"github.com/tinkershell/tinker/lib/ops"
@@ -97,16 +96,7 @@ func metadataDict(m map[string]string) starlark.Value {
 	if m == nil {
 		return starlark.None
 	}
-	d := starlark.NewDict(len(m))
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		_ = d.SetKey(starlark.String(k), starlark.String(m[k]))
-	}
-	return d
+	return sortedDict(m, func(s string) starlark.Value { return starlark.String(s) })
 }
 
 func (r *Run) MarshalJSON() ([]byte, error) { return marshalJSON(r) }
