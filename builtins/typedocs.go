@@ -31,12 +31,7 @@ var typeDocs = []typeDoc{
 	{Name: "training_client", Summary: "A LoRA model being trained: from training_client().", Attrs: trainingClientAttrs.docs()},
 	{Name: "datum", Summary: "A training example: from datum() and conversation_datum().", Attrs: datumAttrs.docs()},
 	{Name: "forward_result", Summary: "A forward or forward_backward pass of a training_client.", Attrs: passResultAttrs.docs()},
-	{Name: "sft_run", Summary: "A supervised fine-tuning run: from sft(); it displays its steps and loss curve.", Attrs: []attrDoc{
-		{"log_dir", "the directory of its config, metrics and state, or None"},
-		{"metrics", "one dict per step: step, epoch, loss, eval_nll, learning_rate, tokens, num_sequences, time"},
-		{"sampler_checkpoint", "the last sampler weights saved, or None"},
-		{"state_checkpoint", "the last training state saved, or None"},
-	}},
+	{Name: "sft_run", Summary: "A supervised fine-tuning run: from sft(); it displays its steps and loss curve.", Attrs: sftRunAttrs.docs()},
 	{Name: "hub_push", Summary: "A checkpoint pushed to the Hugging Face Hub: from push_to_hub().", Attrs: hubPushAttrs.docs()},
 	{Name: "tokenizer", Summary: "A base model's tokenizer: from tokenizer().", Attrs: tokenizerAttrs.docs()},
 	{Name: "rendered", Summary: "A conversation rendered for sampling: from render().", Attrs: renderedAttrs.docs()},
