@@ -3,11 +3,12 @@ package builtins
 import (
 	"context"
 	"fmt"
-	"strings"
 	gotime "time"
 
 	"go.starlark.net/starlark"
 
+	"github.com/tinkershell/tinker/lib/modelref"
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"github.com/tinkershell/tinker/lib/train"
@@ -82,7 +83,7 @@ func evaluateFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	if err != nil {
 		return nil, apiErr(err)
 	}
-	if o.Model, o.BaseModel, o.Path, err = samplerModel(ctx, s, modelV); err != nil {
+	if o.Model, err = samplerModel(ctx, s, modelV); err != nil {
 		return nil, fail(err)
 	}
 	res, err := train.Evaluate(ctx, s, o)
@@ -92,47 +93,50 @@ func evaluateFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	return &Evaluation{R: res}, nil
 }
 
-// samplerModel resolves what evaluate() samples: its display name, base
-// model and sampler path ("" for the base model itself).
-func samplerModel(ctx context.Context, s *tinkerapi.Session, v starlark.Value) (name, base, path string, err error) {
+// samplerModel resolves what evaluate() samples: a base model, a
+// tinker:// sampler path, a checkpoint or a finished run's sampler weights.
+func samplerModel(ctx context.Context, s *tinkerapi.Session, v starlark.Value) (*modelref.Model, error) {
+	var name string
 	switch m := v.(type) {
 	case starlark.String:
 		name = string(m)
 	case *Checkpoint:
 		name = m.C.TinkerPath
 	case *SFTRun:
-		if m.Sampler != nil {
-			name = m.Sampler.C.TinkerPath
-		}
+		name = samplerPath(m.Sampler)
 	case DPORun:
-		if m.Sampler != nil {
-			name = m.Sampler.C.TinkerPath
-		}
+		name = samplerPath(m.Sampler)
 	case RLRun:
-		if m.Sampler != nil {
-			name = m.Sampler.C.TinkerPath
-		}
+		name = samplerPath(m.Sampler)
 	default:
-		return "", "", "", fmt.Errorf("model must be a base model name, a tinker:// path, a checkpoint or a run, got %s", v.Type())
+		return nil, fmt.Errorf("model must be a base model name, a tinker:// path, a checkpoint or a run, got %s", v.Type())
 	}
 	if name == "" {
-		return "", "", "", fmt.Errorf("the run has no sampler checkpoint yet: finish it first")
+		return nil, fmt.Errorf("the run has no sampler checkpoint yet: finish it first")
 	}
-	base, path, err = ResolveSamplerModel(ctx, s, name)
-	return name, base, path, err
+	return ResolveSamplerModel(ctx, s, name)
 }
 
-// ResolveSamplerModel is the base model and sampler path of a base model
-// name or a tinker:// sampler checkpoint (path "" for a base model).
-func ResolveSamplerModel(ctx context.Context, s *tinkerapi.Session, name string) (base, path string, err error) {
-	if !strings.HasPrefix(name, "tinker://") {
-		return name, "", checkBaseModel(ctx, s.Client(), name)
+func samplerPath(c *Checkpoint) string {
+	if c == nil {
+		return ""
 	}
-	info, err := s.Client().WeightsInfo(ctx, name)
+	return c.C.TinkerPath
+}
+
+// ResolveSamplerModel resolves a base model name (which the backend must
+// serve) or a tinker:// sampler checkpoint, with errors worded for a user.
+func ResolveSamplerModel(ctx context.Context, s *tinkerapi.Session, name string) (*modelref.Model, error) {
+	m, err := modelref.Resolve(ctx, s, name)
 	if err != nil {
-		return "", "", apiErr(err)
+		return nil, apiErr(err)
 	}
-	return info.BaseModel, name, nil
+	if m.Path == "" {
+		if err := ops.CheckBaseModel(ctx, s.Client(), name); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
 }
 
 // Evaluation is evaluate()'s result.
@@ -147,37 +151,37 @@ var (
 func (e *Evaluation) String() string {
 	return fmt.Sprintf("<evaluation of %s: score %.3f over %d completions>", e.R.Model, e.R.Score, len(e.R.Rows))
 }
-func (e *Evaluation) Type() string          { return "evaluation" }
-func (e *Evaluation) Freeze()               {}
-func (e *Evaluation) Truth() starlark.Bool  { return true }
-func (e *Evaluation) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: evaluation") }
-func (e *Evaluation) AttrNames() []string   { return []string{"model", "nll", "rows", "score"} }
+func (e *Evaluation) Type() string                             { return "evaluation" }
+func (e *Evaluation) Freeze()                                  {}
+func (e *Evaluation) Truth() starlark.Bool                     { return true }
+func (e *Evaluation) Hash() (uint32, error)                    { return 0, fmt.Errorf("unhashable: evaluation") }
+func (e *Evaluation) AttrNames() []string                      { return evaluationAttrs.names(e) }
+func (e *Evaluation) Attr(name string) (starlark.Value, error) { return evaluationAttrs.get(e, name) }
 
-func (e *Evaluation) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "model":
-		return starlark.String(e.R.Model), nil
-	case "score":
-		return starlark.Float(e.R.Score), nil
-	case "nll":
+var evaluationAttrs = attrTable[*Evaluation]{
+	field("model", "the model evaluated, as named", func(e *Evaluation) starlark.Value { return starlark.String(e.R.Model) }),
+	field("nll", "the references' negative log-likelihood per token (nll=True), or None", func(e *Evaluation) starlark.Value {
 		if e.R.NLL == nil {
-			return starlark.None, nil
+			return starlark.None
 		}
-		return starlark.Float(*e.R.NLL), nil
-	case "rows":
+		return starlark.Float(*e.R.NLL)
+	}),
+	field("rows", "one dict per answer: row, prompt, completion, reference, score", func(e *Evaluation) starlark.Value {
 		l := make([]starlark.Value, len(e.R.Rows))
 		for i, r := range e.R.Rows {
 			d := starlark.NewDict(5)
-			d.SetKey(starlark.String("row"), starlark.String(r.Where))
-			d.SetKey(starlark.String("prompt"), starlark.String(r.Prompt))
-			d.SetKey(starlark.String("completion"), starlark.String(r.Completion))
-			d.SetKey(starlark.String("reference"), starlark.String(r.Reference))
-			d.SetKey(starlark.String("score"), starlark.Float(r.Score))
+			for _, kv := range []struct {
+				k string
+				v starlark.Value
+			}{{"row", starlark.String(r.Where)}, {"prompt", starlark.String(r.Prompt)}, {"completion", starlark.String(r.Completion)},
+				{"reference", starlark.String(r.Reference)}, {"score", starlark.Float(r.Score)}} {
+				_ = d.SetKey(starlark.String(kv.k), kv.v)
+			}
 			l[i] = d
 		}
-		return starlark.NewList(l), nil
-	}
-	return nil, nil
+		return starlark.NewList(l)
+	}),
+	field("score", "the mean score", func(e *Evaluation) starlark.Value { return starlark.Float(e.R.Score) }),
 }
 
 func (e *Evaluation) Table(gotime.Time) *render.Table { return train.EvalTable(e.R) }

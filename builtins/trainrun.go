@@ -64,39 +64,35 @@ func newTrainRun[M train.Record](ctx context.Context, env *Env, kind, what strin
 func (r *TrainRun[M]) String() string {
 	return fmt.Sprintf("<%s %s: %d/%d steps>", r.Kind, r.R.BaseModel, len(r.R.Steps), r.R.Total)
 }
-func (r *TrainRun[M]) Freeze()               {}
-func (r *TrainRun[M]) Truth() starlark.Bool  { return true }
-func (r *TrainRun[M]) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: %s_run", r.Kind) }
-func (r *TrainRun[M]) AttrNames() []string {
-	return []string{"log_dir", "metrics", "sampler_checkpoint", "state_checkpoint"}
-}
+func (r *TrainRun[M]) Freeze()                            {}
+func (r *TrainRun[M]) Truth() starlark.Bool               { return true }
+func (r *TrainRun[M]) Hash() (uint32, error)              { return 0, fmt.Errorf("unhashable: %s_run", r.Kind) }
+func (r DPORun) AttrNames() []string                      { return dpoRunAttrs.names(r.TrainRun) }
+func (r DPORun) Attr(name string) (starlark.Value, error) { return dpoRunAttrs.get(r.TrainRun, name) }
+func (r RLRun) AttrNames() []string                       { return rlRunAttrs.names(r.TrainRun) }
+func (r RLRun) Attr(name string) (starlark.Value, error)  { return rlRunAttrs.get(r.TrainRun, name) }
 
-func (r *TrainRun[M]) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "sampler_checkpoint":
-		return orNone(r.Sampler), nil
-	case "state_checkpoint":
-		return orNone(r.State), nil
-	case "log_dir":
-		if r.R.LogDir == "" {
-			return starlark.None, nil
-		}
-		return starlark.String(r.R.LogDir), nil
-	case "metrics":
-		l := make([]starlark.Value, len(r.R.Steps))
-		for i, m := range r.R.Steps {
-			l[i] = recordDict(m)
-		}
-		return starlark.NewList(l), nil
-	}
-	return nil, nil
-}
+var (
+	dpoRunAttrs = trainRunAttrs[train.DPOMetrics]("the directory of its config, metrics, reference log-likelihoods and state, or None",
+		"one dict per step: step, epoch, loss, accuracy, margin, chosen_reward, rejected_reward, learning_rate, tokens, num_pairs, time")
+	rlRunAttrs = trainRunAttrs[train.RLMetrics]("the directory of its config, metrics and state, or None",
+		"one dict per step: step, mean_reward, loss, tokens, num_trained, skipped_groups, learning_rate, time")
+)
 
-func orNone(c *Checkpoint) starlark.Value {
-	if c == nil {
-		return starlark.None
+// trainRunAttrs is the attribute table of a run of records M.
+func trainRunAttrs[M train.Record](logDir, metrics string) attrTable[*TrainRun[M]] {
+	return attrTable[*TrainRun[M]]{
+		field("log_dir", logDir, func(r *TrainRun[M]) starlark.Value { return noneIfEmpty(r.R.LogDir) }),
+		field("metrics", metrics, func(r *TrainRun[M]) starlark.Value {
+			l := make([]starlark.Value, len(r.R.Steps))
+			for i, m := range r.R.Steps {
+				l[i] = recordDict(m)
+			}
+			return starlark.NewList(l)
+		}),
+		field("sampler_checkpoint", "the last sampler weights saved, or None", func(r *TrainRun[M]) starlark.Value { return checkpointOrNone(r.Sampler) }),
+		field("state_checkpoint", "the last training state saved, or None", func(r *TrainRun[M]) starlark.Value { return checkpointOrNone(r.State) }),
 	}
-	return c
 }
 
 // recordDict is a step's metrics as a dict, keyed as in metrics.jsonl.

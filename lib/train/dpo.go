@@ -11,6 +11,7 @@ import (
 
 	"github.com/tinkershell/tinker/lib/atomicfile"
 	"github.com/tinkershell/tinker/lib/chat"
+	"github.com/tinkershell/tinker/lib/modelref"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 )
 
@@ -141,7 +142,7 @@ func DPO(ctx context.Context, s Session, o DPOOptions) (*DPOResult, error) {
 	if err := o.check(); err != nil {
 		return nil, userErr(err.Error())
 	}
-	r, err := RendererFor(ctx, o.BaseModel, o.Renderer)
+	r, err := modelref.Renderer(ctx, o.BaseModel, o.Renderer)
 	if err != nil {
 		return nil, userErr(err.Error())
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tinkershell/tinker/lib/chat"
+	"github.com/tinkershell/tinker/lib/modelref"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"github.com/tinkershell/tinker/lib/tokenizer"
 )
@@ -23,9 +24,7 @@ const (
 // prompt (the messages before its last assistant message, which is the
 // reference answer) and a scorer compares the two.
 type EvalOptions struct {
-	Model     string // as the caller named it, for display
-	BaseModel string
-	Path      string // a tinker://…/sampler_weights/… checkpoint, "" for the base model
+	Model     *modelref.Model // a base model or a sampler checkpoint
 	Data      []Conversation
 	Renderer  string
 	MaxTokens int
@@ -77,6 +76,8 @@ func (o *EvalOptions) check() error {
 		return fmt.Errorf("concurrency must be at least 1")
 	case o.Temperature < 0 || math.IsNaN(o.Temperature) || math.IsInf(o.Temperature, 0):
 		return fmt.Errorf("temperature must be a number >= 0")
+	case o.Model == nil:
+		return fmt.Errorf("no model to evaluate")
 	case len(o.Data) == 0:
 		return fmt.Errorf("no rows to evaluate")
 	}
@@ -110,23 +111,16 @@ func Evaluate(ctx context.Context, s Sampler, o EvalOptions) (*EvalResult, error
 	if err := o.check(); err != nil {
 		return nil, userErr(err.Error())
 	}
-	r, err := RendererFor(ctx, o.BaseModel, o.Renderer)
+	r, err := o.Model.Renderer(o.Renderer)
 	if err != nil {
 		return nil, userErr(err.Error())
 	}
-	tok, err := tokenizer.ForModel(ctx, o.BaseModel)
-	if err != nil {
-		return nil, userErr(err.Error())
-	}
+	tok, _ := o.Model.Tokenizer() // the renderer has one
 	items, err := evalItems(r, o.Data)
 	if err != nil {
 		return nil, userErr(err.Error())
 	}
-	base := o.BaseModel
-	if o.Path != "" {
-		base = "" // a checkpoint is addressed by its path alone
-	}
-	id, err := s.CreateSamplingSession(ctx, base, o.Path)
+	id, err := s.CreateSamplingSession(ctx, o.Model.SessionBase(), o.Model.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +129,7 @@ func Evaluate(ctx context.Context, s Sampler, o EvalOptions) (*EvalResult, error
 	if err != nil {
 		return nil, err
 	}
-	res := &EvalResult{Model: o.Model}
+	res := &EvalResult{Model: o.Model.Name}
 	if err := res.score(ctx, &o, tok, items, resps); err != nil {
 		return nil, err
 	}

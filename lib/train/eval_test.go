@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tinkershell/tinker/lib/chat"
+	"github.com/tinkershell/tinker/lib/modelref"
 	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 )
@@ -27,7 +28,15 @@ func colours(from, n int) []Conversation {
 // evaluate scores the base model or a sampler checkpoint on rows.
 func evaluateOn(t *testing.T, sess *tinkerapi.Session, path string, rows []Conversation) *EvalResult {
 	t.Helper()
-	res, err := Evaluate(t.Context(), sess, EvalOptions{Model: "m", BaseModel: "tinker-local/tiny-llama", Path: path, Data: rows,
+	name := path
+	if name == "" {
+		name = "tinker-local/tiny-llama"
+	}
+	m, err := modelref.Resolve(t.Context(), sess, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Evaluate(t.Context(), sess, EvalOptions{Model: m, Data: rows,
 		MaxTokens: 8, NumSamples: 1, Concurrency: DefaultEvalConcurrency, NLL: true})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tinkershell/tinker/lib/chat"
+	"github.com/tinkershell/tinker/lib/modelref"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 )
 
@@ -64,10 +65,14 @@ func BenchmarkLoop(b *testing.B) {
 		})
 	})
 	b.Run("Eval", func(b *testing.B) {
+		m, err := modelref.Resolve(b.Context(), sess, "tinker-local/tiny-llama")
+		if err != nil {
+			b.Fatal(err)
+		}
 		run(b, func(n int) int {
 			tokens := 0
 			for range n {
-				res, err := Evaluate(b.Context(), sess, EvalOptions{Model: "m", BaseModel: "tinker-local/tiny-llama", Data: qa(10), MaxTokens: 8,
+				res, err := Evaluate(b.Context(), sess, EvalOptions{Model: m, Data: qa(10), MaxTokens: 8,
 					NumSamples: 1, Concurrency: DefaultEvalConcurrency})
 				if err != nil {
 					b.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/tinkershell/tinker/lib/chat"
+	"github.com/tinkershell/tinker/lib/modelref"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"github.com/tinkershell/tinker/lib/tokenizer"
 )
@@ -196,7 +197,7 @@ func renderPrompts(ctx context.Context, tok *tokenizer.Tokenizer, base, name str
 		}
 		if r == nil {
 			var err error
-			if r, err = RendererFor(ctx, base, name); err != nil {
+			if r, err = modelref.Renderer(ctx, base, name); err != nil {
 				return nil, "", err
 			}
 		}

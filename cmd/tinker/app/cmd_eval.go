@@ -31,7 +31,7 @@ func runEval(c *invocation) int {
 	if len(c.args) != 2 {
 		return c.usageError("Want MODEL and DATA.")
 	}
-	o := train.EvalOptions{Model: c.args[0], MaxTokens: c.intOr("max-tokens", train.DefaultEvalMaxTokens), NumSamples: c.intOr("num-samples", 1),
+	o := train.EvalOptions{MaxTokens: c.intOr("max-tokens", train.DefaultEvalMaxTokens), NumSamples: c.intOr("num-samples", 1),
 		Concurrency: train.DefaultEvalConcurrency, Renderer: c.str("renderer"), NLL: c.has("nll")}
 	var err error
 	if o.Temperature, err = c.float("temperature", 0); err != nil {
@@ -54,7 +54,7 @@ func runEval(c *invocation) int {
 		if err != nil {
 			return err
 		}
-		if o.BaseModel, o.Path, err = builtins.ResolveSamplerModel(r.ctx, s, o.Model); err != nil {
+		if o.Model, err = builtins.ResolveSamplerModel(r.ctx, s, c.args[0]); err != nil {
 			return err
 		}
 		res, err := train.Evaluate(r.ctx, s, o)
