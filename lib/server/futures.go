@@ -172,6 +172,10 @@ func (s *Server) startFuture(owner string, work func() (json []byte, proto []byt
 	go func() {
 		defer t.wg.Done()
 		res, pb, err := s.runWork(work)
+		if err == nil && len(res) == 0 && len(pb) == 0 {
+			err = errors.New("internal error: the result could not be encoded; see the server log")
+			s.opts.Logf("a future's work returned no result")
+		}
 		if err != nil {
 			cat := "server"
 			var ue userError

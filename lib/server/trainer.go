@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -149,6 +150,9 @@ func (ts *trainers) model(runID string) *modelState {
 func (m *modelState) accept(runID string, seq *int) (int, *errorResponse) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if seq == nil && m.accepted == math.MaxInt {
+		return 0, errorf(http.StatusBadRequest, "model %s has used every seq_id up to %d: continue in a new model (save_state, then create one with load_state)", runID, m.accepted)
+	}
 	n := m.accepted + 1
 	if seq != nil {
 		n = *seq

@@ -86,6 +86,10 @@ func (s *Server) fwd(w http.ResponseWriter, r *http.Request, owner string, legac
 			tokens += len(d.ModelInput)
 		}
 		s.st.RecordUsage(store.UsageEvent{At: s.now(), Owner: owner, SessionID: run.SessionID, BaseModel: run.BaseModel, Type: "training", TokenCount: int64(tokens)})
+		if err := checkFwdResult(op, run.ID, res); err != nil {
+			s.logRequest(run.SessionID, op, start, 400, err.Error())
+			return nil, nil, err
+		}
 		s.logRequest(run.SessionID, op, start, 200, fmt.Sprintf("%d datums, %d tokens, loss %.6g", len(req.Data), tokens, res.LossSum))
 		return fwdResultJSON(res), fwdResultProto(res), nil
 	}))
@@ -197,9 +201,13 @@ func (s *Server) optimStep(w http.ResponseWriter, r *http.Request, owner string,
 			s.logRequest(run.SessionID, "optim_step", start, 500, err.Error())
 			return nil, nil, fmt.Errorf("optim_step on %s: %w", run.ID, err)
 		}
+		if err := checkMetrics("optim_step", run.ID, metrics); err != nil {
+			s.logRequest(run.SessionID, "optim_step", start, 400, err.Error())
+			return nil, nil, err
+		}
 		s.logRequest(run.SessionID, "optim_step", start, 200, fmt.Sprintf("step %d", tr.Step()))
-		res, _ := json.Marshal(map[string]any{"metrics": metrics, "type": "optim_step"})
-		return res, nil, nil
+		res, err := json.Marshal(map[string]any{"metrics": metrics, "type": "optim_step"})
+		return res, nil, err
 	}))
 	writeFuture(w, f, run.ID)
 	return nil

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tinkershell/tinker/lib/atomicfile"
 	"github.com/tinkershell/tinker/lib/engine"
 	"github.com/tinkershell/tinker/lib/peft"
 	"github.com/tinkershell/tinker/lib/store"
@@ -106,10 +107,16 @@ func (ts *trainers) dropSnapshot(runID string, m *modelState) {
 	}
 }
 
-// pruneSnapshots removes snapshots older than snapshotMaxAge.
+// pruneSnapshots removes snapshots older than snapshotMaxAge, and the
+// temporary directories of snapshot writes a kill interrupted (a write in
+// progress holds a lock on its own, which keeps it).
 func (ts *trainers) pruneSnapshots(now time.Time) {
 	entries, _ := os.ReadDir(ts.markDir)
 	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") && strings.Contains(e.Name(), snapshotSuffix+".tmp-") {
+			atomicfile.SweepStale(ts.markDir, e.Name())
+			continue
+		}
 		if !e.IsDir() || !strings.HasSuffix(e.Name(), snapshotSuffix) {
 			continue
 		}
