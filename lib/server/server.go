@@ -89,6 +89,10 @@ type Options struct {
 	// clients outlive it. An in-process server's models end with the
 	// process that uses them, so it would only leave files behind.
 	KeepTrainers bool
+	// ShutdownGrace is how long Close lets the models' queued operations
+	// run before it halts the rest (default 30s; trainstop.go). Without
+	// KeepTrainers nothing would survive the stop, so Close halts at once.
+	ShutdownGrace time.Duration
 	// PrivatePaths are directories (e.g. --model NAME=DIR) that, like the
 	// data directory and the Hugging Face cache, never appear in answers.
 	PrivatePaths []string
@@ -161,6 +165,9 @@ func Open(opts Options) (*Server, error) {
 	if opts.SeqGapTimeout <= 0 {
 		opts.SeqGapTimeout = 30 * time.Second
 	}
+	if opts.ShutdownGrace <= 0 {
+		opts.ShutdownGrace = 30 * time.Second
+	}
 	st, err := store.Open(opts.DataDir)
 	if err != nil {
 		return nil, fmt.Errorf("open data dir %s: %w", opts.DataDir, err)
@@ -174,6 +181,11 @@ func Open(opts Options) (*Server, error) {
 	s.traces = newTracer(s)
 	s.futures = newFutureTable()
 	s.trainers = newTrainers(opts)
+	if n, err := s.futures.restore(s.keptFuturesPath()); err != nil {
+		opts.Logf("%v", err)
+	} else if n > 0 {
+		opts.Logf("kept %d result(s) of training operations across the restart", n)
+	}
 	s.private = privatePaths(opts.DataDir, opts.PrivatePaths)
 	s.handler = s.routes()
 	if n := s.cleanupOrphans(); n > 0 {
@@ -289,6 +301,11 @@ func (s *Server) Close() error {
 	for _, hs := range srvs {
 		hs.Close()
 	}
+	grace := time.Duration(0)
+	if s.opts.KeepTrainers {
+		grace = s.opts.ShutdownGrace
+	}
+	s.trainers.drain(grace)
 	s.cancel()
 	select {
 	case <-s.sweepDone:
@@ -299,10 +316,19 @@ func (s *Server) Close() error {
 	s.futures.close()
 	if s.opts.KeepTrainers {
 		s.trainers.snapshotAll(s.opts.Logf)
+		if err := s.futures.keep(s.keptFuturesPath()); err != nil {
+			s.opts.Logf("%v", err)
+		}
 	}
 	s.archives.wait()
 	s.traces.wait()
 	return s.st.Close()
+}
+
+// keptFuturesPath is where Close keeps the results of model operations
+// for the restarted server (futurekeep.go).
+func (s *Server) keptFuturesPath() string {
+	return filepath.Join(s.opts.DataDir, "trainers", keptFuturesFile)
 }
 
 // deleteCheckpoint deletes the row, then the files. On a full disk SQLite

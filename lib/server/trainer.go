@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -48,17 +49,33 @@ type trainers struct {
 	budget     int64               // activation bytes of concurrently running passes
 	mem        *semaphore.Weighted // of budget bytes
 	cpu        chan struct{}       // bounds concurrently running passes
-	maxPending int                 // queued training requests before 429
+	maxPending int                 // queued training requests of one user before 429
+	logf       func(string, ...any)
 
-	mu      sync.Mutex
-	models  map[string]*modelState
-	pending int
+	// Stopping (trainstop.go): stop closes when Close begins, halt when
+	// the operations not yet run are given up; ctx of the running passes
+	// is cancelled then.
+	stopping atomic.Bool
+	stop     chan struct{}
+	halt     chan struct{}
+	haltOnce sync.Once
+	ctx      context.Context
+	cancel   context.CancelFunc
+
+	mu            sync.Mutex
+	models        map[string]*modelState
+	queued        map[string]queueUse // by owner (trainmemory.go)
+	queuedBytes   int64
+	resident      map[string]*residentTrainer // models whose trainer is in memory
+	residentBytes int64
 }
 
 func newTrainers(o Options) *trainers {
 	ts := &trainers{pool: o.Engine, markDir: filepath.Join(o.DataDir, "trainers"), gapTimeout: o.SeqGapTimeout, budget: o.TrainMemory,
 		mem: semaphore.NewWeighted(o.TrainMemory), cpu: make(chan struct{}, o.TrainConcurrency),
-		maxPending: o.MaxPendingTrain, models: map[string]*modelState{}}
+		maxPending: o.MaxPendingTrain, logf: o.Logf, models: map[string]*modelState{}, queued: map[string]queueUse{},
+		resident: map[string]*residentTrainer{}, stop: make(chan struct{}), halt: make(chan struct{})}
+	ts.ctx, ts.cancel = context.WithCancel(context.Background())
 	ts.pruneSnapshots(time.Now())
 	return ts
 }
@@ -74,6 +91,8 @@ type modelState struct {
 	base     string          // tr's base model
 	marked   bool            // the marker file of a stepped model exists
 	snapshot bool            // a snapshot waits to become tr (trainsnapshot.go)
+	halted   int             // the first seq_id halted by a stop, 0 if none (trainstop.go)
+	ts       *trainers
 }
 
 // errStateLost answers an operation on a model whose trained weights were
@@ -134,7 +153,7 @@ func (ts *trainers) model(runID string) *modelState {
 	defer ts.mu.Unlock()
 	m := ts.models[runID]
 	if m == nil {
-		m = &modelState{changed: make(chan struct{}), running: map[int]bool{}, finished: map[int]bool{}}
+		m = &modelState{changed: make(chan struct{}), running: map[int]bool{}, finished: map[int]bool{}, ts: ts}
 		ts.loadSnapshotSeq(runID, m)
 		ts.models[runID] = m
 	}
@@ -150,6 +169,9 @@ func (ts *trainers) model(runID string) *modelState {
 func (m *modelState) accept(runID string, seq *int) (int, *errorResponse) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if e := m.ts.refuseStopping(); e != nil {
+		return 0, e
+	}
 	if seq == nil && m.accepted == math.MaxInt {
 		return 0, errorf(http.StatusBadRequest, "model %s has used every seq_id up to %d: continue in a new model (save_state, then create one with load_state)", runID, m.accepted)
 	}
@@ -202,18 +224,49 @@ func (ts *trainers) inOrder(runID string, seq int, work func() ([]byte, []byte, 
 			if !earlier && (m.done >= seq-1 || gapOK) {
 				break
 			}
-			ch := m.changed
+			// A stop ends a wait for a gap at once, any other wait when it
+			// halts what has not run.
+			if isClosed(ts.halt) || (!earlier && isClosed(ts.stop)) {
+				break
+			}
+			ch, stop := m.changed, ts.stop
+			if isClosed(stop) {
+				stop = nil
+			}
 			m.mu.Unlock()
 			select {
 			case <-ch:
 			case <-deadline.C:
 				gapOK = true
+			case <-stop:
+			case <-ts.halt:
 			}
 			m.mu.Lock()
 		}
+		if isClosed(ts.halt) || (m.halted > 0 && seq > m.halted) || (m.done < seq-1 && !gapOK) {
+			m.haltLocked(seq)
+			m.mu.Unlock()
+			return nil, nil, errHalted
+		}
 		m.done = max(m.done, seq-1)
 		m.mu.Unlock()
-		return work()
+		res, pb, err := work()
+		if err != nil && ts.cutShort(err) {
+			m.mu.Lock()
+			m.haltLocked(seq)
+			m.mu.Unlock()
+			return nil, nil, errHalted
+		}
+		return res, pb, err
+	}
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -231,7 +284,9 @@ func (s *Server) trainer(run store.RunView) (*engine.Trainer, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.tr, m.base = tr, run.BaseModel
+	if err := s.trainers.residentLocked(run.ID, run.Owner, run.BaseModel, m, tr); err != nil {
+		return nil, err
+	}
 	return tr, nil
 }
 
@@ -248,6 +303,7 @@ func (s *Server) trained(run store.RunView) (*engine.Trainer, error) {
 func (s *Server) trainedLocked(run store.RunView, m *modelState) (*engine.Trainer, error) {
 	switch {
 	case m.tr != nil:
+		s.trainers.touch(run.ID)
 		return m.tr, nil
 	case m.snapshot:
 		return s.restoreLocked(run, m)
@@ -281,24 +337,6 @@ func (ts *trainers) hasWeights(runID string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.tr != nil || m.snapshot
-}
-
-// admit counts a queued training request, refusing it when too many are
-// queued already (429: the client backs off and resubmits).
-func (ts *trainers) admit() *errorResponse {
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	if ts.pending >= ts.maxPending {
-		return errorf(http.StatusTooManyRequests, "Training is busy: %d requests are queued; retry shortly", ts.pending)
-	}
-	ts.pending++
-	return nil
-}
-
-func (ts *trainers) release() {
-	ts.mu.Lock()
-	ts.pending--
-	ts.mu.Unlock()
 }
 
 // checkBudget refuses a pass whose activations could never fit the budget.

@@ -56,8 +56,9 @@ func (s *Server) fwd(w http.ResponseWriter, r *http.Request, owner string, legac
 		return e
 	}
 	tr, loss, need, e := s.prepareFwd(run, req)
+	queued := datumBytes(req.Data)
 	if e == nil {
-		e = s.trainers.admit()
+		e = s.trainers.admit(owner, queued)
 	}
 	if e != nil {
 		m.finish(seq)
@@ -65,15 +66,16 @@ func (s *Server) fwd(w http.ResponseWriter, r *http.Request, owner string, legac
 		return e
 	}
 	s.st.TouchRun(run.ID, s.now())
-	f := s.startFuture(owner, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
-		defer s.trainers.release()
+	f := s.startFutureOf(owner, run.ID, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
+		defer s.trainers.release(owner, queued)
 		var res *engine.ForwardResult
-		err := s.trainers.run(s.ctx, need, func() error {
+		ctx := s.trainers.ctx // cancelled when a stop halts training (trainstop.go)
+		err := s.trainers.run(ctx, need, func() error {
 			var err error
 			if req.ForwardOnly {
-				res, err = tr.Forward(s.ctx, loss, req.Data)
+				res, err = tr.Forward(ctx, loss, req.Data)
 			} else {
-				res, err = tr.ForwardBackward(s.ctx, loss, req.Data)
+				res, err = tr.ForwardBackward(ctx, loss, req.Data)
 			}
 			return err
 		})
@@ -128,8 +130,12 @@ func (s *Server) prepareFwd(run store.RunView, req *fwdRequest) (*engine.Trainer
 // cannot be trained here (400) or something broke (500).
 func trainerError(err error) *errorResponse {
 	var ue userError
-	if errors.As(err, &ue) {
+	var full trainMemoryFull
+	switch {
+	case errors.As(err, &ue):
 		return errorf(http.StatusBadRequest, "%v", err)
+	case errors.As(err, &full):
+		return errorf(http.StatusTooManyRequests, "%v", err)
 	}
 	return errorf(http.StatusInternalServerError, "%v", err)
 }
@@ -188,7 +194,7 @@ func (s *Server) optimStep(w http.ResponseWriter, r *http.Request, owner string,
 		return e
 	}
 	s.st.TouchRun(run.ID, s.now())
-	f := s.startFuture(owner, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
+	f := s.startFutureOf(owner, run.ID, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
 		var metrics map[string]float64
 		err := s.trainers.run(context.Background(), 0, func() error {
 			var err error
