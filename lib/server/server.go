@@ -13,8 +13,10 @@
 // (sampling sessions and asample) with sampleresult.go (its JSON and
 // protobuf results), training.go (forward, forward_backward, optim_step)
 // with fwdbwd.go (their bodies), trainer.go (per-model trainers and seq_id
-// order), trainstate.go (trained checkpoints) and memory.go (the default
-// training budget), hub.go (tokenizer files for Hugging Face clients),
+// order), trainstate.go (trained checkpoints), memory.go (the default
+// training budget), trainmemory.go (queue and trainer limits), trainstop.go
+// (stopping with training in flight), trainsnapshot.go and futurekeep.go
+// (what a clean restart keeps), nonfinite.go (NaN and ±Inf results), hub.go (tokenizer files for Hugging Face clients),
 // rest.go (runs and checkpoints listings), archive.go (checkpoint files),
 // download.go (signed URLs) with tarview.go, trace.go, billing.go,
 // cleanup.go (expiry sweep, orphans), import.go.
@@ -78,8 +80,9 @@ type Options struct {
 	// TrainConcurrency is how many training passes run at once over all
 	// models (default 1), so sampling keeps cores while models train.
 	TrainConcurrency int
-	// MaxPendingTrain bounds queued forward/forward_backward requests;
-	// beyond it they get 429 and clients resubmit (default 64).
+	// MaxPendingTrain bounds one user's queued forward/forward_backward
+	// requests; beyond it they get 429 and clients resubmit (default 64).
+	// TrainMemory bounds their bytes too (trainmemory.go).
 	MaxPendingTrain int
 	// SeqGapTimeout is how long a model's operation waits for a missing
 	// lower seq_id before it runs anyway (default 30s).

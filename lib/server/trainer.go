@@ -34,8 +34,9 @@ import (
 // most SeqGapTimeout, then runs anyway: a client that lost a request must
 // not stall its model.
 //
-// Trainers live in memory; tinker serve keeps them across a clean restart
-// (trainsnapshot.go). So that a crash cannot silently turn a trained model
+// Trainers live in memory, within the training budget: idle ones are
+// written to their snapshot when room is needed (trainmemory.go); tinker
+// serve keeps them across a clean restart (trainsnapshot.go, trainstop.go). So that a crash cannot silently turn a trained model
 // back into its initialisation, the first optim_step of a model leaves a
 // marker file under DataDir/trainers; a model with a marker and neither a
 // trainer nor a snapshot lost its weights, and every training operation and

@@ -24,7 +24,9 @@ import (
 // position and its next operation restores the trainer, then deletes the
 // snapshot, so that a later crash cannot bring back older weights: the
 // stepped-model marker then reports them lost, as without snapshots.
-// Snapshots nobody came back for are removed after snapshotMaxAge.
+// Snapshots nobody came back for are removed after snapshotMaxAge. The
+// same snapshot holds an idle trainer written out to make room
+// (trainmemory.go) until its model's next operation.
 
 const (
 	snapshotSuffix   = ".snapshot"
