@@ -162,4 +162,3 @@ func (p *serveProc) fb(model string, seq int) map[string]any {
 func (p *serveProc) optim(model string, seq int) map[string]any {
 	return map[string]any{"model_id": model, "seq_id": seq, "adam_params": map[string]any{"learning_rate": 1e-2}}
 }
-
