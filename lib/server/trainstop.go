@@ -44,6 +44,7 @@ func (ts *trainers) drain(grace time.Duration) {
 	ts.mu.Unlock()
 	deadline := time.NewTimer(grace)
 	defer deadline.Stop()
+	told := false
 	for _, id := range ids {
 		m := ts.model(id)
 		for {
@@ -52,6 +53,10 @@ func (ts *trainers) drain(grace time.Duration) {
 			m.mu.Unlock()
 			if !busy {
 				break
+			}
+			if !told && grace > 0 {
+				ts.logf("stopping: letting the queued training operations run (at most %v; a second signal stops at once)", grace)
+				told = true
 			}
 			select {
 			case <-ch:
