@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -165,6 +166,11 @@ func (ts *trainers) evict(runID string) bool {
 	}
 	defer m.mu.Unlock()
 	if m.tr == nil || len(m.running) > 0 {
+		return false
+	}
+	// Memory is not bought with the last of the disk the database needs.
+	if free, ok := freeBytes(filepath.Dir(ts.markDir)); ok && free < uint64(m.tr.StateBytes()+minFreeBytes) {
+		ts.logf("not writing out the idle trainer of %s: the disk is nearly full", runID)
 		return false
 	}
 	if err := ts.writeSnapshotLocked(runID, m); err != nil {
