@@ -16,8 +16,8 @@ import (
 // uncollected futures of operations that ran are written to
 // DataDir/trainers/futures.json next to the models' snapshots; the next
 // Open reads them back (and deletes the file), so the client's polls of
-// the same request ids get the same answers. Futures of halted operations
-// are not kept: their polls answer 410 and the client resubmits them. A
+// the same request ids get the same answers. A future of a halted
+// operation answers 410 saying so, and the client resubmits it. A
 // crash keeps nothing (as before): kill -9 loses uncollected futures.
 
 const keptFuturesFile = "futures.json"
@@ -29,6 +29,7 @@ type keptFuture struct {
 	Result  []byte `json:"result,omitempty"`
 	Proto   []byte `json:"proto,omitempty"`
 	Failure []byte `json:"failure,omitempty"`
+	Halted  bool   `json:"halted,omitempty"`
 }
 
 // keep writes the finished, uncollected futures of model operations to
@@ -37,10 +38,10 @@ func (t *futureTable) keep(path string) error {
 	t.mu.Lock()
 	var kept []keptFuture
 	for _, f := range t.m {
-		if f.model == "" || f.halted || !f.collectedAt.IsZero() || !isClosed(f.done) {
+		if f.model == "" || !f.collectedAt.IsZero() || !isClosed(f.done) {
 			continue
 		}
-		kept = append(kept, keptFuture{f.id, f.owner, f.model, f.result, f.proto, f.failure})
+		kept = append(kept, keptFuture{f.id, f.owner, f.model, f.result, f.proto, f.failure, f.halted})
 	}
 	t.mu.Unlock()
 	if len(kept) == 0 {
@@ -81,7 +82,7 @@ func (t *futureTable) restore(path string) (int, error) {
 			continue
 		}
 		f := &future{id: k.ID, owner: k.Owner, model: k.Model, result: k.Result, proto: k.Proto, failure: k.Failure,
-			readyAt: now, createdAt: now, done: make(chan struct{})}
+			halted: k.Halted, readyAt: now, createdAt: now, done: make(chan struct{})}
 		close(f.done)
 		t.m[f.id] = f
 		t.byOwner[f.owner] = append(t.byOwner[f.owner], f)

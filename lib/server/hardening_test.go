@@ -334,8 +334,8 @@ func TestStopWithTrainingInFlight(t *testing.T) {
 				}
 			} else {
 				for _, id := range []string{fb, opt} {
-					if code, b, _ := e.do("POST", "/api/v1/retrieve_future", map[string]any{"request_id": id}); code != 410 {
-						t.Errorf("future of a halted operation = %d %s, want 410", code, b)
+					if code, b, _ := e.do("POST", "/api/v1/retrieve_future", map[string]any{"request_id": id}); code != 410 || !strings.Contains(string(b), "stopped before this operation ran") {
+						t.Errorf("future of a halted operation = %d %s, want 410 saying it did not run", code, b)
 					}
 				}
 				if got := e.result("/api/v1/forward_backward", fbBody(model, 1)); !bytes.Equal(got, wantFB) {
