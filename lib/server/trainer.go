@@ -36,8 +36,9 @@ import (
 //
 // Trainers live in memory, within the training budget: idle ones are
 // written to their snapshot when room is needed (trainmemory.go); tinker
-// serve keeps them across a clean restart (trainsnapshot.go, trainstop.go). So that a crash cannot silently turn a trained model
-// back into its initialisation, the first optim_step of a model leaves a
+// serve keeps them across a clean restart (trainsnapshot.go, trainstop.go).
+// So that a crash cannot silently turn a trained model back into its
+// initialisation, the first optim_step of a model leaves a
 // marker file under DataDir/trainers; a model with a marker and neither a
 // trainer nor a snapshot lost its weights, and every training operation and
 // save on it fails with a message saying to load the last saved state
@@ -205,52 +206,15 @@ func (m *modelState) finish(seq int) {
 // inOrder wraps work to run as the model's operation seq: after every
 // earlier accepted operation finished, and after the missing seq_ids below
 // it arrived, or gapTimeout passed (then they are given up on, and refused
-// by accept should they come). Operations of one model never overlap.
+// by accept should they come). Operations of one model never overlap. An
+// operation a stop halts does not run, nor does any after it (trainstop.go).
 func (ts *trainers) inOrder(runID string, seq int, work func() ([]byte, []byte, error)) func() ([]byte, []byte, error) {
 	m := ts.model(runID)
 	return func() ([]byte, []byte, error) {
 		defer m.finish(seq)
-		deadline := time.NewTimer(ts.gapTimeout)
-		defer deadline.Stop()
-		gapOK := false
-		m.mu.Lock()
-		for {
-			earlier := false
-			for s := range m.running {
-				if s < seq {
-					earlier = true
-					break
-				}
-			}
-			if !earlier && (m.done >= seq-1 || gapOK) {
-				break
-			}
-			// A stop ends a wait for a gap at once, any other wait when it
-			// halts what has not run.
-			if isClosed(ts.halt) || (!earlier && isClosed(ts.stop)) {
-				break
-			}
-			ch, stop := m.changed, ts.stop
-			if isClosed(stop) {
-				stop = nil
-			}
-			m.mu.Unlock()
-			select {
-			case <-ch:
-			case <-deadline.C:
-				gapOK = true
-			case <-stop:
-			case <-ts.halt:
-			}
-			m.mu.Lock()
-		}
-		if isClosed(ts.halt) || (m.halted > 0 && seq > m.halted) || (m.done < seq-1 && !gapOK) {
-			m.haltLocked(seq)
-			m.mu.Unlock()
+		if !ts.waitTurn(m, seq) {
 			return nil, nil, errHalted
 		}
-		m.done = max(m.done, seq-1)
-		m.mu.Unlock()
 		res, pb, err := work()
 		if err != nil && ts.cutShort(err) {
 			m.mu.Lock()
@@ -260,6 +224,52 @@ func (ts *trainers) inOrder(runID string, seq int, work func() ([]byte, []byte, 
 		}
 		return res, pb, err
 	}
+}
+
+// waitTurn waits until seq may run and reports true, or records that a
+// stop halted it and reports false.
+func (ts *trainers) waitTurn(m *modelState, seq int) bool {
+	deadline := time.NewTimer(ts.gapTimeout)
+	defer deadline.Stop()
+	gapOK := false
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for {
+		earlier := false
+		for s := range m.running {
+			if s < seq {
+				earlier = true
+				break
+			}
+		}
+		if !earlier && (m.done >= seq-1 || gapOK) {
+			break
+		}
+		// A stop ends a wait for a gap at once, any other wait when it
+		// halts what has not run.
+		if isClosed(ts.halt) || (!earlier && isClosed(ts.stop)) {
+			break
+		}
+		ch, stop := m.changed, ts.stop
+		if isClosed(stop) {
+			stop = nil
+		}
+		m.mu.Unlock()
+		select {
+		case <-ch:
+		case <-deadline.C:
+			gapOK = true
+		case <-stop:
+		case <-ts.halt:
+		}
+		m.mu.Lock()
+	}
+	if isClosed(ts.halt) || (m.halted > 0 && seq > m.halted) || (m.done < seq-1 && !gapOK) {
+		m.haltLocked(seq)
+		return false
+	}
+	m.done = max(m.done, seq-1)
+	return true
 }
 
 func isClosed(ch chan struct{}) bool {
