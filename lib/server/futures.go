@@ -276,9 +276,6 @@ func (s *Server) retrieveFuture(w http.ResponseWriter, r *http.Request, owner st
 		// resubmit. Another user's future answers exactly the same.
 		return errorf(http.StatusGone, "Future %q expired or unknown; resubmit the request", body.RequestID)
 	}
-	if f.halted {
-		return errorf(http.StatusGone, "%s", errHalted.msg) // a client resubmits on 410 (trainstop.go)
-	}
 	hold := time.NewTimer(s.opts.PollHold)
 	defer hold.Stop()
 	wait := func(ch <-chan time.Time) bool {
@@ -316,6 +313,9 @@ func (s *Server) retrieveFuture(w http.ResponseWriter, r *http.Request, owner st
 		}
 		writeJSON(w, 200, out)
 		return nil
+	}
+	if f.halted { // set before done closed; a client resubmits on 410 (trainstop.go)
+		return errorf(http.StatusGone, "%s", errHalted.msg)
 	}
 	if f.failure != nil {
 		s.futures.markCollected(f)
