@@ -354,3 +354,28 @@ func TestStopWithTrainingInFlight(t *testing.T) {
 		})
 	}
 }
+
+// TestBusyTrainersAreNotEvicted: with room for one trainer, a second
+// model's operation while the first has an operation queued (waiting for
+// a seq_id) answers 429 instead of taking the busy trainer's memory; once
+// the first is idle, the same request sent again (same seq_id, as clients
+// retry a 429) trains.
+func TestBusyTrainersAreNotEvicted(t *testing.T) {
+	e := newTrainEnv(t, Options{TrainMemory: 400 << 10, SeqGapTimeout: 200 * time.Millisecond})
+	a, b := e.newTinyModel(1), e.newTinyModel(2)
+	e.result("/api/v1/forward_backward", fbBody(a, 1))
+	code, waiting := e.submit(key, "/api/v1/optim_step", optimBody(a, 3)) // seq 2 never comes
+	if code != 200 {
+		t.Fatalf("optim_step behind a gap = %d %s", code, waiting)
+	}
+	if code, body := e.submit(key, "/api/v1/forward_backward", fbBody(b, 1)); code != 429 || !strings.Contains(body, "training memory is full") {
+		t.Errorf("second model while the first is busy = %d %s, want 429", code, body)
+	}
+	e.poll(waiting)
+	if got := e.result("/api/v1/forward_backward", fbBody(b, 1)); !strings.Contains(string(got), "loss:sum") {
+		t.Errorf("second model once the first is idle: %s", got)
+	}
+	if _, err := os.Stat(e.srv.trainers.snapshotDir(a)); err != nil {
+		t.Errorf("the idle first trainer was not written out: %v", err)
+	}
+}

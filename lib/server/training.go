@@ -61,7 +61,7 @@ func (s *Server) fwd(w http.ResponseWriter, r *http.Request, owner string, legac
 		e = s.trainers.admit(owner, queued)
 	}
 	if e != nil {
-		m.finish(seq)
+		m.refuse(seq, e)
 		s.logRequest(run.SessionID, op, start, e.status, e.detail)
 		return e
 	}
@@ -189,7 +189,7 @@ func (s *Server) optimStep(w http.ResponseWriter, r *http.Request, owner string,
 		}
 	}
 	if e != nil {
-		m.finish(seq)
+		m.refuse(seq, e)
 		s.logRequest(run.SessionID, "optim_step", start, e.status, e.detail)
 		return e
 	}

@@ -203,3 +203,26 @@ func (ts *trainers) touch(runID string) {
 
 // mib formats a byte count in MiB with one decimal.
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// refuse ends an accepted request that was refused. Clients send a 429
+// again with the same seq_id, so it leaves the seq_id free (a later
+// operation waits for it as for any gap); other refusals use it up.
+func (m *modelState) refuse(seq int, e *errorResponse) {
+	if e.status != http.StatusTooManyRequests {
+		m.finish(seq)
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.running, seq)
+	if m.accepted == seq {
+		m.accepted = m.done
+		for _, set := range []map[int]bool{m.running, m.finished} {
+			for s := range set {
+				m.accepted = max(m.accepted, s)
+			}
+		}
+	}
+	close(m.changed)
+	m.changed = make(chan struct{})
+}
