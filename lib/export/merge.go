@@ -1,0 +1,133 @@
+package export
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+
+	"github.com/tinkershell/tinker/lib/safetensors"
+)
+
+const (
+	embedName  = "model.embed_tokens.weight"
+	lmHeadName = "lm_head.weight"
+	// blockElems is how many elements one row block converts at a time:
+	// a few MB of output, so memory stays flat whatever the tensor.
+	blockElems = 1 << 20
+)
+
+// merger writes the merged model's shards, one base shard at a time.
+type merger struct {
+	base    *Base
+	updates map[string]*update // by base tensor name
+	dtype   safetensors.DType  // "" keeps each tensor's dtype
+	untie   bool               // lm_head.weight is made from the embedding
+	// weightMap and total fill in as shards are planned: the index.
+	weightMap map[string]string
+	total     int64
+	bufs      rowBufs
+	block     []byte
+}
+
+// source is where an output tensor comes from.
+type source struct {
+	t *safetensors.Tensor
+	u *update
+}
+
+// outDType is the dtype a base tensor of dtype d is written in.
+func (m *merger) outDType(d safetensors.DType) safetensors.DType {
+	if m.dtype == "" || !isFloat(d) {
+		return d
+	}
+	return m.dtype
+}
+
+// plan lists one shard's output tensors and their sources.
+func (m *merger) plan(f *safetensors.File, shard string) ([]safetensors.TensorInfo, map[string]source) {
+	var infos []safetensors.TensorInfo
+	srcs := map[string]source{}
+	add := func(name string, t *safetensors.Tensor) {
+		info := safetensors.TensorInfo{Name: name, DType: m.outDType(t.DType), Shape: t.Shape}
+		infos = append(infos, info)
+		srcs[name] = source{t, m.updates[name]}
+		m.weightMap[name] = shard
+		m.total += info.Bytes()
+	}
+	for i := range f.Tensors {
+		t := &f.Tensors[i]
+		add(t.Name, t)
+		if m.untie && t.Name == embedName {
+			add(lmHeadName, t)
+		}
+	}
+	return infos, srcs
+}
+
+// shard writes the merged copy of base shard name to w.
+func (m *merger) shard(ctx context.Context, name string, w io.Writer) error {
+	f, err := safetensors.Open(filepath.Join(m.base.Dir, name))
+	if err != nil {
+		return fmt.Errorf("base shard: %w", err)
+	}
+	defer f.Close()
+	infos, srcs := m.plan(f, name)
+	layout, err := safetensors.NewLayout(infos, f.Metadata)
+	if err != nil {
+		return fmt.Errorf("shard %s: %w", name, err)
+	}
+	_, err = layout.WriteTo(w, func(_ int, t safetensors.TensorInfo, w io.Writer) error {
+		return m.fill(ctx, srcs[t.Name], t, w)
+	})
+	return err
+}
+
+// fill writes one output tensor: the base bytes as they are when nothing
+// changes, else row blocks widened, updated and rounded.
+func (m *merger) fill(ctx context.Context, s source, t safetensors.TensorInfo, w io.Writer) error {
+	if s.u == nil && s.t.DType == t.DType {
+		_, err := w.Write(s.t.Data)
+		return err
+	}
+	rows, cols := 1, 1
+	if len(t.Shape) > 0 {
+		rows = int(t.Shape[0])
+		cols = int(s.t.NumElements()) / max(rows, 1)
+	}
+	job := rowJob{in: s.t.DType, out: t.DType, cols: cols, u: s.u}
+	step := max(1, blockElems/max(cols, 1))
+	isz, osz := s.t.DType.Size()*cols, t.DType.Size()*cols
+	if need := step * osz; cap(m.block) < need {
+		m.block = make([]byte, need)
+	}
+	for lo := 0; lo < rows; lo += step {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n := min(step, rows-lo)
+		dst := m.block[:n*osz]
+		job.parallelRows(s.t.Data[lo*isz:(lo+n)*isz], dst, lo, n, &m.bufs)
+		if _, err := w.Write(dst); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// indexJSON is model.safetensors.index.json for the shards written.
+func (m *merger) indexJSON() ([]byte, error) {
+	keys := make([]string, 0, len(m.weightMap))
+	for k := range m.weightMap {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	type index struct {
+		Metadata  map[string]int64  `json:"metadata"`
+		WeightMap map[string]string `json:"weight_map"`
+	}
+	b, err := json.MarshalIndent(index{map[string]int64{"total_size": m.total}, m.weightMap}, "", "  ")
+	return append(b, '\n'), err
+}
