@@ -57,7 +57,7 @@ func Export(ctx context.Context, o Options) (*Result, error) {
 	if o.Out == "" {
 		return nil, fmt.Errorf("no output directory: pass -o OUT")
 	}
-	if err := checkOut(o.Out, o.Force); err != nil {
+	if err := CheckOut(o.Out, o.Force); err != nil {
 		return nil, err
 	}
 	a, err := ReadAdapter(o.Adapter)

@@ -24,8 +24,8 @@ type outDir struct {
 	progress   func(int64)
 }
 
-// checkOut refuses an existing OUT without force before any work is done.
-func checkOut(out string, force bool) error {
+// CheckOut refuses an existing OUT without force before any work is done.
+func CheckOut(out string, force bool) error {
 	st, err := os.Stat(out)
 	switch {
 	case err != nil:
@@ -39,7 +39,7 @@ func checkOut(out string, force bool) error {
 }
 
 func newOutDir(out string, force bool, progress func(int64)) (*outDir, error) {
-	if err := checkOut(out, force); err != nil {
+	if err := CheckOut(out, force); err != nil {
 		return nil, err
 	}
 	parent, base := filepath.Dir(out), filepath.Base(out)

@@ -110,6 +110,7 @@ var checkpointCmd = &command{
 			API: checkpointPushHF,
 		},
 		checkpointSaveCmd,
+		checkpointExportCmd,
 	},
 }
 
