@@ -57,7 +57,10 @@ func checkpointExport(r *apiRun) error {
 	var stage *progress.Staged
 	var bar *progress.Bar
 	if r.io.ErrTTY {
-		o.Start = func(tinkerapi.Path) download.Progress { stage = builtins.DownloadStage(r.io.Err, r.io.Width); return stage }
+		o.Start = func(tinkerapi.Path) download.Progress {
+			stage = builtins.DownloadStage(r.io.Err, r.io.Width)
+			return stage
+		}
 		o.Progress = func(done, total int64) {
 			if bar == nil {
 				builtins.EndStage(stage, nil)
