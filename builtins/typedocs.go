@@ -145,6 +145,16 @@ var typeDocs = []typeDoc{
 		{"file_size_bytes", "the archive's size, or None if the server did not say"},
 		{"files", "the number of files extracted"},
 	}},
+	{Name: "export", Summary: "An exported checkpoint: from export().", Attrs: []attrDoc{
+		{"base_model", "the base model the adapter was trained on"},
+		{"bytes", "the bytes written"},
+		{"checkpoint_path", "the tinker:// path or adapter directory exported"},
+		{"format", `"merged" or "peft"`},
+		{"modules", "how many matrices the adapter adapts"},
+		{"output", "the directory written"},
+		{"untied", "True when a tied base got a separate lm_head"},
+		{"warnings", "what a serving engine may not support, as strings"},
+	}},
 	{Name: "checkpoint_change", Summary: "What checkpoint.publish(), unpublish() and set_ttl() did; it displays as one line.", Attrs: []attrDoc{
 		{"action", `"published", "unpublished", "expiry set" or "expiry removed"`},
 		{"expires_at", "when the checkpoint now expires (a time), or None"},

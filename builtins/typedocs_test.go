@@ -71,6 +71,7 @@ var valueSamples = []starlark.Value{
 	&tokenizerValue{},
 	&renderedValue{},
 	&DownloadResult{},
+	&ExportResult{},
 	&DeleteResult{},
 	&CheckpointChange{},
 	&BillingUsage{},
