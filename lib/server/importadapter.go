@@ -124,7 +124,11 @@ func checkImportable(a *export.Adapter, run store.Run) error {
 		shapes[t.Name] = t.Shape
 	}
 	for _, m := range a.Modules {
-		for half, t := range map[string]*safetensors.Tensor{"lora_A": m.A, "lora_B": m.B} {
+		for _, h := range []struct {
+			half string
+			t    *safetensors.Tensor
+		}{{"lora_A", m.A}, {"lora_B", m.B}} {
+			half, t := h.half, h.t
 			want, ok := shapes[loraName(m.Path, half)]
 			if !ok {
 				return fmt.Errorf("adapter module %s does not exist in %s", m.Path, run.BaseModel)
