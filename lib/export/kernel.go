@@ -32,29 +32,35 @@ func newUpdate(m Module, scale float32) (*update, error) {
 	return &update{r: int(m.A.Shape[0]), in: int(m.A.Shape[1]), out: int(m.B.Shape[0]), a: a, b: b}, nil
 }
 
-// deltaRow sets d to row o of B'·A, summing over the rank four terms at a
-// time (in float32).
+// deltaRow sets d to row o of B'·A: the vector kernel where the CPU has
+// one (columns in blocks of 32), the rest here, four rank terms at a time.
+// Sums are in float32.
 func (u *update) deltaRow(o int, d []float32) {
-	clear(d)
 	b, in := u.b[o*u.r:(o+1)*u.r], u.in
+	n := in &^ 31
+	if !deltaVector(d, b, u.a, u.r, in, n) {
+		n = 0
+	}
+	tail := d[n:]
+	clear(tail)
 	k := 0
 	for ; k+4 <= u.r; k += 4 {
 		b0, b1, b2, b3 := b[k], b[k+1], b[k+2], b[k+3]
-		a0 := u.a[k*in : (k+1)*in]
-		a1 := u.a[(k+1)*in : (k+2)*in]
-		a2 := u.a[(k+2)*in : (k+3)*in]
-		a3 := u.a[(k+3)*in : (k+4)*in]
+		a0 := u.a[k*in+n : (k+1)*in]
+		a1 := u.a[(k+1)*in+n : (k+2)*in]
+		a2 := u.a[(k+2)*in+n : (k+3)*in]
+		a3 := u.a[(k+3)*in+n : (k+4)*in]
 		a1, a2, a3 = a1[:len(a0)], a2[:len(a0)], a3[:len(a0)]
-		d := d[:len(a0)]
-		for j := range d {
-			d[j] += b0*a0[j] + b1*a1[j] + b2*a2[j] + b3*a3[j]
+		t := tail[:len(a0)]
+		for j := range t {
+			t[j] += b0*a0[j] + b1*a1[j] + b2*a2[j] + b3*a3[j]
 		}
 	}
 	for ; k < u.r; k++ {
-		bk, ak := b[k], u.a[k*in:(k+1)*in]
-		d := d[:len(ak)]
-		for j := range d {
-			d[j] += bk * ak[j]
+		bk, ak := b[k], u.a[k*in+n:(k+1)*in]
+		t := tail[:len(ak)]
+		for j := range t {
+			t[j] += bk * ak[j]
 		}
 	}
 }

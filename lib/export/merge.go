@@ -29,7 +29,7 @@ type merger struct {
 	weightMap map[string]string
 	total     int64
 	bufs      rowBufs
-	block     []byte
+	blocks    [2][]byte // the row blocks being made and written
 }
 
 // source is where an output tensor comes from.
@@ -86,7 +86,8 @@ func (m *merger) shard(ctx context.Context, name string, w io.Writer) error {
 }
 
 // fill writes one output tensor: the base bytes as they are when nothing
-// changes, else row blocks widened, updated and rounded.
+// changes, else row blocks widened, updated and rounded. Blocks are made
+// while the previous one is written, so computing and writing overlap.
 func (m *merger) fill(ctx context.Context, s source, t safetensors.TensorInfo, w io.Writer) error {
 	if s.u == nil && s.t.DType == t.DType {
 		_, err := w.Write(s.t.Data)
@@ -100,21 +101,42 @@ func (m *merger) fill(ctx context.Context, s source, t safetensors.TensorInfo, w
 	job := rowJob{in: s.t.DType, out: t.DType, cols: cols, u: s.u}
 	step := max(1, blockElems/max(cols, 1))
 	isz, osz := s.t.DType.Size()*cols, t.DType.Size()*cols
-	if need := step * osz; cap(m.block) < need {
-		m.block = make([]byte, need)
-	}
-	for lo := 0; lo < rows; lo += step {
-		if err := ctx.Err(); err != nil {
-			return err
+	free, blocks, stop := make(chan []byte, 2), make(chan []byte, 1), make(chan struct{})
+	for i := range m.blocks {
+		if cap(m.blocks[i]) < step*osz {
+			m.blocks[i] = make([]byte, step*osz)
 		}
-		n := min(step, rows-lo)
-		dst := m.block[:n*osz]
-		job.parallelRows(s.t.Data[lo*isz:(lo+n)*isz], dst, lo, n, &m.bufs)
-		if _, err := w.Write(dst); err != nil {
-			return err
+		free <- m.blocks[i]
+	}
+	go func() {
+		defer close(blocks)
+		for lo := 0; lo < rows; lo += step {
+			var dst []byte
+			select {
+			case dst = <-free:
+			case <-stop:
+				return
+			}
+			n := min(step, rows-lo)
+			job.parallelRows(s.t.Data[lo*isz:(lo+n)*isz], dst[:n*osz], lo, n, &m.bufs)
+			blocks <- dst[:n*osz]
+		}
+	}()
+	var err error
+	for b := range blocks {
+		if err == nil {
+			if err = ctx.Err(); err == nil {
+				_, err = w.Write(b)
+			}
+			if err != nil {
+				close(stop) // the maker stops at its next block; drain until then
+			}
+		}
+		if err == nil {
+			free <- b
 		}
 	}
-	return nil
+	return err
 }
 
 // indexJSON is model.safetensors.index.json for the shards written.
