@@ -155,6 +155,9 @@ func leafFlags(cmd *command) []flagSpec {
 	if cmd.isGroup() {
 		return []flagSpec{helpFlag}
 	}
+	if ownsFormat(cmd) { // -f still reaches the global option
+		return append(append([]flagSpec(nil), cmd.Flags...), helpFlag)
+	}
 	return append(append([]flagSpec(nil), cmd.Flags...), formatFlag, helpFlag)
 }
 
