@@ -21,3 +21,20 @@ func deltaVector(d, b, a []float32, r, in, n int) bool {
 	deltaColsAVX2(&d[0], &b[0], &a[0], r, in, n)
 	return true
 }
+
+//go:noescape
+func mergeRowBF16(dst, src *byte, b, a *float32, r, in, n int)
+
+// mergeRowVector merges one bfloat16 row in a single pass (widen, add
+// B'·A, round) where the CPU has the vector kernel and the row is whole
+// blocks of 32 columns, and reports whether it did.
+func mergeRowVector(dst, src []byte, b, a []float32, r, in int) bool {
+	if !haveAVX2 || in%32 != 0 || in == 0 {
+		return false
+	}
+	_ = a[r*in-1]
+	_ = b[r-1]
+	_, _ = dst[2*in-1], src[2*in-1]
+	mergeRowBF16(&dst[0], &src[0], &b[0], &a[0], r, in, in)
+	return true
+}

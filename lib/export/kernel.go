@@ -139,7 +139,11 @@ func (j rowJob) parallelRows(src, dst []byte, base, n int, bufs *rowBufs) {
 // only the block, the update is indexed by the tensor's row.
 func (j rowJob) runAt(src, dst []byte, base, lo, hi int, w, d []float32) {
 	isz, osz := j.in.Size()*j.cols, j.out.Size()*j.cols
+	fused := j.u != nil && j.in == safetensors.BF16 && j.out == safetensors.BF16
 	for o := lo; o < hi; o++ {
+		if fused && mergeRowVector(dst[o*osz:(o+1)*osz], src[o*isz:(o+1)*isz], j.u.b[(base+o)*j.u.r:(base+o+1)*j.u.r], j.u.a, j.u.r, j.cols) {
+			continue
+		}
 		decodeRow(j.in, src[o*isz:(o+1)*isz], w)
 		if j.u != nil {
 			j.u.deltaRow(base+o, d)
