@@ -8,6 +8,7 @@ import (
 	"strings"
 	gotime "time"
 
+	"github.com/tinkershell/tinker/lib/atomicfile"
 	"github.com/tinkershell/tinker/lib/download"
 	"github.com/tinkershell/tinker/lib/export"
 	"github.com/tinkershell/tinker/lib/progress"
@@ -75,12 +76,14 @@ func fetchAdapter(ctx context.Context, c *tinkerapi.Client, path, out string, st
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return "", nil, fmt.Errorf("create output parent: %w", err)
 	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(out)+".adapter-")
+	prefix := "." + filepath.Base(out) + ".adapter-"
+	atomicfile.SweepStale(parent, prefix) // left by a killed export
+	td, err := atomicfile.MkdirTemp(parent, prefix)
 	if err != nil {
 		return "", nil, fmt.Errorf("scratch directory: %w", err)
 	}
-	cleanup := func() { os.RemoveAll(tmp) }
-	res, err := DownloadCheckpoint(ctx, c, path, DownloadOptions{Output: tmp, Start: start})
+	cleanup := func() { os.RemoveAll(td.Path); td.Release() }
+	res, err := DownloadCheckpoint(ctx, c, path, DownloadOptions{Output: td.Path, Start: start})
 	if err != nil {
 		cleanup()
 		return "", nil, err

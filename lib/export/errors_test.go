@@ -159,3 +159,37 @@ func TestDTypeOption(t *testing.T) {
 		t.Errorf("bf16 merged model differs by %g", d)
 	}
 }
+
+// TestBaseFromHFCache: without --base, the base model's snapshot in the
+// Hugging Face cache (HF_HOME) is used; a catalog model whose cached
+// config has another shape is refused naming both.
+func TestBaseFromHFCache(t *testing.T) {
+	hf := t.TempDir()
+	t.Setenv("HF_HOME", hf)
+	t.Setenv("HF_HUB_CACHE", "")
+	t.Setenv("HOME", t.TempDir())
+	base := writeBase(t, baseSpec{model: models.TinyLlama, tied: true, shards: 2, dtype: safetensors.F32})
+	for _, name := range []string{"me/tiny", "meta-llama/Llama-3.2-1B"} {
+		repo := filepath.Join(hf, "hub", "models--"+strings.ReplaceAll(name, "/", "--"))
+		os.MkdirAll(filepath.Join(repo, "refs"), 0o755)
+		os.WriteFile(filepath.Join(repo, "refs", "main"), []byte("abc\n"), 0o644)
+		os.MkdirAll(filepath.Join(repo, "snapshots"), 0o755)
+		if err := os.Symlink(base, filepath.Join(repo, "snapshots", "abc")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ad := writeAdapter(t, adapterSpec{model: models.TinyLlama, rank: 2, alpha: 4, modules: allModules[:2], dtype: safetensors.F32, seed: 10})
+	setBase(t, ad, "me/tiny")
+	res, err := Export(context.Background(), Options{Adapter: ad, Out: filepath.Join(t.TempDir(), "m")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.BaseDir, "models--me--tiny") {
+		t.Errorf("base dir %s, want the cache's snapshot", res.BaseDir)
+	}
+	setBase(t, ad, "meta-llama/Llama-3.2-1B")
+	_, err = Export(context.Background(), Options{Adapter: ad, Out: filepath.Join(t.TempDir(), "m")})
+	if err == nil || !strings.Contains(err.Error(), "checkpoint base model meta-llama/Llama-3.2-1B (llama, 16 layers") || !strings.Contains(err.Error(), "does not match the base directory") {
+		t.Errorf("mismatched cached base: %v", err)
+	}
+}
