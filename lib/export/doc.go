@@ -7,10 +7,12 @@
 //
 // Design choices:
 //
-//   - Streaming, shard by shard. The base's safetensors shards are memory
-//     mapped one at a time and each output tensor is produced in row
-//     blocks while it is written, so memory stays about one shard (the
-//     mapped pages) plus the adapter, whatever the model's size.
+//   - Streaming, shard by shard. Each base shard's header is read, then its
+//     tensors are read with ReadAt in row blocks of about a million
+//     elements that are widened, updated, rounded and written while the
+//     next block is made; nothing is memory mapped, so memory stays a few
+//     blocks plus the adapter whatever the model's size (make bench-export
+//     reports the peak RSS against the largest shard).
 //   - One rounding. Each merged row is widened to float32, the update
 //     B'·A (B' = scale·B) is summed in float32 and added, and the sum is
 //     rounded once into the output dtype (round to nearest even).

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sort"
 
@@ -30,12 +31,16 @@ type merger struct {
 	total     int64
 	bufs      rowBufs
 	blocks    [2][]byte // the row blocks being made and written
+	src       []byte    // the base rows of the block being made
+	copyBuf   []byte    // for tensors copied as they are
 }
 
-// source is where an output tensor comes from.
+// source is where an output tensor comes from: a base tensor's bytes at
+// off in the shard file, and the update to add, if any.
 type source struct {
-	t *safetensors.Tensor
-	u *update
+	t   safetensors.TensorInfo
+	off int64
+	u   *update
 }
 
 // outDType is the dtype a base tensor of dtype d is written in.
@@ -47,60 +52,71 @@ func (m *merger) outDType(d safetensors.DType) safetensors.DType {
 }
 
 // plan lists one shard's output tensors and their sources.
-func (m *merger) plan(f *safetensors.File, shard string) ([]safetensors.TensorInfo, map[string]source) {
+func (m *merger) plan(h *safetensors.Header, shard string) ([]safetensors.TensorInfo, map[string]source) {
 	var infos []safetensors.TensorInfo
 	srcs := map[string]source{}
-	add := func(name string, t *safetensors.Tensor) {
+	add := func(name string, t safetensors.TensorInfo, off int64) {
 		info := safetensors.TensorInfo{Name: name, DType: m.outDType(t.DType), Shape: t.Shape}
 		infos = append(infos, info)
-		srcs[name] = source{t, m.updates[name]}
+		srcs[name] = source{t, off, m.updates[name]}
 		m.weightMap[name] = shard
 		m.total += info.Bytes()
 	}
-	for i := range f.Tensors {
-		t := &f.Tensors[i]
-		add(t.Name, t)
+	for i, t := range h.Tensors {
+		add(t.Name, t, h.Offsets[i])
 		if m.untie && t.Name == embedName {
-			add(lmHeadName, t)
+			add(lmHeadName, t, h.Offsets[i])
 		}
 	}
 	return infos, srcs
 }
 
-// shard writes the merged copy of base shard name to w.
+// shard writes the merged copy of base shard name to w. The shard is read
+// with ReadAt a block at a time (not mapped), so memory stays a few blocks
+// plus the adapter.
 func (m *merger) shard(ctx context.Context, name string, w io.Writer) error {
-	f, err := safetensors.Open(filepath.Join(m.base.Dir, name))
+	f, err := os.Open(filepath.Join(m.base.Dir, name))
 	if err != nil {
 		return fmt.Errorf("base shard: %w", err)
 	}
 	defer f.Close()
-	infos, srcs := m.plan(f, name)
-	layout, err := safetensors.NewLayout(infos, f.Metadata)
+	h, err := safetensors.ReadHeader(f)
+	if err != nil {
+		return fmt.Errorf("base shard: %w", err)
+	}
+	infos, srcs := m.plan(h, name)
+	layout, err := safetensors.NewLayout(infos, h.Metadata)
 	if err != nil {
 		return fmt.Errorf("shard %s: %w", name, err)
 	}
 	_, err = layout.WriteTo(w, func(_ int, t safetensors.TensorInfo, w io.Writer) error {
-		return m.fill(ctx, srcs[t.Name], t, w)
+		return m.fill(ctx, f, srcs[t.Name], t, w)
 	})
 	return err
 }
 
 // fill writes one output tensor: the base bytes as they are when nothing
-// changes, else row blocks widened, updated and rounded. Blocks are made
-// while the previous one is written, so computing and writing overlap.
-func (m *merger) fill(ctx context.Context, s source, t safetensors.TensorInfo, w io.Writer) error {
+// changes, else row blocks widened, updated and rounded. Blocks are read
+// and made while the previous one is written, so the work overlaps.
+func (m *merger) fill(ctx context.Context, f *os.File, s source, t safetensors.TensorInfo, w io.Writer) error {
 	if s.u == nil && s.t.DType == t.DType {
-		_, err := w.Write(s.t.Data)
+		if m.copyBuf == nil {
+			m.copyBuf = make([]byte, 1<<20)
+		}
+		_, err := io.CopyBuffer(w, io.NewSectionReader(f, s.off, s.t.Bytes()), m.copyBuf)
 		return err
 	}
 	rows, cols := 1, 1
 	if len(t.Shape) > 0 {
 		rows = int(t.Shape[0])
-		cols = int(s.t.NumElements()) / max(rows, 1)
+		cols = int(s.t.Bytes()/int64(s.t.DType.Size())) / max(rows, 1)
 	}
 	job := rowJob{in: s.t.DType, out: t.DType, cols: cols, u: s.u}
 	step := max(1, blockElems/max(cols, 1))
 	isz, osz := s.t.DType.Size()*cols, t.DType.Size()*cols
+	if cap(m.src) < step*isz {
+		m.src = make([]byte, step*isz)
+	}
 	free, blocks, stop := make(chan []byte, 2), make(chan []byte, 1), make(chan struct{})
 	for i := range m.blocks {
 		if cap(m.blocks[i]) < step*osz {
@@ -108,6 +124,7 @@ func (m *merger) fill(ctx context.Context, s source, t safetensors.TensorInfo, w
 		}
 		free <- m.blocks[i]
 	}
+	var readErr error
 	go func() {
 		defer close(blocks)
 		for lo := 0; lo < rows; lo += step {
@@ -118,7 +135,11 @@ func (m *merger) fill(ctx context.Context, s source, t safetensors.TensorInfo, w
 				return
 			}
 			n := min(step, rows-lo)
-			job.parallelRows(s.t.Data[lo*isz:(lo+n)*isz], dst[:n*osz], lo, n, &m.bufs)
+			src := m.src[:n*isz]
+			if _, readErr = f.ReadAt(src, s.off+int64(lo*isz)); readErr != nil {
+				return
+			}
+			job.parallelRows(src, dst[:n*osz], lo, n, &m.bufs)
 			blocks <- dst[:n*osz]
 		}
 	}()
@@ -135,6 +156,9 @@ func (m *merger) fill(ctx context.Context, s source, t safetensors.TensorInfo, w
 		if err == nil {
 			free <- b
 		}
+	}
+	if err == nil && readErr != nil {
+		err = fmt.Errorf("read base tensor %s: %w", s.t.Name, readErr)
 	}
 	return err
 }

@@ -150,20 +150,31 @@ func newMerger(base *Base, a *Adapter, dt safetensors.DType) (*merger, int64, er
 func scanShards(base *Base) (map[string]safetensors.TensorInfo, error) {
 	infos := map[string]safetensors.TensorInfo{}
 	for _, s := range base.Shards {
-		f, err := safetensors.Open(filepath.Join(base.Dir, s))
+		h, err := readShardHeader(filepath.Join(base.Dir, s))
 		if err != nil {
-			return nil, fmt.Errorf("base shard: %w", err)
+			return nil, err
 		}
-		for _, t := range f.Tensors {
+		for _, t := range h.Tensors {
 			if _, dup := infos[t.Name]; dup {
-				f.Close()
 				return nil, fmt.Errorf("base %s: tensor %s is in two shards", base.Dir, t.Name)
 			}
-			infos[t.Name] = safetensors.TensorInfo{Name: t.Name, DType: t.DType, Shape: t.Shape}
+			infos[t.Name] = t
 		}
-		f.Close()
 	}
 	return infos, nil
+}
+
+func readShardHeader(path string) (*safetensors.Header, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("base shard: %w", err)
+	}
+	defer f.Close()
+	h, err := safetensors.ReadHeader(f)
+	if err != nil {
+		return nil, fmt.Errorf("base shard: %w", err)
+	}
+	return h, nil
 }
 
 // weightExts are files of other weight formats, never copied.
