@@ -96,8 +96,7 @@ func (m *merger) shard(ctx context.Context, name string, w io.Writer) error {
 }
 
 // fill writes one output tensor: the base bytes as they are when nothing
-// changes, else row blocks widened, updated and rounded. Blocks are read
-// and made while the previous one is written, so the work overlaps.
+// changes, else row blocks widened, updated and rounded.
 func (m *merger) fill(ctx context.Context, f *os.File, s source, t safetensors.TensorInfo, w io.Writer) error {
 	if s.u == nil && s.t.DType == t.DType {
 		if m.copyBuf == nil {
@@ -117,14 +116,30 @@ func (m *merger) fill(ctx context.Context, f *os.File, s source, t safetensors.T
 	if cap(m.src) < step*isz {
 		m.src = make([]byte, step*isz)
 	}
+	make1 := func(lo int, dst []byte) ([]byte, error) {
+		n := min(step, rows-lo)
+		src := m.src[:n*isz]
+		if _, err := f.ReadAt(src, s.off+int64(lo*isz)); err != nil {
+			return nil, fmt.Errorf("read base tensor %s: %w", s.t.Name, err)
+		}
+		job.parallelRows(src, dst[:n*osz], lo, n, &m.bufs)
+		return dst[:n*osz], nil
+	}
+	return m.pipeline(ctx, rows, step, step*osz, make1, w)
+}
+
+// pipeline makes the blocks starting at rows 0, step, 2·step… < rows in a
+// goroutine while the previous block is written to w, with two buffers of
+// size bytes, so reading and computing overlap writing.
+func (m *merger) pipeline(ctx context.Context, rows, step, size int, make1 func(lo int, dst []byte) ([]byte, error), w io.Writer) error {
 	free, blocks, stop := make(chan []byte, 2), make(chan []byte, 1), make(chan struct{})
 	for i := range m.blocks {
-		if cap(m.blocks[i]) < step*osz {
-			m.blocks[i] = make([]byte, step*osz)
+		if cap(m.blocks[i]) < size {
+			m.blocks[i] = make([]byte, size)
 		}
 		free <- m.blocks[i]
 	}
-	var readErr error
+	var makeErr error
 	go func() {
 		defer close(blocks)
 		for lo := 0; lo < rows; lo += step {
@@ -134,13 +149,12 @@ func (m *merger) fill(ctx context.Context, f *os.File, s source, t safetensors.T
 			case <-stop:
 				return
 			}
-			n := min(step, rows-lo)
-			src := m.src[:n*isz]
-			if _, readErr = f.ReadAt(src, s.off+int64(lo*isz)); readErr != nil {
+			b, err := make1(lo, dst)
+			if err != nil {
+				makeErr = err
 				return
 			}
-			job.parallelRows(src, dst[:n*osz], lo, n, &m.bufs)
-			blocks <- dst[:n*osz]
+			blocks <- b
 		}
 	}()
 	var err error
@@ -157,8 +171,8 @@ func (m *merger) fill(ctx context.Context, f *os.File, s source, t safetensors.T
 			free <- b
 		}
 	}
-	if err == nil && readErr != nil {
-		err = fmt.Errorf("read base tensor %s: %w", s.t.Name, readErr)
+	if err == nil {
+		err = makeErr // read after blocks closed: the maker is done
 	}
 	return err
 }

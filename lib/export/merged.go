@@ -21,18 +21,8 @@ func exportMerged(ctx context.Context, o Options, a *Adapter, dt safetensors.DTy
 		return nil, err
 	}
 	defer cleanup()
-	dir, err := FindBase(o.Base, o.BaseModel, tmp)
+	base, err := checkedBase(o, a, tmp)
 	if err != nil {
-		return nil, err
-	}
-	base, err := OpenBase(dir)
-	if err != nil {
-		return nil, err
-	}
-	if err := CheckMatch(o.BaseModel, base); err != nil {
-		return nil, err
-	}
-	if err := a.Check(base.Config); err != nil {
 		return nil, err
 	}
 	m, need, err := newMerger(base, a, dt)
@@ -57,6 +47,26 @@ func exportMerged(ctx context.Context, o Options, a *Adapter, dt safetensors.DTy
 	}
 	res.Files = len(base.Shards) + len(files) + 2
 	return res, nil
+}
+
+// checkedBase finds and opens the base, and checks that it is the model
+// the checkpoint was trained on and has every module the adapter adapts.
+func checkedBase(o Options, a *Adapter, tmp string) (*Base, error) {
+	dir, err := FindBase(o.Base, o.BaseModel, tmp)
+	if err != nil {
+		return nil, err
+	}
+	base, err := OpenBase(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckMatch(o.BaseModel, base); err != nil {
+		return nil, err
+	}
+	if err := a.Check(base.Config); err != nil {
+		return nil, err
+	}
+	return base, nil
 }
 
 // writeMergedSide writes everything but the shards: the index, config.json
