@@ -27,9 +27,9 @@ func mergeRowBF16(dst, src *byte, b, a *float32, r, in, n int)
 
 // mergeRowVector merges one bfloat16 row in a single pass (widen, add
 // B'·A, round) where the CPU has the vector kernel and the row is whole
-// blocks of 32 columns, and reports whether it did.
+// blocks of 64 columns, and reports whether it did.
 func mergeRowVector(dst, src []byte, b, a []float32, r, in int) bool {
-	if !haveAVX2 || in%32 != 0 || in == 0 {
+	if !haveAVX2 || in%64 != 0 || in == 0 {
 		return false
 	}
 	_ = a[r*in-1]

@@ -72,8 +72,9 @@ GLOBL bf16quiet<>(SB), RODATA|NOPTR, $4
 
 // func mergeRowBF16(dst, src *byte, b, a *float32, r, in, n int)
 // dst[j] = bf16(src[j] + Σ_k b[k]·a[k·in + j]) for j < n (n a multiple of
-// 32): the base row widened into the accumulators, the rank loop
-// innermost, one rounding at the end.
+// 64): the base row widened into eight accumulators (enough independent
+// FMAs to hide their latency), the rank loop innermost, one rounding at
+// the end.
 TEXT ·mergeRowBF16(SB), NOSPLIT, $0-56
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), BX
@@ -86,11 +87,6 @@ TEXT ·mergeRowBF16(SB), NOSPLIT, $0-56
 	SHLQ $2, R9
 	XORQ R10, R10
 	XORQ R14, R14
-	VPBROADCASTD bf16one<>(SB), Y12
-	VPBROADCASTD bf16round<>(SB), Y13
-	VPBROADCASTD bf16abs<>(SB), Y15
-	VPBROADCASTD bf16inf<>(SB), Y9
-	VPBROADCASTD bf16quiet<>(SB), Y8
 
 bloopj:
 	CMPQ R10, R9
@@ -99,36 +95,63 @@ bloopj:
 	VPMOVZXWD 16(BX)(R14*1), Y1
 	VPMOVZXWD 32(BX)(R14*1), Y2
 	VPMOVZXWD 48(BX)(R14*1), Y3
+	VPMOVZXWD 64(BX)(R14*1), Y4
+	VPMOVZXWD 80(BX)(R14*1), Y5
+	VPMOVZXWD 96(BX)(R14*1), Y6
+	VPMOVZXWD 112(BX)(R14*1), Y7
 	VPSLLD    $16, Y0, Y0
 	VPSLLD    $16, Y1, Y1
 	VPSLLD    $16, Y2, Y2
 	VPSLLD    $16, Y3, Y3
+	VPSLLD    $16, Y4, Y4
+	VPSLLD    $16, Y5, Y5
+	VPSLLD    $16, Y6, Y6
+	VPSLLD    $16, Y7, Y7
 	LEAQ      (DX)(R10*1), R11
 	MOVQ      SI, R12
 	MOVQ      CX, R13
 
 bloopk:
-	VBROADCASTSS (R12), Y4
-	VFMADD231PS  (R11), Y4, Y0
-	VFMADD231PS  32(R11), Y4, Y1
-	VFMADD231PS  64(R11), Y4, Y2
-	VFMADD231PS  96(R11), Y4, Y3
+	VBROADCASTSS (R12), Y8
+	VFMADD231PS  (R11), Y8, Y0
+	VFMADD231PS  32(R11), Y8, Y1
+	VFMADD231PS  64(R11), Y8, Y2
+	VFMADD231PS  96(R11), Y8, Y3
+	VFMADD231PS  128(R11), Y8, Y4
+	VFMADD231PS  160(R11), Y8, Y5
+	VFMADD231PS  192(R11), Y8, Y6
+	VFMADD231PS  224(R11), Y8, Y7
 	ADDQ         $4, R12
 	ADDQ         R8, R11
 	DECQ         R13
 	JNZ          bloopk
+	VPBROADCASTD bf16one<>(SB), Y12
+	VPBROADCASTD bf16round<>(SB), Y13
+	VPBROADCASTD bf16abs<>(SB), Y15
+	VPBROADCASTD bf16inf<>(SB), Y9
+	VPBROADCASTD bf16quiet<>(SB), Y8
 	ROUND(Y0)
 	ROUND(Y1)
 	ROUND(Y2)
 	ROUND(Y3)
+	ROUND(Y4)
+	ROUND(Y5)
+	ROUND(Y6)
+	ROUND(Y7)
 	VPACKUSDW    Y1, Y0, Y0
 	VPACKUSDW    Y3, Y2, Y2
+	VPACKUSDW    Y5, Y4, Y4
+	VPACKUSDW    Y7, Y6, Y6
 	VPERMQ       $0xD8, Y0, Y0
 	VPERMQ       $0xD8, Y2, Y2
+	VPERMQ       $0xD8, Y4, Y4
+	VPERMQ       $0xD8, Y6, Y6
 	VMOVDQU      Y0, (DI)(R14*1)
 	VMOVDQU      Y2, 32(DI)(R14*1)
-	ADDQ         $128, R10
-	ADDQ         $64, R14
+	VMOVDQU      Y4, 64(DI)(R14*1)
+	VMOVDQU      Y6, 96(DI)(R14*1)
+	ADDQ         $256, R10
+	ADDQ         $128, R14
 	JMP          bloopj
 
 bdone:

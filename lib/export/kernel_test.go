@@ -45,8 +45,14 @@ func TestDeltaRow(t *testing.T) {
 // a float64 update and one rounding, with NaN, infinities, zeros and values
 // whose update is zero (so rounding ties and specials pass through as is).
 func TestMergeRowBF16(t *testing.T) {
+	for _, in := range []int{96, 128} { // the Go path, then the one-pass kernel
+		checkMergeRowBF16(t, in)
+	}
+}
+
+func checkMergeRowBF16(t *testing.T, in int) {
 	r := rand.New(rand.NewPCG(2, 2))
-	const rank, in, rows = 3, 96, 4
+	const rank, rows = 3, 4
 	u := &update{r: rank, in: in, out: rows, a: make([]float32, rank*in), b: make([]float32, rows*rank)}
 	for i := range u.a {
 		u.a[i] = float32(r.NormFloat64())
@@ -75,7 +81,7 @@ func TestMergeRowBF16(t *testing.T) {
 			want := safetensors.Float32ToBF16(float32(float64(base) + s))
 			got := binary.LittleEndian.Uint16(dst[2*(o*in+j):])
 			if got != want && (o == 3 || math.Abs(float64(safetensors.BF16ToFloat32(got)-safetensors.BF16ToFloat32(want))) > math.Abs(float64(safetensors.BF16ToFloat32(want)))/64) {
-				t.Fatalf("row %d col %d: got %#04x, want %#04x", o, j, got, want)
+				t.Fatalf("in %d row %d col %d: got %#04x, want %#04x", in, o, j, got, want)
 			}
 		}
 	}
