@@ -1,18 +1,12 @@
 package builtins
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
-	gotime "time"
 
-	"github.com/tinkershell/tinker/lib/atomicfile"
 	"github.com/tinkershell/tinker/lib/download"
 	"github.com/tinkershell/tinker/lib/export"
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/progress"
-	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"go.starlark.net/starlark"
 )
@@ -32,70 +26,8 @@ func init() {
 	}, exportFn)
 }
 
-// ExportOptions configure ExportCheckpoint.
-type ExportOptions struct {
-	Format, Base, DType string
-	Force               bool
-	// Start, for a tinker:// path, is called when the archive is
-	// requested and returns where the download reports progress.
-	Start func(p tinkerapi.Path) download.Progress
-	// Progress is told the output bytes written and expected.
-	Progress func(done, total int64)
-}
-
-// ExportCheckpoint exports path (tinker:// or a local adapter directory)
-// into out. A tinker:// checkpoint is downloaded next to out first (and
-// removed after); its run names the base model.
-func ExportCheckpoint(ctx context.Context, c func() (*tinkerapi.Client, error), path, out string, o ExportOptions) (*export.Result, error) {
-	eo := export.Options{Adapter: path, Format: o.Format, Base: o.Base, Out: out, DType: o.DType, Force: o.Force, Progress: o.Progress}
-	if err := export.CheckOut(out, o.Force); err != nil {
-		return nil, err
-	}
-	if strings.HasPrefix(path, "tinker://") {
-		client, err := c()
-		if err != nil {
-			return nil, err
-		}
-		dir, cleanup, err := fetchAdapter(ctx, client, path, out, o.Start)
-		if err != nil {
-			return nil, err
-		}
-		defer cleanup()
-		eo.Adapter, eo.Checkpoint = dir, path
-		if wi, err := client.WeightsInfo(ctx, path); err == nil {
-			eo.BaseModel = wi.BaseModel
-		}
-	}
-	return export.Export(ctx, eo)
-}
-
-// fetchAdapter downloads a checkpoint into a hidden scratch directory
-// beside out (the same disk), removed by the returned function.
-func fetchAdapter(ctx context.Context, c *tinkerapi.Client, path, out string, start func(tinkerapi.Path) download.Progress) (string, func(), error) {
-	parent := filepath.Dir(out)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return "", nil, fmt.Errorf("create output parent: %w", err)
-	}
-	prefix := "." + filepath.Base(out) + ".adapter-"
-	atomicfile.SweepStale(parent, prefix) // left by a killed export
-	td, err := atomicfile.MkdirTemp(parent, prefix)
-	if err != nil {
-		return "", nil, fmt.Errorf("scratch directory: %w", err)
-	}
-	cleanup := func() { os.RemoveAll(td.Path); td.Release() }
-	res, err := DownloadCheckpoint(ctx, c, path, DownloadOptions{Output: td.Path, Start: start})
-	if err != nil {
-		cleanup()
-		return "", nil, err
-	}
-	return res.Path, cleanup, nil
-}
-
 // ExportResult is what export() returns.
-type ExportResult struct {
-	Path string
-	export.Result
-}
+type ExportResult struct{ ops.ExportResult }
 
 var (
 	_ RecordValue       = (*ExportResult)(nil)
@@ -103,64 +35,29 @@ var (
 	_ starlark.HasAttrs = (*ExportResult)(nil)
 )
 
-func (e *ExportResult) String() string        { return fmt.Sprintf("<export %s %s>", e.Format, e.Out) }
-func (e *ExportResult) Type() string          { return "export" }
-func (e *ExportResult) Freeze()               {}
-func (e *ExportResult) Truth() starlark.Bool  { return true }
-func (e *ExportResult) Hash() (uint32, error) { return starlark.String(e.Out).Hash() }
-func (e *ExportResult) AttrNames() []string {
-	return []string{"base_model", "bytes", "checkpoint_path", "format", "modules", "output", "untied", "warnings"}
-}
+func (e *ExportResult) String() string                           { return fmt.Sprintf("<export %s %s>", e.Format, e.Out) }
+func (e *ExportResult) Type() string                             { return "export" }
+func (e *ExportResult) Freeze()                                  {}
+func (e *ExportResult) Truth() starlark.Bool                     { return true }
+func (e *ExportResult) Hash() (uint32, error)                    { return starlark.String(e.Out).Hash() }
+func (e *ExportResult) AttrNames() []string                      { return exportAttrs.names(e) }
+func (e *ExportResult) Attr(name string) (starlark.Value, error) { return exportAttrs.get(e, name) }
 
-func (e *ExportResult) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "base_model":
-		return starlark.String(e.BaseModel), nil
-	case "bytes":
-		return starlark.MakeInt64(e.Bytes), nil
-	case "checkpoint_path":
-		return starlark.String(e.Path), nil
-	case "format":
-		return starlark.String(e.Format), nil
-	case "modules":
-		return starlark.MakeInt(e.Modules), nil
-	case "output":
-		return starlark.String(e.Out), nil
-	case "untied":
-		return starlark.Bool(e.Untied), nil
-	case "warnings":
+var exportAttrs = attrTable[*ExportResult]{
+	field("base_model", "the base model the adapter was trained on", func(e *ExportResult) starlark.Value { return starlark.String(e.BaseModel) }),
+	field("bytes", "the bytes written", func(e *ExportResult) starlark.Value { return starlark.MakeInt64(e.Bytes) }),
+	field("checkpoint_path", "the tinker:// path or adapter directory exported", func(e *ExportResult) starlark.Value { return starlark.String(e.Path) }),
+	field("format", `"merged" or "peft"`, func(e *ExportResult) starlark.Value { return starlark.String(e.Format) }),
+	field("modules", "how many matrices the adapter adapts", func(e *ExportResult) starlark.Value { return starlark.MakeInt(e.Modules) }),
+	field("output", "the directory written", func(e *ExportResult) starlark.Value { return starlark.String(e.Out) }),
+	field("untied", "True when a tied base got a separate lm_head", func(e *ExportResult) starlark.Value { return starlark.Bool(e.Untied) }),
+	field("warnings", "what a serving engine may not support, as strings", func(e *ExportResult) starlark.Value {
 		ws := make([]starlark.Value, len(e.Warnings))
 		for i, w := range e.Warnings {
 			ws[i] = starlark.String(w)
 		}
-		return starlark.NewList(ws), nil
-	}
-	return nil, nil
-}
-
-func (e *ExportResult) Record(gotime.Time) *render.Record {
-	r := &render.Record{Title: "Checkpoint Export: " + e.Path}
-	add := func(k, v string) { r.Fields = append(r.Fields, render.Field{Name: k, Value: v}) }
-	add("Checkpoint Path", e.Path)
-	add("Format", e.Format)
-	add("Base Model", e.BaseModel)
-	add("Adapted Matrices", fmt.Sprint(e.Modules))
-	add("Size", render.Size(e.Bytes))
-	add("Written to", e.Out)
-	for _, w := range e.Warnings {
-		add("Warning", w)
-	}
-	return r
-}
-
-func (e *ExportResult) JSON() any {
-	ws := make([]any, len(e.Warnings))
-	for i, w := range e.Warnings {
-		ws[i] = w
-	}
-	return render.Object{{Key: "checkpoint_path", Value: e.Path}, {Key: "format", Value: e.Format},
-		{Key: "base_model", Value: e.BaseModel}, {Key: "output", Value: e.Out}, {Key: "modules", Value: e.Modules},
-		{Key: "bytes", Value: e.Bytes}, {Key: "untied", Value: e.Untied}, {Key: "warnings", Value: ws}}
+		return starlark.NewList(ws)
+	}),
 }
 
 func (e *ExportResult) MarshalJSON() ([]byte, error) { return marshalJSON(e) }
@@ -183,35 +80,30 @@ func exportFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple,
 		return nil, err
 	}
 	env := envOf(thread)
-	o := ExportOptions{Format: format, Base: base, DType: dtype, Force: force}
+	o := ops.ExportOptions{Format: format, Base: base, DType: dtype, Force: force}
 	var stage *progress.Staged
 	var bar *progress.Bar
 	if env.NoticesTTY {
-		o.Start = func(tinkerapi.Path) download.Progress { stage = DownloadStage(env.Notices, env.Width); return stage }
+		o.Start = func(tinkerapi.Path) download.Progress {
+			stage = ops.DownloadStage(env.Notices, env.Width)
+			return stage
+		}
 		o.Progress = func(done, total int64) {
 			if bar == nil {
-				EndStage(stage, nil)
+				ops.EndStage(stage, nil)
 				bar = progress.NewBytes(env.Notices, true, env.Width, "Writing", total)
 			}
 			bar.Set(done)
 		}
 	}
-	res, err := ExportCheckpoint(ContextOf(thread), env.Client, path, out, o)
+	res, err := ops.ExportCheckpoint(ContextOf(thread), env.Client, path, out, o)
 	if bar != nil {
 		bar.End(err)
 	} else {
-		EndStage(stage, err)
+		ops.EndStage(stage, err)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &ExportResult{Path: path, Result: *res}, nil
+	return &ExportResult{*res}, nil
 }
-
-func (e *ExportResult) RowColumns() []render.Column {
-	return []render.Column{{Header: "Checkpoint Path", Kind: render.Path}, {Header: "Format"}, {Header: "Written to", Kind: render.Path}}
-}
-
-func (e *ExportResult) Row(gotime.Time) []string { return []string{e.Path, e.Format, e.Out} }
-
-func (e *ExportResult) ListTitle(n int) string { return Plural(n, "export", "exports") }

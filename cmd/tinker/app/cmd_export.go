@@ -9,8 +9,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/tinkershell/tinker/builtins"
 	"github.com/tinkershell/tinker/lib/download"
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/progress"
 	"github.com/tinkershell/tinker/lib/server"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
@@ -53,27 +53,27 @@ func checkpointExport(r *apiRun) error {
 	if out == "" {
 		return &tinkerapi.UserError{Msg: "Missing option '-o' / '--output': the output directory."}
 	}
-	o := builtins.ExportOptions{Format: r.str("format"), Base: r.str("base"), DType: r.str("dtype"), Force: r.has("force")}
+	o := ops.ExportOptions{Format: r.str("format"), Base: r.str("base"), DType: r.str("dtype"), Force: r.has("force")}
 	var stage *progress.Staged
 	var bar *progress.Bar
 	if r.io.ErrTTY {
 		o.Start = func(tinkerapi.Path) download.Progress {
-			stage = builtins.DownloadStage(r.io.Err, r.io.Width)
+			stage = ops.DownloadStage(r.io.Err, r.io.Width)
 			return stage
 		}
 		o.Progress = func(done, total int64) {
 			if bar == nil {
-				builtins.EndStage(stage, nil)
+				ops.EndStage(stage, nil)
 				bar = progress.NewBytes(r.io.Err, true, r.io.Width, "Writing", total)
 			}
 			bar.Set(done)
 		}
 	}
-	res, err := builtins.ExportCheckpoint(r.ctx, r.preflight, path, out, o)
+	res, err := ops.ExportCheckpoint(r.ctx, r.preflight, path, out, o)
 	if bar != nil {
 		bar.End(err)
 	} else {
-		builtins.EndStage(stage, err)
+		ops.EndStage(stage, err)
 	}
 	if err != nil {
 		return oneLine(err)
@@ -81,7 +81,7 @@ func checkpointExport(r *apiRun) error {
 	for _, w := range res.Warnings {
 		fmt.Fprintf(r.io.Err, "Warning: %s\n", w)
 	}
-	return r.show(&builtins.ExportResult{Path: path, Result: *res})
+	return r.show(res)
 }
 
 // oneLine shows a local failure as "Error: <message>"; API and download
