@@ -364,5 +364,10 @@ func (s *Server) deleteCheckpoint(runID, kind, name string) error {
 // validated (no "/", not "." or "..") before they reach here; escaping keeps
 // other odd characters out of the file system.
 func (s *Server) checkpointDir(runID, kind, name string) string {
-	return filepath.Join(s.opts.DataDir, "checkpoints", url.PathEscape(runID), kind, url.PathEscape(name))
+	return checkpointPath(s.opts.DataDir, runID, kind, name)
+}
+
+// checkpointPath is where a checkpoint's files live under dataDir.
+func checkpointPath(dataDir, runID, kind, name string) string {
+	return filepath.Join(dataDir, "checkpoints", url.PathEscape(runID), kind, url.PathEscape(name))
 }

@@ -24,7 +24,7 @@ var serveCmd = &command{
 		"Without keys (--api-key, --api-key-file or $TINKER_SERVE_API_KEYS) any key\n" +
 		"starting with tml- is accepted, each one a user;\n" +
 		"a non-loopback --addr requires explicit keys.",
-	Sub: []*command{serveImportCmd},
+	Sub: []*command{serveImportCmd, serveImportAdapterCmd},
 	Flags: []flagSpec{
 		{Long: "--data", Kind: flagPath, Metavar: "DIR", Help: "Data directory (default $XDG_DATA_HOME/tinker)."},
 		{Long: "--addr", Kind: flagString, Metavar: "HOST:PORT", Help: "Listen address (default 127.0.0.1:8000)."},
