@@ -103,3 +103,12 @@ func TestRLInterruptAndResume(t *testing.T) {
 		return RL(ctx, sess, o)
 	})
 }
+
+func TestSFTInterruptAndResumeBytes(t *testing.T) {
+	sess := localSession(t, 0)
+	resumeMatches(t, sess, func(ctx context.Context, logDir string, onStep func(Record, int)) (*SFTResult, error) {
+		o := resumeOptions(logDir)
+		o.Epochs, o.OnStep = 1, onStep
+		return SFT(ctx, sess, o)
+	})
+}
