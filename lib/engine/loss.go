@@ -251,6 +251,7 @@ type rowScorer struct {
 // newRowScorer prepares out to receive datum d's outputs.
 func newRowScorer(l Loss, d *Datum, out *DatumOutput) *rowScorer {
 	size := len(d.ModelInput) * d.width()
+	out.Width = d.Width
 	out.Logprobs = make([]float32, size)
 	if l.Name == LossCrossEntropy {
 		out.ElementwiseLoss = make([]float32, size)

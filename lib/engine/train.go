@@ -175,6 +175,7 @@ func (t *Trainer) Sampler() (*Model, error) {
 type DatumOutput struct {
 	Logprobs        []float32 // log p(target_tokens[j]) at temperature 1, shaped as target_tokens
 	ElementwiseLoss []float32 // each target's loss term (cross_entropy only), likewise
+	Width           int       // the datum's Width: K for (N, K) targets, 0 for (N,)
 }
 
 // ForwardResult is the result of Forward or ForwardBackward.
