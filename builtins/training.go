@@ -248,10 +248,9 @@ func (r *PassResult) Attr(name string) (starlark.Value, error) {
 	case "metrics":
 		return metricsDict(r.Out.Metrics), nil
 	case "logprobs":
-		lp := r.Out.Logprobs()
-		l := make([]starlark.Value, len(lp))
-		for i, v := range lp {
-			l[i] = float32List(v)
+		l := make([]starlark.Value, len(r.Out.LossFnOutputs))
+		for i, o := range r.Out.LossFnOutputs {
+			l[i] = tensorList(o["logprobs"]) // (N, K) targets: a list of K per token
 		}
 		return starlark.NewList(l), nil
 	}
