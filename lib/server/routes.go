@@ -182,10 +182,19 @@ func (s *Server) capabilities(w http.ResponseWriter, r *http.Request, _ string, 
 		ModelName        string `json:"model_name"`
 		MaxContextLength int    `json:"max_context_length"`
 		TokenizerID      string `json:"tokenizer_id,omitempty"` // the tiny models' resolve on this server (hub.go)
+		// The whole catalog is listed; servable marks the models whose
+		// weights this server has now, and unavailable says how to
+		// provide the others' (a field clients that do not know it skip).
+		Servable    bool   `json:"servable"`
+		Unavailable string `json:"unavailable,omitempty"`
 	}
 	var out []m
 	for _, a := range models.All() {
-		out = append(out, m{a.Name, a.MaxContext, a.TokenizerID})
+		e := m{ModelName: a.Name, MaxContextLength: a.MaxContext, TokenizerID: a.TokenizerID, Servable: true}
+		if err := s.servable(a.Name); err != nil {
+			e.Servable, e.Unavailable = false, err.Error()
+		}
+		out = append(out, e)
 	}
 	writeJSON(w, 200, map[string]any{"supported_models": out})
 	return nil
