@@ -30,6 +30,7 @@ func (s *Server) routes() http.Handler {
 		{"GET", p("get_server_capabilities"), s.capabilities, false},
 		{"POST", p("client/config"), s.clientConfig, false},
 		{"POST", p("client/dynamic_config"), s.dynamicConfig, false},
+		{"POST", p("auth/token"), s.authToken, false},
 		{"POST", p("telemetry"), s.telemetry, false},
 		{"GET", p("training_runs"), s.listRuns, false},
 		{"GET", p("training_runs/*"), s.getRun, false},
@@ -201,8 +202,8 @@ func (s *Server) capabilities(w http.ResponseWriter, r *http.Request, _ string, 
 }
 
 func (s *Server) clientConfig(w http.ResponseWriter, r *http.Request, _ string, _ []string) *errorResponse {
-	// JWT exchange is off: clients keep sending the raw key.
-	writeRaw(w, 200, []byte(`{"pjwt_auth_enabled":false,"credential_default_source":"api_key"}`))
+	// With the JWT exchange off clients keep sending the raw key (jwt.go).
+	writeJSON(w, 200, map[string]any{"pjwt_auth_enabled": s.opts.JWT, "credential_default_source": "api_key"})
 	return nil
 }
 
