@@ -80,7 +80,11 @@ func Check(ctx context.Context, c *tinkerapi.Client, o Options) *Report {
 		r.Credential = "the local user's built-in key (tinker --local)"
 	}
 	for _, p := range probes(o.now()) {
-		r.Endpoints = append(r.Endpoints, probe(ctx, c, p))
+		e := probe(ctx, c, p)
+		r.Endpoints = append(r.Endpoints, e)
+		if e.Status == 0 {
+			break // nothing answers: every other probe would say the same
+		}
 	}
 	r.Reachable = r.Endpoints[0].Status != 0 && r.Endpoints[0].State != StateFailed
 	r.Accepted = r.Reachable && !anyRefused(r.Endpoints)
@@ -215,11 +219,14 @@ func fixes(r *Report) []string {
 	if len(r.Models) == 0 {
 		add("the backend lists no base models (get_server_capabilities): nothing can be trained or sampled")
 	}
+	var absent []tinkerapi.SupportedModel
 	for _, m := range r.Models {
 		if m.Servable != nil && !*m.Servable {
-			add("%s is listed but its weights are absent: %s", m.ModelName, m.Unavailable)
-			break // one example; the models table marks the rest
+			absent = append(absent, m)
 		}
+	}
+	if len(absent) > 0 {
+		add("%d listed models have no weights here, so creating one fails until they do; for %s: %s", len(absent), absent[0].ModelName, absent[0].Unavailable)
 	}
 	var missing []string
 	for _, e := range r.Endpoints {
