@@ -75,6 +75,17 @@ var typeDocs = []typeDoc{
 		{"max_context_length", "the longest sequence it takes, in tokens, or None if the backend does not say"},
 		{"model_name", "the name sample() and training_client() take"},
 	}},
+	{Name: "doctor", Summary: "What doctor() found about the backend; true when it can be used.", Attrs: []attrDoc{
+		{"auth", `"API key", or "JWT for <user>" when the backend exchanges keys for JWTs`},
+		{"backend", "how the backend was chosen (its URL, or the local server)"},
+		{"base_url", "the URL requests go to"},
+		{"credential", "where the credential comes from (never the credential)"},
+		{"endpoints", `a dict from endpoint to "answers", "not offered", "refused the credential" or "failed"`},
+		{"fixes", "what to do, one line each; empty when all is well"},
+		{"hf_cache", "the Hugging Face cache directory tokenizers are read from"},
+		{"models", "the base models listed, those without weights marked"},
+		{"ok", "whether the backend answers and accepts the credential"},
+	}},
 	{Name: "batch", Summary: "What sample_batch() did: the job's counts and a summary per model.", Attrs: []attrDoc{
 		{"models", "one dict per model: model, rows, missing, mean_tokens, stop_reasons, mean_logprob"},
 		{"output", "the JSONL file the rows are in"},

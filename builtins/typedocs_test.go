@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tinkershell/tinker/lib/doctor"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"go.starlark.net/starlark"
 )
@@ -75,6 +76,7 @@ var valueSamples = []starlark.Value{
 	&CheckpointChange{},
 	&BillingUsage{},
 	&Model{},
+	&Doctor{R: &doctor.Report{}},
 	&BatchResult{},
 	&TrainingClient{},
 	&Datum{},
