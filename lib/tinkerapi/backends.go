@@ -26,11 +26,15 @@ func notOffered(err error, feature string) error {
 	if !errors.As(err, &ae) || !missingEndpoint(ae) {
 		return err
 	}
-	return &notOfferedError{UserError{Msg: "this backend does not offer " + feature,
-		Details: fmt.Sprintf("%s %s answered %d; `tinker doctor` lists what this backend offers", ae.Method, ae.Path, ae.Status)}}
+	return &notOfferedError{UserError{Msg: "this backend does not offer " + feature}, ae}
 }
 
-type notOfferedError struct{ UserError }
+// notOfferedError is shown as its one line; the answer stays reachable
+// for callers that log it.
+type notOfferedError struct {
+	UserError
+	Answer *APIError
+}
 
 func (e *notOfferedError) Is(target error) bool { return target == ErrNotOffered }
 

@@ -48,3 +48,29 @@ func TestDoctorCommand(t *testing.T) {
 		t.Errorf("unreachable: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// TestPartialBackendCommands (issue 22, item 7): the official CLI's
+// commands against a backend with part of the API: runs owned by
+// "default" list, and a command whose endpoint is missing says so in one
+// line and exits 1.
+func TestPartialBackendCommands(t *testing.T) {
+	stub := partialtest.New()
+	defer stub.Close()
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", home)
+	t.Setenv("TINKER_API_KEY", "tml-partial")
+	t.Setenv("TINKER_BASE_URL", stub.URL())
+	if code, out, errOut := run("", "run", "list"); code != 0 || errOut != "" {
+		t.Errorf("run list: %d %q\n%s", code, errOut, out)
+	}
+	for args, want := range map[string]string{
+		"session export-trace session_1":                          "Error: this backend does not offer session export\n",
+		"billing usage 2026-01-01T00:00:00Z 2026-01-02T00:00:00Z": "Error: this backend does not offer billing\n",
+	} {
+		code, out, errOut := run("", strings.Fields(args)...)
+		if code != 1 || !strings.HasSuffix(errOut, want) || strings.Count(errOut, "Error") != 1 {
+			t.Errorf("%s: exit %d, stderr %q, want %q\n%s", args, code, errOut, want, out)
+		}
+	}
+}
