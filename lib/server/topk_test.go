@@ -111,8 +111,9 @@ func jsonTargets(tokens []int, targets map[string]any) map[string]any {
 // TestTrainTargetShapesJSON: over JSON, (N, K) targets give (N, K)
 // outputs; a non-integer target (3.5 as float32, as a Python client may
 // send it) is refused saying target tokens must be integers, while 3.0 is
-// accepted (issue 22, items 1 and 4); a shape of three dimensions is
-// refused before anything runs.
+// accepted (issue 22, items 1 and 4); sparse (N, K) weights expand in
+// place; three dimensions, or K past the limit, are refused before
+// anything runs.
 func TestTrainTargetShapesJSON(t *testing.T) {
 	e := newTrainEnv(t, Options{})
 	tc, err := e.sess.CreateTrainingClient(context.Background(), models.TinyLlama, tinkerapi.LoraConfig{Rank: 2, TrainMLP: true}, nil)
@@ -138,7 +139,32 @@ func TestTrainTargetShapesJSON(t *testing.T) {
 	if code, b := forward(map[string]any{"data": []float64{72, 3.0, 33}, "dtype": "float32"}); code != 200 || !strings.Contains(b, "loss:sum") {
 		t.Errorf("3.0 as a target: %d %s", code, b)
 	}
+	// Sparse (N, K) weights, as the SDK may send a mostly-zero tensor.
+	seq++
+	body := jsonTargets([]int{1, 72, 105}, map[string]any{"data": []float64{72, 105, 33, 34, 35, 36}, "dtype": "int64", "shape": []int{3, 2}})
+	body["data"].([]any)[0].(map[string]any)["loss_fn_inputs"].(map[string]any)["weights"] = map[string]any{
+		"data": []float64{0.5}, "dtype": "float32", "shape": []int{3, 2}, "sparse_crow_indices": []int{0, 0, 1, 1}, "sparse_col_indices": []int{1}}
+	code, raw, _ := e.do("POST", "/api/v1/forward", map[string]any{"model_id": tc.ModelID(), "seq_id": seq, "forward_input": body})
+	if code != 200 {
+		t.Fatalf("sparse (N, K) weights: %d %s", code, raw)
+	}
+	_, raw, _ = e.poll(futureID(t, raw))
+	out, err := tinkerapi.DecodeForwardBackwardJSON(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	el := out.LossFnOutputs[0]["elementwise_loss"].Float32
+	lp := out.LossFnOutputs[0]["logprobs"].Float32
+	for j, v := range el {
+		if want := map[bool]float32{true: -0.5 * lp[j], false: 0}[j == 3]; v != want {
+			t.Errorf("elementwise_loss[%d] = %v, want %v (only target (1, 1) weighs 0.5)", j, v, want)
+		}
+	}
+	// Refused while decoding, before the seq_id is taken: last.
 	if code, b := forward(map[string]any{"data": []float64{72, 105, 33}, "dtype": "int64", "shape": []int{3, 1, 1}}); code != 400 || !strings.Contains(b, "(3, K)") {
 		t.Errorf("3-D targets: %d %s", code, b)
+	}
+	if code, b := forward(map[string]any{"data": []float64{72}, "dtype": "int64", "shape": []int{3, 5000}}); code != 400 || !strings.Contains(b, "1024") {
+		t.Errorf("K past the limit: %d %s", code, b)
 	}
 }
