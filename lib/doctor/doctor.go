@@ -201,32 +201,18 @@ func hfCache(h *hfhub.Hub) HFCache {
 	return hc
 }
 
-// fixes lists what to do about what Check found, most blocking first.
+// fixes lists what to do about what Check found: the one thing that
+// blocks everything, or else the findings that limit what works.
 func fixes(r *Report) []string {
+	if fix := blocking(r); fix != "" {
+		return []string{fix}
+	}
 	var out []string
-	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
-	switch h := r.Endpoints[0]; {
-	case h.Status == 0:
-		add("nothing answers at %s (%s): start `tinker serve`, or set TINKER_BASE_URL to the server's address", r.BaseURL, h.Err)
-		return out
-	case !r.Reachable:
-		add("%s answered healthz with %s: it is not a Tinker API server, or it is failing", r.BaseURL, h.Err)
-		return out
-	case !r.Accepted:
-		add("the server refused the credential from %s: set TINKER_API_KEY to a key it accepts", r.Credential)
-		return out
-	}
 	if len(r.Models) == 0 {
-		add("the backend lists no base models (get_server_capabilities): nothing can be trained or sampled")
+		out = append(out, "the backend lists no base models (get_server_capabilities): nothing can be trained or sampled")
 	}
-	var absent []tinkerapi.SupportedModel
-	for _, m := range r.Models {
-		if m.Servable != nil && !*m.Servable {
-			absent = append(absent, m)
-		}
-	}
-	if len(absent) > 0 {
-		add("%d listed models have no weights here, so creating one fails until they do; for %s: %s", len(absent), absent[0].ModelName, absent[0].Unavailable)
+	if fix := absentWeights(r.Models); fix != "" {
+		out = append(out, fix)
 	}
 	var missing []string
 	for _, e := range r.Endpoints {
@@ -235,12 +221,41 @@ func fixes(r *Report) []string {
 		}
 	}
 	if len(missing) > 0 {
-		add("this backend does not offer %s: commands that need them will say so", joinAnd(missing))
+		out = append(out, "this backend does not offer "+joinAnd(missing)+": commands that need them will say so")
 	}
 	if !r.HFCache.Exists && r.HFCache.Offline {
-		add("HF_HUB_OFFLINE is set but there is no Hugging Face cache at %s: unset it, or copy the tokenizers there", r.HFCache.Dir)
+		out = append(out, fmt.Sprintf("HF_HUB_OFFLINE is set but there is no Hugging Face cache at %s: unset it, or copy the tokenizers there", r.HFCache.Dir))
 	}
 	return out
+}
+
+// blocking is the fix for a backend that cannot be used at all, or "".
+func blocking(r *Report) string {
+	switch h := r.Endpoints[0]; {
+	case h.Status == 0:
+		return fmt.Sprintf("nothing answers at %s (%s): start `tinker serve`, or set TINKER_BASE_URL to the server's address", r.BaseURL, h.Err)
+	case !r.Reachable:
+		return fmt.Sprintf("%s answered healthz with %s: it is not a Tinker API server, or it is failing", r.BaseURL, h.Err)
+	case !r.Accepted:
+		return fmt.Sprintf("the server refused the credential from %s: set TINKER_API_KEY to a key it accepts", r.Credential)
+	}
+	return ""
+}
+
+// absentWeights says how many listed models cannot be created for want of
+// weights, with the way to provide one's, or "".
+func absentWeights(models []tinkerapi.SupportedModel) string {
+	var absent []tinkerapi.SupportedModel
+	for _, m := range models {
+		if m.Servable != nil && !*m.Servable {
+			absent = append(absent, m)
+		}
+	}
+	if len(absent) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d listed models have no weights here, so creating one fails until they do; for %s: %s",
+		len(absent), absent[0].ModelName, absent[0].Unavailable)
 }
 
 func joinAnd(s []string) string {
