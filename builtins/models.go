@@ -62,7 +62,7 @@ func (m *Model) Type() string          { return "model" }
 func (m *Model) Freeze()               {}
 func (m *Model) Truth() starlark.Bool  { return true }
 func (m *Model) Hash() (uint32, error) { return starlark.String(m.M.ModelName).Hash() }
-func (m *Model) AttrNames() []string   { return []string{"max_context_length", "model_name"} }
+func (m *Model) AttrNames() []string   { return []string{"max_context_length", "model_name", "servable"} }
 
 func (m *Model) Attr(name string) (starlark.Value, error) {
 	switch name {
@@ -73,6 +73,11 @@ func (m *Model) Attr(name string) (starlark.Value, error) {
 			return starlark.None, nil
 		}
 		return starlark.MakeInt(m.M.MaxContextLength), nil
+	case "servable":
+		if m.M.Servable == nil {
+			return starlark.None, nil
+		}
+		return starlark.Bool(*m.M.Servable), nil
 	}
 	return nil, nil
 }
@@ -85,10 +90,14 @@ func (m *Model) contextText() string {
 }
 
 func (m *Model) Record(gotime.Time) *render.Record {
-	return &render.Record{Title: "Model: " + m.M.ModelName, Fields: []render.Field{
+	r := &render.Record{Title: "Model: " + m.M.ModelName, Fields: []render.Field{
 		{Name: "Model", Value: m.M.ModelName},
 		{Name: "Max Context", Value: m.contextText()},
 	}}
+	if m.M.Servable != nil && !*m.M.Servable {
+		r.Fields = append(r.Fields, render.Field{Name: "Weights", Value: "absent: " + m.M.Unavailable})
+	}
+	return r
 }
 
 func (m *Model) RowColumns() []render.Column {

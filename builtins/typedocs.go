@@ -74,6 +74,7 @@ var typeDocs = []typeDoc{
 	{Name: "model", Summary: "A base model the backend serves: an element of models().", Attrs: []attrDoc{
 		{"max_context_length", "the longest sequence it takes, in tokens, or None if the backend does not say"},
 		{"model_name", "the name sample() and training_client() take"},
+		{"servable", "whether its weights are on the server now (tinker serve), or None if the backend does not say"},
 	}},
 	{Name: "doctor", Summary: "What doctor() found about the backend; true when it can be used.", Attrs: []attrDoc{
 		{"auth", `"API key", or "JWT for <user>" when the backend exchanges keys for JWTs`},
