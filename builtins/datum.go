@@ -2,6 +2,7 @@ package builtins
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	gotime "time"
@@ -225,7 +226,7 @@ func targetsArg(v starlark.Value, n int) (tinkerapi.Tensor, error) {
 		return tinkerapi.Tensor{}, err
 	}
 	if rows == nil {
-		ids, err := intsArg(v)
+		ids, err := targetIDsArg(v)
 		if err != nil {
 			return tinkerapi.Tensor{}, err
 		}
@@ -240,7 +241,7 @@ func targetsArg(v starlark.Value, n int) (tinkerapi.Tensor, error) {
 	var flat []int64
 	k := 0
 	for p, r := range rows {
-		ids, err := intsArg(r)
+		ids, err := targetIDsArg(r)
 		if err != nil {
 			return tinkerapi.Tensor{}, fmt.Errorf("row %d: %v", p, err)
 		}
@@ -253,6 +254,34 @@ func targetsArg(v starlark.Value, n int) (tinkerapi.Tensor, error) {
 		flat = append(flat, int64s(ids)...)
 	}
 	return tinkerapi.Tensor{Int64: flat, Shape: []int64{int64(n), int64(k)}}, nil
+}
+
+// targetIDsArg reads a list of target token ids. Whole numbers written as
+// floats (72.0, as numeric code often produces) are taken as the service
+// takes them; 3.5 is refused as not an integer.
+func targetIDsArg(v starlark.Value) ([]int, error) {
+	it, ok := v.(starlark.Iterable)
+	if !ok {
+		return nil, fmt.Errorf("want a list of token ids, got %s", v.Type())
+	}
+	var out []int
+	iter := it.Iterate()
+	defer iter.Done()
+	var x starlark.Value
+	for iter.Next(&x) {
+		if f, ok := x.(starlark.Float); ok {
+			if float64(f) != math.Trunc(float64(f)) || math.Abs(float64(f)) > math.MaxInt32 {
+				return nil, fmt.Errorf("%v at position %d is not an integer: target tokens must be integer token ids", f, len(out))
+			}
+			x = starlark.MakeInt(int(f))
+		}
+		n, err := tokenID(x)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // wideWeightsArg reads weights for (N, K) targets: a list of N lists of K
