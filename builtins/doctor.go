@@ -6,6 +6,7 @@ import (
 	gotime "time"
 
 	"github.com/tinkershell/tinker/lib/doctor"
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/render"
 	"go.starlark.net/starlark"
 )
@@ -28,7 +29,7 @@ func doctorFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple,
 	}
 	env := envOf(thread)
 	if env.Backend == nil {
-		return nil, ErrNoBackend()
+		return nil, ops.ErrNoBackend
 	}
 	c, err := env.Backend.Client()
 	if err != nil {
@@ -49,36 +50,31 @@ var (
 )
 
 func (d *Doctor) String() string {
-	return fmt.Sprintf("<doctor %s ok=%v, %s>", d.R.BaseURL, d.R.OK(), Count(len(d.R.Fixes), "fix", "fixes"))
+	return fmt.Sprintf("<doctor %s ok=%v, %s>", d.R.BaseURL, d.R.OK(), ops.Count(len(d.R.Fixes), "fix", "fixes"))
 }
-func (d *Doctor) Type() string          { return "doctor" }
-func (d *Doctor) Freeze()               {}
-func (d *Doctor) Truth() starlark.Bool  { return starlark.Bool(d.R.OK()) }
-func (d *Doctor) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: doctor") }
-func (d *Doctor) AttrNames() []string {
-	return []string{"auth", "backend", "base_url", "credential", "endpoints", "fixes", "hf_cache", "models", "ok"}
-}
+func (d *Doctor) Type() string                             { return "doctor" }
+func (d *Doctor) Freeze()                                  {}
+func (d *Doctor) Truth() starlark.Bool                     { return starlark.Bool(d.R.OK()) }
+func (d *Doctor) Hash() (uint32, error)                    { return 0, fmt.Errorf("unhashable: doctor") }
+func (d *Doctor) AttrNames() []string                      { return doctorAttrs.names(d) }
+func (d *Doctor) Attr(name string) (starlark.Value, error) { return doctorAttrs.get(d, name) }
 
-func (d *Doctor) Attr(name string) (starlark.Value, error) {
-	r := d.R
-	switch name {
-	case "ok":
-		return starlark.Bool(r.OK()), nil
-	case "backend", "base_url", "credential", "auth", "hf_cache":
-		return starlark.String(map[string]string{"backend": r.Backend, "base_url": r.BaseURL, "credential": r.Credential,
-			"auth": r.Auth, "hf_cache": r.HFCache.Dir}[name]), nil
-	case "models":
-		return stringList(modelNames(r)), nil
-	case "endpoints":
-		dict := starlark.NewDict(len(r.Endpoints))
-		for _, e := range r.Endpoints {
+var doctorAttrs = attrTable[*Doctor]{
+	field("auth", `"API key", or "JWT for <user>" when the backend exchanges keys for JWTs`, func(d *Doctor) starlark.Value { return starlark.String(d.R.Auth) }),
+	field("backend", "how the backend was chosen (its URL, or the local server)", func(d *Doctor) starlark.Value { return starlark.String(d.R.Backend) }),
+	field("base_url", "the URL requests go to", func(d *Doctor) starlark.Value { return starlark.String(d.R.BaseURL) }),
+	field("credential", "where the credential comes from (never the credential)", func(d *Doctor) starlark.Value { return starlark.String(d.R.Credential) }),
+	field("endpoints", `a dict from endpoint to "answers", "not offered", "refused the credential" or "failed"`, func(d *Doctor) starlark.Value {
+		dict := starlark.NewDict(len(d.R.Endpoints))
+		for _, e := range d.R.Endpoints {
 			dict.SetKey(starlark.String(e.Name), starlark.String(e.State))
 		}
-		return dict, nil
-	case "fixes":
-		return stringList(r.Fixes), nil
-	}
-	return nil, nil
+		return dict
+	}),
+	field("fixes", "what to do, one line each; empty when all is well", func(d *Doctor) starlark.Value { return stringList(d.R.Fixes) }),
+	field("hf_cache", "the Hugging Face cache directory tokenizers are read from", func(d *Doctor) starlark.Value { return starlark.String(d.R.HFCache.Dir) }),
+	field("models", "the base models listed, those without weights marked", func(d *Doctor) starlark.Value { return stringList(modelNames(d.R)) }),
+	field("ok", "whether the backend answers and accepts the credential", func(d *Doctor) starlark.Value { return starlark.Bool(d.R.OK()) }),
 }
 
 func stringList(ss []string) *starlark.List {
@@ -134,7 +130,7 @@ func (d *Doctor) hfText() string {
 	h := d.R.HFCache
 	s := h.Dir + " (absent)"
 	if h.Exists {
-		s = fmt.Sprintf("%s (%s)", h.Dir, Count(h.Repos, "repo", "repos"))
+		s = fmt.Sprintf("%s (%s)", h.Dir, ops.Count(h.Repos, "repo", "repos"))
 	}
 	if h.Offline {
 		return s + ", offline"
@@ -169,7 +165,7 @@ func (d *Doctor) RowColumns() []render.Column {
 func (d *Doctor) Row(now gotime.Time) []string {
 	return []string{d.R.BaseURL, fmt.Sprint(d.R.OK()), fmt.Sprint(len(d.R.Fixes))}
 }
-func (d *Doctor) ListTitle(n int) string       { return Plural(n, "backend check", "backend checks") }
+func (d *Doctor) ListTitle(n int) string       { return ops.Plural(n, "backend check", "backend checks") }
 func (d *Doctor) MarshalJSON() ([]byte, error) { return marshalJSON(d) }
 
 func (d *Doctor) JSON() any {

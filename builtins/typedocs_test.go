@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/tinkershell/tinker/lib/doctor"
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"go.starlark.net/starlark"
 )
@@ -63,7 +64,7 @@ func typeNamesInSource(t *testing.T) map[string]bool {
 // valueSamples holds one instance of every value type, with every attribute
 // it can have (a checkpoint with its run's details, as checkpoint.info gives).
 var valueSamples = []starlark.Value{
-	&Checkpoint{Run: &tinkerapi.TrainingRun{}},
+	&Checkpoint{ops.Checkpoint{Run: &tinkerapi.TrainingRun{}}},
 	&Run{},
 	&Session{},
 	&TraceResult{},
