@@ -73,6 +73,7 @@ var valueSamples = []starlark.Value{
 	&tokenizerValue{},
 	&renderedValue{},
 	&DownloadResult{},
+	&ExportResult{},
 	&DeleteResult{},
 	&CheckpointChange{},
 	&BillingUsage{},
