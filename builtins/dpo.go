@@ -46,7 +46,7 @@ func dpoFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw
 		return nil, err
 	}
 	fail := func(err error) error { return fmt.Errorf("%s: %w", b.Name(), err) }
-	rows, err := rowsArg(dataV, "data")
+	rows, err := dataRowsArg(dataV, "data")
 	if err == nil {
 		o.Data, err = train.Pairs(rows)
 	}

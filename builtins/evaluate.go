@@ -45,7 +45,7 @@ func evaluateFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 		return nil, err
 	}
 	fail := func(err error) error { return fmt.Errorf("%s: %w", b.Name(), err) }
-	rows, err := rowsArg(dataV, "data")
+	rows, err := dataRowsArg(dataV, "data")
 	if err == nil {
 		o.Data, err = train.Conversations(rows)
 	}

@@ -52,7 +52,7 @@ func rlFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwa
 		return nil, err
 	}
 	fail := func(err error) error { return fmt.Errorf("%s: %w", b.Name(), err) }
-	rows, err := rowsArg(promptsV, "prompts")
+	rows, err := dataRowsArg(promptsV, "prompts")
 	if err == nil {
 		o.Prompts, err = train.Prompts(rows)
 	}

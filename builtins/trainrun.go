@@ -118,9 +118,9 @@ func (r *TrainRun[M]) JSON() any                       { return train.RunJSON(r.
 func (r DPORun) MarshalJSON() ([]byte, error)          { return marshalJSON(r) }
 func (r RLRun) MarshalJSON() ([]byte, error)           { return marshalJSON(r) }
 
-// rowsArg reads data given as a JSONL path or a list: each list element
+// dataRowsArg reads data given as a JSONL path or a list: each list element
 // becomes a row as JSON, named what[i] in errors.
-func rowsArg(v starlark.Value, what string) ([]train.Row, error) {
+func dataRowsArg(v starlark.Value, what string) ([]train.Row, error) {
 	if path, ok := starlark.AsString(v); ok {
 		return train.LoadRows(path)
 	}

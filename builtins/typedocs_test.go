@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tinkershell/tinker/lib/doctor"
 	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"github.com/tinkershell/tinker/lib/train"
@@ -78,6 +79,7 @@ var valueSamples = []starlark.Value{
 	&CheckpointChange{},
 	&BillingUsage{},
 	&Model{},
+	&Doctor{R: &doctor.Report{}},
 	&BatchResult{},
 	&TrainingClient{},
 	&Datum{},
