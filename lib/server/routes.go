@@ -185,7 +185,7 @@ func (s *Server) capabilities(w http.ResponseWriter, r *http.Request, _ string, 
 	}
 	var out []m
 	for _, a := range models.All() {
-		out = append(out, m{a.Name, a.MaxContext, a.TokenizerID})
+		out = append(out, m{a.Name, a.MaxPositionEmbeddings, a.TokenizerID})
 	}
 	writeJSON(w, 200, map[string]any{"supported_models": out})
 	return nil
