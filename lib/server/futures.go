@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -30,9 +31,14 @@ type future struct {
 	proto     []byte // protobuf result for sample futures
 	failure   []byte // {"error","category"} JSON
 
+	session string             // whose work it is; "" outside a session
+	cancel  context.CancelFunc // stops this future's own work, or nil
+
 	// Guarded by the table's mu.
 	sentMeta    bool
 	collectedAt time.Time // when a final answer was first sent; zero before
+	polling     int       // retrieve_future requests waiting on it now
+	lastPoll    time.Time // when the last of them ended
 }
 
 // futureTable holds the futures by id (constant-time lookups) and, per
@@ -161,9 +167,18 @@ func newFutureID() string {
 // work returns the JSON result, an optional protobuf form, or an error whose
 // category comes from userError. Call futures.admit first.
 func (s *Server) startFuture(owner string, work func() (json []byte, proto []byte, err error)) *future {
+	return s.startSessionFuture(owner, "", nil, work)
+}
+
+// startSessionFuture is startFuture for work on behalf of session, whose
+// context the work took from workContext; cancel, if not nil, stops this
+// future's work alone. A future whose client goes away is abandoned:
+// its session's work (or, outside a session, its own) is cancelled.
+func (s *Server) startSessionFuture(owner, session string, cancel context.CancelFunc, work func() (json []byte, proto []byte, err error)) *future {
 	t := s.futures
 	now := time.Now()
-	f := &future{id: newFutureID(), owner: owner, readyAt: now.Add(s.opts.FutureDelay), createdAt: now, done: make(chan struct{})}
+	f := &future{id: newFutureID(), owner: owner, readyAt: now.Add(s.opts.FutureDelay), createdAt: now, done: make(chan struct{}),
+		session: session, cancel: cancel}
 	t.mu.Lock()
 	t.m[f.id] = f
 	t.byOwner[owner] = append(t.byOwner[owner], f)
@@ -181,6 +196,9 @@ func (s *Server) startFuture(owner string, work func() (json []byte, proto []byt
 			f.failure, _ = json.Marshal(map[string]string{"error": s.scrub(err.Error()), "category": cat})
 		} else {
 			f.result, f.proto = res, pb
+		}
+		if cancel != nil {
+			cancel()
 		}
 		close(f.done)
 	}()
@@ -262,6 +280,8 @@ func (s *Server) retrieveFuture(w http.ResponseWriter, r *http.Request, owner st
 		// resubmit. Another user's future answers exactly the same.
 		return errorf(http.StatusGone, "Future %q expired or unknown; resubmit the request", body.RequestID)
 	}
+	s.futures.pollBegin(f)
+	defer func() { s.pollEnd(f, r.Context().Err() != nil) }()
 	hold := time.NewTimer(s.opts.PollHold)
 	defer hold.Stop()
 	wait := func(ch <-chan time.Time) bool {
@@ -348,4 +368,55 @@ func (t *futureTable) markCollected(f *future) {
 		f.collectedAt = time.Now()
 	}
 	t.mu.Unlock()
+}
+
+// abandonGrace is how long a future whose client hung up a poll waits for
+// the next poll before its work is cancelled: a client that reconnects
+// polls again at once, one that was interrupted or killed never does.
+const abandonGrace = 3 * time.Second
+
+func (t *futureTable) pollBegin(f *future) {
+	t.mu.Lock()
+	f.polling++
+	t.mu.Unlock()
+}
+
+// pollEnd ends a poll of f; hungUp says the client closed the connection
+// before the answer. If nobody polls f again within abandonGrace while its
+// work still runs, the work is cancelled.
+func (s *Server) pollEnd(f *future, hungUp bool) {
+	t := s.futures
+	t.mu.Lock()
+	f.polling--
+	f.lastPoll = time.Now()
+	stamp := f.lastPoll
+	t.mu.Unlock()
+	if hungUp && !f.finished() {
+		time.AfterFunc(abandonGrace, func() { s.abandonIfIdle(f, stamp) })
+	}
+}
+
+func (f *future) finished() bool {
+	select {
+	case <-f.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// abandonIfIdle cancels f's work unless it was polled since stamp or has
+// finished.
+func (s *Server) abandonIfIdle(f *future, stamp time.Time) {
+	t := s.futures
+	t.mu.Lock()
+	idle := f.polling == 0 && f.lastPoll.Equal(stamp)
+	t.mu.Unlock()
+	switch {
+	case !idle || f.finished():
+	case f.session != "":
+		s.cancelWork(f.session, "a client hung up while waiting for "+f.id+" and did not poll again")
+	case f.cancel != nil:
+		f.cancel()
+	}
 }

@@ -306,13 +306,18 @@ func (s *Server) submitSample(w http.ResponseWriter, r *http.Request, owner, ses
 	}
 	s.samples.Add(1)
 	sampler := s.opts.Sampler
-	f := s.startFuture(owner, func() ([]byte, []byte, error) {
+	ctx, cancel := context.WithCancel(s.workContext(session)) // cancelled when the caller goes
+	f := s.startSessionFuture(owner, session, cancel, func() ([]byte, []byte, error) {
 		defer s.samples.Add(-1)
 		if sampler == nil {
 			s.logRequest(session, "sample", start, 400, "no sampling engine")
 			return nil, nil, userErrorf("sampling is not available: this local server was started without a sampling engine")
 		}
-		resp, err := sampler.Sample(s.ctx, req)
+		resp, err := sampler.Sample(ctx, req)
+		if err != nil && ctx.Err() != nil && s.ctx.Err() == nil {
+			s.logRequest(session, "sample", start, 499, "cancelled: the caller went away")
+			return nil, nil, userErrorf("sample cancelled: its client stopped polling for it or its session stopped heartbeating; sample again")
+		}
 		if err != nil {
 			s.logRequest(session, "sample", start, 500, err.Error())
 			return nil, nil, err

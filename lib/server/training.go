@@ -65,15 +65,16 @@ func (s *Server) fwd(w http.ResponseWriter, r *http.Request, owner string, legac
 		return e
 	}
 	s.st.TouchRun(run.ID, s.now())
-	f := s.startFuture(owner, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
+	ctx := s.workContext(run.SessionID) // cancelled when the caller goes
+	f := s.startSessionFuture(owner, run.SessionID, nil, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
 		defer s.trainers.release()
 		var res *engine.ForwardResult
-		err := s.trainers.run(s.ctx, need, func() error {
+		err := s.trainers.run(ctx, need, func() error {
 			var err error
 			if req.ForwardOnly {
-				res, err = tr.Forward(s.ctx, loss, req.Data)
+				res, err = tr.Forward(ctx, loss, req.Data)
 			} else {
-				res, err = tr.ForwardBackward(s.ctx, loss, req.Data)
+				res, err = tr.ForwardBackward(ctx, loss, req.Data)
 			}
 			return err
 		})
@@ -184,9 +185,15 @@ func (s *Server) optimStep(w http.ResponseWriter, r *http.Request, owner string,
 		return e
 	}
 	s.st.TouchRun(run.ID, s.now())
-	f := s.startFuture(owner, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
+	// A step whose caller went never runs: its forward_backward may have
+	// been cancelled, and the step must not apply without its gradients.
+	ctx := s.workContext(run.SessionID)
+	f := s.startSessionFuture(owner, run.SessionID, nil, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
 		var metrics map[string]float64
 		err := s.trainers.run(context.Background(), 0, func() error {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("cancelled: %w", err)
+			}
 			var err error
 			if metrics, err = tr.OptimStep(p); err != nil {
 				return err
