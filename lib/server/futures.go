@@ -281,7 +281,7 @@ func (s *Server) retrieveFuture(w http.ResponseWriter, r *http.Request, owner st
 		return errorf(http.StatusGone, "Future %q expired or unknown; resubmit the request", body.RequestID)
 	}
 	s.futures.pollBegin(f)
-	defer func() { s.pollEnd(f, r.Context().Err() != nil) }()
+	defer s.pollEnd(f)
 	hold := time.NewTimer(s.opts.PollHold)
 	defer hold.Stop()
 	wait := func(ch <-chan time.Time) bool {
@@ -370,10 +370,12 @@ func (t *futureTable) markCollected(f *future) {
 	t.mu.Unlock()
 }
 
-// abandonGrace is how long a future whose client hung up a poll waits for
-// the next poll before its work is cancelled: a client that reconnects
-// polls again at once, one that was interrupted or killed never does.
-const abandonGrace = 3 * time.Second
+// abandonGrace is how long a running future waits for its next poll once
+// a poll ended before its work is cancelled: a waiting client (or one that
+// reconnects) polls again at once, one that was interrupted or killed
+// never does. A future nobody polled yet is not abandoned: clients may
+// submit several operations and wait for them in turn.
+const abandonGrace = 4 * time.Second
 
 func (t *futureTable) pollBegin(f *future) {
 	t.mu.Lock()
@@ -381,17 +383,16 @@ func (t *futureTable) pollBegin(f *future) {
 	t.mu.Unlock()
 }
 
-// pollEnd ends a poll of f; hungUp says the client closed the connection
-// before the answer. If nobody polls f again within abandonGrace while its
-// work still runs, the work is cancelled.
-func (s *Server) pollEnd(f *future, hungUp bool) {
+// pollEnd ends a poll of f. If nobody polls f again within abandonGrace
+// while its work still runs, the work is cancelled.
+func (s *Server) pollEnd(f *future) {
 	t := s.futures
 	t.mu.Lock()
 	f.polling--
 	f.lastPoll = time.Now()
 	stamp := f.lastPoll
 	t.mu.Unlock()
-	if hungUp && !f.finished() {
+	if !f.finished() {
 		time.AfterFunc(abandonGrace, func() { s.abandonIfIdle(f, stamp) })
 	}
 }
@@ -415,7 +416,7 @@ func (s *Server) abandonIfIdle(f *future, stamp time.Time) {
 	switch {
 	case !idle || f.finished():
 	case f.session != "":
-		s.cancelWork(f.session, "a client hung up while waiting for "+f.id+" and did not poll again")
+		s.cancelWork(f.session, "its client stopped polling for "+f.id)
 	case f.cancel != nil:
 		f.cancel()
 	}

@@ -145,8 +145,8 @@ func (s *Server) setProject(w http.ResponseWriter, r *http.Request, owner string
 
 // Work stops when its caller goes (docs/protocol.md, "Cancellation"). The
 // protocol has no cancel call, so the server watches what it can see: a
-// session that stops heartbeating, and a poll whose client hung up and did
-// not come back (futures.go, abandon). Either cancels the session's work
+// session that stops heartbeating, and a running future whose client
+// stopped polling for it (futures.go, abandonGrace). Either cancels the session's work
 // generation: every operation submitted on the session until then that has
 // not finished stops (sampling between tokens, forward_backward before it
 // touches the gradients, optim_step before it starts), while operations
