@@ -63,7 +63,7 @@ func TestInterruptedSampleStopsWork(t *testing.T) {
 	if used, bound := cpuTime(t)-cpu0, 2*(abandonGrace+time.Second); used > bound {
 		t.Errorf("the server used %v of CPU after the interrupt, more than %v", used, bound)
 	}
-	if got := failures(e.srv); !strings.Contains(got, "sample cancelled") {
+	if got := failures(e.srv); !strings.Contains(got, "sample cancelled: its client stopped polling") {
 		t.Errorf("the interrupted sample was not cancelled; its future answered %q", got)
 	}
 	small := tinkerapi.NewSampleRequest([]int{256, 'H'})
@@ -94,7 +94,7 @@ func TestDeadSessionStopsWork(t *testing.T) {
 		t.Fatal("the sample of a session that stopped heartbeating still runs")
 	}
 	_, b, _ := e.poll(sub.RequestID)
-	if !strings.Contains(string(b), "sample cancelled") || !strings.Contains(string(b), `"category":"user"`) {
+	if !strings.Contains(string(b), "sample cancelled: its client stopped polling") || !strings.Contains(string(b), `"category":"user"`) {
 		t.Errorf("future = %s, want a user error saying the sample was cancelled", b)
 	}
 }
@@ -144,7 +144,7 @@ func TestInterruptedTrainingStaysConsistent(t *testing.T) {
 		t.Fatalf("the interrupted training is still running; finished: %s", failures(e.srv))
 	}
 	got := failures(e.srv)
-	if !strings.Contains(got, "forward_backward") || !strings.Contains(got, "optim_step") {
+	if !strings.Contains(got, "forward_backward on "+tc.ModelID()+" cancelled") || !strings.Contains(got, "optim_step on "+tc.ModelID()+" cancelled") {
 		t.Errorf("both operations should have been cancelled; failures: %s", got)
 	}
 	tr := e.srv.trainers.model(tc.ModelID()).tr

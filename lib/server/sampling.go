@@ -314,11 +314,8 @@ func (s *Server) submitSample(w http.ResponseWriter, r *http.Request, owner, ses
 			return nil, nil, userErrorf("sampling is not available: this local server was started without a sampling engine")
 		}
 		resp, err := sampler.Sample(ctx, req)
-		if err != nil && ctx.Err() != nil && s.ctx.Err() == nil {
-			s.logRequest(session, "sample", start, 499, "cancelled: the caller went away")
-			return nil, nil, userErrorf("sample cancelled: its client stopped polling for it or its session stopped heartbeating; sample again")
-		}
 		if err != nil {
+			err = s.cancelled(ctx, "sample", err)
 			s.logRequest(session, "sample", start, 500, err.Error())
 			return nil, nil, err
 		}

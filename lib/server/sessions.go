@@ -222,3 +222,13 @@ func (s *Server) reapSessions() {
 		}
 	}
 }
+
+// cancelled turns the error of work stopped because its caller went (ctx
+// is a workContext) into a user error saying so; other errors, and work
+// stopped by the server closing, pass unchanged.
+func (s *Server) cancelled(ctx context.Context, what string, err error) error {
+	if ctx.Err() == nil || s.ctx.Err() != nil {
+		return err
+	}
+	return userErrorf("%s cancelled: its client stopped polling for it or its session stopped heartbeating; nothing was applied, send it again", what)
+}

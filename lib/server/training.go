@@ -80,7 +80,7 @@ func (s *Server) fwd(w http.ResponseWriter, r *http.Request, owner string, legac
 		})
 		if err != nil {
 			s.logRequest(run.SessionID, op, start, 500, err.Error())
-			return nil, nil, fmt.Errorf("%s on %s: %w", op, run.ID, err)
+			return nil, nil, s.cancelled(ctx, op+" on "+run.ID, fmt.Errorf("%s on %s: %w", op, run.ID, err))
 		}
 		tokens := 0
 		for _, d := range req.Data {
@@ -202,7 +202,7 @@ func (s *Server) optimStep(w http.ResponseWriter, r *http.Request, owner string,
 		})
 		if err != nil {
 			s.logRequest(run.SessionID, "optim_step", start, 500, err.Error())
-			return nil, nil, fmt.Errorf("optim_step on %s: %w", run.ID, err)
+			return nil, nil, s.cancelled(ctx, "optim_step on "+run.ID, fmt.Errorf("optim_step on %s: %w", run.ID, err))
 		}
 		s.logRequest(run.SessionID, "optim_step", start, 200, fmt.Sprintf("step %d", tr.Step()))
 		res, _ := json.Marshal(map[string]any{"metrics": metrics, "type": "optim_step"})
