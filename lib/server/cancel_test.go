@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"syscall"
 	"testing"
@@ -171,4 +172,32 @@ func waitFutures(s *Server, d time.Duration) bool {
 		}
 	}
 	return false
+}
+
+// TestAbandonedSessionlessSample: an asample outside any session (by
+// base_model) whose client polled once, then hung up and never came back,
+// is cancelled alone.
+func TestAbandonedSessionlessSample(t *testing.T) {
+	e := newTrainEnv(t, Options{})
+	var sub struct {
+		RequestID string `json:"request_id"`
+	}
+	e.post("/api/v1/asample", map[string]any{"base_model": "tinker-local/tiny-llama", "num_samples": 8,
+		"prompt":          map[string]any{"chunks": []any{map[string]any{"type": "encoded_text", "tokens": []int{256, 'H', 'i'}}}},
+		"sampling_params": map[string]any{"max_tokens": 2040, "temperature": 1}}, &sub)
+	ctx, hangUp := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer hangUp()
+	req, _ := http.NewRequestWithContext(ctx, "POST", e.url+"/api/v1/retrieve_future", strings.NewReader(`{"request_id":"`+sub.RequestID+`"}`))
+	req.Header.Set("X-API-Key", key)
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the poll was answered (%d) before the client hung up", resp.StatusCode)
+	}
+	if !waitSamples(e.env, 30*time.Second) {
+		t.Fatal("the abandoned sample still runs")
+	}
+	if _, b, _ := e.poll(sub.RequestID); !strings.Contains(string(b), "sample cancelled") {
+		t.Errorf("future = %s, want it cancelled", b)
+	}
 }
