@@ -36,9 +36,9 @@ type future struct {
 
 	// Guarded by the table's mu.
 	sentMeta    bool
-	collectedAt time.Time // when a final answer was first sent; zero before
-	polling     int       // retrieve_future requests waiting on it now
-	lastPoll    time.Time // when the last of them ended
+	collectedAt time.Time   // when a final answer was first sent; zero before
+	polling     int         // retrieve_future requests waiting on it now
+	abandon     *time.Timer // fires abandonGrace after the last poll ended
 }
 
 // futureTable holds the futures by id (constant-time lookups) and, per
@@ -388,12 +388,14 @@ func (t *futureTable) pollBegin(f *future) {
 func (s *Server) pollEnd(f *future) {
 	t := s.futures
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	f.polling--
-	f.lastPoll = time.Now()
-	stamp := f.lastPoll
-	t.mu.Unlock()
-	if !f.finished() {
-		time.AfterFunc(abandonGrace, func() { s.abandonIfIdle(f, stamp) })
+	switch {
+	case f.finished():
+	case f.abandon == nil:
+		f.abandon = time.AfterFunc(abandonGrace, func() { s.abandonIfIdle(f) })
+	default:
+		f.abandon.Reset(abandonGrace)
 	}
 }
 
@@ -406,12 +408,12 @@ func (f *future) finished() bool {
 	}
 }
 
-// abandonIfIdle cancels f's work unless it was polled since stamp or has
-// finished.
-func (s *Server) abandonIfIdle(f *future, stamp time.Time) {
+// abandonIfIdle cancels f's work unless a poll of it is waiting now or
+// it has finished.
+func (s *Server) abandonIfIdle(f *future) {
 	t := s.futures
 	t.mu.Lock()
-	idle := f.polling == 0 && f.lastPoll.Equal(stamp)
+	idle := f.polling == 0
 	t.mu.Unlock()
 	switch {
 	case !idle || f.finished():
