@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"go.starlark.net/starlark"
+	"go.starlark.net/syntax"
 
 	"github.com/tinkershell/tinker/builtins"
 )
@@ -140,6 +141,7 @@ func setGCLimit(limit int64) { debug.SetMemoryLimit(limit) }
 // length with versions that refuse what would pass the memory limit, and
 // str/repr with versions that refuse values too deep or large to render.
 func boundUniverse(d starlark.StringDict, limit func() int64) {
+	boundRange(d)
 	for name, per := range map[string]int64{"list": bytesPerElem, "tuple": bytesPerElem, "sorted": bytesPerElem,
 		"reversed": bytesPerElem, "enumerate": 3 * bytesPerElem, "zip": 0, "bytes": 1} {
 		orig, ok := universal(d, name)
@@ -273,4 +275,77 @@ func iterElems(x starlark.Iterable) starlark.Tuple {
 		out = append(out, v)
 	}
 	return out
+}
+
+// rangeValue is Starlark's range with an iterator that stops when the
+// evaluation is interrupted or passes the memory limit. range is lazy, so
+// a Go builtin iterating it (set(range(1 << 40)), max(...)) could run for
+// hours, or allocate without bound, where no Starlark step checks for
+// cancellation. The cut-short iteration is never seen: the evaluation
+// fails at its next step. The context is the evaluation's at the time of
+// iteration (builtins.ContextOf), so a range kept in a global iterates in
+// full in later evaluations.
+type rangeValue struct {
+	r      starlark.Indexable // Starlark's own range
+	thread *starlark.Thread
+}
+
+var (
+	_ starlark.Sliceable  = rangeValue{}
+	_ starlark.Comparable = rangeValue{}
+	_ starlark.Container  = rangeValue{}
+)
+
+func (x rangeValue) String() string                     { return x.r.String() }
+func (x rangeValue) Type() string                       { return x.r.Type() }
+func (x rangeValue) Freeze()                            {}
+func (x rangeValue) Truth() starlark.Bool               { return x.r.Truth() }
+func (x rangeValue) Hash() (uint32, error)              { return x.r.Hash() }
+func (x rangeValue) Len() int                           { return x.r.Len() }
+func (x rangeValue) Index(i int) starlark.Value         { return x.r.Index(i) }
+func (x rangeValue) Has(y starlark.Value) (bool, error) { return x.r.(starlark.Container).Has(y) }
+
+func (x rangeValue) Slice(start, end, step int) starlark.Value {
+	return rangeValue{x.r.(starlark.Sliceable).Slice(start, end, step).(starlark.Indexable), x.thread}
+}
+
+func (x rangeValue) CompareSameType(op syntax.Token, y starlark.Value, depth int) (bool, error) {
+	if w, ok := y.(rangeValue); ok {
+		y = w.r
+	}
+	return x.r.(starlark.Comparable).CompareSameType(op, y, depth)
+}
+
+func (x rangeValue) Iterate() starlark.Iterator {
+	return &rangeIter{it: x.r.(starlark.Iterable).Iterate(), ctx: builtins.ContextOf(x.thread)}
+}
+
+type rangeIter struct {
+	it  starlark.Iterator
+	ctx context.Context
+	n   int
+}
+
+func (i *rangeIter) Next(p *starlark.Value) bool {
+	if i.n++; i.n%(1<<12) == 0 && i.ctx.Err() != nil {
+		return false
+	}
+	return i.it.Next(p)
+}
+
+func (i *rangeIter) Done() { i.it.Done() }
+
+// boundRange makes range return rangeValue.
+func boundRange(d starlark.StringDict) {
+	orig, ok := universal(d, "range")
+	if !ok {
+		return
+	}
+	d["range"] = starlark.NewBuiltin("range", func(t *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw []starlark.Tuple) (starlark.Value, error) {
+		v, err := orig.CallInternal(t, args, kw)
+		if r, ok := v.(starlark.Indexable); ok && err == nil {
+			return rangeValue{r, t}, nil
+		}
+		return v, err
+	})
 }
