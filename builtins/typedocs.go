@@ -36,6 +36,7 @@ var typeDocs = []typeDoc{
 	{Name: "tokenizer", Summary: "A base model's tokenizer: from tokenizer().", Attrs: tokenizerAttrs.docs()},
 	{Name: "rendered", Summary: "A conversation rendered for sampling: from render().", Attrs: renderedAttrs.docs()},
 	{Name: "download", Summary: "A downloaded checkpoint: from download() and checkpoint.download().", Attrs: downloadAttrs.docs()},
+	{Name: "export", Summary: "An exported checkpoint: from export().", Attrs: exportAttrs.docs()},
 	{Name: "checkpoint_change", Summary: "What checkpoint.publish(), unpublish() and set_ttl() did; it displays as one line.", Attrs: checkpointChangeAttrs.docs()},
 	{Name: "delete_result", Summary: "What checkpoint.delete() did; true when nothing failed or was left out.", Attrs: deleteAttrs.docs()},
 	{Name: "billing_usage", Summary: "Hourly usage rows: from billing.usage().", Attrs: billingAttrs.docs()},

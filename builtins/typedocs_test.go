@@ -72,6 +72,7 @@ var valueSamples = []starlark.Value{
 	&tokenizerValue{},
 	&renderedValue{},
 	&DownloadResult{},
+	&ExportResult{},
 	&DeleteResult{},
 	&CheckpointChange{},
 	&BillingUsage{},

@@ -31,7 +31,9 @@ type future struct {
 	proto     []byte // protobuf result for sample futures
 	failure   []byte // {"error","category"} JSON
 
-	session string             // whose work it is; "" outside a session
+	model   string             // the model whose ordered operation this is, if any
+	halted  bool               // the operation did not run: the server stopped (trainstop.go)
+	session string             // whose work it is; "" outside a session (sessions.go)
 	cancel  context.CancelFunc // stops this future's own work, or nil
 
 	// Guarded by the table's mu.
@@ -167,18 +169,30 @@ func newFutureID() string {
 // work returns the JSON result, an optional protobuf form, or an error whose
 // category comes from userError. Call futures.admit first.
 func (s *Server) startFuture(owner string, work func() (json []byte, proto []byte, err error)) *future {
-	return s.startSessionFuture(owner, "", nil, work)
+	return s.startFutureWith(owner, futureOpts{}, work)
 }
 
-// startSessionFuture is startFuture for work on behalf of session, whose
-// context the work took from workContext; cancel, if not nil, stops this
-// future's work alone. A future whose client goes away is abandoned:
-// its session's work (or, outside a session, its own) is cancelled.
-func (s *Server) startSessionFuture(owner, session string, cancel context.CancelFunc, work func() (json []byte, proto []byte, err error)) *future {
+// startFutureOf is startFuture for one of model's ordered operations,
+// whose result a clean restart keeps (futurekeep.go).
+func (s *Server) startFutureOf(owner, model string, work func() (json []byte, proto []byte, err error)) *future {
+	return s.startFutureWith(owner, futureOpts{model: model}, work)
+}
+
+// futureOpts says whose work a future does.
+type futureOpts struct {
+	model   string             // see future.model
+	session string             // the session whose workContext the work took
+	cancel  context.CancelFunc // stops this future's work alone, or nil
+}
+
+// startFutureWith is startFuture with its options. A future whose client
+// goes away is abandoned: its session's work (or, outside a session, its
+// own) is cancelled.
+func (s *Server) startFutureWith(owner string, o futureOpts, work func() (json []byte, proto []byte, err error)) *future {
 	t := s.futures
 	now := time.Now()
 	f := &future{id: newFutureID(), owner: owner, readyAt: now.Add(s.opts.FutureDelay), createdAt: now, done: make(chan struct{}),
-		session: session, cancel: cancel}
+		model: o.model, session: o.session, cancel: o.cancel}
 	t.mu.Lock()
 	t.m[f.id] = f
 	t.byOwner[owner] = append(t.byOwner[owner], f)
@@ -187,6 +201,10 @@ func (s *Server) startSessionFuture(owner, session string, cancel context.Cancel
 	go func() {
 		defer t.wg.Done()
 		res, pb, err := s.runWork(work)
+		if err == nil && len(res) == 0 && len(pb) == 0 {
+			err = errors.New("internal error: the result could not be encoded; see the server log")
+			s.opts.Logf("a future's work returned no result")
+		}
 		if err != nil {
 			cat := "server"
 			var ue userError
@@ -194,11 +212,12 @@ func (s *Server) startSessionFuture(owner, session string, cancel context.Cancel
 				cat = "user"
 			}
 			f.failure, _ = json.Marshal(map[string]string{"error": s.scrub(err.Error()), "category": cat})
+			f.halted = errors.Is(err, errHalted)
 		} else {
 			f.result, f.proto = res, pb
 		}
-		if cancel != nil {
-			cancel()
+		if o.cancel != nil {
+			o.cancel()
 		}
 		close(f.done)
 	}()
@@ -319,6 +338,9 @@ func (s *Server) retrieveFuture(w http.ResponseWriter, r *http.Request, owner st
 		}
 		writeJSON(w, 200, out)
 		return nil
+	}
+	if f.halted { // set before done closed; a client resubmits on 410 (trainstop.go)
+		return errorf(http.StatusGone, "%s", errHalted.msg)
 	}
 	if f.failure != nil {
 		s.futures.markCollected(f)

@@ -306,16 +306,18 @@ func (s *Server) submitSample(w http.ResponseWriter, r *http.Request, owner, ses
 	}
 	s.samples.Add(1)
 	sampler := s.opts.Sampler
-	ctx, cancel := context.WithCancel(s.workContext(session)) // cancelled when the caller goes
-	f := s.startSessionFuture(owner, session, cancel, func() ([]byte, []byte, error) {
+	caller, cancel := context.WithCancel(s.workContext(session)) // done when the caller goes
+	f := s.startFutureWith(owner, futureOpts{session: session, cancel: cancel}, func() ([]byte, []byte, error) {
 		defer s.samples.Add(-1)
+		ctx, stop := eitherDone(s.ctx, caller) // or when the server closes
+		defer stop()
 		if sampler == nil {
 			s.logRequest(session, "sample", start, 400, "no sampling engine")
 			return nil, nil, userErrorf("sampling is not available: this local server was started without a sampling engine")
 		}
 		resp, err := sampler.Sample(ctx, req)
 		if err != nil {
-			err = s.cancelled(ctx, "sample", err)
+			err = s.cancelled(caller, "sample", err)
 			s.logRequest(session, "sample", start, 500, err.Error())
 			return nil, nil, err
 		}
@@ -329,7 +331,11 @@ func (s *Server) submitSample(w http.ResponseWriter, r *http.Request, owner, ses
 			s.st.RecordUsage(store.UsageEvent{At: now, Owner: owner, SessionID: session, BaseModel: req.BaseModel, Type: "sampling_sample", TokenCount: gen})
 		}
 		s.logRequest(session, "sample", start, 200, fmt.Sprintf("%d prompt tokens, %d generated", len(req.Prompt), gen))
-		return sampleJSON(resp), sampleProto(resp), nil
+		js := sampleJSON(resp)
+		if js == nil { // NaN or ±Inf logprobs: JSON cannot carry them
+			return nil, nil, nonFiniteError("sample", req.BaseModel, "a log-probability of the result")
+		}
+		return js, sampleProto(resp), nil
 	})
 	// Newer SDKs expect one id per requested sample on the promise.
 	ids := make([]string, req.NumSamples)

@@ -163,11 +163,11 @@ type workGen struct {
 	cancel context.CancelFunc
 }
 
-// workContext is the context for work submitted now on session; "" (work
-// outside any session) gets the server's.
+// workContext is the context for work submitted now on session, done when
+// its caller goes; work outside any session gets one never done.
 func (s *Server) workContext(session string) context.Context {
 	if session == "" {
-		return s.ctx
+		return context.Background()
 	}
 	w := &s.work
 	w.reap.Do(func() { go s.reapSessions() })
@@ -178,7 +178,9 @@ func (s *Server) workContext(session string) context.Context {
 	}
 	g := w.gens[session]
 	if g == nil {
-		ctx, cancel := context.WithCancel(s.ctx)
+		// Not the server's context: Close lets training finish its queue
+		// (trainstop.go); work that must stop on Close joins s.ctx too.
+		ctx, cancel := context.WithCancel(context.Background())
 		g = &workGen{ctx, cancel}
 		w.gens[session] = g
 	}
@@ -231,4 +233,11 @@ func (s *Server) cancelled(ctx context.Context, what string, err error) error {
 		return err
 	}
 	return userErrorf("%s cancelled: its client stopped polling for it or its session stopped heartbeating; nothing was applied, send it again", what)
+}
+
+// eitherDone is a context done when a or b is.
+func eitherDone(a, b context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(a)
+	stop := context.AfterFunc(b, cancel)
+	return ctx, func() { stop(); cancel() }
 }

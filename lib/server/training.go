@@ -56,19 +56,23 @@ func (s *Server) fwd(w http.ResponseWriter, r *http.Request, owner string, legac
 		return e
 	}
 	tr, loss, need, e := s.prepareFwd(run, req)
+	queued := datumBytes(req.Data)
 	if e == nil {
-		e = s.trainers.admit()
+		e = s.trainers.admit(owner, queued)
 	}
 	if e != nil {
-		m.finish(seq)
+		m.refuse(seq, e)
 		s.logRequest(run.SessionID, op, start, e.status, e.detail)
 		return e
 	}
 	s.st.TouchRun(run.ID, s.now())
-	ctx := s.workContext(run.SessionID) // cancelled when the caller goes
-	f := s.startSessionFuture(owner, run.SessionID, nil, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
-		defer s.trainers.release()
+	caller := s.workContext(run.SessionID) // cancelled when the caller goes (sessions.go)
+	f := s.startFutureWith(owner, futureOpts{model: run.ID, session: run.SessionID}, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
+		defer s.trainers.release(owner, queued)
 		var res *engine.ForwardResult
+		// cancelled when a stop halts training (trainstop.go) or the caller goes
+		ctx, cancel := eitherDone(s.trainers.ctx, caller)
+		defer cancel()
 		err := s.trainers.run(ctx, need, func() error {
 			var err error
 			if req.ForwardOnly {
@@ -80,13 +84,17 @@ func (s *Server) fwd(w http.ResponseWriter, r *http.Request, owner string, legac
 		})
 		if err != nil {
 			s.logRequest(run.SessionID, op, start, 500, err.Error())
-			return nil, nil, s.cancelled(ctx, op+" on "+run.ID, fmt.Errorf("%s on %s: %w", op, run.ID, err))
+			return nil, nil, s.cancelled(caller, op+" on "+run.ID, fmt.Errorf("%s on %s: %w", op, run.ID, err))
 		}
 		tokens := 0
 		for _, d := range req.Data {
 			tokens += len(d.ModelInput)
 		}
 		s.st.RecordUsage(store.UsageEvent{At: s.now(), Owner: owner, SessionID: run.SessionID, BaseModel: run.BaseModel, Type: "training", TokenCount: int64(tokens)})
+		if err := checkFwdResult(op, run.ID, res); err != nil {
+			s.logRequest(run.SessionID, op, start, 400, err.Error())
+			return nil, nil, err
+		}
 		s.logRequest(run.SessionID, op, start, 200, fmt.Sprintf("%d datums, %d tokens, loss %.6g", len(req.Data), tokens, res.LossSum))
 		return fwdResultJSON(res), fwdResultProto(res), nil
 	}))
@@ -125,8 +133,12 @@ func (s *Server) prepareFwd(run store.RunView, req *fwdRequest) (*engine.Trainer
 // cannot be trained here (400) or something broke (500).
 func trainerError(err error) *errorResponse {
 	var ue userError
-	if errors.As(err, &ue) {
+	var full trainMemoryFull
+	switch {
+	case errors.As(err, &ue):
 		return errorf(http.StatusBadRequest, "%v", err)
+	case errors.As(err, &full):
+		return errorf(http.StatusTooManyRequests, "%v", err)
 	}
 	return errorf(http.StatusInternalServerError, "%v", err)
 }
@@ -180,7 +192,7 @@ func (s *Server) optimStep(w http.ResponseWriter, r *http.Request, owner string,
 		}
 	}
 	if e != nil {
-		m.finish(seq)
+		m.refuse(seq, e)
 		s.logRequest(run.SessionID, "optim_step", start, e.status, e.detail)
 		return e
 	}
@@ -188,7 +200,7 @@ func (s *Server) optimStep(w http.ResponseWriter, r *http.Request, owner string,
 	// A step whose caller went never runs: its forward_backward may have
 	// been cancelled, and the step must not apply without its gradients.
 	ctx := s.workContext(run.SessionID)
-	f := s.startSessionFuture(owner, run.SessionID, nil, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
+	f := s.startFutureWith(owner, futureOpts{model: run.ID, session: run.SessionID}, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
 		var metrics map[string]float64
 		err := s.trainers.run(context.Background(), 0, func() error {
 			if err := ctx.Err(); err != nil {
@@ -204,9 +216,13 @@ func (s *Server) optimStep(w http.ResponseWriter, r *http.Request, owner string,
 			s.logRequest(run.SessionID, "optim_step", start, 500, err.Error())
 			return nil, nil, s.cancelled(ctx, "optim_step on "+run.ID, fmt.Errorf("optim_step on %s: %w", run.ID, err))
 		}
+		if err := checkMetrics("optim_step", run.ID, metrics); err != nil {
+			s.logRequest(run.SessionID, "optim_step", start, 400, err.Error())
+			return nil, nil, err
+		}
 		s.logRequest(run.SessionID, "optim_step", start, 200, fmt.Sprintf("step %d", tr.Step()))
-		res, _ := json.Marshal(map[string]any{"metrics": metrics, "type": "optim_step"})
-		return res, nil, nil
+		res, err := json.Marshal(map[string]any{"metrics": metrics, "type": "optim_step"})
+		return res, nil, err
 	}))
 	writeFuture(w, f, run.ID)
 	return nil
