@@ -27,6 +27,7 @@ var typeDocs = []typeDoc{
 	{Name: "sample_result", Summary: "What sample() returns; r[i] is the i-th sequence and len(r) their number.", Attrs: sampleResultAttrs.docs()},
 	{Name: "sequence", Summary: "One sampled continuation: an element of a sample_result's sequences.", Attrs: sequenceAttrs.docs()},
 	{Name: "model", Summary: "A base model the backend serves: an element of models().", Attrs: modelAttrs.docs()},
+	{Name: "doctor", Summary: "What doctor() found about the backend; true when it can be used.", Attrs: doctorAttrs.docs()},
 	{Name: "batch", Summary: "What sample_batch() did: the job's counts and a summary per model.", Attrs: batchAttrs.docs()},
 	{Name: "training_client", Summary: "A LoRA model being trained: from training_client().", Attrs: trainingClientAttrs.docs()},
 	{Name: "datum", Summary: "A training example: from datum() and conversation_datum().", Attrs: datumAttrs.docs()},

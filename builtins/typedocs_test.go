@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tinkershell/tinker/lib/doctor"
 	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"go.starlark.net/starlark"
@@ -77,6 +78,7 @@ var valueSamples = []starlark.Value{
 	&CheckpointChange{},
 	&BillingUsage{},
 	&Model{},
+	&Doctor{R: &doctor.Report{}},
 	&BatchResult{},
 	&TrainingClient{},
 	&Datum{},

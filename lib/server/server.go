@@ -92,6 +92,11 @@ type Options struct {
 	// clients outlive it. An in-process server's models end with the
 	// process that uses them, so it would only leave files behind.
 	KeepTrainers bool
+	// JWT turns on the JWT exchange (jwt.go): clients trade their key for
+	// a token at auth/token and send the token instead, as the service
+	// asks them to. JWTLifetime is a token's life (default 1h).
+	JWT         bool
+	JWTLifetime time.Duration
 	// ShutdownGrace is how long Close lets the models' queued operations
 	// run before it halts the rest (default 30s; trainstop.go). Without
 	// KeepTrainers nothing would survive the stop, so Close halts at once.
@@ -110,6 +115,7 @@ type Server struct {
 	private []privatePath // hidden from clients by scrub
 
 	authCache sync.Map // sha256 hex of key -> urn
+	jwtSecret []byte   // signs JWTs when Options.JWT
 
 	archives *archiver
 	traces   *tracer
@@ -169,6 +175,9 @@ func Open(opts Options) (*Server, error) {
 	if opts.SeqGapTimeout <= 0 {
 		opts.SeqGapTimeout = 30 * time.Second
 	}
+	if opts.JWTLifetime <= 0 {
+		opts.JWTLifetime = defaultJWTLifetime
+	}
 	if opts.ShutdownGrace <= 0 {
 		opts.ShutdownGrace = 30 * time.Second
 	}
@@ -176,7 +185,14 @@ func Open(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open data dir %s: %w", opts.DataDir, err)
 	}
-	s := &Server{opts: opts, st: st, keys: map[string]bool{}, stopSweep: make(chan struct{}), sweepDone: make(chan struct{})}
+	var secret []byte
+	if opts.JWT {
+		if secret, err = loadJWTSecret(opts.DataDir); err != nil {
+			st.Close()
+			return nil, err
+		}
+	}
+	s := &Server{opts: opts, st: st, keys: map[string]bool{}, jwtSecret: secret, stopSweep: make(chan struct{}), sweepDone: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	for _, k := range opts.APIKeys {
 		s.keys[hashKey(k)] = true

@@ -34,6 +34,7 @@ var serveCmd = &command{
 		{Long: "--api-key-file", Kind: flagPath, Metavar: "FILE", Help: "Accept the keys in FILE, one a line (also $" + server.KeysEnv + ", comma-separated)."},
 		{Long: "--model", Kind: flagMulti, Metavar: "NAME=DIR", Help: "Serve base model NAME from a Hugging Face model directory (repeatable); NAME may be new."},
 		{Long: "--train-memory", Kind: flagString, Metavar: "SIZE", Help: "Training memory: running passes, queued requests and trainers each stay within it, e.g. 4G or 512M (default a quarter of RAM)."},
+		{Long: "--jwt", Kind: flagBool, Help: "Offer the JWT exchange (auth/token) as the service does, so clients send tokens and whoami works."},
 	},
 	Run: runServe,
 }
@@ -93,7 +94,7 @@ func runServe(c *invocation) int {
 	defer ln.Close()
 	pool := &engine.Pool{Dirs: dirs}
 	srv, err := server.Open(server.Options{DataDir: dir, APIKeys: keys, Now: c.now,
-		Sampler: server.EngineSampler(pool), Engine: pool, TrainMemory: trainMem, PrivatePaths: private, KeepTrainers: true})
+		Sampler: server.EngineSampler(pool), Engine: pool, TrainMemory: trainMem, PrivatePaths: private, KeepTrainers: true, JWT: c.has("jwt")})
 	if err != nil {
 		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
 		return shell.ExitError
