@@ -150,16 +150,18 @@ func hubPath(path string) bool {
 
 // hubAuthorized: a server started with API keys serves its Hub files only
 // to their holders. Hub clients send HF_TOKEN as a bearer token; the
-// X-API-Key header works too.
+// X-API-Key header works too. Either is checked as every other request's
+// key is (authenticate).
 func (s *Server) hubAuthorized(r *http.Request) bool {
 	if len(s.keys) == 0 {
 		return true
 	}
-	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
-		key = r.Header.Get("X-API-Key")
+	if key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		r = r.Clone(r.Context())
+		r.Header.Set("X-API-Key", key)
 	}
-	return key != "" && s.keys[hashKey(key)]
+	_, e := s.authenticate(r)
+	return e == nil
 }
 
 func hubError(w http.ResponseWriter, code, msg string) int {
