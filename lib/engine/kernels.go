@@ -130,10 +130,29 @@ func dotSeq(w, x []float32) float32 {
 	return a
 }
 
+// useSIMD selects the vector kernels (kernels_simd.go) where the build and
+// the CPU have them; both paths give the same bits.
+var useSIMD = simdOK
+
+// simdMinBatch is the smallest batch the vector matrix product takes: it
+// transposes weight panels, which pays off only when several vectors share
+// them.
+const simdMinBatch = 2
+
+// bf16 widens a bfloat16 exactly to float32.
+func bf16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+
 // matRows computes y[b][j] = W[j]·x[b] (+ y[b][j] when accumulate) for rows
-// j in [lo, hi) and every batch vector b. The row block stays in L1 while
-// it meets every vector of the batch.
+// j in [lo, hi) and every batch vector b.
 func matRows(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
+	if !matRowsVec(w, xs, ys, lo, hi, accumulate) {
+		matRowsScalar(w, xs, ys, lo, hi, accumulate)
+	}
+}
+
+// matRowsScalar is matRows in plain Go. The row block stays in L1 while it
+// meets every vector of the batch.
+func matRowsScalar(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
 	var tmp [8]float32
 	j := lo
 	for ; j+8 <= hi; j += 8 {

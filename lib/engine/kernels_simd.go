@@ -1,0 +1,279 @@
+//go:build goexperiment.simd && amd64
+
+package engine
+
+import (
+	"simd/archsimd"
+	"sync"
+)
+
+// SIMD kernels (Go's simd/archsimd, built with GOEXPERIMENT=simd on amd64).
+// They vectorise across output elements, never across a sum: each lane
+// holds one output element and adds its products in the scalar kernels'
+// order, with a separate multiply and add (archsimd never fuses them), so
+// every result has the same bits as the scalar path in kernels.go.
+
+// simdOK reports whether this CPU runs the 256-bit kernels (AVX2).
+var simdOK = archsimd.X86.AVX2()
+
+// panelRows is the number of weight rows packed into one panel: two
+// 8-lane vectors, one lane per output row.
+const panelRows = 16
+
+var panelPool = sync.Pool{New: func() any { return new([]float32) }}
+
+// matRowsVec is matRows for a batch of at least simdMinBatch vectors: it
+// packs 16 weight rows at a time transposed (panel[k][lane]) and computes
+// them against four vectors per pass, each lane summing its row in
+// ascending k from zero, exactly as dot8 does. Rows beyond the last full
+// panel go to the scalar kernel. It reports false when it did nothing.
+func matRowsVec(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) bool {
+	if !useSIMD || len(xs) < simdMinBatch || hi-lo < panelRows {
+		return false
+	}
+	pp := panelPool.Get().(*[]float32)
+	if cap(*pp) < panelRows*w.cols {
+		*pp = make([]float32, panelRows*w.cols)
+	}
+	p := (*pp)[:panelRows*w.cols]
+	j := lo
+	for ; j+panelRows <= hi; j += panelRows {
+		packPanel(w, j, p)
+		panelTimes(p, xs, ys, j, accumulate)
+	}
+	panelPool.Put(pp)
+	if j < hi {
+		matRowsScalar(w, xs, ys, j, hi, accumulate)
+	}
+	return true
+}
+
+// packPanel writes rows [j0, j0+16) of w transposed into p:
+// p[16k+l] = W[j0+l][k], widening bfloat16 exactly.
+func packPanel(w mat, j0 int, p []float32) {
+	k := w.cols
+	for l := range panelRows {
+		r := (j0 + l) * k
+		if w.bf != nil {
+			packColBF(p[l:], w.bf[r:r+k])
+		} else {
+			packCol(p[l:], w.data[r:r+k])
+		}
+	}
+}
+
+func packCol(p, row []float32) {
+	for i, v := range row {
+		p[i*panelRows] = v
+	}
+}
+
+func packColBF(p []float32, row []uint16) {
+	for i, h := range row {
+		p[i*panelRows] = bf16(h)
+	}
+}
+
+// panelTimes computes one packed panel (rows j0..j0+15) against every
+// vector of xs, four vectors per pass, then one at a time.
+func panelTimes(p []float32, xs, ys [][]float32, j0 int, accumulate bool) {
+	var out [4][panelRows]float32
+	b := 0
+	for ; b+4 <= len(xs); b += 4 {
+		panel4(p, xs[b], xs[b+1], xs[b+2], xs[b+3], &out)
+		for t := range 4 {
+			putRow(ys[b+t][j0:j0+panelRows], out[t][:], accumulate)
+		}
+	}
+	for ; b < len(xs); b++ {
+		panel1(p, xs[b], &out[0])
+		putRow(ys[b][j0:j0+panelRows], out[0][:], accumulate)
+	}
+}
+
+func putRow(y, v []float32, accumulate bool) {
+	if !accumulate {
+		copy(y, v)
+		return
+	}
+	v = v[:len(y)]
+	for i := range y {
+		y[i] += v[i]
+	}
+}
+
+// panel4 is the register tile: 16 rows × 4 vectors, eight accumulators.
+func panel4(p []float32, x0, x1, x2, x3 []float32, out *[4][panelRows]float32) {
+	n := len(x0)
+	x1, x2, x3 = x1[:n], x2[:n], x3[:n]
+	p = p[:panelRows*n]
+	var a0, b0, a1, b1, a2, b2, a3, b3 archsimd.Float32x8
+	for k := range n {
+		q := p[panelRows*k : panelRows*k+panelRows : panelRows*k+panelRows]
+		lo := archsimd.LoadFloat32x8((*[8]float32)(q[:8]))
+		hi := archsimd.LoadFloat32x8((*[8]float32)(q[8:]))
+		v := archsimd.BroadcastFloat32x8(x0[k])
+		a0, b0 = a0.Add(lo.Mul(v)), b0.Add(hi.Mul(v))
+		v = archsimd.BroadcastFloat32x8(x1[k])
+		a1, b1 = a1.Add(lo.Mul(v)), b1.Add(hi.Mul(v))
+		v = archsimd.BroadcastFloat32x8(x2[k])
+		a2, b2 = a2.Add(lo.Mul(v)), b2.Add(hi.Mul(v))
+		v = archsimd.BroadcastFloat32x8(x3[k])
+		a3, b3 = a3.Add(lo.Mul(v)), b3.Add(hi.Mul(v))
+	}
+	store16(&out[0], a0, b0)
+	store16(&out[1], a1, b1)
+	store16(&out[2], a2, b2)
+	store16(&out[3], a3, b3)
+}
+
+func panel1(p []float32, x []float32, out *[panelRows]float32) {
+	n := len(x)
+	p = p[:panelRows*n]
+	var a, b archsimd.Float32x8
+	for k, xv := range x {
+		q := p[panelRows*k : panelRows*k+panelRows : panelRows*k+panelRows]
+		v := archsimd.BroadcastFloat32x8(xv)
+		a = a.Add(archsimd.LoadFloat32x8((*[8]float32)(q[:8])).Mul(v))
+		b = b.Add(archsimd.LoadFloat32x8((*[8]float32)(q[8:])).Mul(v))
+	}
+	store16(out, a, b)
+}
+
+func store16(out *[panelRows]float32, a, b archsimd.Float32x8) {
+	a.Store((*[8]float32)(out[:8]))
+	b.Store((*[8]float32)(out[8:]))
+}
+
+// load16 loads 16 weights from w (float32) or h (bfloat16, widened exactly
+// by shifting the bits into a float32's upper half).
+func load16(w []float32, h []uint16, i int) (archsimd.Float32x8, archsimd.Float32x8) {
+	if h != nil {
+		return widen8(h[i : i+8]), widen8(h[i+8 : i+16])
+	}
+	return archsimd.LoadFloat32x8((*[8]float32)(w[i : i+8])), archsimd.LoadFloat32x8((*[8]float32)(w[i+8 : i+16]))
+}
+
+func widen8(h []uint16) archsimd.Float32x8 {
+	return archsimd.LoadUint16x8((*[8]uint16)(h)).ExtendToUint32().ShiftAllLeft(16).AsFloat32x8()
+}
+
+// matTBlockVec is matTBlock with 16 columns × up to 4 vectors per register
+// tile: each lane adds rows j0, j0+1, … of its column into xs[b][i] in
+// ascending order, as the scalar kernel does.
+func matTBlockVec(w mat, ys, xs [][]float32, j0, j1, c0, c1 int) bool {
+	if !useSIMD {
+		return false
+	}
+	c := c0
+	for ; c+16 <= c1; c += 16 {
+		b := 0
+		for ; b+4 <= len(ys); b += 4 {
+			tBlock4(w, ys[b:b+4], xs[b:b+4], j0, j1, c)
+		}
+		for ; b < len(ys); b++ {
+			tBlock1(w, ys[b], xs[b], j0, j1, c)
+		}
+	}
+	if c < c1 {
+		matTBlockScalar(w, ys, xs, j0, j1, c, c1, nil)
+	}
+	return true
+}
+
+func tBlock4(w mat, ys, xs [][]float32, j0, j1, c int) {
+	y0, y1, y2, y3 := ys[0][:j1], ys[1][:j1], ys[2][:j1], ys[3][:j1]
+	x0, x1, x2, x3 := xs[0][c:c+16], xs[1][c:c+16], xs[2][c:c+16], xs[3][c:c+16]
+	a0, b0 := load16(x0, nil, 0)
+	a1, b1 := load16(x1, nil, 0)
+	a2, b2 := load16(x2, nil, 0)
+	a3, b3 := load16(x3, nil, 0)
+	for j := j0; j < j1; j++ {
+		lo, hi := load16(w.data, w.bf, j*w.cols+c)
+		v := archsimd.BroadcastFloat32x8(y0[j])
+		a0, b0 = a0.Add(lo.Mul(v)), b0.Add(hi.Mul(v))
+		v = archsimd.BroadcastFloat32x8(y1[j])
+		a1, b1 = a1.Add(lo.Mul(v)), b1.Add(hi.Mul(v))
+		v = archsimd.BroadcastFloat32x8(y2[j])
+		a2, b2 = a2.Add(lo.Mul(v)), b2.Add(hi.Mul(v))
+		v = archsimd.BroadcastFloat32x8(y3[j])
+		a3, b3 = a3.Add(lo.Mul(v)), b3.Add(hi.Mul(v))
+	}
+	store16((*[16]float32)(x0), a0, b0)
+	store16((*[16]float32)(x1), a1, b1)
+	store16((*[16]float32)(x2), a2, b2)
+	store16((*[16]float32)(x3), a3, b3)
+}
+
+func tBlock1(w mat, y, x []float32, j0, j1, c int) {
+	y = y[:j1]
+	xx := x[c : c+16]
+	a, b := load16(xx, nil, 0)
+	for j := j0; j < j1; j++ {
+		lo, hi := load16(w.data, w.bf, j*w.cols+c)
+		v := archsimd.BroadcastFloat32x8(y[j])
+		a, b = a.Add(lo.Mul(v)), b.Add(hi.Mul(v))
+	}
+	store16((*[16]float32)(xx), a, b)
+}
+
+// outerRowsVec is outerAcc's work on rows [lo, hi): 4 rows × 16 columns per
+// register tile, each lane adding us[b][o]·vs[b][k] in ascending b.
+func outerRowsVec(dst []float32, cols int, us, vs [][]float32, lo, hi int) bool {
+	if !useSIMD {
+		return false
+	}
+	for k0 := 0; k0 < cols; k0 += tCols {
+		k1 := min(k0+tCols, cols)
+		o := lo
+		for ; o+4 <= hi; o += 4 {
+			k := k0
+			for ; k+16 <= k1; k += 16 {
+				outer4(dst, cols, us, vs, o, k)
+			}
+			outerTail(dst, cols, us, vs, o, o+4, k, k1)
+		}
+		for ; o < hi; o++ {
+			outerTail(dst, cols, us, vs, o, o+1, k0, k1)
+		}
+	}
+	return true
+}
+
+func outer4(dst []float32, cols int, us, vs [][]float32, o, k int) {
+	d0, d1, d2, d3 := dst[o*cols+k:o*cols+k+16], dst[(o+1)*cols+k:(o+1)*cols+k+16], dst[(o+2)*cols+k:(o+2)*cols+k+16], dst[(o+3)*cols+k:(o+3)*cols+k+16]
+	a0, b0 := load16(d0, nil, 0)
+	a1, b1 := load16(d1, nil, 0)
+	a2, b2 := load16(d2, nil, 0)
+	a3, b3 := load16(d3, nil, 0)
+	for b, u := range us {
+		u = u[o : o+4 : o+4]
+		lo, hi := load16(vs[b], nil, k)
+		v := archsimd.BroadcastFloat32x8(u[0])
+		a0, b0 = a0.Add(lo.Mul(v)), b0.Add(hi.Mul(v))
+		v = archsimd.BroadcastFloat32x8(u[1])
+		a1, b1 = a1.Add(lo.Mul(v)), b1.Add(hi.Mul(v))
+		v = archsimd.BroadcastFloat32x8(u[2])
+		a2, b2 = a2.Add(lo.Mul(v)), b2.Add(hi.Mul(v))
+		v = archsimd.BroadcastFloat32x8(u[3])
+		a3, b3 = a3.Add(lo.Mul(v)), b3.Add(hi.Mul(v))
+	}
+	store16((*[16]float32)(d0), a0, b0)
+	store16((*[16]float32)(d1), a1, b1)
+	store16((*[16]float32)(d2), a2, b2)
+	store16((*[16]float32)(d3), a3, b3)
+}
+
+// outerTail does rows [o0, o1) × columns [k0, k1) one element at a time,
+// in ascending b like the vector lanes.
+func outerTail(dst []float32, cols int, us, vs [][]float32, o0, o1, k0, k1 int) {
+	for o := o0; o < o1; o++ {
+		for k := k0; k < k1; k++ {
+			s := dst[o*cols+k]
+			for b, u := range us {
+				s += float32(u[o] * vs[b][k])
+			}
+			dst[o*cols+k] = s
+		}
+	}
+}
