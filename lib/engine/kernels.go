@@ -42,6 +42,9 @@ func (m mat) rowInto(i int, dst []float32) {
 // dot1 is the vector dot product for attention scores: 8 independent
 // accumulators hide the floating-point add latency.
 func dot1(w, x []float32) float32 {
+	if s, ok := dot1Vec(w, x); ok {
+		return s
+	}
 	n := len(x)
 	w = w[:n]
 	var s0, s1, s2, s3, s4, s5, s6, s7 float32
@@ -225,6 +228,9 @@ func matMul(w mat, xs, ys [][]float32, accumulate bool) {
 
 // axpy adds a·x to y.
 func axpy(y []float32, a float32, x []float32) {
+	if axpyVec(y, a, x) {
+		return
+	}
 	x = x[:len(y)]
 	for i := range y {
 		y[i] += float32(a * x[i])

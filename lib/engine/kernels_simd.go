@@ -277,3 +277,43 @@ func outerTail(dst []float32, cols int, us, vs [][]float32, o0, o1, k0, k1 int) 
 		}
 	}
 }
+
+// axpyVec is axpy eight lanes at a time: y[i] + a·x[i] per element.
+func axpyVec(y []float32, a float32, x []float32) bool {
+	if !useSIMD || len(y) < 8 {
+		return false
+	}
+	x = x[:len(y)]
+	v := archsimd.BroadcastFloat32x8(a)
+	i := 0
+	for ; i+8 <= len(y); i += 8 {
+		yy := (*[8]float32)(y[i : i+8])
+		archsimd.LoadFloat32x8(yy).Add(archsimd.LoadFloat32x8((*[8]float32)(x[i : i+8])).Mul(v)).Store(yy)
+	}
+	for ; i < len(y); i++ {
+		y[i] += float32(a * x[i])
+	}
+	return true
+}
+
+// dot1Vec is dot1 with its eight accumulators in one vector: lane l sums
+// the products at i ≡ l (mod 8), the tail goes to lane 0, and the lanes
+// are added in dot1's tree.
+func dot1Vec(w, x []float32) (float32, bool) {
+	n := len(x)
+	if !useSIMD || n < 8 {
+		return 0, false
+	}
+	w = w[:n]
+	var acc archsimd.Float32x8
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		acc = acc.Add(archsimd.LoadFloat32x8((*[8]float32)(w[i : i+8])).Mul(archsimd.LoadFloat32x8((*[8]float32)(x[i : i+8]))))
+	}
+	var s [8]float32
+	acc.Store(&s)
+	for ; i < n; i++ {
+		s[0] += float32(w[i] * x[i])
+	}
+	return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])), true
+}

@@ -96,6 +96,21 @@ func TestSIMDMatchesScalar(t *testing.T) {
 	}
 }
 
+// TestSIMDVectorOpsMatchScalar does the same for the attention kernels
+// (dot1, axpy) over lengths around the vector width.
+func TestSIMDVectorOpsMatchScalar(t *testing.T) {
+	for _, n := range []int{7, 8, 9, 64, 100, 128} {
+		xs := randRows(3, n, uint64(n))
+		var dv, ds float32
+		var yv, ys []float32
+		withSIMD(true, func() { dv, yv = dot1(xs[0], xs[1]), slices.Clone(xs[2]); axpy(yv, dv, xs[0]) })
+		withSIMD(false, func() { ds, ys = dot1(xs[0], xs[1]), slices.Clone(xs[2]); axpy(ys, ds, xs[0]) })
+		if math.Float32bits(dv) != math.Float32bits(ds) || !bitsEqual(yv, ys) {
+			t.Fatalf("n=%d: dot1 or axpy differs between the vector and scalar kernels", n)
+		}
+	}
+}
+
 func bitsEqual(a, b []float32) bool {
 	return slices.EqualFunc(a, b, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) })
 }

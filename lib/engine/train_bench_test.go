@@ -34,7 +34,8 @@ func stepFLOPs(c Config, r, seqs, n int) float64 {
 // over sequences of 128 tokens, rank-32 LoRA on every target, then
 // optim_step), the GFLOP/s it implies (stepFLOPs), and the engine's matrix
 // product peak measured in the same run (the model's largest layer matrix
-// against a batch of 128 vectors, all cores), with their ratio. The
+// against a batch of 128 vectors, all cores), with their ratio, and in a
+// SIMD build the same step on the scalar kernels (tok/s-scalar). The
 // Qwen3-0.6B-shaped model (random weights) runs 2 sequences per step
 // instead of 8 to keep the run short; the per-token cost does not depend
 // on the batch, as sequences run one after another.
@@ -70,7 +71,7 @@ func BenchmarkTrainStep(b *testing.B) {
 				}
 			}
 			step() // sizes the scratch arena
-			var d time.Duration
+			var d, scalar time.Duration
 			var cpu float64
 			for b.Loop() {
 				c0 := processCPU()
@@ -78,10 +79,21 @@ func BenchmarkTrainStep(b *testing.B) {
 				step()
 				d += time.Since(t0)
 				cpu += processCPU() - c0
+				if simdOK {
+					useSIMD = false
+					t0 = time.Now()
+					step()
+					scalar += time.Since(t0)
+					useSIMD = true
+				}
 			}
 			flop := stepFLOPs(c, 32, tc.seqs, n) * float64(b.N)
 			gflops := flop / d.Seconds() / 1e9
 			b.ReportMetric(float64(tc.seqs*n*b.N)/d.Seconds(), "tok/s")
+			if simdOK {
+				b.ReportMetric(float64(tc.seqs*n*b.N)/scalar.Seconds(), "tok/s-scalar")
+				b.ReportMetric(scalar.Seconds()/d.Seconds(), "x-scalar")
+			}
 			b.ReportMetric(gflops, "GFLOP/s")
 			b.ReportMetric(peak.wall, "GFLOP/s-matmul-peak")
 			b.ReportMetric(gflops/peak.wall, "x-of-peak")
