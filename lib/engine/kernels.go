@@ -137,11 +137,6 @@ func dotSeq(w, x []float32) float32 {
 // the CPU have them; both paths give the same bits.
 var useSIMD = simdOK
 
-// simdMinBatch is the smallest batch the vector matrix product takes: it
-// transposes weight panels, which pays off only when several vectors share
-// them.
-const simdMinBatch = 2
-
 // bf16 widens a bfloat16 exactly to float32.
 func bf16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 
@@ -212,7 +207,7 @@ func matMul(w mat, xs, ys [][]float32, accumulate bool) {
 		workers = maxW
 	}
 	chunk := (w.rows + workers - 1) / workers
-	chunk = (chunk + 7) &^ 7
+	chunk = (chunk + 15) &^ 15 // whole 16-row panels for the vector kernels
 	var wg sync.WaitGroup
 	for lo := chunk; lo < w.rows; lo += chunk {
 		hi := min(lo+chunk, w.rows)

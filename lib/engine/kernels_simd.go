@@ -5,6 +5,7 @@ package engine
 import (
 	"simd/archsimd"
 	"sync"
+	"unsafe"
 )
 
 // SIMD kernels (Go's simd/archsimd, built with GOEXPERIMENT=simd on amd64).
@@ -22,14 +23,18 @@ const panelRows = 16
 
 var panelPool = sync.Pool{New: func() any { return new([]float32) }}
 
-// matRowsVec is matRows for a batch of at least simdMinBatch vectors: it
+// matRowsVec is matRows with vectors: for a batch it
 // packs 16 weight rows at a time transposed (panel[k][lane]) and computes
 // them against four vectors per pass, each lane summing its row in
 // ascending k from zero, exactly as dot8 does. Rows beyond the last full
 // panel go to the scalar kernel. It reports false when it did nothing.
 func matRowsVec(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) bool {
-	if !useSIMD || len(xs) < simdMinBatch || hi-lo < panelRows {
+	if !useSIMD || hi-lo < panelRows {
 		return false
+	}
+	if len(xs) == 1 {
+		matVecVec(w, xs[0], ys[0], lo, hi, accumulate)
+		return true
 	}
 	pp := panelPool.Get().(*[]float32)
 	if cap(*pp) < panelRows*w.cols {
@@ -49,29 +54,113 @@ func matRowsVec(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) bool {
 }
 
 // packPanel writes rows [j0, j0+16) of w transposed into p:
-// p[16k+l] = W[j0+l][k], widening bfloat16 exactly.
+// p[16k+l] = W[j0+l][k], widening bfloat16 exactly; 8×8 blocks are
+// transposed in registers.
 func packPanel(w mat, j0 int, p []float32) {
-	k := w.cols
-	for l := range panelRows {
-		r := (j0 + l) * k
-		if w.bf != nil {
-			packColBF(p[l:], w.bf[r:r+k])
-		} else {
-			packCol(p[l:], w.data[r:r+k])
+	n := w.cols
+	p = p[:panelRows*n]
+	n8 := n &^ 7
+	for h := range 2 {
+		packBlock(w.data, w.bf, (j0+8*h)*n, n, n8, p[8*h:])
+	}
+	for k := n8; k < n; k++ {
+		for l := range panelRows {
+			p[panelRows*k+l] = w.at(j0+l, k)
 		}
 	}
 }
 
-func packCol(p, row []float32) {
-	for i, v := range row {
-		p[i*panelRows] = v
+// at is W[j][k] as float32.
+func (m mat) at(j, k int) float32 {
+	if m.bf != nil {
+		return bf16(m.bf[j*m.cols+k])
+	}
+	return m.data[j*m.cols+k]
+}
+
+// load8 loads 8 weights at i of f (float32) or h (bfloat16, widened
+// exactly by shifting its bits into a float32's upper half) as bits.
+func load8(f []float32, h []uint16, i int) archsimd.Uint32x8 {
+	if h != nil {
+		return archsimd.LoadUint16x8((*[8]uint16)(h[i : i+8])).ExtendToUint32().ShiftAllLeft(16)
+	}
+	return archsimd.LoadFloat32x8((*[8]float32)(f[i : i+8])).AsUint32x8()
+}
+
+// packBlock transposes 8 rows (the first at offset i, stride apart) over
+// columns [0, n8) into p with a row stride of 16: p[16k+l] = row l[k].
+func packBlock(f []float32, h []uint16, i, stride, n8 int, p []float32) {
+	for k := 0; k < n8; k += 8 {
+		r0, r1, r2, r3 := load8(f, h, i+k), load8(f, h, i+stride+k), load8(f, h, i+2*stride+k), load8(f, h, i+3*stride+k)
+		r4, r5, r6, r7 := load8(f, h, i+4*stride+k), load8(f, h, i+5*stride+k), load8(f, h, i+6*stride+k), load8(f, h, i+7*stride+k)
+		t0, t1, t2, t3 := r0.InterleaveLoGrouped(r1), r0.InterleaveHiGrouped(r1), r2.InterleaveLoGrouped(r3), r2.InterleaveHiGrouped(r3)
+		t4, t5, t6, t7 := r4.InterleaveLoGrouped(r5), r4.InterleaveHiGrouped(r5), r6.InterleaveLoGrouped(r7), r6.InterleaveHiGrouped(r7)
+		u0, u1 := t0.SelectFromPairGrouped(0, 1, 4, 5, t2), t0.SelectFromPairGrouped(2, 3, 6, 7, t2)
+		u2, u3 := t1.SelectFromPairGrouped(0, 1, 4, 5, t3), t1.SelectFromPairGrouped(2, 3, 6, 7, t3)
+		u4, u5 := t4.SelectFromPairGrouped(0, 1, 4, 5, t6), t4.SelectFromPairGrouped(2, 3, 6, 7, t6)
+		u6, u7 := t5.SelectFromPairGrouped(0, 1, 4, 5, t7), t5.SelectFromPairGrouped(2, 3, 6, 7, t7)
+		q := p[panelRows*k : panelRows*k+7*panelRows+8]
+		u0.Select128FromPair(0, 2, u4).Store((*[8]uint32)(unsafeU32(q[0:8])))
+		u1.Select128FromPair(0, 2, u5).Store((*[8]uint32)(unsafeU32(q[16:24])))
+		u2.Select128FromPair(0, 2, u6).Store((*[8]uint32)(unsafeU32(q[32:40])))
+		u3.Select128FromPair(0, 2, u7).Store((*[8]uint32)(unsafeU32(q[48:56])))
+		u0.Select128FromPair(1, 3, u4).Store((*[8]uint32)(unsafeU32(q[64:72])))
+		u1.Select128FromPair(1, 3, u5).Store((*[8]uint32)(unsafeU32(q[80:88])))
+		u2.Select128FromPair(1, 3, u6).Store((*[8]uint32)(unsafeU32(q[96:104])))
+		u3.Select128FromPair(1, 3, u7).Store((*[8]uint32)(unsafeU32(q[112:120])))
 	}
 }
 
-func packColBF(p []float32, row []uint16) {
-	for i, h := range row {
-		p[i*panelRows] = bf16(h)
+// unsafeU32 views 8 float32s as their bits.
+func unsafeU32(f []float32) []uint32 { return unsafe.Slice((*uint32)(unsafe.Pointer(&f[0])), 8) }
+
+// matVecVec is matRows for one vector: 8 rows at a time, each 8×8 block
+// of weights transposed in registers so that lane l sums row l in
+// ascending k, as dot8 does.
+func matVecVec(w mat, x, y []float32, lo, hi int, accumulate bool) {
+	n := len(x)
+	n8 := n &^ 7
+	j := lo
+	var out [8]float32
+	for ; j+8 <= hi; j += 8 {
+		mvBlock(w.data, w.bf, j*w.cols, w.cols, n8, x).Store(&out)
+		for k := n8; k < n; k++ {
+			for l := range out {
+				out[l] += float32(w.at(j+l, k) * x[k])
+			}
+		}
+		putRow(y[j:j+8], out[:], accumulate)
 	}
+	if j < hi {
+		matRowsScalar(w, [][]float32{x}, [][]float32{y}, j, hi, accumulate)
+	}
+}
+
+// mvBlock sums 8 rows (the first at offset i, stride apart) against x over
+// columns [0, n8), one lane per row, in ascending column order.
+func mvBlock(f []float32, h []uint16, i, stride, n8 int, x []float32) archsimd.Float32x8 {
+	var a archsimd.Float32x8
+	x = x[:n8]
+	for k := 0; k+8 <= len(x); k += 8 {
+		xx := x[k : k+8 : k+8]
+		r0, r1, r2, r3 := load8(f, h, i+k), load8(f, h, i+stride+k), load8(f, h, i+2*stride+k), load8(f, h, i+3*stride+k)
+		r4, r5, r6, r7 := load8(f, h, i+4*stride+k), load8(f, h, i+5*stride+k), load8(f, h, i+6*stride+k), load8(f, h, i+7*stride+k)
+		t0, t1, t2, t3 := r0.InterleaveLoGrouped(r1), r0.InterleaveHiGrouped(r1), r2.InterleaveLoGrouped(r3), r2.InterleaveHiGrouped(r3)
+		t4, t5, t6, t7 := r4.InterleaveLoGrouped(r5), r4.InterleaveHiGrouped(r5), r6.InterleaveLoGrouped(r7), r6.InterleaveHiGrouped(r7)
+		u0, u1 := t0.SelectFromPairGrouped(0, 1, 4, 5, t2), t0.SelectFromPairGrouped(2, 3, 6, 7, t2)
+		u2, u3 := t1.SelectFromPairGrouped(0, 1, 4, 5, t3), t1.SelectFromPairGrouped(2, 3, 6, 7, t3)
+		u4, u5 := t4.SelectFromPairGrouped(0, 1, 4, 5, t6), t4.SelectFromPairGrouped(2, 3, 6, 7, t6)
+		u6, u7 := t5.SelectFromPairGrouped(0, 1, 4, 5, t7), t5.SelectFromPairGrouped(2, 3, 6, 7, t7)
+		a = a.Add(u0.Select128FromPair(0, 2, u4).AsFloat32x8().Mul(archsimd.BroadcastFloat32x8(xx[0])))
+		a = a.Add(u1.Select128FromPair(0, 2, u5).AsFloat32x8().Mul(archsimd.BroadcastFloat32x8(xx[1])))
+		a = a.Add(u2.Select128FromPair(0, 2, u6).AsFloat32x8().Mul(archsimd.BroadcastFloat32x8(xx[2])))
+		a = a.Add(u3.Select128FromPair(0, 2, u7).AsFloat32x8().Mul(archsimd.BroadcastFloat32x8(xx[3])))
+		a = a.Add(u0.Select128FromPair(1, 3, u4).AsFloat32x8().Mul(archsimd.BroadcastFloat32x8(xx[4])))
+		a = a.Add(u1.Select128FromPair(1, 3, u5).AsFloat32x8().Mul(archsimd.BroadcastFloat32x8(xx[5])))
+		a = a.Add(u2.Select128FromPair(1, 3, u6).AsFloat32x8().Mul(archsimd.BroadcastFloat32x8(xx[6])))
+		a = a.Add(u3.Select128FromPair(1, 3, u7).AsFloat32x8().Mul(archsimd.BroadcastFloat32x8(xx[7])))
+	}
+	return a
 }
 
 // panelTimes computes one packed panel (rows j0..j0+15) against every

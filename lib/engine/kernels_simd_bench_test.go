@@ -29,15 +29,19 @@ func BenchmarkGEMM(b *testing.B) {
 			flop := 2 * float64(sh.rows*sh.cols*m)
 			b.Run(fmt.Sprintf("%s-%dx%d/M=%d", sh.name, sh.rows, sh.cols, m), func(b *testing.B) {
 				var vec, scalar time.Duration
+				var cpu float64
 				for b.Loop() {
+					c0 := processCPU()
 					t0 := time.Now()
 					withSIMD(true, func() { matMul(w, xs, ys, false) })
 					t1 := time.Now()
+					cpu += processCPU() - c0
 					withSIMD(false, func() { matMul(w, xs, ys, false) })
 					vec, scalar = vec+t1.Sub(t0), scalar+time.Since(t1)
 				}
 				n := float64(b.N)
 				b.ReportMetric(flop*n/vec.Seconds()/1e9, "GFLOP/s")
+				b.ReportMetric(flop*n/cpu/1e9, "GFLOP/cpu-s")
 				b.ReportMetric(flop*n/scalar.Seconds()/1e9, "GFLOP/s-scalar")
 				b.ReportMetric(scalar.Seconds()/vec.Seconds(), "x-scalar")
 				b.ReportMetric(fma, "GFLOP/s-fma-peak")
