@@ -14,8 +14,12 @@ import (
 // order, with a separate multiply and add (archsimd never fuses them), so
 // every result has the same bits as the scalar path in kernels.go.
 
-// simdOK reports whether this CPU runs the 256-bit kernels (AVX2).
-var simdOK = archsimd.X86.AVX2()
+// simdOK reports whether this CPU runs the 256-bit kernels (AVX2);
+// avx512 whether it also runs the 512-bit register tile.
+var (
+	simdOK = archsimd.X86.AVX2()
+	avx512 = archsimd.X86.AVX512()
+)
 
 // panelRows is the number of weight rows packed into one panel: two
 // 8-lane vectors, one lane per output row.
@@ -166,10 +170,18 @@ func mvBlock(f []float32, h []uint16, i, stride, n8 int, x []float32) archsimd.F
 // panelTimes computes one packed panel (rows j0..j0+15) against every
 // vector of xs, four vectors per pass, then one at a time.
 func panelTimes(p []float32, xs, ys [][]float32, j0 int, accumulate bool) {
-	var out [4][panelRows]float32
+	var out [8][panelRows]float32
 	b := 0
+	if avx512 {
+		for ; b+6 <= len(xs); b += 6 {
+			panel6z(p, xs[b:b+6], &out)
+			for t := range 6 {
+				putRow(ys[b+t][j0:j0+panelRows], out[t][:], accumulate)
+			}
+		}
+	}
 	for ; b+4 <= len(xs); b += 4 {
-		panel4(p, xs[b], xs[b+1], xs[b+2], xs[b+3], &out)
+		panel4(p, xs[b], xs[b+1], xs[b+2], xs[b+3], (*[4][panelRows]float32)(out[:4]))
 		for t := range 4 {
 			putRow(ys[b+t][j0:j0+panelRows], out[t][:], accumulate)
 		}
@@ -189,6 +201,31 @@ func putRow(y, v []float32, accumulate bool) {
 	for i := range y {
 		y[i] += v[i]
 	}
+}
+
+// panel6z is the AVX-512 register tile: 16 rows (one 16-lane vector) × 6
+// vectors, the same operations per lane as panel4; six accumulators leave
+// the compiler's 16 vector registers enough room not to spill.
+func panel6z(p []float32, xs [][]float32, out *[8][panelRows]float32) {
+	n := len(xs[0])
+	x0, x1, x2, x3, x4, x5 := xs[0][:n], xs[1][:n], xs[2][:n], xs[3][:n], xs[4][:n], xs[5][:n]
+	p = p[:panelRows*n]
+	var a0, a1, a2, a3, a4, a5 archsimd.Float32x16
+	for k := range n {
+		w := archsimd.LoadFloat32x16((*[16]float32)(p[panelRows*k : panelRows*k+panelRows]))
+		a0 = a0.Add(w.Mul(archsimd.BroadcastFloat32x16(x0[k])))
+		a1 = a1.Add(w.Mul(archsimd.BroadcastFloat32x16(x1[k])))
+		a2 = a2.Add(w.Mul(archsimd.BroadcastFloat32x16(x2[k])))
+		a3 = a3.Add(w.Mul(archsimd.BroadcastFloat32x16(x3[k])))
+		a4 = a4.Add(w.Mul(archsimd.BroadcastFloat32x16(x4[k])))
+		a5 = a5.Add(w.Mul(archsimd.BroadcastFloat32x16(x5[k])))
+	}
+	a0.Store(&out[0])
+	a1.Store(&out[1])
+	a2.Store(&out[2])
+	a3.Store(&out[3])
+	a4.Store(&out[4])
+	a5.Store(&out[5])
 }
 
 // panel4 is the register tile: 16 rows × 4 vectors, eight accumulators.
