@@ -294,6 +294,11 @@ func matTBlockVec(w mat, ys, xs [][]float32, j0, j1, c0, c1 int) bool {
 	c := c0
 	for ; c+16 <= c1; c += 16 {
 		b := 0
+		if avx512 && w.bf == nil {
+			for ; b+6 <= len(ys); b += 6 {
+				tBlock6z(w, ys[b:b+6], xs[b:b+6], j0, j1, c)
+			}
+		}
 		for ; b+4 <= len(ys); b += 4 {
 			tBlock4(w, ys[b:b+4], xs[b:b+4], j0, j1, c)
 		}
@@ -331,6 +336,32 @@ func tBlock4(w mat, ys, xs [][]float32, j0, j1, c int) {
 	store16((*[16]float32)(x3), a3, b3)
 }
 
+// tBlock6z is tBlock4 for float32 weights with 16-lane vectors and six
+// vectors of the batch.
+func tBlock6z(w mat, ys, xs [][]float32, j0, j1, c int) {
+	y0, y1, y2, y3, y4, y5 := ys[0][:j1], ys[1][:j1], ys[2][:j1], ys[3][:j1], ys[4][:j1], ys[5][:j1]
+	x0, x1, x2 := (*[16]float32)(xs[0][c:c+16]), (*[16]float32)(xs[1][c:c+16]), (*[16]float32)(xs[2][c:c+16])
+	x3, x4, x5 := (*[16]float32)(xs[3][c:c+16]), (*[16]float32)(xs[4][c:c+16]), (*[16]float32)(xs[5][c:c+16])
+	a0, a1, a2 := archsimd.LoadFloat32x16(x0), archsimd.LoadFloat32x16(x1), archsimd.LoadFloat32x16(x2)
+	a3, a4, a5 := archsimd.LoadFloat32x16(x3), archsimd.LoadFloat32x16(x4), archsimd.LoadFloat32x16(x5)
+	for j := j0; j < j1; j++ {
+		i := j*w.cols + c
+		v := archsimd.LoadFloat32x16((*[16]float32)(w.data[i : i+16]))
+		a0 = a0.Add(v.Mul(archsimd.BroadcastFloat32x16(y0[j])))
+		a1 = a1.Add(v.Mul(archsimd.BroadcastFloat32x16(y1[j])))
+		a2 = a2.Add(v.Mul(archsimd.BroadcastFloat32x16(y2[j])))
+		a3 = a3.Add(v.Mul(archsimd.BroadcastFloat32x16(y3[j])))
+		a4 = a4.Add(v.Mul(archsimd.BroadcastFloat32x16(y4[j])))
+		a5 = a5.Add(v.Mul(archsimd.BroadcastFloat32x16(y5[j])))
+	}
+	a0.Store(x0)
+	a1.Store(x1)
+	a2.Store(x2)
+	a3.Store(x3)
+	a4.Store(x4)
+	a5.Store(x5)
+}
+
 func tBlock1(w mat, y, x []float32, j0, j1, c int) {
 	y = y[:j1]
 	xx := x[c : c+16]
@@ -352,6 +383,15 @@ func outerRowsVec(dst []float32, cols int, us, vs [][]float32, lo, hi int) bool 
 	for k0 := 0; k0 < cols; k0 += tCols {
 		k1 := min(k0+tCols, cols)
 		o := lo
+		if avx512 {
+			for ; o+6 <= hi; o += 6 {
+				k := k0
+				for ; k+16 <= k1; k += 16 {
+					outer6z(dst, cols, us, vs, o, k)
+				}
+				outerTail(dst, cols, us, vs, o, o+6, k, k1)
+			}
+		}
 		for ; o+4 <= hi; o += 4 {
 			k := k0
 			for ; k+16 <= k1; k += 16 {
@@ -388,6 +428,30 @@ func outer4(dst []float32, cols int, us, vs [][]float32, o, k int) {
 	store16((*[16]float32)(d1), a1, b1)
 	store16((*[16]float32)(d2), a2, b2)
 	store16((*[16]float32)(d3), a3, b3)
+}
+
+// outer6z is outer4 with 16-lane vectors and six rows.
+func outer6z(dst []float32, cols int, us, vs [][]float32, o, k int) {
+	d := func(r int) *[16]float32 { return (*[16]float32)(dst[(o+r)*cols+k : (o+r)*cols+k+16]) }
+	d0, d1, d2, d3, d4, d5 := d(0), d(1), d(2), d(3), d(4), d(5)
+	a0, a1, a2 := archsimd.LoadFloat32x16(d0), archsimd.LoadFloat32x16(d1), archsimd.LoadFloat32x16(d2)
+	a3, a4, a5 := archsimd.LoadFloat32x16(d3), archsimd.LoadFloat32x16(d4), archsimd.LoadFloat32x16(d5)
+	for b, u := range us {
+		u = u[o : o+6 : o+6]
+		v := archsimd.LoadFloat32x16((*[16]float32)(vs[b][k : k+16]))
+		a0 = a0.Add(v.Mul(archsimd.BroadcastFloat32x16(u[0])))
+		a1 = a1.Add(v.Mul(archsimd.BroadcastFloat32x16(u[1])))
+		a2 = a2.Add(v.Mul(archsimd.BroadcastFloat32x16(u[2])))
+		a3 = a3.Add(v.Mul(archsimd.BroadcastFloat32x16(u[3])))
+		a4 = a4.Add(v.Mul(archsimd.BroadcastFloat32x16(u[4])))
+		a5 = a5.Add(v.Mul(archsimd.BroadcastFloat32x16(u[5])))
+	}
+	a0.Store(d0)
+	a1.Store(d1)
+	a2.Store(d2)
+	a3.Store(d3)
+	a4.Store(d4)
+	a5.Store(d5)
 }
 
 // outerTail does rows [o0, o1) × columns [k0, k1) one element at a time,
