@@ -294,9 +294,14 @@ func matTBlockVec(w mat, ys, xs [][]float32, j0, j1, c0, c1 int) bool {
 	c := c0
 	for ; c+16 <= c1; c += 16 {
 		b := 0
-		if avx512 && w.bf == nil {
+		if avx512 && len(ys) >= 6 {
+			// The strip's rows are a whole matrix row apart (often 4 KiB,
+			// which maps them all to one L1 set): copy it contiguous once
+			// and reuse it for every vector of the batch.
+			var buf [16 * tRows]float32
+			strip := stripBuf(w, j0, j1, c, buf[:0])
 			for ; b+6 <= len(ys); b += 6 {
-				tBlock6z(w, ys[b:b+6], xs[b:b+6], j0, j1, c)
+				tBlock6z(strip, ys[b:b+6], xs[b:b+6], j0, j1, c)
 			}
 		}
 		for ; b+4 <= len(ys); b += 4 {
@@ -336,17 +341,33 @@ func tBlock4(w mat, ys, xs [][]float32, j0, j1, c int) {
 	store16((*[16]float32)(x3), a3, b3)
 }
 
-// tBlock6z is tBlock4 for float32 weights with 16-lane vectors and six
-// vectors of the batch.
-func tBlock6z(w mat, ys, xs [][]float32, j0, j1, c int) {
+// stripBuf appends W[j0:j1][c:c+16] to buf ([j1-j0][16], contiguous),
+// widening bfloat16 exactly.
+func stripBuf(w mat, j0, j1, c int, buf []float32) []float32 {
+	for j := j0; j < j1; j++ {
+		i := j*w.cols + c
+		if w.bf != nil {
+			for _, h := range w.bf[i : i+16] {
+				buf = append(buf, bf16(h))
+			}
+		} else {
+			buf = append(buf, w.data[i:i+16]...)
+		}
+	}
+	return buf
+}
+
+// tBlock6z is tBlock4 with 16-lane vectors and six vectors of the batch,
+// reading the weights from a strip made by stripBuf.
+func tBlock6z(strip []float32, ys, xs [][]float32, j0, j1, c int) {
 	y0, y1, y2, y3, y4, y5 := ys[0][:j1], ys[1][:j1], ys[2][:j1], ys[3][:j1], ys[4][:j1], ys[5][:j1]
 	x0, x1, x2 := (*[16]float32)(xs[0][c:c+16]), (*[16]float32)(xs[1][c:c+16]), (*[16]float32)(xs[2][c:c+16])
 	x3, x4, x5 := (*[16]float32)(xs[3][c:c+16]), (*[16]float32)(xs[4][c:c+16]), (*[16]float32)(xs[5][c:c+16])
 	a0, a1, a2 := archsimd.LoadFloat32x16(x0), archsimd.LoadFloat32x16(x1), archsimd.LoadFloat32x16(x2)
 	a3, a4, a5 := archsimd.LoadFloat32x16(x3), archsimd.LoadFloat32x16(x4), archsimd.LoadFloat32x16(x5)
 	for j := j0; j < j1; j++ {
-		i := j*w.cols + c
-		v := archsimd.LoadFloat32x16((*[16]float32)(w.data[i : i+16]))
+		i := 16 * (j - j0)
+		v := archsimd.LoadFloat32x16((*[16]float32)(strip[i : i+16]))
 		a0 = a0.Add(v.Mul(archsimd.BroadcastFloat32x16(y0[j])))
 		a1 = a1.Add(v.Mul(archsimd.BroadcastFloat32x16(y1[j])))
 		a2 = a2.Add(v.Mul(archsimd.BroadcastFloat32x16(y2[j])))
