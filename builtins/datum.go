@@ -6,8 +6,11 @@ import (
 	gotime "time"
 
 	"github.com/tinkershell/tinker/lib/chat"
+	"github.com/tinkershell/tinker/lib/modelref"
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
+	"github.com/tinkershell/tinker/lib/train"
 	"go.starlark.net/starlark"
 )
 
@@ -42,29 +45,40 @@ var (
 	_ starlark.HasAttrs = (*Datum)(nil)
 )
 
-var datumAttrs = []string{"advantages", "logprobs", "target_tokens", "tokens", "weights"}
-
 func (d *Datum) String() string {
-	return "<datum " + Count(len(d.D.ModelInput), "token", "tokens") + ">"
+	return "<datum " + ops.Count(len(d.D.ModelInput), "token", "tokens") + ">"
 }
 func (d *Datum) Type() string          { return "datum" }
 func (d *Datum) Freeze()               {}
 func (d *Datum) Truth() starlark.Bool  { return true }
 func (d *Datum) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: datum") }
-func (d *Datum) AttrNames() []string   { return append([]string(nil), datumAttrs...) }
+func (d *Datum) AttrNames() []string   { return datumAttrs.names(d) }
 
+// Attr also reads a loss input the table does not name, as given.
 func (d *Datum) Attr(name string) (starlark.Value, error) {
-	if name == "tokens" {
-		return intList(d.D.ModelInput), nil
+	if t, ok := d.D.LossFnInputs[name]; ok && name != "tokens" {
+		return tensorList(t), nil
 	}
-	t, ok := d.D.LossFnInputs[name]
-	if !ok {
-		if name == "target_tokens" || name == "weights" || name == "logprobs" || name == "advantages" {
-			return starlark.None, nil
+	return datumAttrs.get(d, name)
+}
+
+var datumAttrs = attrTable[*Datum]{
+	lossInput("advantages", "per-token advantages, or None"),
+	lossInput("logprobs", "per-token sampling logprobs, or None"),
+	lossInput("target_tokens", "the token each position predicts, or None"),
+	field("tokens", "the input token ids", func(d *Datum) starlark.Value { return intList(d.D.ModelInput) }),
+	lossInput("weights", "per-token loss weights (1 where the model learns), or None"),
+}
+
+// lossInput is the attribute of one of a datum's loss inputs: None when
+// the datum has none of that name.
+func lossInput(name, doc string) attr[*Datum] {
+	return field(name, doc, func(d *Datum) starlark.Value {
+		if t, ok := d.D.LossFnInputs[name]; ok {
+			return tensorList(t)
 		}
-		return nil, nil
-	}
-	return tensorList(t), nil
+		return starlark.None
+	})
 }
 
 func tensorList(t tinkerapi.Tensor) *starlark.List {
@@ -86,17 +100,7 @@ func float32List(v []float32) *starlark.List {
 	return starlark.NewList(l)
 }
 
-func (d *Datum) trained() float64 {
-	w, ok := d.D.LossFnInputs["weights"]
-	if !ok {
-		return float64(len(d.D.ModelInput))
-	}
-	s := 0.0
-	for _, x := range w.Float32 {
-		s += float64(x)
-	}
-	return s
-}
+func (d *Datum) trained() float64 { return train.Weight(d.D) }
 
 func (d *Datum) Record(gotime.Time) *render.Record {
 	return &render.Record{Title: "Datum", Fields: []render.Field{
@@ -112,13 +116,13 @@ func (d *Datum) Row(now gotime.Time) []string {
 	f := d.Record(now).Fields
 	return []string{f[0].Value, f[1].Value, f[2].Value}
 }
-func (d *Datum) ListTitle(n int) string { return Plural(n, "datum", "data") }
+func (d *Datum) ListTitle(n int) string { return ops.Plural(n, "datum", "data") }
 
 func sortedNames(m map[string]tinkerapi.Tensor) []string {
 	var out []string
-	for _, k := range datumAttrs {
-		if _, ok := m[k]; ok {
-			out = append(out, k)
+	for _, a := range datumAttrs {
+		if _, ok := m[a.name]; ok {
+			out = append(out, a.name)
 		}
 	}
 	return out
@@ -205,38 +209,6 @@ func datumFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	return &Datum{D: d}, nil
 }
 
-// ConversationDatum renders a conversation for training and shifts it into
-// a datum: input tokens[:-1], targets tokens[1:], weights aligned with the
-// targets. maxLength > 0 caps the rendered tokens; truncate says whether a
-// longer conversation is cut (else it is an error).
-func ConversationDatum(r chat.Renderer, msgs []chat.Message, trainOn string, maxLength int, truncate bool) (tinkerapi.Datum, error) {
-	tr, err := r.RenderForTraining(msgs, trainOn)
-	if err != nil {
-		return tinkerapi.Datum{}, err
-	}
-	if maxLength > 0 && len(tr.Tokens) > maxLength {
-		if !truncate {
-			return tinkerapi.Datum{}, fmt.Errorf("%d tokens, longer than max_length %d", len(tr.Tokens), maxLength)
-		}
-		tr.Tokens, tr.Weights = tr.Tokens[:maxLength], tr.Weights[:maxLength]
-	}
-	trained := false
-	for _, w := range tr.Weights[1:] {
-		trained = trained || w > 0
-	}
-	if len(tr.Tokens) < 2 || !trained {
-		return tinkerapi.Datum{}, fmt.Errorf("no trainable token (train_on=%q)", trainOn)
-	}
-	targets := make([]int64, len(tr.Tokens)-1)
-	for i, t := range tr.Tokens[1:] {
-		targets[i] = int64(t)
-	}
-	return tinkerapi.Datum{ModelInput: tr.Tokens[:len(tr.Tokens)-1], LossFnInputs: map[string]tinkerapi.Tensor{
-		"target_tokens": tinkerapi.Int64s(targets),
-		"weights":       tinkerapi.Float32s(tr.Weights[1:]),
-	}}, nil
-}
-
 func conversationDatumFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var model string
 	var msgsV starlark.Value
@@ -259,7 +231,7 @@ func conversationDatumFn(thread *starlark.Thread, b *starlark.Builtin, args star
 	if err != nil {
 		return nil, fail(err)
 	}
-	r, err := rendererFor(ContextOf(thread), model, name)
+	r, err := modelref.Renderer(ContextOf(thread), model, name)
 	if err != nil {
 		return nil, fail(err)
 	}
@@ -267,7 +239,7 @@ func conversationDatumFn(thread *starlark.Thread, b *starlark.Builtin, args star
 	if maxLen != nil {
 		n = int(*maxLen)
 	}
-	d, err := ConversationDatum(r, msgs, trainOn, n, true)
+	d, err := train.ConversationDatum(r, msgs, trainOn, n, true)
 	if err != nil {
 		return nil, fail(err)
 	}

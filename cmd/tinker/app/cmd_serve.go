@@ -11,8 +11,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tinkershell/tinker/builtins"
 	"github.com/tinkershell/tinker/lib/engine"
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/server"
 	"github.com/tinkershell/tinker/shell"
 )
@@ -130,7 +130,7 @@ func runImport(c *invocation) int {
 		fmt.Fprintf(c.io.Err, "Error: import %s: %v\n", file, err)
 		return shell.ExitError
 	}
-	fmt.Fprintf(c.io.Err, "Imported %s and %s into %s in %.2fs\n", builtins.Count(stats.Runs, "run", "runs"), builtins.Count(stats.Checkpoints, "checkpoint", "checkpoints"), dir, time.Since(start).Seconds())
+	fmt.Fprintf(c.io.Err, "Imported %s and %s into %s in %.2fs\n", ops.Count(stats.Runs, "run", "runs"), ops.Count(stats.Checkpoints, "checkpoint", "checkpoints"), dir, time.Since(start).Seconds())
 	return shell.ExitOK
 }
 
