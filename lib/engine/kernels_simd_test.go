@@ -5,6 +5,7 @@ package engine
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -43,7 +44,8 @@ func flat(xs [][]float32) []float32 { return slices.Concat(xs...) }
 // TestSIMDMatchesScalar runs every vector kernel and its scalar twin on the
 // same inputs (odd shapes with leftover rows, columns and vectors; float32
 // and bfloat16 weights; accumulating or not) and requires identical bits,
-// and requires each vector of a batch to get the bits it gets alone.
+// and requires each vector of a batch to get the bits it gets alone and
+// under any number of goroutines.
 func TestSIMDMatchesScalar(t *testing.T) {
 	if !simdOK {
 		t.Fatal("built with GOEXPERIMENT=simd but the CPU has no AVX2: the vector kernels cannot be checked here")
@@ -85,6 +87,16 @@ func TestSIMDMatchesScalar(t *testing.T) {
 				matMul(m, xs, ys, false)
 				batch = flat(ys)
 			})
+			for _, procs := range []int{1, 3} {
+				ys := randRows(n, rows, 4)
+				func() {
+					defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+					matMul(m, xs, ys, false)
+				}()
+				if !bitsEqual(flat(ys), batch) {
+					t.Fatalf("%v: GOMAXPROCS=%d changes the batched product's bits", sz, procs)
+				}
+			}
 			for b := range n {
 				one := make([]float32, rows)
 				matMul(m, xs[b:b+1], [][]float32{one}, false)
