@@ -47,21 +47,26 @@ func BenchmarkPrefillDecode(b *testing.B) {
 			for i := range prompt {
 				prompt[i] = (i * 7919) % c.VocabSize
 			}
+			var cpu float64 // of the current run
 			run := func(p []int, gen int) time.Duration {
-				t0 := time.Now()
+				c0, t0 := processCPU(), time.Now()
 				seed := int64(1)
 				if _, err := m.Sample(context.Background(), SampleRequest{Prompt: p, NumSamples: 1, MaxTokens: gen, Temperature: 1, Seed: &seed}); err != nil {
 					b.Fatal(err)
 				}
+				cpu = processCPU() - c0
 				return time.Since(t0)
 			}
 			var pre, dec, preS, decS time.Duration
+			var preCPU, preCPUS float64
 			for b.Loop() {
 				pre += run(prompt, 1)
+				preCPU += cpu
 				dec += run(prompt[:1], decodeTokens+1) - run(prompt[:1], 1)
 				if simdOK {
 					useSIMD = false
 					preS += run(prompt, 1)
+					preCPUS += cpu
 					decS += run(prompt[:1], decodeTokens+1) - run(prompt[:1], 1)
 					useSIMD = true
 				}
@@ -79,6 +84,8 @@ func BenchmarkPrefillDecode(b *testing.B) {
 			b.ReportMetric(bw/1e9, "GB/s-read")
 			if simdOK {
 				b.ReportMetric(prefillTokens*n/preS.Seconds(), "tok/s-prefill-scalar")
+				b.ReportMetric(prefillTokens*n/preCPU, "tok/cpu-s-prefill")
+				b.ReportMetric(prefillTokens*n/preCPUS, "tok/cpu-s-prefill-scalar")
 				b.ReportMetric(decodeTokens*n/decS.Seconds(), "tok/s-decode-scalar")
 			}
 		})

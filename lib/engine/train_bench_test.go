@@ -79,7 +79,7 @@ func BenchmarkTrainStep(b *testing.B) {
 			}
 			step(data) // sizes the scratch arena
 			var d, scalar time.Duration
-			var cpu float64
+			var cpu, scalarCPU float64
 			for b.Loop() {
 				c0 := processCPU()
 				t0 := time.Now()
@@ -88,9 +88,10 @@ func BenchmarkTrainStep(b *testing.B) {
 				cpu += processCPU() - c0
 				if simdOK {
 					useSIMD = false
-					t0 = time.Now()
+					c0, t0 = processCPU(), time.Now()
 					step(data[:1])
 					scalar += time.Since(t0)
+					scalarCPU += processCPU() - c0
 					useSIMD = true
 				}
 			}
@@ -100,6 +101,8 @@ func BenchmarkTrainStep(b *testing.B) {
 			if simdOK {
 				b.ReportMetric(float64(n*b.N)/scalar.Seconds(), "tok/s-scalar")
 				b.ReportMetric(float64(tc.seqs)*scalar.Seconds()/d.Seconds(), "x-scalar")
+				b.ReportMetric(float64(tc.seqs*n*b.N)/cpu, "tok/cpu-s")
+				b.ReportMetric(float64(n*b.N)/scalarCPU, "tok/cpu-s-scalar")
 			}
 			if torch, ok := torchTokS(b, c, tc.seqs, n); ok {
 				b.ReportMetric(torch, "tok/s-pytorch")
