@@ -242,12 +242,12 @@ func checkSample(req *SampleRequest) *errorResponse {
 		return nil // the sampler reports models it does not know
 	}
 	for i, t := range req.Prompt {
-		if t < 0 || t >= arch.Vocab {
-			return errorf(http.StatusBadRequest, "prompt token %d (at position %d) is outside %s's vocabulary (0..%d)", t, i, arch.Name, arch.Vocab-1)
+		if t < 0 || t >= arch.VocabSize {
+			return errorf(http.StatusBadRequest, "prompt token %d (at position %d) is outside %s's vocabulary (0..%d)", t, i, arch.Name, arch.VocabSize-1)
 		}
 	}
-	if len(req.Prompt)+req.MaxTokens > arch.MaxContext {
-		return errorf(http.StatusBadRequest, "prompt (%d tokens) + max_tokens (%d) exceeds %s's context of %d tokens", len(req.Prompt), req.MaxTokens, arch.Name, arch.MaxContext)
+	if len(req.Prompt)+req.MaxTokens > arch.MaxPositionEmbeddings {
+		return errorf(http.StatusBadRequest, "prompt (%d tokens) + max_tokens (%d) exceeds %s's context of %d tokens", len(req.Prompt), req.MaxTokens, arch.Name, arch.MaxPositionEmbeddings)
 	}
 	return nil
 }
@@ -306,14 +306,18 @@ func (s *Server) submitSample(w http.ResponseWriter, r *http.Request, owner, ses
 	}
 	s.samples.Add(1)
 	sampler := s.opts.Sampler
-	f := s.startFuture(owner, func() ([]byte, []byte, error) {
+	caller, cancel := context.WithCancel(s.workContext(session)) // done when the caller goes
+	f := s.startFutureWith(owner, futureOpts{session: session, cancel: cancel}, func() ([]byte, []byte, error) {
 		defer s.samples.Add(-1)
+		ctx, stop := eitherDone(s.ctx, caller) // or when the server closes
+		defer stop()
 		if sampler == nil {
 			s.logRequest(session, "sample", start, 400, "no sampling engine")
 			return nil, nil, userErrorf("sampling is not available: this local server was started without a sampling engine")
 		}
-		resp, err := sampler.Sample(s.ctx, req)
+		resp, err := sampler.Sample(ctx, req)
 		if err != nil {
+			err = s.cancelled(caller, "sample", err)
 			s.logRequest(session, "sample", start, 500, err.Error())
 			return nil, nil, err
 		}
