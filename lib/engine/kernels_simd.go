@@ -40,6 +40,15 @@ func matRowsVec(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) bool {
 		matVecVec(w, xs[0], ys[0], lo, hi, accumulate)
 		return true
 	}
+	if zTile && len(xs) >= zToks {
+		lo = matRowsZ(w, xs, ys, lo, hi, accumulate)
+		if hi-lo < panelRows {
+			if lo < hi {
+				matRowsScalar(w, xs, ys, lo, hi, accumulate)
+			}
+			return true
+		}
+	}
 	pp := panelPool.Get().(*[]float32)
 	if cap(*pp) < panelRows*w.cols {
 		*pp = make([]float32, panelRows*w.cols)
@@ -47,7 +56,7 @@ func matRowsVec(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) bool {
 	p := (*pp)[:panelRows*w.cols]
 	j := lo
 	for ; j+panelRows <= hi; j += panelRows {
-		packPanel(w, j, p)
+		packPanel(w, j, panelRows, p)
 		panelTimes(p, xs, ys, j, accumulate)
 	}
 	panelPool.Put(pp)
@@ -57,19 +66,19 @@ func matRowsVec(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) bool {
 	return true
 }
 
-// packPanel writes rows [j0, j0+16) of w transposed into p:
-// p[16k+l] = W[j0+l][k], widening bfloat16 exactly; 8×8 blocks are
+// packPanel writes rows [j0, j0+rows) of w transposed into p:
+// p[rows·k+l] = W[j0+l][k], widening bfloat16 exactly; 8×8 blocks are
 // transposed in registers.
-func packPanel(w mat, j0 int, p []float32) {
+func packPanel(w mat, j0, rows int, p []float32) {
 	n := w.cols
-	p = p[:panelRows*n]
+	p = p[:rows*n]
 	n8 := n &^ 7
-	for h := range 2 {
-		packBlock(w.data, w.bf, (j0+8*h)*n, n, n8, p[8*h:])
+	for h := 0; h < rows; h += 8 {
+		packBlock(w.data, w.bf, (j0+h)*n, n, n8, rows, p[h:])
 	}
 	for k := n8; k < n; k++ {
-		for l := range panelRows {
-			p[panelRows*k+l] = w.at(j0+l, k)
+		for l := range rows {
+			p[rows*k+l] = w.at(j0+l, k)
 		}
 	}
 }
@@ -92,8 +101,8 @@ func load8(f []float32, h []uint16, i int) archsimd.Uint32x8 {
 }
 
 // packBlock transposes 8 rows (the first at offset i, stride apart) over
-// columns [0, n8) into p with a row stride of 16: p[16k+l] = row l[k].
-func packBlock(f []float32, h []uint16, i, stride, n8 int, p []float32) {
+// columns [0, n8) into p with a row stride of ps: p[ps·k+l] = row l[k].
+func packBlock(f []float32, h []uint16, i, stride, n8, ps int, p []float32) {
 	for k := 0; k < n8; k += 8 {
 		r0, r1, r2, r3 := load8(f, h, i+k), load8(f, h, i+stride+k), load8(f, h, i+2*stride+k), load8(f, h, i+3*stride+k)
 		r4, r5, r6, r7 := load8(f, h, i+4*stride+k), load8(f, h, i+5*stride+k), load8(f, h, i+6*stride+k), load8(f, h, i+7*stride+k)
@@ -103,15 +112,15 @@ func packBlock(f []float32, h []uint16, i, stride, n8 int, p []float32) {
 		u2, u3 := t1.SelectFromPairGrouped(0, 1, 4, 5, t3), t1.SelectFromPairGrouped(2, 3, 6, 7, t3)
 		u4, u5 := t4.SelectFromPairGrouped(0, 1, 4, 5, t6), t4.SelectFromPairGrouped(2, 3, 6, 7, t6)
 		u6, u7 := t5.SelectFromPairGrouped(0, 1, 4, 5, t7), t5.SelectFromPairGrouped(2, 3, 6, 7, t7)
-		q := p[panelRows*k : panelRows*k+7*panelRows+8]
+		q := p[ps*k : ps*k+7*ps+8]
 		u0.Select128FromPair(0, 2, u4).Store((*[8]uint32)(unsafeU32(q[0:8])))
-		u1.Select128FromPair(0, 2, u5).Store((*[8]uint32)(unsafeU32(q[16:24])))
-		u2.Select128FromPair(0, 2, u6).Store((*[8]uint32)(unsafeU32(q[32:40])))
-		u3.Select128FromPair(0, 2, u7).Store((*[8]uint32)(unsafeU32(q[48:56])))
-		u0.Select128FromPair(1, 3, u4).Store((*[8]uint32)(unsafeU32(q[64:72])))
-		u1.Select128FromPair(1, 3, u5).Store((*[8]uint32)(unsafeU32(q[80:88])))
-		u2.Select128FromPair(1, 3, u6).Store((*[8]uint32)(unsafeU32(q[96:104])))
-		u3.Select128FromPair(1, 3, u7).Store((*[8]uint32)(unsafeU32(q[112:120])))
+		u1.Select128FromPair(0, 2, u5).Store((*[8]uint32)(unsafeU32(q[ps : ps+8])))
+		u2.Select128FromPair(0, 2, u6).Store((*[8]uint32)(unsafeU32(q[2*ps : 2*ps+8])))
+		u3.Select128FromPair(0, 2, u7).Store((*[8]uint32)(unsafeU32(q[3*ps : 3*ps+8])))
+		u0.Select128FromPair(1, 3, u4).Store((*[8]uint32)(unsafeU32(q[4*ps : 4*ps+8])))
+		u1.Select128FromPair(1, 3, u5).Store((*[8]uint32)(unsafeU32(q[5*ps : 5*ps+8])))
+		u2.Select128FromPair(1, 3, u6).Store((*[8]uint32)(unsafeU32(q[6*ps : 6*ps+8])))
+		u3.Select128FromPair(1, 3, u7).Store((*[8]uint32)(unsafeU32(q[7*ps : 7*ps+8])))
 	}
 }
 
@@ -527,4 +536,116 @@ func dot1Vec(w, x []float32) (float32, bool) {
 		s[0] += float32(w[i] * x[i])
 	}
 	return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])), true
+}
+
+// The AVX-512 register tile: zRows weight rows (two 16-lane vectors) ×
+// zToks vectors of the batch, six accumulators. The compiler allocates
+// only 15 vector registers and schedules every product of a step before
+// its additions, so a step needs room for the accumulators and the
+// products at once; two weight vectors per broadcast halve the
+// broadcasts of a 16-row tile. zBlock columns of a packed panel (16 KiB)
+// stay in L1 while every vector of the batch meets them; the partial sums
+// wait in float32 between blocks, which gives the same bits as one pass.
+var zTile = avx512
+
+const (
+	zRows  = 32
+	zToks  = 3
+	zBlock = 128
+)
+
+// matRowsZ computes rows [lo, lo+32·⌊(hi-lo)/32⌋) of the product with the
+// AVX-512 tile and returns the first row it left.
+func matRowsZ(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) int {
+	n := w.cols
+	pp := panelPool.Get().(*[]float32)
+	if need := zRows*n + zRows*len(xs); cap(*pp) < need {
+		*pp = make([]float32, need)
+	}
+	p := (*pp)[:zRows*n]
+	acc := (*pp)[zRows*n : zRows*n+zRows*len(xs)]
+	j := lo
+	for ; j+zRows <= hi; j += zRows {
+		packPanel(w, j, zRows, p)
+		clear(acc)
+		for k0 := 0; k0 < n; k0 += zBlock {
+			k1 := min(k0+zBlock, n)
+			b := 0
+			for ; b+zToks <= len(xs); b += zToks {
+				panelZ3(p, xs[b], xs[b+1], xs[b+2], k0, k1, (*[zToks * zRows]float32)(acc[zRows*b:]))
+			}
+			for ; b < len(xs); b++ {
+				panelZ1(p, xs[b], k0, k1, (*[zRows]float32)(acc[zRows*b:]))
+			}
+		}
+		for b, y := range ys[:len(xs)] {
+			putRow(y[j:j+zRows], acc[zRows*b:zRows*b+zRows], accumulate)
+		}
+	}
+	panelPool.Put(pp)
+	return j
+}
+
+// panelZ3 continues the sums of a 32-row panel against three vectors over
+// columns [k0, k1): acc[32t+l] += p[32k+l]·x_t[k] in ascending k.
+func panelZ3(p, x0, x1, x2 []float32, k0, k1 int, acc *[zToks * zRows]float32) {
+	p = p[:zRows*k1]
+	x0, x1, x2 = x0[:k1], x1[:k1], x2[:k1]
+	a0, b0 := archsimd.LoadFloat32x16((*[16]float32)(acc[0:16])), archsimd.LoadFloat32x16((*[16]float32)(acc[16:32]))
+	a1, b1 := archsimd.LoadFloat32x16((*[16]float32)(acc[32:48])), archsimd.LoadFloat32x16((*[16]float32)(acc[48:64]))
+	a2, b2 := archsimd.LoadFloat32x16((*[16]float32)(acc[64:80])), archsimd.LoadFloat32x16((*[16]float32)(acc[80:96]))
+	k := k0
+	// Two columns per pass: half the loop's bounds checks and branches.
+	for ; k+2 <= k1; k += 2 {
+		q := p[zRows*k : zRows*k+2*zRows : zRows*k+2*zRows]
+		y0, y1, y2 := x0[k:k+2:k+2], x1[k:k+2:k+2], x2[k:k+2:k+2]
+		lo := archsimd.LoadFloat32x16((*[16]float32)(q[:16]))
+		hi := archsimd.LoadFloat32x16((*[16]float32)(q[16:32]))
+		v := archsimd.BroadcastFloat32x16(y0[0])
+		a0, b0 = a0.Add(lo.Mul(v)), b0.Add(hi.Mul(v))
+		v = archsimd.BroadcastFloat32x16(y1[0])
+		a1, b1 = a1.Add(lo.Mul(v)), b1.Add(hi.Mul(v))
+		v = archsimd.BroadcastFloat32x16(y2[0])
+		a2, b2 = a2.Add(lo.Mul(v)), b2.Add(hi.Mul(v))
+		lo = archsimd.LoadFloat32x16((*[16]float32)(q[32:48]))
+		hi = archsimd.LoadFloat32x16((*[16]float32)(q[48:64]))
+		v = archsimd.BroadcastFloat32x16(y0[1])
+		a0, b0 = a0.Add(lo.Mul(v)), b0.Add(hi.Mul(v))
+		v = archsimd.BroadcastFloat32x16(y1[1])
+		a1, b1 = a1.Add(lo.Mul(v)), b1.Add(hi.Mul(v))
+		v = archsimd.BroadcastFloat32x16(y2[1])
+		a2, b2 = a2.Add(lo.Mul(v)), b2.Add(hi.Mul(v))
+	}
+	for ; k < k1; k++ {
+		q := p[zRows*k : zRows*k+zRows : zRows*k+zRows]
+		lo := archsimd.LoadFloat32x16((*[16]float32)(q[:16]))
+		hi := archsimd.LoadFloat32x16((*[16]float32)(q[16:]))
+		v := archsimd.BroadcastFloat32x16(x0[k])
+		a0, b0 = a0.Add(lo.Mul(v)), b0.Add(hi.Mul(v))
+		v = archsimd.BroadcastFloat32x16(x1[k])
+		a1, b1 = a1.Add(lo.Mul(v)), b1.Add(hi.Mul(v))
+		v = archsimd.BroadcastFloat32x16(x2[k])
+		a2, b2 = a2.Add(lo.Mul(v)), b2.Add(hi.Mul(v))
+	}
+	a0.Store((*[16]float32)(acc[0:16]))
+	b0.Store((*[16]float32)(acc[16:32]))
+	a1.Store((*[16]float32)(acc[32:48]))
+	b1.Store((*[16]float32)(acc[48:64]))
+	a2.Store((*[16]float32)(acc[64:80]))
+	b2.Store((*[16]float32)(acc[80:96]))
+}
+
+// panelZ1 is panelZ3 for one vector.
+func panelZ1(p, x []float32, k0, k1 int, acc *[zRows]float32) {
+	p = p[:zRows*k1]
+	x = x[:k1]
+	a, b := archsimd.LoadFloat32x16((*[16]float32)(acc[0:16])), archsimd.LoadFloat32x16((*[16]float32)(acc[16:32]))
+	for k := k0; k < k1; k++ {
+		q := p[zRows*k : zRows*k+zRows : zRows*k+zRows]
+		v := archsimd.BroadcastFloat32x16(x[k])
+		a = a.Add(archsimd.LoadFloat32x16((*[16]float32)(q[:16])).Mul(v))
+		b = b.Add(archsimd.LoadFloat32x16((*[16]float32)(q[16:])).Mul(v))
+	}
+	a.Store((*[16]float32)(acc[0:16]))
+	b.Store((*[16]float32)(acc[16:32]))
 }
