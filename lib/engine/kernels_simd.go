@@ -301,6 +301,20 @@ func matTBlockVec(w mat, ys, xs [][]float32, j0, j1, c0, c1 int) bool {
 		return false
 	}
 	c := c0
+	if zTile && len(ys) >= zToks {
+		var buf [zRows * tRows]float32
+		for ; c+zRows <= c1; c += zRows {
+			strip := stripBuf(w, j0, j1, c, zRows, buf[:0])
+			b := 0
+			for ; b+zToks <= len(ys); b += zToks {
+				tBlockZ3(strip, ys[b:b+zToks], xs[b:b+zToks], j0, j1, c)
+			}
+			for ; b < len(ys); b++ {
+				tBlock1(w, ys[b], xs[b], j0, j1, c)
+				tBlock1(w, ys[b], xs[b], j0, j1, c+16)
+			}
+		}
+	}
 	for ; c+16 <= c1; c += 16 {
 		b := 0
 		if avx512 && len(ys) >= 6 {
@@ -308,7 +322,7 @@ func matTBlockVec(w mat, ys, xs [][]float32, j0, j1, c0, c1 int) bool {
 			// which maps them all to one L1 set): copy it contiguous once
 			// and reuse it for every vector of the batch.
 			var buf [16 * tRows]float32
-			strip := stripBuf(w, j0, j1, c, buf[:0])
+			strip := stripBuf(w, j0, j1, c, 16, buf[:0])
 			for ; b+6 <= len(ys); b += 6 {
 				tBlock6z(strip, ys[b:b+6], xs[b:b+6], j0, j1, c)
 			}
@@ -350,20 +364,48 @@ func tBlock4(w mat, ys, xs [][]float32, j0, j1, c int) {
 	store16((*[16]float32)(x3), a3, b3)
 }
 
-// stripBuf appends W[j0:j1][c:c+16] to buf ([j1-j0][16], contiguous),
-// widening bfloat16 exactly.
-func stripBuf(w mat, j0, j1, c int, buf []float32) []float32 {
+// stripBuf appends W[j0:j1][c:c+width] to buf ([j1-j0][width],
+// contiguous), widening bfloat16 exactly.
+func stripBuf(w mat, j0, j1, c, width int, buf []float32) []float32 {
 	for j := j0; j < j1; j++ {
 		i := j*w.cols + c
 		if w.bf != nil {
-			for _, h := range w.bf[i : i+16] {
+			for _, h := range w.bf[i : i+width] {
 				buf = append(buf, bf16(h))
 			}
 		} else {
-			buf = append(buf, w.data[i:i+16]...)
+			buf = append(buf, w.data[i:i+width]...)
 		}
 	}
 	return buf
+}
+
+// tBlockZ3 is tBlock4 with the AVX-512 tile: 32 columns (two 16-lane
+// vectors) × three vectors of the batch, reading a strip made by stripBuf.
+func tBlockZ3(strip []float32, ys, xs [][]float32, j0, j1, c int) {
+	y0, y1, y2 := ys[0][:j1], ys[1][:j1], ys[2][:j1]
+	x0, x1, x2 := xs[0][c:c+zRows], xs[1][c:c+zRows], xs[2][c:c+zRows]
+	a0, b0 := archsimd.LoadFloat32x16((*[16]float32)(x0[:16])), archsimd.LoadFloat32x16((*[16]float32)(x0[16:]))
+	a1, b1 := archsimd.LoadFloat32x16((*[16]float32)(x1[:16])), archsimd.LoadFloat32x16((*[16]float32)(x1[16:]))
+	a2, b2 := archsimd.LoadFloat32x16((*[16]float32)(x2[:16])), archsimd.LoadFloat32x16((*[16]float32)(x2[16:]))
+	strip = strip[:zRows*(j1-j0)]
+	for j := j0; j < j1; j++ {
+		q := strip[zRows*(j-j0) : zRows*(j-j0)+zRows : zRows*(j-j0)+zRows]
+		lo := archsimd.LoadFloat32x16((*[16]float32)(q[:16]))
+		hi := archsimd.LoadFloat32x16((*[16]float32)(q[16:]))
+		v := archsimd.BroadcastFloat32x16(y0[j])
+		a0, b0 = a0.Add(lo.Mul(v)), b0.Add(hi.Mul(v))
+		v = archsimd.BroadcastFloat32x16(y1[j])
+		a1, b1 = a1.Add(lo.Mul(v)), b1.Add(hi.Mul(v))
+		v = archsimd.BroadcastFloat32x16(y2[j])
+		a2, b2 = a2.Add(lo.Mul(v)), b2.Add(hi.Mul(v))
+	}
+	a0.Store((*[16]float32)(x0[:16]))
+	b0.Store((*[16]float32)(x0[16:]))
+	a1.Store((*[16]float32)(x1[:16]))
+	b1.Store((*[16]float32)(x1[16:]))
+	a2.Store((*[16]float32)(x2[:16]))
+	b2.Store((*[16]float32)(x2[16:]))
 }
 
 // tBlock6z is tBlock4 with 16-lane vectors and six vectors of the batch,

