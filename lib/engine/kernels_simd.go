@@ -452,9 +452,16 @@ func outerRowsVec(dst []float32, cols int, us, vs [][]float32, lo, hi int) bool 
 	if !useSIMD {
 		return false
 	}
+	var vbuf []float32 // outerZ's copy of 32 columns of vs
 	for k0 := 0; k0 < cols; k0 += tCols {
 		k1 := min(k0+tCols, cols)
 		o := lo
+		if zTile && hi-lo >= zToks {
+			if vbuf == nil {
+				vbuf = make([]float32, zRows*len(vs))
+			}
+			o = outerZ(dst, cols, us, vs, vbuf, lo, hi, k0, k1)
+		}
 		if avx512 {
 			for ; o+6 <= hi; o += 6 {
 				k := k0
@@ -524,6 +531,53 @@ func outer6z(dst []float32, cols int, us, vs [][]float32, o, k int) {
 	a3.Store(d3)
 	a4.Store(d4)
 	a5.Store(d5)
+}
+
+// outerZ does rows [lo, o) × columns [k0, k1) of outerRowsVec with the
+// AVX-512 tile and returns o. The 32 columns of every vs[b] are first
+// copied contiguous: the rows of vs lie a power of two apart, which maps
+// them all to one L1 set.
+func outerZ(dst []float32, cols int, us, vs [][]float32, vbuf []float32, lo, hi, k0, k1 int) int {
+	end := lo + (hi-lo)/zToks*zToks
+	k := k0
+	for ; k+zRows <= k1; k += zRows {
+		for b, v := range vs {
+			copy(vbuf[zRows*b:zRows*b+zRows], v[k:k+zRows])
+		}
+		for o := lo; o < end; o += zToks {
+			outerZ3(dst, cols, us, vbuf, o, k)
+		}
+	}
+	outerTail(dst, cols, us, vs, lo, end, k, k1)
+	return end
+}
+
+// outerZ3 is outer4 with the AVX-512 tile: 32 columns (two 16-lane
+// vectors, vbuf[32b:32b+32] = vs[b][k:k+32]) × three rows.
+func outerZ3(dst []float32, cols int, us [][]float32, vbuf []float32, o, k int) {
+	d0, d1, d2 := dst[o*cols+k:o*cols+k+zRows], dst[(o+1)*cols+k:(o+1)*cols+k+zRows], dst[(o+2)*cols+k:(o+2)*cols+k+zRows]
+	a0, b0 := archsimd.LoadFloat32x16((*[16]float32)(d0[:16])), archsimd.LoadFloat32x16((*[16]float32)(d0[16:]))
+	a1, b1 := archsimd.LoadFloat32x16((*[16]float32)(d1[:16])), archsimd.LoadFloat32x16((*[16]float32)(d1[16:]))
+	a2, b2 := archsimd.LoadFloat32x16((*[16]float32)(d2[:16])), archsimd.LoadFloat32x16((*[16]float32)(d2[16:]))
+	vbuf = vbuf[:zRows*len(us)]
+	for b, u := range us {
+		u = u[o : o+zToks : o+zToks]
+		q := vbuf[zRows*b : zRows*b+zRows : zRows*b+zRows]
+		lo := archsimd.LoadFloat32x16((*[16]float32)(q[:16]))
+		hi := archsimd.LoadFloat32x16((*[16]float32)(q[16:]))
+		v := archsimd.BroadcastFloat32x16(u[0])
+		a0, b0 = a0.Add(lo.Mul(v)), b0.Add(hi.Mul(v))
+		v = archsimd.BroadcastFloat32x16(u[1])
+		a1, b1 = a1.Add(lo.Mul(v)), b1.Add(hi.Mul(v))
+		v = archsimd.BroadcastFloat32x16(u[2])
+		a2, b2 = a2.Add(lo.Mul(v)), b2.Add(hi.Mul(v))
+	}
+	a0.Store((*[16]float32)(d0[:16]))
+	b0.Store((*[16]float32)(d0[16:]))
+	a1.Store((*[16]float32)(d1[:16]))
+	b1.Store((*[16]float32)(d1[16:]))
+	a2.Store((*[16]float32)(d2[:16]))
+	b2.Store((*[16]float32)(d2[16:]))
 }
 
 // outerTail does rows [o0, o1) × columns [k0, k1) one element at a time,
