@@ -2,7 +2,9 @@ package shell
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 
@@ -26,10 +28,9 @@ const ctrlC = 0x03
 // still sets the terminal modes on descriptor 0, and the signal keys stay
 // off for the session (keysAsInput).
 type keyboard struct {
-	tty   *os.File // a non-blocking duplicate of descriptor 0
+	wake  [2]int   // a pipe: a byte in it stops the reader (see Close)
 	r, w  *os.File // the pipe the line editor reads
 	stdin *os.File // the os.Stdin the pipe replaced
-	wasNB bool     // descriptor 0 was non-blocking before
 	done  chan struct{}
 
 	mu        sync.Mutex
@@ -43,40 +44,65 @@ type keyboard struct {
 
 // openKeyboard takes over standard input, which must be a terminal. Call
 // it before the line editor is created.
+//
+// Descriptor 0 stays blocking: on a terminal, descriptors 0, 1 and 2 share
+// one open file description and so one O_NONBLOCK flag, and a non-blocking
+// stdout drops output (EAGAIN) whenever the terminal reads more slowly than
+// the shell writes. The reader waits in poll(2) on descriptor 0 and on a
+// wake-up pipe instead, and reads only what poll says is there.
 func openKeyboard() (*keyboard, error) {
-	flags, err := unix.FcntlInt(0, unix.F_GETFL, 0)
-	if err != nil {
+	var wake [2]int
+	if err := unix.Pipe2(wake[:], unix.O_CLOEXEC); err != nil {
 		return nil, fmt.Errorf("keyboard: %w", err)
 	}
-	wasNB := flags&unix.O_NONBLOCK != 0
-	fd, err := unix.Dup(0)
-	if err != nil {
-		return nil, fmt.Errorf("keyboard: %w", err)
-	}
-	// Non-blocking (the flag is shared with descriptor 0 until Close), so
-	// that Close can stop the reader: the runtime's poller wakes it.
-	if err := unix.SetNonblock(fd, true); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("keyboard: %w", err)
-	}
-	tty := os.NewFile(uintptr(fd), "/dev/stdin")
 	r, w, err := os.Pipe()
 	if err != nil {
-		tty.Close()
-		unix.SetNonblock(0, wasNB)
+		unix.Close(wake[0])
+		unix.Close(wake[1])
 		return nil, fmt.Errorf("keyboard: %w", err)
 	}
-	k := &keyboard{tty: tty, r: r, w: w, stdin: os.Stdin, wasNB: wasNB, done: make(chan struct{})}
+	k := &keyboard{wake: wake, r: r, w: w, stdin: os.Stdin, done: make(chan struct{})}
 	os.Stdin = r
 	go k.read()
 	return k, nil
 }
 
+// readTTY waits until descriptor 0 has input (or ends) and reads it; it
+// returns io.EOF at end of input and errStopped once Close wakes it.
+func (k *keyboard) readTTY(buf []byte) (int, error) {
+	fds := []unix.PollFd{{Fd: 0, Events: unix.POLLIN}, {Fd: int32(k.wake[0]), Events: unix.POLLIN}}
+	for {
+		_, err := unix.Poll(fds, -1)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return 0, err
+		case fds[1].Revents != 0:
+			return 0, errStopped
+		case fds[0].Revents == 0:
+			continue
+		}
+		n, err := unix.Read(0, buf)
+		switch {
+		case err == unix.EINTR || err == unix.EAGAIN:
+			continue
+		case err != nil:
+			return 0, err
+		case n == 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
+
+var errStopped = errors.New("keyboard closed")
+
 func (k *keyboard) read() {
 	defer close(k.done)
 	buf := make([]byte, 4096)
 	for {
-		n, err := k.tty.Read(buf)
+		n, err := k.readTTY(buf)
 		k.mu.Lock()
 		typed := buf[:n]
 		if k.cancel != nil && !k.prompting {
@@ -188,8 +214,10 @@ func keysAsInput() error {
 
 // Close stops reading and gives os.Stdin back.
 func (k *keyboard) Close() error {
-	k.tty.Close()
+	_, err := unix.Write(k.wake[1], []byte{0})
 	<-k.done
+	unix.Close(k.wake[0])
+	unix.Close(k.wake[1])
 	os.Stdin = k.stdin
 	k.r.Close()
 	k.mu.Lock()
@@ -198,5 +226,8 @@ func (k *keyboard) Close() error {
 		k.w.Close()
 	}
 	k.mu.Unlock()
-	return unix.SetNonblock(0, k.wasNB)
+	if err != nil {
+		return fmt.Errorf("keyboard: %w", err)
+	}
+	return nil
 }
