@@ -149,6 +149,7 @@ func (in *Interp) evalChunk(f *syntax.File) (code int, stop bool) {
 func (in *Interp) evalStmt(f *syntax.File) (err error, interrupted bool) {
 	expr := soleExpr(f)
 	if expr == nil {
+		in.lateBind(f)
 		return in.run(func(t *starlark.Thread) error {
 			return starlark.ExecREPLChunk(f, t, in.globals)
 		})

@@ -1,0 +1,64 @@
+package golden
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// session starts the prompt on a pseudo-terminal and waits for it.
+func session(t *testing.T, args ...string) *console {
+	t.Helper()
+	cmd := tinkerCmd(t, t.TempDir(), args...)
+	c := startConsole(t, cmd)
+	t.Cleanup(func() {
+		c.send("\x04")
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			t.Error("tinker did not exit after Ctrl-D")
+		}
+	})
+	c.expect(">>> ")
+	return c
+}
+
+// enter types one line and waits for what it should show.
+func (c *console) enter(line string, want ...string) string {
+	c.t.Helper()
+	mark := c.offset()
+	c.send(line + "\r")
+	for _, w := range want {
+		c.expect(w)
+	}
+	c.expect(">>> ")
+	return c.from(mark)
+}
+
+// TestPromptLaterFunction: a function may call one defined after it, as
+// in Python; a name still undefined when the call runs says so.
+func TestPromptLaterFunction(t *testing.T) {
+	c := session(t)
+	c.send("def f(x):\r")
+	c.expect("... ")
+	c.send("    return g(x) + 1\r")
+	c.expect("... ")
+	c.enter("")
+	c.send("def g(x):\r")
+	c.expect("... ")
+	c.send("    return x * 2\r")
+	c.expect("... ")
+	c.enter("")
+	c.enter("f(20)", "\r\n41\r\n")
+	c.enter("h = lambda: later_value")
+	c.enter("h()", "undefined: later_value")
+	c.enter("later_value = 7")
+	c.enter("h()", "\r\n7\r\n")
+	// A name undefined at the top level is still an error at once.
+	if out := c.enter("nosuchname + 1", "undefined: nosuchname"); strings.Contains(out, "<late>") {
+		t.Errorf("the rewrite shows through:\n%s", out)
+	}
+}
