@@ -62,3 +62,23 @@ func TestPromptLaterFunction(t *testing.T) {
 		t.Errorf("the rewrite shows through:\n%s", out)
 	}
 }
+
+// TestPromptPaste: a pasted block is one input, so a blank line inside a
+// pasted function does not end it; a one-line paste is typed as is.
+func TestPromptPaste(t *testing.T) {
+	c := session(t)
+	const paste = "\x1b[200~def twice(x):\r    y = x * 2\r\r    return y\r\rprint(\"defined\")\r\x1b[201~"
+	out := c.enter(paste, "defined")
+	if strings.Contains(out, "Error") || strings.Contains(out, "indent") {
+		t.Errorf("paste failed:\n%s", out)
+	}
+	c.enter("twice(21)", "\r\n42\r\n")
+	// One line, no newline: typed, then completed by the user.
+	c.send("\x1b[200~twice(\x1b[201~")
+	c.enter("5)", "\r\n10\r\n")
+	// Pasted into a statement begun by hand.
+	c.send("def thrice(x):\r")
+	c.expect("... ")
+	c.enter("\x1b[200~    z = x\r\r    return z * 3\r\x1b[201~")
+	c.enter("thrice(2)", "\r\n6\r\n")
+}

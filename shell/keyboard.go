@@ -40,6 +40,7 @@ type keyboard struct {
 	cancel    func() // set while an evaluation watches for Ctrl-C
 	eof       bool   // the terminal reported end of input
 	closedW   bool
+	pasted    string // a multi-line paste, handed on as one input (see takePaste)
 }
 
 // openKeyboard takes over standard input, which must be a terminal. Call
@@ -133,19 +134,32 @@ func (k *keyboard) read() {
 // right after Enter is still queued when the statement starts (see watch).
 // Called with k.mu held.
 func (k *keyboard) deliver() {
-	if k.prompting && !k.lineSent && len(k.queue) > 0 {
+	for k.prompting && !k.lineSent && len(k.queue) > 0 {
+		if bytes.HasPrefix(k.queue, pasteStart) {
+			if !k.deliverPaste() {
+				break // the rest of the paste is on its way
+			}
+			continue
+		}
 		n := len(k.queue)
-		if i := bytes.IndexAny(k.queue, "\r\n\x03"); i >= 0 {
+		if i := bytes.Index(k.queue, pasteStart); i >= 0 {
+			n = i // a paste waits until what was typed before it is through
+		}
+		if i := bytes.IndexAny(k.queue[:n], "\r\n\x03"); i >= 0 {
 			n, k.lineSent = i+1, true
 		}
-		if _, err := k.w.Write(k.queue[:n]); err != nil {
-			k.eof = true
-		}
+		k.send(k.queue[:n])
 		k.queue = k.queue[n:]
 	}
 	if k.eof && len(k.queue) == 0 && !k.closedW {
 		k.closedW = true
 		k.w.Close()
+	}
+}
+
+func (k *keyboard) send(b []byte) {
+	if _, err := k.w.Write(b); err != nil {
+		k.eof = true
 	}
 }
 

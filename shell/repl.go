@@ -18,8 +18,7 @@ import (
 func (in *Interp) REPL(ed LineEditor, banner string) int {
 	defer ed.Close()
 	fmt.Fprintln(in.IO.Err, banner)
-	replOpts := *fileOptions
-	replOpts.LoadBindsGlobally = true
+	replOpts := replOpts()
 	for k, v := range in.predeclared {
 		if _, ok := in.globals[k]; !ok {
 			in.globals[k] = v
@@ -73,6 +72,7 @@ func (in *Interp) REPL(ed LineEditor, banner string) int {
 	for {
 		prompt := ">>> "
 		eof, aborted := false, false
+		var pasted *Pasted
 		var lines []string // of this statement, for history and for pointing at a syntax error
 		readline := func() ([]byte, error) {
 			var line string
@@ -89,6 +89,7 @@ func (in *Interp) REPL(ed LineEditor, banner string) int {
 					// The parser wraps these errors, so remember what happened.
 					eof = err == io.EOF
 					aborted = errors.Is(err, ErrAborted)
+					errors.As(err, &pasted)
 					return nil, err
 				}
 				split := strings.Split(text, "\n")
@@ -110,6 +111,11 @@ func (in *Interp) REPL(ed LineEditor, banner string) int {
 				return ExitOK
 			case aborted:
 				continue
+			case pasted != nil:
+				if code, stop := in.runPaste(ed, append(lines, pasted.Text)); stop {
+					return code
+				}
+				continue
 			}
 			fmt.Fprintln(in.IO.Err, FormatError(err, false, false))
 			if caret := pointAt(err, lines); caret != "" {
@@ -124,6 +130,26 @@ func (in *Interp) REPL(ed LineEditor, banner string) int {
 			return code
 		}
 	}
+}
+
+// runPaste runs a paste (after the lines of the statement it was pasted
+// into) as one input, parsed as a whole as a file is, so that blank lines
+// inside it do not end a function. It echoes the paste as continuation
+// lines, since the line editor did not show it.
+func (in *Interp) runPaste(ed LineEditor, lines []string) (code int, stop bool) {
+	text := strings.TrimRight(strings.Join(lines, "\n"), "\n")
+	ed.AppendHistory(text)
+	for _, l := range strings.Split(text, "\n")[len(lines)-1:] {
+		fmt.Fprintln(in.IO.Out, "... "+render.PrintableLines(l))
+	}
+	f, err := replOpts().Parse("<stdin>", text, 0)
+	if err != nil {
+		fmt.Fprintln(in.IO.Err, FormatError(err, false, false))
+		return 0, false
+	}
+	in.IO.Refresh()
+	in.Env.Width = in.IO.Width
+	return in.evalChunk(f)
 }
 
 // evalChunk evaluates what was typed at the prompt one statement at a time,
@@ -170,6 +196,14 @@ func (in *Interp) evalStmt(f *syntax.File) (err error, interrupted bool) {
 		in.globals["_"] = v
 		return in.Display.Show(v)
 	})
+}
+
+// replOpts are the prompt's syntax options: a file's, except that load
+// binds globally.
+func replOpts() *syntax.FileOptions {
+	o := *fileOptions
+	o.LoadBindsGlobally = true
+	return &o
 }
 
 // env is the prompt's environment: ExecREPLChunk has no predeclared
