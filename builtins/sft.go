@@ -42,8 +42,8 @@ func init() {
 			"and ends with the same weights as an uninterrupted run. max_steps stops this call early. Ctrl-C\n" +
 			"stops after the current step and saves its state. The result has .metrics (per-step dicts: step,\n" +
 			"epoch, loss, eval_nll, learning_rate, tokens, time), .sampler_checkpoint and .state_checkpoint.",
-		Example: "run = sft(\"tinker-local/tiny-llama\", \"chats.jsonl\", rank=8, seed=1, epochs=20, learning_rate=3e-3, log_dir=\"runs/chats\")\n" +
-			"sample(run.sampler_checkpoint, messages=[{\"role\": \"user\", \"content\": \"Sky?\"}], temperature=0)",
+		Example: "tuned = sft(\"tinker-local/tiny-llama\", \"chats.jsonl\", rank=8, seed=1, epochs=20, learning_rate=3e-3, log_dir=\"runs/chats\")\n" +
+			"sample(tuned.sampler_checkpoint, messages=[{\"role\": \"user\", \"content\": \"Sky?\"}], temperature=0)",
 	}, sftFn)
 }
 

@@ -82,3 +82,19 @@ func TestPromptPaste(t *testing.T) {
 	c.enter("\x1b[200~    z = x\r\r    return z * 3\r\x1b[201~")
 	c.enter("thrice(2)", "\r\n6\r\n")
 }
+
+// TestPromptShadowedModule: assigning to a builtin module's name warns,
+// once, and says how to keep the module.
+func TestPromptShadowedModule(t *testing.T) {
+	c := session(t)
+	out := c.enter("json = 1", "warning: json now names your value, which hides the json module")
+	if !strings.Contains(out, "json_result = ...") {
+		t.Errorf("the warning says no way out:\n%s", out)
+	}
+	if out := c.enter("json = 2"); strings.Contains(out, "warning") {
+		t.Errorf("warned twice:\n%s", out)
+	}
+	if out := c.enter("x = 3"); strings.Contains(out, "warning") {
+		t.Errorf("warned about a plain name:\n%s", out)
+	}
+}

@@ -50,6 +50,7 @@ type Interp struct {
 	thread      *starlark.Thread
 	intr        interrupter
 	keys        keyWatcher // the prompt's keyboard; nil outside the prompt
+	shadowed    map[string]bool // modules the prompt warned were hidden
 
 	mu      sync.Mutex
 	modules map[string]*module // load cache by absolute path

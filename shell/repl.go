@@ -176,6 +176,7 @@ func (in *Interp) evalStmt(f *syntax.File) (err error, interrupted bool) {
 	expr := soleExpr(f)
 	if expr == nil {
 		in.lateBind(f)
+		defer in.warnShadowed()
 		return in.run(func(t *starlark.Thread) error {
 			return starlark.ExecREPLChunk(f, t, in.globals)
 		})
