@@ -98,3 +98,21 @@ func TestPromptShadowedModule(t *testing.T) {
 		t.Errorf("warned about a plain name:\n%s", out)
 	}
 }
+
+// TestPromptTraceback: an error inside functions typed at the prompt shows
+// the call stack, repeated frames folded; an error at the top level stays
+// one line.
+func TestPromptTraceback(t *testing.T) {
+	c := session(t)
+	c.send("def down(n): return 1 // 0 if n == 0 else down(n - 1)\r")
+	c.expect("... ")
+	c.enter("")
+	out := c.enter("down(40)", "Traceback (most recent call last):", "in down",
+		"[previous frame repeated 39 more times]", "Error: floored division by zero")
+	if n := strings.Count(out, "in down"); n != 2 {
+		t.Errorf("%d lines of down frames, want 2:\n%s", n, out)
+	}
+	if out := c.enter(`int("x")`, "int"); strings.Contains(out, "Traceback") {
+		t.Errorf("a top-level error shows a traceback:\n%s", out)
+	}
+}

@@ -390,7 +390,7 @@ func formatError(err error, interrupted, backtrace bool) string {
 	var evalErr *starlark.EvalError
 	if errors.As(err, &evalErr) {
 		if backtrace && len(evalErr.CallStack) > 1 && !builtins.Expected(evalErr.Unwrap()) {
-			bt := strings.TrimRight(evalErr.Backtrace(), "\n")
+			bt := foldedBacktrace(evalErr)
 			if hinted := builtins.AttrHint(evalErr.Msg); hinted != evalErr.Msg {
 				bt = strings.TrimSuffix(bt, evalErr.Msg) + hinted
 			}

@@ -165,7 +165,7 @@ func (in *Interp) evalChunk(f *syntax.File) (code int, stop bool) {
 		if errors.As(err, &exit) {
 			return exit.Code, true
 		}
-		fmt.Fprintln(in.IO.Err, FormatError(err, interrupted, false))
+		fmt.Fprintln(in.IO.Err, FormatPromptError(err, interrupted))
 		return 0, false
 	}
 	return 0, false
