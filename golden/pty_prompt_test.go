@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/creack/pty"
 )
 
 // session starts the prompt on a pseudo-terminal and waits for it.
@@ -114,5 +117,45 @@ func TestPromptTraceback(t *testing.T) {
 	}
 	if out := c.enter(`int("x")`, "int"); strings.Contains(out, "Traceback") {
 		t.Errorf("a top-level error shows a traceback:\n%s", out)
+	}
+}
+
+// TestPromptWidthAndPager: on a narrow terminal the banner and help pages
+// break between words, and a help page longer than the terminal goes
+// through $PAGER; the keys come back to the prompt after it.
+func TestPromptWidthAndPager(t *testing.T) {
+	home := t.TempDir()
+	cmd := tinkerCmd(t, home)
+	cmd.Env = append(cmd.Env, "PAGER=sed s/^/paged:/")
+	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 20, Cols: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := consoleOn(t, f)
+	c.expect(">>> ")
+	banner := strings.ReplaceAll(c.from(0), "\x1b[?2004h", "")
+	for _, l := range strings.Split(banner, "\r\n") {
+		if w := utf8.RuneCountInString(l); w > 50 {
+			t.Errorf("banner line of %d columns at 50: %q", w, l)
+		}
+	}
+	const whole = "tinker 0.1.0 · backend: none (set TINKER_API_KEY, or start with --local) · help() lists builtins, Ctrl-D exits"
+	if got := strings.ReplaceAll(banner, "\r\n", " "); !strings.HasPrefix(got, whole) {
+		t.Errorf("banner not broken between words:\n%q", banner)
+	}
+	out := c.enter(`help("sft")`, "paged:sft(")
+	for _, l := range strings.Split(out, "\r\n") {
+		if w := utf8.RuneCountInString(strings.TrimPrefix(l, "paged:")); w > 50 {
+			t.Errorf("help line of %d columns at 50: %q", w, l)
+		}
+	}
+	// A page that fits is printed, not paged.
+	if out := c.enter(`help(len)`, "len"); strings.Contains(out, "paged:") {
+		t.Errorf("short help went through the pager:\n%s", out)
+	}
+	c.enter("1 + 1", "\r\n2\r\n")
+	c.send("\x04")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v", err)
 	}
 }

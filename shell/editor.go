@@ -158,6 +158,14 @@ func (e *linerEditor) watch(cancel func()) (stop func()) {
 	return e.kb.watch(cancel)
 }
 
+// pause stops reading the keyboard while a pager runs.
+func (e *linerEditor) pause() (resume func()) {
+	if e.kb == nil {
+		return func() {}
+	}
+	return e.kb.pause()
+}
+
 func (e *linerEditor) interrupt() bool {
 	if e.kb == nil {
 		return false

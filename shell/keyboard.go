@@ -28,10 +28,11 @@ const ctrlC = 0x03
 // still sets the terminal modes on descriptor 0, and the signal keys stay
 // off for the session (keysAsInput).
 type keyboard struct {
-	wake  [2]int   // a pipe: a byte in it stops the reader (see Close)
-	r, w  *os.File // the pipe the line editor reads
-	stdin *os.File // the os.Stdin the pipe replaced
-	done  chan struct{}
+	wake   [2]int   // a pipe: a byte in it stops the reader (see Close)
+	r, w   *os.File // the pipe the line editor reads
+	stdin  *os.File // the os.Stdin the pipe replaced
+	done   chan struct{}
+	pauses chan pauseRequest // see pause
 
 	mu        sync.Mutex
 	queue     []byte // typed, not yet handed on
@@ -62,7 +63,7 @@ func openKeyboard() (*keyboard, error) {
 		unix.Close(wake[1])
 		return nil, fmt.Errorf("keyboard: %w", err)
 	}
-	k := &keyboard{wake: wake, r: r, w: w, stdin: os.Stdin, done: make(chan struct{})}
+	k := &keyboard{wake: wake, r: r, w: w, stdin: os.Stdin, done: make(chan struct{}), pauses: make(chan pauseRequest, 1)}
 	os.Stdin = r
 	go k.read()
 	return k, nil
@@ -80,7 +81,10 @@ func (k *keyboard) readTTY(buf []byte) (int, error) {
 		case err != nil:
 			return 0, err
 		case fds[1].Revents != 0:
-			return 0, errStopped
+			if !k.paused() {
+				return 0, errStopped
+			}
+			continue
 		case fds[0].Revents == 0:
 			continue
 		}
@@ -226,9 +230,47 @@ func keysAsInput() error {
 	return nil
 }
 
+// Bytes on the wake-up pipe.
+const (
+	wakeStop  = 0
+	wakePause = 1
+)
+
+type pauseRequest struct{ paused, resume chan struct{} }
+
+// pause stops reading the terminal until the returned function is called,
+// so that a program run in the foreground (the pager) gets the keys.
+func (k *keyboard) pause() (resume func()) {
+	req := pauseRequest{make(chan struct{}), make(chan struct{})}
+	k.pauses <- req
+	if _, err := unix.Write(k.wake[1], []byte{wakePause}); err != nil {
+		<-k.pauses
+		return func() {}
+	}
+	select {
+	case <-req.paused:
+		return func() { close(req.resume) }
+	case <-k.done: // the reader has stopped already
+		return func() {}
+	}
+}
+
+// paused consumes a wake-up byte: for a pause it waits until resumed and
+// reports true; for Close it reports false.
+func (k *keyboard) paused() bool {
+	var b [1]byte
+	if n, _ := unix.Read(k.wake[0], b[:]); n != 1 || b[0] != wakePause {
+		return false
+	}
+	req := <-k.pauses
+	close(req.paused)
+	<-req.resume
+	return true
+}
+
 // Close stops reading and gives os.Stdin back.
 func (k *keyboard) Close() error {
-	_, err := unix.Write(k.wake[1], []byte{0})
+	_, err := unix.Write(k.wake[1], []byte{wakeStop})
 	<-k.done
 	unix.Close(k.wake[0])
 	unix.Close(k.wake[1])

@@ -17,6 +17,9 @@ import (
 // process exit status.
 func (in *Interp) REPL(ed LineEditor, banner string) int {
 	defer ed.Close()
+	if in.IO.ErrTTY {
+		banner = wrapText(banner, in.IO.Width)
+	}
 	fmt.Fprintln(in.IO.Err, banner)
 	replOpts := replOpts()
 	for k, v := range in.predeclared {
@@ -37,6 +40,8 @@ func (in *Interp) REPL(ed LineEditor, banner string) int {
 		in.keys = keys
 		defer func() { in.keys = nil }()
 	}
+	in.Display.Page = in.page
+	defer func() { in.Display.Page = nil }()
 	in.Env.Confirm = func(question string) (bool, error) {
 		// The line editor takes a one-line prompt: print the rest first.
 		if i := strings.LastIndexByte(question, '\n'); i >= 0 {
