@@ -159,3 +159,27 @@ func TestPromptWidthAndPager(t *testing.T) {
 		t.Fatalf("exit: %v", err)
 	}
 }
+
+// TestPromptCompletesInContext: Tab inside a string completes model names,
+// not globals; at a call's argument it offers keyword arguments.
+func TestPromptCompletesInContext(t *testing.T) {
+	c := session(t)
+	c.send(`x = "tinker-local/tiny-l` + "\t")
+	c.expect("tinker-local/tiny-llama")
+	mark := c.offset()
+	c.enter(`"`)
+	c.enter("x", `tinker-local/tiny-llama`)
+	if out := c.from(mark); strings.Contains(out, "time") {
+		t.Errorf("completed a global name inside a string:\n%s", out)
+	}
+	c.send(`sample("tinker-local/tiny-llama", max_t` + "\t")
+	c.expect("max_tokens=")
+	c.send("\x03")
+	c.expect(">>> ")
+	c.send("def f(alpha, beta=2): return alpha + beta\r")
+	c.expect("... ")
+	c.enter("")
+	c.send("f(1, be\t")
+	c.expect("beta=")
+	c.enter("5)", "\r\n6\r\n")
+}

@@ -49,8 +49,9 @@ type Interp struct {
 	globals     starlark.StringDict
 	thread      *starlark.Thread
 	intr        interrupter
-	keys        keyWatcher // the prompt's keyboard; nil outside the prompt
+	keys        keyWatcher      // the prompt's keyboard; nil outside the prompt
 	shadowed    map[string]bool // modules the prompt warned were hidden
+	cands       promptCandidates
 
 	mu      sync.Mutex
 	modules map[string]*module // load cache by absolute path
