@@ -67,6 +67,9 @@ func Main(args []string, io *term.IO) (code int) {
 		fmt.Fprintf(io.Err, "Error: %v\n", err)
 		return shell.ExitUsage
 	}
+	if !opts.hasCmd && len(rest) > 0 && rest[0] == completeWord {
+		return runDynamicCompletion(io, opts, rest[1:], now)
+	}
 	if !opts.hasCmd && len(rest) > 0 {
 		if cmd := root.sub(rest[0]); cmd != nil && !looksLikeScript(rest[0]) {
 			return dispatch(io, opts, root, cmd, "tinker "+cmd.Name, rest[1:], now)
