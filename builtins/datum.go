@@ -8,6 +8,7 @@ import (
 	"github.com/tinkershell/tinker/lib/chat"
 	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
+	"github.com/tinkershell/tinker/lib/train"
 	"go.starlark.net/starlark"
 )
 
@@ -86,17 +87,7 @@ func float32List(v []float32) *starlark.List {
 	return starlark.NewList(l)
 }
 
-func (d *Datum) trained() float64 {
-	w, ok := d.D.LossFnInputs["weights"]
-	if !ok {
-		return float64(len(d.D.ModelInput))
-	}
-	s := 0.0
-	for _, x := range w.Float32 {
-		s += float64(x)
-	}
-	return s
-}
+func (d *Datum) trained() float64 { return train.Weight(d.D) }
 
 func (d *Datum) Record(gotime.Time) *render.Record {
 	return &render.Record{Title: "Datum", Fields: []render.Field{
@@ -205,38 +196,6 @@ func datumFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	return &Datum{D: d}, nil
 }
 
-// ConversationDatum renders a conversation for training and shifts it into
-// a datum: input tokens[:-1], targets tokens[1:], weights aligned with the
-// targets. maxLength > 0 caps the rendered tokens; truncate says whether a
-// longer conversation is cut (else it is an error).
-func ConversationDatum(r chat.Renderer, msgs []chat.Message, trainOn string, maxLength int, truncate bool) (tinkerapi.Datum, error) {
-	tr, err := r.RenderForTraining(msgs, trainOn)
-	if err != nil {
-		return tinkerapi.Datum{}, err
-	}
-	if maxLength > 0 && len(tr.Tokens) > maxLength {
-		if !truncate {
-			return tinkerapi.Datum{}, fmt.Errorf("%d tokens, longer than max_length %d", len(tr.Tokens), maxLength)
-		}
-		tr.Tokens, tr.Weights = tr.Tokens[:maxLength], tr.Weights[:maxLength]
-	}
-	trained := false
-	for _, w := range tr.Weights[1:] {
-		trained = trained || w > 0
-	}
-	if len(tr.Tokens) < 2 || !trained {
-		return tinkerapi.Datum{}, fmt.Errorf("no trainable token (train_on=%q)", trainOn)
-	}
-	targets := make([]int64, len(tr.Tokens)-1)
-	for i, t := range tr.Tokens[1:] {
-		targets[i] = int64(t)
-	}
-	return tinkerapi.Datum{ModelInput: tr.Tokens[:len(tr.Tokens)-1], LossFnInputs: map[string]tinkerapi.Tensor{
-		"target_tokens": tinkerapi.Int64s(targets),
-		"weights":       tinkerapi.Float32s(tr.Weights[1:]),
-	}}, nil
-}
-
 func conversationDatumFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var model string
 	var msgsV starlark.Value
@@ -267,7 +226,7 @@ func conversationDatumFn(thread *starlark.Thread, b *starlark.Builtin, args star
 	if maxLen != nil {
 		n = int(*maxLen)
 	}
-	d, err := ConversationDatum(r, msgs, trainOn, n, true)
+	d, err := train.ConversationDatum(r, msgs, trainOn, n, true)
 	if err != nil {
 		return nil, fail(err)
 	}

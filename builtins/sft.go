@@ -4,23 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"strings"
 	gotime "time"
 
 	"github.com/tinkershell/tinker/lib/chat"
-	"github.com/tinkershell/tinker/lib/progress"
 	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
+	"github.com/tinkershell/tinker/lib/train"
 	"go.starlark.net/starlark"
-)
-
-// SFT defaults, shared with `tinker train sft`.
-const (
-	DefaultBatchSize    = 8
-	DefaultLearningRate = 1e-4
-	DefaultSaveEvery    = 20
-	DefaultEvalEvery    = 10
 )
 
 func init() {
@@ -48,15 +38,15 @@ func init() {
 }
 
 // conversationsArg reads a JSONL path or a list of conversations.
-func conversationsArg(v starlark.Value, what string) ([]Conversation, error) {
+func conversationsArg(v starlark.Value, what string) ([]train.Conversation, error) {
 	if path, ok := starlark.AsString(v); ok {
-		return LoadConversations(path)
+		return train.LoadConversations(path)
 	}
 	l, ok := v.(*starlark.List)
 	if !ok {
 		return nil, fmt.Errorf("%s must be a JSONL path or a list of conversations, got %s", what, v.Type())
 	}
-	out := make([]Conversation, l.Len())
+	out := make([]train.Conversation, l.Len())
 	for i := range l.Len() {
 		x := l.Index(i)
 		if d, ok := x.(*starlark.Dict); ok {
@@ -70,7 +60,7 @@ func conversationsArg(v starlark.Value, what string) ([]Conversation, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s[%d]: %w", what, i, err)
 		}
-		out[i] = Conversation{Messages: msgs, Where: fmt.Sprintf("%s[%d]", what, i)}
+		out[i] = train.Conversation{Messages: msgs, Where: fmt.Sprintf("%s[%d]", what, i)}
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%s holds no conversations", what)
@@ -90,9 +80,10 @@ func sftFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw
 	var dataV starlark.Value
 	var seedV, rendererV, maxLenV, evalV, logDirV, nameV, maxStepsV starlark.Value = starlark.None, starlark.None, starlark.None,
 		starlark.None, starlark.None, starlark.None, starlark.None
-	var lrV starlark.Value = starlark.Float(DefaultLearningRate)
-	o := SFTOptions{Lora: tinkerapi.DefaultLoraConfig(), TrainOn: chat.TrainAllAssistant, BatchSize: DefaultBatchSize, Epochs: 1,
-		Schedule: "linear", SaveEvery: DefaultSaveEvery, EvalEvery: DefaultEvalEvery}
+	var lrV starlark.Value = starlark.Float(train.DefaultLearningRate)
+	o := train.SFTOptions{Lora: tinkerapi.DefaultLoraConfig(), TrainOn: chat.TrainAllAssistant, BatchSize: train.DefaultBatchSize, Epochs: 1,
+		Schedule: "linear", EvalEvery: train.DefaultEvalEvery}
+	o.SaveEvery = train.DefaultSaveEvery
 	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "base_model", &o.BaseModel, "data", &dataV, "rank?", &o.Lora.Rank,
 		"seed?", &seedV, "renderer?", &rendererV, "train_on?", &o.TrainOn, "max_length?", &maxLenV, "truncate?", &o.Truncate,
 		"batch_size?", &o.BatchSize, "epochs?", &o.Epochs, "learning_rate?", &lrV, "lr_schedule?", &o.Schedule,
@@ -140,26 +131,14 @@ func sftFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw
 		return nil, apiErr(err)
 	}
 	defer env.clearStatus()
-	var status *progress.Status
 	if env.NoticesTTY {
-		began := gotime.Now()
-		o.OnStep = func(m StepMetrics, total int) {
-			line := StepLine(m, total, gotime.Since(began))
-			if status == nil {
-				status = progress.NewStatus(env.Notices, true, env.Width, line)
-			} else {
-				status.Set(line)
-			}
-		}
-		defer func() {
-			if status != nil {
-				status.Clear()
-			}
-		}()
+		status := train.NewStatus(env.Notices, env.Width)
+		o.OnStep = status.Step
+		defer status.Clear()
 	}
-	res, err := SFT(ctx, s, o)
+	res, err := train.SFT(ctx, s, o)
 	if err != nil {
-		var ie *InterruptedError
+		var ie *train.InterruptedError
 		if errors.As(err, &ie) {
 			// The shell reports an interrupt in its own words; the way to
 			// resume goes to the notices stream.
@@ -173,16 +152,9 @@ func sftFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw
 	return NewSFTRun(ctx, env, res)
 }
 
-// StepLine is the live progress line of a run: step, loss, tokens/s, ETA.
-func StepLine(m StepMetrics, total int, elapsed gotime.Duration) string {
-	rate := float64(m.Tokens) / math.Max(m.Seconds, 1e-9)
-	eta := gotime.Duration(float64(elapsed) / float64(m.Step) * float64(total-m.Step))
-	return fmt.Sprintf("step %d/%d  loss %.4f  %.0f tok/s  ETA %s", m.Step, total, m.Loss, rate, progress.FormatETA(eta))
-}
-
 // SFTRun is sft()'s result.
 type SFTRun struct {
-	R                *SFTResult
+	R                *train.SFTResult
 	Sampler, State   *Checkpoint // nil when the run has not finished / saved
 	samplerP, stateP string
 }
@@ -195,7 +167,7 @@ var (
 )
 
 // NewSFTRun looks up the run's checkpoints for display.
-func NewSFTRun(ctx context.Context, env *Env, res *SFTResult) (*SFTRun, error) {
+func NewSFTRun(ctx context.Context, env *Env, res *train.SFTResult) (*SFTRun, error) {
 	run := &SFTRun{R: res}
 	c, err := env.Client()
 	if err != nil {
@@ -267,111 +239,12 @@ func (r *SFTRun) Attr(name string) (starlark.Value, error) {
 
 // Table shows one row per step.
 func (r *SFTRun) Table(gotime.Time) *render.Table {
-	return SFTTable(r.R)
-}
-
-// SFTTable is the table of a run's steps, titled with where it ended.
-func SFTTable(res *SFTResult) *render.Table {
-	title := fmt.Sprintf("SFT of %s: %d of %d steps", res.BaseModel, lastStep(res), res.Total)
-	t := &render.Table{Title: title, Columns: []render.Column{{Header: "Step", Right: true}, {Header: "Epoch", Right: true},
-		{Header: "Loss", Right: true}, {Header: "Eval NLL", Right: true}, {Header: "LR", Right: true},
-		{Header: "Tokens", Right: true}, {Header: "Time", Right: true}}}
-	for _, m := range res.Steps {
-		eval := ""
-		if m.EvalNLL != nil {
-			eval = fmt.Sprintf("%.4f", *m.EvalNLL)
-		}
-		t.Rows = append(t.Rows, []string{fmt.Sprint(m.Step), fmt.Sprint(m.Epoch), fmt.Sprintf("%.4f", m.Loss), eval,
-			fmt.Sprintf("%.3g", m.LearningRate), fmt.Sprint(m.Tokens), fmt.Sprintf("%.2fs", m.Seconds)})
-	}
-	return t
-}
-
-func lastStep(res *SFTResult) int {
-	if len(res.Steps) == 0 {
-		return 0
-	}
-	return res.Steps[len(res.Steps)-1].Step
+	return train.SFTTable(r.R)
 }
 
 // Chart draws the loss curve.
-func (r *SFTRun) Chart(width int) string {
-	loss := make([]float64, len(r.R.Steps))
-	for i, m := range r.R.Steps {
-		loss[i] = m.Loss
-	}
-	return LossChart(loss, width, 8)
-}
+func (r *SFTRun) Chart(width int) string { return train.Chart(r.R.Steps, width) }
 
-// LossChart draws values as columns of block characters, height rows
-// tall, at most width columns wide (steps are averaged into columns).
-func LossChart(vals []float64, width, height int) string {
-	if len(vals) == 0 {
-		return ""
-	}
-	const label = 10
-	cols := min(len(vals), max(width-label, 1))
-	pts := make([]float64, cols)
-	for c := range cols {
-		lo, hi := c*len(vals)/cols, (c+1)*len(vals)/cols
-		s := 0.0
-		for _, v := range vals[lo:hi] {
-			s += v
-		}
-		pts[c] = s / float64(hi-lo)
-	}
-	top, bottom := pts[0], pts[0]
-	for _, v := range pts {
-		top, bottom = math.Max(top, v), math.Min(bottom, v)
-	}
-	span := top - bottom
-	if span == 0 {
-		span = 1
-	}
-	blocks := []rune(" ▁▂▃▄▅▆▇█")
-	var b strings.Builder
-	for row := height - 1; row >= 0; row-- {
-		switch row {
-		case height - 1:
-			fmt.Fprintf(&b, "%9.4g ", top)
-		case 0:
-			fmt.Fprintf(&b, "%9.4g ", bottom)
-		default:
-			b.WriteString(strings.Repeat(" ", label))
-		}
-		for _, v := range pts {
-			eighths := int(math.Round((v-bottom)/span*float64(height*8-1))) + 1
-			n := min(max(eighths-row*8, 0), 8)
-			b.WriteRune(blocks[n])
-		}
-		b.WriteByte('\n')
-	}
-	fmt.Fprintf(&b, "%s loss by step (1–%d)", strings.Repeat(" ", label-1), len(vals))
-	return b.String()
-}
-
-func (r *SFTRun) JSON() any { return SFTJSON(r.R) }
-
-// SFTJSON is a run as JSON: its steps and checkpoints.
-func SFTJSON(res *SFTResult) any {
-	steps := make([]any, len(res.Steps))
-	for i, m := range res.Steps {
-		o := render.Object{{Key: "step", Value: m.Step}, {Key: "epoch", Value: m.Epoch}, {Key: "loss", Value: m.Loss}}
-		if m.EvalNLL != nil {
-			o = append(o, render.Member{Key: "eval_nll", Value: *m.EvalNLL})
-		}
-		o = append(o, render.Member{Key: "learning_rate", Value: m.LearningRate}, render.Member{Key: "tokens", Value: m.Tokens},
-			render.Member{Key: "num_sequences", Value: m.Sequences}, render.Member{Key: "time", Value: m.Seconds})
-		steps[i] = o
-	}
-	opt := func(s string) any {
-		if s == "" {
-			return nil
-		}
-		return s
-	}
-	return render.Object{{Key: "base_model", Value: res.BaseModel}, {Key: "total_steps", Value: res.Total}, {Key: "steps", Value: steps},
-		{Key: "state_checkpoint", Value: opt(res.StatePath)}, {Key: "sampler_checkpoint", Value: opt(res.SamplerPath)}}
-}
+func (r *SFTRun) JSON() any { return train.SFTJSON(r.R) }
 
 func (r *SFTRun) MarshalJSON() ([]byte, error) { return marshalJSON(r) }

@@ -3,7 +3,6 @@ package builtins
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -168,31 +167,4 @@ func BenchmarkTrainStepHTTP(b *testing.B) {
 	for range b.N {
 		step()
 	}
-}
-
-// BenchmarkSFTStep is sft()'s throughput: ten conversations, batch 10,
-// so one step per epoch; the figure is per step.
-func BenchmarkSFTStep(b *testing.B) {
-	th, u := benchThread(b, benchServer(b))
-	var convs []string
-	for i := range 10 {
-		convs = append(convs, fmt.Sprintf(`[{"role": "user", "content": "Question %d?"}, {"role": "assistant", "content": "Answer %d."}]`, i, i))
-	}
-	prog := fmt.Sprintf("data = [%s]\ndef run(n):\n    sft(\"tinker-local/tiny-llama\", data, rank=8, seed=1, batch_size=10, epochs=n, save_every=0, eval_every=0)\n",
-		bytes.Join(func() [][]byte {
-			var out [][]byte
-			for _, c := range convs {
-				out = append(out, []byte(c))
-			}
-			return out
-		}(), []byte(", ")))
-	g, err := starlark.ExecFileOptions(&syntax.FileOptions{}, th, "bench.star", prog, u)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ResetTimer()
-	if _, err := starlark.Call(th, g["run"], starlark.Tuple{starlark.MakeInt(b.N)}, nil); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "steps/s")
 }

@@ -1,5 +1,5 @@
-// Package atomicfile creates the temporary sibling a file is written to
-// before it is renamed into place.
+// Package atomicfile writes files and directories so that they appear whole
+// or not at all: filled under a temporary sibling name, then renamed into place.
 package atomicfile
 
 import (

@@ -3,12 +3,10 @@ package app
 import (
 	"errors"
 	"fmt"
-	"time"
 
-	"github.com/tinkershell/tinker/builtins"
 	"github.com/tinkershell/tinker/lib/chat"
-	"github.com/tinkershell/tinker/lib/progress"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
+	"github.com/tinkershell/tinker/lib/train"
 	"github.com/tinkershell/tinker/shell"
 )
 
@@ -34,12 +32,12 @@ var trainSFTCmd = &command{
 		{Long: "--train-on", Kind: flagString, Metavar: "RULE", Help: "all_assistant_messages (default),\nlast_assistant_message or all_messages."},
 		{Long: "--max-length", Kind: flagInt, Metavar: "INTEGER", Help: "Longest example in tokens."},
 		{Long: "--truncate", Kind: flagBool, Help: "Cut longer examples instead of failing."},
-		{Long: "--batch-size", Kind: flagInt, Metavar: "INTEGER", Help: fmt.Sprintf("Conversations per step (default %d).", builtins.DefaultBatchSize)},
+		{Long: "--batch-size", Kind: flagInt, Metavar: "INTEGER", Help: fmt.Sprintf("Conversations per step (default %d).", train.DefaultBatchSize)},
 		{Long: "--epochs", Kind: flagInt, Metavar: "INTEGER", Help: "Passes over the data (default 1)."},
-		{Long: "--learning-rate", Kind: flagString, Metavar: "FLOAT", Help: fmt.Sprintf("Peak learning rate (default %g).", builtins.DefaultLearningRate)},
+		{Long: "--learning-rate", Kind: flagString, Metavar: "FLOAT", Help: fmt.Sprintf("Peak learning rate (default %g).", train.DefaultLearningRate)},
 		{Long: "--lr-schedule", Kind: flagString, Metavar: "NAME", Help: "linear (default), constant or cosine."},
-		{Long: "--save-every", Kind: flagInt, Metavar: "INTEGER", Help: fmt.Sprintf("Steps between saved states (default %d).", builtins.DefaultSaveEvery)},
-		{Long: "--eval-every", Kind: flagInt, Metavar: "INTEGER", Help: fmt.Sprintf("Steps between evaluations (default %d).", builtins.DefaultEvalEvery)},
+		{Long: "--save-every", Kind: flagInt, Metavar: "INTEGER", Help: fmt.Sprintf("Steps between saved states (default %d).", train.DefaultSaveEvery)},
+		{Long: "--eval-every", Kind: flagInt, Metavar: "INTEGER", Help: fmt.Sprintf("Steps between evaluations (default %d).", train.DefaultEvalEvery)},
 		{Long: "--log-dir", Kind: flagPath, Metavar: "DIR", Help: "Metrics and saved state; rerun to resume."},
 		{Long: "--name", Kind: flagString, Metavar: "TEXT", Help: "Checkpoint name prefix (default sft)."},
 		{Long: "--max-steps", Kind: flagInt, Metavar: "INTEGER", Help: "Stop this run after INTEGER steps."},
@@ -48,13 +46,33 @@ var trainSFTCmd = &command{
 }
 
 func runTrainSFT(c *invocation) int {
-	o := builtins.SFTOptions{BaseModel: c.str("base-model"), Lora: tinkerapi.DefaultLoraConfig(), TrainOn: chat.TrainAllAssistant,
-		Renderer: c.str("renderer"), Truncate: c.has("truncate"), LogDir: c.str("log-dir"), Name: c.str("name")}
+	o, usage := sftOptions(c)
+	if usage != "" {
+		return c.usageError(usage)
+	}
+	load := func() (err error) {
+		if o.Data, err = train.LoadConversations(c.str("data")); err != nil || !c.has("eval-data") {
+			return err
+		}
+		o.Eval, err = train.LoadConversations(c.str("eval-data"))
+		return err
+	}
+	return runLoop(c, &o.RunOptions, load, func(r *apiRun, s train.Session) (func() error, error) {
+		res, err := train.SFT(r.ctx, s, o)
+		return func() error { return showSFT(c, res) }, err
+	})
+}
+
+// sftOptions reads the flags of train sft; usage words a bad one.
+func sftOptions(c *invocation) (o train.SFTOptions, usage string) {
+	o = train.SFTOptions{BaseModel: c.str("base-model"), Lora: tinkerapi.DefaultLoraConfig(), TrainOn: chat.TrainAllAssistant,
+		Renderer: c.str("renderer"), Truncate: c.has("truncate")}
+	o.LogDir, o.Name = c.str("log-dir"), c.str("name")
 	if o.BaseModel == "" {
-		return c.usageError("Missing option '--base-model'.")
+		return o, "Missing option '--base-model'."
 	}
 	if !c.has("data") {
-		return c.usageError("Missing option '--data'.")
+		return o, "Missing option '--data'."
 	}
 	o.Lora.Rank = c.intOr("rank", 32)
 	if c.has("seed") {
@@ -65,28 +83,32 @@ func runTrainSFT(c *invocation) int {
 		o.TrainOn = c.str("train-on")
 	}
 	o.MaxLength = c.intOr("max-length", 0)
-	o.BatchSize = c.intOr("batch-size", builtins.DefaultBatchSize)
+	o.BatchSize = c.intOr("batch-size", train.DefaultBatchSize)
 	o.Epochs = c.intOr("epochs", 1)
 	o.Schedule = "linear"
 	if c.has("lr-schedule") {
 		o.Schedule = c.str("lr-schedule")
 	}
-	o.SaveEvery = c.intOr("save-every", builtins.DefaultSaveEvery)
-	o.EvalEvery = c.intOr("eval-every", builtins.DefaultEvalEvery)
+	o.SaveEvery = c.intOr("save-every", train.DefaultSaveEvery)
+	o.EvalEvery = c.intOr("eval-every", train.DefaultEvalEvery)
 	o.MaxSteps = c.intOr("max-steps", 0)
 	var err error
-	if o.LearningRate, err = c.float("learning-rate", builtins.DefaultLearningRate); err != nil {
-		return c.usageError(err.Error())
+	if o.LearningRate, err = c.float("learning-rate", train.DefaultLearningRate); err != nil {
+		return o, err.Error()
 	}
+	return o, ""
+}
+
+// runLoop runs a training loop as a subcommand: load reads its data files
+// (their errors come before any request), then loop runs in a session
+// with the live step line on a terminal and returns how to show its
+// result. An interrupt is reported with how to resume and exits as the
+// shell's interrupt does.
+func runLoop(c *invocation, ro *train.RunOptions, load func() error, loop func(r *apiRun, s train.Session) (func() error, error)) int {
 	interrupted := false
 	code := runAPI(c, func(r *apiRun) error {
-		if o.Data, err = builtins.LoadConversations(c.str("data")); err != nil {
+		if err := load(); err != nil {
 			return &tinkerapi.UserError{Msg: err.Error()}
-		}
-		if c.has("eval-data") {
-			if o.Eval, err = builtins.LoadConversations(c.str("eval-data")); err != nil {
-				return &tinkerapi.UserError{Msg: err.Error()}
-			}
 		}
 		if _, err := r.preflight(); err != nil {
 			return err
@@ -98,59 +120,49 @@ func runTrainSFT(c *invocation) int {
 			return err
 		}
 		if c.io.ErrTTY {
-			var status *progress.Status
-			began := time.Now()
-			o.OnStep = func(m builtins.StepMetrics, total int) {
-				line := builtins.StepLine(m, total, time.Since(began))
-				if status == nil {
-					status = progress.NewStatus(c.io.Err, true, c.io.Width, line)
-				} else {
-					status.Set(line)
-				}
-			}
-			defer func() {
-				if status != nil {
-					status.Clear()
-				}
-			}()
+			status := train.NewStatus(c.io.Err, c.io.Width)
+			ro.OnStep = status.Step
+			defer status.Clear()
 		}
-		res, err := builtins.SFT(r.ctx, s, o)
-		var ie *builtins.InterruptedError
+		show, err := loop(r, s)
+		var ie *train.InterruptedError
 		if errors.As(err, &ie) {
 			ie.Resume = func(dir string) string { return "run the same command again (with --log-dir " + dir + ") to resume" }
 			interrupted = true
 			fmt.Fprintf(c.io.Err, "%v\n", err)
 			return nil
 		}
-		if err != nil {
-			var ue *tinkerapi.UserError
-			if errors.As(err, &ue) {
-				return err
-			}
+		var ue *tinkerapi.UserError
+		if err != nil && !errors.As(err, &ue) {
 			return &tinkerapi.UserError{Msg: err.Error()}
 		}
-		if c.jsonMode() {
-			return c.writeJSON(builtins.SFTJSON(res))
-		}
-		if err := c.writeTable(builtins.SFTTable(res)); err != nil {
+		if err != nil {
 			return err
 		}
-		if c.io.OutTTY {
-			loss := make([]float64, len(res.Steps))
-			for i, m := range res.Steps {
-				loss[i] = m.Loss
-			}
-			fmt.Fprintln(c.io.Out, builtins.LossChart(loss, c.io.Width, 8))
-		}
-		if res.SamplerPath != "" {
-			fmt.Fprintf(c.io.Out, "Sampler checkpoint: %s\n", res.SamplerPath)
-		} else {
-			fmt.Fprintf(c.io.Out, "State checkpoint: %s (run again with --log-dir to continue)\n", res.StatePath)
-		}
-		return nil
+		return show()
 	})
 	if interrupted {
 		return shell.ExitInterrupted
 	}
 	return code
+}
+
+// showSFT prints a finished (or stopped) run: its table or JSON, the loss
+// chart on a terminal, and the checkpoint to use or continue from.
+func showSFT(c *invocation, res *train.SFTResult) error {
+	if c.jsonMode() {
+		return c.writeJSON(train.SFTJSON(res))
+	}
+	if err := c.writeTable(train.SFTTable(res)); err != nil {
+		return err
+	}
+	if c.io.OutTTY {
+		fmt.Fprintln(c.io.Out, train.Chart(res.Steps, c.io.Width))
+	}
+	if res.SamplerPath != "" {
+		fmt.Fprintf(c.io.Out, "Sampler checkpoint: %s\n", res.SamplerPath)
+	} else {
+		fmt.Fprintf(c.io.Out, "State checkpoint: %s (run again with --log-dir to continue)\n", res.StatePath)
+	}
+	return nil
 }

@@ -1,11 +1,8 @@
-package builtins
+package train
 
 import (
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -58,27 +55,5 @@ func TestBatchOf(t *testing.T) {
 	}
 	if !slices.Equal(batchOf(n, bs, 4, 7), batchOf(n, bs, 4, 7)) || slices.Equal(batchOf(n, bs, 0, 7), batchOf(n, bs, 0, 8)) {
 		t.Errorf("the order is not a function of the seed")
-	}
-}
-
-func TestLoadConversationsNamesTheLine(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "d.jsonl")
-	os.WriteFile(p, []byte(`{"messages": [{"role": "user", "content": "a"}]}`+"\n\n"+`{"messages": [{"content": "b"}]}`+"\n"), 0o644)
-	_, err := LoadConversations(p)
-	if err == nil || !strings.Contains(err.Error(), "d.jsonl:3: message 0 has no role") {
-		t.Fatalf("err = %v", err)
-	}
-}
-
-func TestLossChart(t *testing.T) {
-	got := LossChart([]float64{4, 3, 2, 1}, 80, 2)
-	lines := strings.Split(got, "\n")
-	if len(lines) != 3 {
-		t.Fatalf("chart has %d lines:\n%s", len(lines), got)
-	}
-	// Heights in eighths: 16, 11, 6 and 1 of 16 (the lowest keeps a sliver).
-	if lines[0] != "        4 █▃  " || lines[1] != "        1 ██▆▁" {
-		t.Errorf("chart:\n%s", got)
 	}
 }

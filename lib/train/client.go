@@ -1,0 +1,36 @@
+package train
+
+import (
+	"context"
+
+	"github.com/tinkershell/tinker/lib/tinkerapi"
+)
+
+// Client is what a loop asks of a training client: passes, optimizer
+// steps and saves. *tinkerapi.TrainingClient has it; a loop never needs
+// more, so a test or another backend can stand in with a small type.
+type Client interface {
+	ForwardAsync(ctx context.Context, in tinkerapi.ForwardBackwardInput) (*tinkerapi.Future[*tinkerapi.ForwardBackwardOutput], error)
+	ForwardBackwardAsync(ctx context.Context, in tinkerapi.ForwardBackwardInput) (*tinkerapi.Future[*tinkerapi.ForwardBackwardOutput], error)
+	OptimStepAsync(ctx context.Context, p tinkerapi.AdamParams) (*tinkerapi.Future[*tinkerapi.OptimStepResponse], error)
+	SaveState(ctx context.Context, name string, ttlSeconds *int64) (string, error)
+	SaveWeightsForSampler(ctx context.Context, name string, ttlSeconds *int64) (string, error)
+}
+
+// Session opens the training client of a run: a new adapter, or one
+// restored (with its optimizer) from the state a resumed run saved.
+// *tinkerapi.Session has it.
+type Session interface {
+	CreateTrainingClient(ctx context.Context, baseModel string, lora tinkerapi.LoraConfig, userMetadata map[string]string) (*tinkerapi.TrainingClient, error)
+	CreateTrainingClientFromState(ctx context.Context, path string, opts tinkerapi.StateOptions) (*tinkerapi.TrainingClient, error)
+}
+
+var _ Session = (*tinkerapi.Session)(nil)
+var _ Client = (*tinkerapi.TrainingClient)(nil)
+
+// adam is the default Adam settings at learning rate lr.
+func adam(lr float64) tinkerapi.AdamParams {
+	p := tinkerapi.DefaultAdamParams()
+	p.LearningRate = lr
+	return p
+}

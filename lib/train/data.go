@@ -1,0 +1,162 @@
+package train
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/tinkershell/tinker/lib/chat"
+	"github.com/tinkershell/tinker/lib/tinkerapi"
+	"github.com/tinkershell/tinker/lib/tokenizer"
+)
+
+// Conversation is one training conversation; Where names its source for
+// error messages ("data.jsonl:3" or "data[3]").
+type Conversation struct {
+	Messages []chat.Message
+	Where    string
+}
+
+// LoadConversations reads a JSONL file of {"messages": [...]} objects, one
+// per line (blank lines are skipped); errors name the line.
+func LoadConversations(path string) ([]Conversation, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []Conversation
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<30)
+	for line := 1; sc.Scan(); line++ {
+		text := bytes.TrimSpace(sc.Bytes())
+		if len(text) == 0 {
+			continue
+		}
+		c, err := parseConversation(text, fmt.Sprintf("%s:%d", path, line))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s holds no conversations", path)
+	}
+	return out, nil
+}
+
+func parseConversation(text []byte, where string) (Conversation, error) {
+	var rec struct {
+		Messages []chat.Message `json:"messages"`
+	}
+	if err := json.Unmarshal(text, &rec); err != nil {
+		return Conversation{}, fmt.Errorf("%s: not a JSON object with \"messages\": %v", where, err)
+	}
+	if len(rec.Messages) == 0 {
+		return Conversation{}, fmt.Errorf("%s: no messages", where)
+	}
+	for i, m := range rec.Messages {
+		if m.Role == "" {
+			return Conversation{}, fmt.Errorf("%s: message %d has no role", where, i)
+		}
+	}
+	return Conversation{Messages: rec.Messages, Where: where}, nil
+}
+
+// RendererFor returns the chat renderer for a base model: name if given,
+// else the model's default (role_colon for base models and the tiny ones).
+func RendererFor(ctx context.Context, baseModel, name string) (chat.Renderer, error) {
+	if name == "" {
+		name = chat.ForModel(baseModel)
+		if name == "" {
+			return nil, fmt.Errorf("no default chat renderer for %s; pass renderer= one of %v", baseModel, chat.Names())
+		}
+	}
+	tok, err := tokenizer.ForModel(ctx, baseModel)
+	if err != nil {
+		return nil, err
+	}
+	return chat.New(name, tok)
+}
+
+// ConversationDatum renders a conversation for training and shifts it into
+// a datum: input tokens[:-1], targets tokens[1:], weights aligned with the
+// targets. maxLength > 0 caps the rendered tokens; truncate says whether a
+// longer conversation is cut (else it is an error).
+func ConversationDatum(r chat.Renderer, msgs []chat.Message, trainOn string, maxLength int, truncate bool) (tinkerapi.Datum, error) {
+	tr, err := r.RenderForTraining(msgs, trainOn)
+	if err != nil {
+		return tinkerapi.Datum{}, err
+	}
+	if maxLength > 0 && len(tr.Tokens) > maxLength {
+		if !truncate {
+			return tinkerapi.Datum{}, fmt.Errorf("%d tokens, longer than max_length %d", len(tr.Tokens), maxLength)
+		}
+		tr.Tokens, tr.Weights = tr.Tokens[:maxLength], tr.Weights[:maxLength]
+	}
+	trained := false
+	for _, w := range tr.Weights[1:] {
+		trained = trained || w > 0
+	}
+	if len(tr.Tokens) < 2 || !trained {
+		return tinkerapi.Datum{}, fmt.Errorf("no trainable token (train_on=%q)", trainOn)
+	}
+	targets := make([]int64, len(tr.Tokens)-1)
+	for i, t := range tr.Tokens[1:] {
+		targets[i] = int64(t)
+	}
+	return tinkerapi.Datum{ModelInput: tr.Tokens[:len(tr.Tokens)-1], LossFnInputs: map[string]tinkerapi.Tensor{
+		"target_tokens": tinkerapi.Int64s(targets),
+		"weights":       tinkerapi.Float32s(tr.Weights[1:]),
+	}}, nil
+}
+
+// Weight is what a datum trains on: the sum of its weights, or one per
+// target when it has none. Summed over a batch it is the denominator of
+// a mean loss per trained token.
+func Weight(d tinkerapi.Datum) float64 {
+	w, ok := d.LossFnInputs["weights"]
+	if !ok {
+		return float64(len(d.ModelInput))
+	}
+	s := 0.0
+	for _, x := range w.Float32 {
+		s += float64(x)
+	}
+	return s
+}
+
+// TotalWeight is the sum of the data's Weight.
+func TotalWeight(data []tinkerapi.Datum) float64 {
+	s := 0.0
+	for _, d := range data {
+		s += Weight(d)
+	}
+	return s
+}
+
+// dataHash fingerprints rendered data for log_dir/config.json, so that a
+// resumed run is known to train on the same tokens and weights.
+func dataHash(data []tinkerapi.Datum) string {
+	if len(data) == 0 {
+		return ""
+	}
+	h := sha256.New()
+	for _, d := range data {
+		binary.Write(h, binary.LittleEndian, int64(len(d.ModelInput)))
+		for _, t := range d.ModelInput {
+			binary.Write(h, binary.LittleEndian, int32(t))
+		}
+		binary.Write(h, binary.LittleEndian, d.LossFnInputs["target_tokens"].Int64)
+		binary.Write(h, binary.LittleEndian, d.LossFnInputs["weights"].Float32)
+	}
+	return fmt.Sprintf("%x", h.Sum(nil))
+}

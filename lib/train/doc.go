@@ -1,0 +1,34 @@
+// Package train holds the training loops (today SFT) as plain Go, so that
+// the sft() builtin and `tinker train sft` are thin callers of the same
+// code: a builtin unpacks Starlark arguments into an options struct, a
+// subcommand unpacks flags into the same struct, and both show the same
+// Result. The package knows no Starlark and no command line.
+//
+// Every loop shares one machinery, and a new loop (evaluation, DPO, RL)
+// is a new file that supplies only what is its own:
+//
+//   - run.go and pipeline.go: the runner. It opens the log directory and
+//     the training client (restored from the saved state when resuming),
+//     submits each step before awaiting the one before (at most two in
+//     flight, so the service always has the next step queued), waits at
+//     barriers where a save or an evaluation must see a step's weights,
+//     records metrics, saves every SaveEvery steps and at the end, and on
+//     Ctrl-C saves the last finished step and returns InterruptedError.
+//     A loop is a stepper: submit(step) sends the step's requests and
+//     returns a function that awaits them and yields its metrics record.
+//   - logdir.go: log_dir with config.json (the settings that must match to
+//     resume), metrics.jsonl (one record per step) and state.json (the
+//     latest saved state), written through lib/atomicfile. Resuming from
+//     the saved state with a step order that is a function of the seed and
+//     the step gives the same final weights as a run never interrupted.
+//   - status.go and chart.go: the live step line (Status) and the column
+//     chart of a run, both driven by the Record interface every loop's
+//     metrics type implements (its step, its headline figure, its tokens).
+//   - client.go: the small Client and Session interfaces over the Tinker
+//     API client that loops use, so the loops depend on what they call.
+//   - data.go: conversations (JSONL loading with errors naming the line)
+//     rendered into training data.
+//
+// sft.go is the SFT loop: LR schedules, batch order, cross_entropy steps
+// with Adam, and eval NLL; sft_show.go its table and JSON.
+package train

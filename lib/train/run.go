@@ -1,0 +1,155 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/tinkershell/tinker/lib/tinkerapi"
+)
+
+// RunOptions are the settings every loop shares.
+type RunOptions struct {
+	LogDir    string // config.json, metrics.jsonl, state.json; "" for none
+	Name      string // checkpoint name prefix; "" for the loop's name
+	SaveEvery int    // steps between saved states; 0: only at the end
+	// MaxSteps > 0 stops this call after that many steps of the run
+	// (saving its state); schedules still span the whole run.
+	MaxSteps int
+	// OnStep is told of each finished step (Status.Step draws it).
+	OnStep func(m Record, total int)
+}
+
+// Result is the outcome of a run, or of the part of it this call ran.
+type Result[M Record] struct {
+	BaseModel   string
+	Steps       []M // every finished step of the run, resumed ones too
+	Total       int
+	StatePath   string
+	SamplerPath string // empty until the run has finished
+	LogDir      string
+}
+
+// LastStep is the number of the last finished step, 0 for none.
+func (r *Result[M]) LastStep() int {
+	if len(r.Steps) == 0 {
+		return 0
+	}
+	return r.Steps[len(r.Steps)-1].StepNumber()
+}
+
+// InterruptedError is a loop's error when ctx was cancelled: the state of
+// the last finished step has been saved by then.
+type InterruptedError struct {
+	Step, Total int
+	StatePath   string
+	LogDir      string
+	// Resume words how to continue, given the log directory, e.g. as the
+	// builtin's argument (the default) or a command-line option.
+	Resume func(logDir string) string
+}
+
+func (e *InterruptedError) Error() string {
+	how := "training_client(state=...) continues from it; give log_dir to make runs resumable"
+	if e.LogDir != "" {
+		if e.Resume != nil {
+			how = e.Resume(e.LogDir)
+		} else {
+			how = fmt.Sprintf("run again with log_dir=%q to resume", e.LogDir)
+		}
+	}
+	return fmt.Sprintf("interrupted after step %d of %d; state saved to %s; %s", e.Step, e.Total, e.StatePath, how)
+}
+
+// runner is the machinery one loop call shares with every other: its log
+// directory, its training client, pipelined submission, saves and the
+// result. A loop supplies only the stepper.
+type runner[M Record] struct {
+	o      *RunOptions
+	tc     Client
+	log    *logDir[M] // nil without LogDir
+	res    *Result[M]
+	st     State // the last saved state
+	total  int
+	prefix string
+	// wait awaits futures already submitted, even after an interrupt: the
+	// server runs them anyway, and the saved state must match the metrics.
+	wait context.Context
+
+	finished int       // steps whose results are in
+	lastDone time.Time // when the last step's results came in
+}
+
+// stepper is one loop's part of a run.
+type stepper[M Record] interface {
+	// submit sends step's requests (0-based) and returns the function that
+	// awaits them and gives the step's metrics; errors it returns name the
+	// step.
+	submit(ctx context.Context, step int) (func() (M, error), error)
+	// barrier reports whether something after step other than a save
+	// (an evaluation, a sampling round) must see its weights.
+	barrier(step int) bool
+}
+
+// newRunner prepares a run of total steps whose settings are cfg, reading
+// the saved state of an earlier call from o.LogDir. The error is that of
+// the log directory.
+func newRunner[M Record](ctx context.Context, o *RunOptions, baseModel string, total int, cfg any, prefix string) (*runner[M], error) {
+	r := &runner[M]{o: o, total: total, prefix: o.Name, wait: context.WithoutCancel(ctx)}
+	r.res = &Result[M]{BaseModel: baseModel, Total: total, LogDir: o.LogDir}
+	if r.prefix == "" {
+		r.prefix = prefix
+	}
+	if o.LogDir != "" {
+		var err error
+		if r.log, r.st, r.res.Steps, err = openLogDir[M](o.LogDir, cfg); err != nil {
+			return nil, err
+		}
+		r.res.StatePath, r.res.SamplerPath = r.st.StatePath, r.st.SamplerPath
+	}
+	return r, nil
+}
+
+// done reports whether an earlier call finished the run.
+func (r *runner[M]) done() bool { return r.st.Step == r.total && r.st.SamplerPath != "" }
+
+// open creates the training client, restored from the saved state when
+// resuming, and starts the metrics log.
+func (r *runner[M]) open(ctx context.Context, s Session, baseModel string, lora tinkerapi.LoraConfig, createdBy string) error {
+	var tc *tinkerapi.TrainingClient
+	var err error
+	if r.st.StatePath != "" {
+		tc, err = s.CreateTrainingClientFromState(ctx, r.st.StatePath, tinkerapi.StateOptions{Optimizer: true, BaseModel: baseModel})
+	} else {
+		tc, err = s.CreateTrainingClient(ctx, baseModel, lora, map[string]string{"created_by": createdBy})
+	}
+	if err != nil {
+		return err
+	}
+	r.tc = tc
+	if r.log != nil {
+		if err := r.log.start(); err != nil {
+			return fmt.Errorf("log_dir: %w", err)
+		}
+	}
+	return nil
+}
+
+func (r *runner[M]) close() {
+	if r.log != nil {
+		r.log.close()
+	}
+}
+
+// lap is the time since the last step's results came in, and restarts it.
+func (r *runner[M]) lap() float64 {
+	now := time.Now()
+	d := now.Sub(r.lastDone).Seconds()
+	r.lastDone = now
+	return d
+}
+
+// saveAt reports whether the state is saved after step n (1-based).
+func (r *runner[M]) saveAt(n int) bool {
+	return n == r.total || r.o.SaveEvery > 0 && n%r.o.SaveEvery == 0
+}

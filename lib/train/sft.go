@@ -1,0 +1,282 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/tinkershell/tinker/lib/chat"
+	"github.com/tinkershell/tinker/lib/tinkerapi"
+)
+
+// SFT defaults, shared by the sft() builtin and `tinker train sft`.
+const (
+	DefaultBatchSize    = 8
+	DefaultLearningRate = 1e-4
+	DefaultSaveEvery    = 20
+	DefaultEvalEvery    = 10
+)
+
+// SFTOptions is one supervised fine-tuning run.
+type SFTOptions struct {
+	RunOptions
+	BaseModel    string
+	Data         []Conversation
+	Eval         []Conversation
+	Lora         tinkerapi.LoraConfig
+	Renderer     string
+	TrainOn      string
+	MaxLength    int  // 0: no limit
+	Truncate     bool // cut longer examples instead of failing
+	BatchSize    int
+	Epochs       int
+	LearningRate float64
+	Schedule     string // linear, constant or cosine
+	EvalEvery    int    // steps between evaluations; 0: only at the end
+}
+
+// SFTMetrics is one step of SFT, one line of metrics.jsonl.
+type SFTMetrics struct {
+	Step         int      `json:"step"`
+	Epoch        int      `json:"epoch"`
+	Loss         float64  `json:"loss"` // mean NLL per trained token
+	EvalNLL      *float64 `json:"eval_nll,omitempty"`
+	LearningRate float64  `json:"learning_rate"`
+	Tokens       int      `json:"tokens"`
+	Sequences    int      `json:"num_sequences"`
+	Seconds      float64  `json:"time"`
+}
+
+func (m SFTMetrics) StepNumber() int                     { return m.Step }
+func (m SFTMetrics) Headline() (string, float64)         { return "loss", m.Loss }
+func (m SFTMetrics) Throughput() (tokens int, s float64) { return m.Tokens, m.Seconds }
+
+// SFTResult is the outcome of an SFT run.
+type SFTResult = Result[SFTMetrics]
+
+func (o *SFTOptions) check() error {
+	switch o.Schedule {
+	case "linear", "constant", "cosine":
+	default:
+		return fmt.Errorf("lr_schedule must be \"linear\", \"constant\" or \"cosine\", got %q", o.Schedule)
+	}
+	switch {
+	case o.BatchSize < 1:
+		return fmt.Errorf("batch_size must be at least 1")
+	case o.Epochs < 1:
+		return fmt.Errorf("epochs must be at least 1")
+	case !(o.LearningRate > 0) || math.IsInf(o.LearningRate, 0):
+		return fmt.Errorf("learning_rate must be positive")
+	case o.SaveEvery < 0 || o.EvalEvery < 0 || o.MaxLength < 0 || o.MaxSteps < 0:
+		return fmt.Errorf("save_every, eval_every, max_length and max_steps must not be negative")
+	case o.Lora.Rank < 1:
+		return fmt.Errorf("rank must be positive")
+	}
+	if !isTrainOn(o.TrainOn) {
+		return fmt.Errorf("train_on must be one of %s, got %q", strings.Join(chat.TrainOnRules(), ", "), o.TrainOn)
+	}
+	return nil
+}
+
+func isTrainOn(s string) bool {
+	for _, r := range chat.TrainOnRules() {
+		if r == s {
+			return true
+		}
+	}
+	return false
+}
+
+// learningRate is the schedule's rate at step (0-based) of total.
+func learningRate(schedule string, base float64, step, total int) float64 {
+	frac := float64(step) / float64(total)
+	switch schedule {
+	case "linear":
+		return base * (1 - frac)
+	case "cosine":
+		return base * 0.5 * (1 + math.Cos(math.Pi*frac))
+	}
+	return base
+}
+
+// batchOf returns the data indices of step: each epoch visits every
+// example once in an order fixed by the seed and the epoch.
+func batchOf(n, batchSize, step int, seed uint64) []int {
+	perEpoch := (n + batchSize - 1) / batchSize
+	epoch, i := step/perEpoch, step%perEpoch
+	order := rand.New(rand.NewPCG(seed, uint64(epoch))).Perm(n)
+	return order[i*batchSize : min((i+1)*batchSize, n)]
+}
+
+func toData(r chat.Renderer, convs []Conversation, o *SFTOptions) ([]tinkerapi.Datum, error) {
+	out := make([]tinkerapi.Datum, len(convs))
+	for i, c := range convs {
+		d, err := ConversationDatum(r, c.Messages, o.TrainOn, o.MaxLength, o.Truncate)
+		if err != nil {
+			if strings.Contains(err.Error(), "longer than max_length") {
+				err = fmt.Errorf("%w (truncate=True cuts it)", err)
+			}
+			return nil, fmt.Errorf("%s: %w", c.Where, err)
+		}
+		out[i] = d
+	}
+	return out, nil
+}
+
+// sftConfig is log_dir/config.json of SFT: what must match to resume.
+type sftConfig struct {
+	BaseModel    string  `json:"base_model"`
+	DataSHA256   string  `json:"data_sha256"`
+	EvalSHA256   string  `json:"eval_sha256,omitempty"`
+	Rank         int     `json:"rank"`
+	Seed         *int64  `json:"seed"`
+	TrainMLP     bool    `json:"train_mlp"`
+	TrainAttn    bool    `json:"train_attn"`
+	TrainUnembed bool    `json:"train_unembed"`
+	Renderer     string  `json:"renderer"`
+	TrainOn      string  `json:"train_on"`
+	MaxLength    int     `json:"max_length"`
+	BatchSize    int     `json:"batch_size"`
+	Epochs       int     `json:"epochs"`
+	LearningRate float64 `json:"learning_rate"`
+	Schedule     string  `json:"lr_schedule"`
+	SaveEvery    int     `json:"save_every"`
+	EvalEvery    int     `json:"eval_every"`
+	Name         string  `json:"name"`
+}
+
+func (o *SFTOptions) config(renderer string, data, eval []tinkerapi.Datum) sftConfig {
+	return sftConfig{BaseModel: o.BaseModel, DataSHA256: dataHash(data), EvalSHA256: dataHash(eval), Rank: o.Lora.Rank, Seed: o.Lora.Seed,
+		TrainMLP: o.Lora.TrainMLP, TrainAttn: o.Lora.TrainAttn, TrainUnembed: o.Lora.TrainUnembed, Renderer: renderer, TrainOn: o.TrainOn,
+		MaxLength: o.MaxLength, BatchSize: o.BatchSize, Epochs: o.Epochs, LearningRate: o.LearningRate, Schedule: o.Schedule,
+		SaveEvery: o.SaveEvery, EvalEvery: o.EvalEvery, Name: o.Name}
+}
+
+func userErr(msg string) error { return &tinkerapi.UserError{Msg: msg} }
+
+// SFT runs supervised fine-tuning (see the sft() builtin's documentation).
+// Every input is checked before anything is written to LogDir or sent.
+func SFT(ctx context.Context, s Session, o SFTOptions) (*SFTResult, error) {
+	if err := o.check(); err != nil {
+		return nil, userErr(err.Error())
+	}
+	r, err := RendererFor(ctx, o.BaseModel, o.Renderer)
+	if err != nil {
+		return nil, userErr(err.Error())
+	}
+	data, err := toData(r, o.Data, &o)
+	if err != nil {
+		return nil, userErr(err.Error())
+	}
+	eval, err := toData(r, o.Eval, &o)
+	if err != nil {
+		return nil, userErr("eval_data: " + err.Error())
+	}
+	perEpoch := (len(data) + o.BatchSize - 1) / o.BatchSize
+	run, err := newRunner[SFTMetrics](ctx, &o.RunOptions, o.BaseModel, perEpoch*o.Epochs, o.config(r.Name(), data, eval), "sft")
+	if err != nil {
+		return nil, userErr("log_dir: " + err.Error())
+	}
+	if run.done() {
+		return run.res, nil
+	}
+	if err := run.open(ctx, s, o.BaseModel, o.Lora, "tinker sft"); err != nil {
+		return nil, err
+	}
+	defer run.close()
+	l := &sftLoop{runner: run, o: &o, data: data, eval: eval, perEpoch: perEpoch}
+	if o.Lora.Seed != nil {
+		l.seed = uint64(*o.Lora.Seed)
+	}
+	return run.drive(ctx, l)
+}
+
+// sftLoop is SFT's stepper: a batch of conversations per step, trained
+// with cross_entropy and Adam, evaluated every EvalEvery steps.
+type sftLoop struct {
+	*runner[SFTMetrics]
+	o          *SFTOptions
+	data, eval []tinkerapi.Datum
+	perEpoch   int
+	seed       uint64
+}
+
+// evalAt reports whether eval data is scored after step n (1-based).
+func (l *sftLoop) evalAt(n int) bool {
+	return len(l.eval) > 0 && (n == l.total || l.o.EvalEvery > 0 && n%l.o.EvalEvery == 0)
+}
+
+func (l *sftLoop) barrier(step int) bool { return l.evalAt(step + 1) }
+
+// submit sends step's forward_backward and optim_step back to back.
+func (l *sftLoop) submit(ctx context.Context, step int) (func() (SFTMetrics, error), error) {
+	lr := learningRate(l.o.Schedule, l.o.LearningRate, step, l.total)
+	var batch []tinkerapi.Datum
+	tokens := 0
+	for _, j := range batchOf(len(l.data), l.o.BatchSize, step, l.seed) {
+		batch = append(batch, l.data[j])
+		tokens += len(l.data[j].ModelInput)
+	}
+	fb, err := l.tc.ForwardBackwardAsync(ctx, tinkerapi.ForwardBackwardInput{Data: batch, LossFn: "cross_entropy"})
+	if err != nil {
+		return nil, err
+	}
+	// If this fails, the step's gradients stay unapplied and the run
+	// stops at the step before, whose weights are unchanged.
+	opt, err := l.tc.OptimStepAsync(ctx, adam(lr))
+	if err != nil {
+		return nil, err
+	}
+	m := SFTMetrics{Step: step + 1, Epoch: step/l.perEpoch + 1, LearningRate: lr, Tokens: tokens, Sequences: len(batch)}
+	return func() (SFTMetrics, error) {
+		out, err := fb.Wait(l.wait)
+		if err == nil {
+			_, err = opt.Wait(l.wait)
+		}
+		if err != nil {
+			return m, fmt.Errorf("step %d: %w", m.Step, err)
+		}
+		loss, _ := out.Loss()
+		m.Loss = loss / TotalWeight(batch)
+		return l.evaluate(m)
+	}, nil
+}
+
+// evaluate adds the eval NLL where due and the step's time.
+func (l *sftLoop) evaluate(m SFTMetrics) (SFTMetrics, error) {
+	if l.evalAt(m.Step) {
+		nll, err := EvalNLL(l.wait, l.tc, l.eval, l.o.BatchSize)
+		if err != nil {
+			return m, fmt.Errorf("evaluate after step %d: %w", m.Step, err)
+		}
+		m.EvalNLL = &nll
+	}
+	m.Seconds = l.lap()
+	return m, nil
+}
+
+// EvalNLL is the mean negative log-likelihood per trained token of data
+// under the current weights; all forward passes are submitted before any
+// is awaited.
+func EvalNLL(ctx context.Context, tc Client, data []tinkerapi.Datum, batchSize int) (float64, error) {
+	var futs []*tinkerapi.Future[*tinkerapi.ForwardBackwardOutput]
+	for i := 0; i < len(data); i += batchSize {
+		f, err := tc.ForwardAsync(ctx, tinkerapi.ForwardBackwardInput{Data: data[i:min(i+batchSize, len(data))], LossFn: "cross_entropy"})
+		if err != nil {
+			return 0, err
+		}
+		futs = append(futs, f)
+	}
+	sum := 0.0
+	for _, f := range futs {
+		out, err := f.Wait(ctx)
+		if err != nil {
+			return 0, err
+		}
+		l, _ := out.Loss()
+		sum += l
+	}
+	return sum / TotalWeight(data), nil
+}
