@@ -15,7 +15,8 @@ import (
 // the API's JSON fields; displayed it looks like the official CLI's output.
 type Checkpoint struct {
 	C tinkerapi.Checkpoint
-	// Run, when known (checkpoint.info), adds the LoRA details.
+	// Run, when known (checkpoint.info, checkpoint.list(run_id=...)),
+	// adds the LoRA details.
 	Run *tinkerapi.TrainingRun
 }
 
@@ -78,6 +79,12 @@ func (c *Checkpoint) Attr(name string) (starlark.Value, error) {
 		case "base_model":
 			return starlark.String(c.Run.BaseModel), nil
 		}
+	}
+	switch name {
+	case "is_lora", "lora_rank", "base_model":
+		// The list of all checkpoints does not carry their runs' details.
+		return nil, starlark.NoSuchAttrError(fmt.Sprintf("this checkpoint came without its run's details, so it has no .%[1]s: "+
+			"list a run's checkpoints (checkpoint.list(run_id=...)) or ask the run (run.info(c.training_run_id).%[1]s)", name))
 	}
 	return nil, nil
 }
