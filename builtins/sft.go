@@ -131,12 +131,14 @@ func sftFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw
 		return nil, apiErr(err)
 	}
 	defer env.clearStatus()
+	var status *train.Status
 	if env.NoticesTTY {
-		status := train.NewStatus(env.Notices, env.Width)
+		status = train.NewStatus(env.Notices, env.Width)
 		o.OnStep = status.Step
-		defer status.Clear()
+		defer env.HushStatus()()
 	}
 	res, err := train.SFT(ctx, s, o)
+	status.Clear() // before any message, which would follow it on its line
 	if err != nil {
 		var ie *train.InterruptedError
 		if errors.As(err, &ie) {
