@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	gotime "time"
 
 	"github.com/tinkershell/tinker/lib/archive"
@@ -85,7 +86,7 @@ func DownloadCheckpoint(ctx context.Context, c *tinkerapi.Client, path string, o
 	}
 	if !o.Force {
 		if _, err := os.Lstat(target); err == nil {
-			return nil, userErr("Target directory already exists: "+target, "Use --force to overwrite or choose a different output directory.")
+			return nil, userErr(targetExists+target, "Use --force to overwrite or choose a different output directory.")
 		}
 	}
 	p, err := tinkerapi.ParsePath(path)
@@ -111,6 +112,9 @@ func DownloadCheckpoint(ctx context.Context, c *tinkerapi.Client, path string, o
 	return res, nil
 }
 
+// targetExists starts the message for a download whose target is there.
+const targetExists = "Target directory already exists: "
+
 // downloadErr maps download failures to the official CLI's messages.
 func downloadErr(err error, target string) error {
 	var ae *tinkerapi.APIError
@@ -120,7 +124,7 @@ func downloadErr(err error, target string) error {
 	case errors.As(err, &ae):
 		return tinkerapi.Worded(ae)
 	case errors.Is(err, download.ErrTargetExists):
-		return userErr("Target directory already exists: "+target, "Use --force to overwrite or choose a different output directory.")
+		return userErr(targetExists+target, "Use --force to overwrite or choose a different output directory.")
 	case errors.Is(err, download.ErrExtract), errors.Is(err, download.ErrIncomplete):
 		return userErr("Failed to extract archive: "+extractReason(err), "The downloaded file may be corrupted. Try downloading again.")
 	case errors.Is(err, download.ErrDownload):
@@ -269,6 +273,11 @@ func downloadFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	}
 	res, err := DownloadCheckpoint(ContextOf(thread), c, path, o)
 	EndStage(stage, err)
+	var ue *tinkerapi.UserError
+	if errors.As(err, &ue) && strings.HasPrefix(ue.Msg, targetExists) {
+		// The CLI's hint names --force; a call has force=True.
+		return nil, userErr(ue.Msg+": pass force=True to replace it, or output=\"DIR\" for another parent directory", "")
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -77,7 +77,7 @@ func Main(args []string, io *term.IO) (code int) {
 	}
 	if !opts.hasCmd && len(rest) > 0 && !looksLikeScript(rest[0]) {
 		if _, err := os.Stat(rest[0]); err != nil {
-			return usageError(io, "tinker", fmt.Sprintf("No such command '%s'.", rest[0]))
+			return usageError(io, "tinker", noSuchCommand(rest[0], root.subNames()))
 		}
 	}
 	return runStarlark(io, opts, rest, now)
