@@ -11,6 +11,7 @@ import (
 
 	"github.com/tinkershell/tinker/lib/batch"
 	"github.com/tinkershell/tinker/lib/chat"
+	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"github.com/tinkershell/tinker/lib/tokenizer"
 	"go.starlark.net/starlark"
@@ -87,7 +88,7 @@ func Sample(ctx context.Context, env *Env, o SampleOptions) (*SampleResult, erro
 	needTok := o.Prompt != nil || o.Messages != nil
 	tok, tokErr := batch.TokenizerFor(ctx, s, base, path)
 	if tokErr != nil && needTok {
-		return nil, tokErr
+		return nil, unavailableErr(base, path, tokErr)
 	}
 	req := o.Request
 	switch {
@@ -370,4 +371,16 @@ func checkBaseModel(ctx context.Context, c *tinkerapi.Client, base string) error
 		hint = fmt.Sprintf("; did you mean %s?", s)
 	}
 	return userErr(fmt.Sprintf("unknown base model %s%s (models() lists the %d this backend serves)", base, hint, len(names)), "")
+}
+
+// unavailableErr words a base model whose tokenizer cannot be had: off
+// the network the model cannot be used here at all (the local server
+// needs its weights as well), so the message says how to provide both.
+func unavailableErr(base, path string, err error) error {
+	if path != "" || models.IsTiny(base) || errors.Is(err, context.Canceled) {
+		return err
+	}
+	return userErr(fmt.Sprintf("%s is not available on this machine (%v): download it with `hf download %s` "+
+		"(tinker --local then finds its weights in the Hugging Face cache) or start with --model %s=DIR; "+
+		"%s and %s need no download", base, err, base, base, models.TinyLlama, models.TinyQwen3), "")
 }
