@@ -2,6 +2,8 @@ package builtins
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 
 	"github.com/tinkershell/tinker/lib/batch"
@@ -68,6 +70,13 @@ func sampleBatchFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.T
 	}
 	job.Output = output
 	res, err := SampleBatch(ContextOf(thread), envOf(thread), job)
+	var stopped *batch.StoppedError
+	if errors.As(err, &stopped) && errors.Is(err, context.Canceled) && envOf(thread).Notices != nil {
+		// The shell reports an interrupt in one word; how to resume goes
+		// to the notices stream, as sft's does.
+		fmt.Fprintf(envOf(thread).Notices, "sample_batch: %d of %d rows still to sample: call sample_batch again with the same arguments to resume (finished rows are kept in %s)\n",
+			stopped.Remaining, stopped.Total, stopped.Output)
+	}
 	if err != nil {
 		return nil, err
 	}
