@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/tinkershell/tinker/lib/batch"
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/render"
 	"go.starlark.net/starlark"
 )
@@ -69,18 +70,27 @@ func sampleBatchFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.T
 		return nil, fail("num_samples and concurrency must be at least 1")
 	}
 	job.Output = output
-	res, err := SampleBatch(ContextOf(thread), envOf(thread), job)
-	var stopped *batch.StoppedError
-	if errors.As(err, &stopped) && errors.Is(err, context.Canceled) && envOf(thread).Notices != nil {
-		// The shell reports an interrupt in one word; how to resume goes
-		// to the notices stream, as sft's does.
-		fmt.Fprintf(envOf(thread).Notices, "sample_batch: %d of %d rows still to sample: call sample_batch again with the same arguments to resume (finished rows are kept in %s)\n",
-			stopped.Remaining, stopped.Total, stopped.Output)
-	}
+	env := envOf(thread)
+	c, err := env.Client()
 	if err != nil {
 		return nil, err
 	}
-	return res, nil
+	res, err := ops.SampleBatch(ContextOf(thread), c, env.console(), job)
+	var stopped *batch.StoppedError
+	if errors.As(err, &stopped) && errors.Is(err, context.Canceled) && env.Notices != nil {
+		// The shell reports an interrupt in one word; how to resume goes
+		// to the notices stream, as sft's does.
+		fmt.Fprintf(env.Notices, "sample_batch: %d of %d rows still to sample: call sample_batch again with the same arguments to resume (finished rows are kept in %s)\n",
+			stopped.Remaining, stopped.Total, stopped.Output)
+	}
+	if res == nil {
+		return nil, err
+	}
+	out := &BatchResult{BatchResult: *res, models: job.Models}
+	for _, p := range job.Prompts {
+		out.prompts = append(out.prompts, p.ID)
+	}
+	return out, err
 }
 
 // modelsArg takes a model (name, tinker:// path or checkpoint) or a list.
@@ -113,7 +123,7 @@ func modelsArg(v starlark.Value) ([]string, error) {
 // as a line of that file would give it (docs/batch.md).
 func promptsArg(v starlark.Value) ([]batch.Prompt, error) {
 	if s, ok := v.(starlark.String); ok {
-		return ReadPromptsFile(string(s))
+		return ops.ReadPromptsFile(string(s))
 	}
 	it, ok := v.(starlark.Iterable)
 	if !ok {

@@ -3,12 +3,9 @@ package builtins
 import (
 	"fmt"
 	"sort"
-	"strconv"
-	"strings"
-	gotime "time"
 
 	"github.com/tinkershell/tinker/lib/batch"
-	"github.com/tinkershell/tinker/lib/render"
+	"github.com/tinkershell/tinker/lib/ops"
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 )
@@ -16,7 +13,7 @@ import (
 // BatchResult is what sample_batch() returns: the run's counts and a
 // summary per model.
 type BatchResult struct {
-	R batch.Result
+	ops.BatchResult
 	// The job's models and prompt ids, which order .rows.
 	models, prompts []string
 }
@@ -32,9 +29,6 @@ func (b *BatchResult) Type() string          { return "batch" }
 func (b *BatchResult) Freeze()               {}
 func (b *BatchResult) Truth() starlark.Bool  { return true }
 func (b *BatchResult) Hash() (uint32, error) { return starlark.String(b.R.Output).Hash() }
-func (b *BatchResult) AttrNames() []string {
-	return []string{"models", "output", "remaining", "resumed", "rows", "seed", "total", "written"}
-}
 
 // rows reads the job's rows from the output file, ordered by model, then
 // prompt, then sample as the job lists them.
@@ -92,42 +86,41 @@ func (b *BatchResult) rows() (starlark.Value, error) {
 	return starlark.NewList(out), nil
 }
 
-func (b *BatchResult) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "output":
-		return starlark.String(b.R.Output), nil
-	case "remaining":
-		return starlark.MakeInt(b.R.Remaining), nil
-	case "resumed":
-		return starlark.MakeInt(b.R.Resumed), nil
-	case "seed":
-		return starlark.MakeInt64(b.R.Seed), nil
-	case "total":
-		return starlark.MakeInt(b.R.Total), nil
-	case "written":
-		return starlark.MakeInt(b.R.Written), nil
-	case "rows":
-		return b.rows()
-	case "models":
+func (b *BatchResult) AttrNames() []string                      { return batchAttrs.names(b) }
+func (b *BatchResult) Attr(name string) (starlark.Value, error) { return batchAttrs.get(b, name) }
+
+var batchAttrs = attrTable[*BatchResult]{
+	field("models", "one dict per model: model, rows, missing, mean_tokens, stop_reasons, mean_logprob", func(b *BatchResult) starlark.Value {
 		l := make([]starlark.Value, len(b.R.Models))
 		for i, m := range b.R.Models {
-			reasons := starlark.NewDict(len(m.StopReasons))
-			for _, r := range m.StopReasons {
-				_ = reasons.SetKey(starlark.String(r.Reason), starlark.MakeInt(r.Count))
-			}
-			d := starlark.NewDict(6)
-			for _, kv := range []struct {
-				k string
-				v starlark.Value
-			}{{"model", starlark.String(m.Model)}, {"rows", starlark.MakeInt(m.Rows)}, {"missing", starlark.MakeInt(m.Missing)},
-				{"mean_tokens", starlark.Float(m.MeanTokens)}, {"stop_reasons", reasons}, {"mean_logprob", meanLogprob(m)}} {
-				_ = d.SetKey(starlark.String(kv.k), kv.v)
-			}
-			l[i] = d
+			l[i] = modelSummary(m)
 		}
-		return starlark.NewList(l), nil
+		return starlark.NewList(l)
+	}),
+	field("output", "the JSONL file the rows are in", func(b *BatchResult) starlark.Value { return starlark.String(b.R.Output) }),
+	field("remaining", "the rows still to sample (the same call again samples just these)", func(b *BatchResult) starlark.Value { return starlark.MakeInt(b.R.Remaining) }),
+	field("resumed", "the rows already in the file when this call started", func(b *BatchResult) starlark.Value { return starlark.MakeInt(b.R.Resumed) }),
+	{name: "rows", doc: "the job's rows read back from output: .model, .prompt_id, .sample, .seed, .text, .tokens, .stop_reason, .mean_logprob", get: (*BatchResult).rows},
+	field("seed", "the job's base seed, which fixes every row's seed", func(b *BatchResult) starlark.Value { return starlark.MakeInt64(b.R.Seed) }),
+	field("total", "the rows of the job", func(b *BatchResult) starlark.Value { return starlark.MakeInt(b.R.Total) }),
+	field("written", "the rows this call added", func(b *BatchResult) starlark.Value { return starlark.MakeInt(b.R.Written) }),
+}
+
+// modelSummary is one model's summary as a dict.
+func modelSummary(m batch.ModelSummary) starlark.Value {
+	reasons := starlark.NewDict(len(m.StopReasons))
+	for _, r := range m.StopReasons {
+		_ = reasons.SetKey(starlark.String(r.Reason), starlark.MakeInt(r.Count))
 	}
-	return nil, nil
+	d := starlark.NewDict(6)
+	for _, kv := range []struct {
+		k string
+		v starlark.Value
+	}{{"model", starlark.String(m.Model)}, {"rows", starlark.MakeInt(m.Rows)}, {"missing", starlark.MakeInt(m.Missing)},
+		{"mean_tokens", starlark.Float(m.MeanTokens)}, {"stop_reasons", reasons}, {"mean_logprob", meanLogprob(m)}} {
+		_ = d.SetKey(starlark.String(kv.k), kv.v)
+	}
+	return d
 }
 
 func meanLogprob(m batch.ModelSummary) starlark.Value {
@@ -135,47 +128,6 @@ func meanLogprob(m batch.ModelSummary) starlark.Value {
 		return starlark.None
 	}
 	return starlark.Float(m.MeanLogprob)
-}
-
-// Table is the summary per model.
-func (b *BatchResult) Table(now gotime.Time) *render.Table {
-	t := &render.Table{
-		Title: fmt.Sprintf("Batch %s: %d of %d rows", b.R.Output, b.R.Total-b.R.Remaining, b.R.Total),
-		Columns: []render.Column{{Header: "Model"}, {Header: "Rows", Right: true}, {Header: "Missing", Right: true},
-			{Header: "Mean tokens", Right: true}, {Header: "Stop reasons"}, {Header: "Mean logprob", Right: true}},
-	}
-	for _, m := range b.R.Models {
-		reasons := make([]string, len(m.StopReasons))
-		for i, r := range m.StopReasons {
-			reasons[i] = fmt.Sprintf("%s %d", r.Reason, r.Count)
-		}
-		lp := "-"
-		if m.LogprobTokens > 0 {
-			lp = strconv.FormatFloat(m.MeanLogprob, 'f', 3, 64)
-		}
-		t.Rows = append(t.Rows, []string{m.Model, strconv.Itoa(m.Rows), strconv.Itoa(m.Missing),
-			strconv.FormatFloat(m.MeanTokens, 'f', 1, 64), strings.Join(reasons, ", "), lp})
-	}
-	return t
-}
-
-func (b *BatchResult) JSON() any {
-	models := make([]any, len(b.R.Models))
-	for i, m := range b.R.Models {
-		reasons := render.Object{}
-		for _, r := range m.StopReasons {
-			reasons = append(reasons, render.Member{Key: r.Reason, Value: r.Count})
-		}
-		var lp any
-		if m.LogprobTokens > 0 {
-			lp = m.MeanLogprob
-		}
-		models[i] = render.Object{{Key: "model", Value: m.Model}, {Key: "rows", Value: m.Rows}, {Key: "missing", Value: m.Missing},
-			{Key: "mean_tokens", Value: m.MeanTokens}, {Key: "stop_reasons", Value: reasons}, {Key: "mean_logprob", Value: lp}}
-	}
-	return render.Object{{Key: "output", Value: b.R.Output}, {Key: "seed", Value: b.R.Seed}, {Key: "total", Value: b.R.Total},
-		{Key: "resumed", Value: b.R.Resumed}, {Key: "written", Value: b.R.Written}, {Key: "remaining", Value: b.R.Remaining},
-		{Key: "models", Value: models}}
 }
 
 func (b *BatchResult) MarshalJSON() ([]byte, error) { return marshalJSON(b) }

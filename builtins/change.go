@@ -5,7 +5,6 @@ import (
 	gotime "time"
 
 	"github.com/tinkershell/tinker/lib/render"
-	"go.starlark.net/lib/time"
 	"go.starlark.net/starlark"
 )
 
@@ -47,23 +46,16 @@ func (c *CheckpointChange) Truth() starlark.Bool { return true }
 func (c *CheckpointChange) Hash() (uint32, error) {
 	return 0, fmt.Errorf("unhashable: checkpoint_change")
 }
-func (c *CheckpointChange) AttrNames() []string {
-	return []string{"action", "expires_at", "tinker_path"}
+
+func (c *CheckpointChange) AttrNames() []string { return checkpointChangeAttrs.names(c) }
+func (c *CheckpointChange) Attr(name string) (starlark.Value, error) {
+	return checkpointChangeAttrs.get(c, name)
 }
 
-func (c *CheckpointChange) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "action":
-		return starlark.String(c.Action), nil
-	case "expires_at":
-		if c.ExpiresAt == nil {
-			return starlark.None, nil
-		}
-		return time.Time(*c.ExpiresAt), nil
-	case "tinker_path":
-		return starlark.String(c.Path), nil
-	}
-	return nil, nil
+var checkpointChangeAttrs = attrTable[*CheckpointChange]{
+	field("action", `"published", "unpublished", "expiry set" or "expiry removed"`, func(c *CheckpointChange) starlark.Value { return starlark.String(c.Action) }),
+	field("expires_at", "when the checkpoint now expires (a time), or None", func(c *CheckpointChange) starlark.Value { return optTime(c.ExpiresAt) }),
+	field("tinker_path", "the checkpoint's tinker:// path", func(c *CheckpointChange) starlark.Value { return starlark.String(c.Path) }),
 }
 
 func (c *CheckpointChange) MarshalJSON() ([]byte, error) { return marshalJSON(c) }

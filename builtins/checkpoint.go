@@ -5,7 +5,7 @@ import (
 	"fmt"
 	gotime "time"
 
-	"github.com/tinkershell/tinker/lib/progress"
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"go.starlark.net/starlark"
 )
@@ -45,18 +45,6 @@ func init() {
 	}, checkpointSetTTL)
 }
 
-// checkpointType normalises a type filter: "training"/"weights" and
-// "sampler"/"sampler_weights".
-func checkpointType(t string) (string, error) {
-	switch t {
-	case "training", "weights":
-		return "training", nil
-	case "sampler", "sampler_weights":
-		return "sampler", nil
-	}
-	return "", userErr("Invalid checkpoint type: "+t, "Valid types: weights, sampler_weights")
-}
-
 func checkpointList(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var runID, typ string
 	limit := 20
@@ -73,7 +61,7 @@ func checkpointList(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 		return nil, err
 	}
 	if typ != "" {
-		if typ, err = checkpointType(typ); err != nil {
+		if typ, err = ops.CheckpointType(typ); err != nil {
 			return nil, err
 		}
 	}
@@ -82,7 +70,7 @@ func checkpointList(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 	if err != nil {
 		return nil, err
 	}
-	cps, more, exact, err := NewestCheckpoints(ContextOf(thread), c, runID, typ, limit, env.countBar("Fetching checkpoints"))
+	cps, more, exact, err := ops.NewestCheckpoints(ContextOf(thread), c, runID, typ, limit, env.countBar("Fetching checkpoints"))
 	if err != nil {
 		return nil, apiErr(err)
 	}
@@ -95,7 +83,7 @@ func checkpointList(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 	}
 	out := make([]starlark.Value, len(cps))
 	for i := range cps {
-		out[i] = &Checkpoint{C: cps[i], Run: run}
+		out[i] = &Checkpoint{ops.Checkpoint{C: cps[i], Run: run}}
 	}
 	l := starlark.NewList(out)
 	empty := "No checkpoints found"
@@ -109,24 +97,14 @@ func checkpointList(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 	return l, nil
 }
 
-// countBar returns a progress factory drawing a bar on the notices stream
-// when it is a terminal.
-func (e *Env) countBar(label string) func(int) Progress {
-	return func(target int) Progress {
-		if !e.NoticesTTY {
-			return noProgress{}
-		}
-		return progress.NewCount(e.Notices, true, e.Width, label, target)
-	}
+// console is where operations draw progress: the notices stream.
+func (e *Env) console() ops.Console {
+	return ops.Console{W: e.Notices, TTY: e.NoticesTTY, Width: e.Width}
 }
 
-// apiMessage is the SDK-style message of a client error.
-func apiMessage(err error) string {
-	if ae, ok := err.(*tinkerapi.APIError); ok {
-		return ae.Message
-	}
-	return err.Error()
-}
+// countBar returns a progress factory drawing a bar on the notices stream
+// when it is a terminal.
+func (e *Env) countBar(label string) func(int) ops.Progress { return e.console().CountBar(label) }
 
 func checkpointInfo(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var path string
@@ -141,7 +119,11 @@ func checkpointInfo(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 	if err != nil {
 		return nil, err
 	}
-	return FindCheckpoint(ContextOf(thread), c, path)
+	cp, err := ops.FindCheckpoint(ContextOf(thread), c, path)
+	if err != nil {
+		return nil, err
+	}
+	return &Checkpoint{*cp}, nil
 }
 
 // unpackPath accepts a tinker:// string or a checkpoint value.
@@ -186,7 +168,7 @@ func publish(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 		action = "published"
 	}
 	return changeAfter(thread, &CheckpointChange{Path: path, Action: action},
-		func(ctx context.Context, c *tinkerapi.Client) error { return Publish(ctx, c, path, on) })
+		func(ctx context.Context, c *tinkerapi.Client) error { return ops.Publish(ctx, c, path, on) })
 }
 
 // changeAfter runs op with the backend's client and returns ch, stamped
@@ -232,7 +214,7 @@ func checkpointSetTTL(thread *starlark.Thread, b *starlark.Builtin, args starlar
 	if ttl != nil {
 		ch.Action = "expiry set"
 	}
-	v, err := changeAfter(thread, ch, func(ctx context.Context, c *tinkerapi.Client) error { return SetTTL(ctx, c, path, ttl) })
+	v, err := changeAfter(thread, ch, func(ctx context.Context, c *tinkerapi.Client) error { return ops.SetTTL(ctx, c, path, ttl) })
 	if err == nil && ttl != nil {
 		exp := ch.Now.Add(gotime.Duration(*ttl) * gotime.Second)
 		ch.ExpiresAt = &exp

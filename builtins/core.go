@@ -8,6 +8,7 @@ import (
 	gotime "time"
 
 	"github.com/tinkershell/tinker/lib/models"
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/render"
 	starlarktime "go.starlark.net/lib/time"
 	"go.starlark.net/starlark"
@@ -68,7 +69,7 @@ var (
 )
 
 func (t *tableValue) String() string {
-	return fmt.Sprintf("<table %s × %s>", Count(len(t.rows), "row", "rows"), Count(len(t.columns), "column", "columns"))
+	return fmt.Sprintf("<table %s × %s>", ops.Count(len(t.rows), "row", "rows"), ops.Count(len(t.columns), "column", "columns"))
 }
 func (t *tableValue) Type() string          { return "table" }
 func (t *tableValue) Freeze()               {}
@@ -76,26 +77,26 @@ func (t *tableValue) Truth() starlark.Bool  { return len(t.rows) > 0 }
 func (t *tableValue) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: table") }
 func (t *tableValue) Len() int              { return len(t.rows) }
 
-func (t *tableValue) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "title":
-		return starlark.String(t.title), nil
-	case "columns":
+func (t *tableValue) AttrNames() []string                      { return tableAttrs.names(t) }
+func (t *tableValue) Attr(name string) (starlark.Value, error) { return tableAttrs.get(t, name) }
+
+var tableAttrs = attrTable[*tableValue]{
+	field("columns", "the column names, in order", func(t *tableValue) starlark.Value {
 		l := make([]starlark.Value, len(t.columns))
 		for i, c := range t.columns {
 			l[i] = starlark.String(c)
 		}
-		return starlark.NewList(l), nil
-	case "rows":
+		return starlark.NewList(l)
+	}),
+	field("rows", "one list of cells per row", func(t *tableValue) starlark.Value {
 		l := make([]starlark.Value, len(t.rows))
 		for i, r := range t.rows {
 			l[i] = starlark.NewList(append([]starlark.Value(nil), r...))
 		}
-		return starlark.NewList(l), nil
-	}
-	return nil, nil
+		return starlark.NewList(l)
+	}),
+	field("title", "the title, or an empty string", func(t *tableValue) starlark.Value { return starlark.String(t.title) }),
 }
-func (t *tableValue) AttrNames() []string { return []string{"columns", "rows", "title"} }
 
 // MarshalJSON makes json.encode(t) give a list of objects.
 func (t *tableValue) MarshalJSON() ([]byte, error) { return marshalJSON(t) }

@@ -6,6 +6,8 @@ import (
 	gotime "time"
 
 	"github.com/tinkershell/tinker/lib/chat"
+	"github.com/tinkershell/tinker/lib/modelref"
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"github.com/tinkershell/tinker/lib/train"
@@ -43,29 +45,40 @@ var (
 	_ starlark.HasAttrs = (*Datum)(nil)
 )
 
-var datumAttrs = []string{"advantages", "logprobs", "target_tokens", "tokens", "weights"}
-
 func (d *Datum) String() string {
-	return "<datum " + Count(len(d.D.ModelInput), "token", "tokens") + ">"
+	return "<datum " + ops.Count(len(d.D.ModelInput), "token", "tokens") + ">"
 }
 func (d *Datum) Type() string          { return "datum" }
 func (d *Datum) Freeze()               {}
 func (d *Datum) Truth() starlark.Bool  { return true }
 func (d *Datum) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: datum") }
-func (d *Datum) AttrNames() []string   { return append([]string(nil), datumAttrs...) }
+func (d *Datum) AttrNames() []string   { return datumAttrs.names(d) }
 
+// Attr also reads a loss input the table does not name, as given.
 func (d *Datum) Attr(name string) (starlark.Value, error) {
-	if name == "tokens" {
-		return intList(d.D.ModelInput), nil
+	if t, ok := d.D.LossFnInputs[name]; ok && name != "tokens" {
+		return tensorList(t), nil
 	}
-	t, ok := d.D.LossFnInputs[name]
-	if !ok {
-		if name == "target_tokens" || name == "weights" || name == "logprobs" || name == "advantages" {
-			return starlark.None, nil
+	return datumAttrs.get(d, name)
+}
+
+var datumAttrs = attrTable[*Datum]{
+	lossInput("advantages", "per-token advantages, or None"),
+	lossInput("logprobs", "per-token sampling logprobs, or None"),
+	lossInput("target_tokens", "the token each position predicts, or None"),
+	field("tokens", "the input token ids", func(d *Datum) starlark.Value { return intList(d.D.ModelInput) }),
+	lossInput("weights", "per-token loss weights (1 where the model learns), or None"),
+}
+
+// lossInput is the attribute of one of a datum's loss inputs: None when
+// the datum has none of that name.
+func lossInput(name, doc string) attr[*Datum] {
+	return field(name, doc, func(d *Datum) starlark.Value {
+		if t, ok := d.D.LossFnInputs[name]; ok {
+			return tensorList(t)
 		}
-		return nil, nil
-	}
-	return tensorList(t), nil
+		return starlark.None
+	})
 }
 
 func tensorList(t tinkerapi.Tensor) *starlark.List {
@@ -103,13 +116,13 @@ func (d *Datum) Row(now gotime.Time) []string {
 	f := d.Record(now).Fields
 	return []string{f[0].Value, f[1].Value, f[2].Value}
 }
-func (d *Datum) ListTitle(n int) string { return Plural(n, "datum", "data") }
+func (d *Datum) ListTitle(n int) string { return ops.Plural(n, "datum", "data") }
 
 func sortedNames(m map[string]tinkerapi.Tensor) []string {
 	var out []string
-	for _, k := range datumAttrs {
-		if _, ok := m[k]; ok {
-			out = append(out, k)
+	for _, a := range datumAttrs {
+		if _, ok := m[a.name]; ok {
+			out = append(out, a.name)
 		}
 	}
 	return out
@@ -218,7 +231,7 @@ func conversationDatumFn(thread *starlark.Thread, b *starlark.Builtin, args star
 	if err != nil {
 		return nil, fail(err)
 	}
-	r, err := rendererFor(ContextOf(thread), model, name)
+	r, err := modelref.Renderer(ContextOf(thread), model, name)
 	if err != nil {
 		return nil, fail(err)
 	}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	gotime "time"
 
-	"github.com/tinkershell/tinker/lib/render"
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"go.starlark.net/lib/time"
 	"go.starlark.net/starlark"
@@ -26,17 +26,7 @@ func init() {
 }
 
 // DeleteResult is what checkpoint.delete returns.
-type DeleteResult struct {
-	DryRun    bool
-	Cancelled bool // the user answered no
-	Planned   []string
-	Deleted   []string
-	Failed    []DeleteFailure
-	Skipped   []string
-	// NoMatch, when set, says that the filters matched nothing; the result
-	// then displays as this line instead of an empty table.
-	NoMatch string
-}
+type DeleteResult struct{ ops.DeleteResult }
 
 var (
 	_ Tabular           = (*DeleteResult)(nil)
@@ -52,7 +42,7 @@ func (d *DeleteResult) String() string {
 		return "<delete cancelled>"
 	}
 	if d.DryRun {
-		return "<delete dry run: " + Count(len(d.Planned), "checkpoint", "checkpoints") + ">"
+		return "<delete dry run: " + ops.Count(len(d.Planned), "checkpoint", "checkpoints") + ">"
 	}
 	return fmt.Sprintf("<delete: %d deleted, %d failed>", len(d.Deleted), len(d.Failed))
 }
@@ -60,9 +50,6 @@ func (d *DeleteResult) Type() string          { return "delete_result" }
 func (d *DeleteResult) Freeze()               {}
 func (d *DeleteResult) Truth() starlark.Bool  { return len(d.Failed) == 0 && len(d.Skipped) == 0 }
 func (d *DeleteResult) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: delete_result") }
-func (d *DeleteResult) AttrNames() []string {
-	return []string{"cancelled", "deleted", "deleted_count", "dry_run", "failed", "planned", "skipped"}
-}
 
 func strList(l []string) *starlark.List {
 	v := make([]starlark.Value, len(l))
@@ -72,21 +59,15 @@ func strList(l []string) *starlark.List {
 	return starlark.NewList(v)
 }
 
-func (d *DeleteResult) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "deleted":
-		return strList(d.Deleted), nil
-	case "deleted_count":
-		return starlark.MakeInt(len(d.Deleted)), nil
-	case "dry_run":
-		return starlark.Bool(d.DryRun), nil
-	case "cancelled":
-		return starlark.Bool(d.Cancelled), nil
-	case "planned":
-		return strList(d.Planned), nil
-	case "skipped":
-		return strList(d.Skipped), nil
-	case "failed":
+func (d *DeleteResult) AttrNames() []string                      { return deleteAttrs.names(d) }
+func (d *DeleteResult) Attr(name string) (starlark.Value, error) { return deleteAttrs.get(d, name) }
+
+var deleteAttrs = attrTable[*DeleteResult]{
+	field("cancelled", "whether the confirmation was answered no", func(d *DeleteResult) starlark.Value { return starlark.Bool(d.Cancelled) }),
+	field("deleted", "the paths deleted", func(d *DeleteResult) starlark.Value { return strList(d.Deleted) }),
+	field("deleted_count", "the number of paths deleted", func(d *DeleteResult) starlark.Value { return starlark.MakeInt(len(d.Deleted)) }),
+	field("dry_run", "whether this was a dry run (nothing deleted)", func(d *DeleteResult) starlark.Value { return starlark.Bool(d.DryRun) }),
+	field("failed", `a list of {"tinker_path", "error"} dicts`, func(d *DeleteResult) starlark.Value {
 		l := make([]starlark.Value, len(d.Failed))
 		for i, f := range d.Failed {
 			dict := starlark.NewDict(2)
@@ -94,67 +75,10 @@ func (d *DeleteResult) Attr(name string) (starlark.Value, error) {
 			_ = dict.SetKey(starlark.String("error"), starlark.String(f.Error))
 			l[i] = dict
 		}
-		return starlark.NewList(l), nil
-	}
-	return nil, nil
-}
-
-// Table lists every checkpoint with what happened to it.
-func (d *DeleteResult) Table(now gotime.Time) *render.Table {
-	if d.NoMatch != "" {
-		return nil
-	}
-	t := &render.Table{Columns: []render.Column{{Header: "Checkpoint", Kind: render.Path}, {Header: "Result"}}}
-	if d.Cancelled {
-		t.Title = "Deletion cancelled: nothing was deleted"
-		for _, p := range d.Planned {
-			t.Rows = append(t.Rows, []string{p, "kept"})
-		}
-		return t
-	}
-	if d.DryRun {
-		t.Title = fmt.Sprintf("Would delete %d checkpoint(s) (dry run)", len(d.Planned))
-		for _, p := range d.Planned {
-			t.Rows = append(t.Rows, []string{p, "would delete"})
-		}
-		return t
-	}
-	t.Title = fmt.Sprintf("Deleted %d checkpoint(s)", len(d.Deleted))
-	if len(d.Failed) > 0 {
-		t.Title += fmt.Sprintf(", %d failed", len(d.Failed))
-	}
-	if len(d.Skipped) > 0 {
-		t.Title += fmt.Sprintf(", %d not attempted (interrupted)", len(d.Skipped))
-	}
-	for _, p := range d.Deleted {
-		t.Rows = append(t.Rows, []string{p, "deleted"})
-	}
-	for _, f := range d.Failed {
-		t.Rows = append(t.Rows, []string{f.Path, "failed: " + f.Error})
-	}
-	for _, p := range d.Skipped {
-		t.Rows = append(t.Rows, []string{p, "not attempted"})
-	}
-	return t
-}
-
-// JSON is the official CLI's result object.
-func (d *DeleteResult) JSON() any {
-	failed := make([]any, len(d.Failed))
-	for i, f := range d.Failed {
-		failed[i] = render.Object{{Key: "tinker_path", Value: f.Path}, {Key: "error", Value: f.Error}}
-	}
-	obj := render.Object{{Key: "deleted_count", Value: len(d.Deleted)}, {Key: "failed", Value: failed}}
-	if d.DryRun {
-		obj = append(obj, render.Member{Key: "dry_run", Value: true}, render.Member{Key: "planned", Value: d.Planned})
-	}
-	if d.Cancelled {
-		obj = append(obj, render.Member{Key: "cancelled", Value: true})
-	}
-	if len(d.Skipped) > 0 {
-		obj = append(obj, render.Member{Key: "skipped", Value: d.Skipped})
-	}
-	return obj
+		return starlark.NewList(l)
+	}),
+	field("planned", "the paths a dry run or a cancelled delete would have deleted", func(d *DeleteResult) starlark.Value { return strList(d.Planned) }),
+	field("skipped", "the paths not attempted because Ctrl-C stopped the delete", func(d *DeleteResult) starlark.Value { return strList(d.Skipped) }),
 }
 
 func (d *DeleteResult) MarshalJSON() ([]byte, error) { return marshalJSON(d) }
@@ -168,7 +92,7 @@ func dateArg(v starlark.Value, name string) (*gotime.Time, error) {
 		t := gotime.Time(x)
 		return &t, nil
 	case starlark.String:
-		t, err := ParseDate(string(x))
+		t, err := ops.ParseDate(string(x))
 		if err != nil {
 			return nil, err
 		}
@@ -236,17 +160,17 @@ func checkpointDelete(thread *starlark.Thread, b *starlark.Builtin, args starlar
 		return nil, err
 	}
 	ctx := ContextOf(thread)
-	plan, err := PlanDelete(ctx, c, paths, DeleteFilter{RunID: runID, Type: typ, Before: before, After: after}, env.Clock())
+	plan, err := ops.PlanDelete(ctx, c, paths, ops.DeleteFilter{RunID: runID, Type: typ, Before: before, After: after}, env.Clock())
 	if err != nil {
 		return nil, apiErr(err)
 	}
 	paths = plan.Paths
 	if len(paths) == 0 {
 		// The official CLI's words for the same outcome.
-		return &DeleteResult{DryRun: dryRun, NoMatch: fmt.Sprintf("No checkpoints found for run %s matching filters", runID)}, nil
+		return &DeleteResult{ops.DeleteResult{DryRun: dryRun, NoMatch: fmt.Sprintf("No checkpoints found for run %s matching filters", runID)}}, nil
 	}
 	if dryRun {
-		return &DeleteResult{DryRun: dryRun, Planned: paths}, nil
+		return &DeleteResult{ops.DeleteResult{DryRun: dryRun, Planned: paths}}, nil
 	}
 	if !yes {
 		if !env.Interactive || env.Confirm == nil {
@@ -257,11 +181,11 @@ func checkpointDelete(thread *starlark.Thread, b *starlark.Builtin, args starlar
 			return nil, err
 		}
 		if !ok {
-			return &DeleteResult{Cancelled: true, Planned: paths}, nil
+			return &DeleteResult{ops.DeleteResult{Cancelled: true, Planned: paths}}, nil
 		}
 	}
 	prog := env.countBar("Deleting checkpoints")(len(paths))
-	deleted, failed, skipped := DeleteCheckpoints(ctx, c, paths, prog)
+	deleted, failed, skipped := ops.DeleteCheckpoints(ctx, c, paths, prog)
 	prog.Finish()
-	return &DeleteResult{Deleted: deleted, Failed: failed, Skipped: skipped}, nil
+	return &DeleteResult{ops.DeleteResult{Deleted: deleted, Failed: failed, Skipped: skipped}}, nil
 }

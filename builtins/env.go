@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/progress"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"go.starlark.net/starlark"
@@ -88,7 +89,7 @@ func (e *Env) Clock() time.Time {
 // Client returns the API client of the chosen backend.
 func (e *Env) Client() (*tinkerapi.Client, error) {
 	if e.Backend == nil {
-		return nil, errNoBackend
+		return nil, ops.ErrNoBackend
 	}
 	return e.Backend.Client()
 }
@@ -98,12 +99,20 @@ func (e *Env) Client() (*tinkerapi.Client, error) {
 type sessionState struct {
 	mu       sync.Mutex
 	session  *tinkerapi.Session
-	samplers map[string]string // model or path → sampling session id
+	samplers *ops.Samplers // sampling sessions belong to a session
 	status   *progress.Status
 	hushed   bool // a loop draws its own step line (HushStatus)
 }
 
 func (e *Env) state() *sessionState { return &e.sess }
+
+// samplers are the current session's sampling sessions.
+func (e *Env) samplers() *ops.Samplers {
+	st := e.state()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.samplers
+}
 
 // Session returns the interpreter's Tinker session, creating it (and its
 // background heartbeat) on first use; ctx bounds the creation only.
@@ -130,7 +139,7 @@ func (e *Env) Session(ctx context.Context) (*tinkerapi.Session, error) {
 		return nil, err
 	}
 	st.session = s
-	st.samplers = map[string]string{} // sampler ids belong to a session
+	st.samplers = &ops.Samplers{}
 	return s, nil
 }
 

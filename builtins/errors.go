@@ -1,27 +1,17 @@
 package builtins
 
 import (
-	"context"
 	"errors"
 
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 )
 
-// userErr is a failure the user can act on, in the official CLI's words.
-func userErr(msg, details string) error { return &tinkerapi.UserError{Msg: msg, Details: details} }
-
-// apiErr words a client error for the shell, unless it is a cancellation
-// or already a user error.
-func apiErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	var ue *tinkerapi.UserError
-	if errors.As(err, &ue) || errors.Is(err, context.Canceled) {
-		return err
-	}
-	return tinkerapi.Worded(err)
-}
+// userErr, apiErr and sessionErr word errors as lib/ops does, for the
+// adapters that fail before or after calling an operation.
+func userErr(msg, details string) error { return ops.UserErr(msg, details) }
+func apiErr(err error) error            { return ops.APIErr(err) }
+func sessionErr(err error) error        { return ops.SessionErr(err) }
 
 // Expected reports whether err is a failure a builtin reported in words,
 // of the outside world or of the input it was given (no backend chosen, a
@@ -36,6 +26,6 @@ func Expected(err error) bool {
 		ce *tinkerapi.ConfigError
 		cr *tinkerapi.CredentialError
 	)
-	return errors.Is(err, errNoBackend) || errors.As(err, &ue) || errors.As(err, &ae) ||
+	return errors.Is(err, ops.ErrNoBackend) || errors.As(err, &ue) || errors.As(err, &ae) ||
 		errors.As(err, &te) || errors.As(err, &ce) || errors.As(err, &cr)
 }

@@ -2,11 +2,9 @@ package builtins
 
 import (
 	"fmt"
-	gotime "time"
 
-	"github.com/tinkershell/tinker/lib/hfhub"
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/progress"
-	"github.com/tinkershell/tinker/lib/render"
 	"go.starlark.net/starlark"
 )
 
@@ -26,12 +24,7 @@ func init() {
 }
 
 // HubPush is what push_to_hub() returns.
-type HubPush struct {
-	Path          string
-	Public        bool
-	RevisionGiven bool // the table shows the revision only when it was asked for
-	R             hfhub.PushResult
-}
+type HubPush struct{ ops.HubPush }
 
 var (
 	_ RecordValue       = (*HubPush)(nil)
@@ -44,30 +37,19 @@ func (h *HubPush) Type() string          { return "hub_push" }
 func (h *HubPush) Freeze()               {}
 func (h *HubPush) Truth() starlark.Bool  { return true }
 func (h *HubPush) Hash() (uint32, error) { return starlark.String(h.R.FullRepoID).Hash() }
-func (h *HubPush) AttrNames() []string {
-	return []string{"checkpoint_path", "commit_url", "public", "repo_id", "revision", "unchanged", "uploaded", "url"}
-}
 
-func (h *HubPush) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "checkpoint_path":
-		return starlark.String(h.Path), nil
-	case "commit_url":
-		return noneIfEmpty(h.R.CommitURL), nil
-	case "public":
-		return starlark.Bool(h.Public), nil
-	case "repo_id":
-		return starlark.String(h.R.FullRepoID), nil
-	case "revision":
-		return noneIfEmpty(h.R.Revision), nil
-	case "unchanged":
-		return strList(h.R.Unchanged), nil
-	case "uploaded":
-		return strList(h.R.Uploaded), nil
-	case "url":
-		return starlark.String(h.R.RepoURL), nil
-	}
-	return nil, nil
+func (h *HubPush) AttrNames() []string                      { return hubPushAttrs.names(h) }
+func (h *HubPush) Attr(name string) (starlark.Value, error) { return hubPushAttrs.get(h, name) }
+
+var hubPushAttrs = attrTable[*HubPush]{
+	field("checkpoint_path", "the tinker:// path pushed", func(h *HubPush) starlark.Value { return starlark.String(h.Path) }),
+	field("commit_url", "the commit's URL, or None when nothing changed", func(h *HubPush) starlark.Value { return noneIfEmpty(h.R.CommitURL) }),
+	field("public", "whether the repository is public", func(h *HubPush) starlark.Value { return starlark.Bool(h.Public) }),
+	field("repo_id", "the repository, namespace/name", func(h *HubPush) starlark.Value { return starlark.String(h.R.FullRepoID) }),
+	field("revision", "the branch committed to, or None for the default one", func(h *HubPush) starlark.Value { return noneIfEmpty(h.R.Revision) }),
+	field("unchanged", "the files the repository already had", func(h *HubPush) starlark.Value { return strList(h.R.Unchanged) }),
+	field("uploaded", "the files in the commit", func(h *HubPush) starlark.Value { return strList(h.R.Uploaded) }),
+	field("url", "the repository's URL", func(h *HubPush) starlark.Value { return starlark.String(h.R.RepoURL) }),
 }
 
 func noneIfEmpty(s string) starlark.Value {
@@ -75,41 +57,6 @@ func noneIfEmpty(s string) starlark.Value {
 		return starlark.None
 	}
 	return starlark.String(s)
-}
-
-func publicYesNo(b bool) string {
-	if b {
-		return "Yes"
-	}
-	return "No"
-}
-
-func (h *HubPush) Record(now gotime.Time) *render.Record {
-	r := &render.Record{Title: "Checkpoint Hub Upload: " + h.Path}
-	r.Fields = append(r.Fields, render.Field{Name: "Checkpoint Path", Value: h.Path}, render.Field{Name: "Repo ID", Value: h.R.RepoID})
-	if h.RevisionGiven {
-		r.Fields = append(r.Fields, render.Field{Name: "Revision", Value: h.R.Revision})
-	}
-	r.Fields = append(r.Fields, render.Field{Name: "Public", Value: publicYesNo(h.Public)})
-	return r
-}
-
-func (h *HubPush) RowColumns() []render.Column {
-	return []render.Column{{Header: "Checkpoint Path", Kind: render.Path}, {Header: "Repo ID", Kind: render.ID}, {Header: "Revision", Kind: render.ID}, {Header: "Public"}}
-}
-
-func (h *HubPush) Row(now gotime.Time) []string {
-	return []string{h.Path, h.R.RepoID, h.R.Revision, publicYesNo(h.Public)}
-}
-
-func (h *HubPush) ListTitle(n int) string { return Plural(n, "hub upload", "hub uploads") }
-
-func (h *HubPush) JSON() any {
-	obj := render.Object{{Key: "checkpoint_path", Value: h.Path}, {Key: "repo_id", Value: h.R.RepoID}}
-	if h.RevisionGiven {
-		obj = append(obj, render.Member{Key: "revision", Value: h.R.Revision})
-	}
-	return append(obj, render.Member{Key: "public", Value: h.Public})
 }
 
 func (h *HubPush) MarshalJSON() ([]byte, error) { return marshalJSON(h) }
@@ -128,7 +75,7 @@ func pushToHubFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b.Name(), err)
 	}
-	o := HubPushOptions{Public: public, CreatePR: createPR, NoModelCard: !modelCard, Force: force}
+	o := ops.HubPushOptions{Public: public, CreatePR: createPR, NoModelCard: !modelCard, Force: force}
 	for _, s := range []struct {
 		v    starlark.Value
 		name string
@@ -154,9 +101,9 @@ func pushToHubFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 		bar = progress.NewBytes(env.Notices, true, env.Width, "Uploading", 0)
 		o.Progress = func(sent, total int64) { bar.SetTotal(total); bar.Set(sent) }
 	}
-	res, err := PushToHub(ContextOf(thread), c, path, o)
+	res, err := ops.PushToHub(ContextOf(thread), c, path, o)
 	bar.End(err)
-	if err == errNotLoggedIn {
+	if err == ops.ErrNotLoggedIn {
 		// The subcommand prints the CLI's hint below the message; here the
 		// message is all there is, so it says what to do.
 		return nil, userErr("Not logged in to the Hugging Face Hub: set HF_TOKEN to a token with write access, or run `hf auth login`", "")
@@ -164,7 +111,7 @@ func pushToHubFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	if err != nil {
 		return nil, err
 	}
-	return res, nil
+	return &HubPush{*res}, nil
 }
 
 // patternsArg takes None, a string or a list of strings.

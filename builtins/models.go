@@ -1,13 +1,9 @@
 package builtins
 
 import (
-	"context"
 	"fmt"
-	"strconv"
-	gotime "time"
 
-	"github.com/tinkershell/tinker/lib/render"
-	"github.com/tinkershell/tinker/lib/tinkerapi"
+	"github.com/tinkershell/tinker/lib/ops"
 	"go.starlark.net/starlark"
 )
 
@@ -20,15 +16,6 @@ func init() {
 	}, modelsFn)
 }
 
-// ListModels returns the base models the backend serves.
-func ListModels(ctx context.Context, c *tinkerapi.Client) ([]tinkerapi.SupportedModel, error) {
-	caps, err := c.GetServerCapabilities(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return caps.SupportedModels, nil
-}
-
 func modelsFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	if err := starlark.UnpackArgs(b.Name(), args, kwargs); err != nil {
 		return nil, err
@@ -37,19 +24,19 @@ func modelsFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple,
 	if err != nil {
 		return nil, err
 	}
-	ms, err := ListModels(ContextOf(thread), c)
+	ms, err := ops.ListModels(ContextOf(thread), c)
 	if err != nil {
 		return nil, apiErr(err)
 	}
 	out := make([]starlark.Value, len(ms))
 	for i := range ms {
-		out[i] = &Model{M: ms[i]}
+		out[i] = &Model{ops.Model{M: ms[i]}}
 	}
 	return starlark.NewList(out), nil
 }
 
 // Model is one base model of get_server_capabilities.
-type Model struct{ M tinkerapi.SupportedModel }
+type Model struct{ ops.Model }
 
 var (
 	_ RecordValue       = (*Model)(nil)
@@ -62,49 +49,18 @@ func (m *Model) Type() string          { return "model" }
 func (m *Model) Freeze()               {}
 func (m *Model) Truth() starlark.Bool  { return true }
 func (m *Model) Hash() (uint32, error) { return starlark.String(m.M.ModelName).Hash() }
-func (m *Model) AttrNames() []string   { return []string{"max_context_length", "model_name"} }
 
-func (m *Model) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "model_name":
-		return starlark.String(m.M.ModelName), nil
-	case "max_context_length":
+func (m *Model) AttrNames() []string                      { return modelAttrs.names(m) }
+func (m *Model) Attr(name string) (starlark.Value, error) { return modelAttrs.get(m, name) }
+
+var modelAttrs = attrTable[*Model]{
+	field("max_context_length", "the longest sequence it takes, in tokens, or None if the backend does not say", func(m *Model) starlark.Value {
 		if m.M.MaxContextLength == 0 {
-			return starlark.None, nil
+			return starlark.None
 		}
-		return starlark.MakeInt(m.M.MaxContextLength), nil
-	}
-	return nil, nil
+		return starlark.MakeInt(m.M.MaxContextLength)
+	}),
+	field("model_name", "the name sample() and training_client() take", func(m *Model) starlark.Value { return starlark.String(m.M.ModelName) }),
 }
-
-func (m *Model) contextText() string {
-	if m.M.MaxContextLength == 0 {
-		return render.Missing
-	}
-	return strconv.Itoa(m.M.MaxContextLength)
-}
-
-func (m *Model) Record(gotime.Time) *render.Record {
-	return &render.Record{Title: "Model: " + m.M.ModelName, Fields: []render.Field{
-		{Name: "Model", Value: m.M.ModelName},
-		{Name: "Max Context", Value: m.contextText()},
-	}}
-}
-
-func (m *Model) RowColumns() []render.Column {
-	return []render.Column{{Header: "Model", Kind: render.ID}, {Header: "Max Context", Right: true}}
-}
-
-func (m *Model) Row(gotime.Time) []string { return []string{m.M.ModelName, m.contextText()} }
-
-func (m *Model) ListTitle(n int) string { return Plural(n, "base model", "base models") }
 
 func (m *Model) MarshalJSON() ([]byte, error) { return marshalJSON(m) }
-
-func (m *Model) JSON() any {
-	var ctx any
-	if m.M.MaxContextLength != 0 {
-		ctx = m.M.MaxContextLength
-	}
-	return render.Object{{Key: "model_name", Value: m.M.ModelName}, {Key: "max_context_length", Value: ctx}}
-}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/render"
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
@@ -99,7 +100,7 @@ func (r *recordMap) Row(now time.Time) []string {
 }
 
 func (r *recordMap) ListTitle(n int) string {
-	return Count(n, "record", "records")
+	return ops.Count(n, "record", "records")
 }
 
 func (r *recordMap) JSON() any {

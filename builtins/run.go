@@ -1,10 +1,10 @@
 package builtins
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"go.starlark.net/starlark"
 )
@@ -25,38 +25,6 @@ func init() {
 	}, runInfo)
 }
 
-// ListRuns pages through training runs like the official CLI (batches of
-// 100, several in flight). limit <= 0 means all.
-func ListRuns(ctx context.Context, c *tinkerapi.Client, limit int, scope string, progress func(target int) Progress) (runs []tinkerapi.TrainingRun, total int, err error) {
-	const batch = 100
-	first := batch
-	if limit > 0 {
-		first = min(batch, limit)
-	}
-	resp, err := c.ListTrainingRuns(ctx, first, 0, scope)
-	if err != nil {
-		return nil, 0, err
-	}
-	total = resp.Cursor.TotalCount
-	var prog Progress = noProgress{}
-	target := total
-	if limit > 0 {
-		target = min(limit, total)
-	}
-	if progress != nil && len(resp.TrainingRuns) < target {
-		prog = progress(target)
-	}
-	defer prog.Finish()
-	runs, err = fetchPages(ctx, resp.TrainingRuns, total, limit, batch, prog, func(ctx context.Context, l, off int) ([]tinkerapi.TrainingRun, error) {
-		r, err := c.ListTrainingRuns(ctx, l, off, scope)
-		if err != nil {
-			return nil, err
-		}
-		return r.TrainingRuns, nil
-	})
-	return runs, total, err
-}
-
 func runList(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	limit := 20
 	scope := "owned"
@@ -71,13 +39,13 @@ func runList(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	if err != nil {
 		return nil, err
 	}
-	runs, total, err := ListRuns(ContextOf(thread), c, limit, scope, env.countBar("Fetching training runs"))
+	runs, total, err := ops.ListRuns(ContextOf(thread), c, limit, scope, env.countBar("Fetching training runs"))
 	if err != nil {
 		return nil, apiErr(err)
 	}
 	out := make([]starlark.Value, len(runs))
 	for i := range runs {
-		out[i] = &Run{R: runs[i]}
+		out[i] = &Run{ops.Run{R: runs[i]}}
 	}
 	l := starlark.NewList(out)
 	noteListing(l, "No training runs found", total-len(runs), true)
@@ -116,5 +84,5 @@ func runInfo(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	if err != nil {
 		return nil, apiErr(err)
 	}
-	return &Run{R: *r}, nil
+	return &Run{ops.Run{R: *r}}, nil
 }

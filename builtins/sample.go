@@ -2,18 +2,11 @@ package builtins
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"github.com/tinkershell/tinker/lib/suggest"
-	"regexp"
-	"strings"
-	"sync"
 
-	"github.com/tinkershell/tinker/lib/batch"
 	"github.com/tinkershell/tinker/lib/chat"
-	"github.com/tinkershell/tinker/lib/models"
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
-	"github.com/tinkershell/tinker/lib/tokenizer"
 	"go.starlark.net/starlark"
 )
 
@@ -32,130 +25,6 @@ func init() {
 	}, sampleFn)
 }
 
-// sessionErr gives failed futures their server message in one line.
-func sessionErr(err error) error {
-	var rf *tinkerapi.RequestFailedError
-	if errors.As(err, &rf) {
-		return userErr(rf.Message, "")
-	}
-	return apiErr(err)
-}
-
-// SampleOptions is one sample() call in Go terms.
-type SampleOptions struct {
-	Model    string // base model name or tinker:// path
-	Prompt   *string
-	Tokens   []int
-	Messages []chat.Message
-	Renderer string
-	Request  tinkerapi.SampleRequest // PromptTokens is filled in
-	// StopGiven says the caller chose stop conditions (else defaults apply).
-	StopGiven bool
-}
-
-// Sample runs one sampling call: resolves the base model, encodes the
-// prompt, creates (or reuses) a sampling session and decodes the result.
-func Sample(ctx context.Context, env *Env, o SampleOptions) (*SampleResult, error) {
-	s, err := env.Session(ctx)
-	if err != nil {
-		return nil, apiErr(err)
-	}
-	c := s.Client()
-	base, path := o.Model, ""
-	if strings.HasPrefix(o.Model, "tinker://") {
-		p, err := tinkerapi.ParseArg(o.Model)
-		if err != nil {
-			return nil, err
-		}
-		if p.Kind == "weights" {
-			return nil, userErr(fmt.Sprintf("%s is a training checkpoint (weights/); save sampler weights first and sample its sampler_weights/ path", o.Model), "")
-		}
-		info, err := c.WeightsInfo(ctx, o.Model)
-		if err != nil {
-			return nil, apiErr(err)
-		}
-		base, path = info.BaseModel, o.Model
-	}
-	st := env.state()
-	st.mu.Lock()
-	_, known := st.samplers[base]
-	st.mu.Unlock()
-	if path == "" && !known {
-		if err := checkBaseModel(ctx, c, base); err != nil {
-			return nil, err
-		}
-	}
-	needTok := o.Prompt != nil || o.Messages != nil
-	tok, tokErr := batch.TokenizerFor(ctx, s, base, path)
-	if tokErr != nil && needTok {
-		return nil, unavailableErr(base, path, tokErr)
-	}
-	req := o.Request
-	switch {
-	case o.Prompt != nil:
-		req.PromptTokens = tok.Encode(*o.Prompt, true)
-	case o.Messages != nil:
-		r, err := rendererFor(ctx, base, o.Renderer)
-		if err != nil {
-			return nil, err
-		}
-		rendered, err := r.Render(o.Messages)
-		if err != nil {
-			return nil, err
-		}
-		req.PromptTokens = rendered.Tokens
-		if !o.StopGiven {
-			if len(rendered.StopTokens) > 0 {
-				req.StopTokens = rendered.StopTokens
-			} else {
-				req.StopStrings = rendered.StopStrings
-			}
-		}
-	default:
-		req.PromptTokens = o.Tokens
-	}
-	if len(req.PromptTokens) == 0 {
-		return nil, userErr("the prompt is empty; give some text or tokens", "")
-	}
-	key := base
-	if path != "" {
-		key = path
-	}
-	st.mu.Lock()
-	samplerID := st.samplers[key]
-	st.mu.Unlock()
-	defer env.clearStatus()
-	if samplerID == "" {
-		sessionBase := base
-		if path != "" {
-			sessionBase = "" // a checkpoint is addressed by its path alone
-		}
-		if samplerID, err = s.CreateSamplingSession(ctx, sessionBase, path); err != nil {
-			return nil, sessionErr(err)
-		}
-		st.mu.Lock()
-		st.samplers[key] = samplerID
-		st.mu.Unlock()
-	}
-	resp, err := s.Sample(ctx, samplerID, req)
-	if err != nil {
-		return nil, sessionErr(err)
-	}
-	return sampleResult(o.Model, tok, req, resp), nil
-}
-
-func sampleResult(model string, tok *tokenizer.Tokenizer, req tinkerapi.SampleRequest, resp *tinkerapi.SampleResponse) *SampleResult {
-	out := &SampleResult{Model: model, PromptTokens: req.PromptTokens, WantPromptLP: req.PromptLogprobs, PromptLogprobs: resp.PromptLogprobs}
-	for i, seq := range resp.Sequences {
-		text := ""
-		if tok != nil {
-			text = tok.Decode(seq.Tokens, true)
-		}
-		out.Sequences = append(out.Sequences, &Sequence{Index: i, Text: text, Tokens: seq.Tokens, Logprobs: seq.Logprobs, StopReason: seq.StopReason})
-	}
-	return out
-}
-
 func sampleFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var modelV starlark.Value
 	var promptV, tokensV, messagesV, stopV, seedV, rendererV starlark.Value = starlark.None, starlark.None, starlark.None, starlark.None, starlark.None, starlark.None
@@ -167,7 +36,7 @@ func sampleFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple,
 		return nil, err
 	}
 	fail := func(format string, a ...any) error { return fmt.Errorf("%s: %s", b.Name(), fmt.Sprintf(format, a...)) }
-	o := SampleOptions{}
+	o := ops.SampleOptions{}
 	switch m := modelV.(type) {
 	case starlark.String:
 		o.Model = string(m)
@@ -234,8 +103,22 @@ func sampleFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple,
 		}
 	}
 	o.Request = req
-	env := envOf(thread)
-	return Sample(ContextOf(thread), env, o)
+	res, err := envOf(thread).Sample(ContextOf(thread), o)
+	if err != nil {
+		return nil, err
+	}
+	return newSampleResult(res), nil
+}
+
+// Sample runs ops.Sample on the interpreter's session, reusing its
+// sampling sessions, and clears the status line the wait drew.
+func (e *Env) Sample(ctx context.Context, o ops.SampleOptions) (*ops.SampleResult, error) {
+	s, err := e.Session(ctx)
+	if err != nil {
+		return nil, apiErr(err)
+	}
+	defer e.clearStatus()
+	return ops.Sample(ctx, s, e.samplers(), o)
 }
 
 func intsArg(v starlark.Value) ([]int, error) {
@@ -342,45 +225,4 @@ func messagesArg(v starlark.Value) ([]chat.Message, error) {
 		return nil, fmt.Errorf("no messages")
 	}
 	return msgs, nil
-}
-
-// runIDRE matches the start of a training run id (a UUID).
-var runIDRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-`) })
-
-// checkBaseModel turns a name the backend does not serve into a one-line
-// error that says what was meant, before anything is fetched for it (a
-// run id given as a model would otherwise send tinker looking for a
-// tokenizer of that name). Backends that list no models are not checked.
-func checkBaseModel(ctx context.Context, c *tinkerapi.Client, base string) error {
-	ms, err := ListModels(ctx, c)
-	if err != nil || len(ms) == 0 {
-		return nil // the sampling call itself will say what is wrong
-	}
-	names := make([]string, len(ms))
-	for i, m := range ms {
-		if m.ModelName == base {
-			return nil
-		}
-		names[i] = m.ModelName
-	}
-	if runIDRE().MatchString(base) {
-		return userErr(fmt.Sprintf("%s is a training run id, not a base model: sample one of its sampler checkpoints, e.g. tinker://%s/sampler_weights/NAME (checkpoint.list(run_id=%q) lists them)", base, base, base), "")
-	}
-	hint := ""
-	if s := suggest.Nearest(base, names); s != "" {
-		hint = fmt.Sprintf("; did you mean %s?", s)
-	}
-	return userErr(fmt.Sprintf("unknown base model %s%s (models() lists the %d this backend serves)", base, hint, len(names)), "")
-}
-
-// unavailableErr words a base model whose tokenizer cannot be had: off
-// the network the model cannot be used here at all (the local server
-// needs its weights as well), so the message says how to provide both.
-func unavailableErr(base, path string, err error) error {
-	if path != "" || models.IsTiny(base) || errors.Is(err, context.Canceled) {
-		return err
-	}
-	return userErr(fmt.Sprintf("%s is not available on this machine (%v): download it with `hf download %s` "+
-		"(tinker --local then finds its weights in the Hugging Face cache) or start with --model %s=DIR; "+
-		"%s and %s need no download", base, err, base, base, models.TinyLlama, models.TinyQwen3), "")
 }

@@ -2,75 +2,49 @@ package builtins
 
 import (
 	"fmt"
-	"math"
-	"strconv"
-	"strings"
-	gotime "time"
 
-	"github.com/tinkershell/tinker/lib/render"
+	"github.com/tinkershell/tinker/lib/ops"
 	"go.starlark.net/starlark"
 )
 
 // Sequence is one sampled continuation.
-type Sequence struct {
-	Index      int
-	Text       string
-	Tokens     []int
-	Logprobs   []float32
-	StopReason string
-}
+type Sequence struct{ ops.Sequence }
 
 var _ starlark.HasAttrs = (*Sequence)(nil)
 
 func (s *Sequence) String() string {
-	return fmt.Sprintf("<sequence %d: %s, %s>", s.Index, Count(len(s.Tokens), "token", "tokens"), s.StopReason)
+	return fmt.Sprintf("<sequence %d: %s, %s>", s.Index, ops.Count(len(s.Tokens), "token", "tokens"), s.StopReason)
 }
 func (s *Sequence) Type() string          { return "sequence" }
 func (s *Sequence) Freeze()               {}
 func (s *Sequence) Truth() starlark.Bool  { return true }
 func (s *Sequence) Hash() (uint32, error) { return starlark.String(s.Text).Hash() }
-func (s *Sequence) AttrNames() []string {
-	return []string{"index", "logprobs", "mean_logprob", "stop_reason", "text", "tokens"}
-}
 
-func (s *Sequence) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "index":
-		return starlark.MakeInt(s.Index), nil
-	case "text":
-		return starlark.String(s.Text), nil
-	case "tokens":
-		return intList(s.Tokens), nil
-	case "logprobs":
+func (s *Sequence) AttrNames() []string                      { return sequenceAttrs.names(s) }
+func (s *Sequence) Attr(name string) (starlark.Value, error) { return sequenceAttrs.get(s, name) }
+
+var sequenceAttrs = attrTable[*Sequence]{
+	field("index", "its position in the result", func(s *Sequence) starlark.Value { return starlark.MakeInt(s.Index) }),
+	field("logprobs", "each sampled token's logprob, or None", func(s *Sequence) starlark.Value {
 		if s.Logprobs == nil {
-			return starlark.None, nil
+			return starlark.None
 		}
 		l := make([]starlark.Value, len(s.Logprobs))
 		for i, lp := range s.Logprobs {
 			l[i] = starlark.Float(lp)
 		}
-		return starlark.NewList(l), nil
-	case "stop_reason":
-		return starlark.String(s.StopReason), nil
-	case "mean_logprob":
-		m, ok := s.meanLogprob()
+		return starlark.NewList(l)
+	}),
+	field("mean_logprob", "the mean of logprobs, or None", func(s *Sequence) starlark.Value {
+		m, ok := s.MeanLogprob()
 		if !ok {
-			return starlark.None, nil
+			return starlark.None
 		}
-		return starlark.Float(m), nil
-	}
-	return nil, nil
-}
-
-func (s *Sequence) meanLogprob() (float64, bool) {
-	if len(s.Logprobs) == 0 {
-		return 0, false
-	}
-	sum := 0.0
-	for _, lp := range s.Logprobs {
-		sum += float64(lp)
-	}
-	return sum / float64(len(s.Logprobs)), true
+		return starlark.Float(m)
+	}),
+	field("stop_reason", `why sampling stopped, e.g. "length" or "stop"`, func(s *Sequence) starlark.Value { return starlark.String(s.StopReason) }),
+	field("text", "the decoded text", func(s *Sequence) starlark.Value { return starlark.String(s.Text) }),
+	field("tokens", "the sampled token ids", func(s *Sequence) starlark.Value { return intList(s.Tokens) }),
 }
 
 func intList(v []int) *starlark.List {
@@ -84,11 +58,8 @@ func intList(v []int) *starlark.List {
 // SampleResult is what sample() returns: the sequences and, when asked,
 // the prompt's log-probabilities.
 type SampleResult struct {
-	Model          string
-	PromptTokens   []int
-	Sequences      []*Sequence
-	PromptLogprobs []*float32 // nil entries where the service gives none
-	WantPromptLP   bool
+	ops.SampleResult
+	seqs []*Sequence // the sequences as values, made once so that each is one object
 }
 
 var (
@@ -107,33 +78,27 @@ func (r *SampleResult) Truth() starlark.Bool  { return len(r.Sequences) > 0 }
 func (r *SampleResult) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: sample_result") }
 func (r *SampleResult) Len() int              { return len(r.Sequences) }
 func (r *SampleResult) Index(i int) starlark.Value {
-	return r.Sequences[i]
-}
-func (r *SampleResult) AttrNames() []string {
-	return []string{"model", "prompt_logprobs", "prompt_tokens", "sequences", "text"}
+	return r.seqs[i]
 }
 
+func newSampleResult(res *ops.SampleResult) *SampleResult {
+	r := &SampleResult{SampleResult: *res}
+	for _, s := range res.Sequences {
+		r.seqs = append(r.seqs, &Sequence{*s})
+	}
+	return r
+}
+
+func (r *SampleResult) AttrNames() []string { return sampleResultAttrs.names(r) }
 func (r *SampleResult) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "model":
-		return starlark.String(r.Model), nil
-	case "prompt_tokens":
-		return intList(r.PromptTokens), nil
-	case "sequences":
-		l := make([]starlark.Value, len(r.Sequences))
-		for i, s := range r.Sequences {
-			l[i] = s
-		}
-		return starlark.NewList(l), nil
-	case "text":
-		// The first sequence's text: the common case of num_samples=1.
-		if len(r.Sequences) == 0 {
-			return starlark.None, nil
-		}
-		return starlark.String(r.Sequences[0].Text), nil
-	case "prompt_logprobs":
+	return sampleResultAttrs.get(r, name)
+}
+
+var sampleResultAttrs = attrTable[*SampleResult]{
+	field("model", "the base model or sampler path sampled from", func(r *SampleResult) starlark.Value { return starlark.String(r.Model) }),
+	field("prompt_logprobs", "the prompt tokens' logprobs (None where the service gives none), or None unless prompt_logprobs=True", func(r *SampleResult) starlark.Value {
 		if !r.WantPromptLP {
-			return starlark.None, nil
+			return starlark.None
 		}
 		l := make([]starlark.Value, len(r.PromptLogprobs))
 		for i, lp := range r.PromptLogprobs {
@@ -143,71 +108,23 @@ func (r *SampleResult) Attr(name string) (starlark.Value, error) {
 				l[i] = starlark.Float(*lp)
 			}
 		}
-		return starlark.NewList(l), nil
-	}
-	return nil, nil
-}
-
-// Table lists the sequences: index, text, tokens, stop reason, mean logprob.
-func (r *SampleResult) Table(gotime.Time) *render.Table {
-	t := &render.Table{
-		Title:   fmt.Sprintf("%s: %s", r.Model, Plural(len(r.Sequences), "sample", "samples")),
-		Columns: []render.Column{{Header: "#", Right: true}, {Header: "Text"}, {Header: "Tokens", Right: true}, {Header: "Stop"}, {Header: "Mean logprob", Right: true}},
-	}
-	for _, s := range r.Sequences {
-		mean := render.Missing
-		if m, ok := s.meanLogprob(); ok {
-			mean = strconv.FormatFloat(m, 'f', 3, 64)
+		return starlark.NewList(l)
+	}),
+	field("prompt_tokens", "the prompt's token ids", func(r *SampleResult) starlark.Value { return intList(r.PromptTokens) }),
+	field("sequences", "the sampled sequences, a list of sequence values", func(r *SampleResult) starlark.Value {
+		l := make([]starlark.Value, len(r.seqs))
+		for i, s := range r.seqs {
+			l[i] = s
 		}
-		t.Rows = append(t.Rows, []string{strconv.Itoa(s.Index), oneLine(s.Text), strconv.Itoa(len(s.Tokens)), s.StopReason, mean})
-	}
-	return t
-}
-
-// oneLine shows control characters visibly so a table row stays one line.
-func oneLine(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	return strings.NewReplacer("\n", "⏎", "\r", "␍", "\t", "⇥").Replace(s)
-}
-
-func (r *SampleResult) JSON() any {
-	seqs := make([]any, len(r.Sequences))
-	for i, s := range r.Sequences {
-		lps := make([]any, len(s.Logprobs))
-		for j, lp := range s.Logprobs {
-			lps[j] = floatJSON(float64(lp))
+		return starlark.NewList(l)
+	}),
+	field("text", "the first sequence's text, or None if there is none", func(r *SampleResult) starlark.Value {
+		// The first sequence's text: the common case of num_samples=1.
+		if len(r.Sequences) == 0 {
+			return starlark.None
 		}
-		toks := make([]any, len(s.Tokens))
-		for j, t := range s.Tokens {
-			toks[j] = t
-		}
-		seqs[i] = render.Object{
-			{Key: "index", Value: s.Index},
-			{Key: "text", Value: strings.ToValidUTF8(s.Text, "\uFFFD")},
-			{Key: "tokens", Value: toks},
-			{Key: "logprobs", Value: lps},
-			{Key: "stop_reason", Value: s.StopReason},
-		}
-	}
-	obj := render.Object{{Key: "model", Value: r.Model}, {Key: "sequences", Value: seqs}}
-	if r.WantPromptLP {
-		l := make([]any, len(r.PromptLogprobs))
-		for i, lp := range r.PromptLogprobs {
-			if lp != nil {
-				l[i] = floatJSON(float64(*lp))
-			}
-		}
-		obj = append(obj, render.Member{Key: "prompt_logprobs", Value: l})
-	}
-	return obj
-}
-
-// floatJSON keeps JSON valid for non-finite values.
-func floatJSON(f float64) any {
-	if math.IsInf(f, 0) || math.IsNaN(f) {
-		return nil
-	}
-	return f
+		return starlark.String(r.Sequences[0].Text)
+	}),
 }
 
 func (r *SampleResult) MarshalJSON() ([]byte, error) { return marshalJSON(r) }

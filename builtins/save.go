@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"go.starlark.net/starlark"
 )
@@ -17,54 +18,6 @@ func init() {
 			"A initialised from seed and B zero, so it samples like the base model until trained.",
 		Example: "cp = save_checkpoint(\"tinker-local/tiny-llama\", name=\"v1\", rank=8, seed=1)\nsample(cp, prompt=\"Hello\", max_tokens=8, temperature=0)",
 	}, saveCheckpoint)
-}
-
-// SaveOptions configure SaveCheckpoint.
-type SaveOptions struct {
-	BaseModel string
-	Name      string
-	Lora      tinkerapi.LoraConfig
-	TTL       *int64
-}
-
-// SaveCheckpoint creates a LoRA training run and saves its sampler weights,
-// returning the checkpoint as listed by the service.
-func SaveCheckpoint(ctx context.Context, s *tinkerapi.Session, o SaveOptions) (*Checkpoint, error) {
-	modelID, err := s.CreateModel(ctx, o.BaseModel, o.Lora, nil)
-	if err != nil {
-		return nil, err // CreateModel's errors say "create model" already
-	}
-	name := o.Name
-	if name == "" {
-		name = "final"
-	}
-	path, err := s.SaveWeightsForSampler(ctx, modelID, name, o.TTL)
-	if err != nil {
-		return nil, fmt.Errorf("save sampler weights: %w", err)
-	}
-	return savedCheckpoint(ctx, s.Client(), path)
-}
-
-// savedCheckpoint fetches a just-saved checkpoint as its run lists it.
-func savedCheckpoint(ctx context.Context, c *tinkerapi.Client, path string) (*Checkpoint, error) {
-	p, err := tinkerapi.ParsePath(path)
-	if err != nil {
-		return nil, err
-	}
-	list, err := c.ListRunCheckpoints(ctx, p.RunID)
-	if err != nil {
-		return nil, err
-	}
-	run, err := c.GetTrainingRun(ctx, p.RunID, "owned")
-	if err != nil {
-		return nil, err
-	}
-	for i := range list.Checkpoints {
-		if list.Checkpoints[i].TinkerPath == path {
-			return &Checkpoint{C: list.Checkpoints[i], Run: run}, nil
-		}
-	}
-	return nil, fmt.Errorf("saved %s but the service does not list it", path)
 }
 
 func saveCheckpoint(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
@@ -101,11 +54,20 @@ func saveCheckpoint(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 		return nil, apiErr(err)
 	}
 	defer env.clearStatus()
-	cp, err := SaveCheckpoint(ContextOf(thread), s, SaveOptions{BaseModel: base, Name: name, Lora: lora, TTL: ttl})
+	cp, err := ops.SaveCheckpoint(ContextOf(thread), s, ops.SaveOptions{BaseModel: base, Name: name, Lora: lora, TTL: ttl})
 	if err != nil {
 		return nil, sessionErr(err)
 	}
-	return cp, nil
+	return &Checkpoint{*cp}, nil
+}
+
+// savedCheckpoint fetches a just-saved checkpoint as its run lists it.
+func savedCheckpoint(ctx context.Context, c *tinkerapi.Client, path string) (*Checkpoint, error) {
+	cp, err := ops.SavedCheckpoint(ctx, c, path)
+	if err != nil {
+		return nil, err
+	}
+	return &Checkpoint{*cp}, nil
 }
 
 func optInt64Arg(v starlark.Value, name string) (*int64, error) {

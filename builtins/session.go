@@ -2,10 +2,9 @@ package builtins
 
 import (
 	"fmt"
-	"io"
 	gotime "time"
 
-	"github.com/tinkershell/tinker/lib/download"
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"go.starlark.net/starlark"
@@ -64,24 +63,18 @@ var (
 	_ starlark.HasAttrs = (*Session)(nil)
 )
 
-func (s *Session) String() string        { return fmt.Sprintf("<session %s>", s.ID) }
-func (s *Session) Type() string          { return "session" }
-func (s *Session) Freeze()               {}
-func (s *Session) Truth() starlark.Bool  { return true }
-func (s *Session) Hash() (uint32, error) { return starlark.String(s.ID).Hash() }
-func (s *Session) AttrNames() []string {
-	return []string{"sampler_ids", "session_id", "training_run_ids"}
-}
-func (s *Session) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "session_id":
-		return starlark.String(s.ID), nil
-	case "training_run_ids":
-		return strList(s.Info.TrainingRunIDs), nil
-	case "sampler_ids":
-		return strList(s.Info.SamplerIDs), nil
-	}
-	return nil, nil
+func (s *Session) String() string                           { return fmt.Sprintf("<session %s>", s.ID) }
+func (s *Session) Type() string                             { return "session" }
+func (s *Session) Freeze()                                  {}
+func (s *Session) Truth() starlark.Bool                     { return true }
+func (s *Session) Hash() (uint32, error)                    { return starlark.String(s.ID).Hash() }
+func (s *Session) AttrNames() []string                      { return sessionAttrs.names(s) }
+func (s *Session) Attr(name string) (starlark.Value, error) { return sessionAttrs.get(s, name) }
+
+var sessionAttrs = attrTable[*Session]{
+	field("sampler_ids", "the ids of its samplers", func(s *Session) starlark.Value { return strList(s.Info.SamplerIDs) }),
+	field("session_id", "its id", func(s *Session) starlark.Value { return starlark.String(s.ID) }),
+	field("training_run_ids", "the ids of its training runs", func(s *Session) starlark.Value { return strList(s.Info.TrainingRunIDs) }),
 }
 
 func (s *Session) Record(gotime.Time) *render.Record {
@@ -101,7 +94,7 @@ func (s *Session) RowColumns() []render.Column {
 func (s *Session) Row(gotime.Time) []string {
 	return []string{s.ID, fmt.Sprint(len(s.Info.TrainingRunIDs)), fmt.Sprint(len(s.Info.SamplerIDs))}
 }
-func (s *Session) ListTitle(n int) string { return Plural(n, "session", "sessions") }
+func (s *Session) ListTitle(n int) string { return ops.Plural(n, "session", "sessions") }
 func (s *Session) JSON() any {
 	return render.Object{{Key: "session_id", Value: s.ID}, {Key: "training_run_ids", Value: s.Info.TrainingRunIDs}, {Key: "sampler_ids", Value: s.Info.SamplerIDs}}
 }
@@ -124,95 +117,29 @@ func sessionInfo(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	return &Session{ID: id, Info: *resp}, nil
 }
 
-// tracePollInterval is how often a pending trace export is polled. The
-// first polls come sooner (tracePollFirst, doubling), since most exports
-// are ready within a second.
-const (
-	tracePollInterval = 5 * gotime.Second
-	tracePollFirst    = 250 * gotime.Millisecond
-)
-
-// progressReader reports bytes read to a progress bar.
-type progressReader struct {
-	r io.Reader
-	p download.Progress
-}
-
-func (p *progressReader) Read(b []byte) (int, error) {
-	n, err := p.r.Read(b)
-	if n > 0 {
-		p.p.Add(int64(n))
-	}
-	return n, err
-}
-
-const traceHint = "The signed URL may have expired (it is valid for about an hour). Re-run the command to get a fresh one."
-
 // TraceResult is what session.export_trace returns.
-type TraceResult struct {
-	SessionID, Destination, URL string
-	Size                        int64
-}
+type TraceResult struct{ ops.TraceResult }
 
 var (
 	_ RecordValue = (*TraceResult)(nil)
 	_ JSONValue   = (*TraceResult)(nil)
 )
 
-func (t *TraceResult) String() string        { return fmt.Sprintf("<trace %s>", t.SessionID) }
-func (t *TraceResult) Type() string          { return "trace" }
-func (t *TraceResult) Freeze()               {}
-func (t *TraceResult) Truth() starlark.Bool  { return true }
-func (t *TraceResult) Hash() (uint32, error) { return starlark.String(t.SessionID).Hash() }
-func (t *TraceResult) AttrNames() []string {
-	return []string{"destination", "file_size_bytes", "session_id", "url"}
+func (t *TraceResult) String() string                           { return fmt.Sprintf("<trace %s>", t.SessionID) }
+func (t *TraceResult) Type() string                             { return "trace" }
+func (t *TraceResult) Freeze()                                  {}
+func (t *TraceResult) Truth() starlark.Bool                     { return true }
+func (t *TraceResult) Hash() (uint32, error)                    { return starlark.String(t.SessionID).Hash() }
+func (t *TraceResult) AttrNames() []string                      { return traceAttrs.names(t) }
+func (t *TraceResult) Attr(name string) (starlark.Value, error) { return traceAttrs.get(t, name) }
+
+var traceAttrs = attrTable[*TraceResult]{
+	field("destination", "the file written, or None with url_only=True", func(t *TraceResult) starlark.Value { return noneIfEmpty(t.Destination) }),
+	field("file_size_bytes", "the size of the file written", func(t *TraceResult) starlark.Value { return starlark.MakeInt64(t.Size) }),
+	field("session_id", "the session traced", func(t *TraceResult) starlark.Value { return starlark.String(t.SessionID) }),
+	field("url", "the signed download URL (valid for about an hour)", func(t *TraceResult) starlark.Value { return starlark.String(t.URL) }),
 }
-func (t *TraceResult) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "session_id":
-		return starlark.String(t.SessionID), nil
-	case "destination":
-		if t.Destination == "" {
-			return starlark.None, nil
-		}
-		return starlark.String(t.Destination), nil
-	case "url":
-		return starlark.String(t.URL), nil
-	case "file_size_bytes":
-		return starlark.MakeInt64(t.Size), nil
-	}
-	return nil, nil
-}
-func (t *TraceResult) Record(gotime.Time) *render.Record {
-	r := &render.Record{Title: "Trace Export: " + t.SessionID}
-	r.Fields = append(r.Fields, render.Field{Name: "Session ID", Value: t.SessionID})
-	if t.Destination == "" {
-		r.Fields = append(r.Fields, render.Field{Name: "URL", Value: t.URL})
-		return r
-	}
-	r.Fields = append(r.Fields, render.Field{Name: "Saved to", Value: t.Destination})
-	if t.Size > 0 {
-		r.Fields = append(r.Fields, render.Field{Name: "Size", Value: render.Size(t.Size)})
-	}
-	return r
-}
-func (t *TraceResult) RowColumns() []render.Column {
-	return []render.Column{{Header: "Session ID", Kind: render.ID}, {Header: "Saved to", Kind: render.Path}, {Header: "Size", Kind: render.Number}}
-}
-func (t *TraceResult) Row(gotime.Time) []string {
-	return []string{t.SessionID, t.Destination, render.Size(t.Size)}
-}
-func (t *TraceResult) ListTitle(n int) string { return Plural(n, "trace", "traces") }
-func (t *TraceResult) JSON() any {
-	if t.Destination == "" {
-		return render.Object{{Key: "session_id", Value: t.SessionID}, {Key: "url", Value: t.URL}}
-	}
-	obj := render.Object{{Key: "session_id", Value: t.SessionID}, {Key: "destination", Value: t.Destination}}
-	if t.Size > 0 {
-		obj = append(obj, render.Member{Key: "file_size_bytes", Value: t.Size})
-	}
-	return obj
-}
+
 func (t *TraceResult) MarshalJSON() ([]byte, error) { return marshalJSON(t) }
 
 func sessionExportTrace(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
@@ -232,7 +159,7 @@ func sessionExportTrace(thread *starlark.Thread, b *starlark.Builtin, args starl
 		return nil, err
 	}
 	ctx := ContextOf(thread)
-	url, err := TraceURL(ctx, c, id, func() {
+	url, err := ops.TraceURL(ctx, c, id, func() {
 		if env.NoticesTTY {
 			fmt.Fprintf(env.Notices, "Building trace export for session: %s (this may take a while)\n", id)
 		}
@@ -241,15 +168,15 @@ func sessionExportTrace(thread *starlark.Thread, b *starlark.Builtin, args starl
 		return nil, apiErr(err)
 	}
 	if urlOnly {
-		return &TraceResult{SessionID: id, URL: url}, nil
+		return &TraceResult{ops.TraceResult{SessionID: id, URL: url}}, nil
 	}
-	dest, err := TraceDestination(id, output)
+	dest, err := ops.TraceDestination(id, output)
 	if err != nil {
 		return nil, err
 	}
-	n, err := SaveTrace(ctx, url, dest, nil)
+	n, err := ops.SaveTrace(ctx, url, dest, nil)
 	if err != nil {
 		return nil, err
 	}
-	return &TraceResult{SessionID: id, Destination: dest, URL: url, Size: n}, nil
+	return &TraceResult{ops.TraceResult{SessionID: id, Destination: dest, URL: url, Size: n}}, nil
 }

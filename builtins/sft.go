@@ -195,48 +195,46 @@ func (r *SFTRun) Type() string          { return "sft_run" }
 func (r *SFTRun) Freeze()               {}
 func (r *SFTRun) Truth() starlark.Bool  { return true }
 func (r *SFTRun) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: sft_run") }
-func (r *SFTRun) AttrNames() []string {
-	return []string{"log_dir", "metrics", "sampler_checkpoint", "state_checkpoint"}
-}
 
-func (r *SFTRun) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "sampler_checkpoint":
-		if r.Sampler == nil {
-			return starlark.None, nil
-		}
-		return r.Sampler, nil
-	case "state_checkpoint":
-		if r.State == nil {
-			return starlark.None, nil
-		}
-		return r.State, nil
-	case "log_dir":
-		if r.R.LogDir == "" {
-			return starlark.None, nil
-		}
-		return starlark.String(r.R.LogDir), nil
-	case "metrics":
+func (r *SFTRun) AttrNames() []string                      { return sftRunAttrs.names(r) }
+func (r *SFTRun) Attr(name string) (starlark.Value, error) { return sftRunAttrs.get(r, name) }
+
+var sftRunAttrs = attrTable[*SFTRun]{
+	field("log_dir", "the directory of its config, metrics and state, or None", func(r *SFTRun) starlark.Value { return noneIfEmpty(r.R.LogDir) }),
+	field("metrics", "one dict per step: step, epoch, loss, eval_nll, learning_rate, tokens, num_sequences, time", func(r *SFTRun) starlark.Value {
 		l := make([]starlark.Value, len(r.R.Steps))
 		for i, m := range r.R.Steps {
-			d := starlark.NewDict(8)
-			d.SetKey(starlark.String("step"), starlark.MakeInt(m.Step))
-			d.SetKey(starlark.String("epoch"), starlark.MakeInt(m.Epoch))
-			d.SetKey(starlark.String("loss"), starlark.Float(m.Loss))
-			if m.EvalNLL != nil {
-				d.SetKey(starlark.String("eval_nll"), starlark.Float(*m.EvalNLL))
-			} else {
-				d.SetKey(starlark.String("eval_nll"), starlark.None)
-			}
-			d.SetKey(starlark.String("learning_rate"), starlark.Float(m.LearningRate))
-			d.SetKey(starlark.String("tokens"), starlark.MakeInt(m.Tokens))
-			d.SetKey(starlark.String("num_sequences"), starlark.MakeInt(m.Sequences))
-			d.SetKey(starlark.String("time"), starlark.Float(m.Seconds))
-			l[i] = d
+			l[i] = stepDict(m)
 		}
-		return starlark.NewList(l), nil
+		return starlark.NewList(l)
+	}),
+	field("sampler_checkpoint", "the last sampler weights saved, or None", func(r *SFTRun) starlark.Value { return checkpointOrNone(r.Sampler) }),
+	field("state_checkpoint", "the last training state saved, or None", func(r *SFTRun) starlark.Value { return checkpointOrNone(r.State) }),
+}
+
+func checkpointOrNone(c *Checkpoint) starlark.Value {
+	if c == nil {
+		return starlark.None
 	}
-	return nil, nil
+	return c
+}
+
+// stepDict is one step's metrics as a dict.
+func stepDict(m train.SFTMetrics) *starlark.Dict {
+	var evalNLL starlark.Value = starlark.None
+	if m.EvalNLL != nil {
+		evalNLL = starlark.Float(*m.EvalNLL)
+	}
+	d := starlark.NewDict(8)
+	for _, kv := range []struct {
+		k string
+		v starlark.Value
+	}{{"step", starlark.MakeInt(m.Step)}, {"epoch", starlark.MakeInt(m.Epoch)}, {"loss", starlark.Float(m.Loss)},
+		{"eval_nll", evalNLL}, {"learning_rate", starlark.Float(m.LearningRate)}, {"tokens", starlark.MakeInt(m.Tokens)},
+		{"num_sequences", starlark.MakeInt(m.Sequences)}, {"time", starlark.Float(m.Seconds)}} {
+		_ = d.SetKey(starlark.String(kv.k), kv.v)
+	}
+	return d
 }
 
 // Table shows one row per step.

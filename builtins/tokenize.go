@@ -6,6 +6,8 @@ import (
 	gotime "time"
 
 	"github.com/tinkershell/tinker/lib/chat"
+	"github.com/tinkershell/tinker/lib/modelref"
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/tokenizer"
 	"go.starlark.net/starlark"
@@ -39,45 +41,48 @@ func (v *tokenizerValue) Type() string          { return "tokenizer" }
 func (v *tokenizerValue) Freeze()               {}
 func (v *tokenizerValue) Truth() starlark.Bool  { return true }
 func (v *tokenizerValue) Hash() (uint32, error) { return starlark.String(v.t.ID()).Hash() }
-func (v *tokenizerValue) AttrNames() []string {
-	return []string{"decode", "encode", "id", "vocab_size"}
+
+func (v *tokenizerValue) AttrNames() []string { return tokenizerAttrs.names(v) }
+func (v *tokenizerValue) Attr(name string) (starlark.Value, error) {
+	return tokenizerAttrs.get(v, name)
 }
 
-func (v *tokenizerValue) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "id":
-		return starlark.String(v.t.ID()), nil
-	case "vocab_size":
-		return starlark.MakeInt(v.t.VocabSize()), nil
-	case "encode":
-		return starlark.NewBuiltin("encode", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-			var text string
-			special := false
-			if err := starlark.UnpackArgs(b.Name(), args, kwargs, "text", &text, "special_tokens?", &special); err != nil {
-				return nil, err
-			}
-			return intList(v.t.Encode(text, special)), nil
-		}), nil
-	case "decode":
-		return starlark.NewBuiltin("decode", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-			var idsV starlark.Value
-			skip := false
-			if err := starlark.UnpackArgs(b.Name(), args, kwargs, "ids", &idsV, "skip_special_tokens?", &skip); err != nil {
-				return nil, err
-			}
-			ids, err := intsArg(idsV)
-			if err != nil {
-				return nil, fmt.Errorf("decode: %w", err)
-			}
-			for _, id := range ids {
-				if id < 0 || id >= v.t.VocabSize() {
-					return nil, fmt.Errorf("decode: token id %d is outside the vocabulary (0..%d)", id, v.t.VocabSize()-1)
-				}
-			}
-			return starlark.String(v.t.Decode(ids, skip)), nil
-		}), nil
+var tokenizerAttrs = attrTable[*tokenizerValue]{
+	field("decode", "decode(ids, skip_special_tokens=False): the text of a list of token ids", func(v *tokenizerValue) starlark.Value {
+		return starlark.NewBuiltin("decode", v.decode)
+	}),
+	field("encode", "encode(text, special_tokens=False): the token ids of a text", func(v *tokenizerValue) starlark.Value {
+		return starlark.NewBuiltin("encode", v.encode)
+	}),
+	field("id", "the Hub repository it comes from", func(v *tokenizerValue) starlark.Value { return starlark.String(v.t.ID()) }),
+	field("vocab_size", "the number of token ids", func(v *tokenizerValue) starlark.Value { return starlark.MakeInt(v.t.VocabSize()) }),
+}
+
+func (v *tokenizerValue) encode(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var text string
+	special := false
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "text", &text, "special_tokens?", &special); err != nil {
+		return nil, err
 	}
-	return nil, nil
+	return intList(v.t.Encode(text, special)), nil
+}
+
+func (v *tokenizerValue) decode(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var idsV starlark.Value
+	skip := false
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "ids", &idsV, "skip_special_tokens?", &skip); err != nil {
+		return nil, err
+	}
+	ids, err := intsArg(idsV)
+	if err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	for _, id := range ids {
+		if id < 0 || id >= v.t.VocabSize() {
+			return nil, fmt.Errorf("decode: token id %d is outside the vocabulary (0..%d)", id, v.t.VocabSize()-1)
+		}
+	}
+	return starlark.String(v.t.Decode(ids, skip)), nil
 }
 
 func tokenizerFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
@@ -104,33 +109,26 @@ var (
 )
 
 func (r *renderedValue) String() string {
-	return fmt.Sprintf("<rendered %s: %s>", r.Renderer, Count(len(r.R.Tokens), "token", "tokens"))
+	return fmt.Sprintf("<rendered %s: %s>", r.Renderer, ops.Count(len(r.R.Tokens), "token", "tokens"))
 }
-func (r *renderedValue) Type() string          { return "rendered" }
-func (r *renderedValue) Freeze()               {}
-func (r *renderedValue) Truth() starlark.Bool  { return true }
-func (r *renderedValue) Hash() (uint32, error) { return starlark.String(r.R.Text).Hash() }
-func (r *renderedValue) AttrNames() []string {
-	return []string{"renderer", "stop_strings", "stop_tokens", "text", "tokens"}
+func (r *renderedValue) Type() string                             { return "rendered" }
+func (r *renderedValue) Freeze()                                  {}
+func (r *renderedValue) Truth() starlark.Bool                     { return true }
+func (r *renderedValue) Hash() (uint32, error)                    { return starlark.String(r.R.Text).Hash() }
+func (r *renderedValue) AttrNames() []string                      { return renderedAttrs.names(r) }
+func (r *renderedValue) Attr(name string) (starlark.Value, error) { return renderedAttrs.get(r, name) }
+
+var renderedAttrs = attrTable[*renderedValue]{
+	field("renderer", "the renderer's name", func(r *renderedValue) starlark.Value { return starlark.String(r.Renderer) }),
+	field("stop_strings", "the strings that end the assistant's turn", func(r *renderedValue) starlark.Value { return strList(r.R.StopStrings) }),
+	field("stop_tokens", "the token ids that end the assistant's turn", func(r *renderedValue) starlark.Value { return intList(r.R.StopTokens) }),
+	field("text", "the prompt text", func(r *renderedValue) starlark.Value { return starlark.String(r.R.Text) }),
+	field("tokens", "the prompt's token ids", func(r *renderedValue) starlark.Value { return intList(r.R.Tokens) }),
 }
-func (r *renderedValue) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "renderer":
-		return starlark.String(r.Renderer), nil
-	case "text":
-		return starlark.String(r.R.Text), nil
-	case "tokens":
-		return intList(r.R.Tokens), nil
-	case "stop_tokens":
-		return intList(r.R.StopTokens), nil
-	case "stop_strings":
-		return strList(r.R.StopStrings), nil
-	}
-	return nil, nil
-}
+
 func (r *renderedValue) Record(gotime.Time) *render.Record {
 	return &render.Record{Title: "Rendered with " + r.Renderer, Fields: []render.Field{
-		{Name: "Text", Value: oneLine(r.R.Text)},
+		{Name: "Text", Value: ops.OneLine(r.R.Text)},
 		{Name: "Tokens", Value: fmt.Sprint(len(r.R.Tokens))},
 		{Name: "Stop tokens", Value: fmt.Sprint(r.R.StopTokens)},
 		{Name: "Stop strings", Value: fmt.Sprintf("%q", r.R.StopStrings)},
@@ -140,10 +138,10 @@ func (r *renderedValue) RowColumns() []render.Column {
 	return []render.Column{{Header: "Renderer"}, {Header: "Tokens", Right: true}, {Header: "Text"}}
 }
 func (r *renderedValue) Row(gotime.Time) []string {
-	return []string{r.Renderer, fmt.Sprint(len(r.R.Tokens)), oneLine(r.R.Text)}
+	return []string{r.Renderer, fmt.Sprint(len(r.R.Tokens)), ops.OneLine(r.R.Text)}
 }
 func (r *renderedValue) ListTitle(n int) string {
-	return Plural(n, "rendered prompt", "rendered prompts")
+	return ops.Plural(n, "rendered prompt", "rendered prompts")
 }
 func (r *renderedValue) JSON() any {
 	toks := make([]any, len(r.R.Tokens))
@@ -177,9 +175,9 @@ func renderFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple,
 		if model == "" {
 			return nil, fmt.Errorf("%s: renderer %s needs a model; pass a base model name instead", b.Name(), which)
 		}
-		r, err = rendererFor(ctx, model, which)
+		r, err = modelref.Renderer(ctx, model, which)
 	} else {
-		r, err = rendererFor(ctx, which, "")
+		r, err = modelref.Renderer(ctx, which, "")
 	}
 	if err != nil {
 		return nil, err

@@ -3,9 +3,12 @@ package builtins
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	gotime "time"
 
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"go.starlark.net/starlark"
@@ -39,41 +42,32 @@ type TrainingClient struct {
 
 var _ starlark.HasAttrs = (*TrainingClient)(nil)
 
-var trainingMethods = map[string]builtinFn{
-	"forward":                  tcForward,
-	"forward_backward":         tcForwardBackward,
-	"optim_step":               tcOptimStep,
-	"save_state":               tcSaveState,
-	"save_weights_for_sampler": tcSaveSampler,
-	"load_state":               tcLoadState,
-	"info":                     tcInfo,
-}
-
 func (t *TrainingClient) String() string        { return fmt.Sprintf("<training_client %s>", t.TC.ModelID()) }
 func (t *TrainingClient) Type() string          { return "training_client" }
 func (t *TrainingClient) Freeze()               {}
 func (t *TrainingClient) Truth() starlark.Bool  { return true }
 func (t *TrainingClient) Hash() (uint32, error) { return starlark.String(t.TC.ModelID()).Hash() }
-func (t *TrainingClient) AttrNames() []string {
-	out := []string{"base_model", "model_id"}
-	for k := range trainingMethods {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+
+func (t *TrainingClient) AttrNames() []string { return trainingClientAttrs.names(t) }
+func (t *TrainingClient) Attr(name string) (starlark.Value, error) {
+	return trainingClientAttrs.get(t, name)
 }
 
-func (t *TrainingClient) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "model_id":
-		return starlark.String(t.TC.ModelID()), nil
-	case "base_model":
-		return starlark.String(t.TC.BaseModel()), nil
-	}
-	if fn, ok := trainingMethods[name]; ok {
-		return starlark.NewBuiltin(name, fn).BindReceiver(t), nil
-	}
-	return nil, nil
+var trainingClientAttrs = attrTable[*TrainingClient]{
+	field("base_model", "the model the adapter is trained on", func(t *TrainingClient) starlark.Value { return starlark.String(t.TC.BaseModel()) }),
+	method("forward", `forward(data, loss_fn="cross_entropy", loss_fn_config=None): the loss of a list of datums, without gradients; a forward_result`, tcForward),
+	method("forward_backward", "forward_backward(data, ...): as forward, and accumulates the gradients", tcForwardBackward),
+	method("info", "info(): a record of the model: id, base model, architecture, tokenizer, LoRA rank", tcInfo),
+	method("load_state", "load_state(path, optimizer=False): restore a saved training state", tcLoadState),
+	field("model_id", "the model's id on the backend", func(t *TrainingClient) starlark.Value { return starlark.String(t.TC.ModelID()) }),
+	method("optim_step", "optim_step(learning_rate=1e-4, ...): apply the accumulated gradients with Adam; a dict of metrics", tcOptimStep),
+	method("save_state", "save_state(name=None, ttl=None): save the training state; the checkpoint", tcSaveState),
+	method("save_weights_for_sampler", "save_weights_for_sampler(name=None, ttl=None): save weights to sample from; the checkpoint", tcSaveSampler),
+}
+
+// method is an attribute that is a method bound to the training client.
+func method(name, doc string, fn builtinFn) attr[*TrainingClient] {
+	return field(name, doc, func(t *TrainingClient) starlark.Value { return starlark.NewBuiltin(name, fn).BindReceiver(t) })
 }
 
 func trainingClientFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
@@ -232,41 +226,42 @@ func (r *PassResult) Type() string          { return "forward_result" }
 func (r *PassResult) Freeze()               {}
 func (r *PassResult) Truth() starlark.Bool  { return true }
 func (r *PassResult) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: forward_result") }
-func (r *PassResult) AttrNames() []string   { return []string{"logprobs", "loss", "mean_nll", "metrics"} }
 
-func (r *PassResult) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "loss":
-		l, _ := r.Out.Loss()
-		return starlark.Float(l), nil
-	case "mean_nll":
-		l, _ := r.Out.Loss()
-		if r.Weight == 0 {
-			return starlark.None, nil
-		}
-		return starlark.Float(l / r.Weight), nil
-	case "metrics":
-		return metricsDict(r.Out.Metrics), nil
-	case "logprobs":
+func (r *PassResult) AttrNames() []string                      { return passResultAttrs.names(r) }
+func (r *PassResult) Attr(name string) (starlark.Value, error) { return passResultAttrs.get(r, name) }
+
+var passResultAttrs = attrTable[*PassResult]{
+	field("logprobs", "per datum, the logprob of each target token", func(r *PassResult) starlark.Value {
 		lp := r.Out.Logprobs()
 		l := make([]starlark.Value, len(lp))
 		for i, v := range lp {
 			l[i] = float32List(v)
 		}
-		return starlark.NewList(l), nil
-	}
-	return nil, nil
+		return starlark.NewList(l)
+	}),
+	field("loss", "the summed loss", func(r *PassResult) starlark.Value {
+		l, _ := r.Out.Loss()
+		return starlark.Float(l)
+	}),
+	field("mean_nll", "the loss per unit of weight, or None when the weights sum to 0", func(r *PassResult) starlark.Value {
+		l, _ := r.Out.Loss()
+		if r.Weight == 0 {
+			return starlark.None
+		}
+		return starlark.Float(l / r.Weight)
+	}),
+	field("metrics", "a dict of the pass's metrics", func(r *PassResult) starlark.Value { return metricsDict(r.Out.Metrics) }),
 }
 
 func metricsDict(m map[string]float64) *starlark.Dict {
+	return sortedDict(m, func(f float64) starlark.Value { return starlark.Float(f) })
+}
+
+// sortedDict is m as a dict whose keys iterate in sorted order.
+func sortedDict[V any](m map[string]V, value func(V) starlark.Value) *starlark.Dict {
 	d := starlark.NewDict(len(m))
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		d.SetKey(starlark.String(k), starlark.Float(m[k]))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		_ = d.SetKey(starlark.String(k), value(m[k]))
 	}
 	return d
 }
@@ -291,7 +286,9 @@ func (r *PassResult) Row(gotime.Time) []string {
 	l, _ := r.Out.Loss()
 	return []string{fmt.Sprintf("%.6g", l), fmt.Sprint(len(r.Out.LossFnOutputs))}
 }
-func (r *PassResult) ListTitle(n int) string { return Plural(n, "forward result", "forward results") }
+func (r *PassResult) ListTitle(n int) string {
+	return ops.Plural(n, "forward result", "forward results")
+}
 
 // adamArgs reads optim_step's keyword arguments.
 func adamArgs(b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (tinkerapi.AdamParams, error) {

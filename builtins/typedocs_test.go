@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"go.starlark.net/starlark"
 )
@@ -62,7 +63,7 @@ func typeNamesInSource(t *testing.T) map[string]bool {
 // valueSamples holds one instance of every value type, with every attribute
 // it can have (a checkpoint with its run's details, as checkpoint.info gives).
 var valueSamples = []starlark.Value{
-	&Checkpoint{Run: &tinkerapi.TrainingRun{}},
+	&Checkpoint{ops.Checkpoint{Run: &tinkerapi.TrainingRun{}}},
 	&Run{},
 	&Session{},
 	&TraceResult{},

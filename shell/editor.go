@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/peterh/liner"
+	"github.com/tinkershell/tinker/lib/atomicfile"
 	xterm "golang.org/x/term"
 )
 
@@ -135,20 +136,11 @@ func (e *linerEditor) save() {
 	if err := os.MkdirAll(filepath.Dir(e.historyPath), 0o700); err != nil {
 		return
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(e.historyPath), ".history-*")
-	if err != nil {
-		return
-	}
-	_ = tmp.Chmod(0o600)
-	if _, err := e.st.WriteHistory(tmp); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return
-	}
-	tmp.Close()
-	if err := os.Rename(tmp.Name(), e.historyPath); err != nil {
-		os.Remove(tmp.Name())
-	}
+	// History is a convenience: a failed save keeps the old file.
+	_ = atomicfile.Write(e.historyPath, 0o600, func(w io.Writer) error {
+		_, err := e.st.WriteHistory(w)
+		return err
+	})
 }
 
 func (e *linerEditor) watch(cancel func()) (stop func()) {

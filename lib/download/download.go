@@ -155,6 +155,29 @@ func TargetPath(parent, name string) (string, error) {
 	return filepath.Join(parent, name), nil
 }
 
+// Prepare is the local check every download makes before asking for the
+// archive: it creates parent, finds the target (TargetPath) and refuses an
+// existing one unless force (ErrTargetExists, with the target still
+// returned for the message). Download makes it again, so
+// callers run it early only to fail before other work, as the official
+// CLI does before it contacts the service.
+func Prepare(parent, name string, force bool) (target string, err error) {
+	if parent != "" {
+		if err := os.MkdirAll(parent, 0o755); err != nil {
+			return "", fmt.Errorf("create output directory: %w", err)
+		}
+	}
+	if target, err = TargetPath(parent, name); err != nil {
+		return "", err
+	}
+	if _, err := os.Lstat(target); err == nil && !force {
+		return target, fmt.Errorf("%w: %s", ErrTargetExists, target)
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("check target: %w", err)
+	}
+	return target, nil
+}
+
 // Download fetches the archive and installs it at TargetPath(opts.Parent,
 // opts.Name). See the package comment for the guarantees.
 func Download(ctx context.Context, opts Options) (*Result, error) {
@@ -168,19 +191,9 @@ func Download(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 
-	if opts.Parent != "" {
-		if err := os.MkdirAll(opts.Parent, 0o755); err != nil {
-			return nil, fmt.Errorf("create output directory: %w", err)
-		}
-	}
-	target, err := TargetPath(opts.Parent, opts.Name)
+	target, err := Prepare(opts.Parent, opts.Name, opts.Force)
 	if err != nil {
 		return nil, err
-	}
-	if _, err := os.Lstat(target); err == nil && !opts.Force {
-		return nil, fmt.Errorf("%w: %s", ErrTargetExists, target)
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("check target: %w", err)
 	}
 
 	d := &downloader{opts: opts, parent: filepath.Dir(target)}
@@ -279,25 +292,35 @@ type downloader struct {
 
 // run retries whole attempts until one extracts a complete archive into a
 // fresh partial directory, which it returns still locked.
-func (d *downloader) run(ctx context.Context) (*Result, *atomicfile.TempDir, error) {
+func (d *downloader) run(ctx context.Context) (res *Result, tmp *atomicfile.TempDir, err error) {
+	err = d.retry(ctx, func(ctx context.Context) error {
+		res, tmp, err = d.attempt(ctx)
+		return err
+	})
+	return res, tmp, err
+}
+
+// retry runs attempt until it succeeds, fails for good (an error not marked
+// retryable, or the context's), or has used up Attempts.
+func (d *downloader) retry(ctx context.Context, attempt func(context.Context) error) error {
 	for {
 		d.tries++
-		res, tmp, err := d.attempt(ctx)
+		err := attempt(ctx)
 		if err == nil {
-			return res, tmp, nil
+			return nil
 		}
 		if cerr := ctx.Err(); cerr != nil {
-			return nil, nil, cerr
+			return cerr
 		}
 		var retry *retryable
 		if !errors.As(err, &retry) {
-			return nil, nil, err
+			return err
 		}
 		if d.tries >= d.opts.Attempts {
-			return nil, nil, fmt.Errorf("%w after %d attempts: %w", ErrDownload, d.tries, retry.err)
+			return fmt.Errorf("%w after %d attempts: %w", ErrDownload, d.tries, retry.err)
 		}
 		if err := d.wait(ctx, retry.err); err != nil {
-			return nil, nil, err
+			return err
 		}
 	}
 }

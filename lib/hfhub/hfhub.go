@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tinkershell/tinker/lib/atomicfile"
 	"github.com/tinkershell/tinker/lib/models"
 )
 
@@ -241,22 +242,18 @@ func (h *Hub) download(ctx context.Context, repoID, revision, name string) (comm
 	if err := os.MkdirAll(blobs, 0o755); err != nil {
 		return "", fmt.Errorf("cache tokenizer %s: %w", repoID, err)
 	}
-	tmp, err := os.CreateTemp(blobs, "download-*.incomplete")
+	tmp, err := atomicfile.Create(blobs, "download-*.incomplete", 0)
 	if err != nil {
 		return "", fmt.Errorf("cache tokenizer %s: %w", repoID, err)
 	}
-	defer os.Remove(tmp.Name()) // no-op once renamed
+	defer tmp.Abort()
 	sum := sha256.New()
 	var w io.Writer = io.MultiWriter(tmp, sum)
 	if h.Progress != nil {
 		w = &progressWriter{w: w, file: name, total: resp.ContentLength, report: h.Progress}
 	}
 	if _, err := io.Copy(w, resp.Body); err != nil {
-		tmp.Close()
 		return "", fmt.Errorf("download tokenizer %s: %s: %w", repoID, name, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return "", fmt.Errorf("cache tokenizer %s: %w", repoID, err)
 	}
 	etag := normalizeETag(meta.Get("X-Linked-Etag"))
 	if etag == "" {
@@ -266,7 +263,7 @@ func (h *Hub) download(ctx context.Context, repoID, revision, name string) (comm
 		etag = hex.EncodeToString(sum.Sum(nil))
 	}
 	blob := filepath.Join(blobs, etag)
-	if err := os.Rename(tmp.Name(), blob); err != nil {
+	if err := tmp.Commit(blob); err != nil {
 		return "", fmt.Errorf("cache tokenizer %s: %w", repoID, err)
 	}
 	snap := filepath.Join(repo, "snapshots", commit)
@@ -362,17 +359,5 @@ func writeAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return atomicfile.WriteFile(path, data)
 }

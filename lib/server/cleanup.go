@@ -68,6 +68,7 @@ func (s *Server) sweepLoop() {
 // generated checkpoint files that have been idle for an hour.
 func (s *Server) Sweep() (int, error) {
 	s.archives.dropIdle(s.now())
+	s.trainers.pruneSnapshots(time.Now())
 	n := 0
 	for _, c := range s.st.ExpiredCheckpoints(s.now()) {
 		if err := s.deleteCheckpoint(c.RunID, c.Kind, c.Name); err != nil && !errors.Is(err, store.ErrNotFound) {

@@ -30,6 +30,9 @@ type future struct {
 	proto     []byte // protobuf result for sample futures
 	failure   []byte // {"error","category"} JSON
 
+	model  string // the model whose ordered operation this is, if any
+	halted bool   // the operation did not run: the server stopped (trainstop.go)
+
 	// Guarded by the table's mu.
 	sentMeta    bool
 	collectedAt time.Time // when a final answer was first sent; zero before
@@ -161,9 +164,15 @@ func newFutureID() string {
 // work returns the JSON result, an optional protobuf form, or an error whose
 // category comes from userError. Call futures.admit first.
 func (s *Server) startFuture(owner string, work func() (json []byte, proto []byte, err error)) *future {
+	return s.startFutureOf(owner, "", work)
+}
+
+// startFutureOf is startFuture for one of model's ordered operations,
+// whose result a clean restart keeps (futurekeep.go).
+func (s *Server) startFutureOf(owner, model string, work func() (json []byte, proto []byte, err error)) *future {
 	t := s.futures
 	now := time.Now()
-	f := &future{id: newFutureID(), owner: owner, readyAt: now.Add(s.opts.FutureDelay), createdAt: now, done: make(chan struct{})}
+	f := &future{id: newFutureID(), owner: owner, readyAt: now.Add(s.opts.FutureDelay), createdAt: now, done: make(chan struct{}), model: model}
 	t.mu.Lock()
 	t.m[f.id] = f
 	t.byOwner[owner] = append(t.byOwner[owner], f)
@@ -172,6 +181,10 @@ func (s *Server) startFuture(owner string, work func() (json []byte, proto []byt
 	go func() {
 		defer t.wg.Done()
 		res, pb, err := s.runWork(work)
+		if err == nil && len(res) == 0 && len(pb) == 0 {
+			err = errors.New("internal error: the result could not be encoded; see the server log")
+			s.opts.Logf("a future's work returned no result")
+		}
 		if err != nil {
 			cat := "server"
 			var ue userError
@@ -179,6 +192,7 @@ func (s *Server) startFuture(owner string, work func() (json []byte, proto []byt
 				cat = "user"
 			}
 			f.failure, _ = json.Marshal(map[string]string{"error": s.scrub(err.Error()), "category": cat})
+			f.halted = errors.Is(err, errHalted)
 		} else {
 			f.result, f.proto = res, pb
 		}
@@ -299,6 +313,9 @@ func (s *Server) retrieveFuture(w http.ResponseWriter, r *http.Request, owner st
 		}
 		writeJSON(w, 200, out)
 		return nil
+	}
+	if f.halted { // set before done closed; a client resubmits on 410 (trainstop.go)
+		return errorf(http.StatusGone, "%s", errHalted.msg)
 	}
 	if f.failure != nil {
 		s.futures.markCollected(f)

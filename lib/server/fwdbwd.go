@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/tinkershell/tinker/lib/engine"
 	"github.com/tinkershell/tinker/lib/tinkerproto"
+	"github.com/tinkershell/tinker/lib/wiretensor"
 )
 
 // Decoding forward/forward_backward requests (protobuf and JSON) into the
@@ -109,8 +109,7 @@ func checkTokens(i, n int, total *int) *errorResponse {
 // float64 values; a tensor longer than the datum is refused before it is
 // expanded (the engine reports shorter ones by name).
 func protoTensor(t *tinkerproto.Tensor, n int, field string) ([]float64, *errorResponse) {
-	size := map[tinkerproto.DType]int{tinkerproto.DType_DTYPE_FLOAT32: 4, tinkerproto.DType_DTYPE_INT64: 8,
-		tinkerproto.DType_DTYPE_INT32: 4, tinkerproto.DType_DTYPE_BFLOAT16: 2}[t.GetDtype()]
+	size := wiretensor.Size(t.GetDtype())
 	if size == 0 {
 		return nil, errorf(http.StatusBadRequest, "%s: unsupported dtype %v", field, t.GetDtype())
 	}
@@ -121,8 +120,10 @@ func protoTensor(t *tinkerproto.Tensor, n int, field string) ([]float64, *errorR
 		if len(sp.GetValues())/size > n || len(sp.GetColIndices())/8 > n || len(sp.GetCrowIndices())/8 > n+1 {
 			return nil, errorf(http.StatusBadRequest, "%s: more values than the datum's %d tokens", field, n)
 		}
-		vals := decodeDense(sp.GetValues(), t.GetDtype(), size)
-		dense, err := csrDense(vals, int64s(sp.GetCrowIndices()), int64s(sp.GetColIndices()), t.GetShape(), n)
+		vals, _ := wiretensor.Dense(sp.GetValues(), t.GetDtype()) // whole values: checked above
+		crow, _ := wiretensor.Int64s(sp.GetCrowIndices())
+		col, _ := wiretensor.Int64s(sp.GetColIndices())
+		dense, err := wiretensor.CSR(vals.Float64s(), crow, col, t.GetShape(), n)
 		if err != nil {
 			return nil, errorf(http.StatusBadRequest, "%s: %v", field, err)
 		}
@@ -135,61 +136,8 @@ func protoTensor(t *tinkerproto.Tensor, n int, field string) ([]float64, *errorR
 	if len(b)/size > n {
 		return nil, errorf(http.StatusBadRequest, "%s: has %d values but model_input has %d tokens", field, len(b)/size, n)
 	}
-	return decodeDense(b, t.GetDtype(), size), nil
-}
-
-func decodeDense(b []byte, dt tinkerproto.DType, size int) []float64 {
-	out := make([]float64, len(b)/size)
-	for i := range out {
-		p := b[i*size:]
-		switch dt {
-		case tinkerproto.DType_DTYPE_FLOAT32:
-			out[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(p)))
-		case tinkerproto.DType_DTYPE_INT64:
-			out[i] = float64(int64(binary.LittleEndian.Uint64(p)))
-		case tinkerproto.DType_DTYPE_INT32:
-			out[i] = float64(int32(binary.LittleEndian.Uint32(p)))
-		default: // bfloat16: the high half of a float32
-			out[i] = float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(p)) << 16))
-		}
-	}
-	return out
-}
-
-func int64s(b []byte) []int64 {
-	out := make([]int64, len(b)/8)
-	for i := range out {
-		out[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
-	}
-	return out
-}
-
-// csrDense expands compressed-sparse-row values to the dense row-major
-// form, which must not exceed n values.
-func csrDense(vals []float64, crow, col, shape []int64, n int) ([]float64, error) {
-	if len(shape) != 2 || shape[0] < 0 || shape[1] < 0 {
-		return nil, fmt.Errorf("a sparse tensor needs a 2-D shape, got %v", shape)
-	}
-	rows, cols := shape[0], shape[1]
-	if rows > int64(n) || cols > int64(n) || rows*cols > int64(n) {
-		return nil, fmt.Errorf("sparse shape %v holds more values than the datum's %d tokens", shape, n)
-	}
-	if int64(len(crow)) != rows+1 || len(col) != len(vals) || crow[0] != 0 || crow[rows] != int64(len(vals)) {
-		return nil, fmt.Errorf("sparse tensor of shape %v has %d row pointers, %d column indices and %d values", shape, len(crow), len(col), len(vals))
-	}
-	dense := make([]float64, rows*cols)
-	for r := int64(0); r < rows; r++ {
-		if crow[r] > crow[r+1] {
-			return nil, fmt.Errorf("sparse row pointers decrease at row %d", r)
-		}
-		for k := crow[r]; k < crow[r+1]; k++ {
-			if col[k] < 0 || col[k] >= cols {
-				return nil, fmt.Errorf("sparse column index %d out of range [0, %d)", col[k], cols)
-			}
-			dense[r*cols+col[k]] = vals[k]
-		}
-	}
-	return dense, nil
+	vals, _ := wiretensor.Dense(b, t.GetDtype()) // whole values: checked above
+	return vals.Float64s(), nil
 }
 
 // jsonFwdInput is the JSON form of a forward/forward_backward input.
@@ -261,7 +209,7 @@ func decodeFwdJSON(b []byte, forwardOnly bool) (*fwdRequest, *errorResponse) {
 			v := t.Data
 			if t.CrowIndices != nil {
 				var err error
-				if v, err = csrDense(t.Data, t.CrowIndices, t.ColIndices, t.Shape, n); err != nil {
+				if v, err = wiretensor.CSR(t.Data, t.CrowIndices, t.ColIndices, t.Shape, n); err != nil {
 					return nil, errorf(http.StatusBadRequest, "%s: %v", field, err)
 				}
 			} else if t.DType == "float32" {

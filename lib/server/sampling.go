@@ -327,7 +327,11 @@ func (s *Server) submitSample(w http.ResponseWriter, r *http.Request, owner, ses
 			s.st.RecordUsage(store.UsageEvent{At: now, Owner: owner, SessionID: session, BaseModel: req.BaseModel, Type: "sampling_sample", TokenCount: gen})
 		}
 		s.logRequest(session, "sample", start, 200, fmt.Sprintf("%d prompt tokens, %d generated", len(req.Prompt), gen))
-		return sampleJSON(resp), sampleProto(resp), nil
+		js := sampleJSON(resp)
+		if js == nil { // NaN or ±Inf logprobs: JSON cannot carry them
+			return nil, nil, nonFiniteError("sample", req.BaseModel, "a log-probability of the result")
+		}
+		return js, sampleProto(resp), nil
 	})
 	// Newer SDKs expect one id per requested sample on the promise.
 	ids := make([]string, req.NumSamples)

@@ -13,8 +13,10 @@
 // (sampling sessions and asample) with sampleresult.go (its JSON and
 // protobuf results), training.go (forward, forward_backward, optim_step)
 // with fwdbwd.go (their bodies), trainer.go (per-model trainers and seq_id
-// order), trainstate.go (trained checkpoints) and memory.go (the default
-// training budget), hub.go (tokenizer files for Hugging Face clients),
+// order), trainstate.go (trained checkpoints), memory.go (the default
+// training budget), trainmemory.go (queue and trainer limits), trainstop.go
+// (stopping with training in flight), trainsnapshot.go and futurekeep.go
+// (what a clean restart keeps), nonfinite.go (NaN and ±Inf results), hub.go (tokenizer files for Hugging Face clients),
 // rest.go (runs and checkpoints listings), archive.go (checkpoint files),
 // download.go (signed URLs) with tarview.go, trace.go, billing.go,
 // cleanup.go (expiry sweep, orphans), import.go.
@@ -78,8 +80,9 @@ type Options struct {
 	// TrainConcurrency is how many training passes run at once over all
 	// models (default 1), so sampling keeps cores while models train.
 	TrainConcurrency int
-	// MaxPendingTrain bounds queued forward/forward_backward requests;
-	// beyond it they get 429 and clients resubmit (default 64).
+	// MaxPendingTrain bounds one user's queued forward/forward_backward
+	// requests; beyond it they get 429 and clients resubmit (default 64).
+	// TrainMemory bounds their bytes too (trainmemory.go).
 	MaxPendingTrain int
 	// SeqGapTimeout is how long a model's operation waits for a missing
 	// lower seq_id before it runs anyway (default 30s).
@@ -89,6 +92,10 @@ type Options struct {
 	// clients outlive it. An in-process server's models end with the
 	// process that uses them, so it would only leave files behind.
 	KeepTrainers bool
+	// ShutdownGrace is how long Close lets the models' queued operations
+	// run before it halts the rest (default 30s; trainstop.go). Without
+	// KeepTrainers nothing would survive the stop, so Close halts at once.
+	ShutdownGrace time.Duration
 	// PrivatePaths are directories (e.g. --model NAME=DIR) that, like the
 	// data directory and the Hugging Face cache, never appear in answers.
 	PrivatePaths []string
@@ -161,6 +168,9 @@ func Open(opts Options) (*Server, error) {
 	if opts.SeqGapTimeout <= 0 {
 		opts.SeqGapTimeout = 30 * time.Second
 	}
+	if opts.ShutdownGrace <= 0 {
+		opts.ShutdownGrace = 30 * time.Second
+	}
 	st, err := store.Open(opts.DataDir)
 	if err != nil {
 		return nil, fmt.Errorf("open data dir %s: %w", opts.DataDir, err)
@@ -174,6 +184,11 @@ func Open(opts Options) (*Server, error) {
 	s.traces = newTracer(s)
 	s.futures = newFutureTable()
 	s.trainers = newTrainers(opts)
+	if n, err := s.futures.restore(s.keptFuturesPath()); err != nil {
+		opts.Logf("%v", err)
+	} else if n > 0 {
+		opts.Logf("kept %d result(s) of training operations across the restart", n)
+	}
 	s.private = privatePaths(opts.DataDir, opts.PrivatePaths)
 	s.handler = s.routes()
 	if n := s.cleanupOrphans(); n > 0 {
@@ -289,6 +304,11 @@ func (s *Server) Close() error {
 	for _, hs := range srvs {
 		hs.Close()
 	}
+	grace := time.Duration(0)
+	if s.opts.KeepTrainers {
+		grace = s.opts.ShutdownGrace
+	}
+	s.trainers.drain(grace)
 	s.cancel()
 	select {
 	case <-s.sweepDone:
@@ -299,10 +319,19 @@ func (s *Server) Close() error {
 	s.futures.close()
 	if s.opts.KeepTrainers {
 		s.trainers.snapshotAll(s.opts.Logf)
+		if err := s.futures.keep(s.keptFuturesPath()); err != nil {
+			s.opts.Logf("%v", err)
+		}
 	}
 	s.archives.wait()
 	s.traces.wait()
 	return s.st.Close()
+}
+
+// keptFuturesPath is where Close keeps the results of model operations
+// for the restarted server (futurekeep.go).
+func (s *Server) keptFuturesPath() string {
+	return filepath.Join(s.opts.DataDir, "trainers", keptFuturesFile)
 }
 
 // deleteCheckpoint deletes the row, then the files. On a full disk SQLite

@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
+	"github.com/tinkershell/tinker/lib/atomicfile"
 	"github.com/tinkershell/tinker/lib/store"
 )
 
@@ -120,25 +122,17 @@ func (t *tracer) build(session string) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return fmt.Errorf("create trace dir: %w", err)
 	}
-	tmp := p + ".tmp"
-	f, err := os.Create(tmp)
+	err = atomicfile.Write(p, 0, func(w io.Writer) error {
+		bw := bufio.NewWriter(w)
+		if err := json.NewEncoder(bw).Encode(map[string]any{"traceEvents": events, "displayTimeUnit": "ms"}); err != nil {
+			return err
+		}
+		return bw.Flush()
+	})
 	if err != nil {
-		return fmt.Errorf("create trace: %w", err)
-	}
-	bw := bufio.NewWriter(f)
-	enc := json.NewEncoder(bw)
-	err = enc.Encode(map[string]any{"traceEvents": events, "displayTimeUnit": "ms"})
-	if err == nil {
-		err = bw.Flush()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp)
 		return fmt.Errorf("write trace: %w", err)
 	}
-	return os.Rename(tmp, p)
+	return nil
 }
 
 func (t *tracer) serve(w http.ResponseWriter, r *http.Request, session string) int {

@@ -342,7 +342,9 @@ func TestTrainImportanceSampling(t *testing.T) {
 // request over the memory budget, a reused seq_id and an unknown loss are
 // 400s; the server never waits forever on a missing seq_id.
 func TestTrainRefusals(t *testing.T) {
-	e := newTrainEnv(t, Options{TrainMemory: 64 << 10, SeqGapTimeout: 20 * time.Millisecond})
+	// 1 MiB: room for the tiny model's trainer (the budget bounds it too),
+	// not for the activations of a 300-token datum.
+	e := newTrainEnv(t, Options{TrainMemory: 1 << 20, SeqGapTimeout: 20 * time.Millisecond})
 	ctx := context.Background()
 	tc, err := e.sess.CreateTrainingClient(ctx, models.TinyLlama, tinkerapi.LoraConfig{Rank: 4, TrainAttn: true, TrainMLP: true, TrainUnembed: true}, nil)
 	if err != nil {

@@ -3,10 +3,12 @@ package server
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -32,9 +34,11 @@ import (
 // most SeqGapTimeout, then runs anyway: a client that lost a request must
 // not stall its model.
 //
-// Trainers live in memory; tinker serve keeps them across a clean restart
-// (trainsnapshot.go). So that a crash cannot silently turn a trained model
-// back into its initialisation, the first optim_step of a model leaves a
+// Trainers live in memory, within the training budget: idle ones are
+// written to their snapshot when room is needed (trainmemory.go); tinker
+// serve keeps them across a clean restart (trainsnapshot.go, trainstop.go).
+// So that a crash cannot silently turn a trained model back into its
+// initialisation, the first optim_step of a model leaves a
 // marker file under DataDir/trainers; a model with a marker and neither a
 // trainer nor a snapshot lost its weights, and every training operation and
 // save on it fails with a message saying to load the last saved state
@@ -47,17 +51,33 @@ type trainers struct {
 	budget     int64               // activation bytes of concurrently running passes
 	mem        *semaphore.Weighted // of budget bytes
 	cpu        chan struct{}       // bounds concurrently running passes
-	maxPending int                 // queued training requests before 429
+	maxPending int                 // queued training requests of one user before 429
+	logf       func(string, ...any)
 
-	mu      sync.Mutex
-	models  map[string]*modelState
-	pending int
+	// Stopping (trainstop.go): stop closes when Close begins, halt when
+	// the operations not yet run are given up; ctx of the running passes
+	// is cancelled then.
+	stopping atomic.Bool
+	stop     chan struct{}
+	halt     chan struct{}
+	haltOnce sync.Once
+	ctx      context.Context
+	cancel   context.CancelFunc
+
+	mu            sync.Mutex
+	models        map[string]*modelState
+	queued        map[string]queueUse // by owner (trainmemory.go)
+	queuedBytes   int64
+	resident      map[string]*residentTrainer // models whose trainer is in memory
+	residentBytes int64
 }
 
 func newTrainers(o Options) *trainers {
 	ts := &trainers{pool: o.Engine, markDir: filepath.Join(o.DataDir, "trainers"), gapTimeout: o.SeqGapTimeout, budget: o.TrainMemory,
 		mem: semaphore.NewWeighted(o.TrainMemory), cpu: make(chan struct{}, o.TrainConcurrency),
-		maxPending: o.MaxPendingTrain, models: map[string]*modelState{}}
+		maxPending: o.MaxPendingTrain, logf: o.Logf, models: map[string]*modelState{}, queued: map[string]queueUse{},
+		resident: map[string]*residentTrainer{}, stop: make(chan struct{}), halt: make(chan struct{})}
+	ts.ctx, ts.cancel = context.WithCancel(context.Background())
 	ts.pruneSnapshots(time.Now())
 	return ts
 }
@@ -73,6 +93,8 @@ type modelState struct {
 	base     string          // tr's base model
 	marked   bool            // the marker file of a stepped model exists
 	snapshot bool            // a snapshot waits to become tr (trainsnapshot.go)
+	halted   int             // the first seq_id halted by a stop, 0 if none (trainstop.go)
+	ts       *trainers
 }
 
 // errStateLost answers an operation on a model whose trained weights were
@@ -133,7 +155,7 @@ func (ts *trainers) model(runID string) *modelState {
 	defer ts.mu.Unlock()
 	m := ts.models[runID]
 	if m == nil {
-		m = &modelState{changed: make(chan struct{}), running: map[int]bool{}, finished: map[int]bool{}}
+		m = &modelState{changed: make(chan struct{}), running: map[int]bool{}, finished: map[int]bool{}, ts: ts}
 		ts.loadSnapshotSeq(runID, m)
 		ts.models[runID] = m
 	}
@@ -149,6 +171,12 @@ func (ts *trainers) model(runID string) *modelState {
 func (m *modelState) accept(runID string, seq *int) (int, *errorResponse) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if e := m.ts.refuseStopping(); e != nil {
+		return 0, e
+	}
+	if seq == nil && m.accepted == math.MaxInt {
+		return 0, errorf(http.StatusBadRequest, "model %s has used every seq_id up to %d: continue in a new model (save_state, then create one with load_state)", runID, m.accepted)
+	}
 	n := m.accepted + 1
 	if seq != nil {
 		n = *seq
@@ -178,38 +206,78 @@ func (m *modelState) finish(seq int) {
 // inOrder wraps work to run as the model's operation seq: after every
 // earlier accepted operation finished, and after the missing seq_ids below
 // it arrived, or gapTimeout passed (then they are given up on, and refused
-// by accept should they come). Operations of one model never overlap.
+// by accept should they come). Operations of one model never overlap. An
+// operation a stop halts does not run, nor does any after it (trainstop.go).
 func (ts *trainers) inOrder(runID string, seq int, work func() ([]byte, []byte, error)) func() ([]byte, []byte, error) {
 	m := ts.model(runID)
 	return func() ([]byte, []byte, error) {
 		defer m.finish(seq)
-		deadline := time.NewTimer(ts.gapTimeout)
-		defer deadline.Stop()
-		gapOK := false
-		m.mu.Lock()
-		for {
-			earlier := false
-			for s := range m.running {
-				if s < seq {
-					earlier = true
-					break
-				}
-			}
-			if !earlier && (m.done >= seq-1 || gapOK) {
+		if !ts.waitTurn(m, seq) {
+			return nil, nil, errHalted
+		}
+		res, pb, err := work()
+		if err != nil && ts.cutShort(err) {
+			m.mu.Lock()
+			m.haltLocked(seq)
+			m.mu.Unlock()
+			return nil, nil, errHalted
+		}
+		return res, pb, err
+	}
+}
+
+// waitTurn waits until seq may run and reports true, or records that a
+// stop halted it and reports false.
+func (ts *trainers) waitTurn(m *modelState, seq int) bool {
+	deadline := time.NewTimer(ts.gapTimeout)
+	defer deadline.Stop()
+	gapOK := false
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for {
+		earlier := false
+		for s := range m.running {
+			if s < seq {
+				earlier = true
 				break
 			}
-			ch := m.changed
-			m.mu.Unlock()
-			select {
-			case <-ch:
-			case <-deadline.C:
-				gapOK = true
-			}
-			m.mu.Lock()
 		}
-		m.done = max(m.done, seq-1)
+		if !earlier && (m.done >= seq-1 || gapOK) {
+			break
+		}
+		// A stop ends a wait for a gap at once, any other wait when it
+		// halts what has not run.
+		if isClosed(ts.halt) || (!earlier && isClosed(ts.stop)) {
+			break
+		}
+		ch, stop := m.changed, ts.stop
+		if isClosed(stop) {
+			stop = nil
+		}
 		m.mu.Unlock()
-		return work()
+		select {
+		case <-ch:
+		case <-deadline.C:
+			gapOK = true
+		case <-stop:
+		case <-ts.halt:
+		}
+		m.mu.Lock()
+	}
+	if isClosed(ts.halt) || (m.halted > 0 && seq > m.halted) || (m.done < seq-1 && !gapOK) {
+		m.haltLocked(seq)
+		return false
+	}
+	m.done = max(m.done, seq-1)
+	return true
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -227,7 +295,9 @@ func (s *Server) trainer(run store.RunView) (*engine.Trainer, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.tr, m.base = tr, run.BaseModel
+	if err := s.trainers.residentLocked(run.ID, run.Owner, run.BaseModel, m, tr); err != nil {
+		return nil, err
+	}
 	return tr, nil
 }
 
@@ -244,6 +314,7 @@ func (s *Server) trained(run store.RunView) (*engine.Trainer, error) {
 func (s *Server) trainedLocked(run store.RunView, m *modelState) (*engine.Trainer, error) {
 	switch {
 	case m.tr != nil:
+		s.trainers.touch(run.ID)
 		return m.tr, nil
 	case m.snapshot:
 		return s.restoreLocked(run, m)
@@ -277,24 +348,6 @@ func (ts *trainers) hasWeights(runID string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.tr != nil || m.snapshot
-}
-
-// admit counts a queued training request, refusing it when too many are
-// queued already (429: the client backs off and resubmits).
-func (ts *trainers) admit() *errorResponse {
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	if ts.pending >= ts.maxPending {
-		return errorf(http.StatusTooManyRequests, "Training is busy: %d requests are queued; retry shortly", ts.pending)
-	}
-	ts.pending++
-	return nil
-}
-
-func (ts *trainers) release() {
-	ts.mu.Lock()
-	ts.pending--
-	ts.mu.Unlock()
 }
 
 // checkBudget refuses a pass whose activations could never fit the budget.

@@ -56,24 +56,26 @@ func (s *Server) fwd(w http.ResponseWriter, r *http.Request, owner string, legac
 		return e
 	}
 	tr, loss, need, e := s.prepareFwd(run, req)
+	queued := datumBytes(req.Data)
 	if e == nil {
-		e = s.trainers.admit()
+		e = s.trainers.admit(owner, queued)
 	}
 	if e != nil {
-		m.finish(seq)
+		m.refuse(seq, e)
 		s.logRequest(run.SessionID, op, start, e.status, e.detail)
 		return e
 	}
 	s.st.TouchRun(run.ID, s.now())
-	f := s.startFuture(owner, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
-		defer s.trainers.release()
+	f := s.startFutureOf(owner, run.ID, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
+		defer s.trainers.release(owner, queued)
 		var res *engine.ForwardResult
-		err := s.trainers.run(s.ctx, need, func() error {
+		ctx := s.trainers.ctx // cancelled when a stop halts training (trainstop.go)
+		err := s.trainers.run(ctx, need, func() error {
 			var err error
 			if req.ForwardOnly {
-				res, err = tr.Forward(s.ctx, loss, req.Data)
+				res, err = tr.Forward(ctx, loss, req.Data)
 			} else {
-				res, err = tr.ForwardBackward(s.ctx, loss, req.Data)
+				res, err = tr.ForwardBackward(ctx, loss, req.Data)
 			}
 			return err
 		})
@@ -86,6 +88,10 @@ func (s *Server) fwd(w http.ResponseWriter, r *http.Request, owner string, legac
 			tokens += len(d.ModelInput)
 		}
 		s.st.RecordUsage(store.UsageEvent{At: s.now(), Owner: owner, SessionID: run.SessionID, BaseModel: run.BaseModel, Type: "training", TokenCount: int64(tokens)})
+		if err := checkFwdResult(op, run.ID, res); err != nil {
+			s.logRequest(run.SessionID, op, start, 400, err.Error())
+			return nil, nil, err
+		}
 		s.logRequest(run.SessionID, op, start, 200, fmt.Sprintf("%d datums, %d tokens, loss %.6g", len(req.Data), tokens, res.LossSum))
 		return fwdResultJSON(res), fwdResultProto(res), nil
 	}))
@@ -124,8 +130,12 @@ func (s *Server) prepareFwd(run store.RunView, req *fwdRequest) (*engine.Trainer
 // cannot be trained here (400) or something broke (500).
 func trainerError(err error) *errorResponse {
 	var ue userError
-	if errors.As(err, &ue) {
+	var full trainMemoryFull
+	switch {
+	case errors.As(err, &ue):
 		return errorf(http.StatusBadRequest, "%v", err)
+	case errors.As(err, &full):
+		return errorf(http.StatusTooManyRequests, "%v", err)
 	}
 	return errorf(http.StatusInternalServerError, "%v", err)
 }
@@ -179,12 +189,12 @@ func (s *Server) optimStep(w http.ResponseWriter, r *http.Request, owner string,
 		}
 	}
 	if e != nil {
-		m.finish(seq)
+		m.refuse(seq, e)
 		s.logRequest(run.SessionID, "optim_step", start, e.status, e.detail)
 		return e
 	}
 	s.st.TouchRun(run.ID, s.now())
-	f := s.startFuture(owner, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
+	f := s.startFutureOf(owner, run.ID, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
 		var metrics map[string]float64
 		err := s.trainers.run(context.Background(), 0, func() error {
 			var err error
@@ -197,9 +207,13 @@ func (s *Server) optimStep(w http.ResponseWriter, r *http.Request, owner string,
 			s.logRequest(run.SessionID, "optim_step", start, 500, err.Error())
 			return nil, nil, fmt.Errorf("optim_step on %s: %w", run.ID, err)
 		}
+		if err := checkMetrics("optim_step", run.ID, metrics); err != nil {
+			s.logRequest(run.SessionID, "optim_step", start, 400, err.Error())
+			return nil, nil, err
+		}
 		s.logRequest(run.SessionID, "optim_step", start, 200, fmt.Sprintf("step %d", tr.Step()))
-		res, _ := json.Marshal(map[string]any{"metrics": metrics, "type": "optim_step"})
-		return res, nil, nil
+		res, err := json.Marshal(map[string]any{"metrics": metrics, "type": "optim_step"})
+		return res, nil, err
 	}))
 	writeFuture(w, f, run.ID)
 	return nil

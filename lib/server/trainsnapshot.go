@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tinkershell/tinker/lib/atomicfile"
 	"github.com/tinkershell/tinker/lib/engine"
 	"github.com/tinkershell/tinker/lib/peft"
 	"github.com/tinkershell/tinker/lib/store"
@@ -23,13 +24,15 @@ import (
 // position and its next operation restores the trainer, then deletes the
 // snapshot, so that a later crash cannot bring back older weights: the
 // stepped-model marker then reports them lost, as without snapshots.
-// Snapshots nobody came back for are removed after snapshotMaxAge.
+// Snapshots nobody came back for are removed after snapshotMaxAge. The
+// same snapshot holds an idle trainer written out to make room
+// (trainmemory.go) until its model's next operation.
 
 const (
 	snapshotSuffix   = ".snapshot"
 	snapshotSeqFile  = "seq.json"
 	snapshotMaxAge   = 7 * 24 * time.Hour
-	snapshotRestored = "restored the training state of %s written when the server last stopped"
+	snapshotRestored = "restored the training state of %s from its snapshot"
 )
 
 type snapshotSeq struct {
@@ -53,14 +56,20 @@ func (ts *trainers) snapshotAll(logf func(string, ...any)) {
 		m := ts.model(id)
 		m.mu.Lock()
 		if m.tr != nil {
-			seq, _ := json.Marshal(snapshotSeq{Done: m.done})
-			extra := peft.File{Name: snapshotSeqFile, Write: func(w io.Writer) error { _, err := w.Write(seq); return err }}
-			if err := m.tr.WriteSnapshotDir(ts.snapshotDir(id), m.base, extra); err != nil {
+			if err := ts.writeSnapshotLocked(id, m); err != nil {
 				logf("keep the training state of %s: %v", id, err)
 			}
 		}
 		m.mu.Unlock()
 	}
+}
+
+// writeSnapshotLocked writes the model's trainer and seq_id position to
+// its snapshot; the caller holds m.mu.
+func (ts *trainers) writeSnapshotLocked(runID string, m *modelState) error {
+	seq, _ := json.Marshal(snapshotSeq{Done: m.position()})
+	extra := peft.File{Name: snapshotSeqFile, Write: func(w io.Writer) error { _, err := w.Write(seq); return err }}
+	return m.tr.WriteSnapshotDir(ts.snapshotDir(runID), m.base, extra)
 }
 
 // loadSnapshotSeq prepares a new modelState from the model's snapshot, if
@@ -87,13 +96,18 @@ func (s *Server) restoreLocked(run store.RunView, m *modelState) (*engine.Traine
 		err = tr.LoadSnapshotDir(dir)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("restore the training state of %s kept when the server stopped: %w", run.ID, err)
+		return nil, fmt.Errorf("restore the training state of %s from its snapshot: %w", run.ID, err)
+	}
+	if err := s.trainers.residentLocked(run.ID, run.Owner, run.BaseModel, m, tr); err != nil {
+		return nil, err
 	}
 	if err := os.RemoveAll(dir); err != nil {
+		m.tr = nil
+		s.trainers.dropResident(run.ID)
 		return nil, fmt.Errorf("restore the training state of %s: %w", run.ID, err)
 	}
 	s.opts.Logf(snapshotRestored, run.ID)
-	m.tr, m.base, m.snapshot = tr, run.BaseModel, false
+	m.snapshot = false
 	return tr, nil
 }
 
@@ -106,10 +120,16 @@ func (ts *trainers) dropSnapshot(runID string, m *modelState) {
 	}
 }
 
-// pruneSnapshots removes snapshots older than snapshotMaxAge.
+// pruneSnapshots removes snapshots older than snapshotMaxAge, and the
+// temporary directories of snapshot writes a kill interrupted (a write in
+// progress holds a lock on its own, which keeps it).
 func (ts *trainers) pruneSnapshots(now time.Time) {
 	entries, _ := os.ReadDir(ts.markDir)
 	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") && strings.Contains(e.Name(), snapshotSuffix+".tmp-") {
+			atomicfile.SweepStale(ts.markDir, e.Name())
+			continue
+		}
 		if !e.IsDir() || !strings.HasSuffix(e.Name(), snapshotSuffix) {
 			continue
 		}

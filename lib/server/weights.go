@@ -124,7 +124,7 @@ func (s *Server) saveEphemeral(w http.ResponseWriter, owner string, run store.Ru
 		ModelPath: "", CreatedAt: s.now()}); err != nil {
 		return storeFailure("save", err)
 	}
-	f := s.startFuture(owner, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
+	f := s.startFutureOf(owner, run.ID, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
 		tr, err := s.trained(run)
 		if err != nil {
 			s.logRequest(run.SessionID, reqType, start, 400, err.Error())
@@ -169,7 +169,7 @@ func (s *Server) saveNamed(w http.ResponseWriter, owner string, run store.RunVie
 	if e := s.checkRoom("saving "+name, need); e != nil {
 		return e
 	}
-	f := s.startFuture(owner, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
+	f := s.startFutureOf(owner, run.ID, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
 		c, err := s.saveCheckpoint(run, kind, name, body.TTLSeconds, body.Overwrite && kind == "weights")
 		status, detail := 200, c.TinkerPath()
 		if err != nil {
@@ -282,7 +282,7 @@ func (s *Server) loadWeights(w http.ResponseWriter, r *http.Request, owner strin
 	if e != nil {
 		return e
 	}
-	f := s.startFuture(owner, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
+	f := s.startFutureOf(owner, run.ID, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
 		if err := s.loadCheckpoint(run, c, withOpt); err != nil {
 			s.logRequest(run.SessionID, "load_weights", start, 500, err.Error())
 			return nil, nil, err

@@ -191,14 +191,3 @@ func packInt64(v []int64) []byte {
 	}
 	return b
 }
-
-func unpackInt64(b []byte) ([]int64, error) {
-	if len(b)%8 != 0 {
-		return nil, fmt.Errorf("int64 array: %d bytes is not a multiple of 8", len(b))
-	}
-	v := make([]int64, len(b)/8)
-	for i := range v {
-		v[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
-	}
-	return v, nil
-}

@@ -1,5 +1,9 @@
-// Package tinkerapi is a Go client for the Tinker HTTP API and the wire types
-// it shares with the local server; docs/protocol.md describes the protocol.
+// Package tinkerapi is a Go client for the Tinker HTTP API; docs/protocol.md
+// describes the protocol. The local server (lib/server) decodes requests
+// into its own types, bounded for hostile input, and reuses only a few of
+// this package's (Cursor, WeightsInfo, ParsePath); what the two sides do
+// share is the protobuf messages (lib/tinkerproto) and the tensor decoder
+// (lib/wiretensor).
 //
 // Create a client from the environment and call it with a context; Ctrl-C
 // handling is just cancelling that context:

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tinkershell/tinker/lib/tinkerproto"
+	"github.com/tinkershell/tinker/lib/wiretensor"
 )
 
 // ForwardBackwardInput is one forward or forward_backward call: the batch,
@@ -174,12 +175,11 @@ func DecodeForwardBackwardProto(b []byte) (*ForwardBackwardOutput, error) {
 
 // decodeBatched splits a BatchedTensor into one tensor per datum.
 func decodeBatched(bt *tinkerproto.BatchedTensor) ([]Tensor, error) {
-	size := map[tinkerproto.DType]int{tinkerproto.DType_DTYPE_FLOAT32: 4, tinkerproto.DType_DTYPE_INT64: 8,
-		tinkerproto.DType_DTYPE_INT32: 4, tinkerproto.DType_DTYPE_BFLOAT16: 2}[bt.GetDtype()]
+	size := wiretensor.Size(bt.GetDtype())
 	if size == 0 {
 		return nil, fmt.Errorf("unsupported dtype %v", bt.GetDtype())
 	}
-	offs, err := unpackInt64(bt.GetOffsets())
+	offs, err := wiretensor.Int64s(bt.GetOffsets())
 	if err != nil {
 		return nil, fmt.Errorf("offsets: %w", err)
 	}
@@ -194,10 +194,11 @@ func decodeBatched(bt *tinkerproto.BatchedTensor) ([]Tensor, error) {
 		if lo < 0 || hi < lo || hi > int64(len(data)) || (hi-lo)%int64(size) != 0 {
 			return nil, fmt.Errorf("datum %d: byte range [%d, %d) does not fit %d bytes of %d-byte values", i, lo, hi, len(data), size)
 		}
-		t, err := decodeValues(data[lo:hi], bt.GetDtype())
+		v, err := wiretensor.Dense(data[lo:hi], bt.GetDtype())
 		if err != nil {
 			return nil, fmt.Errorf("datum %d: %w", i, err)
 		}
+		t := Tensor{Float32: v.Float32, Int64: v.Int64}
 		if len(bt.GetTrailingShape()) > 0 {
 			lead := int64(0)
 			if trailing > 0 {
@@ -208,38 +209,6 @@ func decodeBatched(bt *tinkerproto.BatchedTensor) ([]Tensor, error) {
 		out = append(out, t)
 	}
 	return out, nil
-}
-
-func decodeValues(b []byte, dt tinkerproto.DType) (Tensor, error) {
-	switch dt {
-	case tinkerproto.DType_DTYPE_FLOAT32:
-		v, err := tinkerproto.UnpackFloat32(b)
-		return Tensor{Float32: nonNil(v)}, err
-	case tinkerproto.DType_DTYPE_BFLOAT16:
-		v := make([]float32, len(b)/2)
-		for i := range v {
-			v[i] = math.Float32frombits(uint32(b[2*i])<<16 | uint32(b[2*i+1])<<24)
-		}
-		return Tensor{Float32: v}, nil
-	case tinkerproto.DType_DTYPE_INT64:
-		v, err := unpackInt64(b)
-		return Tensor{Int64: nonNil(v)}, err
-	default: // int32
-		v, err := tinkerproto.UnpackInt32(b)
-		w := make([]int64, len(v))
-		for i, x := range v {
-			w[i] = int64(x)
-		}
-		return Tensor{Int64: w}, err
-	}
-}
-
-// nonNil keeps an empty result's dtype visible (a nil slice reads as float32).
-func nonNil[T any](v []T) []T {
-	if v == nil {
-		return []T{}
-	}
-	return v
 }
 
 // DecodeForwardBackwardJSON decodes the JSON form of a forward/backward
@@ -289,7 +258,7 @@ func (j jsonTensor) tensor() (Tensor, error) {
 	vals := j.Data
 	if j.CrowIndices != nil {
 		var err error
-		if vals, err = denseFromCSR(j.Data, j.CrowIndices, j.ColIndices, j.Shape); err != nil {
+		if vals, err = wiretensor.CSR(j.Data, j.CrowIndices, j.ColIndices, j.Shape, 0); err != nil {
 			return Tensor{}, err
 		}
 	}
@@ -309,28 +278,4 @@ func (j jsonTensor) tensor() (Tensor, error) {
 		return t, fmt.Errorf("unknown dtype %q", j.DType)
 	}
 	return t, t.validate()
-}
-
-// denseFromCSR expands a 2-D compressed-sparse-row matrix to row-major values.
-func denseFromCSR(values []float64, crow, col, shape []int64) ([]float64, error) {
-	if len(shape) != 2 || shape[0] < 0 || shape[1] < 0 {
-		return nil, fmt.Errorf("sparse tensor needs a 2-D shape, got %v", shape)
-	}
-	rows, cols := shape[0], shape[1]
-	if int64(len(crow)) != rows+1 || len(col) != len(values) || crow[0] != 0 || crow[rows] != int64(len(values)) {
-		return nil, fmt.Errorf("sparse tensor of shape %v has %d row pointers, %d column indices and %d values", shape, len(crow), len(col), len(values))
-	}
-	dense := make([]float64, rows*cols)
-	for r := int64(0); r < rows; r++ {
-		if crow[r] > crow[r+1] {
-			return nil, fmt.Errorf("sparse tensor row pointers decrease at row %d", r)
-		}
-		for k := crow[r]; k < crow[r+1]; k++ {
-			if col[k] < 0 || col[k] >= cols {
-				return nil, fmt.Errorf("sparse tensor column index %d out of range [0, %d)", col[k], cols)
-			}
-			dense[r*cols+col[k]] = values[k]
-		}
-	}
-	return dense, nil
 }

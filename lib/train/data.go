@@ -3,7 +3,6 @@ package train
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/tinkershell/tinker/lib/chat"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
-	"github.com/tinkershell/tinker/lib/tokenizer"
 )
 
 // Conversation is one training conversation; Where names its source for
@@ -79,22 +77,6 @@ func parseConversation(text []byte, where string) (Conversation, error) {
 		}
 	}
 	return Conversation{Messages: rec.Messages, Where: where}, nil
-}
-
-// RendererFor returns the chat renderer for a base model: name if given,
-// else the model's default (role_colon for base models and the tiny ones).
-func RendererFor(ctx context.Context, baseModel, name string) (chat.Renderer, error) {
-	if name == "" {
-		name = chat.ForModel(baseModel)
-		if name == "" {
-			return nil, fmt.Errorf("no default chat renderer for %s; pass renderer= one of %v", baseModel, chat.Names())
-		}
-	}
-	tok, err := tokenizer.ForModel(ctx, baseModel)
-	if err != nil {
-		return nil, err
-	}
-	return chat.New(name, tok)
 }
 
 // ConversationDatum renders a conversation for training and shifts it into

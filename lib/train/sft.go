@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tinkershell/tinker/lib/chat"
+	"github.com/tinkershell/tinker/lib/modelref"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 )
 
@@ -162,7 +163,7 @@ func SFT(ctx context.Context, s Session, o SFTOptions) (*SFTResult, error) {
 	if err := o.check(); err != nil {
 		return nil, userErr(err.Error())
 	}
-	r, err := RendererFor(ctx, o.BaseModel, o.Renderer)
+	r, err := modelref.Renderer(ctx, o.BaseModel, o.Renderer)
 	if err != nil {
 		return nil, userErr(err.Error())
 	}

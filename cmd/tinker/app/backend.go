@@ -9,6 +9,7 @@ import (
 
 	"github.com/tinkershell/tinker/builtins"
 	"github.com/tinkershell/tinker/lib/engine"
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/server"
 	"github.com/tinkershell/tinker/lib/term"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
@@ -20,7 +21,7 @@ type noBackend struct{}
 
 func (noBackend) Name() string { return "none (set TINKER_API_KEY, or start with --local)" }
 func (noBackend) Client() (*tinkerapi.Client, error) {
-	return nil, builtins.ErrNoBackend()
+	return nil, ops.ErrNoBackend
 }
 
 // remoteBackend talks to a Tinker service over HTTP; the client is created

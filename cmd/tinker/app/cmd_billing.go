@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/tinkershell/tinker/builtins"
+	"github.com/tinkershell/tinker/lib/ops"
 )
 
 // tinker billing usage, as the official CLI has it (docs/compat.md, "Billing").
@@ -36,11 +36,11 @@ func billingUsage(r *apiRun) error {
 	if err != nil {
 		return err
 	}
-	start, err := builtins.BillingTimeArg(r.args[0])
+	start, err := ops.BillingTimeArg(r.args[0])
 	if err != nil {
 		return unexpected(err)
 	}
-	end, err := builtins.BillingTimeArg(r.args[1])
+	end, err := ops.BillingTimeArg(r.args[1])
 	if err != nil {
 		return unexpected(err)
 	}
@@ -50,7 +50,7 @@ func billingUsage(r *apiRun) error {
 	}
 	usageCSV, sessionsCSV := r.str("csv"), r.str("sessions-csv")
 	if r.has("sessions-csv") {
-		rows, err := builtins.BillingSessionsCSV(resp)
+		rows, err := ops.BillingSessionsCSV(resp)
 		if err != nil {
 			return unexpected(err)
 		}
@@ -59,14 +59,14 @@ func billingUsage(r *apiRun) error {
 		}
 	}
 	if r.has("csv") {
-		if err := r.writeCSV(usageCSV, builtins.BillingCSV(resp)); err != nil {
+		if err := r.writeCSV(usageCSV, ops.BillingCSV(resp)); err != nil {
 			return err
 		}
 	}
 	if r.has("csv") || r.has("sessions-csv") {
 		return nil
 	}
-	u := &builtins.BillingUsage{Resp: resp}
+	u := &ops.BillingUsage{Resp: resp}
 	if r.jsonMode() {
 		return r.writeJSON(u.JSON())
 	}

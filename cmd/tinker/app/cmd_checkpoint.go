@@ -6,13 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/tinkershell/tinker/builtins"
 	"github.com/tinkershell/tinker/lib/download"
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/progress"
 	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
@@ -120,9 +119,9 @@ func checkpointList(r *apiRun) error {
 	if err != nil {
 		return err
 	}
-	var progress func(int) builtins.Progress
+	var progress func(int) ops.Progress
 	if !r.jsonMode() {
-		progress = func(target int) builtins.Progress {
+		progress = func(target int) ops.Progress {
 			label := fmt.Sprintf("Fetching %d checkpoints", target)
 			if limit == 0 {
 				label = "Fetching all checkpoints"
@@ -130,14 +129,14 @@ func checkpointList(r *apiRun) error {
 			return r.bar(label, int64(target))
 		}
 	}
-	cps, total, err := builtins.ListCheckpoints(r.ctx, c, runID, limit, progress)
+	cps, total, err := ops.ListCheckpoints(r.ctx, c, runID, limit, progress)
 	if err != nil {
 		return err
 	}
 	if r.jsonMode() {
 		list := make([]any, len(cps))
 		for i := range cps {
-			list[i] = builtins.CheckpointJSON(&cps[i])
+			list[i] = ops.CheckpointJSON(&cps[i])
 		}
 		obj := render.Object{{Key: "checkpoints", Value: list}}
 		if runID != "" {
@@ -145,16 +144,16 @@ func checkpointList(r *apiRun) error {
 		}
 		return r.writeJSON(obj)
 	}
-	t := &render.Table{Title: builtins.Plural(len(cps), "checkpoint", "checkpoints")}
+	t := &render.Table{Title: ops.Plural(len(cps), "checkpoint", "checkpoints")}
 	if runID != "" {
 		t.Title += " for run " + runID
 	} else {
 		t.Title += moreSuffix(total, len(cps))
 	}
-	t.Columns = (&builtins.Checkpoint{}).RowColumns()
+	t.Columns = (&ops.Checkpoint{}).RowColumns()
 	now := r.now()
 	for i := range cps {
-		t.Rows = append(t.Rows, (&builtins.Checkpoint{C: cps[i]}).Row(now))
+		t.Rows = append(t.Rows, (&ops.Checkpoint{C: cps[i]}).Row(now))
 	}
 	return r.writeTable(t)
 }
@@ -168,7 +167,7 @@ func checkpointInfo(r *apiRun) error {
 	if err != nil {
 		return err
 	}
-	cp, err := builtins.FindCheckpoint(r.ctx, c, path)
+	cp, err := ops.FindCheckpoint(r.ctx, c, path)
 	if err != nil {
 		return err
 	}
@@ -190,7 +189,7 @@ func setPublished(r *apiRun, on bool) error {
 	if _, err := tinkerapi.ParsePath(path); err != nil {
 		return unexpected(err)
 	}
-	return builtins.Publish(r.ctx, c, path, on)
+	return ops.Publish(r.ctx, c, path, on)
 }
 
 func checkpointSetTTL(r *apiRun) error {
@@ -218,7 +217,7 @@ func checkpointSetTTL(r *apiRun) error {
 		n := int64(r.intOr("ttl", 0)) // sent unchanged, even 0 or negative
 		ttl = &n
 	}
-	return builtins.SetTTL(r.ctx, c, path, ttl)
+	return ops.SetTTL(r.ctx, c, path, ttl)
 }
 
 func checkpointDelete(r *apiRun) error {
@@ -248,7 +247,7 @@ func checkpointDelete(r *apiRun) error {
 		if d.s == "" {
 			continue
 		}
-		t, err := builtins.ParseDate(d.s)
+		t, err := ops.ParseDate(d.s)
 		if err != nil {
 			return err
 		}
@@ -261,7 +260,7 @@ func checkpointDelete(r *apiRun) error {
 			}
 		}
 	}
-	plan, err := builtins.PlanDelete(r.ctx, c, paths, builtins.DeleteFilter{RunID: runID, Type: typ, Before: before, After: after}, r.now())
+	plan, err := ops.PlanDelete(r.ctx, c, paths, ops.DeleteFilter{RunID: runID, Type: typ, Before: before, After: after}, r.now())
 	if err != nil {
 		return err
 	}
@@ -283,7 +282,7 @@ func checkpointDelete(r *apiRun) error {
 		}
 	}
 	bar := r.bar("Deleting checkpoints", int64(len(paths)))
-	deleted, failed, skipped := builtins.DeleteCheckpoints(r.ctx, c, paths, bar)
+	deleted, failed, skipped := ops.DeleteCheckpoints(r.ctx, c, paths, bar)
 	bar.Finish()
 	if err := r.reportDeletions(deleted, failed, skipped); err != nil {
 		return err
@@ -296,9 +295,9 @@ func checkpointDelete(r *apiRun) error {
 }
 
 // reportDeletions prints the outcome of checkpoint delete.
-func (r *apiRun) reportDeletions(deleted []string, failed []builtins.DeleteFailure, skipped []string) error {
+func (r *apiRun) reportDeletions(deleted []string, failed []ops.DeleteFailure, skipped []string) error {
 	if r.jsonMode() {
-		res := &builtins.DeleteResult{Deleted: deleted, Failed: failed, Skipped: skipped}
+		res := &ops.DeleteResult{Deleted: deleted, Failed: failed, Skipped: skipped}
 		return render.WriteJSON(r.io.Out, res.JSON(), render.JSONOptions{Compact: true})
 	}
 	fmt.Fprintf(r.io.Out, "Deleted %d checkpoint(s)\n", len(deleted))
@@ -367,21 +366,15 @@ func confirm(ctx context.Context, in io.Reader, out io.Writer, question string) 
 
 func checkpointDownload(r *apiRun) error {
 	path := r.args[0]
-	if err := tinkerapi.CheckScheme(path, "weights"); err != nil {
-		return err
-	}
 	output, force := r.str("output"), r.has("force")
-	if output != "" {
-		if err := os.MkdirAll(output, 0o755); err != nil {
-			return unexpected(err)
+	// The local checks come before the service is contacted, as in the
+	// official CLI.
+	if _, err := ops.CheckDownload(path, output, force); err != nil {
+		var ue *tinkerapi.UserError
+		if errors.As(err, &ue) {
+			return err
 		}
-	}
-	target, err := download.TargetPath(output, download.TargetName(path))
-	if err != nil {
 		return unexpected(err)
-	}
-	if _, err := os.Lstat(target); err == nil && !force {
-		return &tinkerapi.UserError{Msg: "Target directory already exists: " + target, Details: "Use --force to overwrite or choose a different output directory."}
 	}
 	c, err := r.preflight()
 	if err != nil {
@@ -392,7 +385,7 @@ func checkpointDownload(r *apiRun) error {
 	}
 	bar := &lazyBar{start: func() *clickProgress { return r.bar("Downloading archive", 0) }}
 	var stage *progress.Staged
-	res, err := builtins.DownloadCheckpoint(r.ctx, c, path, builtins.DownloadOptions{
+	res, err := ops.DownloadCheckpoint(r.ctx, c, path, ops.DownloadOptions{
 		Output: output,
 		Force:  force,
 		Start: func(p tinkerapi.Path) download.Progress {
@@ -401,11 +394,11 @@ func checkpointDownload(r *apiRun) error {
 				return bar // the official CLI's click bars (docs/compat.md)
 			}
 			// On a terminal, the bar download() shows at the prompt.
-			stage = builtins.DownloadStage(r.io.Err, r.io.Width)
+			stage = ops.DownloadStage(r.io.Err, r.io.Width)
 			return stage
 		},
 	})
-	builtins.EndStage(stage, err)
+	ops.EndStage(stage, err)
 	bar.p.Finish()
 	if err != nil {
 		return err
@@ -417,7 +410,7 @@ func checkpointDownload(r *apiRun) error {
 		eb.Add(int64(res.Files))
 		eb.Finish()
 	}
-	return r.show(&builtins.DownloadResult{Path: path, Destination: res.Path, Size: res.ContentLength, Files: res.Files, Bytes: res.Bytes})
+	return r.show(&ops.DownloadResult{Path: path, Destination: res.Path, Size: res.ContentLength, Files: res.Files, Bytes: res.Bytes})
 }
 
 // lazyBar draws its bar only once the archive download starts, so a
@@ -446,7 +439,7 @@ func checkpointPushHF(r *apiRun) error {
 	if err != nil {
 		return err
 	}
-	o := builtins.HubPushOptions{
+	o := ops.HubPushOptions{
 		Repo: r.str("repo"), Revision: r.str("revision"), CommitMessage: r.str("commit-message"),
 		Public: r.has("public"), CreatePR: r.has("create-pr"), NoModelCard: r.has("no-model-card"),
 		AllowPatterns: r.multi("allow-pattern"), IgnorePatterns: r.multi("ignore-pattern"),
@@ -459,7 +452,7 @@ func checkpointPushHF(r *apiRun) error {
 		bar = progress.NewBytes(r.io.Err, true, r.io.Width, "Uploading", 0)
 		o.Progress = func(sent, total int64) { bar.SetTotal(total); bar.Set(sent) }
 	}
-	res, err := builtins.PushToHub(r.ctx, c, path, o)
+	res, err := ops.PushToHub(r.ctx, c, path, o)
 	bar.End(err)
 	if err != nil {
 		return err

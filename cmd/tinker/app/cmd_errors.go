@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/tinkershell/tinker/builtins"
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/progress"
 	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
@@ -75,7 +76,7 @@ func runAPI(c *invocation, body func(r *apiRun) error) int {
 
 // cliMessage maps an error to the official CLI's message and details.
 func cliMessage(err error) (msg, details string) {
-	if errors.Is(err, builtins.ErrNoBackend()) {
+	if errors.Is(err, ops.ErrNoBackend) {
 		// The official wording (docs/compat.md, "Startup and credentials"), plus how to choose a backend.
 		m, d := tinkerapi.CLIError(&tinkerapi.ConfigError{Msg: "The api_key client option must be set either by passing api_key to the client or by setting the TINKER_API_KEY environment variable"})
 		return m, d + "\n" + localHint
@@ -131,7 +132,7 @@ func (c *invocation) bar(label string, length int64) *clickProgress {
 	return &clickProgress{progress.NewClick(c.io.Out, c.io.OutTTY, label, length)}
 }
 
-// clickProgress adapts a click bar to builtins.Progress and
+// clickProgress adapts a click bar to ops.Progress and
 // download.Progress; a nil one does nothing.
 type clickProgress struct{ b *progress.ClickBar }
 

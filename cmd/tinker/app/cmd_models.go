@@ -1,7 +1,7 @@
 package app
 
 import (
-	"github.com/tinkershell/tinker/builtins"
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/render"
 )
 
@@ -19,20 +19,20 @@ func listModels(r *apiRun) error {
 	if err != nil {
 		return err
 	}
-	ms, err := builtins.ListModels(r.ctx, c)
+	ms, err := ops.ListModels(r.ctx, c)
 	if err != nil {
 		return err
 	}
 	if r.jsonMode() {
 		list := make([]any, len(ms))
 		for i := range ms {
-			list[i] = (&builtins.Model{M: ms[i]}).JSON()
+			list[i] = (&ops.Model{M: ms[i]}).JSON()
 		}
 		return r.writeJSON(render.Object{{Key: "supported_models", Value: list}})
 	}
-	t := &render.Table{Title: builtins.Plural(len(ms), "base model", "base models"), Columns: (&builtins.Model{}).RowColumns()}
+	t := &render.Table{Title: ops.Plural(len(ms), "base model", "base models"), Columns: (&ops.Model{}).RowColumns()}
 	for i := range ms {
-		t.Rows = append(t.Rows, (&builtins.Model{M: ms[i]}).Row(r.now()))
+		t.Rows = append(t.Rows, (&ops.Model{M: ms[i]}).Row(r.now()))
 	}
 	return r.writeTable(t)
 }

@@ -3,8 +3,9 @@ package app
 import (
 	"fmt"
 	"strings"
+	"time"
 
-	"github.com/tinkershell/tinker/builtins"
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/render"
 )
 
@@ -35,8 +36,8 @@ var runCmd = &command{
 }
 
 func runColumnKeys() []string {
-	keys := make([]string, len(builtins.RunColumns))
-	for i, col := range builtins.RunColumns {
+	keys := make([]string, len(ops.RunColumns))
+	for i, col := range ops.RunColumns {
 		keys[i] = col.Key
 	}
 	return keys
@@ -45,7 +46,7 @@ func runColumnKeys() []string {
 // runColumns validates -c before any network traffic, keeping order and
 // duplicates; an unknown key goes through the catch-all (a kept quirk).
 func runColumns(spec string) ([]int, error) {
-	keys := builtins.DefaultRunColumns
+	keys := ops.DefaultRunColumns
 	if strings.TrimSpace(spec) != "" {
 		keys = strings.Split(spec, ",")
 	}
@@ -54,7 +55,7 @@ func runColumns(spec string) ([]int, error) {
 	for _, k := range keys {
 		k = strings.TrimSpace(k)
 		found := -1
-		for i, col := range builtins.RunColumns {
+		for i, col := range ops.RunColumns {
 			if col.Key == k {
 				found = i
 			}
@@ -89,7 +90,7 @@ func runList(r *apiRun) error {
 	if err != nil {
 		return err
 	}
-	progress := func(target int) builtins.Progress {
+	progress := func(target int) ops.Progress {
 		label := fmt.Sprintf("Fetching %d training runs", target)
 		if limit == 0 {
 			label = "Fetching all training runs"
@@ -99,26 +100,26 @@ func runList(r *apiRun) error {
 	if r.jsonMode() {
 		progress = nil
 	}
-	runs, total, err := builtins.ListRuns(r.ctx, c, limit, "owned", progress)
+	runs, total, err := ops.ListRuns(r.ctx, c, limit, "owned", progress)
 	if err != nil {
 		return err
 	}
 	if r.jsonMode() {
 		list := make([]any, len(runs))
 		for i := range runs {
-			list[i] = builtins.RunJSON(&runs[i])
+			list[i] = ops.RunJSON(&runs[i])
 		}
 		return r.writeJSON(render.Object{{Key: "runs", Value: list}})
 	}
 	now := r.now()
-	t := &render.Table{Title: builtins.Plural(len(runs), "training run", "training runs") + moreSuffix(total, len(runs))}
+	t := &render.Table{Title: ops.Plural(len(runs), "training run", "training runs") + moreSuffix(total, len(runs))}
 	for _, i := range cols {
-		t.Columns = append(t.Columns, render.Column{Header: builtins.RunColumns[i].Header, Kind: builtins.RunColumns[i].Kind})
+		t.Columns = append(t.Columns, render.Column{Header: ops.RunColumns[i].Header, Kind: ops.RunColumns[i].Kind})
 	}
 	for i := range runs {
 		row := make([]string, len(cols))
 		for j, ci := range cols {
-			row[j] = builtins.RunColumns[ci].Cell(&runs[i], now)
+			row[j] = ops.RunColumns[ci].Cell(&runs[i], now)
 		}
 		t.Rows = append(t.Rows, row)
 	}
@@ -134,13 +135,13 @@ func runInfo(r *apiRun) error {
 	if err != nil {
 		return err
 	}
-	return r.show(&builtins.Run{R: *run})
+	return r.show(&ops.Run{R: *run})
 }
 
 // show prints a value as JSON or as its vertical Property/Value table.
 func (c *invocation) show(v interface {
-	builtins.RecordValue
-	builtins.JSONValue
+	Record(now time.Time) *render.Record
+	JSON() any
 }) error {
 	if c.jsonMode() {
 		return c.writeJSON(v.JSON())

@@ -3,12 +3,14 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
 
 	"github.com/tinkershell/tinker/builtins"
 	"github.com/tinkershell/tinker/lib/atomicfile"
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"github.com/tinkershell/tinker/lib/tokenizer"
@@ -84,6 +86,11 @@ func (r *apiRun) newEnv() *builtins.Env {
 	return &builtins.Env{Now: r.now, Notices: r.io.Err, NoticesTTY: r.io.ErrTTY, Width: r.io.Width, Version: Version, Backend: r.backend}
 }
 
+// console is where operations draw progress: stderr, bars only on a terminal.
+func (r *apiRun) console() ops.Console {
+	return ops.Console{W: r.io.Err, TTY: r.io.ErrTTY, Width: r.io.Width}
+}
+
 // readText reads --prompt-file / --file; "-" is stdin.
 func readText(c *invocation, path string) (string, error) {
 	var data []byte
@@ -151,7 +158,7 @@ func runSample(c *invocation) int {
 		}
 		env := r.newEnv()
 		defer env.Close()
-		res, err := builtins.Sample(r.ctx, env, builtins.SampleOptions{Model: model, Prompt: &prompt, Request: req, StopGiven: len(req.StopStrings) > 0})
+		res, err := env.Sample(r.ctx, ops.SampleOptions{Model: model, Prompt: &prompt, Request: req, StopGiven: len(req.StopStrings) > 0})
 		if err != nil {
 			return err
 		}
@@ -202,7 +209,7 @@ func runCheckpointSave(c *invocation) int {
 		if err != nil {
 			return err
 		}
-		cp, err := builtins.SaveCheckpoint(r.ctx, s, builtins.SaveOptions{BaseModel: base, Name: c.str("name"), Lora: lora, TTL: ttl})
+		cp, err := ops.SaveCheckpoint(r.ctx, s, ops.SaveOptions{BaseModel: base, Name: c.str("name"), Lora: lora, TTL: ttl})
 		if err != nil {
 			return err
 		}
@@ -221,29 +228,13 @@ func runCheckpointSave(c *invocation) int {
 // writeJSONFile writes v to path through a temporary sibling, so a failed
 // write leaves no half-written file.
 func writeJSONFile(path string, v any) error {
-	tmp, err := atomicfile.CreateTemp(dirOf(path), ".tinker-*.json")
+	err := atomicfile.Write(path, 0, func(w io.Writer) error {
+		return render.WriteJSON(w, v, render.JSONOptions{Indent: true})
+	})
 	if err != nil {
 		return &tinkerapi.UserError{Msg: fmt.Sprintf("Cannot write %s: %v", path, err)}
 	}
-	defer os.Remove(tmp.Name())
-	if err := render.WriteJSON(tmp, v, render.JSONOptions{Indent: true}); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return &tinkerapi.UserError{Msg: fmt.Sprintf("Cannot write %s: %v", path, err)}
-	}
 	return nil
-}
-
-func dirOf(path string) string {
-	if i := strings.LastIndexByte(path, '/'); i >= 0 {
-		return path[:i+1]
-	}
-	return "."
 }
 
 func runTokenize(c *invocation) int {

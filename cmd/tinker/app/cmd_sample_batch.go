@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/tinkershell/tinker/builtins"
 	"github.com/tinkershell/tinker/lib/batch"
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/shell"
 )
 
@@ -46,15 +46,14 @@ func runSampleBatch(c *invocation) int {
 	}
 	interrupted := false
 	code := runAPI(c, func(r *apiRun) error {
-		if job.Prompts, err = builtins.ReadPromptsFile(c.str("prompts")); err != nil {
+		if job.Prompts, err = ops.ReadPromptsFile(c.str("prompts")); err != nil {
 			return err
 		}
-		if _, err := r.preflight(); err != nil {
+		client, err := r.preflight()
+		if err != nil {
 			return err
 		}
-		env := r.newEnv()
-		defer env.Close()
-		res, err := builtins.SampleBatch(r.ctx, env, job)
+		res, err := ops.SampleBatch(r.ctx, client, r.console(), job)
 		var stopped *batch.StoppedError
 		if errors.As(err, &stopped) && errors.Is(err, context.Canceled) {
 			fmt.Fprintf(r.io.Err, "Error: %v\n", stopped)
@@ -70,7 +69,7 @@ func runSampleBatch(c *invocation) int {
 		if err := c.writeTable(res.Table(c.now())); err != nil {
 			return err
 		}
-		fmt.Fprintf(r.io.Out, "Wrote %s to %s (%d resumed)\n", builtins.Count(res.R.Written, "row", "rows"), res.R.Output, res.R.Resumed)
+		fmt.Fprintf(r.io.Out, "Wrote %s to %s (%d resumed)\n", ops.Count(res.R.Written, "row", "rows"), res.R.Output, res.R.Resumed)
 		return nil
 	})
 	if interrupted {

@@ -11,8 +11,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tinkershell/tinker/builtins"
 	"github.com/tinkershell/tinker/lib/engine"
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/server"
 	"github.com/tinkershell/tinker/shell"
 )
@@ -31,7 +31,7 @@ var serveCmd = &command{
 		{Long: "--api-key", Kind: flagMulti, Metavar: "KEY", Help: "Accept only this key (repeatable); each key is a user."},
 		{Long: "--api-key-file", Kind: flagPath, Metavar: "FILE", Help: "Accept the keys in FILE, one a line (also $" + server.KeysEnv + ", comma-separated)."},
 		{Long: "--model", Kind: flagMulti, Metavar: "NAME=DIR", Help: "Serve base model NAME from a Hugging Face model directory (repeatable); NAME may be new."},
-		{Long: "--train-memory", Kind: flagString, Metavar: "SIZE", Help: "Activation memory for training passes, e.g. 4G or 512M (default a quarter of RAM)."},
+		{Long: "--train-memory", Kind: flagString, Metavar: "SIZE", Help: "Training memory: running passes, queued requests and trainers each stay within it, e.g. 4G or 512M (default a quarter of RAM)."},
 		{Long: "--verbose", Short: "-v", Kind: flagBool, Help: "Log each request to stderr: method, path, status, duration and a hash of the\nuser's key (never keys or bodies)."},
 	},
 	Run: runServe,
@@ -144,7 +144,7 @@ func runImport(c *invocation) int {
 		fmt.Fprintf(c.io.Err, "Error: import %s: %v\n", file, err)
 		return shell.ExitError
 	}
-	fmt.Fprintf(c.io.Err, "Imported %s and %s into %s in %.2fs\n", builtins.Count(stats.Runs, "run", "runs"), builtins.Count(stats.Checkpoints, "checkpoint", "checkpoints"), dir, time.Since(start).Seconds())
+	fmt.Fprintf(c.io.Err, "Imported %s and %s into %s in %.2fs\n", ops.Count(stats.Runs, "run", "runs"), ops.Count(stats.Checkpoints, "checkpoint", "checkpoints"), dir, time.Since(start).Seconds())
 	return shell.ExitOK
 }
 

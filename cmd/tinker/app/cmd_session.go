@@ -3,7 +3,7 @@ package app
 import (
 	"fmt"
 
-	"github.com/tinkershell/tinker/builtins"
+	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/render"
 )
 
@@ -37,7 +37,7 @@ func sessionExportTrace(r *apiRun) error {
 	if !r.jsonMode() {
 		fmt.Fprintf(r.io.Err, "Exporting trace for session %s (this may take a while)...\n", id)
 	}
-	url, err := builtins.TraceURL(r.ctx, c, id, func() {
+	url, err := ops.TraceURL(r.ctx, c, id, func() {
 		fmt.Fprintf(r.io.Err, "Building trace export for session: %s (this may take a while)\n", id)
 	})
 	if err != nil {
@@ -50,15 +50,15 @@ func sessionExportTrace(r *apiRun) error {
 		_, err := fmt.Fprintln(r.io.Out, url)
 		return err
 	}
-	dest, err := builtins.TraceDestination(id, r.str("output"))
+	dest, err := ops.TraceDestination(id, r.str("output"))
 	if err != nil {
 		return unexpected(err)
 	}
 	bar := r.bar("Downloading trace", 0)
-	n, err := builtins.SaveTrace(r.ctx, url, dest, bar)
+	n, err := ops.SaveTrace(r.ctx, url, dest, bar)
 	bar.Finish()
 	if err != nil {
 		return err
 	}
-	return r.show(&builtins.TraceResult{SessionID: id, Destination: dest, URL: url, Size: n})
+	return r.show(&ops.TraceResult{SessionID: id, Destination: dest, URL: url, Size: n})
 }

@@ -1,4 +1,4 @@
-package builtins
+package ops
 
 import (
 	"context"
@@ -126,25 +126,25 @@ func FindCheckpoint(ctx context.Context, c *tinkerapi.Client, path string) (*Che
 	}
 	p, err := tinkerapi.ParsePath(path)
 	if err != nil {
-		return nil, userErr("Invalid checkpoint path: "+err.Error(), "Checkpoint paths should be in the format: tinker://run-id/weights/0001")
+		return nil, UserErr("Invalid checkpoint path: "+err.Error(), "Checkpoint paths should be in the format: tinker://run-id/weights/0001")
 	}
 	resp, err := c.ListRunCheckpoints(ctx, p.RunID)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, userErr("Failed to retrieve checkpoint: "+apiMessage(err), "")
+		return nil, UserErr("Failed to retrieve checkpoint: "+APIMessage(err), "")
 	}
 	for i := range resp.Checkpoints {
 		if resp.Checkpoints[i].TinkerPath == path {
 			run, err := c.GetTrainingRun(ctx, p.RunID, "owned")
 			if err != nil {
-				return nil, apiErr(err)
+				return nil, APIErr(err)
 			}
 			return &Checkpoint{C: resp.Checkpoints[i], Run: run}, nil
 		}
 	}
-	return nil, userErr("Checkpoint not found: "+path, "")
+	return nil, UserErr("Checkpoint not found: "+path, "")
 }
 
 // Publish makes a checkpoint public (on) or private.
@@ -189,5 +189,17 @@ func ParseDate(s string) (gotime.Time, error) {
 			return t.UTC(), nil
 		}
 	}
-	return gotime.Time{}, userErr("Invalid date: "+s, "Use ISO 8601 format: 2024-01-01, 2024-01-01T12:00:00Z")
+	return gotime.Time{}, UserErr("Invalid date: "+s, "Use ISO 8601 format: 2024-01-01, 2024-01-01T12:00:00Z")
+}
+
+// CheckpointType normalises a type filter: "training"/"weights" and
+// "sampler"/"sampler_weights".
+func CheckpointType(t string) (string, error) {
+	switch t {
+	case "training", "weights":
+		return "training", nil
+	case "sampler", "sampler_weights":
+		return "sampler", nil
+	}
+	return "", UserErr("Invalid checkpoint type: "+t, "Valid types: weights, sampler_weights")
 }

@@ -1,4 +1,4 @@
-package builtins
+package ops
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	gotime "time"
 
 	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
@@ -83,7 +84,7 @@ func selectForDelete(ctx context.Context, c *tinkerapi.Client, f DeleteFilter) (
 	}
 	typ := f.Type
 	if typ != "" {
-		if typ, err = checkpointType(typ); err != nil {
+		if typ, err = CheckpointType(typ); err != nil {
 			return nil, err
 		}
 	}
@@ -142,7 +143,7 @@ func DeleteCheckpoints(ctx context.Context, c *tinkerapi.Client, paths []string,
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				failed = append(failed, DeleteFailure{Path: path, Error: apiMessage(err)})
+				failed = append(failed, DeleteFailure{Path: path, Error: APIMessage(err)})
 			} else {
 				deleted = append(deleted, path)
 			}
@@ -151,4 +152,75 @@ func DeleteCheckpoints(ctx context.Context, c *tinkerapi.Client, paths []string,
 	}
 	wg.Wait()
 	return deleted, failed, skipped
+}
+
+// DeleteResult is the outcome of a deletion, a dry run or a refusal.
+type DeleteResult struct {
+	DryRun    bool
+	Cancelled bool // the user answered no
+	Planned   []string
+	Deleted   []string
+	Failed    []DeleteFailure
+	Skipped   []string
+	// NoMatch, when set, says that the filters matched nothing; the result
+	// then displays as this line instead of an empty table.
+	NoMatch string
+}
+
+// Table lists every checkpoint with what happened to it.
+func (d *DeleteResult) Table(now gotime.Time) *render.Table {
+	if d.NoMatch != "" {
+		return nil
+	}
+	t := &render.Table{Columns: []render.Column{{Header: "Checkpoint", Kind: render.Path}, {Header: "Result"}}}
+	if d.Cancelled {
+		t.Title = "Deletion cancelled: nothing was deleted"
+		for _, p := range d.Planned {
+			t.Rows = append(t.Rows, []string{p, "kept"})
+		}
+		return t
+	}
+	if d.DryRun {
+		t.Title = fmt.Sprintf("Would delete %d checkpoint(s) (dry run)", len(d.Planned))
+		for _, p := range d.Planned {
+			t.Rows = append(t.Rows, []string{p, "would delete"})
+		}
+		return t
+	}
+	t.Title = fmt.Sprintf("Deleted %d checkpoint(s)", len(d.Deleted))
+	if len(d.Failed) > 0 {
+		t.Title += fmt.Sprintf(", %d failed", len(d.Failed))
+	}
+	if len(d.Skipped) > 0 {
+		t.Title += fmt.Sprintf(", %d not attempted (interrupted)", len(d.Skipped))
+	}
+	for _, p := range d.Deleted {
+		t.Rows = append(t.Rows, []string{p, "deleted"})
+	}
+	for _, f := range d.Failed {
+		t.Rows = append(t.Rows, []string{f.Path, "failed: " + f.Error})
+	}
+	for _, p := range d.Skipped {
+		t.Rows = append(t.Rows, []string{p, "not attempted"})
+	}
+	return t
+}
+
+// JSON is the official CLI's result object.
+func (d *DeleteResult) JSON() any {
+	failed := make([]any, len(d.Failed))
+	for i, f := range d.Failed {
+		failed[i] = render.Object{{Key: "tinker_path", Value: f.Path}, {Key: "error", Value: f.Error}}
+	}
+	obj := render.Object{{Key: "deleted_count", Value: len(d.Deleted)}, {Key: "failed", Value: failed}}
+	if d.DryRun {
+		obj = append(obj, render.Member{Key: "dry_run", Value: true}, render.Member{Key: "planned", Value: d.Planned})
+	}
+	if d.Cancelled {
+		obj = append(obj, render.Member{Key: "cancelled", Value: true})
+	}
+	if len(d.Skipped) > 0 {
+		obj = append(obj, render.Member{Key: "skipped", Value: d.Skipped})
+	}
+	return obj
 }

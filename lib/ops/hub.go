@@ -1,13 +1,15 @@
-package builtins
+package ops
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	gotime "time"
 
 	"github.com/tinkershell/tinker/lib/download"
 	"github.com/tinkershell/tinker/lib/hfhub"
+	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 )
 
@@ -41,7 +43,7 @@ func PushToHub(ctx context.Context, c *tinkerapi.Client, path string, o HubPushO
 	}
 	p, err := tinkerapi.ParsePath(path)
 	if err != nil {
-		return nil, userErr("Unexpected error occurred: Invalid tinker path: "+path, "")
+		return nil, UserErr("Unexpected error occurred: Invalid tinker path: "+path, "")
 	}
 	hub := hfhub.FromEnv()
 	user, err := hub.Whoami(ctx)
@@ -49,7 +51,7 @@ func PushToHub(ctx context.Context, c *tinkerapi.Client, path string, o HubPushO
 		if errors.Is(err, context.Canceled) {
 			return nil, err
 		}
-		return nil, errNotLoggedIn
+		return nil, ErrNotLoggedIn
 	}
 	tmp, err := os.MkdirTemp("", "tinker-push-*")
 	if err != nil {
@@ -70,7 +72,7 @@ func PushToHub(ctx context.Context, c *tinkerapi.Client, path string, o HubPushO
 		case errors.Is(err, download.ErrIncomplete):
 			return nil, hubErr(hfhub.ErrIncomplete)
 		case errors.Is(err, download.ErrExtract):
-			return nil, userErr(extractReason(err), "Archive may be corrupted or malicious.")
+			return nil, UserErr(extractReason(err), "Archive may be corrupted or malicious.")
 		}
 		return nil, downloadErr(err, tmp)
 	}
@@ -93,7 +95,8 @@ func PushToHub(ctx context.Context, c *tinkerapi.Client, path string, o HubPushO
 	return &HubPush{Path: path, Public: o.Public, RevisionGiven: o.Revision != "", R: *res}, nil
 }
 
-var errNotLoggedIn = userErr("Not logged in", "Run: hf auth login")
+// ErrNotLoggedIn is a push without a Hugging Face token.
+var ErrNotLoggedIn = UserErr("Not logged in", "Run: hf auth login")
 
 // hubErr words a push failure as the official CLI does; anything else is
 // its catch-all.
@@ -103,13 +106,56 @@ func hubErr(err error) error {
 	case errors.Is(err, context.Canceled):
 		return err
 	case errors.Is(err, hfhub.ErrNotLoggedIn):
-		return errNotLoggedIn
+		return ErrNotLoggedIn
 	case errors.Is(err, hfhub.ErrNotAdapter):
-		return userErr("Checkpoint archive does not contain a PEFT adapter.", "Expected adapter_config.json and adapter_model.safetensors (or adapter_model.bin).")
+		return UserErr("Checkpoint archive does not contain a PEFT adapter.", "Expected adapter_config.json and adapter_model.safetensors (or adapter_model.bin).")
 	case errors.Is(err, hfhub.ErrIncomplete):
-		return userErr("Checkpoint archive is missing 'checkpoint_complete'.", "The adapter files may be incomplete.")
+		return UserErr("Checkpoint archive is missing 'checkpoint_complete'.", "The adapter files may be incomplete.")
 	case errors.As(err, &mm):
-		return userErr("Repo ID appears to contain a different Tinker checkpoint.", fmt.Sprintf("Found %s, expected %s.", mm.Found, mm.Expected))
+		return UserErr("Repo ID appears to contain a different Tinker checkpoint.", fmt.Sprintf("Found %s, expected %s.", mm.Found, mm.Expected))
 	}
-	return userErr("Unexpected error occurred: "+err.Error(), "")
+	return UserErr("Unexpected error occurred: "+err.Error(), "")
+}
+
+// HubPush is a checkpoint uploaded to the Hub.
+type HubPush struct {
+	Path          string
+	Public        bool
+	RevisionGiven bool // the table shows the revision only when it was asked for
+	R             hfhub.PushResult
+}
+
+func publicYesNo(b bool) string {
+	if b {
+		return "Yes"
+	}
+	return "No"
+}
+
+func (h *HubPush) Record(now gotime.Time) *render.Record {
+	r := &render.Record{Title: "Checkpoint Hub Upload: " + h.Path}
+	r.Fields = append(r.Fields, render.Field{Name: "Checkpoint Path", Value: h.Path}, render.Field{Name: "Repo ID", Value: h.R.RepoID})
+	if h.RevisionGiven {
+		r.Fields = append(r.Fields, render.Field{Name: "Revision", Value: h.R.Revision})
+	}
+	r.Fields = append(r.Fields, render.Field{Name: "Public", Value: publicYesNo(h.Public)})
+	return r
+}
+
+func (h *HubPush) RowColumns() []render.Column {
+	return []render.Column{{Header: "Checkpoint Path", Kind: render.Path}, {Header: "Repo ID", Kind: render.ID}, {Header: "Revision", Kind: render.ID}, {Header: "Public"}}
+}
+
+func (h *HubPush) Row(now gotime.Time) []string {
+	return []string{h.Path, h.R.RepoID, h.R.Revision, publicYesNo(h.Public)}
+}
+
+func (h *HubPush) ListTitle(n int) string { return Plural(n, "hub upload", "hub uploads") }
+
+func (h *HubPush) JSON() any {
+	obj := render.Object{{Key: "checkpoint_path", Value: h.Path}, {Key: "repo_id", Value: h.R.RepoID}}
+	if h.RevisionGiven {
+		obj = append(obj, render.Member{Key: "revision", Value: h.R.Revision})
+	}
+	return append(obj, render.Member{Key: "public", Value: h.Public})
 }
