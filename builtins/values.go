@@ -28,7 +28,7 @@ func (c *Checkpoint) Hash() (uint32, error) {
 	return starlark.String(c.C.TinkerPath).Hash()
 }
 
-func (c *Checkpoint) AttrNames() []string                      { return checkpointAttrs.names(c) }
+func (c *Checkpoint) AttrNames() []string { return checkpointAttrs.names(c) }
 func (c *Checkpoint) Attr(name string) (starlark.Value, error) {
 	v, err := checkpointAttrs.get(c, name)
 	if v == nil && err == nil && c.Run == nil && (name == "base_model" || name == "is_lora" || name == "lora_rank") {
