@@ -39,7 +39,9 @@ func TestPromptSFTStatusLine(t *testing.T) {
 
 	mark = c.offset()
 	c.send(`t = [m["time"] for m in sft("tinker-local/tiny-llama", "chats.jsonl", rank=4, seed=2, batch_size=4, max_steps=8).metrics]` + "\r")
-	c.send("min(t) * 4 > max(t)\r")
+	// Before, every other step took ~0 s (100x apart); a loaded machine
+	// stretches some steps, so only an order of magnitude is asked.
+	c.send("min(t[1:]) * 10 > max(t[1:])\r")
 	c.expect("True")
 	c.expect(">>> ")
 	out := c.from(mark)
@@ -55,7 +57,7 @@ func TestPromptSFTStatusLine(t *testing.T) {
 	for _, r := range rates {
 		lo, hi = min(lo, r), max(hi, r)
 	}
-	if hi > 5*lo {
+	if hi > 10*lo {
 		t.Errorf("tokens/s from %.0f to %.0f within one run: %v", lo, hi, rates)
 	}
 	c.send("\x04")

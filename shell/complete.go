@@ -31,7 +31,7 @@ func (in *Interp) Complete(line string, pos int) (head string, completions []str
 		completions = kw
 		seen := map[string]bool{}
 		add := func(name string) {
-			if strings.HasPrefix(name, word) && !seen[name] {
+			if strings.HasPrefix(name, word) && !seen[name] && name != lateKey {
 				seen[name] = true
 				completions = append(completions, name)
 			}
