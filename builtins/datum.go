@@ -2,6 +2,8 @@ package builtins
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	gotime "time"
 
@@ -23,7 +25,9 @@ func init() {
 			"token. Without it, tokens is a whole sequence: the model reads tokens[:-1] and predicts tokens[1:],\n" +
 			"and weights, logprobs and advantages (if given) have one value per token of tokens, the first\n" +
 			"dropped since nothing predicts it. weights default to 1 for cross_entropy; importance_sampling\n" +
-			"and ppo need logprobs (the sampler's) and advantages.",
+			"and ppo need logprobs (the sampler's) and advantages. For top-K distillation target_tokens may\n" +
+			"give K targets per input token (a list of lists) and weights then one weight per target;\n" +
+			"cross_entropy returns their logprobs as a list of K per token.",
 		Example: "d = datum([1, 72, 105, 33], weights=[0, 0, 1, 1])\nd.target_tokens",
 	}, datumFn)
 	register(docEntry{
@@ -82,6 +86,14 @@ func lossInput(name, doc string) attr[*Datum] {
 }
 
 func tensorList(t tinkerapi.Tensor) *starlark.List {
+	if len(t.Shape) == 2 && t.Shape[1] > 0 {
+		k := int(t.Shape[1])
+		rows := make([]starlark.Value, t.Len()/k)
+		for p := range rows {
+			rows[p] = tensorList(tinkerapi.Tensor{Int64: sliceOrNil(t.Int64, p*k, k), Float32: sliceOrNil(t.Float32, p*k, k)})
+		}
+		return starlark.NewList(rows)
+	}
 	if t.Int64 != nil {
 		l := make([]starlark.Value, len(t.Int64))
 		for i, v := range t.Int64 {
@@ -90,6 +102,14 @@ func tensorList(t tinkerapi.Tensor) *starlark.List {
 		return starlark.NewList(l)
 	}
 	return float32List(t.Float32)
+}
+
+// sliceOrNil is v[lo:lo+n], nil for a nil v (the dtype not in use).
+func sliceOrNil[T any](v []T, lo, n int) []T {
+	if v == nil {
+		return nil
+	}
+	return v[lo : lo+n]
 }
 
 func float32List(v []float32) *starlark.List {
@@ -177,24 +197,25 @@ func datumFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 			return nil, fail("tokens is empty")
 		}
 		d.ModelInput = toks
-		targets, err := intsArg(targetsV)
+		t, err := targetsArg(targetsV, len(toks))
 		if err != nil {
 			return nil, fail("target_tokens: %v", err)
 		}
-		if len(targets) != len(toks) {
-			return nil, fail("target_tokens has %d values, want %d (one per input token)", len(targets), len(toks))
-		}
-		t := make([]int64, len(targets))
-		for i, x := range targets {
-			t[i] = int64(x)
-		}
-		d.LossFnInputs["target_tokens"] = tinkerapi.Int64s(t)
+		d.LossFnInputs["target_tokens"] = t
 	}
 	for _, f := range []struct {
 		name string
 		v    starlark.Value
 	}{{"weights", weightsV}, {"logprobs", logprobsV}, {"advantages", advV}} {
 		if f.v == starlark.None {
+			continue
+		}
+		if sh := d.LossFnInputs["target_tokens"].Shape; f.name == "weights" && sh != nil {
+			w, err := wideWeightsArg(f.v, sh)
+			if err != nil {
+				return nil, fail("weights: %v", err)
+			}
+			d.LossFnInputs[f.name] = w
 			continue
 		}
 		vals, err := floatsArg(f.v)
@@ -207,6 +228,128 @@ func datumFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 		d.LossFnInputs[f.name] = tinkerapi.Float32s(vals[shift:])
 	}
 	return &Datum{D: d}, nil
+}
+
+// targetsArg reads datum()'s target_tokens for n input tokens: a list of
+// n token ids, or a list of n lists of K ids each, the (N, K) form that
+// cross_entropy scores as K targets per position (top-K distillation).
+func targetsArg(v starlark.Value, n int) (tinkerapi.Tensor, error) {
+	rows, err := rowsArg(v)
+	if err != nil {
+		return tinkerapi.Tensor{}, err
+	}
+	if rows == nil {
+		ids, err := targetIDsArg(v)
+		if err != nil {
+			return tinkerapi.Tensor{}, err
+		}
+		if len(ids) != n {
+			return tinkerapi.Tensor{}, fmt.Errorf("has %d values, want %d (one per input token)", len(ids), n)
+		}
+		return tinkerapi.Int64s(int64s(ids)), nil
+	}
+	if len(rows) != n {
+		return tinkerapi.Tensor{}, fmt.Errorf("has %d rows, want %d (one list of targets per input token)", len(rows), n)
+	}
+	var flat []int64
+	k := 0
+	for p, r := range rows {
+		ids, err := targetIDsArg(r)
+		if err != nil {
+			return tinkerapi.Tensor{}, fmt.Errorf("row %d: %v", p, err)
+		}
+		if p == 0 {
+			k = len(ids)
+		}
+		if len(ids) != k || k == 0 {
+			return tinkerapi.Tensor{}, fmt.Errorf("row %d has %d targets; every row needs the same number K >= 1 (row 0 has %d)", p, len(ids), k)
+		}
+		flat = append(flat, int64s(ids)...)
+	}
+	return tinkerapi.Tensor{Int64: flat, Shape: []int64{int64(n), int64(k)}}, nil
+}
+
+// targetIDsArg reads a list of target token ids. Whole numbers written as
+// floats (72.0, as numeric code often produces) are taken as the service
+// takes them; 3.5 is refused as not an integer.
+func targetIDsArg(v starlark.Value) ([]int, error) {
+	it, ok := v.(starlark.Iterable)
+	if !ok {
+		return nil, fmt.Errorf("want a list of token ids, got %s", v.Type())
+	}
+	var out []int
+	iter := it.Iterate()
+	defer iter.Done()
+	var x starlark.Value
+	for iter.Next(&x) {
+		if f, ok := x.(starlark.Float); ok {
+			if float64(f) != math.Trunc(float64(f)) || math.Abs(float64(f)) > math.MaxInt32 {
+				return nil, fmt.Errorf("%v at position %d is not an integer: target tokens must be integer token ids", f, len(out))
+			}
+			x = starlark.MakeInt(int(f))
+		}
+		n, err := tokenID(x)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// wideWeightsArg reads weights for (N, K) targets: a list of N lists of K
+// numbers, one weight per target.
+func wideWeightsArg(v starlark.Value, shape []int64) (tinkerapi.Tensor, error) {
+	rows, err := rowsArg(v)
+	if err != nil {
+		return tinkerapi.Tensor{}, err
+	}
+	if int64(len(rows)) != shape[0] {
+		return tinkerapi.Tensor{}, fmt.Errorf("want %d lists of %d weights, one per target in target_tokens", shape[0], shape[1])
+	}
+	var flat []float32
+	for p, r := range rows {
+		w, err := floatsArg(r)
+		if err != nil {
+			return tinkerapi.Tensor{}, fmt.Errorf("row %d: %v", p, err)
+		}
+		if int64(len(w)) != shape[1] {
+			return tinkerapi.Tensor{}, fmt.Errorf("row %d has %d weights, want %d (one per target)", p, len(w), shape[1])
+		}
+		flat = append(flat, w...)
+	}
+	return tinkerapi.Tensor{Float32: flat, Shape: slices.Clone(shape)}, nil
+}
+
+// rowsArg returns v's elements when v is a non-empty list of lists, nil
+// when its first element is not a list.
+func rowsArg(v starlark.Value) ([]starlark.Value, error) {
+	it, ok := v.(starlark.Iterable)
+	if !ok {
+		return nil, fmt.Errorf("want a list, got %s", v.Type())
+	}
+	var rows []starlark.Value
+	iter := it.Iterate()
+	defer iter.Done()
+	var x starlark.Value
+	for iter.Next(&x) {
+		if _, isList := x.(starlark.Iterable); !isList {
+			if len(rows) > 0 {
+				return nil, fmt.Errorf("mixes lists and %s", x.Type())
+			}
+			return nil, nil
+		}
+		rows = append(rows, x)
+	}
+	return rows, nil
+}
+
+func int64s(v []int) []int64 {
+	out := make([]int64, len(v))
+	for i, x := range v {
+		out[i] = int64(x)
+	}
+	return out
 }
 
 func conversationDatumFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {

@@ -61,6 +61,12 @@ var modelAttrs = attrTable[*Model]{
 		return starlark.MakeInt(m.M.MaxContextLength)
 	}),
 	field("model_name", "the name sample() and training_client() take", func(m *Model) starlark.Value { return starlark.String(m.M.ModelName) }),
+	field("servable", "whether its weights are on the server now (tinker serve), or None if the backend does not say", func(m *Model) starlark.Value {
+		if m.M.Servable == nil {
+			return starlark.None
+		}
+		return starlark.Bool(*m.M.Servable)
+	}),
 }
 
 func (m *Model) MarshalJSON() ([]byte, error) { return marshalJSON(m) }

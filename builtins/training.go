@@ -231,11 +231,10 @@ func (r *PassResult) AttrNames() []string                      { return passResu
 func (r *PassResult) Attr(name string) (starlark.Value, error) { return passResultAttrs.get(r, name) }
 
 var passResultAttrs = attrTable[*PassResult]{
-	field("logprobs", "per datum, the logprob of each target token", func(r *PassResult) starlark.Value {
-		lp := r.Out.Logprobs()
-		l := make([]starlark.Value, len(lp))
-		for i, v := range lp {
-			l[i] = float32List(v)
+	field("logprobs", "per datum, the logprob of each target token (a list of K per token for K targets per token)", func(r *PassResult) starlark.Value {
+		l := make([]starlark.Value, len(r.Out.LossFnOutputs))
+		for i, o := range r.Out.LossFnOutputs {
+			l[i] = tensorList(o["logprobs"])
 		}
 		return starlark.NewList(l)
 	}),

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tinkershell/tinker/lib/doctor"
 	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"go.starlark.net/starlark"
@@ -72,10 +73,12 @@ var valueSamples = []starlark.Value{
 	&tokenizerValue{},
 	&renderedValue{},
 	&DownloadResult{},
+	&ExportResult{},
 	&DeleteResult{},
 	&CheckpointChange{},
 	&BillingUsage{},
 	&Model{},
+	&Doctor{R: &doctor.Report{}},
 	&BatchResult{},
 	&TrainingClient{},
 	&Datum{},

@@ -161,11 +161,16 @@ func newDocEnv(t *testing.T) *docEnv {
 	}
 	cacheTokenizer(t, filepath.Join(root, ".hf", "hub"), "Qwen/Qwen3-8B", "tokenizer-qwen3")
 
-	// A run on Qwen/Qwen3-8B (a rank-1 adapter: the local server needs no
-	// weights to save one) for the examples that name that model; then the
-	// newest run, with sampler checkpoints "0005" and "final" and a
-	// training state, as the examples' placeholders expect.
-	d.run(t, root, "tinker", "--local", "-c", `save_checkpoint("Qwen/Qwen3-8B", name="final", rank=1, seed=1)`)
+	// A run on Qwen/Qwen3-8B for the examples that name that model,
+	// imported (create_model refuses a base model whose weights are
+	// absent); then the newest run, with sampler checkpoints "0005" and
+	// "final" and a training state, as the examples' placeholders expect.
+	manifest := filepath.Join(root, "qwen-run.json")
+	if err := os.WriteFile(manifest, []byte(`{"runs": [{"base_model": "Qwen/Qwen3-8B", "lora_rank": 1, "created": "`+FixedNow+`",
+		"checkpoints": [{"kind": "sampler_weights", "name": "final", "time": "`+FixedNow+`"}]}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d.run(t, root, "tinker", "serve", "import", "--data", filepath.Join(root, ".data", "tinker"), manifest)
 	out := d.run(t, root, "tinker", "--local", "-c", `
 tc = training_client("tinker-local/tiny-llama", rank=4, seed=1)
 d = datum([1, 72, 105, 33], weights=[0, 0, 1, 1])

@@ -210,11 +210,7 @@ func (ps *datumPass) head(l Loss, d *Datum, x [][]float32, out *DatumOutput) (fl
 	if ps.backward {
 		dxnF = ar.rows(n, c.Hidden)
 	}
-	out.Logprobs = make([]float32, n)
-	if l.Name == LossCrossEntropy {
-		out.ElementwiseLoss = make([]float32, n)
-	}
-	targets := d.LossFnInputs[InputTargetTokens]
+	sc := newRowScorer(l, d, out)
 	logits := ar.rows(min(n, headChunk), c.VocabSize)
 	var total float64
 	for p0 := 0; p0 < n; p0 += headChunk {
@@ -226,23 +222,7 @@ func (ps *datumPass) head(l Loss, d *Datum, x [][]float32, out *DatumOutput) (fl
 		}
 		trainLinear(w.lmHead, nil, t.head, xnF[p0:p1], lg, th, false)
 		for i, row := range lg {
-			p := p0 + i
-			tgt := int(targets[p])
-			lse := logSumExp(row, 1)
-			lp := float64(row[tgt]) - lse
-			out.Logprobs[p] = float32(lp)
-			loss, g := l.term(lp, d.at(p))
-			total += loss
-			if out.ElementwiseLoss != nil {
-				out.ElementwiseLoss[p] = float32(loss)
-			}
-			if ps.backward {
-				// dLoss/dlogit_v = g·(1[v = target] − softmax_v).
-				for v, z := range row {
-					row[v] = float32(-g * math.Exp(float64(z)-lse))
-				}
-				row[tgt] += float32(g)
-			}
+			total += sc.score(row, p0+i, ps.backward)
 		}
 		if ps.backward {
 			t.linearBackward(w.lmHead, t.head, xnF[p0:p1], th, lg, dxnF[p0:p1], false)

@@ -18,7 +18,9 @@ import (
 //	dro                  −(lp·A − ½·β·(lp − q)²)         (β required)
 //
 // Every term's gradient flows only through lp, so the backward pass needs
-// one coefficient per position, dLoss/dlp.
+// one coefficient per position, dLoss/dlp. cross_entropy also takes K
+// targets per position (Datum.Width): each has its own lp and weight, and
+// the position's terms are summed.
 
 // Loss names.
 const (
@@ -138,10 +140,22 @@ type posInputs struct {
 // loss_fn_inputs tensors by name, each as long as ModelInput (position i
 // predicts target_tokens[i]). Token ids are carried as float64, which holds
 // every int64 id a vocabulary can have exactly.
+//
+// Width is K when cross_entropy's target_tokens (and weights, if given)
+// have shape (N, K), K targets per position stored position-major (value
+// p·K+k is position p's k-th target), as top-K distillation sends them; 0
+// means the usual shape (N,). The outputs take the targets' shape.
 type Datum struct {
 	ModelInput   []int
 	LossFnInputs map[string][]float64
+	Width        int
 }
+
+// width is the number of targets per position.
+func (d *Datum) width() int { return max(d.Width, 1) }
+
+// wide reports whether input k has the targets' (N, K) shape.
+func wide(k string) bool { return k == InputTargetTokens || k == InputWeights }
 
 // InputError is a problem with one datum of a request; the server answers
 // it with a 400.
@@ -176,21 +190,12 @@ func checkData(c Config, l Loss, data []Datum) error {
 				return bad("model_input", "token %d at position %d is outside the vocabulary (0..%d)", t, p, c.VocabSize-1)
 			}
 		}
+		if d.Width < 0 || d.Width > 0 && l.Name != LossCrossEntropy {
+			return bad("loss_fn_inputs.target_tokens", "has shape (%d, %d) but %s takes one target per position, shape (%d,); only cross_entropy takes (N, K) targets", n, d.Width, l.Name, n)
+		}
 		for _, k := range sortedKeys(d.LossFnInputs) {
-			if !slices.Contains(l.required, k) && !slices.Contains(l.optional, k) {
-				return bad("loss_fn_inputs."+k, "is not an input of %s (it takes %s)", l.Name, strings.Join(append(slices.Clone(l.required), l.optional...), ", "))
-			}
-			v := d.LossFnInputs[k]
-			if len(v) != n {
-				return bad("loss_fn_inputs."+k, "has %d values but model_input has %d tokens", len(v), n)
-			}
-			for p, x := range v {
-				if math.IsNaN(x) || math.IsInf(x, 0) {
-					return bad("loss_fn_inputs."+k, "value %v at position %d is not finite", x, p)
-				}
-				if k == InputTargetTokens && (x != math.Trunc(x) || x < 0 || x >= float64(c.VocabSize)) {
-					return bad("loss_fn_inputs."+k, "token %v at position %d is outside the vocabulary (0..%d)", x, p, c.VocabSize-1)
-				}
+			if err := checkInput(c, l, d, k); err != nil {
+				return bad("loss_fn_inputs."+k, "%s", err)
 			}
 		}
 		for _, k := range l.required {
@@ -202,17 +207,101 @@ func checkData(c Config, l Loss, data []Datum) error {
 	return nil
 }
 
-// at returns position p's loss inputs of a validated datum.
-func (d *Datum) at(p int) posInputs {
+// checkInput validates loss_fn_inputs tensor k of datum d.
+func checkInput(c Config, l Loss, d Datum, k string) error {
+	if !slices.Contains(l.required, k) && !slices.Contains(l.optional, k) {
+		return fmt.Errorf("is not an input of %s (it takes %s)", l.Name, strings.Join(append(slices.Clone(l.required), l.optional...), ", "))
+	}
+	v, n := d.LossFnInputs[k], len(d.ModelInput)
+	switch {
+	case wide(k) && d.Width > 0 && len(v) != n*d.Width:
+		return fmt.Errorf("has %d values but target_tokens has shape (%d, %d); give %d", len(v), n, d.Width, n*d.Width)
+	case (!wide(k) || d.Width == 0) && len(v) != n:
+		return fmt.Errorf("has %d values but model_input has %d tokens", len(v), n)
+	}
+	for j, x := range v {
+		p := j / d.width()
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("value %v at position %d is not finite", x, p)
+		}
+		if k != InputTargetTokens {
+			continue
+		}
+		if x != math.Trunc(x) {
+			return fmt.Errorf("value %v at position %d is not an integer: target tokens must be integer token ids", x, p)
+		}
+		if x < 0 || x >= float64(c.VocabSize) {
+			return fmt.Errorf("token %v at position %d is outside the vocabulary (0..%d)", x, p, c.VocabSize-1)
+		}
+	}
+	return nil
+}
+
+// rowScorer scores the output layer's logits of one datum a position at a
+// time: the logprob of each of the position's targets, the loss terms, and
+// for a backward pass the loss's gradient with respect to the logits.
+type rowScorer struct {
+	l       Loss
+	d       *Datum
+	out     *DatumOutput
+	targets []float64
+	g       []float64 // dLoss/dlp of the position's targets
+}
+
+// newRowScorer prepares out to receive datum d's outputs.
+func newRowScorer(l Loss, d *Datum, out *DatumOutput) *rowScorer {
+	size := len(d.ModelInput) * d.width()
+	out.Width = d.Width
+	out.Logprobs = make([]float32, size)
+	if l.Name == LossCrossEntropy {
+		out.ElementwiseLoss = make([]float32, size)
+	}
+	return &rowScorer{l: l, d: d, out: out, targets: d.LossFnInputs[InputTargetTokens], g: make([]float64, d.width())}
+}
+
+// score takes position p's logits and returns its loss; with backward it
+// overwrites row with dLoss/dlogits. With lp_k = z[t_k] − lse and
+// g_k = dLoss/dlp_k, dLoss/dz_v = Σ_k g_k·(1[v = t_k] − softmax_v).
+func (s *rowScorer) score(row []float32, p int, backward bool) float64 {
+	kw := len(s.g)
+	lse := logSumExp(row, 1)
+	var total, gsum float64
+	for k := range kw {
+		j := p*kw + k
+		lp := float64(row[int(s.targets[j])]) - lse
+		s.out.Logprobs[j] = float32(lp)
+		loss, g := s.l.term(lp, s.d.at(j))
+		total += loss
+		if s.out.ElementwiseLoss != nil {
+			s.out.ElementwiseLoss[j] = float32(loss)
+		}
+		s.g[k] = g
+		gsum += g
+	}
+	if backward {
+		for v, z := range row {
+			row[v] = float32(-gsum * math.Exp(float64(z)-lse))
+		}
+		for k, g := range s.g {
+			row[int(s.targets[p*kw+k])] += float32(g)
+		}
+	}
+	return total
+}
+
+// at returns the loss inputs of value j of a validated datum: position j,
+// or with (N, K) targets position j/K's k-th target (only cross_entropy,
+// whose inputs all have that shape).
+func (d *Datum) at(j int) posInputs {
 	in := posInputs{weight: 1}
 	if w, ok := d.LossFnInputs[InputWeights]; ok {
-		in.weight = w[p]
+		in.weight = w[j]
 	}
 	if q, ok := d.LossFnInputs[InputLogprobs]; ok {
-		in.logprob = q[p]
+		in.logprob = q[j]
 	}
 	if a, ok := d.LossFnInputs[InputAdvantages]; ok {
-		in.adv = a[p]
+		in.adv = a[j]
 	}
 	return in
 }

@@ -123,6 +123,25 @@ func (p *Pool) Model(name string) (*Model, error) {
 	return e.m, e.err
 }
 
+// Servable reports whether Model could load the named base model now
+// without loading it: nil when its weights are built in, given in Dirs or
+// in the Hugging Face cache, else the error that says how to provide them.
+func (p *Pool) Servable(name string) error {
+	if i := strings.IndexByte(name, ':'); i >= 0 {
+		name = name[:i]
+	}
+	if _, ok := p.Dirs[name]; ok {
+		return nil
+	}
+	for _, t := range TinyModels() {
+		if strings.EqualFold(name, t) {
+			return nil
+		}
+	}
+	_, err := FindModelDir(name)
+	return err
+}
+
 func (p *Pool) load(name string) (*Model, error) {
 	if dir, ok := p.Dirs[name]; ok {
 		m, err := LoadDir(dir)

@@ -173,8 +173,9 @@ func (t *Trainer) Sampler() (*Model, error) {
 
 // DatumOutput is what forward and forward_backward return per datum.
 type DatumOutput struct {
-	Logprobs        []float32 // log p(target_tokens[i]) at temperature 1
-	ElementwiseLoss []float32 // each position's loss term (cross_entropy only)
+	Logprobs        []float32 // log p(target_tokens[j]) at temperature 1, shaped as target_tokens
+	ElementwiseLoss []float32 // each target's loss term (cross_entropy only), likewise
+	Width           int       // the datum's Width: K for (N, K) targets, 0 for (N,)
 }
 
 // ForwardResult is the result of Forward or ForwardBackward.

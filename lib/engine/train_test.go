@@ -132,11 +132,12 @@ func refLoss(c Config, base, adapter Tensors, scale float64, loss string, cfg ma
 	var total float64
 	for _, d := range data {
 		logits := ref.logits(d.ModelInput)
-		for p := range d.ModelInput {
-			lp := refLogSoftmax(logits[p], 1)[int(d.LossFnInputs[InputTargetTokens][p])]
+		for j := range len(d.ModelInput) * d.width() {
+			p := j / d.width() // with (N, K) targets, value j is position p's
+			lp := refLogSoftmax(logits[p], 1)[int(d.LossFnInputs[InputTargetTokens][j])]
 			get := func(k string, def float64) float64 {
 				if v, ok := d.LossFnInputs[k]; ok {
-					return v[p]
+					return v[j]
 				}
 				return def
 			}

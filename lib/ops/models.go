@@ -33,10 +33,14 @@ func (m *Model) contextText() string {
 }
 
 func (m *Model) Record(gotime.Time) *render.Record {
-	return &render.Record{Title: "Model: " + m.M.ModelName, Fields: []render.Field{
+	r := &render.Record{Title: "Model: " + m.M.ModelName, Fields: []render.Field{
 		{Name: "Model", Value: m.M.ModelName},
 		{Name: "Max Context", Value: m.contextText()},
 	}}
+	if m.M.Servable != nil && !*m.M.Servable { // tinker serve lists its whole catalog
+		r.Fields = append(r.Fields, render.Field{Name: "Weights", Value: "absent: " + m.M.Unavailable})
+	}
+	return r
 }
 
 func (m *Model) RowColumns() []render.Column {

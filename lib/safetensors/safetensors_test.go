@@ -199,3 +199,38 @@ func TestLayoutStreaming(t *testing.T) {
 		t.Error("duplicate names should fail")
 	}
 }
+
+// TestReadHeader: the header alone gives each tensor's bytes at its offset,
+// and a file cut short is refused.
+func TestReadHeader(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.safetensors")
+	var buf bytes.Buffer
+	ts := []Tensor{{Name: "b", DType: F32, Shape: []int64{2}, Data: []byte{1, 2, 3, 4, 5, 6, 7, 8}},
+		{Name: "a", DType: BF16, Shape: []int64{1, 3}, Data: []byte{9, 10, 11, 12, 13, 14}}}
+	if err := Write(&buf, ts, map[string]string{"format": "pt"}); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(path, buf.Bytes(), 0o644)
+	f, _ := os.Open(path)
+	defer f.Close()
+	h, err := ReadHeader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Tensors) != 2 || h.Tensors[0].Name != "a" || h.Metadata["format"] != "pt" {
+		t.Fatalf("header %+v", h)
+	}
+	for i, ti := range h.Tensors {
+		got := buf.Bytes()[h.Offsets[i] : h.Offsets[i]+ti.Bytes()]
+		want := ts[1-i].Data
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: bytes %v at offset %d, want %v", ti.Name, got, h.Offsets[i], want)
+		}
+	}
+	os.WriteFile(path, buf.Bytes()[:buf.Len()-1], 0o644)
+	g, _ := os.Open(path)
+	defer g.Close()
+	if _, err := ReadHeader(g); err == nil {
+		t.Error("a truncated file passed")
+	}
+}

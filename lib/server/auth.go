@@ -37,6 +37,9 @@ func (s *Server) authenticate(r *http.Request) (string, *errorResponse) {
 	if key == "" {
 		return "", errorf(http.StatusUnauthorized, "Missing API key: send it in the X-API-Key header")
 	}
+	if s.opts.JWT && isJWTCredential(key) {
+		return s.verifyJWT(key)
+	}
 	h := hashKey(key)
 	if v, ok := s.authCache.Load(h); ok {
 		return v.(string), nil

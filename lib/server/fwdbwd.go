@@ -54,7 +54,7 @@ func decodeFwdProto(b []byte) (*fwdRequest, *errorResponse) {
 	if e := checkDatumCount(len(m.GetData())); e != nil {
 		return nil, e
 	}
-	total := 0
+	total, targets := 0, 0
 	for i, d := range m.GetData() {
 		n := 0
 		for j, ch := range d.GetModelInput() {
@@ -67,7 +67,11 @@ func decodeFwdProto(b []byte) (*fwdRequest, *errorResponse) {
 		if e := checkTokens(i, n, &total); e != nil {
 			return nil, e
 		}
-		dt := engine.Datum{ModelInput: make([]int, 0, n), LossFnInputs: map[string][]float64{}}
+		width, e := targetWidth(d.GetLossFnInputs()[engine.InputTargetTokens].GetShape(), n, i, &targets)
+		if e != nil {
+			return nil, e
+		}
+		dt := engine.Datum{ModelInput: make([]int, 0, n), LossFnInputs: map[string][]float64{}, Width: width}
 		for j, ch := range d.GetModelInput() {
 			toks, err := tinkerproto.UnpackInt32(ch.GetEncodedText().GetTokens())
 			if err != nil {
@@ -76,7 +80,7 @@ func decodeFwdProto(b []byte) (*fwdRequest, *errorResponse) {
 			dt.ModelInput = append(dt.ModelInput, toks...)
 		}
 		for _, k := range sortedNames(d.GetLossFnInputs()) {
-			v, e := protoTensor(d.GetLossFnInputs()[k], n, fmt.Sprintf("data[%d].loss_fn_inputs.%s", i, k))
+			v, e := protoTensor(d.GetLossFnInputs()[k], n*max(width, 1), fmt.Sprintf("data[%d].loss_fn_inputs.%s", i, k))
 			if e != nil {
 				return nil, e
 			}
@@ -105,9 +109,27 @@ func checkTokens(i, n int, total *int) *errorResponse {
 	return nil
 }
 
-// protoTensor decodes a loss_fn_inputs tensor of a datum with n tokens to
-// float64 values; a tensor longer than the datum is refused before it is
-// expanded (the engine reports shorter ones by name).
+// targetWidth reads the shape of datum i's target_tokens: 0 for (N,) (or
+// no shape), K for (N, K), K targets per position for cross_entropy's top-K
+// form. targets counts the request's target values, bounded like tokens.
+func targetWidth(shape []int64, n, i int, targets *int) (int, *errorResponse) {
+	field := fmt.Sprintf("data[%d].loss_fn_inputs.target_tokens", i)
+	width := 0
+	switch {
+	case len(shape) == 2 && shape[0] == int64(n) && shape[1] >= 1 && shape[1] <= maxTargetWidth:
+		width = int(shape[1])
+	case len(shape) >= 2:
+		return 0, errorf(http.StatusBadRequest, "%s: shape %v is neither (%d,) nor (%d, K) with 1 <= K <= %d", field, shape, n, n, maxTargetWidth)
+	}
+	if *targets += n * max(width, 1); *targets > maxRequestTokens {
+		return 0, errorf(http.StatusBadRequest, "data: more than %d target tokens in one request; split the batch", maxRequestTokens)
+	}
+	return width, nil
+}
+
+// protoTensor decodes a loss_fn_inputs tensor of a datum with n values
+// (tokens, times K for (N, K) targets) to float64 values; a longer tensor is
+// refused before it is expanded (the engine reports shorter ones by name).
 func protoTensor(t *tinkerproto.Tensor, n int, field string) ([]float64, *errorResponse) {
 	size := wiretensor.Size(t.GetDtype())
 	if size == 0 {
@@ -118,7 +140,7 @@ func protoTensor(t *tinkerproto.Tensor, n int, field string) ([]float64, *errorR
 			return nil, errorf(http.StatusBadRequest, "%s: sparse arrays are not whole values", field)
 		}
 		if len(sp.GetValues())/size > n || len(sp.GetColIndices())/8 > n || len(sp.GetCrowIndices())/8 > n+1 {
-			return nil, errorf(http.StatusBadRequest, "%s: more values than the datum's %d tokens", field, n)
+			return nil, errorf(http.StatusBadRequest, "%s: more values than the datum's %d", field, n)
 		}
 		vals, _ := wiretensor.Dense(sp.GetValues(), t.GetDtype()) // whole values: checked above
 		crow, _ := wiretensor.Int64s(sp.GetCrowIndices())
@@ -134,7 +156,7 @@ func protoTensor(t *tinkerproto.Tensor, n int, field string) ([]float64, *errorR
 		return nil, errorf(http.StatusBadRequest, "%s: %d bytes are not whole %d-byte values", field, len(b), size)
 	}
 	if len(b)/size > n {
-		return nil, errorf(http.StatusBadRequest, "%s: has %d values but model_input has %d tokens", field, len(b)/size, n)
+		return nil, errorf(http.StatusBadRequest, "%s: has %d values but the datum takes %d", field, len(b)/size, n)
 	}
 	vals, _ := wiretensor.Dense(b, t.GetDtype()) // whole values: checked above
 	return vals.Float64s(), nil
@@ -187,7 +209,7 @@ func decodeFwdJSON(b []byte, forwardOnly bool) (*fwdRequest, *errorResponse) {
 	if e := checkDatumCount(len(in.Data)); e != nil {
 		return nil, e
 	}
-	total := 0
+	total, targets := 0, 0
 	for i, d := range in.Data {
 		dt := engine.Datum{LossFnInputs: map[string][]float64{}}
 		for j, ch := range d.ModelInput.Chunks {
@@ -200,6 +222,10 @@ func decodeFwdJSON(b []byte, forwardOnly bool) (*fwdRequest, *errorResponse) {
 		if e := checkTokens(i, n, &total); e != nil {
 			return nil, e
 		}
+		var e *errorResponse
+		if dt.Width, e = targetWidth(d.LossFnInputs[engine.InputTargetTokens].Shape, n, i, &targets); e != nil {
+			return nil, e
+		}
 		for _, k := range sortedNames(d.LossFnInputs) {
 			t := d.LossFnInputs[k]
 			field := fmt.Sprintf("data[%d].loss_fn_inputs.%s", i, k)
@@ -209,7 +235,7 @@ func decodeFwdJSON(b []byte, forwardOnly bool) (*fwdRequest, *errorResponse) {
 			v := t.Data
 			if t.CrowIndices != nil {
 				var err error
-				if v, err = wiretensor.CSR(t.Data, t.CrowIndices, t.ColIndices, t.Shape, n); err != nil {
+				if v, err = wiretensor.CSR(t.Data, t.CrowIndices, t.ColIndices, t.Shape, n*max(dt.Width, 1)); err != nil {
 					return nil, errorf(http.StatusBadRequest, "%s: %v", field, err)
 				}
 			} else if t.DType == "float32" {
@@ -235,29 +261,51 @@ func sortedNames[V any](m map[string]V) []string {
 }
 
 // fwdResultProto encodes a result as tinker_public.ForwardBackwardOutput:
-// one ArrayRecord whose fields hold every datum's values back to back.
+// ArrayRecords whose fields hold their datums' values back to back. A
+// record's datums share one trailing shape, so a run of datums with (N, K)
+// targets gets a record of its own with trailing shape (K).
 func fwdResultProto(res *engine.ForwardResult) []byte {
-	fields := map[string]*tinkerproto.BatchedTensor{}
-	add := func(name string, get func(engine.DatumOutput) []float32) {
-		var data []byte
-		offs := make([]byte, 8, 8*(len(res.Outputs)+1))
-		for _, o := range res.Outputs {
-			data = append(data, tinkerproto.PackFloat32(get(o))...)
-			offs = binary.LittleEndian.AppendUint64(offs, uint64(len(data)))
+	m := &tinkerproto.ForwardBackwardOutput{LossFnOutputType: "ArrayRecord", Metrics: res.Metrics()}
+	for lo := 0; lo < len(res.Outputs); {
+		hi := lo + 1
+		for hi < len(res.Outputs) && res.Outputs[hi].Width == res.Outputs[lo].Width {
+			hi++
 		}
-		fields[name] = &tinkerproto.BatchedTensor{Data: data, Offsets: offs, Dtype: tinkerproto.DType_DTYPE_FLOAT32}
+		m.LossFnOutputs = append(m.LossFnOutputs, fwdRecord(res.Outputs[lo:hi]))
+		lo = hi
 	}
-	add("logprobs", func(o engine.DatumOutput) []float32 { return o.Logprobs })
-	if len(res.Outputs) > 0 && res.Outputs[0].ElementwiseLoss != nil {
-		add("elementwise_loss", func(o engine.DatumOutput) []float32 { return o.ElementwiseLoss })
+	if len(res.Outputs) == 0 {
+		m.LossFnOutputs = []*tinkerproto.ArrayRecord{fwdRecord(nil)}
 	}
-	m := &tinkerproto.ForwardBackwardOutput{LossFnOutputType: "ArrayRecord", Metrics: res.Metrics(),
-		LossFnOutputs: []*tinkerproto.ArrayRecord{{TypeTag: "ArrayRecord", Fields: fields, NumDatums: int64(len(res.Outputs))}}}
 	b, _ := proto.Marshal(m)
 	return b
 }
 
-// fwdResultJSON encodes a result in the JSON form.
+// fwdRecord encodes outputs of one width as an ArrayRecord.
+func fwdRecord(outs []engine.DatumOutput) *tinkerproto.ArrayRecord {
+	var trailing []int64
+	if len(outs) > 0 && outs[0].Width > 0 {
+		trailing = []int64{int64(outs[0].Width)}
+	}
+	fields := map[string]*tinkerproto.BatchedTensor{}
+	add := func(name string, get func(engine.DatumOutput) []float32) {
+		var data []byte
+		offs := make([]byte, 8, 8*(len(outs)+1))
+		for _, o := range outs {
+			data = append(data, tinkerproto.PackFloat32(get(o))...)
+			offs = binary.LittleEndian.AppendUint64(offs, uint64(len(data)))
+		}
+		fields[name] = &tinkerproto.BatchedTensor{Data: data, Offsets: offs, Dtype: tinkerproto.DType_DTYPE_FLOAT32, TrailingShape: trailing}
+	}
+	add("logprobs", func(o engine.DatumOutput) []float32 { return o.Logprobs })
+	if len(outs) > 0 && outs[0].ElementwiseLoss != nil {
+		add("elementwise_loss", func(o engine.DatumOutput) []float32 { return o.ElementwiseLoss })
+	}
+	return &tinkerproto.ArrayRecord{TypeTag: "ArrayRecord", Fields: fields, NumDatums: int64(len(outs))}
+}
+
+// fwdResultJSON encodes a result in the JSON form; outputs of (N, K)
+// targets have shape (N, K).
 func fwdResultJSON(res *engine.ForwardResult) []byte {
 	type tensor struct {
 		Data  []float32 `json:"data"`
@@ -266,9 +314,15 @@ func fwdResultJSON(res *engine.ForwardResult) []byte {
 	}
 	outs := make([]map[string]tensor, len(res.Outputs))
 	for i, o := range res.Outputs {
-		outs[i] = map[string]tensor{"logprobs": {o.Logprobs, "float32", []int{len(o.Logprobs)}}}
+		shape := func(v []float32) []int {
+			if o.Width > 0 {
+				return []int{len(v) / o.Width, o.Width}
+			}
+			return []int{len(v)}
+		}
+		outs[i] = map[string]tensor{"logprobs": {o.Logprobs, "float32", shape(o.Logprobs)}}
 		if o.ElementwiseLoss != nil {
-			outs[i]["elementwise_loss"] = tensor{o.ElementwiseLoss, "float32", []int{len(o.ElementwiseLoss)}}
+			outs[i]["elementwise_loss"] = tensor{o.ElementwiseLoss, "float32", shape(o.ElementwiseLoss)}
 		}
 	}
 	b, _ := json.Marshal(map[string]any{"loss_fn_output_type": "ArrayRecord", "loss_fn_outputs": outs, "metrics": res.Metrics()})

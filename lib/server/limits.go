@@ -24,6 +24,7 @@ const (
 	maxPromptTokens    = 1 << 20 // tokens in one prompt (models bound it further by their context)
 	maxMaxTokens       = 1 << 20 // sampling_params.max_tokens
 	maxTopKLogprobs    = 1024    // topk_prompt_logprobs
+	maxTargetWidth     = 1024    // K of cross_entropy's (N, K) target_tokens
 	maxStopSequences   = 64      // sampling_params.stop entries
 	maxPageLimit       = 10000   // limit on listings
 	maxPageOffset      = 1 << 31 // offset on listings

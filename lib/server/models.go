@@ -52,6 +52,9 @@ func (s *Server) createModel(w http.ResponseWriter, r *http.Request, owner strin
 	if !ok {
 		return errorf(http.StatusBadRequest, "Unknown base model %q; see get_server_capabilities for the supported models", body.BaseModel)
 	}
+	if e := s.checkServable(arch.Name); e != nil {
+		return e
+	}
 	run := store.Run{ID: fmt.Sprintf("%s:train:%d", se.ID, *body.ModelSeqID), SessionID: se.ID, Owner: owner, BaseModel: arch.Name,
 		IsLora: true, LoraRank: 32, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: rand.Uint64() >> 1,
 		UserMetadata: body.UserMetadata, CreatedAt: s.now(), LastRequestTime: s.now()}
@@ -136,5 +139,24 @@ func (s *Server) getInfo(w http.ResponseWriter, r *http.Request, owner string, _
 		out["lora_rank"] = v.LoraRank
 	}
 	writeJSON(w, 200, out)
+	return nil
+}
+
+// servable is nil when the server can load base model name now; else the
+// error says how to provide its weights. Without an engine nothing is
+// loaded here, so every catalog model counts as servable.
+func (s *Server) servable(name string) error {
+	if s.opts.Engine == nil {
+		return nil
+	}
+	return s.opts.Engine.Servable(name)
+}
+
+// checkServable refuses to create a model of a base model whose weights
+// are absent, at once rather than at its first forward_backward.
+func (s *Server) checkServable(name string) *errorResponse {
+	if err := s.servable(name); err != nil {
+		return errorf(http.StatusBadRequest, "Base model %s cannot be trained on this server: %v", name, err)
+	}
 	return nil
 }

@@ -30,6 +30,7 @@ func (s *Server) routes() http.Handler {
 		{"GET", p("get_server_capabilities"), s.capabilities, false},
 		{"POST", p("client/config"), s.clientConfig, false},
 		{"POST", p("client/dynamic_config"), s.dynamicConfig, false},
+		{"POST", p("auth/token"), s.authToken, false},
 		{"POST", p("telemetry"), s.telemetry, false},
 		{"GET", p("training_runs"), s.listRuns, false},
 		{"GET", p("training_runs/*"), s.getRun, false},
@@ -182,18 +183,27 @@ func (s *Server) capabilities(w http.ResponseWriter, r *http.Request, _ string, 
 		ModelName        string `json:"model_name"`
 		MaxContextLength int    `json:"max_context_length"`
 		TokenizerID      string `json:"tokenizer_id,omitempty"` // the tiny models' resolve on this server (hub.go)
+		// The whole catalog is listed; servable marks the models whose
+		// weights this server has now, and unavailable says how to
+		// provide the others' (a field clients that do not know it skip).
+		Servable    bool   `json:"servable"`
+		Unavailable string `json:"unavailable,omitempty"`
 	}
 	var out []m
 	for _, a := range models.All() {
-		out = append(out, m{a.Name, a.MaxContext, a.TokenizerID})
+		e := m{ModelName: a.Name, MaxContextLength: a.MaxContext, TokenizerID: a.TokenizerID, Servable: true}
+		if err := s.servable(a.Name); err != nil {
+			e.Servable, e.Unavailable = false, err.Error()
+		}
+		out = append(out, e)
 	}
 	writeJSON(w, 200, map[string]any{"supported_models": out})
 	return nil
 }
 
 func (s *Server) clientConfig(w http.ResponseWriter, r *http.Request, _ string, _ []string) *errorResponse {
-	// JWT exchange is off: clients keep sending the raw key.
-	writeRaw(w, 200, []byte(`{"pjwt_auth_enabled":false,"credential_default_source":"api_key"}`))
+	// With the JWT exchange off clients keep sending the raw key (jwt.go).
+	writeJSON(w, 200, map[string]any{"pjwt_auth_enabled": s.opts.JWT, "credential_default_source": "api_key"})
 	return nil
 }
 

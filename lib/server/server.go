@@ -92,6 +92,11 @@ type Options struct {
 	// clients outlive it. An in-process server's models end with the
 	// process that uses them, so it would only leave files behind.
 	KeepTrainers bool
+	// JWT turns on the JWT exchange (jwt.go): clients trade their key for
+	// a token at auth/token and send the token instead, as the service
+	// asks them to. JWTLifetime is a token's life (default 1h).
+	JWT         bool
+	JWTLifetime time.Duration
 	// ShutdownGrace is how long Close lets the models' queued operations
 	// run before it halts the rest (default 30s; trainstop.go). Without
 	// KeepTrainers nothing would survive the stop, so Close halts at once.
@@ -110,6 +115,7 @@ type Server struct {
 	private []privatePath // hidden from clients by scrub
 
 	authCache sync.Map // sha256 hex of key -> urn
+	jwtSecret []byte   // signs JWTs when Options.JWT
 
 	archives *archiver
 	traces   *tracer
@@ -168,6 +174,9 @@ func Open(opts Options) (*Server, error) {
 	if opts.SeqGapTimeout <= 0 {
 		opts.SeqGapTimeout = 30 * time.Second
 	}
+	if opts.JWTLifetime <= 0 {
+		opts.JWTLifetime = defaultJWTLifetime
+	}
 	if opts.ShutdownGrace <= 0 {
 		opts.ShutdownGrace = 30 * time.Second
 	}
@@ -175,7 +184,14 @@ func Open(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open data dir %s: %w", opts.DataDir, err)
 	}
-	s := &Server{opts: opts, st: st, keys: map[string]bool{}, stopSweep: make(chan struct{}), sweepDone: make(chan struct{})}
+	var secret []byte
+	if opts.JWT {
+		if secret, err = loadJWTSecret(opts.DataDir); err != nil {
+			st.Close()
+			return nil, err
+		}
+	}
+	s := &Server{opts: opts, st: st, keys: map[string]bool{}, jwtSecret: secret, stopSweep: make(chan struct{}), sweepDone: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	for _, k := range opts.APIKeys {
 		s.keys[hashKey(k)] = true
@@ -364,5 +380,10 @@ func (s *Server) deleteCheckpoint(runID, kind, name string) error {
 // validated (no "/", not "." or "..") before they reach here; escaping keeps
 // other odd characters out of the file system.
 func (s *Server) checkpointDir(runID, kind, name string) string {
-	return filepath.Join(s.opts.DataDir, "checkpoints", url.PathEscape(runID), kind, url.PathEscape(name))
+	return checkpointPath(s.opts.DataDir, runID, kind, name)
+}
+
+// checkpointPath is where a checkpoint's files live under dataDir.
+func checkpointPath(dataDir, runID, kind, name string) string {
+	return filepath.Join(dataDir, "checkpoints", url.PathEscape(runID), kind, url.PathEscape(name))
 }

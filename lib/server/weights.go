@@ -251,6 +251,9 @@ func (s *Server) loadWeights(w http.ResponseWriter, r *http.Request, owner strin
 		if body.BaseModel != "" && body.BaseModel != src.BaseModel {
 			return errorf(http.StatusBadRequest, "base_model %s does not match the checkpoint's %s", body.BaseModel, src.BaseModel)
 		}
+		if e := s.checkServable(src.BaseModel); e != nil {
+			return e
+		}
 		nr := src.Run
 		nr.ID, nr.SessionID, nr.Owner, nr.Corrupted = fmt.Sprintf("%s:train:%d", se.ID, *body.ModelSeqID), se.ID, owner, false
 		nr.UserMetadata, nr.CreatedAt, nr.LastRequestTime = body.UserMetadata, now, now

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/tinkershell/tinker/lib/tinkerproto"
@@ -71,7 +72,9 @@ func (t Tensor) shape() []int64 {
 
 // Datum is one training example: the model's input tokens and the loss
 // function's inputs, each aligned with the tokens (position i of
-// ModelInput predicts target_tokens[i]).
+// ModelInput predicts target_tokens[i]). cross_entropy also takes
+// target_tokens (and weights) of Shape (N, K): K targets per position,
+// row-major; its logprobs then have that shape too.
 type Datum struct {
 	ModelInput   []int
 	LossFnInputs map[string]Tensor
@@ -133,9 +136,31 @@ func (d Datum) validate(lossFn string) error {
 		if t.DType() != want {
 			return fmt.Errorf("loss_fn_inputs[%q] must be %s, got %s", k, want, t.DType())
 		}
-		if t.Len() != len(d.ModelInput) || len(t.shape()) != 1 {
-			return fmt.Errorf("loss_fn_inputs[%q] has shape %v; want (%d,), one value per input token", k, t.shape(), len(d.ModelInput))
+		if err := d.checkShape(lossFn, k); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// checkShape checks input k's shape: (N,), one value per input token, or
+// for cross_entropy's target_tokens (N, K), K targets per position (top-K
+// distillation), with weights then of the same shape.
+func (d Datum) checkShape(lossFn, k string) error {
+	n, sh := int64(len(d.ModelInput)), d.LossFnInputs[k].shape()
+	targets := d.LossFnInputs["target_tokens"].shape()
+	wide := lossFn == "cross_entropy" && len(targets) == 2 && targets[0] == n && targets[1] >= 1
+	switch {
+	case wide && (k == "target_tokens" || k == "weights"):
+		if !slices.Equal(sh, targets) {
+			return fmt.Errorf("loss_fn_inputs[%q] has shape %v; want %v, the shape of target_tokens", k, sh, targets)
+		}
+	case len(sh) != 1 || sh[0] != n:
+		want := fmt.Sprintf("(%d,), one value per input token", n)
+		if lossFn == "cross_entropy" && (k == "target_tokens" || k == "weights") {
+			want += fmt.Sprintf(", or (%d, K), K targets per input token", n)
+		}
+		return fmt.Errorf("loss_fn_inputs[%q] has shape %v; want %s", k, sh, want)
 	}
 	return nil
 }

@@ -110,6 +110,9 @@ type AwaitOptions struct {
 	// X-Tinker-Create-Promise-Roundtrip-Time.
 	SubmittedAt time.Time
 	Timings     PollTimings
+	// NumericID sends the request id back as a JSON number, as a backend
+	// that numbers its futures gave it.
+	NumericID bool
 
 	sleep func(ctx context.Context, d time.Duration) error // tests record waits
 }
@@ -154,6 +157,7 @@ func (e *FutureExpiredError) Is(target error) bool { return target == ErrFutureE
 type futureHandle struct {
 	RequestID string `json:"request_id"`
 	ModelID   string `json:"model_id,omitempty"`
+	numeric   bool   // the server sent request_id as a number (backends.go)
 }
 
 // Await polls retrieve_future for requestID until the result arrives and
@@ -255,7 +259,7 @@ func (p *poller) run(ctx context.Context) ([]byte, bool, error) {
 	p.allowMeta, p.errContext = true, fmt.Sprintf("%s request %s", p.kind, p.id)
 	floor := p.t.FloorMin
 	for iter := 0; ; iter++ {
-		req := map[string]any{"request_id": p.id, "allow_metadata_only": p.allowMeta}
+		req := map[string]any{"request_id": wireRequestID(p.id, p.opts.NumericID), "allow_metadata_only": p.allowMeta}
 		sent := time.Now()
 		p.polls++
 		resp, err := p.c.DoRaw(ctx, http.MethodPost, path, req, p.pollOptions(iter)...)

@@ -95,7 +95,7 @@ func (c *Client) ListUserCheckpoints(ctx context.Context, limit, offset int) (*C
 	resp, err := c.DoRaw(ctx, http.MethodGet, p, nil,
 		WithQuery("limit", strconv.Itoa(limit), "offset", strconv.Itoa(offset)))
 	if err != nil {
-		return nil, err
+		return nil, notOffered(err, "listing all checkpoints")
 	}
 	out, err := decodeCheckpoints(resp.Body)
 	return out, c.schemaErr(err, p)
@@ -223,7 +223,7 @@ func (c *Client) ListSessions(ctx context.Context, limit, offset int, accessScop
 		WithQuery("limit", strconv.Itoa(limit), "offset", strconv.Itoa(offset), "access_scope", scope(accessScope)),
 		WithValidator(requireFields("sessions")))
 	if err != nil {
-		return nil, err
+		return nil, notOffered(err, "session listing")
 	}
 	return &out, nil
 }
@@ -238,7 +238,7 @@ func (c *Client) GetSession(ctx context.Context, sessionID, accessScope string) 
 		WithQuery("access_scope", scope(accessScope)),
 		WithValidator(requireFields("training_run_ids", "sampler_ids")))
 	if err != nil {
-		return nil, err
+		return nil, notOffered(err, "session details")
 	}
 	return &out, nil
 }
@@ -252,7 +252,7 @@ func (c *Client) GetSampler(ctx context.Context, samplerID string) (*GetSamplerR
 	err := c.Do(ctx, http.MethodGet, "/api/v1/samplers/"+seg(samplerID), nil, &out,
 		WithValidator(requireFields("sampler_id", "base_model")))
 	if err != nil {
-		return nil, err
+		return nil, notOffered(err, "sampler details")
 	}
 	return &out, nil
 }
@@ -267,7 +267,7 @@ func (c *Client) TraceExport(ctx context.Context, sessionID string) (*TraceExpor
 	err := c.Do(ctx, http.MethodGet, "/api/v1/sessions/"+seg(sessionID)+"/trace_export", nil, &out,
 		WithValidator(requireFields("status")))
 	if err != nil {
-		return nil, err
+		return nil, notOffered(err, "session export")
 	}
 	return &out, nil
 }
@@ -287,7 +287,7 @@ func (c *Client) BillingUsageRaw(ctx context.Context, startingOn, endingBefore s
 		WithQuery("starting_on", startingOn, "ending_before", endingBefore),
 		WithValidator(requireFields("data")))
 	if err != nil {
-		return nil, err
+		return nil, notOffered(err, "billing")
 	}
 	return &out, nil
 }

@@ -244,7 +244,7 @@ func (s *Session) counter(m map[string]*atomic.Int64, id string) *atomic.Int64 {
 // await runs Client.Await with the session's status callback and timings.
 func (s *Session) await(ctx context.Context, h futureHandle, kind string, submitted time.Time, out any, proto bool) error {
 	return s.c.Await(ctx, h.RequestID, kind, out, AwaitOptions{Proto: proto, OnState: s.opts.OnState,
-		SubmittedAt: submitted, Timings: s.opts.Timings})
+		SubmittedAt: submitted, Timings: s.opts.Timings, NumericID: h.numeric})
 }
 
 // submit posts a future-returning request and checks the answer has a

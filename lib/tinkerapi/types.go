@@ -156,6 +156,11 @@ type ServerCapabilities struct {
 type SupportedModel struct {
 	ModelName        string `json:"model_name,omitempty"`
 	MaxContextLength int    `json:"max_context_length,omitempty"`
+	// Servable and Unavailable are tinker serve's: whether its weights are
+	// present now, and if not how to provide them. Other backends leave
+	// Servable nil (unknown).
+	Servable    *bool  `json:"servable,omitempty"`
+	Unavailable string `json:"unavailable,omitempty"`
 }
 
 // BillingUsageResponse is the body of GET /api/v1/billing/usage/events

@@ -117,6 +117,9 @@ func ConversationDatum(r chat.Renderer, msgs []chat.Message, trainOn string, max
 func Weight(d tinkerapi.Datum) float64 {
 	w, ok := d.LossFnInputs["weights"]
 	if !ok {
+		if t, ok := d.LossFnInputs["target_tokens"]; ok {
+			return float64(t.Len()) // every target weighs 1; (N, K) targets are N·K
+		}
 		return float64(len(d.ModelInput))
 	}
 	s := 0.0

@@ -156,6 +156,9 @@ func leafFlags(cmd *command) []flagSpec {
 	if cmd.isGroup() {
 		return []flagSpec{helpFlag}
 	}
+	if ownsFormat(cmd) { // -f still reaches the global option
+		return append(append([]flagSpec(nil), cmd.Flags...), helpFlag)
+	}
 	return append(append([]flagSpec(nil), cmd.Flags...), formatFlag, helpFlag)
 }
 
@@ -291,7 +294,7 @@ func dispatch(io *term.IO, opts options, root, cmd *command, path string, args [
 		fmt.Fprint(io.Out, commandHelp(cmd, path))
 		return shell.ExitOK
 	}
-	if inv.has("format") {
+	if inv.has("format") && !ownsFormat(cmd) {
 		f := inv.str("format")
 		if f != "table" && f != "json" {
 			return inv.usageError(fmt.Sprintf("Invalid value for '--format' / '-f': '%s' is not one of 'table', 'json'.", f))

@@ -109,6 +109,7 @@ var checkpointCmd = &command{
 			API: checkpointPushHF,
 		},
 		checkpointSaveCmd,
+		checkpointExportCmd,
 	},
 }
 

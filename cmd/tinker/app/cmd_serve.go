@@ -24,7 +24,7 @@ var serveCmd = &command{
 		"Without keys (--api-key, --api-key-file or $TINKER_SERVE_API_KEYS) any key\n" +
 		"starting with tml- is accepted, each one a user;\n" +
 		"a non-loopback --addr requires explicit keys.",
-	Sub: []*command{serveImportCmd},
+	Sub: []*command{serveImportCmd, serveImportAdapterCmd},
 	Flags: []flagSpec{
 		{Long: "--data", Kind: flagPath, Metavar: "DIR", Help: "Data directory (default $XDG_DATA_HOME/tinker)."},
 		{Long: "--addr", Kind: flagString, Metavar: "HOST:PORT", Help: "Listen address (default 127.0.0.1:8000)."},
@@ -32,6 +32,7 @@ var serveCmd = &command{
 		{Long: "--api-key-file", Kind: flagPath, Metavar: "FILE", Help: "Accept the keys in FILE, one a line (also $" + server.KeysEnv + ", comma-separated)."},
 		{Long: "--model", Kind: flagMulti, Metavar: "NAME=DIR", Help: "Serve base model NAME from a Hugging Face model directory (repeatable); NAME may be new."},
 		{Long: "--train-memory", Kind: flagString, Metavar: "SIZE", Help: "Training memory: running passes, queued requests and trainers each stay within it, e.g. 4G or 512M (default a quarter of RAM)."},
+		{Long: "--jwt", Kind: flagBool, Help: "Offer the JWT exchange (auth/token) as the service does, so clients send tokens and whoami works."},
 		{Long: "--verbose", Short: "-v", Kind: flagBool, Help: "Log each request to stderr: method, path, status, duration and a hash of the\nuser's key (never keys or bodies)."},
 	},
 	Run: runServe,
@@ -92,7 +93,7 @@ func runServe(c *invocation) int {
 	defer ln.Close()
 	pool := &engine.Pool{Dirs: dirs}
 	srv, err := server.Open(server.Options{DataDir: dir, APIKeys: keys, Now: c.now, Logf: serveLog(c),
-		Sampler: server.EngineSampler(pool), Engine: pool, TrainMemory: trainMem, PrivatePaths: private, KeepTrainers: true})
+		Sampler: server.EngineSampler(pool), Engine: pool, TrainMemory: trainMem, PrivatePaths: private, KeepTrainers: true, JWT: c.has("jwt")})
 	if err != nil {
 		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
 		return shell.ExitError

@@ -18,6 +18,7 @@ var root = &command{
 		checkpointCmd,
 		completionCmd,
 		configCmd,
+		doctorCmd,
 		modelsCmd,
 		runCmd,
 		sampleCmd,

@@ -1,0 +1,109 @@
+package builtins
+
+import (
+	"fmt"
+
+	"github.com/tinkershell/tinker/lib/download"
+	"github.com/tinkershell/tinker/lib/export"
+	"github.com/tinkershell/tinker/lib/ops"
+	"github.com/tinkershell/tinker/lib/progress"
+	"github.com/tinkershell/tinker/lib/tinkerapi"
+	"go.starlark.net/starlark"
+)
+
+func init() {
+	register(docEntry{
+		Name:      "export",
+		Signature: `export(path, output, format="merged", base=None, dtype="same", force=False)`,
+		Summary:   "Export a checkpoint as a merged Hugging Face model or a PEFT adapter (also tinker checkpoint export).",
+		Details: "path is a tinker:// checkpoint (downloaded as download() does) or a local adapter directory.\n" +
+			"format=\"merged\" writes W + (alpha/r)·B·A into a copy of the base model, shard by shard in the base's\n" +
+			"layout and dtype (dtype=\"bfloat16\" or \"float32\" converts); the base is base=DIR, else the Hugging Face\n" +
+			"cache. format=\"peft\" writes an adapter for PEFT, vLLM and SGLang under Hugging Face names.\n" +
+			"The output appears only when complete; force=True replaces an existing one then.",
+		Example: "ck = save_checkpoint(\"tinker-local/tiny-llama\", rank=4)\n" +
+			"export(ck.tinker_path, \"exports/merged\", force=True)",
+	}, exportFn)
+}
+
+// ExportResult is what export() returns.
+type ExportResult struct{ ops.ExportResult }
+
+var (
+	_ RecordValue       = (*ExportResult)(nil)
+	_ JSONValue         = (*ExportResult)(nil)
+	_ starlark.HasAttrs = (*ExportResult)(nil)
+)
+
+func (e *ExportResult) String() string                           { return fmt.Sprintf("<export %s %s>", e.Format, e.Out) }
+func (e *ExportResult) Type() string                             { return "export" }
+func (e *ExportResult) Freeze()                                  {}
+func (e *ExportResult) Truth() starlark.Bool                     { return true }
+func (e *ExportResult) Hash() (uint32, error)                    { return starlark.String(e.Out).Hash() }
+func (e *ExportResult) AttrNames() []string                      { return exportAttrs.names(e) }
+func (e *ExportResult) Attr(name string) (starlark.Value, error) { return exportAttrs.get(e, name) }
+
+var exportAttrs = attrTable[*ExportResult]{
+	field("base_model", "the base model the adapter was trained on", func(e *ExportResult) starlark.Value { return starlark.String(e.BaseModel) }),
+	field("bytes", "the bytes written", func(e *ExportResult) starlark.Value { return starlark.MakeInt64(e.Bytes) }),
+	field("checkpoint_path", "the tinker:// path or adapter directory exported", func(e *ExportResult) starlark.Value { return starlark.String(e.Path) }),
+	field("format", `"merged" or "peft"`, func(e *ExportResult) starlark.Value { return starlark.String(e.Format) }),
+	field("modules", "how many matrices the adapter adapts", func(e *ExportResult) starlark.Value { return starlark.MakeInt(e.Modules) }),
+	field("output", "the directory written", func(e *ExportResult) starlark.Value { return starlark.String(e.Out) }),
+	field("untied", "True when a tied base got a separate lm_head", func(e *ExportResult) starlark.Value { return starlark.Bool(e.Untied) }),
+	field("warnings", "what a serving engine may not support, as strings", func(e *ExportResult) starlark.Value {
+		ws := make([]starlark.Value, len(e.Warnings))
+		for i, w := range e.Warnings {
+			ws[i] = starlark.String(w)
+		}
+		return starlark.NewList(ws)
+	}),
+}
+
+func (e *ExportResult) MarshalJSON() ([]byte, error) { return marshalJSON(e) }
+
+func exportFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var pv starlark.Value
+	var out string
+	var baseV starlark.Value = starlark.None
+	format, dtype, force := export.Merged, "same", false
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "path", &pv, "output", &out, "format?", &format,
+		"base?", &baseV, "dtype?", &dtype, "force?", &force); err != nil {
+		return nil, err
+	}
+	path, err := pathOf(pv)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", b.Name(), err)
+	}
+	base, err := optString(baseV, "base")
+	if err != nil {
+		return nil, err
+	}
+	env := envOf(thread)
+	o := ops.ExportOptions{Format: format, Base: base, DType: dtype, Force: force}
+	var stage *progress.Staged
+	var bar *progress.Bar
+	if env.NoticesTTY {
+		o.Start = func(tinkerapi.Path) download.Progress {
+			stage = ops.DownloadStage(env.Notices, env.Width)
+			return stage
+		}
+		o.Progress = func(done, total int64) {
+			if bar == nil {
+				ops.EndStage(stage, nil)
+				bar = progress.NewBytes(env.Notices, true, env.Width, "Writing", total)
+			}
+			bar.Set(done)
+		}
+	}
+	res, err := ops.ExportCheckpoint(ContextOf(thread), env.Client, path, out, o)
+	if bar != nil {
+		bar.End(err)
+	} else {
+		ops.EndStage(stage, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &ExportResult{*res}, nil
+}

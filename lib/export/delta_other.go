@@ -1,0 +1,9 @@
+//go:build !amd64
+
+package export
+
+// deltaVector: no vector kernel here; deltaRow's loops do all columns.
+func deltaVector(d, b, a []float32, r, in, n int) bool { return false }
+
+// mergeRowVector: no vector kernel here.
+func mergeRowVector(dst, src []byte, b, a []float32, r, in int) bool { return false }

@@ -1,0 +1,30 @@
+// Package export turns a LoRA checkpoint into something other tools run:
+// a merged Hugging Face model directory (W' = W + (alpha/r)·B·A baked into
+// the base weights) or a PEFT adapter directory that PEFT, vLLM and SGLang
+// load. It also reads adapters from both backends' archives and from PEFT,
+// normalising the service's names (model.unembed_tokens) to the Hugging
+// Face ones (lm_head).
+//
+// Design choices:
+//
+//   - Streaming, shard by shard. Each base shard's header is read, then its
+//     tensors are read with ReadAt in row blocks of about a million
+//     elements that are widened, updated, rounded and written while the
+//     next block is made; nothing is memory mapped, so memory stays a few
+//     blocks plus the adapter whatever the model's size (make bench-export
+//     reports the peak RSS against the largest shard).
+//   - One rounding. Each merged row is widened to float32, the update
+//     B'·A (B' = scale·B) is summed in float32 and added, and the sum is
+//     rounded once into the output dtype (round to nearest even).
+//   - The base's layout. Output shards keep the base's file names and the
+//     tensors in each; model.safetensors.index.json is written for them.
+//     A tied base whose unembedding is adapted is untied: lm_head.weight
+//     (embedding + update) goes into the embedding's shard and config.json
+//     says tie_word_embeddings false, since the update must not reach the
+//     input embedding.
+//   - Atomic output. Everything is written into a hidden sibling of OUT
+//     that is renamed into place only when complete; an existing OUT is
+//     kept until then (and replaced only with Force).
+//   - Dense families only (Llama 3, Qwen3): what the local engine runs and
+//     can therefore check. Mixture-of-experts adapters are refused.
+package export

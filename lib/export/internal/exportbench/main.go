@@ -1,0 +1,301 @@
+// Command exportbench measures lib/export's merge against a plain copy of
+// the same base shards, in one run: a Llama-shaped bfloat16 model of about
+// 1 GB in four shards and a rank-32 adapter on every matrix (unembedding
+// included) are generated in a temporary directory; then, alternately, a
+// child process copies the shards (read, write, fsync) and a child process
+// exports the merged model (which also fsyncs). Throughput is base bytes
+// per second; peak RSS is the child's, against the largest shard plus the
+// adapter. make bench-export runs it.
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/tinkershell/tinker/lib/export"
+	"github.com/tinkershell/tinker/lib/safetensors"
+)
+
+func main() {
+	child := flag.String("child", "", "internal: run one measured step (copy or merge)")
+	base := flag.String("base", "", "internal: base directory")
+	adapter := flag.String("adapter", "", "internal: adapter directory")
+	out := flag.String("out", "", "internal: output directory")
+	runs := flag.Int("runs", 2, "measured runs of each")
+	keep := flag.String("dir", "", "generate the model here and keep it (default: a temporary directory)")
+	flag.Parse()
+	if *child != "" {
+		if err := runChild(*child, *base, *adapter, *out); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := bench(*runs, *keep); err != nil {
+		fmt.Fprintln(os.Stderr, "exportbench:", err)
+		os.Exit(1)
+	}
+}
+
+func runChild(step, base, adapter, out string) error {
+	if step == "copy" {
+		return copyShards(base, out)
+	}
+	_, err := export.Export(context.Background(), export.Options{Adapter: adapter, Base: base, Out: out})
+	return err
+}
+
+// copyShards is the reference: each shard read and written as is, synced.
+func copyShards(base, out string) error {
+	if err := os.Mkdir(out, 0o755); err != nil {
+		return err
+	}
+	shards, _ := filepath.Glob(filepath.Join(base, "*.safetensors"))
+	for _, s := range shards {
+		if err := copyFile(s, filepath.Join(out, filepath.Base(s))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	o, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(o, in); err != nil {
+		o.Close()
+		return err
+	}
+	if err := o.Sync(); err != nil {
+		o.Close()
+		return err
+	}
+	return o.Close()
+}
+
+type result struct {
+	secs, cpu float64 // wall and CPU (user + system) seconds
+	rssKB     int64
+}
+
+func measure(step, base, adapter, out string) (result, error) {
+	os.RemoveAll(out)
+	defer os.RemoveAll(out)
+	cmd := exec.Command(os.Args[0], "-child", step, "-base", base, "-adapter", adapter, "-out", out)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return result{}, fmt.Errorf("%s: %w", step, err)
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	return result{time.Since(start).Seconds(), cpu, ru.Maxrss}, nil
+}
+
+func bench(runs int, dir string) error {
+	if dir == "" {
+		d, err := os.MkdirTemp("", "exportbench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	base, adapter := filepath.Join(dir, "base"), filepath.Join(dir, "adapter")
+	total, largest, err := writeBase(base)
+	if err != nil {
+		return err
+	}
+	adapterBytes, err := writeAdapter(adapter)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("base: %d shards, %.0f MB (largest shard %.0f MB); adapter rank %d, %.0f MB\n",
+		shards, mb(total), mb(largest), rank, mb(adapterBytes))
+	best := map[string]result{}
+	for range runs {
+		for _, step := range []string{"copy", "merge"} {
+			r, err := measure(step, base, adapter, filepath.Join(dir, "out"))
+			if err != nil {
+				return err
+			}
+			fmt.Printf("  %-5s %6.2f s (CPU %5.2f s)  %7.0f MB/s  peak RSS %5.0f MB\n", step, r.secs, r.cpu, mb(total)/r.secs, float64(r.rssKB)/1024)
+			if b, ok := best[step]; !ok || r.secs < b.secs {
+				r.rssKB = max(r.rssKB, b.rssKB)
+				best[step] = r
+			}
+		}
+	}
+	c, m := best["copy"], best["merge"]
+	bound := largest + adapterBytes
+	fmt.Printf("merge throughput %.0f MB/s vs copy %.0f MB/s: %.2fx (goal >= 0.5x)\n", mb(total)/m.secs, mb(total)/c.secs, c.secs/m.secs)
+	fmt.Printf("CPU seconds (load-independent): merge %.2f s, copy %.2f s, on %d cores\n", m.cpu, c.cpu, runtime.NumCPU())
+	fmt.Printf("merge peak RSS %.0f MB = %.2fx (largest shard + adapter = %.0f MB; goal < 2x)\n",
+		float64(m.rssKB)/1024, float64(m.rssKB)*1024/float64(bound), mb(bound))
+	return nil
+}
+
+func mb(n int64) float64 { return float64(n) / (1 << 20) }
+
+// The model: Llama-shaped, bfloat16, untied.
+const (
+	hidden, inter, layers, heads, kvHeads, headDim, vocab = 2048, 5632, 8, 16, 4, 128, 32000
+	shards, rank                                          = 4, 32
+)
+
+type tensorSpec struct {
+	name       string
+	rows, cols int
+}
+
+func modelTensors() []tensorSpec {
+	ts := []tensorSpec{{"model.embed_tokens.weight", vocab, hidden}, {"model.norm.weight", 1, hidden}, {"lm_head.weight", vocab, hidden}}
+	for i := range layers {
+		p := fmt.Sprintf("model.layers.%d.", i)
+		ts = append(ts, tensorSpec{p + "input_layernorm.weight", 1, hidden}, tensorSpec{p + "post_attention_layernorm.weight", 1, hidden})
+		for _, m := range modules(i) {
+			ts = append(ts, tensorSpec{m.name + ".weight", m.rows, m.cols})
+		}
+	}
+	return ts
+}
+
+// modules lists layer i's linear maps (name without .weight, [out, in]).
+func modules(i int) []tensorSpec {
+	p := fmt.Sprintf("model.layers.%d.", i)
+	q, kv := heads*headDim, kvHeads*headDim
+	return []tensorSpec{{p + "self_attn.q_proj", q, hidden}, {p + "self_attn.k_proj", kv, hidden}, {p + "self_attn.v_proj", kv, hidden},
+		{p + "self_attn.o_proj", hidden, q}, {p + "mlp.gate_proj", inter, hidden}, {p + "mlp.up_proj", inter, hidden}, {p + "mlp.down_proj", hidden, inter}}
+}
+
+// writeBase writes config.json, the shards and their index.
+func writeBase(dir string) (total, largest int64, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, 0, err
+	}
+	cfg := map[string]any{"model_type": "llama", "architectures": []string{"LlamaForCausalLM"}, "vocab_size": vocab,
+		"hidden_size": hidden, "intermediate_size": inter, "num_hidden_layers": layers, "num_attention_heads": heads,
+		"num_key_value_heads": kvHeads, "head_dim": headDim, "rms_norm_eps": 1e-5, "rope_theta": 500000.0,
+		"tie_word_embeddings": false, "max_position_embeddings": 8192, "hidden_act": "silu", "torch_dtype": "bfloat16"}
+	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
+		return 0, 0, err
+	}
+	ts := modelTensors()
+	weightMap := map[string]string{}
+	r := rand.New(rand.NewPCG(1, 2))
+	for k := range shards {
+		name := fmt.Sprintf("model-%05d-of-%05d.safetensors", k+1, shards)
+		part := ts[len(ts)*k/shards : len(ts)*(k+1)/shards]
+		n, err := writeShard(filepath.Join(dir, name), part, r)
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, t := range part {
+			weightMap[t.name] = name
+		}
+		total, largest = total+n, max(largest, n)
+	}
+	return total, largest, writeJSON(filepath.Join(dir, "model.safetensors.index.json"), map[string]any{"weight_map": weightMap})
+}
+
+func writeShard(path string, ts []tensorSpec, r *rand.Rand) (int64, error) {
+	var infos []safetensors.TensorInfo
+	for _, t := range ts {
+		shape := []int64{int64(t.rows), int64(t.cols)}
+		if t.rows == 1 {
+			shape = shape[1:]
+		}
+		infos = append(infos, safetensors.TensorInfo{Name: t.name, DType: safetensors.BF16, Shape: shape})
+	}
+	l, err := safetensors.NewLayout(infos, map[string]string{"format": "pt"})
+	if err != nil {
+		return 0, err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	_, err = l.WriteTo(f, func(_ int, t safetensors.TensorInfo, w io.Writer) error {
+		return randomBF16(w, t.Bytes(), 0.02, r, buf)
+	})
+	return l.Size(), err
+}
+
+func randomBF16(w io.Writer, n int64, scale float64, r *rand.Rand, buf []byte) error {
+	for n > 0 {
+		c := min(n, int64(len(buf)))
+		for i := int64(0); i < c; i += 2 {
+			binary.LittleEndian.PutUint16(buf[i:], safetensors.Float32ToBF16(float32((2*r.Float64()-1)*scale)))
+		}
+		if _, err := w.Write(buf[:c]); err != nil {
+			return err
+		}
+		n -= c
+	}
+	return nil
+}
+
+// writeAdapter writes a rank-32 float32 adapter on every matrix.
+func writeAdapter(dir string) (int64, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, err
+	}
+	if err := writeJSON(filepath.Join(dir, "adapter_config.json"), map[string]any{"r": rank, "lora_alpha": 32, "peft_type": "LORA"}); err != nil {
+		return 0, err
+	}
+	var out []safetensors.Tensor
+	r := rand.New(rand.NewPCG(3, 4))
+	add := func(name string, rows, cols int, sd float64) {
+		v := make([]float32, rows*cols)
+		for i := range v {
+			v[i] = float32(r.NormFloat64() * sd)
+		}
+		b, _ := safetensors.EncodeFloat32(safetensors.F32, v)
+		out = append(out, safetensors.Tensor{Name: name, DType: safetensors.F32, Shape: []int64{int64(rows), int64(cols)}, Data: b})
+	}
+	mods := []tensorSpec{{"lm_head", vocab, hidden}}
+	for i := range layers {
+		mods = append(mods, modules(i)...)
+	}
+	var size int64
+	for _, m := range mods {
+		add("base_model.model."+m.name+".lora_A.weight", rank, m.cols, 1/math.Sqrt(float64(m.cols)))
+		add("base_model.model."+m.name+".lora_B.weight", m.rows, rank, 1e-3)
+		size += int64(4 * rank * (m.rows + m.cols))
+	}
+	f, err := os.Create(filepath.Join(dir, "adapter_model.safetensors"))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	return size, safetensors.Write(f, out, nil)
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}

@@ -1,0 +1,169 @@
+package export
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+
+	"github.com/tinkershell/tinker/lib/safetensors"
+)
+
+// update is one module's LoRA update in float32, ready to merge: A [r, in]
+// and B' = scale·B [out, r].
+type update struct {
+	r, in, out int
+	a, b       []float32
+}
+
+func newUpdate(m Module, scale float32) (*update, error) {
+	a, err := m.A.Float32()
+	if err != nil {
+		return nil, fmt.Errorf("adapter %s: %w", m.Path, err)
+	}
+	b, err := m.B.Float32()
+	if err != nil {
+		return nil, fmt.Errorf("adapter %s: %w", m.Path, err)
+	}
+	for i := range b {
+		b[i] *= scale
+	}
+	return &update{r: int(m.A.Shape[0]), in: int(m.A.Shape[1]), out: int(m.B.Shape[0]), a: a, b: b}, nil
+}
+
+// deltaRow sets d to row o of B'·A: the vector kernel where the CPU has
+// one (columns in blocks of 32), the rest here, four rank terms at a time.
+// Sums are in float32.
+func (u *update) deltaRow(o int, d []float32) {
+	b, in := u.b[o*u.r:(o+1)*u.r], u.in
+	n := in &^ 31
+	if !deltaVector(d, b, u.a, u.r, in, n) {
+		n = 0
+	}
+	tail := d[n:]
+	clear(tail)
+	k := 0
+	for ; k+4 <= u.r; k += 4 {
+		b0, b1, b2, b3 := b[k], b[k+1], b[k+2], b[k+3]
+		a0 := u.a[k*in+n : (k+1)*in]
+		a1 := u.a[(k+1)*in+n : (k+2)*in]
+		a2 := u.a[(k+2)*in+n : (k+3)*in]
+		a3 := u.a[(k+3)*in+n : (k+4)*in]
+		a1, a2, a3 = a1[:len(a0)], a2[:len(a0)], a3[:len(a0)]
+		t := tail[:len(a0)]
+		for j := range t {
+			t[j] += b0*a0[j] + b1*a1[j] + b2*a2[j] + b3*a3[j]
+		}
+	}
+	for ; k < u.r; k++ {
+		bk, ak := b[k], u.a[k*in+n:(k+1)*in]
+		t := tail[:len(ak)]
+		for j := range t {
+			t[j] += bk * ak[j]
+		}
+	}
+}
+
+// decodeRow widens one row of src (dtype dt) into dst.
+func decodeRow(dt safetensors.DType, src []byte, dst []float32) {
+	switch dt {
+	case safetensors.F32:
+		src = src[:4*len(dst)]
+		for i := range dst {
+			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
+		}
+	case safetensors.BF16:
+		src = src[:2*len(dst)]
+		for i := range dst {
+			dst[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(src[2*i:])) << 16)
+		}
+	case safetensors.F16:
+		for i := range dst {
+			dst[i] = safetensors.F16ToFloat32(binary.LittleEndian.Uint16(src[2*i:]))
+		}
+	}
+}
+
+// encodeRow rounds src into dst's dtype dt (round to nearest even).
+func encodeRow(dt safetensors.DType, src []float32, dst []byte) {
+	switch dt {
+	case safetensors.F32:
+		dst = dst[:4*len(src)]
+		for i, v := range src {
+			binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(v))
+		}
+	case safetensors.BF16:
+		dst = dst[:2*len(src)]
+		for i, v := range src {
+			binary.LittleEndian.PutUint16(dst[2*i:], safetensors.Float32ToBF16(v))
+		}
+	case safetensors.F16:
+		for i, v := range src {
+			binary.LittleEndian.PutUint16(dst[2*i:], safetensors.Float32ToF16(v))
+		}
+	}
+}
+
+// rowJob turns rows [lo, hi) of a [rows, cols] tensor from src (dtype in)
+// into dst (dtype out), adding u's update when u is not nil.
+type rowJob struct {
+	in, out safetensors.DType
+	cols    int
+	u       *update
+}
+
+// parallelRows runs job over rows [0, n) of a block split across the
+// cores; each worker has its own row buffers.
+func (j rowJob) parallelRows(src, dst []byte, base, n int, bufs *rowBufs) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 {
+		w, d := bufs.get(0, j.cols)
+		j.runAt(src, dst, base, 0, n, w, d)
+		return
+	}
+	var wg sync.WaitGroup
+	for k := range workers {
+		lo, hi := n*k/workers, n*(k+1)/workers
+		w, d := bufs.get(k, j.cols)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			j.runAt(src, dst, base, lo, hi, w, d)
+		}()
+	}
+	wg.Wait()
+}
+
+// runAt is run for the block whose first row is base: src and dst hold
+// only the block, the update is indexed by the tensor's row.
+func (j rowJob) runAt(src, dst []byte, base, lo, hi int, w, d []float32) {
+	isz, osz := j.in.Size()*j.cols, j.out.Size()*j.cols
+	fused := j.u != nil && j.in == safetensors.BF16 && j.out == safetensors.BF16
+	for o := lo; o < hi; o++ {
+		if fused && mergeRowVector(dst[o*osz:(o+1)*osz], src[o*isz:(o+1)*isz], j.u.b[(base+o)*j.u.r:(base+o+1)*j.u.r], j.u.a, j.u.r, j.cols) {
+			continue
+		}
+		decodeRow(j.in, src[o*isz:(o+1)*isz], w)
+		if j.u != nil {
+			j.u.deltaRow(base+o, d)
+			for i := range w {
+				w[i] += d[i]
+			}
+		}
+		encodeRow(j.out, w, dst[o*osz:(o+1)*osz])
+	}
+}
+
+// rowBufs keeps each worker's float32 row buffers across tensors.
+type rowBufs struct{ w, d [][]float32 }
+
+func (b *rowBufs) get(k, cols int) ([]float32, []float32) {
+	for len(b.w) <= k {
+		b.w, b.d = append(b.w, nil), append(b.d, nil)
+	}
+	if cap(b.w[k]) < cols {
+		b.w[k], b.d[k] = make([]float32, cols), make([]float32, cols)
+	}
+	return b.w[k][:cols], b.d[k][:cols]
+}

@@ -1,0 +1,88 @@
+package export
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/tinkershell/tinker/lib/safetensors"
+)
+
+// TestDeltaRow checks a row of B'·A against a float64 sum for shapes that
+// use the vector kernel, its tail, both and neither.
+func TestDeltaRow(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 1))
+	for _, sh := range []struct{ rank, in int }{{1, 32}, {5, 100}, {32, 64}, {3, 7}, {8, 31}, {33, 160}} {
+		u := &update{r: sh.rank, in: sh.in, out: 3, a: make([]float32, sh.rank*sh.in), b: make([]float32, 3*sh.rank)}
+		for i := range u.a {
+			u.a[i] = float32(r.NormFloat64())
+		}
+		for i := range u.b {
+			u.b[i] = float32(r.NormFloat64())
+		}
+		d := make([]float32, sh.in)
+		for o := range 3 {
+			for i := range d {
+				d[i] = 99 // stale values must not leak into the sum
+			}
+			u.deltaRow(o, d)
+			for j := range d {
+				want, mag := 0.0, 0.0
+				for k := range sh.rank {
+					p := float64(u.b[o*sh.rank+k]) * float64(u.a[k*sh.in+j])
+					want, mag = want+p, mag+math.Abs(p)
+				}
+				if math.Abs(float64(d[j])-want) > 1e-6*mag+1e-7 {
+					t.Fatalf("rank %d in %d: d[%d][%d] = %g, want %g", sh.rank, sh.in, o, j, d[j], want)
+				}
+			}
+		}
+	}
+}
+
+// TestMergeRowBF16 checks the one-pass bfloat16 row merge against widening,
+// a float64 update and one rounding, with NaN, infinities, zeros and values
+// whose update is zero (so rounding ties and specials pass through as is).
+func TestMergeRowBF16(t *testing.T) {
+	for _, in := range []int{96, 128} { // the Go path, then the one-pass kernel
+		checkMergeRowBF16(t, in)
+	}
+}
+
+func checkMergeRowBF16(t *testing.T, in int) {
+	r := rand.New(rand.NewPCG(2, 2))
+	const rank, rows = 3, 4
+	u := &update{r: rank, in: in, out: rows, a: make([]float32, rank*in), b: make([]float32, rows*rank)}
+	for i := range u.a {
+		u.a[i] = float32(r.NormFloat64())
+	}
+	for i := range u.b {
+		u.b[i] = float32(r.NormFloat64()) * 0.01
+	}
+	clear(u.b[3*rank:]) // the last row's update is zero
+	w := make([]float32, rows*in)
+	for i := range w {
+		w[i] = float32(r.NormFloat64())
+	}
+	copy(w[3*in:], []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)), 1e-40})
+	src := make([]byte, 2*len(w))
+	encodeRow(safetensors.BF16, w, src)
+	dst := make([]byte, len(src))
+	job := rowJob{in: safetensors.BF16, out: safetensors.BF16, cols: in, u: u}
+	job.runAt(src, dst, 0, 0, rows, make([]float32, in), make([]float32, in))
+	for o := range rows {
+		for j := range in {
+			base := safetensors.BF16ToFloat32(binary.LittleEndian.Uint16(src[2*(o*in+j):]))
+			s := 0.0
+			for k := range rank {
+				s += float64(u.b[o*rank+k]) * float64(u.a[k*in+j])
+			}
+			want := safetensors.Float32ToBF16(float32(float64(base) + s))
+			got := binary.LittleEndian.Uint16(dst[2*(o*in+j):])
+			if got != want && (o == 3 || math.Abs(float64(safetensors.BF16ToFloat32(got)-safetensors.BF16ToFloat32(want))) > math.Abs(float64(safetensors.BF16ToFloat32(want)))/64) {
+				t.Fatalf("in %d row %d col %d: got %#04x, want %#04x", in, o, j, got, want)
+			}
+		}
+	}
+}

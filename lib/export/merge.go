@@ -1,0 +1,193 @@
+package export
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/tinkershell/tinker/lib/safetensors"
+)
+
+const (
+	embedName  = "model.embed_tokens.weight"
+	lmHeadName = "lm_head.weight"
+	// blockElems is how many elements one row block converts at a time:
+	// a few MB of output, so memory stays flat whatever the tensor.
+	blockElems = 1 << 20
+)
+
+// merger writes the merged model's shards, one base shard at a time.
+type merger struct {
+	base    *Base
+	updates map[string]*update // by base tensor name
+	dtype   safetensors.DType  // "" keeps each tensor's dtype
+	untie   bool               // lm_head.weight is made from the embedding
+	// weightMap and total fill in as shards are planned: the index.
+	weightMap map[string]string
+	total     int64
+	bufs      rowBufs
+	blocks    [2][]byte // the row blocks being made and written
+	src       []byte    // the base rows of the block being made
+	copyBuf   []byte    // for tensors copied as they are
+}
+
+// source is where an output tensor comes from: a base tensor's bytes at
+// off in the shard file, and the update to add, if any.
+type source struct {
+	t   safetensors.TensorInfo
+	off int64
+	u   *update
+}
+
+// outDType is the dtype a base tensor of dtype d is written in.
+func (m *merger) outDType(d safetensors.DType) safetensors.DType {
+	if m.dtype == "" || !isFloat(d) {
+		return d
+	}
+	return m.dtype
+}
+
+// plan lists one shard's output tensors and their sources.
+func (m *merger) plan(h *safetensors.Header, shard string) ([]safetensors.TensorInfo, map[string]source) {
+	var infos []safetensors.TensorInfo
+	srcs := map[string]source{}
+	add := func(name string, t safetensors.TensorInfo, off int64) {
+		info := safetensors.TensorInfo{Name: name, DType: m.outDType(t.DType), Shape: t.Shape}
+		infos = append(infos, info)
+		srcs[name] = source{t, off, m.updates[name]}
+		m.weightMap[name] = shard
+		m.total += info.Bytes()
+	}
+	for i, t := range h.Tensors {
+		add(t.Name, t, h.Offsets[i])
+		if m.untie && t.Name == embedName {
+			add(lmHeadName, t, h.Offsets[i])
+		}
+	}
+	return infos, srcs
+}
+
+// shard writes the merged copy of base shard name to w. The shard is read
+// with ReadAt a block at a time (not mapped), so memory stays a few blocks
+// plus the adapter.
+func (m *merger) shard(ctx context.Context, name string, w io.Writer) error {
+	f, err := os.Open(filepath.Join(m.base.Dir, name))
+	if err != nil {
+		return fmt.Errorf("base shard: %w", err)
+	}
+	defer f.Close()
+	h, err := safetensors.ReadHeader(f)
+	if err != nil {
+		return fmt.Errorf("base shard: %w", err)
+	}
+	infos, srcs := m.plan(h, name)
+	layout, err := safetensors.NewLayout(infos, h.Metadata)
+	if err != nil {
+		return fmt.Errorf("shard %s: %w", name, err)
+	}
+	_, err = layout.WriteTo(w, func(_ int, t safetensors.TensorInfo, w io.Writer) error {
+		return m.fill(ctx, f, srcs[t.Name], t, w)
+	})
+	return err
+}
+
+// fill writes one output tensor: the base bytes as they are when nothing
+// changes, else row blocks widened, updated and rounded.
+func (m *merger) fill(ctx context.Context, f *os.File, s source, t safetensors.TensorInfo, w io.Writer) error {
+	if s.u == nil && s.t.DType == t.DType {
+		if m.copyBuf == nil {
+			m.copyBuf = make([]byte, 1<<20)
+		}
+		_, err := io.CopyBuffer(w, io.NewSectionReader(f, s.off, s.t.Bytes()), m.copyBuf)
+		return err
+	}
+	rows, cols := 1, 1
+	if len(t.Shape) > 0 {
+		rows = int(t.Shape[0])
+		cols = int(s.t.Bytes()/int64(s.t.DType.Size())) / max(rows, 1)
+	}
+	job := rowJob{in: s.t.DType, out: t.DType, cols: cols, u: s.u}
+	step := max(1, blockElems/max(cols, 1))
+	isz, osz := s.t.DType.Size()*cols, t.DType.Size()*cols
+	if cap(m.src) < step*isz {
+		m.src = make([]byte, step*isz)
+	}
+	make1 := func(lo int, dst []byte) ([]byte, error) {
+		n := min(step, rows-lo)
+		src := m.src[:n*isz]
+		if _, err := f.ReadAt(src, s.off+int64(lo*isz)); err != nil {
+			return nil, fmt.Errorf("read base tensor %s: %w", s.t.Name, err)
+		}
+		job.parallelRows(src, dst[:n*osz], lo, n, &m.bufs)
+		return dst[:n*osz], nil
+	}
+	return m.pipeline(ctx, rows, step, step*osz, make1, w)
+}
+
+// pipeline makes the blocks starting at rows 0, step, 2·step… < rows in a
+// goroutine while the previous block is written to w, with two buffers of
+// size bytes, so reading and computing overlap writing.
+func (m *merger) pipeline(ctx context.Context, rows, step, size int, make1 func(lo int, dst []byte) ([]byte, error), w io.Writer) error {
+	free, blocks, stop := make(chan []byte, 2), make(chan []byte, 1), make(chan struct{})
+	for i := range m.blocks {
+		if cap(m.blocks[i]) < size {
+			m.blocks[i] = make([]byte, size)
+		}
+		free <- m.blocks[i]
+	}
+	var makeErr error
+	go func() {
+		defer close(blocks)
+		for lo := 0; lo < rows; lo += step {
+			var dst []byte
+			select {
+			case dst = <-free:
+			case <-stop:
+				return
+			}
+			b, err := make1(lo, dst)
+			if err != nil {
+				makeErr = err
+				return
+			}
+			blocks <- b
+		}
+	}()
+	var err error
+	for b := range blocks {
+		if err == nil {
+			if err = ctx.Err(); err == nil {
+				_, err = w.Write(b)
+			}
+			if err != nil {
+				close(stop) // the maker stops at its next block; drain until then
+			}
+		}
+		if err == nil {
+			free <- b
+		}
+	}
+	if err == nil {
+		err = makeErr // read after blocks closed: the maker is done
+	}
+	return err
+}
+
+// indexJSON is model.safetensors.index.json for the shards written.
+func (m *merger) indexJSON() ([]byte, error) {
+	keys := make([]string, 0, len(m.weightMap))
+	for k := range m.weightMap {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	type index struct {
+		Metadata  map[string]int64  `json:"metadata"`
+		WeightMap map[string]string `json:"weight_map"`
+	}
+	b, err := json.MarshalIndent(index{map[string]int64{"total_size": m.total}, m.weightMap}, "", "  ")
+	return append(b, '\n'), err
+}

@@ -1,0 +1,154 @@
+package export
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/tinkershell/tinker/lib/atomicfile"
+	"golang.org/x/sys/unix"
+)
+
+// outDir is an output directory being written: files go into a hidden
+// temporary sibling that replaces the final path only in commit, so an
+// interrupted or failed export leaves the old OUT (or nothing) behind.
+type outDir struct {
+	final, tmp string
+	td         *atomicfile.TempDir
+	written    int64
+	progress   func(int64)
+}
+
+// CheckOut refuses an existing OUT without force before any work is done.
+func CheckOut(out string, force bool) error {
+	st, err := os.Stat(out)
+	switch {
+	case err != nil:
+		return nil
+	case !force:
+		return fmt.Errorf("%s already exists: pass --force (force=True) to replace it", out)
+	case !st.IsDir():
+		return fmt.Errorf("%s exists and is not a directory", out)
+	}
+	return nil
+}
+
+func newOutDir(out string, force bool, progress func(int64)) (*outDir, error) {
+	if err := CheckOut(out, force); err != nil {
+		return nil, err
+	}
+	parent, base := filepath.Dir(out), filepath.Base(out)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, fmt.Errorf("create output parent: %w", err)
+	}
+	prefix := "." + base + ".tmp-"
+	atomicfile.SweepStale(parent, prefix) // left by a killed export
+	td, err := atomicfile.MkdirTemp(parent, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("create output directory: %w", err)
+	}
+	return &outDir{final: out, tmp: td.Path, td: td, progress: progress}, nil
+}
+
+// checkRoom refuses an export whose output would not fit on the disk.
+func (o *outDir) checkRoom(need int64) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(o.tmp, &st); err != nil {
+		return nil // cannot tell; a full disk is still caught while writing
+	}
+	if free := int64(st.Bavail) * int64(st.Bsize); free < need {
+		return fmt.Errorf("not enough disk space for %s: need %s, %s free", o.final, humanBytes(need), humanBytes(free))
+	}
+	return nil
+}
+
+// write creates name in the directory from body, synced.
+func (o *outDir) write(name string, body func(io.Writer) error) error {
+	f, err := os.Create(filepath.Join(o.tmp, name))
+	if err != nil {
+		return o.fail(name, err)
+	}
+	bw := bufio.NewWriterSize(&countWriter{w: f, o: o}, 1<<20)
+	err = body(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return o.fail(name, err)
+	}
+	return nil
+}
+
+func (o *outDir) fail(name string, err error) error {
+	if errors.Is(err, syscall.ENOSPC) {
+		return fmt.Errorf("disk full while writing %s: free some space and retry (nothing was written to %s)", name, o.final)
+	}
+	return fmt.Errorf("write %s: %w", name, err)
+}
+
+type countWriter struct {
+	w io.Writer
+	o *outDir
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.o.written += int64(n)
+	if c.o.progress != nil {
+		c.o.progress(c.o.written)
+	}
+	return n, err
+}
+
+// commit renames the directory into place, replacing an old OUT only now.
+func (o *outDir) commit() error {
+	defer o.td.Release()
+	parent, base := filepath.Dir(o.final), filepath.Base(o.final)
+	old := ""
+	if _, err := os.Stat(o.final); err == nil {
+		old = filepath.Join(parent, "."+base+".old-"+strings.TrimPrefix(filepath.Base(o.tmp), "."+base+".tmp-"))
+		if err := os.Rename(o.final, old); err != nil {
+			return fmt.Errorf("move old %s aside: %w", o.final, err)
+		}
+	}
+	if err := os.Rename(o.tmp, o.final); err != nil {
+		if old != "" {
+			os.Rename(old, o.final)
+		}
+		return fmt.Errorf("move output into place: %w", err)
+	}
+	if old != "" {
+		os.RemoveAll(old)
+	}
+	return nil
+}
+
+// abort removes the temporary directory (a no-op after commit).
+func (o *outDir) abort() {
+	os.RemoveAll(o.tmp)
+	o.td.Release()
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

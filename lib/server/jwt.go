@@ -1,0 +1,137 @@
+package server
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// The JWT exchange ("pjwt auth", docs/protocol.md "Authentication"), off
+// unless Options.JWT: client/config then says pjwt_auth_enabled, auth/token
+// trades an accepted API key for a JWT naming the key's user, and every
+// other endpoint accepts that JWT in X-API-Key until it expires. Tokens are
+// HS256-signed with a secret kept in the data directory, so they stay
+// valid across a restart of the server on the same data.
+
+// jwtIssuer is the iss claim of this server's tokens.
+const jwtIssuer = "tinker-serve"
+
+// defaultJWTLifetime is how long a token lives unless Options.JWTLifetime
+// says otherwise; clients refresh five minutes before it ends.
+const defaultJWTLifetime = time.Hour
+
+// jwtSecretFile holds the signing secret (hex), mode 0600.
+const jwtSecretFile = "jwt-secret"
+
+// loadJWTSecret reads the data directory's signing secret, creating it on
+// first use.
+func loadJWTSecret(dataDir string) ([]byte, error) {
+	p := filepath.Join(dataDir, jwtSecretFile)
+	if b, err := os.ReadFile(p); err == nil {
+		secret, err := hex.DecodeString(strings.TrimSpace(string(b)))
+		if err != nil || len(secret) < 32 {
+			return nil, fmt.Errorf("%s is not a signing secret: delete it to make a new one (issued tokens stop working)", p)
+		}
+		return secret, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("read JWT secret: %w", err)
+	}
+	secret := make([]byte, 32)
+	rand.Read(secret)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		if errors.Is(err, os.ErrExist) { // another server on this directory made it first
+			return loadJWTSecret(dataDir)
+		}
+		return nil, fmt.Errorf("create JWT secret: %w", err)
+	}
+	_, err = f.WriteString(hex.EncodeToString(secret) + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(p)
+		return nil, fmt.Errorf("write JWT secret: %w", err)
+	}
+	return secret, nil
+}
+
+// jwtClaims are the claims this server signs; clients read sub and email
+// (whoami) and exp (refresh).
+type jwtClaims struct {
+	Sub   string `json:"sub"`
+	Email string `json:"email"`
+	Iss   string `json:"iss"`
+	Iat   int64  `json:"iat"`
+	Exp   int64  `json:"exp"`
+}
+
+var jwtHeader = base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`))
+
+// signJWT returns a token for the user urn, valid for the configured lifetime.
+func (s *Server) signJWT(urn string) string {
+	now := s.now()
+	payload, _ := json.Marshal(jwtClaims{Sub: urn, Iss: jwtIssuer, Iat: now.Unix(), Exp: now.Add(s.opts.JWTLifetime).Unix()})
+	head := jwtHeader + "." + base64.RawURLEncoding.EncodeToString(payload)
+	return head + "." + s.jwtMAC(head)
+}
+
+func (s *Server) jwtMAC(head string) string {
+	m := hmac.New(sha256.New, s.jwtSecret)
+	m.Write([]byte(head))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// verifyJWT returns the user of a token this server signed and that has not
+// expired; anything else is a 401, which clients do not retry.
+func (s *Server) verifyJWT(tok string) (string, *errorResponse) {
+	bad := func(why string) *errorResponse {
+		return errorf(http.StatusUnauthorized, "Invalid JWT: %s; exchange the API key for a new one at auth/token", why)
+	}
+	i := strings.LastIndexByte(tok, '.')
+	if i < 0 || strings.Count(tok, ".") != 2 || !strings.HasPrefix(tok, jwtHeader+".") {
+		return "", bad("not a token of this server")
+	}
+	if !hmac.Equal([]byte(tok[i+1:]), []byte(s.jwtMAC(tok[:i]))) {
+		return "", bad("bad signature")
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(tok[len(jwtHeader)+1 : i])
+	var cl jwtClaims
+	if err != nil || json.Unmarshal(payload, &cl) != nil || cl.Sub == "" {
+		return "", bad("unreadable claims")
+	}
+	if s.now().Unix() >= cl.Exp {
+		return "", bad("expired")
+	}
+	return cl.Sub, nil
+}
+
+// authToken answers auth/token: the caller, authenticated by its API key,
+// gets a JWT. A JWT cannot be traded for another one.
+func (s *Server) authToken(w http.ResponseWriter, r *http.Request, owner string, _ []string) *errorResponse {
+	if !s.opts.JWT {
+		return errorf(http.StatusNotFound, "JWT exchange is off on this server (start tinker serve with --jwt); send the API key itself")
+	}
+	if isJWTCredential(r.Header.Get("X-API-Key")) {
+		return errorf(http.StatusBadRequest, "auth/token takes an API key, not a JWT")
+	}
+	var body map[string]any
+	if e := decodeBody(r, &body); e != nil {
+		return e
+	}
+	writeJSON(w, 200, map[string]string{"jwt": s.signJWT(owner)})
+	return nil
+}
+
+// isJWTCredential tells a JWT (base64url JSON header, "eyJ…") from an API key.
+func isJWTCredential(k string) bool { return strings.HasPrefix(k, "eyJ") }
