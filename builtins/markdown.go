@@ -65,6 +65,8 @@ type DocExample struct {
 	Name  string // the builtin
 	Code  string // Starlark, one or more lines
 	Needs string // what it needs beyond the local server, or ""
+	// Learns is a condition that must hold after Code (see docEntry).
+	Learns string
 }
 
 // Examples lists every builtin's example, for the test that runs them.
@@ -72,7 +74,7 @@ func Examples() []DocExample {
 	var out []DocExample
 	for _, d := range allDocs() {
 		if d.Example != "" {
-			out = append(out, DocExample{Name: d.Name, Code: d.Example, Needs: d.ExampleNeeds})
+			out = append(out, DocExample{Name: d.Name, Code: d.Example, Needs: d.ExampleNeeds, Learns: d.Learns})
 		}
 	}
 	return out

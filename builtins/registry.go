@@ -19,6 +19,9 @@ type docEntry struct {
 	// (e.g. the Hugging Face Hub); the test that runs every example skips
 	// it, saying so.
 	ExampleNeeds string
+	// Learns is a Starlark condition that holds once a training example
+	// has visibly learned; the test that runs the example checks it.
+	Learns string
 }
 
 // Module documents a module as a whole.

@@ -17,14 +17,15 @@ func init() {
 	register(docEntry{
 		Name: "sft",
 		Signature: "sft(base_model, data, rank=32, seed=None, renderer=None, train_on=\"all_assistant_messages\", max_length=None, " +
-			"truncate=False, batch_size=8, epochs=1, learning_rate=1e-4, lr_schedule=\"linear\", save_every=20, eval_data=None, " +
+			"truncate=False, batch_size=8, epochs=1, learning_rate=None, lr_schedule=\"linear\", save_every=20, eval_data=None, " +
 			"eval_every=10, log_dir=None, name=None, max_steps=None)",
 		Summary: "Supervised fine-tuning on conversations; returns the run, which displays its steps.",
 		Details: "data and eval_data are a JSONL file of {\"messages\": [...]} lines or a list of such dicts (or of\n" +
 			"message lists). Each conversation is rendered as conversation_datum() does; one that is longer than\n" +
 			"max_length is an error unless truncate=True. Each step trains on batch_size conversations with Adam\n" +
 			"(its forward_backward and optim_step submitted together); every epoch visits each conversation once\n" +
-			"in an order fixed by seed, which also fixes the adapter's initialisation. lr_schedule is \"linear\"\n" +
+			"in an order fixed by seed, which also fixes the adapter's initialisation. learning_rate defaults to\n" +
+			"lr_for(base_model), the published LoRA rule; lr_schedule is \"linear\"\n" +
 			"(decays to 0), \"constant\" or \"cosine\". eval_data is scored every eval_every steps and at the end\n" +
 			"as the mean NLL per trained token. The state is saved every save_every steps and at the end, with\n" +
 			"sampler weights. log_dir holds config.json, metrics.jsonl (one line per step) and state.json (the\n" +
@@ -32,8 +33,9 @@ func init() {
 			"and ends with the same weights as an uninterrupted run. max_steps stops this call early. Ctrl-C\n" +
 			"stops after the current step and saves its state. The result has .metrics (per-step dicts: step,\n" +
 			"epoch, loss, eval_nll, learning_rate, tokens, time), .sampler_checkpoint and .state_checkpoint.",
-		Example: "tuned = sft(\"tinker-local/tiny-llama\", \"chats.jsonl\", rank=8, seed=1, epochs=20, learning_rate=3e-3, log_dir=\"runs/chats\")\n" +
-			"sample(tuned.sampler_checkpoint, messages=[{\"role\": \"user\", \"content\": \"Sky?\"}], temperature=0)",
+		Example: "tuned = sft(\"tinker-local/tiny-llama\", \"chats.jsonl\", rank=8, seed=1, epochs=30, lr_schedule=\"constant\", log_dir=\"runs/chats\")\n" +
+			"sample(tuned.sampler_checkpoint, messages=[{\"role\": \"user\", \"content\": \"Sky?\"}], temperature=0, max_tokens=8)",
+		Learns: `evaluate(tuned, "chats.jsonl", max_tokens=8).score == 1.0`,
 	}, sftFn)
 }
 
@@ -80,7 +82,7 @@ func sftFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw
 	var dataV starlark.Value
 	var seedV, rendererV, maxLenV, evalV, logDirV, nameV, maxStepsV starlark.Value = starlark.None, starlark.None, starlark.None,
 		starlark.None, starlark.None, starlark.None, starlark.None
-	var lrV starlark.Value = starlark.Float(train.DefaultLearningRate)
+	var lrV starlark.Value = starlark.None
 	o := train.SFTOptions{Lora: tinkerapi.DefaultLoraConfig(), TrainOn: chat.TrainAllAssistant, BatchSize: train.DefaultBatchSize, Epochs: 1,
 		Schedule: "linear", EvalEvery: train.DefaultEvalEvery}
 	o.SaveEvery = train.DefaultSaveEvery
@@ -104,11 +106,9 @@ func sftFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw
 	if o.Lora.Seed, err = optInt64Arg(seedV, "seed"); err != nil {
 		return nil, fail(err)
 	}
-	lr, ok := starlark.AsFloat(lrV)
-	if !ok {
-		return nil, fail(fmt.Errorf("learning_rate must be a number"))
+	if o.LearningRate, err = learningRateArg(lrV, o.BaseModel); err != nil {
+		return nil, fail(err)
 	}
-	o.LearningRate = lr
 	if o.MaxLength, err = optIntArg(maxLenV, "max_length", 0); err != nil {
 		return nil, fail(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/tinkershell/tinker/lib/doctor"
 	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
+	"github.com/tinkershell/tinker/lib/train"
 	"go.starlark.net/starlark"
 )
 
@@ -84,6 +85,9 @@ var valueSamples = []starlark.Value{
 	&Datum{},
 	&PassResult{},
 	&SFTRun{},
+	DPORun{&TrainRun[train.DPOMetrics]{R: &train.DPOResult{}}},
+	RLRun{&TrainRun[train.RLMetrics]{R: &train.RLResult{}}},
+	&Evaluation{R: &train.EvalResult{}},
 	&HubPush{},
 	&tableValue{},
 	&recordMap{},

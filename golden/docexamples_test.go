@@ -57,7 +57,12 @@ func TestDocExamples(t *testing.T) {
 				t.Skipf("needs %s", ex.Needs)
 			}
 			dir := d.dir(t, "help-"+ex.Name)
-			d.runEnv(t, dir, env, "tinker", "--local", "-c", d.fill(ex.Code))
+			code := d.fill(ex.Code)
+			if ex.Learns != "" {
+				// A training example must visibly learn, not just run.
+				code += fmt.Sprintf("\nif not (%s):\n    fail(%q)\n", ex.Learns, "the example did not learn: "+ex.Learns)
+			}
+			d.runEnv(t, dir, env, "tinker", "--local", "-c", code)
 		})
 	}
 }

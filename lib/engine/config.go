@@ -19,23 +19,14 @@ type RopeScaling struct {
 	OriginalMaxPositionEmbeddings int
 }
 
-// Config is the architecture of a model, in Hugging Face config.json terms.
+// Config is the architecture of a model the engine runs: the shape shared
+// with the model catalog (models.Shape, so cfg.Hidden and the like read
+// through it) plus the settings of config.json that only the engine needs.
 type Config struct {
-	Family                models.Family // models.Llama3 or models.Qwen3 (dense)
-	VocabSize             int
-	Hidden                int // hidden_size
-	Intermediate          int // intermediate_size
-	Layers                int // num_hidden_layers
-	Heads                 int // num_attention_heads
-	KVHeads               int // num_key_value_heads
-	HeadDim               int // head_dim (defaults to Hidden/Heads)
-	RMSNormEps            float64
-	RopeTheta             float64
-	RopeScaling           *RopeScaling // nil: unscaled
-	TieWordEmbeddings     bool
-	MaxPositionEmbeddings int
-	BOSTokenID            int   // -1 if none
-	EOSTokenIDs           []int // end-of-sequence ids from the config
+	models.Shape              // a dense models.Llama3 or models.Qwen3 shape; HeadDim defaults to Hidden/Heads
+	RopeScaling  *RopeScaling // nil: unscaled
+	BOSTokenID   int          // -1 if none
+	EOSTokenIDs  []int        // end-of-sequence ids from the config
 }
 
 // hfConfig mirrors the fields of config.json that the engine reads.
@@ -197,6 +188,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Family != models.Llama3 && c.Family != models.Qwen3:
 		return fmt.Errorf("model config: unsupported architecture %q", c.Family)
+	case c.Experts > 0 || c.MLA != nil:
+		return fmt.Errorf("model config: mixture-of-experts and latent-attention models are not supported by the local engine")
 	case c.VocabSize <= 0 || c.Hidden <= 0 || c.Intermediate <= 0 || c.Layers <= 0 || c.Heads <= 0 || c.HeadDim <= 0:
 		return fmt.Errorf("model config: vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads and head_dim must be positive")
 	case c.KVHeads <= 0 || c.Heads%c.KVHeads != 0:

@@ -41,8 +41,8 @@ func TestParseConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Config{Family: models.Llama3, VocabSize: 128256, Hidden: 4096, Intermediate: 14336, Layers: 32, Heads: 32,
-		KVHeads: 8, HeadDim: 128, RMSNormEps: 1e-5, RopeTheta: 500000, MaxPositionEmbeddings: 131072,
+	want := Config{Shape: models.Shape{Family: models.Llama3, VocabSize: 128256, Hidden: 4096, Intermediate: 14336,
+		Layers: 32, Heads: 32, KVHeads: 8, HeadDim: 128, RMSNormEps: 1e-5, RopeTheta: 500000, MaxPositionEmbeddings: 131072},
 		RopeScaling: &RopeScaling{Type: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 8192},
 		BOSTokenID:  128000, EOSTokenIDs: []int{128001, 128008, 128009}}
 	if !reflect.DeepEqual(c, want) {
@@ -89,5 +89,37 @@ func TestParseConfigRejects(t *testing.T) {
 		if _, err := ParseConfig([]byte(tc.json)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err %v, want %q", tc.json, err, tc.want)
 		}
+	}
+}
+
+// The catalog's dense shapes are shapes the engine runs, and config.json
+// carries them through HFConfigJSON and ParseConfig unchanged; shapes with
+// experts are refused even under a dense family.
+func TestConfigCatalogShapes(t *testing.T) {
+	dense := 0
+	for _, a := range models.All() {
+		if a.Family != models.Llama3 && a.Family != models.Qwen3 {
+			continue
+		}
+		dense++
+		b, err := Config{Shape: a.Shape, BOSTokenID: -1}.HFConfigJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := ParseConfig(b)
+		if err != nil {
+			t.Fatalf("%s: %v", a.Name, err)
+		}
+		if !reflect.DeepEqual(c.Shape, a.Shape) {
+			t.Errorf("%s: config.json round trip:\n got %+v\nwant %+v", a.Name, c.Shape, a.Shape)
+		}
+	}
+	if dense < 10 {
+		t.Errorf("%d dense catalog models, want the tiny, Llama 3 and Qwen3 entries", dense)
+	}
+	moe := Config{Shape: smallConfig(models.Qwen3).Shape}
+	moe.Experts, moe.ExpertsPerToken = 8, 2
+	if err := moe.Validate(); err == nil || !strings.Contains(err.Error(), "mixture-of-experts") {
+		t.Errorf("dense family with experts: err %v, want a mixture-of-experts refusal", err)
 	}
 }

@@ -457,8 +457,8 @@ func TestRequestErrors(t *testing.T) {
 func TestLlama3RopeScaling(t *testing.T) {
 	// Llama 3.1 8B: theta 500000, head_dim 128, factor 8, low 1, high 4,
 	// original context 8192. Pair i has f = 500000^(-i/64).
-	c := Config{Family: models.Llama3, VocabSize: 1, Hidden: 4096, Intermediate: 1, Layers: 1, Heads: 32, KVHeads: 8, HeadDim: 128,
-		RopeTheta: 500000, RopeScaling: &RopeScaling{Type: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 8192}}
+	c := Config{Shape: models.Shape{Family: models.Llama3, VocabSize: 1, Hidden: 4096, Intermediate: 1, Layers: 1, Heads: 32,
+		KVHeads: 8, HeadDim: 128, RopeTheta: 500000}, RopeScaling: &RopeScaling{Type: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 8192}}
 	inv := ropeInvFreq(c)
 	for _, tc := range []struct {
 		i    int

@@ -32,12 +32,7 @@ func TinyConfig(name string) (Config, error) {
 	if !ok || !models.IsTiny(name) {
 		return Config{}, fmt.Errorf("%q is not a built-in tiny model (have %v)", name, TinyModels())
 	}
-	c := Config{
-		Family: a.Family, VocabSize: a.Vocab, Hidden: a.Hidden, Intermediate: a.Intermediate,
-		Layers: a.Layers, Heads: a.Heads, KVHeads: a.KVHeads, HeadDim: a.HeadDim,
-		RMSNormEps: a.RMSNormEps, RopeTheta: a.RopeTheta, TieWordEmbeddings: a.TiedEmbeddings,
-		MaxPositionEmbeddings: a.MaxContext, BOSTokenID: models.TinyBOS, EOSTokenIDs: []int{models.TinyEOS},
-	}
+	c := Config{Shape: a.Shape, BOSTokenID: models.TinyBOS, EOSTokenIDs: []int{models.TinyEOS}}
 	if a.Family == models.Llama3 {
 		// Llama 3.1's frequency scaling (factor 8 from an original context
 		// of 256 to the 2048 of lib/models), so the tiny Llama exercises all

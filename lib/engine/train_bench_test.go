@@ -10,9 +10,9 @@ import (
 
 // qwen3Small is the shape of Qwen3-0.6B (hf:Qwen/Qwen3-0.6B/config.json).
 func qwen3Small() Config {
-	return Config{Family: models.Qwen3, VocabSize: 151936, Hidden: 1024, Intermediate: 3072, Layers: 28, Heads: 16,
-		KVHeads: 8, HeadDim: 128, RMSNormEps: 1e-6, RopeTheta: 1000000, TieWordEmbeddings: true,
-		MaxPositionEmbeddings: 40960, BOSTokenID: -1}
+	return Config{Shape: models.Shape{Family: models.Qwen3, VocabSize: 151936, Hidden: 1024, Intermediate: 3072,
+		Layers: 28, Heads: 16, KVHeads: 8, HeadDim: 128, RMSNormEps: 1e-6, RopeTheta: 1000000, TieWordEmbeddings: true,
+		MaxPositionEmbeddings: 40960}, BOSTokenID: -1}
 }
 
 // stepFLOPs counts the multiply-adds ×2 of a training step over seqs

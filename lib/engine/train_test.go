@@ -17,8 +17,8 @@ import (
 // scaling with all three bands in use (tied embeddings) or Qwen3's q/k
 // norms (untied lm_head).
 func smallConfig(arch models.Family) Config {
-	c := Config{Family: arch, VocabSize: 40, Hidden: 16, Intermediate: 24, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 8,
-		RMSNormEps: 1e-5, RopeTheta: 10000, MaxPositionEmbeddings: 128, BOSTokenID: -1}
+	c := Config{Shape: models.Shape{Family: arch, VocabSize: 40, Hidden: 16, Intermediate: 24, Layers: 2, Heads: 4,
+		KVHeads: 2, HeadDim: 8, RMSNormEps: 1e-5, RopeTheta: 10000, MaxPositionEmbeddings: 128}, BOSTokenID: -1}
 	if arch == models.Llama3 {
 		c.TieWordEmbeddings = true
 		c.RopeScaling = &RopeScaling{Type: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 16}

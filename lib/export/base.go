@@ -111,11 +111,11 @@ func CheckMatch(baseModel string, b *Base) error {
 	}
 	c := b.Config
 	if arch.Family == c.Family && arch.Layers == c.Layers && arch.Hidden == c.Hidden && arch.Intermediate == c.Intermediate &&
-		arch.Heads == c.Heads && arch.KVHeads == c.KVHeads && arch.HeadDim == c.HeadDim && arch.Vocab == c.VocabSize {
+		arch.Heads == c.Heads && arch.KVHeads == c.KVHeads && arch.HeadDim == c.HeadDim && arch.VocabSize == c.VocabSize {
 		return nil
 	}
 	return fmt.Errorf("checkpoint base model %s (%s, %d layers, hidden %d, vocab %d) does not match the base directory %s (%s, %d layers, hidden %d, vocab %d)",
-		baseModel, arch.Family, arch.Layers, arch.Hidden, arch.Vocab, b.Dir, c.Family, c.Layers, c.Hidden, c.VocabSize)
+		baseModel, arch.Family, arch.Layers, arch.Hidden, arch.VocabSize, b.Dir, c.Family, c.Layers, c.Hidden, c.VocabSize)
 }
 
 // CheckDense refuses a base model whose family the export cannot merge

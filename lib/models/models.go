@@ -1,8 +1,10 @@
 // Package models is the table of base-model architectures the local server
 // offers: enough of each model's config.json to shape LoRA adapters exactly
 // (layer count, projection sizes, experts) and to answer
-// get_server_capabilities. It also defines two tiny byte-level models that
-// the local sampling engine can really run.
+// get_server_capabilities. Shape is the one description of a transformer's
+// shape in the project: lib/engine's Config embeds it rather than repeating
+// it. It also defines two tiny byte-level models that the local sampling
+// engine can really run.
 //
 // Numbers come from each model's Hugging Face config.json (noted per entry as
 // "hf:<repo>/config.json"); max context is max_position_embeddings unless noted.
@@ -25,29 +27,38 @@ import (
 	"sync"
 )
 
-// Arch describes one base model's transformer shape.
+// Arch is one base model: its name, the tokenizer get_info reports, and its
+// shape.
 type Arch struct {
-	Name             string // Hugging Face repo id, as sent in base_model
-	Family           Family
-	Layers           int
-	Hidden           int
-	Intermediate     int // dense MLP width (also DeepSeek's first dense layers)
-	Heads            int
-	KVHeads          int
-	HeadDim          int
-	Vocab            int
-	TiedEmbeddings   bool
-	MaxContext       int
-	Experts          int // routed experts per MoE layer; 0 for dense models
-	ExpertsPerToken  int
-	MoEIntermediate  int // width of one expert's MLP
-	SharedExperts    int // DeepSeek-style always-on experts (dense MLP of SharedExperts*MoEIntermediate)
-	FirstDenseLayers int // DeepSeek: first k layers use the dense MLP
-	MLA              *MLA
-	RMSNormEps       float64
-	RopeTheta        float64
+	Name string // Hugging Face repo id, as sent in base_model
+	Shape
 	// TokenizerID is what get_info reports (docs/protocol.md, "Models and weights").
 	TokenizerID string
+}
+
+// Shape is a transformer's shape, with the fields named as in a Hugging Face
+// config.json. It is the one description of a model's shape: the catalog's
+// entries hold one, and the engine's Config (lib/engine) embeds one, filled
+// by the engine's config.json parser for a model directory.
+type Shape struct {
+	Family                Family // model_type
+	Layers                int    // num_hidden_layers
+	Hidden                int    // hidden_size
+	Intermediate          int    // intermediate_size: dense MLP width (also DeepSeek's first dense layers)
+	Heads                 int    // num_attention_heads
+	KVHeads               int    // num_key_value_heads
+	HeadDim               int    // head_dim
+	VocabSize             int
+	TieWordEmbeddings     bool
+	MaxPositionEmbeddings int // the context length
+	Experts               int // routed experts per MoE layer; 0 for dense models
+	ExpertsPerToken       int
+	MoEIntermediate       int // width of one expert's MLP
+	SharedExperts         int // DeepSeek-style always-on experts (dense MLP of SharedExperts*MoEIntermediate)
+	FirstDenseLayers      int // DeepSeek: first k layers use the dense MLP
+	MLA                   *MLA
+	RMSNormEps            float64
+	RopeTheta             float64
 }
 
 // MLA is DeepSeek's multi-head latent attention: the projections LoRA
@@ -61,7 +72,7 @@ type MLA struct {
 }
 
 // IsMoELayer reports whether layer i has routed experts.
-func (a *Arch) IsMoELayer(i int) bool { return a.Experts > 0 && i >= a.FirstDenseLayers }
+func (s *Shape) IsMoELayer(i int) bool { return s.Experts > 0 && i >= s.FirstDenseLayers }
 
 // Tiny models: small enough to run on a CPU in tests, with a byte-level
 // vocabulary (tokenizer.Tiny): token i is byte i for i < 256, then the
@@ -87,10 +98,12 @@ const (
 var TinySpecials = [...]string{"<bos>", "<eos>", "<pad>", "<unk>"}
 
 var table = []Arch{
-	{Name: TinyLlama, Family: Llama3, Layers: 2, Hidden: 64, Intermediate: 192, Heads: 4, KVHeads: 2, HeadDim: 16,
-		Vocab: TinyVocab, TiedEmbeddings: true, MaxContext: 2048, RMSNormEps: 1e-5, RopeTheta: 10000, TokenizerID: TinyLlama},
-	{Name: TinyQwen3, Family: Qwen3, Layers: 4, Hidden: 128, Intermediate: 384, Heads: 4, KVHeads: 2, HeadDim: 32,
-		Vocab: TinyVocab, TiedEmbeddings: true, MaxContext: 4096, RMSNormEps: 1e-6, RopeTheta: 1000000, TokenizerID: TinyQwen3},
+	{Name: TinyLlama, TokenizerID: TinyLlama, Shape: Shape{Family: Llama3, Layers: 2, Hidden: 64, Intermediate: 192,
+		Heads: 4, KVHeads: 2, HeadDim: 16, VocabSize: TinyVocab, TieWordEmbeddings: true, MaxPositionEmbeddings: 2048,
+		RMSNormEps: 1e-5, RopeTheta: 10000}},
+	{Name: TinyQwen3, TokenizerID: TinyQwen3, Shape: Shape{Family: Qwen3, Layers: 4, Hidden: 128, Intermediate: 384,
+		Heads: 4, KVHeads: 2, HeadDim: 32, VocabSize: TinyVocab, TieWordEmbeddings: true, MaxPositionEmbeddings: 4096,
+		RMSNormEps: 1e-6, RopeTheta: 1000000}},
 
 	// Llama 3 family. hf:meta-llama/<name>/config.json.
 	llama("meta-llama/Llama-3.2-1B", 16, 2048, 8192, 32, 8, 64, true),
@@ -131,15 +144,15 @@ var table = []Arch{
 }
 
 func llama(name string, layers, hidden, inter, heads, kv, headDim int, tied bool) Arch {
-	return Arch{Name: name, Family: Llama3, Layers: layers, Hidden: hidden, Intermediate: inter, Heads: heads,
-		KVHeads: kv, HeadDim: headDim, Vocab: 128256, TiedEmbeddings: tied, MaxContext: 131072,
-		RMSNormEps: 1e-5, RopeTheta: 500000, TokenizerID: "thinkingmachineslabinc/meta-llama-3-tokenizer"}
+	return Arch{Name: name, TokenizerID: "thinkingmachineslabinc/meta-llama-3-tokenizer", Shape: Shape{Family: Llama3,
+		Layers: layers, Hidden: hidden, Intermediate: inter, Heads: heads, KVHeads: kv, HeadDim: headDim,
+		VocabSize: 128256, TieWordEmbeddings: tied, MaxPositionEmbeddings: 131072, RMSNormEps: 1e-5, RopeTheta: 500000}}
 }
 
 func qwen3(name string, layers, hidden, inter, heads, kv int, tied bool, ctx int) Arch {
-	return Arch{Name: name, Family: Qwen3, Layers: layers, Hidden: hidden, Intermediate: inter, Heads: heads,
-		KVHeads: kv, HeadDim: 128, Vocab: 151936, TiedEmbeddings: tied, MaxContext: ctx,
-		RMSNormEps: 1e-6, RopeTheta: 1000000, TokenizerID: name}
+	return Arch{Name: name, TokenizerID: name, Shape: Shape{Family: Qwen3, Layers: layers, Hidden: hidden,
+		Intermediate: inter, Heads: heads, KVHeads: kv, HeadDim: 128, VocabSize: 151936, TieWordEmbeddings: tied,
+		MaxPositionEmbeddings: ctx, RMSNormEps: 1e-6, RopeTheta: 1000000}}
 }
 
 func qwen3MoE(name string, layers, hidden, inter, heads, kv, experts, perTok, moeInter, ctx int) Arch {
@@ -150,17 +163,17 @@ func qwen3MoE(name string, layers, hidden, inter, heads, kv, experts, perTok, mo
 }
 
 func deepseek(name string, heads, experts, vocab, ctx int, tok string) Arch {
-	return Arch{Name: name, Family: DeepSeekV3, Layers: 61, Hidden: 7168, Intermediate: 18432, Heads: heads,
-		KVHeads: heads, HeadDim: 192, Vocab: vocab, MaxContext: ctx, Experts: experts, ExpertsPerToken: 8,
-		MoEIntermediate: 2048, SharedExperts: 1, FirstDenseLayers: 3,
+	return Arch{Name: name, TokenizerID: tok, Shape: Shape{Family: DeepSeekV3, Layers: 61, Hidden: 7168,
+		Intermediate: 18432, Heads: heads, KVHeads: heads, HeadDim: 192, VocabSize: vocab, MaxPositionEmbeddings: ctx,
+		Experts: experts, ExpertsPerToken: 8, MoEIntermediate: 2048, SharedExperts: 1, FirstDenseLayers: 3,
 		MLA:        &MLA{QLoraRank: 1536, KVLoraRank: 512, QKNopeDim: 128, QKRopeDim: 64, VHeadDim: 128},
-		RMSNormEps: 1e-6, RopeTheta: 10000, TokenizerID: tok}
+		RMSNormEps: 1e-6, RopeTheta: 10000}}
 }
 
 func gptOSS(name string, layers, experts int) Arch {
-	return Arch{Name: name, Family: GptOss, Layers: layers, Hidden: 2880, Intermediate: 2880, Heads: 64,
-		KVHeads: 8, HeadDim: 64, Vocab: 201088, MaxContext: 131072, Experts: experts, ExpertsPerToken: 4,
-		MoEIntermediate: 2880, RMSNormEps: 1e-5, RopeTheta: 150000, TokenizerID: name}
+	return Arch{Name: name, TokenizerID: name, Shape: Shape{Family: GptOss, Layers: layers, Hidden: 2880,
+		Intermediate: 2880, Heads: 64, KVHeads: 8, HeadDim: 64, VocabSize: 201088, MaxPositionEmbeddings: 131072,
+		Experts: experts, ExpertsPerToken: 4, MoEIntermediate: 2880, RMSNormEps: 1e-5, RopeTheta: 150000}}
 }
 
 var (

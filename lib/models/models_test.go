@@ -9,7 +9,7 @@ func TestTableConsistent(t *testing.T) {
 			t.Errorf("duplicate %s", a.Name)
 		}
 		seen[a.Name] = true
-		if a.Layers <= 0 || a.Hidden <= 0 || a.Heads <= 0 || a.KVHeads <= 0 || a.HeadDim <= 0 || a.Vocab <= 0 || a.MaxContext <= 0 {
+		if a.Layers <= 0 || a.Hidden <= 0 || a.Heads <= 0 || a.KVHeads <= 0 || a.HeadDim <= 0 || a.VocabSize <= 0 || a.MaxPositionEmbeddings <= 0 {
 			t.Errorf("%s: incomplete %+v", a.Name, a)
 		}
 		if a.Heads%a.KVHeads != 0 {
@@ -45,7 +45,7 @@ func TestLookup(t *testing.T) {
 		t.Error("unknown model found")
 	}
 	tiny, _ := Lookup(TinyLlama)
-	if tiny.Vocab != 260 || tiny.Hidden != 64 || tiny.Layers != 2 {
+	if tiny.VocabSize != 260 || tiny.Hidden != 64 || tiny.Layers != 2 {
 		t.Errorf("tiny-llama changed: %+v", tiny)
 	}
 	if Names()[0] != TinyLlama || Names()[1] != TinyQwen3 {

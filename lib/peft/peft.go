@@ -158,7 +158,7 @@ func modules(a *models.Arch, c Config) ([]module, []string) {
 		}
 	}
 	if c.TrainUnembed {
-		add("lm_head", h, a.Vocab, 0)
+		add("lm_head", h, a.VocabSize, 0)
 	}
 	var names []string
 	for _, n := range []string{"q_proj", "k_proj", "v_proj", "o_proj", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa",

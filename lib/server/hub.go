@@ -44,7 +44,7 @@ var hubRepos = sync.OnceValue(func() map[string]*hubRepo {
 			continue
 		}
 		cfg, _ := json.MarshalIndent(map[string]any{
-			"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": a.MaxContext,
+			"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": a.MaxPositionEmbeddings,
 			"bos_token": models.TinySpecials[0], "eos_token": models.TinySpecials[1],
 			"pad_token": models.TinySpecials[2], "unk_token": models.TinySpecials[3],
 			"clean_up_tokenization_spaces": false,

@@ -10,8 +10,10 @@ import (
 // RegisterModelDir makes a Hugging Face model directory, served under a
 // name outside the catalog (tinker serve --model NAME=DIR), a base model
 // the server offers for create_model, sampling and training. Its shape
-// comes from the directory's config.json, which must describe a dense
-// Llama 3 or Qwen3 model. Names in the catalog need no registration.
+// comes from the directory's config.json as the engine reads it (the one
+// parser of config.json), which must describe a dense Llama 3 or Qwen3 model;
+// a config without max_position_embeddings gets a context of 4096. Names in
+// the catalog need no registration.
 func RegisterModelDir(name, dir string) error {
 	if _, ok := models.Lookup(name); ok {
 		return nil
@@ -20,12 +22,8 @@ func RegisterModelDir(name, dir string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", dir, err)
 	}
-	ctx := c.MaxPositionEmbeddings
-	if ctx <= 0 {
-		ctx = 4096
+	if c.MaxPositionEmbeddings <= 0 {
+		c.MaxPositionEmbeddings = 4096
 	}
-	return models.Register(models.Arch{Name: name, Family: c.Family, Layers: c.Layers, Hidden: c.Hidden,
-		Intermediate: c.Intermediate, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim, Vocab: c.VocabSize,
-		TiedEmbeddings: c.TieWordEmbeddings, MaxContext: ctx, RMSNormEps: c.RMSNormEps, RopeTheta: c.RopeTheta,
-		TokenizerID: name})
+	return models.Register(models.Arch{Name: name, Shape: c.Shape, TokenizerID: name})
 }

@@ -191,7 +191,7 @@ func (s *Server) capabilities(w http.ResponseWriter, r *http.Request, _ string, 
 	}
 	var out []m
 	for _, a := range models.All() {
-		e := m{ModelName: a.Name, MaxContextLength: a.MaxContext, TokenizerID: a.TokenizerID, Servable: true}
+		e := m{ModelName: a.Name, MaxContextLength: a.MaxPositionEmbeddings, TokenizerID: a.TokenizerID, Servable: true}
 		if err := s.servable(a.Name); err != nil {
 			e.Servable, e.Unavailable = false, err.Error()
 		}

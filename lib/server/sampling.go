@@ -242,12 +242,12 @@ func checkSample(req *SampleRequest) *errorResponse {
 		return nil // the sampler reports models it does not know
 	}
 	for i, t := range req.Prompt {
-		if t < 0 || t >= arch.Vocab {
-			return errorf(http.StatusBadRequest, "prompt token %d (at position %d) is outside %s's vocabulary (0..%d)", t, i, arch.Name, arch.Vocab-1)
+		if t < 0 || t >= arch.VocabSize {
+			return errorf(http.StatusBadRequest, "prompt token %d (at position %d) is outside %s's vocabulary (0..%d)", t, i, arch.Name, arch.VocabSize-1)
 		}
 	}
-	if len(req.Prompt)+req.MaxTokens > arch.MaxContext {
-		return errorf(http.StatusBadRequest, "prompt (%d tokens) + max_tokens (%d) exceeds %s's context of %d tokens", len(req.Prompt), req.MaxTokens, arch.Name, arch.MaxContext)
+	if len(req.Prompt)+req.MaxTokens > arch.MaxPositionEmbeddings {
+		return errorf(http.StatusBadRequest, "prompt (%d tokens) + max_tokens (%d) exceeds %s's context of %d tokens", len(req.Prompt), req.MaxTokens, arch.Name, arch.MaxPositionEmbeddings)
 	}
 	return nil
 }

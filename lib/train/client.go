@@ -34,3 +34,18 @@ func adam(lr float64) tinkerapi.AdamParams {
 	p.LearningRate = lr
 	return p
 }
+
+// Sampler samples from saved weights: RL samples its policy, evaluation a
+// model. *tinkerapi.Session has it.
+type Sampler interface {
+	CreateSamplingSession(ctx context.Context, baseModel, modelPath string) (string, error)
+	Sample(ctx context.Context, samplingSessionID string, req tinkerapi.SampleRequest) (*tinkerapi.SampleResponse, error)
+}
+
+// SamplingSession is a Session that also samples, as RL needs.
+type SamplingSession interface {
+	Session
+	Sampler
+}
+
+var _ SamplingSession = (*tinkerapi.Session)(nil)

@@ -1,11 +1,12 @@
-// Package train holds the training loops (today SFT) as plain Go, so that
-// the sft() builtin and `tinker train sft` are thin callers of the same
+// Package train holds the training loops (SFT, DPO, RL) and evaluation as
+// plain Go, so that a builtin (sft()) and its subcommand (`tinker train
+// sft`) are thin callers of the same
 // code: a builtin unpacks Starlark arguments into an options struct, a
 // subcommand unpacks flags into the same struct, and both show the same
 // Result. The package knows no Starlark and no command line.
 //
-// Every loop shares one machinery, and a new loop (evaluation, DPO, RL)
-// is a new file that supplies only what is its own:
+// Every loop shares one machinery, and a new loop is a new file that
+// supplies only what is its own:
 //
 //   - run.go and pipeline.go: the runner. It opens the log directory and
 //     the training client (restored from the saved state when resuming),
@@ -26,9 +27,18 @@
 //     metrics type implements (its step, its headline figure, its tokens).
 //   - client.go: the small Client and Session interfaces over the Tinker
 //     API client that loops use, so the loops depend on what they call.
-//   - data.go: conversations (JSONL loading with errors naming the line)
-//     rendered into training data.
+//   - data.go and rows.go: data as JSON rows from a JSONL file or a
+//     script's list (errors name the row), read into conversations,
+//     preference pairs or prompts, and rendered into training data.
+//   - show.go: the table and JSON of any loop's steps, read from its
+//     record's fields.
 //
 // sft.go is the SFT loop: LR schedules, batch order, cross_entropy steps
-// with Adam, and eval NLL; sft_show.go its table and JSON.
+// with Adam, and eval NLL; sft_show.go its table and JSON. dpo.go is DPO:
+// reference log-likelihoods once (kept in log_dir), then per step a
+// forward and a cross_entropy pass weighted by the loss's gradient. rl.go
+// is RL: per step a policy snapshot, group sampling, a reward per
+// completion, group-relative advantages and a policy-gradient loss.
+// eval.go samples a model on conversations and scores the answers.
+// docs/training.md says what each computes.
 package train

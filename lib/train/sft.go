@@ -12,12 +12,13 @@ import (
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 )
 
-// SFT defaults, shared by the sft() builtin and `tinker train sft`.
+// SFT defaults, shared by the sft() builtin and `tinker train sft` (and
+// DPO's batch size and every loop's save interval). The learning rate
+// defaults to the published rule, models.LoRALearningRate.
 const (
-	DefaultBatchSize    = 8
-	DefaultLearningRate = 1e-4
-	DefaultSaveEvery    = 20
-	DefaultEvalEvery    = 10
+	DefaultBatchSize = 8
+	DefaultSaveEvery = 20
+	DefaultEvalEvery = 10
 )
 
 // SFTOptions is one supervised fine-tuning run.

@@ -53,7 +53,7 @@ func BenchmarkSFTStep(b *testing.B) {
 	sess := localSession(b, time.Millisecond)
 	seed := int64(1)
 	o := SFTOptions{BaseModel: "tinker-local/tiny-llama", Data: qa(10), Lora: tinkerapi.DefaultLoraConfig(), TrainOn: chat.TrainAllAssistant,
-		BatchSize: 10, Epochs: b.N, LearningRate: DefaultLearningRate, Schedule: "linear"}
+		BatchSize: 10, Epochs: b.N, LearningRate: 1e-4, Schedule: "linear"}
 	o.Lora.Rank, o.Lora.Seed = 8, &seed
 	b.ResetTimer()
 	if _, err := SFT(b.Context(), sess, o); err != nil {

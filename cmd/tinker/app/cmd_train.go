@@ -13,7 +13,7 @@ import (
 var trainCmd = &command{
 	Name:    "train",
 	Summary: "Train LoRA adapters.",
-	Sub:     []*command{trainSFTCmd},
+	Sub:     []*command{trainSFTCmd, trainDPOCmd, trainRLCmd},
 }
 
 // trainSFTCmd mirrors the sft() builtin.
@@ -34,7 +34,7 @@ var trainSFTCmd = &command{
 		{Long: "--truncate", Kind: flagBool, Help: "Cut longer examples instead of failing."},
 		{Long: "--batch-size", Kind: flagInt, Metavar: "INTEGER", Help: fmt.Sprintf("Conversations per step (default %d).", train.DefaultBatchSize)},
 		{Long: "--epochs", Kind: flagInt, Metavar: "INTEGER", Help: "Passes over the data (default 1)."},
-		{Long: "--learning-rate", Kind: flagString, Metavar: "FLOAT", Help: fmt.Sprintf("Peak learning rate (default %g).", train.DefaultLearningRate)},
+		{Long: "--learning-rate", Kind: flagString, Metavar: "FLOAT", Help: "Peak learning rate (default: lr_for(MODEL))."},
 		{Long: "--lr-schedule", Kind: flagString, Metavar: "NAME", Help: "linear (default), constant or cosine."},
 		{Long: "--save-every", Kind: flagInt, Metavar: "INTEGER", Help: fmt.Sprintf("Steps between saved states (default %d).", train.DefaultSaveEvery)},
 		{Long: "--eval-every", Kind: flagInt, Metavar: "INTEGER", Help: fmt.Sprintf("Steps between evaluations (default %d).", train.DefaultEvalEvery)},
@@ -92,11 +92,8 @@ func sftOptions(c *invocation) (o train.SFTOptions, usage string) {
 	o.SaveEvery = c.intOr("save-every", train.DefaultSaveEvery)
 	o.EvalEvery = c.intOr("eval-every", train.DefaultEvalEvery)
 	o.MaxSteps = c.intOr("max-steps", 0)
-	var err error
-	if o.LearningRate, err = c.float("learning-rate", train.DefaultLearningRate); err != nil {
-		return o, err.Error()
-	}
-	return o, ""
+	o.LearningRate, usage = learningRateFlag(c, o.BaseModel)
+	return o, usage
 }
 
 // runLoop runs a training loop as a subcommand: load reads its data files

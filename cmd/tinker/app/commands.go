@@ -19,6 +19,7 @@ var root = &command{
 		completionCmd,
 		configCmd,
 		doctorCmd,
+		evalCmd,
 		modelsCmd,
 		runCmd,
 		sampleCmd,

@@ -1,0 +1,85 @@
+package train
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/tinkershell/tinker/lib/render"
+)
+
+// Fields is a record's fields as JSON members, in declaration order and
+// named by their json tags (a nil pointer is JSON null). The DPO and RL
+// tables, JSON and script values are all read from it, so a new metric
+// shows everywhere once it is in the record.
+func Fields(m Record) render.Object {
+	v := reflect.ValueOf(m)
+	t := v.Type()
+	var o render.Object
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		f := v.Field(i)
+		var val any
+		if f.Kind() == reflect.Pointer {
+			if !f.IsNil() {
+				val = f.Elem().Interface()
+			}
+		} else {
+			val = f.Interface()
+		}
+		o = append(o, render.Member{Key: name, Value: val})
+	}
+	return o
+}
+
+// header words a json tag as a column header: "mean_reward" → "Mean reward".
+func header(tag string) string {
+	s := strings.ReplaceAll(strings.TrimPrefix(tag, "num_"), "_", " ")
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// cell formats one field for a table.
+func cell(key string, v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case float64:
+		switch key {
+		case "time":
+			return fmt.Sprintf("%.2fs", x)
+		case "learning_rate":
+			return fmt.Sprintf("%.3g", x)
+		}
+		return fmt.Sprintf("%.4f", x)
+	}
+	return fmt.Sprint(v)
+}
+
+// RunTable is the table of a run's steps, one column per record field,
+// titled "WHAT of MODEL: N of TOTAL steps".
+func RunTable[M Record](what string, res *Result[M]) *render.Table {
+	title := fmt.Sprintf("%s of %s: %d of %d steps", what, res.BaseModel, res.LastStep(), res.Total)
+	t := &render.Table{Title: title}
+	var zero M
+	for _, f := range Fields(zero) {
+		t.Columns = append(t.Columns, render.Column{Header: header(f.Key), Right: true})
+	}
+	for _, m := range res.Steps {
+		var row []string
+		for _, f := range Fields(m) {
+			row = append(row, cell(f.Key, f.Value))
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t
+}
+
+// RunJSON is a run as JSON: its steps and checkpoints.
+func RunJSON[M Record](res *Result[M]) any {
+	steps := make([]any, len(res.Steps))
+	for i, m := range res.Steps {
+		steps[i] = Fields(m)
+	}
+	return render.Object{{Key: "base_model", Value: res.BaseModel}, {Key: "total_steps", Value: res.Total}, {Key: "steps", Value: steps},
+		{Key: "state_checkpoint", Value: optString(res.StatePath)}, {Key: "sampler_checkpoint", Value: optString(res.SamplerPath)}}
+}
