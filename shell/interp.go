@@ -310,7 +310,8 @@ func (in *Interp) EvalText(filename, text string) (err error, interrupted bool) 
 		return in.ExecProgram(filename, []byte(text))
 	}
 	return in.run(func(t *starlark.Thread) error {
-		env, err := in.execPrefix(t, &syntax.File{Path: f.Path, Stmts: f.Stmts[:len(f.Stmts)-1], Options: f.Options})
+		// load() binds globally here, so the final expression sees its names.
+		env, err := in.execPrefix(t, &syntax.File{Path: f.Path, Stmts: f.Stmts[:len(f.Stmts)-1], Options: replOpts()})
 		if err != nil {
 			return err
 		}
