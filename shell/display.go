@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"time"
@@ -43,6 +44,9 @@ func (d *Display) IsRich(v starlark.Value) bool {
 func (d *Display) Show(v starlark.Value) error {
 	if v == starlark.None {
 		return nil
+	}
+	if err := checkRenderable(context.Background(), v); err != nil {
+		return err
 	}
 	// Text (a help page) is text in any format, unless the value also
 	// has a JSON form.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unicode/utf8"
 
@@ -50,6 +51,8 @@ type Interp struct {
 	thread      *starlark.Thread
 	intr        interrupter
 	keys        keyWatcher      // the prompt's keyboard; nil outside the prompt
+	memLimit    int64           // heap bytes an evaluation may grow to (bounds.go)
+	memErr      error           // a bad $TINKER_MEMORY_LIMIT, reported by every evaluation
 	shadowed    map[string]bool // modules the prompt warned were hidden
 	cands       promptCandidates
 
@@ -68,6 +71,11 @@ func New(io *term.IO, env *builtins.Env, disp *Display) *Interp {
 	in := &Interp{IO: io, Env: env, Display: disp, modules: map[string]*module{}}
 	in.predeclared = builtins.Universe()
 	in.predeclared["print"] = starlark.NewBuiltin("print", in.print)
+	in.memLimit, in.memErr = memoryLimit()
+	if in.memErr == nil {
+		setGCLimit(in.memLimit)
+	}
+	boundUniverse(in.predeclared, func() int64 { return in.memLimit })
 	in.globals = starlark.StringDict{}
 	in.thread = in.newThread("main")
 	return in
@@ -120,6 +128,8 @@ func (in *Interp) print(thread *starlark.Thread, b *starlark.Builtin, args starl
 		}
 		if s, ok := starlark.AsString(a); ok {
 			sb.WriteString(s)
+		} else if err := checkRenderable(builtins.ContextOf(thread), a); err != nil {
+			return nil, err
 		} else {
 			sb.WriteString(a.String())
 		}
@@ -245,6 +255,9 @@ func (in *Interp) run(fn func(*starlark.Thread) error) (err error, interrupted b
 	defer cancel()
 	builtins.SetContext(in.thread, ctx) // this evaluation's, cleared after it
 	defer builtins.SetContext(in.thread, nil)
+	if in.memErr != nil {
+		return in.memErr, false
+	}
 	if in.keys == nil {
 		// A script stops on SIGTERM as on Ctrl-C, so downloads clean up.
 		defer onSignal(in.intr.interrupt, os.Interrupt, syscall.SIGTERM)()
@@ -253,6 +266,12 @@ func (in *Interp) run(fn func(*starlark.Thread) error) (err error, interrupted b
 		cancel()
 		in.thread.Cancel("interrupted")
 	})
+	var outOfMemory atomic.Bool
+	defer watchMemory(in.memLimit, func() {
+		outOfMemory.Store(true)
+		cancel()
+		in.thread.Cancel("out of memory")
+	})()
 	if in.keys != nil {
 		stop := in.keys.watch(in.intr.interrupt)
 		err = fn(in.thread)
@@ -262,6 +281,9 @@ func (in *Interp) run(fn func(*starlark.Thread) error) (err error, interrupted b
 	}
 	interrupted = in.intr.end()
 	in.thread.Uncancel()
+	if outOfMemory.Load() && !interrupted {
+		err = &MemoryError{Limit: in.memLimit}
+	}
 	return err, interrupted
 }
 
@@ -423,6 +445,28 @@ func formatError(err error, interrupted, backtrace bool) string {
 		return resolveMessage(rerrs)
 	}
 	return err.Error()
+}
+
+// foldRepeats shortens a backtrace the way Python does: after three equal
+// lines in a row, the rest of the run becomes one line saying how many
+// there were (unbounded recursion would otherwise print 100,000 frames).
+func foldRepeats(bt string) string {
+	lines := strings.Split(bt, "\n")
+	var out []string
+	for i := 0; i < len(lines); {
+		j := i + 1
+		for j < len(lines) && lines[j] == lines[i] {
+			j++
+		}
+		for k := i; k < min(j, i+3); k++ {
+			out = append(out, lines[k])
+		}
+		if n := j - i - 3; n > 0 {
+			out = append(out, fmt.Sprintf("  [previous line repeated %d more times]", n))
+		}
+		i = j
+	}
+	return strings.Join(out, "\n")
 }
 
 // RunSource runs a whole program read from somewhere other than a file

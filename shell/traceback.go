@@ -9,10 +9,11 @@ import (
 	"go.starlark.net/starlark"
 )
 
-// Tracebacks. Deep recursion leaves thousands of identical frames, so a
-// run of repeated frames (one frame, or a cycle of up to maxCycle frames
-// as in mutual recursion) is shown once with a count, and at most
-// maxFrames lines of frames are shown, the outermost and the innermost.
+// Tracebacks. Deep recursion leaves thousands of frames: a run of one
+// repeated frame folds as Python folds it (foldRepeats, issue 18), a
+// cycle of two to maxCycle frames (mutual recursion) is shown once with a
+// count, and at most maxFrames lines of frames are shown, the outermost
+// and the innermost.
 const (
 	maxCycle  = 4
 	maxFrames = 20
@@ -28,46 +29,46 @@ func foldedBacktrace(e *starlark.EvalError) string {
 		suffix = " in " + stack[last].Name
 		stack = stack[:last]
 	}
-	lines := foldFrames(stack)
-	if n := len(lines); n > maxFrames {
-		omitted := fmt.Sprintf("  ... %d more lines not shown ...", n-maxFrames)
-		lines = append(append(lines[:maxFrames/2:maxFrames/2], omitted), lines[n-maxFrames/2:]...)
-	}
 	var b strings.Builder
-	if len(lines) > 0 {
+	if len(stack) > 0 {
 		b.WriteString("Traceback (most recent call last):\n")
-	}
-	for _, l := range lines {
-		b.WriteString(l + "\n")
+		lines := strings.Split(foldRepeats(strings.Join(foldCycles(stack), "\n")), "\n")
+		if n := len(lines); n > maxFrames {
+			omitted := fmt.Sprintf("  ... %d more lines not shown ...", n-maxFrames)
+			lines = append(append(lines[:maxFrames/2:maxFrames/2], omitted), lines[n-maxFrames/2:]...)
+		}
+		b.WriteString(strings.Join(lines, "\n") + "\n")
 	}
 	fmt.Fprintf(&b, "Error%s: %s", suffix, e.Msg)
 	return b.String()
 }
 
-// foldFrames lists one line per frame, a repeated run of frames once.
-func foldFrames(stack starlark.CallStack) []string {
+// foldCycles lists one line per frame, a cycle of 2 to maxCycle frames
+// that repeats at least three times in a row once with a count; runs of a
+// single frame are left to foldRepeats.
+func foldCycles(stack starlark.CallStack) []string {
 	var lines []string
 	for i := 0; i < len(stack); {
-		period, times := repeats(stack[i:])
+		period, times := cycle(stack[i:])
 		for _, fr := range stack[i : i+period] {
 			lines = append(lines, fmt.Sprintf("  %s: in %s", fr.Pos, fr.Name))
 		}
 		if times > 1 {
-			what := "previous frame"
-			if period > 1 {
-				what = fmt.Sprintf("previous %d frames", period)
-			}
-			lines = append(lines, fmt.Sprintf("  [%s repeated %d more times]", what, times-1))
+			lines = append(lines, fmt.Sprintf("  [previous %d frames repeated %d more times]", period, times-1))
 		}
 		i += period * times
 	}
 	return lines
 }
 
-// repeats finds the shortest cycle that starts stack and repeats at least
-// three times in a row; without one it returns one frame, once.
-func repeats(stack starlark.CallStack) (period, times int) {
-	for p := 1; p <= maxCycle && 3*p <= len(stack); p++ {
+// cycle finds the shortest cycle of two or more frames that starts stack
+// and repeats at least three times in a row; without one (or when the
+// first frame simply repeats) it returns one frame, once.
+func cycle(stack starlark.CallStack) (period, times int) {
+	if len(stack) > 1 && sameFrames(stack[:1], stack[1:2]) {
+		return 1, 1
+	}
+	for p := 2; p <= maxCycle && 3*p <= len(stack); p++ {
 		n := 1
 		for (n+1)*p <= len(stack) && sameFrames(stack[:p], stack[n*p:(n+1)*p]) {
 			n++

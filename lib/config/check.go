@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
@@ -35,15 +36,15 @@ func unknownKeyMsg(key []string) string {
 	switch {
 	case len(key) >= 3 && key[0] == "profiles":
 		if isAPIKeyName(key[2]) {
-			return fmt.Sprintf("%s in profile %q: %s", key[2], key[1], apiKeyAdvice)
+			return fmt.Sprintf("%s in profile %s: %s", key[2], show(key[1]), apiKeyAdvice)
 		}
-		return fmt.Sprintf("unknown key %q in profile %q (known: %s)", key[2], key[1], strings.Join(profileKeys, ", "))
+		return fmt.Sprintf("unknown key %s in profile %s (known: %s)", show(key[2]), show(key[1]), strings.Join(profileKeys, ", "))
 	case isAPIKeyName(name):
 		return name + ": " + apiKeyAdvice
 	case len(key) == 1:
-		return fmt.Sprintf("unknown key %q (known: default_profile and [profiles.NAME] tables)", name)
+		return fmt.Sprintf("unknown key %s (known: default_profile and [profiles.NAME] tables)", show(name))
 	}
-	return fmt.Sprintf("unknown key %q", strings.Join(key, "."))
+	return fmt.Sprintf("unknown key %s", show(strings.Join(key, ".")))
 }
 
 const apiKeyAdvice = "an API key is never read from this file; remove the line and set TINKER_API_KEY, or set credential_command to a command that prints the key"
@@ -84,15 +85,19 @@ func typeMismatch(idx keyIndex, key []string) string {
 		}
 	case len(key) == 2 && key[0] == "profiles":
 		if !isTable {
-			return fmt.Sprintf("profile %q must be a table [profiles.%s], not %s", key[1], key[1], kindName(got.kind))
+			table := "[profiles.NAME]"
+			if !secretish(key[1]) {
+				table = "[profiles." + key[1] + "]"
+			}
+			return fmt.Sprintf("profile %s must be a table %s, not %s", show(key[1]), table, kindName(got.kind))
 		}
 	case len(key) == 3 && key[0] == "profiles" && key[2] == "local":
 		if got.kind != unstable.Bool {
-			return fmt.Sprintf("local in profile %q must be true or false, not %s", key[1], kindName(got.kind))
+			return fmt.Sprintf("local in profile %s must be true or false, not %s", show(key[1]), kindName(got.kind))
 		}
 	case len(key) == 3 && key[0] == "profiles":
 		if got.kind != unstable.String {
-			return fmt.Sprintf("%s in profile %q must be a string, not %s", key[2], key[1], kindName(got.kind))
+			return fmt.Sprintf("%s in profile %s must be a string, not %s", key[2], show(key[1]), kindName(got.kind))
 		}
 	}
 	return ""
@@ -114,13 +119,17 @@ func (f *File) check() error {
 		case f.DefaultProfile == "":
 			bad(f.defaultLine, "default_profile is empty: name a profile or remove the line")
 		case !ok:
-			bad(f.defaultLine, "default_profile %q is not a profile in this file (%s)", f.DefaultProfile, knownProfiles(f))
+			bad(f.defaultLine, "default_profile %s is not a profile in this file (%s)", show(f.DefaultProfile), knownProfiles(f))
 		}
 	}
 	for _, name := range f.Names() {
 		p := f.Profiles[name]
-		if !profileName.MatchString(name) {
-			bad(p.Line(), "profile name %q may contain only letters, digits, '-' and '_'", name)
+		switch {
+		case secretish(name):
+			bad(p.Line(), "a profile name looks like an API key: %s", keyAdvice)
+			continue
+		case !profileName.MatchString(name):
+			bad(p.Line(), "profile name %s may contain only letters, digits, '-' and '_'", show(name))
 			continue
 		}
 		for _, k := range []string{"base_url", "credential_command", "format"} {
@@ -129,7 +138,7 @@ func (f *File) check() error {
 			}
 		}
 		if p.Format != "" && p.Format != "table" && p.Format != "json" {
-			bad(p.KeyLine("format"), "format in profile %q is %q: use \"table\" or \"json\"", name, p.Format)
+			bad(p.KeyLine("format"), "format in profile %q is %s: use \"table\" or \"json\"", name, show(p.Format))
 		}
 		if p.BaseURL != "" {
 			if msg := checkBaseURL(p.BaseURL); msg != "" {
@@ -137,8 +146,8 @@ func (f *File) check() error {
 			}
 		}
 		for _, k := range []string{"base_url", "credential_command"} {
-			if looksLikeKey(p.stringValue(k)) {
-				bad(p.KeyLine(k), "%s in profile %q contains what looks like an API key: keep keys out of this file; let the command fetch the key (e.g. from a password manager) or set TINKER_API_KEY", k, name)
+			if v := p.stringValue(k); looksLikeKey(v) || secretish(firstWord(v)) {
+				bad(p.KeyLine(k), "%s in profile %q contains what looks like an API key: %s", k, name, keyAdvice)
 			} else if p.Local && p.stringValue(k) != "" {
 				bad(p.KeyLine(k), "profile %q sets both local = true and %s: a local profile uses the in-process server; remove one of them", name, k)
 			}
@@ -188,6 +197,32 @@ func checkBaseURL(u string) string {
 var keyLike = regexp.MustCompile(`tml-[A-Za-z0-9_-]*[A-Za-z0-9]{16}|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]*)?`)
 
 func looksLikeKey(s string) bool { return keyLike.MatchString(s) }
+
+// keyAdvice says where a key goes instead of this file.
+const keyAdvice = "keep keys out of this file; let the command fetch the key (e.g. from a password manager) or set TINKER_API_KEY"
+
+// secretish reports whether a name or value could be a pasted key: key-like
+// anywhere, or starting the way keys do (tml-, or eyJ for a JWT) however
+// short its runs of letters. Such a value is refused and never quoted.
+func secretish(s string) bool {
+	return looksLikeKey(s) || strings.HasPrefix(s, "tml-") || strings.HasPrefix(s, "eyJ")
+}
+
+// show quotes a name or value from the file for a message, unless it
+// could be a key.
+func show(s string) string {
+	if secretish(s) {
+		return "(a value that looks like an API key, not shown)"
+	}
+	return strconv.Quote(s)
+}
+
+func firstWord(s string) string {
+	if f := strings.Fields(s); len(f) > 0 {
+		return f[0]
+	}
+	return ""
+}
 
 // knownProfiles lists the profile names for a message.
 func knownProfiles(f *File) string {

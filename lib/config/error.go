@@ -10,9 +10,12 @@ type Error struct {
 	Msg  string
 }
 
+// Error masks anything key-like in the message as a last guard: messages
+// quote names from the file, and a decoder error may quote its text.
 func (e *Error) Error() string {
+	msg := MaskCommand(e.Msg)
 	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", e.Path, e.Line, e.Msg)
+		return fmt.Sprintf("%s:%d: %s", e.Path, e.Line, msg)
 	}
-	return fmt.Sprintf("%s: %s", e.Path, e.Msg)
+	return fmt.Sprintf("%s: %s", e.Path, msg)
 }

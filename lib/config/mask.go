@@ -26,7 +26,12 @@ func MaskKey(key string) string {
 // MaskCommand shows a credential command with anything in it that looks
 // like a key masked: the command is shown so that users see which one
 // runs, but it may have been written with a key inside.
+// A command that is itself a key (its first word starts as keys do) is
+// masked whole.
 func MaskCommand(cmd string) string {
+	if w := firstWord(cmd); secretish(w) && !looksLikeKey(w) {
+		return MaskKey(w)
+	}
 	return keyLike.ReplaceAllStringFunc(cmd, MaskKey)
 }
 

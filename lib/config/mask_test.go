@@ -23,6 +23,8 @@ func TestMaskCommand(t *testing.T) {
 		"pass show tinker/work":                                             "pass show tinker/work",
 		"echo tml-4fT9xQ2mZ8pL3vR7wK1nabcd":                                 "echo tml-…abcd",
 		"printf %s eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1In0.c2lnbmF0dXJl; true": "printf %s eyJ…dXJl; true",
+		"tml-SECRET-secret-SECRET-secret":                                   "tml-…cret",
+		"tml-SECRET-secret-SECRET-secret --flag":                            "tml-…cret",
 	} {
 		if got := MaskCommand(in); got != want {
 			t.Errorf("MaskCommand(%q) = %q, want %q", in, got, want)

@@ -67,7 +67,7 @@ func Resolve(f *File, flags Flags, getenv func(string) string) (*Settings, error
 	if name := s.Profile.Value; name != "" {
 		var ok bool
 		if p, ok = f.Profiles[name]; !ok {
-			return nil, fmt.Errorf("unknown profile %q (from %s): %s", name, s.Profile.Source, knownProfiles(f))
+			return nil, fmt.Errorf("unknown profile %s (from %s): %s", show(name), s.Profile.Source, knownProfiles(f))
 		}
 	}
 	from := func(key string) Source {

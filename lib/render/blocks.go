@@ -21,7 +21,7 @@ func writeBlocks(b *strings.Builder, title string, headers []string, kinds []Kin
 	for _, h := range headers {
 		keyw = max(keyw, runewidth.StringWidth(h))
 	}
-	keyw = min(keyw, width/3)
+	keyw = max(1, min(keyw, width/3)) // a width under 3 still gets a key column
 	valw := max(1, width-keyw-2)
 	block := func(r []string) {
 		b.WriteByte('\n')
@@ -46,7 +46,7 @@ func writeBlocks(b *strings.Builder, title string, headers []string, kinds []Kin
 					b.WriteByte('\n')
 					continue
 				}
-				b.WriteString(strings.Repeat(" ", keyw-runewidth.StringWidth(key)+2))
+				b.WriteString(strings.Repeat(" ", max(0, keyw-runewidth.StringWidth(key))+2))
 				switch {
 				case val == Missing:
 					val = paint(styleDim, val)

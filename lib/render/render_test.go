@@ -142,3 +142,18 @@ func TestTableKinds(t *testing.T) {
 		}
 	}
 }
+
+// A terminal narrower than the keys (TINKER_FORCE_TTY=1, a split pane)
+// falls back to blocks; it must draw them, not panic on a negative pad.
+func TestBlocksAtTinyWidths(t *testing.T) {
+	tab := &Table{Title: "steps", Columns: []Column{{Header: "step"}, {Header: "train_loss"}}, Rows: [][]string{{"1", "6.141"}}}
+	for width := 1; width <= 6; width++ {
+		var b bytes.Buffer
+		if err := Write(&b, tab, Options{Width: width}); err != nil {
+			t.Fatalf("width %d: %v", width, err)
+		}
+		if !strings.Contains(b.String(), "steps") && width >= 5 || !strings.Contains(b.String(), "6") {
+			t.Errorf("width %d: title or value missing:\n%s", width, b.String())
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -30,12 +31,16 @@ type future struct {
 	proto     []byte // protobuf result for sample futures
 	failure   []byte // {"error","category"} JSON
 
-	model  string // the model whose ordered operation this is, if any
-	halted bool   // the operation did not run: the server stopped (trainstop.go)
+	model   string             // the model whose ordered operation this is, if any
+	halted  bool               // the operation did not run: the server stopped (trainstop.go)
+	session string             // whose work it is; "" outside a session (sessions.go)
+	cancel  context.CancelFunc // stops this future's own work, or nil
 
 	// Guarded by the table's mu.
 	sentMeta    bool
-	collectedAt time.Time // when a final answer was first sent; zero before
+	collectedAt time.Time   // when a final answer was first sent; zero before
+	polling     int         // retrieve_future requests waiting on it now
+	abandon     *time.Timer // fires abandonGrace after the last poll ended
 }
 
 // futureTable holds the futures by id (constant-time lookups) and, per
@@ -164,15 +169,30 @@ func newFutureID() string {
 // work returns the JSON result, an optional protobuf form, or an error whose
 // category comes from userError. Call futures.admit first.
 func (s *Server) startFuture(owner string, work func() (json []byte, proto []byte, err error)) *future {
-	return s.startFutureOf(owner, "", work)
+	return s.startFutureWith(owner, futureOpts{}, work)
 }
 
 // startFutureOf is startFuture for one of model's ordered operations,
 // whose result a clean restart keeps (futurekeep.go).
 func (s *Server) startFutureOf(owner, model string, work func() (json []byte, proto []byte, err error)) *future {
+	return s.startFutureWith(owner, futureOpts{model: model}, work)
+}
+
+// futureOpts says whose work a future does.
+type futureOpts struct {
+	model   string             // see future.model
+	session string             // the session whose workContext the work took
+	cancel  context.CancelFunc // stops this future's work alone, or nil
+}
+
+// startFutureWith is startFuture with its options. A future whose client
+// goes away is abandoned: its session's work (or, outside a session, its
+// own) is cancelled.
+func (s *Server) startFutureWith(owner string, o futureOpts, work func() (json []byte, proto []byte, err error)) *future {
 	t := s.futures
 	now := time.Now()
-	f := &future{id: newFutureID(), owner: owner, readyAt: now.Add(s.opts.FutureDelay), createdAt: now, done: make(chan struct{}), model: model}
+	f := &future{id: newFutureID(), owner: owner, readyAt: now.Add(s.opts.FutureDelay), createdAt: now, done: make(chan struct{}),
+		model: o.model, session: o.session, cancel: o.cancel}
 	t.mu.Lock()
 	t.m[f.id] = f
 	t.byOwner[owner] = append(t.byOwner[owner], f)
@@ -195,6 +215,9 @@ func (s *Server) startFutureOf(owner, model string, work func() (json []byte, pr
 			f.halted = errors.Is(err, errHalted)
 		} else {
 			f.result, f.proto = res, pb
+		}
+		if o.cancel != nil {
+			o.cancel()
 		}
 		close(f.done)
 	}()
@@ -276,6 +299,8 @@ func (s *Server) retrieveFuture(w http.ResponseWriter, r *http.Request, owner st
 		// resubmit. Another user's future answers exactly the same.
 		return errorf(http.StatusGone, "Future %q expired or unknown; resubmit the request", body.RequestID)
 	}
+	s.futures.pollBegin(f)
+	defer s.pollEnd(f)
 	hold := time.NewTimer(s.opts.PollHold)
 	defer hold.Stop()
 	wait := func(ch <-chan time.Time) bool {
@@ -365,4 +390,58 @@ func (t *futureTable) markCollected(f *future) {
 		f.collectedAt = time.Now()
 	}
 	t.mu.Unlock()
+}
+
+// abandonGrace is how long a running future waits for its next poll once
+// a poll ended before its work is cancelled: a waiting client (or one that
+// reconnects) polls again at once, one that was interrupted or killed
+// never does. A future nobody polled yet is not abandoned: clients may
+// submit several operations and wait for them in turn.
+const abandonGrace = 4 * time.Second
+
+func (t *futureTable) pollBegin(f *future) {
+	t.mu.Lock()
+	f.polling++
+	t.mu.Unlock()
+}
+
+// pollEnd ends a poll of f. If nobody polls f again within abandonGrace
+// while its work still runs, the work is cancelled.
+func (s *Server) pollEnd(f *future) {
+	t := s.futures
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f.polling--
+	switch {
+	case f.finished():
+	case f.abandon == nil:
+		f.abandon = time.AfterFunc(abandonGrace, func() { s.abandonIfIdle(f) })
+	default:
+		f.abandon.Reset(abandonGrace)
+	}
+}
+
+func (f *future) finished() bool {
+	select {
+	case <-f.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// abandonIfIdle cancels f's work unless a poll of it is waiting now or
+// it has finished.
+func (s *Server) abandonIfIdle(f *future) {
+	t := s.futures
+	t.mu.Lock()
+	idle := f.polling == 0
+	t.mu.Unlock()
+	switch {
+	case !idle || f.finished():
+	case f.session != "":
+		s.cancelWork(f.session, "its client stopped polling for "+f.id)
+	case f.cancel != nil:
+		f.cancel()
+	}
 }

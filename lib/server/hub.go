@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -28,7 +30,10 @@ import (
 //	GET      /api/models/{org}/{name}[/revision/{rev}] {"id", "sha", "siblings"}
 //	GET      /api/models/{org}/{name}/tree/{rev}/...   [] (no further files)
 //
-// A missing file of a known repo is a 404 with X-Error-Code EntryNotFound
+// A server started with API keys answers only requests bearing one of them
+// (Authorization: Bearer KEY, what clients send for HF_TOKEN), with 401
+// otherwise. A model directory's files are read only inside its repo root
+// (see repoRoot). A missing file of a known repo is a 404 with X-Error-Code EntryNotFound
 // (clients treat optional files that way); an unknown repo is RepoNotFound.
 
 type hubRepo struct {
@@ -70,8 +75,14 @@ func (s *Server) hubRepo(repoID string) *hubRepo {
 		return nil
 	}
 	r := &hubRepo{files: map[string][]byte{}}
+	root, prefix := repoRoot(dir)
+	fsys, err := os.OpenRoot(root)
+	if err != nil {
+		return nil
+	}
+	defer fsys.Close()
 	for _, name := range []string{"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja"} {
-		if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
+		if b, err := readRegular(fsys, filepath.Join(prefix, name)); err == nil {
 			r.files[name] = b
 		}
 	}
@@ -80,6 +91,35 @@ func (s *Server) hubRepo(repoID string) *hubRepo {
 	}
 	r.commit = r.contentCommit()
 	return r
+}
+
+// repoRoot is the directory a model directory's served files must stay in,
+// and dir relative to it. Files are read through an os.Root there, so a
+// symlink that leads out of it (tokenizer.json -> /etc/shadow) is refused.
+// A Hugging Face cache snapshot (models--org--name/snapshots/REV) keeps its
+// files as symlinks into ../../blobs: its root is the models--org--name
+// directory.
+func repoRoot(dir string) (root, rel string) {
+	dir = filepath.Clean(dir)
+	snaps := filepath.Dir(dir)
+	repo := filepath.Dir(snaps)
+	if filepath.Base(snaps) == "snapshots" && strings.HasPrefix(filepath.Base(repo), "models--") {
+		return repo, filepath.Join("snapshots", filepath.Base(dir))
+	}
+	return dir, "."
+}
+
+// readRegular reads a regular file under root (never a FIFO or device).
+func readRegular(root *os.Root, name string) ([]byte, error) {
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", name)
+	}
+	return io.ReadAll(f)
 }
 
 // contentCommit is a commit id derived from the files, so it changes
@@ -108,6 +148,22 @@ func hubPath(path string) bool {
 	return (len(seg) >= 5 && seg[2] == "resolve") || (len(seg) >= 4 && seg[0] == "api" && seg[1] == "models")
 }
 
+// hubAuthorized: a server started with API keys serves its Hub files only
+// to their holders. Hub clients send HF_TOKEN as a bearer token; the
+// X-API-Key header works too. Either is checked as every other request's
+// key is (authenticate).
+func (s *Server) hubAuthorized(r *http.Request) bool {
+	if len(s.keys) == 0 {
+		return true
+	}
+	if key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		r = r.Clone(r.Context())
+		r.Header.Set("X-API-Key", key)
+	}
+	_, e := s.authenticate(r)
+	return e == nil
+}
+
 func hubError(w http.ResponseWriter, code, msg string) int {
 	w.Header().Set("X-Error-Code", code)
 	w.Header().Set("X-Error-Message", msg)
@@ -120,6 +176,12 @@ func (s *Server) serveHub(w http.ResponseWriter, r *http.Request, path string) i
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		writeError(w, errorf(http.StatusMethodNotAllowed, "Method Not Allowed"))
 		return http.StatusMethodNotAllowed
+	}
+	if !s.hubAuthorized(r) {
+		w.Header().Set("X-Error-Code", "RepoNotFound")
+		w.Header().Set("X-Error-Message", "Invalid or missing token")
+		writeError(w, errorf(http.StatusUnauthorized, "This server requires one of its API keys: set HF_TOKEN to your Tinker API key"))
+		return http.StatusUnauthorized
 	}
 	seg := strings.Split(strings.TrimPrefix(path, "/"), "/")
 	api := seg[0] == "api"
@@ -151,7 +213,7 @@ func (s *Server) serveHub(w http.ResponseWriter, r *http.Request, path string) i
 		for _, n := range repo.names() {
 			sib = append(sib, map[string]string{"rfilename": n})
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"id": repoID, "modelId": repoID, "sha": repo.commit, "private": false, "siblings": sib})
+		writeJSON(w, http.StatusOK, map[string]any{"id": repoID, "modelId": repoID, "sha": repo.commit, "private": len(s.keys) > 0, "siblings": sib})
 		return http.StatusOK
 	}
 	name := strings.Join(seg[4:], "/")

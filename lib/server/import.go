@@ -139,6 +139,8 @@ func (mi *manifestImport) addRun(mr *ManifestRun, i int) error {
 	if key != "" {
 		owner = OwnerURN(key)
 		im.AddUser(owner, hashKey(key))
+	} else if err := checkOwnerURN(owner); err != nil {
+		return fmt.Errorf("%s: %w", where, err)
 	}
 	arch, ok := models.Lookup(mr.BaseModel)
 	if !ok {
@@ -316,6 +318,19 @@ func generateRuns(g *ManifestGenerate, now time.Time) ([]ManifestRun, error) {
 		out[r] = mr
 	}
 	return out, nil
+}
+
+// ownerURNPrefix starts every URN OwnerURN makes.
+const ownerURNPrefix = "tml:organization_user:"
+
+// checkOwnerURN accepts only the URNs OwnerURN makes: the owner ends up in
+// the store and in every listing, so it must be exactly that form.
+func checkOwnerURN(owner string) error {
+	id, ok := strings.CutPrefix(owner, ownerURNPrefix)
+	if u, err := uuid.Parse(id); !ok || err != nil || u.String() != id {
+		return fmt.Errorf("owner %q is not a %s<uuid> URN: give owner_key (an API key) instead, or the URN the server shows as model_owner", owner, ownerURNPrefix)
+	}
+	return nil
 }
 
 func firstNonEmpty(a, b string) string {

@@ -49,6 +49,9 @@ func TestImportRejects(t *testing.T) {
 		"bad name":      `{"owner_key":"tml-a","runs":[{"base_model":"Qwen/Qwen3-8B","checkpoints":[{"kind":"weights","name":".."}]}]}`,
 		"bad kind":      `{"owner_key":"tml-a","runs":[{"base_model":"Qwen/Qwen3-8B","checkpoints":[{"kind":"w","name":"a"}]}]}`,
 		"unknown field": `{"owner_key":"tml-a","runz":[]}`,
+		"owner path":    `{"owner":"tml:organization_user:../../x","runs":[{"base_model":"Qwen/Qwen3-8B"}]}`,
+		"owner upper":   `{"owner":"tml:organization_user:7D9F3C1E-0000-5000-8000-000000000001","runs":[{"base_model":"Qwen/Qwen3-8B"}]}`,
+		"run owner":     `{"runs":[{"owner":"alice","base_model":"Qwen/Qwen3-8B"}]}`,
 		"duplicate":     `{"owner_key":"tml-a","runs":[{"base_model":"Qwen/Qwen3-8B","checkpoints":[{"kind":"weights","name":"a"},{"kind":"weights","name":"a"}]}]}`,
 	} {
 		if _, err := Import(t.Context(), t.TempDir(), strings.NewReader(m), t0); err == nil {

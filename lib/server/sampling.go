@@ -306,14 +306,18 @@ func (s *Server) submitSample(w http.ResponseWriter, r *http.Request, owner, ses
 	}
 	s.samples.Add(1)
 	sampler := s.opts.Sampler
-	f := s.startFuture(owner, func() ([]byte, []byte, error) {
+	caller, cancel := context.WithCancel(s.workContext(session)) // done when the caller goes
+	f := s.startFutureWith(owner, futureOpts{session: session, cancel: cancel}, func() ([]byte, []byte, error) {
 		defer s.samples.Add(-1)
+		ctx, stop := eitherDone(s.ctx, caller) // or when the server closes
+		defer stop()
 		if sampler == nil {
 			s.logRequest(session, "sample", start, 400, "no sampling engine")
 			return nil, nil, userErrorf("sampling is not available: this local server was started without a sampling engine")
 		}
-		resp, err := sampler.Sample(s.ctx, req)
+		resp, err := sampler.Sample(ctx, req)
 		if err != nil {
+			err = s.cancelled(caller, "sample", err)
 			s.logRequest(session, "sample", start, 500, err.Error())
 			return nil, nil, err
 		}

@@ -122,6 +122,7 @@ type Server struct {
 	futures  *futureTable
 	trainers *trainers
 	samples  atomic.Int64 // unfinished asample futures
+	work     sessionWork  // cancels the work of callers that went (sessions.go)
 
 	ctx       context.Context // cancelled by Close: stops running samples
 	cancel    context.CancelFunc

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -139,4 +141,103 @@ func (s *Server) setProject(w http.ResponseWriter, r *http.Request, owner string
 	}
 	writeRaw(w, 200, []byte(`{}`))
 	return nil
+}
+
+// Work stops when its caller goes (docs/protocol.md, "Cancellation"). The
+// protocol has no cancel call, so the server watches what it can see: a
+// session that stops heartbeating, and a running future whose client
+// stopped polling for it (futures.go, abandonGrace). Either cancels the
+// session's work generation: every operation submitted on the session
+// until then that has not finished stops (sampling between tokens,
+// forward_backward before it touches the gradients, optim_step before it
+// starts), while operations submitted afterwards run in a fresh
+// generation, so a prompt that was interrupted keeps its session.
+type sessionWork struct {
+	mu   sync.Mutex
+	gens map[string]*workGen // session id -> current generation
+	reap sync.Once
+}
+
+type workGen struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// workContext is the context for work submitted now on session, done when
+// its caller goes; work outside any session gets one never done.
+func (s *Server) workContext(session string) context.Context {
+	if session == "" {
+		return context.Background()
+	}
+	w := &s.work
+	w.reap.Do(func() { go s.reapSessions() })
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.gens == nil {
+		w.gens = map[string]*workGen{}
+	}
+	g := w.gens[session]
+	if g == nil {
+		// Not the server's context: Close lets training finish its queue
+		// (trainstop.go); work that must stop on Close joins s.ctx too.
+		ctx, cancel := context.WithCancel(context.Background())
+		g = &workGen{ctx, cancel}
+		w.gens[session] = g
+	}
+	return g.ctx
+}
+
+// cancelWork stops the work submitted on session so far.
+func (s *Server) cancelWork(session, why string) {
+	w := &s.work
+	w.mu.Lock()
+	g := w.gens[session]
+	delete(w.gens, session)
+	w.mu.Unlock()
+	if g != nil {
+		g.cancel()
+		s.opts.Logf("session %s: work cancelled: %s", session, why)
+	}
+}
+
+// reapSessions cancels the work of sessions that stopped heartbeating,
+// checking every second until the server closes.
+func (s *Server) reapSessions() {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		s.work.mu.Lock()
+		ids := make([]string, 0, len(s.work.gens))
+		for id := range s.work.gens {
+			ids = append(ids, id)
+		}
+		s.work.mu.Unlock()
+		for _, id := range ids {
+			if se, _, _, ok := s.st.Session(id); !ok || s.now().Sub(se.LastHeartbeat) > s.opts.HeartbeatTimeout {
+				s.cancelWork(id, "the session stopped heartbeating")
+			}
+		}
+	}
+}
+
+// cancelled turns the error of work stopped because its caller went (ctx
+// is a workContext) into a user error saying so; other errors, and work
+// stopped by the server closing, pass unchanged.
+func (s *Server) cancelled(ctx context.Context, what string, err error) error {
+	if ctx.Err() == nil || s.ctx.Err() != nil {
+		return err
+	}
+	return userErrorf("%s cancelled: its client stopped polling for it or its session stopped heartbeating; nothing was applied, send it again", what)
+}
+
+// eitherDone is a context done when a or b is.
+func eitherDone(a, b context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(a)
+	stop := context.AfterFunc(b, cancel)
+	return ctx, func() { stop(); cancel() }
 }

@@ -66,10 +66,13 @@ func (s *Server) fwd(w http.ResponseWriter, r *http.Request, owner string, legac
 		return e
 	}
 	s.st.TouchRun(run.ID, s.now())
-	f := s.startFutureOf(owner, run.ID, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
+	caller := s.workContext(run.SessionID) // cancelled when the caller goes (sessions.go)
+	f := s.startFutureWith(owner, futureOpts{model: run.ID, session: run.SessionID}, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
 		defer s.trainers.release(owner, queued)
 		var res *engine.ForwardResult
-		ctx := s.trainers.ctx // cancelled when a stop halts training (trainstop.go)
+		// cancelled when a stop halts training (trainstop.go) or the caller goes
+		ctx, cancel := eitherDone(s.trainers.ctx, caller)
+		defer cancel()
 		err := s.trainers.run(ctx, need, func() error {
 			var err error
 			if req.ForwardOnly {
@@ -81,7 +84,7 @@ func (s *Server) fwd(w http.ResponseWriter, r *http.Request, owner string, legac
 		})
 		if err != nil {
 			s.logRequest(run.SessionID, op, start, 500, err.Error())
-			return nil, nil, fmt.Errorf("%s on %s: %w", op, run.ID, err)
+			return nil, nil, s.cancelled(caller, op+" on "+run.ID, fmt.Errorf("%s on %s: %w", op, run.ID, err))
 		}
 		tokens := 0
 		for _, d := range req.Data {
@@ -194,9 +197,15 @@ func (s *Server) optimStep(w http.ResponseWriter, r *http.Request, owner string,
 		return e
 	}
 	s.st.TouchRun(run.ID, s.now())
-	f := s.startFutureOf(owner, run.ID, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
+	// A step whose caller went never runs: its forward_backward may have
+	// been cancelled, and the step must not apply without its gradients.
+	ctx := s.workContext(run.SessionID)
+	f := s.startFutureWith(owner, futureOpts{model: run.ID, session: run.SessionID}, s.trainers.inOrder(run.ID, seq, func() ([]byte, []byte, error) {
 		var metrics map[string]float64
 		err := s.trainers.run(context.Background(), 0, func() error {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("cancelled: %w", err)
+			}
 			var err error
 			if metrics, err = tr.OptimStep(p); err != nil {
 				return err
@@ -205,7 +214,7 @@ func (s *Server) optimStep(w http.ResponseWriter, r *http.Request, owner string,
 		})
 		if err != nil {
 			s.logRequest(run.SessionID, "optim_step", start, 500, err.Error())
-			return nil, nil, fmt.Errorf("optim_step on %s: %w", run.ID, err)
+			return nil, nil, s.cancelled(ctx, "optim_step on "+run.ID, fmt.Errorf("optim_step on %s: %w", run.ID, err))
 		}
 		if err := checkMetrics("optim_step", run.ID, metrics); err != nil {
 			s.logRequest(run.SessionID, "optim_step", start, 400, err.Error())

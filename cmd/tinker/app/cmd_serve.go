@@ -23,12 +23,14 @@ var serveCmd = &command{
 	Help: "Serve the Tinker HTTP API from DIR (SQLite database and checkpoint files).\n" +
 		"Without keys (--api-key, --api-key-file or $TINKER_SERVE_API_KEYS) any key\n" +
 		"starting with tml- is accepted, each one a user;\n" +
-		"a non-loopback --addr requires explicit keys.",
+		"a non-loopback --addr requires explicit keys. A key given with --api-key\n" +
+		"is visible to every user of the machine in the process list (ps): give\n" +
+		"keys with --api-key-file or $" + server.KeysEnv + " instead.",
 	Sub: []*command{serveImportCmd, serveImportAdapterCmd},
 	Flags: []flagSpec{
 		{Long: "--data", Kind: flagPath, Metavar: "DIR", Help: "Data directory (default $XDG_DATA_HOME/tinker)."},
 		{Long: "--addr", Kind: flagString, Metavar: "HOST:PORT", Help: "Listen address (default 127.0.0.1:8000)."},
-		{Long: "--api-key", Kind: flagMulti, Metavar: "KEY", Help: "Accept only this key (repeatable); each key is a user."},
+		{Long: "--api-key", Kind: flagMulti, Metavar: "KEY", Help: "Accept only this key (repeatable; visible in the process list)."},
 		{Long: "--api-key-file", Kind: flagPath, Metavar: "FILE", Help: "Accept the keys in FILE, one a line (also $" + server.KeysEnv + ", comma-separated)."},
 		{Long: "--model", Kind: flagMulti, Metavar: "NAME=DIR", Help: "Serve base model NAME from a Hugging Face model directory (repeatable); NAME may be new."},
 		{Long: "--train-memory", Kind: flagString, Metavar: "SIZE", Help: "Training memory: running passes, queued requests and trainers each stay within it, e.g. 4G or 512M (default a quarter of RAM)."},
