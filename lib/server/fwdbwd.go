@@ -44,6 +44,9 @@ func readFwdBody(r *http.Request) ([]byte, *errorResponse) {
 }
 
 // decodeFwdProto decodes a tinker_public.ForwardBackwardRequest body.
+// Like decodeFwdJSON, once the body parses it returns the request's
+// model_id and seq_id with any error, so that the refusal uses up the
+// seq_id (useUpSeq).
 func decodeFwdProto(b []byte) (*fwdRequest, *errorResponse) {
 	var m tinkerproto.ForwardBackwardRequest
 	if err := proto.Unmarshal(b, &m); err != nil {
@@ -52,7 +55,7 @@ func decodeFwdProto(b []byte) (*fwdRequest, *errorResponse) {
 	seq := int(m.GetSeqId())
 	req := &fwdRequest{ModelID: m.GetModelId(), SeqID: &seq, LossFn: m.GetLossFn(), LossConfig: m.GetLossFnConfig(), ForwardOnly: m.GetForwardOnly()}
 	if e := checkDatumCount(len(m.GetData())); e != nil {
-		return nil, e
+		return req, e
 	}
 	total, targets := 0, 0
 	for i, d := range m.GetData() {
@@ -60,29 +63,29 @@ func decodeFwdProto(b []byte) (*fwdRequest, *errorResponse) {
 		for j, ch := range d.GetModelInput() {
 			et := ch.GetEncodedText()
 			if et == nil {
-				return nil, errorf(http.StatusBadRequest, "data[%d].model_input.chunks[%d]: only encoded_text chunks are supported by the local server", i, j)
+				return req, errorf(http.StatusBadRequest, "data[%d].model_input.chunks[%d]: only encoded_text chunks are supported by the local server", i, j)
 			}
 			n += len(et.GetTokens()) / 4
 		}
 		if e := checkTokens(i, n, &total); e != nil {
-			return nil, e
+			return req, e
 		}
 		width, e := targetWidth(d.GetLossFnInputs()[engine.InputTargetTokens].GetShape(), n, i, &targets)
 		if e != nil {
-			return nil, e
+			return req, e
 		}
 		dt := engine.Datum{ModelInput: make([]int, 0, n), LossFnInputs: map[string][]float64{}, Width: width}
 		for j, ch := range d.GetModelInput() {
 			toks, err := tinkerproto.UnpackInt32(ch.GetEncodedText().GetTokens())
 			if err != nil {
-				return nil, errorf(http.StatusBadRequest, "data[%d].model_input.chunks[%d].tokens: %v", i, j, err)
+				return req, errorf(http.StatusBadRequest, "data[%d].model_input.chunks[%d].tokens: %v", i, j, err)
 			}
 			dt.ModelInput = append(dt.ModelInput, toks...)
 		}
 		for _, k := range sortedNames(d.GetLossFnInputs()) {
 			v, e := protoTensor(d.GetLossFnInputs()[k], n*max(width, 1), fmt.Sprintf("data[%d].loss_fn_inputs.%s", i, k))
 			if e != nil {
-				return nil, e
+				return req, e
 			}
 			dt.LossFnInputs[k] = v
 		}
@@ -198,45 +201,46 @@ func decodeFwdJSON(b []byte, forwardOnly bool) (*fwdRequest, *errorResponse) {
 	if err := json.Unmarshal(b, &body); err != nil {
 		return nil, errorf(http.StatusUnprocessableEntity, "Invalid JSON body: %v", err)
 	}
+	req := &fwdRequest{ModelID: body.ModelID, SeqID: body.SeqID, ForwardOnly: forwardOnly}
 	in := body.FB
 	if forwardOnly {
 		in = body.F
 	}
 	if in == nil {
-		return nil, errorf(http.StatusUnprocessableEntity, "missing %s", map[bool]string{true: "forward_input", false: "forward_backward_input"}[forwardOnly])
+		return req, errorf(http.StatusUnprocessableEntity, "missing %s", map[bool]string{true: "forward_input", false: "forward_backward_input"}[forwardOnly])
 	}
-	req := &fwdRequest{ModelID: body.ModelID, SeqID: body.SeqID, LossFn: in.LossFn, LossConfig: in.LossFnConfig, ForwardOnly: forwardOnly}
+	req.LossFn, req.LossConfig = in.LossFn, in.LossFnConfig
 	if e := checkDatumCount(len(in.Data)); e != nil {
-		return nil, e
+		return req, e
 	}
 	total, targets := 0, 0
 	for i, d := range in.Data {
 		dt := engine.Datum{LossFnInputs: map[string][]float64{}}
 		for j, ch := range d.ModelInput.Chunks {
 			if ch.Type != "" && ch.Type != "encoded_text" {
-				return nil, errorf(http.StatusBadRequest, "data[%d].model_input.chunks[%d]: chunk type %q is not supported by the local server (only encoded_text)", i, j, ch.Type)
+				return req, errorf(http.StatusBadRequest, "data[%d].model_input.chunks[%d]: chunk type %q is not supported by the local server (only encoded_text)", i, j, ch.Type)
 			}
 			dt.ModelInput = append(dt.ModelInput, ch.Tokens...)
 		}
 		n := len(dt.ModelInput)
 		if e := checkTokens(i, n, &total); e != nil {
-			return nil, e
+			return req, e
 		}
 		var e *errorResponse
 		if dt.Width, e = targetWidth(d.LossFnInputs[engine.InputTargetTokens].Shape, n, i, &targets); e != nil {
-			return nil, e
+			return req, e
 		}
 		for _, k := range sortedNames(d.LossFnInputs) {
 			t := d.LossFnInputs[k]
 			field := fmt.Sprintf("data[%d].loss_fn_inputs.%s", i, k)
 			if t.DType != "int64" && t.DType != "float32" {
-				return nil, errorf(http.StatusBadRequest, "%s: dtype must be int64 or float32, got %q", field, t.DType)
+				return req, errorf(http.StatusBadRequest, "%s: dtype must be int64 or float32, got %q", field, t.DType)
 			}
 			v := t.Data
 			if t.CrowIndices != nil {
 				var err error
 				if v, err = wiretensor.CSR(t.Data, t.CrowIndices, t.ColIndices, t.Shape, n*max(dt.Width, 1)); err != nil {
-					return nil, errorf(http.StatusBadRequest, "%s: %v", field, err)
+					return req, errorf(http.StatusBadRequest, "%s: %v", field, err)
 				}
 			} else if t.DType == "float32" {
 				v = slices.Clone(v)

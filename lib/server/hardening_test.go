@@ -299,7 +299,7 @@ func TestStopWithTrainingInFlight(t *testing.T) {
 		t.Run(map[bool]string{false: "drained", true: "halted"}[halt], func(t *testing.T) {
 			grace := time.Minute
 			if halt {
-				grace = time.Millisecond
+				grace = -1 // at once (tinker serve --shutdown-grace 0)
 			}
 			e := newTrainEnv(t, Options{KeepTrainers: true, ShutdownGrace: grace})
 			model := e.newTinyModel(7)
@@ -309,7 +309,10 @@ func TestStopWithTrainingInFlight(t *testing.T) {
 			_, opt := e.submit(key, "/api/v1/optim_step", optimBody(model, 2))
 			closed := make(chan error)
 			go func() { closed <- e.srv.Close() }()
-			for !isClosed(ts.stop) || (halt && !isClosed(ts.halt)) {
+			for waited := time.Duration(0); !isClosed(ts.stop) || (halt && !isClosed(ts.halt)); waited += time.Millisecond {
+				if waited > 10*time.Second { // the default grace is 30s
+					t.Fatal("a negative ShutdownGrace did not halt at once")
+				}
 				time.Sleep(time.Millisecond)
 			}
 			<-ts.cpu

@@ -57,3 +57,11 @@ func checkMetrics(op, runID string, metrics map[string]float64) error {
 	}
 	return nil
 }
+
+// nonFiniteStepError is the failure of an optim_step that would have made
+// the adapter non-finite; the engine undid it, so the model is as it was.
+func nonFiniteStepError(runID string, nf *engine.NonFiniteError) error {
+	return userErrorf("optim_step on %s: %s is not a finite number after this step (very large learning_rate or weight_decay, "+
+		"or eps=0, do this); the step was not applied and the model is as before it: retry with smaller adam_params, "+
+		"or load the last saved state (load_state)", runID, nf.Tensor+fmt.Sprintf("[%d] (%v)", nf.Index, nf.Value))
+}

@@ -98,7 +98,7 @@ type Options struct {
 	JWT         bool
 	JWTLifetime time.Duration
 	// ShutdownGrace is how long Close lets the models' queued operations
-	// run before it halts the rest (default 30s; trainstop.go). Without
+	// run before it halts the rest (0: 30s; negative: at once; trainstop.go). Without
 	// KeepTrainers nothing would survive the stop, so Close halts at once.
 	ShutdownGrace time.Duration
 	// PrivatePaths are directories (e.g. --model NAME=DIR) that, like the
@@ -178,7 +178,7 @@ func Open(opts Options) (*Server, error) {
 	if opts.JWTLifetime <= 0 {
 		opts.JWTLifetime = defaultJWTLifetime
 	}
-	if opts.ShutdownGrace <= 0 {
+	if opts.ShutdownGrace == 0 {
 		opts.ShutdownGrace = 30 * time.Second
 	}
 	st, err := store.Open(opts.DataDir)

@@ -39,6 +39,9 @@ func (s *Server) fwd(w http.ResponseWriter, r *http.Request, owner string, legac
 		req, e = decodeFwdJSON(b, legacyForward)
 	}
 	if e != nil {
+		if req != nil {
+			s.useUpSeq(owner, req.ModelID, req.SeqID, e)
+		}
 		return e
 	}
 	run, release, e := s.admitOwned(owner, req.ModelID)
@@ -165,24 +168,24 @@ func (s *Server) optimStep(w http.ResponseWriter, r *http.Request, owner string,
 		return e
 	}
 	defer release()
-	if body.AdamParams == nil {
-		return errorf(http.StatusUnprocessableEntity, "adam_params is required")
-	}
-	p := engine.DefaultAdamParams()
-	ap := body.AdamParams
-	setIf(&p.LearningRate, ap.LearningRate)
-	setIf(&p.Beta1, ap.Beta1)
-	setIf(&p.Beta2, ap.Beta2)
-	setIf(&p.Eps, ap.Eps)
-	setIf(&p.WeightDecay, ap.WeightDecay)
-	setIf(&p.GradClipNorm, ap.GradClipNorm)
 	m := s.trainers.model(run.ID)
 	seq, e := m.accept(run.ID, body.SeqID)
 	if e != nil {
 		return e
 	}
-	if err := p.Validate(); err != nil {
-		e = errorf(http.StatusBadRequest, "%v", err)
+	p := engine.DefaultAdamParams()
+	if ap := body.AdamParams; ap == nil {
+		e = errorf(http.StatusUnprocessableEntity, "adam_params is required")
+	} else {
+		setIf(&p.LearningRate, ap.LearningRate)
+		setIf(&p.Beta1, ap.Beta1)
+		setIf(&p.Beta2, ap.Beta2)
+		setIf(&p.Eps, ap.Eps)
+		setIf(&p.WeightDecay, ap.WeightDecay)
+		setIf(&p.GradClipNorm, ap.GradClipNorm)
+		if err := p.Validate(); err != nil {
+			e = errorf(http.StatusBadRequest, "%v", err)
+		}
 	}
 	var tr *engine.Trainer
 	if e == nil {
@@ -207,11 +210,17 @@ func (s *Server) optimStep(w http.ResponseWriter, r *http.Request, owner string,
 				return fmt.Errorf("cancelled: %w", err)
 			}
 			var err error
-			if metrics, err = tr.OptimStep(p); err != nil {
+			if metrics, err = tr.OptimStepFinite(p); err != nil {
 				return err
 			}
 			return s.trainers.stepped(run.ID)
 		})
+		var nf *engine.NonFiniteError
+		if errors.As(err, &nf) {
+			err = nonFiniteStepError(run.ID, nf)
+			s.logRequest(run.SessionID, "optim_step", start, 400, err.Error())
+			return nil, nil, err
+		}
 		if err != nil {
 			s.logRequest(run.SessionID, "optim_step", start, 500, err.Error())
 			return nil, nil, s.cancelled(ctx, "optim_step on "+run.ID, fmt.Errorf("optim_step on %s: %w", run.ID, err))

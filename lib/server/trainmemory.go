@@ -226,3 +226,23 @@ func (m *modelState) refuse(seq int, e *errorResponse) {
 	close(m.changed)
 	m.changed = make(chan struct{})
 }
+
+// useUpSeq uses up the seq_id of a training request refused (with e) while
+// its body was decoded, once model_id and seq_id could be read from it: the
+// client numbers its next request seq_id+1, which must not wait out the gap
+// timeout. A request of a model the owner cannot see, or without a seq_id,
+// leaves nothing to use up; a 429 leaves the seq_id free for the retry.
+func (s *Server) useUpSeq(owner, modelID string, seq *int, e *errorResponse) {
+	if seq == nil || e.status == http.StatusTooManyRequests {
+		return
+	}
+	run, release, ae := s.admitOwned(owner, modelID)
+	if ae != nil {
+		return
+	}
+	defer release()
+	m := s.trainers.model(run.ID)
+	if n, ae := m.accept(run.ID, seq); ae == nil {
+		m.refuse(n, e)
+	}
+}

@@ -34,6 +34,7 @@ var serveCmd = &command{
 		{Long: "--api-key-file", Kind: flagPath, Metavar: "FILE", Help: "Accept the keys in FILE, one a line (also $" + server.KeysEnv + ", comma-separated)."},
 		{Long: "--model", Kind: flagMulti, Metavar: "NAME=DIR", Help: "Serve base model NAME from a Hugging Face model directory (repeatable); NAME may be new."},
 		{Long: "--train-memory", Kind: flagString, Metavar: "SIZE", Help: "Training memory: running passes, queued requests and trainers each stay within it, e.g. 4G or 512M (default a quarter of RAM)."},
+		{Long: "--shutdown-grace", Kind: flagString, Metavar: "DURATION", Help: "On SIGTERM or Ctrl-C, let queued training operations run this long before halting the rest, e.g. 10s or 2m; 0 halts at once (default 30s)."},
 		{Long: "--jwt", Kind: flagBool, Help: "Offer the JWT exchange (auth/token) as the service does, so clients send tokens and whoami works."},
 		{Long: "--verbose", Short: "-v", Kind: flagBool, Help: "Log each request to stderr: method, path, status, duration and a hash of the\nuser's key (never keys or bodies)."},
 	},
@@ -74,6 +75,10 @@ func runServe(c *invocation) int {
 			return c.usageError(fmt.Sprintf("Invalid value for '--train-memory': %v", err))
 		}
 	}
+	grace, err := shutdownGrace(c.str("shutdown-grace"))
+	if err != nil {
+		return c.usageError(err.Error())
+	}
 	// Keys are never echoed; a file or the environment keeps them out of
 	// the process list.
 	keys, err := server.CollectAPIKeys(c.multi("api-key"), c.str("api-key-file"), os.Getenv(server.KeysEnv))
@@ -95,7 +100,8 @@ func runServe(c *invocation) int {
 	defer ln.Close()
 	pool := &engine.Pool{Dirs: dirs}
 	srv, err := server.Open(server.Options{DataDir: dir, APIKeys: keys, Now: c.now, Logf: serveLog(c),
-		Sampler: server.EngineSampler(pool), Engine: pool, TrainMemory: trainMem, PrivatePaths: private, KeepTrainers: true, JWT: c.has("jwt")})
+		Sampler: server.EngineSampler(pool), Engine: pool, TrainMemory: trainMem, PrivatePaths: private, KeepTrainers: true, JWT: c.has("jwt"),
+		ShutdownGrace: grace})
 	if err != nil {
 		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
 		return shell.ExitError
@@ -183,4 +189,20 @@ func modelDirs(values []string) (map[string]string, error) {
 		}
 	}
 	return dirs, nil
+}
+
+// shutdownGrace reads --shutdown-grace as server.Options.ShutdownGrace:
+// empty keeps the server's default, 0 (halt at once) is negative there.
+func shutdownGrace(v string) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("Invalid value for '--shutdown-grace': %q is not a duration such as 10s or 2m", v)
+	}
+	if d == 0 {
+		return -1, nil
+	}
+	return d, nil
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tinkershell/tinker/lib/server"
 )
@@ -34,6 +35,28 @@ func TestServeFailsBeforeAnnouncingOrCreating(t *testing.T) {
 		}
 		if _, err := os.Stat(dir); !os.IsNotExist(err) {
 			t.Errorf("%s: data directory created by a failed start (stat: %v)", addr, err)
+		}
+	}
+}
+
+// --shutdown-grace takes a Go duration; 0 (halt at once) becomes the
+// option's negative value, since the option reads 0 as its default. A bad
+// value is a usage error naming the flag, before anything starts.
+func TestServeShutdownGrace(t *testing.T) {
+	for v, want := range map[string]time.Duration{"": 0, "0": -1, "0s": -1, "10s": 10 * time.Second, "2m": 2 * time.Minute} {
+		if got, err := shutdownGrace(v); err != nil || got != want {
+			t.Errorf("shutdownGrace(%q) = %v, %v; want %v", v, got, err, want)
+		}
+	}
+	t.Setenv(server.KeysEnv, "")
+	for _, v := range []string{"-5s", "soon", "10"} {
+		dir := filepath.Join(t.TempDir(), "data")
+		code, _, errOut := run("", "serve", "--addr", "127.0.0.1:0", "--data", dir, "--shutdown-grace", v)
+		if code != 2 || !strings.Contains(errOut, "'--shutdown-grace'") || !strings.Contains(errOut, "not a duration") {
+			t.Errorf("--shutdown-grace %s: exit %d %q, want a usage error naming the flag", v, code, errOut)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("--shutdown-grace %s: data directory created (stat: %v)", v, err)
 		}
 	}
 }
