@@ -1,5 +1,8 @@
 # tinker — build, test and benchmark. `make test` is what CI runs.
 GO      ?= go
+# The engine's SIMD kernels use Go's simd/archsimd (amd64); without the
+# experiment a build still works and runs the scalar kernels.
+export GOEXPERIMENT := $(if $(GOEXPERIMENT),$(GOEXPERIMENT),simd)
 BIN     := bin/tinker
 PKGS    := ./...
 # Component makefiles in mk/ add prerequisites of `make test` to TEST_DEPS

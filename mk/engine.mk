@@ -1,17 +1,31 @@
-# Sampling engine benchmarks (lib/engine): generated tokens/s of the tiny
-# models for 1 sequence, 8 sequences in one request and 8 concurrent
-# requests (with the speed-ups over 1 sequence, measured in the same run),
-# and matrix-vector GFLOP/s of the engine's kernel next to a plain Go loop.
-# Training: tokens/s of a full step (forward_backward over sequences of 128
-# tokens with a rank-32 LoRA on every target, then optim_step) on the tiny
-# models and a random Qwen3-0.6B-shaped model, with the GFLOP/s it implies
-# next to the matrix-product peak measured in the same run.
+# Engine benchmarks (lib/engine), each next to a reference measured in the
+# same run:
+# - GEMM: GFLOP/s of the forward matrix product on the Qwen3-0.6B layer
+#   shapes for M = 1, 8, 128, 512 vectors, with the SIMD and the scalar
+#   kernels, next to the CPU's FMA and mul+add peaks from a tiny loop.
+# - Training step: tokens/s of forward_backward (sequences of 128 tokens,
+#   rank-32 LoRA on every target) + optim_step on tiny-llama, tiny-qwen3
+#   and a random Qwen3-0.6B-shaped model, next to the scalar kernels and,
+#   where python3-torch is installed, the same step in PyTorch on the same
+#   threads (OpenBLAS preloaded) with the ratio.
+# - Prefill (512-token prompt) and decode tokens/s on the 0.6B shape with
+#   float32 and bfloat16 weights, decode against the memory-bandwidth limit.
+# - Generation tokens/s of the tiny models (1 sequence, 8 in one request,
+#   8 concurrent requests).
 # Numbers are wall-clock: on a shared machine, note the load average.
 BENCH_TARGETS += bench-engine
+
+TORCH_PY ?= /usr/bin/python3
+OPENBLAS ?= $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3 /usr/lib/*/openblas-pthread/libblas.so.3))
+TORCH_ENV := $(shell $(TORCH_PY) -c 'import torch' >/dev/null 2>&1 && echo TINKER_BENCH_TORCH=$(TORCH_PY) $(if $(OPENBLAS),LD_PRELOAD=$(OPENBLAS)))
 
 .PHONY: bench-engine
 bench-engine:
 	@uptime
+	$(GO) test -run '^$$' -bench 'BenchmarkGEMM' -benchtime 5x -count 1 ./lib/engine/
+	@uptime
+	$(TORCH_ENV) $(GO) test -run '^$$' -bench 'BenchmarkTrainStep' -benchtime 1x -count 1 -timeout 60m ./lib/engine/
+	@uptime
+	$(GO) test -run '^$$' -bench 'BenchmarkPrefillDecode' -benchtime 1x -count 1 -timeout 60m ./lib/engine/
+	@uptime
 	$(GO) test -run '^$$' -bench 'BenchmarkGenerate' -benchtime 5x -count 1 ./lib/engine/
-	$(GO) test -run '^$$' -bench 'BenchmarkMatVec' -benchtime 1s -count 1 ./lib/engine/
-	$(GO) test -run '^$$' -bench 'BenchmarkTrainStep' -benchtime 1x -count 1 -timeout 30m ./lib/engine/

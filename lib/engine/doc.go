@@ -27,6 +27,15 @@
 //     one fixed order whatever the batch or goroutine split, and products are
 //     never fused into FMAs, so a seeded sample has the same bits alone, in a
 //     batch, under concurrent load and on another machine.
+//   - Vector kernels (kernels_simd.go, GOEXPERIMENT=simd on amd64 with
+//     AVX2; AVX-512 tiles where present) give the scalar kernels' bits: a
+//     lane holds one output element and adds its products in the same
+//     order with a separate multiply and add. Forward products pack 16
+//     weight rows transposed (one row per lane) and tile them against
+//     several vectors; one vector transposes 8×8 weight blocks in
+//     registers; backward products run lanes along the row-major columns.
+//     Without the experiment the scalar kernels run (kernels_nosimd.go);
+//     TestSIMDMatchesScalar compares both.
 //   - Parallelism: a request's sequences are split over GOMAXPROCS groups,
 //     each running its own batched forward step (small models); large models
 //     keep one batch and split each matrix product's rows across cores.

@@ -42,6 +42,9 @@ func (m mat) rowInto(i int, dst []float32) {
 // dot1 is the vector dot product for attention scores: 8 independent
 // accumulators hide the floating-point add latency.
 func dot1(w, x []float32) float32 {
+	if s, ok := dot1Vec(w, x); ok {
+		return s
+	}
 	n := len(x)
 	w = w[:n]
 	var s0, s1, s2, s3, s4, s5, s6, s7 float32
@@ -130,10 +133,24 @@ func dotSeq(w, x []float32) float32 {
 	return a
 }
 
+// useSIMD selects the vector kernels (kernels_simd.go) where the build and
+// the CPU have them; both paths give the same bits.
+var useSIMD = simdOK
+
+// bf16 widens a bfloat16 exactly to float32.
+func bf16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+
 // matRows computes y[b][j] = W[j]·x[b] (+ y[b][j] when accumulate) for rows
-// j in [lo, hi) and every batch vector b. The row block stays in L1 while
-// it meets every vector of the batch.
+// j in [lo, hi) and every batch vector b.
 func matRows(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
+	if !matRowsVec(w, xs, ys, lo, hi, accumulate) {
+		matRowsScalar(w, xs, ys, lo, hi, accumulate)
+	}
+}
+
+// matRowsScalar is matRows in plain Go. The row block stays in L1 while it
+// meets every vector of the batch.
+func matRowsScalar(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
 	var tmp [8]float32
 	j := lo
 	for ; j+8 <= hi; j += 8 {
@@ -190,7 +207,7 @@ func matMul(w mat, xs, ys [][]float32, accumulate bool) {
 		workers = maxW
 	}
 	chunk := (w.rows + workers - 1) / workers
-	chunk = (chunk + 7) &^ 7
+	chunk = (chunk + 15) &^ 15 // whole 16-row panels for the vector kernels
 	var wg sync.WaitGroup
 	for lo := chunk; lo < w.rows; lo += chunk {
 		hi := min(lo+chunk, w.rows)
@@ -206,6 +223,9 @@ func matMul(w mat, xs, ys [][]float32, accumulate bool) {
 
 // axpy adds a·x to y.
 func axpy(y []float32, a float32, x []float32) {
+	if axpyVec(y, a, x) {
+		return
+	}
 	x = x[:len(y)]
 	for i := range y {
 		y[i] += float32(a * x[i])

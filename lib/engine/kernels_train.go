@@ -93,6 +93,17 @@ func matMulT(w mat, ys, xs [][]float32, accumulate bool) {
 // every xs[b], four rows per pass; the additions are written left to right,
 // so the result equals adding the rows one by one.
 func matTBlock(w mat, ys, xs [][]float32, j0, j1, c0, c1 int, wide []float32) {
+	if !matTBlockVec(w, ys, xs, j0, j1, c0, c1) {
+		matTBlockScalar(w, ys, xs, j0, j1, c0, c1, wide)
+	}
+}
+
+// matTBlockScalar is matTBlock in plain Go; wide (4·tCols floats) holds
+// widened bfloat16 rows, or is allocated here when nil.
+func matTBlockScalar(w mat, ys, xs [][]float32, j0, j1, c0, c1 int, wide []float32) {
+	if w.bf != nil && wide == nil {
+		wide = make([]float32, 4*tCols)
+	}
 	n := c1 - c0
 	row := func(j, slot int) []float32 {
 		if w.bf == nil {
@@ -130,30 +141,37 @@ func matTBlock(w mat, ys, xs [][]float32, j0, j1, c0, c1 int, wide []float32) {
 // gradients (us) and inputs (vs). Rows are split across goroutines.
 func outerAcc(dst []float32, rows, cols int, us, vs [][]float32) {
 	parallelFor(rows, 8, rows*cols*len(us), func(lo, hi int) {
-		for o0 := lo; o0 < hi; o0 += tRows {
-			o1 := min(o0+tRows, hi)
-			b := 0
-			// Four vectors per pass, added left to right: the same bits as
-			// one at a time, with a quarter of the loads and stores of dst.
-			for ; b+4 <= len(us); b += 4 {
-				u0, u1, u2, u3 := us[b], us[b+1], us[b+2], us[b+3]
-				v0, v1, v2, v3 := vs[b][:cols:cols], vs[b+1][:cols:cols], vs[b+2][:cols:cols], vs[b+3][:cols:cols]
-				for o := o0; o < o1; o++ {
-					a0, a1, a2, a3 := u0[o], u1[o], u2[o], u3[o]
-					d := dst[o*cols : (o+1)*cols : (o+1)*cols]
-					for k, dv := range d {
-						d[k] = dv + float32(a0*v0[k]) + float32(a1*v1[k]) + float32(a2*v2[k]) + float32(a3*v3[k])
-					}
-				}
-			}
-			for ; b < len(us); b++ {
-				v := vs[b][:cols:cols]
-				for o := o0; o < o1; o++ {
-					axpy(dst[o*cols:(o+1)*cols], us[b][o], v)
+		if !outerRowsVec(dst, cols, us, vs, lo, hi) {
+			outerRowsScalar(dst, cols, us, vs, lo, hi)
+		}
+	})
+}
+
+// outerRowsScalar is outerAcc's work on rows [lo, hi) in plain Go.
+func outerRowsScalar(dst []float32, cols int, us, vs [][]float32, lo, hi int) {
+	for o0 := lo; o0 < hi; o0 += tRows {
+		o1 := min(o0+tRows, hi)
+		b := 0
+		// Four vectors per pass, added left to right: the same bits as
+		// one at a time, with a quarter of the loads and stores of dst.
+		for ; b+4 <= len(us); b += 4 {
+			u0, u1, u2, u3 := us[b], us[b+1], us[b+2], us[b+3]
+			v0, v1, v2, v3 := vs[b][:cols:cols], vs[b+1][:cols:cols], vs[b+2][:cols:cols], vs[b+3][:cols:cols]
+			for o := o0; o < o1; o++ {
+				a0, a1, a2, a3 := u0[o], u1[o], u2[o], u3[o]
+				d := dst[o*cols : (o+1)*cols : (o+1)*cols]
+				for k, dv := range d {
+					d[k] = dv + float32(a0*v0[k]) + float32(a1*v1[k]) + float32(a2*v2[k]) + float32(a3*v3[k])
 				}
 			}
 		}
-	})
+		for ; b < len(us); b++ {
+			v := vs[b][:cols:cols]
+			for o := o0; o < o1; o++ {
+				axpy(dst[o*cols:(o+1)*cols], us[b][o], v)
+			}
+		}
+	}
 }
 
 // rmsNormBackward adds to dx the gradient of out = rmsNorm(x, weight) given

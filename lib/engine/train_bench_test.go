@@ -2,6 +2,12 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -34,7 +40,9 @@ func stepFLOPs(c Config, r, seqs, n int) float64 {
 // over sequences of 128 tokens, rank-32 LoRA on every target, then
 // optim_step), the GFLOP/s it implies (stepFLOPs), and the engine's matrix
 // product peak measured in the same run (the model's largest layer matrix
-// against a batch of 128 vectors, all cores), with their ratio. The
+// against a batch of 128 vectors, all cores), with their ratio, and in a
+// SIMD build the same step on the scalar kernels (tok/s-scalar, over the
+// first sequence only, to keep the run short). The
 // Qwen3-0.6B-shaped model (random weights) runs 2 sequences per step
 // instead of 8 to keep the run short; the per-token cost does not depend
 // on the batch, as sequences run one after another.
@@ -61,7 +69,7 @@ func BenchmarkTrainStep(b *testing.B) {
 			loss, _ := NewLoss(LossCrossEntropy, nil)
 			const n = 128
 			data := forLoss(testData(min(c.VocabSize, 256), 3, n, n, n, n, n, n, n, n)[:tc.seqs], LossCrossEntropy)
-			step := func() {
+			step := func(data []Datum) {
 				if _, err := tr.ForwardBackward(context.Background(), loss, data); err != nil {
 					b.Fatal(err)
 				}
@@ -69,19 +77,37 @@ func BenchmarkTrainStep(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			step() // sizes the scratch arena
-			var d time.Duration
-			var cpu float64
+			step(data) // sizes the scratch arena
+			var d, scalar time.Duration
+			var cpu, scalarCPU float64
 			for b.Loop() {
 				c0 := processCPU()
 				t0 := time.Now()
-				step()
+				step(data)
 				d += time.Since(t0)
 				cpu += processCPU() - c0
+				if simdOK {
+					useSIMD = false
+					c0, t0 = processCPU(), time.Now()
+					step(data[:1])
+					scalar += time.Since(t0)
+					scalarCPU += processCPU() - c0
+					useSIMD = true
+				}
 			}
 			flop := stepFLOPs(c, 32, tc.seqs, n) * float64(b.N)
 			gflops := flop / d.Seconds() / 1e9
 			b.ReportMetric(float64(tc.seqs*n*b.N)/d.Seconds(), "tok/s")
+			if simdOK {
+				b.ReportMetric(float64(n*b.N)/scalar.Seconds(), "tok/s-scalar")
+				b.ReportMetric(float64(tc.seqs)*scalar.Seconds()/d.Seconds(), "x-scalar")
+				b.ReportMetric(float64(tc.seqs*n*b.N)/cpu, "tok/cpu-s")
+				b.ReportMetric(float64(n*b.N)/scalarCPU, "tok/cpu-s-scalar")
+			}
+			if torch, ok := torchTokS(b, c, tc.seqs, n); ok {
+				b.ReportMetric(torch, "tok/s-pytorch")
+				b.ReportMetric(float64(tc.seqs*n*b.N)/d.Seconds()/torch, "x-pytorch")
+			}
 			b.ReportMetric(gflops, "GFLOP/s")
 			b.ReportMetric(peak.wall, "GFLOP/s-matmul-peak")
 			b.ReportMetric(gflops/peak.wall, "x-of-peak")
@@ -89,6 +115,26 @@ func BenchmarkTrainStep(b *testing.B) {
 			b.ReportMetric(peak.cpu, "GFLOP/cpu-s-matmul-peak")
 		})
 	}
+}
+
+// torchTokS runs the same training step in PyTorch
+// (testdata/torch_train_step.py) when TINKER_BENCH_TORCH names a Python
+// with torch, on GOMAXPROCS threads, and returns its tokens/s.
+func torchTokS(b *testing.B, c Config, seqs, n int) (float64, bool) {
+	py := os.Getenv("TINKER_BENCH_TORCH")
+	if py == "" {
+		return 0, false
+	}
+	cfg, _ := json.Marshal(map[string]any{"Family": c.Family, "VocabSize": c.VocabSize, "Hidden": c.Hidden,
+		"Intermediate": c.Intermediate, "Layers": c.Layers, "Heads": c.Heads, "KVHeads": c.KVHeads,
+		"HeadDim": c.HeadDim, "RopeTheta": c.RopeTheta})
+	out, err := exec.Command(py, "testdata/torch_train_step.py", string(cfg), strconv.Itoa(seqs), strconv.Itoa(n),
+		"2", strconv.Itoa(runtime.GOMAXPROCS(0))).CombinedOutput()
+	var tokS float64
+	if _, serr := fmt.Sscanf(string(out), "tok/s %g", &tokS); err != nil || serr != nil {
+		b.Fatalf("PyTorch step: %v %v\n%s", err, serr, out)
+	}
+	return tokS, true
 }
 
 type peakRate struct{ wall, cpu float64 }

@@ -57,8 +57,10 @@ type Options struct {
 	ArchiveSyncLimit int64
 	// Sampler serves asample; nil answers asample with a clear error.
 	Sampler Sampler
-	// FutureDelay is how long a future stays queued before its result is
-	// ready (default 300ms), so clients see real try_again polls.
+	// FutureDelay holds a finished future's result back until this long
+	// after submission. Zero (the default) returns it as soon as it exists;
+	// retrieve_future long-polls, so clients need no delay to poll well.
+	// Tests that exercise try_again polls set it.
 	FutureDelay time.Duration
 	// MaxPendingSamples bounds unfinished asample requests; beyond it a
 	// client that opted in with X-Tinker-Sampling-Backpressure: 1 gets 429
@@ -150,9 +152,6 @@ func Open(opts Options) (*Server, error) {
 	}
 	if opts.ArchiveSyncLimit == 0 {
 		opts.ArchiveSyncLimit = 256 << 20
-	}
-	if opts.FutureDelay == 0 {
-		opts.FutureDelay = 300 * time.Millisecond
 	}
 	if opts.MaxPendingSamples == 0 {
 		opts.MaxPendingSamples = 256

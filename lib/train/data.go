@@ -1,13 +1,10 @@
 package train
 
 import (
-	"bufio"
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/tinkershell/tinker/lib/chat"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
@@ -24,27 +21,16 @@ type Conversation struct {
 // {"prompt": ..., "completion": ...} objects, one per line (blank lines are
 // skipped); errors name the line.
 func LoadConversations(path string) ([]Conversation, error) {
-	f, err := os.Open(path)
+	var out []Conversation
+	err := scanJSONL(path, func(text []byte, where string) error {
+		c, err := parseConversation(text, where)
+		if err == nil {
+			out = append(out, c)
+		}
+		return err
+	})
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	var out []Conversation
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<30)
-	for line := 1; sc.Scan(); line++ {
-		text := bytes.TrimSpace(sc.Bytes())
-		if len(text) == 0 {
-			continue
-		}
-		c, err := parseConversation(text, fmt.Sprintf("%s:%d", path, line))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%s holds no conversations", path)

@@ -1,0 +1,135 @@
+package engine
+
+import (
+	"context"
+	"math"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Prompt and generation lengths of BenchmarkPrefillDecode.
+const (
+	prefillTokens = 512
+	decodeTokens  = 16
+)
+
+// BenchmarkPrefillDecode runs a random Qwen3-0.6B-shaped model with
+// float32 and with bfloat16 weights: prefill tokens/s of a 512-token prompt
+// and decode tokens/s of one sequence, in a SIMD build next to the scalar
+// kernels in the same run, and decode against the memory-bandwidth limit
+// (the bytes of every weight matrix read once per token, at the read
+// bandwidth measured by readBandwidth in the same run).
+func BenchmarkPrefillDecode(b *testing.B) {
+	c := qwen3Small()
+	ts := randomTensors(c, 1)
+	bw := readBandwidth()
+	for _, dtype := range []string{"f32", "bf16"} {
+		if dtype == "bf16" {
+			for name, t := range ts {
+				if len(t.Shape) == 2 {
+					t.BF16 = make([]uint16, len(t.Data))
+					for i, v := range t.Data {
+						t.BF16[i] = uint16(math.Float32bits(v) >> 16)
+					}
+					t.Data = nil
+					ts[name] = t
+				}
+			}
+		}
+		m, err := New("qwen3-0.6b-shape", c, ts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(dtype, func(b *testing.B) {
+			prompt := make([]int, prefillTokens)
+			for i := range prompt {
+				prompt[i] = (i * 7919) % c.VocabSize
+			}
+			var cpu float64 // of the current run
+			run := func(p []int, gen int) time.Duration {
+				c0, t0 := processCPU(), time.Now()
+				seed := int64(1)
+				if _, err := m.Sample(context.Background(), SampleRequest{Prompt: p, NumSamples: 1, MaxTokens: gen, Temperature: 1, Seed: &seed}); err != nil {
+					b.Fatal(err)
+				}
+				cpu = processCPU() - c0
+				return time.Since(t0)
+			}
+			var pre, dec, preS, decS time.Duration
+			var preCPU, preCPUS float64
+			for b.Loop() {
+				pre += run(prompt, 1)
+				preCPU += cpu
+				dec += run(prompt[:1], decodeTokens+1) - run(prompt[:1], 1)
+				if simdOK {
+					useSIMD = false
+					preS += run(prompt, 1)
+					preCPUS += cpu
+					decS += run(prompt[:1], decodeTokens+1) - run(prompt[:1], 1)
+					useSIMD = true
+				}
+			}
+			n := float64(b.N)
+			bytes := 4.0
+			if dtype == "bf16" {
+				bytes = 2
+			}
+			limit := bw / (matrixParams(c) * bytes)
+			b.ReportMetric(prefillTokens*n/pre.Seconds(), "tok/s-prefill")
+			b.ReportMetric(decodeTokens*n/dec.Seconds(), "tok/s-decode")
+			b.ReportMetric(limit, "tok/s-decode-bw-limit")
+			b.ReportMetric(100*decodeTokens*n/dec.Seconds()/limit, "%decode-of-limit")
+			b.ReportMetric(bw/1e9, "GB/s-read")
+			if simdOK {
+				b.ReportMetric(prefillTokens*n/preS.Seconds(), "tok/s-prefill-scalar")
+				b.ReportMetric(prefillTokens*n/preCPU, "tok/cpu-s-prefill")
+				b.ReportMetric(prefillTokens*n/preCPUS, "tok/cpu-s-prefill-scalar")
+				b.ReportMetric(decodeTokens*n/decS.Seconds(), "tok/s-decode-scalar")
+			}
+		})
+	}
+}
+
+// matrixParams is the number of weights in the matrices a token's forward
+// pass reads: every layer's projections and the (possibly tied) lm_head.
+func matrixParams(c Config) float64 {
+	h, qd, kvd, in := float64(c.Hidden), float64(c.Heads*c.HeadDim), float64(c.KVHeads*c.HeadDim), float64(c.Intermediate)
+	return float64(c.Layers)*(h*qd*2+h*kvd*2+3*h*in) + float64(c.VocabSize)*h
+}
+
+// readBandwidth is the best of three reads of a 512 MiB buffer split over
+// every core, in bytes/s.
+func readBandwidth() float64 {
+	buf := make([]uint64, 64<<20)
+	for i := range buf {
+		buf[i] = uint64(i)
+	}
+	procs := runtime.GOMAXPROCS(0)
+	sums := make([]uint64, procs)
+	best := 0.0
+	for range 3 {
+		var wg sync.WaitGroup
+		t0 := time.Now()
+		chunk := len(buf) / procs
+		for p := range procs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sums[p] = sumWords(buf[p*chunk : (p+1)*chunk])
+			}()
+		}
+		wg.Wait()
+		best = max(best, float64(8*len(buf))/time.Since(t0).Seconds())
+	}
+	return best
+}
+
+func sumWords(s []uint64) uint64 {
+	var a, b, c, d uint64
+	for i := 0; i+4 <= len(s); i += 4 {
+		a, b, c, d = a+s[i], b+s[i+1], c+s[i+2], d+s[i+3]
+	}
+	return a + b + c + d
+}
