@@ -30,7 +30,7 @@ func AttrHint(msg string) string {
 			names = append(names, a.Name)
 		}
 	}
-	if s := nearestAttr(name, names); s != "" {
+	if s := nearestAttr(name, names); s != "" && s != name {
 		return msg + " (did you mean ." + s + "?)"
 	}
 	return msg

@@ -2,6 +2,8 @@ package builtins
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 
 	"github.com/tinkershell/tinker/lib/batch"
@@ -74,6 +76,13 @@ func sampleBatchFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.T
 		return nil, err
 	}
 	res, err := ops.SampleBatch(ContextOf(thread), c, env.console(), job)
+	var stopped *batch.StoppedError
+	if errors.As(err, &stopped) && errors.Is(err, context.Canceled) && env.Notices != nil {
+		// The shell reports an interrupt in one word; how to resume goes
+		// to the notices stream, as sft's does.
+		fmt.Fprintf(env.Notices, "sample_batch: %d of %d rows still to sample: call sample_batch again with the same arguments to resume (finished rows are kept in %s)\n",
+			stopped.Remaining, stopped.Total, stopped.Output)
+	}
 	if res == nil {
 		return nil, err
 	}

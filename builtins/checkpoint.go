@@ -74,9 +74,16 @@ func checkpointList(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 	if err != nil {
 		return nil, apiErr(err)
 	}
+	// One run's checkpoints share its details (base_model, lora_rank).
+	var run *tinkerapi.TrainingRun
+	if runID != "" && len(cps) > 0 {
+		if run, err = c.GetTrainingRun(ContextOf(thread), runID, ""); err != nil {
+			return nil, apiErr(err)
+		}
+	}
 	out := make([]starlark.Value, len(cps))
 	for i := range cps {
-		out[i] = &Checkpoint{ops.Checkpoint{C: cps[i]}}
+		out[i] = &Checkpoint{ops.Checkpoint{C: cps[i], Run: run}}
 	}
 	l := starlark.NewList(out)
 	empty := "No checkpoints found"

@@ -1,7 +1,9 @@
 package builtins
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/tinkershell/tinker/lib/download"
 	"github.com/tinkershell/tinker/lib/ops"
@@ -94,6 +96,11 @@ func downloadFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	}
 	res, err := ops.DownloadCheckpoint(ContextOf(thread), c, path, o)
 	ops.EndStage(stage, err)
+	var ue *tinkerapi.UserError
+	if errors.As(err, &ue) && strings.HasPrefix(ue.Msg, ops.TargetExists) {
+		// The CLI's hint names --force; a call has force=True.
+		return nil, userErr(ue.Msg+": pass force=True to replace it, or output=\"DIR\" for another parent directory", "")
+	}
 	if err != nil {
 		return nil, err
 	}

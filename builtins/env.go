@@ -101,6 +101,7 @@ type sessionState struct {
 	session  *tinkerapi.Session
 	samplers *ops.Samplers // sampling sessions belong to a session
 	status   *progress.Status
+	hushed   bool // a loop draws its own step line (HushStatus)
 }
 
 func (e *Env) state() *sessionState { return &e.sess }
@@ -151,10 +152,30 @@ func (e *Env) showState(s tinkerapi.State) {
 	st := e.state()
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if st.hushed {
+		return
+	}
 	if st.status == nil {
 		st.status = progress.NewStatus(e.Notices, true, e.Width, s.Label())
 	} else {
 		st.status.Set(s.Label())
+	}
+}
+
+// HushStatus stops the request status line (showState) until the returned
+// function is called: a training loop draws its own step line, and two
+// lines taking turns on one terminal row flicker and leave each other's
+// ends behind.
+func (e *Env) HushStatus() (restore func()) {
+	e.clearStatus()
+	st := e.state()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.hushed = true
+	return func() {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		st.hushed = false
 	}
 }
 

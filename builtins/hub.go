@@ -103,6 +103,11 @@ func pushToHubFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	}
 	res, err := ops.PushToHub(ContextOf(thread), c, path, o)
 	bar.End(err)
+	if err == ops.ErrNotLoggedIn {
+		// The subcommand prints the CLI's hint below the message; here the
+		// message is all there is, so it says what to do.
+		return nil, userErr("Not logged in to the Hugging Face Hub: set HF_TOKEN to a token with write access, or run `hf auth login`", "")
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -33,9 +33,9 @@ func init() {
 			"and ends with the same weights as an uninterrupted run. max_steps stops this call early. Ctrl-C\n" +
 			"stops after the current step and saves its state. The result has .metrics (per-step dicts: step,\n" +
 			"epoch, loss, eval_nll, learning_rate, tokens, time), .sampler_checkpoint and .state_checkpoint.",
-		Example: "run = sft(\"tinker-local/tiny-llama\", \"chats.jsonl\", rank=8, seed=1, epochs=30, lr_schedule=\"constant\", log_dir=\"runs/chats\")\n" +
-			"sample(run.sampler_checkpoint, messages=[{\"role\": \"user\", \"content\": \"Sky?\"}], temperature=0, max_tokens=8)",
-		Learns: `evaluate(run, "chats.jsonl", max_tokens=8).score == 1.0`,
+		Example: "tuned = sft(\"tinker-local/tiny-llama\", \"chats.jsonl\", rank=8, seed=1, epochs=30, lr_schedule=\"constant\", log_dir=\"runs/chats\")\n" +
+			"sample(tuned.sampler_checkpoint, messages=[{\"role\": \"user\", \"content\": \"Sky?\"}], temperature=0, max_tokens=8)",
+		Learns: `evaluate(tuned, "chats.jsonl", max_tokens=8).score == 1.0`,
 	}, sftFn)
 }
 
@@ -131,12 +131,14 @@ func sftFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw
 		return nil, apiErr(err)
 	}
 	defer env.clearStatus()
+	var status *train.Status
 	if env.NoticesTTY {
-		status := train.NewStatus(env.Notices, env.Width)
+		status = train.NewStatus(env.Notices, env.Width)
 		o.OnStep = status.Step
-		defer status.Clear()
+		defer env.HushStatus()()
 	}
 	res, err := train.SFT(ctx, s, o)
+	status.Clear() // before any message, which would follow it on its line
 	if err != nil {
 		var ie *train.InterruptedError
 		if errors.As(err, &ie) {

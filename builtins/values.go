@@ -28,17 +28,25 @@ func (c *Checkpoint) Hash() (uint32, error) {
 	return starlark.String(c.C.TinkerPath).Hash()
 }
 
-func (c *Checkpoint) AttrNames() []string                      { return checkpointAttrs.names(c) }
-func (c *Checkpoint) Attr(name string) (starlark.Value, error) { return checkpointAttrs.get(c, name) }
+func (c *Checkpoint) AttrNames() []string { return checkpointAttrs.names(c) }
+func (c *Checkpoint) Attr(name string) (starlark.Value, error) {
+	v, err := checkpointAttrs.get(c, name)
+	if v == nil && err == nil && c.Run == nil && (name == "base_model" || name == "is_lora" || name == "lora_rank") {
+		// The list of all checkpoints does not carry their runs' details.
+		return nil, starlark.NoSuchAttrError(fmt.Sprintf("this checkpoint came without its run's details, so it has no .%[1]s: "+
+			"list a run's checkpoints (checkpoint.list(run_id=...)) or ask the run (run.info(c.training_run_id).%[1]s)", name))
+	}
+	return v, err
+}
 
 // checkpointAttrs are named like the API's JSON fields.
 var checkpointAttrs = attrTable[*Checkpoint]{
-	runOnly(field("base_model", "the run's base model (checkpoint.info() only)", func(c *Checkpoint) starlark.Value { return starlark.String(c.Run.BaseModel) })),
+	runOnly(field("base_model", "the run's base model (checkpoint.info() and checkpoint.list(run_id=...) only)", func(c *Checkpoint) starlark.Value { return starlark.String(c.Run.BaseModel) })),
 	field("checkpoint_id", `its id within the run, e.g. "sampler_weights/final"`, func(c *Checkpoint) starlark.Value { return starlark.String(c.C.CheckpointID) }),
 	field("checkpoint_type", `"training" or "sampler"`, func(c *Checkpoint) starlark.Value { return starlark.String(c.C.CheckpointType) }),
 	field("expires_at", "when it expires (a time), or None if never", func(c *Checkpoint) starlark.Value { return optTime(c.C.ExpiresAt) }),
-	runOnly(field("is_lora", "whether the run trains a LoRA adapter (checkpoint.info() only)", func(c *Checkpoint) starlark.Value { return starlark.Bool(c.Run.IsLora) })),
-	runOnly(field("lora_rank", "the run's LoRA rank, or None (checkpoint.info() only)", func(c *Checkpoint) starlark.Value { return optInt(c.Run.LoraRank) })),
+	runOnly(field("is_lora", "whether the run trains a LoRA adapter (checkpoint.info() and checkpoint.list(run_id=...) only)", func(c *Checkpoint) starlark.Value { return starlark.Bool(c.Run.IsLora) })),
+	runOnly(field("lora_rank", "the run's LoRA rank, or None (checkpoint.info() and checkpoint.list(run_id=...) only)", func(c *Checkpoint) starlark.Value { return optInt(c.Run.LoraRank) })),
 	field("name", `the last part of its path, e.g. "final"`, func(c *Checkpoint) starlark.Value {
 		if p, err := tinkerapi.ParsePath(c.C.TinkerPath); err == nil {
 			return starlark.String(p.Name)

@@ -97,3 +97,36 @@ func sortedLines(t *testing.T, path string) []string {
 	slices.Sort(l)
 	return l
 }
+
+// TestBatchBuiltinInterruptSaysResume stops a script's sample_batch() with
+// SIGINT: besides "interrupted", it says how to resume.
+func TestBatchBuiltinInterruptSaysResume(t *testing.T) {
+	home := t.TempDir()
+	script := `sample_batch("tinker-local/tiny-llama", ["Prompt number %d" % i for i in range(30)], output="out.jsonl", max_tokens=16, seed=5, concurrency=1)` + "\n"
+	if err := os.WriteFile(filepath.Join(home, "b.star"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := tinkerCmd(t, home, "--local", "b.star")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for lines(t, filepath.Join(home, "out.jsonl")) < 2 {
+		select {
+		case err := <-done:
+			t.Fatalf("the run ended before the interrupt: %v, stderr %q", err, stderr.String())
+		case <-time.After(10 * time.Millisecond): // polling the file, not timing the run
+		}
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	want := "rows still to sample: call sample_batch again with the same arguments to resume (finished rows are kept in out.jsonl)\ninterrupted\n"
+	if !strings.HasSuffix(stderr.String(), want) {
+		t.Fatalf("stderr %q, want it to end in %q", stderr.String(), want)
+	}
+}

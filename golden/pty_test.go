@@ -32,6 +32,11 @@ func startConsole(t *testing.T, cmd *exec.Cmd) *console {
 	if err != nil {
 		t.Fatalf("start pty: %v", err)
 	}
+	return consoleOn(t, f)
+}
+
+// consoleOn reads the output of a program started on terminal f.
+func consoleOn(t *testing.T, f *os.File) *console {
 	c := &console{t: t, f: f, done: make(chan struct{})}
 	go func() {
 		defer close(c.done)

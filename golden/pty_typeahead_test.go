@@ -70,7 +70,8 @@ func react(t *testing.T, cmd *exec.Cmd, steps []step) (string, error) {
 		<-read
 		t.Fatalf("tinker still waiting for input after 10s (%v); output:\n%q", err, out.String())
 	}
-	f.Close()
+	// The reader drains what the program wrote before it exited, then
+	// reads EIO; closing the terminal first would discard that output.
 	<-read
 	return out.String(), err
 }

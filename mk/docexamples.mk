@@ -4,10 +4,4 @@
 TEST_DEPS += doc-example-tools
 
 doc-example-tools:
-	@if ! command -v jq >/dev/null; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq; \
-	  else \
-	    echo "the README example test needs jq: install it (apt-get install jq)" >&2; exit 1; \
-	  fi; \
-	fi
+	@$(SHELL) mk/need-tools.sh "the README examples pipe JSON into jq" jq

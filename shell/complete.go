@@ -10,7 +10,9 @@ import (
 var keywords = []string{"and", "break", "continue", "def", "elif", "else", "for", "if", "in", "lambda", "load", "not", "or", "pass", "return", "while", "True", "False", "None"}
 
 // Complete proposes globals, builtins, keywords, module members and
-// attributes of values named by a dotted path. It never calls functions.
+// attributes of values named by a dotted path; keyword arguments at an
+// argument of a call; inside a string, model names and tinker:// paths
+// (from the backend, see candidates.go). It never calls user functions.
 func (in *Interp) Complete(line string, pos int) (head string, completions []string, tail string) {
 	if pos > len(line) {
 		pos = len(line)
@@ -19,12 +21,17 @@ func (in *Interp) Complete(line string, pos int) (head string, completions []str
 	for start > 0 && isWordByte(line[start-1]) {
 		start--
 	}
+	if h, c, t, ok := in.completeString(line, pos); ok {
+		return h, c, t
+	}
 	head, word, tail := line[:start], line[start:pos], line[pos:]
 	dot := strings.LastIndexByte(word, '.')
 	if dot < 0 {
+		kw := in.keywordArgs(line, start, word)
+		completions = kw
 		seen := map[string]bool{}
 		add := func(name string) {
-			if strings.HasPrefix(name, word) && !seen[name] {
+			if strings.HasPrefix(name, word) && !seen[name] && name != lateKey {
 				seen[name] = true
 				completions = append(completions, name)
 			}
@@ -41,7 +48,7 @@ func (in *Interp) Complete(line string, pos int) (head string, completions []str
 		for _, k := range keywords {
 			add(k)
 		}
-		sort.Strings(completions)
+		sort.Strings(completions[len(kw):]) // keyword arguments first
 		return head, capCompletions(completions), tail
 	}
 	v := in.lookupPath(word[:dot])

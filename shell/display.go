@@ -24,6 +24,9 @@ type Display struct {
 	Now  func() time.Time
 	// Elide draws only head and tail rows of long tables on a terminal.
 	Elide bool
+	// Page shows a long text (help) through a pager and reports whether
+	// it did; nil outside the prompt.
+	Page func(text string) bool
 }
 
 // IsRich reports whether v displays as something other than its repr.
@@ -49,7 +52,14 @@ func (d *Display) Show(v starlark.Value) error {
 	// has a JSON form.
 	_, hasJSON := v.(builtins.JSONValue)
 	if t, ok := v.(builtins.TextValue); ok && !(d.JSON && hasJSON) {
-		_, err := fmt.Fprintln(d.IO.Out, t.Text())
+		text := t.Text()
+		if d.IO.OutTTY {
+			text = wrapText(text, d.IO.Width)
+		}
+		if d.Page != nil && d.Page(text) {
+			return nil
+		}
+		_, err := fmt.Fprintln(d.IO.Out, text)
 		return err
 	}
 	if d.JSON {

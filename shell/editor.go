@@ -46,6 +46,7 @@ type keyWatcher interface {
 type linerEditor struct {
 	st          *liner.State
 	kb          *keyboard // nil when standard input is not a terminal
+	pasteOn     bool      // bracketed paste was turned on
 	historyPath string
 }
 
@@ -64,6 +65,10 @@ func NewLinerEditor(historyPath string, complete Completer) LineEditor {
 		// If this fails the keys keep their usual meaning between prompts:
 		// Ctrl-C there is a SIGINT, which REPL handles as well.
 		_ = keysAsInput()
+		if liner.TerminalSupported() && xterm.IsTerminal(1) {
+			os.Stdout.WriteString(pasteOn)
+			e.pasteOn = true
+		}
 	}
 	st.SetCtrlCAborts(true)
 	st.SetMultiLineMode(true)
@@ -86,6 +91,11 @@ func (e *linerEditor) Prompt(p string) (string, error) {
 		defer e.kb.endPrompt()
 	}
 	line, err := e.st.Prompt(p)
+	if e.kb != nil && err == nil {
+		if paste := e.kb.takePaste(); paste != "" {
+			return "", &Pasted{Text: line + paste}
+		}
+	}
 	switch {
 	case errors.Is(err, liner.ErrPromptAborted):
 		return "", ErrAborted
@@ -140,6 +150,14 @@ func (e *linerEditor) watch(cancel func()) (stop func()) {
 	return e.kb.watch(cancel)
 }
 
+// pause stops reading the keyboard while a pager runs.
+func (e *linerEditor) pause() (resume func()) {
+	if e.kb == nil {
+		return func() {}
+	}
+	return e.kb.pause()
+}
+
 func (e *linerEditor) interrupt() bool {
 	if e.kb == nil {
 		return false
@@ -149,6 +167,9 @@ func (e *linerEditor) interrupt() bool {
 }
 
 func (e *linerEditor) Close() error {
+	if e.pasteOn {
+		os.Stdout.WriteString(pasteOff)
+	}
 	err := e.st.Close()
 	if e.kb != nil {
 		if kerr := e.kb.Close(); err == nil {

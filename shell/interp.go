@@ -50,9 +50,11 @@ type Interp struct {
 	globals     starlark.StringDict
 	thread      *starlark.Thread
 	intr        interrupter
-	keys        keyWatcher // the prompt's keyboard; nil outside the prompt
-	memLimit    int64      // heap bytes an evaluation may grow to (bounds.go)
-	memErr      error      // a bad $TINKER_MEMORY_LIMIT, reported by every evaluation
+	keys        keyWatcher      // the prompt's keyboard; nil outside the prompt
+	memLimit    int64           // heap bytes an evaluation may grow to (bounds.go)
+	memErr      error           // a bad $TINKER_MEMORY_LIMIT, reported by every evaluation
+	shadowed    map[string]bool // modules the prompt warned were hidden
+	cands       promptCandidates
 
 	mu      sync.Mutex
 	modules map[string]*module // load cache by absolute path
@@ -310,10 +312,10 @@ func (in *Interp) RunFile(path string) (err error, interrupted bool) {
 	return in.ExecProgram(path, src)
 }
 
-// EvalText runs -c text: a lone expression is evaluated and displayed as
-// the prompt would, except that a string prints raw as print() prints it,
-// so that $(tinker -c ...) captures the text; anything else is executed as
-// a program.
+// EvalText runs -c text: a program whose last statement is an expression
+// has that expression's value displayed as the prompt would, except that a
+// string prints raw as print() prints it, so that $(tinker -c ...) captures
+// the text; anything else is executed as a program.
 func (in *Interp) EvalText(filename, text string) (err error, interrupted bool) {
 	if err := checkUTF8(filename, []byte(text)); err != nil {
 		return err, false
@@ -322,20 +324,51 @@ func (in *Interp) EvalText(filename, text string) (err error, interrupted bool) 
 	if perr != nil {
 		return perr, false
 	}
-	if expr := soleExpr(f); expr != nil {
-		return in.run(func(t *starlark.Thread) error {
-			v, err := starlark.EvalExprOptions(fileOptions, t, expr, in.predeclared)
-			if err != nil {
-				return err
-			}
-			if s, ok := v.(starlark.String); ok && !in.Display.JSON {
-				_, err := fmt.Fprintln(in.IO.Out, string(s))
-				return err
-			}
-			return in.Display.Show(v)
-		})
+	var last *syntax.ExprStmt
+	if n := len(f.Stmts); n > 0 {
+		last, _ = f.Stmts[n-1].(*syntax.ExprStmt)
 	}
-	return in.ExecProgram(filename, []byte(text))
+	if last == nil {
+		return in.ExecProgram(filename, []byte(text))
+	}
+	return in.run(func(t *starlark.Thread) error {
+		// load() binds globally here, so the final expression sees its names.
+		env, err := in.execPrefix(t, &syntax.File{Path: f.Path, Stmts: f.Stmts[:len(f.Stmts)-1], Options: replOpts()})
+		if err != nil {
+			return err
+		}
+		v, err := starlark.EvalExprOptions(fileOptions, t, last.X, env)
+		if err != nil {
+			return err
+		}
+		if s, ok := v.(starlark.String); ok && !in.Display.JSON {
+			_, err := fmt.Fprintln(in.IO.Out, string(s))
+			return err
+		}
+		return in.Display.Show(v)
+	})
+}
+
+// execPrefix runs the statements before -c text's final expression and
+// returns the environment that expression sees: the builtins and the
+// program's globals.
+func (in *Interp) execPrefix(t *starlark.Thread, f *syntax.File) (starlark.StringDict, error) {
+	if len(f.Stmts) == 0 {
+		return in.predeclared, nil
+	}
+	prog, err := starlark.FileProgram(f, in.predeclared.Has)
+	if err != nil {
+		return nil, err
+	}
+	g, err := prog.Init(t, in.predeclared)
+	env := make(starlark.StringDict, len(in.predeclared)+len(g))
+	for k, v := range in.predeclared {
+		env[k] = v
+	}
+	for k, v := range g {
+		in.globals[k], env[k] = v, v
+	}
+	return env, err
 }
 
 func soleExpr(f *syntax.File) syntax.Expr {
@@ -381,7 +414,7 @@ func formatError(err error, interrupted, backtrace bool) string {
 	var evalErr *starlark.EvalError
 	if errors.As(err, &evalErr) {
 		if backtrace && len(evalErr.CallStack) > 1 && !builtins.Expected(evalErr.Unwrap()) {
-			bt := foldRepeats(strings.TrimRight(evalErr.Backtrace(), "\n"))
+			bt := foldedBacktrace(evalErr)
 			if hinted := builtins.AttrHint(evalErr.Msg); hinted != evalErr.Msg {
 				bt = strings.TrimSuffix(bt, evalErr.Msg) + hinted
 			}

@@ -2,7 +2,9 @@ package shell
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 
@@ -26,11 +28,11 @@ const ctrlC = 0x03
 // still sets the terminal modes on descriptor 0, and the signal keys stay
 // off for the session (keysAsInput).
 type keyboard struct {
-	tty   *os.File // a non-blocking duplicate of descriptor 0
-	r, w  *os.File // the pipe the line editor reads
-	stdin *os.File // the os.Stdin the pipe replaced
-	wasNB bool     // descriptor 0 was non-blocking before
-	done  chan struct{}
+	wake   [2]int   // a pipe: a byte in it stops the reader (see Close)
+	r, w   *os.File // the pipe the line editor reads
+	stdin  *os.File // the os.Stdin the pipe replaced
+	done   chan struct{}
+	pauses chan pauseRequest // see pause
 
 	mu        sync.Mutex
 	queue     []byte // typed, not yet handed on
@@ -39,44 +41,73 @@ type keyboard struct {
 	cancel    func() // set while an evaluation watches for Ctrl-C
 	eof       bool   // the terminal reported end of input
 	closedW   bool
+	pasted    string // a multi-line paste, handed on as one input (see takePaste)
 }
 
 // openKeyboard takes over standard input, which must be a terminal. Call
 // it before the line editor is created.
+//
+// Descriptor 0 stays blocking: on a terminal, descriptors 0, 1 and 2 share
+// one open file description and so one O_NONBLOCK flag, and a non-blocking
+// stdout drops output (EAGAIN) whenever the terminal reads more slowly than
+// the shell writes. The reader waits in poll(2) on descriptor 0 and on a
+// wake-up pipe instead, and reads only what poll says is there.
 func openKeyboard() (*keyboard, error) {
-	flags, err := unix.FcntlInt(0, unix.F_GETFL, 0)
-	if err != nil {
+	var wake [2]int
+	if err := unix.Pipe2(wake[:], unix.O_CLOEXEC); err != nil {
 		return nil, fmt.Errorf("keyboard: %w", err)
 	}
-	wasNB := flags&unix.O_NONBLOCK != 0
-	fd, err := unix.Dup(0)
-	if err != nil {
-		return nil, fmt.Errorf("keyboard: %w", err)
-	}
-	// Non-blocking (the flag is shared with descriptor 0 until Close), so
-	// that Close can stop the reader: the runtime's poller wakes it.
-	if err := unix.SetNonblock(fd, true); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("keyboard: %w", err)
-	}
-	tty := os.NewFile(uintptr(fd), "/dev/stdin")
 	r, w, err := os.Pipe()
 	if err != nil {
-		tty.Close()
-		unix.SetNonblock(0, wasNB)
+		unix.Close(wake[0])
+		unix.Close(wake[1])
 		return nil, fmt.Errorf("keyboard: %w", err)
 	}
-	k := &keyboard{tty: tty, r: r, w: w, stdin: os.Stdin, wasNB: wasNB, done: make(chan struct{})}
+	k := &keyboard{wake: wake, r: r, w: w, stdin: os.Stdin, done: make(chan struct{}), pauses: make(chan pauseRequest, 1)}
 	os.Stdin = r
 	go k.read()
 	return k, nil
 }
 
+// readTTY waits until descriptor 0 has input (or ends) and reads it; it
+// returns io.EOF at end of input and errStopped once Close wakes it.
+func (k *keyboard) readTTY(buf []byte) (int, error) {
+	fds := []unix.PollFd{{Fd: 0, Events: unix.POLLIN}, {Fd: int32(k.wake[0]), Events: unix.POLLIN}}
+	for {
+		_, err := unix.Poll(fds, -1)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return 0, err
+		case fds[1].Revents != 0:
+			if !k.paused() {
+				return 0, errStopped
+			}
+			continue
+		case fds[0].Revents == 0:
+			continue
+		}
+		n, err := unix.Read(0, buf)
+		switch {
+		case err == unix.EINTR || err == unix.EAGAIN:
+			continue
+		case err != nil:
+			return 0, err
+		case n == 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
+
+var errStopped = errors.New("keyboard closed")
+
 func (k *keyboard) read() {
 	defer close(k.done)
 	buf := make([]byte, 4096)
 	for {
-		n, err := k.tty.Read(buf)
+		n, err := k.readTTY(buf)
 		k.mu.Lock()
 		typed := buf[:n]
 		if k.cancel != nil && !k.prompting {
@@ -107,19 +138,32 @@ func (k *keyboard) read() {
 // right after Enter is still queued when the statement starts (see watch).
 // Called with k.mu held.
 func (k *keyboard) deliver() {
-	if k.prompting && !k.lineSent && len(k.queue) > 0 {
+	for k.prompting && !k.lineSent && len(k.queue) > 0 {
+		if bytes.HasPrefix(k.queue, pasteStart) {
+			if !k.deliverPaste() {
+				break // the rest of the paste is on its way
+			}
+			continue
+		}
 		n := len(k.queue)
-		if i := bytes.IndexAny(k.queue, "\r\n\x03"); i >= 0 {
+		if i := bytes.Index(k.queue, pasteStart); i >= 0 {
+			n = i // a paste waits until what was typed before it is through
+		}
+		if i := bytes.IndexAny(k.queue[:n], "\r\n\x03"); i >= 0 {
 			n, k.lineSent = i+1, true
 		}
-		if _, err := k.w.Write(k.queue[:n]); err != nil {
-			k.eof = true
-		}
+		k.send(k.queue[:n])
 		k.queue = k.queue[n:]
 	}
 	if k.eof && len(k.queue) == 0 && !k.closedW {
 		k.closedW = true
 		k.w.Close()
+	}
+}
+
+func (k *keyboard) send(b []byte) {
+	if _, err := k.w.Write(b); err != nil {
+		k.eof = true
 	}
 }
 
@@ -186,10 +230,50 @@ func keysAsInput() error {
 	return nil
 }
 
+// Bytes on the wake-up pipe.
+const (
+	wakeStop  = 0
+	wakePause = 1
+)
+
+type pauseRequest struct{ paused, resume chan struct{} }
+
+// pause stops reading the terminal until the returned function is called,
+// so that a program run in the foreground (the pager) gets the keys.
+func (k *keyboard) pause() (resume func()) {
+	req := pauseRequest{make(chan struct{}), make(chan struct{})}
+	k.pauses <- req
+	if _, err := unix.Write(k.wake[1], []byte{wakePause}); err != nil {
+		<-k.pauses
+		return func() {}
+	}
+	select {
+	case <-req.paused:
+		return func() { close(req.resume) }
+	case <-k.done: // the reader has stopped already
+		return func() {}
+	}
+}
+
+// paused consumes a wake-up byte: for a pause it waits until resumed and
+// reports true; for Close it reports false.
+func (k *keyboard) paused() bool {
+	var b [1]byte
+	if n, _ := unix.Read(k.wake[0], b[:]); n != 1 || b[0] != wakePause {
+		return false
+	}
+	req := <-k.pauses
+	close(req.paused)
+	<-req.resume
+	return true
+}
+
 // Close stops reading and gives os.Stdin back.
 func (k *keyboard) Close() error {
-	k.tty.Close()
+	_, err := unix.Write(k.wake[1], []byte{wakeStop})
 	<-k.done
+	unix.Close(k.wake[0])
+	unix.Close(k.wake[1])
 	os.Stdin = k.stdin
 	k.r.Close()
 	k.mu.Lock()
@@ -198,5 +282,8 @@ func (k *keyboard) Close() error {
 		k.w.Close()
 	}
 	k.mu.Unlock()
-	return unix.SetNonblock(0, k.wasNB)
+	if err != nil {
+		return fmt.Errorf("keyboard: %w", err)
+	}
+	return nil
 }

@@ -17,9 +17,11 @@ import (
 // process exit status.
 func (in *Interp) REPL(ed LineEditor, banner string) int {
 	defer ed.Close()
+	if in.IO.ErrTTY {
+		banner = wrapText(banner, in.IO.Width)
+	}
 	fmt.Fprintln(in.IO.Err, banner)
-	replOpts := *fileOptions
-	replOpts.LoadBindsGlobally = true
+	replOpts := replOpts()
 	for k, v := range in.predeclared {
 		if _, ok := in.globals[k]; !ok {
 			in.globals[k] = v
@@ -38,6 +40,8 @@ func (in *Interp) REPL(ed LineEditor, banner string) int {
 		in.keys = keys
 		defer func() { in.keys = nil }()
 	}
+	in.Display.Page = in.page
+	defer func() { in.Display.Page = nil }()
 	in.Env.Confirm = func(question string) (bool, error) {
 		// The line editor takes a one-line prompt: print the rest first.
 		if i := strings.LastIndexByte(question, '\n'); i >= 0 {
@@ -73,6 +77,7 @@ func (in *Interp) REPL(ed LineEditor, banner string) int {
 	for {
 		prompt := ">>> "
 		eof, aborted := false, false
+		var pasted *Pasted
 		var lines []string // of this statement, for history and for pointing at a syntax error
 		readline := func() ([]byte, error) {
 			var line string
@@ -89,6 +94,7 @@ func (in *Interp) REPL(ed LineEditor, banner string) int {
 					// The parser wraps these errors, so remember what happened.
 					eof = err == io.EOF
 					aborted = errors.Is(err, ErrAborted)
+					errors.As(err, &pasted)
 					return nil, err
 				}
 				split := strings.Split(text, "\n")
@@ -110,6 +116,11 @@ func (in *Interp) REPL(ed LineEditor, banner string) int {
 				return ExitOK
 			case aborted:
 				continue
+			case pasted != nil:
+				if code, stop := in.runPaste(ed, append(lines, pasted.Text)); stop {
+					return code
+				}
+				continue
 			}
 			fmt.Fprintln(in.IO.Err, FormatError(err, false, false))
 			if caret := pointAt(err, lines); caret != "" {
@@ -126,6 +137,26 @@ func (in *Interp) REPL(ed LineEditor, banner string) int {
 	}
 }
 
+// runPaste runs a paste (after the lines of the statement it was pasted
+// into) as one input, parsed as a whole as a file is, so that blank lines
+// inside it do not end a function. It echoes the paste as continuation
+// lines, since the line editor did not show it.
+func (in *Interp) runPaste(ed LineEditor, lines []string) (code int, stop bool) {
+	text := strings.TrimRight(strings.Join(lines, "\n"), "\n")
+	ed.AppendHistory(text)
+	for _, l := range strings.Split(text, "\n")[len(lines)-1:] {
+		fmt.Fprintln(in.IO.Out, "... "+render.PrintableLines(l))
+	}
+	f, err := replOpts().Parse("<stdin>", text, 0)
+	if err != nil {
+		fmt.Fprintln(in.IO.Err, FormatError(err, false, false))
+		return 0, false
+	}
+	in.IO.Refresh()
+	in.Env.Width = in.IO.Width
+	return in.evalChunk(f)
+}
+
 // evalChunk evaluates what was typed at the prompt one statement at a time,
 // as Python's REPL does: each expression statement's value is displayed
 // and kept in `_` (so `a; b` shows both), and the first error stops the rest.
@@ -139,7 +170,7 @@ func (in *Interp) evalChunk(f *syntax.File) (code int, stop bool) {
 		if errors.As(err, &exit) {
 			return exit.Code, true
 		}
-		fmt.Fprintln(in.IO.Err, FormatError(err, interrupted, false))
+		fmt.Fprintln(in.IO.Err, FormatPromptError(err, interrupted))
 		return 0, false
 	}
 	return 0, false
@@ -149,6 +180,8 @@ func (in *Interp) evalChunk(f *syntax.File) (code int, stop bool) {
 func (in *Interp) evalStmt(f *syntax.File) (err error, interrupted bool) {
 	expr := soleExpr(f)
 	if expr == nil {
+		in.lateBind(f)
+		defer in.warnShadowed()
 		return in.run(func(t *starlark.Thread) error {
 			return starlark.ExecREPLChunk(f, t, in.globals)
 		})
@@ -169,6 +202,14 @@ func (in *Interp) evalStmt(f *syntax.File) (err error, interrupted bool) {
 		in.globals["_"] = v
 		return in.Display.Show(v)
 	})
+}
+
+// replOpts are the prompt's syntax options: a file's, except that load
+// binds globally.
+func replOpts() *syntax.FileOptions {
+	o := *fileOptions
+	o.LoadBindsGlobally = true
+	return &o
 }
 
 // env is the prompt's environment: ExecREPLChunk has no predeclared

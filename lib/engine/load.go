@@ -175,7 +175,7 @@ func FindModelDir(name string) (string, error) {
 			}
 		}
 	}
-	return "", fmt.Errorf("weights for %s are not available locally: download them with `huggingface-cli download %s` "+
+	return "", fmt.Errorf("weights for %s are not available locally: download them with `hf download %s` "+
 		"(searched %s), or pass `--model %s=DIR` to `tinker serve`", name, name, strings.Join(HFCacheDirs(), ", "), name)
 }
 

@@ -180,7 +180,7 @@ func TestFindModelDir(t *testing.T) {
 	cache := t.TempDir()
 	t.Setenv("HF_HUB_CACHE", cache)
 	t.Setenv("HF_HOME", filepath.Join(cache, "unused"))
-	if _, err := FindModelDir("Org/Missing"); err == nil || !strings.Contains(err.Error(), "huggingface-cli download Org/Missing") {
+	if _, err := FindModelDir("Org/Missing"); err == nil || !strings.Contains(err.Error(), "hf download Org/Missing") {
 		t.Errorf("missing model: %v", err)
 	}
 	repo := filepath.Join(cache, "models--Org--Tiny-Model")

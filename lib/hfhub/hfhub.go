@@ -178,7 +178,7 @@ func (h *Hub) Resolve(ctx context.Context, repoID, revision string) (string, err
 		return dir, nil
 	}
 	if h.Offline {
-		return "", fmt.Errorf("tokenizer %s is not in the Hugging Face cache %s and HF_HUB_OFFLINE is set: unset it or run `huggingface-cli download %s tokenizer.json tokenizer_config.json`", repoID, h.CacheDir, repoID)
+		return "", fmt.Errorf("tokenizer %s is not in the Hugging Face cache %s and HF_HUB_OFFLINE is set: unset it or run `hf download %s tokenizer.json tokenizer_config.json`", repoID, h.CacheDir, repoID)
 	}
 	var commit string
 	for _, name := range TokenizerFiles {
@@ -216,7 +216,7 @@ func (h *Hub) download(ctx context.Context, repoID, revision, name string) (comm
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
-		return "", fmt.Errorf("tokenizer %s: no %s at revision %s on %s (HTTP 404); check the repo id, or download it with `huggingface-cli download %s` into %s: %w", repoID, name, revision, h.Endpoint, repoID, h.CacheDir, notFound{u})
+		return "", fmt.Errorf("tokenizer %s: no %s at revision %s on %s (HTTP 404); check the repo id, or download it with `hf download %s` into %s: %w", repoID, name, revision, h.Endpoint, repoID, h.CacheDir, notFound{u})
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		hint := "set HF_TOKEN to a token that can read it"
 		if h.Token != "" {

@@ -66,7 +66,7 @@ func (m *Model) Key() string {
 // Tokenizer is the model's tokenizer, or why there is none.
 func (m *Model) Tokenizer() (*tokenizer.Tokenizer, error) {
 	if m.Tok == nil {
-		return nil, m.TokErr
+		return nil, unavailable(m.Base, m.Path, m.TokErr)
 	}
 	return m.Tok, nil
 }

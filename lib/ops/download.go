@@ -63,8 +63,12 @@ func CheckDownload(path, output string, force bool) (target string, err error) {
 	return target, err
 }
 
+// TargetExists starts the message for a download whose target is there;
+// the builtin words the way out for a call (force=True).
+const TargetExists = "Target directory already exists: "
+
 func targetExists(target string) error {
-	return UserErr("Target directory already exists: "+target, "Use --force to overwrite or choose a different output directory.")
+	return UserErr(TargetExists+target, "Use --force to overwrite or choose a different output directory.")
 }
 
 // DownloadCheckpoint downloads path into Output/<target name>.

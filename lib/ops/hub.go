@@ -51,7 +51,7 @@ func PushToHub(ctx context.Context, c *tinkerapi.Client, path string, o HubPushO
 		if errors.Is(err, context.Canceled) {
 			return nil, err
 		}
-		return nil, errNotLoggedIn
+		return nil, ErrNotLoggedIn
 	}
 	tmp, err := os.MkdirTemp("", "tinker-push-*")
 	if err != nil {
@@ -95,7 +95,8 @@ func PushToHub(ctx context.Context, c *tinkerapi.Client, path string, o HubPushO
 	return &HubPush{Path: path, Public: o.Public, RevisionGiven: o.Revision != "", R: *res}, nil
 }
 
-var errNotLoggedIn = UserErr("Not logged in", "Run: hf auth login")
+// ErrNotLoggedIn is a push without a Hugging Face token.
+var ErrNotLoggedIn = UserErr("Not logged in", "Run: hf auth login")
 
 // hubErr words a push failure as the official CLI does; anything else is
 // its catch-all.
@@ -105,7 +106,7 @@ func hubErr(err error) error {
 	case errors.Is(err, context.Canceled):
 		return err
 	case errors.Is(err, hfhub.ErrNotLoggedIn):
-		return errNotLoggedIn
+		return ErrNotLoggedIn
 	case errors.Is(err, hfhub.ErrNotAdapter):
 		return UserErr("Checkpoint archive does not contain a PEFT adapter.", "Expected adapter_config.json and adapter_model.safetensors (or adapter_model.bin).")
 	case errors.Is(err, hfhub.ErrIncomplete):

@@ -107,7 +107,13 @@ func Write(w io.Writer, t *Table, o Options) error {
 		}
 		return s.Sprint(text)
 	}
+	shortened := false // a path lost its middle: say how to see it whole
 	footer := func() {
+		if shortened {
+			for _, l := range wrap("… marks a shortened path; for whole paths widen the terminal, or use --format json or json.encode()", o.Width) {
+				fmt.Fprintf(&b, "%s\n", paint(styleDim, l))
+			}
+		}
 		if hidden > 0 {
 			fmt.Fprintf(&b, "%s\n", paint(styleDim, fmt.Sprintf("%s of %s rows hidden; use --format json or json.encode() for all",
 				Thousands(int64(hidden)), Thousands(int64(len(t.Rows)+t.Omitted)))))
@@ -128,6 +134,7 @@ func Write(w io.Writer, t *Table, o Options) error {
 		}
 		for i := range elide {
 			elide[i] = kinds[i] == Path && elisionKeepsRowsApart(columns[i], widths[i])
+			shortened = shortened || elide[i] && widths[i] < runewidth.StringWidth(longest(columns[i]))
 		}
 	}
 	total := 1
@@ -216,6 +223,17 @@ func Write(w io.Writer, t *Table, o Options) error {
 	footer()
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// longest is the widest of cells.
+func longest(cells []string) string {
+	w := ""
+	for _, c := range cells {
+		if runewidth.StringWidth(c) > runewidth.StringWidth(w) {
+			w = c
+		}
+	}
+	return w
 }
 
 // cellTexts gives every row n one-line printable cells (see cellText).

@@ -68,12 +68,12 @@ func (s *Server) routes() http.Handler {
 		path := r.URL.EscapedPath()
 		if rest, ok := strings.CutPrefix(path, "/files/"); ok {
 			status := s.serveFile(w, r, rest)
-			s.opts.Logf("%s /files/… %d %s", r.Method, status, time.Since(start).Round(time.Microsecond))
+			s.logHTTP(r, "/files/…", status, start)
 			return
 		}
 		if !strings.HasPrefix(path, "/api/v1/") && hubPath(path) {
 			status := s.serveHub(w, r, path)
-			s.opts.Logf("%s %s %d %s", r.Method, path, status, time.Since(start).Round(time.Microsecond))
+			s.logHTTP(r, path, status, start)
 			return
 		}
 		// Every body is bounded here; decodeBody bounds JSON bodies further.
@@ -90,7 +90,7 @@ func (s *Server) routes() http.Handler {
 				if !rec.wrote {
 					writeError(rec, errorf(http.StatusInternalServerError, "internal error: see the server log"))
 				}
-				s.opts.Logf("%s %s %d %s", r.Method, path, rec.status, time.Since(start).Round(time.Microsecond))
+				s.logHTTP(r, path, rec.status, start)
 			}
 		}()
 		e := s.dispatch(rec, r, path, table)
@@ -98,7 +98,7 @@ func (s *Server) routes() http.Handler {
 			e.detail = s.scrub(e.detail)
 			writeError(rec, e)
 		}
-		s.opts.Logf("%s %s %d %s", r.Method, path, rec.status, time.Since(start).Round(time.Microsecond))
+		s.logHTTP(r, path, rec.status, start)
 	})
 }
 

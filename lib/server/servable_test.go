@@ -28,7 +28,7 @@ func TestCreateModelWithoutWeights(t *testing.T) {
 		t.Fatalf("%s is not in the catalog", name)
 	}
 	_, err := e.sess.CreateTrainingClient(ctx, name, tinkerapi.LoraConfig{Rank: 4, TrainMLP: true}, nil)
-	if err == nil || !strings.Contains(err.Error(), "huggingface-cli download "+name) || !strings.Contains(err.Error(), "--model "+name+"=DIR") {
+	if err == nil || !strings.Contains(err.Error(), "hf download "+name) || !strings.Contains(err.Error(), "--model "+name+"=DIR") {
 		t.Fatalf("create_model without weights: %v", err)
 	}
 	caps := func() map[string]tinkerapi.SupportedModel {
@@ -50,7 +50,7 @@ func TestCreateModelWithoutWeights(t *testing.T) {
 	if m := c[models.TinyLlama]; m.Servable == nil || !*m.Servable {
 		t.Errorf("%s: %+v, want servable", models.TinyLlama, m)
 	}
-	if m := c[name]; m.Servable == nil || *m.Servable || !strings.Contains(m.Unavailable, "huggingface-cli download") {
+	if m := c[name]; m.Servable == nil || *m.Servable || !strings.Contains(m.Unavailable, "hf download") {
 		t.Errorf("%s: %+v, want not servable with how to get it", name, m)
 	}
 	// The weights arrive in the cache (a snapshot holding config.json and

@@ -51,6 +51,12 @@ type worded struct{ err error }
 
 func (w *worded) Error() string {
 	msg, details := CLIError(w.err)
+	// The CLI's details quote the body as a Python dict, as the SDK does;
+	// in one line the service's own sentence reads better.
+	var ae *APIError
+	if errors.As(w.err, &ae) && ae.Detail() != "" && strings.Contains(details, "{'detail'") {
+		return msg + ": " + ae.Detail()
+	}
 	if i := strings.LastIndex(details, "Details: "); i >= 0 {
 		return msg + ": " + details[i+len("Details: "):]
 	}

@@ -1,13 +1,10 @@
 package train
 
 import (
-	"bufio"
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/tinkershell/tinker/lib/chat"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
@@ -20,30 +17,20 @@ type Conversation struct {
 	Where    string
 }
 
-// LoadConversations reads a JSONL file of {"messages": [...]} objects, one
-// per line (blank lines are skipped); errors name the line.
+// LoadConversations reads a JSONL file of {"messages": [...]} or
+// {"prompt": ..., "completion": ...} objects, one per line (blank lines are
+// skipped); errors name the line.
 func LoadConversations(path string) ([]Conversation, error) {
-	f, err := os.Open(path)
+	var out []Conversation
+	err := scanJSONL(path, func(text []byte, where string) error {
+		c, err := parseConversation(text, where)
+		if err == nil {
+			out = append(out, c)
+		}
+		return err
+	})
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	var out []Conversation
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<30)
-	for line := 1; sc.Scan(); line++ {
-		text := bytes.TrimSpace(sc.Bytes())
-		if len(text) == 0 {
-			continue
-		}
-		c, err := parseConversation(text, fmt.Sprintf("%s:%d", path, line))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%s holds no conversations", path)
@@ -51,15 +38,24 @@ func LoadConversations(path string) ([]Conversation, error) {
 	return out, nil
 }
 
+// shapes names the lines LoadConversations accepts.
+const shapes = `each line is {"messages": [{"role": "user", "content": "..."}, {"role": "assistant", "content": "..."}]} or {"prompt": "...", "completion": "..."}`
+
 func parseConversation(text []byte, where string) (Conversation, error) {
 	var rec struct {
-		Messages []chat.Message `json:"messages"`
+		Messages   []chat.Message `json:"messages"`
+		Prompt     *string        `json:"prompt"`
+		Completion *string        `json:"completion"`
 	}
 	if err := json.Unmarshal(text, &rec); err != nil {
-		return Conversation{}, fmt.Errorf("%s: not a JSON object with \"messages\": %v", where, err)
+		return Conversation{}, fmt.Errorf("%s: not a JSON object: %v; %s", where, err, shapes)
+	}
+	if len(rec.Messages) == 0 && rec.Prompt != nil && rec.Completion != nil {
+		// The other common shape: one user turn and the answer to train on.
+		rec.Messages = []chat.Message{{Role: "user", Content: *rec.Prompt}, {Role: "assistant", Content: *rec.Completion}}
 	}
 	if len(rec.Messages) == 0 {
-		return Conversation{}, fmt.Errorf("%s: no messages", where)
+		return Conversation{}, fmt.Errorf("%s: no messages; %s", where, shapes)
 	}
 	for i, m := range rec.Messages {
 		if m.Role == "" {

@@ -6,6 +6,9 @@ import (
 	"time"
 )
 
+// pipelineDepth is how many steps are in flight at most.
+const pipelineDepth = 2
+
 // inflight is a submitted step.
 type inflight[M Record] struct {
 	step  int
@@ -18,12 +21,12 @@ type inflight[M Record] struct {
 // interrupt it saves the last finished step's state.
 func (r *runner[M]) drive(ctx context.Context, s stepper[M]) (*Result[M], error) {
 	start := r.st.Step
-	r.finished, r.lastDone = start, time.Now()
+	r.finished, r.resultsAt = start, []time.Time{time.Now()}
 	var queue []inflight[M]
 	next := start
 	for {
 		open := next < r.total && (r.o.MaxSteps == 0 || next-start < r.o.MaxSteps) && ctx.Err() == nil
-		if open && len(queue) < 2 && (len(queue) == 0 || !r.barrier(s, queue[len(queue)-1].step)) {
+		if open && len(queue) < pipelineDepth && (len(queue) == 0 || !r.barrier(s, queue[len(queue)-1].step)) {
 			await, err := s.submit(ctx, next)
 			if err == nil {
 				queue = append(queue, inflight[M]{next, await})

@@ -21,12 +21,31 @@ type Row struct {
 // LoadRows reads a JSONL file, one row per non-blank line. A line that is
 // not JSON, or a file without rows, is an error naming it.
 func LoadRows(path string) ([]Row, error) {
-	f, err := os.Open(path)
+	var out []Row
+	err := scanJSONL(path, func(text []byte, where string) error {
+		if !json.Valid(text) {
+			return fmt.Errorf("%s: not a JSON value", where)
+		}
+		out = append(out, Row{JSON: bytes.Clone(text), Where: where})
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s holds no rows", path)
+	}
+	return out, nil
+}
+
+// scanJSONL calls fn with each non-blank line of a JSONL file and where it
+// stands ("data.jsonl:3"), stopping at fn's first error.
+func scanJSONL(path string, fn func(text []byte, where string) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
 	defer f.Close()
-	var out []Row
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<30)
 	for line := 1; sc.Scan(); line++ {
@@ -34,19 +53,14 @@ func LoadRows(path string) ([]Row, error) {
 		if len(text) == 0 {
 			continue
 		}
-		where := fmt.Sprintf("%s:%d", path, line)
-		if !json.Valid(text) {
-			return nil, fmt.Errorf("%s: not a JSON value", where)
+		if err := fn(text, fmt.Sprintf("%s:%d", path, line)); err != nil {
+			return err
 		}
-		out = append(out, Row{JSON: bytes.Clone(text), Where: where})
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return fmt.Errorf("read %s: %w", path, err)
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s holds no rows", path)
-	}
-	return out, nil
+	return nil
 }
 
 // fields decodes a row that must be a JSON object.

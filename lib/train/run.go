@@ -76,8 +76,8 @@ type runner[M Record] struct {
 	// server runs them anyway, and the saved state must match the metrics.
 	wait context.Context
 
-	finished int       // steps whose results are in
-	lastDone time.Time // when the last step's results came in
+	finished  int         // steps whose results are in
+	resultsAt []time.Time // when the last steps' results came in (see lap)
 }
 
 // stepper is one loop's part of a run.
@@ -141,11 +141,20 @@ func (r *runner[M]) close() {
 	}
 }
 
-// lap is the time since the last step's results came in, and restarts it.
+// lap is a finished step's share of the wall time. With two steps in
+// flight their results often come in together, so the time since the
+// previous result alternated between a whole step and nothing (and the
+// status line showed absurd tokens/s); a step's time is therefore the time
+// since the result pipelineDepth steps back came in, divided by the steps
+// in between.
 func (r *runner[M]) lap() float64 {
 	now := time.Now()
-	d := now.Sub(r.lastDone).Seconds()
-	r.lastDone = now
+	r.resultsAt = append(r.resultsAt, now)
+	back := min(pipelineDepth, len(r.resultsAt)-1)
+	d := now.Sub(r.resultsAt[len(r.resultsAt)-1-back]).Seconds() / float64(max(back, 1))
+	if len(r.resultsAt) > pipelineDepth+1 {
+		r.resultsAt = r.resultsAt[1:]
+	}
 	return d
 }
 

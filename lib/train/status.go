@@ -56,9 +56,10 @@ func (s *Status) Step(m Record, total int) {
 	}
 }
 
-// Clear removes the line.
+// Clear removes the line; a message about the run (interrupted, failed)
+// is printed after it. Clearing twice, or a nil Status, does nothing.
 func (s *Status) Clear() {
-	if s.line != nil {
+	if s != nil && s.line != nil {
 		s.line.Clear()
 	}
 }

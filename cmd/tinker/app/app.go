@@ -67,6 +67,9 @@ func Main(args []string, io *term.IO) (code int) {
 		fmt.Fprintf(io.Err, "Error: %v\n", err)
 		return shell.ExitUsage
 	}
+	if !opts.hasCmd && len(rest) > 0 && rest[0] == completeWord {
+		return runDynamicCompletion(io, opts, rest[1:], now)
+	}
 	if !opts.hasCmd && len(rest) > 0 {
 		if cmd := root.sub(rest[0]); cmd != nil && !looksLikeScript(rest[0]) {
 			return dispatch(io, opts, root, cmd, "tinker "+cmd.Name, rest[1:], now)
@@ -74,7 +77,7 @@ func Main(args []string, io *term.IO) (code int) {
 	}
 	if !opts.hasCmd && len(rest) > 0 && !looksLikeScript(rest[0]) {
 		if _, err := os.Stat(rest[0]); err != nil {
-			return usageError(io, "tinker", fmt.Sprintf("No such command '%s'.", rest[0]))
+			return usageError(io, "tinker", noSuchCommand(rest[0], root.subNames()))
 		}
 	}
 	return runStarlark(io, opts, rest, now)

@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	nearest "github.com/tinkershell/tinker/lib/suggest"
 	"slices"
 	"sort"
 	"strconv"
@@ -238,7 +239,7 @@ func dispatch(io *term.IO, opts options, root, cmd *command, path string, args [
 		}
 		sub := cmd.sub(a)
 		if sub == nil {
-			return usageError(io, path, fmt.Sprintf("No such command '%s'.", a))
+			return usageError(io, path, noSuchCommand(a, cmd.subNames()))
 		}
 		return dispatch(io, opts, root, sub, path+" "+a, args[1:], now)
 	}
@@ -523,4 +524,14 @@ func optionList(specs []flagSpec) string {
 		fmt.Fprintf(&b, "  %-*s  %s\n", width, labels[i], strings.ReplaceAll(s.Help, "\n", indent))
 	}
 	return b.String()
+}
+
+// noSuchCommand words an unknown command, with the nearest one when close
+// (lst → list).
+func noSuchCommand(name string, commands []string) string {
+	msg := fmt.Sprintf("No such command '%s'.", name)
+	if near := nearest.Nearest(name, commands); near != "" {
+		msg += fmt.Sprintf(" Did you mean '%s'?", near)
+	}
+	return msg
 }

@@ -36,6 +36,7 @@ var serveCmd = &command{
 		{Long: "--train-memory", Kind: flagString, Metavar: "SIZE", Help: "Training memory: running passes, queued requests and trainers each stay within it, e.g. 4G or 512M (default a quarter of RAM)."},
 		{Long: "--shutdown-grace", Kind: flagString, Metavar: "DURATION", Help: "On SIGTERM or Ctrl-C, let queued training operations run this long before halting the rest, e.g. 10s or 2m; 0 halts at once (default 30s)."},
 		{Long: "--jwt", Kind: flagBool, Help: "Offer the JWT exchange (auth/token) as the service does, so clients send tokens and whoami works."},
+		{Long: "--verbose", Short: "-v", Kind: flagBool, Help: "Log each request to stderr: method, path, status, duration and a hash of the\nuser's key (never keys or bodies)."},
 	},
 	Run: runServe,
 }
@@ -98,7 +99,7 @@ func runServe(c *invocation) int {
 	}
 	defer ln.Close()
 	pool := &engine.Pool{Dirs: dirs}
-	srv, err := server.Open(server.Options{DataDir: dir, APIKeys: keys, Now: c.now,
+	srv, err := server.Open(server.Options{DataDir: dir, APIKeys: keys, Now: c.now, Logf: serveLog(c),
 		Sampler: server.EngineSampler(pool), Engine: pool, TrainMemory: trainMem, PrivatePaths: private, KeepTrainers: true, JWT: c.has("jwt"),
 		ShutdownGrace: grace})
 	if err != nil {
@@ -110,11 +111,24 @@ func runServe(c *invocation) int {
 	defer stop()
 	bound := ln.Addr().String()
 	fmt.Fprintf(c.io.Err, "tinker server on http://%s (data %s); set TINKER_BASE_URL=http://%s\n", bound, dir, bound)
+	fmt.Fprintf(c.io.Err, "Hugging Face clients (tokenizers of the tiny models): set HF_ENDPOINT=http://%s\n", bound)
 	if err := srv.Serve(ctx, ln); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
 		return shell.ExitError
 	}
 	return shell.ExitOK
+}
+
+// serveLog is the server's log with -v: one line per request and the
+// background events, each after a UTC timestamp. Without -v the server
+// logs nothing.
+func serveLog(c *invocation) func(format string, args ...any) {
+	if !c.has("verbose") {
+		return nil
+	}
+	return func(format string, args ...any) {
+		fmt.Fprintf(c.io.Err, "%s "+format+"\n", append([]any{c.now().UTC().Format(time.RFC3339)}, args...)...)
+	}
 }
 
 // dataFlag is --data, or the default data directory.

@@ -116,12 +116,14 @@ func runLoop(c *invocation, ro *train.RunOptions, load func() error, loop func(r
 		if err != nil {
 			return err
 		}
+		var status *train.Status
 		if c.io.ErrTTY {
-			status := train.NewStatus(c.io.Err, c.io.Width)
+			status = train.NewStatus(c.io.Err, c.io.Width)
 			ro.OnStep = status.Step
-			defer status.Clear()
+			defer env.HushStatus()()
 		}
 		show, err := loop(r, s)
+		status.Clear() // before any message, which would follow it on its line
 		var ie *train.InterruptedError
 		if errors.As(err, &ie) {
 			ie.Resume = func(dir string) string { return "run the same command again (with --log-dir " + dir + ") to resume" }

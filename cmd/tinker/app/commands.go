@@ -35,7 +35,7 @@ var root = &command{
 // follow the command words (globalAnywhere).
 var rootFlags = []flagSpec{
 	{Long: "--format", Short: "-f", Kind: flagString, Metavar: "[table|json]", Help: "Output format for displayed values."},
-	{Short: "-c", Kind: flagString, Metavar: "TEXT", Help: "Evaluate TEXT: an expression is displayed as the\nprompt would; anything else runs as a program."},
+	{Short: "-c", Kind: flagString, Metavar: "TEXT", Help: "Run TEXT as a program; the value of a final\nexpression is displayed as the prompt would."},
 	{Long: "--local", Kind: flagBool, Help: "Use the local Tinker server, started in-process,\nas its local user tml-local-user (whatever\nTINKER_API_KEY says); data under $XDG_DATA_HOME/tinker\n(default ~/.local/share/tinker)."},
 	{Long: "--model", Kind: flagMulti, Metavar: "NAME=DIR", Help: "With --local: sample base model NAME from a\nHugging Face model directory (repeatable)."},
 	{Long: "--profile", Kind: flagString, Metavar: "NAME", Help: "Use profile NAME from the config file (tinker\nconfig path); also TINKER_PROFILE."},
