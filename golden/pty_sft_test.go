@@ -5,15 +5,16 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 )
 
 // TestPromptSFTStatusLine trains at the prompt on a terminal: Ctrl-C
-// clears the step line before "interrupted" is printed, and the per-step
-// times (and the tokens/s the line shows) are steady, not alternating
-// between a whole step and nothing as results come in two at a time.
+// clears the step line before "interrupted" is printed. (That per-step
+// times are steady, not alternating between a whole step and nothing as
+// results come in two at a time, is TestLapSharesPipelinedTime in
+// lib/train: a clock-free check, where counting status lines here
+// depended on how fast the machine trains.)
 func TestPromptSFTStatusLine(t *testing.T) {
 	home := t.TempDir()
 	var rows strings.Builder
@@ -27,9 +28,9 @@ func TestPromptSFTStatusLine(t *testing.T) {
 	c := startConsole(t, cmd)
 	c.expect(">>> ")
 	mark := c.offset()
-	c.send(`r = sft("tinker-local/tiny-llama", "chats.jsonl", rank=4, seed=1, epochs=5, batch_size=4)` + "\r")
+	c.send(`r = sft("tinker-local/tiny-llama", "chats.jsonl", rank=4, seed=1, epochs=200, batch_size=4)` + "\r")
 	c.expect(" tok/s")
-	c.expect(" tok/s") // a few steps in
+	c.expect(" tok/s") // a few steps into 2,000: Ctrl-C always lands mid-run
 	c.send("\x03")
 	c.expect("interrupted")
 	c.expect(">>> ")
@@ -37,29 +38,6 @@ func TestPromptSFTStatusLine(t *testing.T) {
 		t.Errorf("the step line was not cleared before the message:\n%q", out)
 	}
 
-	mark = c.offset()
-	c.send(`t = [m["time"] for m in sft("tinker-local/tiny-llama", "chats.jsonl", rank=4, seed=2, batch_size=4, max_steps=8).metrics]` + "\r")
-	// Before, every other step took ~0 s (100x apart); a loaded machine
-	// stretches some steps, so only an order of magnitude is asked.
-	c.send("min(t[1:]) * 10 > max(t[1:])\r")
-	c.expect("True")
-	c.expect(">>> ")
-	out := c.from(mark)
-	var rates []float64
-	for _, m := range regexp.MustCompile(`(\d+) tok/s`).FindAllStringSubmatch(out, -1) {
-		r, _ := strconv.ParseFloat(m[1], 64)
-		rates = append(rates, r)
-	}
-	if len(rates) < 4 {
-		t.Fatalf("too few step lines:\n%q", out)
-	}
-	lo, hi := rates[0], rates[0]
-	for _, r := range rates {
-		lo, hi = min(lo, r), max(hi, r)
-	}
-	if hi > 10*lo {
-		t.Errorf("tokens/s from %.0f to %.0f within one run: %v", lo, hi, rates)
-	}
 	c.send("\x04")
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("exit: %v", err)

@@ -147,8 +147,10 @@ func (r *runner[M]) close() {
 // status line showed absurd tokens/s); a step's time is therefore the time
 // since the result pipelineDepth steps back came in, divided by the steps
 // in between.
-func (r *runner[M]) lap() float64 {
-	now := time.Now()
+func (r *runner[M]) lap() float64 { return r.lapAt(time.Now()) }
+
+// lapAt is lap with the clock read by the caller (tests pass their own).
+func (r *runner[M]) lapAt(now time.Time) float64 {
 	r.resultsAt = append(r.resultsAt, now)
 	back := min(pipelineDepth, len(r.resultsAt)-1)
 	d := now.Sub(r.resultsAt[len(r.resultsAt)-1-back]).Seconds() / float64(max(back, 1))
