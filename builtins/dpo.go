@@ -26,9 +26,9 @@ func init() {
 			"with a positive margin), margin, chosen_reward, rejected_reward. log_dir, save_every, max_steps and\n" +
 			"Ctrl-C work as in sft(); the result has .metrics, .sampler_checkpoint and .state_checkpoint.",
 		Example: "prefs = [{\"messages\": [{\"role\": \"user\", \"content\": \"Is %d even?\" % n}], \"chosen\": \"Let me check.\", \"rejected\": \"No.\"} for n in range(4)]\n" +
-			"run = dpo(\"tinker-local/tiny-llama\", prefs, beta=0.5, batch_size=4, epochs=4, rank=8, seed=1)\n" +
-			"run.metrics[-1][\"accuracy\"]",
-		Learns: `run.metrics[-1]["accuracy"] == 1.0 and run.metrics[-1]["margin"] > 0`,
+			"preferred = dpo(\"tinker-local/tiny-llama\", prefs, beta=0.5, batch_size=4, epochs=4, rank=8, seed=1)\n" +
+			"preferred.metrics[-1][\"accuracy\"]",
+		Learns: `preferred.metrics[-1]["accuracy"] == 1.0 and preferred.metrics[-1]["margin"] > 0`,
 	}, dpoFn)
 }
 

@@ -30,9 +30,9 @@ func init() {
 			"the completion.",
 		Example: "def shout(prompt, completion):\n" +
 			"    return len([c for c in completion.elems() if c.isupper()]) / max(len(completion), 1)\n" +
-			"run = rl(\"tinker-local/tiny-llama\", [\"Say something:\", \"Go on:\"], shout, steps=4, max_tokens=8, rank=8, seed=2)\n" +
-			"(run.metrics[0][\"mean_reward\"], run.metrics[-1][\"mean_reward\"])",
-		Learns: `run.metrics[-1]["mean_reward"] - run.metrics[0]["mean_reward"] > 0.3`,
+			"rewarded = rl(\"tinker-local/tiny-llama\", [\"Say something:\", \"Go on:\"], shout, steps=4, max_tokens=8, rank=8, seed=2)\n" +
+			"(rewarded.metrics[0][\"mean_reward\"], rewarded.metrics[-1][\"mean_reward\"])",
+		Learns: `rewarded.metrics[-1]["mean_reward"] - rewarded.metrics[0]["mean_reward"] > 0.3`,
 	}, rlFn)
 }
 
