@@ -30,25 +30,7 @@ func TestBatchInterruptResumes(t *testing.T) {
 			"--output", output, "--max-tokens", "16", "--seed", "5", "--concurrency", "1")
 	}
 
-	cmd := run("out.jsonl")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	for lines(t, filepath.Join(home, "out.jsonl")) < 2 {
-		select {
-		case err := <-done:
-			t.Fatalf("the run ended before the interrupt: %v, stderr %q", err, stderr.String())
-		case <-time.After(10 * time.Millisecond): // polling the file, not timing the run
-		}
-	}
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	err := <-done
+	stderr, err := interruptAfterRows(t, run("out.jsonl"), filepath.Join(home, "out.jsonl"))
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
 		t.Fatalf("interrupted run: %v, stderr %q", err, stderr.String())
@@ -106,7 +88,17 @@ func TestBatchBuiltinInterruptSaysResume(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "b.star"), []byte(script), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := tinkerCmd(t, home, "--local", "b.star")
+	stderr, _ := interruptAfterRows(t, tinkerCmd(t, home, "--local", "b.star"), filepath.Join(home, "out.jsonl"))
+	want := "rows still to sample: call sample_batch again with the same arguments to resume (finished rows are kept in out.jsonl)\ninterrupted\n"
+	if !strings.HasSuffix(stderr.String(), want) {
+		t.Fatalf("stderr %q, want it to end in %q", stderr.String(), want)
+	}
+}
+
+// interruptAfterRows starts cmd, sends SIGINT once output holds two rows,
+// and returns what it printed on stderr and how it exited.
+func interruptAfterRows(t *testing.T, cmd *exec.Cmd, output string) (*bytes.Buffer, error) {
+	t.Helper()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -114,7 +106,7 @@ func TestBatchBuiltinInterruptSaysResume(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	for lines(t, filepath.Join(home, "out.jsonl")) < 2 {
+	for lines(t, output) < 2 {
 		select {
 		case err := <-done:
 			t.Fatalf("the run ended before the interrupt: %v, stderr %q", err, stderr.String())
@@ -124,9 +116,5 @@ func TestBatchBuiltinInterruptSaysResume(t *testing.T) {
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
-	<-done
-	want := "rows still to sample: call sample_batch again with the same arguments to resume (finished rows are kept in out.jsonl)\ninterrupted\n"
-	if !strings.HasSuffix(stderr.String(), want) {
-		t.Fatalf("stderr %q, want it to end in %q", stderr.String(), want)
-	}
+	return &stderr, <-done
 }
