@@ -18,25 +18,8 @@ import (
 // plus a few loopback round trips.
 func BenchmarkDefaultLatency(b *testing.B) {
 	pool := &engine.Pool{}
-	s, err := Open(Options{DataDir: b.TempDir(), SweepInterval: -1, Engine: pool, Sampler: EngineSampler(pool)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	url, err := s.Start("127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := tinkerapi.New(tinkerapi.Config{BaseURL: url, APIKey: key})
-	if err != nil {
-		b.Fatal(err)
-	}
+	sess := benchSession(b, Options{Engine: pool, Sampler: EngineSampler(pool)})
 	ctx := context.Background()
-	sess, err := c.CreateSession(ctx, tinkerapi.SessionOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sess.Close()
 	tc, err := sess.CreateTrainingClient(ctx, models.TinyLlama, tinkerapi.LoraConfig{Rank: 8, Seed: new(int64(1)), TrainAttn: true, TrainMLP: true}, nil)
 	if err != nil {
 		b.Fatal(err)

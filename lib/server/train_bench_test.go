@@ -16,25 +16,8 @@ import (
 // the engine directly; the difference is the server's overhead.
 func BenchmarkTrainStepHTTP(b *testing.B) {
 	pool := &engine.Pool{}
-	s, err := Open(Options{DataDir: b.TempDir(), SweepInterval: -1, Engine: pool, Sampler: EngineSampler(pool), FutureDelay: time.Microsecond, PollHold: time.Second})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	url, err := s.Start("127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := tinkerapi.New(tinkerapi.Config{BaseURL: url, APIKey: key})
-	if err != nil {
-		b.Fatal(err)
-	}
+	sess := benchSession(b, Options{Engine: pool, Sampler: EngineSampler(pool), FutureDelay: time.Microsecond, PollHold: time.Second})
 	ctx := context.Background()
-	sess, err := c.CreateSession(ctx, tinkerapi.SessionOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sess.Close()
 	lora := tinkerapi.LoraConfig{Rank: 32, Seed: new(int64(1)), TrainAttn: true, TrainMLP: true, TrainUnembed: true}
 	tc, err := sess.CreateTrainingClient(ctx, models.TinyQwen3, lora, nil)
 	if err != nil {
@@ -93,4 +76,30 @@ func BenchmarkTrainStepHTTP(b *testing.B) {
 	b.ReportMetric(batch*length/httpSec, "tok/s-http")
 	b.ReportMetric(batch*length/engineSec, "tok/s-engine")
 	b.ReportMetric(100*(httpSec-engineSec)/engineSec, "%overhead")
+}
+
+// benchSession serves o (with a temporary data dir, no sweeps) on
+// loopback for the length of the benchmark and opens a client session on it.
+func benchSession(b *testing.B, o Options) *tinkerapi.Session {
+	b.Helper()
+	o.DataDir, o.SweepInterval = b.TempDir(), -1
+	s, err := Open(o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	url, err := s.Start("127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := tinkerapi.New(tinkerapi.Config{BaseURL: url, APIKey: key})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sess, err := c.CreateSession(context.Background(), tinkerapi.SessionOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { sess.Close() })
+	return sess
 }
