@@ -156,9 +156,8 @@ func sftFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw
 
 // SFTRun is sft()'s result.
 type SFTRun struct {
-	R                *train.SFTResult
-	Sampler, State   *Checkpoint // nil when the run has not finished / saved
-	samplerP, stateP string
+	R              *train.SFTResult
+	Sampler, State *Checkpoint // nil when the run has not finished / saved
 }
 
 var (

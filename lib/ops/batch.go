@@ -65,8 +65,6 @@ func ReadPromptsFile(path string) ([]batch.Prompt, error) {
 // summary per model.
 type BatchResult struct {
 	R batch.Result
-	// The job's models and prompt ids, which order .rows.
-	models, prompts []string
 }
 
 // Table is the summary per model.
