@@ -8,9 +8,9 @@ var bwdAsm = cpu.X86.HasAVX512F
 // The tiles' Go types (gemm_bwd_stubs_amd64.go declares them, the tables
 // index them as [W-1][R-1]) and the strip packers'.
 type (
-	bwdKernelF32  = func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-	bwdCopyFunc   = func(dst *float32, src *float32, lds uintptr, rows int, mask uint16)
-	bwdWidenFunc  = func(dst *float32, src *uint16, lds uintptr, rows int, mask uint16)
+	bwdKernelF32 = func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+	bwdCopyFunc  = func(dst *float32, src *float32, lds uintptr, rows int, mask uint16)
+	bwdWidenFunc = func(dst *float32, src *uint16, lds uintptr, rows int, mask uint16)
 )
 
 // rowsRmax and colsRmax are the tallest tiles for W = 1..4 vectors.

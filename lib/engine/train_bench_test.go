@@ -43,7 +43,8 @@ func stepFLOPs(c Config, r, seqs, n int) float64 {
 // product peak measured in the same run (the model's largest layer matrix
 // against a batch of 128 vectors, all cores), with their ratio, and in a
 // SIMD build the same step on the scalar kernels (tok/s-scalar, over the
-// first sequence only, to keep the run short). The
+// first sequence only, to keep the run short; not with -short, which
+// leaves a CPU profile to the fast kernels). The
 // Qwen3-0.6B-shaped model (random weights) runs 2 sequences per step
 // instead of 8 to keep the run short; the per-token cost does not depend
 // on the batch, as sequences run one after another.
@@ -87,7 +88,7 @@ func BenchmarkTrainStep(b *testing.B) {
 				step(data)
 				d += time.Since(t0)
 				cpu += processCPU() - c0
-				if simdOK {
+				if simdOK && !testing.Short() {
 					useSIMD = false
 					c0, t0 = processCPU(), time.Now()
 					step(data[:1])
@@ -99,7 +100,7 @@ func BenchmarkTrainStep(b *testing.B) {
 			flop := stepFLOPs(c, 32, tc.seqs, n) * float64(b.N)
 			gflops := flop / d.Seconds() / 1e9
 			b.ReportMetric(float64(tc.seqs*n*b.N)/d.Seconds(), "tok/s")
-			if simdOK {
+			if simdOK && !testing.Short() {
 				b.ReportMetric(float64(n*b.N)/scalar.Seconds(), "tok/s-scalar")
 				b.ReportMetric(float64(tc.seqs)*scalar.Seconds()/d.Seconds(), "x-scalar")
 				b.ReportMetric(float64(tc.seqs*n*b.N)/cpu, "tok/cpu-s")
