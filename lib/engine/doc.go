@@ -35,7 +35,10 @@
 //     several vectors; one vector transposes 8×8 weight blocks in
 //     registers; backward products run lanes along the row-major columns.
 //     Without the experiment the scalar kernels run (kernels_nosimd.go);
-//     TestSIMDMatchesScalar compares both.
+//     TestSIMDMatchesScalar compares both. On CPUs with AVX-512 the
+//     backward products (matMulT, outerAcc) run assembly tiles instead,
+//     with or without the experiment (gemm_bwd_amd64.s, generated with avo
+//     by internal/asmgen/bwd; TestBackwardAsmMatchesScalar).
 //   - Parallelism: a request's sequences are split over GOMAXPROCS groups,
 //     each running its own batched forward step (small models); large models
 //     keep one batch and split each matrix product's rows across cores.

@@ -1,6 +1,10 @@
 package engine
 
-import "golang.org/x/sys/cpu"
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
 
 // bwdAsm reports whether this CPU runs the AVX-512 tiles.
 var bwdAsm = cpu.X86.HasAVX512F
@@ -8,9 +12,10 @@ var bwdAsm = cpu.X86.HasAVX512F
 // The tiles' Go types (gemm_bwd_stubs_amd64.go declares them, the tables
 // index them as [W-1][R-1]) and the strip packers'.
 type (
-	bwdKernelF32 = func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-	bwdCopyFunc  = func(dst *float32, src *float32, lds uintptr, rows int, mask uint16)
-	bwdWidenFunc = func(dst *float32, src *uint16, lds uintptr, rows int, mask uint16)
+	bwdKernelF32  = func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+	bwdKernelCols = func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+	bwdCopyFunc   = func(dst *float32, src *float32, lds uintptr, rows int, mask uint16)
+	bwdWidenFunc  = func(dst *float32, src *uint16, lds uintptr, rows int, mask uint16)
 )
 
 // rowsRmax and colsRmax are the tallest tiles for W = 1..4 vectors.
@@ -80,12 +85,38 @@ func tMulAsm(w mat, ys, xs [][]float32, ly, lx, wv, b0, b1, c0, c1 int) {
 			default:
 				bp, ldb = &w.data[j0*w.cols+c], uintptr(4*w.cols)
 			}
+			pf := w.nextStrip(j0, kc, c+16*v, c0, c1)
 			for b := b0; b < b1; b += r {
 				tr := min(r, b1-b)
-				bwdRowsF32[v-1][tr-1](&xs[b][c], uintptr(4*lx), &ys[b][j0], uintptr(4*ly), bp, ldb, kc, mask)
+				bwdRowsF32[v-1][tr-1](&xs[b][c], uintptr(4*lx), &ys[b][j0], uintptr(4*ly), bp, ldb, kc, mask, pf, w.rowBytes())
 			}
 		}
 	}
+}
+
+// nextStrip points at the first element of the strip after the one of rows
+// [j0, j0+kc) ending at column c (the next block of rows at column c0 when
+// c reaches c1), or at W's start when there is none: the tiles prefetch it.
+func (w mat) nextStrip(j0, kc, c, c0, c1 int) *float32 {
+	i := 0
+	switch {
+	case c < c1:
+		i = j0*w.cols + c
+	case j0+kc < w.rows:
+		i = (j0+kc)*w.cols + c0
+	}
+	if w.bf != nil {
+		return (*float32)(unsafe.Pointer(&w.bf[i]))
+	}
+	return &w.data[i]
+}
+
+// rowBytes is the distance between W's rows in memory.
+func (w mat) rowBytes() uintptr {
+	if w.bf != nil {
+		return uintptr(2 * w.cols)
+	}
+	return uintptr(4 * w.cols)
 }
 
 // outerAsm is outerAcc with the assembly tiles; it reports false, having

@@ -2,9 +2,9 @@
 
 #include "textflag.h"
 
-// func bwdRF1x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-// Requires: AVX, AVX512F
-TEXT ·bwdRF1x1(SB), NOSPLIT, $0-58
+// func bwdRF1x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdRF1x1(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -16,6 +16,8 @@ TEXT ·bwdRF1x1(SB), NOSPLIT, $0-58
 	MOVQ      ldb+40(FP), DX
 	MOVQ      k+48(FP), BX
 	XORQ      SI, SI
+	MOVQ      pf+64(FP), DI
+	MOVQ      ldpf+72(FP), R8
 	TESTQ     BX, BX
 	JZ        done
 
@@ -23,6 +25,8 @@ loop:
 	VMOVUPS.Z   (CX), K1, Z1
 	VMULPS.BCST (AX)(SI*1), Z1, Z3
 	VADDPS      Z3, Z0, Z0
+	PREFETCHT1  (DI)
+	ADDQ        R8, DI
 	ADDQ        $0x04, SI
 	ADDQ        DX, CX
 	DECQ        BX
@@ -35,9 +39,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF2x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-// Requires: AVX, AVX512F
-TEXT ·bwdRF2x1(SB), NOSPLIT, $0-58
+// func bwdRF2x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdRF2x1(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -52,6 +56,8 @@ TEXT ·bwdRF2x1(SB), NOSPLIT, $0-58
 	MOVQ      k+48(FP), SI
 	XORQ      DI, DI
 	LEAQ      (AX)(CX*1), CX
+	MOVQ      pf+64(FP), R8
+	MOVQ      ldpf+72(FP), R9
 	TESTQ     SI, SI
 	JZ        done
 
@@ -61,6 +67,8 @@ loop:
 	VADDPS      Z4, Z0, Z0
 	VMULPS.BCST (CX)(DI*1), Z2, Z4
 	VADDPS      Z4, Z1, Z1
+	PREFETCHT1  (R8)
+	ADDQ        R9, R8
 	ADDQ        $0x04, DI
 	ADDQ        BX, DX
 	DECQ        SI
@@ -75,9 +83,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF3x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-// Requires: AVX, AVX512F
-TEXT ·bwdRF3x1(SB), NOSPLIT, $0-58
+// func bwdRF3x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdRF3x1(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -95,6 +103,8 @@ TEXT ·bwdRF3x1(SB), NOSPLIT, $0-58
 	XORQ      DI, DI
 	LEAQ      (AX)(CX*1), R8
 	LEAQ      (R8)(CX*1), CX
+	MOVQ      pf+64(FP), R9
+	MOVQ      ldpf+72(FP), R10
 	TESTQ     SI, SI
 	JZ        done
 
@@ -106,6 +116,8 @@ loop:
 	VADDPS      Z5, Z1, Z1
 	VMULPS.BCST (CX)(DI*1), Z3, Z5
 	VADDPS      Z5, Z2, Z2
+	PREFETCHT1  (R9)
+	ADDQ        R10, R9
 	ADDQ        $0x04, DI
 	ADDQ        BX, DX
 	DECQ        SI
@@ -122,9 +134,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF4x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-// Requires: AVX, AVX512F
-TEXT ·bwdRF4x1(SB), NOSPLIT, $0-58
+// func bwdRF4x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdRF4x1(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -145,6 +157,8 @@ TEXT ·bwdRF4x1(SB), NOSPLIT, $0-58
 	LEAQ      (AX)(CX*1), R8
 	LEAQ      (R8)(CX*1), R9
 	LEAQ      (R9)(CX*1), CX
+	MOVQ      pf+64(FP), R10
+	MOVQ      ldpf+72(FP), R11
 	TESTQ     SI, SI
 	JZ        done
 
@@ -158,6 +172,8 @@ loop:
 	VADDPS      Z6, Z2, Z2
 	VMULPS.BCST (CX)(DI*1), Z4, Z6
 	VADDPS      Z6, Z3, Z3
+	PREFETCHT1  (R10)
+	ADDQ        R11, R10
 	ADDQ        $0x04, DI
 	ADDQ        BX, DX
 	DECQ        SI
@@ -176,9 +192,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF5x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-// Requires: AVX, AVX512F
-TEXT ·bwdRF5x1(SB), NOSPLIT, $0-58
+// func bwdRF5x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdRF5x1(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -202,6 +218,8 @@ TEXT ·bwdRF5x1(SB), NOSPLIT, $0-58
 	LEAQ      (R8)(CX*1), R9
 	LEAQ      (R9)(CX*1), R10
 	LEAQ      (R10)(CX*1), CX
+	MOVQ      pf+64(FP), R11
+	MOVQ      ldpf+72(FP), R12
 	TESTQ     SI, SI
 	JZ        done
 
@@ -217,6 +235,8 @@ loop:
 	VADDPS      Z7, Z3, Z3
 	VMULPS.BCST (CX)(DI*1), Z5, Z7
 	VADDPS      Z7, Z4, Z4
+	PREFETCHT1  (R11)
+	ADDQ        R12, R11
 	ADDQ        $0x04, DI
 	ADDQ        BX, DX
 	DECQ        SI
@@ -237,9 +257,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF6x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-// Requires: AVX, AVX512F
-TEXT ·bwdRF6x1(SB), NOSPLIT, $0-58
+// func bwdRF6x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdRF6x1(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -266,6 +286,8 @@ TEXT ·bwdRF6x1(SB), NOSPLIT, $0-58
 	LEAQ      (R9)(CX*1), R10
 	LEAQ      (R10)(CX*1), R11
 	LEAQ      (R11)(CX*1), CX
+	MOVQ      pf+64(FP), R12
+	MOVQ      ldpf+72(FP), R13
 	TESTQ     SI, SI
 	JZ        done
 
@@ -283,6 +305,8 @@ loop:
 	VADDPS      Z8, Z4, Z4
 	VMULPS.BCST (CX)(DI*1), Z6, Z8
 	VADDPS      Z8, Z5, Z5
+	PREFETCHT1  (R12)
+	ADDQ        R13, R12
 	ADDQ        $0x04, DI
 	ADDQ        BX, DX
 	DECQ        SI
@@ -305,9 +329,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF7x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-// Requires: AVX, AVX512F
-TEXT ·bwdRF7x1(SB), NOSPLIT, $0-58
+// func bwdRF7x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdRF7x1(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -337,6 +361,8 @@ TEXT ·bwdRF7x1(SB), NOSPLIT, $0-58
 	LEAQ      (R10)(CX*1), R11
 	LEAQ      (R11)(CX*1), R12
 	LEAQ      (R12)(CX*1), CX
+	MOVQ      pf+64(FP), R13
+	MOVQ      ldpf+72(FP), R14
 	TESTQ     SI, SI
 	JZ        done
 
@@ -356,6 +382,8 @@ loop:
 	VADDPS      Z9, Z5, Z5
 	VMULPS.BCST (CX)(DI*1), Z7, Z9
 	VADDPS      Z9, Z6, Z6
+	PREFETCHT1  (R13)
+	ADDQ        R14, R13
 	ADDQ        $0x04, DI
 	ADDQ        BX, DX
 	DECQ        SI
@@ -380,9 +408,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF8x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-// Requires: AVX, AVX512F
-TEXT ·bwdRF8x1(SB), NOSPLIT, $0-58
+// func bwdRF8x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdRF8x1(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -415,6 +443,8 @@ TEXT ·bwdRF8x1(SB), NOSPLIT, $0-58
 	LEAQ      (R11)(CX*1), R12
 	LEAQ      (R12)(CX*1), R13
 	LEAQ      (R13)(CX*1), CX
+	MOVQ      pf+64(FP), R14
+	MOVQ      ldpf+72(FP), R15
 	TESTQ     SI, SI
 	JZ        done
 
@@ -436,6 +466,8 @@ loop:
 	VADDPS      Z10, Z6, Z6
 	VMULPS.BCST (CX)(DI*1), Z8, Z10
 	VADDPS      Z10, Z7, Z7
+	PREFETCHT1  (R14)
+	ADDQ        R15, R14
 	ADDQ        $0x04, DI
 	ADDQ        BX, DX
 	DECQ        SI
@@ -462,9 +494,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF1x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-// Requires: AVX, AVX512F
-TEXT ·bwdRF1x2(SB), NOSPLIT, $0-58
+// func bwdRF1x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdRF1x2(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -477,6 +509,8 @@ TEXT ·bwdRF1x2(SB), NOSPLIT, $0-58
 	MOVQ      ldb+40(FP), DX
 	MOVQ      k+48(FP), BX
 	XORQ      SI, SI
+	MOVQ      pf+64(FP), DI
+	MOVQ      ldpf+72(FP), R8
 	TESTQ     BX, BX
 	JZ        done
 
@@ -487,6 +521,9 @@ loop:
 	VADDPS      Z5, Z0, Z0
 	VMULPS.BCST (AX)(SI*1), Z3, Z5
 	VADDPS      Z5, Z1, Z1
+	PREFETCHT1  (DI)
+	PREFETCHT1  64(DI)
+	ADDQ        R8, DI
 	ADDQ        $0x04, SI
 	ADDQ        DX, CX
 	DECQ        BX
@@ -500,9 +537,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF2x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-// Requires: AVX, AVX512F
-TEXT ·bwdRF2x2(SB), NOSPLIT, $0-58
+// func bwdRF2x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdRF2x2(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -519,6 +556,8 @@ TEXT ·bwdRF2x2(SB), NOSPLIT, $0-58
 	MOVQ      k+48(FP), SI
 	XORQ      DI, DI
 	LEAQ      (AX)(CX*1), CX
+	MOVQ      pf+64(FP), R8
+	MOVQ      ldpf+72(FP), R9
 	TESTQ     SI, SI
 	JZ        done
 
@@ -533,6 +572,9 @@ loop:
 	VADDPS      Z7, Z2, Z2
 	VMULPS.BCST (CX)(DI*1), Z5, Z7
 	VADDPS      Z7, Z3, Z3
+	PREFETCHT1  (R8)
+	PREFETCHT1  64(R8)
+	ADDQ        R9, R8
 	ADDQ        $0x04, DI
 	ADDQ        BX, DX
 	DECQ        SI
@@ -549,9 +591,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF3x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-// Requires: AVX, AVX512F
-TEXT ·bwdRF3x2(SB), NOSPLIT, $0-58
+// func bwdRF3x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdRF3x2(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -572,6 +614,8 @@ TEXT ·bwdRF3x2(SB), NOSPLIT, $0-58
 	XORQ      DI, DI
 	LEAQ      (AX)(CX*1), R8
 	LEAQ      (R8)(CX*1), CX
+	MOVQ      pf+64(FP), R9
+	MOVQ      ldpf+72(FP), R10
 	TESTQ     SI, SI
 	JZ        done
 
@@ -590,6 +634,9 @@ loop:
 	VADDPS      Z9, Z4, Z4
 	VMULPS.BCST (CX)(DI*1), Z7, Z9
 	VADDPS      Z9, Z5, Z5
+	PREFETCHT1  (R9)
+	PREFETCHT1  64(R9)
+	ADDQ        R10, R9
 	ADDQ        $0x04, DI
 	ADDQ        BX, DX
 	DECQ        SI
@@ -609,9 +656,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF4x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-// Requires: AVX, AVX512F
-TEXT ·bwdRF4x2(SB), NOSPLIT, $0-58
+// func bwdRF4x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdRF4x2(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -636,6 +683,8 @@ TEXT ·bwdRF4x2(SB), NOSPLIT, $0-58
 	LEAQ      (AX)(CX*1), R8
 	LEAQ      (R8)(CX*1), R9
 	LEAQ      (R9)(CX*1), CX
+	MOVQ      pf+64(FP), R10
+	MOVQ      ldpf+72(FP), R11
 	TESTQ     SI, SI
 	JZ        done
 
@@ -658,6 +707,9 @@ loop:
 	VADDPS      Z11, Z6, Z6
 	VMULPS.BCST (CX)(DI*1), Z9, Z11
 	VADDPS      Z11, Z7, Z7
+	PREFETCHT1  (R10)
+	PREFETCHT1  64(R10)
+	ADDQ        R11, R10
 	ADDQ        $0x04, DI
 	ADDQ        BX, DX
 	DECQ        SI
@@ -680,9 +732,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF5x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-// Requires: AVX, AVX512F
-TEXT ·bwdRF5x2(SB), NOSPLIT, $0-58
+// func bwdRF5x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdRF5x2(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -711,6 +763,8 @@ TEXT ·bwdRF5x2(SB), NOSPLIT, $0-58
 	LEAQ      (R8)(CX*1), R9
 	LEAQ      (R9)(CX*1), R10
 	LEAQ      (R10)(CX*1), CX
+	MOVQ      pf+64(FP), R11
+	MOVQ      ldpf+72(FP), R12
 	TESTQ     SI, SI
 	JZ        done
 
@@ -737,6 +791,9 @@ loop:
 	VADDPS      Z13, Z8, Z8
 	VMULPS.BCST (CX)(DI*1), Z11, Z13
 	VADDPS      Z13, Z9, Z9
+	PREFETCHT1  (R11)
+	PREFETCHT1  64(R11)
+	ADDQ        R12, R11
 	ADDQ        $0x04, DI
 	ADDQ        BX, DX
 	DECQ        SI
@@ -762,9 +819,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF6x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-// Requires: AVX, AVX512F
-TEXT ·bwdRF6x2(SB), NOSPLIT, $0-58
+// func bwdRF6x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdRF6x2(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -797,6 +854,8 @@ TEXT ·bwdRF6x2(SB), NOSPLIT, $0-58
 	LEAQ      (R9)(CX*1), R10
 	LEAQ      (R10)(CX*1), R11
 	LEAQ      (R11)(CX*1), CX
+	MOVQ      pf+64(FP), R12
+	MOVQ      ldpf+72(FP), R13
 	TESTQ     SI, SI
 	JZ        done
 
@@ -827,6 +886,9 @@ loop:
 	VADDPS      Z15, Z10, Z10
 	VMULPS.BCST (CX)(DI*1), Z13, Z15
 	VADDPS      Z15, Z11, Z11
+	PREFETCHT1  (R12)
+	PREFETCHT1  64(R12)
+	ADDQ        R13, R12
 	ADDQ        $0x04, DI
 	ADDQ        BX, DX
 	DECQ        SI
@@ -855,9 +917,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF7x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-// Requires: AVX, AVX512F
-TEXT ·bwdRF7x2(SB), NOSPLIT, $0-58
+// func bwdRF7x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdRF7x2(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -894,6 +956,8 @@ TEXT ·bwdRF7x2(SB), NOSPLIT, $0-58
 	LEAQ      (R10)(CX*1), R11
 	LEAQ      (R11)(CX*1), R12
 	LEAQ      (R12)(CX*1), CX
+	MOVQ      pf+64(FP), R13
+	MOVQ      ldpf+72(FP), R14
 	TESTQ     SI, SI
 	JZ        done
 
@@ -928,6 +992,9 @@ loop:
 	VADDPS      Z17, Z12, Z12
 	VMULPS.BCST (CX)(DI*1), Z15, Z17
 	VADDPS      Z17, Z13, Z13
+	PREFETCHT1  (R13)
+	PREFETCHT1  64(R13)
+	ADDQ        R14, R13
 	ADDQ        $0x04, DI
 	ADDQ        BX, DX
 	DECQ        SI
@@ -959,9 +1026,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF8x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-// Requires: AVX, AVX512F
-TEXT ·bwdRF8x2(SB), NOSPLIT, $0-58
+// func bwdRF8x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdRF8x2(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1002,6 +1069,8 @@ TEXT ·bwdRF8x2(SB), NOSPLIT, $0-58
 	LEAQ      (R11)(CX*1), R12
 	LEAQ      (R12)(CX*1), R13
 	LEAQ      (R13)(CX*1), CX
+	MOVQ      pf+64(FP), R14
+	MOVQ      ldpf+72(FP), R15
 	TESTQ     SI, SI
 	JZ        done
 
@@ -1040,6 +1109,9 @@ loop:
 	VADDPS      Z19, Z14, Z14
 	VMULPS.BCST (CX)(DI*1), Z17, Z19
 	VADDPS      Z19, Z15, Z15
+	PREFETCHT1  (R14)
+	PREFETCHT1  64(R14)
+	ADDQ        R15, R14
 	ADDQ        $0x04, DI
 	ADDQ        BX, DX
 	DECQ        SI
@@ -1074,9 +1146,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF1x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-// Requires: AVX, AVX512F
-TEXT ·bwdRF1x3(SB), NOSPLIT, $0-58
+// func bwdRF1x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdRF1x3(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1090,6 +1162,8 @@ TEXT ·bwdRF1x3(SB), NOSPLIT, $0-58
 	MOVQ      ldb+40(FP), DX
 	MOVQ      k+48(FP), BX
 	XORQ      SI, SI
+	MOVQ      pf+64(FP), DI
+	MOVQ      ldpf+72(FP), R8
 	TESTQ     BX, BX
 	JZ        done
 
@@ -1103,6 +1177,10 @@ loop:
 	VADDPS      Z7, Z1, Z1
 	VMULPS.BCST (AX)(SI*1), Z5, Z7
 	VADDPS      Z7, Z2, Z2
+	PREFETCHT1  (DI)
+	PREFETCHT1  64(DI)
+	PREFETCHT1  128(DI)
+	ADDQ        R8, DI
 	ADDQ        $0x04, SI
 	ADDQ        DX, CX
 	DECQ        BX
@@ -1117,9 +1195,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF2x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-// Requires: AVX, AVX512F
-TEXT ·bwdRF2x3(SB), NOSPLIT, $0-58
+// func bwdRF2x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdRF2x3(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1138,6 +1216,8 @@ TEXT ·bwdRF2x3(SB), NOSPLIT, $0-58
 	MOVQ      k+48(FP), SI
 	XORQ      DI, DI
 	LEAQ      (AX)(CX*1), CX
+	MOVQ      pf+64(FP), R8
+	MOVQ      ldpf+72(FP), R9
 	TESTQ     SI, SI
 	JZ        done
 
@@ -1157,6 +1237,10 @@ loop:
 	VADDPS      Z10, Z4, Z4
 	VMULPS.BCST (CX)(DI*1), Z8, Z10
 	VADDPS      Z10, Z5, Z5
+	PREFETCHT1  (R8)
+	PREFETCHT1  64(R8)
+	PREFETCHT1  128(R8)
+	ADDQ        R9, R8
 	ADDQ        $0x04, DI
 	ADDQ        BX, DX
 	DECQ        SI
@@ -1175,9 +1259,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF3x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-// Requires: AVX, AVX512F
-TEXT ·bwdRF3x3(SB), NOSPLIT, $0-58
+// func bwdRF3x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdRF3x3(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1201,6 +1285,8 @@ TEXT ·bwdRF3x3(SB), NOSPLIT, $0-58
 	XORQ      DI, DI
 	LEAQ      (AX)(CX*1), R8
 	LEAQ      (R8)(CX*1), CX
+	MOVQ      pf+64(FP), R9
+	MOVQ      ldpf+72(FP), R10
 	TESTQ     SI, SI
 	JZ        done
 
@@ -1226,6 +1312,10 @@ loop:
 	VADDPS      Z13, Z7, Z7
 	VMULPS.BCST (CX)(DI*1), Z11, Z13
 	VADDPS      Z13, Z8, Z8
+	PREFETCHT1  (R9)
+	PREFETCHT1  64(R9)
+	PREFETCHT1  128(R9)
+	ADDQ        R10, R9
 	ADDQ        $0x04, DI
 	ADDQ        BX, DX
 	DECQ        SI
@@ -1248,9 +1338,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF4x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-// Requires: AVX, AVX512F
-TEXT ·bwdRF4x3(SB), NOSPLIT, $0-58
+// func bwdRF4x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdRF4x3(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1279,6 +1369,8 @@ TEXT ·bwdRF4x3(SB), NOSPLIT, $0-58
 	LEAQ      (AX)(CX*1), R8
 	LEAQ      (R8)(CX*1), R9
 	LEAQ      (R9)(CX*1), CX
+	MOVQ      pf+64(FP), R10
+	MOVQ      ldpf+72(FP), R11
 	TESTQ     SI, SI
 	JZ        done
 
@@ -1310,6 +1402,10 @@ loop:
 	VADDPS      Z16, Z10, Z10
 	VMULPS.BCST (CX)(DI*1), Z14, Z16
 	VADDPS      Z16, Z11, Z11
+	PREFETCHT1  (R10)
+	PREFETCHT1  64(R10)
+	PREFETCHT1  128(R10)
+	ADDQ        R11, R10
 	ADDQ        $0x04, DI
 	ADDQ        BX, DX
 	DECQ        SI
@@ -1336,9 +1432,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF5x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-// Requires: AVX, AVX512F
-TEXT ·bwdRF5x3(SB), NOSPLIT, $0-58
+// func bwdRF5x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdRF5x3(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1372,6 +1468,8 @@ TEXT ·bwdRF5x3(SB), NOSPLIT, $0-58
 	LEAQ      (R8)(CX*1), R9
 	LEAQ      (R9)(CX*1), R10
 	LEAQ      (R10)(CX*1), CX
+	MOVQ      pf+64(FP), R11
+	MOVQ      ldpf+72(FP), R12
 	TESTQ     SI, SI
 	JZ        done
 
@@ -1409,6 +1507,10 @@ loop:
 	VADDPS      Z19, Z13, Z13
 	VMULPS.BCST (CX)(DI*1), Z17, Z19
 	VADDPS      Z19, Z14, Z14
+	PREFETCHT1  (R11)
+	PREFETCHT1  64(R11)
+	PREFETCHT1  128(R11)
+	ADDQ        R12, R11
 	ADDQ        $0x04, DI
 	ADDQ        BX, DX
 	DECQ        SI
@@ -1439,9 +1541,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF6x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-// Requires: AVX, AVX512F
-TEXT ·bwdRF6x3(SB), NOSPLIT, $0-58
+// func bwdRF6x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdRF6x3(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1480,6 +1582,8 @@ TEXT ·bwdRF6x3(SB), NOSPLIT, $0-58
 	LEAQ      (R9)(CX*1), R10
 	LEAQ      (R10)(CX*1), R11
 	LEAQ      (R11)(CX*1), CX
+	MOVQ      pf+64(FP), R12
+	MOVQ      ldpf+72(FP), R13
 	TESTQ     SI, SI
 	JZ        done
 
@@ -1523,6 +1627,10 @@ loop:
 	VADDPS      Z22, Z16, Z16
 	VMULPS.BCST (CX)(DI*1), Z20, Z22
 	VADDPS      Z22, Z17, Z17
+	PREFETCHT1  (R12)
+	PREFETCHT1  64(R12)
+	PREFETCHT1  128(R12)
+	ADDQ        R13, R12
 	ADDQ        $0x04, DI
 	ADDQ        BX, DX
 	DECQ        SI
@@ -1557,9 +1665,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF7x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-// Requires: AVX, AVX512F
-TEXT ·bwdRF7x3(SB), NOSPLIT, $0-58
+// func bwdRF7x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdRF7x3(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1603,6 +1711,8 @@ TEXT ·bwdRF7x3(SB), NOSPLIT, $0-58
 	LEAQ      (R10)(CX*1), R11
 	LEAQ      (R11)(CX*1), R12
 	LEAQ      (R12)(CX*1), CX
+	MOVQ      pf+64(FP), R13
+	MOVQ      ldpf+72(FP), R14
 	TESTQ     SI, SI
 	JZ        done
 
@@ -1652,6 +1762,10 @@ loop:
 	VADDPS      Z25, Z19, Z19
 	VMULPS.BCST (CX)(DI*1), Z23, Z25
 	VADDPS      Z25, Z20, Z20
+	PREFETCHT1  (R13)
+	PREFETCHT1  64(R13)
+	PREFETCHT1  128(R13)
+	ADDQ        R14, R13
 	ADDQ        $0x04, DI
 	ADDQ        BX, DX
 	DECQ        SI
@@ -1690,9 +1804,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF8x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-// Requires: AVX, AVX512F
-TEXT ·bwdRF8x3(SB), NOSPLIT, $0-58
+// func bwdRF8x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdRF8x3(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1741,6 +1855,8 @@ TEXT ·bwdRF8x3(SB), NOSPLIT, $0-58
 	LEAQ      (R11)(CX*1), R12
 	LEAQ      (R12)(CX*1), R13
 	LEAQ      (R13)(CX*1), CX
+	MOVQ      pf+64(FP), R14
+	MOVQ      ldpf+72(FP), R15
 	TESTQ     SI, SI
 	JZ        done
 
@@ -1796,6 +1912,10 @@ loop:
 	VADDPS      Z28, Z22, Z22
 	VMULPS.BCST (CX)(DI*1), Z26, Z28
 	VADDPS      Z28, Z23, Z23
+	PREFETCHT1  (R14)
+	PREFETCHT1  64(R14)
+	PREFETCHT1  128(R14)
+	ADDQ        R15, R14
 	ADDQ        $0x04, DI
 	ADDQ        BX, DX
 	DECQ        SI
@@ -1838,9 +1958,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF1x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-// Requires: AVX, AVX512F
-TEXT ·bwdRF1x4(SB), NOSPLIT, $0-58
+// func bwdRF1x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdRF1x4(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1855,6 +1975,8 @@ TEXT ·bwdRF1x4(SB), NOSPLIT, $0-58
 	MOVQ      ldb+40(FP), DX
 	MOVQ      k+48(FP), BX
 	XORQ      SI, SI
+	MOVQ      pf+64(FP), DI
+	MOVQ      ldpf+72(FP), R8
 	TESTQ     BX, BX
 	JZ        done
 
@@ -1871,6 +1993,11 @@ loop:
 	VADDPS      Z9, Z2, Z2
 	VMULPS.BCST (AX)(SI*1), Z7, Z9
 	VADDPS      Z9, Z3, Z3
+	PREFETCHT1  (DI)
+	PREFETCHT1  64(DI)
+	PREFETCHT1  128(DI)
+	PREFETCHT1  192(DI)
+	ADDQ        R8, DI
 	ADDQ        $0x04, SI
 	ADDQ        DX, CX
 	DECQ        BX
@@ -1886,9 +2013,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF2x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-// Requires: AVX, AVX512F
-TEXT ·bwdRF2x4(SB), NOSPLIT, $0-58
+// func bwdRF2x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdRF2x4(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1909,6 +2036,8 @@ TEXT ·bwdRF2x4(SB), NOSPLIT, $0-58
 	MOVQ      k+48(FP), SI
 	XORQ      DI, DI
 	LEAQ      (AX)(CX*1), CX
+	MOVQ      pf+64(FP), R8
+	MOVQ      ldpf+72(FP), R9
 	TESTQ     SI, SI
 	JZ        done
 
@@ -1933,6 +2062,11 @@ loop:
 	VADDPS      Z13, Z6, Z6
 	VMULPS.BCST (CX)(DI*1), Z11, Z13
 	VADDPS      Z13, Z7, Z7
+	PREFETCHT1  (R8)
+	PREFETCHT1  64(R8)
+	PREFETCHT1  128(R8)
+	PREFETCHT1  192(R8)
+	ADDQ        R9, R8
 	ADDQ        $0x04, DI
 	ADDQ        BX, DX
 	DECQ        SI
@@ -1953,9 +2087,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF3x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-// Requires: AVX, AVX512F
-TEXT ·bwdRF3x4(SB), NOSPLIT, $0-58
+// func bwdRF3x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdRF3x4(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1982,6 +2116,8 @@ TEXT ·bwdRF3x4(SB), NOSPLIT, $0-58
 	XORQ      DI, DI
 	LEAQ      (AX)(CX*1), R8
 	LEAQ      (R8)(CX*1), CX
+	MOVQ      pf+64(FP), R9
+	MOVQ      ldpf+72(FP), R10
 	TESTQ     SI, SI
 	JZ        done
 
@@ -2014,6 +2150,11 @@ loop:
 	VADDPS      Z17, Z10, Z10
 	VMULPS.BCST (CX)(DI*1), Z15, Z17
 	VADDPS      Z17, Z11, Z11
+	PREFETCHT1  (R9)
+	PREFETCHT1  64(R9)
+	PREFETCHT1  128(R9)
+	PREFETCHT1  192(R9)
+	ADDQ        R10, R9
 	ADDQ        $0x04, DI
 	ADDQ        BX, DX
 	DECQ        SI
@@ -2039,9 +2180,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF4x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-// Requires: AVX, AVX512F
-TEXT ·bwdRF4x4(SB), NOSPLIT, $0-58
+// func bwdRF4x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdRF4x4(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -2074,6 +2215,8 @@ TEXT ·bwdRF4x4(SB), NOSPLIT, $0-58
 	LEAQ      (AX)(CX*1), R8
 	LEAQ      (R8)(CX*1), R9
 	LEAQ      (R9)(CX*1), CX
+	MOVQ      pf+64(FP), R10
+	MOVQ      ldpf+72(FP), R11
 	TESTQ     SI, SI
 	JZ        done
 
@@ -2114,6 +2257,11 @@ loop:
 	VADDPS      Z21, Z14, Z14
 	VMULPS.BCST (CX)(DI*1), Z19, Z21
 	VADDPS      Z21, Z15, Z15
+	PREFETCHT1  (R10)
+	PREFETCHT1  64(R10)
+	PREFETCHT1  128(R10)
+	PREFETCHT1  192(R10)
+	ADDQ        R11, R10
 	ADDQ        $0x04, DI
 	ADDQ        BX, DX
 	DECQ        SI
@@ -2144,9 +2292,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF5x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-// Requires: AVX, AVX512F
-TEXT ·bwdRF5x4(SB), NOSPLIT, $0-58
+// func bwdRF5x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdRF5x4(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -2185,6 +2333,8 @@ TEXT ·bwdRF5x4(SB), NOSPLIT, $0-58
 	LEAQ      (R8)(CX*1), R9
 	LEAQ      (R9)(CX*1), R10
 	LEAQ      (R10)(CX*1), CX
+	MOVQ      pf+64(FP), R11
+	MOVQ      ldpf+72(FP), R12
 	TESTQ     SI, SI
 	JZ        done
 
@@ -2233,6 +2383,11 @@ loop:
 	VADDPS      Z25, Z18, Z18
 	VMULPS.BCST (CX)(DI*1), Z23, Z25
 	VADDPS      Z25, Z19, Z19
+	PREFETCHT1  (R11)
+	PREFETCHT1  64(R11)
+	PREFETCHT1  128(R11)
+	PREFETCHT1  192(R11)
+	ADDQ        R12, R11
 	ADDQ        $0x04, DI
 	ADDQ        BX, DX
 	DECQ        SI
@@ -2268,9 +2423,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-// Requires: AVX, AVX512F
-TEXT ·bwdRF6x4(SB), NOSPLIT, $0-58
+// func bwdRF6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdRF6x4(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -2315,6 +2470,8 @@ TEXT ·bwdRF6x4(SB), NOSPLIT, $0-58
 	LEAQ      (R9)(CX*1), R10
 	LEAQ      (R10)(CX*1), R11
 	LEAQ      (R11)(CX*1), CX
+	MOVQ      pf+64(FP), R12
+	MOVQ      ldpf+72(FP), R13
 	TESTQ     SI, SI
 	JZ        done
 
@@ -2371,6 +2528,11 @@ loop:
 	VADDPS      Z29, Z22, Z22
 	VMULPS.BCST (CX)(DI*1), Z27, Z29
 	VADDPS      Z29, Z23, Z23
+	PREFETCHT1  (R12)
+	PREFETCHT1  64(R12)
+	PREFETCHT1  128(R12)
+	PREFETCHT1  192(R12)
+	ADDQ        R13, R12
 	ADDQ        $0x04, DI
 	ADDQ        BX, DX
 	DECQ        SI
@@ -5614,7 +5776,7 @@ done:
 	RET
 
 // func bwdCopy1(dst *float32, src *float32, lds uintptr, rows int, mask uint16)
-// Requires: AVX, AVX512F, MMX+
+// Requires: AVX, AVX512F
 TEXT ·bwdCopy1(SB), NOSPLIT, $0-34
 	MOVWLZX mask+32(FP), AX
 	KMOVW   AX, K1
@@ -5626,20 +5788,19 @@ TEXT ·bwdCopy1(SB), NOSPLIT, $0-34
 	JZ      done
 
 loop:
-	VMOVUPS.Z  (CX), K1, Z0
-	VMOVUPS    Z0, (AX)
-	PREFETCHT1 64(CX)
-	ADDQ       DX, CX
-	ADDQ       $0x00000040, AX
-	DECQ       BX
-	JNZ        loop
+	VMOVUPS.Z (CX), K1, Z0
+	VMOVUPS   Z0, (AX)
+	ADDQ      DX, CX
+	ADDQ      $0x00000040, AX
+	DECQ      BX
+	JNZ       loop
 
 done:
 	VZEROUPPER
 	RET
 
 // func bwdCopy2(dst *float32, src *float32, lds uintptr, rows int, mask uint16)
-// Requires: AVX, AVX512F, MMX+
+// Requires: AVX, AVX512F
 TEXT ·bwdCopy2(SB), NOSPLIT, $0-34
 	MOVWLZX mask+32(FP), AX
 	KMOVW   AX, K1
@@ -5651,23 +5812,21 @@ TEXT ·bwdCopy2(SB), NOSPLIT, $0-34
 	JZ      done
 
 loop:
-	VMOVUPS    (CX), Z0
-	VMOVUPS    Z0, (AX)
-	VMOVUPS.Z  64(CX), K1, Z1
-	VMOVUPS    Z1, 64(AX)
-	PREFETCHT1 128(CX)
-	PREFETCHT1 192(CX)
-	ADDQ       DX, CX
-	ADDQ       $0x00000080, AX
-	DECQ       BX
-	JNZ        loop
+	VMOVUPS   (CX), Z0
+	VMOVUPS   Z0, (AX)
+	VMOVUPS.Z 64(CX), K1, Z1
+	VMOVUPS   Z1, 64(AX)
+	ADDQ      DX, CX
+	ADDQ      $0x00000080, AX
+	DECQ      BX
+	JNZ       loop
 
 done:
 	VZEROUPPER
 	RET
 
 // func bwdCopy3(dst *float32, src *float32, lds uintptr, rows int, mask uint16)
-// Requires: AVX, AVX512F, MMX+
+// Requires: AVX, AVX512F
 TEXT ·bwdCopy3(SB), NOSPLIT, $0-34
 	MOVWLZX mask+32(FP), AX
 	KMOVW   AX, K1
@@ -5679,26 +5838,23 @@ TEXT ·bwdCopy3(SB), NOSPLIT, $0-34
 	JZ      done
 
 loop:
-	VMOVUPS    (CX), Z0
-	VMOVUPS    Z0, (AX)
-	VMOVUPS    64(CX), Z1
-	VMOVUPS    Z1, 64(AX)
-	VMOVUPS.Z  128(CX), K1, Z2
-	VMOVUPS    Z2, 128(AX)
-	PREFETCHT1 192(CX)
-	PREFETCHT1 256(CX)
-	PREFETCHT1 320(CX)
-	ADDQ       DX, CX
-	ADDQ       $0x000000c0, AX
-	DECQ       BX
-	JNZ        loop
+	VMOVUPS   (CX), Z0
+	VMOVUPS   Z0, (AX)
+	VMOVUPS   64(CX), Z1
+	VMOVUPS   Z1, 64(AX)
+	VMOVUPS.Z 128(CX), K1, Z2
+	VMOVUPS   Z2, 128(AX)
+	ADDQ      DX, CX
+	ADDQ      $0x000000c0, AX
+	DECQ      BX
+	JNZ       loop
 
 done:
 	VZEROUPPER
 	RET
 
 // func bwdCopy4(dst *float32, src *float32, lds uintptr, rows int, mask uint16)
-// Requires: AVX, AVX512F, MMX+
+// Requires: AVX, AVX512F
 TEXT ·bwdCopy4(SB), NOSPLIT, $0-34
 	MOVWLZX mask+32(FP), AX
 	KMOVW   AX, K1
@@ -5710,29 +5866,25 @@ TEXT ·bwdCopy4(SB), NOSPLIT, $0-34
 	JZ      done
 
 loop:
-	VMOVUPS    (CX), Z0
-	VMOVUPS    Z0, (AX)
-	VMOVUPS    64(CX), Z1
-	VMOVUPS    Z1, 64(AX)
-	VMOVUPS    128(CX), Z2
-	VMOVUPS    Z2, 128(AX)
-	VMOVUPS.Z  192(CX), K1, Z3
-	VMOVUPS    Z3, 192(AX)
-	PREFETCHT1 256(CX)
-	PREFETCHT1 320(CX)
-	PREFETCHT1 384(CX)
-	PREFETCHT1 448(CX)
-	ADDQ       DX, CX
-	ADDQ       $0x00000100, AX
-	DECQ       BX
-	JNZ        loop
+	VMOVUPS   (CX), Z0
+	VMOVUPS   Z0, (AX)
+	VMOVUPS   64(CX), Z1
+	VMOVUPS   Z1, 64(AX)
+	VMOVUPS   128(CX), Z2
+	VMOVUPS   Z2, 128(AX)
+	VMOVUPS.Z 192(CX), K1, Z3
+	VMOVUPS   Z3, 192(AX)
+	ADDQ      DX, CX
+	ADDQ      $0x00000100, AX
+	DECQ      BX
+	JNZ       loop
 
 done:
 	VZEROUPPER
 	RET
 
 // func bwdWiden1(dst *float32, src *uint16, lds uintptr, rows int, mask uint16)
-// Requires: AVX, AVX512F, MMX+
+// Requires: AVX, AVX512F
 TEXT ·bwdWiden1(SB), NOSPLIT, $0-34
 	MOVWLZX mask+32(FP), AX
 	KMOVW   AX, K1
@@ -5747,7 +5899,6 @@ loop:
 	VPMOVZXWD.Z (CX), K1, Z0
 	VPSLLD      $0x10, Z0, Z0
 	VMOVUPS     Z0, (AX)
-	PREFETCHT1  32(CX)
 	ADDQ        DX, CX
 	ADDQ        $0x00000040, AX
 	DECQ        BX
@@ -5758,7 +5909,7 @@ done:
 	RET
 
 // func bwdWiden2(dst *float32, src *uint16, lds uintptr, rows int, mask uint16)
-// Requires: AVX, AVX512F, MMX+
+// Requires: AVX, AVX512F
 TEXT ·bwdWiden2(SB), NOSPLIT, $0-34
 	MOVWLZX mask+32(FP), AX
 	KMOVW   AX, K1
@@ -5776,7 +5927,6 @@ loop:
 	VPMOVZXWD.Z 32(CX), K1, Z1
 	VPSLLD      $0x10, Z1, Z1
 	VMOVUPS     Z1, 64(AX)
-	PREFETCHT1  64(CX)
 	ADDQ        DX, CX
 	ADDQ        $0x00000080, AX
 	DECQ        BX
@@ -5787,7 +5937,7 @@ done:
 	RET
 
 // func bwdWiden3(dst *float32, src *uint16, lds uintptr, rows int, mask uint16)
-// Requires: AVX, AVX512F, MMX+
+// Requires: AVX, AVX512F
 TEXT ·bwdWiden3(SB), NOSPLIT, $0-34
 	MOVWLZX mask+32(FP), AX
 	KMOVW   AX, K1
@@ -5808,8 +5958,6 @@ loop:
 	VPMOVZXWD.Z 64(CX), K1, Z2
 	VPSLLD      $0x10, Z2, Z2
 	VMOVUPS     Z2, 128(AX)
-	PREFETCHT1  96(CX)
-	PREFETCHT1  160(CX)
 	ADDQ        DX, CX
 	ADDQ        $0x000000c0, AX
 	DECQ        BX
@@ -5820,7 +5968,7 @@ done:
 	RET
 
 // func bwdWiden4(dst *float32, src *uint16, lds uintptr, rows int, mask uint16)
-// Requires: AVX, AVX512F, MMX+
+// Requires: AVX, AVX512F
 TEXT ·bwdWiden4(SB), NOSPLIT, $0-34
 	MOVWLZX mask+32(FP), AX
 	KMOVW   AX, K1
@@ -5844,8 +5992,6 @@ loop:
 	VPMOVZXWD.Z 96(CX), K1, Z3
 	VPSLLD      $0x10, Z3, Z3
 	VMOVUPS     Z3, 192(AX)
-	PREFETCHT1  128(CX)
-	PREFETCHT1  192(CX)
 	ADDQ        DX, CX
 	ADDQ        $0x00000100, AX
 	DECQ        BX

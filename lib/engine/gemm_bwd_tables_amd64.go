@@ -9,7 +9,7 @@ var bwdRowsF32 = [4][]bwdKernelF32{
 	{bwdRF1x4, bwdRF2x4, bwdRF3x4, bwdRF4x4, bwdRF5x4, bwdRF6x4},
 }
 
-var bwdCols = [4][]bwdKernelF32{
+var bwdCols = [4][]bwdKernelCols{
 	{bwdCF1x1, bwdCF2x1, bwdCF3x1, bwdCF4x1, bwdCF5x1, bwdCF6x1, bwdCF7x1, bwdCF8x1, bwdCF9x1, bwdCF10x1, bwdCF11x1, bwdCF12x1},
 	{bwdCF1x2, bwdCF2x2, bwdCF3x2, bwdCF4x2, bwdCF5x2, bwdCF6x2, bwdCF7x2, bwdCF8x2, bwdCF9x2, bwdCF10x2, bwdCF11x2, bwdCF12x2},
 	{bwdCF1x3, bwdCF2x3, bwdCF3x3, bwdCF4x3, bwdCF5x3, bwdCF6x3, bwdCF7x3, bwdCF8x3},
