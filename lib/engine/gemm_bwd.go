@@ -1,6 +1,9 @@
 package engine
 
-import "unsafe"
+import (
+	"math"
+	"unsafe"
+)
 
 //go:generate go run ./internal/asmgen/bwd
 
@@ -31,7 +34,7 @@ func rowStride(rs [][]float32, n int) (int, bool) {
 	}
 	base := uintptr(unsafe.Pointer(&rs[0][0]))
 	d := uintptr(unsafe.Pointer(&rs[1][0])) - base
-	if d%4 != 0 || d/4 < uintptr(n) || d/4 > 1<<40 {
+	if d%4 != 0 || d/4 < uintptr(n) || d/4 > math.MaxInt32 {
 		return 0, false
 	}
 	for i, r := range rs {
