@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
@@ -51,6 +52,9 @@ func matMulTAsm(w mat, ys, xs [][]float32) bool {
 	return true
 }
 
+// stripPool holds the packed strips, one per running tMulAsm.
+var stripPool = sync.Pool{New: func() any { return new([kcAsm * 64]float32) }}
+
 // kcAsm is the number of weight rows a packed strip holds: 128 rows × 64
 // columns (32 KiB) stay in L1 while every tile of the batch reads them.
 const kcAsm = 128
@@ -65,7 +69,9 @@ func tMulAsm(w mat, ys, xs [][]float32, ly, lx, wv, b0, b1, c0, c1 int) {
 	pack := w.bf != nil || b1-b0 > r
 	var buf []float32
 	if pack {
-		buf = make([]float32, kcAsm*16*wv)
+		sp := stripPool.Get().(*[kcAsm * 64]float32)
+		defer stripPool.Put(sp)
+		buf = sp[:kcAsm*16*wv]
 	}
 	for j0 := 0; j0 < w.rows; j0 += kcAsm {
 		kc := min(kcAsm, w.rows-j0)
