@@ -25,7 +25,9 @@ func adapters(t *testing.T, m *Model) []*Model {
 	for i, rank := range []int{4, 8, 2} {
 		ts := randomLoRA(c, rank, uint64(10+i), false)
 		if i == 2 {
-			maps.DeleteFunc(ts, func(k string, _ Tensor) bool { return !strings.Contains(k, "q_proj") && !strings.Contains(k, "lm_head") })
+			maps.DeleteFunc(ts, func(k string, _ Tensor) bool {
+				return !strings.Contains(k, "q_proj") && !strings.Contains(k, "lm_head")
+			})
 		}
 		l, err := NewLoRA(c, ts, rank, float64(2*rank), false)
 		if err != nil {
@@ -233,7 +235,10 @@ func TestConcurrentCancellation(t *testing.T) {
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { _, err := m.Sample(context.Background(), big); done <- err }()
-	go func() { _, err := m.Sample(ctx2, SampleRequest{Prompt: []int{1}, MaxTokens: 5, NumSamples: 1}); done <- err }()
+	go func() {
+		_, err := m.Sample(ctx2, SampleRequest{Prompt: []int{1}, MaxTokens: 5, NumSamples: 1})
+		done <- err
+	}()
 	cancel2()
 	for range 2 {
 		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
