@@ -41,31 +41,34 @@ func (s *stepper) plan() []*unit {
 	var units []*unit
 	budget := prefillChunk
 	for _, j := range s.active {
-		if j.seqs != nil {
+		switch {
+		case j.seqs != nil:
 			for _, sq := range j.seqs {
 				if sq.out.StopReason == "" {
 					r := row{seq: sq.cache, token: sq.out.Tokens[len(sq.out.Tokens)-1], pos: sq.cache.n, logits: true, lora: j.m.lora}
 					units = append(units, &unit{j: j, s: sq, rows: []row{r}})
 				}
 			}
-			continue
+		case budget > 0:
+			u := j.promptChunk(budget)
+			budget -= len(u.rows)
+			units = append(units, u)
 		}
-		if budget == 0 {
-			continue
-		}
-		p := j.req.Prompt
-		lo := j.prefilled
-		hi := min(lo+budget, len(p))
-		budget -= hi - lo
-		wantPrompt := j.resp.PromptLogprobs != nil
-		u := &unit{j: j, rows: make([]row, 0, hi-lo)}
-		for i := lo; i < hi; i++ {
-			u.rows = append(u.rows, row{seq: j.cache, token: p[i], pos: i, lora: j.m.lora,
-				logits: i == len(p)-1 || (wantPrompt && i+1 < len(p))})
-		}
-		units = append(units, u)
 	}
 	return units
+}
+
+// promptChunk is the job's next (at most n) prompt positions.
+func (j *job) promptChunk(n int) *unit {
+	p := j.req.Prompt
+	lo, hi := j.prefilled, min(j.prefilled+n, len(p))
+	wantPrompt := j.resp.PromptLogprobs != nil
+	u := &unit{j: j, rows: make([]row, 0, hi-lo)}
+	for i := lo; i < hi; i++ {
+		u.rows = append(u.rows, row{seq: j.cache, token: p[i], pos: i, lora: j.m.lora,
+			logits: i == len(p)-1 || (wantPrompt && i+1 < len(p))})
+	}
+	return u
 }
 
 // forward runs the units' rows. Small models split them into groups that
@@ -149,9 +152,9 @@ func (s *stepper) pick(units []*unit) error {
 	})
 }
 
-// prefilled records a prompt chunk's logits: prompt logprobs, and when the
-// prompt is complete, the job's samples (copies of the prompt cache when
-// there are several) with their first draws. It appends that work.
+// prefilled records a prompt chunk's logits (prompt logprobs, and the
+// last position's, which the samples start from) and, once the prompt is
+// complete, starts the job's samples. It appends that work.
 func (s *stepper) prefilled(u *unit, work []func()) []func() {
 	j := u.j
 	p := j.req.Prompt
@@ -169,15 +172,22 @@ func (s *stepper) prefilled(u *unit, work []func()) []func() {
 	if j.prefilled < len(p) {
 		return work
 	}
+	return j.start(work)
+}
+
+// start creates the job's samples, each with its own copy of the prompt
+// cache when there are several, and appends their first draws (from the
+// last prompt position's logits) to work.
+func (j *job) start(work []func()) []func() {
 	n := j.req.NumSamples
-	j.seqs = make([]*seqRun, 0, n)
 	if j.req.MaxTokens == 0 {
+		j.seqs = []*seqRun{} // prefilled, nothing to generate
 		for i := range j.resp.Sequences {
 			j.resp.Sequences[i] = Sequence{Tokens: []int{}, Logprobs: []float32{}, StopReason: StopReasonLength}
 		}
 		return work
 	}
-	j.seqs, j.live = j.seqs[:n], n
+	j.seqs, j.live = make([]*seqRun, n), n
 	kvd := j.m.cfg.KVHeads * j.m.cfg.HeadDim
 	for i := range n {
 		work = append(work, func() {

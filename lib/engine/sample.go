@@ -40,7 +40,9 @@ type SampleRequest struct {
 	// Decode detokenizes generated tokens for StopStrings; nil uses the
 	// model's own tokenizer (tiny models).
 	Decode func(tokens []int) string
-	// StopFunc, if set, is asked after every token whether to stop.
+	// StopFunc, if set, is asked after every token whether to stop. It and
+	// Decode run on the goroutine that steps every request of the model,
+	// so they must be quick and must not wait for a Sample call of it.
 	StopFunc func(generated []int) bool
 
 	// ModelLogprobs reports Sequence.Logprobs under the model's own
