@@ -190,9 +190,7 @@ func (m *Model) forward(ws *workspace, rows []row) [][]float32 {
 
 // linear computes ys = W·xs (+ bias) (+ LoRA), adding to ys when accumulate.
 // loras[b] is row b's adapter (nil: none); layer and module name this
-// matrix within an adapter (LoRA.pair). The base product runs once over all rows; each adapter's
-// product runs over its own rows, which gives the same bits as running
-// them alone because every output element is summed in one fixed order.
+// matrix within an adapter (LoRA.pair).
 func (m *Model) linear(ws *workspace, w mat, bias []float32, loras []*LoRA, layer, module int, xs, ys [][]float32, accumulate bool) {
 	if len(xs) == 0 {
 		return
@@ -213,26 +211,34 @@ func (m *Model) linear(ws *workspace, w mat, bias []float32, loras []*LoRA, laye
 			continue // base rows, or an adapter already applied
 		}
 		if lp := l.pair(layer, module); lp != nil {
-			gx, gy := xs, ys[:len(xs)]
-			if !allSame(loras, l) {
-				gx, gy = ws.gx[:0], ws.gy[:0]
-				for b, lb := range loras {
-					if lb == l {
-						gx, gy = append(gx, xs[b]), append(gy, ys[b])
-					}
-				}
-				ws.gx, ws.gy = gx, gy
-			}
-			t := ws.loraT[:len(gx)]
-			for b := range t {
-				t[b] = t[b][:lp.a.rows]
-			}
-			matMul(lp.a, gx, t, false)
-			matMul(lp.b, t, gy, true)
-			for b := range t {
-				t[b] = t[b][:cap(t[b])] // back to the widest rank, as grow made it
+			ws.addLoRA(lp, loras, l, xs, ys[:len(xs)])
+		}
+	}
+}
+
+// addLoRA adds adapter l's low-rank product lp to the rows that use l. The
+// base product ran once over all rows; each adapter's runs over its own
+// rows only, which gives the bits those rows get alone because every
+// output element is summed in one fixed order.
+func (ws *workspace) addLoRA(lp *loraPair, loras []*LoRA, l *LoRA, xs, ys [][]float32) {
+	if !allSame(loras, l) {
+		gx, gy := ws.gx[:0], ws.gy[:0]
+		for b, lb := range loras {
+			if lb == l {
+				gx, gy = append(gx, xs[b]), append(gy, ys[b])
 			}
 		}
+		ws.gx, ws.gy = gx, gy
+		xs, ys = gx, gy
+	}
+	t := ws.loraT[:len(xs)]
+	for b := range t {
+		t[b] = t[b][:lp.a.rows]
+	}
+	matMul(lp.a, xs, t, false)
+	matMul(lp.b, t, ys, true)
+	for b := range t {
+		t[b] = t[b][:cap(t[b])] // back to the widest rank, as grow made it
 	}
 }
 
