@@ -35,7 +35,7 @@ type job struct {
 	req  SampleRequest
 	resp *SampleResponse
 
-	cache     *kvCache // the prompt's, during prefill
+	cache     *kvCache // the prompt's, from the first prompt chunk
 	room      int      // positions each sample's cache starts with
 	seed      uint64   // sample i draws from sampleSeed(seed, i)
 	prefilled int      // prompt positions through the model
@@ -61,11 +61,6 @@ func newJob(ctx context.Context, m *Model, req SampleRequest) *job {
 		j.seed = uint64(*req.Seed)
 	}
 	j.room = min(len(req.Prompt)+req.MaxTokens, len(req.Prompt)+256)
-	prefillCap := j.room
-	if req.NumSamples > 1 {
-		prefillCap = len(req.Prompt) // samples start from copies
-	}
-	j.cache = m.newCache(prefillCap)
 	if req.PromptLogprobs || req.TopKPromptLogprobs > 0 {
 		j.resp.PromptLogprobs = make([]*float32, len(req.Prompt))
 		if req.TopKPromptLogprobs > 0 {

@@ -58,9 +58,17 @@ func (s *stepper) plan() []*unit {
 	return units
 }
 
-// promptChunk is the job's next (at most n) prompt positions.
+// promptChunk is the job's next (at most n) prompt positions. The prompt's
+// cache is made with the first chunk, so queued jobs hold no cache.
 func (j *job) promptChunk(n int) *unit {
 	p := j.req.Prompt
+	if j.cache == nil {
+		capacity := j.room
+		if j.req.NumSamples > 1 {
+			capacity = len(p) // samples start from copies
+		}
+		j.cache = j.m.newCache(capacity)
+	}
 	lo, hi := j.prefilled, min(j.prefilled+n, len(p))
 	wantPrompt := j.resp.PromptLogprobs != nil
 	u := &unit{j: j, rows: make([]row, 0, hi-lo)}
