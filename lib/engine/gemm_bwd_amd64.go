@@ -59,39 +59,47 @@ var stripPool = sync.Pool{New: func() any { return new([kcAsm * 64]float32) }}
 // columns (32 KiB) stay in L1 while every tile of the batch reads them.
 const kcAsm = 128
 
-// tMulAsm does vectors [b0, b1) × columns [c0, c1) of matMulTAsm: for each
-// block of kcAsm weight rows, strips of wv vectors, tiles of the batch.
-// A strip is copied contiguous first (widened when bfloat16) unless one
-// float32 tile is all that reads it: weight rows often lie 4 KiB apart,
-// which maps a strip's rows to one L1 set.
+// tMulAsm does vectors [b0, b1) × columns [c0, c1) of matMulTAsm, a
+// block of columns at a time so that its part of xs stays in L2 while
+// every weight row meets it.
 func tMulAsm(w mat, ys, xs [][]float32, ly, lx, wv, b0, b1, c0, c1 int) {
-	r := rowsRmax[wv]
-	pack := w.bf != nil || b1-b0 > r
 	var buf []float32
-	if pack {
+	if w.bf != nil || b1-b0 > rowsRmax[wv] {
 		sp := stripPool.Get().(*[kcAsm * 64]float32)
 		defer stripPool.Put(sp)
 		buf = sp[:kcAsm*16*wv]
 	}
+	width := 16 * wv * max(1, tCols/(16*wv))
+	for cb := c0; cb < c1; cb += width {
+		tMulCols(w, ys, xs, ly, lx, wv, b0, b1, cb, min(cb+width, c1), c1, buf)
+	}
+}
+
+// tMulCols does columns [cb, ce) for each block of kcAsm weight rows:
+// strips of wv vectors, tiles of the batch. With buf, a strip is copied
+// contiguous first (widened when bfloat16): weight rows often lie 4 KiB
+// apart, which maps a strip's rows to one L1 set.
+func tMulCols(w mat, ys, xs [][]float32, ly, lx, wv, b0, b1, cb, ce, c1 int, buf []float32) {
+	r := rowsRmax[wv]
 	for j0 := 0; j0 < w.rows; j0 += kcAsm {
 		kc := min(kcAsm, w.rows-j0)
-		for c := c0; c < c1; c += 16 * wv {
-			n := min(16*wv, c1-c)
+		for c := cb; c < ce; c += 16 * wv {
+			n := min(16*wv, ce-c)
 			v, mask := (n+15)/16, lastMask(n)
 			var bp *float32
 			ldb := uintptr(64 * v)
-			if pack {
+			if buf != nil {
 				bp = &buf[0]
 			}
 			switch {
 			case w.bf != nil:
 				bwdWiden[v-1](bp, &w.bf[j0*w.cols+c], uintptr(2*w.cols), kc, mask)
-			case pack:
+			case buf != nil:
 				bwdCopy[v-1](bp, &w.data[j0*w.cols+c], uintptr(4*w.cols), kc, mask)
 			default:
 				bp, ldb = &w.data[j0*w.cols+c], uintptr(4*w.cols)
 			}
-			pf := w.nextStrip(j0, kc, c+16*v, c0, c1)
+			pf := w.nextStrip(j0, kc, c+16*v, cb, ce, c1)
 			for b := b0; b < b1; b += r {
 				tr := min(r, b1-b)
 				bwdRowsF32[v-1][tr-1](&xs[b][c], uintptr(4*lx), &ys[b][j0], uintptr(4*ly), bp, ldb, kc, mask, pf, w.rowBytes())
@@ -100,16 +108,19 @@ func tMulAsm(w mat, ys, xs [][]float32, ly, lx, wv, b0, b1, c0, c1 int) {
 	}
 }
 
-// nextStrip points at the first element of the strip after the one of rows
-// [j0, j0+kc) ending at column c (the next block of rows at column c0 when
-// c reaches c1), or at W's start when there is none: the tiles prefetch it.
-func (w mat) nextStrip(j0, kc, c, c0, c1 int) *float32 {
+// nextStrip points at the first weight of the strip that follows the one
+// of rows [j0, j0+kc) ending at column c, in tMulCols' order: the same
+// rows at c, the next rows at cb, the first rows of the next column block
+// at ce (while ce < c1), or W's start: the tiles prefetch it.
+func (w mat) nextStrip(j0, kc, c, cb, ce, c1 int) *float32 {
 	i := 0
 	switch {
-	case c < c1:
+	case c < ce:
 		i = j0*w.cols + c
 	case j0+kc < w.rows:
-		i = (j0+kc)*w.cols + c0
+		i = (j0+kc)*w.cols + cb
+	case ce < c1:
+		i = ce
 	}
 	if w.bf != nil {
 		return (*float32)(unsafe.Pointer(&w.bf[i]))
