@@ -143,10 +143,7 @@ func (m *Model) forward(ws *workspace, rows []row) [][]float32 {
 		m.linear(ws, lw.gate, nil, ll.gate, xn, ws.g, false)
 		m.linear(ws, lw.up, nil, ll.up, xn, ws.u, false)
 		for i := range rows {
-			g, u := ws.g[i], ws.u[i][:len(ws.g[i])]
-			for j, gv := range g {
-				g[j] = silu(gv) * u[j]
-			}
+			siluMul(ws.g[i], ws.g[i], ws.u[i])
 		}
 		m.linear(ws, lw.down, nil, ll.down, ws.g, ws.x, true)
 	}
@@ -264,10 +261,9 @@ func (m *Model) attendRow(ws *workspace, rows []row, i, layer, worker int) {
 			for _, s := range sc {
 				mx = max(mx, s)
 			}
+			expShift32(sc, mx)
 			var sum float64
-			for t, s := range sc {
-				e := float32(math.Exp(float64(s - mx)))
-				sc[t] = e
+			for _, e := range sc {
 				sum += float64(e)
 			}
 			inv := float32(1 / sum)

@@ -34,9 +34,7 @@ func (m mat) rowInto(i int, dst []float32) {
 		copy(dst, m.row(i))
 		return
 	}
-	for j, h := range m.bf[i*m.cols : (i+1)*m.cols] {
-		dst[j] = math.Float32frombits(uint32(h) << 16)
-	}
+	widenBF16(dst[:m.cols], m.bf[i*m.cols:(i+1)*m.cols])
 }
 
 // dot1 is the vector dot product for attention scores: 8 independent
@@ -243,28 +241,8 @@ func matVecReference(w mat, x, y []float32) {
 	}
 }
 
-// rmsNorm writes x / rms(x) * weight into out (out may alias x). The sum of
-// squares is taken in float64 so it does not depend on accumulation order
-// subtleties for wide rows.
-func rmsNorm(out, x, weight []float32, eps float64) {
-	var ss float64
-	for _, v := range x {
-		ss += float64(float64(v) * float64(v))
-	}
-	scale := float32(1 / math.Sqrt(ss/float64(len(x))+eps))
-	weight = weight[:len(x)]
-	out = out[:len(x)]
-	for i, v := range x {
-		out[i] = float32(v*scale) * weight[i]
-	}
-}
-
-// silu is x·sigmoid(x).
-func silu(x float32) float32 {
-	return float32(float64(x) / (1 + math.Exp(-float64(x))))
-}
-
-// logSumExp returns log Σ exp(logits·invTemp), computed in float64.
+// logSumExp returns log Σ exp(logits·invTemp), computed in float64 (the
+// sum in ascending index order).
 func logSumExp(logits []float32, invTemp float64) float64 {
 	m := math.Inf(-1)
 	for _, v := range logits {
@@ -272,9 +250,5 @@ func logSumExp(logits []float32, invTemp float64) float64 {
 			m = f
 		}
 	}
-	var s float64
-	for _, v := range logits {
-		s += math.Exp(float64(float64(v)*invTemp) - m)
-	}
-	return m + math.Log(s)
+	return m + math.Log(expScaledSum(logits, invTemp, m))
 }
