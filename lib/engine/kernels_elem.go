@@ -230,6 +230,17 @@ func expScaledSum(logits []float32, invT, mx float64) float64 {
 	return s
 }
 
+// softmaxScaled replaces every z of row by float32(scale·exp64(z − lse)):
+// a multiple of the softmax, as the loss gradient of the logits needs.
+func softmaxScaled(row []float32, scale, lse float64) {
+	if softmaxScaledVec(row, scale, lse) {
+		return
+	}
+	for v, z := range row {
+		row[v] = float32(scale * exp64(float64(z)-lse))
+	}
+}
+
 // widenBF16 widens bfloat16 bits to float32 (exactly) into dst.
 func widenBF16(dst []float32, h []uint16) {
 	if widenBF16Vec(dst, h) {

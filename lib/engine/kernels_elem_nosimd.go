@@ -12,6 +12,8 @@ func expShift32Vec([]float32, float32) bool { return false }
 
 func expScaledVec([]float64, []float32, float64, float64) bool { return false }
 
+func softmaxScaledVec([]float32, float64, float64) bool { return false }
+
 func siluMulVec(_, _, _ []float32) bool { return false }
 
 func siluMulBackwardVec(_, _, _, _ []float32) bool { return false }

@@ -28,30 +28,55 @@ func neg4(x f64x4) f64x4 {
 	return x.AsUint64x4().Xor(archsimd.BroadcastUint64x4(1 << 63)).AsFloat64x4()
 }
 
-// exp4 is exp64 on four lanes.
-func exp4(x f64x4) f64x4 {
-	t := x.Mul(bc4(expLog2e)).Add(bc4(expRound))
-	k := t.Sub(bc4(expRound))
-	r := x.Sub(k.Mul(bc4(expLn2Hi)))
-	r = r.Sub(k.Mul(bc4(expLn2Lo)))
+// exp4x2 is exp64 on two vectors of four lanes: two independent
+// dependency chains keep the multipliers busy (1.5× the throughput of one).
+func exp4x2(x, x2 f64x4) (f64x4, f64x4) {
+	t, t2 := x.Mul(bc4(expLog2e)).Add(bc4(expRound)), x2.Mul(bc4(expLog2e)).Add(bc4(expRound))
+	k, k2 := t.Sub(bc4(expRound)), t2.Sub(bc4(expRound))
+	r, r2 := x.Sub(k.Mul(bc4(expLn2Hi))), x2.Sub(k2.Mul(bc4(expLn2Hi)))
+	r, r2 = r.Sub(k.Mul(bc4(expLn2Lo))), r2.Sub(k2.Mul(bc4(expLn2Lo)))
 	p := bc4(expPoly[0])
+	p2 := p
 	for _, c := range expPoly[1:] {
-		p = p.Mul(r).Add(bc4(c))
+		cv := bc4(c)
+		p, p2 = p.Mul(r).Add(cv), p2.Mul(r2).Add(cv)
 	}
+	return expFinish(x, t, p), expFinish(x2, t2, p2)
+}
+
+// expFinish scales the polynomial p by 2^k (k in t's low bits) and sets
+// the lanes outside exp64's range.
+func expFinish(x, t, p f64x4) f64x4 {
 	y := p.Mul(t.AsUint64x4().Add(archsimd.BroadcastUint64x4(1023)).ShiftAllLeft(52).AsFloat64x4())
 	y = bc4(math.Inf(1)).Merge(y, x.Greater(bc4(expHi)))
 	return f64x4{}.Merge(y, x.Less(bc4(expLo)))
 }
+
+// exp4 is exp64 on four lanes (for a loop's last four).
+func exp4(x f64x4) f64x4 {
+	y, _ := exp4x2(x, x)
+	return y
+}
+
+// Each exp kernel below runs eight elements per pass, then four, then
+// the scalar body; in-place kernels load before they store.
 
 func expShift64Vec(p []float64, mx float64) bool {
 	if !useSIMD {
 		return false
 	}
 	m := bc4(mx)
+	ld := func(i int) f64x4 { return archsimd.LoadFloat64x4((*[4]float64)(p[i : i+4])).Sub(m) }
+	st := func(i int, e f64x4) { e.Store((*[4]float64)(p[i : i+4])) }
 	i := 0
-	for ; i+4 <= len(p); i += 4 {
-		q := (*[4]float64)(p[i : i+4])
-		exp4(archsimd.LoadFloat64x4(q).Sub(m)).Store(q)
+	for ; i+8 <= len(p); i += 8 {
+		a, b := exp4x2(ld(i), ld(i+4))
+		st(i, a)
+		st(i+4, b)
+	}
+	if i+4 <= len(p) {
+		st(i, exp4(ld(i)))
+		i += 4
 	}
 	for ; i < len(p); i++ {
 		p[i] = exp64(p[i] - mx)
@@ -64,10 +89,16 @@ func expShift32Vec(sc []float32, mx float32) bool {
 		return false
 	}
 	m := archsimd.BroadcastFloat32x4(mx)
+	ld := func(i int) f64x4 { return archsimd.LoadFloat32x4((*[4]float32)(sc[i : i+4])).Sub(m).ConvertToFloat64() }
 	i := 0
-	for ; i+4 <= len(sc); i += 4 {
-		q := (*[4]float32)(sc[i : i+4])
-		exp4(archsimd.LoadFloat32x4(q).Sub(m).ConvertToFloat64()).ConvertToFloat32().Store(q)
+	for ; i+8 <= len(sc); i += 8 {
+		a, b := exp4x2(ld(i), ld(i+4))
+		store4(sc[i:], a)
+		store4(sc[i+4:], b)
+	}
+	if i+4 <= len(sc) {
+		store4(sc[i:], exp4(ld(i)))
+		i += 4
 	}
 	for ; i < len(sc); i++ {
 		sc[i] = float32(exp64(float64(sc[i] - mx)))
@@ -81,12 +112,42 @@ func expScaledVec(dst []float64, logits []float32, invT, mx float64) bool {
 	}
 	dst = dst[:len(logits)]
 	it, m := bc4(invT), bc4(mx)
+	ld := func(i int) f64x4 { return load4(logits[i:]).Mul(it).Sub(m) }
+	st := func(i int, e f64x4) { e.Store((*[4]float64)(dst[i : i+4])) }
 	i := 0
-	for ; i+4 <= len(logits); i += 4 {
-		exp4(load4(logits[i:]).Mul(it).Sub(m)).Store((*[4]float64)(dst[i : i+4]))
+	for ; i+8 <= len(logits); i += 8 {
+		a, b := exp4x2(ld(i), ld(i+4))
+		st(i, a)
+		st(i+4, b)
+	}
+	if i+4 <= len(logits) {
+		st(i, exp4(ld(i)))
+		i += 4
 	}
 	for ; i < len(logits); i++ {
 		dst[i] = exp64(float64(float64(logits[i])*invT) - mx)
+	}
+	return true
+}
+
+func softmaxScaledVec(row []float32, scale, lse float64) bool {
+	if !useSIMD {
+		return false
+	}
+	sc, l := bc4(scale), bc4(lse)
+	ld := func(i int) f64x4 { return load4(row[i:]).Sub(l) }
+	i := 0
+	for ; i+8 <= len(row); i += 8 {
+		a, b := exp4x2(ld(i), ld(i+4))
+		store4(row[i:], sc.Mul(a))
+		store4(row[i+4:], sc.Mul(b))
+	}
+	if i+4 <= len(row) {
+		store4(row[i:], sc.Mul(exp4(ld(i))))
+		i += 4
+	}
+	for ; i < len(row); i++ {
+		row[i] = float32(scale * exp64(float64(row[i])-lse))
 	}
 	return true
 }
@@ -95,15 +156,26 @@ func siluMulVec(h, g, u []float32) bool {
 	if !useSIMD {
 		return false
 	}
-	h, u = h[:len(g)], u[:len(g)]
-	one := bc4(1)
-	j := 0
-	for ; j+4 <= len(g); j += 4 {
-		x := load4(g[j:])
-		s := x.Div(one.Add(exp4(neg4(x)))).ConvertToFloat32()
+	n := len(g)
+	h, u = h[:n], u[:n]
+	// silu(x)·u: x / (1 + e^−x) rounded to float32, times u in float32.
+	st := func(j int, x, e f64x4) {
+		s := x.Div(bc4(1).Add(e)).ConvertToFloat32()
 		s.Mul(archsimd.LoadFloat32x4((*[4]float32)(u[j : j+4]))).Store((*[4]float32)(h[j : j+4]))
 	}
-	for ; j < len(g); j++ {
+	j := 0
+	for ; j+8 <= n; j += 8 {
+		x0, x1 := load4(g[j:]), load4(g[j+4:])
+		e0, e1 := exp4x2(neg4(x0), neg4(x1))
+		st(j, x0, e0)
+		st(j+4, x1, e1)
+	}
+	if j+4 <= n {
+		x := load4(g[j:])
+		st(j, x, exp4(neg4(x)))
+		j += 4
+	}
+	for ; j < n; j++ {
 		h[j] = silu(g[j]) * u[j]
 	}
 	return true
@@ -115,15 +187,26 @@ func siluMulBackwardVec(dg, du, g, u []float32) bool {
 	}
 	n := len(dg)
 	du, g, u = du[:n], g[:n], u[:n]
-	one := bc4(1)
-	j := 0
-	for ; j+4 <= n; j += 4 {
-		x, dh := load4(g[j:]), load4(dg[j:])
-		e := exp4(neg4(x))
+	// The scalar body's operations on four lanes given e = e^−x.
+	st := func(j int, x, e f64x4) {
+		one := bc4(1)
+		dh := load4(dg[j:])
 		store4(du[j:], dh.Mul(x.Div(one.Add(e)).ConvertToFloat32().ConvertToFloat64()))
 		s := one.Div(one.Add(e))
 		grad := s.Mul(one.Add(x.Mul(one.Sub(s))))
 		store4(dg[j:], dh.Mul(load4(u[j:])).Mul(grad))
+	}
+	j := 0
+	for ; j+8 <= n; j += 8 {
+		x0, x1 := load4(g[j:]), load4(g[j+4:])
+		e0, e1 := exp4x2(neg4(x0), neg4(x1))
+		st(j, x0, e0)
+		st(j+4, x1, e1)
+	}
+	if j+4 <= n {
+		x := load4(g[j:])
+		st(j, x, exp4(neg4(x)))
+		j += 4
 	}
 	if j < n {
 		siluMulBackwardScalar(dg[j:], du[j:], g[j:], u[j:])
