@@ -74,7 +74,7 @@ func TestSIMDElementwiseMatchScalar(t *testing.T) {
 				return append(p, expScaledSum(big, 0.7, 1.5))
 			},
 			"softmaxScaled": func() []float64 { p := slices.Clone(big); softmaxScaled(p, -0.3, 4); return to64(p) },
-			"siluMul": func() []float64 { h := make([]float32, n); siluMul(h, big, y); return to64(h) },
+			"siluMul":       func() []float64 { h := make([]float32, n); siluMul(h, big, y); return to64(h) },
 			"siluMulBackward": func() []float64 {
 				dg, du := slices.Clone(z), make([]float32, n)
 				siluMulBackward(dg, du, big, y)
