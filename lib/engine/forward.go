@@ -256,20 +256,7 @@ func (m *Model) attendRow(ws *workspace, rows []row, i, layer, worker int) {
 			}
 		}
 		for g := range group {
-			sc := scores[g*npos : (g+1)*npos]
-			mx := float32(math.Inf(-1))
-			for _, s := range sc {
-				mx = max(mx, s)
-			}
-			expShift32(sc, mx)
-			var sum float64
-			for _, e := range sc {
-				sum += float64(e)
-			}
-			inv := float32(1 / sum)
-			for t := range sc {
-				sc[t] *= inv
-			}
+			softmax32(scores[g*npos : (g+1)*npos])
 			clear(out[(h0+g)*hd : (h0+g+1)*hd])
 		}
 		for t := range npos {

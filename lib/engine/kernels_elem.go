@@ -193,6 +193,31 @@ func expShift32(sc []float32, mx float32) {
 	}
 }
 
+// softmax32 replaces the scores sc by their softmax: numerators
+// float32(exp64(s − max)), their sum in float64 in ascending order, and
+// each numerator times the float32 reciprocal of the sum.
+func softmax32(sc []float32) {
+	mx, ok := max32Vec(sc)
+	if !ok {
+		mx = float32(math.Inf(-1))
+		for _, s := range sc {
+			mx = max(mx, s)
+		}
+	}
+	expShift32(sc, mx)
+	var sum float64
+	for _, e := range sc {
+		sum += float64(e)
+	}
+	inv := float32(1 / sum)
+	if scaleVec(sc, inv) {
+		return
+	}
+	for t := range sc {
+		sc[t] *= inv
+	}
+}
+
 // expShift64 replaces every v of p by exp64(v − mx).
 func expShift64(p []float64, mx float64) {
 	if expShift64Vec(p, mx) {

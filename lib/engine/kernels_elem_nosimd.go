@@ -10,6 +10,10 @@ func expShift64Vec([]float64, float64) bool { return false }
 
 func expShift32Vec([]float32, float32) bool { return false }
 
+func max32Vec([]float32) (float32, bool) { return 0, false }
+
+func scaleVec([]float32, float32) bool { return false }
+
 func expScaledVec([]float64, []float32, float64, float64) bool { return false }
 
 func softmaxScaledVec([]float32, float64, float64) bool { return false }

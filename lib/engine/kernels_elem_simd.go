@@ -106,6 +106,46 @@ func expShift32Vec(sc []float32, mx float32) bool {
 	return true
 }
 
+// max32Vec is the largest of x. Unlike Go's max it ignores NaN and does
+// not order −0 below +0, which changes nothing softmax32 computes: a NaN
+// score makes the sum and so every output NaN either way, and s − (±0)
+// has the same exponential.
+func max32Vec(x []float32) (float32, bool) {
+	if !useSIMD || len(x) < 8 {
+		return 0, false
+	}
+	m := load8f(x)
+	i := 8
+	for ; i+8 <= len(x); i += 8 {
+		m = m.Max(load8f(x[i:]))
+	}
+	var l [8]float32
+	m.Store(&l)
+	mx := l[0]
+	for _, v := range l[1:] {
+		mx = max(mx, v)
+	}
+	for _, v := range x[i:] {
+		mx = max(mx, v)
+	}
+	return mx, true
+}
+
+func scaleVec(x []float32, a float32) bool {
+	if !useSIMD {
+		return false
+	}
+	av := archsimd.BroadcastFloat32x8(a)
+	i := 0
+	for ; i+8 <= len(x); i += 8 {
+		store8f(x[i:], load8f(x[i:]).Mul(av))
+	}
+	for ; i < len(x); i++ {
+		x[i] *= a
+	}
+	return true
+}
+
 func expScaledVec(dst []float64, logits []float32, invT, mx float64) bool {
 	if !useSIMD {
 		return false

@@ -13,7 +13,7 @@ import (
 var elemLengths = []int{0, 1, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 23, 31, 64, 100, 131}
 
 // spread returns n float32s spread over ±scale, with zeros of both signs
-// and, when extremes, values beyond exp64's range.
+// and, when extremes, values beyond exp64's range and NaN.
 func spread(n int, scale float32, seed uint64, extremes bool) []float32 {
 	r := newRNG(seed)
 	x := make([]float32, n)
@@ -22,7 +22,7 @@ func spread(n int, scale float32, seed uint64, extremes bool) []float32 {
 	}
 	special := []float32{0, float32(math.Copysign(0, -1)), 1e-30, -1e-30}
 	if extremes {
-		special = append(special, 800, -800, 3e38, -3e38, float32(math.Inf(1)), float32(math.Inf(-1)))
+		special = append(special, 800, -800, 3e38, -3e38, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()))
 	}
 	for i, s := range special {
 		if j := 7*i + 2; j < n {
@@ -72,6 +72,13 @@ func TestSIMDElementwiseMatchScalar(t *testing.T) {
 				p := make([]float64, n)
 				expScaled(p, big, 0.7, 1.5)
 				return append(p, expScaledSum(big, 0.7, 1.5))
+			},
+			"softmax32": func() []float64 {
+				p := slices.Clone(big)
+				softmax32(p)
+				q := slices.Clone(x)
+				softmax32(q)
+				return to64(append(p, q...))
 			},
 			"softmaxScaled": func() []float64 { p := slices.Clone(big); softmaxScaled(p, -0.3, 4); return to64(p) },
 			"siluMul":       func() []float64 { h := make([]float32, n); siluMul(h, big, y); return to64(h) },
