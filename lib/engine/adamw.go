@@ -48,7 +48,8 @@ func (p AdamParams) Validate() error {
 // before clipping.
 //
 // Per element the update is computed in float64 from the float32 value,
-// gradient and moments, and stored back in float32.
+// gradient and moments, and stored back in float32 (adamUpdate). The
+// squared norm adds each parameter's sumSquares in parameter order.
 func (t *Trainer) OptimStep(p AdamParams) (map[string]float64, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -57,9 +58,7 @@ func (t *Trainer) OptimStep(p AdamParams) (map[string]float64, error) {
 	defer t.mu.Unlock()
 	var ss float64
 	for _, q := range t.params {
-		for _, g := range q.grad {
-			ss += float64(float64(g) * float64(g))
-		}
+		ss += sumSquares(q.grad)
 	}
 	norm := math.Sqrt(ss)
 	coef := 1.0
