@@ -26,7 +26,8 @@
 //   - Batch invariance: each output element of a matrix product is summed in
 //     one fixed order whatever the batch or goroutine split, and products are
 //     never fused into FMAs, so a seeded sample has the same bits alone, in a
-//     batch, under concurrent load and on another machine.
+//     batch, batched with other requests and on another machine
+//     (TestConcurrentMatchesSolo).
 //   - Vector kernels (kernels_simd.go, GOEXPERIMENT=simd on amd64 with
 //     AVX2; AVX-512 tiles where present) give the scalar kernels' bits: a
 //     lane holds one output element and adds its products in the same
@@ -36,9 +37,23 @@
 //     registers; backward products run lanes along the row-major columns.
 //     Without the experiment the scalar kernels run (kernels_nosimd.go);
 //     TestSIMDMatchesScalar compares both.
-//   - Parallelism: a request's sequences are split over GOMAXPROCS groups,
-//     each running its own batched forward step (small models); large models
-//     keep one batch and split each matrix product's rows across cores.
+//   - Concurrent requests share one batch (batcher.go): every Sample call
+//     on a base model or any of its adapters joins the model's running
+//     batch, whose one goroutine (started by the first call, gone when the
+//     last leaves) steps a forward pass over the next token of every
+//     generating sample plus at most prefillChunk positions of prompts
+//     still being prefilled, then lets each sample draw with its own
+//     sampler and random stream. Decoding reads every weight once per step,
+//     so 8 concurrent requests cost about what one request of 8 samples
+//     does, instead of 8 requests. Rows carry their adapter; each adapter's
+//     low-rank product runs over its own rows. Admission is first come,
+//     first served, up to maxBatchSeqs sequences (a larger request runs
+//     alone). A cancelled caller returns at once; its rows leave before the
+//     next step and its callbacks are not called again.
+//   - Parallelism: a step's rows are split over GOMAXPROCS groups, each
+//     running its own forward pass (small models); large models keep one
+//     batch and split each matrix product's rows across cores. Draws over
+//     large vocabularies are spread across cores too.
 //   - Training runs a request's datums one after another: each keeps only its
 //     own activations (ActivationBytes tells the cost up front), its
 //     gradient is computed alone and added to the accumulated gradient in
