@@ -37,6 +37,14 @@
 //     registers; backward products run lanes along the row-major columns.
 //     Without the experiment the scalar kernels run (kernels_nosimd.go);
 //     TestSIMDMatchesScalar compares both.
+//   - Elementwise kernels (kernels_elem.go; vector twins in
+//     kernels_elem_simd.go) use the engine's own exp64 (range reduction
+//     and a degree-13 polynomial, separate multiply and add, within 2 ulp
+//     of math.Exp) instead of math.Exp, which vectors cannot reproduce, so
+//     SiLU, softmax and the loss gradient have the same bits on both paths;
+//     float64 reductions (RMSNorm's sums, the gradient norm) are eight
+//     lane-strided partial sums added in a fixed tree (sumSquares).
+//     TestSIMDElementwiseMatchScalar compares both paths.
 //   - Concurrent requests share one batch (batcher.go): every Sample call
 //     on a base model or any of its adapters joins the model's running
 //     batch, whose one goroutine (started by the first call, gone when the
