@@ -2,20 +2,29 @@
 
 #include "textflag.h"
 
-// func fwdTile4x4F32(xp *float32, w *float32, stride int, n int, out *[16]float32)
+// func fwdTile4x4F32(xp *float32, w *float32, stride int, n int, tiles int, out *float32)
 // Requires: AVX, AVX512F
-TEXT ·fwdTile4x4F32(SB), NOSPLIT|NOFRAME, $0-40
-	MOVQ   xp+0(FP), DX
-	MOVQ   stride+16(FP), AX
-	SHLQ   $0x02, AX
-	MOVQ   w+8(FP), BX
-	LEAQ   (BX)(AX*1), SI
-	LEAQ   (SI)(AX*1), DI
-	LEAQ   (DI)(AX*1), R8
-	MOVQ   n+24(FP), AX
-	MOVQ   AX, CX
-	ANDQ   $-16, CX
-	XORQ   R9, R9
+TEXT ·fwdTile4x4F32(SB), NOSPLIT|NOFRAME, $0-48
+	MOVQ  n+24(FP), DX
+	MOVQ  DX, CX
+	ANDQ  $0x0000000f, CX
+	MOVL  $0x00000001, AX
+	SHLL  CL, AX
+	DECL  AX
+	KMOVW AX, K1
+	SHRQ  $0x04, DX
+	MOVQ  xp+0(FP), AX
+	MOVQ  w+8(FP), CX
+	MOVQ  stride+16(FP), BX
+	SHLQ  $0x02, BX
+	LEAQ  (BX)(BX*2), SI
+	MOVQ  tiles+32(FP), DI
+	MOVQ  out+40(FP), R8
+
+tile:
+	MOVQ   AX, R9
+	MOVQ   CX, R10
+	MOVQ   DX, R11
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -32,15 +41,15 @@ TEXT ·fwdTile4x4F32(SB), NOSPLIT|NOFRAME, $0-40
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
+	TESTQ  R11, R11
+	JZ     tail
 
 loop:
-	CMPQ    R9, CX
-	JAE     tail
-	VMOVUPS (DX), Z16
-	VMOVUPS 64(DX), Z17
-	VMOVUPS 128(DX), Z18
-	VMOVUPS 192(DX), Z19
-	VMOVUPS (BX)(R9*4), Z20
+	VMOVUPS (R9), Z16
+	VMOVUPS 64(R9), Z17
+	VMOVUPS 128(R9), Z18
+	VMOVUPS 192(R9), Z19
+	VMOVUPS (R10), Z20
 	VMULPS  Z16, Z20, Z24
 	VADDPS  Z24, Z0, Z0
 	VMULPS  Z17, Z20, Z25
@@ -49,7 +58,7 @@ loop:
 	VADDPS  Z26, Z2, Z2
 	VMULPS  Z19, Z20, Z27
 	VADDPS  Z27, Z3, Z3
-	VMOVUPS (SI)(R9*4), Z21
+	VMOVUPS (R10)(BX*1), Z21
 	VMULPS  Z16, Z21, Z28
 	VADDPS  Z28, Z4, Z4
 	VMULPS  Z17, Z21, Z29
@@ -58,7 +67,7 @@ loop:
 	VADDPS  Z30, Z6, Z6
 	VMULPS  Z19, Z21, Z31
 	VADDPS  Z31, Z7, Z7
-	VMOVUPS (DI)(R9*4), Z22
+	VMOVUPS (R10)(BX*2), Z22
 	VMULPS  Z16, Z22, Z24
 	VADDPS  Z24, Z8, Z8
 	VMULPS  Z17, Z22, Z25
@@ -67,7 +76,7 @@ loop:
 	VADDPS  Z26, Z10, Z10
 	VMULPS  Z19, Z22, Z27
 	VADDPS  Z27, Z11, Z11
-	VMOVUPS (R8)(R9*4), Z23
+	VMOVUPS (R10)(SI*1), Z23
 	VMULPS  Z16, Z23, Z28
 	VADDPS  Z28, Z12, Z12
 	VMULPS  Z17, Z23, Z29
@@ -76,23 +85,19 @@ loop:
 	VADDPS  Z30, Z14, Z14
 	VMULPS  Z19, Z23, Z31
 	VADDPS  Z31, Z15, Z15
-	ADDQ    $0x10, R9
-	ADDQ    $0x00000100, DX
-	JMP     loop
+	ADDQ    $0x00000100, R9
+	ADDQ    $0x40, R10
+	DECQ    R11
+	JNZ     loop
 
 tail:
-	MOVQ      AX, CX
-	ANDQ      $0x0000000f, CX
-	JZ        reduce
-	MOVL      $0x00000001, AX
-	SHLL      CL, AX
-	DECL      AX
-	KMOVW     AX, K1
-	VMOVUPS   (DX), Z16
-	VMOVUPS   64(DX), Z17
-	VMOVUPS   128(DX), Z18
-	VMOVUPS   192(DX), Z19
-	VMOVUPS.Z (BX)(R9*4), K1, Z20
+	KORTESTW  K1, K1
+	JZ        done
+	VMOVUPS   (R9), Z16
+	VMOVUPS   64(R9), Z17
+	VMOVUPS   128(R9), Z18
+	VMOVUPS   192(R9), Z19
+	VMOVUPS.Z (R10), K1, Z20
 	VMULPS    Z16, Z20, Z24
 	VADDPS    Z24, Z0, Z0
 	VMULPS    Z17, Z20, Z25
@@ -101,7 +106,7 @@ tail:
 	VADDPS    Z26, Z2, Z2
 	VMULPS    Z19, Z20, Z27
 	VADDPS    Z27, Z3, Z3
-	VMOVUPS.Z (SI)(R9*4), K1, Z21
+	VMOVUPS.Z (R10)(BX*1), K1, Z21
 	VMULPS    Z16, Z21, Z28
 	VADDPS    Z28, Z4, Z4
 	VMULPS    Z17, Z21, Z29
@@ -110,7 +115,7 @@ tail:
 	VADDPS    Z30, Z6, Z6
 	VMULPS    Z19, Z21, Z31
 	VADDPS    Z31, Z7, Z7
-	VMOVUPS.Z (DI)(R9*4), K1, Z22
+	VMOVUPS.Z (R10)(BX*2), K1, Z22
 	VMULPS    Z16, Z22, Z24
 	VADDPS    Z24, Z8, Z8
 	VMULPS    Z17, Z22, Z25
@@ -119,7 +124,7 @@ tail:
 	VADDPS    Z26, Z10, Z10
 	VMULPS    Z19, Z22, Z27
 	VADDPS    Z27, Z11, Z11
-	VMOVUPS.Z (R8)(R9*4), K1, Z23
+	VMOVUPS.Z (R10)(SI*1), K1, Z23
 	VMULPS    Z16, Z23, Z28
 	VADDPS    Z28, Z12, Z12
 	VMULPS    Z17, Z23, Z29
@@ -129,7 +134,7 @@ tail:
 	VMULPS    Z19, Z23, Z31
 	VADDPS    Z31, Z15, Z15
 
-reduce:
+done:
 	VSHUFF32X4 $0x44, Z1, Z0, Z16
 	VSHUFF32X4 $0xee, Z1, Z0, Z17
 	VADDPS     Z17, Z16, Z0
@@ -175,8 +180,11 @@ reduce:
 	VSHUFPS    $0x88, Z1, Z0, Z16
 	VSHUFPS    $0xdd, Z1, Z0, Z17
 	VADDPS     Z17, Z16, Z0
-	MOVQ       out+32(FP), AX
-	VMOVUPS    Z0, (AX)
+	VMOVUPS    Z0, (R8)
+	LEAQ       (CX)(BX*4), CX
+	ADDQ       $0x40, R8
+	DECQ       DI
+	JNZ        tile
 	VZEROUPPER
 	RET
 
@@ -380,20 +388,29 @@ reduce:
 	VZEROUPPER
 	RET
 
-// func fwdTile4x4BF16(xp *float32, w *uint16, stride int, n int, out *[16]float32)
+// func fwdTile4x4BF16(xp *float32, w *uint16, stride int, n int, tiles int, out *float32)
 // Requires: AVX, AVX512F
-TEXT ·fwdTile4x4BF16(SB), NOSPLIT|NOFRAME, $0-40
-	MOVQ   xp+0(FP), DX
-	MOVQ   stride+16(FP), AX
-	SHLQ   $0x01, AX
-	MOVQ   w+8(FP), BX
-	LEAQ   (BX)(AX*1), SI
-	LEAQ   (SI)(AX*1), DI
-	LEAQ   (DI)(AX*1), R8
-	MOVQ   n+24(FP), AX
-	MOVQ   AX, CX
-	ANDQ   $-16, CX
-	XORQ   R9, R9
+TEXT ·fwdTile4x4BF16(SB), NOSPLIT|NOFRAME, $0-48
+	MOVQ  n+24(FP), DX
+	MOVQ  DX, CX
+	ANDQ  $0x0000000f, CX
+	MOVL  $0x00000001, AX
+	SHLL  CL, AX
+	DECL  AX
+	KMOVW AX, K1
+	SHRQ  $0x04, DX
+	MOVQ  xp+0(FP), AX
+	MOVQ  w+8(FP), CX
+	MOVQ  stride+16(FP), BX
+	SHLQ  $0x01, BX
+	LEAQ  (BX)(BX*2), SI
+	MOVQ  tiles+32(FP), DI
+	MOVQ  out+40(FP), R8
+
+tile:
+	MOVQ   AX, R9
+	MOVQ   CX, R10
+	MOVQ   DX, R11
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -410,15 +427,15 @@ TEXT ·fwdTile4x4BF16(SB), NOSPLIT|NOFRAME, $0-40
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
+	TESTQ  R11, R11
+	JZ     tail
 
 loop:
-	CMPQ      R9, CX
-	JAE       tail
-	VMOVUPS   (DX), Z16
-	VMOVUPS   64(DX), Z17
-	VMOVUPS   128(DX), Z18
-	VMOVUPS   192(DX), Z19
-	VPMOVZXWD (BX)(R9*2), Z20
+	VMOVUPS   (R9), Z16
+	VMOVUPS   64(R9), Z17
+	VMOVUPS   128(R9), Z18
+	VMOVUPS   192(R9), Z19
+	VPMOVZXWD (R10), Z20
 	VPSLLD    $0x10, Z20, Z20
 	VMULPS    Z16, Z20, Z24
 	VADDPS    Z24, Z0, Z0
@@ -428,7 +445,7 @@ loop:
 	VADDPS    Z26, Z2, Z2
 	VMULPS    Z19, Z20, Z27
 	VADDPS    Z27, Z3, Z3
-	VPMOVZXWD (SI)(R9*2), Z21
+	VPMOVZXWD (R10)(BX*1), Z21
 	VPSLLD    $0x10, Z21, Z21
 	VMULPS    Z16, Z21, Z28
 	VADDPS    Z28, Z4, Z4
@@ -438,7 +455,7 @@ loop:
 	VADDPS    Z30, Z6, Z6
 	VMULPS    Z19, Z21, Z31
 	VADDPS    Z31, Z7, Z7
-	VPMOVZXWD (DI)(R9*2), Z22
+	VPMOVZXWD (R10)(BX*2), Z22
 	VPSLLD    $0x10, Z22, Z22
 	VMULPS    Z16, Z22, Z24
 	VADDPS    Z24, Z8, Z8
@@ -448,7 +465,7 @@ loop:
 	VADDPS    Z26, Z10, Z10
 	VMULPS    Z19, Z22, Z27
 	VADDPS    Z27, Z11, Z11
-	VPMOVZXWD (R8)(R9*2), Z23
+	VPMOVZXWD (R10)(SI*1), Z23
 	VPSLLD    $0x10, Z23, Z23
 	VMULPS    Z16, Z23, Z28
 	VADDPS    Z28, Z12, Z12
@@ -458,23 +475,19 @@ loop:
 	VADDPS    Z30, Z14, Z14
 	VMULPS    Z19, Z23, Z31
 	VADDPS    Z31, Z15, Z15
-	ADDQ      $0x10, R9
-	ADDQ      $0x00000100, DX
-	JMP       loop
+	ADDQ      $0x00000100, R9
+	ADDQ      $0x20, R10
+	DECQ      R11
+	JNZ       loop
 
 tail:
-	MOVQ        AX, CX
-	ANDQ        $0x0000000f, CX
-	JZ          reduce
-	MOVL        $0x00000001, AX
-	SHLL        CL, AX
-	DECL        AX
-	KMOVW       AX, K1
-	VMOVUPS     (DX), Z16
-	VMOVUPS     64(DX), Z17
-	VMOVUPS     128(DX), Z18
-	VMOVUPS     192(DX), Z19
-	VPMOVZXWD.Z (BX)(R9*2), K1, Z20
+	KORTESTW    K1, K1
+	JZ          done
+	VMOVUPS     (R9), Z16
+	VMOVUPS     64(R9), Z17
+	VMOVUPS     128(R9), Z18
+	VMOVUPS     192(R9), Z19
+	VPMOVZXWD.Z (R10), K1, Z20
 	VPSLLD      $0x10, Z20, Z20
 	VMULPS      Z16, Z20, Z24
 	VADDPS      Z24, Z0, Z0
@@ -484,7 +497,7 @@ tail:
 	VADDPS      Z26, Z2, Z2
 	VMULPS      Z19, Z20, Z27
 	VADDPS      Z27, Z3, Z3
-	VPMOVZXWD.Z (SI)(R9*2), K1, Z21
+	VPMOVZXWD.Z (R10)(BX*1), K1, Z21
 	VPSLLD      $0x10, Z21, Z21
 	VMULPS      Z16, Z21, Z28
 	VADDPS      Z28, Z4, Z4
@@ -494,7 +507,7 @@ tail:
 	VADDPS      Z30, Z6, Z6
 	VMULPS      Z19, Z21, Z31
 	VADDPS      Z31, Z7, Z7
-	VPMOVZXWD.Z (DI)(R9*2), K1, Z22
+	VPMOVZXWD.Z (R10)(BX*2), K1, Z22
 	VPSLLD      $0x10, Z22, Z22
 	VMULPS      Z16, Z22, Z24
 	VADDPS      Z24, Z8, Z8
@@ -504,7 +517,7 @@ tail:
 	VADDPS      Z26, Z10, Z10
 	VMULPS      Z19, Z22, Z27
 	VADDPS      Z27, Z11, Z11
-	VPMOVZXWD.Z (R8)(R9*2), K1, Z23
+	VPMOVZXWD.Z (R10)(SI*1), K1, Z23
 	VPSLLD      $0x10, Z23, Z23
 	VMULPS      Z16, Z23, Z28
 	VADDPS      Z28, Z12, Z12
@@ -515,7 +528,7 @@ tail:
 	VMULPS      Z19, Z23, Z31
 	VADDPS      Z31, Z15, Z15
 
-reduce:
+done:
 	VSHUFF32X4 $0x44, Z1, Z0, Z16
 	VSHUFF32X4 $0xee, Z1, Z0, Z17
 	VADDPS     Z17, Z16, Z0
@@ -561,8 +574,11 @@ reduce:
 	VSHUFPS    $0x88, Z1, Z0, Z16
 	VSHUFPS    $0xdd, Z1, Z0, Z17
 	VADDPS     Z17, Z16, Z0
-	MOVQ       out+32(FP), AX
-	VMOVUPS    Z0, (AX)
+	VMOVUPS    Z0, (R8)
+	LEAQ       (CX)(BX*4), CX
+	ADDQ       $0x40, R8
+	DECQ       DI
+	JNZ        tile
 	VZEROUPPER
 	RET
 

@@ -14,8 +14,14 @@ import (
 var fwdAsm = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW
 
 // fwdBlockBytes is the size of the block of weight rows that stays in L2
-// while every 4-token group of the batch meets it.
-const fwdBlockBytes = 128 << 10
+// while every group of four vectors meets it; fwdMaxTiles bounds the
+// 4-row tiles of one kernel call. Measured on the Qwen3-0.6B shapes
+// (M = 128): 128-512 KiB blocks run within noise of each other, column
+// blocks that keep a group in L1 and blocks of vectors did not help.
+const (
+	fwdBlockBytes = 256 << 10
+	fwdMaxTiles   = 64
+)
 
 // matRowsAsm is matRows with the assembly kernels, each of which computes
 // 16 output elements in dotLanes order: 4 tokens × 4 rows (fwdTile4x4,
@@ -76,19 +82,22 @@ func packTokens(xs [][]float32, n int, pp *[]float32) []float32 {
 }
 
 // fwdTiles computes rows [lo, hi) (a multiple of 4) for the vectors ys
-// (whole groups of four, packed in xp), a block of rows at a time.
+// (whole groups of four, packed in xp), a block of rows at a time
+// (fwdBlockBytes, at most fwdMaxTiles tiles per kernel call): the block
+// stays in L2 while every group of the batch meets it.
 func fwdTiles(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool) {
-	block := max(4, fwdBlockBytes/(w.cols*w.elemSize())&^3)
-	pl := packedLen(w.cols)
-	var out [16]float32
-	for rb := lo; rb < hi; rb += block {
-		re := min(rb+block, hi)
+	n := w.cols
+	rowBlock := min(4*fwdMaxTiles, max(4, fwdBlockBytes/(n*w.elemSize())&^3))
+	pl := packedLen(n)
+	var out [16 * fwdMaxTiles]float32
+	for rb := lo; rb < hi; rb += rowBlock {
+		re := min(rb+rowBlock, hi)
 		for t := 0; t+4 <= len(ys); t += 4 {
-			g := xp[t/4*pl : (t/4+1)*pl]
+			fwdTileRows(w, xp[t/4*pl:(t/4+1)*pl], rb, (re-rb)/4, n, out[:])
 			for r := rb; r < re; r += 4 {
-				fwdTile(w, g, r, w.cols, &out)
+				o := out[4*(r-rb):]
 				for i, y := range ys[t : t+4 : t+4] {
-					putRow(y[r:r+4], out[4*i:4*i+4], accumulate)
+					putRow(y[r:r+4], o[4*i:4*i+4], accumulate)
 				}
 			}
 		}
@@ -140,14 +149,24 @@ func fwdRowTail(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool
 // fwdTile runs the 4×4 kernel on a packed group of four vectors and rows
 // j, j+stride/cols, … of w.
 func fwdTile(w mat, g []float32, j, stride int, out *[16]float32) {
+	fwdTileRows(w, g, j, 1, stride, out[:])
+}
+
+// fwdTileRows runs the 4×4 kernel on a packed group g and tiles
+// consecutive tiles from row j (rows stride apart); out gets 16 sums per
+// tile.
+func fwdTileRows(w mat, g []float32, j, tiles, stride int, out []float32) {
 	n := w.cols
 	g = g[:packedLen(n)]
+	_ = out[16*tiles-1]
+	i := j * n
+	last := i + (4*tiles-1)*stride + n - 1
 	if w.bf != nil {
-		_ = w.bf[j*n+3*stride+n-1]
-		fwdTile4x4BF16(&g[0], &w.bf[j*n], stride, n, out)
+		_ = w.bf[last]
+		fwdTile4x4BF16(&g[0], &w.bf[i], stride, n, tiles, &out[0])
 	} else {
-		_ = w.data[j*n+3*stride+n-1]
-		fwdTile4x4F32(&g[0], &w.data[j*n], stride, n, out)
+		_ = w.data[last]
+		fwdTile4x4F32(&g[0], &w.data[i], stride, n, tiles, &out[0])
 	}
 }
 

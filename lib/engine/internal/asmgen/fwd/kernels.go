@@ -73,39 +73,44 @@ func tailMask(ctx *build.Context, n reg.GPVirtual, skip string) {
 	ctx.KMOVW(reg.EAX, reg.K1)
 }
 
-// tile4x4 generates fwdTile4x4<F32|BF16>(xp, w, stride, n, out):
-// out[4t+r] = Σ_k x_t[k]·w[r·stride+k] for tokens t and rows r in 0..3,
-// k < n. The four tokens come packed (xp[64c+16t+l] = x_t[16c+l], zero
-// past n): one stream instead of four rows a power of two apart, which
-// would all map to one L1 set. Accumulator Z(4r+t) holds (t, r), so the
-// tree leaves out in token-major order.
+// tile4x4 generates fwdTile4x4<F32|BF16>(xp, w, stride, n, tiles, out): for each of tiles consecutive 4-row tiles i (rows 4i..4i+3
+// from w, stride apart), out[16i+4t+r] = Σ_k x_t[k]·w[(4i+r)·stride+k] for
+// tokens t and rows r in 0..3, k < n. The four tokens come packed
+// (xp[64c+16t+l] = x_t[16c+l], zero past n): one stream instead of four
+// rows a power of two apart, which would all map to one L1 set.
+// Accumulator Z(4r+t) holds (t, r), so the tree leaves out in token-major
+// order.
 func tile4x4(ctx *build.Context, bf bool) {
 	w := weightsOf(bf)
 	ctx.Function("fwdTile4x4" + w.sfx)
 	ctx.Attributes(attr.NOSPLIT | attr.NOFRAME)
-	ctx.SignatureExpr(fmt.Sprintf("func(xp *float32, w %s, stride, n int, out *[16]float32)", w.gotyp))
+	ctx.SignatureExpr(fmt.Sprintf("func(xp *float32, w %s, stride, n, tiles int, out *float32)", w.gotyp))
 	ctx.Pragma("noescape")
-	var pw [4]reg.GPVirtual
-	px := ctx.GP64()
-	ctx.Load(ctx.Param("xp"), px)
-	stride := ctx.GP64()
-	ctx.Load(ctx.Param("stride"), stride)
-	ctx.SHLQ(U8(log2(w.size)), stride)
-	pw[0] = ctx.GP64()
-	ctx.Load(ctx.Param("w"), pw[0])
-	for r := 1; r < 4; r++ {
-		pw[r] = ctx.GP64()
-		ctx.LEAQ(Mem{Base: pw[r-1], Index: stride, Scale: 1}, pw[r])
-	}
 	n := ctx.GP64()
 	ctx.Load(ctx.Param("n"), n)
-	nfull := ctx.GP64()
-	ctx.MOVQ(n, nfull)
-	ctx.ANDQ(I32(-16), nfull)
-	i := ctx.GP64()
-	ctx.XORQ(i, i)
-	for a := range 16 {
-		ctx.VPXORD(zmm(a), zmm(a), zmm(a))
+	setTailMask(ctx, n)
+	chunks := n
+	ctx.SHRQ(U8(4), chunks)
+	xp0, row, stride, stride3 := ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
+	ctx.Load(ctx.Param("xp"), xp0)
+	ctx.Load(ctx.Param("w"), row)
+	ctx.Load(ctx.Param("stride"), stride)
+	ctx.SHLQ(U8(log2(w.size)), stride)
+	ctx.LEAQ(Mem{Base: stride, Index: stride, Scale: 2}, stride3)
+	tiles, out := ctx.GP64(), ctx.GP64()
+	ctx.Load(ctx.Param("tiles"), tiles)
+	ctx.Load(ctx.Param("out"), out)
+	px, pw, left := ctx.GP64(), ctx.GP64(), ctx.GP64()
+	rowMem := func(r int) Mem {
+		switch r {
+		case 0:
+			return Mem{Base: pw}
+		case 1:
+			return Mem{Base: pw, Index: stride, Scale: 1}
+		case 2:
+			return Mem{Base: pw, Index: stride, Scale: 2}
+		}
+		return Mem{Base: pw, Index: stride3, Scale: 1}
 	}
 	step := func(mask reg.Register) {
 		for t := range 4 {
@@ -113,7 +118,7 @@ func tile4x4(ctx *build.Context, bf bool) {
 		}
 		for r := range 4 {
 			wz := zmm(20 + r)
-			w.load(ctx, Mem{Base: pw[r], Index: i, Scale: uint8(w.size)}, wz, mask)
+			w.load(ctx, rowMem(r), wz, mask)
 			for t := range 4 {
 				tmp := zmm(24 + (4*r+t)%8)
 				ctx.VMULPS(zmm(16+t), wz, tmp)
@@ -121,23 +126,46 @@ func tile4x4(ctx *build.Context, bf bool) {
 			}
 		}
 	}
+	ctx.Label("tile")
+	ctx.MOVQ(xp0, px)
+	ctx.MOVQ(row, pw)
+	ctx.MOVQ(chunks, left)
+	for a := range 16 {
+		ctx.VPXORD(zmm(a), zmm(a), zmm(a))
+	}
+	ctx.Label("start")
+	ctx.TESTQ(left, left)
+	ctx.JZ(LabelRef("tail"))
 	ctx.Label("loop")
-	ctx.CMPQ(i, nfull)
-	ctx.JAE(LabelRef("tail"))
 	step(nil)
-	ctx.ADDQ(U8(16), i)
 	ctx.ADDQ(U32(256), px)
-	ctx.JMP(LabelRef("loop"))
+	ctx.ADDQ(U8(16*w.size), pw)
+	ctx.DECQ(left)
+	ctx.JNZ(LabelRef("loop"))
 	ctx.Label("tail")
-	tailMask(ctx, n, "reduce")
+	ctx.KORTESTW(reg.K1, reg.K1)
+	ctx.JZ(LabelRef("done"))
 	step(reg.K1)
-	ctx.Label("reduce")
+	ctx.Label("done")
 	reduce16(ctx)
-	out := ctx.GP64()
-	ctx.Load(ctx.Param("out"), out)
 	ctx.VMOVUPS(reg.Z0, Mem{Base: out})
+	ctx.LEAQ(Mem{Base: row, Index: stride, Scale: 4}, row)
+	ctx.ADDQ(U8(64), out)
+	ctx.DECQ(tiles)
+	ctx.JNZ(LabelRef("tile"))
 	ctx.VZEROUPPER()
 	ctx.RET()
+}
+
+// setTailMask sets K1 to the low n mod 16 bits (zero when there is no
+// tail).
+func setTailMask(ctx *build.Context, n reg.GPVirtual) {
+	ctx.MOVQ(n, reg.RCX)
+	ctx.ANDQ(U32(15), reg.RCX)
+	ctx.MOVL(U32(1), reg.EAX)
+	ctx.SHLL(reg.CL, reg.EAX)
+	ctx.DECL(reg.EAX)
+	ctx.KMOVW(reg.EAX, reg.K1)
 }
 
 // row16 generates fwdRow16<F32|BF16>(x, w, stride, n, out): out[r] =
