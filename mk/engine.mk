@@ -16,11 +16,23 @@
 BENCH_TARGETS += bench-engine
 
 TORCH_PY ?= /usr/bin/python3
-OPENBLAS ?= $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3 /usr/lib/*/openblas-pthread/libblas.so.3))
-TORCH_ENV := $(shell $(TORCH_PY) -c 'import torch' >/dev/null 2>&1 && echo TINKER_BENCH_TORCH=$(TORCH_PY) $(if $(OPENBLAS),LD_PRELOAD=$(OPENBLAS)))
+TORCH_PKGS := python3-torch python3-numpy libopenblas0-pthread
+OPENBLAS = $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3 /usr/lib/*/openblas-pthread/libblas.so.3))
+# Evaluated when the recipe runs, after bench-engine-deps had its chance.
+TORCH_ENV = $(shell $(TORCH_PY) -c 'import torch' >/dev/null 2>&1 && echo TINKER_BENCH_TORCH=$(TORCH_PY) $(if $(OPENBLAS),LD_PRELOAD=$(OPENBLAS)))
 
-.PHONY: bench-engine
-bench-engine:
+.PHONY: bench-engine bench-engine-deps
+# The PyTorch reference comes from Debian's packages: installed here as root
+# with apt-get, otherwise the benchmark says how and runs without it.
+bench-engine-deps:
+	@if $(TORCH_PY) -c 'import torch' >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "bench-engine: installing $(TORCH_PKGS) for the PyTorch reference"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(TORCH_PKGS) >/dev/null || \
+	  echo "bench-engine: apt-get failed; the training step runs without the PyTorch reference"; \
+	else echo "bench-engine: no PyTorch reference (sudo apt-get install $(TORCH_PKGS) adds it)"; fi
+
+bench-engine: bench-engine-deps
 	@uptime
 	$(GO) test -run '^$$' -bench 'BenchmarkGEMM' -benchtime 5x -count 1 ./lib/engine/
 	@uptime
