@@ -35,9 +35,13 @@ func matRowsAsm(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) bool {
 	if !useSIMD || !fwdAsm || w.cols == 0 || lo >= hi || len(xs) == 0 {
 		return false
 	}
+	m4 := len(xs) &^ 3
+	if m4 == 0 && (hi-lo)%16 == 0 {
+		fwdRows(w, xs, ys, lo, hi, accumulate) // decoding: nothing to pack
+		return true
+	}
 	pp := xpackPool.Get().(*[]float32)
 	xp := packTokens(xs, w.cols, pp)
-	m4 := len(xs) &^ 3
 	hi4 := lo + (hi-lo)&^3
 	fwdTiles(w, xp, ys[:m4], lo, hi4, accumulate)
 	fwdRowTail(w, xp, ys[:m4], hi4, hi, accumulate)
