@@ -73,8 +73,9 @@ func tailMask(ctx *build.Context, n reg.GPVirtual, skip string) {
 	ctx.KMOVW(reg.EAX, reg.K1)
 }
 
-// tile4x4 generates fwdTile4x4<F32|BF16>(xp, w, stride, n, tiles, out): for each of tiles consecutive 4-row tiles i (rows 4i..4i+3
-// from w, stride apart), out[16i+4t+r] = Σ_k x_t[k]·w[(4i+r)·stride+k] for
+// tile4x4 generates fwdTile4x4<F32|BF16>(xp, w, stride, n, tiles, out):
+// for each of tiles consecutive 4-row tiles i (rows 4i..4i+3 from w,
+// stride apart), out[16i+4t+r] = Σ_k x_t[k]·w[(4i+r)·stride+k] for
 // tokens t and rows r in 0..3, k < n. The four tokens come packed
 // (xp[64c+16t+l] = x_t[16c+l], zero past n): one stream instead of four
 // rows a power of two apart, which would all map to one L1 set.
