@@ -26,8 +26,9 @@
 //   - Batch invariance: each output element of a matrix product is summed in
 //     one fixed order that depends only on the shapes, never on the batch,
 //     the goroutine split or the kernel, and products are never fused into
-//     FMAs, so a seeded sample has the same bits alone, in a batch, under
-//     concurrent load and on another machine. Forward products use the
+//     FMAs, so a seeded sample has the same bits alone, in a batch,
+//     batched with other requests and on another machine
+//     (TestConcurrentMatchesSolo). Forward products use the
 //     "dot-form" (dotLanes in kernels.go): 16 lane partial sums, lane l
 //     adding the products at k ≡ l (mod 16) in ascending k, then a fixed
 //     tree over the lanes (i+8, i+4, i+2, i+1). It reads inputs and
@@ -51,9 +52,23 @@
 //     multiply and add; backward products run lanes along the row-major
 //     columns. Without AVX-512 or the experiment the scalar kernels run;
 //     TestForwardKernelsMatchScalar and TestSIMDMatchesScalar compare them.
-//   - Parallelism: a request's sequences are split over GOMAXPROCS groups,
-//     each running its own batched forward step (small models); large models
-//     keep one batch and split each matrix product's rows across cores.
+//   - Concurrent requests share one batch (batcher.go): every Sample call
+//     on a base model or any of its adapters joins the model's running
+//     batch, whose one goroutine (started by the first call, gone when the
+//     last leaves) steps a forward pass over the next token of every
+//     generating sample plus at most prefillChunk positions of prompts
+//     still being prefilled, then lets each sample draw with its own
+//     sampler and random stream. Decoding reads every weight once per step,
+//     so 8 concurrent requests cost about what one request of 8 samples
+//     does, instead of 8 requests. Rows carry their adapter; each adapter's
+//     low-rank product runs over its own rows. Admission is first come,
+//     first served, up to maxBatchSeqs sequences (a larger request runs
+//     alone). A cancelled caller returns at once; its rows leave before the
+//     next step and its callbacks are not called again.
+//   - Parallelism: a step's rows are split over GOMAXPROCS groups, each
+//     running its own forward pass (small models); large models keep one
+//     batch and split each matrix product's rows across cores. Draws over
+//     large vocabularies are spread across cores too.
 //   - Training runs a request's datums one after another: each keeps only its
 //     own activations (ActivationBytes tells the cost up front), its
 //     gradient is computed alone and added to the accumulated gradient in

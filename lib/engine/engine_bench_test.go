@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"math"
 	"sync"
 	"syscall"
 	"testing"
@@ -10,7 +11,12 @@ import (
 	"github.com/tinkershell/tinker/lib/models"
 )
 
-const benchTokens = 256
+// Tokens generated per sequence by BenchmarkGenerate: tiny models, and
+// the Qwen3-0.6B-shaped model (about 0.1 s a token).
+const (
+	benchTokens      = 256
+	benchTokensLarge = 16
+)
 
 // processCPU is the process's user+system CPU time in seconds.
 func processCPU() float64 {
@@ -19,10 +25,11 @@ func processCPU() float64 {
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
-// generate runs one request of n samples and returns the tokens produced.
-func generate(b testing.TB, m *Model, n int, seed int64) int {
+// generate runs one request of n samples of the given length and returns
+// the tokens produced.
+func generate(b testing.TB, m *Model, n, tokens int, seed int64) int {
 	r, err := m.Sample(context.Background(), SampleRequest{Prompt: []int{models.TinyBOS, 'H', 'i'}, NumSamples: n,
-		MaxTokens: benchTokens, Temperature: 1, Seed: &seed})
+		MaxTokens: tokens, Temperature: 1, Seed: &seed})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -35,43 +42,46 @@ func generate(b testing.TB, m *Model, n int, seed int64) int {
 
 // BenchmarkGenerate reports generated tokens/s for one sequence, for 8
 // sequences in one request (num_samples=8) and for 8 concurrent requests of
-// one sequence each, measured in the same run, and their speed-ups over one
-// sequence. The tok/cpu-s figures divide by the process's CPU time instead
-// of wall time: the engine's own speed per core, less sensitive to other
-// load on a shared machine (with 2 idle cores, x-batch ≈ 2 × the ratio of
-// the two tok/cpu-s figures).
+// one sequence each (which share one batch), measured in the same run, and
+// their speed-ups over one sequence: on the tiny models and on a random
+// Qwen3-0.6B-shaped model with bfloat16 weights (memory-bound decoding,
+// where a batch of 8 costs little more than one sequence). The tok/cpu-s
+// figures divide by the process's CPU time instead of wall time: the
+// engine's own speed per core, less sensitive to other load on a shared
+// machine (with 2 idle cores, x-batch ≈ 2 × the ratio of the two tok/cpu-s
+// figures).
 func BenchmarkGenerate(b *testing.B) {
-	for _, name := range []string{models.TinyLlama, models.TinyQwen3} {
-		m := mustLoad(b, name)
+	for _, name := range []string{models.TinyLlama, models.TinyQwen3, "qwen3-0.6b-shape-bf16"} {
 		b.Run(name, func(b *testing.B) {
+			m, tokens := benchModel(b, name)
 			var single, batch, conc time.Duration
-			var singleCPU, batchCPU float64
+			var singleCPU, batchCPU, concCPU float64
 			var nSingle, nBatch, nConc int
 			seed := int64(0)
 			for b.Loop() {
 				seed++
 				c0 := processCPU()
 				t0 := time.Now()
-				nSingle += generate(b, m, 1, seed)
+				nSingle += generate(b, m, 1, tokens, seed)
 				t1 := time.Now()
 				c1 := processCPU()
 				singleCPU += c1 - c0
-				nBatch += generate(b, m, 8, seed)
+				nBatch += generate(b, m, 8, tokens, seed)
 				t2 := time.Now()
-				batchCPU += processCPU() - c1
+				c2 := processCPU()
+				batchCPU += c2 - c1
 				var wg sync.WaitGroup
 				var mu sync.Mutex
 				for i := range 8 {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						n := generate(b, m, 1, seed*8+int64(i))
+					wg.Go(func() {
+						n := generate(b, m, 1, tokens, seed*8+int64(i))
 						mu.Lock()
 						nConc += n
 						mu.Unlock()
-					}()
+					})
 				}
 				wg.Wait()
+				concCPU += processCPU() - c2
 				single, batch, conc = single+t1.Sub(t0), batch+t2.Sub(t1), conc+time.Since(t2)
 			}
 			r1 := float64(nSingle) / single.Seconds()
@@ -80,10 +90,36 @@ func BenchmarkGenerate(b *testing.B) {
 			b.ReportMetric(r1, "tok/s-1seq")
 			b.ReportMetric(float64(nSingle)/singleCPU, "tok/cpu-s-1seq")
 			b.ReportMetric(float64(nBatch)/batchCPU, "tok/cpu-s-8batch")
+			b.ReportMetric(float64(nConc)/concCPU, "tok/cpu-s-8conc")
 			b.ReportMetric(r8, "tok/s-8batch")
 			b.ReportMetric(rc, "tok/s-8conc")
 			b.ReportMetric(r8/r1, "x-batch")
 			b.ReportMetric(rc/r1, "x-conc")
 		})
 	}
+}
+
+// benchModel returns a built-in tiny model, or the random 0.6B-shaped one
+// with bfloat16 matrices, and how many tokens to generate per sequence.
+func benchModel(b *testing.B, name string) (*Model, int) {
+	if name != "qwen3-0.6b-shape-bf16" {
+		return mustLoad(b, name), benchTokens
+	}
+	c := qwen3Small()
+	ts := randomTensors(c, 1)
+	for k, t := range ts {
+		if len(t.Shape) == 2 {
+			t.BF16 = make([]uint16, len(t.Data))
+			for i, v := range t.Data {
+				t.BF16[i] = uint16(math.Float32bits(v) >> 16)
+			}
+			t.Data = nil
+			ts[k] = t
+		}
+	}
+	m, err := New(name, c, ts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m, benchTokensLarge
 }

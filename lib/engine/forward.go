@@ -3,6 +3,7 @@ package engine
 import (
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 )
 
@@ -49,13 +50,16 @@ func (c *kvCache) clone(capacity, kvd int) *kvCache {
 }
 
 // row is one token to run through the model: token at position pos of the
-// sequence whose cache is seq. Rows of one sequence must be consecutive
-// positions, in order, starting at seq.n.
+// sequence whose cache is seq, with adapter lora (nil: the base model).
+// Rows of one sequence must be consecutive positions, in order, starting at
+// seq.n. Rows of different sequences may use different adapters of the
+// same base model.
 type row struct {
 	seq    *kvCache
 	token  int
 	pos    int
 	logits bool // compute logits for this row
+	lora   *LoRA
 }
 
 // workspace holds the activations of one forward call, reused across steps.
@@ -63,6 +67,8 @@ type workspace struct {
 	x, xn, q, k, v, att, g, u [][]float32
 	cos, sin                  [][]float32
 	loraT                     [][]float32
+	loras, headLoras          []*LoRA     // per row; per logits row
+	gx, gy                    [][]float32 // one adapter's rows of a mixed batch
 	logits                    [][]float32
 	scores                    [][]float32 // per attention worker
 }
@@ -98,8 +104,16 @@ func (m *Model) forward(ws *workspace, rows []row) [][]float32 {
 	ws.u = grow(ws.u, n, c.Intermediate)
 	ws.cos = grow(ws.cos, n, c.HeadDim/2)
 	ws.sin = grow(ws.sin, n, c.HeadDim/2)
-	if m.lora != nil {
-		ws.loraT = grow(ws.loraT, n, m.lora.Rank)
+	ws.loras = ws.loras[:0]
+	rank := 0
+	for _, r := range rows {
+		ws.loras = append(ws.loras, r.lora)
+		if r.lora != nil {
+			rank = max(rank, r.lora.Rank)
+		}
+	}
+	if rank > 0 {
+		ws.loraT = grow(ws.loraT, n, rank)
 	}
 	for i, r := range rows {
 		r.seq.reserve(r.pos+1, kvd)
@@ -109,16 +123,13 @@ func (m *Model) forward(ws *workspace, rows []row) [][]float32 {
 	xn := ws.xn
 	for li := range w.layers {
 		lw := &w.layers[li]
-		var ll loraLayer // no adapter: all nil
-		if m.lora != nil {
-			ll = m.lora.layers[li]
-		}
+		ls := ws.loras
 		for i := range rows {
 			rmsNorm(xn[i], ws.x[i], lw.attnNorm, c.RMSNormEps)
 		}
-		m.linear(ws, lw.q, lw.qBias, ll.q, xn, ws.q, false)
-		m.linear(ws, lw.k, lw.kBias, ll.k, xn, ws.k, false)
-		m.linear(ws, lw.v, lw.vBias, ll.v, xn, ws.v, false)
+		m.linear(ws, lw.q, lw.qBias, ls, li, modQ, xn, ws.q, false)
+		m.linear(ws, lw.k, lw.kBias, ls, li, modK, xn, ws.k, false)
+		m.linear(ws, lw.v, lw.vBias, ls, li, modV, xn, ws.v, false)
 		for i, r := range rows {
 			if lw.qNorm != nil {
 				for hd := 0; hd < qd; hd += c.HeadDim {
@@ -136,19 +147,19 @@ func (m *Model) forward(ws *workspace, rows []row) [][]float32 {
 			copy(r.seq.v[li][r.pos*kvd:(r.pos+1)*kvd], ws.v[i])
 		}
 		m.attention(ws, rows, li)
-		m.linear(ws, lw.o, lw.oBias, ll.o, ws.att, ws.x, true)
+		m.linear(ws, lw.o, lw.oBias, ls, li, modO, ws.att, ws.x, true)
 		for i := range rows {
 			rmsNorm(xn[i], ws.x[i], lw.mlpNorm, c.RMSNormEps)
 		}
-		m.linear(ws, lw.gate, nil, ll.gate, xn, ws.g, false)
-		m.linear(ws, lw.up, nil, ll.up, xn, ws.u, false)
+		m.linear(ws, lw.gate, nil, ls, li, modGate, xn, ws.g, false)
+		m.linear(ws, lw.up, nil, ls, li, modUp, xn, ws.u, false)
 		for i := range rows {
 			g, u := ws.g[i], ws.u[i][:len(ws.g[i])]
 			for j, gv := range g {
 				g[j] = silu(gv) * u[j]
 			}
 		}
-		m.linear(ws, lw.down, nil, ll.down, ws.g, ws.x, true)
+		m.linear(ws, lw.down, nil, ls, li, modDown, ws.g, ws.x, true)
 	}
 	for _, r := range rows {
 		if r.pos+1 > r.seq.n {
@@ -158,20 +169,18 @@ func (m *Model) forward(ws *workspace, rows []row) [][]float32 {
 	// Logits only for the rows that need them: usually just the last one.
 	var in, out [][]float32
 	idx := make([]int, 0, n)
+	ws.headLoras = ws.headLoras[:0]
 	for i, r := range rows {
 		if r.logits {
 			rmsNorm(xn[i], ws.x[i], w.norm, c.RMSNormEps)
 			in = append(in, xn[i])
 			idx = append(idx, i)
+			ws.headLoras = append(ws.headLoras, r.lora)
 		}
 	}
 	ws.logits = grow(ws.logits, len(in), c.VocabSize)
 	out = ws.logits
-	var lp *loraPair
-	if m.lora != nil {
-		lp = m.lora.lmHead
-	}
-	m.linear(ws, w.lmHead, nil, lp, in, out, false)
+	m.linear(ws, w.lmHead, nil, ws.headLoras, -1, 0, in, out, false)
 	res := make([][]float32, n)
 	for k, i := range idx {
 		res[i] = out[k]
@@ -180,7 +189,9 @@ func (m *Model) forward(ws *workspace, rows []row) [][]float32 {
 }
 
 // linear computes ys = W·xs (+ bias) (+ LoRA), adding to ys when accumulate.
-func (m *Model) linear(ws *workspace, w mat, bias []float32, lp *loraPair, xs, ys [][]float32, accumulate bool) {
+// loras[b] is row b's adapter (nil: none); layer and module name this
+// matrix within an adapter (LoRA.pair).
+func (m *Model) linear(ws *workspace, w mat, bias []float32, loras []*LoRA, layer, module int, xs, ys [][]float32, accumulate bool) {
 	if len(xs) == 0 {
 		return
 	}
@@ -195,11 +206,49 @@ func (m *Model) linear(ws *workspace, w mat, bias []float32, lp *loraPair, xs, y
 			}
 		}
 	}
-	if lp != nil {
-		t := ws.loraT[:len(xs)]
-		matMul(lp.a, xs, t, false)
-		matMul(lp.b, t, ys, true)
+	for i, l := range loras {
+		if l == nil || slices.Contains(loras[:i], l) {
+			continue // base rows, or an adapter already applied
+		}
+		if lp := l.pair(layer, module); lp != nil {
+			ws.addLoRA(lp, loras, l, xs, ys[:len(xs)])
+		}
 	}
+}
+
+// addLoRA adds adapter l's low-rank product lp to the rows that use l. The
+// base product ran once over all rows; each adapter's runs over its own
+// rows only, which gives the bits those rows get alone because every
+// output element is summed in one fixed order.
+func (ws *workspace) addLoRA(lp *loraPair, loras []*LoRA, l *LoRA, xs, ys [][]float32) {
+	if !allSame(loras, l) {
+		gx, gy := ws.gx[:0], ws.gy[:0]
+		for b, lb := range loras {
+			if lb == l {
+				gx, gy = append(gx, xs[b]), append(gy, ys[b])
+			}
+		}
+		ws.gx, ws.gy = gx, gy
+		xs, ys = gx, gy
+	}
+	t := ws.loraT[:len(xs)]
+	for b := range t {
+		t[b] = t[b][:lp.a.rows]
+	}
+	matMul(lp.a, xs, t, false)
+	matMul(lp.b, t, ys, true)
+	for b := range t {
+		t[b] = t[b][:cap(t[b])] // back to the widest rank, as grow made it
+	}
+}
+
+func allSame(loras []*LoRA, l *LoRA) bool {
+	for _, x := range loras {
+		if x != l {
+			return false
+		}
+	}
+	return true
 }
 
 // attention computes ws.att for every row from the caches, in parallel over

@@ -34,6 +34,27 @@ type loraLayer struct {
 	q, k, v, o, gate, up, down *loraPair
 }
 
+// Modules of a layer, for LoRA.pair.
+const (
+	modQ = iota
+	modK
+	modV
+	modO
+	modGate
+	modUp
+	modDown
+)
+
+// pair returns the adapter of module (modQ...) in layer, or of lm_head
+// when layer < 0; nil when the adapter leaves that matrix alone.
+func (l *LoRA) pair(layer, module int) *loraPair {
+	if layer < 0 {
+		return l.lmHead
+	}
+	ll := &l.layers[layer]
+	return [...]*loraPair{ll.q, ll.k, ll.v, ll.o, ll.gate, ll.up, ll.down}[module]
+}
+
 // loraKey is compiled on first use: most tinker runs never load an adapter.
 var loraKey = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^(?:base_model\.model\.)?(?:model\.layers\.(\d+)\.(?:self_attn|mlp)\.([a-z_]+)|(lm_head))\.lora_([AB])(?:\.[A-Za-z0-9_-]+)?\.weight$`)

@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 )
 
 // Stop reasons, as on the wire.
@@ -41,7 +40,9 @@ type SampleRequest struct {
 	// Decode detokenizes generated tokens for StopStrings; nil uses the
 	// model's own tokenizer (tiny models).
 	Decode func(tokens []int) string
-	// StopFunc, if set, is asked after every token whether to stop.
+	// StopFunc, if set, is asked after every token whether to stop. It and
+	// Decode run on the goroutine that steps every request of the model,
+	// so they must be quick and must not wait for a Sample call of it.
 	StopFunc func(generated []int) bool
 
 	// ModelLogprobs reports Sequence.Logprobs under the model's own
@@ -83,114 +84,26 @@ type SampleResponse struct {
 }
 
 // prefillChunk bounds how many prompt positions go through one forward call,
-// which bounds the activation memory for long prompts.
+// which bounds the activation memory for long prompts and how long one
+// step of the batch makes the other requests' tokens wait.
 const prefillChunk = 128
 
-// Sample generates NumSamples continuations of req.Prompt. It runs the
-// samples as one batch, spread over the available cores; concurrent calls
-// share the model safely. It stops early with ctx's error when ctx is done.
+// Sample generates NumSamples continuations of req.Prompt. Concurrent
+// calls on a model and on its adapters share one batch (see batcher):
+// every step runs one forward pass over the next token of all their
+// samples, and each result has the same bits as the call made alone. It
+// returns ctx's error as soon as ctx is done, and the call's work leaves
+// the batch before the next step.
 func (m *Model) Sample(ctx context.Context, req SampleRequest) (*SampleResponse, error) {
 	if err := m.checkRequest(&req); err != nil {
 		return nil, err
 	}
-	n := req.NumSamples
-	maxLen := len(req.Prompt) + req.MaxTokens
-	kvd := m.cfg.KVHeads * m.cfg.HeadDim
-	resp := &SampleResponse{Sequences: make([]Sequence, n)}
-
-	// Prefill the prompt once; samples start from copies of its cache,
-	// with room for a first stretch of generated tokens.
-	room := min(maxLen, len(req.Prompt)+256)
-	prefillCap := room
-	if n > 1 {
-		prefillCap = len(req.Prompt)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("sampling cancelled: %w", err)
 	}
-	cache := m.newCache(prefillCap)
-	ws := &workspace{}
-	wantPrompt := req.PromptLogprobs || req.TopKPromptLogprobs > 0
-	if wantPrompt {
-		resp.PromptLogprobs = make([]*float32, len(req.Prompt))
-		if req.TopKPromptLogprobs > 0 {
-			resp.TopKPromptLogprobs = make([][]TokenLogprob, len(req.Prompt))
-		}
-	}
-	last := make([]float32, m.cfg.VocabSize)
-	for lo := 0; lo < len(req.Prompt); lo += prefillChunk {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("sampling cancelled: %w", err)
-		}
-		hi := min(lo+prefillChunk, len(req.Prompt))
-		rows := make([]row, hi-lo)
-		for i := range rows {
-			p := lo + i
-			rows[i] = row{seq: cache, token: req.Prompt[p], pos: p,
-				logits: p == len(req.Prompt)-1 || (wantPrompt && p+1 < len(req.Prompt))}
-		}
-		logits := m.forward(ws, rows)
-		for i, r := range rows {
-			if logits[i] == nil {
-				continue
-			}
-			if r.pos == len(req.Prompt)-1 {
-				copy(last, logits[i])
-			}
-			if wantPrompt && r.pos+1 < len(req.Prompt) {
-				m.promptLogprobs(resp, logits[i], r.pos+1, req)
-			}
-		}
-	}
-
-	if req.MaxTokens == 0 {
-		for i := range resp.Sequences {
-			resp.Sequences[i] = Sequence{Tokens: []int{}, Logprobs: []float32{}, StopReason: StopReasonLength}
-		}
-		return resp, nil
-	}
-	base := randomSeed()
-	if req.Seed != nil {
-		base = uint64(*req.Seed)
-	}
-	seqs := make([]*seqRun, n)
-	for i := range seqs {
-		c := cache
-		if n > 1 {
-			c = cache.clone(room, kvd)
-		}
-		s := &seqRun{cache: c, rng: newRNG(sampleSeed(base, i)), sm: newSampler(m.cfg.VocabSize, req), out: &resp.Sequences[i]}
-		s.out.Tokens = make([]int, 0, req.MaxTokens)
-		s.out.Logprobs = make([]float32, 0, req.MaxTokens)
-		s.next, s.nextLogprob = s.sm.pick(last, s.rng)
-		seqs[i] = s
-	}
-	// Sequences are dealt round-robin to one goroutine per group; each
-	// group decodes its batch independently (no per-token synchronisation
-	// between cores). Stop checks are serialised by mu, so StopFunc and
-	// Decode are never called concurrently.
-	groups := min(m.groups(), n)
-	var mu sync.Mutex
-	errs := make(chan error, groups)
-	for g := 1; g < groups; g++ {
-		go func() { errs <- m.decode(ctx, &req, deal(seqs, g, groups), &mu) }()
-	}
-	err := m.decode(ctx, &req, deal(seqs, 0, groups), &mu)
-	for g := 1; g < groups; g++ {
-		if e := <-errs; err == nil {
-			err = e
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	return resp, nil
-}
-
-// deal returns every k-th sequence starting at i.
-func deal(seqs []*seqRun, i, k int) []*seqRun {
-	var part []*seqRun
-	for ; i < len(seqs); i += k {
-		part = append(part, seqs[i])
-	}
-	return part
+	j := newJob(ctx, m, req)
+	m.batch.submit(j)
+	return j.wait()
 }
 
 // seqRun is one sample in flight.
@@ -203,53 +116,15 @@ type seqRun struct {
 	nextLogprob float64 // its log-probability
 }
 
-// groups is how many goroutines share a request's sequences. Small models
-// are split by sequence; large ones keep one batch so each weight row is
-// read once per step for all sequences, and parallelise inside each matrix
-// product instead.
+// groups is how many forward passes a step splits its rows into, one per
+// core. Small models are split by sequence; large ones keep one batch so
+// each weight row is read once per step for all sequences, and parallelise
+// inside each matrix product instead.
 func (m *Model) groups() int {
 	if m.cfg.Params() > 50_000_000 {
 		return 1
 	}
 	return runtime.GOMAXPROCS(0)
-}
-
-// decode generates tokens for a batch of sequences until each stops.
-func (m *Model) decode(ctx context.Context, req *SampleRequest, seqs []*seqRun, mu *sync.Mutex) error {
-	ws := &workspace{}
-	active := make([]*seqRun, 0, len(seqs))
-	rows := make([]row, 0, len(seqs))
-	for {
-		active = active[:0]
-		mu.Lock()
-		for _, s := range seqs {
-			if s.out.StopReason != "" {
-				continue
-			}
-			s.out.Tokens = append(s.out.Tokens, s.next)
-			s.out.Logprobs = append(s.out.Logprobs, float32(s.nextLogprob))
-			if reason := m.stopReason(req, s.out.Tokens); reason != "" {
-				s.out.StopReason = reason
-				continue
-			}
-			active = append(active, s)
-		}
-		mu.Unlock()
-		if len(active) == 0 {
-			return nil
-		}
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("sampling cancelled: %w", err)
-		}
-		rows = rows[:0]
-		for _, s := range active {
-			rows = append(rows, row{seq: s.cache, token: s.out.Tokens[len(s.out.Tokens)-1], pos: s.cache.n, logits: true})
-		}
-		logits := m.forward(ws, rows)
-		for i, s := range active {
-			s.next, s.nextLogprob = s.sm.pick(logits[i], s.rng)
-		}
-	}
 }
 
 func (m *Model) checkRequest(req *SampleRequest) error {

@@ -1,0 +1,182 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"sync"
+)
+
+// batcher interleaves the Sample calls on one base model (and on every
+// adapter of it): one goroutine, started when a call arrives and gone when
+// the last one leaves, runs steps in which a single forward pass carries
+// the next token of every generating sequence plus a chunk of the prompts
+// still being prefilled. Decoding is bound by reading the weights, so a
+// step over many rows costs little more than a step over one; each row
+// still has its own KV cache, sampler and random stream, and the kernels
+// sum every output element in one fixed order whatever the batch, so a
+// request gets the same bits as it would alone.
+type batcher struct {
+	mu      sync.Mutex
+	queue   []*job // submitted, not yet admitted; FIFO
+	running bool   // the stepping goroutine exists
+}
+
+// maxBatchSeqs bounds the sequences admitted at once (each is one row of
+// every step, and the step's scratch memory grows with rows). A request
+// with more samples is admitted when it is alone.
+const maxBatchSeqs = 64
+
+// job is one Sample call in the batcher.
+type job struct {
+	ctx  context.Context
+	m    *Model // with the request's adapter
+	req  SampleRequest
+	resp *SampleResponse
+
+	cache     *kvCache // the prompt's, from the first prompt chunk
+	room      int      // positions each sample's cache starts with
+	seed      uint64   // sample i draws from sampleSeed(seed, i)
+	prefilled int      // prompt positions through the model
+	last      []float32
+	seqs      []*seqRun // nil until the prompt is prefilled
+	live      int       // sequences still generating
+
+	// mu is held by the stepper while it calls the request's callbacks
+	// (StopFunc, Decode) and writes its response, and by Sample when it
+	// gives up, so no callback runs after Sample has returned.
+	mu       sync.Mutex
+	left     bool // Sample returned early (its context is done)
+	finished bool
+	err      error
+	done     chan struct{}
+}
+
+func newJob(ctx context.Context, m *Model, req SampleRequest) *job {
+	j := &job{ctx: ctx, m: m, req: req, done: make(chan struct{}),
+		resp: &SampleResponse{Sequences: make([]Sequence, req.NumSamples)}}
+	j.seed = randomSeed()
+	if req.Seed != nil {
+		j.seed = uint64(*req.Seed)
+	}
+	j.room = min(len(req.Prompt)+req.MaxTokens, len(req.Prompt)+256)
+	if req.PromptLogprobs || req.TopKPromptLogprobs > 0 {
+		j.resp.PromptLogprobs = make([]*float32, len(req.Prompt))
+		if req.TopKPromptLogprobs > 0 {
+			j.resp.TopKPromptLogprobs = make([][]TokenLogprob, len(req.Prompt))
+		}
+	}
+	return j
+}
+
+// wait returns the job's result, or ctx's error as soon as ctx is done.
+func (j *job) wait() (*SampleResponse, error) {
+	select {
+	case <-j.done:
+	case <-j.ctx.Done():
+		j.mu.Lock()
+		j.left = !j.finished
+		j.mu.Unlock()
+		if j.left {
+			return nil, fmt.Errorf("sampling cancelled: %w", j.ctx.Err())
+		}
+	}
+	if p, ok := j.err.(*stepPanic); ok {
+		panic(p) // a bug: surface it in the caller, as before batching
+	}
+	return j.resp, j.err
+}
+
+// finish delivers the job's outcome; the caller holds j.mu.
+func (j *job) finish(err error) {
+	if !j.finished {
+		j.finished, j.err = true, err
+		close(j.done)
+	}
+}
+
+func (j *job) fail(err error) {
+	j.mu.Lock()
+	j.finish(err)
+	j.mu.Unlock()
+}
+
+// stepPanic is a panic caught in the stepper, passed to the callers whose
+// work it broke.
+type stepPanic struct {
+	val   any
+	stack []byte
+}
+
+func (p *stepPanic) Error() string { return fmt.Sprintf("sampling panicked: %v\n%s", p.val, p.stack) }
+
+func catch(err *error) {
+	if v := recover(); v != nil {
+		*err = &stepPanic{val: v, stack: debug.Stack()}
+	}
+}
+
+// submit queues j and starts the stepper if none is running.
+func (b *batcher) submit(j *job) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.queue = append(b.queue, j)
+	if !b.running {
+		b.running = true
+		go (&stepper{b: b, m: j.m}).run()
+	}
+}
+
+// stepper is the state of the stepping goroutine.
+type stepper struct {
+	b      *batcher
+	m      *Model // any model of the base; forward takes adapters per row
+	active []*job // admitted, in admission order
+	ws     []*workspace
+}
+
+func (s *stepper) run() {
+	for s.admit() {
+		if err := s.step(); err != nil {
+			for _, j := range s.active {
+				j.fail(err)
+			}
+			s.active = nil
+		}
+	}
+}
+
+// admit drops the jobs whose callers have gone and admits queued jobs while
+// there is room. It reports false, and the stepper ends, when no job is
+// left; that decision is made under b.mu, so a job submitted meanwhile
+// starts a new stepper.
+func (s *stepper) admit() bool {
+	b := s.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	gone := func(j *job) bool {
+		if err := j.ctx.Err(); err != nil {
+			j.fail(fmt.Errorf("sampling cancelled: %w", err))
+			return true
+		}
+		return j.finished
+	}
+	s.active = slices.DeleteFunc(s.active, gone)
+	b.queue = slices.DeleteFunc(b.queue, gone)
+	seqs := 0
+	for _, j := range s.active {
+		seqs += j.req.NumSamples
+	}
+	for len(b.queue) > 0 && (len(s.active) == 0 || seqs+b.queue[0].req.NumSamples <= maxBatchSeqs) {
+		seqs += b.queue[0].req.NumSamples
+		s.active = append(s.active, b.queue[0])
+		b.queue = b.queue[1:]
+	}
+	if len(s.active) == 0 {
+		b.running = false
+		b.queue = nil
+		return false
+	}
+	return true
+}

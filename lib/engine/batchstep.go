@@ -1,0 +1,246 @@
+package engine
+
+import (
+	"runtime"
+	"sync"
+)
+
+// unit is one sequence's share of a step: a chunk of a prompt being
+// prefilled, or the next token of a sample being generated.
+type unit struct {
+	j      *job
+	s      *seqRun // nil for a prompt chunk
+	rows   []row
+	logits [][]float32 // per row after the forward (nil where not asked)
+}
+
+// step runs one forward pass over every active job's rows, then lets each
+// sequence pick its token and each job check its stop conditions.
+func (s *stepper) step() error {
+	units := s.plan()
+	if len(units) == 0 {
+		return nil
+	}
+	if err := s.forward(units); err != nil {
+		return err
+	}
+	if err := s.pick(units); err != nil {
+		return err
+	}
+	for _, j := range s.active {
+		s.check(j)
+	}
+	return nil
+}
+
+// plan lists the step's units: the next token of every generating
+// sequence, and up to prefillChunk prompt positions of the jobs still
+// prefilling, oldest first, so a long prompt delays the others' tokens by
+// one chunk per step rather than by its whole length.
+func (s *stepper) plan() []*unit {
+	var units []*unit
+	budget := prefillChunk
+	for _, j := range s.active {
+		switch {
+		case j.seqs != nil:
+			for _, sq := range j.seqs {
+				if sq.out.StopReason == "" {
+					r := row{seq: sq.cache, token: sq.out.Tokens[len(sq.out.Tokens)-1], pos: sq.cache.n, logits: true, lora: j.m.lora}
+					units = append(units, &unit{j: j, s: sq, rows: []row{r}})
+				}
+			}
+		case budget > 0:
+			u := j.promptChunk(budget)
+			budget -= len(u.rows)
+			units = append(units, u)
+		}
+	}
+	return units
+}
+
+// promptChunk is the job's next (at most n) prompt positions. The prompt's
+// cache is made with the first chunk, so queued jobs hold no cache.
+func (j *job) promptChunk(n int) *unit {
+	p := j.req.Prompt
+	if j.cache == nil {
+		capacity := j.room
+		if j.req.NumSamples > 1 {
+			capacity = len(p) // samples start from copies
+		}
+		j.cache = j.m.newCache(capacity)
+	}
+	lo, hi := j.prefilled, min(j.prefilled+n, len(p))
+	wantPrompt := j.resp.PromptLogprobs != nil
+	u := &unit{j: j, rows: make([]row, 0, hi-lo)}
+	for i := lo; i < hi; i++ {
+		u.rows = append(u.rows, row{seq: j.cache, token: p[i], pos: i, lora: j.m.lora,
+			logits: i == len(p)-1 || (wantPrompt && i+1 < len(p))})
+	}
+	return u
+}
+
+// forward runs the units' rows. Small models split them into groups that
+// run their own forward on each core (their products are too small to
+// split); large ones run one batch and split each product across cores.
+func (s *stepper) forward(units []*unit) error {
+	parts := min(s.m.groups(), len(units))
+	for len(s.ws) < parts {
+		s.ws = append(s.ws, &workspace{})
+	}
+	rows := make([][]row, parts)
+	owners := make([][]*unit, parts)
+	for _, u := range units {
+		p := 0
+		for q := range rows {
+			if len(rows[q]) < len(rows[p]) {
+				p = q
+			}
+		}
+		rows[p] = append(rows[p], u.rows...)
+		owners[p] = append(owners[p], u)
+	}
+	run := func(p int) (err error) {
+		defer catch(&err)
+		out := s.m.forward(s.ws[p], rows[p])
+		for _, u := range owners[p] {
+			u.logits, out = out[:len(u.rows)], out[len(u.rows):]
+		}
+		return nil
+	}
+	return parallel(parts, run)
+}
+
+// parallel runs fn(0..n-1) on n goroutines (the caller's among them) and
+// returns the first error.
+func parallel(n int, fn func(i int) error) error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := 1; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fn(i)
+		}()
+	}
+	errs[0] = fn(0)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pick turns the step's logits into prompt logprobs and tokens: each
+// generating sequence draws its next token with its own sampler and random
+// stream, and a job whose prompt is now complete starts its samples from
+// the last prompt position. The draws are independent, so large
+// vocabularies spread them over the cores.
+func (s *stepper) pick(units []*unit) error {
+	var work []func()
+	for _, u := range units {
+		if u.s != nil {
+			sq, logits := u.s, u.logits[0]
+			work = append(work, func() { sq.next, sq.nextLogprob = sq.sm.pick(logits, sq.rng) })
+			continue
+		}
+		work = s.prefilled(u, work)
+	}
+	workers := 1
+	if len(work)*s.m.cfg.VocabSize >= 4*parallelMinWork {
+		workers = min(runtime.GOMAXPROCS(0), len(work))
+	}
+	return parallel(workers, func(w int) (err error) {
+		defer catch(&err)
+		for i := w; i < len(work); i += workers {
+			work[i]()
+		}
+		return nil
+	})
+}
+
+// prefilled records a prompt chunk's logits (prompt logprobs, and the
+// last position's, which the samples start from) and, once the prompt is
+// complete, starts the job's samples. It appends that work.
+func (s *stepper) prefilled(u *unit, work []func()) []func() {
+	j := u.j
+	p := j.req.Prompt
+	for i, r := range u.rows {
+		logits := u.logits[i]
+		if r.pos == len(p)-1 {
+			j.last = logits
+		}
+		if j.resp.PromptLogprobs != nil && r.pos+1 < len(p) {
+			pos := r.pos + 1
+			work = append(work, func() { j.m.promptLogprobs(j.resp, logits, pos, j.req) })
+		}
+	}
+	j.prefilled = u.rows[len(u.rows)-1].pos + 1
+	if j.prefilled < len(p) {
+		return work
+	}
+	return j.start(work)
+}
+
+// start creates the job's samples, each with its own copy of the prompt
+// cache when there are several, and appends their first draws (from the
+// last prompt position's logits) to work.
+func (j *job) start(work []func()) []func() {
+	n := j.req.NumSamples
+	if j.req.MaxTokens == 0 {
+		j.seqs = []*seqRun{} // prefilled, nothing to generate
+		for i := range j.resp.Sequences {
+			j.resp.Sequences[i] = Sequence{Tokens: []int{}, Logprobs: []float32{}, StopReason: StopReasonLength}
+		}
+		return work
+	}
+	j.seqs, j.live = make([]*seqRun, n), n
+	kvd := j.m.cfg.KVHeads * j.m.cfg.HeadDim
+	for i := range n {
+		work = append(work, func() {
+			c := j.cache
+			if n > 1 {
+				c = c.clone(j.room, kvd)
+			}
+			sq := &seqRun{cache: c, rng: newRNG(sampleSeed(j.seed, i)), sm: newSampler(j.m.cfg.VocabSize, j.req), out: &j.resp.Sequences[i]}
+			sq.out.Tokens = make([]int, 0, j.req.MaxTokens)
+			sq.out.Logprobs = make([]float32, 0, j.req.MaxTokens)
+			sq.next, sq.nextLogprob = sq.sm.pick(j.last, sq.rng)
+			j.seqs[i] = sq
+		})
+	}
+	return work
+}
+
+// check appends the tokens a job's sequences just drew and asks its stop
+// conditions, under j.mu; a job whose sequences have all stopped is done.
+// A panic in the request's own callbacks fails only that request.
+func (s *stepper) check(j *job) {
+	if j.seqs == nil {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.left {
+		return // admit drops it
+	}
+	var err error
+	func() {
+		defer catch(&err)
+		for _, sq := range j.seqs {
+			if sq.out.StopReason != "" {
+				continue
+			}
+			sq.out.Tokens = append(sq.out.Tokens, sq.next)
+			sq.out.Logprobs = append(sq.out.Logprobs, float32(sq.nextLogprob))
+			if reason := j.m.stopReason(&j.req, sq.out.Tokens); reason != "" {
+				sq.out.StopReason = reason
+				j.live--
+			}
+		}
+	}()
+	if err != nil || j.live == 0 {
+		j.finish(err)
+	}
+}
