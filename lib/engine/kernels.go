@@ -4,6 +4,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Numeric kernels. Every output element of a matrix product is summed in
@@ -167,7 +168,14 @@ func putRow(y, v []float32, accumulate bool) {
 const parallelMinWork = 1 << 16
 
 // matMul computes ys[b] = W·xs[b] for every b (or adds it when accumulate),
-// splitting rows across goroutines when the product is large enough.
+// splitting rows across goroutines when the product is large enough. The
+// rows are cut into pieces that the goroutines take in turn, so a core
+// that gets less CPU time (another process, a slow wake-up) does less
+// of the work: one piece per goroutine for batches (each piece packs the
+// batch's vectors once), several for one to three vectors (decoding,
+// where a product takes a fraction of a millisecond). Every output
+// element is computed whole by one goroutine, so the split changes no
+// bits.
 func matMul(w mat, xs, ys [][]float32, accumulate bool) {
 	work := w.rows * w.cols * len(xs)
 	workers := runtime.GOMAXPROCS(0)
@@ -178,18 +186,27 @@ func matMul(w mat, xs, ys [][]float32, accumulate bool) {
 	if maxW := work / parallelMinWork; workers > maxW {
 		workers = maxW
 	}
-	chunk := (w.rows + workers - 1) / workers
-	chunk = (chunk + 15) &^ 15 // whole 16-row tiles for the vector kernels
-	var wg sync.WaitGroup
-	for lo := chunk; lo < w.rows; lo += chunk {
-		hi := min(lo+chunk, w.rows)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			matRows(w, xs, ys, lo, hi, accumulate)
-		}()
+	pieces := workers
+	if len(xs) < 4 {
+		pieces = 8 * workers
 	}
-	matRows(w, xs, ys, 0, min(chunk, w.rows), accumulate)
+	chunk := (w.rows + pieces - 1) / pieces
+	chunk = (chunk + 15) &^ 15 // whole 16-row tiles for the vector kernels
+	var next atomic.Int64
+	run := func() {
+		for {
+			lo := int(next.Add(int64(chunk))) - chunk
+			if lo >= w.rows {
+				return
+			}
+			matRows(w, xs, ys, lo, min(lo+chunk, w.rows), accumulate)
+		}
+	}
+	var wg sync.WaitGroup
+	for range workers - 1 {
+		wg.Go(run)
+	}
+	run()
 	wg.Wait()
 }
 
