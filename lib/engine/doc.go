@@ -24,19 +24,34 @@
 //     truncation, log softmax(logits/T) over the full vocabulary (see
 //     Sequence); prompt logprobs are at temperature 1.
 //   - Batch invariance: each output element of a matrix product is summed in
-//     one fixed order whatever the batch or goroutine split, and products are
-//     never fused into FMAs, so a seeded sample has the same bits alone, in a
-//     batch, batched with other requests and on another machine
-//     (TestConcurrentMatchesSolo).
-//   - Vector kernels (kernels_simd.go, GOEXPERIMENT=simd on amd64 with
-//     AVX2; AVX-512 tiles where present) give the scalar kernels' bits: a
-//     lane holds one output element and adds its products in the same
-//     order with a separate multiply and add. Forward products pack 16
-//     weight rows transposed (one row per lane) and tile them against
-//     several vectors; one vector transposes 8×8 weight blocks in
-//     registers; backward products run lanes along the row-major columns.
-//     Without the experiment the scalar kernels run (kernels_nosimd.go);
-//     TestSIMDMatchesScalar compares both.
+//     one fixed order that depends only on the shapes, never on the batch,
+//     the goroutine split or the kernel, and products are never fused into
+//     FMAs, so a seeded sample has the same bits alone, in a batch,
+//     batched with other requests and on another machine
+//     (TestConcurrentMatchesSolo). Forward products use the
+//     "dot-form" (dotLanes in kernels.go): 16 lane partial sums, lane l
+//     adding the products at k ≡ l (mod 16) in ascending k, then a fixed
+//     tree over the lanes (i+8, i+4, i+2, i+1). It reads inputs and
+//     row-major weights contiguously along k, so one-token decoding
+//     streams weight rows at memory speed. The same rule holds for every
+//     K, including the rank-sized K of a LoRA B product (there the lane
+//     tree costs about as much as the products: ~28 GFLOP/s at K = 32
+//     against ~75 at K = 1024, a few percent of a forward pass). Backward
+//     products sum sequentially over their index.
+//   - Forward kernels (gemm_fwd_amd64.s) are AVX-512 assembly generated
+//     with avo by internal/asmgen/fwd (go generate; a test checks the
+//     committed file is its output), chosen at run time with
+//     golang.org/x/sys/cpu and independent of GOEXPERIMENT: a 4-token ×
+//     4-row tile (the tokens packed four at a time, so four rows a power
+//     of two apart do not share an L1 set) and a 1-token × 16-row kernel
+//     for decoding, both over float32 or bfloat16 weights (widened
+//     exactly), the lane tree done with shuffles.
+//   - Other vector kernels (kernels_simd.go, GOEXPERIMENT=simd on amd64
+//     with AVX2) give the scalar kernels' bits: a lane holds one output
+//     element and adds its products in the same order with a separate
+//     multiply and add; backward products run lanes along the row-major
+//     columns. Without AVX-512 or the experiment the scalar kernels run;
+//     TestForwardKernelsMatchScalar and TestSIMDMatchesScalar compare them.
 //   - Elementwise kernels (kernels_elem.go; vector twins in
 //     kernels_elem_simd.go) use the engine's own exp64 (range reduction
 //     and a degree-13 polynomial, separate multiply and add, within 2 ulp
