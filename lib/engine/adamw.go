@@ -48,7 +48,8 @@ func (p AdamParams) Validate() error {
 // before clipping.
 //
 // Per element the update is computed in float64 from the float32 value,
-// gradient and moments, and stored back in float32.
+// gradient and moments, and stored back in float32 (adamUpdate). The
+// squared norm adds each parameter's sumSquares in parameter order.
 func (t *Trainer) OptimStep(p AdamParams) (map[string]float64, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -57,9 +58,7 @@ func (t *Trainer) OptimStep(p AdamParams) (map[string]float64, error) {
 	defer t.mu.Unlock()
 	var ss float64
 	for _, q := range t.params {
-		for _, g := range q.grad {
-			ss += float64(float64(g) * float64(g))
-		}
+		ss += sumSquares(q.grad)
 	}
 	norm := math.Sqrt(ss)
 	coef := 1.0
@@ -71,16 +70,9 @@ func (t *Trainer) OptimStep(p AdamParams) (map[string]float64, error) {
 	stepSize := p.LearningRate / (1 - math.Pow(p.Beta1, n))
 	bc2 := math.Sqrt(1 - math.Pow(p.Beta2, n))
 	decay := 1 - float64(p.LearningRate*p.WeightDecay)
-	b1, b2 := p.Beta1, p.Beta2
+	a := adamConsts{coef: coef, b1: p.Beta1, b2: p.Beta2, decay: decay, stepSize: stepSize, bc2: bc2, eps: p.Eps}
 	for _, q := range t.params {
-		for i, g32 := range q.grad {
-			g := float64(g32) * coef
-			m := float64(b1*float64(q.m[i])) + float64((1-b1)*g)
-			v := float64(b2*float64(q.v[i])) + float64(float64((1-b2)*g)*g)
-			w := float64(q.w[i]) * decay
-			w -= float64(stepSize*m) / (math.Sqrt(v)/bc2 + p.Eps)
-			q.w[i], q.m[i], q.v[i] = float32(w), float32(m), float32(v)
-		}
+		adamUpdate(q.w, q.m, q.v, q.grad, a)
 		clear(q.grad)
 	}
 	t.syncScaled()

@@ -175,9 +175,7 @@ func (ps *datumPass) forwardLayer(li int, x, spare [][]float32) (next, nextSpare
 	trainLinear(lw.gate, nil, tl.gate, a.xn2, a.g, a.t[tGate], false)
 	trainLinear(lw.up, nil, tl.up, a.xn2, a.u, a.t[tUp], false)
 	for p := range n {
-		for j, gv := range a.g[p] {
-			a.h[p][j] = silu(gv) * a.u[p][j]
-		}
+		siluMul(a.h[p], a.g[p], a.u[p])
 	}
 	next = spare
 	if ps.backward {
@@ -244,11 +242,7 @@ func (ps *datumPass) backwardLayer(li, lowest int, dx [][]float32) bool {
 	t.linearBackward(lw.down, tl.down, a.h, a.t[tDown], dx, dg, false)
 	du := ar.rows(n, c.Intermediate)
 	for p := range n {
-		for j, dh := range dg[p] {
-			gv, uv := a.g[p][j], a.u[p][j]
-			du[p][j] = float32(float64(dh) * float64(silu(gv)))
-			dg[p][j] = float32(float64(float64(dh)*float64(uv)) * siluGrad(gv))
-		}
+		siluMulBackward(dg[p], du[p], a.g[p], a.u[p])
 	}
 	dxn := ar.rows(n, h)
 	t.linearBackward(lw.gate, tl.gate, a.xn2, a.t[tGate], dg, dxn, false)
@@ -367,9 +361,9 @@ func attentionBackward(c Config, q, k, v, datt, dq, dk, dv [][]float32) {
 							mx = max(mx, p[j])
 						}
 						var sum, dsum float64
-						for j := 0; j <= tq; j++ {
-							p[j] = math.Exp(p[j] - mx)
-							sum += p[j]
+						expShift64(p[:tq+1], mx)
+						for _, e := range p[:tq+1] {
+							sum += e
 						}
 						for j := 0; j <= tq; j++ {
 							p[j] /= sum

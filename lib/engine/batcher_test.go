@@ -120,9 +120,12 @@ func TestConcurrentMatchesSolo(t *testing.T) {
 			log = nil
 			got := make([]*SampleResponse, len(calls))
 			var wg sync.WaitGroup
+			release := holdBatch(t, calls[0].m)
 			for i, c := range calls {
 				wg.Go(func() { got[i], _ = c.m.Sample(context.Background(), c.req) })
 			}
+			waitQueued(t, calls[0].m.batch, len(calls))
+			release()
 			wg.Wait()
 			for i := range calls {
 				if got[i] == nil {
@@ -138,6 +141,46 @@ func TestConcurrentMatchesSolo(t *testing.T) {
 			}
 		}
 		runtime.GOMAXPROCS(old)
+	}
+}
+
+// holdBatch stops m's stepping goroutine inside a step (a request whose
+// first stop check waits) and returns the function that lets it go on, so
+// requests submitted meanwhile all queue and are admitted together however
+// the Go scheduler runs their goroutines.
+func holdBatch(t *testing.T, m *Model) (release func()) {
+	t.Helper()
+	held, gate, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	go func() {
+		defer close(done)
+		m.Sample(context.Background(), SampleRequest{Prompt: []int{models.TinyBOS}, MaxTokens: 4,
+			StopFunc: func([]int) bool { once.Do(func() { close(held); <-gate }); return true }})
+	}()
+	<-held
+	return func() { close(gate); <-done }
+}
+
+// queued is the number of requests waiting in b's queue.
+func queued(b *batcher) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.queue)
+}
+
+// waitQueued waits until n requests wait in b's queue.
+func waitQueued(t *testing.T, b *batcher, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		q := queued(b)
+		if q >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d requests queued after 10s", q, n)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -177,6 +220,11 @@ func TestLongPromptInterleaved(t *testing.T) {
 						StopFunc: func([]int) bool { started.CompareAndSwap(0, 1); return false }})
 					second <- err
 				}()
+				// Hold this step until the second request is queued, so a
+				// slow goroutine start cannot let this one finish first.
+				for deadline := time.Now().Add(10 * time.Second); queued(m.batch) == 0 && time.Now().Before(deadline); {
+					time.Sleep(time.Millisecond)
+				}
 			} else if during.Load() >= 0 && started.Load() == 0 {
 				during.Add(1)
 			}

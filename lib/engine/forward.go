@@ -154,10 +154,7 @@ func (m *Model) forward(ws *workspace, rows []row) [][]float32 {
 		m.linear(ws, lw.gate, nil, ls, li, modGate, xn, ws.g, false)
 		m.linear(ws, lw.up, nil, ls, li, modUp, xn, ws.u, false)
 		for i := range rows {
-			g, u := ws.g[i], ws.u[i][:len(ws.g[i])]
-			for j, gv := range g {
-				g[j] = silu(gv) * u[j]
-			}
+			siluMul(ws.g[i], ws.g[i], ws.u[i])
 		}
 		m.linear(ws, lw.down, nil, ls, li, modDown, ws.g, ws.x, true)
 	}
@@ -308,21 +305,7 @@ func (m *Model) attendRow(ws *workspace, rows []row, i, layer, worker int) {
 			}
 		}
 		for g := range group {
-			sc := scores[g*npos : (g+1)*npos]
-			mx := float32(math.Inf(-1))
-			for _, s := range sc {
-				mx = max(mx, s)
-			}
-			var sum float64
-			for t, s := range sc {
-				e := float32(math.Exp(float64(s - mx)))
-				sc[t] = e
-				sum += float64(e)
-			}
-			inv := float32(1 / sum)
-			for t := range sc {
-				sc[t] *= inv
-			}
+			softmax32(scores[g*npos : (g+1)*npos])
 			clear(out[(h0+g)*hd : (h0+g+1)*hd])
 		}
 		for t := range npos {

@@ -4,11 +4,12 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Numeric kernels. Every output element of a matrix product is summed in
-// one fixed order (dot8/dotSeq), whatever the batch size or the number of
-// goroutines: results are bit-identical between a request run
+// one fixed order (dotLanes for the forward product, sequential in the
+// backward ones), whatever the batch size or the number of goroutines: results are bit-identical between a request run
 // alone and the same request batched with others (batch invariance), which
 // keeps seeded sampling reproducible under load.
 //
@@ -34,9 +35,7 @@ func (m mat) rowInto(i int, dst []float32) {
 		copy(dst, m.row(i))
 		return
 	}
-	for j, h := range m.bf[i*m.cols : (i+1)*m.cols] {
-		dst[j] = math.Float32frombits(uint32(h) << 16)
-	}
+	widenBF16(dst[:m.cols], m.bf[i*m.cols:(i+1)*m.cols])
 }
 
 // dot1 is the vector dot product for attention scores: 8 independent
@@ -67,118 +66,78 @@ func dot1(w, x []float32) float32 {
 	return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
 }
 
-// dot8 computes eight consecutive rows of a matrix (row stride cols, from
-// the start of w) against x into y[0:8]. One load of x feeds eight
-// multiply-adds, and the eight independent accumulators hide the add
-// latency. Each row is summed sequentially in index order; dotSeq does the
-// same for leftover rows, so every output element has the same bits however
-// rows are grouped, batched or split across goroutines.
-//
-// This exact shape was the fastest of the variants measured (by thread CPU
-// time, 384x128 and 2048x2048): ~9 GFLOP/s against ~3.3 for the plain loop;
-// removing the remaining bounds checks by reslicing made it slower.
-func dot8(w []float32, cols int, x []float32, y []float32) {
-	n := len(x)
-	w0, w1, w2, w3 := w[0:n], w[cols:cols+n], w[2*cols:2*cols+n], w[3*cols:3*cols+n]
-	w4, w5, w6, w7 := w[4*cols:4*cols+n], w[5*cols:5*cols+n], w[6*cols:6*cols+n], w[7*cols:7*cols+n]
-	var a0, a1, a2, a3, a4, a5, a6, a7 float32
-	for i, xv := range x {
-		a0 += float32(w0[i] * xv)
-		a1 += float32(w1[i] * xv)
-		a2 += float32(w2[i] * xv)
-		a3 += float32(w3[i] * xv)
-		a4 += float32(w4[i] * xv)
-		a5 += float32(w5[i] * xv)
-		a6 += float32(w6[i] * xv)
-		a7 += float32(w7[i] * xv)
-	}
-	y[0], y[1], y[2], y[3], y[4], y[5], y[6], y[7] = a0, a1, a2, a3, a4, a5, a6, a7
-}
-
-// dot8bf is dot8 for bfloat16 weights, widened as they are loaded.
-func dot8bf(w []uint16, cols int, x []float32, y []float32) {
-	n := len(x)
-	w0, w1, w2, w3 := w[0:n], w[cols:cols+n], w[2*cols:2*cols+n], w[3*cols:3*cols+n]
-	w4, w5, w6, w7 := w[4*cols:4*cols+n], w[5*cols:5*cols+n], w[6*cols:6*cols+n], w[7*cols:7*cols+n]
-	var a0, a1, a2, a3, a4, a5, a6, a7 float32
-	for i, xv := range x {
-		a0 += float32(math.Float32frombits(uint32(w0[i])<<16) * xv)
-		a1 += float32(math.Float32frombits(uint32(w1[i])<<16) * xv)
-		a2 += float32(math.Float32frombits(uint32(w2[i])<<16) * xv)
-		a3 += float32(math.Float32frombits(uint32(w3[i])<<16) * xv)
-		a4 += float32(math.Float32frombits(uint32(w4[i])<<16) * xv)
-		a5 += float32(math.Float32frombits(uint32(w5[i])<<16) * xv)
-		a6 += float32(math.Float32frombits(uint32(w6[i])<<16) * xv)
-		a7 += float32(math.Float32frombits(uint32(w7[i])<<16) * xv)
-	}
-	y[0], y[1], y[2], y[3], y[4], y[5], y[6], y[7] = a0, a1, a2, a3, a4, a5, a6, a7
-}
-
-func dotSeqBF(w []uint16, x []float32) float32 {
+// dotLanes is the canonical summation order of the forward matrix product
+// (the "dot-form"): an output element Σ_k w[k]·x[k] is summed in 16 lane
+// partial sums, lane l adding the products at k ≡ l (mod 16) in ascending
+// k (a multiply then an add, never fused), and the lanes are then added in
+// the fixed tree of laneTree. The order depends only on the length, never
+// on the batch size, the goroutines or the kernel, so every path gives
+// the same bits; the AVX-512 kernels (gemm_fwd_amd64.s) do exactly these
+// additions with one lane per vector element, reading w and x
+// contiguously.
+func dotLanes(w, x []float32) float32 {
 	w = w[:len(x)]
-	var a float32
-	for i, xv := range x {
-		a += float32(math.Float32frombits(uint32(w[i])<<16) * xv)
+	var a [16]float32
+	k := 0
+	for ; k+16 <= len(x); k += 16 {
+		ww, xx := w[k:k+16:k+16], x[k:k+16:k+16]
+		for l := range a {
+			a[l] += float32(ww[l] * xx[l])
+		}
 	}
-	return a
+	for l, xv := range x[k:] {
+		a[l] += float32(w[k+l] * xv)
+	}
+	return laneTree(&a)
 }
 
-// dotSeq is one row summed in the same order as a lane of dot8.
-func dotSeq(w, x []float32) float32 {
+// dotLanesBF is dotLanes for bfloat16 weights, widened exactly.
+func dotLanesBF(w []uint16, x []float32) float32 {
 	w = w[:len(x)]
-	var a float32
-	for i, xv := range x {
-		a += float32(w[i] * xv)
+	var a [16]float32
+	for k, xv := range x {
+		a[k&15] += float32(bf16(w[k]) * xv)
 	}
-	return a
+	return laneTree(&a)
 }
 
-// useSIMD selects the vector kernels (kernels_simd.go) where the build and
-// the CPU have them; both paths give the same bits.
-var useSIMD = simdOK
+// laneTree adds the 16 lane sums: lane i and i+8, then i and i+4, then i
+// and i+2, then i and i+1.
+func laneTree(a *[16]float32) float32 {
+	for h := 8; h >= 1; h /= 2 {
+		for i := range h {
+			a[i] += a[i+h]
+		}
+	}
+	return a[0]
+}
+
+// useSIMD selects the vector kernels (archsimd in kernels_simd.go, AVX-512
+// assembly in gemm_fwd_amd64.s) where the build and the CPU have them;
+// every path gives the same bits.
+var useSIMD = simdOK || fwdAsm
 
 // bf16 widens a bfloat16 exactly to float32.
 func bf16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 
 // matRows computes y[b][j] = W[j]·x[b] (+ y[b][j] when accumulate) for rows
-// j in [lo, hi) and every batch vector b.
+// j in [lo, hi) and every batch vector b, each element in dotLanes order.
 func matRows(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
-	if !matRowsVec(w, xs, ys, lo, hi, accumulate) {
+	if !matRowsAsm(w, xs, ys, lo, hi, accumulate) {
 		matRowsScalar(w, xs, ys, lo, hi, accumulate)
 	}
 }
 
-// matRowsScalar is matRows in plain Go. The row block stays in L1 while it
-// meets every vector of the batch.
+// matRowsScalar is matRows in plain Go: the reference every other path
+// matches bit for bit. A row stays in L1 while it meets every vector.
 func matRowsScalar(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
-	var tmp [8]float32
-	j := lo
-	for ; j+8 <= hi; j += 8 {
-		for b, x := range xs {
-			y := ys[b][j : j+8 : j+8]
-			out := y
-			if accumulate {
-				out = tmp[:]
-			}
-			if w.bf != nil {
-				dot8bf(w.bf[j*w.cols:], w.cols, x, out)
-			} else {
-				dot8(w.data[j*w.cols:], w.cols, x, out)
-			}
-			if accumulate {
-				for i, v := range tmp {
-					y[i] += v
-				}
-			}
-		}
-	}
-	for ; j < hi; j++ {
+	for j := lo; j < hi; j++ {
 		for b, x := range xs {
 			var v float32
 			if w.bf != nil {
-				v = dotSeqBF(w.bf[j*w.cols:(j+1)*w.cols], x)
+				v = dotLanesBF(w.bf[j*w.cols:(j+1)*w.cols], x)
 			} else {
-				v = dotSeq(w.row(j), x)
+				v = dotLanes(w.row(j), x)
 			}
 			if accumulate {
 				ys[b][j] += v
@@ -189,13 +148,32 @@ func matRowsScalar(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
 	}
 }
 
+// putRow writes v to y, or adds it when accumulate.
+func putRow(y, v []float32, accumulate bool) {
+	if !accumulate {
+		copy(y, v)
+		return
+	}
+	v = v[:len(y)]
+	for i := range y {
+		y[i] += v[i]
+	}
+}
+
 // parallelMinWork is the number of multiply-adds below which a matrix
 // product runs on the calling goroutine: under it, waking another core costs
 // more than it saves.
 const parallelMinWork = 1 << 16
 
 // matMul computes ys[b] = W·xs[b] for every b (or adds it when accumulate),
-// splitting rows across goroutines when the product is large enough.
+// splitting rows across goroutines when the product is large enough. The
+// rows are cut into pieces that the goroutines take in turn, so a core
+// that gets less CPU time (another process, a slow wake-up) does less
+// of the work: one piece per goroutine for batches (each piece packs the
+// batch's vectors once), several for one to three vectors (decoding,
+// where a product takes a fraction of a millisecond). Every output
+// element is computed whole by one goroutine, so the split changes no
+// bits.
 func matMul(w mat, xs, ys [][]float32, accumulate bool) {
 	work := w.rows * w.cols * len(xs)
 	workers := runtime.GOMAXPROCS(0)
@@ -206,18 +184,27 @@ func matMul(w mat, xs, ys [][]float32, accumulate bool) {
 	if maxW := work / parallelMinWork; workers > maxW {
 		workers = maxW
 	}
-	chunk := (w.rows + workers - 1) / workers
-	chunk = (chunk + 15) &^ 15 // whole 16-row panels for the vector kernels
-	var wg sync.WaitGroup
-	for lo := chunk; lo < w.rows; lo += chunk {
-		hi := min(lo+chunk, w.rows)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			matRows(w, xs, ys, lo, hi, accumulate)
-		}()
+	pieces := workers
+	if len(xs) < 4 {
+		pieces = 8 * workers
 	}
-	matRows(w, xs, ys, 0, min(chunk, w.rows), accumulate)
+	chunk := (w.rows + pieces - 1) / pieces
+	chunk = (chunk + 15) &^ 15 // whole 16-row tiles for the vector kernels
+	var next atomic.Int64
+	run := func() {
+		for {
+			lo := int(next.Add(int64(chunk))) - chunk
+			if lo >= w.rows {
+				return
+			}
+			matRows(w, xs, ys, lo, min(lo+chunk, w.rows), accumulate)
+		}
+	}
+	var wg sync.WaitGroup
+	for range workers - 1 {
+		wg.Go(run)
+	}
+	run()
 	wg.Wait()
 }
 
@@ -243,28 +230,8 @@ func matVecReference(w mat, x, y []float32) {
 	}
 }
 
-// rmsNorm writes x / rms(x) * weight into out (out may alias x). The sum of
-// squares is taken in float64 so it does not depend on accumulation order
-// subtleties for wide rows.
-func rmsNorm(out, x, weight []float32, eps float64) {
-	var ss float64
-	for _, v := range x {
-		ss += float64(float64(v) * float64(v))
-	}
-	scale := float32(1 / math.Sqrt(ss/float64(len(x))+eps))
-	weight = weight[:len(x)]
-	out = out[:len(x)]
-	for i, v := range x {
-		out[i] = float32(v*scale) * weight[i]
-	}
-}
-
-// silu is x·sigmoid(x).
-func silu(x float32) float32 {
-	return float32(float64(x) / (1 + math.Exp(-float64(x))))
-}
-
-// logSumExp returns log Σ exp(logits·invTemp), computed in float64.
+// logSumExp returns log Σ exp(logits·invTemp), computed in float64 (the
+// sum in ascending index order).
 func logSumExp(logits []float32, invTemp float64) float64 {
 	m := math.Inf(-1)
 	for _, v := range logits {
@@ -272,9 +239,5 @@ func logSumExp(logits []float32, invTemp float64) float64 {
 			m = f
 		}
 	}
-	var s float64
-	for _, v := range logits {
-		s += math.Exp(float64(float64(v)*invTemp) - m)
-	}
-	return m + math.Log(s)
+	return m + math.Log(expScaledSum(logits, invTemp, m))
 }

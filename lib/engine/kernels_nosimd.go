@@ -8,8 +8,6 @@ package engine
 
 const simdOK = false
 
-func matRowsVec(mat, [][]float32, [][]float32, int, int, bool) bool { return false }
-
 func matTBlockVec(mat, [][]float32, [][]float32, int, int, int, int) bool { return false }
 
 func outerRowsVec([]float32, int, [][]float32, [][]float32, int, int) bool { return false }

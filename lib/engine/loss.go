@@ -279,9 +279,7 @@ func (s *rowScorer) score(row []float32, p int, backward bool) float64 {
 		gsum += g
 	}
 	if backward {
-		for v, z := range row {
-			row[v] = float32(-gsum * math.Exp(float64(z)-lse))
-		}
+		softmaxScaled(row, -gsum, lse)
 		for k, g := range s.g {
 			row[int(s.targets[p*kw+k])] += float32(g)
 		}

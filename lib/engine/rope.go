@@ -53,12 +53,15 @@ func ropeTable(inv []float64, pos int, cos, sin []float32) {
 func applyRope(x []float32, headDim int, cos, sin []float32) {
 	half := headDim / 2
 	for h := 0; h+headDim <= len(x); h += headDim {
-		a := x[h : h+half : h+half]
-		b := x[h+half : h+headDim : h+headDim]
-		for i := range a {
-			x1, x2 := a[i], b[i]
-			a[i] = float32(x1*cos[i]) - float32(x2*sin[i])
-			b[i] = float32(x2*cos[i]) + float32(x1*sin[i])
-		}
+		ropeRotate(x[h:h+half], x[h+half:h+headDim], cos, sin, false)
+	}
+}
+
+// ropeBackward rotates each head of dx back by the angles applyRope used
+// (the transpose of the rotation), in place.
+func ropeBackward(dx []float32, headDim int, cos, sin []float32) {
+	half := headDim / 2
+	for h := 0; h+headDim <= len(dx); h += headDim {
+		ropeRotate(dx[h:h+half], dx[h+half:h+headDim], cos, sin, true)
 	}
 }

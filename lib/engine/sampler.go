@@ -50,10 +50,9 @@ func (s *sampler) pick(logits []float32, r *rng) (int, float64) {
 		mx = max(mx, float64(v)*invT)
 	}
 	s.exps = slices.Grow(s.exps[:0], len(logits))[:len(logits)]
+	expScaled(s.exps, logits, invT, mx)
 	var sum float64
-	for i, v := range logits {
-		e := math.Exp(float64(float64(v)*invT) - mx)
-		s.exps[i] = e
+	for _, e := range s.exps {
 		sum += e
 	}
 	tok := s.draw(logits, sum, r)

@@ -243,15 +243,13 @@ func (t *Trainer) run(ctx context.Context, l Loss, data []Datum, backward bool) 
 func (t *Trainer) commitLocal() {
 	s := float32(t.scale)
 	for _, p := range t.params {
+		// axpy (vectorised): pending + float32(s·v), and with a = 1 the
+		// product is v exactly, so the A matrices get pending + v.
+		a := float32(1)
 		if p.isB {
-			for i, v := range p.local {
-				p.pending[i] += float32(v * s)
-			}
-		} else {
-			for i, v := range p.local {
-				p.pending[i] += v
-			}
+			a = s
 		}
+		axpy(p.pending, a, p.local)
 		clear(p.local)
 	}
 }

@@ -1,0 +1,279 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/mmcloughlin/avo/attr"
+	"github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+// zmm is Z0..Z31 by number.
+func zmm(i int) reg.VecPhysical {
+	return []reg.VecPhysical{
+		reg.Z0, reg.Z1, reg.Z2, reg.Z3, reg.Z4, reg.Z5, reg.Z6, reg.Z7,
+		reg.Z8, reg.Z9, reg.Z10, reg.Z11, reg.Z12, reg.Z13, reg.Z14, reg.Z15,
+		reg.Z16, reg.Z17, reg.Z18, reg.Z19, reg.Z20, reg.Z21, reg.Z22, reg.Z23,
+		reg.Z24, reg.Z25, reg.Z26, reg.Z27, reg.Z28, reg.Z29, reg.Z30, reg.Z31,
+	}[i]
+}
+
+// weights describes the element type of W: float32 or bfloat16 bits.
+type weights struct {
+	bf    bool
+	size  int    // bytes per element
+	gotyp string // Go pointer type of the w parameter
+	sfx   string // function name suffix
+}
+
+func weightsOf(bf bool) weights {
+	if bf {
+		return weights{bf: true, size: 2, gotyp: "*uint16", sfx: "BF16"}
+	}
+	return weights{size: 4, gotyp: "*float32", sfx: "F32"}
+}
+
+// load puts 16 weights at m into z as float32: bfloat16 bits are widened
+// exactly (zero-extended to 32 bits, shifted into the upper half). With a
+// mask, lanes outside it are zero and their memory is not read.
+func (w weights) load(ctx *build.Context, m Mem, z reg.VecPhysical, mask reg.Register) {
+	switch {
+	case w.bf && mask != nil:
+		ctx.VPMOVZXWD_Z(m, mask, z)
+	case w.bf:
+		ctx.VPMOVZXWD(m, z)
+	case mask != nil:
+		ctx.VMOVUPS_Z(m, mask, z)
+	default:
+		ctx.VMOVUPS(m, z)
+	}
+	if w.bf {
+		ctx.VPSLLD(U8(16), z, z)
+	}
+}
+
+// loadX loads 16 float32 of x, masked or not.
+func loadX(ctx *build.Context, m Mem, z reg.VecPhysical, mask reg.Register) {
+	if mask != nil {
+		ctx.VMOVUPS_Z(m, mask, z)
+	} else {
+		ctx.VMOVUPS(m, z)
+	}
+}
+
+// tailMask sets K1 to the low n&15 bits and jumps to skip when that is 0.
+func tailMask(ctx *build.Context, n reg.GPVirtual, skip string) {
+	ctx.MOVQ(n, reg.RCX)
+	ctx.ANDQ(U32(15), reg.RCX)
+	ctx.JZ(LabelRef(skip))
+	ctx.MOVL(U32(1), reg.EAX)
+	ctx.SHLL(reg.CL, reg.EAX)
+	ctx.DECL(reg.EAX)
+	ctx.KMOVW(reg.EAX, reg.K1)
+}
+
+// tile4x4 generates fwdTile4x4<F32|BF16>(xp, w, stride, n, tiles, out):
+// for each of tiles consecutive 4-row tiles i (rows 4i..4i+3 from w,
+// stride apart), out[16i+4t+r] = Σ_k x_t[k]·w[(4i+r)·stride+k] for
+// tokens t and rows r in 0..3, k < n. The four tokens come packed
+// (xp[64c+16t+l] = x_t[16c+l], zero past n): one stream instead of four
+// rows a power of two apart, which would all map to one L1 set.
+// Accumulator Z(4r+t) holds (t, r), so the tree leaves out in token-major
+// order.
+func tile4x4(ctx *build.Context, bf bool) {
+	w := weightsOf(bf)
+	ctx.Function("fwdTile4x4" + w.sfx)
+	ctx.Attributes(attr.NOSPLIT | attr.NOFRAME)
+	ctx.SignatureExpr(fmt.Sprintf("func(xp *float32, w %s, stride, n, tiles int, out *float32)", w.gotyp))
+	ctx.Pragma("noescape")
+	n := ctx.GP64()
+	ctx.Load(ctx.Param("n"), n)
+	setTailMask(ctx, n)
+	chunks := n
+	ctx.SHRQ(U8(4), chunks)
+	xp0, row, stride, stride3 := ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
+	ctx.Load(ctx.Param("xp"), xp0)
+	ctx.Load(ctx.Param("w"), row)
+	ctx.Load(ctx.Param("stride"), stride)
+	ctx.SHLQ(U8(log2(w.size)), stride)
+	ctx.LEAQ(Mem{Base: stride, Index: stride, Scale: 2}, stride3)
+	tiles, out := ctx.GP64(), ctx.GP64()
+	ctx.Load(ctx.Param("tiles"), tiles)
+	ctx.Load(ctx.Param("out"), out)
+	px, pw, left := ctx.GP64(), ctx.GP64(), ctx.GP64()
+	rowMem := func(r int) Mem {
+		switch r {
+		case 0:
+			return Mem{Base: pw}
+		case 1:
+			return Mem{Base: pw, Index: stride, Scale: 1}
+		case 2:
+			return Mem{Base: pw, Index: stride, Scale: 2}
+		}
+		return Mem{Base: pw, Index: stride3, Scale: 1}
+	}
+	step := func(mask reg.Register) {
+		for t := range 4 {
+			ctx.VMOVUPS(Mem{Base: px, Disp: 64 * t}, zmm(16+t))
+		}
+		for r := range 4 {
+			wz := zmm(20 + r)
+			w.load(ctx, rowMem(r), wz, mask)
+			for t := range 4 {
+				tmp := zmm(24 + (4*r+t)%8)
+				ctx.VMULPS(zmm(16+t), wz, tmp)
+				ctx.VADDPS(tmp, zmm(4*r+t), zmm(4*r+t))
+			}
+		}
+	}
+	ctx.Label("tile")
+	ctx.MOVQ(xp0, px)
+	ctx.MOVQ(row, pw)
+	ctx.MOVQ(chunks, left)
+	for a := range 16 {
+		ctx.VPXORD(zmm(a), zmm(a), zmm(a))
+	}
+	ctx.Label("start")
+	ctx.TESTQ(left, left)
+	ctx.JZ(LabelRef("tail"))
+	ctx.Label("loop")
+	step(nil)
+	ctx.ADDQ(U32(256), px)
+	ctx.ADDQ(U8(16*w.size), pw)
+	ctx.DECQ(left)
+	ctx.JNZ(LabelRef("loop"))
+	ctx.Label("tail")
+	ctx.KORTESTW(reg.K1, reg.K1)
+	ctx.JZ(LabelRef("done"))
+	step(reg.K1)
+	ctx.Label("done")
+	reduce16(ctx)
+	ctx.VMOVUPS(reg.Z0, Mem{Base: out})
+	ctx.LEAQ(Mem{Base: row, Index: stride, Scale: 4}, row)
+	ctx.ADDQ(U8(64), out)
+	ctx.DECQ(tiles)
+	ctx.JNZ(LabelRef("tile"))
+	ctx.VZEROUPPER()
+	ctx.RET()
+}
+
+// setTailMask sets K1 to the low n mod 16 bits (zero when there is no
+// tail).
+func setTailMask(ctx *build.Context, n reg.GPVirtual) {
+	ctx.MOVQ(n, reg.RCX)
+	ctx.ANDQ(U32(15), reg.RCX)
+	ctx.MOVL(U32(1), reg.EAX)
+	ctx.SHLL(reg.CL, reg.EAX)
+	ctx.DECL(reg.EAX)
+	ctx.KMOVW(reg.EAX, reg.K1)
+}
+
+// row16 generates fwdRow16<F32|BF16>(x, w, stride, n, out): out[r] =
+// Σ_k x[k]·w[r·stride+k] for rows r in 0..15, k < n; x is loaded once per
+// 16 columns for all 16 rows. Accumulator Z(4(r%4)+r/4) holds row r, so
+// the tree leaves out in row order.
+func row16(ctx *build.Context, bf bool) {
+	w := weightsOf(bf)
+	ctx.Function("fwdRow16" + w.sfx)
+	ctx.Attributes(attr.NOSPLIT | attr.NOFRAME)
+	ctx.SignatureExpr(fmt.Sprintf("func(x *float32, w %s, stride, n int, out *[16]float32)", w.gotyp))
+	ctx.Pragma("noescape")
+	px := ctx.GP64()
+	ctx.Load(ctx.Param("x"), px)
+	stride := ctx.GP64()
+	ctx.Load(ctx.Param("stride"), stride)
+	ctx.SHLQ(U8(log2(w.size)), stride)
+	stride3 := ctx.GP64()
+	ctx.LEAQ(Mem{Base: stride, Index: stride, Scale: 2}, stride3)
+	var base [4]reg.GPVirtual // rows 4q..4q+3
+	base[0] = ctx.GP64()
+	ctx.Load(ctx.Param("w"), base[0])
+	for q := 1; q < 4; q++ {
+		base[q] = ctx.GP64()
+		ctx.LEAQ(Mem{Base: base[q-1], Index: stride, Scale: 4}, base[q])
+	}
+	rowMem := func(r int) Mem {
+		b := base[r/4]
+		switch r % 4 {
+		case 0:
+			return Mem{Base: b}
+		case 1:
+			return Mem{Base: b, Index: stride, Scale: 1}
+		case 2:
+			return Mem{Base: b, Index: stride, Scale: 2}
+		}
+		return Mem{Base: b, Index: stride3, Scale: 1}
+	}
+	n := ctx.GP64()
+	ctx.Load(ctx.Param("n"), n)
+	chunks := ctx.GP64()
+	ctx.MOVQ(n, chunks)
+	ctx.SHRQ(U8(4), chunks)
+	for a := range 16 {
+		ctx.VPXORD(zmm(a), zmm(a), zmm(a))
+	}
+	step := func(mask reg.Register) {
+		loadX(ctx, Mem{Base: px}, zmm(16), mask)
+		for r := range 16 {
+			wz := zmm(17 + r%8)
+			w.load(ctx, rowMem(r), wz, mask)
+			tmp := zmm(25 + r%7)
+			acc := zmm(4*(r%4) + r/4)
+			ctx.VMULPS(zmm(16), wz, tmp)
+			ctx.VADDPS(tmp, acc, acc)
+		}
+	}
+	ctx.TESTQ(chunks, chunks)
+	ctx.JZ(LabelRef("tail"))
+	ctx.Label("loop")
+	step(nil)
+	ctx.ADDQ(U8(64), px)
+	for q := range base {
+		ctx.ADDQ(U8(16*w.size), base[q])
+	}
+	ctx.DECQ(chunks)
+	ctx.JNZ(LabelRef("loop"))
+	ctx.Label("tail")
+	tailMask(ctx, n, "reduce")
+	step(reg.K1)
+	ctx.Label("reduce")
+	reduce16(ctx)
+	out := ctx.GP64()
+	ctx.Load(ctx.Param("out"), out)
+	ctx.VMOVUPS(reg.Z0, Mem{Base: out})
+	ctx.VZEROUPPER()
+	ctx.RET()
+}
+
+// reduce16 adds the lanes of the 16 accumulators Z0..Z15 (A_i) in the tree
+// of dotLanes and leaves the 16 sums in Z0: lane 4b+q holds A_(4q+b).
+// Level 1 pairs A_i's 256-bit halves (lane i + lane i+8), level 2 its
+// 128-bit quarters (i + i+4), levels 3 and 4 the elements of each quarter
+// (i + i+2, then i + i+1); each level packs two vectors' results into one.
+func reduce16(ctx *build.Context) {
+	lo, hi := reg.Z16, reg.Z17
+	pairs := func(count int, vshuf func(imm uint8, b, a, dst reg.VecPhysical), immLo, immHi uint8) {
+		for j := range count {
+			a, b := zmm(2*j), zmm(2*j+1)
+			vshuf(immLo, b, a, lo)
+			vshuf(immHi, b, a, hi)
+			ctx.VADDPS(hi, lo, zmm(j))
+		}
+	}
+	f := func(imm uint8, b, a, dst reg.VecPhysical) { ctx.VSHUFF32X4(U8(imm), b, a, dst) }
+	s := func(imm uint8, b, a, dst reg.VecPhysical) { ctx.VSHUFPS(U8(imm), b, a, dst) }
+	pairs(8, f, 0x44, 0xee)
+	pairs(4, f, 0x88, 0xdd)
+	pairs(2, s, 0x44, 0xee)
+	pairs(1, s, 0x88, 0xdd)
+}
+
+func log2(n int) int {
+	l := 0
+	for n > 1 {
+		n >>= 1
+		l++
+	}
+	return l
+}

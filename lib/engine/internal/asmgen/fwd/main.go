@@ -1,0 +1,68 @@
+// Command fwd generates lib/engine/gemm_fwd_amd64.s and its Go
+// declarations: the AVX-512 kernels of the engine's forward matrix
+// product in the "dot-form" order (see lib/engine/kernels.go, dotLanes).
+//
+// Every output element y[t][o] = Σ_k x[t][k]·W[o][k] is summed in 16 lane
+// partial sums: lane l adds the products at k ≡ l (mod 16) in ascending k,
+// each a separate multiply then add (never FMA), and the lanes are then
+// added in a fixed tree (i+8, i+4, i+2, i+1). A kernel computes 16 outputs
+// at once (4 tokens × 4 rows, or 1 token × 16 rows); its tree reduces the
+// 16 accumulators together with shuffles, lane for lane the same additions
+// as the scalar reference.
+//
+// Usage (from lib/engine, see the go:generate line in kernels_fwd_amd64.go):
+//
+//	go run ./internal/asmgen/fwd -out gemm_fwd_amd64.s -stubs gemm_fwd_stub_amd64.go
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/pass"
+	"github.com/mmcloughlin/avo/printer"
+)
+
+func main() {
+	// avo's build package registers its own flags on the default set.
+	fs := flag.NewFlagSet("fwd", flag.ExitOnError)
+	out := fs.String("out", "gemm_fwd_amd64.s", "assembly output")
+	stubs := fs.String("stubs", "gemm_fwd_stub_amd64.go", "Go declarations output")
+	_ = fs.Parse(os.Args[1:])
+	asm, decl, err := Generate()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "asmgen/fwd:", err)
+		os.Exit(1)
+	}
+	for name, b := range map[string][]byte{*out: asm, *stubs: decl} {
+		if err := os.WriteFile(name, b, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "asmgen/fwd:", err)
+			os.Exit(1)
+		}
+	}
+}
+
+// Generate returns the assembly and the Go declarations. The header names
+// a fixed command so the output does not depend on how it was run.
+func Generate() (asm, decl []byte, err error) {
+	ctx := build.NewContext()
+	for _, bf := range []bool{false, true} {
+		tile4x4(ctx, bf)
+		row16(ctx, bf)
+	}
+	f, err := ctx.Result()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := pass.Compile.Execute(f); err != nil {
+		return nil, nil, err
+	}
+	cfg := printer.Config{Argv: []string{"go", "run", "./internal/asmgen/fwd"}, Pkg: "engine"}
+	if asm, err = printer.NewGoAsm(cfg).Print(f); err != nil {
+		return nil, nil, err
+	}
+	decl, err = printer.NewStubs(cfg).Print(f)
+	return asm, decl, err
+}

@@ -1,0 +1,400 @@
+//go:build goexperiment.simd && amd64
+
+package engine
+
+import (
+	"math"
+	"simd/archsimd"
+)
+
+// Vector twins of the elementwise kernels in kernels_elem.go. float64 work
+// runs four lanes (AVX2), float32 work eight; each lane does the scalar
+// body's operations in its order, and tails go to the scalar body.
+
+type f64x4 = archsimd.Float64x4
+
+func bc4(v float64) f64x4 { return archsimd.BroadcastFloat64x4(v) }
+
+func load4(f []float32) f64x4 { return archsimd.LoadFloat32x4((*[4]float32)(f[:4])).ConvertToFloat64() }
+
+func store4(f []float32, v f64x4) { v.ConvertToFloat32().Store((*[4]float32)(f[:4])) }
+
+func load8f(f []float32) archsimd.Float32x8 { return archsimd.LoadFloat32x8((*[8]float32)(f[:8])) }
+
+func store8f(f []float32, v archsimd.Float32x8) { v.Store((*[8]float32)(f[:8])) }
+
+// neg4 is −x, flipping the sign bit as Go's unary minus does.
+func neg4(x f64x4) f64x4 {
+	return x.AsUint64x4().Xor(archsimd.BroadcastUint64x4(1 << 63)).AsFloat64x4()
+}
+
+// exp4x2 is exp64 on two vectors of four lanes: two independent
+// dependency chains keep the multipliers busy (1.5× the throughput of one).
+func exp4x2(x, x2 f64x4) (f64x4, f64x4) {
+	t, t2 := x.Mul(bc4(expLog2e)).Add(bc4(expRound)), x2.Mul(bc4(expLog2e)).Add(bc4(expRound))
+	k, k2 := t.Sub(bc4(expRound)), t2.Sub(bc4(expRound))
+	r, r2 := x.Sub(k.Mul(bc4(expLn2Hi))), x2.Sub(k2.Mul(bc4(expLn2Hi)))
+	r, r2 = r.Sub(k.Mul(bc4(expLn2Lo))), r2.Sub(k2.Mul(bc4(expLn2Lo)))
+	p := bc4(expPoly[0])
+	p2 := p
+	for _, c := range expPoly[1:] {
+		cv := bc4(c)
+		p, p2 = p.Mul(r).Add(cv), p2.Mul(r2).Add(cv)
+	}
+	return expFinish(x, t, p), expFinish(x2, t2, p2)
+}
+
+// expFinish scales the polynomial p by 2^k (k in t's low bits) and sets
+// the lanes outside exp64's range.
+func expFinish(x, t, p f64x4) f64x4 {
+	y := p.Mul(t.AsUint64x4().Add(archsimd.BroadcastUint64x4(1023)).ShiftAllLeft(52).AsFloat64x4())
+	y = bc4(math.Inf(1)).Merge(y, x.Greater(bc4(expHi)))
+	return f64x4{}.Merge(y, x.Less(bc4(expLo)))
+}
+
+// exp4 is exp64 on four lanes (for a loop's last four).
+func exp4(x f64x4) f64x4 {
+	y, _ := exp4x2(x, x)
+	return y
+}
+
+// Each exp kernel below runs eight elements per pass, then four, then
+// the scalar body; in-place kernels load before they store.
+
+func expShift64Vec(p []float64, mx float64) bool {
+	if !useSIMD {
+		return false
+	}
+	m := bc4(mx)
+	ld := func(i int) f64x4 { return archsimd.LoadFloat64x4((*[4]float64)(p[i : i+4])).Sub(m) }
+	st := func(i int, e f64x4) { e.Store((*[4]float64)(p[i : i+4])) }
+	i := 0
+	for ; i+8 <= len(p); i += 8 {
+		a, b := exp4x2(ld(i), ld(i+4))
+		st(i, a)
+		st(i+4, b)
+	}
+	if i+4 <= len(p) {
+		st(i, exp4(ld(i)))
+		i += 4
+	}
+	for ; i < len(p); i++ {
+		p[i] = exp64(p[i] - mx)
+	}
+	return true
+}
+
+func expShift32Vec(sc []float32, mx float32) bool {
+	if !useSIMD {
+		return false
+	}
+	m := archsimd.BroadcastFloat32x4(mx)
+	ld := func(i int) f64x4 { return archsimd.LoadFloat32x4((*[4]float32)(sc[i : i+4])).Sub(m).ConvertToFloat64() }
+	i := 0
+	for ; i+8 <= len(sc); i += 8 {
+		a, b := exp4x2(ld(i), ld(i+4))
+		store4(sc[i:], a)
+		store4(sc[i+4:], b)
+	}
+	if i+4 <= len(sc) {
+		store4(sc[i:], exp4(ld(i)))
+		i += 4
+	}
+	for ; i < len(sc); i++ {
+		sc[i] = float32(exp64(float64(sc[i] - mx)))
+	}
+	return true
+}
+
+// max32Vec is the largest of x. Unlike Go's max it ignores NaN and does
+// not order −0 below +0, which changes nothing softmax32 computes: a NaN
+// score makes the sum and so every output NaN either way, and s − (±0)
+// has the same exponential.
+func max32Vec(x []float32) (float32, bool) {
+	if !useSIMD || len(x) < 8 {
+		return 0, false
+	}
+	m := load8f(x)
+	i := 8
+	for ; i+8 <= len(x); i += 8 {
+		m = m.Max(load8f(x[i:]))
+	}
+	var l [8]float32
+	m.Store(&l)
+	mx := l[0]
+	for _, v := range l[1:] {
+		mx = max(mx, v)
+	}
+	for _, v := range x[i:] {
+		mx = max(mx, v)
+	}
+	return mx, true
+}
+
+func scaleVec(x []float32, a float32) bool {
+	if !useSIMD {
+		return false
+	}
+	av := archsimd.BroadcastFloat32x8(a)
+	i := 0
+	for ; i+8 <= len(x); i += 8 {
+		store8f(x[i:], load8f(x[i:]).Mul(av))
+	}
+	for ; i < len(x); i++ {
+		x[i] *= a
+	}
+	return true
+}
+
+func expScaledVec(dst []float64, logits []float32, invT, mx float64) bool {
+	if !useSIMD {
+		return false
+	}
+	dst = dst[:len(logits)]
+	it, m := bc4(invT), bc4(mx)
+	ld := func(i int) f64x4 { return load4(logits[i:]).Mul(it).Sub(m) }
+	st := func(i int, e f64x4) { e.Store((*[4]float64)(dst[i : i+4])) }
+	i := 0
+	for ; i+8 <= len(logits); i += 8 {
+		a, b := exp4x2(ld(i), ld(i+4))
+		st(i, a)
+		st(i+4, b)
+	}
+	if i+4 <= len(logits) {
+		st(i, exp4(ld(i)))
+		i += 4
+	}
+	for ; i < len(logits); i++ {
+		dst[i] = exp64(float64(float64(logits[i])*invT) - mx)
+	}
+	return true
+}
+
+func softmaxScaledVec(row []float32, scale, lse float64) bool {
+	if !useSIMD {
+		return false
+	}
+	sc, l := bc4(scale), bc4(lse)
+	ld := func(i int) f64x4 { return load4(row[i:]).Sub(l) }
+	i := 0
+	for ; i+8 <= len(row); i += 8 {
+		a, b := exp4x2(ld(i), ld(i+4))
+		store4(row[i:], sc.Mul(a))
+		store4(row[i+4:], sc.Mul(b))
+	}
+	if i+4 <= len(row) {
+		store4(row[i:], sc.Mul(exp4(ld(i))))
+		i += 4
+	}
+	for ; i < len(row); i++ {
+		row[i] = float32(scale * exp64(float64(row[i])-lse))
+	}
+	return true
+}
+
+func siluMulVec(h, g, u []float32) bool {
+	if !useSIMD {
+		return false
+	}
+	n := len(g)
+	h, u = h[:n], u[:n]
+	// silu(x)·u: x / (1 + e^−x) rounded to float32, times u in float32.
+	st := func(j int, x, e f64x4) {
+		s := x.Div(bc4(1).Add(e)).ConvertToFloat32()
+		s.Mul(archsimd.LoadFloat32x4((*[4]float32)(u[j : j+4]))).Store((*[4]float32)(h[j : j+4]))
+	}
+	j := 0
+	for ; j+8 <= n; j += 8 {
+		x0, x1 := load4(g[j:]), load4(g[j+4:])
+		e0, e1 := exp4x2(neg4(x0), neg4(x1))
+		st(j, x0, e0)
+		st(j+4, x1, e1)
+	}
+	if j+4 <= n {
+		x := load4(g[j:])
+		st(j, x, exp4(neg4(x)))
+		j += 4
+	}
+	for ; j < n; j++ {
+		h[j] = silu(g[j]) * u[j]
+	}
+	return true
+}
+
+func siluMulBackwardVec(dg, du, g, u []float32) bool {
+	if !useSIMD {
+		return false
+	}
+	n := len(dg)
+	du, g, u = du[:n], g[:n], u[:n]
+	// The scalar body's operations on four lanes given e = e^−x.
+	st := func(j int, x, e f64x4) {
+		one := bc4(1)
+		dh := load4(dg[j:])
+		store4(du[j:], dh.Mul(x.Div(one.Add(e)).ConvertToFloat32().ConvertToFloat64()))
+		s := one.Div(one.Add(e))
+		grad := s.Mul(one.Add(x.Mul(one.Sub(s))))
+		store4(dg[j:], dh.Mul(load4(u[j:])).Mul(grad))
+	}
+	j := 0
+	for ; j+8 <= n; j += 8 {
+		x0, x1 := load4(g[j:]), load4(g[j+4:])
+		e0, e1 := exp4x2(neg4(x0), neg4(x1))
+		st(j, x0, e0)
+		st(j+4, x1, e1)
+	}
+	if j+4 <= n {
+		x := load4(g[j:])
+		st(j, x, exp4(neg4(x)))
+		j += 4
+	}
+	if j < n {
+		siluMulBackwardScalar(dg[j:], du[j:], g[j:], u[j:])
+	}
+	return true
+}
+
+func sumSquaresVec(x []float32) (float64, bool) {
+	if !useSIMD || len(x) < 8 {
+		return 0, false
+	}
+	var a, b f64x4
+	n8 := len(x) &^ 7
+	for i := 0; i < n8; i += 8 {
+		lo, hi := load4(x[i:]), load4(x[i+4:])
+		a, b = a.Add(lo.Mul(lo)), b.Add(hi.Mul(hi))
+	}
+	var s [8]float64
+	a.Store((*[4]float64)(s[:4]))
+	b.Store((*[4]float64)(s[4:]))
+	for _, v := range x[n8:] {
+		s[0] += float64(float64(v) * float64(v))
+	}
+	return sum8(&s), true
+}
+
+func normSumsVec(dOut, x, weight []float32) (float64, float64, bool) {
+	n := len(x)
+	if !useSIMD || n < 8 {
+		return 0, 0, false
+	}
+	dOut, weight = dOut[:n], weight[:n]
+	var sa, sb, da, db f64x4
+	n8 := n &^ 7
+	for i := 0; i < n8; i += 8 {
+		lo, hi := load4(x[i:]), load4(x[i+4:])
+		sa, sb = sa.Add(lo.Mul(lo)), sb.Add(hi.Mul(hi))
+		da = da.Add(load4(weight[i:]).Mul(load4(dOut[i:])).Mul(lo))
+		db = db.Add(load4(weight[i+4:]).Mul(load4(dOut[i+4:])).Mul(hi))
+	}
+	var s, d [8]float64
+	sa.Store((*[4]float64)(s[:4]))
+	sb.Store((*[4]float64)(s[4:]))
+	da.Store((*[4]float64)(d[:4]))
+	db.Store((*[4]float64)(d[4:]))
+	for i := n8; i < n; i++ {
+		v := float64(x[i])
+		s[0] += float64(v * v)
+		d[0] += float64(float64(float64(weight[i])*float64(dOut[i])) * v)
+	}
+	return sum8(&s), sum8(&d), true
+}
+
+func normGradVec(dx, dOut, x, weight []float32, s, k float64) bool {
+	if !useSIMD {
+		return false
+	}
+	n := len(x)
+	dOut, weight, dx = dOut[:n], weight[:n], dx[:n]
+	sv, kv := bc4(s), bc4(k)
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		g := sv.Mul(load4(weight[i:])).Mul(load4(dOut[i:])).Sub(kv.Mul(load4(x[i:]))).ConvertToFloat32()
+		q := (*[4]float32)(dx[i : i+4])
+		archsimd.LoadFloat32x4(q).Add(g).Store(q)
+	}
+	for ; i < n; i++ {
+		dx[i] += float32(float64(s*float64(weight[i])*float64(dOut[i])) - float64(k*float64(x[i])))
+	}
+	return true
+}
+
+func scaleMulVec(out, x []float32, scale float32, weight []float32) bool {
+	if !useSIMD {
+		return false
+	}
+	n := len(x)
+	out, weight = out[:n], weight[:n]
+	sc := archsimd.BroadcastFloat32x8(scale)
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		store8f(out[i:], load8f(x[i:]).Mul(sc).Mul(load8f(weight[i:])))
+	}
+	for ; i < n; i++ {
+		out[i] = float32(x[i]*scale) * weight[i]
+	}
+	return true
+}
+
+func widenBF16Vec(dst []float32, h []uint16) bool {
+	if !useSIMD {
+		return false
+	}
+	dst = dst[:len(h)]
+	j := 0
+	for ; j+8 <= len(h); j += 8 {
+		store8f(dst[j:], widen8(h[j:j+8]))
+	}
+	for ; j < len(h); j++ {
+		dst[j] = bf16(h[j])
+	}
+	return true
+}
+
+func ropeRotateVec(a, b, cos, sin []float32, inverse bool) bool {
+	if !useSIMD || len(a) < 8 {
+		return false
+	}
+	n := len(a)
+	b, cos, sin = b[:n], cos[:n], sin[:n]
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		x1, x2, c, s := load8f(a[i:]), load8f(b[i:]), load8f(cos[i:]), load8f(sin[i:])
+		if inverse {
+			store8f(a[i:], x1.Mul(c).Add(x2.Mul(s)))
+			store8f(b[i:], x2.Mul(c).Sub(x1.Mul(s)))
+		} else {
+			store8f(a[i:], x1.Mul(c).Sub(x2.Mul(s)))
+			store8f(b[i:], x2.Mul(c).Add(x1.Mul(s)))
+		}
+	}
+	if i < n {
+		ropeRotateScalar(a[i:], b[i:], cos[i:], sin[i:], inverse)
+	}
+	return true
+}
+
+func adamUpdateVec(w, m, v, grad []float32, a adamConsts) bool {
+	if !useSIMD {
+		return false
+	}
+	n := len(grad)
+	w, m, v = w[:n], m[:n], v[:n]
+	coef, b1, b2, nb1, nb2 := bc4(a.coef), bc4(a.b1), bc4(a.b2), bc4(1-a.b1), bc4(1-a.b2)
+	decay, step, bc2, eps := bc4(a.decay), bc4(a.stepSize), bc4(a.bc2), bc4(a.eps)
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		g := load4(grad[i:]).Mul(coef)
+		mi := b1.Mul(load4(m[i:])).Add(nb1.Mul(g))
+		vi := b2.Mul(load4(v[i:])).Add(nb2.Mul(g).Mul(g))
+		wi := load4(w[i:]).Mul(decay)
+		wi = wi.Sub(step.Mul(mi).Div(vi.Sqrt().Div(bc2).Add(eps)))
+		store4(w[i:], wi)
+		store4(m[i:], mi)
+		store4(v[i:], vi)
+	}
+	if i < n {
+		adamUpdateScalar(w[i:], m[i:], v[i:], grad[i:], a)
+	}
+	return true
+}

@@ -1,0 +1,145 @@
+//go:build goexperiment.simd && amd64
+
+package engine
+
+import (
+	"math"
+	"slices"
+	"testing"
+)
+
+// elemLengths cover empty, shorter than a vector, every tail length of
+// the 4- and 8-lane loops, and model widths.
+var elemLengths = []int{0, 1, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 23, 31, 64, 100, 131}
+
+// spread returns n float32s spread over ±scale, with zeros of both signs
+// and, when extremes, values beyond exp64's range and NaN.
+func spread(n int, scale float32, seed uint64, extremes bool) []float32 {
+	r := newRNG(seed)
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = (2*r.uniform32() - 1) * scale
+	}
+	special := []float32{0, float32(math.Copysign(0, -1)), 1e-30, -1e-30}
+	if extremes {
+		special = append(special, 800, -800, 3e38, -3e38, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()))
+	}
+	for i, s := range special {
+		if j := 7*i + 2; j < n {
+			x[j] = s
+		}
+	}
+	return x
+}
+
+func bitsEqual64(a, b []float64) bool {
+	return slices.EqualFunc(a, b, func(x, y float64) bool {
+		return math.Float64bits(x) == math.Float64bits(y) || (math.IsNaN(x) && math.IsNaN(y))
+	})
+}
+
+// bothPaths runs fn with the vector kernels on, then off, and returns
+// both results.
+func bothPaths[T any](fn func() T) (vec, scalar T) {
+	withSIMD(true, func() { vec = fn() })
+	withSIMD(false, func() { scalar = fn() })
+	return vec, scalar
+}
+
+func to64(f []float32) []float64 {
+	out := make([]float64, len(f))
+	for i, v := range f {
+		out[i] = float64(v)
+	}
+	return out
+}
+
+// TestSIMDElementwiseMatchScalar runs every elementwise kernel's vector
+// and scalar bodies on the same inputs and requires the same bits
+// (NaN matching NaN), over lengths with every tail.
+func TestSIMDElementwiseMatchScalar(t *testing.T) {
+	if !simdOK {
+		t.Fatal("built with GOEXPERIMENT=simd but the CPU has no AVX2: the vector kernels cannot be checked here")
+	}
+	for _, n := range elemLengths {
+		s := uint64(n)
+		x, y, z, w := spread(n, 8, s, false), spread(n, 3, s+1, false), spread(n, 2, s+2, false), spread(n, 1.5, s+3, false)
+		big := spread(n, 50, s+4, true)
+		kernels := map[string]func() []float64{
+			"expShift64": func() []float64 { p := to64(big); expShift64(p, 3); return p },
+			"expShift32": func() []float64 { p := slices.Clone(big); expShift32(p, -2); return to64(p) },
+			"expScaled": func() []float64 {
+				p := make([]float64, n)
+				expScaled(p, big, 0.7, 1.5)
+				return append(p, expScaledSum(big, 0.7, 1.5))
+			},
+			"softmax32": func() []float64 {
+				p := slices.Clone(big)
+				softmax32(p)
+				q := slices.Clone(x)
+				softmax32(q)
+				return to64(append(p, q...))
+			},
+			"softmaxScaled": func() []float64 { p := slices.Clone(big); softmaxScaled(p, -0.3, 4); return to64(p) },
+			"siluMul":       func() []float64 { h := make([]float32, n); siluMul(h, big, y); return to64(h) },
+			"siluMulBackward": func() []float64 {
+				dg, du := slices.Clone(z), make([]float32, n)
+				siluMulBackward(dg, du, big, y)
+				return to64(append(dg, du...))
+			},
+			"rmsNorm": func() []float64 {
+				out := make([]float32, n)
+				rmsNorm(out, x, w, 1e-6)
+				return append(to64(out), sumSquares(x))
+			},
+			"rmsNormBackward": func() []float64 { dx := slices.Clone(z); rmsNormBackward(dx, y, x, w, 1e-5); return to64(dx) },
+			"ropeRotate": func() []float64 {
+				a, b := slices.Clone(x), slices.Clone(y)
+				ropeRotate(a, b, z, w, false)
+				c, d := slices.Clone(x), slices.Clone(y)
+				ropeRotate(c, d, z, w, true)
+				return to64(slices.Concat(a, b, c, d))
+			},
+			"widenBF16": func() []float64 {
+				h := make([]uint16, n)
+				for i, v := range big {
+					h[i] = uint16(math.Float32bits(v) >> 16)
+				}
+				out := make([]float32, n)
+				widenBF16(out, h)
+				return to64(out)
+			},
+			"adamUpdate": func() []float64 {
+				pw, pm, pv := slices.Clone(x), spread(n, 0.1, s+5, false), spread(n, 0.01, s+6, false)
+				for i := range pv {
+					pv[i] = float32(math.Abs(float64(pv[i])))
+				}
+				adamUpdate(pw, pm, pv, y, adamConsts{coef: 0.8, b1: 0.9, b2: 0.95, decay: 0.999, stepSize: 1e-3, bc2: 0.3, eps: 1e-12})
+				return to64(slices.Concat(pw, pm, pv))
+			},
+		}
+		for name, k := range kernels {
+			vec, scalar := bothPaths(k)
+			if !bitsEqual64(vec, scalar) {
+				t.Errorf("%s n=%d: vector and scalar bodies differ:\n%v\n%v", name, n, vec, scalar)
+			}
+		}
+	}
+}
+
+// TestSIMDExp64MatchesScalar checks exp4 against exp64 on arguments
+// across and beyond its range, and NaN.
+func TestSIMDExp64MatchesScalar(t *testing.T) {
+	r := newRNG(3)
+	p := make([]float64, 4096)
+	for i := range p {
+		p[i] = (r.float64() - 0.5) * 1500
+	}
+	copy(p, []float64{709, 709.0000001, -708, -708.0000001, math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1), 1e300, -1e300, 5e-324})
+	vec, scalar := bothPaths(func() []float64 { q := slices.Clone(p); expShift64(q, 0); return q })
+	for i := range p {
+		if !bitsEqual64(vec[i:i+1], scalar[i:i+1]) {
+			t.Fatalf("exp64(%g): vector %v, scalar %v", p[i], vec[i], scalar[i])
+		}
+	}
+}
