@@ -2,7 +2,9 @@
 # same run:
 # - GEMM: GFLOP/s of the forward matrix product on the Qwen3-0.6B layer
 #   shapes for M = 1, 8, 128, 512 vectors, with the SIMD and the scalar
-#   kernels, next to the CPU's FMA and mul+add peaks from a tiny loop.
+#   kernels, next to the CPU's FMA and mul+add peaks from a tiny loop;
+#   the backward products (dx = dy·W, LoRA gradients) on one core, the
+#   assembly tiles next to the archsimd ones.
 # - Training step: tokens/s of forward_backward (sequences of 128 tokens,
 #   rank-32 LoRA on every target) + optim_step on tiny-llama, tiny-qwen3
 #   and a random Qwen3-0.6B-shaped model, next to the scalar kernels and,
@@ -35,6 +37,7 @@ bench-engine-deps:
 bench-engine: bench-engine-deps
 	@uptime
 	$(GO) test -run '^$$' -bench 'BenchmarkGEMM' -benchtime 5x -count 1 ./lib/engine/
+	$(GO) test -run '^$$' -bench 'BenchmarkBackwardProducts' -benchtime 5x -count 1 -cpu 1 ./lib/engine/
 	@uptime
 	$(TORCH_ENV) $(GO) test -run '^$$' -bench 'BenchmarkTrainStep' -benchtime 1x -count 1 -timeout 60m ./lib/engine/
 	@uptime
