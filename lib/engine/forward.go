@@ -279,40 +279,30 @@ func (m *Model) attention(ws *workspace, rows []row, layer int) {
 	wg.Wait()
 }
 
-// attendRow computes one row's attention output. The query heads that share
-// a KV head are processed together, so each cached key and value row is
-// read once per group rather than once per head.
+// attendRow computes one row's attention output: per query head, its
+// scores against every cached key, then the probability-weighted sum of the
+// cached values, each one kernel call over all positions (kernels_attn.go).
 func (m *Model) attendRow(ws *workspace, rows []row, i, layer, worker int) {
 	c := m.cfg
 	r := rows[i]
 	hd, kvd := c.HeadDim, c.KVHeads*c.HeadDim
 	group := c.Heads / c.KVHeads
 	npos := r.pos + 1
-	if cap(ws.scores[worker]) < group*npos {
-		ws.scores[worker] = make([]float32, 2*group*npos)
+	if cap(ws.scores[worker]) < npos {
+		ws.scores[worker] = make([]float32, 2*npos)
 	}
-	scores := ws.scores[worker][:group*npos]
+	scores := ws.scores[worker][:npos]
 	keys, vals := r.seq.k[layer], r.seq.v[layer]
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	out := ws.att[i]
-	for kvh := range c.KVHeads {
-		off := kvh * hd
-		h0 := kvh * group
-		for t := range npos {
-			k := keys[t*kvd+off : t*kvd+off+hd]
-			for g := range group {
-				scores[g*npos+t] = dot1(k, ws.q[i][(h0+g)*hd:(h0+g+1)*hd]) * scale
-			}
+	for h := range c.Heads {
+		off := h / group * hd
+		attnDots(scores, ws.q[i][h*hd:(h+1)*hd], keys, kvd, off)
+		for t := range scores {
+			scores[t] *= scale
 		}
-		for g := range group {
-			softmax32(scores[g*npos : (g+1)*npos])
-			clear(out[(h0+g)*hd : (h0+g+1)*hd])
-		}
-		for t := range npos {
-			v := vals[t*kvd+off : t*kvd+off+hd]
-			for g := range group {
-				axpy(out[(h0+g)*hd:(h0+g+1)*hd], scores[g*npos+t], v)
-			}
-		}
+		softmax32(scores)
+		out := ws.att[i][h*hd : (h+1)*hd]
+		clear(out)
+		attnWeighted(out, scores, vals, kvd, off)
 	}
 }
