@@ -259,7 +259,7 @@ func (ps *datumPass) backwardLayer(li, lowest int, dx [][]float32) bool {
 	datt := ar.rows(n, qd)
 	t.linearBackward(lw.o, tl.o, a.att, a.t[tO], dx, datt, false)
 	dq, dk, dv := ar.rows(n, qd), ar.rows(n, kvd), ar.rows(n, kvd)
-	attentionBackward(c, a.q, ps.cache.k[li], ps.cache.v[li], datt, dq, dk, dv)
+	attentionBackward(c, a.q, rowsOf(ps.cache.k[li], n, kvd), rowsOf(ps.cache.v[li], n, kvd), datt, dq, dk, dv)
 	for p := range n {
 		ropeBackward(dq[p], c.HeadDim, ps.cos[p], ps.sin[p])
 		ropeBackward(dk[p], c.HeadDim, ps.cos[p], ps.sin[p])
@@ -334,70 +334,53 @@ func headNormBackward(ar *arena, dOut, raw [][]float32, weight []float32, c Conf
 
 // attentionBackward computes the gradients of causal grouped-query
 // attention's q, k and v (after rotary) from the output gradient datt,
-// recomputing the attention probabilities instead of keeping them. k and v
-// are the layer's caches (position t's row at t·kvd). KV heads are split
-// across goroutines; within one, keys and values accumulate in ascending
-// query position and head order.
-func attentionBackward(c Config, q [][]float32, k, v []float32, datt, dq, dk, dv [][]float32) {
+// recomputing the attention probabilities instead of keeping them. KV heads
+// are split across goroutines; within one, keys and values accumulate in
+// ascending query position and head order.
+func attentionBackward(c Config, q, k, v, datt, dq, dk, dv [][]float32) {
 	n := len(q)
 	hd, group := c.HeadDim, c.Heads/c.KVHeads
+	scale := 1 / math.Sqrt(float64(hd))
 	workers := min(runtime.GOMAXPROCS(0), c.KVHeads, max(1, n*n*c.Heads*hd/parallelMinWork))
 	var wg sync.WaitGroup
 	for wk := range workers {
-		wg.Go(func() {
-			b := newAttnGradBuf(n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := make([]float64, n)
+			dp := make([]float64, n)
 			for kvh := wk; kvh < c.KVHeads; kvh += workers {
+				ko := kvh * hd
 				for tq := range n {
 					for g := range group {
-						b.head(c, tq, kvh*group+g, q, k, v, datt, dq, dk, dv)
+						qo := (kvh*group + g) * hd
+						qv, do := q[tq][qo:qo+hd], datt[tq][qo:qo+hd]
+						mx := math.Inf(-1)
+						for j := 0; j <= tq; j++ {
+							p[j] = float64(dot1(k[j][ko:ko+hd], qv)) * scale
+							mx = max(mx, p[j])
+						}
+						var sum, dsum float64
+						expShift64(p[:tq+1], mx)
+						for _, e := range p[:tq+1] {
+							sum += e
+						}
+						for j := 0; j <= tq; j++ {
+							p[j] /= sum
+							dp[j] = float64(dot1(v[j][ko:ko+hd], do))
+							dsum += float64(p[j] * dp[j])
+						}
+						dqv := dq[tq][qo : qo+hd]
+						for j := 0; j <= tq; j++ {
+							ds := float32(float64(p[j]*(dp[j]-dsum)) * scale)
+							axpy(dqv, ds, k[j][ko:ko+hd])
+							axpy(dk[j][ko:ko+hd], ds, qv)
+							axpy(dv[j][ko:ko+hd], float32(p[j]), do)
+						}
 					}
 				}
 			}
-		})
+		}()
 	}
 	wg.Wait()
-}
-
-// attnGradBuf holds one goroutine's per-position scratch of attentionBackward.
-type attnGradBuf struct {
-	p        []float64 // probabilities
-	dots     []float32 // raw q·k, then raw do·v
-	ds, pf32 []float32 // score gradients; probabilities as float32
-}
-
-func newAttnGradBuf(n int) *attnGradBuf {
-	return &attnGradBuf{p: make([]float64, n), dots: make([]float32, n), ds: make([]float32, n), pf32: make([]float32, n)}
-}
-
-// head does query position tq of query head h.
-func (b *attnGradBuf) head(c Config, tq, h int, q [][]float32, k, v []float32, datt, dq, dk, dv [][]float32) {
-	hd, kvd := c.HeadDim, c.KVHeads*c.HeadDim
-	ko, qo, np := h/(c.Heads/c.KVHeads)*hd, h*hd, tq+1
-	scale := 1 / math.Sqrt(float64(hd))
-	qv, do := q[tq][qo:qo+hd], datt[tq][qo:qo+hd]
-	p, dots := b.p[:np], b.dots[:np]
-	attnDots(dots, qv, k, kvd, ko)
-	mx := math.Inf(-1)
-	for j, d := range dots {
-		p[j] = float64(d) * scale
-		mx = max(mx, p[j])
-	}
-	expShift64(p, mx)
-	var sum, dsum float64
-	for _, e := range p {
-		sum += e
-	}
-	attnDots(dots, do, v, kvd, ko) // dp
-	for j, d := range dots {
-		p[j] /= sum
-		dsum += float64(p[j] * float64(d))
-	}
-	ds, pf := b.ds[:np], b.pf32[:np]
-	for j, d := range dots {
-		ds[j] = float32(float64(p[j]*(float64(d)-dsum)) * scale)
-		pf[j] = float32(p[j])
-	}
-	attnWeighted(dq[tq][qo:qo+hd], ds, k, kvd, ko)
-	attnScatter(dk, ko, ds, qv)
-	attnScatter(dv, ko, pf, do)
 }

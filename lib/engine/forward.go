@@ -282,27 +282,39 @@ func (m *Model) attention(ws *workspace, rows []row, layer int) {
 // attendRow computes one row's attention output: per query head, its
 // scores against every cached key, then the probability-weighted sum of the
 // cached values, each one kernel call over all positions (kernels_attn.go).
+// Query heads that share a KV head are scored two at a time, so each key is
+// read once per pair.
 func (m *Model) attendRow(ws *workspace, rows []row, i, layer, worker int) {
 	c := m.cfg
 	r := rows[i]
 	hd, kvd := c.HeadDim, c.KVHeads*c.HeadDim
 	group := c.Heads / c.KVHeads
 	npos := r.pos + 1
-	if cap(ws.scores[worker]) < npos {
-		ws.scores[worker] = make([]float32, 2*npos)
+	if cap(ws.scores[worker]) < group*npos {
+		ws.scores[worker] = make([]float32, 2*group*npos)
 	}
-	scores := ws.scores[worker][:npos]
+	sc := ws.scores[worker][:group*npos]
 	keys, vals := r.seq.k[layer], r.seq.v[layer]
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	for h := range c.Heads {
-		off := h / group * hd
-		attnDots(scores, ws.q[i][h*hd:(h+1)*hd], keys, kvd, off)
-		for t := range scores {
-			scores[t] *= scale
+	q, out := ws.q[i], ws.att[i]
+	for kvh := range c.KVHeads {
+		off, h0 := kvh*hd, kvh*group
+		g := 0
+		for ; g+2 <= group; g += 2 {
+			h := h0 + g
+			attnDotsPair(sc[g*npos:(g+1)*npos], sc[(g+1)*npos:(g+2)*npos], q[h*hd:(h+1)*hd], q[(h+1)*hd:(h+2)*hd], keys, kvd, off)
 		}
-		softmax32(scores)
-		out := ws.att[i][h*hd : (h+1)*hd]
-		clear(out)
-		attnWeighted(out, scores, vals, kvd, off)
+		if g < group {
+			attnDots(sc[g*npos:(g+1)*npos], q[(h0+g)*hd:(h0+g+1)*hd], keys, kvd, off)
+		}
+		for g := range group {
+			s, o := sc[g*npos:(g+1)*npos], out[(h0+g)*hd:(h0+g+1)*hd]
+			for t := range s {
+				s[t] *= scale
+			}
+			softmax32(s)
+			clear(o)
+			attnWeighted(o, s, vals, kvd, off)
+		}
 	}
 }

@@ -9,4 +9,4 @@ func attnDotsVec([]float32, []float32, []float32, int, int) int { return 0 }
 
 func attnWeightedVec([]float32, []float32, []float32, int, int) int { return 0 }
 
-func attnAxpyVec([]float32, float32, []float32) int { return 0 }
+func attnDotsPairVec([]float32, []float32, []float32, []float32, []float32, int, int) int { return 0 }

@@ -40,30 +40,28 @@ func TestAttnKernelsMatchPerPosition(t *testing.T) {
 func checkAttnKernels(t *testing.T, name string, cache []float32, kvd, off, hd, np int, in [][]float32) {
 	t.Helper()
 	q, p, init := in[0][:hd], in[1][:np], in[2][:hd]
-	run := func(perPos bool) (dots, w []float32, sc [][]float32) {
-		dots, w = make([]float32, np), slices.Clone(init)
-		sc = rowsOf(slices.Clone(cache[:np*kvd]), np, kvd)
+	run := func(perPos bool) (dots, w []float32) {
+		dots, w = make([]float32, 3*np), slices.Clone(init)
 		if !perPos {
-			attnDots(dots, q, cache, kvd, off)
+			attnDots(dots[:np], q, cache, kvd, off)
+			attnDotsPair(dots[np:2*np], dots[2*np:], init, q, cache, kvd, off)
 			attnWeighted(w, p, cache, kvd, off)
-			attnScatter(sc, off, p, q)
-			return dots, w, sc
+			return dots, w
 		}
 		for j := range np {
 			o := j*kvd + off
 			dots[j] = dot1(cache[o:o+hd], q)
+			dots[np+j], dots[2*np+j] = dot1(cache[o:o+hd], init), dots[j]
 			axpy(w, p[j], cache[o:o+hd])
-			axpy(sc[j][off:off+hd], p[j], q)
 		}
-		return dots, w, sc
+		return dots, w
 	}
 	var rd, rw []float32
-	var rs [][]float32
-	withSIMD(false, func() { rd, rw, rs = run(true) })
+	withSIMD(false, func() { rd, rw = run(true) })
 	for _, vec := range []bool{false, true} {
 		withSIMD(vec, func() {
-			d, w, s := run(false)
-			if !bitsEqual(d, rd) || !bitsEqual(w, rw) || !bitsEqual(flat(s), flat(rs)) {
+			d, w := run(false)
+			if !bitsEqual(d, rd) || !bitsEqual(w, rw) {
 				t.Fatalf("%s simd=%v: attention kernels differ from the per-position dot1/axpy", name, vec)
 			}
 		})
@@ -111,6 +109,6 @@ func attentionBoth(c Config, n int) [2][]float32 {
 	}
 	m.attention(ws, rows, 0)
 	dq, dk, dv := rowsOf(make([]float32, n*qd), n, qd), rowsOf(make([]float32, n*kvd), n, kvd), rowsOf(make([]float32, n*kvd), n, kvd)
-	attentionBackward(c, q, k, v, datt, dq, dk, dv)
+	attentionBackward(c, q, rowsOf(k, n, kvd), rowsOf(v, n, kvd), datt, dq, dk, dv)
 	return [2][]float32{flat(ws.att), slices.Concat(flat(dq), flat(dk), flat(dv))}
 }
