@@ -62,6 +62,9 @@ func matMulT(w mat, ys, xs [][]float32, accumulate bool) {
 			clear(x[:w.cols])
 		}
 	}
+	if asmBwd() && matMulTAsm(w, ys, xs) {
+		return
+	}
 	work := w.rows * w.cols * len(ys)
 	if w.cols <= tCols {
 		// Too narrow to split by columns (a LoRA B of rank r): split the
@@ -142,6 +145,9 @@ func matTBlockScalar(w mat, ys, xs [][]float32, j0, j1, c0, c1 int, wide []float
 // ascending b. This is the gradient of a matrix from its layer's output
 // gradients (us) and inputs (vs). Rows are split across goroutines.
 func outerAcc(dst []float32, rows, cols int, us, vs [][]float32) {
+	if asmBwd() && outerAsm(dst, rows, cols, us, vs) {
+		return
+	}
 	parallelFor(rows, 8, rows*cols*len(us), func(lo, hi int) {
 		if !outerRowsVec(dst, cols, us, vs, lo, hi) {
 			outerRowsScalar(dst, cols, us, vs, lo, hi)

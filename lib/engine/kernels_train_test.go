@@ -48,3 +48,91 @@ func TestMatMulT(t *testing.T) {
 		}
 	}
 }
+
+// withKernels runs f with the assembly tiles on or off (off: the scalar
+// reference, with the archsimd kernels off too) and GOMAXPROCS procs.
+func withKernels(asm bool, procs int, f func()) {
+	defer func(b, s bool) { bwdAsm, useSIMD = b, s }(bwdAsm, useSIMD)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+	hasAsm := bwdAsm
+	bwdAsm, useSIMD = asm && hasAsm, asm && simdOK
+	f()
+}
+
+// The assembly tiles give the scalar kernels' bits for matMulT (float32
+// and bfloat16 weights, writing and accumulating) and outerAcc, over
+// shapes with column and row tails, one vector and many, 1 and 3
+// goroutines, and rows that are not evenly spaced (which take the other
+// path).
+func TestBackwardAsmMatchesScalar(t *testing.T) {
+	if !bwdAsm {
+		t.Log("no AVX-512 here: comparing the fallback kernels with the scalar ones")
+	}
+	r := newRNG(11)
+	randRows := func(n, width int, spaced bool) [][]float32 {
+		rs := rowsOf(make([]float32, n*(width+3)), n, width+3)
+		for i := range rs {
+			if !spaced && i%2 == 1 {
+				rs[i] = make([]float32, width)
+			}
+			rs[i] = rs[i][:width]
+			fill(rs[i], r, 1)
+		}
+		return rs
+	}
+	clone := func(rs [][]float32) [][]float32 {
+		out := rowsOf(make([]float32, len(rs)*(len(rs[0])+3)), len(rs), len(rs[0])+3)
+		for i := range out {
+			out[i] = out[i][:len(rs[0])]
+			copy(out[i], rs[i])
+		}
+		return out
+	}
+	for _, sz := range [][3]int{{300, 600, 5}, {1000, 32, 9}, {7, 3, 2}, {129, 1000, 13}, {64, 257, 130},
+		{33, 17, 1}, {130, 80, 7}, {40, 48, 12}} {
+		rows, cols, n := sz[0], sz[1], sz[2]
+		w, _, _ := benchMat(rows, cols)
+		wb := mat{rows: rows, cols: cols, bf: make([]uint16, len(w.data))}
+		for i, v := range w.data {
+			wb.bf[i] = uint16(math.Float32bits(v) >> 16)
+		}
+		for _, spaced := range []bool{true, false} {
+			ys, x0 := randRows(n, rows, spaced), randRows(n, cols, spaced)
+			us, vs, d0 := randRows(n, rows, spaced), randRows(n, cols, spaced), randRows(1, rows*cols, true)[0]
+			run := func(asm bool, procs int) (out [][][]float32) {
+				withKernels(asm, procs, func() {
+					for _, m := range []mat{w, wb} {
+						for _, acc := range []bool{false, true} {
+							xs := clone(x0)
+							matMulT(m, ys, xs, acc)
+							out = append(out, xs)
+						}
+					}
+					d := slices.Clone(d0)
+					outerAcc(d, rows, cols, us, vs)
+					out = append(out, [][]float32{d})
+				})
+				return out
+			}
+			want := run(false, 1)
+			for _, procs := range []int{1, 3} {
+				got := run(true, procs)
+				for i := range want {
+					for b := range want[i] {
+						if !slices.Equal(math32Bits(got[i][b]), math32Bits(want[i][b])) {
+							t.Fatalf("%v spaced=%v procs=%d product %d row %d: assembly differs from scalar", sz, spaced, procs, i, b)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func math32Bits(f []float32) []uint32 {
+	out := make([]uint32, len(f))
+	for i, v := range f {
+		out[i] = math.Float32bits(v)
+	}
+	return out
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"runtime"
@@ -42,7 +43,8 @@ func stepFLOPs(c Config, r, seqs, n int) float64 {
 // product peak measured in the same run (the model's largest layer matrix
 // against a batch of 128 vectors, all cores), with their ratio, and in a
 // SIMD build the same step on the scalar kernels (tok/s-scalar, over the
-// first sequence only, to keep the run short). The
+// first sequence only, to keep the run short; not with -short, which
+// leaves a CPU profile to the fast kernels). The
 // Qwen3-0.6B-shaped model (random weights) runs 2 sequences per step
 // instead of 8 to keep the run short; the per-token cost does not depend
 // on the batch, as sequences run one after another.
@@ -86,7 +88,7 @@ func BenchmarkTrainStep(b *testing.B) {
 				step(data)
 				d += time.Since(t0)
 				cpu += processCPU() - c0
-				if simdOK {
+				if simdOK && !testing.Short() {
 					useSIMD = false
 					c0, t0 = processCPU(), time.Now()
 					step(data[:1])
@@ -98,10 +100,10 @@ func BenchmarkTrainStep(b *testing.B) {
 			flop := stepFLOPs(c, 32, tc.seqs, n) * float64(b.N)
 			gflops := flop / d.Seconds() / 1e9
 			b.ReportMetric(float64(tc.seqs*n*b.N)/d.Seconds(), "tok/s")
-			if simdOK {
+			b.ReportMetric(float64(tc.seqs*n*b.N)/cpu, "tok/cpu-s")
+			if simdOK && !testing.Short() {
 				b.ReportMetric(float64(n*b.N)/scalar.Seconds(), "tok/s-scalar")
 				b.ReportMetric(float64(tc.seqs)*scalar.Seconds()/d.Seconds(), "x-scalar")
-				b.ReportMetric(float64(tc.seqs*n*b.N)/cpu, "tok/cpu-s")
 				b.ReportMetric(float64(n*b.N)/scalarCPU, "tok/cpu-s-scalar")
 			}
 			if torch, ok := torchTokS(b, c, tc.seqs, n); ok {
@@ -159,4 +161,82 @@ func matMulPeak(c Config) peakRate {
 		best.cpu = max(best.cpu, flop/(processCPU()-c0)/1e9)
 	}
 	return best
+}
+
+// BenchmarkBackwardProducts reports GFLOP/s of the backward products on
+// Qwen3-0.6B shapes against 128 vectors: matMulT (input gradients through
+// a base matrix, float32 and bfloat16, and through a rank-32 LoRA B) and
+// outerAcc (LoRA weight gradients), with the assembly tiles, next to the
+// archsimd kernels (in a GOEXPERIMENT=simd build) and the scalar ones in
+// the same run. Rates are per second of process CPU time, the best of a
+// few runs, which a shared machine disturbs less than wall time (run it
+// with -cpu 1).
+func BenchmarkBackwardProducts(b *testing.B) {
+	const m = 128
+	r := newRNG(5)
+	rows := func(n, width int) [][]float32 {
+		rs := rowsOf(make([]float32, n*width), n, width)
+		for _, x := range rs {
+			fill(x, r, 1)
+		}
+		return rs
+	}
+	cases := []struct {
+		name       string
+		rows, cols int
+		outer, bf  bool
+	}{
+		{"matMulT-3072x1024", 3072, 1024, false, false},
+		{"matMulT-1024x3072", 1024, 3072, false, false},
+		{"matMulT-1024x3072-bf16", 1024, 3072, false, true},
+		{"matMulT-loraB-3072x32", 3072, 32, false, false},
+		{"matMulT-loraA-32x1024", 32, 1024, false, false},
+		{"outerAcc-3072x32", 3072, 32, true, false},
+		{"outerAcc-32x1024", 32, 1024, true, false},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			w, _, _ := benchMat(tc.rows, tc.cols)
+			if tc.bf {
+				w.bf = make([]uint16, len(w.data))
+				for i, v := range w.data {
+					w.bf[i] = uint16(math.Float32bits(v) >> 16)
+				}
+				w.data = nil
+			}
+			ys, xs := rows(m, tc.rows), rows(m, tc.cols)
+			dst := make([]float32, tc.rows*tc.cols)
+			run := func() {
+				if tc.outer {
+					outerAcc(dst, tc.rows, tc.cols, ys, xs)
+				} else {
+					matMulT(w, ys, xs, true)
+				}
+			}
+			rate := func(asm, vec bool, reps int) float64 {
+				defer func(a, s bool) { bwdAsm, useSIMD = a, s }(bwdAsm, useSIMD)
+				bwdAsm, useSIMD = asm && bwdAsm, vec && simdOK
+				best := 0.0
+				for range reps {
+					c0 := processCPU()
+					run()
+					best = max(best, 2*float64(tc.rows*tc.cols*m)/(processCPU()-c0)/1e9)
+				}
+				return best
+			}
+			var asm, vec float64
+			for b.Loop() {
+				asm = max(asm, rate(true, true, 1))
+				if simdOK {
+					vec = max(vec, rate(false, true, 1))
+				}
+			}
+			b.ReportMetric(asm, "GFLOP/cpu-s")
+			if simdOK {
+				b.ReportMetric(vec, "GFLOP/cpu-s-archsimd")
+				b.ReportMetric(asm/vec, "x-archsimd")
+			}
+			b.ReportMetric(rate(false, false, 1), "GFLOP/cpu-s-scalar")
+		})
+	}
 }

@@ -1,0 +1,162 @@
+package engine
+
+import (
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+// bwdAsm reports whether this CPU runs the AVX-512 tiles.
+var bwdAsm = cpu.X86.HasAVX512F
+
+// The tiles' Go types (gemm_bwd_stubs_amd64.go declares them, the tables
+// index them as [W-1][R-1]) and the strip packers'.
+type (
+	bwdKernelF32  = func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+	bwdKernelCols = func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+	bwdCopyFunc   = func(dst *float32, src *float32, lds uintptr, rows int, mask uint16)
+	bwdWidenFunc  = func(dst *float32, src *uint16, lds uintptr, rows int, mask uint16)
+)
+
+// rowsRmax and colsRmax are the tallest tiles for W = 1..4 vectors.
+var (
+	rowsRmax = [5]int{0, len(bwdRowsF32[0]), len(bwdRowsF32[1]), len(bwdRowsF32[2]), len(bwdRowsF32[3])}
+	colsRmax = [5]int{0, len(bwdCols[0]), len(bwdCols[1]), len(bwdCols[2]), len(bwdCols[3])}
+)
+
+// matMulTAsm adds Wᵀ·ys[b] to xs[b] with the assembly tiles and reports
+// whether it could (the rows of ys and of xs must each be evenly spaced).
+// Rows of W are added in ascending order, kcAsm at a time, so every
+// element's sum is the scalar kernel's.
+func matMulTAsm(w mat, ys, xs [][]float32) bool {
+	m := len(ys)
+	ly, ok := rowStride(ys, w.rows)
+	lx, ok2 := rowStride(xs[:m], w.cols)
+	if !ok || !ok2 {
+		return false
+	}
+	vecs := (w.cols + 15) / 16
+	wv := tileShape(m, vecs, rowsRmax)
+	work := w.rows * w.cols * m
+	if w.cols <= tCols {
+		// Too narrow to split by columns: split the batch in whole tiles.
+		parallelFor(m, rowsRmax[wv], work, func(lo, hi int) {
+			tMulAsm(w, ys, xs, ly, lx, wv, lo, hi, 0, w.cols)
+		})
+		return true
+	}
+	parallelFor(w.cols, 64*wv, work, func(lo, hi int) {
+		tMulAsm(w, ys, xs, ly, lx, wv, 0, m, lo, hi)
+	})
+	return true
+}
+
+// stripPool holds the packed strips, one per running tMulAsm.
+var stripPool = sync.Pool{New: func() any { return new([kcAsm * 64]float32) }}
+
+// kcAsm is the number of weight rows a packed strip holds: 128 rows × 64
+// columns (32 KiB) stay in L1 while every tile of the batch reads them.
+const kcAsm = 128
+
+// tMulAsm does vectors [b0, b1) × columns [c0, c1) of matMulTAsm, a
+// block of columns at a time so that its part of xs stays in L2 while
+// every weight row meets it.
+func tMulAsm(w mat, ys, xs [][]float32, ly, lx, wv, b0, b1, c0, c1 int) {
+	var buf []float32
+	if w.bf != nil || b1-b0 > rowsRmax[wv] {
+		sp := stripPool.Get().(*[kcAsm * 64]float32)
+		defer stripPool.Put(sp)
+		buf = sp[:kcAsm*16*wv]
+	}
+	width := 16 * wv * max(1, tCols/(16*wv))
+	for cb := c0; cb < c1; cb += width {
+		tMulCols(w, ys, xs, ly, lx, wv, b0, b1, cb, min(cb+width, c1), c1, buf)
+	}
+}
+
+// tMulCols does columns [cb, ce) for each block of kcAsm weight rows:
+// strips of wv vectors, tiles of the batch. With buf, a strip is copied
+// contiguous first (widened when bfloat16): weight rows often lie 4 KiB
+// apart, which maps a strip's rows to one L1 set.
+func tMulCols(w mat, ys, xs [][]float32, ly, lx, wv, b0, b1, cb, ce, c1 int, buf []float32) {
+	r := rowsRmax[wv]
+	for j0 := 0; j0 < w.rows; j0 += kcAsm {
+		kc := min(kcAsm, w.rows-j0)
+		for c := cb; c < ce; c += 16 * wv {
+			n := min(16*wv, ce-c)
+			v, mask := (n+15)/16, lastMask(n)
+			var bp *float32
+			ldb := uintptr(64 * v)
+			if buf != nil {
+				bp = &buf[0]
+			}
+			switch {
+			case w.bf != nil:
+				bwdWiden[v-1](bp, &w.bf[j0*w.cols+c], uintptr(2*w.cols), kc, mask)
+			case buf != nil:
+				bwdCopy[v-1](bp, &w.data[j0*w.cols+c], uintptr(4*w.cols), kc, mask)
+			default:
+				bp, ldb = &w.data[j0*w.cols+c], uintptr(4*w.cols)
+			}
+			pf := w.nextStrip(j0, kc, c+16*v, cb, ce, c1)
+			for b := b0; b < b1; b += r {
+				tr := min(r, b1-b)
+				bwdRowsF32[v-1][tr-1](&xs[b][c], uintptr(4*lx), &ys[b][j0], uintptr(4*ly), bp, ldb, kc, mask, pf, w.rowBytes())
+			}
+		}
+	}
+}
+
+// nextStrip points at the first weight of the strip that follows the one
+// of rows [j0, j0+kc) ending at column c, in tMulCols' order: the same
+// rows at c, the next rows at cb, the first rows of the next column block
+// at ce (while ce < c1), or W's start: the tiles prefetch it.
+func (w mat) nextStrip(j0, kc, c, cb, ce, c1 int) *float32 {
+	i := 0
+	switch {
+	case c < ce:
+		i = j0*w.cols + c
+	case j0+kc < w.rows:
+		i = (j0+kc)*w.cols + cb
+	case ce < c1:
+		i = ce
+	}
+	if w.bf != nil {
+		return (*float32)(unsafe.Pointer(&w.bf[i]))
+	}
+	return &w.data[i]
+}
+
+// rowBytes is the distance between W's rows in memory.
+func (w mat) rowBytes() uintptr {
+	if w.bf != nil {
+		return uintptr(2 * w.cols)
+	}
+	return uintptr(4 * w.cols)
+}
+
+// outerAsm is outerAcc with the assembly tiles; it reports false, having
+// done nothing, when the rows of us or vs are not evenly spaced. Each tile
+// sums over the whole batch in ascending order.
+func outerAsm(dst []float32, rows, cols int, us, vs [][]float32) bool {
+	m := len(us)
+	lu, ok := rowStride(us, rows)
+	lv, ok2 := rowStride(vs[:m], cols)
+	if !ok || !ok2 || len(dst) < rows*cols {
+		return false
+	}
+	wv := tileShape(rows, (cols+15)/16, colsRmax)
+	r := colsRmax[wv]
+	parallelFor(rows, r, rows*cols*m, func(lo, hi int) {
+		for k := 0; k < cols; k += 16 * wv {
+			n := min(16*wv, cols-k)
+			v, mask := (n+15)/16, lastMask(n)
+			for o := lo; o < hi; o += r {
+				tr := min(r, hi-o)
+				bwdCols[v-1][tr-1](&dst[o*cols+k], uintptr(4*cols), &us[0][o], uintptr(4*lu), &vs[0][k], uintptr(4*lv), m, mask)
+			}
+		}
+	})
+	return true
+}

@@ -1,0 +1,12 @@
+//go:build !amd64
+
+package engine
+
+// Other architectures have no assembly tiles: the backward products run
+// the archsimd or scalar kernels.
+
+var bwdAsm = false
+
+func matMulTAsm(mat, [][]float32, [][]float32) bool { return false }
+
+func outerAsm([]float32, int, int, [][]float32, [][]float32) bool { return false }
