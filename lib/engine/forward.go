@@ -279,9 +279,11 @@ func (m *Model) attention(ws *workspace, rows []row, layer int) {
 	wg.Wait()
 }
 
-// attendRow computes one row's attention output. The query heads that share
-// a KV head are processed together, so each cached key and value row is
-// read once per group rather than once per head.
+// attendRow computes one row's attention output: per query head, its
+// scores against every cached key, then the probability-weighted sum of the
+// cached values, each one kernel call over all positions (kernels_attn.go).
+// Query heads that share a KV head are scored two at a time, so each key is
+// read once per pair.
 func (m *Model) attendRow(ws *workspace, rows []row, i, layer, worker int) {
 	c := m.cfg
 	r := rows[i]
@@ -291,28 +293,28 @@ func (m *Model) attendRow(ws *workspace, rows []row, i, layer, worker int) {
 	if cap(ws.scores[worker]) < group*npos {
 		ws.scores[worker] = make([]float32, 2*group*npos)
 	}
-	scores := ws.scores[worker][:group*npos]
+	sc := ws.scores[worker][:group*npos]
 	keys, vals := r.seq.k[layer], r.seq.v[layer]
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	out := ws.att[i]
+	q, out := ws.q[i], ws.att[i]
 	for kvh := range c.KVHeads {
-		off := kvh * hd
-		h0 := kvh * group
-		for t := range npos {
-			k := keys[t*kvd+off : t*kvd+off+hd]
-			for g := range group {
-				scores[g*npos+t] = dot1(k, ws.q[i][(h0+g)*hd:(h0+g+1)*hd]) * scale
-			}
+		off, h0 := kvh*hd, kvh*group
+		g := 0
+		for ; g+2 <= group; g += 2 {
+			h := h0 + g
+			attnDotsPair(sc[g*npos:(g+1)*npos], sc[(g+1)*npos:(g+2)*npos], q[h*hd:(h+1)*hd], q[(h+1)*hd:(h+2)*hd], keys, kvd, off)
+		}
+		if g < group {
+			attnDots(sc[g*npos:(g+1)*npos], q[(h0+g)*hd:(h0+g+1)*hd], keys, kvd, off)
 		}
 		for g := range group {
-			softmax32(scores[g*npos : (g+1)*npos])
-			clear(out[(h0+g)*hd : (h0+g+1)*hd])
-		}
-		for t := range npos {
-			v := vals[t*kvd+off : t*kvd+off+hd]
-			for g := range group {
-				axpy(out[(h0+g)*hd:(h0+g+1)*hd], scores[g*npos+t], v)
+			s, o := sc[g*npos:(g+1)*npos], out[(h0+g)*hd:(h0+g+1)*hd]
+			for t := range s {
+				s[t] *= scale
 			}
+			softmax32(s)
+			clear(o)
+			attnWeighted(o, s, vals, kvd, off)
 		}
 	}
 }

@@ -1,0 +1,12 @@
+//go:build !(goexperiment.simd && amd64)
+
+package engine
+
+// Without GOEXPERIMENT=simd the attention kernels run the loops in
+// kernels_attn.go; these report that they did no element.
+
+func attnDotsVec([]float32, []float32, []float32, int, int) int { return 0 }
+
+func attnWeightedVec([]float32, []float32, []float32, int, int) int { return 0 }
+
+func attnDotsPairVec([]float32, []float32, []float32, []float32, []float32, int, int) int { return 0 }

@@ -1,0 +1,130 @@
+//go:build goexperiment.simd && amd64
+
+package engine
+
+import "simd/archsimd"
+
+// attnDotsVec does attnDots four rows at a time when the head is a
+// multiple of 8 and returns how many rows it did. Each row's accumulator
+// vector holds dot1's eight lanes; two rounds of pairwise horizontal adds
+// and one add of the halves form dot1's tree
+// ((s0+s1)+(s2+s3))+((s4+s5)+(s6+s7)) for four rows at once.
+func attnDotsVec(dst, q, rows []float32, stride, off int) int {
+	hd := len(q)
+	if !useSIMD || !simdOK || hd == 0 || hd%8 != 0 {
+		return 0
+	}
+	t := 0
+	for ; t+4 <= len(dst); t += 4 {
+		o := t*stride + off
+		r0, r1 := rows[o:o+hd], rows[o+stride:o+stride+hd]
+		r2, r3 := rows[o+2*stride:o+2*stride+hd], rows[o+3*stride:o+3*stride+hd]
+		var a0, a1, a2, a3 archsimd.Float32x8
+		for i := 0; i+8 <= hd; i += 8 {
+			qq := load8f(q[i:])
+			a0 = a0.Add(load8f(r0[i:]).Mul(qq))
+			a1 = a1.Add(load8f(r1[i:]).Mul(qq))
+			a2 = a2.Add(load8f(r2[i:]).Mul(qq))
+			a3 = a3.Add(load8f(r3[i:]).Mul(qq))
+		}
+		laneSums4(dst[t:], a0, a1, a2, a3)
+	}
+	return t
+}
+
+// attnDotsPairVec is attnDotsVec for two queries: eight accumulators
+// (four rows × two queries), each row vector loaded once.
+func attnDotsPairVec(d0, d1, q0, q1, rows []float32, stride, off int) int {
+	hd := len(q0)
+	if !useSIMD || !simdOK || hd == 0 || hd%8 != 0 || len(q1) != hd {
+		return 0
+	}
+	t := 0
+	for ; t+4 <= len(d0) && t+4 <= len(d1); t += 4 {
+		o := t*stride + off
+		r0, r1 := rows[o:o+hd], rows[o+stride:o+stride+hd]
+		r2, r3 := rows[o+2*stride:o+2*stride+hd], rows[o+3*stride:o+3*stride+hd]
+		var a0, a1, a2, a3, b0, b1, b2, b3 archsimd.Float32x8
+		for i := 0; i+8 <= hd; i += 8 {
+			x, y := load8f(q0[i:]), load8f(q1[i:])
+			k := load8f(r0[i:])
+			a0, b0 = a0.Add(k.Mul(x)), b0.Add(k.Mul(y))
+			k = load8f(r1[i:])
+			a1, b1 = a1.Add(k.Mul(x)), b1.Add(k.Mul(y))
+			k = load8f(r2[i:])
+			a2, b2 = a2.Add(k.Mul(x)), b2.Add(k.Mul(y))
+			k = load8f(r3[i:])
+			a3, b3 = a3.Add(k.Mul(x)), b3.Add(k.Mul(y))
+		}
+		laneSums4(d0[t:], a0, a1, a2, a3)
+		laneSums4(d1[t:], b0, b1, b2, b3)
+	}
+	return t
+}
+
+// laneSums4 stores the dot1 lane trees of four accumulators to dst[:4].
+func laneSums4(dst []float32, a0, a1, a2, a3 archsimd.Float32x8) {
+	h := a0.AddPairsGrouped(a1).AddPairsGrouped(a2.AddPairsGrouped(a3))
+	h.GetLo().Add(h.GetHi()).Store((*[4]float32)(dst[:4]))
+}
+
+// attnWeightedVec does attnWeighted for out's leading multiple of 8 and
+// returns how many elements it did. It takes the rows in blocks of
+// attnBlock and, per block, keeps up to four vectors of out in registers
+// across the block's rows: the block's rows stay in L1 across the passes
+// even when the cache stride is a multiple of 4 KiB.
+func attnWeightedVec(out, p, rows []float32, stride, off int) int {
+	n := len(out) &^ 7
+	if !useSIMD || !simdOK || n == 0 {
+		return 0
+	}
+	for t0 := 0; t0 < len(p); t0 += attnBlock {
+		pb := p[t0:min(t0+attnBlock, len(p))]
+		weightedBlock(out[:n], pb, rows, stride, off+t0*stride)
+	}
+	return n
+}
+
+const attnBlock = 8
+
+// weightedBlock adds Σ_t p[t]·rows[t*stride+off:][:len(out)] to out,
+// len(out) a multiple of 8.
+func weightedBlock(out, p, rows []float32, stride, off int) {
+	n, i := len(out), 0
+	for ; i+32 <= n; i += 32 {
+		a, b, c, d := load8f(out[i:]), load8f(out[i+8:]), load8f(out[i+16:]), load8f(out[i+24:])
+		o := off + i
+		for _, w := range p {
+			r, v := rows[o:o+32], archsimd.BroadcastFloat32x8(w)
+			a = a.Add(load8f(r).Mul(v))
+			b = b.Add(load8f(r[8:]).Mul(v))
+			c = c.Add(load8f(r[16:]).Mul(v))
+			d = d.Add(load8f(r[24:]).Mul(v))
+			o += stride
+		}
+		store8f(out[i:], a)
+		store8f(out[i+8:], b)
+		store8f(out[i+16:], c)
+		store8f(out[i+24:], d)
+	}
+	for ; i+16 <= n; i += 16 {
+		a, b := load8f(out[i:]), load8f(out[i+8:])
+		o := off + i
+		for _, w := range p {
+			r, v := rows[o:o+16], archsimd.BroadcastFloat32x8(w)
+			a = a.Add(load8f(r).Mul(v))
+			b = b.Add(load8f(r[8:]).Mul(v))
+			o += stride
+		}
+		store8f(out[i:], a)
+		store8f(out[i+8:], b)
+	}
+	if i < n {
+		a, o := load8f(out[i:]), off+i
+		for _, w := range p {
+			a = a.Add(load8f(rows[o : o+8]).Mul(archsimd.BroadcastFloat32x8(w)))
+			o += stride
+		}
+		store8f(out[i:], a)
+	}
+}
