@@ -40,7 +40,7 @@ type future struct {
 	sentMeta    bool
 	collectedAt time.Time   // when a final answer was first sent; zero before
 	polling     int         // retrieve_future requests waiting on it now
-	abandon     *time.Timer // fires abandonGrace after the last poll ended
+	abandon     *time.Timer // fires AbandonGrace after the last poll ended
 }
 
 // futureTable holds the futures by id (constant-time lookups) and, per
@@ -392,12 +392,12 @@ func (t *futureTable) markCollected(f *future) {
 	t.mu.Unlock()
 }
 
-// abandonGrace is how long a running future waits for its next poll once
-// a poll ended before its work is cancelled: a waiting client (or one that
-// reconnects) polls again at once, one that was interrupted or killed
-// never does. A future nobody polled yet is not abandoned: clients may
-// submit several operations and wait for them in turn.
-const abandonGrace = 4 * time.Second
+// defaultAbandonGrace is how long a running future waits for its next
+// poll once a poll ended before its work is cancelled (Options.AbandonGrace):
+// a waiting client (or one that reconnects) polls again at once, one that
+// was interrupted or killed never does. A future nobody polled yet is not
+// abandoned: clients may submit several operations and wait for them in turn.
+const defaultAbandonGrace = 4 * time.Second
 
 func (t *futureTable) pollBegin(f *future) {
 	t.mu.Lock()
@@ -405,7 +405,7 @@ func (t *futureTable) pollBegin(f *future) {
 	t.mu.Unlock()
 }
 
-// pollEnd ends a poll of f. If nobody polls f again within abandonGrace
+// pollEnd ends a poll of f. If nobody polls f again within AbandonGrace
 // while its work still runs, the work is cancelled.
 func (s *Server) pollEnd(f *future) {
 	t := s.futures
@@ -415,9 +415,9 @@ func (s *Server) pollEnd(f *future) {
 	switch {
 	case f.finished():
 	case f.abandon == nil:
-		f.abandon = time.AfterFunc(abandonGrace, func() { s.abandonIfIdle(f) })
+		f.abandon = time.AfterFunc(s.opts.AbandonGrace, func() { s.abandonIfIdle(f) })
 	default:
-		f.abandon.Reset(abandonGrace)
+		f.abandon.Reset(s.opts.AbandonGrace)
 	}
 }
 

@@ -66,6 +66,10 @@ type Options struct {
 	// client that opted in with X-Tinker-Sampling-Backpressure: 1 gets 429
 	// and resubmits (docs/protocol.md, "Sampling"). Default 256.
 	MaxPendingSamples int
+	// AbandonGrace is how long a running future waits for its next poll,
+	// once a poll ended, before its work is cancelled (default 4s; see
+	// futures.go). Clients far from the server may need more.
+	AbandonGrace time.Duration
 	// PollHold is how long retrieve_future holds a poll open waiting for the
 	// result before answering try_again (long poll; default 2s).
 	PollHold time.Duration
@@ -155,6 +159,9 @@ func Open(opts Options) (*Server, error) {
 	}
 	if opts.MaxPendingSamples == 0 {
 		opts.MaxPendingSamples = 256
+	}
+	if opts.AbandonGrace == 0 {
+		opts.AbandonGrace = defaultAbandonGrace
 	}
 	if opts.PollHold == 0 {
 		opts.PollHold = 2 * time.Second

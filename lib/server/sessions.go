@@ -146,7 +146,7 @@ func (s *Server) setProject(w http.ResponseWriter, r *http.Request, owner string
 // Work stops when its caller goes (docs/protocol.md, "Cancellation"). The
 // protocol has no cancel call, so the server watches what it can see: a
 // session that stops heartbeating, and a running future whose client
-// stopped polling for it (futures.go, abandonGrace). Either cancels the
+// stopped polling for it (futures.go, Options.AbandonGrace). Either cancels the
 // session's work generation: every operation submitted on the session
 // until then that has not finished stops (sampling between tokens,
 // forward_backward before it touches the gradients, optim_step before it

@@ -34,6 +34,7 @@ var serveCmd = &command{
 		{Long: "--api-key-file", Kind: flagPath, Metavar: "FILE", Help: "Accept the keys in FILE, one a line (also $" + server.KeysEnv + ", comma-separated)."},
 		{Long: "--model", Kind: flagMulti, Metavar: "NAME=DIR", Help: "Serve base model NAME from a Hugging Face model directory (repeatable); NAME may be new."},
 		{Long: "--train-memory", Kind: flagString, Metavar: "SIZE", Help: "Training memory: running passes, queued requests and trainers each stay within it, e.g. 4G or 512M (default a quarter of RAM)."},
+		{Long: "--abandon-grace", Kind: flagString, Metavar: "DURATION", Help: "Cancel a running sample or training operation when its client has not polled for it this long (interrupted or gone), e.g. 30s for clients on slow links (default 4s)."},
 		{Long: "--shutdown-grace", Kind: flagString, Metavar: "DURATION", Help: "On SIGTERM or Ctrl-C, let queued training operations run this long before halting the rest, e.g. 10s or 2m; 0 halts at once (default 30s)."},
 		{Long: "--jwt", Kind: flagBool, Help: "Offer the JWT exchange (auth/token) as the service does, so clients send tokens and whoami works."},
 		{Long: "--verbose", Short: "-v", Kind: flagBool, Help: "Log each request to stderr: method, path, status, duration and a hash of the\nuser's key (never keys or bodies)."},
@@ -79,6 +80,10 @@ func runServe(c *invocation) int {
 	if err != nil {
 		return c.usageError(err.Error())
 	}
+	abandon, err := abandonGrace(c.str("abandon-grace"))
+	if err != nil {
+		return c.usageError(err.Error())
+	}
 	// Keys are never echoed; a file or the environment keeps them out of
 	// the process list.
 	keys, err := server.CollectAPIKeys(c.multi("api-key"), c.str("api-key-file"), os.Getenv(server.KeysEnv))
@@ -101,7 +106,7 @@ func runServe(c *invocation) int {
 	pool := &engine.Pool{Dirs: dirs}
 	srv, err := server.Open(server.Options{DataDir: dir, APIKeys: keys, Now: c.now, Logf: serveLog(c),
 		Sampler: server.EngineSampler(pool), Engine: pool, TrainMemory: trainMem, PrivatePaths: private, KeepTrainers: true, JWT: c.has("jwt"),
-		ShutdownGrace: grace})
+		ShutdownGrace: grace, AbandonGrace: abandon})
 	if err != nil {
 		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
 		return shell.ExitError
@@ -203,6 +208,19 @@ func shutdownGrace(v string) (time.Duration, error) {
 	}
 	if d == 0 {
 		return -1, nil
+	}
+	return d, nil
+}
+
+// abandonGrace reads --abandon-grace as server.Options.AbandonGrace: empty
+// keeps the server's default; the duration must be positive.
+func abandonGrace(v string) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("Invalid value for '--abandon-grace': %q is not a positive duration such as 10s or 2m", v)
 	}
 	return d, nil
 }

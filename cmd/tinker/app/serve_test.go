@@ -42,6 +42,27 @@ func TestServeFailsBeforeAnnouncingOrCreating(t *testing.T) {
 // --shutdown-grace takes a Go duration; 0 (halt at once) becomes the
 // option's negative value, since the option reads 0 as its default. A bad
 // value is a usage error naming the flag, before anything starts.
+// --abandon-grace takes a positive Go duration; a bad value is a usage
+// error naming the flag, before anything starts.
+func TestServeAbandonGrace(t *testing.T) {
+	for v, want := range map[string]time.Duration{"": 0, "30s": 30 * time.Second, "1m30s": 90 * time.Second} {
+		if got, err := abandonGrace(v); err != nil || got != want {
+			t.Errorf("abandonGrace(%q) = %v, %v; want %v", v, got, err, want)
+		}
+	}
+	t.Setenv(server.KeysEnv, "")
+	for _, v := range []string{"0", "-5s", "soon"} {
+		dir := filepath.Join(t.TempDir(), "data")
+		code, _, errOut := run("", "serve", "--addr", "127.0.0.1:0", "--data", dir, "--abandon-grace", v)
+		if code != 2 || !strings.Contains(errOut, "'--abandon-grace'") || !strings.Contains(errOut, "positive duration") {
+			t.Errorf("--abandon-grace %s: exit %d %q, want a usage error naming the flag", v, code, errOut)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("--abandon-grace %s: data directory created (stat: %v)", v, err)
+		}
+	}
+}
+
 func TestServeShutdownGrace(t *testing.T) {
 	for v, want := range map[string]time.Duration{"": 0, "0": -1, "0s": -1, "10s": 10 * time.Second, "2m": 2 * time.Minute} {
 		if got, err := shutdownGrace(v); err != nil || got != want {
