@@ -90,7 +90,9 @@ func TestDeadSessionStopsWork(t *testing.T) {
 	var sub struct {
 		RequestID string `json:"request_id"`
 	}
-	e.post("/api/v1/asample", map[string]any{"sampling_session_id": ss.ID, "seq_id": 0, "num_samples": 8,
+	// 64 long samples: more work than the heartbeat check's second, however
+	// fast the engine.
+	e.post("/api/v1/asample", map[string]any{"sampling_session_id": ss.ID, "seq_id": 0, "num_samples": 64,
 		"prompt":          map[string]any{"chunks": []any{map[string]any{"type": "encoded_text", "tokens": []int{256, 'H', 'i'}}}},
 		"sampling_params": map[string]any{"max_tokens": 2040, "temperature": 1}}, &sub)
 	time.Sleep(300 * time.Millisecond)
@@ -100,7 +102,7 @@ func TestDeadSessionStopsWork(t *testing.T) {
 	}
 	_, b, _ := e.poll(sub.RequestID)
 	if !strings.Contains(string(b), "sample cancelled: its client stopped polling") || !strings.Contains(string(b), `"category":"user"`) {
-		t.Errorf("future = %s, want a user error saying the sample was cancelled", b)
+		t.Errorf("future = %.300s, want a user error saying the sample was cancelled", b)
 	}
 }
 
@@ -182,11 +184,13 @@ func waitFutures(s *Server, d time.Duration) bool {
 // base_model) whose client polled once, then hung up and never came back,
 // is cancelled alone.
 func TestAbandonedSessionlessSample(t *testing.T) {
-	e := newTrainEnv(t, Options{})
+	// A short grace and 64 long samples: the work must outlast the grace
+	// however fast the engine is.
+	e := newTrainEnv(t, Options{AbandonGrace: time.Second})
 	var sub struct {
 		RequestID string `json:"request_id"`
 	}
-	e.post("/api/v1/asample", map[string]any{"base_model": "tinker-local/tiny-llama", "num_samples": 8,
+	e.post("/api/v1/asample", map[string]any{"base_model": "tinker-local/tiny-llama", "num_samples": 64,
 		"prompt":          map[string]any{"chunks": []any{map[string]any{"type": "encoded_text", "tokens": []int{256, 'H', 'i'}}}},
 		"sampling_params": map[string]any{"max_tokens": 2040, "temperature": 1}}, &sub)
 	ctx, hangUp := context.WithTimeout(t.Context(), 200*time.Millisecond)
@@ -202,6 +206,6 @@ func TestAbandonedSessionlessSample(t *testing.T) {
 		t.Fatal("the abandoned sample still runs")
 	}
 	if _, b, _ := e.poll(sub.RequestID); !strings.Contains(string(b), "sample cancelled") {
-		t.Errorf("future = %s, want it cancelled", b)
+		t.Errorf("future = %.300s, want it cancelled", b)
 	}
 }
