@@ -170,74 +170,70 @@ func setTailMask(ctx *build.Context, n reg.GPVirtual) {
 }
 
 // row16 generates fwdRow16<F32|BF16>(x, w, stride, n, out): out[r] =
-// Σ_k x[k]·w[r·stride+k] for rows r in 0..15, k < n; x is loaded once per
-// 16 columns for all 16 rows. Accumulator Z(4(r%4)+r/4) holds row r, so
-// the tree leaves out in row order.
+// Σ_k x[k]·w[r·stride+k] for rows r in 0..15, k < n. The rows are read
+// one after another, start to end, so consecutive rows (one block of
+// memory) stream in address order: the hardware prefetcher then runs
+// ahead of a decoding step as it does for a plain copy. Walking all 16
+// rows per column block instead makes 16 short streams (one row each)
+// that the prefetcher keeps relearning: a 311 MB bfloat16 matrix read at
+// 13.0 GB/s on one core and 17.8 on two that way, 22.2 and 30.9 this way
+// (a plain read of memory: 31.0). A row's one add chain (3 cycles per 16
+// columns) still outruns memory.
+// Accumulator Z(4(r%4)+r/4) holds row r, so the tree leaves out in row
+// order.
 func row16(ctx *build.Context, bf bool) {
 	w := weightsOf(bf)
 	ctx.Function("fwdRow16" + w.sfx)
 	ctx.Attributes(attr.NOSPLIT | attr.NOFRAME)
 	ctx.SignatureExpr(fmt.Sprintf("func(x *float32, w %s, stride, n int, out *[16]float32)", w.gotyp))
 	ctx.Pragma("noescape")
-	px := ctx.GP64()
-	ctx.Load(ctx.Param("x"), px)
+	x0 := ctx.GP64()
+	ctx.Load(ctx.Param("x"), x0)
 	stride := ctx.GP64()
 	ctx.Load(ctx.Param("stride"), stride)
 	ctx.SHLQ(U8(log2(w.size)), stride)
-	stride3 := ctx.GP64()
-	ctx.LEAQ(Mem{Base: stride, Index: stride, Scale: 2}, stride3)
-	var base [4]reg.GPVirtual // rows 4q..4q+3
-	base[0] = ctx.GP64()
-	ctx.Load(ctx.Param("w"), base[0])
-	for q := 1; q < 4; q++ {
-		base[q] = ctx.GP64()
-		ctx.LEAQ(Mem{Base: base[q-1], Index: stride, Scale: 4}, base[q])
-	}
-	rowMem := func(r int) Mem {
-		b := base[r/4]
-		switch r % 4 {
-		case 0:
-			return Mem{Base: b}
-		case 1:
-			return Mem{Base: b, Index: stride, Scale: 1}
-		case 2:
-			return Mem{Base: b, Index: stride, Scale: 2}
-		}
-		return Mem{Base: b, Index: stride3, Scale: 1}
-	}
+	base := ctx.GP64()
+	ctx.Load(ctx.Param("w"), base)
 	n := ctx.GP64()
 	ctx.Load(ctx.Param("n"), n)
 	chunks := ctx.GP64()
 	ctx.MOVQ(n, chunks)
 	ctx.SHRQ(U8(4), chunks)
+	tail := ctx.GP64()
+	ctx.MOVQ(n, tail)
+	ctx.ANDQ(U32(15), tail)
+	setTailMask(ctx, n)
 	for a := range 16 {
 		ctx.VPXORD(zmm(a), zmm(a), zmm(a))
 	}
-	step := func(mask reg.Register) {
-		loadX(ctx, Mem{Base: px}, zmm(16), mask)
-		for r := range 16 {
-			wz := zmm(17 + r%8)
-			w.load(ctx, rowMem(r), wz, mask)
-			tmp := zmm(25 + r%7)
-			acc := zmm(4*(r%4) + r/4)
-			ctx.VMULPS(zmm(16), wz, tmp)
-			ctx.VADDPS(tmp, acc, acc)
+	px, pw, cnt := ctx.GP64(), ctx.GP64(), ctx.GP64()
+	for r := range 16 {
+		acc := zmm(4*(r%4) + r/4)
+		step := func(mask reg.Register) {
+			loadX(ctx, Mem{Base: px}, zmm(16), mask)
+			w.load(ctx, Mem{Base: pw}, zmm(17), mask)
+			ctx.VMULPS(zmm(16), zmm(17), zmm(18))
+			ctx.VADDPS(zmm(18), acc, acc)
 		}
+		loop, rest, next := fmt.Sprintf("row%d", r), fmt.Sprintf("tail%d", r), fmt.Sprintf("next%d", r)
+		ctx.MOVQ(x0, px)
+		ctx.MOVQ(base, pw)
+		ctx.MOVQ(chunks, cnt)
+		ctx.TESTQ(cnt, cnt)
+		ctx.JZ(LabelRef(rest))
+		ctx.Label(loop)
+		step(nil)
+		ctx.ADDQ(U8(64), px)
+		ctx.ADDQ(U8(16*w.size), pw)
+		ctx.DECQ(cnt)
+		ctx.JNZ(LabelRef(loop))
+		ctx.Label(rest)
+		ctx.TESTQ(tail, tail)
+		ctx.JZ(LabelRef(next))
+		step(reg.K1)
+		ctx.Label(next)
+		ctx.ADDQ(stride, base)
 	}
-	ctx.TESTQ(chunks, chunks)
-	ctx.JZ(LabelRef("tail"))
-	ctx.Label("loop")
-	step(nil)
-	ctx.ADDQ(U8(64), px)
-	for q := range base {
-		ctx.ADDQ(U8(16*w.size), base[q])
-	}
-	ctx.DECQ(chunks)
-	ctx.JNZ(LabelRef("loop"))
-	ctx.Label("tail")
-	tailMask(ctx, n, "reduce")
-	step(reg.K1)
-	ctx.Label("reduce")
 	reduce16(ctx)
 	out := ctx.GP64()
 	ctx.Load(ctx.Param("out"), out)
