@@ -18,8 +18,8 @@ import (
 // FMA peak, by wall time and by CPU time. The mul+add peak is the ceiling
 // for kernels that may not fuse.
 func BenchmarkGEMM(b *testing.B) {
-	fma, fmaCPU := peakLoop(true)
-	muladd, _ := peakLoop(false)
+	fma, fmaCPU := bestPeak(true)
+	muladd, _ := bestPeak(false)
 	shapes := []struct {
 		name       string
 		rows, cols int
@@ -54,6 +54,17 @@ func BenchmarkGEMM(b *testing.B) {
 			})
 		}
 	}
+}
+
+// bestPeak is the best of three peakLoop runs: one run now and then came
+// out at half the usual figure (a frequency dip of the VM), which made the
+// products look faster than the peak.
+func bestPeak(fused bool) (wall, perCPU float64) {
+	for range 3 {
+		w, c := peakLoop(fused)
+		wall, perCPU = max(wall, w), max(perCPU, c)
+	}
+	return wall, perCPU
 }
 
 // peakLoop measures the CPU's 8-lane floating-point peak in GFLOP/s on
