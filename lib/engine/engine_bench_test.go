@@ -107,6 +107,17 @@ func benchModel(b *testing.B, name string) (*Model, int) {
 	}
 	c := qwen3Small()
 	ts := randomTensors(c, 1)
+	matricesToBF16(ts)
+	m, err := New(name, c, ts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m, benchTokensLarge
+}
+
+// matricesToBF16 replaces every matrix of ts by its bfloat16 rounding
+// toward zero (the top 16 bits), as a bf16 checkpoint would hold it.
+func matricesToBF16(ts Tensors) {
 	for k, t := range ts {
 		if len(t.Shape) == 2 {
 			t.BF16 = make([]uint16, len(t.Data))
@@ -117,9 +128,4 @@ func benchModel(b *testing.B, name string) (*Model, int) {
 			ts[k] = t
 		}
 	}
-	m, err := New(name, c, ts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return m, benchTokensLarge
 }

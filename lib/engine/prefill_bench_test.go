@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"math"
 	"runtime"
 	"sync"
 	"testing"
@@ -31,16 +30,7 @@ func BenchmarkPrefillDecode(b *testing.B) {
 	bw := readBandwidth()
 	for _, dtype := range []string{"f32", "bf16"} {
 		if dtype == "bf16" {
-			for name, t := range ts {
-				if len(t.Shape) == 2 {
-					t.BF16 = make([]uint16, len(t.Data))
-					for i, v := range t.Data {
-						t.BF16[i] = uint16(math.Float32bits(v) >> 16)
-					}
-					t.Data = nil
-					ts[name] = t
-				}
-			}
+			matricesToBF16(ts)
 		}
 		m, err := New("qwen3-0.6b-shape", c, ts)
 		if err != nil {

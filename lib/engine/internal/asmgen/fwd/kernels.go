@@ -62,17 +62,6 @@ func loadX(ctx *build.Context, m Mem, z reg.VecPhysical, mask reg.Register) {
 	}
 }
 
-// tailMask sets K1 to the low n&15 bits and jumps to skip when that is 0.
-func tailMask(ctx *build.Context, n reg.GPVirtual, skip string) {
-	ctx.MOVQ(n, reg.RCX)
-	ctx.ANDQ(U32(15), reg.RCX)
-	ctx.JZ(LabelRef(skip))
-	ctx.MOVL(U32(1), reg.EAX)
-	ctx.SHLL(reg.CL, reg.EAX)
-	ctx.DECL(reg.EAX)
-	ctx.KMOVW(reg.EAX, reg.K1)
-}
-
 // tile4x4 generates fwdTile4x4<F32|BF16>(xp, w, stride, n, tiles, out):
 // for each of tiles consecutive 4-row tiles i (rows 4i..4i+3 from w,
 // stride apart), out[16i+4t+r] = Σ_k x_t[k]·w[(4i+r)·stride+k] for
@@ -159,7 +148,7 @@ func tile4x4(ctx *build.Context, bf bool) {
 }
 
 // setTailMask sets K1 to the low n mod 16 bits (zero when there is no
-// tail).
+// tail) and leaves n mod 16 in RCX.
 func setTailMask(ctx *build.Context, n reg.GPVirtual) {
 	ctx.MOVQ(n, reg.RCX)
 	ctx.ANDQ(U32(15), reg.RCX)
