@@ -51,6 +51,7 @@ func (d *DeleteResult) Freeze()               {}
 func (d *DeleteResult) Truth() starlark.Bool  { return len(d.Failed) == 0 && len(d.Skipped) == 0 }
 func (d *DeleteResult) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: delete_result") }
 
+// strList is l as a Starlark list of strings.
 func strList(l []string) *starlark.List {
 	v := make([]starlark.Value, len(l))
 	for i, s := range l {

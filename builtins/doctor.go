@@ -71,18 +71,10 @@ var doctorAttrs = attrTable[*Doctor]{
 		}
 		return dict
 	}),
-	field("fixes", "what to do, one line each; empty when all is well", func(d *Doctor) starlark.Value { return stringList(d.R.Fixes) }),
+	field("fixes", "what to do, one line each; empty when all is well", func(d *Doctor) starlark.Value { return strList(d.R.Fixes) }),
 	field("hf_cache", "the Hugging Face cache directory tokenizers are read from", func(d *Doctor) starlark.Value { return starlark.String(d.R.HFCache.Dir) }),
-	field("models", "the base models listed, those without weights marked", func(d *Doctor) starlark.Value { return stringList(modelNames(d.R)) }),
+	field("models", "the base models listed, those without weights marked", func(d *Doctor) starlark.Value { return strList(modelNames(d.R)) }),
 	field("ok", "whether the backend answers and accepts the credential", func(d *Doctor) starlark.Value { return starlark.Bool(d.R.OK()) }),
-}
-
-func stringList(ss []string) *starlark.List {
-	l := make([]starlark.Value, len(ss))
-	for i, s := range ss {
-		l[i] = starlark.String(s)
-	}
-	return starlark.NewList(l)
 }
 
 // modelNames lists the models, marking those whose weights are absent.

@@ -51,13 +51,7 @@ var exportAttrs = attrTable[*ExportResult]{
 	field("modules", "how many matrices the adapter adapts", func(e *ExportResult) starlark.Value { return starlark.MakeInt(e.Modules) }),
 	field("output", "the directory written", func(e *ExportResult) starlark.Value { return starlark.String(e.Out) }),
 	field("untied", "True when a tied base got a separate lm_head", func(e *ExportResult) starlark.Value { return starlark.Bool(e.Untied) }),
-	field("warnings", "what a serving engine may not support, as strings", func(e *ExportResult) starlark.Value {
-		ws := make([]starlark.Value, len(e.Warnings))
-		for i, w := range e.Warnings {
-			ws[i] = starlark.String(w)
-		}
-		return starlark.NewList(ws)
-	}),
+	field("warnings", "what a serving engine may not support, as strings", func(e *ExportResult) starlark.Value { return strList(e.Warnings) }),
 }
 
 func (e *ExportResult) MarshalJSON() ([]byte, error) { return marshalJSON(e) }
