@@ -45,15 +45,11 @@ func runEval(c *invocation) int {
 		if err != nil {
 			return &tinkerapi.UserError{Msg: err.Error()}
 		}
-		if _, err := r.preflight(); err != nil {
-			return err
-		}
-		env := r.newEnv()
-		defer env.Close()
-		s, err := env.Session(r.ctx)
+		env, s, err := r.openSession()
 		if err != nil {
 			return err
 		}
+		defer env.Close()
 		if o.Model, err = builtins.ResolveSamplerModel(r.ctx, s, c.args[0]); err != nil {
 			return err
 		}

@@ -86,6 +86,21 @@ func (r *apiRun) newEnv() *builtins.Env {
 	return &builtins.Env{Now: r.now, Notices: r.io.Err, NoticesTTY: r.io.ErrTTY, Width: r.io.Width, Version: Version, Backend: r.backend}
 }
 
+// openSession checks the credential, then opens the builtins'
+// environment and its session; the caller closes env.
+func (r *apiRun) openSession() (*builtins.Env, *tinkerapi.Session, error) {
+	if _, err := r.preflight(); err != nil {
+		return nil, nil, err
+	}
+	env := r.newEnv()
+	s, err := env.Session(r.ctx)
+	if err != nil {
+		env.Close()
+		return nil, nil, err
+	}
+	return env, s, nil
+}
+
 // console is where operations draw progress: stderr, bars only on a terminal.
 func (r *apiRun) console() ops.Console {
 	return ops.Console{W: r.io.Err, TTY: r.io.ErrTTY, Width: r.io.Width}
@@ -200,15 +215,11 @@ func runCheckpointSave(c *invocation) int {
 		ttl = &t
 	}
 	return runAPI(c, func(r *apiRun) error {
-		if _, err := r.preflight(); err != nil {
-			return err
-		}
-		env := r.newEnv()
-		defer env.Close()
-		s, err := env.Session(r.ctx)
+		env, s, err := r.openSession()
 		if err != nil {
 			return err
 		}
+		defer env.Close()
 		cp, err := ops.SaveCheckpoint(r.ctx, s, ops.SaveOptions{BaseModel: base, Name: c.str("name"), Lora: lora, TTL: ttl})
 		if err != nil {
 			return err

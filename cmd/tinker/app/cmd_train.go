@@ -107,15 +107,11 @@ func runLoop(c *invocation, ro *train.RunOptions, load func() error, loop func(r
 		if err := load(); err != nil {
 			return &tinkerapi.UserError{Msg: err.Error()}
 		}
-		if _, err := r.preflight(); err != nil {
-			return err
-		}
-		env := r.newEnv()
-		defer env.Close()
-		s, err := env.Session(r.ctx)
+		env, s, err := r.openSession()
 		if err != nil {
 			return err
 		}
+		defer env.Close()
 		var status *train.Status
 		if c.io.ErrTTY {
 			status = train.NewStatus(c.io.Err, c.io.Width)
@@ -155,6 +151,13 @@ func showSFT(c *invocation, res *train.SFTResult) error {
 	if err := c.writeTable(train.SFTTable(res)); err != nil {
 		return err
 	}
+	showEnd(c, res)
+	return nil
+}
+
+// showEnd follows a run's table: the loss chart on a terminal, then the
+// checkpoint to use or to continue from.
+func showEnd[M train.Record](c *invocation, res *train.Result[M]) {
 	if c.io.OutTTY {
 		fmt.Fprintln(c.io.Out, train.Chart(res.Steps, c.io.Width))
 	}
@@ -163,5 +166,4 @@ func showSFT(c *invocation, res *train.SFTResult) error {
 	} else {
 		fmt.Fprintf(c.io.Out, "State checkpoint: %s (run again with --log-dir to continue)\n", res.StatePath)
 	}
-	return nil
 }

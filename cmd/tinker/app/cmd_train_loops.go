@@ -214,14 +214,7 @@ func showRun[M train.Record](c *invocation, what string, res *train.Result[M]) e
 	if err := c.writeTable(train.RunTable(what, res)); err != nil {
 		return err
 	}
-	if c.io.OutTTY {
-		fmt.Fprintln(c.io.Out, train.Chart(res.Steps, c.io.Width))
-	}
-	if res.SamplerPath != "" {
-		fmt.Fprintf(c.io.Out, "Sampler checkpoint: %s\n", res.SamplerPath)
-	} else {
-		fmt.Fprintf(c.io.Out, "State checkpoint: %s (run again with --log-dir to continue)\n", res.StatePath)
-	}
+	showEnd(c, res)
 	return nil
 }
 
