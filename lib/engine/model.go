@@ -102,7 +102,7 @@ func LoadLoRA(dir string, c Config) (*LoRA, error) {
 		return nil, fmt.Errorf("load LoRA adapter %s: DoRA adapters are not supported", dir)
 	case len(ac.RankPattern) > 0 || len(ac.AlphaPattern) > 0:
 		return nil, fmt.Errorf("load LoRA adapter %s: per-module rank_pattern/alpha_pattern is not supported", dir)
-	case !emptyJSON(ac.ModulesToSave):
+	case ac.SavesModules():
 		return nil, fmt.Errorf("load LoRA adapter %s: modules_to_save is not supported", dir)
 	}
 	targets := map[string]bool{}
@@ -127,17 +127,6 @@ func LoadLoRA(dir string, c Config) (*LoRA, error) {
 		return nil, fmt.Errorf("load LoRA adapter %s: %w", dir, err)
 	}
 	return l, nil
-}
-
-// emptyJSON reports whether a decoded JSON value is null or an empty list.
-func emptyJSON(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return true
-	case []any:
-		return len(x) == 0
-	}
-	return false
 }
 
 func toTensor(t *safetensors.Tensor) (Tensor, error) {

@@ -99,20 +99,10 @@ func readAdapterConfig(dir string) (peft.AdapterConfig, error) {
 		return cfg, fmt.Errorf("%s: DoRA adapters cannot be exported", peft.ConfigFile)
 	case len(cfg.RankPattern) > 0 || len(cfg.AlphaPattern) > 0:
 		return cfg, fmt.Errorf("%s: per-module rank_pattern/alpha_pattern cannot be exported", peft.ConfigFile)
-	case !emptyJSON(cfg.ModulesToSave):
+	case cfg.SavesModules():
 		return cfg, fmt.Errorf("%s: modules_to_save cannot be exported", peft.ConfigFile)
 	}
 	return cfg, nil
-}
-
-func emptyJSON(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return true
-	case []any:
-		return len(x) == 0
-	}
-	return false
 }
 
 func openAdapterWeights(dir string) (*safetensors.File, error) {

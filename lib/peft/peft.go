@@ -106,6 +106,18 @@ type AdapterConfig struct {
 	UseRslora           bool           `json:"use_rslora"`
 }
 
+// SavesModules reports whether modules_to_save names any module (it is
+// null or an empty list in adapters that are LoRA matrices only).
+func (c AdapterConfig) SavesModules() bool {
+	switch x := c.ModulesToSave.(type) {
+	case nil:
+		return false
+	case []any:
+		return len(x) > 0
+	}
+	return true
+}
+
 // module is one LoRA-adapted linear map; experts > 0 makes it a stacked
 // [experts, ...] tensor pair.
 type module struct {
