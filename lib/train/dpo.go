@@ -94,7 +94,7 @@ func (o *DPOOptions) check() error {
 	if err := sft.check(); err != nil {
 		return err
 	}
-	if !(o.Beta > 0) || math.IsInf(o.Beta, 0) {
+	if !positive(o.Beta) {
 		return fmt.Errorf("beta must be positive")
 	}
 	return nil

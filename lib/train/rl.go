@@ -109,9 +109,9 @@ func (o *RLOptions) check() error {
 		return fmt.Errorf("steps must be at least 1")
 	case o.MaxTokens < 1:
 		return fmt.Errorf("max_tokens must be at least 1")
-	case !(o.Temperature > 0) || math.IsInf(o.Temperature, 0):
+	case !positive(o.Temperature):
 		return fmt.Errorf("temperature must be positive (RL needs varied completions)")
-	case !(o.LearningRate > 0) || math.IsInf(o.LearningRate, 0):
+	case !positive(o.LearningRate):
 		return fmt.Errorf("learning_rate must be positive")
 	case o.Lora.Rank < 1:
 		return fmt.Errorf("rank must be positive")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 
 	"github.com/tinkershell/tinker/lib/chat"
@@ -69,7 +70,7 @@ func (o *SFTOptions) check() error {
 		return fmt.Errorf("batch_size must be at least 1")
 	case o.Epochs < 1:
 		return fmt.Errorf("epochs must be at least 1")
-	case !(o.LearningRate > 0) || math.IsInf(o.LearningRate, 0):
+	case !positive(o.LearningRate):
 		return fmt.Errorf("learning_rate must be positive")
 	case o.SaveEvery < 0 || o.EvalEvery < 0 || o.MaxLength < 0 || o.MaxSteps < 0:
 		return fmt.Errorf("save_every, eval_every, max_length and max_steps must not be negative")
@@ -82,14 +83,10 @@ func (o *SFTOptions) check() error {
 	return nil
 }
 
-func isTrainOn(s string) bool {
-	for _, r := range chat.TrainOnRules() {
-		if r == s {
-			return true
-		}
-	}
-	return false
-}
+func isTrainOn(s string) bool { return slices.Contains(chat.TrainOnRules(), s) }
+
+// positive reports whether x is a finite number above zero (false for NaN).
+func positive(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
 
 // learningRate is the schedule's rate at step (0-based) of total.
 func learningRate(schedule string, base float64, step, total int) float64 {
