@@ -167,13 +167,12 @@ const parallelMinWork = 1 << 16
 
 // matMul computes ys[b] = W·xs[b] for every b (or adds it when accumulate),
 // splitting rows across goroutines when the product is large enough. The
-// rows are cut into pieces that the goroutines take in turn, so a core
-// that gets less CPU time (another process, a slow wake-up) does less
-// of the work: one piece per goroutine for batches (each piece packs the
-// batch's vectors once), several for one to three vectors (decoding,
-// where a product takes a fraction of a millisecond). Every output
-// element is computed whole by one goroutine, so the split changes no
-// bits.
+// rows are cut into several pieces per goroutine that the goroutines take
+// in turn, so a core that gets less CPU time (another process, a slow
+// wake-up, a virtual CPU the host holds back) does less of the work; a
+// batch is packed for the vector kernels once, before the split, so the
+// pieces cost nothing extra. Every output element is computed whole by
+// one goroutine, so the split changes no bits.
 func matMul(w mat, xs, ys [][]float32, accumulate bool) {
 	work := w.rows * w.cols * len(xs)
 	workers := runtime.GOMAXPROCS(0)
@@ -184,12 +183,18 @@ func matMul(w mat, xs, ys [][]float32, accumulate bool) {
 	if maxW := work / parallelMinWork; workers > maxW {
 		workers = maxW
 	}
-	pieces := workers
-	if len(xs) < 4 {
-		pieces = 8 * workers
+	rows := func(lo, hi int) { matRows(w, xs, ys, lo, hi, accumulate) }
+	// Whole 16-row tiles for decoding's kernel, 48 rows (6-row tiles and
+	// 16-row ones) for a batch's.
+	align := 16
+	if p, ok := packForward(w, xs); ok {
+		defer p.release()
+		rows = func(lo, hi int) { p.rows(w, xs, ys, lo, hi, accumulate) }
+		align = 48
 	}
+	pieces := 8 * workers
 	chunk := (w.rows + pieces - 1) / pieces
-	chunk = (chunk + 15) &^ 15 // whole 16-row tiles for the vector kernels
+	chunk = (chunk + align - 1) / align * align
 	var next atomic.Int64
 	run := func() {
 		for {
@@ -197,7 +202,7 @@ func matMul(w mat, xs, ys [][]float32, accumulate bool) {
 			if lo >= w.rows {
 				return
 			}
-			matRows(w, xs, ys, lo, min(lo+chunk, w.rows), accumulate)
+			rows(lo, min(lo+chunk, w.rows))
 		}
 	}
 	var wg sync.WaitGroup

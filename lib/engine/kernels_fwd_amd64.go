@@ -14,17 +14,22 @@ import (
 var fwdAsm = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW
 
 // fwdBlockBytes is the size of the block of weight rows that stays in L2
-// while every group of four vectors meets it; fwdMaxTiles bounds the
-// 4-row tiles of one kernel call. Measured on the Qwen3-0.6B shapes
-// (M = 128): 128-512 KiB blocks run within noise of each other, column
-// blocks that keep a group in L1 and blocks of vectors did not help.
-const (
+// while every group of four vectors meets it, fwdTokBytes the size of the
+// packed vectors that pass a block before the next block starts (so they
+// too come from L2, not L3, when the batch is large: 512 vectors of 3072
+// columns are 6 MiB); fwdMaxTiles bounds the 6-row tiles of one kernel
+// call. Measured on the Qwen3-0.6B shapes: 128-512 KiB row blocks run
+// within noise of each other, column blocks that keep a group in L1 did
+// not help.
+var (
 	fwdBlockBytes = 256 << 10
-	fwdMaxTiles   = 64
+	fwdTokBytes   = 768 << 10
 )
 
+const fwdMaxTiles = 48
+
 // matRowsAsm is matRows with the assembly kernels, each of which computes
-// 16 output elements in dotLanes order: 4 tokens × 4 rows (fwdTile4x4,
+// its output elements in dotLanes order: 4 tokens × 6 rows (fwdTile4x6,
 // tokens packed four at a time) for each full group of four tokens, 1
 // token × 16 rows (fwdRow16) for the one to three tokens left over
 // (decoding one sequence streams the weights through it), and the rows
@@ -40,17 +45,43 @@ func matRowsAsm(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) bool {
 		fwdRows(w, xs, ys, lo, hi, accumulate) // decoding: nothing to pack
 		return true
 	}
-	pp := xpackPool.Get().(*[]float32)
-	xp := packTokens(xs, w.cols, pp)
-	hi4 := lo + (hi-lo)&^3
-	fwdTiles(w, xp, ys[:m4], lo, hi4, accumulate)
-	fwdRowTail(w, xp, ys[:m4], hi4, hi, accumulate)
+	p := fwdPack{pp: xpackPool.Get().(*[]float32)}
+	p.xp = packTokens(xs, w.cols, p.pp)
+	p.rows(w, xs, ys, lo, hi, accumulate)
+	p.release()
+	return true
+}
+
+// fwdPack is a batch packed once (packTokens) for every goroutine that
+// computes some of a product's rows.
+type fwdPack struct {
+	pp *[]float32
+	xp []float32
+}
+
+// packForward packs xs for the assembly kernels when they take the product
+// and the batch holds a group of four; ok is false otherwise.
+func packForward(w mat, xs [][]float32) (p fwdPack, ok bool) {
+	if !useSIMD || !fwdAsm || w.cols == 0 || len(xs) < 4 {
+		return p, false
+	}
+	p.pp = xpackPool.Get().(*[]float32)
+	p.xp = packTokens(xs, w.cols, p.pp)
+	return p, true
+}
+
+func (p fwdPack) release() { xpackPool.Put(p.pp) }
+
+// rows is matRowsAsm for rows [lo, hi) on the packed batch.
+func (p fwdPack) rows(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
+	xp, m4 := p.xp, len(xs)&^3
+	hi6 := lo + (hi-lo)/6*6
+	fwdTiles(w, xp, ys[:m4], lo, hi6, accumulate)
+	fwdRowTail(w, xp, ys[:m4], hi6, hi, accumulate)
 	if m4 < len(xs) {
 		j := fwdRows(w, xs[m4:], ys[m4:], lo, hi, accumulate)
 		fwdRowTail(w, xp[m4/4*packedLen(w.cols):], ys[m4:], j, hi, accumulate)
 	}
-	xpackPool.Put(pp)
-	return true
 }
 
 var xpackPool = sync.Pool{New: func() any { return new([]float32) }}
@@ -85,26 +116,48 @@ func packTokens(xs [][]float32, n int, pp *[]float32) []float32 {
 	return xp
 }
 
-// fwdTiles computes rows [lo, hi) (a multiple of 4) for the vectors ys
-// (whole groups of four, packed in xp), a block of rows at a time
-// (fwdBlockBytes, at most fwdMaxTiles tiles per kernel call): the block
-// stays in L2 while every group of the batch meets it.
+// fwdTiles computes rows [lo, hi) (a multiple of 6) for the vectors ys
+// (whole groups of four, packed in xp): for each block of vectors
+// (fwdTokBytes packed), a block of rows at a time (fwdBlockBytes, at most
+// fwdMaxTiles tiles per kernel call) meets every group of the block.
 func fwdTiles(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool) {
 	n := w.cols
-	rowBlock := min(4*fwdMaxTiles, max(4, fwdBlockBytes/(n*w.elemSize())&^3))
+	rowBlock := min(6*fwdMaxTiles, max(6, fwdBlockBytes/(n*w.elemSize())/6*6))
 	pl := packedLen(n)
-	var out [16 * fwdMaxTiles]float32
-	for rb := lo; rb < hi; rb += rowBlock {
-		re := min(rb+rowBlock, hi)
-		for t := 0; t+4 <= len(ys); t += 4 {
-			fwdTileRows(w, xp[t/4*pl:(t/4+1)*pl], rb, (re-rb)/4, n, out[:])
-			for r := rb; r < re; r += 4 {
-				o := out[4*(r-rb):]
-				for i, y := range ys[t : t+4 : t+4] {
-					putRow(y[r:r+4], o[4*i:4*i+4], accumulate)
+	tokBlock := max(4, fwdTokBytes/(4*pl)*4)
+	var out [32 * fwdMaxTiles]float32
+	for tb := 0; tb < len(ys); tb += tokBlock {
+		te := min(tb+tokBlock, len(ys))
+		for rb := lo; rb < hi; rb += rowBlock {
+			re := min(rb+rowBlock, hi)
+			for t := tb; t+4 <= te; t += 4 {
+				fwdTile6Rows(w, xp[t/4*pl:(t/4+1)*pl], rb, (re-rb)/6, out[:])
+				for r := rb; r < re; r += 6 {
+					o := out[32*((r-rb)/6):]
+					for i, y := range ys[t : t+4 : t+4] {
+						putRow(y[r:r+4], o[4*i:4*i+4], accumulate)
+						putRow(y[r+4:r+6], o[16+4*i:16+4*i+2], accumulate)
+					}
 				}
 			}
 		}
+	}
+}
+
+// fwdTile6Rows runs the 4×6 kernel on a packed group g and tiles
+// consecutive 6-row tiles from row j; out gets 32 sums per tile.
+func fwdTile6Rows(w mat, g []float32, j, tiles int, out []float32) {
+	n := w.cols
+	g = g[:packedLen(n)]
+	_ = out[32*tiles-1]
+	i := j * n
+	last := i + 6*tiles*n - 1
+	if w.bf != nil {
+		_ = w.bf[last]
+		fwdTile4x6BF16(&g[0], &w.bf[i], n, n, tiles, &out[0])
+	} else {
+		_ = w.data[last]
+		fwdTile4x6F32(&g[0], &w.data[i], n, n, tiles, &out[0])
 	}
 }
 
@@ -131,7 +184,8 @@ func fwdRows(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) int {
 
 // fwdRowTail computes rows [lo, hi) for the vectors ys, packed in groups
 // of four in xp (the last group may be partial): four rows per tile, then
-// one row at a time (row stride 0).
+// one row at a time (row stride 0). It also finishes the rows the 6-row
+// tiles leave over (fewer than six).
 func fwdRowTail(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool) {
 	pl := packedLen(w.cols)
 	var out [16]float32

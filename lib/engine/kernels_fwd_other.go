@@ -6,3 +6,9 @@ package engine
 const fwdAsm = false
 
 func matRowsAsm(mat, [][]float32, [][]float32, int, int, bool) bool { return false }
+
+type fwdPack struct{}
+
+func packForward(mat, [][]float32) (fwdPack, bool)                 { return fwdPack{}, false }
+func (fwdPack) release()                                           {}
+func (fwdPack) rows(mat, [][]float32, [][]float32, int, int, bool) {}

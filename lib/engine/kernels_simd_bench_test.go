@@ -30,18 +30,28 @@ func BenchmarkGEMM(b *testing.B) {
 			xs, ys := randRows(m, sh.cols, 2), randRows(m, sh.rows, 3)
 			flop := 2 * float64(sh.rows*sh.cols*m)
 			b.Run(fmt.Sprintf("%s-%dx%d/M=%d", sh.name, sh.rows, sh.cols, m), func(b *testing.B) {
+				// The vector products run back to back, then the scalar
+				// ones: interleaved, each scalar run (tens of times
+				// longer) evicted the caches and let the other cores
+				// sleep, so the vector run after it measured a cold start.
 				var vec, scalar time.Duration
 				var cpu float64
-				for b.Loop() {
+				withSIMD(true, func() {
 					c0 := processCPU()
 					t0 := time.Now()
-					withSIMD(true, func() { matMul(w, xs, ys, false) })
-					t1 := time.Now()
-					cpu += processCPU() - c0
-					withSIMD(false, func() { matMul(w, xs, ys, false) })
-					vec, scalar = vec+t1.Sub(t0), scalar+time.Since(t1)
-				}
+					for b.Loop() {
+						matMul(w, xs, ys, false)
+					}
+					vec, cpu = time.Since(t0), processCPU()-c0
+				})
 				n := float64(b.N)
+				withSIMD(false, func() {
+					t0 := time.Now()
+					for range b.N {
+						matMul(w, xs, ys, false)
+					}
+					scalar = time.Since(t0)
+				})
 				b.ReportMetric(flop*n/vec.Seconds()/1e9, "GFLOP/s")
 				b.ReportMetric(flop*n/cpu/1e9, "GFLOP/cpu-s")
 				b.ReportMetric(flop*n/scalar.Seconds()/1e9, "GFLOP/s-scalar")

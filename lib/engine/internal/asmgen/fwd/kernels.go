@@ -147,6 +147,111 @@ func tile4x4(ctx *build.Context, bf bool) {
 	ctx.RET()
 }
 
+// tile4x6 generates fwdTile4x6<F32|BF16>(xp, w, stride, n, tiles, out),
+// tile4x4 with six rows per tile: each vector load of x then meets six
+// rows instead of four, which on large n (the x group no longer in L1)
+// cuts what a tile reads from L2 by a sixth. For tile i, out[32i+4t+r]
+// holds (t, r) for rows r in 0..3 and out[32i+16+4t+r-4] for rows 4 and 5
+// (lanes 4t+2 and 4t+3 of that half are zero). Accumulators Z(4r+t) hold
+// rows 0..3 and Z(16+4(r-4)+t) rows 4 and 5; x is in Z24..Z27, the row
+// being read in Z28, products in Z29..Z31.
+func tile4x6(ctx *build.Context, bf bool) {
+	w := weightsOf(bf)
+	ctx.Function("fwdTile4x6" + w.sfx)
+	ctx.Attributes(attr.NOSPLIT | attr.NOFRAME)
+	ctx.SignatureExpr(fmt.Sprintf("func(xp *float32, w %s, stride, n, tiles int, out *float32)", w.gotyp))
+	ctx.Pragma("noescape")
+	n := ctx.GP64()
+	ctx.Load(ctx.Param("n"), n)
+	setTailMask(ctx, n)
+	chunks := n
+	ctx.SHRQ(U8(4), chunks)
+	xp0, row, stride, stride3, stride4, stride5 := ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
+	ctx.Load(ctx.Param("xp"), xp0)
+	ctx.Load(ctx.Param("w"), row)
+	ctx.Load(ctx.Param("stride"), stride)
+	ctx.SHLQ(U8(log2(w.size)), stride)
+	ctx.LEAQ(Mem{Base: stride, Index: stride, Scale: 2}, stride3)
+	ctx.MOVQ(stride, stride4)
+	ctx.SHLQ(U8(2), stride4)
+	ctx.LEAQ(Mem{Base: stride, Index: stride, Scale: 4}, stride5)
+	tiles, out := ctx.GP64(), ctx.GP64()
+	ctx.Load(ctx.Param("tiles"), tiles)
+	ctx.Load(ctx.Param("out"), out)
+	px, pw, left := ctx.GP64(), ctx.GP64(), ctx.GP64()
+	rowMem := func(r int) Mem {
+		switch r {
+		case 0:
+			return Mem{Base: pw}
+		case 1:
+			return Mem{Base: pw, Index: stride, Scale: 1}
+		case 2:
+			return Mem{Base: pw, Index: stride, Scale: 2}
+		case 3:
+			return Mem{Base: pw, Index: stride3, Scale: 1}
+		case 4:
+			return Mem{Base: pw, Index: stride4, Scale: 1}
+		}
+		return Mem{Base: pw, Index: stride5, Scale: 1}
+	}
+	acc := func(r, t int) reg.VecPhysical {
+		if r < 4 {
+			return zmm(4*r + t)
+		}
+		return zmm(16 + 4*(r-4) + t)
+	}
+	step := func(mask reg.Register) {
+		for t := range 4 {
+			ctx.VMOVUPS(Mem{Base: px, Disp: 64 * t}, zmm(24+t))
+		}
+		for r := range 6 {
+			w.load(ctx, rowMem(r), reg.Z28, mask)
+			for t := range 4 {
+				tmp := zmm(29 + (4*r+t)%3)
+				ctx.VMULPS(zmm(24+t), reg.Z28, tmp)
+				ctx.VADDPS(tmp, acc(r, t), acc(r, t))
+			}
+		}
+	}
+	ctx.Label("tile")
+	ctx.MOVQ(xp0, px)
+	ctx.MOVQ(row, pw)
+	ctx.MOVQ(chunks, left)
+	for a := range 24 {
+		ctx.VPXORD(zmm(a), zmm(a), zmm(a))
+	}
+	ctx.TESTQ(left, left)
+	ctx.JZ(LabelRef("tail"))
+	ctx.Label("loop")
+	step(nil)
+	ctx.ADDQ(U32(256), px)
+	ctx.ADDQ(U8(16*w.size), pw)
+	ctx.DECQ(left)
+	ctx.JNZ(LabelRef("loop"))
+	ctx.Label("tail")
+	ctx.KORTESTW(reg.K1, reg.K1)
+	ctx.JZ(LabelRef("done"))
+	step(reg.K1)
+	ctx.Label("done")
+	reduce16Using(ctx, reg.Z24, reg.Z25)
+	ctx.VMOVUPS(reg.Z0, Mem{Base: out})
+	for a := range 8 {
+		ctx.VMOVAPS(zmm(16+a), zmm(a))
+	}
+	for a := 8; a < 16; a++ {
+		ctx.VPXORD(zmm(a), zmm(a), zmm(a))
+	}
+	reduce16Using(ctx, reg.Z24, reg.Z25)
+	ctx.VMOVUPS(reg.Z0, Mem{Base: out, Disp: 64})
+	ctx.ADDQ(stride5, row)
+	ctx.ADDQ(stride, row)
+	ctx.ADDQ(U8(128), out)
+	ctx.DECQ(tiles)
+	ctx.JNZ(LabelRef("tile"))
+	ctx.VZEROUPPER()
+	ctx.RET()
+}
+
 // setTailMask sets K1 to the low n mod 16 bits (zero when there is no
 // tail) and leaves n mod 16 in RCX.
 func setTailMask(ctx *build.Context, n reg.GPVirtual) {
@@ -236,8 +341,10 @@ func row16(ctx *build.Context, bf bool) {
 // Level 1 pairs A_i's 256-bit halves (lane i + lane i+8), level 2 its
 // 128-bit quarters (i + i+4), levels 3 and 4 the elements of each quarter
 // (i + i+2, then i + i+1); each level packs two vectors' results into one.
-func reduce16(ctx *build.Context) {
-	lo, hi := reg.Z16, reg.Z17
+func reduce16(ctx *build.Context) { reduce16Using(ctx, reg.Z16, reg.Z17) }
+
+// reduce16Using is reduce16 with lo and hi (not Z0..Z15) as scratch.
+func reduce16Using(ctx *build.Context, lo, hi reg.VecPhysical) {
 	pairs := func(count int, vshuf func(imm uint8, b, a, dst reg.VecPhysical), immLo, immHi uint8) {
 		for j := range count {
 			a, b := zmm(2*j), zmm(2*j+1)

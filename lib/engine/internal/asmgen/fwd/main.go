@@ -50,6 +50,7 @@ func Generate() (asm, decl []byte, err error) {
 	ctx := build.NewContext()
 	for _, bf := range []bool{false, true} {
 		tile4x4(ctx, bf)
+		tile4x6(ctx, bf)
 		row16(ctx, bf)
 	}
 	f, err := ctx.Result()
