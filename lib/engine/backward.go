@@ -4,7 +4,6 @@ import (
 	"context"
 	"math"
 	"runtime"
-	"sync"
 )
 
 // The training forward pass runs one datum's positions through the model
@@ -342,45 +341,39 @@ func attentionBackward(c Config, q, k, v, datt, dq, dk, dv [][]float32) {
 	hd, group := c.HeadDim, c.Heads/c.KVHeads
 	scale := 1 / math.Sqrt(float64(hd))
 	workers := min(runtime.GOMAXPROCS(0), c.KVHeads, max(1, n*n*c.Heads*hd/parallelMinWork))
-	var wg sync.WaitGroup
-	for wk := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p := make([]float64, n)
-			dp := make([]float64, n)
-			for kvh := wk; kvh < c.KVHeads; kvh += workers {
-				ko := kvh * hd
-				for tq := range n {
-					for g := range group {
-						qo := (kvh*group + g) * hd
-						qv, do := q[tq][qo:qo+hd], datt[tq][qo:qo+hd]
-						mx := math.Inf(-1)
-						for j := 0; j <= tq; j++ {
-							p[j] = float64(dot1(k[j][ko:ko+hd], qv)) * scale
-							mx = max(mx, p[j])
-						}
-						var sum, dsum float64
-						expShift64(p[:tq+1], mx)
-						for _, e := range p[:tq+1] {
-							sum += e
-						}
-						for j := 0; j <= tq; j++ {
-							p[j] /= sum
-							dp[j] = float64(dot1(v[j][ko:ko+hd], do))
-							dsum += float64(p[j] * dp[j])
-						}
-						dqv := dq[tq][qo : qo+hd]
-						for j := 0; j <= tq; j++ {
-							ds := float32(float64(p[j]*(dp[j]-dsum)) * scale)
-							axpy(dqv, ds, k[j][ko:ko+hd])
-							axpy(dk[j][ko:ko+hd], ds, qv)
-							axpy(dv[j][ko:ko+hd], float32(p[j]), do)
-						}
+	forkJoin(workers, func(wk int) {
+		p := make([]float64, n)
+		dp := make([]float64, n)
+		for kvh := wk; kvh < c.KVHeads; kvh += workers {
+			ko := kvh * hd
+			for tq := range n {
+				for g := range group {
+					qo := (kvh*group + g) * hd
+					qv, do := q[tq][qo:qo+hd], datt[tq][qo:qo+hd]
+					mx := math.Inf(-1)
+					for j := 0; j <= tq; j++ {
+						p[j] = float64(dot1(k[j][ko:ko+hd], qv)) * scale
+						mx = max(mx, p[j])
+					}
+					var sum, dsum float64
+					expShift64(p[:tq+1], mx)
+					for _, e := range p[:tq+1] {
+						sum += e
+					}
+					for j := 0; j <= tq; j++ {
+						p[j] /= sum
+						dp[j] = float64(dot1(v[j][ko:ko+hd], do))
+						dsum += float64(p[j] * dp[j])
+					}
+					dqv := dq[tq][qo : qo+hd]
+					for j := 0; j <= tq; j++ {
+						ds := float32(float64(p[j]*(dp[j]-dsum)) * scale)
+						axpy(dqv, ds, k[j][ko:ko+hd])
+						axpy(dk[j][ko:ko+hd], ds, qv)
+						axpy(dv[j][ko:ko+hd], float32(p[j]), do)
 					}
 				}
 			}
-		}()
-	}
-	wg.Wait()
+		}
+	})
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"runtime"
-	"sync"
 )
 
 // unit is one sequence's share of a step: a chunk of a prompt being
@@ -110,20 +109,10 @@ func (s *stepper) forward(units []*unit) error {
 	return parallel(parts, run)
 }
 
-// parallel runs fn(0..n-1) on n goroutines (the caller's among them) and
-// returns the first error.
+// parallel runs fn(0..n-1) with forkJoin and returns the first error.
 func parallel(n int, fn func(i int) error) error {
 	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := 1; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = fn(i)
-		}()
-	}
-	errs[0] = fn(0)
-	wg.Wait()
+	forkJoin(n, func(i int) { errs[i] = fn(i) })
 	for _, err := range errs {
 		if err != nil {
 			return err

@@ -4,7 +4,6 @@ import (
 	"math"
 	"runtime"
 	"slices"
-	"sync"
 )
 
 // kvCache holds one sequence's keys and values: per layer, positions × kvDim
@@ -266,17 +265,11 @@ func (m *Model) attention(ws *workspace, rows []row, layer int) {
 		}
 		return
 	}
-	var wg sync.WaitGroup
-	for wk := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := wk; i < len(rows); i += workers {
-				m.attendRow(ws, rows, i, layer, wk)
-			}
-		}()
-	}
-	wg.Wait()
+	forkJoin(workers, func(wk int) {
+		for i := wk; i < len(rows); i += workers {
+			m.attendRow(ws, rows, i, layer, wk)
+		}
+	})
 }
 
 // attendRow computes one row's attention output: per query head, its

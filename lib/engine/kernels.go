@@ -3,8 +3,6 @@ package engine
 import (
 	"math"
 	"runtime"
-	"sync"
-	"sync/atomic"
 )
 
 // Numeric kernels. Every output element of a matrix product is summed in
@@ -167,8 +165,8 @@ const parallelMinWork = 1 << 16
 
 // matMul computes ys[b] = W·xs[b] for every b (or adds it when accumulate),
 // splitting rows across goroutines when the product is large enough. The
-// rows are cut into several pieces per goroutine that the goroutines take
-// in turn, so a core that gets less CPU time (another process, a slow
+// rows are cut into several pieces per core that the goroutines of
+// forkJoin take in turn, so a core that gets less CPU time (another process, a slow
 // wake-up, a virtual CPU the host holds back) does less of the work; a
 // batch is packed for the vector kernels once, before the split, so the
 // pieces cost nothing extra. Every output element is computed whole by
@@ -195,22 +193,7 @@ func matMul(w mat, xs, ys [][]float32, accumulate bool) {
 	pieces := 8 * workers
 	chunk := (w.rows + pieces - 1) / pieces
 	chunk = (chunk + align - 1) / align * align
-	var next atomic.Int64
-	run := func() {
-		for {
-			lo := int(next.Add(int64(chunk))) - chunk
-			if lo >= w.rows {
-				return
-			}
-			rows(lo, min(lo+chunk, w.rows))
-		}
-	}
-	var wg sync.WaitGroup
-	for range workers - 1 {
-		wg.Go(run)
-	}
-	run()
-	wg.Wait()
+	forkJoin((w.rows+chunk-1)/chunk, func(i int) { rows(i*chunk, min((i+1)*chunk, w.rows)) })
 }
 
 // axpy adds a·x to y.

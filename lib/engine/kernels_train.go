@@ -3,7 +3,6 @@ package engine
 import (
 	"math"
 	"runtime"
-	"sync"
 )
 
 // Kernels of the backward pass. Like the forward kernels, every output
@@ -13,8 +12,7 @@ import (
 // on every run, batch split and machine.
 
 // parallelFor splits [0, n) into at most GOMAXPROCS ranges whose bounds are
-// multiples of align and runs fn on each, the first on the calling
-// goroutine. work is the total multiply-adds, which decides whether waking
+// multiples of align and runs fn on each (forkJoin). work is the total multiply-adds, which decides whether waking
 // other cores is worth it. Each range must write disjoint outputs.
 func parallelFor(n, align int, work int, fn func(lo, hi int)) {
 	workers := runtime.GOMAXPROCS(0)
@@ -27,17 +25,7 @@ func parallelFor(n, align int, work int, fn func(lo, hi int)) {
 	}
 	chunk := (n + workers - 1) / workers
 	chunk = (chunk + align - 1) / align * align
-	var wg sync.WaitGroup
-	for lo := chunk; lo < n; lo += chunk {
-		hi := min(lo+chunk, n)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fn(lo, hi)
-		}()
-	}
-	fn(0, min(chunk, n))
-	wg.Wait()
+	forkJoin((n+chunk-1)/chunk, func(i int) { fn(i*chunk, min((i+1)*chunk, n)) })
 }
 
 // Tiles of matMulT: a block of tRows weight rows by tCols columns (128 KiB

@@ -1,0 +1,86 @@
+package engine
+
+import (
+	"bytes"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestForkJoinRunsEachIndexOnce runs jobs of many sizes from several
+// goroutines at once (so offers replace each other while workers are
+// inside jobs), with nested jobs, at GOMAXPROCS 1, 2 and 4, and requires
+// every index to run exactly once before forkJoin returns.
+func TestForkJoinRunsEachIndexOnce(t *testing.T) {
+	for _, procs := range []int{1, 2, 4} {
+		func() {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			var wg sync.WaitGroup
+			for c := range 4 {
+				wg.Go(func() {
+					for round := range 200 {
+						n := (round*7+c)%37 + 1
+						counts := make([]atomic.Int32, n)
+						forkJoin(n, func(i int) {
+							counts[i].Add(1)
+							if i == 0 && round%10 == 0 {
+								inner := make([]atomic.Int32, 5)
+								forkJoin(5, func(k int) { inner[k].Add(1) })
+								for k := range inner {
+									if got := inner[k].Load(); got != 1 {
+										t.Errorf("nested index %d ran %d times", k, got)
+									}
+								}
+							}
+						})
+						for i := range counts {
+							if got := counts[i].Load(); got != 1 {
+								t.Errorf("GOMAXPROCS=%d n=%d: index %d ran %d times", procs, n, i, got)
+							}
+						}
+					}
+				})
+			}
+			wg.Wait()
+		}()
+	}
+	if workPool.cur.Load() != nil {
+		t.Error("the pool still offers a finished job (and holds its caller's data)")
+	}
+}
+
+// TestForkJoinPanicWaitsForWorkers panics on the caller's goroutine while a
+// worker is inside the job: the panic reaches the caller only after the
+// worker has left, so nothing writes to the caller's data afterwards.
+func TestForkJoinPanicWaitsForWorkers(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	var inside, left atomic.Bool
+	release := make(chan struct{})
+	defer func() {
+		if recover() == nil {
+			t.Fatal("the panic did not reach the caller")
+		}
+		if !left.Load() {
+			t.Error("forkJoin returned while a worker was still running an index")
+		}
+	}()
+	forkJoin(2, func(int) {
+		// Whichever index it gets, the caller's goroutine is the one with
+		// forkJoin on its stack (a worker's starts at its loop).
+		buf := make([]byte, 4096)
+		if !bytes.Contains(buf[:runtime.Stack(buf, false)], []byte("engine.forkJoin(")) {
+			inside.Store(true)
+			<-release
+			time.Sleep(20 * time.Millisecond)
+			left.Store(true)
+			return
+		}
+		for !inside.Load() {
+			runtime.Gosched()
+		}
+		close(release)
+		panic("the caller's index fails")
+	})
+}
