@@ -37,8 +37,12 @@ const fwdMaxTiles = 48
 // repeating a token and single rows given a row stride of 0. It reports
 // false when it did nothing.
 func matRowsAsm(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) bool {
-	if !useSIMD || !fwdAsm || w.cols == 0 || lo >= hi || len(xs) == 0 {
+	if !useSIMD || !(fwdAsm || fwdAVX2) || w.cols == 0 || lo >= hi || len(xs) == 0 {
 		return false
+	}
+	if fwdAVX2 {
+		matRowsAVX2(w, xs, ys, lo, hi, accumulate)
+		return true
 	}
 	m4 := len(xs) &^ 3
 	if m4 == 0 && (hi-lo)%16 == 0 {
@@ -53,19 +57,20 @@ func matRowsAsm(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) bool {
 }
 
 // fwdPack is a batch packed once (packTokens) for every goroutine that
-// computes some of a product's rows.
+// computes some of a product's rows; avx2 selects the AVX2 kernels.
 type fwdPack struct {
-	pp *[]float32
-	xp []float32
+	pp   *[]float32
+	xp   []float32
+	avx2 bool
 }
 
 // packForward packs xs for the assembly kernels when they take the product
 // and the batch holds a group of four; ok is false otherwise.
 func packForward(w mat, xs [][]float32) (p fwdPack, ok bool) {
-	if !useSIMD || !fwdAsm || w.cols == 0 || len(xs) < 4 {
+	if !useSIMD || !(fwdAsm || fwdAVX2) || w.cols == 0 || len(xs) < 4 {
 		return p, false
 	}
-	p.pp = xpackPool.Get().(*[]float32)
+	p.pp, p.avx2 = xpackPool.Get().(*[]float32), fwdAVX2
 	p.xp = packTokens(xs, w.cols, p.pp)
 	return p, true
 }
@@ -74,6 +79,10 @@ func (p fwdPack) release() { xpackPool.Put(p.pp) }
 
 // rows is matRowsAsm for rows [lo, hi) on the packed batch.
 func (p fwdPack) rows(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
+	if p.avx2 {
+		fwd2Rows(w, p.xp, ys, lo, hi, accumulate)
+		return
+	}
 	xp, m4 := p.xp, len(xs)&^3
 	hi6 := lo + (hi-lo)/6*6
 	fwdTiles(w, xp, ys[:m4], lo, hi6, accumulate)
