@@ -2,6 +2,16 @@
 
 #include "textflag.h"
 
+DATA widenBF16Ctl<>+0(SB)/4, $0x01008080
+DATA widenBF16Ctl<>+4(SB)/4, $0x03028080
+DATA widenBF16Ctl<>+8(SB)/4, $0x05048080
+DATA widenBF16Ctl<>+12(SB)/4, $0x07068080
+DATA widenBF16Ctl<>+16(SB)/4, $0x09088080
+DATA widenBF16Ctl<>+20(SB)/4, $0x0b0a8080
+DATA widenBF16Ctl<>+24(SB)/4, $0x0d0c8080
+DATA widenBF16Ctl<>+28(SB)/4, $0x0f0e8080
+GLOBL widenBF16Ctl<>(SB), RODATA|NOPTR, $32
+
 // func fwd2Tile2x3F32(xp *float32, w *float32, stride int, chunks int, tiles int, tail *float32, out *float32)
 // Requires: AVX
 TEXT ·fwd2Tile2x3F32(SB), NOSPLIT|NOFRAME, $0-56
@@ -507,50 +517,50 @@ tile:
 	JZ     tail
 
 loop:
-	VMOVUPS   (R9), Y12
-	VMOVUPS   64(R9), Y13
-	VPMOVZXWD (R10), Y14
-	VPSLLD    $0x10, Y14, Y14
-	VMULPS    Y12, Y14, Y15
-	VADDPS    Y15, Y0, Y0
-	VMULPS    Y13, Y14, Y15
-	VADDPS    Y15, Y6, Y6
-	VPMOVZXWD (R10)(DX*1), Y14
-	VPSLLD    $0x10, Y14, Y14
-	VMULPS    Y12, Y14, Y15
-	VADDPS    Y15, Y2, Y2
-	VMULPS    Y13, Y14, Y15
-	VADDPS    Y15, Y8, Y8
-	VPMOVZXWD (R10)(DX*2), Y14
-	VPSLLD    $0x10, Y14, Y14
-	VMULPS    Y12, Y14, Y15
-	VADDPS    Y15, Y4, Y4
-	VMULPS    Y13, Y14, Y15
-	VADDPS    Y15, Y10, Y10
-	VMOVUPS   32(R9), Y12
-	VMOVUPS   96(R9), Y13
-	VPMOVZXWD 16(R10), Y14
-	VPSLLD    $0x10, Y14, Y14
-	VMULPS    Y12, Y14, Y15
-	VADDPS    Y15, Y1, Y1
-	VMULPS    Y13, Y14, Y15
-	VADDPS    Y15, Y7, Y7
-	VPMOVZXWD 16(R10)(DX*1), Y14
-	VPSLLD    $0x10, Y14, Y14
-	VMULPS    Y12, Y14, Y15
-	VADDPS    Y15, Y3, Y3
-	VMULPS    Y13, Y14, Y15
-	VADDPS    Y15, Y9, Y9
-	VPMOVZXWD 16(R10)(DX*2), Y14
-	VPSLLD    $0x10, Y14, Y14
-	VMULPS    Y12, Y14, Y15
-	VADDPS    Y15, Y5, Y5
-	VMULPS    Y13, Y14, Y15
-	VADDPS    Y15, Y11, Y11
-	ADDQ      $0x00000100, R9
-	ADDQ      $0x20, R10
-	DECQ      R11
-	JNZ       loop
+	VMOVUPS        (R9), Y12
+	VMOVUPS        64(R9), Y13
+	VBROADCASTI128 (R10), Y14
+	VPSHUFB        widenBF16Ctl<>+0(SB), Y14, Y14
+	VMULPS         Y12, Y14, Y15
+	VADDPS         Y15, Y0, Y0
+	VMULPS         Y13, Y14, Y15
+	VADDPS         Y15, Y6, Y6
+	VBROADCASTI128 (R10)(DX*1), Y14
+	VPSHUFB        widenBF16Ctl<>+0(SB), Y14, Y14
+	VMULPS         Y12, Y14, Y15
+	VADDPS         Y15, Y2, Y2
+	VMULPS         Y13, Y14, Y15
+	VADDPS         Y15, Y8, Y8
+	VBROADCASTI128 (R10)(DX*2), Y14
+	VPSHUFB        widenBF16Ctl<>+0(SB), Y14, Y14
+	VMULPS         Y12, Y14, Y15
+	VADDPS         Y15, Y4, Y4
+	VMULPS         Y13, Y14, Y15
+	VADDPS         Y15, Y10, Y10
+	VMOVUPS        32(R9), Y12
+	VMOVUPS        96(R9), Y13
+	VBROADCASTI128 16(R10), Y14
+	VPSHUFB        widenBF16Ctl<>+0(SB), Y14, Y14
+	VMULPS         Y12, Y14, Y15
+	VADDPS         Y15, Y1, Y1
+	VMULPS         Y13, Y14, Y15
+	VADDPS         Y15, Y7, Y7
+	VBROADCASTI128 16(R10)(DX*1), Y14
+	VPSHUFB        widenBF16Ctl<>+0(SB), Y14, Y14
+	VMULPS         Y12, Y14, Y15
+	VADDPS         Y15, Y3, Y3
+	VMULPS         Y13, Y14, Y15
+	VADDPS         Y15, Y9, Y9
+	VBROADCASTI128 16(R10)(DX*2), Y14
+	VPSHUFB        widenBF16Ctl<>+0(SB), Y14, Y14
+	VMULPS         Y12, Y14, Y15
+	VADDPS         Y15, Y5, Y5
+	VMULPS         Y13, Y14, Y15
+	VADDPS         Y15, Y11, Y11
+	ADDQ           $0x00000100, R9
+	ADDQ           $0x20, R10
+	DECQ           R11
+	JNZ            loop
 
 tail:
 	TESTQ   DI, DI
@@ -658,18 +668,18 @@ TEXT ·fwd2Row8BF16(SB), NOSPLIT|NOFRAME, $0-64
 	JZ     tail0
 
 row0:
-	VPMOVZXWD (R10), Y10
-	VPSLLD    $0x10, Y10, Y10
-	VMULPS    (R9), Y10, Y11
-	VADDPS    Y11, Y8, Y8
-	VPMOVZXWD 16(R10), Y13
-	VPSLLD    $0x10, Y13, Y13
-	VMULPS    32(R9), Y13, Y14
-	VADDPS    Y14, Y9, Y9
-	ADDQ      CX, R9
-	ADDQ      $0x20, R10
-	DECQ      R11
-	JNZ       row0
+	VBROADCASTI128 (R10), Y10
+	VPSHUFB        widenBF16Ctl<>+0(SB), Y10, Y10
+	VMULPS         (R9), Y10, Y11
+	VADDPS         Y11, Y8, Y8
+	VBROADCASTI128 16(R10), Y13
+	VPSHUFB        widenBF16Ctl<>+0(SB), Y13, Y13
+	VMULPS         32(R9), Y13, Y14
+	VADDPS         Y14, Y9, Y9
+	ADDQ           CX, R9
+	ADDQ           $0x20, R10
+	DECQ           R11
+	JNZ            row0
 
 tail0:
 	TESTQ   R8, R8
@@ -695,18 +705,18 @@ sum0:
 	JZ     tail1
 
 row1:
-	VPMOVZXWD (R10), Y10
-	VPSLLD    $0x10, Y10, Y10
-	VMULPS    (R9), Y10, Y11
-	VADDPS    Y11, Y8, Y8
-	VPMOVZXWD 16(R10), Y13
-	VPSLLD    $0x10, Y13, Y13
-	VMULPS    32(R9), Y13, Y14
-	VADDPS    Y14, Y9, Y9
-	ADDQ      CX, R9
-	ADDQ      $0x20, R10
-	DECQ      R11
-	JNZ       row1
+	VBROADCASTI128 (R10), Y10
+	VPSHUFB        widenBF16Ctl<>+0(SB), Y10, Y10
+	VMULPS         (R9), Y10, Y11
+	VADDPS         Y11, Y8, Y8
+	VBROADCASTI128 16(R10), Y13
+	VPSHUFB        widenBF16Ctl<>+0(SB), Y13, Y13
+	VMULPS         32(R9), Y13, Y14
+	VADDPS         Y14, Y9, Y9
+	ADDQ           CX, R9
+	ADDQ           $0x20, R10
+	DECQ           R11
+	JNZ            row1
 
 tail1:
 	TESTQ   R8, R8
@@ -732,18 +742,18 @@ sum1:
 	JZ     tail2
 
 row2:
-	VPMOVZXWD (R10), Y10
-	VPSLLD    $0x10, Y10, Y10
-	VMULPS    (R9), Y10, Y11
-	VADDPS    Y11, Y8, Y8
-	VPMOVZXWD 16(R10), Y13
-	VPSLLD    $0x10, Y13, Y13
-	VMULPS    32(R9), Y13, Y14
-	VADDPS    Y14, Y9, Y9
-	ADDQ      CX, R9
-	ADDQ      $0x20, R10
-	DECQ      R11
-	JNZ       row2
+	VBROADCASTI128 (R10), Y10
+	VPSHUFB        widenBF16Ctl<>+0(SB), Y10, Y10
+	VMULPS         (R9), Y10, Y11
+	VADDPS         Y11, Y8, Y8
+	VBROADCASTI128 16(R10), Y13
+	VPSHUFB        widenBF16Ctl<>+0(SB), Y13, Y13
+	VMULPS         32(R9), Y13, Y14
+	VADDPS         Y14, Y9, Y9
+	ADDQ           CX, R9
+	ADDQ           $0x20, R10
+	DECQ           R11
+	JNZ            row2
 
 tail2:
 	TESTQ   R8, R8
@@ -769,18 +779,18 @@ sum2:
 	JZ     tail3
 
 row3:
-	VPMOVZXWD (R10), Y10
-	VPSLLD    $0x10, Y10, Y10
-	VMULPS    (R9), Y10, Y11
-	VADDPS    Y11, Y8, Y8
-	VPMOVZXWD 16(R10), Y13
-	VPSLLD    $0x10, Y13, Y13
-	VMULPS    32(R9), Y13, Y14
-	VADDPS    Y14, Y9, Y9
-	ADDQ      CX, R9
-	ADDQ      $0x20, R10
-	DECQ      R11
-	JNZ       row3
+	VBROADCASTI128 (R10), Y10
+	VPSHUFB        widenBF16Ctl<>+0(SB), Y10, Y10
+	VMULPS         (R9), Y10, Y11
+	VADDPS         Y11, Y8, Y8
+	VBROADCASTI128 16(R10), Y13
+	VPSHUFB        widenBF16Ctl<>+0(SB), Y13, Y13
+	VMULPS         32(R9), Y13, Y14
+	VADDPS         Y14, Y9, Y9
+	ADDQ           CX, R9
+	ADDQ           $0x20, R10
+	DECQ           R11
+	JNZ            row3
 
 tail3:
 	TESTQ   R8, R8
@@ -806,18 +816,18 @@ sum3:
 	JZ     tail4
 
 row4:
-	VPMOVZXWD (R10), Y10
-	VPSLLD    $0x10, Y10, Y10
-	VMULPS    (R9), Y10, Y11
-	VADDPS    Y11, Y8, Y8
-	VPMOVZXWD 16(R10), Y13
-	VPSLLD    $0x10, Y13, Y13
-	VMULPS    32(R9), Y13, Y14
-	VADDPS    Y14, Y9, Y9
-	ADDQ      CX, R9
-	ADDQ      $0x20, R10
-	DECQ      R11
-	JNZ       row4
+	VBROADCASTI128 (R10), Y10
+	VPSHUFB        widenBF16Ctl<>+0(SB), Y10, Y10
+	VMULPS         (R9), Y10, Y11
+	VADDPS         Y11, Y8, Y8
+	VBROADCASTI128 16(R10), Y13
+	VPSHUFB        widenBF16Ctl<>+0(SB), Y13, Y13
+	VMULPS         32(R9), Y13, Y14
+	VADDPS         Y14, Y9, Y9
+	ADDQ           CX, R9
+	ADDQ           $0x20, R10
+	DECQ           R11
+	JNZ            row4
 
 tail4:
 	TESTQ   R8, R8
@@ -843,18 +853,18 @@ sum4:
 	JZ     tail5
 
 row5:
-	VPMOVZXWD (R10), Y10
-	VPSLLD    $0x10, Y10, Y10
-	VMULPS    (R9), Y10, Y11
-	VADDPS    Y11, Y8, Y8
-	VPMOVZXWD 16(R10), Y13
-	VPSLLD    $0x10, Y13, Y13
-	VMULPS    32(R9), Y13, Y14
-	VADDPS    Y14, Y9, Y9
-	ADDQ      CX, R9
-	ADDQ      $0x20, R10
-	DECQ      R11
-	JNZ       row5
+	VBROADCASTI128 (R10), Y10
+	VPSHUFB        widenBF16Ctl<>+0(SB), Y10, Y10
+	VMULPS         (R9), Y10, Y11
+	VADDPS         Y11, Y8, Y8
+	VBROADCASTI128 16(R10), Y13
+	VPSHUFB        widenBF16Ctl<>+0(SB), Y13, Y13
+	VMULPS         32(R9), Y13, Y14
+	VADDPS         Y14, Y9, Y9
+	ADDQ           CX, R9
+	ADDQ           $0x20, R10
+	DECQ           R11
+	JNZ            row5
 
 tail5:
 	TESTQ   R8, R8
@@ -880,18 +890,18 @@ sum5:
 	JZ     tail6
 
 row6:
-	VPMOVZXWD (R10), Y10
-	VPSLLD    $0x10, Y10, Y10
-	VMULPS    (R9), Y10, Y11
-	VADDPS    Y11, Y8, Y8
-	VPMOVZXWD 16(R10), Y13
-	VPSLLD    $0x10, Y13, Y13
-	VMULPS    32(R9), Y13, Y14
-	VADDPS    Y14, Y9, Y9
-	ADDQ      CX, R9
-	ADDQ      $0x20, R10
-	DECQ      R11
-	JNZ       row6
+	VBROADCASTI128 (R10), Y10
+	VPSHUFB        widenBF16Ctl<>+0(SB), Y10, Y10
+	VMULPS         (R9), Y10, Y11
+	VADDPS         Y11, Y8, Y8
+	VBROADCASTI128 16(R10), Y13
+	VPSHUFB        widenBF16Ctl<>+0(SB), Y13, Y13
+	VMULPS         32(R9), Y13, Y14
+	VADDPS         Y14, Y9, Y9
+	ADDQ           CX, R9
+	ADDQ           $0x20, R10
+	DECQ           R11
+	JNZ            row6
 
 tail6:
 	TESTQ   R8, R8
@@ -917,18 +927,18 @@ sum6:
 	JZ     tail7
 
 row7:
-	VPMOVZXWD (R10), Y10
-	VPSLLD    $0x10, Y10, Y10
-	VMULPS    (R9), Y10, Y11
-	VADDPS    Y11, Y8, Y8
-	VPMOVZXWD 16(R10), Y13
-	VPSLLD    $0x10, Y13, Y13
-	VMULPS    32(R9), Y13, Y14
-	VADDPS    Y14, Y9, Y9
-	ADDQ      CX, R9
-	ADDQ      $0x20, R10
-	DECQ      R11
-	JNZ       row7
+	VBROADCASTI128 (R10), Y10
+	VPSHUFB        widenBF16Ctl<>+0(SB), Y10, Y10
+	VMULPS         (R9), Y10, Y11
+	VADDPS         Y11, Y8, Y8
+	VBROADCASTI128 16(R10), Y13
+	VPSHUFB        widenBF16Ctl<>+0(SB), Y13, Y13
+	VMULPS         32(R9), Y13, Y14
+	VADDPS         Y14, Y9, Y9
+	ADDQ           CX, R9
+	ADDQ           $0x20, R10
+	DECQ           R11
+	JNZ            row7
 
 tail7:
 	TESTQ   R8, R8

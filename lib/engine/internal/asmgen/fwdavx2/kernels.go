@@ -33,16 +33,35 @@ func weightsOf(bf bool) weights {
 }
 
 // load puts the 8 weights of half h (lanes 8h..8h+7) of the 16-column
-// chunk at m into y as float32: bfloat16 bits are widened exactly
-// (zero-extended to 32 bits, shifted into the upper half).
+// chunk at m into y as float32: bfloat16 bits are widened exactly, each
+// placed in the upper half of a zeroed 32-bit lane. That takes a
+// broadcast load of the 8 halves into both 128-bit lanes and one byte
+// shuffle (widenBF16Table), not a zero-extension and a shift: the shift
+// would run on the ports of the multiplies and adds (Intel's 0 and 1),
+// the shuffle runs beside them.
 func (w weights) load(ctx *build.Context, m Mem, h int, y reg.VecPhysical) {
 	m.Disp += 8 * w.size * h
 	if !w.bf {
 		ctx.VMOVUPS(m, y)
 		return
 	}
-	ctx.VPMOVZXWD(m, y)
-	ctx.VPSLLD(U8(16), y, y)
+	ctx.VBROADCASTI128(m, y)
+	ctx.VPSHUFB(widenTable, y, y)
+}
+
+// widenTable is the VPSHUFB control of load: lane i < 4 of the low
+// 128 bits takes bytes 2i and 2i+1 (bfloat16 i) into its upper half, lane
+// i of the high 128 bits bfloat16 4+i; 0x80 zeroes a byte.
+var widenTable Mem
+
+// widenBF16Table emits widenTable's data.
+func widenBF16Table(ctx *build.Context) {
+	widenTable = ctx.StaticGlobal("widenBF16Ctl")
+	ctx.DataAttributes(attr.RODATA | attr.NOPTR)
+	for i := range 8 {
+		lo := 2*(i%4) + 8*(i/4)
+		ctx.AddDatum(4*i, U32(0x8080|lo<<16|(lo+1)<<24))
+	}
 }
 
 // tailWeights loads half h of a row of the tail panel: the last n mod 16

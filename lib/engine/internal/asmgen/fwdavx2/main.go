@@ -51,6 +51,7 @@ func main() {
 // a fixed command so the output does not depend on how it was run.
 func Generate() (asm, decl []byte, err error) {
 	ctx := build.NewContext()
+	widenBF16Table(ctx)
 	for _, bf := range []bool{false, true} {
 		tile2x3(ctx, bf)
 		row8(ctx, bf)
