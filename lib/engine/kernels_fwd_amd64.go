@@ -49,8 +49,7 @@ func matRowsAsm(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) bool {
 		fwdRows(w, xs, ys, lo, hi, accumulate) // decoding: nothing to pack
 		return true
 	}
-	p := fwdPack{pp: xpackPool.Get().(*[]float32)}
-	p.xp = packTokens(xs, w.cols, p.pp)
+	p := newFwdPack(xs, w.cols)
 	p.rows(w, xs, ys, lo, hi, accumulate)
 	p.release()
 	return true
@@ -70,9 +69,13 @@ func packForward(w mat, xs [][]float32) (p fwdPack, ok bool) {
 	if !useSIMD || !(fwdAsm || fwdAVX2) || w.cols == 0 || len(xs) < 4 {
 		return p, false
 	}
-	p.pp, p.avx2 = xpackPool.Get().(*[]float32), fwdAVX2
-	p.xp = packTokens(xs, w.cols, p.pp)
-	return p, true
+	return newFwdPack(xs, w.cols), true
+}
+
+// newFwdPack packs xs (n columns) for whichever kernels the CPU runs.
+func newFwdPack(xs [][]float32, n int) fwdPack {
+	pp := xpackPool.Get().(*[]float32)
+	return fwdPack{pp, packTokens(xs, n, pp), fwdAVX2}
 }
 
 func (p fwdPack) release() { xpackPool.Put(p.pp) }
@@ -98,7 +101,7 @@ var xpackPool = sync.Pool{New: func() any { return new([]float32) }}
 // packedLen is the length of a packed group of four tokens of n columns.
 func packedLen(n int) int { return 4 * ((n + 15) &^ 15) }
 
-// packTokens packs the vectors in groups of four for fwdTile4x4
+// packTokens packs the vectors in groups of four for the tile kernels
 // (xp[g·packedLen + 64c + 16t + l] = xs[4g+t][16c+l], zero past n); the
 // last group is padded by repeating its last vector.
 func packTokens(xs [][]float32, n int, pp *[]float32) []float32 {

@@ -24,8 +24,7 @@ func matRowsAVX2(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
 		fwd2Decode(w, xs, ys, lo, hi, accumulate)
 		return
 	}
-	p := fwdPack{pp: xpackPool.Get().(*[]float32), avx2: true}
-	p.xp = packTokens(xs, w.cols, p.pp)
+	p := newFwdPack(xs, w.cols)
 	fwd2Rows(w, p.xp, ys, lo, hi, accumulate)
 	p.release()
 }
