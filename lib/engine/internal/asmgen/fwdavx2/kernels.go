@@ -135,10 +135,11 @@ func tile2x3(ctx *build.Context, bf bool) {
 		}
 		return Mem{Base: pw, Index: stride, Scale: uint8(r)}
 	}
+	dx := 0
 	step := func(load func(r, h int, y reg.VecPhysical)) {
 		for h := range 2 {
 			for t := range 2 {
-				ctx.VMOVUPS(Mem{Base: px, Disp: 64*t + 32*h}, ymm(12+t))
+				ctx.VMOVUPS(Mem{Base: px, Disp: dx + 64*t + 32*h}, ymm(12+t))
 			}
 			for r := range 3 {
 				load(r, h, reg.Y14)
@@ -157,14 +158,31 @@ func tile2x3(ctx *build.Context, bf bool) {
 	for a := range 12 {
 		ctx.VXORPS(ymm(a), ymm(a), ymm(a))
 	}
-	ctx.TESTQ(left, left)
-	ctx.JZ(LabelRef("tail"))
+	wload := func(r, h int, y reg.VecPhysical) {
+		m := rowMem(r)
+		m.Disp += dx / 256 * 16 * w.size
+		w.load(ctx, m, h, y)
+	}
+	// Two chunks per iteration (measured 2-20% faster for float32 on
+	// Zen 4, where the loop's own instructions compete with the 24
+	// vector ones), then the odd one.
+	ctx.SHRQ(U8(1), left)
+	ctx.JZ(LabelRef("odd"))
 	ctx.Label("loop")
-	step(func(r, h int, y reg.VecPhysical) { w.load(ctx, rowMem(r), h, y) })
-	ctx.ADDQ(U32(256), px)
-	ctx.ADDQ(U8(16*w.size), pw)
+	step(wload)
+	dx = 256
+	step(wload)
+	dx = 0
+	ctx.ADDQ(U32(512), px)
+	ctx.ADDQ(U8(32*w.size), pw)
 	ctx.DECQ(left)
 	ctx.JNZ(LabelRef("loop"))
+	ctx.Label("odd")
+	ctx.TESTQ(U32(1), chunks)
+	ctx.JZ(LabelRef("tail"))
+	step(wload)
+	ctx.ADDQ(U32(256), px)
+	ctx.ADDQ(U8(16*w.size), pw)
 	ctx.Label("tail")
 	ctx.TESTQ(tail, tail)
 	ctx.JZ(LabelRef("done"))
