@@ -30,30 +30,13 @@ func matRowsAVX2(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
 }
 
 // fwd2Decode computes rows [lo, hi) for one to three vectors, eight rows
-// per kernel call; the rows stay in L1 while every vector meets them. When
-// the columns are not a multiple of 16 the vectors are copied zero-padded
-// (the kernel reads a whole last chunk) and the rows' last columns come
-// from a tail panel.
+// per kernel call; the rows stay in L1 or L2 while every vector meets
+// them.
 func fwd2Decode(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
-	n := w.cols
 	var ptrs [3]*float32
 	xptr := ptrs[:len(xs)]
-	if n%16 != 0 {
-		pp := xpackPool.Get().(*[]float32)
+	if pp := fwd2Vectors(xs, w.cols, xptr); pp != nil {
 		defer xpackPool.Put(pp)
-		pad := (n + 15) &^ 15
-		if cap(*pp) < len(xs)*pad {
-			*pp = make([]float32, len(xs)*pad)
-		}
-		for b, x := range xs {
-			dst := (*pp)[b*pad : (b+1)*pad]
-			clear(dst[copy(dst, x[:n]):])
-			xptr[b] = &dst[0]
-		}
-	} else {
-		for b, x := range xs {
-			xptr[b] = &x[:n][0]
-		}
 	}
 	var panel [8 * 16]float32
 	var out [8]float32
@@ -65,6 +48,30 @@ func fwd2Decode(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
 			putRow(ys[b][j:j+rows], out[:rows], accumulate)
 		}
 	}
+}
+
+// fwd2Vectors sets xptr[b] to the start of xs[b] (n columns). When n is
+// not a multiple of 16 the kernels read a whole last chunk, so the vectors
+// are copied zero-padded into a pooled buffer, which it returns for
+// xpackPool; otherwise it returns nil.
+func fwd2Vectors(xs [][]float32, n int, xptr []*float32) *[]float32 {
+	if n%16 == 0 {
+		for b, x := range xs {
+			xptr[b] = &x[:n][0]
+		}
+		return nil
+	}
+	pp := xpackPool.Get().(*[]float32)
+	pad := (n + 15) &^ 15
+	if cap(*pp) < len(xs)*pad {
+		*pp = make([]float32, len(xs)*pad)
+	}
+	for b, x := range xs {
+		dst := (*pp)[b*pad : (b+1)*pad]
+		clear(dst[copy(dst, x[:n]):])
+		xptr[b] = &dst[0]
+	}
+	return pp
 }
 
 // fwd2Rows computes rows [lo, hi) for the vectors ys, packed in groups of
@@ -94,15 +101,22 @@ func fwd2Rows(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool) 
 			}
 		}
 	}
-	if hi3 == hi {
-		return
+	if hi3 < hi {
+		fwd2RowTail(w, xp, ys, hi3, hi, accumulate)
 	}
-	var one [8]float32
-	tail := fwd2TailPanel(w, hi3, hi-hi3, panel[:])
+}
+
+// fwd2RowTail computes the one or two rows [lo, hi) the 3-row tiles leave
+// over with the row kernel, a packed vector at a time.
+func fwd2RowTail(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool) {
+	pl := packedLen(w.cols)
+	var panel [2 * 16]float32
+	var out [8]float32
+	tail := fwd2TailPanel(w, lo, hi-lo, panel[:])
 	for b, y := range ys {
 		x := xp[b/4*pl+16*(b%4) : (b/4+1)*pl]
-		fwd2Row(w, &x[0], 256, hi3, hi-hi3, tail, &one)
-		putRow(y[hi3:hi], one[:hi-hi3], accumulate)
+		fwd2Row(w, &x[0], 256, lo, hi-lo, tail, &out)
+		putRow(y[lo:hi], out[:hi-lo], accumulate)
 	}
 }
 
