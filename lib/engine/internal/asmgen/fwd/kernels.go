@@ -116,27 +116,7 @@ func tile4x4(ctx *build.Context, bf bool) {
 			}
 		}
 	}
-	ctx.Label("tile")
-	ctx.MOVQ(xp0, px)
-	ctx.MOVQ(row, pw)
-	ctx.MOVQ(chunks, left)
-	for a := range 16 {
-		ctx.VPXORD(zmm(a), zmm(a), zmm(a))
-	}
-	ctx.Label("start")
-	ctx.TESTQ(left, left)
-	ctx.JZ(LabelRef("tail"))
-	ctx.Label("loop")
-	step(nil)
-	ctx.ADDQ(U32(256), px)
-	ctx.ADDQ(U8(16*w.size), pw)
-	ctx.DECQ(left)
-	ctx.JNZ(LabelRef("loop"))
-	ctx.Label("tail")
-	ctx.KORTESTW(reg.K1, reg.K1)
-	ctx.JZ(LabelRef("done"))
-	step(reg.K1)
-	ctx.Label("done")
+	tileBody(ctx, w, tileRegs{xp0, row, chunks, px, pw, left}, 16, step)
 	reduce16(ctx)
 	ctx.VMOVUPS(reg.Z0, Mem{Base: out})
 	ctx.LEAQ(Mem{Base: row, Index: stride, Scale: 4}, row)
@@ -214,26 +194,7 @@ func tile4x6(ctx *build.Context, bf bool) {
 			}
 		}
 	}
-	ctx.Label("tile")
-	ctx.MOVQ(xp0, px)
-	ctx.MOVQ(row, pw)
-	ctx.MOVQ(chunks, left)
-	for a := range 24 {
-		ctx.VPXORD(zmm(a), zmm(a), zmm(a))
-	}
-	ctx.TESTQ(left, left)
-	ctx.JZ(LabelRef("tail"))
-	ctx.Label("loop")
-	step(nil)
-	ctx.ADDQ(U32(256), px)
-	ctx.ADDQ(U8(16*w.size), pw)
-	ctx.DECQ(left)
-	ctx.JNZ(LabelRef("loop"))
-	ctx.Label("tail")
-	ctx.KORTESTW(reg.K1, reg.K1)
-	ctx.JZ(LabelRef("done"))
-	step(reg.K1)
-	ctx.Label("done")
+	tileBody(ctx, w, tileRegs{xp0, row, chunks, px, pw, left}, 24, step)
 	// Rows 0..3: lanes 4t..4t+3 of the tree's result are token t's.
 	reduce16Using(ctx, reg.Z24, reg.Z25)
 	po := px // free after the loop
@@ -272,6 +233,37 @@ func tile4x6(ctx *build.Context, bf bool) {
 	ctx.JNZ(LabelRef("tile"))
 	ctx.VZEROUPPER()
 	ctx.RET()
+}
+
+// tileRegs are a tile kernel's pointers: the packed group's start, the
+// tile's first row, the count of full 16-column chunks, and the running
+// x and w pointers and chunk counter.
+type tileRegs struct{ xp0, row, chunks, px, pw, left reg.GPVirtual }
+
+// tileBody emits a tile from its label "tile" to "done": the running
+// pointers reset, accs accumulators Z0.. zeroed, step over every full
+// chunk, then once with the tail mask K1 when n is not a multiple of 16.
+func tileBody(ctx *build.Context, w weights, r tileRegs, accs int, step func(mask reg.Register)) {
+	ctx.Label("tile")
+	ctx.MOVQ(r.xp0, r.px)
+	ctx.MOVQ(r.row, r.pw)
+	ctx.MOVQ(r.chunks, r.left)
+	for a := range accs {
+		ctx.VPXORD(zmm(a), zmm(a), zmm(a))
+	}
+	ctx.TESTQ(r.left, r.left)
+	ctx.JZ(LabelRef("tail"))
+	ctx.Label("loop")
+	step(nil)
+	ctx.ADDQ(U32(256), r.px)
+	ctx.ADDQ(U8(16*w.size), r.pw)
+	ctx.DECQ(r.left)
+	ctx.JNZ(LabelRef("loop"))
+	ctx.Label("tail")
+	ctx.KORTESTW(reg.K1, reg.K1)
+	ctx.JZ(LabelRef("done"))
+	step(reg.K1)
+	ctx.Label("done")
 }
 
 // setTailMask sets K1 to the low n mod 16 bits (zero when there is no
