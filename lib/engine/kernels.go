@@ -70,9 +70,9 @@ func dot1(w, x []float32) float32 {
 // k (a multiply then an add, never fused), and the lanes are then added in
 // the fixed tree of laneTree. The order depends only on the length, never
 // on the batch size, the goroutines or the kernel, so every path gives
-// the same bits; the AVX-512 kernels (gemm_fwd_amd64.s) do exactly these
-// additions with one lane per vector element, reading w and x
-// contiguously.
+// the same bits; the assembly kernels (gemm_fwd_amd64.s, AVX-512, and
+// gemm_fwd_avx2_amd64.s, two 8-lane halves) do exactly these additions
+// with one lane per vector element, reading w and x contiguously.
 func dotLanes(w, x []float32) float32 {
 	w = w[:len(x)]
 	var a [16]float32

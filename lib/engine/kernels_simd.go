@@ -9,8 +9,9 @@ import "simd/archsimd"
 // holds one output element and adds its products in the scalar kernels'
 // order, with a separate multiply and add (archsimd never fuses them), so
 // every result has the same bits as the scalar path in kernels.go. The
-// forward product is not here: its kernels are AVX-512 assembly
-// (gemm_fwd_amd64.s, kernels_fwd_amd64.go).
+// forward product is not here: its kernels are assembly, AVX-512
+// (gemm_fwd_amd64.s) or AVX2 (gemm_fwd_avx2_amd64.s), chosen in
+// kernels_fwd_amd64.go.
 
 // simdOK reports whether this CPU runs the 256-bit kernels (AVX2);
 // avx512 whether it also runs the 512-bit register tile.
