@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"cmp"
 	"math"
 	"runtime"
 	"slices"
+	"sync/atomic"
 )
 
 // kvCache holds one sequence's keys and values: per layer, positions × kvDim
@@ -69,7 +71,9 @@ type workspace struct {
 	loras, headLoras          []*LoRA     // per row; per logits row
 	gx, gy                    [][]float32 // one adapter's rows of a mixed batch
 	logits                    [][]float32
-	scores                    [][]float32 // per attention worker
+	scores                    [][]float32   // per attention worker
+	attnQ, attnOut            [][][]float32 // per attention worker: a block's query and output heads
+	attnUnits                 []attnUnit
 }
 
 func grow(rows [][]float32, n, width int) [][]float32 {
@@ -247,29 +251,109 @@ func allSame(loras []*LoRA, l *LoRA) bool {
 	return true
 }
 
-// attention computes ws.att for every row from the caches, in parallel over
-// rows when there is enough work.
+// attention computes ws.att for every row from the caches. A run of rows
+// of one sequence at consecutive positions (a prefill chunk, a training
+// sequence) goes in blocks of attnRows positions per KV head, which read
+// each cached key and value once for the whole block (attendBlock); other
+// rows go one at a time (attendRow). Both give the same bits, so a row's
+// output does not depend on what else is in the batch. Units are run
+// largest first by whichever worker is free.
 func (m *Model) attention(ws *workspace, rows []row, layer int) {
-	c := m.cfg
-	work := 0
-	for _, r := range rows {
-		work += (r.pos + 1) * c.Heads * c.HeadDim
-	}
-	workers := min(runtime.GOMAXPROCS(0), len(rows), max(1, work/parallelMinWork))
-	for len(ws.scores) < workers {
-		ws.scores = append(ws.scores, nil)
-	}
-	if workers <= 1 {
-		for i := range rows {
-			m.attendRow(ws, rows, i, layer, 0)
-		}
-		return
-	}
+	units, work := m.attnUnits(ws, rows)
+	workers := min(runtime.GOMAXPROCS(0), len(units), max(1, work/parallelMinWork))
+	ws.scores = growTo(ws.scores, workers)
+	ws.attnQ, ws.attnOut = growTo(ws.attnQ, workers), growTo(ws.attnOut, workers)
+	var next atomic.Int64
 	forkJoin(workers, func(wk int) {
-		for i := wk; i < len(rows); i += workers {
-			m.attendRow(ws, rows, i, layer, wk)
+		for u := next.Add(1) - 1; u < int64(len(units)); u = next.Add(1) - 1 {
+			if un := units[u]; un.n == 1 {
+				m.attendRow(ws, rows, un.i, layer, wk)
+			} else {
+				m.attendBlock(ws, rows, un, layer, wk)
+			}
 		}
 	})
+}
+
+// growTo returns s with at least n elements.
+func growTo[T any](s []T, n int) []T {
+	if len(s) < n {
+		s = append(s, make([]T, n-len(s))...)
+	}
+	return s
+}
+
+// attnRows is how many consecutive positions attendBlock takes at once:
+// each cached key and value row is read once per attnRows × group queries.
+const attnRows = 8
+
+// attnUnit is one piece of a layer's attention: row i alone, every head
+// (n == 1), or rows i..i+n-1, consecutive positions of one sequence, KV
+// head kvh. work counts its multiply-adds, roughly.
+type attnUnit struct{ i, n, kvh, work int }
+
+// attnUnits splits rows into attention units, largest first, and returns
+// them with their total work.
+func (m *Model) attnUnits(ws *workspace, rows []row) ([]attnUnit, int) {
+	c := m.cfg
+	units, total := ws.attnUnits[:0], 0
+	for i := 0; i < len(rows); {
+		n := 1
+		for i+n < len(rows) && rows[i+n].seq == rows[i].seq && rows[i+n].pos == rows[i].pos+n {
+			n++
+		}
+		if n == 1 {
+			w := (rows[i].pos + 1) * c.Heads * c.HeadDim
+			units, total = append(units, attnUnit{i: i, n: 1, work: w}), total+w
+		}
+		for b := 0; n > 1 && b < n; b += attnRows {
+			nb := min(attnRows, n-b)
+			w := nb * (rows[i+b].pos + nb) * c.Heads / c.KVHeads * c.HeadDim
+			for kvh := range c.KVHeads {
+				units, total = append(units, attnUnit{i: i + b, n: nb, kvh: kvh, work: w}), total+w
+			}
+		}
+		i += n
+	}
+	slices.SortStableFunc(units, func(a, b attnUnit) int { return cmp.Compare(b.work, a.work) })
+	ws.attnUnits = units
+	return units, total
+}
+
+// attendBlock computes KV head u.kvh's part of the attention output of
+// rows u.i..u.i+u.n-1: the scores of every query head of the group at
+// every position against the keys it sees, their softmax, and the
+// weighted sums of the values, with the blocked kernels (kernels_attn.go),
+// giving attendRow's bits.
+func (m *Model) attendBlock(ws *workspace, rows []row, u attnUnit, layer, worker int) {
+	c := m.cfg
+	hd, kvd, group := c.HeadDim, c.KVHeads*c.HeadDim, c.Heads/c.KVHeads
+	p0 := rows[u.i].pos
+	ld, nq := p0+u.n, u.n*group
+	if cap(ws.scores[worker]) < nq*ld {
+		ws.scores[worker] = make([]float32, 2*nq*ld)
+	}
+	sc := ws.scores[worker][:nq*ld]
+	qs, outs := ws.attnQ[worker][:0], ws.attnOut[worker][:0]
+	for b := range u.n {
+		for h := u.kvh * group; h < (u.kvh+1)*group; h++ {
+			qs = append(qs, ws.q[u.i+b][h*hd:(h+1)*hd])
+			outs = append(outs, ws.att[u.i+b][h*hd:(h+1)*hd])
+		}
+	}
+	ws.attnQ[worker], ws.attnOut[worker] = qs, outs
+	seq, off := rows[u.i].seq, u.kvh*hd
+	attnDotsBlock(sc, ld, qs, group, p0, seq.k[layer], kvd, off)
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	for j := range qs {
+		s := sc[j*ld : j*ld+p0+j/group+1]
+		for t := range s {
+			s[t] *= scale
+		}
+		softmax32(s)
+		clear(outs[j])
+	}
+	attnWeightedBlock(outs, sc, ld, group, p0, seq.v[layer], kvd, off)
 }
 
 // attendRow computes one row's attention output: per query head, its
