@@ -71,8 +71,8 @@ type workspace struct {
 	loras, headLoras          []*LoRA     // per row; per logits row
 	gx, gy                    [][]float32 // one adapter's rows of a mixed batch
 	logits                    [][]float32
-	scores                    [][]float32   // per attention worker
-	attnQ, attnOut            [][][]float32 // per attention worker: a block's query and output heads
+	scores                    [][]float32    // per attention worker
+	attnBlk                   []blockScratch // per attention worker
 	attnUnits                 []attnUnit
 }
 
@@ -262,11 +262,11 @@ func (m *Model) attention(ws *workspace, rows []row, layer int) {
 	units, work := m.attnUnits(ws, rows)
 	workers := min(runtime.GOMAXPROCS(0), len(units), max(1, work/parallelMinWork))
 	ws.scores = growTo(ws.scores, workers)
-	ws.attnQ, ws.attnOut = growTo(ws.attnQ, workers), growTo(ws.attnOut, workers)
+	ws.attnBlk = growTo(ws.attnBlk, workers)
 	var next atomic.Int64
 	forkJoin(workers, func(wk int) {
 		for u := next.Add(1) - 1; u < int64(len(units)); u = next.Add(1) - 1 {
-			if un := units[u]; un.n == 1 {
+			if un := units[u]; un.kvh < 0 {
 				m.attendRow(ws, rows, un.i, layer, wk)
 			} else {
 				m.attendBlock(ws, rows, un, layer, wk)
@@ -285,10 +285,10 @@ func growTo[T any](s []T, n int) []T {
 
 // attnRows is how many consecutive positions attendBlock takes at once:
 // each cached key and value row is read once per attnRows × group queries.
-const attnRows = 8
+const attnRows = 16
 
 // attnUnit is one piece of a layer's attention: row i alone, every head
-// (n == 1), or rows i..i+n-1, consecutive positions of one sequence, KV
+// (kvh < 0), or rows i..i+n-1, consecutive positions of one sequence, KV
 // head kvh. work counts its multiply-adds, roughly.
 type attnUnit struct{ i, n, kvh, work int }
 
@@ -304,7 +304,7 @@ func (m *Model) attnUnits(ws *workspace, rows []row) ([]attnUnit, int) {
 		}
 		if n == 1 {
 			w := (rows[i].pos + 1) * c.Heads * c.HeadDim
-			units, total = append(units, attnUnit{i: i, n: 1, work: w}), total+w
+			units, total = append(units, attnUnit{i: i, n: 1, kvh: -1, work: w}), total+w
 		}
 		for b := 0; n > 1 && b < n; b += attnRows {
 			nb := min(attnRows, n-b)
@@ -315,7 +315,9 @@ func (m *Model) attnUnits(ws *workspace, rows []row) ([]attnUnit, int) {
 		}
 		i += n
 	}
-	slices.SortStableFunc(units, func(a, b attnUnit) int { return cmp.Compare(b.work, a.work) })
+	slices.SortStableFunc(units, func(a, b attnUnit) int {
+		return cmp.Or(cmp.Compare(a.kvh, b.kvh), cmp.Compare(b.work, a.work))
+	})
 	ws.attnUnits = units
 	return units, total
 }
@@ -334,14 +336,7 @@ func (m *Model) attendBlock(ws *workspace, rows []row, u attnUnit, layer, worker
 		ws.scores[worker] = make([]float32, 2*nq*ld)
 	}
 	sc := ws.scores[worker][:nq*ld]
-	qs, outs := ws.attnQ[worker][:0], ws.attnOut[worker][:0]
-	for b := range u.n {
-		for h := u.kvh * group; h < (u.kvh+1)*group; h++ {
-			qs = append(qs, ws.q[u.i+b][h*hd:(h+1)*hd])
-			outs = append(outs, ws.att[u.i+b][h*hd:(h+1)*hd])
-		}
-	}
-	ws.attnQ[worker], ws.attnOut[worker] = qs, outs
+	qs, outs := ws.attnBlk[worker].pack(ws, u.i, u.n, u.kvh*group*hd, group, hd)
 	seq, off := rows[u.i].seq, u.kvh*hd
 	attnDotsBlock(sc, ld, qs, group, p0, seq.k[layer], kvd, off)
 	scale := float32(1 / math.Sqrt(float64(hd)))
@@ -351,9 +346,39 @@ func (m *Model) attendBlock(ws *workspace, rows []row, u attnUnit, layer, worker
 			s[t] *= scale
 		}
 		softmax32(s)
-		clear(outs[j])
 	}
 	attnWeightedBlock(outs, sc, ld, group, p0, seq.v[layer], kvd, off)
+	for j, o := range outs {
+		h := u.kvh*group + j%group
+		copy(ws.att[u.i+j/group][h*hd:(h+1)*hd], o)
+	}
+}
+
+// blockScratch is an attention worker's copy of a block's query heads and
+// room for its output heads, each set contiguous: as rows of the batch
+// they lie qd elements apart, which for 0.6B is 8 KiB, and the heads of
+// a block then share a few L1 sets and evict one another.
+type blockScratch struct {
+	heads    []float32
+	qs, outs [][]float32
+}
+
+// pack copies the group heads from element off of query rows i..i+n-1
+// into the scratch and returns them with zeroed output heads, in block
+// order (position, then head).
+func (b *blockScratch) pack(ws *workspace, i, n, off, group, hd int) (qs, outs [][]float32) {
+	nq := n * group
+	if len(b.heads) < 2*nq*hd {
+		b.heads = make([]float32, 2*nq*hd)
+	}
+	b.qs, b.outs = b.qs[:0], b.outs[:0]
+	for j := range nq {
+		q, o := b.heads[j*hd:(j+1)*hd], b.heads[(nq+j)*hd:(nq+j+1)*hd]
+		copy(q, ws.q[i+j/group][off+j%group*hd:])
+		clear(o)
+		b.qs, b.outs = append(b.qs, q), append(b.outs, o)
+	}
+	return b.qs, b.outs
 }
 
 // attendRow computes one row's attention output: per query head, its

@@ -2,31 +2,123 @@
 
 package engine
 
-import "simd/archsimd"
+import (
+	"simd/archsimd"
+	"unsafe"
+)
+
+// The blocked attention kernels' inner loops address the cache through
+// pointers checked once per call (blockFits): indexing slices in the loops
+// made the compiler spill and re-check each row's slice header per vector
+// and ran at a fifth of the arithmetic's speed.
+
+// blockFits reports whether rows holds nk rows of hd elements at
+// t*stride+off, and qs hd-element heads, so that the pointer kernels stay
+// inside them.
+func blockFits(qs [][]float32, rows []float32, nk, stride, off, hd int) bool {
+	for _, q := range qs {
+		if len(q) != hd {
+			return false
+		}
+	}
+	return nk > 0 && off >= 0 && (nk-1)*stride+off+hd <= len(rows)
+}
+
+// packMaxHead is the largest head the kernels copy a tile of cached rows
+// for. A tile's rows lie stride elements apart in the cache, for 0.6B
+// 4 KiB, so they all fall in the same few L1 sets and, with the block's
+// queries or outputs, exceed the sets' eight ways; packed, they are
+// contiguous.
+const packMaxHead = 256
+
+// packRows copies rows t..t+n-1 (hd elements at t*stride+off) into buf
+// one after another and returns its address, or nil when they do not fit.
+func packRows(buf, rows []float32, t, n, stride, off, hd int) unsafe.Pointer {
+	if n*hd > len(buf) {
+		return nil
+	}
+	for i := range n {
+		o := (t+i)*stride + off
+		copy(buf[i*hd:(i+1)*hd], rows[o:o+hd])
+	}
+	return unsafe.Pointer(&buf[0])
+}
+
+// v8 loads eight float32 from p + 4i bytes.
+func v8(p unsafe.Pointer, i int) archsimd.Float32x8 {
+	return archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(p, 4*i)))
+}
+
+// rowAt is the address of rows[t*stride+off].
+func rowAt(rows []float32, t, stride, off int) unsafe.Pointer {
+	return unsafe.Pointer(&rows[t*stride+off])
+}
 
 // attnDotsBlockVec does attnDotsBlock four keys at a time when the head is
 // a multiple of 8 and returns how many keys it did for every query that
 // sees them. Per tile of four keys, which then stay in L1, it scores the
-// queries that see the tile two at a time with attnDotsPairVec's
-// four-by-two register tile, so each score keeps dot1's lane tree.
+// queries that see the tile two at a time in a four-by-two register tile;
+// each score's accumulator holds dot1's eight lanes and laneSums4 adds them
+// in dot1's tree.
 func attnDotsBlockVec(sc []float32, ld int, qs [][]float32, group, p0 int, keys []float32, stride, off int) int {
 	hd, nq := len(qs[0]), len(qs)
-	if !useSIMD || !simdOK || hd == 0 || hd%8 != 0 {
+	nk := p0 + nq/group // keys seen by the block's last position
+	if !useSIMD || !simdOK || hd == 0 || hd%8 != 0 || !blockFits(qs, keys, nk, stride, off, hd) {
 		return 0
 	}
-	nk := p0 + nq/group // keys seen by the block's last position
+	var buf [4 * packMaxHead]float32
 	t := 0
 	for ; t+4 <= nk; t += 4 {
-		o, j := t*stride+off, firstSeeing(t, group, p0)
+		k, ks, j := packRows(buf[:], keys, t, 4, stride, off, hd), hd, firstSeeing(t, group, p0)
+		if k == nil {
+			k, ks = rowAt(keys, t, stride, off), stride
+		}
 		for ; j+2 <= nq; j += 2 {
-			a, b := sc[j*ld+t:j*ld+t+4], sc[(j+1)*ld+t:(j+1)*ld+t+4]
-			attnDotsPairVec(a, b, qs[j], qs[j+1], keys, stride, o)
+			dots4x2(sc[j*ld+t:j*ld+t+4], sc[(j+1)*ld+t:(j+1)*ld+t+4], unsafe.Pointer(&qs[j][0]), unsafe.Pointer(&qs[j+1][0]), k, ks, hd)
 		}
 		if j < nq {
-			attnDotsVec(sc[j*ld+t:j*ld+t+4], qs[j], keys, stride, o)
+			dots4x1(sc[j*ld+t:j*ld+t+4], unsafe.Pointer(&qs[j][0]), k, ks, hd)
 		}
 	}
 	return t
+}
+
+// dots4x2 stores the scores of queries q0 and q1 against the four rows
+// from k (stride elements apart) to d0[:4] and d1[:4].
+func dots4x2(d0, d1 []float32, q0, q1, k unsafe.Pointer, stride, hd int) {
+	k1 := unsafe.Add(k, 4*stride)
+	k2 := unsafe.Add(k1, 4*stride)
+	k3 := unsafe.Add(k2, 4*stride)
+	var a0, a1, a2, a3, b0, b1, b2, b3 archsimd.Float32x8
+	for i := 0; i < hd; i += 8 {
+		x, y := v8(q0, i), v8(q1, i)
+		r := v8(k, i)
+		a0, b0 = a0.Add(r.Mul(x)), b0.Add(r.Mul(y))
+		r = v8(k1, i)
+		a1, b1 = a1.Add(r.Mul(x)), b1.Add(r.Mul(y))
+		r = v8(k2, i)
+		a2, b2 = a2.Add(r.Mul(x)), b2.Add(r.Mul(y))
+		r = v8(k3, i)
+		a3, b3 = a3.Add(r.Mul(x)), b3.Add(r.Mul(y))
+	}
+	laneSums4(d0, a0, a1, a2, a3)
+	laneSums4(d1, b0, b1, b2, b3)
+}
+
+// dots4x1 is dots4x2 for one query.
+func dots4x1(d []float32, q, k unsafe.Pointer, stride, hd int) {
+	k1 := unsafe.Add(k, 4*stride)
+	k2 := unsafe.Add(k1, 4*stride)
+	k3 := unsafe.Add(k2, 4*stride)
+	var a0, a1, a2, a3 archsimd.Float32x8
+	for i := 0; i < hd; i += 8 {
+		x := v8(q, i)
+		a0 = a0.Add(v8(k, i).Mul(x))
+		a1 = a1.Add(v8(k1, i).Mul(x))
+		a2 = a2.Add(v8(k2, i).Mul(x))
+		a3 = a3.Add(v8(k3, i).Mul(x))
+	}
+	laneSums4(d, a0, a1, a2, a3)
 }
 
 // firstSeeing is the first query of a block that sees key t, rounded down
@@ -44,64 +136,87 @@ func firstSeeing(t, group, p0 int) int {
 // aliases) and adds each block's rows to the outputs of the queries that
 // see them, two queries per pass over the rows.
 func attnWeightedBlockVec(outs [][]float32, sc []float32, ld, group, p0 int, rows []float32, stride, off int) int {
-	n, nq := len(outs[0])&^7, len(outs)
-	if !useSIMD || !simdOK || n == 0 {
+	hd, nq := len(outs[0]), len(outs)
+	n, nk := hd&^7, p0+nq/group
+	if !useSIMD || !simdOK || n == 0 || !blockFits(outs, rows, nk, stride, off, hd) {
 		return 0
 	}
-	nk := p0 + nq/group
 	seen := func(j, t0 int) []float32 { // query j's probabilities of the block at t0
 		end := min(p0+j/group+1, t0+attnBlock)
 		return sc[j*ld+t0 : j*ld+max(end, t0)]
 	}
+	var buf [attnBlock * packMaxHead]float32
 	for t0 := 0; t0 < nk; t0 += attnBlock {
-		o, j := off+t0*stride, firstSeeing(t0, group, p0)
+		r, rs, j := packRows(buf[:], rows, t0, min(attnBlock, nk-t0), stride, off, hd), hd, firstSeeing(t0, group, p0)
+		if r == nil {
+			r, rs = rowAt(rows, t0, stride, off), stride
+		}
 		for ; j+2 <= nq; j += 2 {
-			weightedPair(outs[j][:n], outs[j+1][:n], seen(j, t0), seen(j+1, t0), rows, stride, o)
+			pa, pb := seen(j, t0), seen(j+1, t0)
+			a, b := unsafe.Pointer(&outs[j][0]), unsafe.Pointer(&outs[j+1][0])
+			weightedPair(a, b, pa, pb[:len(pa)], r, rs, n)
+			if len(pb) > len(pa) { // rows only the later position sees
+				weighted1(b, pb[len(pa):], unsafe.Add(r, 4*len(pa)*rs), rs, n)
+			}
 		}
 		if j < nq {
-			weightedBlock(outs[j][:n], seen(j, t0), rows, stride, o)
+			weighted1(unsafe.Pointer(&outs[j][0]), seen(j, t0), r, rs, n)
 		}
 	}
 	return n
 }
 
-// weightedPair is weightedBlock for two outputs whose rows are a prefix of
-// one another (len(pa) ≤ len(pb)): both take the shared rows in one pass,
-// 32 elements of each in registers, each row vector loaded once for both;
-// then b takes the rows only it sees.
-func weightedPair(a, b, pa, pb, rows []float32, stride, off int) {
-	n, la, i := len(a), len(pa), 0
-	for ; la > 0 && i+32 <= n; i += 32 {
-		a0, a1, a2, a3 := load8f(a[i:]), load8f(a[i+8:]), load8f(a[i+16:]), load8f(a[i+24:])
-		b0, b1, b2, b3 := load8f(b[i:]), load8f(b[i+8:]), load8f(b[i+16:]), load8f(b[i+24:])
-		o := off + i
+// weightedPair adds Σ_t pa[t]·row t to a[:n] and Σ_t pb[t]·row t to b[:n]
+// (rows from r, stride elements apart; len(pa) == len(pb)), each element in
+// ascending t: 16 elements of each output stay in registers across the
+// rows, and each row vector is loaded once for both.
+func weightedPair(a, b unsafe.Pointer, pa, pb []float32, r unsafe.Pointer, stride, n int) {
+	if len(pa) == 0 {
+		return
+	}
+	pb = pb[:len(pa)]
+	i := 0
+	for ; i+16 <= n; i += 16 {
+		a0, a1, b0, b1 := v8(a, i), v8(a, i+8), v8(b, i), v8(b, i+8)
+		p := unsafe.Add(r, 4*i)
 		for t, w := range pa {
-			r := rows[o : o+32]
 			va, vb := archsimd.BroadcastFloat32x8(w), archsimd.BroadcastFloat32x8(pb[t])
-			x := load8f(r)
+			x, y := v8(p, 0), v8(p, 8)
 			a0, b0 = a0.Add(x.Mul(va)), b0.Add(x.Mul(vb))
-			x = load8f(r[8:])
-			a1, b1 = a1.Add(x.Mul(va)), b1.Add(x.Mul(vb))
-			x = load8f(r[16:])
-			a2, b2 = a2.Add(x.Mul(va)), b2.Add(x.Mul(vb))
-			x = load8f(r[24:])
-			a3, b3 = a3.Add(x.Mul(va)), b3.Add(x.Mul(vb))
-			o += stride
+			a1, b1 = a1.Add(y.Mul(va)), b1.Add(y.Mul(vb))
+			if t+1 < len(pa) {
+				p = unsafe.Add(p, 4*stride)
+			}
 		}
-		store8f(a[i:], a0)
-		store8f(a[i+8:], a1)
-		store8f(a[i+16:], a2)
-		store8f(a[i+24:], a3)
-		store8f(b[i:], b0)
-		store8f(b[i+8:], b1)
-		store8f(b[i+16:], b2)
-		store8f(b[i+24:], b3)
+		st8(a, i, a0)
+		st8(a, i+8, a1)
+		st8(b, i, b0)
+		st8(b, i+8, b1)
 	}
-	if i < n && la > 0 {
-		weightedBlock(a[i:], pa, rows, stride, off+i)
-		weightedBlock(b[i:], pb[:la], rows, stride, off+i)
+	if i < n {
+		weighted1(unsafe.Add(a, 4*i), pa, unsafe.Add(r, 4*i), stride, 8)
+		weighted1(unsafe.Add(b, 4*i), pb, unsafe.Add(r, 4*i), stride, 8)
 	}
-	if len(pb) > la {
-		weightedBlock(b, pb[la:], rows, stride, off+la*stride)
+}
+
+// weighted1 adds Σ_t p[t]·row t to out[:n], each element in ascending t.
+func weighted1(out unsafe.Pointer, p []float32, r unsafe.Pointer, stride, n int) {
+	if len(p) == 0 {
+		return
 	}
+	for i := 0; i < n; i += 8 {
+		acc, q := v8(out, i), unsafe.Add(r, 4*i)
+		for t, w := range p {
+			acc = acc.Add(v8(q, 0).Mul(archsimd.BroadcastFloat32x8(w)))
+			if t+1 < len(p) {
+				q = unsafe.Add(q, 4*stride)
+			}
+		}
+		st8(out, i, acc)
+	}
+}
+
+// st8 stores v to the eight float32 at p + 4i bytes.
+func st8(p unsafe.Pointer, i int, v archsimd.Float32x8) {
+	v.Store((*[8]float32)(unsafe.Add(p, 4*i)))
 }
