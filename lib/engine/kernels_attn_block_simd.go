@@ -69,12 +69,7 @@ func attnDotsBlockVec(sc []float32, ld int, qs [][]float32, group, p0 int, keys 
 	var buf [4 * packMaxHead]float32
 	t := 0
 	for ; t+4 <= nk; t += 4 {
-		j := firstSeeing(t, group, p0)
-		if avx512 && 4*hd <= len(buf) {
-			dotsTileZ(sc, ld, qs, j, t, packPairs(buf[:], keys, t, stride, off, hd), hd)
-			continue
-		}
-		k, ks := packRows(buf[:], keys, t, 4, stride, off, hd), hd
+		k, ks, j := packRows(buf[:], keys, t, 4, stride, off, hd), hd, firstSeeing(t, group, p0)
 		if k == nil {
 			k, ks = rowAt(keys, t, stride, off), stride
 		}
@@ -181,23 +176,6 @@ func weightedPair(a, b unsafe.Pointer, pa, pb []float32, r unsafe.Pointer, strid
 	}
 	pb = pb[:len(pa)]
 	i := 0
-	for ; avx512 && i+32 <= n; i += 32 {
-		a0, a1, b0, b1 := v16(a, i), v16(a, i+16), v16(b, i), v16(b, i+16)
-		p := unsafe.Add(r, 4*i)
-		for t, w := range pa {
-			va, vb := archsimd.BroadcastFloat32x16(w), archsimd.BroadcastFloat32x16(pb[t])
-			x, y := v16(p, 0), v16(p, 16)
-			a0, b0 = a0.Add(x.Mul(va)), b0.Add(x.Mul(vb))
-			a1, b1 = a1.Add(y.Mul(va)), b1.Add(y.Mul(vb))
-			if t+1 < len(pa) {
-				p = unsafe.Add(p, 4*stride)
-			}
-		}
-		st16(a, i, a0)
-		st16(a, i+16, a1)
-		st16(b, i, b0)
-		st16(b, i+16, b1)
-	}
 	for ; i+16 <= n; i += 16 {
 		a0, a1, b0, b1 := v8(a, i), v8(a, i+8), v8(b, i), v8(b, i+8)
 		p := unsafe.Add(r, 4*i)
@@ -216,8 +194,8 @@ func weightedPair(a, b unsafe.Pointer, pa, pb []float32, r unsafe.Pointer, strid
 		st8(b, i+8, b1)
 	}
 	if i < n {
-		weighted1(unsafe.Add(a, 4*i), pa, unsafe.Add(r, 4*i), stride, n-i)
-		weighted1(unsafe.Add(b, 4*i), pb, unsafe.Add(r, 4*i), stride, n-i)
+		weighted1(unsafe.Add(a, 4*i), pa, unsafe.Add(r, 4*i), stride, 8)
+		weighted1(unsafe.Add(b, 4*i), pb, unsafe.Add(r, 4*i), stride, 8)
 	}
 }
 
@@ -241,65 +219,4 @@ func weighted1(out unsafe.Pointer, p []float32, r unsafe.Pointer, stride, n int)
 // st8 stores v to the eight float32 at p + 4i bytes.
 func st8(p unsafe.Pointer, i int, v archsimd.Float32x8) {
 	v.Store((*[8]float32)(unsafe.Add(p, 4*i)))
-}
-
-// With AVX-512 the score tile holds two keys per register: lanes 0-7 one
-// key's eight dot1 lanes, lanes 8-15 the next key's, against a query
-// repeated in both halves. Four accumulators cover four keys × two
-// queries, few enough that the compiler keeps them all in registers (the
-// eight of the 256-bit tile spill two, whose adds then wait on memory).
-
-// packPairs copies the four rows from t (hd elements at t*stride+off) into
-// buf as two interleaved pairs: for each 8-element chunk c, row t's chunk
-// then row t+1's, then the same for rows t+2 and t+3 from buf[2*hd:].
-func packPairs(buf, rows []float32, t, stride, off, hd int) unsafe.Pointer {
-	for r := range 4 {
-		o := (t+r)*stride + off
-		src, dst := rows[o:o+hd], buf[r/2*2*hd+r%2*8:]
-		for c := 0; c < hd; c += 8 {
-			copy(dst[2*c:2*c+8], src[c:c+8])
-		}
-	}
-	return unsafe.Pointer(&buf[0])
-}
-
-// dotsTileZ scores queries j.. (those that see the tile) against the four
-// keys packed by packPairs at kb, writing sc[j*ld+t:][:4].
-func dotsTileZ(sc []float32, ld int, qs [][]float32, j, t int, kb unsafe.Pointer, hd int) {
-	for ; j+2 <= len(qs); j += 2 {
-		a, b := dots4x2z(unsafe.Pointer(&qs[j][0]), unsafe.Pointer(&qs[j+1][0]), kb, hd)
-		laneSums4(sc[j*ld+t:j*ld+t+4], a[0].GetLo(), a[0].GetHi(), a[1].GetLo(), a[1].GetHi())
-		laneSums4(sc[(j+1)*ld+t:(j+1)*ld+t+4], b[0].GetLo(), b[0].GetHi(), b[1].GetLo(), b[1].GetHi())
-	}
-	if j < len(qs) {
-		q := unsafe.Pointer(&qs[j][0])
-		a, _ := dots4x2z(q, q, kb, hd)
-		laneSums4(sc[j*ld+t:j*ld+t+4], a[0].GetLo(), a[0].GetHi(), a[1].GetLo(), a[1].GetHi())
-	}
-}
-
-// dots4x2z returns the accumulators of queries q0 and q1 against the
-// packed pairs at kb.
-func dots4x2z(q0, q1, kb unsafe.Pointer, hd int) (a, b [2]archsimd.Float32x16) {
-	k23 := unsafe.Add(kb, 8*hd)
-	var a0, a1, b0, b1 archsimd.Float32x16
-	for i := 0; i < hd; i += 8 {
-		x, y := v8(q0, i), v8(q1, i)
-		xx, yy := archsimd.Float32x16{}.SetLo(x).SetHi(x), archsimd.Float32x16{}.SetLo(y).SetHi(y)
-		k := v16(kb, 2*i)
-		a0, b0 = a0.Add(k.Mul(xx)), b0.Add(k.Mul(yy))
-		k = v16(k23, 2*i)
-		a1, b1 = a1.Add(k.Mul(xx)), b1.Add(k.Mul(yy))
-	}
-	return [2]archsimd.Float32x16{a0, a1}, [2]archsimd.Float32x16{b0, b1}
-}
-
-// v16 loads sixteen float32 from p + 4i bytes.
-func v16(p unsafe.Pointer, i int) archsimd.Float32x16 {
-	return archsimd.LoadFloat32x16((*[16]float32)(unsafe.Add(p, 4*i)))
-}
-
-// st16 stores v to the sixteen float32 at p + 4i bytes.
-func st16(p unsafe.Pointer, i int, v archsimd.Float32x16) {
-	v.Store((*[16]float32)(unsafe.Add(p, 4*i)))
 }

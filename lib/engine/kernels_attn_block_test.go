@@ -18,9 +18,8 @@ var attnBlockSeqs = [][2]int{{0, 2*attnRows + 5}, {5, attnRows + 4}, {7, 1}, {0,
 
 // TestAttentionBlocksMatchRows runs the forward attention of a step that
 // holds several sequences (blocked runs and single rows) with the vector
-// kernels off, 256 bits wide and 512 bits wide under GOMAXPROCS 1 and 3,
-// and requires the bits of the per-row scalar path (attendRow for every
-// row, one goroutine).
+// kernels on and off under GOMAXPROCS 1 and 3, and requires the bits of
+// the per-row scalar path (attendRow for every row, one goroutine).
 func TestAttentionBlocksMatchRows(t *testing.T) {
 	for _, hd := range []int{8, 12, 16, 20, 128} {
 		for _, group := range []int{1, 2, 3, 4} {
@@ -44,19 +43,18 @@ func checkAttentionBlocks(t *testing.T, c Config) {
 		ref = flat(ws.att)
 	})
 	for _, procs := range []int{1, 3} {
-		for _, mode := range []int{0, 1, 2} { // scalar, 256-bit, 512-bit where present
-			vec, wide := mode > 0, mode == 2 && avx512Present
+		for _, vec := range []bool{false, true} {
 			for _, a := range ws.att { // garbage the step must overwrite
 				for i := range a {
 					a[i] = 7
 				}
 			}
 			prev := runtime.GOMAXPROCS(procs)
-			withSIMD(vec, func() { withAVX512(wide, func() { m.attention(ws, rows, 0) }) })
+			withSIMD(vec, func() { m.attention(ws, rows, 0) })
 			runtime.GOMAXPROCS(prev)
 			if got := flat(ws.att); !bitsEqual(got, ref) {
-				t.Fatalf("heads=%d kv=%d hd=%d GOMAXPROCS=%d simd=%v avx512=%v: blocked attention differs from the per-row scalar path at element %s",
-					c.Heads, c.KVHeads, c.HeadDim, procs, vec, wide, firstDiff(got, ref))
+				t.Fatalf("heads=%d kv=%d hd=%d GOMAXPROCS=%d simd=%v: blocked attention differs from the per-row scalar path at element %s",
+					c.Heads, c.KVHeads, c.HeadDim, procs, vec, firstDiff(got, ref))
 			}
 		}
 	}
@@ -77,16 +75,6 @@ func attnBlockStep(c Config) (*Model, []row, *workspace) {
 	}
 	ws := &workspace{q: randRows(len(rows), qd, uint64(qd)), att: randRows(len(rows), qd, 9)}
 	return &Model{cfg: c}, rows, ws
-}
-
-// avx512Present is whether this machine runs the 512-bit kernels at all.
-var avx512Present = avx512
-
-// withAVX512 runs fn with the 512-bit kernels switched on or off.
-func withAVX512(on bool, fn func()) {
-	defer func(old bool) { avx512 = old }(avx512)
-	avx512 = on
-	fn()
 }
 
 func firstDiff(a, b []float32) string {
