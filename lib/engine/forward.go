@@ -333,7 +333,7 @@ func (m *Model) attendBlock(ws *workspace, rows []row, u attnUnit, layer, worker
 	p0 := rows[u.i].pos
 	ld, nq := p0+u.n, u.n*group
 	if cap(ws.scores[worker]) < nq*ld {
-		ws.scores[worker] = make([]float32, 2*nq*ld)
+		ws.scores[worker] = make([]float32, nq*ld*3/2)
 	}
 	sc := ws.scores[worker][:nq*ld]
 	qs, outs := ws.attnBlk[worker].pack(ws, u.i, u.n, u.kvh*group*hd, group, hd)
@@ -342,9 +342,7 @@ func (m *Model) attendBlock(ws *workspace, rows []row, u attnUnit, layer, worker
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	for j := range qs {
 		s := sc[j*ld : j*ld+p0+j/group+1]
-		for t := range s {
-			s[t] *= scale
-		}
+		scaleScores(s, scale)
 		softmax32(s)
 	}
 	attnWeightedBlock(outs, sc, ld, group, p0, seq.v[layer], kvd, off)
@@ -411,12 +409,20 @@ func (m *Model) attendRow(ws *workspace, rows []row, i, layer, worker int) {
 		}
 		for g := range group {
 			s, o := sc[g*npos:(g+1)*npos], out[(h0+g)*hd:(h0+g+1)*hd]
-			for t := range s {
-				s[t] *= scale
-			}
+			scaleScores(s, scale)
 			softmax32(s)
 			clear(o)
 			attnWeighted(o, s, vals, kvd, off)
 		}
+	}
+}
+
+// scaleScores multiplies every score by scale (1/√head dim).
+func scaleScores(s []float32, scale float32) {
+	if scaleVec(s, scale) {
+		return
+	}
+	for t := range s {
+		s[t] *= scale
 	}
 }
