@@ -206,6 +206,17 @@ func TestLongPromptInterleaved(t *testing.T) {
 	for i := range long {
 		long[i] = (i*13 + 1) % m.cfg.VocabSize
 	}
+	// 12 chunks: the first request runs a step with each of them.
+	if n := interleavedTokens(t, m, long); n < 11 {
+		t.Errorf("the running request got %d tokens while a %d-token prompt was prefilled, want >= 11", n, len(long))
+	}
+}
+
+// interleavedTokens starts a request on m, submits the prompt long while it
+// generates, and returns how many tokens the first request got between
+// that submission and the second request's first sampled token.
+func interleavedTokens(t *testing.T, m *Model, long []int) int64 {
+	t.Helper()
 	var during, started atomic.Int64
 	during.Store(-1)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -236,9 +247,31 @@ func TestLongPromptInterleaved(t *testing.T) {
 	if err := <-second; err != nil {
 		t.Fatal(err)
 	}
-	// 12 chunks: the first request runs a step with each of them.
-	if n := during.Load(); n < 11 {
-		t.Errorf("the running request got %d tokens while a %d-token prompt was prefilled, want >= 11", n, len(long))
+	return during.Load()
+}
+
+// TestSharedPrefill checks the prompt positions a step takes while others
+// generate: all of a chunk on the tiny models, 16 on the Qwen3-0.6B shape
+// (about 50 ms of products instead of 128 positions' seconds); and that a
+// long prompt then advances that many positions per step.
+func TestSharedPrefill(t *testing.T) {
+	for _, name := range []string{models.TinyLlama, models.TinyQwen3} {
+		if n := mustLoad(t, name).sharedPrefill(); n != prefillChunk {
+			t.Errorf("%s: %d positions per shared step, want %d", name, n, prefillChunk)
+		}
+	}
+	if n := (&Model{cfg: qwen3Small()}).sharedPrefill(); n != 16 {
+		t.Errorf("0.6B shape: %d positions per shared step, want 16", n)
+	}
+	m := mustLoad(t, models.TinyLlama)
+	defer func(w int) { sharedPrefillWork = w }(sharedPrefillWork)
+	sharedPrefillWork = 1
+	long := make([]int, 20*16+3)
+	for i := range long {
+		long[i] = (i*13 + 1) % m.cfg.VocabSize
+	}
+	if n := interleavedTokens(t, m, long); n < 20 {
+		t.Errorf("the running request got %d tokens while a %d-token prompt was prefilled in 16-position steps, want >= 20", n, len(long))
 	}
 }
 

@@ -45,8 +45,7 @@ func matRowsAsm(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) bool {
 		fwdRows(w, xs, ys, lo, hi, accumulate) // decoding: nothing to pack
 		return true
 	}
-	p := fwdPack{pp: xpackPool.Get().(*[]float32)}
-	p.xp = packTokens(xs, w.cols, p.pp)
+	p := newFwdPack(xs, w.cols)
 	p.rows(w, xs, ys, lo, hi, accumulate)
 	p.release()
 	return true
@@ -65,9 +64,12 @@ func packForward(w mat, xs [][]float32) (p fwdPack, ok bool) {
 	if !useSIMD || !fwdAsm || w.cols == 0 || len(xs) < 4 {
 		return p, false
 	}
-	p.pp = xpackPool.Get().(*[]float32)
-	p.xp = packTokens(xs, w.cols, p.pp)
-	return p, true
+	return newFwdPack(xs, w.cols), true
+}
+
+func newFwdPack(xs [][]float32, n int) fwdPack {
+	pp := xpackPool.Get().(*[]float32)
+	return fwdPack{pp, packTokens(xs, n, pp)}
 }
 
 func (p fwdPack) release() { xpackPool.Put(p.pp) }
@@ -89,7 +91,7 @@ var xpackPool = sync.Pool{New: func() any { return new([]float32) }}
 // packedLen is the length of a packed group of four tokens of n columns.
 func packedLen(n int) int { return 4 * ((n + 15) &^ 15) }
 
-// packTokens packs the vectors in groups of four for fwdTile4x4
+// packTokens packs the vectors in groups of four for the tile kernels
 // (xp[g·packedLen + 64c + 16t + l] = xs[4g+t][16c+l], zero past n); the
 // last group is padded by repeating its last vector.
 func packTokens(xs [][]float32, n int, pp *[]float32) []float32 {
@@ -119,25 +121,23 @@ func packTokens(xs [][]float32, n int, pp *[]float32) []float32 {
 // fwdTiles computes rows [lo, hi) (a multiple of 6) for the vectors ys
 // (whole groups of four, packed in xp): for each block of vectors
 // (fwdTokBytes packed), a block of rows at a time (fwdBlockBytes, at most
-// fwdMaxTiles tiles per kernel call) meets every group of the block.
+// fwdMaxTiles tiles per kernel call) meets every group of the block. The
+// kernel leaves a group's sums as four rows of the block (out), which go
+// to ys a row at a time.
 func fwdTiles(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool) {
 	n := w.cols
 	rowBlock := min(6*fwdMaxTiles, max(6, fwdBlockBytes/(n*w.elemSize())/6*6))
 	pl := packedLen(n)
 	tokBlock := max(4, fwdTokBytes/(4*pl)*4)
-	var out [32 * fwdMaxTiles]float32
+	var out [4 * 6 * fwdMaxTiles]float32
 	for tb := 0; tb < len(ys); tb += tokBlock {
 		te := min(tb+tokBlock, len(ys))
 		for rb := lo; rb < hi; rb += rowBlock {
 			re := min(rb+rowBlock, hi)
 			for t := tb; t+4 <= te; t += 4 {
-				fwdTile6Rows(w, xp[t/4*pl:(t/4+1)*pl], rb, (re-rb)/6, out[:])
-				for r := rb; r < re; r += 6 {
-					o := out[32*((r-rb)/6):]
-					for i, y := range ys[t : t+4 : t+4] {
-						putRow(y[r:r+4], o[4*i:4*i+4], accumulate)
-						putRow(y[r+4:r+6], o[16+4*i:16+4*i+2], accumulate)
-					}
+				fwdTile6Rows(w, xp[t/4*pl:(t/4+1)*pl], rb, (re-rb)/6, out[:], rowBlock)
+				for i, y := range ys[t : t+4 : t+4] {
+					putRow(y[rb:re], out[i*rowBlock:i*rowBlock+re-rb], accumulate)
 				}
 			}
 		}
@@ -145,19 +145,20 @@ func fwdTiles(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool) 
 }
 
 // fwdTile6Rows runs the 4×6 kernel on a packed group g and tiles
-// consecutive 6-row tiles from row j; out gets 32 sums per tile.
-func fwdTile6Rows(w mat, g []float32, j, tiles int, out []float32) {
+// consecutive 6-row tiles from row j; token t's sums go to
+// out[t·ldo : t·ldo+6·tiles].
+func fwdTile6Rows(w mat, g []float32, j, tiles int, out []float32, ldo int) {
 	n := w.cols
 	g = g[:packedLen(n)]
-	_ = out[32*tiles-1]
+	_ = out[3*ldo+6*tiles-1]
 	i := j * n
 	last := i + 6*tiles*n - 1
 	if w.bf != nil {
 		_ = w.bf[last]
-		fwdTile4x6BF16(&g[0], &w.bf[i], n, n, tiles, &out[0])
+		fwdTile4x6BF16(&g[0], &w.bf[i], n, n, tiles, &out[0], ldo)
 	} else {
 		_ = w.data[last]
-		fwdTile4x6F32(&g[0], &w.data[i], n, n, tiles, &out[0])
+		fwdTile4x6F32(&g[0], &w.data[i], n, n, tiles, &out[0], ldo)
 	}
 }
 

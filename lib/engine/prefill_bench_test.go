@@ -13,7 +13,7 @@ import (
 // the full ones would take minutes.
 const (
 	prefillTokens       = 512
-	decodeTokens        = 16
+	decodeTokens        = 32
 	prefillScalarTokens = 64
 	decodeScalarTokens  = 4
 )
@@ -21,13 +21,15 @@ const (
 // BenchmarkPrefillDecode runs a random Qwen3-0.6B-shaped model with
 // float32 and with bfloat16 weights: prefill tokens/s of a 512-token prompt
 // and decode tokens/s of one sequence, with the vector kernels next to the
-// scalar ones in the same run (on a 64-token prompt and 4 tokens), and decode against the memory-bandwidth limit
-// (the bytes of every weight matrix read once per token, at the read
-// bandwidth measured by readBandwidth in the same run).
+// scalar ones in the same run (on a 64-token prompt and 4 tokens), and
+// decode against the memory-bandwidth limit: the bytes of every weight
+// matrix read once per token, at the read bandwidth readBandwidth measures
+// just before each decode (this VM's bandwidth drifts by ±15% over
+// minutes, so a figure taken at the start put single runs anywhere
+// between 70% and 90% of it).
 func BenchmarkPrefillDecode(b *testing.B) {
 	c := qwen3Small()
 	ts := randomTensors(c, 1)
-	bw := readBandwidth()
 	for _, dtype := range []string{"f32", "bf16"} {
 		if dtype == "bf16" {
 			matricesToBF16(ts)
@@ -52,10 +54,11 @@ func BenchmarkPrefillDecode(b *testing.B) {
 				return time.Since(t0)
 			}
 			var pre, dec, preS, decS time.Duration
-			var preCPU, preCPUS float64
+			var preCPU, preCPUS, bw float64
 			for b.Loop() {
 				pre += run(prompt, 1)
 				preCPU += cpu
+				bw += readBandwidth()
 				dec += run(prompt[:1], decodeTokens+1) - run(prompt[:1], 1)
 				if useSIMD {
 					useSIMD = false
@@ -70,12 +73,14 @@ func BenchmarkPrefillDecode(b *testing.B) {
 			if dtype == "bf16" {
 				bytes = 2
 			}
+			bw /= n
 			limit := bw / (matrixParams(c) * bytes)
 			b.ReportMetric(prefillTokens*n/pre.Seconds(), "tok/s-prefill")
 			b.ReportMetric(decodeTokens*n/dec.Seconds(), "tok/s-decode")
 			b.ReportMetric(limit, "tok/s-decode-bw-limit")
 			b.ReportMetric(100*decodeTokens*n/dec.Seconds()/limit, "%decode-of-limit")
 			b.ReportMetric(bw/1e9, "GB/s-read")
+			b.ReportMetric(decodeTokens*n/dec.Seconds()*matrixParams(c)*bytes/1e9, "GB/s-decode")
 			b.ReportMetric(prefillTokens*n/preCPU, "tok/cpu-s-prefill")
 			if preS > 0 {
 				b.ReportMetric(prefillScalarTokens*n/preS.Seconds(), "tok/s-prefill-scalar")

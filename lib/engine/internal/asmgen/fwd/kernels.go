@@ -116,27 +116,7 @@ func tile4x4(ctx *build.Context, bf bool) {
 			}
 		}
 	}
-	ctx.Label("tile")
-	ctx.MOVQ(xp0, px)
-	ctx.MOVQ(row, pw)
-	ctx.MOVQ(chunks, left)
-	for a := range 16 {
-		ctx.VPXORD(zmm(a), zmm(a), zmm(a))
-	}
-	ctx.Label("start")
-	ctx.TESTQ(left, left)
-	ctx.JZ(LabelRef("tail"))
-	ctx.Label("loop")
-	step(nil)
-	ctx.ADDQ(U32(256), px)
-	ctx.ADDQ(U8(16*w.size), pw)
-	ctx.DECQ(left)
-	ctx.JNZ(LabelRef("loop"))
-	ctx.Label("tail")
-	ctx.KORTESTW(reg.K1, reg.K1)
-	ctx.JZ(LabelRef("done"))
-	step(reg.K1)
-	ctx.Label("done")
+	tileBody(ctx, w, tileRegs{xp0, row, chunks, px, pw, left}, 16, step)
 	reduce16(ctx)
 	ctx.VMOVUPS(reg.Z0, Mem{Base: out})
 	ctx.LEAQ(Mem{Base: row, Index: stride, Scale: 4}, row)
@@ -147,37 +127,38 @@ func tile4x4(ctx *build.Context, bf bool) {
 	ctx.RET()
 }
 
-// tile4x6 generates fwdTile4x6<F32|BF16>(xp, w, stride, n, tiles, out),
-// tile4x4 with six rows per tile: each vector load of x then meets six
-// rows instead of four, which on large n (the x group no longer in L1)
-// cuts what a tile reads from L2 by a sixth. For tile i, out[32i+4t+r]
-// holds (t, r) for rows r in 0..3 and out[32i+16+4t+r-4] for rows 4 and 5
-// (lanes 4t+2 and 4t+3 of that half are zero). Accumulators Z(4r+t) hold
-// rows 0..3 and Z(16+4(r-4)+t) rows 4 and 5; x is in Z24..Z27, the row
-// being read in Z28, products in Z29..Z31.
+// tile4x6 generates fwdTile4x6<F32|BF16>(xp, w, stride, n, tiles, out,
+// ldo), tile4x4 with six rows per tile: each vector load of x then meets
+// six rows instead of four, which on large n (the x group no longer in
+// L1) cuts what a tile reads from L2 by a sixth. The sums go straight to
+// their places in a token-major block: out[t·ldo + 6i + r] for token t,
+// tile i and row r, so the caller moves whole rows of the block to the
+// outputs instead of 16 scattered values per tile. Accumulators Z(4r+t)
+// hold rows 0..3 and Z(16+4(r-4)+t) rows 4 and 5; x is in Z24..Z27, the
+// row being read in Z28, products in Z29..Z31.
 func tile4x6(ctx *build.Context, bf bool) {
 	w := weightsOf(bf)
 	ctx.Function("fwdTile4x6" + w.sfx)
 	ctx.Attributes(attr.NOSPLIT | attr.NOFRAME)
-	ctx.SignatureExpr(fmt.Sprintf("func(xp *float32, w %s, stride, n, tiles int, out *float32)", w.gotyp))
+	ctx.SignatureExpr(fmt.Sprintf("func(xp *float32, w %s, stride, n, tiles int, out *float32, ldo int)", w.gotyp))
 	ctx.Pragma("noescape")
 	n := ctx.GP64()
 	ctx.Load(ctx.Param("n"), n)
 	setTailMask(ctx, n)
 	chunks := n
 	ctx.SHRQ(U8(4), chunks)
-	xp0, row, stride, stride3, stride4, stride5 := ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
+	xp0, row, stride, stride3, stride5 := ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
 	ctx.Load(ctx.Param("xp"), xp0)
 	ctx.Load(ctx.Param("w"), row)
 	ctx.Load(ctx.Param("stride"), stride)
 	ctx.SHLQ(U8(log2(w.size)), stride)
 	ctx.LEAQ(Mem{Base: stride, Index: stride, Scale: 2}, stride3)
-	ctx.MOVQ(stride, stride4)
-	ctx.SHLQ(U8(2), stride4)
 	ctx.LEAQ(Mem{Base: stride, Index: stride, Scale: 4}, stride5)
-	tiles, out := ctx.GP64(), ctx.GP64()
+	tiles, out, ldo := ctx.GP64(), ctx.GP64(), ctx.GP64()
 	ctx.Load(ctx.Param("tiles"), tiles)
 	ctx.Load(ctx.Param("out"), out)
+	ctx.Load(ctx.Param("ldo"), ldo)
+	ctx.SHLQ(U8(2), ldo)
 	px, pw, left := ctx.GP64(), ctx.GP64(), ctx.GP64()
 	rowMem := func(r int) Mem {
 		switch r {
@@ -190,7 +171,7 @@ func tile4x6(ctx *build.Context, bf bool) {
 		case 3:
 			return Mem{Base: pw, Index: stride3, Scale: 1}
 		case 4:
-			return Mem{Base: pw, Index: stride4, Scale: 1}
+			return Mem{Base: pw, Index: stride, Scale: 4}
 		}
 		return Mem{Base: pw, Index: stride5, Scale: 1}
 	}
@@ -213,28 +194,21 @@ func tile4x6(ctx *build.Context, bf bool) {
 			}
 		}
 	}
-	ctx.Label("tile")
-	ctx.MOVQ(xp0, px)
-	ctx.MOVQ(row, pw)
-	ctx.MOVQ(chunks, left)
-	for a := range 24 {
-		ctx.VPXORD(zmm(a), zmm(a), zmm(a))
-	}
-	ctx.TESTQ(left, left)
-	ctx.JZ(LabelRef("tail"))
-	ctx.Label("loop")
-	step(nil)
-	ctx.ADDQ(U32(256), px)
-	ctx.ADDQ(U8(16*w.size), pw)
-	ctx.DECQ(left)
-	ctx.JNZ(LabelRef("loop"))
-	ctx.Label("tail")
-	ctx.KORTESTW(reg.K1, reg.K1)
-	ctx.JZ(LabelRef("done"))
-	step(reg.K1)
-	ctx.Label("done")
+	tileBody(ctx, w, tileRegs{xp0, row, chunks, px, pw, left}, 24, step)
+	// Rows 0..3: lanes 4t..4t+3 of the tree's result are token t's.
 	reduce16Using(ctx, reg.Z24, reg.Z25)
-	ctx.VMOVUPS(reg.Z0, Mem{Base: out})
+	po := px // free after the loop
+	ctx.MOVQ(out, po)
+	for t := range 4 {
+		if t == 0 {
+			ctx.VMOVUPS(reg.X0, Mem{Base: po})
+		} else {
+			ctx.ADDQ(ldo, po)
+			ctx.VEXTRACTF32X4(U8(t), reg.Z0, Mem{Base: po})
+		}
+	}
+	// Rows 4 and 5: the same tree over their eight accumulators (the
+	// other eight zero) leaves them in lanes 4t and 4t+1.
 	for a := range 8 {
 		ctx.VMOVAPS(zmm(16+a), zmm(a))
 	}
@@ -242,14 +216,54 @@ func tile4x6(ctx *build.Context, bf bool) {
 		ctx.VPXORD(zmm(a), zmm(a), zmm(a))
 	}
 	reduce16Using(ctx, reg.Z24, reg.Z25)
-	ctx.VMOVUPS(reg.Z0, Mem{Base: out, Disp: 64})
+	ctx.MOVQ(out, po)
+	for t := range 4 {
+		x := reg.X0
+		if t > 0 {
+			ctx.ADDQ(ldo, po)
+			ctx.VEXTRACTF32X4(U8(t), reg.Z0, reg.X1)
+			x = reg.X1
+		}
+		ctx.VMOVLPS(x, Mem{Base: po, Disp: 16})
+	}
 	ctx.ADDQ(stride5, row)
 	ctx.ADDQ(stride, row)
-	ctx.ADDQ(U8(128), out)
+	ctx.ADDQ(U8(24), out)
 	ctx.DECQ(tiles)
 	ctx.JNZ(LabelRef("tile"))
 	ctx.VZEROUPPER()
 	ctx.RET()
+}
+
+// tileRegs are a tile kernel's pointers: the packed group's start, the
+// tile's first row, the count of full 16-column chunks, and the running
+// x and w pointers and chunk counter.
+type tileRegs struct{ xp0, row, chunks, px, pw, left reg.GPVirtual }
+
+// tileBody emits a tile from its label "tile" to "done": the running
+// pointers reset, accs accumulators Z0.. zeroed, step over every full
+// chunk, then once with the tail mask K1 when n is not a multiple of 16.
+func tileBody(ctx *build.Context, w weights, r tileRegs, accs int, step func(mask reg.Register)) {
+	ctx.Label("tile")
+	ctx.MOVQ(r.xp0, r.px)
+	ctx.MOVQ(r.row, r.pw)
+	ctx.MOVQ(r.chunks, r.left)
+	for a := range accs {
+		ctx.VPXORD(zmm(a), zmm(a), zmm(a))
+	}
+	ctx.TESTQ(r.left, r.left)
+	ctx.JZ(LabelRef("tail"))
+	ctx.Label("loop")
+	step(nil)
+	ctx.ADDQ(U32(256), r.px)
+	ctx.ADDQ(U8(16*w.size), r.pw)
+	ctx.DECQ(r.left)
+	ctx.JNZ(LabelRef("loop"))
+	ctx.Label("tail")
+	ctx.KORTESTW(reg.K1, reg.K1)
+	ctx.JZ(LabelRef("done"))
+	step(reg.K1)
+	ctx.Label("done")
 }
 
 // setTailMask sets K1 to the low n mod 16 bits (zero when there is no
