@@ -56,10 +56,9 @@ func rowAt(rows []float32, t, stride, off int) unsafe.Pointer {
 
 // attnDotsBlockVec does attnDotsBlock four keys at a time when the head is
 // a multiple of 8 and returns how many keys it did for every query that
-// sees them. Per tile of four keys, which then stay in L1, it scores the
-// queries that see the tile two at a time in a four-by-two register tile;
-// each score's accumulator holds dot1's eight lanes and laneSums4 adds them
-// in dot1's tree.
+// sees them. Per tile of four keys, which then stay in L1, it scores each
+// query that sees the tile; each score's accumulator holds dot1's eight
+// lanes and laneSums4 adds them in dot1's tree.
 func attnDotsBlockVec(sc []float32, ld int, qs [][]float32, group, p0 int, keys []float32, stride, off int) int {
 	hd, nq := len(qs[0]), len(qs)
 	nk := p0 + nq/group // keys seen by the block's last position
@@ -73,39 +72,18 @@ func attnDotsBlockVec(sc []float32, ld int, qs [][]float32, group, p0 int, keys 
 		if k == nil {
 			k, ks = rowAt(keys, t, stride, off), stride
 		}
-		for ; j+2 <= nq; j += 2 {
-			dots4x2(sc[j*ld+t:j*ld+t+4], sc[(j+1)*ld+t:(j+1)*ld+t+4], unsafe.Pointer(&qs[j][0]), unsafe.Pointer(&qs[j+1][0]), k, ks, hd)
-		}
-		if j < nq {
+		for ; j < nq; j++ {
 			dots4x1(sc[j*ld+t:j*ld+t+4], unsafe.Pointer(&qs[j][0]), k, ks, hd)
 		}
 	}
 	return t
 }
 
-// dots4x2 stores the scores of queries q0 and q1 against the four rows
-// from k (stride elements apart) to d0[:4] and d1[:4].
-func dots4x2(d0, d1 []float32, q0, q1, k unsafe.Pointer, stride, hd int) {
-	k1 := unsafe.Add(k, 4*stride)
-	k2 := unsafe.Add(k1, 4*stride)
-	k3 := unsafe.Add(k2, 4*stride)
-	var a0, a1, a2, a3, b0, b1, b2, b3 archsimd.Float32x8
-	for i := 0; i < hd; i += 8 {
-		x, y := v8(q0, i), v8(q1, i)
-		r := v8(k, i)
-		a0, b0 = a0.Add(r.Mul(x)), b0.Add(r.Mul(y))
-		r = v8(k1, i)
-		a1, b1 = a1.Add(r.Mul(x)), b1.Add(r.Mul(y))
-		r = v8(k2, i)
-		a2, b2 = a2.Add(r.Mul(x)), b2.Add(r.Mul(y))
-		r = v8(k3, i)
-		a3, b3 = a3.Add(r.Mul(x)), b3.Add(r.Mul(y))
-	}
-	laneSums4(d0, a0, a1, a2, a3)
-	laneSums4(d1, b0, b1, b2, b3)
-}
-
-// dots4x1 is dots4x2 for one query.
+// dots4x1 stores the scores of query q against the four rows from k
+// (stride elements apart) to d[:4]. One query at a time: a tile of two
+// queries (eight accumulators) made the compiler spill two of them, whose
+// adds then waited on memory, and ran slower (BenchmarkAttention prefill
+// 53 vs 46 CPU-ms at head dim 128).
 func dots4x1(d []float32, q, k unsafe.Pointer, stride, hd int) {
 	k1 := unsafe.Add(k, 4*stride)
 	k2 := unsafe.Add(k1, 4*stride)
