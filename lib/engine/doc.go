@@ -49,6 +49,17 @@
 //     with shuffles. A block of rows (256 KiB) stays in L2 while a block
 //     of packed tokens (768 KiB) passes it, so a 512-token batch of 3072
 //     columns comes from L2 rather than L3.
+//   - On amd64 CPUs with AVX2 but without AVX-512 (most Intel client
+//     CPUs, AMD Zen 2 and 3) the forward product runs AVX2 assembly
+//     instead (gemm_fwd_avx2_amd64.s from internal/asmgen/fwdavx2,
+//     selected by fwdAVX2 in kernels_fwd_avx2_amd64.go, also without
+//     GOEXPERIMENT): a 16-lane sum is two 8-lane YMM accumulators, so
+//     16 registers hold a 2-token × 3-row tile (tokens packed as for
+//     AVX-512) and decoding reads up to 8 rows one after another; a
+//     column tail (K mod 16) comes from a zero-padded float32 panel,
+//     since AVX2 has no 16-bit masked load. avo rather than archsimd
+//     because the tile needs all 16 registers.
+//     TestForwardAVX2MatchesScalar forces it on AVX-512 machines.
 //   - Parallel regions (matrix products split by rows, attention by rows or
 //     heads, the batch's forward passes and draws) run through forkJoin
 //     (workers.go) on worker goroutines that are kept and spin briefly

@@ -111,9 +111,9 @@ func laneTree(a *[16]float32) float32 {
 }
 
 // useSIMD selects the vector kernels (archsimd in kernels_simd.go, AVX-512
-// assembly in gemm_fwd_amd64.s) where the build and the CPU have them;
-// every path gives the same bits.
-var useSIMD = simdOK || fwdAsm
+// assembly in gemm_fwd_amd64.s, AVX2 assembly in gemm_fwd_avx2_amd64.s)
+// where the build and the CPU have them; every path gives the same bits.
+var useSIMD = simdOK || fwdAsm || fwdAVX2
 
 // bf16 widens a bfloat16 exactly to float32.
 func bf16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }

@@ -37,8 +37,12 @@ const fwdMaxTiles = 48
 // repeating a token and single rows given a row stride of 0. It reports
 // false when it did nothing.
 func matRowsAsm(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) bool {
-	if !useSIMD || !fwdAsm || w.cols == 0 || lo >= hi || len(xs) == 0 {
+	if !useSIMD || !(fwdAsm || fwdAVX2) || w.cols == 0 || lo >= hi || len(xs) == 0 {
 		return false
+	}
+	if fwdAVX2 {
+		matRowsAVX2(w, xs, ys, lo, hi, accumulate)
+		return true
 	}
 	m4 := len(xs) &^ 3
 	if m4 == 0 && (hi-lo)%16 == 0 {
@@ -52,30 +56,36 @@ func matRowsAsm(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) bool {
 }
 
 // fwdPack is a batch packed once (packTokens) for every goroutine that
-// computes some of a product's rows.
+// computes some of a product's rows; avx2 selects the AVX2 kernels.
 type fwdPack struct {
-	pp *[]float32
-	xp []float32
+	pp   *[]float32
+	xp   []float32
+	avx2 bool
 }
 
 // packForward packs xs for the assembly kernels when they take the product
 // and the batch holds a group of four; ok is false otherwise.
 func packForward(w mat, xs [][]float32) (p fwdPack, ok bool) {
-	if !useSIMD || !fwdAsm || w.cols == 0 || len(xs) < 4 {
+	if !useSIMD || !(fwdAsm || fwdAVX2) || w.cols == 0 || len(xs) < 4 {
 		return p, false
 	}
 	return newFwdPack(xs, w.cols), true
 }
 
+// newFwdPack packs xs (n columns) for whichever kernels the CPU runs.
 func newFwdPack(xs [][]float32, n int) fwdPack {
 	pp := xpackPool.Get().(*[]float32)
-	return fwdPack{pp, packTokens(xs, n, pp)}
+	return fwdPack{pp, packTokens(xs, n, pp), fwdAVX2}
 }
 
 func (p fwdPack) release() { xpackPool.Put(p.pp) }
 
 // rows is matRowsAsm for rows [lo, hi) on the packed batch.
 func (p fwdPack) rows(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
+	if p.avx2 {
+		fwd2Rows(w, p.xp, ys, lo, hi, accumulate)
+		return
+	}
 	xp, m4 := p.xp, len(xs)&^3
 	hi6 := lo + (hi-lo)/6*6
 	fwdTiles(w, xp, ys[:m4], lo, hi6, accumulate)

@@ -3,7 +3,10 @@
 package engine
 
 // Off amd64 the forward product runs the scalar reference (kernels.go).
-const fwdAsm = false
+const (
+	fwdAsm  = false
+	fwdAVX2 = false
+)
 
 func matRowsAsm(mat, [][]float32, [][]float32, int, int, bool) bool { return false }
 

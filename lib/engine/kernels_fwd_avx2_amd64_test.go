@@ -1,0 +1,77 @@
+package engine
+
+import (
+	"fmt"
+	"testing"
+
+	"golang.org/x/sys/cpu"
+)
+
+// withAVX2 runs fn with the AVX2 forward kernels selected, as on a CPU
+// without AVX-512 (the AVX-512 ones are bypassed while fwdAVX2 is set).
+func withAVX2(t *testing.T, fn func()) {
+	t.Helper()
+	if !cpu.X86.HasAVX2 {
+		t.Skip("the CPU has no AVX2")
+	}
+	defer func(a, s bool) { fwdAVX2, useSIMD = a, s }(fwdAVX2, useSIMD)
+	fwdAVX2, useSIMD = true, true
+	fn()
+}
+
+// TestForwardAVX2MatchesScalar runs the AVX2 forward kernels and the
+// scalar reference dotLanes on the same inputs and requires identical
+// bits: column counts with and without a tail (K = 1…1040), row counts
+// that leave one or two rows over from the 3-row tiles and the 8-row
+// decoding kernel, M = 1…128 (odd M leaves a tile's second vector as
+// padding), float32 and bfloat16 weights, accumulating or not, under
+// GOMAXPROCS 1 and 3 (checkForward); each vector also gets the bits it
+// gets alone.
+func TestForwardAVX2MatchesScalar(t *testing.T) {
+	withAVX2(t, func() {
+		shapes := [][2]int{{1, 1}, {2, 5}, {3, 16}, {4, 17}, {5, 33}, {7, 8}, {8, 15}, {9, 1}, {16, 31},
+			{17, 100}, {33, 15}, {40, 256}, {20, 600}, {49, 1024}, {64, 1040}, {301, 1040}}
+		for _, sh := range shapes {
+			for _, m := range []int{1, 2, 3, 4, 5, 6, 7, 8, 17, 128} {
+				if sh[0]*sh[1] > 1<<17 && m > 8 && m != 128 {
+					continue
+				}
+				w, wb, xs := fwdCase(sh[0], sh[1], m, uint64(sh[0]*1000+sh[1]))
+				for _, mm := range []mat{w, wb} {
+					requireAVX2Ran(t, mm, xs)
+					for _, acc := range []bool{false, true} {
+						name := fmt.Sprintf("AVX2 %dx%d M=%d bf16=%v acc=%v", sh[0], sh[1], m, mm.bf != nil, acc)
+						checkForward(t, name, mm, xs, acc)
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestForwardAVX2BlocksMatchScalar shrinks the row and vector blocks so
+// small shapes cross several of each, with the AVX2 kernels.
+func TestForwardAVX2BlocksMatchScalar(t *testing.T) {
+	defer func(rows, toks int) { fwdBlockBytes, fwdTokBytes = rows, toks }(fwdBlockBytes, fwdTokBytes)
+	fwdBlockBytes, fwdTokBytes = 4<<10, 8<<10
+	withAVX2(t, func() {
+		for _, sh := range [][2]int{{40, 100}, {301, 72}, {64, 1024}} {
+			for _, m := range []int{4, 13, 37} {
+				w, wb, xs := fwdCase(sh[0], sh[1], m, uint64(sh[0]*1000+sh[1]))
+				for _, mm := range []mat{w, wb} {
+					checkForward(t, fmt.Sprintf("AVX2 %dx%d M=%d bf16=%v blocks", sh[0], sh[1], m, mm.bf != nil), mm, xs, true)
+				}
+			}
+		}
+	})
+}
+
+// requireAVX2Ran fails unless the product took the vector dispatch, so
+// the comparison is not the scalar reference against itself.
+func requireAVX2Ran(t *testing.T, w mat, xs [][]float32) {
+	t.Helper()
+	ys := rowsOf(make([]float32, len(xs)*w.rows), len(xs), w.rows)
+	if !matRowsAsm(w, xs, ys, 0, w.rows, false) {
+		t.Fatalf("%dx%d M=%d: the AVX2 kernels did not run", w.rows, w.cols, len(xs))
+	}
+}
