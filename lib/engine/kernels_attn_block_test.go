@@ -20,8 +20,10 @@ var attnBlockSeqs = [][2]int{{0, 2*attnRows + 5}, {5, attnRows + 4}, {7, 1}, {0,
 // holds several sequences (blocked runs and single rows) with the vector
 // kernels on and off under GOMAXPROCS 1 and 3, and requires the bits of
 // the per-row scalar path (attendRow for every row, one goroutine).
+//
+// Head dim 264 is past packMaxHead: the kernels read the cache in place.
 func TestAttentionBlocksMatchRows(t *testing.T) {
-	for _, hd := range []int{8, 12, 16, 20, 128} {
+	for _, hd := range []int{8, 12, 16, 20, 128, 264} {
 		for _, group := range []int{1, 2, 3, 4} {
 			for _, kvh := range []int{1, 2} {
 				c := Config{Shape: models.Shape{Heads: group * kvh, KVHeads: kvh, HeadDim: hd}}
