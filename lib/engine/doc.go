@@ -86,6 +86,13 @@
 //     float64 reductions (RMSNorm's sums, the gradient norm) are eight
 //     lane-strided partial sums added in a fixed tree (sumSquares).
 //     TestSIMDElementwiseMatchScalar compares both paths.
+//   - Forward attention (forward.go, kernels_attn*.go): decoding rows go
+//     one at a time; a run of consecutive positions of one sequence (a
+//     prefill chunk, a training sequence) goes per KV head in blocks of 16
+//     positions, which read each cached key and value once for all the
+//     block's query heads. Both keep dot1's lane tree for each score and
+//     ascending positions for each output element, so a row's bits do not
+//     depend on its batch; TestAttentionBlocksMatchRows compares them.
 //   - Concurrent requests share one batch (batcher.go): every Sample call
 //     on a base model or any of its adapters joins the model's running
 //     batch, whose one goroutine (started by the first call, gone when the

@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"cmp"
 	"math"
 	"runtime"
 	"slices"
+	"sync/atomic"
 )
 
 // kvCache holds one sequence's keys and values: per layer, positions × kvDim
@@ -69,7 +71,9 @@ type workspace struct {
 	loras, headLoras          []*LoRA     // per row; per logits row
 	gx, gy                    [][]float32 // one adapter's rows of a mixed batch
 	logits                    [][]float32
-	scores                    [][]float32 // per attention worker
+	scores                    [][]float32    // per attention worker
+	attnBlk                   []blockScratch // per attention worker
+	attnUnits                 []attnUnit
 }
 
 func grow(rows [][]float32, n, width int) [][]float32 {
@@ -247,29 +251,132 @@ func allSame(loras []*LoRA, l *LoRA) bool {
 	return true
 }
 
-// attention computes ws.att for every row from the caches, in parallel over
-// rows when there is enough work.
+// attention computes ws.att for every row from the caches. A run of rows
+// of one sequence at consecutive positions (a prefill chunk, a training
+// sequence) goes in blocks of attnRows positions per KV head, which read
+// each cached key and value once for the whole block (attendBlock); other
+// rows go one at a time (attendRow). Both give the same bits, so a row's
+// output does not depend on what else is in the batch. Units are run
+// largest first by whichever worker is free.
 func (m *Model) attention(ws *workspace, rows []row, layer int) {
-	c := m.cfg
-	work := 0
-	for _, r := range rows {
-		work += (r.pos + 1) * c.Heads * c.HeadDim
-	}
-	workers := min(runtime.GOMAXPROCS(0), len(rows), max(1, work/parallelMinWork))
-	for len(ws.scores) < workers {
-		ws.scores = append(ws.scores, nil)
-	}
-	if workers <= 1 {
-		for i := range rows {
-			m.attendRow(ws, rows, i, layer, 0)
-		}
-		return
-	}
+	units, work := m.attnUnits(ws, rows)
+	workers := min(runtime.GOMAXPROCS(0), len(units), max(1, work/parallelMinWork))
+	ws.scores = growTo(ws.scores, workers)
+	ws.attnBlk = growTo(ws.attnBlk, workers)
+	var next atomic.Int64
 	forkJoin(workers, func(wk int) {
-		for i := wk; i < len(rows); i += workers {
-			m.attendRow(ws, rows, i, layer, wk)
+		for u := next.Add(1) - 1; u < int64(len(units)); u = next.Add(1) - 1 {
+			if un := units[u]; un.kvh < 0 {
+				m.attendRow(ws, rows, un.i, layer, wk)
+			} else {
+				m.attendBlock(ws, rows, un, layer, wk)
+			}
 		}
 	})
+}
+
+// growTo returns s with at least n elements.
+func growTo[T any](s []T, n int) []T {
+	if len(s) < n {
+		s = append(s, make([]T, n-len(s))...)
+	}
+	return s
+}
+
+// attnRows is how many consecutive positions attendBlock takes at once:
+// each cached key and value row is read once per attnRows × group queries.
+const attnRows = 16
+
+// attnUnit is one piece of a layer's attention: row i alone, every head
+// (kvh < 0), or rows i..i+n-1, consecutive positions of one sequence, KV
+// head kvh. work counts its multiply-adds, roughly.
+type attnUnit struct{ i, n, kvh, work int }
+
+// attnUnits splits rows into attention units, largest first, and returns
+// them with their total work.
+func (m *Model) attnUnits(ws *workspace, rows []row) ([]attnUnit, int) {
+	c := m.cfg
+	units, total := ws.attnUnits[:0], 0
+	for i := 0; i < len(rows); {
+		n := 1
+		for i+n < len(rows) && rows[i+n].seq == rows[i].seq && rows[i+n].pos == rows[i].pos+n {
+			n++
+		}
+		if n == 1 {
+			w := (rows[i].pos + 1) * c.Heads * c.HeadDim
+			units, total = append(units, attnUnit{i: i, n: 1, kvh: -1, work: w}), total+w
+		}
+		for b := 0; n > 1 && b < n; b += attnRows {
+			nb := min(attnRows, n-b)
+			w := nb * (rows[i+b].pos + nb) * c.Heads / c.KVHeads * c.HeadDim
+			for kvh := range c.KVHeads {
+				units, total = append(units, attnUnit{i: i + b, n: nb, kvh: kvh, work: w}), total+w
+			}
+		}
+		i += n
+	}
+	slices.SortStableFunc(units, func(a, b attnUnit) int {
+		return cmp.Or(cmp.Compare(a.kvh, b.kvh), cmp.Compare(b.work, a.work))
+	})
+	ws.attnUnits = units
+	return units, total
+}
+
+// attendBlock computes KV head u.kvh's part of the attention output of
+// rows u.i..u.i+u.n-1: the scores of every query head of the group at
+// every position against the keys it sees, their softmax, and the
+// weighted sums of the values, with the blocked kernels (kernels_attn.go),
+// giving attendRow's bits.
+func (m *Model) attendBlock(ws *workspace, rows []row, u attnUnit, layer, worker int) {
+	c := m.cfg
+	hd, kvd, group := c.HeadDim, c.KVHeads*c.HeadDim, c.Heads/c.KVHeads
+	p0 := rows[u.i].pos
+	ld, nq := p0+u.n, u.n*group
+	if cap(ws.scores[worker]) < nq*ld {
+		ws.scores[worker] = make([]float32, nq*ld*3/2)
+	}
+	sc := ws.scores[worker][:nq*ld]
+	qs, outs := ws.attnBlk[worker].pack(ws, u.i, u.n, u.kvh*group*hd, group, hd)
+	seq, off := rows[u.i].seq, u.kvh*hd
+	attnDotsBlock(sc, ld, qs, group, p0, seq.k[layer], kvd, off)
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	for j := range qs {
+		s := sc[j*ld : j*ld+p0+j/group+1]
+		scaleScores(s, scale)
+		softmax32(s)
+	}
+	attnWeightedBlock(outs, sc, ld, group, p0, seq.v[layer], kvd, off)
+	for j, o := range outs {
+		h := u.kvh*group + j%group
+		copy(ws.att[u.i+j/group][h*hd:(h+1)*hd], o)
+	}
+}
+
+// blockScratch is an attention worker's copy of a block's query heads and
+// room for its output heads, each set contiguous: as rows of the batch
+// they lie qd elements apart, which for 0.6B is 8 KiB, and the heads of
+// a block then share a few L1 sets and evict one another.
+type blockScratch struct {
+	heads    []float32
+	qs, outs [][]float32
+}
+
+// pack copies the group heads from element off of query rows i..i+n-1
+// into the scratch and returns them with zeroed output heads, in block
+// order (position, then head).
+func (b *blockScratch) pack(ws *workspace, i, n, off, group, hd int) (qs, outs [][]float32) {
+	nq := n * group
+	if len(b.heads) < 2*nq*hd {
+		b.heads = make([]float32, 2*nq*hd)
+	}
+	b.qs, b.outs = b.qs[:0], b.outs[:0]
+	for j := range nq {
+		q, o := b.heads[j*hd:(j+1)*hd], b.heads[(nq+j)*hd:(nq+j+1)*hd]
+		copy(q, ws.q[i+j/group][off+j%group*hd:])
+		clear(o)
+		b.qs, b.outs = append(b.qs, q), append(b.outs, o)
+	}
+	return b.qs, b.outs
 }
 
 // attendRow computes one row's attention output: per query head, its
@@ -302,12 +409,20 @@ func (m *Model) attendRow(ws *workspace, rows []row, i, layer, worker int) {
 		}
 		for g := range group {
 			s, o := sc[g*npos:(g+1)*npos], out[(h0+g)*hd:(h0+g+1)*hd]
-			for t := range s {
-				s[t] *= scale
-			}
+			scaleScores(s, scale)
 			softmax32(s)
 			clear(o)
 			attnWeighted(o, s, vals, kvd, off)
 		}
+	}
+}
+
+// scaleScores multiplies every score by scale (1/√head dim).
+func scaleScores(s []float32, scale float32) {
+	if scaleVec(s, scale) {
+		return
+	}
+	for t := range s {
+		s[t] *= scale
 	}
 }

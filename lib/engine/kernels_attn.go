@@ -32,15 +32,53 @@ func attnDotsPair(d0, d1, q0, q1, rows []float32, stride, off int) {
 // vector path does the leading multiple of 8 elements, this loop the rest.
 func attnWeighted(out, p, rows []float32, stride, off int) {
 	i0 := attnWeightedVec(out, p, rows, stride, off)
-	if i0 == len(out) {
+	weightedScalar(out[i0:], p, rows, stride, off+i0)
+}
+
+// weightedScalar is attnWeighted's loop: y[i] += p[t]·row t's element i,
+// in ascending t.
+func weightedScalar(y, p, rows []float32, stride, off int) {
+	if len(y) == 0 {
 		return
 	}
-	y := out[i0:]
 	for t, a := range p {
-		o := t*stride + off + i0
+		o := t*stride + off
 		x := rows[o : o+len(y)]
 		for i := range y {
 			y[i] += float32(a * x[i])
 		}
+	}
+}
+
+// The blocked kernels below serve a block of queries at consecutive
+// positions of one sequence (prefill chunks, training sequences): qs[j] is
+// the query of position p0+j/group (group query heads per position, in
+// head order), and row j of the score slab sc starts at j*ld. Each kernel
+// reads a cached row once for every query of the block that sees it, and
+// keeps the per-query kernels' order, so a block gives attendRow's bits.
+
+// attnDotsBlock writes sc[j*ld+t] = dot1(keys[t*stride+off:][:hd], qs[j])
+// for every query j and key t ≤ its position. The vector path may also
+// write entries past a query's position (within its row); they are not
+// scores and the caller ignores them.
+func attnDotsBlock(sc []float32, ld int, qs [][]float32, group, p0 int, keys []float32, stride, off int) {
+	t0 := attnDotsBlockVec(sc, ld, qs, group, p0, keys, stride, off)
+	hd := len(qs[0])
+	for j, q := range qs {
+		s := sc[j*ld:]
+		for t := t0; t <= p0+j/group; t++ {
+			o := t*stride + off
+			s[t] = dot1(keys[o:o+hd], q)
+		}
+	}
+}
+
+// attnWeightedBlock adds Σ_{t ≤ position of j} sc[j*ld+t]·rows[t*stride+off:]
+// to outs[j] for every query j, each element summed in ascending t as
+// attnWeighted sums it.
+func attnWeightedBlock(outs [][]float32, sc []float32, ld, group, p0 int, rows []float32, stride, off int) {
+	i0 := attnWeightedBlockVec(outs, sc, ld, group, p0, rows, stride, off)
+	for j, out := range outs {
+		weightedScalar(out[i0:], sc[j*ld:j*ld+p0+j/group+1], rows, stride, off+i0)
 	}
 }

@@ -10,3 +10,7 @@ func attnDotsVec([]float32, []float32, []float32, int, int) int { return 0 }
 func attnWeightedVec([]float32, []float32, []float32, int, int) int { return 0 }
 
 func attnDotsPairVec([]float32, []float32, []float32, []float32, []float32, int, int) int { return 0 }
+
+func attnDotsBlockVec([]float32, int, [][]float32, int, int, []float32, int, int) int { return 0 }
+
+func attnWeightedBlockVec([][]float32, []float32, int, int, int, []float32, int, int) int { return 0 }

@@ -1,0 +1,200 @@
+//go:build goexperiment.simd && amd64
+
+package engine
+
+import (
+	"simd/archsimd"
+	"unsafe"
+)
+
+// The blocked attention kernels' inner loops address the cache through
+// pointers checked once per call (blockFits): indexing slices in the loops
+// made the compiler spill and re-check each row's slice header per vector
+// and ran at a fifth of the arithmetic's speed.
+
+// blockFits reports whether rows holds nk rows of hd elements at
+// t*stride+off, and qs hd-element heads, so that the pointer kernels stay
+// inside them.
+func blockFits(qs [][]float32, rows []float32, nk, stride, off, hd int) bool {
+	for _, q := range qs {
+		if len(q) != hd {
+			return false
+		}
+	}
+	return nk > 0 && off >= 0 && (nk-1)*stride+off+hd <= len(rows)
+}
+
+// packMaxHead is the largest head the kernels copy a tile of cached rows
+// for. A tile's rows lie stride elements apart in the cache, for 0.6B
+// 4 KiB, so they all fall in the same few L1 sets and, with the block's
+// queries or outputs, exceed the sets' eight ways; packed, they are
+// contiguous.
+const packMaxHead = 256
+
+// packRows copies rows t..t+n-1 (hd elements at t*stride+off) into buf
+// one after another and returns its address, or nil when they do not fit.
+func packRows(buf, rows []float32, t, n, stride, off, hd int) unsafe.Pointer {
+	if n*hd > len(buf) {
+		return nil
+	}
+	for i := range n {
+		o := (t+i)*stride + off
+		copy(buf[i*hd:(i+1)*hd], rows[o:o+hd])
+	}
+	return unsafe.Pointer(&buf[0])
+}
+
+// v8 loads eight float32 from p + 4i bytes.
+func v8(p unsafe.Pointer, i int) archsimd.Float32x8 {
+	return archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(p, 4*i)))
+}
+
+// rowAt is the address of rows[t*stride+off].
+func rowAt(rows []float32, t, stride, off int) unsafe.Pointer {
+	return unsafe.Pointer(&rows[t*stride+off])
+}
+
+// attnDotsBlockVec does attnDotsBlock four keys at a time when the head is
+// a multiple of 8 and returns how many keys it did for every query that
+// sees them. Per tile of four keys, which then stay in L1, it scores each
+// query that sees the tile; each score's accumulator holds dot1's eight
+// lanes and laneSums4 adds them in dot1's tree.
+func attnDotsBlockVec(sc []float32, ld int, qs [][]float32, group, p0 int, keys []float32, stride, off int) int {
+	hd, nq := len(qs[0]), len(qs)
+	nk := p0 + nq/group // keys seen by the block's last position
+	if !useSIMD || !simdOK || hd == 0 || hd%8 != 0 || !blockFits(qs, keys, nk, stride, off, hd) {
+		return 0
+	}
+	var buf [4 * packMaxHead]float32
+	t := 0
+	for ; t+4 <= nk; t += 4 {
+		k, ks, j := packRows(buf[:], keys, t, 4, stride, off, hd), hd, firstSeeing(t, group, p0)
+		if k == nil {
+			k, ks = rowAt(keys, t, stride, off), stride
+		}
+		for ; j < nq; j++ {
+			dots4x1(sc[j*ld+t:j*ld+t+4], unsafe.Pointer(&qs[j][0]), k, ks, hd)
+		}
+	}
+	return t
+}
+
+// dots4x1 stores the scores of query q against the four rows from k
+// (stride elements apart) to d[:4]. One query at a time: a tile of two
+// queries (eight accumulators) made the compiler spill two of them, whose
+// adds then waited on memory, and ran slower (BenchmarkAttention prefill
+// 53 vs 46 CPU-ms at head dim 128).
+func dots4x1(d []float32, q, k unsafe.Pointer, stride, hd int) {
+	k1 := unsafe.Add(k, 4*stride)
+	k2 := unsafe.Add(k1, 4*stride)
+	k3 := unsafe.Add(k2, 4*stride)
+	var a0, a1, a2, a3 archsimd.Float32x8
+	for i := 0; i < hd; i += 8 {
+		x := v8(q, i)
+		a0 = a0.Add(v8(k, i).Mul(x))
+		a1 = a1.Add(v8(k1, i).Mul(x))
+		a2 = a2.Add(v8(k2, i).Mul(x))
+		a3 = a3.Add(v8(k3, i).Mul(x))
+	}
+	laneSums4(d, a0, a1, a2, a3)
+}
+
+// firstSeeing is the first query of a block that sees key t, rounded down
+// to a pair.
+func firstSeeing(t, group, p0 int) int {
+	if t <= p0 {
+		return 0
+	}
+	return (t - p0) * group &^ 1
+}
+
+// attnWeightedBlockVec does attnWeightedBlock for the heads' leading
+// multiple of 8 and returns how many elements it did. It takes the values
+// attnBlock rows at a time (so they stay in L1 however the cache stride
+// aliases) and adds each block's rows to the outputs of the queries that
+// see them, two queries per pass over the rows.
+func attnWeightedBlockVec(outs [][]float32, sc []float32, ld, group, p0 int, rows []float32, stride, off int) int {
+	hd, nq := len(outs[0]), len(outs)
+	n, nk := hd&^7, p0+nq/group
+	if !useSIMD || !simdOK || n == 0 || !blockFits(outs, rows, nk, stride, off, hd) {
+		return 0
+	}
+	seen := func(j, t0 int) []float32 { // query j's probabilities of the block at t0
+		end := min(p0+j/group+1, t0+attnBlock)
+		return sc[j*ld+t0 : j*ld+max(end, t0)]
+	}
+	var buf [attnBlock * packMaxHead]float32
+	for t0 := 0; t0 < nk; t0 += attnBlock {
+		r, rs, j := packRows(buf[:], rows, t0, min(attnBlock, nk-t0), stride, off, hd), hd, firstSeeing(t0, group, p0)
+		if r == nil {
+			r, rs = rowAt(rows, t0, stride, off), stride
+		}
+		for ; j+2 <= nq; j += 2 {
+			pa, pb := seen(j, t0), seen(j+1, t0)
+			a, b := unsafe.Pointer(&outs[j][0]), unsafe.Pointer(&outs[j+1][0])
+			weightedPair(a, b, pa, pb[:len(pa)], r, rs, n)
+			if len(pb) > len(pa) { // rows only the later position sees
+				weighted1(b, pb[len(pa):], unsafe.Add(r, 4*len(pa)*rs), rs, n)
+			}
+		}
+		if j < nq {
+			weighted1(unsafe.Pointer(&outs[j][0]), seen(j, t0), r, rs, n)
+		}
+	}
+	return n
+}
+
+// weightedPair adds Σ_t pa[t]·row t to a[:n] and Σ_t pb[t]·row t to b[:n]
+// (rows from r, stride elements apart; len(pa) == len(pb)), each element in
+// ascending t: 16 elements of each output stay in registers across the
+// rows, and each row vector is loaded once for both.
+func weightedPair(a, b unsafe.Pointer, pa, pb []float32, r unsafe.Pointer, stride, n int) {
+	if len(pa) == 0 {
+		return
+	}
+	pb = pb[:len(pa)]
+	i := 0
+	for ; i+16 <= n; i += 16 {
+		a0, a1, b0, b1 := v8(a, i), v8(a, i+8), v8(b, i), v8(b, i+8)
+		p := unsafe.Add(r, 4*i)
+		for t, w := range pa {
+			va, vb := archsimd.BroadcastFloat32x8(w), archsimd.BroadcastFloat32x8(pb[t])
+			x, y := v8(p, 0), v8(p, 8)
+			a0, b0 = a0.Add(x.Mul(va)), b0.Add(x.Mul(vb))
+			a1, b1 = a1.Add(y.Mul(va)), b1.Add(y.Mul(vb))
+			if t+1 < len(pa) {
+				p = unsafe.Add(p, 4*stride)
+			}
+		}
+		st8(a, i, a0)
+		st8(a, i+8, a1)
+		st8(b, i, b0)
+		st8(b, i+8, b1)
+	}
+	if i < n {
+		weighted1(unsafe.Add(a, 4*i), pa, unsafe.Add(r, 4*i), stride, 8)
+		weighted1(unsafe.Add(b, 4*i), pb, unsafe.Add(r, 4*i), stride, 8)
+	}
+}
+
+// weighted1 adds Σ_t p[t]·row t to out[:n], each element in ascending t.
+func weighted1(out unsafe.Pointer, p []float32, r unsafe.Pointer, stride, n int) {
+	if len(p) == 0 {
+		return
+	}
+	for i := 0; i < n; i += 8 {
+		acc, q := v8(out, i), unsafe.Add(r, 4*i)
+		for t, w := range p {
+			acc = acc.Add(v8(q, 0).Mul(archsimd.BroadcastFloat32x8(w)))
+			if t+1 < len(p) {
+				q = unsafe.Add(q, 4*stride)
+			}
+		}
+		st8(out, i, acc)
+	}
+}
+
+// st8 stores v to the eight float32 at p + 4i bytes.
+func st8(p unsafe.Pointer, i int, v archsimd.Float32x8) {
+	v.Store((*[8]float32)(unsafe.Add(p, 4*i)))
+}

@@ -1,0 +1,89 @@
+//go:build goexperiment.simd && amd64
+
+package engine
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/tinkershell/tinker/lib/models"
+)
+
+// attnBlockSeqs are the sequences of one step in
+// TestAttentionBlocksMatchRows: {cached positions, new rows}. Runs that
+// end in a partial block, from position 0 and mid-cache, a run of two, a
+// single decode row, and a run shorter than a block mid-cache.
+var attnBlockSeqs = [][2]int{{0, 2*attnRows + 5}, {5, attnRows + 4}, {7, 1}, {0, 2}, {13, 9}}
+
+// TestAttentionBlocksMatchRows runs the forward attention of a step that
+// holds several sequences (blocked runs and single rows) with the vector
+// kernels on and off under GOMAXPROCS 1 and 3, and requires the bits of
+// the per-row scalar path (attendRow for every row, one goroutine).
+//
+// Head dim 264 is past packMaxHead: the kernels read the cache in place.
+func TestAttentionBlocksMatchRows(t *testing.T) {
+	for _, hd := range []int{8, 12, 16, 20, 128, 264} {
+		for _, group := range []int{1, 2, 3, 4} {
+			for _, kvh := range []int{1, 2} {
+				c := Config{Shape: models.Shape{Heads: group * kvh, KVHeads: kvh, HeadDim: hd}}
+				checkAttentionBlocks(t, c)
+			}
+		}
+	}
+}
+
+func checkAttentionBlocks(t *testing.T, c Config) {
+	t.Helper()
+	m, rows, ws := attnBlockStep(c)
+	var ref []float32
+	withSIMD(false, func() {
+		ws.scores = make([][]float32, 1)
+		for i := range rows {
+			m.attendRow(ws, rows, i, 0, 0)
+		}
+		ref = flat(ws.att)
+	})
+	for _, procs := range []int{1, 3} {
+		for _, vec := range []bool{false, true} {
+			for _, a := range ws.att { // garbage the step must overwrite
+				for i := range a {
+					a[i] = 7
+				}
+			}
+			prev := runtime.GOMAXPROCS(procs)
+			withSIMD(vec, func() { m.attention(ws, rows, 0) })
+			runtime.GOMAXPROCS(prev)
+			if got := flat(ws.att); !bitsEqual(got, ref) {
+				t.Fatalf("heads=%d kv=%d hd=%d GOMAXPROCS=%d simd=%v: blocked attention differs from the per-row scalar path at element %s",
+					c.Heads, c.KVHeads, c.HeadDim, procs, vec, firstDiff(got, ref))
+			}
+		}
+	}
+}
+
+// attnBlockStep builds the rows of attnBlockSeqs with random caches and
+// queries.
+func attnBlockStep(c Config) (*Model, []row, *workspace) {
+	qd, kvd := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+	var rows []row
+	for s, sq := range attnBlockSeqs {
+		n := sq[0] + sq[1]
+		seed := uint64(100*s + kvd)
+		seq := &kvCache{k: [][]float32{flat(randRows(n, kvd, seed))}, v: [][]float32{flat(randRows(n, kvd, seed+1))}, n: sq[0]}
+		for p := sq[0]; p < n; p++ {
+			rows = append(rows, row{seq: seq, pos: p})
+		}
+	}
+	ws := &workspace{q: randRows(len(rows), qd, uint64(qd)), att: randRows(len(rows), qd, 9)}
+	return &Model{cfg: c}, rows, ws
+}
+
+func firstDiff(a, b []float32) string {
+	for i := range a {
+		if !bitsEqual(a[i:i+1], b[i:i+1]) {
+			return fmt.Sprintf("%d (%g vs %g)", i, a[i], b[i])
+		}
+	}
+	return "none"
+}
