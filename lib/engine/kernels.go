@@ -182,13 +182,14 @@ func matMul(w mat, xs, ys [][]float32, accumulate bool) {
 		workers = maxW
 	}
 	rows := func(lo, hi int) { matRows(w, xs, ys, lo, hi, accumulate) }
-	// Whole 16-row tiles for decoding's kernel, 48 rows (6-row tiles and
-	// 16-row ones) for a batch's.
+	// Whole 16-row tiles for decoding's kernel; whole 6-row tiles for a
+	// batch's (its vectors past the last group of four take 16 rows at a
+	// time and then single rows, so any piece suits them).
 	align := 16
 	if p, ok := packForward(w, xs); ok {
 		defer p.release()
 		rows = func(lo, hi int) { p.rows(w, xs, ys, lo, hi, accumulate) }
-		align = 48
+		align = 6
 	}
 	pieces := 8 * workers
 	chunk := (w.rows + pieces - 1) / pieces
