@@ -136,7 +136,11 @@ func packTokens(xs [][]float32, n int, pp *[]float32) []float32 {
 // to ys a row at a time.
 func fwdTiles(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool) {
 	n := w.cols
-	rowBlock := min(6*fwdMaxTiles, max(6, fwdBlockBytes/(n*w.elemSize())/6*6))
+	// Blocks of equal size (whole tiles): a short last block would have
+	// every group of vectors pass it for a few rows.
+	maxTiles := min(fwdMaxTiles, max(1, fwdBlockBytes/(n*w.elemSize())/6))
+	blocks := ((hi-lo)/6 + maxTiles - 1) / maxTiles
+	rowBlock := 6 * (((hi-lo)/6 + blocks - 1) / max(1, blocks))
 	pl := packedLen(n)
 	tokBlock := max(4, fwdTokBytes/(4*pl)*4)
 	var out [4 * 6 * fwdMaxTiles]float32
