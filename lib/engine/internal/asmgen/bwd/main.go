@@ -14,15 +14,14 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"log"
-	"os"
 
 	"github.com/mmcloughlin/avo/attr"
 	"github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/operand"
-	"github.com/mmcloughlin/avo/pass"
 	"github.com/mmcloughlin/avo/printer"
 	"github.com/mmcloughlin/avo/reg"
+
+	"github.com/tinkershell/tinker/lib/engine/internal/asmgen/asmout"
 )
 
 // A kernel family: how A(i,p) is addressed (B is float32).
@@ -52,13 +51,9 @@ const (
 func main() {
 	asm, stubs, tables, err := Generate()
 	if err != nil {
-		log.Fatal(err)
+		asmout.Fail("bwd", err)
 	}
-	for name, b := range map[string][]byte{asmFile: asm, stubFile: stubs, tableFile: tables} {
-		if err := os.WriteFile(name, b, 0o644); err != nil {
-			log.Fatal(err)
-		}
-	}
+	asmout.Write("bwd", map[string][]byte{asmFile: asm, stubFile: stubs, tableFile: tables})
 }
 
 // Generate returns the assembly, its Go declarations and the tables.
@@ -76,18 +71,8 @@ func Generate() (asm, stubs, tables []byte, err error) {
 			pack(ctx, w, bf16)
 		}
 	}
-	file, err := ctx.Result()
+	asm, stubs, err = asmout.Print(ctx, printer.Config{Name: "lib/engine/internal/asmgen/bwd", Pkg: "engine"})
 	if err != nil {
-		return nil, nil, nil, err
-	}
-	if err := pass.Compile.Execute(file); err != nil {
-		return nil, nil, nil, err
-	}
-	cfg := printer.Config{Name: "lib/engine/internal/asmgen/bwd", Pkg: "engine"}
-	if asm, err = printer.NewGoAsm(cfg).Print(file); err != nil {
-		return nil, nil, nil, err
-	}
-	if stubs, err = printer.NewStubs(cfg).Print(file); err != nil {
 		return nil, nil, nil, err
 	}
 	return asm, stubs, tableText(), nil

@@ -1,10 +1,9 @@
 package main
 
 import (
-	"bytes"
-	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/tinkershell/tinker/lib/engine/internal/asmgen/asmout"
 )
 
 // The committed assembly, declarations and tables are what the generator
@@ -14,13 +13,5 @@ func TestCommittedFilesMatchGenerator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string][]byte{asmFile: asm, stubFile: stubs, tableFile: tables} {
-		got, err := os.ReadFile(filepath.Join("..", "..", "..", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("lib/engine/%s differs from the generator's output: run go generate ./lib/engine", name)
-		}
-	}
+	asmout.CheckCommitted(t, map[string][]byte{asmFile: asm, stubFile: stubs, tableFile: tables})
 }

@@ -17,12 +17,12 @@ package main
 
 import (
 	"flag"
-	"fmt"
 	"os"
 
 	"github.com/mmcloughlin/avo/build"
-	"github.com/mmcloughlin/avo/pass"
 	"github.com/mmcloughlin/avo/printer"
+
+	"github.com/tinkershell/tinker/lib/engine/internal/asmgen/asmout"
 )
 
 func main() {
@@ -33,15 +33,9 @@ func main() {
 	_ = fs.Parse(os.Args[1:])
 	asm, decl, err := Generate()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "asmgen/fwd:", err)
-		os.Exit(1)
+		asmout.Fail("fwd", err)
 	}
-	for name, b := range map[string][]byte{*out: asm, *stubs: decl} {
-		if err := os.WriteFile(name, b, 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, "asmgen/fwd:", err)
-			os.Exit(1)
-		}
-	}
+	asmout.Write("fwd", map[string][]byte{*out: asm, *stubs: decl})
 }
 
 // Generate returns the assembly and the Go declarations. The header names
@@ -53,17 +47,5 @@ func Generate() (asm, decl []byte, err error) {
 		tile4x6(ctx, bf)
 		row16(ctx, bf)
 	}
-	f, err := ctx.Result()
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := pass.Compile.Execute(f); err != nil {
-		return nil, nil, err
-	}
-	cfg := printer.Config{Argv: []string{"go", "run", "./internal/asmgen/fwd"}, Pkg: "engine"}
-	if asm, err = printer.NewGoAsm(cfg).Print(f); err != nil {
-		return nil, nil, err
-	}
-	decl, err = printer.NewStubs(cfg).Print(f)
-	return asm, decl, err
+	return asmout.Print(ctx, printer.Config{Argv: []string{"go", "run", "./internal/asmgen/fwd"}, Pkg: "engine"})
 }

@@ -21,30 +21,25 @@ package main
 
 import (
 	"flag"
-	"fmt"
 	"os"
 
 	"github.com/mmcloughlin/avo/build"
-	"github.com/mmcloughlin/avo/pass"
 	"github.com/mmcloughlin/avo/printer"
+
+	"github.com/tinkershell/tinker/lib/engine/internal/asmgen/asmout"
 )
 
 func main() {
+	// avo's build package registers its own flags on the default set.
 	fs := flag.NewFlagSet("fwdavx2", flag.ExitOnError)
 	out := fs.String("out", "gemm_fwd_avx2_amd64.s", "assembly output")
 	stubs := fs.String("stubs", "gemm_fwd_avx2_stub_amd64.go", "Go declarations output")
 	_ = fs.Parse(os.Args[1:])
 	asm, decl, err := Generate()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "asmgen/fwdavx2:", err)
-		os.Exit(1)
+		asmout.Fail("fwdavx2", err)
 	}
-	for name, b := range map[string][]byte{*out: asm, *stubs: decl} {
-		if err := os.WriteFile(name, b, 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, "asmgen/fwdavx2:", err)
-			os.Exit(1)
-		}
-	}
+	asmout.Write("fwdavx2", map[string][]byte{*out: asm, *stubs: decl})
 }
 
 // Generate returns the assembly and the Go declarations. The header names
@@ -56,17 +51,5 @@ func Generate() (asm, decl []byte, err error) {
 		tile2x3(ctx, bf)
 		row8(ctx, bf)
 	}
-	f, err := ctx.Result()
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := pass.Compile.Execute(f); err != nil {
-		return nil, nil, err
-	}
-	cfg := printer.Config{Argv: []string{"go", "run", "./internal/asmgen/fwdavx2"}, Pkg: "engine"}
-	if asm, err = printer.NewGoAsm(cfg).Print(f); err != nil {
-		return nil, nil, err
-	}
-	decl, err = printer.NewStubs(cfg).Print(f)
-	return asm, decl, err
+	return asmout.Print(ctx, printer.Config{Argv: []string{"go", "run", "./internal/asmgen/fwdavx2"}, Pkg: "engine"})
 }

@@ -1,0 +1,68 @@
+// Package asmout is what the engine's avo generators (../fwd, ../fwdavx2,
+// ../bwd) share: printing the functions of a build context as Go assembly
+// and Go declarations, writing the files, and checking that the committed
+// files are the generator's output.
+package asmout
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/pass"
+	"github.com/mmcloughlin/avo/printer"
+)
+
+// Print compiles ctx's functions (register allocation included) and prints
+// them as assembly and as Go declarations; cfg names the generator in the
+// files' header and their package.
+func Print(ctx *build.Context, cfg printer.Config) (asm, decl []byte, err error) {
+	f, err := ctx.Result()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := pass.Compile.Execute(f); err != nil {
+		return nil, nil, err
+	}
+	if asm, err = printer.NewGoAsm(cfg).Print(f); err != nil {
+		return nil, nil, err
+	}
+	decl, err = printer.NewStubs(cfg).Print(f)
+	return asm, decl, err
+}
+
+// Write writes files (names relative to the working directory: go generate
+// runs the generators in lib/engine) and exits the generator cmd with the
+// error if one cannot be written.
+func Write(cmd string, files map[string][]byte) {
+	for name, b := range files {
+		if err := os.WriteFile(name, b, 0o644); err != nil {
+			Fail(cmd, err)
+		}
+	}
+}
+
+// Fail reports err as the generator cmd's and exits 1.
+func Fail(cmd string, err error) {
+	fmt.Fprintf(os.Stderr, "asmgen/%s: %v\n", cmd, err)
+	os.Exit(1)
+}
+
+// CheckCommitted fails t for every file whose committed copy in lib/engine
+// is not want[name]. It runs in a generator's directory,
+// lib/engine/internal/asmgen/<cmd>.
+func CheckCommitted(t *testing.T, want map[string][]byte) {
+	t.Helper()
+	for name, b := range want {
+		got, err := os.ReadFile(filepath.Join("..", "..", "..", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, b) {
+			t.Errorf("lib/engine/%s differs from the generator's output: run go generate in lib/engine", name)
+		}
+	}
+}
