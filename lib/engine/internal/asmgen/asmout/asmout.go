@@ -6,6 +6,7 @@ package asmout
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -34,6 +35,21 @@ func Print(ctx *build.Context, cfg printer.Config) (asm, decl []byte, err error)
 	return asm, decl, err
 }
 
+// Main is the command of a generator of one assembly file and its Go
+// declarations, named by -out and -stubs (defaults out and stubs).
+func Main(cmd, out, stubs string, generate func() (asm, decl []byte, err error)) {
+	// avo's build package registers its own flags on the default set.
+	fs := flag.NewFlagSet(cmd, flag.ExitOnError)
+	o := fs.String("out", out, "assembly output")
+	st := fs.String("stubs", stubs, "Go declarations output")
+	_ = fs.Parse(os.Args[1:])
+	asm, decl, err := generate()
+	if err != nil {
+		Fail(cmd, err)
+	}
+	Write(cmd, map[string][]byte{*o: asm, *st: decl})
+}
+
 // Write writes files (names relative to the working directory: go generate
 // runs the generators in lib/engine) and exits the generator cmd with the
 // error if one cannot be written.
@@ -49,6 +65,17 @@ func Write(cmd string, files map[string][]byte) {
 func Fail(cmd string, err error) {
 	fmt.Fprintf(os.Stderr, "asmgen/%s: %v\n", cmd, err)
 	os.Exit(1)
+}
+
+// CheckGenerated runs generate and checks its two outputs against the
+// committed files out and stubs (CheckCommitted).
+func CheckGenerated(t *testing.T, out, stubs string, generate func() (asm, decl []byte, err error)) {
+	t.Helper()
+	asm, decl, err := generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	CheckCommitted(t, map[string][]byte{out: asm, stubs: decl})
 }
 
 // CheckCommitted fails t for every file whose committed copy in lib/engine

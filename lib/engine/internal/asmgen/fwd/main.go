@@ -5,10 +5,10 @@
 // Every output element y[t][o] = Σ_k x[t][k]·W[o][k] is summed in 16 lane
 // partial sums: lane l adds the products at k ≡ l (mod 16) in ascending k,
 // each a separate multiply then add (never FMA), and the lanes are then
-// added in a fixed tree (i+8, i+4, i+2, i+1). A kernel computes 16 outputs
-// at once (4 tokens × 4 rows, or 1 token × 16 rows); its tree reduces the
-// 16 accumulators together with shuffles, lane for lane the same additions
-// as the scalar reference.
+// added in a fixed tree (i+8, i+4, i+2, i+1). A kernel computes 16 or 24
+// outputs at once (4 tokens × 4 or 6 rows, or 1 token × 16 rows); its tree
+// reduces 16 accumulators together with shuffles, lane for lane the same
+// additions as the scalar reference.
 //
 // Usage (from lib/engine, see the go:generate line in kernels_fwd_amd64.go):
 //
@@ -16,27 +16,13 @@
 package main
 
 import (
-	"flag"
-	"os"
-
 	"github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/printer"
 
 	"github.com/tinkershell/tinker/lib/engine/internal/asmgen/asmout"
 )
 
-func main() {
-	// avo's build package registers its own flags on the default set.
-	fs := flag.NewFlagSet("fwd", flag.ExitOnError)
-	out := fs.String("out", "gemm_fwd_amd64.s", "assembly output")
-	stubs := fs.String("stubs", "gemm_fwd_stub_amd64.go", "Go declarations output")
-	_ = fs.Parse(os.Args[1:])
-	asm, decl, err := Generate()
-	if err != nil {
-		asmout.Fail("fwd", err)
-	}
-	asmout.Write("fwd", map[string][]byte{*out: asm, *stubs: decl})
-}
+func main() { asmout.Main("fwd", "gemm_fwd_amd64.s", "gemm_fwd_stub_amd64.go", Generate) }
 
 // Generate returns the assembly and the Go declarations. The header names
 // a fixed command so the output does not depend on how it was run.

@@ -20,27 +20,13 @@
 package main
 
 import (
-	"flag"
-	"os"
-
 	"github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/printer"
 
 	"github.com/tinkershell/tinker/lib/engine/internal/asmgen/asmout"
 )
 
-func main() {
-	// avo's build package registers its own flags on the default set.
-	fs := flag.NewFlagSet("fwdavx2", flag.ExitOnError)
-	out := fs.String("out", "gemm_fwd_avx2_amd64.s", "assembly output")
-	stubs := fs.String("stubs", "gemm_fwd_avx2_stub_amd64.go", "Go declarations output")
-	_ = fs.Parse(os.Args[1:])
-	asm, decl, err := Generate()
-	if err != nil {
-		asmout.Fail("fwdavx2", err)
-	}
-	asmout.Write("fwdavx2", map[string][]byte{*out: asm, *stubs: decl})
-}
+func main() { asmout.Main("fwdavx2", "gemm_fwd_avx2_amd64.s", "gemm_fwd_avx2_stub_amd64.go", Generate) }
 
 // Generate returns the assembly and the Go declarations. The header names
 // a fixed command so the output does not depend on how it was run.
