@@ -30,13 +30,16 @@ func BenchmarkGEMM(b *testing.B) {
 			xs, ys := randRows(m, sh.cols, 2), randRows(m, sh.rows, 3)
 			flop := 2 * float64(sh.rows*sh.cols*m)
 			b.Run(fmt.Sprintf("%s-%dx%d/M=%d", sh.name, sh.rows, sh.cols, m), func(b *testing.B) {
-				// The vector products run back to back, then the scalar
-				// ones: interleaved, each scalar run (tens of times
-				// longer) evicted the caches and let the other cores
-				// sleep, so the vector run after it measured a cold start.
+				// The vector products run back to back after one untimed
+				// run, then the scalar ones: interleaved, each scalar run
+				// (tens of times longer) evicted the caches and let the
+				// other cores sleep, so the vector run after it measured
+				// a cold start, as did the first run after the previous
+				// shape's scalar runs.
 				var vec, scalar time.Duration
 				var cpu float64
 				withSIMD(true, func() {
+					matMul(w, xs, ys, false)
 					c0 := processCPU()
 					t0 := time.Now()
 					for b.Loop() {
