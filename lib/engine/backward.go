@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"math"
 	"runtime"
 )
 
@@ -258,7 +257,7 @@ func (ps *datumPass) backwardLayer(li, lowest int, dx [][]float32) bool {
 	datt := ar.rows(n, qd)
 	t.linearBackward(lw.o, tl.o, a.att, a.t[tO], dx, datt, false)
 	dq, dk, dv := ar.rows(n, qd), ar.rows(n, kvd), ar.rows(n, kvd)
-	attentionBackward(c, a.q, rowsOf(ps.cache.k[li], n, kvd), rowsOf(ps.cache.v[li], n, kvd), datt, dq, dk, dv)
+	attentionBackward(c, a.q, ps.cache.k[li][:n*kvd], ps.cache.v[li][:n*kvd], datt, dq, dk, dv)
 	for p := range n {
 		ropeBackward(dq[p], c.HeadDim, ps.cos[p], ps.sin[p])
 		ropeBackward(dk[p], c.HeadDim, ps.cos[p], ps.sin[p])
@@ -333,46 +332,20 @@ func headNormBackward(ar *arena, dOut, raw [][]float32, weight []float32, c Conf
 
 // attentionBackward computes the gradients of causal grouped-query
 // attention's q, k and v (after rotary) from the output gradient datt,
-// recomputing the attention probabilities instead of keeping them. KV heads
-// are split across goroutines; within one, keys and values accumulate in
-// ascending query position and head order.
-func attentionBackward(c Config, q, k, v, datt, dq, dk, dv [][]float32) {
+// recomputing the attention probabilities instead of keeping them; k and v
+// are the n cached rows, one slab of KVHeads·HeadDim columns. KV heads are
+// split across goroutines; each takes attnRows positions at a time
+// (attnBack.block), reading each cached row once per block, and keys and
+// values accumulate in ascending query position and head order.
+func attentionBackward(c Config, q [][]float32, k, v []float32, datt, dq, dk, dv [][]float32) {
 	n := len(q)
-	hd, group := c.HeadDim, c.Heads/c.KVHeads
-	scale := 1 / math.Sqrt(float64(hd))
-	workers := min(runtime.GOMAXPROCS(0), c.KVHeads, max(1, n*n*c.Heads*hd/parallelMinWork))
+	a := &attnBack{c: c, q: q, datt: datt, dq: dq, dk: dk, dv: dv, k: k, v: v}
+	workers := min(runtime.GOMAXPROCS(0), c.KVHeads, max(1, n*n*c.Heads*c.HeadDim/parallelMinWork))
 	forkJoin(workers, func(wk int) {
-		p := make([]float64, n)
-		dp := make([]float64, n)
+		var s attnBackScratch
 		for kvh := wk; kvh < c.KVHeads; kvh += workers {
-			ko := kvh * hd
-			for tq := range n {
-				for g := range group {
-					qo := (kvh*group + g) * hd
-					qv, do := q[tq][qo:qo+hd], datt[tq][qo:qo+hd]
-					mx := math.Inf(-1)
-					for j := 0; j <= tq; j++ {
-						p[j] = float64(dot1(k[j][ko:ko+hd], qv)) * scale
-						mx = max(mx, p[j])
-					}
-					var sum, dsum float64
-					expShift64(p[:tq+1], mx)
-					for _, e := range p[:tq+1] {
-						sum += e
-					}
-					for j := 0; j <= tq; j++ {
-						p[j] /= sum
-						dp[j] = float64(dot1(v[j][ko:ko+hd], do))
-						dsum += float64(p[j] * dp[j])
-					}
-					dqv := dq[tq][qo : qo+hd]
-					for j := 0; j <= tq; j++ {
-						ds := float32(float64(p[j]*(dp[j]-dsum)) * scale)
-						axpy(dqv, ds, k[j][ko:ko+hd])
-						axpy(dk[j][ko:ko+hd], ds, qv)
-						axpy(dv[j][ko:ko+hd], float32(p[j]), do)
-					}
-				}
+			for p0 := 0; p0 < n; p0 += attnRows {
+				a.block(&s, kvh, p0, min(attnRows, n-p0))
 			}
 		}
 	})

@@ -1,0 +1,104 @@
+//go:build goexperiment.simd && amd64
+
+package engine
+
+import (
+	"math"
+	"runtime"
+	"testing"
+
+	"github.com/tinkershell/tinker/lib/models"
+)
+
+// TestAttentionBackwardBlocksMatchRef runs the blocked attentionBackward
+// with the vector kernels on and off under GOMAXPROCS 1 and 3 and requires
+// the bits of the per-position reference for dq, dk and dv: head dims on
+// and off the vector width, GQA groups 1, 2 and 4, lengths that end in
+// partial blocks, and gradients that already hold values (they accumulate).
+func TestAttentionBackwardBlocksMatchRef(t *testing.T) {
+	for _, hd := range []int{8, 12, 16, 128} {
+		for _, group := range []int{1, 2, 4} {
+			for _, kvh := range []int{1, 2} {
+				c := Config{Shape: models.Shape{Heads: group * kvh, KVHeads: kvh, HeadDim: hd}}
+				for _, n := range []int{1, 2, 15, 17, 33, 130} {
+					checkAttentionBackward(t, c, n)
+				}
+			}
+		}
+	}
+}
+
+func checkAttentionBackward(t *testing.T, c Config, n int) {
+	t.Helper()
+	qd, kvd := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+	q, k, v, datt := randRows(n, qd, 1), randRows(n, kvd, 2), randRows(n, kvd, 3), randRows(n, qd, 4)
+	grads := func() [3][][]float32 {
+		return [3][][]float32{randRows(n, qd, 5), randRows(n, kvd, 6), randRows(n, kvd, 7)}
+	}
+	ref := grads()
+	withSIMD(false, func() {
+		prev := runtime.GOMAXPROCS(1)
+		defer runtime.GOMAXPROCS(prev)
+		attentionBackwardRef(c, q, k, v, datt, ref[0], ref[1], ref[2])
+	})
+	for _, procs := range []int{1, 3} {
+		for _, vec := range []bool{false, true} {
+			got := grads()
+			prev := runtime.GOMAXPROCS(procs)
+			withSIMD(vec, func() { attentionBackward(c, q, flat(k), flat(v), datt, got[0], got[1], got[2]) })
+			runtime.GOMAXPROCS(prev)
+			for i, name := range []string{"dq", "dk", "dv"} {
+				if g, r := flat(got[i]), flat(ref[i]); !bitsEqual(g, r) {
+					t.Fatalf("heads=%d kv=%d hd=%d n=%d GOMAXPROCS=%d simd=%v: %s differs from the per-position reference at element %s",
+						c.Heads, c.KVHeads, c.HeadDim, n, procs, vec, name, firstDiff(g, r))
+				}
+			}
+		}
+	}
+}
+
+// attentionBackwardRef is the per-position attention backward that
+// attentionBackward replaced, kept as the reference for its bits: for each
+// query position and head it recomputes the scores and softmax and calls
+// axpy once per key for each of dq, dk and dv.
+func attentionBackwardRef(c Config, q, k, v, datt, dq, dk, dv [][]float32) {
+	n := len(q)
+	hd, group := c.HeadDim, c.Heads/c.KVHeads
+	scale := 1 / math.Sqrt(float64(hd))
+	workers := min(runtime.GOMAXPROCS(0), c.KVHeads, max(1, n*n*c.Heads*hd/parallelMinWork))
+	forkJoin(workers, func(wk int) {
+		p := make([]float64, n)
+		dp := make([]float64, n)
+		for kvh := wk; kvh < c.KVHeads; kvh += workers {
+			ko := kvh * hd
+			for tq := range n {
+				for g := range group {
+					qo := (kvh*group + g) * hd
+					qv, do := q[tq][qo:qo+hd], datt[tq][qo:qo+hd]
+					mx := math.Inf(-1)
+					for j := 0; j <= tq; j++ {
+						p[j] = float64(dot1(k[j][ko:ko+hd], qv)) * scale
+						mx = max(mx, p[j])
+					}
+					var sum, dsum float64
+					expShift64(p[:tq+1], mx)
+					for _, e := range p[:tq+1] {
+						sum += e
+					}
+					for j := 0; j <= tq; j++ {
+						p[j] /= sum
+						dp[j] = float64(dot1(v[j][ko:ko+hd], do))
+						dsum += float64(p[j] * dp[j])
+					}
+					dqv := dq[tq][qo : qo+hd]
+					for j := 0; j <= tq; j++ {
+						ds := float32(float64(p[j]*(dp[j]-dsum)) * scale)
+						axpy(dqv, ds, k[j][ko:ko+hd])
+						axpy(dk[j][ko:ko+hd], ds, qv)
+						axpy(dv[j][ko:ko+hd], float32(p[j]), do)
+					}
+				}
+			}
+		}
+	})
+}
