@@ -6,8 +6,7 @@ package engine
 // is a flat slab: position t's head starts at t*stride+off. Each kernel
 // keeps the order of the per-position dot1/axpy calls it replaces, so the
 // vector paths (kernels_attn_simd.go) give the same bits as these loops.
-// attentionBackward still calls dot1/axpy per position: the same kernels
-// there measured slower at head dim 128 (BenchmarkAttention).
+// attentionBackward uses the blocked kernels below (kernels_attn_bwd.go).
 
 // attnDots writes dst[t] = dot1(rows[t*stride+off:][:len(q)], q) for every
 // t < len(dst): one query's raw scores against len(dst) cached rows.

@@ -61,23 +61,28 @@ func (a *attnBack) block(s *attnBackScratch, kvh, p0, nb int) {
 // softmaxGrad turns one query's raw scores sc into the softmax's input
 // gradients ds (in place) given dp, the output gradient's dot products
 // with the values; p receives the probabilities. Float64 throughout, sums
-// in ascending key order, as the per-position loop computed them.
+// in ascending key order, as the per-position loop computed them; the
+// elementwise steps have vector paths (IEEE operations, same bits).
 func softmaxGrad(p []float64, sc, dp []float32, scale float64) {
+	for t := scores64Vec(p, sc, scale); t < len(sc); t++ {
+		p[t] = float64(sc[t]) * scale
+	}
 	mx := math.Inf(-1)
-	for t, s := range sc {
-		p[t] = float64(s) * scale
-		mx = max(mx, p[t])
+	for _, v := range p {
+		mx = max(mx, v)
 	}
 	expShift64(p, mx)
 	var sum, dsum float64
 	for _, e := range p {
 		sum += e
 	}
-	for t := range p {
+	for t := div64Vec(p, sum); t < len(p); t++ {
 		p[t] /= sum
-		dsum += float64(p[t] * float64(dp[t]))
 	}
-	for t := range p {
+	for t, e := range p {
+		dsum += float64(e * float64(dp[t]))
+	}
+	for t := dsVec(sc, p, dp, dsum, scale); t < len(p); t++ {
 		sc[t] = float32(float64(p[t]*(float64(dp[t])-dsum)) * scale)
 	}
 }

@@ -2,6 +2,12 @@
 
 package engine
 
-// Without GOEXPERIMENT=simd attnScatterBlock runs its loop alone.
+// Without GOEXPERIMENT=simd the attention backward runs its loops alone.
 
 func attnScatterBlockVec([][]float32, int, []float32, []float32, int, int, int) int { return 0 }
+
+func scores64Vec([]float64, []float32, float64) int { return 0 }
+
+func div64Vec([]float64, float64) int { return 0 }
+
+func dsVec([]float32, []float64, []float32, float64, float64) int { return 0 }

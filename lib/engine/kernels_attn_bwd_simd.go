@@ -2,7 +2,10 @@
 
 package engine
 
-import "unsafe"
+import (
+	"simd/archsimd"
+	"unsafe"
+)
 
 // attnScatterBlockVec does attnScatterBlock for the heads' leading
 // multiple of 8 and returns how many elements it did. Keys that every
@@ -29,6 +32,46 @@ func attnScatterBlockVec(outs [][]float32, off int, w, rows []float32, nq, group
 	for ; t < len(outs); t++ {
 		j0 := firstSeer(t, group, p0)
 		weighted1(unsafe.Pointer(&outs[t][off]), w[t*nq+j0:(t+1)*nq], unsafe.Add(r, 4*j0*hd), hd, n)
+	}
+	return n
+}
+
+// scores64Vec sets p[t] = float64(sc[t])·scale four at a time and returns
+// how many it did.
+func scores64Vec(p []float64, sc []float32, scale float64) int {
+	if !useSIMD || !simdOK || len(p) < len(sc) {
+		return 0
+	}
+	n, s := len(sc)&^3, bc4(scale)
+	for t := 0; t < n; t += 4 {
+		load4(sc[t:]).Mul(s).Store((*[4]float64)(p[t : t+4]))
+	}
+	return n
+}
+
+// div64Vec divides p by d four at a time and returns how many it did.
+func div64Vec(p []float64, d float64) int {
+	if !useSIMD || !simdOK {
+		return 0
+	}
+	n, dv := len(p)&^3, bc4(d)
+	for t := 0; t < n; t += 4 {
+		x := (*[4]float64)(p[t : t+4])
+		archsimd.LoadFloat64x4(x).Div(dv).Store(x)
+	}
+	return n
+}
+
+// dsVec sets sc[t] = float32(p[t]·(dp[t]−dsum)·scale) four at a time and
+// returns how many it did.
+func dsVec(sc []float32, p []float64, dp []float32, dsum, scale float64) int {
+	if !useSIMD || !simdOK || len(sc) < len(p) || len(dp) < len(p) {
+		return 0
+	}
+	n, ds, s := len(p)&^3, bc4(dsum), bc4(scale)
+	for t := 0; t < n; t += 4 {
+		x := archsimd.LoadFloat64x4((*[4]float64)(p[t : t+4]))
+		store4(sc[t:], x.Mul(load4(dp[t:]).Sub(ds)).Mul(s))
 	}
 	return n
 }
