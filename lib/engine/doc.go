@@ -93,6 +93,14 @@
 //     block's query heads. Both keep dot1's lane tree for each score and
 //     ascending positions for each output element, so a row's bits do not
 //     depend on its batch; TestAttentionBlocksMatchRows compares them.
+//   - Attention backward (backward.go, kernels_attn_bwd*.go) recomputes
+//     the probabilities in the same blocks (KV heads split over workers,
+//     blocks in ascending position): scores and datt·v with the forward's
+//     block kernels, dq with its weighted sum, dk and dv by
+//     attnScatterBlock over the block's packed heads. Each dk/dv element
+//     still adds its terms in ascending (position, head) order, so the
+//     bits are those of the per-position loop kept as
+//     attentionBackwardRef (TestAttentionBackwardBlocksMatchRef).
 //   - Concurrent requests share one batch (batcher.go): every Sample call
 //     on a base model or any of its adapters joins the model's running
 //     batch, whose one goroutine (started by the first call, gone when the
