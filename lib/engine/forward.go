@@ -256,8 +256,9 @@ func allSame(loras []*LoRA, l *LoRA) bool {
 // sequence) goes in blocks of attnRows positions per KV head, which read
 // each cached key and value once for the whole block (attendBlock); other
 // rows go one at a time (attendRow). Both give the same bits, so a row's
-// output does not depend on what else is in the batch. Units are run
-// largest first by whichever worker is free.
+// output does not depend on what else is in the batch. Whichever worker
+// is free takes the next unit: grouped by KV head (so one head's keys and
+// values stay in L2), largest first within a head.
 func (m *Model) attention(ws *workspace, rows []row, layer int) {
 	units, work := m.attnUnits(ws, rows)
 	workers := min(runtime.GOMAXPROCS(0), len(units), max(1, work/parallelMinWork))
@@ -292,8 +293,9 @@ const attnRows = 16
 // head kvh. work counts its multiply-adds, roughly.
 type attnUnit struct{ i, n, kvh, work int }
 
-// attnUnits splits rows into attention units, largest first, and returns
-// them with their total work.
+// attnUnits splits rows into attention units, ordered by KV head (single
+// rows first) and largest first within one, and returns them with their
+// total work.
 func (m *Model) attnUnits(ws *workspace, rows []row) ([]attnUnit, int) {
 	c := m.cfg
 	units, total := ws.attnUnits[:0], 0
