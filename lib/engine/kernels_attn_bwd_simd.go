@@ -8,11 +8,10 @@ import (
 )
 
 // attnScatterBlockVec does attnScatterBlock for the heads' leading
-// multiple of 8 and returns how many elements it did. Keys that every
-// query of the block sees go two at a time (weightedPair: each packed head
-// vector loaded once for both, 16 elements of both gradients held in
-// registers across the block's queries); the block's own positions, seen
-// by fewer queries each, one at a time.
+// multiple of 8 and returns how many elements it did. Keys go two at a
+// time (weightedPair: each packed head vector loaded once for both, 16
+// elements of both gradients held in registers across the block's
+// queries).
 func attnScatterBlockVec(outs [][]float32, off int, w, rows []float32, nq, group, p0 int) int {
 	hd := len(rows) / nq
 	n := hd &^ 7
@@ -25,11 +24,15 @@ func attnScatterBlockVec(outs [][]float32, off int, w, rows []float32, nq, group
 		}
 	}
 	r, t := unsafe.Pointer(&rows[0]), 0
-	for ; t+2 <= min(p0+1, len(outs)); t += 2 {
+	for ; t+2 <= len(outs); t += 2 {
+		// Key t+1 is seen from query j1 on, key t from j0 ≤ j1: t's
+		// terms before j1 go first, then both keys' together.
+		j0, j1 := firstSeer(t, group, p0), firstSeer(t+1, group, p0)
 		a, b := unsafe.Pointer(&outs[t][off]), unsafe.Pointer(&outs[t+1][off])
-		weightedPair(a, b, w[t*nq:(t+1)*nq], w[(t+1)*nq:(t+2)*nq], r, hd, n)
+		weighted1(a, w[t*nq+j0:t*nq+j1], unsafe.Add(r, 4*j0*hd), hd, n)
+		weightedPair(a, b, w[t*nq+j1:(t+1)*nq], w[(t+1)*nq+j1:(t+2)*nq], unsafe.Add(r, 4*j1*hd), hd, n)
 	}
-	for ; t < len(outs); t++ {
+	if t < len(outs) {
 		j0 := firstSeer(t, group, p0)
 		weighted1(unsafe.Pointer(&outs[t][off]), w[t*nq+j0:(t+1)*nq], unsafe.Add(r, 4*j0*hd), hd, n)
 	}
