@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/mmcloughlin/avo/attr"
 	"github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/pass"
 	"github.com/mmcloughlin/avo/printer"
@@ -92,4 +93,40 @@ func CheckCommitted(t *testing.T, want map[string][]byte) {
 			t.Errorf("lib/engine/%s differs from the generator's output: run go generate in lib/engine", name)
 		}
 	}
+}
+
+// Weights is the element type of a forward kernel's weight matrix:
+// float32, or bfloat16 bits widened exactly in registers.
+type Weights struct {
+	BF     bool
+	Size   int    // bytes per element
+	GoType string // Go pointer type of the w parameter
+	Suffix string // function name suffix
+}
+
+// WeightsOf is bfloat16 weights when bf, else float32 ones.
+func WeightsOf(bf bool) Weights {
+	if bf {
+		return Weights{BF: true, Size: 2, GoType: "*uint16", Suffix: "BF16"}
+	}
+	return Weights{Size: 4, GoType: "*float32", Suffix: "F32"}
+}
+
+// Kernel starts a leaf function (NOSPLIT, NOFRAME) with Go signature sig
+// whose pointer arguments do not escape.
+func Kernel(ctx *build.Context, name, sig string) {
+	ctx.Function(name)
+	ctx.Attributes(attr.NOSPLIT | attr.NOFRAME)
+	ctx.SignatureExpr(sig)
+	ctx.Pragma("noescape")
+}
+
+// Log2 is the base-2 logarithm of a power of two (a shift for a size).
+func Log2(n int) int {
+	l := 0
+	for n > 1 {
+		n >>= 1
+		l++
+	}
+	return l
 }

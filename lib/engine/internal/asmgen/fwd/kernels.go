@@ -3,10 +3,11 @@ package main
 import (
 	"fmt"
 
-	"github.com/mmcloughlin/avo/attr"
 	"github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
+
+	"github.com/tinkershell/tinker/lib/engine/internal/asmgen/asmout"
 )
 
 // zmm is Z0..Z31 by number.
@@ -19,36 +20,26 @@ func zmm(i int) reg.VecPhysical {
 	}[i]
 }
 
-// weights describes the element type of W: float32 or bfloat16 bits.
-type weights struct {
-	bf    bool
-	size  int    // bytes per element
-	gotyp string // Go pointer type of the w parameter
-	sfx   string // function name suffix
-}
+// weights is the weight element type, with this generator's loads.
+type weights struct{ asmout.Weights }
 
-func weightsOf(bf bool) weights {
-	if bf {
-		return weights{bf: true, size: 2, gotyp: "*uint16", sfx: "BF16"}
-	}
-	return weights{size: 4, gotyp: "*float32", sfx: "F32"}
-}
+func weightsOf(bf bool) weights { return weights{asmout.WeightsOf(bf)} }
 
 // load puts 16 weights at m into z as float32: bfloat16 bits are widened
 // exactly (zero-extended to 32 bits, shifted into the upper half). With a
 // mask, lanes outside it are zero and their memory is not read.
 func (w weights) load(ctx *build.Context, m Mem, z reg.VecPhysical, mask reg.Register) {
 	switch {
-	case w.bf && mask != nil:
+	case w.BF && mask != nil:
 		ctx.VPMOVZXWD_Z(m, mask, z)
-	case w.bf:
+	case w.BF:
 		ctx.VPMOVZXWD(m, z)
 	case mask != nil:
 		ctx.VMOVUPS_Z(m, mask, z)
 	default:
 		ctx.VMOVUPS(m, z)
 	}
-	if w.bf {
+	if w.BF {
 		ctx.VPSLLD(U8(16), z, z)
 	}
 }
@@ -72,10 +63,7 @@ func loadX(ctx *build.Context, m Mem, z reg.VecPhysical, mask reg.Register) {
 // order.
 func tile4x4(ctx *build.Context, bf bool) {
 	w := weightsOf(bf)
-	ctx.Function("fwdTile4x4" + w.sfx)
-	ctx.Attributes(attr.NOSPLIT | attr.NOFRAME)
-	ctx.SignatureExpr(fmt.Sprintf("func(xp *float32, w %s, stride, n, tiles int, out *float32)", w.gotyp))
-	ctx.Pragma("noescape")
+	asmout.Kernel(ctx, "fwdTile4x4"+w.Suffix, fmt.Sprintf("func(xp *float32, w %s, stride, n, tiles int, out *float32)", w.GoType))
 	n := ctx.GP64()
 	ctx.Load(ctx.Param("n"), n)
 	setTailMask(ctx, n)
@@ -85,7 +73,7 @@ func tile4x4(ctx *build.Context, bf bool) {
 	ctx.Load(ctx.Param("xp"), xp0)
 	ctx.Load(ctx.Param("w"), row)
 	ctx.Load(ctx.Param("stride"), stride)
-	ctx.SHLQ(U8(log2(w.size)), stride)
+	ctx.SHLQ(U8(asmout.Log2(w.Size)), stride)
 	ctx.LEAQ(Mem{Base: stride, Index: stride, Scale: 2}, stride3)
 	tiles, out := ctx.GP64(), ctx.GP64()
 	ctx.Load(ctx.Param("tiles"), tiles)
@@ -138,10 +126,7 @@ func tile4x4(ctx *build.Context, bf bool) {
 // row being read in Z28, products in Z29..Z31.
 func tile4x6(ctx *build.Context, bf bool) {
 	w := weightsOf(bf)
-	ctx.Function("fwdTile4x6" + w.sfx)
-	ctx.Attributes(attr.NOSPLIT | attr.NOFRAME)
-	ctx.SignatureExpr(fmt.Sprintf("func(xp *float32, w %s, stride, n, tiles int, out *float32, ldo int)", w.gotyp))
-	ctx.Pragma("noescape")
+	asmout.Kernel(ctx, "fwdTile4x6"+w.Suffix, fmt.Sprintf("func(xp *float32, w %s, stride, n, tiles int, out *float32, ldo int)", w.GoType))
 	n := ctx.GP64()
 	ctx.Load(ctx.Param("n"), n)
 	setTailMask(ctx, n)
@@ -151,7 +136,7 @@ func tile4x6(ctx *build.Context, bf bool) {
 	ctx.Load(ctx.Param("xp"), xp0)
 	ctx.Load(ctx.Param("w"), row)
 	ctx.Load(ctx.Param("stride"), stride)
-	ctx.SHLQ(U8(log2(w.size)), stride)
+	ctx.SHLQ(U8(asmout.Log2(w.Size)), stride)
 	ctx.LEAQ(Mem{Base: stride, Index: stride, Scale: 2}, stride3)
 	ctx.LEAQ(Mem{Base: stride, Index: stride, Scale: 4}, stride5)
 	tiles, out, ldo := ctx.GP64(), ctx.GP64(), ctx.GP64()
@@ -256,7 +241,7 @@ func tileBody(ctx *build.Context, w weights, r tileRegs, accs int, step func(mas
 	ctx.Label("loop")
 	step(nil)
 	ctx.ADDQ(U32(256), r.px)
-	ctx.ADDQ(U8(16*w.size), r.pw)
+	ctx.ADDQ(U8(16*w.Size), r.pw)
 	ctx.DECQ(r.left)
 	ctx.JNZ(LabelRef("loop"))
 	ctx.Label("tail")
@@ -291,15 +276,12 @@ func setTailMask(ctx *build.Context, n reg.GPVirtual) {
 // order.
 func row16(ctx *build.Context, bf bool) {
 	w := weightsOf(bf)
-	ctx.Function("fwdRow16" + w.sfx)
-	ctx.Attributes(attr.NOSPLIT | attr.NOFRAME)
-	ctx.SignatureExpr(fmt.Sprintf("func(x *float32, w %s, stride, n int, out *[16]float32)", w.gotyp))
-	ctx.Pragma("noescape")
+	asmout.Kernel(ctx, "fwdRow16"+w.Suffix, fmt.Sprintf("func(x *float32, w %s, stride, n int, out *[16]float32)", w.GoType))
 	x0 := ctx.GP64()
 	ctx.Load(ctx.Param("x"), x0)
 	stride := ctx.GP64()
 	ctx.Load(ctx.Param("stride"), stride)
-	ctx.SHLQ(U8(log2(w.size)), stride)
+	ctx.SHLQ(U8(asmout.Log2(w.Size)), stride)
 	base := ctx.GP64()
 	ctx.Load(ctx.Param("w"), base)
 	n := ctx.GP64()
@@ -332,7 +314,7 @@ func row16(ctx *build.Context, bf bool) {
 		ctx.Label(loop)
 		step(nil)
 		ctx.ADDQ(U8(64), px)
-		ctx.ADDQ(U8(16*w.size), pw)
+		ctx.ADDQ(U8(16*w.Size), pw)
 		ctx.DECQ(cnt)
 		ctx.JNZ(LabelRef(loop))
 		ctx.Label(rest)
@@ -373,13 +355,4 @@ func reduce16Using(ctx *build.Context, lo, hi reg.VecPhysical) {
 	pairs(4, f, 0x88, 0xdd)
 	pairs(2, s, 0x44, 0xee)
 	pairs(1, s, 0x88, 0xdd)
-}
-
-func log2(n int) int {
-	l := 0
-	for n > 1 {
-		n >>= 1
-		l++
-	}
-	return l
 }

@@ -7,6 +7,8 @@ import (
 	"github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
+
+	"github.com/tinkershell/tinker/lib/engine/internal/asmgen/asmout"
 )
 
 // ymm is Y0..Y15 by number.
@@ -17,20 +19,10 @@ func ymm(i int) reg.VecPhysical {
 	}[i]
 }
 
-// weights describes the element type of W: float32 or bfloat16 bits.
-type weights struct {
-	bf    bool
-	size  int    // bytes per element
-	gotyp string // Go pointer type of the w parameter
-	sfx   string // function name suffix
-}
+// weights is the weight element type, with this generator's loads.
+type weights struct{ asmout.Weights }
 
-func weightsOf(bf bool) weights {
-	if bf {
-		return weights{bf: true, size: 2, gotyp: "*uint16", sfx: "BF16"}
-	}
-	return weights{size: 4, gotyp: "*float32", sfx: "F32"}
-}
+func weightsOf(bf bool) weights { return weights{asmout.WeightsOf(bf)} }
 
 // load puts the 8 weights of half h (lanes 8h..8h+7) of the 16-column
 // chunk at m into y as float32: bfloat16 bits are widened exactly, each
@@ -40,8 +32,8 @@ func weightsOf(bf bool) weights {
 // would run on the ports of the multiplies and adds (Intel's 0 and 1),
 // the shuffle runs beside them.
 func (w weights) load(ctx *build.Context, m Mem, h int, y reg.VecPhysical) {
-	m.Disp += 8 * w.size * h
-	if !w.bf {
+	m.Disp += 8 * w.Size * h
+	if !w.BF {
 		ctx.VMOVUPS(m, y)
 		return
 	}
@@ -114,15 +106,12 @@ func reduce8(ctx *build.Context, v [8]reg.VecPhysical, s0, s1 reg.VecPhysical) r
 // Y15.
 func tile2x3(ctx *build.Context, bf bool) {
 	w := weightsOf(bf)
-	ctx.Function("fwd2Tile2x3" + w.sfx)
-	ctx.Attributes(attr.NOSPLIT | attr.NOFRAME)
-	ctx.SignatureExpr(fmt.Sprintf("func(xp *float32, w %s, stride, chunks, tiles int, tail *float32, out *float32)", w.gotyp))
-	ctx.Pragma("noescape")
+	asmout.Kernel(ctx, "fwd2Tile2x3"+w.Suffix, fmt.Sprintf("func(xp *float32, w %s, stride, chunks, tiles int, tail *float32, out *float32)", w.GoType))
 	xp0, row, stride, chunks := ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
 	ctx.Load(ctx.Param("xp"), xp0)
 	ctx.Load(ctx.Param("w"), row)
 	ctx.Load(ctx.Param("stride"), stride)
-	ctx.SHLQ(U8(log2(w.size)), stride)
+	ctx.SHLQ(U8(asmout.Log2(w.Size)), stride)
 	ctx.Load(ctx.Param("chunks"), chunks)
 	tiles, tail, out := ctx.GP64(), ctx.GP64(), ctx.GP64()
 	ctx.Load(ctx.Param("tiles"), tiles)
@@ -160,7 +149,7 @@ func tile2x3(ctx *build.Context, bf bool) {
 	}
 	wload := func(r, h int, y reg.VecPhysical) {
 		m := rowMem(r)
-		m.Disp += dx / 256 * 16 * w.size
+		m.Disp += dx / 256 * 16 * w.Size
 		w.load(ctx, m, h, y)
 	}
 	// Two chunks per iteration (measured 2-20% faster for float32 on
@@ -174,7 +163,7 @@ func tile2x3(ctx *build.Context, bf bool) {
 	step(wload)
 	dx = 0
 	ctx.ADDQ(U32(512), px)
-	ctx.ADDQ(U8(32*w.size), pw)
+	ctx.ADDQ(U8(32*w.Size), pw)
 	ctx.DECQ(left)
 	ctx.JNZ(LabelRef("loop"))
 	ctx.Label("odd")
@@ -182,7 +171,7 @@ func tile2x3(ctx *build.Context, bf bool) {
 	ctx.JZ(LabelRef("tail"))
 	step(wload)
 	ctx.ADDQ(U32(256), px)
-	ctx.ADDQ(U8(16*w.size), pw)
+	ctx.ADDQ(U8(16*w.Size), pw)
 	ctx.Label("tail")
 	ctx.TESTQ(tail, tail)
 	ctx.JZ(LabelRef("done"))
@@ -219,16 +208,13 @@ func tile2x3(ctx *build.Context, bf bool) {
 // and its level-1 sum goes to Y(perm[r]), so the result is in row order.
 func row8(ctx *build.Context, bf bool) {
 	w := weightsOf(bf)
-	ctx.Function("fwd2Row8" + w.sfx)
-	ctx.Attributes(attr.NOSPLIT | attr.NOFRAME)
-	ctx.SignatureExpr(fmt.Sprintf("func(x *float32, xstride int, w %s, stride, chunks, rows int, tail *float32, out *[8]float32)", w.gotyp))
-	ctx.Pragma("noescape")
+	asmout.Kernel(ctx, "fwd2Row8"+w.Suffix, fmt.Sprintf("func(x *float32, xstride int, w %s, stride, chunks, rows int, tail *float32, out *[8]float32)", w.GoType))
 	x0, xstride, base, stride := ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
 	ctx.Load(ctx.Param("x"), x0)
 	ctx.Load(ctx.Param("xstride"), xstride)
 	ctx.Load(ctx.Param("w"), base)
 	ctx.Load(ctx.Param("stride"), stride)
-	ctx.SHLQ(U8(log2(w.size)), stride)
+	ctx.SHLQ(U8(asmout.Log2(w.Size)), stride)
 	chunks, rows, tail := ctx.GP64(), ctx.GP64(), ctx.GP64()
 	ctx.Load(ctx.Param("chunks"), chunks)
 	ctx.Load(ctx.Param("rows"), rows)
@@ -257,7 +243,7 @@ func row8(ctx *build.Context, bf bool) {
 		ctx.Label(loop)
 		step(func(h int, y reg.VecPhysical) { w.load(ctx, Mem{Base: pw}, h, y) })
 		ctx.ADDQ(xstride, px)
-		ctx.ADDQ(U8(16*w.size), pw)
+		ctx.ADDQ(U8(16*w.Size), pw)
 		ctx.DECQ(cnt)
 		ctx.JNZ(LabelRef(loop))
 		ctx.Label(rest)
@@ -283,13 +269,4 @@ func row8(ctx *build.Context, bf bool) {
 	ctx.VMOVUPS(res, Mem{Base: out})
 	ctx.VZEROUPPER()
 	ctx.RET()
-}
-
-func log2(n int) int {
-	l := 0
-	for n > 1 {
-		n >>= 1
-		l++
-	}
-	return l
 }
