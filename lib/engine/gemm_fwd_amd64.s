@@ -204,9 +204,9 @@ TEXT ·fwdTile4x6F32(SB), NOSPLIT|NOFRAME, $0-56
 	MOVQ  stride+16(FP), BX
 	SHLQ  $0x02, BX
 	LEAQ  (BX)(BX*2), SI
-	LEAQ  (BX)(BX*4), DI
-	MOVQ  tiles+32(FP), R8
-	MOVQ  out+40(FP), R9
+	MOVQ  tiles+32(FP), DI
+	MOVQ  out+40(FP), R8
+	LEAQ  (BX)(BX*4), R9
 	MOVQ  ldo+48(FP), R10
 	SHLQ  $0x02, R10
 
@@ -291,7 +291,7 @@ loop:
 	VADDPS  Z29, Z18, Z18
 	VMULPS  Z27, Z28, Z30
 	VADDPS  Z30, Z19, Z19
-	VMOVUPS (R12)(DI*1), Z28
+	VMOVUPS (R12)(R9*1), Z28
 	VMULPS  Z24, Z28, Z31
 	VADDPS  Z31, Z20, Z20
 	VMULPS  Z25, Z28, Z29
@@ -357,7 +357,7 @@ tail:
 	VADDPS    Z29, Z18, Z18
 	VMULPS    Z27, Z28, Z30
 	VADDPS    Z30, Z19, Z19
-	VMOVUPS.Z (R12)(DI*1), K1, Z28
+	VMOVUPS.Z (R12)(R9*1), K1, Z28
 	VMULPS    Z24, Z28, Z31
 	VADDPS    Z31, Z20, Z20
 	VMULPS    Z25, Z28, Z29
@@ -413,7 +413,7 @@ done:
 	VSHUFPS       $0x88, Z1, Z0, Z24
 	VSHUFPS       $0xdd, Z1, Z0, Z25
 	VADDPS        Z25, Z24, Z0
-	MOVQ          R9, R11
+	MOVQ          R8, R11
 	VMOVUPS       X0, (R11)
 	ADDQ          R10, R11
 	VEXTRACTF32X4 $0x01, Z0, (R11)
@@ -482,7 +482,7 @@ done:
 	VSHUFPS       $0x88, Z1, Z0, Z24
 	VSHUFPS       $0xdd, Z1, Z0, Z25
 	VADDPS        Z25, Z24, Z0
-	MOVQ          R9, R11
+	MOVQ          R8, R11
 	VMOVLPS       X0, 16(R11)
 	ADDQ          R10, R11
 	VEXTRACTF32X4 $0x01, Z0, X1
@@ -493,10 +493,10 @@ done:
 	ADDQ          R10, R11
 	VEXTRACTF32X4 $0x03, Z0, X1
 	VMOVLPS       X1, 16(R11)
-	ADDQ          DI, CX
+	ADDQ          R9, CX
 	ADDQ          BX, CX
-	ADDQ          $0x18, R9
-	DECQ          R8
+	ADDQ          $0x18, R8
+	DECQ          DI
 	JNZ           tile
 	VZEROUPPER
 	RET
@@ -1211,9 +1211,9 @@ TEXT ·fwdTile4x6BF16(SB), NOSPLIT|NOFRAME, $0-56
 	MOVQ  stride+16(FP), BX
 	SHLQ  $0x01, BX
 	LEAQ  (BX)(BX*2), SI
-	LEAQ  (BX)(BX*4), DI
-	MOVQ  tiles+32(FP), R8
-	MOVQ  out+40(FP), R9
+	MOVQ  tiles+32(FP), DI
+	MOVQ  out+40(FP), R8
+	LEAQ  (BX)(BX*4), R9
 	MOVQ  ldo+48(FP), R10
 	SHLQ  $0x02, R10
 
@@ -1303,7 +1303,7 @@ loop:
 	VADDPS    Z29, Z18, Z18
 	VMULPS    Z27, Z28, Z30
 	VADDPS    Z30, Z19, Z19
-	VPMOVZXWD (R12)(DI*1), Z28
+	VPMOVZXWD (R12)(R9*1), Z28
 	VPSLLD    $0x10, Z28, Z28
 	VMULPS    Z24, Z28, Z31
 	VADDPS    Z31, Z20, Z20
@@ -1375,7 +1375,7 @@ tail:
 	VADDPS      Z29, Z18, Z18
 	VMULPS      Z27, Z28, Z30
 	VADDPS      Z30, Z19, Z19
-	VPMOVZXWD.Z (R12)(DI*1), K1, Z28
+	VPMOVZXWD.Z (R12)(R9*1), K1, Z28
 	VPSLLD      $0x10, Z28, Z28
 	VMULPS      Z24, Z28, Z31
 	VADDPS      Z31, Z20, Z20
@@ -1432,7 +1432,7 @@ done:
 	VSHUFPS       $0x88, Z1, Z0, Z24
 	VSHUFPS       $0xdd, Z1, Z0, Z25
 	VADDPS        Z25, Z24, Z0
-	MOVQ          R9, R11
+	MOVQ          R8, R11
 	VMOVUPS       X0, (R11)
 	ADDQ          R10, R11
 	VEXTRACTF32X4 $0x01, Z0, (R11)
@@ -1501,7 +1501,7 @@ done:
 	VSHUFPS       $0x88, Z1, Z0, Z24
 	VSHUFPS       $0xdd, Z1, Z0, Z25
 	VADDPS        Z25, Z24, Z0
-	MOVQ          R9, R11
+	MOVQ          R8, R11
 	VMOVLPS       X0, 16(R11)
 	ADDQ          R10, R11
 	VEXTRACTF32X4 $0x01, Z0, X1
@@ -1512,10 +1512,10 @@ done:
 	ADDQ          R10, R11
 	VEXTRACTF32X4 $0x03, Z0, X1
 	VMOVLPS       X1, 16(R11)
-	ADDQ          DI, CX
+	ADDQ          R9, CX
 	ADDQ          BX, CX
-	ADDQ          $0x18, R9
-	DECQ          R8
+	ADDQ          $0x18, R8
+	DECQ          DI
 	JNZ           tile
 	VZEROUPPER
 	RET

@@ -64,32 +64,10 @@ func loadX(ctx *build.Context, m Mem, z reg.VecPhysical, mask reg.Register) {
 func tile4x4(ctx *build.Context, bf bool) {
 	w := weightsOf(bf)
 	asmout.Kernel(ctx, "fwdTile4x4"+w.Suffix, fmt.Sprintf("func(xp *float32, w %s, stride, n, tiles int, out *float32)", w.GoType))
-	n := ctx.GP64()
-	ctx.Load(ctx.Param("n"), n)
-	setTailMask(ctx, n)
-	chunks := n
-	ctx.SHRQ(U8(4), chunks)
-	xp0, row, stride, stride3 := ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
-	ctx.Load(ctx.Param("xp"), xp0)
-	ctx.Load(ctx.Param("w"), row)
-	ctx.Load(ctx.Param("stride"), stride)
-	ctx.SHLQ(U8(asmout.Log2(w.Size)), stride)
-	ctx.LEAQ(Mem{Base: stride, Index: stride, Scale: 2}, stride3)
-	tiles, out := ctx.GP64(), ctx.GP64()
-	ctx.Load(ctx.Param("tiles"), tiles)
-	ctx.Load(ctx.Param("out"), out)
+	a := loadTileArgs(ctx, w)
+	chunks, xp0, row, stride, tiles, out := a.chunks, a.xp0, a.row, a.stride, a.tiles, a.out
 	px, pw, left := ctx.GP64(), ctx.GP64(), ctx.GP64()
-	rowMem := func(r int) Mem {
-		switch r {
-		case 0:
-			return Mem{Base: pw}
-		case 1:
-			return Mem{Base: pw, Index: stride, Scale: 1}
-		case 2:
-			return Mem{Base: pw, Index: stride, Scale: 2}
-		}
-		return Mem{Base: pw, Index: stride3, Scale: 1}
-	}
+	rowMem := func(r int) Mem { return a.rowMem(pw, r) }
 	step := func(mask reg.Register) {
 		for t := range 4 {
 			ctx.VMOVUPS(Mem{Base: px, Disp: 64 * t}, zmm(16+t))
@@ -127,38 +105,21 @@ func tile4x4(ctx *build.Context, bf bool) {
 func tile4x6(ctx *build.Context, bf bool) {
 	w := weightsOf(bf)
 	asmout.Kernel(ctx, "fwdTile4x6"+w.Suffix, fmt.Sprintf("func(xp *float32, w %s, stride, n, tiles int, out *float32, ldo int)", w.GoType))
-	n := ctx.GP64()
-	ctx.Load(ctx.Param("n"), n)
-	setTailMask(ctx, n)
-	chunks := n
-	ctx.SHRQ(U8(4), chunks)
-	xp0, row, stride, stride3, stride5 := ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
-	ctx.Load(ctx.Param("xp"), xp0)
-	ctx.Load(ctx.Param("w"), row)
-	ctx.Load(ctx.Param("stride"), stride)
-	ctx.SHLQ(U8(asmout.Log2(w.Size)), stride)
-	ctx.LEAQ(Mem{Base: stride, Index: stride, Scale: 2}, stride3)
+	a := loadTileArgs(ctx, w)
+	chunks, xp0, row, stride, tiles, out := a.chunks, a.xp0, a.row, a.stride, a.tiles, a.out
+	stride5, ldo := ctx.GP64(), ctx.GP64()
 	ctx.LEAQ(Mem{Base: stride, Index: stride, Scale: 4}, stride5)
-	tiles, out, ldo := ctx.GP64(), ctx.GP64(), ctx.GP64()
-	ctx.Load(ctx.Param("tiles"), tiles)
-	ctx.Load(ctx.Param("out"), out)
 	ctx.Load(ctx.Param("ldo"), ldo)
 	ctx.SHLQ(U8(2), ldo)
 	px, pw, left := ctx.GP64(), ctx.GP64(), ctx.GP64()
 	rowMem := func(r int) Mem {
 		switch r {
-		case 0:
-			return Mem{Base: pw}
-		case 1:
-			return Mem{Base: pw, Index: stride, Scale: 1}
-		case 2:
-			return Mem{Base: pw, Index: stride, Scale: 2}
-		case 3:
-			return Mem{Base: pw, Index: stride3, Scale: 1}
 		case 4:
 			return Mem{Base: pw, Index: stride, Scale: 4}
+		case 5:
+			return Mem{Base: pw, Index: stride5, Scale: 1}
 		}
-		return Mem{Base: pw, Index: stride5, Scale: 1}
+		return a.rowMem(pw, r)
 	}
 	acc := func(r, t int) reg.VecPhysical {
 		if r < 4 {
@@ -218,6 +179,43 @@ func tile4x6(ctx *build.Context, bf bool) {
 	ctx.JNZ(LabelRef("tile"))
 	ctx.VZEROUPPER()
 	ctx.RET()
+}
+
+// tileArgs are what both tile kernels load first: the count of full
+// 16-column chunks (with K1 set to the tail's mask), the packed group,
+// the first row, the row stride in bytes and three times it, the tile
+// count and out.
+type tileArgs struct{ chunks, xp0, row, stride, stride3, tiles, out reg.GPVirtual }
+
+func loadTileArgs(ctx *build.Context, w weights) tileArgs {
+	var a tileArgs
+	a.chunks = ctx.GP64()
+	ctx.Load(ctx.Param("n"), a.chunks)
+	setTailMask(ctx, a.chunks)
+	ctx.SHRQ(U8(4), a.chunks)
+	a.xp0, a.row, a.stride, a.stride3 = ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
+	ctx.Load(ctx.Param("xp"), a.xp0)
+	ctx.Load(ctx.Param("w"), a.row)
+	ctx.Load(ctx.Param("stride"), a.stride)
+	ctx.SHLQ(U8(asmout.Log2(w.Size)), a.stride)
+	ctx.LEAQ(Mem{Base: a.stride, Index: a.stride, Scale: 2}, a.stride3)
+	a.tiles, a.out = ctx.GP64(), ctx.GP64()
+	ctx.Load(ctx.Param("tiles"), a.tiles)
+	ctx.Load(ctx.Param("out"), a.out)
+	return a
+}
+
+// rowMem addresses row r (0..3) of a tile whose first row is at pw.
+func (a tileArgs) rowMem(pw reg.GPVirtual, r int) Mem {
+	switch r {
+	case 0:
+		return Mem{Base: pw}
+	case 1:
+		return Mem{Base: pw, Index: a.stride, Scale: 1}
+	case 2:
+		return Mem{Base: pw, Index: a.stride, Scale: 2}
+	}
+	return Mem{Base: pw, Index: a.stride3, Scale: 1}
 }
 
 // tileRegs are a tile kernel's pointers: the packed group's start, the
