@@ -7,16 +7,26 @@ import (
 	"testing"
 )
 
-// fwdCase returns a float32 matrix whose values are exactly bfloat16, the
-// same matrix as bfloat16, and m random input vectors.
-func fwdCase(rows, cols, m int, seed uint64) (mat, mat, [][]float32) {
-	r := newRNG(seed)
+// randMats returns a float32 matrix whose values are exactly bfloat16 and
+// the same matrix held as bfloat16.
+func randMats(rows, cols int, seed uint64) (mat, mat) { return randMatsFrom(newRNG(seed), rows, cols) }
+
+// randMatsFrom is randMats drawing from r.
+func randMatsFrom(r *rng, rows, cols int) (mat, mat) {
 	w := mat{rows: rows, cols: cols, data: make([]float32, rows*cols)}
 	wb := mat{rows: rows, cols: cols, bf: make([]uint16, rows*cols)}
 	for i := range w.data {
 		wb.bf[i] = uint16(math.Float32bits(r.uniform32()-0.5) >> 16)
 		w.data[i] = bf16(wb.bf[i])
 	}
+	return w, wb
+}
+
+// fwdCase returns a float32 matrix whose values are exactly bfloat16, the
+// same matrix as bfloat16, and m random input vectors.
+func fwdCase(rows, cols, m int, seed uint64) (mat, mat, [][]float32) {
+	r := newRNG(seed)
+	w, wb := randMatsFrom(r, rows, cols)
 	xs := rowsOf(make([]float32, m*cols), m, cols)
 	for _, x := range xs {
 		fill(x, r, 1)

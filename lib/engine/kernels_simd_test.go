@@ -17,19 +17,6 @@ func withSIMD(on bool, fn func()) {
 	fn()
 }
 
-// randMats returns a float32 matrix whose values are exactly bfloat16 and
-// the same matrix held as bfloat16.
-func randMats(rows, cols int, seed uint64) (mat, mat) {
-	r := newRNG(seed)
-	w := mat{rows: rows, cols: cols, data: make([]float32, rows*cols)}
-	wb := mat{rows: rows, cols: cols, bf: make([]uint16, rows*cols)}
-	for i := range w.data {
-		wb.bf[i] = uint16(math.Float32bits(r.uniform32()-0.5) >> 16)
-		w.data[i] = bf16(wb.bf[i])
-	}
-	return w, wb
-}
-
 func randRows(n, width int, seed uint64) [][]float32 {
 	r := newRNG(seed)
 	xs := rowsOf(make([]float32, n*width), n, width)
