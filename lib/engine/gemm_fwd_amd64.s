@@ -2051,3 +2051,53 @@ next15:
 	VMOVUPS    Z0, (AX)
 	VZEROUPPER
 	RET
+
+// func fwdPackGroup(dst *float32, x0 *float32, x1 *float32, x2 *float32, x3 *float32, n int)
+// Requires: AVX, AVX512F
+TEXT ·fwdPackGroup(SB), NOSPLIT|NOFRAME, $0-48
+	MOVQ  n+40(FP), DX
+	MOVQ  DX, CX
+	ANDQ  $0x0000000f, CX
+	MOVL  $0x00000001, AX
+	SHLL  CL, AX
+	DECL  AX
+	KMOVW AX, K1
+	SHRQ  $0x04, DX
+	MOVQ  dst+0(FP), AX
+	MOVQ  x0+8(FP), BX
+	MOVQ  x1+16(FP), SI
+	MOVQ  x2+24(FP), DI
+	MOVQ  x3+32(FP), R8
+	XORQ  CX, CX
+	TESTQ DX, DX
+	JZ    tail
+
+loop:
+	VMOVUPS (BX)(CX*1), Z0
+	VMOVUPS (SI)(CX*1), Z1
+	VMOVUPS (DI)(CX*1), Z2
+	VMOVUPS (R8)(CX*1), Z3
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	ADDQ    $0x00000100, AX
+	ADDQ    $0x40, CX
+	DECQ    DX
+	JNZ     loop
+
+tail:
+	KORTESTW  K1, K1
+	JZ        done
+	VMOVUPS.Z (BX)(CX*1), K1, Z0
+	VMOVUPS.Z (SI)(CX*1), K1, Z1
+	VMOVUPS.Z (DI)(CX*1), K1, Z2
+	VMOVUPS.Z (R8)(CX*1), K1, Z3
+	VMOVUPS   Z0, (AX)
+	VMOVUPS   Z1, 64(AX)
+	VMOVUPS   Z2, 128(AX)
+	VMOVUPS   Z3, 192(AX)
+
+done:
+	VZEROUPPER
+	RET

@@ -19,3 +19,6 @@ func fwdTile4x6BF16(xp *float32, w *uint16, stride int, n int, tiles int, out *f
 
 //go:noescape
 func fwdRow16BF16(x *float32, w *uint16, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdPackGroup(dst *float32, x0 *float32, x1 *float32, x2 *float32, x3 *float32, n int)

@@ -21,3 +21,43 @@ func TestForwardBlocksMatchScalar(t *testing.T) {
 		}
 	}
 }
+
+// TestPackTokens checks the packed layout, both from fwdPackGroup and
+// from the copy loop, against its definition: xp[g·packedLen + 64c +
+// 16t + l] = xs[4g+t][16c+l], zero past n, the last group padded with
+// its last vector.
+func TestPackTokens(t *testing.T) {
+	defer func(a bool) { fwdPackAsm = a }(fwdPackAsm)
+	for _, n := range []int{1, 15, 16, 17, 100, 1024} {
+		for _, m := range []int{1, 3, 4, 5, 13, 101} { // 101: 26 groups, packed by all workers
+			_, _, xs := fwdCase(1, n+3, m, uint64(100*n+m)) // longer rows: only n columns are packed
+			for _, how := range []struct{ asm, parallel bool }{{false, false}, {false, true}, {fwdAsm, false}, {fwdAsm, true}} {
+				fwdPackAsm = how.asm
+				pp := new([]float32)
+				*pp = make([]float32, 4*packedLen(n)*((m+3)/4)+5)
+				for i := range *pp {
+					(*pp)[i] = float32(i) // stale contents must not survive
+				}
+				xp := packTokens(xs, n, pp, how.parallel)
+				if len(xp) != packedLen(n)*((m+3)/4) {
+					t.Fatalf("n=%d m=%d: packed length %d", n, m, len(xp))
+				}
+				for g := range (m + 3) / 4 {
+					for c := range (n + 15) / 16 {
+						for tok := range 4 {
+							for l := range 16 {
+								want := float32(0)
+								if 16*c+l < n {
+									want = xs[min(4*g+tok, m-1)][16*c+l]
+								}
+								if got := xp[g*packedLen(n)+64*c+16*tok+l]; got != want {
+									t.Fatalf("n=%d m=%d %+v: group %d chunk %d token %d lane %d = %v, want %v", n, m, how, g, c, tok, l, got, want)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}

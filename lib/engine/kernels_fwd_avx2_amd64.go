@@ -24,7 +24,7 @@ func matRowsAVX2(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
 		fwd2Decode(w, xs, ys, lo, hi, accumulate)
 		return
 	}
-	p := newFwdPack(xs, w.cols)
+	p := newFwdPack(xs, w.cols, false)
 	fwd2Rows(w, p.xp, ys, lo, hi, accumulate)
 	p.release()
 }

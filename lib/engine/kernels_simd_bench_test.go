@@ -14,12 +14,11 @@ import (
 // BenchmarkGEMM measures the forward matrix product (ys = W·xs over M
 // vectors, all cores) on the Qwen3-0.6B layer shapes, with the vector
 // kernels and with the scalar ones in the same run, next to the CPU's
-// peak measured by peakLoop (all cores): GFLOP/s and the fraction of the
-// FMA peak, by wall time and by CPU time. The mul+add peak is the ceiling
-// for kernels that may not fuse.
+// peak measured by peakLoop (all cores) just before each product (the
+// VM's speed drifts over minutes, and a neighbour can hold a core for
+// seconds): GFLOP/s and the fraction of the FMA peak, by wall time and by
+// CPU time. The mul+add peak is the ceiling for kernels that may not fuse.
 func BenchmarkGEMM(b *testing.B) {
-	fma, fmaCPU := bestPeak(true)
-	muladd, _ := bestPeak(false)
 	shapes := []struct {
 		name       string
 		rows, cols int
@@ -38,6 +37,8 @@ func BenchmarkGEMM(b *testing.B) {
 				// shape's scalar runs.
 				var vec, scalar time.Duration
 				var cpu float64
+				fma, fmaCPU := bestPeak(true)
+				muladd, _ := bestPeak(false)
 				withSIMD(true, func() {
 					matMul(w, xs, ys, false)
 					c0 := processCPU()

@@ -33,5 +33,6 @@ func Generate() (asm, decl []byte, err error) {
 		tile4x6(ctx, bf)
 		row16(ctx, bf)
 	}
+	packGroup(ctx)
 	return asmout.Print(ctx, printer.Config{Argv: []string{"go", "run", "./internal/asmgen/fwd"}, Pkg: "engine"})
 }
