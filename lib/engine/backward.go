@@ -125,19 +125,19 @@ func (ps *datumPass) forwardLayer(li int, x, spare [][]float32) (next, nextSpare
 	lw, tl, a := &m.w.layers[li], &ps.t.layers[li], &ps.acts[li]
 	mark := ar.off
 	a.x = x
-	a.xn1 = ar.rows(n, h)
+	a.xn1 = ar.rowsToFill(n, h)
 	for p := range n {
 		rmsNorm(a.xn1[p], x[p], lw.attnNorm, c.RMSNormEps)
 	}
-	a.q = ar.rows(n, qd)
-	ps.cache.k[li], ps.cache.v[li] = ar.take(n*kvd), ar.take(n*kvd)
+	a.q = ar.rowsToFill(n, qd)
+	ps.cache.k[li], ps.cache.v[li] = ar.takeToFill(n*kvd), ar.takeToFill(n*kvd)
 	k, v := rowsOf(ps.cache.k[li], n, kvd), rowsOf(ps.cache.v[li], n, kvd)
 	a.t[tQ], a.t[tK], a.t[tV] = ps.tRows(tl.q), ps.tRows(tl.k), ps.tRows(tl.v)
 	trainLinear(lw.q, lw.qBias, tl.q, a.xn1, a.q, a.t[tQ], false)
 	trainLinear(lw.k, lw.kBias, tl.k, a.xn1, k, a.t[tK], false)
 	trainLinear(lw.v, lw.vBias, tl.v, a.xn1, v, a.t[tV], false)
 	if lw.qNorm != nil {
-		a.qRaw, a.kRaw = ar.rows(n, qd), ar.rows(n, kvd)
+		a.qRaw, a.kRaw = ar.rowsToFill(n, qd), ar.rowsToFill(n, kvd)
 		for p := range n {
 			copy(a.qRaw[p], a.q[p])
 			copy(a.kRaw[p], k[p])
@@ -158,17 +158,17 @@ func (ps *datumPass) forwardLayer(li int, x, spare [][]float32) (next, nextSpare
 	a.att = ar.rows(n, qd)
 	ps.ws.q, ps.ws.att = a.q, a.att
 	m.attention(ps.ws, ps.rowsAt, li)
-	a.x2 = ar.rows(n, h)
+	a.x2 = ar.rowsToFill(n, h)
 	for p := range n {
 		copy(a.x2[p], x[p])
 	}
 	a.t[tO] = ps.tRows(tl.o)
 	trainLinear(lw.o, lw.oBias, tl.o, a.att, a.x2, a.t[tO], true)
-	a.xn2 = ar.rows(n, h)
+	a.xn2 = ar.rowsToFill(n, h)
 	for p := range n {
 		rmsNorm(a.xn2[p], a.x2[p], lw.mlpNorm, c.RMSNormEps)
 	}
-	a.g, a.u, a.h = ar.rows(n, c.Intermediate), ar.rows(n, c.Intermediate), ar.rows(n, c.Intermediate)
+	a.g, a.u, a.h = ar.rowsToFill(n, c.Intermediate), ar.rowsToFill(n, c.Intermediate), ar.rowsToFill(n, c.Intermediate)
 	a.t[tGate], a.t[tUp], a.t[tDown] = ps.tRows(tl.gate), ps.tRows(tl.up), ps.tRows(tl.down)
 	trainLinear(lw.gate, nil, tl.gate, a.xn2, a.g, a.t[tGate], false)
 	trainLinear(lw.up, nil, tl.up, a.xn2, a.u, a.t[tUp], false)
@@ -177,7 +177,7 @@ func (ps *datumPass) forwardLayer(li int, x, spare [][]float32) (next, nextSpare
 	}
 	next = spare
 	if ps.backward {
-		next = ar.rows(n, h)
+		next = ar.rowsToFill(n, h)
 	}
 	for p := range n {
 		copy(next[p], a.x2[p])

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -557,4 +558,52 @@ func (c *countdownCtx) Err() error {
 		return context.Canceled
 	}
 	return nil
+}
+
+// TestArenaToFillIsWritten holds the callers of the arena's takeToFill
+// and rowsToFill to their promise, to write every element before reading
+// any: a trainer whose arena starts out full of NaN (what an element read
+// before it was written would carry into the results) computes the same
+// loss and gradients, bit for bit, as one whose arena starts at zero, in
+// a call of several datums (the later ones reuse the earlier ones'
+// memory) with and without the backward pass.
+func TestArenaToFillIsWritten(t *testing.T) {
+	for _, name := range []string{models.TinyLlama, models.TinyQwen3} {
+		m := mustLoad(t, name)
+		cfg := LoRAConfig{Rank: 4, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 2}
+		loss, _ := NewLoss(LossCrossEntropy, nil)
+		data := forLoss(testData(m.cfg.VocabSize, 3, 9, 20, 4), LossCrossEntropy)
+		run := func(poison bool) (*ForwardResult, *ForwardResult, [][]float32) {
+			tr := mustTrainer(t, m, cfg)
+			randomizeB(t, tr, 1, 0.05)
+			if poison {
+				tr.ar.buf = make([]float32, 1<<22)
+				for i := range tr.ar.buf {
+					tr.ar.buf[i] = float32(math.NaN())
+				}
+			}
+			fwd, err := tr.Forward(context.Background(), loss, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fb, err := tr.ForwardBackward(context.Background(), loss, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if poison && tr.ar.peak > len(tr.ar.buf) {
+				t.Fatalf("%s: the arena needs %d floats, more than the poisoned %d", name, tr.ar.peak, len(tr.ar.buf))
+			}
+			return fwd, fb, gradBits(tr)
+		}
+		fwd0, fb0, g0 := run(false)
+		fwd1, fb1, g1 := run(true)
+		if !reflect.DeepEqual(fwd0, fwd1) || !reflect.DeepEqual(fb0, fb1) {
+			t.Fatalf("%s: outputs differ when the arena starts full of NaN", name)
+		}
+		for i := range g0 {
+			if !slices.Equal(g0[i], g1[i]) {
+				t.Fatalf("%s: gradients of tensor %d differ when the arena starts full of NaN", name, i)
+			}
+		}
+	}
 }
