@@ -272,14 +272,10 @@ func (a *arena) reset() {
 }
 
 func (a *arena) take(n int) []float32 {
-	lo := a.off
-	a.off += n
-	a.peak = max(a.peak, a.off)
-	if a.off > len(a.buf) {
-		return make([]float32, n)
+	s := a.takeToFill(n)
+	if a.off <= len(a.buf) { // memory from the heap is zero already
+		clear(s)
 	}
-	s := a.buf[lo:a.off:a.off]
-	clear(s)
 	return s
 }
 

@@ -234,13 +234,22 @@ func tileBody(ctx *build.Context, w weights, r tileRegs, accs int, step func(mas
 	for a := range accs {
 		ctx.VPXORD(zmm(a), zmm(a), zmm(a))
 	}
-	ctx.TESTQ(r.left, r.left)
+	chunkLoop(ctx, r.left, step, func() {
+		ctx.ADDQ(U32(256), r.px)
+		ctx.ADDQ(U8(16*w.Size), r.pw)
+	})
+}
+
+// chunkLoop emits step for each of the count full 16-column chunks (count
+// is used up), next after each, then step once with the tail mask K1 when
+// it is not empty, ending at the label "done".
+func chunkLoop(ctx *build.Context, count reg.GPVirtual, step func(mask reg.Register), next func()) {
+	ctx.TESTQ(count, count)
 	ctx.JZ(LabelRef("tail"))
 	ctx.Label("loop")
 	step(nil)
-	ctx.ADDQ(U32(256), r.px)
-	ctx.ADDQ(U8(16*w.Size), r.pw)
-	ctx.DECQ(r.left)
+	next()
+	ctx.DECQ(count)
 	ctx.JNZ(LabelRef("loop"))
 	ctx.Label("tail")
 	ctx.KORTESTW(reg.K1, reg.K1)
@@ -382,19 +391,10 @@ func packGroup(ctx *build.Context) {
 			ctx.VMOVUPS(zmm(t), Mem{Base: dst, Disp: 64 * t})
 		}
 	}
-	ctx.TESTQ(chunks, chunks)
-	ctx.JZ(LabelRef("tail"))
-	ctx.Label("loop")
-	step(nil)
-	ctx.ADDQ(U32(256), dst)
-	ctx.ADDQ(U8(64), off)
-	ctx.DECQ(chunks)
-	ctx.JNZ(LabelRef("loop"))
-	ctx.Label("tail")
-	ctx.KORTESTW(reg.K1, reg.K1)
-	ctx.JZ(LabelRef("done"))
-	step(reg.K1)
-	ctx.Label("done")
+	chunkLoop(ctx, chunks, step, func() {
+		ctx.ADDQ(U32(256), dst)
+		ctx.ADDQ(U8(64), off)
+	})
 	ctx.VZEROUPPER()
 	ctx.RET()
 }
