@@ -6,8 +6,10 @@ export GOEXPERIMENT := $(if $(GOEXPERIMENT),$(GOEXPERIMENT),simd)
 BIN     := bin/tinker
 PKGS    := ./...
 # Component makefiles in mk/ add prerequisites of `make test` to TEST_DEPS
-# (e.g. test data fetched from the npm registry) and benchmarks to BENCH_TARGETS.
+# (e.g. test data fetched from the npm registry), test targets that run
+# after the Go tests to TEST_AFTER, and benchmarks to BENCH_TARGETS.
 TEST_DEPS :=
+TEST_AFTER :=
 BENCH_TARGETS :=
 
 .PHONY: all build install run test vet golden-update bench bench-shell bench-list clean testdeps docs proto
@@ -31,6 +33,7 @@ testdeps: $(TEST_DEPS)
 
 test: vet testdeps build
 	$(GO) test -count=1 $(PKGS)
+	$(if $(TEST_AFTER),@$(MAKE) --no-print-directory $(TEST_AFTER))
 
 vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

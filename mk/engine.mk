@@ -44,3 +44,27 @@ bench-engine: bench-engine-deps
 	$(GO) test -run '^$$' -bench 'BenchmarkPrefillDecode' -benchtime 1x -count 1 -timeout 60m ./lib/engine/
 	@uptime
 	$(GO) test -run '^$$' -bench 'BenchmarkGenerate' -benchtime 5x -count 1 ./lib/engine/
+
+# The engine's kernels for the CPUs this machine is not: the AVX2 kernels
+# of an x86-64 CPU without AVX-512 (qemu's "max" CPU model has AVX2 and FMA
+# and no AVX-512), and an arm64 build (the scalar kernels), each running the
+# engine's tests (-short) in qemu's user-mode emulator from Debian's
+# qemu-user. Without it only the AVX-512 path would ever run here. About
+# two and a half minutes each; TINKER_SKIP_EMULATED=1 leaves them out.
+.PHONY: engine-emulator test-engine-emulated
+TEST_DEPS += engine-emulator
+TEST_AFTER += test-engine-emulated
+
+engine-emulator:
+	@if [ -z "$$TINKER_SKIP_EMULATED" ]; then \
+	  $(SHELL) mk/need-tools.sh "the engine's AVX2 and arm64 kernels are tested in an emulator; or set TINKER_SKIP_EMULATED=1 to leave them out" qemu-x86_64=qemu-user qemu-aarch64=qemu-user; \
+	fi
+
+test-engine-emulated:
+	@if [ -n "$$TINKER_SKIP_EMULATED" ]; then echo "test-engine-emulated: left out (TINKER_SKIP_EMULATED is set)"; exit 0; fi; \
+	set -e; \
+	echo "engine tests on an x86-64 CPU without AVX-512 (qemu -cpu max):"; \
+	$(GO) test -count=1 -short -exec 'qemu-x86_64 -cpu max' ./lib/engine; \
+	echo "engine tests on arm64 (qemu-aarch64):"; \
+	GOARCH=arm64 $(GO) test -count=1 -short -exec qemu-aarch64 ./lib/engine
+

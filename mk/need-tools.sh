@@ -1,11 +1,16 @@
 #!/bin/sh
 # need-tools.sh WHY TOOL... — make sure the Debian packages named TOOL are
-# installed for `make test`. As root with apt-get (CI) the missing ones are
+# installed for `make test` (TOOL is a command and the package of the same
+# name, or command=package). As root with apt-get (CI) the missing ones are
 # installed, saying so first; otherwise nothing is installed and the message
 # says what to install and why.
 why=$1; shift
 missing=
-for t in "$@"; do command -v "$t" >/dev/null 2>&1 || missing="$missing $t"; done
+for t in "$@"; do
+	cmd=${t%%=*} pkg=${t#*=}
+	command -v "$cmd" >/dev/null 2>&1 && continue
+	case " $missing " in *" $pkg "*) ;; *) missing="$missing $pkg" ;; esac
+done
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 	echo "make test: installing$missing with apt-get ($why)" >&2
