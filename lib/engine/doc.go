@@ -48,7 +48,8 @@
 //     float32 or bfloat16 weights (widened exactly), the lane tree done
 //     with shuffles. A block of rows (256 KiB) stays in L2 while a block
 //     of packed tokens (768 KiB) passes it, so a 512-token batch of 3072
-//     columns comes from L2 rather than L3.
+//     columns comes from L2 rather than L3. A kernel packs the tokens
+//     (fwdPackGroup), on all workers when the product is split.
 //   - On amd64 CPUs with AVX2 but without AVX-512 (most Intel client
 //     CPUs, AMD Zen 2 and 3) the forward product runs AVX2 assembly
 //     instead (gemm_fwd_avx2_amd64.s from internal/asmgen/fwdavx2,
