@@ -67,4 +67,3 @@ test-engine-emulated:
 	$(GO) test -count=1 -short -exec 'qemu-x86_64 -cpu max' ./lib/engine; \
 	echo "engine tests on arm64 (qemu-aarch64):"; \
 	GOARCH=arm64 $(GO) test -count=1 -short -exec qemu-aarch64 ./lib/engine
-

@@ -254,8 +254,9 @@ func (t *Trainer) commitLocal() {
 	}
 }
 
-// arena hands out zeroed scratch memory for one datum and is reused by the
-// next, so a long batch does not churn the garbage collector. Offsets are
+// arena hands out scratch memory for one datum (zeroed by take and rows,
+// not by takeToFill and rowsToFill) and is reused by the next, so a long
+// batch does not churn the garbage collector. Offsets are
 // counted even past the buffer (those takes come from the heap), so peak is
 // what the buffer must hold to serve the datum alone.
 type arena struct {
