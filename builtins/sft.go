@@ -16,19 +16,20 @@ import (
 func init() {
 	register(docEntry{
 		Name: "sft",
-		Signature: "sft(base_model, data, rank=32, seed=None, renderer=None, train_on=\"all_assistant_messages\", max_length=None, " +
-			"truncate=False, batch_size=8, epochs=1, learning_rate=None, lr_schedule=\"linear\", save_every=20, eval_data=None, " +
+		Signature: "sft(base_model, data, rank=32, seed=None, renderer=None, train_on=\"all_assistant_messages\", reduction=\"mean\", " +
+			"max_length=None, truncate=False, batch_size=8, epochs=1, learning_rate=None, lr_schedule=\"linear\", save_every=20, eval_data=None, " +
 			"eval_every=10, log_dir=None, name=None, max_steps=None)",
 		Summary: "Supervised fine-tuning on conversations; returns the run, which displays its steps.",
 		Details: "data and eval_data are a JSONL file of {\"messages\": [...]} lines or a list of such dicts (or of\n" +
-			"message lists). Each conversation is rendered as conversation_datum() does; one that is longer than\n" +
+			"message lists). Each conversation is rendered as conversation_datum() does (reduction=\"mean\": each\n" +
+			"example's weights sum to 1, as the cookbook's SFT; \"none\": 0/1); one that is longer than\n" +
 			"max_length is an error unless truncate=True. Each step trains on batch_size conversations with Adam\n" +
 			"(its forward_backward and optim_step submitted together); every epoch visits each conversation once\n" +
 			"in an order fixed by seed, which also fixes the adapter's initialisation. learning_rate defaults to\n" +
-			"lr_for(base_model), the published LoRA rule; lr_schedule is \"linear\"\n" +
-			"(decays to 0), \"constant\" or \"cosine\". eval_data is scored every eval_every steps and at the end\n" +
-			"as the mean NLL per trained token. The state is saved every save_every steps and at the end, with\n" +
-			"sampler weights. log_dir holds config.json, metrics.jsonl (one line per step) and state.json (the\n" +
+			"lr_for(base_model), the published LoRA rule; lr_schedule is \"linear\" (decays to 0), \"constant\"\n" +
+			"or \"cosine\". eval_data is scored every eval_every steps and at the end as the mean NLL per trained\n" +
+			"token, as is the loss, whatever the reduction. The state is saved every save_every steps and at the\n" +
+			"end, with sampler weights. log_dir holds config.json, metrics.jsonl (one line per step) and state.json (the\n" +
 			"latest saved state); running again with the same log_dir and settings continues from that state\n" +
 			"and ends with the same weights as an uninterrupted run. max_steps stops this call early. Ctrl-C\n" +
 			"stops after the current step and saves its state. The result has .metrics (per-step dicts: step,\n" +
@@ -87,7 +88,7 @@ func sftFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw
 		Schedule: "linear", EvalEvery: train.DefaultEvalEvery}
 	o.SaveEvery = train.DefaultSaveEvery
 	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "base_model", &o.BaseModel, "data", &dataV, "rank?", &o.Lora.Rank,
-		"seed?", &seedV, "renderer?", &rendererV, "train_on?", &o.TrainOn, "max_length?", &maxLenV, "truncate?", &o.Truncate,
+		"seed?", &seedV, "renderer?", &rendererV, "train_on?", &o.TrainOn, "reduction?", &o.Reduction, "max_length?", &maxLenV, "truncate?", &o.Truncate,
 		"batch_size?", &o.BatchSize, "epochs?", &o.Epochs, "learning_rate?", &lrV, "lr_schedule?", &o.Schedule,
 		"save_every?", &o.SaveEvery, "eval_data?", &evalV, "eval_every?", &o.EvalEvery, "log_dir?", &logDirV, "name?", &nameV,
 		"max_steps?", &maxStepsV); err != nil {

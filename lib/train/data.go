@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 
 	"github.com/tinkershell/tinker/lib/chat"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
@@ -65,36 +66,94 @@ func parseConversation(text []byte, where string) (Conversation, error) {
 	return Conversation{Messages: rec.Messages, Where: where}, nil
 }
 
+// Reductions of a supervised example's weights, as the cookbook's
+// conversation_to_datum has them: "mean" (its default for SFT) scales each
+// example's weights to sum to 1, so every example counts once whatever its
+// length; "none" keeps them 0/1, so the loss is a sum over tokens and a
+// long example weighs more. "sum" is accepted as another name for "none".
+const (
+	ReductionMean = "mean"
+	ReductionNone = "none"
+)
+
+// CheckReduction returns the reduction s names ("" is the default, mean;
+// "sum" is "none"), or an error saying which are known.
+func CheckReduction(s string) (string, error) {
+	switch s {
+	case "":
+		return ReductionMean, nil
+	case ReductionMean, ReductionNone:
+		return s, nil
+	case "sum":
+		return ReductionNone, nil
+	}
+	return "", fmt.Errorf("reduction must be \"mean\" (each example's weights sum to 1) or \"none\" (0/1 weights), got %q", s)
+}
+
+// DatumOptions says how a conversation becomes a training example.
+type DatumOptions struct {
+	TrainOn   string // a chat.TrainOnRules rule
+	MaxLength int    // > 0 caps the rendered tokens
+	Truncate  bool   // cut a longer conversation (else it is an error)
+	Reduction string // ReductionMean or ReductionNone ("" is none)
+}
+
 // ConversationDatum renders a conversation for training and shifts it into
 // a datum: input tokens[:-1], targets tokens[1:], weights aligned with the
-// targets. maxLength > 0 caps the rendered tokens; truncate says whether a
-// longer conversation is cut (else it is an error).
-func ConversationDatum(r chat.Renderer, msgs []chat.Message, trainOn string, maxLength int, truncate bool) (tinkerapi.Datum, error) {
-	tr, err := r.RenderForTraining(msgs, trainOn)
+// targets and reduced as o.Reduction says.
+func ConversationDatum(r chat.Renderer, msgs []chat.Message, o DatumOptions) (tinkerapi.Datum, error) {
+	tr, err := r.RenderForTraining(msgs, o.TrainOn)
 	if err != nil {
 		return tinkerapi.Datum{}, err
 	}
-	if maxLength > 0 && len(tr.Tokens) > maxLength {
-		if !truncate {
-			return tinkerapi.Datum{}, fmt.Errorf("%d tokens, longer than max_length %d", len(tr.Tokens), maxLength)
+	if o.MaxLength > 0 && len(tr.Tokens) > o.MaxLength {
+		if !o.Truncate {
+			return tinkerapi.Datum{}, fmt.Errorf("%d tokens, longer than max_length %d", len(tr.Tokens), o.MaxLength)
 		}
-		tr.Tokens, tr.Weights = tr.Tokens[:maxLength], tr.Weights[:maxLength]
+		tr.Tokens, tr.Weights = tr.Tokens[:o.MaxLength], tr.Weights[:o.MaxLength]
 	}
-	trained := false
-	for _, w := range tr.Weights[1:] {
-		trained = trained || w > 0
+	total := 0.0
+	for _, w := range tr.Weights[min(1, len(tr.Weights)):] {
+		total += float64(w)
 	}
-	if len(tr.Tokens) < 2 || !trained {
-		return tinkerapi.Datum{}, fmt.Errorf("no trainable token (train_on=%q)", trainOn)
+	if len(tr.Tokens) < 2 || total <= 0 {
+		return tinkerapi.Datum{}, fmt.Errorf("no trainable token (train_on=%q)", o.TrainOn)
 	}
 	targets := make([]int64, len(tr.Tokens)-1)
 	for i, t := range tr.Tokens[1:] {
 		targets[i] = int64(t)
 	}
+	weights := append([]float32(nil), tr.Weights[1:]...)
+	if o.Reduction == ReductionMean {
+		for i := range weights {
+			weights[i] = float32(float64(weights[i]) / total)
+		}
+	}
 	return tinkerapi.Datum{ModelInput: tr.Tokens[:len(tr.Tokens)-1], LossFnInputs: map[string]tinkerapi.Tensor{
 		"target_tokens": tinkerapi.Int64s(targets),
-		"weights":       tinkerapi.Float32s(tr.Weights[1:]),
+		"weights":       tinkerapi.Float32s(weights),
 	}}, nil
+}
+
+// TokenNLL is the mean negative log-likelihood per trained token of data
+// whose per-target logprobs are lps: every target with a positive weight
+// counts once, whatever the weight, so the figure means the same with
+// either reduction.
+func TokenNLL(data []tinkerapi.Datum, lps [][]float32) float64 {
+	sum, n := 0.0, 0
+	for i, d := range data[:min(len(data), len(lps))] {
+		w := d.LossFnInputs["weights"].Float32
+		for j := range min(len(w), len(lps[i])) {
+			if w[j] > 0 {
+				sum -= float64(lps[i][j])
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	return sum / float64(n)
 }
 
 // Weight is what a datum trains on: the sum of its weights, or one per

@@ -89,7 +89,7 @@ func (m DPOMetrics) Throughput() (tokens int, s float64) { return m.Tokens, m.Se
 type DPOResult = Result[DPOMetrics]
 
 func (o *DPOOptions) check() error {
-	sft := SFTOptions{RunOptions: o.RunOptions, Lora: o.Lora, TrainOn: chat.TrainLastAssistant, BatchSize: o.BatchSize, Epochs: o.Epochs,
+	sft := SFTOptions{RunOptions: o.RunOptions, Lora: o.Lora, TrainOn: chat.TrainLastAssistant, Reduction: ReductionNone, BatchSize: o.BatchSize, Epochs: o.Epochs,
 		LearningRate: o.LearningRate, Schedule: o.Schedule, MaxLength: o.MaxLength}
 	if err := sft.check(); err != nil {
 		return err
@@ -118,13 +118,14 @@ type dpoConfig struct {
 }
 
 // pairData renders each pair as two datums, chosen then rejected, that
-// weigh the answer's tokens only.
+// weigh the answer's tokens only, 0/1: DPO compares sequence
+// log-likelihoods (token sums), as the cookbook's does.
 func pairData(r chat.Renderer, pairs []Pair, maxLength int) ([]tinkerapi.Datum, error) {
 	out := make([]tinkerapi.Datum, 0, 2*len(pairs))
 	for _, p := range pairs {
 		for _, answer := range []string{p.Chosen, p.Rejected} {
 			msgs := append(append([]chat.Message(nil), p.Prompt...), chat.Message{Role: "assistant", Content: answer})
-			d, err := ConversationDatum(r, msgs, chat.TrainLastAssistant, maxLength, false)
+			d, err := ConversationDatum(r, msgs, DatumOptions{TrainOn: chat.TrainLastAssistant, MaxLength: maxLength, Reduction: ReductionNone})
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", p.Where, err)
 			}

@@ -31,8 +31,9 @@ type SFTOptions struct {
 	Lora         tinkerapi.LoraConfig
 	Renderer     string
 	TrainOn      string
-	MaxLength    int  // 0: no limit
-	Truncate     bool // cut longer examples instead of failing
+	MaxLength    int    // 0: no limit
+	Truncate     bool   // cut longer examples instead of failing
+	Reduction    string // ReductionMean (the cookbook's default) or ReductionNone
 	BatchSize    int
 	Epochs       int
 	LearningRate float64
@@ -44,7 +45,7 @@ type SFTOptions struct {
 type SFTMetrics struct {
 	Step         int      `json:"step"`
 	Epoch        int      `json:"epoch"`
-	Loss         float64  `json:"loss"` // mean NLL per trained token
+	Loss         float64  `json:"loss"` // mean NLL per trained token, whatever the reduction
 	EvalNLL      *float64 `json:"eval_nll,omitempty"`
 	LearningRate float64  `json:"learning_rate"`
 	Tokens       int      `json:"tokens"`
@@ -76,6 +77,10 @@ func (o *SFTOptions) check() error {
 		return fmt.Errorf("save_every, eval_every, max_length and max_steps must not be negative")
 	case o.Lora.Rank < 1:
 		return fmt.Errorf("rank must be positive")
+	}
+	var err error
+	if o.Reduction, err = CheckReduction(o.Reduction); err != nil {
+		return err
 	}
 	if !isTrainOn(o.TrainOn) {
 		return fmt.Errorf("train_on must be one of %s, got %q", strings.Join(chat.TrainOnRules(), ", "), o.TrainOn)
@@ -109,10 +114,12 @@ func batchOf(n, batchSize, step int, seed uint64) []int {
 	return order[i*batchSize : min((i+1)*batchSize, n)]
 }
 
-func toData(r chat.Renderer, convs []Conversation, o *SFTOptions) ([]tinkerapi.Datum, error) {
+// toData renders conversations as training examples with reduction.
+func toData(r chat.Renderer, convs []Conversation, o *SFTOptions, reduction string) ([]tinkerapi.Datum, error) {
 	out := make([]tinkerapi.Datum, len(convs))
+	do := DatumOptions{TrainOn: o.TrainOn, MaxLength: o.MaxLength, Truncate: o.Truncate, Reduction: reduction}
 	for i, c := range convs {
-		d, err := ConversationDatum(r, c.Messages, o.TrainOn, o.MaxLength, o.Truncate)
+		d, err := ConversationDatum(r, c.Messages, do)
 		if err != nil {
 			if strings.Contains(err.Error(), "longer than max_length") {
 				err = fmt.Errorf("%w (truncate=True cuts it)", err)
@@ -136,6 +143,7 @@ type sftConfig struct {
 	TrainUnembed bool    `json:"train_unembed"`
 	Renderer     string  `json:"renderer"`
 	TrainOn      string  `json:"train_on"`
+	Reduction    string  `json:"reduction"`
 	MaxLength    int     `json:"max_length"`
 	BatchSize    int     `json:"batch_size"`
 	Epochs       int     `json:"epochs"`
@@ -148,7 +156,7 @@ type sftConfig struct {
 
 func (o *SFTOptions) config(renderer string, data, eval []tinkerapi.Datum) sftConfig {
 	return sftConfig{BaseModel: o.BaseModel, DataSHA256: dataHash(data), EvalSHA256: dataHash(eval), Rank: o.Lora.Rank, Seed: o.Lora.Seed,
-		TrainMLP: o.Lora.TrainMLP, TrainAttn: o.Lora.TrainAttn, TrainUnembed: o.Lora.TrainUnembed, Renderer: renderer, TrainOn: o.TrainOn,
+		TrainMLP: o.Lora.TrainMLP, TrainAttn: o.Lora.TrainAttn, TrainUnembed: o.Lora.TrainUnembed, Renderer: renderer, TrainOn: o.TrainOn, Reduction: o.Reduction,
 		MaxLength: o.MaxLength, BatchSize: o.BatchSize, Epochs: o.Epochs, LearningRate: o.LearningRate, Schedule: o.Schedule,
 		SaveEvery: o.SaveEvery, EvalEvery: o.EvalEvery, Name: o.Name}
 }
@@ -165,11 +173,13 @@ func SFT(ctx context.Context, s Session, o SFTOptions) (*SFTResult, error) {
 	if err != nil {
 		return nil, userErr(err.Error())
 	}
-	data, err := toData(r, o.Data, &o)
+	data, err := toData(r, o.Data, &o, o.Reduction)
 	if err != nil {
 		return nil, userErr(err.Error())
 	}
-	eval, err := toData(r, o.Eval, &o)
+	// Eval data keeps 0/1 weights whatever the reduction: its NLL is the
+	// mean per trained token, comparable between runs.
+	eval, err := toData(r, o.Eval, &o, ReductionNone)
 	if err != nil {
 		return nil, userErr("eval_data: " + err.Error())
 	}
@@ -237,8 +247,7 @@ func (l *sftLoop) submit(ctx context.Context, step int) (func() (SFTMetrics, err
 		if err != nil {
 			return m, fmt.Errorf("step %d: %w", m.Step, err)
 		}
-		loss, _ := out.Loss()
-		m.Loss = loss / TotalWeight(batch)
+		m.Loss = TokenNLL(batch, out.Logprobs())
 		return l.evaluate(m)
 	}, nil
 }

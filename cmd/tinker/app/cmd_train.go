@@ -30,6 +30,7 @@ var trainSFTCmd = &command{
 		{Long: "--seed", Kind: flagInt, Metavar: "INTEGER", Help: "Seed of the adapter's initialisation and the shuffle."},
 		{Long: "--renderer", Kind: flagString, Metavar: "NAME", Help: "Chat renderer (default: the model's)."},
 		{Long: "--train-on", Kind: flagString, Metavar: "RULE", Help: "all_assistant_messages (default),\nlast_assistant_message or all_messages."},
+		{Long: "--reduction", Kind: flagString, Metavar: "NAME", Help: "mean (default: each example's weights sum to 1)\nor none (0/1 weights, a token-sum loss)."},
 		{Long: "--max-length", Kind: flagInt, Metavar: "INTEGER", Help: "Longest example in tokens."},
 		{Long: "--truncate", Kind: flagBool, Help: "Cut longer examples instead of failing."},
 		{Long: "--batch-size", Kind: flagInt, Metavar: "INTEGER", Help: fmt.Sprintf("Conversations per step (default %d).", train.DefaultBatchSize)},
@@ -66,7 +67,7 @@ func runTrainSFT(c *invocation) int {
 // sftOptions reads the flags of train sft; usage words a bad one.
 func sftOptions(c *invocation) (o train.SFTOptions, usage string) {
 	o = train.SFTOptions{BaseModel: c.str("base-model"), Lora: tinkerapi.DefaultLoraConfig(), TrainOn: chat.TrainAllAssistant,
-		Renderer: c.str("renderer"), Truncate: c.has("truncate")}
+		Renderer: c.str("renderer"), Truncate: c.has("truncate"), Reduction: c.str("reduction")}
 	o.LogDir, o.Name = c.str("log-dir"), c.str("name")
 	if o.BaseModel == "" {
 		return o, "Missing option '--base-model'."
