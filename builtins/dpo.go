@@ -22,11 +22,12 @@ func init() {
 			"-log sigmoid(beta * ((log p(chosen) - log p_ref(chosen)) - (log p(rejected) - log p_ref(rejected))))\n" +
 			"over batch_size pairs, applied as a forward pass and a cross_entropy forward_backward weighted by the\n" +
 			"loss's gradient, so it runs on the service as on the local server. learning_rate defaults to\n" +
-			"lr_for(base_model). Step metrics (measured before the step's update): loss, accuracy (share of pairs\n" +
+			"1e-5, the cookbook's DPO default (not lr_for(), the SFT rule; the tiny local models need more, as\n" +
+			"in the example). Step metrics (measured before the step's update): loss, accuracy (share of pairs\n" +
 			"with a positive margin), margin, chosen_reward, rejected_reward. log_dir, save_every, max_steps and\n" +
 			"Ctrl-C work as in sft(); the result has .metrics, .sampler_checkpoint and .state_checkpoint.",
 		Example: "prefs = [{\"messages\": [{\"role\": \"user\", \"content\": \"Is %d even?\" % n}], \"chosen\": \"Let me check.\", \"rejected\": \"No.\"} for n in range(4)]\n" +
-			"preferred = dpo(\"tinker-local/tiny-llama\", prefs, beta=0.5, batch_size=4, epochs=4, rank=8, seed=1)\n" +
+			"preferred = dpo(\"tinker-local/tiny-llama\", prefs, beta=0.5, batch_size=4, epochs=4, rank=8, seed=1, learning_rate=5e-3)\n" +
 			"preferred.metrics[-1][\"accuracy\"]",
 		Learns: `preferred.metrics[-1]["accuracy"] == 1.0 and preferred.metrics[-1]["margin"] > 0`,
 	}, dpoFn)
@@ -61,7 +62,7 @@ func dpoFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw
 	if err := loopArgs(&o.RunOptions, &o.Lora.Seed, &o.Renderer, &o.MaxLength, seedV, rendererV, maxLenV, logDirV, nameV, maxStepsV); err != nil {
 		return nil, fail(err)
 	}
-	if o.LearningRate, err = learningRateArg(lrV, o.BaseModel); err != nil {
+	if o.LearningRate, err = learningRateArg(lrV); err != nil {
 		return nil, fail(err)
 	}
 	var res *train.DPOResult

@@ -22,10 +22,12 @@ func init() {
 			"with the chat renderer). Each step saves the policy for sampling, samples group_size completions of\n" +
 			"each of batch_size prompts (default: all) with their logprobs, and calls reward(prompt, completion)\n" +
 			"-> number for each, prompt being the row as given. A completion's advantage is its reward minus its\n" +
-			"group's mean; groups whose rewards are all equal teach nothing and are skipped. The step trains with\n" +
-			"loss \"importance_sampling\", \"ppo\" or \"cispo\" (as the service computes them) and Adam at\n" +
-			"learning_rate (default lr_for(base_model)). Step metrics: mean_reward, loss, tokens, num_trained,\n" +
-			"skipped_groups. seed fixes the adapter's initialisation and the sampling, so log_dir resumes (as in\n" +
+			"group's mean; a group whose rewards are all equal has advantage 0 and is trained on all the same (as\n" +
+			"the cookbook does: Adam steps every step), unless drop_equal_groups=True leaves such groups out (and\n" +
+			"skips the step when none is left). The step trains with loss \"importance_sampling\", \"ppo\" or\n" +
+			"\"cispo\" (as the service computes them) and Adam (eps 1e-8, as the cookbook) at learning_rate\n" +
+			"(default lr_for(base_model)). Step metrics: mean_reward, loss, tokens, num_trained, skipped_groups\n" +
+			"(those dropped). seed fixes the adapter's initialisation and the sampling, so log_dir resumes (as in\n" +
 			"sft()) end with the same weights. A reward function that fails stops the run naming the prompt and\n" +
 			"the completion.",
 		Example: "def shout(prompt, completion):\n" +
@@ -48,7 +50,7 @@ func rlFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwa
 	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "base_model", &o.BaseModel, "prompts", &promptsV, "reward", &reward,
 		"group_size?", &o.GroupSize, "batch_size?", &batchV, "steps?", &o.Steps, "max_tokens?", &o.MaxTokens, "temperature?", &tempV,
 		"loss?", &o.Loss, "learning_rate?", &lrV, "rank?", &o.Lora.Rank, "seed?", &seedV, "renderer?", &rendererV,
-		"save_every?", &o.SaveEvery, "log_dir?", &logDirV, "name?", &nameV, "max_steps?", &maxStepsV); err != nil {
+		"drop_equal_groups?", &o.DropEqualGroups, "save_every?", &o.SaveEvery, "log_dir?", &logDirV, "name?", &nameV, "max_steps?", &maxStepsV); err != nil {
 		return nil, err
 	}
 	fail := func(err error) error { return fmt.Errorf("%s: %w", b.Name(), err) }
@@ -74,7 +76,7 @@ func rlFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwa
 	if err := loopArgs(&o.RunOptions, &o.Lora.Seed, &o.Renderer, nil, seedV, rendererV, starlark.None, logDirV, nameV, maxStepsV); err != nil {
 		return nil, fail(err)
 	}
-	if o.LearningRate, err = learningRateArg(lrV, o.BaseModel); err != nil {
+	if o.LearningRate, err = learningRateArg(lrV); err != nil {
 		return nil, fail(err)
 	}
 	o.Reward = func(i int, completion string) (float64, error) {

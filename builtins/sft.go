@@ -107,7 +107,7 @@ func sftFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw
 	if o.Lora.Seed, err = optInt64Arg(seedV, "seed"); err != nil {
 		return nil, fail(err)
 	}
-	if o.LearningRate, err = learningRateArg(lrV, o.BaseModel); err != nil {
+	if o.LearningRate, err = learningRateArg(lrV); err != nil {
 		return nil, fail(err)
 	}
 	if o.MaxLength, err = optIntArg(maxLenV, "max_length", 0); err != nil {

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	gotime "time"
 
 	"go.starlark.net/starlark"
 
-	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/train"
 )
@@ -146,19 +146,18 @@ func dataRowsArg(v starlark.Value, what string) ([]train.Row, error) {
 	return out, nil
 }
 
-// learningRateArg is learning_rate=, or the published rule's rate for
-// the base model when it is None.
-func learningRateArg(v starlark.Value, baseModel string) (float64, error) {
+// learningRateArg is learning_rate=, or 0 (the loop's default, see
+// train.SFTOptions.LearningRate) when it is None.
+func learningRateArg(v starlark.Value) (float64, error) {
 	if v == starlark.None {
-		lr, err := models.LoRALearningRate(baseModel)
-		if err != nil {
-			return 0, fmt.Errorf("learning_rate: %w", err)
-		}
-		return lr, nil
+		return 0, nil
 	}
 	lr, ok := starlark.AsFloat(v)
 	if !ok {
 		return 0, fmt.Errorf("learning_rate must be a number, got %s", v.Type())
+	}
+	if !(lr > 0) || math.IsInf(lr, 0) {
+		return 0, fmt.Errorf("learning_rate must be positive")
 	}
 	return lr, nil
 }

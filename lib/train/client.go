@@ -28,10 +28,15 @@ type Session interface {
 var _ Session = (*tinkerapi.Session)(nil)
 var _ Client = (*tinkerapi.TrainingClient)(nil)
 
-// adam is the default Adam settings at learning rate lr.
+// LoopAdamEps is the Adam epsilon the loops send: the cookbook's SFT, DPO
+// and RL loops send 1e-8, where the SDK's optim_step defaults to 1e-12
+// (which training_client().optim_step keeps).
+const LoopAdamEps = 1e-8
+
+// adam is the loops' Adam settings at learning rate lr.
 func adam(lr float64) tinkerapi.AdamParams {
 	p := tinkerapi.DefaultAdamParams()
-	p.LearningRate = lr
+	p.LearningRate, p.Eps = lr, LoopAdamEps
 	return p
 }
 

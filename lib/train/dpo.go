@@ -15,8 +15,13 @@ import (
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 )
 
-// DefaultDPOBeta is the DPO temperature β of dpo() and `tinker train dpo`.
-const DefaultDPOBeta = 0.1
+// DPO defaults of dpo() and `tinker train dpo`, the cookbook's: the
+// temperature β, and a learning rate that does not follow the SFT rule
+// (lr_for) but is the cookbook's recommended starting point for DPO.
+const (
+	DefaultDPOBeta         = 0.1
+	DefaultDPOLearningRate = 1e-5
+)
 
 // Pair is one preference row: a prompt and two answers, the chosen one
 // preferred.
@@ -60,7 +65,7 @@ type DPOOptions struct {
 	Beta         float64
 	BatchSize    int // pairs per step
 	Epochs       int
-	LearningRate float64
+	LearningRate float64 // 0: DefaultDPOLearningRate
 	Schedule     string
 	MaxLength    int
 }
@@ -140,6 +145,10 @@ func pairData(r chat.Renderer, pairs []Pair, maxLength int) ([]tinkerapi.Datum, 
 // log-likelihoods of every answer are computed once, before the first
 // step, and kept in LogDir/reference.json so a resumed run reuses them.
 func DPO(ctx context.Context, s Session, o DPOOptions) (*DPOResult, error) {
+	var err error
+	if o.LearningRate, err = rate(o.LearningRate, o.BaseModel, dpoRate); err != nil {
+		return nil, userErr(err.Error())
+	}
 	if err := o.check(); err != nil {
 		return nil, userErr(err.Error())
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tinkershell/tinker/lib/chat"
 	"github.com/tinkershell/tinker/lib/modelref"
+	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"github.com/tinkershell/tinker/lib/tokenizer"
 )
@@ -71,18 +72,23 @@ type RLOptions struct {
 	Steps        int
 	MaxTokens    int
 	Temperature  float64
-	Loss         string // importance_sampling, ppo or cispo
-	LearningRate float64
+	Loss         string  // importance_sampling, ppo or cispo
+	LearningRate float64 // 0: lr_for(BaseModel)
+	// DropEqualGroups drops the groups whose rewards are all equal (their
+	// advantages are 0) and skips the optimizer step when none is left.
+	// By default, as in the cookbook, they are trained on (with advantage
+	// 0) and every step steps, so Adam's momentum carries on.
+	DropEqualGroups bool
 }
 
 // RLMetrics is one step of RL.
 type RLMetrics struct {
 	Step         int     `json:"step"`
-	MeanReward   float64 `json:"mean_reward"` // over every completion sampled
-	Loss         float64 `json:"loss"`        // per trained token
-	Tokens       int     `json:"tokens"`      // completion tokens sampled
-	Trained      int     `json:"num_trained"` // completions trained on
-	Skipped      int     `json:"skipped_groups"`
+	MeanReward   float64 `json:"mean_reward"`    // over every completion sampled
+	Loss         float64 `json:"loss"`           // per trained token
+	Tokens       int     `json:"tokens"`         // completion tokens sampled
+	Trained      int     `json:"num_trained"`    // completions trained on
+	Skipped      int     `json:"skipped_groups"` // dropped by DropEqualGroups
 	LearningRate float64 `json:"learning_rate"`
 	Seconds      float64 `json:"time"`
 }
@@ -136,6 +142,7 @@ type rlConfig struct {
 	Temperature   float64 `json:"temperature"`
 	Loss          string  `json:"loss"`
 	LearningRate  float64 `json:"learning_rate"`
+	DropEqual     bool    `json:"drop_equal_groups,omitempty"`
 	SaveEvery     int     `json:"save_every"`
 	Name          string  `json:"name"`
 }
@@ -153,6 +160,10 @@ func RL(ctx context.Context, s SamplingSession, o RLOptions) (*RLResult, error) 
 	if o.BatchSize == 0 {
 		o.BatchSize = len(o.Prompts)
 	}
+	var err error
+	if o.LearningRate, err = rate(o.LearningRate, o.BaseModel, models.LoRALearningRate); err != nil {
+		return nil, userErr(err.Error())
+	}
 	if err := o.check(); err != nil {
 		return nil, userErr(err.Error())
 	}
@@ -166,7 +177,7 @@ func RL(ctx context.Context, s SamplingSession, o RLOptions) (*RLResult, error) 
 	}
 	cfg := rlConfig{BaseModel: o.BaseModel, PromptsSHA256: promptHash(prompts), Rank: o.Lora.Rank, Seed: o.Lora.Seed, Renderer: renderer,
 		GroupSize: o.GroupSize, BatchSize: o.BatchSize, Steps: o.Steps, MaxTokens: o.MaxTokens, Temperature: o.Temperature, Loss: o.Loss,
-		LearningRate: o.LearningRate, SaveEvery: o.SaveEvery, Name: o.Name}
+		LearningRate: o.LearningRate, DropEqual: o.DropEqualGroups, SaveEvery: o.SaveEvery, Name: o.Name}
 	run, err := newRunner[RLMetrics](ctx, &o.RunOptions, o.BaseModel, o.Steps, cfg, "rl")
 	if err != nil {
 		return nil, userErr("log_dir: " + err.Error())
@@ -258,7 +269,7 @@ func (l *rlLoop) submit(ctx context.Context, step int) (func() (RLMetrics, error
 	}
 	data, trained := l.data(groups, &m)
 	if len(data) == 0 {
-		// No group had signal: nothing to train, the weights stay.
+		// Every group was dropped (or sampled nothing): the weights stay.
 		return func() (RLMetrics, error) { m.Seconds = l.lap(); return m, nil }, nil
 	}
 	fb, err := l.tc.ForwardBackwardAsync(ctx, tinkerapi.ForwardBackwardInput{Data: data, LossFn: l.o.Loss})
@@ -387,22 +398,15 @@ func clip(s string, n int) string {
 	return string(r[:n]) + "…"
 }
 
-// data turns the groups with signal into policy-gradient data: each
-// completion's tokens are trained with its advantage (reward − the group
-// mean) against the logprobs it was sampled with; the prompt's tokens
-// weigh nothing. Groups whose rewards are all equal teach nothing and are
-// skipped.
+// data turns the groups into policy-gradient data: each completion's
+// tokens are trained with its advantage (reward − the group mean) against
+// the logprobs it was sampled with; the prompt's tokens weigh nothing.
+// Groups whose rewards are all equal have advantage 0; DropEqualGroups
+// leaves them out.
 func (l *rlLoop) data(groups []group, m *RLMetrics) (out []tinkerapi.Datum, tokens int) {
 	for _, gr := range groups {
-		mean := 0.0
-		for _, r := range gr.rewards {
-			mean += r / float64(len(gr.rewards))
-		}
-		signal := false
-		for _, r := range gr.rewards {
-			signal = signal || r != gr.rewards[0]
-		}
-		if !signal {
+		mean, equal := groupMean(gr.rewards)
+		if equal && l.o.DropEqualGroups {
 			m.Skipped++
 			continue
 		}
@@ -416,6 +420,20 @@ func (l *rlLoop) data(groups []group, m *RLMetrics) (out []tinkerapi.Datum, toke
 		}
 	}
 	return out, tokens
+}
+
+// groupMean is the mean of a group's rewards and whether they are all
+// equal (then the mean is that reward exactly, so advantages are 0).
+func groupMean(rewards []float64) (mean float64, equal bool) {
+	equal = true
+	for _, r := range rewards {
+		mean += r / float64(len(rewards))
+		equal = equal && r == rewards[0]
+	}
+	if equal && len(rewards) > 0 {
+		mean = rewards[0]
+	}
+	return mean, equal
 }
 
 // rlDatum is prompt+completion shifted into a datum whose targets past the

@@ -20,6 +20,22 @@ type RunOptions struct {
 	OnStep func(m Record, total int)
 }
 
+// rate is a run's learning rate: the one given, or (when 0) the loop's
+// default for its base model, def.
+func rate(given float64, base string, def func(string) (float64, error)) (float64, error) {
+	if given != 0 {
+		return given, nil
+	}
+	lr, err := def(base)
+	if err != nil {
+		return 0, fmt.Errorf("learning_rate: %w", err)
+	}
+	return lr, nil
+}
+
+// dpoRate is DPO's default learning rate, whatever the model.
+func dpoRate(string) (float64, error) { return DefaultDPOLearningRate, nil }
+
 // Result is the outcome of a run, or of the part of it this call ran.
 type Result[M Record] struct {
 	BaseModel   string

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tinkershell/tinker/lib/chat"
 	"github.com/tinkershell/tinker/lib/modelref"
+	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 )
 
@@ -36,9 +37,9 @@ type SFTOptions struct {
 	Reduction    string // ReductionMean (the cookbook's default) or ReductionNone
 	BatchSize    int
 	Epochs       int
-	LearningRate float64
-	Schedule     string // linear, constant or cosine
-	EvalEvery    int    // steps between evaluations; 0: only at the end
+	LearningRate float64 // 0: lr_for(BaseModel), the published rule
+	Schedule     string  // linear, constant or cosine
+	EvalEvery    int     // steps between evaluations; 0: only at the end
 }
 
 // SFTMetrics is one step of SFT, one line of metrics.jsonl.
@@ -166,6 +167,10 @@ func userErr(msg string) error { return &tinkerapi.UserError{Msg: msg} }
 // SFT runs supervised fine-tuning (see the sft() builtin's documentation).
 // Every input is checked before anything is written to LogDir or sent.
 func SFT(ctx context.Context, s Session, o SFTOptions) (*SFTResult, error) {
+	var err error
+	if o.LearningRate, err = rate(o.LearningRate, o.BaseModel, models.LoRALearningRate); err != nil {
+		return nil, userErr(err.Error())
+	}
 	if err := o.check(); err != nil {
 		return nil, userErr(err.Error())
 	}

@@ -93,7 +93,7 @@ func sftOptions(c *invocation) (o train.SFTOptions, usage string) {
 	o.SaveEvery = c.intOr("save-every", train.DefaultSaveEvery)
 	o.EvalEvery = c.intOr("eval-every", train.DefaultEvalEvery)
 	o.MaxSteps = c.intOr("max-steps", 0)
-	o.LearningRate, usage = learningRateFlag(c, o.BaseModel)
+	o.LearningRate, usage = learningRateFlag(c)
 	return o, usage
 }
 

@@ -2,13 +2,13 @@ package app
 
 import (
 	"fmt"
+	"math"
 	"os"
 
 	starlarkjson "go.starlark.net/lib/json"
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
 
-	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"github.com/tinkershell/tinker/lib/train"
 )
@@ -19,7 +19,7 @@ var loopFlags = []flagSpec{
 	{Long: "--rank", Kind: flagInt, Metavar: "INTEGER", Help: "LoRA rank (default 32)."},
 	{Long: "--seed", Kind: flagInt, Metavar: "INTEGER", Help: "Seed of the adapter's initialisation and the order."},
 	{Long: "--renderer", Kind: flagString, Metavar: "NAME", Help: "Chat renderer (default: the model's)."},
-	{Long: "--learning-rate", Kind: flagString, Metavar: "FLOAT", Help: "Learning rate (default: lr_for(MODEL))."},
+	{Long: "--learning-rate", Kind: flagString, Metavar: "FLOAT", Help: "Learning rate (default: lr_for(MODEL); DPO 1e-5)."},
 	{Long: "--save-every", Kind: flagInt, Metavar: "INTEGER", Help: fmt.Sprintf("Steps between saved states (default %d).", train.DefaultSaveEvery)},
 	{Long: "--log-dir", Kind: flagPath, Metavar: "DIR", Help: "Metrics and saved state; rerun to resume."},
 	{Long: "--name", Kind: flagString, Metavar: "TEXT", Help: "Checkpoint name prefix."},
@@ -59,6 +59,7 @@ var trainRLCmd = &command{
 		{Long: "--max-tokens", Kind: flagInt, Metavar: "INTEGER", Help: fmt.Sprintf("Longest completion (default %d).", train.DefaultRLMaxTokens)},
 		{Long: "--temperature", Kind: flagString, Metavar: "FLOAT", Help: "Sampling temperature (default 1)."},
 		{Long: "--loss", Kind: flagString, Metavar: "NAME", Help: "importance_sampling (default), ppo or cispo."},
+		{Long: "--drop-equal-groups", Kind: flagBool, Help: "Leave out groups whose rewards are all equal\n(default: train on them with advantage 0)."},
 	}, loopFlags...),
 	Run: runTrainRL,
 }
@@ -78,22 +79,21 @@ func loopOptions(c *invocation, ro *train.RunOptions, lora *tinkerapi.LoraConfig
 	if base == "" {
 		return "", 0, "Missing option '--base-model'."
 	}
-	lr, usage = learningRateFlag(c, base)
+	lr, usage = learningRateFlag(c)
 	return base, lr, usage
 }
 
-// learningRateFlag is --learning-rate, or lr_for(base) without it.
-func learningRateFlag(c *invocation, base string) (float64, string) {
-	if c.has("learning-rate") {
-		lr, err := c.float("learning-rate", 0)
-		if err != nil {
-			return 0, err.Error()
-		}
-		return lr, ""
+// learningRateFlag is --learning-rate, or 0 (the loop's default) without it.
+func learningRateFlag(c *invocation) (float64, string) {
+	if !c.has("learning-rate") {
+		return 0, ""
 	}
-	lr, err := models.LoRALearningRate(base)
+	lr, err := c.float("learning-rate", 0)
 	if err != nil {
-		return 0, "--learning-rate: " + err.Error()
+		return 0, err.Error()
+	}
+	if !(lr > 0) || math.IsInf(lr, 0) {
+		return 0, "--learning-rate must be positive."
 	}
 	return lr, ""
 }
@@ -131,7 +131,7 @@ func runTrainDPO(c *invocation) int {
 func runTrainRL(c *invocation) int {
 	o := train.RLOptions{GroupSize: c.intOr("group-size", train.DefaultGroupSize), BatchSize: c.intOr("batch-size", 0),
 		Steps: c.intOr("steps", train.DefaultRLSteps), MaxTokens: c.intOr("max-tokens", train.DefaultRLMaxTokens), Loss: train.DefaultRLLoss,
-		Renderer: c.str("renderer")}
+		Renderer: c.str("renderer"), DropEqualGroups: c.has("drop-equal-groups")}
 	var usage string
 	if o.BaseModel, o.LearningRate, usage = loopOptions(c, &o.RunOptions, &o.Lora); usage != "" {
 		return c.usageError(usage)
