@@ -16,8 +16,9 @@ func init() {
 		Signature: "dpo(base_model, data, beta=0.1, rank=32, learning_rate=None, batch_size=8, epochs=1, lr_schedule=\"linear\", " +
 			"seed=None, renderer=None, max_length=None, save_every=20, log_dir=None, name=None, max_steps=None)",
 		Summary: "Direct preference optimisation on {\"messages\", \"chosen\", \"rejected\"} rows; returns the run.",
-		Details: "data is a JSONL file or a list of dicts: \"messages\" are the prompt turns, \"chosen\" and \"rejected\" two\n" +
-			"answers, the first preferred. The reference is the starting policy: its log-likelihood of every\n" +
+		Details: "base_model may be a training state to start from, as in sft() (e.g. an SFT run). data is a JSONL\n" +
+			"file or a list of dicts: \"messages\" are the prompt turns, \"chosen\" and \"rejected\" two answers, the\n" +
+			"first preferred. The reference is the starting policy: its log-likelihood of every\n" +
 			"answer is computed once, before the first step (and kept in log_dir). Each step's loss is the mean of\n" +
 			"-log sigmoid(beta * ((log p(chosen) - log p_ref(chosen)) - (log p(rejected) - log p_ref(rejected))))\n" +
 			"over batch_size pairs, applied as a forward pass and a cross_entropy forward_backward weighted by the\n" +
@@ -34,19 +35,23 @@ func init() {
 }
 
 func dpoFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	var dataV starlark.Value
+	var baseV, dataV starlark.Value
 	var seedV, rendererV, maxLenV, logDirV, nameV, maxStepsV, lrV starlark.Value = starlark.None, starlark.None, starlark.None,
 		starlark.None, starlark.None, starlark.None, starlark.None
 	var betaV starlark.Value = starlark.Float(train.DefaultDPOBeta)
 	o := train.DPOOptions{Lora: tinkerapi.DefaultLoraConfig(), BatchSize: train.DefaultBatchSize, Epochs: 1, Schedule: "linear"}
 	o.SaveEvery = train.DefaultSaveEvery
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "base_model", &o.BaseModel, "data", &dataV, "beta?", &betaV, "rank?", &o.Lora.Rank,
+	if err := unpackArgs(b.Name(), args, kwargs, "base_model", &baseV, "data", &dataV, "beta?", &betaV, "rank?", &o.Lora.Rank,
 		"learning_rate?", &lrV, "batch_size?", &o.BatchSize, "epochs?", &o.Epochs, "lr_schedule?", &o.Schedule, "seed?", &seedV,
 		"renderer?", &rendererV, "max_length?", &maxLenV, "save_every?", &o.SaveEvery, "log_dir?", &logDirV, "name?", &nameV,
 		"max_steps?", &maxStepsV); err != nil {
 		return nil, err
 	}
 	fail := func(err error) error { return fmt.Errorf("%s: %w", b.Name(), err) }
+	var err error
+	if o.BaseModel, err = startArg(baseV); err != nil {
+		return nil, fail(err)
+	}
 	rows, err := dataRowsArg(dataV, "data")
 	if err == nil {
 		o.Data, err = train.Pairs(rows)

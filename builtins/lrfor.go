@@ -16,13 +16,13 @@ func init() {
 		Details: "Hidden sizes come from the model catalog or a served --model directory's config.json. Families without a calibrated\n" +
 			"exponent are an error: pass learning_rate yourself. The tiny local models (tinker-local/...) take Llama's exponent\n" +
 			"whatever their family, so tiny-qwen3 learns in a few epochs as tiny-llama does (docs/training.md).",
-		Example:   `lr_for("meta-llama/Llama-3.1-8B")`,
+		Example: `lr_for("meta-llama/Llama-3.1-8B")`,
 	}, lrFor)
 }
 
 func lrFor(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var model string
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "model", &model); err != nil {
+	if err := unpackArgs(b.Name(), args, kwargs, "model", &model); err != nil {
 		return nil, err
 	}
 	lr, err := models.LoRALearningRate(model)

@@ -15,11 +15,12 @@ func init() {
 	register(docEntry{
 		Name: "rl",
 		Signature: "rl(base_model, prompts, reward, group_size=8, batch_size=None, steps=20, max_tokens=64, temperature=1.0, " +
-			"loss=\"importance_sampling\", learning_rate=None, rank=32, seed=None, renderer=None, save_every=20, log_dir=None, " +
-			"name=None, max_steps=None)",
+			"loss=\"importance_sampling\", learning_rate=None, rank=32, seed=None, renderer=None, drop_equal_groups=False, " +
+			"save_every=20, log_dir=None, name=None, max_steps=None)",
 		Summary: "Reinforcement learning with a Starlark reward: group sampling, advantages against the group mean; returns the run.",
-		Details: "prompts is a JSONL file or a list of strings (plain prompts) or {\"messages\": [...]} dicts (rendered\n" +
-			"with the chat renderer). Each step saves the policy for sampling, samples group_size completions of\n" +
+		Details: "base_model may be a training state to start from, as in sft() (e.g. an SFT run). prompts is a\n" +
+			"JSONL file or a list of strings (plain prompts) or {\"messages\": [...]} dicts (rendered with the chat\n" +
+			"renderer). Each step saves the policy for sampling, samples group_size completions of\n" +
 			"each of batch_size prompts (default: all) with their logprobs, and calls reward(prompt, completion)\n" +
 			"-> number for each, prompt being the row as given. A completion's advantage is its reward minus its\n" +
 			"group's mean; a group whose rewards are all equal has advantage 0 and is trained on all the same (as\n" +
@@ -39,7 +40,7 @@ func init() {
 }
 
 func rlFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	var promptsV starlark.Value
+	var baseV, promptsV starlark.Value
 	var reward starlark.Callable
 	var seedV, rendererV, logDirV, nameV, maxStepsV, lrV, batchV starlark.Value = starlark.None, starlark.None, starlark.None,
 		starlark.None, starlark.None, starlark.None, starlark.None
@@ -47,13 +48,17 @@ func rlFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwa
 	o := train.RLOptions{Lora: tinkerapi.DefaultLoraConfig(), GroupSize: train.DefaultGroupSize, Steps: train.DefaultRLSteps,
 		MaxTokens: train.DefaultRLMaxTokens, Loss: train.DefaultRLLoss}
 	o.SaveEvery = train.DefaultSaveEvery
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "base_model", &o.BaseModel, "prompts", &promptsV, "reward", &reward,
+	if err := unpackArgs(b.Name(), args, kwargs, "base_model", &baseV, "prompts", &promptsV, "reward", &reward,
 		"group_size?", &o.GroupSize, "batch_size?", &batchV, "steps?", &o.Steps, "max_tokens?", &o.MaxTokens, "temperature?", &tempV,
 		"loss?", &o.Loss, "learning_rate?", &lrV, "rank?", &o.Lora.Rank, "seed?", &seedV, "renderer?", &rendererV,
 		"drop_equal_groups?", &o.DropEqualGroups, "save_every?", &o.SaveEvery, "log_dir?", &logDirV, "name?", &nameV, "max_steps?", &maxStepsV); err != nil {
 		return nil, err
 	}
 	fail := func(err error) error { return fmt.Errorf("%s: %w", b.Name(), err) }
+	var err error
+	if o.BaseModel, err = startArg(baseV); err != nil {
+		return nil, fail(err)
+	}
 	rows, err := dataRowsArg(promptsV, "prompts")
 	if err == nil {
 		o.Prompts, err = train.Prompts(rows)

@@ -146,6 +146,32 @@ func dataRowsArg(v starlark.Value, what string) ([]train.Row, error) {
 	return out, nil
 }
 
+// startArg reads a loop's first argument: a base model name or a
+// tinker://…/weights/… path (a string), a checkpoint value, or the value
+// of an earlier sft(), dpo() or rl() call, which starts from its last
+// saved state.
+func startArg(v starlark.Value) (string, error) {
+	var state *Checkpoint
+	switch x := v.(type) {
+	case starlark.String:
+		return string(x), nil
+	case *Checkpoint:
+		return x.C.TinkerPath, nil
+	case *SFTRun:
+		state = x.State
+	case DPORun:
+		state = x.State
+	case RLRun:
+		state = x.State
+	default:
+		return "", fmt.Errorf("base_model must be a model name, a tinker://…/weights/… path, a checkpoint or a run, got %s", v.Type())
+	}
+	if state == nil {
+		return "", fmt.Errorf("that %s has no saved state to start from", v.Type())
+	}
+	return state.C.TinkerPath, nil
+}
+
 // learningRateArg is learning_rate=, or 0 (the loop's default, see
 // train.SFTOptions.LearningRate) when it is None.
 func learningRateArg(v starlark.Value) (float64, error) {

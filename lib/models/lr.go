@@ -3,6 +3,8 @@ package models
 import (
 	"fmt"
 	"math"
+
+	"github.com/tinkershell/tinker/lib/suggest"
 )
 
 // The LoRA learning-rate rule Tinker publishes for supervised fine-tuning:
@@ -28,6 +30,10 @@ var lrExponents = map[Family]float64{
 func LoRALearningRate(baseModel string) (float64, error) {
 	a, ok := Lookup(baseModel)
 	if !ok {
+		if near := suggest.Nearest(baseModel, Names()); near != "" {
+			// The words sample() and the training loops use for a typo.
+			return 0, fmt.Errorf("unknown base model %s; did you mean %s?", baseModel, near)
+		}
 		return 0, fmt.Errorf("no architecture known for %s: pass learning_rate explicitly", baseModel)
 	}
 	e, ok := lrExponents[a.Family]

@@ -35,6 +35,9 @@ func TestLoRALearningRate(t *testing.T) {
 	if _, err := LoRALearningRate("openai/gpt-oss-20b"); err == nil || !strings.Contains(err.Error(), "calibrated") {
 		t.Errorf("gpt-oss: want a no-calibrated-rule error, got %v", err)
 	}
+	if _, err := LoRALearningRate("tinker-local/tiny-lama"); err == nil || err.Error() != "unknown base model tinker-local/tiny-lama; did you mean tinker-local/tiny-llama?" {
+		t.Errorf("a typo: want the nearest name suggested, got %v", err)
+	}
 	if _, err := LoRALearningRate("nobody/unknown"); err == nil || !strings.Contains(err.Error(), "learning_rate") {
 		t.Errorf("unknown model: want an error naming learning_rate, got %v", err)
 	}

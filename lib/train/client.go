@@ -18,9 +18,11 @@ type Client interface {
 }
 
 // Session opens the training client of a run: a new adapter, or one
-// restored (with its optimizer) from the state a resumed run saved.
+// restored from a saved state (with its optimizer when a run resumes).
+// Its Client looks up the backend's models and a state's base model.
 // *tinkerapi.Session has it.
 type Session interface {
+	Client() *tinkerapi.Client
 	CreateTrainingClient(ctx context.Context, baseModel string, lora tinkerapi.LoraConfig, userMetadata map[string]string) (*tinkerapi.TrainingClient, error)
 	CreateTrainingClientFromState(ctx context.Context, path string, opts tinkerapi.StateOptions) (*tinkerapi.TrainingClient, error)
 }

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
@@ -18,13 +19,13 @@ type Conversation struct {
 	Where    string
 }
 
-// LoadConversations reads a JSONL file of {"messages": [...]} or
-// {"prompt": ..., "completion": ...} objects, one per line (blank lines are
-// skipped); errors name the line.
+// LoadConversations reads a JSONL file of conversations, one per line in
+// any shape Conversations accepts (blank lines are skipped); errors name
+// the line.
 func LoadConversations(path string) ([]Conversation, error) {
 	var out []Conversation
 	err := scanJSONL(path, func(text []byte, where string) error {
-		c, err := parseConversation(text, where)
+		c, err := Row{JSON: text, Where: where}.conversation()
 		if err == nil {
 			out = append(out, c)
 		}
@@ -39,31 +40,63 @@ func LoadConversations(path string) ([]Conversation, error) {
 	return out, nil
 }
 
-// shapes names the lines LoadConversations accepts.
+// shapes names the rows a conversation may be.
 const shapes = `each line is {"messages": [{"role": "user", "content": "..."}, {"role": "assistant", "content": "..."}]} or {"prompt": "...", "completion": "..."}`
 
-func parseConversation(text []byte, where string) (Conversation, error) {
-	var rec struct {
-		Messages   []chat.Message `json:"messages"`
-		Prompt     *string        `json:"prompt"`
-		Completion *string        `json:"completion"`
-	}
-	if err := json.Unmarshal(text, &rec); err != nil {
-		return Conversation{}, fmt.Errorf("%s: not a JSON object: %v; %s", where, err, shapes)
-	}
-	if len(rec.Messages) == 0 && rec.Prompt != nil && rec.Completion != nil {
-		// The other common shape: one user turn and the answer to train on.
-		rec.Messages = []chat.Message{{Role: "user", Content: *rec.Prompt}, {Role: "assistant", Content: *rec.Completion}}
-	}
-	if len(rec.Messages) == 0 {
-		return Conversation{}, fmt.Errorf("%s: no messages; %s", where, shapes)
-	}
-	for i, m := range rec.Messages {
-		if m.Role == "" {
-			return Conversation{}, fmt.Errorf("%s: message %d has no role", where, i)
+// Conversations reads rows that are conversations, in every shape sft()
+// trains on and evaluate() scores: {"messages": [...]}, {"prompt": ...,
+// "completion": ...} (one user turn and the answer), or a bare list of
+// messages.
+func Conversations(rows []Row) ([]Conversation, error) {
+	out := make([]Conversation, len(rows))
+	for i, r := range rows {
+		c, err := r.conversation()
+		if err != nil {
+			return nil, err
 		}
+		out[i] = c
 	}
-	return Conversation{Messages: rec.Messages, Where: where}, nil
+	return out, nil
+}
+
+// conversation reads one row of a shape Conversations accepts.
+func (r Row) conversation() (Conversation, error) {
+	if bytes.HasPrefix(bytes.TrimSpace(r.JSON), []byte("[")) {
+		msgs, err := r.messages(map[string]json.RawMessage{"messages": r.JSON})
+		return Conversation{Messages: msgs, Where: r.Where}, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(r.JSON, &m); err != nil || m == nil {
+		why := "it is " + jsonKind(r.JSON)
+		if !json.Valid(r.JSON) {
+			why = err.Error()
+		}
+		return Conversation{}, fmt.Errorf("%s: not a JSON object: %s; %s", r.Where, why, shapes)
+	}
+	_, hasMsgs := m["messages"]
+	_, hasPrompt := m["prompt"]
+	if !hasMsgs && hasPrompt {
+		return r.promptCompletion(m)
+	}
+	if !hasMsgs {
+		return Conversation{}, fmt.Errorf("%s: no messages; %s", r.Where, shapes)
+	}
+	msgs, err := r.messages(m)
+	return Conversation{Messages: msgs, Where: r.Where}, err
+}
+
+// promptCompletion reads {"prompt": ..., "completion": ...}: one user turn
+// and the answer to train on (or score).
+func (r Row) promptCompletion(m map[string]json.RawMessage) (Conversation, error) {
+	p, err := r.str(m, "prompt")
+	if err != nil {
+		return Conversation{}, err
+	}
+	c, err := r.str(m, "completion")
+	if err != nil {
+		return Conversation{}, err
+	}
+	return Conversation{Where: r.Where, Messages: []chat.Message{{Role: "user", Content: p}, {Role: "assistant", Content: c}}}, nil
 }
 
 // Reductions of a supervised example's weights, as the cookbook's

@@ -58,7 +58,7 @@ func Pairs(rows []Row) ([]Pair, error) {
 // DPOOptions is one direct preference optimisation run.
 type DPOOptions struct {
 	RunOptions
-	BaseModel    string
+	BaseModel    string // or a state to start from, as in SFTOptions
 	Data         []Pair
 	Lora         tinkerapi.LoraConfig
 	Renderer     string
@@ -108,6 +108,7 @@ func (o *DPOOptions) check() error {
 // dpoConfig is log_dir/config.json of DPO.
 type dpoConfig struct {
 	BaseModel    string  `json:"base_model"`
+	From         string  `json:"from,omitempty"`
 	DataSHA256   string  `json:"data_sha256"`
 	Rank         int     `json:"rank"`
 	Seed         *int64  `json:"seed"`
@@ -145,12 +146,12 @@ func pairData(r chat.Renderer, pairs []Pair, maxLength int) ([]tinkerapi.Datum, 
 // log-likelihoods of every answer are computed once, before the first
 // step, and kept in LogDir/reference.json so a resumed run reuses them.
 func DPO(ctx context.Context, s Session, o DPOOptions) (*DPOResult, error) {
-	var err error
-	if o.LearningRate, err = rate(o.LearningRate, o.BaseModel, dpoRate); err != nil {
-		return nil, userErr(err.Error())
-	}
 	if err := o.check(); err != nil {
 		return nil, userErr(err.Error())
+	}
+	st, err := begin(ctx, s, &o.BaseModel, &o.LearningRate, &o.Lora, dpoRate)
+	if err != nil {
+		return nil, err
 	}
 	r, err := modelref.Renderer(ctx, o.BaseModel, o.Renderer)
 	if err != nil {
@@ -161,17 +162,17 @@ func DPO(ctx context.Context, s Session, o DPOOptions) (*DPOResult, error) {
 		return nil, userErr(err.Error())
 	}
 	perEpoch := (len(o.Data) + o.BatchSize - 1) / o.BatchSize
-	cfg := dpoConfig{BaseModel: o.BaseModel, DataSHA256: dataHash(data), Rank: o.Lora.Rank, Seed: o.Lora.Seed, Renderer: r.Name(),
+	cfg := dpoConfig{BaseModel: o.BaseModel, From: st.from, DataSHA256: dataHash(data), Rank: o.Lora.Rank, Seed: o.Lora.Seed, Renderer: r.Name(),
 		Beta: o.Beta, MaxLength: o.MaxLength, BatchSize: o.BatchSize, Epochs: o.Epochs, LearningRate: o.LearningRate,
 		Schedule: o.Schedule, SaveEvery: o.SaveEvery, Name: o.Name}
-	run, err := newRunner[DPOMetrics](ctx, &o.RunOptions, o.BaseModel, perEpoch*o.Epochs, cfg, "dpo")
+	run, err := newRunner[DPOMetrics](ctx, &o.RunOptions, st, perEpoch*o.Epochs, cfg, "dpo")
 	if err != nil {
 		return nil, userErr("log_dir: " + err.Error())
 	}
 	if run.done() {
 		return run.res, nil
 	}
-	if err := run.open(ctx, s, o.BaseModel, o.Lora, "tinker dpo"); err != nil {
+	if err := run.open(ctx, s, o.Lora, "tinker dpo"); err != nil {
 		return nil, err
 	}
 	defer run.close()

@@ -60,7 +60,7 @@ func Prompts(rows []Row) ([]Prompt, error) {
 // RLOptions is one RL run.
 type RLOptions struct {
 	RunOptions
-	BaseModel string
+	BaseModel string // or a state to start from, as in SFTOptions
 	Prompts   []Prompt
 	// Reward scores a completion of Prompts[prompt]; it is called on the
 	// caller's goroutine, one completion at a time.
@@ -117,7 +117,7 @@ func (o *RLOptions) check() error {
 		return fmt.Errorf("max_tokens must be at least 1")
 	case !positive(o.Temperature):
 		return fmt.Errorf("temperature must be positive (RL needs varied completions)")
-	case !positive(o.LearningRate):
+	case o.LearningRate != 0 && !positive(o.LearningRate): // 0: the default
 		return fmt.Errorf("learning_rate must be positive")
 	case o.Lora.Rank < 1:
 		return fmt.Errorf("rank must be positive")
@@ -131,6 +131,7 @@ func (o *RLOptions) check() error {
 // compared: resuming with another one is the caller's choice.
 type rlConfig struct {
 	BaseModel     string  `json:"base_model"`
+	From          string  `json:"from,omitempty"`
 	PromptsSHA256 string  `json:"prompts_sha256"`
 	Rank          int     `json:"rank"`
 	Seed          *int64  `json:"seed"`
@@ -160,12 +161,12 @@ func RL(ctx context.Context, s SamplingSession, o RLOptions) (*RLResult, error) 
 	if o.BatchSize == 0 {
 		o.BatchSize = len(o.Prompts)
 	}
-	var err error
-	if o.LearningRate, err = rate(o.LearningRate, o.BaseModel, models.LoRALearningRate); err != nil {
-		return nil, userErr(err.Error())
-	}
 	if err := o.check(); err != nil {
 		return nil, userErr(err.Error())
+	}
+	st, err := begin(ctx, s, &o.BaseModel, &o.LearningRate, &o.Lora, models.LoRALearningRate)
+	if err != nil {
+		return nil, err
 	}
 	tok, err := tokenizer.ForModel(ctx, o.BaseModel)
 	if err != nil {
@@ -175,17 +176,17 @@ func RL(ctx context.Context, s SamplingSession, o RLOptions) (*RLResult, error) 
 	if err != nil {
 		return nil, userErr(err.Error())
 	}
-	cfg := rlConfig{BaseModel: o.BaseModel, PromptsSHA256: promptHash(prompts), Rank: o.Lora.Rank, Seed: o.Lora.Seed, Renderer: renderer,
+	cfg := rlConfig{BaseModel: o.BaseModel, From: st.from, PromptsSHA256: promptHash(prompts), Rank: o.Lora.Rank, Seed: o.Lora.Seed, Renderer: renderer,
 		GroupSize: o.GroupSize, BatchSize: o.BatchSize, Steps: o.Steps, MaxTokens: o.MaxTokens, Temperature: o.Temperature, Loss: o.Loss,
 		LearningRate: o.LearningRate, DropEqual: o.DropEqualGroups, SaveEvery: o.SaveEvery, Name: o.Name}
-	run, err := newRunner[RLMetrics](ctx, &o.RunOptions, o.BaseModel, o.Steps, cfg, "rl")
+	run, err := newRunner[RLMetrics](ctx, &o.RunOptions, st, o.Steps, cfg, "rl")
 	if err != nil {
 		return nil, userErr("log_dir: " + err.Error())
 	}
 	if run.done() {
 		return run.res, nil
 	}
-	if err := run.open(ctx, s, o.BaseModel, o.Lora, "tinker rl"); err != nil {
+	if err := run.open(ctx, s, o.Lora, "tinker rl"); err != nil {
 		return nil, err
 	}
 	defer run.close()

@@ -82,6 +82,7 @@ func (e *InterruptedError) Error() string {
 // result. A loop supplies only the stepper.
 type runner[M Record] struct {
 	o      *RunOptions
+	start  start
 	tc     Client
 	log    *logDir[M] // nil without LogDir
 	res    *Result[M]
@@ -107,12 +108,12 @@ type stepper[M Record] interface {
 	barrier(step int) bool
 }
 
-// newRunner prepares a run of total steps whose settings are cfg, reading
-// the saved state of an earlier call from o.LogDir. The error is that of
-// the log directory.
-func newRunner[M Record](ctx context.Context, o *RunOptions, baseModel string, total int, cfg any, prefix string) (*runner[M], error) {
-	r := &runner[M]{o: o, total: total, prefix: o.Name, wait: context.WithoutCancel(ctx)}
-	r.res = &Result[M]{BaseModel: baseModel, Total: total, LogDir: o.LogDir}
+// newRunner prepares a run of total steps from st whose settings are cfg,
+// reading the saved state of an earlier call from o.LogDir. The error is
+// that of the log directory.
+func newRunner[M Record](ctx context.Context, o *RunOptions, st start, total int, cfg any, prefix string) (*runner[M], error) {
+	r := &runner[M]{o: o, start: st, total: total, prefix: o.Name, wait: context.WithoutCancel(ctx)}
+	r.res = &Result[M]{BaseModel: st.base, Total: total, LogDir: o.LogDir}
 	if r.prefix == "" {
 		r.prefix = prefix
 	}
@@ -129,15 +130,22 @@ func newRunner[M Record](ctx context.Context, o *RunOptions, baseModel string, t
 // done reports whether an earlier call finished the run.
 func (r *runner[M]) done() bool { return r.st.Step == r.total && r.st.SamplerPath != "" }
 
-// open creates the training client, restored from the saved state when
-// resuming, and starts the metrics log.
-func (r *runner[M]) open(ctx context.Context, s Session, baseModel string, lora tinkerapi.LoraConfig, createdBy string) error {
+// open creates the training client: restored with its optimizer from the
+// saved state when resuming, else from the start's weights (a fresh
+// optimizer) or a fresh adapter; then it starts the metrics log.
+func (r *runner[M]) open(ctx context.Context, s Session, lora tinkerapi.LoraConfig, createdBy string) error {
 	var tc *tinkerapi.TrainingClient
 	var err error
-	if r.st.StatePath != "" {
-		tc, err = s.CreateTrainingClientFromState(ctx, r.st.StatePath, tinkerapi.StateOptions{Optimizer: true, BaseModel: baseModel})
-	} else {
-		tc, err = s.CreateTrainingClient(ctx, baseModel, lora, map[string]string{"created_by": createdBy})
+	meta := map[string]string{"created_by": createdBy}
+	switch {
+	case r.st.StatePath != "":
+		tc, err = s.CreateTrainingClientFromState(ctx, r.st.StatePath, tinkerapi.StateOptions{Optimizer: true, BaseModel: r.start.base})
+		err = stateErr(r.st.StatePath, err)
+	case r.start.from != "":
+		tc, err = s.CreateTrainingClientFromState(ctx, r.start.from, tinkerapi.StateOptions{UserMetadata: meta})
+		err = stateErr(r.start.from, err)
+	default:
+		tc, err = s.CreateTrainingClient(ctx, r.start.base, lora, meta)
 	}
 	if err != nil {
 		return err

@@ -26,6 +26,8 @@ const (
 // SFTOptions is one supervised fine-tuning run.
 type SFTOptions struct {
 	RunOptions
+	// BaseModel is a base model, or a tinker://…/weights/… state to start
+	// from (its base model then counts).
 	BaseModel    string
 	Data         []Conversation
 	Eval         []Conversation
@@ -72,7 +74,7 @@ func (o *SFTOptions) check() error {
 		return fmt.Errorf("batch_size must be at least 1")
 	case o.Epochs < 1:
 		return fmt.Errorf("epochs must be at least 1")
-	case !positive(o.LearningRate):
+	case o.LearningRate != 0 && !positive(o.LearningRate): // 0: the default
 		return fmt.Errorf("learning_rate must be positive")
 	case o.SaveEvery < 0 || o.EvalEvery < 0 || o.MaxLength < 0 || o.MaxSteps < 0:
 		return fmt.Errorf("save_every, eval_every, max_length and max_steps must not be negative")
@@ -135,6 +137,7 @@ func toData(r chat.Renderer, convs []Conversation, o *SFTOptions, reduction stri
 // sftConfig is log_dir/config.json of SFT: what must match to resume.
 type sftConfig struct {
 	BaseModel    string  `json:"base_model"`
+	From         string  `json:"from,omitempty"`
 	DataSHA256   string  `json:"data_sha256"`
 	EvalSHA256   string  `json:"eval_sha256,omitempty"`
 	Rank         int     `json:"rank"`
@@ -155,8 +158,8 @@ type sftConfig struct {
 	Name         string  `json:"name"`
 }
 
-func (o *SFTOptions) config(renderer string, data, eval []tinkerapi.Datum) sftConfig {
-	return sftConfig{BaseModel: o.BaseModel, DataSHA256: dataHash(data), EvalSHA256: dataHash(eval), Rank: o.Lora.Rank, Seed: o.Lora.Seed,
+func (o *SFTOptions) config(st start, renderer string, data, eval []tinkerapi.Datum) sftConfig {
+	return sftConfig{BaseModel: o.BaseModel, From: st.from, DataSHA256: dataHash(data), EvalSHA256: dataHash(eval), Rank: o.Lora.Rank, Seed: o.Lora.Seed,
 		TrainMLP: o.Lora.TrainMLP, TrainAttn: o.Lora.TrainAttn, TrainUnembed: o.Lora.TrainUnembed, Renderer: renderer, TrainOn: o.TrainOn, Reduction: o.Reduction,
 		MaxLength: o.MaxLength, BatchSize: o.BatchSize, Epochs: o.Epochs, LearningRate: o.LearningRate, Schedule: o.Schedule,
 		SaveEvery: o.SaveEvery, EvalEvery: o.EvalEvery, Name: o.Name}
@@ -167,12 +170,12 @@ func userErr(msg string) error { return &tinkerapi.UserError{Msg: msg} }
 // SFT runs supervised fine-tuning (see the sft() builtin's documentation).
 // Every input is checked before anything is written to LogDir or sent.
 func SFT(ctx context.Context, s Session, o SFTOptions) (*SFTResult, error) {
-	var err error
-	if o.LearningRate, err = rate(o.LearningRate, o.BaseModel, models.LoRALearningRate); err != nil {
-		return nil, userErr(err.Error())
-	}
 	if err := o.check(); err != nil {
 		return nil, userErr(err.Error())
+	}
+	st, err := begin(ctx, s, &o.BaseModel, &o.LearningRate, &o.Lora, models.LoRALearningRate)
+	if err != nil {
+		return nil, err
 	}
 	r, err := modelref.Renderer(ctx, o.BaseModel, o.Renderer)
 	if err != nil {
@@ -189,14 +192,14 @@ func SFT(ctx context.Context, s Session, o SFTOptions) (*SFTResult, error) {
 		return nil, userErr("eval_data: " + err.Error())
 	}
 	perEpoch := (len(data) + o.BatchSize - 1) / o.BatchSize
-	run, err := newRunner[SFTMetrics](ctx, &o.RunOptions, o.BaseModel, perEpoch*o.Epochs, o.config(r.Name(), data, eval), "sft")
+	run, err := newRunner[SFTMetrics](ctx, &o.RunOptions, st, perEpoch*o.Epochs, o.config(st, r.Name(), data, eval), "sft")
 	if err != nil {
 		return nil, userErr("log_dir: " + err.Error())
 	}
 	if run.done() {
 		return run.res, nil
 	}
-	if err := run.open(ctx, s, o.BaseModel, o.Lora, "tinker sft"); err != nil {
+	if err := run.open(ctx, s, o.Lora, "tinker sft"); err != nil {
 		return nil, err
 	}
 	defer run.close()

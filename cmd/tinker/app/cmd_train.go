@@ -23,7 +23,7 @@ var trainSFTCmd = &command{
 	Help: "Fine-tune --base-model on --data (one {\"messages\": [...]} object per line), as sft() does;\n" +
 		"print the table of steps (or JSON with -f json) and the sampler checkpoint's path.",
 	Flags: []flagSpec{
-		{Long: "--base-model", Kind: flagString, Metavar: "MODEL", Help: "Base model (required)."},
+		{Long: "--base-model", Kind: flagString, Metavar: "MODEL", Help: "Base model, or a tinker://…/weights/… state\nto start from (required)."},
 		{Long: "--data", Kind: flagPath, Metavar: "FILE", Help: "Training conversations, JSONL (required)."},
 		{Long: "--eval-data", Kind: flagPath, Metavar: "FILE", Help: "Held-out conversations scored as mean NLL."},
 		{Long: "--rank", Kind: flagInt, Metavar: "INTEGER", Help: "LoRA rank (default 32)."},

@@ -15,7 +15,7 @@ import (
 
 // loopFlags are the flags train dpo and train rl share with train sft.
 var loopFlags = []flagSpec{
-	{Long: "--base-model", Kind: flagString, Metavar: "MODEL", Help: "Base model (required)."},
+	{Long: "--base-model", Kind: flagString, Metavar: "MODEL", Help: "Base model, or a tinker://…/weights/… state\nto start from (required)."},
 	{Long: "--rank", Kind: flagInt, Metavar: "INTEGER", Help: "LoRA rank (default 32)."},
 	{Long: "--seed", Kind: flagInt, Metavar: "INTEGER", Help: "Seed of the adapter's initialisation and the order."},
 	{Long: "--renderer", Kind: flagString, Metavar: "NAME", Help: "Chat renderer (default: the model's)."},
