@@ -126,6 +126,7 @@ func sftFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw
 		o.OnStep = status.Step
 		defer env.HushStatus()()
 	}
+	o.OnResume = resumeNotice(env, b.Name(), o.LogDir, status)
 	res, err := train.SFT(ctx, s, o)
 	status.Clear() // before any message, which would follow it on its line
 	if err != nil {

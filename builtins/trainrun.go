@@ -212,11 +212,13 @@ func runLoop(thread *starlark.Thread, name string, ro *train.RunOptions, loop fu
 	env := envOf(thread)
 	ctx := ContextOf(thread)
 	defer env.clearStatus()
+	var status *train.Status
 	if env.NoticesTTY {
-		status := train.NewStatus(env.Notices, env.Width)
+		status = train.NewStatus(env.Notices, env.Width)
 		ro.OnStep = status.Step
 		defer status.Clear()
 	}
+	ro.OnResume = resumeNotice(env, name, ro.LogDir, status)
 	err := loop(ctx, env)
 	var ie *train.InterruptedError
 	if errors.As(err, &ie) {
@@ -229,4 +231,15 @@ func runLoop(thread *starlark.Thread, name string, ro *train.RunOptions, loop fu
 		return fmt.Errorf("%s: %w", name, sessionErr(err))
 	}
 	return nil
+}
+
+// resumeNotice says on the notices stream that a run resumes from the
+// state in logDir, and measures the status line's ETA from there.
+func resumeNotice(env *Env, name, logDir string, status *train.Status) func(step, total int) {
+	return func(step, total int) {
+		status.Resumed(step)
+		if env.Notices != nil {
+			fmt.Fprintf(env.Notices, "%s: resuming from step %d of %d (the state saved in %s)\n", name, step, total, logDir)
+		}
+	}
 }

@@ -173,7 +173,7 @@ func DPO(ctx context.Context, s Session, o DPOOptions) (*DPOResult, error) {
 		return run.res, nil
 	}
 	if err := run.open(ctx, s, o.Lora, "tinker dpo"); err != nil {
-		return nil, err
+		return nil, run.stopped(ctx, err)
 	}
 	defer run.close()
 	l := &dpoLoop{runner: run, o: &o, data: data, perEpoch: perEpoch}
@@ -181,7 +181,7 @@ func DPO(ctx context.Context, s Session, o DPOOptions) (*DPOResult, error) {
 		l.seed = uint64(*o.Lora.Seed)
 	}
 	if l.ref, err = l.reference(ctx); err != nil {
-		return nil, fmt.Errorf("reference log-likelihoods: %w", err)
+		return nil, run.stopped(ctx, fmt.Errorf("reference log-likelihoods: %w", err))
 	}
 	return run.drive(ctx, l)
 }
@@ -300,16 +300,17 @@ func (l *dpoLoop) submit(ctx context.Context, step int) (func() (DPOMetrics, err
 		ref = append(ref, l.ref[2*j], l.ref[2*j+1])
 		m.Tokens += len(l.data[2*j].ModelInput) + len(l.data[2*j+1].ModelInput)
 	}
-	pol, err := seqLogprobs(ctx, l.tc, batch, len(batch))
+	// The step's requests use the uncancelled context, as SFT's do.
+	pol, err := seqLogprobs(l.wait, l.tc, batch, len(batch))
 	if err != nil {
 		return nil, err
 	}
 	weighted := l.lossWeights(batch, pol, ref, &m)
-	fb, err := l.tc.ForwardBackwardAsync(ctx, tinkerapi.ForwardBackwardInput{Data: weighted, LossFn: "cross_entropy"})
+	fb, err := l.tc.ForwardBackwardAsync(l.wait, tinkerapi.ForwardBackwardInput{Data: weighted, LossFn: "cross_entropy"})
 	if err != nil {
 		return nil, err
 	}
-	opt, err := l.tc.OptimStepAsync(ctx, adam(lr))
+	opt, err := l.tc.OptimStepAsync(l.wait, adam(lr))
 	if err != nil {
 		return nil, err
 	}

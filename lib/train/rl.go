@@ -187,7 +187,7 @@ func RL(ctx context.Context, s SamplingSession, o RLOptions) (*RLResult, error) 
 		return run.res, nil
 	}
 	if err := run.open(ctx, s, o.Lora, "tinker rl"); err != nil {
-		return nil, err
+		return nil, run.stopped(ctx, err)
 	}
 	defer run.close()
 	l := &rlLoop{runner: run, o: &o, s: s, tok: tok, prompts: prompts}
@@ -273,11 +273,15 @@ func (l *rlLoop) submit(ctx context.Context, step int) (func() (RLMetrics, error
 		// Every group was dropped (or sampled nothing): the weights stay.
 		return func() (RLMetrics, error) { m.Seconds = l.lap(); return m, nil }, nil
 	}
-	fb, err := l.tc.ForwardBackwardAsync(ctx, tinkerapi.ForwardBackwardInput{Data: data, LossFn: l.o.Loss})
+	if ctx.Err() != nil {
+		return nil, ctx.Err() // interrupted while sampling or scoring
+	}
+	// The step's requests use the uncancelled context, as SFT's do.
+	fb, err := l.tc.ForwardBackwardAsync(l.wait, tinkerapi.ForwardBackwardInput{Data: data, LossFn: l.o.Loss})
 	if err != nil {
 		return nil, err
 	}
-	opt, err := l.tc.OptimStepAsync(ctx, adam(l.o.LearningRate))
+	opt, err := l.tc.OptimStepAsync(l.wait, adam(l.o.LearningRate))
 	if err != nil {
 		return nil, err
 	}
@@ -300,7 +304,7 @@ func (l *rlLoop) submit(ctx context.Context, step int) (func() (RLMetrics, error
 // the step's prompts, concurrently.
 func (l *rlLoop) sample(ctx context.Context, step int) ([]group, error) {
 	ttl := int64(samplerTTL)
-	path, err := l.tc.SaveWeightsForSampler(ctx, fmt.Sprintf("%s-policy-%06d", l.prefix, step), &ttl)
+	path, err := l.tc.SaveWeightsForSampler(l.wait, fmt.Sprintf("%s-policy-%06d", l.prefix, step), &ttl)
 	if err != nil {
 		return nil, fmt.Errorf("save the policy for sampling: %w", err)
 	}

@@ -18,6 +18,9 @@ type RunOptions struct {
 	MaxSteps int
 	// OnStep is told of each finished step (Status.Step draws it).
 	OnStep func(m Record, total int)
+	// OnResume is told, before the first step, that the run resumes
+	// after step of total (the step saved in LogDir).
+	OnResume func(step, total int)
 }
 
 // rate is a run's learning rate: the one given, or (when 0) the loop's
@@ -66,6 +69,9 @@ type InterruptedError struct {
 }
 
 func (e *InterruptedError) Error() string {
+	if e.StatePath == "" {
+		return fmt.Sprintf("interrupted after step %d of %d, before any state was saved: nothing to resume; run it again to start over", e.Step, e.Total)
+	}
 	how := "training_client(state=...) continues from it; give log_dir to make runs resumable"
 	if e.LogDir != "" {
 		if e.Resume != nil {

@@ -200,7 +200,7 @@ func SFT(ctx context.Context, s Session, o SFTOptions) (*SFTResult, error) {
 		return run.res, nil
 	}
 	if err := run.open(ctx, s, o.Lora, "tinker sft"); err != nil {
-		return nil, err
+		return nil, run.stopped(ctx, err)
 	}
 	defer run.close()
 	l := &sftLoop{runner: run, o: &o, data: data, eval: eval, perEpoch: perEpoch}
@@ -236,13 +236,16 @@ func (l *sftLoop) submit(ctx context.Context, step int) (func() (SFTMetrics, err
 		batch = append(batch, l.data[j])
 		tokens += len(l.data[j].ModelInput)
 	}
-	fb, err := l.tc.ForwardBackwardAsync(ctx, tinkerapi.ForwardBackwardInput{Data: batch, LossFn: "cross_entropy"})
+	// Both requests go out with the uncancelled context: an interrupt
+	// between them would leave a seq_id the server waits for (30 s) before
+	// it runs the save that follows. drive checks for it before submitting.
+	fb, err := l.tc.ForwardBackwardAsync(l.wait, tinkerapi.ForwardBackwardInput{Data: batch, LossFn: "cross_entropy"})
 	if err != nil {
 		return nil, err
 	}
 	// If this fails, the step's gradients stay unapplied and the run
 	// stops at the step before, whose weights are unchanged.
-	opt, err := l.tc.OptimStepAsync(ctx, adam(lr))
+	opt, err := l.tc.OptimStepAsync(l.wait, adam(lr))
 	if err != nil {
 		return nil, err
 	}

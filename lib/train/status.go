@@ -22,12 +22,14 @@ type Record interface {
 }
 
 // stepLine is the live progress line of a run: step, headline figure,
-// tokens/s and ETA, elapsed being the time since the call began.
-func stepLine(m Record, total int, elapsed time.Duration) string {
+// tokens/s and ETA, elapsed being the time since the call began and from
+// the steps finished before it (a resumed run's), which took none of it.
+func stepLine(m Record, total, from int, elapsed time.Duration) string {
 	name, v := m.Headline()
 	tokens, secs := m.Throughput()
 	rate := float64(tokens) / math.Max(secs, 1e-9)
-	eta := time.Duration(float64(elapsed) / float64(m.StepNumber()) * float64(total-m.StepNumber()))
+	done := max(m.StepNumber()-from, 1)
+	eta := time.Duration(float64(elapsed) / float64(done) * float64(total-m.StepNumber()))
 	return fmt.Sprintf("step %d/%d  %s %.4f  %.0f tok/s  ETA %s", m.StepNumber(), total, name, v, rate, progress.FormatETA(eta))
 }
 
@@ -38,6 +40,7 @@ type Status struct {
 	w     io.Writer
 	width int
 	began time.Time
+	from  int              // steps finished before this call (Resumed)
 	line  *progress.Status // drawn at the first finished step
 }
 
@@ -46,9 +49,17 @@ func NewStatus(w io.Writer, width int) *Status {
 	return &Status{w: w, width: width, began: time.Now()}
 }
 
+// Resumed says the run resumes after step: the ETA is then measured on
+// the steps this call runs, from now. A nil Status ignores it.
+func (s *Status) Resumed(step int) {
+	if s != nil {
+		s.from, s.began = step, time.Now()
+	}
+}
+
 // Step shows m, a step of total.
 func (s *Status) Step(m Record, total int) {
-	line := stepLine(m, total, time.Since(s.began))
+	line := stepLine(m, total, s.from, time.Since(s.began))
 	if s.line == nil {
 		s.line = progress.NewStatus(s.w, true, s.width, line)
 	} else {

@@ -1,8 +1,12 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/tinkershell/tinker/lib/chat"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
@@ -100,8 +104,9 @@ func sftOptions(c *invocation) (o train.SFTOptions, usage string) {
 // runLoop runs a training loop as a subcommand: load reads its data files
 // (their errors come before any request), then loop runs in a session
 // with the live step line on a terminal and returns how to show its
-// result. An interrupt is reported with how to resume and exits as the
-// shell's interrupt does.
+// result. Ctrl-C stops after the steps already sent and saves (the line
+// "interrupted after step N … to resume", exit 130); a second Ctrl-C exits
+// at once.
 func runLoop(c *invocation, ro *train.RunOptions, load func() error, loop func(r *apiRun, s train.Session) (func() error, error)) int {
 	interrupted := false
 	code := runAPI(c, func(r *apiRun) error {
@@ -110,7 +115,7 @@ func runLoop(c *invocation, ro *train.RunOptions, load func() error, loop func(r
 		}
 		env, s, err := r.openSession()
 		if err != nil {
-			return err
+			return interruptedOr(c, r, err, &interrupted)
 		}
 		defer env.Close()
 		var status *train.Status
@@ -119,6 +124,11 @@ func runLoop(c *invocation, ro *train.RunOptions, load func() error, loop func(r
 			ro.OnStep = status.Step
 			defer env.HushStatus()()
 		}
+		ro.OnResume = func(step, total int) {
+			status.Resumed(step)
+			fmt.Fprintf(c.io.Err, "resuming from step %d of %d (the state saved in %s)\n", step, total, ro.LogDir)
+		}
+		defer watchInterrupt(r.ctx, c, status)()
 		show, err := loop(r, s)
 		status.Clear() // before any message, which would follow it on its line
 		var ie *train.InterruptedError
@@ -128,12 +138,8 @@ func runLoop(c *invocation, ro *train.RunOptions, load func() error, loop func(r
 			fmt.Fprintf(c.io.Err, "%v\n", err)
 			return nil
 		}
-		var ue *tinkerapi.UserError
-		if err != nil && !errors.As(err, &ue) {
-			return &tinkerapi.UserError{Msg: err.Error()}
-		}
 		if err != nil {
-			return err
+			return interruptedOr(c, r, err, &interrupted)
 		}
 		return show()
 	})
@@ -141,6 +147,47 @@ func runLoop(c *invocation, ro *train.RunOptions, load func() error, loop func(r
 		return shell.ExitInterrupted
 	}
 	return code
+}
+
+// interruptedOr is err as a user error, unless Ctrl-C caused it before
+// the loop began: then it says so (never a bare "Aborted!") and the
+// command exits as interrupted.
+func interruptedOr(c *invocation, r *apiRun, err error, interrupted *bool) error {
+	if r.ctx.Err() != nil {
+		*interrupted = true
+		fmt.Fprintln(c.io.Err, "interrupted before the first step: nothing was trained or saved; run the same command again")
+		return nil
+	}
+	var ue *tinkerapi.UserError
+	if !errors.As(err, &ue) {
+		return &tinkerapi.UserError{Msg: err.Error()}
+	}
+	return err
+}
+
+// watchInterrupt tells, at the first Ctrl-C, that the run is finishing
+// the steps already sent and saving, and exits at once at the second
+// (what was saved before stays). The function it returns stops watching.
+func watchInterrupt(ctx context.Context, c *invocation, status *train.Status) func() {
+	done := make(chan struct{})
+	again := make(chan os.Signal, 1)
+	go func() {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+		}
+		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+		status.Clear()
+		fmt.Fprintln(c.io.Err, "stopping: finishing the steps already sent, then saving (Ctrl-C again to quit at once)")
+		select {
+		case <-done:
+		case <-again:
+			fmt.Fprintln(c.io.Err, "\ninterrupted again: quitting without saving; the last saved state stays in the log directory")
+			os.Exit(shell.ExitInterrupted)
+		}
+	}()
+	return func() { close(done); signal.Stop(again) }
 }
 
 // showSFT prints a finished (or stopped) run: its table or JSON, the loss
