@@ -14,7 +14,7 @@ func init() {
 	register(docEntry{
 		Name: "dpo",
 		Signature: "dpo(base_model, data, beta=0.1, rank=32, learning_rate=None, batch_size=8, epochs=1, lr_schedule=\"linear\", " +
-			"seed=None, renderer=None, max_length=None, save_every=20, log_dir=None, name=None, max_steps=None)",
+			"seed=None, renderer=None, max_length=None, save_every=20, keep_states=2, log_dir=None, name=None, max_steps=None)",
 		Summary: "Direct preference optimisation on {\"messages\", \"chosen\", \"rejected\"} rows; returns the run.",
 		Details: "base_model may be a training state to start from, as in sft() (e.g. an SFT run). data is a JSONL\n" +
 			"file or a list of dicts: \"messages\" are the prompt turns, \"chosen\" and \"rejected\" two answers, the\n" +
@@ -25,8 +25,8 @@ func init() {
 			"loss's gradient, so it runs on the service as on the local server. learning_rate defaults to\n" +
 			"1e-5, the cookbook's DPO default (not lr_for(), the SFT rule; the tiny local models need more, as\n" +
 			"in the example). Step metrics (measured before the step's update): loss, accuracy (share of pairs\n" +
-			"with a positive margin), margin, chosen_reward, rejected_reward. log_dir, save_every, max_steps and\n" +
-			"Ctrl-C work as in sft(); the result has .metrics, .sampler_checkpoint and .state_checkpoint.",
+			"with a positive margin), margin, chosen_reward, rejected_reward. log_dir, save_every, keep_states,\n" +
+			"max_steps and Ctrl-C work as in sft(); the result has .metrics, .sampler_checkpoint and .state_checkpoint.",
 		Example: "prefs = [{\"messages\": [{\"role\": \"user\", \"content\": \"Is %d even?\" % n}], \"chosen\": \"Let me check.\", \"rejected\": \"No.\"} for n in range(4)]\n" +
 			"preferred = dpo(\"tinker-local/tiny-llama\", prefs, beta=0.5, batch_size=4, epochs=4, rank=8, seed=1, learning_rate=5e-3)\n" +
 			"preferred.metrics[-1][\"accuracy\"]",
@@ -40,10 +40,10 @@ func dpoFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw
 		starlark.None, starlark.None, starlark.None, starlark.None
 	var betaV starlark.Value = starlark.Float(train.DefaultDPOBeta)
 	o := train.DPOOptions{Lora: tinkerapi.DefaultLoraConfig(), BatchSize: train.DefaultBatchSize, Epochs: 1, Schedule: "linear"}
-	o.SaveEvery = train.DefaultSaveEvery
+	o.SaveEvery, o.KeepStates = train.DefaultSaveEvery, train.DefaultKeepStates
 	if err := unpackArgs(b.Name(), args, kwargs, "base_model", &baseV, "data", &dataV, "beta?", &betaV, "rank?", &o.Lora.Rank,
 		"learning_rate?", &lrV, "batch_size?", &o.BatchSize, "epochs?", &o.Epochs, "lr_schedule?", &o.Schedule, "seed?", &seedV,
-		"renderer?", &rendererV, "max_length?", &maxLenV, "save_every?", &o.SaveEvery, "log_dir?", &logDirV, "name?", &nameV,
+		"renderer?", &rendererV, "max_length?", &maxLenV, "save_every?", &o.SaveEvery, "keep_states?", &o.KeepStates, "log_dir?", &logDirV, "name?", &nameV,
 		"max_steps?", &maxStepsV); err != nil {
 		return nil, err
 	}

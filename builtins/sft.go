@@ -17,8 +17,8 @@ func init() {
 	register(docEntry{
 		Name: "sft",
 		Signature: "sft(base_model, data, rank=32, seed=None, renderer=None, train_on=\"all_assistant_messages\", reduction=\"mean\", " +
-			"max_length=None, truncate=False, batch_size=8, epochs=1, learning_rate=None, lr_schedule=\"linear\", save_every=20, eval_data=None, " +
-			"eval_every=10, log_dir=None, name=None, max_steps=None)",
+			"max_length=None, truncate=False, batch_size=8, epochs=1, learning_rate=None, lr_schedule=\"linear\", save_every=20, " +
+			"keep_states=2, eval_data=None, eval_every=10, log_dir=None, name=None, max_steps=None)",
 		Summary: "Supervised fine-tuning on conversations; returns the run, which displays its steps.",
 		Details: "base_model may instead be a training state to start from, as the cookbook's load_checkpoint_path: a\n" +
 			"tinker://…/weights/… path, a checkpoint, or the value of an earlier sft(), dpo() or rl() (its last saved\n" +
@@ -32,7 +32,8 @@ func init() {
 			"lr_for(base_model), the published LoRA rule; lr_schedule is \"linear\" (decays to 0), \"constant\"\n" +
 			"or \"cosine\". eval_data is scored every eval_every steps and at the end as the mean NLL per trained\n" +
 			"token, as is the loss, whatever the reduction. The state is saved every save_every steps and at the\n" +
-			"end, with sampler weights. log_dir holds config.json, metrics.jsonl (one line per step) and state.json (the\n" +
+			"end, with sampler weights; of the states saved, the newest keep_states stay and older ones are deleted\n" +
+			"(the final state and sampler weights always stay; keep_states=0 keeps all). log_dir holds config.json, metrics.jsonl (one line per step) and state.json (the\n" +
 			"latest saved state); running again with the same log_dir and settings continues from that state\n" +
 			"and ends with the same weights as an uninterrupted run. max_steps stops this call early. Ctrl-C\n" +
 			"stops after the current step and saves its state. The result has .metrics (per-step dicts: step,\n" +
@@ -71,11 +72,11 @@ func sftFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw
 	var lrV starlark.Value = starlark.None
 	o := train.SFTOptions{Lora: tinkerapi.DefaultLoraConfig(), TrainOn: chat.TrainAllAssistant, BatchSize: train.DefaultBatchSize, Epochs: 1,
 		Schedule: "linear", EvalEvery: train.DefaultEvalEvery}
-	o.SaveEvery = train.DefaultSaveEvery
+	o.SaveEvery, o.KeepStates = train.DefaultSaveEvery, train.DefaultKeepStates
 	if err := unpackArgs(b.Name(), args, kwargs, "base_model", &baseV, "data", &dataV, "rank?", &o.Lora.Rank,
 		"seed?", &seedV, "renderer?", &rendererV, "train_on?", &o.TrainOn, "reduction?", &o.Reduction, "max_length?", &maxLenV, "truncate?", &o.Truncate,
 		"batch_size?", &o.BatchSize, "epochs?", &o.Epochs, "learning_rate?", &lrV, "lr_schedule?", &o.Schedule,
-		"save_every?", &o.SaveEvery, "eval_data?", &evalV, "eval_every?", &o.EvalEvery, "log_dir?", &logDirV, "name?", &nameV,
+		"save_every?", &o.SaveEvery, "keep_states?", &o.KeepStates, "eval_data?", &evalV, "eval_every?", &o.EvalEvery, "log_dir?", &logDirV, "name?", &nameV,
 		"max_steps?", &maxStepsV); err != nil {
 		return nil, err
 	}

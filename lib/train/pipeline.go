@@ -144,6 +144,7 @@ func (r *runner[M]) save(step int, final bool) error {
 	// Recorded at once: an interrupt right after this save must not save
 	// the same step again (the name would already exist).
 	r.st = next
+	r.keep.saved(r.wait, path)
 	r.res.StatePath, r.res.SamplerPath = next.StatePath, next.SamplerPath
 	return nil
 }

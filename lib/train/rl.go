@@ -24,7 +24,8 @@ const (
 )
 
 // samplerTTL keeps the per-step policy snapshots RL samples from for a
-// day: they are needed only while the step runs.
+// day at most: they are needed only while the step runs, and each is
+// deleted once the next exists (unless the run keeps every checkpoint).
 const samplerTTL = 24 * 3600
 
 // Prompt is one RL prompt: plain text (encoded with the tokenizer) or a
@@ -109,8 +110,8 @@ func (o *RLOptions) check() error {
 	switch {
 	case o.GroupSize < 2:
 		return fmt.Errorf("group_size must be at least 2 (advantages compare completions of one prompt)")
-	case o.BatchSize < 0 || o.SaveEvery < 0 || o.MaxSteps < 0:
-		return fmt.Errorf("batch_size, save_every and max_steps must not be negative")
+	case o.BatchSize < 0 || o.SaveEvery < 0 || o.MaxSteps < 0 || o.KeepStates < 0:
+		return fmt.Errorf("batch_size, save_every, max_steps and keep_states must not be negative")
 	case o.Steps < 1:
 		return fmt.Errorf("steps must be at least 1")
 	case o.MaxTokens < 1:
@@ -194,6 +195,7 @@ func RL(ctx context.Context, s SamplingSession, o RLOptions) (*RLResult, error) 
 	if o.Lora.Seed != nil {
 		l.seed = uint64(*o.Lora.Seed)
 	}
+	defer func() { l.keep.replaced(l.wait, l.policy) }() // the final sampler weights stay
 	return run.drive(ctx, l)
 }
 
@@ -246,6 +248,7 @@ type rlLoop struct {
 	tok     *tokenizer.Tokenizer
 	prompts []rlPrompt
 	seed    uint64
+	policy  string // the latest policy snapshot, deleted once superseded
 }
 
 func (l *rlLoop) barrier(int) bool { return true }
@@ -308,6 +311,8 @@ func (l *rlLoop) sample(ctx context.Context, step int) ([]group, error) {
 	if err != nil {
 		return nil, fmt.Errorf("save the policy for sampling: %w", err)
 	}
+	l.keep.replaced(l.wait, l.policy)
+	l.policy = path
 	id, err := l.s.CreateSamplingSession(ctx, "", path)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,10 @@ type RunOptions struct {
 	LogDir    string // config.json, metrics.jsonl, state.json; "" for none
 	Name      string // checkpoint name prefix; "" for the loop's name
 	SaveEvery int    // steps between saved states; 0: only at the end
+	// KeepStates is how many saved states stay (the newest; the final
+	// ones always stay, and RL's policy snapshots go once the next
+	// exists); 0 keeps everything.
+	KeepStates int
 	// MaxSteps > 0 stops this call after that many steps of the run
 	// (saving its state); schedules still span the whole run.
 	MaxSteps int
@@ -90,6 +94,7 @@ type runner[M Record] struct {
 	o      *RunOptions
 	start  start
 	tc     Client
+	keep   retention
 	log    *logDir[M] // nil without LogDir
 	res    *Result[M]
 	st     State // the last saved state
@@ -146,7 +151,7 @@ func (r *runner[M]) open(ctx context.Context, s Session, lora tinkerapi.LoraConf
 	switch {
 	case r.st.StatePath != "":
 		tc, err = s.CreateTrainingClientFromState(ctx, r.st.StatePath, tinkerapi.StateOptions{Optimizer: true, BaseModel: r.start.base})
-		err = stateErr(r.st.StatePath, err)
+		err = r.resumeErr(err)
 	case r.start.from != "":
 		tc, err = s.CreateTrainingClientFromState(ctx, r.start.from, tinkerapi.StateOptions{UserMetadata: meta})
 		err = stateErr(r.start.from, err)
@@ -157,12 +162,27 @@ func (r *runner[M]) open(ctx context.Context, s Session, lora tinkerapi.LoraConf
 		return err
 	}
 	r.tc = tc
+	r.keep = retention{rest: s.Client(), keep: r.o.KeepStates}
+	if r.st.StatePath != "" {
+		r.keep.states = []string{r.st.StatePath}
+	}
 	if r.log != nil {
 		if err := r.log.start(); err != nil {
 			return fmt.Errorf("log_dir: %w", err)
 		}
 	}
 	return nil
+}
+
+// resumeErr words a failure to restore the saved state: one that is gone
+// says how to start over or go on from an older state.
+func (r *runner[M]) resumeErr(err error) error {
+	if err == nil || !gone(err) {
+		return err
+	}
+	return userErr(fmt.Sprintf("cannot resume: the state log_dir %s saved after step %d (%s) no longer exists (deleted or expired); "+
+		"start over with another log_dir (or remove %s), or start a new run from an older state: checkpoint.list() lists them, pass one as the base model",
+		r.o.LogDir, r.st.Step, r.st.StatePath, r.o.LogDir))
 }
 
 func (r *runner[M]) close() {

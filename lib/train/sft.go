@@ -76,8 +76,8 @@ func (o *SFTOptions) check() error {
 		return fmt.Errorf("epochs must be at least 1")
 	case o.LearningRate != 0 && !positive(o.LearningRate): // 0: the default
 		return fmt.Errorf("learning_rate must be positive")
-	case o.SaveEvery < 0 || o.EvalEvery < 0 || o.MaxLength < 0 || o.MaxSteps < 0:
-		return fmt.Errorf("save_every, eval_every, max_length and max_steps must not be negative")
+	case o.SaveEvery < 0 || o.EvalEvery < 0 || o.MaxLength < 0 || o.MaxSteps < 0 || o.KeepStates < 0:
+		return fmt.Errorf("save_every, eval_every, max_length, max_steps and keep_states must not be negative")
 	case o.Lora.Rank < 1:
 		return fmt.Errorf("rank must be positive")
 	}

@@ -65,11 +65,16 @@ func isAdapterDir(path string) bool {
 // stateErr words a failure to find a saved state: one that is gone says
 // so and how to go on; others pass unchanged.
 func stateErr(path string, err error) error {
-	var ae *tinkerapi.APIError
-	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+	if gone(err) {
 		return userErr(fmt.Sprintf("the saved state %s no longer exists (deleted or expired); start from another checkpoint (checkpoint.list() lists them) or from the base model", path))
 	}
 	return err
+}
+
+// gone reports whether err is the backend's "not found".
+func gone(err error) bool {
+	var ae *tinkerapi.APIError
+	return errors.As(err, &ae) && ae.Status == http.StatusNotFound
 }
 
 // begin resolves a loop's model argument (*model becomes the base model)

@@ -42,6 +42,7 @@ var trainSFTCmd = &command{
 		{Long: "--learning-rate", Kind: flagString, Metavar: "FLOAT", Help: "Peak learning rate (default: lr_for(MODEL))."},
 		{Long: "--lr-schedule", Kind: flagString, Metavar: "NAME", Help: "linear (default), constant or cosine."},
 		{Long: "--save-every", Kind: flagInt, Metavar: "INTEGER", Help: fmt.Sprintf("Steps between saved states (default %d).", train.DefaultSaveEvery)},
+		keepStatesFlag,
 		{Long: "--eval-every", Kind: flagInt, Metavar: "INTEGER", Help: fmt.Sprintf("Steps between evaluations (default %d).", train.DefaultEvalEvery)},
 		{Long: "--log-dir", Kind: flagPath, Metavar: "DIR", Help: "Metrics and saved state; rerun to resume."},
 		{Long: "--name", Kind: flagString, Metavar: "TEXT", Help: "Checkpoint name prefix (default sft)."},
@@ -95,6 +96,7 @@ func sftOptions(c *invocation) (o train.SFTOptions, usage string) {
 		o.Schedule = c.str("lr-schedule")
 	}
 	o.SaveEvery = c.intOr("save-every", train.DefaultSaveEvery)
+	o.KeepStates = c.intOr("keep-states", train.DefaultKeepStates)
 	o.EvalEvery = c.intOr("eval-every", train.DefaultEvalEvery)
 	o.MaxSteps = c.intOr("max-steps", 0)
 	o.LearningRate, usage = learningRateFlag(c)

@@ -21,10 +21,15 @@ var loopFlags = []flagSpec{
 	{Long: "--renderer", Kind: flagString, Metavar: "NAME", Help: "Chat renderer (default: the model's)."},
 	{Long: "--learning-rate", Kind: flagString, Metavar: "FLOAT", Help: "Learning rate (default: lr_for(MODEL); DPO 1e-5)."},
 	{Long: "--save-every", Kind: flagInt, Metavar: "INTEGER", Help: fmt.Sprintf("Steps between saved states (default %d).", train.DefaultSaveEvery)},
+	keepStatesFlag,
 	{Long: "--log-dir", Kind: flagPath, Metavar: "DIR", Help: "Metrics and saved state; rerun to resume."},
 	{Long: "--name", Kind: flagString, Metavar: "TEXT", Help: "Checkpoint name prefix."},
 	{Long: "--max-steps", Kind: flagInt, Metavar: "INTEGER", Help: "Stop this run after INTEGER steps."},
 }
+
+// keepStatesFlag is --keep-states of every train subcommand.
+var keepStatesFlag = flagSpec{Long: "--keep-states", Kind: flagInt, Metavar: "INTEGER",
+	Help: fmt.Sprintf("Saved states kept, the newest (default %d; the final\nones always stay; 0 keeps every checkpoint).", train.DefaultKeepStates)}
 
 // trainDPOCmd mirrors the dpo() builtin.
 var trainDPOCmd = &command{
@@ -75,6 +80,7 @@ func loopOptions(c *invocation, ro *train.RunOptions, lora *tinkerapi.LoraConfig
 	}
 	ro.LogDir, ro.Name = c.str("log-dir"), c.str("name")
 	ro.SaveEvery = c.intOr("save-every", train.DefaultSaveEvery)
+	ro.KeepStates = c.intOr("keep-states", train.DefaultKeepStates)
 	ro.MaxSteps = c.intOr("max-steps", 0)
 	if base == "" {
 		return "", 0, "Missing option '--base-model'."
