@@ -14,54 +14,24 @@ import (
 	"time"
 )
 
-// trainSFT starts `tinker --local train sft` on 40 conversations for many
-// steps with log_dir logs in home, extra flags appended; its stderr
-// collects in the returned buffer.
-func trainSFT(t *testing.T, home string, extra ...string) (*exec.Cmd, *bytes.Buffer) {
-	t.Helper()
+// trainSFTCmd is `tinker --local train sft` on chats.jsonl for many steps
+// with log_dir logs in home, extra flags appended.
+func trainSFTCmd(t *testing.T, home string, extra ...string) *exec.Cmd {
 	args := append([]string{"--local", "train", "sft", "--base-model", "tinker-local/tiny-llama", "--data", "chats.jsonl",
 		"--rank", "4", "--batch-size", "4", "--epochs", "200", "--save-every", "3", "--log-dir", "logs"}, extra...)
-	cmd := tinkerCmd(t, home, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill() })
-	return cmd, &stderr
+	return tinkerCmd(t, home, args...)
 }
 
-// waitSteps waits until logs/metrics.jsonl holds a step (a hang guard of
-// a minute, not a timing assertion).
-func waitSteps(t *testing.T, home string) {
-	t.Helper()
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if b, _ := os.ReadFile(filepath.Join(home, "logs", "metrics.jsonl")); bytes.Count(b, []byte("\n")) >= 2 {
-			return
-		}
+// exitCode is the exit status Wait reported.
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
 	}
-	t.Fatal("no step finished within a minute")
-}
-
-// exitCode waits for cmd (a hang guard of a minute) and returns its code.
-func exitCode(t *testing.T, cmd *exec.Cmd) int {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return ee.ExitCode()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return 0
-	case <-time.After(time.Minute):
-		t.Fatal("still running a minute after Ctrl-C")
+	if err != nil {
+		return -1
 	}
-	return -1
+	return 0
 }
 
 // Ctrl-C in `tinker --local train sft` always ends with the line that
@@ -77,29 +47,36 @@ func TestTrainSFTInterrupt(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "chats.jsonl"), []byte(rows.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for try := range 3 { // a few Ctrl-Cs, landing at different points of the save cycle
+	metrics := filepath.Join(home, "logs", "metrics.jsonl")
+	resume := regexp.MustCompile(`(?m)^interrupted after step \d+ of 2000; state saved to tinker://\S+; run the same command again \(with --log-dir logs\) to resume$`)
+	for try := range 3 { // Ctrl-Cs landing at different points of the save cycle
 		os.RemoveAll(filepath.Join(home, "logs"))
-		cmd, stderr := trainSFT(t, home)
-		waitSteps(t, home)
-		time.Sleep(time.Duration(try) * 30 * time.Millisecond)
-		cmd.Process.Signal(syscall.SIGINT)
-		code, out := exitCode(t, cmd), stderr.String()
-		if code != 130 || strings.Contains(out, "Aborted!") ||
-			!regexp.MustCompile(`(?m)^interrupted after step \d+ of 2000; state saved to tinker://\S+; run the same command again \(with --log-dir logs\) to resume$`).MatchString(out) {
+		stderr, err := interruptAfterRows(t, trainSFTCmd(t, home), metrics)
+		if code, out := exitCode(err), stderr.String(); code != 130 || strings.Contains(out, "Aborted!") || !resume.MatchString(out) {
 			t.Fatalf("try %d: exit %d, stderr:\n%s", try, code, out)
 		}
 	}
-	cmd, stderr := trainSFT(t, home, "--max-steps", "1")
-	if code := exitCode(t, cmd); code != 0 || !regexp.MustCompile(`(?m)^resuming from step \d+ of 2000 \(the state saved in logs\)$`).MatchString(stderr.String()) {
-		t.Fatalf("resumed run: exit %d, stderr:\n%s", code, stderr)
+	var stderr bytes.Buffer
+	cmd := trainSFTCmd(t, home, "--max-steps", "1")
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if !regexp.MustCompile(`(?m)^resuming from step \d+ of 2000 \(the state saved in logs\)$`).MatchString(stderr.String()) || err != nil {
+		t.Fatalf("resumed run: %v, stderr:\n%s", err, &stderr)
 	}
 
 	os.RemoveAll(filepath.Join(home, "logs"))
-	cmd, stderr = trainSFT(t, home)
-	waitSteps(t, home)
+	stderr.Reset()
+	cmd = trainSFTCmd(t, home)
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for lines(t, metrics) < 2 {
+		time.Sleep(10 * time.Millisecond) // polling the file, not timing the run
+	}
 	cmd.Process.Signal(syscall.SIGINT)
 	cmd.Process.Signal(syscall.SIGINT)
-	if code := exitCode(t, cmd); code != 130 || strings.Contains(stderr.String(), "Aborted!") {
-		t.Fatalf("two Ctrl-Cs: exit %d, stderr:\n%s", code, stderr)
+	if code := exitCode(cmd.Wait()); code != 130 || strings.Contains(stderr.String(), "Aborted!") {
+		t.Fatalf("two Ctrl-Cs: exit %d, stderr:\n%s", code, &stderr)
 	}
 }
