@@ -239,6 +239,12 @@ const (
 	patQwen    = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 	patO200K   = `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 	patDigits3 = `\p{N}{1,3}`
+	// Qwen3.5/3.6/3.8 (248k vocabulary): Qwen's pattern with marks joining
+	// letters and leaving punctuation runs.
+	patQwen35 = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	// NVIDIA's 131k tiktoken-v2 vocabulary (Mistral's Tekken pattern), which
+	// Nemotron 3 uses: o200k's without contractions, one digit at a time.
+	patTekken = `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 	// KimiPattern is the split pattern of Moonshot's tokenization_kimi.py
 	// (its pat_str): o200k's with a leading Han branch, Han taken out of the
 	// letter classes (Rust-regex class intersection), and no '/' after
@@ -253,6 +259,8 @@ var handWritten = map[string]matchFunc{
 	patQwen:     func(s string, i int) int { return matchCL100K(s, i, 1) },
 	patO200K:    matchO200K,
 	KimiPattern: matchKimi,
+	patQwen35:   matchQwen35,
+	patTekken:   matchTekken,
 	patDigits3:  func(s string, i int) int { return matchNumbers(s, i, 3) },
 	patDSCJK:    matchDSCJK,
 	patDSMain:   matchDeepSeek,
@@ -357,7 +365,51 @@ func optContraction(s string, e int) int {
 	return e
 }
 
-func matchO200K(s string, i int) int { return matchO200KLike(s, i, 0, "\r\n/") }
+func matchO200K(s string, i int) int { return matchO200KLike(s, i, 0, "\r\n/", true, 3) }
+
+// matchTekken is patTekken: o200k without contractions, single digits.
+func matchTekken(s string, i int) int { return matchO200KLike(s, i, 0, "\r\n/", false, 1) }
+
+// matchQwen35 is patQwen35: the cl100k shape with [\p{L}\p{M}] for letters.
+func matchQwen35(s string, i int) int {
+	r, n, c := runeAt(s, i)
+	if r == '\'' {
+		if e := contraction(s, i); e > 0 {
+			return e
+		}
+	}
+	// [^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+ (a mark at i is a letter either way)
+	if c&(clL|clM) != 0 {
+		return runWhile(s, i, clL|clM)
+	}
+	if r != '\r' && r != '\n' && c&clN == 0 && classAt(s, i+n)&(clL|clM) != 0 {
+		return runWhile(s, i+n, clL|clM)
+	}
+	if c&clN != 0 {
+		return i + n
+	}
+	// ' ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*'
+	const other = clWS | clL | clM | clN
+	if r == ' ' && i+1 < len(s) && classAt(s, i+1)&other == 0 {
+		return runBytes(s, runNot(s, i+1, other), "\r\n")
+	}
+	if c&other == 0 {
+		return runBytes(s, runNot(s, i, other), "\r\n")
+	}
+	return whitespace(s, i)
+}
+
+// runNot returns the end of the run of runes whose class misses mask.
+func runNot(s string, i int, mask uint16) int {
+	for i < len(s) {
+		_, n, c := runeAt(s, i)
+		if c&mask != 0 {
+			break
+		}
+		i += n
+	}
+	return i
+}
 
 // matchKimi is KimiPattern: a run of Han first, then o200k's branches with
 // Han out of the letter classes and only line breaks after punctuation.
@@ -365,27 +417,34 @@ func matchKimi(s string, i int) int {
 	if classAt(s, i)&clHan != 0 {
 		return runWhile(s, i, clHan)
 	}
-	return matchO200KLike(s, i, clHan, "\r\n")
+	return matchO200KLike(s, i, clHan, "\r\n", true, 3)
 }
 
 // matchO200KLike is the o200k pattern with the runes of class excl taken
-// out of its letter classes and punctTail the bytes ` ?[^\s\p{L}\p{N}]+`
-// may be followed by.
-func matchO200KLike(s string, i int, excl uint16, punctTail string) int {
+// out of its letter classes, punctTail the bytes ` ?[^\s\p{L}\p{N}]+`
+// may be followed by, optional contractions after words when contr, and
+// runs of up to digits numbers.
+func matchO200KLike(s string, i int, excl uint16, punctTail string, contr bool, digits int) int {
 	r, n, c := runeAt(s, i)
 	lead := r != '\r' && r != '\n' && c&(clL|clN) == 0 && i+n < len(s)
+	end := func(e int) int {
+		if contr {
+			return optContraction(s, e)
+		}
+		return e
+	}
 	for _, word := range [2]func(string, int, uint16) int{o200kWord, o200kCapital} {
 		if lead {
 			if e := word(s, i+n, excl); e > 0 {
-				return optContraction(s, e)
+				return end(e)
 			}
 		}
 		if e := word(s, i, excl); e > 0 {
-			return optContraction(s, e)
+			return end(e)
 		}
 	}
 	if c&clN != 0 {
-		return matchNumbers(s, i, 3)
+		return matchNumbers(s, i, digits)
 	}
 	if r == ' ' && i+1 < len(s) && classAt(s, i+1)&(clWS|clL|clN) == 0 {
 		return runBytes(s, runOther(s, i+1), punctTail)
