@@ -18,28 +18,11 @@ import (
 func TestForModelDownloadsOnceAndCaches(t *testing.T) {
 	dir := familyDir(t, family{"qwen3"})
 	var hits atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	fakeHub(t, "/Qwen/Qwen3-8B/resolve/main/", func(name string) ([]byte, bool) {
 		hits.Add(1)
-		name := filepath.Base(r.URL.Path)
-		if !strings.HasPrefix(r.URL.Path, "/Qwen/Qwen3-8B/resolve/main/") {
-			http.NotFound(w, r)
-			return
-		}
 		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("X-Repo-Commit", "1111111111111111111111111111111111111111")
-		w.Write(b)
-	}))
-	defer srv.Close()
-	t.Setenv("HF_ENDPOINT", srv.URL)
-	t.Setenv("HF_HOME", t.TempDir())
-	t.Setenv("HF_HUB_CACHE", "")
-	t.Setenv("HF_HUB_OFFLINE", "")
-	t.Setenv("HF_TOKEN", "")
-
+		return b, err == nil
+	})
 	tk, err := ForModel(context.Background(), "Qwen/Qwen3-8B")
 	if err != nil {
 		t.Fatal(err)
@@ -67,22 +50,11 @@ func TestForModelKimiTiktoken(t *testing.T) {
 	toks := syntheticRanks(rand.New(rand.NewPCG(9, 9)))
 	files := map[string][]byte{TiktokenFile: rankFile(toks), "tokenizer_config.json": kimiConfig(len(toks))}
 	var asked []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		asked = append(asked, filepath.Base(r.URL.Path))
-		b, ok := files[filepath.Base(r.URL.Path)]
-		if !ok || !strings.HasPrefix(r.URL.Path, "/moonshotai/Kimi-K2.6/resolve/") {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("X-Repo-Commit", "2222222222222222222222222222222222222222")
-		w.Write(b)
-	}))
-	defer srv.Close()
-	t.Setenv("HF_ENDPOINT", srv.URL)
-	t.Setenv("HF_HOME", t.TempDir())
-	t.Setenv("HF_HUB_CACHE", "")
-	t.Setenv("HF_HUB_OFFLINE", "")
-	t.Setenv("HF_TOKEN", "")
+	fakeHub(t, "/moonshotai/Kimi-K2.6/resolve/", func(name string) ([]byte, bool) {
+		asked = append(asked, name)
+		b, ok := files[name]
+		return b, ok
+	})
 	tk, err := ForModel(context.Background(), "moonshotai/Kimi-K2.6")
 	if err != nil {
 		t.Fatal(err)
@@ -93,4 +65,25 @@ func TestForModelKimiTiktoken(t *testing.T) {
 	if !slices.Equal(asked[:2], []string{"tokenizer.json", TiktokenFile}) {
 		t.Errorf("requests %v: want tokenizer.json, then tiktoken.model", asked)
 	}
+}
+
+// fakeHub serves a Hugging Face Hub on loopback for the test: file gives a
+// file's contents by name under prefix (404 otherwise); the environment
+// points hfhub at it with an empty cache.
+func fakeHub(t *testing.T, prefix string, file func(name string) ([]byte, bool)) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, ok := file(filepath.Base(r.URL.Path))
+		if !ok || !strings.HasPrefix(r.URL.Path, prefix) {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("X-Repo-Commit", "1111111111111111111111111111111111111111")
+		w.Write(b)
+	}))
+	t.Cleanup(srv.Close)
+	t.Setenv("HF_ENDPOINT", srv.URL)
+	t.Setenv("HF_HOME", t.TempDir())
+	t.Setenv("HF_HUB_CACHE", "")
+	t.Setenv("HF_HUB_OFFLINE", "")
+	t.Setenv("HF_TOKEN", "")
 }

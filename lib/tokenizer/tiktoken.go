@@ -56,17 +56,9 @@ func LoadTiktoken(dir string, opts ...Option) (*Tokenizer, error) {
 	}
 	pattern, err := tiktokenPattern(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("load tokenizer from %s: %w", dir, err)
+		return loadedFrom(dir)(nil, err)
 	}
-	t, err := FromTiktoken(ranks, cfg, pattern, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("load tokenizer from %s: %w", dir, err)
-	}
-	t.id = dir
-	if t.config.ChatTemplate == "" {
-		t.config.ChatTemplate = readChatTemplateFile(dir)
-	}
-	return t, nil
+	return loadedFrom(dir)(FromTiktoken(ranks, cfg, pattern, opts...))
 }
 
 // tiktokenPattern picks the split pattern from tokenizer_config.json: the

@@ -72,15 +72,22 @@ func Load(dir string, opts ...Option) (*Tokenizer, error) {
 	if err != nil && !os.IsNotExist(err) {
 		return nil, fmt.Errorf("load tokenizer: %w", err)
 	}
-	t, err := FromFiles(tj, cj, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("load tokenizer from %s: %w", dir, err)
+	return loadedFrom(dir)(FromFiles(tj, cj, opts...))
+}
+
+// loadedFrom finishes Load and LoadTiktoken: the tokenizer is named by its
+// directory, and takes chat_template.jinja when its config has no template.
+func loadedFrom(dir string) func(*Tokenizer, error) (*Tokenizer, error) {
+	return func(t *Tokenizer, err error) (*Tokenizer, error) {
+		if err != nil {
+			return nil, fmt.Errorf("load tokenizer from %s: %w", dir, err)
+		}
+		t.id = dir
+		if t.config.ChatTemplate == "" {
+			t.config.ChatTemplate = readChatTemplateFile(dir)
+		}
+		return t, nil
 	}
-	t.id = dir
-	if t.config.ChatTemplate == "" {
-		t.config.ChatTemplate = readChatTemplateFile(dir)
-	}
-	return t, nil
 }
 
 type addedTokenJSON struct {
