@@ -156,3 +156,45 @@ func TestLineupLearningRate(t *testing.T) {
 		}
 	}
 }
+
+// What adding Qwen3.5 to the catalog needs, pinned: the text_config of
+// Qwen3.5-4B, 9B, 27B (also 3.6/3.8-27B) and 35B-A3B as their config.json
+// files publish them (full_attention_interval 4), under the
+// service's LoRA targets (tinker-cookbook's _merge_qwen3_5.py: separate
+// in_proj_q/k/v adapters where the checkpoint fuses in_proj_qkv; the counts
+// add in_proj_z and out_proj, not in_proj_a/b; full-attention layers gate
+// their output, so q_proj is twice heads×head_dim) give the cookbook's counts.
+func TestQwen35LoRATargetsDeduced(t *testing.T) {
+	type cfg struct {
+		layers, hidden, inter, heads, kv, headDim, linK, linV, linDim, experts, moeInter, shared int
+	}
+	counts := func(c cfg) (mlp, attn int) {
+		h := c.hidden
+		for i := 0; i < c.layers; i++ {
+			if i%4 == 3 { // full_attention_interval 4
+				q, kv := c.heads*c.headDim, c.kv*c.headDim
+				attn += (h + 2*q) + 2*(h+kv) + (q + h)
+			} else {
+				k, v := c.linK*c.linDim, c.linV*c.linDim
+				attn += 2*(h+k) + 2*(h+v) + (v + h) // in_proj_q, _k, _v, _z, out_proj
+			}
+			if c.experts == 0 {
+				mlp += 3 * (h + c.inter)
+			} else {
+				mlp += 3*(h+c.experts*c.moeInter) + 3*(h+c.shared)
+			}
+		}
+		return mlp, attn
+	}
+	for name, c := range map[string]cfg{
+		"Qwen/Qwen3.5-4B":      {32, 2560, 9216, 16, 4, 256, 16, 32, 128, 0, 0, 0},
+		"Qwen/Qwen3.5-9B":      {32, 4096, 12288, 16, 4, 256, 16, 32, 128, 0, 0, 0},
+		"Qwen/Qwen3.5-27B":     {64, 5120, 17408, 24, 4, 256, 16, 48, 128, 0, 0, 0},
+		"Qwen/Qwen3.5-35B-A3B": {40, 2048, 0, 16, 2, 256, 16, 32, 128, 256, 512, 512},
+	} {
+		mlp, attn := counts(c)
+		if want := loraPerRank[name]; mlp != want[0] || attn != want[1] {
+			t.Errorf("%s: mlp %d attn %d, cookbook %v", name, mlp, attn, want)
+		}
+	}
+}
