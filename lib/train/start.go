@@ -31,7 +31,7 @@ type start struct {
 func resolveStart(ctx context.Context, s Session, model string) (start, error) {
 	if !strings.HasPrefix(model, "tinker://") {
 		if isAdapterDir(model) {
-			return start{}, userErr(fmt.Sprintf("%s is an adapter directory: import it first (tinker serve import-adapter %s) and start from the tinker://…/weights/… path that prints", model, model))
+			return start{}, userErr(fmt.Sprintf("%s is an adapter directory: import it first (tinker serve import-adapter %s --base-model MODEL) and start from the tinker://…/weights/… path it prints", model, model))
 		}
 		if err := ops.CheckBaseModel(ctx, s.Client(), model); err != nil {
 			return start{}, err
