@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/tinkershell/tinker/lib/progress"
@@ -37,6 +38,7 @@ func stepLine(m Record, total, from int, elapsed time.Duration) string {
 // the subcommands make one with NewStatus, pass its Step as OnStep and
 // Clear it when the call returns.
 type Status struct {
+	mu    sync.Mutex // Clear may come from another goroutine (Ctrl-C)
 	w     io.Writer
 	width int
 	began time.Time
@@ -53,12 +55,16 @@ func NewStatus(w io.Writer, width int) *Status {
 // the steps this call runs, from now. A nil Status ignores it.
 func (s *Status) Resumed(step int) {
 	if s != nil {
+		s.mu.Lock()
 		s.from, s.began = step, time.Now()
+		s.mu.Unlock()
 	}
 }
 
 // Step shows m, a step of total.
 func (s *Status) Step(m Record, total int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	line := stepLine(m, total, s.from, time.Since(s.began))
 	if s.line == nil {
 		s.line = progress.NewStatus(s.w, true, s.width, line)
@@ -70,7 +76,12 @@ func (s *Status) Step(m Record, total int) {
 // Clear removes the line; a message about the run (interrupted, failed)
 // is printed after it. Clearing twice, or a nil Status, does nothing.
 func (s *Status) Clear() {
-	if s != nil && s.line != nil {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.line != nil {
 		s.line.Clear()
 	}
 }
