@@ -24,8 +24,9 @@ var trainCmd = &command{
 var trainSFTCmd = &command{
 	Name:    "sft",
 	Summary: "Supervised fine-tuning on a JSONL file of conversations.",
-	Help: "Fine-tune --base-model on --data (one {\"messages\": [...]} object per line), as sft() does;\n" +
-		"print the table of steps (or JSON with -f json) and the sampler checkpoint's path.",
+	Help: "Fine-tune --base-model on --data (one conversation per line: {\"messages\": [...]} or\n" +
+		"{\"prompt\": ..., \"completion\": ...}), as sft() does; print the table of steps (or JSON with -f json)\n" +
+		"and the sampler checkpoint's path.",
 	Flags: []flagSpec{
 		{Long: "--base-model", Kind: flagString, Metavar: "MODEL", Help: "Base model, or a tinker://…/weights/… state\nto start from (required)."},
 		{Long: "--data", Kind: flagPath, Metavar: "FILE", Help: "Training conversations, JSONL (required)."},
