@@ -149,7 +149,7 @@ func DPO(ctx context.Context, s Session, o DPOOptions) (*DPOResult, error) {
 	if err := o.check(); err != nil {
 		return nil, userErr(err.Error())
 	}
-	st, err := begin(ctx, s, &o.BaseModel, &o.LearningRate, &o.Lora, dpoRate)
+	st, err := begin(ctx, s, &o.RunOptions, &o.BaseModel, &o.LearningRate, &o.Lora, dpoRate)
 	if err != nil {
 		return nil, err
 	}

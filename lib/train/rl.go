@@ -165,7 +165,7 @@ func RL(ctx context.Context, s SamplingSession, o RLOptions) (*RLResult, error) 
 	if err := o.check(); err != nil {
 		return nil, userErr(err.Error())
 	}
-	st, err := begin(ctx, s, &o.BaseModel, &o.LearningRate, &o.Lora, models.LoRALearningRate)
+	st, err := begin(ctx, s, &o.RunOptions, &o.BaseModel, &o.LearningRate, &o.Lora, models.LoRALearningRate)
 	if err != nil {
 		return nil, err
 	}

@@ -173,7 +173,7 @@ func SFT(ctx context.Context, s Session, o SFTOptions) (*SFTResult, error) {
 	if err := o.check(); err != nil {
 		return nil, userErr(err.Error())
 	}
-	st, err := begin(ctx, s, &o.BaseModel, &o.LearningRate, &o.Lora, models.LoRALearningRate)
+	st, err := begin(ctx, s, &o.RunOptions, &o.BaseModel, &o.LearningRate, &o.Lora, models.LoRALearningRate)
 	if err != nil {
 		return nil, err
 	}

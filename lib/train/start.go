@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -27,8 +28,9 @@ type start struct {
 // resolveStart reads a loop's model argument: a base model the backend
 // serves (a mistyped name is one line saying what was meant, the words
 // sample() uses) or a tinker://…/weights/… state, whose base model it
-// looks up. Errors are *tinkerapi.UserError.
-func resolveStart(ctx context.Context, s Session, model string) (start, error) {
+// looks up (or, for a run in logDir that began from it and saved a state
+// of its own, reads from there). Errors are *tinkerapi.UserError.
+func resolveStart(ctx context.Context, s Session, model, logDir string) (start, error) {
 	if !strings.HasPrefix(model, "tinker://") {
 		if isAdapterDir(model) {
 			return start{}, userErr(fmt.Sprintf("%s is an adapter directory: import it first (tinker serve import-adapter %s --base-model MODEL) and start from the tinker://…/weights/… path it prints", model, model))
@@ -46,6 +48,13 @@ func resolveStart(ctx context.Context, s Session, model string) (start, error) {
 		return start{}, userErr(fmt.Sprintf("%s holds sampler weights, which cannot be trained further; start from the run's training state (its .state_checkpoint, a tinker://%s/weights/… path)", model, p.RunID))
 	}
 	info, err := s.Client().WeightsInfo(ctx, model)
+	if gone(err) {
+		if st, ok := resumedFrom(logDir, model); ok {
+			// Resuming needs the run's own state, not the one it began
+			// from, which retention or a person may have deleted since.
+			return st, nil
+		}
+	}
 	if err != nil {
 		return start{}, stateErr(model, err)
 	}
@@ -54,6 +63,26 @@ func resolveStart(ctx context.Context, s Session, model string) (start, error) {
 		st.rank = *info.LoraRank
 	}
 	return st, nil
+}
+
+// resumedFrom is the start of the run in logDir (its config.json) when
+// that run began from the state from and has saved a state of its own to
+// resume from.
+func resumedFrom(logDir, from string) (start, bool) {
+	if logDir == "" {
+		return start{}, false
+	}
+	var cfg struct {
+		BaseModel string `json:"base_model"`
+		From      string `json:"from"`
+		Rank      int    `json:"rank"`
+	}
+	b, err := os.ReadFile(filepath.Join(logDir, "config.json"))
+	if err != nil || json.Unmarshal(b, &cfg) != nil || cfg.From != from || cfg.BaseModel == "" {
+		return start{}, false
+	}
+	_, err = os.Stat(filepath.Join(logDir, "state.json"))
+	return start{base: cfg.BaseModel, from: from, rank: cfg.Rank}, err == nil
 }
 
 // isAdapterDir reports whether path is a local PEFT adapter directory.
@@ -80,8 +109,8 @@ func gone(err error) bool {
 // begin resolves a loop's model argument (*model becomes the base model)
 // and its learning rate (*lr, when 0, becomes def's for that base model);
 // a state's LoRA rank replaces lora's.
-func begin(ctx context.Context, s Session, model *string, lr *float64, lora *tinkerapi.LoraConfig, def func(string) (float64, error)) (start, error) {
-	st, err := resolveStart(ctx, s, *model)
+func begin(ctx context.Context, s Session, ro *RunOptions, model *string, lr *float64, lora *tinkerapi.LoraConfig, def func(string) (float64, error)) (start, error) {
+	st, err := resolveStart(ctx, s, *model, ro.LogDir)
 	if err != nil {
 		return start{}, err
 	}

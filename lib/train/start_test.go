@@ -78,3 +78,30 @@ func TestStartErrors(t *testing.T) {
 		}
 	}
 }
+
+// A run that began from a state resumes from its own saved state even
+// after the one it began from was deleted (retention deletes states).
+func TestResumeAfterTheStartWasDeleted(t *testing.T) {
+	sess := localSession(t, 0)
+	first, err := SFT(t.Context(), sess, resumeOptions(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := resumeOptions(filepath.Join(t.TempDir(), "second"))
+	o.BaseModel, o.Lora.Rank = first.StatePath, 32
+	ctx, onStep := interruptAt(t, 2)
+	o.OnStep = onStep
+	var ie *InterruptedError
+	if _, err := SFT(ctx, sess, o); !errors.As(err, &ie) {
+		t.Fatalf("want an interrupt, got %v", err)
+	}
+	p, _ := tinkerapi.ParsePath(first.StatePath)
+	if err := sess.Client().DeleteCheckpoint(t.Context(), p.RunID, p.CheckpointID); err != nil {
+		t.Fatal(err)
+	}
+	o.BaseModel, o.Lora.Rank, o.OnStep = first.StatePath, 32, nil
+	res, err := SFT(t.Context(), sess, o)
+	if err != nil || res.SamplerPath == "" || res.BaseModel != "tinker-local/tiny-llama" {
+		t.Fatalf("resume after the start state was deleted: %v", err)
+	}
+}
