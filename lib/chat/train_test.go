@@ -34,10 +34,14 @@ func TestRenderForTraining(t *testing.T) {
 		tok, renderer, rule string
 		want                []string
 	}{
-		{"llama3_1", "role_colon", TrainAllAssistant, []string{" Hello\n\n", " Ciao\n\n"}},
-		{"llama3_1", "role_colon", TrainLastAssistant, []string{" Ciao\n\n"}},
+		// role_colon trains the whole stop sequence "\n\nUser:" after the
+		// last answer (item 4 of issue 28).
+		{"llama3_1", "role_colon", TrainAllAssistant, []string{" Hello\n\n", " Ciao\n\nUser:"}},
+		{"llama3_1", "role_colon", TrainLastAssistant, []string{" Ciao\n\nUser:"}},
 		{"llama3_1", "llama3", TrainAllAssistant, []string{"Hello<|eot_id|>", "Ciao<|eot_id|>"}},
-		{"qwen3", "qwen3_disable_thinking", TrainLastAssistant, []string{"Ciao<|im_end|>\n"}},
+		// No "\n" after the final <|im_end|> (item 5).
+		{"qwen3", "qwen3_disable_thinking", TrainLastAssistant, []string{"Ciao<|im_end|>"}},
+		{"qwen3", "qwen3", TrainLastAssistant, []string{"<think>\n\n</think>\n\nCiao<|im_end|>"}},
 	} {
 		tk := loadTok(t, c.tok)
 		r, err := New(c.renderer, tk)
@@ -60,7 +64,7 @@ func TestRenderForTraining(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.renderer != "qwen3_disable_thinking" && !slices.Equal(tr.Tokens[:len(p.Tokens)], p.Tokens) {
+		if !slices.Equal(tr.Tokens[:len(p.Tokens)], p.Tokens) {
 			t.Errorf("%s: the training tokens do not start with the prompt's", c.renderer)
 		}
 	}
@@ -70,8 +74,11 @@ func TestRenderForTraining(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if slices.Contains(all.Weights[1:], 0) {
-		t.Errorf("all_messages leaves tokens after BOS untrained: %v", all.Weights)
+	// all_messages trains message bodies, not the "User:" headers.
+	got := trainedText(t, all, func(ids []int) string { return tk.Decode(ids, false) })
+	want := []string{" Be nice.\n\n", " Hi\n\n", " Hello\n\n", " Bye\n\n", " Ciao\n\nUser:"}
+	if !slices.Equal(got, want) {
+		t.Errorf("all_messages trains %q, want %q", got, want)
 	}
 	if _, err := r.RenderForTraining(msgs, "some"); err == nil || !strings.Contains(err.Error(), "unknown train_on") {
 		t.Errorf("bad rule: %v", err)

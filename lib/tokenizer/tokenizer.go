@@ -24,11 +24,14 @@ type Tokenizer struct {
 	added     map[string]int
 	rawAdded  *addedMatcher // tokens matched before normalization
 	normAdded *addedMatcher // tokens matched after normalization
-	normalize normalizer
-	pre       preTokenizer
-	prefix    []int // post-processor ids before the text (BOS)
-	suffix    []int // and after it (EOS)
-	config    Config
+	// plainAdded is rawAdded without the special tokens, for
+	// EncodeSplitSpecial.
+	plainAdded *addedMatcher
+	normalize  normalizer
+	pre        preTokenizer
+	prefix     []int // post-processor ids before the text (BOS)
+	suffix     []int // and after it (EOS)
+	config     Config
 }
 
 // Config holds the parts of tokenizer_config.json that callers need.
@@ -275,6 +278,7 @@ func FromFiles(tokJSON, cfgJSON []byte, opts ...Option) (*Tokenizer, error) {
 		raw, normed = append(raw, normed...), nil
 	}
 	t.rawAdded, t.normAdded = newAddedMatcher(raw), newAddedMatcher(normed)
+	t.plainAdded = newAddedMatcher(notSpecial(raw))
 	if t.pre, err = buildPreTokenizer(tj.PreTokenizer, o.regexp2); err != nil {
 		return nil, err
 	}

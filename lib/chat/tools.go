@@ -1,0 +1,113 @@
+package chat
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Tool declares a function the model may call (the cookbook's ToolSpec,
+// OpenAI's function object). Parameters is a JSON Schema object, kept as
+// written so its keys stay in order.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// toolPrefixer is a format that declares tools in its system prompt.
+type toolPrefixer interface {
+	toolPrefix(tools []Tool, system string) ([]Message, error)
+}
+
+// ToolPrefix is the cookbook's create_conversation_prefix_with_tools.
+func (r renderer) ToolPrefix(tools []Tool, system string) ([]Message, error) {
+	p, ok := r.f.(toolPrefixer)
+	if !ok {
+		return nil, fmt.Errorf("renderer %s has no way to declare tools (the cookbook's has none either): use qwen3, deepseekv3 or a gpt_oss renderer", r.name)
+	}
+	for i, t := range tools {
+		if t.Name == "" {
+			return nil, fmt.Errorf("tool %d has no name", i)
+		}
+	}
+	msgs, err := p.toolPrefix(tools, system)
+	if err != nil {
+		return nil, fmt.Errorf("renderer %s: %w", r.name, err)
+	}
+	return msgs, nil
+}
+
+// params is a tool's parameters schema as JSON text ("{}" when absent).
+func (t Tool) params() string {
+	if len(t.Parameters) == 0 {
+		return "{}"
+	}
+	return string(t.Parameters)
+}
+
+// qwenTools is Qwen3's "# Tools" system text: each tool as
+// {"type": "function", "function": TOOL} on its own line.
+func qwenTools(tools []Tool, system string) ([]Message, error) {
+	text := ""
+	if len(tools) > 0 {
+		var lines []string
+		for _, t := range tools {
+			var name, desc strings.Builder
+			pyString(&name, t.Name)
+			pyString(&desc, t.Description)
+			params, err := pyCompact(t.params())
+			if err != nil {
+				return nil, fmt.Errorf("tool %s: parameters: %w", t.Name, err)
+			}
+			lines = append(lines, `{"type": "function", "function": {"name": `+name.String()+`, "description": `+desc.String()+`, "parameters": `+params+`}}`)
+		}
+		text = "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n" +
+			"You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n" +
+			strings.Join(lines, "\n") + "\n</tools>\n\n" +
+			"For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n" +
+			"<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>"
+	}
+	if system != "" {
+		text = system + "\n\n" + text
+	}
+	return []Message{{Role: "system", Content: text}}, nil
+}
+
+func (qwen3) toolPrefix(tools []Tool, system string) ([]Message, error) {
+	return qwenTools(tools, system)
+}
+
+func (qwen3VL) toolPrefix(tools []Tool, system string) ([]Message, error) {
+	return qwenTools(tools, system)
+}
+
+// dsTools is DeepSeek V3.1's tool section, appended to the system prompt.
+func dsTools(tools []Tool, system string) ([]Message, error) {
+	text := ""
+	if len(tools) > 0 {
+		var blocks []string
+		for _, t := range tools {
+			params, err := pyCompact(t.params())
+			if err != nil {
+				return nil, fmt.Errorf("tool %s: parameters: %w", t.Name, err)
+			}
+			blocks = append(blocks, "### "+t.Name+"\nDescription: "+t.Description+"\n\nParameters: "+params)
+		}
+		text = "\n\n## Tools\nYou have access to the following tools:\n\n" + strings.Join(blocks, "\n") +
+			"\n\nIMPORTANT: ALWAYS adhere to this exact format for tool use:\n" +
+			"<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>tool_call_name<｜tool▁sep｜>tool_call_arguments<｜tool▁call▁end｜><｜tool▁calls▁end｜>\n\n" +
+			"Where:\n- `tool_call_name` must be an exact match to one of the available tools\n" +
+			"- `tool_call_arguments` must be valid JSON that strictly follows the tool's Parameters Schema\n" +
+			"- For multiple tool calls, chain them directly without separators or spaces"
+	}
+	return []Message{{Role: "system", Content: system + text}}, nil
+}
+
+func (deepseekOff) toolPrefix(tools []Tool, system string) ([]Message, error) {
+	return dsTools(tools, system)
+}
+
+func (deepseekThinking) toolPrefix(tools []Tool, system string) ([]Message, error) {
+	return dsTools(tools, system)
+}
