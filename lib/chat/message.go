@@ -143,8 +143,11 @@ func parseToolCall(raw json.RawMessage) (ToolCall, error) {
 		if err := json.Unmarshal(args, &s); err != nil {
 			return ToolCall{}, err
 		}
-	default:
-		s = string(args) // an object given inline: its JSON text as written
+	default: // an object given inline: as Python's json.dumps writes it
+		var err error
+		if s, err = pyCompact(string(args)); err != nil {
+			return ToolCall{}, fmt.Errorf("arguments: %w", err)
+		}
 	}
 	return ToolCall{ID: tc.ID, Type: tc.Type, Function: ToolFunction{Name: tc.Function.Name, Arguments: s}}, nil
 }

@@ -95,7 +95,7 @@ func (r Row) messages(m map[string]json.RawMessage) ([]chat.Message, error) {
 	}
 	var msgs []chat.Message
 	if err := json.Unmarshal(raw, &msgs); err != nil {
-		return nil, fmt.Errorf("%s: \"messages\" must be a list of {\"role\": ..., \"content\": ...} objects", r.Where)
+		return nil, fmt.Errorf("%s: \"messages\" must be a list of {\"role\": ..., \"content\": ...} objects (%v)", r.Where, err)
 	}
 	if len(msgs) == 0 {
 		return nil, fmt.Errorf("%s: no messages", r.Where)
