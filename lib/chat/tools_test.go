@@ -92,7 +92,7 @@ func TestPyDumps(t *testing.T) {
 	for in, want := range map[string]string{
 		`{"a":1,"b":[1.5e-7,1e16,0.0001,100.0,1E400,-0,123456789012345678901234567890]}`: `{"a": 1, "b": [1.5e-07, 1e+16, 0.0001, 100.0, Infinity, 0, 123456789012345678901234567890]}`,
 		`{"s":"é😀\u0001\n\"\\/"}`: `{"s": "\u00e9\ud83d\ude00\u0001\n\"\\/"}`,
-		`[true,false,null,{}]`:     `[true, false, null, {}]`,
+		`[true,false,null,{}]`:    `[true, false, null, {}]`,
 	} {
 		got, err := pyCompact(in)
 		if err != nil || got != want {
@@ -119,7 +119,7 @@ func TestMessageJSON(t *testing.T) {
 		t.Fatalf("round trip: %s %v", out, err)
 	}
 	for bad, msg := range map[string]string{
-		`{"role":"user","content":[{"type":"image","image":"x.png"}]}`:              "text-only",
+		`{"role":"user","content":[{"type":"image","image":"x.png"}]}`:               "text-only",
 		`{"role":"assistant","thinking":"t","content":[{"type":"text","text":"a"}]}`: "not both",
 		`{"role":"assistant","content":"","tool_calls":[{"function":{}}]}`:           "no function name",
 	} {
