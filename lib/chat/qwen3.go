@@ -125,7 +125,7 @@ func qwenToolCalls(calls []ToolCall) (string, error) {
 	return strings.Join(out, "\n"), nil
 }
 
-func (qwen3Off) disablesThinking() {}
+func (qwen3Off) disablesThinking() bool { return true }
 
 func (q qwen3Off) message(e *enc, m Message, c msgCtx) (piece, error) {
 	if m.Role == "assistant" && c.isLast && m.hasContent() && c.lastUser < 0 {

@@ -14,8 +14,14 @@ var formats = map[string]func() format{
 	"qwen3":                       func() format { return qwen3{frames: true} },
 	"qwen3_disable_thinking":      func() format { return qwen3Off{qwen3{frames: true}} },
 	"qwen3_instruct":              func() format { return qwen3{instruct: true} },
-	"qwen3_vl":                    func() format { return qwen3VL{frames: true} },
-	"qwen3_vl_instruct":           func() format { return qwen3VL{} },
+	"qwen3_vl":                    func() format { return qwenVL{} },
+	"qwen3_vl_instruct":           func() format { return qwenVL{} },
+	"qwen3_5":                     func() format { return qwenVL{v: 35, gen: "<think>\n"} },
+	"qwen3_5_disable_thinking":    func() format { return qwenVL{v: 35, gen: qwenEmptyThink, off: true} },
+	"qwen3_8_xhigh_reasoning":     func() format { return qwenVL{v: 38, gen: "<think>\n", effort: "xhigh"} },
+	"qwen3_8_medium_reasoning":    func() format { return qwenVL{v: 38, gen: "<think>\n", effort: "medium"} },
+	"qwen3_8_low_reasoning":       func() format { return qwenVL{v: 38, gen: "<think>\n", effort: "low"} },
+	"qwen3_8_disable_thinking":    func() format { return qwenVL{v: 38, gen: qwenEmptyThink, off: true} },
 	"deepseekv3":                  func() format { return deepseekOff{} },
 	"deepseekv3_disable_thinking": func() format { return deepseekOff{} },
 	"deepseekv3_thinking":         func() format { return deepseekThinking{} },
@@ -170,6 +176,10 @@ func DefaultModel(renderer string) string {
 		return "meta-llama/Llama-3.1-8B-Instruct"
 	case canon == "qwen3_instruct":
 		return "Qwen/Qwen3-30B-A3B-Instruct-2507"
+	case strings.HasPrefix(canon, "qwen3_5"):
+		return "Qwen/Qwen3.5-4B"
+	case strings.HasPrefix(canon, "qwen3_8"):
+		return "Qwen/Qwen3.8-27B"
 	case strings.HasPrefix(canon, "qwen3_vl"):
 		return "Qwen/Qwen3-VL-30B-A3B-Instruct"
 	case strings.HasPrefix(canon, "qwen3"):

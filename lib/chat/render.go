@@ -78,8 +78,8 @@ type (
 	// extender says whether earlier turns render the same once later ones
 	// follow (the cookbook's has_extension_property; false by default).
 	extender interface{ extension() bool }
-	// thinkingOff marks formats whose prompt tells the model not to reason.
-	thinkingOff interface{ disablesThinking() }
+	// thinkingOff is a format whose prompt may tell the model not to reason.
+	thinkingOff interface{ disablesThinking() bool }
 )
 
 func lastUserIndex(msgs []Message) int {

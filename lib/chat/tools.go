@@ -53,14 +53,11 @@ func qwenTools(tools []Tool, system string) ([]Message, error) {
 	if len(tools) > 0 {
 		var lines []string
 		for _, t := range tools {
-			var name, desc strings.Builder
-			pyString(&name, t.Name)
-			pyString(&desc, t.Description)
-			params, err := pyCompact(t.params())
+			fn, err := t.pyJSON()
 			if err != nil {
-				return nil, fmt.Errorf("tool %s: parameters: %w", t.Name, err)
+				return nil, err
 			}
-			lines = append(lines, `{"type": "function", "function": {"name": `+name.String()+`, "description": `+desc.String()+`, "parameters": `+params+`}}`)
+			lines = append(lines, `{"type": "function", "function": `+fn+`}`)
 		}
 		text = "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n" +
 			"You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n" +
@@ -78,8 +75,54 @@ func (qwen3) toolPrefix(tools []Tool, system string) ([]Message, error) {
 	return qwenTools(tools, system)
 }
 
-func (qwen3VL) toolPrefix(tools []Tool, system string) ([]Message, error) {
-	return qwenTools(tools, system)
+func (q qwenVL) toolPrefix(tools []Tool, system string) ([]Message, error) {
+	if q.v == 0 {
+		return qwenTools(tools, system)
+	}
+	return qwen35Tools(tools, system)
+}
+
+// qwen35Tools is Qwen3.5's tool section (also Qwen3.8's): each tool's JSON
+// on a line, the XML call format, the tools before the system prompt.
+func qwen35Tools(tools []Tool, system string) ([]Message, error) {
+	if len(tools) == 0 {
+		return []Message{{Role: "system", Content: system}}, nil
+	}
+	var lines []string
+	for _, t := range tools {
+		line, err := t.pyJSON()
+		if err != nil {
+			return nil, err
+		}
+		lines = append(lines, line)
+	}
+	text := "# Tools\n\nYou have access to the following functions:\n\n<tools>\n" + strings.Join(lines, "\n") + "\n</tools>\n\n" +
+		"If you choose to call a function ONLY reply in the following format with NO suffix:\n\n" +
+		"<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>\nvalue_1\n</parameter>\n" +
+		"<parameter=example_parameter_2>\nThis is the value for the second parameter\nthat can span\nmultiple lines\n</parameter>\n" +
+		"</function>\n</tool_call>\n\n<IMPORTANT>\nReminder:\n" +
+		"- Function calls MUST follow the specified format: an inner <function=...></function> block must be nested within <tool_call></tool_call> XML tags\n" +
+		"- Required parameters MUST be specified\n" +
+		"- You may provide optional reasoning for your function call in natural language BEFORE the function call, but NOT after\n" +
+		"- If there is no function call available, answer the question like normal with your current knowledge and do not tell the user about function calls\n" +
+		"</IMPORTANT>"
+	if system != "" {
+		text += "\n\n" + system
+	}
+	return []Message{{Role: "system", Content: text}}, nil
+}
+
+// pyJSON is json.dumps of the tool as a {name, description, parameters}
+// dict.
+func (t Tool) pyJSON() (string, error) {
+	var name, desc strings.Builder
+	pyString(&name, t.Name)
+	pyString(&desc, t.Description)
+	params, err := pyCompact(t.params())
+	if err != nil {
+		return "", fmt.Errorf("tool %s: parameters: %w", t.Name, err)
+	}
+	return `{"name": ` + name.String() + `, "description": ` + desc.String() + `, "parameters": ` + params + `}`, nil
 }
 
 // dsTools is DeepSeek V3.1's tool section, appended to the system prompt.

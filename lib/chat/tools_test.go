@@ -128,3 +128,16 @@ func TestMessageJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestToolPrefixQwen35(t *testing.T) {
+	r, _ := New("qwen3_5", loadTok(t, "qwen3"))
+	msgs, err := r.ToolPrefix([]Tool{weatherTool}, "Sys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := msgs[0].Content
+	if !strings.HasPrefix(c, "# Tools\n\nYou have access to the following functions:\n\n<tools>\n{\"name\": \"get_weather\", \"description\": \"Get the weather\", \"parameters\": {\"type\": \"object\", ") ||
+		!strings.HasSuffix(c, "do not tell the user about function calls\n</IMPORTANT>\n\nSys") {
+		t.Fatalf("qwen3_5 tools: %q", c)
+	}
+}

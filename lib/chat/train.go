@@ -155,7 +155,7 @@ func (r renderer) trainAfterPrompt(msgs []Message, trainOn string, t *Training) 
 		return err
 	}
 	if len(prompt) > len(t.Tokens) || !slices.Equal(t.Tokens[:len(prompt)], prompt) {
-		if _, off := r.f.(thinkingOff); off {
+		if off, ok := r.f.(thinkingOff); ok && off.disablesThinking() {
 			return fmt.Errorf("thinking is off in this renderer (its prompt closes the think block), but the turn it trains contains reasoning; " +
 				"use the thinking variant of the renderer or remove the reasoning from that turn")
 		}
