@@ -130,3 +130,41 @@ func (n *jsonNode) dump(b *strings.Builder) {
 		b.WriteByte(map[byte]byte{'{': '}', '[': ']'}[n.kind])
 	}
 }
+
+// pyStr is Python's str() of the value: a string as it is, True/False/None,
+// numbers as Python prints them, containers as their repr.
+func (n *jsonNode) pyStr() string {
+	if n.kind == '"' {
+		return n.str
+	}
+	return n.pyRepr()
+}
+
+func (n *jsonNode) pyRepr() string {
+	switch n.kind {
+	case '"':
+		q := "'"
+		if strings.Contains(n.str, "'") && !strings.Contains(n.str, `"`) {
+			q = `"`
+		}
+		return q + strings.ReplaceAll(strings.ReplaceAll(n.str, `\`, `\\`), "\n", `\n`) + q
+	case 'b':
+		return map[string]string{"true": "True", "false": "False"}[n.str]
+	case 'z':
+		return "None"
+	case '0':
+		return n.dumps()
+	}
+	var parts []string
+	for i, v := range n.vals {
+		if n.kind == '{' {
+			parts = append(parts, (&jsonNode{kind: '"', str: n.keys[i]}).pyRepr()+": "+v.pyRepr())
+		} else {
+			parts = append(parts, v.pyRepr())
+		}
+	}
+	if n.kind == '{' {
+		return "{" + strings.Join(parts, ", ") + "}"
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}

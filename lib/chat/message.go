@@ -230,3 +230,7 @@ func (m Message) textAndThinking() (text, thinking string) {
 	}
 	return t.String(), r.String()
 }
+
+func errTextOnly(what string, m Message) error {
+	return fmt.Errorf("%s takes a %s message as plain text, not a list of parts: join them into one string", what, m.Role)
+}

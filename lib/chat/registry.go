@@ -9,26 +9,34 @@ import (
 
 // formats maps each cookbook renderer name to its format.
 var formats = map[string]func() format{
-	"role_colon":                  func() format { return roleColon{} },
-	"llama3":                      func() format { return llama3{} },
-	"qwen3":                       func() format { return qwen3{frames: true} },
-	"qwen3_disable_thinking":      func() format { return qwen3Off{qwen3{frames: true}} },
-	"qwen3_instruct":              func() format { return qwen3{instruct: true} },
-	"qwen3_vl":                    func() format { return qwenVL{} },
-	"qwen3_vl_instruct":           func() format { return qwenVL{} },
-	"qwen3_5":                     func() format { return qwenVL{v: 35, gen: "<think>\n"} },
-	"qwen3_5_disable_thinking":    func() format { return qwenVL{v: 35, gen: qwenEmptyThink, off: true} },
-	"qwen3_8_xhigh_reasoning":     func() format { return qwenVL{v: 38, gen: "<think>\n", effort: "xhigh"} },
-	"qwen3_8_medium_reasoning":    func() format { return qwenVL{v: 38, gen: "<think>\n", effort: "medium"} },
-	"qwen3_8_low_reasoning":       func() format { return qwenVL{v: 38, gen: "<think>\n", effort: "low"} },
-	"qwen3_8_disable_thinking":    func() format { return qwenVL{v: 38, gen: qwenEmptyThink, off: true} },
-	"deepseekv3":                  func() format { return deepseekOff{} },
-	"deepseekv3_disable_thinking": func() format { return deepseekOff{} },
-	"deepseekv3_thinking":         func() format { return deepseekThinking{} },
-	"gpt_oss_no_sysprompt":        func() format { return &GptOss{} },
-	"gpt_oss_low_reasoning":       func() format { return &GptOss{System: true, ReasoningEffort: "low"} },
-	"gpt_oss_medium_reasoning":    func() format { return &GptOss{System: true, ReasoningEffort: "medium"} },
-	"gpt_oss_high_reasoning":      func() format { return &GptOss{System: true, ReasoningEffort: "high"} },
+	"role_colon":                        func() format { return roleColon{} },
+	"llama3":                            func() format { return llama3{} },
+	"qwen3":                             func() format { return qwen3{frames: true} },
+	"qwen3_disable_thinking":            func() format { return qwen3Off{qwen3{frames: true}} },
+	"qwen3_instruct":                    func() format { return qwen3{instruct: true} },
+	"qwen3_vl":                          func() format { return qwenVL{} },
+	"qwen3_vl_instruct":                 func() format { return qwenVL{} },
+	"qwen3_5":                           func() format { return qwenVL{v: 35, gen: "<think>\n"} },
+	"qwen3_5_disable_thinking":          func() format { return qwenVL{v: 35, gen: qwenEmptyThink, off: true} },
+	"qwen3_8_xhigh_reasoning":           func() format { return qwenVL{v: 38, gen: "<think>\n", effort: "xhigh"} },
+	"qwen3_8_medium_reasoning":          func() format { return qwenVL{v: 38, gen: "<think>\n", effort: "medium"} },
+	"qwen3_8_low_reasoning":             func() format { return qwenVL{v: 38, gen: "<think>\n", effort: "low"} },
+	"qwen3_8_disable_thinking":          func() format { return qwenVL{v: 38, gen: qwenEmptyThink, off: true} },
+	"nemotron3":                         func() format { return nemotron{} },
+	"nemotron3_low_thinking":            func() format { return nemotron{effort: "low"} },
+	"nemotron3_disable_thinking":        func() format { return nemotron{off: true} },
+	"nemotron3_preserve_thinking":       func() format { return nemotron{preserve: true} },
+	"nemotron3_ultra":                   func() format { return nemotron{ultra: true} },
+	"nemotron3_ultra_disable_thinking":  func() format { return nemotron{ultra: true, off: true} },
+	"nemotron3_ultra_medium_thinking":   func() format { return nemotron{ultra: true, effort: "efficient"} },
+	"nemotron3_ultra_preserve_thinking": func() format { return nemotron{ultra: true, preserve: true} },
+	"deepseekv3":                        func() format { return deepseekOff{} },
+	"deepseekv3_disable_thinking":       func() format { return deepseekOff{} },
+	"deepseekv3_thinking":               func() format { return deepseekThinking{} },
+	"gpt_oss_no_sysprompt":              func() format { return &GptOss{} },
+	"gpt_oss_low_reasoning":             func() format { return &GptOss{System: true, ReasoningEffort: "low"} },
+	"gpt_oss_medium_reasoning":          func() format { return &GptOss{System: true, ReasoningEffort: "medium"} },
+	"gpt_oss_high_reasoning":            func() format { return &GptOss{System: true, ReasoningEffort: "high"} },
 }
 
 // aliases are tinker's earlier names, kept working.
@@ -184,6 +192,10 @@ func DefaultModel(renderer string) string {
 		return "Qwen/Qwen3-VL-30B-A3B-Instruct"
 	case strings.HasPrefix(canon, "qwen3"):
 		return "Qwen/Qwen3-8B"
+	case strings.HasPrefix(canon, "nemotron3_ultra"):
+		return "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16"
+	case strings.HasPrefix(canon, "nemotron3"):
+		return "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
 	case strings.HasPrefix(canon, "deepseekv3"):
 		return "deepseek-ai/DeepSeek-V3.1"
 	case strings.HasPrefix(canon, "gpt_oss"):

@@ -141,3 +141,19 @@ func TestToolPrefixQwen35(t *testing.T) {
 		t.Fatalf("qwen3_5 tools: %q", c)
 	}
 }
+
+func TestToolPrefixNemotron(t *testing.T) {
+	r, _ := New("nemotron3", loadTok(t, "qwen3"))
+	tool := Tool{Name: "f", Description: " Does f. ", Parameters: json.RawMessage(
+		`{"type": "object", "properties": {"a": {"type": ["string", "null"], "description": " A ", "enum": ["x", "y"], "default": null, "items": {"k": 1}}}, "required": ["a"], "additionalProperties": false}`)}
+	msgs, err := r.ToolPrefix([]Tool{tool}, "Sys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "Sys\n\n# Tools\n\nYou have access to the following functions:\n\n<tools>\n<function>\n<name>f</name>\n<description>Does f.</description>\n<parameters>\n" +
+		"<parameter>\n<name>a</name>\n<type>['string', 'null']</type>\n<description>A</description>\n<enum>[\"x\", \"y\"]</enum>\n<default>None</default>\n<items>{\"k\": 1}</items>\n</parameter>\n" +
+		"<additionalProperties>False</additionalProperties>\n<required>[\"a\"]</required>\n</parameters>\n</function>\n</tools>\n\nIf you choose"
+	if c := msgs[0].Content; !strings.HasPrefix(c, want) || !strings.HasSuffix(c, "</IMPORTANT>") {
+		t.Fatalf("nemotron tools:\n got %q\nwant prefix %q", c, want)
+	}
+}
