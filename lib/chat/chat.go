@@ -67,6 +67,9 @@ func (r renderer) Render(msgs []Message) (Rendered, error) {
 // tinker's older aliases), encoding with tok.
 func New(name string, tok *tokenizer.Tokenizer) (Renderer, error) {
 	canon, f, ok := lookup(name)
+	if why, no := unsupported[name]; no {
+		return nil, fmt.Errorf("renderer %s is not available: %s; use a model whose renderer is (%s)", name, why, strings.Join(Names(), ", "))
+	}
 	if !ok {
 		return nil, fmt.Errorf("unknown renderer %q (known: %s)", name, strings.Join(Names(), ", "))
 	}
@@ -79,10 +82,10 @@ func New(name string, tok *tokenizer.Tokenizer) (Renderer, error) {
 // NewForModel returns the recommended renderer of a Tinker base model with
 // its tokenizer (found or downloaded as tokenizer.ForModel does).
 func NewForModel(ctx context.Context, baseModel string) (Renderer, error) {
-	name := ForModel(baseModel)
-	if name == "" {
-		return nil, fmt.Errorf("no default chat renderer for %s: pass one of %s", baseModel, strings.Join(Names(), ", "))
+	if err := NoRenderer(baseModel); err != nil {
+		return nil, err
 	}
+	name := ForModel(baseModel)
 	tok, err := tokenizer.ForModel(ctx, baseModel)
 	if err != nil {
 		return nil, err

@@ -308,6 +308,15 @@ func TestForModel(t *testing.T) {
 	if _, err := New("nope", nil); err == nil || !strings.Contains(err.Error(), "llama3") {
 		t.Errorf("unknown renderer error: %v", err)
 	}
+	// Cookbook names tinker cannot render are refused with the reason.
+	for _, n := range []string{"tml_v0", "kimi_k2", "kimi_k26_preserve_thinking"} {
+		if _, err := New(n, loadTok(t, "qwen3")); err == nil || !strings.Contains(err.Error(), "not available") {
+			t.Errorf("%s: %v", n, err)
+		}
+	}
+	if got := ForModel("moonshotai/Kimi-K2-Thinking"); got != "" {
+		t.Errorf("ForModel(Kimi) = %q, want none while kimi_k2 is not available", got)
+	}
 }
 
 // Every cookbook name tinker renders is accepted, and tinker's older

@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
@@ -44,6 +45,17 @@ var aliases = map[string]string{
 	"gpt_oss":               "gpt_oss_medium_reasoning",
 	"deepseekv3_1":          "deepseekv3",
 	"deepseekv3_1_thinking": "deepseekv3_thinking",
+}
+
+// unsupported are cookbook renderers tinker does not render, with why.
+var unsupported = map[string]string{
+	"tml_v0": "tml_v0 (Inkling) is rendered by the external tml_renderers package, whose format the cookbook does not spell out, and tinker cannot load Inkling's tokenizer",
+}
+
+func init() {
+	for _, n := range []string{"kimi_k2", "kimi_k25", "kimi_k25_disable_thinking", "kimi_k26", "kimi_k26_disable_thinking", "kimi_k26_preserve_thinking"} {
+		unsupported[n] = n + " needs Kimi's tiktoken-format tokenizer, which tinker cannot load yet"
+	}
 }
 
 func lookup(name string) (string, func() format, bool) {
@@ -145,6 +157,18 @@ func ForModel(baseModel string) string {
 		return ""
 	}
 	return byFamily(baseModel)
+}
+
+// NoRenderer says why a base model has no renderer tinker can use (nil
+// when ForModel names one).
+func NoRenderer(baseModel string) error {
+	if ForModel(baseModel) != "" {
+		return nil
+	}
+	if why, ok := unsupported[Recommended(baseModel)]; ok {
+		return fmt.Errorf("no chat renderer for %s: the cookbook's %s", baseModel, why)
+	}
+	return fmt.Errorf("no default chat renderer for %s; choose one of %s", baseModel, strings.Join(Names(), ", "))
 }
 
 func byFamily(baseModel string) string {
