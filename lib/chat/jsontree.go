@@ -3,6 +3,7 @@ package chat
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 )
 
@@ -167,4 +168,30 @@ func (n *jsonNode) pyRepr() string {
 		return "{" + strings.Join(parts, ", ") + "}"
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// sortedCompact is json.dumps(v, separators=(",", ":"), sort_keys=True).
+func (n *jsonNode) sortedCompact() string {
+	switch n.kind {
+	case '{':
+		idx := make([]int, len(n.keys))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.SliceStable(idx, func(a, b int) bool { return n.keys[idx[a]] < n.keys[idx[b]] })
+		var parts []string
+		for _, i := range idx {
+			var k strings.Builder
+			pyString(&k, n.keys[i])
+			parts = append(parts, k.String()+":"+n.vals[i].sortedCompact())
+		}
+		return "{" + strings.Join(parts, ",") + "}"
+	case '[':
+		var parts []string
+		for _, v := range n.vals {
+			parts = append(parts, v.sortedCompact())
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	}
+	return n.dumps()
 }

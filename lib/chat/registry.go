@@ -31,6 +31,12 @@ var formats = map[string]func() format{
 	"nemotron3_ultra_disable_thinking":  func() format { return nemotron{ultra: true, off: true} },
 	"nemotron3_ultra_medium_thinking":   func() format { return nemotron{ultra: true, effort: "efficient"} },
 	"nemotron3_ultra_preserve_thinking": func() format { return nemotron{ultra: true, preserve: true} },
+	"kimi_k2":                           func() format { return kimi{} },
+	"kimi_k25":                          func() format { return kimi{k25: true, think: "<think>"} },
+	"kimi_k25_disable_thinking":         func() format { return kimi{k25: true, think: "<think></think>"} },
+	"kimi_k26":                          func() format { return kimi{k25: true, think: "<think>"} },
+	"kimi_k26_disable_thinking":         func() format { return kimi{k25: true, think: "<think></think>"} },
+	"kimi_k26_preserve_thinking":        func() format { return kimi{k25: true, think: "<think>", preserve: true} },
 	"deepseekv3":                        func() format { return deepseekOff{} },
 	"deepseekv3_disable_thinking":       func() format { return deepseekOff{} },
 	"deepseekv3_thinking":               func() format { return deepseekThinking{} },
@@ -50,12 +56,6 @@ var aliases = map[string]string{
 // unsupported are cookbook renderers tinker does not render, with why.
 var unsupported = map[string]string{
 	"tml_v0": "tml_v0 (Inkling) is rendered by the external tml_renderers package, whose format the cookbook does not spell out, and tinker cannot load Inkling's tokenizer",
-}
-
-func init() {
-	for _, n := range []string{"kimi_k2", "kimi_k25", "kimi_k25_disable_thinking", "kimi_k26", "kimi_k26_disable_thinking", "kimi_k26_preserve_thinking"} {
-		unsupported[n] = n + " needs Kimi's tiktoken-format tokenizer, which tinker cannot load yet"
-	}
 }
 
 func lookup(name string) (string, func() format, bool) {
@@ -220,6 +220,12 @@ func DefaultModel(renderer string) string {
 		return "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16"
 	case strings.HasPrefix(canon, "nemotron3"):
 		return "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
+	case canon == "kimi_k2":
+		return "moonshotai/Kimi-K2-Thinking"
+	case strings.HasPrefix(canon, "kimi_k25"):
+		return "moonshotai/Kimi-K2.5"
+	case strings.HasPrefix(canon, "kimi_k26"):
+		return "moonshotai/Kimi-K2.6"
 	case strings.HasPrefix(canon, "deepseekv3"):
 		return "deepseek-ai/DeepSeek-V3.1"
 	case strings.HasPrefix(canon, "gpt_oss"):

@@ -78,6 +78,13 @@ type (
 	// extender says whether earlier turns render the same once later ones
 	// follow (the cookbook's has_extension_property; false by default).
 	extender interface{ extension() bool }
+	// turnStarter says where the produced turn starts (by default after
+	// the last user message).
+	turnStarter interface{ turnStart(msgs []Message) int }
+	// splitter replaces the default split of RenderExamples.
+	splitter interface {
+		examples(r renderer, msgs []Message, trainOn string) ([]Training, error)
+	}
 	// thinkingOff is a format whose prompt may tell the model not to reason.
 	thinkingOff interface{ disablesThinking() bool }
 )
@@ -110,9 +117,9 @@ func (r renderer) prompt(msgs []Message) ([]int, error) {
 	}
 	e := &enc{tok: r.tok}
 	toks := append([]int(nil), r.f.bos(e)...)
-	lastUser := lastUserIndex(msgs)
+	lastUser, turnStart := lastUserIndex(msgs), r.turnStart(msgs)
 	for i, m := range msgs {
-		p, err := r.f.message(e, m, ctxAt(msgs, i, lastUser, lastUser+1))
+		p, err := r.f.message(e, m, ctxAt(msgs, i, lastUser, turnStart))
 		if err != nil {
 			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
@@ -142,6 +149,13 @@ func (r renderer) suffix(e *enc, c msgCtx) ([]int, error) {
 	}
 	p, err := r.f.message(e, Message{Role: "assistant"}, c)
 	return p.header, err
+}
+
+func (r renderer) turnStart(msgs []Message) int {
+	if t, ok := r.f.(turnStarter); ok {
+		return t.turnStart(msgs)
+	}
+	return lastUserIndex(msgs) + 1
 }
 
 func (r renderer) extension() bool {

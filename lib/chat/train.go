@@ -92,7 +92,7 @@ func (r renderer) assemble(msgs []Message, trainOn string) (Training, error) {
 	}
 	add(r.f.bos(e), false)
 	lastUser := lastUserIndex(msgs)
-	turnStart := lastUserIndex(msgs[:len(msgs)-1]) + 1
+	turnStart := r.turnStart(msgs[:len(msgs)-1])
 	for i, m := range msgs {
 		c := ctxAt(msgs, i, lastUser, turnStart)
 		p, err := r.f.message(e, m, c)
@@ -173,6 +173,9 @@ func (r renderer) trainAfterPrompt(msgs []Message, trainOn string, t *Training) 
 // the last one, so every turn is trained after the prompt it was sampled
 // from.
 func (r renderer) RenderExamples(msgs []Message, trainOn string) ([]Training, error) {
+	if s, ok := r.f.(splitter); ok {
+		return s.examples(r, msgs, trainOn)
+	}
 	if r.extension() {
 		t, err := r.RenderForTraining(msgs, trainOn)
 		return []Training{t}, err

@@ -84,3 +84,57 @@ func TestRenderForTraining(t *testing.T) {
 		t.Errorf("bad rule: %v", err)
 	}
 }
+
+// RenderExamples is build_supervised_examples: one example for renderers
+// that keep history, one per trained turn for those that rewrite it (each
+// trained after its own prompt), per user turn for Kimi.
+func TestRenderExamples(t *testing.T) {
+	conv := []Message{{Role: "user", Content: "q1"}, {Role: "assistant", Content: "A1", Thinking: "r1"},
+		{Role: "user", Content: "q2"}, {Role: "assistant", Content: "A2", Thinking: "r2"}}
+	q, _ := New("qwen3", loadTok(t, "qwen3"))
+	ex, err := q.RenderExamples(conv, TrainAllAssistant)
+	if err != nil || len(ex) != 2 {
+		t.Fatalf("qwen3: %d examples, %v", len(ex), err)
+	}
+	dec := func(ids []int) string { return loadTok(t, "qwen3").Decode(ids, false) }
+	// The first turn is trained with its own reasoning, as it was produced.
+	if got := trainedText(t, ex[0], dec); !slices.Equal(got, []string{"<think>\nr1\n</think>\n\nA1<|im_end|>"}) {
+		t.Errorf("first example trains %q", got)
+	}
+	if got := trainedText(t, ex[1], dec); !slices.Equal(got, []string{"<think>\nr2\n</think>\n\nA2<|im_end|>"}) {
+		t.Errorf("second example trains %q", got)
+	}
+	if _, err := q.RenderExamples(conv, TrainAllMessages); err == nil {
+		t.Error("all_messages split into turns for a history-rewriting renderer")
+	}
+	l, _ := New("llama3", loadTok(t, "llama3_1"))
+	plain := []Message{conv[0], {Role: "assistant", Content: "A1"}, conv[2], {Role: "assistant", Content: "A2"}}
+	if ex, err := l.RenderExamples(plain, TrainAllMessages); err != nil || len(ex) != 1 || ex[0].Warning != "" {
+		t.Errorf("llama3: %d examples, %v", len(ex), err)
+	}
+	k, _ := New("kimi_k2", loadTok(t, "kimi_synthetic"))
+	ex, err = k.RenderExamples(conv, TrainAllAssistant)
+	if err != nil || len(ex) != 2 {
+		t.Fatalf("kimi: %d examples, %v", len(ex), err)
+	}
+	kdec := func(ids []int) string { return loadTok(t, "kimi_synthetic").Decode(ids, false) }
+	if got := trainedText(t, ex[0], kdec); !slices.Equal(got, []string{"<think>r1</think>A1<|im_end|>"}) {
+		t.Errorf("kimi first example trains %q", got)
+	}
+}
+
+func TestKimiToolPrefix(t *testing.T) {
+	k, _ := New("kimi_k2", loadTok(t, "kimi_synthetic"))
+	msgs, err := k.ToolPrefix([]Tool{weatherTool}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"function":{"description":"Get the weather","name":"get_weather","parameters":{"properties":{"city":{"description":"City name","type":"string"},"unit":{"default":"c","enum":["c","f"],"type":"string"}},"required":["city"],"type":"object"}},"type":"function"}]`
+	if len(msgs) != 2 || msgs[0].Role != "tool_declare" || msgs[0].Content != want || msgs[1].Content != kimiDefaultSystem {
+		t.Fatalf("kimi tools: %+v", msgs)
+	}
+	k25, _ := New("kimi_k25", loadTok(t, "kimi_synthetic"))
+	if _, err := k25.ToolPrefix([]Tool{weatherTool}, ""); err == nil || !strings.Contains(err.Error(), "TypeScript") {
+		t.Errorf("kimi_k25 tools: %v", err)
+	}
+}
