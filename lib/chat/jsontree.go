@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/tinkershell/tinker/lib/pylit"
 )
 
 // jsonNode is a parsed JSON value that keeps object keys in order, for
@@ -132,42 +134,17 @@ func (n *jsonNode) dump(b *strings.Builder) {
 	}
 }
 
-// pyStr is Python's str() of the value: a string as it is, True/False/None,
-// numbers as Python prints them, containers as their repr.
+// pyStr is Python's str() of the value: a string as it is, anything else
+// as its repr (True, None, ['a', 1]).
 func (n *jsonNode) pyStr() string {
 	if n.kind == '"' {
 		return n.str
 	}
-	return n.pyRepr()
-}
-
-func (n *jsonNode) pyRepr() string {
-	switch n.kind {
-	case '"':
-		q := "'"
-		if strings.Contains(n.str, "'") && !strings.Contains(n.str, `"`) {
-			q = `"`
-		}
-		return q + strings.ReplaceAll(strings.ReplaceAll(n.str, `\`, `\\`), "\n", `\n`) + q
-	case 'b':
-		return map[string]string{"true": "True", "false": "False"}[n.str]
-	case 'z':
-		return "None"
-	case '0':
-		return n.dumps()
+	r, err := pylit.Render([]byte(n.dumps()))
+	if err != nil {
+		return n.dumps() // cannot happen: dumps writes valid JSON
 	}
-	var parts []string
-	for i, v := range n.vals {
-		if n.kind == '{' {
-			parts = append(parts, (&jsonNode{kind: '"', str: n.keys[i]}).pyRepr()+": "+v.pyRepr())
-		} else {
-			parts = append(parts, v.pyRepr())
-		}
-	}
-	if n.kind == '{' {
-		return "{" + strings.Join(parts, ", ") + "}"
-	}
-	return "[" + strings.Join(parts, ", ") + "]"
+	return r
 }
 
 // sortedCompact is json.dumps(v, separators=(",", ":"), sort_keys=True).

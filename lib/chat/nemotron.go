@@ -102,19 +102,12 @@ func hasNonEmptyText(m Message) bool {
 }
 
 func (n nemotron) body(m Message, c msgCtx) (string, error) {
-	strip := m.Role == "assistant" && !n.preserve && c.idx < c.lastUser
-	out := m.joined(func(t string) string {
-		switch {
-		case strip:
-			return ""
-		case n.ultra:
-			return "<think>\n" + t + "</think>"
-		}
-		return "<think>\n" + t + "\n</think>\n"
-	})
-	if m.Role == "tool" {
-		out = "<tool_response>\n" + out + "\n</tool_response>\n"
+	frame := func(t string) string { return "<think>\n" + t + "\n</think>\n" }
+	if n.ultra {
+		frame = func(t string) string { return "<think>\n" + t + "</think>" }
 	}
+	strip := m.Role == "assistant" && !n.preserve && c.idx < c.lastUser
+	out := qwenBody(m, strip, frame, "\n</tool_response>\n")
 	if len(m.ToolCalls) == 0 {
 		return out, nil
 	}

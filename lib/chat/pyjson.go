@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
-	"strconv"
 	"strings"
-	"unicode/utf16"
+
+	"github.com/tinkershell/tinker/lib/pylit"
+	"github.com/tinkershell/tinker/lib/render"
 )
 
 // pyDumps re-writes JSON text the way Python's json.dumps(json.loads(s))
@@ -73,87 +73,25 @@ func pyContainer(dec *json.Decoder, b *strings.Builder, open json.Delim, itemSep
 	return nil
 }
 
-func pyString(b *strings.Builder, s string) {
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"':
-			b.WriteString(`\"`)
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\b':
-			b.WriteString(`\b`)
-		case r == '\f':
-			b.WriteString(`\f`)
-		case r < 0x20 || (r >= 0x7f && r < 0x10000):
-			fmt.Fprintf(b, `\u%04x`, r)
-		case r >= 0x10000:
-			hi, lo := utf16.EncodeRune(r)
-			fmt.Fprintf(b, `\u%04x\u%04x`, hi, lo)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-}
+// pyString is a JSON string as Python's json.dumps writes it.
+func pyString(b *strings.Builder, s string) { render.WriteJSONString(b, s) }
 
-// pyNumber writes an integer as its value and any other number as
-// Python's repr of the float.
+// pyNumber writes a number as Python's json.dumps(json.loads(s)) does:
+// integers at any size, other numbers as repr(float), infinities spelled
+// as JSON's extension.
 func pyNumber(b *strings.Builder, s string) error {
-	if !strings.ContainsAny(s, ".eE") {
-		b.WriteString(pyInt(s))
-		return nil
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil && !math.IsInf(f, 0) {
+	n, err := pylit.Number(s)
+	if err != nil {
 		return err
 	}
-	b.WriteString(pyFloatRepr(f))
+	switch n {
+	case "inf":
+		n = "Infinity"
+	case "-inf":
+		n = "-Infinity"
+	}
+	b.WriteString(n)
 	return nil
-}
-
-// pyInt is a JSON integer as Python prints int(s): "-0" is 0, any size.
-func pyInt(s string) string {
-	d := strings.TrimLeft(strings.TrimPrefix(s, "-"), "0")
-	switch {
-	case d == "":
-		return "0"
-	case strings.HasPrefix(s, "-"):
-		return "-" + d
-	}
-	return d
-}
-
-// pyFloatRepr is Python's repr(float): the shortest round-trip digits,
-// positional for exponents -4..15, else d.ddde±XX.
-func pyFloatRepr(f float64) string {
-	switch {
-	case math.IsInf(f, 1):
-		return "Infinity"
-	case math.IsInf(f, -1):
-		return "-Infinity"
-	}
-	e := strconv.FormatFloat(f, 'e', -1, 64) // -d.ddde±dd
-	mant, expStr, _ := strings.Cut(e, "e")
-	exp, _ := strconv.Atoi(expStr)
-	if exp < -4 || exp >= 16 {
-		sign := "+"
-		if exp < 0 {
-			sign, exp = "-", -exp
-		}
-		return fmt.Sprintf("%se%s%02d", mant, sign, exp)
-	}
-	out := strconv.FormatFloat(f, 'f', -1, 64)
-	if !strings.ContainsAny(out, ".") {
-		out += ".0"
-	}
-	return out
 }
 
 // pyCompact is json.dumps's default layout (", " and ": ").

@@ -69,19 +69,12 @@ func (q qwenVL) message(e *enc, m Message, c msgCtx) (piece, error) {
 
 // body is the content, the tool-response wrapping and the tool calls.
 func (q qwenVL) body(m Message, c msgCtx) (string, error) {
-	strip := m.Role == "assistant" && !c.isLast && q.v != 38
-	out := m.joined(func(t string) string {
-		switch {
-		case strip:
-			return ""
-		case q.v >= 35:
-			return "<think>\n" + t + "\n</think>\n\n"
-		}
-		return "<think>" + t + "</think>"
-	})
-	if m.Role == "tool" {
-		out = "<tool_response>\n" + out + "\n</tool_response>"
+	frame := func(t string) string { return "<think>" + t + "</think>" }
+	if q.v >= 35 {
+		frame = func(t string) string { return "<think>\n" + t + "\n</think>\n\n" }
 	}
+	strip := m.Role == "assistant" && !c.isLast && q.v != 38
+	out := qwenBody(m, strip, frame, "\n</tool_response>")
 	if len(m.ToolCalls) == 0 {
 		return out, nil
 	}
@@ -97,6 +90,22 @@ func (q qwenVL) body(m Message, c msgCtx) (string, error) {
 		out += "\n\n"
 	}
 	return out + calls, nil
+}
+
+// qwenBody is a message's content with its thinking parts written by
+// frame (dropped when strip), a tool result wrapped in <tool_response>
+// closed by toolEnd.
+func qwenBody(m Message, strip bool, frame func(string) string, toolEnd string) string {
+	out := m.joined(func(t string) string {
+		if strip {
+			return ""
+		}
+		return frame(t)
+	})
+	if m.Role == "tool" {
+		out = "<tool_response>\n" + out + toolEnd
+	}
+	return out
 }
 
 func (q qwenVL) headerSuffix(m Message, c msgCtx) string {

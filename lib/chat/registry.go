@@ -199,37 +199,32 @@ func byFamily(baseModel string) string {
 	return ""
 }
 
+// defaultModels maps renderer name prefixes (first match wins) to a base
+// model whose tokenizer suits them.
+var defaultModels = []struct{ prefix, model string }{
+	{"llama3", "meta-llama/Llama-3.1-8B-Instruct"},
+	{"qwen3_instruct", "Qwen/Qwen3-30B-A3B-Instruct-2507"},
+	{"qwen3_5", "Qwen/Qwen3.5-4B"},
+	{"qwen3_8", "Qwen/Qwen3.8-27B"},
+	{"qwen3_vl", "Qwen/Qwen3-VL-30B-A3B-Instruct"},
+	{"qwen3", "Qwen/Qwen3-8B"},
+	{"nemotron3_ultra", "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16"},
+	{"nemotron3", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"},
+	{"kimi_k25", "moonshotai/Kimi-K2.5"},
+	{"kimi_k26", "moonshotai/Kimi-K2.6"},
+	{"kimi_k2", "moonshotai/Kimi-K2-Thinking"},
+	{"deepseekv3", "deepseek-ai/DeepSeek-V3.1"},
+	{"gpt_oss", "openai/gpt-oss-20b"},
+}
+
 // DefaultModel names a base model whose tokenizer suits a renderer, for
 // callers given only a renderer name ("" for role_colon, which fits any).
 func DefaultModel(renderer string) string {
 	canon, _, _ := lookup(renderer)
-	switch {
-	case canon == "llama3":
-		return "meta-llama/Llama-3.1-8B-Instruct"
-	case canon == "qwen3_instruct":
-		return "Qwen/Qwen3-30B-A3B-Instruct-2507"
-	case strings.HasPrefix(canon, "qwen3_5"):
-		return "Qwen/Qwen3.5-4B"
-	case strings.HasPrefix(canon, "qwen3_8"):
-		return "Qwen/Qwen3.8-27B"
-	case strings.HasPrefix(canon, "qwen3_vl"):
-		return "Qwen/Qwen3-VL-30B-A3B-Instruct"
-	case strings.HasPrefix(canon, "qwen3"):
-		return "Qwen/Qwen3-8B"
-	case strings.HasPrefix(canon, "nemotron3_ultra"):
-		return "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16"
-	case strings.HasPrefix(canon, "nemotron3"):
-		return "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
-	case canon == "kimi_k2":
-		return "moonshotai/Kimi-K2-Thinking"
-	case strings.HasPrefix(canon, "kimi_k25"):
-		return "moonshotai/Kimi-K2.5"
-	case strings.HasPrefix(canon, "kimi_k26"):
-		return "moonshotai/Kimi-K2.6"
-	case strings.HasPrefix(canon, "deepseekv3"):
-		return "deepseek-ai/DeepSeek-V3.1"
-	case strings.HasPrefix(canon, "gpt_oss"):
-		return "openai/gpt-oss-20b"
+	for _, d := range defaultModels {
+		if strings.HasPrefix(canon, d.prefix) {
+			return d.model
+		}
 	}
 	return ""
 }
