@@ -22,9 +22,23 @@ type toolPrefixer interface {
 
 // ToolPrefix is the cookbook's create_conversation_prefix_with_tools.
 func (r renderer) ToolPrefix(tools []Tool, system string) ([]Message, error) {
-	p, ok := r.f.(toolPrefixer)
+	return toolPrefix(r.name, r.f, tools, system)
+}
+
+// ToolPrefix is the messages that declare tools (and the system prompt)
+// for the renderer called name; it needs no tokenizer.
+func ToolPrefix(name string, tools []Tool, system string) ([]Message, error) {
+	canon, f, ok := lookup(name)
 	if !ok {
-		return nil, fmt.Errorf("renderer %s has no way to declare tools (the cookbook's has none either): use qwen3, deepseekv3 or a gpt_oss renderer", r.name)
+		return nil, fmt.Errorf("unknown renderer %q (known: %s)", name, strings.Join(Names(), ", "))
+	}
+	return toolPrefix(canon, f(), tools, system)
+}
+
+func toolPrefix(name string, f format, tools []Tool, system string) ([]Message, error) {
+	p, ok := f.(toolPrefixer)
+	if !ok {
+		return nil, fmt.Errorf("renderer %s has no way to declare tools (the cookbook's has none either): use qwen3, deepseekv3 or a gpt_oss renderer", name)
 	}
 	for i, t := range tools {
 		if t.Name == "" {
@@ -33,7 +47,7 @@ func (r renderer) ToolPrefix(tools []Tool, system string) ([]Message, error) {
 	}
 	msgs, err := p.toolPrefix(tools, system)
 	if err != nil {
-		return nil, fmt.Errorf("renderer %s: %w", r.name, err)
+		return nil, fmt.Errorf("renderer %s: %w", name, err)
 	}
 	return msgs, nil
 }
