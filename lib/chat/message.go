@@ -192,7 +192,7 @@ func (m Message) ensureText(renderer string) (string, error) {
 	case len(ps) == 1 && ps[0].Type == "text":
 		return ps[0].Text, nil
 	}
-	return "", fmt.Errorf("%s renders a %s message's content only as plain text, and this one has %d parts (reasoning or several text parts): join them into one string", renderer, m.Role, len(ps))
+	return "", fmt.Errorf("%s renders the content of a %s message only as plain text, and this one has %d parts (reasoning or several text parts): join them into one string", renderer, m.Role, len(ps))
 }
 
 // joined is list content rendered part by part (thinking through think, or

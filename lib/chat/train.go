@@ -125,7 +125,9 @@ func outputTrained(m Message, c msgCtx, trainOn string) bool {
 	case TrainUserAndSystem:
 		return m.Role == "user" || m.Role == "system"
 	case TrainCustomized:
-		return *m.Trainable
+		// A message the renderer adds itself (gpt-oss's, Nemotron's and
+		// Kimi's system messages) has no flag and is not trained.
+		return m.Trainable != nil && *m.Trainable
 	}
 	return false
 }
