@@ -104,14 +104,25 @@ func (n *jsonNode) text() string {
 // dumps is Python's json.dumps of the value.
 func (n *jsonNode) dumps() string {
 	var b strings.Builder
-	n.dump(&b)
+	n.dump(&b, true)
 	return b.String()
 }
 
-func (n *jsonNode) dump(b *strings.Builder) {
+// dumpsUnicode is json.dumps(v, ensure_ascii=False): non-ASCII kept.
+func (n *jsonNode) dumpsUnicode() string {
+	var b strings.Builder
+	n.dump(&b, false)
+	return b.String()
+}
+
+func (n *jsonNode) dump(b *strings.Builder, ascii bool) {
 	switch n.kind {
 	case '"':
-		pyString(b, n.str)
+		if ascii {
+			pyString(b, n.str)
+		} else {
+			unicodeString(b, n.str)
+		}
 	case '0':
 		_ = pyNumber(b, n.str)
 	case 'b':
@@ -125,13 +136,44 @@ func (n *jsonNode) dump(b *strings.Builder) {
 				b.WriteString(", ")
 			}
 			if n.kind == '{' {
-				pyString(b, n.keys[i])
+				(&jsonNode{kind: '"', str: n.keys[i]}).dump(b, ascii)
 				b.WriteString(": ")
 			}
-			v.dump(b)
+			v.dump(b, ascii)
 		}
 		b.WriteByte(map[byte]byte{'{': '}', '[': ']'}[n.kind])
 	}
+}
+
+// unicodeString is a JSON string as json.dumps(ensure_ascii=False) writes
+// it: only quotes, backslashes and control characters escaped.
+func unicodeString(b *strings.Builder, s string) {
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\f':
+			b.WriteString(`\f`)
+		default:
+			if r < 0x20 {
+				fmt.Fprintf(b, `\u%04x`, r)
+			} else {
+				b.WriteRune(r)
+			}
+		}
+	}
+	b.WriteByte('"')
 }
 
 // pyStr is Python's str() of the value: a string as it is, anything else

@@ -125,8 +125,8 @@ func (k kimi) assistant(m Message, c msgCtx) string {
 }
 
 // toolPrefix is K2's tool_declare message (the OpenAI tool list as
-// compact JSON with sorted keys) and the system prompt. K2.5's TypeScript
-// declarations are not implemented: refused.
+// compact JSON with sorted keys) or K2.5's TypeScript declarations, then
+// the system prompt (Kimi's default when none is given).
 func (k kimi) toolPrefix(tools []Tool, system string) ([]Message, error) {
 	if system == "" {
 		system = kimiDefaultSystem
@@ -135,7 +135,11 @@ func (k kimi) toolPrefix(tools []Tool, system string) ([]Message, error) {
 		return []Message{{Role: "system", Content: system}}, nil
 	}
 	if k.k25 {
-		return nil, fmt.Errorf("Kimi K2.5/K2.6 declare tools in a TypeScript form tinker does not write yet: write the tool_declare message yourself")
+		ts, err := kimiToolsTS(tools)
+		if err != nil {
+			return nil, err
+		}
+		return []Message{{Role: "tool_declare", Content: ts}, {Role: "system", Content: system}}, nil
 	}
 	var items []string
 	for _, t := range tools {

@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -133,8 +134,38 @@ func TestKimiToolPrefix(t *testing.T) {
 	if len(msgs) != 2 || msgs[0].Role != "tool_declare" || msgs[0].Content != want || msgs[1].Content != kimiDefaultSystem {
 		t.Fatalf("kimi tools: %+v", msgs)
 	}
-	k25, _ := New("kimi_k25", loadTok(t, "kimi_synthetic"))
-	if _, err := k25.ToolPrefix([]Tool{weatherTool}, ""); err == nil || !strings.Contains(err.Error(), "TypeScript") {
-		t.Errorf("kimi_k25 tools: %v", err)
+}
+
+// Kimi K2.5's TypeScript declarations, written out by hand from its
+// tool_declaration_ts rules (required fields first, sorted; comments for
+// descriptions, constraints and defaults; $defs as interfaces).
+func TestKimiK25ToolPrefix(t *testing.T) {
+	weather := Tool{Name: "get_weather", Description: "Get weather.\nSecond line", Parameters: json.RawMessage(`{"type": "object", "properties": {
+		"unit": {"type": "string", "enum": ["c", "f"], "description": "Unit"},
+		"city": {"type": "string", "description": "City name", "minLength": 1},
+		"days": {"type": "integer", "maximum": 7, "minimum": 1, "default": 3},
+		"tags": {"type": "array", "items": {"type": "string", "description": "A tag"}},
+		"opts": {"type": "object", "properties": {"x": {"type": "boolean"}}, "additionalProperties": false},
+		"when": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+		"note": {"type": "string", "default": "é"}}, "required": ["city", "unit"]}`)}
+	tree := Tool{Name: "tree", Parameters: json.RawMessage(`{"type": "object", "$defs": {"Node": {"type": "object", "description": "A node",
+		"properties": {"v": {"type": "number"}}, "required": ["v"]}}, "properties": {"root": {"$ref": "#/$defs/Node"}, "self": {"$ref": "#"}}}`)}
+	k, _ := New("kimi_k26", loadTok(t, "kimi_synthetic"))
+	msgs, err := k.ToolPrefix([]Tool{weather, tree}, "Sys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "# Tools\n\n## functions\nnamespace functions {\n" +
+		"// Get weather.\n// Second line\ntype get_weather = (_: {\n" +
+		"  // City name\n  // minLength: 1\n  city: string,\n" +
+		"  // Unit\n  unit: \"c\" | \"f\",\n" +
+		"  // maximum: 7, minimum: 1\n  // Default: 3\n  days?: number,\n" +
+		"  // Default: \"é\"\n  note?: string,\n" +
+		"  opts?: {\n    x?: boolean,\n    [k: string]: never\n  },\n" +
+		"  tags?: Array<\n    // A tag\n    string\n  >,\n" +
+		"  when?: string | null\n}) => any;\n" +
+		"interface parameters {\n  root?: Node,\n  self?: parameters\n}\n// A node\ninterface Node {\n  v: number\n}\ntype tree = (_: parameters) => any;\n}\n"
+	if len(msgs) != 2 || msgs[0].Role != "tool_declare" || msgs[0].Content != want || msgs[1].Content != "Sys" {
+		t.Fatalf("kimi_k25 tools:\n got %q\nwant %q", msgs[0].Content, want)
 	}
 }
