@@ -75,53 +75,51 @@ func (deepseekThinking) prefill(msgs []Message) string {
 	return "<think>"
 }
 
-// dsMessage is the shared rendering of one message; it drops the
-// reasoning of assistant turns that are history and make no tool call.
+// dsMessage is the shared rendering of one message: header, body, tool
+// calls, and end-of-sentence after an assistant turn with content.
 func dsMessage(e *enc, m Message, c msgCtx) (piece, error) {
-	var header []int
-	var out string
-	switch m.Role {
-	case "system":
-		if c.idx != 0 {
-			return piece{}, fmt.Errorf("DeepSeek takes a system message only first: merge it into the first one or make it a user message")
-		}
-		t, err := m.ensureText("deepseek")
-		if err != nil {
-			return piece{}, err
-		}
-		out = t
-	case "user":
-		t, err := m.ensureText("deepseek")
-		if err != nil {
-			return piece{}, err
-		}
-		header, out = []int{e.id("<｜User｜>")}, t
-	case "assistant":
+	header, out, err := dsParts(e, m, c)
+	if err != nil {
+		return piece{}, err
+	}
+	toks := e.text(out + dsToolCalls(m.ToolCalls))
+	if m.Role == "assistant" && m.hasContent() {
+		toks = append(toks, e.id(dsEOS))
+	}
+	return piece{header: header, output: [][]int{toks}}, nil
+}
+
+// dsParts is a message's header and text. History's reasoning is dropped
+// from assistant turns that make no tool call.
+func dsParts(e *enc, m Message, c msgCtx) ([]int, string, error) {
+	if m.Role == "assistant" {
 		drop := len(m.ToolCalls) == 0 && !c.isLast
-		out = m.joined(func(t string) string {
+		out := m.joined(func(t string) string {
 			if drop {
 				return ""
 			}
 			return "<think>" + t + "</think>"
 		})
-		if !followsTool(c) {
-			header = []int{e.id("<｜Assistant｜>")}
+		if followsTool(c) {
+			return nil, out, nil
 		}
-	case "tool":
-		t, err := m.ensureText("deepseek")
-		if err != nil {
-			return piece{}, err
-		}
-		header, out = e.text("<｜tool▁output▁begin｜>"), t+"<｜tool▁output▁end｜>"
-	default:
-		return piece{}, fmt.Errorf("role %q is not one DeepSeek renders (system, user, assistant, tool)", m.Role)
+		return []int{e.id("<｜Assistant｜>")}, out, nil
 	}
-	out += dsToolCalls(m.ToolCalls)
-	toks := e.text(out)
-	if m.Role == "assistant" && m.hasContent() {
-		toks = append(toks, e.id(dsEOS))
+	t, err := m.ensureText("deepseek")
+	if err != nil {
+		return nil, "", err
 	}
-	return piece{header: header, output: [][]int{toks}}, nil
+	switch {
+	case m.Role == "system" && c.idx == 0:
+		return nil, t, nil
+	case m.Role == "system":
+		return nil, "", fmt.Errorf("DeepSeek takes a system message only first: merge it into the first one or make it a user message")
+	case m.Role == "user":
+		return []int{e.id("<｜User｜>")}, t, nil
+	case m.Role == "tool":
+		return e.text("<｜tool▁output▁begin｜>"), t + "<｜tool▁output▁end｜>", nil
+	}
+	return nil, "", fmt.Errorf("role %q is not one DeepSeek renders (system, user, assistant, tool)", m.Role)
 }
 
 func dsToolCalls(calls []ToolCall) string {

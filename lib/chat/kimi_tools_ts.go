@@ -129,7 +129,31 @@ func kimiFunctionTS(t Tool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var interfaces []string
+	interfaces, err := kimiInterfaces(root, reg)
+	if err != nil {
+		return "", err
+	}
+	name := t.Name
+	if name == "" {
+		name = "function"
+	}
+	typeDef := "type " + name + " = (_: " + root.ts("") + ") => any;"
+	if reg.selfRef {
+		typeDef = "type " + name + " = (_: parameters) => any;"
+	}
+	var parts []string
+	for _, p := range []string{interfaces, kimiComment(t.Description, ""), typeDef} {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, "\n"), nil
+}
+
+// kimiInterfaces declares "parameters" when the schema refers to itself,
+// then each $defs entry.
+func kimiInterfaces(root *kimiType, reg *kimiRegistry) (string, error) {
+	var out []string
 	if reg.selfRef {
 		var fields []string
 		for _, p := range root.props {
@@ -139,7 +163,7 @@ func kimiFunctionTS(t Tool) (string, error) {
 		if len(fields) > 0 {
 			body = "\n" + strings.Join(fields, ",\n") + "\n"
 		}
-		interfaces = append(interfaces, "interface parameters {"+body+"}")
+		out = append(out, "interface parameters {"+body+"}")
 	}
 	for _, name := range append([]string(nil), reg.names...) {
 		def := reg.defs[name]
@@ -151,23 +175,9 @@ func kimiFunctionTS(t Tool) (string, error) {
 		if d := def.get("description"); d.truthy() {
 			desc = kimiComment(d.pyStr(), "") + "\n"
 		}
-		interfaces = append(interfaces, desc+"interface "+name+" "+dt.ts(""))
+		out = append(out, desc+"interface "+name+" "+dt.ts(""))
 	}
-	name := t.Name
-	if name == "" {
-		name = "function"
-	}
-	typeDef := "type " + name + " = (_: " + root.ts("") + ") => any;"
-	if reg.selfRef {
-		typeDef = "type " + name + " = (_: parameters) => any;"
-	}
-	var parts []string
-	for _, p := range []string{strings.Join(interfaces, "\n"), kimiComment(t.Description, ""), typeDef} {
-		if p != "" {
-			parts = append(parts, p)
-		}
-	}
-	return strings.Join(parts, "\n"), nil
+	return strings.Join(out, "\n"), nil
 }
 
 // kimiToolsTS is the tool_declare content of K2.5/K2.6.
