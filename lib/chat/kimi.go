@@ -15,8 +15,9 @@ import (
 // with thinking off). Tool results are system turns named after the tool,
 // "## Return of ID".
 //
-// Kimi's tokenizer is a tiktoken vocabulary tinker cannot load yet; the
-// tests render on a synthetic byte vocabulary with Kimi's special tokens.
+// Kimi's tokenizer is a tiktoken vocabulary (lib/tokenizer loads it) that
+// no registry here ships: the tests render on a synthetic byte vocabulary
+// with Kimi's special tokens.
 type kimi struct {
 	k25      bool   // K2.5 and K2.6
 	think    string // after the generation header: "<think>" or "<think></think>" (K2.5+)
