@@ -32,7 +32,7 @@ type Tick struct {
 }
 
 const (
-	chartW, chartH          = 520, 200
+	chartW, chartH         = 520, 200
 	padL, padR, padT, padB = 64, 12, 12, 28
 )
 

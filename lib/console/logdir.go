@@ -156,7 +156,9 @@ func table(recs []map[string]any) ([]string, [][]string) {
 			}
 		}
 	}
-	sort.SliceStable(cols, func(i, j int) bool { return colRank(cols[i]) < colRank(cols[j]) || colRank(cols[i]) == colRank(cols[j]) && cols[i] < cols[j] })
+	sort.SliceStable(cols, func(i, j int) bool {
+		return colRank(cols[i]) < colRank(cols[j]) || colRank(cols[i]) == colRank(cols[j]) && cols[i] < cols[j]
+	})
 	rows := make([][]string, 0, len(recs))
 	for i := len(recs) - 1; i >= 0; i-- {
 		row := make([]string, len(cols))

@@ -22,7 +22,7 @@ type page struct {
 }
 
 var funcs = template.FuncMap{
-	"seg":  url.PathEscape,
+	"seg": url.PathEscape,
 }
 
 // render writes template name inside the layout. It renders into a

@@ -77,7 +77,7 @@ func (c *Console) status(run *tinkerapi.TrainingRun, trained time.Time) string {
 // ckptRow is one line of a run's checkpoints.
 type ckptRow struct {
 	ID, Type, Size, Created, Expires, Path, URL string
-	Public                                     bool
+	Public                                      bool
 }
 
 type runData struct {
