@@ -61,5 +61,5 @@ func (c *Console) logCharts(w http.ResponseWriter, r *http.Request, s *session) 
 		http.Error(w, msg, status)
 		return
 	}
-	c.render(w, http.StatusOK, "charts", page{Data: d.Charts})
+	c.render(w, http.StatusOK, "charts-only", page{Data: d.Charts})
 }

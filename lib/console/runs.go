@@ -141,7 +141,7 @@ func (c *Console) runCharts(w http.ResponseWriter, r *http.Request, s *session) 
 		c.apiFailure(w, s, err)
 		return
 	}
-	c.render(w, http.StatusOK, "charts", page{Data: c.runChartsData(run)})
+	c.render(w, http.StatusOK, "charts-only", page{Data: c.runChartsData(run)})
 }
 
 // apiMessage is an API error in one line (the client keeps keys out).
