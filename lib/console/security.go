@@ -2,6 +2,7 @@ package console
 
 import (
 	"crypto/subtle"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -120,4 +121,17 @@ func (c *Console) signInRequired(w http.ResponseWriter, r *http.Request, msg str
 		return
 	}
 	http.Error(w, "Sign in first: open the console at /.", http.StatusUnauthorized)
+}
+
+// CheckLoopback refuses a listen address that is not on loopback: the
+// console holds its users' keys and is for this machine only.
+func CheckLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("bad listen address %q: want HOST:PORT, e.g. 127.0.0.1:8001", addr)
+	}
+	if !loopbackHost(host) {
+		return fmt.Errorf("the console listens only on loopback (127.0.0.1, ::1 or localhost), not %s", host)
+	}
+	return nil
 }
