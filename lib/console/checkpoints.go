@@ -62,9 +62,8 @@ func (c *Console) confirmDelete(w http.ResponseWriter, r *http.Request, s *sessi
 		c.apiFailure(w, s, err)
 		return
 	}
-	c.render(w, http.StatusOK, "delete", page{Title: "Delete " + id, Nav: "runs", CSRF: s.csrf, Data: struct {
-		Run, ID, Action, RunURL string
-	}{run, id, checkpointURL(run, r.PathValue("kind"), r.PathValue("name")) + "/delete", "/console/runs/" + url.PathEscape(run)}})
+	c.write(w, http.StatusOK, page{Title: "Delete " + id, Nav: "runs", CSRF: s.csrf},
+		deleteView(run, id, checkpointURL(run, r.PathValue("kind"), r.PathValue("name"))+"/delete", "/console/runs/"+url.PathEscape(run), s.csrf))
 }
 
 // download sends the browser to the checkpoint archive's signed URL,

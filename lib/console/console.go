@@ -2,8 +2,6 @@ package console
 
 import (
 	"embed"
-	"fmt"
-	"html/template"
 	"io/fs"
 	"net"
 	"net/http"
@@ -11,8 +9,8 @@ import (
 	"time"
 )
 
-//go:embed assets
-var assets embed.FS
+//go:embed static
+var static embed.FS
 
 // Options configures a Console.
 type Options struct {
@@ -33,23 +31,18 @@ type Options struct {
 // Console serves the web console. Create it with New.
 type Console struct {
 	opts     Options
-	pages    *template.Template
 	static   http.Handler
 	sessions *sessions
 	curves   *Curves
 }
 
-// New parses the templates (the only work done before the first request).
+// New returns a console; it does no work until the first request.
 func New(o Options) (*Console, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	pages, err := template.New("").Funcs(funcs).ParseFS(assets, "assets/*.html")
-	if err != nil {
-		return nil, fmt.Errorf("console templates: %w", err)
-	}
-	static, _ := fs.Sub(assets, "assets/static")
-	c := &Console{opts: o, pages: pages, static: http.StripPrefix("/console/static/", http.FileServerFS(static)), curves: NewCurves()}
+	files, _ := fs.Sub(static, "static")
+	c := &Console{opts: o, static: http.StripPrefix("/console/static/", http.FileServerFS(files)), curves: NewCurves()}
 	c.sessions = newSessions(c)
 	return c, nil
 }

@@ -12,10 +12,7 @@ func (c *Console) logsPage(w http.ResponseWriter, r *http.Request, s *session) {
 	for i, d := range c.logDirs() {
 		rows = append(rows, logRow{d, "/console/logs/" + strconv.Itoa(i)})
 	}
-	c.render(w, http.StatusOK, "logs", page{Title: "Training logs", Nav: "logs", CSRF: s.csrf, Data: struct {
-		Logs       []logRow
-		Configured bool
-	}{rows, len(c.opts.LogDirs) > 0}})
+	c.write(w, http.StatusOK, page{Title: "Training logs", Nav: "logs", CSRF: s.csrf}, logsView(rows, len(c.opts.LogDirs) > 0))
 }
 
 // logDir is the log directory the request's index names, if any.
@@ -49,10 +46,10 @@ func (c *Console) logData(r *http.Request) (*logData, string, int) {
 func (c *Console) logPage(w http.ResponseWriter, r *http.Request, s *session) {
 	d, msg, status := c.logData(r)
 	if d == nil {
-		c.render(w, status, "error", page{Title: "Training log", Nav: "logs", CSRF: s.csrf, Error: msg})
+		c.write(w, status, page{Title: "Training log", Nav: "logs", CSRF: s.csrf, Error: msg}, nil)
 		return
 	}
-	c.render(w, http.StatusOK, "log", page{Title: "Training log " + d.Dir, Nav: "logs", CSRF: s.csrf, Data: d})
+	c.write(w, http.StatusOK, page{Title: "Training log " + d.Dir, Nav: "logs", CSRF: s.csrf}, logView(d))
 }
 
 func (c *Console) logCharts(w http.ResponseWriter, r *http.Request, s *session) {
@@ -61,5 +58,7 @@ func (c *Console) logCharts(w http.ResponseWriter, r *http.Request, s *session) 
 		http.Error(w, msg, status)
 		return
 	}
-	c.render(w, http.StatusOK, "charts-only", page{Data: d.Charts})
+	var h hw
+	chartsView(&h, d.Charts)
+	c.send(w, http.StatusOK, &h)
 }

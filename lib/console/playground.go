@@ -53,7 +53,7 @@ func (c *Console) playgroundPage(w http.ResponseWriter, r *http.Request, s *sess
 	if len(d.Models) > 0 {
 		d.Form.Model = d.Models[0]
 	}
-	c.render(w, http.StatusOK, "playground", page{Title: "Playground", Nav: "playground", CSRF: s.csrf, Data: d})
+	c.write(w, http.StatusOK, page{Title: "Playground", Nav: "playground", CSRF: s.csrf}, playView(d, s.csrf))
 }
 
 // playChoices lists the servable base models and the user's sampler
@@ -103,7 +103,7 @@ func (c *Console) playgroundSample(w http.ResponseWriter, r *http.Request, s *se
 	f, problem := readPlayForm(r)
 	d := c.playChoices(r.Context(), s)
 	d.Form = f
-	p := page{Title: "Playground", Nav: "playground", CSRF: s.csrf, Data: d, Error: problem}
+	p := page{Title: "Playground", Nav: "playground", CSRF: s.csrf, Error: problem}
 	if problem == "" {
 		res, err := c.sample(r.Context(), s, f)
 		if err != nil {
@@ -115,7 +115,7 @@ func (c *Console) playgroundSample(w http.ResponseWriter, r *http.Request, s *se
 	if p.Error != "" {
 		status = http.StatusBadRequest
 	}
-	c.render(w, status, "playground", p)
+	c.write(w, status, p, playView(d, s.csrf))
 }
 
 // sample runs the form through ops.Sample, the sample() builtin's

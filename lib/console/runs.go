@@ -35,11 +35,7 @@ func (c *Console) runsPage(w http.ResponseWriter, r *http.Request, s *session) {
 	for i := range runs {
 		rows = append(rows, c.runRow(&runs[i]))
 	}
-	p.Data = struct {
-		Runs  []runRow
-		Total int
-	}{rows, total}
-	c.render(w, http.StatusOK, "runs", p)
+	c.write(w, http.StatusOK, p, runsView(rows, total))
 }
 
 func (c *Console) runRow(run *tinkerapi.TrainingRun) runRow {
@@ -102,8 +98,7 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request, s *session) {
 	for _, cp := range cps {
 		d.Checkpoints = append(d.Checkpoints, c.ckptRow(id, cp))
 	}
-	p.Data = d
-	c.render(w, http.StatusOK, "run", p)
+	c.write(w, http.StatusOK, p, runView(d, s.csrf))
 }
 
 func (c *Console) ckptRow(runID string, cp tinkerapi.Checkpoint) ckptRow {
@@ -141,7 +136,9 @@ func (c *Console) runCharts(w http.ResponseWriter, r *http.Request, s *session) 
 		c.apiFailure(w, s, err)
 		return
 	}
-	c.render(w, http.StatusOK, "charts-only", page{Data: c.runChartsData(run)})
+	var h hw
+	chartsView(&h, c.runChartsData(run))
+	c.send(w, http.StatusOK, &h)
 }
 
 // apiMessage is an API error in one line (the client keeps keys out).
@@ -153,12 +150,15 @@ func (c *Console) apiFailure(w http.ResponseWriter, s *session, err error) {
 	status := http.StatusBadGateway
 	var ae *tinkerapi.APIError
 	if errors.As(err, &ae) && (ae.Status == http.StatusNotFound || ae.Status == http.StatusForbidden) {
-		c.render(w, http.StatusNotFound, "error", page{Title: "Not found", CSRF: s.csrf, Error: "Not found: no run or checkpoint of yours has that name."})
+		c.write(w, http.StatusNotFound, page{Title: "Not found", CSRF: s.csrf, Error: "Not found: no run or checkpoint of yours has that name."}, backToRuns)
 		return
 	}
 	var ue *tinkerapi.UserError
 	if errors.As(err, &ue) {
 		status = http.StatusBadRequest
 	}
-	c.render(w, status, "error", page{Title: "Error", CSRF: s.csrf, Error: apiMessage(err)})
+	c.write(w, status, page{Title: "Error", CSRF: s.csrf, Error: apiMessage(err)}, backToRuns)
 }
+
+// ago is a time as "3 minutes ago" from now.
+func (c *Console) ago(t time.Time) string { return render.Ago(t, c.opts.Now()) }

@@ -117,7 +117,7 @@ func (c *Console) changes(h func(http.ResponseWriter, *http.Request, *session)) 
 // signInRequired answers a request without a session.
 func (c *Console) signInRequired(w http.ResponseWriter, r *http.Request, msg string) {
 	if r.Method == http.MethodGet && (r.URL.Path == "/" || r.URL.Path == "/console/") {
-		c.render(w, http.StatusOK, "signin", page{Title: "Sign in", Error: msg})
+		c.write(w, http.StatusOK, page{Title: "Sign in", Error: msg}, signinPage)
 		return
 	}
 	http.Error(w, "Sign in first: open the console at /.", http.StatusUnauthorized)

@@ -150,7 +150,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	key := strings.TrimSpace(r.PostFormValue("api_key"))
 	if key == "" || len(key) > maxKeyBytes {
-		c.render(w, http.StatusUnauthorized, "signin", page{Title: "Sign in", Error: "Enter your Tinker API key."})
+		c.write(w, http.StatusUnauthorized, page{Title: "Sign in", Error: "Enter your Tinker API key."}, signinPage)
 		return
 	}
 	client, err := tinkerapi.New(tinkerapi.Config{BaseURL: c.opts.BaseURL, APIKey: key, HTTPClient: c.opts.HTTPClient, MaxRetryTime: 10 * time.Second})
@@ -158,7 +158,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		_, err = client.ListTrainingRuns(r.Context(), 1, 0, "")
 	}
 	if err != nil {
-		c.render(w, http.StatusUnauthorized, "signin", page{Title: "Sign in", Error: signInError(err)})
+		c.write(w, http.StatusUnauthorized, page{Title: "Sign in", Error: signInError(err)}, signinPage)
 		return
 	}
 	s := &session{csrf: randomToken(), client: client, seen: c.opts.Now()}

@@ -123,8 +123,8 @@ func runServe(c *invocation) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	fmt.Fprintf(c.io.Err, "tinker server on http://%s (data %s); set TINKER_BASE_URL=http://%s\n", bound, dir, bound)
-	fmt.Fprintf(c.io.Err, "Web console: open %s/ in a browser on this machine and sign in with your API key\n", console.LoopbackURL(bound))
 	fmt.Fprintf(c.io.Err, "Hugging Face clients (tokenizers of the tiny models): set HF_ENDPOINT=http://%s\n", bound)
+	fmt.Fprintf(c.io.Err, "Web console: open %s/ in a browser on this machine and sign in with your API key\n", console.LoopbackURL(bound))
 	if err := srv.Serve(ctx, ln); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
 		return shell.ExitError
