@@ -19,7 +19,8 @@
 // (what a clean restart keeps), nonfinite.go (NaN and ±Inf results), hub.go (tokenizer files for Hugging Face clients),
 // rest.go (runs and checkpoints listings), archive.go (checkpoint files),
 // download.go (signed URLs) with tarview.go, trace.go, billing.go,
-// cleanup.go (expiry sweep, orphans), import.go.
+// cleanup.go (expiry sweep, orphans), import.go, trainwatch.go (training
+// events for the web console, lib/console).
 package server
 
 import (
