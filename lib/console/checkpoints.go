@@ -13,10 +13,12 @@ var notices = map[string]string{
 	"delete":    "Checkpoint deleted.",
 }
 
-// checkpointID reads the request's checkpoint as "kind/name".
-func checkpointID(r *http.Request) (string, bool) {
+// checkpointID reads the request's checkpoint as "kind/name", answering
+// 404 when the path names none.
+func checkpointID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	kind, name := r.PathValue("kind"), r.PathValue("name")
 	if (kind != "weights" && kind != "sampler_weights") || name == "" {
+		http.Error(w, "Not a checkpoint: want weights/NAME or sampler_weights/NAME.", http.StatusNotFound)
 		return "", false
 	}
 	return kind + "/" + name, true
@@ -26,9 +28,8 @@ func checkpointID(r *http.Request) (string, bool) {
 // the API, then shows the run page again.
 func (c *Console) checkpointAction(w http.ResponseWriter, r *http.Request, s *session) {
 	run := r.PathValue("run")
-	id, ok := checkpointID(r)
+	id, ok := checkpointID(w, r)
 	if !ok {
-		http.Error(w, "Not a checkpoint: want weights/NAME or sampler_weights/NAME.", http.StatusNotFound)
 		return
 	}
 	var err error
@@ -53,9 +54,8 @@ func (c *Console) checkpointAction(w http.ResponseWriter, r *http.Request, s *se
 // confirmDelete asks before a delete; the delete itself is a POST.
 func (c *Console) confirmDelete(w http.ResponseWriter, r *http.Request, s *session) {
 	run := r.PathValue("run")
-	id, ok := checkpointID(r)
+	id, ok := checkpointID(w, r)
 	if !ok {
-		http.Error(w, "Not a checkpoint: want weights/NAME or sampler_weights/NAME.", http.StatusNotFound)
 		return
 	}
 	if _, err := s.client.GetTrainingRun(r.Context(), run, "owned"); err != nil {
@@ -69,9 +69,8 @@ func (c *Console) confirmDelete(w http.ResponseWriter, r *http.Request, s *sessi
 // download sends the browser to the checkpoint archive's signed URL,
 // which carries no API key.
 func (c *Console) download(w http.ResponseWriter, r *http.Request, s *session) {
-	id, ok := checkpointID(r)
+	id, ok := checkpointID(w, r)
 	if !ok {
-		http.Error(w, "Not a checkpoint: want weights/NAME or sampler_weights/NAME.", http.StatusNotFound)
 		return
 	}
 	u, err := s.client.ArchiveURL(r.Context(), r.PathValue("run"), id)

@@ -214,3 +214,27 @@ func TestLoopbackOnly(t *testing.T) {
 		}
 	}
 }
+
+// The playground refuses bad input before any call, with one line, and
+// shows the posted text back escaped.
+func TestPlaygroundBoundsAndEscapes(t *testing.T) {
+	f := startServer(t, manifest)
+	b := newBrowser(t, f.URL)
+	b.signIn(aliceKey)
+	tok := b.csrf()
+	evil := "</textarea><script>alert(1)</script>"
+	for _, c := range []struct {
+		form url.Values
+		want string
+	}{
+		{url.Values{"model": {"tinker-local/tiny-llama"}, "message": {evil}, "temperature": {"9"}, "max_tokens": {"8"}}, "Temperature must be a number from 0 to 5."},
+		{url.Values{"model": {"tinker-local/tiny-llama"}, "message": {evil}, "temperature": {"0"}, "max_tokens": {"100000"}}, "Max tokens must be a whole number from 1 to 2048."},
+		{url.Values{"model": {"tinker-local/tiny-llama"}, "message": {" "}, "temperature": {"0"}, "max_tokens": {"8"}}, "Write a message"},
+	} {
+		c.form.Set("csrf", tok)
+		resp, body := b.do("POST", "/console/playground", c.form)
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, c.want) || strings.Contains(body, "<script>alert") {
+			t.Errorf("%v: %d, want 400 saying %q with the text escaped:\n%s", c.form, resp.StatusCode, c.want, body)
+		}
+	}
+}
