@@ -221,6 +221,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	// Sign in: the runs list.
 	do(t, ctx, dir, chromedp.SendKeys(chromedp.CSS("#api_key"), aliceKey), chromedp.Submit(chromedp.CSS("#api_key")),
 		chromedp.WaitVisible(chromedp.CSS("#runs")))
+	// The table refreshes itself: the run's loss sparkline appears once a
+	// step has finished.
+	waitFor(t, ctx, `String(document.querySelector("#runs td.spark svg polyline") !== null)`, "true")
 	shot(t, ctx, dir, "2-runs")
 	if s := bodyText(t, ctx); !strings.Contains(s, run) || !strings.Contains(s, "tiny-llama") || !strings.Contains(s, "training") {
 		t.Fatalf("runs page: %q", s)

@@ -65,6 +65,28 @@ func newChart(title string, xs, ys []float64) Chart {
 	return ch
 }
 
+// Sparklines in the runs table are this many pixels.
+const sparkW, sparkH = 120, 28
+
+// sparkline is the polyline points of ys by xs in a sparkW×sparkH box.
+func sparkline(xs, ys []float64) string {
+	xs, ys = finite(xs, ys)
+	x0, x1 := bounds(xs)
+	y0, y1 := bounds(ys)
+	var b strings.Builder
+	for i := range xs {
+		x, y := 0.0, float64(sparkH)/2
+		if x1 > x0 {
+			x = (xs[i] - x0) / (x1 - x0) * sparkW
+		}
+		if y1 > y0 {
+			y = 2 + (y1-ys[i])/(y1-y0)*(sparkH-4)
+		}
+		fmt.Fprintf(&b, "%.1f,%.1f ", x, y)
+	}
+	return strings.TrimSpace(b.String())
+}
+
 // bounds is the least and greatest of vs, ignoring NaN and ±Inf.
 func bounds(vs []float64) (lo, hi float64) {
 	lo, hi = math.Inf(1), math.Inf(-1)

@@ -74,6 +74,7 @@ func (c *Console) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", c.signedIn(c.runsPage))
 	mux.HandleFunc("GET /console/{$}", c.signedIn(c.runsPage))
+	mux.HandleFunc("GET /console/runs-table", c.signedIn(c.runsTable))
 	mux.HandleFunc("POST /console/login", c.login)
 	mux.HandleFunc("POST /console/logout", c.changes(c.logout))
 	mux.HandleFunc("GET /console/runs/{run}", c.signedIn(c.runPage))

@@ -22,20 +22,39 @@ const activeWithin = 2 * time.Minute
 // runRow is one line of the runs page.
 type runRow struct {
 	ID, URL, BaseModel, Owner, Rank, LastCheckpoint, Updated, Status, Loss string
+	Spark                                                                   string // sparkline points of the loss
 }
 
 func (c *Console) runsPage(w http.ResponseWriter, r *http.Request, s *session) {
-	runs, total, err := ops.ListRuns(r.Context(), s.client, maxRuns, "owned", nil)
+	rows, total, err := c.runRows(r, s)
 	p := page{Title: "Runs", Nav: "runs", CSRF: s.csrf}
 	if err != nil {
 		p.Error = apiMessage(err)
 	}
+	c.write(w, http.StatusOK, p, runsView(rows, total))
+}
+
+// runsTable is the runs table alone, which the script polls.
+func (c *Console) runsTable(w http.ResponseWriter, r *http.Request, s *session) {
+	rows, total, err := c.runRows(r, s)
+	if err != nil {
+		c.apiFailure(w, s, err)
+		return
+	}
+	var h hw
+	runsTableView(&h, rows, total)
+	c.send(w, http.StatusOK, &h)
+}
+
+// runRows lists the user's newest runs, most recently used first.
+func (c *Console) runRows(r *http.Request, s *session) ([]runRow, int, error) {
+	runs, total, err := ops.ListRuns(r.Context(), s.client, maxRuns, "owned", nil)
 	sort.SliceStable(runs, func(i, j int) bool { return runs[i].LastRequestTime.After(runs[j].LastRequestTime) })
 	rows := make([]runRow, 0, len(runs))
 	for i := range runs {
 		rows = append(rows, c.runRow(&runs[i]))
 	}
-	c.write(w, http.StatusOK, p, runsView(rows, total))
+	return rows, total, err
 }
 
 func (c *Console) runRow(run *tinkerapi.TrainingRun) runRow {
@@ -51,6 +70,7 @@ func (c *Console) runRow(run *tinkerapi.TrainingRun) runRow {
 	row.Status = c.status(run, trained)
 	if len(curves) > 0 && curves[0].Name == "loss" {
 		row.Loss = num(curves[0].Y[len(curves[0].Y)-1])
+		row.Spark = sparkline(curves[0].X, curves[0].Y)
 	}
 	return row
 }

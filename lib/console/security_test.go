@@ -17,7 +17,7 @@ func TestNoSessionShowsNothing(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(body, `name="api_key"`) || !strings.Contains(body, `action="/console/login"`) {
 		t.Fatalf("/ without a session: %d, want the sign-in form:\n%s", resp.StatusCode, body)
 	}
-	paths := []string{"/", "/console/", "/console/runs/" + url.PathEscape(aliceRun), "/console/runs/" + url.PathEscape(aliceRun) + "/charts",
+	paths := []string{"/", "/console/", "/console/runs-table", "/console/runs/" + url.PathEscape(aliceRun), "/console/runs/" + url.PathEscape(aliceRun) + "/charts",
 		"/console/runs/" + url.PathEscape(aliceRun) + "/checkpoints/weights/0001/download", "/console/logs", "/console/logs/0", "/console/playground"}
 	for _, p := range paths {
 		resp, body := b.do("GET", p, nil)

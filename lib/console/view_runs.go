@@ -5,22 +5,33 @@ import "strconv"
 func runsView(rows []runRow, total int) func(*hw) {
 	return func(w *hw) {
 		w.WriteString("<h1>Training runs</h1>\n")
-		if len(rows) == 0 {
-			w.WriteString(`<p class="empty">No training runs yet. Start one (for example <code>tinker --local train sft …</code> or a training script against this server) and it appears here.</p>` + "\n")
-			return
-		}
-		w.WriteString(`<table class="list" id="runs">
-<thead><tr><th>Run</th><th>Base model</th><th>Rank</th><th>Owner</th><th>Last checkpoint</th><th>Updated</th><th>Status</th><th class="num">Loss</th></tr></thead>
+		runsTableView(w, rows, total)
+	}
+}
+
+// runsTableView is the live block of the runs page.
+func runsTableView(w *hw, rows []runRow, total int) {
+	w.WriteString(`<div class="runs" data-live="/console/runs-table">` + "\n")
+	defer w.WriteString("</div>\n")
+	if len(rows) == 0 {
+		w.WriteString(`<p class="empty">No training runs yet. Start one (for example <code>tinker --local train sft …</code> or a training script against this server) and it appears here.</p>` + "\n")
+		return
+	}
+	w.WriteString(`<table class="list" id="runs">
+<thead><tr><th>Run</th><th>Base model</th><th>Rank</th><th>Owner</th><th>Last checkpoint</th><th>Updated</th><th>Status</th><th class="num">Loss</th><th></th></tr></thead>
 <tbody>
 `)
-		for _, r := range rows {
-			w.f(`<tr><td><a href="%v">%v</a></td><td>%v</td><td class="num">%v</td><td class="owner" title="%v">%v</td>`, r.URL, r.ID, r.BaseModel, r.Rank, r.Owner, r.Owner)
-			w.f(`<td>%v</td><td>%v</td><td><span class="status %v">%v</span></td><td class="num">%v</td></tr>`+"\n", r.LastCheckpoint, r.Updated, r.Status, r.Status, r.Loss)
+	for _, r := range rows {
+		w.f(`<tr><td><a href="%v">%v</a></td><td>%v</td><td class="num">%v</td><td class="owner" title="%v">%v</td>`, r.URL, r.ID, r.BaseModel, r.Rank, r.Owner, r.Owner)
+		w.f(`<td>%v</td><td>%v</td><td><span class="status %v">%v</span></td><td class="num">%v</td><td class="spark">`, r.LastCheckpoint, r.Updated, r.Status, r.Status, r.Loss)
+		if r.Spark != "" {
+			w.f(`<svg viewBox="0 0 %v %v" aria-label="loss by step"><polyline class="line" points="%v"/></svg>`, sparkW, sparkH, r.Spark)
 		}
-		w.WriteString("</tbody>\n</table>\n")
-		if total > len(rows) {
-			w.f("<p class=\"muted\">The newest %v of %v runs.</p>\n", len(rows), total)
-		}
+		w.WriteString("</td></tr>\n")
+	}
+	w.WriteString("</tbody>\n</table>\n")
+	if total > len(rows) {
+		w.f("<p class=\"muted\">The newest %v of %v runs.</p>\n", len(rows), total)
 	}
 }
 
