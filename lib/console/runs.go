@@ -22,7 +22,7 @@ const activeWithin = 2 * time.Minute
 // runRow is one line of the runs page.
 type runRow struct {
 	ID, URL, BaseModel, Owner, Rank, LastCheckpoint, Updated, Status, Loss string
-	Spark                                                                   string // sparkline points of the loss
+	Spark                                                                  string // sparkline points of the loss
 }
 
 func (c *Console) runsPage(w http.ResponseWriter, r *http.Request, s *session) {
