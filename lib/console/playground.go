@@ -121,7 +121,7 @@ func (c *Console) playgroundSample(w http.ResponseWriter, r *http.Request, s *se
 // sample runs the form through ops.Sample, the sample() builtin's
 // operation, and lays out the first sequence token by token.
 func (c *Console) sample(ctx context.Context, s *session, f playForm) (*playResult, error) {
-	ts, err := s.tinkerSession(ctx)
+	ts, samplers, err := s.tinkerSession(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +138,7 @@ func (c *Console) sample(ctx context.Context, s *session, f playForm) (*playResu
 		}
 		o.Messages = append(o.Messages, chat.Message{Role: "user", Content: f.Message})
 	}
-	res, err := ops.Sample(ctx, ts, &s.samplers, o)
+	res, err := ops.Sample(ctx, ts, samplers, o)
 	if err != nil {
 		return nil, err
 	}

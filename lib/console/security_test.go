@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Without a session the root is the sign-in page and shows no data; every
@@ -236,5 +237,38 @@ func TestPlaygroundBoundsAndEscapes(t *testing.T) {
 		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, c.want) || strings.Contains(body, "<script>alert") {
 			t.Errorf("%v: %d, want 400 saying %q with the text escaped:\n%s", c.form, resp.StatusCode, c.want, body)
 		}
+	}
+}
+
+// A session ends after 12 h unused, and the least recently used one ends
+// when a 65th signs in.
+func TestSessionsEnd(t *testing.T) {
+	f := startServer(t, manifest)
+	now := time.Now()
+	con, err := New(Options{BaseURL: f.URL, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(con.Handler())
+	defer hs.Close()
+	run := "/console/runs/" + url.PathEscape(aliceRun)
+	idle := newBrowser(t, hs.URL)
+	idle.signIn(aliceKey)
+	now = now.Add(sessionIdle + time.Minute)
+	if resp, _ := idle.do("GET", run, nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a session unused for 12 h still works: %d", resp.StatusCode)
+	}
+	var bs []*browser
+	for i := 0; i <= maxSessions; i++ {
+		b := newBrowser(t, hs.URL)
+		b.signIn(aliceKey)
+		bs = append(bs, b)
+		now = now.Add(time.Second)
+	}
+	if resp, _ := bs[0].do("GET", run, nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the oldest of %d sessions still works: %d", maxSessions+1, resp.StatusCode)
+	}
+	if resp, _ := bs[maxSessions].do("GET", run, nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("the newest session is refused: %d", resp.StatusCode)
 	}
 }

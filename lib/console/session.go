@@ -31,7 +31,7 @@ type session struct {
 
 	mu       sync.Mutex         // guards tinker and samplers
 	tinker   *tinkerapi.Session // opened by the first sample
-	samplers ops.Samplers
+	samplers *ops.Samplers      // the sampling sessions opened in tinker
 }
 
 // sessions maps the SHA-256 of each cookie value to its session, so a
@@ -79,8 +79,15 @@ func (ss *sessions) get(r *http.Request) *session {
 // recently used session when there are too many.
 func (ss *sessions) add(s *session) string {
 	value := randomToken()
+	now := ss.c.opts.Now()
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	for id, o := range ss.m {
+		if now.Sub(o.seen) > sessionIdle {
+			delete(ss.m, id)
+			go o.close()
+		}
+	}
 	if len(ss.m) >= maxSessions {
 		var oldest [32]byte
 		for id, o := range ss.m {
@@ -122,18 +129,22 @@ func (s *session) close() {
 	s.client.CloseIdleConnections()
 }
 
-// tinkerSession opens (once) the Tinker session sampling runs in.
-func (s *session) tinkerSession(ctx context.Context) (*tinkerapi.Session, error) {
+// tinkerSession opens (once, and again if it ended) the Tinker session
+// sampling runs in, with the sampling sessions opened in it.
+func (s *session) tinkerSession(ctx context.Context) (*tinkerapi.Session, *ops.Samplers, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.tinker == nil || s.tinker.Err() != nil {
 		ts, err := s.client.CreateSession(ctx, tinkerapi.SessionOptions{Tags: []string{"console"}})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		s.tinker, s.samplers = ts, ops.Samplers{}
+		if s.tinker != nil {
+			s.tinker.Close()
+		}
+		s.tinker, s.samplers = ts, &ops.Samplers{}
 	}
-	return s.tinker, nil
+	return s.tinker, s.samplers, nil
 }
 
 func (c *Console) setCookie(w http.ResponseWriter, value string, maxAge int) {

@@ -91,3 +91,22 @@ func TestConsoleCommandUsesTheBackend(t *testing.T) {
 		t.Fatalf("the console's runs page does not list the backend's run:\n%s", page)
 	}
 }
+
+// tinker --local console serves the console and the local server's API on
+// one loopback address; the local user signs in with its key.
+func TestLocalConsole(t *testing.T) {
+	_, base := startTinker(t, "--local console --addr 127.0.0.1:0", "open ", "XDG_DATA_HOME="+t.TempDir())
+	base = strings.TrimSuffix(base, "/")
+	if page := consoleGet(t, base, server.LocalUserKey, "/"); !strings.Contains(page, "No training runs yet") {
+		t.Fatalf("runs page of a fresh local server:\n%s", page)
+	}
+	resp, err := http.Get(base + "/api/v1/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != `{"status":"ok"}` {
+		t.Errorf("the local server's API on the console's address: %s", b)
+	}
+}
