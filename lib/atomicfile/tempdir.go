@@ -49,6 +49,7 @@ const staleAge = time.Minute
 
 // SweepStale removes the directories in parent whose names start with
 // prefix and that no live writer holds: left behind by a killed process.
+// The two halves of an interrupted SwapDir are FinishSwaps's, never swept.
 // It returns how many it removed. Where directory locks are not supported
 // it removes nothing, since it cannot tell abandoned from in use.
 func SweepStale(parent, prefix string) (int, error) {
@@ -63,7 +64,7 @@ func SweepStale(parent, prefix string) (int, error) {
 	}
 	n := 0
 	for _, e := range entries {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) || isSwapPart(e.Name()) {
 			continue
 		}
 		info, err := e.Info()

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	"github.com/tinkershell/tinker/lib/atomicfile"
@@ -25,7 +24,12 @@ type outDir struct {
 }
 
 // CheckOut refuses an existing OUT without force before any work is done.
+// An export killed while replacing OUT is finished first (the old or the
+// new copy put back at OUT), so OUT is never found missing.
 func CheckOut(out string, force bool) error {
+	if _, err := atomicfile.FinishSwaps(out); err != nil {
+		return err
+	}
 	st, err := os.Stat(out)
 	switch {
 	case err != nil:
@@ -111,25 +115,11 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// commit renames the directory into place, replacing an old OUT only now.
+// commit puts the directory in place, replacing an old OUT only now.
 func (o *outDir) commit() error {
 	defer o.td.Release()
-	parent, base := filepath.Dir(o.final), filepath.Base(o.final)
-	old := ""
-	if _, err := os.Stat(o.final); err == nil {
-		old = filepath.Join(parent, "."+base+".old-"+strings.TrimPrefix(filepath.Base(o.tmp), "."+base+".tmp-"))
-		if err := os.Rename(o.final, old); err != nil {
-			return fmt.Errorf("move old %s aside: %w", o.final, err)
-		}
-	}
-	if err := os.Rename(o.tmp, o.final); err != nil {
-		if old != "" {
-			os.Rename(old, o.final)
-		}
+	if err := atomicfile.SwapDir(o.td, o.final); err != nil {
 		return fmt.Errorf("move output into place: %w", err)
-	}
-	if old != "" {
-		os.RemoveAll(old)
 	}
 	return nil
 }

@@ -352,7 +352,7 @@ func linkAtomic(rel, blob, dst string) error {
 		}
 		return writeAtomic(dst, data)
 	}
-	return os.Rename(tmp, dst)
+	return atomicfile.Rename(tmp, dst)
 }
 
 func writeAtomic(path string, data []byte) error {

@@ -310,9 +310,8 @@ type File struct {
 
 // WriteFiles writes a checkpoint directory atomically: the files, each
 // synced, then the checkpoint_complete marker go into a temporary sibling,
-// which replaces dir only once complete. An existing dir is moved aside
-// first and removed only after the new one is in place, so a crash never
-// leaves neither.
+// which replaces dir only once complete (atomicfile.SwapDir: a crash never
+// leaves neither copy).
 func WriteFiles(dir string, files []File) error {
 	parent, base := filepath.Dir(dir), filepath.Base(dir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
@@ -321,6 +320,7 @@ func WriteFiles(dir string, files []File) error {
 	// A write of the same checkpoint killed midway left its temporary
 	// directory behind.
 	prefix := "." + base + ".tmp-"
+	atomicfile.FinishSwaps(dir)
 	atomicfile.SweepStale(parent, prefix)
 	td, err := atomicfile.MkdirTemp(parent, prefix)
 	if err != nil {
@@ -335,23 +335,8 @@ func WriteFiles(dir string, files []File) error {
 			return err
 		}
 	}
-	old := ""
-	if _, err := os.Stat(dir); err == nil {
-		// Named apart from the temporary directories, so no sweep takes
-		// it for abandoned while it is the only copy.
-		old = filepath.Join(parent, "."+base+".old-"+strings.TrimPrefix(filepath.Base(tmp), prefix))
-		if err := os.Rename(dir, old); err != nil {
-			return fmt.Errorf("move old checkpoint aside: %w", err)
-		}
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		if old != "" {
-			os.Rename(old, dir)
-		}
+	if err := atomicfile.SwapDir(td, dir); err != nil {
 		return fmt.Errorf("move checkpoint into place: %w", err)
-	}
-	if old != "" {
-		os.RemoveAll(old)
 	}
 	return nil
 }

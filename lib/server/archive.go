@@ -110,12 +110,18 @@ func (a *archiver) ready(dir string) bool {
 }
 
 // materialise writes the checkpoint's files if they are missing. With
-// background, it returns at once (errArchivePending) and generates in a goroutine.
+// background, it returns at once (errArchivePending) and generates in a
+// goroutine. Files of trained or imported weights cannot be generated:
+// their absence is an error, never a silent return to the seed's weights.
 func (a *archiver) materialise(c store.Checkpoint, background bool) error {
 	dir := a.s.checkpointDir(c.RunID, c.Kind, c.Name)
 	if a.ready(dir) {
 		a.used(dir, false)
 		return nil
+	}
+	if c.FilesOnly {
+		return fmt.Errorf("the files of %s are missing from %s: restore them from a backup, or delete the checkpoint",
+			c.TinkerPath(), dir)
 	}
 	run, ok := a.s.st.Run(c.RunID, a.s.now())
 	if !ok {

@@ -44,11 +44,17 @@ func (s *Server) saveCheckpoint(run store.RunView, kind, name string, ttl *int64
 		return c, err
 	}
 	dir := s.checkpointDir(run.ID, kind, name)
+	hold, err := holdRunDir(s.opts.DataDir, run.ID)
+	if err != nil {
+		return c, err
+	}
+	defer hold.Close()
 	switch {
 	case tr != nil:
 		if err := writeTrained(p, tr, dir, kind == "weights"); err != nil {
 			return c, err
 		}
+		c.FilesOnly = true
 	case c.SizeBytes <= s.opts.ArchiveSyncLimit:
 		if err := p.WriteDir(dir); err != nil {
 			return c, err
