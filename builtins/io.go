@@ -15,6 +15,7 @@ import (
 
 	"github.com/tinkershell/tinker/lib/atomicfile"
 	"github.com/tinkershell/tinker/lib/render"
+	"github.com/tinkershell/tinker/lib/userfile"
 )
 
 // The io module is a script's only access to files: read and write text and
@@ -72,24 +73,18 @@ func ioPath(b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (
 }
 
 // readBounded reads a whole file, refusing one larger than maxReadBytes
-// before allocating for it.
-func readBounded(name, path string) ([]byte, error) {
-	f, err := os.Open(path)
+// before allocating for it; a FIFO or device is read up to
+// userfile.SpecialLimit, and a wait for a FIFO's writer ends on Ctrl-C.
+func readBounded(thread *starlark.Thread, name, path string) ([]byte, error) {
+	b, err := userfile.ReadAny(ContextOf(thread), path, maxReadBytes)
+	if errors.Is(err, userfile.ErrTooLarge) {
+		return nil, fmt.Errorf("%s: %s holds more than io reads at once (%s from a file, %s from a FIFO or device)",
+			name, path, render.Size(maxReadBytes), render.Size(userfile.SpecialLimit))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, ioError(err))
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if st.IsDir() {
-		return nil, fmt.Errorf("%s: %s is a directory, not a file", name, path)
-	}
-	if st.Size() > maxReadBytes {
-		return nil, fmt.Errorf("%s: %s is %s, more than the %s io reads at once", name, path, render.Size(st.Size()), render.Size(maxReadBytes))
-	}
-	return os.ReadFile(path)
+	return b, nil
 }
 
 // ioError shortens the common file errors to what a person acts on.
@@ -109,7 +104,7 @@ func ioReadText(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	if err != nil {
 		return nil, err
 	}
-	data, err := readBounded(b.Name(), path)
+	data, err := readBounded(thread, b.Name(), path)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +136,7 @@ func ioReadJSONL(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	if err != nil {
 		return nil, err
 	}
-	data, err := readBounded(b.Name(), path)
+	data, err := readBounded(thread, b.Name(), path)
 	if err != nil {
 		return nil, err
 	}

@@ -56,6 +56,16 @@ const (
 // fixed alpha of 32 independent of rank.
 const DefaultAlpha = 32
 
+// Bounds on what an adapter directory may claim, checked before anything
+// is allocated from it (docs/bounds.md).
+const (
+	// MaxRank bounds r: far above any LoRA rank in use, far below a size
+	// that overflows the products of shapes.
+	MaxRank = 1 << 16
+	// MaxConfigBytes bounds adapter_config.json and a model's config.json.
+	MaxConfigBytes = 16 << 20
+)
+
 // Config is what shapes an adapter.
 type Config struct {
 	BaseModel    string

@@ -135,7 +135,10 @@ func TestRejectsCorrupt(t *testing.T) {
 		"hole":      good(`{"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}`, 8),
 		"trailing":  good(`{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}`, 8),
 		"past end":  good(`{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}`, 4),
-		"overlap":   good(`{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"v":{"dtype":"F32","shape":[1],"data_offsets":[2,6]}}`, 8),
+		// Shapes whose byte size wraps around int64 to the 0 bytes given.
+		"overflow":   good(`{"w":{"dtype":"F32","shape":[4611686018427387904,64],"data_offsets":[0,0]}}`, 0),
+		"overflow 2": good(`{"w":{"dtype":"BF16","shape":[4611686018427387904,4],"data_offsets":[0,0]}}`, 0),
+		"overlap":    good(`{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"v":{"dtype":"F32","shape":[1],"data_offsets":[2,6]}}`, 8),
 	}
 	for name, b := range cases {
 		if _, err := Parse(b); err == nil {

@@ -1,0 +1,140 @@
+package export
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tinkershell/tinker/lib/models"
+	"github.com/tinkershell/tinker/lib/peft"
+	"github.com/tinkershell/tinker/lib/safetensors"
+)
+
+// rawSafetensors writes a safetensors file from a header given as JSON,
+// with no data: shapes the writer would refuse.
+func rawSafetensors(t *testing.T, path, header string) {
+	t.Helper()
+	b := make([]byte, 8, 8+len(header))
+	binary.LittleEndian.PutUint64(b, uint64(len(header)))
+	if err := os.WriteFile(path, append(b, header...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hostileAdapter is an adapter directory with config r and the two
+// halves of q_proj of layer 0 given by their shapes, holding no data.
+func hostileAdapter(t *testing.T, r int64, a, b string) string {
+	t.Helper()
+	dir := t.TempDir()
+	writeFile(t, dir, peft.ConfigFile, fmt.Appendf(nil, `{"r": %d, "lora_alpha": 32, "peft_type": "LORA", "base_model_name_or_path": %q}`, r, models.TinyLlama))
+	const p = "base_model.model.model.layers.0.self_attn.q_proj.lora_"
+	rawSafetensors(t, filepath.Join(dir, peft.WeightsFile), fmt.Sprintf(
+		`{%q:{"dtype":"F32","shape":%s,"data_offsets":[0,0]},%q:{"dtype":"F32","shape":%s,"data_offsets":[0,0]}}`,
+		p+"A.weight", a, p+"B.weight", b))
+	return dir
+}
+
+// exportFails runs an export that must fail with want in its one-line
+// error, within a bound (the failures pinned here hung or panicked), and
+// leave nothing beside OUT.
+func exportFails(t *testing.T, name string, o Options, want string) {
+	t.Helper()
+	parent := t.TempDir()
+	o.Out = filepath.Join(parent, "out")
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- fmt.Errorf("panic: %v", p)
+			}
+		}()
+		_, err := Export(context.Background(), o)
+		done <- err
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s: export still running (blocked)", name)
+	}
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("%s: err = %v, want one line with %q", name, err, want)
+	}
+	if left, _ := os.ReadDir(parent); len(left) != 0 {
+		t.Errorf("%s: left behind %v", name, left)
+	}
+}
+
+// TestHostileShapes: shapes whose sizes overflow, a rank of 2^62 and a
+// config with 2^40 layers are refused before anything is allocated from
+// them, in both formats.
+func TestHostileShapes(t *testing.T) {
+	base := writeBase(t, baseSpec{model: models.TinyLlama, tied: true, shards: 1, dtype: safetensors.F32})
+	const huge = "4611686018427387904" // 2^62
+	overflow := hostileAdapter(t, 4, "[4,"+huge+"]", "[0,4]")
+	bigRank := hostileAdapter(t, 1<<62, "["+huge+",64]", "[64,"+huge+"]")
+	for _, format := range []string{Merged, PEFT} {
+		exportFails(t, format+" overflow", Options{Adapter: overflow, Base: base, Format: format}, "too large")
+		exportFails(t, format+" rank", Options{Adapter: bigRank, Base: base, Format: format}, "rank r must be between 1 and")
+	}
+	layers := writeBase(t, baseSpec{model: models.TinyLlama, tied: true, shards: 1, dtype: safetensors.F32})
+	setConfig(t, layers, "num_hidden_layers", 1<<40)
+	ad := writeAdapter(t, adapterSpec{model: models.TinyLlama, rank: 2, alpha: 4, modules: allModules[:1], dtype: safetensors.F32, seed: 4})
+	setBase(t, ad, "someone/not-in-the-catalog")
+	exportFails(t, "layers", Options{Adapter: ad, Base: layers}, "passes the bounds")
+}
+
+func setConfig(t *testing.T, dir, key string, v any) {
+	t.Helper()
+	b, _ := os.ReadFile(filepath.Join(dir, "config.json"))
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	m[key] = v
+	b, _ = json.Marshal(m)
+	writeFile(t, dir, "config.json", b)
+}
+
+// replaceWith puts a FIFO (made here) or a node of /dev/zero's numbers
+// at dir/name.
+func replaceWith(t *testing.T, dir, name, kind string) {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	os.Remove(p)
+	var err error
+	if kind == "FIFO" {
+		err = syscall.Mkfifo(p, 0o600)
+	} else if err = syscall.Mknod(p, syscall.S_IFCHR|0o600, 1<<8|5); err != nil {
+		t.Skipf("mknod needs root here: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSpecialFilesAsInputs: a FIFO (which a plain open waits on forever)
+// or an endless device in place of an adapter or base file is refused at
+// once, naming what it is.
+func TestSpecialFilesAsInputs(t *testing.T) {
+	for _, kind := range []string{"FIFO", "device"} {
+		for _, c := range []struct {
+			inBase bool
+			file   string
+		}{
+			{false, peft.WeightsFile}, {false, peft.ConfigFile}, {true, "model.safetensors"}, {true, "config.json"},
+		} {
+			base := writeBase(t, baseSpec{model: models.TinyLlama, tied: true, shards: 1, dtype: safetensors.F32})
+			ad := writeAdapter(t, adapterSpec{model: models.TinyLlama, rank: 2, alpha: 4, modules: allModules[:1], dtype: safetensors.F32, seed: 4})
+			dir := map[bool]string{false: ad, true: base}[c.inBase]
+			replaceWith(t, dir, c.file, kind)
+			want := map[string]string{"FIFO": "is a FIFO", "device": "is a device"}[kind]
+			exportFails(t, kind+" as "+c.file, Options{Adapter: ad, Base: base}, want)
+		}
+	}
+}
