@@ -72,11 +72,29 @@ func ReadAdapter(dir string) (*Adapter, error) {
 		return nil, err
 	}
 	a := &Adapter{Dir: dir, Config: cfg, Scale: scaleOf(cfg), file: f}
-	if err := a.collect(); err != nil {
+	err = a.collect()
+	if err == nil {
+		err = a.checkFinite()
+	}
+	if err != nil {
 		f.Close()
 		return nil, err
 	}
 	return a, nil
+}
+
+// checkFinite refuses NaN and infinite weights, which would otherwise be
+// merged silently or fail much later, blamed on something else.
+func (a *Adapter) checkFinite() error {
+	for _, m := range a.Modules {
+		for _, t := range []*safetensors.Tensor{m.A, m.B} {
+			if i := t.NonFinite(); i >= 0 {
+				return fmt.Errorf("%s: tensor %s holds a NaN or infinite value (element %d): the adapter is corrupt; re-download or re-train it",
+					peft.WeightsFile, t.Name, i)
+			}
+		}
+	}
+	return nil
 }
 
 func readAdapterConfig(dir string) (peft.AdapterConfig, error) {

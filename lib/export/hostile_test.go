@@ -138,3 +138,86 @@ func TestSpecialFilesAsInputs(t *testing.T) {
 		}
 	}
 }
+
+// TestForceNeverDeletesInputs: --force replaces OUT, so an OUT that is,
+// holds or sits inside an input is refused before anything is written.
+func TestForceNeverDeletesInputs(t *testing.T) {
+	base := writeBase(t, baseSpec{model: models.TinyLlama, tied: true, shards: 1, dtype: safetensors.F32})
+	dl := t.TempDir()
+	ad := filepath.Join(dl, "x")
+	if err := os.Rename(writeAdapter(t, adapterSpec{model: models.TinyLlama, rank: 2, alpha: 4, modules: allModules[:1], dtype: safetensors.F32, seed: 4}), ad); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(filepath.Join(dl, "other"), 0o755)
+	writeFile(t, filepath.Join(dl, "other"), "important.bin", []byte("keep"))
+	for name, out := range map[string]string{"is the base": base, "holds the adapter": dl, "inside the adapter": filepath.Join(ad, "sub")} {
+		_, err := Export(context.Background(), Options{Adapter: ad, Base: base, Out: out, Force: true})
+		if err == nil || !strings.Contains(err.Error(), "is, holds or sits inside the input") {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+	for _, p := range []string{filepath.Join(dl, "other", "important.bin"), filepath.Join(base, "config.json"), filepath.Join(ad, peft.WeightsFile)} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("an input is gone: %v", err)
+		}
+	}
+}
+
+// setNaN makes one value of an F32 adapter's weights NaN.
+func setNaN(t *testing.T, dir string) {
+	t.Helper()
+	path := filepath.Join(dir, peft.WeightsFile)
+	f, err := safetensors.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary.LittleEndian.PutUint32(f.Tensors[0].Data[4:], 0x7fc00000)
+	w, _ := os.Create(path)
+	defer w.Close()
+	if err := safetensors.Write(w, f.Tensors, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNonFiniteAdapterRefused: NaN weights are refused in both formats
+// (the merge once wrote them into the model and exited 0).
+func TestNonFiniteAdapterRefused(t *testing.T) {
+	base := writeBase(t, baseSpec{model: models.TinyLlama, tied: true, shards: 1, dtype: safetensors.F32})
+	ad := writeAdapter(t, adapterSpec{model: models.TinyLlama, rank: 2, alpha: 4, modules: allModules[:1], dtype: safetensors.F32, seed: 4})
+	setNaN(t, ad)
+	for _, format := range []string{Merged, PEFT} {
+		exportFails(t, format, Options{Adapter: ad, Base: base, Format: format}, "NaN or infinite")
+	}
+}
+
+// TestOutLinksAndMode: an OUT that is a dangling symbolic link is refused
+// before any work; one that links to a directory has that directory
+// replaced and stays a link; the output directory is 0755 as a download's.
+func TestOutLinksAndMode(t *testing.T) {
+	ad := writeAdapter(t, adapterSpec{model: models.TinyLlama, rank: 2, alpha: 4, modules: allModules[:1], dtype: safetensors.F32, seed: 4})
+	parent := t.TempDir()
+	out := filepath.Join(parent, "out")
+	os.Symlink(filepath.Join(parent, "missing", "dir"), out)
+	var written int64
+	_, err := Export(context.Background(), Options{Adapter: ad, Format: PEFT, Out: out, Progress: func(n, _ int64) { written = n }})
+	if err == nil || !strings.Contains(err.Error(), "symbolic link to a missing directory") || written != 0 {
+		t.Errorf("dangling link: err = %v after %d bytes", err, written)
+	}
+	os.Remove(out)
+	os.Mkdir(filepath.Join(parent, "real"), 0o755)
+	os.Symlink("real", out)
+	if _, err := Export(context.Background(), Options{Adapter: ad, Format: PEFT, Out: out, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Lstat(out); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v", err)
+	}
+	st, err := os.Stat(filepath.Join(parent, "real", peft.WeightsFile))
+	if err != nil {
+		t.Fatalf("the linked directory was not written: %v", err)
+	}
+	_ = st
+	if st, _ := os.Stat(filepath.Join(parent, "real")); st.Mode().Perm() != 0o755 {
+		t.Errorf("output directory mode %v, want 0755", st.Mode().Perm())
+	}
+}

@@ -26,6 +26,9 @@ func exportMerged(ctx context.Context, o Options, a *Adapter, dt safetensors.DTy
 	if err != nil {
 		return nil, err
 	}
+	if err := CheckInputs(o.Out, base.Dir); err != nil { // a base found in the Hugging Face cache
+		return nil, err
+	}
 	m, need, err := newMerger(base, a, dt)
 	if err != nil {
 		return nil, err

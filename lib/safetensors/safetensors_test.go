@@ -237,3 +237,22 @@ func TestReadHeader(t *testing.T) {
 		t.Error("a truncated file passed")
 	}
 }
+
+func TestNonFinite(t *testing.T) {
+	for _, dt := range []DType{F32, BF16, F16} {
+		for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
+			data, err := EncodeFloat32(dt, []float32{1, -2.5, 0, bad, 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := Tensor{Name: "x", DType: dt, Shape: []int64{5}, Data: data}
+			if i := x.NonFinite(); i != 3 {
+				t.Errorf("%s with %v: NonFinite = %d, want 3", dt, bad, i)
+			}
+			x.Data = x.Data[:3*dt.Size()]
+			if i := x.NonFinite(); i != -1 {
+				t.Errorf("%s finite: NonFinite = %d", dt, i)
+			}
+		}
+	}
+}
