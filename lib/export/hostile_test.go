@@ -221,3 +221,27 @@ func TestOutLinksAndMode(t *testing.T) {
 		t.Errorf("output directory mode %v, want 0755", st.Mode().Perm())
 	}
 }
+
+// TestPEFTConfigForms: PEFT allows target_modules as one regular
+// expression and a fractional lora_alpha; both export, the scale is
+// alpha/r exactly.
+func TestPEFTConfigForms(t *testing.T) {
+	ad := writeAdapter(t, adapterSpec{model: models.TinyLlama, rank: 2, alpha: 4, modules: allModules[:1], dtype: safetensors.F32, seed: 4})
+	writeFile(t, ad, peft.ConfigFile, fmt.Appendf(nil, `{"r": 2, "lora_alpha": 5.5, "target_modules": ".*\\.q_proj$", "peft_type": "LORA", "base_model_name_or_path": %q}`, models.TinyLlama))
+	a, err := ReadAdapter(ad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	if a.Scale != 2.75 || a.Config.TargetRegex != `.*\.q_proj$` {
+		t.Errorf("scale %v, target regex %q", a.Scale, a.Config.TargetRegex)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	if _, err := Export(context.Background(), Options{Adapter: ad, Format: PEFT, Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(out, peft.ConfigFile))
+	if !strings.Contains(string(b), `"lora_alpha": 5.5`) || !strings.Contains(string(b), `"q_proj"`) {
+		t.Errorf("exported config:\n%s", b)
+	}
+}

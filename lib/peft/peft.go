@@ -103,7 +103,7 @@ type AdapterConfig struct {
 	InitLoraWeights     bool           `json:"init_lora_weights"`
 	LayersPattern       any            `json:"layers_pattern"`
 	LayersToTransform   any            `json:"layers_to_transform"`
-	LoraAlpha           int            `json:"lora_alpha"`
+	LoraAlpha           float64        `json:"lora_alpha"`
 	LoraDropout         float64        `json:"lora_dropout"`
 	ModulesToSave       any            `json:"modules_to_save"`
 	PeftType            string         `json:"peft_type"`
@@ -114,6 +114,35 @@ type AdapterConfig struct {
 	TaskType            string         `json:"task_type"`
 	UseDora             bool           `json:"use_dora"`
 	UseRslora           bool           `json:"use_rslora"`
+	// TargetRegex is target_modules given as one string, which PEFT
+	// matches against each module's full path; TargetModules is then nil
+	// and the weights file says which modules are adapted.
+	TargetRegex string `json:"-"`
+}
+
+// UnmarshalJSON reads adapter_config.json, accepting target_modules as a
+// list or (PEFT's other form) one regular expression.
+func (c *AdapterConfig) UnmarshalJSON(b []byte) error {
+	type plain AdapterConfig
+	var aux struct {
+		*plain
+		TargetModules json.RawMessage `json:"target_modules"`
+	}
+	aux.plain = (*plain)(c)
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	raw := aux.TargetModules
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	if err := json.Unmarshal(raw, &c.TargetRegex); err == nil {
+		return nil
+	}
+	if err := json.Unmarshal(raw, &c.TargetModules); err != nil {
+		return fmt.Errorf("target_modules: want a list of module names or one regular expression: %w", err)
+	}
+	return nil
 }
 
 // SavesModules reports whether modules_to_save names any module (it is
@@ -220,7 +249,7 @@ func NewPlan(cfg Config) (*Plan, error) {
 	ms, targets := modules(arch, cfg)
 	ac := AdapterConfig{
 		AlphaPattern: map[string]int{}, BaseModelNameOrPath: arch.Name, Bias: "none", InferenceMode: true,
-		InitLoraWeights: true, LoraAlpha: cfg.alpha(), PeftType: "LORA", R: cfg.Rank,
+		InitLoraWeights: true, LoraAlpha: float64(cfg.alpha()), PeftType: "LORA", R: cfg.Rank,
 		RankPattern: map[string]int{}, TargetModules: targets, TaskType: "CAUSAL_LM",
 	}
 	cj, err := json.MarshalIndent(ac, "", "  ")

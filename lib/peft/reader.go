@@ -33,7 +33,7 @@ func (a *Adapter) Scale() float32 {
 	if a.Config.UseRslora {
 		return float32(float64(a.Config.LoraAlpha) / math.Sqrt(float64(a.Config.R)))
 	}
-	return float32(a.Config.LoraAlpha) / float32(a.Config.R)
+	return float32(a.Config.LoraAlpha / float64(a.Config.R))
 }
 
 // Close releases the weights file mapping.

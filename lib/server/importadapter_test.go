@@ -54,7 +54,7 @@ func writeExternalAdapter(t *testing.T, rank, alpha int, modules []string, unemb
 		add(unembed, c.VocabSize, c.Hidden)
 	}
 	dir := t.TempDir()
-	cfg, _ := json.Marshal(peft.AdapterConfig{R: rank, LoraAlpha: alpha, PeftType: "LORA", BaseModelNameOrPath: models.TinyLlama})
+	cfg, _ := json.Marshal(peft.AdapterConfig{R: rank, LoraAlpha: float64(alpha), PeftType: "LORA", BaseModelNameOrPath: models.TinyLlama})
 	os.WriteFile(filepath.Join(dir, peft.ConfigFile), cfg, 0o644)
 	f, _ := os.Create(filepath.Join(dir, peft.WeightsFile))
 	defer f.Close()
