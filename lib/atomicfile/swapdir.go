@@ -94,11 +94,9 @@ func FinishAllSwaps(parent string) (int, error) {
 }
 
 func finishSwaps(parent, only string) (int, error) {
-	entries, err := os.ReadDir(parent)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	} else if err != nil {
-		return 0, fmt.Errorf("look for interrupted replacements: %w", err)
+	entries, err := readDir(parent, "interrupted replacements")
+	if err != nil {
+		return 0, err
 	}
 	n := 0
 	for _, mark := range []string{newMark, oldMark} {

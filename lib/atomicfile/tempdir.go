@@ -56,11 +56,9 @@ func SweepStale(parent, prefix string) (int, error) {
 	if !lockSupported {
 		return 0, nil
 	}
-	entries, err := os.ReadDir(parent)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	} else if err != nil {
-		return 0, fmt.Errorf("look for abandoned temporary directories: %w", err)
+	entries, err := readDir(parent, "abandoned temporary directories")
+	if err != nil {
+		return 0, err
 	}
 	n := 0
 	for _, e := range entries {
@@ -84,4 +82,14 @@ func SweepStale(parent, prefix string) (int, error) {
 		n++
 	}
 	return n, nil
+}
+
+// readDir lists parent, which may not exist (nothing to look at), for a
+// search for what.
+func readDir(parent, what string) ([]os.DirEntry, error) {
+	entries, err := os.ReadDir(parent)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("look for %s: %w", what, err)
+	}
+	return entries, nil
 }

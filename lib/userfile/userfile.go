@@ -105,7 +105,7 @@ func readLimited(ctx context.Context, f *os.File, path string, limit int64) ([]b
 	}
 	stop := context.AfterFunc(ctx, func() { f.SetReadDeadline(time.Now()) })
 	defer stop()
-	b, err := io.ReadAll(io.LimitReader(&ctxReader{ctx, f}, limit+1))
+	b, err := io.ReadAll(io.LimitReader(ContextReader(ctx, f), limit+1))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -118,8 +118,11 @@ func readLimited(ctx context.Context, f *os.File, path string, limit int64) ([]b
 	return b, nil
 }
 
-// ctxReader stops between reads once ctx is done (a device such as
-// /dev/zero never blocks, so its reads cannot be interrupted otherwise).
+// ContextReader is r, stopping between reads once ctx is done: a long copy
+// from a reader that does not watch the context (a file, a pipe, a device
+// such as /dev/zero that never blocks) ends promptly on Ctrl-C.
+func ContextReader(ctx context.Context, r io.Reader) io.Reader { return &ctxReader{ctx, r} }
+
 type ctxReader struct {
 	ctx context.Context
 	r   io.Reader
