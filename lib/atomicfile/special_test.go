@@ -1,6 +1,7 @@
 package atomicfile
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -91,5 +92,36 @@ func TestWriteKeepsModeAndLinks(t *testing.T) {
 	os.Symlink("nowhere/x", dangling)
 	if err := writeString(dangling, "x"); err == nil {
 		t.Error("a write through a dangling link succeeded")
+	}
+}
+
+// TestWriteThroughProcLink: a link into /proc (as /dev/stdout is) names a
+// file this process has open; it is appended to, never replaced (a
+// replaced file would leave the open descriptor writing to a deleted one).
+func TestWriteThroughProcLink(t *testing.T) {
+	dir := t.TempDir()
+	f, err := os.Create(filepath.Join(dir, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.WriteString("a\n")
+	link := filepath.Join(dir, "stdout")
+	if err := os.Symlink(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(link); err != nil {
+		t.Skipf("no /proc here: %v", err)
+	}
+	before, _ := os.Stat(f.Name())
+	if err := writeString(link, "b\n"); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.Stat(f.Name())
+	if !os.SameFile(before, after) {
+		t.Error("the open file was replaced")
+	}
+	if b, _ := os.ReadFile(f.Name()); string(b) != "a\nb\n" {
+		t.Errorf("the file holds %q", b)
 	}
 }

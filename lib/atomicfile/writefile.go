@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -76,7 +77,7 @@ func Write(path string, perm fs.FileMode, fill func(w io.Writer) error) error {
 	if err != nil {
 		return err
 	}
-	if st != nil && !st.Mode().IsRegular() {
+	if st != nil && (!st.Mode().IsRegular() || procLink(target)) {
 		return writeThrough(target, st, fill)
 	}
 	if perm == 0 && st != nil {
@@ -105,25 +106,37 @@ func resolve(path string) (string, fs.FileInfo, error) {
 	if lst.Mode()&fs.ModeSymlink == 0 {
 		return path, lst, nil
 	}
-	target, err := filepath.EvalSymlinks(path)
+	st, err := os.Stat(path) // the kernel follows /proc's links to pipes too
 	if err != nil {
 		return "", nil, fmt.Errorf("%s is a symbolic link to a missing file: remove it or create its target", path)
 	}
-	st, err := os.Stat(target)
+	if !st.Mode().IsRegular() || procLink(path) {
+		return path, st, nil // a device, FIFO, or /dev/stdout: written through
+	}
+	target, err := filepath.EvalSymlinks(path)
 	if err != nil {
-		return "", nil, err
+		return "", nil, fmt.Errorf("resolve %s: %w", path, err)
 	}
 	return target, st, nil
 }
 
-// writeThrough writes to a FIFO or device in place. The open does not
-// wait: a FIFO nobody reads is an error, not a hang.
+// procLink reports whether path is a link into /proc (/dev/stdout is one
+// to /proc/self/fd/1): the file behind it is open in this process, so it
+// is appended to rather than replaced, as a shell's >> would.
+func procLink(path string) bool {
+	dest, err := os.Readlink(path)
+	return err == nil && strings.HasPrefix(dest, "/proc/")
+}
+
+// writeThrough writes to a FIFO, a device or an open file in place,
+// appending. The open does not wait: a FIFO nobody reads is an error, not
+// a hang.
 func writeThrough(path string, st fs.FileInfo, fill func(w io.Writer) error) error {
 	m := st.Mode()
 	if m.IsDir() || m&fs.ModeSocket != 0 {
 		return fmt.Errorf("%s is a %s, not a file", path, map[bool]string{true: "directory", false: "socket"}[m.IsDir()])
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, syscall.ENXIO) {
 		return fmt.Errorf("%s is a FIFO that nothing reads: start its reader first", path)
 	} else if err != nil {
