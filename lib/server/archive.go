@@ -120,7 +120,7 @@ func (a *archiver) materialise(c store.Checkpoint, background bool) error {
 		return nil
 	}
 	if c.FilesOnly {
-		return fmt.Errorf("the files of %s are missing from %s: restore them from a backup, or delete the checkpoint",
+		return fmt.Errorf("the trained weights of %s are missing from %s: restore them from a backup, or delete the checkpoint",
 			c.TinkerPath(), dir)
 	}
 	run, ok := a.s.st.Run(c.RunID, a.s.now())
