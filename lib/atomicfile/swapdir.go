@@ -15,8 +15,9 @@ import (
 // there; there is no moment at which a crash loses both copies.
 //
 // Where the kernel has RENAME_EXCHANGE the two are swapped in one step and
-// the old copy, now at td.Path (no longer locked), is removed; a crash
-// before that removal leaves it to SweepStale. Elsewhere it takes three
+// the old copy, now at td.Path (no longer locked), is removed; what a crash
+// or a failed removal leaves is SweepStale's. Once the new copy is in
+// place SwapDir reports success. Elsewhere it takes three
 // renames, each leaving a state FinishSwaps completes:
 //
 //	td.Path     -> .B.new-R   the new copy is complete
@@ -30,10 +31,10 @@ func SwapDir(td *TempDir, dir string) error {
 		return err
 	}
 	if err := exchange(td.Path, dir); !errors.Is(err, errNoAtomicRename) {
-		if err != nil {
-			return err
+		if err == nil {
+			os.RemoveAll(td.Path) // the old copy; a sweep takes what is left
 		}
-		return removeDir(td.Path)
+		return err
 	}
 	return swapTwoStep(td, dir)
 }
@@ -75,7 +76,8 @@ func swapTwoStep(td *TempDir, dir string) error {
 		os.Rename(newp, td.Path)
 		return err
 	}
-	return removeDir(oldp)
+	os.RemoveAll(oldp) // FinishSwaps takes what is left
+	return nil
 }
 
 // FinishSwaps completes the two-step swaps of dir that a killed process
