@@ -29,7 +29,7 @@ type outDir struct {
 // An export killed while replacing OUT is finished first (the old or the
 // new copy put back at OUT), so OUT is never found missing.
 func CheckOut(out string, force bool) error {
-	if _, err := atomicfile.FinishSwaps(out); err != nil {
+	if _, err := atomicfile.FinishSwaps(linkTarget(out)); err != nil {
 		return err
 	}
 	if lst, err := os.Lstat(out); err == nil && lst.Mode()&fs.ModeSymlink != 0 {
@@ -47,6 +47,19 @@ func CheckOut(out string, force bool) error {
 		return fmt.Errorf("%s exists and is not a directory", out)
 	}
 	return nil
+}
+
+// linkTarget is where out points if it is a symbolic link (the directory
+// an export replaces, which may be missing after a crash), else out.
+func linkTarget(out string) string {
+	dest, err := os.Readlink(out)
+	if err != nil {
+		return out
+	}
+	if !filepath.IsAbs(dest) {
+		dest = filepath.Join(filepath.Dir(out), dest)
+	}
+	return dest
 }
 
 // CheckInputs refuses an output directory that is, holds or sits inside

@@ -176,3 +176,34 @@ func TestStartDuringImportKeepsItsFiles(t *testing.T) {
 		t.Errorf("after the import died its files stay: %v", left)
 	}
 }
+
+// TestIdleSweepKeepsTrainedOverwrite: files generated from a seed are
+// removed when idle (they can be made again); once a trained save has
+// overwritten them they are the only copy and stay.
+func TestIdleSweepKeepsTrainedOverwrite(t *testing.T) {
+	e := newTrainEnv(t, Options{ArchiveSyncLimit: 1})
+	ctx := context.Background()
+	tc, err := e.sess.CreateTrainingClient(ctx, models.TinyLlama, tinkerapi.LoraConfig{Rank: 4, Seed: new(int64(7)), TrainAttn: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := tc.SaveState(ctx, "ck", nil) // untrained: generated on first use
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.do("GET", archiveRoute(path), nil)
+	e.srv.archives.wait()
+	if code, b, _ := e.do("GET", archiveRoute(path), nil); code != 302 {
+		t.Fatalf("archive = %d %s", code, b)
+	}
+	e.step(tc, []tinkerapi.Datum{sft("ab", "cd")}, 1e-2)
+	e.result("/api/v1/save_weights", map[string]any{"model_id": tc.ModelID(), "path": "ck", "overwrite": true, "type": "save_weights"})
+	trained := e.file(path, peft.WeightsFile)
+	e.clk.Add(2 * time.Hour)
+	if _, err := e.srv.Sweep(); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.file(path, peft.WeightsFile); !bytes.Equal(got, trained) {
+		t.Error("the trained weights changed after the idle sweep")
+	}
+}
