@@ -82,6 +82,9 @@ func (l *logDir[M]) load(cfg any) (State, []M, error) {
 	if err != nil || !found {
 		return State{}, nil, err // no step was saved: start again
 	}
+	if st.Step > 0 && st.StatePath == "" {
+		return State{}, nil, fmt.Errorf("log_dir %s is inconsistent: state.json is at step %d but names no saved state; use a new log_dir (or restore its files)", l.dir, st.Step)
+	}
 	kept, err := l.keepMetrics(st.Step)
 	return st, kept, err
 }

@@ -96,6 +96,7 @@ func TestLogDirInconsistent(t *testing.T) {
 		{"no config", "config.json", "", "holds state.json but no config.json"},
 		{"step far ahead", "state.json", `{"step": 1000000, "state_path": "tinker://x/weights/a"}`, "state.json is at step 1000000 but metrics.jsonl holds 3 steps"},
 		{"negative step", "state.json", `{"step": -5, "state_path": "tinker://x/weights/a"}`, "state.json is at step -5"},
+		{"no saved state", "state.json", `{"step": 2}`, "names no saved state"},
 	} {
 		dir, cfg := logDirWithRun(t)
 		p := filepath.Join(dir, c.file)
