@@ -1,10 +1,13 @@
 package atomicfile
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 )
 
 // Every rename of the project goes through this file, so that the choice
@@ -31,6 +34,22 @@ func DisableAtomicRename() (restore func()) {
 // Rename is os.Rename: newpath is replaced if it exists.
 func Rename(oldpath, newpath string) error {
 	return os.Rename(oldpath, newpath)
+}
+
+// Symlink makes newname a symbolic link to oldname, replacing whatever
+// link or file is there in one rename of a uniquely named temporary link.
+func Symlink(oldname, newname string) error {
+	var b [idBytes]byte
+	rand.Read(b[:])
+	tmp := filepath.Join(filepath.Dir(newname), "."+filepath.Base(newname)+".tmp-"+hex.EncodeToString(b[:]))
+	if err := os.Symlink(oldname, tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, newname); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
 }
 
 // RenameNoReplace renames oldpath to newpath unless newpath exists, in

@@ -125,3 +125,22 @@ func TestWriteThroughProcLink(t *testing.T) {
 		t.Errorf("the file holds %q", b)
 	}
 }
+
+// TestSymlinkReplaces: a link replaces an old link (or a file) in one
+// rename and leaves no temporary link behind.
+func TestSymlinkReplaces(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "ref")
+	os.WriteFile(p, []byte("a file"), 0o644)
+	for _, to := range []string{"blob1", "blob2"} {
+		if err := Symlink(to, p); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := os.Readlink(p); got != to {
+			t.Errorf("ref -> %q, want %q", got, to)
+		}
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 1 {
+		t.Errorf("left: %v", es)
+	}
+}
