@@ -36,18 +36,21 @@ func init() {
 		Name:      "io.write_jsonl",
 		Signature: "io.write_jsonl(path, rows)",
 		Summary:   "Write a list of values as JSON Lines, one per line, replacing the file atomically.",
+		Details:   "A device, a FIFO or /dev/stdout is written to, never replaced; a file keeps its permissions.",
 		Example:   "io.write_jsonl(\"rows.jsonl\", [{\"n\": i} for i in range(3)])",
 	}, ioWriteJSONL)
 	register(docEntry{
 		Name:      "io.read_text",
 		Signature: "io.read_text(path)",
 		Summary:   "Read a UTF-8 text file into a string.",
+		Details:   "At most 1 GiB from a file, 64 MiB from a FIFO or device; Ctrl-C ends a wait on a FIFO.",
 		Example:   "io.write_text(\"note.txt\", \"hello\\n\")\nio.read_text(\"note.txt\").strip()",
 	}, ioReadText)
 	register(docEntry{
 		Name:      "io.write_text",
 		Signature: "io.write_text(path, text)",
 		Summary:   "Write a string to a file, replacing it atomically.",
+		Details:   "A device, a FIFO or /dev/stdout is written to, never replaced; a file keeps its permissions.",
 		Example:   "io.write_text(\"prompts.txt\", \"\\n\".join([\"Hello\", \"Bonjour\"]) + \"\\n\")",
 	}, ioWriteText)
 	register(docEntry{
