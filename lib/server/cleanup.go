@@ -46,8 +46,10 @@ func (s *Server) cleanupOrphans() int {
 
 // cleanupKind is cleanupOrphans for one directory of a run's checkpoints.
 func (s *Server) cleanupKind(dir, runID, kind string) int {
-	if _, err := atomicfile.FinishAllSwaps(dir); err != nil {
+	if n, err := atomicfile.FinishAllSwaps(dir); err != nil {
 		s.opts.Logf("finish an interrupted checkpoint write: %v", err)
+	} else if n > 0 {
+		s.opts.Logf("finished %d checkpoint write(s) a crash interrupted in %s", n, dir)
 	}
 	removed, _ := atomicfile.SweepStale(dir, ".")
 	entries, _ := os.ReadDir(dir)
