@@ -1,8 +1,6 @@
 package atomicfile
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -39,9 +37,7 @@ func Rename(oldpath, newpath string) error {
 // Symlink makes newname a symbolic link to oldname, replacing whatever
 // link or file is there in one rename of a uniquely named temporary link.
 func Symlink(oldname, newname string) error {
-	var b [idBytes]byte
-	rand.Read(b[:])
-	tmp := filepath.Join(filepath.Dir(newname), "."+filepath.Base(newname)+".tmp-"+hex.EncodeToString(b[:]))
+	tmp := filepath.Join(filepath.Dir(newname), "."+filepath.Base(newname)+".tmp-"+randomID(idBytes))
 	if err := os.Symlink(oldname, tmp); err != nil {
 		return err
 	}

@@ -1,8 +1,6 @@
 package atomicfile
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -47,9 +45,7 @@ const (
 
 // swapNames are the names a two-step swap of dir uses.
 func swapNames(dir string) (newp, oldp string, err error) {
-	var b [idBytes]byte
-	rand.Read(b[:])
-	id := hex.EncodeToString(b[:])
+	id := randomID(idBytes)
 	parent, base := filepath.Dir(dir), filepath.Base(dir)
 	if len(base)+len(newMark)+len(id)+1 > 255 {
 		return "", "", fmt.Errorf("replace %s: its name is too long to replace safely on this file system", dir)
