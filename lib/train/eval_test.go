@@ -48,9 +48,11 @@ func TestEvaluateBeforeAndAfterSFT(t *testing.T) {
 	held := colours(100, 6)
 	for _, base := range []string{models.TinyLlama, models.TinyQwen3} {
 		before := evaluateOn(t, sess, base, held)
-		seed := int64(3) // seed 1 ends near the bar (5/6) on tiny-llama
+		// Twenty epochs: since role_colon trains its stop sequence too,
+		// ten left tiny-qwen3 near the bar on some seeds.
+		seed := int64(3)
 		o := SFTOptions{BaseModel: base, Data: colours(0, 16), Lora: tinkerapi.DefaultLoraConfig(), TrainOn: chat.TrainAllAssistant,
-			BatchSize: 4, Epochs: 10, Schedule: "constant"}
+			BatchSize: 4, Epochs: 20, Schedule: "constant"}
 		o.Lora.Rank, o.Lora.Seed = 8, &seed
 		run, err := SFT(t.Context(), sess, o)
 		if err != nil {

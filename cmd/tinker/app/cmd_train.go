@@ -34,7 +34,7 @@ var trainSFTCmd = &command{
 		{Long: "--rank", Kind: flagInt, Metavar: "INTEGER", Help: "LoRA rank (default 32)."},
 		{Long: "--seed", Kind: flagInt, Metavar: "INTEGER", Help: "Seed of the adapter's initialisation and the shuffle."},
 		{Long: "--renderer", Kind: flagString, Metavar: "NAME", Help: "Chat renderer (default: the model's)."},
-		{Long: "--train-on", Kind: flagString, Metavar: "RULE", Help: "all_assistant_messages (default),\nlast_assistant_message or all_messages."},
+		{Long: "--train-on", Kind: flagString, Metavar: "RULE", Help: "all_assistant_messages (default),\nlast_assistant_message, last_assistant_turn,\nall_messages, all_tokens,\nall_user_and_system_messages or customized\n(each message's \"trainable\")."},
 		{Long: "--reduction", Kind: flagString, Metavar: "NAME", Help: "mean (default: each example's weights sum to 1)\nor none (0/1 weights, a token-sum loss)."},
 		{Long: "--max-length", Kind: flagInt, Metavar: "INTEGER", Help: "Longest example in tokens."},
 		{Long: "--truncate", Kind: flagBool, Help: "Cut longer examples instead of failing."},
