@@ -65,6 +65,14 @@ func resolveStart(ctx context.Context, s Session, model, logDir string) (start, 
 	return st, nil
 }
 
+// BaseOf is the base model a loop started from model would train on: the
+// model itself, or a state's base model, resolved (and its errors worded)
+// as the loops resolve it. lr_for() takes states and runs through it.
+func BaseOf(ctx context.Context, s Session, model string) (string, error) {
+	st, err := resolveStart(ctx, s, model, "")
+	return st.base, err
+}
+
 // resumedFrom is the start of the run in logDir (its config.json) when
 // that run began from the state from and has saved a state of its own to
 // resume from.
