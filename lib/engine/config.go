@@ -23,8 +23,9 @@ type RopeScaling struct {
 // with the model catalog (models.Shape, so cfg.Hidden and the like read
 // through it) plus the settings of config.json that only the engine needs.
 type Config struct {
-	models.Shape              // a dense models.Llama3 or models.Qwen3 shape; HeadDim defaults to Hidden/Heads
+	models.Shape              // a models.Llama3, models.Qwen3 or models.Qwen3MoE shape; HeadDim defaults to Hidden/Heads
 	RopeScaling  *RopeScaling // nil: unscaled
+	NormTopKProb bool         // Qwen3-MoE norm_topk_prob: the top-k routing weights are renormalised to sum to 1
 	BOSTokenID   int          // -1 if none
 	EOSTokenIDs  []int        // end-of-sequence ids from the config
 }
@@ -50,6 +51,12 @@ type hfConfig struct {
 	BOSTokenID            json.RawMessage `json:"bos_token_id"`
 	EOSTokenID            json.RawMessage `json:"eos_token_id"`
 	NumExperts            int             `json:"num_experts"`
+	NumLocalExperts       int             `json:"num_local_experts"` // transformers v5's name for num_experts
+	NumExpertsPerTok      int             `json:"num_experts_per_tok"`
+	MoEIntermediateSize   int             `json:"moe_intermediate_size"`
+	NormTopKProb          bool            `json:"norm_topk_prob"`
+	DecoderSparseStep     int             `json:"decoder_sparse_step"`
+	MLPOnlyLayers         []int           `json:"mlp_only_layers"`
 	MLPBias               bool            `json:"mlp_bias"`
 	UseSlidingWindow      bool            `json:"use_sliding_window"`
 }
@@ -73,8 +80,8 @@ func ReadConfig(dir string) (Config, error) {
 	return ParseConfig(b)
 }
 
-// ParseConfig parses a Hugging Face config.json for a Llama-3 or Qwen3
-// (dense) model.
+// ParseConfig parses a Hugging Face config.json for a Llama-3, Qwen3 or
+// Qwen3-MoE model.
 func ParseConfig(data []byte) (Config, error) {
 	var h hfConfig
 	if err := json.Unmarshal(data, &h); err != nil {
@@ -82,13 +89,20 @@ func ParseConfig(data []byte) (Config, error) {
 	}
 	var c Config
 	switch f := models.Family(h.ModelType); f {
-	case models.Llama3, models.Qwen3:
+	case models.Llama3, models.Qwen3, models.Qwen3MoE:
 		c.Family = f
 	default:
-		return Config{}, fmt.Errorf("model_type %q is not supported by the local engine (supported: llama, qwen3)", h.ModelType)
+		return Config{}, fmt.Errorf("model_type %q is not supported by the local engine (supported: llama, qwen3, qwen3_moe)", h.ModelType)
 	}
-	if h.NumExperts > 0 {
-		return Config{}, fmt.Errorf("mixture-of-experts models are not supported by the local engine")
+	if c.Family != models.Qwen3MoE && max(h.NumExperts, h.NumLocalExperts) > 0 {
+		return Config{}, fmt.Errorf("model_type %q with experts is not supported by the local engine", h.ModelType)
+	}
+	if c.Family == models.Qwen3MoE {
+		c.Experts, c.ExpertsPerToken, c.MoEIntermediate = max(h.NumExperts, h.NumLocalExperts), h.NumExpertsPerTok, h.MoEIntermediateSize
+		c.NormTopKProb, c.DecoderSparseStep = h.NormTopKProb, h.DecoderSparseStep
+		if len(h.MLPOnlyLayers) > 0 {
+			c.MLPOnlyLayers = h.MLPOnlyLayers
+		}
 	}
 	if h.MLPBias {
 		return Config{}, fmt.Errorf("mlp_bias is not supported by the local engine")
@@ -186,12 +200,18 @@ func firstTokenID(raw json.RawMessage) (int, error) {
 // Validate checks that the dimensions are consistent.
 func (c Config) Validate() error {
 	switch {
-	case c.Family != models.Llama3 && c.Family != models.Qwen3:
+	case c.Family != models.Llama3 && c.Family != models.Qwen3 && c.Family != models.Qwen3MoE:
 		return fmt.Errorf("model config: unsupported architecture %q", c.Family)
-	case c.Experts > 0 || c.MLA != nil:
-		return fmt.Errorf("model config: mixture-of-experts and latent-attention models are not supported by the local engine")
-	case c.VocabSize <= 0 || c.Hidden <= 0 || c.Intermediate <= 0 || c.Layers <= 0 || c.Heads <= 0 || c.HeadDim <= 0:
-		return fmt.Errorf("model config: vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads and head_dim must be positive")
+	case c.MLA != nil || c.SharedExperts > 0 || c.FirstDenseLayers > 0:
+		return fmt.Errorf("model config: latent attention and shared experts are not supported by the local engine")
+	case (c.Experts > 0) != (c.Family == models.Qwen3MoE):
+		return fmt.Errorf("model config: num_experts must be positive for qwen3_moe and absent otherwise")
+	case c.VocabSize <= 0 || c.Hidden <= 0 || c.Layers <= 0 || c.Heads <= 0 || c.HeadDim <= 0:
+		return fmt.Errorf("model config: vocab_size, hidden_size, num_hidden_layers, num_attention_heads and head_dim must be positive")
+	case c.denseLayers() > 0 && c.Intermediate <= 0:
+		return fmt.Errorf("model config: intermediate_size must be positive")
+	case c.Experts > 0 && (c.MoEIntermediate <= 0 || c.ExpertsPerToken <= 0 || c.ExpertsPerToken > c.Experts):
+		return fmt.Errorf("model config: moe_intermediate_size must be positive and num_experts_per_tok between 1 and num_experts (%d)", c.Experts)
 	case c.KVHeads <= 0 || c.Heads%c.KVHeads != 0:
 		return fmt.Errorf("model config: num_attention_heads (%d) must be a multiple of num_key_value_heads (%d)", c.Heads, c.KVHeads)
 	case c.HeadDim%2 != 0:
@@ -211,11 +231,13 @@ func (c Config) Validate() error {
 // Params returns the number of parameters implied by the config.
 func (c Config) Params() int64 {
 	h, q, kv := int64(c.Hidden), int64(c.Heads*c.HeadDim), int64(c.KVHeads*c.HeadDim)
-	layer := h*q + 2*h*kv + q*h + 3*h*int64(c.Intermediate) + 2*h
-	if c.Family == models.Qwen3 {
+	layer := h*q + 2*h*kv + q*h + 2*h
+	if c.hasQKNorm() {
 		layer += 2 * int64(c.HeadDim)
 	}
 	n := int64(c.Layers)*layer + int64(c.VocabSize)*h + h
+	n += int64(c.denseLayers()) * 3 * h * int64(c.Intermediate)
+	n += int64(c.Layers-c.denseLayers()) * (int64(c.Experts)*h + int64(c.Experts)*3*h*int64(c.MoEIntermediate))
 	if !c.TieWordEmbeddings {
 		n += int64(c.VocabSize) * h
 	}
@@ -225,7 +247,8 @@ func (c Config) Params() int64 {
 // HFConfigJSON renders c as a Hugging Face config.json (the fields
 // ParseConfig reads), e.g. to write a tiny model out as a model directory.
 func (c Config) HFConfigJSON() ([]byte, error) {
-	arch := map[models.Family]string{models.Llama3: "LlamaForCausalLM", models.Qwen3: "Qwen3ForCausalLM"}[c.Family]
+	arch := map[models.Family]string{models.Llama3: "LlamaForCausalLM", models.Qwen3: "Qwen3ForCausalLM",
+		models.Qwen3MoE: "Qwen3MoeForCausalLM"}[c.Family]
 	m := map[string]any{
 		"architectures":           []string{arch},
 		"model_type":              string(c.Family),
@@ -245,6 +268,16 @@ func (c Config) HFConfigJSON() ([]byte, error) {
 		"torch_dtype":             "float32",
 		"rope_scaling":            nil,
 	}
+	if c.Experts > 0 {
+		m["num_experts"], m["num_experts_per_tok"], m["moe_intermediate_size"] = c.Experts, c.ExpertsPerToken, c.MoEIntermediate
+		m["norm_topk_prob"] = c.NormTopKProb
+		if c.DecoderSparseStep > 0 {
+			m["decoder_sparse_step"] = c.DecoderSparseStep
+		}
+		if len(c.MLPOnlyLayers) > 0 {
+			m["mlp_only_layers"] = c.MLPOnlyLayers
+		}
+	}
 	if c.BOSTokenID >= 0 {
 		m["bos_token_id"] = c.BOSTokenID
 	}
@@ -263,4 +296,19 @@ func (c Config) HFConfigJSON() ([]byte, error) {
 		m["rope_scaling"] = r
 	}
 	return json.MarshalIndent(m, "", "  ")
+}
+
+// hasQKNorm reports whether attention normalises each query and key head
+// (Qwen3's q_norm and k_norm).
+func (c Config) hasQKNorm() bool { return c.Family == models.Qwen3 || c.Family == models.Qwen3MoE }
+
+// denseLayers counts the layers with a dense MLP.
+func (c Config) denseLayers() int {
+	n := 0
+	for i := range c.Layers {
+		if !c.IsMoELayer(i) {
+			n++
+		}
+	}
+	return n
 }

@@ -74,6 +74,7 @@ type workspace struct {
 	scores                    [][]float32    // per attention worker
 	attnBlk                   []blockScratch // per attention worker
 	attnUnits                 []attnUnit
+	moe                       moeScratch // mixture-of-experts layers
 }
 
 func grow(rows [][]float32, n, width int) [][]float32 {
@@ -153,6 +154,10 @@ func (m *Model) forward(ws *workspace, rows []row) [][]float32 {
 		m.linear(ws, lw.o, lw.oBias, ls, li, modO, ws.att, ws.x, true)
 		for i := range rows {
 			rmsNorm(xn[i], ws.x[i], lw.mlpNorm, c.RMSNormEps)
+		}
+		if lw.moe != nil {
+			m.moeMLP(ws, li, xn[:n], ws.x)
+			continue
 		}
 		m.linear(ws, lw.gate, nil, ls, li, modGate, xn, ws.g, false)
 		m.linear(ws, lw.up, nil, ls, li, modUp, xn, ws.u, false)

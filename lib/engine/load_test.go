@@ -27,6 +27,12 @@ func writeModelDir(t *testing.T, dir, name string, dtype safetensors.DType, shar
 	if err != nil {
 		t.Fatal(err)
 	}
+	writeHFDir(t, dir, c, ts, dtype, shards)
+}
+
+// writeHFDir writes config c and tensors ts as a Hugging Face directory.
+func writeHFDir(t *testing.T, dir string, c Config, ts Tensors, dtype safetensors.DType, shards int) {
+	t.Helper()
 	cfg, err := c.HFConfigJSON()
 	if err != nil {
 		t.Fatal(err)
@@ -162,9 +168,9 @@ func TestLoadDirErrors(t *testing.T) {
 		t.Errorf("empty dir: %v", err)
 	}
 	writeModelDir(t, dir, models.TinyQwen3, safetensors.F32, 1)
-	os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"model_type":"qwen3_moe"}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"model_type":"deepseek_v3"}`), 0o644)
 	if _, err := LoadDir(dir); err == nil || !strings.Contains(err.Error(), "not supported") {
-		t.Errorf("moe: %v", err)
+		t.Errorf("deepseek_v3: %v", err)
 	}
 	// A config that disagrees with the weights names the tensor.
 	c, _ := TinyConfig(models.TinyQwen3)

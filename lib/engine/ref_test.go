@@ -18,6 +18,9 @@ type refModel struct {
 	lora  Tensors // PEFT-named, may be nil
 	scale float64
 	cache map[string][][]float64
+	// margin, when not nil, is the smallest router logit gap at the
+	// top-k boundary seen so far (moe_ref_test.go).
+	margin *float64
 }
 
 // weight returns a matrix in float64 with any adapter merged (memoized: the
@@ -147,7 +150,7 @@ func (r *refModel) logits(tokens []int) [][]float64 {
 		for p, x := range xs {
 			xn := refRMSNorm(x, r.vec(pre+"input_layernorm.weight"), c.RMSNormEps)
 			qs[p], ks[p], vs[p] = refMatVec(wq, xn), refMatVec(wk, xn), refMatVec(wv, xn)
-			if c.Family == models.Qwen3 {
+			if c.Family == models.Qwen3 || c.Family == models.Qwen3MoE {
 				for h := 0; h < len(qs[p]); h += d {
 					copy(qs[p][h:h+d], refRMSNorm(qs[p][h:h+d], r.vec(pre+"self_attn.q_norm.weight"), c.RMSNormEps))
 				}
@@ -187,14 +190,14 @@ func (r *refModel) logits(tokens []int) [][]float64 {
 				xs[p][i] += o[i]
 			}
 		}
-		wg, wu, wd := r.weight(pre+"mlp.gate_proj.weight"), r.weight(pre+"mlp.up_proj.weight"), r.weight(pre+"mlp.down_proj.weight")
 		for _, x := range xs {
 			xn := refRMSNorm(x, r.vec(pre+"post_attention_layernorm.weight"), c.RMSNormEps)
-			g, u := refMatVec(wg, xn), refMatVec(wu, xn)
-			for i := range g {
-				g[i] = g[i] / (1 + math.Exp(-g[i])) * u[i]
+			var dn []float64
+			if c.IsMoELayer(l) {
+				dn = r.moe(pre, xn)
+			} else {
+				dn = refSwiGLU(r.weight(pre+"mlp.gate_proj.weight"), r.weight(pre+"mlp.up_proj.weight"), r.weight(pre+"mlp.down_proj.weight"), xn)
 			}
-			dn := refMatVec(wd, g)
 			for i := range x {
 				x[i] += dn[i]
 			}
@@ -217,6 +220,15 @@ func (r *refModel) logits(tokens []int) [][]float64 {
 		out[p] = refMatVec(wh, refRMSNorm(x, r.vec("model.norm.weight"), c.RMSNormEps))
 	}
 	return out
+}
+
+// refSwiGLU is down(silu(gate·x) ⊙ up·x).
+func refSwiGLU(wg, wu, wd [][]float64, x []float64) []float64 {
+	g, u := refMatVec(wg, x), refMatVec(wu, x)
+	for i := range g {
+		g[i] = g[i] / (1 + math.Exp(-g[i])) * u[i]
+	}
+	return refMatVec(wd, g)
 }
 
 func (r *refModel) tiedHead() [][]float64 {

@@ -32,7 +32,8 @@ func TinyConfig(name string) (Config, error) {
 	if !ok || !models.IsTiny(name) {
 		return Config{}, fmt.Errorf("%q is not a built-in tiny model (have %v)", name, TinyModels())
 	}
-	c := Config{Shape: a.Shape, BOSTokenID: models.TinyBOS, EOSTokenIDs: []int{models.TinyEOS}}
+	c := Config{Shape: a.Shape, BOSTokenID: models.TinyBOS, EOSTokenIDs: []int{models.TinyEOS},
+		NormTopKProb: a.Family == models.Qwen3MoE} // as Qwen3-30B-A3B's config.json sets it
 	if a.Family == models.Llama3 {
 		// Llama 3.1's frequency scaling (factor 8 from an original context
 		// of 256 to the 2048 of lib/models), so the tiny Llama exercises all
@@ -147,10 +148,14 @@ func ExpectedShapes(c Config) map[string][]int {
 		s[p+"self_attn.k_proj.weight"] = []int{kvd, h}
 		s[p+"self_attn.v_proj.weight"] = []int{kvd, h}
 		s[p+"self_attn.o_proj.weight"] = []int{h, qd}
-		s[p+"mlp.gate_proj.weight"] = []int{c.Intermediate, h}
-		s[p+"mlp.up_proj.weight"] = []int{c.Intermediate, h}
-		s[p+"mlp.down_proj.weight"] = []int{h, c.Intermediate}
-		if c.Family == models.Qwen3 {
+		if c.IsMoELayer(i) {
+			moeShapes(c, p, s)
+		} else {
+			s[p+"mlp.gate_proj.weight"] = []int{c.Intermediate, h}
+			s[p+"mlp.up_proj.weight"] = []int{c.Intermediate, h}
+			s[p+"mlp.down_proj.weight"] = []int{h, c.Intermediate}
+		}
+		if c.hasQKNorm() {
 			s[p+"self_attn.q_norm.weight"] = []int{c.HeadDim}
 			s[p+"self_attn.k_norm.weight"] = []int{c.HeadDim}
 		}

@@ -199,8 +199,15 @@ func TestFreshAdapterMatchesPeft(t *testing.T) {
 
 // ActivationBytes is exactly the scratch a call takes.
 func TestActivationBytes(t *testing.T) {
-	for _, arch := range []models.Family{models.Llama3, models.Qwen3} {
-		m, _ := smallModel(t, arch)
+	moe, err := New("small-moe", moeConfig(true), randomTensors(moeConfig(true), 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, arch := range []models.Family{models.Llama3, models.Qwen3, models.Qwen3MoE} {
+		m := moe
+		if arch != models.Qwen3MoE {
+			m, _ = smallModel(t, arch)
+		}
 		for _, c := range []LoRAConfig{{TrainAttn: true, TrainMLP: true, TrainUnembed: true}, {TrainAttn: true}, {TrainMLP: true}, {TrainUnembed: true}} {
 			c.Rank = 3
 			tr := mustTrainer(t, m, c)

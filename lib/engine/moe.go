@@ -1,0 +1,220 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+)
+
+// Mixture-of-experts layers (Qwen3-MoE). A router (mlp.gate, [experts,
+// hidden], never adapted) scores every expert for a token; the softmax of
+// the scores over all experts gives probabilities, the ExpertsPerToken
+// largest are kept (ties to the lower index) and, with norm_topk_prob,
+// renormalised to sum to 1. The layer's output is the weighted sum of the
+// kept experts' SwiGLU MLPs (mlp.experts.{e}.{gate,up,down}_proj).
+//
+// Batch invariance holds as for dense layers: the rows routed to an
+// expert run through its matrices as one product, whose every element is
+// summed in an order fixed by the shapes alone, and each row adds its
+// experts' weighted outputs in ascending expert order into a zeroed sum
+// that then joins the residual. So a row's bits do not depend on which
+// other rows share its experts.
+
+// moeWeights are one mixture-of-experts layer's router and experts.
+type moeWeights struct {
+	router  mat // [experts, hidden]
+	experts []expertWeights
+}
+
+// expertWeights is one expert's SwiGLU MLP.
+type expertWeights struct{ gate, up, down mat }
+
+// modExpert is the first module number of the experts (LoRA.pair): expert
+// e's gate (w1), up (w3) and down (w2) are modExpert+3e+0, +1 and +2.
+const modExpert = modDown + 1
+
+// expertModule is the LoRA.pair module of expert e's matrix which (0 gate,
+// 1 up, 2 down).
+func expertModule(e, which int) int { return modExpert + 3*e + which }
+
+// expertName is the Hugging Face name of expert e's matrix proj in layer
+// prefix p ("model.layers.0.").
+func expertName(p string, e int, proj string) string {
+	return fmt.Sprintf("%smlp.experts.%d.%s.weight", p, e, proj)
+}
+
+// buildMoE arranges layer prefix p's router and experts.
+func buildMoE(c Config, p string, getMat func(string, int, int) (mat, error)) (*moeWeights, error) {
+	mw := &moeWeights{experts: make([]expertWeights, c.Experts)}
+	var err error
+	if mw.router, err = getMat(p+"mlp.gate.weight", c.Experts, c.Hidden); err != nil {
+		return nil, err
+	}
+	for e := range mw.experts {
+		ew := &mw.experts[e]
+		if ew.gate, err = getMat(expertName(p, e, "gate_proj"), c.MoEIntermediate, c.Hidden); err != nil {
+			return nil, err
+		}
+		if ew.up, err = getMat(expertName(p, e, "up_proj"), c.MoEIntermediate, c.Hidden); err != nil {
+			return nil, err
+		}
+		if ew.down, err = getMat(expertName(p, e, "down_proj"), c.Hidden, c.MoEIntermediate); err != nil {
+			return nil, err
+		}
+	}
+	return mw, nil
+}
+
+// moeShapes adds a mixture-of-experts layer's tensors to s.
+func moeShapes(c Config, p string, s map[string][]int) {
+	s[p+"mlp.gate.weight"] = []int{c.Experts, c.Hidden}
+	for e := range c.Experts {
+		s[expertName(p, e, "gate_proj")] = []int{c.MoEIntermediate, c.Hidden}
+		s[expertName(p, e, "up_proj")] = []int{c.MoEIntermediate, c.Hidden}
+		s[expertName(p, e, "down_proj")] = []int{c.Hidden, c.MoEIntermediate}
+	}
+}
+
+// route picks a token's experts from its router logits: sel gets the
+// ExpertsPerToken chosen experts in ascending order and wts their routing
+// weights. probs, when not nil, gets the softmax over all experts (the
+// backward pass needs it). Everything is float64 with the engine's exp64,
+// so the choice is the same on every path and machine.
+func route(c Config, logits []float32, sel []int, wts []float32, probs []float64) {
+	if probs == nil {
+		probs = make([]float64, len(logits))
+	}
+	routerProbs(logits, probs)
+	routeTopK(logits, sel)
+	var kept float64
+	for _, e := range sel {
+		kept += probs[e]
+	}
+	for j, e := range sel {
+		w := probs[e]
+		if c.NormTopKProb {
+			w /= kept
+		}
+		wts[j] = float32(w)
+	}
+}
+
+// routerProbs writes the softmax of logits into probs.
+func routerProbs(logits []float32, probs []float64) {
+	mx := math.Inf(-1)
+	for _, l := range logits {
+		mx = max(mx, float64(l))
+	}
+	var sum float64
+	for i, l := range logits {
+		probs[i] = exp64(float64(l) - mx)
+		sum += probs[i]
+	}
+	for i := range probs {
+		probs[i] /= sum
+	}
+}
+
+// routeTopK writes the indices of the len(sel) largest values of xs into sel in
+// ascending index order; of equal values the lower index wins.
+func routeTopK(xs []float32, sel []int) {
+	k := len(sel)
+	for j := range k {
+		best := -1
+		for i, x := range xs {
+			if taken(sel[:j], i) {
+				continue
+			}
+			if best < 0 || x > xs[best] {
+				best = i
+			}
+		}
+		sel[j] = best
+	}
+	// Insertion sort: k is small (8 for Qwen3-30B-A3B).
+	for j := 1; j < k; j++ {
+		for i := j; i > 0 && sel[i] < sel[i-1]; i-- {
+			sel[i], sel[i-1] = sel[i-1], sel[i]
+		}
+	}
+}
+
+func taken(sel []int, i int) bool {
+	for _, s := range sel {
+		if s == i {
+			return true
+		}
+	}
+	return false
+}
+
+// moeGroup is the rows routed to one expert: their indices in the batch
+// and, for each, the slot j of the expert in that row's selection.
+type moeGroup struct {
+	expert int
+	rows   []int
+	slots  []int // index into the routing arrays: row·k + j
+}
+
+// groupByExpert lists, in ascending expert order, the rows each expert
+// serves (rows in ascending order), from n rows' selections sel (n·k).
+func groupByExpert(experts, k int, sel []int) []moeGroup {
+	byExpert := make([]moeGroup, experts)
+	for s, e := range sel {
+		g := &byExpert[e]
+		g.rows, g.slots = append(g.rows, s/k), append(g.slots, s)
+	}
+	groups := byExpert[:0]
+	for e, g := range byExpert {
+		if len(g.rows) > 0 {
+			g.expert = e
+			groups = append(groups, g)
+		}
+	}
+	return groups
+}
+
+// moeScratch is the sampling forward's room for the experts.
+type moeScratch struct {
+	logits, out, g, u, y [][]float32
+	sel                  []int
+	wts                  []float32
+	xs                   [][]float32
+	loras                []*LoRA
+}
+
+// moeMLP adds layer li's mixture-of-experts output for the normalised
+// rows xn to the residual rows x.
+func (m *Model) moeMLP(ws *workspace, li int, xn, x [][]float32) {
+	c, mw, s := m.cfg, m.w.layers[li].moe, &ws.moe
+	n, k := len(xn), c.ExpertsPerToken
+	s.logits = grow(s.logits, n, c.Experts)
+	s.out = grow(s.out, n, c.Hidden)
+	s.g, s.u = grow(s.g, n, c.MoEIntermediate), grow(s.u, n, c.MoEIntermediate)
+	s.y = grow(s.y, n, c.Hidden)
+	s.sel, s.wts = growTo(s.sel, n*k)[:n*k], growTo(s.wts, n*k)[:n*k]
+	matMul(mw.router, xn, s.logits, false)
+	for i := range n {
+		route(c, s.logits[i], s.sel[i*k:(i+1)*k], s.wts[i*k:(i+1)*k], nil)
+		clear(s.out[i])
+	}
+	for _, gr := range groupByExpert(c.Experts, k, s.sel) {
+		ew, nr := &mw.experts[gr.expert], len(gr.rows)
+		s.xs, s.loras = s.xs[:0], s.loras[:0]
+		for _, i := range gr.rows {
+			s.xs, s.loras = append(s.xs, xn[i]), append(s.loras, ws.loras[i])
+		}
+		g, u, y := s.g[:nr], s.u[:nr], s.y[:nr]
+		m.linear(ws, ew.gate, nil, s.loras, li, expertModule(gr.expert, 0), s.xs, g, false)
+		m.linear(ws, ew.up, nil, s.loras, li, expertModule(gr.expert, 1), s.xs, u, false)
+		for b := range g {
+			siluMul(g[b], g[b], u[b])
+		}
+		m.linear(ws, ew.down, nil, s.loras, li, expertModule(gr.expert, 2), g, y, false)
+		for b, i := range gr.rows {
+			axpy(s.out[i], s.wts[gr.slots[b]], y[b])
+		}
+	}
+	for i := range n {
+		putRow(x[i], s.out[i], true)
+	}
+}

@@ -1,0 +1,80 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+)
+
+// LoRA on the experts is shaped as the service and lib/peft shape it:
+// one stacked tensor pair per matrix kind and layer, named after the
+// Mixtral convention, w1 = gate_proj, w3 = up_proj, w2 = down_proj:
+//
+//	mlp.experts.w1.lora_A.weight [experts, r, hidden]  lora_B [experts, moe_inter, r]
+//	mlp.experts.w3 likewise; mlp.experts.w2.lora_A [experts, r, moe_inter], lora_B [experts, hidden, r]
+//
+// Slice e of a pair is expert e's own adapter. The router is not adapted.
+
+// expertLoRA is one expert's adapted matrices.
+type expertLoRA struct{ gate, up, down *loraPair }
+
+// expertKinds maps the stacked tensors' names to the matrix they adapt
+// (the `which` of expertModule).
+var expertKinds = map[string]int{"experts.w1": 0, "experts.w3": 1, "experts.w2": 2}
+
+// expertPair is the adapter of module (>= modExpert), or nil.
+func (ll *loraLayer) expertPair(module int) *loraPair {
+	if ll.experts == nil {
+		return nil
+	}
+	e := &ll.experts[(module-modExpert)/3]
+	return [...]*loraPair{e.gate, e.up, e.down}[(module-modExpert)%3]
+}
+
+// slot returns where expert e's adapter of matrix which goes.
+func (e *expertLoRA) slot(which int) **loraPair {
+	return [...]**loraPair{&e.gate, &e.up, &e.down}[which]
+}
+
+// expertDims is the input and output width of an expert matrix.
+func expertDims(c Config, which int) (in, out int) {
+	if which == 2 {
+		return c.MoEIntermediate, c.Hidden
+	}
+	return c.Hidden, c.MoEIntermediate
+}
+
+// setExperts checks layer i's stacked tensor pair mod ("experts.w1", ...)
+// and splits it into per-expert adapters, B scaled by scale.
+func (ll *loraLayer) setExperts(c Config, i int, mod string, a, b *Tensor, rank int, scale float32) error {
+	which, ok := expertKinds[mod]
+	if !ok {
+		return fmt.Errorf("lora: unsupported target module %s", mod)
+	}
+	if !c.IsMoELayer(i) {
+		return fmt.Errorf("lora: adapter has %s for layer %d, which has no experts in this model", mod, i)
+	}
+	in, out := expertDims(c, which)
+	E := c.Experts
+	key := fmt.Sprintf("%d.%s", i, mod)
+	if a.Data == nil || b.Data == nil {
+		return fmt.Errorf("lora: %s must be float32 tensors", key)
+	}
+	if !slices.Equal(a.Shape, []int{E, rank, in}) || len(a.Data) != E*rank*in {
+		return fmt.Errorf("lora: %s lora_A has shape %v, want [%d %d %d]", key, a.Shape, E, rank, in)
+	}
+	if !slices.Equal(b.Shape, []int{E, out, rank}) || len(b.Data) != E*out*rank {
+		return fmt.Errorf("lora: %s lora_B has shape %v, want [%d %d %d]", key, b.Shape, E, out, rank)
+	}
+	if ll.experts == nil {
+		ll.experts = make([]expertLoRA, E)
+	}
+	for e := range E {
+		bs := make([]float32, out*rank)
+		for j, v := range b.Data[e*out*rank : (e+1)*out*rank] {
+			bs[j] = v * scale
+		}
+		*ll.experts[e].slot(which) = &loraPair{a: mat{rows: rank, cols: in, data: a.Data[e*rank*in : (e+1)*rank*in]},
+			b: mat{rows: out, cols: rank, data: bs}}
+	}
+	return nil
+}

@@ -1,0 +1,238 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"slices"
+	"testing"
+
+	"github.com/tinkershell/tinker/lib/models"
+	"github.com/tinkershell/tinker/lib/safetensors"
+)
+
+// moeConfig is a Qwen3-MoE small enough for finite differences: 4
+// experts, 2 per token, layer 1 dense (mlp_only_layers), untied lm_head.
+func moeConfig(norm bool) Config {
+	return Config{Shape: models.Shape{Family: models.Qwen3MoE, VocabSize: 40, Hidden: 16, Intermediate: 24, Layers: 3,
+		Heads: 4, KVHeads: 2, HeadDim: 8, RMSNormEps: 1e-5, RopeTheta: 10000, MaxPositionEmbeddings: 128,
+		Experts: 4, ExpertsPerToken: 2, MoEIntermediate: 12, DecoderSparseStep: 1, MLPOnlyLayers: []int{1}},
+		NormTopKProb: norm, BOSTokenID: -1}
+}
+
+// moeDirModel writes a random small Qwen3-MoE as a Hugging Face directory
+// (config.json and safetensors) and loads it from there.
+func moeDirModel(t *testing.T, norm bool) (*Model, Tensors) {
+	t.Helper()
+	c := moeConfig(norm)
+	ts := randomTensors(c, 24) // a seed whose routing keeps clear of ties (routingMargin)
+	dir := t.TempDir()
+	writeHFDir(t, dir, c, ts, safetensors.F32, 2)
+	m, err := LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(m.Config(), c) {
+		t.Fatalf("config.json round trip: %+v, want %+v", m.Config(), c)
+	}
+	return m, ts
+}
+
+func TestMoELayers(t *testing.T) {
+	c := moeConfig(true)
+	for i, want := range []bool{true, false, true} {
+		if c.IsMoELayer(i) != want {
+			t.Errorf("layer %d: IsMoELayer %v", i, !want)
+		}
+	}
+	c.MLPOnlyLayers, c.DecoderSparseStep = nil, 2
+	if c.IsMoELayer(0) || !c.IsMoELayer(1) || c.IsMoELayer(2) {
+		t.Error("decoder_sparse_step 2: want experts in layer 1 only")
+	}
+}
+
+// The engine matches the float64 reference on a model read from a
+// Hugging Face directory, with and without norm_topk_prob, with the base
+// weights alone and with an adapter on every matrix including the experts.
+func TestMoEMatchesReference(t *testing.T) {
+	for _, norm := range []bool{false, true} {
+		m, ts := moeDirModel(t, norm)
+		c := m.Config()
+		lts := randomLoRA(c, 3, 5, false)
+		l, err := NewLoRA(c, lts, 3, 6, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name string
+			m    *Model
+			ref  *refModel
+		}{{"base", m, &refModel{c: c, ts: ts}}, {"lora", m.WithLoRA(l), &refModel{c: c, ts: ts, lora: lts, scale: 2}}} {
+			t.Run(fmt.Sprintf("norm=%v/%s", norm, tc.name), func(t *testing.T) {
+				prompt := testData(c.VocabSize, 3, 9)[0].ModelInput
+				resp := sample(t, tc.m, SampleRequest{Prompt: prompt, MaxTokens: 10, Temperature: 1, Seed: seedp(4), PromptLogprobs: true})
+				checkRef(t, tc.ref, prompt, resp.Sequences[0], 1, true)
+				logits := tc.ref.logits(prompt)
+				for i := 1; i < len(prompt); i++ {
+					want := refLogSoftmax(logits[i-1], 1)[prompt[i]]
+					if d := math.Abs(float64(*resp.PromptLogprobs[i]) - want); d > tol {
+						t.Errorf("prompt logprob %d: engine %.6f, reference %.6f", i, *resp.PromptLogprobs[i], want)
+					}
+				}
+			})
+		}
+	}
+}
+
+// Every loss's gradient, experts' adapters included, against float64
+// central finite differences of the reference; and each target alone.
+func TestMoEGradientsMatchFiniteDifferences(t *testing.T) {
+	for _, norm := range []bool{false, true} {
+		m, base := moeDirModel(t, norm)
+		if g := routingMargin(t, m, base); g < 0.02 {
+			t.Fatalf("norm=%v: a router logit gap at the top-k boundary is only %.3g: a ±1e-3 step may change the routing (pick another seed)", norm, g)
+		}
+		checkAllLossesFD(t, fmt.Sprintf("norm=%v", norm), m, base)
+	}
+	m, base := moeDirModel(t, true)
+	for _, c := range []LoRAConfig{{TrainAttn: true}, {TrainMLP: true}} {
+		c.Rank, c.Alpha, c.Seed = 2, 4, 1
+		tr := mustTrainer(t, m, c)
+		randomizeB(t, tr, 4, 0.3)
+		loss, _ := NewLoss(LossCrossEntropy, nil)
+		data := forLoss(testData(m.cfg.VocabSize, 2, 6), LossCrossEntropy)
+		if _, err := tr.ForwardBackward(context.Background(), loss, data); err != nil {
+			t.Fatal(err)
+		}
+		checkFD(t, tr, base, LossCrossEntropy, nil, data)
+	}
+}
+
+// The experts' adapter tensors are stacked [experts, ...] as lib/peft
+// shapes them, and the fresh trainer's values are a fresh checkpoint's.
+func TestMoEAdapterShapes(t *testing.T) {
+	m := mustLoad(t, models.TinyQwen3MoE)
+	tr := mustTrainer(t, m, LoRAConfig{Rank: 4, TrainMLP: true, Seed: 3})
+	ts := tr.Adapter()
+	a := ts["base_model.model.model.layers.2.mlp.experts.w2.lora_A.weight"]
+	b := ts["base_model.model.model.layers.2.mlp.experts.w2.lora_B.weight"]
+	if !slices.Equal(a.Shape, []int{8, 4, 64}) || !slices.Equal(b.Shape, []int{8, 128, 4}) {
+		t.Fatalf("w2 shapes %v %v, want [8 4 64] [8 128 4]", a.Shape, b.Shape)
+	}
+	if got := tr.AdapterConfig(models.TinyQwen3MoE).TargetModules; !slices.Equal(got, []string{"w1", "w2", "w3"}) {
+		t.Errorf("target modules %v", got)
+	}
+	if len(ts) != 4*3*2 {
+		t.Errorf("%d adapter tensors, want 24", len(ts))
+	}
+}
+
+// Gradients do not depend on how the data are split into calls or on the
+// number of threads; the training forward gives the sampler's prompt
+// logprobs bit for bit.
+func TestMoETrainingInvariance(t *testing.T) {
+	m := mustLoad(t, models.TinyQwen3MoE)
+	cfg := LoRAConfig{Rank: 4, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 2}
+	loss, _ := NewLoss(LossCrossEntropy, nil)
+	data := forLoss(testData(m.cfg.VocabSize, 3, 9, 20, 4), LossCrossEntropy)
+	one := mustTrainer(t, m, cfg)
+	randomizeB(t, one, 1, 0.05)
+	res, err := one.ForwardBackward(context.Background(), loss, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3))
+	split := mustTrainer(t, m, cfg)
+	randomizeB(t, split, 1, 0.05)
+	for _, d := range data {
+		if _, err := split.ForwardBackward(context.Background(), loss, []Datum{d}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b := gradBits(one), gradBits(split)
+	for i := range a {
+		if !slices.Equal(a[i], b[i]) {
+			t.Fatalf("tensor %s: gradients differ between one call and three", one.params[i].name)
+		}
+	}
+	s, err := one.Sampler()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range data {
+		r := sample(t, s, SampleRequest{Prompt: d.ModelInput, MaxTokens: 1, PromptLogprobs: true})
+		fwd, err := one.Forward(context.Background(), loss, []Datum{nextTokenDatum(d.ModelInput)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p := 1; p < len(d.ModelInput); p++ {
+			if got, want := fwd.Outputs[0].Logprobs[p-1], *r.PromptLogprobs[p]; got != want {
+				t.Fatalf("datum %d position %d: training forward %v, sampler %v", i, p, got, want)
+			}
+		}
+	}
+	if res.LossSum == 0 {
+		t.Error("zero loss")
+	}
+}
+
+// nextTokenDatum asks for the logprob of each next token of seq.
+func nextTokenDatum(seq []int) Datum {
+	tg, w := make([]float64, len(seq)-1), make([]float64, len(seq)-1)
+	for i := range tg {
+		tg[i], w[i] = float64(seq[i+1]), 1
+	}
+	return Datum{ModelInput: seq[:len(seq)-1], LossFnInputs: map[string][]float64{InputTargetTokens: tg, InputWeights: w}}
+}
+
+// Training resumes bit-exactly from a saved state on a MoE model, and
+// the saved adapter loads into a sampler.
+func TestMoEResumeIsBitExact(t *testing.T) {
+	m := mustLoad(t, models.TinyQwen3MoE)
+	cfg := LoRAConfig{Rank: 4, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 9}
+	a := mustTrainer(t, m, cfg)
+	trainSteps(t, a, 0, 2)
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := a.WriteStateDir(dir, models.TinyQwen3MoE, true); err != nil {
+		t.Fatal(err)
+	}
+	trainSteps(t, a, 2, 2)
+	rc, err := ReadLoRAConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(rc, LoRAConfig{Rank: 4, Alpha: 32, TrainAttn: true, TrainMLP: true, TrainUnembed: true}) {
+		t.Fatalf("ReadLoRAConfig = %+v", rc)
+	}
+	b := mustTrainer(t, m, rc)
+	if err := b.LoadStateDir(dir, true); err != nil {
+		t.Fatal(err)
+	}
+	trainSteps(t, b, 2, 2)
+	wa, wb := a.Adapter(), b.Adapter()
+	oa, ob := a.Optimizer(), b.Optimizer()
+	for name := range wa {
+		if !slices.Equal(wa[name].Data, wb[name].Data) || !slices.Equal(oa.ExpAvg[name].Data, ob.ExpAvg[name].Data) ||
+			!slices.Equal(oa.ExpAvgSq[name].Data, ob.ExpAvgSq[name].Data) {
+			t.Fatalf("%s differs after resuming", name)
+		}
+	}
+	if _, err := m.WithAdapter(dir); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// routingMargin is the smallest router logit gap at the top-k boundary
+// over checkAllLossesFD's data, adapter and model.
+func routingMargin(t *testing.T, m *Model, base Tensors) float64 {
+	tr := mustTrainer(t, m, LoRAConfig{Rank: 3, Alpha: 6, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 5})
+	randomizeB(t, tr, 3, 0.3)
+	ref := &refModel{c: m.cfg, ts: base, lora: tr.Adapter(), scale: tr.scale}
+	for _, d := range testData(m.cfg.VocabSize, 9, 5, 7) {
+		ref.logits(d.ModelInput)
+	}
+	return *ref.margin
+}
