@@ -86,6 +86,12 @@ func loadFile(path string, want map[string][]int, ts Tensors, keepBF16 bool) err
 	defer f.Close()
 	for i := range f.Tensors {
 		st := &f.Tensors[i]
+		if fusedExperts.MatchString(st.Name) {
+			if err := splitFusedExperts(st, ts); err != nil {
+				return fmt.Errorf("load weights %s: %w", path, err)
+			}
+			continue
+		}
 		if _, ok := want[st.Name]; !ok && !strings.HasSuffix(st.Name, "_proj.bias") {
 			continue
 		}

@@ -61,7 +61,7 @@ func (l *LoRA) pair(layer, module int) *loraPair {
 
 // loraKey is compiled on first use: most tinker runs never load an adapter.
 var loraKey = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^(?:base_model\.model\.)?(?:model\.layers\.(\d+)\.(?:self_attn|mlp)\.(experts\.w[123]|[a-z_]+)|(lm_head))\.lora_([AB])(?:\.[A-Za-z0-9_-]+)?\.weight$`)
+	return regexp.MustCompile(`^(?:base_model\.model\.)?(?:model\.layers\.(\d+)\.(?:self_attn|mlp)\.(experts\.w[123]|experts\.\d+\.[a-z]+_proj|[a-z_]+)|(lm_head))\.lora_([AB])(?:\.[A-Za-z0-9_-]+)?\.weight$`)
 })
 
 // NewLoRA builds an adapter for a model with config c from PEFT-named

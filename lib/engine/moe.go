@@ -3,6 +3,9 @@ package engine
 import (
 	"fmt"
 	"math"
+	"regexp"
+
+	"github.com/tinkershell/tinker/lib/safetensors"
 )
 
 // Mixture-of-experts layers (Qwen3-MoE). A router (mlp.gate, [experts,
@@ -217,4 +220,38 @@ func (m *Model) moeMLP(ws *workspace, li int, xn, x [][]float32) {
 	for i := range n {
 		putRow(x[i], s.out[i], true)
 	}
+}
+
+// fusedExperts matches transformers 5.x's stacked expert parameters:
+// mlp.experts.gate_up_proj [experts, 2·moe_inter, hidden] (each expert's
+// gate rows, then its up rows) and mlp.experts.down_proj [experts,
+// hidden, moe_inter]. Checkpoints on the Hub keep 4.x's per-expert
+// tensors; a directory saved by transformers 5.x has these.
+var fusedExperts = regexp.MustCompile(`^(model\.layers\.\d+\.mlp\.experts\.)(gate_up_proj|down_proj)$`)
+
+// splitFusedExperts adds the per-expert float32 tensors of one fused
+// expert parameter to ts, named as transformers 4.x names them (the
+// tensor's shape is checked against the config when the model is built).
+func splitFusedExperts(st *safetensors.Tensor, ts Tensors) error {
+	m := fusedExperts.FindStringSubmatch(st.Name)
+	t, err := toTensor(st)
+	if err != nil {
+		return err
+	}
+	if len(t.Shape) != 3 || (m[2] == "gate_up_proj" && t.Shape[1]%2 != 0) {
+		return fmt.Errorf("fused expert tensor %s has shape %v, want [experts, rows, cols] with even rows for gate_up_proj", st.Name, t.Shape)
+	}
+	rows, cols := t.Shape[1], t.Shape[2]
+	for e := range t.Shape[0] {
+		x := t.Data[e*rows*cols : (e+1)*rows*cols]
+		p := m[1] + fmt.Sprint(e) + "."
+		if m[2] == "down_proj" {
+			ts[p+"down_proj.weight"] = Tensor{Shape: []int{rows, cols}, Data: x}
+			continue
+		}
+		half := rows / 2
+		ts[p+"gate_proj.weight"] = Tensor{Shape: []int{half, cols}, Data: x[:half*cols]}
+		ts[p+"up_proj.weight"] = Tensor{Shape: []int{half, cols}, Data: x[half*cols:]}
+	}
+	return nil
 }

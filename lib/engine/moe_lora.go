@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // LoRA on the experts is shaped as the service and lib/peft shape it:
@@ -43,38 +44,52 @@ func expertDims(c Config, which int) (in, out int) {
 	return c.Hidden, c.MoEIntermediate
 }
 
-// setExperts checks layer i's stacked tensor pair mod ("experts.w1", ...)
-// and splits it into per-expert adapters, B scaled by scale.
+// setExperts checks layer i's expert adapter mod, a stacked pair
+// ("experts.w1", ...) or one expert's ("experts.3.gate_proj", as PEFT
+// names modules of transformers 4.x), and installs it per expert with B
+// scaled by scale.
 func (ll *loraLayer) setExperts(c Config, i int, mod string, a, b *Tensor, rank int, scale float32) error {
 	which, ok := expertKinds[mod]
+	first, n := 0, c.Experts
 	if !ok {
-		return fmt.Errorf("lora: unsupported target module %s", mod)
+		var proj string
+		if _, err := fmt.Sscanf(strings.ReplaceAll(mod, ".", " "), "experts %d %s", &first, &proj); err != nil ||
+			first < 0 || first >= c.Experts || !slices.Contains([]string{"gate_proj", "up_proj", "down_proj"}, proj) {
+			return fmt.Errorf("lora: unsupported target module %s (the model has %d experts)", mod, c.Experts)
+		}
+		which, n = map[string]int{"gate_proj": 0, "up_proj": 1, "down_proj": 2}[proj], 1
 	}
 	if !c.IsMoELayer(i) {
 		return fmt.Errorf("lora: adapter has %s for layer %d, which has no experts in this model", mod, i)
 	}
 	in, out := expertDims(c, which)
-	E := c.Experts
 	key := fmt.Sprintf("%d.%s", i, mod)
 	if a.Data == nil || b.Data == nil {
 		return fmt.Errorf("lora: %s must be float32 tensors", key)
 	}
-	if !slices.Equal(a.Shape, []int{E, rank, in}) || len(a.Data) != E*rank*in {
-		return fmt.Errorf("lora: %s lora_A has shape %v, want [%d %d %d]", key, a.Shape, E, rank, in)
+	wantA, wantB := []int{rank, in}, []int{out, rank}
+	if ok {
+		wantA, wantB = append([]int{n}, wantA...), append([]int{n}, wantB...)
 	}
-	if !slices.Equal(b.Shape, []int{E, out, rank}) || len(b.Data) != E*out*rank {
-		return fmt.Errorf("lora: %s lora_B has shape %v, want [%d %d %d]", key, b.Shape, E, out, rank)
+	if !slices.Equal(a.Shape, wantA) || len(a.Data) != n*rank*in {
+		return fmt.Errorf("lora: %s lora_A has shape %v, want %v", key, a.Shape, wantA)
+	}
+	if !slices.Equal(b.Shape, wantB) || len(b.Data) != n*out*rank {
+		return fmt.Errorf("lora: %s lora_B has shape %v, want %v", key, b.Shape, wantB)
 	}
 	if ll.experts == nil {
-		ll.experts = make([]expertLoRA, E)
+		ll.experts = make([]expertLoRA, c.Experts)
 	}
-	for e := range E {
+	for k := range n {
+		slot := ll.experts[first+k].slot(which)
+		if *slot != nil {
+			return fmt.Errorf("lora: layer %d expert %d's %s is adapted twice", i, first+k, [...]string{"gate_proj", "up_proj", "down_proj"}[which])
+		}
 		bs := make([]float32, out*rank)
-		for j, v := range b.Data[e*out*rank : (e+1)*out*rank] {
+		for j, v := range b.Data[k*out*rank : (k+1)*out*rank] {
 			bs[j] = v * scale
 		}
-		*ll.experts[e].slot(which) = &loraPair{a: mat{rows: rank, cols: in, data: a.Data[e*rank*in : (e+1)*rank*in]},
-			b: mat{rows: out, cols: rank, data: bs}}
+		*slot = &loraPair{a: mat{rows: rank, cols: in, data: a.Data[k*rank*in : (k+1)*rank*in]}, b: mat{rows: out, cols: rank, data: bs}}
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tinkershell/tinker/lib/models"
@@ -235,4 +236,88 @@ func routingMargin(t *testing.T, m *Model, base Tensors) float64 {
 		ref.logits(d.ModelInput)
 	}
 	return *ref.margin
+}
+
+// fuseExperts rewrites per-expert tensors as transformers 5.x stores
+// them: mlp.experts.gate_up_proj [E, 2I, H] and mlp.experts.down_proj
+// [E, H, I].
+func fuseExperts(c Config, ts Tensors) Tensors {
+	out := Tensors{}
+	for n, x := range ts {
+		if !strings.Contains(n, ".mlp.experts.") {
+			out[n] = x
+		}
+	}
+	for i := range c.Layers {
+		if !c.IsMoELayer(i) {
+			continue
+		}
+		p := fmt.Sprintf("model.layers.%d.", i)
+		var gu, d []float32
+		for e := range c.Experts {
+			gu = append(gu, ts[expertName(p, e, "gate_proj")].Data...)
+			gu = append(gu, ts[expertName(p, e, "up_proj")].Data...)
+			d = append(d, ts[expertName(p, e, "down_proj")].Data...)
+		}
+		out[p+"mlp.experts.gate_up_proj"] = Tensor{Shape: []int{c.Experts, 2 * c.MoEIntermediate, c.Hidden}, Data: gu}
+		out[p+"mlp.experts.down_proj"] = Tensor{Shape: []int{c.Experts, c.Hidden, c.MoEIntermediate}, Data: d}
+	}
+	return out
+}
+
+// A directory in transformers 5.x's fused expert layout computes what the
+// per-expert layout does, bit for bit; so does an adapter whose experts
+// are one PEFT module each (experts.N.gate_proj) instead of stacked.
+func TestMoELayouts(t *testing.T) {
+	c, ts, err := TinyTensors(models.TinyQwen3MoE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writeHFDir(t, dir, c, fuseExperts(c, ts), safetensors.BF16, 2)
+	fused, err := LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := t.TempDir()
+	writeHFDir(t, per, c, ts, safetensors.BF16, 1)
+	plain, err := LoadDir(per)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := testData(c.VocabSize, 5, 30)[0].ModelInput
+	if a, b := promptLogprobs(t, fused, prompt), promptLogprobs(t, plain, prompt); !slices.Equal(a, b) {
+		t.Errorf("fused layout logprobs %v, per-expert %v", a[:3], b[:3])
+	}
+	stacked := randomLoRA(c, 3, 8, false)
+	split := Tensors{}
+	for n, x := range stacked {
+		kind, ok := strings.CutPrefix(n[strings.Index(n, "mlp.experts.")+len("mlp.experts."):], "w")
+		if !strings.Contains(n, "mlp.experts.w") || !ok {
+			split[n] = x
+			continue
+		}
+		proj := map[byte]string{'1': "gate_proj", '2': "down_proj", '3': "up_proj"}[kind[0]]
+		pre, half, _ := strings.Cut(n, "mlp.experts.w"+kind[:1]+".")
+		each := len(x.Data) / x.Shape[0]
+		for e := range x.Shape[0] {
+			split[fmt.Sprintf("%smlp.experts.%d.%s.%s", pre, e, proj, half)] = Tensor{Shape: x.Shape[1:], Data: x.Data[e*each : (e+1)*each]}
+		}
+	}
+	la, err := NewLoRA(c, stacked, 3, 6, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, err := NewLoRA(c, split, 3, 6, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := promptLogprobs(t, plain.WithLoRA(la), prompt), promptLogprobs(t, plain.WithLoRA(lb), prompt); !slices.Equal(a, b) {
+		t.Errorf("per-expert adapter logprobs %v, stacked %v", b[:3], a[:3])
+	}
+	if _, err := NewLoRA(c, Tensors{"base_model.model.model.layers.0.mlp.experts.8.gate_proj.lora_A.weight": {Shape: []int{3, 128}, Data: make([]float32, 384)},
+		"base_model.model.model.layers.0.mlp.experts.8.gate_proj.lora_B.weight": {Shape: []int{64, 3}, Data: make([]float32, 192)}}, 3, 6, false); err == nil ||
+		!strings.Contains(err.Error(), "has 8 experts") {
+		t.Errorf("expert 8 of 8: err %v", err)
+	}
 }
