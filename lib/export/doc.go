@@ -25,6 +25,8 @@
 //   - Atomic output. Everything is written into a hidden sibling of OUT
 //     that is renamed into place only when complete; an existing OUT is
 //     kept until then (and replaced only with Force).
-//   - Dense families only (Llama 3, Qwen3): what the local engine runs and
-//     can therefore check. Mixture-of-experts adapters are refused.
+//   - Llama 3, Qwen3 and Qwen3-MoE: what the local engine runs and can
+//     therefore check. Qwen3-MoE's stacked expert adapters (w1/w2/w3) are
+//     split per expert, and merged into either of transformers' expert
+//     layouts (experts.go); other mixture-of-experts adapters are refused.
 package export

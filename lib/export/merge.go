@@ -110,6 +110,9 @@ func (m *merger) fill(ctx context.Context, f *os.File, s source, t safetensors.T
 		rows = int(t.Shape[0])
 		cols = int(s.t.Bytes()/int64(s.t.DType.Size())) / max(rows, 1)
 	}
+	if s.u != nil { // a fused expert tensor's rows are its experts' rows
+		rows, cols = rows*cols/s.u.in, s.u.in
+	}
 	job := rowJob{in: s.t.DType, out: t.DType, cols: cols, u: s.u}
 	step := max(1, blockElems/max(cols, 1))
 	isz, osz := s.t.DType.Size()*cols, t.DType.Size()*cols

@@ -125,7 +125,14 @@ func newMerger(base *Base, a *Adapter, dt safetensors.DType) (*merger, int64, er
 		return nil, 0, err
 	}
 	m := &merger{base: base, updates: map[string]*update{}, dtype: dt, weightMap: map[string]string{}}
-	for _, mod := range a.Modules {
+	mods, fused, err := fuseExperts(a.Modules, infos, a.Scale)
+	if err != nil {
+		return nil, 0, err
+	}
+	for name, u := range fused {
+		m.updates[name] = u
+	}
+	for _, mod := range mods {
 		name := mod.Path + ".weight"
 		t, ok := infos[name]
 		if !ok && name == lmHeadName {
