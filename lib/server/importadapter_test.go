@@ -172,7 +172,7 @@ func TestImportAdapterRefuses(t *testing.T) {
 		{deep, models.TinyLlama, "", "model.layers.99.self_attn.q_proj does not exist in tinker-local/tiny-llama"},
 		{wide, models.TinyLlama, "", "lora_A has shape [2 65]"},
 		{good, "me/nothing", "", `unknown base model "me/nothing"`},
-		{good, "Qwen/Qwen3-30B-A3B", "", "only dense"},
+		{good, "openai/gpt-oss-20b", "", "only Llama 3, Qwen3 and Qwen3-MoE"},
 		{good, models.TinyLlama, "a/b", "name"},
 	} {
 		_, err := ImportAdapter(context.Background(), data, tc.dir, tc.base, tc.name, t0)

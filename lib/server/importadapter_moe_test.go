@@ -1,0 +1,93 @@
+package server
+
+import (
+	"context"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tinkershell/tinker/lib/engine"
+	"github.com/tinkershell/tinker/lib/export"
+	"github.com/tinkershell/tinker/lib/models"
+)
+
+// moeLogprobs is tiny-qwen3-moe's prompt logprobs with the adapter in dir.
+func moeLogprobs(t *testing.T, dir string, prompt []int) []float64 {
+	t.Helper()
+	base, err := engine.Load(models.TinyQwen3MoE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := base.WithAdapter(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := m.Sample(context.Background(), engine.SampleRequest{Prompt: prompt, MaxTokens: 1, Temperature: 1, PromptLogprobs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lp []float64
+	for _, p := range resp.PromptLogprobs[1:] {
+		lp = append(lp, float64(*p))
+	}
+	return lp
+}
+
+// A Qwen3-MoE adapter exported as PEFT (one module per expert) imports
+// back into a run whose weights checkpoint (stacked w1/w2/w3 experts)
+// computes the original adapter's logprobs.
+func TestImportAdapterMoE(t *testing.T) {
+	base, err := engine.Load(models.TinyQwen3MoE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := engine.NewTrainer(base, engine.LoRAConfig{Rank: 3, Alpha: 16, TrainAttn: true, TrainMLP: true, Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := tr.Adapter()
+	r := rand.New(rand.NewPCG(1, 2))
+	for name, x := range ts {
+		if strings.HasSuffix(name, "lora_B.weight") {
+			for i := range x.Data {
+				x.Data[i] = float32(r.NormFloat64() * 0.05)
+			}
+		}
+	}
+	if err := tr.LoadAdapter(ts); err != nil {
+		t.Fatal(err)
+	}
+	orig := filepath.Join(t.TempDir(), "orig")
+	if err := tr.WriteStateDir(orig, models.TinyQwen3MoE, false); err != nil {
+		t.Fatal(err)
+	}
+	peftDir := filepath.Join(t.TempDir(), "peft")
+	if _, err := export.Export(context.Background(), export.Options{Adapter: orig, Format: export.PEFT, Out: peftDir}); err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	res, err := ImportAdapter(context.Background(), data, peftDir, models.TinyQwen3MoE, "", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(res.Targets, ",") != "attn,mlp" {
+		t.Errorf("import = %+v", res)
+	}
+	prompt := []int{models.TinyBOS, 'm', 'o', 'e', ' ', 'x', 'y', 'z', '\n', 'h', 'i'}
+	want, plain := moeLogprobs(t, orig, prompt), moeLogprobs(t, peftDir, prompt)
+	if d := maxAbsDiff(want, plain); d != 0 {
+		t.Errorf("the PEFT export differs from the adapter by %g", d)
+	}
+	got := moeLogprobs(t, checkpointPath(data, res.RunID, "weights", "imported"), prompt)
+	if d := maxAbsDiff(want, got); d > 1e-4 {
+		t.Errorf("imported weights differ from the adapter by %g", d)
+	}
+	st, err := engine.NewTrainer(base, engine.LoRAConfig{Rank: 3, TrainAttn: true, TrainMLP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.LoadStateDir(checkpointPath(data, res.RunID, "weights", "imported"), false); err != nil {
+		t.Fatalf("the imported checkpoint does not load for training: %v", err)
+	}
+}
