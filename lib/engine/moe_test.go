@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"path/filepath"
 	"reflect"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -131,113 +129,6 @@ func TestMoEAdapterShapes(t *testing.T) {
 	}
 }
 
-// Gradients do not depend on how the data are split into calls or on the
-// number of threads; the training forward gives the sampler's prompt
-// logprobs bit for bit.
-func TestMoETrainingInvariance(t *testing.T) {
-	m := mustLoad(t, models.TinyQwen3MoE)
-	cfg := LoRAConfig{Rank: 4, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 2}
-	loss, _ := NewLoss(LossCrossEntropy, nil)
-	data := forLoss(testData(m.cfg.VocabSize, 3, 9, 20, 4), LossCrossEntropy)
-	one := mustTrainer(t, m, cfg)
-	randomizeB(t, one, 1, 0.05)
-	res, err := one.ForwardBackward(context.Background(), loss, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3))
-	split := mustTrainer(t, m, cfg)
-	randomizeB(t, split, 1, 0.05)
-	for _, d := range data {
-		if _, err := split.ForwardBackward(context.Background(), loss, []Datum{d}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	a, b := gradBits(one), gradBits(split)
-	for i := range a {
-		if !slices.Equal(a[i], b[i]) {
-			t.Fatalf("tensor %s: gradients differ between one call and three", one.params[i].name)
-		}
-	}
-	s, err := one.Sampler()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, d := range data {
-		r := sample(t, s, SampleRequest{Prompt: d.ModelInput, MaxTokens: 1, PromptLogprobs: true})
-		fwd, err := one.Forward(context.Background(), loss, []Datum{nextTokenDatum(d.ModelInput)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for p := 1; p < len(d.ModelInput); p++ {
-			if got, want := fwd.Outputs[0].Logprobs[p-1], *r.PromptLogprobs[p]; got != want {
-				t.Fatalf("datum %d position %d: training forward %v, sampler %v", i, p, got, want)
-			}
-		}
-	}
-	if res.LossSum == 0 {
-		t.Error("zero loss")
-	}
-}
-
-// nextTokenDatum asks for the logprob of each next token of seq.
-func nextTokenDatum(seq []int) Datum {
-	tg, w := make([]float64, len(seq)-1), make([]float64, len(seq)-1)
-	for i := range tg {
-		tg[i], w[i] = float64(seq[i+1]), 1
-	}
-	return Datum{ModelInput: seq[:len(seq)-1], LossFnInputs: map[string][]float64{InputTargetTokens: tg, InputWeights: w}}
-}
-
-// Training resumes bit-exactly from a saved state on a MoE model, and
-// the saved adapter loads into a sampler.
-func TestMoEResumeIsBitExact(t *testing.T) {
-	m := mustLoad(t, models.TinyQwen3MoE)
-	cfg := LoRAConfig{Rank: 4, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 9}
-	a := mustTrainer(t, m, cfg)
-	trainSteps(t, a, 0, 2)
-	dir := filepath.Join(t.TempDir(), "state")
-	if err := a.WriteStateDir(dir, models.TinyQwen3MoE, true); err != nil {
-		t.Fatal(err)
-	}
-	trainSteps(t, a, 2, 2)
-	rc, err := ReadLoRAConfig(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(rc, LoRAConfig{Rank: 4, Alpha: 32, TrainAttn: true, TrainMLP: true, TrainUnembed: true}) {
-		t.Fatalf("ReadLoRAConfig = %+v", rc)
-	}
-	b := mustTrainer(t, m, rc)
-	if err := b.LoadStateDir(dir, true); err != nil {
-		t.Fatal(err)
-	}
-	trainSteps(t, b, 2, 2)
-	wa, wb := a.Adapter(), b.Adapter()
-	oa, ob := a.Optimizer(), b.Optimizer()
-	for name := range wa {
-		if !slices.Equal(wa[name].Data, wb[name].Data) || !slices.Equal(oa.ExpAvg[name].Data, ob.ExpAvg[name].Data) ||
-			!slices.Equal(oa.ExpAvgSq[name].Data, ob.ExpAvgSq[name].Data) {
-			t.Fatalf("%s differs after resuming", name)
-		}
-	}
-	if _, err := m.WithAdapter(dir); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// routingMargin is the smallest router logit gap at the top-k boundary
-// over checkAllLossesFD's data, adapter and model.
-func routingMargin(t *testing.T, m *Model, base Tensors) float64 {
-	tr := mustTrainer(t, m, LoRAConfig{Rank: 3, Alpha: 6, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 5})
-	randomizeB(t, tr, 3, 0.3)
-	ref := &refModel{c: m.cfg, ts: base, lora: tr.Adapter(), scale: tr.scale}
-	for _, d := range testData(m.cfg.VocabSize, 9, 5, 7) {
-		ref.logits(d.ModelInput)
-	}
-	return *ref.margin
-}
-
 // fuseExperts rewrites per-expert tensors as transformers 5.x stores
 // them: mlp.experts.gate_up_proj [E, 2I, H] and mlp.experts.down_proj
 // [E, H, I].
@@ -320,4 +211,16 @@ func TestMoELayouts(t *testing.T) {
 		!strings.Contains(err.Error(), "has 8 experts") {
 		t.Errorf("expert 8 of 8: err %v", err)
 	}
+}
+
+// routingMargin is the smallest router logit gap at the top-k boundary
+// over checkAllLossesFD's data, adapter and model.
+func routingMargin(t *testing.T, m *Model, base Tensors) float64 {
+	tr := mustTrainer(t, m, LoRAConfig{Rank: 3, Alpha: 6, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 5})
+	randomizeB(t, tr, 3, 0.3)
+	ref := &refModel{c: m.cfg, ts: base, lora: tr.Adapter(), scale: tr.scale}
+	for _, d := range testData(m.cfg.VocabSize, 9, 5, 7) {
+		ref.logits(d.ModelInput)
+	}
+	return *ref.margin
 }

@@ -295,7 +295,13 @@ func gradBits(tr *Trainer) [][]float32 {
 }
 
 func TestGradientsIndependentOfBatchSplit(t *testing.T) {
-	m := mustLoad(t, models.TinyQwen3)
+	for _, name := range []string{models.TinyQwen3, models.TinyQwen3MoE} {
+		t.Run(name, func(t *testing.T) { checkBatchSplit(t, name) })
+	}
+}
+
+func checkBatchSplit(t *testing.T, name string) {
+	m := mustLoad(t, name)
 	cfg := LoRAConfig{Rank: 4, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 2}
 	loss, _ := NewLoss(LossCrossEntropy, nil)
 	data := forLoss(testData(m.cfg.VocabSize, 3, 9, 20, 4), LossCrossEntropy)

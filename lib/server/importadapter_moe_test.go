@@ -12,28 +12,6 @@ import (
 	"github.com/tinkershell/tinker/lib/models"
 )
 
-// moeLogprobs is tiny-qwen3-moe's prompt logprobs with the adapter in dir.
-func moeLogprobs(t *testing.T, dir string, prompt []int) []float64 {
-	t.Helper()
-	base, err := engine.Load(models.TinyQwen3MoE)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := base.WithAdapter(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := m.Sample(context.Background(), engine.SampleRequest{Prompt: prompt, MaxTokens: 1, Temperature: 1, PromptLogprobs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lp []float64
-	for _, p := range resp.PromptLogprobs[1:] {
-		lp = append(lp, float64(*p))
-	}
-	return lp
-}
-
 // A Qwen3-MoE adapter exported as PEFT (one module per expert) imports
 // back into a run whose weights checkpoint (stacked w1/w2/w3 experts)
 // computes the original adapter's logprobs.
@@ -75,11 +53,11 @@ func TestImportAdapterMoE(t *testing.T) {
 		t.Errorf("import = %+v", res)
 	}
 	prompt := []int{models.TinyBOS, 'm', 'o', 'e', ' ', 'x', 'y', 'z', '\n', 'h', 'i'}
-	want, plain := moeLogprobs(t, orig, prompt), moeLogprobs(t, peftDir, prompt)
+	want, plain := modelAdapterLogprobs(t, models.TinyQwen3MoE, orig, prompt), modelAdapterLogprobs(t, models.TinyQwen3MoE, peftDir, prompt)
 	if d := maxAbsDiff(want, plain); d != 0 {
 		t.Errorf("the PEFT export differs from the adapter by %g", d)
 	}
-	got := moeLogprobs(t, checkpointPath(data, res.RunID, "weights", "imported"), prompt)
+	got := modelAdapterLogprobs(t, models.TinyQwen3MoE, checkpointPath(data, res.RunID, "weights", "imported"), prompt)
 	if d := maxAbsDiff(want, got); d > 1e-4 {
 		t.Errorf("imported weights differ from the adapter by %g", d)
 	}

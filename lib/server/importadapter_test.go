@@ -65,7 +65,13 @@ func writeExternalAdapter(t *testing.T, rank, alpha int, modules []string, unemb
 
 func adapterLogprobs(t *testing.T, dir string, prompt []int) []float64 {
 	t.Helper()
-	base, err := engine.Load(models.TinyLlama)
+	return modelAdapterLogprobs(t, models.TinyLlama, dir, prompt)
+}
+
+// modelAdapterLogprobs is a tiny model's prompt logprobs with the adapter in dir.
+func modelAdapterLogprobs(t *testing.T, model, dir string, prompt []int) []float64 {
+	t.Helper()
+	base, err := engine.Load(model)
 	if err != nil {
 		t.Fatal(err)
 	}
