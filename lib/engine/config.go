@@ -197,6 +197,10 @@ func firstTokenID(raw json.RawMessage) (int, error) {
 	return ids[0], nil
 }
 
+// maxExperts bounds num_experts before anything is allocated per expert
+// (the largest released models have a few hundred).
+const maxExperts = 1 << 14
+
 // Validate checks that the dimensions are consistent.
 func (c Config) Validate() error {
 	switch {
@@ -210,6 +214,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("model config: vocab_size, hidden_size, num_hidden_layers, num_attention_heads and head_dim must be positive")
 	case c.denseLayers() > 0 && c.Intermediate <= 0:
 		return fmt.Errorf("model config: intermediate_size must be positive")
+	case c.Experts > maxExperts:
+		return fmt.Errorf("model config: num_experts %d is more than the %d the local engine takes", c.Experts, maxExperts)
 	case c.Experts > 0 && (c.MoEIntermediate <= 0 || c.ExpertsPerToken <= 0 || c.ExpertsPerToken > c.Experts):
 		return fmt.Errorf("model config: moe_intermediate_size must be positive and num_experts_per_tok between 1 and num_experts (%d)", c.Experts)
 	case c.KVHeads <= 0 || c.Heads%c.KVHeads != 0:

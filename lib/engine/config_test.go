@@ -82,6 +82,7 @@ func TestParseConfigRejects(t *testing.T) {
 		{`{"model_type":"mistral"}`, `model_type "mistral" is not supported`},
 		{`{"model_type":"qwen3","num_experts":128}`, `model_type "qwen3" with experts is not supported`},
 		{`{"model_type":"qwen3_moe","hidden_size":64,"num_hidden_layers":1,"num_attention_heads":4,"vocab_size":1,"num_experts":4,"num_experts_per_tok":5,"moe_intermediate_size":8}`, "num_experts_per_tok between 1 and num_experts"},
+		{`{"model_type":"qwen3_moe","hidden_size":64,"num_hidden_layers":1,"num_attention_heads":4,"vocab_size":1,"num_experts":1000000000,"num_experts_per_tok":5,"moe_intermediate_size":8}`, "num_experts 1000000000 is more than"},
 		{`{"model_type":"llama","hidden_size":64,"intermediate_size":1,"num_hidden_layers":1,"num_attention_heads":4,"vocab_size":1,"rope_scaling":{"rope_type":"yarn","factor":4}}`, `rope scaling type "yarn"`},
 		{`{"model_type":"llama","hidden_size":64,"intermediate_size":1,"num_hidden_layers":1,"num_attention_heads":4,"num_key_value_heads":3,"vocab_size":1}`, "multiple of num_key_value_heads"},
 		{`{"model_type":"llama","hidden_act":"gelu"}`, "hidden_act"},

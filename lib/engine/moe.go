@@ -79,13 +79,9 @@ func moeShapes(c Config, p string, s map[string][]int) {
 
 // route picks a token's experts from its router logits: sel gets the
 // ExpertsPerToken chosen experts in ascending order and wts their routing
-// weights. probs, when not nil, gets the softmax over all experts (the
-// backward pass needs it). Everything is float64 with the engine's exp64,
+// weights; probs is scratch for the softmax over all experts. Everything is float64 with the engine's exp64,
 // so the choice is the same on every path and machine.
 func route(c Config, logits []float32, sel []int, wts []float32, probs []float64) {
-	if probs == nil {
-		probs = make([]float64, len(logits))
-	}
 	routerProbs(logits, probs)
 	routeTopK(logits, sel)
 	var kept float64
@@ -181,6 +177,7 @@ type moeScratch struct {
 	logits, out, g, u, y [][]float32
 	sel                  []int
 	wts                  []float32
+	probs                []float64
 	xs                   [][]float32
 	loras                []*LoRA
 }
@@ -195,9 +192,10 @@ func (m *Model) moeMLP(ws *workspace, li int, xn, x [][]float32) {
 	s.g, s.u = grow(s.g, n, c.MoEIntermediate), grow(s.u, n, c.MoEIntermediate)
 	s.y = grow(s.y, n, c.Hidden)
 	s.sel, s.wts = growTo(s.sel, n*k)[:n*k], growTo(s.wts, n*k)[:n*k]
+	s.probs = growTo(s.probs, c.Experts)[:c.Experts]
 	matMul(mw.router, xn, s.logits, false)
 	for i := range n {
-		route(c, s.logits[i], s.sel[i*k:(i+1)*k], s.wts[i*k:(i+1)*k], nil)
+		route(c, s.logits[i], s.sel[i*k:(i+1)*k], s.wts[i*k:(i+1)*k], s.probs)
 		clear(s.out[i])
 	}
 	for _, gr := range groupByExpert(c.Experts, k, s.sel) {

@@ -91,8 +91,9 @@ func (ps *datumPass) moeForward(li int, next [][]float32) {
 	ma := &moeActs{logits: ar.rowsToFill(n, c.Experts), sel: make([]int, nk), wts: make([]float32, nk)}
 	a.moe = ma
 	matMul(mw.router, a.xn2, ma.logits, false)
+	probs := make([]float64, c.Experts)
 	for p := range n {
-		route(c, ma.logits[p], ma.sel[p*k:(p+1)*k], ma.wts[p*k:(p+1)*k], nil)
+		route(c, ma.logits[p], ma.sel[p*k:(p+1)*k], ma.wts[p*k:(p+1)*k], probs)
 	}
 	ma.groups = groupByExpert(c.Experts, k, ma.sel)
 	ma.g, ma.u, ma.h, ma.y = ar.rowsToFill(nk, mi), ar.rowsToFill(nk, mi), ar.rowsToFill(nk, mi), ar.rowsToFill(nk, c.Hidden)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -134,8 +135,8 @@ func TestMergedMoEMatchesAdapter(t *testing.T) {
 }
 
 // A PEFT export names the experts one module each (experts.N.gate_proj),
-// computes what the stacked adapter does, and restacks (import-adapter)
-// to the same values.
+// computes what the stacked adapter does, merges into the same weights,
+// and restacks (import-adapter) to the same values.
 func TestPEFTMoE(t *testing.T) {
 	ad := moeAdapter(t)
 	base := moeBase(t, false)
@@ -152,6 +153,20 @@ func TestPEFTMoE(t *testing.T) {
 	}
 	if d := maxDiff(referenceLogprobs(t, base, ad), referenceLogprobs(t, base, out)); d != 0 {
 		t.Errorf("the exported adapter computes something else (max diff %g)", d)
+	}
+	var merged [2]string
+	for i, src := range []string{ad, out} {
+		merged[i] = filepath.Join(t.TempDir(), "merged")
+		if _, err := Export(context.Background(), Options{Adapter: src, Base: base, Out: merged[i]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range []string{"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"} {
+		a, _ := os.ReadFile(filepath.Join(merged[0], s))
+		b, _ := os.ReadFile(filepath.Join(merged[1], s))
+		if len(a) == 0 || string(a) != string(b) {
+			t.Errorf("%s: merging the PEFT export gives other weights than merging the original", s)
+		}
 	}
 	orig, err := ReadAdapter(ad)
 	if err != nil {
