@@ -68,7 +68,7 @@ func (t *Trainer) datum(ctx context.Context, l Loss, d *Datum, out *DatumOutput,
 	x := ar.rows(n, c.Hidden)
 	for p, tok := range d.ModelInput {
 		m.w.embed.rowInto(tok, x[p])
-		ropeTable(m.invFreq, p, ps.cos[p], ps.sin[p])
+		ropeTable(m.invFreq, m.ropeScale, p, ps.cos[p], ps.sin[p])
 	}
 	for p := range ps.rowsAt {
 		ps.rowsAt[p] = row{seq: ps.cache, pos: p}
@@ -266,7 +266,11 @@ func (ps *datumPass) backwardLayer(li, lowest int, dx [][]float32) bool {
 	datt := ar.rows(n, qd)
 	t.linearBackward(lw.o, tl.o, a.att, a.t[tO], dx, datt, false)
 	dq, dk, dv := ar.rows(n, qd), ar.rows(n, kvd), ar.rows(n, kvd)
-	attentionBackward(c, a.q, ps.cache.k[li][:n*kvd], ps.cache.v[li][:n*kvd], datt, dq, dk, dv)
+	if t.model.windowed(li) {
+		attentionBackwardRows(c, li, lw.sinks, a.q, ps.cache.k[li][:n*kvd], ps.cache.v[li][:n*kvd], datt, dq, dk, dv)
+	} else {
+		attentionBackward(c, a.q, ps.cache.k[li][:n*kvd], ps.cache.v[li][:n*kvd], datt, dq, dk, dv)
+	}
 	for p := range n {
 		ropeBackward(dq[p], c.HeadDim, ps.cos[p], ps.sin[p])
 		ropeBackward(dk[p], c.HeadDim, ps.cos[p], ps.sin[p])

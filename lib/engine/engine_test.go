@@ -523,6 +523,7 @@ func TestPinnedOutputs(t *testing.T) {
 		models.TinyLlama:    {`)=P$tu$PP%$$<PwP`, `G$Et\PoRyoBPt;oE`},
 		models.TinyQwen3:    {`&3G#z{&GG&&"5Q{O`, `:&7wbUhG{o3:z3m7`},
 		models.TinyQwen3MoE: {"!((\nwz\n((\n\n\n(({A", "(\n(uAASA|_((u(\\("},
+		models.TinyGptOss:   {"####`r########mX", "H##_____xx9Br2XX"},
 	}
 	for _, procs := range []int{1, 2, 3} {
 		old := runtime.GOMAXPROCS(procs)

@@ -126,8 +126,12 @@ func TestLoadDirDTypes(t *testing.T) {
 				for i := range got {
 					worst = math.Max(worst, math.Abs(got[i]-want[i]))
 				}
-				if worst > tc.tol {
-					t.Errorf("%s x%d: prompt logprobs differ by up to %g (tolerance %g)", tc.dtype, tc.shards, worst, tc.tol)
+				tol := tc.tol
+				if tc.dtype == safetensors.BF16 && builtin.Config().Experts > 0 {
+					tol = 0.25 // rounding may move a token to another expert: a jump, not a drift
+				}
+				if worst > tol {
+					t.Errorf("%s x%d: prompt logprobs differ by up to %g (tolerance %g)", tc.dtype, tc.shards, worst, tol)
 				}
 				if testing.Verbose() {
 					t.Logf("%s x%d: max prompt logprob difference %.3g", tc.dtype, tc.shards, worst)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"regexp"
 
+	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/safetensors"
 )
 
@@ -24,12 +25,16 @@ import (
 
 // moeWeights are one mixture-of-experts layer's router and experts.
 type moeWeights struct {
-	router  mat // [experts, hidden]
-	experts []expertWeights
+	router     mat // [experts, hidden]
+	routerBias []float32
+	experts    []expertWeights
 }
 
-// expertWeights is one expert's SwiGLU MLP.
-type expertWeights struct{ gate, up, down mat }
+// expertWeights is one expert's gated MLP (biases: GPT-OSS only).
+type expertWeights struct {
+	gate, up, down             mat
+	gateBias, upBias, downBias []float32
+}
 
 // modExpert is the first module number of the experts (LoRA.pair): expert
 // e's gate (w1), up (w3) and down (w2) are modExpert+3e+0, +1 and +2.
@@ -46,11 +51,16 @@ func expertName(p string, e int, proj string) string {
 }
 
 // buildMoE arranges layer prefix p's router and experts.
-func buildMoE(c Config, p string, getMat func(string, int, int) (mat, error)) (*moeWeights, error) {
+func buildMoE(c Config, p string, getMat func(string, int, int) (mat, error), getVec func(string, int) ([]float32, error)) (*moeWeights, error) {
 	mw := &moeWeights{experts: make([]expertWeights, c.Experts)}
 	var err error
-	if mw.router, err = getMat(p+"mlp.gate.weight", c.Experts, c.Hidden); err != nil {
+	if mw.router, err = getMat(p+routerName(c), c.Experts, c.Hidden); err != nil {
 		return nil, err
+	}
+	if c.Family == models.GptOss {
+		if err := gptOssBiases(c, p, mw, getVec); err != nil {
+			return nil, err
+		}
 	}
 	for e := range mw.experts {
 		ew := &mw.experts[e]
@@ -69,12 +79,23 @@ func buildMoE(c Config, p string, getMat func(string, int, int) (mat, error)) (*
 
 // moeShapes adds a mixture-of-experts layer's tensors to s.
 func moeShapes(c Config, p string, s map[string][]int) {
-	s[p+"mlp.gate.weight"] = []int{c.Experts, c.Hidden}
+	s[p+routerName(c)] = []int{c.Experts, c.Hidden}
 	for e := range c.Experts {
 		s[expertName(p, e, "gate_proj")] = []int{c.MoEIntermediate, c.Hidden}
 		s[expertName(p, e, "up_proj")] = []int{c.MoEIntermediate, c.Hidden}
 		s[expertName(p, e, "down_proj")] = []int{c.Hidden, c.MoEIntermediate}
 	}
+	if c.Family == models.GptOss {
+		gptOssShapes(c, p, s)
+	}
+}
+
+// routerName is the router's tensor name within a layer.
+func routerName(c Config) string {
+	if c.Family == models.GptOss {
+		return "mlp.router.weight"
+	}
+	return "mlp.gate.weight"
 }
 
 // route picks a token's experts from its router logits: sel gets the
@@ -82,6 +103,10 @@ func moeShapes(c Config, p string, s map[string][]int) {
 // weights; probs is scratch for the softmax over all experts. Everything is float64 with the engine's exp64,
 // so the choice is the same on every path and machine.
 func route(c Config, logits []float32, sel []int, wts []float32, probs []float64) {
+	if c.Family == models.GptOss {
+		routeTopKSoftmax(logits, sel, wts)
+		return
+	}
 	routerProbs(logits, probs)
 	routeTopK(logits, sel)
 	var kept float64
@@ -95,6 +120,55 @@ func route(c Config, logits []float32, sel []int, wts []float32, probs []float64
 		}
 		wts[j] = float32(w)
 	}
+}
+
+// routeTopKSoftmax is GPT-OSS's routing: the top-k logits, softmaxed
+// among themselves (float64, exp64), into wts.
+func routeTopKSoftmax(logits []float32, sel []int, wts []float32) {
+	routeTopK(logits, sel)
+	mx := math.Inf(-1)
+	for _, e := range sel {
+		mx = max(mx, float64(logits[e]))
+	}
+	var sum float64
+	ex := make([]float64, len(sel))
+	for j, e := range sel {
+		ex[j] = exp64(float64(logits[e]) - mx)
+		sum += ex[j]
+	}
+	for j := range sel {
+		wts[j] = float32(ex[j] / sum)
+	}
+}
+
+// routerLogits computes the router's logits of the rows xs (plus its bias).
+func (mw *moeWeights) routerLogits(xs, logits [][]float32) {
+	matMul(mw.router, xs, logits, false)
+	if mw.routerBias != nil {
+		for _, l := range logits[:len(xs)] {
+			for j, b := range mw.routerBias {
+				l[j] += b
+			}
+		}
+	}
+}
+
+// expertAct is the experts' gated activation h = act(g, u) (h may alias g).
+func (c Config) expertAct(h, g, u []float32) {
+	if c.Family == models.GptOss {
+		gptOssAct(c.SwigluLimit, h, g, u)
+		return
+	}
+	siluMul(h, g, u)
+}
+
+// expertActBackward turns dh (in dg) into the gradients of g and u.
+func (c Config) expertActBackward(dg, du, g, u []float32) {
+	if c.Family == models.GptOss {
+		gptOssActBackward(c.SwigluLimit, dg, du, g, u)
+		return
+	}
+	siluMulBackward(dg, du, g, u)
 }
 
 // routerProbs writes the softmax of logits into probs.
@@ -193,7 +267,7 @@ func (m *Model) moeMLP(ws *workspace, li int, xn, x [][]float32) {
 	s.y = grow(s.y, n, c.Hidden)
 	s.sel, s.wts = growTo(s.sel, n*k)[:n*k], growTo(s.wts, n*k)[:n*k]
 	s.probs = growTo(s.probs, c.Experts)[:c.Experts]
-	matMul(mw.router, xn, s.logits, false)
+	mw.routerLogits(xn, s.logits)
 	for i := range n {
 		route(c, s.logits[i], s.sel[i*k:(i+1)*k], s.wts[i*k:(i+1)*k], s.probs)
 		clear(s.out[i])
@@ -205,12 +279,12 @@ func (m *Model) moeMLP(ws *workspace, li int, xn, x [][]float32) {
 			s.xs, s.loras = append(s.xs, xn[i]), append(s.loras, ws.loras[i])
 		}
 		g, u, y := s.g[:nr], s.u[:nr], s.y[:nr]
-		m.linear(ws, ew.gate, nil, s.loras, li, expertModule(gr.expert, 0), s.xs, g, false)
-		m.linear(ws, ew.up, nil, s.loras, li, expertModule(gr.expert, 1), s.xs, u, false)
+		m.linear(ws, ew.gate, ew.gateBias, s.loras, li, expertModule(gr.expert, 0), s.xs, g, false)
+		m.linear(ws, ew.up, ew.upBias, s.loras, li, expertModule(gr.expert, 1), s.xs, u, false)
 		for b := range g {
-			siluMul(g[b], g[b], u[b])
+			c.expertAct(g[b], g[b], u[b])
 		}
-		m.linear(ws, ew.down, nil, s.loras, li, expertModule(gr.expert, 2), g, y, false)
+		m.linear(ws, ew.down, ew.downBias, s.loras, li, expertModule(gr.expert, 2), g, y, false)
 		for b, i := range gr.rows {
 			axpy(s.out[i], s.wts[gr.slots[b]], y[b])
 		}

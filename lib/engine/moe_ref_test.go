@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	"github.com/tinkershell/tinker/lib/models"
 )
 
 // The reference's mixture-of-experts MLP, written from the published
@@ -16,6 +18,9 @@ import (
 
 func (r *refModel) moe(pre string, xn []float64) []float64 {
 	c := r.c
+	if c.Family == models.GptOss {
+		return r.gptOssMoE(pre, xn)
+	}
 	logits := refMatVec(r.weight(pre+"mlp.gate.weight"), xn)
 	mx := math.Inf(-1)
 	for _, l := range logits {

@@ -1,6 +1,9 @@
 package engine
 
-import "github.com/tinkershell/tinker/lib/peft"
+import (
+	"github.com/tinkershell/tinker/lib/models"
+	"github.com/tinkershell/tinker/lib/peft"
+)
 
 // Training through mixture-of-experts layers. The forward keeps, per
 // datum, the router logits, the routing, and each expert's activations
@@ -90,7 +93,7 @@ func (ps *datumPass) moeForward(li int, next [][]float32) {
 	k, nk, mi := c.ExpertsPerToken, ps.n*c.ExpertsPerToken, c.MoEIntermediate
 	ma := &moeActs{logits: ar.rowsToFill(n, c.Experts), sel: make([]int, nk), wts: make([]float32, nk)}
 	a.moe = ma
-	matMul(mw.router, a.xn2, ma.logits, false)
+	mw.routerLogits(a.xn2, ma.logits)
 	probs := make([]float64, c.Experts)
 	for p := range n {
 		route(c, ma.logits[p], ma.sel[p*k:(p+1)*k], ma.wts[p*k:(p+1)*k], probs)
@@ -117,12 +120,12 @@ func (ps *datumPass) moeForward(li int, next [][]float32) {
 			et = ets[gr.expert]
 		}
 		g, u, h, y := part(ma.g, off, nr), part(ma.u, off, nr), part(ma.h, off, nr), part(ma.y, off, nr)
-		trainLinear(ew.gate, nil, et.gate, xs, g, part(ma.t[0], off, nr), false)
-		trainLinear(ew.up, nil, et.up, xs, u, part(ma.t[1], off, nr), false)
+		trainLinear(ew.gate, ew.gateBias, et.gate, xs, g, part(ma.t[0], off, nr), false)
+		trainLinear(ew.up, ew.upBias, et.up, xs, u, part(ma.t[1], off, nr), false)
 		for b := range h {
-			siluMul(h[b], g[b], u[b])
+			c.expertAct(h[b], g[b], u[b])
 		}
-		trainLinear(ew.down, nil, et.down, h, y, part(ma.t[2], off, nr), false)
+		trainLinear(ew.down, ew.downBias, et.down, h, y, part(ma.t[2], off, nr), false)
 		for b, p := range gr.rows {
 			axpy(out[p], ma.wts[gr.slots[b]], y[b])
 		}
@@ -163,7 +166,7 @@ func (ps *datumPass) moeBackward(li int, dx [][]float32) [][]float32 {
 		gdg, gdu := part(dg, off, nr), part(du, off, nr)
 		t.linearBackward(ew.down, et.down, part(ma.h, off, nr), part(ma.t[2], off, nr), part(dy, off, nr), gdg, false)
 		for b := range gdg {
-			siluMulBackward(gdg[b], gdu[b], ma.g[off+b], ma.u[off+b])
+			c.expertActBackward(gdg[b], gdu[b], ma.g[off+b], ma.u[off+b])
 		}
 		t.linearBackward(ew.gate, et.gate, ma.xs[gi], part(ma.t[0], off, nr), gdg, dxs, true)
 		t.linearBackward(ew.up, et.up, ma.xs[gi], part(ma.t[1], off, nr), gdu, dxs, true)
@@ -182,7 +185,7 @@ func (ps *datumPass) moeBackward(li int, dx [][]float32) [][]float32 {
 func dot64(a, b []float32) float64 {
 	var s float64
 	for i, v := range a {
-		s += float64(v) * float64(b[i])
+		s += float64(float64(v) * float64(b[i])) // no FMA: the same bits everywhere
 	}
 	return s
 }
@@ -191,6 +194,10 @@ func dot64(a, b []float32) float64 {
 // logits given dw, that of the routing weights of its experts sel.
 // probs is scratch for the softmax over all experts.
 func routeBackward(c Config, logits []float32, sel []int, dw, probs []float64, dlog []float32) {
+	if c.Family == models.GptOss {
+		topKSoftmaxBackward(logits, sel, dw, dlog)
+		return
+	}
 	routerProbs(logits, probs)
 	dp := make([]float64, len(sel)) // gradient of the selected probabilities
 	copy(dp, dw)
@@ -201,7 +208,7 @@ func routeBackward(c Config, logits []float32, sel []int, dw, probs []float64, d
 			kept += probs[e]
 		}
 		for j, e := range sel {
-			dot += dw[j] * probs[e] / kept
+			dot += float64(dw[j] * probs[e] / kept)
 		}
 		for j := range dp {
 			dp[j] = (dw[j] - dot) / kept
@@ -210,7 +217,7 @@ func routeBackward(c Config, logits []float32, sel []int, dw, probs []float64, d
 	// Softmax: dl_i = p_i·(dp_i − Σ_j p_j·dp_j), dp zero off the selection.
 	var s float64
 	for j, e := range sel {
-		s += probs[e] * dp[j]
+		s += float64(probs[e] * dp[j])
 	}
 	for i, p := range probs {
 		dlog[i] = float32(-p * s)
@@ -231,4 +238,20 @@ func moeFloats(c Config, r, mlp int) (kept, grad int) {
 	kept = e + k*(3*mi+h) + mlp*3*k*r + h
 	grad = h + k*h + 2*k*mi + mlp*3*k*r + e
 	return kept, grad
+}
+
+// topKSoftmaxBackward is routeBackward for GPT-OSS's routing, w =
+// softmax(logits[sel]): dl_j = w_j·(dw_j − Σ_k w_k·dw_k) on the
+// selection, zero elsewhere.
+func topKSoftmaxBackward(logits []float32, sel []int, dw []float64, dlog []float32) {
+	wts := make([]float32, len(sel))
+	routeTopKSoftmax(logits, append([]int(nil), sel...), wts)
+	var s float64
+	for j := range sel {
+		s += float64(float64(wts[j]) * dw[j])
+	}
+	clear(dlog)
+	for j, e := range sel {
+		dlog[e] = float32(float64(wts[j]) * (dw[j] - s))
+	}
 }

@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"slices"
+
+	"github.com/tinkershell/tinker/lib/models"
 )
 
 // Tensor is a dense tensor in row-major order: float32 values in Data, or,
@@ -23,6 +25,7 @@ type layerWeights struct {
 	qBias, kBias, vBias []float32 // optional (nil when the checkpoint has none)
 	oBias               []float32
 	qNorm, kNorm        []float32   // Qwen3 only
+	sinks               []float32   // GPT-OSS: each head's sink logit
 	gate, up, down      mat         // dense MLP
 	moe                 *moeWeights // instead, in a mixture-of-experts layer
 }
@@ -102,8 +105,14 @@ func buildWeights(c Config, ts Tensors) (*weights, error) {
 			func() (e error) { l.vBias, e = optional(p+"self_attn.v_proj.bias", kvd); return },
 			func() (e error) { l.oBias, e = optional(p+"self_attn.o_proj.bias", h); return },
 		}
+		if c.Family == models.GptOss {
+			steps = append(steps, func() (e error) { l.sinks, e = get(p+"self_attn.sinks", c.Heads); return })
+		}
 		if c.IsMoELayer(i) {
-			steps = append(steps, func() (e error) { l.moe, e = buildMoE(c, p, getMat); return })
+			steps = append(steps, func() (e error) {
+				l.moe, e = buildMoE(c, p, getMat, func(n string, d int) ([]float32, error) { return get(n, d) })
+				return
+			})
 		} else {
 			steps = append(steps,
 				func() (e error) { l.gate, e = getMat(p+"mlp.gate_proj.weight", c.Intermediate, h); return },

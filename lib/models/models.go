@@ -91,6 +91,9 @@ const (
 	TinyQwen3  = tinyPrefix + "tiny-qwen3"
 	// TinyQwen3MoE is a Qwen3-MoE: 8 experts of width 64, 2 per token.
 	TinyQwen3MoE = tinyPrefix + "tiny-qwen3-moe"
+	// TinyGptOss is a GPT-OSS: 8 experts of width 64, 2 per token, sliding
+	// and full attention alternating.
+	TinyGptOss = tinyPrefix + "tiny-gpt-oss"
 )
 
 // Special token ids of the tiny models' vocabulary.
@@ -118,6 +121,9 @@ var table = []Arch{
 		Intermediate: 384, Heads: 4, KVHeads: 2, HeadDim: 32, VocabSize: TinyVocab, TieWordEmbeddings: true,
 		MaxPositionEmbeddings: 4096, Experts: 8, ExpertsPerToken: 2, MoEIntermediate: 64, RMSNormEps: 1e-6,
 		RopeTheta: 1000000}},
+	{Name: TinyGptOss, TokenizerID: TinyGptOss, Shape: Shape{Family: GptOss, Layers: 4, Hidden: 128, Intermediate: 64, TieWordEmbeddings: true,
+		Heads: 4, KVHeads: 2, HeadDim: 32, VocabSize: TinyVocab, MaxPositionEmbeddings: 4096, Experts: 8,
+		ExpertsPerToken: 2, MoEIntermediate: 64, RMSNormEps: 1e-5, RopeTheta: 150000}},
 
 	// Llama 3 family. hf:meta-llama/<name>/config.json.
 	llama("meta-llama/Llama-3.2-1B", 16, 2048, 8192, 32, 8, 64, true),
@@ -236,8 +242,8 @@ func Register(a Arch) error {
 	return nil
 }
 
-// All returns every model, tiny models first, then by name (registered
-// ones included).
+// All returns every model, tiny models first (in the table's order, so
+// tiny-llama stays first), then by name (registered ones included).
 func All() []*Arch {
 	out := make([]*Arch, 0, len(table))
 	for i := range table {
@@ -251,7 +257,7 @@ func All() []*Arch {
 		if ti != tj {
 			return ti
 		}
-		return out[i].Name < out[j].Name
+		return !ti && out[i].Name < out[j].Name // stable: tiny ones keep their order
 	})
 	return out
 }

@@ -64,7 +64,7 @@ func writeHFDir(t *testing.T, name string) string {
 // outside the catalog is offered, trains, samples its trained checkpoint,
 // and has its tokenizer served for the Hub clients; also a Qwen3-MoE one.
 func TestModelDirUnderOwnName(t *testing.T) {
-	for name, tiny := range map[string]string{"me/my-qwen": models.TinyQwen3, "me/my-qwen-moe": models.TinyQwen3MoE} {
+	for name, tiny := range map[string]string{"me/my-qwen": models.TinyQwen3, "me/my-qwen-moe": models.TinyQwen3MoE, "me/my-gpt-oss": models.TinyGptOss} {
 		t.Run(name, func(t *testing.T) { checkModelDir(t, name, tiny) })
 	}
 }
