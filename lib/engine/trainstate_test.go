@@ -210,9 +210,13 @@ func TestActivationBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, arch := range []models.Family{models.Llama3, models.Qwen3, models.Qwen3MoE} {
-		m := moe
-		if arch != models.Qwen3MoE {
+	gpt, err := New("small-gpt-oss", gptOssConfig(), randomTensors(gptOssConfig(), 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, arch := range []models.Family{models.Llama3, models.Qwen3, models.Qwen3MoE, models.GptOss} {
+		m := map[models.Family]*Model{models.Qwen3MoE: moe, models.GptOss: gpt}[arch]
+		if m == nil {
 			m, _ = smallModel(t, arch)
 		}
 		for _, c := range []LoRAConfig{{TrainAttn: true, TrainMLP: true, TrainUnembed: true}, {TrainAttn: true}, {TrainMLP: true}, {TrainUnembed: true}} {
