@@ -48,18 +48,7 @@ func softmaxSink(sc []float32, sinks []float32, h int) {
 		mx = max(mx, s)
 	}
 	expShift32(sc, mx)
-	var sum float64
-	for _, e := range sc {
-		sum += float64(e)
-	}
-	sum += float64(float32(exp64(float64(sink - mx))))
-	inv := float32(1 / sum)
-	if scaleVec(sc, inv) {
-		return
-	}
-	for t := range sc {
-		sc[t] *= inv
-	}
+	normalise(sc, float64(float32(exp64(float64(sink-mx)))))
 }
 
 // attentionBackwardRows is attentionBackward for a windowed or sink layer

@@ -273,6 +273,11 @@ func checkAllLossesFD(t *testing.T, name string, m *Model, base Tensors) {
 // attention).
 func TestGradientsPerTarget(t *testing.T) {
 	m, base := smallModel(t, models.Qwen3)
+	checkPerTarget(t, m, base)
+}
+
+// checkPerTarget checks each target's gradients alone on m.
+func checkPerTarget(t *testing.T, m *Model, base Tensors) {
 	for _, c := range []LoRAConfig{{TrainAttn: true}, {TrainMLP: true}, {TrainUnembed: true}} {
 		c.Rank, c.Alpha, c.Seed = 2, 4, 1
 		tr := mustTrainer(t, m, c)
