@@ -161,15 +161,7 @@ func TestGptOssMatchesReference(t *testing.T) {
 		ref  *refModel
 	}{{"base", m, &refModel{c: c, ts: ts}}, {"lora", m.WithLoRA(l), &refModel{c: c, ts: ts, lora: lts, scale: 2}}} {
 		t.Run(tc.name, func(t *testing.T) {
-			resp := sample(t, tc.m, SampleRequest{Prompt: prompt, MaxTokens: 10, Temperature: 1, Seed: seedp(4), PromptLogprobs: true})
-			checkRef(t, tc.ref, prompt, resp.Sequences[0], 1, true)
-			logits := tc.ref.logits(prompt)
-			for i := 1; i < len(prompt); i++ {
-				want := refLogSoftmax(logits[i-1], 1)[prompt[i]]
-				if d := math.Abs(float64(*resp.PromptLogprobs[i]) - want); d > tol {
-					t.Errorf("prompt logprob %d: engine %.6f, reference %.6f", i, *resp.PromptLogprobs[i], want)
-				}
-			}
+			checkSampleRef(t, tc.m, tc.ref, prompt)
 		})
 	}
 	_, file := gptOssCheckpoint(c, 31, true)

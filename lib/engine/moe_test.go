@@ -77,15 +77,7 @@ func TestMoEMatchesReference(t *testing.T) {
 		}{{"base", m, &refModel{c: c, ts: ts}}, {"lora", m.WithLoRA(l), &refModel{c: c, ts: ts, lora: lts, scale: 2}}} {
 			t.Run(fmt.Sprintf("norm=%v/%s", norm, tc.name), func(t *testing.T) {
 				prompt := testData(c.VocabSize, 3, 9)[0].ModelInput
-				resp := sample(t, tc.m, SampleRequest{Prompt: prompt, MaxTokens: 10, Temperature: 1, Seed: seedp(4), PromptLogprobs: true})
-				checkRef(t, tc.ref, prompt, resp.Sequences[0], 1, true)
-				logits := tc.ref.logits(prompt)
-				for i := 1; i < len(prompt); i++ {
-					want := refLogSoftmax(logits[i-1], 1)[prompt[i]]
-					if d := math.Abs(float64(*resp.PromptLogprobs[i]) - want); d > tol {
-						t.Errorf("prompt logprob %d: engine %.6f, reference %.6f", i, *resp.PromptLogprobs[i], want)
-					}
-				}
+				checkSampleRef(t, tc.m, tc.ref, prompt)
 			})
 		}
 	}
@@ -218,4 +210,19 @@ func routingMargin(t *testing.T, m *Model, base Tensors) float64 {
 		ref.logits(d.ModelInput)
 	}
 	return *ref.margin
+}
+
+// checkSampleRef samples 10 tokens after prompt and checks them, their
+// logprobs and the prompt's against the reference.
+func checkSampleRef(t *testing.T, m *Model, ref *refModel, prompt []int) {
+	t.Helper()
+	resp := sample(t, m, SampleRequest{Prompt: prompt, MaxTokens: 10, Temperature: 1, Seed: seedp(4), PromptLogprobs: true})
+	checkRef(t, ref, prompt, resp.Sequences[0], 1, true)
+	logits := ref.logits(prompt)
+	for i := 1; i < len(prompt); i++ {
+		want := refLogSoftmax(logits[i-1], 1)[prompt[i]]
+		if d := math.Abs(float64(*resp.PromptLogprobs[i]) - want); d > tol {
+			t.Errorf("prompt logprob %d: engine %.6f, reference %.6f", i, *resp.PromptLogprobs[i], want)
+		}
+	}
 }
