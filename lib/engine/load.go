@@ -98,7 +98,7 @@ func loadFile(path string, want map[string][]int, ts Tensors, keepBF16 bool, par
 			continue
 		}
 		if fusedExperts.MatchString(st.Name) {
-			if err := splitFusedExperts(st, ts); err != nil {
+			if err := splitFusedExperts(st, ts, keepBF16); err != nil {
 				return fmt.Errorf("load weights %s: %w", path, err)
 			}
 			continue

@@ -301,14 +301,19 @@ func (m *Model) moeMLP(ws *workspace, li int, xn, x [][]float32) {
 // tensors; a directory saved by transformers 5.x has these.
 var fusedExperts = regexp.MustCompile(`^(model\.layers\.\d+\.mlp\.experts\.)(gate_up_proj|down_proj)$`)
 
-// splitFusedExperts adds the per-expert float32 tensors of one fused
-// expert parameter to ts, named as transformers 4.x names them (the
-// tensor's shape is checked against the config when the model is built).
-func splitFusedExperts(st *safetensors.Tensor, ts Tensors) error {
+// splitFusedExperts adds the per-expert tensors of one fused expert
+// parameter to ts, named as transformers 4.x names them (the tensor's
+// shape is checked against the config when the model is built);
+// bfloat16 stays bfloat16 when keepBF16, as other matrices do.
+func splitFusedExperts(st *safetensors.Tensor, ts Tensors, keepBF16 bool) error {
 	m := fusedExperts.FindStringSubmatch(st.Name)
 	t, err := toTensor(st)
 	if err != nil {
 		return err
+	}
+	mk := func(shape []int, x []float32) Tensor { return Tensor{Shape: shape, Data: x} }
+	if keepBF16 && st.DType == safetensors.BF16 {
+		mk = func(shape []int, x []float32) Tensor { return newMatrix(x, shape[0], shape[1], true) }
 	}
 	if len(t.Shape) != 3 || (m[2] == "gate_up_proj" && t.Shape[1]%2 != 0) {
 		return fmt.Errorf("fused expert tensor %s has shape %v, want [experts, rows, cols] with even rows for gate_up_proj", st.Name, t.Shape)
@@ -318,12 +323,12 @@ func splitFusedExperts(st *safetensors.Tensor, ts Tensors) error {
 		x := t.Data[e*rows*cols : (e+1)*rows*cols]
 		p := m[1] + fmt.Sprint(e) + "."
 		if m[2] == "down_proj" {
-			ts[p+"down_proj.weight"] = Tensor{Shape: []int{rows, cols}, Data: x}
+			ts[p+"down_proj.weight"] = mk([]int{rows, cols}, x)
 			continue
 		}
 		half := rows / 2
-		ts[p+"gate_proj.weight"] = Tensor{Shape: []int{half, cols}, Data: x[:half*cols]}
-		ts[p+"up_proj.weight"] = Tensor{Shape: []int{half, cols}, Data: x[half*cols:]}
+		ts[p+"gate_proj.weight"] = mk([]int{half, cols}, x[:half*cols])
+		ts[p+"up_proj.weight"] = mk([]int{half, cols}, x[half*cols:])
 	}
 	return nil
 }

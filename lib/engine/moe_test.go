@@ -153,13 +153,16 @@ func TestMoELayouts(t *testing.T) {
 	}
 	dir := t.TempDir()
 	writeHFDir(t, dir, c, fuseExperts(c, ts), safetensors.BF16, 2)
-	fused, err := LoadDir(dir)
+	fused, err := LoadDirWith(dir, LoadOptions{BF16: BF16Keep})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if fused.w.layers[1].moe.experts[3].up.bf == nil {
+		t.Error("a fused bfloat16 expert was widened to float32 under BF16Keep")
+	}
 	per := t.TempDir()
 	writeHFDir(t, per, c, ts, safetensors.BF16, 1)
-	plain, err := LoadDir(per)
+	plain, err := LoadDirWith(per, LoadOptions{BF16: BF16Keep})
 	if err != nil {
 		t.Fatal(err)
 	}
