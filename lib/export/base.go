@@ -120,11 +120,12 @@ func CheckMatch(baseModel string, b *Base) error {
 }
 
 // CheckDense refuses a base model whose family the export cannot merge
-// (latent attention, GPT-OSS's experts): only Llama 3, Qwen3 and Qwen3-MoE.
+// (DeepSeek's latent attention and shared experts): only Llama 3, Qwen3,
+// Qwen3-MoE and GPT-OSS.
 func CheckDense(baseModel string) error {
 	f, ok := models.FamilyOf(baseModel)
-	if !ok || f == models.Llama3 || f == models.Qwen3 || f == models.Qwen3MoE {
+	if !ok || f == models.Llama3 || f == models.Qwen3 || f == models.Qwen3MoE || f == models.GptOss {
 		return nil
 	}
-	return fmt.Errorf("base model %s is a %s model: only Llama 3, Qwen3 and Qwen3-MoE models can be exported", baseModel, f)
+	return fmt.Errorf("base model %s is a %s model: only Llama 3, Qwen3, Qwen3-MoE and GPT-OSS models can be exported", baseModel, f)
 }

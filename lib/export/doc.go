@@ -25,8 +25,10 @@
 //   - Atomic output. Everything is written into a hidden sibling of OUT
 //     that is renamed into place only when complete; an existing OUT is
 //     kept until then (and replaced only with Force).
-//   - Llama 3, Qwen3 and Qwen3-MoE: what the local engine runs and can
-//     therefore check. Qwen3-MoE's stacked expert adapters (w1/w2/w3) are
-//     split per expert, and merged into either of transformers' expert
-//     layouts (experts.go); other mixture-of-experts adapters are refused.
+//   - Llama 3, Qwen3, Qwen3-MoE and GPT-OSS: what the local engine runs
+//     and can therefore check. Stacked expert adapters (w1/w2/w3) are split
+//     per expert and merged into either of transformers' Qwen3-MoE expert
+//     layouts (experts.go) or GPT-OSS's fused, interleaved, input-major
+//     tensors (experts_gptoss.go); other mixture-of-experts adapters are
+//     refused.
 package export

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/tinkershell/tinker/lib/engine"
+	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/safetensors"
 )
 
@@ -144,7 +146,7 @@ func stackHalf(name string, ms []Module, half func(Module) *safetensors.Tensor) 
 // fuseExperts takes the expert modules whose base tensors are fused
 // (transformers 5.x) out of mods and returns the rest with one update per
 // fused tensor, keyed by its name.
-func fuseExperts(mods []Module, infos map[string]safetensors.TensorInfo, scale float32) ([]Module, map[string]*update, error) {
+func fuseExperts(c engine.Config, mods []Module, infos map[string]safetensors.TensorInfo, scale float32) ([]Module, map[string]*update, error) {
 	type key struct {
 		layer string
 		e     int
@@ -175,10 +177,17 @@ func fuseExperts(mods []Module, infos map[string]safetensors.TensorInfo, scale f
 		if k.proj != "down_proj" {
 			projs = []string{"gate_proj", "up_proj"}
 		}
-		u, err := fusedUpdate(name, infos[name], projs, func(e int, proj string) (Module, bool) {
+		get := func(e int, proj string) (Module, bool) {
 			m, ok := byKey[key{k.layer, e, proj}]
 			return m, ok
-		}, scale)
+		}
+		var u *update
+		var err error
+		if c.Family == models.GptOss {
+			u, err = gptOssFusedUpdate(name, infos[name], c.Experts, get, scale)
+		} else {
+			u, err = fusedUpdate(name, infos[name], projs, get, scale)
+		}
 		if err != nil {
 			return nil, nil, err
 		}

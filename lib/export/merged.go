@@ -125,7 +125,10 @@ func newMerger(base *Base, a *Adapter, dt safetensors.DType) (*merger, int64, er
 		return nil, 0, err
 	}
 	m := &merger{base: base, updates: map[string]*update{}, dtype: dt, weightMap: map[string]string{}}
-	mods, fused, err := fuseExperts(a.Modules, infos, a.Scale)
+	if err := refuseMXFP4(base, infos); err != nil {
+		return nil, 0, err
+	}
+	mods, fused, err := fuseExperts(base.Config, a.Modules, infos, a.Scale)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -16,7 +16,16 @@ import (
 // back into a run whose weights checkpoint (stacked w1/w2/w3 experts)
 // computes the original adapter's logprobs.
 func TestImportAdapterMoE(t *testing.T) {
-	base, err := engine.Load(models.TinyQwen3MoE)
+	for _, name := range []string{models.TinyQwen3MoE, models.TinyGptOss} {
+		t.Run(name, func(t *testing.T) { checkImportMoE(t, name) })
+	}
+}
+
+// checkImportMoE imports an adapter of tiny model name: its PEFT export for
+// Qwen3-MoE, the local server's own directory for GPT-OSS (whose fused
+// experts have no PEFT form).
+func checkImportMoE(t *testing.T, name string) {
+	base, err := engine.Load(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,15 +46,18 @@ func TestImportAdapterMoE(t *testing.T) {
 		t.Fatal(err)
 	}
 	orig := filepath.Join(t.TempDir(), "orig")
-	if err := tr.WriteStateDir(orig, models.TinyQwen3MoE, false); err != nil {
+	if err := tr.WriteStateDir(orig, name, false); err != nil {
 		t.Fatal(err)
 	}
-	peftDir := filepath.Join(t.TempDir(), "peft")
-	if _, err := export.Export(context.Background(), export.Options{Adapter: orig, Format: export.PEFT, Out: peftDir}); err != nil {
-		t.Fatal(err)
+	peftDir := orig
+	if name == models.TinyQwen3MoE {
+		peftDir = filepath.Join(t.TempDir(), "peft")
+		if _, err := export.Export(context.Background(), export.Options{Adapter: orig, Format: export.PEFT, Out: peftDir}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	data := t.TempDir()
-	res, err := ImportAdapter(context.Background(), data, peftDir, models.TinyQwen3MoE, "", t0)
+	res, err := ImportAdapter(context.Background(), data, peftDir, name, "", t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,11 +65,11 @@ func TestImportAdapterMoE(t *testing.T) {
 		t.Errorf("import = %+v", res)
 	}
 	prompt := []int{models.TinyBOS, 'm', 'o', 'e', ' ', 'x', 'y', 'z', '\n', 'h', 'i'}
-	want, plain := modelAdapterLogprobs(t, models.TinyQwen3MoE, orig, prompt), modelAdapterLogprobs(t, models.TinyQwen3MoE, peftDir, prompt)
+	want, plain := modelAdapterLogprobs(t, name, orig, prompt), modelAdapterLogprobs(t, name, peftDir, prompt)
 	if d := maxAbsDiff(want, plain); d != 0 {
 		t.Errorf("the PEFT export differs from the adapter by %g", d)
 	}
-	got := modelAdapterLogprobs(t, models.TinyQwen3MoE, checkpointPath(data, res.RunID, "weights", "imported"), prompt)
+	got := modelAdapterLogprobs(t, name, checkpointPath(data, res.RunID, "weights", "imported"), prompt)
 	if d := maxAbsDiff(want, got); d > 1e-4 {
 		t.Errorf("imported weights differ from the adapter by %g", d)
 	}
