@@ -82,7 +82,7 @@ func refuseMXFP4(base *Base, infos map[string]safetensors.TensorInfo) error {
 
 // GptOssPEFTError is why a GPT-OSS adapter with expert modules has no
 // PEFT export.
-const GptOssPEFTError = "GPT-OSS keeps its experts in fused parameters, which PEFT's target_modules cannot name (vLLM and SGLang load no LoRA on them either): export with --format merged"
+const GptOssPEFTError = "GPT-OSS keeps its experts in fused parameters, which PEFT's target_modules cannot name: export with --format merged"
 
 // hasExperts reports whether the adapter adapts any expert.
 func hasExperts(a *Adapter) bool {
