@@ -3,10 +3,10 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/tinkershell/tinker/lib/models"
+	"github.com/tinkershell/tinker/lib/userfile"
 )
 
 // RopeScaling is the rope_scaling block of a Hugging Face config. Type is
@@ -89,9 +89,12 @@ type hfRope struct {
 	MScaleAllDim                  float64 `json:"mscale_all_dim"`
 }
 
+// maxConfigBytes bounds config.json (a link to /dev/zero must not fill memory).
+const maxConfigBytes = 16 << 20
+
 // ReadConfig parses dir/config.json.
 func ReadConfig(dir string) (Config, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	b, err := userfile.ReadFile(filepath.Join(dir, "config.json"), maxConfigBytes)
 	if err != nil {
 		return Config{}, fmt.Errorf("read model config: %w", err)
 	}
@@ -228,7 +231,18 @@ func firstTokenID(raw json.RawMessage) (int, error) {
 // (the largest released models have a few hundred).
 const maxExperts = 1 << 14
 
-// Validate checks that the dimensions are consistent.
+// Bounds on a config's dimensions, each far above any released model, so
+// that a hostile config.json cannot make the code that sizes tensors from
+// it (ExpectedShapes, Params) allocate without end or overflow.
+const (
+	maxVocab   = 1 << 22
+	maxWidth   = 1 << 20 // hidden_size, intermediate_size, moe_intermediate_size
+	maxLayers  = 1 << 12
+	maxHeads   = 1 << 12
+	maxHeadDim = 1 << 12
+)
+
+// Validate checks that the dimensions are consistent and bounded.
 func (c Config) Validate() error {
 	switch {
 	case c.Family != models.Llama3 && c.Family != models.Qwen3 && !c.moeFamily():
@@ -239,6 +253,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("model config: num_experts must be positive for qwen3_moe and gpt_oss and absent otherwise")
 	case c.VocabSize <= 0 || c.Hidden <= 0 || c.Layers <= 0 || c.Heads <= 0 || c.HeadDim <= 0:
 		return fmt.Errorf("model config: vocab_size, hidden_size, num_hidden_layers, num_attention_heads and head_dim must be positive")
+	case c.VocabSize > maxVocab || c.Hidden > maxWidth || c.Intermediate > maxWidth || c.MoEIntermediate > maxWidth ||
+		c.Layers > maxLayers || c.Heads > maxHeads || c.HeadDim > maxHeadDim:
+		return fmt.Errorf("model config: vocab_size %d, hidden_size %d, intermediate_size %d, num_hidden_layers %d, num_attention_heads %d or head_dim %d passes the bounds (%d, %d, %d, %d, %d, %d): not a real model",
+			c.VocabSize, c.Hidden, c.Intermediate, c.Layers, c.Heads, c.HeadDim, maxVocab, maxWidth, maxWidth, maxLayers, maxHeads, maxHeadDim)
 	case c.denseLayers() > 0 && c.Intermediate <= 0:
 		return fmt.Errorf("model config: intermediate_size must be positive")
 	case c.Experts > maxExperts:
