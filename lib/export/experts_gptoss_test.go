@@ -3,7 +3,6 @@ package export
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,32 +60,7 @@ func gptOssBase(t *testing.T) string {
 
 // gptOssAdapter is a tiny-gpt-oss adapter on every matrix, random B.
 func gptOssAdapter(t *testing.T) string {
-	t.Helper()
-	m, err := engine.Load(models.TinyGptOss)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := engine.NewTrainer(m, engine.LoRAConfig{Rank: 3, Alpha: 8, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 6})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := tr.Adapter()
-	r := rand.New(rand.NewPCG(7, 8))
-	for name, x := range ts {
-		if strings.HasSuffix(name, "lora_B.weight") {
-			for i := range x.Data {
-				x.Data[i] = float32(r.NormFloat64()) * 0.1
-			}
-		}
-	}
-	if err := tr.LoadAdapter(ts); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "adapter")
-	if err := tr.WriteStateDir(dir, models.TinyGptOss, false); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return trainedAdapter(t, models.TinyGptOss, engine.LoRAConfig{Rank: 3, Alpha: 8, Seed: 6}, 7, 0.1)
 }
 
 // A GPT-OSS adapter merges into an unquantised base (fused, interleaved,

@@ -21,21 +21,28 @@ import (
 // one (stacked w1/w2/w3 expert tensors, float32), on every matrix the
 // service adapts, with random B.
 func moeAdapter(t *testing.T) string {
+	return trainedAdapter(t, models.TinyQwen3MoE, engine.LoRAConfig{Rank: 4, Alpha: 8, Seed: 3}, 5, 0.05)
+}
+
+// trainedAdapter writes an adapter of tiny model name on every matrix,
+// saved by the engine's trainer, with B drawn from seed at scale amp.
+func trainedAdapter(t *testing.T, name string, c engine.LoRAConfig, seed uint64, amp float64) string {
 	t.Helper()
-	m, err := engine.Load(models.TinyQwen3MoE)
+	m, err := engine.Load(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := engine.NewTrainer(m, engine.LoRAConfig{Rank: 4, Alpha: 8, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 3})
+	c.TrainAttn, c.TrainMLP, c.TrainUnembed = true, true, true
+	tr, err := engine.NewTrainer(m, c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := tr.Adapter()
-	r := rand.New(rand.NewPCG(5, 6))
-	for name, x := range ts {
-		if strings.HasSuffix(name, "lora_B.weight") {
+	r := rand.New(rand.NewPCG(seed, seed+1))
+	for n, x := range ts {
+		if strings.HasSuffix(n, "lora_B.weight") {
 			for i := range x.Data {
-				x.Data[i] = float32(r.NormFloat64()) * 0.05
+				x.Data[i] = float32(r.NormFloat64() * amp)
 			}
 		}
 	}
@@ -43,7 +50,7 @@ func moeAdapter(t *testing.T) string {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "adapter")
-	if err := tr.WriteStateDir(dir, models.TinyQwen3MoE, false); err != nil {
+	if err := tr.WriteStateDir(dir, name, false); err != nil {
 		t.Fatal(err)
 	}
 	return dir
