@@ -29,6 +29,7 @@
 //     and can therefore check. Stacked expert adapters (w1/w2/w3) are split
 //     per expert and merged into either of transformers' Qwen3-MoE expert
 //     layouts (experts.go) or GPT-OSS's fused, interleaved, input-major
-//     tensors (experts_gptoss.go); other mixture-of-experts adapters are
+//     tensors (experts_gptoss.go), dequantised from MXFP4 when the base
+//     stores them so (mxfp4.go); other mixture-of-experts adapters are
 //     refused.
 package export

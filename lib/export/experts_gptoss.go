@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/safetensors"
 )
 
@@ -16,9 +15,8 @@ import (
 // B'·A: row (e, h) of gate_up gets Σ_k A_gate[k][h]·B'_gate[i][k] at
 // column 2i and the up projection's at 2i+1. As an update it has rank 2r
 // (gate's r terms, then up's) with one "A" per expert built from the B's
-// (gptOssGateUp, gptOssDown). The released checkpoints store the two as
-// MXFP4 blocks, which the merge does not requantise: such a base is
-// refused, and a bfloat16 copy of it merges.
+// (gptOssFusedUpdate). The released checkpoints store the two as MXFP4
+// blocks, which the merge dequantises (mxfp4.go).
 
 // gptOssFusedUpdate is fusedUpdate for a GPT-OSS base.
 func gptOssFusedUpdate(name string, t safetensors.TensorInfo, experts int, get func(int, string) (Module, bool), scale float32) (*update, error) {
@@ -65,19 +63,6 @@ func gptOssFusedUpdate(name string, t safetensors.TensorInfo, experts int, get f
 		}
 	}
 	return u, nil
-}
-
-// refuseMXFP4 names a GPT-OSS base whose experts are MXFP4.
-func refuseMXFP4(base *Base, infos map[string]safetensors.TensorInfo) error {
-	if base.Config.Family != models.GptOss {
-		return nil
-	}
-	for name := range infos {
-		if strings.HasSuffix(name, "_blocks") {
-			return fmt.Errorf("base %s stores its experts as MXFP4 (%s), which the merge does not requantise: merge into a bfloat16 copy of the model (--base DIR)", base.Dir, name)
-		}
-	}
-	return nil
 }
 
 // GptOssPEFTError is why a GPT-OSS adapter with expert modules has no

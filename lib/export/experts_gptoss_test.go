@@ -3,8 +3,12 @@ package export
 import (
 	"context"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 
@@ -17,7 +21,12 @@ import (
 // gptOssBase writes tiny-gpt-oss as transformers stores an unquantised
 // GPT-OSS: each layer's experts in gate_up_proj [E, H, 2I] (gate and up
 // interleaved), down_proj [E, I, H] and their fused biases.
-func gptOssBase(t *testing.T) string {
+func gptOssBase(t *testing.T) string { return gptOssBaseOf(t, false) }
+
+// gptOssBaseOf is gptOssBase; with mxfp4 the expert weights are instead
+// random MXFP4 codes (blocks and scales), as the released checkpoints
+// store them.
+func gptOssBaseOf(t *testing.T, mxfp4 bool) string {
 	t.Helper()
 	c, ts, err := engine.TinyTensors(models.TinyGptOss)
 	if err != nil {
@@ -52,9 +61,43 @@ func gptOssBase(t *testing.T) string {
 	}
 	dir := t.TempDir()
 	cfg, _ := c.HFConfigJSON()
+	if mxfp4 { // as the released config.json says it
+		cfg = []byte(strings.Replace(string(cfg), "{", `{"quantization_config": {"quant_method": "mxfp4"},`, 1))
+	}
 	writeFile(t, dir, "config.json", cfg)
 	writeFile(t, dir, "tokenizer.json", tokenizer.TinyJSON())
-	writeShards(t, dir, ts, 2, safetensors.F32)
+	if !mxfp4 {
+		writeShards(t, dir, ts, 2, safetensors.F32)
+		return dir
+	}
+	var out []safetensors.Tensor
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, name := range slices.Sorted(maps.Keys(ts)) { // sorted: the same codes every run
+		x := ts[name]
+		if p, ok := strings.CutSuffix(name, "_proj"); ok && !strings.HasSuffix(name, "bias") {
+			sh := x.Shape // [E, in, out]: MXFP4 stores [E, out, in/32, 16]
+			blocks, scales := make([]byte, sh[0]*sh[2]*sh[1]/2), make([]byte, sh[0]*sh[2]*sh[1]/32)
+			for i := range blocks {
+				blocks[i] = byte(r.IntN(256))
+			}
+			for i := range scales {
+				scales[i] = byte(122 + r.IntN(3))
+			}
+			out = append(out, safetensors.Tensor{Name: p + "_proj_blocks", DType: safetensors.U8, Shape: []int64{int64(sh[0]), int64(sh[2]), int64(sh[1] / 32), 16}, Data: blocks},
+				safetensors.Tensor{Name: p + "_proj_scales", DType: safetensors.U8, Shape: []int64{int64(sh[0]), int64(sh[2]), int64(sh[1] / 32)}, Data: scales})
+			continue
+		}
+		out = append(out, encodeTensor(t, name, x, safetensors.F32))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	f, err := os.Create(filepath.Join(dir, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := safetensors.Write(f, out, map[string]string{"format": "pt"}); err != nil {
+		t.Fatal(err)
+	}
 	return dir
 }
 
@@ -65,8 +108,8 @@ func gptOssAdapter(t *testing.T) string {
 
 // A GPT-OSS adapter merges into an unquantised base (fused, interleaved,
 // input-major experts) with the engine's on-the-fly logprobs within
-// float32 rounding; an MXFP4 base and a PEFT export of experts are
-// refused in one line.
+// float32 rounding, and into an MXFP4 one (dequantised, written
+// bfloat16); a PEFT export of experts is refused in one line.
 func TestMergedGptOssMatchesAdapter(t *testing.T) {
 	ad, base := gptOssAdapter(t), gptOssBase(t)
 	out := filepath.Join(t.TempDir(), "merged")
@@ -81,13 +124,32 @@ func TestMergedGptOssMatchesAdapter(t *testing.T) {
 	if d := maxDiff(want, servedLogprobs(t, base)); d < 1e-2 {
 		t.Errorf("the adapter changes logprobs by only %g: the test proves nothing", d)
 	}
-	mx := t.TempDir()
-	cfg, _ := os.ReadFile(filepath.Join(base, "config.json"))
-	writeFile(t, mx, "config.json", cfg)
-	writeShards(t, mx, engine.Tensors{"model.layers.0.mlp.experts.gate_up_proj_blocks": {Shape: []int{1}, Data: []float32{0}}}, 1, safetensors.F32)
-	if _, err := Export(context.Background(), Options{Adapter: ad, Base: mx, Out: filepath.Join(t.TempDir(), "x")}); err == nil ||
-		!strings.Contains(err.Error(), "stores its experts as MXFP4") {
-		t.Errorf("MXFP4 base: %v", err)
+	// The released checkpoints' MXFP4 experts merge dequantised.
+	mx := gptOssBaseOf(t, true)
+	mout := filepath.Join(t.TempDir(), "merged-mxfp4")
+	if _, err := Export(context.Background(), Options{Adapter: ad, Base: mx, Out: mout, DType: "float32"}); err != nil {
+		t.Fatal(err)
+	}
+	want, got = referenceLogprobs(t, mx, ad), servedLogprobs(t, mout)
+	t.Logf("MXFP4: merged vs adapter %g", maxDiff(want, got))
+	if d := maxDiff(want, got); d > 1e-4 {
+		t.Errorf("merged MXFP4 logprobs differ from base+adapter by %g", d)
+	}
+	// By default the dequantised experts are written bfloat16 (exact for
+	// MXFP4 values; the merged ones round once), and config.json says so.
+	bout := filepath.Join(t.TempDir(), "merged-bf16")
+	if _, err := Export(context.Background(), Options{Adapter: ad, Base: mx, Out: bout}); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, _ := os.ReadFile(filepath.Join(bout, "config.json")); strings.Contains(string(cfg), "quantization_config") || !strings.Contains(string(cfg), `"bfloat16"`) {
+		t.Errorf("merged MXFP4 config.json:\n%s", cfg)
+	}
+	f, err := safetensors.ReadFile(filepath.Join(bout, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x, ok := f.Tensor("model.layers.1.mlp.experts.down_proj"); !ok || x.DType != safetensors.BF16 || fmt.Sprint(x.Shape) != "[8 64 128]" {
+		t.Errorf("dense down_proj: %v", x)
 	}
 	if _, err := Export(context.Background(), Options{Adapter: ad, Format: PEFT, Out: filepath.Join(t.TempDir(), "p")}); err == nil ||
 		err.Error() != GptOssPEFTError {

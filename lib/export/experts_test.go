@@ -3,6 +3,7 @@ package export
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -39,8 +40,8 @@ func trainedAdapter(t *testing.T, name string, c engine.LoRAConfig, seed uint64,
 	}
 	ts := tr.Adapter()
 	r := rand.New(rand.NewPCG(seed, seed+1))
-	for n, x := range ts {
-		if strings.HasSuffix(n, "lora_B.weight") {
+	for _, n := range slices.Sorted(maps.Keys(ts)) { // sorted: the same draws every run
+		if x := ts[n]; strings.HasSuffix(n, "lora_B.weight") {
 			for i := range x.Data {
 				x.Data[i] = float32(r.NormFloat64() * amp)
 			}
