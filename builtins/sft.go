@@ -128,6 +128,7 @@ func sftFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw
 		defer env.HushStatus()()
 	}
 	o.OnResume = resumeNotice(env, b.Name(), o.LogDir, status)
+	o.OnWarning = warningNotice(env, b.Name())
 	res, err := train.SFT(ctx, s, o)
 	status.Clear() // before any message, which would follow it on its line
 	if err != nil {
@@ -191,6 +192,7 @@ func (r *SFTRun) Attr(name string) (starlark.Value, error) { return sftRunAttrs.
 
 var sftRunAttrs = attrTable[*SFTRun]{
 	field("log_dir", "the directory of its config, metrics and state, or None", func(r *SFTRun) starlark.Value { return noneIfEmpty(r.R.LogDir) }),
+	field("warnings", "what the run warned about its data (the renderer's warning, conversations max_length cut), as strings", func(r *SFTRun) starlark.Value { return strList(r.R.Warnings) }),
 	field("metrics", "one dict per step: step, epoch, loss, eval_nll, learning_rate, tokens, num_sequences, time", func(r *SFTRun) starlark.Value {
 		l := make([]starlark.Value, len(r.R.Steps))
 		for i, m := range r.R.Steps {
