@@ -3,7 +3,6 @@ package train
 import (
 	"math"
 	"math/rand/v2"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -116,27 +115,11 @@ func modelDirSession(t *testing.T, dirs map[string]string) *tinkerapi.Session {
 			t.Fatal(err)
 		}
 	}
-	pool := &engine.Pool{Dirs: dirs}
-	s, err := server.Open(server.Options{DataDir: t.TempDir(), SweepInterval: -1, FutureDelay: time.Millisecond,
-		PollHold: 500 * time.Millisecond, Sampler: server.EngineSampler(pool), Engine: pool})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s.Handler())
-	t.Cleanup(func() { hs.Close(); s.Close() })
-	t.Setenv("HF_ENDPOINT", hs.URL)
+	url := localServer(t, &engine.Pool{Dirs: dirs}, time.Millisecond, nil)
+	t.Setenv("HF_ENDPOINT", url)
 	t.Setenv("HF_HUB_CACHE", t.TempDir())
 	t.Setenv("HF_TOKEN", "")
-	c, err := tinkerapi.New(tinkerapi.Config{BaseURL: hs.URL, APIKey: "tml-train-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, err := c.CreateSession(t.Context(), tinkerapi.SessionOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sess.Close() })
-	return sess
+	return sessionAt(t, url)
 }
 
 // toolChats are two-turn conversations in which the assistant calls a
