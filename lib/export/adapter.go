@@ -230,7 +230,8 @@ func (a *Adapter) Targets() []string {
 		have[m.Path[strings.LastIndexByte(m.Path, '.')+1:]] = true
 	}
 	var out []string
-	for _, n := range []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"} {
+	for _, n := range []string{"q_proj", "k_proj", "v_proj", "o_proj", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj",
+		"gate_proj", "up_proj", "down_proj", "lm_head"} {
 		if have[n] {
 			out = append(out, n)
 		}

@@ -25,6 +25,13 @@
 //   - Atomic output. Everything is written into a hidden sibling of OUT
 //     that is renamed into place only when complete; an existing OUT is
 //     kept until then (and replaced only with Force).
-//   - Dense families only (Llama 3, Qwen3): what the local engine runs and
-//     can therefore check. Mixture-of-experts adapters are refused.
+//   - Dense families (Llama 3, Qwen3): what the local engine runs and can
+//     therefore check.
+//   - DeepSeek V3.1 / Kimi K2 (latent*.go): the service's adapter layout
+//     (stacked w1/w2/w3 experts whose hidden-side factor all experts
+//     share, unembed_tokens) expanded per expert; FP8 block-quantised and
+//     INT4 pack-quantized bases are dequantised a row block at a time,
+//     merged in float32 and written in the chosen dtype or requantised in
+//     the base's format. Checked against a float64 merge of tiny bases in
+//     the released layouts, since the engine does not run these models.
 package export

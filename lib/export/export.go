@@ -63,6 +63,9 @@ func Export(ctx context.Context, o Options) (*Result, error) {
 	if err := CheckInputs(o.Out, o.Adapter, o.Base); err != nil {
 		return nil, err
 	}
+	if isLatent(o) {
+		return exportLatent(ctx, o, dt)
+	}
 	a, err := ReadAdapter(o.Adapter)
 	if err != nil {
 		return nil, err

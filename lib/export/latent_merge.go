@@ -1,0 +1,322 @@
+package export
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"unsafe"
+
+	"github.com/tinkershell/tinker/lib/safetensors"
+	"github.com/tinkershell/tinker/lib/userfile"
+)
+
+// latentMerger writes a DeepSeek V3.1 / Kimi K2 merged model. Plain
+// tensors go through merger.fill. Quantised weights are dequantised a row
+// block at a time, updated in float32 and either written in the chosen
+// dtype (--dtype bfloat16/float32: every quantised weight, adapted or not,
+// and the scales and quantization_config dropped) or, by default,
+// requantised in the base's own format with fresh scales (adapted weights
+// only; the others are copied byte for byte).
+type latentMerger struct {
+	*merger
+	lb        *latentBase
+	dequant   bool
+	newScales map[string][]byte // scales of requantised weights, made with them
+}
+
+// latentSource is where one output tensor comes from.
+type latentSource struct {
+	source          // a plain tensor
+	q      *qtensor // a quantised weight written from its dequantised rows
+	u      *update  // q's update
+	stash  bool     // the new scales of a requantised weight
+}
+
+func newLatentMerger(lb *latentBase, a *Adapter, dt safetensors.DType) (*latentMerger, int64, error) {
+	m := &latentMerger{merger: &merger{base: lb.Base, updates: map[string]*update{}, dtype: dt, weightMap: map[string]string{}},
+		lb: lb, dequant: dt != "", newScales: map[string][]byte{}}
+	cache := map[*byte][]float32{}
+	for _, mod := range a.Modules {
+		name, ok := lb.weightName(mod.Path)
+		if !ok {
+			return nil, 0, fmt.Errorf("base %s has no tensor %s.weight for adapter module %s", lb.Dir, mod.Path, mod.Path)
+		}
+		shape, err := lb.shape(name)
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(shape) != 2 || shape[0] != mod.B.Shape[0] || shape[1] != mod.A.Shape[1] {
+			return nil, 0, fmt.Errorf("base tensor %s is %v, adapter module %s updates a [%d %d] matrix", name, shape, mod.Path, mod.B.Shape[0], mod.A.Shape[1])
+		}
+		if m.updates[name], err = sharedUpdate(mod, a.Scale, cache); err != nil {
+			return nil, 0, err
+		}
+	}
+	var need int64
+	for _, s := range lb.Shards {
+		infos, _, err := m.plan(s)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, t := range infos {
+			need += t.Bytes()
+		}
+	}
+	m.weightMap, m.total = map[string]string{}, 0
+	return m, need, nil
+}
+
+// sharedUpdate is newUpdate converting each tensor once: experts that
+// share a factor share its float32 copy.
+func sharedUpdate(mod Module, scale float32, cache map[*byte][]float32) (*update, error) {
+	conv := func(t *safetensors.Tensor, s float32) ([]float32, error) {
+		key := unsafe.SliceData(t.Data)
+		if v, ok := cache[key]; ok && len(v) == int(t.NumElements()) {
+			return v, nil
+		}
+		v, err := t.Float32()
+		if err != nil {
+			return nil, fmt.Errorf("adapter %s: %w", mod.Path, err)
+		}
+		for i := range v {
+			v[i] *= s
+		}
+		cache[key] = v
+		return v, nil
+	}
+	a, err := conv(mod.A, 1)
+	if err != nil {
+		return nil, err
+	}
+	b, err := conv(mod.B, scale)
+	if err != nil {
+		return nil, err
+	}
+	return &update{r: int(mod.A.Shape[0]), in: int(mod.A.Shape[1]), out: int(mod.B.Shape[0]), a: a, b: b}, nil
+}
+
+// plan lists one shard's output tensors and their sources.
+func (m *latentMerger) plan(shard string) ([]safetensors.TensorInfo, map[string]latentSource, error) {
+	var infos []safetensors.TensorInfo
+	srcs := map[string]latentSource{}
+	add := func(info safetensors.TensorInfo, s latentSource) {
+		infos = append(infos, info)
+		srcs[info.Name] = s
+		m.weightMap[info.Name] = shard
+		m.total += info.Bytes()
+	}
+	for name, l := range m.lb.all {
+		if l.shard != shard {
+			continue
+		}
+		if err := m.planOne(name, l, add); err != nil {
+			return nil, nil, err
+		}
+	}
+	return infos, srcs, nil
+}
+
+// planOne plans base tensor name: plain, a quantised weight, or one of a
+// quantised weight's companions (scales, shape).
+func (m *latentMerger) planOne(name string, l located, add func(safetensors.TensorInfo, latentSource)) error {
+	weight, companion := quantWeightOf(name, m.lb)
+	q, err := m.lb.quantised(weight)
+	if err != nil {
+		return err
+	}
+	if q == nil {
+		t := safetensors.TensorInfo{Name: name, DType: m.outDType(l.t.DType), Shape: l.t.Shape}
+		add(t, latentSource{source: source{l.t, l.off, m.updates[name]}})
+		return nil
+	}
+	u := m.updates[weight]
+	switch {
+	case m.dequant && companion:
+		return nil // scales and shape go with the quantisation
+	case m.dequant:
+		add(safetensors.TensorInfo{Name: weight, DType: m.dtype, Shape: []int64{int64(q.rows), int64(q.cols)}}, latentSource{q: q, u: u})
+	case u == nil || (companion && name != q.scale.t.Name):
+		add(l.t, latentSource{source: source{l.t, l.off, nil}}) // copied as is
+	case companion:
+		add(l.t, latentSource{stash: true})
+	default:
+		if q.scale.shard != q.w.shard {
+			return fmt.Errorf("base %s keeps %s and its scales in different shards: export with --dtype bfloat16", m.lb.Dir, weight)
+		}
+		add(l.t, latentSource{q: q, u: u})
+	}
+	return nil
+}
+
+// quantWeightOf maps a tensor name to the weight it belongs to and
+// whether it is a companion (scales or shape) rather than the weight.
+func quantWeightOf(name string, lb *latentBase) (string, bool) {
+	for _, suf := range []string{"_scale_inv", "_scale", "_shape", "_packed"} {
+		if w, ok := strings.CutSuffix(name, suf); ok && strings.HasSuffix(w, ".weight") {
+			if _, fp8 := lb.all[w]; suf == "_scale_inv" && !fp8 {
+				continue
+			}
+			if _, packed := lb.all[w+"_packed"]; suf != "_scale_inv" && !packed {
+				continue
+			}
+			return w, suf != "_packed"
+		}
+	}
+	return name, false
+}
+
+// shard writes the merged copy of base shard name to w.
+func (m *latentMerger) shard(ctx context.Context, name string, w io.Writer) error {
+	f, err := userfile.Open(filepath.Join(m.lb.Dir, name))
+	if err != nil {
+		return fmt.Errorf("base shard: %w", err)
+	}
+	defer f.Close()
+	h, err := safetensors.ReadHeader(f)
+	if err != nil {
+		return fmt.Errorf("base shard: %w", err)
+	}
+	infos, srcs, err := m.plan(name)
+	if err != nil {
+		return err
+	}
+	layout, err := safetensors.NewLayout(infos, h.Metadata)
+	if err != nil {
+		return fmt.Errorf("shard %s: %w", name, err)
+	}
+	_, err = layout.WriteTo(w, func(_ int, t safetensors.TensorInfo, w io.Writer) error {
+		s := srcs[t.Name]
+		switch {
+		case s.stash:
+			b := m.newScales[t.Name]
+			delete(m.newScales, t.Name)
+			_, err := w.Write(b)
+			return err
+		case s.q != nil:
+			return m.fillQuant(ctx, f, s, t, w)
+		}
+		return m.fill(ctx, f, s.source, t, w)
+	})
+	return err
+}
+
+// fillQuant writes a quantised weight: row blocks dequantised, updated,
+// then encoded in t's dtype or requantised (the new scales kept for the
+// scale tensor, which sorts after the weight in the shard).
+func (m *latentMerger) fillQuant(ctx context.Context, f *os.File, s latentSource, t safetensors.TensorInfo, w io.Writer) error {
+	q := s.q
+	scales, err := m.lb.readSmall(q.scale)
+	if err != nil {
+		return err
+	}
+	var fresh []byte
+	if !m.dequant {
+		fresh = make([]byte, len(scales))
+		m.newScales[q.scale.t.Name] = fresh
+	}
+	step := max(1, blockElems/q.cols)
+	if !q.int4 {
+		step = max(1, step/m.lb.quant.block[0]) * m.lb.quant.block[0]
+	}
+	inRow := int(q.w.t.Bytes()) / q.rows
+	outRow := int(t.Bytes()) / q.rows
+	if cap(m.src) < step*inRow {
+		m.src = make([]byte, step*inRow)
+	}
+	vals, d := make([]float32, step*q.cols), make([]float32, q.cols)
+	make1 := func(lo int, dst []byte) ([]byte, error) {
+		n := min(step, q.rows-lo)
+		src := m.src[:n*inRow]
+		if _, err := f.ReadAt(src, q.w.off+int64(lo*inRow)); err != nil {
+			return nil, fmt.Errorf("read base tensor %s: %w", q.w.t.Name, err)
+		}
+		v := vals[:n*q.cols]
+		m.decodeQuant(q, src, scales, lo, n, v)
+		if s.u != nil {
+			for r := range n {
+				s.u.deltaRow(lo+r, d)
+				row := v[r*q.cols : (r+1)*q.cols]
+				for j := range row {
+					row[j] += d[j]
+				}
+			}
+		}
+		m.encodeQuant(q, t.DType, v, lo, n, dst[:n*outRow], fresh)
+		return dst[:n*outRow], nil
+	}
+	return m.pipeline(ctx, q.rows, step, step*outRow, make1, w)
+}
+
+// decodeQuant dequantises rows [lo, lo+n) of q from src into v.
+func (m *latentMerger) decodeQuant(q *qtensor, src, scales []byte, lo, n int, v []float32) {
+	if q.int4 {
+		g := m.lb.quant.group
+		sr := 2 * q.cols / g
+		for r := range n {
+			int4Row(src[r*q.cols/2:], scales[(lo+r)*sr:], g, v[r*q.cols:(r+1)*q.cols])
+		}
+		return
+	}
+	b := m.lb.quant.block
+	nbc := ceilDiv(q.cols, b[1])
+	for r := range n {
+		srow := ((lo + r) / b[0]) * nbc
+		for j := range q.cols {
+			s := math.Float32frombits(binary.LittleEndian.Uint32(scales[4*(srow+j/b[1]):]))
+			v[r*q.cols+j] = fp8Values[src[r*q.cols+j]] * s
+		}
+	}
+}
+
+// encodeQuant writes rows [lo, lo+n) of v into dst: in dtype dt when
+// dequantising, else requantised with their scales put into fresh.
+func (m *latentMerger) encodeQuant(q *qtensor, dt safetensors.DType, v []float32, lo, n int, dst, fresh []byte) {
+	switch {
+	case m.dequant:
+		sz := dt.Size() * q.cols
+		for r := range n {
+			encodeRow(dt, v[r*q.cols:(r+1)*q.cols], dst[r*sz:(r+1)*sz])
+		}
+	case q.int4:
+		g := m.lb.quant.group
+		for r := range n {
+			int4Quantize(v[r*q.cols:(r+1)*q.cols], g, dst[r*q.cols/2:], fresh[(lo+r)*2*q.cols/g:])
+		}
+	default:
+		fp8Quantize(v, q.cols, m.lb.quant.block, lo, n, dst, fresh)
+	}
+}
+
+// fp8Quantize requantises rows [lo, lo+n) (lo a multiple of the block
+// height): each block's scale is its largest magnitude over 448, and
+// each value is value/scale rounded to E4M3.
+func fp8Quantize(v []float32, cols int, b [2]int, lo, n int, dst, fresh []byte) {
+	nbc := ceilDiv(cols, b[1])
+	for r0 := 0; r0 < n; r0 += b[0] {
+		r1 := min(n, r0+b[0])
+		for c0 := 0; c0 < cols; c0 += b[1] {
+			c1 := min(cols, c0+b[1])
+			var amax float32
+			for r := r0; r < r1; r++ {
+				for _, x := range v[r*cols+c0 : r*cols+c1] {
+					amax = max(amax, float32(math.Abs(float64(x))))
+				}
+			}
+			s := amax / fp8Max
+			if s == 0 {
+				s = 1
+			}
+			binary.LittleEndian.PutUint32(fresh[4*(((lo+r0)/b[0])*nbc+c0/b[1]):], math.Float32bits(s))
+			for r := r0; r < r1; r++ {
+				for j := c0; j < c1; j++ {
+					dst[r*cols+j] = fp8Encode(v[r*cols+j] / s)
+				}
+			}
+		}
+	}
+}
