@@ -59,6 +59,7 @@ type latentBase struct {
 	modelType string
 	quant     quantization
 	all       map[string]located
+	qcache    map[string]*qtensor // quantised weights checked so far
 }
 
 // readModelType is config.json's model_type ("" when unreadable).
@@ -90,7 +91,7 @@ func openLatentBase(dir string) (*latentBase, error) {
 	if err != nil {
 		return nil, fmt.Errorf("base %s: config.json quantization_config: %w", dir, err)
 	}
-	lb := &latentBase{Base: &Base{Dir: dir}, modelType: c.ModelType, quant: q, all: map[string]located{}}
+	lb := &latentBase{Base: &Base{Dir: dir}, modelType: c.ModelType, quant: q, all: map[string]located{}, qcache: map[string]*qtensor{}}
 	if err := lb.findShards(); err != nil {
 		return nil, err
 	}
@@ -184,6 +185,17 @@ type qtensor struct {
 
 // quantised finds and checks the quantised weight named name, if it is one.
 func (lb *latentBase) quantised(name string) (*qtensor, error) {
+	if q, ok := lb.qcache[name]; ok {
+		return q, nil
+	}
+	q, err := lb.findQuantised(name)
+	if err == nil {
+		lb.qcache[name] = q
+	}
+	return q, err
+}
+
+func (lb *latentBase) findQuantised(name string) (*qtensor, error) {
 	if l, ok := lb.all[name]; ok && l.t.DType == safetensors.F8E4M3 {
 		return lb.fp8Tensor(name, l)
 	}

@@ -22,25 +22,31 @@ import (
 // and the scales and quantization_config dropped) or, by default,
 // requantised in the base's own format with fresh scales (adapted weights
 // only; the others are copied byte for byte).
+//
+// The adapter stays in its file's dtype; a module's float32 update is made
+// when its weight is written, so memory is the adapter plus one update
+// (and the few shared factors in the cache) plus the row blocks.
 type latentMerger struct {
 	*merger
 	lb        *latentBase
 	dequant   bool
 	newScales map[string][]byte // scales of requantised weights, made with them
+	mods      map[string]Module // by the base weight each updates
+	scale     float32
+	cache     map[*byte][]float32 // float32 factors, by their bytes
+	vals      []float32           // a block's dequantised rows
 }
 
 // latentSource is where one output tensor comes from.
 type latentSource struct {
 	source          // a plain tensor
 	q      *qtensor // a quantised weight written from its dequantised rows
-	u      *update  // q's update
 	stash  bool     // the new scales of a requantised weight
 }
 
 func newLatentMerger(lb *latentBase, a *Adapter, dt safetensors.DType) (*latentMerger, int64, error) {
-	m := &latentMerger{merger: &merger{base: lb.Base, updates: map[string]*update{}, dtype: dt, weightMap: map[string]string{}},
-		lb: lb, dequant: dt != "", newScales: map[string][]byte{}}
-	cache := map[*byte][]float32{}
+	m := &latentMerger{merger: &merger{base: lb.Base, dtype: dt, weightMap: map[string]string{}},
+		lb: lb, dequant: dt != "", newScales: map[string][]byte{}, mods: map[string]Module{}, scale: a.Scale}
 	for _, mod := range a.Modules {
 		name, ok := lb.weightName(mod.Path)
 		if !ok {
@@ -53,9 +59,7 @@ func newLatentMerger(lb *latentBase, a *Adapter, dt safetensors.DType) (*latentM
 		if len(shape) != 2 || shape[0] != mod.B.Shape[0] || shape[1] != mod.A.Shape[1] {
 			return nil, 0, fmt.Errorf("base tensor %s is %v, adapter module %s updates a [%d %d] matrix", name, shape, mod.Path, mod.B.Shape[0], mod.A.Shape[1])
 		}
-		if m.updates[name], err = sharedUpdate(mod, a.Scale, cache); err != nil {
-			return nil, 0, err
-		}
+		m.mods[name] = mod
 	}
 	var need int64
 	for _, s := range lb.Shards {
@@ -71,12 +75,24 @@ func newLatentMerger(lb *latentBase, a *Adapter, dt safetensors.DType) (*latentM
 	return m, need, nil
 }
 
-// sharedUpdate is newUpdate converting each tensor once: experts that
-// share a factor share its float32 copy.
-func sharedUpdate(mod Module, scale float32, cache map[*byte][]float32) (*update, error) {
+// update is the float32 update of base weight name, nil if not adapted.
+// Experts that share a factor share its float32 copy: the cache keeps the
+// factors converted last (a layer's shared ones stay while its experts
+// are written, as they are written together).
+func (m *latentMerger) update(name string) (*update, error) {
+	mod, ok := m.mods[name]
+	if !ok {
+		return nil, nil
+	}
+	if len(m.cache) > 16 {
+		m.cache = nil
+	}
+	if m.cache == nil {
+		m.cache = map[*byte][]float32{}
+	}
 	conv := func(t *safetensors.Tensor, s float32) ([]float32, error) {
 		key := unsafe.SliceData(t.Data)
-		if v, ok := cache[key]; ok && len(v) == int(t.NumElements()) {
+		if v, ok := m.cache[key]; ok && len(v) == int(t.NumElements()) {
 			return v, nil
 		}
 		v, err := t.Float32()
@@ -86,14 +102,14 @@ func sharedUpdate(mod Module, scale float32, cache map[*byte][]float32) (*update
 		for i := range v {
 			v[i] *= s
 		}
-		cache[key] = v
+		m.cache[key] = v
 		return v, nil
 	}
 	a, err := conv(mod.A, 1)
 	if err != nil {
 		return nil, err
 	}
-	b, err := conv(mod.B, scale)
+	b, err := conv(mod.B, m.scale)
 	if err != nil {
 		return nil, err
 	}
@@ -131,16 +147,16 @@ func (m *latentMerger) planOne(name string, l located, add func(safetensors.Tens
 	}
 	if q == nil {
 		t := safetensors.TensorInfo{Name: name, DType: m.outDType(l.t.DType), Shape: l.t.Shape}
-		add(t, latentSource{source: source{l.t, l.off, m.updates[name]}})
+		add(t, latentSource{source: source{l.t, l.off, nil}})
 		return nil
 	}
-	u := m.updates[weight]
+	_, adapted := m.mods[weight]
 	switch {
 	case m.dequant && companion:
 		return nil // scales and shape go with the quantisation
 	case m.dequant:
-		add(safetensors.TensorInfo{Name: weight, DType: m.dtype, Shape: []int64{int64(q.rows), int64(q.cols)}}, latentSource{q: q, u: u})
-	case u == nil || (companion && name != q.scale.t.Name):
+		add(safetensors.TensorInfo{Name: weight, DType: m.dtype, Shape: []int64{int64(q.rows), int64(q.cols)}}, latentSource{q: q})
+	case !adapted || (companion && name != q.scale.t.Name):
 		add(l.t, latentSource{source: source{l.t, l.off, nil}}) // copied as is
 	case companion:
 		add(l.t, latentSource{stash: true})
@@ -148,7 +164,7 @@ func (m *latentMerger) planOne(name string, l located, add func(safetensors.Tens
 		if q.scale.shard != q.w.shard {
 			return fmt.Errorf("base %s keeps %s and its scales in different shards: export with --dtype bfloat16", m.lb.Dir, weight)
 		}
-		add(l.t, latentSource{q: q, u: u})
+		add(l.t, latentSource{q: q})
 	}
 	return nil
 }
@@ -198,8 +214,13 @@ func (m *latentMerger) shard(ctx context.Context, name string, w io.Writer) erro
 			_, err := w.Write(b)
 			return err
 		case s.q != nil:
-			return m.fillQuant(ctx, f, s, t, w)
+			return m.fillQuant(ctx, f, s.q, t, w)
 		}
+		u, err := m.update(t.Name)
+		if err != nil {
+			return err
+		}
+		s.u = u
 		return m.fill(ctx, f, s.source, t, w)
 	})
 	return err
@@ -208,8 +229,11 @@ func (m *latentMerger) shard(ctx context.Context, name string, w io.Writer) erro
 // fillQuant writes a quantised weight: row blocks dequantised, updated,
 // then encoded in t's dtype or requantised (the new scales kept for the
 // scale tensor, which sorts after the weight in the shard).
-func (m *latentMerger) fillQuant(ctx context.Context, f *os.File, s latentSource, t safetensors.TensorInfo, w io.Writer) error {
-	q := s.q
+func (m *latentMerger) fillQuant(ctx context.Context, f *os.File, q *qtensor, t safetensors.TensorInfo, w io.Writer) error {
+	u, err := m.update(q.name)
+	if err != nil {
+		return err
+	}
 	scales, err := m.lb.readSmall(q.scale)
 	if err != nil {
 		return err
@@ -228,7 +252,10 @@ func (m *latentMerger) fillQuant(ctx context.Context, f *os.File, s latentSource
 	if cap(m.src) < step*inRow {
 		m.src = make([]byte, step*inRow)
 	}
-	vals, d := make([]float32, step*q.cols), make([]float32, q.cols)
+	if cap(m.vals) < step*q.cols {
+		m.vals = make([]float32, step*q.cols)
+	}
+	vals, d := m.vals, make([]float32, q.cols)
 	make1 := func(lo int, dst []byte) ([]byte, error) {
 		n := min(step, q.rows-lo)
 		src := m.src[:n*inRow]
@@ -237,9 +264,9 @@ func (m *latentMerger) fillQuant(ctx context.Context, f *os.File, s latentSource
 		}
 		v := vals[:n*q.cols]
 		m.decodeQuant(q, src, scales, lo, n, v)
-		if s.u != nil {
+		if u != nil {
 			for r := range n {
-				s.u.deltaRow(lo+r, d)
+				u.deltaRow(lo+r, d)
 				row := v[r*q.cols : (r+1)*q.cols]
 				for j := range row {
 					row[j] += d[j]
