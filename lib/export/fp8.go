@@ -1,20 +1,16 @@
 package export
 
-import (
-	"math"
-	"sort"
-)
+import "math"
 
 // FP8 E4M3 ("e4m3fn", as DeepSeek V3 and Kimi K2 store their weights): a
 // sign, four exponent bits with bias 7 and three mantissa bits; no
 // infinities, S.1111.111 is NaN, the largest finite value is 448.
 const fp8Max = 448
 
-// fp8Values decodes every byte; fp8Positive is the finite non-negative
-// values in code order (which is value order), for encoding.
-var fp8Values, fp8Positive = fp8Tables()
+// fp8Values decodes every byte.
+var fp8Values = fp8Table()
 
-func fp8Tables() (vals [256]float32, pos []float32) {
+func fp8Table() (vals [256]float32) {
 	for c := range 256 {
 		e, m := (c>>3)&15, c&7
 		var v float64
@@ -31,28 +27,26 @@ func fp8Tables() (vals [256]float32, pos []float32) {
 		}
 		vals[c] = float32(v)
 	}
-	return vals, append([]float32(nil), vals[:0x7f]...)
+	return vals
 }
 
 // fp8Encode rounds v to the nearest E4M3 value (ties to the even code),
-// saturating at ±448; NaN stays NaN.
+// saturating at ±448; NaN stays NaN. Normal values round float32's
+// mantissa to three bits; below 2^-6 the step is 2^-9.
 func fp8Encode(v float32) byte {
 	if v != v {
 		return 0x7f
 	}
-	var sign byte
-	if math.Signbit(float64(v)) {
-		sign, v = 0x80, -v
-	}
-	if v >= fp8Max {
+	bits := math.Float32bits(v)
+	sign := byte(bits>>24) & 0x80
+	bits &^= 1 << 31
+	switch {
+	case bits >= 0x43e00000: // 448
 		return sign | 0x7e
+	case bits < 0x3c800000: // 2^-6: subnormal, q/8 · 2^-6 (q = 8 is 2^-6)
+		return sign | byte(math.RoundToEven(float64(math.Float32frombits(bits))*512))
 	}
-	i := sort.Search(len(fp8Positive), func(i int) bool { return fp8Positive[i] >= v })
-	if i > 0 {
-		lo, hi := v-fp8Positive[i-1], fp8Positive[i]-v
-		if lo < hi || (lo == hi && (i-1)&1 == 0) {
-			i--
-		}
-	}
-	return sign | byte(i)
+	bits += 0x7ffff + (bits>>20)&1
+	code := (int(bits>>23)-127+7)<<3 | int(bits>>20)&7
+	return sign | byte(min(code, 0x7e))
 }

@@ -8,7 +8,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/tinkershell/tinker/lib/safetensors"
@@ -255,28 +257,55 @@ func (m *latentMerger) fillQuant(ctx context.Context, f *os.File, q *qtensor, t 
 	if cap(m.vals) < step*q.cols {
 		m.vals = make([]float32, step*q.cols)
 	}
-	vals, d := m.vals, make([]float32, q.cols)
+	unit := 1
+	if !q.int4 && !m.dequant {
+		unit = m.lb.quant.block[0] // a requantised FP8 block's rows stay together
+	}
 	make1 := func(lo int, dst []byte) ([]byte, error) {
 		n := min(step, q.rows-lo)
 		src := m.src[:n*inRow]
 		if _, err := f.ReadAt(src, q.w.off+int64(lo*inRow)); err != nil {
 			return nil, fmt.Errorf("read base tensor %s: %w", q.w.t.Name, err)
 		}
-		v := vals[:n*q.cols]
-		m.decodeQuant(q, src, scales, lo, n, v)
-		if u != nil {
-			for r := range n {
-				u.deltaRow(lo+r, d)
-				row := v[r*q.cols : (r+1)*q.cols]
-				for j := range row {
-					row[j] += d[j]
-				}
-			}
-		}
-		m.encodeQuant(q, t.DType, v, lo, n, dst[:n*outRow], fresh)
+		parallelSpans(ceilDiv(n, unit), func(a, b int) {
+			a, b = a*unit, min(n, b*unit)
+			v := m.vals[a*q.cols : b*q.cols]
+			m.decodeQuant(q, src[a*inRow:], scales, lo+a, b-a, v)
+			addDelta(u, lo+a, v, q.cols)
+			m.encodeQuant(q, t.DType, v, lo+a, b-a, dst[a*outRow:b*outRow], fresh)
+		})
 		return dst[:n*outRow], nil
 	}
 	return m.pipeline(ctx, q.rows, step, step*outRow, make1, w)
+}
+
+// parallelSpans splits [0, n) into one span per core and runs f on each.
+func parallelSpans(n int, f func(a, b int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	var wg sync.WaitGroup
+	for k := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(n*k/workers, n*(k+1)/workers)
+		}()
+	}
+	wg.Wait()
+}
+
+// addDelta adds u's rows from row lo on to the rows of v (cols wide).
+func addDelta(u *update, lo int, v []float32, cols int) {
+	if u == nil {
+		return
+	}
+	d := make([]float32, cols)
+	for r := range len(v) / cols {
+		u.deltaRow(lo+r, d)
+		row := v[r*cols : (r+1)*cols]
+		for j := range row {
+			row[j] += d[j]
+		}
+	}
 }
 
 // decodeQuant dequantises rows [lo, lo+n) of q from src into v.
