@@ -322,9 +322,13 @@ func (m *latentMerger) decodeQuant(q *qtensor, src, scales []byte, lo, n int, v 
 	nbc := ceilDiv(q.cols, b[1])
 	for r := range n {
 		srow := ((lo + r) / b[0]) * nbc
-		for j := range q.cols {
-			s := math.Float32frombits(binary.LittleEndian.Uint32(scales[4*(srow+j/b[1]):]))
-			v[r*q.cols+j] = fp8Values[src[r*q.cols+j]] * s
+		row, codes := v[r*q.cols:(r+1)*q.cols], src[r*q.cols:(r+1)*q.cols]
+		for c0 := 0; c0 < q.cols; c0 += b[1] {
+			s := math.Float32frombits(binary.LittleEndian.Uint32(scales[4*(srow+c0/b[1]):]))
+			c1 := min(q.cols, c0+b[1])
+			for j, c := range codes[c0:c1] {
+				row[c0+j] = fp8Values[c] * s
+			}
 		}
 	}
 }
