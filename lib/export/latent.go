@@ -43,23 +43,14 @@ func exportLatent(ctx context.Context, o Options, dt safetensors.DType) (*Result
 		return nil, err
 	}
 	defer a.Close()
-	if o.BaseModel == "" {
-		o.BaseModel = a.Config.BaseModelNameOrPath
-	}
-	if o.Checkpoint == "" {
-		o.Checkpoint = o.Adapter
-	}
-	switch o.Format {
-	case Merged, "":
-		o.Format = Merged
-		return exportLatentMerged(ctx, o, a, dt)
-	case PEFT:
-		if kimiK25(o) {
-			prefixModules(a)
-		}
-		return writePEFT(ctx, o, a, dt, []string{LatentServeWarning})
-	}
-	return nil, fmt.Errorf("unknown format %q: use merged or peft", o.Format)
+	o.fillFrom(a)
+	return o.byFormat(func() (*Result, error) { return exportLatentMerged(ctx, o, a, dt) },
+		func() (*Result, error) {
+			if kimiK25(o) {
+				prefixModules(a)
+			}
+			return writePEFT(ctx, o, a, dt, []string{LatentServeWarning})
+		})
 }
 
 // kimiK25 reports whether the base keeps its text model under

@@ -32,30 +32,19 @@ const kimiPrefix = "language_model."
 
 // ReadLatentAdapter opens a DeepSeek V3.1 / Kimi K2 adapter in dir.
 func ReadLatentAdapter(dir string) (*Adapter, error) {
-	cfg, err := readAdapterConfig(dir)
+	return readAdapter(dir, (*Adapter).collectLatent)
+}
+
+// collectLatent pairs the tensors into modules, one per expert.
+func (a *Adapter) collectLatent() error {
+	byPath, err := latentHalves(a.file)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	f, err := openAdapterWeights(dir)
-	if err != nil {
-		return nil, err
+	if err := expandExperts(byPath, int64(a.Config.R)); err != nil {
+		return err
 	}
-	a := &Adapter{Dir: dir, Config: cfg, Scale: scaleOf(cfg), file: f}
-	byPath, err := latentHalves(f)
-	if err == nil {
-		err = expandExperts(byPath, int64(cfg.R))
-	}
-	if err == nil {
-		err = a.pair(byPath)
-	}
-	if err == nil {
-		err = a.checkFinite()
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return a, nil
+	return a.pair(byPath)
 }
 
 // latentHalves groups the weights file's tensors by module.
@@ -74,22 +63,9 @@ func latentHalves(f *safetensors.File) (map[string]*Module, error) {
 		if !latentModule.MatchString(path) {
 			return nil, fmt.Errorf("%s: unknown key %s (module %s is not a DeepSeek V3 / Kimi K2 projection)", peft.WeightsFile, t.Name, path)
 		}
-		if !isFloat(t.DType) {
-			return nil, fmt.Errorf("%s: tensor %s has dtype %s, want F32, BF16 or F16", peft.WeightsFile, t.Name, t.DType)
+		if err := addHalf(byPath, path, m[2], t); err != nil {
+			return nil, err
 		}
-		mod := byPath[path]
-		if mod == nil {
-			mod = &Module{Path: path}
-			byPath[path] = mod
-		}
-		half := &mod.A
-		if m[2] == "B" {
-			half = &mod.B
-		}
-		if *half != nil {
-			return nil, fmt.Errorf("%s: module %s has two lora_%s tensors", peft.WeightsFile, path, m[2])
-		}
-		*half = t
 	}
 	return byPath, nil
 }

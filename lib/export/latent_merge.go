@@ -14,7 +14,6 @@ import (
 	"unsafe"
 
 	"github.com/tinkershell/tinker/lib/safetensors"
-	"github.com/tinkershell/tinker/lib/userfile"
 )
 
 // latentMerger writes a DeepSeek V3.1 / Kimi K2 merged model. Plain
@@ -190,24 +189,12 @@ func quantWeightOf(name string, lb *latentBase) (string, bool) {
 
 // shard writes the merged copy of base shard name to w.
 func (m *latentMerger) shard(ctx context.Context, name string, w io.Writer) error {
-	f, err := userfile.Open(filepath.Join(m.lb.Dir, name))
-	if err != nil {
-		return fmt.Errorf("base shard: %w", err)
+	var srcs map[string]latentSource
+	plan := func(*safetensors.Header) (infos []safetensors.TensorInfo, err error) {
+		infos, srcs, err = m.plan(name)
+		return infos, err
 	}
-	defer f.Close()
-	h, err := safetensors.ReadHeader(f)
-	if err != nil {
-		return fmt.Errorf("base shard: %w", err)
-	}
-	infos, srcs, err := m.plan(name)
-	if err != nil {
-		return err
-	}
-	layout, err := safetensors.NewLayout(infos, h.Metadata)
-	if err != nil {
-		return fmt.Errorf("shard %s: %w", name, err)
-	}
-	_, err = layout.WriteTo(w, func(_ int, t safetensors.TensorInfo, w io.Writer) error {
+	return writeShard(filepath.Join(m.lb.Dir, name), w, plan, func(f *os.File, t safetensors.TensorInfo, w io.Writer) error {
 		s := srcs[t.Name]
 		switch {
 		case s.stash:
@@ -225,7 +212,6 @@ func (m *latentMerger) shard(ctx context.Context, name string, w io.Writer) erro
 		s.u = u
 		return m.fill(ctx, f, s.source, t, w)
 	})
-	return err
 }
 
 // fillQuant writes a quantised weight: row blocks dequantised, updated,

@@ -257,20 +257,7 @@ func writeShard(path string, ts []tensorSpec, r *rand.Rand) (int64, error) {
 		}
 		infos = append(infos, safetensors.TensorInfo{Name: t.name, DType: safetensors.BF16, Shape: shape})
 	}
-	l, err := safetensors.NewLayout(infos, map[string]string{"format": "pt"})
-	if err != nil {
-		return 0, err
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	buf := make([]byte, 1<<20)
-	_, err = l.WriteTo(f, func(_ int, t safetensors.TensorInfo, w io.Writer) error {
-		return randomBF16(w, t.Bytes(), 0.02, r, buf)
-	})
-	return l.Size(), err
+	return writeTyped(path, infos, r)
 }
 
 func randomBF16(w io.Writer, n int64, scale float64, r *rand.Rand, buf []byte) error {
