@@ -251,6 +251,9 @@ func (lb *latentBase) shape(name string) ([]int64, error) {
 		}
 		return []int64{int64(q.rows), int64(q.cols)}, nil
 	}
+	if t := lb.all[name].t; !isFloat(t.DType) {
+		return nil, fmt.Errorf("base %s: %s has dtype %s, which the merge does not read (F32, BF16, F16, FP8 E4M3 blocks, INT4 packed)", lb.Dir, name, t.DType)
+	}
 	return lb.all[name].t.Shape, nil
 }
 
