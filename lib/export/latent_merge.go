@@ -347,20 +347,23 @@ func fp8Quantize(v []float32, cols int, b [2]int, lo, n int, dst, fresh []byte) 
 		r1 := min(n, r0+b[0])
 		for c0 := 0; c0 < cols; c0 += b[1] {
 			c1 := min(cols, c0+b[1])
-			var amax float32
+			// Magnitudes compare as their bits (sign cleared).
+			var amax uint32
 			for r := r0; r < r1; r++ {
 				for _, x := range v[r*cols+c0 : r*cols+c1] {
-					amax = max(amax, float32(math.Abs(float64(x))))
+					amax = max(amax, math.Float32bits(x)&^(1<<31))
 				}
 			}
-			s := amax / fp8Max
+			s := math.Float32frombits(amax) / fp8Max
 			if s == 0 {
 				s = 1
 			}
 			binary.LittleEndian.PutUint32(fresh[4*(((lo+r0)/b[0])*nbc+c0/b[1]):], math.Float32bits(s))
+			inv := 1 / s
 			for r := r0; r < r1; r++ {
-				for j := c0; j < c1; j++ {
-					dst[r*cols+j] = fp8Encode(v[r*cols+j] / s)
+				row, out := v[r*cols+c0:r*cols+c1], dst[r*cols+c0:r*cols+c1]
+				for j, x := range row {
+					out[j] = fp8Encode(x * inv)
 				}
 			}
 		}
