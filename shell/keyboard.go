@@ -11,7 +11,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const ctrlC = 0x03
+const (
+	ctrlC = 0x03
+	ctrlD = 0x04
+)
 
 // keyboard reads the terminal for the whole interactive session and hands
 // the line editor its input one line at a time, so that what is typed while
@@ -38,6 +41,8 @@ type keyboard struct {
 	queue     []byte // typed, not yet handed on
 	prompting bool   // the editor is reading a line
 	lineSent  bool   // a line ending was handed on during this prompt
+	lineMode  bool   // the editor reads plain lines (see cookCtrlD)
+	midLine   bool   // part of a line was handed on during this prompt
 	cancel    func() // set while an evaluation watches for Ctrl-C
 	eof       bool   // the terminal reported end of input
 	closedW   bool
@@ -149,10 +154,14 @@ func (k *keyboard) deliver() {
 		if i := bytes.Index(k.queue, pasteStart); i >= 0 {
 			n = i // a paste waits until what was typed before it is through
 		}
+		if k.lineMode && k.cookCtrlD(&n) {
+			continue
+		}
 		if i := bytes.IndexAny(k.queue[:n], "\r\n\x03"); i >= 0 {
 			n, k.lineSent = i+1, true
 		}
 		k.send(k.queue[:n])
+		k.midLine = !k.lineSent
 		k.queue = k.queue[n:]
 	}
 	if k.eof && len(k.queue) == 0 && !k.closedW {
@@ -161,17 +170,42 @@ func (k *keyboard) deliver() {
 	}
 }
 
+// cookCtrlD does for an editor in line mode what a cooked terminal does
+// with Ctrl-D. liner falls back to reading plain lines when the terminal is
+// too narrow (a 0×0 window), in the terminal's cooked mode; a Ctrl-D typed
+// while a statement ran was read here as a byte, and handed on it would be
+// a character of the line, never end of input. At the start of a line it
+// ends the input; elsewhere it is dropped. It reports whether it took the
+// queue's first byte; otherwise *n stops before the next Ctrl-D.
+// Called with k.mu held.
+func (k *keyboard) cookCtrlD(n *int) bool {
+	i := bytes.IndexByte(k.queue[:*n], ctrlD)
+	switch {
+	case i < 0:
+		return false
+	case i > 0:
+		*n = i
+		return false
+	case k.midLine:
+		k.queue = k.queue[1:]
+		return true
+	}
+	k.queue, k.eof = nil, true
+	return true
+}
+
 func (k *keyboard) send(b []byte) {
 	if _, err := k.w.Write(b); err != nil {
 		k.eof = true
 	}
 }
 
-// beginPrompt lets the next line through; endPrompt holds input back again.
-func (k *keyboard) beginPrompt() {
+// beginPrompt lets the next line through, to an editor that reads plain
+// lines if lineMode; endPrompt holds input back again.
+func (k *keyboard) beginPrompt(lineMode bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.prompting, k.lineSent = true, false
+	k.prompting, k.lineSent, k.lineMode, k.midLine = true, false, lineMode, false
 	k.deliver()
 }
 
