@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"context"
 	"sort"
 	"strings"
 
@@ -18,18 +19,31 @@ func (in *Interp) completeString(line string, pos int) (head string, completions
 		return "", nil, "", false
 	}
 	word := line[start+1 : pos]
-	c := in.cands.get(in.Env.Backend)
+	c := in.candidates()
 	pool := c.Models
 	if strings.HasPrefix(word, "tinker://") || strings.HasPrefix("tinker://", word) {
 		pool = append(append([]string(nil), pool...), c.Paths...)
 	}
+	seen := map[string]bool{}
 	for _, p := range pool {
-		if strings.HasPrefix(p, word) && !contains(completions, p) {
+		if strings.HasPrefix(p, word) && !seen[p] {
+			seen[p] = true
 			completions = append(completions, p)
 		}
 	}
 	sort.Strings(completions)
 	return line[:start+1], capCompletions(completions), line[pos:], true
+}
+
+// candidates are the backend's names; a Ctrl-C typed while they are
+// fetched ends the fetch (and, as at any prompt, clears the line).
+func (in *Interp) candidates() Candidates {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if in.keys != nil {
+		defer in.keys.watchPrompt(cancel)()
+	}
+	return in.cands.get(ctx, in.Env.Backend)
 }
 
 func contains(list []string, s string) bool {

@@ -39,6 +39,9 @@ type Completer func(line string, pos int) (head string, completions []string, ta
 type keyWatcher interface {
 	// watch routes Ctrl-C to cancel until stop is called.
 	watch(cancel func()) (stop func())
+	// watchPrompt calls cancel as well on a Ctrl-C typed while the editor
+	// waits for the completer, until stop is called.
+	watchPrompt(cancel func()) (stop func())
 	// interrupt acts on SIGINT as on a typed Ctrl-C; false if the editor
 	// does not read the keyboard.
 	interrupt() bool
@@ -172,6 +175,13 @@ func (e *linerEditor) watch(cancel func()) (stop func()) {
 		return func() {}
 	}
 	return e.kb.watch(cancel)
+}
+
+func (e *linerEditor) watchPrompt(cancel func()) (stop func()) {
+	if e.kb == nil {
+		return func() {}
+	}
+	return e.kb.watchPrompt(cancel)
 }
 
 // pause stops reading the keyboard while a pager runs.

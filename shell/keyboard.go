@@ -44,6 +44,7 @@ type keyboard struct {
 	lineMode  bool   // the editor reads plain lines (see cookCtrlD)
 	midLine   bool   // part of a line was handed on during this prompt
 	cancel    func() // set while an evaluation watches for Ctrl-C
+	tabCancel func() // set while completion fetches names (see watchPrompt)
 	eof       bool   // the terminal reported end of input
 	closedW   bool
 	pasted    string // a multi-line paste, handed on as one input (see takePaste)
@@ -123,6 +124,9 @@ func (k *keyboard) read() {
 				k.queue, typed = k.queue[:0], typed[i+1:]
 				k.cancel()
 			}
+		}
+		if k.tabCancel != nil && k.prompting && bytes.IndexByte(typed, ctrlC) >= 0 {
+			k.tabCancel() // the Ctrl-C still reaches the editor
 		}
 		k.queue = append(k.queue, typed...)
 		if err != nil {
@@ -233,6 +237,20 @@ func (k *keyboard) watch(cancel func()) (stop func()) {
 	}
 }
 
+// watchPrompt calls cancel on a Ctrl-C typed while the editor prompts (it
+// waits for the completer then, and reads the Ctrl-C only after), until
+// the returned function is called.
+func (k *keyboard) watchPrompt(cancel func()) (stop func()) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.tabCancel = cancel
+	return func() {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		k.tabCancel = nil
+	}
+}
+
 // interrupt handles SIGINT (sent by another process: the terminal's
 // interrupt key is read as a byte). It cancels the running statement, or
 // else acts as a Ctrl-C typed now: it clears the line being edited, or
@@ -243,6 +261,9 @@ func (k *keyboard) interrupt() {
 	if k.cancel != nil && !k.prompting {
 		k.cancel()
 		return
+	}
+	if k.tabCancel != nil && k.prompting {
+		k.tabCancel()
 	}
 	k.queue = append(k.queue, ctrlC)
 	k.deliver()
