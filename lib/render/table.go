@@ -20,6 +20,9 @@ type Column struct {
 	Header string
 	Right  bool // right-align (numbers)
 	Kind   Kind // how the column gives way to a narrow width
+	// Drop > 0 lets a table too wide for the terminal leave the column
+	// out, highest Drop first, before it turns into blocks (narrow.go).
+	Drop int
 }
 
 // Table is a titled grid of already-formatted cells.
@@ -31,6 +34,9 @@ type Table struct {
 	// and Rows[GapAt:], so huge tables need not be formatted in full.
 	Omitted int
 	GapAt   int
+	// HeadTail asks for head and tail rows of a long table on a terminal
+	// even where tables are otherwise drawn whole (a run's steps).
+	HeadTail bool
 }
 
 // Options control layout.
@@ -64,6 +70,7 @@ func init() {
 // Fitted to a width, columns give way by kind (see Kind); when the columns
 // that must stay whole do not fit, each row is drawn as a block instead.
 func Write(w io.Writer, t *Table, o Options) error {
+	t, dropped := narrowed(t, o.Width)
 	rows, hidden := t.Rows, 0
 	var tail [][]string
 	if t.Omitted > 0 {
@@ -109,14 +116,22 @@ func Write(w io.Writer, t *Table, o Options) error {
 	}
 	shortened := false // a path lost its middle: say how to see it whole
 	footer := func() {
+		if len(dropped) > 0 {
+			for _, l := range wrap(droppedNote(dropped), o.Width) {
+				fmt.Fprintf(&b, "%s\n", paint(styleDim, l))
+			}
+		}
 		if shortened {
 			for _, l := range wrap("… marks a shortened path; for whole paths widen the terminal, or use --format json or json.encode()", o.Width) {
 				fmt.Fprintf(&b, "%s\n", paint(styleDim, l))
 			}
 		}
 		if hidden > 0 {
-			fmt.Fprintf(&b, "%s\n", paint(styleDim, fmt.Sprintf("%s of %s rows hidden; use --format json or json.encode() for all",
-				Thousands(int64(hidden)), Thousands(int64(len(t.Rows)+t.Omitted)))))
+			note := fmt.Sprintf("%s of %s rows hidden; use --format json or json.encode() for all",
+				Thousands(int64(hidden)), Thousands(int64(len(t.Rows)+t.Omitted)))
+			for _, l := range wrap(note, o.Width) {
+				fmt.Fprintf(&b, "%s\n", paint(styleDim, l))
+			}
 		}
 	}
 	elide := make([]bool, n)
