@@ -37,6 +37,9 @@ type Table struct {
 	// HeadTail asks for head and tail rows of a long table on a terminal
 	// even where tables are otherwise drawn whole (a run's steps).
 	HeadTail bool
+	// Vertical marks a record's Property/Value table: too narrow for its
+	// box it is drawn as one block of `property  value` lines.
+	Vertical bool
 }
 
 // Options control layout.
@@ -142,7 +145,7 @@ func Write(w io.Writer, t *Table, o Options) error {
 			mins[i] = minWidth(kinds[i], widths[i], max(minTextWidth, avail/n), headers[i], columns[i])
 		}
 		if !fit(widths, mins, kinds, avail) {
-			writeBlocks(&b, t.Title, headers, kinds, rows, tail, o.Width, paint)
+			writeBlocks(&b, t.Title, blockShape(t, headers, kinds, rows, tail), o.Width, paint)
 			footer()
 			_, err := io.WriteString(w, b.String())
 			return err
@@ -150,6 +153,13 @@ func Write(w io.Writer, t *Table, o Options) error {
 		for i := range elide {
 			elide[i] = kinds[i] == Path && elisionKeepsRowsApart(columns[i], widths[i])
 			shortened = shortened || elide[i] && widths[i] < runewidth.StringWidth(longest(columns[i]))
+			if kinds[i] == Path && !elide[i] && widths[i] < longestUnbreakable(columns[i]) {
+				// Folding would split a path: blocks keep it whole.
+				writeBlocks(&b, t.Title, blockShape(t, headers, kinds, rows, tail), o.Width, paint)
+				footer()
+				_, err := io.WriteString(w, b.String())
+				return err
+			}
 		}
 	}
 	total := 1
@@ -160,10 +170,10 @@ func Write(w io.Writer, t *Table, o Options) error {
 	if t.Title != "" {
 		for _, line := range wrap(cellText(t.Title), total) {
 			lw := runewidth.StringWidth(line)
-			left := (total - lw) / 2
+			left := max(0, (total-lw)/2) // a whole path may be wider
 			b.WriteString(strings.Repeat(" ", left))
 			b.WriteString(paint(styleTitle, line))
-			b.WriteString(strings.Repeat(" ", total-lw-left))
+			b.WriteString(strings.Repeat(" ", max(0, total-lw-left)))
 			b.WriteByte('\n')
 		}
 	}
@@ -290,7 +300,7 @@ type Record struct {
 // Table turns a record into the two-column Property/Value table that the
 // official CLI prints for `info` commands.
 func (r *Record) Table() *Table {
-	t := &Table{Title: r.Title, Columns: []Column{{Header: "Property"}, {Header: "Value"}}}
+	t := &Table{Title: r.Title, Columns: []Column{{Header: "Property"}, {Header: "Value"}}, Vertical: true}
 	for _, f := range r.Fields {
 		t.Rows = append(t.Rows, []string{f.Name, f.Value})
 	}
