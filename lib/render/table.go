@@ -90,8 +90,7 @@ func Write(w io.Writer, t *Table, o Options) error {
 	}
 	n := len(t.Columns)
 	if n == 0 {
-		_, err := io.WriteString(w, "\n")
-		return err
+		return writeEmpty(w, t.Title)
 	}
 	rows, tail = cellTexts(rows, n), cellTexts(tail, n)
 	headers := make([]string, n)
@@ -247,6 +246,17 @@ func Write(w io.Writer, t *Table, o Options) error {
 	rule("└", "─", "┴", "┘")
 	footer()
 	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeEmpty draws a table with nothing in it (table([]) when nothing
+// matched): its title, then a line that says so.
+func writeEmpty(w io.Writer, title string) error {
+	text := "(no rows)\n"
+	if title != "" {
+		text = cellText(title) + "\n" + text
+	}
+	_, err := io.WriteString(w, text)
 	return err
 }
 
