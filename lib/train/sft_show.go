@@ -24,7 +24,8 @@ func SFTTable(res *SFTResult) *render.Table {
 	return t
 }
 
-// SFTJSON is a run as JSON: its steps and checkpoints.
+// SFTJSON is a run as JSON: its steps (under "metrics", as the value
+// calls them) and checkpoints.
 func SFTJSON(res *SFTResult) any {
 	steps := make([]any, len(res.Steps))
 	for i, m := range res.Steps {
@@ -36,7 +37,7 @@ func SFTJSON(res *SFTResult) any {
 			render.Member{Key: "num_sequences", Value: m.Sequences}, render.Member{Key: "time", Value: m.Seconds})
 		steps[i] = o
 	}
-	return render.Object{{Key: "base_model", Value: res.BaseModel}, {Key: "total_steps", Value: res.Total}, {Key: "steps", Value: steps},
+	return render.Object{{Key: "base_model", Value: res.BaseModel}, {Key: "total_steps", Value: res.Total}, {Key: "metrics", Value: steps},
 		{Key: "state_checkpoint", Value: optString(res.StatePath)}, {Key: "sampler_checkpoint", Value: optString(res.SamplerPath)}}
 }
 

@@ -92,12 +92,13 @@ func RunTable[M Record](what string, res *Result[M]) *render.Table {
 	return t
 }
 
-// RunJSON is a run as JSON: its steps and checkpoints.
+// RunJSON is a run as JSON: its steps (under "metrics", as the value
+// calls them) and checkpoints.
 func RunJSON[M Record](res *Result[M]) any {
 	steps := make([]any, len(res.Steps))
 	for i, m := range res.Steps {
 		steps[i] = Fields(m)
 	}
-	return render.Object{{Key: "base_model", Value: res.BaseModel}, {Key: "total_steps", Value: res.Total}, {Key: "steps", Value: steps},
+	return render.Object{{Key: "base_model", Value: res.BaseModel}, {Key: "total_steps", Value: res.Total}, {Key: "metrics", Value: steps},
 		{Key: "state_checkpoint", Value: optString(res.StatePath)}, {Key: "sampler_checkpoint", Value: optString(res.SamplerPath)}}
 }
