@@ -54,7 +54,8 @@ func openLogDir[M Record](dir string, cfg any) (*logDir[M], State, []M, error) {
 		return nil, State{}, nil, err
 	}
 	if diff := configDiff(got, want); diff != "" {
-		return nil, State{}, nil, fmt.Errorf("log_dir %s holds a run with other settings (%s); use another log_dir", dir, diff)
+		// Callers prefix "log_dir: ".
+		return nil, State{}, nil, fmt.Errorf("%s holds a run with other settings (%s); use another log_dir", dir, diff)
 	}
 	st, found, err := l.readState()
 	if err != nil || !found {
@@ -138,8 +139,23 @@ func configDiff(got, want []byte) string {
 	var diffs []string
 	for _, k := range keys {
 		if fmt.Sprint(a[k]) != fmt.Sprint(b[k]) {
-			diffs = append(diffs, fmt.Sprintf("%s was %v, now %v", k, a[k], b[k]))
+			diffs = append(diffs, settingChange(k, a[k], b[k]))
 		}
 	}
 	return strings.Join(diffs, "; ")
+}
+
+// settingChange words one changed setting; a changed file is named, not
+// shown as two hashes.
+func settingChange(key string, was, now any) string {
+	if what, ok := strings.CutSuffix(key, "_sha256"); ok {
+		switch what {
+		case "data":
+			what = "training data"
+		case "eval":
+			what = "eval data"
+		}
+		return fmt.Sprintf("the %s changed", what)
+	}
+	return fmt.Sprintf("%s was %v, now %v", key, was, now)
 }
