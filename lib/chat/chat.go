@@ -61,6 +61,9 @@ func (r renderer) render(msgs []Message, addGen bool) (Rendered, error) {
 	if len(msgs) == 0 {
 		return Rendered{}, fmt.Errorf("render %s: no messages", r.r.name())
 	}
+	if err := checkRoles(msgs); err != nil {
+		return Rendered{}, fmt.Errorf("render %s: %w", r.r.name(), err)
+	}
 	text, err := r.r.text(msgs, addGen)
 	if err != nil {
 		return Rendered{}, fmt.Errorf("render %s: %w", r.r.name(), err)

@@ -38,6 +38,9 @@ func (r renderer) RenderForTraining(msgs []Message, trainOn string) (Training, e
 	if len(msgs) == 0 {
 		return Training{}, fmt.Errorf("render %s: no messages", name)
 	}
+	if err := checkRoles(msgs); err != nil {
+		return Training{}, fmt.Errorf("render %s: %w", name, err)
+	}
 	lastAssistant := -1
 	for i, m := range msgs {
 		if m.Role == "assistant" {
