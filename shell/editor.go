@@ -103,7 +103,7 @@ func (e *linerEditor) Prompt(p string) (string, error) {
 	line, err := e.st.Prompt(p)
 	if e.kb != nil && err == nil {
 		if paste := e.kb.takePaste(); paste != "" {
-			return "", &Pasted{Text: line + paste}
+			return "", &Pasted{Text: line + "\n" + paste}
 		}
 	}
 	switch {
