@@ -176,7 +176,8 @@ func (d *Doctor) Record(gotime.Time) *render.Record {
 	for _, fix := range r.Fixes {
 		f = append(f, render.Field{Name: "To fix", Value: fix})
 	}
-	return &render.Record{Title: "Backend check", Fields: f}
+	// Findings are sentences: piped, they wrap at 100 columns too.
+	return &render.Record{Title: "Backend check", Fields: f, PipedWidth: 100}
 }
 
 func (d *Doctor) RowColumns() []render.Column {

@@ -123,6 +123,8 @@ func (d *Display) WriteTable(w io.Writer, t *render.Table) error {
 		if t.HeadTail {
 			o.MaxRows = PromptMaxRows
 		}
+	} else {
+		o.Width = t.PipedWidth
 	}
 	return render.Write(w, t, o)
 }

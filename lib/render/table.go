@@ -40,6 +40,10 @@ type Table struct {
 	// Vertical marks a record's Property/Value table: too narrow for its
 	// box it is drawn as one block of `property  value` lines.
 	Vertical bool
+	// PipedWidth, when set, is the width the table is fitted to off a
+	// terminal too, for reports whose long findings would otherwise make
+	// lines hundreds of columns wide (doctor).
+	PipedWidth int
 }
 
 // Options control layout.
@@ -305,12 +309,14 @@ type Field struct {
 type Record struct {
 	Title  string
 	Fields []Field
+	// PipedWidth: see Table.PipedWidth.
+	PipedWidth int
 }
 
 // Table turns a record into the two-column Property/Value table that the
 // official CLI prints for `info` commands.
 func (r *Record) Table() *Table {
-	t := &Table{Title: r.Title, Columns: []Column{{Header: "Property"}, {Header: "Value"}}, Vertical: true}
+	t := &Table{Title: r.Title, Columns: []Column{{Header: "Property"}, {Header: "Value"}}, Vertical: true, PipedWidth: r.PipedWidth}
 	for _, f := range r.Fields {
 		t.Rows = append(t.Rows, []string{f.Name, f.Value})
 	}
