@@ -99,6 +99,9 @@ func (m *Model) Decode(toks []int) string {
 // catalog may be a model directory the server serves under that name: its
 // own tokenizer comes from that server (served.go).
 func TokenizerFor(ctx context.Context, s *tinkerapi.Session, base, path string) (*tokenizer.Tokenizer, error) {
+	if a, ok := models.Lookup(base); ok && a.Dir != "" {
+		return tokenizer.ForModel(ctx, base) // served here: its directory's own
+	}
 	if s != nil {
 		st, ok, err := servedTokenizer(ctx, s.Client(), base)
 		if err != nil {
