@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -34,7 +35,7 @@ func TestServeModelDir(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "qa.jsonl"), []byte(`{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := startServe(t, home, "--data", filepath.Join(home, "sdata"), "--model", "me/qa-merged=merged")
+	addr, _ := startServe(t, home, nil, "--data", filepath.Join(home, "sdata"), "--model", "me/qa-merged=merged")
 	client := []string{"TINKER_BASE_URL=http://" + addr, "TINKER_API_KEY=tml-modeldir"}
 	run(client, "sample", "--base-model", "me/qa-merged", "--prompt", "hi", "--max-tokens", "2")
 	msg := `[{"role": "user", "content": "hi"}]`
@@ -51,9 +52,10 @@ func TestServeModelDir(t *testing.T) {
 	}
 }
 
-// startServe starts `tinker serve` on a free loopback port, stopped at the
-// end of the test, and returns its address once it answers.
-func startServe(t *testing.T, home string, args ...string) string {
+// startServe starts `tinker serve` on a free loopback port with extra
+// environment env, stopped at the end of the test, and returns its address
+// once it answers, and the process.
+func startServe(t *testing.T, home string, env []string, args ...string) (string, *exec.Cmd) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -62,6 +64,7 @@ func startServe(t *testing.T, home string, args ...string) string {
 	addr := l.Addr().String()
 	l.Close()
 	cmd := tinkerCmd(t, home, append([]string{"serve", "--addr", addr}, args...)...)
+	cmd.Env = append(cmd.Env, env...)
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -80,5 +83,5 @@ func startServe(t *testing.T, home string, args ...string) string {
 	case <-time.After(30 * time.Second):
 		t.Fatal("tinker serve did not start")
 	}
-	return addr
+	return addr, cmd
 }

@@ -52,13 +52,7 @@ func ForRepo(ctx context.Context, repoID, revision string) (*Tokenizer, error) {
 		return nil, fmt.Errorf("tokenizer %s is private to Thinking Machines and cannot be loaded locally", repoID)
 	}
 	key := repoID + "@" + revision
-	modelMu.Lock()
-	e, ok := modelCache[key]
-	if !ok {
-		e = &modelEntry{}
-		modelCache[key] = e
-	}
-	modelMu.Unlock()
+	e := cacheEntry(key)
 	e.once.Do(func() {
 		dir, err := hfhub.FromEnv().Resolve(ctx, repoID, revision)
 		if err != nil {
@@ -87,14 +81,7 @@ func ForRepo(ctx context.Context, repoID, revision string) (*Tokenizer, error) {
 // forDir loads a served model directory's own tokenizer, once per process:
 // such a model never has another tokenizer fetched for it.
 func forDir(a *models.Arch) (*Tokenizer, error) {
-	key := "dir:" + a.Dir
-	modelMu.Lock()
-	e, ok := modelCache[key]
-	if !ok {
-		e = &modelEntry{}
-		modelCache[key] = e
-	}
-	modelMu.Unlock()
+	e := cacheEntry("dir:" + a.Dir)
 	e.once.Do(func() {
 		if e.tok, e.err = Load(a.Dir); e.err != nil {
 			e.err = fmt.Errorf("tokenizer of %s (%s): %w", a.Name, a.Dir, e.err)
@@ -103,6 +90,18 @@ func forDir(a *models.Arch) (*Tokenizer, error) {
 		e.tok.id = a.Name
 	})
 	return e.tok, e.err
+}
+
+// cacheEntry is the process-wide entry for a tokenizer, made on first use.
+func cacheEntry(key string) *modelEntry {
+	modelMu.Lock()
+	defer modelMu.Unlock()
+	e, ok := modelCache[key]
+	if !ok {
+		e = &modelEntry{}
+		modelCache[key] = e
+	}
+	return e
 }
 
 // readChatTemplateFile returns dir/chat_template.jinja, where newer repos
