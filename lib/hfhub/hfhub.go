@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -30,10 +31,13 @@ import (
 	"github.com/tinkershell/tinker/lib/models"
 )
 
-// TokenizerFiles are fetched by Resolve; only tokenizer.json is required.
-var TokenizerFiles = []string{"tokenizer.json", "tokenizer_config.json", "chat_template.jinja"}
+// TokenizerFiles are fetched by Resolve. One vocabulary file is required:
+// tokenizer.json, or else tiktoken.model (Kimi K2's tiktoken format).
+var TokenizerFiles = []string{"tokenizer.json", "tiktoken.model", "tokenizer_config.json", "chat_template.jinja"}
 
-const requiredFile = "tokenizer.json"
+// vocabFiles are the alternatives of which a snapshot needs one, in the
+// order they are tried.
+var vocabFiles = []string{"tokenizer.json", "tiktoken.model"}
 
 // TokenizerIDForModel returns the Hugging Face repo holding the tokenizer of
 // a Tinker base model, following the Tinker SDK's fallback rules (use the
@@ -134,7 +138,7 @@ func (h *Hub) repoDir(repoID string) string {
 }
 
 // Cached returns the snapshot directory of repoID at revision if it holds
-// tokenizer.json.
+// tokenizer.json or tiktoken.model.
 func (h *Hub) Cached(repoID, revision string) (string, bool) {
 	dir := h.repoDir(repoID)
 	commit := revision
@@ -146,10 +150,12 @@ func (h *Hub) Cached(repoID, revision string) (string, bool) {
 		commit = strings.TrimSpace(string(b))
 	}
 	snap := filepath.Join(dir, "snapshots", commit)
-	if _, err := os.Stat(filepath.Join(snap, requiredFile)); err != nil {
-		return "", false
+	for _, name := range vocabFiles {
+		if _, err := os.Stat(filepath.Join(snap, name)); err == nil {
+			return snap, true
+		}
 	}
-	return snap, true
+	return "", false
 }
 
 func validRepoID(id string) bool {
@@ -181,14 +187,25 @@ func (h *Hub) Resolve(ctx context.Context, repoID, revision string) (string, err
 		return "", fmt.Errorf("tokenizer %s is not in the Hugging Face cache %s and HF_HUB_OFFLINE is set: unset it or run `hf download %s tokenizer.json tokenizer_config.json`", repoID, h.CacheDir, repoID)
 	}
 	var commit string
+	var vocabErr error // why the first vocabulary file is missing
 	for _, name := range TokenizerFiles {
+		isVocab := slices.Contains(vocabFiles, name)
+		if isVocab && commit != "" {
+			continue // tokenizer.json is there: tiktoken.model is not needed
+		}
 		c, err := h.download(ctx, repoID, revision, name)
-		if err != nil {
-			var nf notFound
-			if errors.As(err, &nf) && name != requiredFile {
-				continue // optional file
-			}
+		var nf notFound
+		switch {
+		case err == nil:
+		case !errors.As(err, &nf):
 			return "", err
+		case !isVocab:
+			continue // optional file
+		case name != vocabFiles[len(vocabFiles)-1]:
+			vocabErr = err
+			continue // try the next vocabulary file
+		default:
+			return "", vocabErr
 		}
 		if commit == "" {
 			commit = c

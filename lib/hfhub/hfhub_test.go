@@ -145,6 +145,42 @@ func TestResolveDownloadsIntoHFCacheLayout(t *testing.T) {
 	}
 }
 
+// A Kimi repo has tiktoken.model instead of tokenizer.json: Resolve fetches
+// it when tokenizer.json is missing, the cache counts it as a snapshot, and a
+// repo with neither is refused naming tokenizer.json.
+func TestResolveTiktokenModel(t *testing.T) {
+	f := &fakeHub{files: map[string]string{
+		"org/kimi/tiktoken.model":        "IQ== 0\n",
+		"org/kimi/tokenizer_config.json": `{"tokenizer_class":"TikTokenTokenizer"}`,
+		"org/both/tokenizer.json":        "{}",
+		"org/both/tiktoken.model":        "IQ== 0\n",
+		"org/none/tokenizer_config.json": "{}",
+	}}
+	h, _ := newHub(t, f)
+	dir, err := h.Resolve(context.Background(), "org/kimi", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "tiktoken.model")); err != nil || string(b) != "IQ== 0\n" {
+		t.Fatalf("tiktoken.model = %q, %v", b, err)
+	}
+	h.Offline = true
+	if dir2, err := h.Resolve(context.Background(), "org/kimi", "main"); err != nil || dir2 != dir {
+		t.Fatalf("offline resolve of the cached tiktoken repo = %s, %v", dir2, err)
+	}
+	h.Offline = false
+	dir, err = h.Resolve(context.Background(), "org/both", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tiktoken.model")); !os.IsNotExist(err) {
+		t.Errorf("tiktoken.model fetched although tokenizer.json is there: %v", err)
+	}
+	if _, err := h.Resolve(context.Background(), "org/none", "main"); err == nil || !strings.Contains(err.Error(), "no tokenizer.json") {
+		t.Errorf("repo without a vocabulary: %v", err)
+	}
+}
+
 func TestResolveErrors(t *testing.T) {
 	f := &fakeHub{token: "hf_secret", files: map[string]string{"org/tok/tokenizer.json": "{}"}}
 	h, _ := newHub(t, f)

@@ -3,6 +3,7 @@ package models
 import (
 	"fmt"
 	"math"
+	"strings"
 )
 
 // The LoRA learning-rate rule Tinker publishes for supervised fine-tuning:
@@ -24,18 +25,30 @@ var lrExponents = map[Family]float64{
 }
 
 // LoRALearningRate is the published rule's learning rate for a LoRA on
-// the named base model.
+// the named base model: a catalog model, or a model of the current lineup
+// that the catalog cannot shape (lineup.go), whose hidden size is known.
 func LoRALearningRate(baseModel string) (float64, error) {
-	a, ok := Lookup(baseModel)
-	if !ok {
-		return 0, fmt.Errorf("no architecture known for %s: pass learning_rate explicitly", baseModel)
+	if a, ok := Lookup(baseModel); ok {
+		e, ok := lrExponents[a.Family]
+		return ruleLR(a.Name, string(a.Family), a.Hidden, e, ok)
 	}
-	e, ok := lrExponents[a.Family]
-	if !ok {
-		return 0, fmt.Errorf("the learning-rate rule is calibrated for Llama and Qwen only, not %s (%s): pass learning_rate explicitly", a.Name, a.Family)
+	if n, m, ok := lookupLineup(baseModel); ok {
+		// The cookbook picks the exponent by name; the lineup's Qwen3.5/3.6/3.8
+		// models take Qwen's.
+		return ruleLR(n, "", m.hidden, lrExponents[Qwen3], strings.HasPrefix(n, "Qwen/"))
 	}
-	if a.Hidden <= 0 {
-		return 0, fmt.Errorf("%s has no hidden size: pass learning_rate explicitly", a.Name)
+	return 0, fmt.Errorf("no architecture known for %s: pass learning_rate explicitly", baseModel)
+}
+
+func ruleLR(name, family string, hidden int, exponent float64, calibrated bool) (float64, error) {
+	if !calibrated {
+		if family != "" {
+			name += " (" + family + ")"
+		}
+		return 0, fmt.Errorf("the learning-rate rule is calibrated for Llama and Qwen only, not %s: pass learning_rate explicitly", name)
 	}
-	return lrBase * lrLoRAMultiplier * math.Pow(float64(lrRefHidden)/float64(a.Hidden), e), nil
+	if hidden <= 0 {
+		return 0, fmt.Errorf("%s has no hidden size: pass learning_rate explicitly", name)
+	}
+	return lrBase * lrLoRAMultiplier * math.Pow(float64(lrRefHidden)/float64(hidden), exponent), nil
 }

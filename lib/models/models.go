@@ -10,12 +10,10 @@
 // "hf:<repo>/config.json"); max context is max_position_embeddings unless noted.
 //
 // The table covers the 21 models the service's get_server_capabilities listed
-// in December 2025, plus Llama-3.2-1B (which the SDK's tests use). Deliberately
-// absent, because
-// their LoRA target shapes could not be taken from a verified config: the
-// hybrid linear-attention families (Qwen3.5/3.6/3.8, NVIDIA Nemotron 3),
-// Kimi K2.5/K2.6 (multimodal wrappers), and Thinking Machines' private
-// Inkling models. Unknown base models are refused with a clear error.
+// in December 2025, plus Llama-3.2-1B (which the SDK's tests use), plus Kimi
+// K2.5 and K2.6 from the 2026 lineup. The rest of that lineup is listed in
+// lineup.go with what the catalog lacks to shape it (hybrid linear-attention
+// and Mamba layers; private configs); NotInCatalog says so in one line.
 package models
 
 import (
@@ -136,10 +134,18 @@ var table = []Arch{
 
 	// DeepSeek-V3 architecture. hf:deepseek-ai/DeepSeek-V3.1/config.json and
 	// hf:moonshotai/Kimi-K2-Thinking/config.json (Kimi K2 reuses DeepseekV3
-	// with 384 experts, 64 heads and a 160k vocab).
-	deepseek("deepseek-ai/DeepSeek-V3.1", 128, 256, 129280, 163840, "deepseek-ai/DeepSeek-V3.1"),
-	deepseek("deepseek-ai/DeepSeek-V3.1-Base", 128, 256, 129280, 163840, "deepseek-ai/DeepSeek-V3.1-Base"),
-	deepseek("moonshotai/Kimi-K2-Thinking", 64, 384, 163840, 262144, "moonshotai/Kimi-K2-Thinking"),
+	// with 384 experts, 64 heads, a 160k vocab and one first dense layer,
+	// first_k_dense_replace 1, where DeepSeek has 3).
+	deepseek("deepseek-ai/DeepSeek-V3.1", 128, 256, 129280, 163840, 3),
+	deepseek("deepseek-ai/DeepSeek-V3.1-Base", 128, 256, 129280, 163840, 3),
+	deepseek("moonshotai/Kimi-K2-Thinking", 64, 384, 163840, 262144, 1),
+	// Kimi K2.5 and K2.6 wrap the same DeepseekV3 text model in a vision
+	// model (hf:moonshotai/Kimi-K2.5/config.json, text_config; K2.6 the
+	// same): the catalog shapes the text model, which is what LoRA adapts.
+	// tinker-cookbook's hyperparam_utils.py gives all three Kimi models the
+	// same hidden size and LoRA parameter counts (TestLoRACountsMatchCookbook).
+	deepseek("moonshotai/Kimi-K2.5", 64, 384, 163840, 262144, 1),
+	deepseek("moonshotai/Kimi-K2.6", 64, 384, 163840, 262144, 1),
 
 	// gpt-oss. hf:openai/<name>/config.json (intermediate_size 2880 is the
 	// per-expert width; head_dim 64; 64 query heads, 8 KV heads).
@@ -166,10 +172,10 @@ func qwen3MoE(name string, layers, hidden, inter, heads, kv, experts, perTok, mo
 	return a
 }
 
-func deepseek(name string, heads, experts, vocab, ctx int, tok string) Arch {
-	return Arch{Name: name, TokenizerID: tok, Shape: Shape{Family: DeepSeekV3, Layers: 61, Hidden: 7168,
+func deepseek(name string, heads, experts, vocab, ctx, firstDense int) Arch {
+	return Arch{Name: name, TokenizerID: name, Shape: Shape{Family: DeepSeekV3, Layers: 61, Hidden: 7168,
 		Intermediate: 18432, Heads: heads, KVHeads: heads, HeadDim: 192, VocabSize: vocab, MaxPositionEmbeddings: ctx,
-		Experts: experts, ExpertsPerToken: 8, MoEIntermediate: 2048, SharedExperts: 1, FirstDenseLayers: 3,
+		Experts: experts, ExpertsPerToken: 8, MoEIntermediate: 2048, SharedExperts: 1, FirstDenseLayers: firstDense,
 		MLA:        &MLA{QLoraRank: 1536, KVLoraRank: 512, QKNopeDim: 128, QKRopeDim: 64, VHeadDim: 128},
 		RMSNormEps: 1e-6, RopeTheta: 10000}}
 }

@@ -50,7 +50,7 @@ func (s *Server) createModel(w http.ResponseWriter, r *http.Request, owner strin
 	}
 	arch, ok := models.Lookup(body.BaseModel)
 	if !ok {
-		return errorf(http.StatusBadRequest, "Unknown base model %q; see get_server_capabilities for the supported models", body.BaseModel)
+		return errorf(http.StatusBadRequest, "%v", models.NotInCatalog(body.BaseModel))
 	}
 	if e := s.checkServable(arch.Name); e != nil {
 		return e

@@ -59,7 +59,7 @@ func (s *Server) createSamplingSession(w http.ResponseWriter, r *http.Request, o
 	case body.BaseModel != "":
 		arch, ok := models.Lookup(body.BaseModel)
 		if !ok {
-			return errorf(http.StatusBadRequest, "Unknown base model %q; see get_server_capabilities for the supported models", body.BaseModel)
+			return errorf(http.StatusBadRequest, "%v", models.NotInCatalog(body.BaseModel))
 		}
 		sp.BaseModel = arch.Name
 	default:

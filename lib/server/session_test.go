@@ -93,6 +93,10 @@ func TestSessionModelSaveSampleFlow(t *testing.T) {
 	if code, _, _ := e.do("POST", "/api/v1/create_model", map[string]any{"session_id": sess.SessionID, "model_seq_id": 1, "base_model": "nope/x", "lora_config": map[string]any{"rank": 8}}); code != 400 {
 		t.Errorf("unknown base model = %d", code)
 	}
+	// A model of the current lineup the catalog cannot shape: one line saying what is missing.
+	if code, body, _ := e.do("POST", "/api/v1/create_model", map[string]any{"session_id": sess.SessionID, "model_seq_id": 1, "base_model": "Qwen/Qwen3.5-27B", "lora_config": map[string]any{"rank": 8}}); code != 400 || !strings.Contains(string(body), "Gated DeltaNet") {
+		t.Errorf("lineup model outside the catalog = %d %s", code, body)
+	}
 
 	var info map[string]any
 	e.post("/api/v1/get_info", map[string]string{"model_id": fut.ModelID, "type": "get_info"}, &info)

@@ -8,17 +8,18 @@ import (
 
 // Character classes used by the pre-tokenizer regexes, as bits.
 const (
-	clL  uint16 = 1 << iota // \p{L}
-	clN                     // \p{N}
-	clWS                    // \s: Unicode White_Space, as in Oniguruma (HF tokenizers)
-	clLu                    // \p{Lu}
-	clLt                    // \p{Lt}
-	clLl                    // \p{Ll}
-	clLm                    // \p{Lm}
-	clLo                    // \p{Lo}
-	clM                     // \p{M}
-	clP                     // \p{P}
-	clS                     // \p{S}
+	clL   uint16 = 1 << iota // \p{L}
+	clN                      // \p{N}
+	clWS                     // \s: Unicode White_Space, as in Oniguruma (HF tokenizers)
+	clLu                     // \p{Lu}
+	clLt                     // \p{Lt}
+	clLl                     // \p{Ll}
+	clLm                     // \p{Lm}
+	clLo                     // \p{Lo}
+	clM                      // \p{M}
+	clP                      // \p{P}
+	clS                      // \p{S}
+	clHan                    // \p{Han}: the Han script (Kimi's pattern)
 )
 
 // bmpClass caches the classes of the Basic Multilingual Plane; it is built on
@@ -70,6 +71,9 @@ func computeClass(r rune) uint16 {
 	}
 	if unicode.IsSymbol(r) {
 		c |= clS
+	}
+	if unicode.Is(unicode.Han, r) {
+		c |= clHan
 	}
 	return c
 }

@@ -40,15 +40,13 @@ func ForModel(ctx context.Context, baseModel string) (*Tokenizer, error) {
 }
 
 // ForRepo is ForModel for a tokenizer repo id, e.g. the tokenizer_id the
-// service reports in get_info. revision "" means "main".
+// service reports in get_info. revision "" means "main". A repo with
+// tiktoken.model and no tokenizer.json (Kimi K2) loads through LoadTiktoken.
 func ForRepo(ctx context.Context, repoID, revision string) (*Tokenizer, error) {
 	if revision == "" {
 		revision = "main"
 	}
-	switch {
-	case strings.HasPrefix(repoID, "moonshotai/Kimi"):
-		return nil, fmt.Errorf("tokenizer %s is a tiktoken model with remote code, which is not supported; use a model with a tokenizer.json", repoID)
-	case strings.HasPrefix(repoID, "TML/") || strings.HasPrefix(repoID, "thinkingmachines/"):
+	if strings.HasPrefix(repoID, "TML/") || strings.HasPrefix(repoID, "thinkingmachines/") {
 		return nil, fmt.Errorf("tokenizer %s is private to Thinking Machines and cannot be loaded locally", repoID)
 	}
 	key := repoID + "@" + revision

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/dlclark/regexp2"
@@ -238,17 +239,31 @@ const (
 	patQwen    = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 	patO200K   = `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 	patDigits3 = `\p{N}{1,3}`
-	patDSCJK   = "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+"
-	patDSMain  = "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"
+	// Qwen3.5/3.6/3.8 (248k vocabulary): Qwen's pattern with marks joining
+	// letters and leaving punctuation runs.
+	patQwen35 = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	// NVIDIA's 131k tiktoken-v2 vocabulary (Mistral's Tekken pattern), which
+	// Nemotron 3 uses: o200k's without contractions, one digit at a time.
+	patTekken = `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	// KimiPattern is the split pattern of Moonshot's tokenization_kimi.py
+	// (its pat_str): o200k's with a leading Han branch, Han taken out of the
+	// letter classes (Rust-regex class intersection), and no '/' after
+	// punctuation.
+	KimiPattern = `[\p{Han}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	patDSCJK    = "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+"
+	patDSMain   = "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"
 )
 
 var handWritten = map[string]matchFunc{
-	patLlama3:  func(s string, i int) int { return matchCL100K(s, i, 3) },
-	patQwen:    func(s string, i int) int { return matchCL100K(s, i, 1) },
-	patO200K:   matchO200K,
-	patDigits3: func(s string, i int) int { return matchNumbers(s, i, 3) },
-	patDSCJK:   matchDSCJK,
-	patDSMain:  matchDeepSeek,
+	patLlama3:   func(s string, i int) int { return matchCL100K(s, i, 3) },
+	patQwen:     func(s string, i int) int { return matchCL100K(s, i, 1) },
+	patO200K:    matchO200K,
+	KimiPattern: matchKimi,
+	patQwen35:   matchQwen35,
+	patTekken:   matchTekken,
+	patDigits3:  func(s string, i int) int { return matchNumbers(s, i, 3) },
+	patDSCJK:    matchDSCJK,
+	patDSMain:   matchDeepSeek,
 }
 
 func matchNumbers(s string, i, max int) int {
@@ -299,11 +314,27 @@ const (
 	o200kLower = clLl | clLm | clLo | clM
 )
 
-// o200kWord matches [Lu Lt Lm Lo M]*[Ll Lm Lo M]+ at p.
-func o200kWord(s string, p int) int {
-	q := runWhile(s, p, o200kUpper)
-	if classAt(s, q)&o200kLower != 0 {
-		return runWhile(s, q, o200kLower)
+// runExcept is runWhile for runes whose class intersects mask but not excl.
+func runExcept(s string, i int, mask, excl uint16) int {
+	for i < len(s) {
+		_, n, c := runeAt(s, i)
+		if c&mask == 0 || c&excl != 0 {
+			break
+		}
+		i += n
+	}
+	return i
+}
+
+// has reports whether class c intersects mask and not excl.
+func has(c, mask, excl uint16) bool { return c&mask != 0 && c&excl == 0 }
+
+// o200kWord matches [Lu Lt Lm Lo M]*[Ll Lm Lo M]+ at p, runes of class excl
+// taken out of both sets.
+func o200kWord(s string, p int, excl uint16) int {
+	q := runExcept(s, p, o200kUpper, excl)
+	if has(classAt(s, q), o200kLower, excl) {
+		return runExcept(s, q, o200kLower, excl)
 	}
 	// Backtrack: the upper run must give back its last "lower" rune.
 	end := -1
@@ -317,12 +348,12 @@ func o200kWord(s string, p int) int {
 	return end
 }
 
-// o200kCapital matches [Lu Lt Lm Lo M]+[Ll Lm Lo M]* at p.
-func o200kCapital(s string, p int) int {
-	if classAt(s, p)&o200kUpper == 0 {
+// o200kCapital matches [Lu Lt Lm Lo M]+[Ll Lm Lo M]* at p (less excl).
+func o200kCapital(s string, p int, excl uint16) int {
+	if !has(classAt(s, p), o200kUpper, excl) {
 		return -1
 	}
-	return runWhile(s, runWhile(s, p, o200kUpper), o200kLower)
+	return runExcept(s, runExcept(s, p, o200kUpper, excl), o200kLower, excl)
 }
 
 func optContraction(s string, e int) int {
@@ -334,27 +365,92 @@ func optContraction(s string, e int) int {
 	return e
 }
 
-func matchO200K(s string, i int) int {
+func matchO200K(s string, i int) int { return matchO200KLike(s, i, 0, "\r\n/", true, 3) }
+
+// matchTekken is patTekken: o200k without contractions, single digits.
+func matchTekken(s string, i int) int { return matchO200KLike(s, i, 0, "\r\n/", false, 1) }
+
+// matchQwen35 is patQwen35: the cl100k shape with [\p{L}\p{M}] for letters.
+func matchQwen35(s string, i int) int {
+	r, n, c := runeAt(s, i)
+	if r == '\'' {
+		if e := contraction(s, i); e > 0 {
+			return e
+		}
+	}
+	// [^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+ (a mark at i is a letter either way)
+	if c&(clL|clM) != 0 {
+		return runWhile(s, i, clL|clM)
+	}
+	if r != '\r' && r != '\n' && c&clN == 0 && classAt(s, i+n)&(clL|clM) != 0 {
+		return runWhile(s, i+n, clL|clM)
+	}
+	if c&clN != 0 {
+		return i + n
+	}
+	// ' ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*'
+	const other = clWS | clL | clM | clN
+	if r == ' ' && i+1 < len(s) && classAt(s, i+1)&other == 0 {
+		return runBytes(s, runNot(s, i+1, other), "\r\n")
+	}
+	if c&other == 0 {
+		return runBytes(s, runNot(s, i, other), "\r\n")
+	}
+	return whitespace(s, i)
+}
+
+// runNot returns the end of the run of runes whose class misses mask.
+func runNot(s string, i int, mask uint16) int {
+	for i < len(s) {
+		_, n, c := runeAt(s, i)
+		if c&mask != 0 {
+			break
+		}
+		i += n
+	}
+	return i
+}
+
+// matchKimi is KimiPattern: a run of Han first, then o200k's branches with
+// Han out of the letter classes and only line breaks after punctuation.
+func matchKimi(s string, i int) int {
+	if classAt(s, i)&clHan != 0 {
+		return runWhile(s, i, clHan)
+	}
+	return matchO200KLike(s, i, clHan, "\r\n", true, 3)
+}
+
+// matchO200KLike is the o200k pattern with the runes of class excl taken
+// out of its letter classes, punctTail the bytes ` ?[^\s\p{L}\p{N}]+`
+// may be followed by, optional contractions after words when contr, and
+// runs of up to digits numbers.
+func matchO200KLike(s string, i int, excl uint16, punctTail string, contr bool, digits int) int {
 	r, n, c := runeAt(s, i)
 	lead := r != '\r' && r != '\n' && c&(clL|clN) == 0 && i+n < len(s)
-	for _, word := range [2]func(string, int) int{o200kWord, o200kCapital} {
+	end := func(e int) int {
+		if contr {
+			return optContraction(s, e)
+		}
+		return e
+	}
+	for _, word := range [2]func(string, int, uint16) int{o200kWord, o200kCapital} {
 		if lead {
-			if e := word(s, i+n); e > 0 {
-				return optContraction(s, e)
+			if e := word(s, i+n, excl); e > 0 {
+				return end(e)
 			}
 		}
-		if e := word(s, i); e > 0 {
-			return optContraction(s, e)
+		if e := word(s, i, excl); e > 0 {
+			return end(e)
 		}
 	}
 	if c&clN != 0 {
-		return matchNumbers(s, i, 3)
+		return matchNumbers(s, i, digits)
 	}
 	if r == ' ' && i+1 < len(s) && classAt(s, i+1)&(clWS|clL|clN) == 0 {
-		return runBytes(s, runOther(s, i+1), "\r\n/")
+		return runBytes(s, runOther(s, i+1), punctTail)
 	}
 	if c&(clWS|clL|clN) == 0 {
-		return runBytes(s, runOther(s, i), "\r\n/")
+		return runBytes(s, runOther(s, i), punctTail)
 	}
 	return whitespace(s, i)
 }
@@ -450,6 +546,9 @@ func matchGPT2(s string, i int) int {
 type regexSplit struct{ re *regexp2.Regexp }
 
 func newRegexSplit(pattern string) (regexSplit, error) {
+	// Rust-regex class intersection with a negated class, [A&&[^B]] as in
+	// KimiPattern, is .NET class subtraction [A-[B]].
+	pattern = strings.ReplaceAll(pattern, "&&[^", "-[")
 	re, err := regexp2.Compile(pattern, regexp2.Unicode)
 	if err != nil {
 		// Unicode mode rejects some escapes; retry in the default mode.
@@ -501,6 +600,15 @@ func (p regexSplit) split(s string, emit func(string)) {
 }
 
 // --- construction from tokenizer.json ---------------------------------------
+
+// splitFor returns the Isolated split on pattern: a hand-written matcher
+// when there is one (and useRegexp2 is false), else regexp2.
+func splitFor(pattern string, useRegexp2 bool) (preTokenizer, error) {
+	if m, ok := handWritten[pattern]; ok && !useRegexp2 {
+		return matchSplit{m}, nil
+	}
+	return newRegexSplit(pattern)
+}
 
 type preTokJSON struct {
 	Type           string            `json:"type"`
@@ -555,10 +663,7 @@ func buildPreTokenizer(raw json.RawMessage, useRegexp2 bool) (preTokenizer, erro
 		default:
 			return nil, fmt.Errorf("pre_tokenizer Split: empty pattern")
 		}
-		if m, ok := handWritten[pattern]; ok && !useRegexp2 {
-			return matchSplit{m}, nil
-		}
-		return newRegexSplit(pattern)
+		return splitFor(pattern, useRegexp2)
 	case "ByteLevel":
 		useRegex := true
 		if p.UseRegex != nil {

@@ -1,7 +1,8 @@
 // Package tokenizer encodes and decodes text exactly as a Hugging Face
 // byte-level BPE tokenizer (tokenizer.json) does, in pure Go: Llama 3,
-// Qwen 3, DeepSeek V3 and gpt-oss. Load one with Load or FromFiles, or by base
-// model name with ForModel.
+// Qwen 3, DeepSeek V3 and gpt-oss; and as Kimi K2's tiktoken-format
+// vocabulary (tiktoken.model) does, see tiktoken.go. Load one with Load,
+// FromFiles or FromTiktoken, or by base model name with ForModel.
 package tokenizer
 
 import (
@@ -29,6 +30,7 @@ type Tokenizer struct {
 	prefix    []int // post-processor ids before the text (BOS)
 	suffix    []int // and after it (EOS)
 	config    Config
+	splitLong bool // cut long texts first, as tokenization_kimi.py does (splitLongText)
 }
 
 // Config holds the parts of tokenizer_config.json that callers need.
@@ -53,9 +55,16 @@ type options struct{ regexp2 bool }
 // cross-checks).
 func WithRegexp2() Option { return func(o *options) { o.regexp2 = true } }
 
-// Load reads tokenizer.json and (if present) tokenizer_config.json from dir.
+// Load reads tokenizer.json and (if present) tokenizer_config.json from dir;
+// a directory with tiktoken.model and no tokenizer.json (Kimi K2) loads with
+// LoadTiktoken.
 func Load(dir string, opts ...Option) (*Tokenizer, error) {
 	tj, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	if os.IsNotExist(err) {
+		if _, terr := os.Stat(filepath.Join(dir, TiktokenFile)); terr == nil {
+			return LoadTiktoken(dir, opts...)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("load tokenizer: %w", err)
 	}
@@ -63,15 +72,22 @@ func Load(dir string, opts ...Option) (*Tokenizer, error) {
 	if err != nil && !os.IsNotExist(err) {
 		return nil, fmt.Errorf("load tokenizer: %w", err)
 	}
-	t, err := FromFiles(tj, cj, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("load tokenizer from %s: %w", dir, err)
+	return loadedFrom(dir)(FromFiles(tj, cj, opts...))
+}
+
+// loadedFrom finishes Load and LoadTiktoken: the tokenizer is named by its
+// directory, and takes chat_template.jinja when its config has no template.
+func loadedFrom(dir string) func(*Tokenizer, error) (*Tokenizer, error) {
+	return func(t *Tokenizer, err error) (*Tokenizer, error) {
+		if err != nil {
+			return nil, fmt.Errorf("load tokenizer from %s: %w", dir, err)
+		}
+		t.id = dir
+		if t.config.ChatTemplate == "" {
+			t.config.ChatTemplate = readChatTemplateFile(dir)
+		}
+		return t, nil
 	}
-	t.id = dir
-	if t.config.ChatTemplate == "" {
-		t.config.ChatTemplate = readChatTemplateFile(dir)
-	}
-	return t, nil
 }
 
 type addedTokenJSON struct {
@@ -221,14 +237,41 @@ func FromFiles(tokJSON, cfgJSON []byte, opts ...Option) (*Tokenizer, error) {
 	if err := checkByteLevelDecoder(tj.Decoder); err != nil {
 		return nil, err
 	}
-	t := &Tokenizer{added: map[string]int{}}
 	m := &bpeModel{vocab: mj.vocab, ignoreMerges: mj.IgnoreMerges}
-	t.model = m
+	t, err := newTokenizer(m, tj.AddedTokens)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.loadMerges(mj.merges); err != nil {
+		return nil, err
+	}
+	if t.normalize, err = buildNormalizer(tj.Normalizer); err != nil {
+		return nil, err
+	}
+	t.buildAddedMatchers(tj.AddedTokens)
+	if t.pre, err = buildPreTokenizer(tj.PreTokenizer, o.regexp2); err != nil {
+		return nil, err
+	}
+	if err := t.loadPostProcessor(tj.PostProcessor); err != nil {
+		return nil, err
+	}
+	if len(cfgJSON) > 0 {
+		if err := t.loadConfig(cfgJSON); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// newTokenizer builds the id tables of a byte-level vocabulary (raw bytes →
+// id) and its added tokens; merges, normalizer and pre-tokenizer come later.
+func newTokenizer(m *bpeModel, added []addedTokenJSON) (*Tokenizer, error) {
+	t := &Tokenizer{added: map[string]int{}, model: m}
 	maxID := -1
 	for _, id := range m.vocab {
 		maxID = max(maxID, id)
 	}
-	for _, a := range tj.AddedTokens {
+	for _, a := range added {
 		maxID = max(maxID, a.ID)
 	}
 	t.tokBytes = make([][]byte, maxID+1)
@@ -247,15 +290,25 @@ func FromFiles(tokJSON, cfgJSON []byte, opts ...Option) (*Tokenizer, error) {
 		}
 		m.byteID[i] = int32(id)
 	}
-	if err := t.loadMerges(mj.merges); err != nil {
-		return nil, err
-	}
-
-	var raw, normed []*addedToken
-	for _, a := range tj.AddedTokens {
+	for _, a := range added {
+		if a.ID < 0 {
+			return nil, fmt.Errorf("added token %q has negative id", a.Content)
+		}
 		if a.SingleWord {
 			return nil, fmt.Errorf("added token %q: single_word is not supported", a.Content)
 		}
+		t.added[a.Content] = a.ID
+		t.tokBytes[a.ID] = []byte(a.Content)
+		t.special[a.ID] = a.Special
+	}
+	return t, nil
+}
+
+// buildAddedMatchers sets up matching of the added tokens in text; call it
+// once the normalizer is known.
+func (t *Tokenizer) buildAddedMatchers(added []addedTokenJSON) {
+	var raw, normed []*addedToken
+	for _, a := range added {
 		at := &addedToken{id: a.ID, content: a.Content, special: a.Special, lstrip: a.LStrip, rstrip: a.RStrip}
 		// Hugging Face matches special and non-normalized tokens on the raw
 		// text, the rest after normalization.
@@ -264,29 +317,11 @@ func FromFiles(tokJSON, cfgJSON []byte, opts ...Option) (*Tokenizer, error) {
 		} else {
 			normed = append(normed, at)
 		}
-		t.added[a.Content] = a.ID
-		t.tokBytes[a.ID] = []byte(a.Content)
-		t.special[a.ID] = a.Special
-	}
-	if t.normalize, err = buildNormalizer(tj.Normalizer); err != nil {
-		return nil, err
 	}
 	if t.normalize == nil { // both sets match the same text
 		raw, normed = append(raw, normed...), nil
 	}
 	t.rawAdded, t.normAdded = newAddedMatcher(raw), newAddedMatcher(normed)
-	if t.pre, err = buildPreTokenizer(tj.PreTokenizer, o.regexp2); err != nil {
-		return nil, err
-	}
-	if err := t.loadPostProcessor(tj.PostProcessor); err != nil {
-		return nil, err
-	}
-	if len(cfgJSON) > 0 {
-		if err := t.loadConfig(cfgJSON); err != nil {
-			return nil, err
-		}
-	}
-	return t, nil
 }
 
 func (t *Tokenizer) loadMerges(pairs [][2]string) error {
@@ -551,8 +586,14 @@ type encoder struct {
 }
 
 func (e *encoder) run(text string) {
-	e.t.rawAdded.splitAdded(text, e.plain, e.token)
+	if e.t.splitLong {
+		splitLongText(text, e.section)
+		return
+	}
+	e.section(text)
 }
+
+func (e *encoder) section(s string) { e.t.rawAdded.splitAdded(s, e.plain, e.token) }
 
 func (e *encoder) token(a *addedToken) { e.out = append(e.out, a.id) }
 

@@ -241,6 +241,8 @@ func TestMatchersFuzzAgainstRegexp2(t *testing.T) {
 		"qwen":     {patQwen},
 		"o200k":    {patO200K},
 		"deepseek": {patDigits3, patDSCJK, patDSMain},
+		"qwen3.5":  {patQwen35},
+		"tekken":   {patTekken},
 	}
 	r := rand.New(rand.NewPCG(7, 11))
 	for name, pats := range patterns {
