@@ -124,18 +124,29 @@ func TestPromptTypeAhead(t *testing.T) {
 // TestPromptTypeAheadNoSize (issue 29, item 3): on a terminal that reports
 // no size (a 0×0 window: serial consoles, `docker run -t` before its first
 // resize) the line editor reads whole lines as a cooked terminal gives
-// them; a Ctrl-D typed while a value prints must still end the session.
+// them; a Ctrl-D typed while a value prints must still end the session,
+// and a Ctrl-C at the prompt must give a new one.
 func TestPromptTypeAheadNoSize(t *testing.T) {
-	steps := []step{
+	ctrlD := []step{
 		{">>> ", "1+1\r"},
 		{"2\r\n", "\x04"},
 	}
+	// Ctrl-C at the prompt clears the line and prompts again (it used to
+	// leave the prompt waiting for a line end that never came).
+	ctrlC := []step{
+		{">>> ", "1+1\r"},
+		{"2\r\n>>> ", "\x03"},
+		{">>> ", "3+4\r"},
+		{"7\r\n", "\x04"},
+	}
 	const runs = 30
 	for i := 0; i < runs; i++ {
-		home := t.TempDir()
-		out, err := reactSized(t, tinkerCmd(t, home), &pty.Winsize{}, steps)
-		if err != nil {
-			t.Fatalf("run %d: tinker exited with %v, want status 0; output:\n%q", i, err, out)
+		for _, steps := range [][]step{ctrlD, ctrlC} {
+			home := t.TempDir()
+			out, err := reactSized(t, tinkerCmd(t, home), &pty.Winsize{}, steps)
+			if err != nil {
+				t.Fatalf("run %d: tinker exited with %v, want status 0; output:\n%q", i, err, out)
+			}
 		}
 	}
 }

@@ -101,6 +101,9 @@ func (e *linerEditor) Prompt(p string) (string, error) {
 		}
 	}
 	line, err := e.st.Prompt(p)
+	if e.kb != nil && err == nil && e.kb.takeAbort() {
+		return "", ErrAborted // Ctrl-C ended a plain line (see keyboard.cook)
+	}
 	if e.kb != nil && err == nil {
 		if paste := e.kb.takePaste(); paste != "" {
 			return "", &Pasted{Text: line + "\n" + paste}

@@ -41,7 +41,8 @@ type keyboard struct {
 	queue     []byte // typed, not yet handed on
 	prompting bool   // the editor is reading a line
 	lineSent  bool   // a line ending was handed on during this prompt
-	lineMode  bool   // the editor reads plain lines (see cookCtrlD)
+	lineMode  bool   // the editor reads plain lines (see cook)
+	aborted   bool   // a Ctrl-C ended the line handed on (see cook)
 	midLine   bool   // part of a line was handed on during this prompt
 	cancel    func() // set while an evaluation watches for Ctrl-C
 	tabCancel func() // set while completion fetches names (see watchPrompt)
@@ -158,7 +159,7 @@ func (k *keyboard) deliver() {
 		if i := bytes.Index(k.queue, pasteStart); i >= 0 {
 			n = i // a paste waits until what was typed before it is through
 		}
-		if k.lineMode && k.cookCtrlD(&n) {
+		if k.lineMode && k.cook(&n) {
 			continue
 		}
 		if i := bytes.IndexAny(k.queue[:n], "\r\n\x03"); i >= 0 {
@@ -174,28 +175,43 @@ func (k *keyboard) deliver() {
 	}
 }
 
-// cookCtrlD does for an editor in line mode what a cooked terminal does
-// with Ctrl-D. liner falls back to reading plain lines when the terminal is
-// too narrow (a 0×0 window), in the terminal's cooked mode; a Ctrl-D typed
-// while a statement ran was read here as a byte, and handed on it would be
-// a character of the line, never end of input. At the start of a line it
-// ends the input; elsewhere it is dropped. It reports whether it took the
-// queue's first byte; otherwise *n stops before the next Ctrl-D.
-// Called with k.mu held.
-func (k *keyboard) cookCtrlD(n *int) bool {
-	i := bytes.IndexByte(k.queue[:*n], ctrlD)
+// cook does for an editor in line mode what a cooked terminal does with
+// Ctrl-D and Ctrl-C. liner falls back to reading plain lines when the
+// terminal is too narrow (a 0×0 window), in the terminal's cooked mode; a
+// key the keyboard read as a byte (typed while a statement ran, or a
+// SIGINT at the prompt, see interrupt) would otherwise be a character of
+// the line: a Ctrl-D never ended the input, and after a Ctrl-C the line
+// never ended, so the next one typed was lost. Ctrl-D at the start of a
+// line ends the input and elsewhere is dropped; Ctrl-C ends the line,
+// which the editor then reports as aborted (takeAbort). It reports whether
+// it took the queue's first byte; otherwise *n stops before the next such
+// key. Called with k.mu held.
+func (k *keyboard) cook(n *int) bool {
+	i := bytes.IndexAny(k.queue[:*n], "\x03\x04")
 	switch {
 	case i < 0:
 		return false
 	case i > 0:
 		*n = i
 		return false
+	case k.queue[0] == ctrlC:
+		k.queue, k.aborted, k.lineSent = k.queue[1:], true, true
+		k.send([]byte("\n"))
 	case k.midLine:
 		k.queue = k.queue[1:]
-		return true
+	default:
+		k.queue, k.eof = nil, true
 	}
-	k.queue, k.eof = nil, true
 	return true
+}
+
+// takeAbort reports, once, that the line just read ended with Ctrl-C.
+func (k *keyboard) takeAbort() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	a := k.aborted
+	k.aborted = false
+	return a
 }
 
 func (k *keyboard) send(b []byte) {
@@ -209,7 +225,7 @@ func (k *keyboard) send(b []byte) {
 func (k *keyboard) beginPrompt(lineMode bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.prompting, k.lineSent, k.lineMode, k.midLine = true, false, lineMode, false
+	k.prompting, k.lineSent, k.lineMode, k.midLine, k.aborted = true, false, lineMode, false, false
 	k.deliver()
 }
 
