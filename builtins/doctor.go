@@ -166,6 +166,9 @@ func (d *Doctor) Record(gotime.Time) *render.Record {
 	if r.Config != "" {
 		f = append(f, render.Field{Name: "Config", Value: r.Config})
 	}
+	if r.Local != "" {
+		f = append(f, render.Field{Name: "Local server", Value: r.Local})
+	}
 	if len(r.Models) > 0 {
 		f = append(f, render.Field{Name: "Models", Value: modelsText(r)})
 	}

@@ -29,6 +29,9 @@ type Options struct {
 	// Config describes the config file and profile in force, when the
 	// caller knows them (the doctor command does).
 	Config string
+	// LocalData is where tinker --local keeps its data, reported when
+	// there is no credential (the local server needs none).
+	LocalData string
 }
 
 // Report is what Check found.
@@ -37,6 +40,7 @@ type Report struct {
 	BaseURL    string
 	Credential string // where the credential comes from, or "none"
 	Config     string // the config file and profile, if known
+	Local      string // how to use the local server instead, without a credential
 	Auth       string // "API key" or "JWT for <user>"
 	Reachable  bool   // healthz answered
 	Accepted   bool   // the credential was accepted
@@ -111,6 +115,13 @@ func NoCredential(baseURL string, o Options) *Report {
 		baseURL = tinkerapi.DefaultBaseURL
 	}
 	r := &Report{Backend: o.Backend, BaseURL: baseURL, Credential: "none", Auth: "none", Config: o.Config, HFCache: hfCache(o.Hub)}
+	if o.LocalData != "" {
+		state := "absent: nothing run locally yet"
+		if _, err := os.Stat(o.LocalData); err == nil {
+			state = "present"
+		}
+		r.Local = fmt.Sprintf("tinker --local runs it in-process, no account needed; its data: %s (%s)", o.LocalData, state)
+	}
 	r.Fixes = []string{"no credential: set TINKER_API_KEY to your Tinker API key, or give a profile a credential_command (`tinker config --help`)",
 		"or use the local server, no account needed: `tinker --local doctor`"}
 	return r

@@ -28,7 +28,7 @@ var doctorCmd = &command{
 var errUnusable = &tinkerapi.UserError{Msg: "the backend cannot be used: see \"To fix\" above"}
 
 func runDoctor(r *apiRun) error {
-	rep, err := builtins.CheckBackend(r.ctx, r.backend, doctor.Options{Now: r.now, Config: configText(r.opts.resolved)}, r.opts.env("TINKER_BASE_URL"))
+	rep, err := builtins.CheckBackend(r.ctx, r.backend, doctor.Options{Now: r.now, Config: configText(r.opts.resolved), LocalData: DataDir()}, r.opts.env("TINKER_BASE_URL"))
 	if err != nil {
 		return err
 	}
