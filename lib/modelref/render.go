@@ -20,10 +20,14 @@ func rendererName(ctx context.Context, base, name string) (string, error) {
 	if name != "" {
 		return name, nil
 	}
-	if name = defaultRenderer(ctx, base); name == "" {
-		return "", fmt.Errorf("no default chat renderer for %s; choose one of %s", base, strings.Join(chat.Names(), ", "))
+	if name = defaultRenderer(ctx, base); name != "" {
+		return name, nil
 	}
-	return name, nil
+	if err := chat.NoRenderer(base); err != nil {
+		return "", err
+	}
+	// A model directory whose chat template no renderer here speaks.
+	return "", fmt.Errorf("no default chat renderer for %s (its chat template is none tinker knows); choose one of %s", base, strings.Join(chat.Names(), ", "))
 }
 
 // Renderer is the chat renderer name (or the default) over the base

@@ -169,7 +169,7 @@ func RL(ctx context.Context, s SamplingSession, o RLOptions) (*RLResult, error) 
 		LearningRate: o.LearningRate, SaveEvery: o.SaveEvery, Name: o.Name}
 	run, err := newRunner[RLMetrics](ctx, &o.RunOptions, o.BaseModel, o.Steps, cfg, "rl")
 	if err != nil {
-		return nil, userErr("log_dir: " + err.Error())
+		return nil, logDirErr(err)
 	}
 	if run.done() {
 		return run.res, nil
