@@ -92,6 +92,11 @@ func learningRateFlag(c *invocation, base string) (float64, string) {
 		}
 		return lr, ""
 	}
+	if c.opts.local {
+		// A --model NAME=DIR base is known once registered (as the
+		// backend will); a bad --model is reported when it starts.
+		_, _ = modelDirs(c.opts.models)
+	}
 	lr, err := models.LoRALearningRate(base)
 	if err != nil {
 		return 0, "--learning-rate: " + err.Error()
