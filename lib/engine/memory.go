@@ -1,7 +1,5 @@
 package engine
 
-import "github.com/tinkershell/tinker/lib/models"
-
 // ActivationBytes is the scratch memory one forward (backward false) or
 // forward_backward call over datums of these lengths needs on top of the
 // trainer's fixed state (StateBytes): the datums run one at a time, so it is
@@ -23,19 +21,31 @@ func (t *Trainer) ActivationBytes(lengths []int, backward bool) int64 {
 		}
 		return 0
 	}
-	attn, mlp, head, qwen := b(t.cfg.TrainAttn), b(t.cfg.TrainMLP), b(t.cfg.TrainUnembed), b(c.Family == models.Qwen3)
-	layer := 4*h + 2*qd + 2*kvd + 3*inter + qwen*(qd+kvd) + attn*4*r + mlp*3*r
+	attn, mlp, head, qwen := b(t.cfg.TrainAttn), b(t.cfg.TrainMLP), b(t.cfg.TrainUnembed), b(c.hasQKNorm())
+	// Per position: a layer's kept activations without the MLP's (the
+	// residual x, norms, q, k, v, attention output, x2, next) and, per
+	// layer, the MLP's kept activations and its backward scratch.
+	base := 4*h + 2*qd + 2*kvd + qwen*(qd+kvd) + attn*4*r
+	mlpKept, mlpGrad := 3*inter+mlp*3*r, 2*inter+h+mlp*3*r
+	maxKept, maxGrad, kept := 0, 0, 0
+	for li := range c.Layers {
+		k, g := mlpKept, mlpGrad
+		if c.IsMoELayer(li) {
+			k, g = moeFloats(c, r, mlp)
+		}
+		maxKept, maxGrad, kept = max(maxKept, k), max(maxGrad, g), kept+k
+	}
 	headPart := n*(h+head*r) + min(n, headChunk)*c.VocabSize
 	if !backward {
 		// One layer's scratch at a time (the residual alternates between two
 		// buffers), released before the output layer.
-		return 4 * int64(n*(hd+2*h)+max(n*(layer-h), headPart))
+		return 4 * int64(n*(hd+2*h)+max(n*(base-h+maxKept), headPart))
 	}
-	floats := n*(hd+h) + c.Layers*n*layer + headPart
+	floats := n*(hd+h) + n*(c.Layers*base+kept) + headPart
 	{
 		floats += n * (h + head*r + h) // dxnF, the head's gradients of A·x, dx
 		if attn+mlp > 0 {
-			mlpPart := n * (2*inter + h + mlp*3*r)
+			mlpPart := n * maxGrad
 			attnPart := 0
 			if attn == 1 || c.Layers > 1 {
 				attnPart = n * (2*qd + 2*kvd + qwen*(qd+kvd) + attn*4*r + b(c.Layers > 1)*h)

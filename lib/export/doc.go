@@ -25,8 +25,12 @@
 //   - Atomic output. Everything is written into a hidden sibling of OUT
 //     that is renamed into place only when complete; an existing OUT is
 //     kept until then (and replaced only with Force).
-//   - Dense families (Llama 3, Qwen3): what the local engine runs and can
-//     therefore check.
+//   - Llama 3, Qwen3, Qwen3-MoE and GPT-OSS: what the local engine runs
+//     and can therefore check. Stacked expert adapters (w1/w2/w3) are split
+//     per expert and merged into either of transformers' Qwen3-MoE expert
+//     layouts (experts.go) or GPT-OSS's fused, interleaved, input-major
+//     tensors (experts_gptoss.go), dequantised from MXFP4 when the base
+//     stores them so (mxfp4.go).
 //   - DeepSeek V3.1 / Kimi K2 (latent*.go): the service's adapter layout
 //     (stacked w1/w2/w3 experts whose hidden-side factor all experts
 //     share, unembed_tokens) expanded per expert; FP8 block-quantised and

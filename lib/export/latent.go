@@ -1,9 +1,7 @@
 package export
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -127,10 +125,7 @@ func (m *latentMerger) writeSide(out *outDir, o Options, a *Adapter, files []str
 	if err != nil {
 		return err
 	}
-	cfg, err := mergedConfig(m.lb.Dir, false, m.dtype)
-	if err == nil && m.dequant {
-		cfg, err = dropQuantization(cfg)
-	}
+	cfg, err := mergedConfig(m.lb.Dir, false, m.dtype, m.dequant)
 	if err != nil {
 		return err
 	}
@@ -155,21 +150,4 @@ func (m *latentMerger) writeSide(out *outDir, o Options, a *Adapter, files []str
 	}
 	res.Bytes = out.written
 	return nil
-}
-
-// dropQuantization removes quantization_config (also text_config's) from
-// a config.json: the weights are no longer quantised.
-func dropQuantization(raw []byte) ([]byte, error) {
-	var cfg map[string]any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&cfg); err != nil {
-		return nil, fmt.Errorf("base config: %w", err)
-	}
-	delete(cfg, "quantization_config")
-	if tc, ok := cfg["text_config"].(map[string]any); ok {
-		delete(tc, "quantization_config")
-	}
-	b, err := json.MarshalIndent(cfg, "", "  ")
-	return append(b, '\n'), err
 }

@@ -116,6 +116,5 @@ func expertOf(t *safetensors.Tensor, e int64) *safetensors.Tensor {
 	if t.Shape[0] == 1 {
 		e = 0
 	}
-	n := int64(len(t.Data)) / t.Shape[0]
-	return &safetensors.Tensor{Name: fmt.Sprintf("%s[%d]", t.Name, e), DType: t.DType, Shape: t.Shape[1:], Data: t.Data[e*n : (e+1)*n : (e+1)*n]}
+	return expertSlice(t, e)
 }

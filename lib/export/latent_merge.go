@@ -148,7 +148,7 @@ func (m *latentMerger) planOne(name string, l located, add func(safetensors.Tens
 	}
 	if q == nil {
 		t := safetensors.TensorInfo{Name: name, DType: m.outDType(l.t.DType), Shape: l.t.Shape}
-		add(t, latentSource{source: source{l.t, l.off, nil}})
+		add(t, latentSource{source: source{t: l.t, off: l.off}})
 		return nil
 	}
 	_, adapted := m.mods[weight]
@@ -158,7 +158,7 @@ func (m *latentMerger) planOne(name string, l located, add func(safetensors.Tens
 	case m.dequant:
 		add(safetensors.TensorInfo{Name: weight, DType: m.dtype, Shape: []int64{int64(q.rows), int64(q.cols)}}, latentSource{q: q})
 	case !adapted || (companion && name != q.scale.t.Name):
-		add(l.t, latentSource{source: source{l.t, l.off, nil}}) // copied as is
+		add(l.t, latentSource{source: source{t: l.t, off: l.off}}) // copied as is
 	case companion:
 		add(l.t, latentSource{stash: true})
 	default:
