@@ -32,6 +32,10 @@ type Arch struct {
 	Shape
 	// TokenizerID is what get_info reports (docs/protocol.md, "Models and weights").
 	TokenizerID string
+	// Dir is the model directory a name outside the catalog is served
+	// from (--model NAME=DIR): it brings its own tokenizer and chat
+	// template, so nothing is fetched from the Hub for it.
+	Dir string
 }
 
 // Shape is a transformer's shape, with the fields named as in a Hugging Face

@@ -167,7 +167,7 @@ func DPO(ctx context.Context, s Session, o DPOOptions) (*DPOResult, error) {
 		Schedule: o.Schedule, SaveEvery: o.SaveEvery, Name: o.Name}
 	run, err := newRunner[DPOMetrics](ctx, &o.RunOptions, st, perEpoch*o.Epochs, cfg, "dpo")
 	if err != nil {
-		return nil, userErr("log_dir: " + err.Error())
+		return nil, logDirErr(err)
 	}
 	if run.done() {
 		return run.res, nil

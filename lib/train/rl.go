@@ -182,7 +182,7 @@ func RL(ctx context.Context, s SamplingSession, o RLOptions) (*RLResult, error) 
 		LearningRate: o.LearningRate, DropEqual: o.DropEqualGroups, SaveEvery: o.SaveEvery, Name: o.Name}
 	run, err := newRunner[RLMetrics](ctx, &o.RunOptions, st, o.Steps, cfg, "rl")
 	if err != nil {
-		return nil, userErr("log_dir: " + err.Error())
+		return nil, logDirErr(err)
 	}
 	if run.done() {
 		return run.res, nil

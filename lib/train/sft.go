@@ -235,7 +235,7 @@ func SFT(ctx context.Context, s Session, o SFTOptions) (*SFTResult, error) {
 	perEpoch := (len(data) + o.BatchSize - 1) / o.BatchSize
 	run, err := newRunner[SFTMetrics](ctx, &o.RunOptions, st, perEpoch*o.Epochs, o.config(st, r.Name(), data, eval), "sft")
 	if err != nil {
-		return nil, userErr("log_dir: " + err.Error())
+		return nil, logDirErr(err)
 	}
 	run.warn(warnings)
 	if run.done() {

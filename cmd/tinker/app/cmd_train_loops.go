@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
 
 	starlarkjson "go.starlark.net/lib/json"
 	"go.starlark.net/starlark"
@@ -186,6 +187,9 @@ func rewardFile(path string, rows []train.Row) (func(int, string) (float64, erro
 	thread := &starlark.Thread{Name: "reward"}
 	opts := &syntax.FileOptions{Set: true, While: true, TopLevelControl: true, GlobalReassign: true, Recursion: true}
 	g, err := starlark.ExecFileOptions(opts, thread, path, src, nil)
+	if err != nil && strings.HasPrefix(err.Error(), path+":") {
+		return nil, err // a syntax error names the file and line already
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
