@@ -201,8 +201,8 @@ func (a *Adapter) pair(byPath map[string]*Module) error {
 		return fmt.Errorf("%s holds no LoRA tensors", filepath.Join(a.Dir, peft.WeightsFile))
 	}
 	r := int64(a.Config.R)
-	if err := splitExperts(byPath, r); err != nil {
-		return fmt.Errorf("%s: %w", peft.WeightsFile, err)
+	if err := expandExperts(byPath, r); err != nil {
+		return err
 	}
 	for path, m := range byPath {
 		if m.A == nil || m.B == nil {
