@@ -50,13 +50,17 @@ var denseModule = regexp.MustCompile(`^(?:model\.layers\.(\d+)\.(?:self_attn\.[q
 // moeModule matches the expert modules of mixture-of-experts adapters.
 var moeModule = regexp.MustCompile(`\.(?:experts|shared_experts)(?:\.|$)|\.w[123]$`)
 
-// hfPath maps the service's name for the unembedding to the Hugging Face
-// one; other paths are already Hugging Face's.
+// serviceAttn is GPT-OSS's attention as the service names it (.attn).
+var serviceAttn = regexp.MustCompile(`^(model\.layers\.\d+)\.attn\.`)
+
+// hfPath maps the service's names for the unembedding and for GPT-OSS's
+// attention (model.layers.N.attn.q_proj) to the Hugging Face ones; other
+// paths are already Hugging Face's.
 func hfPath(p string) string {
 	if p == "model.unembed_tokens" || p == "unembed_tokens" {
 		return "lm_head"
 	}
-	return p
+	return serviceAttn.ReplaceAllString(p, "${1}.self_attn.")
 }
 
 // ReadAdapter opens the adapter in dir: adapter_config.json and
@@ -201,8 +205,8 @@ func (a *Adapter) pair(byPath map[string]*Module) error {
 		return fmt.Errorf("%s holds no LoRA tensors", filepath.Join(a.Dir, peft.WeightsFile))
 	}
 	r := int64(a.Config.R)
-	if err := splitExperts(byPath, r); err != nil {
-		return fmt.Errorf("%s: %w", peft.WeightsFile, err)
+	if err := expandExperts(byPath, r); err != nil {
+		return err
 	}
 	for path, m := range byPath {
 		if m.A == nil || m.B == nil {

@@ -16,7 +16,9 @@ import (
 // Qwen3-MoE expert adapters. Tinker (and the local server) store one
 // stacked pair per layer and matrix kind, named after Mixtral: mlp.experts.w1
 // (gate_proj), w3 (up_proj) and w2 (down_proj), lora_A [experts, r, in] and
-// lora_B [experts, out, r]. Reading an adapter splits them into one module
+// lora_B [experts, out, r]; the service shares the hidden-side factor
+// (lora_A [1, r, hidden] of w1/w3, lora_B [1, hidden, r] of w2), the local
+// server does not. Reading an adapter (expandExperts) splits them into one module
 // per expert under transformers 4.x's names (mlp.experts.{e}.gate_proj),
 // which is how the Hub's checkpoints store the experts and how PEFT names
 // the modules it adapts there; such a per-expert PEFT adapter reads as
@@ -27,43 +29,15 @@ import (
 // update of each fused tensor. The router (mlp.gate) is never adapted.
 
 var (
-	// stackedExpert is a stacked expert module: layer and kind.
-	stackedExpert = regexp.MustCompile(`^model\.layers\.(\d+)\.mlp\.experts\.(w[123])$`)
 	// expertModule is one expert's module: layer, expert, projection.
 	expertModule = regexp.MustCompile(`^model\.layers\.(\d+)\.mlp\.experts\.(\d+)\.(gate_proj|up_proj|down_proj)$`)
 	// layerPrefix finds any module's layer number.
 	layerPrefix = regexp.MustCompile(`^model\.layers\.(\d+)\.`)
 )
 
-// stackedKinds maps the stacked names to the projection each adapts.
-var stackedKinds = map[string]string{"w1": "gate_proj", "w2": "down_proj", "w3": "up_proj"}
-
 // isExpertPath reports whether path is an expert module the export handles.
 func isExpertPath(path string) bool {
-	return stackedExpert.MatchString(path) || expertModule.MatchString(path)
-}
-
-// splitExperts replaces each stacked expert module of byPath by its
-// experts' modules, whose tensors are slices of the stacked ones.
-func splitExperts(byPath map[string]*Module, r int64) error {
-	for path, m := range byPath {
-		sm := stackedExpert.FindStringSubmatch(path)
-		if sm == nil || m.A == nil || m.B == nil {
-			continue
-		}
-		if len(m.A.Shape) != 3 || len(m.B.Shape) != 3 || m.A.Shape[0] != m.B.Shape[0] || m.A.Shape[1] != r || m.B.Shape[2] != r {
-			return fmt.Errorf("expert module %s has lora_A %v and lora_B %v, want [experts, %d, in] and [experts, out, %d]", path, m.A.Shape, m.B.Shape, r, r)
-		}
-		delete(byPath, path)
-		for e := range m.A.Shape[0] {
-			p := fmt.Sprintf("model.layers.%s.mlp.experts.%d.%s", sm[1], e, stackedKinds[sm[2]])
-			if byPath[p] != nil {
-				return fmt.Errorf("expert module %s is in the adapter both stacked (%s) and alone", p, path)
-			}
-			byPath[p] = &Module{Path: p, A: expertSlice(m.A, e), B: expertSlice(m.B, e)}
-		}
-	}
-	return nil
+	return latentStacked.MatchString(path) || expertModule.MatchString(path)
 }
 
 // expertSlice is expert e's [rows, cols] slice of a stacked tensor.
@@ -84,7 +58,7 @@ func StackExperts(mods []Module) ([]Module, error) {
 			out = append(out, m)
 			continue
 		}
-		for w, proj := range stackedKinds {
+		for w, proj := range stackedProj {
 			if proj == em[3] {
 				key := "model.layers." + em[1] + ".mlp.experts." + w
 				groups[key] = append(groups[key], m)

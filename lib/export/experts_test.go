@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -169,13 +168,7 @@ func TestPEFTMoE(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, s := range []string{"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"} {
-		a, _ := os.ReadFile(filepath.Join(merged[0], s))
-		b, _ := os.ReadFile(filepath.Join(merged[1], s))
-		if len(a) == 0 || string(a) != string(b) {
-			t.Errorf("%s: merging the PEFT export gives other weights than merging the original", s)
-		}
-	}
+	sameFiles(t, merged[0], merged[1], "merging the PEFT export vs merging the original")
 	orig, err := ReadAdapter(ad)
 	if err != nil {
 		t.Fatal(err)

@@ -31,26 +31,7 @@ func checkImportMoE(t *testing.T, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := engine.NewTrainer(base, engine.LoRAConfig{Rank: 3, Alpha: 16, TrainAttn: true, TrainMLP: true, Seed: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := tr.Adapter()
-	r := rand.New(rand.NewPCG(1, 2))
-	for _, n := range slices.Sorted(maps.Keys(ts)) { // sorted: the same draws every run
-		if x := ts[n]; strings.HasSuffix(n, "lora_B.weight") {
-			for i := range x.Data {
-				x.Data[i] = float32(r.NormFloat64() * 0.05)
-			}
-		}
-	}
-	if err := tr.LoadAdapter(ts); err != nil {
-		t.Fatal(err)
-	}
-	orig := filepath.Join(t.TempDir(), "orig")
-	if err := tr.WriteStateDir(orig, name, false); err != nil {
-		t.Fatal(err)
-	}
+	orig := trainedMoE(t, name)
 	peftDir := orig
 	if name == models.TinyQwen3MoE {
 		peftDir = filepath.Join(t.TempDir(), "peft")
@@ -82,4 +63,35 @@ func checkImportMoE(t *testing.T, name string) {
 	if err := st.LoadStateDir(checkpointPath(data, res.RunID, "weights", "imported"), false); err != nil {
 		t.Fatalf("the imported checkpoint does not load for training: %v", err)
 	}
+}
+
+// trainedMoE writes an adapter of tiny model name (attention and MLP,
+// rank 3, alpha 16) with random B, as the local server saves it.
+func trainedMoE(t *testing.T, name string) string {
+	t.Helper()
+	base, err := engine.Load(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := engine.NewTrainer(base, engine.LoRAConfig{Rank: 3, Alpha: 16, TrainAttn: true, TrainMLP: true, Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := tr.Adapter()
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, n := range slices.Sorted(maps.Keys(ts)) { // sorted: the same draws every run
+		if x := ts[n]; strings.HasSuffix(n, "lora_B.weight") {
+			for i := range x.Data {
+				x.Data[i] = float32(r.NormFloat64() * 0.05)
+			}
+		}
+	}
+	if err := tr.LoadAdapter(ts); err != nil {
+		t.Fatal(err)
+	}
+	orig := filepath.Join(t.TempDir(), "orig")
+	if err := tr.WriteStateDir(orig, name, false); err != nil {
+		t.Fatal(err)
+	}
+	return orig
 }
