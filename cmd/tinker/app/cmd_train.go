@@ -26,7 +26,7 @@ var trainSFTCmd = &command{
 	Summary: "Supervised fine-tuning on a JSONL file of conversations.",
 	Help: "Fine-tune --base-model on --data (one conversation per line: {\"messages\": [...]} or\n" +
 		"{\"prompt\": ..., \"completion\": ...}), as sft() does; print the table of steps (or JSON with -f json)\n" +
-		"and the sampler checkpoint's path.",
+		"and the sampler and state checkpoints (the state is what --base-model trains on from).",
 	Flags: []flagSpec{
 		{Long: "--base-model", Kind: flagString, Metavar: "MODEL", Help: "Base model, or a tinker://…/weights/… state\nto start from (required)."},
 		{Long: "--data", Kind: flagPath, Metavar: "FILE", Help: "Training conversations, JSONL (required)."},
@@ -214,6 +214,8 @@ func showEnd[M train.Record](c *invocation, res *train.Result[M]) {
 	}
 	if res.SamplerPath != "" {
 		fmt.Fprintf(c.io.Out, "Sampler checkpoint: %s\n", res.SamplerPath)
+		// the state is what train dpo/rl/sft --base-model continues from
+		fmt.Fprintf(c.io.Out, "State checkpoint:   %s\n", res.StatePath)
 	} else {
 		fmt.Fprintf(c.io.Out, "State checkpoint: %s (run again with --log-dir to continue)\n", res.StatePath)
 	}
