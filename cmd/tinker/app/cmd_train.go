@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/tinkershell/tinker/lib/chat"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
@@ -131,7 +128,7 @@ func runLoop(c *invocation, ro *train.RunOptions, load func() error, loop func(r
 			status.Resumed(step)
 			fmt.Fprintf(c.io.Err, "resuming from step %d of %d (the state saved in %s)\n", step, total, ro.LogDir)
 		}
-		defer watchInterrupt(r.ctx, c, status)()
+		defer watchInterrupt(r, status)()
 		show, err := loop(r, s)
 		status.Clear() // before any message, which would follow it on its line
 		var ie *train.InterruptedError
@@ -169,28 +166,17 @@ func interruptedOr(c *invocation, r *apiRun, err error, interrupted *bool) error
 }
 
 // watchInterrupt tells, at the first Ctrl-C, that the run is finishing
-// the steps already sent and saving, and exits at once at the second
-// (what was saved before stays). The function it returns stops watching.
-func watchInterrupt(ctx context.Context, c *invocation, status *train.Status) func() {
-	done := make(chan struct{})
-	again := make(chan os.Signal, 1)
-	go func() {
-		select {
-		case <-done:
-			return
-		case <-ctx.Done():
-		}
-		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+// the steps already sent and saving; runAPI exits at once at the second,
+// with this note (what was saved before stays). The function it returns
+// stops watching.
+func watchInterrupt(r *apiRun, status *train.Status) func() {
+	note := "interrupted again: quitting without saving; the last saved state stays in the log directory"
+	r.quitNote.Store(&note)
+	stop := context.AfterFunc(r.ctx, func() {
 		status.Clear()
-		fmt.Fprintln(c.io.Err, "stopping: finishing the steps already sent, then saving (Ctrl-C again to quit at once)")
-		select {
-		case <-done:
-		case <-again:
-			fmt.Fprintln(c.io.Err, "\ninterrupted again: quitting without saving; the last saved state stays in the log directory")
-			os.Exit(shell.ExitInterrupted)
-		}
-	}()
-	return func() { close(done); signal.Stop(again) }
+		fmt.Fprintln(r.io.Err, "stopping: finishing the steps already sent, then saving (Ctrl-C again to quit at once)")
+	})
+	return func() { stop() }
 }
 
 // showSFT prints a finished (or stopped) run: its table or JSON, the loss
