@@ -97,12 +97,22 @@ func evaluateFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 // samplerModel resolves what evaluate() samples: a base model, a
 // tinker:// sampler path, a checkpoint or a finished run's sampler weights.
 func samplerModel(ctx context.Context, s *tinkerapi.Session, v starlark.Value) (*modelref.Model, error) {
+	name, err := samplerName(v)
+	if err != nil {
+		return nil, err
+	}
+	return ResolveSamplerModel(ctx, s, name)
+}
+
+// samplerName is the model name or tinker:// path that sample() and
+// evaluate() sample for v; a run stands for its sampler checkpoint.
+func samplerName(v starlark.Value) (string, error) {
 	var name string
 	switch m := v.(type) {
 	case starlark.String:
-		name = string(m)
+		return string(m), nil
 	case *Checkpoint:
-		name = m.C.TinkerPath
+		return m.C.TinkerPath, nil
 	case *SFTRun:
 		name = samplerPath(m.Sampler)
 	case DPORun:
@@ -110,12 +120,12 @@ func samplerModel(ctx context.Context, s *tinkerapi.Session, v starlark.Value) (
 	case RLRun:
 		name = samplerPath(m.Sampler)
 	default:
-		return nil, fmt.Errorf("model must be a base model name, a tinker:// path, a checkpoint or a run, got %s", v.Type())
+		return "", fmt.Errorf("model must be a base model name, a tinker:// path, a checkpoint or a run, got %s", v.Type())
 	}
 	if name == "" {
-		return nil, fmt.Errorf("the run has no sampler checkpoint yet: finish it first")
+		return "", fmt.Errorf("the run has no sampler checkpoint yet: finish it first")
 	}
-	return ResolveSamplerModel(ctx, s, name)
+	return name, nil
 }
 
 func samplerPath(c *Checkpoint) string {

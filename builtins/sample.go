@@ -17,8 +17,9 @@ func init() {
 		Name: "sample",
 		Signature: "sample(model, prompt=None, tokens=None, messages=None, max_tokens=64, temperature=1.0, top_k=-1, top_p=1.0, " +
 			"stop=None, seed=None, num_samples=1, prompt_logprobs=False, renderer=None)",
-		Summary: "Sample from a base model or a tinker:// sampler checkpoint; give exactly one of prompt, tokens, messages.",
-		Details: "prompt is text encoded with the base model's tokenizer; tokens are ids; messages are\n" +
+		Summary: "Sample from a base model, a tinker:// sampler path or a run; give exactly one of prompt, tokens, messages.",
+		Details: "model may be a run of sft(), dpo() or rl() (its sampler checkpoint).\n" +
+			"prompt is text encoded with the base model's tokenizer; tokens are ids; messages are\n" +
 			"[{\"role\": ..., \"content\": ...}] rendered by the model's chat renderer (or renderer=).\n" +
 			"stop takes strings or token ids; for messages it defaults to the renderer's end-of-turn tokens.\n" +
 			"temperature=0 is greedy; seed makes sampling reproducible. The result displays as a table and has\n" +
@@ -39,13 +40,9 @@ func sampleFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple,
 	}
 	fail := func(format string, a ...any) error { return fmt.Errorf("%s: %s", b.Name(), fmt.Sprintf(format, a...)) }
 	o := ops.SampleOptions{}
-	switch m := modelV.(type) {
-	case starlark.String:
-		o.Model = string(m)
-	case *Checkpoint:
-		o.Model = m.C.TinkerPath
-	default:
-		return nil, fail("model must be a base model name, a tinker:// path or a checkpoint, got %s", modelV.Type())
+	var err error
+	if o.Model, err = samplerName(modelV); err != nil {
+		return nil, fail("%v", err)
 	}
 	given := 0
 	for _, v := range []starlark.Value{promptV, tokensV, messagesV} {
@@ -56,7 +53,6 @@ func sampleFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple,
 	if given != 1 {
 		return nil, fail("give exactly one of prompt=, tokens= or messages=")
 	}
-	var err error
 	if promptV != starlark.None {
 		s, ok := starlark.AsString(promptV)
 		if !ok {

@@ -37,7 +37,8 @@ func init() {
 			"(the final state and sampler weights always stay; keep_states=0 keeps all). log_dir holds config.json, metrics.jsonl (one line per step) and state.json (the\n" +
 			"latest saved state); running again with the same log_dir and settings continues from that state\n" +
 			"and ends with the same weights as an uninterrupted run. max_steps stops this call early. Ctrl-C\n" +
-			"stops after the current step and saves its state. The result has .metrics (per-step dicts: step,\n" +
+			"stops after the current step and saves its state; a second Ctrl-C returns at once (the state saved\n" +
+			"before stays). The result has .metrics (per-step dicts: step,\n" +
 			"epoch, loss, eval_nll, learning_rate, tokens, time), .warnings, .sampler_checkpoint and .state_checkpoint.",
 		Example: "tuned = sft(\"tinker-local/tiny-llama\", \"chats.jsonl\", rank=8, seed=1, epochs=30, lr_schedule=\"constant\", log_dir=\"runs/chats\")\n" +
 			"sample(tuned.sampler_checkpoint, messages=[{\"role\": \"user\", \"content\": \"Sky?\"}], temperature=0, max_tokens=8)",

@@ -17,6 +17,7 @@ import (
 	"github.com/tinkershell/tinker/builtins"
 	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/term"
+	"github.com/tinkershell/tinker/lib/train"
 	"go.starlark.net/resolve"
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
@@ -251,7 +252,9 @@ func checkUTF8(name string, src []byte) error {
 // At the prompt SIGINT is handled for the whole session (see REPL); a
 // script's handler lasts as long as its evaluation.
 func (in *Interp) run(fn func(*starlark.Thread) error) (err error, interrupted bool) {
-	ctx, cancel := context.WithCancel(context.Background())
+	hard, stopHard := context.WithCancel(context.Background())
+	defer stopHard()
+	ctx, cancel := context.WithCancel(train.WithHardStop(hard, hard))
 	defer cancel()
 	builtins.SetContext(in.thread, ctx) // this evaluation's, cleared after it
 	defer builtins.SetContext(in.thread, nil)
@@ -265,7 +268,7 @@ func (in *Interp) run(fn func(*starlark.Thread) error) (err error, interrupted b
 	in.intr.begin(func() {
 		cancel()
 		in.thread.Cancel("interrupted")
-	})
+	}, stopHard)
 	var outOfMemory atomic.Bool
 	defer watchMemory(in.memLimit, func() {
 		outOfMemory.Store(true)

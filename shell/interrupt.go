@@ -8,32 +8,41 @@ import (
 
 // interrupter routes Ctrl-C to the evaluation in progress. Nothing is
 // cancelled between evaluations: a Ctrl-C then is the line editor's.
+// The first Ctrl-C cancels the evaluation, which may still finish what
+// it sent (a training step and its save); the second stops that too.
 type interrupter struct {
 	mu     sync.Mutex
 	cancel func() // of the running evaluation; nil between evaluations
+	hard   func() // gives up the evaluation's waits after a first cancel
 	hit    bool
 }
 
-// begin marks an evaluation as running; cancel stops it.
-func (i *interrupter) begin(cancel func()) {
+// begin marks an evaluation as running; cancel stops it, hard stops what
+// it still finishes after that.
+func (i *interrupter) begin(cancel, hard func()) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	i.cancel, i.hit = cancel, false
+	i.cancel, i.hard, i.hit = cancel, hard, false
 }
 
 // end marks the evaluation as finished and reports whether it was interrupted.
 func (i *interrupter) end() (interrupted bool) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	i.cancel = nil
+	i.cancel, i.hard = nil, nil
 	return i.hit
 }
 
-// interrupt cancels the running evaluation, if any.
+// interrupt cancels the running evaluation, if any; a second call stops
+// it hard.
 func (i *interrupter) interrupt() {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	if i.cancel != nil {
+	switch {
+	case i.cancel == nil:
+	case i.hit:
+		i.hard()
+	default:
 		i.hit = true
 		i.cancel()
 	}

@@ -137,7 +137,7 @@ func (r *runner[M]) warn(msgs []string) {
 // reading the saved state of an earlier call from o.LogDir. The error is
 // that of the log directory.
 func newRunner[M Record](ctx context.Context, o *RunOptions, st start, total int, cfg any, prefix string) (*runner[M], error) {
-	r := &runner[M]{o: o, start: st, total: total, prefix: o.Name, wait: context.WithoutCancel(ctx)}
+	r := &runner[M]{o: o, start: st, total: total, prefix: o.Name, wait: patient(ctx)}
 	r.res = &Result[M]{BaseModel: st.base, Total: total, LogDir: o.LogDir}
 	if r.prefix == "" {
 		r.prefix = prefix

@@ -45,7 +45,7 @@ func resolveStart(ctx context.Context, s Session, model, logDir string) (start, 
 		return start{}, err
 	}
 	if p.Kind != "weights" {
-		return start{}, userErr(fmt.Sprintf("%s holds sampler weights, which cannot be trained further; start from the run's training state (its .state_checkpoint, a tinker://%s/weights/… path)", model, p.RunID))
+		return start{}, samplerStartErr(ctx, s, p)
 	}
 	info, err := s.Client().WeightsInfo(ctx, model)
 	if gone(err) {
@@ -63,6 +63,18 @@ func resolveStart(ctx context.Context, s Session, model, logDir string) (start, 
 		st.rank = *info.LoraRank
 	}
 	return st, nil
+}
+
+// samplerStartErr refuses sampler weights as a start, naming the state
+// saved beside them under the same name (as every loop's final save is)
+// when there is one.
+func samplerStartErr(ctx context.Context, s Session, p tinkerapi.Path) error {
+	msg := fmt.Sprintf("%s holds sampler weights, which cannot be trained further; ", p)
+	state := tinkerapi.Path{RunID: p.RunID, Kind: "weights", Name: p.Name}.String()
+	if _, err := s.Client().WeightsInfo(ctx, state); err == nil {
+		return userErr(msg + "start from the training state saved with them, " + state)
+	}
+	return userErr(msg + fmt.Sprintf("start from the run's training state (its .state_checkpoint, a tinker://%s/weights/… path)", p.RunID))
 }
 
 // BaseOf is the base model a loop started from model would train on: the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/tinkershell/tinker/builtins"
@@ -26,6 +27,8 @@ type apiRun struct {
 	*invocation
 	ctx     context.Context
 	backend builtins.Backend
+	// quitNote, when set, is what a second Ctrl-C prints as it quits.
+	quitNote atomic.Pointer[string]
 }
 
 // unexpected reports err the way the official CLI's catch-all does.
@@ -42,9 +45,10 @@ const localHint = "Or run `tinker --local ...` to use the local Tinker server (n
 // runAPI runs body with a context cancelled by Ctrl-C and prints its error
 // like the official CLI. The backend starts lazily, at preflight.
 func runAPI(c *invocation, body func(r *apiRun) error) int {
-	// SIGTERM too: a cancelled download removes its partial directory.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	r := &apiRun{invocation: c}
+	ctx, stop := interruptible(c, &r.quitNote)
 	defer stop()
+	r.ctx = ctx
 	if err := c.opts.applyProfile(); err != nil {
 		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
 		return shell.ExitUsage
@@ -55,7 +59,8 @@ func runAPI(c *invocation, body func(r *apiRun) error) int {
 		return shell.ExitUsage
 	}
 	defer cleanup()
-	err = body(&apiRun{invocation: c, ctx: ctx, backend: backend})
+	r.backend = backend
+	err = body(r)
 	if err == nil {
 		return shell.ExitOK
 	}
@@ -72,6 +77,36 @@ func runAPI(c *invocation, body func(r *apiRun) error) int {
 		fmt.Fprintln(c.io.Err, details)
 	}
 	return shell.ExitError
+}
+
+// interruptible is a context cancelled at the first Ctrl-C or SIGTERM (so
+// a cancelled download removes its partial directory); the second exits
+// at once with 130, whatever the command still waits for (a read, a save,
+// the local server's shutdown), after printing *note if set.
+func interruptible(c *invocation, note *atomic.Pointer[string]) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		for n := 0; ; n++ {
+			select {
+			case <-done:
+				return
+			case <-sigs:
+			}
+			if cancel(); n == 0 {
+				continue
+			}
+			msg := "interrupted again: quitting at once"
+			if p := note.Load(); p != nil {
+				msg = *p
+			}
+			fmt.Fprintln(c.io.Err, "\n"+msg)
+			os.Exit(shell.ExitInterrupted)
+		}
+	}()
+	return ctx, func() { signal.Stop(sigs); close(done); cancel() }
 }
 
 // cliMessage maps an error to the official CLI's message and details.

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/tinkershell/tinker/lib/chat"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
@@ -26,7 +23,7 @@ var trainSFTCmd = &command{
 	Summary: "Supervised fine-tuning on a JSONL file of conversations.",
 	Help: "Fine-tune --base-model on --data (one conversation per line: {\"messages\": [...]} or\n" +
 		"{\"prompt\": ..., \"completion\": ...}), as sft() does; print the table of steps (or JSON with -f json)\n" +
-		"and the sampler checkpoint's path.",
+		"and the sampler and state checkpoints (the state is what --base-model trains on from).",
 	Flags: []flagSpec{
 		{Long: "--base-model", Kind: flagString, Metavar: "MODEL", Help: "Base model, or a tinker://…/weights/… state\nto start from (required)."},
 		{Long: "--data", Kind: flagPath, Metavar: "FILE", Help: "Training conversations, JSONL (required)."},
@@ -132,7 +129,7 @@ func runLoop(c *invocation, ro *train.RunOptions, load func() error, loop func(r
 			fmt.Fprintf(c.io.Err, "resuming from step %d of %d (the state saved in %s)\n", step, total, ro.LogDir)
 		}
 		ro.OnWarning = func(msg string) { fmt.Fprintf(c.io.Err, "warning: %s\n", msg) }
-		defer watchInterrupt(r.ctx, c, status)()
+		defer watchInterrupt(r, status)()
 		show, err := loop(r, s)
 		status.Clear() // before any message, which would follow it on its line
 		var ie *train.InterruptedError
@@ -170,28 +167,17 @@ func interruptedOr(c *invocation, r *apiRun, err error, interrupted *bool) error
 }
 
 // watchInterrupt tells, at the first Ctrl-C, that the run is finishing
-// the steps already sent and saving, and exits at once at the second
-// (what was saved before stays). The function it returns stops watching.
-func watchInterrupt(ctx context.Context, c *invocation, status *train.Status) func() {
-	done := make(chan struct{})
-	again := make(chan os.Signal, 1)
-	go func() {
-		select {
-		case <-done:
-			return
-		case <-ctx.Done():
-		}
-		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+// the steps already sent and saving; runAPI exits at once at the second,
+// with this note (what was saved before stays). The function it returns
+// stops watching.
+func watchInterrupt(r *apiRun, status *train.Status) func() {
+	note := "interrupted again: quitting without saving; the last saved state stays in the log directory"
+	r.quitNote.Store(&note)
+	stop := context.AfterFunc(r.ctx, func() {
 		status.Clear()
-		fmt.Fprintln(c.io.Err, "stopping: finishing the steps already sent, then saving (Ctrl-C again to quit at once)")
-		select {
-		case <-done:
-		case <-again:
-			fmt.Fprintln(c.io.Err, "\ninterrupted again: quitting without saving; the last saved state stays in the log directory")
-			os.Exit(shell.ExitInterrupted)
-		}
-	}()
-	return func() { close(done); signal.Stop(again) }
+		fmt.Fprintln(r.io.Err, "stopping: finishing the steps already sent, then saving (Ctrl-C again to quit at once)")
+	})
+	return func() { stop() }
 }
 
 // showSFT prints a finished (or stopped) run: its table or JSON, the loss
@@ -215,6 +201,8 @@ func showEnd[M train.Record](c *invocation, res *train.Result[M]) {
 	}
 	if res.SamplerPath != "" {
 		fmt.Fprintf(c.io.Out, "Sampler checkpoint: %s\n", res.SamplerPath)
+		// the state is what train dpo/rl/sft --base-model continues from
+		fmt.Fprintf(c.io.Out, "State checkpoint:   %s\n", res.StatePath)
 	} else {
 		fmt.Fprintf(c.io.Out, "State checkpoint: %s (run again with --log-dir to continue)\n", res.StatePath)
 	}

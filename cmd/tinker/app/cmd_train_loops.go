@@ -37,7 +37,7 @@ var trainDPOCmd = &command{
 	Name:    "dpo",
 	Summary: "Direct preference optimisation on a JSONL file of preference pairs.",
 	Help: "Train --base-model on --data (one {\"messages\": [...], \"chosen\": ..., \"rejected\": ...} object per\n" +
-		"line), as dpo() does; print the table of steps (or JSON with -f json) and the sampler checkpoint.",
+		"line), as dpo() does; print the table of steps (or JSON with -f json) and the sampler and state checkpoints.",
 	Flags: append([]flagSpec{
 		{Long: "--data", Kind: flagPath, Metavar: "FILE", Help: "Preference pairs, JSONL (required)."},
 		{Long: "--beta", Kind: flagString, Metavar: "FLOAT", Help: fmt.Sprintf("DPO temperature (default %g).", train.DefaultDPOBeta)},
@@ -55,7 +55,7 @@ var trainRLCmd = &command{
 	Summary: "Reinforcement learning on prompts with a Starlark reward function.",
 	Help: "Train --base-model on --prompts (JSONL: one string or {\"messages\": [...]} object per line) with\n" +
 		"the function reward(prompt, completion) -> number that --reward FILE.star defines, as rl() does;\n" +
-		"print the table of steps (or JSON with -f json) and the sampler checkpoint.",
+		"print the table of steps (or JSON with -f json) and the sampler and state checkpoints.",
 	Flags: append([]flagSpec{
 		{Long: "--prompts", Kind: flagPath, Metavar: "FILE", Help: "Prompts, JSONL (required)."},
 		{Long: "--reward", Kind: flagPath, Metavar: "FILE", Help: "Starlark file defining reward(prompt, completion)\n(required)."},
