@@ -48,6 +48,7 @@ type datumPass struct {
 	rowsAt   []row
 	ws       *workspace
 	acts     []layerActs
+	inputs   [][][]float32 // every layer's input residual when recomputing (recompute.go)
 	backward bool
 }
 
@@ -72,17 +73,12 @@ func (t *Trainer) datum(ctx context.Context, l Loss, d *Datum, out *DatumOutput,
 	for p := range ps.rowsAt {
 		ps.rowsAt[p] = row{seq: ps.cache, pos: p}
 	}
-	// Without a backward pass nothing needs keeping: each layer's scratch is
-	// released once it has written the next residual into spare.
-	var spare [][]float32
-	if !backward {
-		spare = ar.rows(n, c.Hidden)
+	if backward && t.recomputes(n) {
+		ps.inputs = ps.residuals(x)
 	}
-	for li := range m.w.layers {
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		x, spare = ps.forwardLayer(li, x, spare)
+	x, err := ps.forwardLayers(x, ctx.Err)
+	if err != nil {
+		return 0, err
 	}
 	total, dxnF := ps.head(l, d, x, out)
 	if !backward {
@@ -96,13 +92,8 @@ func (t *Trainer) datum(ctx context.Context, l Loss, d *Datum, out *DatumOutput,
 	if !t.cfg.TrainAttn && !t.cfg.TrainMLP {
 		lowest = c.Layers
 	}
-	for li := c.Layers - 1; li >= lowest; li-- {
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		if !ps.backwardLayer(li, lowest, dx) {
-			break
-		}
+	if err := ps.backwardLayers(lowest, dx, ctx.Err); err != nil {
+		return 0, err
 	}
 	return total, nil
 }
@@ -177,7 +168,7 @@ func (ps *datumPass) forwardLayer(li int, x, spare [][]float32) (next, nextSpare
 	}
 	next = spare
 	if ps.backward {
-		next = ar.rowsToFill(n, h)
+		next = ps.residual(li)
 	}
 	for p := range n {
 		copy(next[p], a.x2[p])

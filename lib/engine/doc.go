@@ -125,6 +125,14 @@
 //     gradient is computed alone and added to the accumulated gradient in
 //     datum order, so gradients do not depend on how data are split into
 //     calls, and each kernel splits its outputs (never a sum) across cores.
+//     The arena is sized from ActivationBytes before the first datum (grown
+//     mid-datum, its overflow came from the heap and doubled the peak).
+//   - Long datums recompute (recompute.go): when a datum's kept
+//     activations would pass the keep limit (DefaultKeepLimit, 4 GiB;
+//     SetKeepLimit), it keeps only each layer's input residual and runs
+//     each layer forward again just before its backward. The same kernels
+//     on the same inputs give the same bits, so gradients do not depend on
+//     the mode (TestRecomputeMatchesKept); it costs one more forward pass.
 //   - bfloat16 matrices of large checkpoints stay bfloat16 in memory
 //     (exactly widened on use); everything else is float32.
 package engine

@@ -17,33 +17,49 @@ func (t *Trainer) ActivationBytes(lengths []int, backward bool) int64 {
 	c := t.base.cfg
 	h, qd, kvd, inter, hd := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim, c.Intermediate, c.HeadDim
 	r := t.cfg.Rank
-	b := func(ok bool) int {
-		if ok {
-			return 1
-		}
-		return 0
-	}
-	attn, mlp, head, qwen := b(t.cfg.TrainAttn), b(t.cfg.TrainMLP), b(t.cfg.TrainUnembed), b(c.Family == models.Qwen3)
-	layer := 4*h + 2*qd + 2*kvd + 3*inter + qwen*(qd+kvd) + attn*4*r + mlp*3*r
+	attn, mlp, head, qwen := b2i(t.cfg.TrainAttn), b2i(t.cfg.TrainMLP), b2i(t.cfg.TrainUnembed), b2i(c.Family == models.Qwen3)
+	layer := t.layerFloats()
 	headPart := n*(h+head*r) + min(n, headChunk)*c.VocabSize
 	if !backward {
 		// One layer's scratch at a time (the residual alternates between two
 		// buffers), released before the output layer.
 		return 4 * int64(n*(hd+2*h)+max(n*(layer-h), headPart))
 	}
-	floats := n*(hd+h) + c.Layers*n*layer + headPart
+	kept := c.Layers * n * layer
+	if t.recomputes(n) {
+		// Every layer's input residual, and one layer's activations at a
+		// time (recompute.go).
+		kept = c.Layers*n*h + n*(layer-h)
+	}
+	floats := n*(hd+h) + kept + headPart
 	{
 		floats += n * (h + head*r + h) // dxnF, the head's gradients of A·x, dx
 		if attn+mlp > 0 {
 			mlpPart := n * (2*inter + h + mlp*3*r)
 			attnPart := 0
 			if attn == 1 || c.Layers > 1 {
-				attnPart = n * (2*qd + 2*kvd + qwen*(qd+kvd) + attn*4*r + b(c.Layers > 1)*h)
+				attnPart = n * (2*qd + 2*kvd + qwen*(qd+kvd) + attn*4*r + b2i(c.Layers > 1)*h)
 			}
 			floats += max(mlpPart, attnPart)
 		}
 	}
 	return 4 * int64(floats)
+}
+
+// layerFloats is how many floats one position of one layer keeps for the
+// backward pass (layerActs, the layer's output residual and its KV cache).
+func (t *Trainer) layerFloats() int {
+	c := t.base.cfg
+	h, qd, kvd, inter := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim, c.Intermediate
+	r, qwen := t.cfg.Rank, b2i(c.Family == models.Qwen3)
+	return 4*h + 2*qd + 2*kvd + 3*inter + qwen*(qd+kvd) + b2i(t.cfg.TrainAttn)*4*r + b2i(t.cfg.TrainMLP)*3*r
+}
+
+func b2i(ok bool) int {
+	if ok {
+		return 1
+	}
+	return 0
 }
 
 // StateBytes is the trainer's fixed memory: each adapter value with its
