@@ -106,9 +106,12 @@
 //     on a base model or any of its adapters joins the model's running
 //     batch, whose one goroutine (started by the first call, gone when the
 //     last leaves) steps a forward pass over the next token of every
-//     generating sample plus at most prefillChunk positions of prompts
-//     still being prefilled (fewer on large models while others generate:
-//     sharedPrefill), then lets each sample draw with its own
+//     generating sample plus prompt positions still to prefill (at most
+//     prefillChunk of one prompt; up to prefillBatch in all while nothing
+//     generates, so requests arriving together prefill in one pass and
+//     decode together, TestConcurrentPromptsOneBatch; while others
+//     generate, sharedPrefill per waiting prompt, prefillChunk in all),
+//     then lets each sample draw with its own
 //     sampler and random stream. Decoding reads every weight once per step,
 //     so 8 concurrent requests cost about what one request of 8 samples
 //     does, instead of 8 requests. Rows carry their adapter; each adapter's
