@@ -49,6 +49,7 @@ func stepFLOPs(c Config, r, seqs, n int) float64 {
 // instead of 8 to keep the run short; the per-token cost does not depend
 // on the batch, as sequences run one after another.
 func BenchmarkTrainStep(b *testing.B) {
+	fma, fmaCPU, bits := widestFMAPeak()
 	cases := []struct {
 		name string
 		seqs int
@@ -115,6 +116,12 @@ func BenchmarkTrainStep(b *testing.B) {
 			b.ReportMetric(gflops/peak.wall, "x-of-peak")
 			b.ReportMetric(flop/cpu/1e9, "GFLOP/cpu-s")
 			b.ReportMetric(peak.cpu, "GFLOP/cpu-s-matmul-peak")
+			if bits > 0 {
+				b.ReportMetric(float64(bits), "fma-peak-bits")
+				b.ReportMetric(fma, "GFLOP/s-fma-peak")
+				b.ReportMetric(100*gflops/fma, "%MFU")
+				b.ReportMetric(100*flop/cpu/1e9/fmaCPU, "%MFU-cpu")
+			}
 		})
 	}
 }
