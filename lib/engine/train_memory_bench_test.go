@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"strconv"
 	"syscall"
 	"testing"
 )
@@ -13,12 +12,18 @@ import (
 // process's peak resident set (getrusage's maxrss, which CPU load does not
 // disturb), the model's weights, the trainer's fixed state and the
 // activations' arena (ActivationBytes, the arena's exact count). Run one
-// length per process (-bench 'TrainMemory/1x4096'): maxrss is the
-// process's peak over its whole life.
+// length per process (-bench 'TrainMemory/1x4096$'): maxrss is the
+// process's peak over its whole life. The wide4 case has the 0.6B widths
+// and 4 layers (a seventh of the work, to check the accounting on a busy
+// machine).
 func BenchmarkTrainMemory(b *testing.B) {
-	for _, n := range []int{2048, 4096} {
-		b.Run("1x"+strconv.Itoa(n), func(b *testing.B) {
-			c := qwen3Small()
+	for _, tc := range []struct {
+		name      string
+		layers, n int
+	}{{"1x2048", 28, 2048}, {"1x4096", 28, 4096}, {"wide4-1x4096", 4, 4096}} {
+		b.Run(tc.name, func(b *testing.B) {
+			c, n := qwen3Small(), tc.n
+			c.Layers = tc.layers
 			ts := randomTensors(c, 1)
 			m, err := New("qwen3-0.6b-shape", c, ts)
 			if err != nil {
