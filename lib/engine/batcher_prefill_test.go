@@ -4,7 +4,10 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
+
+	"github.com/tinkershell/tinker/lib/models"
 )
 
 // TestConcurrentPromptsOneBatch submits 8 requests with different 64-token
@@ -55,5 +58,47 @@ func TestConcurrentPromptsOneBatch(t *testing.T) {
 			}
 		}
 		runtime.GOMAXPROCS(old)
+	}
+}
+
+// TestWaitingPromptsCatchUp: four 32-token prompts arriving while another
+// request generates, on a model limited to 16 shared prompt positions per
+// step, each add 16 positions to the step while they wait, so all four
+// have their first token after 4 steps (64 positions, then 32, 16 and 16)
+// rather than the 8 that one 16-position budget for all of them took.
+func TestWaitingPromptsCatchUp(t *testing.T) {
+	m := mustLoad(t, models.TinyLlama)
+	defer func(w int) { sharedPrefillWork = w }(sharedPrefillWork)
+	sharedPrefillWork = 1
+	var steps0, last atomic.Int64
+	var wg sync.WaitGroup
+	first := SampleRequest{Prompt: []int{models.TinyBOS, 'z'}, MaxTokens: 40, Temperature: 1, Seed: seedp(1),
+		StopFunc: func(gen []int) bool {
+			if len(gen) != 1 {
+				return false
+			}
+			steps0.Store(m.batch.steps.Load())
+			for i := range 4 {
+				p := make([]int, 32)
+				for k := range p {
+					p[k] = (k*5 + i*17 + 1) % m.cfg.VocabSize
+				}
+				wg.Go(func() {
+					_, err := m.Sample(context.Background(), SampleRequest{Prompt: p, MaxTokens: 1, Temperature: 1,
+						StopFunc: func([]int) bool { last.Store(max(last.Load(), m.batch.steps.Load())); return false }})
+					if err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			waitQueued(t, m.batch, 4)
+			return false
+		}}
+	if _, err := m.Sample(context.Background(), first); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if n := last.Load() - steps0.Load(); n != 4 {
+		t.Errorf("the four waiting prompts had their first tokens after %d steps, want 4", n)
 	}
 }

@@ -102,6 +102,17 @@
 //     still adds its terms in ascending (position, head) order, so the
 //     bits are those of the per-position loop kept as
 //     attentionBackwardRef (TestAttentionBackwardBlocksMatchRef).
+//   - Attention memory is linear in the sequence: no T×T matrix exists.
+//     The forward keeps only each query's output, and the backward
+//     recomputes one block's probabilities at a time (attnRows positions ×
+//     a KV head's query heads against the keys before them: 2 MB per
+//     worker at 4096 tokens on the 0.6B shape). Flash-style key tiles with
+//     an online softmax were not adopted: rescaled partial sums would give
+//     each score bits that depend on where tiles start, and the rule that
+//     every output element sums its keys in ascending order in one pass is
+//     what makes a row's bits independent of its batch, its block and the
+//     thread count. Key tiles would buy cache reuse at long lengths, a
+//     speed question to decide on a quiet machine (issue 34).
 //   - Concurrent requests share one batch (batcher.go): every Sample call
 //     on a base model or any of its adapters joins the model's running
 //     batch, whose one goroutine (started by the first call, gone when the
