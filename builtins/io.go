@@ -15,6 +15,7 @@ import (
 
 	"github.com/tinkershell/tinker/lib/atomicfile"
 	"github.com/tinkershell/tinker/lib/render"
+	"github.com/tinkershell/tinker/lib/userfile"
 )
 
 // The io module is a script's only access to files: read and write text and
@@ -35,18 +36,21 @@ func init() {
 		Name:      "io.write_jsonl",
 		Signature: "io.write_jsonl(path, rows)",
 		Summary:   "Write a list of values as JSON Lines, one per line, replacing the file atomically.",
+		Details:   "A device, a FIFO or /dev/stdout is written to, never replaced; a file keeps its permissions.",
 		Example:   "io.write_jsonl(\"rows.jsonl\", [{\"n\": i} for i in range(3)])",
 	}, ioWriteJSONL)
 	register(docEntry{
 		Name:      "io.read_text",
 		Signature: "io.read_text(path)",
 		Summary:   "Read a UTF-8 text file into a string.",
+		Details:   "At most 1 GiB from a file, 64 MiB from a FIFO or device; Ctrl-C ends a wait on a FIFO.",
 		Example:   "io.write_text(\"note.txt\", \"hello\\n\")\nio.read_text(\"note.txt\").strip()",
 	}, ioReadText)
 	register(docEntry{
 		Name:      "io.write_text",
 		Signature: "io.write_text(path, text)",
 		Summary:   "Write a string to a file, replacing it atomically.",
+		Details:   "A device, a FIFO or /dev/stdout is written to, never replaced; a file keeps its permissions.",
 		Example:   "io.write_text(\"prompts.txt\", \"\\n\".join([\"Hello\", \"Bonjour\"]) + \"\\n\")",
 	}, ioWriteText)
 	register(docEntry{
@@ -72,24 +76,18 @@ func ioPath(b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (
 }
 
 // readBounded reads a whole file, refusing one larger than maxReadBytes
-// before allocating for it.
-func readBounded(name, path string) ([]byte, error) {
-	f, err := os.Open(path)
+// before allocating for it; a FIFO or device is read up to
+// userfile.SpecialLimit, and a wait for a FIFO's writer ends on Ctrl-C.
+func readBounded(thread *starlark.Thread, name, path string) ([]byte, error) {
+	b, err := userfile.ReadAny(ContextOf(thread), path, maxReadBytes)
+	if errors.Is(err, userfile.ErrTooLarge) {
+		return nil, fmt.Errorf("%s: %s holds more than io reads at once (%s from a file, %s from a FIFO or device)",
+			name, path, render.Size(maxReadBytes), render.Size(userfile.SpecialLimit))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, ioError(err))
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if st.IsDir() {
-		return nil, fmt.Errorf("%s: %s is a directory, not a file", name, path)
-	}
-	if st.Size() > maxReadBytes {
-		return nil, fmt.Errorf("%s: %s is %s, more than the %s io reads at once", name, path, render.Size(st.Size()), render.Size(maxReadBytes))
-	}
-	return os.ReadFile(path)
+	return b, nil
 }
 
 // ioError shortens the common file errors to what a person acts on.
@@ -109,7 +107,7 @@ func ioReadText(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	if err != nil {
 		return nil, err
 	}
-	data, err := readBounded(b.Name(), path)
+	data, err := readBounded(thread, b.Name(), path)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +139,7 @@ func ioReadJSONL(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	if err != nil {
 		return nil, err
 	}
-	data, err := readBounded(b.Name(), path)
+	data, err := readBounded(thread, b.Name(), path)
 	if err != nil {
 		return nil, err
 	}

@@ -2,10 +2,12 @@ package builtins
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/tinkershell/tinker/lib/chat"
 	"github.com/tinkershell/tinker/lib/ops"
+	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"go.starlark.net/starlark"
 )
@@ -205,16 +207,21 @@ func messagesArg(v starlark.Value) ([]chat.Message, error) {
 			}
 			return s, nil
 		}
-		var m chat.Message
-		var err error
-		if m.Role, err = get("role"); err != nil {
-			return nil, err
+		for _, k := range []string{"role", "thinking", "tool_call_id", "name"} {
+			if _, err := get(k); err != nil {
+				return nil, err
+			}
 		}
-		if m.Content, err = get("content"); err != nil {
-			return nil, err
+		if c, found, _ := d.Get(starlark.String("content")); found {
+			if _, isList := c.(*starlark.List); !isList {
+				if _, err := get("content"); err != nil {
+					return nil, err
+				}
+			}
 		}
-		if m.Thinking, err = get("thinking"); err != nil {
-			return nil, err
+		m, err := messageOf(d)
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
 		if m.Role == "" {
 			return nil, fmt.Errorf("message %d has no role", i)
@@ -225,4 +232,23 @@ func messagesArg(v starlark.Value) ([]chat.Message, error) {
 		return nil, fmt.Errorf("no messages")
 	}
 	return msgs, nil
+}
+
+// messageOf reads a message dict through chat.Message's JSON form, so
+// list content, tool_calls, tool_call_id, name and trainable come through
+// as the JSONL readers take them.
+func messageOf(d *starlark.Dict) (chat.Message, error) {
+	j, err := ToJSON(d)
+	if err != nil {
+		return chat.Message{}, err
+	}
+	b, err := render.MarshalJSON(j)
+	if err != nil {
+		return chat.Message{}, err
+	}
+	var m chat.Message
+	if err := json.Unmarshal(b, &m); err != nil {
+		return chat.Message{}, err
+	}
+	return m, nil
 }

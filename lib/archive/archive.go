@@ -42,6 +42,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tinkershell/tinker/lib/userfile"
 )
 
 // Default limits, generous for model checkpoints (a few files; LoRA
@@ -148,7 +150,7 @@ func Extract(ctx context.Context, r io.Reader, destDir string, opts Options) (St
 	defer root.Close()
 
 	x := extractor{root: root, opts: opts, buf: make([]byte, opts.BufferSize)}
-	tr := tar.NewReader(&ctxReader{ctx: ctx, r: end})
+	tr := tar.NewReader(userfile.ContextReader(ctx, end))
 	for {
 		if err := ctx.Err(); err != nil {
 			return x.st, err
@@ -416,20 +418,6 @@ func (z *ratioReader) Read(p []byte) (int, error) {
 		return n, fmt.Errorf("%w: the compressed archive expands more than %d times its size of %d bytes; refusing a likely decompression bomb", ErrLimit, z.ratio, base)
 	}
 	return n, err
-}
-
-// ctxReader stops a long copy promptly once ctx is done, even when the
-// underlying reader (a file, a pipe) does not watch the context itself.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c *ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }
 
 type writerOnly struct{ io.Writer }

@@ -25,9 +25,7 @@ func CreateTemp(dir, pattern string) (*os.File, error) {
 		prefix, suffix = pattern[:i], pattern[i+1:]
 	}
 	for range 100 {
-		var b [8]byte
-		rand.Read(b[:])
-		name := filepath.Join(dir, prefix+hex.EncodeToString(b[:])+suffix)
+		name := filepath.Join(dir, prefix+randomID(8)+suffix)
 		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
 		if errors.Is(err, fs.ErrExist) {
 			continue
@@ -35,4 +33,11 @@ func CreateTemp(dir, pattern string) (*os.File, error) {
 		return f, err
 	}
 	return nil, &fs.PathError{Op: "createtemp", Path: filepath.Join(dir, pattern), Err: fs.ErrExist}
+}
+
+// randomID is n random bytes in hex, for names no other writer picks.
+func randomID(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
 }

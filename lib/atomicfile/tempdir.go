@@ -49,21 +49,20 @@ const staleAge = time.Minute
 
 // SweepStale removes the directories in parent whose names start with
 // prefix and that no live writer holds: left behind by a killed process.
+// The two halves of an interrupted SwapDir are FinishSwaps's, never swept.
 // It returns how many it removed. Where directory locks are not supported
 // it removes nothing, since it cannot tell abandoned from in use.
 func SweepStale(parent, prefix string) (int, error) {
 	if !lockSupported {
 		return 0, nil
 	}
-	entries, err := os.ReadDir(parent)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	} else if err != nil {
-		return 0, fmt.Errorf("look for abandoned temporary directories: %w", err)
+	entries, err := readDir(parent, "abandoned temporary directories")
+	if err != nil {
+		return 0, err
 	}
 	n := 0
 	for _, e := range entries {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) || isSwapPart(e.Name()) {
 			continue
 		}
 		info, err := e.Info()
@@ -83,4 +82,14 @@ func SweepStale(parent, prefix string) (int, error) {
 		n++
 	}
 	return n, nil
+}
+
+// readDir lists parent, which may not exist (nothing to look at), for a
+// search for what.
+func readDir(parent, what string) ([]os.DirEntry, error) {
+	entries, err := os.ReadDir(parent)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("look for %s: %w", what, err)
+	}
+	return entries, nil
 }

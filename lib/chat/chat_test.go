@@ -52,7 +52,13 @@ func loadTok(t *testing.T, family string) *tokenizer.Tokenizer {
 	if tk, ok := toks[family]; ok {
 		return tk
 	}
-	tk, err := tokenizer.Load(tokDir(t, family))
+	var tk *tokenizer.Tokenizer
+	var err error
+	if family == "kimi_synthetic" {
+		tk, err = kimiSynthetic()
+	} else {
+		tk, err = tokenizer.Load(tokDir(t, family))
+	}
 	if err != nil {
 		t.Fatalf("load %s: %v (run `make testdeps`)", family, err)
 	}
@@ -60,19 +66,15 @@ func loadTok(t *testing.T, family string) *tokenizer.Tokenizer {
 	return tk
 }
 
-// conversations exercised against the templates.
+// conversations whose generation prompts the cookbook renders as the
+// model's own chat template does (no reasoning in history, no whitespace
+// around content, which Llama's template trims and the cookbook keeps).
 var conversations = [][]Message{
 	{{Role: "user", Content: "Hello!"}},
 	{{Role: "system", Content: "You are terse."}, {Role: "user", Content: "What is 2+2?"}},
 	{{Role: "user", Content: "Hi"}, {Role: "assistant", Content: "Hello, how can I help?"}, {Role: "user", Content: "Tell me a joke\nwith two lines."}},
-	{{Role: "system", Content: "Sys"}, {Role: "user", Content: "Ünïcödé 中文 emoji 👨‍👩‍👧 and\ttabs"}, {Role: "assistant", Content: "Sure: ```go\nfunc f() {}\n```"}, {Role: "user", Content: "more?"}, {Role: "assistant", Content: "Done."}},
-	{{Role: "user", Content: "  padded  \n"}, {Role: "assistant", Content: "\nanswer\n"}},
-	{{Role: "user", Content: "q1"}, {Role: "assistant", Content: "<think>\nhmm\n</think>\n\nA1"}, {Role: "user", Content: "q2"}, {Role: "assistant", Content: "<think>deep</think>A2"}},
-	{{Role: "system", Content: "one"}, {Role: "user", Content: "u"}, {Role: "system", Content: "two"}, {Role: "user", Content: "v"}},
-	{{Role: "user", Content: "weather?"}, {Role: "tool", Content: "sunny"}, {Role: "tool", Content: "22C"}, {Role: "assistant", Content: "It is sunny."}},
-	{{Role: "user", Content: "text with <|im_end|> and <|eot_id|> inside"}},
-	{{Role: "user", Content: "I'M here, don't GO — 12345 ١٢٣"}, {Role: "assistant", Content: "ok"}},
-	{{Role: "user", Content: "q"}, {Role: "assistant", Content: "A", Thinking: "R1"}, {Role: "user", Content: "q2"}, {Role: "assistant", Content: "B", Thinking: "\nR2\n"}},
+	{{Role: "system", Content: "Sys"}, {Role: "user", Content: "Ünïcödé 中文 emoji 👨‍👩‍👧 and\ttabs"}, {Role: "assistant", Content: "Sure: ```go\nfunc f() {}\n```"}, {Role: "user", Content: "more?"}, {Role: "assistant", Content: "Done."}, {Role: "user", Content: "ok"}},
+	{{Role: "user", Content: "I'M here, don't GO — 12345 ١٢٣"}, {Role: "assistant", Content: "ok"}, {Role: "user", Content: "and?"}},
 }
 
 type jinjaCase struct {
@@ -116,21 +118,19 @@ func runJinja(t *testing.T, family string, cases []jinjaCase) []jinjaResult {
 	return res
 }
 
-// TestRenderersMatchChatTemplates renders each conversation with our
-// renderer and with the family's own template (Jinja in node), with and
-// without the generation prompt, and compares text and tokens.
-func TestRenderersMatchChatTemplates(t *testing.T) {
+// TestPromptsMatchChatTemplates renders generation prompts with our
+// renderer and with the family's own template (Jinja in node, tokenized by
+// transformers.js), where the cookbook says its renderer agrees with the
+// template, and compares text and token ids.
+func TestPromptsMatchChatTemplates(t *testing.T) {
 	yes, no := true, false
 	tests := []struct {
 		renderer, family string
 		thinking         *bool
-		skip             func([]Message) bool
 	}{
-		{"llama3", "llama3_1", nil, nil},
-		{"llama3", "llama3", nil, nil},
-		{"qwen3", "qwen3", &yes, nil},
-		{"qwen3_disable_thinking", "qwen3", &no, nil},
-		{"deepseekv3", "deepseek_v3", nil, nil},
+		{"llama3", "llama3", nil},
+		{"qwen3", "qwen3", &yes},
+		{"qwen3_disable_thinking", "qwen3", &no},
 	}
 	for _, tc := range tests {
 		t.Run(tc.renderer+"/"+tc.family, func(t *testing.T) {
@@ -140,46 +140,27 @@ func TestRenderersMatchChatTemplates(t *testing.T) {
 				t.Fatal(err)
 			}
 			var cases []jinjaCase
-			var convs [][]Message
-			var gens []bool
 			for _, conv := range conversations {
-				if tc.renderer == "llama3" && slices.ContainsFunc(conv, func(m Message) bool { return m.Role == "tool" }) {
-					continue // Llama's plain template has no tool role (we render it as ipython)
+				var ms []map[string]string
+				for _, m := range conv {
+					ms = append(ms, map[string]string{"role": m.Role, "content": m.Content})
 				}
-				for _, gen := range []bool{true, false} {
-					if tc.family == "llama3" && !gen {
-						// Llama 3.0's template appends the assistant header even
-						// without add_generation_prompt; 3.1's honours the flag.
-						continue
-					}
-					var ms []map[string]string
-					for _, m := range conv {
-						jm := map[string]string{"role": m.Role, "content": m.Content}
-						if m.Thinking != "" {
-							jm["reasoning_content"] = m.Thinking // Qwen's name for it
-						}
-						ms = append(ms, jm)
-					}
-					cases = append(cases, jinjaCase{Messages: ms, AddGenerationPrompt: gen, EnableThinking: tc.thinking})
-					convs = append(convs, conv)
-					gens = append(gens, gen)
-				}
+				cases = append(cases, jinjaCase{Messages: ms, AddGenerationPrompt: true, EnableThinking: tc.thinking})
 			}
 			want := runJinja(t, tc.family, cases)
-			for i := range cases {
-				got, err := r.(renderer).render(convs[i], gens[i])
+			for i, conv := range conversations {
+				got, err := r.Render(conv)
 				if err != nil {
 					t.Fatalf("case %d: %v", i, err)
 				}
 				if got.Text != want[i].Text {
-					t.Errorf("case %d (gen=%v): text differs\n got %q\nwant %q", i, gens[i], got.Text, want[i].Text)
+					t.Errorf("case %d: text differs\n got %q\nwant %q", i, got.Text, want[i].Text)
 					continue
 				}
 				if !slices.Equal(got.Tokens, want[i].IDs) {
 					t.Errorf("case %d: tokens differ\n got %v\nwant %v", i, got.Tokens, want[i].IDs)
 				}
 			}
-			t.Logf("%d renderings identical to the chat template", len(cases))
 		})
 	}
 }
@@ -216,13 +197,11 @@ func TestStopTokens(t *testing.T) {
 }
 
 // gpt-oss's tokenizer_config.json in the reference package carries no chat
-// template, so the Harmony layout is pinned down here by hand, per OpenAI's
-// Harmony format description and the gpt-oss template's text-only branches.
+// template; the Harmony layout the cookbook writes is pinned here by hand.
 func TestGptOssHarmony(t *testing.T) {
 	tk := loadTok(t, "gptoss")
 	msgs := []Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi"}, {Role: "assistant", Content: "Hello", Thinking: "greet"}, {Role: "user", Content: "Bye"}}
-	g := &GptOss{System: true, ReasoningEffort: "medium", Date: "2025-06-01"}
-	r := renderer{r: g, tok: tk}
+	r := renderer{name: "gpt_oss_medium_reasoning", f: &GptOss{System: true, ReasoningEffort: "medium", Date: "2025-06-01"}, tok: tk}
 	got, err := r.Render(msgs)
 	if err != nil {
 		t.Fatal(err)
@@ -230,23 +209,23 @@ func TestGptOssHarmony(t *testing.T) {
 	want := "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\nKnowledge cutoff: 2024-06\nCurrent date: 2025-06-01\n\nReasoning: medium\n\n# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>" +
 		"<|start|>developer<|message|># Instructions\n\nBe brief.\n\n<|end|>" +
 		"<|start|>user<|message|>Hi<|end|>" +
-		"<|start|>assistant<|channel|>final<|message|>Hello<|end|>" +
+		"<|start|>assistant<|channel|>analysis<|message|>greet<|end|><|start|>assistant<|channel|>final<|message|>Hello<|end|>" +
 		"<|start|>user<|message|>Bye<|end|>" +
 		"<|start|>assistant"
 	if got.Text != want {
 		t.Fatalf("text\n got %q\nwant %q", got.Text, want)
 	}
-	// Special tokens are single ids; the prompt starts with <|start|>.
 	start, _ := tk.TokenID("<|start|>")
 	if got.Tokens[0] != start || tk.Decode(got.Tokens, false) != want {
 		t.Fatalf("tokens do not round-trip: %v", got.Tokens[:5])
 	}
-	train, err := r.render(msgs[:3], false)
+	train, err := r.RenderForTraining(msgs[:3], TrainLastAssistant)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasSuffix(train.Text, "<|start|>assistant<|channel|>analysis<|message|>greet<|end|><|start|>assistant<|channel|>final<|message|>Hello<|return|>") {
-		t.Fatalf("final assistant turn: %q", train.Text)
+	trained := trainedText(t, train, func(ids []int) string { return tk.Decode(ids, false) })
+	if wantT := []string{"<|channel|>analysis<|message|>greet<|end|><|start|>assistant<|channel|>final<|message|>Hello<|return|>"}; !slices.Equal(trained, wantT) {
+		t.Fatalf("trained %q, want %q", trained, wantT)
 	}
 	plain, _ := New("gpt_oss_no_sysprompt", tk)
 	p, _ := plain.Render([]Message{{Role: "user", Content: "Hi"}})
@@ -255,22 +234,27 @@ func TestGptOssHarmony(t *testing.T) {
 	}
 }
 
-// The DeepSeek V3.1 template is not in the reference packages (they ship
-// V3's); its layout for text and tool outputs is pinned here by hand.
+// DeepSeek V3.1 as the cookbook renders it (the reference packages ship
+// V3's template, not V3.1's): the layout pinned by hand.
 func TestDeepSeekV31(t *testing.T) {
 	tk := loadTok(t, "deepseek_v3")
 	msgs := []Message{{Role: "system", Content: "S"}, {Role: "user", Content: "q1"}, {Role: "assistant", Content: "<think>r</think>A1"},
 		{Role: "user", Content: "q2"}, {Role: "assistant", Content: "calling"}, {Role: "tool", Content: "42"}, {Role: "assistant", Content: "It is 42."}, {Role: "user", Content: "q3"}}
-	base := "<｜begin▁of▁sentence｜>S<｜User｜>q1<｜Assistant｜></think>A1<｜end▁of▁sentence｜><｜User｜>q2<｜Assistant｜></think>calling<｜end▁of▁sentence｜>" +
-		"<｜tool▁output▁begin｜>42<｜tool▁output▁end｜>It is 42.<｜end▁of▁sentence｜><｜User｜>q3"
-	for name, gen := range map[string]string{"deepseekv3_1": "<｜Assistant｜></think>", "deepseekv3_1_thinking": "<｜Assistant｜><think>"} {
+	for name, want := range map[string]string{
+		"deepseekv3": "<｜begin▁of▁sentence｜>S<｜User｜>q1<｜Assistant｜></think>A1<｜end▁of▁sentence｜><｜User｜>q2<｜Assistant｜></think>calling<｜end▁of▁sentence｜>" +
+			"<｜tool▁output▁begin｜>42<｜tool▁output▁end｜>It is 42.<｜end▁of▁sentence｜><｜User｜>q3<｜Assistant｜></think>",
+		// String content keeps its inline reasoning in history (only
+		// thinking parts are stripped); the prompt opens <think>.
+		"deepseekv3_thinking": "<｜begin▁of▁sentence｜>S<｜User｜>q1<｜Assistant｜></think><think>r</think>A1<｜end▁of▁sentence｜><｜User｜>q2<｜Assistant｜></think>calling<｜end▁of▁sentence｜>" +
+			"<｜tool▁output▁begin｜>42<｜tool▁output▁end｜>It is 42.<｜end▁of▁sentence｜><｜User｜>q3<｜Assistant｜><think>",
+	} {
 		r, _ := New(name, tk)
 		got, err := r.Render(msgs)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Text != base+gen {
-			t.Errorf("%s:\n got %q\nwant %q", name, got.Text, base+gen)
+		if got.Text != want {
+			t.Errorf("%s:\n got %q\nwant %q", name, got.Text, want)
 		}
 		if got.Tokens[0] != 0 || tk.Decode(got.Tokens, false) != got.Text {
 			t.Errorf("%s: tokens do not round-trip", name)
@@ -286,35 +270,36 @@ func TestRoleColon(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "<|begin_of_text|>System: Be nice.\n\nUser: Hi\n\nAssistant: Hello\n\nUser: Bye\n\nAssistant:"
-	if got.Text != want || !slices.Equal(got.Tokens, tk.Encode(want, false)) {
+	if got.Text != want {
 		t.Fatalf("role_colon = %q", got.Text)
 	}
-	if !slices.Equal(got.StopStrings, []string{"\n\nUser:"}) || len(got.StopTokens) != 1 {
-		t.Fatalf("stops = %v %v", got.StopStrings, got.StopTokens)
+	if !slices.Equal(got.StopStrings, []string{"\n\nUser:"}) || len(got.StopTokens) != 0 {
+		t.Fatalf("stops = %v %v (the cookbook stops on the string only)", got.StopStrings, got.StopTokens)
 	}
 	q, _ := New("role_colon", loadTok(t, "qwen3"))
 	if got, _ := q.Render([]Message{{Role: "user", Content: "Hi"}}); got.Text != "User: Hi\n\nAssistant:" {
-		t.Fatalf("qwen role_colon = %q (Qwen adds no BOS)", got.Text)
+		t.Fatalf("qwen role_colon = %q (Qwen has no BOS)", got.Text)
 	}
 }
 
 func TestForModel(t *testing.T) {
 	cases := map[string]string{
-		"meta-llama/Llama-3.1-8B-Instruct":  "llama3",
-		"meta-llama/Llama-3.3-70B-Instruct": "llama3",
-		"meta-llama/Llama-3.2-1B":           "role_colon",
-		"meta-llama/Llama-3.1-70B":          "role_colon",
-		"Qwen/Qwen3-8B":                     "qwen3",
-		"Qwen/Qwen3-30B-A3B-Instruct-2507":  "qwen3",
-		"Qwen/Qwen3-8B-Base":                "role_colon",
-		"Qwen/Qwen3-30B-A3B-Base:foo":       "role_colon",
-		"deepseek-ai/DeepSeek-V3.1":         "deepseekv3_1",
-		"deepseek-ai/DeepSeek-V3":           "deepseekv3",
-		"deepseek-ai/DeepSeek-V3.1-Base":    "role_colon",
-		"openai/gpt-oss-20b":                "gpt_oss",
-		"openai/gpt-oss-120b":               "gpt_oss",
-		"moonshotai/Kimi-K2-Thinking":       "",
-		"thinkingmachines/Inkling":          "",
+		"meta-llama/Llama-3.1-8B-Instruct":   "llama3",
+		"meta-llama/Llama-3.3-70B-Instruct":  "llama3",
+		"meta-llama/Llama-3.2-1B":            "role_colon",
+		"meta-llama/Llama-3.1-70B":           "role_colon",
+		"Qwen/Qwen3-8B":                      "qwen3",
+		"Qwen/Qwen3-30B-A3B-Instruct-2507":   "qwen3_instruct",
+		"Qwen/Qwen3-4B-Instruct-2507":        "qwen3_instruct",
+		"Qwen/Qwen3-VL-30B-A3B-Instruct":     "qwen3_vl_instruct",
+		"Qwen/Qwen3-8B-Base":                 "role_colon",
+		"Qwen/Qwen3-30B-A3B-Base:foo":        "role_colon",
+		"deepseek-ai/DeepSeek-V3.1":          "deepseekv3",
+		"deepseek-ai/DeepSeek-V3.1-Base":     "role_colon",
+		"openai/gpt-oss-20b":                 "gpt_oss_no_sysprompt",
+		"openai/gpt-oss-120b":                "gpt_oss_no_sysprompt",
+		"tinker-local/tiny-llama":            "role_colon",
+		"thinkingmachines/Inkling-Something": "",
 	}
 	for in, want := range cases {
 		if got := ForModel(in); got != want {
@@ -329,11 +314,53 @@ func TestForModel(t *testing.T) {
 	if _, err := New("nope", nil); err == nil || !strings.Contains(err.Error(), "llama3") {
 		t.Errorf("unknown renderer error: %v", err)
 	}
+	// Cookbook names tinker cannot render are refused with the reason.
+	for _, n := range []string{"tml_v0"} {
+		if _, err := New(n, loadTok(t, "qwen3")); err == nil || !strings.Contains(err.Error(), "not available") {
+			t.Errorf("%s: %v", n, err)
+		}
+	}
+	if got := ForModel("moonshotai/Kimi-K2.6"); got != "kimi_k26" {
+		t.Errorf("ForModel(Kimi-K2.6) = %q, want kimi_k26", got)
+	}
 }
 
-func TestNewForModelUnknown(t *testing.T) {
-	_, err := NewForModel(t.Context(), "moonshotai/Kimi-K2-Thinking")
-	if err == nil || !strings.Contains(err.Error(), "Kimi-K2-Thinking") || !strings.Contains(err.Error(), "role_colon") {
-		t.Fatalf("err = %v", err)
+// Every cookbook name tinker renders is accepted, and tinker's older
+// names stay working as aliases.
+func TestCookbookNames(t *testing.T) {
+	tk := loadTok(t, "qwen3")
+	for _, n := range []string{"role_colon", "llama3", "qwen3", "qwen3_disable_thinking", "qwen3_instruct", "qwen3_vl", "qwen3_vl_instruct",
+		"deepseekv3", "deepseekv3_disable_thinking", "deepseekv3_thinking", "gpt_oss_no_sysprompt", "gpt_oss_low_reasoning",
+		"gpt_oss_medium_reasoning", "gpt_oss_high_reasoning", "gpt_oss", "deepseekv3_1", "deepseekv3_1_thinking"} {
+		r, err := New(n, tk)
+		if err != nil {
+			t.Errorf("%s: %v", n, err)
+			continue
+		}
+		if a, ok := Aliases()[n]; ok && r.Name() != a {
+			t.Errorf("alias %s names itself %s, want %s", n, r.Name(), a)
+		}
 	}
+}
+
+// kimiSynthetic stands in for Kimi's tiktoken vocabulary, which no
+// package registry ships and tinker cannot load yet: every byte one token,
+// then Kimi's special tokens (and <think>, </think>) as added tokens. Token
+// boundaries are therefore trivial; the cases check text and weights.
+func kimiSynthetic() (*tokenizer.Tokenizer, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(tokenizer.TinyJSON(), &doc); err != nil {
+		return nil, err
+	}
+	var added []any
+	for i, s := range []string{"<|im_end|>", "<|im_user|>", "<|im_assistant|>", "<|im_system|>", "<|im_middle|>",
+		"<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>", "<think>", "</think>"} {
+		added = append(added, map[string]any{"id": 256 + i, "content": s, "special": !strings.Contains(s, "think"), "normalized": false})
+	}
+	doc["added_tokens"] = added
+	data, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	return tokenizer.FromFiles(data, nil)
 }

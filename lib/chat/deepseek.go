@@ -2,133 +2,135 @@ package chat
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
-
-	"github.com/tinkershell/tinker/lib/tokenizer"
 )
 
-// deepseekV3 follows DeepSeek V3's chat template: BOS and all system
-// prompts first, then <｜User｜>/<｜Assistant｜> turns, each assistant turn
-// closed by the end-of-sentence token; tool outputs in their own block.
-type deepseekV3 struct{}
-
+// The cookbook's DeepSeek V3.1 renderers: BOS; a leading system message
+// as bare text; <｜User｜> and <｜Assistant｜> as single-token headers
+// (the assistant's followed by "</think>" when not thinking, and on
+// history when thinking); an assistant turn closed by end-of-sentence only
+// when it has content; tool results in <｜tool▁output▁begin｜>…end, after
+// which the assistant continues without a header.
 const (
 	dsBOS = "<｜begin▁of▁sentence｜>"
 	dsEOS = "<｜end▁of▁sentence｜>"
 )
 
-func (deepseekV3) name() string { return "deepseekv3" }
+// deepseekOff is deepseekv3 (= deepseekv3_disable_thinking): reasoning is
+// removed from assistant turns, whose header ends "</think>".
+type deepseekOff struct{}
 
-// dsPrefix is how both DeepSeek templates open: BOS, then every system
-// message joined by blank lines, wherever they stand in the conversation.
-func dsPrefix(msgs []Message) string {
-	var sys []string
-	for _, m := range msgs {
-		if m.Role == "system" {
-			sys = append(sys, m.Content)
+// deepseekThinking is deepseekv3_thinking: the prompt ends "<think>";
+// history keeps no reasoning (its header ends "</think>"); the last turn
+// keeps its reasoning, or gets an empty "<think></think>".
+type deepseekThinking struct{}
+
+func (deepseekOff) bos(e *enc) []int      { return []int{e.id(dsBOS)} }
+func (deepseekThinking) bos(e *enc) []int { return []int{e.id(dsBOS)} }
+
+func (deepseekOff) stops(e *enc) ([]int, []string)      { return []int{e.id(dsEOS)}, nil }
+func (deepseekThinking) stops(e *enc) ([]int, []string) { return []int{e.id(dsEOS)}, nil }
+
+func (deepseekOff) extension() bool { return true }
+
+var dsThinkBlock = regexp.MustCompile(`(?s)<think>.*?</think>`)
+
+func followsTool(c msgCtx) bool { return c.prev != nil && c.prev.Role == "tool" }
+
+func (deepseekOff) message(e *enc, m Message, c msgCtx) (piece, error) {
+	turn := m.Role == "assistant" && !followsTool(c)
+	if turn {
+		text, _ := m.textAndThinking()
+		if m.parts() == nil {
+			text = dsThinkBlock.ReplaceAllString(m.Content, "")
 		}
+		m.Content, m.Parts, m.Thinking = text, nil, ""
 	}
-	return dsBOS + strings.Join(sys, "\n\n")
+	p, err := dsMessage(e, m, c)
+	if turn {
+		p.header = append(p.header, e.text("</think>")...)
+	}
+	return p, err
 }
 
-func (deepseekV3) text(msgs []Message, addGen bool) (string, error) {
+func (deepseekThinking) message(e *enc, m Message, c msgCtx) (piece, error) {
+	p, err := dsMessage(e, m, c)
+	if err != nil || m.Role != "assistant" || followsTool(c) {
+		return p, err
+	}
+	switch {
+	case !c.isLast:
+		p.header = append(p.header, e.text("</think>")...)
+	case m.hasContent() && !m.hasThinking():
+		p.output[0] = append(e.text("<think></think>"), p.output[0]...)
+	}
+	return p, nil
+}
+
+func (deepseekThinking) prefill(msgs []Message) string {
+	if len(msgs) > 0 && msgs[len(msgs)-1].Role == "tool" {
+		return "" // tool use stays in non-thinking mode
+	}
+	return "<think>"
+}
+
+// dsMessage is the shared rendering of one message: header, body, tool
+// calls, and end-of-sentence after an assistant turn with content.
+func dsMessage(e *enc, m Message, c msgCtx) (piece, error) {
+	header, out, err := dsParts(e, m, c)
+	if err != nil {
+		return piece{}, err
+	}
+	toks := e.text(out + dsToolCalls(m.ToolCalls))
+	if m.Role == "assistant" && m.hasContent() {
+		toks = append(toks, e.id(dsEOS))
+	}
+	return piece{header: header, output: [][]int{toks}}, nil
+}
+
+// dsParts is a message's header and text. History's reasoning is dropped
+// from assistant turns that make no tool call.
+func dsParts(e *enc, m Message, c msgCtx) ([]int, string, error) {
+	if m.Role == "assistant" {
+		drop := len(m.ToolCalls) == 0 && !c.isLast
+		out := m.joined(func(t string) string {
+			if drop {
+				return ""
+			}
+			return "<think>" + t + "</think>"
+		})
+		if followsTool(c) {
+			return nil, out, nil
+		}
+		return []int{e.id("<｜Assistant｜>")}, out, nil
+	}
+	t, err := m.ensureText("deepseek")
+	if err != nil {
+		return nil, "", err
+	}
+	switch {
+	case m.Role == "system" && c.idx == 0:
+		return nil, t, nil
+	case m.Role == "system":
+		return nil, "", fmt.Errorf("DeepSeek takes a system message only first: merge it into the first one or make it a user message")
+	case m.Role == "user":
+		return []int{e.id("<｜User｜>")}, t, nil
+	case m.Role == "tool":
+		return e.text("<｜tool▁output▁begin｜>"), t + "<｜tool▁output▁end｜>", nil
+	}
+	return nil, "", fmt.Errorf("role %q is not one DeepSeek renders (system, user, assistant, tool)", m.Role)
+}
+
+func dsToolCalls(calls []ToolCall) string {
+	if len(calls) == 0 {
+		return ""
+	}
 	var b strings.Builder
-	b.WriteString(dsPrefix(msgs))
-	inTool, firstOutput := false, true
-	for _, m := range msgs {
-		switch m.Role {
-		case "system":
-		case "user":
-			inTool = false
-			b.WriteString("<｜User｜>" + m.Content)
-		case "assistant":
-			if inTool {
-				b.WriteString("<｜tool▁outputs▁end｜>" + m.Content + dsEOS)
-				inTool = false
-			} else {
-				b.WriteString("<｜Assistant｜>" + m.Content + dsEOS)
-			}
-		case "tool":
-			inTool = true
-			if firstOutput { // the template never resets this flag
-				b.WriteString("<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>" + m.Content + "<｜tool▁output▁end｜>")
-				firstOutput = false
-			} else {
-				b.WriteString("\n<｜tool▁output▁begin｜>" + m.Content + "<｜tool▁output▁end｜>")
-			}
-		default:
-			return "", fmt.Errorf("role %q is not supported", m.Role)
-		}
+	b.WriteString("<｜tool▁calls▁begin｜>")
+	for _, tc := range calls {
+		b.WriteString("<｜tool▁call▁begin｜>" + tc.Function.Name + "<｜tool▁sep｜>" + tc.Function.Arguments + "<｜tool▁call▁end｜>")
 	}
-	if inTool {
-		b.WriteString("<｜tool▁outputs▁end｜>")
-	}
-	if addGen && !inTool {
-		b.WriteString("<｜Assistant｜>")
-	}
-	return b.String(), nil
-}
-
-func (deepseekV3) stops(tok *tokenizer.Tokenizer) ([]int, []string, error) {
-	ids, err := tokenIDs(tok, dsEOS)
-	return ids, nil, err
-}
-
-// deepseekV31 follows DeepSeek V3.1's chat template (text and tool
-// outputs): the assistant header carries "</think>" (non-thinking mode, the
-// template's default) or "<think>" (thinking mode) when it follows a user
-// turn; earlier reasoning (text before "</think>") is dropped from history.
-type deepseekV31 struct{ thinking bool }
-
-func (d deepseekV31) name() string {
-	if d.thinking {
-		return "deepseekv3_1_thinking"
-	}
-	return "deepseekv3_1"
-}
-
-func (d deepseekV31) text(msgs []Message, addGen bool) (string, error) {
-	var b strings.Builder
-	b.WriteString(dsPrefix(msgs))
-	lastUser, inTool := false, false
-	for _, m := range msgs {
-		switch m.Role {
-		case "system":
-		case "user":
-			inTool, lastUser = false, true
-			b.WriteString("<｜User｜>" + m.Content)
-		case "assistant":
-			if lastUser {
-				// The template opens "<think>" only for prefix messages in
-				// thinking mode; a finished turn always gets "</think>".
-				b.WriteString("<｜Assistant｜></think>")
-			}
-			lastUser = false
-			content := m.Content
-			if inTool {
-				inTool = false
-			} else if _, after, ok := strings.Cut(content, "</think>"); ok {
-				content = after
-			}
-			b.WriteString(content + dsEOS)
-		case "tool":
-			lastUser, inTool = false, true
-			b.WriteString("<｜tool▁output▁begin｜>" + m.Content + "<｜tool▁output▁end｜>")
-		default:
-			return "", fmt.Errorf("role %q is not supported", m.Role)
-		}
-	}
-	if addGen && lastUser && !inTool {
-		if d.thinking {
-			b.WriteString("<｜Assistant｜><think>")
-		} else {
-			b.WriteString("<｜Assistant｜></think>")
-		}
-	}
-	return b.String(), nil
-}
-
-func (deepseekV31) stops(tok *tokenizer.Tokenizer) ([]int, []string, error) {
-	ids, err := tokenIDs(tok, dsEOS)
-	return ids, nil, err
+	b.WriteString("<｜tool▁calls▁end｜>")
+	return b.String()
 }

@@ -1,78 +1,144 @@
 package chat
 
 import (
+	"fmt"
 	"strings"
-
-	"github.com/tinkershell/tinker/lib/tokenizer"
 )
 
-// qwen3 follows Qwen3's chat template for text conversations: ChatML turns;
-// assistant reasoning kept only after the last user query; with thinking
-// disabled, the generation prompt carries an empty <think></think> block.
-type qwen3 struct{ thinking bool }
+// qwen3 is the cookbook's Qwen3 renderer (Hugging Face's template with
+// enable_thinking): ChatML turns whose header carries the newline that
+// follows the previous <|im_end|>; the turn being produced (the last
+// message, after a user message) framed "<think>\n…\n</think>\n\n", empty
+// when it did not reason; earlier turns' thinking parts dropped; tool
+// results as user turns in <tool_response>; tool calls as <tool_call> JSON.
+// Content is encoded with special-token spellings as plain text.
+// instruct is qwen3_instruct (the 2507 models): no framing, and history
+// never changes.
+type qwen3 struct {
+	frames   bool
+	instruct bool
+}
 
-func (q qwen3) name() string {
-	if q.thinking {
-		return "qwen3"
+// qwen3Off is qwen3_disable_thinking: the prompt ends in an empty think
+// block, which tells the model not to reason.
+type qwen3Off struct{ qwen3 }
+
+func (qwen3) bos(*enc) []int { return nil }
+
+func (q qwen3) extension() bool { return q.instruct }
+
+func (qwen3) stops(e *enc) ([]int, []string) { return []int{e.id("<|im_end|>")}, nil }
+
+func qwenHeader(m Message, c msgCtx) string {
+	role := m.Role
+	if role == "tool" {
+		role = "user"
 	}
-	return "qwen3_disable_thinking"
+	if c.idx > 0 {
+		return "\n<|im_start|>" + role + "\n"
+	}
+	return "<|im_start|>" + role + "\n"
 }
 
-func isToolResponse(s string) bool {
-	return strings.HasPrefix(s, "<tool_response>") && strings.HasSuffix(s, "</tool_response>")
+// frameThinking is how Qwen3's template writes the produced turn's reasoning.
+func frameThinking(r string) string { return "<think>\n" + strings.Trim(r, "\n") + "\n</think>\n\n" }
+
+func (q qwen3) framesTurn(m Message, c msgCtx) bool {
+	return q.frames && m.Role == "assistant" && c.lastUser >= 0 && c.isLast
 }
 
-func (q qwen3) text(msgs []Message, addGen bool) (string, error) {
+func (q qwen3) message(e *enc, m Message, c msgCtx) (piece, error) {
+	frames := q.framesTurn(m, c)
+	out := q.content(m, c, frames)
+	hasText := out != ""
+	if frames && !m.hasThinking() {
+		out = frameThinking("") + strings.TrimLeft(out, "\n")
+	}
+	if m.Role == "tool" {
+		out = "<tool_response>\n" + out + "\n</tool_response>"
+	}
+	if len(m.ToolCalls) > 0 {
+		calls, err := qwenToolCalls(m.ToolCalls)
+		if err != nil {
+			return piece{}, err
+		}
+		if hasText {
+			out += "\n"
+		}
+		out += calls
+	}
+	return piece{header: e.text(qwenHeader(m, c)), output: [][]int{e.split(out), {e.id("<|im_end|>")}}}, nil
+}
+
+// content renders the message body: list content part by part (history's
+// thinking dropped), string content as written except that the produced
+// turn's inline <think> block is normalized as the template does.
+func (q qwen3) content(m Message, c msgCtx, frames bool) string {
+	ps := m.parts()
+	if ps == nil {
+		if frames && strings.Contains(m.Content, "</think>") {
+			reasoning, rest, _ := strings.Cut(m.Content, "</think>")
+			if i := strings.LastIndex(reasoning, "<think>"); i >= 0 {
+				reasoning = reasoning[i+len("<think>"):]
+			}
+			return frameThinking(reasoning) + strings.TrimLeft(rest, "\n")
+		}
+		return m.Content
+	}
+	strip := m.Role == "assistant" && !c.isLast
 	var b strings.Builder
-	if msgs[0].Role == "system" {
-		b.WriteString("<|im_start|>system\n" + msgs[0].Content + "<|im_end|>\n")
-	}
-	lastQuery := len(msgs) - 1
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == "user" && !isToolResponse(msgs[i].Content) {
-			lastQuery = i
-			break
-		}
-	}
-	for i, m := range msgs {
+	afterBlock := false
+	for _, p := range ps {
 		switch {
-		case m.Role == "user" || (m.Role == "system" && i > 0):
-			b.WriteString("<|im_start|>" + m.Role + "\n" + m.Content + "<|im_end|>\n")
-		case m.Role == "assistant":
-			content, reasoning := m.Content, m.Thinking
-			if reasoning == "" && strings.Contains(content, "</think>") {
-				parts := strings.Split(content, "</think>")
-				content = strings.TrimLeft(parts[len(parts)-1], "\n")
-				before := strings.TrimRight(parts[0], "\n")
-				think := strings.Split(before, "<think>")
-				reasoning = strings.TrimLeft(think[len(think)-1], "\n")
+		case p.Type == "thinking" && strip:
+		case p.Type == "thinking" && frames:
+			b.WriteString(frameThinking(p.Thinking))
+			afterBlock = true
+		case p.Type == "thinking":
+			b.WriteString("<think>" + p.Thinking + "</think>")
+			afterBlock = false
+		default:
+			t := p.Text
+			if afterBlock {
+				t = strings.TrimLeft(t, "\n")
 			}
-			if i > lastQuery && (i == len(msgs)-1 || reasoning != "") {
-				b.WriteString("<|im_start|>assistant\n<think>\n" + strings.Trim(reasoning, "\n") + "\n</think>\n\n" + strings.TrimLeft(content, "\n"))
-			} else {
-				b.WriteString("<|im_start|>assistant\n" + content)
-			}
-			b.WriteString("<|im_end|>\n")
-		case m.Role == "tool":
-			if i == 0 || msgs[i-1].Role != "tool" {
-				b.WriteString("<|im_start|>user")
-			}
-			b.WriteString("\n<tool_response>\n" + m.Content + "\n</tool_response>")
-			if i == len(msgs)-1 || msgs[i+1].Role != "tool" {
-				b.WriteString("<|im_end|>\n")
-			}
+			b.WriteString(t)
+			afterBlock = false
 		}
 	}
-	if addGen {
-		b.WriteString("<|im_start|>assistant\n")
-		if !q.thinking {
-			b.WriteString("<think>\n\n</think>\n\n")
-		}
-	}
-	return b.String(), nil
+	return b.String()
 }
 
-func (qwen3) stops(tok *tokenizer.Tokenizer) ([]int, []string, error) {
-	ids, err := tokenIDs(tok, "<|im_end|>")
-	return ids, nil, err
+// qwenToolCalls is the calls as Qwen writes them, one
+// <tool_call>{"name": …, "arguments": …}</tool_call> per line.
+func qwenToolCalls(calls []ToolCall) (string, error) {
+	var out []string
+	for _, tc := range calls {
+		args, err := pyCompact(tc.Function.Arguments)
+		if err != nil {
+			return "", fmt.Errorf("tool call %s: arguments: %w", tc.Function.Name, err)
+		}
+		var name strings.Builder
+		pyString(&name, tc.Function.Name)
+		out = append(out, "<tool_call>\n{\"name\": "+name.String()+", \"arguments\": "+args+"}\n</tool_call>")
+	}
+	return strings.Join(out, "\n"), nil
+}
+
+func (qwen3Off) disablesThinking() bool { return true }
+
+func (q qwen3Off) message(e *enc, m Message, c msgCtx) (piece, error) {
+	if m.Role == "assistant" && c.isLast && m.hasContent() && c.lastUser < 0 {
+		return piece{}, fmt.Errorf("this conversation has no user message, so Qwen3's template writes no empty think block on the produced turn, " +
+			"but the generation prompt always opens one: add a user message, or use the thinking renderer (qwen3)")
+	}
+	return q.qwen3.message(e, m, c)
+}
+
+func (qwen3Off) genSuffix(e *enc, role string, c msgCtx) ([]int, error) {
+	nl := ""
+	if c.idx > 0 {
+		nl = "\n"
+	}
+	return e.text(nl + "<|im_start|>" + role + "\n<think>\n\n</think>\n\n"), nil
 }

@@ -204,7 +204,8 @@ func Download(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	defer tmp.Release()
-	if err := install(tmp.Path, target, opts.Force); err != nil {
+	atomicfile.FinishSwaps(target) // a forced download killed while replacing it
+	if err := install(tmp, target, opts.Force); err != nil {
 		os.RemoveAll(tmp.Path)
 		return nil, err
 	}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/tinkershell/tinker/lib/archive"
+	"github.com/tinkershell/tinker/lib/atomicfile"
 	"github.com/tinkershell/tinker/lib/progress"
 )
 
@@ -560,10 +561,7 @@ func TestDownloadForceReplaces(t *testing.T) {
 	for _, fallback := range []bool{false, true} {
 		t.Run("fallback="+strconv.FormatBool(fallback), func(t *testing.T) {
 			if fallback {
-				rn, ex := renameNoReplace, exchange
-				renameNoReplace = func(string, string) error { return errNoAtomicRename }
-				exchange = func(string, string) error { return errNoAtomicRename }
-				t.Cleanup(func() { renameNoReplace, exchange = rn, ex })
+				t.Cleanup(atomicfile.DisableAtomicRename())
 			}
 			s := newServer(t, makeTar(t, checkpointMembers()...))
 			parent := t.TempDir()
@@ -593,8 +591,11 @@ func TestDownloadForceReplaces(t *testing.T) {
 func TestInstallNoReplaceRace(t *testing.T) {
 	// The target appears between the early check and the final rename.
 	parent := t.TempDir()
-	tmp := filepath.Join(parent, ".x.partial-1")
-	os.Mkdir(tmp, 0o755)
+	tmp, err := atomicfile.MkdirTemp(parent, ".x.partial-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tmp.Release()
 	target := writeOld(t, parent, "x")
 	if err := install(tmp, target, false); !errors.Is(err, ErrTargetExists) {
 		t.Fatalf("err = %v, want ErrTargetExists", err)

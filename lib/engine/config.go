@@ -3,10 +3,10 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/tinkershell/tinker/lib/models"
+	"github.com/tinkershell/tinker/lib/userfile"
 )
 
 // RopeScaling is the rope_scaling block of a Hugging Face config. Type is
@@ -64,9 +64,12 @@ type hfRope struct {
 	OriginalMaxPositionEmbeddings int     `json:"original_max_position_embeddings"`
 }
 
+// maxConfigBytes bounds config.json (a link to /dev/zero must not fill memory).
+const maxConfigBytes = 16 << 20
+
 // ReadConfig parses dir/config.json.
 func ReadConfig(dir string) (Config, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	b, err := userfile.ReadFile(filepath.Join(dir, "config.json"), maxConfigBytes)
 	if err != nil {
 		return Config{}, fmt.Errorf("read model config: %w", err)
 	}
@@ -183,7 +186,18 @@ func firstTokenID(raw json.RawMessage) (int, error) {
 	return ids[0], nil
 }
 
-// Validate checks that the dimensions are consistent.
+// Bounds on a config's dimensions, each far above any released model, so
+// that a hostile config.json cannot make the code that sizes tensors from
+// it (ExpectedShapes, Params) allocate without end or overflow.
+const (
+	maxVocab   = 1 << 22
+	maxWidth   = 1 << 20 // hidden_size, intermediate_size
+	maxLayers  = 1 << 12
+	maxHeads   = 1 << 12
+	maxHeadDim = 1 << 12
+)
+
+// Validate checks that the dimensions are consistent and bounded.
 func (c Config) Validate() error {
 	switch {
 	case c.Family != models.Llama3 && c.Family != models.Qwen3:
@@ -192,6 +206,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("model config: mixture-of-experts and latent-attention models are not supported by the local engine")
 	case c.VocabSize <= 0 || c.Hidden <= 0 || c.Intermediate <= 0 || c.Layers <= 0 || c.Heads <= 0 || c.HeadDim <= 0:
 		return fmt.Errorf("model config: vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads and head_dim must be positive")
+	case c.VocabSize > maxVocab || c.Hidden > maxWidth || c.Intermediate > maxWidth || c.Layers > maxLayers ||
+		c.Heads > maxHeads || c.HeadDim > maxHeadDim:
+		return fmt.Errorf("model config: vocab_size %d, hidden_size %d, intermediate_size %d, num_hidden_layers %d, num_attention_heads %d or head_dim %d passes the bounds (%d, %d, %d, %d, %d, %d): not a real model",
+			c.VocabSize, c.Hidden, c.Intermediate, c.Layers, c.Heads, c.HeadDim, maxVocab, maxWidth, maxWidth, maxLayers, maxHeads, maxHeadDim)
 	case c.KVHeads <= 0 || c.Heads%c.KVHeads != 0:
 		return fmt.Errorf("model config: num_attention_heads (%d) must be a multiple of num_key_value_heads (%d)", c.Heads, c.KVHeads)
 	case c.HeadDim%2 != 0:

@@ -122,7 +122,7 @@ func LoadLoRA(dir string, c Config) (*LoRA, error) {
 			ts["base_model.model."+mod+suffix] = t
 		}
 	}
-	l, err := NewLoRA(c, ts, ac.R, float64(ac.LoraAlpha), ac.UseRslora)
+	l, err := NewLoRA(c, ts, ac.R, ac.LoraAlpha, ac.UseRslora)
 	if err != nil {
 		return nil, fmt.Errorf("load LoRA adapter %s: %w", dir, err)
 	}

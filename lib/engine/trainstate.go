@@ -134,7 +134,7 @@ func (t *Trainer) AdapterConfig(baseModel string) peft.AdapterConfig {
 		targets = append(targets, "lm_head")
 	}
 	return peft.AdapterConfig{AlphaPattern: map[string]int{}, BaseModelNameOrPath: baseModel, Bias: "none",
-		InferenceMode: true, InitLoraWeights: true, LoraAlpha: int(t.cfg.Alpha), PeftType: "LORA", R: t.cfg.Rank,
+		InferenceMode: true, InitLoraWeights: true, LoraAlpha: t.cfg.Alpha, PeftType: "LORA", R: t.cfg.Rank,
 		RankPattern: map[string]int{}, TargetModules: targets, TaskType: "CAUSAL_LM"}
 }
 
@@ -213,7 +213,7 @@ func ReadLoRAConfig(dir string) (LoRAConfig, error) {
 	if err := json.Unmarshal(b, &ac); err != nil {
 		return LoRAConfig{}, fmt.Errorf("parse %s: %w", peft.ConfigFile, err)
 	}
-	c := LoRAConfig{Rank: ac.R, Alpha: float64(ac.LoraAlpha)}
+	c := LoRAConfig{Rank: ac.R, Alpha: ac.LoraAlpha}
 	for _, m := range ac.TargetModules {
 		switch m {
 		case "q_proj", "k_proj", "v_proj", "o_proj":
@@ -242,8 +242,8 @@ func (t *Trainer) LoadStateDir(dir string, withOptimizer bool) error {
 		return fmt.Errorf("load state: %w", err)
 	}
 	defer a.Close()
-	if a.Config.R != t.cfg.Rank || float64(a.Config.LoraAlpha) != t.cfg.Alpha {
-		return fmt.Errorf("load state: checkpoint has rank %d and alpha %d, the model has rank %d and alpha %v",
+	if a.Config.R != t.cfg.Rank || a.Config.LoraAlpha != t.cfg.Alpha {
+		return fmt.Errorf("load state: checkpoint has rank %d and alpha %v, the model has rank %d and alpha %v",
 			a.Config.R, a.Config.LoraAlpha, t.cfg.Rank, t.cfg.Alpha)
 	}
 	ts := Tensors{}

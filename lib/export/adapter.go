@@ -16,6 +16,7 @@ import (
 	"github.com/tinkershell/tinker/lib/engine"
 	"github.com/tinkershell/tinker/lib/peft"
 	"github.com/tinkershell/tinker/lib/safetensors"
+	"github.com/tinkershell/tinker/lib/userfile"
 )
 
 // Module is one adapted linear map under its Hugging Face module path
@@ -71,16 +72,34 @@ func ReadAdapter(dir string) (*Adapter, error) {
 		return nil, err
 	}
 	a := &Adapter{Dir: dir, Config: cfg, Scale: scaleOf(cfg), file: f}
-	if err := a.collect(); err != nil {
+	err = a.collect()
+	if err == nil {
+		err = a.checkFinite()
+	}
+	if err != nil {
 		f.Close()
 		return nil, err
 	}
 	return a, nil
 }
 
+// checkFinite refuses NaN and infinite weights, which would otherwise be
+// merged silently or fail much later, blamed on something else.
+func (a *Adapter) checkFinite() error {
+	for _, m := range a.Modules {
+		for _, t := range []*safetensors.Tensor{m.A, m.B} {
+			if i := t.NonFinite(); i >= 0 {
+				return fmt.Errorf("%s: tensor %s holds a NaN or infinite value (element %d): the adapter is corrupt; re-download or re-train it",
+					peft.WeightsFile, t.Name, i)
+			}
+		}
+	}
+	return nil
+}
+
 func readAdapterConfig(dir string) (peft.AdapterConfig, error) {
 	var cfg peft.AdapterConfig
-	b, err := os.ReadFile(filepath.Join(dir, peft.ConfigFile))
+	b, err := userfile.ReadFile(filepath.Join(dir, peft.ConfigFile), maxConfigBytes)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return cfg, fmt.Errorf("%s is not an adapter directory (no %s)", dir, peft.ConfigFile)
@@ -91,8 +110,8 @@ func readAdapterConfig(dir string) (peft.AdapterConfig, error) {
 		return cfg, fmt.Errorf("parse %s: %w", filepath.Join(dir, peft.ConfigFile), err)
 	}
 	switch {
-	case cfg.R <= 0:
-		return cfg, fmt.Errorf("%s: rank r must be positive, got %d", peft.ConfigFile, cfg.R)
+	case cfg.R <= 0 || cfg.R > peft.MaxRank:
+		return cfg, fmt.Errorf("%s: rank r must be between 1 and %d, got %d", peft.ConfigFile, peft.MaxRank, cfg.R)
 	case cfg.PeftType != "" && !strings.EqualFold(cfg.PeftType, "LORA"):
 		return cfg, fmt.Errorf("%s: peft_type %q is not LORA", peft.ConfigFile, cfg.PeftType)
 	case cfg.UseDora:
@@ -172,7 +191,7 @@ func (a *Adapter) pair(byPath map[string]*Module) error {
 		if m.A == nil || m.B == nil {
 			return fmt.Errorf("%s: module %s has only one of lora_A and lora_B", peft.WeightsFile, path)
 		}
-		if len(m.A.Shape) != 2 || len(m.B.Shape) != 2 || m.A.Shape[0] != r || m.B.Shape[1] != r {
+		if len(m.A.Shape) != 2 || len(m.B.Shape) != 2 || m.A.Shape[0] != r || m.B.Shape[1] != r || m.A.Shape[1] < 1 || m.B.Shape[0] < 1 {
 			return fmt.Errorf("%s: module %s has lora_A %v and lora_B %v, inconsistent with r=%d", peft.WeightsFile, path, m.A.Shape, m.B.Shape, r)
 		}
 		a.Modules = append(a.Modules, *m)

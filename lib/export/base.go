@@ -12,6 +12,8 @@ import (
 
 	"github.com/tinkershell/tinker/lib/engine"
 	"github.com/tinkershell/tinker/lib/models"
+	"github.com/tinkershell/tinker/lib/peft"
+	"github.com/tinkershell/tinker/lib/userfile"
 )
 
 // Base is a base model directory about to be merged into.
@@ -44,7 +46,7 @@ func OpenBase(dir string) (*Base, error) {
 }
 
 func (b *Base) findShards() error {
-	idx, err := os.ReadFile(filepath.Join(b.Dir, indexFile))
+	idx, err := userfile.ReadFile(filepath.Join(b.Dir, indexFile), maxIndexBytes)
 	switch {
 	case err == nil:
 		var index struct {
@@ -127,3 +129,9 @@ func CheckDense(baseModel string) error {
 	}
 	return fmt.Errorf("base model %s is a %s model: only dense Llama 3 and Qwen3 models can be exported", baseModel, f)
 }
+
+// Bounds on the JSON files of an adapter or base directory (docs/bounds.md).
+const (
+	maxConfigBytes = peft.MaxConfigBytes
+	maxIndexBytes  = 64 << 20 // model.safetensors.index.json of the largest models is a few MB
+)

@@ -45,6 +45,6 @@ func writeFacts(b *strings.Builder, o Options, a *Adapter) {
 		base = "(not named by the checkpoint)"
 	}
 	fmt.Fprintf(b, "- base model: %s\n- checkpoint: %s\n", base, o.Checkpoint)
-	fmt.Fprintf(b, "- LoRA: r=%d, lora_alpha=%d, target_modules=%s (%d matrices)\n",
+	fmt.Fprintf(b, "- LoRA: r=%d, lora_alpha=%v, target_modules=%s (%d matrices)\n",
 		a.Config.R, a.Config.LoraAlpha, strings.Join(a.Targets(), ", "), len(a.Modules))
 }

@@ -193,3 +193,29 @@ func TestBaseFromHFCache(t *testing.T) {
 		t.Errorf("mismatched cached base: %v", err)
 	}
 }
+
+// TestKilledReplaceIsFinished: an export killed between the renames that
+// replace OUT left it missing, the old copy aside. The next export puts a
+// copy back at OUT before anything else, never leaving OUT lost.
+func TestKilledReplaceIsFinished(t *testing.T) {
+	parent := t.TempDir()
+	out := filepath.Join(parent, "out")
+	for _, c := range []struct{ old, new, want string }{
+		{".out.old-123", ".out.tmp-123", "old"},                   // earlier versions' layout
+		{".out.old-00112233aabb", ".out.new-00112233aabb", "new"}, // atomicfile.SwapDir's
+	} {
+		for name, s := range map[string]string{c.old: "old", c.new: "new"} {
+			os.Mkdir(filepath.Join(parent, name), 0o755)
+			writeFile(t, filepath.Join(parent, name), "f", []byte(s))
+		}
+		_, err := Export(context.Background(), Options{Adapter: t.TempDir(), Out: out})
+		if err == nil || !strings.Contains(err.Error(), "already exists") {
+			t.Errorf("%s: err = %v, want OUT found to exist", c.new, err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(out, "f")); string(b) != c.want {
+			t.Errorf("%s: OUT holds %q, want the %s copy", c.new, b, c.want)
+		}
+		os.RemoveAll(out)
+		os.RemoveAll(filepath.Join(parent, c.new)) // the sweep's, once a minute old
+	}
+}

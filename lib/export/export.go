@@ -60,6 +60,9 @@ func Export(ctx context.Context, o Options) (*Result, error) {
 	if err := CheckOut(o.Out, o.Force); err != nil {
 		return nil, err
 	}
+	if err := CheckInputs(o.Out, o.Adapter, o.Base); err != nil {
+		return nil, err
+	}
 	a, err := ReadAdapter(o.Adapter)
 	if err != nil {
 		return nil, err

@@ -154,7 +154,7 @@ func writeAdapter(t testing.TB, s adapterSpec) string {
 		add(s.unembed, c.VocabSize, c.Hidden)
 		targets = append(targets, "lm_head")
 	}
-	ac := peft.AdapterConfig{R: s.rank, LoraAlpha: s.alpha, TargetModules: targets, PeftType: "LORA", BaseModelNameOrPath: s.model}
+	ac := peft.AdapterConfig{R: s.rank, LoraAlpha: float64(s.alpha), TargetModules: targets, PeftType: "LORA", BaseModelNameOrPath: s.model}
 	b, _ := json.MarshalIndent(ac, "", "  ")
 	writeFile(t, dir, peft.ConfigFile, b)
 	var out []safetensors.Tensor

@@ -10,6 +10,7 @@ import (
 	"sort"
 
 	"github.com/tinkershell/tinker/lib/safetensors"
+	"github.com/tinkershell/tinker/lib/userfile"
 )
 
 const (
@@ -75,7 +76,7 @@ func (m *merger) plan(h *safetensors.Header, shard string) ([]safetensors.Tensor
 // with ReadAt a block at a time (not mapped), so memory stays a few blocks
 // plus the adapter.
 func (m *merger) shard(ctx context.Context, name string, w io.Writer) error {
-	f, err := os.Open(filepath.Join(m.base.Dir, name))
+	f, err := userfile.Open(filepath.Join(m.base.Dir, name))
 	if err != nil {
 		return fmt.Errorf("base shard: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/tinkershell/tinker/lib/safetensors"
+	"github.com/tinkershell/tinker/lib/userfile"
 )
 
 // exportMerged writes a Hugging Face model directory with the adapter
@@ -23,6 +24,9 @@ func exportMerged(ctx context.Context, o Options, a *Adapter, dt safetensors.DTy
 	defer cleanup()
 	base, err := checkedBase(o, a, tmp)
 	if err != nil {
+		return nil, err
+	}
+	if err := CheckInputs(o.Out, base.Dir); err != nil { // a base found in the Hugging Face cache
 		return nil, err
 	}
 	m, need, err := newMerger(base, a, dt)
@@ -107,7 +111,7 @@ func writeBytes(b []byte) func(io.Writer) error {
 
 func copyFrom(path string) func(io.Writer) error {
 	return func(w io.Writer) error {
-		f, err := os.Open(path)
+		f, err := userfile.Open(path)
 		if err != nil {
 			return err
 		}
@@ -175,7 +179,7 @@ func scanShards(base *Base) (map[string]safetensors.TensorInfo, error) {
 }
 
 func readShardHeader(path string) (*safetensors.Header, error) {
-	f, err := os.Open(path)
+	f, err := userfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("base shard: %w", err)
 	}
@@ -234,7 +238,7 @@ func filesSize(dir string, files []string) int64 {
 // mergedConfig is the base's config.json, untied and retyped as needed
 // (other keys kept, numbers exact).
 func mergedConfig(dir string, untie bool, dt safetensors.DType) ([]byte, error) {
-	raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	raw, err := userfile.ReadFile(filepath.Join(dir, "config.json"), maxConfigBytes)
 	if err != nil {
 		return nil, fmt.Errorf("base config: %w", err)
 	}

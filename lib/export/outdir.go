@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,7 +26,17 @@ type outDir struct {
 }
 
 // CheckOut refuses an existing OUT without force before any work is done.
+// An export killed while replacing OUT is finished first (the old or the
+// new copy put back at OUT), so OUT is never found missing.
 func CheckOut(out string, force bool) error {
+	if _, err := atomicfile.FinishSwaps(linkTarget(out)); err != nil {
+		return err
+	}
+	if lst, err := os.Lstat(out); err == nil && lst.Mode()&fs.ModeSymlink != 0 {
+		if _, err := os.Stat(out); err != nil {
+			return fmt.Errorf("%s is a symbolic link to a missing directory: remove the link or choose another output", out)
+		}
+	}
 	st, err := os.Stat(out)
 	switch {
 	case err != nil:
@@ -38,9 +49,64 @@ func CheckOut(out string, force bool) error {
 	return nil
 }
 
+// linkTarget is where out points if it is a symbolic link (the directory
+// an export replaces, which may be missing after a crash), else out.
+func linkTarget(out string) string {
+	dest, err := os.Readlink(out)
+	if err != nil {
+		return out
+	}
+	if !filepath.IsAbs(dest) {
+		dest = filepath.Join(filepath.Dir(out), dest)
+	}
+	return dest
+}
+
+// CheckInputs refuses an output directory that is, holds or sits inside
+// one of the inputs ("" is skipped): replacing it would delete what the
+// export reads, and --force must never do that.
+func CheckInputs(out string, inputs ...string) error {
+	o := realPath(out)
+	for _, in := range inputs {
+		if in == "" {
+			continue
+		}
+		if i := realPath(in); within(o, i) || within(i, o) {
+			return fmt.Errorf("output %s is, holds or sits inside the input %s: choose an output directory elsewhere", out, in)
+		}
+	}
+	return nil
+}
+
+// realPath is p absolute with its symbolic links resolved as far as it
+// exists.
+func realPath(p string) string {
+	p, _ = filepath.Abs(p)
+	rest := ""
+	for {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(r, rest)
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return filepath.Join(p, rest)
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+		p = parent
+	}
+}
+
+// within reports whether p is dir or inside it.
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, string(filepath.Separator))+string(filepath.Separator))
+}
+
 func newOutDir(out string, force bool, progress func(int64)) (*outDir, error) {
 	if err := CheckOut(out, force); err != nil {
 		return nil, err
+	}
+	if r, err := filepath.EvalSymlinks(out); err == nil {
+		out = r // a link to a directory: replace the directory, keep the link
 	}
 	parent, base := filepath.Dir(out), filepath.Base(out)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
@@ -50,6 +116,11 @@ func newOutDir(out string, force bool, progress func(int64)) (*outDir, error) {
 	atomicfile.SweepStale(parent, prefix) // left by a killed export
 	td, err := atomicfile.MkdirTemp(parent, prefix)
 	if err != nil {
+		return nil, fmt.Errorf("create output directory: %w", err)
+	}
+	if err := os.Chmod(td.Path, 0o755); err != nil { // MkdirTemp made it 0700; download makes 0755 too
+		td.Release()
+		os.Remove(td.Path)
 		return nil, fmt.Errorf("create output directory: %w", err)
 	}
 	return &outDir{final: out, tmp: td.Path, td: td, progress: progress}, nil
@@ -111,25 +182,11 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// commit renames the directory into place, replacing an old OUT only now.
+// commit puts the directory in place, replacing an old OUT only now.
 func (o *outDir) commit() error {
 	defer o.td.Release()
-	parent, base := filepath.Dir(o.final), filepath.Base(o.final)
-	old := ""
-	if _, err := os.Stat(o.final); err == nil {
-		old = filepath.Join(parent, "."+base+".old-"+strings.TrimPrefix(filepath.Base(o.tmp), "."+base+".tmp-"))
-		if err := os.Rename(o.final, old); err != nil {
-			return fmt.Errorf("move old %s aside: %w", o.final, err)
-		}
-	}
-	if err := os.Rename(o.tmp, o.final); err != nil {
-		if old != "" {
-			os.Rename(old, o.final)
-		}
+	if err := atomicfile.SwapDir(o.td, o.final); err != nil {
 		return fmt.Errorf("move output into place: %w", err)
-	}
-	if old != "" {
-		os.RemoveAll(old)
 	}
 	return nil
 }

@@ -360,16 +360,16 @@ func normalizeETag(s string) string {
 // huggingface_hub layout), replacing any old link in one rename; where
 // symlinks are unavailable it copies the blob instead.
 func linkAtomic(rel, blob, dst string) error {
-	tmp := dst + ".tmp-link"
-	os.Remove(tmp)
-	if err := os.Symlink(rel, tmp); err != nil {
-		data, rerr := os.ReadFile(blob)
-		if rerr != nil {
-			return rerr
-		}
-		return writeAtomic(dst, data)
+	err := atomicfile.Symlink(rel, dst)
+	var le *os.LinkError
+	if err == nil || !errors.As(err, &le) || le.Op != "symlink" {
+		return err
 	}
-	return os.Rename(tmp, dst)
+	data, err := os.ReadFile(blob) // no symlinks here: a copy
+	if err != nil {
+		return err
+	}
+	return writeAtomic(dst, data)
 }
 
 func writeAtomic(path string, data []byte) error {

@@ -37,6 +37,15 @@ func TestRendererName(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("err = %v, want %q", err, want)
 	}
+	// The recommended renderer is the cookbook's model table's.
+	for base, want := range map[string]string{"openai/gpt-oss-20b": "gpt_oss_no_sysprompt", "Qwen/Qwen3-4B-Instruct-2507": "qwen3_instruct", "deepseek-ai/DeepSeek-V3.1": "deepseekv3", "moonshotai/Kimi-K2-Thinking": "kimi_k2"} {
+		if n, err := RendererName(base, ""); err != nil || n != want {
+			t.Errorf("RendererName(%s) = %q, %v; want %s", base, n, err, want)
+		}
+	}
+	if _, err := RendererName("thinkingmachines/Inkling-1", ""); err == nil || !strings.Contains(err.Error(), "tml_v0") {
+		t.Errorf("Inkling: %v", err)
+	}
 }
 
 // A resolved model renders with its own tokenizer (no second load), and

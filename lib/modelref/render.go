@@ -2,8 +2,6 @@ package modelref
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	"github.com/tinkershell/tinker/lib/chat"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
@@ -16,10 +14,10 @@ func RendererName(base, name string) (string, error) {
 	if name != "" {
 		return name, nil
 	}
-	if name = chat.ForModel(base); name == "" {
-		return "", fmt.Errorf("no default chat renderer for %s; choose one of %s", base, strings.Join(chat.Names(), ", "))
+	if err := chat.NoRenderer(base); err != nil {
+		return "", err
 	}
-	return name, nil
+	return chat.ForModel(base), nil
 }
 
 // Renderer is the chat renderer name (or the default) over the base

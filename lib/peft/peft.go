@@ -56,6 +56,16 @@ const (
 // fixed alpha of 32 independent of rank.
 const DefaultAlpha = 32
 
+// Bounds on what an adapter directory may claim, checked before anything
+// is allocated from it (docs/bounds.md).
+const (
+	// MaxRank bounds r: far above any LoRA rank in use, far below a size
+	// that overflows the products of shapes.
+	MaxRank = 1 << 16
+	// MaxConfigBytes bounds adapter_config.json and a model's config.json.
+	MaxConfigBytes = 16 << 20
+)
+
 // Config is what shapes an adapter.
 type Config struct {
 	BaseModel    string
@@ -93,7 +103,7 @@ type AdapterConfig struct {
 	InitLoraWeights     bool           `json:"init_lora_weights"`
 	LayersPattern       any            `json:"layers_pattern"`
 	LayersToTransform   any            `json:"layers_to_transform"`
-	LoraAlpha           int            `json:"lora_alpha"`
+	LoraAlpha           float64        `json:"lora_alpha"`
 	LoraDropout         float64        `json:"lora_dropout"`
 	ModulesToSave       any            `json:"modules_to_save"`
 	PeftType            string         `json:"peft_type"`
@@ -104,6 +114,35 @@ type AdapterConfig struct {
 	TaskType            string         `json:"task_type"`
 	UseDora             bool           `json:"use_dora"`
 	UseRslora           bool           `json:"use_rslora"`
+	// TargetRegex is target_modules given as one string, which PEFT
+	// matches against each module's full path; TargetModules is then nil
+	// and the weights file says which modules are adapted.
+	TargetRegex string `json:"-"`
+}
+
+// UnmarshalJSON reads adapter_config.json, accepting target_modules as a
+// list or (PEFT's other form) one regular expression.
+func (c *AdapterConfig) UnmarshalJSON(b []byte) error {
+	type plain AdapterConfig
+	var aux struct {
+		*plain
+		TargetModules json.RawMessage `json:"target_modules"`
+	}
+	aux.plain = (*plain)(c)
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	raw := aux.TargetModules
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	if err := json.Unmarshal(raw, &c.TargetRegex); err == nil {
+		return nil
+	}
+	if err := json.Unmarshal(raw, &c.TargetModules); err != nil {
+		return fmt.Errorf("target_modules: want a list of module names or one regular expression: %w", err)
+	}
+	return nil
 }
 
 // SavesModules reports whether modules_to_save names any module (it is
@@ -210,7 +249,7 @@ func NewPlan(cfg Config) (*Plan, error) {
 	ms, targets := modules(arch, cfg)
 	ac := AdapterConfig{
 		AlphaPattern: map[string]int{}, BaseModelNameOrPath: arch.Name, Bias: "none", InferenceMode: true,
-		InitLoraWeights: true, LoraAlpha: cfg.alpha(), PeftType: "LORA", R: cfg.Rank,
+		InitLoraWeights: true, LoraAlpha: float64(cfg.alpha()), PeftType: "LORA", R: cfg.Rank,
 		RankPattern: map[string]int{}, TargetModules: targets, TaskType: "CAUSAL_LM",
 	}
 	cj, err := json.MarshalIndent(ac, "", "  ")
@@ -310,9 +349,8 @@ type File struct {
 
 // WriteFiles writes a checkpoint directory atomically: the files, each
 // synced, then the checkpoint_complete marker go into a temporary sibling,
-// which replaces dir only once complete. An existing dir is moved aside
-// first and removed only after the new one is in place, so a crash never
-// leaves neither.
+// which replaces dir only once complete (atomicfile.SwapDir: a crash never
+// leaves neither copy).
 func WriteFiles(dir string, files []File) error {
 	parent, base := filepath.Dir(dir), filepath.Base(dir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
@@ -321,6 +359,7 @@ func WriteFiles(dir string, files []File) error {
 	// A write of the same checkpoint killed midway left its temporary
 	// directory behind.
 	prefix := "." + base + ".tmp-"
+	atomicfile.FinishSwaps(dir)
 	atomicfile.SweepStale(parent, prefix)
 	td, err := atomicfile.MkdirTemp(parent, prefix)
 	if err != nil {
@@ -335,23 +374,8 @@ func WriteFiles(dir string, files []File) error {
 			return err
 		}
 	}
-	old := ""
-	if _, err := os.Stat(dir); err == nil {
-		// Named apart from the temporary directories, so no sweep takes
-		// it for abandoned while it is the only copy.
-		old = filepath.Join(parent, "."+base+".old-"+strings.TrimPrefix(filepath.Base(tmp), prefix))
-		if err := os.Rename(dir, old); err != nil {
-			return fmt.Errorf("move old checkpoint aside: %w", err)
-		}
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		if old != "" {
-			os.Rename(old, dir)
-		}
+	if err := atomicfile.SwapDir(td, dir); err != nil {
 		return fmt.Errorf("move checkpoint into place: %w", err)
-	}
-	if old != "" {
-		os.RemoveAll(old)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tinkershell/tinker/lib/safetensors"
+	"github.com/tinkershell/tinker/lib/userfile"
 )
 
 // Pair is one adapted module's LoRA matrices: the update to the module's
@@ -32,7 +33,7 @@ func (a *Adapter) Scale() float32 {
 	if a.Config.UseRslora {
 		return float32(float64(a.Config.LoraAlpha) / math.Sqrt(float64(a.Config.R)))
 	}
-	return float32(a.Config.LoraAlpha) / float32(a.Config.R)
+	return float32(a.Config.LoraAlpha / float64(a.Config.R))
 }
 
 // Close releases the weights file mapping.
@@ -47,7 +48,7 @@ func ReadDir(dir string, allowIncomplete bool) (*Adapter, error) {
 			return nil, fmt.Errorf("checkpoint %s is incomplete (no %s marker)", dir, CompleteFile)
 		}
 	}
-	cb, err := os.ReadFile(filepath.Join(dir, ConfigFile))
+	cb, err := userfile.ReadFile(filepath.Join(dir, ConfigFile), MaxConfigBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read adapter config: %w", err)
 	}
@@ -55,8 +56,8 @@ func ReadDir(dir string, allowIncomplete bool) (*Adapter, error) {
 	if err := json.Unmarshal(cb, &cfg); err != nil {
 		return nil, fmt.Errorf("parse %s: %w", ConfigFile, err)
 	}
-	if cfg.R <= 0 {
-		return nil, fmt.Errorf("%s: rank r must be positive, got %d", ConfigFile, cfg.R)
+	if cfg.R <= 0 || cfg.R > MaxRank {
+		return nil, fmt.Errorf("%s: rank r must be between 1 and %d, got %d", ConfigFile, MaxRank, cfg.R)
 	}
 	f, err := safetensors.Open(filepath.Join(dir, WeightsFile))
 	if err != nil {

@@ -2,16 +2,17 @@ package safetensors
 
 import (
 	"fmt"
-	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tinkershell/tinker/lib/userfile"
 )
 
 // Open memory-maps a safetensors file read-only and parses it, so multi-GB
 // weight files are not copied into the Go heap. Call Close when done; tensor
 // data must not be used after that.
 func Open(path string) (*File, error) {
-	fd, err := os.Open(path)
+	fd, err := userfile.Open(path) // a FIFO or device is refused, not waited on
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
 	}

@@ -75,6 +75,21 @@ type Tensor struct {
 // NumElements is the product of the shape (1 for a scalar).
 func (t *Tensor) NumElements() int64 { return numElements(t.Shape) }
 
+// ShapeBytes is the size in bytes of a tensor of shape with elements of
+// size bytes, and false if a dimension is negative or the size does not
+// fit in an int64 (a hostile header's shape must not wrap around to a
+// small product that matches its data).
+func ShapeBytes(shape []int64, size int) (int64, bool) {
+	n := int64(size)
+	for _, d := range shape {
+		if d < 0 || (d > 0 && n > math.MaxInt64/d) {
+			return 0, false
+		}
+		n *= d
+	}
+	return n, true
+}
+
 func numElements(shape []int64) int64 {
 	n := int64(1)
 	for _, d := range shape {
@@ -304,16 +319,15 @@ func parseHeader(h []byte) ([]parsedEntry, map[string]string, error) {
 		if size == 0 {
 			return nil, nil, fmt.Errorf("safetensors: tensor %s: unknown dtype %q", name, e.DType)
 		}
-		for _, d := range e.Shape {
-			if d < 0 {
-				return nil, nil, fmt.Errorf("safetensors: tensor %s: negative dimension in shape %v", name, e.Shape)
-			}
+		want, ok := ShapeBytes(e.Shape, size)
+		if !ok {
+			return nil, nil, fmt.Errorf("safetensors: tensor %s: shape %v is negative or too large", name, e.Shape)
 		}
 		b, en := e.DataOffsets[0], e.DataOffsets[1]
 		if b < 0 || en < b {
 			return nil, nil, fmt.Errorf("safetensors: tensor %s: bad data_offsets %v", name, e.DataOffsets)
 		}
-		if want := numElements(e.Shape) * int64(size); en-b != want {
+		if en-b != want {
 			return nil, nil, fmt.Errorf("safetensors: tensor %s: %d bytes for shape %v of %s, want %d", name, en-b, e.Shape, e.DType, want)
 		}
 		if e.Shape == nil {
@@ -398,10 +412,10 @@ func NewLayout(tensors []TensorInfo, metadata map[string]string) (*Layout, error
 		hb.WriteString(`:{"dtype":"`)
 		hb.WriteString(string(t.DType))
 		hb.WriteString(`","shape":[`)
+		if _, ok := ShapeBytes(t.Shape, t.DType.Size()); !ok {
+			return nil, fmt.Errorf("safetensors: tensor %s: shape %v is negative or too large", t.Name, t.Shape)
+		}
 		for k, d := range t.Shape {
-			if d < 0 {
-				return nil, fmt.Errorf("safetensors: tensor %s: negative dimension", t.Name)
-			}
 			if k > 0 {
 				hb.WriteByte(',')
 			}

@@ -135,7 +135,10 @@ func TestRejectsCorrupt(t *testing.T) {
 		"hole":      good(`{"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}`, 8),
 		"trailing":  good(`{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}`, 8),
 		"past end":  good(`{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}`, 4),
-		"overlap":   good(`{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"v":{"dtype":"F32","shape":[1],"data_offsets":[2,6]}}`, 8),
+		// Shapes whose byte size wraps around int64 to the 0 bytes given.
+		"overflow":   good(`{"w":{"dtype":"F32","shape":[4611686018427387904,64],"data_offsets":[0,0]}}`, 0),
+		"overflow 2": good(`{"w":{"dtype":"BF16","shape":[4611686018427387904,4],"data_offsets":[0,0]}}`, 0),
+		"overlap":    good(`{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"v":{"dtype":"F32","shape":[1],"data_offsets":[2,6]}}`, 8),
 	}
 	for name, b := range cases {
 		if _, err := Parse(b); err == nil {
@@ -232,5 +235,24 @@ func TestReadHeader(t *testing.T) {
 	defer g.Close()
 	if _, err := ReadHeader(g); err == nil {
 		t.Error("a truncated file passed")
+	}
+}
+
+func TestNonFinite(t *testing.T) {
+	for _, dt := range []DType{F32, BF16, F16} {
+		for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
+			data, err := EncodeFloat32(dt, []float32{1, -2.5, 0, bad, 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := Tensor{Name: "x", DType: dt, Shape: []int64{5}, Data: data}
+			if i := x.NonFinite(); i != 3 {
+				t.Errorf("%s with %v: NonFinite = %d, want 3", dt, bad, i)
+			}
+			x.Data = x.Data[:3*dt.Size()]
+			if i := x.NonFinite(); i != -1 {
+				t.Errorf("%s finite: NonFinite = %d", dt, i)
+			}
+		}
 	}
 }

@@ -29,6 +29,16 @@ type archiver struct {
 	// generated holds the dirs generated here from a seed, by last use:
 	// they can be made again, so idle ones are removed (dropIdle).
 	generated map[string]time.Time
+	dirs      sync.Map // dir -> *sync.Mutex: one writer of a checkpoint's files at a time
+}
+
+// lock takes dir's writer lock (generation and saves both write there)
+// and returns its release.
+func (a *archiver) lock(dir string) func() {
+	m, _ := a.dirs.LoadOrStore(dir, &sync.Mutex{})
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
 }
 
 // generatedKeep is how long generated checkpoint files stay unused on disk.
@@ -45,6 +55,14 @@ func (a *archiver) used(dir string, generated bool) {
 	if _, ok := a.generated[dir]; ok || generated {
 		a.generated[dir] = a.s.now()
 	}
+}
+
+// keep takes dir out of the generated set: its files now hold trained
+// weights, which no seed makes again.
+func (a *archiver) keep(dir string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.generated, dir)
 }
 
 // dropIdle removes generated files unused for generatedKeep; the next
@@ -110,18 +128,25 @@ func (a *archiver) ready(dir string) bool {
 }
 
 // materialise writes the checkpoint's files if they are missing. With
-// background, it returns at once (errArchivePending) and generates in a goroutine.
+// background, it returns at once (errArchivePending) and generates in a
+// goroutine. Files of trained or imported weights cannot be generated:
+// their absence is an error, never a silent return to the seed's weights.
 func (a *archiver) materialise(c store.Checkpoint, background bool) error {
 	dir := a.s.checkpointDir(c.RunID, c.Kind, c.Name)
 	if a.ready(dir) {
 		a.used(dir, false)
 		return nil
 	}
+	if c.FilesOnly {
+		return fmt.Errorf("the trained weights of %s are missing from %s: restore them from a backup, or delete the checkpoint",
+			c.TinkerPath(), dir)
+	}
 	run, ok := a.s.st.Run(c.RunID, a.s.now())
 	if !ok {
 		return fmt.Errorf("training run %s of checkpoint is missing", c.RunID)
 	}
 	gen := func() (any, error) {
+		defer a.lock(dir)()
 		if a.ready(dir) {
 			return nil, nil
 		}

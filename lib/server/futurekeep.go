@@ -3,9 +3,12 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/tinkershell/tinker/lib/atomicfile"
 )
 
 // Futures of model operations across a clean restart (KeepTrainers).
@@ -54,11 +57,11 @@ func (t *futureTable) keep(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("keep futures: %w", err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+	err = atomicfile.Write(path, 0o600, func(w io.Writer) error { _, err := w.Write(b); return err })
+	if err != nil {
 		return fmt.Errorf("keep futures: %w", err)
 	}
-	return os.Rename(tmp, path)
+	return nil
 }
 
 // restore registers the futures kept at path as finished, then deletes

@@ -55,6 +55,11 @@ func ImportAdapter(ctx context.Context, dataDir, dir, baseModel, name string, no
 		return AdapterImport{}, err
 	}
 	res := AdapterImport{RunID: run.ID, Rank: run.LoraRank, Targets: runTargets(run)}
+	hold, err := holdRunDir(dataDir, run.ID)
+	if err != nil {
+		return AdapterImport{}, err
+	}
+	defer hold.Close()
 	ckpts, err := writeImported(ctx, dataDir, a, run, name)
 	if err != nil {
 		return AdapterImport{}, err
@@ -178,7 +183,7 @@ func writeImported(ctx context.Context, dataDir string, a *export.Adapter, run s
 			return nil, fmt.Errorf("write checkpoint: %w", err)
 		}
 		ckpts = append(ckpts, store.Checkpoint{RunID: run.ID, Kind: kind, Name: name, Owner: run.Owner, Time: run.CreatedAt,
-			Seed: run.Seed, SizeBytes: p.Size()})
+			Seed: run.Seed, SizeBytes: p.Size(), FilesOnly: true})
 	}
 	return ckpts, nil
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -53,7 +54,7 @@ func writeExternalAdapter(t *testing.T, rank, alpha int, modules []string, unemb
 		add(unembed, c.VocabSize, c.Hidden)
 	}
 	dir := t.TempDir()
-	cfg, _ := json.Marshal(peft.AdapterConfig{R: rank, LoraAlpha: alpha, PeftType: "LORA", BaseModelNameOrPath: models.TinyLlama})
+	cfg, _ := json.Marshal(peft.AdapterConfig{R: rank, LoraAlpha: float64(alpha), PeftType: "LORA", BaseModelNameOrPath: models.TinyLlama})
 	os.WriteFile(filepath.Join(dir, peft.ConfigFile), cfg, 0o644)
 	f, _ := os.Create(filepath.Join(dir, peft.WeightsFile))
 	defer f.Close()
@@ -168,7 +169,15 @@ func TestImportAdapterRefuses(t *testing.T) {
 		{Name: "base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight", DType: safetensors.F32, Shape: []int64{int64(c.Hidden), 2}, Data: make([]byte, 8*c.Hidden)},
 	}, nil)
 	f.Close()
+	// An Inf in the weights (sampling then failed, blaming the optimizer).
+	inf := writeExternalAdapter(t, 2, 32, []string{"self_attn.q_proj"}, "")
+	ws, _ := safetensors.ReadFile(filepath.Join(inf, peft.WeightsFile))
+	binary.LittleEndian.PutUint32(ws.Tensors[1].Data, 0x7f800000)
+	f, _ = os.Create(filepath.Join(inf, peft.WeightsFile))
+	safetensors.Write(f, ws.Tensors, nil)
+	f.Close()
 	for _, tc := range []struct{ dir, base, name, want string }{
+		{inf, models.TinyLlama, "", "NaN or infinite value"},
 		{deep, models.TinyLlama, "", "model.layers.99.self_attn.q_proj does not exist in tinker-local/tiny-llama"},
 		{wide, models.TinyLlama, "", "lora_A has shape [2 65]"},
 		{good, "me/nothing", "", `unknown base model "me/nothing"`},

@@ -19,7 +19,8 @@
 // (what a clean restart keeps), nonfinite.go (NaN and ±Inf results), hub.go (tokenizer files for Hugging Face clients),
 // rest.go (runs and checkpoints listings), archive.go (checkpoint files),
 // download.go (signed URLs) with tarview.go, trace.go, billing.go,
-// cleanup.go (expiry sweep, orphans), import.go.
+// cleanup.go (expiry sweep, orphans), import.go, trainwatch.go (training
+// events for the web console, lib/console).
 package server
 
 import (
@@ -110,6 +111,12 @@ type Options struct {
 	// PrivatePaths are directories (e.g. --model NAME=DIR) that, like the
 	// data directory and the Hugging Face cache, never appear in answers.
 	PrivatePaths []string
+	// OnTrain, when set, is told of each finished training operation
+	// (trainwatch.go); it must return quickly.
+	OnTrain func(TrainEvent)
+	// Wrap, when set, wraps the API's handler: the web console
+	// (lib/console) serves its pages beside the API this way.
+	Wrap func(api http.Handler) http.Handler
 }
 
 // Server is one local Tinker service over a data directory.
@@ -214,6 +221,9 @@ func Open(opts Options) (*Server, error) {
 	}
 	s.private = privatePaths(opts.DataDir, opts.PrivatePaths)
 	s.handler = s.routes()
+	if opts.Wrap != nil {
+		s.handler = opts.Wrap(s.handler)
+	}
 	if n := s.cleanupOrphans(); n > 0 {
 		opts.Logf("removed %d orphaned checkpoint director(ies) left by an earlier crash", n)
 	}

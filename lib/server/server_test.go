@@ -602,6 +602,10 @@ func TestRoutingEscapesAndOrphanCleanup(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A temporary directory is swept once no writer holds it and it is
+	// older than a writer takes to lock it.
+	long := time.Now().Add(-time.Hour)
+	os.Chtimes(tmp, long, long)
 	e.srv.Close()
 	s, err := Open(Options{DataDir: e.dir, Now: e.clk.Now, SweepInterval: -1})
 	if err != nil {

@@ -99,6 +99,7 @@ func (s *Server) fwd(w http.ResponseWriter, r *http.Request, owner string, legac
 			return nil, nil, err
 		}
 		s.logRequest(run.SessionID, op, start, 200, fmt.Sprintf("%d datums, %d tokens, loss %.6g", len(req.Data), tokens, res.LossSum))
+		s.notifyTrain(TrainEvent{Owner: owner, RunID: run.ID, Op: op, Step: tr.Step(), LossSum: res.LossSum, Weight: lossWeight(req.Data)})
 		return fwdResultJSON(res), fwdResultProto(res), nil
 	}))
 	writeFuture(w, f, run.ID)
@@ -230,6 +231,7 @@ func (s *Server) optimStep(w http.ResponseWriter, r *http.Request, owner string,
 			return nil, nil, err
 		}
 		s.logRequest(run.SessionID, "optim_step", start, 200, fmt.Sprintf("step %d", tr.Step()))
+		s.notifyTrain(TrainEvent{Owner: owner, RunID: run.ID, Op: "optim_step", Step: tr.Step(), LearningRate: p.LearningRate, GradNorm: metrics["unclipped_grad_l2:mean"]})
 		res, err := json.Marshal(map[string]any{"metrics": metrics, "type": "optim_step"})
 		return res, nil, err
 	}))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tinkershell/tinker/lib/engine"
+	"github.com/tinkershell/tinker/lib/peft"
 	"github.com/tinkershell/tinker/lib/store"
 )
 
@@ -43,18 +44,15 @@ func (s *Server) saveCheckpoint(run store.RunView, kind, name string, ttl *int64
 	if err != nil {
 		return c, err
 	}
-	dir := s.checkpointDir(run.ID, kind, name)
-	switch {
-	case tr != nil:
-		if err := writeTrained(p, tr, dir, kind == "weights"); err != nil {
-			return c, err
-		}
-	case c.SizeBytes <= s.opts.ArchiveSyncLimit:
-		if err := p.WriteDir(dir); err != nil {
-			return c, err
-		}
-	default:
-		s.archives.remove(run.ID, kind, name) // stale files of an overwritten checkpoint
+	hold, err := holdRunDir(s.opts.DataDir, run.ID)
+	if err != nil {
+		return c, err
+	}
+	defer hold.Close()
+	unlock := s.archives.lock(s.checkpointDir(run.ID, kind, name))
+	defer unlock()
+	if err := s.saveFiles(&c, p, tr); err != nil {
+		return c, err
 	}
 	if err := s.st.PutCheckpoint(c, overwrite, now); err != nil {
 		if errors.Is(err, store.ErrExists) {
@@ -63,6 +61,25 @@ func (s *Server) saveCheckpoint(run store.RunView, kind, name string, ttl *int64
 		return c, err
 	}
 	return c, nil
+}
+
+// saveFiles writes checkpoint c's files: a trainer's weights (the only
+// copy: c.FilesOnly), or the seed's initialisation now when small, or
+// none (generated on first use), removing stale ones.
+func (s *Server) saveFiles(c *store.Checkpoint, p *peft.Plan, tr *engine.Trainer) error {
+	dir := s.checkpointDir(c.RunID, c.Kind, c.Name)
+	switch {
+	case tr != nil:
+		if err := writeTrained(p, tr, dir, c.Kind == "weights"); err != nil {
+			return err
+		}
+		s.archives.keep(dir)
+		c.FilesOnly = true
+		return nil
+	case c.SizeBytes <= s.opts.ArchiveSyncLimit:
+		return p.WriteDir(dir)
+	}
+	return s.archives.remove(c.RunID, c.Kind, c.Name) // stale files of an overwritten checkpoint
 }
 
 // ephemeralDir holds the adapter of a sampler made by

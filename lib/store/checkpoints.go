@@ -18,6 +18,10 @@ type Checkpoint struct {
 	Public    bool
 	ExpiresAt *time.Time
 	Seed      uint64
+	// FilesOnly: the files hold trained or imported weights, so they are
+	// the only copy; without it the files are the LoRA initialisation from
+	// Seed and can be generated again.
+	FilesOnly bool
 }
 
 // ID is the checkpoint id, e.g. "weights/0001".
@@ -127,15 +131,15 @@ func (s *Store) OwnerCheckpoints(owner string) []Checkpoint {
 	return out
 }
 
-const insertCkptSQL = `INSERT INTO checkpoints(run_id, kind, name, owner, created_at, size_bytes, public, expires_at, seed)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+const insertCkptSQL = `INSERT INTO checkpoints(run_id, kind, name, owner, created_at, size_bytes, public, expires_at, seed, files_only)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 func ckptArgs(c *Checkpoint) []any {
 	var exp any
 	if c.ExpiresAt != nil {
 		exp = micros(*c.ExpiresAt)
 	}
-	return []any{c.RunID, c.Kind, c.Name, c.Owner, micros(c.Time), c.SizeBytes, b2i(c.Public), exp, int64(c.Seed)}
+	return []any{c.RunID, c.Kind, c.Name, c.Owner, micros(c.Time), c.SizeBytes, b2i(c.Public), exp, int64(c.Seed), b2i(c.FilesOnly)}
 }
 
 // PutCheckpoint stores a new checkpoint. An existing live checkpoint of the
@@ -283,12 +287,12 @@ func (s *Store) ExpiredCheckpoints(now time.Time) []Checkpoint {
 // loadCheckpoints appends every checkpoint to its run's and owner's lists,
 // then sorts each list once (faster than sorted inserts for many rows).
 func (s *Store) loadCheckpoints() error {
-	err := s.scanRows("checkpoints", `SELECT run_id, kind, name, owner, created_at, size_bytes, public, expires_at, seed
-		FROM checkpoints`, func(rows *sql.Rows) error {
+	err := s.scanRows("checkpoints", `SELECT run_id, kind, name, owner, created_at, size_bytes, public, expires_at, seed,
+		files_only FROM checkpoints`, func(rows *sql.Rows) error {
 		c := &Checkpoint{}
 		var t, seed int64
 		var exp sql.NullInt64
-		if err := rows.Scan(&c.RunID, &c.Kind, &c.Name, &c.Owner, &t, &c.SizeBytes, &c.Public, &exp, &seed); err != nil {
+		if err := rows.Scan(&c.RunID, &c.Kind, &c.Name, &c.Owner, &t, &c.SizeBytes, &c.Public, &exp, &seed, &c.FilesOnly); err != nil {
 			return err
 		}
 		c.Time, c.Seed = fromMicros(t), uint64(seed)

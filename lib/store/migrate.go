@@ -24,6 +24,9 @@ var migrations = []string{
 	CREATE TABLE usage (id INTEGER PRIMARY KEY, at INTEGER NOT NULL, owner TEXT NOT NULL, session_id TEXT NOT NULL,
 		base_model TEXT NOT NULL, type TEXT NOT NULL, token_count INTEGER NOT NULL DEFAULT 0, cached INTEGER NOT NULL DEFAULT 0);
 	CREATE INDEX usage_owner_at ON usage(owner, at);`,
+	// Schema 2: a checkpoint whose files hold trained or imported weights,
+	// which its seed cannot make again (Checkpoint.FilesOnly).
+	`ALTER TABLE checkpoints ADD COLUMN files_only INTEGER NOT NULL DEFAULT 0;`,
 }
 
 func (s *Store) migrate() error {

@@ -25,12 +25,15 @@ type Tokenizer struct {
 	added     map[string]int
 	rawAdded  *addedMatcher // tokens matched before normalization
 	normAdded *addedMatcher // tokens matched after normalization
-	normalize normalizer
-	pre       preTokenizer
-	prefix    []int // post-processor ids before the text (BOS)
-	suffix    []int // and after it (EOS)
-	config    Config
-	splitLong bool // cut long texts first, as tokenization_kimi.py does (splitLongText)
+	// plainAdded is rawAdded without the special tokens, for
+	// EncodeSplitSpecial.
+	plainAdded *addedMatcher
+	normalize  normalizer
+	pre        preTokenizer
+	prefix     []int // post-processor ids before the text (BOS)
+	suffix     []int // and after it (EOS)
+	config     Config
+	splitLong  bool // cut long texts first, as tokenization_kimi.py does (splitLongText)
 }
 
 // Config holds the parts of tokenizer_config.json that callers need.
@@ -322,6 +325,7 @@ func (t *Tokenizer) buildAddedMatchers(added []addedTokenJSON) {
 		raw, normed = append(raw, normed...), nil
 	}
 	t.rawAdded, t.normAdded = newAddedMatcher(raw), newAddedMatcher(normed)
+	t.plainAdded = newAddedMatcher(notSpecial(raw))
 }
 
 func (t *Tokenizer) loadMerges(pairs [][2]string) error {

@@ -30,38 +30,74 @@ type State struct {
 	SamplerPath string `json:"sampler_path,omitempty"` // set once the run has finished
 }
 
-// logDir is an open log directory of records M.
+// logDir is an open log directory of records M, locked against a second
+// run in the same directory until close.
 type logDir[M Record] struct {
 	dir     string
+	lock    *os.File
 	metrics *os.File // open for appending once training starts
 }
 
 // openLogDir prepares dir for a run with settings cfg and returns the
 // saved state and the metrics of its steps to resume from (zero when
-// starting afresh). A directory holding a run with other settings is an
-// error naming the settings that differ.
+// starting afresh). A directory another run is using, holding a run with
+// other settings, or whose files disagree is an error saying what to do.
 func openLogDir[M Record](dir string, cfg any) (*logDir[M], State, []M, error) {
-	l := &logDir[M]{dir: dir}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, State{}, nil, err
+	}
+	lock, err := atomicfile.ExclusiveDir(dir)
+	if err != nil {
+		return nil, State{}, nil, fmt.Errorf("lock log_dir %s: %w", dir, err)
+	}
+	if lock == nil {
+		return nil, State{}, nil, fmt.Errorf("log_dir %s is in use by another run: wait for it to finish, or use another log_dir", dir)
+	}
+	l := &logDir[M]{dir: dir, lock: lock}
+	st, kept, err := l.load(cfg)
+	if err != nil {
+		l.close()
+		return nil, State{}, nil, err
+	}
+	return l, st, kept, nil
+}
+
+// load checks the directory against cfg and reads what it holds.
+func (l *logDir[M]) load(cfg any) (State, []M, error) {
 	want, _ := json.MarshalIndent(cfg, "", "  ")
 	got, err := os.ReadFile(l.path("config.json"))
 	if errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, State{}, nil, err
+		if err := l.checkEmpty(); err != nil {
+			return State{}, nil, err
 		}
-		return l, State{}, nil, atomicfile.WriteFile(l.path("config.json"), append(want, '\n'))
+		return State{}, nil, atomicfile.WriteFile(l.path("config.json"), append(want, '\n'))
 	}
 	if err != nil {
-		return nil, State{}, nil, err
+		return State{}, nil, err
 	}
 	if diff := configDiff(got, want); diff != "" {
-		return nil, State{}, nil, fmt.Errorf("log_dir %s holds a run with other settings (%s); use another log_dir", dir, diff)
+		return State{}, nil, fmt.Errorf("log_dir %s holds a run with other settings (%s); use another log_dir", l.dir, diff)
 	}
 	st, found, err := l.readState()
 	if err != nil || !found {
-		return l, State{}, nil, err // no step was saved: start again
+		return State{}, nil, err // no step was saved: start again
+	}
+	if st.Step > 0 && st.StatePath == "" {
+		return State{}, nil, fmt.Errorf("log_dir %s is inconsistent: state.json is at step %d but names no saved state; use a new log_dir (or restore its files)", l.dir, st.Step)
 	}
 	kept, err := l.keepMetrics(st.Step)
-	return l, st, kept, err
+	return st, kept, err
+}
+
+// checkEmpty refuses a run's files without the config.json that says
+// which run they belong to: starting afresh would mix two runs.
+func (l *logDir[M]) checkEmpty() error {
+	for _, name := range []string{"state.json", "metrics.jsonl"} {
+		if _, err := os.Lstat(l.path(name)); err == nil {
+			return fmt.Errorf("log_dir %s holds %s but no config.json: restore config.json to resume, or use a new log_dir", l.dir, name)
+		}
+	}
+	return nil
 }
 
 func (l *logDir[M]) path(name string) string { return filepath.Join(l.dir, name) }
@@ -81,7 +117,9 @@ func (l *logDir[M]) readState() (st State, found bool, err error) {
 }
 
 // keepMetrics rewrites metrics.jsonl with the records of steps 1..step
-// (those the saved state includes) and returns them.
+// (those the saved state includes) and returns them. A state whose steps
+// the metrics do not all record (a step of 10^6 or -5 written by hand, a
+// truncated metrics.jsonl) is refused before anything is rewritten.
 func (l *logDir[M]) keepMetrics(step int) ([]M, error) {
 	var kept []M
 	if b, err := os.ReadFile(l.path("metrics.jsonl")); err == nil {
@@ -91,6 +129,10 @@ func (l *logDir[M]) keepMetrics(step int) ([]M, error) {
 				kept = append(kept, m)
 			}
 		}
+	}
+	if len(kept) != step {
+		return nil, fmt.Errorf("log_dir %s is inconsistent: state.json is at step %d but metrics.jsonl holds %d steps; use a new log_dir (or restore its files)",
+			l.dir, step, len(kept))
 	}
 	var buf bytes.Buffer
 	for _, m := range kept {
@@ -122,6 +164,10 @@ func (l *logDir[M]) saveState(st State) error {
 func (l *logDir[M]) close() {
 	if l.metrics != nil {
 		l.metrics.Close()
+	}
+	if l.lock != nil {
+		l.lock.Close()
+		l.lock = nil
 	}
 }
 

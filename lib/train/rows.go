@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 
@@ -95,7 +96,7 @@ func (r Row) messages(m map[string]json.RawMessage) ([]chat.Message, error) {
 	}
 	var msgs []chat.Message
 	if err := json.Unmarshal(raw, &msgs); err != nil {
-		return nil, fmt.Errorf("%s: \"messages\" must be a list of {\"role\": ..., \"content\": ...} objects", r.Where)
+		return nil, fmt.Errorf("%s: \"messages\" must be a list of {\"role\": ..., \"content\": ...} objects%s", r.Where, messageDetail(err))
 	}
 	if len(msgs) == 0 {
 		return nil, fmt.Errorf("%s: no messages", r.Where)
@@ -106,6 +107,17 @@ func (r Row) messages(m map[string]json.RawMessage) ([]chat.Message, error) {
 		}
 	}
 	return msgs, nil
+}
+
+// messageDetail is what chat.Message's own checks said (an image part, a
+// bad tool call), " (…)"; nothing for a plain JSON type mismatch.
+func messageDetail(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	if errors.As(err, &te) || errors.As(err, &se) {
+		return ""
+	}
+	return " (" + err.Error() + ")"
 }
 
 // jsonKind names the JSON type of raw for errors.

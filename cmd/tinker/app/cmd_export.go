@@ -12,6 +12,7 @@ import (
 	"github.com/tinkershell/tinker/lib/download"
 	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/progress"
+	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/server"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"github.com/tinkershell/tinker/shell"
@@ -126,10 +127,10 @@ func runImportAdapter(c *invocation) int {
 	defer stop()
 	res, err := server.ImportAdapter(ctx, dataFlag(c), c.args[0], base, c.str("name"), c.now())
 	if err != nil {
-		fmt.Fprintf(c.io.Err, "Error: import-adapter %s: %v\n", c.args[0], err)
+		fmt.Fprintf(c.io.Err, "Error: import-adapter %s: %s\n", render.Printable(c.args[0]), render.Printable(err.Error()))
 		return shell.ExitError
 	}
-	fmt.Fprintf(c.io.Err, "Imported %s as run %s (rank %d, trains %s)\n", c.args[0], res.RunID, res.Rank, strings.Join(res.Targets, ", "))
+	fmt.Fprintf(c.io.Err, "Imported %s as run %s (rank %d, trains %s)\n", render.Printable(c.args[0]), res.RunID, res.Rank, strings.Join(res.Targets, ", "))
 	fmt.Fprintln(c.io.Out, res.Path)
 	fmt.Fprintln(c.io.Out, res.SamplerPath)
 	return shell.ExitOK

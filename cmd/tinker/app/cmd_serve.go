@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tinkershell/tinker/lib/console"
 	"github.com/tinkershell/tinker/lib/engine"
 	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/server"
@@ -36,6 +37,7 @@ var serveCmd = &command{
 		{Long: "--train-memory", Kind: flagString, Metavar: "SIZE", Help: "Training memory: running passes, queued requests and trainers each stay within it, e.g. 4G or 512M (default a quarter of RAM)."},
 		{Long: "--abandon-grace", Kind: flagString, Metavar: "DURATION", Help: "Cancel a running sample or training operation when its client has not polled for it this long (interrupted or gone), e.g. 30s for clients on slow links (default 4s)."},
 		{Long: "--shutdown-grace", Kind: flagString, Metavar: "DURATION", Help: "On SIGTERM or Ctrl-C, let queued training operations run this long before halting the rest, e.g. 10s or 2m; 0 halts at once (default 30s)."},
+		{Long: "--console-log-dir", Kind: flagMulti, Metavar: "DIR", Help: "Show the metrics.jsonl of log directory DIR (or of each one under it) in the web console (repeatable)."},
 		{Long: "--jwt", Kind: flagBool, Help: "Offer the JWT exchange (auth/token) as the service does, so clients send tokens and whoami works."},
 		{Long: "--verbose", Short: "-v", Kind: flagBool, Help: "Log each request to stderr: method, path, status, duration and a hash of the\nuser's key (never keys or bodies)."},
 	},
@@ -104,9 +106,15 @@ func runServe(c *invocation) int {
 	}
 	defer ln.Close()
 	pool := &engine.Pool{Dirs: dirs}
+	bound := ln.Addr().String()
+	con, err := console.New(console.Options{BaseURL: console.LoopbackURL(bound), LogDirs: c.multi("console-log-dir"), Now: c.now})
+	if err != nil {
+		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
+		return shell.ExitError
+	}
 	srv, err := server.Open(server.Options{DataDir: dir, APIKeys: keys, Now: c.now, Logf: serveLog(c),
 		Sampler: server.EngineSampler(pool), Engine: pool, TrainMemory: trainMem, PrivatePaths: private, KeepTrainers: true, JWT: c.has("jwt"),
-		ShutdownGrace: grace, AbandonGrace: abandon})
+		ShutdownGrace: grace, AbandonGrace: abandon, Wrap: con.Wrap, OnTrain: con.Curves().OnTrain})
 	if err != nil {
 		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
 		return shell.ExitError
@@ -114,9 +122,9 @@ func runServe(c *invocation) int {
 	defer srv.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	bound := ln.Addr().String()
 	fmt.Fprintf(c.io.Err, "tinker server on http://%s (data %s); set TINKER_BASE_URL=http://%s\n", bound, dir, bound)
 	fmt.Fprintf(c.io.Err, "Hugging Face clients (tokenizers of the tiny models): set HF_ENDPOINT=http://%s\n", bound)
+	fmt.Fprintf(c.io.Err, "Web console: open %s/ in a browser on this machine and sign in with your API key\n", console.LoopbackURL(bound))
 	if err := srv.Serve(ctx, ln); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
 		return shell.ExitError

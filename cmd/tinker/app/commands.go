@@ -18,6 +18,7 @@ var root = &command{
 		checkpointCmd,
 		completionCmd,
 		configCmd,
+		consoleCmd,
 		doctorCmd,
 		evalCmd,
 		modelsCmd,

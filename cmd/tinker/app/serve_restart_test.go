@@ -61,8 +61,16 @@ type serveProc struct {
 // binary) and waits for its banner.
 func startServe(t *testing.T, dir string) *serveProc {
 	t.Helper()
+	cmd, url := startTinker(t, "serve --addr 127.0.0.1:0 --data "+dir, "tinker server on ")
+	return &serveProc{t: t, cmd: cmd, url: url}
+}
+
+// startTinker runs tinker with args in a child process (this test binary)
+// and returns it with the first word after banner on its stderr.
+func startTinker(t *testing.T, args, banner string, env ...string) (*exec.Cmd, string) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestServeKeepsFuturesAcrossSIGTERM$")
-	cmd.Env = append(os.Environ(), "TINKER_SERVE_CHILD=serve --addr 127.0.0.1:0 --data "+dir)
+	cmd.Env = append(append(os.Environ(), env...), "TINKER_SERVE_CHILD="+args)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -73,13 +81,13 @@ func startServe(t *testing.T, dir string) *serveProc {
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	sc := bufio.NewScanner(stderr)
 	for sc.Scan() {
-		if _, rest, ok := strings.Cut(sc.Text(), "tinker server on "); ok {
+		if _, rest, ok := strings.Cut(sc.Text(), banner); ok {
 			go io.Copy(io.Discard, stderr)
-			return &serveProc{t: t, cmd: cmd, url: strings.Fields(rest)[0]}
+			return cmd, strings.Fields(rest)[0]
 		}
 	}
-	t.Fatal("tinker serve did not start")
-	return nil
+	t.Fatalf("tinker %s did not start", args)
+	return nil, ""
 }
 
 // stop sends SIGTERM and waits for a clean exit.

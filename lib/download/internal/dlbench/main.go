@@ -12,6 +12,7 @@ import (
 	"encoding/binary"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -22,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tinkershell/tinker/lib/atomicfile"
 	"github.com/tinkershell/tinker/lib/download"
 )
 
@@ -173,12 +175,11 @@ func ensureArchive(path string, size int64) error {
 		return nil
 	}
 	fmt.Fprintf(os.Stderr, "dlbench: generating %s (once)\n", path)
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp)
+	return atomicfile.Write(path, 0, func(f io.Writer) error { return writeArchive(f, size) })
+}
+
+// writeArchive writes the archive ensureArchive describes to f.
+func writeArchive(f io.Writer, size int64) error {
 	tw := tar.NewWriter(f)
 	mtime := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
 	add := func(name string, size int64) error {
@@ -217,11 +218,5 @@ func ensureArchive(path string, size int64) error {
 	if err := add(download.Marker, 0); err != nil {
 		return err
 	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return tw.Close()
 }
