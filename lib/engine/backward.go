@@ -208,8 +208,8 @@ func (ps *datumPass) head(l Loss, d *Datum, x [][]float32, out *DatumOutput) (fl
 			th = tHead[p0:p1]
 		}
 		trainLinear(w.lmHead, nil, t.head, xnF[p0:p1], lg, th, false)
-		for i, row := range lg {
-			total += sc.score(row, p0+i, ps.backward)
+		for _, loss := range sc.scoreRows(lg, p0, ps.backward) {
+			total += loss // in position order, as one loop would
 		}
 		if ps.backward {
 			t.linearBackward(w.lmHead, t.head, xnF[p0:p1], th, lg, dxnF[p0:p1], false)
