@@ -335,6 +335,7 @@ func attentionBackward(c Config, q [][]float32, k, v []float32, datt, dq, dk, dv
 	forkJoin(workers, func(wk int) {
 		var s attnBackScratch
 		for kvh := wk; kvh < c.KVHeads; kvh += workers {
+			s.packHead(a, kvh)
 			for p0 := 0; p0 < n; p0 += attnRows {
 				a.block(&s, kvh, p0, min(attnRows, n-p0))
 			}
