@@ -6,9 +6,11 @@ import "github.com/tinkershell/tinker/lib/models"
 // forward_backward call over datums of these lengths needs on top of the
 // trainer's fixed state (StateBytes): the datums run one at a time, so it is
 // the need of the longest. It counts every float32 buffer of the pass (for
-// forward_backward the activations of every layer, one layer's gradients
+// forward_backward the activations of every layer, or past the keep limit
+// every layer's input and one layer's activations, one layer's gradients
 // and a chunk of logits; forward keeps one layer at a time), so the server
-// can refuse a request over its budget before allocating anything.
+// can refuse a request over its budget before allocating anything, and the
+// trainer allocates its arena from it.
 func (t *Trainer) ActivationBytes(lengths []int, backward bool) int64 {
 	n := 0
 	for _, l := range lengths {
