@@ -27,22 +27,24 @@ func (t *Trainer) ActivationBytes(lengths []int, backward bool) int64 {
 		// buffers), released before the output layer.
 		return 4 * int64(n*(hd+2*h)+max(n*(layer-h), headPart))
 	}
-	kept := c.Layers * n * layer
+	headPart += n * (h + head*r + h) // dxnF, the head's gradients of A·x, dx
+	layerPart := 0                   // one layer's backward scratch
+	if attn+mlp > 0 {
+		mlpPart := n * (2*inter + h + mlp*3*r)
+		attnPart := 0
+		if attn == 1 || c.Layers > 1 {
+			attnPart = n * (2*qd + 2*kvd + qwen*(qd+kvd) + attn*4*r + b2i(c.Layers > 1)*h)
+		}
+		layerPart = max(mlpPart, attnPart)
+	}
+	floats := n*(hd+h) + c.Layers*n*layer + headPart + layerPart
 	if t.recomputes(n) {
 		// Every layer's input residual, and one layer's activations at a
-		// time (recompute.go).
-		kept = c.Layers*n*h + n*(layer-h)
-	}
-	floats := n*(hd+h) + kept + headPart
-	{
-		floats += n * (h + head*r + h) // dxnF, the head's gradients of A·x, dx
-		if attn+mlp > 0 {
-			mlpPart := n * (2*inter + h + mlp*3*r)
-			attnPart := 0
-			if attn == 1 || c.Layers > 1 {
-				attnPart = n * (2*qd + 2*kvd + qwen*(qd+kvd) + attn*4*r + b2i(c.Layers > 1)*h)
-			}
-			floats += max(mlpPart, attnPart)
+		// time (recompute.go): with the head's buffers when a layer runs
+		// again for its backward, before them when no layer trains.
+		floats = n*(hd+h) + c.Layers*n*h + n*(layer-h) + headPart + layerPart
+		if attn+mlp == 0 {
+			floats = n*(hd+h) + c.Layers*n*h + max(n*(layer-h), headPart)
 		}
 	}
 	return 4 * int64(floats)
