@@ -101,11 +101,11 @@ var tableAttrs = attrTable[*tableValue]{
 // MarshalJSON makes json.encode(t) give a list of objects.
 func (t *tableValue) MarshalJSON() ([]byte, error) { return marshalJSON(t) }
 
-// Table implements Tabular. A table without columns (table([])) has
-// nothing to draw and displays as its summary instead of a blank line.
+// Table implements Tabular. A table without columns (table([])) draws
+// its title and "(no rows)".
 func (t *tableValue) Table(now time.Time) *render.Table {
 	if len(t.columns) == 0 {
-		return nil
+		return &render.Table{Title: t.title}
 	}
 	out := &render.Table{Title: t.title}
 	numeric := make([]bool, len(t.columns))

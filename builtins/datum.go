@@ -32,11 +32,13 @@ func init() {
 	}, datumFn)
 	register(docEntry{
 		Name:      "conversation_datum",
-		Signature: "conversation_datum(model, messages, renderer=None, train_on=\"all_assistant_messages\", max_length=None)",
+		Signature: "conversation_datum(model, messages, renderer=None, train_on=\"all_assistant_messages\", max_length=None, reduction=\"mean\")",
 		Summary:   "A conversation rendered by the model's renderer as a training example, weighted by train_on.",
 		Details: "The tokens are render()'s for the finished conversation; weight 1 marks what the model learns to\n" +
 			"say: each assistant message's content and end of turn (\"all_assistant_messages\"), only the last\n" +
-			"one's (\"last_assistant_message\") or everything (\"all_messages\"). max_length cuts longer examples.",
+			"one's (\"last_assistant_message\") or everything (\"all_messages\"). max_length cuts longer examples.\n" +
+			"reduction=\"mean\" (the cookbook's default) then scales the weights to sum to 1, so each example counts\n" +
+			"once whatever its length; \"none\" keeps them 0/1 (a token-sum loss).",
 		Example: "d = conversation_datum(\"tinker-local/tiny-llama\", [{\"role\": \"user\", \"content\": \"Sky?\"}, {\"role\": \"assistant\", \"content\": \"Blue.\"}])\nsum(d.weights)",
 	}, conversationDatumFn)
 }
@@ -356,12 +358,16 @@ func conversationDatumFn(thread *starlark.Thread, b *starlark.Builtin, args star
 	var model string
 	var msgsV starlark.Value
 	var rendererV, maxV starlark.Value = starlark.None, starlark.None
-	trainOn := chat.TrainAllAssistant
+	o := train.DatumOptions{TrainOn: chat.TrainAllAssistant, Truncate: true, Reduction: train.ReductionMean}
 	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "model", &model, "messages", &msgsV, "renderer?", &rendererV,
-		"train_on?", &trainOn, "max_length?", &maxV); err != nil {
+		"train_on?", &o.TrainOn, "max_length?", &maxV, "reduction?", &o.Reduction); err != nil {
 		return nil, err
 	}
 	fail := func(err error) error { return fmt.Errorf("%s: %w", b.Name(), err) }
+	var err error
+	if o.Reduction, err = train.CheckReduction(o.Reduction); err != nil {
+		return nil, fail(err)
+	}
 	msgs, err := messagesArg(msgsV)
 	if err != nil {
 		return nil, fail(fmt.Errorf("messages: %w", err))
@@ -378,11 +384,10 @@ func conversationDatumFn(thread *starlark.Thread, b *starlark.Builtin, args star
 	if err != nil {
 		return nil, fail(err)
 	}
-	n := 0
 	if maxLen != nil {
-		n = int(*maxLen)
+		o.MaxLength = int(*maxLen)
 	}
-	d, err := train.ConversationDatum(r, msgs, trainOn, n, true)
+	d, err := train.ConversationDatum(r, msgs, o)
 	if err != nil {
 		return nil, fail(err)
 	}

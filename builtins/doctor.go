@@ -1,6 +1,8 @@
 package builtins
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	gotime "time"
@@ -28,16 +30,31 @@ func doctorFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple,
 		return nil, err
 	}
 	env := envOf(thread)
-	if env.Backend == nil {
-		return nil, ops.ErrNoBackend
-	}
-	c, err := env.Backend.Client()
+	r, err := CheckBackend(ContextOf(thread), env.Backend, doctor.Options{Now: env.Clock}, "")
 	if err != nil {
 		return nil, err
 	}
-	name := env.Backend.Name()
-	r := doctor.Check(ContextOf(thread), c, doctor.Options{Backend: name, Local: strings.HasPrefix(name, "local"), Now: env.Clock})
 	return &Doctor{R: r}, nil
+}
+
+// CheckBackend runs doctor's checks on b, for doctor() and tinker doctor.
+// Without a credential (no backend chosen) it reports what it can and how
+// to set one; baseURL is the service's address then ("" for the default).
+func CheckBackend(ctx context.Context, b Backend, o doctor.Options, baseURL string) (*doctor.Report, error) {
+	if b == nil {
+		o.Backend = "none"
+		return doctor.NoCredential(baseURL, o), nil
+	}
+	o.Backend = b.Name()
+	c, err := b.Client()
+	if errors.Is(err, ops.ErrNoBackend) {
+		return doctor.NoCredential(baseURL, o), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	o.Local = strings.HasPrefix(o.Backend, "local")
+	return doctor.Check(ctx, c, o), nil
 }
 
 // Doctor is doctor()'s report.
@@ -104,7 +121,11 @@ func modelsText(r *doctor.Report) string {
 	if !marked {
 		return strings.Join(now, ", ")
 	}
-	return fmt.Sprintf("%d listed; servable now: %s", len(r.Models), strings.Join(now, ", "))
+	s := fmt.Sprintf("%d listed; servable now: %s", len(r.Models), strings.Join(now, ", "))
+	if len(now) < len(r.Models) && len(now) > 0 {
+		s += "; the others need their weights (`hf download NAME`, or `tinker serve --model NAME=DIR`)"
+	}
+	return s
 }
 
 // endpointText is how one endpoint answered, e.g. "not offered (404)".
@@ -112,6 +133,10 @@ func endpointText(e doctor.Endpoint) string {
 	switch {
 	case e.State == doctor.StateFailed:
 		return "failed: " + e.Err
+	case e.State == doctor.StateAnswers && e.Status >= 400:
+		// The probe names a made-up id: a refusal of it shows the
+		// endpoint is there.
+		return fmt.Sprintf("offered (%d for the probe's made-up id, as expected)", e.Status)
 	case e.Status != 0:
 		return fmt.Sprintf("%s (%d)", e.State, e.Status)
 	}
@@ -138,6 +163,12 @@ func (d *Doctor) Record(gotime.Time) *render.Record {
 	}
 	f := []render.Field{{Name: "Backend", Value: r.Backend}, {Name: "Base URL", Value: r.BaseURL},
 		{Name: "Credential", Value: r.Credential}, {Name: "Auth", Value: r.Auth}, {Name: "Usable", Value: ok}}
+	if r.Config != "" {
+		f = append(f, render.Field{Name: "Config", Value: r.Config})
+	}
+	if r.Local != "" {
+		f = append(f, render.Field{Name: "Local server", Value: r.Local})
+	}
 	if len(r.Models) > 0 {
 		f = append(f, render.Field{Name: "Models", Value: modelsText(r)})
 	}
@@ -148,7 +179,8 @@ func (d *Doctor) Record(gotime.Time) *render.Record {
 	for _, fix := range r.Fixes {
 		f = append(f, render.Field{Name: "To fix", Value: fix})
 	}
-	return &render.Record{Title: "Backend check", Fields: f}
+	// Findings are sentences: piped, they wrap at 100 columns too.
+	return &render.Record{Title: "Backend check", Fields: f, PipedWidth: 100}
 }
 
 func (d *Doctor) RowColumns() []render.Column {

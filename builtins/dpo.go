@@ -14,38 +14,44 @@ func init() {
 	register(docEntry{
 		Name: "dpo",
 		Signature: "dpo(base_model, data, beta=0.1, rank=32, learning_rate=None, batch_size=8, epochs=1, lr_schedule=\"linear\", " +
-			"seed=None, renderer=None, max_length=None, save_every=20, log_dir=None, name=None, max_steps=None)",
+			"seed=None, renderer=None, max_length=None, save_every=20, keep_states=2, log_dir=None, name=None, max_steps=None)",
 		Summary: "Direct preference optimisation on {\"messages\", \"chosen\", \"rejected\"} rows; returns the run.",
-		Details: "data is a JSONL file or a list of dicts: \"messages\" are the prompt turns, \"chosen\" and \"rejected\" two\n" +
-			"answers, the first preferred. The reference is the starting policy: its log-likelihood of every\n" +
+		Details: "base_model may be a training state to start from, as in sft() (e.g. an SFT run). data is a JSONL\n" +
+			"file or a list of dicts: \"messages\" are the prompt turns, \"chosen\" and \"rejected\" two answers, the\n" +
+			"first preferred. The reference is the starting policy: its log-likelihood of every\n" +
 			"answer is computed once, before the first step (and kept in log_dir). Each step's loss is the mean of\n" +
 			"-log sigmoid(beta * ((log p(chosen) - log p_ref(chosen)) - (log p(rejected) - log p_ref(rejected))))\n" +
 			"over batch_size pairs, applied as a forward pass and a cross_entropy forward_backward weighted by the\n" +
 			"loss's gradient, so it runs on the service as on the local server. learning_rate defaults to\n" +
-			"lr_for(base_model). Step metrics (measured before the step's update): loss, accuracy (share of pairs\n" +
-			"with a positive margin), margin, chosen_reward, rejected_reward. log_dir, save_every, max_steps and\n" +
-			"Ctrl-C work as in sft(); the result has .metrics, .sampler_checkpoint and .state_checkpoint.",
+			"1e-5, the cookbook's DPO default (not lr_for(), the SFT rule; the tiny local models need more, as\n" +
+			"in the example). Step metrics (measured before the step's update): loss, accuracy (share of pairs\n" +
+			"with a positive margin), margin, chosen_reward, rejected_reward. log_dir, save_every, keep_states,\n" +
+			"max_steps and Ctrl-C work as in sft(); the result has .metrics, .sampler_checkpoint and .state_checkpoint.",
 		Example: "prefs = [{\"messages\": [{\"role\": \"user\", \"content\": \"Is %d even?\" % n}], \"chosen\": \"Let me check.\", \"rejected\": \"No.\"} for n in range(4)]\n" +
-			"preferred = dpo(\"tinker-local/tiny-llama\", prefs, beta=0.5, batch_size=4, epochs=4, rank=8, seed=1)\n" +
+			"preferred = dpo(\"tinker-local/tiny-llama\", prefs, beta=0.5, batch_size=4, epochs=4, rank=8, seed=1, learning_rate=5e-3)\n" +
 			"preferred.metrics[-1][\"accuracy\"]",
 		Learns: `preferred.metrics[-1]["accuracy"] == 1.0 and preferred.metrics[-1]["margin"] > 0`,
 	}, dpoFn)
 }
 
 func dpoFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	var dataV starlark.Value
+	var baseV, dataV starlark.Value
 	var seedV, rendererV, maxLenV, logDirV, nameV, maxStepsV, lrV starlark.Value = starlark.None, starlark.None, starlark.None,
 		starlark.None, starlark.None, starlark.None, starlark.None
 	var betaV starlark.Value = starlark.Float(train.DefaultDPOBeta)
 	o := train.DPOOptions{Lora: tinkerapi.DefaultLoraConfig(), BatchSize: train.DefaultBatchSize, Epochs: 1, Schedule: "linear"}
-	o.SaveEvery = train.DefaultSaveEvery
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "base_model", &o.BaseModel, "data", &dataV, "beta?", &betaV, "rank?", &o.Lora.Rank,
+	o.SaveEvery, o.KeepStates = train.DefaultSaveEvery, train.DefaultKeepStates
+	if err := unpackArgs(b.Name(), args, kwargs, "base_model", &baseV, "data", &dataV, "beta?", &betaV, "rank?", &o.Lora.Rank,
 		"learning_rate?", &lrV, "batch_size?", &o.BatchSize, "epochs?", &o.Epochs, "lr_schedule?", &o.Schedule, "seed?", &seedV,
-		"renderer?", &rendererV, "max_length?", &maxLenV, "save_every?", &o.SaveEvery, "log_dir?", &logDirV, "name?", &nameV,
+		"renderer?", &rendererV, "max_length?", &maxLenV, "save_every?", &o.SaveEvery, "keep_states?", &o.KeepStates, "log_dir?", &logDirV, "name?", &nameV,
 		"max_steps?", &maxStepsV); err != nil {
 		return nil, err
 	}
 	fail := func(err error) error { return fmt.Errorf("%s: %w", b.Name(), err) }
+	var err error
+	if o.BaseModel, err = startArg(baseV); err != nil {
+		return nil, fail(err)
+	}
 	rows, err := dataRowsArg(dataV, "data")
 	if err == nil {
 		o.Data, err = train.Pairs(rows)
@@ -61,7 +67,7 @@ func dpoFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw
 	if err := loopArgs(&o.RunOptions, &o.Lora.Seed, &o.Renderer, &o.MaxLength, seedV, rendererV, maxLenV, logDirV, nameV, maxStepsV); err != nil {
 		return nil, fail(err)
 	}
-	if o.LearningRate, err = learningRateArg(lrV, o.BaseModel); err != nil {
+	if o.LearningRate, err = learningRateArg(lrV); err != nil {
 		return nil, fail(err)
 	}
 	var res *train.DPOResult

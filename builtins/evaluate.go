@@ -21,7 +21,8 @@ func init() {
 			"concurrency=8, seed=None, nll=False)",
 		Summary: "Score a model's answers on conversations whose last assistant message is the reference.",
 		Details: "model is a base model, a tinker:// sampler path, a checkpoint or a training run (its sampler\n" +
-			"checkpoint). data is a JSONL file or a list of {\"messages\": [...]} rows, the same rows sft() trains on:\n" +
+			"checkpoint). data is a JSONL file or a list of rows in any shape sft() trains on ({\"messages\": [...]},\n" +
+			"{\"prompt\": ..., \"completion\": ...} or a list of messages):\n" +
 			"the model answers the messages before the last one (rendered with the chat renderer), and\n" +
 			"scorer(row, completion) -> number scores each answer (default: 1 if it equals the reference after\n" +
 			"stripping white space, else 0). temperature=0 is greedy, so a score is repeatable; num_samples\n" +
@@ -39,7 +40,7 @@ func evaluateFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	var scorerV, rendererV, seedV starlark.Value = starlark.None, starlark.None, starlark.None
 	var tempV starlark.Value = starlark.Float(0)
 	o := train.EvalOptions{MaxTokens: train.DefaultEvalMaxTokens, NumSamples: 1, Concurrency: train.DefaultEvalConcurrency}
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "model", &modelV, "data", &dataV, "scorer?", &scorerV, "max_tokens?", &o.MaxTokens,
+	if err := unpackArgs(b.Name(), args, kwargs, "model", &modelV, "data", &dataV, "scorer?", &scorerV, "max_tokens?", &o.MaxTokens,
 		"temperature?", &tempV, "num_samples?", &o.NumSamples, "renderer?", &rendererV, "concurrency?", &o.Concurrency,
 		"seed?", &seedV, "nll?", &o.NLL); err != nil {
 		return nil, err

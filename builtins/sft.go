@@ -16,19 +16,24 @@ import (
 func init() {
 	register(docEntry{
 		Name: "sft",
-		Signature: "sft(base_model, data, rank=32, seed=None, renderer=None, train_on=\"all_assistant_messages\", max_length=None, " +
-			"truncate=False, batch_size=8, epochs=1, learning_rate=None, lr_schedule=\"linear\", save_every=20, eval_data=None, " +
-			"eval_every=10, log_dir=None, name=None, max_steps=None)",
+		Signature: "sft(base_model, data, rank=32, seed=None, renderer=None, train_on=\"all_assistant_messages\", reduction=\"mean\", " +
+			"max_length=None, truncate=False, batch_size=8, epochs=1, learning_rate=None, lr_schedule=\"linear\", save_every=20, " +
+			"keep_states=2, eval_data=None, eval_every=10, log_dir=None, name=None, max_steps=None)",
 		Summary: "Supervised fine-tuning on conversations; returns the run, which displays its steps.",
-		Details: "data and eval_data are a JSONL file of {\"messages\": [...]} lines or a list of such dicts (or of\n" +
-			"message lists). Each conversation is rendered as conversation_datum() does; one that is longer than\n" +
+		Details: "base_model may instead be a training state to start from, as the cookbook's load_checkpoint_path: a\n" +
+			"tinker://…/weights/… path, a checkpoint, or the value of an earlier sft(), dpo() or rl() (its last saved\n" +
+			"state); the run loads its weights with a fresh optimizer, and the state's base model sets the learning\n" +
+			"rate, renderer and tokenizer. data and eval_data are a JSONL file of {\"messages\": [...]} lines or a list of such dicts (or of\n" +
+			"message lists). Each conversation is rendered as conversation_datum() does (reduction=\"mean\": each\n" +
+			"example's weights sum to 1, as the cookbook's SFT; \"none\": 0/1); one that is longer than\n" +
 			"max_length is an error unless truncate=True. Each step trains on batch_size conversations with Adam\n" +
 			"(its forward_backward and optim_step submitted together); every epoch visits each conversation once\n" +
 			"in an order fixed by seed, which also fixes the adapter's initialisation. learning_rate defaults to\n" +
-			"lr_for(base_model), the published LoRA rule; lr_schedule is \"linear\"\n" +
-			"(decays to 0), \"constant\" or \"cosine\". eval_data is scored every eval_every steps and at the end\n" +
-			"as the mean NLL per trained token. The state is saved every save_every steps and at the end, with\n" +
-			"sampler weights. log_dir holds config.json, metrics.jsonl (one line per step) and state.json (the\n" +
+			"lr_for(base_model), the published LoRA rule; lr_schedule is \"linear\" (decays to 0), \"constant\"\n" +
+			"or \"cosine\". eval_data is scored every eval_every steps and at the end as the mean NLL per trained\n" +
+			"token, as is the loss, whatever the reduction. The state is saved every save_every steps and at the\n" +
+			"end, with sampler weights; of the states saved, the newest keep_states stay and older ones are deleted\n" +
+			"(the final state and sampler weights always stay; keep_states=0 keeps all). log_dir holds config.json, metrics.jsonl (one line per step) and state.json (the\n" +
 			"latest saved state); running again with the same log_dir and settings continues from that state\n" +
 			"and ends with the same weights as an uninterrupted run. max_steps stops this call early. Ctrl-C\n" +
 			"stops after the current step and saves its state. The result has .metrics (per-step dicts: step,\n" +
@@ -39,35 +44,17 @@ func init() {
 	}, sftFn)
 }
 
-// conversationsArg reads a JSONL path or a list of conversations.
+// conversationsArg reads a JSONL path or a list of conversations, each
+// in a shape train.Conversations accepts.
 func conversationsArg(v starlark.Value, what string) ([]train.Conversation, error) {
 	if path, ok := starlark.AsString(v); ok {
 		return train.LoadConversations(path)
 	}
-	l, ok := v.(*starlark.List)
-	if !ok {
-		return nil, fmt.Errorf("%s must be a JSONL path or a list of conversations, got %s", what, v.Type())
+	rows, err := dataRowsArg(v, what)
+	if err != nil {
+		return nil, err
 	}
-	out := make([]train.Conversation, l.Len())
-	for i := range l.Len() {
-		x := l.Index(i)
-		if d, ok := x.(*starlark.Dict); ok {
-			m, found, _ := d.Get(starlark.String("messages"))
-			if !found {
-				return nil, fmt.Errorf("%s[%d] has no \"messages\"", what, i)
-			}
-			x = m
-		}
-		msgs, err := messagesArg(x)
-		if err != nil {
-			return nil, fmt.Errorf("%s[%d]: %w", what, i, err)
-		}
-		out[i] = train.Conversation{Messages: msgs, Where: fmt.Sprintf("%s[%d]", what, i)}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s holds no conversations", what)
-	}
-	return out, nil
+	return train.Conversations(rows)
 }
 
 func optIntArg(v starlark.Value, name string, def int) (int, error) {
@@ -79,22 +66,25 @@ func optIntArg(v starlark.Value, name string, def int) (int, error) {
 }
 
 func sftFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	var dataV starlark.Value
+	var baseV, dataV starlark.Value
 	var seedV, rendererV, maxLenV, evalV, logDirV, nameV, maxStepsV starlark.Value = starlark.None, starlark.None, starlark.None,
 		starlark.None, starlark.None, starlark.None, starlark.None
 	var lrV starlark.Value = starlark.None
 	o := train.SFTOptions{Lora: tinkerapi.DefaultLoraConfig(), TrainOn: chat.TrainAllAssistant, BatchSize: train.DefaultBatchSize, Epochs: 1,
 		Schedule: "linear", EvalEvery: train.DefaultEvalEvery}
-	o.SaveEvery = train.DefaultSaveEvery
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "base_model", &o.BaseModel, "data", &dataV, "rank?", &o.Lora.Rank,
-		"seed?", &seedV, "renderer?", &rendererV, "train_on?", &o.TrainOn, "max_length?", &maxLenV, "truncate?", &o.Truncate,
+	o.SaveEvery, o.KeepStates = train.DefaultSaveEvery, train.DefaultKeepStates
+	if err := unpackArgs(b.Name(), args, kwargs, "base_model", &baseV, "data", &dataV, "rank?", &o.Lora.Rank,
+		"seed?", &seedV, "renderer?", &rendererV, "train_on?", &o.TrainOn, "reduction?", &o.Reduction, "max_length?", &maxLenV, "truncate?", &o.Truncate,
 		"batch_size?", &o.BatchSize, "epochs?", &o.Epochs, "learning_rate?", &lrV, "lr_schedule?", &o.Schedule,
-		"save_every?", &o.SaveEvery, "eval_data?", &evalV, "eval_every?", &o.EvalEvery, "log_dir?", &logDirV, "name?", &nameV,
+		"save_every?", &o.SaveEvery, "keep_states?", &o.KeepStates, "eval_data?", &evalV, "eval_every?", &o.EvalEvery, "log_dir?", &logDirV, "name?", &nameV,
 		"max_steps?", &maxStepsV); err != nil {
 		return nil, err
 	}
 	fail := func(err error) error { return fmt.Errorf("%s: %w", b.Name(), err) }
 	var err error
+	if o.BaseModel, err = startArg(baseV); err != nil {
+		return nil, fail(err)
+	}
 	if o.Data, err = conversationsArg(dataV, "data"); err != nil {
 		return nil, fail(err)
 	}
@@ -106,7 +96,7 @@ func sftFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw
 	if o.Lora.Seed, err = optInt64Arg(seedV, "seed"); err != nil {
 		return nil, fail(err)
 	}
-	if o.LearningRate, err = learningRateArg(lrV, o.BaseModel); err != nil {
+	if o.LearningRate, err = learningRateArg(lrV); err != nil {
 		return nil, fail(err)
 	}
 	if o.MaxLength, err = optIntArg(maxLenV, "max_length", 0); err != nil {
@@ -137,6 +127,7 @@ func sftFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw
 		o.OnStep = status.Step
 		defer env.HushStatus()()
 	}
+	o.OnResume = resumeNotice(env, b.Name(), o.LogDir, status)
 	res, err := train.SFT(ctx, s, o)
 	status.Clear() // before any message, which would follow it on its line
 	if err != nil {

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	gotime "time"
 
 	"go.starlark.net/starlark"
 
-	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/train"
 )
@@ -146,19 +146,44 @@ func dataRowsArg(v starlark.Value, what string) ([]train.Row, error) {
 	return out, nil
 }
 
-// learningRateArg is learning_rate=, or the published rule's rate for
-// the base model when it is None.
-func learningRateArg(v starlark.Value, baseModel string) (float64, error) {
+// startArg reads a loop's first argument: a base model name or a
+// tinker://…/weights/… path (a string), a checkpoint value, or the value
+// of an earlier sft(), dpo() or rl() call, which starts from its last
+// saved state.
+func startArg(v starlark.Value) (string, error) {
+	var state *Checkpoint
+	switch x := v.(type) {
+	case starlark.String:
+		return string(x), nil
+	case *Checkpoint:
+		return x.C.TinkerPath, nil
+	case *SFTRun:
+		state = x.State
+	case DPORun:
+		state = x.State
+	case RLRun:
+		state = x.State
+	default:
+		return "", fmt.Errorf("base_model must be a model name, a tinker://…/weights/… path, a checkpoint or a run, got %s", v.Type())
+	}
+	if state == nil {
+		return "", fmt.Errorf("that %s has no saved state to start from", v.Type())
+	}
+	return state.C.TinkerPath, nil
+}
+
+// learningRateArg is learning_rate=, or 0 (the loop's default, see
+// train.SFTOptions.LearningRate) when it is None.
+func learningRateArg(v starlark.Value) (float64, error) {
 	if v == starlark.None {
-		lr, err := models.LoRALearningRate(baseModel)
-		if err != nil {
-			return 0, fmt.Errorf("learning_rate: %w", err)
-		}
-		return lr, nil
+		return 0, nil
 	}
 	lr, ok := starlark.AsFloat(v)
 	if !ok {
 		return 0, fmt.Errorf("learning_rate must be a number, got %s", v.Type())
+	}
+	if !(lr > 0) || math.IsInf(lr, 0) {
+		return 0, fmt.Errorf("learning_rate must be positive")
 	}
 	return lr, nil
 }
@@ -187,11 +212,13 @@ func runLoop(thread *starlark.Thread, name string, ro *train.RunOptions, loop fu
 	env := envOf(thread)
 	ctx := ContextOf(thread)
 	defer env.clearStatus()
+	var status *train.Status
 	if env.NoticesTTY {
-		status := train.NewStatus(env.Notices, env.Width)
+		status = train.NewStatus(env.Notices, env.Width)
 		ro.OnStep = status.Step
 		defer status.Clear()
 	}
+	ro.OnResume = resumeNotice(env, name, ro.LogDir, status)
 	err := loop(ctx, env)
 	var ie *train.InterruptedError
 	if errors.As(err, &ie) {
@@ -204,4 +231,15 @@ func runLoop(thread *starlark.Thread, name string, ro *train.RunOptions, loop fu
 		return fmt.Errorf("%s: %w", name, sessionErr(err))
 	}
 	return nil
+}
+
+// resumeNotice says on the notices stream that a run resumes from the
+// state in logDir, and measures the status line's ETA from there.
+func resumeNotice(env *Env, name, logDir string, status *train.Status) func(step, total int) {
+	return func(step, total int) {
+		status.Resumed(step)
+		if env.Notices != nil {
+			fmt.Fprintf(env.Notices, "%s: resuming from step %d of %d (the state saved in %s)\n", name, step, total, logDir)
+		}
+	}
 }

@@ -75,6 +75,11 @@ func TestPromptPaste(t *testing.T) {
 	if strings.Contains(out, "Error") || strings.Contains(out, "indent") {
 		t.Errorf("paste failed:\n%s", out)
 	}
+	// Its first line shows on the prompt's line, the rest as continuation
+	// lines (issue 29, item 15: not ">>> " alone, then "... def").
+	if !strings.Contains(out, ">>> def twice(x):") || !strings.Contains(out, "\r\n...     y = x * 2\r\n") || strings.Contains(out, "... def") {
+		t.Errorf("paste echoed as:\n%q", out)
+	}
 	c.enter("twice(21)", "\r\n42\r\n")
 	// One line, no newline: typed, then completed by the user.
 	c.send("\x1b[200~twice(\x1b[201~")

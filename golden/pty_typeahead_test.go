@@ -22,7 +22,13 @@ type step struct{ want, send string }
 // returns the whole output once the program exits.
 func react(t *testing.T, cmd *exec.Cmd, steps []step) (string, error) {
 	t.Helper()
-	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 100})
+	return reactSized(t, cmd, &pty.Winsize{Rows: 40, Cols: 100}, steps)
+}
+
+// reactSized is react on a terminal of the given size.
+func reactSized(t *testing.T, cmd *exec.Cmd, size *pty.Winsize, steps []step) (string, error) {
+	t.Helper()
+	f, err := pty.StartWithSize(cmd, size)
 	if err != nil {
 		t.Fatalf("start pty: %v", err)
 	}
@@ -111,6 +117,36 @@ func TestPromptTypeAhead(t *testing.T) {
 		// The typed Ctrl-C interrupts the loop; the SIGINT does one thing.
 		if n := strings.Count(out, "^C") + strings.Count(out, "interrupted"); n != 2 {
 			t.Fatalf("run %d: %d interruptions, want 2 (the loop's and the SIGINT's):\n%q", i, n, out)
+		}
+	}
+}
+
+// TestPromptTypeAheadNoSize (issue 29, item 3): on a terminal that reports
+// no size (a 0×0 window: serial consoles, `docker run -t` before its first
+// resize) the line editor reads whole lines as a cooked terminal gives
+// them; a Ctrl-D typed while a value prints must still end the session,
+// and a Ctrl-C at the prompt must give a new one.
+func TestPromptTypeAheadNoSize(t *testing.T) {
+	ctrlD := []step{
+		{">>> ", "1+1\r"},
+		{"2\r\n", "\x04"},
+	}
+	// Ctrl-C at the prompt clears the line and prompts again (it used to
+	// leave the prompt waiting for a line end that never came).
+	ctrlC := []step{
+		{">>> ", "1+1\r"},
+		{"2\r\n>>> ", "\x03"},
+		{">>> ", "3+4\r"},
+		{"7\r\n", "\x04"},
+	}
+	const runs = 30
+	for i := 0; i < runs; i++ {
+		for _, steps := range [][]step{ctrlD, ctrlC} {
+			home := t.TempDir()
+			out, err := reactSized(t, tinkerCmd(t, home), &pty.Winsize{}, steps)
+			if err != nil {
+				t.Fatalf("run %d: tinker exited with %v, want status 0; output:\n%q", i, err, out)
+			}
 		}
 	}
 }

@@ -1,9 +1,7 @@
 package golden
 
 import (
-	"bufio"
 	"context"
-	"net"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -19,32 +17,8 @@ import (
 // the CLI works on the token, and SIGTERM stops the server cleanly.
 func TestServeJWT(t *testing.T) {
 	home := t.TempDir()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	cmd := tinkerCmd(t, home, "serve", "--jwt", "--addr", addr, "--data", filepath.Join(home, "data"))
-	cmd.Env = append(cmd.Env, "TINKER_NOW=") // tokens expire on the real clock
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	banner := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(stderr).ReadString('\n')
-		banner <- line
-	}()
-	select {
-	case line := <-banner:
-		if !strings.Contains(line, "tinker server on http://"+addr) {
-			t.Fatalf("banner %q", line)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("tinker serve did not start")
-	}
+	// Tokens expire on the real clock.
+	addr, cmd := startServe(t, home, []string{"TINKER_NOW="}, "--jwt", "--data", filepath.Join(home, "data"))
 	const key = "tml-jwt-golden"
 	c, err := tinkerapi.New(tinkerapi.Config{BaseURL: "http://" + addr, APIKey: key})
 	if err != nil {

@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"context"
 	"sort"
 	"strings"
 
@@ -11,25 +12,48 @@ import (
 // (model names and tinker:// paths, never global names) and at an argument
 // of a call (the function's keyword arguments).
 
-// completeString completes the string literal the cursor is in.
+// completeString completes the string literal the cursor is in: model
+// names, tinker:// paths and file names (as fits the call it is an
+// argument of), closing the quote after a lone complete name.
 func (in *Interp) completeString(line string, pos int) (head string, completions []string, tail string, ok bool) {
 	start, ok := openQuote(line[:pos])
 	if !ok {
 		return "", nil, "", false
 	}
 	word := line[start+1 : pos]
-	c := in.cands.get(in.Env.Backend)
-	pool := c.Models
-	if strings.HasPrefix(word, "tinker://") || strings.HasPrefix("tinker://", word) {
-		pool = append(append([]string(nil), pool...), c.Paths...)
+	fn := callee(line[:start])
+	var pool []string
+	if !fileOnly[fn] && !strings.HasPrefix(fn, "io.") {
+		c := in.candidates()
+		pool = c.Models
+		if strings.HasPrefix(word, "tinker://") || strings.HasPrefix("tinker://", word) {
+			pool = append(append([]string(nil), pool...), c.Paths...)
+		}
 	}
+	if !modelOnly[fn] && !strings.HasPrefix(word, "tinker://") {
+		pool = append(append([]string(nil), pool...), fileCandidates(word)...)
+	}
+	seen := map[string]bool{}
 	for _, p := range pool {
-		if strings.HasPrefix(p, word) && !contains(completions, p) {
+		if strings.HasPrefix(p, word) && !seen[p] {
+			seen[p] = true
 			completions = append(completions, p)
 		}
 	}
 	sort.Strings(completions)
-	return line[:start+1], capCompletions(completions), line[pos:], true
+	tail = line[pos:]
+	return line[:start+1], closeQuote(capCompletions(completions), line[start], tail), tail, true
+}
+
+// candidates are the backend's names; a Ctrl-C typed while they are
+// fetched ends the fetch (and, as at any prompt, clears the line).
+func (in *Interp) candidates() Candidates {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if in.keys != nil {
+		defer in.keys.watchPrompt(cancel)()
+	}
+	return in.cands.get(ctx, in.Env.Backend)
 }
 
 func contains(list []string, s string) bool {

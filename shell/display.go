@@ -120,6 +120,11 @@ func (d *Display) WriteTable(w io.Writer, t *render.Table) error {
 	o := render.Options{Color: d.IO.ColorOut, MaxRows: d.maxRows()}
 	if d.IO.OutTTY {
 		o.Width = d.IO.Width
+		if t.HeadTail {
+			o.MaxRows = PromptMaxRows
+		}
+	} else {
+		o.Width = t.PipedWidth
 	}
 	return render.Write(w, t, o)
 }

@@ -8,9 +8,11 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/peterh/liner"
 	"github.com/tinkershell/tinker/lib/atomicfile"
+	"golang.org/x/sys/unix"
 	xterm "golang.org/x/term"
 )
 
@@ -37,6 +39,9 @@ type Completer func(line string, pos int) (head string, completions []string, ta
 type keyWatcher interface {
 	// watch routes Ctrl-C to cancel until stop is called.
 	watch(cancel func()) (stop func())
+	// watchPrompt calls cancel as well on a Ctrl-C typed while the editor
+	// waits for the completer, until stop is called.
+	watchPrompt(cancel func()) (stop func())
 	// interrupt acts on SIGINT as on a typed Ctrl-C; false if the editor
 	// does not read the keyboard.
 	interrupt() bool
@@ -48,6 +53,7 @@ type linerEditor struct {
 	kb          *keyboard // nil when standard input is not a terminal
 	pasteOn     bool      // bracketed paste was turned on
 	historyPath string
+	cols        int // the terminal width liner last read (see lineMode)
 }
 
 // NewLinerEditor opens the terminal line editor with history in historyPath
@@ -60,7 +66,7 @@ func NewLinerEditor(historyPath string, complete Completer) LineEditor {
 		e.kb, _ = openKeyboard()
 	}
 	st := liner.NewLiner()
-	e.st = st
+	e.st, e.cols = st, termColumns()
 	if e.kb != nil {
 		// If this fails the keys keep their usual meaning between prompts:
 		// Ctrl-C there is a SIGINT, which REPL handles as well.
@@ -87,13 +93,20 @@ func NewLinerEditor(historyPath string, complete Completer) LineEditor {
 
 func (e *linerEditor) Prompt(p string) (string, error) {
 	if e.kb != nil {
-		e.kb.beginPrompt()
+		lineMode := e.lineMode(p)
+		e.kb.beginPrompt(lineMode)
 		defer e.kb.endPrompt()
+		if !lineMode {
+			defer func() { e.cols = termColumns() }()
+		}
 	}
 	line, err := e.st.Prompt(p)
+	if e.kb != nil && err == nil && e.kb.takeAbort() {
+		return "", ErrAborted // Ctrl-C ended a plain line (see keyboard.cook)
+	}
 	if e.kb != nil && err == nil {
 		if paste := e.kb.takePaste(); paste != "" {
-			return "", &Pasted{Text: line + paste}
+			return "", &Pasted{Text: line + "\n" + paste}
 		}
 	}
 	switch {
@@ -103,6 +116,23 @@ func (e *linerEditor) Prompt(p string) (string, error) {
 		return "", err
 	}
 	return strings.Join(splitRecalled(line), "\n"), nil
+}
+
+// lineMode says whether liner will read this prompt as a plain line, which
+// it does when the terminal is narrower than the prompt plus 10 columns (a
+// 0×0 window reports 0). It judges by the width it read when it opened or
+// during its last full prompt, which e.cols follows.
+func (e *linerEditor) lineMode(prompt string) bool {
+	return e.cols < utf8.RuneCountInString(prompt)+10
+}
+
+// termColumns is standard output's terminal width, 0 if unknown.
+func termColumns() int {
+	ws, err := unix.IoctlGetWinsize(1, unix.TIOCGWINSZ)
+	if err != nil {
+		return 0
+	}
+	return int(ws.Col)
 }
 
 // secretLike matches API keys and JWTs so they never reach the history
@@ -148,6 +178,13 @@ func (e *linerEditor) watch(cancel func()) (stop func()) {
 		return func() {}
 	}
 	return e.kb.watch(cancel)
+}
+
+func (e *linerEditor) watchPrompt(cancel func()) (stop func()) {
+	if e.kb == nil {
+		return func() {}
+	}
+	return e.kb.watchPrompt(cancel)
 }
 
 // pause stops reading the keyboard while a pager runs.

@@ -11,7 +11,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const ctrlC = 0x03
+const (
+	ctrlC = 0x03
+	ctrlD = 0x04
+)
 
 // keyboard reads the terminal for the whole interactive session and hands
 // the line editor its input one line at a time, so that what is typed while
@@ -38,7 +41,11 @@ type keyboard struct {
 	queue     []byte // typed, not yet handed on
 	prompting bool   // the editor is reading a line
 	lineSent  bool   // a line ending was handed on during this prompt
+	lineMode  bool   // the editor reads plain lines (see cook)
+	aborted   bool   // a Ctrl-C ended the line handed on (see cook)
+	midLine   bool   // part of a line was handed on during this prompt
 	cancel    func() // set while an evaluation watches for Ctrl-C
+	tabCancel func() // set while completion fetches names (see watchPrompt)
 	eof       bool   // the terminal reported end of input
 	closedW   bool
 	pasted    string // a multi-line paste, handed on as one input (see takePaste)
@@ -119,6 +126,9 @@ func (k *keyboard) read() {
 				k.cancel()
 			}
 		}
+		if k.tabCancel != nil && k.prompting && bytes.IndexByte(typed, ctrlC) >= 0 {
+			k.tabCancel() // the Ctrl-C still reaches the editor
+		}
 		k.queue = append(k.queue, typed...)
 		if err != nil {
 			// End of input (Ctrl-D on a terminal in line mode, hang-up):
@@ -149,10 +159,14 @@ func (k *keyboard) deliver() {
 		if i := bytes.Index(k.queue, pasteStart); i >= 0 {
 			n = i // a paste waits until what was typed before it is through
 		}
+		if k.lineMode && k.cook(&n) {
+			continue
+		}
 		if i := bytes.IndexAny(k.queue[:n], "\r\n\x03"); i >= 0 {
 			n, k.lineSent = i+1, true
 		}
 		k.send(k.queue[:n])
+		k.midLine = !k.lineSent
 		k.queue = k.queue[n:]
 	}
 	if k.eof && len(k.queue) == 0 && !k.closedW {
@@ -161,17 +175,57 @@ func (k *keyboard) deliver() {
 	}
 }
 
+// cook does for an editor in line mode what a cooked terminal does with
+// Ctrl-D and Ctrl-C. liner falls back to reading plain lines when the
+// terminal is too narrow (a 0×0 window), in the terminal's cooked mode; a
+// key the keyboard read as a byte (typed while a statement ran, or a
+// SIGINT at the prompt, see interrupt) would otherwise be a character of
+// the line: a Ctrl-D never ended the input, and after a Ctrl-C the line
+// never ended, so the next one typed was lost. Ctrl-D at the start of a
+// line ends the input and elsewhere is dropped; Ctrl-C ends the line,
+// which the editor then reports as aborted (takeAbort). It reports whether
+// it took the queue's first byte; otherwise *n stops before the next such
+// key. Called with k.mu held.
+func (k *keyboard) cook(n *int) bool {
+	i := bytes.IndexAny(k.queue[:*n], "\x03\x04")
+	switch {
+	case i < 0:
+		return false
+	case i > 0:
+		*n = i
+		return false
+	case k.queue[0] == ctrlC:
+		k.queue, k.aborted, k.lineSent = k.queue[1:], true, true
+		k.send([]byte("\n"))
+	case k.midLine:
+		k.queue = k.queue[1:]
+	default:
+		k.queue, k.eof = nil, true
+	}
+	return true
+}
+
+// takeAbort reports, once, that the line just read ended with Ctrl-C.
+func (k *keyboard) takeAbort() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	a := k.aborted
+	k.aborted = false
+	return a
+}
+
 func (k *keyboard) send(b []byte) {
 	if _, err := k.w.Write(b); err != nil {
 		k.eof = true
 	}
 }
 
-// beginPrompt lets the next line through; endPrompt holds input back again.
-func (k *keyboard) beginPrompt() {
+// beginPrompt lets the next line through, to an editor that reads plain
+// lines if lineMode; endPrompt holds input back again.
+func (k *keyboard) beginPrompt(lineMode bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.prompting, k.lineSent = true, false
+	k.prompting, k.lineSent, k.lineMode, k.midLine, k.aborted = true, false, lineMode, false, false
 	k.deliver()
 }
 
@@ -199,6 +253,20 @@ func (k *keyboard) watch(cancel func()) (stop func()) {
 	}
 }
 
+// watchPrompt calls cancel on a Ctrl-C typed while the editor prompts (it
+// waits for the completer then, and reads the Ctrl-C only after), until
+// the returned function is called.
+func (k *keyboard) watchPrompt(cancel func()) (stop func()) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.tabCancel = cancel
+	return func() {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		k.tabCancel = nil
+	}
+}
+
 // interrupt handles SIGINT (sent by another process: the terminal's
 // interrupt key is read as a byte). It cancels the running statement, or
 // else acts as a Ctrl-C typed now: it clears the line being edited, or
@@ -209,6 +277,9 @@ func (k *keyboard) interrupt() {
 	if k.cancel != nil && !k.prompting {
 		k.cancel()
 		return
+	}
+	if k.tabCancel != nil && k.prompting {
+		k.tabCancel()
 	}
 	k.queue = append(k.queue, ctrlC)
 	k.deliver()

@@ -21,8 +21,8 @@ const (
 
 // deliverPaste hands on the paste at the head of the queue once all of it
 // has arrived: a single line as if typed (tabs as spaces, so that they do
-// not complete), several lines as Enter on the line being edited with the
-// text kept for takePaste. It reports false while the paste is incomplete.
+// not complete), several lines as their first line typed and Enter, with
+// the rest kept for takePaste. It reports false while the paste is incomplete.
 // Called with k.mu held.
 func (k *keyboard) deliverPaste() bool {
 	end := bytes.Index(k.queue, pasteEnd)
@@ -40,9 +40,12 @@ func (k *keyboard) deliverPaste() bool {
 		k.send([]byte(typed))
 		return true
 	}
-	k.pasted = text
+	// The first line is typed on the prompt's line, as it would show had it
+	// been typed; the rest waits for takePaste.
+	first, rest, _ := strings.Cut(text, "\n")
+	k.pasted = rest
 	k.lineSent = true
-	k.send([]byte("\r"))
+	k.send([]byte(strings.ReplaceAll(first, "\t", "    ") + "\r"))
 	return true
 }
 
@@ -56,8 +59,9 @@ func (k *keyboard) takePaste() string {
 }
 
 // Pasted is the error a LineEditor's Prompt returns for a paste of several
-// lines: Text is what was typed on the line before the paste, then the
-// paste. The prompt runs it as one input.
+// lines: Text is the line the prompt read (what was typed before the paste
+// and the paste's first line), then the rest of the paste. The prompt runs
+// it as one input.
 type Pasted struct{ Text string }
 
 func (p *Pasted) Error() string { return "pasted input" }

@@ -139,12 +139,13 @@ func (in *Interp) REPL(ed LineEditor, banner string) int {
 
 // runPaste runs a paste (after the lines of the statement it was pasted
 // into) as one input, parsed as a whole as a file is, so that blank lines
-// inside it do not end a function. It echoes the paste as continuation
-// lines, since the line editor did not show it.
+// inside it do not end a function. It echoes the paste after its first
+// line (which the line editor showed) as continuation lines.
 func (in *Interp) runPaste(ed LineEditor, lines []string) (code int, stop bool) {
 	text := strings.TrimRight(strings.Join(lines, "\n"), "\n")
 	ed.AppendHistory(text)
-	for _, l := range strings.Split(text, "\n")[len(lines)-1:] {
+	parts := strings.Split(text, "\n")
+	for _, l := range parts[min(len(lines), len(parts)):] {
 		fmt.Fprintln(in.IO.Out, "... "+render.PrintableLines(l))
 	}
 	f, err := replOpts().Parse("<stdin>", text, 0)

@@ -51,6 +51,9 @@ func (r renderer) Render(msgs []Message) (Rendered, error) {
 	if len(msgs) == 0 {
 		return Rendered{}, fmt.Errorf("render %s: no messages", r.name)
 	}
+	if err := checkRoles(msgs); err != nil {
+		return Rendered{}, fmt.Errorf("render %s: %w", r.name, err)
+	}
 	toks, err := r.prompt(msgs)
 	if err != nil {
 		return Rendered{}, fmt.Errorf("render %s: %w", r.name, err)

@@ -46,6 +46,9 @@ func (r renderer) RenderForTraining(msgs []Message, trainOn string) (Training, e
 	if len(msgs) == 0 {
 		return Training{}, fmt.Errorf("render %s: no messages", r.name)
 	}
+	if err := checkRoles(msgs); err != nil {
+		return Training{}, fmt.Errorf("render %s: %w", r.name, err)
+	}
 	if !slices.Contains(TrainOnRules(), trainOn) {
 		return Training{}, fmt.Errorf("unknown train_on rule %q (want one of %s)", trainOn, strings.Join(TrainOnRules(), ", "))
 	}

@@ -26,13 +26,21 @@ type Options struct {
 	Local   bool       // tinker --local: the credential is the local user's built-in key
 	Hub     *hfhub.Hub // the Hugging Face settings; nil reads the environment
 	Now     func() time.Time
+	// Config describes the config file and profile in force, when the
+	// caller knows them (the doctor command does).
+	Config string
+	// LocalData is where tinker --local keeps its data, reported when
+	// there is no credential (the local server needs none).
+	LocalData string
 }
 
 // Report is what Check found.
 type Report struct {
 	Backend    string
 	BaseURL    string
-	Credential string // where the credential comes from
+	Credential string // where the credential comes from, or "none"
+	Config     string // the config file and profile, if known
+	Local      string // how to use the local server instead, without a credential
 	Auth       string // "API key" or "JWT for <user>"
 	Reachable  bool   // healthz answered
 	Accepted   bool   // the credential was accepted
@@ -75,7 +83,7 @@ type HFCache struct {
 
 // Check probes the backend c talks to.
 func Check(ctx context.Context, c *tinkerapi.Client, o Options) *Report {
-	r := &Report{Backend: o.Backend, BaseURL: c.BaseURL(), Credential: c.CredentialSource(), Auth: "API key"}
+	r := &Report{Backend: o.Backend, BaseURL: c.BaseURL(), Credential: c.CredentialSource(), Auth: "API key", Config: o.Config}
 	if o.Local {
 		r.Credential = "the local user's built-in key (tinker --local)"
 	}
@@ -96,6 +104,26 @@ func Check(ctx context.Context, c *tinkerapi.Client, o Options) *Report {
 	}
 	r.HFCache = hfCache(o.Hub)
 	r.Fixes = fixes(r)
+	return r
+}
+
+// NoCredential is the report for a service with no credential to try:
+// nothing is probed (every request would be refused), and the one fix
+// says how to set one or to use the local server instead.
+func NoCredential(baseURL string, o Options) *Report {
+	if baseURL == "" {
+		baseURL = tinkerapi.DefaultBaseURL
+	}
+	r := &Report{Backend: o.Backend, BaseURL: baseURL, Credential: "none", Auth: "none", Config: o.Config, HFCache: hfCache(o.Hub)}
+	if o.LocalData != "" {
+		state := "absent: nothing run locally yet"
+		if _, err := os.Stat(o.LocalData); err == nil {
+			state = "present"
+		}
+		r.Local = fmt.Sprintf("tinker --local runs it in-process, no account needed; its data: %s (%s)", o.LocalData, state)
+	}
+	r.Fixes = []string{"no credential: set TINKER_API_KEY to your Tinker API key, or give a profile a credential_command (`tinker config --help`)",
+		"or use the local server, no account needed: `tinker --local doctor`"}
 	return r
 }
 
@@ -211,7 +239,7 @@ func fixes(r *Report) []string {
 	if len(r.Models) == 0 {
 		out = append(out, "the backend lists no base models (get_server_capabilities): nothing can be trained or sampled")
 	}
-	if fix := absentWeights(r.Models); fix != "" {
+	if fix := absentWeights(r.Models); fix != "" && Servable(r.Models) == 0 {
 		out = append(out, fix)
 	}
 	var missing []string
@@ -242,8 +270,21 @@ func blocking(r *Report) string {
 	return ""
 }
 
+// Servable counts the listed models that can run now (a backend that
+// does not say has all of them).
+func Servable(models []tinkerapi.SupportedModel) int {
+	n := 0
+	for _, m := range models {
+		if m.Servable == nil || *m.Servable {
+			n++
+		}
+	}
+	return n
+}
+
 // absentWeights says how many listed models cannot be created for want of
-// weights, with the way to provide one's, or "".
+// weights, with the way to provide one's, or "". It is a fix only when no
+// model can run; otherwise the models row names those that can.
 func absentWeights(models []tinkerapi.SupportedModel) string {
 	var absent []tinkerapi.SupportedModel
 	for _, m := range models {

@@ -19,6 +19,7 @@ type layerActs struct {
 	x2, xn2    [][]float32 // residual after attention, its MLP norm
 	g, u, h    [][]float32 // gate and up projections, silu(g)·u
 	t          [7][][]float32
+	moe        *moeActs // instead of g, u, h and the MLP's t in a mixture-of-experts layer
 }
 
 // Indices of layerActs.t: each adapted matrix's A·x.
@@ -68,7 +69,7 @@ func (t *Trainer) datum(ctx context.Context, l Loss, d *Datum, out *DatumOutput,
 	x := ar.rows(n, c.Hidden)
 	for p, tok := range d.ModelInput {
 		m.w.embed.rowInto(tok, x[p])
-		ropeTable(m.invFreq, p, ps.cos[p], ps.sin[p])
+		ropeTable(m.invFreq, m.ropeScale, p, ps.cos[p], ps.sin[p])
 	}
 	for p := range ps.rowsAt {
 		ps.rowsAt[p] = row{seq: ps.cache, pos: p}
@@ -159,13 +160,6 @@ func (ps *datumPass) forwardLayer(li int, x, spare [][]float32) (next, nextSpare
 	for p := range n {
 		rmsNorm(a.xn2[p], a.x2[p], lw.mlpNorm, c.RMSNormEps)
 	}
-	a.g, a.u, a.h = ar.rowsToFill(n, c.Intermediate), ar.rowsToFill(n, c.Intermediate), ar.rowsToFill(n, c.Intermediate)
-	a.t[tGate], a.t[tUp], a.t[tDown] = ps.tRows(tl.gate), ps.tRows(tl.up), ps.tRows(tl.down)
-	trainLinear(lw.gate, nil, tl.gate, a.xn2, a.g, a.t[tGate], false)
-	trainLinear(lw.up, nil, tl.up, a.xn2, a.u, a.t[tUp], false)
-	for p := range n {
-		siluMul(a.h[p], a.g[p], a.u[p])
-	}
 	next = spare
 	if ps.backward {
 		next = ps.residual(li)
@@ -173,13 +167,32 @@ func (ps *datumPass) forwardLayer(li int, x, spare [][]float32) (next, nextSpare
 	for p := range n {
 		copy(next[p], a.x2[p])
 	}
-	trainLinear(lw.down, nil, tl.down, a.h, next, a.t[tDown], true)
+	if lw.moe != nil {
+		ps.moeForward(li, next)
+	} else {
+		ps.mlpForward(li, next)
+	}
 	if !ps.backward {
 		ar.release(mark)
 		ps.acts[li] = layerActs{}
 		return next, x
 	}
 	return next, nil
+}
+
+// mlpForward adds layer li's dense MLP output (of xn2) to next, which
+// holds the residual.
+func (ps *datumPass) mlpForward(li int, next [][]float32) {
+	c, ar, n := ps.c, ps.ar, ps.n
+	lw, tl, a := &ps.t.model.w.layers[li], &ps.t.layers[li], &ps.acts[li]
+	a.g, a.u, a.h = ar.rowsToFill(n, c.Intermediate), ar.rowsToFill(n, c.Intermediate), ar.rowsToFill(n, c.Intermediate)
+	a.t[tGate], a.t[tUp], a.t[tDown] = ps.tRows(tl.gate), ps.tRows(tl.up), ps.tRows(tl.down)
+	trainLinear(lw.gate, nil, tl.gate, a.xn2, a.g, a.t[tGate], false)
+	trainLinear(lw.up, nil, tl.up, a.xn2, a.u, a.t[tUp], false)
+	for p := range n {
+		siluMul(a.h[p], a.g[p], a.u[p])
+	}
+	trainLinear(lw.down, nil, tl.down, a.h, next, a.t[tDown], true)
 }
 
 // head runs the output layer a chunk of positions at a time: logits,
@@ -226,16 +239,12 @@ func (ps *datumPass) backwardLayer(li, lowest int, dx [][]float32) bool {
 	h, qd, kvd := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
 	lw, tl, a := &t.model.w.layers[li], &t.layers[li], &ps.acts[li]
 	mark := ar.off // this layer's gradient scratch is dead once dx is updated
-	// MLP: x3 = x2 + down(silu(gate(xn2))·up(xn2)).
-	dg := ar.rows(n, c.Intermediate)
-	t.linearBackward(lw.down, tl.down, a.h, a.t[tDown], dx, dg, false)
-	du := ar.rows(n, c.Intermediate)
-	for p := range n {
-		siluMulBackward(dg[p], du[p], a.g[p], a.u[p])
+	var dxn [][]float32
+	if lw.moe != nil {
+		dxn = ps.moeBackward(li, dx)
+	} else {
+		dxn = ps.mlpBackward(li, dx)
 	}
-	dxn := ar.rows(n, h)
-	t.linearBackward(lw.gate, tl.gate, a.xn2, a.t[tGate], dg, dxn, false)
-	t.linearBackward(lw.up, tl.up, a.xn2, a.t[tUp], du, dxn, true)
 	for p := range n {
 		rmsNormBackward(dx[p], dxn[p], a.x2[p], lw.mlpNorm, c.RMSNormEps)
 	}
@@ -248,7 +257,11 @@ func (ps *datumPass) backwardLayer(li, lowest int, dx [][]float32) bool {
 	datt := ar.rows(n, qd)
 	t.linearBackward(lw.o, tl.o, a.att, a.t[tO], dx, datt, false)
 	dq, dk, dv := ar.rows(n, qd), ar.rows(n, kvd), ar.rows(n, kvd)
-	attentionBackward(c, a.q, ps.cache.k[li][:n*kvd], ps.cache.v[li][:n*kvd], datt, dq, dk, dv)
+	if t.model.windowed(li) {
+		attentionBackwardRows(c, li, lw.sinks, a.q, ps.cache.k[li][:n*kvd], ps.cache.v[li][:n*kvd], datt, dq, dk, dv)
+	} else {
+		attentionBackward(c, a.q, ps.cache.k[li][:n*kvd], ps.cache.v[li][:n*kvd], datt, dq, dk, dv)
+	}
 	for p := range n {
 		ropeBackward(dq[p], c.HeadDim, ps.cos[p], ps.sin[p])
 		ropeBackward(dk[p], c.HeadDim, ps.cos[p], ps.sin[p])
@@ -270,6 +283,23 @@ func (ps *datumPass) backwardLayer(li, lowest int, dx [][]float32) bool {
 	}
 	ar.release(mark)
 	return true
+}
+
+// mlpBackward returns the gradient of layer li's MLP input xn2 given dx,
+// that of its output: x3 = x2 + down(silu(gate(xn2))·up(xn2)).
+func (ps *datumPass) mlpBackward(li int, dx [][]float32) [][]float32 {
+	t, c, ar, n := ps.t, ps.c, ps.ar, ps.n
+	lw, tl, a := &t.model.w.layers[li], &t.layers[li], &ps.acts[li]
+	dg := ar.rows(n, c.Intermediate)
+	t.linearBackward(lw.down, tl.down, a.h, a.t[tDown], dx, dg, false)
+	du := ar.rows(n, c.Intermediate)
+	for p := range n {
+		siluMulBackward(dg[p], du[p], a.g[p], a.u[p])
+	}
+	dxn := ar.rows(n, c.Hidden)
+	t.linearBackward(lw.gate, tl.gate, a.xn2, a.t[tGate], dg, dxn, false)
+	t.linearBackward(lw.up, tl.up, a.xn2, a.t[tUp], du, dxn, true)
+	return dxn
 }
 
 // trainLinear is Model.linear keeping the LoRA intermediate A·x in ts.

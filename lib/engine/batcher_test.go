@@ -255,7 +255,7 @@ func interleavedTokens(t *testing.T, m *Model, long []int) int64 {
 // (about 50 ms of products instead of 128 positions' seconds); and that a
 // long prompt then advances that many positions per step.
 func TestSharedPrefill(t *testing.T) {
-	for _, name := range []string{models.TinyLlama, models.TinyQwen3} {
+	for _, name := range TinyModels() {
 		if n := mustLoad(t, name).sharedPrefill(); n != prefillChunk {
 			t.Errorf("%s: %d positions per shared step, want %d", name, n, prefillChunk)
 		}

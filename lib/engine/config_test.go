@@ -80,8 +80,12 @@ func TestParseConfig(t *testing.T) {
 func TestParseConfigRejects(t *testing.T) {
 	for _, tc := range []struct{ json, want string }{
 		{`{"model_type":"mistral"}`, `model_type "mistral" is not supported`},
-		{`{"model_type":"qwen3","num_experts":128}`, "mixture-of-experts"},
-		{`{"model_type":"llama","hidden_size":64,"intermediate_size":1,"num_hidden_layers":1,"num_attention_heads":4,"vocab_size":1,"rope_scaling":{"rope_type":"yarn","factor":4}}`, `rope scaling type "yarn"`},
+		{`{"model_type":"qwen3","num_experts":128}`, `model_type "qwen3" with experts is not supported`},
+		{`{"model_type":"qwen3_moe","hidden_size":64,"num_hidden_layers":1,"num_attention_heads":4,"vocab_size":1,"num_experts":4,"num_experts_per_tok":5,"moe_intermediate_size":8}`, "num_experts_per_tok between 1 and num_experts"},
+		{`{"model_type":"qwen3_moe","hidden_size":64,"num_hidden_layers":1,"num_attention_heads":4,"vocab_size":1,"num_experts":1000000000,"num_experts_per_tok":5,"moe_intermediate_size":8}`, "num_experts 1000000000 is more than"},
+		{`{"model_type":"llama","hidden_size":64,"intermediate_size":1,"num_hidden_layers":1,"num_attention_heads":4,"vocab_size":1,"rope_scaling":{"rope_type":"dynamic","factor":4}}`, `rope scaling type "dynamic"`},
+		{`{"model_type":"llama","hidden_size":64,"intermediate_size":1,"num_hidden_layers":1,"num_attention_heads":4,"vocab_size":1,"rope_scaling":{"rope_type":"yarn","factor":4}}`, "yarn rope_scaling needs original_max_position_embeddings"},
+		{`{"model_type":"llama","hidden_size":64,"intermediate_size":1,"num_hidden_layers":1,"num_attention_heads":4,"vocab_size":1,"rope_scaling":{"rope_type":"yarn","factor":4,"original_max_position_embeddings":8,"mscale":1}}`, "mscale"},
 		{`{"model_type":"llama","hidden_size":64,"intermediate_size":1,"num_hidden_layers":1,"num_attention_heads":4,"num_key_value_heads":3,"vocab_size":1}`, "multiple of num_key_value_heads"},
 		{`{"model_type":"llama","hidden_act":"gelu"}`, "hidden_act"},
 		{`not json`, "parse model config.json"},
@@ -92,13 +96,13 @@ func TestParseConfigRejects(t *testing.T) {
 	}
 }
 
-// The catalog's dense shapes are shapes the engine runs, and config.json
-// carries them through HFConfigJSON and ParseConfig unchanged; shapes with
-// experts are refused even under a dense family.
+// The catalog's dense and Qwen3-MoE shapes are shapes the engine runs, and
+// config.json carries them through HFConfigJSON and ParseConfig unchanged;
+// shapes with experts are refused under a dense family.
 func TestConfigCatalogShapes(t *testing.T) {
 	dense := 0
 	for _, a := range models.All() {
-		if a.Family != models.Llama3 && a.Family != models.Qwen3 {
+		if a.Family != models.Llama3 && a.Family != models.Qwen3 && a.Family != models.Qwen3MoE {
 			continue
 		}
 		dense++
@@ -119,7 +123,7 @@ func TestConfigCatalogShapes(t *testing.T) {
 	}
 	moe := Config{Shape: smallConfig(models.Qwen3).Shape}
 	moe.Experts, moe.ExpertsPerToken = 8, 2
-	if err := moe.Validate(); err == nil || !strings.Contains(err.Error(), "mixture-of-experts") {
+	if err := moe.Validate(); err == nil || !strings.Contains(err.Error(), "num_experts must be positive for qwen3_moe and gpt_oss and absent otherwise") {
 		t.Errorf("dense family with experts: err %v, want a mixture-of-experts refusal", err)
 	}
 }

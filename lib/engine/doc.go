@@ -1,19 +1,21 @@
 // Package engine is the local server's sampling and training engine: a
-// pure-Go float32 transformer forward pass for Llama-3 and Qwen3 dense models
-// (RMSNorm, rotary embeddings with Llama-3.1 frequency scaling, grouped-query
-// attention with a KV cache, SwiGLU MLP, Qwen3's per-head q/k norms, tied or
-// untied lm_head), LoRA adapters applied on the fly, token sampling with
+// pure-Go float32 transformer forward pass for Llama-3, Qwen3 dense,
+// Qwen3-MoE and GPT-OSS models (RMSNorm, rotary embeddings with Llama-3.1
+// or YaRN frequency scaling, grouped-query attention with a KV cache,
+// SwiGLU MLP, Qwen3's per-head q/k norms, tied or untied lm_head, routed
+// experts: moe.go; GPT-OSS's sinks, sliding windows and experts:
+// gptoss*.go), LoRA adapters applied on the fly, token sampling with
 // temperature, top-k, top-p, seeds, stop conditions and log-probabilities,
 // and LoRA training (Trainer): the losses of forward/forward_backward, a
 // backward pass to the adapter's parameters with the base weights frozen,
 // gradient accumulation, AdamW, and the adapter and optimizer state.
 //
 // Models come from a Hugging Face model directory (LoadDir; FindModelDir
-// searches the Hugging Face cache) or, for the two built-in tiny models
-// tinker-local/tiny-llama and tinker-local/tiny-qwen3, from a seeded
-// generator (Load). The tiny models' weights are UNTRAINED: they emit byte
-// noise and exist so that sampling, adapters and the server run end to end
-// with no download. Pool loads each base model once and caches adapters.
+// searches the Hugging Face cache) or, for the built-in tiny models
+// tinker-local/tiny-llama, tiny-qwen3, tiny-qwen3-moe and tiny-gpt-oss,
+// from a seeded generator (Load). The tiny models' weights are UNTRAINED:
+// they emit byte noise and exist so that sampling, adapters and the server
+// run end to end with no download. Pool loads each base model once and caches adapters.
 //
 // Design choices:
 //
@@ -147,14 +149,30 @@
 //     gradient is computed alone and added to the accumulated gradient in
 //     datum order, so gradients do not depend on how data are split into
 //     calls, and each kernel splits its outputs (never a sum) across cores.
-//     The arena is sized from ActivationBytes before the first datum (grown
-//     mid-datum, its overflow came from the heap and doubled the peak).
+//     The arena is sized from ActivationBytes before the first datum
+//     (grown mid-datum, its overflow came from the garbage-collected heap,
+//     on top of the next datum's arena).
 //   - Long datums recompute (recompute.go): when a datum's kept
 //     activations would pass the keep limit (DefaultKeepLimit, 4 GiB;
 //     SetKeepLimit), it keeps only each layer's input residual and runs
 //     each layer forward again just before its backward. The same kernels
 //     on the same inputs give the same bits, so gradients do not depend on
 //     the mode (TestRecomputeMatchesKept); it costs one more forward pass.
+//   - Mixture-of-experts layers (moe.go, moe_train.go) route each token in
+//     float64 with exp64, run each expert's matrices once over the rows
+//     routed to it, and add each row's experts in ascending expert order,
+//     so a row's bits stay independent of the batch; the backward pass
+//     goes through the routing weights and the router's softmax to the
+//     layer input (the router itself is frozen). TestMoEMatchesReference
+//     and TestMoEGradientsMatchFiniteDifferences check them against the
+//     float64 reference, on data whose routing keeps clear of ties.
+//   - GPT-OSS's sliding-window and sink layers attend one row at a time
+//     (attendRow, which starts at the window and adds the sink to the
+//     softmax's denominator), so a row's bits still do not depend on the
+//     batch; their backward pass (attentionBackwardRows) recomputes each
+//     probability with the forward's kernels, one position and head at a
+//     time. Simpler and slower than the blocked path; the blocked
+//     kernels could learn windows and sinks later.
 //   - bfloat16 matrices of large checkpoints stay bfloat16 in memory
 //     (exactly widened on use); everything else is float32.
 package engine

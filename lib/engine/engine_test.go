@@ -40,16 +40,22 @@ func sample(t testing.TB, m *Model, req SampleRequest) *SampleResponse {
 func randomLoRA(c Config, rank int, seed uint64, zeroB bool) Tensors {
 	r := newRNG(seed)
 	ts := Tensors{}
-	add := func(module string, in, out int) {
-		a := make([]float32, rank*in)
-		b := make([]float32, out*rank)
+	addN := func(module string, in, out, experts int) {
+		n := max(experts, 1)
+		a := make([]float32, n*rank*in)
+		b := make([]float32, n*out*rank)
 		fill(a, r, 1/math.Sqrt(float64(in)))
 		if !zeroB {
 			fill(b, r, 0.5)
 		}
-		ts["base_model.model."+module+".lora_A.weight"] = Tensor{Shape: []int{rank, in}, Data: a}
-		ts["base_model.model."+module+".lora_B.weight"] = Tensor{Shape: []int{out, rank}, Data: b}
+		sa, sb := []int{rank, in}, []int{out, rank}
+		if experts > 0 {
+			sa, sb = append([]int{experts}, sa...), append([]int{experts}, sb...)
+		}
+		ts["base_model.model."+module+".lora_A.weight"] = Tensor{Shape: sa, Data: a}
+		ts["base_model.model."+module+".lora_B.weight"] = Tensor{Shape: sb, Data: b}
 	}
+	add := func(module string, in, out int) { addN(module, in, out, 0) }
 	qd, kvd := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
 	for i := range c.Layers {
 		p := fmt.Sprintf("model.layers.%d.", i)
@@ -57,6 +63,12 @@ func randomLoRA(c Config, rank int, seed uint64, zeroB bool) Tensors {
 		add(p+"self_attn.k_proj", c.Hidden, kvd)
 		add(p+"self_attn.v_proj", c.Hidden, kvd)
 		add(p+"self_attn.o_proj", qd, c.Hidden)
+		if c.IsMoELayer(i) {
+			addN(p+"mlp.experts.w1", c.Hidden, c.MoEIntermediate, c.Experts)
+			addN(p+"mlp.experts.w2", c.MoEIntermediate, c.Hidden, c.Experts)
+			addN(p+"mlp.experts.w3", c.Hidden, c.MoEIntermediate, c.Experts)
+			continue
+		}
 		add(p+"mlp.gate_proj", c.Hidden, c.Intermediate)
 		add(p+"mlp.up_proj", c.Hidden, c.Intermediate)
 		add(p+"mlp.down_proj", c.Intermediate, c.Hidden)
@@ -192,7 +204,11 @@ func TestLoRAMatchesMergedReference(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if l.Modules() != 7*c.Layers+1 {
+			want := 1
+			for i := range c.Layers {
+				want += 4 + 3*max(1, c.Experts*b2i(c.IsMoELayer(i)))
+			}
+			if l.Modules() != want {
 				t.Errorf("adapter has %d modules", l.Modules())
 			}
 			tuned := sample(t, base.WithLoRA(l), req)
@@ -504,8 +520,10 @@ func TestLongGenerationMatchesReference(t *testing.T) {
 // any GOMAXPROCS.
 func TestPinnedOutputs(t *testing.T) {
 	want := map[string][2]string{
-		models.TinyLlama: {`)=P$tu$PP%$$<PwP`, `G$Et\PoRyoBPt;oE`},
-		models.TinyQwen3: {`&3G#z{&GG&&"5Q{O`, `:&7wbUhG{o3:z3m7`},
+		models.TinyLlama:    {`)=P$tu$PP%$$<PwP`, `G$Et\PoRyoBPt;oE`},
+		models.TinyQwen3:    {`&3G#z{&GG&&"5Q{O`, `:&7wbUhG{o3:z3m7`},
+		models.TinyQwen3MoE: {"!((\nwz\n((\n\n\n(({A", "(\n(uAASA|_((u(\\("},
+		models.TinyGptOss:   {"####`r########mX", "H##_____xx9Br2XX"},
 	}
 	for _, procs := range []int{1, 2, 3} {
 		old := runtime.GOMAXPROCS(procs)

@@ -74,6 +74,7 @@ type workspace struct {
 	scores                    [][]float32    // per attention worker
 	attnBlk                   []blockScratch // per attention worker
 	attnUnits                 []attnUnit
+	moe                       moeScratch // mixture-of-experts layers
 }
 
 func grow(rows [][]float32, n, width int) [][]float32 {
@@ -121,7 +122,7 @@ func (m *Model) forward(ws *workspace, rows []row) [][]float32 {
 	for i, r := range rows {
 		r.seq.reserve(r.pos+1, kvd)
 		w.embed.rowInto(r.token, ws.x[i])
-		ropeTable(m.invFreq, r.pos, ws.cos[i], ws.sin[i])
+		ropeTable(m.invFreq, m.ropeScale, r.pos, ws.cos[i], ws.sin[i])
 	}
 	xn := ws.xn
 	for li := range w.layers {
@@ -153,6 +154,10 @@ func (m *Model) forward(ws *workspace, rows []row) [][]float32 {
 		m.linear(ws, lw.o, lw.oBias, ls, li, modO, ws.att, ws.x, true)
 		for i := range rows {
 			rmsNorm(xn[i], ws.x[i], lw.mlpNorm, c.RMSNormEps)
+		}
+		if lw.moe != nil {
+			m.moeMLP(ws, li, xn[:n], ws.x)
+			continue
 		}
 		m.linear(ws, lw.gate, nil, ls, li, modGate, xn, ws.g, false)
 		m.linear(ws, lw.up, nil, ls, li, modUp, xn, ws.u, false)
@@ -260,7 +265,7 @@ func allSame(loras []*LoRA, l *LoRA) bool {
 // is free takes the next unit: grouped by KV head (so one head's keys and
 // values stay in L2), largest first within a head.
 func (m *Model) attention(ws *workspace, rows []row, layer int) {
-	units, work := m.attnUnits(ws, rows)
+	units, work := m.attnUnits(ws, rows, m.windowed(layer))
 	workers := min(runtime.GOMAXPROCS(0), len(units), max(1, work/parallelMinWork))
 	ws.scores = growTo(ws.scores, workers)
 	ws.attnBlk = growTo(ws.attnBlk, workers)
@@ -295,13 +300,14 @@ type attnUnit struct{ i, n, kvh, work int }
 
 // attnUnits splits rows into attention units, ordered by KV head (single
 // rows first) and largest first within one, and returns them with their
-// total work.
-func (m *Model) attnUnits(ws *workspace, rows []row) ([]attnUnit, int) {
+// total work; single rows only when singles (GPT-OSS's windowed and sink
+// layers).
+func (m *Model) attnUnits(ws *workspace, rows []row, singles bool) ([]attnUnit, int) {
 	c := m.cfg
 	units, total := ws.attnUnits[:0], 0
 	for i := 0; i < len(rows); {
 		n := 1
-		for i+n < len(rows) && rows[i+n].seq == rows[i].seq && rows[i+n].pos == rows[i].pos+n {
+		for !singles && i+n < len(rows) && rows[i+n].seq == rows[i].seq && rows[i+n].pos == rows[i].pos+n {
 			n++
 		}
 		if n == 1 {
@@ -391,12 +397,14 @@ func (m *Model) attendRow(ws *workspace, rows []row, i, layer, worker int) {
 	r := rows[i]
 	hd, kvd := c.HeadDim, c.KVHeads*c.HeadDim
 	group := c.Heads / c.KVHeads
-	npos := r.pos + 1
+	lo := c.firstKey(layer, r.pos) // 0 but in sliding-window layers
+	npos := r.pos + 1 - lo
 	if cap(ws.scores[worker]) < group*npos {
 		ws.scores[worker] = make([]float32, 2*group*npos)
 	}
 	sc := ws.scores[worker][:group*npos]
-	keys, vals := r.seq.k[layer], r.seq.v[layer]
+	keys, vals := r.seq.k[layer][lo*kvd:], r.seq.v[layer][lo*kvd:]
+	sinks := m.sinks(layer)
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	q, out := ws.q[i], ws.att[i]
 	for kvh := range c.KVHeads {
@@ -412,7 +420,7 @@ func (m *Model) attendRow(ws *workspace, rows []row, i, layer, worker int) {
 		for g := range group {
 			s, o := sc[g*npos:(g+1)*npos], out[(h0+g)*hd:(h0+g+1)*hd]
 			scaleScores(s, scale)
-			softmax32(s)
+			softmaxSink(s, sinks, h0+g)
 			clear(o)
 			attnWeighted(o, s, vals, kvd, off)
 		}

@@ -216,10 +216,18 @@ func softmax32(sc []float32) {
 		}
 	}
 	expShift32(sc, mx)
+	normalise(sc, 0)
+}
+
+// normalise divides the softmax numerators sc by their sum (in float64,
+// ascending) plus extra, a numerator outside sc (GPT-OSS's sink; 0
+// adds nothing), through the float32 reciprocal.
+func normalise(sc []float32, extra float64) {
 	var sum float64
 	for _, e := range sc {
 		sum += float64(e)
 	}
+	sum += extra
 	inv := float32(1 / sum)
 	if scaleVec(sc, inv) {
 		return

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/tinkershell/tinker/lib/hfhub"
+	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/safetensors"
 	"github.com/tinkershell/tinker/lib/tokenizer"
 )
@@ -57,10 +58,17 @@ func LoadDirWith(dir string, opt LoadOptions) (*Model, error) {
 	want := ExpectedShapes(c)
 	ts := make(Tensors, len(want))
 	keepBF16 := opt.BF16 == BF16Keep || (opt.BF16 == BF16Auto && c.Params() > 1_000_000_000)
+	var parts gptOssParts // GPT-OSS's fused experts, converted once all files are read
+	if c.Family == models.GptOss {
+		parts = gptOssParts{}
+	}
 	for _, path := range files {
-		if err := loadFile(path, want, ts, keepBF16); err != nil {
+		if err := loadFile(path, want, ts, keepBF16, parts); err != nil {
 			return nil, err
 		}
+	}
+	if err := parts.convert(c, ts, keepBF16); err != nil {
+		return nil, err
 	}
 	m, err := New(dir, c, ts)
 	if err != nil {
@@ -78,7 +86,7 @@ func LoadDirWith(dir string, opt LoadOptions) (*Model, error) {
 
 // loadFile converts the tensors of one safetensors file that the model uses
 // (biases included); others, such as rotary caches, are skipped.
-func loadFile(path string, want map[string][]int, ts Tensors, keepBF16 bool) error {
+func loadFile(path string, want map[string][]int, ts Tensors, keepBF16 bool, parts gptOssParts) error {
 	f, err := safetensors.Open(path)
 	if err != nil {
 		return fmt.Errorf("load weights: %w", err)
@@ -86,6 +94,15 @@ func loadFile(path string, want map[string][]int, ts Tensors, keepBF16 bool) err
 	defer f.Close()
 	for i := range f.Tensors {
 		st := &f.Tensors[i]
+		if parts != nil && parts.add(st) {
+			continue
+		}
+		if fusedExperts.MatchString(st.Name) {
+			if err := splitFusedExperts(st, ts, keepBF16); err != nil {
+				return fmt.Errorf("load weights %s: %w", path, err)
+			}
+			continue
+		}
 		if _, ok := want[st.Name]; !ok && !strings.HasSuffix(st.Name, "_proj.bias") {
 			continue
 		}

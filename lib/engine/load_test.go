@@ -27,6 +27,12 @@ func writeModelDir(t *testing.T, dir, name string, dtype safetensors.DType, shar
 	if err != nil {
 		t.Fatal(err)
 	}
+	writeHFDir(t, dir, c, ts, dtype, shards)
+}
+
+// writeHFDir writes config c and tensors ts as a Hugging Face directory.
+func writeHFDir(t *testing.T, dir string, c Config, ts Tensors, dtype safetensors.DType, shards int) {
+	t.Helper()
 	cfg, err := c.HFConfigJSON()
 	if err != nil {
 		t.Fatal(err)
@@ -120,8 +126,12 @@ func TestLoadDirDTypes(t *testing.T) {
 				for i := range got {
 					worst = math.Max(worst, math.Abs(got[i]-want[i]))
 				}
-				if worst > tc.tol {
-					t.Errorf("%s x%d: prompt logprobs differ by up to %g (tolerance %g)", tc.dtype, tc.shards, worst, tc.tol)
+				tol := tc.tol
+				if tc.dtype == safetensors.BF16 && builtin.Config().Experts > 0 {
+					tol = 0.25 // rounding may move a token to another expert: a jump, not a drift
+				}
+				if worst > tol {
+					t.Errorf("%s x%d: prompt logprobs differ by up to %g (tolerance %g)", tc.dtype, tc.shards, worst, tol)
 				}
 				if testing.Verbose() {
 					t.Logf("%s x%d: max prompt logprob difference %.3g", tc.dtype, tc.shards, worst)
@@ -162,9 +172,9 @@ func TestLoadDirErrors(t *testing.T) {
 		t.Errorf("empty dir: %v", err)
 	}
 	writeModelDir(t, dir, models.TinyQwen3, safetensors.F32, 1)
-	os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"model_type":"qwen3_moe"}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"model_type":"deepseek_v3"}`), 0o644)
 	if _, err := LoadDir(dir); err == nil || !strings.Contains(err.Error(), "not supported") {
-		t.Errorf("moe: %v", err)
+		t.Errorf("deepseek_v3: %v", err)
 	}
 	// A config that disagrees with the weights names the tensor.
 	c, _ := TinyConfig(models.TinyQwen3)

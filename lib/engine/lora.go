@@ -32,6 +32,7 @@ type loraPair struct {
 
 type loraLayer struct {
 	q, k, v, o, gate, up, down *loraPair
+	experts                    []expertLoRA // mixture-of-experts layers: per expert, nil when not adapted
 }
 
 // Modules of a layer, for LoRA.pair.
@@ -52,12 +53,15 @@ func (l *LoRA) pair(layer, module int) *loraPair {
 		return l.lmHead
 	}
 	ll := &l.layers[layer]
+	if module >= modExpert {
+		return ll.expertPair(module)
+	}
 	return [...]*loraPair{ll.q, ll.k, ll.v, ll.o, ll.gate, ll.up, ll.down}[module]
 }
 
 // loraKey is compiled on first use: most tinker runs never load an adapter.
 var loraKey = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^(?:base_model\.model\.)?(?:model\.layers\.(\d+)\.(?:self_attn|mlp)\.([a-z_]+)|(lm_head))\.lora_([AB])(?:\.[A-Za-z0-9_-]+)?\.weight$`)
+	return regexp.MustCompile(`^(?:base_model\.model\.)?(?:model\.layers\.(\d+)\.(?:self_attn|mlp)\.(experts\.w[123]|experts\.\d+\.[a-z]+_proj|[a-z_]+)|(lm_head))\.lora_([AB])(?:\.[A-Za-z0-9_-]+)?\.weight$`)
 })
 
 // NewLoRA builds an adapter for a model with config c from PEFT-named
@@ -77,7 +81,7 @@ func NewLoRA(c Config, ts Tensors, rank int, alpha float64, rsLoRA bool) (*LoRA,
 	for name, t := range ts {
 		m := loraKey().FindStringSubmatch(name)
 		if m == nil {
-			return nil, fmt.Errorf("lora: unsupported adapter tensor %s (only q/k/v/o, gate/up/down and lm_head are supported)", name)
+			return nil, fmt.Errorf("lora: unsupported adapter tensor %s (only q/k/v/o, gate/up/down, experts.w1/w2/w3 and lm_head are supported)", name)
 		}
 		key := "lm_head"
 		if m[3] == "" {
@@ -117,6 +121,12 @@ func NewLoRA(c Config, ts Tensors, rank int, alpha float64, rsLoRA bool) (*LoRA,
 				return nil, fmt.Errorf("lora: adapter has layer %d but the model has %d layers", i, c.Layers)
 			}
 			ll := &l.layers[i]
+			if strings.HasPrefix(mod, "experts.") {
+				if err := ll.setExperts(c, i, mod, p.a, p.b, rank, float32(l.Scale)); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			switch mod {
 			case "q_proj":
 				slot, in, out = &ll.q, c.Hidden, qd
@@ -164,6 +174,13 @@ func (l *LoRA) Modules() int {
 		for _, p := range []*loraPair{ll.q, ll.k, ll.v, ll.o, ll.gate, ll.up, ll.down} {
 			if p != nil {
 				n++
+			}
+		}
+		for _, e := range ll.experts {
+			for _, p := range []*loraPair{e.gate, e.up, e.down} {
+				if p != nil {
+					n++
+				}
 			}
 		}
 	}

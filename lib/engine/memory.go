@@ -1,6 +1,6 @@
 package engine
 
-import "github.com/tinkershell/tinker/lib/models"
+import "slices"
 
 // ActivationBytes is the scratch memory one forward (backward false) or
 // forward_backward call over datums of these lengths needs on top of the
@@ -17,46 +17,79 @@ func (t *Trainer) ActivationBytes(lengths []int, backward bool) int64 {
 		n = max(n, l)
 	}
 	c := t.base.cfg
-	h, qd, kvd, inter, hd := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim, c.Intermediate, c.HeadDim
+	h, qd, kvd, hd := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim, c.HeadDim
 	r := t.cfg.Rank
-	attn, mlp, head, qwen := b2i(t.cfg.TrainAttn), b2i(t.cfg.TrainMLP), b2i(t.cfg.TrainUnembed), b2i(c.Family == models.Qwen3)
-	layer := t.layerFloats()
+	attn, mlp, head, qwen := b2i(t.cfg.TrainAttn), b2i(t.cfg.TrainMLP), b2i(t.cfg.TrainUnembed), b2i(c.hasQKNorm())
+	ls := t.layerSizes()
+	maxKept := slices.Max(ls.mlpKept)
 	headPart := n*(h+head*r) + min(n, headChunk)*c.VocabSize
 	if !backward {
 		// One layer's scratch at a time (the residual alternates between two
 		// buffers), released before the output layer.
-		return 4 * int64(n*(hd+2*h)+max(n*(layer-h), headPart))
+		return 4 * int64(n*(hd+2*h)+max(n*(ls.base-h+maxKept), headPart))
 	}
 	headPart += n * (h + head*r + h) // dxnF, the head's gradients of A·x, dx
-	layerPart := 0                   // one layer's backward scratch
-	if attn+mlp > 0 {
-		mlpPart := n * (2*inter + h + mlp*3*r)
-		attnPart := 0
-		if attn == 1 || c.Layers > 1 {
-			attnPart = n * (2*qd + 2*kvd + qwen*(qd+kvd) + attn*4*r + b2i(c.Layers > 1)*h)
-		}
-		layerPart = max(mlpPart, attnPart)
+	attnPart := 0
+	if attn == 1 || c.Layers > 1 {
+		attnPart = n * (2*qd + 2*kvd + qwen*(qd+kvd) + attn*4*r + b2i(c.Layers > 1)*h)
 	}
-	floats := n*(hd+h) + c.Layers*n*layer + headPart + layerPart
-	if t.recomputes(n) {
-		// Every layer's input residual, and one layer's activations at a
-		// time (recompute.go): with the head's buffers when a layer runs
-		// again for its backward, before them when no layer trains.
-		floats = n*(hd+h) + c.Layers*n*h + n*(layer-h) + headPart + layerPart
+	grad := func(g int) int { // a layer's backward scratch
 		if attn+mlp == 0 {
-			floats = n*(hd+h) + c.Layers*n*h + max(n*(layer-h), headPart)
+			return 0
 		}
+		return max(n*g, attnPart)
 	}
-	return 4 * int64(floats)
+	if !t.recomputes(n) {
+		return 4 * int64(n*(hd+h)+n*ls.kept()+headPart+grad(slices.Max(ls.mlpGrad)))
+	}
+	// Every layer's input residual, and one layer's activations at a time
+	// (recompute.go): with the head's buffers when a layer runs again for
+	// its backward, before them when no layer trains.
+	inputs := n*(hd+h) + c.Layers*n*h
+	if attn+mlp == 0 {
+		return 4 * int64(inputs+max(n*(ls.base-h+maxKept), headPart))
+	}
+	one := 0
+	for li, k := range ls.mlpKept {
+		one = max(one, n*(ls.base-h+k)+grad(ls.mlpGrad[li]))
+	}
+	return 4 * int64(inputs+headPart+one)
 }
 
-// layerFloats is how many floats one position of one layer keeps for the
-// backward pass (layerActs, the layer's output residual and its KV cache).
-func (t *Trainer) layerFloats() int {
+// layerSizes are the floats per position that the layers keep for the
+// backward pass and take as its scratch.
+type layerSizes struct {
+	// base is what every layer keeps besides its MLP: the residual x,
+	// norms, q, k, v, attention output, x2, the next residual, the
+	// attention's LoRA products.
+	base int
+	// mlpKept and mlpGrad are per layer the MLP's (or the experts') kept
+	// activations and its backward scratch.
+	mlpKept, mlpGrad []int
+}
+
+func (t *Trainer) layerSizes() layerSizes {
 	c := t.base.cfg
 	h, qd, kvd, inter := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim, c.Intermediate
-	r, qwen := t.cfg.Rank, b2i(c.Family == models.Qwen3)
-	return 4*h + 2*qd + 2*kvd + 3*inter + qwen*(qd+kvd) + b2i(t.cfg.TrainAttn)*4*r + b2i(t.cfg.TrainMLP)*3*r
+	r, mlp := t.cfg.Rank, b2i(t.cfg.TrainMLP)
+	ls := layerSizes{base: 4*h + 2*qd + 2*kvd + b2i(c.hasQKNorm())*(qd+kvd) + b2i(t.cfg.TrainAttn)*4*r}
+	for li := range c.Layers {
+		k, g := 3*inter+mlp*3*r, 2*inter+h+mlp*3*r
+		if c.IsMoELayer(li) {
+			k, g = moeFloats(c, r, mlp)
+		}
+		ls.mlpKept, ls.mlpGrad = append(ls.mlpKept, k), append(ls.mlpGrad, g)
+	}
+	return ls
+}
+
+// kept is what all the layers keep per position.
+func (ls layerSizes) kept() int {
+	n := len(ls.mlpKept) * ls.base
+	for _, k := range ls.mlpKept {
+		n += k
+	}
+	return n
 }
 
 func b2i(ok bool) int {

@@ -13,13 +13,14 @@ import (
 // immutable and safe for concurrent Sample calls; WithLoRA returns a new
 // Model sharing the base weights and the batch its Sample calls join.
 type Model struct {
-	name    string
-	cfg     Config
-	w       *weights
-	lora    *LoRA
-	invFreq []float64
-	tok     *tokenizer.Tokenizer
-	batch   *batcher // shared by every adapter of the base
+	name      string
+	cfg       Config
+	w         *weights
+	lora      *LoRA
+	invFreq   []float64
+	ropeScale float64 // multiplies cos and sin (YaRN)
+	tok       *tokenizer.Tokenizer
+	batch     *batcher // shared by every adapter of the base
 }
 
 // Load returns a built-in tiny model ("tinker-local/tiny-llama" or
@@ -49,7 +50,7 @@ func New(name string, c Config, ts Tensors) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", name, err)
 	}
-	return &Model{name: name, cfg: c, w: w, invFreq: ropeInvFreq(c), batch: &batcher{}}, nil
+	return &Model{name: name, cfg: c, w: w, invFreq: ropeInvFreq(c), ropeScale: ropeAttentionScale(c), batch: &batcher{}}, nil
 }
 
 // Name is the model's name (for tiny models) or the directory it came from.

@@ -1,9 +1,8 @@
 package engine
 
 // Recomputed activations. A forward_backward datum normally keeps every
-// layer's activations (layerFloats per position and layer: about 91 KB per
-// token on the 28-layer Qwen3-0.6B shape, 10.4 GB for one 4096-token
-// sequence). When that would exceed the trainer's keep limit, the datum
+// layer's activations (layerSizes: about 91 KB per token and layer on the
+// Qwen3-0.6B shape, 10 GiB for one 4096-token sequence over 28 layers). When that would exceed the trainer's keep limit, the datum
 // keeps only each layer's input residual instead and runs each layer's
 // forward again just before its backward, one layer at a time: one more
 // forward pass (about a third more work, the attention included) for
@@ -30,7 +29,7 @@ func (t *Trainer) SetKeepLimit(bytes int64) {
 // recomputes reports whether a forward_backward datum of n positions
 // recomputes its layers.
 func (t *Trainer) recomputes(n int) bool {
-	return 4*int64(t.base.cfg.Layers)*int64(n)*int64(t.layerFloats()) > t.keepLimit
+	return 4*int64(n)*int64(t.layerSizes().kept()) > t.keepLimit
 }
 
 // residuals allocates the input residual of every layer after the first

@@ -18,6 +18,9 @@ type refModel struct {
 	lora  Tensors // PEFT-named, may be nil
 	scale float64
 	cache map[string][][]float64
+	// margin, when not nil, is the smallest router logit gap at the
+	// top-k boundary seen so far (moe_ref_test.go).
+	margin *float64
 }
 
 // weight returns a matrix in float64 with any adapter merged (memoized: the
@@ -103,6 +106,9 @@ func refRMSNorm(x, g []float64, eps float64) []float64 {
 func refFreq(c Config, i int) float64 {
 	f := math.Pow(c.RopeTheta, -2*float64(i)/float64(c.HeadDim))
 	s := c.RopeScaling
+	if s != nil && s.Type == "yarn" {
+		return refYarnFreq(c, i, f)
+	}
 	if s == nil || s.Type != "llama3" {
 		return f
 	}
@@ -123,9 +129,10 @@ func refRope(c Config, x []float64, pos int) {
 	for h := 0; h < len(x); h += d {
 		for i := 0; i < d/2; i++ {
 			a := float64(pos) * refFreq(c, i)
+			cos, sin := math.Cos(a)*refYarnScale(c), math.Sin(a)*refYarnScale(c)
 			x1, x2 := x[h+i], x[h+i+d/2]
-			x[h+i] = x1*math.Cos(a) - x2*math.Sin(a)
-			x[h+i+d/2] = x2*math.Cos(a) + x1*math.Sin(a)
+			x[h+i] = x1*cos - x2*sin
+			x[h+i+d/2] = x2*cos + x1*sin
 		}
 	}
 }
@@ -147,7 +154,10 @@ func (r *refModel) logits(tokens []int) [][]float64 {
 		for p, x := range xs {
 			xn := refRMSNorm(x, r.vec(pre+"input_layernorm.weight"), c.RMSNormEps)
 			qs[p], ks[p], vs[p] = refMatVec(wq, xn), refMatVec(wk, xn), refMatVec(wv, xn)
-			if c.Family == models.Qwen3 {
+			r.addBias(pre+"self_attn.q_proj.bias", qs[p])
+			r.addBias(pre+"self_attn.k_proj.bias", ks[p])
+			r.addBias(pre+"self_attn.v_proj.bias", vs[p])
+			if c.Family == models.Qwen3 || c.Family == models.Qwen3MoE {
 				for h := 0; h < len(qs[p]); h += d {
 					copy(qs[p][h:h+d], refRMSNorm(qs[p][h:h+d], r.vec(pre+"self_attn.q_norm.weight"), c.RMSNormEps))
 				}
@@ -164,17 +174,28 @@ func (r *refModel) logits(tokens []int) [][]float64 {
 				kvh := h / (c.Heads / c.KVHeads)
 				sc := make([]float64, p+1)
 				mx := math.Inf(-1)
-				for t := 0; t <= p; t++ {
+				lo := r.firstKey(l, p) // keys before lo are masked (sliding window)
+				for t := lo; t <= p; t++ {
 					for i := range d {
 						sc[t] += qs[p][h*d+i] * ks[t][kvh*d+i]
 					}
 					sc[t] /= math.Sqrt(float64(d))
 					mx = math.Max(mx, sc[t])
 				}
+				sink, hasSink := r.sink(pre, h)
+				if hasSink {
+					mx = math.Max(mx, sink)
+				}
 				var sum float64
 				for t := range sc {
+					if t < lo {
+						continue
+					}
 					sc[t] = math.Exp(sc[t] - mx)
 					sum += sc[t]
+				}
+				if hasSink { // the sink joins the denominator only
+					sum += math.Exp(sink - mx)
 				}
 				for t := range sc {
 					for i := range d {
@@ -183,18 +204,19 @@ func (r *refModel) logits(tokens []int) [][]float64 {
 				}
 			}
 			o := refMatVec(wo, att)
+			r.addBias(pre+"self_attn.o_proj.bias", o)
 			for i := range xs[p] {
 				xs[p][i] += o[i]
 			}
 		}
-		wg, wu, wd := r.weight(pre+"mlp.gate_proj.weight"), r.weight(pre+"mlp.up_proj.weight"), r.weight(pre+"mlp.down_proj.weight")
 		for _, x := range xs {
 			xn := refRMSNorm(x, r.vec(pre+"post_attention_layernorm.weight"), c.RMSNormEps)
-			g, u := refMatVec(wg, xn), refMatVec(wu, xn)
-			for i := range g {
-				g[i] = g[i] / (1 + math.Exp(-g[i])) * u[i]
+			var dn []float64
+			if c.IsMoELayer(l) {
+				dn = r.moe(pre, xn)
+			} else {
+				dn = refSwiGLU(r.weight(pre+"mlp.gate_proj.weight"), r.weight(pre+"mlp.up_proj.weight"), r.weight(pre+"mlp.down_proj.weight"), xn)
 			}
-			dn := refMatVec(wd, g)
 			for i := range x {
 				x[i] += dn[i]
 			}
@@ -217,6 +239,15 @@ func (r *refModel) logits(tokens []int) [][]float64 {
 		out[p] = refMatVec(wh, refRMSNorm(x, r.vec("model.norm.weight"), c.RMSNormEps))
 	}
 	return out
+}
+
+// refSwiGLU is down(silu(gate·x) ⊙ up·x).
+func refSwiGLU(wg, wu, wd [][]float64, x []float64) []float64 {
+	g, u := refMatVec(wg, x), refMatVec(wu, x)
+	for i := range g {
+		g[i] = g[i] / (1 + math.Exp(-g[i])) * u[i]
+	}
+	return refMatVec(wd, g)
 }
 
 func (r *refModel) tiedHead() [][]float64 {

@@ -15,6 +15,8 @@ func ropeInvFreq(c Config) []float64 {
 		return inv
 	}
 	switch s.Type {
+	case "yarn":
+		yarnInvFreq(c, inv)
 	case "linear":
 		for i := range inv {
 			inv[i] /= s.Factor
@@ -40,11 +42,12 @@ func ropeInvFreq(c Config) []float64 {
 	return inv
 }
 
-// ropeTable fills cos and sin (each HeadDim/2 long) for position pos.
-func ropeTable(inv []float64, pos int, cos, sin []float32) {
+// ropeTable fills cos and sin (each HeadDim/2 long) for position pos,
+// times scale (YaRN's attention factor, else 1).
+func ropeTable(inv []float64, scale float64, pos int, cos, sin []float32) {
 	for i, f := range inv {
 		s, c := math.Sincos(float64(pos) * f)
-		cos[i], sin[i] = float32(c), float32(s)
+		cos[i], sin[i] = float32(c*scale), float32(s*scale)
 	}
 }
 

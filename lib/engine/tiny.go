@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"math"
 	"sort"
+	"strings"
 
 	"github.com/tinkershell/tinker/lib/models"
 )
@@ -32,7 +33,16 @@ func TinyConfig(name string) (Config, error) {
 	if !ok || !models.IsTiny(name) {
 		return Config{}, fmt.Errorf("%q is not a built-in tiny model (have %v)", name, TinyModels())
 	}
-	c := Config{Shape: a.Shape, BOSTokenID: models.TinyBOS, EOSTokenIDs: []int{models.TinyEOS}}
+	c := Config{Shape: a.Shape, BOSTokenID: models.TinyBOS, EOSTokenIDs: []int{models.TinyEOS},
+		NormTopKProb: a.Family == models.Qwen3MoE} // as Qwen3-30B-A3B's config.json sets it
+	if a.Family == models.GptOss {
+		// As gpt-oss-20b's config.json, but a window of 8 positions so
+		// that short tests reach past it.
+		no := false
+		c.SlidingWindow, c.SwigluLimit = 8, 7
+		c.LayerTypes = []string{"sliding_attention", "full_attention", "sliding_attention", "full_attention"}
+		c.RopeScaling = &RopeScaling{Type: "yarn", Factor: 32, BetaFast: 32, BetaSlow: 1, OriginalMaxPositionEmbeddings: 4096, Truncate: &no}
+	}
 	if a.Family == models.Llama3 {
 		// Llama 3.1's frequency scaling (factor 8 from an original context
 		// of 256 to the 2048 of lib/models), so the tiny Llama exercises all
@@ -63,10 +73,20 @@ func TinyTensors(name string) (Config, Tensors, error) {
 		data := make([]float32, shape[0]*shapeTail(shape))
 		r := newRNG(seedOf(name + "/" + n))
 		switch {
+		case strings.HasSuffix(n, ".sinks"): // logits, in the scores' range
+			fill(data, r, 1)
+		case strings.HasSuffix(n, ".bias"): // small: the residual stays the embeddings' scale
+			fill(data, r, 0.05)
 		case len(shape) == 1: // norm gains around 1
 			for i := range data {
 				data[i] = 1 + float32(0.2*(r.uniform32()-0.5))
 			}
+		case c.Family == models.GptOss && (strings.HasSuffix(n, "down_proj.weight") || strings.HasSuffix(n, "o_proj.weight")):
+			// Smaller outputs of the attention (with biases and sinks) and
+			// of the experts ((up+1)·glu is about twice SwiGLU) keep the
+			// residual near the embeddings, so that, as in the other tiny
+			// models, the text direction decides and samples are printable.
+			fill(data, r, 0.25*math.Sqrt(3)/math.Sqrt(float64(shape[1])))
 		case n == "model.embed_tokens.weight" || n == "lm_head.weight":
 			fill(data, r, math.Sqrt(3)*tinyEmbedStd/math.Sqrt(float64(c.Hidden)))
 			addTextDirection(data, c.Hidden, tinyTextBias)
@@ -147,10 +167,14 @@ func ExpectedShapes(c Config) map[string][]int {
 		s[p+"self_attn.k_proj.weight"] = []int{kvd, h}
 		s[p+"self_attn.v_proj.weight"] = []int{kvd, h}
 		s[p+"self_attn.o_proj.weight"] = []int{h, qd}
-		s[p+"mlp.gate_proj.weight"] = []int{c.Intermediate, h}
-		s[p+"mlp.up_proj.weight"] = []int{c.Intermediate, h}
-		s[p+"mlp.down_proj.weight"] = []int{h, c.Intermediate}
-		if c.Family == models.Qwen3 {
+		if c.IsMoELayer(i) {
+			moeShapes(c, p, s)
+		} else {
+			s[p+"mlp.gate_proj.weight"] = []int{c.Intermediate, h}
+			s[p+"mlp.up_proj.weight"] = []int{c.Intermediate, h}
+			s[p+"mlp.down_proj.weight"] = []int{h, c.Intermediate}
+		}
+		if c.hasQKNorm() {
 			s[p+"self_attn.q_norm.weight"] = []int{c.HeadDim}
 			s[p+"self_attn.k_norm.weight"] = []int{c.HeadDim}
 		}

@@ -28,6 +28,7 @@ type param struct {
 	pending    []float32 // grad plus the datums of the running call; becomes grad when the call succeeds
 	m, v       []float32 // AdamW first and second moments
 	isB        bool      // local holds the gradient of the scaled B' = scale·B
+	experts    int       // > 0: a stacked [experts, rows/experts, cols] expert tensor
 }
 
 // trainModule is one adapted matrix: its two tensors and the scaled view the
@@ -39,6 +40,7 @@ type trainModule struct {
 
 type trainLayer struct {
 	q, k, v, o, gate, up, down *trainModule
+	experts                    []expertTrain // mixture-of-experts layers
 }
 
 // Trainer trains a LoRA adapter on a frozen base model: forward,
@@ -107,7 +109,9 @@ func NewTrainer(base *Model, c LoRAConfig) (*Trainer, error) {
 			tl.v = add(p+"self_attn.v_proj", h, kvd, &ll.v)
 			tl.o = add(p+"self_attn.o_proj", qd, h, &ll.o)
 		}
-		if c.TrainMLP {
+		if c.TrainMLP && mc.IsMoELayer(i) {
+			t.addExperts(p, tl, ll)
+		} else if c.TrainMLP {
 			tl.gate = add(p+"mlp.gate_proj", h, mc.Intermediate, &ll.gate)
 			tl.up = add(p+"mlp.up_proj", h, mc.Intermediate, &ll.up)
 			tl.down = add(p+"mlp.down_proj", mc.Intermediate, h, &ll.down)
@@ -147,6 +151,9 @@ func (t *Trainer) modules() []*trainModule {
 			if m != nil {
 				ms = append(ms, m)
 			}
+		}
+		for _, e := range tl.experts {
+			ms = append(ms, e.gate, e.up, e.down)
 		}
 	}
 	if t.head != nil {

@@ -216,49 +216,55 @@ func checkFD(t *testing.T, tr *Trainer, base Tensors, loss string, cfg map[strin
 }
 
 func TestGradientsMatchFiniteDifferences(t *testing.T) {
+	for _, arch := range []models.Family{models.Llama3, models.Qwen3} {
+		m, base := smallModel(t, arch)
+		checkAllLossesFD(t, string(arch), m, base)
+	}
+}
+
+// checkAllLossesFD checks every loss's value and gradients on model m
+// (with base weights base) against the float64 reference.
+func checkAllLossesFD(t *testing.T, name string, m *Model, base Tensors) {
 	configs := map[string]map[string]float64{
 		LossCrossEntropy: nil, LossImportanceSampling: nil, LossPPO: nil,
 		LossCISPO: {"clip_low_threshold": 0.9, "clip_high_threshold": 1.1}, LossDRO: {"beta": 0.7},
 	}
-	for _, arch := range []models.Family{models.Llama3, models.Qwen3} {
-		m, base := smallModel(t, arch)
-		for _, lossName := range LossNames() {
-			t.Run(string(arch)+"/"+lossName, func(t *testing.T) {
-				tr := mustTrainer(t, m, LoRAConfig{Rank: 3, Alpha: 6, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 5})
-				randomizeB(t, tr, 3, 0.3)
-				loss, err := NewLoss(lossName, configs[lossName])
+	for _, lossName := range LossNames() {
+		t.Run(name+"/"+lossName, func(t *testing.T) {
+			tr := mustTrainer(t, m, LoRAConfig{Rank: 3, Alpha: 6, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 5})
+			randomizeB(t, tr, 3, 0.3)
+			loss, err := NewLoss(lossName, configs[lossName])
+			if err != nil {
+				t.Fatal(err)
+			}
+			data := forLoss(testData(m.cfg.VocabSize, 9, 5, 7), lossName)
+			// Accumulate over two calls.
+			var sum float64
+			for _, part := range [][]Datum{data[:1], data[1:]} {
+				res, err := tr.ForwardBackward(context.Background(), loss, part)
 				if err != nil {
 					t.Fatal(err)
 				}
-				data := forLoss(testData(m.cfg.VocabSize, 9, 5, 7), lossName)
-				// Accumulate over two calls.
-				var sum float64
-				for _, part := range [][]Datum{data[:1], data[1:]} {
-					res, err := tr.ForwardBackward(context.Background(), loss, part)
-					if err != nil {
-						t.Fatal(err)
+				sum += res.LossSum
+			}
+			if lossName == LossCISPO {
+				// Freeze the clamped ratio at the current parameters.
+				fwd, _ := tr.Forward(context.Background(), loss, data)
+				for i, d := range data {
+					cw := make([]float64, len(d.ModelInput))
+					for p := range cw {
+						ratio := math.Exp(float64(fwd.Outputs[i].Logprobs[p]) - d.LossFnInputs[InputLogprobs][p])
+						cw[p] = math.Max(0.9, math.Min(1.1, ratio))
 					}
-					sum += res.LossSum
+					d.LossFnInputs["cispo_weight"] = cw
 				}
-				if lossName == LossCISPO {
-					// Freeze the clamped ratio at the current parameters.
-					fwd, _ := tr.Forward(context.Background(), loss, data)
-					for i, d := range data {
-						cw := make([]float64, len(d.ModelInput))
-						for p := range cw {
-							ratio := math.Exp(float64(fwd.Outputs[i].Logprobs[p]) - d.LossFnInputs[InputLogprobs][p])
-							cw[p] = math.Max(0.9, math.Min(1.1, ratio))
-						}
-						d.LossFnInputs["cispo_weight"] = cw
-					}
-				}
-				want := refLoss(m.cfg, base, tr.Adapter(), tr.scale, lossName, configs[lossName], data)
-				if math.Abs(sum-want) > 1e-4*math.Max(1, math.Abs(want)) {
-					t.Errorf("loss:sum %v, reference %v", sum, want)
-				}
-				checkFD(t, tr, base, lossName, configs[lossName], data)
-			})
-		}
+			}
+			want := refLoss(m.cfg, base, tr.Adapter(), tr.scale, lossName, configs[lossName], data)
+			if math.Abs(sum-want) > 1e-4*math.Max(1, math.Abs(want)) {
+				t.Errorf("loss:sum %v, reference %v", sum, want)
+			}
+			checkFD(t, tr, base, lossName, configs[lossName], data)
+		})
 	}
 }
 
@@ -267,6 +273,11 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 // attention).
 func TestGradientsPerTarget(t *testing.T) {
 	m, base := smallModel(t, models.Qwen3)
+	checkPerTarget(t, m, base)
+}
+
+// checkPerTarget checks each target's gradients alone on m.
+func checkPerTarget(t *testing.T, m *Model, base Tensors) {
 	for _, c := range []LoRAConfig{{TrainAttn: true}, {TrainMLP: true}, {TrainUnembed: true}} {
 		c.Rank, c.Alpha, c.Seed = 2, 4, 1
 		tr := mustTrainer(t, m, c)
@@ -289,7 +300,13 @@ func gradBits(tr *Trainer) [][]float32 {
 }
 
 func TestGradientsIndependentOfBatchSplit(t *testing.T) {
-	m := mustLoad(t, models.TinyQwen3)
+	for _, name := range []string{models.TinyQwen3, models.TinyQwen3MoE} {
+		t.Run(name, func(t *testing.T) { checkBatchSplit(t, name) })
+	}
+}
+
+func checkBatchSplit(t *testing.T, name string) {
+	m := mustLoad(t, name)
 	cfg := LoRAConfig{Rank: 4, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 2}
 	loss, _ := NewLoss(LossCrossEntropy, nil)
 	data := forLoss(testData(m.cfg.VocabSize, 3, 9, 20, 4), LossCrossEntropy)
@@ -319,7 +336,7 @@ func TestGradientsIndependentOfBatchSplit(t *testing.T) {
 // the same adapter reports (also past the sampler's 128-position prefill
 // chunk).
 func TestForwardMatchesSampler(t *testing.T) {
-	for _, name := range []string{models.TinyLlama, models.TinyQwen3} {
+	for _, name := range TinyModels() {
 		m := mustLoad(t, name)
 		tr := mustTrainer(t, m, LoRAConfig{Rank: 4, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 3})
 		randomizeB(t, tr, 2, 0.02)
@@ -568,7 +585,7 @@ func (c *countdownCtx) Err() error {
 // a call of several datums (the later ones reuse the earlier ones'
 // memory) with and without the backward pass.
 func TestArenaToFillIsWritten(t *testing.T) {
-	for _, name := range []string{models.TinyLlama, models.TinyQwen3} {
+	for _, name := range TinyModels() {
 		m := mustLoad(t, name)
 		cfg := LoRAConfig{Rank: 4, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 2}
 		loss, _ := NewLoss(LossCrossEntropy, nil)

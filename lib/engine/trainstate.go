@@ -42,7 +42,7 @@ func (t *Trainer) adapterTensors() Tensors {
 func (t *Trainer) collect(field func(*param) []float32) Tensors {
 	ts := make(Tensors, len(t.params))
 	for _, p := range t.params {
-		ts[p.name] = Tensor{Shape: []int{p.rows, p.cols}, Data: slices.Clone(field(p))}
+		ts[p.name] = Tensor{Shape: p.shape(), Data: slices.Clone(field(p))}
 	}
 	return ts
 }
@@ -106,8 +106,8 @@ func (t *Trainer) check(what string, ts Tensors) error {
 			return fmt.Errorf("%s: missing tensor %s (the adapter has rank %d and trains attn=%v mlp=%v unembed=%v)",
 				what, p.name, t.cfg.Rank, t.cfg.TrainAttn, t.cfg.TrainMLP, t.cfg.TrainUnembed)
 		}
-		if !slices.Equal(x.Shape, []int{p.rows, p.cols}) || len(x.Data) != p.rows*p.cols {
-			return fmt.Errorf("%s: tensor %s has shape %v, want [%d %d] float32", what, p.name, x.Shape, p.rows, p.cols)
+		if !slices.Equal(x.Shape, p.shape()) || len(x.Data) != p.rows*p.cols {
+			return fmt.Errorf("%s: tensor %s has shape %v, want %v float32", what, p.name, x.Shape, p.shape())
 		}
 	}
 	if len(ts) != len(t.params) {
@@ -127,8 +127,13 @@ func (t *Trainer) AdapterConfig(baseModel string) peft.AdapterConfig {
 	if t.cfg.TrainAttn {
 		targets = append(targets, "q_proj", "k_proj", "v_proj", "o_proj")
 	}
-	if t.cfg.TrainMLP {
-		targets = append(targets, "gate_proj", "up_proj", "down_proj")
+	if c := t.base.cfg; t.cfg.TrainMLP {
+		if c.denseLayers() > 0 {
+			targets = append(targets, "gate_proj", "up_proj", "down_proj")
+		}
+		if c.denseLayers() < c.Layers {
+			targets = append(targets, "w1", "w2", "w3")
+		}
 	}
 	if t.cfg.TrainUnembed {
 		targets = append(targets, "lm_head")
@@ -162,7 +167,11 @@ func writeTensors(w io.Writer, ts Tensors, meta map[string]string) error {
 		if err != nil {
 			return err
 		}
-		out = append(out, safetensors.Tensor{Name: name, DType: safetensors.F32, Shape: []int64{int64(x.Shape[0]), int64(x.Shape[1])}, Data: data})
+		shape := make([]int64, len(x.Shape))
+		for i, d := range x.Shape {
+			shape[i] = int64(d)
+		}
+		out = append(out, safetensors.Tensor{Name: name, DType: safetensors.F32, Shape: shape, Data: data})
 	}
 	if meta == nil {
 		meta = map[string]string{}
@@ -218,7 +227,7 @@ func ReadLoRAConfig(dir string) (LoRAConfig, error) {
 		switch m {
 		case "q_proj", "k_proj", "v_proj", "o_proj":
 			c.TrainAttn = true
-		case "gate_proj", "up_proj", "down_proj":
+		case "gate_proj", "up_proj", "down_proj", "w1", "w2", "w3":
 			c.TrainMLP = true
 		case "lm_head":
 			c.TrainUnembed = true

@@ -108,13 +108,20 @@ func trainSteps(t *testing.T, tr *Trainer, from, n int) {
 
 // N steps, save with the optimizer, N more steps gives the same bits as
 // loading the save into a new trainer and running the same N steps.
+// Also on a mixture-of-experts model, whose expert tensors are stacked.
 func TestResumeIsBitExact(t *testing.T) {
-	m := mustLoad(t, models.TinyLlama)
+	for _, name := range []string{models.TinyLlama, models.TinyQwen3MoE} {
+		t.Run(name, func(t *testing.T) { checkResume(t, name) })
+	}
+}
+
+func checkResume(t *testing.T, name string) {
+	m := mustLoad(t, name)
 	cfg := LoRAConfig{Rank: 4, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 9}
 	a := mustTrainer(t, m, cfg)
 	trainSteps(t, a, 0, 3)
 	dir := filepath.Join(t.TempDir(), "state")
-	if err := a.WriteStateDir(dir, models.TinyLlama, true); err != nil {
+	if err := a.WriteStateDir(dir, name, true); err != nil {
 		t.Fatal(err)
 	}
 	trainSteps(t, a, 3, 3)
@@ -200,8 +207,19 @@ func TestFreshAdapterMatchesPeft(t *testing.T) {
 // ActivationBytes is exactly the scratch a call takes, keeping every
 // layer's activations or recomputing them (keep limit 0).
 func TestActivationBytes(t *testing.T) {
-	for _, arch := range []models.Family{models.Llama3, models.Qwen3} {
-		m, _ := smallModel(t, arch)
+	moe, err := New("small-moe", moeConfig(true), randomTensors(moeConfig(true), 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpt, err := New("small-gpt-oss", gptOssConfig(), randomTensors(gptOssConfig(), 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, arch := range []models.Family{models.Llama3, models.Qwen3, models.Qwen3MoE, models.GptOss} {
+		m := map[models.Family]*Model{models.Qwen3MoE: moe, models.GptOss: gpt}[arch]
+		if m == nil {
+			m, _ = smallModel(t, arch)
+		}
 		for _, c := range []LoRAConfig{{TrainAttn: true, TrainMLP: true, TrainUnembed: true}, {TrainAttn: true}, {TrainMLP: true}, {TrainUnembed: true}} {
 			c.Rank = 3
 			tr := mustTrainer(t, m, c)

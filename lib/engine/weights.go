@@ -24,8 +24,10 @@ type layerWeights struct {
 	q, k, v, o          mat
 	qBias, kBias, vBias []float32 // optional (nil when the checkpoint has none)
 	oBias               []float32
-	qNorm, kNorm        []float32 // Qwen3 only
-	gate, up, down      mat
+	qNorm, kNorm        []float32   // Qwen3 only
+	sinks               []float32   // GPT-OSS: each head's sink logit
+	gate, up, down      mat         // dense MLP
+	moe                 *moeWeights // instead, in a mixture-of-experts layer
 }
 
 // weights are the base parameters. They are read-only after loading, so one
@@ -102,11 +104,23 @@ func buildWeights(c Config, ts Tensors) (*weights, error) {
 			func() (e error) { l.kBias, e = optional(p+"self_attn.k_proj.bias", kvd); return },
 			func() (e error) { l.vBias, e = optional(p+"self_attn.v_proj.bias", kvd); return },
 			func() (e error) { l.oBias, e = optional(p+"self_attn.o_proj.bias", h); return },
-			func() (e error) { l.gate, e = getMat(p+"mlp.gate_proj.weight", c.Intermediate, h); return },
-			func() (e error) { l.up, e = getMat(p+"mlp.up_proj.weight", c.Intermediate, h); return },
-			func() (e error) { l.down, e = getMat(p+"mlp.down_proj.weight", h, c.Intermediate); return },
 		}
-		if c.Family == models.Qwen3 {
+		if c.Family == models.GptOss {
+			steps = append(steps, func() (e error) { l.sinks, e = get(p+"self_attn.sinks", c.Heads); return })
+		}
+		if c.IsMoELayer(i) {
+			steps = append(steps, func() (e error) {
+				l.moe, e = buildMoE(c, p, getMat, func(n string, d int) ([]float32, error) { return get(n, d) })
+				return
+			})
+		} else {
+			steps = append(steps,
+				func() (e error) { l.gate, e = getMat(p+"mlp.gate_proj.weight", c.Intermediate, h); return },
+				func() (e error) { l.up, e = getMat(p+"mlp.up_proj.weight", c.Intermediate, h); return },
+				func() (e error) { l.down, e = getMat(p+"mlp.down_proj.weight", h, c.Intermediate); return },
+			)
+		}
+		if c.hasQKNorm() {
 			steps = append(steps,
 				func() (e error) { l.qNorm, e = get(p+"self_attn.q_norm.weight", c.HeadDim); return },
 				func() (e error) { l.kNorm, e = get(p+"self_attn.k_norm.weight", c.HeadDim); return },

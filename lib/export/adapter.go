@@ -156,10 +156,10 @@ func (a *Adapter) collect() error {
 			return fmt.Errorf("%s: unknown key %s (only base_model.model.<module>.lora_A/lora_B.weight)", peft.WeightsFile, t.Name)
 		}
 		path := hfPath(m[1])
-		if moeModule.MatchString(path) {
-			return fmt.Errorf("%s: %s is a mixture-of-experts module: only dense Llama 3 and Qwen3 adapters can be exported", peft.WeightsFile, t.Name)
+		if moeModule.MatchString(path) && !isExpertPath(path) {
+			return fmt.Errorf("%s: %s is a mixture-of-experts module of a kind that cannot be exported (only Qwen3-MoE's experts)", peft.WeightsFile, t.Name)
 		}
-		if !denseModule.MatchString(path) {
+		if !denseModule.MatchString(path) && !isExpertPath(path) {
 			return fmt.Errorf("%s: unknown key %s (module %s is not a q/k/v/o, gate/up/down or unembedding projection)", peft.WeightsFile, t.Name, path)
 		}
 		if !isFloat(t.DType) {
@@ -187,6 +187,9 @@ func (a *Adapter) pair(byPath map[string]*Module) error {
 		return fmt.Errorf("%s holds no LoRA tensors", filepath.Join(a.Dir, peft.WeightsFile))
 	}
 	r := int64(a.Config.R)
+	if err := splitExperts(byPath, r); err != nil {
+		return fmt.Errorf("%s: %w", peft.WeightsFile, err)
+	}
 	for path, m := range byPath {
 		if m.A == nil || m.B == nil {
 			return fmt.Errorf("%s: module %s has only one of lora_A and lora_B", peft.WeightsFile, path)
@@ -210,8 +213,8 @@ func moduleLess(x, y string) bool {
 }
 
 func layerOf(path string) int {
-	m := denseModule.FindStringSubmatch(path)
-	if m == nil || m[1] == "" {
+	m := layerPrefix.FindStringSubmatch(path)
+	if m == nil {
 		return math.MaxInt
 	}
 	n, _ := strconv.Atoi(m[1])

@@ -113,7 +113,8 @@ func CheckMatch(baseModel string, b *Base) error {
 	}
 	c := b.Config
 	if arch.Family == c.Family && arch.Layers == c.Layers && arch.Hidden == c.Hidden && arch.Intermediate == c.Intermediate &&
-		arch.Heads == c.Heads && arch.KVHeads == c.KVHeads && arch.HeadDim == c.HeadDim && arch.VocabSize == c.VocabSize {
+		arch.Heads == c.Heads && arch.KVHeads == c.KVHeads && arch.HeadDim == c.HeadDim && arch.VocabSize == c.VocabSize &&
+		arch.Experts == c.Experts && arch.MoEIntermediate == c.MoEIntermediate {
 		return nil
 	}
 	return fmt.Errorf("checkpoint base model %s (%s, %d layers, hidden %d, vocab %d) does not match the base directory %s (%s, %d layers, hidden %d, vocab %d)",
@@ -121,13 +122,14 @@ func CheckMatch(baseModel string, b *Base) error {
 }
 
 // CheckDense refuses a base model whose family the export cannot merge
-// (mixture-of-experts, latent attention): only dense Llama 3 and Qwen3.
+// (DeepSeek's latent attention and shared experts): only Llama 3, Qwen3,
+// Qwen3-MoE and GPT-OSS.
 func CheckDense(baseModel string) error {
 	f, ok := models.FamilyOf(baseModel)
-	if !ok || f == models.Llama3 || f == models.Qwen3 {
+	if !ok || f == models.Llama3 || f == models.Qwen3 || f == models.Qwen3MoE || f == models.GptOss {
 		return nil
 	}
-	return fmt.Errorf("base model %s is a %s model: only dense Llama 3 and Qwen3 models can be exported", baseModel, f)
+	return fmt.Errorf("base model %s is a %s model: only Llama 3, Qwen3, Qwen3-MoE and GPT-OSS models can be exported", baseModel, f)
 }
 
 // Bounds on the JSON files of an adapter or base directory (docs/bounds.md).

@@ -25,6 +25,11 @@
 //   - Atomic output. Everything is written into a hidden sibling of OUT
 //     that is renamed into place only when complete; an existing OUT is
 //     kept until then (and replaced only with Force).
-//   - Dense families only (Llama 3, Qwen3): what the local engine runs and
-//     can therefore check. Mixture-of-experts adapters are refused.
+//   - Llama 3, Qwen3, Qwen3-MoE and GPT-OSS: what the local engine runs
+//     and can therefore check. Stacked expert adapters (w1/w2/w3) are split
+//     per expert and merged into either of transformers' Qwen3-MoE expert
+//     layouts (experts.go) or GPT-OSS's fused, interleaved, input-major
+//     tensors (experts_gptoss.go), dequantised from MXFP4 when the base
+//     stores them so (mxfp4.go); other mixture-of-experts adapters are
+//     refused.
 package export

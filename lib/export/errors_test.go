@@ -37,9 +37,9 @@ func TestBadInput(t *testing.T) {
 	unknown := writeAdapter(t, adapterSpec{model: models.TinyQwen3, rank: 2, alpha: 4, modules: allModules[:1], dtype: safetensors.F32, seed: 4})
 	addKey(t, unknown, "base_model.model.model.norm.weight")
 	moe := writeAdapter(t, adapterSpec{model: models.TinyQwen3, rank: 2, alpha: 4, modules: allModules[:1], dtype: safetensors.F32, seed: 4})
-	addKey(t, moe, "base_model.model.model.layers.0.mlp.experts.w1.lora_A.weight")
+	addKey(t, moe, "base_model.model.model.layers.0.mlp.shared_experts.gate_proj.lora_A.weight")
 	notDense := writeAdapter(t, adapterSpec{model: models.TinyQwen3, rank: 2, alpha: 4, modules: allModules[:1], dtype: safetensors.F32, seed: 4})
-	setBase(t, notDense, "Qwen/Qwen3-30B-A3B")
+	setBase(t, notDense, "deepseek-ai/DeepSeek-V3.1")
 	parent := t.TempDir()
 	exists := filepath.Join(parent, "exists")
 	os.Mkdir(exists, 0o755)
@@ -50,8 +50,8 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"mismatch", Options{Adapter: ad, Base: llama}, "checkpoint base model tinker-local/tiny-qwen3 (qwen3, "},
 		{"unknown key", Options{Adapter: unknown, Base: llama}, "unknown key base_model.model.model.norm.weight"},
-		{"moe", Options{Adapter: moe, Base: llama}, "mixture-of-experts module"},
-		{"not dense", Options{Adapter: notDense}, "Qwen/Qwen3-30B-A3B is a qwen3_moe model: only dense"},
+		{"moe", Options{Adapter: moe, Base: llama}, "mixture-of-experts module of a kind that cannot be exported"},
+		{"not dense", Options{Adapter: notDense}, "deepseek-ai/DeepSeek-V3.1 is a deepseek_v3 model: only Llama 3, Qwen3, Qwen3-MoE and GPT-OSS"},
 		{"exists", Options{Adapter: ad, Base: llama, Out: exists}, "already exists: pass --force"},
 		{"no base", Options{Adapter: ad, BaseModel: "meta-llama/Llama-3.2-1B"}, "not in the Hugging Face cache"},
 		{"dtype", Options{Adapter: ad, DType: "int8"}, "unknown dtype"},

@@ -11,10 +11,21 @@ import (
 )
 
 // update is one module's LoRA update in float32, ready to merge: A [r, in]
-// and B' = scale·B [out, r].
+// and B' = scale·B [out, r]. A fused expert tensor's update has one A per
+// block of rowsPerA rows (experts.go); 0 means one A for every row.
 type update struct {
 	r, in, out int
 	a, b       []float32
+	rowsPerA   int
+}
+
+// aOf is the A that row o's update multiplies.
+func (u *update) aOf(o int) []float32 {
+	if u.rowsPerA == 0 {
+		return u.a
+	}
+	k := o / u.rowsPerA
+	return u.a[k*u.r*u.in : (k+1)*u.r*u.in]
 }
 
 func newUpdate(m Module, scale float32) (*update, error) {
@@ -36,9 +47,9 @@ func newUpdate(m Module, scale float32) (*update, error) {
 // one (columns in blocks of 32), the rest here, four rank terms at a time.
 // Sums are in float32.
 func (u *update) deltaRow(o int, d []float32) {
-	b, in := u.b[o*u.r:(o+1)*u.r], u.in
+	b, in, ua := u.b[o*u.r:(o+1)*u.r], u.in, u.aOf(o)
 	n := in &^ 31
-	if !deltaVector(d, b, u.a, u.r, in, n) {
+	if !deltaVector(d, b, ua, u.r, in, n) {
 		n = 0
 	}
 	tail := d[n:]
@@ -46,10 +57,10 @@ func (u *update) deltaRow(o int, d []float32) {
 	k := 0
 	for ; k+4 <= u.r; k += 4 {
 		b0, b1, b2, b3 := b[k], b[k+1], b[k+2], b[k+3]
-		a0 := u.a[k*in+n : (k+1)*in]
-		a1 := u.a[(k+1)*in+n : (k+2)*in]
-		a2 := u.a[(k+2)*in+n : (k+3)*in]
-		a3 := u.a[(k+3)*in+n : (k+4)*in]
+		a0 := ua[k*in+n : (k+1)*in]
+		a1 := ua[(k+1)*in+n : (k+2)*in]
+		a2 := ua[(k+2)*in+n : (k+3)*in]
+		a3 := ua[(k+3)*in+n : (k+4)*in]
 		a1, a2, a3 = a1[:len(a0)], a2[:len(a0)], a3[:len(a0)]
 		t := tail[:len(a0)]
 		for j := range t {
@@ -57,7 +68,7 @@ func (u *update) deltaRow(o int, d []float32) {
 		}
 	}
 	for ; k < u.r; k++ {
-		bk, ak := b[k], u.a[k*in+n:(k+1)*in]
+		bk, ak := b[k], ua[k*in+n:(k+1)*in]
 		t := tail[:len(ak)]
 		for j := range t {
 			t[j] += bk * ak[j]
@@ -141,7 +152,7 @@ func (j rowJob) runAt(src, dst []byte, base, lo, hi int, w, d []float32) {
 	isz, osz := j.in.Size()*j.cols, j.out.Size()*j.cols
 	fused := j.u != nil && j.in == safetensors.BF16 && j.out == safetensors.BF16
 	for o := lo; o < hi; o++ {
-		if fused && mergeRowVector(dst[o*osz:(o+1)*osz], src[o*isz:(o+1)*isz], j.u.b[(base+o)*j.u.r:(base+o+1)*j.u.r], j.u.a, j.u.r, j.cols) {
+		if fused && mergeRowVector(dst[o*osz:(o+1)*osz], src[o*isz:(o+1)*isz], j.u.b[(base+o)*j.u.r:(base+o+1)*j.u.r], j.u.aOf(base+o), j.u.r, j.cols) {
 			continue
 		}
 		decodeRow(j.in, src[o*isz:(o+1)*isz], w)

@@ -31,9 +31,11 @@ type merger struct {
 	weightMap map[string]string
 	total     int64
 	bufs      rowBufs
-	blocks    [2][]byte // the row blocks being made and written
-	src       []byte    // the base rows of the block being made
-	copyBuf   []byte    // for tensors copied as they are
+	blocks    [2][]byte         // the row blocks being made and written
+	src       []byte            // the base rows of the block being made
+	copyBuf   []byte            // for tensors copied as they are
+	mx        map[string]*mxJob // GPT-OSS's MXFP4 weights by their _blocks name (mxfp4.go)
+	mxScales  map[string]bool   // their _scales, which the output drops
 }
 
 // source is where an output tensor comes from: a base tensor's bytes at
@@ -42,6 +44,7 @@ type source struct {
 	t   safetensors.TensorInfo
 	off int64
 	u   *update
+	mx  *mxJob // dequantise MXFP4 blocks at off (t is then the dense output)
 }
 
 // outDType is the dtype a base tensor of dtype d is written in.
@@ -59,11 +62,20 @@ func (m *merger) plan(h *safetensors.Header, shard string) ([]safetensors.Tensor
 	add := func(name string, t safetensors.TensorInfo, off int64) {
 		info := safetensors.TensorInfo{Name: name, DType: m.outDType(t.DType), Shape: t.Shape}
 		infos = append(infos, info)
-		srcs[name] = source{t, off, m.updates[name]}
+		srcs[name] = source{t: t, off: off, u: m.updates[name]}
 		m.weightMap[name] = shard
 		m.total += info.Bytes()
 	}
 	for i, t := range h.Tensors {
+		if j := m.mx[t.Name]; j != nil {
+			dense := safetensors.TensorInfo{Name: j.out, DType: safetensors.BF16, Shape: []int64{int64(j.experts), int64(j.cols), int64(j.rows)}}
+			add(j.out, dense, h.Offsets[i])
+			srcs[j.out] = source{dense, h.Offsets[i], m.updates[j.out], j}
+			continue
+		}
+		if m.mxScales[t.Name] {
+			continue
+		}
 		add(t.Name, t, h.Offsets[i])
 		if m.untie && t.Name == embedName {
 			add(lmHeadName, t, h.Offsets[i])
@@ -99,6 +111,9 @@ func (m *merger) shard(ctx context.Context, name string, w io.Writer) error {
 // fill writes one output tensor: the base bytes as they are when nothing
 // changes, else row blocks widened, updated and rounded.
 func (m *merger) fill(ctx context.Context, f *os.File, s source, t safetensors.TensorInfo, w io.Writer) error {
+	if s.mx != nil {
+		return m.fillMXFP4(ctx, f, s, t, w)
+	}
 	if s.u == nil && s.t.DType == t.DType {
 		if m.copyBuf == nil {
 			m.copyBuf = make([]byte, 1<<20)
@@ -110,6 +125,9 @@ func (m *merger) fill(ctx context.Context, f *os.File, s source, t safetensors.T
 	if len(t.Shape) > 0 {
 		rows = int(t.Shape[0])
 		cols = int(s.t.Bytes()/int64(s.t.DType.Size())) / max(rows, 1)
+	}
+	if s.u != nil { // a fused expert tensor's rows are its experts' rows
+		rows, cols = rows*cols/s.u.in, s.u.in
 	}
 	job := rowJob{in: s.t.DType, out: t.DType, cols: cols, u: s.u}
 	step := max(1, blockElems/max(cols, 1))

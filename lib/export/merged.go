@@ -85,7 +85,7 @@ func writeMergedSide(out *outDir, o Options, a *Adapter, m *merger, files []stri
 	}
 	// A tied base keeps its embedding; the adapted unembedding is lm_head.
 	untie := m.base.Config.TieWordEmbeddings && m.updates[lmHeadName] != nil
-	cfg, err := mergedConfig(m.base.Dir, untie, m.dtype)
+	cfg, err := mergedConfig(m.base.Dir, untie, m.dtype, len(m.mx) > 0)
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,17 @@ func newMerger(base *Base, a *Adapter, dt safetensors.DType) (*merger, int64, er
 		return nil, 0, err
 	}
 	m := &merger{base: base, updates: map[string]*update{}, dtype: dt, weightMap: map[string]string{}}
-	for _, mod := range a.Modules {
+	if err := m.planMXFP4(infos); err != nil {
+		return nil, 0, err
+	}
+	mods, fused, err := fuseExperts(base.Config, a.Modules, infos, a.Scale)
+	if err != nil {
+		return nil, 0, err
+	}
+	for name, u := range fused {
+		m.updates[name] = u
+	}
+	for _, mod := range mods {
 		name := mod.Path + ".weight"
 		t, ok := infos[name]
 		if !ok && name == lmHeadName {
@@ -237,12 +247,12 @@ func filesSize(dir string, files []string) int64 {
 
 // mergedConfig is the base's config.json, untied and retyped as needed
 // (other keys kept, numbers exact).
-func mergedConfig(dir string, untie bool, dt safetensors.DType) ([]byte, error) {
+func mergedConfig(dir string, untie bool, dt safetensors.DType, dequantised bool) ([]byte, error) {
 	raw, err := userfile.ReadFile(filepath.Join(dir, "config.json"), maxConfigBytes)
 	if err != nil {
 		return nil, fmt.Errorf("base config: %w", err)
 	}
-	if !untie && dt == "" {
+	if !untie && dt == "" && !dequantised {
 		return raw, nil
 	}
 	var cfg map[string]any
@@ -253,6 +263,12 @@ func mergedConfig(dir string, untie bool, dt safetensors.DType) ([]byte, error) 
 	}
 	if untie {
 		cfg["tie_word_embeddings"] = false
+	}
+	if dequantised { // the MXFP4 experts are written dense (mxfp4.go)
+		delete(cfg, "quantization_config")
+		if dt == "" {
+			dt = safetensors.BF16
+		}
 	}
 	if dt != "" {
 		cfg["torch_dtype"] = torchDType(dt)

@@ -3,8 +3,10 @@ package export
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 
+	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/peft"
 	"github.com/tinkershell/tinker/lib/safetensors"
 )
@@ -18,6 +20,9 @@ func exportPEFT(ctx context.Context, o Options, a *Adapter, dt safetensors.DType
 	if o.BaseModel != "" {
 		if err := CheckDense(o.BaseModel); err != nil {
 			return nil, err
+		}
+		if f, _ := models.FamilyOf(o.BaseModel); f == models.GptOss && hasExperts(a) {
+			return nil, errors.New(GptOssPEFTError)
 		}
 	}
 	cfg, err := peftConfig(o, a)

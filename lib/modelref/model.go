@@ -74,7 +74,7 @@ func (m *Model) Tokenizer() (*tokenizer.Tokenizer, error) {
 // Renderer is the chat renderer name (or the base model's default) over
 // the model's own tokenizer.
 func (m *Model) Renderer(name string) (chat.Renderer, error) {
-	name, err := RendererName(m.Base, name)
+	name, err := rendererName(context.Background(), m.Base, name)
 	if err != nil {
 		return nil, err
 	}
@@ -95,8 +95,22 @@ func (m *Model) Decode(toks []int) string {
 
 // TokenizerFor finds a model's tokenizer the way the SDK does: for a
 // checkpoint (path set), the one the service names for its training run,
-// else the one known for the base model's name.
+// else the one known for the base model's name. A base model outside the
+// catalog may be a model directory the server serves under that name: its
+// own tokenizer comes from that server (served.go).
 func TokenizerFor(ctx context.Context, s *tinkerapi.Session, base, path string) (*tokenizer.Tokenizer, error) {
+	if a, ok := models.Lookup(base); ok && a.Dir != "" {
+		return tokenizer.ForModel(ctx, base) // served here: its directory's own
+	}
+	if s != nil {
+		st, ok, err := servedTokenizer(ctx, s.Client(), base)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return st.tok, nil
+		}
+	}
 	if path != "" && !models.IsTiny(base) {
 		if p, err := tinkerapi.ParsePath(path); err == nil {
 			if info, err := s.GetInfo(ctx, p.RunID); err == nil {

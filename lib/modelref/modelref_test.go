@@ -66,3 +66,18 @@ func TestModelRendererUsesItsTokenizer(t *testing.T) {
 		t.Errorf("checkpoint key %q, session base %q", p.Key(), p.SessionBase())
 	}
 }
+
+// A model directory's default renderer is the one its chat template
+// speaks; without a template it is a base model's role_colon.
+func TestDirRenderer(t *testing.T) {
+	for tmpl, want := range map[string]string{
+		"":                                       "role_colon",
+		"{{ '<|start_header_id|>' + role }}":     "llama3",
+		"{{ '<|im_start|>' + message['role'] }}": "qwen3",
+		"{{ '[INST]' }}":                         "",
+	} {
+		if got := dirRenderer(tmpl); got != want {
+			t.Errorf("dirRenderer(%q) = %q, want %q", tmpl, got, want)
+		}
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/tinkershell/tinker/lib/suggest"
 )
 
 // The LoRA learning-rate rule Tinker publishes for supervised fine-tuning:
@@ -30,12 +32,24 @@ var lrExponents = map[Family]float64{
 func LoRALearningRate(baseModel string) (float64, error) {
 	if a, ok := Lookup(baseModel); ok {
 		e, ok := lrExponents[a.Family]
+		if IsTiny(a.Name) {
+			// The rule was fitted on real models; on the tiny local ones
+			// Qwen's exponent gives tiny-qwen3 a tenth of tiny-llama's
+			// rate and it barely learns. Llama's exponent over their
+			// hidden sizes makes both learn in a few epochs
+			// (docs/training.md).
+			e, ok = lrExponents[Llama3], true
+		}
 		return ruleLR(a.Name, string(a.Family), a.Hidden, e, ok)
 	}
 	if n, m, ok := lookupLineup(baseModel); ok {
 		// The cookbook picks the exponent by name; the lineup's Qwen3.5/3.6/3.8
 		// models take Qwen's.
 		return ruleLR(n, "", m.hidden, lrExponents[Qwen3], strings.HasPrefix(n, "Qwen/"))
+	}
+	if near := suggest.Nearest(baseModel, Names()); near != "" {
+		// The words sample() and the training loops use for a typo.
+		return 0, fmt.Errorf("unknown base model %s; did you mean %s?", baseModel, near)
 	}
 	return 0, fmt.Errorf("no architecture known for %s: pass learning_rate explicitly", baseModel)
 }

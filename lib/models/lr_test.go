@@ -15,6 +15,9 @@ func TestLoRALearningRate(t *testing.T) {
 		{"meta-llama/Llama-3.1-8B", 5e-4 * math.Pow(2000.0/4096, 0.781)},
 		{"meta-llama/Llama-3.2-1B", 5e-4 * math.Pow(2000.0/2048, 0.781)},
 		{"Qwen/Qwen3-8B", 5e-4 * math.Pow(2000.0/4096, 0.0775)},
+		// The tiny models take Llama's exponent, whatever their family.
+		{TinyLlama, 5e-4 * math.Pow(2000.0/64, 0.781)},
+		{TinyQwen3, 5e-4 * math.Pow(2000.0/128, 0.781)},
 	}
 	for _, c := range cases {
 		got, err := LoRALearningRate(c.model)
@@ -31,6 +34,9 @@ func TestLoRALearningRate(t *testing.T) {
 	}
 	if _, err := LoRALearningRate("openai/gpt-oss-20b"); err == nil || !strings.Contains(err.Error(), "calibrated") {
 		t.Errorf("gpt-oss: want a no-calibrated-rule error, got %v", err)
+	}
+	if _, err := LoRALearningRate("tinker-local/tiny-lama"); err == nil || err.Error() != "unknown base model tinker-local/tiny-lama; did you mean tinker-local/tiny-llama?" {
+		t.Errorf("a typo: want the nearest name suggested, got %v", err)
 	}
 	if _, err := LoRALearningRate("nobody/unknown"); err == nil || !strings.Contains(err.Error(), "learning_rate") {
 		t.Errorf("unknown model: want an error naming learning_rate, got %v", err)

@@ -32,6 +32,10 @@ type Arch struct {
 	Shape
 	// TokenizerID is what get_info reports (docs/protocol.md, "Models and weights").
 	TokenizerID string
+	// Dir is the model directory a name outside the catalog is served
+	// from (--model NAME=DIR): it brings its own tokenizer and chat
+	// template, so nothing is fetched from the Hub for it.
+	Dir string
 }
 
 // Shape is a transformer's shape, with the fields named as in a Hugging Face
@@ -51,9 +55,11 @@ type Shape struct {
 	MaxPositionEmbeddings int // the context length
 	Experts               int // routed experts per MoE layer; 0 for dense models
 	ExpertsPerToken       int
-	MoEIntermediate       int // width of one expert's MLP
-	SharedExperts         int // DeepSeek-style always-on experts (dense MLP of SharedExperts*MoEIntermediate)
-	FirstDenseLayers      int // DeepSeek: first k layers use the dense MLP
+	MoEIntermediate       int   // width of one expert's MLP
+	SharedExperts         int   // DeepSeek-style always-on experts (dense MLP of SharedExperts*MoEIntermediate)
+	FirstDenseLayers      int   // DeepSeek: first k layers use the dense MLP
+	DecoderSparseStep     int   // Qwen3-MoE decoder_sparse_step: layer i has experts when (i+1) % step == 0; 0 means 1
+	MLPOnlyLayers         []int // Qwen3-MoE mlp_only_layers: layers with the dense MLP
 	MLA                   *MLA
 	RMSNormEps            float64
 	RopeTheta             float64
@@ -69,8 +75,14 @@ type MLA struct {
 	VHeadDim   int
 }
 
-// IsMoELayer reports whether layer i has routed experts.
-func (s *Shape) IsMoELayer(i int) bool { return s.Experts > 0 && i >= s.FirstDenseLayers }
+// IsMoELayer reports whether layer i has routed experts (the other layers
+// have a dense MLP of width Intermediate).
+func (s *Shape) IsMoELayer(i int) bool {
+	if s.Experts == 0 || i < s.FirstDenseLayers || slices.Contains(s.MLPOnlyLayers, i) {
+		return false
+	}
+	return s.DecoderSparseStep <= 1 || (i+1)%s.DecoderSparseStep == 0
+}
 
 // Tiny models: small enough to run on a CPU in tests, with a byte-level
 // vocabulary (tokenizer.Tiny): token i is byte i for i < 256, then the
@@ -79,6 +91,11 @@ const (
 	tinyPrefix = "tinker-local/"
 	TinyLlama  = tinyPrefix + "tiny-llama"
 	TinyQwen3  = tinyPrefix + "tiny-qwen3"
+	// TinyQwen3MoE is a Qwen3-MoE: 8 experts of width 64, 2 per token.
+	TinyQwen3MoE = tinyPrefix + "tiny-qwen3-moe"
+	// TinyGptOss is a GPT-OSS: 8 experts of width 64, 2 per token, sliding
+	// and full attention alternating.
+	TinyGptOss = tinyPrefix + "tiny-gpt-oss"
 )
 
 // Special token ids of the tiny models' vocabulary.
@@ -102,6 +119,13 @@ var table = []Arch{
 	{Name: TinyQwen3, TokenizerID: TinyQwen3, Shape: Shape{Family: Qwen3, Layers: 4, Hidden: 128, Intermediate: 384,
 		Heads: 4, KVHeads: 2, HeadDim: 32, VocabSize: TinyVocab, TieWordEmbeddings: true, MaxPositionEmbeddings: 4096,
 		RMSNormEps: 1e-6, RopeTheta: 1000000}},
+	{Name: TinyQwen3MoE, TokenizerID: TinyQwen3MoE, Shape: Shape{Family: Qwen3MoE, Layers: 4, Hidden: 128,
+		Intermediate: 384, Heads: 4, KVHeads: 2, HeadDim: 32, VocabSize: TinyVocab, TieWordEmbeddings: true,
+		MaxPositionEmbeddings: 4096, Experts: 8, ExpertsPerToken: 2, MoEIntermediate: 64, RMSNormEps: 1e-6,
+		RopeTheta: 1000000}},
+	{Name: TinyGptOss, TokenizerID: TinyGptOss, Shape: Shape{Family: GptOss, Layers: 4, Hidden: 128, Intermediate: 64, TieWordEmbeddings: true,
+		Heads: 4, KVHeads: 2, HeadDim: 32, VocabSize: TinyVocab, MaxPositionEmbeddings: 4096, Experts: 8,
+		ExpertsPerToken: 2, MoEIntermediate: 64, RMSNormEps: 1e-5, RopeTheta: 150000}},
 
 	// Llama 3 family. hf:meta-llama/<name>/config.json.
 	llama("meta-llama/Llama-3.2-1B", 16, 2048, 8192, 32, 8, 64, true),
@@ -228,8 +252,8 @@ func Register(a Arch) error {
 	return nil
 }
 
-// All returns every model, tiny models first, then by name (registered
-// ones included).
+// All returns every model, tiny models first (in the table's order, so
+// tiny-llama stays first), then by name (registered ones included).
 func All() []*Arch {
 	out := make([]*Arch, 0, len(table))
 	for i := range table {
@@ -243,7 +267,7 @@ func All() []*Arch {
 		if ti != tj {
 			return ti
 		}
-		return out[i].Name < out[j].Name
+		return !ti && out[i].Name < out[j].Name // stable: tiny ones keep their order
 	})
 	return out
 }

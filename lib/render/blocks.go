@@ -7,10 +7,36 @@ import (
 	"github.com/mattn/go-runewidth"
 )
 
+// blocks is what writeBlocks draws: a key per line of each block, their
+// kinds, and the rows (those after a gap in tail).
+type blocks struct {
+	headers    []string
+	kinds      []Kind
+	rows, tail [][]string
+}
+
+// blockShape is a table's rows as blocks; a record's Property/Value rows
+// become one block whose keys are the properties.
+func blockShape(t *Table, headers []string, kinds []Kind, rows, tail [][]string) blocks {
+	if !t.Vertical || len(headers) != 2 {
+		return blocks{headers, kinds, rows, tail}
+	}
+	var bl blocks
+	vals := []string{}
+	for _, r := range append(rows, tail...) {
+		bl.headers = append(bl.headers, r[0])
+		vals = append(vals, r[1])
+	}
+	bl.kinds = make([]Kind, len(vals)) // free text
+	bl.rows = [][]string{vals}
+	return bl
+}
+
 // writeBlocks draws each row as a block of `header  value` lines, for
 // widths where the table's whole columns do not fit side by side; values
 // wrap (free text) or fold (identifiers, paths), nothing is cut.
-func writeBlocks(b *strings.Builder, title string, headers []string, kinds []Kind, rows, tail [][]string, width int, paint func(*color.Color, string) string) {
+func writeBlocks(b *strings.Builder, title string, bl blocks, width int, paint func(*color.Color, string) string) {
+	headers, kinds, rows, tail := bl.headers, bl.kinds, bl.rows, bl.tail
 	if title != "" {
 		for _, line := range wrap(cellText(title), width) {
 			b.WriteString(paint(styleTitle, line))

@@ -52,7 +52,7 @@ func (c Column) kind() Kind {
 func minWidth(k Kind, natural, textMin int, header string, cells []string) int {
 	switch k {
 	case Text:
-		return min(natural, textMin)
+		return min(natural, max(textMin, longestUnbreakable(cells)))
 	case Path:
 		return min(natural, minPathWidth)
 	}
@@ -160,10 +160,38 @@ func elisionKeepsRowsApart(cells []string, w int) bool {
 	return true
 }
 
+// A tinker:// path is never broken across lines, in a cell, a block or a
+// title: a person copies it whole. Where it is longer than the line it
+// stands alone on its line, and a table whose columns cannot hold it
+// whole is drawn as blocks, where the terminal wraps the long line and a
+// copy still gives the path.
+
+// unbreakable reports a word that must stay on one line: a tinker:// path
+// or a training run id (UUID:train:N).
+func unbreakable(word string) bool {
+	return strings.HasPrefix(word, "tinker://") || strings.Contains(word, ":train:")
+}
+
+// longestUnbreakable is the width of the widest unbreakable word in cells.
+func longestUnbreakable(cells []string) int {
+	w := 0
+	for _, c := range cells {
+		if !strings.Contains(c, "tinker://") && !strings.Contains(c, ":train:") {
+			continue
+		}
+		for _, word := range strings.Fields(c) {
+			if unbreakable(word) {
+				w = max(w, runewidth.StringWidth(word))
+			}
+		}
+	}
+	return w
+}
+
 // fold breaks s into lines of at most w cells, preferring to break after a
-// separator in the second half of a line.
+// separator in the second half of a line; an unbreakable s stays whole.
 func fold(s string, w int) []string {
-	if w <= 0 {
+	if w <= 0 || unbreakable(s) {
 		return []string{s}
 	}
 	var lines []string
@@ -199,6 +227,10 @@ func wrap(text string, width int) []string {
 		default:
 			lines = append(lines, line)
 			line = word
+		}
+		if runewidth.StringWidth(line) > width && unbreakable(word) {
+			lines, line = append(lines, word), "" // alone on its line, whole
+			continue
 		}
 		if runewidth.StringWidth(line) > width {
 			parts := fold(line, width)

@@ -102,8 +102,10 @@ func TestCellsStayOnOneLine(t *testing.T) {
 	}
 }
 
-// Paths are shortened in the middle while that keeps rows apart, and
-// folded when it would not; identifiers and numbers stay whole.
+// Paths are shortened in the middle while that keeps rows apart; when it
+// would not, the rows are drawn as blocks with each path whole, never
+// split across lines (issue 29, item 12); identifiers and numbers stay
+// whole.
 func TestTableKinds(t *testing.T) {
 	cols := []Column{{Header: "id", Kind: ID}, {Header: "n", Right: true}, {Header: "path", Kind: Path}}
 	row := func(id, path string) []string { return []string{id, "1234", path} }
@@ -125,19 +127,19 @@ func TestTableKinds(t *testing.T) {
 	}}
 	b.Reset()
 	_ = Write(&b, alike, Options{Width: 50})
-	if strings.Contains(b.String(), "…") || !strings.Contains(b.String(), "000000000002:") {
-		t.Errorf("paths that shortening makes alike must fold whole:\n%s", b.String())
+	if strings.Contains(b.String(), "…") || !strings.Contains(b.String(), "\npath  tinker://3004660f-0000-5000-8000-000000000002:train:0/weights/0001\n") {
+		t.Errorf("paths that shortening makes alike must be drawn whole:\n%s", b.String())
 	}
 	// Too narrow for the whole columns: one block per row.
 	b.Reset()
 	_ = Write(&b, apart, Options{Width: 20})
-	for _, want := range []string{"\nid    run-a\nn     1234\npath  tinker://\n", "\nid    run-b\n"} {
+	for _, want := range []string{"\nid    run-a\nn     1234\npath  tinker://3004660f-0000-5000-8000-000000000001:train:0/weights/0001\n", "\nid    run-b\n"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("want block %q in\n%s", want, b.String())
 		}
 	}
 	for _, line := range strings.Split(b.String(), "\n") {
-		if w := len([]rune(line)); w > 20 {
+		if w := len([]rune(line)); w > 20 && !strings.Contains(line, "tinker://") {
 			t.Errorf("block line wider than 20: %q", line)
 		}
 	}
@@ -155,5 +157,25 @@ func TestBlocksAtTinyWidths(t *testing.T) {
 		if !strings.Contains(b.String(), "steps") && width >= 5 || !strings.Contains(b.String(), "6") {
 			t.Errorf("width %d: title or value missing:\n%s", width, b.String())
 		}
+	}
+}
+
+// A tinker:// path in free text or a title is never split: where it is
+// longer than the line it stands alone on its line, whole (issue 29,
+// item 12).
+func TestPathsNeverSplit(t *testing.T) {
+	const p = "tinker://3004660f-0000-5000-8000-000000000001:train:0/sampler_weights/final"
+	rec := &Record{Title: "Checkpoint " + p, Fields: []Field{{Name: "Tinker Path", Value: p}, {Name: "Note", Value: "resume from " + p + " later"}}}
+	for _, width := range []int{40, 60, 80} {
+		var b bytes.Buffer
+		if err := Write(&b, rec.Table(), Options{Width: width}); err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(b.String(), p); n != 3 {
+			t.Errorf("width %d: the path appears whole %d times, want 3:\n%s", width, n, b.String())
+		}
+	}
+	if got := wrap("see "+p+" now", 30); len(got) != 3 || got[1] != p {
+		t.Errorf("wrap = %q", got)
 	}
 }

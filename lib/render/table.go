@@ -20,6 +20,9 @@ type Column struct {
 	Header string
 	Right  bool // right-align (numbers)
 	Kind   Kind // how the column gives way to a narrow width
+	// Drop > 0 lets a table too wide for the terminal leave the column
+	// out, highest Drop first, before it turns into blocks (narrow.go).
+	Drop int
 }
 
 // Table is a titled grid of already-formatted cells.
@@ -31,6 +34,16 @@ type Table struct {
 	// and Rows[GapAt:], so huge tables need not be formatted in full.
 	Omitted int
 	GapAt   int
+	// HeadTail asks for head and tail rows of a long table on a terminal
+	// even where tables are otherwise drawn whole (a run's steps).
+	HeadTail bool
+	// Vertical marks a record's Property/Value table: too narrow for its
+	// box it is drawn as one block of `property  value` lines.
+	Vertical bool
+	// PipedWidth, when set, is the width the table is fitted to off a
+	// terminal too, for reports whose long findings would otherwise make
+	// lines hundreds of columns wide (doctor).
+	PipedWidth int
 }
 
 // Options control layout.
@@ -64,6 +77,7 @@ func init() {
 // Fitted to a width, columns give way by kind (see Kind); when the columns
 // that must stay whole do not fit, each row is drawn as a block instead.
 func Write(w io.Writer, t *Table, o Options) error {
+	t, dropped := narrowed(t, o.Width)
 	rows, hidden := t.Rows, 0
 	var tail [][]string
 	if t.Omitted > 0 {
@@ -80,8 +94,7 @@ func Write(w io.Writer, t *Table, o Options) error {
 	}
 	n := len(t.Columns)
 	if n == 0 {
-		_, err := io.WriteString(w, "\n")
-		return err
+		return writeEmpty(w, t.Title)
 	}
 	rows, tail = cellTexts(rows, n), cellTexts(tail, n)
 	headers := make([]string, n)
@@ -109,14 +122,22 @@ func Write(w io.Writer, t *Table, o Options) error {
 	}
 	shortened := false // a path lost its middle: say how to see it whole
 	footer := func() {
+		if len(dropped) > 0 {
+			for _, l := range wrap(droppedNote(dropped), o.Width) {
+				fmt.Fprintf(&b, "%s\n", paint(styleDim, l))
+			}
+		}
 		if shortened {
 			for _, l := range wrap("… marks a shortened path; for whole paths widen the terminal, or use --format json or json.encode()", o.Width) {
 				fmt.Fprintf(&b, "%s\n", paint(styleDim, l))
 			}
 		}
 		if hidden > 0 {
-			fmt.Fprintf(&b, "%s\n", paint(styleDim, fmt.Sprintf("%s of %s rows hidden; use --format json or json.encode() for all",
-				Thousands(int64(hidden)), Thousands(int64(len(t.Rows)+t.Omitted)))))
+			note := fmt.Sprintf("%s of %s rows hidden; use --format json or json.encode() for all",
+				Thousands(int64(hidden)), Thousands(int64(len(t.Rows)+t.Omitted)))
+			for _, l := range wrap(note, o.Width) {
+				fmt.Fprintf(&b, "%s\n", paint(styleDim, l))
+			}
 		}
 	}
 	elide := make([]bool, n)
@@ -127,7 +148,7 @@ func Write(w io.Writer, t *Table, o Options) error {
 			mins[i] = minWidth(kinds[i], widths[i], max(minTextWidth, avail/n), headers[i], columns[i])
 		}
 		if !fit(widths, mins, kinds, avail) {
-			writeBlocks(&b, t.Title, headers, kinds, rows, tail, o.Width, paint)
+			writeBlocks(&b, t.Title, blockShape(t, headers, kinds, rows, tail), o.Width, paint)
 			footer()
 			_, err := io.WriteString(w, b.String())
 			return err
@@ -135,6 +156,13 @@ func Write(w io.Writer, t *Table, o Options) error {
 		for i := range elide {
 			elide[i] = kinds[i] == Path && elisionKeepsRowsApart(columns[i], widths[i])
 			shortened = shortened || elide[i] && widths[i] < runewidth.StringWidth(longest(columns[i]))
+			if kinds[i] == Path && !elide[i] && widths[i] < longestUnbreakable(columns[i]) {
+				// Folding would split a path: blocks keep it whole.
+				writeBlocks(&b, t.Title, blockShape(t, headers, kinds, rows, tail), o.Width, paint)
+				footer()
+				_, err := io.WriteString(w, b.String())
+				return err
+			}
 		}
 	}
 	total := 1
@@ -145,10 +173,10 @@ func Write(w io.Writer, t *Table, o Options) error {
 	if t.Title != "" {
 		for _, line := range wrap(cellText(t.Title), total) {
 			lw := runewidth.StringWidth(line)
-			left := (total - lw) / 2
+			left := max(0, (total-lw)/2) // a whole path may be wider
 			b.WriteString(strings.Repeat(" ", left))
 			b.WriteString(paint(styleTitle, line))
-			b.WriteString(strings.Repeat(" ", total-lw-left))
+			b.WriteString(strings.Repeat(" ", max(0, total-lw-left)))
 			b.WriteByte('\n')
 		}
 	}
@@ -225,6 +253,17 @@ func Write(w io.Writer, t *Table, o Options) error {
 	return err
 }
 
+// writeEmpty draws a table with nothing in it (table([]) when nothing
+// matched): its title, then a line that says so.
+func writeEmpty(w io.Writer, title string) error {
+	text := "(no rows)\n"
+	if title != "" {
+		text = cellText(title) + "\n" + text
+	}
+	_, err := io.WriteString(w, text)
+	return err
+}
+
 // longest is the widest of cells.
 func longest(cells []string) string {
 	w := ""
@@ -270,12 +309,14 @@ type Field struct {
 type Record struct {
 	Title  string
 	Fields []Field
+	// PipedWidth: see Table.PipedWidth.
+	PipedWidth int
 }
 
 // Table turns a record into the two-column Property/Value table that the
 // official CLI prints for `info` commands.
 func (r *Record) Table() *Table {
-	t := &Table{Title: r.Title, Columns: []Column{{Header: "Property"}, {Header: "Value"}}}
+	t := &Table{Title: r.Title, Columns: []Column{{Header: "Property"}, {Header: "Value"}}, Vertical: true, PipedWidth: r.PipedWidth}
 	for _, f := range r.Fields {
 		t.Rows = append(t.Rows, []string{f.Name, f.Value})
 	}

@@ -68,7 +68,7 @@ func TestInterruptedSampleStopsWork(t *testing.T) {
 	if used, bound := cpuTime(t)-cpu0, 2*(grace+time.Second); used > bound {
 		t.Errorf("the server used %v of CPU after the interrupt, more than %v", used, bound)
 	}
-	if got := failures(e.srv); !strings.Contains(got, "sample cancelled: its client stopped polling") {
+	if got := failures(e.srv); !strings.Contains(got, "sample cancelled: its client stopped waiting") {
 		t.Errorf("the interrupted sample was not cancelled; its future answered %q", got)
 	}
 	small := tinkerapi.NewSampleRequest([]int{256, 'H'})
@@ -82,26 +82,14 @@ func TestInterruptedSampleStopsWork(t *testing.T) {
 // running sample cancelled, and the future says why.
 func TestDeadSessionStopsWork(t *testing.T) {
 	e := newTrainEnv(t, Options{})
-	sess := e.newSession()
-	var ss struct {
-		ID string `json:"sampling_session_id"`
-	}
-	e.post("/api/v1/create_sampling_session", map[string]any{"session_id": sess.SessionID, "sampling_session_seq_id": 0, "base_model": "tinker-local/tiny-llama"}, &ss)
-	var sub struct {
-		RequestID string `json:"request_id"`
-	}
-	// 64 long samples: more work than the heartbeat check's second, however
-	// fast the engine.
-	e.post("/api/v1/asample", map[string]any{"sampling_session_id": ss.ID, "seq_id": 0, "num_samples": 64,
-		"prompt":          map[string]any{"chunks": []any{map[string]any{"type": "encoded_text", "tokens": []int{256, 'H', 'i'}}}},
-		"sampling_params": map[string]any{"max_tokens": 2040, "temperature": 1}}, &sub)
+	reqID := e.longSessionSample()
 	time.Sleep(300 * time.Millisecond)
 	e.clk.Add(e.srv.opts.HeartbeatTimeout + time.Second)
 	if !waitSamples(e.env, 30*time.Second) {
 		t.Fatal("the sample of a session that stopped heartbeating still runs")
 	}
-	_, b, _ := e.poll(sub.RequestID)
-	if !strings.Contains(string(b), "sample cancelled: its client stopped polling") || !strings.Contains(string(b), `"category":"user"`) {
+	_, b, _ := e.poll(reqID)
+	if !strings.Contains(string(b), "sample cancelled: its client stopped waiting") || !strings.Contains(string(b), `"category":"user"`) {
 		t.Errorf("future = %.300s, want a user error saying the sample was cancelled", b)
 	}
 }
@@ -208,4 +196,50 @@ func TestAbandonedSessionlessSample(t *testing.T) {
 	if _, b, _ := e.poll(sub.RequestID); !strings.Contains(string(b), "sample cancelled") {
 		t.Errorf("future = %.300s, want it cancelled", b)
 	}
+}
+
+// TestLiveSessionKeepsWork: a client that polled a session's long sample
+// once, then left a gap far longer than the abandon grace (a busy machine,
+// a 429 backoff) while its session stays alive, keeps its work; the old
+// rule cancelled it after 4 s without a poll. cancel_future then stops it
+// at once, saying why.
+func TestLiveSessionKeepsWork(t *testing.T) {
+	e := newTrainEnv(t, Options{AbandonGrace: 200 * time.Millisecond})
+	reqID := e.longSessionSample()
+	if code, b, _ := e.do("POST", "/api/v1/retrieve_future", map[string]any{"request_id": reqID}); code != 200 || !strings.Contains(string(b), "try_again") {
+		t.Fatalf("first poll = %d %.200s, want try_again", code, b)
+	}
+	time.Sleep(time.Second) // five graces without a poll
+	if e.srv.samples.Load() == 0 {
+		t.Fatalf("the sample of a live session was dropped after a gap between polls: %s", failures(e.srv))
+	}
+	var out map[string]bool
+	e.post("/api/v1/cancel_future", map[string]any{"request_id": reqID}, &out)
+	if !out["cancelled"] {
+		t.Errorf("cancel_future = %v, want cancelled", out)
+	}
+	if !waitSamples(e.env, 30*time.Second) {
+		t.Fatal("the cancelled sample still runs")
+	}
+	if _, b, _ := e.poll(reqID); !strings.Contains(string(b), "sample cancelled: its client stopped waiting") {
+		t.Errorf("future = %.300s, want it cancelled", b)
+	}
+}
+
+// longSessionSample submits, on a new session, 64 long samples: more work
+// than any of these tests waits, however fast the engine. It returns the
+// future's id.
+func (e *trainEnv) longSessionSample() string {
+	sess := e.newSession()
+	var ss struct {
+		ID string `json:"sampling_session_id"`
+	}
+	e.post("/api/v1/create_sampling_session", map[string]any{"session_id": sess.SessionID, "sampling_session_seq_id": 0, "base_model": "tinker-local/tiny-llama"}, &ss)
+	var sub struct {
+		RequestID string `json:"request_id"`
+	}
+	e.post("/api/v1/asample", map[string]any{"sampling_session_id": ss.ID, "seq_id": 0, "num_samples": 64,
+		"prompt":          map[string]any{"chunks": []any{map[string]any{"type": "encoded_text", "tokens": []int{256, 'H', 'i'}}}},
+		"sampling_params": map[string]any{"max_tokens": 2040, "temperature": 1}}, &sub)
+	return sub.RequestID
 }

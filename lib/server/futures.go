@@ -281,23 +281,35 @@ func (e userError) Error() string { return e.msg }
 
 func userErrorf(format string, args ...any) error { return userError{fmt.Sprintf(format, args...)} }
 
-func (s *Server) retrieveFuture(w http.ResponseWriter, r *http.Request, owner string, _ []string) *errorResponse {
-	var body struct {
-		RequestID         string `json:"request_id"`
-		AllowMetadataOnly bool   `json:"allow_metadata_only"`
-	}
-	if e := decodeBody(r, &body); e != nil {
-		return e
+// futureRequest is the body of retrieve_future and cancel_future.
+type futureRequest struct {
+	RequestID         string `json:"request_id"`
+	AllowMetadataOnly bool   `json:"allow_metadata_only"`
+}
+
+// futureOf decodes body and finds the caller's future it names.
+func (s *Server) futureOf(r *http.Request, owner string, body *futureRequest) (*future, *errorResponse) {
+	if e := decodeBody(r, body); e != nil {
+		return nil, e
 	}
 	if len(body.RequestID) > maxIDLen {
-		return errorf(http.StatusBadRequest, "request_id is longer than %d bytes", maxIDLen)
+		return nil, errorf(http.StatusBadRequest, "request_id is longer than %d bytes", maxIDLen)
 	}
 	f := s.futures.lookup(owner, body.RequestID)
 	if f == nil {
 		// Futures live in memory: after a restart, once collected, or an
 		// hour unclaimed the promise is gone, and 410 tells clients to
 		// resubmit. Another user's future answers exactly the same.
-		return errorf(http.StatusGone, "Future %q expired or unknown; resubmit the request", body.RequestID)
+		return nil, errorf(http.StatusGone, "Future %q expired or unknown; resubmit the request", body.RequestID)
+	}
+	return f, nil
+}
+
+func (s *Server) retrieveFuture(w http.ResponseWriter, r *http.Request, owner string, _ []string) *errorResponse {
+	var body futureRequest
+	f, e := s.futureOf(r, owner, &body)
+	if e != nil {
+		return e
 	}
 	s.futures.pollBegin(f)
 	defer s.pollEnd(f)
@@ -392,12 +404,15 @@ func (t *futureTable) markCollected(f *future) {
 	t.mu.Unlock()
 }
 
-// defaultAbandonGrace is how long a running future waits for its next
-// poll once a poll ended before its work is cancelled (Options.AbandonGrace):
-// a waiting client (or one that reconnects) polls again at once, one that
-// was interrupted or killed never does. A future nobody polled yet is not
-// abandoned: clients may submit several operations and wait for them in turn.
-const defaultAbandonGrace = 4 * time.Second
+// defaultAbandonGrace is how long a running future outside any session
+// waits for its next poll once a poll ended before its work is cancelled
+// (Options.AbandonGrace): longer than any client's backoff between polls
+// (the SDK's grows to 30 s). A future of a session is never abandoned for
+// a gap between polls: the session's heartbeat says its client is alive,
+// and its work stops when the heartbeats stop (reapSessions) or its client
+// cancels it (cancelFuture). A future nobody polled yet is not abandoned
+// either: clients submit several operations and wait for them in turn.
+const defaultAbandonGrace = 60 * time.Second
 
 func (t *futureTable) pollBegin(f *future) {
 	t.mu.Lock()
@@ -405,15 +420,15 @@ func (t *futureTable) pollBegin(f *future) {
 	t.mu.Unlock()
 }
 
-// pollEnd ends a poll of f. If nobody polls f again within AbandonGrace
-// while its work still runs, the work is cancelled.
+// pollEnd ends a poll of f. If f has no session and nobody polls it again
+// within AbandonGrace while its work still runs, the work is cancelled.
 func (s *Server) pollEnd(f *future) {
 	t := s.futures
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	f.polling--
 	switch {
-	case f.finished():
+	case f.finished() || f.session != "":
 	case f.abandon == nil:
 		f.abandon = time.AfterFunc(s.opts.AbandonGrace, func() { s.abandonIfIdle(f) })
 	default:
@@ -437,11 +452,31 @@ func (s *Server) abandonIfIdle(f *future) {
 	t.mu.Lock()
 	idle := f.polling == 0
 	t.mu.Unlock()
+	if idle && f.cancel != nil && !f.finished() {
+		f.cancel()
+	}
+}
+
+// cancelFuture is tinker serve's own endpoint (offered as
+// tinker_cancel_future in client/config, so only clients that know it
+// send it): the caller stopped waiting for a future (Ctrl-C), so its work
+// stops now. For a future of a session that is the session's work
+// generation (sessions.go): what was submitted on it until now and has
+// not finished, so a pipelined optim_step does not run without its
+// forward_backward. The session itself stays usable.
+func (s *Server) cancelFuture(w http.ResponseWriter, r *http.Request, owner string, _ []string) *errorResponse {
+	f, e := s.futureOf(r, owner, &futureRequest{})
+	if e != nil {
+		return e
+	}
+	running := !f.finished()
 	switch {
-	case !idle || f.finished():
+	case !running:
 	case f.session != "":
-		s.cancelWork(f.session, "its client stopped polling for "+f.id)
+		s.cancelWork(f.session, "its client cancelled "+f.id)
 	case f.cancel != nil:
 		f.cancel()
 	}
+	writeJSON(w, 200, map[string]bool{"cancelled": running})
+	return nil
 }

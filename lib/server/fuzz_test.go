@@ -12,7 +12,7 @@ import (
 // fuzzEndpoints are the POST endpoints that decode a request body.
 var fuzzEndpoints = []string{"client/config", "telemetry", "weights_info", "create_session", "session_heartbeat",
 	"create_model", "get_info", "save_weights", "save_weights_for_sampler", "create_sampling_session", "asample",
-	"retrieve_future", "load_weights", "forward_backward", "forward", "optim_step"}
+	"retrieve_future", "cancel_future", "load_weights", "forward_backward", "forward", "optim_step"}
 
 // FuzzRequestBodies sends arbitrary bodies, as JSON and as protobuf, to
 // every endpoint that decodes one: whatever arrives, the server answers

@@ -31,16 +31,24 @@ type fwdRequest struct {
 	Data        []engine.Datum
 }
 
-// readFwdBody reads a request body of at most maxTrainingBodyBytes.
+// readFwdBody reads a request body of at most maxTrainingBodyBytes, both
+// as sent and, for a zstd body (Content-Encoding: zstd, which clients
+// send when client/config offers proto_compress_fwdbwd), once
+// decompressed: a small body that would inflate past the bound (a zstd
+// bomb) is refused without ever holding more than the bound.
 func readFwdBody(r *http.Request) ([]byte, *errorResponse) {
-	if enc := r.Header.Get("Content-Encoding"); enc != "" && enc != "identity" {
-		return nil, errorf(http.StatusUnsupportedMediaType, "Content-Encoding %q is not supported by the local server; send the body uncompressed", enc)
-	}
 	b, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxTrainingBodyBytes))
 	if err != nil {
 		return nil, errorf(http.StatusRequestEntityTooLarge, "request body: %v (at most %d bytes; split the batch into smaller requests)", err, maxTrainingBodyBytes)
 	}
-	return b, nil
+	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
+	case "", "identity":
+		return b, nil
+	case "zstd":
+		return unzstdBody(b)
+	default:
+		return nil, errorf(http.StatusUnsupportedMediaType, "Content-Encoding %q is not supported by the local server; send the body uncompressed or zstd-compressed", enc)
+	}
 }
 
 // decodeFwdProto decodes a tinker_public.ForwardBackwardRequest body.

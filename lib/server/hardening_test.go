@@ -382,3 +382,34 @@ func TestBusyTrainersAreNotEvicted(t *testing.T) {
 		t.Errorf("the idle first trainer was not written out: %v", err)
 	}
 }
+
+// TestIdleSnapshotsCappedPerUser (issue 31, item 17): one user's idle
+// trainers written out to disk are held to SnapshotBytesPerUser; past it
+// no further one is written, and the user is told why, naming the cap.
+func TestIdleSnapshotsCappedPerUser(t *testing.T) {
+	e := newTrainEnv(t, Options{})
+	for i := range maxResidentPerUser + 1 {
+		m := e.newTinyModel(int64(40 + i))
+		e.result("/api/v1/forward_backward", fbBody(m, 1))
+	}
+	one := e.srv.trainers.snapshotUse(OwnerURN(key))
+	if one <= 0 {
+		t.Fatalf("no idle trainer was written out (%d bytes counted)", one)
+	}
+	e.srv.trainers.snapCap = one // room for exactly the one written
+	m := e.newTinyModel(99)
+	code, b, _ := e.do("POST", "/api/v1/forward_backward", fbBody(m, 1))
+	if code == 200 {
+		var sub struct {
+			RequestID string `json:"request_id"`
+		}
+		json.Unmarshal(b, &sub)
+		_, b, _ = e.poll(sub.RequestID)
+	}
+	if !strings.Contains(string(b), "written to disk") || !strings.Contains(string(b), "tinker serve --help") {
+		t.Errorf("past the snapshot cap: %d %.300s, want a refusal naming the cap", code, b)
+	}
+	if got := e.srv.trainers.snapshotUse(OwnerURN(key)); got != one {
+		t.Errorf("snapshots grew to %d bytes past the cap of %d", got, one)
+	}
+}

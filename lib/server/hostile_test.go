@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -342,5 +343,27 @@ func TestFuturesFlood(t *testing.T) {
 	}
 	if f := e.srv.futures.lookup(OwnerURN(key), <-ids); f == nil {
 		t.Error("an uncollected future was freed early")
+	}
+}
+
+// TestScrubRelativeDataDir (issue 31, item 27): with --data d the data
+// directory is hidden where it stands as a path, and every other "d" in a
+// message stays ("not found" was "not foun<data dir>").
+func TestScrubRelativeDataDir(t *testing.T) {
+	t.Chdir(t.TempDir())
+	s, err := Open(Options{DataDir: "d", SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	abs, _ := filepath.Abs("d")
+	for in, want := range map[string]string{
+		"Checkpoint not found: open d/checkpoints/x: denied": "Checkpoint not found: open <data dir>/checkpoints/x: denied",
+		"read " + abs + "/runs.db failed":                    "read <data dir>/runs.db failed",
+		"data dir d is full; added d2 and dd":                "data dir <data dir> is full; added d2 and dd",
+	} {
+		if got := s.scrub(in); got != want {
+			t.Errorf("scrub(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -41,6 +41,10 @@ func ImportAdapter(ctx context.Context, dataDir, dir, baseModel, name string, no
 		return AdapterImport{}, err
 	}
 	defer a.Close()
+	// Mixture-of-experts runs train stacked expert tensors (w1/w2/w3).
+	if a.Modules, err = export.StackExperts(a.Modules); err != nil {
+		return AdapterImport{}, err
+	}
 	run, err := adapterRun(a, baseModel, now)
 	if err != nil {
 		return AdapterImport{}, err
@@ -198,7 +202,7 @@ func importedTensor(t safetensors.TensorInfo, mods map[string]export.Module, see
 	switch {
 	case !ok && half == "A.weight":
 		vals = make([]float32, t.Bytes()/int64(t.DType.Size()))
-		next := peft.InitA(seed, t.Name, int(t.Shape[1]))
+		next := peft.InitA(seed, t.Name, int(t.Shape[len(t.Shape)-1])) // in: the last dimension, also of stacked experts
 		for i := range vals {
 			vals[i] = next()
 		}

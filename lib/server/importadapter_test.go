@@ -66,7 +66,13 @@ func writeExternalAdapter(t *testing.T, rank, alpha int, modules []string, unemb
 
 func adapterLogprobs(t *testing.T, dir string, prompt []int) []float64 {
 	t.Helper()
-	base, err := engine.Load(models.TinyLlama)
+	return modelAdapterLogprobs(t, models.TinyLlama, dir, prompt)
+}
+
+// modelAdapterLogprobs is a tiny model's prompt logprobs with the adapter in dir.
+func modelAdapterLogprobs(t *testing.T, model, dir string, prompt []int) []float64 {
+	t.Helper()
+	base, err := engine.Load(model)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +187,7 @@ func TestImportAdapterRefuses(t *testing.T) {
 		{deep, models.TinyLlama, "", "model.layers.99.self_attn.q_proj does not exist in tinker-local/tiny-llama"},
 		{wide, models.TinyLlama, "", "lora_A has shape [2 65]"},
 		{good, "me/nothing", "", `unknown base model "me/nothing"`},
-		{good, "Qwen/Qwen3-30B-A3B", "", "only dense"},
+		{good, "deepseek-ai/DeepSeek-V3.1", "", "only Llama 3, Qwen3, Qwen3-MoE and GPT-OSS"},
 		{good, models.TinyLlama, "a/b", "name"},
 	} {
 		_, err := ImportAdapter(context.Background(), data, tc.dir, tc.base, tc.name, t0)

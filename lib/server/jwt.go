@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -9,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -37,14 +39,10 @@ const jwtSecretFile = "jwt-secret"
 // first use.
 func loadJWTSecret(dataDir string) ([]byte, error) {
 	p := filepath.Join(dataDir, jwtSecretFile)
-	if b, err := os.ReadFile(p); err == nil {
-		secret, err := hex.DecodeString(strings.TrimSpace(string(b)))
-		if err != nil || len(secret) < 32 {
-			return nil, fmt.Errorf("%s is not a signing secret: delete it to make a new one (issued tokens stop working)", p)
-		}
-		return secret, nil
+	if b, err := readSecretFile(p); err == nil {
+		return parseJWTSecret(p, b)
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("read JWT secret: %w", err)
+		return nil, err
 	}
 	secret := make([]byte, 32)
 	rand.Read(secret)
@@ -66,6 +64,47 @@ func loadJWTSecret(dataDir string) ([]byte, error) {
 	return secret, nil
 }
 
+// readSecretFile reads the secret file at p: a regular file, at most
+// 4 KiB, that no other user can read (anyone who reads it can sign tokens
+// for every user of the server).
+func readSecretFile(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("read JWT secret: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("read JWT secret: %w", err)
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("%s is not a regular file: delete it to make a new secret (issued tokens stop working)", p)
+	case fi.Mode().Perm()&0o077 != 0:
+		return nil, fmt.Errorf("%s can be read by other users (mode %04o), who could sign tokens for any user: chmod 600 it, or delete it to make a new one (issued tokens stop working)", p, fi.Mode().Perm())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 4<<10))
+	if err != nil {
+		return nil, fmt.Errorf("read JWT secret: %w", err)
+	}
+	return b, nil
+}
+
+// parseJWTSecret decodes the hex secret read from p, refusing one too
+// short or without entropy (all one byte value, such as all zeros).
+func parseJWTSecret(p string, b []byte) ([]byte, error) {
+	secret, err := hex.DecodeString(strings.TrimSpace(string(b)))
+	if err != nil || len(secret) < 32 {
+		return nil, fmt.Errorf("%s is not a signing secret: delete it to make a new one (issued tokens stop working)", p)
+	}
+	if bytes.Count(secret, secret[:1]) == len(secret) {
+		return nil, fmt.Errorf("%s holds a secret anyone could guess (every byte %#02x): delete it to make a new one (issued tokens stop working)", p, secret[0])
+	}
+	return secret, nil
+}
+
 // jwtClaims are the claims this server signs; clients read sub and email
 // (whoami) and exp (refresh).
 type jwtClaims struct {
@@ -74,16 +113,44 @@ type jwtClaims struct {
 	Iss   string `json:"iss"`
 	Iat   int64  `json:"iat"`
 	Exp   int64  `json:"exp"`
+	// Kid names the API key the token was traded for (keyID), so a token
+	// stops working once its key is no longer accepted (a restart with
+	// other --api-key values), not an hour later.
+	Kid string `json:"kid"`
 }
 
 var jwtHeader = base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`))
 
-// signJWT returns a token for the user urn, valid for the configured lifetime.
-func (s *Server) signJWT(urn string) string {
+// signJWT returns a token for the user urn holding the API key whose hash
+// is keyHash, valid for the configured lifetime.
+func (s *Server) signJWT(urn, keyHash string) string {
 	now := s.now()
-	payload, _ := json.Marshal(jwtClaims{Sub: urn, Iss: jwtIssuer, Iat: now.Unix(), Exp: now.Add(s.opts.JWTLifetime).Unix()})
+	payload, _ := json.Marshal(jwtClaims{Sub: urn, Iss: jwtIssuer, Iat: now.Unix(), Exp: now.Add(s.opts.JWTLifetime).Unix(), Kid: s.keyID(keyHash)})
 	head := jwtHeader + "." + base64.RawURLEncoding.EncodeToString(payload)
 	return head + "." + s.jwtMAC(head)
+}
+
+// keyID is a token's kid for the key with this hash: a MAC under the
+// signing secret, so the token (readable by anyone holding it) reveals
+// nothing about the key.
+func (s *Server) keyID(keyHash string) string {
+	m := hmac.New(sha256.New, s.jwtSecret)
+	m.Write([]byte("kid\x00" + keyHash))
+	return hex.EncodeToString(m.Sum(nil)[:16])
+}
+
+// keyInForce reports whether the key a token names is still accepted:
+// with configured keys, one of them; without, every tml- key is.
+func (s *Server) keyInForce(kid string) bool {
+	if len(s.keys) == 0 {
+		return kid != ""
+	}
+	for h := range s.keys {
+		if hmac.Equal([]byte(kid), []byte(s.keyID(h))) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) jwtMAC(head string) string {
@@ -113,6 +180,9 @@ func (s *Server) verifyJWT(tok string) (string, *errorResponse) {
 	if s.now().Unix() >= cl.Exp {
 		return "", bad("expired")
 	}
+	if !s.keyInForce(cl.Kid) {
+		return "", bad("its API key is no longer accepted by this server")
+	}
 	return cl.Sub, nil
 }
 
@@ -129,7 +199,7 @@ func (s *Server) authToken(w http.ResponseWriter, r *http.Request, owner string,
 	if e := decodeBody(r, &body); e != nil {
 		return e
 	}
-	writeJSON(w, 200, map[string]string{"jwt": s.signJWT(owner)})
+	writeJSON(w, 200, map[string]string{"jwt": s.signJWT(owner, hashKey(r.Header.Get("X-API-Key")))})
 	return nil
 }
 

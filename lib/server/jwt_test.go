@@ -90,3 +90,81 @@ func TestJWTExchangeOff(t *testing.T) {
 		t.Errorf("auth/token with a key the server does not accept = %d", code)
 	}
 }
+
+// TestJWTBoundToKeys (issue 31, item 9): a token for key A stops working
+// once the server restarts accepting only key B, instead of living out
+// its hour; B's token works, and A's works again when A is back.
+func TestJWTBoundToKeys(t *testing.T) {
+	const keyA, keyB = "tml-key-a-0123456789", "tml-key-b-0123456789"
+	e := newEnv(t, "", Options{JWT: true, APIKeys: []string{keyA, keyB}})
+	token := func(k string) string {
+		t.Helper()
+		code, b, _ := e.do("POST", "/api/v1/auth/token", map[string]any{}, "X-API-Key", k)
+		if code != 200 {
+			t.Fatalf("auth/token = %d %s", code, b)
+		}
+		return string(b[strings.Index(string(b), "eyJ") : len(b)-len(`"}`)])
+	}
+	tokA, tokB := token(keyA), token(keyB)
+	if strings.Contains(tokA, keyA) {
+		t.Fatal("the token holds the key")
+	}
+	reopen := func(keys ...string) {
+		e.srv.Close()
+		s, err := Open(Options{DataDir: e.dir, Now: e.clk.Now, SweepInterval: -1, JWT: true, APIKeys: keys})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.restart(s)
+	}
+	reopen(keyB)
+	if code, b, _ := e.do("GET", "/api/v1/training_runs", nil, "X-API-Key", tokA); code != 401 || !strings.Contains(string(b), "no longer accepted") {
+		t.Errorf("token of a revoked key = %d %s, want 401", code, b)
+	}
+	if code, b, _ := e.do("GET", "/api/v1/training_runs", nil, "X-API-Key", tokB); code != 200 {
+		t.Errorf("token of a key in force = %d %s", code, b)
+	}
+	reopen(keyA)
+	if code, b, _ := e.do("GET", "/api/v1/training_runs", nil, "X-API-Key", tokA); code != 200 {
+		t.Errorf("token of a key accepted again = %d %s", code, b)
+	}
+}
+
+// TestJWTSecretFileChecked (issue 31, item 26): a jwt-secret others can
+// read, or one that is all zeros, is refused at start with a line saying
+// what to do; the server creates the file 0600 itself.
+func TestJWTSecretFileChecked(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, jwtSecretFile)
+	good := "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n"
+	for _, c := range []struct {
+		content string
+		mode    os.FileMode
+		want    string
+	}{
+		{good, 0o644, "can be read by other users (mode 0644)"},
+		{strings.Repeat("00", 32) + "\n", 0o600, "anyone could guess"},
+		{good, 0o600, ""},
+	} {
+		os.Remove(p)
+		if err := os.WriteFile(p, []byte(c.content), c.mode); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(p, c.mode)
+		s, err := Open(Options{DataDir: dir, SweepInterval: -1, JWT: true})
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("a good secret: %v", err)
+			} else {
+				s.Close()
+			}
+			continue
+		}
+		if err == nil {
+			s.Close()
+			t.Errorf("secret %q mode %04o accepted", c.content[:8], c.mode)
+		} else if !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "delete it") {
+			t.Errorf("secret %q mode %04o: %v, want %q and what to do", c.content[:8], c.mode, err, c.want)
+		}
+	}
+}

@@ -25,5 +25,5 @@ func RegisterModelDir(name, dir string) error {
 	if c.MaxPositionEmbeddings <= 0 {
 		c.MaxPositionEmbeddings = 4096
 	}
-	return models.Register(models.Arch{Name: name, Shape: c.Shape, TokenizerID: name})
+	return models.Register(models.Arch{Name: name, Shape: c.Shape, TokenizerID: name, Dir: dir})
 }

@@ -62,10 +62,15 @@ func writeHFDir(t *testing.T, name string) string {
 
 // TestModelDirUnderOwnName: a model directory registered under a name
 // outside the catalog is offered, trains, samples its trained checkpoint,
-// and has its tokenizer served for the Hub clients.
+// and has its tokenizer served for the Hub clients; also a Qwen3-MoE one.
 func TestModelDirUnderOwnName(t *testing.T) {
-	const name = "me/my-qwen"
-	dir := writeHFDir(t, models.TinyQwen3)
+	for name, tiny := range map[string]string{"me/my-qwen": models.TinyQwen3, "me/my-qwen-moe": models.TinyQwen3MoE, "me/my-gpt-oss": models.TinyGptOss} {
+		t.Run(name, func(t *testing.T) { checkModelDir(t, name, tiny) })
+	}
+}
+
+func checkModelDir(t *testing.T, name, tiny string) {
+	dir := writeHFDir(t, tiny)
 	if err := RegisterModelDir(name, dir); err != nil {
 		t.Fatal(err)
 	}

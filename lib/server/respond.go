@@ -71,10 +71,41 @@ func decodeBodyLimit(r *http.Request, v any, limit int64) *errorResponse {
 func (s *Server) scrub(msg string) string {
 	for _, p := range s.private {
 		if strings.Contains(msg, p.path) {
-			msg = strings.ReplaceAll(msg, p.path, p.label)
+			msg = replacePath(msg, p.path, p.label)
 		}
 	}
 	return msg
+}
+
+// replacePath replaces path in msg where it stands as a path: not inside
+// a longer name ("d" in "not found"), but alone or followed by "/" and
+// more of a path. A relative --data d would otherwise rewrite every d.
+func replacePath(msg, path, label string) string {
+	var b strings.Builder
+	from := 0
+	for {
+		i := strings.Index(msg[from:], path)
+		if i < 0 {
+			b.WriteString(msg[from:])
+			return b.String()
+		}
+		i += from
+		end := i + len(path)
+		if (i == 0 || !pathChar(msg[i-1])) && (end == len(msg) || !pathChar(msg[end]) || msg[end] == '/') {
+			b.WriteString(msg[from:i])
+			b.WriteString(label)
+			from = end
+		} else {
+			b.WriteString(msg[from : i+1])
+			from = i + 1
+		}
+	}
+}
+
+// pathChar is a byte that may continue a file name or path.
+func pathChar(c byte) bool {
+	return c == '/' || c == '.' || c == '_' || c == '-' || c == '~' || c >= 0x80 ||
+		('0' <= c && c <= '9') || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')
 }
 
 type privatePath struct{ path, label string }

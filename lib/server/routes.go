@@ -58,6 +58,7 @@ func (s *Server) routes() http.Handler {
 		{"POST", p("create_sampling_session"), s.createSamplingSession, false},
 		{"POST", p("asample"), s.asample, false},
 		{"POST", p("retrieve_future"), s.retrieveFuture, false},
+		{"POST", p("cancel_future"), s.cancelFuture, false},
 		{"POST", p("load_weights"), s.loadWeights, false},
 		{"POST", p("forward_backward"), s.forwardBackward, false},
 		{"POST", p("forward"), s.forward, false},
@@ -131,7 +132,7 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, path string, t
 				return e
 			}
 		}
-		return rt.h(w, r, owner, seg)
+		return s.idempotent(w, r, owner, func(w http.ResponseWriter) *errorResponse { return rt.h(w, r, owner, seg) })
 	}
 	if pathMatched {
 		return errorf(http.StatusMethodNotAllowed, "Method Not Allowed")
@@ -203,7 +204,11 @@ func (s *Server) capabilities(w http.ResponseWriter, r *http.Request, _ string, 
 
 func (s *Server) clientConfig(w http.ResponseWriter, r *http.Request, _ string, _ []string) *errorResponse {
 	// With the JWT exchange off clients keep sending the raw key (jwt.go).
-	writeJSON(w, 200, map[string]any{"pjwt_auth_enabled": s.opts.JWT, "credential_default_source": "api_key"})
+	// Training bodies may come zstd-compressed (zstdbody.go), as the SDK
+	// sends them when offered; tinker's client cancels the futures it stops
+	// waiting for (cancelFuture), other clients ignore the key.
+	writeJSON(w, 200, map[string]any{"pjwt_auth_enabled": s.opts.JWT, "credential_default_source": "api_key",
+		"proto_compress_fwdbwd": true, "tinker_cancel_future": true})
 	return nil
 }
 

@@ -67,15 +67,25 @@ type Options struct {
 	// client that opted in with X-Tinker-Sampling-Backpressure: 1 gets 429
 	// and resubmits (docs/protocol.md, "Sampling"). Default 256.
 	MaxPendingSamples int
-	// AbandonGrace is how long a running future waits for its next poll,
-	// once a poll ended, before its work is cancelled (default 4s; see
-	// futures.go). Clients far from the server may need more.
+	// AbandonGrace is how long a running future outside any session waits
+	// for its next poll, once a poll ended, before its work is cancelled
+	// (default 60s; futures.go). Futures of a session stop with its
+	// heartbeats or when their client cancels them, never on a poll gap.
 	AbandonGrace time.Duration
 	// PollHold is how long retrieve_future holds a poll open waiting for the
 	// result before answering try_again (long poll; default 2s).
 	PollHold time.Duration
 	// HeartbeatTimeout ends sessions that stopped heartbeating (default 2m).
 	HeartbeatTimeout time.Duration
+	// BodyTimeout is how long a request's body may take to arrive (default
+	// 2m); MaxConns and MaxConnsPerClient bound the connections of all
+	// clients and of one remote address (defaults: half the open-file
+	// limit, at most 1024; 256). See connlimit.go.
+	BodyTimeout                 time.Duration
+	MaxConns, MaxConnsPerClient int
+	// SnapshotBytesPerUser bounds the disk one user's idle trainers may
+	// take once written out to make room (default 1 GiB; trainsnapshot.go).
+	SnapshotBytesPerUser int64
 	// Engine loads base models for training (forward, forward_backward,
 	// optim_step); nil answers them with a clear error. Pass the pool the
 	// Sampler uses, so both share one copy of each model.
@@ -136,6 +146,7 @@ type Server struct {
 	trainers *trainers
 	samples  atomic.Int64 // unfinished asample futures
 	work     sessionWork  // cancels the work of callers that went (sessions.go)
+	idem     idemTable    // answers replayed to retries (idempotency.go)
 
 	ctx       context.Context // cancelled by Close: stops running samples
 	cancel    context.CancelFunc
@@ -175,6 +186,18 @@ func Open(opts Options) (*Server, error) {
 	}
 	if opts.HeartbeatTimeout == 0 {
 		opts.HeartbeatTimeout = 2 * time.Minute
+	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = defaultBodyTimeout
+	}
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = defaultMaxConns()
+	}
+	if opts.MaxConnsPerClient <= 0 {
+		opts.MaxConnsPerClient = defaultMaxConnsPerClient
+	}
+	if opts.SnapshotBytesPerUser <= 0 {
+		opts.SnapshotBytesPerUser = defaultSnapshotBytesPerUser
 	}
 	if opts.TrainMemory <= 0 {
 		opts.TrainMemory = DefaultTrainMemory()
@@ -277,7 +300,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		defer cancel()
 		hs.Shutdown(sctx)
 	}()
-	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := hs.Serve(s.limitListener(ln)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
@@ -295,12 +318,13 @@ func (s *Server) Start(addr string) (string, error) {
 		return "", fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	hs := s.newHTTPServer()
-	go hs.Serve(ln)
+	go hs.Serve(s.limitListener(ln))
 	return "http://" + ln.Addr().String(), nil
 }
 
 func (s *Server) newHTTPServer() *http.Server {
-	hs := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	hs := &http.Server{Handler: s.guard(s.handler), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
+		MaxHeaderBytes: maxHeaderBytes, ConnContext: connContext}
 	s.mu.Lock()
 	s.httpSrvs = append(s.httpSrvs, hs)
 	s.mu.Unlock()

@@ -144,9 +144,11 @@ func (s *Server) setProject(w http.ResponseWriter, r *http.Request, owner string
 }
 
 // Work stops when its caller goes (docs/protocol.md, "Cancellation"). The
-// protocol has no cancel call, so the server watches what it can see: a
-// session that stops heartbeating, and a running future whose client
-// stopped polling for it (futures.go, Options.AbandonGrace). Either cancels the
+// SDK's protocol has no cancel call, so the server watches what it can
+// see: a session that stops heartbeating; and it takes tinker's own
+// cancel_future (futures.go), sent by a client interrupted while it waits.
+// A session that heartbeats is alive, however long it leaves between polls
+// (a busy client, one backing off after a 429). Either cancels the
 // session's work generation: every operation submitted on the session
 // until then that has not finished stops (sampling between tokens,
 // forward_backward before it touches the gradients, optim_step before it
@@ -232,7 +234,7 @@ func (s *Server) cancelled(ctx context.Context, what string, err error) error {
 	if ctx.Err() == nil || s.ctx.Err() != nil {
 		return err
 	}
-	return userErrorf("%s cancelled: its client stopped polling for it or its session stopped heartbeating; nothing was applied, send it again", what)
+	return userErrorf("%s cancelled: its client stopped waiting for it or its session stopped heartbeating; nothing was applied, send it again", what)
 }
 
 // eitherDone is a context done when a or b is.

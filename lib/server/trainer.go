@@ -70,19 +70,26 @@ type trainers struct {
 	queuedBytes   int64
 	resident      map[string]*residentTrainer // models whose trainer is in memory
 	residentBytes int64
+	// Idle trainers written out to disk (evict), by model and per owner,
+	// held to snapCap bytes per owner (trainsnapshot.go).
+	snapCap   int64
+	snapshots map[string]residentTrainer
+	snapBytes map[string]int64
 }
 
 func newTrainers(o Options) *trainers {
 	ts := &trainers{pool: o.Engine, markDir: filepath.Join(o.DataDir, "trainers"), gapTimeout: o.SeqGapTimeout, budget: o.TrainMemory,
 		mem: semaphore.NewWeighted(o.TrainMemory), cpu: make(chan struct{}, o.TrainConcurrency),
 		maxPending: o.MaxPendingTrain, logf: o.Logf, models: map[string]*modelState{}, queued: map[string]queueUse{},
-		resident: map[string]*residentTrainer{}, stop: make(chan struct{}), halt: make(chan struct{})}
+		resident: map[string]*residentTrainer{}, stop: make(chan struct{}), halt: make(chan struct{}),
+		snapCap: o.SnapshotBytesPerUser, snapshots: map[string]residentTrainer{}, snapBytes: map[string]int64{}}
 	ts.ctx, ts.cancel = context.WithCancel(context.Background())
 	ts.pruneSnapshots(time.Now())
 	return ts
 }
 
 type modelState struct {
+	peak     atomic.Pointer[inputPeak] // largest loss input since the last step (nonfinite.go)
 	mu       sync.Mutex
 	changed  chan struct{}   // closed and replaced whenever the queue moves
 	accepted int             // highest seq_id accepted

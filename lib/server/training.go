@@ -80,8 +80,8 @@ func (s *Server) fwd(w http.ResponseWriter, r *http.Request, owner string, legac
 			var err error
 			if req.ForwardOnly {
 				res, err = tr.Forward(ctx, loss, req.Data)
-			} else {
-				res, err = tr.ForwardBackward(ctx, loss, req.Data)
+			} else if res, err = tr.ForwardBackward(ctx, loss, req.Data); err == nil {
+				m.notePeak(peakOf(req.Data))
 			}
 			return err
 		})
@@ -216,9 +216,10 @@ func (s *Server) optimStep(w http.ResponseWriter, r *http.Request, owner string,
 			}
 			return s.trainers.stepped(run.ID)
 		})
+		peak := m.peak.Swap(nil) // the gradients are spent either way
 		var nf *engine.NonFiniteError
 		if errors.As(err, &nf) {
-			err = nonFiniteStepError(run.ID, nf)
+			err = nonFiniteStepError(run.ID, nf, peak)
 			s.logRequest(run.SessionID, "optim_step", start, 400, err.Error())
 			return nil, nil, err
 		}

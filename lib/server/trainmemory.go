@@ -134,6 +134,9 @@ func (ts *trainers) makeRoom(runID, owner string, need int64) error {
 		}
 		ts.mu.Unlock()
 		if !slices.ContainsFunc(victims, ts.evict) {
+			if used := ts.snapshotUse(owner); mine >= maxResidentPerUser && used > 0 {
+				return trainMemoryFull{fmt.Sprintf("you have %d models training in memory and %s of idle ones written to disk, the most one user may keep (%s; tinker serve --help): save_state of the models you are done with and stop using them, then retry", mine, mib(used), mib(ts.snapCap))}
+			}
 			if mine >= maxResidentPerUser {
 				return trainMemoryFull{fmt.Sprintf("you have %d models training at once, the most one user may have in memory: wait until one of them has no operation queued, then retry", mine)}
 			}
@@ -168,6 +171,9 @@ func (ts *trainers) evict(runID string) bool {
 	if m.tr == nil || len(m.running) > 0 {
 		return false
 	}
+	if !ts.snapshotRoom(runID, m.tr.StateBytes()) {
+		return false
+	}
 	// Memory is not bought with the last of the disk the database needs.
 	if free, ok := freeBytes(filepath.Dir(ts.markDir)); ok && free < uint64(m.tr.StateBytes()+minFreeBytes) {
 		ts.logf("not writing out the idle trainer of %s: the disk is nearly full", runID)
@@ -177,18 +183,24 @@ func (ts *trainers) evict(runID string) bool {
 		ts.logf("write out the idle trainer of %s: %v", runID, err)
 		return false
 	}
+	size := m.tr.StateBytes()
 	m.tr, m.snapshot = nil, true
-	ts.dropResident(runID)
+	ts.dropResident(runID, size)
 	return true
 }
 
-// dropResident forgets a trainer no longer in memory.
-func (ts *trainers) dropResident(runID string) {
+// dropResident forgets a trainer no longer in memory; snapshotBytes > 0
+// counts the snapshot it was written to against its owner's disk cap.
+func (ts *trainers) dropResident(runID string, snapshotBytes int64) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	if r := ts.resident[runID]; r != nil {
 		ts.residentBytes -= r.bytes
 		delete(ts.resident, runID)
+		if snapshotBytes > 0 {
+			ts.snapshots[runID] = residentTrainer{owner: r.owner, bytes: snapshotBytes, used: time.Now()}
+			ts.snapBytes[r.owner] += snapshotBytes
+		}
 	}
 }
 

@@ -29,10 +29,12 @@ import (
 // (trainmemory.go) until its model's next operation.
 
 const (
-	snapshotSuffix   = ".snapshot"
-	snapshotSeqFile  = "seq.json"
-	snapshotMaxAge   = 7 * 24 * time.Hour
-	snapshotRestored = "restored the training state of %s from its snapshot"
+	snapshotSuffix  = ".snapshot"
+	snapshotSeqFile = "seq.json"
+	snapshotMaxAge  = 7 * 24 * time.Hour
+	// defaultSnapshotBytesPerUser is Options.SnapshotBytesPerUser's default.
+	defaultSnapshotBytesPerUser = 1 << 30
+	snapshotRestored            = "restored the training state of %s from its snapshot"
 )
 
 type snapshotSeq struct {
@@ -103,11 +105,12 @@ func (s *Server) restoreLocked(run store.RunView, m *modelState) (*engine.Traine
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		m.tr = nil
-		s.trainers.dropResident(run.ID)
+		s.trainers.dropResident(run.ID, 0)
 		return nil, fmt.Errorf("restore the training state of %s: %w", run.ID, err)
 	}
 	s.opts.Logf(snapshotRestored, run.ID)
 	m.snapshot = false
+	s.trainers.forgetSnapshot(run.ID)
 	return tr, nil
 }
 
@@ -117,6 +120,41 @@ func (ts *trainers) dropSnapshot(runID string, m *modelState) {
 	if m.snapshot {
 		os.RemoveAll(ts.snapshotDir(runID))
 		m.snapshot = false
+		ts.forgetSnapshot(runID)
+	}
+}
+
+// snapshotRoom reports whether writing out runID's idle trainer (about
+// size bytes on disk) keeps its owner within SnapshotBytesPerUser: one
+// user's idle models would otherwise fill the disk for snapshotMaxAge.
+func (ts *trainers) snapshotRoom(runID string, size int64) bool {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	r := ts.resident[runID]
+	if r == nil || ts.snapBytes[r.owner]+size <= ts.snapCap {
+		return true
+	}
+	ts.logf("not writing out the idle trainer of %s: its user's idle snapshots would pass %s", runID, mib(ts.snapCap))
+	return false
+}
+
+// snapshotUse is the disk the owner's written-out idle trainers hold.
+func (ts *trainers) snapshotUse(owner string) int64 {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return ts.snapBytes[owner]
+}
+
+// forgetSnapshot stops counting runID's snapshot (restored or deleted).
+func (ts *trainers) forgetSnapshot(runID string) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if sn, ok := ts.snapshots[runID]; ok {
+		ts.snapBytes[sn.owner] -= sn.bytes
+		if ts.snapBytes[sn.owner] <= 0 {
+			delete(ts.snapBytes, sn.owner)
+		}
+		delete(ts.snapshots, runID)
 	}
 }
 

@@ -44,7 +44,7 @@ func TestArchiveURL(t *testing.T) {
 		return true
 	})
 	storageURL = f.srv.URL + "/storage/a.tar"
-	c, logs := testClient(t, f, func(c *Config) { c.ArchiveAttempts = 3 })
+	c, logs := testClient(t, f, func(c *Config) { c.MaxRetries = 2 })
 	ctx := ctxT(t)
 	run := "run-1:train:0"
 
@@ -89,7 +89,7 @@ func TestArchiveURL(t *testing.T) {
 	if n := f.count("/api/v1/training_runs/run-1:train:0/checkpoints/sampler_weights/slow/archive"); n != 3 {
 		t.Errorf("slow archive: %d attempts, want 3", n)
 	}
-	if !strings.Contains(logs.String(), "archive not ready (503)") {
+	if !strings.Contains(logs.String(), "archive: Error code: 503") {
 		t.Errorf("503 waits not logged:\n%s", logs)
 	}
 
@@ -99,7 +99,7 @@ func TestArchiveURL(t *testing.T) {
 		t.Fatalf("never ready: err %v", err)
 	}
 	if n := f.count("/api/v1/training_runs/run-1:train:0/checkpoints/sampler_weights/never/archive"); n != 3 {
-		t.Errorf("never ready: %d attempts, want ArchiveAttempts=3", n)
+		t.Errorf("never ready: %d attempts, want 1 + MaxRetries = 3", n)
 	}
 }
 

@@ -18,9 +18,15 @@ import (
 // acts on are decoded; the
 // raw body is kept for callers that need the rest.
 type ClientConfigResponse struct {
-	PJWTAuthEnabled         bool            `json:"pjwt_auth_enabled"`
-	CredentialDefaultSource string          `json:"credential_default_source"`
-	Raw                     json.RawMessage `json:"-"`
+	PJWTAuthEnabled         bool   `json:"pjwt_auth_enabled"`
+	CredentialDefaultSource string `json:"credential_default_source"`
+	// ProtoCompressFwdbwd asks for zstd-compressed forward_backward
+	// bodies (Content-Encoding: zstd), as the SDK sends them.
+	ProtoCompressFwdbwd bool `json:"proto_compress_fwdbwd"`
+	// CancelFuture: the server (tinker serve) takes cancel_future, which
+	// the client sends when the caller stops waiting (futures.go).
+	CancelFuture bool            `json:"tinker_cancel_future"`
+	Raw          json.RawMessage `json:"-"`
 }
 
 // JWT refresh timing (docs/protocol.md, "Authentication").

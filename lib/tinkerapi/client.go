@@ -85,6 +85,7 @@ type callOpts struct {
 	validate    func([]byte) error
 	noAuth      bool // for the handshake: credential supplied explicitly
 	credential  string
+	maxBody     int64 // bound on the decoded answer; 0: maxResponseBytes
 }
 
 // WithQuery appends query parameters, given as key, value pairs, in order.
@@ -105,6 +106,11 @@ func WithContentType(ct string) Option {
 // WithTimeout overrides the per-attempt timeout.
 func WithTimeout(d time.Duration) Option {
 	return func(o *callOpts) { o.timeout = d }
+}
+
+// withMaxBody raises the bound on the decoded answer (future results).
+func withMaxBody(n int64) Option {
+	return func(o *callOpts) { o.maxBody = n }
 }
 
 // WithoutRetries makes a single attempt (heartbeats, future polls).
@@ -238,11 +244,11 @@ func (c *Client) send(ctx context.Context, method, path string, payload []byte, 
 			}
 		}
 		delay, retry := c.retryDelay(resp, err, retries, o)
-		if !retry || time.Since(start)+delay > c.cfg.MaxRetryTime {
+		if !retry || retries >= c.cfg.MaxRetries || time.Since(start)+delay > c.cfg.MaxRetryTime {
 			return nil, err
 		}
 		c.logf("%s %s: %v; retrying in %s (retry %d)", method, path, err, delay.Round(time.Millisecond), retries+1)
-		if err := sleep(ctx, delay); err != nil {
+		if err := c.cfg.Sleep(ctx, delay); err != nil {
 			return nil, fmt.Errorf("%s %s: %w", method, path, err)
 		}
 	}
@@ -265,17 +271,26 @@ func (c *Client) newRequest(method, path string, payload []byte, o *callOpts, cr
 	h.Set("X-API-Key", cred)
 	h.Set("User-Agent", c.cfg.UserAgent)
 	h.Set("Accept", "application/json")
+	// Asked for by hand, as the SDK does, so the answer is decoded here,
+	// within its bound (readBody), not by the transport.
+	h.Set("Accept-Encoding", "gzip, deflate")
 	if method != http.MethodGet {
 		ct := o.contentType
 		if ct == "" {
 			ct = "application/json"
 		}
 		h.Set("Content-Type", ct)
-		h.Set("X-Idempotency-Key", idemKey)
+		// Under its lower-case name: net/http resends a request with
+		// X-Idempotency-Key at once, with the same retry count, when a
+		// kept-alive connection drops; the SDK waits and counts the retry,
+		// and so does send. Header names are case-insensitive on the wire.
+		h["x-idempotency-key"] = []string{idemKey}
 	}
 	h.Set("X-Stainless-Retry-Count", strconv.Itoa(retries))
 	h.Set("X-Stainless-Read-Timeout", strconv.FormatFloat(c.timeout(o).Seconds(), 'f', -1, 64))
-	h.Set("X-Stainless-Package-Version", SDKVersion)
+	for k, v := range platformHeaders {
+		h.Set(k, v)
+	}
 	if c.cfg.CFAccessClientID != "" {
 		h.Set("CF-Access-Client-Id", c.cfg.CFAccessClientID)
 	}
@@ -309,10 +324,6 @@ func (c *Client) timeout(o *callOpts) time.Duration {
 	return c.cfg.RequestTimeout
 }
 
-// maxResponseBytes bounds a buffered API response; real ones are a few MB
-// (10,000 checkpoints are about 3 MB).
-const maxResponseBytes = 512 << 20
-
 // attempt performs one HTTP exchange under the per-attempt timeout,
 // reading the whole body so that a stall or reset mid-body is a retryable
 // transport error rather than a truncated success.
@@ -325,12 +336,16 @@ func (c *Client) attempt(ctx context.Context, req *http.Request, path string, o 
 		return nil, c.transportError(ctx, actx, req.Method, path, err)
 	}
 	defer hr.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(hr.Body, maxResponseBytes+1))
+	limit := o.maxBody
+	if limit <= 0 {
+		limit = maxResponseBytes
+	}
+	body, err := readBody(hr, limit)
+	if errors.Is(err, errTooLarge) {
+		return nil, fmt.Errorf("%s %s: %w", req.Method, path, err)
+	}
 	if err != nil {
 		return nil, c.transportError(ctx, actx, req.Method, path, err)
-	}
-	if len(body) > maxResponseBytes {
-		return nil, fmt.Errorf("%s %s: response larger than %d MiB; refusing to buffer it", req.Method, path, maxResponseBytes>>20)
 	}
 	return &Response{Status: hr.StatusCode, Header: hr.Header, Body: body, URL: req.URL.String()}, nil
 }
@@ -365,6 +380,7 @@ func (c *Client) apiError(method, path string, resp *Response) *APIError {
 		Message: sdkMessage(resp.Status, body),
 		Method:  method,
 		Path:    path,
+		Header:  resp.Header,
 	}
 }
 
@@ -442,7 +458,7 @@ func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	return 0, false
 }
 
-// sleep waits d or until ctx is done.
+// sleep waits d or until ctx is done (Config.Sleep's default).
 func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()

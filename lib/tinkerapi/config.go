@@ -1,6 +1,7 @@
 package tinkerapi
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -18,12 +19,11 @@ const SDKVersion = "0.25.0"
 
 // Defaults for the zero values of Config.
 const (
-	DefaultMaxRetryTime     = 2 * time.Minute
-	DefaultRequestTimeout   = 60 * time.Second
-	DefaultRetryBaseDelay   = 500 * time.Millisecond
-	DefaultRetryMaxDelay    = 10 * time.Second
-	DefaultArchiveRetryWait = 30 * time.Second
-	DefaultArchiveAttempts  = 6
+	DefaultMaxRetryTime   = 2 * time.Minute
+	DefaultMaxRetries     = 10 // the SDK's: 11 attempts in all
+	DefaultRequestTimeout = 60 * time.Second
+	DefaultRetryBaseDelay = 500 * time.Millisecond
+	DefaultRetryMaxDelay  = 10 * time.Second
 )
 
 // Config configures a Client. Zero values mean the defaults above.
@@ -36,15 +36,19 @@ type Config struct {
 	CFAccessClientID, CFAccessClientSecret string
 
 	HTTPClient *http.Client // its CheckRedirect is replaced: redirects are never followed
-	UserAgent  string
+	// UserAgent names the program and its version; empty: UserAgent("dev").
+	UserAgent string
 
 	MaxRetryTime   time.Duration // total time one call may spend retrying
+	MaxRetries     int           // retries of one call after its first attempt
 	RequestTimeout time.Duration // per attempt, headers and body
 	RetryBaseDelay time.Duration // first backoff; doubles per retry
 	RetryMaxDelay  time.Duration // backoff cap (a server's Retry-After ≤ 60 s wins)
 
-	ArchiveRetryWait time.Duration // wait after a 503 from the archive endpoint
-	ArchiveAttempts  int           // attempts at the archive endpoint
+	// Sleep waits d before a retry or the next poll, or until ctx is done;
+	// every wait of the client goes through it. Nil: a timer. A program
+	// that records its waits (the wire tests) passes its own.
+	Sleep func(ctx context.Context, d time.Duration) error
 
 	// Logf receives one line per retry, refresh failure and similar event.
 	// Lines never contain credentials.
@@ -129,16 +133,18 @@ func (cfg Config) normalize() (Config, string, error) {
 		return cfg, "", &ConfigError{Msg: "the base URL must not contain credentials; use TINKER_API_KEY"}
 	}
 	if cfg.UserAgent == "" {
-		cfg.UserAgent = "tinker-go (compatible; AsyncTinker/Python " + SDKVersion + ")"
+		cfg.UserAgent = UserAgent("dev")
+	}
+	if cfg.MaxRetries <= 0 {
+		cfg.MaxRetries = DefaultMaxRetries
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleep
 	}
 	setDefault(&cfg.MaxRetryTime, DefaultMaxRetryTime)
 	setDefault(&cfg.RequestTimeout, DefaultRequestTimeout)
 	setDefault(&cfg.RetryBaseDelay, DefaultRetryBaseDelay)
 	setDefault(&cfg.RetryMaxDelay, DefaultRetryMaxDelay)
-	setDefault(&cfg.ArchiveRetryWait, DefaultArchiveRetryWait)
-	if cfg.ArchiveAttempts <= 0 {
-		cfg.ArchiveAttempts = DefaultArchiveAttempts
-	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
@@ -172,4 +178,11 @@ func setDefault(d *time.Duration, def time.Duration) {
 	if *d <= 0 {
 		*d = def
 	}
+}
+
+// UserAgent is the User-Agent of tinker at version: the program and its
+// version first, then the SDK it speaks for, in the SDK's own form
+// (AsyncTinker/Python 0.25.0), for a service that reads it.
+func UserAgent(version string) string {
+	return "tinker/" + version + " (Go; compatible; AsyncTinker/Python " + SDKVersion + ")"
 }

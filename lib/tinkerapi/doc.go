@@ -20,10 +20,18 @@
 //     JWT exchange when the server enables it (JWTs are refreshed lazily:
 //     attempted from 300 s before expiry, required when ≤ 60 s are left);
 //   - retries of connection errors, timeouts, 408, 409, 429, 402 and 5xx
-//     with capped exponential backoff and jitter, honouring Retry-After,
-//     retry-after-ms and x-should-retry, within Config.MaxRetryTime;
-//   - a per-attempt timeout (Config.RequestTimeout) covering the body;
-//   - one X-Idempotency-Key per call, reused by its retries;
+//     with the SDK's capped exponential backoff and jitter, honouring
+//     Retry-After, retry-after-ms and x-should-retry, at most
+//     Config.MaxRetries (10) and within Config.MaxRetryTime; every wait
+//     goes through Config.Sleep;
+//   - a per-attempt timeout (Config.RequestTimeout) covering the body, and
+//     a bound on the decoded answer (gzip and deflate, asked for as the SDK
+//     asks, are decoded here);
+//   - one X-Idempotency-Key per call, reused by its retries (a dropped
+//     connection is a counted retry after the backoff, never resent at
+//     once by the transport);
+//   - the SDK's X-Stainless-* headers, truthful for Go, and a User-Agent
+//     naming tinker (UserAgent);
 //   - no redirect following, so X-API-Key never leaves the API host;
 //   - credentials scrubbed from every error message, error body and log
 //     line (a server echoing the key is covered too).
@@ -40,7 +48,11 @@
 // its future with Await, which implements the retrieve_future protocol
 // (try_again, queue states reported through OnState, 408/410/429/5xx/402,
 // protobuf or JSON results). A failed operation is a *RequestFailedError;
-// an expired future is a *FutureExpiredError (errors.Is ErrFutureExpired).
+// an expired future is a *FutureExpiredError (errors.Is ErrFutureExpired);
+// a wait on a server that stays gone ends with ErrServerGone. A wait cut
+// short by its context tells a server that offers cancel_future to stop
+// the work. forward_backward bodies are zstd-compressed when the server
+// asks (proto_compress_fwdbwd).
 //
 // Adding an endpoint (sessions, futures, sampling): call Do or DoRaw with
 // the path and options. Do encodes body as JSON (or sends a []byte as is,

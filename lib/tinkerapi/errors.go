@@ -21,7 +21,8 @@ type APIError struct {
 	// JSON body, the trimmed body for other text, "Error code: 404" if empty.
 	Message string
 	Method  string
-	Path    string // endpoint path without base URL and query
+	Path    string      // endpoint path without base URL and query
+	Header  http.Header // the answer's headers (Retry-After)
 }
 
 func (e *APIError) Error() string { return e.Message }

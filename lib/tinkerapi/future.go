@@ -22,8 +22,10 @@ func newFuture[T any](fetch func(ctx context.Context) (T, error)) *Future[T] {
 }
 
 // Wait blocks until the result is in or ctx ends. The result (or the
-// operation's error) is kept, so later calls return it at once; a Wait
-// cut short by ctx can be called again, as the operation keeps running.
+// operation's error) is kept, so later calls return it at once. A Wait
+// cut short by ctx can be called again; the operation keeps running,
+// except on a server that takes cancel_future (tinker serve), which is
+// told the caller stopped waiting and stops it (Client.Await).
 func (f *Future[T]) Wait(ctx context.Context) (T, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -69,7 +69,7 @@ type PollTimings struct {
 	PollTimeout  time.Duration // per retrieve_future request; default 45 s
 	FloorMin     time.Duration // floor between polls that return quickly; default 50 ms
 	FloorMax     time.Duration // the floor doubles up to this; default 250 ms
-	BackoffUnit  time.Duration // 429/connection backoff is min(unit·2^n, BackoffMax); default 1 s
+	BackoffUnit  time.Duration // 429/connection backoff is min(unit·2^n, BackoffMax), n from 0; default 1 s
 	BackoffMax   time.Duration // default 30 s
 	BillingPause time.Duration // wait after a 402; default 5 s
 	BillingMax   time.Duration // give up 402s after this long; default 1 h
@@ -88,7 +88,8 @@ func (t PollTimings) withDefaults() PollTimings {
 	return t
 }
 
-// backoff is min(unit·2^n, max) for the n-th consecutive failure.
+// backoff is min(unit·2^n, max) after n earlier consecutive failures:
+// 1 s, 2 s, 4 s, … as the SDK waits.
 func (t PollTimings) backoff(n int) time.Duration {
 	d := t.BackoffUnit << min(n, 30)
 	if d <= 0 || d > t.BackoffMax {
@@ -167,19 +168,25 @@ type futureHandle struct {
 // It follows docs/protocol.md, "Futures": try_again and 408 are
 // polled again at once (a server that does not hold polls open gets a
 // 50–250 ms floor), 5xx likewise, 429 and connection errors back off up to
-// 30 s, 400 is tried up to 3 more times, 402 pauses up to an hour, 410
-// returns a *FutureExpiredError, other 4xx fail, and a failed operation
-// returns a *RequestFailedError. There is no overall deadline: cancel ctx.
+// 30 s (a 429's Retry-After wins), 400 is tried up to 3 more times, 402
+// pauses up to an hour, 410 returns a *FutureExpiredError, other 4xx
+// fail, and a failed operation returns a *RequestFailedError. There is no
+// overall deadline: cancel ctx, which also stops the operation on a
+// server that takes cancel_future. A server that refuses connections for
+// 30 s ends the wait.
 func (c *Client) Await(ctx context.Context, requestID, kind string, out any, opts AwaitOptions) error {
 	if requestID == "" {
 		return fmt.Errorf("await %s: empty request id", kind)
 	}
 	p := poller{c: c, id: requestID, kind: kind, opts: opts, t: opts.Timings.withDefaults(), start: time.Now()}
 	if p.opts.sleep == nil {
-		p.opts.sleep = sleep
+		p.opts.sleep = c.cfg.Sleep
 	}
 	body, isProto, err := p.run(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			c.cancelFuture(ctx, requestID, opts.NumericID)
+		}
 		return err
 	}
 	if err := decodeFutureResult(body, isProto, out); err != nil {
@@ -200,11 +207,12 @@ type poller struct {
 	last  State
 
 	// Between polls of one run.
-	allowMeta  bool      // the next poll may be answered with complete_metadata
-	metaDone   bool      // complete_metadata came
-	failures   int       // consecutive 429s and connection errors
-	bad400     int       // 400s in a row (maybe a proxy's)
-	firstBill  time.Time // start of a run of 402s
+	allowMeta  bool          // the next poll may be answered with complete_metadata
+	metaDone   bool          // complete_metadata came
+	failures   int           // consecutive 429s and connection errors
+	gone       time.Duration // waited since the server stopped accepting connections
+	bad400     int           // 400s in a row (maybe a proxy's)
+	firstBill  time.Time     // start of a run of 402s
 	errContext string
 }
 
@@ -302,7 +310,7 @@ func (p *poller) pollOptions(iter int) []Option {
 	if p.opts.Proto {
 		accept = "application/x-protobuf"
 	}
-	opts := []Option{WithoutRetries(), WithTimeout(p.t.PollTimeout),
+	opts := []Option{WithoutRetries(), WithTimeout(p.t.PollTimeout), withMaxBody(maxResultBytes),
 		WithHeader("Accept", accept),
 		WithHeader("X-Tinker-Request-Iteration", strconv.Itoa(iter)),
 		WithHeader("X-Stainless-Raw-Response", "raw")}
@@ -326,14 +334,47 @@ func (p *poller) failed(err error) (time.Duration, error) {
 		if te.Permanent {
 			return 0, fmt.Errorf("%s: %w", p.errContext, err)
 		}
-		p.failures++
+		if !te.Unreachable {
+			p.gone = 0
+		} else if p.gone >= maxServerGone {
+			return 0, fmt.Errorf("%s: %w: it has refused connections for %s (start it again and resubmit): %w",
+				p.errContext, ErrServerGone, p.gone.Round(time.Second), err)
+		}
 		p.report(State{Status: StatusRetrying, Reason: "connection problem, retrying"})
-		return p.t.backoff(p.failures), nil
+		wait := p.nextBackoff(nil)
+		if te.Unreachable {
+			p.gone += wait
+		}
+		return wait, nil
 	case errors.As(err, &apiErr):
 		return p.failedStatus(apiErr, err)
 	default: // credential or configuration problems
 		return 0, fmt.Errorf("%s: %w", p.errContext, err)
 	}
+}
+
+// ErrServerGone matches the error of a wait that ended because the
+// server kept refusing connections (maxServerGone); nothing retries it.
+var ErrServerGone = errors.New("the server is gone")
+
+// maxServerGone is how long a poller keeps polling a server that refuses
+// connections (nothing listens; a host that does not resolve) before it
+// gives up: long enough for a server to restart (tinker serve keeps the
+// futures of a clean stop), short enough that a script waiting without a
+// deadline (a training loop finishing its steps after Ctrl-C) ends when
+// its server is gone for good. The SDK polls forever.
+const maxServerGone = 30 * time.Second
+
+// nextBackoff is the wait after a 429 or a connection error: the SDK's
+// min(2^n, 30) s for the n-th in a row (from 0), or the server's
+// Retry-After when it gives one (0 < d ≤ 60 s), which the SDK ignores here.
+func (p *poller) nextBackoff(h http.Header) time.Duration {
+	d := p.t.backoff(p.failures)
+	p.failures++
+	if ra, ok := retryAfter(h, time.Now()); ok {
+		d = ra
+	}
+	return d
 }
 
 // failedStatus is failed for an HTTP error status.
@@ -342,6 +383,7 @@ func (p *poller) failedStatus(apiErr *APIError, err error) (time.Duration, error
 	if s != http.StatusTooManyRequests {
 		p.failures = 0 // any complete answer but a 429 resets the backoff
 	}
+	p.gone = 0
 	if s != http.StatusPaymentRequired {
 		p.firstBill = time.Time{}
 	}
@@ -358,9 +400,8 @@ func (p *poller) failedStatus(apiErr *APIError, err error) (time.Duration, error
 	case s >= 500:
 		p.report(State{Status: StatusRetrying, Reason: fmt.Sprintf("server error %d, retrying", s)})
 	case s == http.StatusTooManyRequests:
-		p.failures++
 		p.report(State{Status: StatusRetrying, Reason: "rate limited, retrying"})
-		return p.t.backoff(p.failures), nil
+		return p.nextBackoff(apiErr.Header), nil
 	case s == http.StatusBadRequest:
 		// Possibly injected by a proxy: a few more tries.
 		if p.bad400++; p.bad400 > 3 {
@@ -384,7 +425,7 @@ func (p *poller) failedStatus(apiErr *APIError, err error) (time.Duration, error
 // answered handles a 200 answer: the result (done), a request to fetch the
 // result at once (again, after complete_metadata), or nothing yet.
 func (p *poller) answered(resp *Response, path string) (body []byte, proto, done, again bool, err error) {
-	p.failures = 0
+	p.failures, p.gone = 0, 0
 	p.firstBill = time.Time{}
 	if isProtobuf(resp.Header) {
 		return resp.Body, true, true, false, nil
@@ -401,9 +442,9 @@ func (p *poller) answered(resp *Response, path string) (body []byte, proto, done
 		if p.metaDone {
 			return nil, false, true, false, p.c.schemaErr(&SchemaError{Field: "status", Reason: "complete_metadata sent twice"}, path)
 		}
-		if r.ResponsePayloadSize != nil && *r.ResponsePayloadSize > maxResponseBytes {
+		if r.ResponsePayloadSize != nil && *r.ResponsePayloadSize > maxResultBytes {
 			return nil, false, true, false, fmt.Errorf("%s: result of %d MiB is larger than this client accepts (%d MiB)",
-				p.errContext, *r.ResponsePayloadSize>>20, maxResponseBytes>>20)
+				p.errContext, *r.ResponsePayloadSize>>20, maxResultBytes>>20)
 		}
 		p.metaDone, p.allowMeta = true, false
 		return nil, false, false, true, nil
@@ -484,4 +525,24 @@ func decodeFutureResult(body []byte, isProto bool, out any) error {
 		return &SchemaError{Path: "/api/v1/retrieve_future", Reason: err.Error()}
 	}
 	return nil
+}
+
+// cancelTimeout bounds the cancel_future request sent after an interrupt.
+const cancelTimeout = 2 * time.Second
+
+// cancelFuture tells a server that offers it (tinker_cancel_future in
+// client/config, as tinker serve does) that the caller stopped waiting for
+// requestID, so its work stops now rather than when the session's
+// heartbeats stop. Against other servers it sends nothing. Best effort:
+// the caller's context is already done, so this has its own short one.
+func (c *Client) cancelFuture(ctx context.Context, requestID string, numeric bool) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
+	defer cancel()
+	if cfg, err := c.ServerConfig(ctx); err != nil || !cfg.CancelFuture {
+		return
+	}
+	body := map[string]any{"request_id": wireRequestID(requestID, numeric)}
+	if err := c.Do(ctx, http.MethodPost, "/api/v1/cancel_future", body, nil, WithoutRetries()); err != nil {
+		c.logf("cancel %s: %v", requestID, err)
+	}
 }

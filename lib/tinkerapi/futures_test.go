@@ -195,8 +195,9 @@ func TestAwait429BacksOffExponentially(t *testing.T) {
 			backoffs = append(backoffs, w)
 		}
 	}
-	// min(2^n, 30) s for the n-th consecutive 429; a try_again resets n.
-	want := []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second, 2 * time.Second}
+	// min(2^n, 30) s after n earlier consecutive 429s, as the SDK waits
+	// (1 s, then 2 s, …); a try_again resets n.
+	want := []time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 1 * time.Second}
 	if len(backoffs) != len(want) {
 		t.Fatalf("backoffs %v, want %v", backoffs, want)
 	}
@@ -386,8 +387,8 @@ func TestAwaitConnectionErrorBacksOff(t *testing.T) {
 	if rec.err != nil {
 		t.Fatal(rec.err)
 	}
-	if len(rec.waits) < 2 || rec.waits[0] != 2*time.Second || rec.waits[1] != 4*time.Second {
-		t.Errorf("waits %v, want 2s then 4s", rec.waits)
+	if len(rec.waits) < 2 || rec.waits[0] != 1*time.Second || rec.waits[1] != 2*time.Second {
+		t.Errorf("waits %v, want 1s then 2s", rec.waits)
 	}
 	if got := statuses(rec.states); got != "queued,retrying,done" {
 		t.Errorf("states %s", got)
@@ -457,5 +458,37 @@ func TestStateLabelHasNoElapsed(t *testing.T) {
 	}
 	if got := s.String(); got != "Sample: running 2s" {
 		t.Errorf("String() = %q", got)
+	}
+}
+
+// TestAwaitStopsWhenServerGone: a client waiting without a deadline (a
+// training loop finishing its steps after Ctrl-C) whose server is gone
+// for good (connections refused) gives up after about 30 s of waiting
+// instead of polling forever; the error says what happened.
+func TestAwaitStopsWhenServerGone(t *testing.T) {
+	f := futureServer(t, jsonReply(200, `{}`))
+	c, _ := testClient(t, f)
+	if _, err := c.ServerConfig(ctxT(t)); err != nil { // the handshake is done
+		t.Fatal(err)
+	}
+	f.srv.Close() // nothing listens any more
+	var waits []time.Duration
+	errTooMany := errors.New("still polling after 50 waits")
+	opts := AwaitOptions{sleep: func(ctx context.Context, d time.Duration) error {
+		if waits = append(waits, d); len(waits) > 50 {
+			return errTooMany
+		}
+		return nil
+	}}
+	err := c.Await(context.Background(), "req-1", "SaveWeights", nil, opts)
+	if errors.Is(err, errTooMany) || err == nil || !strings.Contains(err.Error(), "refused connections") {
+		t.Fatalf("Await against a gone server: %v after waits %v", err, waits)
+	}
+	var total time.Duration
+	for _, w := range waits {
+		total += w
+	}
+	if total < 30*time.Second || total > 70*time.Second {
+		t.Errorf("gave up after waiting %v (%v), want about 30 s", total, waits)
 	}
 }

@@ -126,14 +126,13 @@ func testClient(t *testing.T, f *fake, mods ...func(*Config)) (*Client, *logBuf)
 	t.Helper()
 	logs := &logBuf{}
 	cfg := Config{
-		BaseURL:          f.srv.URL,
-		APIKey:           testKey,
-		MaxRetryTime:     3 * time.Second,
-		RequestTimeout:   5 * time.Second,
-		RetryBaseDelay:   2 * time.Millisecond,
-		RetryMaxDelay:    20 * time.Millisecond,
-		ArchiveRetryWait: 5 * time.Millisecond,
-		Logf:             logs.logf,
+		BaseURL:        f.srv.URL,
+		APIKey:         testKey,
+		MaxRetryTime:   3 * time.Second,
+		RequestTimeout: 5 * time.Second,
+		RetryBaseDelay: 2 * time.Millisecond,
+		RetryMaxDelay:  20 * time.Millisecond,
+		Logf:           logs.logf,
 	}
 	for _, m := range mods {
 		m(&cfg)

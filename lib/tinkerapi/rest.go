@@ -144,28 +144,16 @@ func (c *Client) SetCheckpointTTL(ctx context.Context, runID, checkpointID strin
 
 // ArchiveURL asks for a signed, unauthenticated download URL of a
 // checkpoint archive. The server answers 302 (Location, Expires) or 200
-// JSON; a 503 means the archive is being built and is retried after
-// Config.ArchiveRetryWait, up to Config.ArchiveAttempts attempts. Fetch the
-// URL with a plain HTTP client: it must not carry X-API-Key.
+// JSON; a 503 (the archive is being built) is retried like any 5xx, after
+// its Retry-After or the usual backoff, as the SDK does. Fetch the URL
+// with a plain HTTP client: it must not carry X-API-Key.
 func (c *Client) ArchiveURL(ctx context.Context, runID, checkpointID string) (*CheckpointArchiveURL, error) {
 	p, err := checkpointPath(runID, checkpointID)
 	if err != nil {
 		return nil, err
 	}
 	p += "/archive"
-	var resp *Response
-	for attempt := 1; ; attempt++ {
-		resp, err = c.DoRaw(ctx, http.MethodGet, p, nil,
-			AllowStatus(301, 302, 303, 307, 308), FinalStatus(http.StatusServiceUnavailable))
-		var apiErr *APIError
-		if err == nil || !errors.As(err, &apiErr) || apiErr.Status != http.StatusServiceUnavailable || attempt >= c.cfg.ArchiveAttempts {
-			break
-		}
-		c.logf("checkpoint archive not ready (503); retrying in %s (attempt %d of %d)", c.cfg.ArchiveRetryWait, attempt+1, c.cfg.ArchiveAttempts)
-		if err := sleep(ctx, c.cfg.ArchiveRetryWait); err != nil {
-			return nil, fmt.Errorf("GET %s: %w", p, err)
-		}
-	}
+	resp, err := c.DoRaw(ctx, http.MethodGet, p, nil, AllowStatus(301, 302, 303, 307, 308))
 	if err != nil {
 		return nil, err
 	}

@@ -150,7 +150,7 @@ func (s *Session) Sample(ctx context.Context, samplingSessionID string, req Samp
 		}
 		s.c.logf("sample on %s: %v; retrying in %s", samplingSessionID, err, delay.Round(time.Millisecond))
 		s.state(State{Kind: "Sample", Status: StatusRetrying, Reason: "retrying after an error", Elapsed: time.Since(start)})
-		if err := sleep(ctx, delay); err != nil {
+		if err := s.c.cfg.Sleep(ctx, delay); err != nil {
 			return nil, fmt.Errorf("sample on %s: %w", samplingSessionID, err)
 		}
 	}
@@ -172,7 +172,9 @@ func (s *Session) sampleOnce(ctx context.Context, wire *sampleWire) (*SampleResp
 	var firstBill time.Time
 	for {
 		submitted := time.Now()
-		h, err := s.submit(ctx, "/api/v1/asample", wire, WithoutRetries(), WithHeader("X-Tinker-Sampling-Backpressure", "1"))
+		h, err := s.c.holderRetry(ctx, "asample", func() (futureHandle, error) {
+			return s.submit(ctx, "/api/v1/asample", wire, WithoutRetries(), WithHeader("X-Tinker-Sampling-Backpressure", "1"))
+		})
 		var apiErr *APIError
 		if err != nil && errors.As(err, &apiErr) && ctx.Err() == nil {
 			d, reason := time.Duration(0), ""
@@ -189,7 +191,7 @@ func (s *Session) sampleOnce(ctx context.Context, wire *sampleWire) (*SampleResp
 			}
 			if d > 0 {
 				s.state(State{Kind: "Sample", Status: StatusPaused, Reason: reason})
-				if err := sleep(ctx, d); err != nil {
+				if err := s.c.cfg.Sleep(ctx, d); err != nil {
 					return nil, err
 				}
 				continue
@@ -209,12 +211,52 @@ func (s *Session) sampleOnce(ctx context.Context, wire *sampleWire) (*SampleResp
 	}
 }
 
+// holderMaxWait bounds the submission retries of holderRetry, as the
+// SDK's holder bounds them (300 s from the first attempt).
+const holderMaxWait = 300 * time.Second
+
+// holderRetry is the SDK's outer retry of a submission that its HTTP layer
+// does not retry (asample): after a connection error, a timeout or a
+// 408/409/5xx it waits min(2^n, 30) s and sends the same body again, with
+// a new idempotency key, for up to 300 s. A 429 or 402 is the caller's to
+// handle (backpressure, billing), as are other errors.
+func (c *Client) holderRetry(ctx context.Context, what string, submit func() (futureHandle, error)) (futureHandle, error) {
+	start, waited := time.Now(), time.Duration(0)
+	for n := 0; ; n++ {
+		h, err := submit()
+		var apiErr *APIError
+		backpressure := errors.As(err, &apiErr) && (apiErr.Status == http.StatusTooManyRequests || apiErr.Status == http.StatusPaymentRequired)
+		var te *TransportError
+		// Nothing listening is retried briefly, as by the generic layer.
+		refused := errors.As(err, &te) && te.Unreachable && n < maxRefusedRetries
+		if err == nil || backpressure || ctx.Err() != nil || !(refused || retryableSample(err)) {
+			return h, err
+		}
+		wait := min(time.Second<<min(n, 5), 30*time.Second)
+		// Bounded by the waits too, so a Config.Sleep that records them
+		// instead of sleeping still ends.
+		if left := holderMaxWait - max(time.Since(start), waited); left <= 0 {
+			return h, err
+		} else if wait > left {
+			wait = left
+		}
+		waited += wait
+		c.logf("%s: %v; submitting again in %s", what, err, wait)
+		if err := c.cfg.Sleep(ctx, wait); err != nil {
+			return h, err
+		}
+	}
+}
+
 // retryableSample mirrors the SDK's sampling retry handler: connection
 // errors, timeouts, expired futures and retryable statuses.
 func retryableSample(err error) bool {
+	if errors.Is(err, ErrServerGone) {
+		return false
+	}
 	var te *TransportError
 	if errors.As(err, &te) {
-		return !te.Permanent
+		return !te.Permanent && !te.Unreachable // the inner layers retried a refused connection
 	}
 	if errors.Is(err, ErrFutureExpired) {
 		return true
@@ -245,12 +287,12 @@ type encodedText struct {
 }
 
 type samplingParams struct {
-	MaxTokens   int     `json:"max_tokens"`
-	Seed        *int64  `json:"seed,omitempty"`
-	Stop        any     `json:"stop,omitempty"` // []string or []int
-	Temperature float64 `json:"temperature"`
-	TopK        int     `json:"top_k"`
-	TopP        float64 `json:"top_p"`
+	MaxTokens   int       `json:"max_tokens"`
+	Seed        *int64    `json:"seed,omitempty"`
+	Stop        any       `json:"stop,omitempty"` // []string or []int
+	Temperature wireFloat `json:"temperature"`
+	TopK        int       `json:"top_k"`
+	TopP        wireFloat `json:"top_p"`
 }
 
 func (r SampleRequest) wire(samplingSessionID string) (sampleWire, error) {
@@ -273,7 +315,7 @@ func (r SampleRequest) wire(samplingSessionID string) (sampleWire, error) {
 	}
 	w.NumSamples = r.NumSamples
 	w.Prompt.Chunks = []encodedText{{Tokens: r.PromptTokens, Type: "encoded_text"}}
-	w.SamplingParams = samplingParams{MaxTokens: r.MaxTokens, Seed: r.Seed, Temperature: r.Temperature, TopK: r.TopK, TopP: r.TopP}
+	w.SamplingParams = samplingParams{MaxTokens: r.MaxTokens, Seed: r.Seed, Temperature: wireFloat(r.Temperature), TopK: r.TopK, TopP: wireFloat(r.TopP)}
 	if len(r.StopStrings) > 0 {
 		w.SamplingParams.Stop = r.StopStrings
 	} else if len(r.StopTokens) > 0 {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -235,6 +236,10 @@ func (tc *TrainingClient) fwdbwd(ctx context.Context, in ForwardBackwardInput, f
 		return nil, fmt.Errorf("%s on %s: %w", op, tc.modelID, err)
 	}
 	chunks := chunkData(in.Data, chunkLimitsFrom(cfg.Raw))
+	bodyOpts := []Option{WithContentType("application/x-protobuf")}
+	if cfg.ProtoCompressFwdbwd {
+		bodyOpts = append(bodyOpts, WithHeader("Content-Encoding", "zstd"))
+	}
 	hs, submitted, err := tc.submitOrdered(ctx, len(chunks), func(i int, seq int64) (string, any, []Option, error) {
 		req := &tinkerproto.ForwardBackwardRequest{ModelId: tc.modelID, SeqId: int32(seq), LossFn: in.LossFn,
 			LossFnConfig: in.LossFnConfig, ForwardOnly: forwardOnly}
@@ -242,7 +247,10 @@ func (tc *TrainingClient) fwdbwd(ctx context.Context, in ForwardBackwardInput, f
 			req.Data = append(req.Data, d.toProto())
 		}
 		body, err := proto.Marshal(req)
-		return "/api/v1/forward_backward", body, []Option{WithContentType("application/x-protobuf")}, err
+		if err == nil && cfg.ProtoCompressFwdbwd {
+			body = zstdEncoder.EncodeAll(body, nil)
+		}
+		return "/api/v1/forward_backward", body, bodyOpts, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s on %s: %w", op, tc.modelID, err)
@@ -266,7 +274,7 @@ func (tc *TrainingClient) fwdbwd(ctx context.Context, in ForwardBackwardInput, f
 				if len(hs) > 1 {
 					err = fmt.Errorf("request %d of %d: %w", i+1, len(hs), err)
 				}
-				return nil, fmt.Errorf("%s on %s: %w", op, tc.modelID, err)
+				return nil, opError(op+" on "+tc.modelID, err)
 			}
 		}
 		return combineOutputs(parts), nil
@@ -307,6 +315,21 @@ func (p AdamParams) validate() error {
 	return nil
 }
 
+// adamWire is AdamParams as the SDK sends them: every field a JSON float.
+type adamWire struct {
+	LearningRate wireFloat `json:"learning_rate"`
+	Beta1        wireFloat `json:"beta1"`
+	Beta2        wireFloat `json:"beta2"`
+	Eps          wireFloat `json:"eps"`
+	WeightDecay  wireFloat `json:"weight_decay"`
+	GradClipNorm wireFloat `json:"grad_clip_norm"`
+}
+
+func (p AdamParams) wire() adamWire {
+	return adamWire{wireFloat(p.LearningRate), wireFloat(p.Beta1), wireFloat(p.Beta2), wireFloat(p.Eps),
+		wireFloat(p.WeightDecay), wireFloat(p.GradClipNorm)}
+}
+
 // OptimStepResponse is the result of optim_step; its metrics include the
 // global gradient norm before clipping (unclipped_grad_l2:mean).
 type OptimStepResponse struct {
@@ -322,11 +345,11 @@ func (tc *TrainingClient) OptimStepAsync(ctx context.Context, p AdamParams) (*Fu
 	}
 	hs, submitted, err := tc.submitOrdered(ctx, 1, func(_ int, seq int64) (string, any, []Option, error) {
 		return "/api/v1/optim_step", struct {
-			AdamParams AdamParams `json:"adam_params"`
-			ModelID    string     `json:"model_id"`
-			SeqID      int64      `json:"seq_id"`
-			Type       string     `json:"type"`
-		}{p, tc.modelID, seq, "optim_step"}, nil, nil
+			AdamParams adamWire `json:"adam_params"`
+			ModelID    string   `json:"model_id"`
+			SeqID      int64    `json:"seq_id"`
+			Type       string   `json:"type"`
+		}{p.wire(), tc.modelID, seq, "optim_step"}, nil, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("optim_step on %s: %w", tc.modelID, err)
@@ -334,7 +357,7 @@ func (tc *TrainingClient) OptimStepAsync(ctx context.Context, p AdamParams) (*Fu
 	return newFuture(func(ctx context.Context) (*OptimStepResponse, error) {
 		var res OptimStepResponse
 		if err := tc.s.await(ctx, hs[0], "OptimStep", submitted, &res, false); err != nil {
-			return nil, fmt.Errorf("optim_step on %s: %w", tc.modelID, err)
+			return nil, opError("optim_step on "+tc.modelID, err)
 		}
 		if res.Metrics == nil {
 			res.Metrics = map[string]float64{}
@@ -415,4 +438,14 @@ func (tc *TrainingClient) load(ctx context.Context, path string, optimizer bool)
 // GetInfo returns the model's metadata; it does not take a seq id.
 func (tc *TrainingClient) GetInfo(ctx context.Context) (*GetInfoResponse, error) {
 	return tc.s.c.GetInfo(ctx, tc.modelID)
+}
+
+// opError puts what was being done before err, unless the server's
+// message already starts with it (the local server names the operation
+// and model itself), so the two do not repeat each other.
+func opError(what string, err error) error {
+	if strings.HasPrefix(err.Error(), what+": ") {
+		return err
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }

@@ -375,7 +375,7 @@ func TestSeqIDsAcrossChunksAndSteps(t *testing.T) {
 	if q := f.requests("/api/v1/create_model")[0]; q.Body["model_seq_id"] != 0.0 {
 		t.Errorf("create_model %s", q.Raw)
 	}
-	if q := f.requests("/api/v1/optim_step")[0]; q.Raw != `{"adam_params":{"learning_rate":0.0001,"beta1":0.9,"beta2":0.95,"eps":1e-12,"weight_decay":0,"grad_clip_norm":0},"model_id":"sess-1:train:0","seq_id":3,"type":"optim_step"}` {
+	if q := f.requests("/api/v1/optim_step")[0]; q.Raw != `{"adam_params":{"learning_rate":0.0001,"beta1":0.9,"beta2":0.95,"eps":1e-12,"weight_decay":0.0,"grad_clip_norm":0.0},"model_id":"sess-1:train:0","seq_id":3,"type":"optim_step"}` {
 		t.Errorf("optim_step body %s", q.Raw)
 	}
 	if q := f.requests("/api/v1/load_weights")[0]; q.Raw != `{"model_id":"sess-1:train:0","path":"tinker://sess-1:train:0/weights/s1","seq_id":8,"optimizer":true,"type":"load_weights"}` {
@@ -419,7 +419,7 @@ func TestPipelinedStepSubmitsBeforeAwaiting(t *testing.T) {
 	if again, err := fb.Wait(ctx); err != nil || again != res || f.count("/api/v1/retrieve_future") != polls {
 		t.Errorf("second Wait: %v %v", again, err)
 	}
-	if q := f.requests("/api/v1/optim_step")[0]; !strings.Contains(q.Raw, `"adam_params":{"learning_rate":0.5,"beta1":0.8,"beta2":0.9,"eps":1e-8,"weight_decay":0.1,"grad_clip_norm":1}`) {
+	if q := f.requests("/api/v1/optim_step")[0]; !strings.Contains(q.Raw, `"adam_params":{"learning_rate":0.5,"beta1":0.8,"beta2":0.9,"eps":1e-8,"weight_decay":0.1,"grad_clip_norm":1.0}`) {
 		t.Errorf("optim_step body %s", q.Raw)
 	}
 }

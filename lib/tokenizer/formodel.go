@@ -24,12 +24,16 @@ type modelEntry struct {
 }
 
 // ForModel returns the tokenizer of a Tinker base model (e.g.
-// "Qwen/Qwen3-8B"): Tiny for the built-in tiny models, otherwise one found
-// in the Hugging Face cache or downloaded from the Hub (see hfhub).
-// Tokenizers are loaded once per process and shared.
+// "Qwen/Qwen3-8B"): Tiny for the built-in tiny models, the directory's own
+// for a model directory served under its name (models.Arch.Dir), otherwise
+// one found in the Hugging Face cache or downloaded from the Hub (see
+// hfhub). Tokenizers are loaded once per process and shared.
 func ForModel(ctx context.Context, baseModel string) (*Tokenizer, error) {
 	if models.IsTiny(baseModel) {
 		return Tiny()
+	}
+	if a, ok := models.Lookup(baseModel); ok && a.Dir != "" {
+		return forDir(a)
 	}
 	repo, rev := hfhub.TokenizerRefForModel(baseModel)
 	return ForRepo(ctx, repo, rev)
@@ -46,13 +50,7 @@ func ForRepo(ctx context.Context, repoID, revision string) (*Tokenizer, error) {
 		return nil, fmt.Errorf("tokenizer %s is private to Thinking Machines and cannot be loaded locally", repoID)
 	}
 	key := repoID + "@" + revision
-	modelMu.Lock()
-	e, ok := modelCache[key]
-	if !ok {
-		e = &modelEntry{}
-		modelCache[key] = e
-	}
-	modelMu.Unlock()
+	e := cacheEntry(key)
 	e.once.Do(func() {
 		dir, err := hfhub.FromEnv().Resolve(ctx, repoID, revision)
 		if err != nil {
@@ -76,6 +74,32 @@ func ForRepo(ctx context.Context, repoID, revision string) (*Tokenizer, error) {
 		modelMu.Unlock()
 	}
 	return e.tok, e.err
+}
+
+// forDir loads a served model directory's own tokenizer, once per process:
+// such a model never has another tokenizer fetched for it.
+func forDir(a *models.Arch) (*Tokenizer, error) {
+	e := cacheEntry("dir:" + a.Dir)
+	e.once.Do(func() {
+		if e.tok, e.err = Load(a.Dir); e.err != nil {
+			e.err = fmt.Errorf("tokenizer of %s (%s): %w", a.Name, a.Dir, e.err)
+			return
+		}
+		e.tok.id = a.Name
+	})
+	return e.tok, e.err
+}
+
+// cacheEntry is the process-wide entry for a tokenizer, made on first use.
+func cacheEntry(key string) *modelEntry {
+	modelMu.Lock()
+	defer modelMu.Unlock()
+	e, ok := modelCache[key]
+	if !ok {
+		e = &modelEntry{}
+		modelCache[key] = e
+	}
+	return e
 }
 
 // readChatTemplateFile returns dir/chat_template.jinja, where newer repos

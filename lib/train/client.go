@@ -18,9 +18,11 @@ type Client interface {
 }
 
 // Session opens the training client of a run: a new adapter, or one
-// restored (with its optimizer) from the state a resumed run saved.
+// restored from a saved state (with its optimizer when a run resumes).
+// Its Client looks up the backend's models and a state's base model.
 // *tinkerapi.Session has it.
 type Session interface {
+	Client() *tinkerapi.Client
 	CreateTrainingClient(ctx context.Context, baseModel string, lora tinkerapi.LoraConfig, userMetadata map[string]string) (*tinkerapi.TrainingClient, error)
 	CreateTrainingClientFromState(ctx context.Context, path string, opts tinkerapi.StateOptions) (*tinkerapi.TrainingClient, error)
 }
@@ -28,10 +30,15 @@ type Session interface {
 var _ Session = (*tinkerapi.Session)(nil)
 var _ Client = (*tinkerapi.TrainingClient)(nil)
 
-// adam is the default Adam settings at learning rate lr.
+// LoopAdamEps is the Adam epsilon the loops send: the cookbook's SFT, DPO
+// and RL loops send 1e-8, where the SDK's optim_step defaults to 1e-12
+// (which training_client().optim_step keeps).
+const LoopAdamEps = 1e-8
+
+// adam is the loops' Adam settings at learning rate lr.
 func adam(lr float64) tinkerapi.AdamParams {
 	p := tinkerapi.DefaultAdamParams()
-	p.LearningRate = lr
+	p.LearningRate, p.Eps = lr, LoopAdamEps
 	return p
 }
 

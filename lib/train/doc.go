@@ -15,6 +15,8 @@
 //     barriers where a save or an evaluation must see a step's weights,
 //     records metrics, saves every SaveEvery steps and at the end, and on
 //     Ctrl-C saves the last finished step and returns InterruptedError.
+//     A step's requests are sent with the uncancelled context, so an
+//     interrupt never leaves a seq_id gap the server would wait for.
 //     A loop is a stepper: submit(step) sends the step's requests and
 //     returns a function that awaits them and yields its metrics record.
 //   - logdir.go: log_dir with config.json (the settings that must match to
@@ -25,6 +27,12 @@
 //   - status.go and chart.go: the live step line (Status) and the column
 //     chart of a run, both driven by the Record interface every loop's
 //     metrics type implements (its step, its headline figure, its tokens).
+//   - start.go: where a run begins, resolved once for every loop: a base
+//     model the backend serves (a mistyped one is worded as sample()
+//     words it) or a saved state whose base model sets the rate, the
+//     renderer and the tokenizer; and the learning-rate default.
+//   - retention.go: what a run deletes as it saves (states beyond the
+//     newest KeepStates, RL's superseded policy snapshots).
 //   - client.go: the small Client and Session interfaces over the Tinker
 //     API client that loops use, so the loops depend on what they call.
 //   - data.go and rows.go: data as JSON rows from a JSONL file or a

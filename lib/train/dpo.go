@@ -15,8 +15,13 @@ import (
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 )
 
-// DefaultDPOBeta is the DPO temperature β of dpo() and `tinker train dpo`.
-const DefaultDPOBeta = 0.1
+// DPO defaults of dpo() and `tinker train dpo`, the cookbook's: the
+// temperature β, and a learning rate that does not follow the SFT rule
+// (lr_for) but is the cookbook's recommended starting point for DPO.
+const (
+	DefaultDPOBeta         = 0.1
+	DefaultDPOLearningRate = 1e-5
+)
 
 // Pair is one preference row: a prompt and two answers, the chosen one
 // preferred.
@@ -53,14 +58,14 @@ func Pairs(rows []Row) ([]Pair, error) {
 // DPOOptions is one direct preference optimisation run.
 type DPOOptions struct {
 	RunOptions
-	BaseModel    string
+	BaseModel    string // or a state to start from, as in SFTOptions
 	Data         []Pair
 	Lora         tinkerapi.LoraConfig
 	Renderer     string
 	Beta         float64
 	BatchSize    int // pairs per step
 	Epochs       int
-	LearningRate float64
+	LearningRate float64 // 0: DefaultDPOLearningRate
 	Schedule     string
 	MaxLength    int
 }
@@ -89,7 +94,7 @@ func (m DPOMetrics) Throughput() (tokens int, s float64) { return m.Tokens, m.Se
 type DPOResult = Result[DPOMetrics]
 
 func (o *DPOOptions) check() error {
-	sft := SFTOptions{RunOptions: o.RunOptions, Lora: o.Lora, TrainOn: chat.TrainLastAssistant, BatchSize: o.BatchSize, Epochs: o.Epochs,
+	sft := SFTOptions{RunOptions: o.RunOptions, Lora: o.Lora, TrainOn: chat.TrainLastAssistant, Reduction: ReductionNone, BatchSize: o.BatchSize, Epochs: o.Epochs,
 		LearningRate: o.LearningRate, Schedule: o.Schedule, MaxLength: o.MaxLength}
 	if err := sft.check(); err != nil {
 		return err
@@ -103,6 +108,7 @@ func (o *DPOOptions) check() error {
 // dpoConfig is log_dir/config.json of DPO.
 type dpoConfig struct {
 	BaseModel    string  `json:"base_model"`
+	From         string  `json:"from,omitempty"`
 	DataSHA256   string  `json:"data_sha256"`
 	Rank         int     `json:"rank"`
 	Seed         *int64  `json:"seed"`
@@ -118,13 +124,14 @@ type dpoConfig struct {
 }
 
 // pairData renders each pair as two datums, chosen then rejected, that
-// weigh the answer's tokens only.
+// weigh the answer's tokens only, 0/1: DPO compares sequence
+// log-likelihoods (token sums), as the cookbook's does.
 func pairData(r chat.Renderer, pairs []Pair, maxLength int) ([]tinkerapi.Datum, error) {
 	out := make([]tinkerapi.Datum, 0, 2*len(pairs))
 	for _, p := range pairs {
 		for _, answer := range []string{p.Chosen, p.Rejected} {
 			msgs := append(append([]chat.Message(nil), p.Prompt...), chat.Message{Role: "assistant", Content: answer})
-			d, err := ConversationDatum(r, msgs, chat.TrainLastAssistant, maxLength, false)
+			d, err := ConversationDatum(r, msgs, DatumOptions{TrainOn: chat.TrainLastAssistant, MaxLength: maxLength, Reduction: ReductionNone})
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", p.Where, err)
 			}
@@ -142,6 +149,10 @@ func DPO(ctx context.Context, s Session, o DPOOptions) (*DPOResult, error) {
 	if err := o.check(); err != nil {
 		return nil, userErr(err.Error())
 	}
+	st, err := begin(ctx, s, &o.RunOptions, &o.BaseModel, &o.LearningRate, &o.Lora, dpoRate)
+	if err != nil {
+		return nil, err
+	}
 	r, err := modelref.Renderer(ctx, o.BaseModel, o.Renderer)
 	if err != nil {
 		return nil, userErr(err.Error())
@@ -151,18 +162,18 @@ func DPO(ctx context.Context, s Session, o DPOOptions) (*DPOResult, error) {
 		return nil, userErr(err.Error())
 	}
 	perEpoch := (len(o.Data) + o.BatchSize - 1) / o.BatchSize
-	cfg := dpoConfig{BaseModel: o.BaseModel, DataSHA256: dataHash(data), Rank: o.Lora.Rank, Seed: o.Lora.Seed, Renderer: r.Name(),
+	cfg := dpoConfig{BaseModel: o.BaseModel, From: st.from, DataSHA256: dataHash(data), Rank: o.Lora.Rank, Seed: o.Lora.Seed, Renderer: r.Name(),
 		Beta: o.Beta, MaxLength: o.MaxLength, BatchSize: o.BatchSize, Epochs: o.Epochs, LearningRate: o.LearningRate,
 		Schedule: o.Schedule, SaveEvery: o.SaveEvery, Name: o.Name}
-	run, err := newRunner[DPOMetrics](ctx, &o.RunOptions, o.BaseModel, perEpoch*o.Epochs, cfg, "dpo")
+	run, err := newRunner[DPOMetrics](ctx, &o.RunOptions, st, perEpoch*o.Epochs, cfg, "dpo")
 	if err != nil {
-		return nil, userErr("log_dir: " + err.Error())
+		return nil, logDirErr(err)
 	}
 	if run.done() {
 		return run.res, nil
 	}
-	if err := run.open(ctx, s, o.BaseModel, o.Lora, "tinker dpo"); err != nil {
-		return nil, err
+	if err := run.open(ctx, s, o.Lora, "tinker dpo"); err != nil {
+		return nil, run.stopped(ctx, err)
 	}
 	defer run.close()
 	l := &dpoLoop{runner: run, o: &o, data: data, perEpoch: perEpoch}
@@ -170,7 +181,7 @@ func DPO(ctx context.Context, s Session, o DPOOptions) (*DPOResult, error) {
 		l.seed = uint64(*o.Lora.Seed)
 	}
 	if l.ref, err = l.reference(ctx); err != nil {
-		return nil, fmt.Errorf("reference log-likelihoods: %w", err)
+		return nil, run.stopped(ctx, fmt.Errorf("reference log-likelihoods: %w", err))
 	}
 	return run.drive(ctx, l)
 }
@@ -289,16 +300,17 @@ func (l *dpoLoop) submit(ctx context.Context, step int) (func() (DPOMetrics, err
 		ref = append(ref, l.ref[2*j], l.ref[2*j+1])
 		m.Tokens += len(l.data[2*j].ModelInput) + len(l.data[2*j+1].ModelInput)
 	}
-	pol, err := seqLogprobs(ctx, l.tc, batch, len(batch))
+	// The step's requests use the uncancelled context, as SFT's do.
+	pol, err := seqLogprobs(l.wait, l.tc, batch, len(batch))
 	if err != nil {
 		return nil, err
 	}
 	weighted := l.lossWeights(batch, pol, ref, &m)
-	fb, err := l.tc.ForwardBackwardAsync(ctx, tinkerapi.ForwardBackwardInput{Data: weighted, LossFn: "cross_entropy"})
+	fb, err := l.tc.ForwardBackwardAsync(l.wait, tinkerapi.ForwardBackwardInput{Data: weighted, LossFn: "cross_entropy"})
 	if err != nil {
 		return nil, err
 	}
-	opt, err := l.tc.OptimStepAsync(ctx, adam(lr))
+	opt, err := l.tc.OptimStepAsync(l.wait, adam(lr))
 	if err != nil {
 		return nil, err
 	}

@@ -184,8 +184,33 @@ func configDiff(got, want []byte) string {
 	var diffs []string
 	for _, k := range keys {
 		if fmt.Sprint(a[k]) != fmt.Sprint(b[k]) {
-			diffs = append(diffs, fmt.Sprintf("%s was %v, now %v", k, a[k], b[k]))
+			diffs = append(diffs, settingChange(k, a[k], b[k]))
 		}
 	}
 	return strings.Join(diffs, "; ")
+}
+
+// settingChange words one changed setting; a changed file is named, not
+// shown as two hashes.
+func settingChange(key string, was, now any) string {
+	if what, ok := strings.CutSuffix(key, "_sha256"); ok {
+		switch what {
+		case "data":
+			what = "training data"
+		case "eval":
+			what = "eval data"
+		}
+		return fmt.Sprintf("the %s changed", what)
+	}
+	return fmt.Sprintf("%s was %v, now %v", key, was, now)
+}
+
+// logDirErr is a log_dir failure as the one line a user sees: prefixed
+// "log_dir: " unless it names the log_dir already.
+func logDirErr(err error) error {
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "log_dir") {
+		msg = "log_dir: " + msg
+	}
+	return userErr(msg)
 }

@@ -22,6 +22,9 @@ type inflight[M Record] struct {
 func (r *runner[M]) drive(ctx context.Context, s stepper[M]) (*Result[M], error) {
 	start := r.st.Step
 	r.finished, r.resultsAt = start, []time.Time{time.Now()}
+	if start > 0 && r.o.OnResume != nil {
+		r.o.OnResume(start, r.total)
+	}
 	var queue []inflight[M]
 	next := start
 	for {
@@ -36,13 +39,16 @@ func (r *runner[M]) drive(ctx context.Context, s stepper[M]) (*Result[M], error)
 			if ctx.Err() == nil {
 				return nil, fmt.Errorf("step %d: %w", next+1, err)
 			}
+			// Interrupted while submitting: the requests a step sends go
+			// out whole (with the uncancelled context), so none is lost
+			// and no later request waits for it at the server.
 			// Interrupted while submitting: finish what was queued.
 		}
 		if len(queue) == 0 {
 			break
 		}
 		if err := r.finish(queue[0]); err != nil {
-			return nil, err
+			return nil, r.stopped(ctx, err)
 		}
 		queue = queue[1:]
 	}
@@ -76,7 +82,6 @@ func (r *runner[M]) finish(f inflight[M]) error {
 		if err := r.save(n, n == r.total); err != nil {
 			return fmt.Errorf("save after step %d: %w", n, err)
 		}
-		r.st.Step = n
 	}
 	return nil
 }
@@ -89,13 +94,29 @@ func (r *runner[M]) end(ctx context.Context) (*Result[M], error) {
 	}
 	if r.finished > r.st.Step || r.st.StatePath == "" {
 		if err := r.save(r.finished, false); err != nil {
-			return nil, fmt.Errorf("save the state of step %d: %w", r.finished, err)
+			return nil, r.stopped(ctx, fmt.Errorf("save the state of step %d: %w", r.finished, err))
 		}
 	}
 	if ctx.Err() != nil {
-		return r.res, &InterruptedError{Step: r.finished, Total: r.total, StatePath: r.res.StatePath, LogDir: r.o.LogDir}
+		return r.res, r.interrupted()
 	}
 	return r.res, nil
+}
+
+// interrupted is the error of a run stopped by Ctrl-C: the last saved
+// state and how to resume from it.
+func (r *runner[M]) interrupted() *InterruptedError {
+	return &InterruptedError{Step: r.st.Step, Total: r.total, StatePath: r.st.StatePath, LogDir: r.o.LogDir}
+}
+
+// stopped is err, or the interrupt that caused it: once ctx is cancelled,
+// whatever failed after it (a request cut short) is worded as the
+// interrupt, with the last state saved.
+func (r *runner[M]) stopped(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return r.interrupted()
+	}
+	return err
 }
 
 // save stores the training state after step (and, at the end, the sampler
@@ -120,6 +141,10 @@ func (r *runner[M]) save(step int, final bool) error {
 			return fmt.Errorf("log_dir: %w", err)
 		}
 	}
+	// Recorded at once: an interrupt right after this save must not save
+	// the same step again (the name would already exist).
+	r.st = next
+	r.keep.saved(r.wait, path)
 	r.res.StatePath, r.res.SamplerPath = next.StatePath, next.SamplerPath
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tinkershell/tinker/lib/chat"
 	"github.com/tinkershell/tinker/lib/modelref"
+	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"github.com/tinkershell/tinker/lib/tokenizer"
 )
@@ -23,7 +24,8 @@ const (
 )
 
 // samplerTTL keeps the per-step policy snapshots RL samples from for a
-// day: they are needed only while the step runs.
+// day at most: they are needed only while the step runs, and each is
+// deleted once the next exists (unless the run keeps every checkpoint).
 const samplerTTL = 24 * 3600
 
 // Prompt is one RL prompt: plain text (encoded with the tokenizer) or a
@@ -59,7 +61,7 @@ func Prompts(rows []Row) ([]Prompt, error) {
 // RLOptions is one RL run.
 type RLOptions struct {
 	RunOptions
-	BaseModel string
+	BaseModel string // or a state to start from, as in SFTOptions
 	Prompts   []Prompt
 	// Reward scores a completion of Prompts[prompt]; it is called on the
 	// caller's goroutine, one completion at a time.
@@ -71,18 +73,23 @@ type RLOptions struct {
 	Steps        int
 	MaxTokens    int
 	Temperature  float64
-	Loss         string // importance_sampling, ppo or cispo
-	LearningRate float64
+	Loss         string  // importance_sampling, ppo or cispo
+	LearningRate float64 // 0: lr_for(BaseModel)
+	// DropEqualGroups drops the groups whose rewards are all equal (their
+	// advantages are 0) and skips the optimizer step when none is left.
+	// By default, as in the cookbook, they are trained on (with advantage
+	// 0) and every step steps, so Adam's momentum carries on.
+	DropEqualGroups bool
 }
 
 // RLMetrics is one step of RL.
 type RLMetrics struct {
 	Step         int     `json:"step"`
-	MeanReward   float64 `json:"mean_reward"` // over every completion sampled
-	Loss         float64 `json:"loss"`        // per trained token
-	Tokens       int     `json:"tokens"`      // completion tokens sampled
-	Trained      int     `json:"num_trained"` // completions trained on
-	Skipped      int     `json:"skipped_groups"`
+	MeanReward   float64 `json:"mean_reward"`    // over every completion sampled
+	Loss         float64 `json:"loss"`           // per trained token
+	Tokens       int     `json:"tokens"`         // completion tokens sampled
+	Trained      int     `json:"num_trained"`    // completions trained on
+	Skipped      int     `json:"skipped_groups"` // dropped by DropEqualGroups
 	LearningRate float64 `json:"learning_rate"`
 	Seconds      float64 `json:"time"`
 }
@@ -103,15 +110,15 @@ func (o *RLOptions) check() error {
 	switch {
 	case o.GroupSize < 2:
 		return fmt.Errorf("group_size must be at least 2 (advantages compare completions of one prompt)")
-	case o.BatchSize < 0 || o.SaveEvery < 0 || o.MaxSteps < 0:
-		return fmt.Errorf("batch_size, save_every and max_steps must not be negative")
+	case o.BatchSize < 0 || o.SaveEvery < 0 || o.MaxSteps < 0 || o.KeepStates < 0:
+		return fmt.Errorf("batch_size, save_every, max_steps and keep_states must not be negative")
 	case o.Steps < 1:
 		return fmt.Errorf("steps must be at least 1")
 	case o.MaxTokens < 1:
 		return fmt.Errorf("max_tokens must be at least 1")
 	case !positive(o.Temperature):
 		return fmt.Errorf("temperature must be positive (RL needs varied completions)")
-	case !positive(o.LearningRate):
+	case o.LearningRate != 0 && !positive(o.LearningRate): // 0: the default
 		return fmt.Errorf("learning_rate must be positive")
 	case o.Lora.Rank < 1:
 		return fmt.Errorf("rank must be positive")
@@ -125,6 +132,7 @@ func (o *RLOptions) check() error {
 // compared: resuming with another one is the caller's choice.
 type rlConfig struct {
 	BaseModel     string  `json:"base_model"`
+	From          string  `json:"from,omitempty"`
 	PromptsSHA256 string  `json:"prompts_sha256"`
 	Rank          int     `json:"rank"`
 	Seed          *int64  `json:"seed"`
@@ -136,6 +144,7 @@ type rlConfig struct {
 	Temperature   float64 `json:"temperature"`
 	Loss          string  `json:"loss"`
 	LearningRate  float64 `json:"learning_rate"`
+	DropEqual     bool    `json:"drop_equal_groups,omitempty"`
 	SaveEvery     int     `json:"save_every"`
 	Name          string  `json:"name"`
 }
@@ -156,6 +165,10 @@ func RL(ctx context.Context, s SamplingSession, o RLOptions) (*RLResult, error) 
 	if err := o.check(); err != nil {
 		return nil, userErr(err.Error())
 	}
+	st, err := begin(ctx, s, &o.RunOptions, &o.BaseModel, &o.LearningRate, &o.Lora, models.LoRALearningRate)
+	if err != nil {
+		return nil, err
+	}
 	tok, err := tokenizer.ForModel(ctx, o.BaseModel)
 	if err != nil {
 		return nil, userErr(err.Error())
@@ -164,24 +177,25 @@ func RL(ctx context.Context, s SamplingSession, o RLOptions) (*RLResult, error) 
 	if err != nil {
 		return nil, userErr(err.Error())
 	}
-	cfg := rlConfig{BaseModel: o.BaseModel, PromptsSHA256: promptHash(prompts), Rank: o.Lora.Rank, Seed: o.Lora.Seed, Renderer: renderer,
+	cfg := rlConfig{BaseModel: o.BaseModel, From: st.from, PromptsSHA256: promptHash(prompts), Rank: o.Lora.Rank, Seed: o.Lora.Seed, Renderer: renderer,
 		GroupSize: o.GroupSize, BatchSize: o.BatchSize, Steps: o.Steps, MaxTokens: o.MaxTokens, Temperature: o.Temperature, Loss: o.Loss,
-		LearningRate: o.LearningRate, SaveEvery: o.SaveEvery, Name: o.Name}
-	run, err := newRunner[RLMetrics](ctx, &o.RunOptions, o.BaseModel, o.Steps, cfg, "rl")
+		LearningRate: o.LearningRate, DropEqual: o.DropEqualGroups, SaveEvery: o.SaveEvery, Name: o.Name}
+	run, err := newRunner[RLMetrics](ctx, &o.RunOptions, st, o.Steps, cfg, "rl")
 	if err != nil {
-		return nil, userErr("log_dir: " + err.Error())
+		return nil, logDirErr(err)
 	}
 	if run.done() {
 		return run.res, nil
 	}
-	if err := run.open(ctx, s, o.BaseModel, o.Lora, "tinker rl"); err != nil {
-		return nil, err
+	if err := run.open(ctx, s, o.Lora, "tinker rl"); err != nil {
+		return nil, run.stopped(ctx, err)
 	}
 	defer run.close()
 	l := &rlLoop{runner: run, o: &o, s: s, tok: tok, prompts: prompts}
 	if o.Lora.Seed != nil {
 		l.seed = uint64(*o.Lora.Seed)
 	}
+	defer func() { l.keep.replaced(l.wait, l.policy) }() // the final sampler weights stay
 	return run.drive(ctx, l)
 }
 
@@ -234,6 +248,7 @@ type rlLoop struct {
 	tok     *tokenizer.Tokenizer
 	prompts []rlPrompt
 	seed    uint64
+	policy  string // the latest policy snapshot, deleted once superseded
 }
 
 func (l *rlLoop) barrier(int) bool { return true }
@@ -258,14 +273,18 @@ func (l *rlLoop) submit(ctx context.Context, step int) (func() (RLMetrics, error
 	}
 	data, trained := l.data(groups, &m)
 	if len(data) == 0 {
-		// No group had signal: nothing to train, the weights stay.
+		// Every group was dropped (or sampled nothing): the weights stay.
 		return func() (RLMetrics, error) { m.Seconds = l.lap(); return m, nil }, nil
 	}
-	fb, err := l.tc.ForwardBackwardAsync(ctx, tinkerapi.ForwardBackwardInput{Data: data, LossFn: l.o.Loss})
+	if ctx.Err() != nil {
+		return nil, ctx.Err() // interrupted while sampling or scoring
+	}
+	// The step's requests use the uncancelled context, as SFT's do.
+	fb, err := l.tc.ForwardBackwardAsync(l.wait, tinkerapi.ForwardBackwardInput{Data: data, LossFn: l.o.Loss})
 	if err != nil {
 		return nil, err
 	}
-	opt, err := l.tc.OptimStepAsync(ctx, adam(l.o.LearningRate))
+	opt, err := l.tc.OptimStepAsync(l.wait, adam(l.o.LearningRate))
 	if err != nil {
 		return nil, err
 	}
@@ -288,10 +307,12 @@ func (l *rlLoop) submit(ctx context.Context, step int) (func() (RLMetrics, error
 // the step's prompts, concurrently.
 func (l *rlLoop) sample(ctx context.Context, step int) ([]group, error) {
 	ttl := int64(samplerTTL)
-	path, err := l.tc.SaveWeightsForSampler(ctx, fmt.Sprintf("%s-policy-%06d", l.prefix, step), &ttl)
+	path, err := l.tc.SaveWeightsForSampler(l.wait, fmt.Sprintf("%s-policy-%06d", l.prefix, step), &ttl)
 	if err != nil {
 		return nil, fmt.Errorf("save the policy for sampling: %w", err)
 	}
+	l.keep.replaced(l.wait, l.policy)
+	l.policy = path
 	id, err := l.s.CreateSamplingSession(ctx, "", path)
 	if err != nil {
 		return nil, err
@@ -387,22 +408,15 @@ func clip(s string, n int) string {
 	return string(r[:n]) + "…"
 }
 
-// data turns the groups with signal into policy-gradient data: each
-// completion's tokens are trained with its advantage (reward − the group
-// mean) against the logprobs it was sampled with; the prompt's tokens
-// weigh nothing. Groups whose rewards are all equal teach nothing and are
-// skipped.
+// data turns the groups into policy-gradient data: each completion's
+// tokens are trained with its advantage (reward − the group mean) against
+// the logprobs it was sampled with; the prompt's tokens weigh nothing.
+// Groups whose rewards are all equal have advantage 0; DropEqualGroups
+// leaves them out.
 func (l *rlLoop) data(groups []group, m *RLMetrics) (out []tinkerapi.Datum, tokens int) {
 	for _, gr := range groups {
-		mean := 0.0
-		for _, r := range gr.rewards {
-			mean += r / float64(len(gr.rewards))
-		}
-		signal := false
-		for _, r := range gr.rewards {
-			signal = signal || r != gr.rewards[0]
-		}
-		if !signal {
+		mean, equal := groupMean(gr.rewards)
+		if equal && l.o.DropEqualGroups {
 			m.Skipped++
 			continue
 		}
@@ -416,6 +430,20 @@ func (l *rlLoop) data(groups []group, m *RLMetrics) (out []tinkerapi.Datum, toke
 		}
 	}
 	return out, tokens
+}
+
+// groupMean is the mean of a group's rewards and whether they are all
+// equal (then the mean is that reward exactly, so advantages are 0).
+func groupMean(rewards []float64) (mean float64, equal bool) {
+	equal = true
+	for _, r := range rewards {
+		mean += r / float64(len(rewards))
+		equal = equal && r == rewards[0]
+	}
+	if equal && len(rewards) > 0 {
+		mean = rewards[0]
+	}
+	return mean, equal
 }
 
 // rlDatum is prompt+completion shifted into a datum whose targets past the

@@ -138,20 +138,3 @@ func jsonKind(raw json.RawMessage) string {
 	}
 	return "a number"
 }
-
-// Conversations reads rows of {"messages": [...]}.
-func Conversations(rows []Row) ([]Conversation, error) {
-	out := make([]Conversation, len(rows))
-	for i, r := range rows {
-		m, err := r.fields()
-		if err != nil {
-			return nil, err
-		}
-		msgs, err := r.messages(m)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = Conversation{Messages: msgs, Where: r.Where}
-	}
-	return out, nil
-}

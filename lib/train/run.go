@@ -13,12 +13,35 @@ type RunOptions struct {
 	LogDir    string // config.json, metrics.jsonl, state.json; "" for none
 	Name      string // checkpoint name prefix; "" for the loop's name
 	SaveEvery int    // steps between saved states; 0: only at the end
+	// KeepStates is how many saved states stay (the newest; the final
+	// ones always stay, and RL's policy snapshots go once the next
+	// exists); 0 keeps everything.
+	KeepStates int
 	// MaxSteps > 0 stops this call after that many steps of the run
 	// (saving its state); schedules still span the whole run.
 	MaxSteps int
 	// OnStep is told of each finished step (Status.Step draws it).
 	OnStep func(m Record, total int)
+	// OnResume is told, before the first step, that the run resumes
+	// after step of total (the step saved in LogDir).
+	OnResume func(step, total int)
 }
+
+// rate is a run's learning rate: the one given, or (when 0) the loop's
+// default for its base model, def.
+func rate(given float64, base string, def func(string) (float64, error)) (float64, error) {
+	if given != 0 {
+		return given, nil
+	}
+	lr, err := def(base)
+	if err != nil {
+		return 0, fmt.Errorf("learning_rate: %w", err)
+	}
+	return lr, nil
+}
+
+// dpoRate is DPO's default learning rate, whatever the model.
+func dpoRate(string) (float64, error) { return DefaultDPOLearningRate, nil }
 
 // Result is the outcome of a run, or of the part of it this call ran.
 type Result[M Record] struct {
@@ -50,6 +73,9 @@ type InterruptedError struct {
 }
 
 func (e *InterruptedError) Error() string {
+	if e.StatePath == "" {
+		return fmt.Sprintf("interrupted after step %d of %d, before any state was saved: nothing to resume; run it again to start over", e.Step, e.Total)
+	}
 	how := "training_client(state=...) continues from it; give log_dir to make runs resumable"
 	if e.LogDir != "" {
 		if e.Resume != nil {
@@ -66,7 +92,9 @@ func (e *InterruptedError) Error() string {
 // result. A loop supplies only the stepper.
 type runner[M Record] struct {
 	o      *RunOptions
+	start  start
 	tc     Client
+	keep   retention
 	log    *logDir[M] // nil without LogDir
 	res    *Result[M]
 	st     State // the last saved state
@@ -91,12 +119,12 @@ type stepper[M Record] interface {
 	barrier(step int) bool
 }
 
-// newRunner prepares a run of total steps whose settings are cfg, reading
-// the saved state of an earlier call from o.LogDir. The error is that of
-// the log directory.
-func newRunner[M Record](ctx context.Context, o *RunOptions, baseModel string, total int, cfg any, prefix string) (*runner[M], error) {
-	r := &runner[M]{o: o, total: total, prefix: o.Name, wait: context.WithoutCancel(ctx)}
-	r.res = &Result[M]{BaseModel: baseModel, Total: total, LogDir: o.LogDir}
+// newRunner prepares a run of total steps from st whose settings are cfg,
+// reading the saved state of an earlier call from o.LogDir. The error is
+// that of the log directory.
+func newRunner[M Record](ctx context.Context, o *RunOptions, st start, total int, cfg any, prefix string) (*runner[M], error) {
+	r := &runner[M]{o: o, start: st, total: total, prefix: o.Name, wait: context.WithoutCancel(ctx)}
+	r.res = &Result[M]{BaseModel: st.base, Total: total, LogDir: o.LogDir}
 	if r.prefix == "" {
 		r.prefix = prefix
 	}
@@ -113,26 +141,48 @@ func newRunner[M Record](ctx context.Context, o *RunOptions, baseModel string, t
 // done reports whether an earlier call finished the run.
 func (r *runner[M]) done() bool { return r.st.Step == r.total && r.st.SamplerPath != "" }
 
-// open creates the training client, restored from the saved state when
-// resuming, and starts the metrics log.
-func (r *runner[M]) open(ctx context.Context, s Session, baseModel string, lora tinkerapi.LoraConfig, createdBy string) error {
+// open creates the training client: restored with its optimizer from the
+// saved state when resuming, else from the start's weights (a fresh
+// optimizer) or a fresh adapter; then it starts the metrics log.
+func (r *runner[M]) open(ctx context.Context, s Session, lora tinkerapi.LoraConfig, createdBy string) error {
 	var tc *tinkerapi.TrainingClient
 	var err error
-	if r.st.StatePath != "" {
-		tc, err = s.CreateTrainingClientFromState(ctx, r.st.StatePath, tinkerapi.StateOptions{Optimizer: true, BaseModel: baseModel})
-	} else {
-		tc, err = s.CreateTrainingClient(ctx, baseModel, lora, map[string]string{"created_by": createdBy})
+	meta := map[string]string{"created_by": createdBy}
+	switch {
+	case r.st.StatePath != "":
+		tc, err = s.CreateTrainingClientFromState(ctx, r.st.StatePath, tinkerapi.StateOptions{Optimizer: true, BaseModel: r.start.base})
+		err = r.resumeErr(err)
+	case r.start.from != "":
+		tc, err = s.CreateTrainingClientFromState(ctx, r.start.from, tinkerapi.StateOptions{UserMetadata: meta})
+		err = stateErr(r.start.from, err)
+	default:
+		tc, err = s.CreateTrainingClient(ctx, r.start.base, lora, meta)
 	}
 	if err != nil {
 		return err
 	}
 	r.tc = tc
+	r.keep = retention{rest: s.Client(), keep: r.o.KeepStates}
+	if r.st.StatePath != "" {
+		r.keep.states = []string{r.st.StatePath}
+	}
 	if r.log != nil {
 		if err := r.log.start(); err != nil {
 			return fmt.Errorf("log_dir: %w", err)
 		}
 	}
 	return nil
+}
+
+// resumeErr words a failure to restore the saved state: one that is gone
+// says how to start over or go on from an older state.
+func (r *runner[M]) resumeErr(err error) error {
+	if err == nil || !gone(err) {
+		return err
+	}
+	return userErr(fmt.Sprintf("cannot resume: the state log_dir %s saved after step %d (%s) no longer exists (deleted or expired); "+
+		"start over with another log_dir (or remove %s), or start a new run from an older state: checkpoint.list() lists them, pass one as the base model",
+		r.o.LogDir, r.st.Step, r.st.StatePath, r.o.LogDir))
 }
 
 func (r *runner[M]) close() {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tinkershell/tinker/lib/chat"
 	"github.com/tinkershell/tinker/lib/modelref"
+	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 )
 
@@ -25,26 +26,29 @@ const (
 // SFTOptions is one supervised fine-tuning run.
 type SFTOptions struct {
 	RunOptions
+	// BaseModel is a base model, or a tinker://…/weights/… state to start
+	// from (its base model then counts).
 	BaseModel    string
 	Data         []Conversation
 	Eval         []Conversation
 	Lora         tinkerapi.LoraConfig
 	Renderer     string
 	TrainOn      string
-	MaxLength    int  // 0: no limit
-	Truncate     bool // cut longer examples instead of failing
+	MaxLength    int    // 0: no limit
+	Truncate     bool   // cut longer examples instead of failing
+	Reduction    string // ReductionMean (the cookbook's default) or ReductionNone
 	BatchSize    int
 	Epochs       int
-	LearningRate float64
-	Schedule     string // linear, constant or cosine
-	EvalEvery    int    // steps between evaluations; 0: only at the end
+	LearningRate float64 // 0: lr_for(BaseModel), the published rule
+	Schedule     string  // linear, constant or cosine
+	EvalEvery    int     // steps between evaluations; 0: only at the end
 }
 
 // SFTMetrics is one step of SFT, one line of metrics.jsonl.
 type SFTMetrics struct {
 	Step         int      `json:"step"`
 	Epoch        int      `json:"epoch"`
-	Loss         float64  `json:"loss"` // mean NLL per trained token
+	Loss         float64  `json:"loss"` // mean NLL per trained token, whatever the reduction
 	EvalNLL      *float64 `json:"eval_nll,omitempty"`
 	LearningRate float64  `json:"learning_rate"`
 	Tokens       int      `json:"tokens"`
@@ -70,12 +74,16 @@ func (o *SFTOptions) check() error {
 		return fmt.Errorf("batch_size must be at least 1")
 	case o.Epochs < 1:
 		return fmt.Errorf("epochs must be at least 1")
-	case !positive(o.LearningRate):
+	case o.LearningRate != 0 && !positive(o.LearningRate): // 0: the default
 		return fmt.Errorf("learning_rate must be positive")
-	case o.SaveEvery < 0 || o.EvalEvery < 0 || o.MaxLength < 0 || o.MaxSteps < 0:
-		return fmt.Errorf("save_every, eval_every, max_length and max_steps must not be negative")
+	case o.SaveEvery < 0 || o.EvalEvery < 0 || o.MaxLength < 0 || o.MaxSteps < 0 || o.KeepStates < 0:
+		return fmt.Errorf("save_every, eval_every, max_length, max_steps and keep_states must not be negative")
 	case o.Lora.Rank < 1:
 		return fmt.Errorf("rank must be positive")
+	}
+	var err error
+	if o.Reduction, err = CheckReduction(o.Reduction); err != nil {
+		return err
 	}
 	if !isTrainOn(o.TrainOn) {
 		return fmt.Errorf("train_on must be one of %s, got %q", strings.Join(chat.TrainOnRules(), ", "), o.TrainOn)
@@ -109,10 +117,12 @@ func batchOf(n, batchSize, step int, seed uint64) []int {
 	return order[i*batchSize : min((i+1)*batchSize, n)]
 }
 
-func toData(r chat.Renderer, convs []Conversation, o *SFTOptions) ([]tinkerapi.Datum, error) {
+// toData renders conversations as training examples with reduction.
+func toData(r chat.Renderer, convs []Conversation, o *SFTOptions, reduction string) ([]tinkerapi.Datum, error) {
 	out := make([]tinkerapi.Datum, len(convs))
+	do := DatumOptions{TrainOn: o.TrainOn, MaxLength: o.MaxLength, Truncate: o.Truncate, Reduction: reduction}
 	for i, c := range convs {
-		d, err := ConversationDatum(r, c.Messages, o.TrainOn, o.MaxLength, o.Truncate)
+		d, err := ConversationDatum(r, c.Messages, do)
 		if err != nil {
 			if strings.Contains(err.Error(), "longer than max_length") {
 				err = fmt.Errorf("%w (truncate=True cuts it)", err)
@@ -127,6 +137,7 @@ func toData(r chat.Renderer, convs []Conversation, o *SFTOptions) ([]tinkerapi.D
 // sftConfig is log_dir/config.json of SFT: what must match to resume.
 type sftConfig struct {
 	BaseModel    string  `json:"base_model"`
+	From         string  `json:"from,omitempty"`
 	DataSHA256   string  `json:"data_sha256"`
 	EvalSHA256   string  `json:"eval_sha256,omitempty"`
 	Rank         int     `json:"rank"`
@@ -136,6 +147,7 @@ type sftConfig struct {
 	TrainUnembed bool    `json:"train_unembed"`
 	Renderer     string  `json:"renderer"`
 	TrainOn      string  `json:"train_on"`
+	Reduction    string  `json:"reduction"`
 	MaxLength    int     `json:"max_length"`
 	BatchSize    int     `json:"batch_size"`
 	Epochs       int     `json:"epochs"`
@@ -146,9 +158,9 @@ type sftConfig struct {
 	Name         string  `json:"name"`
 }
 
-func (o *SFTOptions) config(renderer string, data, eval []tinkerapi.Datum) sftConfig {
-	return sftConfig{BaseModel: o.BaseModel, DataSHA256: dataHash(data), EvalSHA256: dataHash(eval), Rank: o.Lora.Rank, Seed: o.Lora.Seed,
-		TrainMLP: o.Lora.TrainMLP, TrainAttn: o.Lora.TrainAttn, TrainUnembed: o.Lora.TrainUnembed, Renderer: renderer, TrainOn: o.TrainOn,
+func (o *SFTOptions) config(st start, renderer string, data, eval []tinkerapi.Datum) sftConfig {
+	return sftConfig{BaseModel: o.BaseModel, From: st.from, DataSHA256: dataHash(data), EvalSHA256: dataHash(eval), Rank: o.Lora.Rank, Seed: o.Lora.Seed,
+		TrainMLP: o.Lora.TrainMLP, TrainAttn: o.Lora.TrainAttn, TrainUnembed: o.Lora.TrainUnembed, Renderer: renderer, TrainOn: o.TrainOn, Reduction: o.Reduction,
 		MaxLength: o.MaxLength, BatchSize: o.BatchSize, Epochs: o.Epochs, LearningRate: o.LearningRate, Schedule: o.Schedule,
 		SaveEvery: o.SaveEvery, EvalEvery: o.EvalEvery, Name: o.Name}
 }
@@ -161,28 +173,34 @@ func SFT(ctx context.Context, s Session, o SFTOptions) (*SFTResult, error) {
 	if err := o.check(); err != nil {
 		return nil, userErr(err.Error())
 	}
+	st, err := begin(ctx, s, &o.RunOptions, &o.BaseModel, &o.LearningRate, &o.Lora, models.LoRALearningRate)
+	if err != nil {
+		return nil, err
+	}
 	r, err := modelref.Renderer(ctx, o.BaseModel, o.Renderer)
 	if err != nil {
 		return nil, userErr(err.Error())
 	}
-	data, err := toData(r, o.Data, &o)
+	data, err := toData(r, o.Data, &o, o.Reduction)
 	if err != nil {
 		return nil, userErr(err.Error())
 	}
-	eval, err := toData(r, o.Eval, &o)
+	// Eval data keeps 0/1 weights whatever the reduction: its NLL is the
+	// mean per trained token, comparable between runs.
+	eval, err := toData(r, o.Eval, &o, ReductionNone)
 	if err != nil {
 		return nil, userErr("eval_data: " + err.Error())
 	}
 	perEpoch := (len(data) + o.BatchSize - 1) / o.BatchSize
-	run, err := newRunner[SFTMetrics](ctx, &o.RunOptions, o.BaseModel, perEpoch*o.Epochs, o.config(r.Name(), data, eval), "sft")
+	run, err := newRunner[SFTMetrics](ctx, &o.RunOptions, st, perEpoch*o.Epochs, o.config(st, r.Name(), data, eval), "sft")
 	if err != nil {
-		return nil, userErr("log_dir: " + err.Error())
+		return nil, logDirErr(err)
 	}
 	if run.done() {
 		return run.res, nil
 	}
-	if err := run.open(ctx, s, o.BaseModel, o.Lora, "tinker sft"); err != nil {
-		return nil, err
+	if err := run.open(ctx, s, o.Lora, "tinker sft"); err != nil {
+		return nil, run.stopped(ctx, err)
 	}
 	defer run.close()
 	l := &sftLoop{runner: run, o: &o, data: data, eval: eval, perEpoch: perEpoch}
@@ -218,13 +236,16 @@ func (l *sftLoop) submit(ctx context.Context, step int) (func() (SFTMetrics, err
 		batch = append(batch, l.data[j])
 		tokens += len(l.data[j].ModelInput)
 	}
-	fb, err := l.tc.ForwardBackwardAsync(ctx, tinkerapi.ForwardBackwardInput{Data: batch, LossFn: "cross_entropy"})
+	// Both requests go out with the uncancelled context: an interrupt
+	// between them would leave a seq_id the server waits for (30 s) before
+	// it runs the save that follows. drive checks for it before submitting.
+	fb, err := l.tc.ForwardBackwardAsync(l.wait, tinkerapi.ForwardBackwardInput{Data: batch, LossFn: "cross_entropy"})
 	if err != nil {
 		return nil, err
 	}
 	// If this fails, the step's gradients stay unapplied and the run
 	// stops at the step before, whose weights are unchanged.
-	opt, err := l.tc.OptimStepAsync(ctx, adam(lr))
+	opt, err := l.tc.OptimStepAsync(l.wait, adam(lr))
 	if err != nil {
 		return nil, err
 	}
@@ -237,8 +258,7 @@ func (l *sftLoop) submit(ctx context.Context, step int) (func() (SFTMetrics, err
 		if err != nil {
 			return m, fmt.Errorf("step %d: %w", m.Step, err)
 		}
-		loss, _ := out.Loss()
-		m.Loss = loss / TotalWeight(batch)
+		m.Loss = TokenNLL(batch, out.Logprobs())
 		return l.evaluate(m)
 	}, nil
 }

@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -15,13 +16,23 @@ import (
 // localSession is a session on an in-process local server whose futures
 // are ready after delay.
 func localSession(tb testing.TB, delay time.Duration) *tinkerapi.Session {
+	return localSessionWith(tb, delay, nil)
+}
+
+// localSessionWith is localSession with the server's handler wrapped (a
+// test that records requests passes wrap).
+func localSessionWith(tb testing.TB, delay time.Duration, wrap func(http.Handler) http.Handler) *tinkerapi.Session {
 	pool := &engine.Pool{}
 	s, err := server.Open(server.Options{DataDir: tb.TempDir(), SweepInterval: -1, FutureDelay: delay,
 		PollHold: 500 * time.Millisecond, Sampler: server.EngineSampler(pool), Engine: pool})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	hs := httptest.NewServer(s.Handler())
+	h := s.Handler()
+	if wrap != nil {
+		h = wrap(h)
+	}
+	hs := httptest.NewServer(h)
 	tb.Cleanup(func() { hs.Close(); s.Close() })
 	c, err := tinkerapi.New(tinkerapi.Config{BaseURL: hs.URL, APIKey: "tml-train-test"})
 	if err != nil {

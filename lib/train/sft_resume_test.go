@@ -3,7 +3,10 @@ package train
 import (
 	"context"
 	"errors"
+	"net/http"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/tinkershell/tinker/lib/chat"
@@ -53,5 +56,57 @@ func TestSFTInterruptAndResume(t *testing.T) {
 		if a, b := whole.Steps[i].Loss, rest.Steps[i].Loss; a != b {
 			t.Errorf("step %d: loss %v resumed, %v uninterrupted", i+1, b, a)
 		}
+	}
+}
+
+// Ctrl-C right after a periodic save stops with that state: it is not
+// saved again under the same name (which failed with "already exists",
+// and the subcommand then printed only "Aborted!").
+func TestInterruptRightAfterASave(t *testing.T) {
+	sess := localSession(t, 0)
+	o := resumeOptions(filepath.Join(t.TempDir(), "run"))
+	ctx, onStep := interruptAt(t, o.SaveEvery)
+	o.OnStep = onStep
+	_, err := SFT(ctx, sess, o)
+	var ie *InterruptedError
+	if !errors.As(err, &ie) || ie.Step != o.SaveEvery || !strings.HasSuffix(ie.StatePath, "sft-000004") {
+		t.Fatalf("interrupted at a save: %v", err)
+	}
+}
+
+// Ctrl-C that lands while a step's requests are being sent does not cut
+// the pair short: every forward_backward the server got has its
+// optim_step (a lost one left a seq_id gap the next save waited 30 s
+// for), and the run stops with the last saved state.
+func TestInterruptWhileSubmitting(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var mu sync.Mutex
+	counts := map[string]int{}
+	sess := localSessionWith(t, 0, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			for _, op := range []string{"forward_backward", "optim_step"} {
+				if strings.HasSuffix(r.URL.Path, op) {
+					mu.Lock()
+					counts[op]++
+					if op == "forward_backward" && counts[op] == 3 {
+						cancel() // between step 3's two requests
+					}
+					mu.Unlock()
+				}
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	o := resumeOptions(filepath.Join(t.TempDir(), "run"))
+	_, err := SFT(ctx, sess, o)
+	var ie *InterruptedError
+	if !errors.As(err, &ie) {
+		t.Fatalf("want an interrupt, got %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if counts["forward_backward"] != counts["optim_step"] || ie.Step != counts["optim_step"] {
+		t.Errorf("%d forward_backward, %d optim_step, stopped after step %d: want the pairs whole and all saved", counts["forward_backward"], counts["optim_step"], ie.Step)
 	}
 }

@@ -9,21 +9,23 @@ import (
 // SFTTable is the table of a run's steps, titled with where it ended.
 func SFTTable(res *SFTResult) *render.Table {
 	title := fmt.Sprintf("SFT of %s: %d of %d steps", res.BaseModel, res.LastStep(), res.Total)
-	t := &render.Table{Title: title, Columns: []render.Column{{Header: "Step", Right: true}, {Header: "Epoch", Right: true},
-		{Header: "Loss", Right: true}, {Header: "Eval NLL", Right: true}, {Header: "LR", Right: true},
-		{Header: "Tokens", Right: true}, {Header: "Time", Right: true}}}
+	t := &render.Table{Title: title, HeadTail: true, Columns: []render.Column{{Header: "Step", Right: true},
+		{Header: "Epoch", Right: true, Drop: dropOrder["epoch"]}, {Header: "Loss", Right: true},
+		{Header: "Eval NLL", Right: true, Drop: dropOrder["eval_nll"]}, {Header: "LR", Right: true, Drop: dropOrder["learning_rate"]},
+		{Header: "Tokens", Right: true, Drop: dropOrder["tokens"]}, {Header: "Time", Right: true, Drop: dropOrder["time"]}}}
 	for _, m := range res.Steps {
 		eval := ""
 		if m.EvalNLL != nil {
-			eval = fmt.Sprintf("%.4f", *m.EvalNLL)
+			eval = fixed4(*m.EvalNLL)
 		}
-		t.Rows = append(t.Rows, []string{fmt.Sprint(m.Step), fmt.Sprint(m.Epoch), fmt.Sprintf("%.4f", m.Loss), eval,
+		t.Rows = append(t.Rows, []string{fmt.Sprint(m.Step), fmt.Sprint(m.Epoch), fixed4(m.Loss), eval,
 			fmt.Sprintf("%.3g", m.LearningRate), fmt.Sprint(m.Tokens), fmt.Sprintf("%.2fs", m.Seconds)})
 	}
 	return t
 }
 
-// SFTJSON is a run as JSON: its steps and checkpoints.
+// SFTJSON is a run as JSON: its steps (under "metrics", as the value
+// calls them) and checkpoints.
 func SFTJSON(res *SFTResult) any {
 	steps := make([]any, len(res.Steps))
 	for i, m := range res.Steps {
@@ -35,7 +37,7 @@ func SFTJSON(res *SFTResult) any {
 			render.Member{Key: "num_sequences", Value: m.Sequences}, render.Member{Key: "time", Value: m.Seconds})
 		steps[i] = o
 	}
-	return render.Object{{Key: "base_model", Value: res.BaseModel}, {Key: "total_steps", Value: res.Total}, {Key: "steps", Value: steps},
+	return render.Object{{Key: "base_model", Value: res.BaseModel}, {Key: "total_steps", Value: res.Total}, {Key: "metrics", Value: steps},
 		{Key: "state_checkpoint", Value: optString(res.StatePath)}, {Key: "sampler_checkpoint", Value: optString(res.SamplerPath)}}
 }
 

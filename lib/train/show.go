@@ -50,19 +50,37 @@ func cell(key string, v any) string {
 		case "learning_rate":
 			return fmt.Sprintf("%.3g", x)
 		}
-		return fmt.Sprintf("%.4f", x)
+		return fixed4(x)
 	}
 	return fmt.Sprint(v)
+}
+
+// fixed4 is x to four decimals, never "-0.0000": a value that rounds to
+// zero reads as zero, whichever side it came from.
+func fixed4(x float64) string {
+	s := fmt.Sprintf("%.4f", x)
+	if s == "-0.0000" {
+		return "0.0000"
+	}
+	return s
+}
+
+// dropOrder is which columns of a step table a narrow terminal leaves out
+// first (render.Column.Drop): counts and times before the learning rate,
+// the secondary metrics last; step, loss and the main metric always stay.
+var dropOrder = map[string]int{
+	"time": 9, "num_sequences": 8, "num_pairs": 8, "num_trained": 8, "skipped_groups": 8, "tokens": 7,
+	"epoch": 6, "learning_rate": 5, "rejected_reward": 4, "chosen_reward": 3, "margin": 2, "eval_nll": 1,
 }
 
 // RunTable is the table of a run's steps, one column per record field,
 // titled "WHAT of MODEL: N of TOTAL steps".
 func RunTable[M Record](what string, res *Result[M]) *render.Table {
 	title := fmt.Sprintf("%s of %s: %d of %d steps", what, res.BaseModel, res.LastStep(), res.Total)
-	t := &render.Table{Title: title}
+	t := &render.Table{Title: title, HeadTail: true}
 	var zero M
 	for _, f := range Fields(zero) {
-		t.Columns = append(t.Columns, render.Column{Header: header(f.Key), Right: true})
+		t.Columns = append(t.Columns, render.Column{Header: header(f.Key), Right: true, Drop: dropOrder[f.Key]})
 	}
 	for _, m := range res.Steps {
 		var row []string
@@ -74,12 +92,13 @@ func RunTable[M Record](what string, res *Result[M]) *render.Table {
 	return t
 }
 
-// RunJSON is a run as JSON: its steps and checkpoints.
+// RunJSON is a run as JSON: its steps (under "metrics", as the value
+// calls them) and checkpoints.
 func RunJSON[M Record](res *Result[M]) any {
 	steps := make([]any, len(res.Steps))
 	for i, m := range res.Steps {
 		steps[i] = Fields(m)
 	}
-	return render.Object{{Key: "base_model", Value: res.BaseModel}, {Key: "total_steps", Value: res.Total}, {Key: "steps", Value: steps},
+	return render.Object{{Key: "base_model", Value: res.BaseModel}, {Key: "total_steps", Value: res.Total}, {Key: "metrics", Value: steps},
 		{Key: "state_checkpoint", Value: optString(res.StatePath)}, {Key: "sampler_checkpoint", Value: optString(res.SamplerPath)}}
 }

@@ -10,8 +10,18 @@ import (
 // left from the mean time per step so far.
 func TestStepLine(t *testing.T) {
 	m := SFTMetrics{Step: 2, Loss: 1.23456, Tokens: 300, Seconds: 1.5}
-	got := stepLine(m, 10, 20*time.Second)
+	got := stepLine(m, 10, 0, 20*time.Second)
 	if want := "step 2/10  loss 1.2346  200 tok/s  ETA 1m20s"; got != want {
+		t.Errorf("stepLine = %q, want %q", got, want)
+	}
+}
+
+// A run resumed after step 500 of 1000 that took 10 s for its first two
+// steps has 498 steps left at 5 s each, not (10 s / 502 steps) per step.
+func TestStepLineAfterResume(t *testing.T) {
+	m := SFTMetrics{Step: 502, Loss: 0.5, Tokens: 100, Seconds: 5}
+	got := stepLine(m, 1000, 500, 10*time.Second)
+	if want := "step 502/1000  loss 0.5000  20 tok/s  ETA 41m30s"; got != want {
 		t.Errorf("stepLine = %q, want %q", got, want)
 	}
 }

@@ -73,6 +73,7 @@ func DataDir() string {
 // returned cleanup stops it.
 func chooseBackend(io *term.IO, opts options, now func() time.Time) (builtins.Backend, func(), error) {
 	cfg := tinkerapi.ConfigFromEnv(opts.env)
+	cfg.UserAgent = tinkerapi.UserAgent(Version)
 	if os.Getenv("TINKER_LOG") != "" {
 		cfg.Logf = func(format string, args ...any) { fmt.Fprintf(io.Err, format+"\n", args...) }
 	}

@@ -1,7 +1,10 @@
 package app
 
 import (
-	"strings"
+	"fmt"
+	"os"
+
+	"github.com/tinkershell/tinker/lib/config"
 
 	"github.com/tinkershell/tinker/builtins"
 	"github.com/tinkershell/tinker/lib/doctor"
@@ -25,12 +28,10 @@ var doctorCmd = &command{
 var errUnusable = &tinkerapi.UserError{Msg: "the backend cannot be used: see \"To fix\" above"}
 
 func runDoctor(r *apiRun) error {
-	c, err := r.backend.Client()
+	rep, err := builtins.CheckBackend(r.ctx, r.backend, doctor.Options{Now: r.now, Config: configText(r.opts.resolved), LocalData: DataDir()}, r.opts.env("TINKER_BASE_URL"))
 	if err != nil {
 		return err
 	}
-	name := r.backend.Name()
-	rep := doctor.Check(r.ctx, c, doctor.Options{Backend: name, Local: strings.HasPrefix(name, "local"), Now: r.now})
 	if err := r.display().Show(&builtins.Doctor{R: rep}); err != nil {
 		return err
 	}
@@ -38,4 +39,20 @@ func runDoctor(r *apiRun) error {
 		return errUnusable
 	}
 	return nil
+}
+
+// configText describes the config file and profile in force.
+func configText(s *config.Settings) string {
+	if s == nil {
+		return ""
+	}
+	state := "absent"
+	if _, err := os.Stat(s.Path); err == nil {
+		state = "present"
+	}
+	profile := "no profile"
+	if s.Profile.Value != "" {
+		profile = "profile " + s.Profile.Value
+	}
+	return fmt.Sprintf("%s (%s), %s", s.Path, state, profile)
 }

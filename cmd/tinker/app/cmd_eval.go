@@ -13,7 +13,8 @@ var evalCmd = &command{
 	Name:    "eval",
 	Summary: "Score a model's answers on a JSONL file of conversations.",
 	Help: "Sample MODEL (a base model or a tinker:// sampler checkpoint) on each conversation's prompt in\n" +
-		"DATA (one {\"messages\": [...]} object per line, the last message the assistant's reference answer),\n" +
+		"DATA (one conversation per line, in any shape train sft takes: {\"messages\": [...]}, the last message\n" +
+		"the assistant's reference answer, or {\"prompt\": ..., \"completion\": ...}),\n" +
 		"as evaluate() does, and score exact matches after stripping white space; print the table of rows\n" +
 		"(or JSON with -f json) and the mean score.",
 	Args: []argSpec{{Name: "MODEL"}, {Name: "DATA"}},

@@ -26,7 +26,11 @@ var serveCmd = &command{
 		"starting with tml- is accepted, each one a user;\n" +
 		"a non-loopback --addr requires explicit keys. A key given with --api-key\n" +
 		"is visible to every user of the machine in the process list (ps): give\n" +
-		"keys with --api-key-file or $" + server.KeysEnv + " instead.",
+		"keys with --api-key-file or $" + server.KeysEnv + " instead.\n" +
+		"Limits: idle models written to disk to make room in training memory\n" +
+		"take at most 1 GiB per user (then that user's further models wait);\n" +
+		"a request body must arrive within 2 minutes; one client may hold 256\n" +
+		"connections, all clients half the open-file limit (at most 1024).",
 	Sub: []*command{serveImportCmd, serveImportAdapterCmd},
 	Flags: []flagSpec{
 		{Long: "--data", Kind: flagPath, Metavar: "DIR", Help: "Data directory (default $XDG_DATA_HOME/tinker)."},
@@ -35,7 +39,7 @@ var serveCmd = &command{
 		{Long: "--api-key-file", Kind: flagPath, Metavar: "FILE", Help: "Accept the keys in FILE, one a line (also $" + server.KeysEnv + ", comma-separated)."},
 		{Long: "--model", Kind: flagMulti, Metavar: "NAME=DIR", Help: "Serve base model NAME from a Hugging Face model directory (repeatable); NAME may be new."},
 		{Long: "--train-memory", Kind: flagString, Metavar: "SIZE", Help: "Training memory: running passes, queued requests and trainers each stay within it, e.g. 4G or 512M (default a quarter of RAM)."},
-		{Long: "--abandon-grace", Kind: flagString, Metavar: "DURATION", Help: "Cancel a running sample or training operation when its client has not polled for it this long (interrupted or gone), e.g. 30s for clients on slow links (default 4s)."},
+		{Long: "--abandon-grace", Kind: flagString, Metavar: "DURATION", Help: "Cancel a running sample outside any session when its client has not polled for it this long (default 60s). A session's work stops when its heartbeats stop or its client cancels it, never for a gap between polls."},
 		{Long: "--shutdown-grace", Kind: flagString, Metavar: "DURATION", Help: "On SIGTERM or Ctrl-C, let queued training operations run this long before halting the rest, e.g. 10s or 2m; 0 halts at once (default 30s)."},
 		{Long: "--console-log-dir", Kind: flagMulti, Metavar: "DIR", Help: "Show the metrics.jsonl of log directory DIR (or of each one under it) in the web console (repeatable)."},
 		{Long: "--jwt", Kind: flagBool, Help: "Offer the JWT exchange (auth/token) as the service does, so clients send tokens and whoami works."},

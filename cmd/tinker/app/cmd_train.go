@@ -1,8 +1,12 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/tinkershell/tinker/lib/chat"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
@@ -20,16 +24,18 @@ var trainCmd = &command{
 var trainSFTCmd = &command{
 	Name:    "sft",
 	Summary: "Supervised fine-tuning on a JSONL file of conversations.",
-	Help: "Fine-tune --base-model on --data (one {\"messages\": [...]} object per line), as sft() does;\n" +
-		"print the table of steps (or JSON with -f json) and the sampler checkpoint's path.",
+	Help: "Fine-tune --base-model on --data (one conversation per line: {\"messages\": [...]} or\n" +
+		"{\"prompt\": ..., \"completion\": ...}), as sft() does; print the table of steps (or JSON with -f json)\n" +
+		"and the sampler checkpoint's path.",
 	Flags: []flagSpec{
-		{Long: "--base-model", Kind: flagString, Metavar: "MODEL", Help: "Base model (required)."},
+		{Long: "--base-model", Kind: flagString, Metavar: "MODEL", Help: "Base model, or a tinker://…/weights/… state\nto start from (required)."},
 		{Long: "--data", Kind: flagPath, Metavar: "FILE", Help: "Training conversations, JSONL (required)."},
 		{Long: "--eval-data", Kind: flagPath, Metavar: "FILE", Help: "Held-out conversations scored as mean NLL."},
 		{Long: "--rank", Kind: flagInt, Metavar: "INTEGER", Help: "LoRA rank (default 32)."},
 		{Long: "--seed", Kind: flagInt, Metavar: "INTEGER", Help: "Seed of the adapter's initialisation and the shuffle."},
 		{Long: "--renderer", Kind: flagString, Metavar: "NAME", Help: "Chat renderer (default: the model's)."},
 		{Long: "--train-on", Kind: flagString, Metavar: "RULE", Help: "all_assistant_messages (default),\nlast_assistant_message, last_assistant_turn,\nall_messages, all_tokens,\nall_user_and_system_messages or customized\n(each message's \"trainable\")."},
+		{Long: "--reduction", Kind: flagString, Metavar: "NAME", Help: "mean (default: each example's weights sum to 1)\nor none (0/1 weights, a token-sum loss)."},
 		{Long: "--max-length", Kind: flagInt, Metavar: "INTEGER", Help: "Longest example in tokens."},
 		{Long: "--truncate", Kind: flagBool, Help: "Cut longer examples instead of failing."},
 		{Long: "--batch-size", Kind: flagInt, Metavar: "INTEGER", Help: fmt.Sprintf("Conversations per step (default %d).", train.DefaultBatchSize)},
@@ -37,6 +43,7 @@ var trainSFTCmd = &command{
 		{Long: "--learning-rate", Kind: flagString, Metavar: "FLOAT", Help: "Peak learning rate (default: lr_for(MODEL))."},
 		{Long: "--lr-schedule", Kind: flagString, Metavar: "NAME", Help: "linear (default), constant or cosine."},
 		{Long: "--save-every", Kind: flagInt, Metavar: "INTEGER", Help: fmt.Sprintf("Steps between saved states (default %d).", train.DefaultSaveEvery)},
+		keepStatesFlag,
 		{Long: "--eval-every", Kind: flagInt, Metavar: "INTEGER", Help: fmt.Sprintf("Steps between evaluations (default %d).", train.DefaultEvalEvery)},
 		{Long: "--log-dir", Kind: flagPath, Metavar: "DIR", Help: "Metrics and saved state; rerun to resume."},
 		{Long: "--name", Kind: flagString, Metavar: "TEXT", Help: "Checkpoint name prefix (default sft)."},
@@ -66,7 +73,7 @@ func runTrainSFT(c *invocation) int {
 // sftOptions reads the flags of train sft; usage words a bad one.
 func sftOptions(c *invocation) (o train.SFTOptions, usage string) {
 	o = train.SFTOptions{BaseModel: c.str("base-model"), Lora: tinkerapi.DefaultLoraConfig(), TrainOn: chat.TrainAllAssistant,
-		Renderer: c.str("renderer"), Truncate: c.has("truncate")}
+		Renderer: c.str("renderer"), Truncate: c.has("truncate"), Reduction: c.str("reduction")}
 	o.LogDir, o.Name = c.str("log-dir"), c.str("name")
 	if o.BaseModel == "" {
 		return o, "Missing option '--base-model'."
@@ -90,17 +97,19 @@ func sftOptions(c *invocation) (o train.SFTOptions, usage string) {
 		o.Schedule = c.str("lr-schedule")
 	}
 	o.SaveEvery = c.intOr("save-every", train.DefaultSaveEvery)
+	o.KeepStates = c.intOr("keep-states", train.DefaultKeepStates)
 	o.EvalEvery = c.intOr("eval-every", train.DefaultEvalEvery)
 	o.MaxSteps = c.intOr("max-steps", 0)
-	o.LearningRate, usage = learningRateFlag(c, o.BaseModel)
+	o.LearningRate, usage = learningRateFlag(c)
 	return o, usage
 }
 
 // runLoop runs a training loop as a subcommand: load reads its data files
 // (their errors come before any request), then loop runs in a session
 // with the live step line on a terminal and returns how to show its
-// result. An interrupt is reported with how to resume and exits as the
-// shell's interrupt does.
+// result. Ctrl-C stops after the steps already sent and saves (the line
+// "interrupted after step N … to resume", exit 130); a second Ctrl-C exits
+// at once.
 func runLoop(c *invocation, ro *train.RunOptions, load func() error, loop func(r *apiRun, s train.Session) (func() error, error)) int {
 	interrupted := false
 	code := runAPI(c, func(r *apiRun) error {
@@ -109,7 +118,7 @@ func runLoop(c *invocation, ro *train.RunOptions, load func() error, loop func(r
 		}
 		env, s, err := r.openSession()
 		if err != nil {
-			return err
+			return interruptedOr(c, r, err, &interrupted)
 		}
 		defer env.Close()
 		var status *train.Status
@@ -118,6 +127,11 @@ func runLoop(c *invocation, ro *train.RunOptions, load func() error, loop func(r
 			ro.OnStep = status.Step
 			defer env.HushStatus()()
 		}
+		ro.OnResume = func(step, total int) {
+			status.Resumed(step)
+			fmt.Fprintf(c.io.Err, "resuming from step %d of %d (the state saved in %s)\n", step, total, ro.LogDir)
+		}
+		defer watchInterrupt(r.ctx, c, status)()
 		show, err := loop(r, s)
 		status.Clear() // before any message, which would follow it on its line
 		var ie *train.InterruptedError
@@ -127,12 +141,8 @@ func runLoop(c *invocation, ro *train.RunOptions, load func() error, loop func(r
 			fmt.Fprintf(c.io.Err, "%v\n", err)
 			return nil
 		}
-		var ue *tinkerapi.UserError
-		if err != nil && !errors.As(err, &ue) {
-			return &tinkerapi.UserError{Msg: err.Error()}
-		}
 		if err != nil {
-			return err
+			return interruptedOr(c, r, err, &interrupted)
 		}
 		return show()
 	})
@@ -140,6 +150,47 @@ func runLoop(c *invocation, ro *train.RunOptions, load func() error, loop func(r
 		return shell.ExitInterrupted
 	}
 	return code
+}
+
+// interruptedOr is err as a user error, unless Ctrl-C caused it before
+// the loop began: then it says so (never a bare "Aborted!") and the
+// command exits as interrupted.
+func interruptedOr(c *invocation, r *apiRun, err error, interrupted *bool) error {
+	if r.ctx.Err() != nil {
+		*interrupted = true
+		fmt.Fprintln(c.io.Err, "interrupted before the first step: nothing was trained or saved; run the same command again")
+		return nil
+	}
+	var ue *tinkerapi.UserError
+	if !errors.As(err, &ue) {
+		return &tinkerapi.UserError{Msg: err.Error()}
+	}
+	return err
+}
+
+// watchInterrupt tells, at the first Ctrl-C, that the run is finishing
+// the steps already sent and saving, and exits at once at the second
+// (what was saved before stays). The function it returns stops watching.
+func watchInterrupt(ctx context.Context, c *invocation, status *train.Status) func() {
+	done := make(chan struct{})
+	again := make(chan os.Signal, 1)
+	go func() {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+		}
+		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+		status.Clear()
+		fmt.Fprintln(c.io.Err, "stopping: finishing the steps already sent, then saving (Ctrl-C again to quit at once)")
+		select {
+		case <-done:
+		case <-again:
+			fmt.Fprintln(c.io.Err, "\ninterrupted again: quitting without saving; the last saved state stays in the log directory")
+			os.Exit(shell.ExitInterrupted)
+		}
+	}()
+	return func() { close(done); signal.Stop(again) }
 }
 
 // showSFT prints a finished (or stopped) run: its table or JSON, the loss

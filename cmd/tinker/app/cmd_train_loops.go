@@ -2,29 +2,35 @@ package app
 
 import (
 	"fmt"
+	"math"
 	"os"
+	"strings"
 
 	starlarkjson "go.starlark.net/lib/json"
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
 
-	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"github.com/tinkershell/tinker/lib/train"
 )
 
 // loopFlags are the flags train dpo and train rl share with train sft.
 var loopFlags = []flagSpec{
-	{Long: "--base-model", Kind: flagString, Metavar: "MODEL", Help: "Base model (required)."},
+	{Long: "--base-model", Kind: flagString, Metavar: "MODEL", Help: "Base model, or a tinker://…/weights/… state\nto start from (required)."},
 	{Long: "--rank", Kind: flagInt, Metavar: "INTEGER", Help: "LoRA rank (default 32)."},
 	{Long: "--seed", Kind: flagInt, Metavar: "INTEGER", Help: "Seed of the adapter's initialisation and the order."},
 	{Long: "--renderer", Kind: flagString, Metavar: "NAME", Help: "Chat renderer (default: the model's)."},
-	{Long: "--learning-rate", Kind: flagString, Metavar: "FLOAT", Help: "Learning rate (default: lr_for(MODEL))."},
+	{Long: "--learning-rate", Kind: flagString, Metavar: "FLOAT", Help: "Learning rate (default: lr_for(MODEL); DPO 1e-5)."},
 	{Long: "--save-every", Kind: flagInt, Metavar: "INTEGER", Help: fmt.Sprintf("Steps between saved states (default %d).", train.DefaultSaveEvery)},
+	keepStatesFlag,
 	{Long: "--log-dir", Kind: flagPath, Metavar: "DIR", Help: "Metrics and saved state; rerun to resume."},
 	{Long: "--name", Kind: flagString, Metavar: "TEXT", Help: "Checkpoint name prefix."},
 	{Long: "--max-steps", Kind: flagInt, Metavar: "INTEGER", Help: "Stop this run after INTEGER steps."},
 }
+
+// keepStatesFlag is --keep-states of every train subcommand.
+var keepStatesFlag = flagSpec{Long: "--keep-states", Kind: flagInt, Metavar: "INTEGER",
+	Help: fmt.Sprintf("Saved states kept, the newest (default %d; the final\nones always stay; 0 keeps every checkpoint).", train.DefaultKeepStates)}
 
 // trainDPOCmd mirrors the dpo() builtin.
 var trainDPOCmd = &command{
@@ -59,6 +65,7 @@ var trainRLCmd = &command{
 		{Long: "--max-tokens", Kind: flagInt, Metavar: "INTEGER", Help: fmt.Sprintf("Longest completion (default %d).", train.DefaultRLMaxTokens)},
 		{Long: "--temperature", Kind: flagString, Metavar: "FLOAT", Help: "Sampling temperature (default 1)."},
 		{Long: "--loss", Kind: flagString, Metavar: "NAME", Help: "importance_sampling (default), ppo or cispo."},
+		{Long: "--drop-equal-groups", Kind: flagBool, Help: "Leave out groups whose rewards are all equal\n(default: train on them with advantage 0)."},
 	}, loopFlags...),
 	Run: runTrainRL,
 }
@@ -74,26 +81,26 @@ func loopOptions(c *invocation, ro *train.RunOptions, lora *tinkerapi.LoraConfig
 	}
 	ro.LogDir, ro.Name = c.str("log-dir"), c.str("name")
 	ro.SaveEvery = c.intOr("save-every", train.DefaultSaveEvery)
+	ro.KeepStates = c.intOr("keep-states", train.DefaultKeepStates)
 	ro.MaxSteps = c.intOr("max-steps", 0)
 	if base == "" {
 		return "", 0, "Missing option '--base-model'."
 	}
-	lr, usage = learningRateFlag(c, base)
+	lr, usage = learningRateFlag(c)
 	return base, lr, usage
 }
 
-// learningRateFlag is --learning-rate, or lr_for(base) without it.
-func learningRateFlag(c *invocation, base string) (float64, string) {
-	if c.has("learning-rate") {
-		lr, err := c.float("learning-rate", 0)
-		if err != nil {
-			return 0, err.Error()
-		}
-		return lr, ""
+// learningRateFlag is --learning-rate, or 0 (the loop's default) without it.
+func learningRateFlag(c *invocation) (float64, string) {
+	if !c.has("learning-rate") {
+		return 0, ""
 	}
-	lr, err := models.LoRALearningRate(base)
+	lr, err := c.float("learning-rate", 0)
 	if err != nil {
-		return 0, "--learning-rate: " + err.Error()
+		return 0, err.Error()
+	}
+	if !(lr > 0) || math.IsInf(lr, 0) {
+		return 0, "--learning-rate must be positive."
 	}
 	return lr, ""
 }
@@ -131,7 +138,7 @@ func runTrainDPO(c *invocation) int {
 func runTrainRL(c *invocation) int {
 	o := train.RLOptions{GroupSize: c.intOr("group-size", train.DefaultGroupSize), BatchSize: c.intOr("batch-size", 0),
 		Steps: c.intOr("steps", train.DefaultRLSteps), MaxTokens: c.intOr("max-tokens", train.DefaultRLMaxTokens), Loss: train.DefaultRLLoss,
-		Renderer: c.str("renderer")}
+		Renderer: c.str("renderer"), DropEqualGroups: c.has("drop-equal-groups")}
 	var usage string
 	if o.BaseModel, o.LearningRate, usage = loopOptions(c, &o.RunOptions, &o.Lora); usage != "" {
 		return c.usageError(usage)
@@ -180,6 +187,9 @@ func rewardFile(path string, rows []train.Row) (func(int, string) (float64, erro
 	thread := &starlark.Thread{Name: "reward"}
 	opts := &syntax.FileOptions{Set: true, While: true, TopLevelControl: true, GlobalReassign: true, Recursion: true}
 	g, err := starlark.ExecFileOptions(opts, thread, path, src, nil)
+	if err != nil && strings.HasPrefix(err.Error(), path+":") {
+		return nil, err // a syntax error names the file and line already
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}

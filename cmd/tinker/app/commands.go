@@ -3,6 +3,8 @@ package app
 import (
 	"fmt"
 
+	"github.com/tinkershell/tinker/lib/render"
+	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"github.com/tinkershell/tinker/shell"
 )
 
@@ -50,7 +52,12 @@ var versionCmd = &command{
 	Run:     runVersion,
 }
 
+// runVersion prints the tool's version; with -f json also the API
+// version it speaks (the SDK version it announces to the service).
 func runVersion(c *invocation) int {
+	if c.jsonMode() {
+		return exitOf(c.writeJSON(render.Object{{Key: "version", Value: Version}, {Key: "api_version", Value: tinkerapi.SDKVersion}}))
+	}
 	fmt.Fprintf(c.io.Out, "tinker %s\n", Version)
 	return shell.ExitOK
 }

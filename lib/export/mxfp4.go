@@ -1,0 +1,130 @@
+package export
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tinkershell/tinker/lib/models"
+	"github.com/tinkershell/tinker/lib/safetensors"
+)
+
+// The released GPT-OSS checkpoints store each layer's two expert weights
+// as MXFP4: <name>_blocks [experts, out, in/32, 16] (two 4-bit E2M1 codes
+// a byte, the low nibble first) and <name>_scales [experts, out, in/32]
+// (a power-of-two exponent biased by 127 per block of 32 values). The
+// merge dequantises them an expert at a time, adds the update in float32
+// and writes the dense parameter transformers loads, <name> [experts, in,
+// out] in bfloat16 (or --dtype), rounding once; it does not requantise.
+// config.json loses its quantization_config. Memory stays one expert's
+// matrix in float32 plus the adapter.
+
+// mxJob is one MXFP4 weight to dequantise into the dense tensor out.
+type mxJob struct {
+	out                 string
+	scaleShard          string
+	scaleOff            int64
+	experts, rows, cols int // rows: outputs, cols: inputs (as stored)
+}
+
+var mxfp4Values = [16]float32{0, 0.5, 1, 1.5, 2, 3, 4, 6, -0, -0.5, -1, -1.5, -2, -3, -4, -6}
+
+// planMXFP4 finds a GPT-OSS base's MXFP4 weights and replaces them in
+// infos by the dense tensors the merge writes.
+func (m *merger) planMXFP4(infos map[string]safetensors.TensorInfo) error {
+	if m.base.Config.Family != models.GptOss {
+		return nil
+	}
+	for name, t := range infos {
+		out, ok := strings.CutSuffix(name, "_blocks")
+		if !ok {
+			continue
+		}
+		j, err := m.mxfp4Job(out, t, infos)
+		if err != nil {
+			return err
+		}
+		if m.mx == nil {
+			m.mx, m.mxScales = map[string]*mxJob{}, map[string]bool{}
+		}
+		m.mx[name], m.mxScales[out+"_scales"] = j, true
+		delete(infos, name)
+		delete(infos, out+"_scales")
+		infos[out] = safetensors.TensorInfo{Name: out, DType: safetensors.BF16, Shape: []int64{int64(j.experts), int64(j.cols), int64(j.rows)}}
+	}
+	return nil
+}
+
+// mxfp4Job checks one blocks tensor and its scales, and finds the scales.
+func (m *merger) mxfp4Job(out string, t safetensors.TensorInfo, infos map[string]safetensors.TensorInfo) (*mxJob, error) {
+	s, ok := infos[out+"_scales"]
+	if !ok || len(t.Shape) != 4 || t.Shape[3] != 16 || t.DType != safetensors.U8 || s.DType != safetensors.U8 ||
+		len(s.Shape) != 3 || s.Shape[0] != t.Shape[0] || s.Shape[1] != t.Shape[1] || s.Shape[2] != t.Shape[2] {
+		return nil, fmt.Errorf("base %s: %s_blocks %v and %s_scales %v are not an MXFP4 pair", m.base.Dir, out, t.Shape, out, s.Shape)
+	}
+	j := &mxJob{out: out, experts: int(t.Shape[0]), rows: int(t.Shape[1]), cols: int(t.Shape[2]) * 32}
+	for _, shard := range m.base.Shards {
+		h, err := readShardHeader(filepath.Join(m.base.Dir, shard))
+		if err != nil {
+			return nil, err
+		}
+		for i, x := range h.Tensors {
+			if x.Name == out+"_scales" {
+				j.scaleShard, j.scaleOff = shard, h.Offsets[i]
+				return j, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("base %s: no shard holds %s_scales", m.base.Dir, out)
+}
+
+// fillMXFP4 writes one dequantised, updated dense tensor, an expert at a
+// time: rows of the output are the inputs (transformers' layout).
+func (m *merger) fillMXFP4(ctx context.Context, f *os.File, s source, t safetensors.TensorInfo, w io.Writer) error {
+	j := s.mx
+	sf, err := os.Open(filepath.Join(m.base.Dir, j.scaleShard))
+	if err != nil {
+		return fmt.Errorf("base shard: %w", err)
+	}
+	defer sf.Close()
+	per := j.rows * j.cols
+	blocks, scales, dense := make([]byte, per/2), make([]byte, per/32), make([]float32, per)
+	row, d, out := make([]float32, j.rows), make([]float32, j.rows), make([]byte, j.rows*t.DType.Size())
+	for e := range j.experts {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if _, err := f.ReadAt(blocks, s.off+int64(e*per/2)); err != nil {
+			return fmt.Errorf("read base tensor %s_blocks: %w", j.out, err)
+		}
+		if _, err := sf.ReadAt(scales, j.scaleOff+int64(e*per/32)); err != nil {
+			return fmt.Errorf("read base tensor %s_scales: %w", j.out, err)
+		}
+		for i, sc := range scales {
+			v := float32(math.Ldexp(1, int(sc)-127))
+			for k, b := range blocks[16*i : 16*i+16] {
+				dense[32*i+2*k], dense[32*i+2*k+1] = mxfp4Values[b&15]*v, mxfp4Values[b>>4]*v
+			}
+		}
+		for h := range j.cols {
+			for o := range row {
+				row[o] = dense[o*j.cols+h]
+			}
+			if s.u != nil {
+				s.u.deltaRow(e*j.cols+h, d)
+				for o := range row {
+					row[o] += d[o]
+				}
+			}
+			encodeRow(t.DType, row, out)
+			if _, err := w.Write(out); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

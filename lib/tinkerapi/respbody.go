@@ -1,0 +1,80 @@
+package tinkerapi
+
+import (
+	"compress/flate"
+	"compress/gzip"
+	"compress/zlib"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// Bounds on a buffered API response, after decompression, so that a
+// compression bomb or a hostile service cannot fill memory. Answers are a
+// few MB at most (10,000 checkpoints are about 3 MB); future results
+// (retrieve_future: sample results with logprobs, forward_backward
+// outputs) may be far larger.
+const (
+	maxResponseBytes = 64 << 20
+	maxResultBytes   = 512 << 20
+)
+
+// errTooLarge wraps every refusal of an oversized answer.
+var errTooLarge = errors.New("response too large")
+
+// readBody reads a response body, decoding the Content-Encoding the
+// client asked for (gzip, deflate), and stops past limit decoded bytes.
+func readBody(hr *http.Response, limit int64) ([]byte, error) {
+	r, err := decoded(hr)
+	if err != nil {
+		return nil, err
+	}
+	body, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(body)) > limit {
+		return nil, fmt.Errorf("%w: more than %d MiB once decoded; refusing to buffer it", errTooLarge, limit>>20)
+	}
+	return body, nil
+}
+
+// decoded wraps hr.Body in the decoder its Content-Encoding names. A
+// transport that decoded the body itself leaves no Content-Encoding.
+func decoded(hr *http.Response) (io.Reader, error) {
+	switch enc := strings.ToLower(strings.TrimSpace(hr.Header.Get("Content-Encoding"))); enc {
+	case "", "identity":
+		return hr.Body, nil
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(hr.Body)
+		if err != nil {
+			return nil, fmt.Errorf("gzip response: %w", err)
+		}
+		return zr, nil
+	case "deflate":
+		return deflateReader(hr.Body)
+	default:
+		return nil, fmt.Errorf("response has Content-Encoding %q, which was not asked for", enc)
+	}
+}
+
+// deflateReader reads HTTP "deflate": zlib-wrapped as the standard says,
+// or raw deflate as some servers send it (httpx accepts both).
+func deflateReader(r io.Reader) (io.Reader, error) {
+	var head [2]byte
+	n, err := io.ReadFull(r, head[:])
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, fmt.Errorf("deflate response: %w", err)
+	}
+	all := io.MultiReader(strings.NewReader(string(head[:n])), r)
+	if n == 2 && head[0]&0x0f == 8 && (uint16(head[0])<<8|uint16(head[1]))%31 == 0 {
+		zr, err := zlib.NewReader(all)
+		if err != nil {
+			return nil, fmt.Errorf("deflate response: %w", err)
+		}
+		return zr, nil
+	}
+	return flate.NewReader(all), nil
+}
