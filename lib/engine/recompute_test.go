@@ -13,11 +13,20 @@ import (
 // A datum that recomputes its layers (keep limit 0) gives the losses,
 // logprobs and gradients of one that keeps them, bit for bit, for every
 // combination of trained targets, over datums of several lengths in one
-// call, starting from an arena full of NaN (so a recomputed layer reading
+// call, on dense, mixture-of-experts and GPT-OSS (window and sink) layers,
+// starting from an arena full of NaN (so a recomputed layer reading
 // memory it did not write would show).
 func TestRecomputeMatchesKept(t *testing.T) {
-	for _, arch := range []models.Family{models.Llama3, models.Qwen3} {
-		m, _ := smallModel(t, arch)
+	others := map[models.Family]Config{models.Qwen3MoE: moeConfig(true), models.GptOss: gptOssConfig()}
+	for _, arch := range []models.Family{models.Llama3, models.Qwen3, models.Qwen3MoE, models.GptOss} {
+		c, ok := others[arch]
+		if !ok {
+			c = smallConfig(arch)
+		}
+		m, err := New("small-"+string(arch), c, randomTensors(c, 3))
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, c := range []LoRAConfig{{TrainAttn: true, TrainMLP: true, TrainUnembed: true}, {TrainAttn: true}, {TrainMLP: true}, {TrainUnembed: true}} {
 			c.Rank, c.Seed = 3, 4
 			loss, _ := NewLoss(LossCrossEntropy, nil)
