@@ -26,7 +26,8 @@ func init() {
 			"rate, renderer and tokenizer. data and eval_data are a JSONL file of {\"messages\": [...]} lines or a list of such dicts (or of\n" +
 			"message lists). Each conversation is rendered as conversation_datum() does (reduction=\"mean\": each\n" +
 			"example's weights sum to 1, as the cookbook's SFT; \"none\": 0/1); one that is longer than\n" +
-			"max_length is an error unless truncate=True. Each step trains on batch_size conversations with Adam\n" +
+			"max_length is an error unless truncate=True (then cut; what was cut is said once, as is the cookbook's\n" +
+			"all_assistant_messages warning, on stderr and in .warnings). Each step trains on batch_size conversations with Adam\n" +
 			"(its forward_backward and optim_step submitted together); every epoch visits each conversation once\n" +
 			"in an order fixed by seed, which also fixes the adapter's initialisation. learning_rate defaults to\n" +
 			"lr_for(base_model), the published LoRA rule; lr_schedule is \"linear\" (decays to 0), \"constant\"\n" +
@@ -37,7 +38,7 @@ func init() {
 			"latest saved state); running again with the same log_dir and settings continues from that state\n" +
 			"and ends with the same weights as an uninterrupted run. max_steps stops this call early. Ctrl-C\n" +
 			"stops after the current step and saves its state. The result has .metrics (per-step dicts: step,\n" +
-			"epoch, loss, eval_nll, learning_rate, tokens, time), .sampler_checkpoint and .state_checkpoint.",
+			"epoch, loss, eval_nll, learning_rate, tokens, time), .warnings, .sampler_checkpoint and .state_checkpoint.",
 		Example: "tuned = sft(\"tinker-local/tiny-llama\", \"chats.jsonl\", rank=8, seed=1, epochs=30, lr_schedule=\"constant\", log_dir=\"runs/chats\")\n" +
 			"sample(tuned.sampler_checkpoint, messages=[{\"role\": \"user\", \"content\": \"Sky?\"}], temperature=0, max_tokens=8)",
 		Learns: `evaluate(tuned, "chats.jsonl", max_tokens=8).score == 1.0`,
@@ -128,6 +129,7 @@ func sftFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw
 		defer env.HushStatus()()
 	}
 	o.OnResume = resumeNotice(env, b.Name(), o.LogDir, status)
+	o.OnWarning = warningNotice(env, b.Name())
 	res, err := train.SFT(ctx, s, o)
 	status.Clear() // before any message, which would follow it on its line
 	if err != nil {
@@ -191,6 +193,7 @@ func (r *SFTRun) Attr(name string) (starlark.Value, error) { return sftRunAttrs.
 
 var sftRunAttrs = attrTable[*SFTRun]{
 	field("log_dir", "the directory of its config, metrics and state, or None", func(r *SFTRun) starlark.Value { return noneIfEmpty(r.R.LogDir) }),
+	field("warnings", "what the run warned about its data (the renderer's warning, conversations max_length cut), as strings", func(r *SFTRun) starlark.Value { return strList(r.R.Warnings) }),
 	field("metrics", "one dict per step: step, epoch, loss, eval_nll, learning_rate, tokens, num_sequences, time", func(r *SFTRun) starlark.Value {
 		l := make([]starlark.Value, len(r.R.Steps))
 		for i, m := range r.R.Steps {

@@ -233,6 +233,16 @@ func runLoop(thread *starlark.Thread, name string, ro *train.RunOptions, loop fu
 	return nil
 }
 
+// warningNotice writes a loop's warnings about its data to the notices
+// stream, one line each, as "sft: warning: ...".
+func warningNotice(env *Env, name string) func(string) {
+	return func(msg string) {
+		if env.Notices != nil {
+			fmt.Fprintf(env.Notices, "%s: warning: %s\n", name, msg)
+		}
+	}
+}
+
 // resumeNotice says on the notices stream that a run resumes from the
 // state in logDir, and measures the status line's ETA from there.
 func resumeNotice(env *Env, name, logDir string, status *train.Status) func(step, total int) {

@@ -94,6 +94,10 @@ func (r renderer) assemble(msgs []Message, trainOn string) (Training, error) {
 		}
 	}
 	add(r.f.bos(e), false)
+	// The stop tokens must be tokens of the vocabulary, as for a prompt: on
+	// a wrong tokenizer the format's specials would be spelled in bytes and
+	// trained on without a word.
+	r.f.stops(e)
 	lastUser := lastUserIndex(msgs)
 	turnStart := r.turnStart(msgs[:len(msgs)-1])
 	for i, m := range msgs {

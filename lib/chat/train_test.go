@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tinkershell/tinker/lib/tokenizer"
 )
 
 // trainedText decodes the weight-1 tokens of a training render.
@@ -167,5 +169,31 @@ func TestKimiK25ToolPrefix(t *testing.T) {
 		"interface parameters {\n  root?: Node,\n  self?: parameters\n}\n// A node\ninterface Node {\n  v: number\n}\ntype tree = (_: parameters) => any;\n}\n"
 	if len(msgs) != 2 || msgs[0].Role != "tool_declare" || msgs[0].Content != want || msgs[1].Content != "Sys" {
 		t.Fatalf("kimi_k25 tools:\n got %q\nwant %q", msgs[0].Content, want)
+	}
+}
+
+// Every renderer whose format has special tokens refuses a vocabulary
+// without them, for training as for prompts (27 renderers used to spell
+// their specials in bytes when training, and Qwen3's panicked).
+func TestWrongTokenizerRefused(t *testing.T) {
+	tiny, err := tokenizer.Tiny()
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := []Message{{Role: "user", Content: "Sky?"}, {Role: "assistant", Content: "Blue."}}
+	for _, name := range Names() {
+		if name == "role_colon" || name == "tml_v0" {
+			continue
+		}
+		r, err := New(name, tiny)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, err := r.RenderForTraining(msgs, TrainAllAssistant); err == nil || !strings.Contains(err.Error(), "wrong tokenizer") {
+			t.Errorf("%s: training on a byte vocabulary: %v, want a wrong-tokenizer error", name, err)
+		}
+		if _, err := r.Render(msgs[:1]); err == nil || !strings.Contains(err.Error(), "wrong tokenizer") {
+			t.Errorf("%s: prompt on a byte vocabulary: %v, want a wrong-tokenizer error", name, err)
+		}
 	}
 }

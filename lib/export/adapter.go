@@ -63,6 +63,12 @@ func hfPath(p string) string {
 // adapter_model.safetensors. Every tensor must be a LoRA half of a dense
 // module; anything else is refused, so nothing is silently dropped.
 func ReadAdapter(dir string) (*Adapter, error) {
+	return readAdapter(dir, (*Adapter).collect)
+}
+
+// readAdapter reads the config and weights in dir and makes the modules
+// with collect.
+func readAdapter(dir string, collect func(*Adapter) error) (*Adapter, error) {
 	cfg, err := readAdapterConfig(dir)
 	if err != nil {
 		return nil, err
@@ -72,7 +78,7 @@ func ReadAdapter(dir string) (*Adapter, error) {
 		return nil, err
 	}
 	a := &Adapter{Dir: dir, Config: cfg, Scale: scaleOf(cfg), file: f}
-	err = a.collect()
+	err = collect(a)
 	if err == nil {
 		err = a.checkFinite()
 	}
@@ -162,24 +168,32 @@ func (a *Adapter) collect() error {
 		if !denseModule.MatchString(path) && !isExpertPath(path) {
 			return fmt.Errorf("%s: unknown key %s (module %s is not a q/k/v/o, gate/up/down or unembedding projection)", peft.WeightsFile, t.Name, path)
 		}
-		if !isFloat(t.DType) {
-			return fmt.Errorf("%s: tensor %s has dtype %s, want F32, BF16 or F16", peft.WeightsFile, t.Name, t.DType)
+		if err := addHalf(byPath, path, m[2], t); err != nil {
+			return err
 		}
-		mod := byPath[path]
-		if mod == nil {
-			mod = &Module{Path: path}
-			byPath[path] = mod
-		}
-		half := &mod.A
-		if m[2] == "B" {
-			half = &mod.B
-		}
-		if *half != nil {
-			return fmt.Errorf("%s: module %s has two lora_%s tensors", peft.WeightsFile, path, m[2])
-		}
-		*half = t
 	}
 	return a.pair(byPath)
+}
+
+// addHalf files t as lora_A or lora_B (half) of the module at path.
+func addHalf(byPath map[string]*Module, path, half string, t *safetensors.Tensor) error {
+	if !isFloat(t.DType) {
+		return fmt.Errorf("%s: tensor %s has dtype %s, want F32, BF16 or F16", peft.WeightsFile, t.Name, t.DType)
+	}
+	mod := byPath[path]
+	if mod == nil {
+		mod = &Module{Path: path}
+		byPath[path] = mod
+	}
+	p := &mod.A
+	if half == "B" {
+		p = &mod.B
+	}
+	if *p != nil {
+		return fmt.Errorf("%s: module %s has two lora_%s tensors", peft.WeightsFile, path, half)
+	}
+	*p = t
+	return nil
 }
 
 func (a *Adapter) pair(byPath map[string]*Module) error {
@@ -233,7 +247,8 @@ func (a *Adapter) Targets() []string {
 		have[m.Path[strings.LastIndexByte(m.Path, '.')+1:]] = true
 	}
 	var out []string
-	for _, n := range []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"} {
+	for _, n := range []string{"q_proj", "k_proj", "v_proj", "o_proj", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj",
+		"gate_proj", "up_proj", "down_proj", "lm_head"} {
 		if have[n] {
 			out = append(out, n)
 		}

@@ -30,6 +30,12 @@
 //     per expert and merged into either of transformers' Qwen3-MoE expert
 //     layouts (experts.go) or GPT-OSS's fused, interleaved, input-major
 //     tensors (experts_gptoss.go), dequantised from MXFP4 when the base
-//     stores them so (mxfp4.go); other mixture-of-experts adapters are
-//     refused.
+//     stores them so (mxfp4.go).
+//   - DeepSeek V3.1 / Kimi K2 (latent*.go): the service's adapter layout
+//     (stacked w1/w2/w3 experts whose hidden-side factor all experts
+//     share, unembed_tokens) expanded per expert; FP8 block-quantised and
+//     INT4 pack-quantized bases are dequantised a row block at a time,
+//     merged in float32 and written in the chosen dtype or requantised in
+//     the base's format. Checked against a float64 merge of tiny bases in
+//     the released layouts, since the engine does not run these models.
 package export

@@ -51,7 +51,7 @@ func TestBadInput(t *testing.T) {
 		{"mismatch", Options{Adapter: ad, Base: llama}, "checkpoint base model tinker-local/tiny-qwen3 (qwen3, "},
 		{"unknown key", Options{Adapter: unknown, Base: llama}, "unknown key base_model.model.model.norm.weight"},
 		{"moe", Options{Adapter: moe, Base: llama}, "mixture-of-experts module of a kind that cannot be exported"},
-		{"not dense", Options{Adapter: notDense}, "deepseek-ai/DeepSeek-V3.1 is a deepseek_v3 model: only Llama 3, Qwen3, Qwen3-MoE and GPT-OSS"},
+		{"deepseek without base", Options{Adapter: notDense}, "base model deepseek-ai/DeepSeek-V3.1 is not in the Hugging Face cache"},
 		{"exists", Options{Adapter: ad, Base: llama, Out: exists}, "already exists: pass --force"},
 		{"no base", Options{Adapter: ad, BaseModel: "meta-llama/Llama-3.2-1B"}, "not in the Hugging Face cache"},
 		{"dtype", Options{Adapter: ad, DType: "int8"}, "unknown dtype"},

@@ -63,23 +63,38 @@ func Export(ctx context.Context, o Options) (*Result, error) {
 	if err := CheckInputs(o.Out, o.Adapter, o.Base); err != nil {
 		return nil, err
 	}
+	if isLatent(o) {
+		return exportLatent(ctx, o, dt)
+	}
 	a, err := ReadAdapter(o.Adapter)
 	if err != nil {
 		return nil, err
 	}
 	defer a.Close()
+	o.fillFrom(a)
+	return o.byFormat(func() (*Result, error) { return exportMerged(ctx, o, a, dt) },
+		func() (*Result, error) { return exportPEFT(ctx, o, a, dt) })
+}
+
+// fillFrom names the base model and the source from the adapter when
+// the caller did not.
+func (o *Options) fillFrom(a *Adapter) {
 	if o.BaseModel == "" {
 		o.BaseModel = a.Config.BaseModelNameOrPath
 	}
 	if o.Checkpoint == "" {
 		o.Checkpoint = o.Adapter
 	}
+}
+
+// byFormat runs the export of o's format ("" is merged).
+func (o *Options) byFormat(merged, peft func() (*Result, error)) (*Result, error) {
 	switch o.Format {
 	case Merged, "":
 		o.Format = Merged
-		return exportMerged(ctx, o, a, dt)
+		return merged()
 	case PEFT:
-		return exportPEFT(ctx, o, a, dt)
+		return peft()
 	}
 	return nil, fmt.Errorf("unknown format %q: use merged or peft", o.Format)
 }

@@ -88,7 +88,22 @@ func (m *merger) plan(h *safetensors.Header, shard string) ([]safetensors.Tensor
 // with ReadAt a block at a time (not mapped), so memory stays a few blocks
 // plus the adapter.
 func (m *merger) shard(ctx context.Context, name string, w io.Writer) error {
-	f, err := userfile.Open(filepath.Join(m.base.Dir, name))
+	var srcs map[string]source
+	plan := func(h *safetensors.Header) ([]safetensors.TensorInfo, error) {
+		infos, s := m.plan(h, name)
+		srcs = s
+		return infos, nil
+	}
+	return writeShard(filepath.Join(m.base.Dir, name), w, plan, func(f *os.File, t safetensors.TensorInfo, w io.Writer) error {
+		return m.fill(ctx, f, srcs[t.Name], t, w)
+	})
+}
+
+// writeShard writes the output shard made from the base shard at path:
+// plan lists its tensors from the base header, fill writes each one.
+func writeShard(path string, w io.Writer, plan func(*safetensors.Header) ([]safetensors.TensorInfo, error),
+	fill func(*os.File, safetensors.TensorInfo, io.Writer) error) error {
+	f, err := userfile.Open(path)
 	if err != nil {
 		return fmt.Errorf("base shard: %w", err)
 	}
@@ -97,14 +112,15 @@ func (m *merger) shard(ctx context.Context, name string, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("base shard: %w", err)
 	}
-	infos, srcs := m.plan(h, name)
+	infos, err := plan(h)
+	if err != nil {
+		return err
+	}
 	layout, err := safetensors.NewLayout(infos, h.Metadata)
 	if err != nil {
-		return fmt.Errorf("shard %s: %w", name, err)
+		return fmt.Errorf("shard %s: %w", filepath.Base(path), err)
 	}
-	_, err = layout.WriteTo(w, func(_ int, t safetensors.TensorInfo, w io.Writer) error {
-		return m.fill(ctx, f, srcs[t.Name], t, w)
-	})
+	_, err = layout.WriteTo(w, func(_ int, t safetensors.TensorInfo, w io.Writer) error { return fill(f, t, w) })
 	return err
 }
 

@@ -264,8 +264,11 @@ func mergedConfig(dir string, untie bool, dt safetensors.DType, dequantised bool
 	if untie {
 		cfg["tie_word_embeddings"] = false
 	}
-	if dequantised { // the MXFP4 experts are written dense (mxfp4.go)
+	if dequantised { // MXFP4 experts (mxfp4.go), FP8 or INT4 weights (latent_merge.go) written dense
 		delete(cfg, "quantization_config")
+		if tc, ok := cfg["text_config"].(map[string]any); ok {
+			delete(tc, "quantization_config")
+		}
 		if dt == "" {
 			dt = safetensors.BF16
 		}

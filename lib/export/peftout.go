@@ -25,6 +25,12 @@ func exportPEFT(ctx context.Context, o Options, a *Adapter, dt safetensors.DType
 			return nil, errors.New(GptOssPEFTError)
 		}
 	}
+	return writePEFT(ctx, o, a, dt, nil)
+}
+
+// writePEFT writes a's modules as a PEFT adapter; warnings go into the
+// result (after the unembedding's, when it is adapted).
+func writePEFT(ctx context.Context, o Options, a *Adapter, dt safetensors.DType, warnings []string) (*Result, error) {
 	cfg, err := peftConfig(o, a)
 	if err != nil {
 		return nil, err
@@ -34,9 +40,10 @@ func exportPEFT(ctx context.Context, o Options, a *Adapter, dt safetensors.DType
 		return nil, err
 	}
 	res := &Result{Out: o.Out, Format: PEFT, BaseModel: o.BaseModel, Modules: len(a.Modules), Files: 3}
-	if a.Has("lm_head") {
+	if a.Has("lm_head") || a.Has(kimiPrefix+"lm_head") {
 		res.Warnings = append(res.Warnings, UnembedWarning)
 	}
+	res.Warnings = append(res.Warnings, warnings...)
 	err = withOut(o, layout.Size()+1<<20, func(out *outDir) error {
 		if err := out.write(peft.ConfigFile, writeBytes(cfg)); err != nil {
 			return err

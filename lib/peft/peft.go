@@ -18,8 +18,10 @@
 //	base_model.model.model.layers.{i}.mlp.experts.w{1,2,3}.lora_{A,B}.weight
 //
 // plus mlp.shared_experts.{gate,up,down}_proj for DeepSeek-style shared
-// experts; DeepSeek's latent attention uses q_a_proj, q_b_proj,
-// kv_a_proj_with_mqa, kv_b_proj and o_proj.
+// experts. For the DeepSeek-V3 family (DeepSeek V3.1, Kimi K2) the shapes
+// are the service's: latent attention adapts q_a_proj, kv_a_proj_with_mqa
+// and o_proj, and the experts' factor on the hidden side is shared by all
+// experts (lora_A [1, r, hidden] of w1/w3, lora_B [1, hidden, r] of w2).
 //
 // lora_A is [r, in] initialised Kaiming-uniform (PyTorch's a=sqrt(5), i.e.
 // U(-1/sqrt(in), 1/sqrt(in))) from a PRNG seeded by Config.Seed and the
@@ -158,18 +160,21 @@ func (c AdapterConfig) SavesModules() bool {
 }
 
 // module is one LoRA-adapted linear map; experts > 0 makes it a stacked
-// [experts, ...] tensor pair.
+// [experts, ...] tensor pair, whose hidden-side factor may be shared
+// ([1, ...]) by all experts (sharedA or sharedB).
 type module struct {
 	path    string // e.g. "model.layers.0.self_attn.q_proj"
 	in, out int
 	experts int
+	sharedA bool // lora_A is [1, r, in]
+	sharedB bool // lora_B is [1, out, r]
 }
 
 func modules(a *models.Arch, c Config) ([]module, []string) {
 	var ms []module
 	targets := map[string]bool{}
 	add := func(path string, in, out, experts int) {
-		ms = append(ms, module{path, in, out, experts})
+		ms = append(ms, module{path: path, in: in, out: out, experts: experts})
 		targets[path[strings.LastIndexByte(path, '.')+1:]] = true
 	}
 	h := a.Hidden
@@ -177,10 +182,10 @@ func modules(a *models.Arch, c Config) ([]module, []string) {
 		p := fmt.Sprintf("model.layers.%d.", i)
 		if c.TrainAttn {
 			if m := a.MLA; m != nil {
+				// The service adapts the projections to and from the
+				// residual stream only, not q_b_proj and kv_b_proj.
 				add(p+"self_attn.q_a_proj", h, m.QLoraRank, 0)
-				add(p+"self_attn.q_b_proj", m.QLoraRank, a.Heads*(m.QKNopeDim+m.QKRopeDim), 0)
 				add(p+"self_attn.kv_a_proj_with_mqa", h, m.KVLoraRank+m.QKRopeDim, 0)
-				add(p+"self_attn.kv_b_proj", m.KVLoraRank, a.Heads*(m.QKNopeDim+m.VHeadDim), 0)
 				add(p+"self_attn.o_proj", a.Heads*m.VHeadDim, h, 0)
 			} else {
 				add(p+"self_attn.q_proj", h, a.Heads*a.HeadDim, 0)
@@ -195,6 +200,9 @@ func modules(a *models.Arch, c Config) ([]module, []string) {
 				add(p+"mlp.experts.w1", h, w, e)
 				add(p+"mlp.experts.w2", w, h, e)
 				add(p+"mlp.experts.w3", h, w, e)
+				if a.MLA != nil {
+					shareHiddenSide(ms[len(ms)-3:])
+				}
 				if a.SharedExperts > 0 {
 					sw := a.SharedExperts * a.MoEIntermediate
 					add(p+"mlp.shared_experts.gate_proj", h, sw, 0)
@@ -219,6 +227,15 @@ func modules(a *models.Arch, c Config) ([]module, []string) {
 		}
 	}
 	return ms, names
+}
+
+// shareHiddenSide gives w1, w2, w3 (in that order) the service's
+// "shared-outer" shapes: the factor on the hidden side is one matrix for
+// all experts (w1's and w3's lora_A, w2's lora_B), the other per expert.
+// Only the DeepSeek-V3 family is shaped so here: the local engine trains
+// the other MoE families with both factors per expert.
+func shareHiddenSide(w []module) {
+	w[0].sharedA, w[1].sharedB, w[2].sharedA = true, true, true
 }
 
 // Plan is a fully determined adapter: its config file bytes and the exact
@@ -263,8 +280,8 @@ func NewPlan(cfg Config) (*Plan, error) {
 	for _, m := range ms {
 		a, b := []int64{r, int64(m.in)}, []int64{int64(m.out), r}
 		if m.experts > 0 {
-			a = append([]int64{int64(m.experts)}, a...)
-			b = append([]int64{int64(m.experts)}, b...)
+			a = append([]int64{stackOf(m.experts, m.sharedA)}, a...)
+			b = append([]int64{stackOf(m.experts, m.sharedB)}, b...)
 		}
 		ka, kb := "base_model.model."+m.path+".lora_A.weight", "base_model.model."+m.path+".lora_B.weight"
 		infos = append(infos, safetensors.TensorInfo{Name: ka, DType: cfg.dtype(), Shape: a},
@@ -276,6 +293,14 @@ func NewPlan(cfg Config) (*Plan, error) {
 		return nil, err
 	}
 	return &Plan{Config: cfg, ConfigJSON: cj, Layout: layout, mods: keyed}, nil
+}
+
+// stackOf is the leading dimension of an expert factor.
+func stackOf(experts int, shared bool) int64 {
+	if shared {
+		return 1
+	}
+	return int64(experts)
 }
 
 // Size is the total bytes of the checkpoint's files (config + weights; the

@@ -92,7 +92,10 @@ const (
 
 // encode appends the ids of one pre-tokenized piece to out.
 func (m *bpeModel) encode(piece string, out []int) []int {
-	if len(piece) == 1 {
+	switch len(piece) {
+	case 0: // an unsplit pre-tokenizer passes empty text on (Tiny's)
+		return out
+	case 1:
 		return append(out, int(m.byteID[piece[0]]))
 	}
 	if m.ignoreMerges {

@@ -26,6 +26,9 @@ func TestTiny(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("%q: %v, want %v", s, got, want)
 		}
+		if split := tok.EncodeSplitSpecial(s); s != "a <eos> b" && !slices.Equal(split, want) {
+			t.Fatalf("%q split-special: %v, want %v", s, split, want)
+		}
 		// DecodeBytes is exact; Decode replaces invalid UTF-8 like Hugging Face.
 		if s != "a <eos> b" && string(tok.DecodeBytes(got, true)) != s {
 			t.Fatalf("%q: decode %q", s, tok.DecodeBytes(got, true))

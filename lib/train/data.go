@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 
@@ -135,29 +136,56 @@ type DatumOptions struct {
 // a datum: input tokens[:-1], targets tokens[1:], weights aligned with the
 // targets and reduced as o.Reduction says.
 func ConversationDatum(r chat.Renderer, msgs []chat.Message, o DatumOptions) (tinkerapi.Datum, error) {
+	d, _, err := conversationDatum(r, msgs, o)
+	return d, err
+}
+
+// datumNote is what building one datum has to tell the run: the
+// renderer's warning and whether max_length cut the conversation.
+type datumNote struct {
+	warning string
+	cut     bool
+}
+
+// errNothingTrained is a conversation that keeps no trained token.
+var errNothingTrained = errors.New("no trainable token")
+
+func conversationDatum(r chat.Renderer, msgs []chat.Message, o DatumOptions) (tinkerapi.Datum, datumNote, error) {
 	tr, err := r.RenderForTraining(msgs, o.TrainOn)
 	if err != nil {
-		return tinkerapi.Datum{}, err
+		return tinkerapi.Datum{}, datumNote{}, err
 	}
+	note := datumNote{warning: tr.Warning}
 	if o.MaxLength > 0 && len(tr.Tokens) > o.MaxLength {
 		if !o.Truncate {
-			return tinkerapi.Datum{}, fmt.Errorf("%d tokens, longer than max_length %d", len(tr.Tokens), o.MaxLength)
+			return tinkerapi.Datum{}, note, fmt.Errorf("%d tokens, longer than max_length %d", len(tr.Tokens), o.MaxLength)
 		}
-		tr.Tokens, tr.Weights = tr.Tokens[:o.MaxLength], tr.Weights[:o.MaxLength]
+		// The cookbook's datum_from_model_input_weights: cut from the end.
+		tr.Tokens, tr.Weights, note.cut = tr.Tokens[:o.MaxLength], tr.Weights[:o.MaxLength], true
 	}
 	total := 0.0
 	for _, w := range tr.Weights[min(1, len(tr.Weights)):] {
 		total += float64(w)
 	}
 	if len(tr.Tokens) < 2 || total <= 0 {
-		return tinkerapi.Datum{}, fmt.Errorf("no trainable token (train_on=%q)", o.TrainOn)
+		if note.cut {
+			return tinkerapi.Datum{}, note, fmt.Errorf("%w left after cutting at max_length %d (train_on=%q)", errNothingTrained, o.MaxLength, o.TrainOn)
+		}
+		return tinkerapi.Datum{}, note, fmt.Errorf("%w (train_on=%q)", errNothingTrained, o.TrainOn)
 	}
+	return shifted(tr, total, o.Reduction), note, nil
+}
+
+// shifted is a rendered example as a datum: input tokens[:-1], targets
+// tokens[1:], weights aligned with the targets, reduced by reduction
+// (total is their sum).
+func shifted(tr chat.Training, total float64, reduction string) tinkerapi.Datum {
 	targets := make([]int64, len(tr.Tokens)-1)
 	for i, t := range tr.Tokens[1:] {
 		targets[i] = int64(t)
 	}
 	weights := append([]float32(nil), tr.Weights[1:]...)
-	if o.Reduction == ReductionMean {
+	if reduction == ReductionMean {
 		for i := range weights {
 			weights[i] = float32(float64(weights[i]) / total)
 		}
@@ -165,7 +193,7 @@ func ConversationDatum(r chat.Renderer, msgs []chat.Message, o DatumOptions) (ti
 	return tinkerapi.Datum{ModelInput: tr.Tokens[:len(tr.Tokens)-1], LossFnInputs: map[string]tinkerapi.Tensor{
 		"target_tokens": tinkerapi.Int64s(targets),
 		"weights":       tinkerapi.Float32s(weights),
-	}}, nil
+	}}
 }
 
 // TokenNLL is the mean negative log-likelihood per trained token of data

@@ -74,7 +74,7 @@ func TestSFTLossPerTokenWhateverTheReduction(t *testing.T) {
 	// The reference: a forward pass over 0/1 data, loss:sum / tokens.
 	r, _ := modelref.Renderer(t.Context(), "tinker-local/tiny-llama", "")
 	o := resumeOptions("")
-	data, err := toData(r, qa(4), &o, ReductionNone)
+	data, _, err := toData(r, qa(4), &o, ReductionNone)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,9 @@ type RunOptions struct {
 	// OnResume is told, before the first step, that the run resumes
 	// after step of total (the step saved in LogDir).
 	OnResume func(step, total int)
+	// OnWarning is told, once per call before the first step, each thing
+	// about the data the user should know (also in Result.Warnings).
+	OnWarning func(msg string)
 }
 
 // rate is a run's learning rate: the one given, or (when 0) the loop's
@@ -51,6 +54,7 @@ type Result[M Record] struct {
 	StatePath   string
 	SamplerPath string // empty until the run has finished
 	LogDir      string
+	Warnings    []string // what OnWarning was told
 }
 
 // LastStep is the number of the last finished step, 0 for none.
@@ -117,6 +121,16 @@ type stepper[M Record] interface {
 	// barrier reports whether something after step other than a save
 	// (an evaluation, a sampling round) must see its weights.
 	barrier(step int) bool
+}
+
+// warn tells the run's warnings, once.
+func (r *runner[M]) warn(msgs []string) {
+	r.res.Warnings = append(r.res.Warnings, msgs...)
+	for _, m := range msgs {
+		if r.o.OnWarning != nil {
+			r.o.OnWarning(m)
+		}
+	}
 }
 
 // newRunner prepares a run of total steps from st whose settings are cfg,

@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -117,21 +118,56 @@ func batchOf(n, batchSize, step int, seed uint64) []int {
 	return order[i*batchSize : min((i+1)*batchSize, n)]
 }
 
-// toData renders conversations as training examples with reduction.
-func toData(r chat.Renderer, convs []Conversation, o *SFTOptions, reduction string) ([]tinkerapi.Datum, error) {
-	out := make([]tinkerapi.Datum, len(convs))
+// toData renders conversations as training examples with reduction. It
+// also returns what the run should be told once: the renderer's warning
+// (the cookbook's, for all_assistant_messages on a renderer that rewrites
+// history) and how many conversations max_length cut. A conversation cut
+// down to no trained token is left out and counted, never sent: it would
+// train nothing.
+func toData(r chat.Renderer, convs []Conversation, o *SFTOptions, reduction string) ([]tinkerapi.Datum, []string, error) {
+	out := make([]tinkerapi.Datum, 0, len(convs))
 	do := DatumOptions{TrainOn: o.TrainOn, MaxLength: o.MaxLength, Truncate: o.Truncate, Reduction: reduction}
-	for i, c := range convs {
-		d, err := ConversationDatum(r, c.Messages, do)
-		if err != nil {
-			if strings.Contains(err.Error(), "longer than max_length") {
-				err = fmt.Errorf("%w (truncate=True cuts it)", err)
-			}
-			return nil, fmt.Errorf("%s: %w", c.Where, err)
+	var warning string
+	cut, emptied := 0, 0
+	for _, c := range convs {
+		d, note, err := conversationDatum(r, c.Messages, do)
+		if note.cut {
+			cut++
 		}
-		out[i] = d
+		if warning == "" {
+			warning = note.warning
+		}
+		switch {
+		case err != nil && note.cut && errors.Is(err, errNothingTrained):
+			emptied++
+			continue
+		case err != nil && strings.Contains(err.Error(), "longer than max_length"):
+			return nil, nil, fmt.Errorf("%s: %w (truncate=True cuts it)", c.Where, err)
+		case err != nil:
+			return nil, nil, fmt.Errorf("%s: %w", c.Where, err)
+		}
+		out = append(out, d)
 	}
-	return out, nil
+	if len(convs) > 0 && len(out) == 0 {
+		return nil, nil, fmt.Errorf("every conversation was cut at max_length %d before its first trained token: raise max_length", o.MaxLength)
+	}
+	return out, notes(warning, len(convs), cut, emptied, o.MaxLength), nil
+}
+
+// notes words toData's findings as one-line warnings.
+func notes(warning string, n, cut, emptied, maxLength int) []string {
+	var out []string
+	if warning != "" {
+		out = append(out, warning)
+	}
+	if cut > 0 {
+		s := fmt.Sprintf("max_length %d cut %d of %d conversations", maxLength, cut, n)
+		if emptied > 0 {
+			s += fmt.Sprintf("; %d of them kept no trained token and are left out", emptied)
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // sftConfig is log_dir/config.json of SFT: what must match to resume.
@@ -181,21 +217,27 @@ func SFT(ctx context.Context, s Session, o SFTOptions) (*SFTResult, error) {
 	if err != nil {
 		return nil, userErr(err.Error())
 	}
-	data, err := toData(r, o.Data, &o, o.Reduction)
+	data, warnings, err := toData(r, o.Data, &o, o.Reduction)
 	if err != nil {
 		return nil, userErr(err.Error())
 	}
 	// Eval data keeps 0/1 weights whatever the reduction: its NLL is the
 	// mean per trained token, comparable between runs.
-	eval, err := toData(r, o.Eval, &o, ReductionNone)
+	eval, evalWarnings, err := toData(r, o.Eval, &o, ReductionNone)
 	if err != nil {
 		return nil, userErr("eval_data: " + err.Error())
+	}
+	for _, w := range evalWarnings {
+		if !slices.Contains(warnings, w) {
+			warnings = append(warnings, "eval_data: "+w)
+		}
 	}
 	perEpoch := (len(data) + o.BatchSize - 1) / o.BatchSize
 	run, err := newRunner[SFTMetrics](ctx, &o.RunOptions, st, perEpoch*o.Epochs, o.config(st, r.Name(), data, eval), "sft")
 	if err != nil {
 		return nil, logDirErr(err)
 	}
+	run.warn(warnings)
 	if run.done() {
 		return run.res, nil
 	}

@@ -22,7 +22,12 @@ func localSession(tb testing.TB, delay time.Duration) *tinkerapi.Session {
 // localSessionWith is localSession with the server's handler wrapped (a
 // test that records requests passes wrap).
 func localSessionWith(tb testing.TB, delay time.Duration, wrap func(http.Handler) http.Handler) *tinkerapi.Session {
-	pool := &engine.Pool{}
+	return sessionAt(tb, localServer(tb, &engine.Pool{}, delay, wrap))
+}
+
+// localServer starts an in-process local server on pool and returns its
+// address.
+func localServer(tb testing.TB, pool *engine.Pool, delay time.Duration, wrap func(http.Handler) http.Handler) string {
 	s, err := server.Open(server.Options{DataDir: tb.TempDir(), SweepInterval: -1, FutureDelay: delay,
 		PollHold: 500 * time.Millisecond, Sampler: server.EngineSampler(pool), Engine: pool})
 	if err != nil {
@@ -34,7 +39,12 @@ func localSessionWith(tb testing.TB, delay time.Duration, wrap func(http.Handler
 	}
 	hs := httptest.NewServer(h)
 	tb.Cleanup(func() { hs.Close(); s.Close() })
-	c, err := tinkerapi.New(tinkerapi.Config{BaseURL: hs.URL, APIKey: "tml-train-test"})
+	return hs.URL
+}
+
+// sessionAt is a session on the server at url.
+func sessionAt(tb testing.TB, url string) *tinkerapi.Session {
+	c, err := tinkerapi.New(tinkerapi.Config{BaseURL: url, APIKey: "tml-train-test"})
 	if err != nil {
 		tb.Fatal(err)
 	}

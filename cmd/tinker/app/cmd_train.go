@@ -131,6 +131,7 @@ func runLoop(c *invocation, ro *train.RunOptions, load func() error, loop func(r
 			status.Resumed(step)
 			fmt.Fprintf(c.io.Err, "resuming from step %d of %d (the state saved in %s)\n", step, total, ro.LogDir)
 		}
+		ro.OnWarning = func(msg string) { fmt.Fprintf(c.io.Err, "warning: %s\n", msg) }
 		defer watchInterrupt(r.ctx, c, status)()
 		show, err := loop(r, s)
 		status.Clear() // before any message, which would follow it on its line

@@ -1,7 +1,9 @@
 // Command exportbench measures lib/export's merge against a plain copy of
 // the same base shards, in one run: a Llama-shaped bfloat16 model of about
-// 1 GB in four shards and a rank-32 adapter on every matrix (unembedding
-// included) are generated in a temporary directory; then, alternately, a
+// 1 GB in four shards (or, with -model deepseek, a DeepSeek-shaped
+// mixture-of-experts model in FP8 blocks, deepseek.go) and a rank-32
+// adapter on every matrix (unembedding included) are generated in a
+// temporary directory; then, alternately, a
 // child process copies the shards (read, write, fsync) and a child process
 // exports the merged model (which also fsyncs). Throughput is base bytes
 // per second; peak RSS is the child's, against the largest shard plus the
@@ -21,6 +23,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -35,15 +38,17 @@ func main() {
 	out := flag.String("out", "", "internal: output directory")
 	runs := flag.Int("runs", 2, "measured runs of each")
 	keep := flag.String("dir", "", "generate the model here and keep it (default: a temporary directory)")
+	model := flag.String("model", "llama", "llama (dense bfloat16, ~1 GB) or deepseek (MoE, FP8 blocks, ~2.6 GB)")
 	flag.Parse()
 	if *child != "" {
 		if err := runChild(*child, *base, *adapter, *out); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
+		fmt.Println(peakRSS())
 		return
 	}
-	if err := bench(*runs, *keep); err != nil {
+	if err := bench(*runs, *keep, *model); err != nil {
 		fmt.Fprintln(os.Stderr, "exportbench:", err)
 		os.Exit(1)
 	}
@@ -92,6 +97,19 @@ func copyFile(src, dst string) error {
 	return o.Close()
 }
 
+// peakRSS is this process's VmHWM line from /proc/self/status: its own
+// peak since exec. (A child's rusage maxrss also counts the parent's peak,
+// whose memory the child shares from fork until exec.)
+func peakRSS() string {
+	b, _ := os.ReadFile("/proc/self/status")
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "VmHWM:") {
+			return strings.Join(strings.Fields(l), " ")
+		}
+	}
+	return ""
+}
+
 type result struct {
 	secs, cpu float64 // wall and CPU (user + system) seconds
 	rssKB     int64
@@ -101,17 +119,22 @@ func measure(step, base, adapter, out string) (result, error) {
 	os.RemoveAll(out)
 	defer os.RemoveAll(out)
 	cmd := exec.Command(os.Args[0], "-child", step, "-base", base, "-adapter", adapter, "-out", out)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	var stdout strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, os.Stderr
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
 		return result{}, fmt.Errorf("%s: %w", step, err)
 	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-	return result{time.Since(start).Seconds(), cpu, ru.Maxrss}, nil
+	var hwm int64
+	if _, err := fmt.Sscanf(stdout.String(), "VmHWM: %d kB", &hwm); err != nil {
+		hwm = ru.Maxrss // no /proc: the rusage figure, which counts ours too
+	}
+	return result{time.Since(start).Seconds(), cpu, hwm}, nil
 }
 
-func bench(runs int, dir string) error {
+func bench(runs int, dir, model string) error {
 	if dir == "" {
 		d, err := os.MkdirTemp("", "exportbench-")
 		if err != nil {
@@ -121,16 +144,24 @@ func bench(runs int, dir string) error {
 		dir = d
 	}
 	base, adapter := filepath.Join(dir, "base"), filepath.Join(dir, "adapter")
-	total, largest, err := writeBase(base)
+	writeB, writeA, n := writeBase, writeAdapter, shards
+	switch model {
+	case "deepseek":
+		writeB, writeA, n = writeDeepSeekBase, writeDeepSeekAdapter, dsShards
+	case "llama":
+	default:
+		return fmt.Errorf("unknown -model %q: use llama or deepseek", model)
+	}
+	total, largest, err := writeB(base)
 	if err != nil {
 		return err
 	}
-	adapterBytes, err := writeAdapter(adapter)
+	adapterBytes, err := writeA(adapter)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("base: %d shards, %.0f MB (largest shard %.0f MB); adapter rank %d, %.0f MB\n",
-		shards, mb(total), mb(largest), rank, mb(adapterBytes))
+	fmt.Printf("%s base: %d shards, %.0f MB (largest shard %.0f MB); adapter rank %d, %.0f MB\n",
+		model, n, mb(total), mb(largest), rank, mb(adapterBytes))
 	best := map[string]result{}
 	for range runs {
 		for _, step := range []string{"copy", "merge"} {
@@ -226,20 +257,7 @@ func writeShard(path string, ts []tensorSpec, r *rand.Rand) (int64, error) {
 		}
 		infos = append(infos, safetensors.TensorInfo{Name: t.name, DType: safetensors.BF16, Shape: shape})
 	}
-	l, err := safetensors.NewLayout(infos, map[string]string{"format": "pt"})
-	if err != nil {
-		return 0, err
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	buf := make([]byte, 1<<20)
-	_, err = l.WriteTo(f, func(_ int, t safetensors.TensorInfo, w io.Writer) error {
-		return randomBF16(w, t.Bytes(), 0.02, r, buf)
-	})
-	return l.Size(), err
+	return writeTyped(path, infos, r)
 }
 
 func randomBF16(w io.Writer, n int64, scale float64, r *rand.Rand, buf []byte) error {

@@ -1,0 +1,371 @@
+package export
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/tinkershell/tinker/lib/safetensors"
+)
+
+// latentMerger writes a DeepSeek V3.1 / Kimi K2 merged model. Plain
+// tensors go through merger.fill. Quantised weights are dequantised a row
+// block at a time, updated in float32 and either written in the chosen
+// dtype (--dtype bfloat16/float32: every quantised weight, adapted or not,
+// and the scales and quantization_config dropped) or, by default,
+// requantised in the base's own format with fresh scales (adapted weights
+// only; the others are copied byte for byte).
+//
+// The adapter stays in its file's dtype; a module's float32 update is made
+// when its weight is written, so memory is the adapter plus one update
+// (and the few shared factors in the cache) plus the row blocks.
+type latentMerger struct {
+	*merger
+	lb        *latentBase
+	dequant   bool
+	newScales map[string][]byte // scales of requantised weights, made with them
+	mods      map[string]Module // by the base weight each updates
+	scale     float32
+	cache     map[*byte][]float32 // float32 factors, by their bytes
+	vals      []float32           // a block's dequantised rows
+}
+
+// latentSource is where one output tensor comes from.
+type latentSource struct {
+	source          // a plain tensor
+	q      *qtensor // a quantised weight written from its dequantised rows
+	stash  bool     // the new scales of a requantised weight
+}
+
+func newLatentMerger(lb *latentBase, a *Adapter, dt safetensors.DType) (*latentMerger, int64, error) {
+	m := &latentMerger{merger: &merger{base: lb.Base, dtype: dt, weightMap: map[string]string{}},
+		lb: lb, dequant: dt != "", newScales: map[string][]byte{}, mods: map[string]Module{}, scale: a.Scale}
+	for _, mod := range a.Modules {
+		name, ok := lb.weightName(mod.Path)
+		if !ok {
+			return nil, 0, fmt.Errorf("base %s has no tensor %s.weight for adapter module %s", lb.Dir, mod.Path, mod.Path)
+		}
+		shape, err := lb.shape(name)
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(shape) != 2 || shape[0] != mod.B.Shape[0] || shape[1] != mod.A.Shape[1] {
+			return nil, 0, fmt.Errorf("base tensor %s is %v, adapter module %s updates a [%d %d] matrix", name, shape, mod.Path, mod.B.Shape[0], mod.A.Shape[1])
+		}
+		m.mods[name] = mod
+	}
+	var need int64
+	for _, s := range lb.Shards {
+		infos, _, err := m.plan(s)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, t := range infos {
+			need += t.Bytes()
+		}
+	}
+	m.weightMap, m.total = map[string]string{}, 0
+	return m, need, nil
+}
+
+// update is the float32 update of base weight name, nil if not adapted.
+// Experts that share a factor share its float32 copy: the cache keeps the
+// factors converted last (a layer's shared ones stay while its experts
+// are written, as they are written together).
+func (m *latentMerger) update(name string) (*update, error) {
+	mod, ok := m.mods[name]
+	if !ok {
+		return nil, nil
+	}
+	if len(m.cache) > 16 {
+		m.cache = nil
+	}
+	if m.cache == nil {
+		m.cache = map[*byte][]float32{}
+	}
+	conv := func(t *safetensors.Tensor, s float32) ([]float32, error) {
+		key := unsafe.SliceData(t.Data)
+		if v, ok := m.cache[key]; ok && len(v) == int(t.NumElements()) {
+			return v, nil
+		}
+		v, err := t.Float32()
+		if err != nil {
+			return nil, fmt.Errorf("adapter %s: %w", mod.Path, err)
+		}
+		for i := range v {
+			v[i] *= s
+		}
+		m.cache[key] = v
+		return v, nil
+	}
+	a, err := conv(mod.A, 1)
+	if err != nil {
+		return nil, err
+	}
+	b, err := conv(mod.B, m.scale)
+	if err != nil {
+		return nil, err
+	}
+	return &update{r: int(mod.A.Shape[0]), in: int(mod.A.Shape[1]), out: int(mod.B.Shape[0]), a: a, b: b}, nil
+}
+
+// plan lists one shard's output tensors and their sources.
+func (m *latentMerger) plan(shard string) ([]safetensors.TensorInfo, map[string]latentSource, error) {
+	var infos []safetensors.TensorInfo
+	srcs := map[string]latentSource{}
+	add := func(info safetensors.TensorInfo, s latentSource) {
+		infos = append(infos, info)
+		srcs[info.Name] = s
+		m.weightMap[info.Name] = shard
+		m.total += info.Bytes()
+	}
+	for name, l := range m.lb.all {
+		if l.shard != shard {
+			continue
+		}
+		if err := m.planOne(name, l, add); err != nil {
+			return nil, nil, err
+		}
+	}
+	return infos, srcs, nil
+}
+
+// planOne plans base tensor name: plain, a quantised weight, or one of a
+// quantised weight's companions (scales, shape).
+func (m *latentMerger) planOne(name string, l located, add func(safetensors.TensorInfo, latentSource)) error {
+	weight, companion := quantWeightOf(name, m.lb)
+	q, err := m.lb.quantised(weight)
+	if err != nil {
+		return err
+	}
+	if q == nil {
+		t := safetensors.TensorInfo{Name: name, DType: m.outDType(l.t.DType), Shape: l.t.Shape}
+		add(t, latentSource{source: source{t: l.t, off: l.off}})
+		return nil
+	}
+	_, adapted := m.mods[weight]
+	switch {
+	case m.dequant && companion:
+		return nil // scales and shape go with the quantisation
+	case m.dequant:
+		add(safetensors.TensorInfo{Name: weight, DType: m.dtype, Shape: []int64{int64(q.rows), int64(q.cols)}}, latentSource{q: q})
+	case !adapted || (companion && name != q.scale.t.Name):
+		add(l.t, latentSource{source: source{t: l.t, off: l.off}}) // copied as is
+	case companion:
+		add(l.t, latentSource{stash: true})
+	default:
+		if q.scale.shard != q.w.shard {
+			return fmt.Errorf("base %s keeps %s and its scales in different shards: export with --dtype bfloat16", m.lb.Dir, weight)
+		}
+		add(l.t, latentSource{q: q})
+	}
+	return nil
+}
+
+// quantWeightOf maps a tensor name to the weight it belongs to and
+// whether it is a companion (scales or shape) rather than the weight.
+func quantWeightOf(name string, lb *latentBase) (string, bool) {
+	for _, suf := range []string{"_scale_inv", "_scale", "_shape", "_packed"} {
+		if w, ok := strings.CutSuffix(name, suf); ok && strings.HasSuffix(w, ".weight") {
+			if _, fp8 := lb.all[w]; suf == "_scale_inv" && !fp8 {
+				continue
+			}
+			if _, packed := lb.all[w+"_packed"]; suf != "_scale_inv" && !packed {
+				continue
+			}
+			return w, suf != "_packed"
+		}
+	}
+	return name, false
+}
+
+// shard writes the merged copy of base shard name to w.
+func (m *latentMerger) shard(ctx context.Context, name string, w io.Writer) error {
+	var srcs map[string]latentSource
+	plan := func(*safetensors.Header) (infos []safetensors.TensorInfo, err error) {
+		infos, srcs, err = m.plan(name)
+		return infos, err
+	}
+	return writeShard(filepath.Join(m.lb.Dir, name), w, plan, func(f *os.File, t safetensors.TensorInfo, w io.Writer) error {
+		s := srcs[t.Name]
+		switch {
+		case s.stash:
+			b := m.newScales[t.Name]
+			delete(m.newScales, t.Name)
+			_, err := w.Write(b)
+			return err
+		case s.q != nil:
+			return m.fillQuant(ctx, f, s.q, t, w)
+		}
+		u, err := m.update(t.Name)
+		if err != nil {
+			return err
+		}
+		s.u = u
+		return m.fill(ctx, f, s.source, t, w)
+	})
+}
+
+// fillQuant writes a quantised weight: row blocks dequantised, updated,
+// then encoded in t's dtype or requantised (the new scales kept for the
+// scale tensor, which sorts after the weight in the shard).
+func (m *latentMerger) fillQuant(ctx context.Context, f *os.File, q *qtensor, t safetensors.TensorInfo, w io.Writer) error {
+	u, err := m.update(q.name)
+	if err != nil {
+		return err
+	}
+	scales, err := m.lb.readSmall(q.scale)
+	if err != nil {
+		return err
+	}
+	var fresh []byte
+	if !m.dequant {
+		fresh = make([]byte, len(scales))
+		m.newScales[q.scale.t.Name] = fresh
+	}
+	step := max(1, blockElems/q.cols)
+	if !q.int4 {
+		step = max(1, step/m.lb.quant.block[0]) * m.lb.quant.block[0]
+	}
+	inRow := int(q.w.t.Bytes()) / q.rows
+	outRow := int(t.Bytes()) / q.rows
+	if cap(m.src) < step*inRow {
+		m.src = make([]byte, step*inRow)
+	}
+	if cap(m.vals) < step*q.cols {
+		m.vals = make([]float32, step*q.cols)
+	}
+	unit := 1
+	if !q.int4 && !m.dequant {
+		unit = m.lb.quant.block[0] // a requantised FP8 block's rows stay together
+	}
+	make1 := func(lo int, dst []byte) ([]byte, error) {
+		n := min(step, q.rows-lo)
+		src := m.src[:n*inRow]
+		if _, err := f.ReadAt(src, q.w.off+int64(lo*inRow)); err != nil {
+			return nil, fmt.Errorf("read base tensor %s: %w", q.w.t.Name, err)
+		}
+		parallelSpans(ceilDiv(n, unit), func(a, b int) {
+			a, b = a*unit, min(n, b*unit)
+			v := m.vals[a*q.cols : b*q.cols]
+			m.decodeQuant(q, src[a*inRow:], scales, lo+a, b-a, v)
+			addDelta(u, lo+a, v, q.cols)
+			m.encodeQuant(q, t.DType, v, lo+a, b-a, dst[a*outRow:b*outRow], fresh)
+		})
+		return dst[:n*outRow], nil
+	}
+	return m.pipeline(ctx, q.rows, step, step*outRow, make1, w)
+}
+
+// parallelSpans splits [0, n) into one span per core and runs f on each.
+func parallelSpans(n int, f func(a, b int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	var wg sync.WaitGroup
+	for k := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(n*k/workers, n*(k+1)/workers)
+		}()
+	}
+	wg.Wait()
+}
+
+// addDelta adds u's rows from row lo on to the rows of v (cols wide).
+func addDelta(u *update, lo int, v []float32, cols int) {
+	if u == nil {
+		return
+	}
+	d := make([]float32, cols)
+	for r := range len(v) / cols {
+		u.deltaRow(lo+r, d)
+		row := v[r*cols : (r+1)*cols]
+		for j := range row {
+			row[j] += d[j]
+		}
+	}
+}
+
+// decodeQuant dequantises rows [lo, lo+n) of q from src into v.
+func (m *latentMerger) decodeQuant(q *qtensor, src, scales []byte, lo, n int, v []float32) {
+	if q.int4 {
+		g := m.lb.quant.group
+		sr := 2 * q.cols / g
+		for r := range n {
+			int4Row(src[r*q.cols/2:], scales[(lo+r)*sr:], g, v[r*q.cols:(r+1)*q.cols])
+		}
+		return
+	}
+	b := m.lb.quant.block
+	nbc := ceilDiv(q.cols, b[1])
+	for r := range n {
+		srow := ((lo + r) / b[0]) * nbc
+		row, codes := v[r*q.cols:(r+1)*q.cols], src[r*q.cols:(r+1)*q.cols]
+		for c0 := 0; c0 < q.cols; c0 += b[1] {
+			s := math.Float32frombits(binary.LittleEndian.Uint32(scales[4*(srow+c0/b[1]):]))
+			c1 := min(q.cols, c0+b[1])
+			for j, c := range codes[c0:c1] {
+				row[c0+j] = fp8Values[c] * s
+			}
+		}
+	}
+}
+
+// encodeQuant writes rows [lo, lo+n) of v into dst: in dtype dt when
+// dequantising, else requantised with their scales put into fresh.
+func (m *latentMerger) encodeQuant(q *qtensor, dt safetensors.DType, v []float32, lo, n int, dst, fresh []byte) {
+	switch {
+	case m.dequant:
+		sz := dt.Size() * q.cols
+		for r := range n {
+			encodeRow(dt, v[r*q.cols:(r+1)*q.cols], dst[r*sz:(r+1)*sz])
+		}
+	case q.int4:
+		g := m.lb.quant.group
+		for r := range n {
+			int4Quantize(v[r*q.cols:(r+1)*q.cols], g, dst[r*q.cols/2:], fresh[(lo+r)*2*q.cols/g:])
+		}
+	default:
+		fp8Quantize(v, q.cols, m.lb.quant.block, lo, n, dst, fresh)
+	}
+}
+
+// fp8Quantize requantises rows [lo, lo+n) (lo a multiple of the block
+// height): each block's scale is its largest magnitude over 448, and
+// each value is value/scale rounded to E4M3.
+func fp8Quantize(v []float32, cols int, b [2]int, lo, n int, dst, fresh []byte) {
+	nbc := ceilDiv(cols, b[1])
+	for r0 := 0; r0 < n; r0 += b[0] {
+		r1 := min(n, r0+b[0])
+		for c0 := 0; c0 < cols; c0 += b[1] {
+			c1 := min(cols, c0+b[1])
+			// Magnitudes compare as their bits (sign cleared).
+			var amax uint32
+			for r := r0; r < r1; r++ {
+				for _, x := range v[r*cols+c0 : r*cols+c1] {
+					amax = max(amax, math.Float32bits(x)&^(1<<31))
+				}
+			}
+			s := math.Float32frombits(amax) / fp8Max
+			if s == 0 {
+				s = 1
+			}
+			binary.LittleEndian.PutUint32(fresh[4*(((lo+r0)/b[0])*nbc+c0/b[1]):], math.Float32bits(s))
+			inv := 1 / s
+			for r := r0; r < r1; r++ {
+				row, out := v[r*cols+c0:r*cols+c1], dst[r*cols+c0:r*cols+c1]
+				for j, x := range row {
+					out[j] = fp8Encode(x * inv)
+				}
+			}
+		}
+	}
+}
