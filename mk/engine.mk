@@ -53,8 +53,8 @@ bench-engine: bench-engine-deps
 
 bench-engine-memory:
 	@uptime
-	$(GO) test -run '^$$' -bench 'BenchmarkTrainMemory/1x2048$$' -benchtime 1x -count 1 -timeout 90m ./lib/engine/
-	$(GO) test -run '^$$' -bench 'BenchmarkTrainMemory/1x4096$$' -benchtime 1x -count 1 -timeout 120m ./lib/engine/
+	$(GO) test -run '^$$' -bench 'BenchmarkTrainMemory/^1x2048$$' -benchtime 1x -count 1 -timeout 90m ./lib/engine/
+	$(GO) test -run '^$$' -bench 'BenchmarkTrainMemory/^1x4096$$' -benchtime 1x -count 1 -timeout 120m ./lib/engine/
 
 # The engine's kernels for the CPUs this machine is not: the AVX2 kernels
 # of an x86-64 CPU without AVX-512 (qemu's "max" CPU model has AVX2 and FMA

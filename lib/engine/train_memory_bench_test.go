@@ -12,7 +12,7 @@ import (
 // process's peak resident set (getrusage's maxrss, which CPU load does not
 // disturb), the model's weights, the trainer's fixed state and the
 // activations' arena (ActivationBytes, the arena's exact count). Run one
-// length per process (-bench 'TrainMemory/1x4096$'): maxrss is the
+// length per process (-bench 'TrainMemory/^1x4096$'): maxrss is the
 // process's peak over its whole life. The wide4 case has the 0.6B widths
 // and 4 layers (a seventh of the work, to check the accounting on a busy
 // machine).
