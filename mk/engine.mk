@@ -9,7 +9,12 @@
 #   rank-32 LoRA on every target) + optim_step on tiny-llama, tiny-qwen3
 #   and a random Qwen3-0.6B-shaped model, next to the scalar kernels and,
 #   where python3-torch is installed, the same step in PyTorch on the same
-#   threads (OpenBLAS preloaded) with the ratio.
+#   threads (OpenBLAS preloaded) with the ratio; and the model FLOPs
+#   utilisation (%MFU by wall time, %MFU-cpu by CPU time) against the
+#   widest FMA peak measured in the same run.
+# - Training memory (bench-engine-memory, not part of bench-engine): peak
+#   RSS of one 0.6B-shape step at 1 x 2048 and 1 x 4096 tokens, each in its
+#   own process, next to the weights, trainer state and activation arena.
 # - Prefill (512-token prompt) and decode tokens/s on the 0.6B shape with
 #   float32 and bfloat16 weights, decode against the memory-bandwidth limit.
 # - Generation tokens/s of the tiny models (1 sequence, 8 in one request,
@@ -23,7 +28,7 @@ OPENBLAS = $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/openblas-pthread/lib
 # Evaluated when the recipe runs, after bench-engine-deps had its chance.
 TORCH_ENV = $(shell $(TORCH_PY) -c 'import torch' >/dev/null 2>&1 && echo TINKER_BENCH_TORCH=$(TORCH_PY) $(if $(OPENBLAS),LD_PRELOAD=$(OPENBLAS)))
 
-.PHONY: bench-engine bench-engine-deps
+.PHONY: bench-engine bench-engine-deps bench-engine-memory
 # The PyTorch reference comes from Debian's packages: installed here as root
 # with apt-get, otherwise the benchmark says how and runs without it.
 bench-engine-deps:
@@ -39,11 +44,17 @@ bench-engine: bench-engine-deps
 	$(GO) test -run '^$$' -bench 'BenchmarkGEMM' -benchtime 5x -count 1 ./lib/engine/
 	$(GO) test -run '^$$' -bench 'BenchmarkBackwardProducts' -benchtime 5x -count 1 -cpu 1 ./lib/engine/
 	@uptime
+	@echo "MFU counts 2 FLOPs per multiply-add of the base products forward and of their input gradients backward (4 x params x tokens), causal attention (the forward's scores and weighted values, 5 x that with the backward's recomputation), and the rank-32 LoRA products (forward, both gradients); recomputed layers are not counted"
 	$(TORCH_ENV) $(GO) test -run '^$$' -bench 'BenchmarkTrainStep' -benchtime 1x -count 1 -timeout 60m ./lib/engine/
 	@uptime
 	$(GO) test -run '^$$' -bench 'BenchmarkPrefillDecode' -benchtime 1x -count 1 -timeout 60m ./lib/engine/
 	@uptime
 	$(GO) test -run '^$$' -bench 'BenchmarkGenerate' -benchtime 5x -count 1 ./lib/engine/
+
+bench-engine-memory:
+	@uptime
+	$(GO) test -run '^$$' -bench 'BenchmarkTrainMemory/^1x2048$$' -benchtime 1x -count 1 -timeout 90m ./lib/engine/
+	$(GO) test -run '^$$' -bench 'BenchmarkTrainMemory/^1x4096$$' -benchtime 1x -count 1 -timeout 120m ./lib/engine/
 
 # The engine's kernels for the CPUs this machine is not: the AVX2 kernels
 # of an x86-64 CPU without AVX-512 (qemu's "max" CPU model has AVX2 and FMA

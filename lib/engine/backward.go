@@ -49,6 +49,7 @@ type datumPass struct {
 	rowsAt   []row
 	ws       *workspace
 	acts     []layerActs
+	inputs   [][][]float32 // every layer's input residual when recomputing (recompute.go)
 	backward bool
 }
 
@@ -73,17 +74,12 @@ func (t *Trainer) datum(ctx context.Context, l Loss, d *Datum, out *DatumOutput,
 	for p := range ps.rowsAt {
 		ps.rowsAt[p] = row{seq: ps.cache, pos: p}
 	}
-	// Without a backward pass nothing needs keeping: each layer's scratch is
-	// released once it has written the next residual into spare.
-	var spare [][]float32
-	if !backward {
-		spare = ar.rows(n, c.Hidden)
+	if backward && t.recomputes(n) {
+		ps.inputs = ps.residuals(x)
 	}
-	for li := range m.w.layers {
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		x, spare = ps.forwardLayer(li, x, spare)
+	x, err := ps.forwardLayers(x, ctx.Err)
+	if err != nil {
+		return 0, err
 	}
 	total, dxnF := ps.head(l, d, x, out)
 	if !backward {
@@ -97,13 +93,8 @@ func (t *Trainer) datum(ctx context.Context, l Loss, d *Datum, out *DatumOutput,
 	if !t.cfg.TrainAttn && !t.cfg.TrainMLP {
 		lowest = c.Layers
 	}
-	for li := c.Layers - 1; li >= lowest; li-- {
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		if !ps.backwardLayer(li, lowest, dx) {
-			break
-		}
+	if err := ps.backwardLayers(lowest, dx, ctx.Err); err != nil {
+		return 0, err
 	}
 	return total, nil
 }
@@ -171,7 +162,7 @@ func (ps *datumPass) forwardLayer(li int, x, spare [][]float32) (next, nextSpare
 	}
 	next = spare
 	if ps.backward {
-		next = ar.rowsToFill(n, h)
+		next = ps.residual(li)
 	}
 	for p := range n {
 		copy(next[p], a.x2[p])
@@ -230,8 +221,8 @@ func (ps *datumPass) head(l Loss, d *Datum, x [][]float32, out *DatumOutput) (fl
 			th = tHead[p0:p1]
 		}
 		trainLinear(w.lmHead, nil, t.head, xnF[p0:p1], lg, th, false)
-		for i, row := range lg {
-			total += sc.score(row, p0+i, ps.backward)
+		for _, loss := range sc.scoreRows(lg, p0, ps.backward) {
+			total += loss // in position order, as one loop would
 		}
 		if ps.backward {
 			t.linearBackward(w.lmHead, t.head, xnF[p0:p1], th, lg, dxnF[p0:p1], false)
@@ -374,6 +365,7 @@ func attentionBackward(c Config, q [][]float32, k, v []float32, datt, dq, dk, dv
 	forkJoin(workers, func(wk int) {
 		var s attnBackScratch
 		for kvh := wk; kvh < c.KVHeads; kvh += workers {
+			s.packHead(a, kvh)
 			for p0 := 0; p0 < n; p0 += attnRows {
 				a.block(&s, kvh, p0, min(attnRows, n-p0))
 			}

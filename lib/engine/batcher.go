@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // batcher interleaves the Sample calls on one base model (and on every
@@ -21,6 +22,18 @@ type batcher struct {
 	mu      sync.Mutex
 	queue   []*job // submitted, not yet admitted; FIFO
 	running bool   // the stepping goroutine exists
+
+	steps, rows atomic.Int64 // forward passes run and the rows they carried
+}
+
+// countStep counts a step's forward pass and its rows.
+func (b *batcher) countStep(units []*unit) {
+	n := 0
+	for _, u := range units {
+		n += len(u.rows)
+	}
+	b.steps.Add(1)
+	b.rows.Add(int64(n))
 }
 
 // maxBatchSeqs bounds the sequences admitted at once (each is one row of

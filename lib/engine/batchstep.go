@@ -23,6 +23,7 @@ func (s *stepper) step() error {
 	if err := s.forward(units); err != nil {
 		return err
 	}
+	s.b.countStep(units)
 	if err := s.pick(units); err != nil {
 		return err
 	}
@@ -33,20 +34,28 @@ func (s *stepper) step() error {
 }
 
 // plan lists the step's units: the next token of every generating
-// sequence, and up to prefillChunk prompt positions of the jobs still
-// prefilling, oldest first, so a long prompt delays the others' tokens by
-// one chunk per step rather than by its whole length. While some sequence
-// is generating, the chunk is also held to the model's sharedPrefill, so
-// that on a large model the others' tokens wait about one decoding step
-// for it rather than seconds.
+// sequence, and prompt positions of the jobs still prefilling, oldest
+// first, at most prefillChunk of each job. While nothing generates, a step
+// takes up to prefillBatch positions, so requests admitted together are
+// prefilled in one forward pass and then decode together. While some
+// sequence generates, each waiting prompt adds the model's sharedPrefill
+// positions to the step (prefillChunk at most in all), so a long prompt
+// delays the others' tokens by about one decoding step per step rather
+// than by its whole length, and several prompts arriving just after one
+// another catch up with the batch in a few steps instead of one by one.
 func (s *stepper) plan() []*unit {
 	var units []*unit
-	budget := prefillChunk
+	generating, waiting := false, 0
 	for _, j := range s.active {
 		if j.seqs != nil {
-			budget = min(budget, s.m.sharedPrefill())
-			break
+			generating = true
+		} else {
+			waiting++
 		}
+	}
+	budget := prefillBatch
+	if generating {
+		budget = min(prefillChunk, s.m.sharedPrefill()*waiting)
 	}
 	for _, j := range s.active {
 		switch {
@@ -58,13 +67,17 @@ func (s *stepper) plan() []*unit {
 				}
 			}
 		case budget > 0:
-			u := j.promptChunk(budget)
+			u := j.promptChunk(min(budget, prefillChunk))
 			budget -= len(u.rows)
 			units = append(units, u)
 		}
 	}
 	return units
 }
+
+// prefillBatch bounds the prompt positions of one step while nothing
+// generates: 8 requests of 64-token prompts, or 4 chunks of long ones.
+const prefillBatch = 4 * prefillChunk
 
 // sharedPrefillWork is the multiply-adds a step spends on prompts while
 // other sequences generate: about 50 ms at the engine's 150 GFLOP/s, the

@@ -100,17 +100,35 @@
 //     the probabilities in the same blocks (KV heads split over workers,
 //     blocks in ascending position): scores and datt·v with the forward's
 //     block kernels, dq with its weighted sum, dk and dv by
-//     attnScatterBlock over the block's packed heads. Each dk/dv element
-//     still adds its terms in ascending (position, head) order, so the
-//     bits are those of the per-position loop kept as
-//     attentionBackwardRef (TestAttentionBackwardBlocksMatchRef).
+//     attnScatterBlock over the block's packed heads. Each worker copies
+//     its KV head's keys and values contiguous once (packHead) rather than
+//     the block kernels packing every tile again for every block
+//     (packRows' copies, forward and backward, were 8% of the CPU
+//     samples of a 4096-token step on the 0.6B widths with 4 layers).
+//     Each dk/dv element still adds its terms in ascending (position,
+//     head) order, so the bits are those of the per-position loop kept
+//     as attentionBackwardRef (TestAttentionBackwardBlocksMatchRef).
+//   - Attention memory is linear in the sequence: no T×T matrix exists.
+//     The forward keeps only each query's output, and the backward
+//     recomputes one block's probabilities at a time (attnRows positions ×
+//     a KV head's query heads against the keys before them: 2 MB per
+//     worker at 4096 tokens on the 0.6B shape). Flash-style key tiles with
+//     an online softmax were not adopted: rescaled partial sums would give
+//     each score bits that depend on where tiles start, and the rule that
+//     every output element sums its keys in ascending order in one pass is
+//     what makes a row's bits independent of its batch, its block and the
+//     thread count. Key tiles would buy cache reuse at long lengths, a
+//     speed question to decide on a quiet machine (issue 34).
 //   - Concurrent requests share one batch (batcher.go): every Sample call
 //     on a base model or any of its adapters joins the model's running
 //     batch, whose one goroutine (started by the first call, gone when the
 //     last leaves) steps a forward pass over the next token of every
-//     generating sample plus at most prefillChunk positions of prompts
-//     still being prefilled (fewer on large models while others generate:
-//     sharedPrefill), then lets each sample draw with its own
+//     generating sample plus prompt positions still to prefill (at most
+//     prefillChunk of one prompt; up to prefillBatch in all while nothing
+//     generates, so requests arriving together prefill in one pass and
+//     decode together, TestConcurrentPromptsOneBatch; while others
+//     generate, sharedPrefill per waiting prompt, prefillChunk in all),
+//     then lets each sample draw with its own
 //     sampler and random stream. Decoding reads every weight once per step,
 //     so 8 concurrent requests cost about what one request of 8 samples
 //     does, instead of 8 requests. Rows carry their adapter; each adapter's
@@ -121,12 +139,25 @@
 //   - Parallelism: a step's rows are split over GOMAXPROCS groups, each
 //     running its own forward pass (small models); large models keep one
 //     batch and split each matrix product's rows across cores. Draws over
-//     large vocabularies are spread across cores too.
+//     large vocabularies are spread across cores too, and so are the
+//     training loss's logits rows (scoreRows: a CPU profile of a 2 × 512
+//     step on the 0.6B widths with 4 layers put the vocabulary-wide
+//     softmax at 29% of the samples, run on one core), each row whole on
+//     one core, so the bits do not change.
 //   - Training runs a request's datums one after another: each keeps only its
 //     own activations (ActivationBytes tells the cost up front), its
 //     gradient is computed alone and added to the accumulated gradient in
 //     datum order, so gradients do not depend on how data are split into
 //     calls, and each kernel splits its outputs (never a sum) across cores.
+//     The arena is sized from ActivationBytes before the first datum
+//     (grown mid-datum, its overflow came from the garbage-collected heap,
+//     on top of the next datum's arena).
+//   - Long datums recompute (recompute.go): when a datum's kept
+//     activations would pass the keep limit (DefaultKeepLimit, 4 GiB;
+//     SetKeepLimit), it keeps only each layer's input residual and runs
+//     each layer forward again just before its backward. The same kernels
+//     on the same inputs give the same bits, so gradients do not depend on
+//     the mode (TestRecomputeMatchesKept); it costs one more forward pass.
 //   - Mixture-of-experts layers (moe.go, moe_train.go) route each token in
 //     float64 with exp64, run each expert's matrices once over the rows
 //     routed to it, and add each row's experts in ascending expert order,

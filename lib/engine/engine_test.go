@@ -539,10 +539,3 @@ func TestPinnedOutputs(t *testing.T) {
 		runtime.GOMAXPROCS(old)
 	}
 }
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}

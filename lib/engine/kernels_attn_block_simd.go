@@ -33,7 +33,12 @@ const packMaxHead = 256
 
 // packRows copies rows t..t+n-1 (hd elements at t*stride+off) into buf
 // one after another and returns its address, or nil when they do not fit.
+// Rows already contiguous (stride hd: the backward's per-head copies) are
+// not copied.
 func packRows(buf, rows []float32, t, n, stride, off, hd int) unsafe.Pointer {
+	if stride == hd {
+		return rowAt(rows, t, stride, off)
+	}
 	if n*hd > len(buf) {
 		return nil
 	}

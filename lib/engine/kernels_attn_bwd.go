@@ -28,20 +28,37 @@ type attnBackScratch struct {
 	sc, dp       []float32   // per query (row stride ld): scores, then ds; datt·v
 	sT, pT       []float32   // per key (row stride nq): ds; probabilities
 	p            []float64   // one query's probabilities
+	kh, vh       []float32   // the KV head's keys and values, contiguous
+}
+
+// packHead copies KV head kvh's keys and values into s.kh and s.vh, one
+// row of HeadDim after another, once for all the head's blocks: the block
+// kernels then read them in place instead of packing every tile of the
+// cache (whose rows lie KVHeads·HeadDim apart) again for every block.
+func (s *attnBackScratch) packHead(a *attnBack, kvh int) {
+	hd, kvd := a.c.HeadDim, a.c.KVHeads*a.c.HeadDim
+	n := len(a.k) / kvd
+	kh, vh := grow32(&s.kh, n*hd), grow32(&s.vh, n*hd)
+	for t := range n {
+		o := t*kvd + kvh*hd
+		copy(kh[t*hd:(t+1)*hd], a.k[o:o+hd])
+		copy(vh[t*hd:(t+1)*hd], a.v[o:o+hd])
+	}
 }
 
 // block adds the gradients of KV head kvh's queries at positions
-// p0..p0+nb-1 to dq, and their contributions to dk and dv.
+// p0..p0+nb-1 to dq, and their contributions to dk and dv; s holds the
+// head's keys and values (packHead).
 func (a *attnBack) block(s *attnBackScratch, kvh, p0, nb int) {
 	hd, group := a.c.HeadDim, a.c.Heads/a.c.KVHeads
-	kvd, ko := a.c.KVHeads*hd, kvh*hd
+	ko := kvh * hd
 	ld, nq := p0+nb, nb*group
 	s.pack(a, kvh, p0, nb)
 	sc, dp := grow32(&s.sc, nq*ld), grow32(&s.dp, nq*ld)
 	sT, pT := grow32(&s.sT, ld*nq), grow32(&s.pT, ld*nq)
 	s.p = growTo(s.p, ld)
-	attnDotsBlock(sc, ld, s.qs, group, p0, a.k, kvd, ko)
-	attnDotsBlock(dp, ld, s.dos, group, p0, a.v, kvd, ko)
+	attnDotsBlock(sc, ld, s.qs, group, p0, s.kh, hd, 0)
+	attnDotsBlock(dp, ld, s.dos, group, p0, s.vh, hd, 0)
 	scale := 1 / math.Sqrt(float64(hd))
 	for j := range nq {
 		m := p0 + j/group + 1 // keys query j sees
@@ -50,7 +67,7 @@ func (a *attnBack) block(s *attnBackScratch, kvh, p0, nb int) {
 			sT[t*nq+j], pT[t*nq+j] = w, float32(s.p[t])
 		}
 	}
-	attnWeightedBlock(s.dqs, sc, ld, group, p0, a.k, kvd, ko)
+	attnWeightedBlock(s.dqs, sc, ld, group, p0, s.kh, hd, 0)
 	for j, d := range s.dqs {
 		copy(a.dq[p0+j/group][(kvh*group+j%group)*hd:], d)
 	}

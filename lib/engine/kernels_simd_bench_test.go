@@ -17,7 +17,9 @@ import (
 // peak measured by peakLoop (all cores) just before each product (the
 // VM's speed drifts over minutes, and a neighbour can hold a core for
 // seconds): GFLOP/s and the fraction of the FMA peak, by wall time and by
-// CPU time. The mul+add peak is the ceiling for kernels that may not fuse.
+// CPU time. The FMA peak is at the CPU's widest vectors (widestFMAPeak:
+// 512-bit where it has AVX-512; fma-peak-bits says which); the 256-bit
+// mul+add peak is the ceiling for kernels that may not fuse.
 func BenchmarkGEMM(b *testing.B) {
 	shapes := []struct {
 		name       string
@@ -37,7 +39,7 @@ func BenchmarkGEMM(b *testing.B) {
 				// shape's scalar runs.
 				var vec, scalar time.Duration
 				var cpu float64
-				fma, fmaCPU := bestPeak(true)
+				fma, fmaCPU, bits := widestFMAPeak()
 				muladd, _ := bestPeak(false)
 				withSIMD(true, func() {
 					matMul(w, xs, ys, false)
@@ -61,6 +63,7 @@ func BenchmarkGEMM(b *testing.B) {
 				b.ReportMetric(flop*n/scalar.Seconds()/1e9, "GFLOP/s-scalar")
 				b.ReportMetric(scalar.Seconds()/vec.Seconds(), "x-scalar")
 				b.ReportMetric(fma, "GFLOP/s-fma-peak")
+				b.ReportMetric(float64(bits), "fma-peak-bits")
 				b.ReportMetric(muladd, "GFLOP/s-mul+add-peak")
 				b.ReportMetric(100*flop*n/vec.Seconds()/1e9/fma, "%fma-peak")
 				b.ReportMetric(fmaCPU, "GFLOP/cpu-s-fma-peak")

@@ -245,7 +245,7 @@ type rowScorer struct {
 	d       *Datum
 	out     *DatumOutput
 	targets []float64
-	g       []float64 // dLoss/dlp of the position's targets
+	width   int // targets per position
 }
 
 // newRowScorer prepares out to receive datum d's outputs.
@@ -256,14 +256,34 @@ func newRowScorer(l Loss, d *Datum, out *DatumOutput) *rowScorer {
 	if l.Name == LossCrossEntropy {
 		out.ElementwiseLoss = make([]float32, size)
 	}
-	return &rowScorer{l: l, d: d, out: out, targets: d.LossFnInputs[InputTargetTokens], g: make([]float64, d.width())}
+	return &rowScorer{l: l, d: d, out: out, targets: d.LossFnInputs[InputTargetTokens], width: d.width()}
+}
+
+// scoreRows scores the logits rows of positions p0, p0+1, ... on all
+// cores (a row over a 150k vocabulary is two passes of exponentials, as
+// long as the row's product) and returns each position's loss. Rows are
+// independent, so the split changes no bits.
+func (s *rowScorer) scoreRows(rows [][]float32, p0 int, backward bool) []float64 {
+	losses := make([]float64, len(rows))
+	work := len(rows) * len(rows[0]) * 16 // an exponential costs some 16 multiply-adds
+	parallelFor(len(rows), 1, work, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			losses[i] = s.score(rows[i], p0+i, backward)
+		}
+	})
+	return losses
 }
 
 // score takes position p's logits and returns its loss; with backward it
 // overwrites row with dLoss/dlogits. With lp_k = z[t_k] − lse and
 // g_k = dLoss/dlp_k, dLoss/dz_v = Σ_k g_k·(1[v = t_k] − softmax_v).
 func (s *rowScorer) score(row []float32, p int, backward bool) float64 {
-	kw := len(s.g)
+	kw := s.width
+	var buf [8]float64 // dLoss/dlp of the position's targets
+	gs := buf[:0]
+	if kw > len(buf) {
+		gs = make([]float64, 0, kw)
+	}
 	lse := logSumExp(row, 1)
 	var total, gsum float64
 	for k := range kw {
@@ -275,12 +295,12 @@ func (s *rowScorer) score(row []float32, p int, backward bool) float64 {
 		if s.out.ElementwiseLoss != nil {
 			s.out.ElementwiseLoss[j] = float32(loss)
 		}
-		s.g[k] = g
+		gs = append(gs, g)
 		gsum += g
 	}
 	if backward {
 		softmaxScaled(row, -gsum, lse)
-		for k, g := range s.g {
+		for k, g := range gs {
 			row[int(s.targets[p*kw+k])] += float32(g)
 		}
 	}

@@ -1,59 +1,102 @@
 package engine
 
+import "slices"
+
 // ActivationBytes is the scratch memory one forward (backward false) or
 // forward_backward call over datums of these lengths needs on top of the
 // trainer's fixed state (StateBytes): the datums run one at a time, so it is
 // the need of the longest. It counts every float32 buffer of the pass (for
-// forward_backward the activations of every layer, one layer's gradients
+// forward_backward the activations of every layer, or past the keep limit
+// every layer's input and one layer's activations, one layer's gradients
 // and a chunk of logits; forward keeps one layer at a time), so the server
-// can refuse a request over its budget before allocating anything.
+// can refuse a request over its budget before allocating anything, and the
+// trainer allocates its arena from it.
 func (t *Trainer) ActivationBytes(lengths []int, backward bool) int64 {
 	n := 0
 	for _, l := range lengths {
 		n = max(n, l)
 	}
 	c := t.base.cfg
-	h, qd, kvd, inter, hd := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim, c.Intermediate, c.HeadDim
+	h, qd, kvd, hd := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim, c.HeadDim
 	r := t.cfg.Rank
-	b := func(ok bool) int {
-		if ok {
-			return 1
-		}
-		return 0
-	}
-	attn, mlp, head, qwen := b(t.cfg.TrainAttn), b(t.cfg.TrainMLP), b(t.cfg.TrainUnembed), b(c.hasQKNorm())
-	// Per position: a layer's kept activations without the MLP's (the
-	// residual x, norms, q, k, v, attention output, x2, next) and, per
-	// layer, the MLP's kept activations and its backward scratch.
-	base := 4*h + 2*qd + 2*kvd + qwen*(qd+kvd) + attn*4*r
-	mlpKept, mlpGrad := 3*inter+mlp*3*r, 2*inter+h+mlp*3*r
-	maxKept, maxGrad, kept := 0, 0, 0
-	for li := range c.Layers {
-		k, g := mlpKept, mlpGrad
-		if c.IsMoELayer(li) {
-			k, g = moeFloats(c, r, mlp)
-		}
-		maxKept, maxGrad, kept = max(maxKept, k), max(maxGrad, g), kept+k
-	}
+	attn, mlp, head, qwen := b2i(t.cfg.TrainAttn), b2i(t.cfg.TrainMLP), b2i(t.cfg.TrainUnembed), b2i(c.hasQKNorm())
+	ls := t.layerSizes()
+	maxKept := slices.Max(ls.mlpKept)
 	headPart := n*(h+head*r) + min(n, headChunk)*c.VocabSize
 	if !backward {
 		// One layer's scratch at a time (the residual alternates between two
 		// buffers), released before the output layer.
-		return 4 * int64(n*(hd+2*h)+max(n*(base-h+maxKept), headPart))
+		return 4 * int64(n*(hd+2*h)+max(n*(ls.base-h+maxKept), headPart))
 	}
-	floats := n*(hd+h) + n*(c.Layers*base+kept) + headPart
-	{
-		floats += n * (h + head*r + h) // dxnF, the head's gradients of A·x, dx
-		if attn+mlp > 0 {
-			mlpPart := n * maxGrad
-			attnPart := 0
-			if attn == 1 || c.Layers > 1 {
-				attnPart = n * (2*qd + 2*kvd + qwen*(qd+kvd) + attn*4*r + b(c.Layers > 1)*h)
-			}
-			floats += max(mlpPart, attnPart)
+	headPart += n * (h + head*r + h) // dxnF, the head's gradients of A·x, dx
+	attnPart := 0
+	if attn == 1 || c.Layers > 1 {
+		attnPart = n * (2*qd + 2*kvd + qwen*(qd+kvd) + attn*4*r + b2i(c.Layers > 1)*h)
+	}
+	grad := func(g int) int { // a layer's backward scratch
+		if attn+mlp == 0 {
+			return 0
 		}
+		return max(n*g, attnPart)
 	}
-	return 4 * int64(floats)
+	if !t.recomputes(n) {
+		return 4 * int64(n*(hd+h)+n*ls.kept()+headPart+grad(slices.Max(ls.mlpGrad)))
+	}
+	// Every layer's input residual, and one layer's activations at a time
+	// (recompute.go): with the head's buffers when a layer runs again for
+	// its backward, before them when no layer trains.
+	inputs := n*(hd+h) + c.Layers*n*h
+	if attn+mlp == 0 {
+		return 4 * int64(inputs+max(n*(ls.base-h+maxKept), headPart))
+	}
+	one := 0
+	for li, k := range ls.mlpKept {
+		one = max(one, n*(ls.base-h+k)+grad(ls.mlpGrad[li]))
+	}
+	return 4 * int64(inputs+headPart+one)
+}
+
+// layerSizes are the floats per position that the layers keep for the
+// backward pass and take as its scratch.
+type layerSizes struct {
+	// base is what every layer keeps besides its MLP: the residual x,
+	// norms, q, k, v, attention output, x2, the next residual, the
+	// attention's LoRA products.
+	base int
+	// mlpKept and mlpGrad are per layer the MLP's (or the experts') kept
+	// activations and its backward scratch.
+	mlpKept, mlpGrad []int
+}
+
+func (t *Trainer) layerSizes() layerSizes {
+	c := t.base.cfg
+	h, qd, kvd, inter := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim, c.Intermediate
+	r, mlp := t.cfg.Rank, b2i(t.cfg.TrainMLP)
+	ls := layerSizes{base: 4*h + 2*qd + 2*kvd + b2i(c.hasQKNorm())*(qd+kvd) + b2i(t.cfg.TrainAttn)*4*r}
+	for li := range c.Layers {
+		k, g := 3*inter+mlp*3*r, 2*inter+h+mlp*3*r
+		if c.IsMoELayer(li) {
+			k, g = moeFloats(c, r, mlp)
+		}
+		ls.mlpKept, ls.mlpGrad = append(ls.mlpKept, k), append(ls.mlpGrad, g)
+	}
+	return ls
+}
+
+// kept is what all the layers keep per position.
+func (ls layerSizes) kept() int {
+	n := len(ls.mlpKept) * ls.base
+	for _, k := range ls.mlpKept {
+		n += k
+	}
+	return n
+}
+
+func b2i(ok bool) int {
+	if ok {
+		return 1
+	}
+	return 0
 }
 
 // StateBytes is the trainer's fixed memory: each adapter value with its

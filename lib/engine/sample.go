@@ -83,9 +83,10 @@ type SampleResponse struct {
 	TopKPromptLogprobs [][]TokenLogprob
 }
 
-// prefillChunk bounds how many prompt positions go through one forward call,
-// which bounds the activation memory for long prompts and how long one
-// step of the batch makes the other requests' tokens wait.
+// prefillChunk bounds how many positions of one prompt go through one
+// forward call, which bounds the activation memory for long prompts and how
+// long one step of the batch makes the other requests' tokens wait
+// (prefillBatch bounds a step's prompts together).
 const prefillChunk = 128
 
 // Sample generates NumSamples continuations of req.Prompt. Concurrent

@@ -64,6 +64,9 @@ type Trainer struct {
 	model  *Model
 	step   int64
 	ar     arena
+	// keepLimit is the kept-activation size above which a datum recomputes
+	// its layers (recompute.go).
+	keepLimit int64
 }
 
 // NewTrainer returns a trainer of a fresh adapter on base (any adapter on
@@ -78,7 +81,7 @@ func NewTrainer(base *Model, c LoRAConfig) (*Trainer, error) {
 	if c.Alpha == 0 {
 		c.Alpha = peft.DefaultAlpha
 	}
-	t := &Trainer{base: base.WithLoRA(nil), cfg: c, scale: c.Alpha / float64(c.Rank)}
+	t := &Trainer{base: base.WithLoRA(nil), cfg: c, scale: c.Alpha / float64(c.Rank), keepLimit: DefaultKeepLimit}
 	mc := base.cfg
 	t.lora = &LoRA{Rank: c.Rank, Alpha: c.Alpha, Scale: t.scale, layers: make([]loraLayer, mc.Layers)}
 	t.layers = make([]trainLayer, mc.Layers)
@@ -223,6 +226,14 @@ func (t *Trainer) run(ctx context.Context, l Loss, data []Datum, backward bool) 
 			copy(p.pending, p.grad)
 		}
 	}
+	lengths := make([]int, len(data))
+	for i, d := range data {
+		lengths[i] = len(d.ModelInput)
+	}
+	// The arena holds the longest datum's need from the start: grown while
+	// a datum runs, the takes past its end would come from the heap, freed
+	// only by the collector, on top of the new arena (twice the memory).
+	t.ar.reserve(int(t.ActivationBytes(lengths, backward) / 4))
 	res := &ForwardResult{Outputs: make([]DatumOutput, len(data))}
 	for i := range data {
 		loss, err := t.datum(ctx, l, &data[i], &res.Outputs[i], backward)
@@ -270,6 +281,15 @@ type arena struct {
 	buf  []float32
 	off  int
 	peak int
+}
+
+// reserve makes the buffer hold at least n floats, dropping the old one
+// before allocating the new.
+func (a *arena) reserve(n int) {
+	if len(a.buf) < n {
+		a.buf = nil
+		a.buf = make([]float32, n)
+	}
 }
 
 func (a *arena) reset() {

@@ -204,7 +204,8 @@ func TestFreshAdapterMatchesPeft(t *testing.T) {
 	}
 }
 
-// ActivationBytes is exactly the scratch a call takes.
+// ActivationBytes is exactly the scratch a call takes, keeping every
+// layer's activations or recomputing them (keep limit 0).
 func TestActivationBytes(t *testing.T) {
 	moe, err := New("small-moe", moeConfig(true), randomTensors(moeConfig(true), 3))
 	if err != nil {
@@ -223,14 +224,17 @@ func TestActivationBytes(t *testing.T) {
 			c.Rank = 3
 			tr := mustTrainer(t, m, c)
 			loss, _ := NewLoss(LossCrossEntropy, nil)
-			for _, n := range []int{5, 64, 70} {
+			for i, n := range []int{5, 64, 70, 64, 70} {
+				if i == 3 {
+					tr.SetKeepLimit(0)
+				}
 				for _, bwd := range []bool{false, true} {
 					data := forLoss(testData(m.cfg.VocabSize, 1, n), LossCrossEntropy)
 					if _, err := tr.run(context.Background(), loss, data, bwd); err != nil {
 						t.Fatal(err)
 					}
 					if got, want := tr.ActivationBytes([]int{n, 2}, bwd), 4*int64(tr.ar.peak); got != want {
-						t.Errorf("%s %+v n=%d backward=%v: estimate %d, used %d", arch, c, n, bwd, got, want)
+						t.Errorf("%s %+v n=%d backward=%v recompute=%v: estimate %d, used %d", arch, c, n, bwd, i >= 3, got, want)
 					}
 				}
 			}

@@ -1,0 +1,7 @@
+//go:build !(goexperiment.simd && amd64)
+
+package engine
+
+// widestFMAPeak has no vector loop to time without GOEXPERIMENT=simd on
+// amd64: the benchmarks report no peak and no utilisation.
+func widestFMAPeak() (wall, perCPU float64, bits int) { return 0, 0, 0 }

@@ -1,0 +1,57 @@
+//go:build goexperiment.simd && amd64
+
+package engine
+
+import (
+	"runtime"
+	"simd/archsimd"
+	"sync"
+	"time"
+)
+
+// widestFMAPeak is the CPU's fused multiply-add peak at its widest vectors
+// (512-bit where it has AVX-512, else 256-bit), in GFLOP/s of wall time and
+// of process CPU time on every core, the best of three runs, and the
+// vector width in bits.
+func widestFMAPeak() (wall, perCPU float64, bits int) {
+	if !archsimd.X86.AVX512() {
+		wall, perCPU = bestPeak(true)
+		return wall, perCPU, 256
+	}
+	for range 3 {
+		w, c := peakLoop16()
+		wall, perCPU = max(wall, w), max(perCPU, c)
+	}
+	return wall, perCPU, 512
+}
+
+// peakLoop16 is peakLoop's fused loop on 16-lane vectors.
+func peakLoop16() (wall, perCPU float64) {
+	const iters = 20_000_000
+	procs := runtime.GOMAXPROCS(0)
+	var wg sync.WaitGroup
+	sink := make([]float32, 16*procs)
+	c0 := processCPU()
+	t0 := time.Now()
+	for p := range procs {
+		wg.Go(func() { fmaChains16(iters, sink[16*p:16*p+16]) })
+	}
+	wg.Wait()
+	flop := float64(10*16*2) * iters * float64(procs) / 1e9
+	return flop / time.Since(t0).Seconds(), flop / (processCPU() - c0)
+}
+
+// fmaChains16 is fmaChains with 16 lanes: ten independent chains, started
+// apart (see chainStart).
+func fmaChains16(iters int, out []float32) {
+	c, d := archsimd.BroadcastFloat32x16(0.999), archsimd.BroadcastFloat32x16(0.001)
+	s := func(i int) archsimd.Float32x16 { return archsimd.BroadcastFloat32x16(float32(i + 1)) }
+	a0, a1, a2, a3, a4 := s(0), s(1), s(2), s(3), s(4)
+	a5, a6, a7, a8, a9 := s(5), s(6), s(7), s(8), s(9)
+	for range iters {
+		a0, a1, a2, a3, a4 = a0.MulAdd(c, d), a1.MulAdd(c, d), a2.MulAdd(c, d), a3.MulAdd(c, d), a4.MulAdd(c, d)
+		a5, a6, a7, a8, a9 = a5.MulAdd(c, d), a6.MulAdd(c, d), a7.MulAdd(c, d), a8.MulAdd(c, d), a9.MulAdd(c, d)
+	}
+	sum := a0.Add(a1).Add(a2).Add(a3).Add(a4).Add(a5).Add(a6).Add(a7).Add(a8).Add(a9)
+	sum.Store((*[16]float32)(out))
+}
