@@ -23,7 +23,7 @@ func TestConcurrentPromptsOneBatch(t *testing.T) {
 	}
 	for _, procs := range procsList {
 		old := runtime.GOMAXPROCS(procs)
-		for _, name := range TinyModels() {
+		for _, name := range testModels(t) {
 			m := mustLoad(t, name)
 			reqs := make([]SampleRequest, 8)
 			solo := make([]*SampleResponse, len(reqs))

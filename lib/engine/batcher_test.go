@@ -101,7 +101,7 @@ func sameResponse(a, b *SampleResponse) string {
 func TestConcurrentMatchesSolo(t *testing.T) {
 	for _, procs := range []int{1, 3} {
 		old := runtime.GOMAXPROCS(procs)
-		for _, name := range TinyModels() {
+		for _, name := range testModels(t) {
 			calls := mixedCalls(t, mustLoad(t, name))
 			var mu sync.Mutex
 			var log []int
@@ -255,7 +255,7 @@ func interleavedTokens(t *testing.T, m *Model, long []int) int64 {
 // (about 50 ms of products instead of 128 positions' seconds); and that a
 // long prompt then advances that many positions per step.
 func TestSharedPrefill(t *testing.T) {
-	for _, name := range TinyModels() {
+	for _, name := range testModels(t) {
 		if n := mustLoad(t, name).sharedPrefill(); n != prefillChunk {
 			t.Errorf("%s: %d positions per shared step, want %d", name, n, prefillChunk)
 		}

@@ -126,7 +126,7 @@ func checkRef(t *testing.T, ref *refModel, prompt []int, seq Sequence, temp floa
 }
 
 func TestLogprobsMatchReference(t *testing.T) {
-	for _, name := range TinyModels() {
+	for _, name := range testModels(t) {
 		for _, temp := range []float64{0, 1, 0.7} {
 			t.Run(fmt.Sprintf("%s/T=%v", name, temp), func(t *testing.T) {
 				c, ts, err := TinyTensors(name)
@@ -154,7 +154,7 @@ func TestLogprobsMatchReference(t *testing.T) {
 }
 
 func TestPromptLogprobsMatchReference(t *testing.T) {
-	for _, name := range TinyModels() {
+	for _, name := range testModels(t) {
 		c, ts, _ := TinyTensors(name)
 		m := mustLoad(t, name)
 		// Longer than prefillChunk, so the chunked prefill is covered.
@@ -190,7 +190,7 @@ func toF32(x []float64) []float32 {
 }
 
 func TestLoRAMatchesMergedReference(t *testing.T) {
-	for _, name := range TinyModels() {
+	for _, name := range testModels(t) {
 		t.Run(name, func(t *testing.T) {
 			c, ts, _ := TinyTensors(name)
 			base := mustLoad(t, name)
@@ -527,7 +527,7 @@ func TestPinnedOutputs(t *testing.T) {
 	}
 	for _, procs := range []int{1, 2, 3} {
 		old := runtime.GOMAXPROCS(procs)
-		for _, name := range TinyModels() {
+		for _, name := range testModels(t) {
 			m := mustLoad(t, name)
 			r := sample(t, m, SampleRequest{Prompt: m.Tokenizer().Encode("Tinker", true), MaxTokens: 16, Temperature: 1, Seed: seedp(2026), NumSamples: 2})
 			for i, s := range r.Sequences {

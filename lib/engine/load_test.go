@@ -97,7 +97,7 @@ func promptLogprobs(t *testing.T, m *Model, prompt []int) []float64 {
 }
 
 func TestLoadDirDTypes(t *testing.T) {
-	for _, name := range TinyModels() {
+	for _, name := range testModels(t) {
 		t.Run(name, func(t *testing.T) {
 			builtin := mustLoad(t, name)
 			prompt := builtin.Tokenizer().Encode("weights from disk", true)

@@ -336,7 +336,7 @@ func checkBatchSplit(t *testing.T, name string) {
 // the same adapter reports (also past the sampler's 128-position prefill
 // chunk).
 func TestForwardMatchesSampler(t *testing.T) {
-	for _, name := range TinyModels() {
+	for _, name := range testModels(t) {
 		m := mustLoad(t, name)
 		tr := mustTrainer(t, m, LoRAConfig{Rank: 4, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 3})
 		randomizeB(t, tr, 2, 0.02)
@@ -585,7 +585,7 @@ func (c *countdownCtx) Err() error {
 // a call of several datums (the later ones reuse the earlier ones'
 // memory) with and without the backward pass.
 func TestArenaToFillIsWritten(t *testing.T) {
-	for _, name := range TinyModels() {
+	for _, name := range testModels(t) {
 		m := mustLoad(t, name)
 		cfg := LoRAConfig{Rank: 4, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 2}
 		loss, _ := NewLoss(LossCrossEntropy, nil)
