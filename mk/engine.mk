@@ -63,7 +63,9 @@ bench-engine-memory:
 # qemu-user. Without it only the AVX-512 path would ever run here. About
 # two and a half minutes each; TINKER_SKIP_EMULATED=1 leaves them out.
 # TINKER_ENGINE_EMULATED=1 makes the tests that loop over every tiny model
-# take the dense ones only there (lib/engine/emulated_test.go).
+# take the dense ones only there, and the float64 finite-difference checks
+# of the MoE families run natively only (lib/engine/emulated_test.go).
+# Emulation runs slow on a busy machine: its package timeout is 30 minutes.
 .PHONY: engine-emulator test-engine-emulated
 TEST_DEPS += engine-emulator
 TEST_AFTER += test-engine-emulated
@@ -77,6 +79,6 @@ test-engine-emulated:
 	@if [ -n "$$TINKER_SKIP_EMULATED" ]; then echo "test-engine-emulated: left out (TINKER_SKIP_EMULATED is set)"; exit 0; fi; \
 	set -e; \
 	echo "engine tests on an x86-64 CPU without AVX-512 (qemu -cpu max):"; \
-	TINKER_ENGINE_EMULATED=1 $(GO) test -count=1 -short -exec 'qemu-x86_64 -cpu max' ./lib/engine; \
+	TINKER_ENGINE_EMULATED=1 $(GO) test -count=1 -short -timeout 30m -exec 'qemu-x86_64 -cpu max' ./lib/engine; \
 	echo "engine tests on arm64 (qemu-aarch64):"; \
-	TINKER_ENGINE_EMULATED=1 GOARCH=arm64 $(GO) test -count=1 -short -exec qemu-aarch64 ./lib/engine
+	TINKER_ENGINE_EMULATED=1 GOARCH=arm64 $(GO) test -count=1 -short -timeout 30m -exec qemu-aarch64 ./lib/engine

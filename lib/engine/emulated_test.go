@@ -13,7 +13,7 @@ import (
 // names. Natively every tiny model runs.
 func testModels(t testing.TB) []string {
 	all := TinyModels()
-	if os.Getenv("TINKER_ENGINE_EMULATED") == "" {
+	if !emulated() {
 		return all
 	}
 	var dense []string
@@ -27,4 +27,17 @@ func testModels(t testing.TB) []string {
 		}
 	}
 	return dense
+}
+
+// emulated reports whether the tests run in qemu (see testModels).
+func emulated() bool { return os.Getenv("TINKER_ENGINE_EMULATED") != "" }
+
+// nativeOnly skips a float64 finite-difference check of a whole model
+// family in the emulated runs: it spends its time in the float64 reference
+// (plain Go, the same on every CPU), not in the kernels those runs are for,
+// and the native run of the same `make test` runs it in full.
+func nativeOnly(t *testing.T) {
+	if emulated() {
+		t.Skip("checked by the native run; the emulated runs check kernels")
+	}
 }

@@ -86,6 +86,7 @@ func TestMoEMatchesReference(t *testing.T) {
 // Every loss's gradient, experts' adapters included, against float64
 // central finite differences of the reference; and each target alone.
 func TestMoEGradientsMatchFiniteDifferences(t *testing.T) {
+	nativeOnly(t)
 	for _, norm := range []bool{false, true} {
 		m, base := moeDirModel(t, norm)
 		if g := routingMargin(t, m, base); g < 0.02 {
