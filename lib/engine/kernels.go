@@ -80,11 +80,11 @@ func dotLanes(w, x []float32) float32 {
 	for ; k+16 <= len(x); k += 16 {
 		ww, xx := w[k:k+16:k+16], x[k:k+16:k+16]
 		for l := range a {
-			a[l] += float32(ww[l] * xx[l])
+			a[l] = fma32(ww[l], xx[l], a[l])
 		}
 	}
 	for l, xv := range x[k:] {
-		a[l] += float32(w[k+l] * xv)
+		a[l] = fma32(w[k+l], xv, a[l])
 	}
 	return laneTree(&a)
 }
@@ -94,7 +94,7 @@ func dotLanesBF(w []uint16, x []float32) float32 {
 	w = w[:len(x)]
 	var a [16]float32
 	for k, xv := range x {
-		a[k&15] += float32(bf16(w[k]) * xv)
+		a[k&15] = fma32(bf16(w[k]), xv, a[k&15])
 	}
 	return laneTree(&a)
 }
@@ -197,14 +197,28 @@ func matMul(w mat, xs, ys [][]float32, accumulate bool) {
 	forkJoin((w.rows+chunk-1)/chunk, func(i int) { rows(i*chunk, min((i+1)*chunk, w.rows)) })
 }
 
-// axpy adds a·x to y.
+// axpy adds a·x to y, each product rounded before its add: attention's
+// weighted sums (kernels_attn.go keeps this rounding), the MoE combine and
+// the gradient accumulation.
 func axpy(y []float32, a float32, x []float32) {
-	if axpyVec(y, a, x) {
+	if axpyVec(y, a, x, false) {
 		return
 	}
 	x = x[:len(y)]
 	for i := range y {
 		y[i] += float32(a * x[i])
+	}
+}
+
+// axpyFMA adds a·x to y with one fused multiply-add per element (fma32):
+// the one-row tails of the backward products, whose tiles fuse.
+func axpyFMA(y []float32, a float32, x []float32) {
+	if axpyVec(y, a, x, true) {
+		return
+	}
+	x = x[:len(y)]
+	for i := range y {
+		y[i] = fma32(a, x[i], y[i])
 	}
 }
 

@@ -9,7 +9,7 @@ import "golang.org/x/sys/cpu"
 // without the AVX-512 ones: most Intel client CPUs, AMD Zen 2 and 3. They
 // give dotLanes' bits like every other path, and need no GOEXPERIMENT.
 // Tests set it on an AVX-512 machine to run them.
-var fwdAVX2 = cpu.X86.HasAVX2 && !fwdAsm
+var fwdAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && !fwdAsm
 
 // fwd2MaxTiles bounds the 3-row tiles of one kernel call (the row block
 // of fwdBlockBytes, at most 192 rows).

@@ -12,6 +12,6 @@ func matTBlockVec(mat, [][]float32, [][]float32, int, int, int, int) bool { retu
 
 func outerRowsVec([]float32, int, [][]float32, [][]float32, int, int) bool { return false }
 
-func axpyVec([]float32, float32, []float32) bool { return false }
+func axpyVec([]float32, float32, []float32, bool) bool { return false }
 
 func dot1Vec([]float32, []float32) (float32, bool) { return 0, false }

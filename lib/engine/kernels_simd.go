@@ -16,7 +16,7 @@ import "simd/archsimd"
 // simdOK reports whether this CPU runs the 256-bit kernels (AVX2);
 // avx512 whether it also runs the 512-bit register tile.
 var (
-	simdOK = archsimd.X86.AVX2()
+	simdOK = archsimd.X86.AVX2() && archsimd.X86.FMA()
 	avx512 = archsimd.X86.AVX512()
 )
 
@@ -98,13 +98,13 @@ func tBlock4(w mat, ys, xs [][]float32, j0, j1, c int) {
 	for j := j0; j < j1; j++ {
 		lo, hi := load16(w.data, w.bf, j*w.cols+c)
 		v := archsimd.BroadcastFloat32x8(y0[j])
-		a0, b0 = a0.Add(lo.Mul(v)), b0.Add(hi.Mul(v))
+		a0, b0 = lo.MulAdd(v, a0), hi.MulAdd(v, b0)
 		v = archsimd.BroadcastFloat32x8(y1[j])
-		a1, b1 = a1.Add(lo.Mul(v)), b1.Add(hi.Mul(v))
+		a1, b1 = lo.MulAdd(v, a1), hi.MulAdd(v, b1)
 		v = archsimd.BroadcastFloat32x8(y2[j])
-		a2, b2 = a2.Add(lo.Mul(v)), b2.Add(hi.Mul(v))
+		a2, b2 = lo.MulAdd(v, a2), hi.MulAdd(v, b2)
 		v = archsimd.BroadcastFloat32x8(y3[j])
-		a3, b3 = a3.Add(lo.Mul(v)), b3.Add(hi.Mul(v))
+		a3, b3 = lo.MulAdd(v, a3), hi.MulAdd(v, b3)
 	}
 	store16((*[16]float32)(x0), a0, b0)
 	store16((*[16]float32)(x1), a1, b1)
@@ -142,11 +142,11 @@ func tBlockZ3(strip []float32, ys, xs [][]float32, j0, j1, c int) {
 		lo := archsimd.LoadFloat32x16((*[16]float32)(q[:16]))
 		hi := archsimd.LoadFloat32x16((*[16]float32)(q[16:]))
 		v := archsimd.BroadcastFloat32x16(y0[j])
-		a0, b0 = a0.Add(lo.Mul(v)), b0.Add(hi.Mul(v))
+		a0, b0 = lo.MulAdd(v, a0), hi.MulAdd(v, b0)
 		v = archsimd.BroadcastFloat32x16(y1[j])
-		a1, b1 = a1.Add(lo.Mul(v)), b1.Add(hi.Mul(v))
+		a1, b1 = lo.MulAdd(v, a1), hi.MulAdd(v, b1)
 		v = archsimd.BroadcastFloat32x16(y2[j])
-		a2, b2 = a2.Add(lo.Mul(v)), b2.Add(hi.Mul(v))
+		a2, b2 = lo.MulAdd(v, a2), hi.MulAdd(v, b2)
 	}
 	a0.Store((*[16]float32)(x0[:16]))
 	b0.Store((*[16]float32)(x0[16:]))
@@ -167,12 +167,12 @@ func tBlock6z(strip []float32, ys, xs [][]float32, j0, j1, c int) {
 	for j := j0; j < j1; j++ {
 		i := 16 * (j - j0)
 		v := archsimd.LoadFloat32x16((*[16]float32)(strip[i : i+16]))
-		a0 = a0.Add(v.Mul(archsimd.BroadcastFloat32x16(y0[j])))
-		a1 = a1.Add(v.Mul(archsimd.BroadcastFloat32x16(y1[j])))
-		a2 = a2.Add(v.Mul(archsimd.BroadcastFloat32x16(y2[j])))
-		a3 = a3.Add(v.Mul(archsimd.BroadcastFloat32x16(y3[j])))
-		a4 = a4.Add(v.Mul(archsimd.BroadcastFloat32x16(y4[j])))
-		a5 = a5.Add(v.Mul(archsimd.BroadcastFloat32x16(y5[j])))
+		a0 = v.MulAdd(archsimd.BroadcastFloat32x16(y0[j]), a0)
+		a1 = v.MulAdd(archsimd.BroadcastFloat32x16(y1[j]), a1)
+		a2 = v.MulAdd(archsimd.BroadcastFloat32x16(y2[j]), a2)
+		a3 = v.MulAdd(archsimd.BroadcastFloat32x16(y3[j]), a3)
+		a4 = v.MulAdd(archsimd.BroadcastFloat32x16(y4[j]), a4)
+		a5 = v.MulAdd(archsimd.BroadcastFloat32x16(y5[j]), a5)
 	}
 	a0.Store(x0)
 	a1.Store(x1)
@@ -189,7 +189,7 @@ func tBlock1(w mat, y, x []float32, j0, j1, c int) {
 	for j := j0; j < j1; j++ {
 		lo, hi := load16(w.data, w.bf, j*w.cols+c)
 		v := archsimd.BroadcastFloat32x8(y[j])
-		a, b = a.Add(lo.Mul(v)), b.Add(hi.Mul(v))
+		a, b = lo.MulAdd(v, a), hi.MulAdd(v, b)
 	}
 	store16((*[16]float32)(xx), a, b)
 }
@@ -243,13 +243,13 @@ func outer4(dst []float32, cols int, us, vs [][]float32, o, k int) {
 		u = u[o : o+4 : o+4]
 		lo, hi := load16(vs[b], nil, k)
 		v := archsimd.BroadcastFloat32x8(u[0])
-		a0, b0 = a0.Add(lo.Mul(v)), b0.Add(hi.Mul(v))
+		a0, b0 = lo.MulAdd(v, a0), hi.MulAdd(v, b0)
 		v = archsimd.BroadcastFloat32x8(u[1])
-		a1, b1 = a1.Add(lo.Mul(v)), b1.Add(hi.Mul(v))
+		a1, b1 = lo.MulAdd(v, a1), hi.MulAdd(v, b1)
 		v = archsimd.BroadcastFloat32x8(u[2])
-		a2, b2 = a2.Add(lo.Mul(v)), b2.Add(hi.Mul(v))
+		a2, b2 = lo.MulAdd(v, a2), hi.MulAdd(v, b2)
 		v = archsimd.BroadcastFloat32x8(u[3])
-		a3, b3 = a3.Add(lo.Mul(v)), b3.Add(hi.Mul(v))
+		a3, b3 = lo.MulAdd(v, a3), hi.MulAdd(v, b3)
 	}
 	store16((*[16]float32)(d0), a0, b0)
 	store16((*[16]float32)(d1), a1, b1)
@@ -266,12 +266,12 @@ func outer6z(dst []float32, cols int, us, vs [][]float32, o, k int) {
 	for b, u := range us {
 		u = u[o : o+6 : o+6]
 		v := archsimd.LoadFloat32x16((*[16]float32)(vs[b][k : k+16]))
-		a0 = a0.Add(v.Mul(archsimd.BroadcastFloat32x16(u[0])))
-		a1 = a1.Add(v.Mul(archsimd.BroadcastFloat32x16(u[1])))
-		a2 = a2.Add(v.Mul(archsimd.BroadcastFloat32x16(u[2])))
-		a3 = a3.Add(v.Mul(archsimd.BroadcastFloat32x16(u[3])))
-		a4 = a4.Add(v.Mul(archsimd.BroadcastFloat32x16(u[4])))
-		a5 = a5.Add(v.Mul(archsimd.BroadcastFloat32x16(u[5])))
+		a0 = v.MulAdd(archsimd.BroadcastFloat32x16(u[0]), a0)
+		a1 = v.MulAdd(archsimd.BroadcastFloat32x16(u[1]), a1)
+		a2 = v.MulAdd(archsimd.BroadcastFloat32x16(u[2]), a2)
+		a3 = v.MulAdd(archsimd.BroadcastFloat32x16(u[3]), a3)
+		a4 = v.MulAdd(archsimd.BroadcastFloat32x16(u[4]), a4)
+		a5 = v.MulAdd(archsimd.BroadcastFloat32x16(u[5]), a5)
 	}
 	a0.Store(d0)
 	a1.Store(d1)
@@ -314,11 +314,11 @@ func outerZ3(dst []float32, cols int, us [][]float32, vbuf []float32, o, k int) 
 		lo := archsimd.LoadFloat32x16((*[16]float32)(q[:16]))
 		hi := archsimd.LoadFloat32x16((*[16]float32)(q[16:]))
 		v := archsimd.BroadcastFloat32x16(u[0])
-		a0, b0 = a0.Add(lo.Mul(v)), b0.Add(hi.Mul(v))
+		a0, b0 = lo.MulAdd(v, a0), hi.MulAdd(v, b0)
 		v = archsimd.BroadcastFloat32x16(u[1])
-		a1, b1 = a1.Add(lo.Mul(v)), b1.Add(hi.Mul(v))
+		a1, b1 = lo.MulAdd(v, a1), hi.MulAdd(v, b1)
 		v = archsimd.BroadcastFloat32x16(u[2])
-		a2, b2 = a2.Add(lo.Mul(v)), b2.Add(hi.Mul(v))
+		a2, b2 = lo.MulAdd(v, a2), hi.MulAdd(v, b2)
 	}
 	a0.Store((*[16]float32)(d0[:16]))
 	b0.Store((*[16]float32)(d0[16:]))
@@ -335,15 +335,16 @@ func outerTail(dst []float32, cols int, us, vs [][]float32, o0, o1, k0, k1 int) 
 		for k := k0; k < k1; k++ {
 			s := dst[o*cols+k]
 			for b, u := range us {
-				s += float32(u[o] * vs[b][k])
+				s = fma32(u[o], vs[b][k], s)
 			}
 			dst[o*cols+k] = s
 		}
 	}
 }
 
-// axpyVec is axpy eight lanes at a time: y[i] + a·x[i] per element.
-func axpyVec(y []float32, a float32, x []float32) bool {
+// axpyVec is axpy (axpyFMA when fused) eight lanes at a time: y[i] + a·x[i]
+// per element, the product rounded first or fused into the add.
+func axpyVec(y []float32, a float32, x []float32, fused bool) bool {
 	if !useSIMD || len(y) < 8 {
 		return false
 	}
@@ -351,11 +352,19 @@ func axpyVec(y []float32, a float32, x []float32) bool {
 	v := archsimd.BroadcastFloat32x8(a)
 	i := 0
 	for ; i+8 <= len(y); i += 8 {
-		yy := (*[8]float32)(y[i : i+8])
-		archsimd.LoadFloat32x8(yy).Add(archsimd.LoadFloat32x8((*[8]float32)(x[i : i+8])).Mul(v)).Store(yy)
+		yy, xv := (*[8]float32)(y[i:i+8]), archsimd.LoadFloat32x8((*[8]float32)(x[i:i+8]))
+		if fused {
+			xv.MulAdd(v, archsimd.LoadFloat32x8(yy)).Store(yy)
+		} else {
+			archsimd.LoadFloat32x8(yy).Add(xv.Mul(v)).Store(yy)
+		}
 	}
 	for ; i < len(y); i++ {
-		y[i] += float32(a * x[i])
+		if fused {
+			y[i] = fma32(a, x[i], y[i])
+		} else {
+			y[i] += float32(a * x[i])
+		}
 	}
 	return true
 }

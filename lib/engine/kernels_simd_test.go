@@ -96,7 +96,8 @@ func TestSIMDMatchesScalar(t *testing.T) {
 }
 
 // TestSIMDVectorOpsMatchScalar does the same for the attention kernels
-// (dot1, axpy) over lengths around the vector width.
+// (dot1, axpy) and the products' fused axpyFMA over lengths around the
+// vector width.
 func TestSIMDVectorOpsMatchScalar(t *testing.T) {
 	for _, n := range []int{7, 8, 9, 64, 100, 128} {
 		xs := randRows(3, n, uint64(n))
@@ -106,6 +107,15 @@ func TestSIMDVectorOpsMatchScalar(t *testing.T) {
 		withSIMD(false, func() { ds, ys = dot1(xs[0], xs[1]), slices.Clone(xs[2]); axpy(ys, ds, xs[0]) })
 		if math.Float32bits(dv) != math.Float32bits(ds) || !bitsEqual(yv, ys) {
 			t.Fatalf("n=%d: dot1 or axpy differs between the vector and scalar kernels", n)
+		}
+		fv, fs := slices.Clone(xs[2]), slices.Clone(xs[2])
+		withSIMD(true, func() { axpyFMA(fv, dv, xs[0]) })
+		withSIMD(false, func() { axpyFMA(fs, dv, xs[0]) })
+		if !bitsEqual(fv, fs) {
+			t.Fatalf("n=%d: axpyFMA differs between the vector and scalar kernels", n)
+		}
+		if n >= 64 && bitsEqual(fv, yv) {
+			t.Fatalf("n=%d: axpyFMA gives axpy's bits; it should round once", n)
 		}
 	}
 }

@@ -116,14 +116,14 @@ func matTBlockScalar(w mat, ys, xs [][]float32, j0, j1, c0, c1 int, wide []float
 			x := xs[b][c0:c1:c1]
 			w0, w1, w2, w3 := w0[:len(x)], w1[:len(x)], w2[:len(x)], w3[:len(x)]
 			for i, xv := range x {
-				x[i] = xv + float32(a0*w0[i]) + float32(a1*w1[i]) + float32(a2*w2[i]) + float32(a3*w3[i])
+				x[i] = fma32(a3, w3[i], fma32(a2, w2[i], fma32(a1, w1[i], fma32(a0, w0[i], xv))))
 			}
 		}
 	}
 	for ; j < j1; j++ {
 		w0 := row(j, 0)
 		for b, y := range ys {
-			axpy(xs[b][c0:c1], y[j], w0)
+			axpyFMA(xs[b][c0:c1], y[j], w0)
 		}
 	}
 }
@@ -157,14 +157,14 @@ func outerRowsScalar(dst []float32, cols int, us, vs [][]float32, lo, hi int) {
 				a0, a1, a2, a3 := u0[o], u1[o], u2[o], u3[o]
 				d := dst[o*cols : (o+1)*cols : (o+1)*cols]
 				for k, dv := range d {
-					d[k] = dv + float32(a0*v0[k]) + float32(a1*v1[k]) + float32(a2*v2[k]) + float32(a3*v3[k])
+					d[k] = fma32(a3, v3[k], fma32(a2, v2[k], fma32(a1, v1[k], fma32(a0, v0[k], dv))))
 				}
 			}
 		}
 		for ; b < len(us); b++ {
 			v := vs[b][:cols:cols]
 			for o := o0; o < o1; o++ {
-				axpy(dst[o*cols:(o+1)*cols], us[b][o], v)
+				axpyFMA(dst[o*cols:(o+1)*cols], us[b][o], v)
 			}
 		}
 	}

@@ -4,10 +4,10 @@
 // that index them by tile shape. Run it through go generate in lib/engine.
 //
 // Every tile computes C[i][j] += Σ_p A(i,p)·B[p][j] for R rows i and W
-// 16-lane vectors of columns j, summing p in ascending order with a
-// separate multiply (VMULPS) and add (VADDPS), never an FMA: each lane
-// performs exactly the scalar kernels' operations, so the results have the
-// same bits. Go's own compiler keeps loop-carried vectors in X0-X14 only;
+// 16-lane vectors of columns j, summing p in ascending order with one
+// fused multiply-add (VFMADD231PS) per term: each lane performs exactly
+// the scalar kernels' operations (fma32), so the results have the same
+// bits. Go's own compiler keeps loop-carried vectors in X0-X14 only;
 // here a tile holds up to 24 accumulators in Z0-Z31.
 package main
 
@@ -135,7 +135,6 @@ func kernel(ctx *build.Context, f family, r, w int) {
 	for j := range bv {
 		bv[j] = zmm(r*w + j)
 	}
-	tv := zmm(r*w + w + 1)
 
 	moveC(ctx, acc, true)
 
@@ -170,8 +169,7 @@ func kernel(ctx *build.Context, f family, r, w int) {
 	}
 	for i := range acc {
 		for j, v := range bv {
-			ctx.VMULPS_BCST(aAt(i), v, tv)
-			ctx.VADDPS(tv, acc[i][j], acc[i][j])
+			ctx.VFMADD231PS_BCST(aAt(i), v, acc[i][j])
 		}
 	}
 	if f.rows {

@@ -76,9 +76,7 @@ func tile4x4(ctx *build.Context, bf bool) {
 			wz := zmm(20 + r)
 			w.load(ctx, rowMem(r), wz, mask)
 			for t := range 4 {
-				tmp := zmm(24 + (4*r+t)%8)
-				ctx.VMULPS(zmm(16+t), wz, tmp)
-				ctx.VADDPS(tmp, zmm(4*r+t), zmm(4*r+t))
+				ctx.VFMADD231PS(zmm(16+t), wz, zmm(4*r+t))
 			}
 		}
 	}
@@ -101,7 +99,7 @@ func tile4x4(ctx *build.Context, bf bool) {
 // tile i and row r, so the caller moves whole rows of the block to the
 // outputs instead of 16 scattered values per tile. Accumulators Z(4r+t)
 // hold rows 0..3 and Z(16+4(r-4)+t) rows 4 and 5; x is in Z24..Z27, the
-// row being read in Z28, products in Z29..Z31.
+// row being read in Z28; each product is fused into its add (VFMADD231PS).
 func tile4x6(ctx *build.Context, bf bool) {
 	w := weightsOf(bf)
 	asmout.Kernel(ctx, "fwdTile4x6"+w.Suffix, fmt.Sprintf("func(xp *float32, w %s, stride, n, tiles int, out *float32, ldo int)", w.GoType))
@@ -134,9 +132,7 @@ func tile4x6(ctx *build.Context, bf bool) {
 		for r := range 6 {
 			w.load(ctx, rowMem(r), reg.Z28, mask)
 			for t := range 4 {
-				tmp := zmm(29 + (4*r+t)%3)
-				ctx.VMULPS(zmm(24+t), reg.Z28, tmp)
-				ctx.VADDPS(tmp, acc(r, t), acc(r, t))
+				ctx.VFMADD231PS(zmm(24+t), reg.Z28, acc(r, t))
 			}
 		}
 	}
@@ -309,8 +305,7 @@ func row16(ctx *build.Context, bf bool) {
 		step := func(mask reg.Register) {
 			loadX(ctx, Mem{Base: px}, zmm(16), mask)
 			w.load(ctx, Mem{Base: pw}, zmm(17), mask)
-			ctx.VMULPS(zmm(16), zmm(17), zmm(18))
-			ctx.VADDPS(zmm(18), acc, acc)
+			ctx.VFMADD231PS(zmm(16), zmm(17), acc)
 		}
 		loop, rest, next := fmt.Sprintf("row%d", r), fmt.Sprintf("tail%d", r), fmt.Sprintf("next%d", r)
 		ctx.MOVQ(x0, px)

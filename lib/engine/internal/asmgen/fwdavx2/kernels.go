@@ -102,8 +102,8 @@ func reduce8(ctx *build.Context, v [8]reg.VecPhysical, s0, s1 reg.VecPhysical) r
 // come packed as packTokens leaves them (a chunk of token t at xp+64t
 // bytes, 256 bytes a chunk: this kernel takes two of a group's four),
 // zero past the columns. Accumulator Y(2p+h) holds half h of output
-// p = 3t+r; x halves are in Y12 and Y13, the weights in Y14, products in
-// Y15.
+// p = 3t+r; x halves are in Y12 and Y13, the weights in Y14, each product
+// fused into its add (VFMADD231PS, FMA3).
 func tile2x3(ctx *build.Context, bf bool) {
 	w := weightsOf(bf)
 	asmout.Kernel(ctx, "fwd2Tile2x3"+w.Suffix, fmt.Sprintf("func(xp *float32, w %s, stride, chunks, tiles int, tail *float32, out *float32)", w.GoType))
@@ -134,8 +134,7 @@ func tile2x3(ctx *build.Context, bf bool) {
 				load(r, h, reg.Y14)
 				for t := range 2 {
 					acc := ymm(2*(3*t+r) + h)
-					ctx.VMULPS(ymm(12+t), reg.Y14, reg.Y15)
-					ctx.VADDPS(reg.Y15, acc, acc)
+					ctx.VFMADD231PS(ymm(12+t), reg.Y14, acc)
 				}
 			}
 		}
@@ -225,10 +224,9 @@ func row8(ctx *build.Context, bf bool) {
 	px, pw, cnt := ctx.GP64(), ctx.GP64(), ctx.GP64()
 	step := func(load func(h int, y reg.VecPhysical)) {
 		for h := range 2 {
-			wv, prod, acc := ymm(10+3*h), ymm(11+3*h), ymm(8+h)
+			wv, acc := ymm(10+3*h), ymm(8+h)
 			load(h, wv)
-			ctx.VMULPS(Mem{Base: px, Disp: 32 * h}, wv, prod)
-			ctx.VADDPS(prod, acc, acc)
+			ctx.VFMADD231PS(Mem{Base: px, Disp: 32 * h}, wv, acc)
 		}
 	}
 	for r := range 8 {
