@@ -11,9 +11,12 @@ import (
 // alone and the same request batched with others (batch invariance), which
 // keeps seeded sampling reproducible under load.
 //
-// Products that feed an addition are written float32(a*b) (float64(a*b))
-// so the compiler never fuses them into FMA instructions (it may on arm64 or
-// GOAMD64=v3): the same inputs give the same bits on every machine.
+// Each term of a matrix product is one fused multiply-add (fma32: the
+// product is not rounded before its add), as in every vector kernel.
+// Elsewhere (attention's dot1 and axpy, the elementwise kernels) products
+// that feed an addition are written float32(a*b) (float64(a*b)) so the
+// compiler never fuses them (it may on arm64 or GOAMD64=v3): either way
+// the same inputs give the same bits on every machine.
 
 // mat is a row-major [rows, cols] matrix (PyTorch Linear layout: rows =
 // output features, cols = input features), held either as float32 (data) or
@@ -67,7 +70,7 @@ func dot1(w, x []float32) float32 {
 // dotLanes is the canonical summation order of the forward matrix product
 // (the "dot-form"): an output element Σ_k w[k]·x[k] is summed in 16 lane
 // partial sums, lane l adding the products at k ≡ l (mod 16) in ascending
-// k (a multiply then an add, never fused), and the lanes are then added in
+// k (one fused multiply-add each, fma32), and the lanes are then added in
 // the fixed tree of laneTree. The order depends only on the length, never
 // on the batch size, the goroutines or the kernel, so every path gives
 // the same bits; the assembly kernels (gemm_fwd_amd64.s, AVX-512, and

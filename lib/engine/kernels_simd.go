@@ -7,13 +7,16 @@ import "simd/archsimd"
 // SIMD kernels (Go's simd/archsimd, built with GOEXPERIMENT=simd on amd64).
 // They vectorise across output elements, never across a sum: each lane
 // holds one output element and adds its products in the scalar kernels'
-// order, with a separate multiply and add (archsimd never fuses them), so
-// every result has the same bits as the scalar path in kernels.go. The
+// order: fused (MulAdd, as fma32) in the matrix products, a separate
+// multiply and add in dot1 and axpy (archsimd never fuses those on its
+// own), so every result has the same bits as the scalar path. The
 // forward product is not here: its kernels are assembly, AVX-512
 // (gemm_fwd_amd64.s) or AVX2 (gemm_fwd_avx2_amd64.s), chosen in
 // kernels_fwd_amd64.go.
 
-// simdOK reports whether this CPU runs the 256-bit kernels (AVX2);
+// simdOK reports whether this CPU runs the 256-bit kernels (AVX2, and FMA3
+// for MulAdd: Intel since Haswell and AMD since Zen have both; a CPU
+// without FMA3 runs the scalar kernels);
 // avx512 whether it also runs the 512-bit register tile.
 var (
 	simdOK = archsimd.X86.AVX2() && archsimd.X86.FMA()
@@ -392,10 +395,10 @@ func dot1Vec(w, x []float32) (float32, bool) {
 }
 
 // The AVX-512 register tile of the backward products: zRows columns (two
-// 16-lane vectors) × zToks vectors of the batch, six accumulators. The
-// compiler allocates only 15 vector registers and schedules every product
-// of a step before its additions, so a step needs room for the
-// accumulators and the products at once.
+// 16-lane vectors) × zToks vectors of the batch, six accumulators: the
+// compiler keeps only 15 vector registers live across the loop. (Sized
+// when each step also held its products before the adds; the assembly
+// tiles of gemm_bwd_amd64.s take the large products.)
 var zTile = avx512
 
 const (

@@ -35,7 +35,7 @@ func flat(xs [][]float32) []float32 { return slices.Concat(xs...) }
 // under any number of goroutines.
 func TestSIMDMatchesScalar(t *testing.T) {
 	if !simdOK {
-		t.Fatal("built with GOEXPERIMENT=simd but the CPU has no AVX2: the vector kernels cannot be checked here")
+		t.Fatal("built with GOEXPERIMENT=simd but the CPU lacks AVX2 or FMA3: the vector kernels cannot be checked here")
 	}
 	for _, sz := range [][3]int{{40, 37, 9}, {64, 256, 5}, {33, 300, 2}, {300, 64, 7}, {16, 16, 4}, {1000, 32, 6}, {50, 77, 1}, {64, 1024, 1}} {
 		rows, cols, n := sz[0], sz[1], sz[2]

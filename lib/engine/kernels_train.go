@@ -7,8 +7,8 @@ import (
 
 // Kernels of the backward pass. Like the forward kernels, every output
 // element is summed in one fixed order (ascending over the reduced index),
-// whatever the tiling or the goroutine split, and products are converted
-// explicitly so they are never fused into FMAs: gradients have the same bits
+// whatever the tiling or the goroutine split, each term one fused
+// multiply-add (fma32) as in the vector tiles: gradients have the same bits
 // on every run, batch split and machine.
 
 // parallelFor splits [0, n) into at most GOMAXPROCS ranges whose bounds are

@@ -261,7 +261,7 @@ func (t *Trainer) run(ctx context.Context, l Loss, data []Datum, backward bool) 
 func (t *Trainer) commitLocal() {
 	s := float32(t.scale)
 	for _, p := range t.params {
-		// axpy (vectorised): pending + float32(s·v), and with a = 1 the
+		// axpy (vectorised): pending + float32(s·v) (not fused), and with a = 1 the
 		// product is v exactly, so the A matrices get pending + v.
 		a := float32(1)
 		if p.isB {
