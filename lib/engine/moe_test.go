@@ -98,16 +98,21 @@ func TestMoEGradientsMatchFiniteDifferences(t *testing.T) {
 	checkPerTarget(t, m, base)
 }
 
-// The experts' adapter tensors are stacked [experts, ...] as lib/peft
-// shapes them, and the fresh trainer's values are a fresh checkpoint's.
+// The experts' adapter tensors are stacked in the service's shared-outer
+// form as lib/peft shapes them: the hidden-side factor (w1's and w3's
+// lora_A, w2's lora_B) one slice for all experts, the other per expert.
 func TestMoEAdapterShapes(t *testing.T) {
 	m := mustLoad(t, models.TinyQwen3MoE)
 	tr := mustTrainer(t, m, LoRAConfig{Rank: 4, TrainMLP: true, Seed: 3})
 	ts := tr.Adapter()
-	a := ts["base_model.model.model.layers.2.mlp.experts.w2.lora_A.weight"]
-	b := ts["base_model.model.model.layers.2.mlp.experts.w2.lora_B.weight"]
-	if !slices.Equal(a.Shape, []int{8, 4, 64}) || !slices.Equal(b.Shape, []int{8, 128, 4}) {
-		t.Fatalf("w2 shapes %v %v, want [8 4 64] [8 128 4]", a.Shape, b.Shape)
+	for name, want := range map[string][]int{
+		"w1.lora_A": {1, 4, 128}, "w1.lora_B": {8, 64, 4},
+		"w3.lora_A": {1, 4, 128}, "w3.lora_B": {8, 64, 4},
+		"w2.lora_A": {8, 4, 64}, "w2.lora_B": {1, 128, 4},
+	} {
+		if got := ts["base_model.model.model.layers.2.mlp.experts."+name+".weight"].Shape; !slices.Equal(got, want) {
+			t.Errorf("%s shape %v, want %v", name, got, want)
+		}
 	}
 	if got := tr.AdapterConfig(models.TinyQwen3MoE).TargetModules; !slices.Equal(got, []string{"w1", "w2", "w3"}) {
 		t.Errorf("target modules %v", got)
@@ -182,8 +187,9 @@ func TestMoELayouts(t *testing.T) {
 		proj := map[byte]string{'1': "gate_proj", '2': "down_proj", '3': "up_proj"}[kind[0]]
 		pre, half, _ := strings.Cut(n, "mlp.experts.w"+kind[:1]+".")
 		each := len(x.Data) / x.Shape[0]
-		for e := range x.Shape[0] {
-			split[fmt.Sprintf("%smlp.experts.%d.%s.%s", pre, e, proj, half)] = Tensor{Shape: x.Shape[1:], Data: x.Data[e*each : (e+1)*each]}
+		for e := range c.Experts {
+			s := e % x.Shape[0] // a shared factor is every expert's
+			split[fmt.Sprintf("%smlp.experts.%d.%s.%s", pre, e, proj, half)] = Tensor{Shape: x.Shape[1:], Data: x.Data[s*each : (s+1)*each]}
 		}
 	}
 	la, err := NewLoRA(c, stacked, 3, 6, false)
