@@ -122,6 +122,38 @@ func TestMoEAdapterShapes(t *testing.T) {
 	}
 }
 
+// An adapter saved with one hidden-side factor per expert (tinker before
+// the shared-outer form) still samples as the shared adapter it repeats,
+// and resuming training from it is refused in one line that says why.
+func TestMoEPerExpertAdapter(t *testing.T) {
+	m := mustLoad(t, models.TinyQwen3MoE)
+	tr := mustTrainer(t, m, LoRAConfig{Rank: 2, TrainMLP: true, Seed: 1})
+	randomizeB(t, tr, 2, 0.3)
+	shared := tr.Adapter()
+	per := Tensors{}
+	for n, x := range shared {
+		if len(x.Shape) == 3 && x.Shape[0] == 1 {
+			x = Tensor{Shape: []int{8, x.Shape[1], x.Shape[2]}, Data: slices.Repeat(x.Data, 8)}
+		}
+		per[n] = x
+	}
+	ls, err := NewLoRA(m.cfg, shared, 2, 32, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp, err := NewLoRA(m.cfg, per, 2, 32, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := testData(m.cfg.VocabSize, 5, 12)[0].ModelInput
+	if a, b := promptLogprobs(t, m.WithLoRA(ls), prompt), promptLogprobs(t, m.WithLoRA(lp), prompt); !slices.Equal(a, b) {
+		t.Errorf("per-expert copy logprobs %v, shared %v", b[:3], a[:3])
+	}
+	if err := tr.LoadAdapter(per); err == nil || !strings.Contains(err.Error(), "training cannot resume from it") {
+		t.Errorf("resuming from per-expert factors: err %v", err)
+	}
+}
+
 // fuseExperts rewrites per-expert tensors as transformers 5.x stores
 // them: mlp.experts.gate_up_proj [E, 2I, H] and mlp.experts.down_proj
 // [E, H, I].
