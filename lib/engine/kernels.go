@@ -220,13 +220,31 @@ func matVecReference(w mat, x, y []float32) {
 }
 
 // logSumExp returns log Σ exp(logits·invTemp), computed in float64 (the
-// sum in ascending index order).
+// sum in expScaledSum's order).
 func logSumExp(logits []float32, invTemp float64) float64 {
+	m := maxScaled(logits, invTemp)
+	return m + math.Log(expScaledSum(logits, invTemp, m))
+}
+
+// logSumExpKeep is logSumExp(logits, 1) (the same bits) that also keeps
+// the exponentials exp64(logits[i] − max) in e and returns their sum.
+func logSumExpKeep(e []float64, logits []float32) (lse, sum float64) {
+	m := maxScaled(logits, 1)
+	sum = expScaledKeep(e, logits, 1, m)
+	return m + math.Log(sum), sum
+}
+
+// maxScaled is the largest logits[i]·invTemp. For invTemp > 0 that is the
+// largest logit scaled (rounding is monotone), found by max32Vec.
+func maxScaled(logits []float32, invTemp float64) float64 {
+	if mx, ok := max32Vec(logits); ok && invTemp > 0 {
+		return float64(mx) * invTemp
+	}
 	m := math.Inf(-1)
 	for _, v := range logits {
 		if f := float64(v) * invTemp; f > m {
 			m = f
 		}
 	}
-	return m + math.Log(expScaledSum(logits, invTemp, m))
+	return m
 }

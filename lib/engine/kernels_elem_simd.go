@@ -29,17 +29,20 @@ func neg4(x f64x4) f64x4 {
 }
 
 // exp4x2 is exp64 on two vectors of four lanes: two independent
-// dependency chains keep the multipliers busy (1.5× the throughput of one).
+// dependency chains keep the FMA units busy.
 func exp4x2(x, x2 f64x4) (f64x4, f64x4) {
-	t, t2 := x.Mul(bc4(expLog2e)).Add(bc4(expRound)), x2.Mul(bc4(expLog2e)).Add(bc4(expRound))
-	k, k2 := t.Sub(bc4(expRound)), t2.Sub(bc4(expRound))
-	r, r2 := x.Sub(k.Mul(bc4(expLn2Hi))), x2.Sub(k2.Mul(bc4(expLn2Hi)))
-	r, r2 = r.Sub(k.Mul(bc4(expLn2Lo))), r2.Sub(k2.Mul(bc4(expLn2Lo)))
-	p := bc4(expPoly[0])
-	p2 := p
-	for _, c := range expPoly[1:] {
+	l2e, rnd := bc4(expLog2e), bc4(expRound)
+	t, t2 := x.MulAdd(l2e, rnd), x2.MulAdd(l2e, rnd)
+	k, k2 := t.Sub(rnd), t2.Sub(rnd)
+	hi, lo := bc4(-expLn2Hi), bc4(-expLn2Lo)
+	r, r2 := k.MulAdd(hi, x), k2.MulAdd(hi, x2)
+	r, r2 = k.MulAdd(lo, r), k2.MulAdd(lo, r2)
+	c1 := bc4(expPoly[1])
+	p := bc4(expPoly[0]).MulAdd(r, c1)
+	p2 := bc4(expPoly[0]).MulAdd(r2, c1)
+	for _, c := range expPoly[2:] {
 		cv := bc4(c)
-		p, p2 = p.Mul(r).Add(cv), p2.Mul(r2).Add(cv)
+		p, p2 = p.MulAdd(r, cv), p2.MulAdd(r2, cv)
 	}
 	return expFinish(x, t, p), expFinish(x2, t2, p2)
 }
@@ -62,7 +65,7 @@ func exp4(x f64x4) f64x4 {
 // the scalar body; in-place kernels load before they store.
 
 func expShift64Vec(p []float64, mx float64) bool {
-	if !useSIMD {
+	if !useSIMD || !expVec {
 		return false
 	}
 	m := bc4(mx)
@@ -85,7 +88,7 @@ func expShift64Vec(p []float64, mx float64) bool {
 }
 
 func expShift32Vec(sc []float32, mx float32) bool {
-	if !useSIMD {
+	if !useSIMD || !expVec {
 		return false
 	}
 	m := archsimd.BroadcastFloat32x4(mx)
@@ -147,8 +150,12 @@ func scaleVec(x []float32, a float32) bool {
 }
 
 func expScaledVec(dst []float64, logits []float32, invT, mx float64) bool {
-	if !useSIMD {
+	if !useSIMD || !expVec {
 		return false
+	}
+	if avx512 {
+		expScaled8(dst, logits, invT, mx)
+		return true
 	}
 	dst = dst[:len(logits)]
 	it, m := bc4(invT), bc4(mx)
@@ -170,30 +177,8 @@ func expScaledVec(dst []float64, logits []float32, invT, mx float64) bool {
 	return true
 }
 
-func softmaxScaledVec(row []float32, scale, lse float64) bool {
-	if !useSIMD {
-		return false
-	}
-	sc, l := bc4(scale), bc4(lse)
-	ld := func(i int) f64x4 { return load4(row[i:]).Sub(l) }
-	i := 0
-	for ; i+8 <= len(row); i += 8 {
-		a, b := exp4x2(ld(i), ld(i+4))
-		store4(row[i:], sc.Mul(a))
-		store4(row[i+4:], sc.Mul(b))
-	}
-	if i+4 <= len(row) {
-		store4(row[i:], sc.Mul(exp4(ld(i))))
-		i += 4
-	}
-	for ; i < len(row); i++ {
-		row[i] = float32(scale * exp64(float64(row[i])-lse))
-	}
-	return true
-}
-
 func siluMulVec(h, g, u []float32) bool {
-	if !useSIMD {
+	if !useSIMD || !expVec {
 		return false
 	}
 	n := len(g)
@@ -222,7 +207,7 @@ func siluMulVec(h, g, u []float32) bool {
 }
 
 func siluMulBackwardVec(dg, du, g, u []float32) bool {
-	if !useSIMD {
+	if !useSIMD || !expVec {
 		return false
 	}
 	n := len(dg)
