@@ -82,13 +82,51 @@
 //     columns. Without AVX-512 or the experiment the scalar kernels run;
 //     TestForwardKernelsMatchScalar and TestSIMDMatchesScalar compare them.
 //   - Elementwise kernels (kernels_elem.go; vector twins in
-//     kernels_elem_simd.go) use the engine's own exp64 (range reduction
-//     and a degree-13 polynomial, separate multiply and add, within 2 ulp
-//     of math.Exp) instead of math.Exp, which vectors cannot reproduce, so
-//     SiLU, softmax and the loss gradient have the same bits on both paths;
-//     float64 reductions (RMSNorm's sums, the gradient norm) are eight
-//     lane-strided partial sums added in a fixed tree (sumSquares).
-//     TestSIMDElementwiseMatchScalar compares both paths.
+//     kernels_elem_simd.go and kernels_exp_simd.go) use the engine's own
+//     exp64 (range reduction and a degree-13 polynomial by Horner's rule,
+//     within 2 ulp of math.Exp) instead of math.Exp, which vectors cannot
+//     reproduce, so SiLU, softmax and the loss gradient have the same bits
+//     on both paths. exp64 fuses every multiply-add (math.FMA; the vector
+//     twins' FMA instructions round once too, so the vector bodies need
+//     FMA and otherwise fall back to the scalar one). float64 reductions
+//     (RMSNorm's sums, the gradient norm, the loss's Σ exp) are eight
+//     lane-strided partial sums added in a fixed tree (sumSquares), which
+//     vectors compute without reordering and which a single serial chain
+//     would make slower than the exponentials themselves.
+//     TestSIMDElementwiseMatchScalar compares the scalar body with the
+//     512-bit and the 256-bit ones.
+//   - Where the elementwise time goes (CPU profile of a training step,
+//     qwen3-wide4 at 2 × 512 tokens, rank 32, before the change below,
+//     with asyncPreempt's samples put back where they belong, see below):
+//     the loss's vocabulary-wide exponentials were 28% of the samples
+//     (log-sum-exp and the gradient's exp 14% each); attention's softmax
+//     exponentials 3.5%; RMSNorm forward and backward with the q/k head
+//     norms 0.5-0.7%, SwiGLU 0.4-0.5%, AdamW with its gradient norm under
+//     0.3%, rotary embeddings and residual adds under 0.1% each. So only
+//     the loss got more work: its exponentials run eight float64 lanes on
+//     AVX-512 (kernels_exp_simd.go), and the backward keeps them (a pooled
+//     float64 buffer, 1.2 MB at a 150k vocabulary) and scales them by
+//     −Σg / Σexp instead of computing exp(z − lse) again: one exponential
+//     pass per row, not two. BenchmarkElementwise times each kernel in
+//     CPU-ns per element. The others keep their vector twins, on one core
+//     inside their row loops; splitting them across cores would buy under
+//     1% of a step.
+//   - Profiles and runtime.asyncPreempt: on a loaded machine a CPU profile
+//     puts a fifth to a quarter of a step's samples (half of a
+//     single-threaded microbenchmark's) on asyncPreempt's first
+//     instruction, under the vector loops. That is attribution, not cost.
+//     A thread the kernel has descheduled still looks busy to the Go
+//     scheduler, which asks it to yield (SIGURG) once its goroutine has
+//     run 10 ms of wall time; the profiling signal (SIGPROF) that fell due
+//     meanwhile is delivered right after the SIGURG handler has pointed
+//     the thread at asyncPreempt, so the sample lands there. A perf trace
+//     of the signals (perf record -e signal:signal_deliver) found 36% of
+//     the SIGPROFs 12-22 µs after a SIGURG on the same thread (by chance
+//     about 1%), and GODEBUG=asyncpreemptoff=1 in the same run moved
+//     those samples onto the loops (the loss kept its 28%) with CPU per
+//     step unchanged. The preemptions themselves are some 30 a second per
+//     thread, microseconds each. Profile with GODEBUG=asyncpreemptoff=1 to
+//     see the loops' own shares.
 //   - Forward attention (forward.go, kernels_attn*.go): decoding rows go
 //     one at a time; a run of consecutive positions of one sequence (a
 //     prefill chunk, a training sequence) goes per KV head in blocks of 16

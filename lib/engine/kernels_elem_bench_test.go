@@ -22,9 +22,11 @@ func BenchmarkElementwise(b *testing.B) {
 		return x
 	}
 	logits, row, e := vec(vocab, 8), make([]float32, vocab), make([]float64, vocab)
+	scores, p64 := make([]float32, 2048), make([]float64, 2048)
 	g, u, h, du := vec(inter, 4), vec(inter, 2), make([]float32, inter), make([]float32, inter)
 	x, w, dy, dx := vec(hidden, 2), vec(hidden, 1), vec(hidden, 1), make([]float32, hidden)
-	q, cos, sin := vec(16*headDim, 2), vec(headDim/2, 1), vec(headDim/2, 1)
+	q0, cos, sin := vec(16*headDim, 2), vec(headDim/2, 1), vec(headDim/2, 1)
+	q := make([]float32, len(q0))
 	pw, pm, pv, pg := vec(1<<16, 1), vec(1<<16, 0.1), vec(1<<16, 0.01), vec(1<<16, 1)
 	for i := range pv {
 		pv[i] = float32(math.Abs(float64(pv[i])))
@@ -41,11 +43,24 @@ func BenchmarkElementwise(b *testing.B) {
 			_, sum := logSumExpKeep(e, row)
 			scaleExps(row, e, -1/sum)
 		}},
+		{"expShift32", 2048, func() { copy(scores, logits[:2048]); expShift32(scores, 8) }},
+		{"expShift64", 2048, func() {
+			for i, v := range logits[:2048] {
+				p64[i] = float64(v)
+			}
+			expShift64(p64, 8)
+		}},
 		{"siluMul", inter, func() { siluMul(h, g, u) }},
 		{"siluMulBackward", inter, func() { copy(h, dy); siluMulBackward(h, du, g, u) }},
 		{"rmsNorm", hidden, func() { rmsNorm(dx, x, w, 1e-6) }},
 		{"rmsNormBackward", hidden, func() { rmsNormBackward(dx, dy, x, w, 1e-6) }},
-		{"rope", len(q), func() { applyRope(q, headDim, cos, sin); ropeBackward(q, headDim, cos, sin) }},
+		{"rope", len(q), func() {
+			// From the same values each time: cos and sin here are not a
+			// rotation's, and repeated use would reach subnormals.
+			copy(q, q0)
+			applyRope(q, headDim, cos, sin)
+			ropeBackward(q, headDim, cos, sin)
+		}},
 		{"adamUpdate", len(pg), func() { adamUpdate(pw, pm, pv, pg, a) }},
 	}
 	for _, c := range cases {

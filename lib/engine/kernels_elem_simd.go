@@ -68,6 +68,10 @@ func expShift64Vec(p []float64, mx float64) bool {
 	if !useSIMD || !expVec {
 		return false
 	}
+	if avx512 {
+		expShift64x8(p, mx)
+		return true
+	}
 	m := bc4(mx)
 	ld := func(i int) f64x4 { return archsimd.LoadFloat64x4((*[4]float64)(p[i : i+4])).Sub(m) }
 	st := func(i int, e f64x4) { e.Store((*[4]float64)(p[i : i+4])) }
@@ -90,6 +94,10 @@ func expShift64Vec(p []float64, mx float64) bool {
 func expShift32Vec(sc []float32, mx float32) bool {
 	if !useSIMD || !expVec {
 		return false
+	}
+	if avx512 {
+		expShift32x8(sc, mx)
+		return true
 	}
 	m := archsimd.BroadcastFloat32x4(mx)
 	ld := func(i int) f64x4 { return archsimd.LoadFloat32x4((*[4]float32)(sc[i : i+4])).Sub(m).ConvertToFloat64() }

@@ -142,3 +142,34 @@ func expScaled8(dst []float64, logits []float32, invT, mx float64) {
 		dst[i] = exp64(float64(float64(logits[i])*invT) - mx)
 	}
 }
+
+// expShift64x8 is expShift64Vec on eight lanes.
+func expShift64x8(p []float64, mx float64) {
+	m := bc8(mx)
+	ld := func(i int) f64x8 { return archsimd.LoadFloat64x8((*[8]float64)(p[i : i+8])).Sub(m) }
+	i := 0
+	for ; i+16 <= len(p); i += 16 {
+		a, b := exp8x2(ld(i), ld(i+8))
+		a.Store((*[8]float64)(p[i : i+8]))
+		b.Store((*[8]float64)(p[i+8 : i+16]))
+	}
+	for ; i < len(p); i++ {
+		p[i] = exp64(p[i] - mx)
+	}
+}
+
+// expShift32x8 is expShift32Vec on eight lanes (the subtraction in
+// float32, as the scalar body).
+func expShift32x8(sc []float32, mx float32) {
+	m := archsimd.BroadcastFloat32x8(mx)
+	ld := func(i int) f64x8 { return load8f(sc[i:]).Sub(m).ConvertToFloat64() }
+	i := 0
+	for ; i+16 <= len(sc); i += 16 {
+		a, b := exp8x2(ld(i), ld(i+8))
+		store8(sc[i:], a)
+		store8(sc[i+8:], b)
+	}
+	for ; i < len(sc); i++ {
+		sc[i] = float32(exp64(float64(sc[i] - mx)))
+	}
+}
