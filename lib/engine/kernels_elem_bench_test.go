@@ -50,6 +50,16 @@ func BenchmarkElementwise(b *testing.B) {
 			}
 			expShift64(p64, 8)
 		}},
+		{"expShift64Rows", 256 * 257 / 2, func() {
+			// Attention's rows: every length from 1 to 256, as causal
+			// attention's queries see their keys.
+			for n := 1; n <= 256; n++ {
+				for i, v := range logits[:n] {
+					p64[i] = float64(v)
+				}
+				expShift64(p64[:n], 8)
+			}
+		}},
 		{"siluMul", inter, func() { siluMul(h, g, u) }},
 		{"siluMulBackward", inter, func() { copy(h, dy); siluMulBackward(h, du, g, u) }},
 		{"rmsNorm", hidden, func() { rmsNorm(dx, x, w, 1e-6) }},

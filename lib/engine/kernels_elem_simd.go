@@ -68,14 +68,13 @@ func expShift64Vec(p []float64, mx float64) bool {
 	if !useSIMD || !expVec {
 		return false
 	}
+	i := 0
 	if avx512 {
-		expShift64x8(p, mx)
-		return true
+		i = expShift64x8(p, mx)
 	}
 	m := bc4(mx)
 	ld := func(i int) f64x4 { return archsimd.LoadFloat64x4((*[4]float64)(p[i : i+4])).Sub(m) }
 	st := func(i int, e f64x4) { e.Store((*[4]float64)(p[i : i+4])) }
-	i := 0
 	for ; i+8 <= len(p); i += 8 {
 		a, b := exp4x2(ld(i), ld(i+4))
 		st(i, a)
@@ -85,6 +84,7 @@ func expShift64Vec(p []float64, mx float64) bool {
 		st(i, exp4(ld(i)))
 		i += 4
 	}
+	archsimd.ClearAVXUpperBits()
 	for ; i < len(p); i++ {
 		p[i] = exp64(p[i] - mx)
 	}
@@ -95,13 +95,12 @@ func expShift32Vec(sc []float32, mx float32) bool {
 	if !useSIMD || !expVec {
 		return false
 	}
+	i := 0
 	if avx512 {
-		expShift32x8(sc, mx)
-		return true
+		i = expShift32x8(sc, mx)
 	}
 	m := archsimd.BroadcastFloat32x4(mx)
 	ld := func(i int) f64x4 { return archsimd.LoadFloat32x4((*[4]float32)(sc[i : i+4])).Sub(m).ConvertToFloat64() }
-	i := 0
 	for ; i+8 <= len(sc); i += 8 {
 		a, b := exp4x2(ld(i), ld(i+4))
 		store4(sc[i:], a)
@@ -111,6 +110,7 @@ func expShift32Vec(sc []float32, mx float32) bool {
 		store4(sc[i:], exp4(ld(i)))
 		i += 4
 	}
+	archsimd.ClearAVXUpperBits()
 	for ; i < len(sc); i++ {
 		sc[i] = float32(exp64(float64(sc[i] - mx)))
 	}
@@ -139,6 +139,7 @@ func max32Vec(x []float32) (float32, bool) {
 	for _, v := range x[i:] {
 		mx = max(mx, v)
 	}
+	archsimd.ClearAVXUpperBits()
 	return mx, true
 }
 
@@ -154,6 +155,7 @@ func scaleVec(x []float32, a float32) bool {
 	for ; i < len(x); i++ {
 		x[i] *= a
 	}
+	archsimd.ClearAVXUpperBits()
 	return true
 }
 
@@ -161,15 +163,14 @@ func expScaledVec(dst []float64, logits []float32, invT, mx float64) bool {
 	if !useSIMD || !expVec {
 		return false
 	}
+	i := 0
 	if avx512 {
-		expScaled8(dst, logits, invT, mx)
-		return true
+		i = expScaled8(dst, logits, invT, mx)
 	}
 	dst = dst[:len(logits)]
 	it, m := bc4(invT), bc4(mx)
 	ld := func(i int) f64x4 { return load4(logits[i:]).Mul(it).Sub(m) }
 	st := func(i int, e f64x4) { e.Store((*[4]float64)(dst[i : i+4])) }
-	i := 0
 	for ; i+8 <= len(logits); i += 8 {
 		a, b := exp4x2(ld(i), ld(i+4))
 		st(i, a)
@@ -179,6 +180,7 @@ func expScaledVec(dst []float64, logits []float32, invT, mx float64) bool {
 		st(i, exp4(ld(i)))
 		i += 4
 	}
+	archsimd.ClearAVXUpperBits()
 	for ; i < len(logits); i++ {
 		dst[i] = exp64(float64(float64(logits[i])*invT) - mx)
 	}
@@ -211,6 +213,7 @@ func siluMulVec(h, g, u []float32) bool {
 	for ; j < n; j++ {
 		h[j] = silu(g[j]) * u[j]
 	}
+	archsimd.ClearAVXUpperBits()
 	return true
 }
 
@@ -244,6 +247,7 @@ func siluMulBackwardVec(dg, du, g, u []float32) bool {
 	if j < n {
 		siluMulBackwardScalar(dg[j:], du[j:], g[j:], u[j:])
 	}
+	archsimd.ClearAVXUpperBits()
 	return true
 }
 
@@ -263,6 +267,7 @@ func sumSquaresVec(x []float32) (float64, bool) {
 	for _, v := range x[n8:] {
 		s[0] += float64(float64(v) * float64(v))
 	}
+	archsimd.ClearAVXUpperBits()
 	return sum8(&s), true
 }
 
@@ -290,6 +295,7 @@ func normSumsVec(dOut, x, weight []float32) (float64, float64, bool) {
 		s[0] += float64(v * v)
 		d[0] += float64(float64(float64(weight[i])*float64(dOut[i])) * v)
 	}
+	archsimd.ClearAVXUpperBits()
 	return sum8(&s), sum8(&d), true
 }
 
@@ -309,6 +315,7 @@ func normGradVec(dx, dOut, x, weight []float32, s, k float64) bool {
 	for ; i < n; i++ {
 		dx[i] += float32(float64(s*float64(weight[i])*float64(dOut[i])) - float64(k*float64(x[i])))
 	}
+	archsimd.ClearAVXUpperBits()
 	return true
 }
 
@@ -326,6 +333,7 @@ func scaleMulVec(out, x []float32, scale float32, weight []float32) bool {
 	for ; i < n; i++ {
 		out[i] = float32(x[i]*scale) * weight[i]
 	}
+	archsimd.ClearAVXUpperBits()
 	return true
 }
 
@@ -341,6 +349,7 @@ func widenBF16Vec(dst []float32, h []uint16) bool {
 	for ; j < len(h); j++ {
 		dst[j] = bf16(h[j])
 	}
+	archsimd.ClearAVXUpperBits()
 	return true
 }
 
@@ -364,6 +373,7 @@ func ropeRotateVec(a, b, cos, sin []float32, inverse bool) bool {
 	if i < n {
 		ropeRotateScalar(a[i:], b[i:], cos[i:], sin[i:], inverse)
 	}
+	archsimd.ClearAVXUpperBits()
 	return true
 }
 
@@ -389,5 +399,6 @@ func adamUpdateVec(w, m, v, grad []float32, a adamConsts) bool {
 	if i < n {
 		adamUpdateScalar(w[i:], m[i:], v[i:], grad[i:], a)
 	}
+	archsimd.ClearAVXUpperBits()
 	return true
 }

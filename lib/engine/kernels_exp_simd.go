@@ -60,14 +60,7 @@ func expScaledSumVec(logits []float32, invT, mx float64) (float64, bool) {
 	var s [8]float64
 	n16 := len(logits) &^ 15
 	if avx512 {
-		it, m := bc8(invT), bc8(mx)
-		ld := func(i int) f64x8 { return load8(logits[i:]).Mul(it).Sub(m) }
-		var acc f64x8
-		for i := 0; i < n16; i += 16 {
-			a, b := exp8x2(ld(i), ld(i+8))
-			acc = acc.Add(a).Add(b)
-		}
-		acc.Store(&s)
+		expSum8(logits[:n16], invT, mx, &s)
 	} else {
 		it, m := bc4(invT), bc4(mx)
 		ld := func(i int) f64x4 { return load4(logits[i:]).Mul(it).Sub(m) }
@@ -79,6 +72,11 @@ func expScaledSumVec(logits []float32, invT, mx float64) (float64, bool) {
 		lo.Store((*[4]float64)(s[:4]))
 		hi.Store((*[4]float64)(s[4:]))
 	}
+	// Clear the vector registers' upper halves before scalar code: Go's
+	// scalar float code is SSE, which runs many times slower while they
+	// are dirty (attention's rows, 1 to 256 long, took 7× the time
+	// without it on a Xeon with AVX-512).
+	archsimd.ClearAVXUpperBits()
 	// The last 8..15 fill the lanes once more; what is left goes to lane 0.
 	n8 := len(logits) &^ 7
 	for i := n16; i < n8; i++ {
@@ -88,6 +86,21 @@ func expScaledSumVec(logits []float32, invT, mx float64) (float64, bool) {
 		s[0] += exp64(float64(float64(v)*invT) - mx)
 	}
 	return sum8(&s), true
+}
+
+// expSum8 stores in s the eight lanes' sums of exp64(logits[i]·invT − mx)
+// over a multiple of 16 logits. A function of its own so that no scalar
+// stays live across the loop: the compiler reloads those with SSE moves,
+// which the dirty upper halves of the vector registers slow down.
+func expSum8(logits []float32, invT, mx float64, s *[8]float64) {
+	it, m := bc8(invT), bc8(mx)
+	ld := func(i int) f64x8 { return load8(logits[i:]).Mul(it).Sub(m) }
+	var acc f64x8
+	for i := 0; i+16 <= len(logits); i += 16 {
+		a, b := exp8x2(ld(i), ld(i+8))
+		acc = acc.Add(a).Add(b)
+	}
+	acc.Store(s)
 }
 
 // sumLanesVec is sumLanes: lane l of the accumulators adds the x_i of
@@ -108,6 +121,7 @@ func sumLanesVec(x []float64) (float64, bool) {
 	for _, v := range x[n8:] {
 		s[0] += v
 	}
+	archsimd.ClearAVXUpperBits()
 	return sum8(&s), true
 }
 
@@ -124,11 +138,14 @@ func scaleExpsVec(row []float32, e []float64, f float64) bool {
 	for ; i < len(row); i++ {
 		row[i] = float32(e[i] * f)
 	}
+	archsimd.ClearAVXUpperBits()
 	return true
 }
 
-// expScaled8 is expScaledVec on eight lanes.
-func expScaled8(dst []float64, logits []float32, invT, mx float64) {
+// expScaled8 is expScaledVec on eight lanes, sixteen elements at a time;
+// it returns how many it did (the 4-lane loop takes the rest, so that a
+// short row does not leave up to 15 to the scalar body).
+func expScaled8(dst []float64, logits []float32, invT, mx float64) int {
 	dst = dst[:len(logits)]
 	it, m := bc8(invT), bc8(mx)
 	ld := func(i int) f64x8 { return load8(logits[i:]).Mul(it).Sub(m) }
@@ -138,13 +155,12 @@ func expScaled8(dst []float64, logits []float32, invT, mx float64) {
 		a.Store((*[8]float64)(dst[i : i+8]))
 		b.Store((*[8]float64)(dst[i+8 : i+16]))
 	}
-	for ; i < len(logits); i++ {
-		dst[i] = exp64(float64(float64(logits[i])*invT) - mx)
-	}
+	return i
 }
 
-// expShift64x8 is expShift64Vec on eight lanes.
-func expShift64x8(p []float64, mx float64) {
+// expShift64x8 is expShift64Vec on eight lanes, returning how many it did
+// (as expScaled8).
+func expShift64x8(p []float64, mx float64) int {
 	m := bc8(mx)
 	ld := func(i int) f64x8 { return archsimd.LoadFloat64x8((*[8]float64)(p[i : i+8])).Sub(m) }
 	i := 0
@@ -153,14 +169,12 @@ func expShift64x8(p []float64, mx float64) {
 		a.Store((*[8]float64)(p[i : i+8]))
 		b.Store((*[8]float64)(p[i+8 : i+16]))
 	}
-	for ; i < len(p); i++ {
-		p[i] = exp64(p[i] - mx)
-	}
+	return i
 }
 
 // expShift32x8 is expShift32Vec on eight lanes (the subtraction in
-// float32, as the scalar body).
-func expShift32x8(sc []float32, mx float32) {
+// float32, as the scalar body), returning how many it did (as expScaled8).
+func expShift32x8(sc []float32, mx float32) int {
 	m := archsimd.BroadcastFloat32x8(mx)
 	ld := func(i int) f64x8 { return load8f(sc[i:]).Sub(m).ConvertToFloat64() }
 	i := 0
@@ -169,7 +183,5 @@ func expShift32x8(sc []float32, mx float32) {
 		store8(sc[i:], a)
 		store8(sc[i+8:], b)
 	}
-	for ; i < len(sc); i++ {
-		sc[i] = float32(exp64(float64(sc[i] - mx)))
-	}
+	return i
 }
