@@ -107,10 +107,20 @@
 //     AVX-512 (kernels_exp_simd.go), and the backward keeps them (a pooled
 //     float64 buffer, 1.2 MB at a 150k vocabulary) and scales them by
 //     −Σg / Σexp instead of computing exp(z − lse) again: one exponential
-//     pass per row, not two. BenchmarkElementwise times each kernel in
-//     CPU-ns per element. The others keep their vector twins, on one core
-//     inside their row loops; splitting them across cores would buy under
-//     1% of a step.
+//     pass per row, not two. Attention's softmax exponentials (expShift32,
+//     expShift64) run eight lanes too. BenchmarkElementwise times each
+//     kernel in CPU-ns per element. The others keep their vector twins, on
+//     one core inside their row loops; splitting them across cores would
+//     buy under 1% of a step. AdamW and the gradient norm run on all cores
+//     (adamStep, gradSquares), which matters only for large adapters.
+//   - Vector kernels end with archsimd.ClearAVXUpperBits (VZEROUPPER),
+//     which archsimd does not emit by itself: Go's scalar float code is
+//     SSE, and while the vector registers' upper halves are dirty each SSE
+//     instruction waits on them. Without it, attention-length rows (1 to
+//     256 values) of expShift64 took 7× the CPU time. For the same reason
+//     a vector loop should keep no scalar float live across it (the
+//     compiler reloads it with an SSE move each iteration; expSum8 is a
+//     function of its own for this: the log-sum-exp took 7× the time).
 //   - Profiles and runtime.asyncPreempt: on a loaded machine a CPU profile
 //     puts a fifth to a quarter of a step's samples (half of a
 //     single-threaded microbenchmark's) on asyncPreempt's first
