@@ -102,17 +102,20 @@
 //     (log-sum-exp and the gradient's exp 14% each); attention's softmax
 //     exponentials 3.5%; RMSNorm forward and backward with the q/k head
 //     norms 0.5-0.7%, SwiGLU 0.4-0.5%, AdamW with its gradient norm under
-//     0.3%, rotary embeddings and residual adds under 0.1% each. So only
-//     the loss got more work: its exponentials run eight float64 lanes on
+//     0.3%, rotary embeddings and residual adds under 0.1% each; at
+//     1 × 2048 the loss 22% and attention's exponentials 9%. So only the
+//     exponentials got more work. The loss's run eight float64 lanes on
 //     AVX-512 (kernels_exp_simd.go), and the backward keeps them (a pooled
 //     float64 buffer, 1.2 MB at a 150k vocabulary) and scales them by
 //     −Σg / Σexp instead of computing exp(z − lse) again: one exponential
-//     pass per row, not two. Attention's softmax exponentials (expShift32,
-//     expShift64) run eight lanes too. BenchmarkElementwise times each
-//     kernel in CPU-ns per element. The others keep their vector twins, on
-//     one core inside their row loops; splitting them across cores would
-//     buy under 1% of a step. AdamW and the gradient norm run on all cores
-//     (adamStep, gradSquares), which matters only for large adapters.
+//     pass per row, not two. Attention's (expShift32, expShift64) run
+//     eight lanes too. After this and the VZEROUPPER below, the loss was
+//     2% of a 2 × 512 step and attention's exponentials under 1%.
+//     BenchmarkElementwise times each kernel in CPU-ns per element. The
+//     other kernels keep their vector twins, on one core inside their row
+//     loops; splitting them across cores would buy under 1% of a step.
+//     AdamW and the gradient norm run on all cores (adamStep,
+//     gradSquares), which matters only for large adapters.
 //   - Vector kernels end with archsimd.ClearAVXUpperBits (VZEROUPPER),
 //     which archsimd does not emit by itself: Go's scalar float code is
 //     SSE, and while the vector registers' upper halves are dirty each SSE
