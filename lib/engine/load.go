@@ -36,7 +36,15 @@ const (
 // LoadOptions tune LoadDirWith.
 type LoadOptions struct {
 	BF16 BF16Mode
+	// BF16Compute keeps bfloat16 matrices and runs their products on the
+	// bf16 path (kernels_bf16.go: activations rounded to bfloat16, float32
+	// sums, on AMX or AVX512-BF16); it needs a CPU with AVX512-BF16.
+	BF16Compute bool
 }
+
+// errNoBF16Compute is LoadDirWith's answer to BF16Compute on a CPU
+// without the instructions.
+var errNoBF16Compute = errors.New("bf16 compute needs a CPU with AVX512-BF16 or AMX (this one has neither); load without it")
 
 // LoadDir loads a Hugging Face model directory: config.json plus
 // model.safetensors, or shards listed in model.safetensors.index.json (or,
@@ -57,7 +65,10 @@ func LoadDirWith(dir string, opt LoadOptions) (*Model, error) {
 	}
 	want := ExpectedShapes(c)
 	ts := make(Tensors, len(want))
-	keepBF16 := opt.BF16 == BF16Keep || (opt.BF16 == BF16Auto && c.Params() > 1_000_000_000)
+	if opt.BF16Compute && !bf16Compute() {
+		return nil, errNoBF16Compute
+	}
+	keepBF16 := opt.BF16Compute || opt.BF16 == BF16Keep || (opt.BF16 == BF16Auto && c.Params() > 1_000_000_000)
 	var parts gptOssParts // GPT-OSS's fused experts, converted once all files are read
 	if c.Family == models.GptOss {
 		parts = gptOssParts{}
@@ -73,6 +84,9 @@ func LoadDirWith(dir string, opt LoadOptions) (*Model, error) {
 	m, err := New(dir, c, ts)
 	if err != nil {
 		return nil, err
+	}
+	if opt.BF16Compute {
+		m.w.withBF16Compute()
 	}
 	// The directory's own tokenizer, when it ships one, serves Tokenizer()
 	// and stop strings.
