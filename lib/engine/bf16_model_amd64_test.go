@@ -1,0 +1,77 @@
+package engine
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/tinkershell/tinker/lib/safetensors"
+)
+
+// loadBF16Pair loads a tiny model written in bfloat16 twice: on the
+// float32 path (bfloat16 weights widened exactly) and on the bf16 path.
+func loadBF16Pair(t *testing.T, name string) (f32, bf *Model) {
+	t.Helper()
+	dir := t.TempDir()
+	writeModelDir(t, dir, name, safetensors.BF16, 1)
+	f32, err := LoadDirWith(dir, LoadOptions{BF16: BF16Keep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bf, err = LoadDirWith(dir, LoadOptions{BF16Compute: true}); err != nil {
+		t.Fatal(err)
+	}
+	return f32, bf
+}
+
+// TestBF16ModelCloseToFloat32: a bf16 model's prompt logprobs on the bf16
+// path stay within bf16 precision of the float32 path's, and they differ
+// (the path is really taken).
+func TestBF16ModelCloseToFloat32(t *testing.T) {
+	needBF16(t)
+	for _, name := range []string{"tinker-local/tiny-llama", "tinker-local/tiny-qwen3"} {
+		f32, bf := loadBF16Pair(t, name)
+		prompt := mustLoad(t, name).Tokenizer().Encode("the bf16 path, rounded activations and float32 sums", true)
+		want, got := promptLogprobs(t, f32, prompt), promptLogprobs(t, bf, prompt)
+		var worst float64
+		for i := range got {
+			worst = math.Max(worst, math.Abs(got[i]-want[i]))
+		}
+		t.Logf("%s: max prompt logprob difference %.3g", name, worst)
+		if worst > 0.05 || worst == 0 {
+			t.Errorf("%s: bf16 path's prompt logprobs differ from float32's by %g (want 0 < d <= 0.05)", name, worst)
+		}
+	}
+}
+
+// TestBF16ModelPrefillMatchesDecode: tokens generated one at a time get
+// the logprobs that a prefill of the whole sequence gives them, bit for
+// bit, and a prompt's logprobs do not depend on what follows it.
+func TestBF16ModelPrefillMatchesDecode(t *testing.T) {
+	needBF16(t)
+	withAMX(false, func() { checkPrefillMatchesDecode(t) })
+	if amxReady() {
+		withAMX(true, func() { checkPrefillMatchesDecode(t) })
+	}
+}
+
+func checkPrefillMatchesDecode(t *testing.T) {
+	_, bf := loadBF16Pair(t, "tinker-local/tiny-qwen3")
+	prompt := mustLoad(t, "tinker-local/tiny-qwen3").Tokenizer().Encode("decode and prefill agree", true)
+	seed := int64(3)
+	r := sample(t, bf, SampleRequest{Prompt: prompt, MaxTokens: 12, Temperature: 1, Seed: &seed, ModelLogprobs: true})
+	s := r.Sequences[0]
+	full := append(slices.Clone(prompt), s.Tokens...)
+	pl := promptLogprobs(t, bf, full)
+	for i, lp := range s.Logprobs {
+		if got := float32(pl[len(prompt)-1+i]); got != lp {
+			t.Fatalf("generated token %d: logprob %g when decoded, %g in a prefill", i, lp, got)
+		}
+	}
+	short := promptLogprobs(t, bf, prompt)
+	for i := range short {
+		if short[i] != pl[i] {
+			t.Fatalf("prompt position %d: logprob %g alone, %g with more tokens after it", i+1, short[i], pl[i])
+		}
+	}
+}
