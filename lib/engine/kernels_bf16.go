@@ -16,6 +16,10 @@ import (
 // decode agree. Its results differ from the float32 path's at bf16
 // precision, hence opt-in.
 
+// BF16ComputeAvailable reports whether this CPU runs the bf16 path
+// (LoadOptions.BF16Compute).
+func BF16ComputeAvailable() bool { return bf16Compute() }
+
 // roundBF16 rounds f to the nearest bfloat16, ties to even, as
 // VCVTNE2PS2BF16 does: a denormal becomes zero (the kernels treat
 // bfloat16 denormals as zero anyway), a NaN a quiet NaN.

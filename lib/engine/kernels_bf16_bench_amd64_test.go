@@ -1,0 +1,46 @@
+package engine
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// BenchmarkBF16Products runs the Qwen3-0.6B products (q, gate, down) over
+// 512 tokens and one token, bfloat16 weights on the float32 path (widened
+// exactly) and on the bf16 path (AMX where present, and AVX512-BF16),
+// interleaved, and reports GFLOP/s of each and the bf16 path's speedup.
+func BenchmarkBF16Products(b *testing.B) {
+	if !bf16Compute() {
+		b.Skip("no AVX512-BF16")
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, sh := range [][3]int{{512, 2048, 1024}, {512, 3072, 1024}, {512, 1024, 3072}, {1, 3072, 1024}, {1, 1024, 3072}} {
+		m, rows, cols := sh[0], sh[1], sh[2]
+		w, xs := randBF16Mat(rng, rows, cols), randVecs(rng, m, cols)
+		ys := newOutputs(m, rows)
+		plain := w
+		plain.vn = nil
+		b.Run(fmtShape(sh), func(b *testing.B) {
+			var tf, ta, tv time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				matMul(plain, xs, ys, false)
+				t1 := time.Now()
+				withAMX(amxReady(), func() { matMul(w, xs, ys, false) })
+				t2 := time.Now()
+				withAMX(false, func() { matMul(w, xs, ys, false) })
+				tf, ta, tv = tf+t1.Sub(t0), ta+time.Since(t1)-time.Since(t2), tv+time.Since(t2)
+			}
+			flop := 2 * float64(m*rows*cols) * float64(b.N) / 1e9
+			b.ReportMetric(flop/tf.Seconds(), "GFLOP/s-f32path")
+			b.ReportMetric(flop/ta.Seconds(), "GFLOP/s-bf16-amx")
+			b.ReportMetric(flop/tv.Seconds(), "GFLOP/s-bf16-avx512")
+			b.ReportMetric(float64(2*rows*cols)*float64(b.N)/tf.Seconds()/1e9, "GB/s-weights-f32path")
+			b.ReportMetric(float64(2*rows*cols)*float64(b.N)/ta.Seconds()/1e9, "GB/s-weights-amx")
+		})
+	}
+}
+
+func fmtShape(sh [3]int) string { return fmt.Sprintf("%dx%dx%d", sh[0], sh[1], sh[2]) }
