@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"context"
 	"math"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -72,6 +74,50 @@ func checkPrefillMatchesDecode(t *testing.T) {
 	for i := range short {
 		if short[i] != pl[i] {
 			t.Fatalf("prompt position %d: logprob %g alone, %g with more tokens after it", i+1, short[i], pl[i])
+		}
+	}
+}
+
+// TestBF16TrainingGradients: LoRA gradients of a bf16 model on the bf16
+// path (forward and the backward's input gradients) stay within bf16
+// precision of the float32 path's, and do not depend on how the data are
+// split into calls or on the thread count.
+func TestBF16TrainingGradients(t *testing.T) {
+	needBF16(t)
+	f32, bf := loadBF16Pair(t, "tinker-local/tiny-qwen3")
+	cfg := LoRAConfig{Rank: 4, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 2}
+	loss, _ := NewLoss(LossCrossEntropy, nil)
+	data := forLoss(testData(f32.cfg.VocabSize, 3, 9, 20, 4), LossCrossEntropy)
+	grads := func(m *Model, calls [][]Datum) [][]float32 {
+		tr := mustTrainer(t, m, cfg)
+		randomizeB(t, tr, 1, 0.05)
+		for _, d := range calls {
+			if _, err := tr.ForwardBackward(context.Background(), loss, d); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return gradBits(tr)
+	}
+	want, got := grads(f32, [][]Datum{data}), grads(bf, [][]Datum{data})
+	worst := 0.0
+	defer func() { t.Logf("worst relative L2 gradient difference %.3g", worst) }()
+	for i := range want {
+		var d2, n2 float64
+		for j := range want[i] {
+			d := float64(got[i][j]) - float64(want[i][j])
+			d2, n2 = d2+d*d, n2+float64(want[i][j])*float64(want[i][j])
+		}
+		rel := math.Sqrt(d2 / n2)
+		worst = math.Max(worst, rel)
+		if rel > 0.03 || d2 == 0 {
+			t.Errorf("tensor %d: bf16 path's gradient is %.3g from float32's (relative L2; want 0 < d <= 0.03)", i, rel)
+		}
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3))
+	split := grads(bf, [][]Datum{data[:1], data[1:2], data[2:]})
+	for i := range got {
+		if !slices.Equal(got[i], split[i]) {
+			t.Fatalf("tensor %d: bf16-path gradients differ between one call and three", i)
 		}
 	}
 }

@@ -410,3 +410,25 @@ bf16RoundRow_loop:
 bf16RoundRow_done:
 	VZEROUPPER
 	RET
+
+// func bf16PackPairs(dst *uint16, w *uint16, ldw int, pairs int)
+TEXT ·bf16PackPairs(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ w+8(FP), SI
+	MOVQ ldw+16(FP), DX
+	MOVQ pairs+24(FP), CX
+	TESTQ CX, CX
+	JZ bf16PackPairs_done
+bf16PackPairs_loop:
+	VPMOVZXWD (SI), Z0
+	VPMOVZXWD (SI)(DX*1), Z1
+	VPSLLD $16, Z1, Z1
+	VPORD Z1, Z0, Z0
+	VMOVDQU32 Z0, (DI)
+	LEAQ (SI)(DX*2), SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ bf16PackPairs_loop
+bf16PackPairs_done:
+	VZEROUPPER
+	RET

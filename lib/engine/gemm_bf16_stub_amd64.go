@@ -28,3 +28,6 @@ func avxBF16T1N1(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float3
 
 //go:noescape
 func bf16RoundRow(dst *uint16, src *float32, n int)
+
+//go:noescape
+func bf16PackPairs(dst *uint16, w *uint16, ldw int, pairs int)

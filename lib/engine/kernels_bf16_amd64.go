@@ -204,3 +204,66 @@ func bf16Put(out []float32, width int, ys [][]float32, r0, lo, hi int, accumulat
 		putRow(y[a:z], out[i*width+a-r0:i*width+z-r0], accumulate)
 	}
 }
+
+// matMulTBF16 is matMulT on the bf16 path: xs[b] (+)= Wᵀ·ys[b] with ys
+// rounded to bfloat16 and each output one float32 accumulator over the
+// row pairs in ascending order. Blocks of 32 columns are split over the
+// workers; each packs its block's VNNI panel of Wᵀ (bf16PackPairs) once
+// and runs every token over it.
+func matMulTBF16(w mat, ys, xs [][]float32, accumulate bool) {
+	pp := bf16Pool.Get().(*[]uint16)
+	defer bf16Pool.Put(pp)
+	yb := packBF16Rows(ys, w.rows, pp)
+	work := w.rows * w.cols * len(ys)
+	workers := min(runtime.GOMAXPROCS(0), max(1, work/parallelMinWork))
+	pairs := (w.cols + 31) / 32
+	per := max(1, (pairs+4*workers-1)/(4*workers))
+	forkJoin((pairs+per-1)/per, func(i int) {
+		panel := bf16Pool.Get().(*[]uint16)
+		defer bf16Pool.Put(panel)
+		for c := 32 * i * per; c < min(32*(i+1)*per, w.cols); c += 32 {
+			tw := mat{rows: min(32, w.cols-c), cols: w.rows, vn: packPanelT(w, c, panel)}
+			bf16Rows(tw, yb, len(ys), colsOf(xs[:len(ys)], c), 0, tw.rows, accumulate)
+		}
+	})
+}
+
+// packPanelT packs columns [c, c+32) of w (zero past w.cols) as the VNNI
+// blocks of two 16-row blocks of Wᵀ.
+func packPanelT(w mat, c int, pp *[]uint16) []uint16 {
+	kp := bf16Cols(w.rows)
+	size := 2 * 16 * kp
+	if cap(*pp) < size {
+		*pp = make([]uint16, size)
+	}
+	vn := (*pp)[:size]
+	clear(vn)
+	for blk := range 2 {
+		c0 := c + 16*blk
+		if c0 >= w.cols {
+			break
+		}
+		dst := vn[blk*16*kp:]
+		full := w.rows / 2
+		if c0+16 <= w.cols && full > 0 {
+			bf16PackPairs(&dst[0], &w.bf[c0], 2*w.cols, full)
+		} else {
+			full = 0
+		}
+		for r := 2 * full; r < w.rows; r++ {
+			for j := c0; j < min(c0+16, w.cols); j++ {
+				dst[r/2*32+(j-c0)*2+r&1] = w.bf[r*w.cols+j]
+			}
+		}
+	}
+	return vn
+}
+
+// colsOf returns the vectors xs from column c on.
+func colsOf(xs [][]float32, c int) [][]float32 {
+	out := make([][]float32, len(xs))
+	for i, x := range xs {
+		out[i] = x[c:]
+	}
+	return out
+}

@@ -221,3 +221,44 @@ func TestBF16AMXUnderSignals(t *testing.T) {
 		t.Fatal(e)
 	}
 }
+
+// TestBF16TransposedProduct checks matMulT on the bf16 path (the training
+// backward's input gradient) against a float64 sum of the same rounded
+// inputs, on both kernels, and that a vector's result does not depend on
+// its batch.
+func TestBF16TransposedProduct(t *testing.T) {
+	needBF16(t)
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, sh := range [][3]int{{1, 64, 48}, {5, 33, 50}, {37, 130, 96}, {20, 256, 1030}} {
+		m, rows, cols := sh[0], sh[1], sh[2]
+		w, ys := randBF16Mat(rng, rows, cols), randVecs(rng, m, rows)
+		for _, amx := range []bool{false, true} {
+			if amx && !amxReady() {
+				continue
+			}
+			xs, alone := newOutputs(m, cols), newOutputs(1, cols)
+			withAMX(amx, func() {
+				matMulT(w, ys, xs, false)
+				matMulT(w, ys[m-1:], alone, false)
+			})
+			for b := range m {
+				for c := range cols {
+					var s, abs float64
+					for r := range rows {
+						p := float64(bf16(roundBF16(ys[b][r]))) * float64(bf16(w.bf[r*cols+c]))
+						s += p
+						abs += math.Abs(p)
+					}
+					if d := math.Abs(float64(xs[b][c]) - s); d > float64(rows+1)*0x1p-24*abs {
+						t.Fatalf("amx=%v %v: x[%d][%d] = %g, float64 reference %g", amx, sh, b, c, xs[b][c], s)
+					}
+				}
+			}
+			for c := range cols {
+				if alone[0][c] != xs[m-1][c] {
+					t.Fatalf("amx=%v %v: column %d is %g alone, %g in the batch", amx, sh, c, alone[0][c], xs[m-1][c])
+				}
+			}
+		}
+	}
+}

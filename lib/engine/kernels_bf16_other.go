@@ -12,3 +12,7 @@ func matMulBF16Split(w mat, xs, ys [][]float32, accumulate bool) {
 func matMulBF16(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
 	panic("engine: bf16 path without AVX512-BF16")
 }
+
+func matMulTBF16(w mat, ys, xs [][]float32, accumulate bool) {
+	panic("engine: bf16 path without AVX512-BF16")
+}

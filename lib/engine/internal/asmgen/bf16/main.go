@@ -61,6 +61,8 @@ func generate() (string, string) {
 	}
 	asm.WriteString(roundKernel())
 	decls.WriteString("\n//go:noescape\nfunc bf16RoundRow(dst *uint16, src *float32, n int)\n")
+	asm.WriteString(pairKernel())
+	decls.WriteString("\n//go:noescape\nfunc bf16PackPairs(dst *uint16, w *uint16, ldw int, pairs int)\n")
 	return asm.String(), decls.String()
 }
 
@@ -231,4 +233,34 @@ func avxKernel(t, n int) (string, string) {
 	p("VZEROUPPER")
 	p("RET")
 	return name, b.String()
+}
+
+// pairKernel generates bf16PackPairs(dst, w, ldw, pairs): a VNNI block of
+// the transposed matrix, 16 columns from w (rows ldw bytes apart): for
+// each pair p, dst[32p + 2c + i] = w[(2p+i)·ldw/2 + c], c < 16, i < 2.
+func pairKernel() string {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, "\t"+format+"\n", a...) }
+	b.WriteString("\n// func bf16PackPairs(dst *uint16, w *uint16, ldw int, pairs int)\n")
+	b.WriteString("TEXT ·bf16PackPairs(SB), NOSPLIT, $0-32\n")
+	p("MOVQ dst+0(FP), DI")
+	p("MOVQ w+8(FP), SI")
+	p("MOVQ ldw+16(FP), DX")
+	p("MOVQ pairs+24(FP), CX")
+	p("TESTQ CX, CX")
+	p("JZ bf16PackPairs_done")
+	b.WriteString("bf16PackPairs_loop:\n")
+	p("VPMOVZXWD (SI), Z0")
+	p("VPMOVZXWD (SI)(DX*1), Z1")
+	p("VPSLLD $16, Z1, Z1")
+	p("VPORD Z1, Z0, Z0")
+	p("VMOVDQU32 Z0, (DI)")
+	p("LEAQ (SI)(DX*2), SI")
+	p("ADDQ $64, DI")
+	p("DECQ CX")
+	p("JNZ bf16PackPairs_loop")
+	b.WriteString("bf16PackPairs_done:\n")
+	p("VZEROUPPER")
+	p("RET")
+	return b.String()
 }
