@@ -121,3 +121,21 @@ func TestBF16TrainingGradients(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolBF16Compute: the server's pool passes its options on, so
+// `tinker serve --bf16-compute` loads bf16 checkpoints onto the bf16 path.
+func TestPoolBF16Compute(t *testing.T) {
+	needBF16(t)
+	dir := t.TempDir()
+	writeModelDir(t, dir, "tinker-local/tiny-qwen3", safetensors.BF16, 1)
+	for _, on := range []bool{false, true} {
+		p := &Pool{Dirs: map[string]string{"me/bf16": dir}, Options: LoadOptions{BF16Compute: on}}
+		m, err := p.Model("me/bf16")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.w.layers[0].q.vn != nil; got != on {
+			t.Errorf("BF16Compute %v: layer 0's q on the bf16 path = %v", on, got)
+		}
+	}
+}
