@@ -18,7 +18,7 @@ const UnembedWarning = "the adapter trains the unembedding (lm_head): vLLM does 
 // exportPEFT writes the adapter in PEFT's layout under Hugging Face names.
 func exportPEFT(ctx context.Context, o Options, a *Adapter, dt safetensors.DType) (*Result, error) {
 	if o.BaseModel != "" {
-		if err := CheckDense(o.BaseModel, "exported"); err != nil {
+		if err := CheckGQAFamily(o.BaseModel, "exported"); err != nil {
 			return nil, err
 		}
 		if f, _ := models.FamilyOf(o.BaseModel); f == models.GptOss && hasExperts(a) {
