@@ -124,6 +124,8 @@ func readAdapterConfig(dir string) (peft.AdapterConfig, error) {
 		return cfg, fmt.Errorf("%s: rank r must be between 1 and %d, got %d", peft.ConfigFile, peft.MaxRank, cfg.R)
 	case cfg.PeftType != "" && !strings.EqualFold(cfg.PeftType, "LORA"):
 		return cfg, fmt.Errorf("%s: peft_type %q is not LORA", peft.ConfigFile, cfg.PeftType)
+	case len(cfg.TargetParameters) > 0:
+		return cfg, fmt.Errorf("%s: the adapter adapts fused parameters (target_parameters %s), which tinker does not read back: use the tinker checkpoint it was exported from", peft.ConfigFile, strings.Join(cfg.TargetParameters, ", "))
 	case cfg.UseDora:
 		return cfg, fmt.Errorf("%s: DoRA adapters cannot be exported", peft.ConfigFile)
 	case len(cfg.RankPattern) > 0 || len(cfg.AlphaPattern) > 0:

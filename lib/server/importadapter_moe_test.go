@@ -28,7 +28,7 @@ func TestImportAdapterMoE(t *testing.T) {
 
 // checkImportMoE imports an adapter of tiny model name: its PEFT export for
 // Qwen3-MoE, the local server's own directory for GPT-OSS (whose fused
-// experts have no PEFT form).
+// experts have no PEFT form that tinker reads back: target_parameters).
 func checkImportMoE(t *testing.T, name string) {
 	base, err := engine.Load(name)
 	if err != nil {
