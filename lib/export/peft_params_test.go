@@ -86,9 +86,10 @@ func TestPEFTFusedExperts(t *testing.T) {
 		adapter     func(*testing.T) string
 		base        string
 		interleaved bool
+		warning     string
 	}{
-		{"gpt-oss", gptOssAdapter, "", true},
-		{"qwen3-moe-5.x", moeAdapter, "fused", false},
+		{"gpt-oss", gptOssAdapter, "", true, GptOssServeWarning},
+		{"qwen3-moe-5.x", moeAdapter, "fused", false, MoEServeWarning},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ad := tc.adapter(t)
@@ -105,6 +106,9 @@ func TestPEFTFusedExperts(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer orig.Close()
+			if !slices.Contains(res.Warnings, tc.warning) {
+				t.Errorf("warnings %q, want %q", res.Warnings, tc.warning)
+			}
 			if res.Modules != len(orig.Modules) {
 				t.Errorf("%d matrices reported, the adapter has %d", res.Modules, len(orig.Modules))
 			}

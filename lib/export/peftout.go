@@ -29,7 +29,7 @@ func exportPEFT(ctx context.Context, o Options, a *Adapter, dt safetensors.DType
 		if err != nil {
 			return nil, err
 		}
-		return writePEFT(ctx, o, a, dt, nil)
+		return writePEFT(ctx, o, a, dt, serveWarnings(a, false))
 	}
 	rest, layers, err := fusedExpertsPEFT(a)
 	if err != nil {
@@ -41,7 +41,30 @@ func exportPEFT(ctx context.Context, o Options, a *Adapter, dt safetensors.DType
 	}
 	fa := *a
 	fa.Modules = rest
-	return writePEFTWith(ctx, o, &fa, dt, nil, fusedOut{gen: gen, layers: layers, modules: len(a.Modules)})
+	return writePEFTWith(ctx, o, &fa, dt, serveWarnings(a, interleaved), fusedOut{gen: gen, layers: layers, modules: len(a.Modules)})
+}
+
+// The PEFT export's one line on serving an expert LoRA, from
+// tinker-cookbook's weights tools: build_lora_adapter warns that expert
+// LoRA "is experimental in vLLM and not yet supported in SGLang" for every
+// MoE family but GPT-OSS, and its vLLM serving tests record GPT-OSS as
+// "mxfp4+LoRA not supported in vLLM".
+const (
+	MoEServeWarning = "LoRA on mixture-of-experts experts is experimental in vLLM and not supported in SGLang: " +
+		"export with --format merged (format=\"merged\") to serve the model anywhere"
+	GptOssServeWarning = "vLLM cannot serve a LoRA on GPT-OSS's released MXFP4 weights: " +
+		"export with --format merged (format=\"merged\") to serve the model"
+)
+
+// serveWarnings is the export's serving line for an adapter on experts.
+func serveWarnings(a *Adapter, gptOss bool) []string {
+	switch {
+	case !hasExperts(a):
+		return nil
+	case gptOss:
+		return []string{GptOssServeWarning}
+	}
+	return []string{MoEServeWarning}
 }
 
 // card is the model card's line on the fused experts ("" without).
