@@ -188,16 +188,119 @@ func maxRowDiff(worst, largest float64, got, want []float64) (float64, float64) 
 	return worst, largest
 }
 
-// The fused form is only for fused bases: Qwen3-MoE without one keeps
-// transformers 4.x's per-expert modules (TestPEFTMoE), and an adapter in
-// the fused form is refused on reading, in one line.
-func TestPEFTFusedRefusedOnRead(t *testing.T) {
-	out := filepath.Join(t.TempDir(), "peft")
-	if _, err := Export(context.Background(), Options{Adapter: gptOssAdapter(t), Format: PEFT, Out: out}); err != nil {
+// A target_parameters export reads back as the per-expert modules it came
+// from: merging it gives the bytes merging the original gives, into the
+// same fused base; a gate_up_proj whose B mixes gate and up, or a rank the
+// export does not write, is refused in one line.
+func TestPEFTFusedReadsBack(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		adapter func(*testing.T) string
+		base    func(*testing.T) string
+	}{
+		{"gpt-oss", gptOssAdapter, gptOssBase},
+		{"qwen3-moe-5.x", moeAdapter, func(t *testing.T) string { return moeBase(t, true) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ad, base := tc.adapter(t), tc.base(t)
+			out := exportTo(t, Options{Adapter: ad, Format: PEFT, Base: base})
+			back, err := ReadAdapter(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer back.Close()
+			orig, err := ReadAdapter(ad)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer orig.Close()
+			if len(back.Modules) != len(orig.Modules) {
+				t.Fatalf("%d modules read back, the adapter has %d", len(back.Modules), len(orig.Modules))
+			}
+			sameFiles(t, exportTo(t, Options{Adapter: out, Base: base}), exportTo(t, Options{Adapter: ad, Base: base}),
+				"merging the target_parameters export vs merging the original")
+			mixed := filepath.Join(t.TempDir(), "mixed")
+			copyDir(t, out, mixed)
+			rewriteTensor(t, mixed, "base_model.model.model.layers.0.mlp.experts.base_layer.lora_B.weight", func(x []float32, cols int) {
+				x[cols-1] = 0.5 // row 0 is a gate row; the last column is up's
+			})
+			if _, err := ReadAdapter(mixed); err == nil || !strings.Contains(err.Error(), "mixes gate and up") {
+				t.Errorf("a B mixing gate and up: %v", err)
+			}
+		})
+	}
+}
+
+// copyDir copies the regular files of src into a new directory dst.
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	if err := os.MkdirAll(dst, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, err := ReadAdapter(out)
-	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "target_parameters") {
-		t.Errorf("reading a target_parameters adapter: %v", err)
+	ents, _ := os.ReadDir(src)
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, dst, e.Name(), b)
+	}
+}
+
+// rewriteTensor changes one float32 tensor of dir's adapter weights in place.
+func rewriteTensor(t *testing.T, dir, name string, edit func(x []float32, cols int)) {
+	t.Helper()
+	path := filepath.Join(dir, peft.WeightsFile)
+	f, err := safetensors.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts []safetensors.Tensor
+	found := false
+	for _, x := range f.Tensors {
+		if x.Name == name {
+			vals, _ := x.Float32()
+			edit(vals, int(x.Shape[1]))
+			x.Data, _ = safetensors.EncodeFloat32(x.DType, vals)
+			found = true
+		}
+		ts = append(ts, x)
+	}
+	if !found {
+		t.Fatalf("no tensor %s", name)
+	}
+	w, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := safetensors.Write(w, ts, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// target_parameters adapters other than the form tinker writes are refused
+// in one line naming what is unsupported.
+func TestParamConfigRefused(t *testing.T) {
+	gu := []string{gateUpParam, downParam}
+	for _, c := range []struct {
+		cfg  peft.AdapterConfig
+		want string
+	}{
+		{peft.AdapterConfig{R: 2, RankPattern: map[string]int{"q_proj": 4}}, "rank_pattern/alpha_pattern cannot be exported"},
+		{peft.AdapterConfig{R: 2, TargetParameters: []string{"mlp.experts.w1"}}, "tinker reads only"},
+		{peft.AdapterConfig{R: 2, TargetParameters: gu, RankPattern: map[string]int{"q_proj": 4}}, "rank_pattern q_proj"},
+		{peft.AdapterConfig{R: 2, TargetParameters: gu, RankPattern: map[string]int{"experts.gate_up_proj": 6}}, "gate_up_proj has rank 6"},
+		{peft.AdapterConfig{R: 2, TargetParameters: gu}, "gate_up_proj has rank 2"},
+	} {
+		_, err := checkParamConfig(c.cfg)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%+v: err %v, want %q", c.cfg, err, c.want)
+		}
+	}
+	if p, err := checkParamConfig(peft.AdapterConfig{R: 2, LoraAlpha: 8, TargetParameters: gu, BaseModelNameOrPath: "openai/gpt-oss-20b",
+		RankPattern: map[string]int{"experts.gate_up_proj": 4}, AlphaPattern: map[string]int{"experts.gate_up_proj": 16}}); err != nil ||
+		!p.interleaved || p.gateUpScale != 4 || p.downScale != 4 {
+		t.Errorf("tinker's own form: %+v %v", p, err)
 	}
 }
