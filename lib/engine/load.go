@@ -24,11 +24,12 @@ const (
 	// BF16Auto keeps bfloat16 matrices for models over 1B parameters
 	// (where memory decides whether the model fits at all) and widens
 	// them to float32 for smaller ones (where the float32 kernel's speed
-	// matters more). Measured on the Qwen3-0.6B shape (BenchmarkPrefillBF16,
-	// tokens per CPU-second, interleaved): kept bfloat16 prefills at
-	// 0.85× float32's rate and decodes at 1.27× (half the bytes to read,
-	// the widening in the kernels), and the training backward widens its
-	// weight strips too. Prefill and training are most of this server's
+	// matters more). On the Qwen3-0.6B shape (BenchmarkPrefillBF16,
+	// tokens per CPU-second, interleaved, on a heavily loaded machine: a
+	// ratio to re-measure on a quiet one) kept bfloat16 prefilled at
+	// ~0.85× float32's rate and decoded at ~1.27× (half the bytes to
+	// read, the widening in the kernels); the training backward widens
+	// its weight strips too. Prefill and training are most of this server's
 	// work, so small models stay widened; the bits are the same either
 	// way. LoadOptions.BF16Compute keeps them at every size.
 	BF16Auto BF16Mode = iota
