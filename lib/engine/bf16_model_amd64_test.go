@@ -120,6 +120,17 @@ func TestBF16TrainingGradients(t *testing.T) {
 			t.Fatalf("tensor %d: bf16-path gradients differ between one call and three", i)
 		}
 	}
+	if !amxReady() {
+		return
+	}
+	withAMX(false, func() { // the AVX512-BF16 kernels, as on a Zen 4
+		one, three := grads(bf, [][]Datum{data}), grads(bf, [][]Datum{data[:1], data[1:2], data[2:]})
+		for i := range one {
+			if !slices.Equal(one[i], three[i]) {
+				t.Fatalf("AVX512-BF16: tensor %d: gradients differ between one call and three", i)
+			}
+		}
+	})
 }
 
 // TestPoolBF16Compute: the server's pool passes its options on, so
