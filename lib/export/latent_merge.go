@@ -312,9 +312,7 @@ func (m *latentMerger) decodeQuant(q *qtensor, src, scales []byte, lo, n int, v 
 		for c0 := 0; c0 < q.cols; c0 += b[1] {
 			s := math.Float32frombits(binary.LittleEndian.Uint32(scales[4*(srow+c0/b[1]):]))
 			c1 := min(q.cols, c0+b[1])
-			for j, c := range codes[c0:c1] {
-				row[c0+j] = fp8Values[c] * s
-			}
+			fp8DecodeScaled(row[c0:c1], codes[c0:c1], s)
 		}
 	}
 }
@@ -347,12 +345,9 @@ func fp8Quantize(v []float32, cols int, b [2]int, lo, n int, dst, fresh []byte) 
 		r1 := min(n, r0+b[0])
 		for c0 := 0; c0 < cols; c0 += b[1] {
 			c1 := min(cols, c0+b[1])
-			// Magnitudes compare as their bits (sign cleared).
 			var amax uint32
 			for r := r0; r < r1; r++ {
-				for _, x := range v[r*cols+c0 : r*cols+c1] {
-					amax = max(amax, math.Float32bits(x)&^(1<<31))
-				}
+				amax = max(amax, absMaxBits(v[r*cols+c0:r*cols+c1]))
 			}
 			s := math.Float32frombits(amax) / fp8Max
 			if s == 0 {
@@ -361,10 +356,7 @@ func fp8Quantize(v []float32, cols int, b [2]int, lo, n int, dst, fresh []byte) 
 			binary.LittleEndian.PutUint32(fresh[4*(((lo+r0)/b[0])*nbc+c0/b[1]):], math.Float32bits(s))
 			inv := 1 / s
 			for r := r0; r < r1; r++ {
-				row, out := v[r*cols+c0:r*cols+c1], dst[r*cols+c0:r*cols+c1]
-				for j, x := range row {
-					out[j] = fp8Encode(x * inv)
-				}
+				fp8EncodeScaled(dst[r*cols+c0:r*cols+c1], v[r*cols+c0:r*cols+c1], inv)
 			}
 		}
 	}
