@@ -225,3 +225,58 @@ func readAll(t *testing.T, dir string) map[string]safetensors.Tensor {
 	}
 	return all
 }
+
+// Through the engine the requantised merge stays as close to the float32
+// merge as 4-bit rounding allows on this model: no further than twice
+// what quantising the unquantised base to MXFP4 moves its own logprobs.
+// The base is tiny-gpt-oss's own weights quantised (natural scales).
+func TestMXFP4RequantisedCloseToFloat32(t *testing.T) {
+	dense := gptOssBase(t)
+	mx := mxfp4Of(t, dense)
+	ad := gptOssAdapter(t)
+	qout, fout := filepath.Join(t.TempDir(), "q"), filepath.Join(t.TempDir(), "f")
+	for _, o := range []Options{{Adapter: ad, Base: mx, Out: qout}, {Adapter: ad, Base: mx, Out: fout, DType: "float32"}} {
+		if _, err := Export(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allows := maxDiff(servedLogprobs(t, dense), servedLogprobs(t, mx))
+	d, effect := maxDiff(servedLogprobs(t, qout), servedLogprobs(t, fout)), maxDiff(servedLogprobs(t, mx), servedLogprobs(t, fout))
+	t.Logf("requantised vs float32 merge %g; quantising the base moved it %g; the update moves it %g", d, allows, effect)
+	if d > 2*allows {
+		t.Errorf("requantised logprobs differ from the float32 merge's by %g, over twice the base's own quantisation (%g)", d, allows)
+	}
+}
+
+// mxfp4Of writes dir's GPT-OSS model with its experts quantised to MXFP4
+// (by mxBlock, pinned by TestMXFP4BlockMatchesReference) as released.
+func mxfp4Of(t *testing.T, dir string) string {
+	t.Helper()
+	ts := readAll(t, dir)
+	for name, x := range ts {
+		if !strings.HasSuffix(name, "_proj") || !strings.Contains(name, ".experts.") {
+			continue
+		}
+		v, err := x.Float32()
+		if err != nil {
+			t.Fatal(err)
+		}
+		E, I, O := int(x.Shape[0]), int(x.Shape[1]), int(x.Shape[2]) // stored [E, out, in/32, 16]
+		blocks, scales, blk := make([]byte, E*O*I/2), make([]byte, E*O*I/32), make([]float32, 32)
+		for b := range scales {
+			e, o, i0 := b/(O*I/32), b%(O*I/32)/(I/32), b%(I/32)*32
+			for k := range blk {
+				blk[k] = v[(e*I+i0+k)*O+o]
+			}
+			scales[b] = mxBlock(blk, blocks[16*b:16*b+16])
+		}
+		delete(ts, name)
+		ts[name+"_blocks"] = safetensors.Tensor{Name: name + "_blocks", DType: safetensors.U8, Shape: []int64{int64(E), int64(O), int64(I / 32), 16}, Data: blocks}
+		ts[name+"_scales"] = safetensors.Tensor{Name: name + "_scales", DType: safetensors.U8, Shape: []int64{int64(E), int64(O), int64(I / 32)}, Data: scales}
+	}
+	out := filepath.Join(t.TempDir(), "mxfp4")
+	writeModelDir(t, dir, out, ts)
+	cfg, _ := os.ReadFile(filepath.Join(out, "config.json"))
+	writeFile(t, out, "config.json", []byte(strings.Replace(string(cfg), "{", `{"quantization_config": {"quant_method": "mxfp4"},`, 1)))
+	return out
+}
