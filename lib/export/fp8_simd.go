@@ -28,17 +28,19 @@ func fp8EncodeVector(dst []byte, src []float32, inv float32) int {
 	iv := archsimd.BroadcastFloat32x16(inv)
 	nan, sat, sub := bcu(0x7f800000), bcu(fp8SatBits), bcu(fp8SubBits)
 	by20, by24 := bcu(20), bcu(24)
+	signBit, signByte, half, one, rebias := bcu(1<<31), bcu(0x80), bcu(0x7ffff), bcu(1), bcu(fp8Rebias)
+	subAdd, subBias, satCode, nanCode := archsimd.BroadcastFloat32x16(1<<14), bcu(fp8SubBias), bcu(0x7e), bcu(0x7f)
 	for j := 0; j < n; j += 16 {
 		bits := archsimd.LoadFloat32x16Slice(src[j : j+16]).Mul(iv).AsUint32x16()
-		a := bits.AndNot(bcu(1 << 31))
-		sign := bits.ShiftRight(by24).And(bcu(0x80))
+		a := bits.AndNot(signBit)
+		sign := bits.ShiftRight(by24).And(signByte)
 		// Normal: round the mantissa to three bits, exponent and mantissa
 		// above bit 20, rebiased.
-		code := a.Add(bcu(0x7ffff)).Add(a.ShiftRight(by20).And(bcu(1))).ShiftRight(by20).Sub(bcu(fp8Rebias))
-		subc := a.AsFloat32x16().Add(archsimd.BroadcastFloat32x16(1 << 14)).AsUint32x16().Sub(bcu(fp8SubBias))
+		code := a.Add(half).Add(a.ShiftRight(by20).And(one)).ShiftRight(by20).Sub(rebias)
+		subc := a.AsFloat32x16().Add(subAdd).AsUint32x16().Sub(subBias)
 		code = subc.Merge(code, a.Less(sub)) // x.Merge(y, m): x where m, else y
-		code = bcu(0x7e).Merge(code, a.GreaterEqual(sat)).Or(sign)
-		code = bcu(0x7f).Merge(code, a.Greater(nan))
+		code = satCode.Merge(code, a.GreaterEqual(sat)).Or(sign)
+		code = nanCode.Merge(code, a.Greater(nan))
 		code.TruncateToUint8().Store((*[16]uint8)(dst[j : j+16]))
 	}
 	archsimd.ClearAVXUpperBits() // the scalar code after runs at full speed
@@ -55,13 +57,14 @@ func fp8DecodeVector(dst []float32, src []byte, s float32) int {
 	n := len(src) &^ 15
 	sv, tiny := archsimd.BroadcastFloat32x16(s), archsimd.BroadcastFloat32x16(1.0/512)
 	by20, by24 := bcu(20), bcu(24)
+	low7, signByte, rebias, eight, nanCode, nanBits := bcu(0x7f), bcu(0x80), bcu(fp8Rebias<<20), bcu(8), bcu(0x7f), bcu(0x7fc00000)
 	for j := 0; j < n; j += 16 {
 		c := archsimd.LoadUint8x16((*[16]uint8)(src[j : j+16])).ExtendToUint32()
-		mag, sign := c.And(bcu(0x7f)), c.And(bcu(0x80)).ShiftLeft(by24)
-		v := mag.ShiftLeft(by20).Add(bcu(fp8Rebias << 20))
+		mag, sign := c.And(low7), c.And(signByte).ShiftLeft(by24)
+		v := mag.ShiftLeft(by20).Add(rebias)
 		sub := mag.AsInt32x16().ConvertToFloat32().Mul(tiny).AsUint32x16()
-		v = sub.Merge(v, mag.Less(bcu(8)))
-		v = bcu(0x7fc00000).Merge(v, mag.Equal(bcu(0x7f))).Or(sign)
+		v = sub.Merge(v, mag.Less(eight))
+		v = nanBits.Merge(v, mag.Equal(nanCode)).Or(sign)
 		v.AsFloat32x16().Mul(sv).StoreSlice(dst[j : j+16])
 	}
 	archsimd.ClearAVXUpperBits()
@@ -76,8 +79,9 @@ func absMaxVector(src []float32) (uint32, int) {
 	}
 	n := len(src) &^ 15
 	var m u32x16
+	signBit := bcu(1 << 31)
 	for j := 0; j < n; j += 16 {
-		m = m.Max(archsimd.LoadFloat32x16Slice(src[j : j+16]).AsUint32x16().AndNot(bcu(1 << 31)))
+		m = m.Max(archsimd.LoadFloat32x16Slice(src[j : j+16]).AsUint32x16().AndNot(signBit))
 	}
 	var lanes [16]uint32
 	m.Store(&lanes)
