@@ -131,7 +131,7 @@ func (m *merger) fillMXFP4(ctx context.Context, f *os.File, s source, t safetens
 	defer sf.Close()
 	per := j.rows * j.cols
 	blocks, scales, dense := make([]byte, per/2), make([]byte, per/32), make([]float32, per)
-	row, d, out := make([]float32, j.rows), make([]float32, j.rows), make([]byte, j.rows*t.DType.Size())
+	tile, d, out := make([]float32, mxTile*j.rows), make([]float32, j.rows), make([]byte, j.rows*t.DType.Size())
 	for e := range j.experts {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -143,21 +143,38 @@ func (m *merger) fillMXFP4(ctx context.Context, f *os.File, s source, t safetens
 			return fmt.Errorf("read base tensor %s_scales: %w", j.out, err)
 		}
 		mxDecode(blocks, scales, dense)
-		for h := range j.cols {
-			for o := range row {
-				row[o] = dense[o*j.cols+h]
-			}
-			if s.u != nil {
-				s.u.deltaRow(e*j.cols+h, d)
-				for o := range row {
-					row[o] += d[o]
+		for h0 := 0; h0 < j.cols; h0 += mxTile {
+			n := min(mxTile, j.cols-h0)
+			transposeTile(tile, dense, j.rows, j.cols, h0, n)
+			for k := range n {
+				row := tile[k*j.rows : (k+1)*j.rows]
+				if s.u != nil {
+					s.u.deltaRow(e*j.cols+h0+k, d)
+					for o := range row {
+						row[o] += d[o]
+					}
 				}
-			}
-			encodeRow(t.DType, row, out)
-			if _, err := w.Write(out); err != nil {
-				return err
+				encodeRow(t.DType, row, out)
+				if _, err := w.Write(out); err != nil {
+					return err
+				}
 			}
 		}
 	}
 	return nil
+}
+
+// mxTile is how many stored columns (inputs) are turned into output rows
+// together: the stored rows are then read in runs of mxTile values rather
+// than one value each.
+const mxTile = 16
+
+// transposeTile sets tile[k·rows+o] to m[o·cols+h0+k] for k < n: columns
+// h0… of the [rows, cols] matrix m as rows.
+func transposeTile(tile, m []float32, rows, cols, h0, n int) {
+	for o := range rows {
+		for k, x := range m[o*cols+h0 : o*cols+h0+n] {
+			tile[k*rows+o] = x
+		}
+	}
 }

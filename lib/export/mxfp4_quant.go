@@ -28,7 +28,7 @@ func (m *merger) requantMXFP4(ctx context.Context, f *os.File, s source, w io.Wr
 	j := s.mx
 	per := j.rows * j.cols
 	blocks, scales, out := make([]byte, per/2), make([]byte, per/32), make([]byte, per/2)
-	dense, d := make([]float32, per), make([]float32, j.rows)
+	dense, d := make([]float32, per), make([]float32, mxTile*j.rows)
 	fresh := make([]byte, j.experts*per/32)
 	sf, err := os.Open(filepath.Join(m.base.Dir, j.scaleShard))
 	if err != nil {
@@ -46,11 +46,12 @@ func (m *merger) requantMXFP4(ctx context.Context, f *os.File, s source, w io.Wr
 			return fmt.Errorf("read base tensor %s: %w", j.scales.Name, err)
 		}
 		mxDecode(blocks, scales, dense)
-		for h := range j.cols { // the update's rows are the inputs
-			s.u.deltaRow(e*j.cols+h, d)
-			for o, x := range d {
-				dense[o*j.cols+h] += x
+		for h0 := 0; h0 < j.cols; h0 += mxTile { // the update's rows are the inputs
+			n := min(mxTile, j.cols-h0)
+			for k := range n {
+				s.u.deltaRow(e*j.cols+h0+k, d[k*j.rows:(k+1)*j.rows])
 			}
+			addTransposed(dense, d, j.rows, j.cols, h0, n)
 		}
 		sc := fresh[e*per/32 : (e+1)*per/32]
 		parallelSpans(per/32, func(a, b int) { mxRequant(dense[32*a:32*b], blocks[16*a:16*b], scales[a:b], out[16*a:16*b], sc[a:b]) })
@@ -60,6 +61,17 @@ func (m *merger) requantMXFP4(ctx context.Context, f *os.File, s source, w io.Wr
 	}
 	m.mxFresh[j.scales.Name] = fresh
 	return nil
+}
+
+// addTransposed adds tile[k·rows+o] to m[o·cols+h0+k] for k < n (the
+// inverse of transposeTile, added).
+func addTransposed(m, tile []float32, rows, cols, h0, n int) {
+	for o := range rows {
+		row := m[o*cols+h0 : o*cols+h0+n]
+		for k := range row {
+			row[k] += tile[k*rows+o]
+		}
+	}
 }
 
 // mxDecode widens MXFP4 blocks (16 bytes each) with their scales into v.
