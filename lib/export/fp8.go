@@ -62,30 +62,52 @@ func fp8Encode(v float32) byte {
 	return sign | byte(a>>20-fp8Rebias)
 }
 
-// fp8EncodeScaled sets dst[j] to the E4M3 code of src[j]·inv.
-func fp8EncodeScaled(dst []byte, src []float32, inv float32) {
+// The row loops below take a row in chunks of b values (a scale block's
+// width), each chunk with its own factor: the vector loop (fp8_simd.go)
+// does each chunk's multiple of 16 in one call for the whole row, the
+// scalar body the rest, or everything where there is no vector unit.
+
+// vecEnd is where the scalar body starts in chunk [c0, c1).
+func vecEnd(c0, c1 int, vector bool) int {
+	if vector {
+		return c0 + (c1-c0)&^15
+	}
+	return c0
+}
+
+// fp8EncodeRow sets dst[j] to the E4M3 code of src[j]·inv[j/b].
+func fp8EncodeRow(dst []byte, src []float32, b int, inv []float32) {
 	dst = dst[:len(src)]
-	n := fp8EncodeVector(dst, src, inv)
-	for j, x := range src[n:] {
-		dst[n+j] = fp8Encode(x * inv)
+	vector := fp8EncodeVector(dst, src, b, inv)
+	for c0 := 0; c0 < len(src); c0 += b {
+		c1 := min(len(src), c0+b)
+		for j := vecEnd(c0, c1, vector); j < c1; j++ {
+			dst[j] = fp8Encode(src[j] * inv[c0/b])
+		}
 	}
 }
 
-// fp8DecodeScaled sets dst[j] to the value of code src[j] times s.
-func fp8DecodeScaled(dst []float32, src []byte, s float32) {
+// fp8DecodeRow sets dst[j] to the value of code src[j] times s[j/b].
+func fp8DecodeRow(dst []float32, src []byte, b int, s []float32) {
 	dst = dst[:len(src)]
-	n := fp8DecodeVector(dst, src, s)
-	for j, c := range src[n:] {
-		dst[n+j] = fp8Values[c] * s
+	vector := fp8DecodeVector(dst, src, b, s)
+	for c0 := 0; c0 < len(src); c0 += b {
+		c1 := min(len(src), c0+b)
+		for j := vecEnd(c0, c1, vector); j < c1; j++ {
+			dst[j] = fp8Values[src[j]] * s[c0/b]
+		}
 	}
 }
 
-// absMaxBits is the largest of src's magnitudes as float32 bits: bits
-// compare as the magnitudes do, and a NaN compares above them all.
-func absMaxBits(src []float32) uint32 {
-	m, n := absMaxVector(src)
-	for _, x := range src[n:] {
-		m = max(m, math.Float32bits(x)&^(1<<31))
+// absMaxRow raises m[c] to the largest magnitude of src's chunk c, as
+// float32 bits: bits compare as the magnitudes do, and a NaN compares
+// above them all.
+func absMaxRow(src []float32, b int, m []uint32) {
+	vector := absMaxVector(src, b, m)
+	for c0 := 0; c0 < len(src); c0 += b {
+		c1 := min(len(src), c0+b)
+		for _, x := range src[vecEnd(c0, c1, vector):c1] {
+			m[c0/b] = max(m[c0/b], math.Float32bits(x)&^(1<<31))
+		}
 	}
-	return m
 }

@@ -34,7 +34,7 @@ func fp8EncodeRef(v float32) byte {
 // or beside a rounding boundary (E4M3's ties fall where the low 19 bits are
 // zero: zeros, subnormals, normals, infinities and NaNs of both signs
 // included) encodes to the same code by the scalar encoder, the vector one
-// (through fp8EncodeScaled with inv 1, which leaves every input as it is)
+// (through fp8EncodeRow)
 // and the reference. (Run once over all 2^32 inputs as well: it takes
 // minutes, too long to keep.)
 func TestFP8EncodeSweep(t *testing.T) {
@@ -56,10 +56,15 @@ func TestFP8EncodeSweep(t *testing.T) {
 	}
 }
 
-// encodeRange checks the inputs whose top 20 bits run over [lo, hi).
+// encodeRange checks the inputs whose top 20 bits run over [lo, hi),
+// first as they are, then each chunk of 40 times its own power of two.
 func encodeRange(lo, hi int) error {
 	lows := []uint32{0, 1, 2, 0x3ff, 0x400, 0x7fe, 0x7ff, 0x800, 0x801, 0xa5c, 0xffe, 0xfff}
 	src, vec := make([]float32, len(lows)*1024), make([]byte, len(lows)*1024)
+	ones, pow2 := make([]float32, len(src)/40+1), make([]float32, len(src)/40+1)
+	for i := range ones {
+		ones[i], pow2[i] = 1, float32(math.Ldexp(1, i%5-2))
+	}
 	for top := lo; top < hi; top += 1024 {
 		src = src[:0]
 		for k := top; k < min(hi, top+1024); k++ {
@@ -67,11 +72,14 @@ func encodeRange(lo, hi int) error {
 				src = append(src, math.Float32frombits(uint32(k)<<12|l))
 			}
 		}
-		fp8EncodeScaled(vec[:len(src)], src, 1)
-		for j, v := range src {
-			want := fp8EncodeRef(v)
-			if got := fp8Encode(v); got != want || vec[j] != want {
-				return fmt.Errorf("bits %#08x: scalar %#02x, vector %#02x, reference %#02x", math.Float32bits(v), got, vec[j], want)
+		for _, inv := range [][]float32{ones, pow2} {
+			fp8EncodeRow(vec[:len(src)], src, 40, inv) // chunks of 40: vector and scalar parts
+			for j, v := range src {
+				v *= inv[j/40]
+				want := fp8EncodeRef(v)
+				if got := fp8Encode(v); got != want || vec[j] != want {
+					return fmt.Errorf("bits %#08x: scalar %#02x, vector %#02x, reference %#02x", math.Float32bits(v), got, vec[j], want)
+				}
 			}
 		}
 	}
@@ -85,20 +93,22 @@ func TestFP8VectorMatchesScalar(t *testing.T) {
 	for i := range codes {
 		codes[i] = byte(i*7 + i/256)
 	}
-	for _, s := range []float32{1, 3.5e-3, -2, 1e-40, float32(math.Inf(1))} {
-		got := make([]float32, len(codes))
-		fp8DecodeScaled(got, codes, s)
-		for i, c := range codes {
-			if want := fp8Values[c] * s; math.Float32bits(got[i]) != math.Float32bits(want) {
-				t.Fatalf("code %#02x times %g: %g (%#x), want %g (%#x)", c, s, got[i], math.Float32bits(got[i]), want, math.Float32bits(want))
-			}
-		}
+	scales := []float32{1, 3.5e-3, -2, 1e-40, float32(math.Inf(1)), 0.75}
+	got := make([]float32, len(codes))
+	fp8DecodeRow(got, codes, 150, scales) // chunks of 150: vector and scalar parts
+	m := make([]uint32, len(scales))
+	absMaxRow(got, 150, m)
+	for c := range scales {
 		var want uint32
-		for _, v := range got {
-			want = max(want, math.Float32bits(v)&^(1<<31))
+		for i := 150 * c; i < min(len(codes), 150*(c+1)); i++ {
+			w := fp8Values[codes[i]] * scales[c]
+			if math.Float32bits(got[i]) != math.Float32bits(w) {
+				t.Fatalf("code %#02x times %g: %g (%#x), want %g (%#x)", codes[i], scales[c], got[i], math.Float32bits(got[i]), w, math.Float32bits(w))
+			}
+			want = max(want, math.Float32bits(w)&^(1<<31))
 		}
-		if m := absMaxBits(got); m != want {
-			t.Fatalf("scale %g: absMaxBits %#x, want %#x", s, m, want)
+		if m[c] != want {
+			t.Fatalf("chunk %d: largest magnitude bits %#x, want %#x", c, m[c], want)
 		}
 	}
 }

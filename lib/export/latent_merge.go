@@ -313,14 +313,13 @@ func (m *latentMerger) decodeQuant(q *qtensor, src, scales []byte, lo, n int, v 
 	}
 	b := m.lb.quant.block
 	nbc := ceilDiv(q.cols, b[1])
+	s := make([]float32, nbc)
 	for r := range n {
 		srow := ((lo + r) / b[0]) * nbc
-		row, codes := v[r*q.cols:(r+1)*q.cols], src[r*q.cols:(r+1)*q.cols]
-		for c0 := 0; c0 < q.cols; c0 += b[1] {
-			s := math.Float32frombits(binary.LittleEndian.Uint32(scales[4*(srow+c0/b[1]):]))
-			c1 := min(q.cols, c0+b[1])
-			fp8DecodeScaled(row[c0:c1], codes[c0:c1], s)
+		for c := range s {
+			s[c] = math.Float32frombits(binary.LittleEndian.Uint32(scales[4*(srow+c):]))
 		}
+		fp8DecodeRow(v[r*q.cols:(r+1)*q.cols], src[r*q.cols:(r+1)*q.cols], b[1], s)
 	}
 }
 
@@ -348,23 +347,23 @@ func (m *latentMerger) encodeQuant(q *qtensor, dt safetensors.DType, v []float32
 // each value is value/scale rounded to E4M3.
 func fp8Quantize(v []float32, cols int, b [2]int, lo, n int, dst, fresh []byte) {
 	nbc := ceilDiv(cols, b[1])
+	amax, inv := make([]uint32, nbc), make([]float32, nbc)
 	for r0 := 0; r0 < n; r0 += b[0] {
 		r1 := min(n, r0+b[0])
-		for c0 := 0; c0 < cols; c0 += b[1] {
-			c1 := min(cols, c0+b[1])
-			var amax uint32
-			for r := r0; r < r1; r++ {
-				amax = max(amax, absMaxBits(v[r*cols+c0:r*cols+c1]))
-			}
-			s := math.Float32frombits(amax) / fp8Max
+		clear(amax)
+		for r := r0; r < r1; r++ {
+			absMaxRow(v[r*cols:(r+1)*cols], b[1], amax)
+		}
+		for c, m := range amax {
+			s := math.Float32frombits(m) / fp8Max
 			if s == 0 {
 				s = 1
 			}
-			binary.LittleEndian.PutUint32(fresh[4*(((lo+r0)/b[0])*nbc+c0/b[1]):], math.Float32bits(s))
-			inv := 1 / s
-			for r := r0; r < r1; r++ {
-				fp8EncodeScaled(dst[r*cols+c0:r*cols+c1], v[r*cols+c0:r*cols+c1], inv)
-			}
+			binary.LittleEndian.PutUint32(fresh[4*(((lo+r0)/b[0])*nbc+c):], math.Float32bits(s))
+			inv[c] = 1 / s
+		}
+		for r := r0; r < r1; r++ {
+			fp8EncodeRow(dst[r*cols:(r+1)*cols], v[r*cols:(r+1)*cols], b[1], inv)
 		}
 	}
 }
