@@ -74,22 +74,22 @@ func fp8DecodeVector(dst []float32, src []byte, b int, s []float32) bool {
 	return true
 }
 
-// absMaxVector is absMaxRow over each chunk's multiple of 16.
+// absMaxVector is absMaxRow over each chunk's multiple of 16. The lanes
+// are reduced in registers: a local array would be zeroed with legacy SSE
+// moves, which cost as much as the shifts above.
 func absMaxVector(src []float32, b int, m []uint32) bool {
 	if !fp8Lanes {
 		return false
 	}
 	signBit := bcu(1 << 31)
-	var lanes [16]uint32
 	for c0 := 0; c0 < len(src); c0 += b {
 		var acc u32x16
 		for j := c0; j < vecEnd(c0, min(len(src), c0+b), true); j += 16 {
 			acc = acc.Max(archsimd.LoadFloat32x16Slice(src[j : j+16]).AsUint32x16().AndNot(signBit))
 		}
-		acc.Store(&lanes)
-		for _, x := range lanes {
-			m[c0/b] = max(m[c0/b], x)
-		}
+		h := acc.GetHi().Max(acc.GetLo())
+		q := h.GetHi().Max(h.GetLo())
+		m[c0/b] = max(m[c0/b], q.GetElem(0), q.GetElem(1), q.GetElem(2), q.GetElem(3))
 	}
 	archsimd.ClearAVXUpperBits()
 	return true
