@@ -35,7 +35,9 @@
 //     layouts (experts.go) or GPT-OSS's fused, interleaved, input-major
 //     tensors (experts_gptoss.go); an MXFP4 base's experts are
 //     dequantised and written dense, or requantised to MXFP4 by default
-//     (mxfp4.go, mxfp4_quant.go).
+//     (mxfp4.go, mxfp4_quant.go). Their PEFT export names fused experts
+//     with PEFT's target_parameters (peft_params.go), per-expert ones as
+//     modules.
 //   - DeepSeek V3.1 / Kimi K2 (latent*.go): the service's adapter layout
 //     (stacked w1/w2/w3 experts whose hidden-side factor all experts
 //     share, unembed_tokens) expanded per expert; FP8 block-quantised and
