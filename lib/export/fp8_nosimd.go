@@ -2,7 +2,8 @@
 
 package export
 
-// Without GOEXPERIMENT=simd (or off amd64) fp8.go's scalar loops do all.
+// Without GOEXPERIMENT=simd (or off amd64) the scalar loops (fp8.go,
+// latent_merge.go addDelta) do all.
 
 func fp8EncodeVector(dst []byte, src []float32, b int, inv []float32) bool { return false }
 

@@ -33,26 +33,35 @@ func int4Row(packed, scales []byte, group int, dst []float32) {
 // int4Quantize packs one row symmetrically: each group's scale is its
 // largest magnitude over 7, rounded to bfloat16 before the values are
 // divided by it, and each value rounds to the nearest integer in [-8, 7]
-// (ties to even); a word is assembled then stored.
+// (ties to even); the integers are made sixteen at a time where there is
+// a vector unit (int4_simd.go), then packed a word at a time.
 func int4Quantize(src []float32, group int, packed, scales []byte) {
+	q, amax := make([]int32, group), make([]uint32, 1)
 	for g := 0; g < len(src); g += group {
-		var amax float32
-		for _, v := range src[g : g+group] {
-			amax = max(amax, float32(math.Abs(float64(v))))
-		}
-		sb := safetensors.Float32ToBF16(amax / 7)
+		amax[0] = 0
+		absMaxRow(src[g:g+group], group, amax)
+		sb := safetensors.Float32ToBF16(math.Float32frombits(amax[0]) / 7)
 		binary.LittleEndian.PutUint16(scales[2*(g/group):], sb)
-		s := safetensors.BF16ToFloat32(sb)
-		for j := g; j < g+group; j += 8 {
+		int4Round(q, src[g:g+group], safetensors.BF16ToFloat32(sb))
+		for j := 0; j < group; j += 8 {
 			var w uint32
-			for k, v := range src[j:min(len(src), j+8)] {
-				var q float64
-				if s > 0 {
-					q = min(7, max(-8, math.RoundToEven(float64(v/s))))
-				}
-				w |= (uint32(int32(q)) & 15) << (4 * k)
+			for k, x := range q[j:min(group, j+8)] {
+				w |= (uint32(x) & 15) << (4 * k)
 			}
-			binary.LittleEndian.PutUint32(packed[j/2:], w)
+			binary.LittleEndian.PutUint32(packed[(g+j)/2:], w)
 		}
+	}
+}
+
+// int4Round sets q[j] to src[j]/s rounded to the nearest integer (ties to
+// even) and clamped to [-8, 7]; all zero when s is not positive.
+func int4Round(q []int32, src []float32, s float32) {
+	if !(s > 0) {
+		clear(q)
+		return
+	}
+	n := int4RoundVector(q, src, s)
+	for j, v := range src[n:] {
+		q[n+j] = int32(min(7, max(-8, math.RoundToEven(float64(v/s)))))
 	}
 }
