@@ -20,6 +20,7 @@ type layerActs struct {
 	g, u, h    [][]float32 // gate and up projections, silu(g)·u
 	t          [7][][]float32
 	moe        *moeActs // instead of g, u, h and the MLP's t in a mixture-of-experts layer
+	mla        *mlaActs // latent attention's own (mla_train.go)
 }
 
 // Indices of layerActs.t: each adapted matrix's A·x.
@@ -115,6 +116,9 @@ func (ps *datumPass) forwardLayer(li int, x, spare [][]float32) (next, nextSpare
 	m, c, ar, n := ps.t.model, ps.c, ps.ar, ps.n
 	h, qd, kvd := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
 	lw, tl, a := &m.w.layers[li], &ps.t.layers[li], &ps.acts[li]
+	if lw.mla != nil {
+		return ps.mlaForwardLayer(li, x, spare)
+	}
 	mark := ar.off
 	a.x = x
 	a.xn1 = ar.rowsToFill(n, h)
@@ -185,7 +189,8 @@ func (ps *datumPass) forwardLayer(li int, x, spare [][]float32) (next, nextSpare
 func (ps *datumPass) mlpForward(li int, next [][]float32) {
 	c, ar, n := ps.c, ps.ar, ps.n
 	lw, tl, a := &ps.t.model.w.layers[li], &ps.t.layers[li], &ps.acts[li]
-	a.g, a.u, a.h = ar.rowsToFill(n, c.Intermediate), ar.rowsToFill(n, c.Intermediate), ar.rowsToFill(n, c.Intermediate)
+	w := c.mlpWidth(li)
+	a.g, a.u, a.h = ar.rowsToFill(n, w), ar.rowsToFill(n, w), ar.rowsToFill(n, w)
 	a.t[tGate], a.t[tUp], a.t[tDown] = ps.tRows(tl.gate), ps.tRows(tl.up), ps.tRows(tl.down)
 	trainLinear(lw.gate, nil, tl.gate, a.xn2, a.g, a.t[tGate], false)
 	trainLinear(lw.up, nil, tl.up, a.xn2, a.u, a.t[tUp], false)
@@ -238,6 +243,9 @@ func (ps *datumPass) backwardLayer(li, lowest int, dx [][]float32) bool {
 	t, c, ar, n := ps.t, ps.c, ps.ar, ps.n
 	h, qd, kvd := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
 	lw, tl, a := &t.model.w.layers[li], &t.layers[li], &ps.acts[li]
+	if lw.mla != nil {
+		return ps.mlaBackwardLayer(li, lowest, dx)
+	}
 	mark := ar.off // this layer's gradient scratch is dead once dx is updated
 	var dxn [][]float32
 	if lw.moe != nil {
@@ -290,9 +298,9 @@ func (ps *datumPass) backwardLayer(li, lowest int, dx [][]float32) bool {
 func (ps *datumPass) mlpBackward(li int, dx [][]float32) [][]float32 {
 	t, c, ar, n := ps.t, ps.c, ps.ar, ps.n
 	lw, tl, a := &t.model.w.layers[li], &t.layers[li], &ps.acts[li]
-	dg := ar.rows(n, c.Intermediate)
+	dg := ar.rows(n, c.mlpWidth(li))
 	t.linearBackward(lw.down, tl.down, a.h, a.t[tDown], dx, dg, false)
-	du := ar.rows(n, c.Intermediate)
+	du := ar.rows(n, c.mlpWidth(li))
 	for p := range n {
 		siluMulBackward(dg[p], du[p], a.g[p], a.u[p])
 	}
