@@ -529,7 +529,7 @@ func TestPinnedOutputs(t *testing.T) {
 		models.TinyQwen3:    {`&3G#z{&GG&&"5Q{O`, `:&7wbUhG{o3:z3m7`},
 		models.TinyQwen3MoE: {"!((\nwz\n((\n\n\n(({A", "(\n(uAASA|_((u(\\("},
 		models.TinyGptOss:   {"####`r########mX", "H##_____xx9Br2XX"},
-		models.TinyDeepSeek: {"+;;*y{-4E**(=F}Z", "Y)@yonnn{{;;nnnn"},
+		models.TinyDeepSeek: {"*@N tu)NT!  @N{N", "@ NuVNiN{]@Nw@f?"},
 	}
 	for _, procs := range []int{1, 2, 3} {
 		old := runtime.GOMAXPROCS(procs)

@@ -98,7 +98,7 @@ const (
 	TinyGptOss = tinyPrefix + "tiny-gpt-oss"
 	// TinyDeepSeek is a DeepSeek-V3: latent attention, one dense layer,
 	// then 12 routed experts in 3 groups (2 kept), 3 per token, and a
-	// shared expert.
+	// shared expert; lm_head untied, as in the released models.
 	TinyDeepSeek = tinyPrefix + "tiny-deepseek"
 )
 
@@ -131,7 +131,7 @@ var table = []Arch{
 		Heads: 4, KVHeads: 2, HeadDim: 32, VocabSize: TinyVocab, MaxPositionEmbeddings: 4096, Experts: 8,
 		ExpertsPerToken: 2, MoEIntermediate: 64, RMSNormEps: 1e-5, RopeTheta: 150000}},
 	{Name: TinyDeepSeek, TokenizerID: TinyDeepSeek, Shape: Shape{Family: DeepSeekV3, Layers: 3, Hidden: 64, Intermediate: 128,
-		Heads: 4, KVHeads: 4, HeadDim: 24, VocabSize: TinyVocab, TieWordEmbeddings: true, MaxPositionEmbeddings: 4096,
+		Heads: 4, KVHeads: 4, HeadDim: 24, VocabSize: TinyVocab, MaxPositionEmbeddings: 4096,
 		Experts: 12, ExpertsPerToken: 3, MoEIntermediate: 32, SharedExperts: 1, FirstDenseLayers: 1,
 		MLA:        &MLA{QLoraRank: 48, KVLoraRank: 32, QKNopeDim: 16, QKRopeDim: 8, VHeadDim: 16},
 		RMSNormEps: 1e-6, RopeTheta: 10000}},

@@ -18,14 +18,14 @@ import (
 // back into a run whose weights checkpoint (stacked w1/w2/w3 experts)
 // computes the original adapter's logprobs.
 func TestImportAdapterMoE(t *testing.T) {
-	for _, name := range []string{models.TinyQwen3MoE, models.TinyGptOss} {
+	for _, name := range []string{models.TinyQwen3MoE, models.TinyGptOss, models.TinyDeepSeek} {
 		t.Run(name, func(t *testing.T) { checkImportMoE(t, name) })
 	}
 }
 
 // checkImportMoE imports an adapter of tiny model name: its PEFT export for
-// Qwen3-MoE, the local server's own directory for GPT-OSS (whose fused
-// experts have no PEFT form).
+// Qwen3-MoE and DeepSeek-V3, the local server's own directory for GPT-OSS
+// (whose fused experts have no PEFT form).
 func checkImportMoE(t *testing.T, name string) {
 	base, err := engine.Load(name)
 	if err != nil {
@@ -33,7 +33,7 @@ func checkImportMoE(t *testing.T, name string) {
 	}
 	orig := trainedMoE(t, name)
 	peftDir := orig
-	if name == models.TinyQwen3MoE {
+	if name != models.TinyGptOss {
 		peftDir = filepath.Join(t.TempDir(), "peft")
 		if _, err := export.Export(context.Background(), export.Options{Adapter: orig, Format: export.PEFT, Out: peftDir}); err != nil {
 			t.Fatal(err)
