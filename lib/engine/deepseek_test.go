@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -243,5 +245,27 @@ func TestDeepSeekCatalogShapes(t *testing.T) {
 	}
 	if n < 5 {
 		t.Errorf("%d DeepSeek-V3 catalog models, want the DeepSeek V3.1 and Kimi entries", n)
+	}
+}
+
+// A model directory whose config.json says kimi_k2 (Kimi K2's
+// model_type) loads as the DeepSeek-V3 it is and computes the same bits.
+func TestKimiK2Dir(t *testing.T) {
+	c, ts, _ := TinyTensors(models.TinyDeepSeek)
+	dir := t.TempDir()
+	writeHFDir(t, dir, c, ts, safetensors.F32, 1)
+	cfg, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = []byte(strings.Replace(string(cfg), `"model_type": "deepseek_v3"`, `"model_type": "kimi_k2"`, 1))
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kimi := loadExact(t, dir, c)
+	m := mustLoad(t, models.TinyDeepSeek)
+	prompt := m.Tokenizer().Encode("Kimi", true)
+	if a, b := promptLogprobs(t, m, prompt), promptLogprobs(t, kimi, prompt); !slices.Equal(a, b) {
+		t.Errorf("kimi_k2 directory logprobs %v, built-in %v", b, a)
 	}
 }
