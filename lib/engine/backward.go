@@ -160,7 +160,18 @@ func (ps *datumPass) forwardLayer(li int, x, spare [][]float32) (next, nextSpare
 	}
 	a.t[tO] = ps.tRows(tl.o)
 	trainLinear(lw.o, lw.oBias, tl.o, a.att, a.x2, a.t[tO], true)
-	a.xn2 = ar.rowsToFill(n, h)
+	return ps.mlpBlock(li, mark, x, spare)
+}
+
+// mlpBlock finishes layer li from a.x2, the residual after attention: the
+// MLP norm, the next residual (spare without a backward pass to come) and
+// the MLPs, the experts' and (dense layers, DeepSeek's shared experts) the
+// dense one. Without a backward pass it frees the layer's scratch from
+// mark and returns x as the next spare.
+func (ps *datumPass) mlpBlock(li, mark int, x, spare [][]float32) (next, nextSpare [][]float32) {
+	c, ar, n := ps.c, ps.ar, ps.n
+	lw, a := &ps.t.model.w.layers[li], &ps.acts[li]
+	a.xn2 = ar.rowsToFill(n, c.Hidden)
 	for p := range n {
 		rmsNorm(a.xn2[p], a.x2[p], lw.mlpNorm, c.RMSNormEps)
 	}
@@ -173,7 +184,8 @@ func (ps *datumPass) forwardLayer(li int, x, spare [][]float32) (next, nextSpare
 	}
 	if lw.moe != nil {
 		ps.moeForward(li, next)
-	} else {
+	}
+	if c.mlpWidth(li) > 0 {
 		ps.mlpForward(li, next)
 	}
 	if !ps.backward {
@@ -247,15 +259,7 @@ func (ps *datumPass) backwardLayer(li, lowest int, dx [][]float32) bool {
 		return ps.mlaBackwardLayer(li, lowest, dx)
 	}
 	mark := ar.off // this layer's gradient scratch is dead once dx is updated
-	var dxn [][]float32
-	if lw.moe != nil {
-		dxn = ps.moeBackward(li, dx)
-	} else {
-		dxn = ps.mlpBackward(li, dx)
-	}
-	for p := range n {
-		rmsNormBackward(dx[p], dxn[p], a.x2[p], lw.mlpNorm, c.RMSNormEps)
-	}
+	ps.mlpBlockBackward(li, dx)
 	if li == lowest && !t.cfg.TrainAttn {
 		return false // nothing trained below
 	}
@@ -291,6 +295,30 @@ func (ps *datumPass) backwardLayer(li, lowest int, dx [][]float32) bool {
 	}
 	ar.release(mark)
 	return true
+}
+
+// mlpBlockBackward adds to dx, the gradient of layer li's output
+// residual, what flows back through its MLPs and their norm.
+func (ps *datumPass) mlpBlockBackward(li int, dx [][]float32) {
+	c, n := ps.c, ps.n
+	lw, a := &ps.t.model.w.layers[li], &ps.acts[li]
+	var dxn [][]float32
+	if lw.moe != nil {
+		dxn = ps.moeBackward(li, dx)
+	}
+	if c.mlpWidth(li) > 0 {
+		d := ps.mlpBackward(li, dx)
+		if dxn == nil {
+			dxn = d
+		} else {
+			for p := range n {
+				putRow(dxn[p], d[p], true)
+			}
+		}
+	}
+	for p := range n {
+		rmsNormBackward(dx[p], dxn[p], a.x2[p], lw.mlpNorm, c.RMSNormEps)
+	}
 }
 
 // mlpBackward returns the gradient of layer li's MLP input xn2 given dx,

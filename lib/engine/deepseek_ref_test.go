@@ -15,8 +15,8 @@ import (
 // rotary part, then rotate_half with cos/sin repeated over both halves);
 // softmax scale qk_head_dim^-0.5 times mscale(factor, mscale_all_dim)²;
 // the MoE of route_tokens_to_experts plus the shared experts. Adapters
-// merge into the weights like every other refModel matrix; the routed
-// experts' stacked adapters may share their hidden-side factor ([1, ...]).
+// merge into the weights like every other refModel matrix (the routed
+// experts' through refModel.expert).
 
 // deepseekLayer runs layer l on the residual rows xs in place.
 func (r *refModel) deepseekLayer(l int, xs [][]float64) {
@@ -188,7 +188,7 @@ func (r *refModel) dsMoE(pre string, xn []float64) []float64 {
 			w /= sum + 1e-20
 		}
 		w *= rt.ScalingFactor
-		y := refSwiGLU(r.dsExpert(pre, e, "gate_proj"), r.dsExpert(pre, e, "up_proj"), r.dsExpert(pre, e, "down_proj"), xn)
+		y := refSwiGLU(r.expert(pre, e, "gate_proj"), r.expert(pre, e, "up_proj"), r.expert(pre, e, "down_proj"), xn)
 		for i := range out {
 			out[i] += w * y[i]
 		}
@@ -204,35 +204,4 @@ func byValue(v []float64) []int {
 	}
 	sort.SliceStable(idx, func(a, b int) bool { return v[idx[a]] > v[idx[b]] })
 	return idx
-}
-
-// dsExpert is expert e's matrix with its slice of the stacked adapter
-// merged; a factor stacked once ([1, ...]) is every expert's.
-func (r *refModel) dsExpert(pre string, e int, proj string) [][]float64 {
-	name := fmt.Sprintf("%smlp.experts.%d.%s.weight", pre, e, proj)
-	if w, ok := r.cache[name]; ok {
-		return w
-	}
-	w := r.weight(name)
-	kind := map[string]string{"gate_proj": "w1", "up_proj": "w3", "down_proj": "w2"}[proj]
-	a, okA := r.lora["base_model.model."+pre+"mlp.experts."+kind+".lora_A.weight"]
-	b, okB := r.lora["base_model.model."+pre+"mlp.experts."+kind+".lora_B.weight"]
-	if !okA || !okB {
-		return w
-	}
-	rank, in, out := a.Shape[1], a.Shape[2], b.Shape[1]
-	ea, eb := e%a.Shape[0], e%b.Shape[0] // 0 for a shared factor
-	merged := make([][]float64, out)
-	for i := range out {
-		merged[i] = make([]float64, in)
-		for j := range in {
-			var s float64
-			for k := range rank {
-				s += float64(b.Data[(eb*out+i)*rank+k]) * float64(a.Data[(ea*rank+k)*in+j])
-			}
-			merged[i][j] = w[i][j] + r.scale*s
-		}
-	}
-	r.cache[name] = merged
-	return merged
 }

@@ -39,29 +39,7 @@ func (ps *datumPass) mlaForwardLayer(li int, x, spare [][]float32) (next, nextSp
 	}
 	a.t[tO] = ps.tRows(tl.o)
 	trainLinear(lw.o, nil, tl.o, a.mla.attv, a.x2, a.t[tO], true)
-	a.xn2 = ar.rowsToFill(n, c.Hidden)
-	for p := range n {
-		rmsNorm(a.xn2[p], a.x2[p], lw.mlpNorm, c.RMSNormEps)
-	}
-	next = spare
-	if ps.backward {
-		next = ps.residual(li)
-	}
-	for p := range n {
-		copy(next[p], a.x2[p])
-	}
-	if lw.moe != nil {
-		ps.moeForward(li, next)
-	}
-	if c.mlpWidth(li) > 0 {
-		ps.mlpForward(li, next)
-	}
-	if !ps.backward {
-		ar.release(mark)
-		ps.acts[li] = layerActs{}
-		return next, x
-	}
-	return next, nil
+	return ps.mlpBlock(li, mark, x, spare)
 }
 
 // mlaProjectTrain computes layer li's queries (a.q, after rotary and the
@@ -109,23 +87,7 @@ func (ps *datumPass) mlaBackwardLayer(li, lowest int, dx [][]float32) bool {
 	t, c, ar, n := ps.t, ps.c, ps.ar, ps.n
 	lw, tl, a := &t.model.w.layers[li], &t.layers[li], &ps.acts[li]
 	mark := ar.off
-	var dxn [][]float32
-	if lw.moe != nil {
-		dxn = ps.moeBackward(li, dx)
-	}
-	if c.mlpWidth(li) > 0 {
-		d := ps.mlpBackward(li, dx)
-		if dxn == nil {
-			dxn = d
-		} else {
-			for p := range n {
-				putRow(dxn[p], d[p], true)
-			}
-		}
-	}
-	for p := range n {
-		rmsNormBackward(dx[p], dxn[p], a.x2[p], lw.mlpNorm, c.RMSNormEps)
-	}
+	ps.mlpBlockBackward(li, dx)
 	if li == lowest && !t.cfg.TrainAttn {
 		return false // nothing trained below
 	}
