@@ -27,14 +27,49 @@ func deepseekBase(t *testing.T, dt safetensors.DType) string {
 	return dir
 }
 
-// An adapter the engine trained on tiny-deepseek (latent attention,
-// dense first layer, routed and shared experts, unembedding), merged into
+// deepseekTrained trains an adapter on tiny-deepseek on every matrix the
+// service adapts (latent attention, the dense first layer, routed and
+// shared experts, the unembedding): AdamW steps of cross-entropy on one
+// sentence, saved as the local server saves it.
+func deepseekTrained(t *testing.T) string {
+	t.Helper()
+	m, err := engine.Load(models.TinyDeepSeek)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := engine.NewTrainer(m, engine.LoRAConfig{Rank: 4, Alpha: 8, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks := m.Tokenizer().Encode("latent attention, shared experts", true)
+	targets := make([]float64, len(toks)-1)
+	for i, tok := range toks[1:] {
+		targets[i] = float64(tok)
+	}
+	data := []engine.Datum{{ModelInput: toks[:len(toks)-1], LossFnInputs: map[string][]float64{engine.InputTargetTokens: targets}}}
+	loss, _ := engine.NewLoss(engine.LossCrossEntropy, nil)
+	for range 4 {
+		if _, err := tr.ForwardBackward(context.Background(), loss, data); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tr.OptimStep(engine.AdamParams{LearningRate: 0.02, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "adapter")
+	if err := tr.WriteStateDir(dir, models.TinyDeepSeek, false); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// The adapter deepseekTrained writes, merged into
 // a float32 and a bfloat16 base and run by the engine as a plain model,
 // gives the engine's on-the-fly LoRA logprobs within float32 rounding
 // (bfloat16: the merged weights are rounded once more); its PEFT export
 // computes the same logprobs and merges into the same weights.
 func TestLatentMergedMatchesEngine(t *testing.T) {
-	ad := trainedAdapter(t, models.TinyDeepSeek, engine.LoRAConfig{Rank: 4, Alpha: 8, Seed: 3}, 5, 0.05)
+	ad := deepseekTrained(t)
 	for _, tc := range []struct {
 		dt  safetensors.DType
 		tol float64
