@@ -70,6 +70,8 @@ func parseDeepSeek(c *Config, h *hfConfig, data []byte) error {
 		return fmt.Errorf("deepseek_v3 topk_method %q is not supported (only noaux_tc)", d.TopKMethod)
 	case d.AttentionBias:
 		return fmt.Errorf("deepseek_v3 with attention_bias is not supported by the local engine")
+	case d.NRoutedExperts <= 0:
+		return fmt.Errorf("model config: deepseek_v3 needs n_routed_experts > 0")
 	}
 	m := &models.MLA{KVLoraRank: d.KVLoraRank, QKNopeDim: d.QKNopeHeadDim, QKRopeDim: d.QKRopeHeadDim, VHeadDim: d.VHeadDim}
 	if d.QLoraRank != nil {

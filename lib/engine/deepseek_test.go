@@ -174,16 +174,21 @@ func TestDeepSeekConfig(t *testing.T) {
 	if err != nil || !slices.Equal(freq.MLPOnlyLayers, []int{1}) || freq.IsMoELayer(1) || !freq.IsMoELayer(2) {
 		t.Errorf("moe_layer_freq 2: mlp_only %v, err %v", freq.MLPOnlyLayers, err)
 	}
-	for edit, want := range map[string]string{
-		`"n_group": 4`:              "n_group",
-		`"scoring_func": "sigmoid"`: "scoring_func",
-		`"topk_group": 2`:           "topk_group",
-		`"v_head_dim": 5`:           "v_head_dim",
+	for _, tc := range []struct{ from, to, want string }{
+		{`"n_group": 4`, `"n_group": 3`, "n_group"},
+		{`"scoring_func": "sigmoid"`, `"scoring_func": "softmax"`, "scoring_func"},
+		{`"topk_group": 2`, `"topk_group": 5`, "topk_group"},
+		{`"v_head_dim": 5`, `"v_head_dim": 11`, "v_head_dim"},
+		{`"kv_lora_rank": 10`, `"kv_lora_rank": 1073741824`, "kv_lora_rank"},
+		{`"n_routed_experts": 8`, `"n_routed_experts": 0`, "n_routed_experts"},
+		{`"n_shared_experts": 2`, `"n_shared_experts": 5`, "n_shared_experts"},
 	} {
-		bad := map[string]string{`"n_group": 4`: `"n_group": 3`, `"scoring_func": "sigmoid"`: `"scoring_func": "softmax"`,
-			`"topk_group": 2`: `"topk_group": 5`, `"v_head_dim": 5`: `"v_head_dim": 11`}[edit]
-		if _, err := ParseConfig([]byte(strings.Replace(string(js), edit, bad, 1))); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: err %v, want one naming %s", bad, err, want)
+		if !strings.Contains(string(js), tc.from) {
+			t.Fatalf("config.json has no %s", tc.from)
+		}
+		_, err := ParseConfig([]byte(strings.Replace(string(js), tc.from, tc.to, 1)))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: err %v, want one line naming %s", tc.to, err, tc.want)
 		}
 	}
 }
