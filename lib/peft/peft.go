@@ -114,9 +114,12 @@ type AdapterConfig struct {
 	RankPattern         map[string]int `json:"rank_pattern"`
 	Revision            any            `json:"revision"`
 	TargetModules       []string       `json:"target_modules"`
-	TaskType            string         `json:"task_type"`
-	UseDora             bool           `json:"use_dora"`
-	UseRslora           bool           `json:"use_rslora"`
+	// TargetParameters names nn.Parameters adapted directly (PEFT's
+	// target_parameters: fused experts, [r·E, in] and [out, r·E] factors).
+	TargetParameters []string `json:"target_parameters,omitempty"`
+	TaskType         string   `json:"task_type"`
+	UseDora          bool     `json:"use_dora"`
+	UseRslora        bool     `json:"use_rslora"`
 	// TargetRegex is target_modules given as one string, which PEFT
 	// matches against each module's full path; TargetModules is then nil
 	// and the weights file says which modules are adapted.
