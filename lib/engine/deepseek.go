@@ -57,9 +57,12 @@ type hfDeepSeek struct {
 func isDeepSeekType(t string) bool { return t == string(models.DeepSeekV3) || t == "kimi_k2" }
 
 // parseDeepSeek fills c's DeepSeek-V3 fields from config.json (already
-// parsed into h for the common fields).
+// parsed into h for the common fields). A field config.json leaves out
+// takes DeepseekV3Config's default, as transformers reads it.
 func parseDeepSeek(c *Config, h *hfConfig, data []byte) error {
-	var d hfDeepSeek
+	qlr := 1536
+	d := hfDeepSeek{NRoutedExperts: 256, NSharedExperts: 1, RoutedScalingFactor: 2.5, KVLoraRank: 512, QLoraRank: &qlr,
+		QKRopeHeadDim: 64, QKNopeHeadDim: 128, VHeadDim: 128, NGroup: 8, TopKGroup: 4, FirstKDenseReplace: 3}
 	if err := json.Unmarshal(data, &d); err != nil {
 		return fmt.Errorf("parse model config.json: %w", err)
 	}

@@ -170,6 +170,14 @@ func TestDeepSeekConfig(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(got, c) {
 		t.Fatalf("kimi_k2: %+v, %v; want %+v", got, err, c)
 	}
+	// Fields left out take DeepseekV3Config's defaults (DeepSeek-V3's values).
+	def, err := ParseConfig([]byte(`{"model_type": "deepseek_v3", "vocab_size": 1000, "hidden_size": 7168, "intermediate_size": 18432,
+		"num_hidden_layers": 4, "num_attention_heads": 128, "num_experts_per_tok": 8, "moe_intermediate_size": 2048}`))
+	if err != nil || *def.MLA != (models.MLA{QLoraRank: 1536, KVLoraRank: 512, QKNopeDim: 128, QKRopeDim: 64, VHeadDim: 128}) ||
+		*def.Routing != (DeepSeekRouting{Groups: 8, TopKGroups: 4, ScalingFactor: 2.5, RopeInterleave: true}) ||
+		def.Experts != 256 || def.SharedExperts != 1 || def.FirstDenseLayers != 3 || !def.NormTopKProb || def.HeadDim != 192 {
+		t.Errorf("defaults: %+v %+v %+v, %v", def.Shape, def.MLA, def.Routing, err)
+	}
 	freq, err := ParseConfig([]byte(strings.Replace(string(js), `"moe_layer_freq": 1`, `"moe_layer_freq": 2`, 1)))
 	if err != nil || !slices.Equal(freq.MLPOnlyLayers, []int{1}) || freq.IsMoELayer(1) || !freq.IsMoELayer(2) {
 		t.Errorf("moe_layer_freq 2: mlp_only %v, err %v", freq.MLPOnlyLayers, err)
