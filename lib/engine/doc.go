@@ -1,10 +1,12 @@
 // Package engine is the local server's sampling and training engine: a
 // pure-Go float32 transformer forward pass for Llama-3, Qwen3 dense,
-// Qwen3-MoE and GPT-OSS models (RMSNorm, rotary embeddings with Llama-3.1
-// or YaRN frequency scaling, grouped-query attention with a KV cache,
-// SwiGLU MLP, Qwen3's per-head q/k norms, tied or untied lm_head, routed
-// experts: moe.go; GPT-OSS's sinks, sliding windows and experts:
-// gptoss*.go), LoRA adapters applied on the fly, token sampling with
+// Qwen3-MoE, GPT-OSS and DeepSeek-V3 / Kimi K2 models (RMSNorm, rotary
+// embeddings with Llama-3.1 or YaRN frequency scaling, grouped-query
+// attention with a KV cache, SwiGLU MLP, Qwen3's per-head q/k norms, tied
+// or untied lm_head, routed experts: moe.go; GPT-OSS's sinks, sliding
+// windows and experts: gptoss*.go; DeepSeek's latent attention, grouped
+// sigmoid routing and shared experts: deepseek*.go, mla*.go), LoRA
+// adapters applied on the fly, token sampling with
 // temperature, top-k, top-p, seeds, stop conditions and log-probabilities,
 // and LoRA training (Trainer): the losses of forward/forward_backward, a
 // backward pass to the adapter's parameters with the base weights frozen,
@@ -12,7 +14,8 @@
 //
 // Models come from a Hugging Face model directory (LoadDir; FindModelDir
 // searches the Hugging Face cache) or, for the built-in tiny models
-// tinker-local/tiny-llama, tiny-qwen3, tiny-qwen3-moe and tiny-gpt-oss,
+// tinker-local/tiny-llama, tiny-qwen3, tiny-qwen3-moe, tiny-gpt-oss and
+// tiny-deepseek,
 // from a seeded generator (Load). The tiny models' weights are UNTRAINED:
 // they emit byte noise and exist so that sampling, adapters and the server
 // run end to end with no download. Pool loads each base model once and caches adapters.
@@ -227,6 +230,53 @@
 //     probability with the forward's kernels, one position and head at a
 //     time. Simpler and slower than the blocked path; the blocked
 //     kernels could learn windows and sinks later.
+//   - DeepSeek's latent attention (mla.go) runs on the ordinary attention
+//     kernels: a head is qk_nope+qk_rope wide, each value is padded with
+//     zeros to that width (as transformers pads for flash attention) and
+//     the cache holds the expanded keys and values, not the latent. That
+//     reuses the blocked forward and backward, with their batch
+//     invariance, at the cost of cache memory (about 85 times the
+//     latent's per position on DeepSeek V3.1's shape). The rotary part
+//     rotates neighbouring pairs in place, which gives transformers'
+//     scores (it de-interleaves q and k alike, then rotates halves), and
+//     YaRN's mscale² joins the queries. Routing (deepseek_moe.go) chooses
+//     on sigmoid scores plus the correction bias within the best groups
+//     and weights by the unbiased scores; the shared experts sit in the
+//     layer's dense MLP slots, so they run, train and count as the dense
+//     MLP does. TestDeepSeekMatchesReference and
+//     TestDeepSeekGradientsMatchFiniteDifferences check them.
 //   - bfloat16 matrices of large checkpoints stay bfloat16 in memory
 //     (exactly widened on use); everything else is float32.
+//   - The bf16 compute path (kernels_bf16*.go, gemm_bf16_amd64.s from
+//     internal/asmgen/bf16; LoadOptions.BF16Compute, `tinker serve
+//     --bf16-compute`) is a second numeric path, as PyTorch's bf16 path
+//     (oneDNN) is: every product with a bfloat16 matrix rounds its
+//     activations to bfloat16 (nearest even, denormals to zero) and adds
+//     the exact bf16×bf16 products in one float32 accumulator per output,
+//     column pairs in ascending order from zero. With AMX (TDPBF16PS,
+//     tiles of 16 tokens × 16 rows × 32 columns; Linux grants the tile
+//     state on request, arch_prctl ARCH_REQ_XCOMP_PERM, once per process)
+//     or else AVX512-BF16 (VDPBF16PS, 16 rows per vector, tokens
+//     broadcast). Weights get a second copy in the VNNI layout (16 rows ×
+//     column pair per 64 bytes), so a bf16 model takes the memory of a
+//     float32 one. Go's assembler knows neither instruction set: the
+//     generator encodes them as bytes.
+//     Within a machine the bits do not depend on the batch, the tile, the
+//     thread count, prefill or decode (the path is chosen per matrix,
+//     never by batch size; TestBF16BatchInvariance,
+//     TestBF16ModelPrefillMatchesDecode, TestBF16AMXUnderSignals for
+//     tiles under preemption signals). Across machines they do: VDPBF16PS
+//     adds a pair's odd product then its even one, each rounded
+//     (TestBF16AVX512MatchesEmulation pins this), while TDPBF16PS rounds
+//     its own way (measured: it matches neither order nor an exact 32-term
+//     sum), so an AMX machine and a Zen 4 give different bf16-path logprobs.
+//     Hence opt-in: it changes logprobs at bf16 precision (the tiny models
+//     in bf16: up to 0.014 nats against the float32 path), breaks
+//     cross-machine reproducibility, and a model loaded without it keeps
+//     the float32 path's bits. The training backward's input gradients
+//     (matMulT, Wᵀ·dy) take the path too, each worker packing a VNNI panel
+//     of Wᵀ for 32 columns at a time (bf16PackPairs) rather than keeping a
+//     third copy; LoRA products and the adapter's gradients stay float32.
+//     TestBF16TrainingGradients: within 1.5% (relative L2) of the float32
+//     path's gradients, the same bits however the data are split.
 package engine
