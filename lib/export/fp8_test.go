@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/tinkershell/tinker/lib/quant"
 )
 
 // fp8Encode is exact on every E4M3 value and otherwise the nearest value
@@ -13,7 +15,7 @@ func TestFP8Encode(t *testing.T) {
 		if c&0x7f == 0x7f {
 			continue
 		}
-		if got := fp8Encode(float32(testFP8(byte(c)))); got != byte(c) && !(c == 0x80 && got == 0) {
+		if got := quant.FP8Encode(float32(testFP8(byte(c)))); got != byte(c) && !(c == 0x80 && got == 0) {
 			t.Fatalf("code %#x: encodes back to %#x", c, got)
 		}
 	}
@@ -33,10 +35,10 @@ func TestFP8Encode(t *testing.T) {
 				best = c
 			}
 		}
-		if math.Abs(float64(v)) >= fp8Max {
-			best = int(fp8Encode(float32(math.Copysign(fp8Max, float64(v)))))
+		if math.Abs(float64(v)) >= quant.FP8Max {
+			best = int(quant.FP8Encode(float32(math.Copysign(quant.FP8Max, float64(v)))))
 		}
-		if got := fp8Encode(v); testFP8(got) != testFP8(byte(best)) {
+		if got := quant.FP8Encode(v); testFP8(got) != testFP8(byte(best)) {
 			t.Fatalf("%g: encoded %g, nearest %g", v, testFP8(got), testFP8(byte(best)))
 		}
 	}

@@ -1,4 +1,4 @@
-package export
+package quant
 
 import (
 	"encoding/binary"
@@ -13,8 +13,8 @@ import (
 // BF16 [out, in/group] one scale per group of consecutive columns;
 // X.weight_shape I32 [2] the matrix's [out, in]. value = int4 · scale.
 
-// int4Row widens one packed row into dst, scaled by its group scales.
-func int4Row(packed, scales []byte, group int, dst []float32) {
+// Int4Row widens one packed row into dst, scaled by its group scales.
+func Int4Row(packed, scales []byte, group int, dst []float32) {
 	for j := range dst {
 		word := binary.LittleEndian.Uint32(packed[4*(j/8):])
 		q := int32(word>>(4*(j%8))) & 15
@@ -26,10 +26,10 @@ func int4Row(packed, scales []byte, group int, dst []float32) {
 	}
 }
 
-// int4Quantize packs one row symmetrically: each group's scale is its
+// Int4Quantize packs one row symmetrically: each group's scale is its
 // largest magnitude over 7, rounded to bfloat16 before the values are
 // divided by it, and each value rounds to the nearest integer in [-8, 7].
-func int4Quantize(src []float32, group int, packed, scales []byte) {
+func Int4Quantize(src []float32, group int, packed, scales []byte) {
 	clear(packed[:4*((len(src)+7)/8)])
 	for g := 0; g < len(src); g += group {
 		var amax float32
@@ -48,5 +48,14 @@ func int4Quantize(src []float32, group int, packed, scales []byte) {
 			w |= (uint32(int32(q)) & 15) << (4 * (j % 8))
 			binary.LittleEndian.PutUint32(packed[4*(j/8):], w)
 		}
+	}
+}
+
+// Int4Rows dequantises rows [lo, lo+n) of a cols-wide INT4 matrix: packed
+// holds those rows, scales the whole matrix's BF16 group scales.
+func Int4Rows(packed, scales []byte, cols, group, lo, n int, dst []float32) {
+	sr := 2 * cols / group
+	for r := range n {
+		Int4Row(packed[r*cols/2:], scales[(lo+r)*sr:], group, dst[r*cols:(r+1)*cols])
 	}
 }
