@@ -110,7 +110,7 @@ func loadFile(path string, want map[string][]int, ts Tensors, keepBF16 bool, par
 		}
 		if ok, err := qp.add(st, ts, keepBF16); ok || err != nil {
 			if err != nil {
-				return fmt.Errorf("%s: %w", path, err)
+				return fmt.Errorf("load weights %s: %w", path, err)
 			}
 			continue
 		}

@@ -112,7 +112,7 @@ func (q *quantParts) tryConvert(w string, ts Tensors, keepBF16 bool) error {
 		x, err = q.int4(w, p, s, sh)
 	}
 	if err != nil {
-		return fmt.Errorf("load weights: %w", err)
+		return err
 	}
 	for _, s := range append([]string{""}, quantSuffixes...) {
 		delete(q.t, w+s)
