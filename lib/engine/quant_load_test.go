@@ -234,7 +234,7 @@ func TestLoadDirQuantisedErrors(t *testing.T) {
 		}, "o_proj.weight_scale_inv is F32 [2 2], want F32 [4 3]"},
 		{"scale dtype", false, func(ts []safetensors.Tensor) {
 			s := find(ts, "q_b_proj.weight_scale_inv")
-			s.DType, s.Shape, s.Data = safetensors.U8, []int64{int64(len(s.Data))}, s.Data
+			s.DType, s.Shape = safetensors.U8, []int64{int64(len(s.Data))}
 		}, "q_b_proj.weight_scale_inv is U8"},
 		{"missing scale", false, func(ts []safetensors.Tensor) {
 			find(ts, "layers.0.mlp.up_proj.weight_scale_inv").Name = "unused.weight_scale_inv"
