@@ -278,13 +278,20 @@ func parallelSpans(n int, f func(a, b int)) {
 	wg.Wait()
 }
 
-// addDelta adds u's rows from row lo on to the rows of v (cols wide).
+// addDelta adds u's rows from row lo on to the rows of v (cols wide):
+// four rows at a time where the vector kernel takes them, else one.
 func addDelta(u *update, lo int, v []float32, cols int) {
 	if u == nil {
 		return
 	}
+	rows, r := len(v)/cols, 0
+	if u.rowsPerA == 0 && cols == u.in && cols%32 == 0 {
+		for r+4 <= rows && addRows4Vector(v[r*cols:(r+4)*cols], u.b[(lo+r)*u.r:(lo+r+4)*u.r], u.a, u.r, cols, cols) {
+			r += 4
+		}
+	}
 	d := make([]float32, cols)
-	for r := range len(v) / cols {
+	for ; r < rows; r++ {
 		u.deltaRow(lo+r, d)
 		row := v[r*cols : (r+1)*cols]
 		for j := range row {

@@ -3,10 +3,7 @@
 // INT4): the engine dequantises them on load, lib/export on merge.
 package quant
 
-import (
-	"encoding/binary"
-	"math"
-)
+import "math"
 
 // FP8 E4M3 ("e4m3fn", as DeepSeek V3 and Kimi K2 store their weights): a
 // sign, four exponent bits with bias 7 and three mantissa bits; no
@@ -36,75 +33,84 @@ func fp8Table() (vals [256]float32) {
 	return vals
 }
 
+// Bit patterns FP8Encode works with (float32 magnitudes).
+const (
+	fp8SatBits = 0x43e00000 // 448: at or above, saturate (infinity too)
+	fp8SubBits = 0x3c800000 // 2^-6: below, E4M3's subnormal range
+	fp8SubBias = 0x46800000 // 2^14, whose float32 step is E4M3's 2^-9
+	fp8Rebias  = (127 - 7) << 3
+)
+
 // FP8Encode rounds v to the nearest E4M3 value (ties to the even code),
-// saturating at ±448; NaN stays NaN. Normal values round float32's
-// mantissa to three bits; below 2^-6 the step is 2^-9.
+// saturating at ±448; NaN is 0x7f whatever its sign. All in integer
+// arithmetic on the bits except the subnormal range, where adding 2^14
+// makes float32's own round-to-nearest-even round to a multiple of 2^-9
+// whose count sits in the low mantissa bits. fp8_simd.go does the same
+// per lane.
 func FP8Encode(v float32) byte {
-	if v != v {
-		return 0x7f
-	}
 	bits := math.Float32bits(v)
 	sign := byte(bits>>24) & 0x80
-	bits &^= 1 << 31
+	a := bits &^ (1 << 31)
 	switch {
-	case bits >= 0x43e00000: // 448
+	case a > 0x7f800000:
+		return 0x7f
+	case a >= fp8SatBits:
 		return sign | 0x7e
-	case bits < 0x3c800000: // 2^-6: subnormal, q/8 · 2^-6 (q = 8 is 2^-6)
-		return sign | byte(math.RoundToEven(float64(math.Float32frombits(bits))*512))
+	case a < fp8SubBits:
+		return sign | byte(math.Float32bits(math.Float32frombits(a)+(1<<14))-fp8SubBias)
 	}
-	bits += 0x7ffff + (bits>>20)&1
-	code := (int(bits>>23)-127+7)<<3 | int(bits>>20)&7
-	return sign | byte(min(code, 0x7e))
+	// Round the mantissa to three bits (ties to even), carrying into the
+	// exponent; exponent and mantissa then sit together above bit 20.
+	a += 0x7ffff + (a>>20)&1
+	return sign | byte(a>>20-fp8Rebias)
 }
 
-// FP8Rows dequantises rows [lo, lo+n) of a cols-wide FP8 matrix: codes
-// holds those rows, scales the whole matrix's F32 block scales (little
-// endian, [ceil(rows/b0), ceil(cols/b1)]), dst n·cols values.
-func FP8Rows(codes, scales []byte, cols int, b [2]int, lo, n int, dst []float32) {
-	nbc := ceilDiv(cols, b[1])
-	for r := range n {
-		srow := ((lo + r) / b[0]) * nbc
-		row, cs := dst[r*cols:(r+1)*cols], codes[r*cols:(r+1)*cols]
-		for c0 := 0; c0 < cols; c0 += b[1] {
-			s := math.Float32frombits(binary.LittleEndian.Uint32(scales[4*(srow+c0/b[1]):]))
-			c1 := min(cols, c0+b[1])
-			for j, c := range cs[c0:c1] {
-				row[c0+j] = FP8Values[c] * s
-			}
+// The row loops below take a row in chunks of b values (a scale block's
+// width), each chunk with its own factor: the vector loop (fp8_simd.go)
+// does each chunk's multiple of 16 in one call for the whole row, the
+// scalar body the rest, or everything where there is no vector unit.
+
+// vecEnd is where the scalar body starts in chunk [c0, c1).
+func vecEnd(c0, c1 int, vector bool) int {
+	if vector {
+		return c0 + (c1-c0)&^15
+	}
+	return c0
+}
+
+// fp8EncodeRow sets dst[j] to the E4M3 code of src[j]·inv[j/b].
+func fp8EncodeRow(dst []byte, src []float32, b int, inv []float32) {
+	dst = dst[:len(src)]
+	vector := fp8EncodeVector(dst, src, b, inv)
+	for c0 := 0; c0 < len(src); c0 += b {
+		c1 := min(len(src), c0+b)
+		for j := vecEnd(c0, c1, vector); j < c1; j++ {
+			dst[j] = FP8Encode(src[j] * inv[c0/b])
 		}
 	}
 }
 
-// FP8Quantize quantises rows [lo, lo+n) (lo a multiple of the block
-// height): each block's scale is its largest magnitude over 448, and
-// each value is value/scale rounded to E4M3.
-func FP8Quantize(v []float32, cols int, b [2]int, lo, n int, dst, fresh []byte) {
-	nbc := ceilDiv(cols, b[1])
-	for r0 := 0; r0 < n; r0 += b[0] {
-		r1 := min(n, r0+b[0])
-		for c0 := 0; c0 < cols; c0 += b[1] {
-			c1 := min(cols, c0+b[1])
-			// Magnitudes compare as their bits (sign cleared).
-			var amax uint32
-			for r := r0; r < r1; r++ {
-				for _, x := range v[r*cols+c0 : r*cols+c1] {
-					amax = max(amax, math.Float32bits(x)&^(1<<31))
-				}
-			}
-			s := math.Float32frombits(amax) / FP8Max
-			if s == 0 {
-				s = 1
-			}
-			binary.LittleEndian.PutUint32(fresh[4*(((lo+r0)/b[0])*nbc+c0/b[1]):], math.Float32bits(s))
-			inv := 1 / s
-			for r := r0; r < r1; r++ {
-				row, out := v[r*cols+c0:r*cols+c1], dst[r*cols+c0:r*cols+c1]
-				for j, x := range row {
-					out[j] = FP8Encode(x * inv)
-				}
-			}
+// fp8DecodeRow sets dst[j] to the value of code src[j] times s[j/b].
+func fp8DecodeRow(dst []float32, src []byte, b int, s []float32) {
+	dst = dst[:len(src)]
+	vector := fp8DecodeVector(dst, src, b, s)
+	for c0 := 0; c0 < len(src); c0 += b {
+		c1 := min(len(src), c0+b)
+		for j := vecEnd(c0, c1, vector); j < c1; j++ {
+			dst[j] = FP8Values[src[j]] * s[c0/b]
 		}
 	}
 }
 
-func ceilDiv(a, b int) int { return (a + b - 1) / b }
+// absMaxRow raises m[c] to the largest magnitude of src's chunk c, as
+// float32 bits: bits compare as the magnitudes do, and a NaN compares
+// above them all.
+func absMaxRow(src []float32, b int, m []uint32) {
+	vector := absMaxVector(src, b, m)
+	for c0 := 0; c0 < len(src); c0 += b {
+		c1 := min(len(src), c0+b)
+		for _, x := range src[vecEnd(c0, c1, vector):c1] {
+			m[c0/b] = max(m[c0/b], math.Float32bits(x)&^(1<<31))
+		}
+	}
+}
