@@ -196,4 +196,36 @@
 //     TestDeepSeekGradientsMatchFiniteDifferences check them.
 //   - bfloat16 matrices of large checkpoints stay bfloat16 in memory
 //     (exactly widened on use); everything else is float32.
+//   - The bf16 compute path (kernels_bf16*.go, gemm_bf16_amd64.s from
+//     internal/asmgen/bf16; LoadOptions.BF16Compute, `tinker serve
+//     --bf16-compute`) is a second numeric path, as PyTorch's bf16 path
+//     (oneDNN) is: every product with a bfloat16 matrix rounds its
+//     activations to bfloat16 (nearest even, denormals to zero) and adds
+//     the exact bf16×bf16 products in one float32 accumulator per output,
+//     column pairs in ascending order from zero. With AMX (TDPBF16PS,
+//     tiles of 16 tokens × 16 rows × 32 columns; Linux grants the tile
+//     state on request, arch_prctl ARCH_REQ_XCOMP_PERM, once per process)
+//     or else AVX512-BF16 (VDPBF16PS, 16 rows per vector, tokens
+//     broadcast). Weights get a second copy in the VNNI layout (16 rows ×
+//     column pair per 64 bytes), so a bf16 model takes the memory of a
+//     float32 one. Go's assembler knows neither instruction set: the
+//     generator encodes them as bytes.
+//     Within a machine the bits do not depend on the batch, the tile, the
+//     thread count, prefill or decode (the path is chosen per matrix,
+//     never by batch size; TestBF16BatchInvariance,
+//     TestBF16ModelPrefillMatchesDecode, TestBF16AMXUnderSignals for
+//     tiles under preemption signals). Across machines they do: VDPBF16PS
+//     adds a pair's odd product then its even one, each rounded
+//     (TestBF16AVX512MatchesEmulation pins this), while TDPBF16PS rounds
+//     its own way (measured: it matches neither order nor an exact 32-term
+//     sum), so an AMX machine and a Zen 4 give different bf16-path logprobs.
+//     Hence opt-in: it changes logprobs at bf16 precision (the tiny models
+//     in bf16: up to 0.014 nats against the float32 path), breaks
+//     cross-machine reproducibility, and a model loaded without it keeps
+//     the float32 path's bits. The training backward's input gradients
+//     (matMulT, Wᵀ·dy) take the path too, each worker packing a VNNI panel
+//     of Wᵀ for 32 columns at a time (bf16PackPairs) rather than keeping a
+//     third copy; LoRA products and the adapter's gradients stay float32.
+//     TestBF16TrainingGradients: within 1.5% (relative L2) of the float32
+//     path's gradients, the same bits however the data are split.
 package engine

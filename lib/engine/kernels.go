@@ -23,6 +23,7 @@ type mat struct {
 	rows, cols int
 	data       []float32
 	bf         []uint16
+	vn         []uint16 // bf in the bf16 path's layout (kernels_bf16.go), when it is on
 }
 
 func (m mat) row(i int) []float32 { return m.data[i*m.cols : (i+1)*m.cols : (i+1)*m.cols] }
@@ -121,6 +122,10 @@ func bf16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 // matRows computes y[b][j] = W[j]·x[b] (+ y[b][j] when accumulate) for rows
 // j in [lo, hi) and every batch vector b, each element in dotLanes order.
 func matRows(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
+	if w.vn != nil {
+		matMulBF16(w, xs, ys, lo, hi, accumulate)
+		return
+	}
 	if !matRowsAsm(w, xs, ys, lo, hi, accumulate) {
 		matRowsScalar(w, xs, ys, lo, hi, accumulate)
 	}
@@ -172,6 +177,10 @@ const parallelMinWork = 1 << 16
 // pieces cost nothing extra. Every output element is computed whole by
 // one goroutine, so the split changes no bits.
 func matMul(w mat, xs, ys [][]float32, accumulate bool) {
+	if w.vn != nil {
+		matMulBF16Split(w, xs, ys, accumulate)
+		return
+	}
 	work := w.rows * w.cols * len(xs)
 	workers := runtime.GOMAXPROCS(0)
 	if work < parallelMinWork || workers == 1 || w.rows < 16 {
