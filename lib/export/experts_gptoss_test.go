@@ -112,6 +112,7 @@ func gptOssAdapter(t *testing.T) string {
 // bfloat16); a PEFT export of experts is refused in one line.
 func TestMergedGptOssMatchesAdapter(t *testing.T) {
 	ad, base := gptOssAdapter(t), gptOssBase(t)
+	sharedOuter(t, ad, 8)
 	out := filepath.Join(t.TempDir(), "merged")
 	if _, err := Export(context.Background(), Options{Adapter: ad, Base: base, Out: out}); err != nil {
 		t.Fatal(err)

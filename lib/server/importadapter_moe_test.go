@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -12,11 +13,13 @@ import (
 	"github.com/tinkershell/tinker/lib/engine"
 	"github.com/tinkershell/tinker/lib/export"
 	"github.com/tinkershell/tinker/lib/models"
+	"github.com/tinkershell/tinker/lib/safetensors"
 )
 
 // A Qwen3-MoE adapter exported as PEFT (one module per expert) imports
 // back into a run whose weights checkpoint (stacked w1/w2/w3 experts)
-// computes the original adapter's logprobs.
+// computes the original adapter's logprobs and merges to the original's
+// weights.
 func TestImportAdapterMoE(t *testing.T) {
 	for _, name := range []string{models.TinyQwen3MoE, models.TinyGptOss} {
 		t.Run(name, func(t *testing.T) { checkImportMoE(t, name) })
@@ -56,6 +59,12 @@ func checkImportMoE(t *testing.T, name string) {
 	if d := maxAbsDiff(want, got); d > 1e-4 {
 		t.Errorf("imported weights differ from the adapter by %g", d)
 	}
+	// Alpha 16 to the server's 32 at rank 3 halves B: exact, so the
+	// merged weights are the same bits.
+	d := mergedDiff(t, orig, checkpointPath(data, res.RunID, "weights", "imported"))
+	if d != 0 {
+		t.Errorf("the imported checkpoint merges to weights %g away from the original's", d)
+	}
 	st, err := engine.NewTrainer(base, engine.LoRAConfig{Rank: 3, TrainAttn: true, TrainMLP: true})
 	if err != nil {
 		t.Fatal(err)
@@ -94,4 +103,51 @@ func trainedMoE(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	return orig
+}
+
+// mergedDiff merges adapters x and y into their (built-in tiny) base and
+// returns the largest difference between the merged weights.
+func mergedDiff(t *testing.T, x, y string) float64 {
+	t.Helper()
+	var files [2]map[string][]float32
+	for i, ad := range []string{x, y} {
+		out := filepath.Join(t.TempDir(), "merged")
+		if _, err := export.Export(context.Background(), export.Options{Adapter: ad, Out: out, DType: "float32"}); err != nil {
+			t.Fatal(err)
+		}
+		files[i] = readWeights(t, out)
+	}
+	var d float64
+	for n, a := range files[0] {
+		b, ok := files[1][n]
+		if !ok || len(a) != len(b) {
+			t.Fatalf("merged tensor %s is missing or of another size", n)
+		}
+		for j := range a {
+			d = math.Max(d, math.Abs(float64(a[j])-float64(b[j])))
+		}
+	}
+	return d
+}
+
+// readWeights reads every tensor of a model directory's shards as float32.
+func readWeights(t *testing.T, dir string) map[string][]float32 {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.safetensors"))
+	ws := map[string][]float32{}
+	for _, p := range paths {
+		f, err := safetensors.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range f.Tensors {
+			if ws[f.Tensors[i].Name], err = f.Tensors[i].Float32(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(ws) == 0 {
+		t.Fatalf("no weights in %s", dir)
+	}
+	return ws
 }
