@@ -1,6 +1,7 @@
 package tinkerapi
 
 import (
+	"bytes"
 	"strconv"
 	"unicode/utf8"
 )
@@ -147,26 +148,31 @@ func (l *wireLex) str() []byte {
 // strSpan reads a string as str does and returns where its bytes are.
 func (l *wireLex) strSpan() (start, end int) {
 	l.expect('"')
-	start, ascii := l.i, true
-	for l.ok && l.i < len(l.b) {
-		c := l.b[l.i]
-		switch {
-		case c == '"':
-			end := l.i
-			l.i++
-			if !ascii && !utf8.Valid(l.b[start:end]) {
-				l.ok = false
-			}
-			return start, end
-		case c == '\\' || c < 0x20:
+	if !l.ok {
+		return 0, 0
+	}
+	start = l.i
+	n := bytes.IndexByte(l.b[start:], '"')
+	if n < 0 {
+		l.ok = false
+		return 0, 0
+	}
+	end = start + n
+	ascii := true
+	for _, c := range l.b[start:end] {
+		if c == '\\' || c < 0x20 {
 			l.ok = false
-		case c >= 0x80:
+			return 0, 0
+		}
+		if c >= 0x80 {
 			ascii = false
 		}
-		l.i++
 	}
-	l.ok = false
-	return 0, 0
+	if !ascii && !utf8.Valid(l.b[start:end]) {
+		l.ok = false
+	}
+	l.i = end + 1
+	return start, end
 }
 
 // optStr reads a string or null into *dst, returning dst or nil.
