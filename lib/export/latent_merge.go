@@ -279,13 +279,20 @@ func parallelSpans(n int, f func(a, b int)) {
 	wg.Wait()
 }
 
-// addDelta adds u's rows from row lo on to the rows of v (cols wide).
+// addDelta adds u's rows from row lo on to the rows of v (cols wide):
+// four rows at a time where the vector kernel takes them, else one.
 func addDelta(u *update, lo int, v []float32, cols int) {
 	if u == nil {
 		return
 	}
+	rows, r := len(v)/cols, 0
+	if u.rowsPerA == 0 && cols == u.in && cols%32 == 0 {
+		for r+4 <= rows && addRows4Vector(v[r*cols:(r+4)*cols], u.b[(lo+r)*u.r:(lo+r+4)*u.r], u.a, u.r, cols, cols) {
+			r += 4
+		}
+	}
 	d := make([]float32, cols)
-	for r := range len(v) / cols {
+	for ; r < rows; r++ {
 		u.deltaRow(lo+r, d)
 		row := v[r*cols : (r+1)*cols]
 		for j := range row {
@@ -306,16 +313,13 @@ func (m *latentMerger) decodeQuant(q *qtensor, src, scales []byte, lo, n int, v 
 	}
 	b := m.lb.quant.block
 	nbc := ceilDiv(q.cols, b[1])
+	s := make([]float32, nbc)
 	for r := range n {
 		srow := ((lo + r) / b[0]) * nbc
-		row, codes := v[r*q.cols:(r+1)*q.cols], src[r*q.cols:(r+1)*q.cols]
-		for c0 := 0; c0 < q.cols; c0 += b[1] {
-			s := math.Float32frombits(binary.LittleEndian.Uint32(scales[4*(srow+c0/b[1]):]))
-			c1 := min(q.cols, c0+b[1])
-			for j, c := range codes[c0:c1] {
-				row[c0+j] = fp8Values[c] * s
-			}
+		for c := range s {
+			s[c] = math.Float32frombits(binary.LittleEndian.Uint32(scales[4*(srow+c):]))
 		}
+		fp8DecodeRow(v[r*q.cols:(r+1)*q.cols], src[r*q.cols:(r+1)*q.cols], b[1], s)
 	}
 }
 
@@ -343,29 +347,23 @@ func (m *latentMerger) encodeQuant(q *qtensor, dt safetensors.DType, v []float32
 // each value is value/scale rounded to E4M3.
 func fp8Quantize(v []float32, cols int, b [2]int, lo, n int, dst, fresh []byte) {
 	nbc := ceilDiv(cols, b[1])
+	amax, inv := make([]uint32, nbc), make([]float32, nbc)
 	for r0 := 0; r0 < n; r0 += b[0] {
 		r1 := min(n, r0+b[0])
-		for c0 := 0; c0 < cols; c0 += b[1] {
-			c1 := min(cols, c0+b[1])
-			// Magnitudes compare as their bits (sign cleared).
-			var amax uint32
-			for r := r0; r < r1; r++ {
-				for _, x := range v[r*cols+c0 : r*cols+c1] {
-					amax = max(amax, math.Float32bits(x)&^(1<<31))
-				}
-			}
-			s := math.Float32frombits(amax) / fp8Max
+		clear(amax)
+		for r := r0; r < r1; r++ {
+			absMaxRow(v[r*cols:(r+1)*cols], b[1], amax)
+		}
+		for c, m := range amax {
+			s := math.Float32frombits(m) / fp8Max
 			if s == 0 {
 				s = 1
 			}
-			binary.LittleEndian.PutUint32(fresh[4*(((lo+r0)/b[0])*nbc+c0/b[1]):], math.Float32bits(s))
-			inv := 1 / s
-			for r := r0; r < r1; r++ {
-				row, out := v[r*cols+c0:r*cols+c1], dst[r*cols+c0:r*cols+c1]
-				for j, x := range row {
-					out[j] = fp8Encode(x * inv)
-				}
-			}
+			binary.LittleEndian.PutUint32(fresh[4*(((lo+r0)/b[0])*nbc+c):], math.Float32bits(s))
+			inv[c] = 1 / s
+		}
+		for r := r0; r < r1; r++ {
+			fp8EncodeRow(dst[r*cols:(r+1)*cols], v[r*cols:(r+1)*cols], b[1], inv)
 		}
 	}
 }
