@@ -166,13 +166,16 @@
 //     layer input (the router itself is frozen). TestMoEMatchesReference
 //     and TestMoEGradientsMatchFiniteDifferences check them against the
 //     float64 reference, on data whose routing keeps clear of ties.
-//   - GPT-OSS's sliding-window and sink layers attend one row at a time
-//     (attendRow, which starts at the window and adds the sink to the
-//     softmax's denominator), so a row's bits still do not depend on the
-//     batch; their backward pass (attentionBackwardRows) recomputes each
-//     probability with the forward's kernels, one position and head at a
-//     time. Simpler and slower than the blocked path; the blocked
-//     kernels could learn windows and sinks later.
+//   - GPT-OSS's sliding-window and sink layers take the blocked paths
+//     too (gptoss_attn.go): a block reads keys from the window start of
+//     its first position, each query's probabilities before its own
+//     window are zero (adding +0 to a sum still at +0 keeps the bits of a
+//     sum that starts at the window), and the sink joins the softmax's
+//     denominator (softmaxSink forward, softmaxGrad backward). The
+//     forward keeps attendRow's bits (TestAttentionWindowBlocksMatchRows);
+//     the backward is checked against a float64 reference and for thread
+//     count invariance (TestAttentionWindowBackward) and, in the model,
+//     against finite differences (TestGptOssGradientsMatchFiniteDifferences).
 //   - bfloat16 matrices of large checkpoints stay bfloat16 in memory
 //     (exactly widened on use); everything else is float32.
 package engine
