@@ -96,6 +96,20 @@
 //     block's query heads. Both keep dot1's lane tree for each score and
 //     ascending positions for each output element, so a row's bits do not
 //     depend on its batch; TestAttentionBlocksMatchRows compares them.
+//     With AVX-512 the blocked kernels run 512-bit twins
+//     (kernels_attn_avx512.go) with the same bits: a score register holds
+//     dot1's eight lanes for two keys (a tile of eight keys packed in
+//     interleaved pairs, the query doubled), the weighted sums take 32-64
+//     elements per pass. Softmax's exponentials run on eight float64
+//     lanes (exp8, exp64 step for step) for both attention directions.
+//   - Vector kernels end with archsimd.ClearAVXUpperBits (VZEROUPPER):
+//     Go's scalar float code and its spills use legacy SSE instructions,
+//     which after 256/512-bit code with the registers' upper halves dirty
+//     ran ~10× slower on the Xeon of issue 34. The 4-lane exponential,
+//     whose loop reloads spilled constants through SSE moves, took 25-30
+//     CPU-ns an element, twice a 128-element score's dot product and half
+//     the forward attention's CPU; exp8, with its constants broadcast once,
+//     takes 2.6-4 (BenchmarkSoftmaxExp). Worth checking in other kernels.
 //   - Attention backward (backward.go, kernels_attn_bwd*.go) recomputes
 //     the probabilities in the same blocks (KV heads split over workers,
 //     blocks in ascending position): scores and datt·v with the forward's
@@ -117,8 +131,11 @@
 //     each score bits that depend on where tiles start, and the rule that
 //     every output element sums its keys in ascending order in one pass is
 //     what makes a row's bits independent of its batch, its block and the
-//     thread count. Key tiles would buy cache reuse at long lengths, a
-//     speed question to decide on a quiet machine (issue 34).
+//     thread count. Measured (BenchmarkAttentionLong, one layer of the
+//     0.6B heads, CPU time on a loaded 2-core Xeon): attention's CPU time
+//     per FLOP was the same at 512 and 2048 tokens, forward and backward,
+//     so cache reuse at length, what key tiles buy, was not where the
+//     time went; the exponentials and SSE transitions above were.
 //   - Concurrent requests share one batch (batcher.go): every Sample call
 //     on a base model or any of its adapters joins the model's running
 //     batch, whose one goroutine (started by the first call, gone when the
