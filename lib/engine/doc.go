@@ -102,14 +102,18 @@
 //     interleaved pairs, the query doubled), the weighted sums take 32-64
 //     elements per pass. Softmax's exponentials run on eight float64
 //     lanes (exp8, exp64 step for step) for both attention directions.
-//   - Vector kernels end with archsimd.ClearAVXUpperBits (VZEROUPPER):
-//     Go's scalar float code and its spills use legacy SSE instructions,
-//     which after 256/512-bit code with the registers' upper halves dirty
-//     ran ~10× slower on the Xeon of issue 34. The 4-lane exponential,
-//     whose loop reloads spilled constants through SSE moves, took 25-30
-//     CPU-ns an element, twice a 128-element score's dot product and half
-//     the forward attention's CPU; exp8, with its constants broadcast once,
-//     takes 2.6-4 (BenchmarkSoftmaxExp). Worth checking in other kernels.
+//   - Attention's vector kernels end with archsimd.ClearAVXUpperBits
+//     (VZEROUPPER; Go does not emit it). Go loads scalar float constants
+//     and reloads spills with legacy SSE instructions; inside a loop of
+//     256/512-bit code, with the registers' upper halves dirty, those cost
+//     ~10× on the Xeon of issue 34: the 4-lane exponential (exp4x2, its
+//     constants broadcast from scalars each pass) ran 32.6 CPU-ns an
+//     element, and 3.5 with a VZEROUPPER after each pass. That was twice a
+//     128-element score's dot product and half the forward attention's
+//     CPU. exp8 broadcasts its constants once, outside the loop, and takes
+//     2.6-4 (BenchmarkSoftmaxExp). Other archsimd loops whose disassembly
+//     shows MOVSD/MOVUPS between vector instructions are worth the same
+//     check.
 //   - Attention backward (backward.go, kernels_attn_bwd*.go) recomputes
 //     the probabilities in the same blocks (KV heads split over workers,
 //     blocks in ascending position): scores and datt·v with the forward's

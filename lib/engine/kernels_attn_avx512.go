@@ -150,10 +150,10 @@ func weighted16(out unsafe.Pointer, p []float32, r unsafe.Pointer, stride, n int
 }
 
 // exp8 holds exp64's constants broadcast to eight float64 lanes, built
-// once per kernel call: broadcasting them inside a loop made the compiler
-// keep the scalars in spilled slots it reloads with legacy SSE moves,
-// which with the upper halves of the vector registers dirty cost ~10×
-// (BenchmarkSoftmaxExp: 25 against 2.6 CPU-ns an element).
+// once per kernel call. The 4-lane kernel broadcasts them from scalars
+// inside its loop, through legacy SSE loads that with the vector
+// registers' upper halves dirty cost ~10× (doc.go): BenchmarkSoftmaxExp
+// measured it at 25-30 CPU-ns an element, this one at 2.6-4.
 type exp8 struct {
 	log2e, round, hi, lo, inf, top, bot archsimd.Float64x8
 	bias                                archsimd.Uint64x8
