@@ -184,7 +184,10 @@
 //     routed to it, and add each row's experts in ascending expert order,
 //     so a row's bits stay independent of the batch; the backward pass
 //     goes through the routing weights and the router's softmax to the
-//     layer input (the router itself is frozen). TestMoEMatchesReference
+//     layer input (the router itself is frozen). The experts' adapters
+//     take the service's shared-outer form (moe_lora.go): the shared
+//     factor's gradient sums over the experts in ascending order, rows
+//     ascending within each, so its bits too are fixed. TestMoEMatchesReference
 //     and TestMoEGradientsMatchFiniteDifferences check them against the
 //     float64 reference, on data whose routing keeps clear of ties.
 //   - GPT-OSS's sliding-window and sink layers take the blocked paths

@@ -40,22 +40,22 @@ func sample(t testing.TB, m *Model, req SampleRequest) *SampleResponse {
 func randomLoRA(c Config, rank int, seed uint64, zeroB bool) Tensors {
 	r := newRNG(seed)
 	ts := Tensors{}
-	addN := func(module string, in, out, experts int) {
-		n := max(experts, 1)
-		a := make([]float32, n*rank*in)
-		b := make([]float32, n*out*rank)
+	// addN adds a module; experts > 0 stacks nA and nB slices of A and B.
+	addN := func(module string, in, out, nA, nB int) {
+		a := make([]float32, max(nA, 1)*rank*in)
+		b := make([]float32, max(nB, 1)*out*rank)
 		fill(a, r, 1/math.Sqrt(float64(in)))
 		if !zeroB {
 			fill(b, r, 0.5)
 		}
 		sa, sb := []int{rank, in}, []int{out, rank}
-		if experts > 0 {
-			sa, sb = append([]int{experts}, sa...), append([]int{experts}, sb...)
+		if nA > 0 {
+			sa, sb = append([]int{nA}, sa...), append([]int{nB}, sb...)
 		}
 		ts["base_model.model."+module+".lora_A.weight"] = Tensor{Shape: sa, Data: a}
 		ts["base_model.model."+module+".lora_B.weight"] = Tensor{Shape: sb, Data: b}
 	}
-	add := func(module string, in, out int) { addN(module, in, out, 0) }
+	add := func(module string, in, out int) { addN(module, in, out, 0, 0) }
 	qd, kvd := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
 	for i := range c.Layers {
 		p := fmt.Sprintf("model.layers.%d.", i)
@@ -64,9 +64,10 @@ func randomLoRA(c Config, rank int, seed uint64, zeroB bool) Tensors {
 		add(p+"self_attn.v_proj", c.Hidden, kvd)
 		add(p+"self_attn.o_proj", qd, c.Hidden)
 		if c.IsMoELayer(i) {
-			addN(p+"mlp.experts.w1", c.Hidden, c.MoEIntermediate, c.Experts)
-			addN(p+"mlp.experts.w2", c.MoEIntermediate, c.Hidden, c.Experts)
-			addN(p+"mlp.experts.w3", c.Hidden, c.MoEIntermediate, c.Experts)
+			// The service's shared-outer form: the hidden-side factor is [1, ...].
+			addN(p+"mlp.experts.w1", c.Hidden, c.MoEIntermediate, 1, c.Experts)
+			addN(p+"mlp.experts.w2", c.MoEIntermediate, c.Hidden, c.Experts, 1)
+			addN(p+"mlp.experts.w3", c.Hidden, c.MoEIntermediate, 1, c.Experts)
 			continue
 		}
 		add(p+"mlp.gate_proj", c.Hidden, c.Intermediate)

@@ -155,10 +155,7 @@ func NewLoRA(c Config, ts Tensors, rank int, alpha float64, rsLoRA bool) (*LoRA,
 		if len(p.b.Shape) != 2 || p.b.Shape[0] != out || p.b.Shape[1] != rank {
 			return nil, fmt.Errorf("lora: %s lora_B has shape %v, want [%d %d]", key, p.b.Shape, out, rank)
 		}
-		b := make([]float32, len(p.b.Data))
-		for i, v := range p.b.Data {
-			b[i] = v * float32(l.Scale)
-		}
+		b := scaled(p.b.Data, float32(l.Scale))
 		*slot = &loraPair{a: mat{rows: rank, cols: in, data: p.a.Data}, b: mat{rows: out, cols: rank, data: b}}
 	}
 	return l, nil

@@ -60,8 +60,9 @@ func (r *refModel) moe(pre string, xn []float64) []float64 {
 	return out
 }
 
-// expert returns expert e's matrix proj with slice e of the stacked
-// adapter (gate_proj: w1, up_proj: w3, down_proj: w2) merged.
+// expert returns expert e's matrix proj with the stacked adapter (gate_proj:
+// w1, up_proj: w3, down_proj: w2) merged: slice e of a factor with one
+// slice per expert, the only slice of a shared one.
 func (r *refModel) expert(pre string, e int, proj string) [][]float64 {
 	name := fmt.Sprintf("%smlp.experts.%d.%s.weight", pre, e, proj)
 	if w, ok := r.cache[name]; ok {
@@ -75,13 +76,14 @@ func (r *refModel) expert(pre string, e int, proj string) [][]float64 {
 		return w
 	}
 	rank, in, out := a.Shape[1], a.Shape[2], b.Shape[1]
+	ea, eb := e%a.Shape[0], e%b.Shape[0] // a leading dimension of 1: shared
 	merged := make([][]float64, out)
 	for i := range out {
 		merged[i] = make([]float64, in)
 		for j := range in {
 			var s float64
 			for k := range rank {
-				s += float64(b.Data[(e*out+i)*rank+k]) * float64(a.Data[(e*rank+k)*in+j])
+				s += float64(b.Data[(eb*out+i)*rank+k]) * float64(a.Data[(ea*rank+k)*in+j])
 			}
 			merged[i][j] = w[i][j] + r.scale*s
 		}

@@ -98,22 +98,59 @@ func TestMoEGradientsMatchFiniteDifferences(t *testing.T) {
 	checkPerTarget(t, m, base)
 }
 
-// The experts' adapter tensors are stacked [experts, ...] as lib/peft
-// shapes them, and the fresh trainer's values are a fresh checkpoint's.
+// The experts' adapter tensors are stacked in the service's shared-outer
+// form as lib/peft shapes them: the hidden-side factor (w1's and w3's
+// lora_A, w2's lora_B) one slice for all experts, the other per expert.
 func TestMoEAdapterShapes(t *testing.T) {
 	m := mustLoad(t, models.TinyQwen3MoE)
 	tr := mustTrainer(t, m, LoRAConfig{Rank: 4, TrainMLP: true, Seed: 3})
 	ts := tr.Adapter()
-	a := ts["base_model.model.model.layers.2.mlp.experts.w2.lora_A.weight"]
-	b := ts["base_model.model.model.layers.2.mlp.experts.w2.lora_B.weight"]
-	if !slices.Equal(a.Shape, []int{8, 4, 64}) || !slices.Equal(b.Shape, []int{8, 128, 4}) {
-		t.Fatalf("w2 shapes %v %v, want [8 4 64] [8 128 4]", a.Shape, b.Shape)
+	for name, want := range map[string][]int{
+		"w1.lora_A": {1, 4, 128}, "w1.lora_B": {8, 64, 4},
+		"w3.lora_A": {1, 4, 128}, "w3.lora_B": {8, 64, 4},
+		"w2.lora_A": {8, 4, 64}, "w2.lora_B": {1, 128, 4},
+	} {
+		if got := ts["base_model.model.model.layers.2.mlp.experts."+name+".weight"].Shape; !slices.Equal(got, want) {
+			t.Errorf("%s shape %v, want %v", name, got, want)
+		}
 	}
 	if got := tr.AdapterConfig(models.TinyQwen3MoE).TargetModules; !slices.Equal(got, []string{"w1", "w2", "w3"}) {
 		t.Errorf("target modules %v", got)
 	}
 	if len(ts) != 4*3*2 {
 		t.Errorf("%d adapter tensors, want 24", len(ts))
+	}
+}
+
+// An adapter saved with one hidden-side factor per expert (tinker before
+// the shared-outer form) still samples as the shared adapter it repeats,
+// and resuming training from it is refused in one line that says why.
+func TestMoEPerExpertAdapter(t *testing.T) {
+	m := mustLoad(t, models.TinyQwen3MoE)
+	tr := mustTrainer(t, m, LoRAConfig{Rank: 2, TrainMLP: true, Seed: 1})
+	randomizeB(t, tr, 2, 0.3)
+	shared := tr.Adapter()
+	per := Tensors{}
+	for n, x := range shared {
+		if len(x.Shape) == 3 && x.Shape[0] == 1 {
+			x = Tensor{Shape: []int{8, x.Shape[1], x.Shape[2]}, Data: slices.Repeat(x.Data, 8)}
+		}
+		per[n] = x
+	}
+	ls, err := NewLoRA(m.cfg, shared, 2, 32, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp, err := NewLoRA(m.cfg, per, 2, 32, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := testData(m.cfg.VocabSize, 5, 12)[0].ModelInput
+	if a, b := promptLogprobs(t, m.WithLoRA(ls), prompt), promptLogprobs(t, m.WithLoRA(lp), prompt); !slices.Equal(a, b) {
+		t.Errorf("per-expert copy logprobs %v, shared %v", b[:3], a[:3])
+	}
+	if err := tr.LoadAdapter(per); err == nil || !strings.Contains(err.Error(), "training cannot resume from it") {
+		t.Errorf("resuming from per-expert factors: err %v", err)
 	}
 }
 
@@ -182,8 +219,9 @@ func TestMoELayouts(t *testing.T) {
 		proj := map[byte]string{'1': "gate_proj", '2': "down_proj", '3': "up_proj"}[kind[0]]
 		pre, half, _ := strings.Cut(n, "mlp.experts.w"+kind[:1]+".")
 		each := len(x.Data) / x.Shape[0]
-		for e := range x.Shape[0] {
-			split[fmt.Sprintf("%smlp.experts.%d.%s.%s", pre, e, proj, half)] = Tensor{Shape: x.Shape[1:], Data: x.Data[e*each : (e+1)*each]}
+		for e := range c.Experts {
+			s := e % x.Shape[0] // a shared factor is every expert's
+			split[fmt.Sprintf("%smlp.experts.%d.%s.%s", pre, e, proj, half)] = Tensor{Shape: x.Shape[1:], Data: x.Data[s*each : (s+1)*each]}
 		}
 	}
 	la, err := NewLoRA(c, stacked, 3, 6, false)

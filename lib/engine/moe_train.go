@@ -14,7 +14,7 @@ import (
 // ascending, positions ascending within one.
 
 // expertTrain is one expert's adapted matrices (views into the layer's
-// stacked parameters).
+// stacked parameters; the shared factor's view is the parameter itself).
 type expertTrain struct{ gate, up, down *trainModule }
 
 func (e *expertTrain) slot(which int) **trainModule {
@@ -31,15 +31,21 @@ func (p *param) shape() []int {
 
 // view is expert e's slice of a stacked parameter: its value and the
 // datum's gradient, which is all a module's forward and backward touch.
+// A shared factor (one slice) is its own view, so every expert's backward
+// adds into the one gradient, in the order moeBackward visits the
+// experts (ascending) and, within one, the rows (ascending).
 func (p *param) view(e int) *param {
+	if p.experts == 1 {
+		return p
+	}
 	rows := p.rows / p.experts
 	lo, hi := e*rows*p.cols, (e+1)*rows*p.cols
 	return &param{name: p.name, rows: rows, cols: p.cols, isB: p.isB, w: p.w[lo:hi], local: p.local[lo:hi]}
 }
 
 // addExperts adds the stacked expert adapters of the layer with prefix p
-// (w1, w2, w3 in lib/peft's order), lora_A initialised as a fresh
-// checkpoint's, lora_B zero.
+// (w1, w2, w3 in lib/peft's order) in the shared-outer form (moe_lora.go):
+// lora_A initialised as a fresh checkpoint's, lora_B zero.
 func (t *Trainer) addExperts(p string, tl *trainLayer, ll *loraLayer) {
 	c, r := t.base.cfg, t.cfg.Rank
 	E := c.Experts
@@ -49,19 +55,24 @@ func (t *Trainer) addExperts(p string, tl *trainLayer, ll *loraLayer) {
 		which int
 	}{{"w1", 0}, {"w2", 2}, {"w3", 1}} {
 		in, out := expertDims(c, kind.which)
+		nA, nB := E, 1
+		if sharedA(kind.which) {
+			nA, nB = 1, E
+		}
 		path := "base_model.model." + p + "mlp.experts." + kind.name
-		a, b := newParam(path+".lora_A.weight", E*r, in, false), newParam(path+".lora_B.weight", E*out, r, true)
-		a.experts, b.experts = E, E
+		a, b := newParam(path+".lora_A.weight", nA*r, in, false), newParam(path+".lora_B.weight", nB*out, r, true)
+		a.experts, b.experts = nA, nB
 		next := peft.InitA(t.cfg.Seed, a.name, in)
 		for i := range a.w {
 			a.w[i] = next()
 		}
 		t.params = append(t.params, a, b)
+		fa := expertFactor{data: a.w, n: nA, rows: r, cols: in}
+		fb := expertFactor{data: make([]float32, nB*out*r), n: nB, rows: out, cols: r} // scale·B, kept by syncScaled
 		for e := range E {
-			va, vb := a.view(e), b.view(e)
-			pair := &loraPair{a: mat{rows: r, cols: in, data: va.w}, b: mat{rows: out, cols: r, data: make([]float32, out*r)}}
+			pair := &loraPair{a: fa.slice(e), b: fb.slice(e)}
 			*ll.experts[e].slot(kind.which) = pair
-			*tl.experts[e].slot(kind.which) = &trainModule{a: va, b: vb, pair: pair}
+			*tl.experts[e].slot(kind.which) = &trainModule{a: a.view(e), b: b.view(e), pair: pair}
 		}
 	}
 }

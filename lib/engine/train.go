@@ -28,7 +28,7 @@ type param struct {
 	pending    []float32 // grad plus the datums of the running call; becomes grad when the call succeeds
 	m, v       []float32 // AdamW first and second moments
 	isB        bool      // local holds the gradient of the scaled B' = scale·B
-	experts    int       // > 0: a stacked [experts, rows/experts, cols] expert tensor
+	experts    int       // > 0: a stacked [experts, rows/experts, cols] expert tensor (1: shared by all experts)
 }
 
 // trainModule is one adapted matrix: its two tensors and the scaled view the
@@ -136,7 +136,12 @@ func newParam(name string, rows, cols int, isB bool) *param {
 // and a sampler loaded from the saved adapter compute the same bits.
 func (t *Trainer) syncScaled() {
 	s := float32(t.scale)
+	done := map[*param]bool{} // a shared lora_B is every expert's
 	for _, mod := range t.modules() {
+		if done[mod.b] {
+			continue
+		}
+		done[mod.b] = true
 		for i, v := range mod.b.w {
 			mod.pair.b.data[i] = v * s
 		}

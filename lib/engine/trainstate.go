@@ -106,6 +106,10 @@ func (t *Trainer) check(what string, ts Tensors) error {
 			return fmt.Errorf("%s: missing tensor %s (the adapter has rank %d and trains attn=%v mlp=%v unembed=%v)",
 				what, p.name, t.cfg.Rank, t.cfg.TrainAttn, t.cfg.TrainMLP, t.cfg.TrainUnembed)
 		}
+		if p.experts == 1 && len(x.Shape) == 3 && x.Shape[0] == t.base.cfg.Experts && x.Shape[1] == p.rows {
+			return fmt.Errorf("%s: tensor %s has one slice per expert, %v; tinker now trains the service's form, one [1, %d, %d] shared by all experts: the checkpoint samples, but training cannot resume from it",
+				what, p.name, x.Shape, p.rows, p.cols)
+		}
 		if !slices.Equal(x.Shape, p.shape()) || len(x.Data) != p.rows*p.cols {
 			return fmt.Errorf("%s: tensor %s has shape %v, want %v float32", what, p.name, x.Shape, p.shape())
 		}

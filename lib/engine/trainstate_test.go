@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"path/filepath"
 	"slices"
@@ -168,12 +169,19 @@ func checkResume(t *testing.T, name string) {
 	}
 }
 
-// A fresh trainer starts from the adapter a fresh lib/peft checkpoint holds.
+// A fresh trainer starts from the adapter a fresh lib/peft checkpoint holds,
+// with its shapes (the experts' shared-outer form included).
 func TestFreshAdapterMatchesPeft(t *testing.T) {
-	m := mustLoad(t, models.TinyQwen3)
+	for _, name := range []string{models.TinyQwen3, models.TinyQwen3MoE, models.TinyGptOss} {
+		t.Run(name, func(t *testing.T) { checkFreshAdapter(t, name) })
+	}
+}
+
+func checkFreshAdapter(t *testing.T, name string) {
+	m := mustLoad(t, name)
 	cfg := LoRAConfig{Rank: 4, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 77}
 	tr := mustTrainer(t, m, cfg)
-	plan, err := peft.NewPlan(peft.Config{BaseModel: models.TinyQwen3, Rank: 4, TrainAttn: true, TrainMLP: true,
+	plan, err := peft.NewPlan(peft.Config{BaseModel: name, Rank: 4, TrainAttn: true, TrainMLP: true,
 		TrainUnembed: true, DType: safetensors.F32, Seed: 77})
 	if err != nil {
 		t.Fatal(err)
@@ -197,7 +205,8 @@ func TestFreshAdapterMatchesPeft(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(got["base_model.model."+mod+suffix].Data, want) {
+			g := got["base_model.model."+mod+suffix]
+			if !slices.Equal(g.Data, want) || fmt.Sprint(g.Shape) != fmt.Sprint(st.Shape) {
 				t.Fatalf("%s%s differs from the fresh checkpoint", mod, suffix)
 			}
 		}

@@ -30,7 +30,8 @@
 //     per expert and merged into either of transformers' Qwen3-MoE expert
 //     layouts (experts.go) or GPT-OSS's fused, interleaved, input-major
 //     tensors (experts_gptoss.go), dequantised from MXFP4 when the base
-//     stores them so (mxfp4.go).
+//     stores them so (mxfp4.go). Their PEFT export names fused experts with
+//     PEFT's target_parameters (peft_params.go), per-expert ones as modules.
 //   - DeepSeek V3.1 / Kimi K2 (latent*.go): the service's adapter layout
 //     (stacked w1/w2/w3 experts whose hidden-side factor all experts
 //     share, unembed_tokens) expanded per expert; FP8 block-quantised and

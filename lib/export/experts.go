@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/tinkershell/tinker/lib/engine"
 	"github.com/tinkershell/tinker/lib/models"
@@ -16,9 +17,10 @@ import (
 // Qwen3-MoE expert adapters. Tinker (and the local server) store one
 // stacked pair per layer and matrix kind, named after Mixtral: mlp.experts.w1
 // (gate_proj), w3 (up_proj) and w2 (down_proj), lora_A [experts, r, in] and
-// lora_B [experts, out, r]; the service shares the hidden-side factor
-// (lora_A [1, r, hidden] of w1/w3, lora_B [1, hidden, r] of w2), the local
-// server does not. Reading an adapter (expandExperts) splits them into one module
+// lora_B [experts, out, r] except the hidden-side factor, which both the
+// service and the local server share across experts (lora_A [1, r, hidden]
+// of w1/w3, lora_B [1, hidden, r] of w2); adapters with both factors per
+// expert read as well. Reading an adapter (expandExperts) splits them into one module
 // per expert under transformers 4.x's names (mlp.experts.{e}.gate_proj),
 // which is how the Hub's checkpoints store the experts and how PEFT names
 // the modules it adapts there; such a per-expert PEFT adapter reads as
@@ -48,7 +50,10 @@ func expertSlice(t *safetensors.Tensor, e int64) *safetensors.Tensor {
 
 // StackExperts returns mods with each layer's per-expert modules gathered
 // into the stacked float32 w1/w2/w3 modules the local server trains
-// (import-adapter); every expert of a layer and kind must be present.
+// (import-adapter), in the service's shared-outer form: the hidden-side
+// factor (w1's and w3's lora_A, w2's lora_B) is one [1, ...] slice, which
+// the experts' modules must then all have alike. Every expert of a layer
+// and kind must be present.
 func StackExperts(mods []Module) ([]Module, error) {
 	groups := map[string][]Module{}
 	var out []Module
@@ -67,6 +72,9 @@ func StackExperts(mods []Module) ([]Module, error) {
 	}
 	for path, ms := range groups {
 		s, err := stack(path, ms)
+		if err == nil {
+			err = shareHiddenSide(&s)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -90,6 +98,24 @@ func stack(path string, ms []Module) (Module, error) {
 	}
 	b, err := stackHalf(path+".lora_B", ms, func(m Module) *safetensors.Tensor { return m.B })
 	return Module{Path: path, A: a, B: b}, err
+}
+
+// shareHiddenSide cuts a stacked module's hidden-side factor to its one
+// shared slice, or says why it cannot: an adapter trained with its own
+// hidden-side factor per expert has no exact shared-outer form.
+func shareHiddenSide(m *Module) error {
+	t, half := m.A, "lora_A"
+	if strings.HasSuffix(m.Path, ".w2") {
+		t, half = m.B, "lora_B"
+	}
+	n := int64(len(t.Data)) / t.Shape[0]
+	for e := int64(1); e < t.Shape[0]; e++ {
+		if string(t.Data[e*n:(e+1)*n]) != string(t.Data[:n]) {
+			return fmt.Errorf("adapter module %s: expert %d's %s differs from expert 0's; the local server trains the service's form, one %s shared by all experts, so an adapter with one per expert cannot be imported", m.Path, e, half, half)
+		}
+	}
+	*t = safetensors.Tensor{Name: t.Name, DType: t.DType, Shape: append([]int64{1}, t.Shape[1:]...), Data: t.Data[:n]}
+	return nil
 }
 
 func expertIndex(path string) int {

@@ -24,6 +24,33 @@ func moeAdapter(t *testing.T) string {
 	return trainedAdapter(t, models.TinyQwen3MoE, engine.LoRAConfig{Rank: 4, Alpha: 8, Seed: 3}, 5, 0.05)
 }
 
+// sharedOuter fails the test unless the adapter in dir has the service's
+// expert shapes: hidden-side factor [1, ...], the other [experts, ...].
+func sharedOuter(t *testing.T, dir string, experts int64) {
+	t.Helper()
+	f, err := safetensors.ReadFile(filepath.Join(dir, peft.WeightsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, x := range f.Tensors {
+		if !strings.Contains(x.Name, ".mlp.experts.w") {
+			continue
+		}
+		n++
+		want := experts
+		if strings.Contains(x.Name, "w2.lora_B") || (strings.Contains(x.Name, "lora_A") && !strings.Contains(x.Name, "w2.")) {
+			want = 1
+		}
+		if x.Shape[0] != want {
+			t.Errorf("%s has shape %v, want %d leading", x.Name, x.Shape, want)
+		}
+	}
+	if n == 0 {
+		t.Fatal("the adapter has no expert tensors")
+	}
+}
+
 // trainedAdapter writes an adapter of tiny model name on every matrix,
 // saved by the engine's trainer, with B drawn from seed at scale amp.
 func trainedAdapter(t *testing.T, name string, c engine.LoRAConfig, seed uint64, amp float64) string {
@@ -99,9 +126,11 @@ func fuseTiny(c engine.Config, ts engine.Tensors) engine.Tensors {
 }
 
 // The merged model, run by the engine as a plain base, gives the engine's
-// on-the-fly LoRA logprobs within float32 rounding, in both expert layouts.
+// on-the-fly LoRA logprobs within float32 rounding, in both expert layouts,
+// for an adapter the engine trained (the service's shared-outer form).
 func TestMergedMoEMatchesAdapter(t *testing.T) {
 	ad := moeAdapter(t)
+	sharedOuter(t, ad, 8)
 	for _, fused := range []bool{false, true} {
 		t.Run(map[bool]string{false: "per-expert", true: "fused"}[fused], func(t *testing.T) {
 			base := moeBase(t, fused)

@@ -4,8 +4,9 @@ import "testing"
 
 // The cookbook's counts for Qwen3-MoE and GPT-OSS are those of the
 // shared-outer scheme (serviceLoRACounts, checked against them in
-// lineup_test.go), not of per-expert factors as the local engine trains:
-// a service adapter's hidden-side expert factor is one matrix ([1, ...]).
+// lineup_test.go), not of per-expert factors: a service adapter's
+// hidden-side expert factor is one matrix ([1, ...]), as lib/peft shapes
+// it and the local engine trains it.
 func TestMoECountsAreSharedOuter(t *testing.T) {
 	for _, name := range []string{"Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-235B-A22B-Instruct-2507", "openai/gpt-oss-20b", "openai/gpt-oss-120b"} {
 		a, ok := Lookup(name)

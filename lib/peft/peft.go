@@ -18,10 +18,11 @@
 //	base_model.model.model.layers.{i}.mlp.experts.w{1,2,3}.lora_{A,B}.weight
 //
 // plus mlp.shared_experts.{gate,up,down}_proj for DeepSeek-style shared
-// experts. For the DeepSeek-V3 family (DeepSeek V3.1, Kimi K2) the shapes
-// are the service's: latent attention adapts q_a_proj, kv_a_proj_with_mqa
-// and o_proj, and the experts' factor on the hidden side is shared by all
-// experts (lora_A [1, r, hidden] of w1/w3, lora_B [1, hidden, r] of w2).
+// experts. The shapes are the service's: the experts' factor on the hidden
+// side is shared by all experts (lora_A [1, r, hidden] of w1/w3, lora_B
+// [1, hidden, r] of w2), the other is per expert; for the DeepSeek-V3
+// family (DeepSeek V3.1, Kimi K2) latent attention adapts q_a_proj,
+// kv_a_proj_with_mqa and o_proj.
 //
 // lora_A is [r, in] initialised Kaiming-uniform (PyTorch's a=sqrt(5), i.e.
 // U(-1/sqrt(in), 1/sqrt(in))) from a PRNG seeded by Config.Seed and the
@@ -113,9 +114,12 @@ type AdapterConfig struct {
 	RankPattern         map[string]int `json:"rank_pattern"`
 	Revision            any            `json:"revision"`
 	TargetModules       []string       `json:"target_modules"`
-	TaskType            string         `json:"task_type"`
-	UseDora             bool           `json:"use_dora"`
-	UseRslora           bool           `json:"use_rslora"`
+	// TargetParameters names nn.Parameters adapted directly (PEFT's
+	// target_parameters: fused experts, [r·E, in] and [out, r·E] factors).
+	TargetParameters []string `json:"target_parameters,omitempty"`
+	TaskType         string   `json:"task_type"`
+	UseDora          bool     `json:"use_dora"`
+	UseRslora        bool     `json:"use_rslora"`
 	// TargetRegex is target_modules given as one string, which PEFT
 	// matches against each module's full path; TargetModules is then nil
 	// and the weights file says which modules are adapted.
@@ -200,9 +204,7 @@ func modules(a *models.Arch, c Config) ([]module, []string) {
 				add(p+"mlp.experts.w1", h, w, e)
 				add(p+"mlp.experts.w2", w, h, e)
 				add(p+"mlp.experts.w3", h, w, e)
-				if a.MLA != nil {
-					shareHiddenSide(ms[len(ms)-3:])
-				}
+				shareHiddenSide(ms[len(ms)-3:])
 				if a.SharedExperts > 0 {
 					sw := a.SharedExperts * a.MoEIntermediate
 					add(p+"mlp.shared_experts.gate_proj", h, sw, 0)
@@ -232,8 +234,9 @@ func modules(a *models.Arch, c Config) ([]module, []string) {
 // shareHiddenSide gives w1, w2, w3 (in that order) the service's
 // "shared-outer" shapes: the factor on the hidden side is one matrix for
 // all experts (w1's and w3's lora_A, w2's lora_B), the other per expert.
-// Only the DeepSeek-V3 family is shaped so here: the local engine trains
-// the other MoE families with both factors per expert.
+// Every MoE family is shaped so (the cookbook's parameter counts prove it
+// for Qwen3-MoE and GPT-OSS as for DeepSeek V3 and Kimi K2), and the local
+// engine trains that form.
 func shareHiddenSide(w []module) {
 	w[0].sharedA, w[1].sharedB, w[2].sharedA = true, true, true
 }

@@ -7,18 +7,23 @@ import (
 )
 
 // cookbookPerRank is tinker-cookbook's table (hyperparam_utils.py) of the
-// service's LoRA parameters per unit of rank for the DeepSeek-V3 family:
-// MLP (experts, shared experts, dense layers), attention, unembedding.
+// service's LoRA parameters per unit of rank for the mixture-of-experts
+// families: MLP (experts, shared experts, dense layers), attention,
+// unembedding.
 var cookbookPerRank = map[string][3]int64{
-	"deepseek-ai/DeepSeek-V3.1":      {94_307_328, 2_440_000, 136_448},
-	"deepseek-ai/DeepSeek-V3.1-Base": {94_307_328, 2_440_000, 136_448},
-	"moonshotai/Kimi-K2-Thinking":    {144_583_680, 1_940_288, 171_008},
-	"moonshotai/Kimi-K2.5":           {144_583_680, 1_940_288, 171_008},
-	"moonshotai/Kimi-K2.6":           {144_583_680, 1_940_288, 171_008},
+	"Qwen/Qwen3-30B-A3B":                 {14_450_688, 835_584, 153_984},
+	"Qwen/Qwen3-235B-A22B-Instruct-2507": {56_598_528, 3_176_448, 156_032},
+	"openai/gpt-oss-20b":                 {6_842_880, 497_664, 203_968},
+	"openai/gpt-oss-120b":                {40_124_160, 746_496, 203_968},
+	"deepseek-ai/DeepSeek-V3.1":          {94_307_328, 2_440_000, 136_448},
+	"deepseek-ai/DeepSeek-V3.1-Base":     {94_307_328, 2_440_000, 136_448},
+	"moonshotai/Kimi-K2-Thinking":        {144_583_680, 1_940_288, 171_008},
+	"moonshotai/Kimi-K2.5":               {144_583_680, 1_940_288, 171_008},
+	"moonshotai/Kimi-K2.6":               {144_583_680, 1_940_288, 171_008},
 }
 
-// The adapter a plan shapes for DeepSeek V3.1 and Kimi K2 has exactly the
-// service's parameter count: its tensors' elements, summed per kind and
+// The adapter a plan shapes for Qwen3-MoE, GPT-OSS, DeepSeek V3.1 and Kimi
+// K2 (the shared-outer expert form) has exactly the service's parameter count: its tensors' elements, summed per kind and
 // divided by the rank, equal the cookbook's counts.
 func TestServiceShapesMatchCookbook(t *testing.T) {
 	const r = 4

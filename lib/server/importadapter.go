@@ -84,7 +84,7 @@ func adapterRun(a *export.Adapter, baseModel string, now time.Time) (store.Run, 
 		return store.Run{}, fmt.Errorf("unknown base model %q: use one the server offers (tinker models) or register a directory with --model %s=DIR",
 			baseModel, baseModel)
 	}
-	if err := export.CheckDense(arch.Name, "imported"); err != nil {
+	if err := export.CheckGQAFamily(arch.Name, "imported"); err != nil {
 		return store.Run{}, err
 	}
 	if e := checkInt("r", int64(a.Config.R), 1, maxLoraRank); e != nil {

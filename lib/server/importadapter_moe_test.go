@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -12,32 +13,30 @@ import (
 	"github.com/tinkershell/tinker/lib/engine"
 	"github.com/tinkershell/tinker/lib/export"
 	"github.com/tinkershell/tinker/lib/models"
+	"github.com/tinkershell/tinker/lib/safetensors"
 )
 
-// A Qwen3-MoE adapter exported as PEFT (one module per expert) imports
-// back into a run whose weights checkpoint (stacked w1/w2/w3 experts)
-// computes the original adapter's logprobs.
+// A Qwen3-MoE or GPT-OSS adapter exported as PEFT (one module per expert,
+// or target_parameters) imports back into a run whose weights checkpoint
+// (stacked w1/w2/w3 experts) computes the original adapter's logprobs and
+// merges to the original's weights.
 func TestImportAdapterMoE(t *testing.T) {
 	for _, name := range []string{models.TinyQwen3MoE, models.TinyGptOss} {
 		t.Run(name, func(t *testing.T) { checkImportMoE(t, name) })
 	}
 }
 
-// checkImportMoE imports an adapter of tiny model name: its PEFT export for
-// Qwen3-MoE, the local server's own directory for GPT-OSS (whose fused
-// experts have no PEFT form).
+// checkImportMoE imports the PEFT export of an adapter of tiny model name:
+// one module per expert for Qwen3-MoE, target_parameters for GPT-OSS.
 func checkImportMoE(t *testing.T, name string) {
 	base, err := engine.Load(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	orig := trainedMoE(t, name)
-	peftDir := orig
-	if name == models.TinyQwen3MoE {
-		peftDir = filepath.Join(t.TempDir(), "peft")
-		if _, err := export.Export(context.Background(), export.Options{Adapter: orig, Format: export.PEFT, Out: peftDir}); err != nil {
-			t.Fatal(err)
-		}
+	peftDir := filepath.Join(t.TempDir(), "peft")
+	if _, err := export.Export(context.Background(), export.Options{Adapter: orig, Format: export.PEFT, Out: peftDir}); err != nil {
+		t.Fatal(err)
 	}
 	data := t.TempDir()
 	res, err := ImportAdapter(context.Background(), data, peftDir, name, "", t0)
@@ -48,13 +47,21 @@ func checkImportMoE(t *testing.T, name string) {
 		t.Errorf("import = %+v", res)
 	}
 	prompt := []int{models.TinyBOS, 'm', 'o', 'e', ' ', 'x', 'y', 'z', '\n', 'h', 'i'}
-	want, plain := modelAdapterLogprobs(t, name, orig, prompt), modelAdapterLogprobs(t, name, peftDir, prompt)
-	if d := maxAbsDiff(want, plain); d != 0 {
-		t.Errorf("the PEFT export differs from the adapter by %g", d)
+	want := modelAdapterLogprobs(t, name, orig, prompt)
+	if name == models.TinyQwen3MoE { // the engine samples per-expert PEFT modules too
+		if d := maxAbsDiff(want, modelAdapterLogprobs(t, name, peftDir, prompt)); d != 0 {
+			t.Errorf("the PEFT export differs from the adapter by %g", d)
+		}
 	}
 	got := modelAdapterLogprobs(t, name, checkpointPath(data, res.RunID, "weights", "imported"), prompt)
 	if d := maxAbsDiff(want, got); d > 1e-4 {
 		t.Errorf("imported weights differ from the adapter by %g", d)
+	}
+	// Alpha 16 to the server's 32 at rank 3 halves B: exact, so the
+	// merged weights are the same bits.
+	d := mergedDiff(t, orig, checkpointPath(data, res.RunID, "weights", "imported"))
+	if d != 0 {
+		t.Errorf("the imported checkpoint merges to weights %g away from the original's", d)
 	}
 	st, err := engine.NewTrainer(base, engine.LoRAConfig{Rank: 3, TrainAttn: true, TrainMLP: true})
 	if err != nil {
@@ -94,4 +101,51 @@ func trainedMoE(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	return orig
+}
+
+// mergedDiff merges adapters x and y into their (built-in tiny) base and
+// returns the largest difference between the merged weights.
+func mergedDiff(t *testing.T, x, y string) float64 {
+	t.Helper()
+	var files [2]map[string][]float32
+	for i, ad := range []string{x, y} {
+		out := filepath.Join(t.TempDir(), "merged")
+		if _, err := export.Export(context.Background(), export.Options{Adapter: ad, Out: out, DType: "float32"}); err != nil {
+			t.Fatal(err)
+		}
+		files[i] = readWeights(t, out)
+	}
+	var d float64
+	for n, a := range files[0] {
+		b, ok := files[1][n]
+		if !ok || len(a) != len(b) {
+			t.Fatalf("merged tensor %s is missing or of another size", n)
+		}
+		for j := range a {
+			d = math.Max(d, math.Abs(float64(a[j])-float64(b[j])))
+		}
+	}
+	return d
+}
+
+// readWeights reads every tensor of a model directory's shards as float32.
+func readWeights(t *testing.T, dir string) map[string][]float32 {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.safetensors"))
+	ws := map[string][]float32{}
+	for _, p := range paths {
+		f, err := safetensors.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range f.Tensors {
+			if ws[f.Tensors[i].Name], err = f.Tensors[i].Float32(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(ws) == 0 {
+		t.Fatalf("no weights in %s", dir)
+	}
+	return ws
 }
