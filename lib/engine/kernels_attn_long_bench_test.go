@@ -39,7 +39,8 @@ func BenchmarkAttentionLong(b *testing.B) {
 }
 
 // BenchmarkAttention512Bit runs BenchmarkAttentionLong's cases with the
-// 512-bit attention kernels on and off in alternation and reports each
+// 512-bit attention kernels and 8-lane exponentials on and off (the
+// avx512 switch) in alternation and reports each
 // side's least CPU time over the iterations (the figure a loaded machine
 // disturbs least) and their ratio.
 func BenchmarkAttention512Bit(b *testing.B) {
