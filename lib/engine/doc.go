@@ -1,10 +1,12 @@
 // Package engine is the local server's sampling and training engine: a
 // pure-Go float32 transformer forward pass for Llama-3, Qwen3 dense,
-// Qwen3-MoE and GPT-OSS models (RMSNorm, rotary embeddings with Llama-3.1
-// or YaRN frequency scaling, grouped-query attention with a KV cache,
-// SwiGLU MLP, Qwen3's per-head q/k norms, tied or untied lm_head, routed
-// experts: moe.go; GPT-OSS's sinks, sliding windows and experts:
-// gptoss*.go), LoRA adapters applied on the fly, token sampling with
+// Qwen3-MoE, GPT-OSS and DeepSeek-V3 / Kimi K2 models (RMSNorm, rotary
+// embeddings with Llama-3.1 or YaRN frequency scaling, grouped-query
+// attention with a KV cache, SwiGLU MLP, Qwen3's per-head q/k norms, tied
+// or untied lm_head, routed experts: moe.go; GPT-OSS's sinks, sliding
+// windows and experts: gptoss*.go; DeepSeek's latent attention, grouped
+// sigmoid routing and shared experts: deepseek*.go, mla*.go), LoRA
+// adapters applied on the fly, token sampling with
 // temperature, top-k, top-p, seeds, stop conditions and log-probabilities,
 // and LoRA training (Trainer): the losses of forward/forward_backward, a
 // backward pass to the adapter's parameters with the base weights frozen,
@@ -12,7 +14,8 @@
 //
 // Models come from a Hugging Face model directory (LoadDir; FindModelDir
 // searches the Hugging Face cache) or, for the built-in tiny models
-// tinker-local/tiny-llama, tiny-qwen3, tiny-qwen3-moe and tiny-gpt-oss,
+// tinker-local/tiny-llama, tiny-qwen3, tiny-qwen3-moe, tiny-gpt-oss and
+// tiny-deepseek,
 // from a seeded generator (Load). The tiny models' weights are UNTRAINED:
 // they emit byte noise and exist so that sampling, adapters and the server
 // run end to end with no download. Pool loads each base model once and caches adapters.
@@ -200,6 +203,21 @@
 //     the backward is checked against a float64 reference and for thread
 //     count invariance (TestAttentionWindowBackward) and, in the model,
 //     against finite differences (TestGptOssGradientsMatchFiniteDifferences).
+//   - DeepSeek's latent attention (mla.go) runs on the ordinary attention
+//     kernels: a head is qk_nope+qk_rope wide, each value is padded with
+//     zeros to that width (as transformers pads for flash attention) and
+//     the cache holds the expanded keys and values, not the latent. That
+//     reuses the blocked forward and backward, with their batch
+//     invariance, at the cost of cache memory (about 85 times the
+//     latent's per position on DeepSeek V3.1's shape). The rotary part
+//     rotates neighbouring pairs in place, which gives transformers'
+//     scores (it de-interleaves q and k alike, then rotates halves), and
+//     YaRN's mscale² joins the queries. Routing (deepseek_moe.go) chooses
+//     on sigmoid scores plus the correction bias within the best groups
+//     and weights by the unbiased scores; the shared experts sit in the
+//     layer's dense MLP slots, so they run, train and count as the dense
+//     MLP does. TestDeepSeekMatchesReference and
+//     TestDeepSeekGradientsMatchFiniteDifferences check them.
 //   - bfloat16 matrices of large checkpoints stay bfloat16 in memory
 //     (exactly widened on use); everything else is float32.
 package engine

@@ -75,6 +75,7 @@ type workspace struct {
 	attnBlk                   []blockScratch // per attention worker
 	attnUnits                 []attnUnit
 	moe                       moeScratch // mixture-of-experts layers
+	mla                       mlaScratch // latent attention layers (mla.go)
 }
 
 func grow(rows [][]float32, n, width int) [][]float32 {
@@ -127,6 +128,10 @@ func (m *Model) forward(ws *workspace, rows []row) [][]float32 {
 	xn := ws.xn
 	for li := range w.layers {
 		lw := &w.layers[li]
+		if lw.mla != nil {
+			m.mlaLayer(ws, rows, li)
+			continue
+		}
 		ls := ws.loras
 		for i := range rows {
 			rmsNorm(xn[i], ws.x[i], lw.attnNorm, c.RMSNormEps)

@@ -68,7 +68,12 @@ func prefixModules(a *Adapter) {
 }
 
 func exportLatentMerged(ctx context.Context, o Options, a *Adapter, dt safetensors.DType) (*Result, error) {
-	dir, err := latentBaseDir(o)
+	tmp, cleanup, err := tempRoot()
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	dir, err := latentBaseDir(o, tmp)
 	if err != nil {
 		return nil, err
 	}
@@ -103,8 +108,9 @@ func exportLatentMerged(ctx context.Context, o Options, a *Adapter, dt safetenso
 	return res, nil
 }
 
-// latentBaseDir is --base, else the base model in the Hugging Face cache.
-func latentBaseDir(o Options) (string, error) {
+// latentBaseDir is --base, else the base model in the Hugging Face cache,
+// else (tinker-local/tiny-deepseek) a generated copy under tmp.
+func latentBaseDir(o Options, tmp string) (string, error) {
 	if o.Base != "" {
 		return o.Base, nil
 	}
@@ -113,6 +119,9 @@ func latentBaseDir(o Options) (string, error) {
 	}
 	if d, err := engine.FindModelDir(o.BaseModel); err == nil {
 		return d, nil
+	}
+	if models.IsTiny(o.BaseModel) {
+		return writeTinyBase(o.BaseModel, tmp)
 	}
 	return "", fmt.Errorf("base model %s is not in the Hugging Face cache (%s): download it with `hf download %s`, or pass --base DIR",
 		o.BaseModel, strings.Join(engine.HFCacheDirs(), ", "), o.BaseModel)

@@ -188,7 +188,11 @@ func modules(a *models.Arch, c Config) ([]module, []string) {
 			if m := a.MLA; m != nil {
 				// The service adapts the projections to and from the
 				// residual stream only, not q_b_proj and kv_b_proj.
-				add(p+"self_attn.q_a_proj", h, m.QLoraRank, 0)
+				if m.QLoraRank > 0 {
+					add(p+"self_attn.q_a_proj", h, m.QLoraRank, 0)
+				} else { // no query bottleneck (q_lora_rank null)
+					add(p+"self_attn.q_proj", h, a.Heads*a.HeadDim, 0)
+				}
 				add(p+"self_attn.kv_a_proj_with_mqa", h, m.KVLoraRank+m.QKRopeDim, 0)
 				add(p+"self_attn.o_proj", a.Heads*m.VHeadDim, h, 0)
 			} else {

@@ -16,18 +16,19 @@ import (
 	"github.com/tinkershell/tinker/lib/safetensors"
 )
 
-// A Qwen3-MoE or GPT-OSS adapter exported as PEFT (one module per expert,
-// or target_parameters) imports back into a run whose weights checkpoint
-// (stacked w1/w2/w3 experts) computes the original adapter's logprobs and
-// merges to the original's weights.
+// A Qwen3-MoE, GPT-OSS or DeepSeek-V3 adapter exported as PEFT (one
+// module per expert, or target_parameters) imports back into a run whose
+// weights checkpoint (stacked w1/w2/w3 experts) computes the original
+// adapter's logprobs and merges to the original's weights.
 func TestImportAdapterMoE(t *testing.T) {
-	for _, name := range []string{models.TinyQwen3MoE, models.TinyGptOss} {
+	for _, name := range []string{models.TinyQwen3MoE, models.TinyGptOss, models.TinyDeepSeek} {
 		t.Run(name, func(t *testing.T) { checkImportMoE(t, name) })
 	}
 }
 
 // checkImportMoE imports the PEFT export of an adapter of tiny model name:
-// one module per expert for Qwen3-MoE, target_parameters for GPT-OSS.
+// one module per expert for Qwen3-MoE and DeepSeek-V3, target_parameters
+// for GPT-OSS.
 func checkImportMoE(t *testing.T, name string) {
 	base, err := engine.Load(name)
 	if err != nil {
