@@ -51,7 +51,7 @@ func checkAttentionBackward(t *testing.T, c Config, n int) {
 		for _, vec := range []bool{false, true} {
 			got := grads()
 			prev := runtime.GOMAXPROCS(procs)
-			withSIMD(vec, func() { attentionBackward(c, q, flat(k), flat(v), datt, got[0], got[1], got[2]) })
+			withSIMD(vec, func() { attentionBackward(c, 0, nil, q, flat(k), flat(v), datt, got[0], got[1], got[2]) })
 			runtime.GOMAXPROCS(prev)
 			for i, name := range []string{"dq", "dk", "dv"} {
 				if g, r := flat(got[i]), flat(ref[i]); !bitsEqual(g, r) {

@@ -69,6 +69,9 @@ func expShift64Vec(p []float64, mx float64) bool {
 	ld := func(i int) f64x4 { return archsimd.LoadFloat64x4((*[4]float64)(p[i : i+4])).Sub(m) }
 	st := func(i int, e f64x4) { e.Store((*[4]float64)(p[i : i+4])) }
 	i := 0
+	if avx512 { // attention's exponentials (kernels_attn_avx512.go)
+		i = expShift64x8(p, mx)
+	}
 	for ; i+8 <= len(p); i += 8 {
 		a, b := exp4x2(ld(i), ld(i+4))
 		st(i, a)
@@ -91,6 +94,9 @@ func expShift32Vec(sc []float32, mx float32) bool {
 	m := archsimd.BroadcastFloat32x4(mx)
 	ld := func(i int) f64x4 { return archsimd.LoadFloat32x4((*[4]float32)(sc[i : i+4])).Sub(m).ConvertToFloat64() }
 	i := 0
+	if avx512 { // attention's exponentials (kernels_attn_avx512.go)
+		i = expShift32x8(sc, mx)
+	}
 	for ; i+8 <= len(sc); i += 8 {
 		a, b := exp4x2(ld(i), ld(i+4))
 		store4(sc[i:], a)
