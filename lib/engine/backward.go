@@ -269,11 +269,7 @@ func (ps *datumPass) backwardLayer(li, lowest int, dx [][]float32) bool {
 	datt := ar.rows(n, qd)
 	t.linearBackward(lw.o, tl.o, a.att, a.t[tO], dx, datt, false)
 	dq, dk, dv := ar.rows(n, qd), ar.rows(n, kvd), ar.rows(n, kvd)
-	if t.model.windowed(li) {
-		attentionBackwardRows(c, li, lw.sinks, a.q, ps.cache.k[li][:n*kvd], ps.cache.v[li][:n*kvd], datt, dq, dk, dv)
-	} else {
-		attentionBackward(c, a.q, ps.cache.k[li][:n*kvd], ps.cache.v[li][:n*kvd], datt, dq, dk, dv)
-	}
+	attentionBackward(c, li, lw.sinks, a.q, ps.cache.k[li][:n*kvd], ps.cache.v[li][:n*kvd], datt, dq, dk, dv)
 	for p := range n {
 		ropeBackward(dq[p], c.HeadDim, ps.cos[p], ps.sin[p])
 		ropeBackward(dk[p], c.HeadDim, ps.cos[p], ps.sin[p])
@@ -393,10 +389,11 @@ func headNormBackward(ar *arena, dOut, raw [][]float32, weight []float32, c Conf
 // are the n cached rows, one slab of KVHeads·HeadDim columns. KV heads are
 // split across goroutines; each takes attnRows positions at a time
 // (attnBack.block), reading each cached row once per block, and keys and
-// values accumulate in ascending query position and head order.
-func attentionBackward(c Config, q [][]float32, k, v []float32, datt, dq, dk, dv [][]float32) {
+// values accumulate in ascending query position and head order. Layer li
+// and its sink logits (nil: none) give GPT-OSS's window and sinks.
+func attentionBackward(c Config, li int, sinks []float32, q [][]float32, k, v []float32, datt, dq, dk, dv [][]float32) {
 	n := len(q)
-	a := &attnBack{c: c, q: q, datt: datt, dq: dq, dk: dk, dv: dv, k: k, v: v}
+	a := &attnBack{c: c, li: li, sinks: sinks, q: q, datt: datt, dq: dq, dk: dk, dv: dv, k: k, v: v}
 	workers := min(runtime.GOMAXPROCS(0), c.KVHeads, max(1, n*n*c.Heads*c.HeadDim/parallelMinWork))
 	forkJoin(workers, func(wk int) {
 		var s attnBackScratch

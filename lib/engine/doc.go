@@ -150,6 +150,25 @@
 //     block's query heads. Both keep dot1's lane tree for each score and
 //     ascending positions for each output element, so a row's bits do not
 //     depend on its batch; TestAttentionBlocksMatchRows compares them.
+//     With AVX-512 the blocked kernels run 512-bit twins
+//     (kernels_attn_avx512.go) with the same bits: a score register holds
+//     dot1's eight lanes for two keys (a tile of eight keys packed in
+//     interleaved pairs, the query doubled), the weighted sums take 32-64
+//     elements per pass. Softmax's exponentials run on eight float64
+//     lanes (exp8x2 in kernels_exp_simd.go, exp64's bits) for both
+//     attention directions.
+//   - Attention's vector kernels end with archsimd.ClearAVXUpperBits
+//     (VZEROUPPER; Go does not emit it). Go loads scalar float constants
+//     and reloads spills with legacy SSE instructions; inside a loop of
+//     256/512-bit code, with the registers' upper halves dirty, those cost
+//     ~10× on the Xeon of issue 34: the 4-lane exponential (exp4x2, its
+//     constants broadcast from scalars each pass) ran 32.6 CPU-ns an
+//     element, and 3.5 with a VZEROUPPER after each pass. That was twice a
+//     128-element score's dot product and half the forward attention's
+//     CPU. exp8x2 broadcasts its constants with VEX moves, and with the
+//     VZEROUPPER takes a few CPU-ns (BenchmarkSoftmaxExp). Other archsimd loops whose disassembly
+//     shows MOVSD/MOVUPS between vector instructions are worth the same
+//     check.
 //   - Attention backward (backward.go, kernels_attn_bwd*.go) recomputes
 //     the probabilities in the same blocks (KV heads split over workers,
 //     blocks in ascending position): scores and datt·v with the forward's
@@ -171,8 +190,11 @@
 //     each score bits that depend on where tiles start, and the rule that
 //     every output element sums its keys in ascending order in one pass is
 //     what makes a row's bits independent of its batch, its block and the
-//     thread count. Key tiles would buy cache reuse at long lengths, a
-//     speed question to decide on a quiet machine (issue 34).
+//     thread count. Measured (BenchmarkAttentionLong, one layer of the
+//     0.6B heads, CPU time on a loaded 2-core Xeon): attention's CPU time
+//     per FLOP was the same at 512 and 2048 tokens, forward and backward,
+//     so cache reuse at length, what key tiles buy, was not where the
+//     time went; the exponentials and SSE transitions above were.
 //   - Concurrent requests share one batch (batcher.go): every Sample call
 //     on a base model or any of its adapters joins the model's running
 //     batch, whose one goroutine (started by the first call, gone when the
@@ -223,13 +245,16 @@
 //     ascending within each, so its bits too are fixed. TestMoEMatchesReference
 //     and TestMoEGradientsMatchFiniteDifferences check them against the
 //     float64 reference, on data whose routing keeps clear of ties.
-//   - GPT-OSS's sliding-window and sink layers attend one row at a time
-//     (attendRow, which starts at the window and adds the sink to the
-//     softmax's denominator), so a row's bits still do not depend on the
-//     batch; their backward pass (attentionBackwardRows) recomputes each
-//     probability with the forward's kernels, one position and head at a
-//     time. Simpler and slower than the blocked path; the blocked
-//     kernels could learn windows and sinks later.
+//   - GPT-OSS's sliding-window and sink layers take the blocked paths
+//     too (gptoss_attn.go): a block reads keys from the window start of
+//     its first position, each query's probabilities before its own
+//     window are zero (adding +0 to a sum still at +0 keeps the bits of a
+//     sum that starts at the window), and the sink joins the softmax's
+//     denominator (softmaxSink forward, softmaxGrad backward). The
+//     forward keeps attendRow's bits (TestAttentionWindowBlocksMatchRows);
+//     the backward is checked against a float64 reference and for thread
+//     count invariance (TestAttentionWindowBackward) and, in the model,
+//     against finite differences (TestGptOssGradientsMatchFiniteDifferences).
 //   - DeepSeek's latent attention (mla.go) runs on the ordinary attention
 //     kernels: a head is qk_nope+qk_rope wide, each value is padded with
 //     zeros to that width (as transformers pads for flash attention) and

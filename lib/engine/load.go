@@ -80,10 +80,21 @@ func LoadDirWith(dir string, opt LoadOptions) (*Model, error) {
 	if c.Family == models.GptOss {
 		parts = gptOssParts{}
 	}
-	for _, path := range files {
-		if err := loadFile(path, want, ts, keepBF16, parts); err != nil {
+	var qp *quantParts // DeepSeek V3.1 / Kimi K2's FP8 or INT4 weights (quant_load.go)
+	if c.Family == models.DeepSeekV3 {
+		s, err := readQuantScheme(dir)
+		if err != nil {
 			return nil, err
 		}
+		qp = &quantParts{scheme: s, want: want, t: map[string]*safetensors.Tensor{}}
+	}
+	for _, path := range files {
+		if err := loadFile(path, want, ts, keepBF16, parts, qp); err != nil {
+			return nil, err
+		}
+	}
+	if err := qp.finish(); err != nil {
+		return nil, err
 	}
 	if err := parts.convert(c, ts, keepBF16); err != nil {
 		return nil, err
@@ -107,7 +118,7 @@ func LoadDirWith(dir string, opt LoadOptions) (*Model, error) {
 
 // loadFile converts the tensors of one safetensors file that the model uses
 // (biases included); others, such as rotary caches, are skipped.
-func loadFile(path string, want map[string][]int, ts Tensors, keepBF16 bool, parts gptOssParts) error {
+func loadFile(path string, want map[string][]int, ts Tensors, keepBF16 bool, parts gptOssParts, qp *quantParts) error {
 	f, err := safetensors.Open(path)
 	if err != nil {
 		return fmt.Errorf("load weights: %w", err)
@@ -116,6 +127,12 @@ func loadFile(path string, want map[string][]int, ts Tensors, keepBF16 bool, par
 	for i := range f.Tensors {
 		st := &f.Tensors[i]
 		if parts != nil && parts.add(st) {
+			continue
+		}
+		if ok, err := qp.add(st, ts, keepBF16); ok || err != nil {
+			if err != nil {
+				return fmt.Errorf("load weights %s: %w", path, err)
+			}
 			continue
 		}
 		if fusedExperts.MatchString(st.Name) {

@@ -100,7 +100,7 @@ func (ps *datumPass) mlaBackwardLayer(li, lowest int, dx [][]float32) bool {
 	}
 	kvd := c.KVHeads * c.HeadDim
 	dq, dk, dv := ar.rows(n, c.Heads*c.HeadDim), ar.rows(n, kvd), ar.rows(n, kvd)
-	attentionBackward(c, a.q, ps.cache.k[li][:n*kvd], ps.cache.v[li][:n*kvd], datt, dq, dk, dv)
+	attentionBackward(c, li, nil, a.q, ps.cache.k[li][:n*kvd], ps.cache.v[li][:n*kvd], datt, dq, dk, dv)
 	var dxn1 [][]float32
 	if li > lowest {
 		dxn1 = ar.rows(n, c.Hidden)

@@ -4,6 +4,9 @@ package export
 
 import "simd/archsimd"
 
+// deltaLanes: AVX-512 present.
+var deltaLanes = archsimd.X86.AVX512()
+
 // addRows4Vector adds to v[i·in+j] row i of b (four rows of r, B' rows)
 // times A, for j < n (n a multiple of 32) and reports whether it did. Each A row is loaded once for the four output rows (the per-row
 // kernel reloads it for every row, and A is what the merge streams). Each
@@ -11,7 +14,7 @@ import "simd/archsimd"
 // deltaColsAVX2 does, then adds the sum to v, so the bits are deltaRow's
 // plus the add.
 func addRows4Vector(v, b, a []float32, r, in, n int) bool {
-	if !fp8Lanes || n == 0 {
+	if !deltaLanes || n == 0 {
 		return false
 	}
 	_, _, _ = v[3*in+n-1], b[4*r-1], a[(r-1)*in+n-1]

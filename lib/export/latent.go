@@ -9,6 +9,7 @@ import (
 
 	"github.com/tinkershell/tinker/lib/engine"
 	"github.com/tinkershell/tinker/lib/models"
+	"github.com/tinkershell/tinker/lib/quant"
 	"github.com/tinkershell/tinker/lib/safetensors"
 )
 
@@ -139,7 +140,7 @@ func (m *latentMerger) writeSide(out *outDir, o Options, a *Adapter, files []str
 		return err
 	}
 	card := mergedCard(o, a, m.merger)
-	if !m.dequant && (m.lb.quant != quantization{}) {
+	if !m.dequant && (m.lb.quant != quant.Scheme{}) {
 		card = append(card, "- quantised weights that the adapter changes are requantised in the base's format with fresh scales; the others are copied as they are\n"...)
 	}
 	writes := []struct {

@@ -2,10 +2,8 @@ package export
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,6 +11,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/tinkershell/tinker/lib/quant"
 	"github.com/tinkershell/tinker/lib/safetensors"
 )
 
@@ -233,7 +232,7 @@ func (m *latentMerger) fillQuant(ctx context.Context, f *os.File, q *qtensor, t 
 	}
 	step := max(1, blockElems/q.cols)
 	if !q.int4 {
-		step = max(1, step/m.lb.quant.block[0]) * m.lb.quant.block[0]
+		step = max(1, step/m.lb.quant.Block[0]) * m.lb.quant.Block[0]
 	}
 	inRow := int(q.w.t.Bytes()) / q.rows
 	outRow := int(t.Bytes()) / q.rows
@@ -245,7 +244,7 @@ func (m *latentMerger) fillQuant(ctx context.Context, f *os.File, q *qtensor, t 
 	}
 	unit := 1
 	if !q.int4 && !m.dequant {
-		unit = m.lb.quant.block[0] // a requantised FP8 block's rows stay together
+		unit = m.lb.quant.Block[0] // a requantised FP8 block's rows stay together
 	}
 	make1 := func(lo int, dst []byte) ([]byte, error) {
 		n := min(step, q.rows-lo)
@@ -304,23 +303,10 @@ func addDelta(u *update, lo int, v []float32, cols int) {
 // decodeQuant dequantises rows [lo, lo+n) of q from src into v.
 func (m *latentMerger) decodeQuant(q *qtensor, src, scales []byte, lo, n int, v []float32) {
 	if q.int4 {
-		g := m.lb.quant.group
-		sr := 2 * q.cols / g
-		for r := range n {
-			int4Row(src[r*q.cols/2:], scales[(lo+r)*sr:], g, v[r*q.cols:(r+1)*q.cols])
-		}
+		quant.Int4Rows(src, scales, q.cols, m.lb.quant.Group, lo, n, v)
 		return
 	}
-	b := m.lb.quant.block
-	nbc := ceilDiv(q.cols, b[1])
-	s := make([]float32, nbc)
-	for r := range n {
-		srow := ((lo + r) / b[0]) * nbc
-		for c := range s {
-			s[c] = math.Float32frombits(binary.LittleEndian.Uint32(scales[4*(srow+c):]))
-		}
-		fp8DecodeRow(v[r*q.cols:(r+1)*q.cols], src[r*q.cols:(r+1)*q.cols], b[1], s)
-	}
+	quant.FP8Rows(src, scales, q.cols, m.lb.quant.Block, lo, n, v)
 }
 
 // encodeQuant writes rows [lo, lo+n) of v into dst: in dtype dt when
@@ -333,37 +319,11 @@ func (m *latentMerger) encodeQuant(q *qtensor, dt safetensors.DType, v []float32
 			encodeRow(dt, v[r*q.cols:(r+1)*q.cols], dst[r*sz:(r+1)*sz])
 		}
 	case q.int4:
-		g := m.lb.quant.group
+		g := m.lb.quant.Group
 		for r := range n {
-			int4Quantize(v[r*q.cols:(r+1)*q.cols], g, dst[r*q.cols/2:], fresh[(lo+r)*2*q.cols/g:])
+			quant.Int4Quantize(v[r*q.cols:(r+1)*q.cols], g, dst[r*q.cols/2:], fresh[(lo+r)*2*q.cols/g:])
 		}
 	default:
-		fp8Quantize(v, q.cols, m.lb.quant.block, lo, n, dst, fresh)
-	}
-}
-
-// fp8Quantize requantises rows [lo, lo+n) (lo a multiple of the block
-// height): each block's scale is its largest magnitude over 448, and
-// each value is value/scale rounded to E4M3.
-func fp8Quantize(v []float32, cols int, b [2]int, lo, n int, dst, fresh []byte) {
-	nbc := ceilDiv(cols, b[1])
-	amax, inv := make([]uint32, nbc), make([]float32, nbc)
-	for r0 := 0; r0 < n; r0 += b[0] {
-		r1 := min(n, r0+b[0])
-		clear(amax)
-		for r := r0; r < r1; r++ {
-			absMaxRow(v[r*cols:(r+1)*cols], b[1], amax)
-		}
-		for c, m := range amax {
-			s := math.Float32frombits(m) / fp8Max
-			if s == 0 {
-				s = 1
-			}
-			binary.LittleEndian.PutUint32(fresh[4*(((lo+r0)/b[0])*nbc+c):], math.Float32bits(s))
-			inv[c] = 1 / s
-		}
-		for r := r0; r < r1; r++ {
-			fp8EncodeRow(dst[r*cols:(r+1)*cols], v[r*cols:(r+1)*cols], b[1], inv)
-		}
+		quant.FP8Quantize(v, q.cols, m.lb.quant.Block, lo, n, dst, fresh)
 	}
 }

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -15,6 +16,7 @@ import (
 	"github.com/tinkershell/tinker/lib/engine"
 	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/server"
+	"github.com/tinkershell/tinker/lib/userfile"
 	"github.com/tinkershell/tinker/shell"
 )
 
@@ -160,16 +162,23 @@ func dataFlag(c *invocation) string {
 	return DataDir()
 }
 
+// maxManifest bounds a manifest read into memory: 10,000 listed
+// checkpoints take about 2 MB.
+const maxManifest = 256 << 20
+
 func runImport(c *invocation) int {
 	dir, file := dataFlag(c), c.args[0]
-	f, err := os.Open(file)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// A FIFO (a shell's <(...)) or a device is read with a bound, and a
+	// silent writer never holds the command past Ctrl-C.
+	data, err := userfile.ReadAny(ctx, file, maxManifest)
 	if err != nil {
 		fmt.Fprintf(c.io.Err, "Error: cannot read manifest: %v\n", err)
 		return shell.ExitError
 	}
-	defer f.Close()
 	start := time.Now()
-	stats, err := server.Import(context.Background(), dir, f, c.now())
+	stats, err := server.Import(ctx, dir, bytes.NewReader(data), c.now())
 	if err != nil {
 		fmt.Fprintf(c.io.Err, "Error: import %s: %v\n", file, err)
 		return shell.ExitError

@@ -1,14 +1,17 @@
-package export
+// Package quant decodes and encodes the block-quantised weight formats of
+// released checkpoints (DeepSeek's FP8 blocks, compressed-tensors' packed
+// INT4): the engine dequantises them on load, lib/export on merge.
+package quant
 
 import "math"
 
 // FP8 E4M3 ("e4m3fn", as DeepSeek V3 and Kimi K2 store their weights): a
 // sign, four exponent bits with bias 7 and three mantissa bits; no
 // infinities, S.1111.111 is NaN, the largest finite value is 448.
-const fp8Max = 448
+const FP8Max = 448
 
-// fp8Values decodes every byte.
-var fp8Values = fp8Table()
+// FP8Values decodes every byte.
+var FP8Values = fp8Table()
 
 func fp8Table() (vals [256]float32) {
 	for c := range 256 {
@@ -30,7 +33,7 @@ func fp8Table() (vals [256]float32) {
 	return vals
 }
 
-// Bit patterns fp8Encode works with (float32 magnitudes).
+// Bit patterns FP8Encode works with (float32 magnitudes).
 const (
 	fp8SatBits = 0x43e00000 // 448: at or above, saturate (infinity too)
 	fp8SubBits = 0x3c800000 // 2^-6: below, E4M3's subnormal range
@@ -38,13 +41,13 @@ const (
 	fp8Rebias  = (127 - 7) << 3
 )
 
-// fp8Encode rounds v to the nearest E4M3 value (ties to the even code),
+// FP8Encode rounds v to the nearest E4M3 value (ties to the even code),
 // saturating at ±448; NaN is 0x7f whatever its sign. All in integer
 // arithmetic on the bits except the subnormal range, where adding 2^14
 // makes float32's own round-to-nearest-even round to a multiple of 2^-9
 // whose count sits in the low mantissa bits. fp8_simd.go does the same
 // per lane.
-func fp8Encode(v float32) byte {
+func FP8Encode(v float32) byte {
 	bits := math.Float32bits(v)
 	sign := byte(bits>>24) & 0x80
 	a := bits &^ (1 << 31)
@@ -82,7 +85,7 @@ func fp8EncodeRow(dst []byte, src []float32, b int, inv []float32) {
 	for c0 := 0; c0 < len(src); c0 += b {
 		c1 := min(len(src), c0+b)
 		for j := vecEnd(c0, c1, vector); j < c1; j++ {
-			dst[j] = fp8Encode(src[j] * inv[c0/b])
+			dst[j] = FP8Encode(src[j] * inv[c0/b])
 		}
 	}
 }
@@ -94,7 +97,7 @@ func fp8DecodeRow(dst []float32, src []byte, b int, s []float32) {
 	for c0 := 0; c0 < len(src); c0 += b {
 		c1 := min(len(src), c0+b)
 		for j := vecEnd(c0, c1, vector); j < c1; j++ {
-			dst[j] = fp8Values[src[j]] * s[c0/b]
+			dst[j] = FP8Values[src[j]] * s[c0/b]
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package export
+package quant
 
 import (
 	"fmt"
@@ -77,7 +77,7 @@ func encodeRange(lo, hi int) error {
 			for j, v := range src {
 				v *= inv[j/40]
 				want := fp8EncodeRef(v)
-				if got := fp8Encode(v); got != want || vec[j] != want {
+				if got := FP8Encode(v); got != want || vec[j] != want {
 					return fmt.Errorf("bits %#08x: scalar %#02x, vector %#02x, reference %#02x", math.Float32bits(v), got, vec[j], want)
 				}
 			}
@@ -101,7 +101,7 @@ func TestFP8VectorMatchesScalar(t *testing.T) {
 	for c := range scales {
 		var want uint32
 		for i := 150 * c; i < min(len(codes), 150*(c+1)); i++ {
-			w := fp8Values[codes[i]] * scales[c]
+			w := FP8Values[codes[i]] * scales[c]
 			if math.Float32bits(got[i]) != math.Float32bits(w) {
 				t.Fatalf("code %#02x times %g: %g (%#x), want %g (%#x)", codes[i], scales[c], got[i], math.Float32bits(got[i]), w, math.Float32bits(w))
 			}

@@ -1,4 +1,4 @@
-package export
+package quant
 
 import (
 	"encoding/binary"
@@ -13,11 +13,11 @@ import (
 // BF16 [out, in/group] one scale per group of consecutive columns;
 // X.weight_shape I32 [2] the matrix's [out, in]. value = int4 · scale.
 
-// int4Row widens one packed row into dst, scaled by its group scales:
+// Int4Row widens one packed row into dst, scaled by its group scales:
 // a word (eight values) at a time, each nibble sign-extended by shifting
 // it to the top and back. Groups are whole words (their size is a
-// multiple of 8, which latent_base.go checks).
-func int4Row(packed, scales []byte, group int, dst []float32) {
+// multiple of 8, which Parse and Int4Shapes check).
+func Int4Row(packed, scales []byte, group int, dst []float32) {
 	for g := 0; g < len(dst); g += group {
 		s := safetensors.BF16ToFloat32(binary.LittleEndian.Uint16(scales[2*(g/group):]))
 		for j := g; j < min(len(dst), g+group); j += 8 {
@@ -30,12 +30,12 @@ func int4Row(packed, scales []byte, group int, dst []float32) {
 	}
 }
 
-// int4Quantize packs one row symmetrically: each group's scale is its
+// Int4Quantize packs one row symmetrically: each group's scale is its
 // largest magnitude over 7, rounded to bfloat16 before the values are
 // divided by it, and each value rounds to the nearest integer in [-8, 7]
 // (ties to even); the integers are made sixteen at a time where there is
 // a vector unit (int4_simd.go), then packed a word at a time.
-func int4Quantize(src []float32, group int, packed, scales []byte) {
+func Int4Quantize(src []float32, group int, packed, scales []byte) {
 	q, amax := make([]int32, group), make([]uint32, 1)
 	for g := 0; g < len(src); g += group {
 		amax[0] = 0

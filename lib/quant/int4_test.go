@@ -1,4 +1,4 @@
-package export
+package quant
 
 import (
 	"bytes"
@@ -34,13 +34,13 @@ func TestINT4MatchesElementwise(t *testing.T) {
 			}
 			packed, scales := make([]byte, len(src)/2), make([]byte, 2*len(src)/group)
 			wantP, wantS := make([]byte, len(src)/2), make([]byte, 2*len(src)/group)
-			int4Quantize(src, group, packed, scales)
+			Int4Quantize(src, group, packed, scales)
 			int4QuantizeRef(src, group, wantP, wantS)
 			if !bytes.Equal(packed, wantP) || !bytes.Equal(scales, wantS) {
 				t.Fatalf("group %d row %d: packed or scales differ", group, n)
 			}
 			got, want := make([]float32, len(src)), make([]float32, len(src))
-			int4Row(packed, scales, group, got)
+			Int4Row(packed, scales, group, got)
 			int4RowRef(packed, scales, group, want)
 			for i := range got {
 				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {

@@ -1,6 +1,6 @@
 //go:build goexperiment.simd && amd64
 
-package export
+package quant
 
 import "simd/archsimd"
 
