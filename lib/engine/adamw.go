@@ -56,11 +56,7 @@ func (t *Trainer) OptimStep(p AdamParams) (map[string]float64, error) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var ss float64
-	for _, q := range t.params {
-		ss += sumSquares(q.grad)
-	}
-	norm := math.Sqrt(ss)
+	norm := math.Sqrt(gradSquares(t.params))
 	coef := 1.0
 	if c := p.GradClipNorm / (norm + 1e-6); p.GradClipNorm > 0 && c < 1 {
 		coef = c
@@ -71,10 +67,7 @@ func (t *Trainer) OptimStep(p AdamParams) (map[string]float64, error) {
 	bc2 := math.Sqrt(1 - math.Pow(p.Beta2, n))
 	decay := 1 - float64(p.LearningRate*p.WeightDecay)
 	a := adamConsts{coef: coef, b1: p.Beta1, b2: p.Beta2, decay: decay, stepSize: stepSize, bc2: bc2, eps: p.Eps}
-	for _, q := range t.params {
-		adamUpdate(q.w, q.m, q.v, q.grad, a)
-		clear(q.grad)
-	}
+	adamStep(t.params, a)
 	t.syncScaled()
 	return map[string]float64{"unclipped_grad_l2:mean": norm}, nil
 }
@@ -84,4 +77,41 @@ func (t *Trainer) Step() int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.step
+}
+
+// adamCost is an AdamW update's cost in multiply-adds, for parallelFor
+// (a square root and two divisions among some ten operations).
+const adamCost = 16
+
+// gradSquares is Σ sumSquares(q.grad) added in parameter order; the
+// parameters' sums run on all cores (each whole on one, so the bits do
+// not depend on the split).
+func gradSquares(params []*param) float64 {
+	ss := make([]float64, len(params))
+	var n int
+	for _, q := range params {
+		n += len(q.grad)
+	}
+	parallelFor(len(params), 1, n, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			ss[i] = sumSquares(params[i].grad)
+		}
+	})
+	var sum float64
+	for _, s := range ss {
+		sum += s
+	}
+	return sum
+}
+
+// adamStep applies adamUpdate to every parameter and zeroes its
+// gradient, each large parameter split over the cores by element ranges
+// (the update is per element, so the bits do not depend on the split).
+func adamStep(params []*param, a adamConsts) {
+	for _, q := range params {
+		parallelFor(len(q.grad), 64, len(q.grad)*adamCost, func(lo, hi int) {
+			adamUpdate(q.w[lo:hi], q.m[lo:hi], q.v[lo:hi], q.grad[lo:hi], a)
+			clear(q.grad[lo:hi])
+		})
+	}
 }

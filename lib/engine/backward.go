@@ -20,6 +20,7 @@ type layerActs struct {
 	g, u, h    [][]float32 // gate and up projections, silu(g)·u
 	t          [7][][]float32
 	moe        *moeActs // instead of g, u, h and the MLP's t in a mixture-of-experts layer
+	mla        *mlaActs // latent attention's own (mla_train.go)
 }
 
 // Indices of layerActs.t: each adapted matrix's A·x.
@@ -115,6 +116,9 @@ func (ps *datumPass) forwardLayer(li int, x, spare [][]float32) (next, nextSpare
 	m, c, ar, n := ps.t.model, ps.c, ps.ar, ps.n
 	h, qd, kvd := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
 	lw, tl, a := &m.w.layers[li], &ps.t.layers[li], &ps.acts[li]
+	if lw.mla != nil {
+		return ps.mlaForwardLayer(li, x, spare)
+	}
 	mark := ar.off
 	a.x = x
 	a.xn1 = ar.rowsToFill(n, h)
@@ -156,7 +160,18 @@ func (ps *datumPass) forwardLayer(li int, x, spare [][]float32) (next, nextSpare
 	}
 	a.t[tO] = ps.tRows(tl.o)
 	trainLinear(lw.o, lw.oBias, tl.o, a.att, a.x2, a.t[tO], true)
-	a.xn2 = ar.rowsToFill(n, h)
+	return ps.mlpBlock(li, mark, x, spare)
+}
+
+// mlpBlock finishes layer li from a.x2, the residual after attention: the
+// MLP norm, the next residual (spare without a backward pass to come) and
+// the MLPs, the experts' and (dense layers, DeepSeek's shared experts) the
+// dense one. Without a backward pass it frees the layer's scratch from
+// mark and returns x as the next spare.
+func (ps *datumPass) mlpBlock(li, mark int, x, spare [][]float32) (next, nextSpare [][]float32) {
+	c, ar, n := ps.c, ps.ar, ps.n
+	lw, a := &ps.t.model.w.layers[li], &ps.acts[li]
+	a.xn2 = ar.rowsToFill(n, c.Hidden)
 	for p := range n {
 		rmsNorm(a.xn2[p], a.x2[p], lw.mlpNorm, c.RMSNormEps)
 	}
@@ -169,7 +184,8 @@ func (ps *datumPass) forwardLayer(li int, x, spare [][]float32) (next, nextSpare
 	}
 	if lw.moe != nil {
 		ps.moeForward(li, next)
-	} else {
+	}
+	if c.mlpWidth(li) > 0 {
 		ps.mlpForward(li, next)
 	}
 	if !ps.backward {
@@ -185,7 +201,8 @@ func (ps *datumPass) forwardLayer(li int, x, spare [][]float32) (next, nextSpare
 func (ps *datumPass) mlpForward(li int, next [][]float32) {
 	c, ar, n := ps.c, ps.ar, ps.n
 	lw, tl, a := &ps.t.model.w.layers[li], &ps.t.layers[li], &ps.acts[li]
-	a.g, a.u, a.h = ar.rowsToFill(n, c.Intermediate), ar.rowsToFill(n, c.Intermediate), ar.rowsToFill(n, c.Intermediate)
+	w := c.mlpWidth(li)
+	a.g, a.u, a.h = ar.rowsToFill(n, w), ar.rowsToFill(n, w), ar.rowsToFill(n, w)
 	a.t[tGate], a.t[tUp], a.t[tDown] = ps.tRows(tl.gate), ps.tRows(tl.up), ps.tRows(tl.down)
 	trainLinear(lw.gate, nil, tl.gate, a.xn2, a.g, a.t[tGate], false)
 	trainLinear(lw.up, nil, tl.up, a.xn2, a.u, a.t[tUp], false)
@@ -238,16 +255,11 @@ func (ps *datumPass) backwardLayer(li, lowest int, dx [][]float32) bool {
 	t, c, ar, n := ps.t, ps.c, ps.ar, ps.n
 	h, qd, kvd := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
 	lw, tl, a := &t.model.w.layers[li], &t.layers[li], &ps.acts[li]
+	if lw.mla != nil {
+		return ps.mlaBackwardLayer(li, lowest, dx)
+	}
 	mark := ar.off // this layer's gradient scratch is dead once dx is updated
-	var dxn [][]float32
-	if lw.moe != nil {
-		dxn = ps.moeBackward(li, dx)
-	} else {
-		dxn = ps.mlpBackward(li, dx)
-	}
-	for p := range n {
-		rmsNormBackward(dx[p], dxn[p], a.x2[p], lw.mlpNorm, c.RMSNormEps)
-	}
+	ps.mlpBlockBackward(li, dx)
 	if li == lowest && !t.cfg.TrainAttn {
 		return false // nothing trained below
 	}
@@ -257,11 +269,7 @@ func (ps *datumPass) backwardLayer(li, lowest int, dx [][]float32) bool {
 	datt := ar.rows(n, qd)
 	t.linearBackward(lw.o, tl.o, a.att, a.t[tO], dx, datt, false)
 	dq, dk, dv := ar.rows(n, qd), ar.rows(n, kvd), ar.rows(n, kvd)
-	if t.model.windowed(li) {
-		attentionBackwardRows(c, li, lw.sinks, a.q, ps.cache.k[li][:n*kvd], ps.cache.v[li][:n*kvd], datt, dq, dk, dv)
-	} else {
-		attentionBackward(c, a.q, ps.cache.k[li][:n*kvd], ps.cache.v[li][:n*kvd], datt, dq, dk, dv)
-	}
+	attentionBackward(c, li, lw.sinks, a.q, ps.cache.k[li][:n*kvd], ps.cache.v[li][:n*kvd], datt, dq, dk, dv)
 	for p := range n {
 		ropeBackward(dq[p], c.HeadDim, ps.cos[p], ps.sin[p])
 		ropeBackward(dk[p], c.HeadDim, ps.cos[p], ps.sin[p])
@@ -285,14 +293,38 @@ func (ps *datumPass) backwardLayer(li, lowest int, dx [][]float32) bool {
 	return true
 }
 
+// mlpBlockBackward adds to dx, the gradient of layer li's output
+// residual, what flows back through its MLPs and their norm.
+func (ps *datumPass) mlpBlockBackward(li int, dx [][]float32) {
+	c, n := ps.c, ps.n
+	lw, a := &ps.t.model.w.layers[li], &ps.acts[li]
+	var dxn [][]float32
+	if lw.moe != nil {
+		dxn = ps.moeBackward(li, dx)
+	}
+	if c.mlpWidth(li) > 0 {
+		d := ps.mlpBackward(li, dx)
+		if dxn == nil {
+			dxn = d
+		} else {
+			for p := range n {
+				putRow(dxn[p], d[p], true)
+			}
+		}
+	}
+	for p := range n {
+		rmsNormBackward(dx[p], dxn[p], a.x2[p], lw.mlpNorm, c.RMSNormEps)
+	}
+}
+
 // mlpBackward returns the gradient of layer li's MLP input xn2 given dx,
 // that of its output: x3 = x2 + down(silu(gate(xn2))·up(xn2)).
 func (ps *datumPass) mlpBackward(li int, dx [][]float32) [][]float32 {
 	t, c, ar, n := ps.t, ps.c, ps.ar, ps.n
 	lw, tl, a := &t.model.w.layers[li], &t.layers[li], &ps.acts[li]
-	dg := ar.rows(n, c.Intermediate)
+	dg := ar.rows(n, c.mlpWidth(li))
 	t.linearBackward(lw.down, tl.down, a.h, a.t[tDown], dx, dg, false)
-	du := ar.rows(n, c.Intermediate)
+	du := ar.rows(n, c.mlpWidth(li))
 	for p := range n {
 		siluMulBackward(dg[p], du[p], a.g[p], a.u[p])
 	}
@@ -357,10 +389,11 @@ func headNormBackward(ar *arena, dOut, raw [][]float32, weight []float32, c Conf
 // are the n cached rows, one slab of KVHeads·HeadDim columns. KV heads are
 // split across goroutines; each takes attnRows positions at a time
 // (attnBack.block), reading each cached row once per block, and keys and
-// values accumulate in ascending query position and head order.
-func attentionBackward(c Config, q [][]float32, k, v []float32, datt, dq, dk, dv [][]float32) {
+// values accumulate in ascending query position and head order. Layer li
+// and its sink logits (nil: none) give GPT-OSS's window and sinks.
+func attentionBackward(c Config, li int, sinks []float32, q [][]float32, k, v []float32, datt, dq, dk, dv [][]float32) {
 	n := len(q)
-	a := &attnBack{c: c, q: q, datt: datt, dq: dq, dk: dk, dv: dv, k: k, v: v}
+	a := &attnBack{c: c, li: li, sinks: sinks, q: q, datt: datt, dq: dq, dk: dk, dv: dv, k: k, v: v}
 	workers := min(runtime.GOMAXPROCS(0), c.KVHeads, max(1, n*n*c.Heads*c.HeadDim/parallelMinWork))
 	forkJoin(workers, func(wk int) {
 		var s attnBackScratch

@@ -20,6 +20,7 @@ type RopeScaling struct {
 	BetaFast, BetaSlow            float64 // yarn; 0 means 32 and 1
 	Truncate                      *bool   // yarn: round the ramp's ends (nil: true)
 	AttentionFactor               float64 // yarn: multiplies cos and sin; 0 means 0.1·ln(factor) + 1
+	MScale, MScaleAllDim          float64 // yarn, DeepSeek-V3: mscale and mscale_all_dim (deepseek.go)
 }
 
 // Config is the architecture of a model the engine runs: the shape shared
@@ -34,8 +35,9 @@ type Config struct {
 	SlidingWindow int
 	LayerTypes    []string
 	SwigluLimit   float64
-	BOSTokenID    int   // -1 if none
-	EOSTokenIDs   []int // end-of-sequence ids from the config
+	Routing       *DeepSeekRouting // DeepSeek-V3's router (deepseek.go); nil for the other families
+	BOSTokenID    int              // -1 if none
+	EOSTokenIDs   []int            // end-of-sequence ids from the config
 }
 
 // hfConfig mirrors the fields of config.json that the engine reads.
@@ -109,14 +111,21 @@ func ParseConfig(data []byte) (Config, error) {
 		return Config{}, fmt.Errorf("parse model config.json: %w", err)
 	}
 	var c Config
-	switch f := models.Family(h.ModelType); f {
-	case models.Llama3, models.Qwen3, models.Qwen3MoE, models.GptOss:
+	switch f := models.Family(h.ModelType); {
+	case f == models.Llama3 || f == models.Qwen3 || f == models.Qwen3MoE || f == models.GptOss:
 		c.Family = f
+	case isDeepSeekType(h.ModelType):
+		c.Family = models.DeepSeekV3
 	default:
-		return Config{}, fmt.Errorf("model_type %q is not supported by the local engine (supported: llama, qwen3, qwen3_moe, gpt_oss)", h.ModelType)
+		return Config{}, fmt.Errorf("model_type %q is not supported by the local engine (supported: llama, qwen3, qwen3_moe, gpt_oss, deepseek_v3, kimi_k2)", h.ModelType)
 	}
 	if c.Family == models.GptOss {
 		parseGptOss(&c, &h)
+	}
+	if c.Family == models.DeepSeekV3 {
+		if err := parseDeepSeek(&c, &h, data); err != nil {
+			return Config{}, err
+		}
 	}
 	if !c.moeFamily() && max(h.NumExperts, h.NumLocalExperts) > 0 {
 		return Config{}, fmt.Errorf("model_type %q with experts is not supported by the local engine", h.ModelType)
@@ -142,11 +151,12 @@ func ParseConfig(data []byte) (Config, error) {
 	c.Intermediate = h.IntermediateSize
 	c.Layers = h.NumHiddenLayers
 	c.Heads = h.NumAttentionHeads
-	c.KVHeads = h.NumKeyValueHeads
+	if c.MLA == nil {
+		c.KVHeads, c.HeadDim = h.NumKeyValueHeads, h.HeadDim
+	}
 	if c.KVHeads == 0 {
 		c.KVHeads = c.Heads
 	}
-	c.HeadDim = h.HeadDim
 	if c.HeadDim == 0 && c.Heads > 0 {
 		c.HeadDim = c.Hidden / c.Heads
 	}
@@ -179,14 +189,15 @@ func ParseConfig(data []byte) (Config, error) {
 		switch typ {
 		case "", "default":
 		case "yarn":
-			if r.MScale != 0 || r.MScaleAllDim != 0 {
+			if (r.MScale != 0 || r.MScaleAllDim != 0) && c.Family != models.DeepSeekV3 {
 				return Config{}, fmt.Errorf("yarn rope_scaling with mscale/mscale_all_dim (DeepSeek's) is not supported")
 			}
 			fallthrough
 		case "linear", "llama3":
 			c.RopeScaling = &RopeScaling{Type: typ, Factor: r.Factor, LowFreqFactor: r.LowFreqFactor,
 				HighFreqFactor: r.HighFreqFactor, OriginalMaxPositionEmbeddings: r.OriginalMaxPositionEmbeddings,
-				BetaFast: r.BetaFast, BetaSlow: r.BetaSlow, Truncate: r.Truncate, AttentionFactor: r.AttentionFactor}
+				BetaFast: r.BetaFast, BetaSlow: r.BetaSlow, Truncate: r.Truncate, AttentionFactor: r.AttentionFactor,
+				MScale: r.MScale, MScaleAllDim: r.MScaleAllDim}
 		default:
 			return Config{}, fmt.Errorf("rope scaling type %q is not supported (supported: default, linear, llama3, yarn)", typ)
 		}
@@ -247,10 +258,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Family != models.Llama3 && c.Family != models.Qwen3 && !c.moeFamily():
 		return fmt.Errorf("model config: unsupported architecture %q", c.Family)
-	case c.MLA != nil || c.SharedExperts > 0 || c.FirstDenseLayers > 0:
-		return fmt.Errorf("model config: latent attention and shared experts are not supported by the local engine")
 	case (c.Experts > 0) != c.moeFamily():
-		return fmt.Errorf("model config: num_experts must be positive for qwen3_moe and gpt_oss and absent otherwise")
+		return fmt.Errorf("model config: num_experts must be positive for qwen3_moe, gpt_oss and deepseek_v3 and absent otherwise")
 	case c.VocabSize <= 0 || c.Hidden <= 0 || c.Layers <= 0 || c.Heads <= 0 || c.HeadDim <= 0:
 		return fmt.Errorf("model config: vocab_size, hidden_size, num_hidden_layers, num_attention_heads and head_dim must be positive")
 	case c.VocabSize > maxVocab || c.Hidden > maxWidth || c.Intermediate > maxWidth || c.MoEIntermediate > maxWidth ||
@@ -271,6 +280,9 @@ func (c Config) Validate() error {
 	if err := c.validateGptOss(); err != nil {
 		return err
 	}
+	if err := c.validateDeepSeek(); err != nil {
+		return err
+	}
 	if s := c.RopeScaling; s != nil {
 		if s.Factor <= 0 {
 			return fmt.Errorf("model config: rope_scaling factor must be positive")
@@ -287,6 +299,9 @@ func (c Config) Validate() error {
 
 // Params returns the number of parameters implied by the config.
 func (c Config) Params() int64 {
+	if c.MLA != nil {
+		return c.deepseekParams()
+	}
 	h, q, kv := int64(c.Hidden), int64(c.Heads*c.HeadDim), int64(c.KVHeads*c.HeadDim)
 	layer := h*q + 2*h*kv + q*h + 2*h
 	if c.hasQKNorm() {
@@ -308,7 +323,7 @@ func (c Config) Params() int64 {
 // ParseConfig reads), e.g. to write a tiny model out as a model directory.
 func (c Config) HFConfigJSON() ([]byte, error) {
 	arch := map[models.Family]string{models.Llama3: "LlamaForCausalLM", models.Qwen3: "Qwen3ForCausalLM",
-		models.Qwen3MoE: "Qwen3MoeForCausalLM", models.GptOss: "GptOssForCausalLM"}[c.Family]
+		models.Qwen3MoE: "Qwen3MoeForCausalLM", models.GptOss: "GptOssForCausalLM", models.DeepSeekV3: "DeepseekV3ForCausalLM"}[c.Family]
 	m := map[string]any{
 		"architectures":           []string{arch},
 		"model_type":              string(c.Family),
@@ -330,7 +345,7 @@ func (c Config) HFConfigJSON() ([]byte, error) {
 	}
 	if c.Family == models.GptOss {
 		gptOssJSON(c, m)
-	} else if c.Experts > 0 {
+	} else if c.Experts > 0 && c.MLA == nil {
 		m["num_experts"], m["num_experts_per_tok"], m["moe_intermediate_size"] = c.Experts, c.ExpertsPerToken, c.MoEIntermediate
 		m["norm_topk_prob"] = c.NormTopKProb
 		if c.DecoderSparseStep > 0 {
@@ -366,11 +381,16 @@ func (c Config) HFConfigJSON() ([]byte, error) {
 		}
 		m["rope_scaling"] = r
 	}
+	if c.MLA != nil {
+		deepseekJSON(c, m)
+	}
 	return json.MarshalIndent(m, "", "  ")
 }
 
 // moeFamily reports whether the family routes tokens to experts.
-func (c Config) moeFamily() bool { return c.Family == models.Qwen3MoE || c.Family == models.GptOss }
+func (c Config) moeFamily() bool {
+	return c.Family == models.Qwen3MoE || c.Family == models.GptOss || c.Family == models.DeepSeekV3
+}
 
 // hasQKNorm reports whether attention normalises each query and key head
 // (Qwen3's q_norm and k_norm).

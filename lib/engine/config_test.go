@@ -123,7 +123,7 @@ func TestConfigCatalogShapes(t *testing.T) {
 	}
 	moe := Config{Shape: smallConfig(models.Qwen3).Shape}
 	moe.Experts, moe.ExpertsPerToken = 8, 2
-	if err := moe.Validate(); err == nil || !strings.Contains(err.Error(), "num_experts must be positive for qwen3_moe and gpt_oss and absent otherwise") {
+	if err := moe.Validate(); err == nil || !strings.Contains(err.Error(), "num_experts must be positive for qwen3_moe, gpt_oss and deepseek_v3 and absent otherwise") {
 		t.Errorf("dense family with experts: err %v, want a mixture-of-experts refusal", err)
 	}
 }

@@ -1,10 +1,12 @@
 // Package engine is the local server's sampling and training engine: a
 // pure-Go float32 transformer forward pass for Llama-3, Qwen3 dense,
-// Qwen3-MoE and GPT-OSS models (RMSNorm, rotary embeddings with Llama-3.1
-// or YaRN frequency scaling, grouped-query attention with a KV cache,
-// SwiGLU MLP, Qwen3's per-head q/k norms, tied or untied lm_head, routed
-// experts: moe.go; GPT-OSS's sinks, sliding windows and experts:
-// gptoss*.go), LoRA adapters applied on the fly, token sampling with
+// Qwen3-MoE, GPT-OSS and DeepSeek-V3 / Kimi K2 models (RMSNorm, rotary
+// embeddings with Llama-3.1 or YaRN frequency scaling, grouped-query
+// attention with a KV cache, SwiGLU MLP, Qwen3's per-head q/k norms, tied
+// or untied lm_head, routed experts: moe.go; GPT-OSS's sinks, sliding
+// windows and experts: gptoss*.go; DeepSeek's latent attention, grouped
+// sigmoid routing and shared experts: deepseek*.go, mla*.go), LoRA
+// adapters applied on the fly, token sampling with
 // temperature, top-k, top-p, seeds, stop conditions and log-probabilities,
 // and LoRA training (Trainer): the losses of forward/forward_backward, a
 // backward pass to the adapter's parameters with the base weights frozen,
@@ -12,7 +14,8 @@
 //
 // Models come from a Hugging Face model directory (LoadDir; FindModelDir
 // searches the Hugging Face cache) or, for the built-in tiny models
-// tinker-local/tiny-llama, tiny-qwen3, tiny-qwen3-moe and tiny-gpt-oss,
+// tinker-local/tiny-llama, tiny-qwen3, tiny-qwen3-moe, tiny-gpt-oss and
+// tiny-deepseek,
 // from a seeded generator (Load). The tiny models' weights are UNTRAINED:
 // they emit byte noise and exist so that sampling, adapters and the server
 // run end to end with no download. Pool loads each base model once and caches adapters.
@@ -108,13 +111,64 @@
 //     columns. Without AVX-512 or the experiment the scalar kernels run;
 //     TestForwardKernelsMatchScalar and TestSIMDMatchesScalar compare them.
 //   - Elementwise kernels (kernels_elem.go; vector twins in
-//     kernels_elem_simd.go) use the engine's own exp64 (range reduction
-//     and a degree-13 polynomial, separate multiply and add, within 2 ulp
-//     of math.Exp) instead of math.Exp, which vectors cannot reproduce, so
-//     SiLU, softmax and the loss gradient have the same bits on both paths;
-//     float64 reductions (RMSNorm's sums, the gradient norm) are eight
-//     lane-strided partial sums added in a fixed tree (sumSquares).
-//     TestSIMDElementwiseMatchScalar compares both paths.
+//     kernels_elem_simd.go and kernels_exp_simd.go) use the engine's own
+//     exp64 (range reduction and a degree-13 polynomial by Horner's rule,
+//     within 2 ulp of math.Exp) instead of math.Exp, which vectors cannot
+//     reproduce, so SiLU, softmax and the loss gradient have the same bits
+//     on both paths. exp64 fuses every multiply-add (math.FMA; the vector
+//     twins' FMA instructions round once too, so the vector bodies need
+//     FMA and otherwise fall back to the scalar one). float64 reductions
+//     (RMSNorm's sums, the gradient norm, the loss's Σ exp) are eight
+//     lane-strided partial sums added in a fixed tree (sumSquares), which
+//     vectors compute without reordering and which a single serial chain
+//     would make slower than the exponentials themselves.
+//     TestSIMDElementwiseMatchScalar compares the scalar body with the
+//     512-bit and the 256-bit ones.
+//   - Where the elementwise time goes (CPU profile of a training step,
+//     qwen3-wide4 at 2 × 512 tokens, rank 32, before the change below,
+//     with asyncPreempt's samples put back where they belong, see below):
+//     the loss's vocabulary-wide exponentials were 28% of the samples
+//     (log-sum-exp and the gradient's exp 14% each); attention's softmax
+//     exponentials 3.5%; RMSNorm forward and backward with the q/k head
+//     norms 0.5-0.7%, SwiGLU 0.4-0.5%, AdamW with its gradient norm under
+//     0.3%, rotary embeddings and residual adds under 0.1% each; at
+//     1 × 2048 the loss 22% and attention's exponentials 9%. So only the
+//     exponentials got more work. The loss's run eight float64 lanes on
+//     AVX-512 (kernels_exp_simd.go), and the backward keeps them (a pooled
+//     float64 buffer, 1.2 MB at a 150k vocabulary) and scales them by
+//     −Σg / Σexp instead of computing exp(z − lse) again: one exponential
+//     pass per row, not two. Attention's (expShift32, expShift64) run
+//     eight lanes too. After this and the VZEROUPPER below, the loss was
+//     2% of a 2 × 512 step and attention's exponentials under 1%.
+//     BenchmarkElementwise times each kernel in CPU-ns per element. The
+//     other kernels keep their vector twins, on one core inside their row
+//     loops; splitting them across cores would buy under 1% of a step.
+//     AdamW and the gradient norm run on all cores (adamStep,
+//     gradSquares), which matters only for large adapters.
+//   - Vector kernels end with archsimd.ClearAVXUpperBits (VZEROUPPER),
+//     which archsimd does not emit by itself: Go's scalar float code is
+//     SSE, and while the vector registers' upper halves are dirty each SSE
+//     instruction waits on them. Without it, attention-length rows (1 to
+//     256 values) of expShift64 took 7× the CPU time. For the same reason
+//     a vector loop should keep no scalar float live across it (the
+//     compiler reloads it with an SSE move each iteration; expSum8 is a
+//     function of its own for this: the log-sum-exp took 7× the time).
+//   - Profiles and runtime.asyncPreempt: on a loaded machine a CPU profile
+//     puts a fifth to a quarter of a step's samples (half of a
+//     single-threaded microbenchmark's) on asyncPreempt's first
+//     instruction, under the vector loops. That is attribution, not cost.
+//     A thread the kernel has descheduled still looks busy to the Go
+//     scheduler, which asks it to yield (SIGURG) once its goroutine has
+//     run 10 ms of wall time; the profiling signal (SIGPROF) that fell due
+//     meanwhile is delivered right after the SIGURG handler has pointed
+//     the thread at asyncPreempt, so the sample lands there. A perf trace
+//     of the signals (perf record -e signal:signal_deliver) found 36% of
+//     the SIGPROFs 12-22 µs after a SIGURG on the same thread (by chance
+//     about 1%), and GODEBUG=asyncpreemptoff=1 in the same run moved
+//     those samples onto the loops (the loss kept its 28%) with CPU per
+//     step unchanged. The preemptions themselves are some 30 a second per
+//     thread, microseconds each. Profile with GODEBUG=asyncpreemptoff=1 to
+//     see the loops' own shares.
 //   - Forward attention (forward.go, kernels_attn*.go): decoding rows go
 //     one at a time; a run of consecutive positions of one sequence (a
 //     prefill chunk, a training sequence) goes per KV head in blocks of 16
@@ -122,6 +176,25 @@
 //     block's query heads. Both keep dot1's lane tree for each score and
 //     ascending positions for each output element, so a row's bits do not
 //     depend on its batch; TestAttentionBlocksMatchRows compares them.
+//     With AVX-512 the blocked kernels run 512-bit twins
+//     (kernels_attn_avx512.go) with the same bits: a score register holds
+//     dot1's eight lanes for two keys (a tile of eight keys packed in
+//     interleaved pairs, the query doubled), the weighted sums take 32-64
+//     elements per pass. Softmax's exponentials run on eight float64
+//     lanes (exp8x2 in kernels_exp_simd.go, exp64's bits) for both
+//     attention directions.
+//   - Attention's vector kernels end with archsimd.ClearAVXUpperBits
+//     (VZEROUPPER; Go does not emit it). Go loads scalar float constants
+//     and reloads spills with legacy SSE instructions; inside a loop of
+//     256/512-bit code, with the registers' upper halves dirty, those cost
+//     ~10× on the Xeon of issue 34: the 4-lane exponential (exp4x2, its
+//     constants broadcast from scalars each pass) ran 32.6 CPU-ns an
+//     element, and 3.5 with a VZEROUPPER after each pass. That was twice a
+//     128-element score's dot product and half the forward attention's
+//     CPU. exp8x2 broadcasts its constants with VEX moves, and with the
+//     VZEROUPPER takes a few CPU-ns (BenchmarkSoftmaxExp). Other archsimd loops whose disassembly
+//     shows MOVSD/MOVUPS between vector instructions are worth the same
+//     check.
 //   - Attention backward (backward.go, kernels_attn_bwd*.go) recomputes
 //     the probabilities in the same blocks (KV heads split over workers,
 //     blocks in ascending position): scores and datt·v with the forward's
@@ -143,8 +216,11 @@
 //     each score bits that depend on where tiles start, and the rule that
 //     every output element sums its keys in ascending order in one pass is
 //     what makes a row's bits independent of its batch, its block and the
-//     thread count. Key tiles would buy cache reuse at long lengths, a
-//     speed question to decide on a quiet machine (issue 34).
+//     thread count. Measured (BenchmarkAttentionLong, one layer of the
+//     0.6B heads, CPU time on a loaded 2-core Xeon): attention's CPU time
+//     per FLOP was the same at 512 and 2048 tokens, forward and backward,
+//     so cache reuse at length, what key tiles buy, was not where the
+//     time went; the exponentials and SSE transitions above were.
 //   - Concurrent requests share one batch (batcher.go): every Sample call
 //     on a base model or any of its adapters joins the model's running
 //     batch, whose one goroutine (started by the first call, gone when the
@@ -195,13 +271,63 @@
 //     ascending within each, so its bits too are fixed. TestMoEMatchesReference
 //     and TestMoEGradientsMatchFiniteDifferences check them against the
 //     float64 reference, on data whose routing keeps clear of ties.
-//   - GPT-OSS's sliding-window and sink layers attend one row at a time
-//     (attendRow, which starts at the window and adds the sink to the
-//     softmax's denominator), so a row's bits still do not depend on the
-//     batch; their backward pass (attentionBackwardRows) recomputes each
-//     probability with the forward's kernels, one position and head at a
-//     time. Simpler and slower than the blocked path; the blocked
-//     kernels could learn windows and sinks later.
+//   - GPT-OSS's sliding-window and sink layers take the blocked paths
+//     too (gptoss_attn.go): a block reads keys from the window start of
+//     its first position, each query's probabilities before its own
+//     window are zero (adding +0 to a sum still at +0 keeps the bits of a
+//     sum that starts at the window), and the sink joins the softmax's
+//     denominator (softmaxSink forward, softmaxGrad backward). The
+//     forward keeps attendRow's bits (TestAttentionWindowBlocksMatchRows);
+//     the backward is checked against a float64 reference and for thread
+//     count invariance (TestAttentionWindowBackward) and, in the model,
+//     against finite differences (TestGptOssGradientsMatchFiniteDifferences).
+//   - DeepSeek's latent attention (mla.go) runs on the ordinary attention
+//     kernels: a head is qk_nope+qk_rope wide, each value is padded with
+//     zeros to that width (as transformers pads for flash attention) and
+//     the cache holds the expanded keys and values, not the latent. That
+//     reuses the blocked forward and backward, with their batch
+//     invariance, at the cost of cache memory (about 85 times the
+//     latent's per position on DeepSeek V3.1's shape). The rotary part
+//     rotates neighbouring pairs in place, which gives transformers'
+//     scores (it de-interleaves q and k alike, then rotates halves), and
+//     YaRN's mscale² joins the queries. Routing (deepseek_moe.go) chooses
+//     on sigmoid scores plus the correction bias within the best groups
+//     and weights by the unbiased scores; the shared experts sit in the
+//     layer's dense MLP slots, so they run, train and count as the dense
+//     MLP does. TestDeepSeekMatchesReference and
+//     TestDeepSeekGradientsMatchFiniteDifferences check them.
 //   - bfloat16 matrices of large checkpoints stay bfloat16 in memory
 //     (exactly widened on use); everything else is float32.
+//   - The bf16 compute path (kernels_bf16*.go, gemm_bf16_amd64.s from
+//     internal/asmgen/bf16; LoadOptions.BF16Compute, `tinker serve
+//     --bf16-compute`) is a second numeric path, as PyTorch's bf16 path
+//     (oneDNN) is: every product with a bfloat16 matrix rounds its
+//     activations to bfloat16 (nearest even, denormals to zero) and adds
+//     the exact bf16×bf16 products in one float32 accumulator per output,
+//     column pairs in ascending order from zero. With AMX (TDPBF16PS,
+//     tiles of 16 tokens × 16 rows × 32 columns; Linux grants the tile
+//     state on request, arch_prctl ARCH_REQ_XCOMP_PERM, once per process)
+//     or else AVX512-BF16 (VDPBF16PS, 16 rows per vector, tokens
+//     broadcast). Weights get a second copy in the VNNI layout (16 rows ×
+//     column pair per 64 bytes), so a bf16 model takes the memory of a
+//     float32 one. Go's assembler knows neither instruction set: the
+//     generator encodes them as bytes.
+//     Within a machine the bits do not depend on the batch, the tile, the
+//     thread count, prefill or decode (the path is chosen per matrix,
+//     never by batch size; TestBF16BatchInvariance,
+//     TestBF16ModelPrefillMatchesDecode, TestBF16AMXUnderSignals for
+//     tiles under preemption signals). Across machines they do: VDPBF16PS
+//     adds a pair's odd product then its even one, each rounded
+//     (TestBF16AVX512MatchesEmulation pins this), while TDPBF16PS rounds
+//     its own way (measured: it matches neither order nor an exact 32-term
+//     sum), so an AMX machine and a Zen 4 give different bf16-path logprobs.
+//     Hence opt-in: it changes logprobs at bf16 precision (the tiny models
+//     in bf16: up to 0.014 nats against the float32 path), breaks
+//     cross-machine reproducibility, and a model loaded without it keeps
+//     the float32 path's bits. The training backward's input gradients
+//     (matMulT, Wᵀ·dy) take the path too, each worker packing a VNNI panel
+//     of Wᵀ for 32 columns at a time (bf16PackPairs) rather than keeping a
+//     third copy; LoRA products and the adapter's gradients stay float32.
+//     TestBF16TrainingGradients: within 1.5% (relative L2) of the float32
+//     path's gradients, the same bits however the data are split.
 package engine

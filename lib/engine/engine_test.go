@@ -59,6 +59,10 @@ func randomLoRA(c Config, rank int, seed uint64, zeroB bool) Tensors {
 	qd, kvd := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
 	for i := range c.Layers {
 		p := fmt.Sprintf("model.layers.%d.", i)
+		if c.MLA != nil {
+			dsLoRAModules(c, i, p, addN)
+			continue
+		}
 		add(p+"self_attn.q_proj", c.Hidden, qd)
 		add(p+"self_attn.k_proj", c.Hidden, kvd)
 		add(p+"self_attn.v_proj", c.Hidden, kvd)
@@ -207,7 +211,8 @@ func TestLoRAMatchesMergedReference(t *testing.T) {
 			}
 			want := 1
 			for i := range c.Layers {
-				want += 4 + 3*max(1, c.Experts*b2i(c.IsMoELayer(i)))
+				moe := b2i(c.IsMoELayer(i))
+				want += 4 - b2i(c.MLA != nil) + 3*max(1, c.Experts*moe) + 3*moe*b2i(c.SharedExperts > 0)
 			}
 			if l.Modules() != want {
 				t.Errorf("adapter has %d modules", l.Modules())
@@ -525,6 +530,7 @@ func TestPinnedOutputs(t *testing.T) {
 		models.TinyQwen3:    {`&3G#z{&GG&&"5Q{O`, `:&7wbUhG{o3:z3m7`},
 		models.TinyQwen3MoE: {"!((\nwz\n((\n\n\n(({A", "(\n(uAASA|_((u(\\("},
 		models.TinyGptOss:   {"####`r########mX", "H##_____xx9Br2XX"},
+		models.TinyDeepSeek: {"*@N tu)NT!  @N{N", "@ NuVNiN{]@Nw@f?"},
 	}
 	for _, procs := range []int{1, 2, 3} {
 		old := runtime.GOMAXPROCS(procs)

@@ -75,6 +75,7 @@ type workspace struct {
 	attnBlk                   []blockScratch // per attention worker
 	attnUnits                 []attnUnit
 	moe                       moeScratch // mixture-of-experts layers
+	mla                       mlaScratch // latent attention layers (mla.go)
 }
 
 func grow(rows [][]float32, n, width int) [][]float32 {
@@ -127,6 +128,10 @@ func (m *Model) forward(ws *workspace, rows []row) [][]float32 {
 	xn := ws.xn
 	for li := range w.layers {
 		lw := &w.layers[li]
+		if lw.mla != nil {
+			m.mlaLayer(ws, rows, li)
+			continue
+		}
 		ls := ws.loras
 		for i := range rows {
 			rmsNorm(xn[i], ws.x[i], lw.attnNorm, c.RMSNormEps)
@@ -265,7 +270,7 @@ func allSame(loras []*LoRA, l *LoRA) bool {
 // is free takes the next unit: grouped by KV head (so one head's keys and
 // values stay in L2), largest first within a head.
 func (m *Model) attention(ws *workspace, rows []row, layer int) {
-	units, work := m.attnUnits(ws, rows, m.windowed(layer))
+	units, work := m.attnUnits(ws, rows, layer)
 	workers := min(runtime.GOMAXPROCS(0), len(units), max(1, work/parallelMinWork))
 	ws.scores = growTo(ws.scores, workers)
 	ws.attnBlk = growTo(ws.attnBlk, workers)
@@ -300,23 +305,22 @@ type attnUnit struct{ i, n, kvh, work int }
 
 // attnUnits splits rows into attention units, ordered by KV head (single
 // rows first) and largest first within one, and returns them with their
-// total work; single rows only when singles (GPT-OSS's windowed and sink
-// layers).
-func (m *Model) attnUnits(ws *workspace, rows []row, singles bool) ([]attnUnit, int) {
+// total work.
+func (m *Model) attnUnits(ws *workspace, rows []row, layer int) ([]attnUnit, int) {
 	c := m.cfg
 	units, total := ws.attnUnits[:0], 0
 	for i := 0; i < len(rows); {
 		n := 1
-		for !singles && i+n < len(rows) && rows[i+n].seq == rows[i].seq && rows[i+n].pos == rows[i].pos+n {
+		for i+n < len(rows) && rows[i+n].seq == rows[i].seq && rows[i+n].pos == rows[i].pos+n {
 			n++
 		}
 		if n == 1 {
-			w := (rows[i].pos + 1) * c.Heads * c.HeadDim
+			w := (rows[i].pos + 1 - c.firstKey(layer, rows[i].pos)) * c.Heads * c.HeadDim
 			units, total = append(units, attnUnit{i: i, n: 1, kvh: -1, work: w}), total+w
 		}
 		for b := 0; n > 1 && b < n; b += attnRows {
-			nb := min(attnRows, n-b)
-			w := nb * (rows[i+b].pos + nb) * c.Heads / c.KVHeads * c.HeadDim
+			nb, p := min(attnRows, n-b), rows[i+b].pos
+			w := nb * (p - c.firstKey(layer, p) + nb) * c.Heads / c.KVHeads * c.HeadDim
 			for kvh := range c.KVHeads {
 				units, total = append(units, attnUnit{i: i + b, n: nb, kvh: kvh, work: w}), total+w
 			}
@@ -332,28 +336,37 @@ func (m *Model) attnUnits(ws *workspace, rows []row, singles bool) ([]attnUnit, 
 
 // attendBlock computes KV head u.kvh's part of the attention output of
 // rows u.i..u.i+u.n-1: the scores of every query head of the group at
-// every position against the keys it sees, their softmax, and the
-// weighted sums of the values, with the blocked kernels (kernels_attn.go),
-// giving attendRow's bits.
+// every position against the keys it sees, their softmax (with GPT-OSS's
+// sink), and the weighted sums of the values, with the blocked kernels
+// (kernels_attn.go), giving attendRow's bits. In a sliding-window layer
+// the block reads keys from the window start of its first position; a
+// later position's scores before its own window start are computed but
+// its probabilities there are zero, which add +0 to a sum still at +0,
+// so its output has the bits of a sum that starts at its window.
 func (m *Model) attendBlock(ws *workspace, rows []row, u attnUnit, layer, worker int) {
 	c := m.cfg
 	hd, kvd, group := c.HeadDim, c.KVHeads*c.HeadDim, c.Heads/c.KVHeads
 	p0 := rows[u.i].pos
-	ld, nq := p0+u.n, u.n*group
+	lo := c.firstKey(layer, p0)
+	rel := p0 - lo // the block's first position, counted from key lo
+	ld, nq := rel+u.n, u.n*group
 	if cap(ws.scores[worker]) < nq*ld {
 		ws.scores[worker] = make([]float32, nq*ld*3/2)
 	}
 	sc := ws.scores[worker][:nq*ld]
 	qs, outs := ws.attnBlk[worker].pack(ws, u.i, u.n, u.kvh*group*hd, group, hd)
 	seq, off := rows[u.i].seq, u.kvh*hd
-	attnDotsBlock(sc, ld, qs, group, p0, seq.k[layer], kvd, off)
+	attnDotsBlock(sc, ld, qs, group, rel, seq.k[layer][lo*kvd:], kvd, off)
 	scale := float32(1 / math.Sqrt(float64(hd)))
+	sinks := m.sinks(layer)
 	for j := range qs {
-		s := sc[j*ld : j*ld+p0+j/group+1]
+		first := c.firstKey(layer, p0+j/group) - lo
+		s := sc[j*ld+first : j*ld+rel+j/group+1]
 		scaleScores(s, scale)
-		softmax32(s)
+		softmaxSink(s, sinks, u.kvh*group+j%group)
+		clear(sc[j*ld : j*ld+first])
 	}
-	attnWeightedBlock(outs, sc, ld, group, p0, seq.v[layer], kvd, off)
+	attnWeightedBlock(outs, sc, ld, group, rel, seq.v[layer][lo*kvd:], kvd, off)
 	for j, o := range outs {
 		h := u.kvh*group + j%group
 		copy(ws.att[u.i+j/group][h*hd:(h+1)*hd], o)

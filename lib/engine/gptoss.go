@@ -112,6 +112,8 @@ func ropeAttentionScale(c Config) float64 {
 		return 1
 	case s.AttentionFactor != 0:
 		return s.AttentionFactor
+	case s.MScale != 0 && s.MScaleAllDim != 0: // DeepSeek-V3's ratio
+		return yarnMScale(s.Factor, s.MScale) / yarnMScale(s.Factor, s.MScaleAllDim)
 	case s.Factor > 1:
 		return 0.1*math.Log(s.Factor) + 1
 	}

@@ -26,6 +26,7 @@ type mat struct {
 	rows, cols int
 	data       []float32
 	bf         []uint16
+	vn         []uint16 // bf in the bf16 path's layout (kernels_bf16.go), when it is on
 }
 
 func (m mat) row(i int) []float32 { return m.data[i*m.cols : (i+1)*m.cols : (i+1)*m.cols] }
@@ -124,6 +125,10 @@ func bf16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 // matRows computes y[b][j] = W[j]·x[b] (+ y[b][j] when accumulate) for rows
 // j in [lo, hi) and every batch vector b, each element in dotLanes order.
 func matRows(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
+	if w.vn != nil {
+		matMulBF16(w, xs, ys, lo, hi, accumulate)
+		return
+	}
 	if !matRowsAsm(w, xs, ys, lo, hi, accumulate) {
 		matRowsScalar(w, xs, ys, lo, hi, accumulate)
 	}
@@ -175,6 +180,10 @@ const parallelMinWork = 1 << 16
 // pieces cost nothing extra. Every output element is computed whole by
 // one goroutine, so the split changes no bits.
 func matMul(w mat, xs, ys [][]float32, accumulate bool) {
+	if w.vn != nil {
+		matMulBF16Split(w, xs, ys, accumulate)
+		return
+	}
 	work := w.rows * w.cols * len(xs)
 	workers := runtime.GOMAXPROCS(0)
 	if work < parallelMinWork || workers == 1 || w.rows < 16 {
@@ -237,13 +246,31 @@ func matVecReference(w mat, x, y []float32) {
 }
 
 // logSumExp returns log Σ exp(logits·invTemp), computed in float64 (the
-// sum in ascending index order).
+// sum in expScaledSum's order).
 func logSumExp(logits []float32, invTemp float64) float64 {
+	m := maxScaled(logits, invTemp)
+	return m + math.Log(expScaledSum(logits, invTemp, m))
+}
+
+// logSumExpKeep is logSumExp(logits, 1) (the same bits) that also keeps
+// the exponentials exp64(logits[i] − max) in e and returns their sum.
+func logSumExpKeep(e []float64, logits []float32) (lse, sum float64) {
+	m := maxScaled(logits, 1)
+	sum = expScaledKeep(e, logits, 1, m)
+	return m + math.Log(sum), sum
+}
+
+// maxScaled is the largest logits[i]·invTemp. For invTemp > 0 that is the
+// largest logit scaled (rounding is monotone), found by max32Vec.
+func maxScaled(logits []float32, invTemp float64) float64 {
+	if mx, ok := max32Vec(logits); ok && invTemp > 0 {
+		return float64(mx) * invTemp
+	}
 	m := math.Inf(-1)
 	for _, v := range logits {
 		if f := float64(v) * invTemp; f > m {
 			m = f
 		}
 	}
-	return m + math.Log(expScaledSum(logits, invTemp, m))
+	return m
 }

@@ -45,7 +45,7 @@ func attnBenchRun(c Config, part string) func() {
 		const n = 128
 		q, k, v, datt := randRows(n, qd, 1), flat(randRows(n, kvd, 2)), flat(randRows(n, kvd, 3)), randRows(n, qd, 4)
 		dq, dk, dv := randRows(n, qd, 5), randRows(n, kvd, 6), randRows(n, kvd, 7)
-		return func() { attentionBackward(c, q, k, v, datt, dq, dk, dv) }
+		return func() { attentionBackward(c, 0, nil, q, k, v, datt, dq, dk, dv) }
 	}
 	const n = 512
 	m := &Model{cfg: c}

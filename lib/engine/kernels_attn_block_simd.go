@@ -70,8 +70,11 @@ func attnDotsBlockVec(sc []float32, ld int, qs [][]float32, group, p0 int, keys 
 	if !useSIMD || !simdOK || hd == 0 || hd%8 != 0 || !blockFits(qs, keys, nk, stride, off, hd) {
 		return 0
 	}
-	var buf [4 * packMaxHead]float32
 	t := 0
+	if avx512 && hd <= packMaxHead {
+		t = dotsBlock16(sc, ld, qs, group, p0, keys, stride, off, nk)
+	}
+	var buf [4 * packMaxHead]float32
 	for ; t+4 <= nk; t += 4 {
 		k, ks, j := packRows(buf[:], keys, t, 4, stride, off, hd), hd, firstSeeing(t, group, p0)
 		if k == nil {
@@ -81,6 +84,7 @@ func attnDotsBlockVec(sc []float32, ld int, qs [][]float32, group, p0 int, keys 
 			dots4x1(sc[j*ld+t:j*ld+t+4], unsafe.Pointer(&qs[j][0]), k, ks, hd)
 		}
 	}
+	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
 	return t
 }
 
@@ -146,6 +150,7 @@ func attnWeightedBlockVec(outs [][]float32, sc []float32, ld, group, p0 int, row
 			weighted1(unsafe.Pointer(&outs[j][0]), seen(j, t0), r, rs, n)
 		}
 	}
+	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
 	return n
 }
 
@@ -159,6 +164,9 @@ func weightedPair(a, b unsafe.Pointer, pa, pb []float32, r unsafe.Pointer, strid
 	}
 	pb = pb[:len(pa)]
 	i := 0
+	if avx512 {
+		i = weightedPair16(a, b, pa, pb, r, stride, n)
+	}
 	for ; i+16 <= n; i += 16 {
 		a0, a1, b0, b1 := v8(a, i), v8(a, i+8), v8(b, i), v8(b, i+8)
 		p := unsafe.Add(r, 4*i)
@@ -187,7 +195,11 @@ func weighted1(out unsafe.Pointer, p []float32, r unsafe.Pointer, stride, n int)
 	if len(p) == 0 {
 		return
 	}
-	for i := 0; i < n; i += 8 {
+	i := 0
+	if avx512 {
+		i = weighted16(out, p, r, stride, n)
+	}
+	for ; i < n; i += 8 {
 		acc, q := v8(out, i), unsafe.Add(r, 4*i)
 		for t, w := range p {
 			acc = acc.Add(v8(q, 0).Mul(archsimd.BroadcastFloat32x8(w)))

@@ -36,6 +36,15 @@ func TestAttentionBlocksMatchRows(t *testing.T) {
 func checkAttentionBlocks(t *testing.T, c Config) {
 	t.Helper()
 	m, rows, ws := attnBlockStep(c)
+	checkAttentionRowsBits(t, m, rows, ws)
+}
+
+// checkAttentionRowsBits runs m's layer-0 attention over rows on the
+// blocked path (vector kernels on and off, GOMAXPROCS 1 and 3) and
+// requires the bits of attendRow for every row, scalar, one goroutine.
+func checkAttentionRowsBits(t *testing.T, m *Model, rows []row, ws *workspace) {
+	t.Helper()
+	c := m.cfg
 	var ref []float32
 	withSIMD(false, func() {
 		ws.scores = make([][]float32, 1)

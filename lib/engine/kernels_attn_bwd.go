@@ -14,9 +14,12 @@ import "math"
 // position), every term a float32 product then a float32 add.
 
 // attnBack holds attentionBackward's operands; k and v are flat slabs of
-// KVHeads·HeadDim columns.
+// KVHeads·HeadDim columns; li is the layer (for GPT-OSS's sliding window)
+// and sinks its sink logits, nil when it has none.
 type attnBack struct {
 	c                   Config
+	li                  int
+	sinks               []float32
 	q, datt, dq, dk, dv [][]float32
 	k, v                []float32
 }
@@ -48,43 +51,58 @@ func (s *attnBackScratch) packHead(a *attnBack, kvh int) {
 
 // block adds the gradients of KV head kvh's queries at positions
 // p0..p0+nb-1 to dq, and their contributions to dk and dv; s holds the
-// head's keys and values (packHead).
+// head's keys and values (packHead). In a sliding-window layer the block
+// starts at the window of its first position (key lo); a later query's
+// keys before its own window get zero weights, which leave every sum's
+// bits as they are.
 func (a *attnBack) block(s *attnBackScratch, kvh, p0, nb int) {
 	hd, group := a.c.HeadDim, a.c.Heads/a.c.KVHeads
-	ko := kvh * hd
-	ld, nq := p0+nb, nb*group
+	ko, lo := kvh*hd, a.c.firstKey(a.li, p0)
+	rel := p0 - lo // the block's first position, counted from key lo
+	ld, nq := rel+nb, nb*group
 	s.pack(a, kvh, p0, nb)
 	sc, dp := grow32(&s.sc, nq*ld), grow32(&s.dp, nq*ld)
 	sT, pT := grow32(&s.sT, ld*nq), grow32(&s.pT, ld*nq)
 	s.p = growTo(s.p, ld)
-	attnDotsBlock(sc, ld, s.qs, group, p0, s.kh, hd, 0)
-	attnDotsBlock(dp, ld, s.dos, group, p0, s.vh, hd, 0)
+	kh, vh := s.kh[lo*hd:], s.vh[lo*hd:]
+	attnDotsBlock(sc, ld, s.qs, group, rel, kh, hd, 0)
+	attnDotsBlock(dp, ld, s.dos, group, rel, vh, hd, 0)
 	scale := 1 / math.Sqrt(float64(hd))
 	for j := range nq {
-		m := p0 + j/group + 1 // keys query j sees
-		softmaxGrad(s.p[:m], sc[j*ld:j*ld+m], dp[j*ld:j*ld+m], scale)
-		for t, w := range sc[j*ld : j*ld+m] {
-			sT[t*nq+j], pT[t*nq+j] = w, float32(s.p[t])
+		first, m := a.c.firstKey(a.li, p0+j/group)-lo, rel+j/group+1 // keys query j sees
+		sink := math.Inf(-1)
+		if a.sinks != nil {
+			sink = float64(a.sinks[kvh*group+j%group])
+		}
+		softmaxGrad(s.p[first:m], sc[j*ld+first:j*ld+m], dp[j*ld+first:j*ld+m], scale, sink)
+		clear(sc[j*ld : j*ld+first])
+		for t := range first {
+			sT[t*nq+j], pT[t*nq+j] = 0, 0
+		}
+		for t := first; t < m; t++ {
+			sT[t*nq+j], pT[t*nq+j] = sc[j*ld+t], float32(s.p[t])
 		}
 	}
-	attnWeightedBlock(s.dqs, sc, ld, group, p0, s.kh, hd, 0)
+	attnWeightedBlock(s.dqs, sc, ld, group, rel, kh, hd, 0)
 	for j, d := range s.dqs {
 		copy(a.dq[p0+j/group][(kvh*group+j%group)*hd:], d)
 	}
-	attnScatterBlock(a.dk[:ld], ko, sT, s.heads[:nq*hd], nq, group, p0)
-	attnScatterBlock(a.dv[:ld], ko, pT, s.heads[nq*hd:2*nq*hd], nq, group, p0)
+	attnScatterBlock(a.dk[lo:p0+nb], ko, sT, s.heads[:nq*hd], nq, group, rel)
+	attnScatterBlock(a.dv[lo:p0+nb], ko, pT, s.heads[nq*hd:2*nq*hd], nq, group, rel)
 }
 
 // softmaxGrad turns one query's raw scores sc into the softmax's input
 // gradients ds (in place) given dp, the output gradient's dot products
-// with the values; p receives the probabilities. Float64 throughout, sums
-// in ascending key order, as the per-position loop computed them; the
-// elementwise steps have vector paths (IEEE operations, same bits).
-func softmaxGrad(p []float64, sc, dp []float32, scale float64) {
+// with the values; p receives the probabilities. sink is GPT-OSS's sink
+// logit, which joins the denominator only (−Inf: none). Float64
+// throughout, sums in ascending key order (the sink's term last), as the
+// per-position loop computed them; the elementwise steps have vector
+// paths (IEEE operations, same bits).
+func softmaxGrad(p []float64, sc, dp []float32, scale, sink float64) {
 	for t := scores64Vec(p, sc, scale); t < len(sc); t++ {
 		p[t] = float64(sc[t]) * scale
 	}
-	mx := math.Inf(-1)
+	mx := sink
 	for _, v := range p {
 		mx = max(mx, v)
 	}
@@ -92,6 +110,9 @@ func softmaxGrad(p []float64, sc, dp []float32, scale float64) {
 	var sum, dsum float64
 	for _, e := range p {
 		sum += e
+	}
+	if !math.IsInf(sink, -1) {
+		sum += exp64(sink - mx)
 	}
 	for t := div64Vec(p, sum); t < len(p); t++ {
 		p[t] /= sum

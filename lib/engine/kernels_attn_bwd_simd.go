@@ -36,6 +36,7 @@ func attnScatterBlockVec(outs [][]float32, off int, w, rows []float32, nq, group
 		j0 := firstSeer(t, group, p0)
 		weighted1(unsafe.Pointer(&outs[t][off]), w[t*nq+j0:(t+1)*nq], unsafe.Add(r, 4*j0*hd), hd, n)
 	}
+	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
 	return n
 }
 
@@ -49,6 +50,7 @@ func scores64Vec(p []float64, sc []float32, scale float64) int {
 	for t := 0; t < n; t += 4 {
 		load4(sc[t:]).Mul(s).Store((*[4]float64)(p[t : t+4]))
 	}
+	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
 	return n
 }
 
@@ -62,6 +64,7 @@ func div64Vec(p []float64, d float64) int {
 		x := (*[4]float64)(p[t : t+4])
 		archsimd.LoadFloat64x4(x).Div(dv).Store(x)
 	}
+	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
 	return n
 }
 
@@ -76,5 +79,6 @@ func dsVec(sc []float32, p []float64, dp []float32, dsum, scale float64) int {
 		x := archsimd.LoadFloat64x4((*[4]float64)(p[t : t+4]))
 		store4(sc[t:], x.Mul(load4(dp[t:]).Sub(ds)).Mul(s))
 	}
+	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
 	return n
 }

@@ -29,6 +29,7 @@ func attnDotsVec(dst, q, rows []float32, stride, off int) int {
 		}
 		laneSums4(dst[t:], a0, a1, a2, a3)
 	}
+	archsimd.ClearAVXUpperBits() // scalar Go float code follows: see exp8
 	return t
 }
 
@@ -59,6 +60,7 @@ func attnDotsPairVec(d0, d1, q0, q1, rows []float32, stride, off int) int {
 		laneSums4(d0[t:], a0, a1, a2, a3)
 		laneSums4(d1[t:], b0, b1, b2, b3)
 	}
+	archsimd.ClearAVXUpperBits() // scalar Go float code follows: see exp8
 	return t
 }
 
@@ -82,6 +84,7 @@ func attnWeightedVec(out, p, rows []float32, stride, off int) int {
 		pb := p[t0:min(t0+attnBlock, len(p))]
 		weightedBlock(out[:n], pb, rows, stride, off+t0*stride)
 	}
+	archsimd.ClearAVXUpperBits() // scalar Go float code follows: see exp8
 	return n
 }
 

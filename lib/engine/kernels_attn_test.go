@@ -109,6 +109,6 @@ func attentionBoth(c Config, n int) [2][]float32 {
 	}
 	m.attention(ws, rows, 0)
 	dq, dk, dv := rowsOf(make([]float32, n*qd), n, qd), rowsOf(make([]float32, n*kvd), n, kvd), rowsOf(make([]float32, n*kvd), n, kvd)
-	attentionBackward(c, q, k, v, datt, dq, dk, dv)
+	attentionBackward(c, 0, nil, q, k, v, datt, dq, dk, dv)
 	return [2][]float32{flat(ws.att), slices.Concat(flat(dq), flat(dk), flat(dv))}
 }

@@ -37,9 +37,11 @@ var expPoly = [14]float64{
 // exp64 is the engine's exponential: within 2 ulp of e^x (TestExp64Accuracy
 // measures it), +Inf for x > 709 and 0 for x < −708 (math.Exp has a
 // little more range; nothing in the engine needs it), NaN for NaN. Every
-// step is a separate IEEE multiply or add, so the vector kernels compute
-// the same bits; math.Exp, which vectors cannot reproduce, is not used on
-// any path the vector kernels also take.
+// step is one IEEE operation, a fused multiply-add (math.FMA, one
+// rounding) wherever a product meets a sum, so the vector kernels, whose
+// FMA instructions round the same way, compute the same bits; math.Exp,
+// which vectors cannot reproduce, is not used on any path the vector
+// kernels also take.
 func exp64(x float64) float64 {
 	switch {
 	case x > expHi:
@@ -47,25 +49,25 @@ func exp64(x float64) float64 {
 	case x < expLo:
 		return 0
 	}
-	t := float64(x*expLog2e) + expRound
+	t := math.FMA(x, expLog2e, expRound)
 	k := t - expRound
-	r := x - float64(k*expLn2Hi)
-	r -= float64(k * expLn2Lo)
+	r := math.FMA(k, -expLn2Hi, x)
+	r = math.FMA(k, -expLn2Lo, r)
 	// Horner's rule written out: a third faster than the loop.
 	c := &expPoly
-	p := float64(c[0]*r) + c[1]
-	p = float64(p*r) + c[2]
-	p = float64(p*r) + c[3]
-	p = float64(p*r) + c[4]
-	p = float64(p*r) + c[5]
-	p = float64(p*r) + c[6]
-	p = float64(p*r) + c[7]
-	p = float64(p*r) + c[8]
-	p = float64(p*r) + c[9]
-	p = float64(p*r) + c[10]
-	p = float64(p*r) + c[11]
-	p = float64(p*r) + c[12]
-	p = float64(p*r) + c[13]
+	p := math.FMA(c[0], r, c[1])
+	p = math.FMA(p, r, c[2])
+	p = math.FMA(p, r, c[3])
+	p = math.FMA(p, r, c[4])
+	p = math.FMA(p, r, c[5])
+	p = math.FMA(p, r, c[6])
+	p = math.FMA(p, r, c[7])
+	p = math.FMA(p, r, c[8])
+	p = math.FMA(p, r, c[9])
+	p = math.FMA(p, r, c[10])
+	p = math.FMA(p, r, c[11])
+	p = math.FMA(p, r, c[12])
+	p = math.FMA(p, r, c[13])
 	return p * math.Float64frombits((math.Float64bits(t)+1023)<<52)
 }
 
@@ -259,29 +261,61 @@ func expScaled(dst []float64, logits []float32, invT, mx float64) {
 	}
 }
 
-// expScaledSum is Σ exp64(logits[i]·invT − mx) summed in ascending i,
-// without a vocabulary-wide buffer.
+// expScaledSum is Σ exp64(logits[i]·invT − mx) in sumSquares' order
+// (eight lane-strided partial sums, the tail in lane 0, added by sum8):
+// a serial sum in ascending order would take longer than the
+// exponentials' vector loop.
 func expScaledSum(logits []float32, invT, mx float64) float64 {
-	var buf [512]float64
-	var s float64
-	for i := 0; i < len(logits); i += len(buf) {
-		part := logits[i:min(i+len(buf), len(logits))]
-		expScaled(buf[:len(part)], part, invT, mx)
-		for _, e := range buf[:len(part)] {
-			s += e
+	if s, ok := expScaledSumVec(logits, invT, mx); ok {
+		return s
+	}
+	var s [8]float64
+	n8 := len(logits) &^ 7
+	for i := 0; i < n8; i += 8 {
+		for l, v := range logits[i : i+8 : i+8] {
+			s[l] += exp64(float64(float64(v)*invT) - mx)
 		}
 	}
-	return s
+	for _, v := range logits[n8:] {
+		s[0] += exp64(float64(float64(v)*invT) - mx)
+	}
+	return sum8(&s)
 }
 
-// softmaxScaled replaces every z of row by float32(scale·exp64(z − lse)):
-// a multiple of the softmax, as the loss gradient of the logits needs.
-func softmaxScaled(row []float32, scale, lse float64) {
-	if softmaxScaledVec(row, scale, lse) {
+// expScaledKeep writes exp64(logits[i]·invT − mx) into dst and returns
+// their sum, with expScaledSum's bits (the same terms in the same order).
+func expScaledKeep(dst []float64, logits []float32, invT, mx float64) float64 {
+	expScaled(dst, logits, invT, mx)
+	return sumLanes(dst)
+}
+
+// sumLanes is Σ x in sumSquares' order.
+func sumLanes(x []float64) float64 {
+	if s, ok := sumLanesVec(x); ok {
+		return s
+	}
+	var s [8]float64
+	n8 := len(x) &^ 7
+	for i := 0; i < n8; i += 8 {
+		for l, v := range x[i : i+8 : i+8] {
+			s[l] += v
+		}
+	}
+	for _, v := range x[n8:] {
+		s[0] += v
+	}
+	return sum8(&s)
+}
+
+// scaleExps writes float32(e[i]·f) into row: the loss gradient of the
+// logits from the kept exponentials (f = scale / Σ e).
+func scaleExps(row []float32, e []float64, f float64) {
+	if scaleExpsVec(row, e, f) {
 		return
 	}
-	for v, z := range row {
-		row[v] = float32(scale * exp64(float64(z)-lse))
+	e = e[:len(row)]
+	for i := range row {
+		row[i] = float32(e[i] * f)
 	}
 }
 

@@ -16,7 +16,11 @@ func scaleVec([]float32, float32) bool { return false }
 
 func expScaledVec([]float64, []float32, float64, float64) bool { return false }
 
-func softmaxScaledVec([]float32, float64, float64) bool { return false }
+func expScaledSumVec([]float32, float64, float64) (float64, bool) { return 0, false }
+
+func sumLanesVec([]float64) (float64, bool) { return 0, false }
+
+func scaleExpsVec([]float32, []float64, float64) bool { return false }
 
 func siluMulVec(_, _, _ []float32) bool { return false }
 

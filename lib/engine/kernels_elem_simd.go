@@ -29,17 +29,20 @@ func neg4(x f64x4) f64x4 {
 }
 
 // exp4x2 is exp64 on two vectors of four lanes: two independent
-// dependency chains keep the multipliers busy (1.5× the throughput of one).
+// dependency chains keep the FMA units busy.
 func exp4x2(x, x2 f64x4) (f64x4, f64x4) {
-	t, t2 := x.Mul(bc4(expLog2e)).Add(bc4(expRound)), x2.Mul(bc4(expLog2e)).Add(bc4(expRound))
-	k, k2 := t.Sub(bc4(expRound)), t2.Sub(bc4(expRound))
-	r, r2 := x.Sub(k.Mul(bc4(expLn2Hi))), x2.Sub(k2.Mul(bc4(expLn2Hi)))
-	r, r2 = r.Sub(k.Mul(bc4(expLn2Lo))), r2.Sub(k2.Mul(bc4(expLn2Lo)))
-	p := bc4(expPoly[0])
-	p2 := p
-	for _, c := range expPoly[1:] {
+	l2e, rnd := bc4(expLog2e), bc4(expRound)
+	t, t2 := x.MulAdd(l2e, rnd), x2.MulAdd(l2e, rnd)
+	k, k2 := t.Sub(rnd), t2.Sub(rnd)
+	hi, lo := bc4(-expLn2Hi), bc4(-expLn2Lo)
+	r, r2 := k.MulAdd(hi, x), k2.MulAdd(hi, x2)
+	r, r2 = k.MulAdd(lo, r), k2.MulAdd(lo, r2)
+	c1 := bc4(expPoly[1])
+	p := bc4(expPoly[0]).MulAdd(r, c1)
+	p2 := bc4(expPoly[0]).MulAdd(r2, c1)
+	for _, c := range expPoly[2:] {
 		cv := bc4(c)
-		p, p2 = p.Mul(r).Add(cv), p2.Mul(r2).Add(cv)
+		p, p2 = p.MulAdd(r, cv), p2.MulAdd(r2, cv)
 	}
 	return expFinish(x, t, p), expFinish(x2, t2, p2)
 }
@@ -62,13 +65,16 @@ func exp4(x f64x4) f64x4 {
 // the scalar body; in-place kernels load before they store.
 
 func expShift64Vec(p []float64, mx float64) bool {
-	if !useSIMD {
+	if !useSIMD || !expVec {
 		return false
+	}
+	i := 0
+	if avx512 {
+		i = expShift64x8(p, mx)
 	}
 	m := bc4(mx)
 	ld := func(i int) f64x4 { return archsimd.LoadFloat64x4((*[4]float64)(p[i : i+4])).Sub(m) }
 	st := func(i int, e f64x4) { e.Store((*[4]float64)(p[i : i+4])) }
-	i := 0
 	for ; i+8 <= len(p); i += 8 {
 		a, b := exp4x2(ld(i), ld(i+4))
 		st(i, a)
@@ -78,6 +84,7 @@ func expShift64Vec(p []float64, mx float64) bool {
 		st(i, exp4(ld(i)))
 		i += 4
 	}
+	archsimd.ClearAVXUpperBits()
 	for ; i < len(p); i++ {
 		p[i] = exp64(p[i] - mx)
 	}
@@ -85,12 +92,15 @@ func expShift64Vec(p []float64, mx float64) bool {
 }
 
 func expShift32Vec(sc []float32, mx float32) bool {
-	if !useSIMD {
+	if !useSIMD || !expVec {
 		return false
+	}
+	i := 0
+	if avx512 {
+		i = expShift32x8(sc, mx)
 	}
 	m := archsimd.BroadcastFloat32x4(mx)
 	ld := func(i int) f64x4 { return archsimd.LoadFloat32x4((*[4]float32)(sc[i : i+4])).Sub(m).ConvertToFloat64() }
-	i := 0
 	for ; i+8 <= len(sc); i += 8 {
 		a, b := exp4x2(ld(i), ld(i+4))
 		store4(sc[i:], a)
@@ -100,6 +110,7 @@ func expShift32Vec(sc []float32, mx float32) bool {
 		store4(sc[i:], exp4(ld(i)))
 		i += 4
 	}
+	archsimd.ClearAVXUpperBits()
 	for ; i < len(sc); i++ {
 		sc[i] = float32(exp64(float64(sc[i] - mx)))
 	}
@@ -128,6 +139,7 @@ func max32Vec(x []float32) (float32, bool) {
 	for _, v := range x[i:] {
 		mx = max(mx, v)
 	}
+	archsimd.ClearAVXUpperBits()
 	return mx, true
 }
 
@@ -143,18 +155,22 @@ func scaleVec(x []float32, a float32) bool {
 	for ; i < len(x); i++ {
 		x[i] *= a
 	}
+	archsimd.ClearAVXUpperBits()
 	return true
 }
 
 func expScaledVec(dst []float64, logits []float32, invT, mx float64) bool {
-	if !useSIMD {
+	if !useSIMD || !expVec {
 		return false
+	}
+	i := 0
+	if avx512 {
+		i = expScaled8(dst, logits, invT, mx)
 	}
 	dst = dst[:len(logits)]
 	it, m := bc4(invT), bc4(mx)
 	ld := func(i int) f64x4 { return load4(logits[i:]).Mul(it).Sub(m) }
 	st := func(i int, e f64x4) { e.Store((*[4]float64)(dst[i : i+4])) }
-	i := 0
 	for ; i+8 <= len(logits); i += 8 {
 		a, b := exp4x2(ld(i), ld(i+4))
 		st(i, a)
@@ -164,36 +180,15 @@ func expScaledVec(dst []float64, logits []float32, invT, mx float64) bool {
 		st(i, exp4(ld(i)))
 		i += 4
 	}
+	archsimd.ClearAVXUpperBits()
 	for ; i < len(logits); i++ {
 		dst[i] = exp64(float64(float64(logits[i])*invT) - mx)
 	}
 	return true
 }
 
-func softmaxScaledVec(row []float32, scale, lse float64) bool {
-	if !useSIMD {
-		return false
-	}
-	sc, l := bc4(scale), bc4(lse)
-	ld := func(i int) f64x4 { return load4(row[i:]).Sub(l) }
-	i := 0
-	for ; i+8 <= len(row); i += 8 {
-		a, b := exp4x2(ld(i), ld(i+4))
-		store4(row[i:], sc.Mul(a))
-		store4(row[i+4:], sc.Mul(b))
-	}
-	if i+4 <= len(row) {
-		store4(row[i:], sc.Mul(exp4(ld(i))))
-		i += 4
-	}
-	for ; i < len(row); i++ {
-		row[i] = float32(scale * exp64(float64(row[i])-lse))
-	}
-	return true
-}
-
 func siluMulVec(h, g, u []float32) bool {
-	if !useSIMD {
+	if !useSIMD || !expVec {
 		return false
 	}
 	n := len(g)
@@ -218,11 +213,12 @@ func siluMulVec(h, g, u []float32) bool {
 	for ; j < n; j++ {
 		h[j] = silu(g[j]) * u[j]
 	}
+	archsimd.ClearAVXUpperBits()
 	return true
 }
 
 func siluMulBackwardVec(dg, du, g, u []float32) bool {
-	if !useSIMD {
+	if !useSIMD || !expVec {
 		return false
 	}
 	n := len(dg)
@@ -251,6 +247,7 @@ func siluMulBackwardVec(dg, du, g, u []float32) bool {
 	if j < n {
 		siluMulBackwardScalar(dg[j:], du[j:], g[j:], u[j:])
 	}
+	archsimd.ClearAVXUpperBits()
 	return true
 }
 
@@ -270,6 +267,7 @@ func sumSquaresVec(x []float32) (float64, bool) {
 	for _, v := range x[n8:] {
 		s[0] += float64(float64(v) * float64(v))
 	}
+	archsimd.ClearAVXUpperBits()
 	return sum8(&s), true
 }
 
@@ -297,6 +295,7 @@ func normSumsVec(dOut, x, weight []float32) (float64, float64, bool) {
 		s[0] += float64(v * v)
 		d[0] += float64(float64(float64(weight[i])*float64(dOut[i])) * v)
 	}
+	archsimd.ClearAVXUpperBits()
 	return sum8(&s), sum8(&d), true
 }
 
@@ -316,6 +315,7 @@ func normGradVec(dx, dOut, x, weight []float32, s, k float64) bool {
 	for ; i < n; i++ {
 		dx[i] += float32(float64(s*float64(weight[i])*float64(dOut[i])) - float64(k*float64(x[i])))
 	}
+	archsimd.ClearAVXUpperBits()
 	return true
 }
 
@@ -333,6 +333,7 @@ func scaleMulVec(out, x []float32, scale float32, weight []float32) bool {
 	for ; i < n; i++ {
 		out[i] = float32(x[i]*scale) * weight[i]
 	}
+	archsimd.ClearAVXUpperBits()
 	return true
 }
 
@@ -348,6 +349,7 @@ func widenBF16Vec(dst []float32, h []uint16) bool {
 	for ; j < len(h); j++ {
 		dst[j] = bf16(h[j])
 	}
+	archsimd.ClearAVXUpperBits()
 	return true
 }
 
@@ -371,6 +373,7 @@ func ropeRotateVec(a, b, cos, sin []float32, inverse bool) bool {
 	if i < n {
 		ropeRotateScalar(a[i:], b[i:], cos[i:], sin[i:], inverse)
 	}
+	archsimd.ClearAVXUpperBits()
 	return true
 }
 
@@ -396,5 +399,6 @@ func adamUpdateVec(w, m, v, grad []float32, a adamConsts) bool {
 	if i < n {
 		adamUpdateScalar(w[i:], m[i:], v[i:], grad[i:], a)
 	}
+	archsimd.ClearAVXUpperBits()
 	return true
 }

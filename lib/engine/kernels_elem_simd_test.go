@@ -46,6 +46,14 @@ func bothPaths[T any](fn func() T) (vec, scalar T) {
 	return vec, scalar
 }
 
+// withAVX512 runs fn with the 512-bit kernels allowed or not (off, a
+// machine with AVX-512 checks the 256-bit bodies too).
+func withAVX512(on bool, fn func()) {
+	defer func(old bool) { avx512 = old }(avx512)
+	avx512 = on
+	fn()
+}
+
 func to64(f []float32) []float64 {
 	out := make([]float64, len(f))
 	for i, v := range f {
@@ -80,8 +88,17 @@ func TestSIMDElementwiseMatchScalar(t *testing.T) {
 				softmax32(q)
 				return to64(append(p, q...))
 			},
-			"softmaxScaled": func() []float64 { p := slices.Clone(big); softmaxScaled(p, -0.3, 4); return to64(p) },
-			"siluMul":       func() []float64 { h := make([]float32, n); siluMul(h, big, y); return to64(h) },
+			"logSumExp": func() []float64 {
+				return []float64{logSumExp(big, 1), logSumExp(x, 0.7), logSumExp(x, 1.3)}
+			},
+			"logSumExpKeep": func() []float64 {
+				e := make([]float64, n)
+				lse, sum := logSumExpKeep(e, big)
+				row := make([]float32, n)
+				scaleExps(row, e, -0.3/sum)
+				return append(append(e, lse, sum, logSumExp(big, 1)), to64(row)...)
+			},
+			"siluMul": func() []float64 { h := make([]float32, n); siluMul(h, big, y); return to64(h) },
 			"siluMulBackward": func() []float64 {
 				dg, du := slices.Clone(z), make([]float32, n)
 				siluMulBackward(dg, du, big, y)
@@ -122,6 +139,13 @@ func TestSIMDElementwiseMatchScalar(t *testing.T) {
 			vec, scalar := bothPaths(k)
 			if !bitsEqual64(vec, scalar) {
 				t.Errorf("%s n=%d: vector and scalar bodies differ:\n%v\n%v", name, n, vec, scalar)
+			}
+			if !avx512 {
+				continue
+			}
+			withAVX512(false, func() { vec, _ = bothPaths(k) })
+			if !bitsEqual64(vec, scalar) {
+				t.Errorf("%s n=%d: 256-bit and scalar bodies differ:\n%v\n%v", name, n, vec, scalar)
 			}
 		}
 	}

@@ -50,3 +50,29 @@ func TestExp64Accuracy(t *testing.T) {
 		t.Error("exp64(NaN) is not NaN")
 	}
 }
+
+// TestLogSumExpKeepMatches requires the backward pass's log-sum-exp, which
+// keeps its exponentials, to give the bits of the forward pass's, and the
+// gradient from the kept exponentials to be the softmax times the scale.
+func TestLogSumExpKeepMatches(t *testing.T) {
+	for _, n := range []int{1, 7, 8, 15, 16, 17, 100, 1000, 151936} {
+		logits := make([]float32, n)
+		r := newRNG(uint64(n))
+		for i := range logits {
+			logits[i] = (2*r.uniform32() - 1) * 20
+		}
+		e := make([]float64, n)
+		lse, sum := logSumExpKeep(e, logits)
+		if want := logSumExp(logits, 1); math.Float64bits(lse) != math.Float64bits(want) {
+			t.Fatalf("n=%d: logSumExpKeep %v, logSumExp %v", n, lse, want)
+		}
+		row := make([]float32, n)
+		scaleExps(row, e, -0.5/sum)
+		for i, z := range logits {
+			want := -0.5 * math.Exp(float64(z)-lse)
+			if d := math.Abs(float64(row[i]) - want); d > 1e-6*math.Abs(want) {
+				t.Fatalf("n=%d: gradient %d is %v, want %v", n, i, row[i], want)
+			}
+		}
+	}
+}

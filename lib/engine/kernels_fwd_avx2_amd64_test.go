@@ -33,8 +33,8 @@ func TestForwardAVX2MatchesScalar(t *testing.T) {
 			{17, 100}, {33, 15}, {40, 256}, {20, 600}, {49, 1024}, {64, 1040}, {301, 1040}}
 		for _, sh := range shapes {
 			for _, m := range []int{1, 2, 3, 4, 5, 6, 7, 8, 17, 128} {
-				if sh[0]*sh[1] > 1<<17 && m > 8 && m != 128 {
-					continue
+				if sh[0]*sh[1] > 1<<17 && m > 8 && (m != 128 || emulated()) {
+					continue // under qemu, M = 128 runs on the shapes up to 49x1024
 				}
 				w, wb, xs := fwdCase(sh[0], sh[1], m, uint64(sh[0]*1000+sh[1]))
 				for _, mm := range []mat{w, wb} {

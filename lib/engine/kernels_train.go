@@ -45,6 +45,10 @@ func matMulT(w mat, ys, xs [][]float32, accumulate bool) {
 	if len(ys) == 0 {
 		return
 	}
+	if w.vn != nil {
+		matMulTBF16(w, ys, xs, accumulate)
+		return
+	}
 	if !accumulate {
 		for _, x := range xs[:len(ys)] {
 			clear(x[:w.cols])

@@ -24,7 +24,14 @@ const (
 	// BF16Auto keeps bfloat16 matrices for models over 1B parameters
 	// (where memory decides whether the model fits at all) and widens
 	// them to float32 for smaller ones (where the float32 kernel's speed
-	// matters more).
+	// matters more). On the Qwen3-0.6B shape (BenchmarkPrefillBF16,
+	// tokens per CPU-second, interleaved, on a heavily loaded machine: a
+	// ratio to re-measure on a quiet one) kept bfloat16 prefilled at
+	// ~0.85× float32's rate and decoded at ~1.27× (half the bytes to
+	// read, the widening in the kernels); the training backward widens
+	// its weight strips too. Prefill and training are most of this server's
+	// work, so small models stay widened; the bits are the same either
+	// way. LoadOptions.BF16Compute keeps them at every size.
 	BF16Auto BF16Mode = iota
 	// BF16Keep keeps them: half the memory, a slower matrix-vector kernel.
 	// Results are identical: bfloat16 widens exactly to float32.
@@ -36,7 +43,15 @@ const (
 // LoadOptions tune LoadDirWith.
 type LoadOptions struct {
 	BF16 BF16Mode
+	// BF16Compute keeps bfloat16 matrices and runs their products on the
+	// bf16 path (kernels_bf16.go: activations rounded to bfloat16, float32
+	// sums, on AMX or AVX512-BF16); it needs a CPU with AVX512-BF16.
+	BF16Compute bool
 }
+
+// errNoBF16Compute is LoadDirWith's answer to BF16Compute on a CPU
+// without the instructions.
+var errNoBF16Compute = errors.New("bf16 compute needs a CPU with AVX512-BF16 or AMX (this one has neither); load without it")
 
 // LoadDir loads a Hugging Face model directory: config.json plus
 // model.safetensors, or shards listed in model.safetensors.index.json (or,
@@ -57,15 +72,29 @@ func LoadDirWith(dir string, opt LoadOptions) (*Model, error) {
 	}
 	want := ExpectedShapes(c)
 	ts := make(Tensors, len(want))
-	keepBF16 := opt.BF16 == BF16Keep || (opt.BF16 == BF16Auto && c.Params() > 1_000_000_000)
+	if opt.BF16Compute && !bf16Compute() {
+		return nil, errNoBF16Compute
+	}
+	keepBF16 := opt.BF16Compute || opt.BF16 == BF16Keep || (opt.BF16 == BF16Auto && c.Params() > 1_000_000_000)
 	var parts gptOssParts // GPT-OSS's fused experts, converted once all files are read
 	if c.Family == models.GptOss {
 		parts = gptOssParts{}
 	}
-	for _, path := range files {
-		if err := loadFile(path, want, ts, keepBF16, parts); err != nil {
+	var qp *quantParts // DeepSeek V3.1 / Kimi K2's FP8 or INT4 weights (quant_load.go)
+	if c.Family == models.DeepSeekV3 {
+		s, err := readQuantScheme(dir)
+		if err != nil {
 			return nil, err
 		}
+		qp = &quantParts{scheme: s, want: want, t: map[string]*safetensors.Tensor{}}
+	}
+	for _, path := range files {
+		if err := loadFile(path, want, ts, keepBF16, parts, qp); err != nil {
+			return nil, err
+		}
+	}
+	if err := qp.finish(); err != nil {
+		return nil, err
 	}
 	if err := parts.convert(c, ts, keepBF16); err != nil {
 		return nil, err
@@ -73,6 +102,9 @@ func LoadDirWith(dir string, opt LoadOptions) (*Model, error) {
 	m, err := New(dir, c, ts)
 	if err != nil {
 		return nil, err
+	}
+	if opt.BF16Compute {
+		m.w.withBF16Compute()
 	}
 	// The directory's own tokenizer, when it ships one, serves Tokenizer()
 	// and stop strings.
@@ -86,7 +118,7 @@ func LoadDirWith(dir string, opt LoadOptions) (*Model, error) {
 
 // loadFile converts the tensors of one safetensors file that the model uses
 // (biases included); others, such as rotary caches, are skipped.
-func loadFile(path string, want map[string][]int, ts Tensors, keepBF16 bool, parts gptOssParts) error {
+func loadFile(path string, want map[string][]int, ts Tensors, keepBF16 bool, parts gptOssParts, qp *quantParts) error {
 	f, err := safetensors.Open(path)
 	if err != nil {
 		return fmt.Errorf("load weights: %w", err)
@@ -95,6 +127,12 @@ func loadFile(path string, want map[string][]int, ts Tensors, keepBF16 bool, par
 	for i := range f.Tensors {
 		st := &f.Tensors[i]
 		if parts != nil && parts.add(st) {
+			continue
+		}
+		if ok, err := qp.add(st, ts, keepBF16); ok || err != nil {
+			if err != nil {
+				return fmt.Errorf("load weights %s: %w", path, err)
+			}
 			continue
 		}
 		if fusedExperts.MatchString(st.Name) {

@@ -61,7 +61,7 @@ func (l *LoRA) pair(layer, module int) *loraPair {
 
 // loraKey is compiled on first use: most tinker runs never load an adapter.
 var loraKey = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^(?:base_model\.model\.)?(?:model\.layers\.(\d+)\.(?:self_attn|mlp)\.(experts\.w[123]|experts\.\d+\.[a-z]+_proj|[a-z_]+)|(lm_head))\.lora_([AB])(?:\.[A-Za-z0-9_-]+)?\.weight$`)
+	return regexp.MustCompile(`^(?:base_model\.model\.)?(?:model\.layers\.(\d+)\.(?:self_attn|mlp)\.(experts\.w[123]|experts\.\d+\.[a-z]+_proj|shared_experts\.[a-z]+_proj|[a-z_]+)|(lm_head))\.lora_([AB])(?:\.[A-Za-z0-9_-]+)?\.weight$`)
 })
 
 // NewLoRA builds an adapter for a model with config c from PEFT-named
@@ -99,7 +99,6 @@ func NewLoRA(c Config, ts Tensors, rank int, alpha float64, rsLoRA bool) (*LoRA,
 			p.b = &t
 		}
 	}
-	qd, kvd := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
 	keys := make([]string, 0, len(pairs))
 	for k := range pairs {
 		keys = append(keys, k)
@@ -127,23 +126,9 @@ func NewLoRA(c Config, ts Tensors, rank int, alpha float64, rsLoRA bool) (*LoRA,
 				}
 				continue
 			}
-			switch mod {
-			case "q_proj":
-				slot, in, out = &ll.q, c.Hidden, qd
-			case "k_proj":
-				slot, in, out = &ll.k, c.Hidden, kvd
-			case "v_proj":
-				slot, in, out = &ll.v, c.Hidden, kvd
-			case "o_proj":
-				slot, in, out = &ll.o, qd, c.Hidden
-			case "gate_proj":
-				slot, in, out = &ll.gate, c.Hidden, c.Intermediate
-			case "up_proj":
-				slot, in, out = &ll.up, c.Hidden, c.Intermediate
-			case "down_proj":
-				slot, in, out = &ll.down, c.Intermediate, c.Hidden
-			default:
-				return nil, fmt.Errorf("lora: unsupported target module %s", mod)
+			var err error
+			if slot, in, out, err = loraSlot(c, i, ll, mod); err != nil {
+				return nil, err
 			}
 		}
 		if p.a.Data == nil || p.b.Data == nil {
@@ -182,4 +167,30 @@ func (l *LoRA) Modules() int {
 		}
 	}
 	return n
+}
+
+// loraSlot is where layer i's adapter of module mod goes, with the
+// matrix's input and output widths.
+func loraSlot(c Config, i int, ll *loraLayer, mod string) (slot **loraPair, in, out int, err error) {
+	if c.MLA != nil {
+		return mlaLoRASlot(c, i, ll, mod)
+	}
+	qd, kvd := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+	switch mod {
+	case "q_proj":
+		return &ll.q, c.Hidden, qd, nil
+	case "k_proj":
+		return &ll.k, c.Hidden, kvd, nil
+	case "v_proj":
+		return &ll.v, c.Hidden, kvd, nil
+	case "o_proj":
+		return &ll.o, qd, c.Hidden, nil
+	case "gate_proj":
+		return &ll.gate, c.Hidden, c.Intermediate, nil
+	case "up_proj":
+		return &ll.up, c.Hidden, c.Intermediate, nil
+	case "down_proj":
+		return &ll.down, c.Intermediate, c.Hidden, nil
+	}
+	return nil, 0, 0, fmt.Errorf("lora: unsupported target module %s", mod)
 }

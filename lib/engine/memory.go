@@ -32,6 +32,9 @@ func (t *Trainer) ActivationBytes(lengths []int, backward bool) int64 {
 	attnPart := 0
 	if attn == 1 || c.Layers > 1 {
 		attnPart = n * (2*qd + 2*kvd + qwen*(qd+kvd) + attn*4*r + b2i(c.Layers > 1)*h)
+		if c.MLA != nil {
+			attnPart = n * (mlaGradFloats(c, r, attn) + b2i(c.Layers > 1)*h)
+		}
 	}
 	grad := func(g int) int { // a layer's backward scratch
 		if attn+mlp == 0 {
@@ -70,13 +73,18 @@ type layerSizes struct {
 
 func (t *Trainer) layerSizes() layerSizes {
 	c := t.base.cfg
-	h, qd, kvd, inter := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim, c.Intermediate
+	h, qd, kvd := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
 	r, mlp := t.cfg.Rank, b2i(t.cfg.TrainMLP)
 	ls := layerSizes{base: 4*h + 2*qd + 2*kvd + b2i(c.hasQKNorm())*(qd+kvd) + b2i(t.cfg.TrainAttn)*4*r}
+	if c.MLA != nil {
+		ls.base = mlaKeptFloats(c, r, b2i(t.cfg.TrainAttn))
+	}
 	for li := range c.Layers {
-		k, g := 3*inter+mlp*3*r, 2*inter+h+mlp*3*r
+		w := c.mlpWidth(li)
+		k, g := 3*w+mlp*3*r, 2*w+h+mlp*3*r
 		if c.IsMoELayer(li) {
-			k, g = moeFloats(c, r, mlp)
+			mk, mg := moeFloats(c, r, mlp)
+			k, g = mk+b2i(w > 0)*k, mg+b2i(w > 0)*g
 		}
 		ls.mlpKept, ls.mlpGrad = append(ls.mlpKept, k), append(ls.mlpGrad, g)
 	}

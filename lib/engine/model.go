@@ -50,7 +50,7 @@ func New(name string, c Config, ts Tensors) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", name, err)
 	}
-	return &Model{name: name, cfg: c, w: w, invFreq: ropeInvFreq(c), ropeScale: ropeAttentionScale(c), batch: &batcher{}}, nil
+	return &Model{name: name, cfg: c, w: w, invFreq: ropeInvFreq(c.ropeConfig()), ropeScale: ropeAttentionScale(c), batch: &batcher{}}, nil
 }
 
 // Name is the model's name (for tiny models) or the directory it came from.

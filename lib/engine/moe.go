@@ -27,6 +27,7 @@ import (
 type moeWeights struct {
 	router     mat // [experts, hidden]
 	routerBias []float32
+	scoreBias  []float32 // DeepSeek's e_score_correction_bias: added to the scores for choosing only
 	experts    []expertWeights
 }
 
@@ -102,7 +103,11 @@ func routerName(c Config) string {
 // ExpertsPerToken chosen experts in ascending order and wts their routing
 // weights; probs is scratch for the softmax over all experts. Everything is float64 with the engine's exp64,
 // so the choice is the same on every path and machine.
-func route(c Config, logits []float32, sel []int, wts []float32, probs []float64) {
+func route(c Config, scoreBias, logits []float32, sel []int, wts []float32, probs []float64) {
+	if c.Routing != nil {
+		routeGrouped(c, scoreBias, logits, sel, wts, probs)
+		return
+	}
 	if c.Family == models.GptOss {
 		routeTopKSoftmax(logits, sel, wts)
 		return
@@ -189,7 +194,7 @@ func routerProbs(logits []float32, probs []float64) {
 
 // routeTopK writes the indices of the len(sel) largest values of xs into sel in
 // ascending index order; of equal values the lower index wins.
-func routeTopK(xs []float32, sel []int) {
+func routeTopK[T float32 | float64](xs []T, sel []int) {
 	k := len(sel)
 	for j := range k {
 		best := -1
@@ -269,7 +274,7 @@ func (m *Model) moeMLP(ws *workspace, li int, xn, x [][]float32) {
 	s.probs = growTo(s.probs, c.Experts)[:c.Experts]
 	mw.routerLogits(xn, s.logits)
 	for i := range n {
-		route(c, s.logits[i], s.sel[i*k:(i+1)*k], s.wts[i*k:(i+1)*k], s.probs)
+		route(c, mw.scoreBias, s.logits[i], s.sel[i*k:(i+1)*k], s.wts[i*k:(i+1)*k], s.probs)
 		clear(s.out[i])
 	}
 	for _, gr := range groupByExpert(c.Experts, k, s.sel) {

@@ -107,7 +107,7 @@ func (ps *datumPass) moeForward(li int, next [][]float32) {
 	mw.routerLogits(a.xn2, ma.logits)
 	probs := make([]float64, c.Experts)
 	for p := range n {
-		route(c, ma.logits[p], ma.sel[p*k:(p+1)*k], ma.wts[p*k:(p+1)*k], probs)
+		route(c, mw.scoreBias, ma.logits[p], ma.sel[p*k:(p+1)*k], ma.wts[p*k:(p+1)*k], probs)
 	}
 	ma.groups = groupByExpert(c.Experts, k, ma.sel)
 	ma.g, ma.u, ma.h, ma.y = ar.rowsToFill(nk, mi), ar.rowsToFill(nk, mi), ar.rowsToFill(nk, mi), ar.rowsToFill(nk, c.Hidden)
@@ -205,6 +205,10 @@ func dot64(a, b []float32) float64 {
 // logits given dw, that of the routing weights of its experts sel.
 // probs is scratch for the softmax over all experts.
 func routeBackward(c Config, logits []float32, sel []int, dw, probs []float64, dlog []float32) {
+	if c.Routing != nil {
+		groupedBackward(c, logits, sel, dw, dlog)
+		return
+	}
 	if c.Family == models.GptOss {
 		topKSoftmaxBackward(logits, sel, dw, dlog)
 		return

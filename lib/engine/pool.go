@@ -15,6 +15,9 @@ type Pool struct {
 	// (`tinker serve --model NAME=DIR`). Names not listed are looked up in
 	// the Hugging Face cache; the tiny models are built in.
 	Dirs map[string]string
+	// Options load the models of Dirs and of the Hugging Face cache
+	// (`tinker serve --bf16-compute` sets BF16Compute).
+	Options LoadOptions
 
 	mu       sync.Mutex
 	models   map[string]*poolEntry
@@ -144,7 +147,7 @@ func (p *Pool) Servable(name string) error {
 
 func (p *Pool) load(name string) (*Model, error) {
 	if dir, ok := p.Dirs[name]; ok {
-		m, err := LoadDir(dir)
+		m, err := LoadDirWith(dir, p.Options)
 		if err != nil {
 			return nil, fmt.Errorf("load %s from %s: %w", name, dir, err)
 		}
@@ -160,7 +163,7 @@ func (p *Pool) load(name string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := LoadDir(dir)
+	m, err := LoadDirWith(dir, p.Options)
 	if err != nil {
 		return nil, fmt.Errorf("load %s from %s: %w", name, dir, err)
 	}

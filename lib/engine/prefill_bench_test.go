@@ -30,13 +30,19 @@ const (
 func BenchmarkPrefillDecode(b *testing.B) {
 	c := qwen3Small()
 	ts := randomTensors(c, 1)
-	for _, dtype := range []string{"f32", "bf16"} {
+	for _, dtype := range []string{"f32", "bf16", "bf16-compute"} {
 		if dtype == "bf16" {
 			matricesToBF16(ts)
+		}
+		if dtype == "bf16-compute" && !bf16Compute() {
+			continue // the CPU has no bf16 instructions
 		}
 		m, err := New("qwen3-0.6b-shape", c, ts)
 		if err != nil {
 			b.Fatal(err)
+		}
+		if dtype == "bf16-compute" {
+			m.w.withBF16Compute()
 		}
 		b.Run(dtype, func(b *testing.B) {
 			prompt := make([]int, prefillTokens)
@@ -60,7 +66,7 @@ func BenchmarkPrefillDecode(b *testing.B) {
 				preCPU += cpu
 				bw += readBandwidth()
 				dec += run(prompt[:1], decodeTokens+1) - run(prompt[:1], 1)
-				if useSIMD {
+				if useSIMD && dtype != "bf16-compute" { // the bf16 path has no scalar twin
 					useSIMD = false
 					preS += run(prompt[:prefillScalarTokens], 1)
 					preCPUS += cpu
@@ -70,7 +76,7 @@ func BenchmarkPrefillDecode(b *testing.B) {
 			}
 			n := float64(b.N)
 			bytes := 4.0
-			if dtype == "bf16" {
+			if dtype != "f32" {
 				bytes = 2
 			}
 			bw /= n

@@ -13,12 +13,13 @@ import (
 // A datum that recomputes its layers (keep limit 0) gives the losses,
 // logprobs and gradients of one that keeps them, bit for bit, for every
 // combination of trained targets, over datums of several lengths in one
-// call, on dense, mixture-of-experts and GPT-OSS (window and sink) layers,
+// call, on dense, mixture-of-experts, GPT-OSS (window and sink) and
+// DeepSeek (latent attention, shared experts) layers,
 // starting from an arena full of NaN (so a recomputed layer reading
 // memory it did not write would show).
 func TestRecomputeMatchesKept(t *testing.T) {
-	others := map[models.Family]Config{models.Qwen3MoE: moeConfig(true), models.GptOss: gptOssConfig()}
-	for _, arch := range []models.Family{models.Llama3, models.Qwen3, models.Qwen3MoE, models.GptOss} {
+	others := map[models.Family]Config{models.Qwen3MoE: moeConfig(true), models.GptOss: gptOssConfig(), models.DeepSeekV3: dsConfig(true)}
+	for _, arch := range []models.Family{models.Llama3, models.Qwen3, models.Qwen3MoE, models.GptOss, models.DeepSeekV3} {
 		c, ok := others[arch]
 		if !ok {
 			c = smallConfig(arch)

@@ -147,6 +147,10 @@ func (r *refModel) logits(tokens []int) [][]float64 {
 	}
 	d := c.HeadDim
 	for l := range c.Layers {
+		if c.MLA != nil {
+			r.deepseekLayer(l, xs)
+			continue
+		}
 		pre := fmt.Sprintf("model.layers.%d.", l)
 		wq, wk, wv, wo := r.weight(pre+"self_attn.q_proj.weight"), r.weight(pre+"self_attn.k_proj.weight"),
 			r.weight(pre+"self_attn.v_proj.weight"), r.weight(pre+"self_attn.o_proj.weight")

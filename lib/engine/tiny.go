@@ -43,6 +43,14 @@ func TinyConfig(name string) (Config, error) {
 		c.LayerTypes = []string{"sliding_attention", "full_attention", "sliding_attention", "full_attention"}
 		c.RopeScaling = &RopeScaling{Type: "yarn", Factor: 32, BetaFast: 32, BetaSlow: 1, OriginalMaxPositionEmbeddings: 4096, Truncate: &no}
 	}
+	if a.Family == models.DeepSeekV3 {
+		// DeepSeek-V3.1's routing and YaRN (factor 40 from 4096 there;
+		// here 4 from 1024, so the ramp crosses the 4 rotary pairs).
+		c.Routing = &DeepSeekRouting{Groups: 3, TopKGroups: 2, ScalingFactor: 2.5, RopeInterleave: true}
+		c.NormTopKProb = true
+		c.RopeScaling = &RopeScaling{Type: "yarn", Factor: 4, BetaFast: 32, BetaSlow: 1, OriginalMaxPositionEmbeddings: 1024,
+			MScale: 1, MScaleAllDim: 1}
+	}
 	if a.Family == models.Llama3 {
 		// Llama 3.1's frequency scaling (factor 8 from an original context
 		// of 256 to the 2048 of lib/models), so the tiny Llama exercises all
@@ -75,13 +83,15 @@ func TinyTensors(name string) (Config, Tensors, error) {
 		switch {
 		case strings.HasSuffix(n, ".sinks"): // logits, in the scores' range
 			fill(data, r, 1)
+		case strings.HasSuffix(n, ".e_score_correction_bias"): // shifts the choice as trained ones do
+			fill(data, r, 0.1)
 		case strings.HasSuffix(n, ".bias"): // small: the residual stays the embeddings' scale
 			fill(data, r, 0.05)
 		case len(shape) == 1: // norm gains around 1
 			for i := range data {
 				data[i] = 1 + float32(0.2*(r.uniform32()-0.5))
 			}
-		case c.Family == models.GptOss && (strings.HasSuffix(n, "down_proj.weight") || strings.HasSuffix(n, "o_proj.weight")):
+		case (c.Family == models.GptOss || c.Family == models.DeepSeekV3) && (strings.HasSuffix(n, "down_proj.weight") || strings.HasSuffix(n, "o_proj.weight")):
 			// Smaller outputs of the attention (with biases and sinks) and
 			// of the experts ((up+1)·glu is about twice SwiGLU) keep the
 			// residual near the embeddings, so that, as in the other tiny
@@ -163,6 +173,10 @@ func ExpectedShapes(c Config) map[string][]int {
 		p := fmt.Sprintf("model.layers.%d.", i)
 		s[p+"input_layernorm.weight"] = []int{h}
 		s[p+"post_attention_layernorm.weight"] = []int{h}
+		if c.MLA != nil {
+			deepseekShapes(c, i, p, s)
+			continue
+		}
 		s[p+"self_attn.q_proj.weight"] = []int{qd, h}
 		s[p+"self_attn.k_proj.weight"] = []int{kvd, h}
 		s[p+"self_attn.v_proj.weight"] = []int{kvd, h}

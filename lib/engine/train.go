@@ -103,7 +103,9 @@ func NewTrainer(base *Model, c LoRAConfig) (*Trainer, error) {
 	for i := range mc.Layers {
 		p := fmt.Sprintf("model.layers.%d.", i)
 		tl, ll := &t.layers[i], &t.lora.layers[i]
-		if c.TrainAttn {
+		if c.TrainAttn && mc.MLA != nil {
+			mlaTrainModules(mc, p, tl, ll, add)
+		} else if c.TrainAttn {
 			tl.q = add(p+"self_attn.q_proj", h, qd, &ll.q)
 			tl.k = add(p+"self_attn.k_proj", h, kvd, &ll.k)
 			tl.v = add(p+"self_attn.v_proj", h, kvd, &ll.v)
@@ -111,6 +113,7 @@ func NewTrainer(base *Model, c LoRAConfig) (*Trainer, error) {
 		}
 		if c.TrainMLP && mc.IsMoELayer(i) {
 			t.addExperts(p, tl, ll)
+			sharedTrainModules(mc, p, tl, ll, add)
 		} else if c.TrainMLP {
 			tl.gate = add(p+"mlp.gate_proj", h, mc.Intermediate, &ll.gate)
 			tl.up = add(p+"mlp.up_proj", h, mc.Intermediate, &ll.up)

@@ -112,8 +112,10 @@ func BenchmarkTrainStep(b *testing.B) {
 				b.ReportMetric(float64(n*b.N)/scalarCPU, "tok/cpu-s-scalar")
 			}
 			if torch, ok := torchTokS(b, c, tc.seqs, n); ok {
-				b.ReportMetric(torch, "tok/s-pytorch")
-				b.ReportMetric(float64(tc.seqs*n*b.N)/d.Seconds()/torch, "x-pytorch")
+				b.ReportMetric(torch.wall, "tok/s-pytorch")
+				b.ReportMetric(float64(tc.seqs*n*b.N)/d.Seconds()/torch.wall, "x-pytorch")
+				b.ReportMetric(torch.cpu, "tok/cpu-s-pytorch")
+				b.ReportMetric(float64(tc.seqs*n*b.N)/cpu/torch.cpu, "x-pytorch-cpu")
 			}
 			b.ReportMetric(gflops, "GFLOP/s")
 			b.ReportMetric(peak.wall, "GFLOP/s-matmul-peak")
@@ -132,23 +134,27 @@ func BenchmarkTrainStep(b *testing.B) {
 
 // torchTokS runs the same training step in PyTorch
 // (testdata/torch_train_step.py) when TINKER_BENCH_TORCH names a Python
-// with torch, on GOMAXPROCS threads, and returns its tokens/s.
-func torchTokS(b *testing.B, c Config, seqs, n int) (float64, bool) {
+// with torch, on GOMAXPROCS threads, and returns its tokens per second of
+// wall time and of process CPU time.
+func torchTokS(b *testing.B, c Config, seqs, n int) (torchRate, bool) {
 	py := os.Getenv("TINKER_BENCH_TORCH")
 	if py == "" {
-		return 0, false
+		return torchRate{}, false
 	}
 	cfg, _ := json.Marshal(map[string]any{"Family": c.Family, "VocabSize": c.VocabSize, "Hidden": c.Hidden,
 		"Intermediate": c.Intermediate, "Layers": c.Layers, "Heads": c.Heads, "KVHeads": c.KVHeads,
 		"HeadDim": c.HeadDim, "RopeTheta": c.RopeTheta})
 	out, err := exec.Command(py, "testdata/torch_train_step.py", string(cfg), strconv.Itoa(seqs), strconv.Itoa(n),
 		"2", strconv.Itoa(runtime.GOMAXPROCS(0))).CombinedOutput()
-	var tokS float64
-	if _, serr := fmt.Sscanf(string(out), "tok/s %g", &tokS); err != nil || serr != nil {
+	var r torchRate
+	if _, serr := fmt.Sscanf(string(out), "tok/s %g tok/cpu-s %g", &r.wall, &r.cpu); err != nil || serr != nil {
 		b.Fatalf("PyTorch step: %v %v\n%s", err, serr, out)
 	}
-	return tokS, true
+	return r, true
 }
+
+// torchRate is the PyTorch step's tokens per second of wall and CPU time.
+type torchRate struct{ wall, cpu float64 }
 
 type peakRate struct{ wall, cpu float64 }
 

@@ -129,10 +129,10 @@ func (t *Trainer) check(what string, ts Tensors) error {
 func (t *Trainer) AdapterConfig(baseModel string) peft.AdapterConfig {
 	var targets []string
 	if t.cfg.TrainAttn {
-		targets = append(targets, "q_proj", "k_proj", "v_proj", "o_proj")
+		targets = append(targets, t.base.cfg.attnTargets()...)
 	}
 	if c := t.base.cfg; t.cfg.TrainMLP {
-		if c.denseLayers() > 0 {
+		if c.denseLayers() > 0 || c.SharedExperts > 0 {
 			targets = append(targets, "gate_proj", "up_proj", "down_proj")
 		}
 		if c.denseLayers() < c.Layers {
@@ -229,7 +229,7 @@ func ReadLoRAConfig(dir string) (LoRAConfig, error) {
 	c := LoRAConfig{Rank: ac.R, Alpha: ac.LoraAlpha}
 	for _, m := range ac.TargetModules {
 		switch m {
-		case "q_proj", "k_proj", "v_proj", "o_proj":
+		case "q_proj", "k_proj", "v_proj", "o_proj", "q_a_proj", "kv_a_proj_with_mqa":
 			c.TrainAttn = true
 		case "gate_proj", "up_proj", "down_proj", "w1", "w2", "w3":
 			c.TrainMLP = true

@@ -224,8 +224,12 @@ func TestActivationBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, arch := range []models.Family{models.Llama3, models.Qwen3, models.Qwen3MoE, models.GptOss} {
-		m := map[models.Family]*Model{models.Qwen3MoE: moe, models.GptOss: gpt}[arch]
+	ds, err := New("small-deepseek", dsConfig(true), randomTensors(dsConfig(true), 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, arch := range []models.Family{models.Llama3, models.Qwen3, models.Qwen3MoE, models.GptOss, models.DeepSeekV3} {
+		m := map[models.Family]*Model{models.Qwen3MoE: moe, models.GptOss: gpt, models.DeepSeekV3: ds}[arch]
 		if m == nil {
 			m, _ = smallModel(t, arch)
 		}

@@ -26,8 +26,9 @@ type layerWeights struct {
 	oBias               []float32
 	qNorm, kNorm        []float32   // Qwen3 only
 	sinks               []float32   // GPT-OSS: each head's sink logit
-	gate, up, down      mat         // dense MLP
+	gate, up, down      mat         // dense MLP (DeepSeek's MoE layers: the shared experts)
 	moe                 *moeWeights // instead, in a mixture-of-experts layer
+	mla                 *mlaWeights // DeepSeek's latent attention instead of q, k and v (mla.go)
 }
 
 // weights are the base parameters. They are read-only after loading, so one
@@ -93,6 +94,12 @@ func buildWeights(c Config, ts Tensors) (*weights, error) {
 	for i := range w.layers {
 		l := &w.layers[i]
 		p := fmt.Sprintf("model.layers.%d.", i)
+		if c.MLA != nil {
+			if err := buildDeepSeekLayer(c, i, p, l, get, getMat); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		steps := []func() error{
 			func() (e error) { l.attnNorm, e = get(p+"input_layernorm.weight", h); return },
 			func() (e error) { l.mlpNorm, e = get(p+"post_attention_layernorm.weight", h); return },

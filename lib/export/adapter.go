@@ -35,6 +35,7 @@ type Adapter struct {
 	Scale   float32  // lora_alpha / r (rsLoRA: lora_alpha / √r)
 	Modules []Module // sorted by Path
 	file    *safetensors.File
+	params  *paramPlan // target_parameters adapters (peft_params_read.go)
 }
 
 // Close releases the mapped weights file.
@@ -82,7 +83,9 @@ func readAdapter(dir string, collect func(*Adapter) error) (*Adapter, error) {
 		return nil, err
 	}
 	a := &Adapter{Dir: dir, Config: cfg, Scale: scaleOf(cfg), file: f}
-	err = collect(a)
+	if a.params, err = checkParamConfig(cfg); err == nil {
+		err = collect(a)
+	}
 	if err == nil {
 		err = a.checkFinite()
 	}
@@ -126,8 +129,6 @@ func readAdapterConfig(dir string) (peft.AdapterConfig, error) {
 		return cfg, fmt.Errorf("%s: peft_type %q is not LORA", peft.ConfigFile, cfg.PeftType)
 	case cfg.UseDora:
 		return cfg, fmt.Errorf("%s: DoRA adapters cannot be exported", peft.ConfigFile)
-	case len(cfg.RankPattern) > 0 || len(cfg.AlphaPattern) > 0:
-		return cfg, fmt.Errorf("%s: per-module rank_pattern/alpha_pattern cannot be exported", peft.ConfigFile)
 	case cfg.SavesModules():
 		return cfg, fmt.Errorf("%s: modules_to_save cannot be exported", peft.ConfigFile)
 	}
@@ -166,6 +167,12 @@ func (a *Adapter) collect() error {
 			return fmt.Errorf("%s: unknown key %s (only base_model.model.<module>.lora_A/lora_B.weight)", peft.WeightsFile, t.Name)
 		}
 		path := hfPath(m[1])
+		if a.params != nil && fusedParamModule.MatchString(path) {
+			if err := addHalf(byPath, path, m[2], t); err != nil {
+				return err
+			}
+			continue
+		}
 		if moeModule.MatchString(path) && !isExpertPath(path) {
 			return fmt.Errorf("%s: %s is a mixture-of-experts module of a kind that cannot be exported (only Qwen3-MoE's experts)", peft.WeightsFile, t.Name)
 		}
@@ -205,6 +212,11 @@ func (a *Adapter) pair(byPath map[string]*Module) error {
 		return fmt.Errorf("%s holds no LoRA tensors", filepath.Join(a.Dir, peft.WeightsFile))
 	}
 	r := int64(a.Config.R)
+	if a.params != nil {
+		if err := a.params.unfuse(byPath, a.Config.R, a.Scale); err != nil {
+			return err
+		}
+	}
 	if err := expandExperts(byPath, r); err != nil {
 		return err
 	}

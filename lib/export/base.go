@@ -91,7 +91,7 @@ func FindBase(dir, baseModel, tmp string) (string, error) {
 	if baseModel == "" {
 		return "", errors.New("the adapter does not name its base model: pass --base DIR (a Hugging Face model directory)")
 	}
-	if err := CheckDense(baseModel, "exported"); err != nil {
+	if err := CheckGQAFamily(baseModel, "exported"); err != nil {
 		return "", err
 	}
 	if d, err := engine.FindModelDir(baseModel); err == nil {
@@ -121,11 +121,13 @@ func CheckMatch(baseModel string, b *Base) error {
 		baseModel, arch.Family, arch.Layers, arch.Hidden, arch.VocabSize, b.Dir, c.Family, c.Layers, c.Hidden, c.VocabSize)
 }
 
-// CheckDense refuses a base model whose family this path cannot take
-// (DeepSeek's latent attention and shared experts): only Llama 3, Qwen3,
-// Qwen3-MoE and GPT-OSS. verb says what is refused ("exported",
-// "imported"), so the message names what the user tried.
-func CheckDense(baseModel, verb string) error {
+// CheckGQAFamily refuses a base model whose family this path cannot take:
+// it takes the families with grouped-query attention (q/k/v/o_proj), dense
+// or mixture-of-experts (Llama 3, Qwen3, Qwen3-MoE, GPT-OSS), not
+// DeepSeek's latent attention and shared experts, which have their own
+// path. verb says what is refused ("exported", "imported"), so the message
+// names what the user tried.
+func CheckGQAFamily(baseModel, verb string) error {
 	f, ok := models.FamilyOf(baseModel)
 	if !ok || f == models.Llama3 || f == models.Qwen3 || f == models.Qwen3MoE || f == models.GptOss {
 		return nil

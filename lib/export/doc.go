@@ -12,7 +12,11 @@
 //     elements that are widened, updated, rounded and written while the
 //     next block is made; nothing is memory mapped, so memory stays a few
 //     blocks plus the adapter whatever the model's size (make bench-export
-//     reports the peak RSS against the largest shard).
+//     reports the peak RSS against the largest shard). Blocks are made on
+//     every core while the previous ones are written, and the shard file
+//     is written from its own goroutine (asyncwrite.go), so compute and
+//     I/O overlap across tensors too. docs/export-performance.md says
+//     where the time goes and how to profile it.
 //   - One rounding. Each merged row is widened to float32, the update
 //     B'·A (B' = scale·B) is summed in float32 and added, and the sum is
 //     rounded once into the output dtype (round to nearest even).
@@ -29,8 +33,11 @@
 //     and can therefore check. Stacked expert adapters (w1/w2/w3) are split
 //     per expert and merged into either of transformers' Qwen3-MoE expert
 //     layouts (experts.go) or GPT-OSS's fused, interleaved, input-major
-//     tensors (experts_gptoss.go), dequantised from MXFP4 when the base
-//     stores them so (mxfp4.go).
+//     tensors (experts_gptoss.go); an MXFP4 base's experts are
+//     dequantised and written dense, or requantised to MXFP4 by default
+//     (mxfp4.go, mxfp4_quant.go). Their PEFT export names fused experts
+//     with PEFT's target_parameters (peft_params.go), per-expert ones as
+//     modules.
 //   - DeepSeek V3.1 / Kimi K2 (latent*.go): the service's adapter layout
 //     (stacked w1/w2/w3 experts whose hidden-side factor all experts
 //     share, unembed_tokens) expanded per expert; FP8 block-quantised and

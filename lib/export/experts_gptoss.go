@@ -65,10 +65,6 @@ func gptOssFusedUpdate(name string, t safetensors.TensorInfo, experts int, get f
 	return u, nil
 }
 
-// GptOssPEFTError is why a GPT-OSS adapter with expert modules has no
-// PEFT export.
-const GptOssPEFTError = "GPT-OSS keeps its experts in fused parameters, which PEFT's target_modules cannot name: export with --format merged"
-
 // hasExperts reports whether the adapter adapts any expert.
 func hasExperts(a *Adapter) bool {
 	for _, m := range a.Modules {

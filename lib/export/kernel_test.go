@@ -86,3 +86,33 @@ func checkMergeRowBF16(t *testing.T, in int) {
 		}
 	}
 }
+
+// The four-row kernel gives deltaRow's bits (the same fused sums in the
+// same order), whichever kernel deltaRow takes here.
+func TestDeltaRows4MatchesDeltaRow(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, sz := range [][2]int{{32, 2048}, {5, 64}, {1, 32}, {17, 96}} {
+		u := &update{r: sz[0], in: sz[1], out: 8, a: make([]float32, sz[0]*sz[1]), b: make([]float32, 8*sz[0])}
+		for i := range u.a {
+			u.a[i] = float32(r.NormFloat64())
+		}
+		for i := range u.b {
+			u.b[i] = float32(r.NormFloat64())
+		}
+		v, w := make([]float32, 7*sz[1]), make([]float32, 7*sz[1])
+		for i := range v {
+			v[i] = float32(r.NormFloat64())
+			w[i] = v[i]
+		}
+		addDelta(u, 1, v, sz[1])
+		d := make([]float32, sz[1])
+		for o := range 7 {
+			u.deltaRow(1+o, d)
+			for j := range d {
+				if want := w[o*sz[1]+j] + d[j]; math.Float32bits(v[o*sz[1]+j]) != math.Float32bits(want) {
+					t.Fatalf("rank %d, %d columns: row %d column %d: %g, want %g", sz[0], sz[1], o, j, v[o*sz[1]+j], want)
+				}
+			}
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tinkershell/tinker/lib/engine"
 	"github.com/tinkershell/tinker/lib/models"
+	"github.com/tinkershell/tinker/lib/quant"
 	"github.com/tinkershell/tinker/lib/safetensors"
 )
 
@@ -68,7 +69,12 @@ func prefixModules(a *Adapter) {
 }
 
 func exportLatentMerged(ctx context.Context, o Options, a *Adapter, dt safetensors.DType) (*Result, error) {
-	dir, err := latentBaseDir(o)
+	tmp, cleanup, err := tempRoot()
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	dir, err := latentBaseDir(o, tmp)
 	if err != nil {
 		return nil, err
 	}
@@ -103,8 +109,9 @@ func exportLatentMerged(ctx context.Context, o Options, a *Adapter, dt safetenso
 	return res, nil
 }
 
-// latentBaseDir is --base, else the base model in the Hugging Face cache.
-func latentBaseDir(o Options) (string, error) {
+// latentBaseDir is --base, else the base model in the Hugging Face cache,
+// else (tinker-local/tiny-deepseek) a generated copy under tmp.
+func latentBaseDir(o Options, tmp string) (string, error) {
 	if o.Base != "" {
 		return o.Base, nil
 	}
@@ -113,6 +120,9 @@ func latentBaseDir(o Options) (string, error) {
 	}
 	if d, err := engine.FindModelDir(o.BaseModel); err == nil {
 		return d, nil
+	}
+	if models.IsTiny(o.BaseModel) {
+		return writeTinyBase(o.BaseModel, tmp)
 	}
 	return "", fmt.Errorf("base model %s is not in the Hugging Face cache (%s): download it with `hf download %s`, or pass --base DIR",
 		o.BaseModel, strings.Join(engine.HFCacheDirs(), ", "), o.BaseModel)
@@ -130,7 +140,7 @@ func (m *latentMerger) writeSide(out *outDir, o Options, a *Adapter, files []str
 		return err
 	}
 	card := mergedCard(o, a, m.merger)
-	if !m.dequant && (m.lb.quant != quantization{}) {
+	if !m.dequant && (m.lb.quant != quant.Scheme{}) {
 		card = append(card, "- quantised weights that the adapter changes are requantised in the base's format with fresh scales; the others are copied as they are\n"...)
 	}
 	writes := []struct {

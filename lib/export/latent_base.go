@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/tinkershell/tinker/lib/quant"
 	"github.com/tinkershell/tinker/lib/safetensors"
 	"github.com/tinkershell/tinker/lib/userfile"
 )
@@ -23,33 +24,11 @@ type located struct {
 	off   int64 // in the shard file
 }
 
-// quantization is what config.json's quantization_config says about the
-// stored weights: DeepSeek's FP8 blocks (quant_method fp8) or
-// compressed-tensors' INT4 groups (format pack-quantized).
-type quantization struct {
-	block [2]int // FP8 weight_block_size [rows, cols]; zero when not FP8
-	group int    // INT4 group size; 0 when not pack-quantized
-}
-
-type quantConfigJSON struct {
-	QuantMethod     string `json:"quant_method"`
-	Format          string `json:"format"`
-	WeightBlockSize []int  `json:"weight_block_size"`
-	ConfigGroups    map[string]struct {
-		Weights *struct {
-			NumBits   int    `json:"num_bits"`
-			GroupSize int    `json:"group_size"`
-			Symmetric bool   `json:"symmetric"`
-			Type      string `json:"type"`
-		} `json:"weights"`
-	} `json:"config_groups"`
-}
-
 type latentConfigJSON struct {
-	ModelType string           `json:"model_type"`
-	Quant     *quantConfigJSON `json:"quantization_config"`
+	ModelType string            `json:"model_type"`
+	Quant     *quant.ConfigJSON `json:"quantization_config"`
 	Text      *struct {
-		Quant *quantConfigJSON `json:"quantization_config"`
+		Quant *quant.ConfigJSON `json:"quantization_config"`
 	} `json:"text_config"`
 }
 
@@ -57,7 +36,7 @@ type latentConfigJSON struct {
 type latentBase struct {
 	*Base
 	modelType string
-	quant     quantization
+	quant     quant.Scheme
 	all       map[string]located
 	qcache    map[string]*qtensor // quantised weights checked so far
 }
@@ -87,7 +66,7 @@ func openLatentBase(dir string) (*latentBase, error) {
 	if qc == nil && c.Text != nil {
 		qc = c.Text.Quant
 	}
-	q, err := parseQuantization(qc)
+	q, err := quant.Parse(qc)
 	if err != nil {
 		return nil, fmt.Errorf("base %s: config.json quantization_config: %w", dir, err)
 	}
@@ -96,36 +75,6 @@ func openLatentBase(dir string) (*latentBase, error) {
 		return nil, err
 	}
 	return lb, lb.locate()
-}
-
-func parseQuantization(qc *quantConfigJSON) (quantization, error) {
-	var q quantization
-	switch {
-	case qc == nil:
-		return q, nil
-	case qc.QuantMethod == "fp8":
-		if len(qc.WeightBlockSize) != 2 || qc.WeightBlockSize[0] < 1 || qc.WeightBlockSize[1] < 1 {
-			return q, fmt.Errorf("fp8 without a weight_block_size of two positive numbers (got %v)", qc.WeightBlockSize)
-		}
-		q.block = [2]int{qc.WeightBlockSize[0], qc.WeightBlockSize[1]}
-	case qc.Format == "pack-quantized":
-		for name, g := range qc.ConfigGroups {
-			w := g.Weights
-			if w == nil || w.NumBits != 4 || !w.Symmetric || w.GroupSize < 8 || w.GroupSize%8 != 0 || (w.Type != "" && w.Type != "int") {
-				return q, fmt.Errorf("config group %s is not symmetric 4-bit integers in groups of a multiple of 8", name)
-			}
-			if q.group != 0 && q.group != w.GroupSize {
-				return q, fmt.Errorf("config groups have group sizes %d and %d", q.group, w.GroupSize)
-			}
-			q.group = w.GroupSize
-		}
-		if q.group == 0 {
-			return q, fmt.Errorf("pack-quantized without config_groups")
-		}
-	default:
-		return q, fmt.Errorf("quant_method %q format %q is not read: only fp8 (block) and compressed-tensors pack-quantized", qc.QuantMethod, qc.Format)
-	}
-	return q, nil
 }
 
 // locate reads every shard's header.
@@ -206,7 +155,7 @@ func (lb *latentBase) findQuantised(name string) (*qtensor, error) {
 }
 
 func (lb *latentBase) fp8Tensor(name string, l located) (*qtensor, error) {
-	b := lb.quant.block
+	b := lb.quant.Block
 	if b[0] == 0 {
 		return nil, fmt.Errorf("base %s: %s is FP8 but config.json has no fp8 quantization_config with weight_block_size", lb.Dir, name)
 	}
@@ -215,7 +164,7 @@ func (lb *latentBase) fp8Tensor(name string, l located) (*qtensor, error) {
 		return nil, fmt.Errorf("base %s: FP8 tensor %s is not a matrix with a %s_scale_inv", lb.Dir, name, name)
 	}
 	rows, cols := int(l.t.Shape[0]), int(l.t.Shape[1])
-	want := []int64{int64(ceilDiv(rows, b[0])), int64(ceilDiv(cols, b[1]))}
+	want := lb.quant.FP8ScaleShape(rows, cols)
 	if s.t.DType != safetensors.F32 || !slices.Equal(s.t.Shape, want) {
 		return nil, fmt.Errorf("base %s: %s_scale_inv is %s %v, want F32 %v for %d×%d blocks", lb.Dir, name, s.t.DType, s.t.Shape, want, b[0], b[1])
 	}
@@ -223,7 +172,7 @@ func (lb *latentBase) fp8Tensor(name string, l located) (*qtensor, error) {
 }
 
 func (lb *latentBase) int4Tensor(name string, l located) (*qtensor, error) {
-	g := lb.quant.group
+	g := lb.quant.Group
 	s, ok1 := lb.all[name+"_scale"]
 	sh, ok2 := lb.all[name+"_shape"]
 	if g == 0 || !ok1 || !ok2 || sh.t.DType != safetensors.I32 || !slices.Equal(sh.t.Shape, []int64{2}) {
@@ -234,8 +183,8 @@ func (lb *latentBase) int4Tensor(name string, l located) (*qtensor, error) {
 		return nil, err
 	}
 	rows, cols := int(int32(binary.LittleEndian.Uint32(raw))), int(int32(binary.LittleEndian.Uint32(raw[4:])))
-	if rows < 1 || cols < 1 || cols%g != 0 || l.t.DType != safetensors.I32 || !slices.Equal(l.t.Shape, []int64{int64(rows), int64(cols / 8)}) ||
-		s.t.DType != safetensors.BF16 || !slices.Equal(s.t.Shape, []int64{int64(rows), int64(cols / g)}) {
+	ps, ss, ok := lb.quant.Int4Shapes(rows, cols)
+	if !ok || l.t.DType != safetensors.I32 || !slices.Equal(l.t.Shape, ps) || s.t.DType != safetensors.BF16 || !slices.Equal(s.t.Shape, ss) {
 		return nil, fmt.Errorf("base %s: %s_packed %s %v and _scale %s %v do not fit weight_shape [%d %d] in groups of %d",
 			lb.Dir, name, l.t.DType, l.t.Shape, s.t.DType, s.t.Shape, rows, cols, g)
 	}

@@ -2,10 +2,8 @@ package export
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,6 +11,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/tinkershell/tinker/lib/quant"
 	"github.com/tinkershell/tinker/lib/safetensors"
 )
 
@@ -233,7 +232,7 @@ func (m *latentMerger) fillQuant(ctx context.Context, f *os.File, q *qtensor, t 
 	}
 	step := max(1, blockElems/q.cols)
 	if !q.int4 {
-		step = max(1, step/m.lb.quant.block[0]) * m.lb.quant.block[0]
+		step = max(1, step/m.lb.quant.Block[0]) * m.lb.quant.Block[0]
 	}
 	inRow := int(q.w.t.Bytes()) / q.rows
 	outRow := int(t.Bytes()) / q.rows
@@ -245,7 +244,7 @@ func (m *latentMerger) fillQuant(ctx context.Context, f *os.File, q *qtensor, t 
 	}
 	unit := 1
 	if !q.int4 && !m.dequant {
-		unit = m.lb.quant.block[0] // a requantised FP8 block's rows stay together
+		unit = m.lb.quant.Block[0] // a requantised FP8 block's rows stay together
 	}
 	make1 := func(lo int, dst []byte) ([]byte, error) {
 		n := min(step, q.rows-lo)
@@ -279,13 +278,20 @@ func parallelSpans(n int, f func(a, b int)) {
 	wg.Wait()
 }
 
-// addDelta adds u's rows from row lo on to the rows of v (cols wide).
+// addDelta adds u's rows from row lo on to the rows of v (cols wide):
+// four rows at a time where the vector kernel takes them, else one.
 func addDelta(u *update, lo int, v []float32, cols int) {
 	if u == nil {
 		return
 	}
+	rows, r := len(v)/cols, 0
+	if u.rowsPerA == 0 && cols == u.in && cols%32 == 0 {
+		for r+4 <= rows && addRows4Vector(v[r*cols:(r+4)*cols], u.b[(lo+r)*u.r:(lo+r+4)*u.r], u.a, u.r, cols, cols) {
+			r += 4
+		}
+	}
 	d := make([]float32, cols)
-	for r := range len(v) / cols {
+	for ; r < rows; r++ {
 		u.deltaRow(lo+r, d)
 		row := v[r*cols : (r+1)*cols]
 		for j := range row {
@@ -297,26 +303,10 @@ func addDelta(u *update, lo int, v []float32, cols int) {
 // decodeQuant dequantises rows [lo, lo+n) of q from src into v.
 func (m *latentMerger) decodeQuant(q *qtensor, src, scales []byte, lo, n int, v []float32) {
 	if q.int4 {
-		g := m.lb.quant.group
-		sr := 2 * q.cols / g
-		for r := range n {
-			int4Row(src[r*q.cols/2:], scales[(lo+r)*sr:], g, v[r*q.cols:(r+1)*q.cols])
-		}
+		quant.Int4Rows(src, scales, q.cols, m.lb.quant.Group, lo, n, v)
 		return
 	}
-	b := m.lb.quant.block
-	nbc := ceilDiv(q.cols, b[1])
-	for r := range n {
-		srow := ((lo + r) / b[0]) * nbc
-		row, codes := v[r*q.cols:(r+1)*q.cols], src[r*q.cols:(r+1)*q.cols]
-		for c0 := 0; c0 < q.cols; c0 += b[1] {
-			s := math.Float32frombits(binary.LittleEndian.Uint32(scales[4*(srow+c0/b[1]):]))
-			c1 := min(q.cols, c0+b[1])
-			for j, c := range codes[c0:c1] {
-				row[c0+j] = fp8Values[c] * s
-			}
-		}
-	}
+	quant.FP8Rows(src, scales, q.cols, m.lb.quant.Block, lo, n, v)
 }
 
 // encodeQuant writes rows [lo, lo+n) of v into dst: in dtype dt when
@@ -329,43 +319,11 @@ func (m *latentMerger) encodeQuant(q *qtensor, dt safetensors.DType, v []float32
 			encodeRow(dt, v[r*q.cols:(r+1)*q.cols], dst[r*sz:(r+1)*sz])
 		}
 	case q.int4:
-		g := m.lb.quant.group
+		g := m.lb.quant.Group
 		for r := range n {
-			int4Quantize(v[r*q.cols:(r+1)*q.cols], g, dst[r*q.cols/2:], fresh[(lo+r)*2*q.cols/g:])
+			quant.Int4Quantize(v[r*q.cols:(r+1)*q.cols], g, dst[r*q.cols/2:], fresh[(lo+r)*2*q.cols/g:])
 		}
 	default:
-		fp8Quantize(v, q.cols, m.lb.quant.block, lo, n, dst, fresh)
-	}
-}
-
-// fp8Quantize requantises rows [lo, lo+n) (lo a multiple of the block
-// height): each block's scale is its largest magnitude over 448, and
-// each value is value/scale rounded to E4M3.
-func fp8Quantize(v []float32, cols int, b [2]int, lo, n int, dst, fresh []byte) {
-	nbc := ceilDiv(cols, b[1])
-	for r0 := 0; r0 < n; r0 += b[0] {
-		r1 := min(n, r0+b[0])
-		for c0 := 0; c0 < cols; c0 += b[1] {
-			c1 := min(cols, c0+b[1])
-			// Magnitudes compare as their bits (sign cleared).
-			var amax uint32
-			for r := r0; r < r1; r++ {
-				for _, x := range v[r*cols+c0 : r*cols+c1] {
-					amax = max(amax, math.Float32bits(x)&^(1<<31))
-				}
-			}
-			s := math.Float32frombits(amax) / fp8Max
-			if s == 0 {
-				s = 1
-			}
-			binary.LittleEndian.PutUint32(fresh[4*(((lo+r0)/b[0])*nbc+c0/b[1]):], math.Float32bits(s))
-			inv := 1 / s
-			for r := r0; r < r1; r++ {
-				row, out := v[r*cols+c0:r*cols+c1], dst[r*cols+c0:r*cols+c1]
-				for j, x := range row {
-					out[j] = fp8Encode(x * inv)
-				}
-			}
-		}
+		quant.FP8Quantize(v, q.cols, m.lb.quant.Block, lo, n, dst, fresh)
 	}
 }

@@ -35,7 +35,8 @@ type merger struct {
 	src       []byte            // the base rows of the block being made
 	copyBuf   []byte            // for tensors copied as they are
 	mx        map[string]*mxJob // GPT-OSS's MXFP4 weights by their _blocks name (mxfp4.go)
-	mxScales  map[string]bool   // their _scales, which the output drops
+	mxScales  map[string]bool   // their _scales, which the output drops when dense
+	mxFresh   map[string][]byte // requantised weights' new scales, by _scales name
 }
 
 // source is where an output tensor comes from: a base tensor's bytes at
@@ -67,6 +68,11 @@ func (m *merger) plan(h *safetensors.Header, shard string) ([]safetensors.Tensor
 		m.total += info.Bytes()
 	}
 	for i, t := range h.Tensors {
+		if j := m.mx[t.Name]; j != nil && j.requant {
+			add(t.Name, t, h.Offsets[i])
+			srcs[t.Name] = source{t, h.Offsets[i], m.updates[j.out], j}
+			continue
+		}
 		if j := m.mx[t.Name]; j != nil {
 			dense := safetensors.TensorInfo{Name: j.out, DType: safetensors.BF16, Shape: []int64{int64(j.experts), int64(j.cols), int64(j.rows)}}
 			add(j.out, dense, h.Offsets[i])
@@ -127,8 +133,19 @@ func writeShard(path string, w io.Writer, plan func(*safetensors.Header) ([]safe
 // fill writes one output tensor: the base bytes as they are when nothing
 // changes, else row blocks widened, updated and rounded.
 func (m *merger) fill(ctx context.Context, f *os.File, s source, t safetensors.TensorInfo, w io.Writer) error {
+	if s.mx != nil && s.mx.requant {
+		return m.requantMXFP4(ctx, f, s, w)
+	}
 	if s.mx != nil {
 		return m.fillMXFP4(ctx, f, s, t, w)
+	}
+	if b, ok := m.mxFresh[t.Name]; ok { // made with their blocks, which sort first
+		if b == nil {
+			return fmt.Errorf("shard layout: %s comes before its blocks", t.Name)
+		}
+		delete(m.mxFresh, t.Name)
+		_, err := w.Write(b)
+		return err
 	}
 	if s.u == nil && s.t.DType == t.DType {
 		if m.copyBuf == nil {

@@ -85,7 +85,7 @@ func writeMergedSide(out *outDir, o Options, a *Adapter, m *merger, files []stri
 	}
 	// A tied base keeps its embedding; the adapted unembedding is lm_head.
 	untie := m.base.Config.TieWordEmbeddings && m.updates[lmHeadName] != nil
-	cfg, err := mergedConfig(m.base.Dir, untie, m.dtype, len(m.mx) > 0)
+	cfg, err := mergedConfig(m.base.Dir, untie, m.dtype, m.dequantisesMXFP4())
 	if err != nil {
 		return err
 	}
@@ -138,6 +138,9 @@ func newMerger(base *Base, a *Adapter, dt safetensors.DType) (*merger, int64, er
 	}
 	for name, u := range fused {
 		m.updates[name] = u
+	}
+	if err := m.settleMXFP4(infos); err != nil {
+		return nil, 0, err
 	}
 	for _, mod := range mods {
 		name := mod.Path + ".weight"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,19 +15,23 @@ import (
 // The released GPT-OSS checkpoints store each layer's two expert weights
 // as MXFP4: <name>_blocks [experts, out, in/32, 16] (two 4-bit E2M1 codes
 // a byte, the low nibble first) and <name>_scales [experts, out, in/32]
-// (a power-of-two exponent biased by 127 per block of 32 values). The
-// merge dequantises them an expert at a time, adds the update in float32
-// and writes the dense parameter transformers loads, <name> [experts, in,
-// out] in bfloat16 (or --dtype), rounding once; it does not requantise.
-// config.json loses its quantization_config. Memory stays one expert's
-// matrix in float32 plus the adapter.
+// (a power-of-two exponent biased by 127 per block of 32 values). With
+// --dtype bfloat16/float32 the merge dequantises them an expert at a time,
+// adds the update in float32 and writes the dense parameter transformers
+// loads, <name> [experts, in, out], rounding once; config.json loses its
+// quantization_config. By default (--dtype same) an adapted weight is
+// requantised instead (mxfp4_quant.go) and an unadapted one copied as it
+// is, so the output is MXFP4 as released. Memory stays one expert's
+// matrix in float32 plus the adapter (and a tensor's new scales).
 
 // mxJob is one MXFP4 weight to dequantise into the dense tensor out.
 type mxJob struct {
 	out                 string
-	scaleShard          string
+	blocks, scales      safetensors.TensorInfo // as stored
+	shard, scaleShard   string                 // holding the blocks, the scales
 	scaleOff            int64
-	experts, rows, cols int // rows: outputs, cols: inputs (as stored)
+	experts, rows, cols int  // rows: outputs, cols: inputs (as stored)
+	requant             bool // written MXFP4 again, not dense
 }
 
 var mxfp4Values = [16]float32{0, 0.5, 1, 1.5, 2, 3, 4, 6, -0, -0.5, -1, -1.5, -2, -3, -4, -6}
@@ -66,21 +69,56 @@ func (m *merger) mxfp4Job(out string, t safetensors.TensorInfo, infos map[string
 		len(s.Shape) != 3 || s.Shape[0] != t.Shape[0] || s.Shape[1] != t.Shape[1] || s.Shape[2] != t.Shape[2] {
 		return nil, fmt.Errorf("base %s: %s_blocks %v and %s_scales %v are not an MXFP4 pair", m.base.Dir, out, t.Shape, out, s.Shape)
 	}
-	j := &mxJob{out: out, experts: int(t.Shape[0]), rows: int(t.Shape[1]), cols: int(t.Shape[2]) * 32}
+	j := &mxJob{out: out, blocks: t, scales: s, experts: int(t.Shape[0]), rows: int(t.Shape[1]), cols: int(t.Shape[2]) * 32}
 	for _, shard := range m.base.Shards {
 		h, err := readShardHeader(filepath.Join(m.base.Dir, shard))
 		if err != nil {
 			return nil, err
 		}
 		for i, x := range h.Tensors {
-			if x.Name == out+"_scales" {
+			switch x.Name {
+			case out + "_scales":
 				j.scaleShard, j.scaleOff = shard, h.Offsets[i]
-				return j, nil
+			case out + "_blocks":
+				j.shard = shard
 			}
 		}
 	}
-	return nil, fmt.Errorf("base %s: no shard holds %s_scales", m.base.Dir, out)
+	if j.scaleShard == "" {
+		return nil, fmt.Errorf("base %s: no shard holds %s_scales", m.base.Dir, out)
+	}
+	return j, nil
 }
+
+// settleMXFP4 decides, once the updates are known, what each MXFP4
+// weight becomes: dense (a --dtype given), requantised (adapted) or
+// copied (neither). infos gets the stored tensors back for the last two.
+func (m *merger) settleMXFP4(infos map[string]safetensors.TensorInfo) error {
+	if m.dtype != "" {
+		return nil
+	}
+	for name, j := range m.mx {
+		delete(infos, j.out)
+		infos[j.blocks.Name], infos[j.scales.Name] = j.blocks, j.scales
+		delete(m.mxScales, j.scales.Name)
+		if m.updates[j.out] == nil {
+			delete(m.mx, name)
+			continue
+		}
+		if j.shard != j.scaleShard { // its new scales are written after it, from memory
+			return fmt.Errorf("base %s keeps %s and %s in different shards: export with --dtype bfloat16", m.base.Dir, j.blocks.Name, j.scales.Name)
+		}
+		j.requant = true
+		if m.mxFresh == nil {
+			m.mxFresh = map[string][]byte{}
+		}
+		m.mxFresh[j.scales.Name] = nil // until its blocks are written
+	}
+	return nil
+}
+
+// dequantisesMXFP4 says whether MXFP4 weights are written dense.
+func (m *merger) dequantisesMXFP4() bool { return len(m.mx) > 0 && m.dtype != "" }
 
 // fillMXFP4 writes one dequantised, updated dense tensor, an expert at a
 // time: rows of the output are the inputs (transformers' layout).
@@ -93,7 +131,7 @@ func (m *merger) fillMXFP4(ctx context.Context, f *os.File, s source, t safetens
 	defer sf.Close()
 	per := j.rows * j.cols
 	blocks, scales, dense := make([]byte, per/2), make([]byte, per/32), make([]float32, per)
-	row, d, out := make([]float32, j.rows), make([]float32, j.rows), make([]byte, j.rows*t.DType.Size())
+	tile, d, out := make([]float32, mxTile*j.rows), make([]float32, j.rows), make([]byte, j.rows*t.DType.Size())
 	for e := range j.experts {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -104,27 +142,39 @@ func (m *merger) fillMXFP4(ctx context.Context, f *os.File, s source, t safetens
 		if _, err := sf.ReadAt(scales, j.scaleOff+int64(e*per/32)); err != nil {
 			return fmt.Errorf("read base tensor %s_scales: %w", j.out, err)
 		}
-		for i, sc := range scales {
-			v := float32(math.Ldexp(1, int(sc)-127))
-			for k, b := range blocks[16*i : 16*i+16] {
-				dense[32*i+2*k], dense[32*i+2*k+1] = mxfp4Values[b&15]*v, mxfp4Values[b>>4]*v
-			}
-		}
-		for h := range j.cols {
-			for o := range row {
-				row[o] = dense[o*j.cols+h]
-			}
-			if s.u != nil {
-				s.u.deltaRow(e*j.cols+h, d)
-				for o := range row {
-					row[o] += d[o]
+		mxDecode(blocks, scales, dense)
+		for h0 := 0; h0 < j.cols; h0 += mxTile {
+			n := min(mxTile, j.cols-h0)
+			transposeTile(tile, dense, j.rows, j.cols, h0, n)
+			for k := range n {
+				row := tile[k*j.rows : (k+1)*j.rows]
+				if s.u != nil {
+					s.u.deltaRow(e*j.cols+h0+k, d)
+					for o := range row {
+						row[o] += d[o]
+					}
 				}
-			}
-			encodeRow(t.DType, row, out)
-			if _, err := w.Write(out); err != nil {
-				return err
+				encodeRow(t.DType, row, out)
+				if _, err := w.Write(out); err != nil {
+					return err
+				}
 			}
 		}
 	}
 	return nil
+}
+
+// mxTile is how many stored columns (inputs) are turned into output rows
+// together: the stored rows are then read in runs of mxTile values rather
+// than one value each.
+const mxTile = 16
+
+// transposeTile sets tile[k·rows+o] to m[o·cols+h0+k] for k < n: columns
+// h0… of the [rows, cols] matrix m as rows.
+func transposeTile(tile, m []float32, rows, cols, h0, n int) {
+	for o := range rows {
+		for k, x := range m[o*cols+h0 : o*cols+h0+n] {
+			tile[k*rows+o] = x
+		}
+	}
 }

@@ -1,7 +1,6 @@
 package export
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -138,16 +137,17 @@ func (o *outDir) checkRoom(need int64) error {
 	return nil
 }
 
-// write creates name in the directory from body, synced.
+// write creates name in the directory from body, synced; body makes
+// the next buffers while the last are written (asyncwrite.go).
 func (o *outDir) write(name string, body func(io.Writer) error) error {
 	f, err := os.Create(filepath.Join(o.tmp, name))
 	if err != nil {
 		return o.fail(name, err)
 	}
-	bw := bufio.NewWriterSize(&countWriter{w: f, o: o}, 1<<20)
-	err = body(bw)
-	if err == nil {
-		err = bw.Flush()
+	aw := newAsyncWriter(&countWriter{w: f, o: o}, 4, 1<<20)
+	err = body(aw)
+	if cerr := aw.Close(); err == nil {
+		err = cerr
 	}
 	if err == nil {
 		err = f.Sync()

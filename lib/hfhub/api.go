@@ -74,11 +74,31 @@ func (h *Hub) doJSON(op string, req *http.Request, out any, ok ...int) (int, err
 		return resp.StatusCode, h.apiError(op, resp)
 	}
 	if out != nil {
-		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-			return resp.StatusCode, fmt.Errorf("hub: %s: malformed answer: %w", op, err)
+		if err := decodeAnswer(resp.Body, out); err != nil {
+			return resp.StatusCode, fmt.Errorf("hub: %s: %w", op, err)
 		}
 	}
 	return resp.StatusCode, nil
+}
+
+// maxAnswer bounds a Hub JSON answer (whoami, repo creation, preupload and
+// LFS batch answers are kilobytes): a broken or hostile endpoint cannot
+// make the client buffer an endless body.
+const maxAnswer = 16 << 20
+
+// decodeAnswer decodes one JSON answer of at most maxAnswer bytes.
+func decodeAnswer(body io.Reader, out any) error {
+	b, err := io.ReadAll(io.LimitReader(body, maxAnswer+1))
+	if err != nil {
+		return fmt.Errorf("read answer: %w", err)
+	}
+	if len(b) > maxAnswer {
+		return fmt.Errorf("answer larger than %d MiB: check HF_ENDPOINT names the Hugging Face Hub", maxAnswer>>20)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("malformed answer: %w", err)
+	}
+	return nil
 }
 
 // Whoami returns the account the token belongs to: ErrNotLoggedIn without

@@ -1,9 +1,12 @@
 package hfhub
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -296,5 +299,22 @@ func TestPushChecksTheFolder(t *testing.T) {
 	}
 	if _, err := h.Push(context.Background(), PushOptions{Dir: dir, TinkerPath: "tinker://x"}); err == nil {
 		t.Error("bad tinker path accepted")
+	}
+}
+
+// A Hub answer is read up to a bound: an endpoint that sends more (here a
+// valid but oversized whoami answer) gets a one-line error, not a buffer
+// as large as the body.
+func TestHubAnswerIsBounded(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{"name":"someone","pad":"`))
+		w.Write(bytes.Repeat([]byte("x"), maxAnswer))
+		w.Write([]byte(`"}`))
+	}))
+	t.Cleanup(srv.Close)
+	h := &Hub{Endpoint: srv.URL, Token: "hf_test", Client: srv.Client()}
+	_, err := h.Whoami(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("Whoami over an oversized answer: %v, want a size error", err)
 	}
 }

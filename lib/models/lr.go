@@ -19,7 +19,10 @@ const (
 )
 
 // lrExponents are the fitted exponents; families without one have no
-// calibrated rule.
+// calibrated rule. tinker-cookbook's get_lr (hyperparam_utils.py) raises
+// "not yet calibrated" for GPT-OSS, DeepSeek V3.1, Kimi K2.6, Nemotron 3
+// and Inkling, so lr_for refuses them in one line, as it does the other
+// DeepSeek-V3 family models the cookbook does not know.
 var lrExponents = map[Family]float64{
 	Llama3:   0.781,
 	Qwen3:    0.0775,
@@ -59,7 +62,7 @@ func ruleLR(name, family string, hidden int, exponent float64, calibrated bool) 
 		if family != "" {
 			name += " (" + family + ")"
 		}
-		return 0, fmt.Errorf("the learning-rate rule is calibrated for Llama and Qwen only, not %s: pass learning_rate explicitly", name)
+		return 0, fmt.Errorf("the learning-rate rule is calibrated for Llama and Qwen only, not yet for %s (tinker-cookbook's get_lr refuses it too): pass learning_rate explicitly", name)
 	}
 	if hidden <= 0 {
 		return 0, fmt.Errorf("%s has no hidden size: pass learning_rate explicitly", name)

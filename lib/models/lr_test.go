@@ -42,3 +42,46 @@ func TestLoRALearningRate(t *testing.T) {
 		t.Errorf("unknown model: want an error naming learning_rate, got %v", err)
 	}
 }
+
+// cookbookLR is tinker-cookbook's get_lr (hyperparam_utils.py, LoRA) as
+// written there, independently of LoRALearningRate: the exponent is picked
+// by name ("llama" 0.781, "qwen" 0.0775), every other model is refused.
+func cookbookLR(name string, hidden int) (float64, bool) {
+	low := strings.ToLower(name)
+	var e float64
+	switch {
+	case strings.Contains(low, "llama"):
+		e = 0.781
+	case strings.Contains(low, "qwen"):
+		e = 0.0775
+	default:
+		return 0, false
+	}
+	return 5e-5 * 10 * math.Pow(2000/float64(hidden), e), true
+}
+
+// Every catalog model (but the tiny ones, see TestLoRALearningRate) gets
+// the cookbook's rate, or is refused in one line where the cookbook has
+// no calibrated rule (GPT-OSS, DeepSeek V3.1, Kimi K2).
+func TestLearningRateFollowsCookbook(t *testing.T) {
+	refused := 0
+	for _, name := range Names() {
+		a, _ := Lookup(name)
+		if IsTiny(name) {
+			continue
+		}
+		got, err := LoRALearningRate(name)
+		want, ok := cookbookLR(name, a.Hidden)
+		switch {
+		case ok && (err != nil || math.Abs(got-want) > 1e-15):
+			t.Errorf("%s: %g %v, cookbook %g", name, got, err, want)
+		case !ok && (err == nil || !strings.Contains(err.Error(), "not yet for "+name) || strings.Contains(err.Error(), "\n")):
+			t.Errorf("%s: %g %v, want a one-line refusal naming it", name, got, err)
+		case !ok:
+			refused++
+		}
+	}
+	if refused < 7 {
+		t.Errorf("only %d catalog models refused: GPT-OSS, DeepSeek and Kimi lack a calibrated rule", refused)
+	}
+}

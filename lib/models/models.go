@@ -96,6 +96,10 @@ const (
 	// TinyGptOss is a GPT-OSS: 8 experts of width 64, 2 per token, sliding
 	// and full attention alternating.
 	TinyGptOss = tinyPrefix + "tiny-gpt-oss"
+	// TinyDeepSeek is a DeepSeek-V3: latent attention, one dense layer,
+	// then 12 routed experts in 3 groups (2 kept), 3 per token, and a
+	// shared expert; lm_head untied, as in the released models.
+	TinyDeepSeek = tinyPrefix + "tiny-deepseek"
 )
 
 // Special token ids of the tiny models' vocabulary.
@@ -126,6 +130,11 @@ var table = []Arch{
 	{Name: TinyGptOss, TokenizerID: TinyGptOss, Shape: Shape{Family: GptOss, Layers: 4, Hidden: 128, Intermediate: 64, TieWordEmbeddings: true,
 		Heads: 4, KVHeads: 2, HeadDim: 32, VocabSize: TinyVocab, MaxPositionEmbeddings: 4096, Experts: 8,
 		ExpertsPerToken: 2, MoEIntermediate: 64, RMSNormEps: 1e-5, RopeTheta: 150000}},
+	{Name: TinyDeepSeek, TokenizerID: TinyDeepSeek, Shape: Shape{Family: DeepSeekV3, Layers: 3, Hidden: 64, Intermediate: 128,
+		Heads: 4, KVHeads: 4, HeadDim: 24, VocabSize: TinyVocab, MaxPositionEmbeddings: 4096,
+		Experts: 12, ExpertsPerToken: 3, MoEIntermediate: 32, SharedExperts: 1, FirstDenseLayers: 1,
+		MLA:        &MLA{QLoraRank: 48, KVLoraRank: 32, QKNopeDim: 16, QKRopeDim: 8, VHeadDim: 16},
+		RMSNormEps: 1e-6, RopeTheta: 10000}},
 
 	// Llama 3 family. hf:meta-llama/<name>/config.json.
 	llama("meta-llama/Llama-3.2-1B", 16, 2048, 8192, 32, 8, 64, true),

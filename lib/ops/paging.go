@@ -74,7 +74,13 @@ func fetchPages[T any](ctx context.Context, first []T, total, limit, batch int, 
 		}(i, p)
 	}
 	wg.Wait()
-	out := first
+	// Sized from what came (never from the server's total): 10,000
+	// entries appended into a growing slice were copied four times over.
+	n := len(first)
+	for i := range pages {
+		n += len(results[i])
+	}
+	out := append(make([]T, 0, n), first...)
 	for i, p := range pages {
 		if errs[i] != nil {
 			return nil, errs[i]

@@ -114,9 +114,12 @@ type AdapterConfig struct {
 	RankPattern         map[string]int `json:"rank_pattern"`
 	Revision            any            `json:"revision"`
 	TargetModules       []string       `json:"target_modules"`
-	TaskType            string         `json:"task_type"`
-	UseDora             bool           `json:"use_dora"`
-	UseRslora           bool           `json:"use_rslora"`
+	// TargetParameters names nn.Parameters adapted directly (PEFT's
+	// target_parameters: fused experts, [r·E, in] and [out, r·E] factors).
+	TargetParameters []string `json:"target_parameters,omitempty"`
+	TaskType         string   `json:"task_type"`
+	UseDora          bool     `json:"use_dora"`
+	UseRslora        bool     `json:"use_rslora"`
 	// TargetRegex is target_modules given as one string, which PEFT
 	// matches against each module's full path; TargetModules is then nil
 	// and the weights file says which modules are adapted.
@@ -185,7 +188,11 @@ func modules(a *models.Arch, c Config) ([]module, []string) {
 			if m := a.MLA; m != nil {
 				// The service adapts the projections to and from the
 				// residual stream only, not q_b_proj and kv_b_proj.
-				add(p+"self_attn.q_a_proj", h, m.QLoraRank, 0)
+				if m.QLoraRank > 0 {
+					add(p+"self_attn.q_a_proj", h, m.QLoraRank, 0)
+				} else { // no query bottleneck (q_lora_rank null)
+					add(p+"self_attn.q_proj", h, a.Heads*a.HeadDim, 0)
+				}
 				add(p+"self_attn.kv_a_proj_with_mqa", h, m.KVLoraRank+m.QKRopeDim, 0)
 				add(p+"self_attn.o_proj", a.Heads*m.VHeadDim, h, 0)
 			} else {

@@ -29,16 +29,47 @@ type archiver struct {
 	// generated holds the dirs generated here from a seed, by last use:
 	// they can be made again, so idle ones are removed (dropIdle).
 	generated map[string]time.Time
-	dirs      sync.Map // dir -> *sync.Mutex: one writer of a checkpoint's files at a time
+	dirs      dirLocks // one writer of a checkpoint's files at a time
+}
+
+// dirLocks holds a mutex per directory only while someone holds or waits
+// for it, so a long-running server's map does not grow with every
+// checkpoint it ever wrote.
+type dirLocks struct {
+	mu sync.Mutex
+	m  map[string]*dirLock
+}
+
+type dirLock struct {
+	sync.Mutex
+	users int // holders and waiters; the entry goes when it reaches 0
 }
 
 // lock takes dir's writer lock (generation and saves both write there)
 // and returns its release.
-func (a *archiver) lock(dir string) func() {
-	m, _ := a.dirs.LoadOrStore(dir, &sync.Mutex{})
-	mu := m.(*sync.Mutex)
-	mu.Lock()
-	return mu.Unlock
+func (a *archiver) lock(dir string) func() { return a.dirs.lock(dir) }
+
+func (d *dirLocks) lock(dir string) func() {
+	d.mu.Lock()
+	if d.m == nil {
+		d.m = map[string]*dirLock{}
+	}
+	l := d.m[dir]
+	if l == nil {
+		l = &dirLock{}
+		d.m[dir] = l
+	}
+	l.users++
+	d.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		d.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(d.m, dir)
+		}
+		d.mu.Unlock()
+	}
 }
 
 // generatedKeep is how long generated checkpoint files stay unused on disk.

@@ -36,7 +36,11 @@ type AdapterImport struct {
 // model's function unchanged. B is rescaled from the adapter's
 // lora_alpha/r to the server's fixed alpha of 32.
 func ImportAdapter(ctx context.Context, dataDir, dir, baseModel, name string, now time.Time) (AdapterImport, error) {
-	a, err := export.ReadAdapter(dir)
+	read := export.ReadAdapter
+	if f, _ := models.FamilyOf(baseModel); f == models.DeepSeekV3 {
+		read = export.ReadLatentAdapter // latent attention and shared experts
+	}
+	a, err := read(dir)
 	if err != nil {
 		return AdapterImport{}, err
 	}
@@ -84,7 +88,8 @@ func adapterRun(a *export.Adapter, baseModel string, now time.Time) (store.Run, 
 		return store.Run{}, fmt.Errorf("unknown base model %q: use one the server offers (tinker models) or register a directory with --model %s=DIR",
 			baseModel, baseModel)
 	}
-	if err := export.CheckDense(arch.Name, "imported"); err != nil {
+	// DeepSeek's latent family has its own reader (ImportAdapter).
+	if err := export.CheckGQAFamily(arch.Name, "imported"); err != nil && arch.Family != models.DeepSeekV3 {
 		return store.Run{}, err
 	}
 	if e := checkInt("r", int64(a.Config.R), 1, maxLoraRank); e != nil {

@@ -187,7 +187,7 @@ func TestImportAdapterRefuses(t *testing.T) {
 		{deep, models.TinyLlama, "", "model.layers.99.self_attn.q_proj does not exist in tinker-local/tiny-llama"},
 		{wide, models.TinyLlama, "", "lora_A has shape [2 65]"},
 		{good, "me/nothing", "", `unknown base model "me/nothing"`},
-		{good, "deepseek-ai/DeepSeek-V3.1", "", "only Llama 3, Qwen3, Qwen3-MoE and GPT-OSS models can be imported"},
+		{good, "deepseek-ai/DeepSeek-V3.1", "", "model.layers.0.self_attn.q_proj does not exist in deepseek-ai/DeepSeek-V3.1"}, // it has q_a_proj
 		{good, models.TinyLlama, "a/b", "name"},
 	} {
 		_, err := ImportAdapter(context.Background(), data, tc.dir, tc.base, tc.name, t0)

@@ -46,13 +46,18 @@ func (f flexTime) UnmarshalJSON(b []byte) error {
 	} else if err := json.Unmarshal(b, &s); err != nil {
 		return err
 	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		*f.t = t
+	return parseDatetime(s, f.t)
+}
+
+// parseDatetime reads the text of a datetime string into *t.
+func parseDatetime(s string, t *time.Time) error {
+	if v, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		*t = v
 		return nil
 	}
 	for _, layout := range naiveLayouts {
-		if t, err := time.Parse(layout, s); err == nil {
-			*f.t = t
+		if v, err := time.Parse(layout, s); err == nil {
+			*t = v
 			return nil
 		}
 	}

@@ -214,21 +214,30 @@ func decodeTrainingRun(body []byte) (*TrainingRun, error) {
 
 // decodeCheckpoints decodes and checks a CheckpointsListResponse.
 func decodeCheckpoints(body []byte) (*CheckpointsListResponse, error) {
-	var w struct {
-		Checkpoints *[]checkpointWire `json:"checkpoints"`
-		Cursor      *cursorWire       `json:"cursor"`
+	var w checkpointsWire
+	if !fastCheckpoints(body, &w) {
+		w = checkpointsWire{}
+		if err := wireDecode(body, &w); err != nil {
+			return nil, err
+		}
 	}
-	if err := wireDecode(body, &w); err != nil {
-		return nil, err
-	}
+	return checkCheckpoints(&w)
+}
+
+// checkCheckpoints checks a decoded listing and converts it.
+func checkCheckpoints(w *checkpointsWire) (*CheckpointsListResponse, error) {
 	var f fieldErrs
 	f.missing(w.Checkpoints != nil, "checkpoints")
 	out := &CheckpointsListResponse{Cursor: f.cursor(w.Cursor, "cursor")}
 	if w.Checkpoints != nil {
 		out.Checkpoints = make([]Checkpoint, len(*w.Checkpoints))
 		for i := range *w.Checkpoints {
-			out.Checkpoints[i] = f.checkpoint(&(*w.Checkpoints)[i], fmt.Sprintf("checkpoints[%d]", i))
-			if f.err != nil {
+			// Checked without a field name first: naming each entry
+			// would cost more than the check when nothing is wrong.
+			var probe fieldErrs
+			out.Checkpoints[i] = probe.checkpoint(&(*w.Checkpoints)[i], "")
+			if probe.err != nil {
+				f.checkpoint(&(*w.Checkpoints)[i], fmt.Sprintf("checkpoints[%d]", i))
 				break
 			}
 		}

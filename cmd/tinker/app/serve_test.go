@@ -1,14 +1,17 @@
 package app
 
 import (
+	"bytes"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tinkershell/tinker/lib/server"
+	"github.com/tinkershell/tinker/lib/userfile"
 )
 
 // tinker serve binds before it announces or creates anything: a taken
@@ -79,5 +82,39 @@ func TestServeShutdownGrace(t *testing.T) {
 		if _, err := os.Stat(dir); !os.IsNotExist(err) {
 			t.Errorf("--shutdown-grace %s: data directory created (stat: %v)", v, err)
 		}
+	}
+}
+
+// serve import reads its manifest as the rest of the program reads a
+// person's files: a FIFO fed without end is read up to a bound, then
+// refused with one error, and nothing is imported.
+func TestServeImportBoundsAFIFO(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "manifest")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Opened read-write the FIFO always has a writer; closing it ends the
+	// feeding goroutine. Past the bound comes a valid (empty) manifest.
+	w, err := os.OpenFile(fifo, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	go func() {
+		pad := bytes.Repeat([]byte(" "), 1<<20)
+		for range userfile.SpecialLimit>>20 + 1 {
+			if _, err := w.Write(pad); err != nil {
+				return
+			}
+		}
+		w.Write([]byte(`{"runs": []}`))
+	}()
+	dir := filepath.Join(t.TempDir(), "data")
+	code, _, errOut := run("", "serve", "import", "--data", dir, fifo)
+	if code != 1 || !strings.HasPrefix(errOut, "Error: cannot read manifest:") || !strings.Contains(errOut, "more than") {
+		t.Errorf("exit %d, stderr %q; want one error naming the bound", code, errOut)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("data directory created by a refused import (stat: %v)", err)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -39,9 +40,10 @@ func main() {
 	runs := flag.Int("runs", 2, "measured runs of each")
 	keep := flag.String("dir", "", "generate the model here and keep it (default: a temporary directory)")
 	model := flag.String("model", "llama", "llama (dense bfloat16, ~1 GB) or deepseek (MoE, FP8 blocks, ~2.6 GB)")
+	profile := flag.String("cpuprofile", "", "with -child merge: write its CPU profile here (for go tool pprof)")
 	flag.Parse()
 	if *child != "" {
-		if err := runChild(*child, *base, *adapter, *out); err != nil {
+		if err := runProfiled(*profile, func() error { return runChild(*child, *base, *adapter, *out) }); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -60,6 +62,23 @@ func runChild(step, base, adapter, out string) error {
 	}
 	_, err := export.Export(context.Background(), export.Options{Adapter: adapter, Base: base, Out: out})
 	return err
+}
+
+// runProfiled runs f, under the CPU profiler when path is set.
+func runProfiled(path string, f func() error) error {
+	if path == "" {
+		return f()
+	}
+	pf, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer pf.Close()
+	if err := pprof.StartCPUProfile(pf); err != nil {
+		return err
+	}
+	defer pprof.StopCPUProfile()
+	return f()
 }
 
 // copyShards is the reference: each shard read and written as is, synced.

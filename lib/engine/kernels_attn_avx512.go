@@ -1,0 +1,149 @@
+//go:build goexperiment.simd && amd64
+
+package engine
+
+import (
+	"simd/archsimd"
+	"unsafe"
+)
+
+// 512-bit twins of the blocked attention kernels, for CPUs with AVX-512.
+// They keep the 256-bit kernels' bits: a weighted sum's lane is still one
+// output element adding its terms in ascending order, and a score is still
+// dot1's eight lanes and tree; a 16-lane register holds the eight lanes of
+// two keys (keys packed pairwise interleaved, the query doubled), so each
+// multiply and add does the work of two 8-lane ones.
+
+// v16 loads sixteen float32 from p + 4i bytes.
+func v16(p unsafe.Pointer, i int) archsimd.Float32x16 {
+	return archsimd.LoadFloat32x16((*[16]float32)(unsafe.Add(p, 4*i)))
+}
+
+// st16 stores v to the sixteen float32 at p + 4i bytes.
+func st16(p unsafe.Pointer, i int, v archsimd.Float32x16) {
+	v.Store((*[16]float32)(unsafe.Add(p, 4*i)))
+}
+
+// dotsTile is how many keys dotsBlock16 scores at once (four pairs).
+const dotsTile = 8
+
+// dotsBlock16 does attnDotsBlockVec's work dotsTile keys at a time and
+// returns how many keys it did; hd is a multiple of 8 and the operands
+// passed blockFits. Queries go in chunks whose doubled copies fit q2 (the
+// key tile is packed again per chunk, from L2).
+func dotsBlock16(sc []float32, ld int, qs [][]float32, group, p0 int, keys []float32, stride, off, nk int) int {
+	hd, nq := len(qs[0]), len(qs)
+	var q2 [8192]float32
+	var kt [dotsTile * packMaxHead]float32
+	per := len(q2) / (2 * hd)
+	end := nk &^ (dotsTile - 1)
+	for c0 := 0; c0 < nq; c0 += per {
+		c1 := min(nq, c0+per)
+		for j := c0; j < c1; j++ {
+			double8(q2[(j-c0)*2*hd:], qs[j])
+		}
+		for t := 0; t < end; t += dotsTile {
+			j := max(c0, firstSeeing(t, group, p0))
+			if j >= c1 {
+				break // later tiles are seen by later queries only
+			}
+			packPairs(kt[:dotsTile*hd], keys, t, stride, off, hd)
+			k := unsafe.Pointer(&kt[0])
+			for ; j < c1; j++ {
+				dots8x1(sc[j*ld+t:j*ld+t+dotsTile], unsafe.Pointer(&q2[(j-c0)*2*hd]), k, hd)
+			}
+		}
+	}
+	return end
+}
+
+// double8 writes each 8-element chunk of q twice in a row into dst.
+func double8(dst, q []float32) {
+	dst = dst[:2*len(q)]
+	for i := 0; i+8 <= len(q); i += 8 {
+		x := load8f(q[i:])
+		store8f(dst[2*i:], x)
+		store8f(dst[2*i+8:], x)
+	}
+}
+
+// packPairs copies keys t..t+dotsTile-1 into buf as four pairs, pair m
+// (keys t+2m and t+2m+1) at m·2·hd, interleaved by 8-element chunks.
+func packPairs(buf, keys []float32, t, stride, off, hd int) {
+	for m := range dotsTile / 2 {
+		a, b := keys[(t+2*m)*stride+off:][:hd], keys[(t+2*m+1)*stride+off:][:hd]
+		p := buf[m*2*hd:][:2*hd]
+		for i := 0; i+8 <= hd; i += 8 {
+			store8f(p[2*i:], load8f(a[i:]))
+			store8f(p[2*i+8:], load8f(b[i:]))
+		}
+	}
+}
+
+// dots8x1 stores the scores of the doubled query q2 against the four
+// packed key pairs at k to d[:8].
+func dots8x1(d []float32, q2, k unsafe.Pointer, hd int) {
+	k1 := unsafe.Add(k, 8*hd)
+	k2 := unsafe.Add(k1, 8*hd)
+	k3 := unsafe.Add(k2, 8*hd)
+	var a0, a1, a2, a3 archsimd.Float32x16
+	for i := 0; i < 2*hd; i += 16 {
+		x := v16(q2, i)
+		a0 = a0.Add(v16(k, i).Mul(x))
+		a1 = a1.Add(v16(k1, i).Mul(x))
+		a2 = a2.Add(v16(k2, i).Mul(x))
+		a3 = a3.Add(v16(k3, i).Mul(x))
+	}
+	laneSums4(d[:4], a0.GetLo(), a0.GetHi(), a1.GetLo(), a1.GetHi())
+	laneSums4(d[4:8], a2.GetLo(), a2.GetHi(), a3.GetLo(), a3.GetHi())
+}
+
+// weightedPair16 does weightedPair's work 32 elements at a time and
+// returns how many elements it did.
+func weightedPair16(a, b unsafe.Pointer, pa, pb []float32, r unsafe.Pointer, stride, n int) int {
+	i := 0
+	for ; i+32 <= n; i += 32 {
+		a0, a1, b0, b1 := v16(a, i), v16(a, i+16), v16(b, i), v16(b, i+16)
+		p := unsafe.Add(r, 4*i)
+		for t, w := range pa {
+			va, vb := archsimd.BroadcastFloat32x16(w), archsimd.BroadcastFloat32x16(pb[t])
+			x, y := v16(p, 0), v16(p, 16)
+			a0, b0 = a0.Add(x.Mul(va)), b0.Add(x.Mul(vb))
+			a1, b1 = a1.Add(y.Mul(va)), b1.Add(y.Mul(vb))
+			if t+1 < len(pa) {
+				p = unsafe.Add(p, 4*stride)
+			}
+		}
+		st16(a, i, a0)
+		st16(a, i+16, a1)
+		st16(b, i, b0)
+		st16(b, i+16, b1)
+	}
+	return i
+}
+
+// weighted16 does weighted1's work 64 elements at a time (four
+// accumulators, so the adds of successive rows overlap) and returns how
+// many elements it did.
+func weighted16(out unsafe.Pointer, p []float32, r unsafe.Pointer, stride, n int) int {
+	i := 0
+	for ; i+64 <= n; i += 64 {
+		a0, a1, a2, a3 := v16(out, i), v16(out, i+16), v16(out, i+32), v16(out, i+48)
+		q := unsafe.Add(r, 4*i)
+		for t, w := range p {
+			v := archsimd.BroadcastFloat32x16(w)
+			a0 = a0.Add(v16(q, 0).Mul(v))
+			a1 = a1.Add(v16(q, 16).Mul(v))
+			a2 = a2.Add(v16(q, 32).Mul(v))
+			a3 = a3.Add(v16(q, 48).Mul(v))
+			if t+1 < len(p) {
+				q = unsafe.Add(q, 4*stride)
+			}
+		}
+		st16(out, i, a0)
+		st16(out, i+16, a1)
+		st16(out, i+32, a2)
+		st16(out, i+48, a3)
+	}
+	return i
+}

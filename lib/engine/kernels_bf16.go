@@ -1,0 +1,80 @@
+package engine
+
+import (
+	"math"
+	"sync"
+)
+
+// The bf16 compute path (opt-in, LoadOptions.BF16Compute): products with
+// bfloat16 weights round their activations to bfloat16 and accumulate
+// the exact bf16×bf16 products in float32, as PyTorch's bf16 path
+// (oneDNN) does, on AMX tiles or AVX512-BF16. Each output element is one
+// float32 accumulator adding its column pairs in ascending order from
+// zero, so a row's bits do not depend on its batch, its tile or the
+// thread count; the path is chosen per matrix (every product of a bf16
+// matrix takes it once enabled), never by batch size, so prefill and
+// decode agree. Its results differ from the float32 path's at bf16
+// precision, hence opt-in.
+
+// BF16ComputeAvailable reports whether this CPU runs the bf16 path
+// (LoadOptions.BF16Compute).
+func BF16ComputeAvailable() bool { return bf16Compute() }
+
+// roundBF16 rounds f to the nearest bfloat16, ties to even, as
+// VCVTNE2PS2BF16 does: a denormal becomes zero (the kernels treat
+// bfloat16 denormals as zero anyway), a NaN a quiet NaN.
+func roundBF16(f float32) uint16 {
+	u := math.Float32bits(f)
+	switch {
+	case u&0x7fffffff > 0x7f800000:
+		return uint16(u>>16) | 0x40
+	case u&0x7f800000 == 0:
+		return uint16(u>>16) & 0x8000
+	}
+	return uint16((u + 0x7fff + (u>>16)&1) >> 16)
+}
+
+// bf16Cols is n rounded up to the kernels' 32-column chunk.
+func bf16Cols(n int) int { return (n + 31) &^ 31 }
+
+// packVNNI lays out a bfloat16 matrix for the kernels: blocks of 16 rows
+// (the last zero-padded), each holding, for each column pair p, the 16
+// rows' (w[2p], w[2p+1]) in 64 bytes; columns are zero-padded to a
+// multiple of 32.
+func packVNNI(w mat) []uint16 {
+	kp := bf16Cols(w.cols)
+	blocks := (w.rows + 15) / 16
+	vn := make([]uint16, blocks*16*kp)
+	for r := range w.rows {
+		blk := vn[r/16*16*kp:]
+		src := w.bf[r*w.cols : (r+1)*w.cols]
+		for k, v := range src {
+			blk[k/2*32+(r%16)*2+k&1] = v
+		}
+	}
+	return vn
+}
+
+// withBF16Compute gives every bfloat16 matrix of ws its packed copy
+// (parallel over matrices: the 0.6B model has 197).
+func (ws *weights) withBF16Compute() {
+	var ms []*mat
+	for i := range ws.layers {
+		l := &ws.layers[i]
+		ms = append(ms, &l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down)
+		if l.moe != nil { // the router stays float32: routing is float64
+			for e := range l.moe.experts {
+				x := &l.moe.experts[e]
+				ms = append(ms, &x.gate, &x.up, &x.down)
+			}
+		}
+	}
+	ms = append(ms, &ws.lmHead) // the embedding is only read by rows
+	var wg sync.WaitGroup
+	for _, m := range ms {
+		if m.bf != nil && m.vn == nil {
+			wg.Go(func() { m.vn = packVNNI(*m) })
+		}
+	}
+	wg.Wait()
+}

@@ -1,0 +1,269 @@
+package engine
+
+import (
+	"runtime"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/cpu"
+)
+
+//go:generate go run ./internal/asmgen/bf16 -out gemm_bf16_amd64.s -stubs gemm_bf16_stub_amd64.go
+
+// The CPU's bf16 instructions: AMX tiles (TDPBF16PS, Sapphire Rapids and
+// later) or AVX512-BF16 (VDPBF16PS: Cooper Lake, Zen 4). Both kernels add
+// each output's column pairs in the same order; see bf16Path.
+var (
+	cpuAMX      = cpu.X86.HasAMXTile && cpu.X86.HasAMXBF16
+	cpuAVXBF16  = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BF16
+	amxPermOnce sync.Once
+	amxPermOK   bool
+)
+
+// Linux grants a process the AMX tile state only on request
+// (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)); it checks that
+// every thread's signal stack can hold the 8 KiB of tile data (Go's are
+// 32 KiB).
+const (
+	archReqXcompPerm  = 0x1023
+	xfeatureXtiledata = 18
+)
+
+// amxReady asks for the tile state once; false when the CPU or the kernel
+// says no.
+func amxReady() bool {
+	if !cpuAMX {
+		return false
+	}
+	amxPermOnce.Do(func() {
+		_, _, errno := syscall.RawSyscall(syscall.SYS_ARCH_PRCTL, archReqXcompPerm, xfeatureXtiledata, 0)
+		amxPermOK = errno == 0
+	})
+	return amxPermOK
+}
+
+// amxTileCfg is the tile configuration every AMX kernel loads: palette 1,
+// all eight tiles 16 rows × 64 bytes.
+var amxTileCfg = func() (c [64]byte) {
+	c[0] = 1
+	for t := range 8 {
+		c[16+2*t] = 64
+		c[48+t] = 16
+	}
+	return c
+}()
+
+// bf16Compute reports whether the CPU runs the bf16 path: AVX512-BF16
+// rounds the activations and runs the products where AMX is missing.
+func bf16Compute() bool { return cpuAVXBF16 }
+
+// bf16UseAMX selects the AMX kernels over the AVX512-BF16 ones (a
+// variable so a test can compare them).
+var bf16UseAMX = amxReady
+
+// bf16Chunk is the bytes of packed weight rows that stay in L2 while
+// every group of tokens meets them.
+const bf16Chunk = 256 << 10
+
+var bf16Pool = sync.Pool{New: func() any { return new([]uint16) }}
+
+// packBF16Rows rounds the vectors to bfloat16 rows of bf16Cols(n)
+// columns, zero-padded, in whole blocks of 16 rows (the AMX kernels read
+// 16 at a time).
+func packBF16Rows(xs [][]float32, n int, pp *[]uint16) []uint16 {
+	kp := bf16Cols(n)
+	size := (len(xs) + 15) / 16 * 16 * kp
+	if cap(*pp) < size {
+		*pp = make([]uint16, size)
+	}
+	xb := (*pp)[:size]
+	n32 := n &^ 31
+	for t, x := range xs {
+		row := xb[t*kp : (t+1)*kp]
+		if n32 > 0 {
+			bf16RoundRow(&row[0], &x[0], n32)
+		}
+		for k := n32; k < kp; k++ {
+			row[k] = 0
+			if k < n {
+				row[k] = roundBF16(x[k])
+			}
+		}
+	}
+	clear(xb[len(xs)*kp:])
+	return xb
+}
+
+// matMulBF16Split is matMul on the bf16 path: the vectors are rounded
+// once, and blocks of 32 rows are split over the workers.
+func matMulBF16Split(w mat, xs, ys [][]float32, accumulate bool) {
+	pp := bf16Pool.Get().(*[]uint16)
+	defer bf16Pool.Put(pp)
+	xb := packBF16Rows(xs, w.cols, pp)
+	work := w.rows * w.cols * len(xs)
+	workers := min(runtime.GOMAXPROCS(0), max(1, work/parallelMinWork))
+	pairs := (w.rows + 31) / 32
+	per := max(1, (pairs+4*workers-1)/(4*workers))
+	forkJoin((pairs+per-1)/per, func(i int) {
+		bf16Rows(w, xb, len(xs), ys, 32*i*per, min(32*(i+1)*per, w.rows), accumulate)
+	})
+}
+
+// matMulBF16 is matRows on the bf16 path.
+func matMulBF16(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
+	pp := bf16Pool.Get().(*[]uint16)
+	defer bf16Pool.Put(pp)
+	bf16Rows(w, packBF16Rows(xs, w.cols, pp), len(xs), ys, lo, hi, accumulate)
+}
+
+// bf16Rows computes rows [lo, hi) for the m rounded vectors xb, a chunk
+// of weight blocks at a time (bf16Chunk) meeting every token; the
+// kernels compute whole blocks of 16 rows, the rows outside [lo, hi) are
+// dropped.
+func bf16Rows(w mat, xb []uint16, m int, ys [][]float32, lo, hi int, accumulate bool) {
+	kp := bf16Cols(w.cols)
+	chunk := max(2, bf16Chunk/(32*kp)&^1)
+	var out [32 * 16 * 16]float32 // 32 tokens × 16 blocks (chunk ≤ 16)
+	chunk = min(chunk, 16)
+	for b := lo / 16; b*16 < hi; b += chunk {
+		nb := min(chunk, (hi+15)/16-b)
+		if bf16UseAMX() {
+			bf16ChunkAMX(w, xb, m, ys, b, nb, lo, hi, accumulate, out[:])
+		} else {
+			bf16ChunkAVX(w, xb, m, ys, b, nb, lo, hi, accumulate, out[:])
+		}
+	}
+}
+
+// bf16ChunkAMX runs blocks [b, b+nb) over the tokens 32 at a time.
+func bf16ChunkAMX(w mat, xb []uint16, m int, ys [][]float32, b, nb, lo, hi int, accumulate bool, out []float32) {
+	kp := bf16Cols(w.cols)
+	ws, ldo := 32*kp, 4*16*nb
+	wv := w.vn[b*16*kp:]
+	for t := 0; t < m; t += 32 {
+		x := &xb[t*kp]
+		two := m-t > 16
+		if nb >= 2 {
+			if two {
+				amxBF16T2N2(&amxTileCfg, x, 2*kp, &wv[0], ws, kp/32, nb/2, &out[0], ldo)
+			} else {
+				amxBF16T1N2(&amxTileCfg, x, 2*kp, &wv[0], ws, kp/32, nb/2, &out[0], ldo)
+			}
+		}
+		if nb%2 == 1 {
+			last := (nb - 1) * 16
+			if two {
+				amxBF16T2N1(&amxTileCfg, x, 2*kp, &wv[last*kp], ws, kp/32, 1, &out[last], ldo)
+			} else {
+				amxBF16T1N1(&amxTileCfg, x, 2*kp, &wv[last*kp], ws, kp/32, 1, &out[last], ldo)
+			}
+		}
+		bf16Put(out, 16*nb, ys[t:min(t+32, m)], b*16, lo, hi, accumulate)
+	}
+}
+
+// bf16ChunkAVX runs blocks [b, b+nb) over the tokens 4 at a time, 6
+// blocks per kernel call.
+func bf16ChunkAVX(w mat, xb []uint16, m int, ys [][]float32, b, nb, lo, hi int, accumulate bool, out []float32) {
+	kp := bf16Cols(w.cols)
+	ws, ldo := 32*kp, 4*16*nb
+	wv := w.vn[b*16*kp:]
+	for t := 0; t < m; t += 4 {
+		four := m-t >= 4
+		for r := 0; r < min(4, m-t); r++ {
+			if four && r > 0 {
+				break
+			}
+			x := &xb[(t+r)*kp]
+			o := out[r*16*nb:]
+			j := 0
+			for ; j+6 <= nb; j += 6 {
+				if four {
+					avxBF16T4N6(x, 2*kp, &wv[j*16*kp], ws, kp/2, &o[16*j], ldo)
+				} else {
+					avxBF16T1N6(x, 2*kp, &wv[j*16*kp], ws, kp/2, &o[16*j], ldo)
+				}
+			}
+			for ; j < nb; j++ {
+				if four {
+					avxBF16T4N1(x, 2*kp, &wv[j*16*kp], ws, kp/2, &o[16*j], ldo)
+				} else {
+					avxBF16T1N1(x, 2*kp, &wv[j*16*kp], ws, kp/2, &o[16*j], ldo)
+				}
+			}
+		}
+		bf16Put(out, 16*nb, ys[t:min(t+4, m)], b*16, lo, hi, accumulate)
+	}
+}
+
+// bf16Put moves the sums (token i's row r0+c at out[i·width + c]) to
+// rows [lo, hi) of ys.
+func bf16Put(out []float32, width int, ys [][]float32, r0, lo, hi int, accumulate bool) {
+	a, z := max(lo, r0), min(hi, r0+width)
+	for i, y := range ys {
+		putRow(y[a:z], out[i*width+a-r0:i*width+z-r0], accumulate)
+	}
+}
+
+// matMulTBF16 is matMulT on the bf16 path: xs[b] (+)= Wᵀ·ys[b] with ys
+// rounded to bfloat16 and each output one float32 accumulator over the
+// row pairs in ascending order. Blocks of 32 columns are split over the
+// workers; each packs its block's VNNI panel of Wᵀ (bf16PackPairs) once
+// and runs every token over it.
+func matMulTBF16(w mat, ys, xs [][]float32, accumulate bool) {
+	pp := bf16Pool.Get().(*[]uint16)
+	defer bf16Pool.Put(pp)
+	yb := packBF16Rows(ys, w.rows, pp)
+	work := w.rows * w.cols * len(ys)
+	workers := min(runtime.GOMAXPROCS(0), max(1, work/parallelMinWork))
+	pairs := (w.cols + 31) / 32
+	per := max(1, (pairs+4*workers-1)/(4*workers))
+	forkJoin((pairs+per-1)/per, func(i int) {
+		panel := bf16Pool.Get().(*[]uint16)
+		defer bf16Pool.Put(panel)
+		for c := 32 * i * per; c < min(32*(i+1)*per, w.cols); c += 32 {
+			tw := mat{rows: min(32, w.cols-c), cols: w.rows, vn: packPanelT(w, c, panel)}
+			bf16Rows(tw, yb, len(ys), colsOf(xs[:len(ys)], c), 0, tw.rows, accumulate)
+		}
+	})
+}
+
+// packPanelT packs columns [c, c+32) of w (zero past w.cols) as the VNNI
+// blocks of two 16-row blocks of Wᵀ.
+func packPanelT(w mat, c int, pp *[]uint16) []uint16 {
+	kp := bf16Cols(w.rows)
+	size := 2 * 16 * kp
+	if cap(*pp) < size {
+		*pp = make([]uint16, size)
+	}
+	vn := (*pp)[:size]
+	clear(vn)
+	for blk := range 2 {
+		c0 := c + 16*blk
+		if c0 >= w.cols {
+			break
+		}
+		dst := vn[blk*16*kp:]
+		full := w.rows / 2
+		if c0+16 <= w.cols && full > 0 {
+			bf16PackPairs(&dst[0], &w.bf[c0], 2*w.cols, full)
+		} else {
+			full = 0
+		}
+		for r := 2 * full; r < w.rows; r++ {
+			for j := c0; j < min(c0+16, w.cols); j++ {
+				dst[r/2*32+(j-c0)*2+r&1] = w.bf[r*w.cols+j]
+			}
+		}
+	}
+	return vn
+}
+
+// colsOf returns the vectors xs from column c on.
+func colsOf(xs [][]float32, c int) [][]float32 {
+	out := make([][]float32, len(xs))
+	for i, x := range xs {
+		out[i] = x[c:]
+	}
+	return out
+}

@@ -1,0 +1,18 @@
+//go:build !amd64
+
+package engine
+
+// Off amd64 there is no bf16 path (LoadOptions.BF16Compute is refused).
+func bf16Compute() bool { return false }
+
+func matMulBF16Split(w mat, xs, ys [][]float32, accumulate bool) {
+	panic("engine: bf16 path without AVX512-BF16")
+}
+
+func matMulBF16(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
+	panic("engine: bf16 path without AVX512-BF16")
+}
+
+func matMulTBF16(w mat, ys, xs [][]float32, accumulate bool) {
+	panic("engine: bf16 path without AVX512-BF16")
+}

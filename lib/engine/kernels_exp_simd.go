@@ -1,0 +1,198 @@
+//go:build goexperiment.simd && amd64
+
+package engine
+
+import (
+	"math"
+	"simd/archsimd"
+)
+
+// The loss's exponentials (two passes over a 150k vocabulary per token,
+// a quarter of a training step's CPU at 512 tokens before this file) on
+// eight float64 lanes where the CPU has AVX-512, four (AVX2 with FMA)
+// otherwise. Each lane computes exp64's operations in its order, so the
+// bits are the scalar body's.
+
+// expVec reports whether the exp kernels' vector bodies can run: they
+// need fused multiply-add, which exp64 uses.
+var expVec = archsimd.X86.AVX2() && archsimd.X86.FMA()
+
+type f64x8 = archsimd.Float64x8
+
+func bc8(v float64) f64x8 { return archsimd.BroadcastFloat64x8(v) }
+
+// load8 widens eight float32s to float64.
+func load8(f []float32) f64x8 { return load8f(f).ConvertToFloat64() }
+
+func store8(f []float32, v f64x8) { store8f(f, v.ConvertToFloat32()) }
+
+// exp8x2 is exp64 on two vectors of eight lanes (two dependency chains).
+func exp8x2(x, x2 f64x8) (f64x8, f64x8) {
+	l2e, rnd := bc8(expLog2e), bc8(expRound)
+	t, t2 := x.MulAdd(l2e, rnd), x2.MulAdd(l2e, rnd)
+	k, k2 := t.Sub(rnd), t2.Sub(rnd)
+	hi, lo := bc8(-expLn2Hi), bc8(-expLn2Lo)
+	r, r2 := k.MulAdd(hi, x), k2.MulAdd(hi, x2)
+	r, r2 = k.MulAdd(lo, r), k2.MulAdd(lo, r2)
+	c1 := bc8(expPoly[1])
+	p := bc8(expPoly[0]).MulAdd(r, c1)
+	p2 := bc8(expPoly[0]).MulAdd(r2, c1)
+	for _, c := range expPoly[2:] {
+		cv := bc8(c)
+		p, p2 = p.MulAdd(r, cv), p2.MulAdd(r2, cv)
+	}
+	return expFinish8(x, t, p), expFinish8(x2, t2, p2)
+}
+
+// expFinish8 is expFinish on eight lanes.
+func expFinish8(x, t, p f64x8) f64x8 {
+	y := p.Mul(t.AsUint64x8().Add(archsimd.BroadcastUint64x8(1023)).ShiftAllLeft(52).AsFloat64x8())
+	y = bc8(math.Inf(1)).Merge(y, x.Greater(bc8(expHi)))
+	return f64x8{}.Merge(y, x.Less(bc8(expLo)))
+}
+
+// expScaledSumVec is expScaledSum: lane l of the accumulators adds the
+// exponentials of i ≡ l (mod 8) in ascending i.
+func expScaledSumVec(logits []float32, invT, mx float64) (float64, bool) {
+	if !useSIMD || !expVec {
+		return 0, false
+	}
+	var s [8]float64
+	n16 := len(logits) &^ 15
+	if avx512 {
+		expSum8(logits[:n16], invT, mx, &s)
+	} else {
+		it, m := bc4(invT), bc4(mx)
+		ld := func(i int) f64x4 { return load4(logits[i:]).Mul(it).Sub(m) }
+		var lo, hi f64x4
+		for i := 0; i < n16; i += 8 {
+			a, b := exp4x2(ld(i), ld(i+4))
+			lo, hi = lo.Add(a), hi.Add(b)
+		}
+		lo.Store((*[4]float64)(s[:4]))
+		hi.Store((*[4]float64)(s[4:]))
+	}
+	// Clear the vector registers' upper halves before scalar code: Go's
+	// scalar float code is SSE, which runs many times slower while they
+	// are dirty (attention's rows, 1 to 256 long, took 7× the time
+	// without it on a Xeon with AVX-512).
+	archsimd.ClearAVXUpperBits()
+	// The last 8..15 fill the lanes once more; what is left goes to lane 0.
+	n8 := len(logits) &^ 7
+	for i := n16; i < n8; i++ {
+		s[i-n16] += exp64(float64(float64(logits[i])*invT) - mx)
+	}
+	for _, v := range logits[n8:] {
+		s[0] += exp64(float64(float64(v)*invT) - mx)
+	}
+	return sum8(&s), true
+}
+
+// expSum8 stores in s the eight lanes' sums of exp64(logits[i]·invT − mx)
+// over a multiple of 16 logits. A function of its own so that no scalar
+// stays live across the loop: the compiler reloads those with SSE moves,
+// which the dirty upper halves of the vector registers slow down.
+func expSum8(logits []float32, invT, mx float64, s *[8]float64) {
+	it, m := bc8(invT), bc8(mx)
+	ld := func(i int) f64x8 { return load8(logits[i:]).Mul(it).Sub(m) }
+	var acc f64x8
+	for i := 0; i+16 <= len(logits); i += 16 {
+		a, b := exp8x2(ld(i), ld(i+8))
+		acc = acc.Add(a).Add(b)
+	}
+	acc.Store(s)
+}
+
+// sumLanesVec is sumLanes: lane l of the accumulators adds the x_i of
+// i ≡ l (mod 8) in ascending i.
+func sumLanesVec(x []float64) (float64, bool) {
+	if !useSIMD || !expVec {
+		return 0, false
+	}
+	var s [8]float64
+	n8 := len(x) &^ 7
+	ld := func(i int) f64x4 { return archsimd.LoadFloat64x4((*[4]float64)(x[i : i+4])) }
+	var lo, hi f64x4
+	for i := 0; i < n8; i += 8 {
+		lo, hi = lo.Add(ld(i)), hi.Add(ld(i+4))
+	}
+	lo.Store((*[4]float64)(s[:4]))
+	hi.Store((*[4]float64)(s[4:]))
+	for _, v := range x[n8:] {
+		s[0] += v
+	}
+	archsimd.ClearAVXUpperBits()
+	return sum8(&s), true
+}
+
+func scaleExpsVec(row []float32, e []float64, f float64) bool {
+	if !useSIMD || !expVec {
+		return false
+	}
+	e = e[:len(row)]
+	fv := bc4(f)
+	i := 0
+	for ; i+4 <= len(row); i += 4 {
+		store4(row[i:], archsimd.LoadFloat64x4((*[4]float64)(e[i:i+4])).Mul(fv))
+	}
+	for ; i < len(row); i++ {
+		row[i] = float32(e[i] * f)
+	}
+	archsimd.ClearAVXUpperBits()
+	return true
+}
+
+// expScaled8 is expScaledVec on eight lanes, sixteen elements at a time;
+// it returns how many it did (the 4-lane loop takes the rest, so that a
+// short row does not leave up to 15 to the scalar body).
+func expScaled8(dst []float64, logits []float32, invT, mx float64) int {
+	dst = dst[:len(logits)]
+	it, m := bc8(invT), bc8(mx)
+	ld := func(i int) f64x8 { return load8(logits[i:]).Mul(it).Sub(m) }
+	i := 0
+	for ; i+16 <= len(logits); i += 16 {
+		a, b := exp8x2(ld(i), ld(i+8))
+		a.Store((*[8]float64)(dst[i : i+8]))
+		b.Store((*[8]float64)(dst[i+8 : i+16]))
+	}
+	return i
+}
+
+// expShift64x8 is expShift64Vec on eight lanes, returning how many it did
+// (all but the last len(p) mod 8).
+func expShift64x8(p []float64, mx float64) int {
+	m := bc8(mx)
+	ld := func(i int) f64x8 { return archsimd.LoadFloat64x8((*[8]float64)(p[i : i+8])).Sub(m) }
+	i := 0
+	for ; i+16 <= len(p); i += 16 {
+		a, b := exp8x2(ld(i), ld(i+8))
+		a.Store((*[8]float64)(p[i : i+8]))
+		b.Store((*[8]float64)(p[i+8 : i+16]))
+	}
+	if i+8 <= len(p) {
+		a, _ := exp8x2(ld(i), ld(i))
+		a.Store((*[8]float64)(p[i : i+8]))
+		i += 8
+	}
+	return i
+}
+
+// expShift32x8 is expShift32Vec on eight lanes (the subtraction in
+// float32, as the scalar body), returning how many it did (all but the
+// last len(sc) mod 8).
+func expShift32x8(sc []float32, mx float32) int {
+	m := archsimd.BroadcastFloat32x8(mx)
+	ld := func(i int) f64x8 { return load8f(sc[i:]).Sub(m).ConvertToFloat64() }
+	i := 0
+	for ; i+16 <= len(sc); i += 16 {
+		a, b := exp8x2(ld(i), ld(i+8))
+		store8(sc[i:], a)
+		store8(sc[i+8:], b)
+	}
+	if i+8 <= len(sc) {
+		a, _ := exp8x2(ld(i), ld(i))
+		store8(sc[i:], a)
+		i += 8
+	}
+	return i
+}

@@ -1,0 +1,58 @@
+package quant
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// FP8Rows dequantises rows [lo, lo+n) of a cols-wide FP8 matrix: codes
+// holds those rows, scales the whole matrix's F32 block scales (little
+// endian, [ceil(rows/b0), ceil(cols/b1)]), dst n·cols values.
+func FP8Rows(codes, scales []byte, cols int, b [2]int, lo, n int, dst []float32) {
+	nbc := ceilDiv(cols, b[1])
+	s := make([]float32, nbc)
+	for r := range n {
+		srow := ((lo + r) / b[0]) * nbc
+		for c := range s {
+			s[c] = math.Float32frombits(binary.LittleEndian.Uint32(scales[4*(srow+c):]))
+		}
+		fp8DecodeRow(dst[r*cols:(r+1)*cols], codes[r*cols:(r+1)*cols], b[1], s)
+	}
+}
+
+// FP8Quantize quantises rows [lo, lo+n) (lo a multiple of the block
+// height) into dst, their block scales into fresh: each block's scale is
+// its largest magnitude over 448, each value value/scale rounded to E4M3.
+func FP8Quantize(v []float32, cols int, b [2]int, lo, n int, dst, fresh []byte) {
+	nbc := ceilDiv(cols, b[1])
+	amax, inv := make([]uint32, nbc), make([]float32, nbc)
+	for r0 := 0; r0 < n; r0 += b[0] {
+		r1 := min(n, r0+b[0])
+		clear(amax)
+		for r := r0; r < r1; r++ {
+			absMaxRow(v[r*cols:(r+1)*cols], b[1], amax)
+		}
+		for c, m := range amax {
+			s := math.Float32frombits(m) / FP8Max
+			if s == 0 {
+				s = 1
+			}
+			binary.LittleEndian.PutUint32(fresh[4*(((lo+r0)/b[0])*nbc+c):], math.Float32bits(s))
+			inv[c] = 1 / s
+		}
+		for r := r0; r < r1; r++ {
+			fp8EncodeRow(dst[r*cols:(r+1)*cols], v[r*cols:(r+1)*cols], b[1], inv)
+		}
+	}
+}
+
+// Int4Rows dequantises rows [lo, lo+n) of a cols-wide INT4 matrix: packed
+// holds those rows, scales the whole matrix's BF16 group scales.
+func Int4Rows(packed, scales []byte, cols, group, lo, n int, dst []float32) {
+	sr := 2 * cols / group
+	for r := range n {
+		Int4Row(packed[r*cols/2:], scales[(lo+r)*sr:], group, dst[r*cols:(r+1)*cols])
+	}
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }

@@ -1,0 +1,345 @@
+package tinkerapi
+
+import (
+	"bytes"
+	"strconv"
+	"unicode/utf8"
+)
+
+// A checkpoint listing is the one large answer a client reads in full
+// (10,000 entries of `checkpoint list --limit 0` are ten 1000-entry
+// pages), and encoding/json's reflection spends most of that command's
+// time on it. fastCheckpoints reads the plain form every server sends:
+// known keys spelled exactly, each once, strings without escapes, integers
+// without fraction or exponent. On anything else it reports false and the
+// caller decodes with encoding/json, so an unusual answer decodes, or
+// fails, exactly as before.
+
+// checkpointsWire is a checkpoint listing before its checks.
+type checkpointsWire struct {
+	Checkpoints *[]checkpointWire `json:"checkpoints"`
+	Cursor      *cursorWire       `json:"cursor"`
+}
+
+// wireLex reads JSON tokens from b; any surprise clears ok and the rest
+// of the reads are no-ops.
+type wireLex struct {
+	b  []byte
+	i  int
+	ok bool
+	// text is b as one string: the strings read are views into it, and
+	// the values the wire type points to come from slab, so a page costs a
+	// few allocations rather than several per entry.
+	text string
+	slab []wireVals
+}
+
+// wireVals holds the values one checkpointWire points to.
+type wireVals struct {
+	id, typ, path, run string
+	size               int64
+	public             bool
+}
+
+func fastCheckpoints(body []byte, w *checkpointsWire) bool {
+	l := &wireLex{b: body, ok: true, text: string(body)}
+	seen := 0
+	for more := l.open(); more; more = l.next() {
+		switch string(l.key()) {
+		case "checkpoints":
+			seen = l.once(seen, 1)
+			w.Checkpoints = l.checkpoints()
+		case "cursor":
+			seen = l.once(seen, 2)
+			w.Cursor = l.cursor()
+		default:
+			l.ok = false
+		}
+	}
+	l.space()
+	return l.ok && l.i == len(l.b)
+}
+
+// once marks bit in seen, failing on a key met twice.
+func (l *wireLex) once(seen, bit int) int {
+	if seen&bit != 0 {
+		l.ok = false
+	}
+	return seen | bit
+}
+
+func (l *wireLex) space() {
+	for l.i < len(l.b) {
+		switch l.b[l.i] {
+		case ' ', '\t', '\n', '\r':
+			l.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the next non-space byte (0 at the end or after a failure).
+func (l *wireLex) peek() byte {
+	l.space()
+	if !l.ok || l.i >= len(l.b) {
+		return 0
+	}
+	return l.b[l.i]
+}
+
+func (l *wireLex) expect(c byte) {
+	if l.peek() != c {
+		l.ok = false
+		return
+	}
+	l.i++
+}
+
+// literal consumes word (null, true, false) if it comes next.
+func (l *wireLex) literal(word string) bool {
+	if l.peek() == word[0] && len(l.b)-l.i >= len(word) && string(l.b[l.i:l.i+len(word)]) == word {
+		l.i += len(word)
+		return true
+	}
+	return false
+}
+
+// open reads an object's '{' and says whether a member follows; key
+// reads a member's key and ':', next the ',' before another member or
+// the closing '}':
+//
+//	for more := l.open(); more; more = l.next() { switch string(l.key()) ... }
+func (l *wireLex) open() bool {
+	l.expect('{')
+	if l.peek() == '}' {
+		l.i++
+		return false
+	}
+	return l.ok
+}
+
+func (l *wireLex) key() []byte {
+	k := l.str()
+	l.expect(':')
+	return k
+}
+
+func (l *wireLex) next() bool {
+	switch l.peek() {
+	case ',':
+		l.i++
+		return l.ok
+	case '}':
+		l.i++
+	default:
+		l.ok = false
+	}
+	return false
+}
+
+// str reads a string without escapes or control characters and returns
+// its bytes (a view into the body).
+func (l *wireLex) str() []byte {
+	start, end := l.strSpan()
+	return l.b[start:end]
+}
+
+// strSpan reads a string as str does and returns where its bytes are.
+func (l *wireLex) strSpan() (start, end int) {
+	l.expect('"')
+	if !l.ok {
+		return 0, 0
+	}
+	start = l.i
+	n := bytes.IndexByte(l.b[start:], '"')
+	if n < 0 {
+		l.ok = false
+		return 0, 0
+	}
+	end = start + n
+	ascii := true
+	for _, c := range l.b[start:end] {
+		if c == '\\' || c < 0x20 {
+			l.ok = false
+			return 0, 0
+		}
+		if c >= 0x80 {
+			ascii = false
+		}
+	}
+	if !ascii && !utf8.Valid(l.b[start:end]) {
+		l.ok = false
+	}
+	l.i = end + 1
+	return start, end
+}
+
+// optStr reads a string or null into *dst, returning dst or nil.
+func (l *wireLex) optStr(dst *string) *string {
+	if l.literal("null") {
+		return nil
+	}
+	start, end := l.strSpan()
+	*dst = l.text[start:end]
+	return dst
+}
+
+// vals returns fresh storage for one entry's values.
+func (l *wireLex) vals() *wireVals {
+	if len(l.slab) == 0 {
+		l.slab = make([]wireVals, 256)
+	}
+	v := &l.slab[0]
+	l.slab = l.slab[1:]
+	return v
+}
+
+// optInt reads an integer (no fraction, exponent or leading zero, at most
+// 18 digits so it cannot overflow) or null into *dst, returning dst or nil.
+func (l *wireLex) optInt(dst *int64) *int64 {
+	if l.literal("null") {
+		return nil
+	}
+	start := l.i
+	if l.peek() == '-' {
+		l.i++
+	}
+	digits := l.i
+	for l.i < len(l.b) && l.b[l.i] >= '0' && l.b[l.i] <= '9' {
+		l.i++
+	}
+	n := l.i - digits
+	if n == 0 || n > 18 || (n > 1 && l.b[digits] == '0') {
+		l.ok = false
+		return nil
+	}
+	if c := l.peek(); c == '.' || c == 'e' || c == 'E' {
+		l.ok = false
+		return nil
+	}
+	v, err := strconv.ParseInt(l.text[start:digits+n], 10, 64)
+	if err != nil {
+		l.ok = false
+	}
+	*dst = v
+	return dst
+}
+
+func (l *wireLex) optBool(dst *bool) *bool {
+	switch {
+	case l.literal("null"):
+		return nil
+	case l.literal("true"):
+		*dst = true
+	case !l.literal("false"):
+		l.ok = false
+	}
+	return dst
+}
+
+// time reads a datetime string or null into w as wireTime.UnmarshalJSON
+// does: null leaves w as it is, a string sets it (or its error).
+func (l *wireLex) time(w *wireTime) {
+	if l.literal("null") {
+		return
+	}
+	start, end := l.strSpan()
+	if l.ok {
+		w.set = true
+		w.err = parseDatetime(l.text[start:end], &w.t)
+	}
+}
+
+func (l *wireLex) checkpoints() *[]checkpointWire {
+	if l.literal("null") {
+		return nil
+	}
+	out := []checkpointWire{}
+	l.expect('[')
+	if l.peek() == ']' {
+		l.i++
+		return &out
+	}
+	for l.ok {
+		out = append(out, checkpointWire{})
+		l.checkpoint(&out[len(out)-1])
+		switch l.peek() {
+		case ',':
+			l.i++
+		case ']':
+			l.i++
+			return &out
+		default:
+			l.ok = false
+		}
+	}
+	return nil
+}
+
+func (l *wireLex) checkpoint(w *checkpointWire) {
+	if l.literal("null") { // encoding/json leaves the element zero
+		return
+	}
+	seen, v := 0, l.vals()
+	for more := l.open(); more; more = l.next() {
+		switch string(l.key()) {
+		case "checkpoint_id":
+			seen = l.once(seen, 1)
+			w.CheckpointID = l.optStr(&v.id)
+		case "checkpoint_type":
+			seen = l.once(seen, 2)
+			w.CheckpointType = l.optStr(&v.typ)
+		case "time":
+			seen = l.once(seen, 4)
+			l.time(&w.Time)
+		case "tinker_path":
+			seen = l.once(seen, 8)
+			w.TinkerPath = l.optStr(&v.path)
+		case "size_bytes":
+			seen = l.once(seen, 16)
+			w.SizeBytes = l.optInt(&v.size)
+		case "public":
+			seen = l.once(seen, 32)
+			w.Public = l.optBool(&v.public)
+		case "expires_at":
+			seen = l.once(seen, 64)
+			l.time(&w.ExpiresAt)
+		case "training_run_id":
+			seen = l.once(seen, 128)
+			w.TrainingRunID = l.optStr(&v.run)
+		default:
+			l.ok = false
+		}
+	}
+}
+
+func (l *wireLex) cursor() *cursorWire {
+	if l.literal("null") {
+		return nil
+	}
+	w := &cursorWire{}
+	seen := 0
+	for more := l.open(); more; more = l.next() {
+		var p **int
+		switch string(l.key()) {
+		case "offset":
+			seen, p = l.once(seen, 1), &w.Offset
+		case "limit":
+			seen, p = l.once(seen, 2), &w.Limit
+		case "total_count":
+			seen, p = l.once(seen, 4), &w.TotalCount
+		default:
+			l.ok = false
+			return w
+		}
+		var v int64
+		if l.optInt(&v) != nil {
+			n := int(v)
+			*p = &n
+		} else {
+			*p = nil
+		}
+	}
+	return w
+}
