@@ -40,7 +40,7 @@ func stepFLOPs(c Config, r, seqs, n int) float64 {
 
 // BenchmarkTrainStep reports tokens/s of a training step (forward_backward
 // over sequences of 128 tokens, and on the 0.6B widths with 4 layers of
-// 2 × 512 and 1 × 2048, rank-32 LoRA on every target, then optim_step), the GFLOP/s it implies (stepFLOPs), and the engine's matrix
+// 2 × 512 and 1 × 2048, and on all 28 layers of 2 × 512, rank-32 LoRA on every target, then optim_step), the GFLOP/s it implies (stepFLOPs), and the engine's matrix
 // product peak measured in the same run (the model's largest layer matrix
 // against a batch of 128 vectors, all cores), with their ratio, and in a
 // SIMD build the same step on the scalar kernels (tok/s-scalar, over the
@@ -55,7 +55,7 @@ func BenchmarkTrainStep(b *testing.B) {
 		name           string
 		seqs, n, layer int // layers of the 0.6B widths; 0 for a built-in model
 	}{{models.TinyLlama, 8, 128, 0}, {models.TinyQwen3, 8, 128, 0}, {"qwen3-0.6b-shape", 2, 128, 28},
-		{"qwen3-wide4-2x512", 2, 512, 4}, {"qwen3-wide4-1x2048", 1, 2048, 4}}
+		{"qwen3-wide4-2x512", 2, 512, 4}, {"qwen3-wide4-1x2048", 1, 2048, 4}, {"qwen3-0.6b-shape-2x512", 2, 512, 28}}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
 			var m *Model
