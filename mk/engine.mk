@@ -15,7 +15,8 @@
 # - Training memory (bench-engine-memory, not part of bench-engine): peak
 #   RSS of one 0.6B-shape step at 1 x 2048 and 1 x 4096 tokens, each in its
 #   own process, next to the weights, trainer state and activation arena.
-# - Prefill (512-token prompt) and decode tokens/s on the 0.6B shape with
+# - Prefill (512-token prompt, next to PyTorch's in float32 and bfloat16
+#   where python3-torch is installed) and decode tokens/s on the 0.6B shape with
 #   float32 and bfloat16 weights, decode against the memory-bandwidth limit.
 # - Generation tokens/s of the tiny models (1 sequence, 8 in one request,
 #   8 concurrent requests).
@@ -47,7 +48,7 @@ bench-engine: bench-engine-deps
 	@echo "MFU counts 2 FLOPs per multiply-add of the base products forward and of their input gradients backward (4 x params x tokens), causal attention (the forward's scores and weighted values, 5 x that with the backward's recomputation), and the rank-32 LoRA products (forward, both gradients); recomputed layers are not counted"
 	$(TORCH_ENV) $(GO) test -run '^$$' -bench 'BenchmarkTrainStep' -benchtime 1x -count 1 -timeout 60m ./lib/engine/
 	@uptime
-	$(GO) test -run '^$$' -bench 'BenchmarkPrefillDecode' -benchtime 1x -count 1 -timeout 60m ./lib/engine/
+	$(TORCH_ENV) $(GO) test -run '^$$' -bench 'BenchmarkPrefillDecode' -benchtime 1x -count 1 -timeout 60m ./lib/engine/
 	@uptime
 	$(GO) test -run '^$$' -bench 'BenchmarkGenerate' -benchtime 5x -count 1 ./lib/engine/
 

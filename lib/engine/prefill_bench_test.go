@@ -2,7 +2,11 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -88,6 +92,12 @@ func BenchmarkPrefillDecode(b *testing.B) {
 			b.ReportMetric(bw/1e9, "GB/s-read")
 			b.ReportMetric(decodeTokens*n/dec.Seconds()*matrixParams(c)*bytes/1e9, "GB/s-decode")
 			b.ReportMetric(prefillTokens*n/preCPU, "tok/cpu-s-prefill")
+			if torch, ok := torchPrefill(b, dtype); ok {
+				b.ReportMetric(torch.wall, "tok/s-prefill-pytorch")
+				b.ReportMetric(prefillTokens*n/pre.Seconds()/torch.wall, "x-pytorch-prefill")
+				b.ReportMetric(torch.cpu, "tok/cpu-s-prefill-pytorch")
+				b.ReportMetric(prefillTokens*n/preCPU/torch.cpu, "x-pytorch-prefill-cpu")
+			}
 			if preS > 0 {
 				b.ReportMetric(prefillScalarTokens*n/preS.Seconds(), "tok/s-prefill-scalar")
 				b.ReportMetric(prefillScalarTokens*n/preCPUS, "tok/cpu-s-prefill-scalar")
@@ -95,6 +105,27 @@ func BenchmarkPrefillDecode(b *testing.B) {
 			}
 		})
 	}
+}
+
+// torchPrefill runs the same prefill in PyTorch (testdata/torch_prefill.py)
+// when TINKER_BENCH_TORCH names a Python with torch: in float32 for the
+// float32 model, in bfloat16 (oneDNN's bf16 path) for the bfloat16 ones.
+func torchPrefill(b *testing.B, dtype string) (torchRate, bool) {
+	py := os.Getenv("TINKER_BENCH_TORCH")
+	if py == "" {
+		return torchRate{}, false
+	}
+	td := "bf16"
+	if dtype == "f32" {
+		td = "f32"
+	}
+	out, err := exec.Command(py, "testdata/torch_prefill.py", td, strconv.Itoa(prefillTokens), "2",
+		strconv.Itoa(runtime.GOMAXPROCS(0))).CombinedOutput()
+	var r torchRate
+	if _, serr := fmt.Sscanf(string(out), "tok/s %g tok/cpu-s %g", &r.wall, &r.cpu); err != nil || serr != nil {
+		b.Fatalf("PyTorch prefill: %v %v\n%s", err, serr, out)
+	}
+	return r, true
 }
 
 // matrixParams is the number of weights in the matrices a token's forward
