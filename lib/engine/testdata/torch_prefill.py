@@ -2,8 +2,9 @@
 
 A Qwen3-0.6B-shaped decoder (random weights, no LoRA) in bfloat16 or
 float32 runs one forward pass over an n-token prompt under inference mode,
-with scaled_dot_product_attention (causal) and the lm_head on the last
-position only, as a server prefilling before its first draw does.
+causal attention written out (torch 1.13 has no fused kernel) and the
+lm_head on the last position only, as a server prefilling before its first
+draw does.
 Usage: torch_prefill.py dtype n steps threads
 Prints "tok/s <wall> tok/cpu-s <cpu>" (best pass after a warm-up).
 """
@@ -43,6 +44,7 @@ def forward(toks):
     pos = torch.arange(T, dtype=torch.float32)[:, None]
     inv = 1e6 ** (-torch.arange(0, HD, 2, dtype=torch.float32) / HD)
     cos, sin = torch.cos(pos * inv).to(dtype), torch.sin(pos * inv).to(dtype)
+    mask = torch.full((T, T), float("-inf")).triu(1).to(dtype)
     x = embed[toks]
     for p in layers:
         h = rms(x)
@@ -51,7 +53,7 @@ def forward(toks):
         v = F.linear(h, p["v"]).view(T, KV, HD).transpose(0, 1)
         q, k = rope(q, cos, sin), rope(k, cos, sin)
         k, v = k.repeat_interleave(NH // KV, 0), v.repeat_interleave(NH // KV, 0)
-        o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        o = ((q @ k.transpose(-1, -2)) / HD**0.5 + mask).softmax(-1) @ v
         x = x + F.linear(o.transpose(0, 1).reshape(T, NH * HD), p["o"])
         h = rms(x)
         x = x + F.linear(F.silu(F.linear(h, p["g"])) * F.linear(h, p["u"]), p["d"])
