@@ -2,10 +2,10 @@ package engine
 
 import (
 	"fmt"
-	"math"
 	"regexp"
 	"slices"
 
+	"github.com/tinkershell/tinker/lib/quant"
 	"github.com/tinkershell/tinker/lib/safetensors"
 )
 
@@ -23,9 +23,6 @@ import (
 
 // gptOssExpert matches one of those tensors: layer prefix, name, part.
 var gptOssExpert = regexp.MustCompile(`^(model\.layers\.\d+\.mlp\.experts\.)(gate_up_proj|down_proj)(|_bias|_blocks|_scales)$`)
-
-// fp4Values are the 16 E2M1 codes' values.
-var fp4Values = [16]float32{0, 0.5, 1, 1.5, 2, 3, 4, 6, -0, -0.5, -1, -1.5, -2, -3, -4, -6}
 
 // gptOssParts collects a checkpoint's fused expert tensors (blocks and
 // scales may sit in different shards) until they convert.
@@ -83,13 +80,7 @@ func (g gptOssParts) mxfp4(c Config, p, proj string, blocks, scales *safetensors
 		return fmt.Errorf("%s%s_blocks %s %v / _scales %s %v, want U8 %v and %v", p, proj, blocks.DType, blocks.Shape, scales.DType, scales.Shape, want, want[:3])
 	}
 	out := make([]float32, c.Experts*rows*cols)
-	for i, s := range scales.Data { // one block of 32 values per scale byte
-		f := float32(math.Ldexp(1, int(s)-127))
-		for j, b := range blocks.Data[16*i : 16*i+16] {
-			out[32*i+2*j] = fp4Values[b&15] * f
-			out[32*i+2*j+1] = fp4Values[b>>4] * f
-		}
-	}
+	quant.MXFP4Decode(blocks.Data, scales.Data, out)
 	splitRows(c, p, proj, out, rows, cols, ts, keepBF16)
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tinkershell/tinker/lib/models"
+	"github.com/tinkershell/tinker/lib/quant"
 	"github.com/tinkershell/tinker/lib/safetensors"
 )
 
@@ -33,8 +34,6 @@ type mxJob struct {
 	experts, rows, cols int  // rows: outputs, cols: inputs (as stored)
 	requant             bool // written MXFP4 again, not dense
 }
-
-var mxfp4Values = [16]float32{0, 0.5, 1, 1.5, 2, 3, 4, 6, -0, -0.5, -1, -1.5, -2, -3, -4, -6}
 
 // planMXFP4 finds a GPT-OSS base's MXFP4 weights and replaces them in
 // infos by the dense tensors the merge writes.
@@ -142,7 +141,7 @@ func (m *merger) fillMXFP4(ctx context.Context, f *os.File, s source, t safetens
 		if _, err := sf.ReadAt(scales, j.scaleOff+int64(e*per/32)); err != nil {
 			return fmt.Errorf("read base tensor %s_scales: %w", j.out, err)
 		}
-		mxDecode(blocks, scales, dense)
+		quant.MXFP4Decode(blocks, scales, dense)
 		for h0 := 0; h0 < j.cols; h0 += mxTile {
 			n := min(mxTile, j.cols-h0)
 			transposeTile(tile, dense, j.rows, j.cols, h0, n)

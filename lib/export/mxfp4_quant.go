@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/tinkershell/tinker/lib/quant"
 	"github.com/tinkershell/tinker/lib/safetensors"
 )
 
@@ -45,7 +46,7 @@ func (m *merger) requantMXFP4(ctx context.Context, f *os.File, s source, w io.Wr
 		if _, err := sf.ReadAt(scales, j.scaleOff+int64(e*per/32)); err != nil {
 			return fmt.Errorf("read base tensor %s: %w", j.scales.Name, err)
 		}
-		mxDecode(blocks, scales, dense)
+		quant.MXFP4Decode(blocks, scales, dense)
 		for h0 := 0; h0 < j.cols; h0 += mxTile { // the update's rows are the inputs
 			n := min(mxTile, j.cols-h0)
 			for k := range n {
@@ -74,23 +75,13 @@ func addTransposed(m, tile []float32, rows, cols, h0, n int) {
 	}
 }
 
-// mxDecode widens MXFP4 blocks (16 bytes each) with their scales into v.
-func mxDecode(blocks, scales []byte, v []float32) {
-	for i, sc := range scales {
-		s := float32(math.Ldexp(1, int(sc)-127))
-		for k, b := range blocks[16*i : 16*i+16] {
-			v[32*i+2*k], v[32*i+2*k+1] = mxfp4Values[b&15]*s, mxfp4Values[b>>4]*s
-		}
-	}
-}
-
 // mxRequant encodes the blocks of 32 values in v into blocks and scales,
 // keeping a block's old bytes when its values are the old ones.
 func mxRequant(v []float32, oldBlocks, oldScales, blocks, scales []byte) {
 	var was [32]float32
 	for i := range scales {
 		x := v[32*i : 32*i+32]
-		mxDecode(oldBlocks[16*i:16*i+16], oldScales[i:i+1], was[:])
+		quant.MXFP4Decode(oldBlocks[16*i:16*i+16], oldScales[i:i+1], was[:])
 		if equal32(x, was[:]) {
 			copy(blocks[16*i:16*i+16], oldBlocks[16*i:16*i+16])
 			scales[i] = oldScales[i]

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tinkershell/tinker/lib/engine"
 	"github.com/tinkershell/tinker/lib/models"
+	"github.com/tinkershell/tinker/lib/quant"
 	"github.com/tinkershell/tinker/lib/safetensors"
 )
 
@@ -70,7 +71,7 @@ func TestMXFP4BlockMatchesReference(t *testing.T) {
 			t.Fatalf("block %d: scale byte %d, want %d", n, sc, e+127)
 		}
 		got := make([]float32, 32)
-		mxDecode(out[:], []byte{sc}, got)
+		quant.MXFP4Decode(out[:], []byte{sc}, got)
 		for i := range got {
 			if float64(got[i]) != want[i] {
 				t.Fatalf("block %d value %d: %g encodes as %g, want %g", n, i, v[i], got[i], want[i])
@@ -140,8 +141,8 @@ func TestMXFP4Requantised(t *testing.T) {
 func checkRequantised(t *testing.T, w string, blocks, scales safetensors.Tensor, q, f map[string]safetensors.Tensor) int {
 	E, O, I := int(blocks.Shape[0]), int(blocks.Shape[1]), int(blocks.Shape[2])*32
 	was, got := make([]float32, E*O*I), make([]float32, E*O*I)
-	mxDecode(blocks.Data, scales.Data, was)
-	mxDecode(q[w+"_blocks"].Data, q[w+"_scales"].Data, got)
+	quant.MXFP4Decode(blocks.Data, scales.Data, was)
+	quant.MXFP4Decode(q[w+"_blocks"].Data, q[w+"_scales"].Data, got)
 	ft := f[w]
 	dense, err := ft.Float32()
 	if err != nil {
