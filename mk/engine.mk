@@ -13,8 +13,12 @@
 #   utilisation (%MFU by wall time, %MFU-cpu by CPU time) against the
 #   widest FMA peak measured in the same run.
 # - Training memory (bench-engine-memory, not part of bench-engine): peak
-#   RSS of one 0.6B-shape step at 1 x 2048 and 1 x 4096 tokens, each in its
-#   own process, next to the weights, trainer state and activation arena.
+#   RSS of one step (rank-32 LoRA on every linear layer) on the 0.6B widths
+#   with 4 layers at 2 x 512 and 1 x 2048, and on all 28 layers at 2 x 512,
+#   1 x 2048 and 1 x 4096, the engine and PyTorch (the same model, at the
+#   first three shapes) each in a child process of its own, measured by
+#   wait4's maxrss, with PyTorch / engine; next to the engine's weights,
+#   trainer state and activation arena.
 # - Prefill (512-token prompt, next to PyTorch's in float32 and bfloat16
 #   where python3-torch is installed) and decode tokens/s on the 0.6B shape with
 #   float32 and bfloat16 weights, decode against the memory-bandwidth limit.
@@ -52,10 +56,10 @@ bench-engine: bench-engine-deps
 	@uptime
 	$(GO) test -run '^$$' -bench 'BenchmarkGenerate' -benchtime 5x -count 1 ./lib/engine/
 
-bench-engine-memory:
+bench-engine-memory: bench-engine-deps
 	@uptime
-	$(GO) test -run '^$$' -bench 'BenchmarkTrainMemory/^1x2048$$' -benchtime 1x -count 1 -timeout 90m ./lib/engine/
-	$(GO) test -run '^$$' -bench 'BenchmarkTrainMemory/^1x4096$$' -benchtime 1x -count 1 -timeout 120m ./lib/engine/
+	$(TORCH_ENV) $(GO) test -run '^$$' -bench 'BenchmarkTrainMemory' -benchtime 1x -count 1 -timeout 180m ./lib/engine/
+	@uptime
 
 # The engine's kernels for the CPUs this machine is not: the AVX2 kernels
 # of an x86-64 CPU without AVX-512 (qemu's "max" CPU model has AVX2 and FMA

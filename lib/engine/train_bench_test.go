@@ -141,16 +141,21 @@ func torchTokS(b *testing.B, c Config, seqs, n int) (torchRate, bool) {
 	if py == "" {
 		return torchRate{}, false
 	}
-	cfg, _ := json.Marshal(map[string]any{"Family": c.Family, "VocabSize": c.VocabSize, "Hidden": c.Hidden,
-		"Intermediate": c.Intermediate, "Layers": c.Layers, "Heads": c.Heads, "KVHeads": c.KVHeads,
-		"HeadDim": c.HeadDim, "RopeTheta": c.RopeTheta})
-	out, err := exec.Command(py, "testdata/torch_train_step.py", string(cfg), strconv.Itoa(seqs), strconv.Itoa(n),
+	out, err := exec.Command(py, "testdata/torch_train_step.py", torchConfig(c), strconv.Itoa(seqs), strconv.Itoa(n),
 		"2", strconv.Itoa(runtime.GOMAXPROCS(0))).CombinedOutput()
 	var r torchRate
 	if _, serr := fmt.Sscanf(string(out), "tok/s %g tok/cpu-s %g", &r.wall, &r.cpu); err != nil || serr != nil {
 		b.Fatalf("PyTorch step: %v %v\n%s", err, serr, out)
 	}
 	return r, true
+}
+
+// torchConfig is the model shape torch_train_step.py takes, as JSON.
+func torchConfig(c Config) string {
+	cfg, _ := json.Marshal(map[string]any{"Family": c.Family, "VocabSize": c.VocabSize, "Hidden": c.Hidden,
+		"Intermediate": c.Intermediate, "Layers": c.Layers, "Heads": c.Heads, "KVHeads": c.KVHeads,
+		"HeadDim": c.HeadDim, "RopeTheta": c.RopeTheta})
+	return string(cfg)
 }
 
 // torchRate is the PyTorch step's tokens per second of wall and CPU time.

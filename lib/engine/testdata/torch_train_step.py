@@ -4,7 +4,9 @@ A Llama/Qwen3-shaped decoder with random float32 weights, frozen, and a
 rank-r LoRA on every projection and the lm_head; one step is forward,
 cross-entropy backward and AdamW over `seqs` sequences of `n` tokens.
 Usage: torch_train_step.py '<config json>' seqs n steps threads
-Prints "tok/s <tokens per second>" (best step after a warm-up).
+Prints "tok/s <tokens per second>" (best step after a warm-up); with steps 0
+it runs the warm-up step only and prints nothing (BenchmarkTrainMemory takes
+its peak RSS from outside).
 """
 import json
 import sys
@@ -106,4 +108,5 @@ for step in range(steps + 1):
         best = min(best, time.perf_counter() - t0)
         best_cpu = min(best_cpu, time.process_time() - c0)
 # CPU time as well as wall time: a loaded machine disturbs it far less.
-print("tok/s", seqs * n / best, "tok/cpu-s", seqs * n / best_cpu)
+if steps:
+    print("tok/s", seqs * n / best, "tok/cpu-s", seqs * n / best_cpu)
