@@ -28,6 +28,11 @@ func (u *update) aOf(o int) []float32 {
 	return u.a[k*u.r*u.in : (k+1)*u.r*u.in]
 }
 
+// sameA reports whether rows o…o+n-1 all multiply the same A.
+func (u *update) sameA(o, n int) bool {
+	return u.rowsPerA == 0 || o/u.rowsPerA == (o+n-1)/u.rowsPerA
+}
+
 func newUpdate(m Module, scale float32) (*update, error) {
 	a, err := m.A.Float32()
 	if err != nil {
@@ -152,6 +157,10 @@ func (j rowJob) runAt(src, dst []byte, base, lo, hi int, w, d []float32) {
 	isz, osz := j.in.Size()*j.cols, j.out.Size()*j.cols
 	fused := j.u != nil && j.in == safetensors.BF16 && j.out == safetensors.BF16
 	for o := lo; o < hi; o++ {
+		if fused && o+4 <= hi && j.u.sameA(base+o, 4) && mergeRows4Vector(dst[o*osz:(o+4)*osz], src[o*isz:(o+4)*isz], j.u.b[(base+o)*j.u.r:(base+o+4)*j.u.r], j.u.aOf(base+o), j.u.r, j.cols) {
+			o += 3
+			continue
+		}
 		if fused && mergeRowVector(dst[o*osz:(o+1)*osz], src[o*isz:(o+1)*isz], j.u.b[(base+o)*j.u.r:(base+o+1)*j.u.r], j.u.aOf(base+o), j.u.r, j.cols) {
 			continue
 		}

@@ -116,3 +116,54 @@ func TestDeltaRows4MatchesDeltaRow(t *testing.T) {
 		}
 	}
 }
+
+// The four-row bfloat16 kernel gives the one-row kernel's bits: random
+// rows with NaNs (signalling and quiet), infinities, zeros, subnormals and
+// values whose update is zero or rounds to a tie, rank 1, 5 and 32.
+func TestMergeRows4MatchesMergeRow(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, sz := range [][3]int{{32, 2048, 0}, {5, 64, 0}, {1, 192, 0}, {1, 64, 1}} {
+		rank, in, ties := sz[0], sz[1], sz[2] == 1
+		a, b := make([]float32, rank*in), make([]float32, 4*rank)
+		for i := range a {
+			a[i] = float32(r.NormFloat64())
+		}
+		for i := range b {
+			b[i] = float32(r.NormFloat64()) * 0.01
+		}
+		clear(b[3*rank:]) // row 3: the base passes through
+		src := make([]byte, 8*in)
+		for i := 0; i < len(src); i += 2 {
+			binary.LittleEndian.PutUint16(src[i:], uint16(r.Uint32()))
+		}
+		if ties { // every sum exactly halfway between two bfloat16 values
+			for i := range a {
+				a[i] = 1.0 / 256
+			}
+			for i := range b {
+				b[i] = 1
+			}
+			for i := 0; i < len(src); i += 2 {
+				binary.LittleEndian.PutUint16(src[i:], 0x3f80|uint16(r.IntN(128)))
+			}
+		}
+		specials := []uint16{0x7fc1, 0x7f81, 0xff80, 0x7f80, 0x0000, 0x8000, 0x0001, 0x807f, 0x3f81}
+		for i, s := range specials {
+			binary.LittleEndian.PutUint16(src[2*(i*in/len(specials)):], s)
+		}
+		got, want := make([]byte, len(src)), make([]byte, len(src))
+		if !mergeRows4Vector(got, src, b, a, rank, in) {
+			t.Skip("no AVX-512 here: the four-row kernel is not used")
+		}
+		for o := range 4 {
+			if !mergeRowVector(want[2*o*in:], src[2*o*in:], b[o*rank:], a, rank, in) {
+				t.Fatal("the one-row kernel did not run")
+			}
+		}
+		for i := 0; i < len(got); i += 2 {
+			if g, w := binary.LittleEndian.Uint16(got[i:]), binary.LittleEndian.Uint16(want[i:]); g != w {
+				t.Fatalf("rank %d in %d: row %d column %d: %#04x, want %#04x (base %#04x)", rank, in, i/2/in, i/2%in, g, w, binary.LittleEndian.Uint16(src[i:]))
+			}
+		}
+	}
+}
