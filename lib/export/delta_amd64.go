@@ -43,19 +43,19 @@ func mergeRowVector(dst, src []byte, b, a []float32, r, in int) bool {
 }
 
 //go:noescape
-func addRows4AVX512(v, b, a *float32, r, in, n int)
+func addRows4AVX512(v *float32, ldv int, b, a *float32, r, in, n int)
 
-// addRows4Vector adds to v[i·in+j] row i of b (four rows of r, B' rows)
-// times A, for j < n (n a multiple of 32), and reports whether it did.
-// Each lane sums its rank terms in order by fused multiply-adds from zero,
-// as deltaColsAVX2 does, then adds the sum to v, so the bits are
-// deltaRow's plus the add.
-func addRows4Vector(v, b, a []float32, r, in, n int) bool {
+// addRows4Vector adds to v[i·ldv+j] row i of b (four rows of r, B' rows)
+// times A (rows of in), for j < n (n a multiple of 32), and reports
+// whether it did. Each lane sums its rank terms in order by fused
+// multiply-adds from zero, as deltaColsAVX2 does, then adds the sum to v,
+// so the bits are deltaRow's plus the add.
+func addRows4Vector(v []float32, ldv int, b, a []float32, r, in, n int) bool {
 	if !haveAVX512 || n == 0 || r == 0 {
 		return false
 	}
-	_, _, _ = v[3*in+n-1], b[4*r-1], a[(r-1)*in+n-1]
-	addRows4AVX512(&v[0], &b[0], &a[0], r, in, n)
+	_, _, _ = v[3*ldv+n-1], b[4*r-1], a[(r-1)*in+n-1]
+	addRows4AVX512(&v[0], ldv, &b[0], &a[0], r, in, n)
 	return true
 }
 

@@ -32,17 +32,19 @@
 	VADDPS  sum, Z16, Z16  \
 	VMOVUPS Z16, mem
 
-// func addRows4AVX512(v, b, a *float32, r, in, n int)
-// v[i·in + j] += Σ_k b[i·r + k]·a[k·in + j] for rows i < 4 and j < n (n a
-// multiple of 32): each sum from zero by fused multiply-adds in k order,
+// func addRows4AVX512(v *float32, ldv int, b, a *float32, r, in, n int)
+// v[i·ldv + j] += Σ_k b[i·r + k]·a[k·in + j] for rows i < 4 and j < n (n
+// a multiple of 32): each sum from zero by fused multiply-adds in k order,
 // then added to v.
-TEXT ·addRows4AVX512(SB), NOSPLIT, $0-48
+TEXT ·addRows4AVX512(SB), NOSPLIT, $0-56
 	MOVQ v+0(FP), DI
-	MOVQ b+8(FP), SI
-	MOVQ a+16(FP), DX
-	MOVQ r+24(FP), CX
-	MOVQ in+32(FP), R8
-	MOVQ n+40(FP), R9
+	MOVQ ldv+8(FP), AX
+	MOVQ b+16(FP), SI
+	MOVQ a+24(FP), DX
+	MOVQ r+32(FP), CX
+	MOVQ in+40(FP), R8
+	MOVQ n+48(FP), R9
+	SHLQ $2, AX
 	SHLQ $2, R8
 	SHLQ $2, R9
 	MOVQ CX, BX
@@ -50,10 +52,9 @@ TEXT ·addRows4AVX512(SB), NOSPLIT, $0-48
 	XORQ R10, R10
 
 strip64:
-	MOVQ R9, AX
-	SUBQ R10, AX
-	CMPQ AX, $256
-	JLT  strip32
+	LEAQ 256(R10), R11
+	CMPQ R11, R9
+	JGT  strip32
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -89,23 +90,23 @@ k64:
 	DECQ R15
 	JNZ  k64
 	LEAQ (DI)(R10*1), R11
-	LEAQ (R11)(R8*2), R14
+	LEAQ (R11)(AX*2), R14
 	ADDV(Z0, (R11))
 	ADDV(Z1, 64(R11))
 	ADDV(Z2, 128(R11))
 	ADDV(Z3, 192(R11))
-	ADDV(Z4, (R11)(R8*1))
-	ADDV(Z5, 64(R11)(R8*1))
-	ADDV(Z6, 128(R11)(R8*1))
-	ADDV(Z7, 192(R11)(R8*1))
+	ADDV(Z4, (R11)(AX*1))
+	ADDV(Z5, 64(R11)(AX*1))
+	ADDV(Z6, 128(R11)(AX*1))
+	ADDV(Z7, 192(R11)(AX*1))
 	ADDV(Z8, (R14))
 	ADDV(Z9, 64(R14))
 	ADDV(Z10, 128(R14))
 	ADDV(Z11, 192(R14))
-	ADDV(Z12, (R14)(R8*1))
-	ADDV(Z13, 64(R14)(R8*1))
-	ADDV(Z14, 128(R14)(R8*1))
-	ADDV(Z15, 192(R14)(R8*1))
+	ADDV(Z12, (R14)(AX*1))
+	ADDV(Z13, 64(R14)(AX*1))
+	ADDV(Z14, 128(R14)(AX*1))
+	ADDV(Z15, 192(R14)(AX*1))
 	ADDQ $256, R10
 	JMP  strip64
 
@@ -135,15 +136,15 @@ k32:
 	DECQ R15
 	JNZ  k32
 	LEAQ (DI)(R10*1), R11
-	LEAQ (R11)(R8*2), R14
+	LEAQ (R11)(AX*2), R14
 	ADDV(Z0, (R11))
 	ADDV(Z1, 64(R11))
-	ADDV(Z4, (R11)(R8*1))
-	ADDV(Z5, 64(R11)(R8*1))
+	ADDV(Z4, (R11)(AX*1))
+	ADDV(Z5, 64(R11)(AX*1))
 	ADDV(Z8, (R14))
 	ADDV(Z9, 64(R14))
-	ADDV(Z12, (R14)(R8*1))
-	ADDV(Z13, 64(R14)(R8*1))
+	ADDV(Z12, (R14)(AX*1))
+	ADDV(Z13, 64(R14)(AX*1))
 	ADDQ $128, R10
 	JMP  strip32
 

@@ -9,7 +9,7 @@ func deltaVector(d, b, a []float32, r, in, n int) bool { return false }
 func mergeRowVector(dst, src []byte, b, a []float32, r, in int) bool { return false }
 
 // addRows4Vector: no vector kernel here; addDelta goes row by row.
-func addRows4Vector(v, b, a []float32, r, in, n int) bool { return false }
+func addRows4Vector(v []float32, ldv int, b, a []float32, r, in, n int) bool { return false }
 
 // mergeRows4Vector: no vector kernel here.
 func mergeRows4Vector(dst, src []byte, b, a []float32, r, in int) bool { return false }

@@ -35,6 +35,7 @@ type latentMerger struct {
 	scale     float32
 	cache     map[*byte][]float32 // float32 factors, by their bytes
 	vals      []float32           // a block's dequantised rows
+	tiles     tileBufs            // each core's scale block (latent_tiles.go)
 }
 
 // latentSource is where one output tensor comes from.
@@ -246,11 +247,16 @@ func (m *latentMerger) fillQuant(ctx context.Context, f *os.File, q *qtensor, t 
 	if !q.int4 && !m.dequant {
 		unit = m.lb.quant.Block[0] // a requantised FP8 block's rows stay together
 	}
+	tiles := m.tiled(q, u, scales, fresh, t.DType)
 	make1 := func(lo int, dst []byte) ([]byte, error) {
 		n := min(step, q.rows-lo)
 		src := m.src[:n*inRow]
 		if _, err := f.ReadAt(src, q.w.off+int64(lo*inRow)); err != nil {
 			return nil, fmt.Errorf("read base tensor %s: %w", q.w.t.Name, err)
+		}
+		if tiles != nil {
+			tiles.run(src, dst, lo, n, outRow, &m.tiles)
+			return dst[:n*outRow], nil
 		}
 		parallelSpans(ceilDiv(n, unit), func(a, b int) {
 			a, b = a*unit, min(n, b*unit)
@@ -286,7 +292,7 @@ func addDelta(u *update, lo int, v []float32, cols int) {
 	}
 	rows, r := len(v)/cols, 0
 	if u.rowsPerA == 0 && cols == u.in && cols%32 == 0 {
-		for r+4 <= rows && addRows4Vector(v[r*cols:(r+4)*cols], u.b[(lo+r)*u.r:(lo+r+4)*u.r], u.a, u.r, cols, cols) {
+		for r+4 <= rows && addRows4Vector(v[r*cols:(r+4)*cols], cols, u.b[(lo+r)*u.r:(lo+r+4)*u.r], u.a, u.r, cols, cols) {
 			r += 4
 		}
 	}

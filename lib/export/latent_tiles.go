@@ -1,0 +1,119 @@
+package export
+
+import (
+	"encoding/binary"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tinkershell/tinker/lib/quant"
+	"github.com/tinkershell/tinker/lib/safetensors"
+)
+
+// An FP8 weight's row block is made one scale block (128×128) at a time:
+// dequantised, updated and requantised (or rounded to the output dtype)
+// while its 64 KB of float32 stay in the core's cache, where a whole row
+// band made pass by pass would go through memory four times. The blocks are
+// handed out one by one to every core, so a core slowed by the writer's
+// system calls takes fewer. Same bits as the row-band path
+// (TestFP8TilesMatchBands): every value goes through the same operations.
+
+// fp8Tiles is one FP8 weight's block-at-a-time job.
+type fp8Tiles struct {
+	u      *update
+	b      [2]int // scale block height and width
+	cols   int    // the weight's columns (= bytes of a row of codes)
+	nbc    int    // scale blocks across
+	scales []byte // the base's scales
+	fresh  []byte // the new scales, nil when writing dtype dt
+	dt     safetensors.DType
+}
+
+// tiled returns the block-at-a-time job for q, or nil where the row-band
+// path must do it (INT4, no vector kernel, columns or blocks not in
+// multiples of 32, an update with more than one A).
+func (m *latentMerger) tiled(q *qtensor, u *update, scales, fresh []byte, dt safetensors.DType) *fp8Tiles {
+	b := m.lb.quant.Block
+	if q.int4 || !haveAVX2 || q.cols%32 != 0 || b[1]%32 != 0 || (u != nil && u.rowsPerA != 0) {
+		return nil
+	}
+	return &fp8Tiles{u: u, b: b, cols: q.cols, nbc: ceilDiv(q.cols, b[1]), scales: scales, fresh: fresh, dt: dt}
+}
+
+// run makes rows [lo, lo+n) (lo a multiple of the block height) from
+// their codes src into dst, whose rows are outRow bytes.
+func (j *fp8Tiles) run(src, dst []byte, lo, n, outRow int, bufs *tileBufs) {
+	bands := ceilDiv(n, j.b[0])
+	parallelUnits(bands*j.nbc, func(w, i int) {
+		bi, bj := i/j.nbc, i%j.nbc
+		r0, c0 := bi*j.b[0], bj*j.b[1]
+		h, wd := min(n-r0, j.b[0]), min(j.cols-c0, j.b[1])
+		v, d := bufs.get(w, j.b[0]*j.b[1], j.b[1])
+		k := ((lo+r0)/j.b[0])*j.nbc + bj
+		s := math.Float32frombits(binary.LittleEndian.Uint32(j.scales[4*k:]))
+		quant.FP8DecodeTile(v, wd, src[r0*j.cols+c0:], j.cols, h, wd, s)
+		addDeltaTile(j.u, lo+r0, c0, v[:h*wd], wd, d)
+		if j.fresh != nil {
+			s = quant.FP8EncodeTile(dst[r0*outRow+c0:], outRow, v, wd, h, wd)
+			binary.LittleEndian.PutUint32(j.fresh[4*k:], math.Float32bits(s))
+			return
+		}
+		sz := j.dt.Size()
+		for r := range h {
+			encodeRow(j.dt, v[r*wd:(r+1)*wd], dst[(r0+r)*outRow+c0*sz:])
+		}
+	})
+}
+
+// addDeltaTile adds u's update to v, a tile of rows from the tensor's row
+// lo and wd columns from column c0 (wd a multiple of 32, row stride wd):
+// four rows at a time where the CPU has the kernel, else one by one; d is
+// a row of scratch.
+func addDeltaTile(u *update, lo, c0 int, v []float32, wd int, d []float32) {
+	if u == nil {
+		return
+	}
+	a, rows, r := u.a[c0:], len(v)/wd, 0
+	for ; r+4 <= rows && addRows4Vector(v[r*wd:], wd, u.b[(lo+r)*u.r:], a, u.r, u.in, wd); r += 4 {
+	}
+	for ; r < rows; r++ {
+		deltaVector(d, u.b[(lo+r)*u.r:(lo+r+1)*u.r], a, u.r, u.in, wd)
+		row := v[r*wd : (r+1)*wd]
+		for i := range row {
+			row[i] += d[i]
+		}
+	}
+}
+
+// parallelUnits runs f on units 0…n-1, each once, on every core: a worker
+// takes the next unit when it is done with one. f learns its worker's
+// number, for its scratch.
+func parallelUnits(n int, f func(worker, unit int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				f(w, i)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// tileBufs keeps each worker's tile and row scratch across blocks.
+type tileBufs struct{ v, d [][]float32 }
+
+func (b *tileBufs) get(w, nv, nd int) ([]float32, []float32) {
+	for len(b.v) <= w {
+		b.v, b.d = append(b.v, nil), append(b.d, nil)
+	}
+	if cap(b.v[w]) < nv || cap(b.d[w]) < nd {
+		b.v[w], b.d[w] = make([]float32, nv), make([]float32, nd)
+	}
+	return b.v[w][:nv], b.d[w][:nd]
+}
