@@ -81,6 +81,23 @@ func (u *update) deltaRow(o int, d []float32) {
 	}
 }
 
+// deltaRows sets d[k·in…(k+1)·in] to row o+k of B'·A for k < n: four
+// rows at a time by the AVX-512 kernel where they share an A, added onto
+// zeros (a fused sum that starts from +0 is never -0, so 0 + sum has the
+// sum's bits), the rest by deltaRow; the bits are deltaRow's either way.
+func (u *update) deltaRows(o, n int, d []float32) {
+	k, in := 0, u.in
+	for ; in%32 == 0 && k+4 <= n && u.sameA(o+k, 4); k += 4 {
+		clear(d[k*in : (k+4)*in])
+		if !addRows4Vector(d[k*in:], in, u.b[(o+k)*u.r:], u.aOf(o+k), u.r, in, in) {
+			break
+		}
+	}
+	for ; k < n; k++ {
+		u.deltaRow(o+k, d[k*in:(k+1)*in])
+	}
+}
+
 // decodeRow widens one row of src (dtype dt) into dst.
 func decodeRow(dt safetensors.DType, src []byte, dst []float32) {
 	switch dt {

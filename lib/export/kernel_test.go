@@ -167,3 +167,34 @@ func TestMergeRows4MatchesMergeRow(t *testing.T) {
 		}
 	}
 }
+
+// deltaRows gives deltaRow's bits row for row: four-row groups that share
+// an A, groups cut by a change of A (one A per six rows, as a fused
+// expert tensor's update has), columns the kernel does not take.
+func TestDeltaRowsMatchesDeltaRow(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, in := range []int{64, 40} {
+		const rank, rows, per = 7, 24, 6
+		u := &update{r: rank, in: in, out: rows, rowsPerA: per, a: make([]float32, rows/per*rank*in), b: make([]float32, rows*rank)}
+		for i := range u.a {
+			u.a[i] = float32(r.NormFloat64())
+		}
+		for i := range u.b {
+			u.b[i] = float32(r.NormFloat64())
+		}
+		clear(u.b[2*rank : 3*rank]) // a row of zeros: +0, never -0
+		got, want := make([]float32, 16*in), make([]float32, in)
+		for i := range got {
+			got[i] = 99 // stale values must not leak in
+		}
+		u.deltaRows(1, 16, got)
+		for k := range 16 {
+			u.deltaRow(1+k, want)
+			for j := range want {
+				if math.Float32bits(got[k*in+j]) != math.Float32bits(want[j]) {
+					t.Fatalf("in %d: row %d column %d: %g, want %g", in, 1+k, j, got[k*in+j], want[j])
+				}
+			}
+		}
+	}
+}
