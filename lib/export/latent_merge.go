@@ -6,9 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"unsafe"
 
 	"github.com/tinkershell/tinker/lib/quant"
@@ -251,7 +249,7 @@ func (m *latentMerger) fillQuant(ctx context.Context, f *os.File, q *qtensor, t 
 	make1 := func(lo int, dst []byte) ([]byte, error) {
 		n := min(step, q.rows-lo)
 		src := m.src[:n*inRow]
-		if _, err := f.ReadAt(src, q.w.off+int64(lo*inRow)); err != nil {
+		if err := readParallel(f, src, q.w.off+int64(lo*inRow)); err != nil {
 			return nil, fmt.Errorf("read base tensor %s: %w", q.w.t.Name, err)
 		}
 		if tiles != nil {
@@ -268,20 +266,6 @@ func (m *latentMerger) fillQuant(ctx context.Context, f *os.File, q *qtensor, t 
 		return dst[:n*outRow], nil
 	}
 	return m.pipeline(ctx, q.rows, step, step*outRow, make1, w)
-}
-
-// parallelSpans splits [0, n) into one span per core and runs f on each.
-func parallelSpans(n int, f func(a, b int)) {
-	workers := min(runtime.GOMAXPROCS(0), n)
-	var wg sync.WaitGroup
-	for k := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f(n*k/workers, n*(k+1)/workers)
-		}()
-	}
-	wg.Wait()
 }
 
 // addDelta adds u's rows from row lo on to the rows of v (cols wide):

@@ -3,9 +3,6 @@ package export
 import (
 	"encoding/binary"
 	"math"
-	"runtime"
-	"sync"
-	"sync/atomic"
 
 	"github.com/tinkershell/tinker/lib/quant"
 	"github.com/tinkershell/tinker/lib/safetensors"
@@ -84,25 +81,6 @@ func addDeltaTile(u *update, lo, c0 int, v []float32, wd int, d []float32) {
 			row[i] += d[i]
 		}
 	}
-}
-
-// parallelUnits runs f on units 0…n-1, each once, on every core: a worker
-// takes the next unit when it is done with one. f learns its worker's
-// number, for its scratch.
-func parallelUnits(n int, f func(worker, unit int)) {
-	workers := min(runtime.GOMAXPROCS(0), n)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-				f(w, i)
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 // tileBufs keeps each worker's tile and row scratch across blocks.
