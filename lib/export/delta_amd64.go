@@ -74,3 +74,19 @@ func mergeRows4Vector(dst, src []byte, b, a []float32, r, in int) bool {
 	mergeRows4BF16AVX512(&dst[0], &src[0], &b[0], &a[0], r, in, in)
 	return true
 }
+
+//go:noescape
+func fp8AddRows4AVX512(v *float32, ldv int, codes *byte, ldc int, s float32, b, a *float32, r, in, n int) uint32
+
+// fp8AddRows4Vector sets v[i·ldv+j] (four rows, j < n, n a multiple of 32)
+// to the E4M3 code codes[i·ldc+j] times s plus row i of b times A, the
+// update added as addRows4Vector adds it, and returns the largest
+// magnitude written as float32 bits; it reports whether it did. One pass
+// where decoding first would store the block and load it again.
+func fp8AddRows4Vector(v []float32, ldv int, codes []byte, ldc int, s float32, b, a []float32, r, in, n int) (uint32, bool) {
+	if !haveAVX512 || n == 0 || n%32 != 0 || r == 0 {
+		return 0, false
+	}
+	_, _, _, _ = v[3*ldv+n-1], codes[3*ldc+n-1], b[4*r-1], a[(r-1)*in+n-1]
+	return fp8AddRows4AVX512(&v[0], ldv, &codes[0], ldc, s, &b[0], &a[0], r, in, n), true
+}

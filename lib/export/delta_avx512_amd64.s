@@ -276,3 +276,200 @@ mk:
 mdone:
 	VZEROUPPER
 	RET
+
+DATA fq_low7<>+0(SB)/4, $0x0000007f
+DATA fq_signbyte<>+0(SB)/4, $0x00000080
+DATA fq_rebias20<>+0(SB)/4, $0x3c000000
+DATA fq_tiny<>+0(SB)/4, $0x3b000000
+DATA fq_eight<>+0(SB)/4, $0x00000008
+DATA fq_nanbits<>+0(SB)/4, $0x7fc00000
+GLOBL fq_low7<>(SB), RODATA|NOPTR, $4
+GLOBL fq_signbyte<>(SB), RODATA|NOPTR, $4
+GLOBL fq_rebias20<>(SB), RODATA|NOPTR, $4
+GLOBL fq_tiny<>(SB), RODATA|NOPTR, $4
+GLOBL fq_eight<>(SB), RODATA|NOPTR, $4
+GLOBL fq_nanbits<>(SB), RODATA|NOPTR, $4
+
+// FP8CONSTS loads what DECADD needs (after the rank loop, whose
+// registers it reuses): Z17 0x7f, Z18 0x80, Z19 the exponent rebias,
+// Z24 2^-9, Z25 8, Z26 the NaN bits, Z20 the block's scale, Z21 the
+// magnitude mask.
+#define FP8CONSTS \
+	VPBROADCASTD fq_low7<>(SB), Z17      \
+	VPBROADCASTD fq_signbyte<>(SB), Z18  \
+	VPBROADCASTD fq_rebias20<>(SB), Z19  \
+	VPBROADCASTD fq_tiny<>(SB), Z24      \
+	VPBROADCASTD fq_eight<>(SB), Z25     \
+	VPBROADCASTD fq_nanbits<>(SB), Z26   \
+	VBROADCASTSS s+32(FP), Z20           \
+	VPBROADCASTD r16abs<>(SB), Z21
+
+// DECADD(sum, codes, mem) sets mem to the value of the sixteen E4M3 codes
+// at codes times the scale (lib/quant's decoder, lane for lane), plus
+// sum, and raises Z27 to the magnitudes' bits.
+#define DECADD(sum, codes, mem) \
+	VPMOVZXBD codes, Z16        \
+	VPANDD    Z17, Z16, Z22     \
+	VPANDD    Z18, Z16, Z16     \
+	VPSLLD    $24, Z16, Z16     \
+	VPSLLD    $20, Z22, Z23     \
+	VPADDD    Z19, Z23, Z23     \
+	VCVTDQ2PS Z22, Z28          \
+	VMULPS    Z24, Z28, Z28     \
+	VPCMPUD   $1, Z25, Z22, K1  \
+	VMOVDQA32 Z28, K1, Z23      \
+	VPCMPEQD  Z17, Z22, K2      \
+	VMOVDQA32 Z26, K2, Z23      \
+	VPORD     Z16, Z23, Z23     \
+	VMULPS    Z20, Z23, Z23     \
+	VADDPS    sum, Z23, Z23     \
+	VMOVUPS   Z23, mem          \
+	VPANDD    Z21, Z23, Z28     \
+	VPMAXUD   Z28, Z27, Z27
+
+// func fp8AddRows4AVX512(v *float32, ldv int, codes *byte, ldc int, s float32, b, a *float32, r, in, n int) uint32
+// v[i·ldv + j] = FP8(codes[i·ldc + j])·s + Σ_k b[i·r + k]·a[k·in + j] for
+// rows i < 4 and j < n (n a multiple of 32): addRows4AVX512 onto the
+// decoded FP8 values without storing them first; returns the largest
+// magnitude written, as float32 bits.
+TEXT ·fp8AddRows4AVX512(SB), NOSPLIT, $0-84
+	MOVQ v+0(FP), DI
+	MOVQ ldv+8(FP), AX
+	MOVQ b+40(FP), SI
+	MOVQ a+48(FP), DX
+	MOVQ r+56(FP), CX
+	MOVQ in+64(FP), R8
+	MOVQ n+72(FP), R9
+	SHLQ $2, AX
+	SHLQ $2, R8
+	SHLQ $2, R9
+	MOVQ CX, BX
+	SHLQ $2, BX
+	XORQ R10, R10
+	VPXORD Z27, Z27, Z27
+
+fstrip64:
+	LEAQ 256(R10), R11
+	CMPQ R11, R9
+	JGT  fstrip32
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	LEAQ (DX)(R10*1), R11
+	MOVQ SI, R12
+	LEAQ (SI)(BX*2), R13
+	MOVQ CX, R15
+
+fk64:
+	VMOVUPS (R11), Z20
+	VMOVUPS 64(R11), Z21
+	VMOVUPS 128(R11), Z22
+	VMOVUPS 192(R11), Z23
+	BCAST4
+	FMA4(Z20, Z0, Z4, Z8, Z12)
+	FMA4(Z21, Z1, Z5, Z9, Z13)
+	FMA4(Z22, Z2, Z6, Z10, Z14)
+	FMA4(Z23, Z3, Z7, Z11, Z15)
+	ADDQ R8, R11
+	DECQ R15
+	JNZ  fk64
+	FP8CONSTS
+	MOVQ codes+16(FP), R12
+	MOVQ ldc+24(FP), R13
+	MOVQ R10, R15
+	SHRQ $2, R15
+	ADDQ R15, R12
+	LEAQ (R12)(R13*2), R15
+	LEAQ (DI)(R10*1), R11
+	LEAQ (R11)(AX*2), R14
+	DECADD(Z0, (R12), (R11))
+	DECADD(Z1, 16(R12), 64(R11))
+	DECADD(Z2, 32(R12), 128(R11))
+	DECADD(Z3, 48(R12), 192(R11))
+	DECADD(Z4, (R12)(R13*1), (R11)(AX*1))
+	DECADD(Z5, 16(R12)(R13*1), 64(R11)(AX*1))
+	DECADD(Z6, 32(R12)(R13*1), 128(R11)(AX*1))
+	DECADD(Z7, 48(R12)(R13*1), 192(R11)(AX*1))
+	DECADD(Z8, (R15), (R14))
+	DECADD(Z9, 16(R15), 64(R14))
+	DECADD(Z10, 32(R15), 128(R14))
+	DECADD(Z11, 48(R15), 192(R14))
+	DECADD(Z12, (R15)(R13*1), (R14)(AX*1))
+	DECADD(Z13, 16(R15)(R13*1), 64(R14)(AX*1))
+	DECADD(Z14, 32(R15)(R13*1), 128(R14)(AX*1))
+	DECADD(Z15, 48(R15)(R13*1), 192(R14)(AX*1))
+	ADDQ $256, R10
+	JMP  fstrip64
+
+fstrip32:
+	CMPQ R10, R9
+	JGE  fdone
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	LEAQ (DX)(R10*1), R11
+	MOVQ SI, R12
+	LEAQ (SI)(BX*2), R13
+	MOVQ CX, R15
+
+fk32:
+	VMOVUPS (R11), Z20
+	VMOVUPS 64(R11), Z21
+	BCAST4
+	FMA4(Z20, Z0, Z4, Z8, Z12)
+	FMA4(Z21, Z1, Z5, Z9, Z13)
+	ADDQ R8, R11
+	DECQ R15
+	JNZ  fk32
+	FP8CONSTS
+	MOVQ codes+16(FP), R12
+	MOVQ ldc+24(FP), R13
+	MOVQ R10, R15
+	SHRQ $2, R15
+	ADDQ R15, R12
+	LEAQ (R12)(R13*2), R15
+	LEAQ (DI)(R10*1), R11
+	LEAQ (R11)(AX*2), R14
+	DECADD(Z0, (R12), (R11))
+	DECADD(Z1, 16(R12), 64(R11))
+	DECADD(Z4, (R12)(R13*1), (R11)(AX*1))
+	DECADD(Z5, 16(R12)(R13*1), 64(R11)(AX*1))
+	DECADD(Z8, (R15), (R14))
+	DECADD(Z9, 16(R15), 64(R14))
+	DECADD(Z12, (R15)(R13*1), (R14)(AX*1))
+	DECADD(Z13, 16(R15)(R13*1), 64(R14)(AX*1))
+	ADDQ $128, R10
+	JMP  fstrip32
+
+fdone:
+	VMOVDQA32     Z27, Z0
+	VEXTRACTI64X4 $1, Z0, Y1
+	VPMAXUD       Y1, Y0, Y0
+	VEXTRACTI128  $1, Y0, X1
+	VPMAXUD       X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPMAXUD       X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPMAXUD       X1, X0, X0
+	VMOVD         X0, AX
+	MOVL          AX, ret+80(FP)
+	VZEROUPPER
+	RET

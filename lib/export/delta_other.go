@@ -13,3 +13,8 @@ func addRows4Vector(v []float32, ldv int, b, a []float32, r, in, n int) bool { r
 
 // mergeRows4Vector: no vector kernel here.
 func mergeRows4Vector(dst, src []byte, b, a []float32, r, in int) bool { return false }
+
+// fp8AddRows4Vector: no vector kernel here.
+func fp8AddRows4Vector(v []float32, ldv int, codes []byte, ldc int, s float32, b, a []float32, r, in, n int) (uint32, bool) {
+	return 0, false
+}

@@ -41,26 +41,55 @@ func (m *latentMerger) tiled(q *qtensor, u *update, scales, fresh []byte, dt saf
 // run makes rows [lo, lo+n) (lo a multiple of the block height) from
 // their codes src into dst, whose rows are outRow bytes.
 func (j *fp8Tiles) run(src, dst []byte, lo, n, outRow int, bufs *tileBufs) {
-	bands := ceilDiv(n, j.b[0])
-	parallelUnits(bands*j.nbc, func(w, i int) {
-		bi, bj := i/j.nbc, i%j.nbc
-		r0, c0 := bi*j.b[0], bj*j.b[1]
-		h, wd := min(n-r0, j.b[0]), min(j.cols-c0, j.b[1])
+	parallelUnits(ceilDiv(n, j.b[0])*j.nbc, func(w, i int) {
 		v, d := bufs.get(w, j.b[0]*j.b[1], j.b[1])
-		k := ((lo+r0)/j.b[0])*j.nbc + bj
-		s := math.Float32frombits(binary.LittleEndian.Uint32(j.scales[4*k:]))
-		quant.FP8DecodeTile(v, wd, src[r0*j.cols+c0:], j.cols, h, wd, s)
-		addDeltaTile(j.u, lo+r0, c0, v[:h*wd], wd, d)
+		j.block(src, dst, lo, n, outRow, i, v, d)
+	})
+}
+
+// block makes scale block i (row-major) of the rows run makes, in v and
+// d: decoded and updated, four rows at a time in one pass where it can,
+// then requantised or rounded to dtype dt.
+func (j *fp8Tiles) block(src, dst []byte, lo, n, outRow, i int, v, d []float32) {
+	r0, c0 := i/j.nbc*j.b[0], i%j.nbc*j.b[1]
+	h, wd := min(n-r0, j.b[0]), min(j.cols-c0, j.b[1])
+	k := ((lo+r0)/j.b[0])*j.nbc + i%j.nbc
+	s := math.Float32frombits(binary.LittleEndian.Uint32(j.scales[4*k:]))
+	codes := src[r0*j.cols+c0:]
+	amax, done := j.fused(v, codes, h, wd, s, lo+r0, c0)
+	if done < h {
+		rest := v[done*wd : h*wd]
+		quant.FP8DecodeTile(rest, wd, codes[done*j.cols:], j.cols, h-done, wd, s)
+		addDeltaTile(j.u, lo+r0+done, c0, rest, wd, d)
 		if j.fresh != nil {
-			s = quant.FP8EncodeTile(dst[r0*outRow+c0:], outRow, v, wd, h, wd)
-			binary.LittleEndian.PutUint32(j.fresh[4*k:], math.Float32bits(s))
-			return
+			amax = max(amax, quant.FP8AbsMax(rest, wd, h-done, wd))
 		}
+	}
+	if j.fresh == nil {
 		sz := j.dt.Size()
 		for r := range h {
 			encodeRow(j.dt, v[r*wd:(r+1)*wd], dst[(r0+r)*outRow+c0*sz:])
 		}
-	})
+		return
+	}
+	s = quant.FP8EncodeTileMax(dst[r0*outRow+c0:], outRow, v, wd, h, wd, amax)
+	binary.LittleEndian.PutUint32(j.fresh[4*k:], math.Float32bits(s))
+}
+
+// fused decodes and updates the tile's rows four at a time in one pass
+// (fp8AddRows4Vector) where the CPU has the kernel, and returns their
+// largest magnitude and how many rows it did; the rest are left to the
+// separate passes, which give the same bits.
+func (j *fp8Tiles) fused(v []float32, codes []byte, h, wd int, s float32, row, c0 int) (amax uint32, done int) {
+	u := j.u
+	for ; u != nil && done+4 <= h; done += 4 {
+		m, ok := fp8AddRows4Vector(v[done*wd:], wd, codes[done*j.cols:], j.cols, s, u.b[(row+done)*u.r:], u.a[c0:], u.r, u.in, wd)
+		if !ok {
+			break
+		}
+		amax = max(amax, m)
+	}
+	return amax, done
 }
 
 // addDeltaTile adds u's update to v, a tile of rows from the tensor's row

@@ -175,7 +175,7 @@ mcol:
 	JNZ     mrow
 
 mreduce:
-	VEXTRACTI32X8 $1, Z0, Y1
+	VEXTRACTI64X4 $1, Z0, Y1
 	VPMAXUD       Y1, Y0, Y0
 	VEXTRACTI128  $1, Y0, X1
 	VPMAXUD       X1, X0, X0

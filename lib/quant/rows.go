@@ -67,19 +67,31 @@ func FP8DecodeTile(dst []float32, ldd int, src []byte, lds, rows, cols int, s fl
 	}
 }
 
+// FP8AbsMax is the largest magnitude of a rows × cols tile of src (row
+// stride lds) as float32 bits: bits compare as the magnitudes do, and a
+// NaN's compare above them all.
+func FP8AbsMax(src []float32, lds, rows, cols int) uint32 {
+	if m, ok := absMaxTileVector(src, lds, rows, cols); ok {
+		return m
+	}
+	var amax [1]uint32
+	for i := range rows {
+		absMaxRow(src[i*lds:i*lds+cols], cols, amax[:])
+	}
+	return amax[0]
+}
+
 // FP8EncodeTile requantises one whole scale block (rows × cols of src, row
 // stride lds) into dst (row stride ldd) and returns its new scale, as
 // FP8Quantize does for each block of a row band, bit for bit.
 func FP8EncodeTile(dst []byte, ldd int, src []float32, lds, rows, cols int) float32 {
-	var amax [1]uint32
-	if m, ok := absMaxTileVector(src, lds, rows, cols); ok {
-		amax[0] = m
-	} else {
-		for i := range rows {
-			absMaxRow(src[i*lds:i*lds+cols], cols, amax[:])
-		}
-	}
-	s := fp8Scale(amax[0])
+	return FP8EncodeTileMax(dst, ldd, src, lds, rows, cols, FP8AbsMax(src, lds, rows, cols))
+}
+
+// FP8EncodeTileMax is FP8EncodeTile for a block whose largest magnitude
+// (FP8AbsMax's bits) is known already.
+func FP8EncodeTileMax(dst []byte, ldd int, src []float32, lds, rows, cols int, amax uint32) float32 {
+	s := fp8Scale(amax)
 	inv := [1]float32{1 / s}
 	if fp8EncodeTileVector(dst, ldd, src, lds, rows, cols, inv[0]) {
 		return s
