@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"runtime"
-	"sync"
 
 	"github.com/tinkershell/tinker/lib/safetensors"
 )
@@ -146,27 +144,23 @@ type rowJob struct {
 	u       *update
 }
 
-// parallelRows runs job over rows [0, n) of a block split across the
-// cores; each worker has its own row buffers.
+// parallelRows runs job over rows [0, n) of a block, in runs of rowRun
+// rows handed to the cores one by one (so a core the writer slows down
+// takes fewer); each worker has its own row buffers.
 func (j rowJob) parallelRows(src, dst []byte, base, n int, bufs *rowBufs) {
-	workers := min(runtime.GOMAXPROCS(0), n)
-	if workers <= 1 {
-		w, d := bufs.get(0, j.cols)
-		j.runAt(src, dst, base, 0, n, w, d)
-		return
+	units := ceilDiv(n, rowRun)
+	for k := range unitWorkers(units) { // each worker's buffers, made before they start
+		bufs.get(k, j.cols)
 	}
-	var wg sync.WaitGroup
-	for k := range workers {
-		lo, hi := n*k/workers, n*(k+1)/workers
+	parallelUnits(units, func(k, i int) {
 		w, d := bufs.get(k, j.cols)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			j.runAt(src, dst, base, lo, hi, w, d)
-		}()
-	}
-	wg.Wait()
+		j.runAt(src, dst, base, i*rowRun, min(n, (i+1)*rowRun), w, d)
+	})
 }
+
+// rowRun is how many rows a worker takes at a time: a multiple of the
+// four-row kernels' four, small enough for a block to split evenly.
+const rowRun = 32
 
 // runAt is run for the block whose first row is base: src and dst hold
 // only the block, the update is indexed by the tensor's row.

@@ -41,7 +41,11 @@ func (m *latentMerger) tiled(q *qtensor, u *update, scales, fresh []byte, dt saf
 // run makes rows [lo, lo+n) (lo a multiple of the block height) from
 // their codes src into dst, whose rows are outRow bytes.
 func (j *fp8Tiles) run(src, dst []byte, lo, n, outRow int, bufs *tileBufs) {
-	parallelUnits(ceilDiv(n, j.b[0])*j.nbc, func(w, i int) {
+	units := ceilDiv(n, j.b[0]) * j.nbc
+	for w := range unitWorkers(units) { // each worker's scratch, made before they start
+		bufs.get(w, j.b[0]*j.b[1], j.b[1])
+	}
+	parallelUnits(units, func(w, i int) {
 		v, d := bufs.get(w, j.b[0]*j.b[1], j.b[1])
 		j.block(src, dst, lo, n, outRow, i, v, d)
 	})

@@ -23,9 +23,10 @@ func parallelSpans(n int, f func(a, b int)) {
 
 // parallelUnits runs f on units 0…n-1, each once, on every core: a worker
 // takes the next unit when it is done with one. f learns its worker's
-// number, for its scratch.
+// number (below unitWorkers(n)), for scratch made before the call: f must
+// not grow shared state.
 func parallelUnits(n int, f func(worker, unit int)) {
-	workers := min(runtime.GOMAXPROCS(0), n)
+	workers := unitWorkers(n)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -39,6 +40,9 @@ func parallelUnits(n int, f func(worker, unit int)) {
 	}
 	wg.Wait()
 }
+
+// unitWorkers is how many workers parallelUnits(n, …) starts.
+func unitWorkers(n int) int { return min(runtime.GOMAXPROCS(0), n) }
 
 // readParallel fills b from r at off, in one piece per core when b is
 // large: the copy out of the page cache is most of a read's cost, and a
