@@ -189,15 +189,5 @@ func checkKimiPEFT(t *testing.T, base, ad string) {
 			t.Fatalf("PEFT export tensor %s is not under language_model.", name)
 		}
 	}
-	if d := maxDiff(referenceLogprobs(t, base, ad), referenceLogprobs(t, base, pe)); d != 0 {
-		t.Errorf("the PEFT export computes something else (max diff %g)", d)
-	}
-	var merged [2]string
-	for i, src := range []string{ad, pe} {
-		merged[i] = filepath.Join(t.TempDir(), "merged")
-		if _, err := Export(context.Background(), Options{Adapter: src, Base: base, Out: merged[i]}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sameFiles(t, merged[0], merged[1], "merging the PEFT export vs merging the original")
+	checkPEFTSame(t, base, ad, pe)
 }
