@@ -107,8 +107,9 @@ func ReadConfig(dir string) (Config, error) {
 	return ParseConfig(b)
 }
 
-// ParseConfig parses a Hugging Face config.json for a Llama-3, Qwen3 or
-// Qwen3-MoE model.
+// ParseConfig parses a Hugging Face config.json for a Llama-3, Qwen3,
+// Qwen3-MoE, GPT-OSS or DeepSeek-V3 model, or the text model of a Kimi
+// K2.5/K2.6 wrapper (kimi_k25.go).
 func ParseConfig(data []byte) (Config, error) {
 	var h hfConfig
 	if err := json.Unmarshal(data, &h); err != nil {
