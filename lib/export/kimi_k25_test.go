@@ -120,6 +120,7 @@ func TestKimiK25MergedMatchesEngine(t *testing.T) {
 			if _, err := Export(context.Background(), Options{Adapter: ad, Base: base, Out: out, DType: "float32"}); err != nil {
 				t.Fatal(err)
 			}
+			t.Logf("merged vs wrapper + adapter: max logprob diff %g", maxDiff(want, servedLogprobs(t, out)))
 			if d := maxDiff(want, servedLogprobs(t, out)); d > 1e-4 {
 				t.Errorf("merged logprobs differ from the wrapper + adapter by %g", d)
 			}
@@ -164,6 +165,7 @@ func checkKimiRequantised(t *testing.T, base, ad string, want []float64) {
 	if _, ok := got[e+"_packed"]; !ok || got[e].Name != "" {
 		t.Errorf("requantised merge: %s_packed present %v, %s present %v", e, ok, e, got[e].Name != "")
 	}
+	t.Logf("requantised INT4 merge vs wrapper + adapter: max logprob diff %g", maxDiff(want, servedLogprobs(t, out)))
 	if d := maxDiff(want, servedLogprobs(t, out)); d > 0.5 {
 		t.Errorf("requantised merge logprobs differ by %g", d)
 	}
