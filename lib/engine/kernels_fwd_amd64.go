@@ -3,6 +3,7 @@ package engine
 import (
 	"runtime"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/cpu"
 )
@@ -179,8 +180,13 @@ func fwdTiles(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool) 
 		te := min(tb+tokBlock, len(ys))
 		for rb := lo; rb < hi; rb += rowBlock {
 			re := min(rb+rowBlock, hi)
+			nb := re // the block after this one, which the groups prefetch
+			if re >= hi {
+				nb = lo // the next block of vectors starts over
+			}
 			for t := tb; t+4 <= te; t += 4 {
-				fwdTile6Rows(w, xp[t/4*pl:(t/4+1)*pl], rb, (re-rb)/6, out[:], rowBlock)
+				pf := w.prefetchAt(rb, nb, min(nb+rowBlock, hi), (t-tb)/4, (re-rb)/6)
+				fwdTile6Rows(w, xp[t/4*pl:(t/4+1)*pl], rb, (re-rb)/6, out[:], rowBlock, pf)
 				for i, y := range ys[t : t+4 : t+4] {
 					putRow(y[rb:re], out[i*rowBlock:i*rowBlock+re-rb], accumulate)
 				}
@@ -189,10 +195,28 @@ func fwdTiles(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool) 
 	}
 }
 
+// prefetchAt is where group g of a block's pass over rows from cur (tiles
+// 6-row tiles) prefetches: its share of rows [next, end), one 64-byte
+// line per chunk step of the kernel, the groups taking consecutive
+// shares; a group with nothing left to fetch re-reads the current block,
+// which is in cache.
+func (m mat) prefetchAt(cur, next, end, g, tiles int) *byte {
+	share := tiles * (m.cols + 15) / 16 * 64
+	off, size := g*share, (end-next)*m.cols*m.elemSize()
+	i := next * m.cols
+	if off+share > size {
+		i, off = cur*m.cols, 0
+	}
+	if m.bf != nil {
+		return (*byte)(unsafe.Add(unsafe.Pointer(&m.bf[i]), off))
+	}
+	return (*byte)(unsafe.Add(unsafe.Pointer(&m.data[i]), off))
+}
+
 // fwdTile6Rows runs the 4×6 kernel on a packed group g and tiles
 // consecutive 6-row tiles from row j; token t's sums go to
-// out[t·ldo : t·ldo+6·tiles].
-func fwdTile6Rows(w mat, g []float32, j, tiles int, out []float32, ldo int) {
+// out[t·ldo : t·ldo+6·tiles]. The kernel prefetches from pf (prefetchAt).
+func fwdTile6Rows(w mat, g []float32, j, tiles int, out []float32, ldo int, pf *byte) {
 	n := w.cols
 	g = g[:packedLen(n)]
 	_ = out[3*ldo+6*tiles-1]
@@ -200,10 +224,10 @@ func fwdTile6Rows(w mat, g []float32, j, tiles int, out []float32, ldo int) {
 	last := i + 6*tiles*n - 1
 	if w.bf != nil {
 		_ = w.bf[last]
-		fwdTile4x6BF16(&g[0], &w.bf[i], n, n, tiles, &out[0], ldo)
+		fwdTile4x6BF16(&g[0], &w.bf[i], n, n, tiles, &out[0], ldo, pf)
 	} else {
 		_ = w.data[last]
-		fwdTile4x6F32(&g[0], &w.data[i], n, n, tiles, &out[0], ldo)
+		fwdTile4x6F32(&g[0], &w.data[i], n, n, tiles, &out[0], ldo, pf)
 	}
 }
 

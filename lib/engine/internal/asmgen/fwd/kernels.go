@@ -100,15 +100,20 @@ func tile4x4(ctx *build.Context, bf bool) {
 // outputs instead of 16 scattered values per tile. Accumulators Z(4r+t)
 // hold rows 0..3 and Z(16+4(r-4)+t) rows 4 and 5; x is in Z24..Z27, the
 // row being read in Z28; each product is fused into its add (VFMADD231PS).
+// Each chunk step also prefetches one line at pf into L2 (pf advancing 64
+// bytes a step): the caller points it at the weights the next block of
+// rows will read, so they come from L2 rather than memory when it starts.
 func tile4x6(ctx *build.Context, bf bool) {
 	w := weightsOf(bf)
-	asmout.Kernel(ctx, "fwdTile4x6"+w.Suffix, fmt.Sprintf("func(xp *float32, w %s, stride, n, tiles int, out *float32, ldo int)", w.GoType))
+	asmout.Kernel(ctx, "fwdTile4x6"+w.Suffix, fmt.Sprintf("func(xp *float32, w %s, stride, n, tiles int, out *float32, ldo int, pf *byte)", w.GoType))
 	a := loadTileArgs(ctx, w)
 	chunks, xp0, row, stride, tiles, out := a.chunks, a.xp0, a.row, a.stride, a.tiles, a.out
 	stride5, ldo := ctx.GP64(), ctx.GP64()
 	ctx.LEAQ(Mem{Base: stride, Index: stride, Scale: 4}, stride5)
 	ctx.Load(ctx.Param("ldo"), ldo)
 	ctx.SHLQ(U8(2), ldo)
+	pf := ctx.GP64()
+	ctx.Load(ctx.Param("pf"), pf)
 	px, pw, left := ctx.GP64(), ctx.GP64(), ctx.GP64()
 	rowMem := func(r int) Mem {
 		switch r {
@@ -126,6 +131,8 @@ func tile4x6(ctx *build.Context, bf bool) {
 		return zmm(16 + 4*(r-4) + t)
 	}
 	step := func(mask reg.Register) {
+		ctx.PREFETCHT1(Mem{Base: pf})
+		ctx.ADDQ(U8(64), pf)
 		for t := range 4 {
 			ctx.VMOVUPS(Mem{Base: px, Disp: 64 * t}, zmm(24+t))
 		}
