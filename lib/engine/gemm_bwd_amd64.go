@@ -74,10 +74,8 @@ func tMulAsm(w mat, ys, xs [][]float32, lx, wv, b0, b1, c0, c1 int) {
 	}
 	pp := panelPool.Get().(*[]float32)
 	defer panelPool.Put(pp)
-	if n := kcAsm * (b1 - b0); cap(*pp) < n {
-		*pp = make([]float32, n)
-	}
-	t := tMul{w: w, ys: ys, xs: xs, lx: lx, wv: wv, b0: b0, b1: b1, c1: c1, strip: buf, panels: (*pp)[:kcAsm*(b1-b0)]}
+	*pp = growTo(*pp, kcAsm*(b1-b0))
+	t := tMul{w: w, ys: ys, xs: xs, lx: lx, wv: wv, b0: b0, b1: b1, c1: c1, strip: buf, panels: *pp}
 	width := 16 * wv * max(1, tCols/(16*wv))
 	for cb := c0; cb < c1; cb += width {
 		t.cols(cb, min(cb+width, c1))
@@ -94,12 +92,12 @@ type tMul struct {
 	strip, panels      []float32
 }
 
-// packPanels lays ys[b][j0:j0+kc] for b in [b0, b1) out tile by tile (r
+// packBatchPanels lays ys[b][j0:j0+kc] for b in [b0, b1) out tile by tile (r
 // vectors a tile, the last maybe fewer): panels[(b−b0)·kc + p·tr + i] =
 // ys[b+i][j0+p], so a tile's broadcasts walk one contiguous panel. The
 // batch's rows lie a whole row of ys apart, often a multiple of 4 KiB,
 // which put every tile's rows in one L1 set beside the weights' strip.
-func packPanels(panels []float32, ys [][]float32, b0, b1, r, j0, kc int) {
+func packBatchPanels(panels []float32, ys [][]float32, b0, b1, r, j0, kc int) {
 	for b := b0; b < b1; b += r {
 		tr := min(r, b1-b)
 		panel := panels[(b-b0)*kc : (b-b0+tr)*kc]
@@ -119,7 +117,7 @@ func (t *tMul) cols(cb, ce int) {
 	w, wv, buf, r := t.w, t.wv, t.strip, packedRmax[t.wv]
 	for j0 := 0; j0 < w.rows; j0 += kcAsm {
 		kc := min(kcAsm, w.rows-j0)
-		packPanels(t.panels, t.ys, t.b0, t.b1, r, j0, kc)
+		packBatchPanels(t.panels, t.ys, t.b0, t.b1, r, j0, kc)
 		for c := cb; c < ce; c += 16 * wv {
 			n := min(16*wv, ce-c)
 			v, mask := (n+15)/16, lastMask(n)
@@ -176,25 +174,73 @@ func (w mat) rowBytes() uintptr {
 
 // outerAsm is outerAcc with the assembly tiles; it reports false, having
 // done nothing, when the rows of us or vs are not evenly spaced. Each tile
-// sums over the whole batch in ascending order.
+// sums over the whole batch in ascending order, reading both operands
+// from packed panels: the batch's rows lie a row of us (or vs) apart, a
+// new page per step, which the hardware prefetcher does not follow and
+// which (a multiple of 4 KiB) maps every step to one L1 set.
 func outerAsm(dst []float32, rows, cols int, us, vs [][]float32) bool {
 	m := len(us)
-	lu, ok := rowStride(us, rows)
-	lv, ok2 := rowStride(vs[:m], cols)
-	if !ok || !ok2 || len(dst) < rows*cols {
+	lv, ok := rowStride(vs[:m], cols)
+	if !ok || len(dst) < rows*cols {
 		return false
 	}
 	wv := tileShape(rows, (cols+15)/16, colsRmax)
 	r := colsRmax[wv]
 	parallelFor(rows, r, rows*cols*m, func(lo, hi int) {
-		for k := 0; k < cols; k += 16 * wv {
-			n := min(16*wv, cols-k)
-			v, mask := (n+15)/16, lastMask(n)
-			for o := lo; o < hi; o += r {
-				tr := min(r, hi-o)
-				bwdCols[v-1][tr-1](&dst[o*cols+k], uintptr(4*cols), &us[0][o], uintptr(4*lu), &vs[0][k], uintptr(4*lv), m, mask)
-			}
-		}
+		o := outer{dst: dst, cols: cols, us: us, vs: vs, lv: lv, wv: wv, r: r}
+		o.run(lo, hi)
 	})
 	return true
+}
+
+// outerRowBlock is the number of dst rows whose packed part of us (the
+// whole batch) one pass keeps in L2 while every strip of vs meets it.
+const outerRowBlock = 192
+
+// outer is one goroutine's part of outerAsm: tiles of r rows × wv vectors.
+type outer struct {
+	dst    []float32
+	cols   int
+	us, vs [][]float32
+	lv     int
+	wv, r  int
+}
+
+// run does dst rows [lo, hi): per block of rows, their us panels packed
+// once, then per strip of wv vectors its part of vs packed and every
+// tile of the block over the whole batch.
+func (o outer) run(lo, hi int) {
+	m := len(o.us)
+	ap := panelPool.Get().(*[]float32)
+	defer panelPool.Put(ap)
+	bp := panelPool.Get().(*[]float32)
+	defer panelPool.Put(bp)
+	*ap = growTo(*ap, m*min(outerRowBlock, hi-lo))
+	*bp = growTo(*bp, m*16*o.wv)
+	for r0 := lo; r0 < hi; r0 += outerRowBlock {
+		r1 := min(r0+outerRowBlock, hi)
+		packRowPanels(*ap, o.us, r0, r1, o.r, m)
+		for k := 0; k < o.cols; k += 16 * o.wv {
+			n := min(16*o.wv, o.cols-k)
+			v, mask := (n+15)/16, lastMask(n)
+			bwdCopy[v-1](&(*bp)[0], &o.vs[0][k], uintptr(4*o.lv), m, mask)
+			for i := r0; i < r1; i += o.r {
+				tr := min(o.r, r1-i)
+				bwdCols[v-1][tr-1](&o.dst[i*o.cols+k], uintptr(4*o.cols), &(*ap)[(i-r0)*m], uintptr(4*tr), &(*bp)[0], uintptr(64*v), m, mask)
+			}
+		}
+	}
+}
+
+// packRowPanels lays us[p][o:o+tr] for p < m out tile by tile for dst rows
+// [r0, r1) (r rows a tile, the last maybe fewer): panels[(o−r0)·m + p·tr
+// + i] = us[p][o+i], one contiguous panel per tile.
+func packRowPanels(panels []float32, us [][]float32, r0, r1, r, m int) {
+	for o := r0; o < r1; o += r {
+		tr := min(r, r1-o)
+		panel := panels[(o-r0)*m : (o-r0+tr)*m]
+		for p, u := range us[:m] {
+			copy(panel[p*tr:(p+1)*tr], u[o:o+tr])
+		}
+	}
 }
