@@ -52,7 +52,7 @@ func matMulTAsm(w mat, ys, xs [][]float32) bool {
 }
 
 // stripPool holds the packed strips, one per running tMulAsm; panelPool
-// the packed batch panels (packPanels).
+// the packed panels of the batch (packBatchPanels, packRowPanels).
 var (
 	stripPool = sync.Pool{New: func() any { return new([kcAsm * 64]float32) }}
 	panelPool = sync.Pool{New: func() any { return new([]float32) }}
@@ -173,7 +173,7 @@ func (w mat) rowBytes() uintptr {
 }
 
 // outerAsm is outerAcc with the assembly tiles; it reports false, having
-// done nothing, when the rows of us or vs are not evenly spaced. Each tile
+// done nothing, when the rows of vs are not evenly spaced. Each tile
 // sums over the whole batch in ascending order, reading both operands
 // from packed panels: the batch's rows lie a row of us (or vs) apart, a
 // new page per step, which the hardware prefetcher does not follow and

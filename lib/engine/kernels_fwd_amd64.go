@@ -208,7 +208,7 @@ func fwdTiles(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool) 
 // shares; a group with nothing left to fetch re-reads the current block,
 // which is in cache.
 func (m mat) prefetchAt(cur, next, end, g, tiles int) *byte {
-	share := tiles * (m.cols + 15) / 16 * 64
+	share := tiles * ((m.cols + 15) / 16) * 64
 	off, size := g*share, (end-next)*m.cols*m.elemSize()
 	i := next * m.cols
 	if off+share > size {
