@@ -52,7 +52,7 @@ func matMulTAsm(w mat, ys, xs [][]float32) bool {
 }
 
 // stripPool holds the packed strips, one per running tMulAsm; panelPool
-// the packed panels of the batch (packBatchPanels, packRowPanels).
+// the packed panels of the batch (packBatchPanels) and of vs (outerAsm).
 var (
 	stripPool = sync.Pool{New: func() any { return new([kcAsm * 64]float32) }}
 	panelPool = sync.Pool{New: func() any { return new([]float32) }}
@@ -173,74 +173,36 @@ func (w mat) rowBytes() uintptr {
 }
 
 // outerAsm is outerAcc with the assembly tiles; it reports false, having
-// done nothing, when the rows of vs are not evenly spaced. Each tile
-// sums over the whole batch in ascending order, reading both operands
-// from packed panels: the batch's rows lie a row of us (or vs) apart, a
-// new page per step, which the hardware prefetcher does not follow and
-// which (a multiple of 4 KiB) maps every step to one L1 set.
+// done nothing, when the rows of us or vs are not evenly spaced. Each tile
+// sums over the whole batch in ascending order. Each strip of vs (wv
+// vectors, the whole batch) is packed contiguous first: the batch's rows
+// lie a row of vs apart, a new page per step, which the hardware
+// prefetcher does not follow and which (a multiple of 4 KiB) maps every
+// step to one L1 set. us is read in place: its rows are narrow when vs's
+// are wide (a LoRA A's gradient), and packing a wide us (a LoRA B's)
+// cost about what its tiles do.
 func outerAsm(dst []float32, rows, cols int, us, vs [][]float32) bool {
 	m := len(us)
-	lv, ok := rowStride(vs[:m], cols)
-	if !ok || len(dst) < rows*cols {
+	lu, ok := rowStride(us, rows)
+	lv, ok2 := rowStride(vs[:m], cols)
+	if !ok || !ok2 || len(dst) < rows*cols {
 		return false
 	}
 	wv := tileShape(rows, (cols+15)/16, colsRmax)
 	r := colsRmax[wv]
 	parallelFor(rows, r, rows*cols*m, func(lo, hi int) {
-		o := outer{dst: dst, cols: cols, us: us, vs: vs, lv: lv, wv: wv, r: r}
-		o.run(lo, hi)
-	})
-	return true
-}
-
-// outerRowBlock is the number of dst rows whose packed part of us (the
-// whole batch) one pass keeps in L2 while every strip of vs meets it.
-const outerRowBlock = 192
-
-// outer is one goroutine's part of outerAsm: tiles of r rows × wv vectors.
-type outer struct {
-	dst    []float32
-	cols   int
-	us, vs [][]float32
-	lv     int
-	wv, r  int
-}
-
-// run does dst rows [lo, hi): per block of rows, their us panels packed
-// once, then per strip of wv vectors its part of vs packed and every
-// tile of the block over the whole batch.
-func (o outer) run(lo, hi int) {
-	m := len(o.us)
-	ap := panelPool.Get().(*[]float32)
-	defer panelPool.Put(ap)
-	bp := panelPool.Get().(*[]float32)
-	defer panelPool.Put(bp)
-	*ap = growTo(*ap, m*min(outerRowBlock, hi-lo))
-	*bp = growTo(*bp, m*16*o.wv)
-	for r0 := lo; r0 < hi; r0 += outerRowBlock {
-		r1 := min(r0+outerRowBlock, hi)
-		packRowPanels(*ap, o.us, r0, r1, o.r, m)
-		for k := 0; k < o.cols; k += 16 * o.wv {
-			n := min(16*o.wv, o.cols-k)
+		bp := panelPool.Get().(*[]float32)
+		defer panelPool.Put(bp)
+		*bp = growTo(*bp, m*16*wv)
+		for k := 0; k < cols; k += 16 * wv {
+			n := min(16*wv, cols-k)
 			v, mask := (n+15)/16, lastMask(n)
-			bwdCopy[v-1](&(*bp)[0], &o.vs[0][k], uintptr(4*o.lv), m, mask)
-			for i := r0; i < r1; i += o.r {
-				tr := min(o.r, r1-i)
-				bwdCols[v-1][tr-1](&o.dst[i*o.cols+k], uintptr(4*o.cols), &(*ap)[(i-r0)*m], uintptr(4*tr), &(*bp)[0], uintptr(64*v), m, mask)
+			bwdCopy[v-1](&(*bp)[0], &vs[0][k], uintptr(4*lv), m, mask)
+			for o := lo; o < hi; o += r {
+				tr := min(r, hi-o)
+				bwdCols[v-1][tr-1](&dst[o*cols+k], uintptr(4*cols), &us[0][o], uintptr(4*lu), &(*bp)[0], uintptr(64*v), m, mask)
 			}
 		}
-	}
-}
-
-// packRowPanels lays us[p][o:o+tr] for p < m out tile by tile for dst rows
-// [r0, r1) (r rows a tile, the last maybe fewer): panels[(o−r0)·m + p·tr
-// + i] = us[p][o+i], one contiguous panel per tile.
-func packRowPanels(panels []float32, us [][]float32, r0, r1, r, m int) {
-	for o := r0; o < r1; o += r {
-		tr := min(r, r1-o)
-		panel := panels[(o-r0)*m : (o-r0+tr)*m]
-		for p, u := range us[:m] {
-			copy(panel[p*tr:(p+1)*tr], u[o:o+tr])
-		}
-	}
+	})
+	return true
 }

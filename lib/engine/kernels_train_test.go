@@ -62,8 +62,8 @@ func withKernels(asm bool, procs int, f func()) {
 // The assembly tiles give the scalar kernels' bits for matMulT (float32
 // and bfloat16 weights, writing and accumulating) and outerAcc, over
 // shapes with column and row tails, one vector and many, 1 and 3
-// goroutines, and rows that are not evenly spaced: the tiles pack ys and
-// us, which may be; xs and vs that are not take the other path.
+// goroutines, and rows that are not evenly spaced: matMulT's tiles pack
+// ys, which may be; xs, us and vs that are not take the other path.
 func TestBackwardAsmMatchesScalar(t *testing.T) {
 	if !bwdAsm {
 		t.Log("no AVX-512 here: comparing the fallback kernels with the scalar ones")
@@ -98,7 +98,7 @@ func TestBackwardAsmMatchesScalar(t *testing.T) {
 		}
 		for _, spaced := range []bool{true, false} {
 			ys, x0 := randRows(n, rows, false), randRows(n, cols, spaced)
-			us, vs, d0 := randRows(n, rows, false), randRows(n, cols, spaced), randRows(1, rows*cols, true)[0]
+			us, vs, d0 := randRows(n, rows, spaced), randRows(n, cols, spaced), randRows(1, rows*cols, true)[0]
 			run := func(asm bool, procs int) (out [][][]float32) {
 				withKernels(asm, procs, func() {
 					for _, m := range []mat{w, wb} {
