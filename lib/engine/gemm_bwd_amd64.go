@@ -19,43 +19,44 @@ type (
 	bwdWidenFunc  = func(dst *float32, src *uint16, lds uintptr, rows int, mask uint16)
 )
 
-// packedRmax and colsRmax are the tallest tiles for W = 1..4 vectors.
+// rowsRmax and colsRmax are the tallest tiles for W = 1..4 vectors.
 var (
-	packedRmax = [5]int{0, len(bwdPacked[0]), len(bwdPacked[1]), len(bwdPacked[2]), len(bwdPacked[3])}
-	colsRmax   = [5]int{0, len(bwdCols[0]), len(bwdCols[1]), len(bwdCols[2]), len(bwdCols[3])}
+	rowsRmax = [5]int{0, len(bwdRowsF32[0]), len(bwdRowsF32[1]), len(bwdRowsF32[2]), len(bwdRowsF32[3])}
+	colsRmax = [5]int{0, len(bwdCols[0]), len(bwdCols[1]), len(bwdCols[2]), len(bwdCols[3])}
 )
 
 // matMulTAsm adds Wᵀ·ys[b] to xs[b] with the assembly tiles and reports
-// whether it could (the rows of xs must be evenly spaced). Rows of W are
-// added in ascending order, kcAsm at a time, so every element's sum is
-// the scalar kernel's.
+// whether it could (the rows of ys and of xs must each be evenly spaced).
+// Rows of W are added in ascending order, kcAsm at a time, so every
+// element's sum is the scalar kernel's.
 func matMulTAsm(w mat, ys, xs [][]float32) bool {
 	m := len(ys)
-	lx, ok := rowStride(xs[:m], w.cols)
-	if !ok {
+	ly, ok := rowStride(ys, w.rows)
+	lx, ok2 := rowStride(xs[:m], w.cols)
+	if !ok || !ok2 {
 		return false
 	}
 	vecs := (w.cols + 15) / 16
-	wv := tileShape(m, vecs, packedRmax)
+	wv := tileShape(m, vecs, rowsRmax)
 	work := w.rows * w.cols * m
 	if w.cols <= tCols {
 		// Too narrow to split by columns: split the batch in whole tiles.
-		parallelFor(m, packedRmax[wv], work, func(lo, hi int) {
-			tMulAsm(w, ys, xs, lx, wv, lo, hi, 0, w.cols)
+		parallelFor(m, rowsRmax[wv], work, func(lo, hi int) {
+			tMulAsm(w, ys, xs, ly, lx, wv, lo, hi, 0, w.cols)
 		})
 		return true
 	}
 	parallelFor(w.cols, 64*wv, work, func(lo, hi int) {
-		tMulAsm(w, ys, xs, lx, wv, 0, m, lo, hi)
+		tMulAsm(w, ys, xs, ly, lx, wv, 0, m, lo, hi)
 	})
 	return true
 }
 
-// stripPool holds the packed strips, one per running tMulAsm; panelPool
-// the packed panels of the batch (packBatchPanels) and of vs (outerAsm).
+// stripPool holds the packed strips, one per running tMulAsm; outerPool
+// outerAsm's.
 var (
 	stripPool = sync.Pool{New: func() any { return new([kcAsm * 64]float32) }}
-	panelPool = sync.Pool{New: func() any { return new([]float32) }}
+	outerPool = sync.Pool{New: func() any { return new([]float32) }}
 )
 
 // kcAsm is the number of weight rows a packed strip holds: 128 rows × 64
@@ -65,59 +66,27 @@ const kcAsm = 128
 // tMulAsm does vectors [b0, b1) × columns [c0, c1) of matMulTAsm, a
 // block of columns at a time so that its part of xs stays in L2 while
 // every weight row meets it.
-func tMulAsm(w mat, ys, xs [][]float32, lx, wv, b0, b1, c0, c1 int) {
+func tMulAsm(w mat, ys, xs [][]float32, ly, lx, wv, b0, b1, c0, c1 int) {
 	var buf []float32
-	if w.bf != nil || b1-b0 > packedRmax[wv] {
+	if w.bf != nil || b1-b0 > rowsRmax[wv] {
 		sp := stripPool.Get().(*[kcAsm * 64]float32)
 		defer stripPool.Put(sp)
 		buf = sp[:kcAsm*16*wv]
 	}
-	pp := panelPool.Get().(*[]float32)
-	defer panelPool.Put(pp)
-	*pp = growTo(*pp, kcAsm*(b1-b0))
-	t := tMul{w: w, ys: ys, xs: xs, lx: lx, wv: wv, b0: b0, b1: b1, c1: c1, strip: buf, panels: *pp}
 	width := 16 * wv * max(1, tCols/(16*wv))
 	for cb := c0; cb < c1; cb += width {
-		t.cols(cb, min(cb+width, c1))
+		tMulCols(w, ys, xs, ly, lx, wv, b0, b1, cb, min(cb+width, c1), c1, buf)
 	}
 }
 
-// tMul is one goroutine's part of matMulTAsm: vectors [b0, b1) of the
-// batch, columns up to c1, wv vectors per tile; strip and panels are its
-// buffers for the weights and the batch.
-type tMul struct {
-	w                  mat
-	ys, xs             [][]float32
-	lx, wv, b0, b1, c1 int
-	strip, panels      []float32
-}
-
-// packBatchPanels lays ys[b][j0:j0+kc] for b in [b0, b1) out tile by tile (r
-// vectors a tile, the last maybe fewer): panels[(b−b0)·kc + p·tr + i] =
-// ys[b+i][j0+p], so a tile's broadcasts walk one contiguous panel. The
-// batch's rows lie a whole row of ys apart, often a multiple of 4 KiB,
-// which put every tile's rows in one L1 set beside the weights' strip.
-func packBatchPanels(panels []float32, ys [][]float32, b0, b1, r, j0, kc int) {
-	for b := b0; b < b1; b += r {
-		tr := min(r, b1-b)
-		panel := panels[(b-b0)*kc : (b-b0+tr)*kc]
-		for i := range tr {
-			for p, v := range ys[b+i][j0 : j0+kc] {
-				panel[p*tr+i] = v
-			}
-		}
-	}
-}
-
-// cols does columns [cb, ce) for each block of kcAsm weight rows:
-// strips of wv vectors, tiles of the batch. With a strip buffer, a strip
-// is copied contiguous first (widened when bfloat16): weight rows often
-// lie 4 KiB apart, which maps a strip's rows to one L1 set.
-func (t *tMul) cols(cb, ce int) {
-	w, wv, buf, r := t.w, t.wv, t.strip, packedRmax[t.wv]
+// tMulCols does columns [cb, ce) for each block of kcAsm weight rows:
+// strips of wv vectors, tiles of the batch. With buf, a strip is copied
+// contiguous first (widened when bfloat16): weight rows often lie 4 KiB
+// apart, which maps a strip's rows to one L1 set.
+func tMulCols(w mat, ys, xs [][]float32, ly, lx, wv, b0, b1, cb, ce, c1 int, buf []float32) {
+	r := rowsRmax[wv]
 	for j0 := 0; j0 < w.rows; j0 += kcAsm {
 		kc := min(kcAsm, w.rows-j0)
-		packBatchPanels(t.panels, t.ys, t.b0, t.b1, r, j0, kc)
 		for c := cb; c < ce; c += 16 * wv {
 			n := min(16*wv, ce-c)
 			v, mask := (n+15)/16, lastMask(n)
@@ -134,11 +103,10 @@ func (t *tMul) cols(cb, ce int) {
 			default:
 				bp, ldb = &w.data[j0*w.cols+c], uintptr(4*w.cols)
 			}
-			pf := w.nextStrip(j0, kc, c+16*v, cb, ce, t.c1)
-			for b := t.b0; b < t.b1; b += r {
-				tr := min(r, t.b1-b)
-				a := &t.panels[(b-t.b0)*kc]
-				bwdPacked[v-1][tr-1](&t.xs[b][c], uintptr(4*t.lx), a, uintptr(4*tr), bp, ldb, kc, mask, pf, w.rowBytes())
+			pf := w.nextStrip(j0, kc, c+16*v, cb, ce, c1)
+			for b := b0; b < b1; b += r {
+				tr := min(r, b1-b)
+				bwdRowsF32[v-1][tr-1](&xs[b][c], uintptr(4*lx), &ys[b][j0], uintptr(4*ly), bp, ldb, kc, mask, pf, w.rowBytes())
 			}
 		}
 	}
@@ -174,13 +142,13 @@ func (w mat) rowBytes() uintptr {
 
 // outerAsm is outerAcc with the assembly tiles; it reports false, having
 // done nothing, when the rows of us or vs are not evenly spaced. Each tile
-// sums over the whole batch in ascending order. Each strip of vs (wv
-// vectors, the whole batch) is packed contiguous first: the batch's rows
-// lie a row of vs apart, a new page per step, which the hardware
-// prefetcher does not follow and which (a multiple of 4 KiB) maps every
-// step to one L1 set. us is read in place: its rows are narrow when vs's
-// are wide (a LoRA A's gradient), and packing a wide us (a LoRA B's)
-// cost about what its tiles do.
+// sums over the whole batch in ascending order. When vs's rows are wide,
+// each strip of it (wv vectors, the whole batch) is packed contiguous
+// first: the batch's rows lie a row of vs apart, a new page per step,
+// which the hardware prefetcher does not follow and which (a multiple of
+// 4 KiB) maps every step to one L1 set. us is read in place: its rows are
+// narrow when vs's are wide (a LoRA A's gradient), and packing a wide us
+// (a LoRA B's) cost about what its tiles do.
 func outerAsm(dst []float32, rows, cols int, us, vs [][]float32) bool {
 	m := len(us)
 	lu, ok := rowStride(us, rows)
@@ -191,18 +159,30 @@ func outerAsm(dst []float32, rows, cols int, us, vs [][]float32) bool {
 	wv := tileShape(rows, (cols+15)/16, colsRmax)
 	r := colsRmax[wv]
 	parallelFor(rows, r, rows*cols*m, func(lo, hi int) {
-		bp := panelPool.Get().(*[]float32)
-		defer panelPool.Put(bp)
-		*bp = growTo(*bp, m*16*wv)
+		var strip []float32
+		if lv >= outerPackStride {
+			sp := outerPool.Get().(*[]float32)
+			defer outerPool.Put(sp)
+			*sp = growTo(*sp, m*16*wv)
+			strip = *sp
+		}
 		for k := 0; k < cols; k += 16 * wv {
 			n := min(16*wv, cols-k)
 			v, mask := (n+15)/16, lastMask(n)
-			bwdCopy[v-1](&(*bp)[0], &vs[0][k], uintptr(4*lv), m, mask)
+			b, ldb := &vs[0][k], uintptr(4*lv)
+			if strip != nil {
+				bwdCopy[v-1](&strip[0], b, ldb, m, mask)
+				b, ldb = &strip[0], uintptr(64*v)
+			}
 			for o := lo; o < hi; o += r {
 				tr := min(r, hi-o)
-				bwdCols[v-1][tr-1](&dst[o*cols+k], uintptr(4*cols), &us[0][o], uintptr(4*lu), &(*bp)[0], uintptr(64*v), m, mask)
+				bwdCols[v-1][tr-1](&dst[o*cols+k], uintptr(4*cols), &us[0][o], uintptr(4*lu), b, ldb, m, mask)
 			}
 		}
 	})
 	return true
 }
+
+// outerPackStride is the row stride of vs (in float32s, 1 KiB) from which
+// outerAsm packs its strips.
+const outerPackStride = 256

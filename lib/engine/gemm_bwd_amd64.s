@@ -2,9 +2,9 @@
 
 #include "textflag.h"
 
-// func bwdPF1x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// func bwdRF1x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF1x1(SB), NOSPLIT, $0-80
+TEXT ·bwdRF1x1(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -12,23 +12,24 @@ TEXT ·bwdPF1x1(SB), NOSPLIT, $0-80
 	VMOVUPS.Z (AX), K1, Z0
 	MOVQ      a+16(FP), AX
 	MOVQ      lda+24(FP), CX
-	MOVQ      b+32(FP), DX
-	MOVQ      ldb+40(FP), BX
-	MOVQ      k+48(FP), SI
+	MOVQ      b+32(FP), CX
+	MOVQ      ldb+40(FP), DX
+	MOVQ      k+48(FP), BX
+	XORQ      SI, SI
 	MOVQ      pf+64(FP), DI
 	MOVQ      ldpf+72(FP), R8
-	TESTQ     SI, SI
+	TESTQ     BX, BX
 	JZ        done
 
 loop:
-	VMOVUPS.Z    (DX), K1, Z1
-	VBROADCASTSS (AX), Z2
+	VMOVUPS.Z    (CX), K1, Z1
+	VBROADCASTSS (AX)(SI*1), Z2
 	VFMADD231PS  Z1, Z2, Z0
 	PREFETCHT1   (DI)
 	ADDQ         R8, DI
-	ADDQ         CX, AX
-	ADDQ         BX, DX
-	DECQ         SI
+	ADDQ         $0x04, SI
+	ADDQ         DX, CX
+	DECQ         BX
 	JNZ          loop
 
 done:
@@ -38,9 +39,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdPF2x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// func bwdRF2x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF2x1(SB), NOSPLIT, $0-80
+TEXT ·bwdRF2x1(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -53,20 +54,22 @@ TEXT ·bwdPF2x1(SB), NOSPLIT, $0-80
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), CX
+	MOVQ      pf+64(FP), R8
+	MOVQ      ldpf+72(FP), R9
 	TESTQ     SI, SI
 	JZ        done
 
 loop:
 	VMOVUPS.Z    (DX), K1, Z2
-	VBROADCASTSS (AX), Z3
+	VBROADCASTSS (AX)(DI*1), Z3
 	VFMADD231PS  Z2, Z3, Z0
-	VBROADCASTSS 4(AX), Z3
+	VBROADCASTSS (CX)(DI*1), Z3
 	VFMADD231PS  Z2, Z3, Z1
-	PREFETCHT1   (DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
+	PREFETCHT1   (R8)
+	ADDQ         R9, R8
+	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
 	JNZ          loop
@@ -80,9 +83,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdPF3x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// func bwdRF3x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF3x1(SB), NOSPLIT, $0-80
+TEXT ·bwdRF3x1(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -97,22 +100,25 @@ TEXT ·bwdPF3x1(SB), NOSPLIT, $0-80
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), R8
+	LEAQ      (R8)(CX*1), CX
+	MOVQ      pf+64(FP), R9
+	MOVQ      ldpf+72(FP), R10
 	TESTQ     SI, SI
 	JZ        done
 
 loop:
 	VMOVUPS.Z    (DX), K1, Z3
-	VBROADCASTSS (AX), Z4
+	VBROADCASTSS (AX)(DI*1), Z4
 	VFMADD231PS  Z3, Z4, Z0
-	VBROADCASTSS 4(AX), Z4
+	VBROADCASTSS (R8)(DI*1), Z4
 	VFMADD231PS  Z3, Z4, Z1
-	VBROADCASTSS 8(AX), Z4
+	VBROADCASTSS (CX)(DI*1), Z4
 	VFMADD231PS  Z3, Z4, Z2
-	PREFETCHT1   (DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
+	PREFETCHT1   (R9)
+	ADDQ         R10, R9
+	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
 	JNZ          loop
@@ -128,9 +134,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdPF4x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// func bwdRF4x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF4x1(SB), NOSPLIT, $0-80
+TEXT ·bwdRF4x1(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -147,24 +153,28 @@ TEXT ·bwdPF4x1(SB), NOSPLIT, $0-80
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), R8
+	LEAQ      (R8)(CX*1), R9
+	LEAQ      (R9)(CX*1), CX
+	MOVQ      pf+64(FP), R10
+	MOVQ      ldpf+72(FP), R11
 	TESTQ     SI, SI
 	JZ        done
 
 loop:
 	VMOVUPS.Z    (DX), K1, Z4
-	VBROADCASTSS (AX), Z5
+	VBROADCASTSS (AX)(DI*1), Z5
 	VFMADD231PS  Z4, Z5, Z0
-	VBROADCASTSS 4(AX), Z5
+	VBROADCASTSS (R8)(DI*1), Z5
 	VFMADD231PS  Z4, Z5, Z1
-	VBROADCASTSS 8(AX), Z5
+	VBROADCASTSS (R9)(DI*1), Z5
 	VFMADD231PS  Z4, Z5, Z2
-	VBROADCASTSS 12(AX), Z5
+	VBROADCASTSS (CX)(DI*1), Z5
 	VFMADD231PS  Z4, Z5, Z3
-	PREFETCHT1   (DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
+	PREFETCHT1   (R10)
+	ADDQ         R11, R10
+	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
 	JNZ          loop
@@ -182,9 +192,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdPF5x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// func bwdRF5x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF5x1(SB), NOSPLIT, $0-80
+TEXT ·bwdRF5x1(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -203,26 +213,31 @@ TEXT ·bwdPF5x1(SB), NOSPLIT, $0-80
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), R8
+	LEAQ      (R8)(CX*1), R9
+	LEAQ      (R9)(CX*1), R10
+	LEAQ      (R10)(CX*1), CX
+	MOVQ      pf+64(FP), R11
+	MOVQ      ldpf+72(FP), R12
 	TESTQ     SI, SI
 	JZ        done
 
 loop:
 	VMOVUPS.Z    (DX), K1, Z5
-	VBROADCASTSS (AX), Z6
+	VBROADCASTSS (AX)(DI*1), Z6
 	VFMADD231PS  Z5, Z6, Z0
-	VBROADCASTSS 4(AX), Z6
+	VBROADCASTSS (R8)(DI*1), Z6
 	VFMADD231PS  Z5, Z6, Z1
-	VBROADCASTSS 8(AX), Z6
+	VBROADCASTSS (R9)(DI*1), Z6
 	VFMADD231PS  Z5, Z6, Z2
-	VBROADCASTSS 12(AX), Z6
+	VBROADCASTSS (R10)(DI*1), Z6
 	VFMADD231PS  Z5, Z6, Z3
-	VBROADCASTSS 16(AX), Z6
+	VBROADCASTSS (CX)(DI*1), Z6
 	VFMADD231PS  Z5, Z6, Z4
-	PREFETCHT1   (DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
+	PREFETCHT1   (R11)
+	ADDQ         R12, R11
+	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
 	JNZ          loop
@@ -242,9 +257,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdPF6x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// func bwdRF6x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF6x1(SB), NOSPLIT, $0-80
+TEXT ·bwdRF6x1(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -265,28 +280,34 @@ TEXT ·bwdPF6x1(SB), NOSPLIT, $0-80
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), R8
+	LEAQ      (R8)(CX*1), R9
+	LEAQ      (R9)(CX*1), R10
+	LEAQ      (R10)(CX*1), R11
+	LEAQ      (R11)(CX*1), CX
+	MOVQ      pf+64(FP), R12
+	MOVQ      ldpf+72(FP), R13
 	TESTQ     SI, SI
 	JZ        done
 
 loop:
 	VMOVUPS.Z    (DX), K1, Z6
-	VBROADCASTSS (AX), Z7
+	VBROADCASTSS (AX)(DI*1), Z7
 	VFMADD231PS  Z6, Z7, Z0
-	VBROADCASTSS 4(AX), Z7
+	VBROADCASTSS (R8)(DI*1), Z7
 	VFMADD231PS  Z6, Z7, Z1
-	VBROADCASTSS 8(AX), Z7
+	VBROADCASTSS (R9)(DI*1), Z7
 	VFMADD231PS  Z6, Z7, Z2
-	VBROADCASTSS 12(AX), Z7
+	VBROADCASTSS (R10)(DI*1), Z7
 	VFMADD231PS  Z6, Z7, Z3
-	VBROADCASTSS 16(AX), Z7
+	VBROADCASTSS (R11)(DI*1), Z7
 	VFMADD231PS  Z6, Z7, Z4
-	VBROADCASTSS 20(AX), Z7
+	VBROADCASTSS (CX)(DI*1), Z7
 	VFMADD231PS  Z6, Z7, Z5
-	PREFETCHT1   (DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
+	PREFETCHT1   (R12)
+	ADDQ         R13, R12
+	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
 	JNZ          loop
@@ -308,9 +329,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdPF7x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// func bwdRF7x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF7x1(SB), NOSPLIT, $0-80
+TEXT ·bwdRF7x1(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -333,30 +354,37 @@ TEXT ·bwdPF7x1(SB), NOSPLIT, $0-80
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), R8
+	LEAQ      (R8)(CX*1), R9
+	LEAQ      (R9)(CX*1), R10
+	LEAQ      (R10)(CX*1), R11
+	LEAQ      (R11)(CX*1), R12
+	LEAQ      (R12)(CX*1), CX
+	MOVQ      pf+64(FP), R13
+	MOVQ      ldpf+72(FP), R14
 	TESTQ     SI, SI
 	JZ        done
 
 loop:
 	VMOVUPS.Z    (DX), K1, Z7
-	VBROADCASTSS (AX), Z8
+	VBROADCASTSS (AX)(DI*1), Z8
 	VFMADD231PS  Z7, Z8, Z0
-	VBROADCASTSS 4(AX), Z8
+	VBROADCASTSS (R8)(DI*1), Z8
 	VFMADD231PS  Z7, Z8, Z1
-	VBROADCASTSS 8(AX), Z8
+	VBROADCASTSS (R9)(DI*1), Z8
 	VFMADD231PS  Z7, Z8, Z2
-	VBROADCASTSS 12(AX), Z8
+	VBROADCASTSS (R10)(DI*1), Z8
 	VFMADD231PS  Z7, Z8, Z3
-	VBROADCASTSS 16(AX), Z8
+	VBROADCASTSS (R11)(DI*1), Z8
 	VFMADD231PS  Z7, Z8, Z4
-	VBROADCASTSS 20(AX), Z8
+	VBROADCASTSS (R12)(DI*1), Z8
 	VFMADD231PS  Z7, Z8, Z5
-	VBROADCASTSS 24(AX), Z8
+	VBROADCASTSS (CX)(DI*1), Z8
 	VFMADD231PS  Z7, Z8, Z6
-	PREFETCHT1   (DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
+	PREFETCHT1   (R13)
+	ADDQ         R14, R13
+	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
 	JNZ          loop
@@ -380,9 +408,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdPF8x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// func bwdRF8x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF8x1(SB), NOSPLIT, $0-80
+TEXT ·bwdRF8x1(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -407,32 +435,40 @@ TEXT ·bwdPF8x1(SB), NOSPLIT, $0-80
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), R8
+	LEAQ      (R8)(CX*1), R9
+	LEAQ      (R9)(CX*1), R10
+	LEAQ      (R10)(CX*1), R11
+	LEAQ      (R11)(CX*1), R12
+	LEAQ      (R12)(CX*1), R13
+	LEAQ      (R13)(CX*1), CX
+	MOVQ      pf+64(FP), R14
+	MOVQ      ldpf+72(FP), R15
 	TESTQ     SI, SI
 	JZ        done
 
 loop:
 	VMOVUPS.Z    (DX), K1, Z8
-	VBROADCASTSS (AX), Z9
+	VBROADCASTSS (AX)(DI*1), Z9
 	VFMADD231PS  Z8, Z9, Z0
-	VBROADCASTSS 4(AX), Z9
+	VBROADCASTSS (R8)(DI*1), Z9
 	VFMADD231PS  Z8, Z9, Z1
-	VBROADCASTSS 8(AX), Z9
+	VBROADCASTSS (R9)(DI*1), Z9
 	VFMADD231PS  Z8, Z9, Z2
-	VBROADCASTSS 12(AX), Z9
+	VBROADCASTSS (R10)(DI*1), Z9
 	VFMADD231PS  Z8, Z9, Z3
-	VBROADCASTSS 16(AX), Z9
+	VBROADCASTSS (R11)(DI*1), Z9
 	VFMADD231PS  Z8, Z9, Z4
-	VBROADCASTSS 20(AX), Z9
+	VBROADCASTSS (R12)(DI*1), Z9
 	VFMADD231PS  Z8, Z9, Z5
-	VBROADCASTSS 24(AX), Z9
+	VBROADCASTSS (R13)(DI*1), Z9
 	VFMADD231PS  Z8, Z9, Z6
-	VBROADCASTSS 28(AX), Z9
+	VBROADCASTSS (CX)(DI*1), Z9
 	VFMADD231PS  Z8, Z9, Z7
-	PREFETCHT1   (DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
+	PREFETCHT1   (R14)
+	ADDQ         R15, R14
+	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
 	JNZ          loop
@@ -458,381 +494,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdPF9x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// func bwdRF1x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF9x1(SB), NOSPLIT, $0-80
-	MOVWLZX   mask+56(FP), AX
-	KMOVW     AX, K1
-	MOVQ      c+0(FP), AX
-	MOVQ      ldc+8(FP), CX
-	VMOVUPS.Z (AX), K1, Z0
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z1
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z2
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z3
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z4
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z5
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z6
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z7
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z8
-	MOVQ      a+16(FP), AX
-	MOVQ      lda+24(FP), CX
-	MOVQ      b+32(FP), DX
-	MOVQ      ldb+40(FP), BX
-	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
-	TESTQ     SI, SI
-	JZ        done
-
-loop:
-	VMOVUPS.Z    (DX), K1, Z9
-	VBROADCASTSS (AX), Z10
-	VFMADD231PS  Z9, Z10, Z0
-	VBROADCASTSS 4(AX), Z10
-	VFMADD231PS  Z9, Z10, Z1
-	VBROADCASTSS 8(AX), Z10
-	VFMADD231PS  Z9, Z10, Z2
-	VBROADCASTSS 12(AX), Z10
-	VFMADD231PS  Z9, Z10, Z3
-	VBROADCASTSS 16(AX), Z10
-	VFMADD231PS  Z9, Z10, Z4
-	VBROADCASTSS 20(AX), Z10
-	VFMADD231PS  Z9, Z10, Z5
-	VBROADCASTSS 24(AX), Z10
-	VFMADD231PS  Z9, Z10, Z6
-	VBROADCASTSS 28(AX), Z10
-	VFMADD231PS  Z9, Z10, Z7
-	VBROADCASTSS 32(AX), Z10
-	VFMADD231PS  Z9, Z10, Z8
-	PREFETCHT1   (DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
-	ADDQ         BX, DX
-	DECQ         SI
-	JNZ          loop
-
-done:
-	MOVQ    c+0(FP), AX
-	MOVQ    ldc+8(FP), CX
-	VMOVUPS Z0, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z1, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z2, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z3, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z4, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z5, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z6, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z7, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z8, K1, (AX)
-	VZEROUPPER
-	RET
-
-// func bwdPF10x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF10x1(SB), NOSPLIT, $0-80
-	MOVWLZX   mask+56(FP), AX
-	KMOVW     AX, K1
-	MOVQ      c+0(FP), AX
-	MOVQ      ldc+8(FP), CX
-	VMOVUPS.Z (AX), K1, Z0
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z1
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z2
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z3
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z4
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z5
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z6
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z7
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z8
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z9
-	MOVQ      a+16(FP), AX
-	MOVQ      lda+24(FP), CX
-	MOVQ      b+32(FP), DX
-	MOVQ      ldb+40(FP), BX
-	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
-	TESTQ     SI, SI
-	JZ        done
-
-loop:
-	VMOVUPS.Z    (DX), K1, Z10
-	VBROADCASTSS (AX), Z11
-	VFMADD231PS  Z10, Z11, Z0
-	VBROADCASTSS 4(AX), Z11
-	VFMADD231PS  Z10, Z11, Z1
-	VBROADCASTSS 8(AX), Z11
-	VFMADD231PS  Z10, Z11, Z2
-	VBROADCASTSS 12(AX), Z11
-	VFMADD231PS  Z10, Z11, Z3
-	VBROADCASTSS 16(AX), Z11
-	VFMADD231PS  Z10, Z11, Z4
-	VBROADCASTSS 20(AX), Z11
-	VFMADD231PS  Z10, Z11, Z5
-	VBROADCASTSS 24(AX), Z11
-	VFMADD231PS  Z10, Z11, Z6
-	VBROADCASTSS 28(AX), Z11
-	VFMADD231PS  Z10, Z11, Z7
-	VBROADCASTSS 32(AX), Z11
-	VFMADD231PS  Z10, Z11, Z8
-	VBROADCASTSS 36(AX), Z11
-	VFMADD231PS  Z10, Z11, Z9
-	PREFETCHT1   (DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
-	ADDQ         BX, DX
-	DECQ         SI
-	JNZ          loop
-
-done:
-	MOVQ    c+0(FP), AX
-	MOVQ    ldc+8(FP), CX
-	VMOVUPS Z0, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z1, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z2, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z3, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z4, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z5, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z6, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z7, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z8, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z9, K1, (AX)
-	VZEROUPPER
-	RET
-
-// func bwdPF11x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF11x1(SB), NOSPLIT, $0-80
-	MOVWLZX   mask+56(FP), AX
-	KMOVW     AX, K1
-	MOVQ      c+0(FP), AX
-	MOVQ      ldc+8(FP), CX
-	VMOVUPS.Z (AX), K1, Z0
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z1
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z2
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z3
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z4
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z5
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z6
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z7
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z8
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z9
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z10
-	MOVQ      a+16(FP), AX
-	MOVQ      lda+24(FP), CX
-	MOVQ      b+32(FP), DX
-	MOVQ      ldb+40(FP), BX
-	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
-	TESTQ     SI, SI
-	JZ        done
-
-loop:
-	VMOVUPS.Z    (DX), K1, Z11
-	VBROADCASTSS (AX), Z12
-	VFMADD231PS  Z11, Z12, Z0
-	VBROADCASTSS 4(AX), Z12
-	VFMADD231PS  Z11, Z12, Z1
-	VBROADCASTSS 8(AX), Z12
-	VFMADD231PS  Z11, Z12, Z2
-	VBROADCASTSS 12(AX), Z12
-	VFMADD231PS  Z11, Z12, Z3
-	VBROADCASTSS 16(AX), Z12
-	VFMADD231PS  Z11, Z12, Z4
-	VBROADCASTSS 20(AX), Z12
-	VFMADD231PS  Z11, Z12, Z5
-	VBROADCASTSS 24(AX), Z12
-	VFMADD231PS  Z11, Z12, Z6
-	VBROADCASTSS 28(AX), Z12
-	VFMADD231PS  Z11, Z12, Z7
-	VBROADCASTSS 32(AX), Z12
-	VFMADD231PS  Z11, Z12, Z8
-	VBROADCASTSS 36(AX), Z12
-	VFMADD231PS  Z11, Z12, Z9
-	VBROADCASTSS 40(AX), Z12
-	VFMADD231PS  Z11, Z12, Z10
-	PREFETCHT1   (DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
-	ADDQ         BX, DX
-	DECQ         SI
-	JNZ          loop
-
-done:
-	MOVQ    c+0(FP), AX
-	MOVQ    ldc+8(FP), CX
-	VMOVUPS Z0, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z1, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z2, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z3, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z4, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z5, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z6, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z7, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z8, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z9, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z10, K1, (AX)
-	VZEROUPPER
-	RET
-
-// func bwdPF12x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF12x1(SB), NOSPLIT, $0-80
-	MOVWLZX   mask+56(FP), AX
-	KMOVW     AX, K1
-	MOVQ      c+0(FP), AX
-	MOVQ      ldc+8(FP), CX
-	VMOVUPS.Z (AX), K1, Z0
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z1
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z2
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z3
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z4
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z5
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z6
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z7
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z8
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z9
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z10
-	ADDQ      CX, AX
-	VMOVUPS.Z (AX), K1, Z11
-	MOVQ      a+16(FP), AX
-	MOVQ      lda+24(FP), CX
-	MOVQ      b+32(FP), DX
-	MOVQ      ldb+40(FP), BX
-	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
-	TESTQ     SI, SI
-	JZ        done
-
-loop:
-	VMOVUPS.Z    (DX), K1, Z12
-	VBROADCASTSS (AX), Z13
-	VFMADD231PS  Z12, Z13, Z0
-	VBROADCASTSS 4(AX), Z13
-	VFMADD231PS  Z12, Z13, Z1
-	VBROADCASTSS 8(AX), Z13
-	VFMADD231PS  Z12, Z13, Z2
-	VBROADCASTSS 12(AX), Z13
-	VFMADD231PS  Z12, Z13, Z3
-	VBROADCASTSS 16(AX), Z13
-	VFMADD231PS  Z12, Z13, Z4
-	VBROADCASTSS 20(AX), Z13
-	VFMADD231PS  Z12, Z13, Z5
-	VBROADCASTSS 24(AX), Z13
-	VFMADD231PS  Z12, Z13, Z6
-	VBROADCASTSS 28(AX), Z13
-	VFMADD231PS  Z12, Z13, Z7
-	VBROADCASTSS 32(AX), Z13
-	VFMADD231PS  Z12, Z13, Z8
-	VBROADCASTSS 36(AX), Z13
-	VFMADD231PS  Z12, Z13, Z9
-	VBROADCASTSS 40(AX), Z13
-	VFMADD231PS  Z12, Z13, Z10
-	VBROADCASTSS 44(AX), Z13
-	VFMADD231PS  Z12, Z13, Z11
-	PREFETCHT1   (DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
-	ADDQ         BX, DX
-	DECQ         SI
-	JNZ          loop
-
-done:
-	MOVQ    c+0(FP), AX
-	MOVQ    ldc+8(FP), CX
-	VMOVUPS Z0, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z1, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z2, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z3, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z4, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z5, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z6, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z7, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z8, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z9, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z10, K1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Z11, K1, (AX)
-	VZEROUPPER
-	RET
-
-// func bwdPF1x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF1x2(SB), NOSPLIT, $0-80
+TEXT ·bwdRF1x2(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -841,26 +505,27 @@ TEXT ·bwdPF1x2(SB), NOSPLIT, $0-80
 	VMOVUPS.Z 64(AX), K1, Z1
 	MOVQ      a+16(FP), AX
 	MOVQ      lda+24(FP), CX
-	MOVQ      b+32(FP), DX
-	MOVQ      ldb+40(FP), BX
-	MOVQ      k+48(FP), SI
+	MOVQ      b+32(FP), CX
+	MOVQ      ldb+40(FP), DX
+	MOVQ      k+48(FP), BX
+	XORQ      SI, SI
 	MOVQ      pf+64(FP), DI
 	MOVQ      ldpf+72(FP), R8
-	TESTQ     SI, SI
+	TESTQ     BX, BX
 	JZ        done
 
 loop:
-	VMOVUPS      (DX), Z2
-	VMOVUPS.Z    64(DX), K1, Z3
-	VBROADCASTSS (AX), Z4
+	VMOVUPS      (CX), Z2
+	VMOVUPS.Z    64(CX), K1, Z3
+	VBROADCASTSS (AX)(SI*1), Z4
 	VFMADD231PS  Z2, Z4, Z0
 	VFMADD231PS  Z3, Z4, Z1
 	PREFETCHT1   (DI)
 	PREFETCHT1   64(DI)
 	ADDQ         R8, DI
-	ADDQ         CX, AX
-	ADDQ         BX, DX
-	DECQ         SI
+	ADDQ         $0x04, SI
+	ADDQ         DX, CX
+	DECQ         BX
 	JNZ          loop
 
 done:
@@ -871,9 +536,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdPF2x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// func bwdRF2x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF2x2(SB), NOSPLIT, $0-80
+TEXT ·bwdRF2x2(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -888,24 +553,26 @@ TEXT ·bwdPF2x2(SB), NOSPLIT, $0-80
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), CX
+	MOVQ      pf+64(FP), R8
+	MOVQ      ldpf+72(FP), R9
 	TESTQ     SI, SI
 	JZ        done
 
 loop:
 	VMOVUPS      (DX), Z4
 	VMOVUPS.Z    64(DX), K1, Z5
-	VBROADCASTSS (AX), Z6
+	VBROADCASTSS (AX)(DI*1), Z6
 	VFMADD231PS  Z4, Z6, Z0
 	VFMADD231PS  Z5, Z6, Z1
-	VBROADCASTSS 4(AX), Z6
+	VBROADCASTSS (CX)(DI*1), Z6
 	VFMADD231PS  Z4, Z6, Z2
 	VFMADD231PS  Z5, Z6, Z3
-	PREFETCHT1   (DI)
-	PREFETCHT1   64(DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
+	PREFETCHT1   (R8)
+	PREFETCHT1   64(R8)
+	ADDQ         R9, R8
+	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
 	JNZ          loop
@@ -921,9 +588,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdPF3x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// func bwdRF3x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF3x2(SB), NOSPLIT, $0-80
+TEXT ·bwdRF3x2(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -941,27 +608,30 @@ TEXT ·bwdPF3x2(SB), NOSPLIT, $0-80
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), R8
+	LEAQ      (R8)(CX*1), CX
+	MOVQ      pf+64(FP), R9
+	MOVQ      ldpf+72(FP), R10
 	TESTQ     SI, SI
 	JZ        done
 
 loop:
 	VMOVUPS      (DX), Z6
 	VMOVUPS.Z    64(DX), K1, Z7
-	VBROADCASTSS (AX), Z8
+	VBROADCASTSS (AX)(DI*1), Z8
 	VFMADD231PS  Z6, Z8, Z0
 	VFMADD231PS  Z7, Z8, Z1
-	VBROADCASTSS 4(AX), Z8
+	VBROADCASTSS (R8)(DI*1), Z8
 	VFMADD231PS  Z6, Z8, Z2
 	VFMADD231PS  Z7, Z8, Z3
-	VBROADCASTSS 8(AX), Z8
+	VBROADCASTSS (CX)(DI*1), Z8
 	VFMADD231PS  Z6, Z8, Z4
 	VFMADD231PS  Z7, Z8, Z5
-	PREFETCHT1   (DI)
-	PREFETCHT1   64(DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
+	PREFETCHT1   (R9)
+	PREFETCHT1   64(R9)
+	ADDQ         R10, R9
+	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
 	JNZ          loop
@@ -980,9 +650,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdPF4x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// func bwdRF4x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF4x2(SB), NOSPLIT, $0-80
+TEXT ·bwdRF4x2(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1003,30 +673,34 @@ TEXT ·bwdPF4x2(SB), NOSPLIT, $0-80
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), R8
+	LEAQ      (R8)(CX*1), R9
+	LEAQ      (R9)(CX*1), CX
+	MOVQ      pf+64(FP), R10
+	MOVQ      ldpf+72(FP), R11
 	TESTQ     SI, SI
 	JZ        done
 
 loop:
 	VMOVUPS      (DX), Z8
 	VMOVUPS.Z    64(DX), K1, Z9
-	VBROADCASTSS (AX), Z10
+	VBROADCASTSS (AX)(DI*1), Z10
 	VFMADD231PS  Z8, Z10, Z0
 	VFMADD231PS  Z9, Z10, Z1
-	VBROADCASTSS 4(AX), Z10
+	VBROADCASTSS (R8)(DI*1), Z10
 	VFMADD231PS  Z8, Z10, Z2
 	VFMADD231PS  Z9, Z10, Z3
-	VBROADCASTSS 8(AX), Z10
+	VBROADCASTSS (R9)(DI*1), Z10
 	VFMADD231PS  Z8, Z10, Z4
 	VFMADD231PS  Z9, Z10, Z5
-	VBROADCASTSS 12(AX), Z10
+	VBROADCASTSS (CX)(DI*1), Z10
 	VFMADD231PS  Z8, Z10, Z6
 	VFMADD231PS  Z9, Z10, Z7
-	PREFETCHT1   (DI)
-	PREFETCHT1   64(DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
+	PREFETCHT1   (R10)
+	PREFETCHT1   64(R10)
+	ADDQ         R11, R10
+	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
 	JNZ          loop
@@ -1048,9 +722,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdPF5x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// func bwdRF5x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF5x2(SB), NOSPLIT, $0-80
+TEXT ·bwdRF5x2(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1074,33 +748,38 @@ TEXT ·bwdPF5x2(SB), NOSPLIT, $0-80
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), R8
+	LEAQ      (R8)(CX*1), R9
+	LEAQ      (R9)(CX*1), R10
+	LEAQ      (R10)(CX*1), CX
+	MOVQ      pf+64(FP), R11
+	MOVQ      ldpf+72(FP), R12
 	TESTQ     SI, SI
 	JZ        done
 
 loop:
 	VMOVUPS      (DX), Z10
 	VMOVUPS.Z    64(DX), K1, Z11
-	VBROADCASTSS (AX), Z12
+	VBROADCASTSS (AX)(DI*1), Z12
 	VFMADD231PS  Z10, Z12, Z0
 	VFMADD231PS  Z11, Z12, Z1
-	VBROADCASTSS 4(AX), Z12
+	VBROADCASTSS (R8)(DI*1), Z12
 	VFMADD231PS  Z10, Z12, Z2
 	VFMADD231PS  Z11, Z12, Z3
-	VBROADCASTSS 8(AX), Z12
+	VBROADCASTSS (R9)(DI*1), Z12
 	VFMADD231PS  Z10, Z12, Z4
 	VFMADD231PS  Z11, Z12, Z5
-	VBROADCASTSS 12(AX), Z12
+	VBROADCASTSS (R10)(DI*1), Z12
 	VFMADD231PS  Z10, Z12, Z6
 	VFMADD231PS  Z11, Z12, Z7
-	VBROADCASTSS 16(AX), Z12
+	VBROADCASTSS (CX)(DI*1), Z12
 	VFMADD231PS  Z10, Z12, Z8
 	VFMADD231PS  Z11, Z12, Z9
-	PREFETCHT1   (DI)
-	PREFETCHT1   64(DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
+	PREFETCHT1   (R11)
+	PREFETCHT1   64(R11)
+	ADDQ         R12, R11
+	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
 	JNZ          loop
@@ -1125,9 +804,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdPF6x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// func bwdRF6x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF6x2(SB), NOSPLIT, $0-80
+TEXT ·bwdRF6x2(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1154,36 +833,42 @@ TEXT ·bwdPF6x2(SB), NOSPLIT, $0-80
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), R8
+	LEAQ      (R8)(CX*1), R9
+	LEAQ      (R9)(CX*1), R10
+	LEAQ      (R10)(CX*1), R11
+	LEAQ      (R11)(CX*1), CX
+	MOVQ      pf+64(FP), R12
+	MOVQ      ldpf+72(FP), R13
 	TESTQ     SI, SI
 	JZ        done
 
 loop:
 	VMOVUPS      (DX), Z12
 	VMOVUPS.Z    64(DX), K1, Z13
-	VBROADCASTSS (AX), Z14
+	VBROADCASTSS (AX)(DI*1), Z14
 	VFMADD231PS  Z12, Z14, Z0
 	VFMADD231PS  Z13, Z14, Z1
-	VBROADCASTSS 4(AX), Z14
+	VBROADCASTSS (R8)(DI*1), Z14
 	VFMADD231PS  Z12, Z14, Z2
 	VFMADD231PS  Z13, Z14, Z3
-	VBROADCASTSS 8(AX), Z14
+	VBROADCASTSS (R9)(DI*1), Z14
 	VFMADD231PS  Z12, Z14, Z4
 	VFMADD231PS  Z13, Z14, Z5
-	VBROADCASTSS 12(AX), Z14
+	VBROADCASTSS (R10)(DI*1), Z14
 	VFMADD231PS  Z12, Z14, Z6
 	VFMADD231PS  Z13, Z14, Z7
-	VBROADCASTSS 16(AX), Z14
+	VBROADCASTSS (R11)(DI*1), Z14
 	VFMADD231PS  Z12, Z14, Z8
 	VFMADD231PS  Z13, Z14, Z9
-	VBROADCASTSS 20(AX), Z14
+	VBROADCASTSS (CX)(DI*1), Z14
 	VFMADD231PS  Z12, Z14, Z10
 	VFMADD231PS  Z13, Z14, Z11
-	PREFETCHT1   (DI)
-	PREFETCHT1   64(DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
+	PREFETCHT1   (R12)
+	PREFETCHT1   64(R12)
+	ADDQ         R13, R12
+	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
 	JNZ          loop
@@ -1211,9 +896,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdPF7x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// func bwdRF7x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF7x2(SB), NOSPLIT, $0-80
+TEXT ·bwdRF7x2(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1243,39 +928,46 @@ TEXT ·bwdPF7x2(SB), NOSPLIT, $0-80
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), R8
+	LEAQ      (R8)(CX*1), R9
+	LEAQ      (R9)(CX*1), R10
+	LEAQ      (R10)(CX*1), R11
+	LEAQ      (R11)(CX*1), R12
+	LEAQ      (R12)(CX*1), CX
+	MOVQ      pf+64(FP), R13
+	MOVQ      ldpf+72(FP), R14
 	TESTQ     SI, SI
 	JZ        done
 
 loop:
 	VMOVUPS      (DX), Z14
 	VMOVUPS.Z    64(DX), K1, Z15
-	VBROADCASTSS (AX), Z16
+	VBROADCASTSS (AX)(DI*1), Z16
 	VFMADD231PS  Z14, Z16, Z0
 	VFMADD231PS  Z15, Z16, Z1
-	VBROADCASTSS 4(AX), Z16
+	VBROADCASTSS (R8)(DI*1), Z16
 	VFMADD231PS  Z14, Z16, Z2
 	VFMADD231PS  Z15, Z16, Z3
-	VBROADCASTSS 8(AX), Z16
+	VBROADCASTSS (R9)(DI*1), Z16
 	VFMADD231PS  Z14, Z16, Z4
 	VFMADD231PS  Z15, Z16, Z5
-	VBROADCASTSS 12(AX), Z16
+	VBROADCASTSS (R10)(DI*1), Z16
 	VFMADD231PS  Z14, Z16, Z6
 	VFMADD231PS  Z15, Z16, Z7
-	VBROADCASTSS 16(AX), Z16
+	VBROADCASTSS (R11)(DI*1), Z16
 	VFMADD231PS  Z14, Z16, Z8
 	VFMADD231PS  Z15, Z16, Z9
-	VBROADCASTSS 20(AX), Z16
+	VBROADCASTSS (R12)(DI*1), Z16
 	VFMADD231PS  Z14, Z16, Z10
 	VFMADD231PS  Z15, Z16, Z11
-	VBROADCASTSS 24(AX), Z16
+	VBROADCASTSS (CX)(DI*1), Z16
 	VFMADD231PS  Z14, Z16, Z12
 	VFMADD231PS  Z15, Z16, Z13
-	PREFETCHT1   (DI)
-	PREFETCHT1   64(DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
+	PREFETCHT1   (R13)
+	PREFETCHT1   64(R13)
+	ADDQ         R14, R13
+	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
 	JNZ          loop
@@ -1306,9 +998,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdPF8x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// func bwdRF8x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF8x2(SB), NOSPLIT, $0-80
+TEXT ·bwdRF8x2(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1341,42 +1033,50 @@ TEXT ·bwdPF8x2(SB), NOSPLIT, $0-80
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), R8
+	LEAQ      (R8)(CX*1), R9
+	LEAQ      (R9)(CX*1), R10
+	LEAQ      (R10)(CX*1), R11
+	LEAQ      (R11)(CX*1), R12
+	LEAQ      (R12)(CX*1), R13
+	LEAQ      (R13)(CX*1), CX
+	MOVQ      pf+64(FP), R14
+	MOVQ      ldpf+72(FP), R15
 	TESTQ     SI, SI
 	JZ        done
 
 loop:
 	VMOVUPS      (DX), Z16
 	VMOVUPS.Z    64(DX), K1, Z17
-	VBROADCASTSS (AX), Z18
+	VBROADCASTSS (AX)(DI*1), Z18
 	VFMADD231PS  Z16, Z18, Z0
 	VFMADD231PS  Z17, Z18, Z1
-	VBROADCASTSS 4(AX), Z18
+	VBROADCASTSS (R8)(DI*1), Z18
 	VFMADD231PS  Z16, Z18, Z2
 	VFMADD231PS  Z17, Z18, Z3
-	VBROADCASTSS 8(AX), Z18
+	VBROADCASTSS (R9)(DI*1), Z18
 	VFMADD231PS  Z16, Z18, Z4
 	VFMADD231PS  Z17, Z18, Z5
-	VBROADCASTSS 12(AX), Z18
+	VBROADCASTSS (R10)(DI*1), Z18
 	VFMADD231PS  Z16, Z18, Z6
 	VFMADD231PS  Z17, Z18, Z7
-	VBROADCASTSS 16(AX), Z18
+	VBROADCASTSS (R11)(DI*1), Z18
 	VFMADD231PS  Z16, Z18, Z8
 	VFMADD231PS  Z17, Z18, Z9
-	VBROADCASTSS 20(AX), Z18
+	VBROADCASTSS (R12)(DI*1), Z18
 	VFMADD231PS  Z16, Z18, Z10
 	VFMADD231PS  Z17, Z18, Z11
-	VBROADCASTSS 24(AX), Z18
+	VBROADCASTSS (R13)(DI*1), Z18
 	VFMADD231PS  Z16, Z18, Z12
 	VFMADD231PS  Z17, Z18, Z13
-	VBROADCASTSS 28(AX), Z18
+	VBROADCASTSS (CX)(DI*1), Z18
 	VFMADD231PS  Z16, Z18, Z14
 	VFMADD231PS  Z17, Z18, Z15
-	PREFETCHT1   (DI)
-	PREFETCHT1   64(DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
+	PREFETCHT1   (R14)
+	PREFETCHT1   64(R14)
+	ADDQ         R15, R14
+	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
 	JNZ          loop
@@ -1410,822 +1110,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdPF9x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// func bwdRF1x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF9x2(SB), NOSPLIT, $0-80
-	MOVWLZX   mask+56(FP), AX
-	KMOVW     AX, K1
-	MOVQ      c+0(FP), AX
-	MOVQ      ldc+8(FP), CX
-	VMOVUPS   (AX), Z0
-	VMOVUPS.Z 64(AX), K1, Z1
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z2
-	VMOVUPS.Z 64(AX), K1, Z3
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z4
-	VMOVUPS.Z 64(AX), K1, Z5
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z6
-	VMOVUPS.Z 64(AX), K1, Z7
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z8
-	VMOVUPS.Z 64(AX), K1, Z9
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z10
-	VMOVUPS.Z 64(AX), K1, Z11
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z12
-	VMOVUPS.Z 64(AX), K1, Z13
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z14
-	VMOVUPS.Z 64(AX), K1, Z15
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z16
-	VMOVUPS.Z 64(AX), K1, Z17
-	MOVQ      a+16(FP), AX
-	MOVQ      lda+24(FP), CX
-	MOVQ      b+32(FP), DX
-	MOVQ      ldb+40(FP), BX
-	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
-	TESTQ     SI, SI
-	JZ        done
-
-loop:
-	VMOVUPS      (DX), Z18
-	VMOVUPS.Z    64(DX), K1, Z19
-	VBROADCASTSS (AX), Z20
-	VFMADD231PS  Z18, Z20, Z0
-	VFMADD231PS  Z19, Z20, Z1
-	VBROADCASTSS 4(AX), Z20
-	VFMADD231PS  Z18, Z20, Z2
-	VFMADD231PS  Z19, Z20, Z3
-	VBROADCASTSS 8(AX), Z20
-	VFMADD231PS  Z18, Z20, Z4
-	VFMADD231PS  Z19, Z20, Z5
-	VBROADCASTSS 12(AX), Z20
-	VFMADD231PS  Z18, Z20, Z6
-	VFMADD231PS  Z19, Z20, Z7
-	VBROADCASTSS 16(AX), Z20
-	VFMADD231PS  Z18, Z20, Z8
-	VFMADD231PS  Z19, Z20, Z9
-	VBROADCASTSS 20(AX), Z20
-	VFMADD231PS  Z18, Z20, Z10
-	VFMADD231PS  Z19, Z20, Z11
-	VBROADCASTSS 24(AX), Z20
-	VFMADD231PS  Z18, Z20, Z12
-	VFMADD231PS  Z19, Z20, Z13
-	VBROADCASTSS 28(AX), Z20
-	VFMADD231PS  Z18, Z20, Z14
-	VFMADD231PS  Z19, Z20, Z15
-	VBROADCASTSS 32(AX), Z20
-	VFMADD231PS  Z18, Z20, Z16
-	VFMADD231PS  Z19, Z20, Z17
-	PREFETCHT1   (DI)
-	PREFETCHT1   64(DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
-	ADDQ         BX, DX
-	DECQ         SI
-	JNZ          loop
-
-done:
-	MOVQ    c+0(FP), AX
-	MOVQ    ldc+8(FP), CX
-	VMOVUPS Z0, (AX)
-	VMOVUPS Z1, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z2, (AX)
-	VMOVUPS Z3, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z4, (AX)
-	VMOVUPS Z5, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z6, (AX)
-	VMOVUPS Z7, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z8, (AX)
-	VMOVUPS Z9, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z10, (AX)
-	VMOVUPS Z11, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z12, (AX)
-	VMOVUPS Z13, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z14, (AX)
-	VMOVUPS Z15, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z16, (AX)
-	VMOVUPS Z17, K1, 64(AX)
-	VZEROUPPER
-	RET
-
-// func bwdPF10x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF10x2(SB), NOSPLIT, $0-80
-	MOVWLZX   mask+56(FP), AX
-	KMOVW     AX, K1
-	MOVQ      c+0(FP), AX
-	MOVQ      ldc+8(FP), CX
-	VMOVUPS   (AX), Z0
-	VMOVUPS.Z 64(AX), K1, Z1
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z2
-	VMOVUPS.Z 64(AX), K1, Z3
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z4
-	VMOVUPS.Z 64(AX), K1, Z5
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z6
-	VMOVUPS.Z 64(AX), K1, Z7
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z8
-	VMOVUPS.Z 64(AX), K1, Z9
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z10
-	VMOVUPS.Z 64(AX), K1, Z11
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z12
-	VMOVUPS.Z 64(AX), K1, Z13
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z14
-	VMOVUPS.Z 64(AX), K1, Z15
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z16
-	VMOVUPS.Z 64(AX), K1, Z17
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z18
-	VMOVUPS.Z 64(AX), K1, Z19
-	MOVQ      a+16(FP), AX
-	MOVQ      lda+24(FP), CX
-	MOVQ      b+32(FP), DX
-	MOVQ      ldb+40(FP), BX
-	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
-	TESTQ     SI, SI
-	JZ        done
-
-loop:
-	VMOVUPS      (DX), Z20
-	VMOVUPS.Z    64(DX), K1, Z21
-	VBROADCASTSS (AX), Z22
-	VFMADD231PS  Z20, Z22, Z0
-	VFMADD231PS  Z21, Z22, Z1
-	VBROADCASTSS 4(AX), Z22
-	VFMADD231PS  Z20, Z22, Z2
-	VFMADD231PS  Z21, Z22, Z3
-	VBROADCASTSS 8(AX), Z22
-	VFMADD231PS  Z20, Z22, Z4
-	VFMADD231PS  Z21, Z22, Z5
-	VBROADCASTSS 12(AX), Z22
-	VFMADD231PS  Z20, Z22, Z6
-	VFMADD231PS  Z21, Z22, Z7
-	VBROADCASTSS 16(AX), Z22
-	VFMADD231PS  Z20, Z22, Z8
-	VFMADD231PS  Z21, Z22, Z9
-	VBROADCASTSS 20(AX), Z22
-	VFMADD231PS  Z20, Z22, Z10
-	VFMADD231PS  Z21, Z22, Z11
-	VBROADCASTSS 24(AX), Z22
-	VFMADD231PS  Z20, Z22, Z12
-	VFMADD231PS  Z21, Z22, Z13
-	VBROADCASTSS 28(AX), Z22
-	VFMADD231PS  Z20, Z22, Z14
-	VFMADD231PS  Z21, Z22, Z15
-	VBROADCASTSS 32(AX), Z22
-	VFMADD231PS  Z20, Z22, Z16
-	VFMADD231PS  Z21, Z22, Z17
-	VBROADCASTSS 36(AX), Z22
-	VFMADD231PS  Z20, Z22, Z18
-	VFMADD231PS  Z21, Z22, Z19
-	PREFETCHT1   (DI)
-	PREFETCHT1   64(DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
-	ADDQ         BX, DX
-	DECQ         SI
-	JNZ          loop
-
-done:
-	MOVQ    c+0(FP), AX
-	MOVQ    ldc+8(FP), CX
-	VMOVUPS Z0, (AX)
-	VMOVUPS Z1, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z2, (AX)
-	VMOVUPS Z3, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z4, (AX)
-	VMOVUPS Z5, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z6, (AX)
-	VMOVUPS Z7, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z8, (AX)
-	VMOVUPS Z9, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z10, (AX)
-	VMOVUPS Z11, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z12, (AX)
-	VMOVUPS Z13, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z14, (AX)
-	VMOVUPS Z15, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z16, (AX)
-	VMOVUPS Z17, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z18, (AX)
-	VMOVUPS Z19, K1, 64(AX)
-	VZEROUPPER
-	RET
-
-// func bwdPF11x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF11x2(SB), NOSPLIT, $0-80
-	MOVWLZX   mask+56(FP), AX
-	KMOVW     AX, K1
-	MOVQ      c+0(FP), AX
-	MOVQ      ldc+8(FP), CX
-	VMOVUPS   (AX), Z0
-	VMOVUPS.Z 64(AX), K1, Z1
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z2
-	VMOVUPS.Z 64(AX), K1, Z3
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z4
-	VMOVUPS.Z 64(AX), K1, Z5
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z6
-	VMOVUPS.Z 64(AX), K1, Z7
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z8
-	VMOVUPS.Z 64(AX), K1, Z9
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z10
-	VMOVUPS.Z 64(AX), K1, Z11
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z12
-	VMOVUPS.Z 64(AX), K1, Z13
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z14
-	VMOVUPS.Z 64(AX), K1, Z15
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z16
-	VMOVUPS.Z 64(AX), K1, Z17
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z18
-	VMOVUPS.Z 64(AX), K1, Z19
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z20
-	VMOVUPS.Z 64(AX), K1, Z21
-	MOVQ      a+16(FP), AX
-	MOVQ      lda+24(FP), CX
-	MOVQ      b+32(FP), DX
-	MOVQ      ldb+40(FP), BX
-	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
-	TESTQ     SI, SI
-	JZ        done
-
-loop:
-	VMOVUPS      (DX), Z22
-	VMOVUPS.Z    64(DX), K1, Z23
-	VBROADCASTSS (AX), Z24
-	VFMADD231PS  Z22, Z24, Z0
-	VFMADD231PS  Z23, Z24, Z1
-	VBROADCASTSS 4(AX), Z24
-	VFMADD231PS  Z22, Z24, Z2
-	VFMADD231PS  Z23, Z24, Z3
-	VBROADCASTSS 8(AX), Z24
-	VFMADD231PS  Z22, Z24, Z4
-	VFMADD231PS  Z23, Z24, Z5
-	VBROADCASTSS 12(AX), Z24
-	VFMADD231PS  Z22, Z24, Z6
-	VFMADD231PS  Z23, Z24, Z7
-	VBROADCASTSS 16(AX), Z24
-	VFMADD231PS  Z22, Z24, Z8
-	VFMADD231PS  Z23, Z24, Z9
-	VBROADCASTSS 20(AX), Z24
-	VFMADD231PS  Z22, Z24, Z10
-	VFMADD231PS  Z23, Z24, Z11
-	VBROADCASTSS 24(AX), Z24
-	VFMADD231PS  Z22, Z24, Z12
-	VFMADD231PS  Z23, Z24, Z13
-	VBROADCASTSS 28(AX), Z24
-	VFMADD231PS  Z22, Z24, Z14
-	VFMADD231PS  Z23, Z24, Z15
-	VBROADCASTSS 32(AX), Z24
-	VFMADD231PS  Z22, Z24, Z16
-	VFMADD231PS  Z23, Z24, Z17
-	VBROADCASTSS 36(AX), Z24
-	VFMADD231PS  Z22, Z24, Z18
-	VFMADD231PS  Z23, Z24, Z19
-	VBROADCASTSS 40(AX), Z24
-	VFMADD231PS  Z22, Z24, Z20
-	VFMADD231PS  Z23, Z24, Z21
-	PREFETCHT1   (DI)
-	PREFETCHT1   64(DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
-	ADDQ         BX, DX
-	DECQ         SI
-	JNZ          loop
-
-done:
-	MOVQ    c+0(FP), AX
-	MOVQ    ldc+8(FP), CX
-	VMOVUPS Z0, (AX)
-	VMOVUPS Z1, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z2, (AX)
-	VMOVUPS Z3, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z4, (AX)
-	VMOVUPS Z5, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z6, (AX)
-	VMOVUPS Z7, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z8, (AX)
-	VMOVUPS Z9, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z10, (AX)
-	VMOVUPS Z11, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z12, (AX)
-	VMOVUPS Z13, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z14, (AX)
-	VMOVUPS Z15, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z16, (AX)
-	VMOVUPS Z17, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z18, (AX)
-	VMOVUPS Z19, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z20, (AX)
-	VMOVUPS Z21, K1, 64(AX)
-	VZEROUPPER
-	RET
-
-// func bwdPF12x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF12x2(SB), NOSPLIT, $0-80
-	MOVWLZX   mask+56(FP), AX
-	KMOVW     AX, K1
-	MOVQ      c+0(FP), AX
-	MOVQ      ldc+8(FP), CX
-	VMOVUPS   (AX), Z0
-	VMOVUPS.Z 64(AX), K1, Z1
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z2
-	VMOVUPS.Z 64(AX), K1, Z3
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z4
-	VMOVUPS.Z 64(AX), K1, Z5
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z6
-	VMOVUPS.Z 64(AX), K1, Z7
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z8
-	VMOVUPS.Z 64(AX), K1, Z9
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z10
-	VMOVUPS.Z 64(AX), K1, Z11
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z12
-	VMOVUPS.Z 64(AX), K1, Z13
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z14
-	VMOVUPS.Z 64(AX), K1, Z15
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z16
-	VMOVUPS.Z 64(AX), K1, Z17
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z18
-	VMOVUPS.Z 64(AX), K1, Z19
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z20
-	VMOVUPS.Z 64(AX), K1, Z21
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z22
-	VMOVUPS.Z 64(AX), K1, Z23
-	MOVQ      a+16(FP), AX
-	MOVQ      lda+24(FP), CX
-	MOVQ      b+32(FP), DX
-	MOVQ      ldb+40(FP), BX
-	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
-	TESTQ     SI, SI
-	JZ        done
-
-loop:
-	VMOVUPS      (DX), Z24
-	VMOVUPS.Z    64(DX), K1, Z25
-	VBROADCASTSS (AX), Z26
-	VFMADD231PS  Z24, Z26, Z0
-	VFMADD231PS  Z25, Z26, Z1
-	VBROADCASTSS 4(AX), Z26
-	VFMADD231PS  Z24, Z26, Z2
-	VFMADD231PS  Z25, Z26, Z3
-	VBROADCASTSS 8(AX), Z26
-	VFMADD231PS  Z24, Z26, Z4
-	VFMADD231PS  Z25, Z26, Z5
-	VBROADCASTSS 12(AX), Z26
-	VFMADD231PS  Z24, Z26, Z6
-	VFMADD231PS  Z25, Z26, Z7
-	VBROADCASTSS 16(AX), Z26
-	VFMADD231PS  Z24, Z26, Z8
-	VFMADD231PS  Z25, Z26, Z9
-	VBROADCASTSS 20(AX), Z26
-	VFMADD231PS  Z24, Z26, Z10
-	VFMADD231PS  Z25, Z26, Z11
-	VBROADCASTSS 24(AX), Z26
-	VFMADD231PS  Z24, Z26, Z12
-	VFMADD231PS  Z25, Z26, Z13
-	VBROADCASTSS 28(AX), Z26
-	VFMADD231PS  Z24, Z26, Z14
-	VFMADD231PS  Z25, Z26, Z15
-	VBROADCASTSS 32(AX), Z26
-	VFMADD231PS  Z24, Z26, Z16
-	VFMADD231PS  Z25, Z26, Z17
-	VBROADCASTSS 36(AX), Z26
-	VFMADD231PS  Z24, Z26, Z18
-	VFMADD231PS  Z25, Z26, Z19
-	VBROADCASTSS 40(AX), Z26
-	VFMADD231PS  Z24, Z26, Z20
-	VFMADD231PS  Z25, Z26, Z21
-	VBROADCASTSS 44(AX), Z26
-	VFMADD231PS  Z24, Z26, Z22
-	VFMADD231PS  Z25, Z26, Z23
-	PREFETCHT1   (DI)
-	PREFETCHT1   64(DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
-	ADDQ         BX, DX
-	DECQ         SI
-	JNZ          loop
-
-done:
-	MOVQ    c+0(FP), AX
-	MOVQ    ldc+8(FP), CX
-	VMOVUPS Z0, (AX)
-	VMOVUPS Z1, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z2, (AX)
-	VMOVUPS Z3, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z4, (AX)
-	VMOVUPS Z5, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z6, (AX)
-	VMOVUPS Z7, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z8, (AX)
-	VMOVUPS Z9, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z10, (AX)
-	VMOVUPS Z11, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z12, (AX)
-	VMOVUPS Z13, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z14, (AX)
-	VMOVUPS Z15, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z16, (AX)
-	VMOVUPS Z17, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z18, (AX)
-	VMOVUPS Z19, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z20, (AX)
-	VMOVUPS Z21, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z22, (AX)
-	VMOVUPS Z23, K1, 64(AX)
-	VZEROUPPER
-	RET
-
-// func bwdPF13x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF13x2(SB), NOSPLIT, $0-80
-	MOVWLZX   mask+56(FP), AX
-	KMOVW     AX, K1
-	MOVQ      c+0(FP), AX
-	MOVQ      ldc+8(FP), CX
-	VMOVUPS   (AX), Z0
-	VMOVUPS.Z 64(AX), K1, Z1
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z2
-	VMOVUPS.Z 64(AX), K1, Z3
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z4
-	VMOVUPS.Z 64(AX), K1, Z5
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z6
-	VMOVUPS.Z 64(AX), K1, Z7
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z8
-	VMOVUPS.Z 64(AX), K1, Z9
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z10
-	VMOVUPS.Z 64(AX), K1, Z11
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z12
-	VMOVUPS.Z 64(AX), K1, Z13
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z14
-	VMOVUPS.Z 64(AX), K1, Z15
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z16
-	VMOVUPS.Z 64(AX), K1, Z17
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z18
-	VMOVUPS.Z 64(AX), K1, Z19
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z20
-	VMOVUPS.Z 64(AX), K1, Z21
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z22
-	VMOVUPS.Z 64(AX), K1, Z23
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z24
-	VMOVUPS.Z 64(AX), K1, Z25
-	MOVQ      a+16(FP), AX
-	MOVQ      lda+24(FP), CX
-	MOVQ      b+32(FP), DX
-	MOVQ      ldb+40(FP), BX
-	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
-	TESTQ     SI, SI
-	JZ        done
-
-loop:
-	VMOVUPS      (DX), Z26
-	VMOVUPS.Z    64(DX), K1, Z27
-	VBROADCASTSS (AX), Z28
-	VFMADD231PS  Z26, Z28, Z0
-	VFMADD231PS  Z27, Z28, Z1
-	VBROADCASTSS 4(AX), Z28
-	VFMADD231PS  Z26, Z28, Z2
-	VFMADD231PS  Z27, Z28, Z3
-	VBROADCASTSS 8(AX), Z28
-	VFMADD231PS  Z26, Z28, Z4
-	VFMADD231PS  Z27, Z28, Z5
-	VBROADCASTSS 12(AX), Z28
-	VFMADD231PS  Z26, Z28, Z6
-	VFMADD231PS  Z27, Z28, Z7
-	VBROADCASTSS 16(AX), Z28
-	VFMADD231PS  Z26, Z28, Z8
-	VFMADD231PS  Z27, Z28, Z9
-	VBROADCASTSS 20(AX), Z28
-	VFMADD231PS  Z26, Z28, Z10
-	VFMADD231PS  Z27, Z28, Z11
-	VBROADCASTSS 24(AX), Z28
-	VFMADD231PS  Z26, Z28, Z12
-	VFMADD231PS  Z27, Z28, Z13
-	VBROADCASTSS 28(AX), Z28
-	VFMADD231PS  Z26, Z28, Z14
-	VFMADD231PS  Z27, Z28, Z15
-	VBROADCASTSS 32(AX), Z28
-	VFMADD231PS  Z26, Z28, Z16
-	VFMADD231PS  Z27, Z28, Z17
-	VBROADCASTSS 36(AX), Z28
-	VFMADD231PS  Z26, Z28, Z18
-	VFMADD231PS  Z27, Z28, Z19
-	VBROADCASTSS 40(AX), Z28
-	VFMADD231PS  Z26, Z28, Z20
-	VFMADD231PS  Z27, Z28, Z21
-	VBROADCASTSS 44(AX), Z28
-	VFMADD231PS  Z26, Z28, Z22
-	VFMADD231PS  Z27, Z28, Z23
-	VBROADCASTSS 48(AX), Z28
-	VFMADD231PS  Z26, Z28, Z24
-	VFMADD231PS  Z27, Z28, Z25
-	PREFETCHT1   (DI)
-	PREFETCHT1   64(DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
-	ADDQ         BX, DX
-	DECQ         SI
-	JNZ          loop
-
-done:
-	MOVQ    c+0(FP), AX
-	MOVQ    ldc+8(FP), CX
-	VMOVUPS Z0, (AX)
-	VMOVUPS Z1, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z2, (AX)
-	VMOVUPS Z3, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z4, (AX)
-	VMOVUPS Z5, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z6, (AX)
-	VMOVUPS Z7, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z8, (AX)
-	VMOVUPS Z9, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z10, (AX)
-	VMOVUPS Z11, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z12, (AX)
-	VMOVUPS Z13, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z14, (AX)
-	VMOVUPS Z15, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z16, (AX)
-	VMOVUPS Z17, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z18, (AX)
-	VMOVUPS Z19, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z20, (AX)
-	VMOVUPS Z21, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z22, (AX)
-	VMOVUPS Z23, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z24, (AX)
-	VMOVUPS Z25, K1, 64(AX)
-	VZEROUPPER
-	RET
-
-// func bwdPF14x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF14x2(SB), NOSPLIT, $0-80
-	MOVWLZX   mask+56(FP), AX
-	KMOVW     AX, K1
-	MOVQ      c+0(FP), AX
-	MOVQ      ldc+8(FP), CX
-	VMOVUPS   (AX), Z0
-	VMOVUPS.Z 64(AX), K1, Z1
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z2
-	VMOVUPS.Z 64(AX), K1, Z3
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z4
-	VMOVUPS.Z 64(AX), K1, Z5
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z6
-	VMOVUPS.Z 64(AX), K1, Z7
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z8
-	VMOVUPS.Z 64(AX), K1, Z9
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z10
-	VMOVUPS.Z 64(AX), K1, Z11
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z12
-	VMOVUPS.Z 64(AX), K1, Z13
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z14
-	VMOVUPS.Z 64(AX), K1, Z15
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z16
-	VMOVUPS.Z 64(AX), K1, Z17
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z18
-	VMOVUPS.Z 64(AX), K1, Z19
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z20
-	VMOVUPS.Z 64(AX), K1, Z21
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z22
-	VMOVUPS.Z 64(AX), K1, Z23
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z24
-	VMOVUPS.Z 64(AX), K1, Z25
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z26
-	VMOVUPS.Z 64(AX), K1, Z27
-	MOVQ      a+16(FP), AX
-	MOVQ      lda+24(FP), CX
-	MOVQ      b+32(FP), DX
-	MOVQ      ldb+40(FP), BX
-	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
-	TESTQ     SI, SI
-	JZ        done
-
-loop:
-	VMOVUPS      (DX), Z28
-	VMOVUPS.Z    64(DX), K1, Z29
-	VBROADCASTSS (AX), Z30
-	VFMADD231PS  Z28, Z30, Z0
-	VFMADD231PS  Z29, Z30, Z1
-	VBROADCASTSS 4(AX), Z30
-	VFMADD231PS  Z28, Z30, Z2
-	VFMADD231PS  Z29, Z30, Z3
-	VBROADCASTSS 8(AX), Z30
-	VFMADD231PS  Z28, Z30, Z4
-	VFMADD231PS  Z29, Z30, Z5
-	VBROADCASTSS 12(AX), Z30
-	VFMADD231PS  Z28, Z30, Z6
-	VFMADD231PS  Z29, Z30, Z7
-	VBROADCASTSS 16(AX), Z30
-	VFMADD231PS  Z28, Z30, Z8
-	VFMADD231PS  Z29, Z30, Z9
-	VBROADCASTSS 20(AX), Z30
-	VFMADD231PS  Z28, Z30, Z10
-	VFMADD231PS  Z29, Z30, Z11
-	VBROADCASTSS 24(AX), Z30
-	VFMADD231PS  Z28, Z30, Z12
-	VFMADD231PS  Z29, Z30, Z13
-	VBROADCASTSS 28(AX), Z30
-	VFMADD231PS  Z28, Z30, Z14
-	VFMADD231PS  Z29, Z30, Z15
-	VBROADCASTSS 32(AX), Z30
-	VFMADD231PS  Z28, Z30, Z16
-	VFMADD231PS  Z29, Z30, Z17
-	VBROADCASTSS 36(AX), Z30
-	VFMADD231PS  Z28, Z30, Z18
-	VFMADD231PS  Z29, Z30, Z19
-	VBROADCASTSS 40(AX), Z30
-	VFMADD231PS  Z28, Z30, Z20
-	VFMADD231PS  Z29, Z30, Z21
-	VBROADCASTSS 44(AX), Z30
-	VFMADD231PS  Z28, Z30, Z22
-	VFMADD231PS  Z29, Z30, Z23
-	VBROADCASTSS 48(AX), Z30
-	VFMADD231PS  Z28, Z30, Z24
-	VFMADD231PS  Z29, Z30, Z25
-	VBROADCASTSS 52(AX), Z30
-	VFMADD231PS  Z28, Z30, Z26
-	VFMADD231PS  Z29, Z30, Z27
-	PREFETCHT1   (DI)
-	PREFETCHT1   64(DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
-	ADDQ         BX, DX
-	DECQ         SI
-	JNZ          loop
-
-done:
-	MOVQ    c+0(FP), AX
-	MOVQ    ldc+8(FP), CX
-	VMOVUPS Z0, (AX)
-	VMOVUPS Z1, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z2, (AX)
-	VMOVUPS Z3, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z4, (AX)
-	VMOVUPS Z5, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z6, (AX)
-	VMOVUPS Z7, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z8, (AX)
-	VMOVUPS Z9, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z10, (AX)
-	VMOVUPS Z11, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z12, (AX)
-	VMOVUPS Z13, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z14, (AX)
-	VMOVUPS Z15, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z16, (AX)
-	VMOVUPS Z17, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z18, (AX)
-	VMOVUPS Z19, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z20, (AX)
-	VMOVUPS Z21, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z22, (AX)
-	VMOVUPS Z23, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z24, (AX)
-	VMOVUPS Z25, K1, 64(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z26, (AX)
-	VMOVUPS Z27, K1, 64(AX)
-	VZEROUPPER
-	RET
-
-// func bwdPF1x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF1x3(SB), NOSPLIT, $0-80
+TEXT ·bwdRF1x3(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -2235,19 +1122,20 @@ TEXT ·bwdPF1x3(SB), NOSPLIT, $0-80
 	VMOVUPS.Z 128(AX), K1, Z2
 	MOVQ      a+16(FP), AX
 	MOVQ      lda+24(FP), CX
-	MOVQ      b+32(FP), DX
-	MOVQ      ldb+40(FP), BX
-	MOVQ      k+48(FP), SI
+	MOVQ      b+32(FP), CX
+	MOVQ      ldb+40(FP), DX
+	MOVQ      k+48(FP), BX
+	XORQ      SI, SI
 	MOVQ      pf+64(FP), DI
 	MOVQ      ldpf+72(FP), R8
-	TESTQ     SI, SI
+	TESTQ     BX, BX
 	JZ        done
 
 loop:
-	VMOVUPS      (DX), Z3
-	VMOVUPS      64(DX), Z4
-	VMOVUPS.Z    128(DX), K1, Z5
-	VBROADCASTSS (AX), Z6
+	VMOVUPS      (CX), Z3
+	VMOVUPS      64(CX), Z4
+	VMOVUPS.Z    128(CX), K1, Z5
+	VBROADCASTSS (AX)(SI*1), Z6
 	VFMADD231PS  Z3, Z6, Z0
 	VFMADD231PS  Z4, Z6, Z1
 	VFMADD231PS  Z5, Z6, Z2
@@ -2255,9 +1143,9 @@ loop:
 	PREFETCHT1   64(DI)
 	PREFETCHT1   128(DI)
 	ADDQ         R8, DI
-	ADDQ         CX, AX
-	ADDQ         BX, DX
-	DECQ         SI
+	ADDQ         $0x04, SI
+	ADDQ         DX, CX
+	DECQ         BX
 	JNZ          loop
 
 done:
@@ -2269,9 +1157,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdPF2x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// func bwdRF2x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF2x3(SB), NOSPLIT, $0-80
+TEXT ·bwdRF2x3(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -2288,8 +1176,10 @@ TEXT ·bwdPF2x3(SB), NOSPLIT, $0-80
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), CX
+	MOVQ      pf+64(FP), R8
+	MOVQ      ldpf+72(FP), R9
 	TESTQ     SI, SI
 	JZ        done
 
@@ -2297,19 +1187,19 @@ loop:
 	VMOVUPS      (DX), Z6
 	VMOVUPS      64(DX), Z7
 	VMOVUPS.Z    128(DX), K1, Z8
-	VBROADCASTSS (AX), Z9
+	VBROADCASTSS (AX)(DI*1), Z9
 	VFMADD231PS  Z6, Z9, Z0
 	VFMADD231PS  Z7, Z9, Z1
 	VFMADD231PS  Z8, Z9, Z2
-	VBROADCASTSS 4(AX), Z9
+	VBROADCASTSS (CX)(DI*1), Z9
 	VFMADD231PS  Z6, Z9, Z3
 	VFMADD231PS  Z7, Z9, Z4
 	VFMADD231PS  Z8, Z9, Z5
-	PREFETCHT1   (DI)
-	PREFETCHT1   64(DI)
-	PREFETCHT1   128(DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
+	PREFETCHT1   (R8)
+	PREFETCHT1   64(R8)
+	PREFETCHT1   128(R8)
+	ADDQ         R9, R8
+	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
 	JNZ          loop
@@ -2327,9 +1217,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdPF3x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// func bwdRF3x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF3x3(SB), NOSPLIT, $0-80
+TEXT ·bwdRF3x3(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -2350,8 +1240,11 @@ TEXT ·bwdPF3x3(SB), NOSPLIT, $0-80
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), R8
+	LEAQ      (R8)(CX*1), CX
+	MOVQ      pf+64(FP), R9
+	MOVQ      ldpf+72(FP), R10
 	TESTQ     SI, SI
 	JZ        done
 
@@ -2359,23 +1252,23 @@ loop:
 	VMOVUPS      (DX), Z9
 	VMOVUPS      64(DX), Z10
 	VMOVUPS.Z    128(DX), K1, Z11
-	VBROADCASTSS (AX), Z12
+	VBROADCASTSS (AX)(DI*1), Z12
 	VFMADD231PS  Z9, Z12, Z0
 	VFMADD231PS  Z10, Z12, Z1
 	VFMADD231PS  Z11, Z12, Z2
-	VBROADCASTSS 4(AX), Z12
+	VBROADCASTSS (R8)(DI*1), Z12
 	VFMADD231PS  Z9, Z12, Z3
 	VFMADD231PS  Z10, Z12, Z4
 	VFMADD231PS  Z11, Z12, Z5
-	VBROADCASTSS 8(AX), Z12
+	VBROADCASTSS (CX)(DI*1), Z12
 	VFMADD231PS  Z9, Z12, Z6
 	VFMADD231PS  Z10, Z12, Z7
 	VFMADD231PS  Z11, Z12, Z8
-	PREFETCHT1   (DI)
-	PREFETCHT1   64(DI)
-	PREFETCHT1   128(DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
+	PREFETCHT1   (R9)
+	PREFETCHT1   64(R9)
+	PREFETCHT1   128(R9)
+	ADDQ         R10, R9
+	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
 	JNZ          loop
@@ -2397,9 +1290,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdPF4x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// func bwdRF4x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF4x3(SB), NOSPLIT, $0-80
+TEXT ·bwdRF4x3(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -2424,8 +1317,12 @@ TEXT ·bwdPF4x3(SB), NOSPLIT, $0-80
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), R8
+	LEAQ      (R8)(CX*1), R9
+	LEAQ      (R9)(CX*1), CX
+	MOVQ      pf+64(FP), R10
+	MOVQ      ldpf+72(FP), R11
 	TESTQ     SI, SI
 	JZ        done
 
@@ -2433,27 +1330,27 @@ loop:
 	VMOVUPS      (DX), Z12
 	VMOVUPS      64(DX), Z13
 	VMOVUPS.Z    128(DX), K1, Z14
-	VBROADCASTSS (AX), Z15
+	VBROADCASTSS (AX)(DI*1), Z15
 	VFMADD231PS  Z12, Z15, Z0
 	VFMADD231PS  Z13, Z15, Z1
 	VFMADD231PS  Z14, Z15, Z2
-	VBROADCASTSS 4(AX), Z15
+	VBROADCASTSS (R8)(DI*1), Z15
 	VFMADD231PS  Z12, Z15, Z3
 	VFMADD231PS  Z13, Z15, Z4
 	VFMADD231PS  Z14, Z15, Z5
-	VBROADCASTSS 8(AX), Z15
+	VBROADCASTSS (R9)(DI*1), Z15
 	VFMADD231PS  Z12, Z15, Z6
 	VFMADD231PS  Z13, Z15, Z7
 	VFMADD231PS  Z14, Z15, Z8
-	VBROADCASTSS 12(AX), Z15
+	VBROADCASTSS (CX)(DI*1), Z15
 	VFMADD231PS  Z12, Z15, Z9
 	VFMADD231PS  Z13, Z15, Z10
 	VFMADD231PS  Z14, Z15, Z11
-	PREFETCHT1   (DI)
-	PREFETCHT1   64(DI)
-	PREFETCHT1   128(DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
+	PREFETCHT1   (R10)
+	PREFETCHT1   64(R10)
+	PREFETCHT1   128(R10)
+	ADDQ         R11, R10
+	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
 	JNZ          loop
@@ -2479,9 +1376,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdPF5x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// func bwdRF5x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF5x3(SB), NOSPLIT, $0-80
+TEXT ·bwdRF5x3(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -2510,8 +1407,13 @@ TEXT ·bwdPF5x3(SB), NOSPLIT, $0-80
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), R8
+	LEAQ      (R8)(CX*1), R9
+	LEAQ      (R9)(CX*1), R10
+	LEAQ      (R10)(CX*1), CX
+	MOVQ      pf+64(FP), R11
+	MOVQ      ldpf+72(FP), R12
 	TESTQ     SI, SI
 	JZ        done
 
@@ -2519,31 +1421,31 @@ loop:
 	VMOVUPS      (DX), Z15
 	VMOVUPS      64(DX), Z16
 	VMOVUPS.Z    128(DX), K1, Z17
-	VBROADCASTSS (AX), Z18
+	VBROADCASTSS (AX)(DI*1), Z18
 	VFMADD231PS  Z15, Z18, Z0
 	VFMADD231PS  Z16, Z18, Z1
 	VFMADD231PS  Z17, Z18, Z2
-	VBROADCASTSS 4(AX), Z18
+	VBROADCASTSS (R8)(DI*1), Z18
 	VFMADD231PS  Z15, Z18, Z3
 	VFMADD231PS  Z16, Z18, Z4
 	VFMADD231PS  Z17, Z18, Z5
-	VBROADCASTSS 8(AX), Z18
+	VBROADCASTSS (R9)(DI*1), Z18
 	VFMADD231PS  Z15, Z18, Z6
 	VFMADD231PS  Z16, Z18, Z7
 	VFMADD231PS  Z17, Z18, Z8
-	VBROADCASTSS 12(AX), Z18
+	VBROADCASTSS (R10)(DI*1), Z18
 	VFMADD231PS  Z15, Z18, Z9
 	VFMADD231PS  Z16, Z18, Z10
 	VFMADD231PS  Z17, Z18, Z11
-	VBROADCASTSS 16(AX), Z18
+	VBROADCASTSS (CX)(DI*1), Z18
 	VFMADD231PS  Z15, Z18, Z12
 	VFMADD231PS  Z16, Z18, Z13
 	VFMADD231PS  Z17, Z18, Z14
-	PREFETCHT1   (DI)
-	PREFETCHT1   64(DI)
-	PREFETCHT1   128(DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
+	PREFETCHT1   (R11)
+	PREFETCHT1   64(R11)
+	PREFETCHT1   128(R11)
+	ADDQ         R12, R11
+	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
 	JNZ          loop
@@ -2573,9 +1475,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdPF6x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// func bwdRF6x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF6x3(SB), NOSPLIT, $0-80
+TEXT ·bwdRF6x3(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -2608,8 +1510,14 @@ TEXT ·bwdPF6x3(SB), NOSPLIT, $0-80
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), R8
+	LEAQ      (R8)(CX*1), R9
+	LEAQ      (R9)(CX*1), R10
+	LEAQ      (R10)(CX*1), R11
+	LEAQ      (R11)(CX*1), CX
+	MOVQ      pf+64(FP), R12
+	MOVQ      ldpf+72(FP), R13
 	TESTQ     SI, SI
 	JZ        done
 
@@ -2617,35 +1525,35 @@ loop:
 	VMOVUPS      (DX), Z18
 	VMOVUPS      64(DX), Z19
 	VMOVUPS.Z    128(DX), K1, Z20
-	VBROADCASTSS (AX), Z21
+	VBROADCASTSS (AX)(DI*1), Z21
 	VFMADD231PS  Z18, Z21, Z0
 	VFMADD231PS  Z19, Z21, Z1
 	VFMADD231PS  Z20, Z21, Z2
-	VBROADCASTSS 4(AX), Z21
+	VBROADCASTSS (R8)(DI*1), Z21
 	VFMADD231PS  Z18, Z21, Z3
 	VFMADD231PS  Z19, Z21, Z4
 	VFMADD231PS  Z20, Z21, Z5
-	VBROADCASTSS 8(AX), Z21
+	VBROADCASTSS (R9)(DI*1), Z21
 	VFMADD231PS  Z18, Z21, Z6
 	VFMADD231PS  Z19, Z21, Z7
 	VFMADD231PS  Z20, Z21, Z8
-	VBROADCASTSS 12(AX), Z21
+	VBROADCASTSS (R10)(DI*1), Z21
 	VFMADD231PS  Z18, Z21, Z9
 	VFMADD231PS  Z19, Z21, Z10
 	VFMADD231PS  Z20, Z21, Z11
-	VBROADCASTSS 16(AX), Z21
+	VBROADCASTSS (R11)(DI*1), Z21
 	VFMADD231PS  Z18, Z21, Z12
 	VFMADD231PS  Z19, Z21, Z13
 	VFMADD231PS  Z20, Z21, Z14
-	VBROADCASTSS 20(AX), Z21
+	VBROADCASTSS (CX)(DI*1), Z21
 	VFMADD231PS  Z18, Z21, Z15
 	VFMADD231PS  Z19, Z21, Z16
 	VFMADD231PS  Z20, Z21, Z17
-	PREFETCHT1   (DI)
-	PREFETCHT1   64(DI)
-	PREFETCHT1   128(DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
+	PREFETCHT1   (R12)
+	PREFETCHT1   64(R12)
+	PREFETCHT1   128(R12)
+	ADDQ         R13, R12
+	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
 	JNZ          loop
@@ -2679,9 +1587,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdPF7x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// func bwdRF7x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF7x3(SB), NOSPLIT, $0-80
+TEXT ·bwdRF7x3(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -2718,8 +1626,15 @@ TEXT ·bwdPF7x3(SB), NOSPLIT, $0-80
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), R8
+	LEAQ      (R8)(CX*1), R9
+	LEAQ      (R9)(CX*1), R10
+	LEAQ      (R10)(CX*1), R11
+	LEAQ      (R11)(CX*1), R12
+	LEAQ      (R12)(CX*1), CX
+	MOVQ      pf+64(FP), R13
+	MOVQ      ldpf+72(FP), R14
 	TESTQ     SI, SI
 	JZ        done
 
@@ -2727,39 +1642,39 @@ loop:
 	VMOVUPS      (DX), Z21
 	VMOVUPS      64(DX), Z22
 	VMOVUPS.Z    128(DX), K1, Z23
-	VBROADCASTSS (AX), Z24
+	VBROADCASTSS (AX)(DI*1), Z24
 	VFMADD231PS  Z21, Z24, Z0
 	VFMADD231PS  Z22, Z24, Z1
 	VFMADD231PS  Z23, Z24, Z2
-	VBROADCASTSS 4(AX), Z24
+	VBROADCASTSS (R8)(DI*1), Z24
 	VFMADD231PS  Z21, Z24, Z3
 	VFMADD231PS  Z22, Z24, Z4
 	VFMADD231PS  Z23, Z24, Z5
-	VBROADCASTSS 8(AX), Z24
+	VBROADCASTSS (R9)(DI*1), Z24
 	VFMADD231PS  Z21, Z24, Z6
 	VFMADD231PS  Z22, Z24, Z7
 	VFMADD231PS  Z23, Z24, Z8
-	VBROADCASTSS 12(AX), Z24
+	VBROADCASTSS (R10)(DI*1), Z24
 	VFMADD231PS  Z21, Z24, Z9
 	VFMADD231PS  Z22, Z24, Z10
 	VFMADD231PS  Z23, Z24, Z11
-	VBROADCASTSS 16(AX), Z24
+	VBROADCASTSS (R11)(DI*1), Z24
 	VFMADD231PS  Z21, Z24, Z12
 	VFMADD231PS  Z22, Z24, Z13
 	VFMADD231PS  Z23, Z24, Z14
-	VBROADCASTSS 20(AX), Z24
+	VBROADCASTSS (R12)(DI*1), Z24
 	VFMADD231PS  Z21, Z24, Z15
 	VFMADD231PS  Z22, Z24, Z16
 	VFMADD231PS  Z23, Z24, Z17
-	VBROADCASTSS 24(AX), Z24
+	VBROADCASTSS (CX)(DI*1), Z24
 	VFMADD231PS  Z21, Z24, Z18
 	VFMADD231PS  Z22, Z24, Z19
 	VFMADD231PS  Z23, Z24, Z20
-	PREFETCHT1   (DI)
-	PREFETCHT1   64(DI)
-	PREFETCHT1   128(DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
+	PREFETCHT1   (R13)
+	PREFETCHT1   64(R13)
+	PREFETCHT1   128(R13)
+	ADDQ         R14, R13
+	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
 	JNZ          loop
@@ -2797,9 +1712,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdPF8x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// func bwdRF8x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF8x3(SB), NOSPLIT, $0-80
+TEXT ·bwdRF8x3(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -2840,8 +1755,16 @@ TEXT ·bwdPF8x3(SB), NOSPLIT, $0-80
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), R8
+	LEAQ      (R8)(CX*1), R9
+	LEAQ      (R9)(CX*1), R10
+	LEAQ      (R10)(CX*1), R11
+	LEAQ      (R11)(CX*1), R12
+	LEAQ      (R12)(CX*1), R13
+	LEAQ      (R13)(CX*1), CX
+	MOVQ      pf+64(FP), R14
+	MOVQ      ldpf+72(FP), R15
 	TESTQ     SI, SI
 	JZ        done
 
@@ -2849,43 +1772,43 @@ loop:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VMOVUPS.Z    128(DX), K1, Z26
-	VBROADCASTSS (AX), Z27
+	VBROADCASTSS (AX)(DI*1), Z27
 	VFMADD231PS  Z24, Z27, Z0
 	VFMADD231PS  Z25, Z27, Z1
 	VFMADD231PS  Z26, Z27, Z2
-	VBROADCASTSS 4(AX), Z27
+	VBROADCASTSS (R8)(DI*1), Z27
 	VFMADD231PS  Z24, Z27, Z3
 	VFMADD231PS  Z25, Z27, Z4
 	VFMADD231PS  Z26, Z27, Z5
-	VBROADCASTSS 8(AX), Z27
+	VBROADCASTSS (R9)(DI*1), Z27
 	VFMADD231PS  Z24, Z27, Z6
 	VFMADD231PS  Z25, Z27, Z7
 	VFMADD231PS  Z26, Z27, Z8
-	VBROADCASTSS 12(AX), Z27
+	VBROADCASTSS (R10)(DI*1), Z27
 	VFMADD231PS  Z24, Z27, Z9
 	VFMADD231PS  Z25, Z27, Z10
 	VFMADD231PS  Z26, Z27, Z11
-	VBROADCASTSS 16(AX), Z27
+	VBROADCASTSS (R11)(DI*1), Z27
 	VFMADD231PS  Z24, Z27, Z12
 	VFMADD231PS  Z25, Z27, Z13
 	VFMADD231PS  Z26, Z27, Z14
-	VBROADCASTSS 20(AX), Z27
+	VBROADCASTSS (R12)(DI*1), Z27
 	VFMADD231PS  Z24, Z27, Z15
 	VFMADD231PS  Z25, Z27, Z16
 	VFMADD231PS  Z26, Z27, Z17
-	VBROADCASTSS 24(AX), Z27
+	VBROADCASTSS (R13)(DI*1), Z27
 	VFMADD231PS  Z24, Z27, Z18
 	VFMADD231PS  Z25, Z27, Z19
 	VFMADD231PS  Z26, Z27, Z20
-	VBROADCASTSS 28(AX), Z27
+	VBROADCASTSS (CX)(DI*1), Z27
 	VFMADD231PS  Z24, Z27, Z21
 	VFMADD231PS  Z25, Z27, Z22
 	VFMADD231PS  Z26, Z27, Z23
-	PREFETCHT1   (DI)
-	PREFETCHT1   64(DI)
-	PREFETCHT1   128(DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
+	PREFETCHT1   (R14)
+	PREFETCHT1   64(R14)
+	PREFETCHT1   128(R14)
+	ADDQ         R15, R14
+	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
 	JNZ          loop
@@ -2927,151 +1850,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdPF9x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// func bwdRF1x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF9x3(SB), NOSPLIT, $0-80
-	MOVWLZX   mask+56(FP), AX
-	KMOVW     AX, K1
-	MOVQ      c+0(FP), AX
-	MOVQ      ldc+8(FP), CX
-	VMOVUPS   (AX), Z0
-	VMOVUPS   64(AX), Z1
-	VMOVUPS.Z 128(AX), K1, Z2
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z3
-	VMOVUPS   64(AX), Z4
-	VMOVUPS.Z 128(AX), K1, Z5
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z6
-	VMOVUPS   64(AX), Z7
-	VMOVUPS.Z 128(AX), K1, Z8
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z9
-	VMOVUPS   64(AX), Z10
-	VMOVUPS.Z 128(AX), K1, Z11
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z12
-	VMOVUPS   64(AX), Z13
-	VMOVUPS.Z 128(AX), K1, Z14
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z15
-	VMOVUPS   64(AX), Z16
-	VMOVUPS.Z 128(AX), K1, Z17
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z18
-	VMOVUPS   64(AX), Z19
-	VMOVUPS.Z 128(AX), K1, Z20
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z21
-	VMOVUPS   64(AX), Z22
-	VMOVUPS.Z 128(AX), K1, Z23
-	ADDQ      CX, AX
-	VMOVUPS   (AX), Z24
-	VMOVUPS   64(AX), Z25
-	VMOVUPS.Z 128(AX), K1, Z26
-	MOVQ      a+16(FP), AX
-	MOVQ      lda+24(FP), CX
-	MOVQ      b+32(FP), DX
-	MOVQ      ldb+40(FP), BX
-	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
-	TESTQ     SI, SI
-	JZ        done
-
-loop:
-	VMOVUPS      (DX), Z27
-	VMOVUPS      64(DX), Z28
-	VMOVUPS.Z    128(DX), K1, Z29
-	VBROADCASTSS (AX), Z30
-	VFMADD231PS  Z27, Z30, Z0
-	VFMADD231PS  Z28, Z30, Z1
-	VFMADD231PS  Z29, Z30, Z2
-	VBROADCASTSS 4(AX), Z30
-	VFMADD231PS  Z27, Z30, Z3
-	VFMADD231PS  Z28, Z30, Z4
-	VFMADD231PS  Z29, Z30, Z5
-	VBROADCASTSS 8(AX), Z30
-	VFMADD231PS  Z27, Z30, Z6
-	VFMADD231PS  Z28, Z30, Z7
-	VFMADD231PS  Z29, Z30, Z8
-	VBROADCASTSS 12(AX), Z30
-	VFMADD231PS  Z27, Z30, Z9
-	VFMADD231PS  Z28, Z30, Z10
-	VFMADD231PS  Z29, Z30, Z11
-	VBROADCASTSS 16(AX), Z30
-	VFMADD231PS  Z27, Z30, Z12
-	VFMADD231PS  Z28, Z30, Z13
-	VFMADD231PS  Z29, Z30, Z14
-	VBROADCASTSS 20(AX), Z30
-	VFMADD231PS  Z27, Z30, Z15
-	VFMADD231PS  Z28, Z30, Z16
-	VFMADD231PS  Z29, Z30, Z17
-	VBROADCASTSS 24(AX), Z30
-	VFMADD231PS  Z27, Z30, Z18
-	VFMADD231PS  Z28, Z30, Z19
-	VFMADD231PS  Z29, Z30, Z20
-	VBROADCASTSS 28(AX), Z30
-	VFMADD231PS  Z27, Z30, Z21
-	VFMADD231PS  Z28, Z30, Z22
-	VFMADD231PS  Z29, Z30, Z23
-	VBROADCASTSS 32(AX), Z30
-	VFMADD231PS  Z27, Z30, Z24
-	VFMADD231PS  Z28, Z30, Z25
-	VFMADD231PS  Z29, Z30, Z26
-	PREFETCHT1   (DI)
-	PREFETCHT1   64(DI)
-	PREFETCHT1   128(DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
-	ADDQ         BX, DX
-	DECQ         SI
-	JNZ          loop
-
-done:
-	MOVQ    c+0(FP), AX
-	MOVQ    ldc+8(FP), CX
-	VMOVUPS Z0, (AX)
-	VMOVUPS Z1, 64(AX)
-	VMOVUPS Z2, K1, 128(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z3, (AX)
-	VMOVUPS Z4, 64(AX)
-	VMOVUPS Z5, K1, 128(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z6, (AX)
-	VMOVUPS Z7, 64(AX)
-	VMOVUPS Z8, K1, 128(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z9, (AX)
-	VMOVUPS Z10, 64(AX)
-	VMOVUPS Z11, K1, 128(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z12, (AX)
-	VMOVUPS Z13, 64(AX)
-	VMOVUPS Z14, K1, 128(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z15, (AX)
-	VMOVUPS Z16, 64(AX)
-	VMOVUPS Z17, K1, 128(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z18, (AX)
-	VMOVUPS Z19, 64(AX)
-	VMOVUPS Z20, K1, 128(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z21, (AX)
-	VMOVUPS Z22, 64(AX)
-	VMOVUPS Z23, K1, 128(AX)
-	ADDQ    CX, AX
-	VMOVUPS Z24, (AX)
-	VMOVUPS Z25, 64(AX)
-	VMOVUPS Z26, K1, 128(AX)
-	VZEROUPPER
-	RET
-
-// func bwdPF1x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF1x4(SB), NOSPLIT, $0-80
+TEXT ·bwdRF1x4(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -3082,20 +1863,21 @@ TEXT ·bwdPF1x4(SB), NOSPLIT, $0-80
 	VMOVUPS.Z 192(AX), K1, Z3
 	MOVQ      a+16(FP), AX
 	MOVQ      lda+24(FP), CX
-	MOVQ      b+32(FP), DX
-	MOVQ      ldb+40(FP), BX
-	MOVQ      k+48(FP), SI
+	MOVQ      b+32(FP), CX
+	MOVQ      ldb+40(FP), DX
+	MOVQ      k+48(FP), BX
+	XORQ      SI, SI
 	MOVQ      pf+64(FP), DI
 	MOVQ      ldpf+72(FP), R8
-	TESTQ     SI, SI
+	TESTQ     BX, BX
 	JZ        done
 
 loop:
-	VMOVUPS      (DX), Z4
-	VMOVUPS      64(DX), Z5
-	VMOVUPS      128(DX), Z6
-	VMOVUPS.Z    192(DX), K1, Z7
-	VBROADCASTSS (AX), Z8
+	VMOVUPS      (CX), Z4
+	VMOVUPS      64(CX), Z5
+	VMOVUPS      128(CX), Z6
+	VMOVUPS.Z    192(CX), K1, Z7
+	VBROADCASTSS (AX)(SI*1), Z8
 	VFMADD231PS  Z4, Z8, Z0
 	VFMADD231PS  Z5, Z8, Z1
 	VFMADD231PS  Z6, Z8, Z2
@@ -3105,9 +1887,9 @@ loop:
 	PREFETCHT1   128(DI)
 	PREFETCHT1   192(DI)
 	ADDQ         R8, DI
-	ADDQ         CX, AX
-	ADDQ         BX, DX
-	DECQ         SI
+	ADDQ         $0x04, SI
+	ADDQ         DX, CX
+	DECQ         BX
 	JNZ          loop
 
 done:
@@ -3120,9 +1902,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdPF2x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// func bwdRF2x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF2x4(SB), NOSPLIT, $0-80
+TEXT ·bwdRF2x4(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -3141,8 +1923,10 @@ TEXT ·bwdPF2x4(SB), NOSPLIT, $0-80
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), CX
+	MOVQ      pf+64(FP), R8
+	MOVQ      ldpf+72(FP), R9
 	TESTQ     SI, SI
 	JZ        done
 
@@ -3151,22 +1935,22 @@ loop:
 	VMOVUPS      64(DX), Z9
 	VMOVUPS      128(DX), Z10
 	VMOVUPS.Z    192(DX), K1, Z11
-	VBROADCASTSS (AX), Z12
+	VBROADCASTSS (AX)(DI*1), Z12
 	VFMADD231PS  Z8, Z12, Z0
 	VFMADD231PS  Z9, Z12, Z1
 	VFMADD231PS  Z10, Z12, Z2
 	VFMADD231PS  Z11, Z12, Z3
-	VBROADCASTSS 4(AX), Z12
+	VBROADCASTSS (CX)(DI*1), Z12
 	VFMADD231PS  Z8, Z12, Z4
 	VFMADD231PS  Z9, Z12, Z5
 	VFMADD231PS  Z10, Z12, Z6
 	VFMADD231PS  Z11, Z12, Z7
-	PREFETCHT1   (DI)
-	PREFETCHT1   64(DI)
-	PREFETCHT1   128(DI)
-	PREFETCHT1   192(DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
+	PREFETCHT1   (R8)
+	PREFETCHT1   64(R8)
+	PREFETCHT1   128(R8)
+	PREFETCHT1   192(R8)
+	ADDQ         R9, R8
+	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
 	JNZ          loop
@@ -3186,9 +1970,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdPF3x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// func bwdRF3x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF3x4(SB), NOSPLIT, $0-80
+TEXT ·bwdRF3x4(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -3212,8 +1996,11 @@ TEXT ·bwdPF3x4(SB), NOSPLIT, $0-80
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), R8
+	LEAQ      (R8)(CX*1), CX
+	MOVQ      pf+64(FP), R9
+	MOVQ      ldpf+72(FP), R10
 	TESTQ     SI, SI
 	JZ        done
 
@@ -3222,27 +2009,27 @@ loop:
 	VMOVUPS      64(DX), Z13
 	VMOVUPS      128(DX), Z14
 	VMOVUPS.Z    192(DX), K1, Z15
-	VBROADCASTSS (AX), Z16
+	VBROADCASTSS (AX)(DI*1), Z16
 	VFMADD231PS  Z12, Z16, Z0
 	VFMADD231PS  Z13, Z16, Z1
 	VFMADD231PS  Z14, Z16, Z2
 	VFMADD231PS  Z15, Z16, Z3
-	VBROADCASTSS 4(AX), Z16
+	VBROADCASTSS (R8)(DI*1), Z16
 	VFMADD231PS  Z12, Z16, Z4
 	VFMADD231PS  Z13, Z16, Z5
 	VFMADD231PS  Z14, Z16, Z6
 	VFMADD231PS  Z15, Z16, Z7
-	VBROADCASTSS 8(AX), Z16
+	VBROADCASTSS (CX)(DI*1), Z16
 	VFMADD231PS  Z12, Z16, Z8
 	VFMADD231PS  Z13, Z16, Z9
 	VFMADD231PS  Z14, Z16, Z10
 	VFMADD231PS  Z15, Z16, Z11
-	PREFETCHT1   (DI)
-	PREFETCHT1   64(DI)
-	PREFETCHT1   128(DI)
-	PREFETCHT1   192(DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
+	PREFETCHT1   (R9)
+	PREFETCHT1   64(R9)
+	PREFETCHT1   128(R9)
+	PREFETCHT1   192(R9)
+	ADDQ         R10, R9
+	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
 	JNZ          loop
@@ -3267,9 +2054,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdPF4x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// func bwdRF4x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF4x4(SB), NOSPLIT, $0-80
+TEXT ·bwdRF4x4(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -3298,8 +2085,12 @@ TEXT ·bwdPF4x4(SB), NOSPLIT, $0-80
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), R8
+	LEAQ      (R8)(CX*1), R9
+	LEAQ      (R9)(CX*1), CX
+	MOVQ      pf+64(FP), R10
+	MOVQ      ldpf+72(FP), R11
 	TESTQ     SI, SI
 	JZ        done
 
@@ -3308,32 +2099,32 @@ loop:
 	VMOVUPS      64(DX), Z17
 	VMOVUPS      128(DX), Z18
 	VMOVUPS.Z    192(DX), K1, Z19
-	VBROADCASTSS (AX), Z20
+	VBROADCASTSS (AX)(DI*1), Z20
 	VFMADD231PS  Z16, Z20, Z0
 	VFMADD231PS  Z17, Z20, Z1
 	VFMADD231PS  Z18, Z20, Z2
 	VFMADD231PS  Z19, Z20, Z3
-	VBROADCASTSS 4(AX), Z20
+	VBROADCASTSS (R8)(DI*1), Z20
 	VFMADD231PS  Z16, Z20, Z4
 	VFMADD231PS  Z17, Z20, Z5
 	VFMADD231PS  Z18, Z20, Z6
 	VFMADD231PS  Z19, Z20, Z7
-	VBROADCASTSS 8(AX), Z20
+	VBROADCASTSS (R9)(DI*1), Z20
 	VFMADD231PS  Z16, Z20, Z8
 	VFMADD231PS  Z17, Z20, Z9
 	VFMADD231PS  Z18, Z20, Z10
 	VFMADD231PS  Z19, Z20, Z11
-	VBROADCASTSS 12(AX), Z20
+	VBROADCASTSS (CX)(DI*1), Z20
 	VFMADD231PS  Z16, Z20, Z12
 	VFMADD231PS  Z17, Z20, Z13
 	VFMADD231PS  Z18, Z20, Z14
 	VFMADD231PS  Z19, Z20, Z15
-	PREFETCHT1   (DI)
-	PREFETCHT1   64(DI)
-	PREFETCHT1   128(DI)
-	PREFETCHT1   192(DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
+	PREFETCHT1   (R10)
+	PREFETCHT1   64(R10)
+	PREFETCHT1   128(R10)
+	PREFETCHT1   192(R10)
+	ADDQ         R11, R10
+	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
 	JNZ          loop
@@ -3363,9 +2154,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdPF5x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// func bwdRF5x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF5x4(SB), NOSPLIT, $0-80
+TEXT ·bwdRF5x4(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -3399,8 +2190,13 @@ TEXT ·bwdPF5x4(SB), NOSPLIT, $0-80
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), R8
+	LEAQ      (R8)(CX*1), R9
+	LEAQ      (R9)(CX*1), R10
+	LEAQ      (R10)(CX*1), CX
+	MOVQ      pf+64(FP), R11
+	MOVQ      ldpf+72(FP), R12
 	TESTQ     SI, SI
 	JZ        done
 
@@ -3409,37 +2205,37 @@ loop:
 	VMOVUPS      64(DX), Z21
 	VMOVUPS      128(DX), Z22
 	VMOVUPS.Z    192(DX), K1, Z23
-	VBROADCASTSS (AX), Z24
+	VBROADCASTSS (AX)(DI*1), Z24
 	VFMADD231PS  Z20, Z24, Z0
 	VFMADD231PS  Z21, Z24, Z1
 	VFMADD231PS  Z22, Z24, Z2
 	VFMADD231PS  Z23, Z24, Z3
-	VBROADCASTSS 4(AX), Z24
+	VBROADCASTSS (R8)(DI*1), Z24
 	VFMADD231PS  Z20, Z24, Z4
 	VFMADD231PS  Z21, Z24, Z5
 	VFMADD231PS  Z22, Z24, Z6
 	VFMADD231PS  Z23, Z24, Z7
-	VBROADCASTSS 8(AX), Z24
+	VBROADCASTSS (R9)(DI*1), Z24
 	VFMADD231PS  Z20, Z24, Z8
 	VFMADD231PS  Z21, Z24, Z9
 	VFMADD231PS  Z22, Z24, Z10
 	VFMADD231PS  Z23, Z24, Z11
-	VBROADCASTSS 12(AX), Z24
+	VBROADCASTSS (R10)(DI*1), Z24
 	VFMADD231PS  Z20, Z24, Z12
 	VFMADD231PS  Z21, Z24, Z13
 	VFMADD231PS  Z22, Z24, Z14
 	VFMADD231PS  Z23, Z24, Z15
-	VBROADCASTSS 16(AX), Z24
+	VBROADCASTSS (CX)(DI*1), Z24
 	VFMADD231PS  Z20, Z24, Z16
 	VFMADD231PS  Z21, Z24, Z17
 	VFMADD231PS  Z22, Z24, Z18
 	VFMADD231PS  Z23, Z24, Z19
-	PREFETCHT1   (DI)
-	PREFETCHT1   64(DI)
-	PREFETCHT1   128(DI)
-	PREFETCHT1   192(DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
+	PREFETCHT1   (R11)
+	PREFETCHT1   64(R11)
+	PREFETCHT1   128(R11)
+	PREFETCHT1   192(R11)
+	ADDQ         R12, R11
+	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
 	JNZ          loop
@@ -3474,9 +2270,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdPF6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+// func bwdRF6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·bwdPF6x4(SB), NOSPLIT, $0-80
+TEXT ·bwdRF6x4(SB), NOSPLIT, $0-80
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -3515,8 +2311,14 @@ TEXT ·bwdPF6x4(SB), NOSPLIT, $0-80
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), R8
+	LEAQ      (R8)(CX*1), R9
+	LEAQ      (R9)(CX*1), R10
+	LEAQ      (R10)(CX*1), R11
+	LEAQ      (R11)(CX*1), CX
+	MOVQ      pf+64(FP), R12
+	MOVQ      ldpf+72(FP), R13
 	TESTQ     SI, SI
 	JZ        done
 
@@ -3525,42 +2327,42 @@ loop:
 	VMOVUPS      64(DX), Z25
 	VMOVUPS      128(DX), Z26
 	VMOVUPS.Z    192(DX), K1, Z27
-	VBROADCASTSS (AX), Z28
+	VBROADCASTSS (AX)(DI*1), Z28
 	VFMADD231PS  Z24, Z28, Z0
 	VFMADD231PS  Z25, Z28, Z1
 	VFMADD231PS  Z26, Z28, Z2
 	VFMADD231PS  Z27, Z28, Z3
-	VBROADCASTSS 4(AX), Z28
+	VBROADCASTSS (R8)(DI*1), Z28
 	VFMADD231PS  Z24, Z28, Z4
 	VFMADD231PS  Z25, Z28, Z5
 	VFMADD231PS  Z26, Z28, Z6
 	VFMADD231PS  Z27, Z28, Z7
-	VBROADCASTSS 8(AX), Z28
+	VBROADCASTSS (R9)(DI*1), Z28
 	VFMADD231PS  Z24, Z28, Z8
 	VFMADD231PS  Z25, Z28, Z9
 	VFMADD231PS  Z26, Z28, Z10
 	VFMADD231PS  Z27, Z28, Z11
-	VBROADCASTSS 12(AX), Z28
+	VBROADCASTSS (R10)(DI*1), Z28
 	VFMADD231PS  Z24, Z28, Z12
 	VFMADD231PS  Z25, Z28, Z13
 	VFMADD231PS  Z26, Z28, Z14
 	VFMADD231PS  Z27, Z28, Z15
-	VBROADCASTSS 16(AX), Z28
+	VBROADCASTSS (R11)(DI*1), Z28
 	VFMADD231PS  Z24, Z28, Z16
 	VFMADD231PS  Z25, Z28, Z17
 	VFMADD231PS  Z26, Z28, Z18
 	VFMADD231PS  Z27, Z28, Z19
-	VBROADCASTSS 20(AX), Z28
+	VBROADCASTSS (CX)(DI*1), Z28
 	VFMADD231PS  Z24, Z28, Z20
 	VFMADD231PS  Z25, Z28, Z21
 	VFMADD231PS  Z26, Z28, Z22
 	VFMADD231PS  Z27, Z28, Z23
-	PREFETCHT1   (DI)
-	PREFETCHT1   64(DI)
-	PREFETCHT1   128(DI)
-	PREFETCHT1   192(DI)
-	ADDQ         R8, DI
-	ADDQ         CX, AX
+	PREFETCHT1   (R12)
+	PREFETCHT1   64(R12)
+	PREFETCHT1   128(R12)
+	PREFETCHT1   192(R12)
+	ADDQ         R13, R12
+	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
 	JNZ          loop
@@ -3613,6 +2415,7 @@ TEXT ·bwdCF1x1(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -3647,6 +2450,7 @@ TEXT ·bwdCF2x1(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -3687,6 +2491,7 @@ TEXT ·bwdCF3x1(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -3733,6 +2538,7 @@ TEXT ·bwdCF4x1(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -3785,6 +2591,7 @@ TEXT ·bwdCF5x1(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -3843,6 +2650,7 @@ TEXT ·bwdCF6x1(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -3907,6 +2715,7 @@ TEXT ·bwdCF7x1(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -3977,6 +2786,7 @@ TEXT ·bwdCF8x1(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -4053,6 +2863,7 @@ TEXT ·bwdCF9x1(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -4135,6 +2946,7 @@ TEXT ·bwdCF10x1(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -4223,6 +3035,7 @@ TEXT ·bwdCF11x1(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -4317,6 +3130,7 @@ TEXT ·bwdCF12x1(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -4394,6 +3208,7 @@ TEXT ·bwdCF1x2(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -4433,6 +3248,7 @@ TEXT ·bwdCF2x2(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -4481,6 +3297,7 @@ TEXT ·bwdCF3x2(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -4538,6 +3355,7 @@ TEXT ·bwdCF4x2(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -4604,6 +3422,7 @@ TEXT ·bwdCF5x2(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -4679,6 +3498,7 @@ TEXT ·bwdCF6x2(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -4763,6 +3583,7 @@ TEXT ·bwdCF7x2(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -4856,6 +3677,7 @@ TEXT ·bwdCF8x2(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -4958,6 +3780,7 @@ TEXT ·bwdCF9x2(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -5069,6 +3892,7 @@ TEXT ·bwdCF10x2(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -5189,6 +4013,7 @@ TEXT ·bwdCF11x2(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -5318,6 +4143,7 @@ TEXT ·bwdCF12x2(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -5421,6 +4247,7 @@ TEXT ·bwdCF1x3(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -5465,6 +4292,7 @@ TEXT ·bwdCF2x3(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -5521,6 +4349,7 @@ TEXT ·bwdCF3x3(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -5589,6 +4418,7 @@ TEXT ·bwdCF4x3(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -5669,6 +4499,7 @@ TEXT ·bwdCF5x3(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -5761,6 +4592,7 @@ TEXT ·bwdCF6x3(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -5865,6 +4697,7 @@ TEXT ·bwdCF7x3(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -5981,6 +4814,7 @@ TEXT ·bwdCF8x3(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -6078,6 +4912,7 @@ TEXT ·bwdCF1x4(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -6127,6 +4962,7 @@ TEXT ·bwdCF2x4(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -6191,6 +5027,7 @@ TEXT ·bwdCF3x4(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -6270,6 +5107,7 @@ TEXT ·bwdCF4x4(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -6364,6 +5202,7 @@ TEXT ·bwdCF5x4(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 
@@ -6473,6 +5312,7 @@ TEXT ·bwdCF6x4(SB), NOSPLIT, $0-58
 	MOVQ      b+32(FP), DX
 	MOVQ      ldb+40(FP), BX
 	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
 	TESTQ     SI, SI
 	JZ        done
 

@@ -2,210 +2,155 @@
 
 package engine
 
-// bwdPF1x1 adds 1 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+// bwdRF1x1 adds 1 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdPF1x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF1x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 
-// bwdPF2x1 adds 2 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+// bwdRF2x1 adds 2 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdPF2x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF2x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 
-// bwdPF3x1 adds 3 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+// bwdRF3x1 adds 3 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdPF3x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF3x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 
-// bwdPF4x1 adds 4 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+// bwdRF4x1 adds 4 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdPF4x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF4x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 
-// bwdPF5x1 adds 5 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+// bwdRF5x1 adds 5 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdPF5x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF5x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 
-// bwdPF6x1 adds 6 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+// bwdRF6x1 adds 6 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdPF6x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF6x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 
-// bwdPF7x1 adds 7 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+// bwdRF7x1 adds 7 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdPF7x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF7x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 
-// bwdPF8x1 adds 8 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+// bwdRF8x1 adds 8 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdPF8x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF8x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 
-// bwdPF9x1 adds 9 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+// bwdRF1x2 adds 1 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdPF9x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF1x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 
-// bwdPF10x1 adds 10 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+// bwdRF2x2 adds 2 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdPF10x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF2x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 
-// bwdPF11x1 adds 11 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+// bwdRF3x2 adds 3 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdPF11x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF3x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 
-// bwdPF12x1 adds 12 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+// bwdRF4x2 adds 4 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdPF12x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF4x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 
-// bwdPF1x2 adds 1 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+// bwdRF5x2 adds 5 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdPF1x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF5x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 
-// bwdPF2x2 adds 2 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+// bwdRF6x2 adds 6 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdPF2x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF6x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 
-// bwdPF3x2 adds 3 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+// bwdRF7x2 adds 7 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdPF3x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF7x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 
-// bwdPF4x2 adds 4 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+// bwdRF8x2 adds 8 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdPF4x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF8x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 
-// bwdPF5x2 adds 5 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+// bwdRF1x3 adds 1 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdPF5x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF1x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 
-// bwdPF6x2 adds 6 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+// bwdRF2x3 adds 2 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdPF6x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF2x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 
-// bwdPF7x2 adds 7 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+// bwdRF3x3 adds 3 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdPF7x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF3x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 
-// bwdPF8x2 adds 8 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+// bwdRF4x3 adds 4 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdPF8x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF4x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 
-// bwdPF9x2 adds 9 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+// bwdRF5x3 adds 5 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdPF9x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF5x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 
-// bwdPF10x2 adds 10 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+// bwdRF6x3 adds 6 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdPF10x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF6x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 
-// bwdPF11x2 adds 11 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+// bwdRF7x3 adds 7 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdPF11x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF7x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 
-// bwdPF12x2 adds 12 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+// bwdRF8x3 adds 8 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdPF12x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF8x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 
-// bwdPF13x2 adds 13 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+// bwdRF1x4 adds 1 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdPF13x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF1x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 
-// bwdPF14x2 adds 14 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+// bwdRF2x4 adds 2 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdPF14x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF2x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 
-// bwdPF1x3 adds 1 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+// bwdRF3x4 adds 3 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdPF1x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF3x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 
-// bwdPF2x3 adds 2 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+// bwdRF4x4 adds 4 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdPF2x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF4x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 
-// bwdPF3x3 adds 3 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+// bwdRF5x4 adds 5 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdPF3x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF5x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 
-// bwdPF4x3 adds 4 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+// bwdRF6x4 adds 6 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdPF4x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-
-// bwdPF5x3 adds 5 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
-//
-//go:noescape
-func bwdPF5x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-
-// bwdPF6x3 adds 6 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
-//
-//go:noescape
-func bwdPF6x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-
-// bwdPF7x3 adds 7 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
-//
-//go:noescape
-func bwdPF7x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-
-// bwdPF8x3 adds 8 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
-//
-//go:noescape
-func bwdPF8x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-
-// bwdPF9x3 adds 9 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
-//
-//go:noescape
-func bwdPF9x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-
-// bwdPF1x4 adds 1 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
-//
-//go:noescape
-func bwdPF1x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-
-// bwdPF2x4 adds 2 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
-//
-//go:noescape
-func bwdPF2x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-
-// bwdPF3x4 adds 3 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
-//
-//go:noescape
-func bwdPF3x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-
-// bwdPF4x4 adds 4 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
-//
-//go:noescape
-func bwdPF4x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-
-// bwdPF5x4 adds 5 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
-//
-//go:noescape
-func bwdPF5x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-
-// bwdPF6x4 adds 6 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
-//
-//go:noescape
-func bwdPF6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
 
 // bwdCF1x1 adds 1 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //

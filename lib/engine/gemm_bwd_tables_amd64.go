@@ -2,11 +2,11 @@
 
 package engine
 
-var bwdPacked = [4][]bwdKernelF32{
-	{bwdPF1x1, bwdPF2x1, bwdPF3x1, bwdPF4x1, bwdPF5x1, bwdPF6x1, bwdPF7x1, bwdPF8x1, bwdPF9x1, bwdPF10x1, bwdPF11x1, bwdPF12x1},
-	{bwdPF1x2, bwdPF2x2, bwdPF3x2, bwdPF4x2, bwdPF5x2, bwdPF6x2, bwdPF7x2, bwdPF8x2, bwdPF9x2, bwdPF10x2, bwdPF11x2, bwdPF12x2, bwdPF13x2, bwdPF14x2},
-	{bwdPF1x3, bwdPF2x3, bwdPF3x3, bwdPF4x3, bwdPF5x3, bwdPF6x3, bwdPF7x3, bwdPF8x3, bwdPF9x3},
-	{bwdPF1x4, bwdPF2x4, bwdPF3x4, bwdPF4x4, bwdPF5x4, bwdPF6x4},
+var bwdRowsF32 = [4][]bwdKernelF32{
+	{bwdRF1x1, bwdRF2x1, bwdRF3x1, bwdRF4x1, bwdRF5x1, bwdRF6x1, bwdRF7x1, bwdRF8x1},
+	{bwdRF1x2, bwdRF2x2, bwdRF3x2, bwdRF4x2, bwdRF5x2, bwdRF6x2, bwdRF7x2, bwdRF8x2},
+	{bwdRF1x3, bwdRF2x3, bwdRF3x3, bwdRF4x3, bwdRF5x3, bwdRF6x3, bwdRF7x3, bwdRF8x3},
+	{bwdRF1x4, bwdRF2x4, bwdRF3x4, bwdRF4x4, bwdRF5x4, bwdRF6x4},
 }
 
 var bwdCols = [4][]bwdKernelCols{

@@ -62,8 +62,8 @@ func withKernels(asm bool, procs int, f func()) {
 // The assembly tiles give the scalar kernels' bits for matMulT (float32
 // and bfloat16 weights, writing and accumulating) and outerAcc, over
 // shapes with column and row tails, one vector and many, 1 and 3
-// goroutines, and rows that are not evenly spaced: matMulT's tiles pack
-// ys, which may be; xs, us and vs that are not take the other path.
+// goroutines, and rows that are not evenly spaced (which take the other
+// path).
 func TestBackwardAsmMatchesScalar(t *testing.T) {
 	if !bwdAsm {
 		t.Log("no AVX-512 here: comparing the fallback kernels with the scalar ones")
@@ -89,7 +89,7 @@ func TestBackwardAsmMatchesScalar(t *testing.T) {
 		return out
 	}
 	for _, sz := range [][3]int{{300, 600, 5}, {1000, 32, 9}, {7, 3, 2}, {129, 1000, 13}, {64, 257, 130},
-		{33, 17, 1}, {130, 80, 7}, {40, 48, 12}} {
+		{33, 17, 1}, {130, 80, 7}, {40, 48, 12}, {20, 300, 17}} {
 		rows, cols, n := sz[0], sz[1], sz[2]
 		w, _, _ := benchMat(rows, cols)
 		wb := mat{rows: rows, cols: cols, bf: make([]uint16, len(w.data))}
@@ -97,7 +97,7 @@ func TestBackwardAsmMatchesScalar(t *testing.T) {
 			wb.bf[i] = uint16(math.Float32bits(v) >> 16)
 		}
 		for _, spaced := range []bool{true, false} {
-			ys, x0 := randRows(n, rows, false), randRows(n, cols, spaced)
+			ys, x0 := randRows(n, rows, spaced), randRows(n, cols, spaced)
 			us, vs, d0 := randRows(n, rows, spaced), randRows(n, cols, spaced), randRows(1, rows*cols, true)[0]
 			run := func(asm bool, procs int) (out [][][]float32) {
 				withKernels(asm, procs, func() {
