@@ -1,7 +1,6 @@
 package shell
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -67,22 +66,6 @@ func parseBytes(v string) (int64, error) {
 		return 0, fmt.Errorf("%q is not a size such as 4G or 512M", v)
 	}
 	return n * mult, nil
-}
-
-func memTotal() int64 {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }
 
 // MemoryError is an evaluation stopped by the memory limit.
