@@ -25,7 +25,7 @@ const (
 
 // modulePkgInitBudgets are the packages allowed more, and why.
 var modulePkgInitBudgets = map[string]int{
-	"github.com/tinkershell/tinker/builtins":         40 << 10, // the registry: one documented entry per builtin
+	"github.com/tinkershell/tinker/builtins":        40 << 10, // the registry: one documented entry per builtin
 	"github.com/tinkershell/tinker/lib/tinkerproto": 32 << 10, // protoc-generated descriptors
 }
 
