@@ -248,7 +248,7 @@ var indents = func() []string {
 
 // WriteJSONString writes s as a JSON string escaped as Python's json.dumps
 // does (ensure_ascii), for callers that lay out the rest themselves.
-func WriteJSONString(b *strings.Builder, s string) { writeString(b, s) }
+func WriteJSONString(b jsonWriter, s string) { writeString(b, s) }
 
 // writeString escapes like Python's json.dumps with ensure_ascii=True.
 func writeString(b jsonWriter, s string) {
