@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // A checkpoint listing is the one large answer a client reads in full
@@ -42,7 +43,7 @@ type wireVals struct {
 }
 
 func fastCheckpoints(body []byte, w *checkpointsWire) bool {
-	l := &wireLex{b: body, ok: true, text: string(body)}
+	l := &wireLex{b: body, ok: true, text: bodyText(body)}
 	seen := 0
 	for more := l.open(); more; more = l.next() {
 		switch string(l.key()) {
@@ -58,6 +59,16 @@ func fastCheckpoints(body []byte, w *checkpointsWire) bool {
 	}
 	l.space()
 	return l.ok && l.i == len(l.b)
+}
+
+// bodyText is body as a string without a copy: the strings a listing
+// decodes to are views into it. Safe because a response body is never
+// written after it is read (readBody's buffer goes to the decoder alone).
+func bodyText(body []byte) string {
+	if len(body) == 0 {
+		return ""
+	}
+	return unsafe.String(&body[0], len(body))
 }
 
 // once marks bit in seen, failing on a key met twice.
@@ -255,7 +266,10 @@ func (l *wireLex) checkpoints() *[]checkpointWire {
 	if l.literal("null") {
 		return nil
 	}
-	out := []checkpointWire{}
+	// Room for the entries a page holds (one '{' each, an upper bound)
+	// up to a full page of 1000; appending to a growing slice copied them
+	// several times.
+	out := make([]checkpointWire, 0, min(bytes.Count(l.b[l.i:], []byte{'{'}), 1024))
 	l.expect('[')
 	if l.peek() == ']' {
 		l.i++

@@ -3,9 +3,11 @@ package tinkerapi
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fastCases are listing bodies the fast reader must either decode exactly
@@ -125,4 +127,38 @@ func FuzzFastCheckpoints(f *testing.F) {
 		f.Add(body)
 	}
 	f.Fuzz(func(t *testing.T, body string) { checkFastAgrees(t, body) })
+}
+
+// TestParseUTCDatetimeMatchesTimeParse: the fast path gives time.Parse's
+// time (==, so the location too) wherever it answers, and answers for the
+// form servers send.
+func TestParseUTCDatetimeMatchesTimeParse(t *testing.T) {
+	cases := []string{
+		"2026-11-28T20:07:40.000000Z", "2026-11-28T20:07:40Z", "2026-11-28T20:07:40.1Z", "2026-11-28T20:07:40.123456789Z",
+		"2026-11-28T20:07:40.1234567891Z", "2026-02-29T00:00:00Z", "2024-02-29T00:00:00Z", "2026-02-30T00:00:00Z",
+		"2026-13-01T00:00:00Z", "2026-00-01T00:00:00Z", "2026-01-00T00:00:00Z", "2026-01-01T24:00:00Z", "2026-01-01T23:60:00Z",
+		"2026-01-01T23:59:60Z", "2026-01-01t23:59:59Z", "2026-01-01T23:59:59z", "2026-01-01T23:59:59.Z", "2026-01-01T23:59:59,5Z",
+		"0000-01-01T00:00:00Z", "9999-12-31T23:59:59.999999999Z", "+026-01-01T00:00:00Z", "2026-1-01T00:00:00Z",
+		"2026-01-01T00:00:00+00:00", "2026-01-01T00:00:00.5+02:00", "2026-01-01 00:00:00Z", "2026-01-01T00:00:0aZ", "",
+	}
+	r := rand.New(rand.NewSource(3))
+	for range 3000 {
+		ts := time.Unix(r.Int63n(1<<37)-(1<<36), r.Int63n(1e9)).UTC()
+		cases = append(cases, ts.Format(time.RFC3339Nano), ts.Format("2006-01-02T15:04:05.000000Z"))
+	}
+	answered := 0
+	for _, s := range cases {
+		got, ok := parseUTCDatetime(s)
+		if !ok {
+			continue
+		}
+		answered++
+		want, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil || got != want {
+			t.Fatalf("parseUTCDatetime(%q) = %v, time.Parse gives %v, %v", s, got, want, err)
+		}
+	}
+	if _, ok := parseUTCDatetime("2026-11-28T20:07:40.000000Z"); !ok || answered < 3000 {
+		t.Fatalf("the fast path answered %d of %d, not the servers' form", answered, len(cases))
+	}
 }
