@@ -2,6 +2,7 @@ package tinkerapi
 
 import (
 	"bytes"
+	"encoding/binary"
 	"strconv"
 	"unicode/utf8"
 	"unsafe"
@@ -130,8 +131,20 @@ func (l *wireLex) open() bool {
 	return l.ok
 }
 
+// key needs no check of its bytes: it is compared with the known keys,
+// and one with an escape or a control character matches none and fails.
 func (l *wireLex) key() []byte {
-	k := l.str()
+	l.expect('"')
+	n := -1
+	if l.ok {
+		n = bytes.IndexByte(l.b[l.i:], '"')
+	}
+	if n < 0 {
+		l.ok = false
+		return nil
+	}
+	k := l.b[l.i : l.i+n]
+	l.i += n + 1
 	l.expect(':')
 	return k
 }
@@ -149,14 +162,8 @@ func (l *wireLex) next() bool {
 	return false
 }
 
-// str reads a string without escapes or control characters and returns
-// its bytes (a view into the body).
-func (l *wireLex) str() []byte {
-	start, end := l.strSpan()
-	return l.b[start:end]
-}
-
-// strSpan reads a string as str does and returns where its bytes are.
+// strSpan reads a string without escapes or control characters and
+// returns where its bytes are in the body.
 func (l *wireLex) strSpan() (start, end int) {
 	l.expect('"')
 	if !l.ok {
@@ -169,21 +176,46 @@ func (l *wireLex) strSpan() (start, end int) {
 		return 0, 0
 	}
 	end = start + n
-	ascii := true
-	for _, c := range l.b[start:end] {
-		if c == '\\' || c < 0x20 {
-			l.ok = false
-			return 0, 0
-		}
-		if c >= 0x80 {
-			ascii = false
-		}
-	}
-	if !ascii && !utf8.Valid(l.b[start:end]) {
+	if !plainString(l.b[start:end]) {
 		l.ok = false
+		return 0, 0
 	}
 	l.i = end + 1
 	return start, end
+}
+
+// plainString reports whether s (a string's bytes) holds no escape or
+// control character and is valid UTF-8. Eight bytes at a time: the test
+// for a byte below 0x20, a backslash or a high bit is exact for "any" in
+// a word, and a word that has one is looked at byte by byte.
+func plainString(s []byte) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	all, ascii := s, true
+	for len(s) >= 8 {
+		x := binary.LittleEndian.Uint64(s)
+		bs := x ^ (0x5c * lo) // zero where a byte is '\\'
+		if ((x-0x20*lo)&^x|(bs-lo)&^bs|x)&hi != 0 {
+			if !plainBytes(s[:8], &ascii) {
+				return false
+			}
+		}
+		s = s[8:]
+	}
+	return plainBytes(s, &ascii) && (ascii || utf8.Valid(all))
+}
+
+// plainBytes is plainString's byte-by-byte test; it clears *ascii at a
+// byte with the high bit set.
+func plainBytes(s []byte, ascii *bool) bool {
+	for _, c := range s {
+		if c == '\\' || c < 0x20 {
+			return false
+		}
+		if c >= 0x80 {
+			*ascii = false
+		}
+	}
+	return true
 }
 
 // optStr reads a string or null into *dst, returning dst or nil.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // fastCases are listing bodies the fast reader must either decode exactly
@@ -160,5 +161,32 @@ func TestParseUTCDatetimeMatchesTimeParse(t *testing.T) {
 	}
 	if _, ok := parseUTCDatetime("2026-11-28T20:07:40.000000Z"); !ok || answered < 3000 {
 		t.Fatalf("the fast path answered %d of %d, not the servers' form", answered, len(cases))
+	}
+}
+
+// TestPlainStringMatchesBytewise: the word-at-a-time test agrees with the
+// plain loop on strings built from the bytes at its edges, at every length
+// and alignment.
+func TestPlainStringMatchesBytewise(t *testing.T) {
+	edge := []byte{0x00, 0x1f, 0x20, 0x21, '"', '\\', 0x5b, 0x5d, 0x7e, 0x7f, 0x80, 0xbf, 0xc3, 0xa9, 0xe6, 0x97, 0xa5, 0xff, 'a', 'Z'}
+	r := rand.New(rand.NewSource(5))
+	for range 20000 {
+		b := make([]byte, r.Intn(40))
+		for i := range b {
+			if r.Intn(4) == 0 {
+				b[i] = edge[r.Intn(len(edge))]
+			} else {
+				b[i] = byte('a' + r.Intn(26))
+			}
+		}
+		want := utf8.Valid(b)
+		for _, c := range b {
+			if c == '\\' || c < 0x20 {
+				want = false
+			}
+		}
+		if got := plainString(b); got != want {
+			t.Fatalf("plainString(%q) = %v, want %v", b, got, want)
+		}
 	}
 }
