@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"bufio"
 	"io"
 	"strconv"
 
@@ -16,53 +15,57 @@ import (
 // encoding those generic objects (boxed values, formatted times) took more
 // CPU than fetching the pages.
 func WriteCheckpointListJSON(w io.Writer, runID string, cps []tinkerapi.Checkpoint) error {
-	b := bufio.NewWriterSize(w, 64<<10)
-	b.WriteString("{\n")
+	const flushAt = 60 << 10
+	b := make([]byte, 0, flushAt+4<<10)
+	b = append(b, "{\n"...)
 	if runID != "" {
-		b.WriteString(`  "run_id": `)
-		render.WriteJSONString(b, runID)
-		b.WriteString(",\n")
+		b = append(b, `  "run_id": `...)
+		b = append(render.AppendJSONString(b, runID), ",\n"...)
 	}
-	b.WriteString(`  "checkpoints": [`)
+	b = append(b, `  "checkpoints": [`...)
 	for i := range cps {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		writeCheckpointJSON(b, &cps[i])
+		b = appendCheckpointJSON(b, &cps[i])
+		if len(b) >= flushAt {
+			if _, err := w.Write(b); err != nil {
+				return err
+			}
+			b = b[:0]
+		}
 	}
 	if len(cps) > 0 {
-		b.WriteString("\n  ")
+		b = append(b, "\n  "...)
 	}
-	b.WriteString("]\n}\n")
-	return b.Flush()
+	b = append(b, "]\n}\n"...)
+	_, err := w.Write(b)
+	return err
 }
 
-// writeCheckpointJSON writes CheckpointJSON(c) at the listing's depth.
-func writeCheckpointJSON(b *bufio.Writer, c *tinkerapi.Checkpoint) {
-	var scratch [48]byte
-	b.WriteString("\n    {\n      \"checkpoint_id\": ")
-	render.WriteJSONString(b, c.CheckpointID)
-	b.WriteString(",\n      \"checkpoint_type\": ")
-	render.WriteJSONString(b, c.CheckpointType)
-	b.WriteString(",\n      \"time\": \"")
-	b.Write(render.AppendPyTime(scratch[:0], c.Time))
-	b.WriteString("\",\n      \"tinker_path\": ")
-	render.WriteJSONString(b, c.TinkerPath)
-	b.WriteString(",\n      \"size_bytes\": ")
+// appendCheckpointJSON appends CheckpointJSON(c) at the listing's depth.
+func appendCheckpointJSON(b []byte, c *tinkerapi.Checkpoint) []byte {
+	b = append(b, "\n    {\n      \"checkpoint_id\": "...)
+	b = render.AppendJSONString(b, c.CheckpointID)
+	b = append(b, ",\n      \"checkpoint_type\": "...)
+	b = render.AppendJSONString(b, c.CheckpointType)
+	b = append(b, ",\n      \"time\": \""...)
+	b = render.AppendPyTime(b, c.Time)
+	b = append(b, "\",\n      \"tinker_path\": "...)
+	b = render.AppendJSONString(b, c.TinkerPath)
+	b = append(b, ",\n      \"size_bytes\": "...)
 	if c.SizeBytes == nil {
-		b.WriteString("null")
+		b = append(b, "null"...)
 	} else {
-		b.Write(strconv.AppendInt(scratch[:0], *c.SizeBytes, 10))
+		b = strconv.AppendInt(b, *c.SizeBytes, 10)
 	}
-	b.WriteString(",\n      \"public\": ")
-	b.WriteString(strconv.FormatBool(c.Public))
-	b.WriteString(",\n      \"expires_at\": ")
+	b = append(b, ",\n      \"public\": "...)
+	b = strconv.AppendBool(b, c.Public)
+	b = append(b, ",\n      \"expires_at\": "...)
 	if c.ExpiresAt == nil {
-		b.WriteString("null")
-	} else {
-		b.WriteByte('"')
-		b.Write(render.AppendPyTime(scratch[:0], *c.ExpiresAt))
-		b.WriteByte('"')
+		return append(b, "null\n    }"...)
 	}
-	b.WriteString("\n    }")
+	b = append(b, '"')
+	b = render.AppendPyTime(b, *c.ExpiresAt)
+	return append(b, "\"\n    }"...)
 }

@@ -72,3 +72,14 @@ func TestPlainASCIIMatchesBytewise(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendJSONStringMatchesWrite: appending gives WriteJSONString's bytes.
+func TestAppendJSONStringMatchesWrite(t *testing.T) {
+	for _, s := range []string{"", "plain", `quo"te`, `back\slash`, "nl\n\x01\x7f", "é 日本 🙂", "a\x80b"} {
+		var want strings.Builder
+		WriteJSONString(&want, s)
+		if got := string(AppendJSONString([]byte("x"), s)); got != "x"+want.String() {
+			t.Errorf("AppendJSONString(%q) = %q, want x%q", s, got, want.String())
+		}
+	}
+}

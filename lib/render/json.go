@@ -250,6 +250,18 @@ var indents = func() []string {
 // does (ensure_ascii), for callers that lay out the rest themselves.
 func WriteJSONString(b jsonWriter, s string) { writeString(b, s) }
 
+// AppendJSONString appends s as WriteJSONString writes it.
+func AppendJSONString(dst []byte, s string) []byte {
+	if plainASCII(s) {
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
+	b := bytes.NewBuffer(dst)
+	writeString(b, s)
+	return b.Bytes()
+}
+
 // writeString escapes like Python's json.dumps with ensure_ascii=True.
 func writeString(b jsonWriter, s string) {
 	b.WriteByte('"')
