@@ -10,12 +10,13 @@ package engine
 // rope part only, in DeepSeek's interleaved layout (neighbouring elements
 // pair). The softmax scale is 1/√(nope+rope) times mscale² under YaRN.
 //
-// The engine then runs the ordinary attention kernels: a head is
-// HeadDim = nope+rope wide, KVHeads = Heads, and each value is padded
-// with zeros to HeadDim (as transformers pads for flash attention), so the
-// cache holds expanded keys and values rather than the latent: simple and
-// exact, at HeadDim/(kv_lora_rank+rope)·2·Heads times the latent's
-// memory per position. The extra score factor is folded into the queries.
+// Sampling caches the latent per position, kv_a_layernorm's output and
+// the rotated key part, and attends in the absorbed form (mla_latent.go).
+// Training runs the ordinary attention kernels on expanded heads: a head
+// is HeadDim = nope+rope wide, KVHeads = Heads, and each value is padded
+// with zeros to HeadDim (as transformers pads for flash attention), which
+// reuses the blocked forward and backward (mla_train.go). Both fold the
+// extra score factor into the queries.
 // LoRA adapts q_a_proj (or q_proj), kv_a_proj_with_mqa and o_proj, in the
 // modQ, modK and modO slots.
 
