@@ -312,7 +312,11 @@
 //     each value is padded with zeros to that width (as transformers pads
 //     for flash attention), which reuses the blocked forward and backward
 //     with their batch invariance; a datum's keys and values live only for
-//     its pass, so the cache's size matters less there, and training's
+//     its pass, so the cache's size matters less there. Hence a DeepSeek
+//     training forward reproduces the sampler's logprobs within float32
+//     rounding (about 1e-6), not bit for bit as for the other families,
+//     and an on-policy RL ratio is 1 within that
+//     (TestForwardMatchesSampler). Training's
 //     memory accounting (memory.go) counts that expanded form. No
 //     admission limit sizes the sampling cache (the batcher admits by
 //     sequence count, maxBatchSeqs). The rotary part
