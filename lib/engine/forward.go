@@ -314,10 +314,7 @@ func (m *Model) attnUnits(ws *workspace, rows []row, layer int) ([]attnUnit, int
 	c := m.cfg
 	units, total := ws.attnUnits[:0], 0
 	for i := 0; i < len(rows); {
-		n := 1
-		for i+n < len(rows) && rows[i+n].seq == rows[i].seq && rows[i+n].pos == rows[i].pos+n {
-			n++
-		}
+		n := runAt(rows, i)
 		if n == 1 {
 			w := (rows[i].pos + 1 - c.firstKey(layer, rows[i].pos)) * c.Heads * c.HeadDim
 			units, total = append(units, attnUnit{i: i, n: 1, kvh: -1, work: w}), total+w
@@ -336,6 +333,16 @@ func (m *Model) attnUnits(ws *workspace, rows []row, layer int) ([]attnUnit, int
 	})
 	ws.attnUnits = units
 	return units, total
+}
+
+// runAt is how many rows from i on are consecutive positions of one
+// sequence.
+func runAt(rows []row, i int) int {
+	n := 1
+	for i+n < len(rows) && rows[i+n].seq == rows[i].seq && rows[i+n].pos == rows[i].pos+n {
+		n++
+	}
+	return n
 }
 
 // attendBlock computes KV head u.kvh's part of the attention output of

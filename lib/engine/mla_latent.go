@@ -140,10 +140,7 @@ func (m *Model) latentUnits(ws *workspace, rows []row) ([]attnUnit, int) {
 	w := 2*c.MLA.KVLoraRank + c.MLA.QKRopeDim
 	units, total := ws.attnUnits[:0], 0
 	for i := 0; i < len(rows); {
-		n := 1
-		for i+n < len(rows) && rows[i+n].seq == rows[i].seq && rows[i+n].pos == rows[i].pos+n {
-			n++
-		}
+		n := runAt(rows, i)
 		for b := 0; b < n; b += attnRows {
 			nb, p := min(attnRows, n-b), rows[i+b].pos
 			for h := 0; h < c.Heads; h += latentHeads {
