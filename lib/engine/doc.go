@@ -300,8 +300,8 @@
 //     once per unit rather than once per head pair, and a query's bits
 //     do not depend on its block: a sequence alone, batched, in any
 //     prefill chunking or thread count gives the same bits
-//     (TestLatentBatchInvariance; TestConcurrentMatchesSolo covers
-//     tiny-deepseek). The absorbed form sums in another order than the
+//     (TestLatentIndependentOfBatchAndThreads, emulated runs too;
+//     TestConcurrentMatchesSolo covers tiny-deepseek). The absorbed form sums in another order than the
 //     expanded one: TestLatentDecodeMatchesExpanded holds prompt and
 //     decoded logprobs within 2e-5 (relative) of the training forward's
 //     expanded form, both within the float64 reference's tolerance. It
