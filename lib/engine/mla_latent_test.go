@@ -32,6 +32,33 @@ func wideDSModel(t *testing.T) *Model {
 	return m
 }
 
+// bf16DSModel is wideDSModel with bfloat16 matrices, kept so (as for
+// models over 1B parameters), and the same weights widened for the
+// reference.
+func bf16DSModel(t *testing.T) (*Model, Tensors) {
+	t.Helper()
+	c := wideDSConfig()
+	ts := randomTensors(c, 31)
+	matricesToBF16(ts)
+	m, err := New("wide-ds-bf16", c, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.w.layers[0].mla.kvB.bf == nil {
+		t.Fatal("kv_b_proj was widened to float32")
+	}
+	wide := Tensors{}
+	for k, x := range ts {
+		if x.BF16 != nil {
+			x.Data = make([]float32, len(x.BF16))
+			widenBF16(x.Data, x.BF16)
+			x.BF16 = nil
+		}
+		wide[k] = x
+	}
+	return m, wide
+}
+
 // expandedLogprobs are the logprobs of tokens[1:] given their prefixes
 // from the training forward, which keeps the expanded keys and values.
 func expandedLogprobs(t *testing.T, tr *Trainer, tokens []int) []float32 {
@@ -68,11 +95,12 @@ func TestLatentDecodeMatchesExpanded(t *testing.T) {
 	}
 	wide := wideDSModel(t)
 	wts := randomTensors(wide.cfg, 31)
+	bf, bts := bf16DSModel(t)
 	for _, tc := range []struct {
 		name string
 		m    *Model
 		ts   Tensors
-	}{{"tiny", tiny, tts}, {"qlora", small, sts}, {"qproj", plain, pts}, {"wide", wide, wts}} {
+	}{{"tiny", tiny, tts}, {"qlora", small, sts}, {"qproj", plain, pts}, {"wide", wide, wts}, {"bf16", bf, bts}} {
 		tr := dsAdapter(t, tc.m)
 		lm, err := tr.Sampler()
 		if err != nil {
