@@ -19,7 +19,7 @@ func BenchmarkProductTiles(b *testing.B) {
 	for _, sh := range fwd {
 		w, _ := randMats(sh.rows, sh.cols, 1)
 		for _, m := range []int{128, 512} {
-			xs, ys := randRows(m, sh.cols, 2), randRows(m, sh.rows, 3)
+			xs, ys := tileRows(m, sh.cols, 2), tileRows(m, sh.rows, 3)
 			b.Run(fmt.Sprintf("fwd/%s-%dx%d/M=%d", sh.name, sh.rows, sh.cols, m), func(b *testing.B) {
 				cpuRate(b, 2*float64(sh.rows*sh.cols*m), func() { matMul(w, xs, ys, false) })
 			})
@@ -39,7 +39,7 @@ func BenchmarkProductTiles(b *testing.B) {
 	for _, tc := range bwd {
 		w, _, _ := benchMat(tc.rows, tc.cols)
 		for _, m := range []int{128, 512} {
-			ys, xs := randRows(m, tc.rows, 4), randRows(m, tc.cols, 5)
+			ys, xs := tileRows(m, tc.rows, 4), tileRows(m, tc.cols, 5)
 			dst := make([]float32, tc.rows*tc.cols)
 			run := func() { matMulT(w, ys, xs, true) }
 			if tc.outer {
@@ -50,6 +50,16 @@ func BenchmarkProductTiles(b *testing.B) {
 			})
 		}
 	}
+}
+
+// tileRows is n rows of width random values (randRows is amd64-only).
+func tileRows(n, width int, seed uint64) [][]float32 {
+	rs := rowsOf(make([]float32, n*width), n, width)
+	r := newRNG(seed)
+	for _, x := range rs {
+		fill(x, r, 1)
+	}
+	return rs
 }
 
 // cpuRate runs fn once untimed, then b.N times, and reports flop per
