@@ -270,6 +270,9 @@ func allSame(loras []*LoRA, l *LoRA) bool {
 // is free takes the next unit: grouped by KV head (so one head's keys and
 // values stay in L2), largest first within a head.
 func (m *Model) attention(ws *workspace, rows []row, layer int) {
+	if m.attentionBF16(ws, rows, layer) { // kernels_bf16_attn_amd64.go
+		return
+	}
 	units, work := m.attnUnits(ws, rows, layer)
 	workers := min(runtime.GOMAXPROCS(0), len(units), max(1, work/parallelMinWork))
 	ws.scores = growTo(ws.scores, workers)

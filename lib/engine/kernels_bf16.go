@@ -42,17 +42,21 @@ func bf16Cols(n int) int { return (n + 31) &^ 31 }
 // rows' (w[2p], w[2p+1]) in 64 bytes; columns are zero-padded to a
 // multiple of 32.
 func packVNNI(w mat) []uint16 {
-	kp := bf16Cols(w.cols)
-	blocks := (w.rows + 15) / 16
-	vn := make([]uint16, blocks*16*kp)
-	for r := range w.rows {
-		blk := vn[r/16*16*kp:]
-		src := w.bf[r*w.cols : (r+1)*w.cols]
-		for k, v := range src {
+	vn := make([]uint16, (w.rows+15)/16*16*bf16Cols(w.cols))
+	packVNNIInto(vn, w.bf, w.rows, w.cols)
+	return vn
+}
+
+// packVNNIInto is packVNNI of the rows × cols matrix src into dst (zeroed
+// by the caller where it pads).
+func packVNNIInto(dst, src []uint16, rows, cols int) {
+	kp := bf16Cols(cols)
+	for r := range rows {
+		blk := dst[r/16*16*kp:]
+		for k, v := range src[r*cols : (r+1)*cols] {
 			blk[k/2*32+(r%16)*2+k&1] = v
 		}
 	}
-	return vn
 }
 
 // withBF16Compute gives every bfloat16 matrix of ws its packed copy

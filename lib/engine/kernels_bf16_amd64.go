@@ -138,61 +138,77 @@ func bf16Rows(w mat, xb []uint16, m int, ys [][]float32, lo, hi int, accumulate 
 // bf16ChunkAMX runs blocks [b, b+nb) over the tokens 32 at a time.
 func bf16ChunkAMX(w mat, xb []uint16, m int, ys [][]float32, b, nb, lo, hi int, accumulate bool, out []float32) {
 	kp := bf16Cols(w.cols)
-	ws, ldo := 32*kp, 4*16*nb
 	wv := w.vn[b*16*kp:]
 	for t := 0; t < m; t += 32 {
-		x := &xb[t*kp]
-		two := m-t > 16
-		if nb >= 2 {
-			if two {
-				amxBF16T2N2(&amxTileCfg, x, 2*kp, &wv[0], ws, kp/32, nb/2, &out[0], ldo)
-			} else {
-				amxBF16T1N2(&amxTileCfg, x, 2*kp, &wv[0], ws, kp/32, nb/2, &out[0], ldo)
-			}
-		}
-		if nb%2 == 1 {
-			last := (nb - 1) * 16
-			if two {
-				amxBF16T2N1(&amxTileCfg, x, 2*kp, &wv[last*kp], ws, kp/32, 1, &out[last], ldo)
-			} else {
-				amxBF16T1N1(&amxTileCfg, x, 2*kp, &wv[last*kp], ws, kp/32, 1, &out[last], ldo)
-			}
-		}
+		bf16Tiles(xb[t*kp:], kp, min(32, m-t), wv, 16*kp, kp, nb, out, 16*nb)
 		bf16Put(out, 16*nb, ys[t:min(t+32, m)], b*16, lo, hi, accumulate)
 	}
 }
 
-// bf16ChunkAVX runs blocks [b, b+nb) over the tokens 4 at a time, 6
-// blocks per kernel call.
+// bf16ChunkAVX runs blocks [b, b+nb) over the tokens 4 at a time.
 func bf16ChunkAVX(w mat, xb []uint16, m int, ys [][]float32, b, nb, lo, hi int, accumulate bool, out []float32) {
 	kp := bf16Cols(w.cols)
-	ws, ldo := 32*kp, 4*16*nb
 	wv := w.vn[b*16*kp:]
 	for t := 0; t < m; t += 4 {
-		four := m-t >= 4
-		for r := 0; r < min(4, m-t); r++ {
-			if four && r > 0 {
-				break
-			}
-			x := &xb[(t+r)*kp]
-			o := out[r*16*nb:]
-			j := 0
-			for ; j+6 <= nb; j += 6 {
-				if four {
-					avxBF16T4N6(x, 2*kp, &wv[j*16*kp], ws, kp/2, &o[16*j], ldo)
-				} else {
-					avxBF16T1N6(x, 2*kp, &wv[j*16*kp], ws, kp/2, &o[16*j], ldo)
-				}
-			}
-			for ; j < nb; j++ {
-				if four {
-					avxBF16T4N1(x, 2*kp, &wv[j*16*kp], ws, kp/2, &o[16*j], ldo)
-				} else {
-					avxBF16T1N1(x, 2*kp, &wv[j*16*kp], ws, kp/2, &o[16*j], ldo)
-				}
+		bf16TilesAVX(xb[t*kp:], kp, min(4, m-t), wv, 16*kp, kp, nb, out, 16*nb)
+		bf16Put(out, 16*nb, ys[t:min(t+4, m)], b*16, lo, hi, accumulate)
+	}
+}
+
+// bf16Tiles computes out[t·ldo + 16j + r] = Σ_{k<kp} x[t·ldx + k]·W_j[r][k]
+// for the m ≤ 32 bfloat16 rows of x (in whole blocks of 16, zero-padded)
+// and the VNNI blocks W_j at w[j·ws:], j < nb; kp is a multiple of 32
+// and every output one accumulator over the column pairs in ascending
+// order, so its bits depend on neither m nor nb.
+func bf16Tiles(x []uint16, ldx, m int, w []uint16, ws, kp, nb int, out []float32, ldo int) {
+	if !bf16UseAMX() {
+		for t := 0; t < m; t += 4 {
+			bf16TilesAVX(x[t*ldx:], ldx, min(4, m-t), w, ws, kp, nb, out[t*ldo:], ldo)
+		}
+		return
+	}
+	two := m > 16
+	if nb >= 2 {
+		if two {
+			amxBF16T2N2(&amxTileCfg, &x[0], 2*ldx, &w[0], 2*ws, kp/32, nb/2, &out[0], 4*ldo)
+		} else {
+			amxBF16T1N2(&amxTileCfg, &x[0], 2*ldx, &w[0], 2*ws, kp/32, nb/2, &out[0], 4*ldo)
+		}
+	}
+	if nb%2 == 1 {
+		last := nb - 1
+		if two {
+			amxBF16T2N1(&amxTileCfg, &x[0], 2*ldx, &w[last*ws], 2*ws, kp/32, 1, &out[16*last], 4*ldo)
+		} else {
+			amxBF16T1N1(&amxTileCfg, &x[0], 2*ldx, &w[last*ws], 2*ws, kp/32, 1, &out[16*last], 4*ldo)
+		}
+	}
+}
+
+// bf16TilesAVX is bf16Tiles for m ≤ 4 rows on AVX512-BF16, 6 blocks per
+// kernel call.
+func bf16TilesAVX(x []uint16, ldx, m int, w []uint16, ws, kp, nb int, out []float32, ldo int) {
+	four := m == 4
+	for r := range m {
+		if four && r > 0 {
+			break
+		}
+		xr, o := &x[r*ldx], out[r*ldo:]
+		j := 0
+		for ; j+6 <= nb; j += 6 {
+			if four {
+				avxBF16T4N6(xr, 2*ldx, &w[j*ws], 2*ws, kp/2, &o[16*j], 4*ldo)
+			} else {
+				avxBF16T1N6(xr, 2*ldx, &w[j*ws], 2*ws, kp/2, &o[16*j], 4*ldo)
 			}
 		}
-		bf16Put(out, 16*nb, ys[t:min(t+4, m)], b*16, lo, hi, accumulate)
+		for ; j < nb; j++ {
+			if four {
+				avxBF16T4N1(xr, 2*ldx, &w[j*ws], 2*ws, kp/2, &o[16*j], 4*ldo)
+			} else {
+				avxBF16T1N1(xr, 2*ldx, &w[j*ws], 2*ws, kp/2, &o[16*j], 4*ldo)
+			}
+		}
 	}
 }
 

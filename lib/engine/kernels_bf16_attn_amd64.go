@@ -1,0 +1,194 @@
+package engine
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"sync"
+)
+
+// Attention on the bf16 path: when a layer's matrices are on it, the
+// scores Q·Kᵀ and the weighted values P·V run on the same tiles, with the
+// queries, keys, values and probabilities rounded to bfloat16 and the
+// softmax in float32 as on the float32 path (scaleScores, softmaxSink).
+// A sequence's keys and values are rounded and packed once per layer call
+// and KV head (bf16KV), and every block of queries reads them from there.
+// Each score is one accumulator over the head's dimensions; each output
+// one accumulator over key pairs in ascending order, in chunks of 32 keys
+// counted from key 0, with zero probabilities outside the query's keys,
+// so a query's bits depend on neither the block it is in nor the batch:
+// prefill and decode agree.
+
+// bf16Attention reports whether layer's attention takes the bf16 path:
+// its output projection does (the path is on for the model), heads are
+// whole chunks of 32 and a KV head's queries fit one 32-row tile.
+func (m *Model) bf16Attention(layer int) bool {
+	c := m.cfg
+	return m.w != nil && layer < len(m.w.layers) && m.w.layers[layer].o.vn != nil &&
+		c.MLA == nil && c.HeadDim%32 == 0 && c.Heads/c.KVHeads <= 32
+}
+
+// bf16KV is one sequence's keys and values of one KV head in bfloat16 from
+// key base (a multiple of 32) for ldk keys (a multiple of 32, zero past
+// the last): k in VNNI blocks of 16 keys (the scores' weights), vt the
+// values transposed, in VNNI blocks of 16 dimensions over key pairs (the
+// outputs' weights).
+type bf16KV struct {
+	k, vt     []uint16
+	base, ldk int
+}
+
+// pack rounds keys [base, end) of one KV head (element off of rows kvd
+// apart in ks and vs) into kv.
+func (kv *bf16KV) pack(ks, vs []float32, base, end, kvd, off, hd int) {
+	kv.base, kv.ldk = base, bf16Cols(end-base)
+	size := kv.ldk * hd
+	kv.k, kv.vt = growU16(kv.k, size), growU16(kv.vt, size)
+	stage := bf16Pool.Get().(*[]uint16)
+	defer bf16Pool.Put(stage)
+	rows := growU16(*stage, size)
+	*stage = rows
+	stageRows(rows, ks, base, end, kvd, off, hd)
+	clear(kv.k)
+	packVNNIInto(kv.k, rows, kv.ldk, hd)
+	stageRows(rows, vs, base, end, kvd, off, hd)
+	for d := 0; d < hd; d += 16 {
+		bf16PackPairs(&kv.vt[d*kv.ldk], &rows[d], 2*hd, kv.ldk/2)
+	}
+}
+
+// stageRows rounds rows [base, end) of one head into dst as rows of hd,
+// zero up to len(dst).
+func stageRows(dst []uint16, src []float32, base, end, kvd, off, hd int) {
+	for r := base; r < end; r++ {
+		bf16RoundRow(&dst[(r-base)*hd], &src[r*kvd+off], hd)
+	}
+	clear(dst[(end-base)*hd:])
+}
+
+// growU16 returns s resized to n, reallocated when too small.
+func growU16(s []uint16, n int) []uint16 {
+	if cap(s) < n {
+		return make([]uint16, n)
+	}
+	return s[:n]
+}
+
+// bf16AttnWork is a worker's room for one block: its queries and
+// probabilities in bfloat16, its scores and outputs in float32.
+type bf16AttnWork struct {
+	q, p    []uint16
+	sc, out []float32
+}
+
+var (
+	bf16KVPool   = sync.Pool{New: func() any { return new([]bf16KV) }}
+	bf16WorkPool = sync.Pool{New: func() any { return new(bf16AttnWork) }}
+)
+
+// attentionBF16 is attention on the bf16 path; false when the layer is not
+// on it.
+func (m *Model) attentionBF16(ws *workspace, rows []row, layer int) bool {
+	if !m.bf16Attention(layer) {
+		return false
+	}
+	c := m.cfg
+	hd, kvh := c.HeadDim, c.KVHeads
+	runs := bf16Runs(rows)
+	kvp := bf16KVPool.Get().(*[]bf16KV)
+	defer bf16KVPool.Put(kvp)
+	kvs := growTo(*kvp, len(runs)*kvh)
+	*kvp = kvs
+	forkJoin(len(runs)*kvh, func(u int) {
+		r := runs[u/kvh]
+		base := c.firstKey(layer, rows[r.i].pos) &^ 31
+		seq := rows[r.i].seq
+		kvs[u].pack(seq.k[layer], seq.v[layer], base, rows[r.i+r.n-1].pos+1, kvh*hd, u%kvh*hd, hd)
+	})
+	per := max(1, 32/(c.Heads/kvh))
+	var units []bf16Unit
+	for ri, r := range runs {
+		for b := 0; b < r.n; b += per {
+			for h := range kvh {
+				units = append(units, bf16Unit{i: r.i + b, n: min(per, r.n-b), kvh: h, kv: &kvs[ri*kvh+h]})
+			}
+		}
+	}
+	// Longest blocks (the latest positions) first, for balance.
+	slices.SortStableFunc(units, func(a, b bf16Unit) int { return cmp.Compare(rows[b.i].pos, rows[a.i].pos) })
+	forkJoin(len(units), func(i int) {
+		w := bf16WorkPool.Get().(*bf16AttnWork)
+		defer bf16WorkPool.Put(w)
+		m.attendBF16(ws, rows, units[i], layer, w)
+	})
+	return true
+}
+
+// bf16Unit is the query heads of KV head kvh at rows [i, i+n), one
+// sequence's consecutive positions, with that head's packed keys and values.
+type bf16Unit struct {
+	i, n, kvh int
+	kv        *bf16KV
+}
+
+// bf16Run is rows [i, i+n) of one sequence, consecutive positions.
+type bf16Run struct{ i, n int }
+
+func bf16Runs(rows []row) []bf16Run {
+	var runs []bf16Run
+	for i := 0; i < len(rows); {
+		n := 1
+		for i+n < len(rows) && rows[i+n].seq == rows[i].seq && rows[i+n].pos == rows[i].pos+n {
+			n++
+		}
+		runs = append(runs, bf16Run{i, n})
+		i += n
+	}
+	return runs
+}
+
+// attendBF16 computes the attention of unit u into ws.att.
+func (m *Model) attendBF16(ws *workspace, rows []row, u bf16Unit, layer int, w *bf16AttnWork) {
+	kv := u.kv
+	c := m.cfg
+	hd, group := c.HeadDim, c.Heads/c.KVHeads
+	p0 := rows[u.i].pos
+	k0 := c.firstKey(layer, p0) &^ 31 // the block's first key chunk
+	ld := bf16Cols(p0 + u.n - k0)
+	nq := u.n * group
+	w.q, w.p = growU16(w.q, 32*hd), growU16(w.p, 32*ld)
+	w.sc, w.out = growF32(w.sc, 32*ld), growF32(w.out, 32*hd)
+	clear(w.q[nq*hd:])
+	for j := range nq {
+		h := u.kvh*group + j%group
+		bf16RoundRow(&w.q[j*hd], &ws.q[u.i+j/group][h*hd], hd)
+	}
+	bf16Tiles(w.q, hd, nq, kv.k[(k0-kv.base)*hd:], 16*hd, hd, ld/16, w.sc, ld)
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	sinks := m.sinks(layer)
+	clear(w.p[nq*ld:])
+	for j := range nq {
+		pos := p0 + j/group
+		sc := w.sc[j*ld : (j+1)*ld]
+		first, last := c.firstKey(layer, pos)-k0, pos-k0+1
+		s := sc[first:last]
+		scaleScores(s, scale)
+		softmaxSink(s, sinks, u.kvh*group+j%group)
+		clear(sc[:first])
+		clear(sc[last:])
+		bf16RoundRow(&w.p[j*ld], &sc[0], ld)
+	}
+	bf16Tiles(w.p, ld, nq, kv.vt[(k0-kv.base)*16:], 16*kv.ldk, ld, hd/16, w.out, hd)
+	for j := range nq {
+		h := u.kvh*group + j%group
+		copy(ws.att[u.i+j/group][h*hd:(h+1)*hd], w.out[j*hd:(j+1)*hd])
+	}
+}
+
+// growF32 returns s resized to n, reallocated when too small.
+func growF32(s []float32, n int) []float32 {
+	if cap(s) < n {
+		return make([]float32, n)
+	}
+	return s[:n]
+}
