@@ -159,3 +159,35 @@ func TestPoolBF16Compute(t *testing.T) {
 		}
 	}
 }
+
+// TestBF16ComputeOneCopy: on the bf16 path every layer matrix and the
+// lm_head keep only their packed copy (no row-major bfloat16 or float32
+// one beside it), and the embedding keeps its rows.
+func TestBF16ComputeOneCopy(t *testing.T) {
+	needBF16(t)
+	for _, name := range []string{"tinker-local/tiny-qwen3", "tinker-local/tiny-gpt-oss"} {
+		_, bf := loadBF16Pair(t, name)
+		w := bf.w
+		ms := []mat{w.lmHead}
+		for _, l := range w.layers {
+			ms = append(ms, l.q, l.k, l.v, l.o, l.gate, l.up, l.down)
+			if l.moe != nil {
+				for _, x := range l.moe.experts {
+					ms = append(ms, x.gate, x.up, x.down)
+				}
+			}
+		}
+		for i, m := range ms {
+			if m.rows == 0 {
+				continue // a dense slot of a mixture-of-experts layer
+			}
+			if m.vn == nil || m.bf != nil || m.data != nil {
+				t.Fatalf("%s: matrix %d (%d×%d): packed %v, row-major bf16 %v, float32 %v; want only the packed copy",
+					name, i, m.rows, m.cols, m.vn != nil, m.bf != nil, m.data != nil)
+			}
+		}
+		if w.embed.bf == nil {
+			t.Fatalf("%s: the embedding lost its rows", name)
+		}
+	}
+}

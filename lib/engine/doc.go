@@ -308,10 +308,20 @@
 //     tiles of 16 tokens × 16 rows × 32 columns; Linux grants the tile
 //     state on request, arch_prctl ARCH_REQ_XCOMP_PERM, once per process)
 //     or else AVX512-BF16 (VDPBF16PS, 16 rows per vector, tokens
-//     broadcast). Weights get a second copy in the VNNI layout (16 rows ×
-//     column pair per 64 bytes), so a bf16 model takes the memory of a
-//     float32 one. Go's assembler knows neither instruction set: the
-//     generator encodes them as bytes.
+//     broadcast). Weights are kept only in the VNNI layout (16 rows ×
+//     column pair per 64 bytes; the embedding keeps its rows), so a bf16
+//     model takes half the memory of a float32 one. Go's assembler knows
+//     neither instruction set: the generator encodes them as bytes.
+//     Attention takes the path too (kernels_bf16_attn_amd64.go): queries,
+//     keys, values and the softmax's probabilities are rounded to
+//     bfloat16, the scores Q·Kᵀ and the outputs P·V run on the same
+//     kernels, the softmax stays float32. A sequence's keys and values are
+//     rounded and packed once per layer call and KV head; each output adds
+//     its key pairs in chunks of 32 keys counted from key 0, with zero
+//     probabilities outside its window, so a query's bits do not depend on
+//     the block of queries it is computed in (TestBF16AttentionInvariant).
+//     On the float32 attention this path spent over half of a 512-token
+//     prefill in attention, where the products were a third.
 //     Within a machine the bits do not depend on the batch, the tile, the
 //     thread count, prefill or decode (the path is chosen per matrix,
 //     never by batch size; TestBF16BatchInvariance,
@@ -326,8 +336,10 @@
 //     cross-machine reproducibility, and a model loaded without it keeps
 //     the float32 path's bits. The training backward's input gradients
 //     (matMulT, Wᵀ·dy) take the path too, each worker packing a VNNI panel
-//     of Wᵀ for 32 columns at a time (bf16PackPairs) rather than keeping a
-//     third copy; LoRA products and the adapter's gradients stay float32.
+//     of Wᵀ for 32 columns at a time from W's VNNI copy (packPanelT) rather
+//     than keeping a second one; LoRA products and the adapter's gradients
+//     stay float32. The attention backward stays float32 too: it
+//     recomputes the probabilities from the unrounded queries and keys.
 //     TestBF16TrainingGradients: within 1.5% (relative L2) of the float32
 //     path's gradients, the same bits however the data are split.
 package engine

@@ -59,8 +59,11 @@ func packVNNIInto(dst, src []uint16, rows, cols int) {
 	}
 }
 
-// withBF16Compute gives every bfloat16 matrix of ws its packed copy
-// (parallel over matrices: the 0.6B model has 197).
+// withBF16Compute replaces every bfloat16 matrix of ws by its packed copy
+// (parallel over matrices: the 0.6B model has 197): every product of the
+// bf16 path reads that one, the transposed ones too (packPanelT), so the
+// row-major copy would only double the memory. The embedding, read by
+// rows, keeps its own (a tied lm_head's packed copy is a second one).
 func (ws *weights) withBF16Compute() {
 	var ms []*mat
 	for i := range ws.layers {
@@ -77,7 +80,7 @@ func (ws *weights) withBF16Compute() {
 	var wg sync.WaitGroup
 	for _, m := range ms {
 		if m.bf != nil && m.vn == nil {
-			wg.Go(func() { m.vn = packVNNI(*m) })
+			wg.Go(func() { m.vn, m.bf = packVNNI(*m), nil })
 		}
 	}
 	wg.Wait()

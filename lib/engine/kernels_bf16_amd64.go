@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/cpu"
 )
@@ -244,31 +245,25 @@ func matMulTBF16(w mat, ys, xs [][]float32, accumulate bool) {
 	})
 }
 
-// packPanelT packs columns [c, c+32) of w (zero past w.cols) as the VNNI
-// blocks of two 16-row blocks of Wᵀ.
+// packPanelT packs columns [c, c+32) of w as the VNNI blocks of two
+// 16-row blocks of Wᵀ, from w's VNNI copy (the bf16 path keeps no other):
+// a column pair of a row pair is four bfloat16 together in both layouts,
+// (r,j) (r,j+1) (r+1,j) (r+1,j+1) in W's and (r,j) (r+1,j) (r,j+1)
+// (r+1,j+1) in Wᵀ's, so each is one 64-bit word with its middle swapped.
 func packPanelT(w mat, c int, pp *[]uint16) []uint16 {
-	kp := bf16Cols(w.rows)
-	size := 2 * 16 * kp
-	if cap(*pp) < size {
-		*pp = make([]uint16, size)
-	}
-	vn := (*pp)[:size]
-	clear(vn)
-	for blk := range 2 {
-		c0 := c + 16*blk
-		if c0 >= w.cols {
-			break
-		}
-		dst := vn[blk*16*kp:]
-		full := w.rows / 2
-		if c0+16 <= w.cols && full > 0 {
-			bf16PackPairs(&dst[0], &w.bf[c0], 2*w.cols, full)
-		} else {
-			full = 0
-		}
-		for r := 2 * full; r < w.rows; r++ {
-			for j := c0; j < min(c0+16, w.cols); j++ {
-				dst[r/2*32+(j-c0)*2+r&1] = w.bf[r*w.cols+j]
+	kp, kpT := bf16Cols(w.cols), bf16Cols(w.rows)
+	vn := growU16(*pp, 2*16*kpT)
+	*pp = vn
+	clear(vn) // rows past the last block of 16
+	src := unsafe.Slice((*uint64)(unsafe.Pointer(&w.vn[0])), len(w.vn)/4)
+	dst := unsafe.Slice((*uint64)(unsafe.Pointer(&vn[0])), len(vn)/4)
+	for blk := range 2 { // c+32 <= kp: the padding columns are zeros
+		d := dst[blk*4*kpT:]
+		for r := 0; r < w.rows; r += 2 {
+			s, o := src[(r/16*16*kp+(c+16*blk)*16+r%16*2)/4:], d[r*4:r*4+8]
+			for q := range o {
+				v := s[q*8]
+				o[q] = v&0xffff00000000ffff | v>>16&0xffff0000 | v<<16&0xffff00000000
 			}
 		}
 	}
