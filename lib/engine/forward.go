@@ -13,7 +13,8 @@ import (
 // follows what it generates rather than its max_tokens.
 type kvCache struct {
 	k, v [][]float32
-	n    int // positions filled
+	n    int          // positions filled
+	bf16 *bf16KVCache // the bf16 path's copy (kernels_bf16_attn_amd64.go); nil until used
 }
 
 func (m *Model) newCache(capacity int) *kvCache {

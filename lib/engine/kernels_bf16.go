@@ -20,6 +20,23 @@ import (
 // (LoadOptions.BF16Compute).
 func BF16ComputeAvailable() bool { return bf16Compute() }
 
+// bf16KVCache is a sequence's keys and values as the bf16 path's
+// attention reads them (kernels_bf16_attn_amd64.go), per layer and KV
+// head; positions [0, n[layer]) are packed.
+type bf16KVCache struct {
+	kv [][]bf16KV
+	n  []int
+}
+
+// bf16KV is one layer's keys and values of one KV head in bfloat16, room
+// for ldk keys (a multiple of 32) from key 0: k in VNNI blocks of 16 keys
+// (the scores' weights), vt the values transposed, in VNNI blocks of 16
+// dimensions over key pairs, blocks 16·ldk apart (the outputs' weights).
+type bf16KV struct {
+	k, vt []uint16
+	ldk   int
+}
+
 // roundBF16 rounds f to the nearest bfloat16, ties to even, as
 // VCVTNE2PS2BF16 does: a denormal becomes zero (the kernels treat
 // bfloat16 denormals as zero anyway), a NaN a quiet NaN.

@@ -11,8 +11,9 @@ import (
 // scores Q·Kᵀ and the weighted values P·V run on the same tiles, with the
 // queries, keys, values and probabilities rounded to bfloat16 and the
 // softmax in float32 as on the float32 path (scaleScores, softmaxSink).
-// A sequence's keys and values are rounded and packed once per layer call
-// and KV head (bf16KV), and every block of queries reads them from there.
+// A sequence's keys and values are rounded and packed as they arrive and
+// kept beside its float32 cache (kvCache.bf16), so a decoding step packs
+// one position, and every block of queries reads them from there.
 // Each score is one accumulator over the head's dimensions; each output
 // one accumulator over key pairs in ascending order, in chunks of 32 keys
 // counted from key 0, with zero probabilities outside the query's keys,
@@ -28,33 +29,41 @@ func (m *Model) bf16Attention(layer int) bool {
 		c.MLA == nil && c.HeadDim%32 == 0 && c.Heads/c.KVHeads <= 32
 }
 
-// bf16KV is one sequence's keys and values of one KV head in bfloat16 from
-// key base (a multiple of 32) for ldk keys (a multiple of 32, zero past
-// the last): k in VNNI blocks of 16 keys (the scores' weights), vt the
-// values transposed, in VNNI blocks of 16 dimensions over key pairs (the
-// outputs' weights).
-type bf16KV struct {
-	k, vt     []uint16
-	base, ldk int
-}
-
-// pack rounds keys [base, end) of one KV head (element off of rows kvd
-// apart in ks and vs) into kv.
-func (kv *bf16KV) pack(ks, vs []float32, base, end, kvd, off, hd int) {
-	kv.base, kv.ldk = base, bf16Cols(end-base)
-	size := kv.ldk * hd
-	kv.k, kv.vt = growU16(kv.k, size), growU16(kv.vt, size)
+// pack rounds and packs keys and values [from, end) of one KV head
+// (element off of rows kvd apart in ks and vs), growing kv to hold them.
+func (kv *bf16KV) pack(ks, vs []float32, from, end, kvd, off, hd int) {
+	kv.grow(bf16Cols(end), hd)
 	stage := bf16Pool.Get().(*[]uint16)
 	defer bf16Pool.Put(stage)
-	rows := growU16(*stage, size)
+	start := from &^ 1 // values go in key pairs
+	rows := growU16(*stage, (end-start+1)&^1*hd)
 	*stage = rows
-	stageRows(rows, ks, base, end, kvd, off, hd)
-	clear(kv.k)
-	packVNNIInto(kv.k, rows, kv.ldk, hd)
-	stageRows(rows, vs, base, end, kvd, off, hd)
-	for d := 0; d < hd; d += 16 {
-		bf16PackPairs(&kv.vt[d*kv.ldk], &rows[d], 2*hd, kv.ldk/2)
+	stageRows(rows, ks, start, end, kvd, off, hd)
+	for r := from; r < end; r++ {
+		blk, src := kv.k[r/16*16*hd+r%16*2:], rows[(r-start)*hd:(r-start+1)*hd]
+		for d, v := range src {
+			blk[d/2*32+d&1] = v
+		}
 	}
+	stageRows(rows, vs, start, end, kvd, off, hd)
+	for d := 0; d < hd; d += 16 {
+		bf16PackPairs(&kv.vt[d*kv.ldk+start*16], &rows[d], 2*hd, len(rows)/hd/2)
+	}
+}
+
+// grow makes room for ldk keys (a multiple of 32), at least doubling: the
+// keys' blocks extend in place, the values' dimension blocks move apart.
+func (kv *bf16KV) grow(ldk, hd int) {
+	if ldk <= kv.ldk {
+		return
+	}
+	ldk = max(ldk, 2*kv.ldk)
+	k, vt := make([]uint16, ldk*hd), make([]uint16, ldk*hd)
+	copy(k, kv.k)
+	for d := 0; d < hd && kv.ldk > 0; d += 16 {
+		copy(vt[d*ldk:], kv.vt[d*kv.ldk:(d+16)*kv.ldk])
+	}
+	kv.k, kv.vt, kv.ldk = k, vt, ldk
 }
 
 // stageRows rounds rows [base, end) of one head into dst as rows of hd,
@@ -82,7 +91,6 @@ type bf16AttnWork struct {
 }
 
 var (
-	bf16KVPool   = sync.Pool{New: func() any { return new([]bf16KV) }}
 	bf16WorkPool = sync.Pool{New: func() any { return new(bf16AttnWork) }}
 )
 
@@ -95,22 +103,28 @@ func (m *Model) attentionBF16(ws *workspace, rows []row, layer int) bool {
 	c := m.cfg
 	hd, kvh := c.HeadDim, c.KVHeads
 	runs := bf16Runs(rows)
-	kvp := bf16KVPool.Get().(*[]bf16KV)
-	defer bf16KVPool.Put(kvp)
-	kvs := growTo(*kvp, len(runs)*kvh)
-	*kvp = kvs
-	forkJoin(len(runs)*kvh, func(u int) {
+	packs := make([]*bf16KV, len(runs)*kvh)
+	for ri, r := range runs {
+		st := rows[r.i].seq.bf16Cache(c)
+		st.n[layer] = min(st.n[layer], rows[r.i].pos) // positions rewritten since
+		for h := range kvh {
+			packs[ri*kvh+h] = &st.kv[layer][h]
+		}
+	}
+	forkJoin(len(packs), func(u int) {
 		r := runs[u/kvh]
-		base := c.firstKey(layer, rows[r.i].pos) &^ 31
 		seq := rows[r.i].seq
-		kvs[u].pack(seq.k[layer], seq.v[layer], base, rows[r.i+r.n-1].pos+1, kvh*hd, u%kvh*hd, hd)
+		packs[u].pack(seq.k[layer], seq.v[layer], seq.bf16.n[layer], rows[r.i+r.n-1].pos+1, kvh*hd, u%kvh*hd, hd)
 	})
+	for _, r := range runs {
+		rows[r.i].seq.bf16.n[layer] = rows[r.i+r.n-1].pos + 1
+	}
 	per := max(1, 32/(c.Heads/kvh))
 	var units []bf16Unit
 	for ri, r := range runs {
 		for b := 0; b < r.n; b += per {
 			for h := range kvh {
-				units = append(units, bf16Unit{i: r.i + b, n: min(per, r.n-b), kvh: h, kv: &kvs[ri*kvh+h]})
+				units = append(units, bf16Unit{i: r.i + b, n: min(per, r.n-b), kvh: h, kv: packs[ri*kvh+h]})
 			}
 		}
 	}
@@ -163,7 +177,7 @@ func (m *Model) attendBF16(ws *workspace, rows []row, u bf16Unit, layer int, w *
 		h := u.kvh*group + j%group
 		bf16RoundRow(&w.q[j*hd], &ws.q[u.i+j/group][h*hd], hd)
 	}
-	bf16Tiles(w.q, hd, nq, kv.k[(k0-kv.base)*hd:], 16*hd, hd, ld/16, w.sc, ld)
+	bf16Tiles(w.q, hd, nq, kv.k[k0*hd:], 16*hd, hd, ld/16, w.sc, ld)
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	sinks := m.sinks(layer)
 	clear(w.p[nq*ld:])
@@ -178,7 +192,7 @@ func (m *Model) attendBF16(ws *workspace, rows []row, u bf16Unit, layer int, w *
 		clear(sc[last:])
 		bf16RoundRow(&w.p[j*ld], &sc[0], ld)
 	}
-	bf16Tiles(w.p, ld, nq, kv.vt[(k0-kv.base)*16:], 16*kv.ldk, ld, hd/16, w.out, hd)
+	bf16Tiles(w.p, ld, nq, kv.vt[k0*16:], 16*kv.ldk, ld, hd/16, w.out, hd)
 	for j := range nq {
 		h := u.kvh*group + j%group
 		copy(ws.att[u.i+j/group][h*hd:(h+1)*hd], w.out[j*hd:(j+1)*hd])
@@ -191,4 +205,16 @@ func growF32(s []float32, n int) []float32 {
 		return make([]float32, n)
 	}
 	return s[:n]
+}
+
+// bf16Cache returns the sequence's packed keys and values, made on first
+// use.
+func (c *kvCache) bf16Cache(cfg Config) *bf16KVCache {
+	if c.bf16 == nil {
+		c.bf16 = &bf16KVCache{kv: make([][]bf16KV, cfg.Layers), n: make([]int, cfg.Layers)}
+		for l := range c.bf16.kv {
+			c.bf16.kv[l] = make([]bf16KV, cfg.KVHeads)
+		}
+	}
+	return c.bf16
 }

@@ -21,6 +21,7 @@ func newAttnCase(m *Model, layer, n int, seed uint64) attnCase {
 	c := m.cfg
 	rng := rand.New(rand.NewPCG(seed, 7))
 	cache := m.newCache(n)
+	cache.n = n
 	for _, kv := range [][]float32{cache.k[layer], cache.v[layer]} {
 		for i := range kv {
 			kv[i] = float32(rng.NormFloat64())
@@ -85,11 +86,35 @@ func TestBF16AttentionInvariant(t *testing.T) {
 					checkAttnReference(t, a, want)
 				})
 			}
+			checkRepacked(t, a)
 			fa := a
 			fa.m = f32
 			if slices.Equal(fa.run(0, 100)[99], a.run(0, 100)[99]) {
 				t.Fatalf("%s layer %d: the bf16 path gave the float32 path's bits", name, layer)
 			}
+		}
+	}
+}
+
+// checkRepacked rewrites positions 60 on of a's cache, as a sequence
+// taken back and continued differently is, and checks that they are
+// packed again: their attention matches a fresh copy of the cache's.
+func checkRepacked(t *testing.T, a attnCase) {
+	t.Helper()
+	kvd := a.m.cfg.KVHeads * a.m.cfg.HeadDim
+	a.run(0, 100)
+	rng := rand.New(rand.NewPCG(5, 5))
+	for _, kv := range [][]float32{a.cache.k[a.layer], a.cache.v[a.layer]} {
+		for i := 60 * kvd; i < 100*kvd; i++ {
+			kv[i] = float32(rng.NormFloat64())
+		}
+	}
+	fresh := a
+	fresh.cache = a.cache.clone(100, kvd)
+	want, got := fresh.run(0, 100)[60:], a.run(60, 100)
+	for p := range got {
+		if !slices.Equal(want[p], got[p]) {
+			t.Fatalf("layer %d: position %d after rewriting: stale keys or values", a.layer, 60+p)
 		}
 	}
 }
