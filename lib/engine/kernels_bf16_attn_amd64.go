@@ -10,7 +10,7 @@ import (
 // Attention on the bf16 path: when a layer's matrices are on it, the
 // scores Q·Kᵀ and the weighted values P·V run on the same tiles, with the
 // queries, keys, values and probabilities rounded to bfloat16 and the
-// softmax in float32 as on the float32 path (scaleScores, softmaxSink).
+// softmax in float32 vectors (bf16Softmax).
 // A sequence's keys and values are rounded and packed as they arrive and
 // kept beside its float32 cache (kvCache.bf16), so a decoding step packs
 // one position, and every block of queries reads them from there.
@@ -181,16 +181,17 @@ func (m *Model) attendBF16(ws *workspace, rows []row, u bf16Unit, layer int, w *
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	sinks := m.sinks(layer)
 	clear(w.p[nq*ld:])
+	inf := float32(math.Inf(-1))
 	for j := range nq {
 		pos := p0 + j/group
 		sc := w.sc[j*ld : (j+1)*ld]
-		first, last := c.firstKey(layer, pos)-k0, pos-k0+1
-		s := sc[first:last]
-		scaleScores(s, scale)
-		softmaxSink(s, sinks, u.kvh*group+j%group)
-		clear(sc[:first])
-		clear(sc[last:])
-		bf16RoundRow(&w.p[j*ld], &sc[0], ld)
+		fillF32(sc[:c.firstKey(layer, pos)-k0], inf)
+		fillF32(sc[pos-k0+1:], inf)
+		sink := inf
+		if sinks != nil {
+			sink = sinks[u.kvh*group+j%group]
+		}
+		bf16Softmax(&w.p[j*ld], &sc[0], ld, scale, sink)
 	}
 	bf16Tiles(w.p, ld, nq, kv.vt[k0*16:], 16*kv.ldk, ld, hd/16, w.out, hd)
 	for j := range nq {
@@ -217,4 +218,10 @@ func (c *kvCache) bf16Cache(cfg Config) *bf16KVCache {
 		}
 	}
 	return c.bf16
+}
+
+func fillF32(s []float32, v float32) {
+	for i := range s {
+		s[i] = v
+	}
 }

@@ -167,3 +167,53 @@ func checkAttnReference(t *testing.T, a attnCase, got [][]float32) {
 		t.Fatalf("layer %d: attention output off the float64 reference by %g", a.layer, worst)
 	}
 }
+
+// TestBF16SoftmaxMatchesFloat64: bf16Softmax's probabilities are the
+// float64 softmax's (scaled scores, the sink in the denominator) within
+// bfloat16 rounding, exactly zero for −Inf scores and for scores more
+// than 87 below the maximum, and a row's leading and trailing chunks of
+// −Inf change no bit of the others.
+func TestBF16SoftmaxMatchesFloat64(t *testing.T) {
+	needBF16(t)
+	rng := rand.New(rand.NewPCG(3, 3))
+	inf := float32(math.Inf(-1))
+	for _, sink := range []float32{inf, 1.5} {
+		const n, first, last = 96, 36, 62 // keys [first, last), in the second chunk of 32
+		sc := make([]float32, n)
+		for i := range sc {
+			sc[i] = inf
+			if i >= first && i < last {
+				sc[i] = float32(rng.NormFloat64() * 8)
+			}
+		}
+		sc[first] = -1000 // far below the maximum: exactly zero
+		in := slices.Clone(sc)
+		got := make([]uint16, n)
+		bf16Softmax(&got[0], &sc[0], n, 0.5, sink)
+		mx := math.Inf(-1)
+		for _, s := range in {
+			mx = math.Max(mx, 0.5*float64(s))
+		}
+		mx = math.Max(mx, float64(sink))
+		sum := math.Exp(float64(sink) - mx)
+		for _, s := range in {
+			sum += math.Exp(0.5*float64(s) - mx)
+		}
+		for i, s := range in {
+			want := math.Exp(0.5*float64(s)-mx) / sum
+			g := float64(bf16(got[i]))
+			if (s == inf || i == first) && g != 0 {
+				t.Fatalf("sink %g: column %d: %g, want exactly 0", sink, i, g)
+			}
+			if math.Abs(g-want) > want/128+1e-30 {
+				t.Fatalf("sink %g: column %d: %g, want %g", sink, i, g, want)
+			}
+		}
+		// The same keys alone in their chunk: the same bits.
+		alone := make([]uint16, 32)
+		bf16Softmax(&alone[0], &slices.Clone(in[32:64])[0], 32, 0.5, sink)
+		if !slices.Equal(alone, got[32:64]) {
+			t.Fatalf("sink %g: chunks of −Inf around the keys changed the probabilities", sink)
+		}
+	}
+}
