@@ -140,9 +140,16 @@ func bf16Rows(w mat, xb []uint16, m int, ys [][]float32, lo, hi int, accumulate 
 func bf16ChunkAMX(w mat, xb []uint16, m int, ys [][]float32, b, nb, lo, hi int, accumulate bool, out []float32) {
 	kp := bf16Cols(w.cols)
 	wv := w.vn[b*16*kp:]
+	whole := !accumulate && b*16 >= lo && (b+nb)*16 <= hi
 	for t := 0; t < m; t += 32 {
-		bf16Tiles(xb[t*kp:], kp, min(32, m-t), wv, 16*kp, kp, nb, out, 16*nb)
-		bf16Put(out, 16*nb, ys[t:min(t+32, m)], b*16, lo, hi, accumulate)
+		n := min(32, m-t)
+		if ld, ok := rowStride(ys[t:t+n], (b+nb)*16); whole && ok && n%16 == 0 {
+			// The tiles store straight into the rows.
+			bf16Tiles(xb[t*kp:], kp, n, wv, 16*kp, kp, nb, unsafe.Slice(&ys[t][b*16], (n-1)*ld+16*nb), ld)
+			continue
+		}
+		bf16Tiles(xb[t*kp:], kp, n, wv, 16*kp, kp, nb, out, 16*nb)
+		bf16Put(out, 16*nb, ys[t:t+n], b*16, lo, hi, accumulate)
 	}
 }
 
