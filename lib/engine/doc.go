@@ -315,13 +315,17 @@
 //     Attention takes the path too (kernels_bf16_attn_amd64.go): queries,
 //     keys, values and the softmax's probabilities are rounded to
 //     bfloat16, the scores Q·Kᵀ and the outputs P·V run on the same
-//     kernels, the softmax stays float32. A sequence's keys and values are
-//     rounded and packed once per layer call and KV head; each output adds
-//     its key pairs in chunks of 32 keys counted from key 0, with zero
-//     probabilities outside its window, so a query's bits do not depend on
-//     the block of queries it is computed in (TestBF16AttentionInvariant).
-//     On the float32 attention this path spent over half of a 512-token
-//     prefill in attention, where the products were a third.
+//     kernels, the softmax is one AVX-512 kernel in float32 (bf16Softmax:
+//     its own exp, exactly zero outside the window). A sequence's keys and
+//     values are rounded and packed as they arrive and kept beside its
+//     float32 cache (kvCache.bf16: half its size again), so a decoding
+//     step packs one position; each output adds its key pairs in chunks of
+//     32 keys counted from key 0, with zero probabilities outside its
+//     window, so a query's bits do not depend on the block of queries it
+//     is computed in (TestBF16AttentionInvariant). With the float32
+//     attention and softmax, this path spent over half of a 512-token
+//     prefill of the 0.6B shape in attention and a third in the products;
+//     now the products take most of it.
 //     Within a machine the bits do not depend on the batch, the tile, the
 //     thread count, prefill or decode (the path is chosen per matrix,
 //     never by batch size; TestBF16BatchInvariance,
