@@ -140,18 +140,3 @@ func BenchmarkBF16Decode(b *testing.B) {
 	b.ReportMetric(100*bytes/ta.Seconds()/bw, "%read-bf16-amx")
 	b.ReportMetric(100*bytes/tv.Seconds()/bw, "%read-bf16-avx512")
 }
-
-// BenchmarkReadBandwidth reports readBandwidth beside the scalar probe it
-// replaced (sumWords on the same buffer), in the same run.
-func BenchmarkReadBandwidth(b *testing.B) {
-	buf := bandwidthBuf()
-	var wide, scalar float64
-	for b.Loop() {
-		wide += readBandwidth()
-		t0 := time.Now()
-		sumWords(buf)
-		scalar += float64(8*len(buf)) / time.Since(t0).Seconds()
-	}
-	b.ReportMetric(wide/float64(b.N)/1e9, "GB/s-read")
-	b.ReportMetric(scalar/float64(b.N)/1e9, "GB/s-scalar-1core")
-}

@@ -141,7 +141,10 @@ func matrixParams(c Config) float64 {
 // widest loads the build has (sumWordsWide: 512-bit where the CPU has
 // AVX-512). A scalar loop on 64-bit words read 11.6 GB/s here while the
 // float32 decode itself streamed its weights at 19 GB/s.
-func readBandwidth() float64 {
+func readBandwidth() float64 { return bandwidthWith(sumWordsWide) }
+
+// bandwidthWith is readBandwidth with sum reading each core's part.
+func bandwidthWith(sum func([]uint64) uint64) float64 {
 	buf := bandwidthBuf()
 	procs := runtime.GOMAXPROCS(0)
 	sums := make([]uint64, procs)
@@ -151,12 +154,24 @@ func readBandwidth() float64 {
 		var wg sync.WaitGroup
 		t0 := time.Now()
 		for p := range procs {
-			wg.Go(func() { sums[p] = sumWordsWide(buf[p*chunk : (p+1)*chunk]) })
+			wg.Go(func() { sums[p] = sum(buf[p*chunk : (p+1)*chunk]) })
 		}
 		wg.Wait()
 		best = max(best, float64(8*chunk*procs)/time.Since(t0).Seconds())
 	}
 	return best
+}
+
+// BenchmarkReadBandwidth reports readBandwidth beside the scalar probe it
+// replaced (sumWords, 64-bit loads, on every core), in the same run.
+func BenchmarkReadBandwidth(b *testing.B) {
+	var wide, scalar float64
+	for b.Loop() {
+		wide += readBandwidth()
+		scalar += bandwidthWith(sumWords)
+	}
+	b.ReportMetric(wide/float64(b.N)/1e9, "GB/s-read")
+	b.ReportMetric(scalar/float64(b.N)/1e9, "GB/s-read-scalar")
 }
 
 // bandwidthBuf is readBandwidth's buffer, written once (so its pages are
