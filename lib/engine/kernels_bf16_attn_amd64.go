@@ -151,10 +151,7 @@ type bf16Run struct{ i, n int }
 func bf16Runs(rows []row) []bf16Run {
 	var runs []bf16Run
 	for i := 0; i < len(rows); {
-		n := 1
-		for i+n < len(rows) && rows[i+n].seq == rows[i].seq && rows[i+n].pos == rows[i].pos+n {
-			n++
-		}
+		n := runAt(rows, i)
 		runs = append(runs, bf16Run{i, n})
 		i += n
 	}
