@@ -111,7 +111,11 @@ func (m *Model) attentionBF16(ws *workspace, rows []row, layer int) bool {
 			packs[ri*kvh+h] = &st.kv[layer][h]
 		}
 	}
-	forkJoin(len(packs), func(u int) {
+	fresh := 0 // positions to pack
+	for _, r := range runs {
+		fresh += rows[r.i+r.n-1].pos + 1 - rows[r.i].seq.bf16.n[layer]
+	}
+	forkJoinWork(len(packs), fresh*kvh*hd, func(u int) {
 		r := runs[u/kvh]
 		seq := rows[r.i].seq
 		packs[u].pack(seq.k[layer], seq.v[layer], seq.bf16.n[layer], rows[r.i+r.n-1].pos+1, kvh*hd, u%kvh*hd, hd)
@@ -121,16 +125,19 @@ func (m *Model) attentionBF16(ws *workspace, rows []row, layer int) bool {
 	}
 	per := max(1, 32/(c.Heads/kvh))
 	var units []bf16Unit
+	work := 0 // multiply-adds, roughly
 	for ri, r := range runs {
 		for b := 0; b < r.n; b += per {
+			n := min(per, r.n-b)
+			work += 2 * n * c.Heads * (rows[r.i+b].pos + n) * hd
 			for h := range kvh {
-				units = append(units, bf16Unit{i: r.i + b, n: min(per, r.n-b), kvh: h, kv: packs[ri*kvh+h]})
+				units = append(units, bf16Unit{i: r.i + b, n: n, kvh: h, kv: packs[ri*kvh+h]})
 			}
 		}
 	}
 	// Longest blocks (the latest positions) first, for balance.
 	slices.SortStableFunc(units, func(a, b bf16Unit) int { return cmp.Compare(rows[b.i].pos, rows[a.i].pos) })
-	forkJoin(len(units), func(i int) {
+	forkJoinWork(len(units), work, func(i int) {
 		w := bf16WorkPool.Get().(*bf16AttnWork)
 		defer bf16WorkPool.Put(w)
 		m.attendBF16(ws, rows, units[i], layer, w)
@@ -220,5 +227,18 @@ func (c *kvCache) bf16Cache(cfg Config) *bf16KVCache {
 func fillF32(s []float32, v float32) {
 	for i := range s {
 		s[i] = v
+	}
+}
+
+// forkJoinWork is forkJoin for n pieces of work multiply-adds in all:
+// on the calling goroutine when waking another core would cost more
+// (parallelMinWork), as a decoding step's few positions are.
+func forkJoinWork(n, work int, fn func(i int)) {
+	if work >= parallelMinWork {
+		forkJoin(n, fn)
+		return
+	}
+	for i := range n {
+		fn(i)
 	}
 }
