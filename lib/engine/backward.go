@@ -387,14 +387,27 @@ func headNormBackward(ar *arena, dOut, raw [][]float32, weight []float32, c Conf
 // attention's q, k and v (after rotary) from the output gradient datt,
 // recomputing the attention probabilities instead of keeping them; k and v
 // are the n cached rows, one slab of KVHeads·HeadDim columns. KV heads are
-// split across goroutines; each takes attnRows positions at a time
-// (attnBack.block), reading each cached row once per block, and keys and
-// values accumulate in ascending query position and head order. Layer li
+// split across goroutines when they divide among the cores, otherwise
+// each block's positions and keys are (blockSplit); each head takes
+// attnRows positions at a time (attnBack.block), reading each cached row
+// once per block, and keys and values accumulate in ascending query
+// position and head order. Layer li
 // and its sink logits (nil: none) give GPT-OSS's window and sinks.
 func attentionBackward(c Config, li int, sinks []float32, q [][]float32, k, v []float32, datt, dq, dk, dv [][]float32) {
 	n := len(q)
 	a := &attnBack{c: c, li: li, sinks: sinks, q: q, datt: datt, dq: dq, dk: dk, dv: dv, k: k, v: v}
-	workers := min(runtime.GOMAXPROCS(0), c.KVHeads, max(1, n*n*c.Heads*c.HeadDim/parallelMinWork))
+	workers := min(runtime.GOMAXPROCS(0), max(1, n*n*c.Heads*c.HeadDim/parallelMinWork))
+	if c.KVHeads%workers != 0 { // a split by heads would leave cores idle
+		var s attnBackScratch
+		ps := make([][]float64, workers)
+		for kvh := range c.KVHeads {
+			s.packHead(a, kvh)
+			for p0 := 0; p0 < n; p0 += attnRows {
+				a.blockSplit(&s, ps, kvh, p0, min(attnRows, n-p0), workers)
+			}
+		}
+		return
+	}
 	forkJoin(workers, func(wk int) {
 		var s attnBackScratch
 		for kvh := wk; kvh < c.KVHeads; kvh += workers {
