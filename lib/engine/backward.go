@@ -403,6 +403,7 @@ func attentionBackward(c Config, li int, sinks []float32, q [][]float32, k, v []
 			for p0 := 0; p0 < n; p0 += attnRows {
 				a.blockSplit(&s, ps, kvh, p0, min(attnRows, n-p0), workers)
 			}
+			s.unpackHead(a, kvh)
 		}
 		return
 	}
@@ -413,6 +414,7 @@ func attentionBackward(c Config, li int, sinks []float32, q [][]float32, k, v []
 			for p0 := 0; p0 < n; p0 += attnRows {
 				a.block(&s, kvh, p0, min(attnRows, n-p0))
 			}
+			s.unpackHead(a, kvh)
 		}
 	})
 }

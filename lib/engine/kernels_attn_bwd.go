@@ -32,20 +32,40 @@ type attnBackScratch struct {
 	sT, pT       []float32   // per key (row stride nq): ds; probabilities
 	p            []float64   // one query's probabilities
 	kh, vh       []float32   // the KV head's keys and values, contiguous
+	dkh, dvh     [][]float32 // the KV head's key and value gradients, rows of one slab
+	dslab        []float32
 }
 
 // packHead copies KV head kvh's keys and values into s.kh and s.vh, one
 // row of HeadDim after another, once for all the head's blocks: the block
 // kernels then read them in place instead of packing every tile of the
-// cache (whose rows lie KVHeads·HeadDim apart) again for every block.
+// cache (whose rows lie KVHeads·HeadDim apart) again for every block. The
+// head's key and value gradients are packed the same way (s.dkh, s.dvh):
+// every block adds to every key's, and rows 4 KiB apart (the 0.6B shape)
+// each began a new page, missed the L1 and defeated the prefetcher.
 func (s *attnBackScratch) packHead(a *attnBack, kvh int) {
 	hd, kvd := a.c.HeadDim, a.c.KVHeads*a.c.HeadDim
 	n := len(a.k) / kvd
 	kh, vh := grow32(&s.kh, n*hd), grow32(&s.vh, n*hd)
+	d := grow32(&s.dslab, 2*n*hd)
+	if len(s.dkh) != n || len(s.dkh) > 0 && &s.dkh[0][0] != &d[0] {
+		s.dkh, s.dvh = rowsOf(d[:n*hd], n, hd), rowsOf(d[n*hd:], n, hd)
+	}
 	for t := range n {
 		o := t*kvd + kvh*hd
 		copy(kh[t*hd:(t+1)*hd], a.k[o:o+hd])
 		copy(vh[t*hd:(t+1)*hd], a.v[o:o+hd])
+		copy(s.dkh[t], a.dk[t][kvh*hd:])
+		copy(s.dvh[t], a.dv[t][kvh*hd:])
+	}
+}
+
+// unpackHead copies KV head kvh's key and value gradients back.
+func (s *attnBackScratch) unpackHead(a *attnBack, kvh int) {
+	hd := a.c.HeadDim
+	for t := range s.dkh {
+		copy(a.dk[t][kvh*hd:(kvh+1)*hd], s.dkh[t])
+		copy(a.dv[t][kvh*hd:(kvh+1)*hd], s.dvh[t])
 	}
 }
 
@@ -135,9 +155,9 @@ func (a *attnBack) keys(s *attnBackScratch, g *blockGeom, t0, t1 int) {
 		return
 	}
 	hd, group, nq := a.c.HeadDim, a.c.Heads/a.c.KVHeads, g.nq
-	ko, dk, dv := g.kvh*hd, a.dk[g.lo+t0:g.lo+t1], a.dv[g.lo+t0:g.lo+t1]
-	attnScatterBlock(dk, ko, s.sT[t0*nq:t1*nq], s.heads[:nq*hd], nq, group, g.rel-t0)
-	attnScatterBlock(dv, ko, s.pT[t0*nq:t1*nq], s.heads[nq*hd:2*nq*hd], nq, group, g.rel-t0)
+	dk, dv := s.dkh[g.lo+t0:g.lo+t1], s.dvh[g.lo+t0:g.lo+t1]
+	attnScatterBlock(dk, 0, s.sT[t0*nq:t1*nq], s.heads[:nq*hd], nq, group, g.rel-t0)
+	attnScatterBlock(dv, 0, s.pT[t0*nq:t1*nq], s.heads[nq*hd:2*nq*hd], nq, group, g.rel-t0)
 }
 
 // splitWork returns part's share lo..hi-1 of 0..n-1 when item i costs
