@@ -32,6 +32,8 @@ type attnBackScratch struct {
 	sT, pT       []float32   // per key (row stride nq): ds; probabilities
 	p            []float64   // one query's probabilities
 	kh, vh       []float32   // the KV head's keys and values, contiguous
+	khp, vhp     []float32   // the same in dotsBlock16's layout when paired
+	paired       bool
 	dkh, dvh     [][]float32 // the KV head's key and value gradients, rows of one slab
 	dslab        []float32
 }
@@ -57,6 +59,13 @@ func (s *attnBackScratch) packHead(a *attnBack, kvh int) {
 		copy(vh[t*hd:(t+1)*hd], a.v[o:o+hd])
 		copy(s.dkh[t], a.dk[t][kvh*hd:])
 		copy(s.dvh[t], a.dv[t][kvh*hd:])
+	}
+	// Scores and datt·v of every block read the same keys and values:
+	// packed pairwise once here, not per block (a quarter of those
+	// products' time).
+	if s.paired = keyPairsOK(hd); s.paired {
+		packKeyPairs(grow32(&s.khp, n*hd), kh, n, hd)
+		packKeyPairs(grow32(&s.vhp, n*hd), vh, n, hd)
 	}
 }
 
@@ -125,8 +134,12 @@ func (a *attnBack) queries(s *attnBackScratch, g *blockGeom, i0, i1 int, p *[]fl
 	*p = growTo(*p, ld)
 	kh, vh := s.kh[g.lo*hd:], s.vh[g.lo*hd:]
 	sc, dp := s.sc, s.dp
-	attnDotsBlock(sc[j0*ld:j1*ld], ld, s.qs[j0:j1], group, g.rel+i0, kh, hd, 0)
-	attnDotsBlock(dp[j0*ld:j1*ld], ld, s.dos[j0:j1], group, g.rel+i0, vh, hd, 0)
+	var khp, vhp []float32
+	if g.lo%dotsTile == 0 && s.paired { // tiles start at key lo
+		khp, vhp = s.khp[g.lo*hd:], s.vhp[g.lo*hd:]
+	}
+	attnDotsBlock(sc[j0*ld:j1*ld], ld, s.qs[j0:j1], group, g.rel+i0, kh, hd, 0, khp)
+	attnDotsBlock(dp[j0*ld:j1*ld], ld, s.dos[j0:j1], group, g.rel+i0, vh, hd, 0, vhp)
 	scale := 1 / math.Sqrt(float64(hd))
 	for j := j0; j < j1; j++ {
 		first, m := a.c.firstKey(a.li, g.p0+j/group)-g.lo, g.rel+j/group+1 // keys query j sees
