@@ -14,12 +14,14 @@ import (
 func init() {
 	register(docEntry{
 		Name:      "export",
-		Signature: `export(path, output, format="merged", base=None, dtype="same", force=False)`,
+		Signature: `export(path, output, format="merged", base=None, dtype="same", experts="", force=False)`,
 		Summary:   "Export a checkpoint as a merged Hugging Face model or a PEFT adapter (also tinker checkpoint export).",
 		Details: "path is a tinker:// checkpoint (downloaded as download() does) or a local adapter directory.\n" +
 			"format=\"merged\" writes W + (alpha/r)·B·A into a copy of the base model, shard by shard in the base's\n" +
 			"layout and dtype (dtype=\"bfloat16\" or \"float32\" converts); the base is base=DIR, else the Hugging Face\n" +
-			"cache. format=\"peft\" writes an adapter for PEFT, vLLM and SGLang under Hugging Face names.\n" +
+			"cache. format=\"peft\" writes an adapter for PEFT under Hugging Face names (warnings say what vLLM loads).\n" +
+			"experts=\"per-expert\" or \"fused\" (peft) chooses how expert adapters are written; the default is how\n" +
+			"transformers holds the model, and the warnings say which server loads the layout written.\n" +
 			"The output appears only when complete; force=True replaces an existing one then.",
 		Example: "ck = save_checkpoint(\"tinker-local/tiny-llama\", rank=4)\n" +
 			"export(ck.tinker_path, \"exports/merged\", force=True)",
@@ -60,9 +62,9 @@ func exportFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple,
 	var pv starlark.Value
 	var out string
 	var baseV starlark.Value = starlark.None
-	format, dtype, force := export.Merged, "same", false
+	format, dtype, experts, force := export.Merged, "same", "", false
 	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "path", &pv, "output", &out, "format?", &format,
-		"base?", &baseV, "dtype?", &dtype, "force?", &force); err != nil {
+		"base?", &baseV, "dtype?", &dtype, "experts?", &experts, "force?", &force); err != nil {
 		return nil, err
 	}
 	path, err := pathOf(pv)
@@ -74,7 +76,7 @@ func exportFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple,
 		return nil, err
 	}
 	env := envOf(thread)
-	o := ops.ExportOptions{Format: format, Base: base, DType: dtype, Force: force}
+	o := ops.ExportOptions{Format: format, Base: base, DType: dtype, Experts: experts, Force: force}
 	var stage *progress.Staged
 	var bar *progress.Bar
 	if env.NoticesTTY {

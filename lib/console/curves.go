@@ -19,6 +19,18 @@ const (
 type Curves struct {
 	mu   sync.Mutex
 	runs map[string]*runCurves // by run id
+	// history returns a run's recorded events (the local server's
+	// TrainHistory), so curves drawn before a restart come back.
+	history func(runID, owner string) []server.TrainEvent
+}
+
+// SetHistory makes the curves of a run the console has not seen since it
+// started begin with f's events for it (pass the local server's
+// TrainHistory, which records each event before telling OnTrain).
+func (c *Curves) SetHistory(f func(runID, owner string) []server.TrainEvent) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.history = f
 }
 
 // runCurves is one run's curves and its partial step.
@@ -46,7 +58,14 @@ func NewCurves() *Curves { return &Curves{runs: map[string]*runCurves{}} }
 func (c *Curves) OnTrain(ev server.TrainEvent) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	rc := c.run(ev.RunID, ev.Owner)
+	rc, loaded := c.run(ev.RunID, ev.Owner)
+	if !loaded {
+		rc.apply(ev)
+	}
+}
+
+// apply adds one event to rc's curves.
+func (rc *runCurves) apply(ev server.TrainEvent) {
 	rc.last = ev.At
 	switch ev.Op {
 	case "forward_backward":
@@ -67,10 +86,12 @@ func (c *Curves) OnTrain(ev server.TrainEvent) {
 }
 
 // run returns the curves of runID, making room for a new run if needed.
-func (c *Curves) run(runID, owner string) *runCurves {
-	rc := c.runs[runID]
+// A new run's curves start from its recorded history; loaded says they
+// did, and then already hold the event being recorded.
+func (c *Curves) run(runID, owner string) (rc *runCurves, loaded bool) {
+	rc = c.runs[runID]
 	if rc != nil && rc.owner == owner {
-		return rc
+		return rc, false
 	}
 	if len(c.runs) >= maxCurveRuns {
 		var oldest string
@@ -83,7 +104,13 @@ func (c *Curves) run(runID, owner string) *runCurves {
 	}
 	rc = &runCurves{owner: owner}
 	c.runs[runID] = rc
-	return rc
+	if c.history != nil {
+		for _, ev := range c.history(runID, owner) {
+			rc.apply(ev)
+			loaded = true
+		}
+	}
+	return rc, loaded
 }
 
 // Named is one curve with its title, ready to chart.
@@ -98,6 +125,11 @@ func (c *Curves) Run(runID, owner string) ([]Named, time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	rc := c.runs[runID]
+	if rc == nil && c.history != nil {
+		if evs := c.history(runID, owner); len(evs) > 0 {
+			rc, _ = c.run(runID, owner)
+		}
+	}
 	if rc == nil || rc.owner != owner {
 		return nil, time.Time{}
 	}

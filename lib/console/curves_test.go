@@ -72,3 +72,47 @@ func TestRunPageDrawsCurves(t *testing.T) {
 		t.Errorf("the runs page shows no training status or latest loss:\n%s", body)
 	}
 }
+
+// After a restart, a run's curves begin with its recorded history: on the
+// run page of a run not trained since, and at the run's first new event,
+// which the history already holds and is not counted twice.
+func TestCurvesResumeFromHistory(t *testing.T) {
+	recorded := []server.TrainEvent{
+		{Owner: "a", RunID: "r", Op: "forward_backward", LossSum: 4, Weight: 2},
+		{Owner: "a", RunID: "r", Op: "optim_step", Step: 1, LearningRate: 0.1, GradNorm: 1},
+	}
+	history := func(runID, owner string) []server.TrainEvent {
+		if runID != "r" || owner != "a" {
+			return nil
+		}
+		return recorded
+	}
+	c := NewCurves()
+	c.SetHistory(history)
+	if got, _ := c.Run("r", "b"); got != nil {
+		t.Errorf("another owner sees run r: %+v", got)
+	}
+	if got := lossOf(c, "r", "a"); !equal(got, []float64{2}) {
+		t.Errorf("loss after restart = %v, want [2] from the history", got)
+	}
+
+	c = NewCurves() // a restart, and the run trains on at once
+	c.SetHistory(history)
+	next := server.TrainEvent{Owner: "a", RunID: "r", Op: "forward_backward", LossSum: 3, Weight: 3}
+	recorded = append(recorded, next) // recorded before the console is told
+	c.OnTrain(next)
+	c.OnTrain(server.TrainEvent{Owner: "a", RunID: "r", Op: "optim_step", Step: 2, LearningRate: 0.1, GradNorm: 1})
+	if got := lossOf(c, "r", "a"); !equal(got, []float64{2, 1}) {
+		t.Errorf("loss = %v, want [2 1]: the history then the new step, each event once", got)
+	}
+}
+
+func lossOf(c *Curves, runID, owner string) []float64 {
+	got, _ := c.Run(runID, owner)
+	for _, n := range got {
+		if n.Name == "loss" {
+			return n.Y
+		}
+	}
+	return nil
+}

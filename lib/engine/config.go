@@ -38,6 +38,10 @@ type Config struct {
 	Routing       *DeepSeekRouting // DeepSeek-V3's router (deepseek.go); nil for the other families
 	BOSTokenID    int              // -1 if none
 	EOSTokenIDs   []int            // end-of-sequence ids from the config
+	// TextPrefix is where a wrapped checkpoint keeps the text model's
+	// tensors ("language_model." for Kimi K2.5/K2.6, kimi_k25.go); "" for
+	// the plain ones.
+	TextPrefix string
 }
 
 // hfConfig mirrors the fields of config.json that the engine reads.
@@ -103,12 +107,16 @@ func ReadConfig(dir string) (Config, error) {
 	return ParseConfig(b)
 }
 
-// ParseConfig parses a Hugging Face config.json for a Llama-3, Qwen3 or
-// Qwen3-MoE model.
+// ParseConfig parses a Hugging Face config.json for a Llama-3, Qwen3,
+// Qwen3-MoE, GPT-OSS or DeepSeek-V3 model, or the text model of a Kimi
+// K2.5/K2.6 wrapper (kimi_k25.go).
 func ParseConfig(data []byte) (Config, error) {
 	var h hfConfig
 	if err := json.Unmarshal(data, &h); err != nil {
 		return Config{}, fmt.Errorf("parse model config.json: %w", err)
+	}
+	if h.ModelType == kimiK25Type {
+		return parseKimiK25(data)
 	}
 	var c Config
 	switch f := models.Family(h.ModelType); {
@@ -117,7 +125,7 @@ func ParseConfig(data []byte) (Config, error) {
 	case isDeepSeekType(h.ModelType):
 		c.Family = models.DeepSeekV3
 	default:
-		return Config{}, fmt.Errorf("model_type %q is not supported by the local engine (supported: llama, qwen3, qwen3_moe, gpt_oss, deepseek_v3, kimi_k2)", h.ModelType)
+		return Config{}, fmt.Errorf("model_type %q is not supported by the local engine (supported: llama, qwen3, qwen3_moe, gpt_oss, deepseek_v3, kimi_k2, kimi_k25)", h.ModelType)
 	}
 	if c.Family == models.GptOss {
 		parseGptOss(&c, &h)

@@ -89,7 +89,7 @@ func LoadDirWith(dir string, opt LoadOptions) (*Model, error) {
 		qp = &quantParts{scheme: s, want: want, t: map[string]*safetensors.Tensor{}}
 	}
 	for _, path := range files {
-		if err := loadFile(path, want, ts, keepBF16, parts, qp); err != nil {
+		if err := loadFile(path, c.TextPrefix, want, ts, keepBF16, parts, qp); err != nil {
 			return nil, err
 		}
 	}
@@ -117,15 +117,17 @@ func LoadDirWith(dir string, opt LoadOptions) (*Model, error) {
 }
 
 // loadFile converts the tensors of one safetensors file that the model uses
-// (biases included); others, such as rotary caches, are skipped.
-func loadFile(path string, want map[string][]int, ts Tensors, keepBF16 bool, parts gptOssParts, qp *quantParts) error {
+// (biases included); others, such as rotary caches, are skipped. A wrapped
+// checkpoint's text model is read from under its prefix (kimi_k25.go).
+func loadFile(path, prefix string, want map[string][]int, ts Tensors, keepBF16 bool, parts gptOssParts, qp *quantParts) error {
 	f, err := safetensors.Open(path)
 	if err != nil {
 		return fmt.Errorf("load weights: %w", err)
 	}
 	defer f.Close()
-	for i := range f.Tensors {
-		st := &f.Tensors[i]
+	tensors := textTensors(f.Tensors, prefix)
+	for i := range tensors {
+		st := &tensors[i]
 		if parts != nil && parts.add(st) {
 			continue
 		}

@@ -176,7 +176,7 @@ func TestLoadDirErrors(t *testing.T) {
 	}
 	writeModelDir(t, dir, models.TinyQwen3, safetensors.F32, 1)
 	os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"model_type":"kimi_k25"}`), 0o644)
-	if _, err := LoadDir(dir); err == nil || !strings.Contains(err.Error(), "not supported") {
+	if _, err := LoadDir(dir); err == nil || !strings.Contains(err.Error(), "no text_config") {
 		t.Errorf("kimi_k25: %v", err)
 	}
 	// A config that disagrees with the weights names the tensor.

@@ -79,6 +79,9 @@ func NewLoRA(c Config, ts Tensors, rank int, alpha float64, rsLoRA bool) (*LoRA,
 	type half struct{ a, b *Tensor }
 	pairs := map[string]*half{}
 	for name, t := range ts {
+		if c.TextPrefix != "" { // a PEFT adapter of the wrapper names its text model's modules
+			name = strings.Replace(name, "base_model.model."+c.TextPrefix, "base_model.model.", 1)
+		}
 		m := loraKey().FindStringSubmatch(name)
 		if m == nil {
 			return nil, fmt.Errorf("lora: unsupported adapter tensor %s (only q/k/v/o, gate/up/down, experts.w1/w2/w3 and lm_head are supported)", name)

@@ -1,9 +1,9 @@
 // Package export turns a LoRA checkpoint into something other tools run:
 // a merged Hugging Face model directory (W' = W + (alpha/r)·B·A baked into
-// the base weights) or a PEFT adapter directory that PEFT, vLLM and SGLang
-// load. It also reads adapters from both backends' archives and from PEFT,
-// normalising the service's names (model.unembed_tokens) to the Hugging
-// Face ones (lm_head).
+// the base weights) or a PEFT adapter directory that PEFT loads (and vLLM
+// for the layouts serving.go lists). It also reads adapters from both
+// backends' archives and from PEFT, normalising the service's names
+// (model.unembed_tokens) to the Hugging Face ones (lm_head).
 //
 // Design choices:
 //

@@ -30,7 +30,11 @@ type Options struct {
 	Checkpoint string
 	Out        string
 	DType      string // "same" (or ""), "bfloat16" or "float32"
-	Force      bool   // replace an existing Out
+	// Experts is the PEFT layout of expert adapters: ExpertsPerExpert,
+	// ExpertsFused, or "" for the one transformers holds the model in
+	// (serving.go says which server loads which).
+	Experts string
+	Force   bool // replace an existing Out
 	// Progress, when set, is told the output bytes written so far and
 	// the total expected.
 	Progress func(done, total int64)
@@ -61,6 +65,9 @@ func Export(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	if err := CheckInputs(o.Out, o.Adapter, o.Base); err != nil {
+		return nil, err
+	}
+	if err := checkExperts(o); err != nil {
 		return nil, err
 	}
 	if isLatent(o) {

@@ -13,13 +13,6 @@ import (
 	"github.com/tinkershell/tinker/lib/safetensors"
 )
 
-// LatentServeWarning is the PEFT export's one line for the DeepSeek-V3
-// family: neither server loads a LoRA for it (tinker-cookbook's
-// compatibility table: vLLM 0.18 and SGLang support no DeepSeek V3 LoRA,
-// nor KimiK25ForConditionalGeneration).
-const LatentServeWarning = "vLLM and SGLang cannot serve a LoRA adapter on DeepSeek V3.1 / Kimi K2 models: " +
-	"load it with PEFT (transformers), or export with --format merged (format=\"merged\") to serve the model"
-
 // isLatent reports whether an export is of the DeepSeek-V3 family, from
 // the checkpoint's base model, else the base directory's model_type.
 func isLatent(o Options) bool {
@@ -45,10 +38,15 @@ func exportLatent(ctx context.Context, o Options, dt safetensors.DType) (*Result
 	o.fillFrom(a)
 	return o.byFormat(func() (*Result, error) { return exportLatentMerged(ctx, o, a, dt) },
 		func() (*Result, error) {
+			if o.Experts == ExpertsFused {
+				return nil, fmt.Errorf("DeepSeek V3.1 / Kimi K2 experts are written per expert only (their checkpoints keep them so): drop --experts fused")
+			}
+			note := LatentServeWarning
 			if kimiK25(o) {
 				prefixModules(a)
+				note = KimiK25ServeWarning
 			}
-			return writePEFT(ctx, o, a, dt, []string{LatentServeWarning})
+			return writePEFT(ctx, o, a, dt, []string{note})
 		})
 }
 

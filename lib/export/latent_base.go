@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/tinkershell/tinker/lib/quant"
 	"github.com/tinkershell/tinker/lib/safetensors"
@@ -106,6 +107,15 @@ func (lb *latentBase) readSmall(l located) ([]byte, error) {
 		return nil, fmt.Errorf("read base tensor %s: %w", l.t.Name, err)
 	}
 	return b, nil
+}
+
+// beside reports whether base tensor name is outside the text model of
+// a Kimi K2.5/K2.6 base (its vision tower and projector), which a merge
+// copies byte for byte whatever --dtype says: the adapter never touches
+// it, and its format is the base's own (vLLM's kimi_k25.py loads
+// vision_tower.* and mm_projector.* beside language_model.*).
+func (lb *latentBase) beside(name string) bool {
+	return lb.modelType == "kimi_k25" && !strings.HasPrefix(name, kimiPrefix)
 }
 
 // weightName finds the base tensor a module updates: its own name, or

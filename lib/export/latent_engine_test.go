@@ -105,6 +105,13 @@ func TestLatentMergedMatchesEngine(t *testing.T) {
 	if !slices.Contains(res.Warnings, LatentServeWarning) {
 		t.Errorf("PEFT export warnings %q, want the DeepSeek serving line", res.Warnings)
 	}
+	checkPEFTSame(t, base, ad, pe)
+}
+
+// checkPEFTSame: the PEFT export pe of adapter ad computes the same
+// logprobs on base and merges into it as the same bytes.
+func checkPEFTSame(t *testing.T, base, ad, pe string) {
+	t.Helper()
 	if d := maxDiff(referenceLogprobs(t, base, ad), referenceLogprobs(t, base, pe)); d != 0 {
 		t.Errorf("the PEFT export computes something else (max diff %g)", d)
 	}

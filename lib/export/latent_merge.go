@@ -137,9 +137,13 @@ func (m *latentMerger) plan(shard string) ([]safetensors.TensorInfo, map[string]
 	return infos, srcs, nil
 }
 
-// planOne plans base tensor name: plain, a quantised weight, or one of a
-// quantised weight's companions (scales, shape).
+// planOne plans base tensor name: plain, a quantised weight, one of a
+// quantised weight's companions (scales, shape), or beside the text model.
 func (m *latentMerger) planOne(name string, l located, add func(safetensors.TensorInfo, latentSource)) error {
+	if m.lb.beside(name) {
+		add(l.t, latentSource{source: source{t: l.t, off: l.off}})
+		return nil
+	}
 	weight, companion := quantWeightOf(name, m.lb)
 	q, err := m.lb.quantised(weight)
 	if err != nil {

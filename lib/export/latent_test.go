@@ -189,7 +189,8 @@ func TestLatentPEFTRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res.Warnings) != 2 || res.Warnings[1] != LatentServeWarning || strings.Contains(LatentServeWarning, "\n") {
+		note := map[bool]string{false: LatentServeWarning, true: KimiK25ServeWarning}[kimi]
+		if len(res.Warnings) != 2 || res.Warnings[0] != UnembedWarning || res.Warnings[1] != note || strings.Contains(note, "\n") {
 			t.Errorf("warnings %q", res.Warnings)
 		}
 		key := "base_model.model." + fx.prefix + "model.layers.1.mlp.experts.2.down_proj.lora_B.weight"

@@ -235,17 +235,21 @@ func fusedTargets(a *Adapter, layers map[int]fusedLayer) (params []string, ranks
 	return params, ranks, alphas
 }
 
-// fusedPEFT reports whether a PEFT export names the experts as fused
-// parameters: GPT-OSS, whose experts transformers always fuses, or a base
-// directory whose experts are fused (transformers 5.x).
-func fusedPEFT(o Options, a *Adapter) (fused, interleaved bool, err error) {
-	if !hasExperts(a) {
-		return false, false, nil
-	}
-	if f, _ := models.FamilyOf(o.BaseModel); f == models.GptOss {
-		return true, true, nil
-	}
-	if o.Base == "" {
+// fusedPEFT reports whether a PEFT export writes a's experts fused
+// (target_parameters) and whether the model is GPT-OSS (whose fused
+// experts interleave gate and up). --experts decides when given; else
+// GPT-OSS's are fused, as transformers and vLLM hold them, and
+// Qwen3-MoE's when --base names a directory whose experts are fused
+// (transformers 5.x), per expert otherwise.
+func fusedPEFT(o Options, a *Adapter) (fused, gptOss bool, err error) {
+	f, _ := models.FamilyOf(o.BaseModel)
+	gptOss = f == models.GptOss
+	switch {
+	case !hasExperts(a) || o.Experts == ExpertsPerExpert:
+		return false, gptOss, nil
+	case gptOss || o.Experts == ExpertsFused:
+		return true, gptOss, nil
+	case o.Base == "":
 		return false, false, nil
 	}
 	b, err := OpenBase(o.Base)

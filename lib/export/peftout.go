@@ -9,13 +9,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/peft"
 	"github.com/tinkershell/tinker/lib/safetensors"
 )
-
-// UnembedWarning is shown when a PEFT export adapts the unembedding.
-const UnembedWarning = "the adapter trains the unembedding (lm_head): vLLM does not load LoRA on lm_head; " +
-	"export with --format merged (format=\"merged\") to serve it there"
 
 // exportPEFT writes the adapter in PEFT's layout under Hugging Face names.
 func exportPEFT(ctx context.Context, o Options, a *Adapter, dt safetensors.DType) (*Result, error) {
@@ -24,47 +21,24 @@ func exportPEFT(ctx context.Context, o Options, a *Adapter, dt safetensors.DType
 			return nil, err
 		}
 	}
-	fused, interleaved, err := fusedPEFT(o, a)
+	fused, gptOss, err := fusedPEFT(o, a)
 	if err != nil || !fused {
 		if err != nil {
 			return nil, err
 		}
-		return writePEFT(ctx, o, a, dt, serveWarnings(a, false))
+		return writePEFT(ctx, o, a, dt, expertWarnings(a, gptOss, false))
 	}
 	rest, layers, err := fusedExpertsPEFT(a)
 	if err != nil {
 		return nil, err
 	}
-	gen, err := fusedPEFTTensors(a, layers, interleaved)
+	gen, err := fusedPEFTTensors(a, layers, gptOss)
 	if err != nil {
 		return nil, err
 	}
 	fa := *a
 	fa.Modules = rest
-	return writePEFTWith(ctx, o, &fa, dt, serveWarnings(a, interleaved), fusedOut{gen: gen, layers: layers, modules: len(a.Modules)})
-}
-
-// The PEFT export's one line on serving an expert LoRA, from
-// tinker-cookbook's weights tools: build_lora_adapter warns that expert
-// LoRA "is experimental in vLLM and not yet supported in SGLang" for every
-// MoE family but GPT-OSS, and its vLLM serving tests record GPT-OSS as
-// "mxfp4+LoRA not supported in vLLM".
-const (
-	MoEServeWarning = "LoRA on mixture-of-experts experts is experimental in vLLM and not supported in SGLang: " +
-		"export with --format merged (format=\"merged\") to serve the model anywhere"
-	GptOssServeWarning = "vLLM cannot serve a LoRA on GPT-OSS's released MXFP4 weights: " +
-		"export with --format merged (format=\"merged\") to serve the model"
-)
-
-// serveWarnings is the export's serving line for an adapter on experts.
-func serveWarnings(a *Adapter, gptOss bool) []string {
-	switch {
-	case !hasExperts(a):
-		return nil
-	case gptOss:
-		return []string{GptOssServeWarning}
-	}
-	return []string{MoEServeWarning}
+	return writePEFTWith(ctx, o, &fa, dt, expertWarnings(a, gptOss, true), fusedOut{gen: gen, layers: layers, modules: len(a.Modules)})
 }
 
 // card is the model card's line on the fused experts ("" without).
@@ -103,10 +77,8 @@ func writePEFTWith(ctx context.Context, o Options, a *Adapter, dt safetensors.DT
 		return nil, err
 	}
 	res := &Result{Out: o.Out, Format: PEFT, BaseModel: o.BaseModel, Modules: fo.modules, Files: 3}
-	if a.Has("lm_head") || a.Has(kimiPrefix+"lm_head") {
-		res.Warnings = append(res.Warnings, UnembedWarning)
-	}
-	res.Warnings = append(res.Warnings, warnings...)
+	family, _ := models.FamilyOf(o.BaseModel)
+	res.Warnings = append(unembedWarnings(a, family), warnings...)
 	err = withOut(o, layout.Size()+1<<20, func(out *outDir) error {
 		if err := out.write(peft.ConfigFile, writeBytes(cfg)); err != nil {
 			return err

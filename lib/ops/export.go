@@ -17,6 +17,7 @@ import (
 // ExportOptions configure ExportCheckpoint.
 type ExportOptions struct {
 	Format, Base, DType string
+	Experts             string // PEFT layout of expert adapters (export.Options.Experts)
 	Force               bool
 	// Start, for a tinker:// path, is called when the archive is
 	// requested and returns where the download reports progress.
@@ -30,7 +31,7 @@ type ExportOptions struct {
 // DownloadCheckpoint does, into a hidden sibling of out removed after; its
 // run names the base model. client is called only for a tinker:// path.
 func ExportCheckpoint(ctx context.Context, client func() (*tinkerapi.Client, error), path, out string, o ExportOptions) (*ExportResult, error) {
-	eo := export.Options{Adapter: path, Format: o.Format, Base: o.Base, Out: out, DType: o.DType, Force: o.Force, Progress: o.Progress}
+	eo := export.Options{Adapter: path, Format: o.Format, Base: o.Base, Out: out, DType: o.DType, Experts: o.Experts, Force: o.Force, Progress: o.Progress}
 	if err := export.CheckOut(out, o.Force); err != nil {
 		return nil, err
 	}

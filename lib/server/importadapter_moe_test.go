@@ -16,28 +16,42 @@ import (
 	"github.com/tinkershell/tinker/lib/safetensors"
 )
 
-// A Qwen3-MoE, GPT-OSS or DeepSeek-V3 adapter exported as PEFT (one
-// module per expert, or target_parameters) imports back into a run whose
+// A Qwen3-MoE, GPT-OSS or DeepSeek-V3 adapter exported as PEFT in each
+// layout the export writes (one module per expert, target_parameters, and
+// Kimi K2.5/K2.6's language_model. names) imports back into a run whose
 // weights checkpoint (stacked w1/w2/w3 experts) computes the original
 // adapter's logprobs and merges to the original's weights.
 func TestImportAdapterMoE(t *testing.T) {
-	for _, name := range []string{models.TinyQwen3MoE, models.TinyGptOss, models.TinyDeepSeek} {
-		t.Run(name, func(t *testing.T) { checkImportMoE(t, name) })
+	for _, tc := range []struct {
+		name, model string
+		o           export.Options // the PEFT export's layout
+	}{
+		{"qwen3-moe per-expert", models.TinyQwen3MoE, export.Options{}},
+		{"qwen3-moe fused", models.TinyQwen3MoE, export.Options{Experts: export.ExpertsFused}},
+		{"gpt-oss fused", models.TinyGptOss, export.Options{}},
+		{"gpt-oss per-expert", models.TinyGptOss, export.Options{Experts: export.ExpertsPerExpert}},
+		{"deepseek", models.TinyDeepSeek, export.Options{}},
+		{"kimi-k2.5 names", models.TinyDeepSeek, export.Options{BaseModel: "moonshotai/Kimi-K2.5"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { checkImportMoE(t, tc.model, tc.o) })
 	}
 }
 
-// checkImportMoE imports the PEFT export of an adapter of tiny model name:
-// one module per expert for Qwen3-MoE and DeepSeek-V3, target_parameters
-// for GPT-OSS.
-func checkImportMoE(t *testing.T, name string) {
+// checkImportMoE imports the PEFT export (in o's layout) of an adapter of
+// tiny model name.
+func checkImportMoE(t *testing.T, name string, o export.Options) {
 	base, err := engine.Load(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	orig := trainedMoE(t, name)
 	peftDir := filepath.Join(t.TempDir(), "peft")
-	if _, err := export.Export(context.Background(), export.Options{Adapter: orig, Format: export.PEFT, Out: peftDir}); err != nil {
+	o.Adapter, o.Format, o.Out = orig, export.PEFT, peftDir
+	if _, err := export.Export(context.Background(), o); err != nil {
 		t.Fatal(err)
+	}
+	if o.BaseModel != "" && !peftNamesUnder(t, peftDir, "base_model.model.language_model.") {
+		t.Fatalf("the %s export is not under language_model.", o.BaseModel)
 	}
 	data := t.TempDir()
 	res, err := ImportAdapter(context.Background(), data, peftDir, name, "", t0)
@@ -49,7 +63,7 @@ func checkImportMoE(t *testing.T, name string) {
 	}
 	prompt := []int{models.TinyBOS, 'm', 'o', 'e', ' ', 'x', 'y', 'z', '\n', 'h', 'i'}
 	want := modelAdapterLogprobs(t, name, orig, prompt)
-	if name == models.TinyQwen3MoE { // the engine samples per-expert PEFT modules too
+	if name == models.TinyQwen3MoE && o.Experts == "" { // the engine samples per-expert PEFT modules too
 		if d := maxAbsDiff(want, modelAdapterLogprobs(t, name, peftDir, prompt)); d != 0 {
 			t.Errorf("the PEFT export differs from the adapter by %g", d)
 		}
@@ -149,4 +163,20 @@ func readWeights(t *testing.T, dir string) map[string][]float32 {
 		t.Fatalf("no weights in %s", dir)
 	}
 	return ws
+}
+
+// peftNamesUnder reports whether every tensor of a PEFT adapter is named
+// under prefix.
+func peftNamesUnder(t *testing.T, dir, prefix string) bool {
+	t.Helper()
+	f, err := safetensors.ReadFile(filepath.Join(dir, "adapter_model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range f.Tensors {
+		if !strings.HasPrefix(x.Name, prefix) {
+			return false
+		}
+	}
+	return len(f.Tensors) > 0
 }

@@ -148,6 +148,7 @@ type Server struct {
 	work     sessionWork  // cancels the work of callers that went (sessions.go)
 	idem     idemTable    // answers replayed to retries (idempotency.go)
 
+	trainLog  *trainLog       // training events for TrainHistory
 	ctx       context.Context // cancelled by Close: stops running samples
 	cancel    context.CancelFunc
 	stopSweep chan struct{}
@@ -237,6 +238,7 @@ func Open(opts Options) (*Server, error) {
 	s.traces = newTracer(s)
 	s.futures = newFutureTable()
 	s.trainers = newTrainers(opts)
+	s.trainLog = newTrainLog(st, opts.Logf)
 	if n, err := s.futures.restore(s.keptFuturesPath()); err != nil {
 		opts.Logf("%v", err)
 	} else if n > 0 {
@@ -382,6 +384,7 @@ func (s *Server) Close() error {
 	}
 	s.archives.wait()
 	s.traces.wait()
+	s.trainLog.close()
 	return s.st.Close()
 }
 

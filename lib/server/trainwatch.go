@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/tinkershell/tinker/lib/engine"
+	"github.com/tinkershell/tinker/lib/store"
 )
 
 // TrainEvent is one finished training operation, passed to
@@ -24,12 +25,37 @@ type TrainEvent struct {
 	At                     time.Time
 }
 
-// notifyTrain passes ev to Options.OnTrain, if set.
+// notifyTrain records ev for TrainHistory (so the console's curves
+// outlive a restart) and then passes it to Options.OnTrain, if set. The
+// order is relied on: a watcher that loads a run's history on its first
+// event finds that event in it already.
 func (s *Server) notifyTrain(ev TrainEvent) {
+	ev.At = s.now()
+	s.trainLog.add(store.RunTrainEvent{RunID: ev.RunID, TrainEvent: store.TrainEvent{Op: ev.Op, Step: ev.Step, LossSum: ev.LossSum,
+		Weight: ev.Weight, LearningRate: ev.LearningRate, GradNorm: ev.GradNorm, At: ev.At}})
 	if s.opts.OnTrain != nil {
-		ev.At = s.now()
 		s.opts.OnTrain(ev)
 	}
+}
+
+// TrainHistory returns the recorded training events of runID if owner
+// owns it (nil for anyone else, or an unknown run), oldest first.
+func (s *Server) TrainHistory(runID, owner string) []TrainEvent {
+	run, ok := s.st.Run(runID, s.now())
+	if !ok || run.Owner != owner {
+		return nil
+	}
+	evs, err := s.trainLog.history(runID)
+	if err != nil {
+		s.opts.Logf("training curves: %v", err)
+		return nil
+	}
+	out := make([]TrainEvent, len(evs))
+	for i, e := range evs {
+		out[i] = TrainEvent{Owner: owner, RunID: runID, Op: e.Op, Step: e.Step, LossSum: e.LossSum, Weight: e.Weight,
+			LearningRate: e.LearningRate, GradNorm: e.GradNorm, At: e.At}
+	}
+	return out
 }
 
 // lossWeight is the total weight a forward pass's loss counts: the sum of

@@ -27,6 +27,11 @@ var migrations = []string{
 	// Schema 2: a checkpoint whose files hold trained or imported weights,
 	// which its seed cannot make again (Checkpoint.FilesOnly).
 	`ALTER TABLE checkpoints ADD COLUMN files_only INTEGER NOT NULL DEFAULT 0;`,
+	// Schema 3: training events (the web console's curves), so they outlive
+	// a restart of the server.
+	`CREATE TABLE train_events (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, op TEXT NOT NULL, step INTEGER NOT NULL,
+		loss_sum REAL NOT NULL, weight REAL NOT NULL, lr REAL NOT NULL, grad_norm REAL NOT NULL, at INTEGER NOT NULL);
+	CREATE INDEX train_events_run ON train_events(run_id, id);`,
 }
 
 func (s *Store) migrate() error {

@@ -41,13 +41,16 @@ type Store struct {
 	db     *sql.DB
 	secret []byte
 
-	writeMu sync.Mutex   // serialises mutations (SQLite has one writer anyway)
-	mu      sync.RWMutex // guards the mirror below
-	runs    map[string]*runEntry
-	owners  map[string]*ownerEntry
-	sess    map[string]*sessEntry
-	samps   map[string]*Sampler
-	users   map[string]string // urn -> key hash
+	writeMu sync.Mutex // serialises mutations (SQLite has one writer anyway)
+	// trainAdded counts training events added per run since the last
+	// prune of its old ones (under writeMu).
+	trainAdded map[string]int
+	mu         sync.RWMutex // guards the mirror below
+	runs       map[string]*runEntry
+	owners     map[string]*ownerEntry
+	sess       map[string]*sessEntry
+	samps      map[string]*Sampler
+	users      map[string]string // urn -> key hash
 
 	// dataVersion is SQLite's data_version when the mirror was loaded; it
 	// changes when another process commits (a second `tinker --local`, an

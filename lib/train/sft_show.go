@@ -38,7 +38,8 @@ func SFTJSON(res *SFTResult) any {
 		steps[i] = o
 	}
 	return render.Object{{Key: "base_model", Value: res.BaseModel}, {Key: "total_steps", Value: res.Total}, {Key: "metrics", Value: steps},
-		{Key: "state_checkpoint", Value: optString(res.StatePath)}, {Key: "sampler_checkpoint", Value: optString(res.SamplerPath)}}
+		{Key: "state_checkpoint", Value: optString(res.StatePath)}, {Key: "sampler_checkpoint", Value: optString(res.SamplerPath)},
+		{Key: "warnings", Value: warningsJSON(res.Warnings)}}
 }
 
 // optString is s, or JSON null when empty.

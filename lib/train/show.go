@@ -100,5 +100,16 @@ func RunJSON[M Record](res *Result[M]) any {
 		steps[i] = Fields(m)
 	}
 	return render.Object{{Key: "base_model", Value: res.BaseModel}, {Key: "total_steps", Value: res.Total}, {Key: "metrics", Value: steps},
-		{Key: "state_checkpoint", Value: optString(res.StatePath)}, {Key: "sampler_checkpoint", Value: optString(res.SamplerPath)}}
+		{Key: "state_checkpoint", Value: optString(res.StatePath)}, {Key: "sampler_checkpoint", Value: optString(res.SamplerPath)},
+		{Key: "warnings", Value: warningsJSON(res.Warnings)}}
+}
+
+// warningsJSON is the run's warnings as a JSON list, [] rather than null
+// when there were none, so a script can always iterate it.
+func warningsJSON(ws []string) []any {
+	out := make([]any, len(ws))
+	for i, w := range ws {
+		out[i] = w
+	}
+	return out
 }

@@ -91,6 +91,7 @@ func consoleHandler(c *invocation, con *console.Console) (http.Handler, func(), 
 	if err != nil {
 		return nil, nil, fmt.Errorf("local server: %w", err)
 	}
+	con.Curves().SetHistory(srv.TrainHistory)
 	return srv.Handler(), func() { srv.Close() }, nil
 }
 

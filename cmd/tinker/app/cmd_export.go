@@ -29,7 +29,8 @@ var checkpointExportCmd = &command{
 		"adapter directory) to OUT. --format merged writes a Hugging Face model with\n" +
 		"the adapter merged into the base weights, in the base's shards and dtype;\n" +
 		"the base is --base DIR, else the base model in the Hugging Face cache.\n" +
-		"--format peft writes an adapter that PEFT, vLLM and SGLang load.\n" +
+		"--format peft writes an adapter that PEFT loads, saying in one line what vLLM\n" +
+		"loads; --experts chooses how expert adapters are written.\n" +
 		"OUT appears only when complete.",
 	Args: checkpointPath,
 	Flags: []flagSpec{
@@ -37,6 +38,7 @@ var checkpointExportCmd = &command{
 		{Long: "--base", Kind: flagPath, Metavar: "DIR", Help: "Base model directory (merged; default: the Hugging Face cache)."},
 		{Long: "--output", Short: "-o", Kind: flagPath, Metavar: "OUT", Help: "Output directory (required)."},
 		{Long: "--dtype", Kind: flagString, Metavar: "[bfloat16|float32|same]", Help: "Dtype of the written weights (default: same)."},
+		{Long: "--experts", Kind: flagString, Metavar: "[per-expert|fused]", Help: "PEFT layout of expert adapters (default: as transformers holds the model)."},
 		{Long: "--force", Kind: flagBool, Help: "Replace an existing OUT (only once the new one is complete)."},
 	},
 	API: checkpointExport,
@@ -54,7 +56,7 @@ func checkpointExport(r *apiRun) error {
 	if out == "" {
 		return &tinkerapi.UserError{Msg: "Missing option '-o' / '--output': the output directory."}
 	}
-	o := ops.ExportOptions{Format: r.str("format"), Base: r.str("base"), DType: r.str("dtype"), Force: r.has("force")}
+	o := ops.ExportOptions{Format: r.str("format"), Base: r.str("base"), DType: r.str("dtype"), Experts: r.str("experts"), Force: r.has("force")}
 	var stage *progress.Staged
 	var bar *progress.Bar
 	if r.io.ErrTTY {

@@ -130,6 +130,7 @@ func runServe(c *invocation) int {
 		return shell.ExitError
 	}
 	defer srv.Close()
+	con.Curves().SetHistory(srv.TrainHistory)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	fmt.Fprintf(c.io.Err, "tinker server on http://%s (data %s); set TINKER_BASE_URL=http://%s\n", bound, dir, bound)
