@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"runtime"
-	"sync"
 
 	"github.com/tinkershell/tinker/lib/safetensors"
 )
@@ -26,6 +24,11 @@ func (u *update) aOf(o int) []float32 {
 	}
 	k := o / u.rowsPerA
 	return u.a[k*u.r*u.in : (k+1)*u.r*u.in]
+}
+
+// sameA reports whether rows o…o+n-1 all multiply the same A.
+func (u *update) sameA(o, n int) bool {
+	return u.rowsPerA == 0 || o/u.rowsPerA == (o+n-1)/u.rowsPerA
 }
 
 func newUpdate(m Module, scale float32) (*update, error) {
@@ -73,6 +76,23 @@ func (u *update) deltaRow(o int, d []float32) {
 		for j := range t {
 			t[j] += bk * ak[j]
 		}
+	}
+}
+
+// deltaRows sets d[k·in…(k+1)·in] to row o+k of B'·A for k < n: four
+// rows at a time by the AVX-512 kernel where they share an A, added onto
+// zeros (a fused sum that starts from +0 is never -0, so 0 + sum has the
+// sum's bits), the rest by deltaRow; the bits are deltaRow's either way.
+func (u *update) deltaRows(o, n int, d []float32) {
+	k, in := 0, u.in
+	for ; in%32 == 0 && k+4 <= n && u.sameA(o+k, 4); k += 4 {
+		clear(d[k*in : (k+4)*in])
+		if !addRows4Vector(d[k*in:], in, u.b[(o+k)*u.r:], u.aOf(o+k), u.r, in, in) {
+			break
+		}
+	}
+	for ; k < n; k++ {
+		u.deltaRow(o+k, d[k*in:(k+1)*in])
 	}
 }
 
@@ -124,27 +144,23 @@ type rowJob struct {
 	u       *update
 }
 
-// parallelRows runs job over rows [0, n) of a block split across the
-// cores; each worker has its own row buffers.
+// parallelRows runs job over rows [0, n) of a block, in runs of rowRun
+// rows handed to the cores one by one (so a core the writer slows down
+// takes fewer); each worker has its own row buffers.
 func (j rowJob) parallelRows(src, dst []byte, base, n int, bufs *rowBufs) {
-	workers := min(runtime.GOMAXPROCS(0), n)
-	if workers <= 1 {
-		w, d := bufs.get(0, j.cols)
-		j.runAt(src, dst, base, 0, n, w, d)
-		return
+	units := ceilDiv(n, rowRun)
+	for k := range unitWorkers(units) { // each worker's buffers, made before they start
+		bufs.get(k, j.cols)
 	}
-	var wg sync.WaitGroup
-	for k := range workers {
-		lo, hi := n*k/workers, n*(k+1)/workers
+	parallelUnits(units, func(k, i int) {
 		w, d := bufs.get(k, j.cols)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			j.runAt(src, dst, base, lo, hi, w, d)
-		}()
-	}
-	wg.Wait()
+		j.runAt(src, dst, base, i*rowRun, min(n, (i+1)*rowRun), w, d)
+	})
 }
+
+// rowRun is how many rows a worker takes at a time: a multiple of the
+// four-row kernels' four, small enough for a block to split evenly.
+const rowRun = 32
 
 // runAt is run for the block whose first row is base: src and dst hold
 // only the block, the update is indexed by the tensor's row.
@@ -152,6 +168,10 @@ func (j rowJob) runAt(src, dst []byte, base, lo, hi int, w, d []float32) {
 	isz, osz := j.in.Size()*j.cols, j.out.Size()*j.cols
 	fused := j.u != nil && j.in == safetensors.BF16 && j.out == safetensors.BF16
 	for o := lo; o < hi; o++ {
+		if fused && o+4 <= hi && j.u.sameA(base+o, 4) && mergeRows4Vector(dst[o*osz:(o+4)*osz], src[o*isz:(o+4)*isz], j.u.b[(base+o)*j.u.r:(base+o+4)*j.u.r], j.u.aOf(base+o), j.u.r, j.cols) {
+			o += 3
+			continue
+		}
 		if fused && mergeRowVector(dst[o*osz:(o+1)*osz], src[o*isz:(o+1)*isz], j.u.b[(base+o)*j.u.r:(base+o+1)*j.u.r], j.u.aOf(base+o), j.u.r, j.cols) {
 			continue
 		}

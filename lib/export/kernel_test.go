@@ -116,3 +116,85 @@ func TestDeltaRows4MatchesDeltaRow(t *testing.T) {
 		}
 	}
 }
+
+// The four-row bfloat16 kernel gives the one-row kernel's bits: random
+// rows with NaNs (signalling and quiet), infinities, zeros, subnormals and
+// values whose update is zero or rounds to a tie, rank 1, 5 and 32.
+func TestMergeRows4MatchesMergeRow(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, sz := range [][3]int{{32, 2048, 0}, {5, 64, 0}, {1, 192, 0}, {1, 64, 1}} {
+		rank, in, ties := sz[0], sz[1], sz[2] == 1
+		a, b := make([]float32, rank*in), make([]float32, 4*rank)
+		for i := range a {
+			a[i] = float32(r.NormFloat64())
+		}
+		for i := range b {
+			b[i] = float32(r.NormFloat64()) * 0.01
+		}
+		clear(b[3*rank:]) // row 3: the base passes through
+		src := make([]byte, 8*in)
+		for i := 0; i < len(src); i += 2 {
+			binary.LittleEndian.PutUint16(src[i:], uint16(r.Uint32()))
+		}
+		if ties { // every sum exactly halfway between two bfloat16 values
+			for i := range a {
+				a[i] = 1.0 / 256
+			}
+			for i := range b {
+				b[i] = 1
+			}
+			for i := 0; i < len(src); i += 2 {
+				binary.LittleEndian.PutUint16(src[i:], 0x3f80|uint16(r.IntN(128)))
+			}
+		}
+		specials := []uint16{0x7fc1, 0x7f81, 0xff80, 0x7f80, 0x0000, 0x8000, 0x0001, 0x807f, 0x3f81}
+		for i, s := range specials {
+			binary.LittleEndian.PutUint16(src[2*(i*in/len(specials)):], s)
+		}
+		got, want := make([]byte, len(src)), make([]byte, len(src))
+		if !mergeRows4Vector(got, src, b, a, rank, in) {
+			t.Skip("no AVX-512 here: the four-row kernel is not used")
+		}
+		for o := range 4 {
+			if !mergeRowVector(want[2*o*in:], src[2*o*in:], b[o*rank:], a, rank, in) {
+				t.Fatal("the one-row kernel did not run")
+			}
+		}
+		for i := 0; i < len(got); i += 2 {
+			if g, w := binary.LittleEndian.Uint16(got[i:]), binary.LittleEndian.Uint16(want[i:]); g != w {
+				t.Fatalf("rank %d in %d: row %d column %d: %#04x, want %#04x (base %#04x)", rank, in, i/2/in, i/2%in, g, w, binary.LittleEndian.Uint16(src[i:]))
+			}
+		}
+	}
+}
+
+// deltaRows gives deltaRow's bits row for row: four-row groups that share
+// an A, groups cut by a change of A (one A per six rows, as a fused
+// expert tensor's update has), columns the kernel does not take.
+func TestDeltaRowsMatchesDeltaRow(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, in := range []int{64, 40} {
+		const rank, rows, per = 7, 24, 6
+		u := &update{r: rank, in: in, out: rows, rowsPerA: per, a: make([]float32, rows/per*rank*in), b: make([]float32, rows*rank)}
+		for i := range u.a {
+			u.a[i] = float32(r.NormFloat64())
+		}
+		for i := range u.b {
+			u.b[i] = float32(r.NormFloat64())
+		}
+		clear(u.b[2*rank : 3*rank]) // a row of zeros: +0, never -0
+		got, want := make([]float32, 16*in), make([]float32, in)
+		for i := range got {
+			got[i] = 99 // stale values must not leak in
+		}
+		u.deltaRows(1, 16, got)
+		for k := range 16 {
+			u.deltaRow(1+k, want)
+			for j := range want {
+				if math.Float32bits(got[k*in+j]) != math.Float32bits(want[j]) {
+					t.Fatalf("in %d: row %d column %d: %g, want %g", in, 1+k, j, got[k*in+j], want[j])
+				}
+			}
+		}
+	}
+}

@@ -35,7 +35,7 @@ const (
 	fxGroup                                                   = 16
 )
 
-var fxBlock = [2]int{8, 16}
+var fxBlock = [2]int{8, 32} // 32 wide: weights of 32 columns take the block-at-a-time path (latent_tiles.go), narrower ones the row bands
 
 // newLatentFixture writes the base: DeepSeek V3.1 with every linear map in
 // FP8 blocks (kimi false), or Kimi K2.6 (kimi_k25, language_model.

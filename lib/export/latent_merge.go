@@ -6,9 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"unsafe"
 
 	"github.com/tinkershell/tinker/lib/quant"
@@ -35,6 +33,7 @@ type latentMerger struct {
 	scale     float32
 	cache     map[*byte][]float32 // float32 factors, by their bytes
 	vals      []float32           // a block's dequantised rows
+	tiles     tileBufs            // each core's scale block (latent_tiles.go)
 }
 
 // latentSource is where one output tensor comes from.
@@ -250,11 +249,16 @@ func (m *latentMerger) fillQuant(ctx context.Context, f *os.File, q *qtensor, t 
 	if !q.int4 && !m.dequant {
 		unit = m.lb.quant.Block[0] // a requantised FP8 block's rows stay together
 	}
+	tiles := m.tiled(q, u, scales, fresh, t.DType)
 	make1 := func(lo int, dst []byte) ([]byte, error) {
 		n := min(step, q.rows-lo)
 		src := m.src[:n*inRow]
-		if _, err := f.ReadAt(src, q.w.off+int64(lo*inRow)); err != nil {
+		if err := readParallel(f, src, q.w.off+int64(lo*inRow)); err != nil {
 			return nil, fmt.Errorf("read base tensor %s: %w", q.w.t.Name, err)
+		}
+		if tiles != nil {
+			tiles.run(src, dst, lo, n, outRow, &m.tiles)
+			return dst[:n*outRow], nil
 		}
 		parallelSpans(ceilDiv(n, unit), func(a, b int) {
 			a, b = a*unit, min(n, b*unit)
@@ -268,20 +272,6 @@ func (m *latentMerger) fillQuant(ctx context.Context, f *os.File, q *qtensor, t 
 	return m.pipeline(ctx, q.rows, step, step*outRow, make1, w)
 }
 
-// parallelSpans splits [0, n) into one span per core and runs f on each.
-func parallelSpans(n int, f func(a, b int)) {
-	workers := min(runtime.GOMAXPROCS(0), n)
-	var wg sync.WaitGroup
-	for k := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f(n*k/workers, n*(k+1)/workers)
-		}()
-	}
-	wg.Wait()
-}
-
 // addDelta adds u's rows from row lo on to the rows of v (cols wide):
 // four rows at a time where the vector kernel takes them, else one.
 func addDelta(u *update, lo int, v []float32, cols int) {
@@ -290,7 +280,7 @@ func addDelta(u *update, lo int, v []float32, cols int) {
 	}
 	rows, r := len(v)/cols, 0
 	if u.rowsPerA == 0 && cols == u.in && cols%32 == 0 {
-		for r+4 <= rows && addRows4Vector(v[r*cols:(r+4)*cols], u.b[(lo+r)*u.r:(lo+r+4)*u.r], u.a, u.r, cols, cols) {
+		for r+4 <= rows && addRows4Vector(v[r*cols:(r+4)*cols], cols, u.b[(lo+r)*u.r:(lo+r+4)*u.r], u.a, u.r, cols, cols) {
 			r += 4
 		}
 	}

@@ -171,7 +171,7 @@ func (m *merger) fill(ctx context.Context, f *os.File, s source, t safetensors.T
 	make1 := func(lo int, dst []byte) ([]byte, error) {
 		n := min(step, rows-lo)
 		src := m.src[:n*isz]
-		if _, err := f.ReadAt(src, s.off+int64(lo*isz)); err != nil {
+		if err := readParallel(f, src, s.off+int64(lo*isz)); err != nil {
 			return nil, fmt.Errorf("read base tensor %s: %w", s.t.Name, err)
 		}
 		job.parallelRows(src, dst[:n*osz], lo, n, &m.bufs)

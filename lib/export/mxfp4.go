@@ -130,7 +130,7 @@ func (m *merger) fillMXFP4(ctx context.Context, f *os.File, s source, t safetens
 	defer sf.Close()
 	per := j.rows * j.cols
 	blocks, scales, dense := make([]byte, per/2), make([]byte, per/32), make([]float32, per)
-	tile, d, out := make([]float32, mxTile*j.rows), make([]float32, j.rows), make([]byte, j.rows*t.DType.Size())
+	tile, d, out := make([]float32, mxTile*j.rows), make([]float32, mxTile*j.rows), make([]byte, j.rows*t.DType.Size())
 	for e := range j.experts {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -145,12 +145,14 @@ func (m *merger) fillMXFP4(ctx context.Context, f *os.File, s source, t safetens
 		for h0 := 0; h0 < j.cols; h0 += mxTile {
 			n := min(mxTile, j.cols-h0)
 			transposeTile(tile, dense, j.rows, j.cols, h0, n)
+			if s.u != nil {
+				s.u.deltaRows(e*j.cols+h0, n, d)
+			}
 			for k := range n {
 				row := tile[k*j.rows : (k+1)*j.rows]
 				if s.u != nil {
-					s.u.deltaRow(e*j.cols+h0+k, d)
-					for o := range row {
-						row[o] += d[o]
+					for o, x := range d[k*j.rows : (k+1)*j.rows] {
+						row[o] += x
 					}
 				}
 				encodeRow(t.DType, row, out)

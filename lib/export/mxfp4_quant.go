@@ -49,9 +49,7 @@ func (m *merger) requantMXFP4(ctx context.Context, f *os.File, s source, w io.Wr
 		quant.MXFP4Decode(blocks, scales, dense)
 		for h0 := 0; h0 < j.cols; h0 += mxTile { // the update's rows are the inputs
 			n := min(mxTile, j.cols-h0)
-			for k := range n {
-				s.u.deltaRow(e*j.cols+h0+k, d[k*j.rows:(k+1)*j.rows])
-			}
+			s.u.deltaRows(e*j.cols+h0, n, d)
 			addTransposed(dense, d, j.rows, j.cols, h0, n)
 		}
 		sc := fresh[e*per/32 : (e+1)*per/32]

@@ -34,8 +34,8 @@ func fp8EncodeRef(v float32) byte {
 // or beside a rounding boundary (E4M3's ties fall where the low 19 bits are
 // zero: zeros, subnormals, normals, infinities and NaNs of both signs
 // included) encodes to the same code by the scalar encoder, the vector one
-// (through fp8EncodeRow)
-// and the reference. (Run once over all 2^32 inputs as well: it takes
+// (through fp8EncodeRow), the whole-tile kernel (FP8EncodeTile's, as
+// four rows, times 1 and 2^-3) and the reference. (Run once over all 2^32 inputs as well: it takes
 // minutes, too long to keep.)
 func TestFP8EncodeSweep(t *testing.T) {
 	workers := runtime.GOMAXPROCS(0)
@@ -82,6 +82,29 @@ func encodeRange(lo, hi int) error {
 				}
 			}
 		}
+		if err := encodeTileCheck(src, vec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// encodeTileCheck encodes src as a tile of four rows by the tile kernel,
+// where the CPU has it, and checks each code against the reference.
+func encodeTileCheck(src []float32, codes []byte) error {
+	cols := len(src) / 4 / 16 * 16
+	for _, inv := range []float32{1, 0.125} {
+		if !fp8EncodeTileVector(codes, len(src)/4, src, len(src)/4, 4, cols, inv) {
+			return nil
+		}
+		for i := range 4 {
+			for j := range cols {
+				k := i*len(src)/4 + j
+				if want := fp8EncodeRef(src[k] * inv); codes[k] != want {
+					return fmt.Errorf("bits %#08x times %g: tile kernel %#02x, reference %#02x", math.Float32bits(src[k]), inv, codes[k], want)
+				}
+			}
+		}
 	}
 	return nil
 }
@@ -109,6 +132,37 @@ func TestFP8VectorMatchesScalar(t *testing.T) {
 		}
 		if m[c] != want {
 			t.Fatalf("chunk %d: largest magnitude bits %#x, want %#x", c, m[c], want)
+		}
+	}
+}
+
+// The whole-tile decoder and magnitude maximum give the table's and a
+// plain loop's bits: every code, strided rows, scales that are tiny,
+// negative, infinite and NaN.
+func TestFP8TileKernels(t *testing.T) {
+	const rows, cols, ld = 3, 256, 272
+	codes := make([]byte, rows*ld)
+	for i := range codes {
+		codes[i] = byte(i*7 + i/256)
+	}
+	for _, s := range []float32{1, 3.5e-3, -2, 1e-40, float32(math.Inf(1)), float32(math.NaN())} {
+		got := make([]float32, rows*ld)
+		if !fp8DecodeTileVector(got, ld, codes, ld, rows, cols, s) {
+			t.Skip("no AVX-512 here: the tile kernels are not used")
+		}
+		var want uint32
+		for i := range rows {
+			for j := range cols {
+				w := FP8Values[codes[i*ld+j]] * s
+				if g := got[i*ld+j]; math.Float32bits(g) != math.Float32bits(w) {
+					t.Fatalf("code %#02x times %g: %#x, want %#x", codes[i*ld+j], s, math.Float32bits(g), math.Float32bits(w))
+				}
+				want = max(want, math.Float32bits(w)&^(1<<31))
+			}
+		}
+		got[cols] = float32(math.Inf(1)) // between the rows: not the tile's
+		if m, _ := absMaxTileVector(got, ld, rows, cols); m != want {
+			t.Fatalf("scale %g: largest magnitude bits %#x, want %#x", s, m, want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -60,6 +61,54 @@ func TestFP8Values(t *testing.T) {
 	for c := range 256 {
 		if c&0x7f != 0x7f && float64(FP8Values[c]) != testFP8(byte(c)) {
 			t.Fatalf("code %#x: %g, want %g", c, FP8Values[c], testFP8(byte(c)))
+		}
+	}
+}
+
+// A weight quantised and dequantised one scale block at a time
+// (FP8EncodeTile, FP8DecodeTile) gives FP8Quantize's codes and scales and
+// FP8Rows' values bit for bit, on blocks cut by the matrix's edges, with
+// an all-zero block, huge values (saturation) and a NaN.
+func TestFP8TilesMatchRows(t *testing.T) {
+	const rows, cols = 300, 200 // blocks of 128: edges of 44 rows and 72 columns
+	b := [2]int{128, 128}
+	r := rand.New(rand.NewPCG(9, 10))
+	v := make([]float32, rows*cols)
+	for i := range v {
+		v[i] = float32(r.NormFloat64() * math.Pow(2, float64(r.IntN(30)-15)))
+	}
+	for i := 128; i < 256; i++ { // block (1, 0) all zero
+		clear(v[i*cols : i*cols+128])
+	}
+	v[5*cols+150] = float32(math.NaN())
+	v[290*cols+3] = 1e30
+	nbr, nbc := ceilDiv(rows, b[0]), ceilDiv(cols, b[1])
+	codes, scales := make([]byte, rows*cols), make([]byte, 4*nbr*nbc)
+	FP8Quantize(v, cols, b, 0, rows, codes, scales)
+	tcodes, tscales := make([]byte, rows*cols), make([]byte, 4*nbr*nbc)
+	for bi := range nbr {
+		for bj := range nbc {
+			r0, c0 := bi*b[0], bj*b[1]
+			h, w := min(rows-r0, b[0]), min(cols-c0, b[1])
+			s := FP8EncodeTile(tcodes[r0*cols+c0:], cols, v[r0*cols+c0:], cols, h, w)
+			binary.LittleEndian.PutUint32(tscales[4*(bi*nbc+bj):], math.Float32bits(s))
+		}
+	}
+	if string(codes) != string(tcodes) || string(scales) != string(tscales) {
+		t.Fatal("FP8EncodeTile differs from FP8Quantize")
+	}
+	want, got := make([]float32, rows*cols), make([]float32, rows*cols)
+	FP8Rows(codes, scales, cols, b, 0, rows, want)
+	for bi := range nbr {
+		for bj := range nbc {
+			r0, c0 := bi*b[0], bj*b[1]
+			s := math.Float32frombits(binary.LittleEndian.Uint32(scales[4*(bi*nbc+bj):]))
+			FP8DecodeTile(got[r0*cols+c0:], cols, codes[r0*cols+c0:], cols, min(rows-r0, b[0]), min(cols-c0, b[1]), s)
+		}
+	}
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("element %d: FP8DecodeTile %g, FP8Rows %g", i, got[i], want[i])
 		}
 	}
 }

@@ -256,3 +256,37 @@ func TestNonFinite(t *testing.T) {
 		}
 	}
 }
+
+// Long tensors go through the four-words-at-a-time scan: the largest
+// finite values of either sign never count, and a NaN or infinity at any
+// position (inside a chunk, at its edges, in the tail) is found exactly.
+func TestNonFiniteLong(t *testing.T) {
+	for _, dt := range []DType{F32, BF16, F16} {
+		big := map[DType]float32{F32: math.MaxFloat32, BF16: 3.38e38, F16: 65504}[dt]
+		vals := make([]float32, 77)
+		for i := range vals {
+			vals[i] = big * float32(1-2*(i%2))
+		}
+		clean, err := EncodeFloat32(dt, vals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := Tensor{Name: "x", DType: dt, Shape: []int64{77}, Data: clean}
+		if i := x.NonFinite(); i != -1 {
+			t.Fatalf("%s: largest finite values: NonFinite = %d", dt, i)
+		}
+		for pos := range vals {
+			v := append([]float32(nil), vals...)
+			v[pos] = float32(math.Inf(1 - 2*(pos%2)))
+			if pos%3 == 0 {
+				v[pos] = float32(math.NaN())
+			}
+			v[min(pos+5, 76)] = float32(math.NaN()) // a later one must not win
+			data, _ := EncodeFloat32(dt, v)
+			x.Data = data
+			if i := x.NonFinite(); i != int64(pos) {
+				t.Fatalf("%s: bad value at %d: NonFinite = %d", dt, pos, i)
+			}
+		}
+	}
+}

@@ -199,6 +199,7 @@ func bench(runs int, dir, model string) error {
 	bound := largest + adapterBytes
 	fmt.Printf("merge throughput %.0f MB/s vs copy %.0f MB/s: %.2fx (goal >= 0.5x)\n", mb(total)/m.secs, mb(total)/c.secs, c.secs/m.secs)
 	fmt.Printf("CPU seconds (load-independent): merge %.2f s, copy %.2f s, on %d cores\n", m.cpu, c.cpu, runtime.NumCPU())
+	fmt.Printf("merge parallelism %.2f (CPU s / wall s; on an idle machine, the cores kept busy)\n", m.cpu/m.secs)
 	fmt.Printf("merge peak RSS %.0f MB = %.2fx (largest shard + adapter = %.0f MB; goal < 2x)\n",
 		float64(m.rssKB)/1024, float64(m.rssKB)*1024/float64(bound), mb(bound))
 	return nil
