@@ -367,7 +367,7 @@ func (m *Model) attendBlock(ws *workspace, rows []row, u attnUnit, layer, worker
 	sc := ws.scores[worker][:nq*ld]
 	qs, outs := ws.attnBlk[worker].pack(ws, u.i, u.n, u.kvh*group*hd, group, hd)
 	seq, off := rows[u.i].seq, u.kvh*hd
-	attnDotsBlock(sc, ld, qs, group, rel, seq.k[layer][lo*kvd:], kvd, off, nil)
+	attnDotsBlock(sc, ld, qs, group, rel, seq.k[layer][lo*kvd:], kvd, off)
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	sinks := m.sinks(layer)
 	for j := range qs {

@@ -138,8 +138,8 @@ func (a *attnBack) queries(s *attnBackScratch, g *blockGeom, i0, i1 int, p *[]fl
 	if g.lo%dotsTile == 0 && s.paired { // tiles start at key lo
 		khp, vhp = s.khp[g.lo*hd:], s.vhp[g.lo*hd:]
 	}
-	attnDotsBlock(sc[j0*ld:j1*ld], ld, s.qs[j0:j1], group, g.rel+i0, kh, hd, 0, khp)
-	attnDotsBlock(dp[j0*ld:j1*ld], ld, s.dos[j0:j1], group, g.rel+i0, vh, hd, 0, vhp)
+	attnDotsBlockPairs(sc[j0*ld:j1*ld], ld, s.qs[j0:j1], group, g.rel+i0, kh, hd, 0, khp)
+	attnDotsBlockPairs(dp[j0*ld:j1*ld], ld, s.dos[j0:j1], group, g.rel+i0, vh, hd, 0, vhp)
 	scale := 1 / math.Sqrt(float64(hd))
 	for j := j0; j < j1; j++ {
 		first, m := a.c.firstKey(a.li, g.p0+j/group)-g.lo, g.rel+j/group+1 // keys query j sees
