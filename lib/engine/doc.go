@@ -118,7 +118,9 @@
 //     on both paths. exp64 fuses every multiply-add (math.FMA; the vector
 //     twins' FMA instructions round once too, so the vector bodies need
 //     FMA and otherwise fall back to the scalar one). float64 reductions
-//     (RMSNorm's sums, the gradient norm, the loss's Σ exp) are eight
+//     (RMSNorm's sums, the gradient norm, the loss's and the sampler's
+//     Σ exp, so a token drawn at T = 1 reports its prompt logprob's bits,
+//     TestSamplerLogprobMatchesLogSumExp) are eight
 //     lane-strided partial sums added in a fixed tree (sumSquares), which
 //     vectors compute without reordering and which a single serial chain
 //     would make slower than the exponentials themselves.
@@ -141,8 +143,11 @@
 //     eight lanes too. After this and the VZEROUPPER below, the loss was
 //     2% of a 2 × 512 step and attention's exponentials under 1%.
 //     BenchmarkElementwise times each kernel in CPU-ns per element. The
-//     other kernels keep their vector twins, on one core inside their row
-//     loops; splitting them across cores would buy under 1% of a step.
+//     other kernels keep their vector twins; the training step's row
+//     loops (norms, rotary, SwiGLU, residual copies) split their rows
+//     over the cores (eachRow): on the 28-layer 0.6B shape at 2 × 512
+//     they were 3-4% of the samples, run on one core while the others
+//     waited.
 //     AdamW and the gradient norm run on all cores (adamStep,
 //     gradSquares), which matters only for large adapters.
 //   - Vector kernels end with archsimd.ClearAVXUpperBits (VZEROUPPER),
@@ -204,9 +209,24 @@
 //     the block kernels packing every tile again for every block
 //     (packRows' copies, forward and backward, were 8% of the CPU
 //     samples of a 4096-token step on the 0.6B widths with 4 layers).
-//     Each dk/dv element still adds its terms in ascending (position,
-//     head) order, so the bits are those of the per-position loop kept
-//     as attentionBackwardRef (TestAttentionBackwardBlocksMatchRef).
+//     The same copy is also kept in the 512-bit score kernel's pair
+//     layout (packKeyPairs), which the kernel otherwise built again for
+//     every block (a quarter of the scores' time), and the head's dk and
+//     dv accumulate in contiguous rows copied back once: every block adds
+//     to every earlier key's, and the gradients' own rows, 4 KiB apart on
+//     the 0.6B shape, each began a new page. Together ~10% less CPU for a
+//     512-token backward (BenchmarkAttentionLong, loaded machine, best of
+//     ten). When the KV heads do not divide among the workers (one KV
+//     head on two cores left one idle), each block's positions (scores,
+//     softmax, dq) and then its keys (dk, dv) are split instead
+//     (blockSplit, shares of equal work: splitWork). Each dk/dv element
+//     still adds its terms in ascending (position, head) order, whatever
+//     the split, so the bits are those of the per-position loop kept as
+//     attentionBackwardRef (TestAttentionBackwardBlocksMatchRef, GOMAXPROCS
+//     1 and 3 with one and two KV heads).
+//     Four outputs per pass of the weighted sums (eight accumulators)
+//     were tried and were slower: the compiler allocates 15 vector
+//     registers and spilled two accumulators every row.
 //   - Attention memory is linear in the sequence: no T×T matrix exists.
 //     The forward keeps only each query's output, and the backward
 //     recomputes one block's probabilities at a time (attnRows positions ×
