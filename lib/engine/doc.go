@@ -281,13 +281,45 @@
 //     the backward is checked against a float64 reference and for thread
 //     count invariance (TestAttentionWindowBackward) and, in the model,
 //     against finite differences (TestGptOssGradientsMatchFiniteDifferences).
-//   - DeepSeek's latent attention (mla.go) runs on the ordinary attention
-//     kernels: a head is qk_nope+qk_rope wide, each value is padded with
-//     zeros to that width (as transformers pads for flash attention) and
-//     the cache holds the expanded keys and values, not the latent. That
-//     reuses the blocked forward and backward, with their batch
-//     invariance, at the cost of cache memory (about 85 times the
-//     latent's per position on DeepSeek V3.1's shape). The rotary part
+//   - DeepSeek's latent attention (mla.go). Sampling (prefill and decode)
+//     caches the latent, not each head's key and value: per layer and
+//     position kv_lora_rank + qk_rope_head_dim floats (kv_a_layernorm's
+//     output, then the rotated key part), 576 on DeepSeek V3.1's shape
+//     against 2·128·192 expanded, 85 times less, which is what makes
+//     long contexts of these models fit (Config.KVBytesPerPosition
+//     reports it; TestLatentCacheBytes). Attention runs absorbed
+//     (mla_latent.go): q_nope·(W_uk·c) = (W_ukᵀ·q_nope)·c, so each
+//     head's query becomes [W_ukᵀ·q_nope | q_rope], all heads score the
+//     cached rows as one shared key head, the probabilities weight the
+//     cached latents, and W_uv·(Σ p·c) gives the head's value; W_uk and
+//     W_uv are row ranges of kv_b_proj, read in place. The service never
+//     adapts kv_b_proj (its LoRA sits on kv_a_proj_with_mqa, before the
+//     cache), so nothing is absorbed per adapter. Every row, a decoding
+//     one too, goes through the blocked kernels in units of up to
+//     attnRows positions × latentHeads heads, so each cached row is read
+//     once per unit rather than once per head pair, and a query's bits
+//     do not depend on its block: a sequence alone, batched, in any
+//     prefill chunking or thread count gives the same bits
+//     (TestLatentIndependentOfBatchAndThreads, emulated runs too;
+//     TestConcurrentMatchesSolo covers tiny-deepseek). The absorbed form sums in another order than the
+//     expanded one: TestLatentDecodeMatchesExpanded holds prompt and
+//     decoded logprobs within 2e-5 (relative) of the training forward's
+//     expanded form, both within the float64 reference's tolerance. It
+//     costs more arithmetic per cached position (kv_lora_rank + rope for
+//     the score and kv_lora_rank for the sum, per head, against nope+rope
+//     twice), the price inference servers pay for the smaller cache.
+//     Training keeps the expanded form: a head is qk_nope+qk_rope wide,
+//     each value is padded with zeros to that width (as transformers pads
+//     for flash attention), which reuses the blocked forward and backward
+//     with their batch invariance; a datum's keys and values live only for
+//     its pass, so the cache's size matters less there. Hence a DeepSeek
+//     training forward reproduces the sampler's logprobs within float32
+//     rounding (about 1e-6), not bit for bit as for the other families,
+//     and an on-policy RL ratio is 1 within that
+//     (TestForwardMatchesSampler). Training's
+//     memory accounting (memory.go) counts that expanded form. No
+//     admission limit sizes the sampling cache (the batcher admits by
+//     sequence count, maxBatchSeqs). The rotary part
 //     rotates neighbouring pairs in place, which gives transformers'
 //     scores (it de-interleaves q and k alike, then rotates halves), and
 //     YaRN's mscale² joins the queries. Routing (deepseek_moe.go) chooses
