@@ -137,7 +137,9 @@
 //     on both paths. exp64 fuses every multiply-add (math.FMA; the vector
 //     twins' FMA instructions round once too, so the vector bodies need
 //     FMA and otherwise fall back to the scalar one). float64 reductions
-//     (RMSNorm's sums, the gradient norm, the loss's Σ exp) are eight
+//     (RMSNorm's sums, the gradient norm, the loss's and the sampler's
+//     Σ exp, so a token drawn at T = 1 reports its prompt logprob's bits,
+//     TestSamplerLogprobMatchesLogSumExp) are eight
 //     lane-strided partial sums added in a fixed tree (sumSquares), which
 //     vectors compute without reordering and which a single serial chain
 //     would make slower than the exponentials themselves.
@@ -160,8 +162,11 @@
 //     eight lanes too. After this and the VZEROUPPER below, the loss was
 //     2% of a 2 × 512 step and attention's exponentials under 1%.
 //     BenchmarkElementwise times each kernel in CPU-ns per element. The
-//     other kernels keep their vector twins, on one core inside their row
-//     loops; splitting them across cores would buy under 1% of a step.
+//     other kernels keep their vector twins; the training step's row
+//     loops (norms, rotary, SwiGLU, residual copies) split their rows
+//     over the cores (eachRow): on the 28-layer 0.6B shape at 2 × 512
+//     they were 3-4% of the samples, run on one core while the others
+//     waited.
 //     AdamW and the gradient norm run on all cores (adamStep,
 //     gradSquares), which matters only for large adapters.
 //   - Vector kernels end with archsimd.ClearAVXUpperBits (VZEROUPPER),
@@ -223,9 +228,24 @@
 //     the block kernels packing every tile again for every block
 //     (packRows' copies, forward and backward, were 8% of the CPU
 //     samples of a 4096-token step on the 0.6B widths with 4 layers).
-//     Each dk/dv element still adds its terms in ascending (position,
-//     head) order, so the bits are those of the per-position loop kept
-//     as attentionBackwardRef (TestAttentionBackwardBlocksMatchRef).
+//     The same copy is also kept in the 512-bit score kernel's pair
+//     layout (packKeyPairs), which the kernel otherwise built again for
+//     every block (a quarter of the scores' time), and the head's dk and
+//     dv accumulate in contiguous rows copied back once: every block adds
+//     to every earlier key's, and the gradients' own rows, 4 KiB apart on
+//     the 0.6B shape, each began a new page. Together ~10% less CPU for a
+//     512-token backward (BenchmarkAttentionLong, loaded machine, best of
+//     ten). When the KV heads do not divide among the workers (one KV
+//     head on two cores left one idle), each block's positions (scores,
+//     softmax, dq) and then its keys (dk, dv) are split instead
+//     (blockSplit, shares of equal work: splitWork). Each dk/dv element
+//     still adds its terms in ascending (position, head) order, whatever
+//     the split, so the bits are those of the per-position loop kept as
+//     attentionBackwardRef (TestAttentionBackwardBlocksMatchRef, GOMAXPROCS
+//     1 and 3 with one and two KV heads).
+//     Four outputs per pass of the weighted sums (eight accumulators)
+//     were tried and were slower: the compiler allocates 15 vector
+//     registers and spilled two accumulators every row.
 //   - Attention memory is linear in the sequence: no T×T matrix exists.
 //     The forward keeps only each query's output, and the backward
 //     recomputes one block's probabilities at a time (attnRows positions ×
@@ -359,10 +379,24 @@
 //     tiles of 16 tokens × 16 rows × 32 columns; Linux grants the tile
 //     state on request, arch_prctl ARCH_REQ_XCOMP_PERM, once per process)
 //     or else AVX512-BF16 (VDPBF16PS, 16 rows per vector, tokens
-//     broadcast). Weights get a second copy in the VNNI layout (16 rows ×
-//     column pair per 64 bytes), so a bf16 model takes the memory of a
-//     float32 one. Go's assembler knows neither instruction set: the
-//     generator encodes them as bytes.
+//     broadcast). Weights are kept only in the VNNI layout (16 rows ×
+//     column pair per 64 bytes; the embedding keeps its rows), so a bf16
+//     model takes half the memory of a float32 one. Go's assembler knows
+//     neither instruction set: the generator encodes them as bytes.
+//     Attention takes the path too (kernels_bf16_attn_amd64.go): queries,
+//     keys, values and the softmax's probabilities are rounded to
+//     bfloat16, the scores Q·Kᵀ and the outputs P·V run on the same
+//     kernels, the softmax is one AVX-512 kernel in float32 (bf16Softmax:
+//     its own exp, exactly zero outside the window). A sequence's keys and
+//     values are rounded and packed as they arrive and kept beside its
+//     float32 cache (kvCache.bf16: half its size again), so a decoding
+//     step packs one position; each output adds its key pairs in chunks of
+//     32 keys counted from key 0, with zero probabilities outside its
+//     window, so a query's bits do not depend on the block of queries it
+//     is computed in (TestBF16AttentionInvariant). With the float32
+//     attention and softmax, this path spent over half of a 512-token
+//     prefill of the 0.6B shape in attention and a third in the products;
+//     now the products take most of it.
 //     Within a machine the bits do not depend on the batch, the tile, the
 //     thread count, prefill or decode (the path is chosen per matrix,
 //     never by batch size; TestBF16BatchInvariance,
@@ -377,8 +411,10 @@
 //     cross-machine reproducibility, and a model loaded without it keeps
 //     the float32 path's bits. The training backward's input gradients
 //     (matMulT, Wᵀ·dy) take the path too, each worker packing a VNNI panel
-//     of Wᵀ for 32 columns at a time (bf16PackPairs) rather than keeping a
-//     third copy; LoRA products and the adapter's gradients stay float32.
+//     of Wᵀ for 32 columns at a time from W's VNNI copy (packPanelT) rather
+//     than keeping a second one; LoRA products and the adapter's gradients
+//     stay float32. The attention backward stays float32 too: it
+//     recomputes the probabilities from the unrounded queries and keys.
 //     TestBF16TrainingGradients: within 1.5% (relative L2) of the float32
 //     path's gradients, the same bits however the data are split.
 package engine

@@ -15,8 +15,9 @@ import (
 // generates rather than its max_tokens.
 type kvCache struct {
 	k, v   [][]float32
-	n      int // positions filled
-	kw, vw int // floats per position of k and of v
+	n      int          // positions filled
+	kw, vw int          // floats per position of k and of v
+	bf16   *bf16KVCache // the bf16 path's copy (kernels_bf16_attn_amd64.go); nil until used
 }
 
 func (m *Model) newCache(capacity int) *kvCache {
@@ -274,6 +275,9 @@ func allSame(loras []*LoRA, l *LoRA) bool {
 // is free takes the next unit: grouped by KV head (so one head's keys and
 // values stay in L2), largest first within a head.
 func (m *Model) attention(ws *workspace, rows []row, layer int) {
+	if m.attentionBF16(ws, rows, layer) { // kernels_bf16_attn_amd64.go
+		return
+	}
 	units, work := m.attnUnits(ws, rows, layer)
 	workers := min(runtime.GOMAXPROCS(0), len(units), max(1, work/parallelMinWork))
 	ws.scores = growTo(ws.scores, workers)
