@@ -60,15 +60,16 @@ golden-update: build
 
 bench: build bench-shell bench-list $(BENCH_TARGETS)
 
+# BENCH_OTHER=path/to/tinker measures another build in the same runs.
 bench-shell: build
-	@echo "== cold start (median of 25 runs, next to /bin/true in the same run)"
-	$(GO) run ./cmd/tinker-bench coldstart $(BIN)
+	@echo "== cold start (medians of 41 interleaved runs: wall, CPU, page faults, next to /bin/true and a Go net/http program)"
+	$(GO) run ./cmd/tinker-bench coldstart $(BIN) $(BENCH_OTHER)
 	@echo "== display of a 10,000-row table at the prompt (only head and tail are drawn)"
 	$(GO) test ./shell -run '^$$' -bench Display10k -benchmem -count 3
 
 bench-list: build
 	@echo "== tinker -f json checkpoint list --limit 0 over 10,000 checkpoints (tinker serve on loopback) next to curl"
-	$(GO) run ./cmd/tinker-bench list $(BIN)
+	$(GO) run ./cmd/tinker-bench list $(BIN) $(BENCH_OTHER)
 
 clean:
 	rm -rf bin

@@ -3,6 +3,7 @@ package builtins
 import (
 	"fmt"
 	"sort"
+	"strings"
 	gotime "time"
 
 	"github.com/tinkershell/tinker/lib/chat"
@@ -25,7 +26,7 @@ func init() {
 		Name:      "render",
 		Signature: "render(model_or_renderer, messages)",
 		Summary:   "Render a conversation the way sample(messages=...) does: the prompt text, its tokens and the stop tokens.",
-		Details:   "The first argument is a base model (its default renderer) or a renderer name: " + fmt.Sprint(chat.Names()) + ".",
+		Details:   "The first argument is a base model (its default renderer) or a renderer name: " + renderNames() + ".",
 		Example:   "r = render(\"Qwen/Qwen3-8B\", [{\"role\": \"user\", \"content\": \"hi\"}])\nlen(r.tokens)",
 	}, renderFn)
 }
@@ -188,3 +189,7 @@ func renderFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple,
 	}
 	return &renderedValue{Renderer: r.Name(), R: out}, nil
 }
+
+// renderNames is the renderer names as fmt.Sprint prints them ([a b c]),
+// without its reflection, which showed in every start's profile.
+func renderNames() string { return "[" + strings.Join(chat.Names(), " ") + "]" }

@@ -5,13 +5,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/peterh/liner"
 	"github.com/tinkershell/tinker/lib/atomicfile"
+	"github.com/tinkershell/tinker/lib/lazyre"
 	"golang.org/x/sys/unix"
 	xterm "golang.org/x/term"
 )
@@ -137,12 +136,10 @@ func termColumns() int {
 
 // secretLike matches API keys and JWTs so they never reach the history
 // file; compiled on first use to keep start-up fast.
-var secretLike = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`tml-[A-Za-z0-9_-]{6,}|eyJ[A-Za-z0-9_-]{10,}`)
-})
+var secretLike = lazyre.New(`tml-[A-Za-z0-9_-]{6,}|eyJ[A-Za-z0-9_-]{10,}`)
 
 func (e *linerEditor) AppendHistory(stmt string) {
-	if strings.TrimSpace(stmt) == "" || secretLike().MatchString(stmt) {
+	if strings.TrimSpace(stmt) == "" || secretLike.MatchString(stmt) {
 		return
 	}
 	lines := strings.Split(stmt, "\n")

@@ -2,8 +2,9 @@ package chat
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
+
+	"github.com/tinkershell/tinker/lib/lazyre"
 )
 
 // The cookbook's DeepSeek V3.1 renderers: BOS; a leading system message
@@ -34,7 +35,7 @@ func (deepseekThinking) stops(e *enc) ([]int, []string) { return []int{e.id(dsEO
 
 func (deepseekOff) extension() bool { return true }
 
-var dsThinkBlock = regexp.MustCompile(`(?s)<think>.*?</think>`)
+var dsThinkBlock = lazyre.New(`(?s)<think>.*?</think>`)
 
 func followsTool(c msgCtx) bool { return c.prev != nil && c.prev.Role == "tool" }
 

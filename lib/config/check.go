@@ -4,12 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/tinkershell/tinker/lib/lazyre"
 )
 
 // decodeError turns a decoder error into an *Error saying what to fix.
@@ -105,7 +106,7 @@ func typeMismatch(idx keyIndex, key []string) string {
 
 // profileName is what a profile may be called: a bare TOML key, so that it
 // is safe to show and to type after --profile.
-var profileName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+var profileName = lazyre.New(`^[A-Za-z0-9_-]+$`)
 
 // check validates the decoded values; of several problems it reports the
 // first in the file.
@@ -194,7 +195,7 @@ func checkBaseURL(u string) string {
 // keyLike matches a tml- key's random part (a long unbroken run of letters
 // and digits, so that names such as tml-prod-key-2 are not taken for keys)
 // and a JWT.
-var keyLike = regexp.MustCompile(`tml-[A-Za-z0-9_-]*[A-Za-z0-9]{16}|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]*)?`)
+var keyLike = lazyre.New(`tml-[A-Za-z0-9_-]*[A-Za-z0-9]{16}|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]*)?`)
 
 func looksLikeKey(s string) bool { return keyLike.MatchString(s) }
 

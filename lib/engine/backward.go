@@ -122,9 +122,7 @@ func (ps *datumPass) forwardLayer(li int, x, spare [][]float32) (next, nextSpare
 	mark := ar.off
 	a.x = x
 	a.xn1 = ar.rowsToFill(n, h)
-	for p := range n {
-		rmsNorm(a.xn1[p], x[p], lw.attnNorm, c.RMSNormEps)
-	}
+	eachRow(n, h, func(p int) { rmsNorm(a.xn1[p], x[p], lw.attnNorm, c.RMSNormEps) })
 	a.q = ar.rowsToFill(n, qd)
 	ps.cache.k[li], ps.cache.v[li] = ar.takeToFill(n*kvd), ar.takeToFill(n*kvd)
 	k, v := rowsOf(ps.cache.k[li], n, kvd), rowsOf(ps.cache.v[li], n, kvd)
@@ -134,7 +132,9 @@ func (ps *datumPass) forwardLayer(li int, x, spare [][]float32) (next, nextSpare
 	trainLinear(lw.v, lw.vBias, tl.v, a.xn1, v, a.t[tV], false)
 	if lw.qNorm != nil {
 		a.qRaw, a.kRaw = ar.rowsToFill(n, qd), ar.rowsToFill(n, kvd)
-		for p := range n {
+	}
+	eachRow(n, qd+kvd, func(p int) {
+		if lw.qNorm != nil {
 			copy(a.qRaw[p], a.q[p])
 			copy(a.kRaw[p], k[p])
 			for o := 0; o < qd; o += c.HeadDim {
@@ -146,18 +146,14 @@ func (ps *datumPass) forwardLayer(li int, x, spare [][]float32) (next, nextSpare
 				rmsNorm(hv, hv, lw.kNorm, c.RMSNormEps)
 			}
 		}
-	}
-	for p := range n {
 		applyRope(a.q[p], c.HeadDim, ps.cos[p], ps.sin[p])
 		applyRope(k[p], c.HeadDim, ps.cos[p], ps.sin[p])
-	}
+	})
 	a.att = ar.rows(n, qd)
 	ps.ws.q, ps.ws.att = a.q, a.att
 	m.attention(ps.ws, ps.rowsAt, li)
 	a.x2 = ar.rowsToFill(n, h)
-	for p := range n {
-		copy(a.x2[p], x[p])
-	}
+	eachRow(n, h, func(p int) { copy(a.x2[p], x[p]) })
 	a.t[tO] = ps.tRows(tl.o)
 	trainLinear(lw.o, lw.oBias, tl.o, a.att, a.x2, a.t[tO], true)
 	return ps.mlpBlock(li, mark, x, spare)
@@ -172,16 +168,14 @@ func (ps *datumPass) mlpBlock(li, mark int, x, spare [][]float32) (next, nextSpa
 	c, ar, n := ps.c, ps.ar, ps.n
 	lw, a := &ps.t.model.w.layers[li], &ps.acts[li]
 	a.xn2 = ar.rowsToFill(n, c.Hidden)
-	for p := range n {
-		rmsNorm(a.xn2[p], a.x2[p], lw.mlpNorm, c.RMSNormEps)
-	}
 	next = spare
 	if ps.backward {
 		next = ps.residual(li)
 	}
-	for p := range n {
+	eachRow(n, c.Hidden, func(p int) {
+		rmsNorm(a.xn2[p], a.x2[p], lw.mlpNorm, c.RMSNormEps)
 		copy(next[p], a.x2[p])
-	}
+	})
 	if lw.moe != nil {
 		ps.moeForward(li, next)
 	}
@@ -206,9 +200,7 @@ func (ps *datumPass) mlpForward(li int, next [][]float32) {
 	a.t[tGate], a.t[tUp], a.t[tDown] = ps.tRows(tl.gate), ps.tRows(tl.up), ps.tRows(tl.down)
 	trainLinear(lw.gate, nil, tl.gate, a.xn2, a.g, a.t[tGate], false)
 	trainLinear(lw.up, nil, tl.up, a.xn2, a.u, a.t[tUp], false)
-	for p := range n {
-		siluMul(a.h[p], a.g[p], a.u[p])
-	}
+	eachRow(n, w, func(p int) { siluMul(a.h[p], a.g[p], a.u[p]) })
 	trainLinear(lw.down, nil, tl.down, a.h, next, a.t[tDown], true)
 }
 
@@ -219,9 +211,7 @@ func (ps *datumPass) head(l Loss, d *Datum, x [][]float32, out *DatumOutput) (fl
 	t, c, ar, n := ps.t, ps.c, ps.ar, ps.n
 	w := t.model.w
 	xnF := ar.rows(n, c.Hidden)
-	for p := range n {
-		rmsNorm(xnF[p], x[p], w.norm, c.RMSNormEps)
-	}
+	eachRow(n, c.Hidden, func(p int) { rmsNorm(xnF[p], x[p], w.norm, c.RMSNormEps) })
 	tHead := ps.tRows(t.head)
 	var dxnF [][]float32
 	if ps.backward {
@@ -270,10 +260,10 @@ func (ps *datumPass) backwardLayer(li, lowest int, dx [][]float32) bool {
 	t.linearBackward(lw.o, tl.o, a.att, a.t[tO], dx, datt, false)
 	dq, dk, dv := ar.rows(n, qd), ar.rows(n, kvd), ar.rows(n, kvd)
 	attentionBackward(c, li, lw.sinks, a.q, ps.cache.k[li][:n*kvd], ps.cache.v[li][:n*kvd], datt, dq, dk, dv)
-	for p := range n {
+	eachRow(n, qd+kvd, func(p int) {
 		ropeBackward(dq[p], c.HeadDim, ps.cos[p], ps.sin[p])
 		ropeBackward(dk[p], c.HeadDim, ps.cos[p], ps.sin[p])
-	}
+	})
 	if lw.qNorm != nil {
 		dq, dk = headNormBackward(ar, dq, a.qRaw, lw.qNorm, c), headNormBackward(ar, dk, a.kRaw, lw.kNorm, c)
 	}
@@ -285,9 +275,7 @@ func (ps *datumPass) backwardLayer(li, lowest int, dx [][]float32) bool {
 	t.linearBackward(lw.k, tl.k, a.xn1, a.t[tK], dk, dxn1, true)
 	t.linearBackward(lw.v, tl.v, a.xn1, a.t[tV], dv, dxn1, true)
 	if dxn1 != nil {
-		for p := range n {
-			rmsNormBackward(dx[p], dxn1[p], a.x[p], lw.attnNorm, c.RMSNormEps)
-		}
+		eachRow(n, h, func(p int) { rmsNormBackward(dx[p], dxn1[p], a.x[p], lw.attnNorm, c.RMSNormEps) })
 	}
 	ar.release(mark)
 	return true
@@ -307,14 +295,10 @@ func (ps *datumPass) mlpBlockBackward(li int, dx [][]float32) {
 		if dxn == nil {
 			dxn = d
 		} else {
-			for p := range n {
-				putRow(dxn[p], d[p], true)
-			}
+			eachRow(n, c.Hidden, func(p int) { putRow(dxn[p], d[p], true) })
 		}
 	}
-	for p := range n {
-		rmsNormBackward(dx[p], dxn[p], a.x2[p], lw.mlpNorm, c.RMSNormEps)
-	}
+	eachRow(n, c.Hidden, func(p int) { rmsNormBackward(dx[p], dxn[p], a.x2[p], lw.mlpNorm, c.RMSNormEps) })
 }
 
 // mlpBackward returns the gradient of layer li's MLP input xn2 given dx,
@@ -325,9 +309,7 @@ func (ps *datumPass) mlpBackward(li int, dx [][]float32) [][]float32 {
 	dg := ar.rows(n, c.mlpWidth(li))
 	t.linearBackward(lw.down, tl.down, a.h, a.t[tDown], dx, dg, false)
 	du := ar.rows(n, c.mlpWidth(li))
-	for p := range n {
-		siluMulBackward(dg[p], du[p], a.g[p], a.u[p])
-	}
+	eachRow(n, c.mlpWidth(li), func(p int) { siluMulBackward(dg[p], du[p], a.g[p], a.u[p]) })
 	dxn := ar.rows(n, c.Hidden)
 	t.linearBackward(lw.gate, tl.gate, a.xn2, a.t[tGate], dg, dxn, false)
 	t.linearBackward(lw.up, tl.up, a.xn2, a.t[tUp], du, dxn, true)
@@ -374,27 +356,57 @@ func (t *Trainer) linearBackward(w mat, mod *trainModule, xs, ts, dys, dxs [][]f
 // (raw) given the gradient of its outputs.
 func headNormBackward(ar *arena, dOut, raw [][]float32, weight []float32, c Config) [][]float32 {
 	d := ar.rows(len(dOut), len(dOut[0]))
-	for p := range dOut {
+	eachRow(len(dOut), len(dOut[0]), func(p int) {
 		for o := 0; o < len(dOut[p]); o += c.HeadDim {
 			e := o + c.HeadDim
 			rmsNormBackward(d[p][o:e], dOut[p][o:e], raw[p][o:e], weight, c.RMSNormEps)
 		}
-	}
+	})
 	return d
 }
+
+// eachRow runs fn(p) for every row p < n, the rows split over the cores
+// (forward and backward norms, rotary, SwiGLU: on one core they were a
+// few percent of a step while the other cores waited). A row stays whole
+// on one core, so its bits do not depend on the split; width is a row's
+// elements, which decides whether other cores are worth waking.
+func eachRow(n, width int, fn func(p int)) {
+	parallelFor(n, 1, n*width*elemWork, func(lo, hi int) {
+		for p := lo; p < hi; p++ {
+			fn(p)
+		}
+	})
+}
+
+// elemWork is an element's cost in parallelFor's multiply-adds, roughly.
+const elemWork = 4
 
 // attentionBackward computes the gradients of causal grouped-query
 // attention's q, k and v (after rotary) from the output gradient datt,
 // recomputing the attention probabilities instead of keeping them; k and v
 // are the n cached rows, one slab of KVHeads·HeadDim columns. KV heads are
-// split across goroutines; each takes attnRows positions at a time
-// (attnBack.block), reading each cached row once per block, and keys and
-// values accumulate in ascending query position and head order. Layer li
+// split across goroutines when they divide among the cores, otherwise
+// each block's positions and keys are (blockSplit); each head takes
+// attnRows positions at a time (attnBack.block), reading each cached row
+// once per block, and keys and values accumulate in ascending query
+// position and head order. Layer li
 // and its sink logits (nil: none) give GPT-OSS's window and sinks.
 func attentionBackward(c Config, li int, sinks []float32, q [][]float32, k, v []float32, datt, dq, dk, dv [][]float32) {
 	n := len(q)
 	a := &attnBack{c: c, li: li, sinks: sinks, q: q, datt: datt, dq: dq, dk: dk, dv: dv, k: k, v: v}
-	workers := min(runtime.GOMAXPROCS(0), c.KVHeads, max(1, n*n*c.Heads*c.HeadDim/parallelMinWork))
+	workers := min(runtime.GOMAXPROCS(0), max(1, n*n*c.Heads*c.HeadDim/parallelMinWork))
+	if c.KVHeads%workers != 0 { // a split by heads would leave cores idle
+		var s attnBackScratch
+		ps := make([][]float64, workers)
+		for kvh := range c.KVHeads {
+			s.packHead(a, kvh)
+			for p0 := 0; p0 < n; p0 += attnRows {
+				a.blockSplit(&s, ps, kvh, p0, min(attnRows, n-p0), workers)
+			}
+			s.unpackHead(a, kvh)
+		}
+		return
+	}
 	forkJoin(workers, func(wk int) {
 		var s attnBackScratch
 		for kvh := wk; kvh < c.KVHeads; kvh += workers {
@@ -402,6 +414,7 @@ func attentionBackward(c Config, li int, sinks []float32, q [][]float32, k, v []
 			for p0 := 0; p0 < n; p0 += attnRows {
 				a.block(&s, kvh, p0, min(attnRows, n-p0))
 			}
+			s.unpackHead(a, kvh)
 		}
 	})
 }

@@ -223,12 +223,11 @@ func (j *job) start(work []func()) []func() {
 		return work
 	}
 	j.seqs, j.live = make([]*seqRun, n), n
-	kvd := j.m.cfg.KVHeads * j.m.cfg.HeadDim
 	for i := range n {
 		work = append(work, func() {
 			c := j.cache
 			if n > 1 {
-				c = c.clone(j.room, kvd)
+				c = c.clone(j.room)
 			}
 			sq := &seqRun{cache: c, rng: newRNG(sampleSeed(j.seed, i)), sm: newSampler(j.m.cfg.VocabSize, j.req), out: &j.resp.Sequences[i]}
 			sq.out.Tokens = make([]int, 0, j.req.MaxTokens)

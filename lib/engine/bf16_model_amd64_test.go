@@ -57,23 +57,32 @@ func TestBF16ModelPrefillMatchesDecode(t *testing.T) {
 	}
 }
 
+// checkPrefillMatchesDecode runs tiny-qwen3 and tiny-gpt-oss (attention
+// in sliding windows with sinks), decoding past two 32-key chunks of the
+// bf16 attention.
 func checkPrefillMatchesDecode(t *testing.T) {
-	_, bf := loadBF16Pair(t, "tinker-local/tiny-qwen3")
-	prompt := mustLoad(t, "tinker-local/tiny-qwen3").Tokenizer().Encode("decode and prefill agree", true)
+	for _, name := range []string{"tinker-local/tiny-qwen3", "tinker-local/tiny-gpt-oss"} {
+		checkPrefillMatchesDecodeOf(t, name)
+	}
+}
+
+func checkPrefillMatchesDecodeOf(t *testing.T, name string) {
+	_, bf := loadBF16Pair(t, name)
+	prompt := mustLoad(t, name).Tokenizer().Encode("decode and prefill agree", true)
 	seed := int64(3)
-	r := sample(t, bf, SampleRequest{Prompt: prompt, MaxTokens: 12, Temperature: 1, Seed: &seed, ModelLogprobs: true})
+	r := sample(t, bf, SampleRequest{Prompt: prompt, MaxTokens: 48, Temperature: 1, Seed: &seed, ModelLogprobs: true})
 	s := r.Sequences[0]
 	full := append(slices.Clone(prompt), s.Tokens...)
 	pl := promptLogprobs(t, bf, full)
 	for i, lp := range s.Logprobs {
 		if got := float32(pl[len(prompt)-1+i]); got != lp {
-			t.Fatalf("generated token %d: logprob %g when decoded, %g in a prefill", i, lp, got)
+			t.Fatalf("%s: generated token %d: logprob %g when decoded, %g in a prefill", name, i, lp, got)
 		}
 	}
 	short := promptLogprobs(t, bf, prompt)
 	for i := range short {
 		if short[i] != pl[i] {
-			t.Fatalf("prompt position %d: logprob %g alone, %g with more tokens after it", i+1, short[i], pl[i])
+			t.Fatalf("%s: prompt position %d: logprob %g alone, %g with more tokens after it", name, i+1, short[i], pl[i])
 		}
 	}
 }
@@ -147,6 +156,38 @@ func TestPoolBF16Compute(t *testing.T) {
 		}
 		if got := m.w.layers[0].q.vn != nil; got != on {
 			t.Errorf("BF16Compute %v: layer 0's q on the bf16 path = %v", on, got)
+		}
+	}
+}
+
+// TestBF16ComputeOneCopy: on the bf16 path every layer matrix and the
+// lm_head keep only their packed copy (no row-major bfloat16 or float32
+// one beside it), and the embedding keeps its rows.
+func TestBF16ComputeOneCopy(t *testing.T) {
+	needBF16(t)
+	for _, name := range []string{"tinker-local/tiny-qwen3", "tinker-local/tiny-gpt-oss"} {
+		_, bf := loadBF16Pair(t, name)
+		w := bf.w
+		ms := []mat{w.lmHead}
+		for _, l := range w.layers {
+			ms = append(ms, l.q, l.k, l.v, l.o, l.gate, l.up, l.down)
+			if l.moe != nil {
+				for _, x := range l.moe.experts {
+					ms = append(ms, x.gate, x.up, x.down)
+				}
+			}
+		}
+		for i, m := range ms {
+			if m.rows == 0 {
+				continue // a dense slot of a mixture-of-experts layer
+			}
+			if m.vn == nil || m.bf != nil || m.data != nil {
+				t.Fatalf("%s: matrix %d (%d×%d): packed %v, row-major bf16 %v, float32 %v; want only the packed copy",
+					name, i, m.rows, m.cols, m.vn != nil, m.bf != nil, m.data != nil)
+			}
+		}
+		if w.embed.bf == nil {
+			t.Fatalf("%s: the embedding lost its rows", name)
 		}
 	}
 }

@@ -77,7 +77,19 @@
 //     with shuffles. A block of rows (256 KiB) stays in L2 while a block
 //     of packed tokens (768 KiB) passes it, so a 512-token batch of 3072
 //     columns comes from L2 rather than L3. A kernel packs the tokens
-//     (fwdPackGroup), on all workers when the product is split.
+//     (fwdPackGroup), on all workers when the product is split. While the
+//     groups pass a block, each kernel step prefetches one line of the
+//     next block into L2 (each group its share), so a block does not
+//     start from memory. Rows longer than 1024 columns (o_proj, down) are
+//     summed in 1024-column pieces, the tiles' accumulators kept in memory
+//     between pieces (fwdTile4x6K): a group's piece stays in L1 while the
+//     block's tiles pass it, where the whole group came from L2 again for
+//     every tile. Every lane still adds its products in ascending k, so
+//     the bits are the same (TestForwardBlocksMatchScalar shrinks the
+//     pieces). Larger tiles do not help this form: a 4×6 tile with its
+//     block in L2 runs at about the FMA peak on the kernel alone, and a
+//     tile that keeps its six rows in L1 while the groups stream (tried)
+//     was no faster.
 //   - On amd64 CPUs with AVX2 but without AVX-512 (most Intel client
 //     CPUs, AMD Zen 2 and 3) the forward product runs AVX2 assembly
 //     instead (gemm_fwd_avx2_amd64.s from internal/asmgen/fwdavx2,
@@ -100,8 +112,15 @@
 //     the same way): matMulT and outerAcc as register tiles of up to 6-12
 //     rows × 1-4 16-lane vectors (at most 24 accumulators), each lane
 //     adding its products in the scalar kernels' sequential order, each
-//     one fused multiply-add; weight strips are packed contiguous (and
-//     widened from bfloat16) once per block and prefetched a strip ahead.
+//     one fused multiply-add. A tile broadcasts each row's value once
+//     into a register for its 1-4 vectors: folded into every FMA, the
+//     broadcast made more loads than FMAs, and the kernels alone ran
+//     about 1.5× slower. Weight strips are packed contiguous (and widened
+//     from bfloat16) once per block and prefetched a strip ahead, as are
+//     outerAcc's strips of a wide vs (a new page per batch step
+//     otherwise). Packing matMulT's batch into panels (one pointer,
+//     tiles up to 14 rows) was tried: the transposing copy cost more
+//     than the tiles gained.
 //     TestBackwardAsmMatchesScalar compares them with the scalar kernels.
 //   - Other vector kernels (kernels_simd.go, GOEXPERIMENT=simd on amd64
 //     with AVX2) give the scalar kernels' bits: a lane holds one output
@@ -118,7 +137,9 @@
 //     on both paths. exp64 fuses every multiply-add (math.FMA; the vector
 //     twins' FMA instructions round once too, so the vector bodies need
 //     FMA and otherwise fall back to the scalar one). float64 reductions
-//     (RMSNorm's sums, the gradient norm, the loss's Σ exp) are eight
+//     (RMSNorm's sums, the gradient norm, the loss's and the sampler's
+//     Σ exp, so a token drawn at T = 1 reports its prompt logprob's bits,
+//     TestSamplerLogprobMatchesLogSumExp) are eight
 //     lane-strided partial sums added in a fixed tree (sumSquares), which
 //     vectors compute without reordering and which a single serial chain
 //     would make slower than the exponentials themselves.
@@ -141,8 +162,11 @@
 //     eight lanes too. After this and the VZEROUPPER below, the loss was
 //     2% of a 2 × 512 step and attention's exponentials under 1%.
 //     BenchmarkElementwise times each kernel in CPU-ns per element. The
-//     other kernels keep their vector twins, on one core inside their row
-//     loops; splitting them across cores would buy under 1% of a step.
+//     other kernels keep their vector twins; the training step's row
+//     loops (norms, rotary, SwiGLU, residual copies) split their rows
+//     over the cores (eachRow): on the 28-layer 0.6B shape at 2 × 512
+//     they were 3-4% of the samples, run on one core while the others
+//     waited.
 //     AdamW and the gradient norm run on all cores (adamStep,
 //     gradSquares), which matters only for large adapters.
 //   - Vector kernels end with archsimd.ClearAVXUpperBits (VZEROUPPER),
@@ -204,9 +228,24 @@
 //     the block kernels packing every tile again for every block
 //     (packRows' copies, forward and backward, were 8% of the CPU
 //     samples of a 4096-token step on the 0.6B widths with 4 layers).
-//     Each dk/dv element still adds its terms in ascending (position,
-//     head) order, so the bits are those of the per-position loop kept
-//     as attentionBackwardRef (TestAttentionBackwardBlocksMatchRef).
+//     The same copy is also kept in the 512-bit score kernel's pair
+//     layout (packKeyPairs), which the kernel otherwise built again for
+//     every block (a quarter of the scores' time), and the head's dk and
+//     dv accumulate in contiguous rows copied back once: every block adds
+//     to every earlier key's, and the gradients' own rows, 4 KiB apart on
+//     the 0.6B shape, each began a new page. Together ~10% less CPU for a
+//     512-token backward (BenchmarkAttentionLong, loaded machine, best of
+//     ten). When the KV heads do not divide among the workers (one KV
+//     head on two cores left one idle), each block's positions (scores,
+//     softmax, dq) and then its keys (dk, dv) are split instead
+//     (blockSplit, shares of equal work: splitWork). Each dk/dv element
+//     still adds its terms in ascending (position, head) order, whatever
+//     the split, so the bits are those of the per-position loop kept as
+//     attentionBackwardRef (TestAttentionBackwardBlocksMatchRef, GOMAXPROCS
+//     1 and 3 with one and two KV heads).
+//     Four outputs per pass of the weighted sums (eight accumulators)
+//     were tried and were slower: the compiler allocates 15 vector
+//     registers and spilled two accumulators every row.
 //   - Attention memory is linear in the sequence: no T×T matrix exists.
 //     The forward keeps only each query's output, and the backward
 //     recomputes one block's probabilities at a time (attnRows positions ×
@@ -281,13 +320,45 @@
 //     the backward is checked against a float64 reference and for thread
 //     count invariance (TestAttentionWindowBackward) and, in the model,
 //     against finite differences (TestGptOssGradientsMatchFiniteDifferences).
-//   - DeepSeek's latent attention (mla.go) runs on the ordinary attention
-//     kernels: a head is qk_nope+qk_rope wide, each value is padded with
-//     zeros to that width (as transformers pads for flash attention) and
-//     the cache holds the expanded keys and values, not the latent. That
-//     reuses the blocked forward and backward, with their batch
-//     invariance, at the cost of cache memory (about 85 times the
-//     latent's per position on DeepSeek V3.1's shape). The rotary part
+//   - DeepSeek's latent attention (mla.go). Sampling (prefill and decode)
+//     caches the latent, not each head's key and value: per layer and
+//     position kv_lora_rank + qk_rope_head_dim floats (kv_a_layernorm's
+//     output, then the rotated key part), 576 on DeepSeek V3.1's shape
+//     against 2·128·192 expanded, 85 times less, which is what makes
+//     long contexts of these models fit (Config.KVBytesPerPosition
+//     reports it; TestLatentCacheBytes). Attention runs absorbed
+//     (mla_latent.go): q_nope·(W_uk·c) = (W_ukᵀ·q_nope)·c, so each
+//     head's query becomes [W_ukᵀ·q_nope | q_rope], all heads score the
+//     cached rows as one shared key head, the probabilities weight the
+//     cached latents, and W_uv·(Σ p·c) gives the head's value; W_uk and
+//     W_uv are row ranges of kv_b_proj, read in place. The service never
+//     adapts kv_b_proj (its LoRA sits on kv_a_proj_with_mqa, before the
+//     cache), so nothing is absorbed per adapter. Every row, a decoding
+//     one too, goes through the blocked kernels in units of up to
+//     attnRows positions × latentHeads heads, so each cached row is read
+//     once per unit rather than once per head pair, and a query's bits
+//     do not depend on its block: a sequence alone, batched, in any
+//     prefill chunking or thread count gives the same bits
+//     (TestLatentIndependentOfBatchAndThreads, emulated runs too;
+//     TestConcurrentMatchesSolo covers tiny-deepseek). The absorbed form sums in another order than the
+//     expanded one: TestLatentDecodeMatchesExpanded holds prompt and
+//     decoded logprobs within 2e-5 (relative) of the training forward's
+//     expanded form, both within the float64 reference's tolerance. It
+//     costs more arithmetic per cached position (kv_lora_rank + rope for
+//     the score and kv_lora_rank for the sum, per head, against nope+rope
+//     twice), the price inference servers pay for the smaller cache.
+//     Training keeps the expanded form: a head is qk_nope+qk_rope wide,
+//     each value is padded with zeros to that width (as transformers pads
+//     for flash attention), which reuses the blocked forward and backward
+//     with their batch invariance; a datum's keys and values live only for
+//     its pass, so the cache's size matters less there. Hence a DeepSeek
+//     training forward reproduces the sampler's logprobs within float32
+//     rounding (about 1e-6), not bit for bit as for the other families,
+//     and an on-policy RL ratio is 1 within that
+//     (TestForwardMatchesSampler). Training's
+//     memory accounting (memory.go) counts that expanded form. No
+//     admission limit sizes the sampling cache (the batcher admits by
+//     sequence count, maxBatchSeqs). The rotary part
 //     rotates neighbouring pairs in place, which gives transformers'
 //     scores (it de-interleaves q and k alike, then rotates halves), and
 //     YaRN's mscale² joins the queries. Routing (deepseek_moe.go) chooses
@@ -308,10 +379,24 @@
 //     tiles of 16 tokens × 16 rows × 32 columns; Linux grants the tile
 //     state on request, arch_prctl ARCH_REQ_XCOMP_PERM, once per process)
 //     or else AVX512-BF16 (VDPBF16PS, 16 rows per vector, tokens
-//     broadcast). Weights get a second copy in the VNNI layout (16 rows ×
-//     column pair per 64 bytes), so a bf16 model takes the memory of a
-//     float32 one. Go's assembler knows neither instruction set: the
-//     generator encodes them as bytes.
+//     broadcast). Weights are kept only in the VNNI layout (16 rows ×
+//     column pair per 64 bytes; the embedding keeps its rows), so a bf16
+//     model takes half the memory of a float32 one. Go's assembler knows
+//     neither instruction set: the generator encodes them as bytes.
+//     Attention takes the path too (kernels_bf16_attn_amd64.go): queries,
+//     keys, values and the softmax's probabilities are rounded to
+//     bfloat16, the scores Q·Kᵀ and the outputs P·V run on the same
+//     kernels, the softmax is one AVX-512 kernel in float32 (bf16Softmax:
+//     its own exp, exactly zero outside the window). A sequence's keys and
+//     values are rounded and packed as they arrive and kept beside its
+//     float32 cache (kvCache.bf16: half its size again), so a decoding
+//     step packs one position; each output adds its key pairs in chunks of
+//     32 keys counted from key 0, with zero probabilities outside its
+//     window, so a query's bits do not depend on the block of queries it
+//     is computed in (TestBF16AttentionInvariant). With the float32
+//     attention and softmax, this path spent over half of a 512-token
+//     prefill of the 0.6B shape in attention and a third in the products;
+//     now the products take most of it.
 //     Within a machine the bits do not depend on the batch, the tile, the
 //     thread count, prefill or decode (the path is chosen per matrix,
 //     never by batch size; TestBF16BatchInvariance,
@@ -326,8 +411,10 @@
 //     cross-machine reproducibility, and a model loaded without it keeps
 //     the float32 path's bits. The training backward's input gradients
 //     (matMulT, Wᵀ·dy) take the path too, each worker packing a VNNI panel
-//     of Wᵀ for 32 columns at a time (bf16PackPairs) rather than keeping a
-//     third copy; LoRA products and the adapter's gradients stay float32.
+//     of Wᵀ for 32 columns at a time from W's VNNI copy (packPanelT) rather
+//     than keeping a second one; LoRA products and the adapter's gradients
+//     stay float32. The attention backward stays float32 too: it
+//     recomputes the probabilities from the unrounded queries and keys.
 //     TestBF16TrainingGradients: within 1.5% (relative L2) of the float32
 //     path's gradients, the same bits however the data are split.
 package engine

@@ -546,3 +546,19 @@ func TestPinnedOutputs(t *testing.T) {
 		runtime.GOMAXPROCS(old)
 	}
 }
+
+// At temperature 1 a drawn token's logprob has the bits of the same
+// token's prompt logprob (logit − logSumExp), whose sum runs in vector
+// lanes: a serial sum in the sampler differed in the last bits.
+func TestSamplerLogprobMatchesLogSumExp(t *testing.T) {
+	r := newRNG(3)
+	s := newSampler(1000, SampleRequest{Temperature: 1})
+	logits := make([]float32, 1000)
+	for k := range 20 {
+		fill(logits, r, 4)
+		tok, lp := s.pick(logits[:1000-k], r)
+		if want := float64(logits[tok]) - logSumExp(logits[:1000-k], 1); lp != want {
+			t.Fatalf("vocabulary %d: token %d logprob %v, logit − logSumExp %v", 1000-k, tok, lp, want)
+		}
+	}
+}

@@ -8,44 +8,49 @@ import (
 	"sync/atomic"
 )
 
-// kvCache holds one sequence's keys and values: per layer, positions × kvDim
-// values. It grows as positions are added (doubling), so a request's memory
-// follows what it generates rather than its max_tokens.
+// kvCache holds one sequence's keys and values: per layer, positions × kw
+// floats of k and positions × vw of v (Config.cacheWidths: kvDim each, or
+// for latent attention the latent alone in k and no v). It grows as
+// positions are added (doubling), so a request's memory follows what it
+// generates rather than its max_tokens.
 type kvCache struct {
-	k, v [][]float32
-	n    int // positions filled
+	k, v   [][]float32
+	n      int          // positions filled
+	kw, vw int          // floats per position of k and of v
+	bf16   *bf16KVCache // the bf16 path's copy (kernels_bf16_attn_amd64.go); nil until used
 }
 
 func (m *Model) newCache(capacity int) *kvCache {
 	c := &kvCache{k: make([][]float32, m.cfg.Layers), v: make([][]float32, m.cfg.Layers)}
-	c.reserve(capacity, m.cfg.KVHeads*m.cfg.HeadDim)
+	c.kw, c.vw = m.cfg.cacheWidths()
+	c.reserve(capacity)
 	return c
 }
 
 // reserve makes room for positions [0, n).
-func (c *kvCache) reserve(n, kvd int) {
-	if len(c.k) == 0 || len(c.k[0]) >= n*kvd {
+func (c *kvCache) reserve(n int) {
+	if len(c.k) == 0 || len(c.k[0]) >= n*c.kw {
 		return
 	}
-	size := max(n*kvd, 2*len(c.k[0]))
+	size := max(n, 2*len(c.k[0])/c.kw)
 	for l := range c.k {
-		k, v := make([]float32, size), make([]float32, size)
-		copy(k, c.k[l][:c.n*kvd])
-		copy(v, c.v[l][:c.n*kvd])
+		k, v := make([]float32, size*c.kw), make([]float32, size*c.vw)
+		copy(k, c.k[l][:c.n*c.kw])
+		copy(v, c.v[l][:c.n*c.vw])
 		c.k[l], c.v[l] = k, v
 	}
 }
 
 // clone copies the filled prefix into a new cache with room for capacity
 // positions.
-func (c *kvCache) clone(capacity, kvd int) *kvCache {
-	d := &kvCache{k: make([][]float32, len(c.k)), v: make([][]float32, len(c.v)), n: c.n}
-	size := max(capacity, c.n) * kvd
+func (c *kvCache) clone(capacity int) *kvCache {
+	d := &kvCache{k: make([][]float32, len(c.k)), v: make([][]float32, len(c.v)), n: c.n, kw: c.kw, vw: c.vw}
+	size := max(capacity, c.n)
 	for l := range c.k {
-		d.k[l] = make([]float32, size)
-		d.v[l] = make([]float32, size)
-		copy(d.k[l], c.k[l][:c.n*kvd])
-		copy(d.v[l], c.v[l][:c.n*kvd])
+		d.k[l] = make([]float32, size*c.kw)
+		d.v[l] = make([]float32, size*c.vw)
+		copy(d.k[l], c.k[l][:c.n*c.kw])
+		copy(d.v[l], c.v[l][:c.n*c.vw])
 	}
 	return d
 }
@@ -121,7 +126,7 @@ func (m *Model) forward(ws *workspace, rows []row) [][]float32 {
 		ws.loraT = grow(ws.loraT, n, rank)
 	}
 	for i, r := range rows {
-		r.seq.reserve(r.pos+1, kvd)
+		r.seq.reserve(r.pos + 1)
 		w.embed.rowInto(r.token, ws.x[i])
 		ropeTable(m.invFreq, m.ropeScale, r.pos, ws.cos[i], ws.sin[i])
 	}
@@ -270,6 +275,9 @@ func allSame(loras []*LoRA, l *LoRA) bool {
 // is free takes the next unit: grouped by KV head (so one head's keys and
 // values stay in L2), largest first within a head.
 func (m *Model) attention(ws *workspace, rows []row, layer int) {
+	if m.attentionBF16(ws, rows, layer) { // kernels_bf16_attn_amd64.go
+		return
+	}
 	units, work := m.attnUnits(ws, rows, layer)
 	workers := min(runtime.GOMAXPROCS(0), len(units), max(1, work/parallelMinWork))
 	ws.scores = growTo(ws.scores, workers)
@@ -310,10 +318,7 @@ func (m *Model) attnUnits(ws *workspace, rows []row, layer int) ([]attnUnit, int
 	c := m.cfg
 	units, total := ws.attnUnits[:0], 0
 	for i := 0; i < len(rows); {
-		n := 1
-		for i+n < len(rows) && rows[i+n].seq == rows[i].seq && rows[i+n].pos == rows[i].pos+n {
-			n++
-		}
+		n := runAt(rows, i)
 		if n == 1 {
 			w := (rows[i].pos + 1 - c.firstKey(layer, rows[i].pos)) * c.Heads * c.HeadDim
 			units, total = append(units, attnUnit{i: i, n: 1, kvh: -1, work: w}), total+w
@@ -332,6 +337,16 @@ func (m *Model) attnUnits(ws *workspace, rows []row, layer int) ([]attnUnit, int
 	})
 	ws.attnUnits = units
 	return units, total
+}
+
+// runAt is how many rows from i on are consecutive positions of one
+// sequence.
+func runAt(rows []row, i int) int {
+	n := 1
+	for i+n < len(rows) && rows[i+n].seq == rows[i].seq && rows[i+n].pos == rows[i].pos+n {
+		n++
+	}
+	return n
 }
 
 // attendBlock computes KV head u.kvh's part of the attention output of

@@ -31,3 +31,6 @@ func bf16RoundRow(dst *uint16, src *float32, n int)
 
 //go:noescape
 func bf16PackPairs(dst *uint16, w *uint16, ldw int, pairs int)
+
+//go:noescape
+func bf16Softmax(dst *uint16, sc *float32, n int, scale float32, sink float32)

@@ -52,8 +52,12 @@ func matMulTAsm(w mat, ys, xs [][]float32) bool {
 	return true
 }
 
-// stripPool holds the packed strips, one per running tMulAsm.
-var stripPool = sync.Pool{New: func() any { return new([kcAsm * 64]float32) }}
+// stripPool holds the packed strips, one per running tMulAsm; outerPool
+// outerAsm's.
+var (
+	stripPool = sync.Pool{New: func() any { return new([kcAsm * 64]float32) }}
+	outerPool = sync.Pool{New: func() any { return new([]float32) }}
+)
 
 // kcAsm is the number of weight rows a packed strip holds: 128 rows × 64
 // columns (32 KiB) stay in L1 while every tile of the batch reads them.
@@ -138,7 +142,13 @@ func (w mat) rowBytes() uintptr {
 
 // outerAsm is outerAcc with the assembly tiles; it reports false, having
 // done nothing, when the rows of us or vs are not evenly spaced. Each tile
-// sums over the whole batch in ascending order.
+// sums over the whole batch in ascending order. When vs's rows are wide,
+// each strip of it (wv vectors, the whole batch) is packed contiguous
+// first: the batch's rows lie a row of vs apart, a new page per step,
+// which the hardware prefetcher does not follow and which (a multiple of
+// 4 KiB) maps every step to one L1 set. us is read in place: its rows are
+// narrow when vs's are wide (a LoRA A's gradient), and packing a wide us
+// (a LoRA B's) cost about what its tiles do.
 func outerAsm(dst []float32, rows, cols int, us, vs [][]float32) bool {
 	m := len(us)
 	lu, ok := rowStride(us, rows)
@@ -149,14 +159,30 @@ func outerAsm(dst []float32, rows, cols int, us, vs [][]float32) bool {
 	wv := tileShape(rows, (cols+15)/16, colsRmax)
 	r := colsRmax[wv]
 	parallelFor(rows, r, rows*cols*m, func(lo, hi int) {
+		var strip []float32
+		if lv >= outerPackStride {
+			sp := outerPool.Get().(*[]float32)
+			defer outerPool.Put(sp)
+			*sp = growTo(*sp, m*16*wv)
+			strip = *sp
+		}
 		for k := 0; k < cols; k += 16 * wv {
 			n := min(16*wv, cols-k)
 			v, mask := (n+15)/16, lastMask(n)
+			b, ldb := &vs[0][k], uintptr(4*lv)
+			if strip != nil {
+				bwdCopy[v-1](&strip[0], b, ldb, m, mask)
+				b, ldb = &strip[0], uintptr(64*v)
+			}
 			for o := lo; o < hi; o += r {
 				tr := min(r, hi-o)
-				bwdCols[v-1][tr-1](&dst[o*cols+k], uintptr(4*cols), &us[0][o], uintptr(4*lu), &vs[0][k], uintptr(4*lv), m, mask)
+				bwdCols[v-1][tr-1](&dst[o*cols+k], uintptr(4*cols), &us[0][o], uintptr(4*lu), b, ldb, m, mask)
 			}
 		}
 	})
 	return true
 }
+
+// outerPackStride is the row stride of vs (in float32s, 1 KiB) from which
+// outerAsm packs its strips.
+const outerPackStride = 256

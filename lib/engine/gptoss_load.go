@@ -2,9 +2,9 @@ package engine
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 
+	"github.com/tinkershell/tinker/lib/lazyre"
 	"github.com/tinkershell/tinker/lib/quant"
 	"github.com/tinkershell/tinker/lib/safetensors"
 )
@@ -22,7 +22,7 @@ import (
 // MXFP4 value times its power of two is exact in bfloat16 and float32.
 
 // gptOssExpert matches one of those tensors: layer prefix, name, part.
-var gptOssExpert = regexp.MustCompile(`^(model\.layers\.\d+\.mlp\.experts\.)(gate_up_proj|down_proj)(|_bias|_blocks|_scales)$`)
+var gptOssExpert = lazyre.New(`^(model\.layers\.\d+\.mlp\.experts\.)(gate_up_proj|down_proj)(|_bias|_blocks|_scales)$`)
 
 // gptOssParts collects a checkpoint's fused expert tensors (blocks and
 // scales may sit in different shards) until they convert.

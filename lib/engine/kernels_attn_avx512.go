@@ -24,14 +24,12 @@ func st16(p unsafe.Pointer, i int, v archsimd.Float32x16) {
 	v.Store((*[16]float32)(unsafe.Add(p, 4*i)))
 }
 
-// dotsTile is how many keys dotsBlock16 scores at once (four pairs).
-const dotsTile = 8
-
 // dotsBlock16 does attnDotsBlockVec's work dotsTile keys at a time and
 // returns how many keys it did; hd is a multiple of 8 and the operands
 // passed blockFits. Queries go in chunks whose doubled copies fit q2 (the
-// key tile is packed again per chunk, from L2).
-func dotsBlock16(sc []float32, ld int, qs [][]float32, group, p0 int, keys []float32, stride, off, nk int) int {
+// key tile is packed again per chunk, from L2, unless pairs holds every
+// tile packed: packKeyPairs).
+func dotsBlock16(sc []float32, ld int, qs [][]float32, group, p0 int, keys []float32, stride, off, nk int, pairs []float32) int {
 	hd, nq := len(qs[0]), len(qs)
 	var q2 [8192]float32
 	var kt [dotsTile * packMaxHead]float32
@@ -47,8 +45,13 @@ func dotsBlock16(sc []float32, ld int, qs [][]float32, group, p0 int, keys []flo
 			if j >= c1 {
 				break // later tiles are seen by later queries only
 			}
-			packPairs(kt[:dotsTile*hd], keys, t, stride, off, hd)
-			k := unsafe.Pointer(&kt[0])
+			var k unsafe.Pointer
+			if len(pairs) >= (t+dotsTile)*hd {
+				k = unsafe.Pointer(&pairs[t*hd])
+			} else {
+				packPairs(kt[:dotsTile*hd], keys, t, stride, off, hd)
+				k = unsafe.Pointer(&kt[0])
+			}
 			for ; j < c1; j++ {
 				dots8x1(sc[j*ld+t:j*ld+t+dotsTile], unsafe.Pointer(&q2[(j-c0)*2*hd]), k, hd)
 			}
@@ -146,4 +149,19 @@ func weighted16(out unsafe.Pointer, p []float32, r unsafe.Pointer, stride, n int
 		st16(out, i+48, a3)
 	}
 	return i
+}
+
+// packKeyPairs writes the whole tiles of keys (contiguous rows of hd) into
+// dst in dotsBlock16's layout, tile t/dotsTile at t·hd, so that a caller
+// scoring many blocks against the same keys (the backward pass) packs them
+// once (keyPairsOK(hd): dotsBlock16 runs for that head size).
+func packKeyPairs(dst, keys []float32, n, hd int) {
+	for t := 0; t+dotsTile <= n; t += dotsTile {
+		packPairs(dst[t*hd:(t+dotsTile)*hd], keys, t, hd, 0, hd)
+	}
+}
+
+// keyPairsOK reports whether dotsBlock16 runs for heads of hd.
+func keyPairsOK(hd int) bool {
+	return useSIMD && simdOK && avx512 && hd > 0 && hd%8 == 0 && hd <= packMaxHead
 }

@@ -32,20 +32,49 @@ type attnBackScratch struct {
 	sT, pT       []float32   // per key (row stride nq): ds; probabilities
 	p            []float64   // one query's probabilities
 	kh, vh       []float32   // the KV head's keys and values, contiguous
+	khp, vhp     []float32   // the same in dotsBlock16's layout when paired
+	paired       bool
+	dkh, dvh     [][]float32 // the KV head's key and value gradients, rows of one slab
+	dslab        []float32
 }
 
 // packHead copies KV head kvh's keys and values into s.kh and s.vh, one
 // row of HeadDim after another, once for all the head's blocks: the block
 // kernels then read them in place instead of packing every tile of the
-// cache (whose rows lie KVHeads·HeadDim apart) again for every block.
+// cache (whose rows lie KVHeads·HeadDim apart) again for every block. The
+// head's key and value gradients are packed the same way (s.dkh, s.dvh):
+// every block adds to every key's, and rows 4 KiB apart (the 0.6B shape)
+// each began a new page, missed the L1 and defeated the prefetcher.
 func (s *attnBackScratch) packHead(a *attnBack, kvh int) {
 	hd, kvd := a.c.HeadDim, a.c.KVHeads*a.c.HeadDim
 	n := len(a.k) / kvd
 	kh, vh := grow32(&s.kh, n*hd), grow32(&s.vh, n*hd)
+	d := grow32(&s.dslab, 2*n*hd)
+	if len(s.dkh) != n || len(s.dkh) > 0 && &s.dkh[0][0] != &d[0] {
+		s.dkh, s.dvh = rowsOf(d[:n*hd], n, hd), rowsOf(d[n*hd:], n, hd)
+	}
 	for t := range n {
 		o := t*kvd + kvh*hd
 		copy(kh[t*hd:(t+1)*hd], a.k[o:o+hd])
 		copy(vh[t*hd:(t+1)*hd], a.v[o:o+hd])
+		copy(s.dkh[t], a.dk[t][kvh*hd:])
+		copy(s.dvh[t], a.dv[t][kvh*hd:])
+	}
+	// Scores and datt·v of every block read the same keys and values:
+	// packed pairwise once here, not per block (a quarter of those
+	// products' time).
+	if s.paired = keyPairsOK(hd); s.paired {
+		packKeyPairs(grow32(&s.khp, n*hd), kh, n, hd)
+		packKeyPairs(grow32(&s.vhp, n*hd), vh, n, hd)
+	}
+}
+
+// unpackHead copies KV head kvh's key and value gradients back.
+func (s *attnBackScratch) unpackHead(a *attnBack, kvh int) {
+	hd := a.c.HeadDim
+	for t := range s.dkh {
+		copy(a.dk[t][kvh*hd:(kvh+1)*hd], s.dkh[t])
+		copy(a.dv[t][kvh*hd:(kvh+1)*hd], s.dvh[t])
 	}
 }
 
@@ -56,39 +85,113 @@ func (s *attnBackScratch) packHead(a *attnBack, kvh int) {
 // keys before its own window get zero weights, which leave every sum's
 // bits as they are.
 func (a *attnBack) block(s *attnBackScratch, kvh, p0, nb int) {
-	hd, group := a.c.HeadDim, a.c.Heads/a.c.KVHeads
-	ko, lo := kvh*hd, a.c.firstKey(a.li, p0)
-	rel := p0 - lo // the block's first position, counted from key lo
-	ld, nq := rel+nb, nb*group
+	g := a.prep(s, kvh, p0, nb)
+	a.queries(s, &g, 0, nb, &s.p)
+	a.keys(s, &g, 0, g.ld)
+}
+
+// blockSplit is block with its work split over workers: the block's
+// positions for the scores, softmax and dq, then its keys for dk and dv.
+// Every output element is one worker's, summed in block's order, so the
+// bits do not depend on the split (for a model with fewer KV heads than
+// cores, whose head split would leave cores idle).
+func (a *attnBack) blockSplit(s *attnBackScratch, ps [][]float64, kvh, p0, nb, workers int) {
+	g := a.prep(s, kvh, p0, nb)
+	forkJoin(workers, func(wk int) {
+		lo, hi := splitWork(nb, workers, wk, func(i int) int { return g.rel + i + 1 })
+		a.queries(s, &g, lo, hi, &ps[wk])
+	})
+	forkJoin(workers, func(wk int) {
+		lo, hi := splitWork(g.ld, workers, wk, func(t int) int { return g.nb - max(0, t-g.rel) })
+		a.keys(s, &g, lo, hi)
+	})
+}
+
+// blockGeom is one block's layout: keys from lo, its first position rel
+// keys after lo, ld = rel+nb keys in all, nq queries.
+type blockGeom struct{ kvh, p0, nb, lo, rel, ld, nq int }
+
+// prep packs a block's heads and sizes its buffers.
+func (a *attnBack) prep(s *attnBackScratch, kvh, p0, nb int) blockGeom {
+	group := a.c.Heads / a.c.KVHeads
+	lo := a.c.firstKey(a.li, p0)
+	g := blockGeom{kvh: kvh, p0: p0, nb: nb, lo: lo, rel: p0 - lo, ld: p0 - lo + nb, nq: nb * group}
 	s.pack(a, kvh, p0, nb)
-	sc, dp := grow32(&s.sc, nq*ld), grow32(&s.dp, nq*ld)
-	sT, pT := grow32(&s.sT, ld*nq), grow32(&s.pT, ld*nq)
-	s.p = growTo(s.p, ld)
-	kh, vh := s.kh[lo*hd:], s.vh[lo*hd:]
-	attnDotsBlock(sc, ld, s.qs, group, rel, kh, hd, 0)
-	attnDotsBlock(dp, ld, s.dos, group, rel, vh, hd, 0)
+	s.sc, s.dp = grow32(&s.sc, g.nq*g.ld), grow32(&s.dp, g.nq*g.ld)
+	s.sT, s.pT = grow32(&s.sT, g.ld*g.nq), grow32(&s.pT, g.ld*g.nq)
+	return g
+}
+
+// queries does the block's positions i0..i1-1 (relative to its first):
+// their scores and output-gradient products, softmax gradients (kept
+// transposed for keys) and dq. p is the caller's float64 row buffer.
+func (a *attnBack) queries(s *attnBackScratch, g *blockGeom, i0, i1 int, p *[]float64) {
+	if i0 >= i1 {
+		return
+	}
+	hd, group := a.c.HeadDim, a.c.Heads/a.c.KVHeads
+	j0, j1, ld, nq := i0*group, i1*group, g.ld, g.nq
+	*p = growTo(*p, ld)
+	kh, vh := s.kh[g.lo*hd:], s.vh[g.lo*hd:]
+	sc, dp := s.sc, s.dp
+	var khp, vhp []float32
+	if g.lo%dotsTile == 0 && s.paired { // tiles start at key lo
+		khp, vhp = s.khp[g.lo*hd:], s.vhp[g.lo*hd:]
+	}
+	attnDotsBlockPairs(sc[j0*ld:j1*ld], ld, s.qs[j0:j1], group, g.rel+i0, kh, hd, 0, khp)
+	attnDotsBlockPairs(dp[j0*ld:j1*ld], ld, s.dos[j0:j1], group, g.rel+i0, vh, hd, 0, vhp)
 	scale := 1 / math.Sqrt(float64(hd))
-	for j := range nq {
-		first, m := a.c.firstKey(a.li, p0+j/group)-lo, rel+j/group+1 // keys query j sees
+	for j := j0; j < j1; j++ {
+		first, m := a.c.firstKey(a.li, g.p0+j/group)-g.lo, g.rel+j/group+1 // keys query j sees
 		sink := math.Inf(-1)
 		if a.sinks != nil {
-			sink = float64(a.sinks[kvh*group+j%group])
+			sink = float64(a.sinks[g.kvh*group+j%group])
 		}
-		softmaxGrad(s.p[first:m], sc[j*ld+first:j*ld+m], dp[j*ld+first:j*ld+m], scale, sink)
+		softmaxGrad((*p)[first:m], sc[j*ld+first:j*ld+m], dp[j*ld+first:j*ld+m], scale, sink)
 		clear(sc[j*ld : j*ld+first])
 		for t := range first {
-			sT[t*nq+j], pT[t*nq+j] = 0, 0
+			s.sT[t*nq+j], s.pT[t*nq+j] = 0, 0
 		}
 		for t := first; t < m; t++ {
-			sT[t*nq+j], pT[t*nq+j] = sc[j*ld+t], float32(s.p[t])
+			s.sT[t*nq+j], s.pT[t*nq+j] = sc[j*ld+t], float32((*p)[t])
 		}
 	}
-	attnWeightedBlock(s.dqs, sc, ld, group, rel, kh, hd, 0)
-	for j, d := range s.dqs {
-		copy(a.dq[p0+j/group][(kvh*group+j%group)*hd:], d)
+	attnWeightedBlock(s.dqs[j0:j1], sc[j0*ld:j1*ld], ld, group, g.rel+i0, kh, hd, 0)
+	for j := j0; j < j1; j++ {
+		copy(a.dq[g.p0+j/group][(g.kvh*group+j%group)*hd:], s.dqs[j])
 	}
-	attnScatterBlock(a.dk[lo:p0+nb], ko, sT, s.heads[:nq*hd], nq, group, rel)
-	attnScatterBlock(a.dv[lo:p0+nb], ko, pT, s.heads[nq*hd:2*nq*hd], nq, group, rel)
+}
+
+// keys adds the block's terms of dk and dv for keys lo+t0..lo+t1-1.
+func (a *attnBack) keys(s *attnBackScratch, g *blockGeom, t0, t1 int) {
+	if t0 >= t1 {
+		return
+	}
+	hd, group, nq := a.c.HeadDim, a.c.Heads/a.c.KVHeads, g.nq
+	dk, dv := s.dkh[g.lo+t0:g.lo+t1], s.dvh[g.lo+t0:g.lo+t1]
+	attnScatterBlock(dk, 0, s.sT[t0*nq:t1*nq], s.heads[:nq*hd], nq, group, g.rel-t0)
+	attnScatterBlock(dv, 0, s.pT[t0*nq:t1*nq], s.heads[nq*hd:2*nq*hd], nq, group, g.rel-t0)
+}
+
+// splitWork returns part's share lo..hi-1 of 0..n-1 when item i costs
+// work(i) ≥ 0: contiguous shares of about equal work, in order.
+func splitWork(n, parts, part int, work func(i int) int) (lo, hi int) {
+	total := 0
+	for i := range n {
+		total += work(i)
+	}
+	lo, hi, acc := n, n, 0
+	for i := range n {
+		if lo == n && acc*parts >= total*part {
+			lo = i
+		}
+		if part < parts-1 && acc*parts >= total*(part+1) {
+			hi = i
+			break
+		}
+		acc += work(i)
+	}
+	return min(lo, hi), hi
 }
 
 // softmaxGrad turns one query's raw scores sc into the softmax's input

@@ -47,16 +47,24 @@ func checkAttentionBackward(t *testing.T, c Config, n int) {
 		defer runtime.GOMAXPROCS(prev)
 		attentionBackwardRef(c, q, k, v, datt, ref[0], ref[1], ref[2])
 	})
-	for _, procs := range []int{1, 3} {
-		for _, vec := range []bool{false, true} {
-			got := grads()
-			prev := runtime.GOMAXPROCS(procs)
-			withSIMD(vec, func() { attentionBackward(c, 0, nil, q, flat(k), flat(v), datt, got[0], got[1], got[2]) })
-			runtime.GOMAXPROCS(prev)
-			for i, name := range []string{"dq", "dk", "dv"} {
-				if g, r := flat(got[i]), flat(ref[i]); !bitsEqual(g, r) {
-					t.Fatalf("heads=%d kv=%d hd=%d n=%d GOMAXPROCS=%d simd=%v: %s differs from the per-position reference at element %s",
-						c.Heads, c.KVHeads, c.HeadDim, n, procs, vec, name, firstDiff(g, r))
+	defer func(old bool) { avx512 = old }(avx512)
+	widths := []bool{avx512}
+	if avx512 {
+		widths = append(widths, false) // the 256-bit kernels too
+	}
+	for _, wide := range widths {
+		avx512 = wide
+		for _, procs := range []int{1, 3} {
+			for _, vec := range []bool{false, true} {
+				got := grads()
+				prev := runtime.GOMAXPROCS(procs)
+				withSIMD(vec, func() { attentionBackward(c, 0, nil, q, flat(k), flat(v), datt, got[0], got[1], got[2]) })
+				runtime.GOMAXPROCS(prev)
+				for i, name := range []string{"dq", "dk", "dv"} {
+					if g, r := flat(got[i]), flat(ref[i]); !bitsEqual(g, r) {
+						t.Fatalf("heads=%d kv=%d hd=%d n=%d GOMAXPROCS=%d simd=%v avx512=%v: %s differs from the per-position reference at element %s",
+							c.Heads, c.KVHeads, c.HeadDim, n, procs, vec, wide, name, firstDiff(g, r))
+					}
 				}
 			}
 		}

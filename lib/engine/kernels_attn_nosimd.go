@@ -11,6 +11,12 @@ func attnWeightedVec([]float32, []float32, []float32, int, int) int { return 0 }
 
 func attnDotsPairVec([]float32, []float32, []float32, []float32, []float32, int, int) int { return 0 }
 
-func attnDotsBlockVec([]float32, int, [][]float32, int, int, []float32, int, int) int { return 0 }
+func attnDotsBlockVec([]float32, int, [][]float32, int, int, []float32, int, int, []float32) int {
+	return 0
+}
+
+func packKeyPairs([]float32, []float32, int, int) {}
+
+func keyPairsOK(int) bool { return false }
 
 func attnWeightedBlockVec([][]float32, []float32, int, int, int, []float32, int, int) int { return 0 }

@@ -20,6 +20,23 @@ import (
 // (LoadOptions.BF16Compute).
 func BF16ComputeAvailable() bool { return bf16Compute() }
 
+// bf16KVCache is a sequence's keys and values as the bf16 path's
+// attention reads them (kernels_bf16_attn_amd64.go), per layer and KV
+// head; positions [0, n[layer]) are packed.
+type bf16KVCache struct {
+	kv [][]bf16KV
+	n  []int
+}
+
+// bf16KV is one layer's keys and values of one KV head in bfloat16, room
+// for ldk keys (a multiple of 32) from key 0: k in VNNI blocks of 16 keys
+// (the scores' weights), vt the values transposed, in VNNI blocks of 16
+// dimensions over key pairs, blocks 16·ldk apart (the outputs' weights).
+type bf16KV struct {
+	k, vt []uint16
+	ldk   int
+}
+
 // roundBF16 rounds f to the nearest bfloat16, ties to even, as
 // VCVTNE2PS2BF16 does: a denormal becomes zero (the kernels treat
 // bfloat16 denormals as zero anyway), a NaN a quiet NaN.
@@ -42,21 +59,28 @@ func bf16Cols(n int) int { return (n + 31) &^ 31 }
 // rows' (w[2p], w[2p+1]) in 64 bytes; columns are zero-padded to a
 // multiple of 32.
 func packVNNI(w mat) []uint16 {
-	kp := bf16Cols(w.cols)
-	blocks := (w.rows + 15) / 16
-	vn := make([]uint16, blocks*16*kp)
-	for r := range w.rows {
-		blk := vn[r/16*16*kp:]
-		src := w.bf[r*w.cols : (r+1)*w.cols]
-		for k, v := range src {
-			blk[k/2*32+(r%16)*2+k&1] = v
-		}
-	}
+	vn := make([]uint16, (w.rows+15)/16*16*bf16Cols(w.cols))
+	packVNNIInto(vn, w.bf, w.rows, w.cols)
 	return vn
 }
 
-// withBF16Compute gives every bfloat16 matrix of ws its packed copy
-// (parallel over matrices: the 0.6B model has 197).
+// packVNNIInto is packVNNI of the rows × cols matrix src into dst (zeroed
+// by the caller where it pads).
+func packVNNIInto(dst, src []uint16, rows, cols int) {
+	kp := bf16Cols(cols)
+	for r := range rows {
+		blk := dst[r/16*16*kp:]
+		for k, v := range src[r*cols : (r+1)*cols] {
+			blk[k/2*32+(r%16)*2+k&1] = v
+		}
+	}
+}
+
+// withBF16Compute replaces every bfloat16 matrix of ws by its packed copy
+// (parallel over matrices: the 0.6B model has 197): every product of the
+// bf16 path reads that one, the transposed ones too (packPanelT), so the
+// row-major copy would only double the memory. The embedding, read by
+// rows, keeps its own (a tied lm_head's packed copy is a second one).
 func (ws *weights) withBF16Compute() {
 	var ms []*mat
 	for i := range ws.layers {
@@ -73,7 +97,7 @@ func (ws *weights) withBF16Compute() {
 	var wg sync.WaitGroup
 	for _, m := range ms {
 		if m.bf != nil && m.vn == nil {
-			wg.Go(func() { m.vn = packVNNI(*m) })
+			wg.Go(func() { m.vn, m.bf = packVNNI(*m), nil })
 		}
 	}
 	wg.Wait()

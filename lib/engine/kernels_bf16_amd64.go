@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/cpu"
 )
@@ -138,61 +139,84 @@ func bf16Rows(w mat, xb []uint16, m int, ys [][]float32, lo, hi int, accumulate 
 // bf16ChunkAMX runs blocks [b, b+nb) over the tokens 32 at a time.
 func bf16ChunkAMX(w mat, xb []uint16, m int, ys [][]float32, b, nb, lo, hi int, accumulate bool, out []float32) {
 	kp := bf16Cols(w.cols)
-	ws, ldo := 32*kp, 4*16*nb
 	wv := w.vn[b*16*kp:]
+	whole := !accumulate && b*16 >= lo && (b+nb)*16 <= hi
 	for t := 0; t < m; t += 32 {
-		x := &xb[t*kp]
-		two := m-t > 16
-		if nb >= 2 {
-			if two {
-				amxBF16T2N2(&amxTileCfg, x, 2*kp, &wv[0], ws, kp/32, nb/2, &out[0], ldo)
-			} else {
-				amxBF16T1N2(&amxTileCfg, x, 2*kp, &wv[0], ws, kp/32, nb/2, &out[0], ldo)
-			}
+		n := min(32, m-t)
+		if ld, ok := rowStride(ys[t:t+n], (b+nb)*16); whole && ok && n%16 == 0 {
+			// The tiles store straight into the rows.
+			bf16Tiles(xb[t*kp:], kp, n, wv, 16*kp, kp, nb, unsafe.Slice(&ys[t][b*16], (n-1)*ld+16*nb), ld)
+			continue
 		}
-		if nb%2 == 1 {
-			last := (nb - 1) * 16
-			if two {
-				amxBF16T2N1(&amxTileCfg, x, 2*kp, &wv[last*kp], ws, kp/32, 1, &out[last], ldo)
-			} else {
-				amxBF16T1N1(&amxTileCfg, x, 2*kp, &wv[last*kp], ws, kp/32, 1, &out[last], ldo)
-			}
-		}
-		bf16Put(out, 16*nb, ys[t:min(t+32, m)], b*16, lo, hi, accumulate)
+		bf16Tiles(xb[t*kp:], kp, n, wv, 16*kp, kp, nb, out, 16*nb)
+		bf16Put(out, 16*nb, ys[t:t+n], b*16, lo, hi, accumulate)
 	}
 }
 
-// bf16ChunkAVX runs blocks [b, b+nb) over the tokens 4 at a time, 6
-// blocks per kernel call.
+// bf16ChunkAVX runs blocks [b, b+nb) over the tokens 4 at a time.
 func bf16ChunkAVX(w mat, xb []uint16, m int, ys [][]float32, b, nb, lo, hi int, accumulate bool, out []float32) {
 	kp := bf16Cols(w.cols)
-	ws, ldo := 32*kp, 4*16*nb
 	wv := w.vn[b*16*kp:]
 	for t := 0; t < m; t += 4 {
-		four := m-t >= 4
-		for r := 0; r < min(4, m-t); r++ {
-			if four && r > 0 {
-				break
-			}
-			x := &xb[(t+r)*kp]
-			o := out[r*16*nb:]
-			j := 0
-			for ; j+6 <= nb; j += 6 {
-				if four {
-					avxBF16T4N6(x, 2*kp, &wv[j*16*kp], ws, kp/2, &o[16*j], ldo)
-				} else {
-					avxBF16T1N6(x, 2*kp, &wv[j*16*kp], ws, kp/2, &o[16*j], ldo)
-				}
-			}
-			for ; j < nb; j++ {
-				if four {
-					avxBF16T4N1(x, 2*kp, &wv[j*16*kp], ws, kp/2, &o[16*j], ldo)
-				} else {
-					avxBF16T1N1(x, 2*kp, &wv[j*16*kp], ws, kp/2, &o[16*j], ldo)
-				}
+		bf16TilesAVX(xb[t*kp:], kp, min(4, m-t), wv, 16*kp, kp, nb, out, 16*nb)
+		bf16Put(out, 16*nb, ys[t:min(t+4, m)], b*16, lo, hi, accumulate)
+	}
+}
+
+// bf16Tiles computes out[t·ldo + 16j + r] = Σ_{k<kp} x[t·ldx + k]·W_j[r][k]
+// for the m ≤ 32 bfloat16 rows of x (in whole blocks of 16, zero-padded)
+// and the VNNI blocks W_j at w[j·ws:], j < nb; kp is a multiple of 32
+// and every output one accumulator over the column pairs in ascending
+// order, so its bits depend on neither m nor nb.
+func bf16Tiles(x []uint16, ldx, m int, w []uint16, ws, kp, nb int, out []float32, ldo int) {
+	if !bf16UseAMX() {
+		for t := 0; t < m; t += 4 {
+			bf16TilesAVX(x[t*ldx:], ldx, min(4, m-t), w, ws, kp, nb, out[t*ldo:], ldo)
+		}
+		return
+	}
+	two := m > 16
+	if nb >= 2 {
+		if two {
+			amxBF16T2N2(&amxTileCfg, &x[0], 2*ldx, &w[0], 2*ws, kp/32, nb/2, &out[0], 4*ldo)
+		} else {
+			amxBF16T1N2(&amxTileCfg, &x[0], 2*ldx, &w[0], 2*ws, kp/32, nb/2, &out[0], 4*ldo)
+		}
+	}
+	if nb%2 == 1 {
+		last := nb - 1
+		if two {
+			amxBF16T2N1(&amxTileCfg, &x[0], 2*ldx, &w[last*ws], 2*ws, kp/32, 1, &out[16*last], 4*ldo)
+		} else {
+			amxBF16T1N1(&amxTileCfg, &x[0], 2*ldx, &w[last*ws], 2*ws, kp/32, 1, &out[16*last], 4*ldo)
+		}
+	}
+}
+
+// bf16TilesAVX is bf16Tiles for m ≤ 4 rows on AVX512-BF16, 6 blocks per
+// kernel call.
+func bf16TilesAVX(x []uint16, ldx, m int, w []uint16, ws, kp, nb int, out []float32, ldo int) {
+	four := m == 4
+	for r := range m {
+		if four && r > 0 {
+			break
+		}
+		xr, o := &x[r*ldx], out[r*ldo:]
+		j := 0
+		for ; j+6 <= nb; j += 6 {
+			if four {
+				avxBF16T4N6(xr, 2*ldx, &w[j*ws], 2*ws, kp/2, &o[16*j], 4*ldo)
+			} else {
+				avxBF16T1N6(xr, 2*ldx, &w[j*ws], 2*ws, kp/2, &o[16*j], 4*ldo)
 			}
 		}
-		bf16Put(out, 16*nb, ys[t:min(t+4, m)], b*16, lo, hi, accumulate)
+		for ; j < nb; j++ {
+			if four {
+				avxBF16T4N1(xr, 2*ldx, &w[j*ws], 2*ws, kp/2, &o[16*j], 4*ldo)
+			} else {
+				avxBF16T1N1(xr, 2*ldx, &w[j*ws], 2*ws, kp/2, &o[16*j], 4*ldo)
+			}
+		}
 	}
 }
 
@@ -228,31 +252,25 @@ func matMulTBF16(w mat, ys, xs [][]float32, accumulate bool) {
 	})
 }
 
-// packPanelT packs columns [c, c+32) of w (zero past w.cols) as the VNNI
-// blocks of two 16-row blocks of Wᵀ.
+// packPanelT packs columns [c, c+32) of w as the VNNI blocks of two
+// 16-row blocks of Wᵀ, from w's VNNI copy (the bf16 path keeps no other):
+// a column pair of a row pair is four bfloat16 together in both layouts,
+// (r,j) (r,j+1) (r+1,j) (r+1,j+1) in W's and (r,j) (r+1,j) (r,j+1)
+// (r+1,j+1) in Wᵀ's, so each is one 64-bit word with its middle swapped.
 func packPanelT(w mat, c int, pp *[]uint16) []uint16 {
-	kp := bf16Cols(w.rows)
-	size := 2 * 16 * kp
-	if cap(*pp) < size {
-		*pp = make([]uint16, size)
-	}
-	vn := (*pp)[:size]
-	clear(vn)
-	for blk := range 2 {
-		c0 := c + 16*blk
-		if c0 >= w.cols {
-			break
-		}
-		dst := vn[blk*16*kp:]
-		full := w.rows / 2
-		if c0+16 <= w.cols && full > 0 {
-			bf16PackPairs(&dst[0], &w.bf[c0], 2*w.cols, full)
-		} else {
-			full = 0
-		}
-		for r := 2 * full; r < w.rows; r++ {
-			for j := c0; j < min(c0+16, w.cols); j++ {
-				dst[r/2*32+(j-c0)*2+r&1] = w.bf[r*w.cols+j]
+	kp, kpT := bf16Cols(w.cols), bf16Cols(w.rows)
+	vn := growU16(*pp, 2*16*kpT)
+	*pp = vn
+	clear(vn) // rows past the last block of 16
+	src := unsafe.Slice((*uint64)(unsafe.Pointer(&w.vn[0])), len(w.vn)/4)
+	dst := unsafe.Slice((*uint64)(unsafe.Pointer(&vn[0])), len(vn)/4)
+	for blk := range 2 { // c+32 <= kp: the padding columns are zeros
+		d := dst[blk*4*kpT:]
+		for r := 0; r < w.rows; r += 2 {
+			s, o := src[(r/16*16*kp+(c+16*blk)*16+r%16*2)/4:], d[r*4:r*4+8]
+			for q := range o {
+				v := s[q*8]
+				o[q] = v&0xffff00000000ffff | v>>16&0xffff0000 | v<<16&0xffff00000000
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -156,6 +157,7 @@ func TestBF16BatchInvariance(t *testing.T) {
 			one := newOutputs(m, rows)
 			matMul(w, xs, one, false)
 			runtime.GOMAXPROCS(prev)
+			checkSlabOutputs(t, w, xs, all)
 			for b := range m {
 				alone := newOutputs(1, rows)
 				matRows(w, xs[b:b+1], alone, 0, 48, false)
@@ -170,6 +172,32 @@ func TestBF16BatchInvariance(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkSlabOutputs runs the product into rows of one slab, 8 columns
+// wider than w has rows (the AMX tiles store whole blocks straight into
+// such rows), and wants the bits of want and the extra columns untouched.
+func checkSlabOutputs(t *testing.T, w mat, xs, want [][]float32) {
+	t.Helper()
+	for _, n := range []int{16, 32, len(xs)} {
+		slab := grow(nil, n, w.rows+8)
+		for _, y := range slab {
+			for j := range y {
+				y[j] = -7
+			}
+		}
+		matMul(w, xs[:n], slab, false)
+		for b, y := range slab {
+			if !slices.Equal(y[:w.rows], want[b]) {
+				t.Fatalf("%d rows of a slab: row %d differs from separate outputs", n, b)
+			}
+			for j := w.rows; j < len(y); j++ {
+				if y[j] != -7 {
+					t.Fatalf("%d rows of a slab: row %d column %d past the outputs written", n, b, j)
+				}
+			}
+		}
 	}
 }
 

@@ -102,8 +102,9 @@ func BenchmarkPrefillBF16(b *testing.B) {
 
 // BenchmarkBF16Decode streams 48 bfloat16 matrices of 3072 × 1024 (288
 // MiB, far past the caches) through one-token products, as decoding
-// does, on the float32 path and on the bf16 path, and reports each as a
-// share of the read bandwidth measured in the same iteration.
+// does, on the float32 path and on the bf16 path (AMX where present, and
+// AVX512-BF16), and reports each as a share of the read bandwidth
+// (readBandwidth) measured in the same iteration.
 func BenchmarkBF16Decode(b *testing.B) {
 	if !bf16Compute() {
 		b.Skip("no AVX512-BF16")
@@ -124,16 +125,18 @@ func BenchmarkBF16Decode(b *testing.B) {
 		}
 		return time.Since(t0)
 	}
-	var tf, tb time.Duration
+	var tf, ta, tv time.Duration
 	var bw float64
 	for b.Loop() {
 		bw += readBandwidth()
 		tf += pass(false)
-		tb += pass(true)
+		withAMX(amxReady(), func() { ta += pass(true) })
+		withAMX(false, func() { tv += pass(true) })
 	}
 	bytes := float64(len(ws)*3072*1024*2) * float64(b.N)
 	bw /= float64(b.N)
 	b.ReportMetric(bw/1e9, "GB/s-read")
 	b.ReportMetric(100*bytes/tf.Seconds()/bw, "%read-f32path")
-	b.ReportMetric(100*bytes/tb.Seconds()/bw, "%read-bf16path")
+	b.ReportMetric(100*bytes/ta.Seconds()/bw, "%read-bf16-amx")
+	b.ReportMetric(100*bytes/tv.Seconds()/bw, "%read-bf16-avx512")
 }

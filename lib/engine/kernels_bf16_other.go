@@ -16,3 +16,5 @@ func matMulBF16(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
 func matMulTBF16(w mat, ys, xs [][]float32, accumulate bool) {
 	panic("engine: bf16 path without AVX512-BF16")
 }
+
+func (m *Model) attentionBF16(ws *workspace, rows []row, layer int) bool { return false }

@@ -6,13 +6,13 @@ import (
 )
 
 // TestForwardBlocksMatchScalar shrinks the row and vector blocks of the
-// 4×6 tiles so small shapes cross several of each (a batch of 512 vectors
-// of 3072 columns does at the default sizes), and requires the scalar
-// reference's bits.
+// 4×6 tiles, and the column pieces of long rows, so small shapes cross
+// several of each (a batch of 512 vectors of 3072 columns does at the
+// default sizes), and requires the scalar reference's bits.
 func TestForwardBlocksMatchScalar(t *testing.T) {
-	defer func(rows, toks int) { fwdBlockBytes, fwdTokBytes = rows, toks }(fwdBlockBytes, fwdTokBytes)
-	fwdBlockBytes, fwdTokBytes = 4<<10, 8<<10
-	for _, sh := range [][2]int{{40, 100}, {301, 72}, {64, 1024}} {
+	defer func(rows, toks, kc int) { fwdBlockBytes, fwdTokBytes, fwdKC = rows, toks, kc }(fwdBlockBytes, fwdTokBytes, fwdKC)
+	fwdBlockBytes, fwdTokBytes, fwdKC = 4<<10, 8<<10, 64
+	for _, sh := range [][2]int{{40, 100}, {301, 72}, {64, 1024}, {30, 64}, {13, 65}, {24, 2085}} {
 		for _, m := range []int{4, 13, 37} {
 			w, wb, xs := fwdCase(sh[0], sh[1], m, uint64(sh[0]*1000+sh[1]))
 			for _, mm := range []mat{w, wb} {

@@ -3,11 +3,11 @@ package engine
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
+
+	"github.com/tinkershell/tinker/lib/lazyre"
 )
 
 // LoRA is a low-rank adapter applied on the fly: y = W·x + B'·(A·x) with
@@ -60,9 +60,7 @@ func (l *LoRA) pair(layer, module int) *loraPair {
 }
 
 // loraKey is compiled on first use: most tinker runs never load an adapter.
-var loraKey = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^(?:base_model\.model\.)?(?:model\.layers\.(\d+)\.(?:self_attn|mlp)\.(experts\.w[123]|experts\.\d+\.[a-z]+_proj|shared_experts\.[a-z]+_proj|[a-z_]+)|(lm_head))\.lora_([AB])(?:\.[A-Za-z0-9_-]+)?\.weight$`)
-})
+var loraKey = lazyre.New(`^(?:base_model\.model\.)?(?:model\.layers\.(\d+)\.(?:self_attn|mlp)\.(experts\.w[123]|experts\.\d+\.[a-z]+_proj|shared_experts\.[a-z]+_proj|[a-z_]+)|(lm_head))\.lora_([AB])(?:\.[A-Za-z0-9_-]+)?\.weight$`)
 
 // NewLoRA builds an adapter for a model with config c from PEFT-named
 // tensors (base_model.model.model.layers.{i}.self_attn.q_proj.lora_A.weight,
@@ -82,7 +80,7 @@ func NewLoRA(c Config, ts Tensors, rank int, alpha float64, rsLoRA bool) (*LoRA,
 		if c.TextPrefix != "" { // a PEFT adapter of the wrapper names its text model's modules
 			name = strings.Replace(name, "base_model.model."+c.TextPrefix, "base_model.model.", 1)
 		}
-		m := loraKey().FindStringSubmatch(name)
+		m := loraKey.FindStringSubmatch(name)
 		if m == nil {
 			return nil, fmt.Errorf("lora: unsupported adapter tensor %s (only q/k/v/o, gate/up/down, experts.w1/w2/w3 and lm_head are supported)", name)
 		}

@@ -10,12 +10,13 @@ package engine
 // rope part only, in DeepSeek's interleaved layout (neighbouring elements
 // pair). The softmax scale is 1/√(nope+rope) times mscale² under YaRN.
 //
-// The engine then runs the ordinary attention kernels: a head is
-// HeadDim = nope+rope wide, KVHeads = Heads, and each value is padded
-// with zeros to HeadDim (as transformers pads for flash attention), so the
-// cache holds expanded keys and values rather than the latent: simple and
-// exact, at HeadDim/(kv_lora_rank+rope)·2·Heads times the latent's
-// memory per position. The extra score factor is folded into the queries.
+// Sampling caches the latent per position, kv_a_layernorm's output and
+// the rotated key part, and attends in the absorbed form (mla_latent.go).
+// Training runs the ordinary attention kernels on expanded heads: a head
+// is HeadDim = nope+rope wide, KVHeads = Heads, and each value is padded
+// with zeros to HeadDim (as transformers pads for flash attention), which
+// reuses the blocked forward and backward (mla_train.go). Both fold the
+// extra score factor into the queries.
 // LoRA adapts q_a_proj (or q_proj), kv_a_proj_with_mqa and o_proj, in the
 // modQ, modK and modO slots.
 
@@ -99,12 +100,16 @@ func buildDeepSeekLayer(c Config, i int, p string, l *layerWeights,
 	return nil
 }
 
-// mlaScratch is the sampling forward's room for latent attention.
+// mlaScratch is the sampling forward's room for latent attention
+// (mla_latent.go).
 type mlaScratch struct {
-	qa, kva, ckv, kvb, attv [][]float32
+	qa, kva, qlat, lat, attv [][]float32
+	hin, hout                [][]float32 // one head's views of a product's rows
+	blk                      []latentBlock
 }
 
-// mlaLayer runs DeepSeek layer li over the rows (the residual in ws.x).
+// mlaLayer runs DeepSeek layer li over the rows (the residual in ws.x),
+// with the latent cache and absorbed attention (mla_latent.go).
 func (m *Model) mlaLayer(ws *workspace, rows []row, li int) {
 	c, lw := m.cfg, &m.w.layers[li]
 	n, xn := len(rows), ws.xn[:len(rows)]
@@ -112,13 +117,10 @@ func (m *Model) mlaLayer(ws *workspace, rows []row, li int) {
 		rmsNorm(xn[i], ws.x[i], lw.attnNorm, c.RMSNormEps)
 	}
 	m.mlaProject(ws, rows, li)
-	m.attention(ws, rows, li)
-	s := &ws.mla
-	s.attv = grow(s.attv, n, c.Heads*c.MLA.VHeadDim)
-	for i := range rows {
-		c.mlaValues(ws.att[i], s.attv[i])
-	}
-	m.linear(ws, lw.o, nil, ws.loras, li, modO, s.attv, ws.x, true)
+	m.absorbQueries(ws, n, li)
+	m.latentAttention(ws, rows, li)
+	m.expandValues(ws, n, li)
+	m.linear(ws, lw.o, nil, ws.loras, li, modO, ws.mla.attv, ws.x, true)
 	for i := range rows {
 		rmsNorm(xn[i], ws.x[i], lw.mlpNorm, c.RMSNormEps)
 	}
@@ -146,8 +148,9 @@ func widthOf(rows [][]float32, n, w int) [][]float32 {
 	return out
 }
 
-// mlaProject computes the rows' queries (ws.q) and writes their keys and
-// values into the caches, from the normalised rows ws.xn.
+// mlaProject computes the rows' queries (ws.q, rotated and scaled) and
+// writes their latents into the caches, from the normalised rows ws.xn:
+// kv_a_layernorm's output, then the rotated key part.
 func (m *Model) mlaProject(ws *workspace, rows []row, li int) {
 	c, ml, mw, s := m.cfg, m.cfg.MLA, m.w.layers[li].mla, &ws.mla
 	n, xn := len(rows), ws.xn[:len(rows)]
@@ -161,19 +164,15 @@ func (m *Model) mlaProject(ws *workspace, rows []row, li int) {
 	} else {
 		m.linear(ws, mw.qIn, nil, ws.loras, li, modQ, xn, ws.q, false)
 	}
-	s.kva = grow(s.kva, n, ml.KVLoraRank+ml.QKRopeDim)
+	kvr, kw := ml.KVLoraRank, ml.KVLoraRank+ml.QKRopeDim
+	s.kva = grow(s.kva, n, kw)
 	m.linear(ws, mw.kvA, nil, ws.loras, li, modK, xn, s.kva, false)
-	s.ckv = grow(s.ckv, n, ml.KVLoraRank)
-	for i := range n {
-		rmsNorm(s.ckv[i], s.kva[i][:ml.KVLoraRank], mw.kvANorm, c.RMSNormEps)
-	}
-	s.kvb = grow(s.kvb, n, c.Heads*(ml.QKNopeDim+ml.VHeadDim))
-	matMul(mw.kvB, s.ckv, s.kvb, false)
-	kvd, scale := c.KVHeads*c.HeadDim, float32(c.mlaScoreScale())
+	scale := float32(c.mlaScoreScale())
 	for i, r := range rows {
-		kpe := s.kva[i][ml.KVLoraRank:]
-		c.mlaRope(ws.q[i], kpe, ws.cos[i], ws.sin[i], scale)
-		c.mlaKeysValues(s.kvb[i], kpe, r.seq.k[li][r.pos*kvd:(r.pos+1)*kvd], r.seq.v[li][r.pos*kvd:(r.pos+1)*kvd])
+		lat := r.seq.k[li][r.pos*kw : (r.pos+1)*kw]
+		rmsNorm(lat[:kvr], s.kva[i][:kvr], mw.kvANorm, c.RMSNormEps)
+		copy(lat[kvr:], s.kva[i][kvr:])
+		c.mlaRope(ws.q[i], lat[kvr:], ws.cos[i], ws.sin[i], scale)
 	}
 }
 

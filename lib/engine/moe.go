@@ -3,8 +3,8 @@ package engine
 import (
 	"fmt"
 	"math"
-	"regexp"
 
+	"github.com/tinkershell/tinker/lib/lazyre"
 	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/safetensors"
 )
@@ -304,7 +304,7 @@ func (m *Model) moeMLP(ws *workspace, li int, xn, x [][]float32) {
 // gate rows, then its up rows) and mlp.experts.down_proj [experts,
 // hidden, moe_inter]. Checkpoints on the Hub keep 4.x's per-expert
 // tensors; a directory saved by transformers 5.x has these.
-var fusedExperts = regexp.MustCompile(`^(model\.layers\.\d+\.mlp\.experts\.)(gate_up_proj|down_proj)$`)
+var fusedExperts = lazyre.New(`^(model\.layers\.\d+\.mlp\.experts\.)(gate_up_proj|down_proj)$`)
 
 // splitFusedExperts adds the per-expert tensors of one fused expert
 // parameter to ts, named as transformers 4.x names them (the tensor's

@@ -55,3 +55,27 @@ func fmaChains16(iters int, out []float32) {
 	sum := a0.Add(a1).Add(a2).Add(a3).Add(a4).Add(a5).Add(a6).Add(a7).Add(a8).Add(a9)
 	sum.Store((*[16]float32)(out))
 }
+
+// sumWordsWide sums s (a multiple of 32 words) with 512-bit loads, four
+// independent chains of 64 bytes each, where the CPU has AVX-512; else
+// sumWords.
+func sumWordsWide(s []uint64) uint64 {
+	if !archsimd.X86.AVX512() {
+		return sumWords(s)
+	}
+	var a, b, c, d archsimd.Uint64x8
+	for i := 0; i+32 <= len(s); i += 32 {
+		a = a.Add(archsimd.LoadUint64x8((*[8]uint64)(s[i:])))
+		b = b.Add(archsimd.LoadUint64x8((*[8]uint64)(s[i+8:])))
+		c = c.Add(archsimd.LoadUint64x8((*[8]uint64)(s[i+16:])))
+		d = d.Add(archsimd.LoadUint64x8((*[8]uint64)(s[i+24:])))
+	}
+	var out [8]uint64
+	a.Add(b).Add(c).Add(d).Store(&out)
+	archsimd.ClearAVXUpperBits()
+	var sum uint64
+	for _, v := range out {
+		sum += v
+	}
+	return sum
+}

@@ -43,23 +43,18 @@ func (s *sampler) pick(logits []float32, r *rng) (int, float64) {
 		}
 		return best, float64(logits[best]) - logSumExp(logits, 1)
 	}
-	// One pass of exponentials serves both the normaliser and the draw.
+	// One pass of exponentials serves both the normaliser and the draw;
+	// max and sum are logSumExp's (vector lanes, sumSquares' order), so at
+	// T = 1 a drawn token's logprob has the bits of a prompt logprob.
 	invT := 1 / s.temp
-	mx := math.Inf(-1)
-	for _, v := range logits {
-		mx = max(mx, float64(v)*invT)
-	}
+	mx := maxScaled(logits, invT)
 	s.exps = slices.Grow(s.exps[:0], len(logits))[:len(logits)]
-	expScaled(s.exps, logits, invT, mx)
-	var sum float64
-	for _, e := range s.exps {
-		sum += e
-	}
+	sum := expScaledKeep(s.exps, logits, invT, mx)
 	tok := s.draw(logits, sum, r)
 	if s.raw && invT != 1 {
 		return tok, float64(logits[tok]) - logSumExp(logits, 1)
 	}
-	return tok, float64(float64(logits[tok])*invT) - mx - math.Log(sum)
+	return tok, float64(float64(logits[tok])*invT) - (mx + math.Log(sum))
 }
 
 // draw samples from the unnormalised weights s.exps (total sum).

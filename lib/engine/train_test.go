@@ -339,7 +339,9 @@ func checkBatchSplit(t *testing.T, name string) {
 
 // The training forward computes exactly the prompt logprobs a sampler with
 // the same adapter reports (also past the sampler's 128-position prefill
-// chunk).
+// chunk). For latent attention within float32 rounding only: sampling
+// attends in the absorbed form over its latent cache, training in the
+// expanded form (doc.go).
 func TestForwardMatchesSampler(t *testing.T) {
 	for _, name := range testModels(t) {
 		m := mustLoad(t, name)
@@ -365,7 +367,11 @@ func TestForwardMatchesSampler(t *testing.T) {
 		}
 		sr := sample(t, s, SampleRequest{Prompt: seq, PromptLogprobs: true})
 		for i, lp := range res.Outputs[0].Logprobs {
-			if want := *sr.PromptLogprobs[i+1]; math.Float32bits(lp) != math.Float32bits(want) {
+			want := *sr.PromptLogprobs[i+1]
+			if d := math.Abs(float64(lp - want)); m.cfg.MLA != nil && d <= 2e-5*max(1, math.Abs(float64(want))) {
+				continue
+			}
+			if math.Float32bits(lp) != math.Float32bits(want) {
 				t.Fatalf("%s: position %d: training forward %v, sampler %v", name, i, lp, want)
 			}
 			if el := res.Outputs[0].ElementwiseLoss[i]; el != -lp {

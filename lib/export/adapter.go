@@ -8,12 +8,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/tinkershell/tinker/lib/engine"
+	"github.com/tinkershell/tinker/lib/lazyre"
 	"github.com/tinkershell/tinker/lib/peft"
 	"github.com/tinkershell/tinker/lib/safetensors"
 	"github.com/tinkershell/tinker/lib/userfile"
@@ -43,16 +43,16 @@ func (a *Adapter) Close() error { return a.file.Close() }
 
 // loraKey matches an adapter tensor name: PEFT's prefix, the module path,
 // the half, and optionally PEFT's adapter name ("default").
-var loraKey = regexp.MustCompile(`^base_model\.model\.(.+)\.lora_([AB])(?:\.default)?\.weight$`)
+var loraKey = lazyre.New(`^base_model\.model\.(.+)\.lora_([AB])(?:\.default)?\.weight$`)
 
 // denseModule matches the module paths a dense Llama 3 or Qwen3 model has.
-var denseModule = regexp.MustCompile(`^(?:model\.layers\.(\d+)\.(?:self_attn\.[qkvo]_proj|mlp\.(?:gate|up|down)_proj)|lm_head)$`)
+var denseModule = lazyre.New(`^(?:model\.layers\.(\d+)\.(?:self_attn\.[qkvo]_proj|mlp\.(?:gate|up|down)_proj)|lm_head)$`)
 
 // moeModule matches the expert modules of mixture-of-experts adapters.
-var moeModule = regexp.MustCompile(`\.(?:experts|shared_experts)(?:\.|$)|\.w[123]$`)
+var moeModule = lazyre.New(`\.(?:experts|shared_experts)(?:\.|$)|\.w[123]$`)
 
 // serviceAttn is GPT-OSS's attention as the service names it (.attn).
-var serviceAttn = regexp.MustCompile(`^(model\.layers\.\d+)\.attn\.`)
+var serviceAttn = lazyre.New(`^(model\.layers\.\d+)\.attn\.`)
 
 // hfPath maps the service's names for the unembedding and for GPT-OSS's
 // attention (model.layers.N.attn.q_proj) to the Hugging Face ones; other

@@ -4,12 +4,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/tinkershell/tinker/lib/engine"
+	"github.com/tinkershell/tinker/lib/lazyre"
 	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/safetensors"
 )
@@ -32,9 +32,9 @@ import (
 
 var (
 	// expertModule is one expert's module: layer, expert, projection.
-	expertModule = regexp.MustCompile(`^model\.layers\.(\d+)\.mlp\.experts\.(\d+)\.(gate_proj|up_proj|down_proj)$`)
+	expertModule = lazyre.New(`^model\.layers\.(\d+)\.mlp\.experts\.(\d+)\.(gate_proj|up_proj|down_proj)$`)
 	// layerPrefix finds any module's layer number.
-	layerPrefix = regexp.MustCompile(`^model\.layers\.(\d+)\.`)
+	layerPrefix = lazyre.New(`^model\.layers\.(\d+)\.`)
 )
 
 // isExpertPath reports whether path is an expert module the export handles.

@@ -2,9 +2,9 @@ package export
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
+	"github.com/tinkershell/tinker/lib/lazyre"
 	"github.com/tinkershell/tinker/lib/peft"
 	"github.com/tinkershell/tinker/lib/safetensors"
 )
@@ -21,11 +21,11 @@ import (
 // held once. A PEFT adapter with per-expert modules reads as well, and
 // Kimi K2.5/K2.6's language_model. prefix is dropped (added back against
 // the base that has it).
-var latentModule = regexp.MustCompile(`^(?:model\.layers\.\d+\.(?:self_attn\.(?:q_a_proj|q_b_proj|kv_a_proj_with_mqa|kv_b_proj|q_proj|o_proj)|` +
+var latentModule = lazyre.New(`^(?:model\.layers\.\d+\.(?:self_attn\.(?:q_a_proj|q_b_proj|kv_a_proj_with_mqa|kv_b_proj|q_proj|o_proj)|` +
 	`mlp\.(?:shared_experts\.|experts\.\d+\.)?(?:gate|up|down)_proj|mlp\.experts\.w[123])|lm_head)$`)
 
 // latentStacked is a stacked expert module: layer prefix and kind.
-var latentStacked = regexp.MustCompile(`^(model\.layers\.\d+\.mlp\.experts)\.(w[123])$`)
+var latentStacked = lazyre.New(`^(model\.layers\.\d+\.mlp\.experts)\.(w[123])$`)
 
 // kimiPrefix is the outer prefix of Kimi K2.5/K2.6's text model.
 const kimiPrefix = "language_model."

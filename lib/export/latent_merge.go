@@ -196,6 +196,8 @@ func (m *latentMerger) shard(ctx context.Context, name string, w io.Writer) erro
 		infos, srcs, err = m.plan(name)
 		return infos, err
 	}
+	m.out, _ = w.(*asyncWriter)
+	defer func() { m.out = nil }()
 	return writeShard(filepath.Join(m.lb.Dir, name), w, plan, func(f *os.File, t safetensors.TensorInfo, w io.Writer) error {
 		s := srcs[t.Name]
 		switch {

@@ -33,7 +33,7 @@ type merger struct {
 	bufs      rowBufs
 	blocks    [2][]byte         // the row blocks being made and written
 	src       []byte            // the base rows of the block being made
-	copyBuf   []byte            // for tensors copied as they are
+	out       *asyncWriter      // the shard being written, if it lends its buffers
 	mx        map[string]*mxJob // GPT-OSS's MXFP4 weights by their _blocks name (mxfp4.go)
 	mxScales  map[string]bool   // their _scales, which the output drops when dense
 	mxFresh   map[string][]byte // requantised weights' new scales, by _scales name
@@ -100,6 +100,8 @@ func (m *merger) shard(ctx context.Context, name string, w io.Writer) error {
 		srcs = s
 		return infos, nil
 	}
+	m.out, _ = w.(*asyncWriter)
+	defer func() { m.out = nil }()
 	return writeShard(filepath.Join(m.base.Dir, name), w, plan, func(f *os.File, t safetensors.TensorInfo, w io.Writer) error {
 		return m.fill(ctx, f, srcs[t.Name], t, w)
 	})
@@ -147,11 +149,8 @@ func (m *merger) fill(ctx context.Context, f *os.File, s source, t safetensors.T
 		_, err := w.Write(b)
 		return err
 	}
-	if s.u == nil && s.t.DType == t.DType {
-		if m.copyBuf == nil {
-			m.copyBuf = make([]byte, 1<<20)
-		}
-		_, err := io.CopyBuffer(w, io.NewSectionReader(f, s.off, s.t.Bytes()), m.copyBuf)
+	if s.u == nil && s.t.DType == t.DType { // copy_file_range where the output allows (asyncwrite.go)
+		_, err := io.Copy(w, io.NewSectionReader(f, s.off, s.t.Bytes()))
 		return err
 	}
 	rows, cols := 1, 1
@@ -181,24 +180,20 @@ func (m *merger) fill(ctx context.Context, f *os.File, s source, t safetensors.T
 }
 
 // pipeline makes the blocks starting at rows 0, step, 2·step… < rows in a
-// goroutine while the previous block is written to w, with two buffers of
-// size bytes, so reading and computing overlap writing.
+// goroutine while the previous block is written to w, so reading and
+// computing overlap writing. The blocks are made in the output's own
+// buffers when it lends them (m.out: written without a copy, and the
+// next tensor is begun while this one's last block is written), else in
+// two buffers of size bytes.
 func (m *merger) pipeline(ctx context.Context, rows, step, size int, make1 func(lo int, dst []byte) ([]byte, error), w io.Writer) error {
-	free, blocks, stop := make(chan []byte, 2), make(chan []byte, 1), make(chan struct{})
-	for i := range m.blocks {
-		if cap(m.blocks[i]) < size {
-			m.blocks[i] = make([]byte, size)
-		}
-		free <- m.blocks[i]
-	}
+	blocks, stop := make(chan []byte, 1), make(chan struct{})
+	take, give := m.blockBufs(size)
 	var makeErr error
 	go func() {
 		defer close(blocks)
 		for lo := 0; lo < rows; lo += step {
-			var dst []byte
-			select {
-			case dst = <-free:
-			case <-stop:
+			dst := take(stop)
+			if dst == nil {
 				return
 			}
 			b, err := make1(lo, dst)
@@ -220,13 +215,38 @@ func (m *merger) pipeline(ctx context.Context, rows, step, size int, make1 func(
 			}
 		}
 		if err == nil {
-			free <- b
+			give(b)
 		}
 	}
 	if err == nil {
 		err = makeErr // read after blocks closed: the maker is done
 	}
 	return err
+}
+
+// blockBufs is where pipeline's blocks of size bytes come from and go
+// back to once written: the output's lent buffers (Write takes them
+// back), else the merger's two.
+func (m *merger) blockBufs(size int) (take func(stop <-chan struct{}) []byte, give func([]byte)) {
+	if m.out != nil {
+		return func(stop <-chan struct{}) []byte { return m.out.take(size, stop) }, func([]byte) {}
+	}
+	free := make(chan []byte, len(m.blocks))
+	for i := range m.blocks {
+		if cap(m.blocks[i]) < size {
+			m.blocks[i] = make([]byte, size)
+		}
+		free <- m.blocks[i]
+	}
+	take = func(stop <-chan struct{}) []byte {
+		select {
+		case b := <-free:
+			return b
+		case <-stop:
+			return nil
+		}
+	}
+	return take, func(b []byte) { free <- b[:cap(b)] }
 }
 
 // indexJSON is model.safetensors.index.json for the shards written.

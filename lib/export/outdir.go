@@ -144,7 +144,7 @@ func (o *outDir) write(name string, body func(io.Writer) error) error {
 	if err != nil {
 		return o.fail(name, err)
 	}
-	aw := newAsyncWriter(&countWriter{w: f, o: o}, 4, 1<<20)
+	aw := newAsyncWriter(&countWriter{f: f, o: o}, 4, 1<<20)
 	err = body(aw)
 	if cerr := aw.Close(); err == nil {
 		err = cerr
@@ -169,17 +169,21 @@ func (o *outDir) fail(name string, err error) error {
 }
 
 type countWriter struct {
-	w io.Writer
+	f *os.File
 	o *outDir
 }
 
 func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
+	n, err := c.f.Write(p)
+	c.count(n)
+	return n, err
+}
+
+func (c *countWriter) count(n int) {
 	c.o.written += int64(n)
 	if c.o.progress != nil {
 		c.o.progress(c.o.written)
 	}
-	return n, err
 }
 
 // commit puts the directory in place, replacing an old OUT only now.

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"regexp"
 	"sort"
 	"strconv"
 
+	"github.com/tinkershell/tinker/lib/lazyre"
 	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/safetensors"
 )
@@ -44,7 +44,7 @@ const (
 )
 
 // fusedExpertBase matches a base's fused expert parameter (5.x layout).
-var fusedExpertBase = regexp.MustCompile(`^model\.layers\.\d+\.mlp\.experts\.gate_up_proj$`)
+var fusedExpertBase = lazyre.New(`^model\.layers\.\d+\.mlp\.experts\.gate_up_proj$`)
 
 // genTensor is an output tensor computed one row at a time.
 type genTensor struct {

@@ -3,10 +3,10 @@ package export
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/tinkershell/tinker/lib/lazyre"
 	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/peft"
 	"github.com/tinkershell/tinker/lib/safetensors"
@@ -20,7 +20,7 @@ import (
 // diagonal, down_proj at rank r.
 
 // fusedParamModule matches the modules a target_parameters adapter adapts.
-var fusedParamModule = regexp.MustCompile(`^model\.layers\.(\d+)\.mlp\.experts(\.base_layer)?$`)
+var fusedParamModule = lazyre.New(`^model\.layers\.(\d+)\.mlp\.experts(\.base_layer)?$`)
 
 // paramPlan says which fused parameters the adapter targets and their
 // ranks and scalings, from adapter_config.json.

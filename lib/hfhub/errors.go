@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
-	"sync"
+
+	"github.com/tinkershell/tinker/lib/lazyre"
 )
 
 // ErrNotLoggedIn means no Hub token was found in the environment or in the
@@ -90,7 +90,7 @@ func (h *Hub) invalidTokenHint() string {
 
 // tokenLike matches Hub access tokens other than ours (a server may echo
 // one, and a token file may differ from HF_TOKEN).
-var tokenLike = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`hf_[A-Za-z0-9]{16,}`) })
+var tokenLike = lazyre.New(`hf_[A-Za-z0-9]{16,}`)
 
 const redacted = "[REDACTED]"
 
@@ -99,7 +99,7 @@ func (h *Hub) redact(s string) string {
 	if len(h.Token) >= 4 {
 		s = strings.ReplaceAll(s, h.Token, redacted)
 	}
-	return tokenLike().ReplaceAllString(s, redacted)
+	return tokenLike.ReplaceAllString(s, redacted)
 }
 
 // scrub returns err unchanged unless its text holds a secret, in which case

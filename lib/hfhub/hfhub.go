@@ -21,13 +21,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/tinkershell/tinker/lib/atomicfile"
+	"github.com/tinkershell/tinker/lib/lazyre"
 	"github.com/tinkershell/tinker/lib/models"
 )
 
@@ -130,7 +129,7 @@ func Resolve(ctx context.Context, repoID string) (string, error) {
 }
 
 // commitRE is compiled on first use to keep start-up fast.
-var commitRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{40}$`) })
+var commitRE = lazyre.New(`^[0-9a-f]{40}$`)
 
 // repoDir is the cache folder of a model repo: models--org--name.
 func (h *Hub) repoDir(repoID string) string {
@@ -142,7 +141,7 @@ func (h *Hub) repoDir(repoID string) string {
 func (h *Hub) Cached(repoID, revision string) (string, bool) {
 	dir := h.repoDir(repoID)
 	commit := revision
-	if !commitRE().MatchString(revision) {
+	if !commitRE.MatchString(revision) {
 		b, err := os.ReadFile(filepath.Join(dir, "refs", revision))
 		if err != nil {
 			return "", false
@@ -245,13 +244,13 @@ func (h *Hub) download(ctx context.Context, repoID, revision, name string) (comm
 	}
 	commit = meta.Get("X-Repo-Commit")
 	if commit == "" {
-		if commitRE().MatchString(revision) {
+		if commitRE.MatchString(revision) {
 			commit = revision
 		} else {
 			return "", fmt.Errorf("download tokenizer %s: %s did not report the commit (X-Repo-Commit)", repoID, h.Endpoint)
 		}
 	}
-	if !commitRE().MatchString(commit) && strings.ContainsAny(commit, "/\\.") {
+	if !commitRE.MatchString(commit) && strings.ContainsAny(commit, "/\\.") {
 		return "", fmt.Errorf("download tokenizer %s: bad commit %q", repoID, commit)
 	}
 	repo := h.repoDir(repoID)

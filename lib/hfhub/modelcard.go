@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 	"unicode"
+
+	"github.com/tinkershell/tinker/lib/lazyre"
 )
 
 // SanitizeRepoName makes s usable as a Hub repo name: characters other
@@ -59,18 +59,18 @@ func splitTinkerPath(p string) (runID, checkpointID string, ok bool) {
 	return runID, checkpointID, ok && runID != "" && strings.Count(checkpointID, "/") == 1
 }
 
-var tinkerPathRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("tinker://[^\\s`]+") })
+var tinkerPathRE = lazyre.New("tinker://[^\\s`]+")
 
 // FindTinkerPath returns the first tinker:// path in a model card, or "".
 func FindTinkerPath(readme string) string {
-	return tinkerPathRE().FindString(readme)
+	return tinkerPathRE.FindString(readme)
 }
 
 // plainYAML matches values that YAML reads back unchanged without quotes.
-var plainYAML = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/@+:-]*$`) })
+var plainYAML = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._/@+:-]*$`)
 
 func yamlValue(s string) string {
-	if plainYAML().MatchString(s) && !strings.HasSuffix(s, ":") {
+	if plainYAML.MatchString(s) && !strings.HasSuffix(s, ":") {
 		return s
 	}
 	b, _ := json.Marshal(s) // a JSON string is a YAML double-quoted scalar

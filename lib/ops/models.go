@@ -3,11 +3,10 @@ package ops
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strconv"
-	"sync"
 	gotime "time"
 
+	"github.com/tinkershell/tinker/lib/lazyre"
 	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/suggest"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
@@ -60,7 +59,7 @@ func (m *Model) JSON() any {
 }
 
 // runIDRE matches the start of a training run id (a UUID).
-var runIDRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-`) })
+var runIDRE = lazyre.New(`^[0-9a-f]{8}-[0-9a-f]{4}-`)
 
 // CheckBaseModel turns a name the backend does not serve into a one-line
 // error that says what was meant, before anything is fetched for it (a
@@ -78,7 +77,7 @@ func CheckBaseModel(ctx context.Context, c *tinkerapi.Client, base string) error
 		}
 		names[i] = m.ModelName
 	}
-	if runIDRE().MatchString(base) {
+	if runIDRE.MatchString(base) {
 		return UserErr(fmt.Sprintf("%s is a training run id, not a base model: sample one of its sampler checkpoints, e.g. tinker://%s/sampler_weights/NAME (checkpoint.list(run_id=%q) lists them)", base, base, base), "")
 	}
 	hint := ""

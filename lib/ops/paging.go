@@ -53,6 +53,8 @@ func fetchPages[T any](ctx context.Context, first []T, total, limit, batch int, 
 	defer cancel()
 	sem := make(chan struct{}, pageConcurrency)
 	var wg sync.WaitGroup
+	var causeOnce sync.Once
+	var cause error
 	for i, p := range pages {
 		select {
 		case sem <- struct{}{}:
@@ -67,6 +69,9 @@ func fetchPages[T any](ctx context.Context, first []T, total, limit, batch int, 
 			items, err := fetch(ctx, p.limit, p.offset)
 			results[i], errs[i] = items, err
 			if err != nil {
+				// The first failure is the cause: the pages it cancels
+				// fail with context.Canceled, which would read as Ctrl-C.
+				causeOnce.Do(func() { cause = err })
 				cancel()
 				return
 			}
@@ -74,6 +79,9 @@ func fetchPages[T any](ctx context.Context, first []T, total, limit, batch int, 
 		}(i, p)
 	}
 	wg.Wait()
+	if cause != nil {
+		return nil, cause
+	}
 	// Sized from what came (never from the server's total): 10,000
 	// entries appended into a growing slice were copied four times over.
 	n := len(first)

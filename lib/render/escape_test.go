@@ -1,6 +1,7 @@
 package render
 
 import (
+	"math/rand"
 	"strings"
 	"testing"
 )
@@ -48,6 +49,37 @@ func TestWriteEscapesControls(t *testing.T) {
 		}
 		if o.Width == 0 && (!strings.Contains(out, `name\x1b]0;pwned\x07\x1b[31m`) || !strings.Contains(out, "two⏎lines") || !strings.Contains(out, `\x08\x08`)) {
 			t.Errorf("escapes missing:\n%s", out)
+		}
+	}
+}
+
+// TestPlainASCIIMatchesBytewise: the word-at-a-time test agrees with the
+// byte loop at every length and alignment, on the bytes at its edges.
+func TestPlainASCIIMatchesBytewise(t *testing.T) {
+	edge := []byte{0x00, 0x1f, 0x20, 0x21, 0x22, 0x23, 0x5b, 0x5c, 0x5d, 0x7e, 0x7f, 0x80, 0xff, 'a'}
+	r := rand.New(rand.NewSource(9))
+	for range 20000 {
+		b := make([]byte, r.Intn(40))
+		for i := range b {
+			if r.Intn(5) == 0 {
+				b[i] = edge[r.Intn(len(edge))]
+			} else {
+				b[i] = byte(' ' + r.Intn(95))
+			}
+		}
+		if got, want := plainASCII(string(b)), plainASCIIBytes(string(b)); got != want {
+			t.Fatalf("plainASCII(%q) = %v, want %v", b, got, want)
+		}
+	}
+}
+
+// TestAppendJSONStringMatchesWrite: appending gives WriteJSONString's bytes.
+func TestAppendJSONStringMatchesWrite(t *testing.T) {
+	for _, s := range []string{"", "plain", `quo"te`, `back\slash`, "nl\n\x01\x7f", "é 日本 🙂", "a\x80b"} {
+		var want strings.Builder
+		WriteJSONString(&want, s)
+		if got := string(AppendJSONString([]byte("x"), s)); got != "x"+want.String() {
+			t.Errorf("AppendJSONString(%q) = %q, want x%q", s, got, want.String())
 		}
 	}
 }

@@ -248,7 +248,19 @@ var indents = func() []string {
 
 // WriteJSONString writes s as a JSON string escaped as Python's json.dumps
 // does (ensure_ascii), for callers that lay out the rest themselves.
-func WriteJSONString(b *strings.Builder, s string) { writeString(b, s) }
+func WriteJSONString(b jsonWriter, s string) { writeString(b, s) }
+
+// AppendJSONString appends s as WriteJSONString writes it.
+func AppendJSONString(dst []byte, s string) []byte {
+	if plainASCII(s) {
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
+	b := bytes.NewBuffer(dst)
+	writeString(b, s)
+	return b.Bytes()
+}
 
 // writeString escapes like Python's json.dumps with ensure_ascii=True.
 func writeString(b jsonWriter, s string) {
@@ -299,8 +311,25 @@ func writeString(b jsonWriter, s string) {
 	b.WriteByte('"')
 }
 
-// plainASCII reports whether s needs no escaping at all.
+// plainASCII reports whether s needs no escaping at all. Eight bytes at a
+// time (a 10,000-checkpoint listing writes 40,000 strings): the test for a
+// byte below 0x20, at or above 0x7f, '"' or '\\' is exact for "any" in a
+// word, and a word that has one is looked at byte by byte.
 func plainASCII(s string) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	for len(s) >= 8 {
+		x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+		q, bs := x^(0x22*lo), x^(0x5c*lo) // zero where a byte is '"', '\\'
+		if ((x-0x20*lo)&^x|(q-lo)&^q|(bs-lo)&^bs|(x+lo)|x)&hi != 0 && !plainASCIIBytes(s[:8]) {
+			return false
+		}
+		s = s[8:]
+	}
+	return plainASCIIBytes(s)
+}
+
+func plainASCIIBytes(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
 			return false

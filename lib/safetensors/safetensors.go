@@ -479,6 +479,14 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// ReadFrom lets io.Copy from fill reach the destination's own ReadFrom
+// (a file's copy_file_range), which the wrapper would otherwise hide.
+func (c *countWriter) ReadFrom(r io.Reader) (int64, error) {
+	n, err := io.Copy(c.w, r)
+	c.n += n
+	return n, err
+}
+
 // Write writes tensors (with their Data) and metadata as one safetensors file.
 func Write(w io.Writer, tensors []Tensor, metadata map[string]string) error {
 	infos := make([]TensorInfo, len(tensors))

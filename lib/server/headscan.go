@@ -2,7 +2,8 @@ package server
 
 import (
 	"bytes"
-	"regexp"
+
+	"github.com/tinkershell/tinker/lib/lazyre"
 )
 
 // headScanner watches the bytes of a connection for a request head that
@@ -24,7 +25,7 @@ type headScanner struct {
 	smuggled bool
 }
 
-var requestLine = regexp.MustCompile(`^[A-Z]+ \S`)
+var requestLine = lazyre.New(`^[A-Z]+ \S`)
 
 // feed scans b and reports whether a smuggling head has been seen.
 func (h *headScanner) feed(b []byte) bool {

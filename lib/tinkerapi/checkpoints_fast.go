@@ -2,18 +2,23 @@ package tinkerapi
 
 import (
 	"bytes"
+	"encoding/binary"
 	"strconv"
+	"time"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // A checkpoint listing is the one large answer a client reads in full
 // (10,000 entries of `checkpoint list --limit 0` are ten 1000-entry
-// pages), and encoding/json's reflection spends most of that command's
-// time on it. fastCheckpoints reads the plain form every server sends:
-// known keys spelled exactly, each once, strings without escapes, integers
-// without fraction or exponent. On anything else it reports false and the
-// caller decodes with encoding/json, so an unusual answer decodes, or
-// fails, exactly as before.
+// pages), and encoding/json's reflection spent most of that command's
+// time on it. fastCheckpoints reads the plain form every server sends
+// straight into the checked result: known keys spelled exactly, each
+// once, strings without escapes, integers without fraction or exponent,
+// every required field present and valid. On anything else it reports
+// false and the caller decodes with encoding/json and checks the result
+// (checkCheckpoints), so an unusual or invalid answer decodes, or fails
+// with its schema error, exactly as before.
 
 // checkpointsWire is a checkpoint listing before its checks.
 type checkpointsWire struct {
@@ -28,36 +33,47 @@ type wireLex struct {
 	i  int
 	ok bool
 	// text is b as one string: the strings read are views into it, and
-	// the values the wire type points to come from slab, so a page costs a
-	// few allocations rather than several per entry.
-	text string
-	slab []wireVals
+	// the sizes and expiry times checkpoints point to come from slabs, so
+	// a page costs a few allocations rather than several per entry.
+	text  string
+	sizes []int64
+	times []time.Time
 }
 
-// wireVals holds the values one checkpointWire points to.
-type wireVals struct {
-	id, typ, path, run string
-	size               int64
-	public             bool
-}
-
-func fastCheckpoints(body []byte, w *checkpointsWire) bool {
-	l := &wireLex{b: body, ok: true, text: string(body)}
+func fastCheckpoints(body []byte) (*CheckpointsListResponse, bool) {
+	l := &wireLex{b: body, ok: true, text: bodyText(body)}
+	var cps []Checkpoint
+	var cursor *cursorWire
 	seen := 0
 	for more := l.open(); more; more = l.next() {
 		switch string(l.key()) {
 		case "checkpoints":
 			seen = l.once(seen, 1)
-			w.Checkpoints = l.checkpoints()
+			cps = l.checkpoints()
 		case "cursor":
 			seen = l.once(seen, 2)
-			w.Cursor = l.cursor()
+			cursor = l.cursor()
 		default:
 			l.ok = false
 		}
 	}
 	l.space()
-	return l.ok && l.i == len(l.b)
+	if !l.ok || l.i != len(l.b) || seen&1 == 0 {
+		return nil, false
+	}
+	var f fieldErrs
+	out := &CheckpointsListResponse{Checkpoints: cps, Cursor: f.cursor(cursor, "cursor")}
+	return out, f.err == nil
+}
+
+// bodyText is body as a string without a copy: the strings a listing
+// decodes to are views into it. Safe because a response body is never
+// written after it is read (readBody's buffer goes to the decoder alone).
+func bodyText(body []byte) string {
+	if len(body) == 0 {
+		return ""
+	}
+	return unsafe.String(&body[0], len(body))
 }
 
 // once marks bit in seen, failing on a key met twice.
@@ -119,8 +135,20 @@ func (l *wireLex) open() bool {
 	return l.ok
 }
 
+// key needs no check of its bytes: it is compared with the known keys,
+// and one with an escape or a control character matches none and fails.
 func (l *wireLex) key() []byte {
-	k := l.str()
+	l.expect('"')
+	n := -1
+	if l.ok {
+		n = bytes.IndexByte(l.b[l.i:], '"')
+	}
+	if n < 0 {
+		l.ok = false
+		return nil
+	}
+	k := l.b[l.i : l.i+n]
+	l.i += n + 1
 	l.expect(':')
 	return k
 }
@@ -138,14 +166,8 @@ func (l *wireLex) next() bool {
 	return false
 }
 
-// str reads a string without escapes or control characters and returns
-// its bytes (a view into the body).
-func (l *wireLex) str() []byte {
-	start, end := l.strSpan()
-	return l.b[start:end]
-}
-
-// strSpan reads a string as str does and returns where its bytes are.
+// strSpan reads a string without escapes or control characters and
+// returns where its bytes are in the body.
 func (l *wireLex) strSpan() (start, end int) {
 	l.expect('"')
 	if !l.ok {
@@ -158,40 +180,73 @@ func (l *wireLex) strSpan() (start, end int) {
 		return 0, 0
 	}
 	end = start + n
-	ascii := true
-	for _, c := range l.b[start:end] {
-		if c == '\\' || c < 0x20 {
-			l.ok = false
-			return 0, 0
-		}
-		if c >= 0x80 {
-			ascii = false
-		}
-	}
-	if !ascii && !utf8.Valid(l.b[start:end]) {
+	if !plainString(l.b[start:end]) {
 		l.ok = false
+		return 0, 0
 	}
 	l.i = end + 1
 	return start, end
 }
 
-// optStr reads a string or null into *dst, returning dst or nil.
-func (l *wireLex) optStr(dst *string) *string {
-	if l.literal("null") {
-		return nil
+// plainString reports whether s (a string's bytes) holds no escape or
+// control character and is valid UTF-8. Eight bytes at a time: the test
+// for a byte below 0x20, a backslash or a high bit is exact for "any" in
+// a word, and a word that has one is looked at byte by byte.
+func plainString(s []byte) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	all, ascii := s, true
+	for len(s) >= 8 {
+		x := binary.LittleEndian.Uint64(s)
+		bs := x ^ (0x5c * lo) // zero where a byte is '\\'
+		if ((x-0x20*lo)&^x|(bs-lo)&^bs|x)&hi != 0 {
+			if !plainBytes(s[:8], &ascii) {
+				return false
+			}
+		}
+		s = s[8:]
 	}
-	start, end := l.strSpan()
-	*dst = l.text[start:end]
-	return dst
+	return plainBytes(s, &ascii) && (ascii || utf8.Valid(all))
 }
 
-// vals returns fresh storage for one entry's values.
-func (l *wireLex) vals() *wireVals {
-	if len(l.slab) == 0 {
-		l.slab = make([]wireVals, 256)
+// plainBytes is plainString's byte-by-byte test; it clears *ascii at a
+// byte with the high bit set.
+func plainBytes(s []byte, ascii *bool) bool {
+	for _, c := range s {
+		if c == '\\' || c < 0x20 {
+			return false
+		}
+		if c >= 0x80 {
+			*ascii = false
+		}
 	}
-	v := &l.slab[0]
-	l.slab = l.slab[1:]
+	return true
+}
+
+// str reads a string that may not be null.
+func (l *wireLex) str() string {
+	if l.literal("null") {
+		l.ok = false
+		return ""
+	}
+	start, end := l.strSpan()
+	return l.text[start:end]
+}
+
+// optStr reads a string, null giving "".
+func (l *wireLex) optStr() string {
+	if l.literal("null") {
+		return ""
+	}
+	return l.str()
+}
+
+// slot returns fresh storage for one value from *slab.
+func slot[T any](slab *[]T) *T {
+	if len(*slab) == 0 {
+		*slab = make([]T, 256)
+	}
+	v := &(*slab)[0]
+	*slab = (*slab)[1:]
 	return v
 }
 
@@ -226,50 +281,46 @@ func (l *wireLex) optInt(dst *int64) *int64 {
 	return dst
 }
 
-func (l *wireLex) optBool(dst *bool) *bool {
+// optBool reads a boolean, null giving false.
+func (l *wireLex) optBool() bool {
 	switch {
-	case l.literal("null"):
-		return nil
+	case l.literal("null"), l.literal("false"):
+		return false
 	case l.literal("true"):
-		*dst = true
-	case !l.literal("false"):
+		return true
+	}
+	l.ok = false
+	return false
+}
+
+// time reads a datetime string that may not be null, as
+// wireTime.UnmarshalJSON and fieldErrs.time accept it.
+func (l *wireLex) time(dst *time.Time) {
+	s := l.str()
+	if l.ok && parseDatetime(s, dst) != nil {
 		l.ok = false
 	}
-	return dst
 }
 
-// time reads a datetime string or null into w as wireTime.UnmarshalJSON
-// does: null leaves w as it is, a string sets it (or its error).
-func (l *wireLex) time(w *wireTime) {
-	if l.literal("null") {
-		return
-	}
-	start, end := l.strSpan()
-	if l.ok {
-		w.set = true
-		w.err = parseDatetime(l.text[start:end], &w.t)
-	}
-}
-
-func (l *wireLex) checkpoints() *[]checkpointWire {
-	if l.literal("null") {
-		return nil
-	}
-	out := []checkpointWire{}
+func (l *wireLex) checkpoints() []Checkpoint {
+	// Room for the entries a page holds (one '{' each, an upper bound)
+	// up to a full page of 1000; appending to a growing slice copied them
+	// several times.
+	out := make([]Checkpoint, 0, min(bytes.Count(l.b[l.i:], []byte{'{'}), 1024))
 	l.expect('[')
 	if l.peek() == ']' {
 		l.i++
-		return &out
+		return out
 	}
 	for l.ok {
-		out = append(out, checkpointWire{})
+		out = append(out, Checkpoint{})
 		l.checkpoint(&out[len(out)-1])
 		switch l.peek() {
 		case ',':
 			l.i++
 		case ']':
 			l.i++
-			return &out
+			return out
 		default:
 			l.ok = false
 		}
@@ -277,40 +328,47 @@ func (l *wireLex) checkpoints() *[]checkpointWire {
 	return nil
 }
 
-func (l *wireLex) checkpoint(w *checkpointWire) {
-	if l.literal("null") { // encoding/json leaves the element zero
-		return
-	}
-	seen, v := 0, l.vals()
+// checkpoint reads one entry, failing where checkCheckpoints would.
+func (l *wireLex) checkpoint(c *Checkpoint) {
+	seen := 0
 	for more := l.open(); more; more = l.next() {
 		switch string(l.key()) {
 		case "checkpoint_id":
 			seen = l.once(seen, 1)
-			w.CheckpointID = l.optStr(&v.id)
+			c.CheckpointID = l.str()
 		case "checkpoint_type":
 			seen = l.once(seen, 2)
-			w.CheckpointType = l.optStr(&v.typ)
+			c.CheckpointType = l.str()
 		case "time":
 			seen = l.once(seen, 4)
-			l.time(&w.Time)
+			l.time(&c.Time)
 		case "tinker_path":
 			seen = l.once(seen, 8)
-			w.TinkerPath = l.optStr(&v.path)
+			c.TinkerPath = l.str()
 		case "size_bytes":
 			seen = l.once(seen, 16)
-			w.SizeBytes = l.optInt(&v.size)
+			if !l.literal("null") {
+				c.SizeBytes = l.optInt(slot(&l.sizes))
+			}
 		case "public":
 			seen = l.once(seen, 32)
-			w.Public = l.optBool(&v.public)
+			c.Public = l.optBool()
 		case "expires_at":
 			seen = l.once(seen, 64)
-			l.time(&w.ExpiresAt)
+			if !l.literal("null") {
+				c.ExpiresAt = slot(&l.times)
+				l.time(c.ExpiresAt)
+			}
 		case "training_run_id":
 			seen = l.once(seen, 128)
-			w.TrainingRunID = l.optStr(&v.run)
+			c.TrainingRunID = l.optStr()
 		default:
 			l.ok = false
 		}
+	}
+	const required = 1 | 2 | 4 | 8
+	if seen&required != required || (c.CheckpointType != "training" && c.CheckpointType != "sampler") {
+		l.ok = false
 	}
 }
 

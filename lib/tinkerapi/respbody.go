@@ -1,6 +1,7 @@
 package tinkerapi
 
 import (
+	"bytes"
 	"compress/flate"
 	"compress/gzip"
 	"compress/zlib"
@@ -31,10 +32,17 @@ func readBody(hr *http.Response, limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	body, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
+	// Sized from Content-Length (bounded by limit before allocating) when
+	// the body is not encoded: io.ReadAll's growth copied and cleared a
+	// 250 KB checkpoint page several times over.
+	var buf bytes.Buffer
+	if r == hr.Body && hr.ContentLength > 0 && hr.ContentLength <= limit {
+		buf.Grow(int(hr.ContentLength) + bytes.MinRead)
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(r, limit+1)); err != nil {
 		return nil, err
 	}
+	body := buf.Bytes()
 	if int64(len(body)) > limit {
 		return nil, fmt.Errorf("%w: more than %d MiB once decoded; refusing to buffer it", errTooLarge, limit>>20)
 	}

@@ -248,7 +248,7 @@ func (tc *TrainingClient) fwdbwd(ctx context.Context, in ForwardBackwardInput, f
 		}
 		body, err := proto.Marshal(req)
 		if err == nil && cfg.ProtoCompressFwdbwd {
-			body = zstdEncoder.EncodeAll(body, nil)
+			body = zstdEncoder().EncodeAll(body, nil)
 		}
 		return "/api/v1/forward_backward", body, bodyOpts, err
 	})

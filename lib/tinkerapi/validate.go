@@ -214,12 +214,12 @@ func decodeTrainingRun(body []byte) (*TrainingRun, error) {
 
 // decodeCheckpoints decodes and checks a CheckpointsListResponse.
 func decodeCheckpoints(body []byte) (*CheckpointsListResponse, error) {
+	if out, ok := fastCheckpoints(body); ok {
+		return out, nil
+	}
 	var w checkpointsWire
-	if !fastCheckpoints(body, &w) {
-		w = checkpointsWire{}
-		if err := wireDecode(body, &w); err != nil {
-			return nil, err
-		}
+	if err := wireDecode(body, &w); err != nil {
+		return nil, err
 	}
 	return checkCheckpoints(&w)
 }

@@ -1,16 +1,21 @@
 package tinkerapi
 
-import "github.com/klauspost/compress/zstd"
+import (
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+)
 
 // zstdEncoder compresses forward_backward bodies when the server asks for
 // it (proto_compress_fwdbwd): one frame with its content size, at the
 // default level, like the SDK's zstd.ZstdCompressor().compress. Training
 // bodies are mostly little-endian token ids and float32 weights, which it
-// shrinks several times over. Its EncodeAll is safe for concurrent use.
-var zstdEncoder = func() *zstd.Encoder {
+// shrinks several times over. Its EncodeAll is safe for concurrent use. Made
+// on first use: most processes never train.
+var zstdEncoder = sync.OnceValue(func() *zstd.Encoder {
 	e, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
 	if err != nil {
 		panic(err) // only bad options fail
 	}
 	return e
-}()
+})

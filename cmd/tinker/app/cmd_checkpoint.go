@@ -135,15 +135,7 @@ func checkpointList(r *apiRun) error {
 		return err
 	}
 	if r.jsonMode() {
-		list := make([]any, len(cps))
-		for i := range cps {
-			list[i] = ops.CheckpointJSON(&cps[i])
-		}
-		obj := render.Object{{Key: "checkpoints", Value: list}}
-		if runID != "" {
-			obj = append(render.Object{{Key: "run_id", Value: runID}}, obj...)
-		}
-		return r.writeJSON(obj)
+		return ops.WriteCheckpointListJSON(r.io.Out, runID, cps)
 	}
 	t := &render.Table{Title: ops.Plural(len(cps), "checkpoint", "checkpoints")}
 	if runID != "" {

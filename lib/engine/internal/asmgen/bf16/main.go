@@ -63,6 +63,8 @@ func generate() (string, string) {
 	decls.WriteString("\n//go:noescape\nfunc bf16RoundRow(dst *uint16, src *float32, n int)\n")
 	asm.WriteString(pairKernel())
 	decls.WriteString("\n//go:noescape\nfunc bf16PackPairs(dst *uint16, w *uint16, ldw int, pairs int)\n")
+	asm.WriteString(softmaxKernel())
+	decls.WriteString("\n//go:noescape\nfunc bf16Softmax(dst *uint16, sc *float32, n int, scale float32, sink float32)\n")
 	return asm.String(), decls.String()
 }
 

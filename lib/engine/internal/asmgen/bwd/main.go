@@ -167,9 +167,14 @@ func kernel(ctx *build.Context, f family, r, w int) {
 	for j, v := range bv {
 		loadB(ctx, false, b, j, j == w-1, v)
 	}
+	// A(i,p) is broadcast once into a register and meets the W vectors of
+	// B there: a broadcast folded into every FMA loaded it W times, more
+	// loads per step than the FMAs the ports can pair them with.
+	bc := zmm(r*w + w)
 	for i := range acc {
+		ctx.VBROADCASTSS(aAt(i), bc)
 		for j, v := range bv {
-			ctx.VFMADD231PS_BCST(aAt(i), v, acc[i][j])
+			ctx.VFMADD231PS(v, bc, acc[i][j])
 		}
 	}
 	if f.rows {

@@ -80,7 +80,7 @@ func tile4x4(ctx *build.Context, bf bool) {
 			}
 		}
 	}
-	tileBody(ctx, w, tileRegs{xp0, row, chunks, px, pw, left}, 16, step)
+	tileBody(ctx, w, tileRegs{xp0, row, chunks, px, pw, left}, 16, step, nil)
 	reduce16(ctx)
 	ctx.VMOVUPS(reg.Z0, Mem{Base: out})
 	ctx.LEAQ(Mem{Base: row, Index: stride, Scale: 4}, row)
@@ -100,15 +100,34 @@ func tile4x4(ctx *build.Context, bf bool) {
 // outputs instead of 16 scattered values per tile. Accumulators Z(4r+t)
 // hold rows 0..3 and Z(16+4(r-4)+t) rows 4 and 5; x is in Z24..Z27, the
 // row being read in Z28; each product is fused into its add (VFMADD231PS).
-func tile4x6(ctx *build.Context, bf bool) {
+// Each chunk step also prefetches one line at pf into L2 (pf advancing 64
+// bytes a step): the caller points it at the weights the next block of
+// rows will read, so they come from L2 rather than memory when it starts.
+//
+// With split, the kernel is fwdTile4x6K<F32|BF16>, which takes a piece of
+// the columns and two more arguments: acc, 24 accumulators (384 floats)
+// per tile, and mode. With mode&1 a tile starts from its accumulators in
+// acc instead of zero; without mode&2 it leaves them there instead of
+// reducing them into out. The caller runs the pieces in ascending order
+// (each but the last a whole number of chunks), so every lane adds the
+// same products in the same order as over the whole length: at 2048 and
+// more columns the group of four no longer fits L1 beside the rows
+// streaming past, and a piece of it does.
+func tile4x6(ctx *build.Context, bf, split bool) {
 	w := weightsOf(bf)
-	asmout.Kernel(ctx, "fwdTile4x6"+w.Suffix, fmt.Sprintf("func(xp *float32, w %s, stride, n, tiles int, out *float32, ldo int)", w.GoType))
+	name, sig := "fwdTile4x6", "func(xp *float32, w %s, stride, n, tiles int, out *float32, ldo int, pf *byte)"
+	if split {
+		name, sig = name+"K", sig[:len(sig)-1]+", acc *float32, mode int)"
+	}
+	asmout.Kernel(ctx, name+w.Suffix, fmt.Sprintf(sig, w.GoType))
 	a := loadTileArgs(ctx, w)
 	chunks, xp0, row, stride, tiles, out := a.chunks, a.xp0, a.row, a.stride, a.tiles, a.out
 	stride5, ldo := ctx.GP64(), ctx.GP64()
 	ctx.LEAQ(Mem{Base: stride, Index: stride, Scale: 4}, stride5)
 	ctx.Load(ctx.Param("ldo"), ldo)
 	ctx.SHLQ(U8(2), ldo)
+	pf := ctx.GP64()
+	ctx.Load(ctx.Param("pf"), pf)
 	px, pw, left := ctx.GP64(), ctx.GP64(), ctx.GP64()
 	rowMem := func(r int) Mem {
 		switch r {
@@ -126,6 +145,8 @@ func tile4x6(ctx *build.Context, bf bool) {
 		return zmm(16 + 4*(r-4) + t)
 	}
 	step := func(mask reg.Register) {
+		ctx.PREFETCHT1(Mem{Base: pf})
+		ctx.ADDQ(U8(64), pf)
 		for t := range 4 {
 			ctx.VMOVUPS(Mem{Base: px, Disp: 64 * t}, zmm(24+t))
 		}
@@ -136,7 +157,36 @@ func tile4x6(ctx *build.Context, bf bool) {
 			}
 		}
 	}
-	tileBody(ctx, w, tileRegs{xp0, row, chunks, px, pw, left}, 24, step)
+	// accAt puts the address of this tile's accumulators in acc into dst.
+	accAt := func(dst reg.GPVirtual) {
+		ctx.Load(ctx.Param("tiles"), dst)
+		ctx.SUBQ(tiles, dst)
+		ctx.IMUL3Q(U32(24*64), dst, dst)
+		ctx.ADDQ(paramMem(ctx, "acc"), dst)
+	}
+	var resume func()
+	if split {
+		resume = func() {
+			ctx.TESTQ(U32(1), paramMem(ctx, "mode"))
+			ctx.JZ(LabelRef("fresh"))
+			accAt(px)
+			for i := range 24 {
+				ctx.VMOVUPS(Mem{Base: px, Disp: 64 * i}, zmm(i))
+			}
+			ctx.Label("fresh")
+		}
+	}
+	tileBody(ctx, w, tileRegs{xp0, row, chunks, px, pw, left}, 24, step, resume)
+	if split {
+		ctx.TESTQ(U32(2), paramMem(ctx, "mode"))
+		ctx.JNZ(LabelRef("final"))
+		accAt(px)
+		for i := range 24 {
+			ctx.VMOVUPS(zmm(i), Mem{Base: px, Disp: 64 * i})
+		}
+		ctx.JMP(LabelRef("advance"))
+		ctx.Label("final")
+	}
 	// Rows 0..3: lanes 4t..4t+3 of the tree's result are token t's.
 	reduce16Using(ctx, reg.Z24, reg.Z25)
 	po := px // free after the loop
@@ -168,6 +218,9 @@ func tile4x6(ctx *build.Context, bf bool) {
 		}
 		ctx.VMOVLPS(x, Mem{Base: po, Disp: 16})
 	}
+	if split {
+		ctx.Label("advance")
+	}
 	ctx.ADDQ(stride5, row)
 	ctx.ADDQ(stride, row)
 	ctx.ADDQ(U8(24), out)
@@ -175,6 +228,15 @@ func tile4x6(ctx *build.Context, bf bool) {
 	ctx.JNZ(LabelRef("tile"))
 	ctx.VZEROUPPER()
 	ctx.RET()
+}
+
+// paramMem is the memory operand of an integer or pointer argument.
+func paramMem(ctx *build.Context, name string) Mem {
+	b, err := ctx.Param(name).Resolve()
+	if err != nil {
+		panic(err)
+	}
+	return b.Addr
 }
 
 // tileArgs are what both tile kernels load first: the count of full
@@ -219,17 +281,21 @@ func (a tileArgs) rowMem(pw reg.GPVirtual, r int) Mem {
 // x and w pointers and chunk counter.
 type tileRegs struct{ xp0, row, chunks, px, pw, left reg.GPVirtual }
 
-// tileBody emits a tile from its label "tile" to "done": the running
-// pointers reset, accs accumulators Z0.. zeroed, step over every full
-// chunk, then once with the tail mask K1 when n is not a multiple of 16.
-func tileBody(ctx *build.Context, w weights, r tileRegs, accs int, step func(mask reg.Register)) {
+// tileBody emits a tile from its label "tile" to "done": accs
+// accumulators Z0.. zeroed, then resume (when not nil; it may use r.px),
+// the running pointers reset, step over every full chunk, then once with
+// the tail mask K1 when n is not a multiple of 16.
+func tileBody(ctx *build.Context, w weights, r tileRegs, accs int, step func(mask reg.Register), resume func()) {
 	ctx.Label("tile")
-	ctx.MOVQ(r.xp0, r.px)
-	ctx.MOVQ(r.row, r.pw)
-	ctx.MOVQ(r.chunks, r.left)
 	for a := range accs {
 		ctx.VPXORD(zmm(a), zmm(a), zmm(a))
 	}
+	if resume != nil {
+		resume()
+	}
+	ctx.MOVQ(r.xp0, r.px)
+	ctx.MOVQ(r.row, r.pw)
+	ctx.MOVQ(r.chunks, r.left)
 	chunkLoop(ctx, r.left, step, func() {
 		ctx.ADDQ(U32(256), r.px)
 		ctx.ADDQ(U8(16*w.Size), r.pw)

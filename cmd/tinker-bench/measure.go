@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// result is one command's medians over the measured runs.
+type result struct {
+	wall   time.Duration
+	cpu    time.Duration // user + system of the process and its children
+	faults float64       // minor page faults
+	rss    float64       // peak RSS, MB
+}
+
+// measure runs each command n times (after two warm-up rounds for the page
+// cache), one round of all commands after another, and returns each one's
+// medians. env is the commands' environment; check, if set,, is given
+// each measured run's standard output.
+func measure(n int, cmds [][]string, env []string, check func(c int, out []byte) error) ([]result, error) {
+	samples := make([][]result, len(cmds))
+	for round := 0; round < n+2; round++ {
+		for c, argv := range cmds {
+			r, out, err := runOnce(argv, env)
+			if err != nil {
+				return nil, err
+			}
+			if round < 2 {
+				continue
+			}
+			if check != nil {
+				if err := check(c, out); err != nil {
+					return nil, err
+				}
+			}
+			samples[c] = append(samples[c], r)
+		}
+	}
+	out := make([]result, len(cmds))
+	for c := range cmds {
+		out[c] = medians(samples[c])
+	}
+	return out, nil
+}
+
+// runOnce runs argv once and reads its resource use from wait4.
+func runOnce(argv []string, env []string) (result, []byte, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	var stdout, stderr bytes.Buffer
+	cmd.Env, cmd.Stdout, cmd.Stderr = env, &stdout, &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return result{}, nil, fmt.Errorf("%s: %v: %s", strings.Join(argv, " "), err, firstLine(stderr.String()))
+	}
+	r := result{wall: time.Since(start)}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.cpu = time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime))
+		r.faults, r.rss = float64(ru.Minflt), float64(ru.Maxrss)/1024
+	}
+	return r, stdout.Bytes(), nil
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}
+
+func medians(rs []result) result {
+	pick := func(key func(result) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = key(r)
+		}
+		sort.Float64s(v)
+		return v[len(v)/2]
+	}
+	return result{
+		wall:   time.Duration(pick(func(r result) float64 { return float64(r.wall) })),
+		cpu:    time.Duration(pick(func(r result) float64 { return float64(r.cpu) })),
+		faults: pick(func(r result) float64 { return r.faults }),
+		rss:    pick(func(r result) float64 { return r.rss }),
+	}
+}
+
+// printTable prints each command's medians and its ratios to ref.
+func printTable(labels []string, res []result, ref result) {
+	w := io.Writer(os.Stdout)
+	fmt.Fprintf(w, "%-30s %9s %9s %8s %8s   %s\n", "command", "wall ms", "CPU ms", "faults", "RSS MB", "ratio wall / CPU / faults")
+	for i, m := range res {
+		fmt.Fprintf(w, "%-30s %9.2f %9.2f %8.0f %8.1f   %.2f / %.2f / %.2f\n", labels[i], ms(m.wall), ms(m.cpu), m.faults, m.rss,
+			ratio(float64(m.wall), float64(ref.wall)), ratio(float64(m.cpu), float64(ref.cpu)), ratio(m.faults, ref.faults))
+	}
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,0 +1,112 @@
+package app
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Every package linked into tinker initialises at every start, so work done
+// in a package-level var or init() is paid by `tinker -c '1+1'` and each
+// subcommand whether or not it is used. These budgets bound the heap that
+// initialisation allocates (GODEBUG=inittrace=1, which counts bytes and
+// allocations, not time): a regexp compile or a built table blows them.
+const (
+	// modulePkgInitBudget bounds each of this module's packages.
+	modulePkgInitBudget = 8 << 10
+	// totalInitBudget bounds all packages together, dependencies included.
+	totalInitBudget = 288 << 10
+)
+
+// modulePkgInitBudgets are the packages allowed more, and why.
+var modulePkgInitBudgets = map[string]int{
+	"github.com/tinkershell/tinker/builtins":        40 << 10, // the registry: one documented entry per builtin
+	"github.com/tinkershell/tinker/lib/tinkerproto": 32 << 10, // protoc-generated descriptors
+}
+
+type initCost struct {
+	pkg           string
+	bytes, allocs int
+}
+
+func TestInitAllocationBudget(t *testing.T) {
+	costs := initCosts(t)
+	total := 0
+	for _, c := range costs {
+		total += c.bytes
+		if !strings.HasPrefix(c.pkg, "github.com/tinkershell/tinker/") {
+			continue
+		}
+		budget, ok := modulePkgInitBudgets[c.pkg]
+		if !ok {
+			budget = modulePkgInitBudget
+		}
+		if c.bytes > budget {
+			t.Errorf("initialising %s allocates %d bytes in %d allocations (budget %d): make package-level work lazy "+
+				"(lazyre.New for patterns, sync.OnceValue for the rest)", c.pkg, c.bytes, c.allocs, budget)
+		}
+	}
+	if total > totalInitBudget {
+		t.Errorf("initialising all packages allocates %d bytes (budget %d); the largest:\n%s", total, totalInitBudget, largest(costs, 8))
+	}
+}
+
+// initCosts runs this test binary again with GODEBUG=inittrace=1 and no
+// tests, and reads each package's initialisation cost from its stderr.
+func initCosts(t *testing.T) []initCost {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v: %s", err, stderr.String())
+	}
+	var out []initCost
+	sc := bufio.NewScanner(&stderr)
+	for sc.Scan() {
+		if c, ok := parseInitTrace(sc.Text()); ok {
+			out = append(out, c)
+		}
+	}
+	if len(out) < 50 {
+		t.Fatalf("read %d init lines from GODEBUG=inittrace=1; has its format changed?\n%s", len(out), stderr.String())
+	}
+	return out
+}
+
+// parseInitTrace reads "init PKG @0.5 ms, 0.01 ms clock, 1024 bytes, 9 allocs".
+func parseInitTrace(line string) (initCost, bool) {
+	f := strings.Fields(line)
+	if len(f) != 11 || f[0] != "init" || f[8] != "bytes," || f[10] != "allocs" {
+		return initCost{}, false
+	}
+	b, err1 := strconv.Atoi(f[7])
+	a, err2 := strconv.Atoi(f[9])
+	return initCost{f[1], b, a}, err1 == nil && err2 == nil
+}
+
+func largest(costs []initCost, n int) string {
+	s := append([]initCost(nil), costs...)
+	for i := range s { // a partial selection sort: n is small
+		for j := i + 1; j < len(s); j++ {
+			if s[j].bytes > s[i].bytes {
+				s[i], s[j] = s[j], s[i]
+			}
+		}
+		if i == n {
+			s = s[:n]
+			break
+		}
+	}
+	var b strings.Builder
+	for _, c := range s {
+		fmt.Fprintf(&b, "  %8d bytes %5d allocs  %s\n", c.bytes, c.allocs, c.pkg)
+	}
+	return b.String()
+}

@@ -1,0 +1,244 @@
+package engine
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"sync"
+)
+
+// Attention on the bf16 path: when a layer's matrices are on it, the
+// scores Q·Kᵀ and the weighted values P·V run on the same tiles, with the
+// queries, keys, values and probabilities rounded to bfloat16 and the
+// softmax in float32 vectors (bf16Softmax).
+// A sequence's keys and values are rounded and packed as they arrive and
+// kept beside its float32 cache (kvCache.bf16), so a decoding step packs
+// one position, and every block of queries reads them from there.
+// Each score is one accumulator over the head's dimensions; each output
+// one accumulator over key pairs in ascending order, in chunks of 32 keys
+// counted from key 0, with zero probabilities outside the query's keys,
+// so a query's bits depend on neither the block it is in nor the batch:
+// prefill and decode agree.
+
+// bf16Attention reports whether layer's attention takes the bf16 path:
+// its output projection does (the path is on for the model), heads are
+// whole chunks of 32 and a KV head's queries fit one 32-row tile.
+func (m *Model) bf16Attention(layer int) bool {
+	c := m.cfg
+	return m.w != nil && layer < len(m.w.layers) && m.w.layers[layer].o.vn != nil &&
+		c.MLA == nil && c.HeadDim%32 == 0 && c.Heads/c.KVHeads <= 32
+}
+
+// pack rounds and packs keys and values [from, end) of one KV head
+// (element off of rows kvd apart in ks and vs), growing kv to hold them.
+func (kv *bf16KV) pack(ks, vs []float32, from, end, kvd, off, hd int) {
+	kv.grow(bf16Cols(end), hd)
+	stage := bf16Pool.Get().(*[]uint16)
+	defer bf16Pool.Put(stage)
+	start := from &^ 1 // values go in key pairs
+	rows := growU16(*stage, (end-start+1)&^1*hd)
+	*stage = rows
+	stageRows(rows, ks, start, end, kvd, off, hd)
+	for r := from; r < end; r++ {
+		blk, src := kv.k[r/16*16*hd+r%16*2:], rows[(r-start)*hd:(r-start+1)*hd]
+		for d, v := range src {
+			blk[d/2*32+d&1] = v
+		}
+	}
+	stageRows(rows, vs, start, end, kvd, off, hd)
+	for d := 0; d < hd; d += 16 {
+		bf16PackPairs(&kv.vt[d*kv.ldk+start*16], &rows[d], 2*hd, len(rows)/hd/2)
+	}
+}
+
+// grow makes room for ldk keys (a multiple of 32), at least doubling: the
+// keys' blocks extend in place, the values' dimension blocks move apart.
+func (kv *bf16KV) grow(ldk, hd int) {
+	if ldk <= kv.ldk {
+		return
+	}
+	ldk = max(ldk, 2*kv.ldk)
+	k, vt := make([]uint16, ldk*hd), make([]uint16, ldk*hd)
+	copy(k, kv.k)
+	for d := 0; d < hd && kv.ldk > 0; d += 16 {
+		copy(vt[d*ldk:], kv.vt[d*kv.ldk:(d+16)*kv.ldk])
+	}
+	kv.k, kv.vt, kv.ldk = k, vt, ldk
+}
+
+// stageRows rounds rows [base, end) of one head into dst as rows of hd,
+// zero up to len(dst).
+func stageRows(dst []uint16, src []float32, base, end, kvd, off, hd int) {
+	for r := base; r < end; r++ {
+		bf16RoundRow(&dst[(r-base)*hd], &src[r*kvd+off], hd)
+	}
+	clear(dst[(end-base)*hd:])
+}
+
+// growU16 returns s resized to n, reallocated when too small.
+func growU16(s []uint16, n int) []uint16 {
+	if cap(s) < n {
+		return make([]uint16, n)
+	}
+	return s[:n]
+}
+
+// bf16AttnWork is a worker's room for one block: its queries and
+// probabilities in bfloat16, its scores and outputs in float32.
+type bf16AttnWork struct {
+	q, p    []uint16
+	sc, out []float32
+}
+
+var (
+	bf16WorkPool = sync.Pool{New: func() any { return new(bf16AttnWork) }}
+)
+
+// attentionBF16 is attention on the bf16 path; false when the layer is not
+// on it.
+func (m *Model) attentionBF16(ws *workspace, rows []row, layer int) bool {
+	if !m.bf16Attention(layer) {
+		return false
+	}
+	c := m.cfg
+	hd, kvh := c.HeadDim, c.KVHeads
+	runs := bf16Runs(rows)
+	packs := make([]*bf16KV, len(runs)*kvh)
+	for ri, r := range runs {
+		st := rows[r.i].seq.bf16Cache(c)
+		st.n[layer] = min(st.n[layer], rows[r.i].pos) // positions rewritten since
+		for h := range kvh {
+			packs[ri*kvh+h] = &st.kv[layer][h]
+		}
+	}
+	fresh := 0 // positions to pack
+	for _, r := range runs {
+		fresh += rows[r.i+r.n-1].pos + 1 - rows[r.i].seq.bf16.n[layer]
+	}
+	forkJoinWork(len(packs), fresh*kvh*hd, func(u int) {
+		r := runs[u/kvh]
+		seq := rows[r.i].seq
+		packs[u].pack(seq.k[layer], seq.v[layer], seq.bf16.n[layer], rows[r.i+r.n-1].pos+1, kvh*hd, u%kvh*hd, hd)
+	})
+	for _, r := range runs {
+		rows[r.i].seq.bf16.n[layer] = rows[r.i+r.n-1].pos + 1
+	}
+	per := max(1, 32/(c.Heads/kvh))
+	var units []bf16Unit
+	work := 0 // multiply-adds, roughly
+	for ri, r := range runs {
+		for b := 0; b < r.n; b += per {
+			n := min(per, r.n-b)
+			work += 2 * n * c.Heads * (rows[r.i+b].pos + n) * hd
+			for h := range kvh {
+				units = append(units, bf16Unit{i: r.i + b, n: n, kvh: h, kv: packs[ri*kvh+h]})
+			}
+		}
+	}
+	// Longest blocks (the latest positions) first, for balance.
+	slices.SortStableFunc(units, func(a, b bf16Unit) int { return cmp.Compare(rows[b.i].pos, rows[a.i].pos) })
+	forkJoinWork(len(units), work, func(i int) {
+		w := bf16WorkPool.Get().(*bf16AttnWork)
+		defer bf16WorkPool.Put(w)
+		m.attendBF16(ws, rows, units[i], layer, w)
+	})
+	return true
+}
+
+// bf16Unit is the query heads of KV head kvh at rows [i, i+n), one
+// sequence's consecutive positions, with that head's packed keys and values.
+type bf16Unit struct {
+	i, n, kvh int
+	kv        *bf16KV
+}
+
+// bf16Run is rows [i, i+n) of one sequence, consecutive positions.
+type bf16Run struct{ i, n int }
+
+func bf16Runs(rows []row) []bf16Run {
+	var runs []bf16Run
+	for i := 0; i < len(rows); {
+		n := runAt(rows, i)
+		runs = append(runs, bf16Run{i, n})
+		i += n
+	}
+	return runs
+}
+
+// attendBF16 computes the attention of unit u into ws.att.
+func (m *Model) attendBF16(ws *workspace, rows []row, u bf16Unit, layer int, w *bf16AttnWork) {
+	kv := u.kv
+	c := m.cfg
+	hd, group := c.HeadDim, c.Heads/c.KVHeads
+	p0 := rows[u.i].pos
+	k0 := c.firstKey(layer, p0) &^ 31 // the block's first key chunk
+	ld := bf16Cols(p0 + u.n - k0)
+	nq := u.n * group
+	w.q, w.p = growU16(w.q, 32*hd), growU16(w.p, 32*ld)
+	w.sc, w.out = growF32(w.sc, 32*ld), growF32(w.out, 32*hd)
+	clear(w.q[nq*hd:])
+	for j := range nq {
+		h := u.kvh*group + j%group
+		bf16RoundRow(&w.q[j*hd], &ws.q[u.i+j/group][h*hd], hd)
+	}
+	bf16Tiles(w.q, hd, nq, kv.k[k0*hd:], 16*hd, hd, ld/16, w.sc, ld)
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	sinks := m.sinks(layer)
+	clear(w.p[nq*ld:])
+	inf := float32(math.Inf(-1))
+	for j := range nq {
+		pos := p0 + j/group
+		sc := w.sc[j*ld : (j+1)*ld]
+		fillF32(sc[:c.firstKey(layer, pos)-k0], inf)
+		fillF32(sc[pos-k0+1:], inf)
+		sink := inf
+		if sinks != nil {
+			sink = sinks[u.kvh*group+j%group]
+		}
+		bf16Softmax(&w.p[j*ld], &sc[0], ld, scale, sink)
+	}
+	bf16Tiles(w.p, ld, nq, kv.vt[k0*16:], 16*kv.ldk, ld, hd/16, w.out, hd)
+	for j := range nq {
+		h := u.kvh*group + j%group
+		copy(ws.att[u.i+j/group][h*hd:(h+1)*hd], w.out[j*hd:(j+1)*hd])
+	}
+}
+
+// growF32 returns s resized to n, reallocated when too small.
+func growF32(s []float32, n int) []float32 {
+	if cap(s) < n {
+		return make([]float32, n)
+	}
+	return s[:n]
+}
+
+// bf16Cache returns the sequence's packed keys and values, made on first
+// use.
+func (c *kvCache) bf16Cache(cfg Config) *bf16KVCache {
+	if c.bf16 == nil {
+		c.bf16 = &bf16KVCache{kv: make([][]bf16KV, cfg.Layers), n: make([]int, cfg.Layers)}
+		for l := range c.bf16.kv {
+			c.bf16.kv[l] = make([]bf16KV, cfg.KVHeads)
+		}
+	}
+	return c.bf16
+}
+
+func fillF32(s []float32, v float32) {
+	for i := range s {
+		s[i] = v
+	}
+}
+
+// forkJoinWork is forkJoin for n pieces of work multiply-adds in all:
+// on the calling goroutine when waking another core would cost more
+// (parallelMinWork), as a decoding step's few positions are.
+func forkJoinWork(n, work int, fn func(i int)) {
+	if work >= parallelMinWork {
+		forkJoin(n, fn)
+		return
+	}
+	for i := range n {
+		fn(i)
+	}
+}

@@ -1,0 +1,45 @@
+package render
+
+import (
+	"fmt"
+	"math/rand"
+	"testing"
+	"time"
+)
+
+// pyTimeByFormat is PyTime as time.Format and fmt write it: the reference
+// AppendPyTime's hand-laid digits must equal.
+func pyTimeByFormat(t time.Time) string {
+	t = t.UTC()
+	s := t.Format("2006-01-02 15:04:05")
+	if us := t.Nanosecond() / 1000; us != 0 {
+		s += fmt.Sprintf(".%06d", us)
+	}
+	return s + "+00:00"
+}
+
+func TestAppendPyTimeMatchesFormat(t *testing.T) {
+	east := time.FixedZone("east", 5*3600+30*60)
+	times := []time.Time{
+		{},
+		time.Date(1, 1, 1, 0, 0, 0, 999, time.UTC), // under a microsecond
+		time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 3, 4, 5, 6, 7, 8000, time.UTC),
+		time.Date(2026, 11, 22, 7, 35, 45, 684189000, time.UTC),
+		time.Date(2026, 1, 1, 2, 0, 0, 1000, east), // the previous day in UTC
+	}
+	r := rand.New(rand.NewSource(1))
+	for range 2000 {
+		times = append(times, time.Unix(r.Int63n(1<<36)-(1<<35), r.Int63n(1e9)).In(east))
+	}
+	for _, ts := range times {
+		want := pyTimeByFormat(ts)
+		if got := string(AppendPyTime([]byte("x"), ts)); got != "x"+want {
+			t.Fatalf("AppendPyTime(%v) = %q, want x%q", ts, got, want)
+		}
+		if got := PyTime(ts); got != want {
+			t.Fatalf("PyTime(%v) = %q, want %q", ts, got, want)
+		}
+	}
+}
