@@ -85,14 +85,27 @@ func (rc *runCurves) apply(ev server.TrainEvent) {
 	}
 }
 
-// run returns the curves of runID, making room for a new run if needed.
-// A new run's curves start from its recorded history; loaded says they
-// did, and then already hold the event being recorded.
+// run returns the curves of runID. A run not held yet starts from its
+// recorded history; loaded says it had one, which then already holds the
+// event being recorded.
 func (c *Curves) run(runID, owner string) (rc *runCurves, loaded bool) {
-	rc = c.runs[runID]
-	if rc != nil && rc.owner == owner {
+	if rc = c.runs[runID]; rc != nil && rc.owner == owner {
 		return rc, false
 	}
+	evs := c.recorded(runID, owner)
+	return c.add(runID, owner, evs), len(evs) > 0
+}
+
+// recorded is runID's recorded history, if the console has one.
+func (c *Curves) recorded(runID, owner string) []server.TrainEvent {
+	if c.history == nil {
+		return nil
+	}
+	return c.history(runID, owner)
+}
+
+// add holds a new run's curves, built from evs, making room if needed.
+func (c *Curves) add(runID, owner string, evs []server.TrainEvent) *runCurves {
 	if len(c.runs) >= maxCurveRuns {
 		var oldest string
 		for id, r := range c.runs {
@@ -102,15 +115,12 @@ func (c *Curves) run(runID, owner string) (rc *runCurves, loaded bool) {
 		}
 		delete(c.runs, oldest)
 	}
-	rc = &runCurves{owner: owner}
-	c.runs[runID] = rc
-	if c.history != nil {
-		for _, ev := range c.history(runID, owner) {
-			rc.apply(ev)
-			loaded = true
-		}
+	rc := &runCurves{owner: owner}
+	for _, ev := range evs {
+		rc.apply(ev)
 	}
-	return rc, loaded
+	c.runs[runID] = rc
+	return rc
 }
 
 // Named is one curve with its title, ready to chart.
@@ -125,9 +135,9 @@ func (c *Curves) Run(runID, owner string) ([]Named, time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	rc := c.runs[runID]
-	if rc == nil && c.history != nil {
-		if evs := c.history(runID, owner); len(evs) > 0 {
-			rc, _ = c.run(runID, owner)
+	if rc == nil {
+		if evs := c.recorded(runID, owner); len(evs) > 0 {
+			rc = c.add(runID, owner, evs)
 		}
 	}
 	if rc == nil || rc.owner != owner {

@@ -5,7 +5,6 @@ import (
 	"math"
 	"runtime"
 	"slices"
-	"sync/atomic"
 )
 
 // kvCache holds one sequence's keys and values: per layer, positions × kw
@@ -282,14 +281,11 @@ func (m *Model) attention(ws *workspace, rows []row, layer int) {
 	workers := min(runtime.GOMAXPROCS(0), len(units), max(1, work/parallelMinWork))
 	ws.scores = growTo(ws.scores, workers)
 	ws.attnBlk = growTo(ws.attnBlk, workers)
-	var next atomic.Int64
-	forkJoin(workers, func(wk int) {
-		for u := next.Add(1) - 1; u < int64(len(units)); u = next.Add(1) - 1 {
-			if un := units[u]; un.kvh < 0 {
-				m.attendRow(ws, rows, un.i, layer, wk)
-			} else {
-				m.attendBlock(ws, rows, un, layer, wk)
-			}
+	forkJoinUnits(workers, len(units), func(u, wk int) {
+		if un := units[u]; un.kvh < 0 {
+			m.attendRow(ws, rows, un.i, layer, wk)
+		} else {
+			m.attendBlock(ws, rows, un, layer, wk)
 		}
 	})
 }

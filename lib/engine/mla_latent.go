@@ -5,7 +5,6 @@ import (
 	"math"
 	"runtime"
 	"slices"
-	"sync/atomic"
 )
 
 // Latent attention in sampling: the cache keeps, per layer and position,
@@ -123,12 +122,7 @@ func (m *Model) latentAttention(ws *workspace, rows []row, li int) {
 	workers := min(runtime.GOMAXPROCS(0), len(units), max(1, work/parallelMinWork))
 	ws.scores = growTo(ws.scores, workers)
 	s.blk = growTo(s.blk, workers)
-	var next atomic.Int64
-	forkJoin(workers, func(wk int) {
-		for u := next.Add(1) - 1; u < int64(len(units)); u = next.Add(1) - 1 {
-			m.attendLatent(ws, rows, units[u], li, wk)
-		}
-	})
+	forkJoinUnits(workers, len(units), func(u, wk int) { m.attendLatent(ws, rows, units[u], li, wk) })
 }
 
 // latentUnits splits rows into attention units: runs of consecutive

@@ -184,3 +184,15 @@ func (p *workerPool) next(last uint64) *forkJob {
 		p.wake.Wait()
 	}
 }
+
+// forkJoinUnits runs fn on units 0..n-1 with workers goroutines, each
+// taking the next unit not yet taken (fn gets the unit and the worker's
+// index, for its scratch), so unequal units still keep every core busy.
+func forkJoinUnits(workers, n int, fn func(u, wk int)) {
+	var next atomic.Int64
+	forkJoin(workers, func(wk int) {
+		for u := next.Add(1) - 1; u < int64(n); u = next.Add(1) - 1 {
+			fn(int(u), wk)
+		}
+	})
+}
