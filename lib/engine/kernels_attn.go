@@ -3,18 +3,44 @@ package engine
 // Attention products of the forward pass: one query against many cached
 // key/value rows per call, so the per-call cost of a head of 16-128
 // elements is paid once per head rather than once per position. The cache
-// is a flat slab: position t's head starts at t*stride+off. Each kernel
-// keeps the order of the per-position dot1/axpy calls it replaces, so the
-// vector paths (kernels_attn_simd.go) give the same bits as these loops.
+// is a flat slab: position t's head starts at t*stride+off. Every term is
+// one fused multiply-add (fma32, MulAdd in the vector kernels): a score in
+// attnDot's eight lanes and tree, a weighted sum's element in ascending
+// key order (axpyFMA's per-position order), so the vector paths
+// (kernels_attn_simd.go, kernels_attn_block_simd.go, kernels_attn_avx512.go)
+// give the same bits as these loops whatever the batch or thread count.
 // attentionBackward uses the blocked kernels below (kernels_attn_bwd.go).
 
-// attnDots writes dst[t] = dot1(rows[t*stride+off:][:len(q)], q) for every
-// t < len(dst): one query's raw scores against len(dst) cached rows.
+// attnDot is one attention score k·q: eight lane sums, lane l adding
+// k[i]·q[i] for i ≡ l (mod 8) in ascending i with one fused multiply-add
+// each (the tail past a multiple of 8 goes to lane 0), then the tree
+// ((s0+s1)+(s2+s3))+((s4+s5)+(s6+s7)). Eight lanes, not dotLanes' 16: an
+// AVX2 register holds them, and the 512-bit kernels hold two keys' lanes
+// per register.
+func attnDot(k, q []float32) float32 {
+	n := len(q)
+	k = k[:n]
+	var s [8]float32
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		kk, qq := k[i:i+8:i+8], q[i:i+8:i+8]
+		for l := range s {
+			s[l] = fma32(kk[l], qq[l], s[l])
+		}
+	}
+	for ; i < n; i++ {
+		s[0] = fma32(k[i], q[i], s[0])
+	}
+	return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
+}
+
+// attnDots writes dst[t] = attnDot(rows[t*stride+off:][:len(q)], q) for
+// every t < len(dst): one query's raw scores against len(dst) cached rows.
 func attnDots(dst, q, rows []float32, stride, off int) {
 	hd := len(q)
 	for t := attnDotsVec(dst, q, rows, stride, off); t < len(dst); t++ {
 		o := t*stride + off
-		dst[t] = dot1(rows[o:o+hd], q)
+		dst[t] = attnDot(rows[o:o+hd], q)
 	}
 }
 
@@ -27,15 +53,15 @@ func attnDotsPair(d0, d1, q0, q1, rows []float32, stride, off int) {
 }
 
 // attnWeighted adds Σ_t p[t]·rows[t*stride+off:][:len(out)] to out, each
-// element summed in ascending t (as successive axpy calls would). The
+// element summed in ascending t (as successive axpyFMA calls would). The
 // vector path does the leading multiple of 8 elements, this loop the rest.
 func attnWeighted(out, p, rows []float32, stride, off int) {
 	i0 := attnWeightedVec(out, p, rows, stride, off)
 	weightedScalar(out[i0:], p, rows, stride, off+i0)
 }
 
-// weightedScalar is attnWeighted's loop: y[i] += p[t]·row t's element i,
-// in ascending t.
+// weightedScalar is attnWeighted's loop: y[i] = fma(p[t], row t's element
+// i, y[i]), in ascending t.
 func weightedScalar(y, p, rows []float32, stride, off int) {
 	if len(y) == 0 {
 		return
@@ -44,7 +70,7 @@ func weightedScalar(y, p, rows []float32, stride, off int) {
 		o := t*stride + off
 		x := rows[o : o+len(y)]
 		for i := range y {
-			y[i] += float32(a * x[i])
+			y[i] = fma32(a, x[i], y[i])
 		}
 	}
 }
@@ -59,7 +85,7 @@ func weightedScalar(y, p, rows []float32, stride, off int) {
 // dotsTile is how many keys dotsBlock16 scores at once (four pairs).
 const dotsTile = 8
 
-// attnDotsBlock writes sc[j*ld+t] = dot1(keys[t*stride+off:][:hd], qs[j])
+// attnDotsBlock writes sc[j*ld+t] = attnDot(keys[t*stride+off:][:hd], qs[j])
 // for every query j and key t ≤ its position. The vector path may also
 // write entries past a query's position (within its row); they are not
 // scores and the caller ignores them.
@@ -76,7 +102,7 @@ func attnDotsBlockPairs(sc []float32, ld int, qs [][]float32, group, p0 int, key
 		s := sc[j*ld:]
 		for t := t0; t <= p0+j/group; t++ {
 			o := t*stride + off
-			s[t] = dot1(keys[o:o+hd], q)
+			s[t] = attnDot(keys[o:o+hd], q)
 		}
 	}
 }

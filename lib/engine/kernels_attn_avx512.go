@@ -10,7 +10,7 @@ import (
 // 512-bit twins of the blocked attention kernels, for CPUs with AVX-512.
 // They keep the 256-bit kernels' bits: a weighted sum's lane is still one
 // output element adding its terms in ascending order, and a score is still
-// dot1's eight lanes and tree; a 16-lane register holds the eight lanes of
+// attnDot's eight lanes and tree; a 16-lane register holds the eight lanes of
 // two keys (keys packed pairwise interleaved, the query doubled), so each
 // multiply and add does the work of two 8-lane ones.
 
@@ -92,10 +92,10 @@ func dots8x1(d []float32, q2, k unsafe.Pointer, hd int) {
 	var a0, a1, a2, a3 archsimd.Float32x16
 	for i := 0; i < 2*hd; i += 16 {
 		x := v16(q2, i)
-		a0 = a0.Add(v16(k, i).Mul(x))
-		a1 = a1.Add(v16(k1, i).Mul(x))
-		a2 = a2.Add(v16(k2, i).Mul(x))
-		a3 = a3.Add(v16(k3, i).Mul(x))
+		a0 = v16(k, i).MulAdd(x, a0)
+		a1 = v16(k1, i).MulAdd(x, a1)
+		a2 = v16(k2, i).MulAdd(x, a2)
+		a3 = v16(k3, i).MulAdd(x, a3)
 	}
 	laneSums4(d[:4], a0.GetLo(), a0.GetHi(), a1.GetLo(), a1.GetHi())
 	laneSums4(d[4:8], a2.GetLo(), a2.GetHi(), a3.GetLo(), a3.GetHi())
@@ -111,8 +111,8 @@ func weightedPair16(a, b unsafe.Pointer, pa, pb []float32, r unsafe.Pointer, str
 		for t, w := range pa {
 			va, vb := archsimd.BroadcastFloat32x16(w), archsimd.BroadcastFloat32x16(pb[t])
 			x, y := v16(p, 0), v16(p, 16)
-			a0, b0 = a0.Add(x.Mul(va)), b0.Add(x.Mul(vb))
-			a1, b1 = a1.Add(y.Mul(va)), b1.Add(y.Mul(vb))
+			a0, b0 = x.MulAdd(va, a0), x.MulAdd(vb, b0)
+			a1, b1 = y.MulAdd(va, a1), y.MulAdd(vb, b1)
 			if t+1 < len(pa) {
 				p = unsafe.Add(p, 4*stride)
 			}
@@ -135,10 +135,10 @@ func weighted16(out unsafe.Pointer, p []float32, r unsafe.Pointer, stride, n int
 		q := unsafe.Add(r, 4*i)
 		for t, w := range p {
 			v := archsimd.BroadcastFloat32x16(w)
-			a0 = a0.Add(v16(q, 0).Mul(v))
-			a1 = a1.Add(v16(q, 16).Mul(v))
-			a2 = a2.Add(v16(q, 32).Mul(v))
-			a3 = a3.Add(v16(q, 48).Mul(v))
+			a0 = v16(q, 0).MulAdd(v, a0)
+			a1 = v16(q, 16).MulAdd(v, a1)
+			a2 = v16(q, 32).MulAdd(v, a2)
+			a3 = v16(q, 48).MulAdd(v, a3)
 			if t+1 < len(p) {
 				q = unsafe.Add(q, 4*stride)
 			}

@@ -62,8 +62,8 @@ func rowAt(rows []float32, t, stride, off int) unsafe.Pointer {
 // attnDotsBlockVec does attnDotsBlock four keys at a time when the head is
 // a multiple of 8 and returns how many keys it did for every query that
 // sees them. Per tile of four keys, which then stay in L1, it scores each
-// query that sees the tile; each score's accumulator holds dot1's eight
-// lanes and laneSums4 adds them in dot1's tree.
+// query that sees the tile; each score's accumulator holds attnDot's eight
+// lanes and laneSums4 adds them in attnDot's tree.
 func attnDotsBlockVec(sc []float32, ld int, qs [][]float32, group, p0 int, keys []float32, stride, off int, pairs []float32) int {
 	hd, nq := len(qs[0]), len(qs)
 	nk := p0 + nq/group // keys seen by the block's last position
@@ -100,10 +100,10 @@ func dots4x1(d []float32, q, k unsafe.Pointer, stride, hd int) {
 	var a0, a1, a2, a3 archsimd.Float32x8
 	for i := 0; i < hd; i += 8 {
 		x := v8(q, i)
-		a0 = a0.Add(v8(k, i).Mul(x))
-		a1 = a1.Add(v8(k1, i).Mul(x))
-		a2 = a2.Add(v8(k2, i).Mul(x))
-		a3 = a3.Add(v8(k3, i).Mul(x))
+		a0 = v8(k, i).MulAdd(x, a0)
+		a1 = v8(k1, i).MulAdd(x, a1)
+		a2 = v8(k2, i).MulAdd(x, a2)
+		a3 = v8(k3, i).MulAdd(x, a3)
 	}
 	laneSums4(d, a0, a1, a2, a3)
 }
@@ -173,8 +173,8 @@ func weightedPair(a, b unsafe.Pointer, pa, pb []float32, r unsafe.Pointer, strid
 		for t, w := range pa {
 			va, vb := archsimd.BroadcastFloat32x8(w), archsimd.BroadcastFloat32x8(pb[t])
 			x, y := v8(p, 0), v8(p, 8)
-			a0, b0 = a0.Add(x.Mul(va)), b0.Add(x.Mul(vb))
-			a1, b1 = a1.Add(y.Mul(va)), b1.Add(y.Mul(vb))
+			a0, b0 = x.MulAdd(va, a0), x.MulAdd(vb, b0)
+			a1, b1 = y.MulAdd(va, a1), y.MulAdd(vb, b1)
 			if t+1 < len(pa) {
 				p = unsafe.Add(p, 4*stride)
 			}
@@ -202,7 +202,7 @@ func weighted1(out unsafe.Pointer, p []float32, r unsafe.Pointer, stride, n int)
 	for ; i < n; i += 8 {
 		acc, q := v8(out, i), unsafe.Add(r, 4*i)
 		for t, w := range p {
-			acc = acc.Add(v8(q, 0).Mul(archsimd.BroadcastFloat32x8(w)))
+			acc = v8(q, 0).MulAdd(archsimd.BroadcastFloat32x8(w), acc)
 			if t+1 < len(p) {
 				q = unsafe.Add(q, 4*stride)
 			}

@@ -8,7 +8,7 @@ import "math"
 // per-position loop visited them. The block reads each cached key and
 // value row once for all its queries (the forward's blocked kernels, plus
 // attnScatterBlock for the key and value gradients) and keeps that loop's
-// bits: scores in dot1's order, softmax and Σ p·dp per query in float64 in
+// bits: scores in attnDot's order, softmax and Σ p·dp per query in float64 in
 // ascending key order, each dq element summed in ascending key order and
 // each dk/dv element in ascending query order (blocks in ascending
 // position), every term a float32 product then a float32 add.
@@ -262,7 +262,7 @@ func firstSeer(t, group, p0 int) int {
 // attnScatterBlock adds Σ_j w[t*nq+j]·rows[j*hd:][:hd] over the block's
 // queries j that see key t (j ≥ firstSeer) to outs[t][off:off+hd], for
 // every key t < len(outs), each element summed in ascending j as
-// successive axpy calls would: the key and value gradients' share of a
+// successive axpyFMA calls would: the key and value gradients' share of a
 // block, with rows the block's packed heads (hd = len(rows)/nq).
 func attnScatterBlock(outs [][]float32, off int, w, rows []float32, nq, group, p0 int) {
 	hd := len(rows) / nq

@@ -74,7 +74,7 @@ func checkAttentionBackward(t *testing.T, c Config, n int) {
 // attentionBackwardRef is the per-position attention backward that
 // attentionBackward replaced, kept as the reference for its bits: for each
 // query position and head it recomputes the scores and softmax and calls
-// axpy once per key for each of dq, dk and dv.
+// axpyFMA once per key for each of dq, dk and dv.
 func attentionBackwardRef(c Config, q, k, v, datt, dq, dk, dv [][]float32) {
 	n := len(q)
 	hd, group := c.HeadDim, c.Heads/c.KVHeads
@@ -91,7 +91,7 @@ func attentionBackwardRef(c Config, q, k, v, datt, dq, dk, dv [][]float32) {
 					qv, do := q[tq][qo:qo+hd], datt[tq][qo:qo+hd]
 					mx := math.Inf(-1)
 					for j := 0; j <= tq; j++ {
-						p[j] = float64(dot1(k[j][ko:ko+hd], qv)) * scale
+						p[j] = float64(attnDot(k[j][ko:ko+hd], qv)) * scale
 						mx = max(mx, p[j])
 					}
 					var sum, dsum float64
@@ -101,15 +101,15 @@ func attentionBackwardRef(c Config, q, k, v, datt, dq, dk, dv [][]float32) {
 					}
 					for j := 0; j <= tq; j++ {
 						p[j] /= sum
-						dp[j] = float64(dot1(v[j][ko:ko+hd], do))
+						dp[j] = float64(attnDot(v[j][ko:ko+hd], do))
 						dsum += float64(p[j] * dp[j])
 					}
 					dqv := dq[tq][qo : qo+hd]
 					for j := 0; j <= tq; j++ {
 						ds := float32(float64(p[j]*(dp[j]-dsum)) * scale)
-						axpy(dqv, ds, k[j][ko:ko+hd])
-						axpy(dk[j][ko:ko+hd], ds, qv)
-						axpy(dv[j][ko:ko+hd], float32(p[j]), do)
+						axpyFMA(dqv, ds, k[j][ko:ko+hd])
+						axpyFMA(dk[j][ko:ko+hd], ds, qv)
+						axpyFMA(dv[j][ko:ko+hd], float32(p[j]), do)
 					}
 				}
 			}

@@ -6,8 +6,8 @@ import "simd/archsimd"
 
 // attnDotsVec does attnDots four rows at a time when the head is a
 // multiple of 8 and returns how many rows it did. Each row's accumulator
-// vector holds dot1's eight lanes; two rounds of pairwise horizontal adds
-// and one add of the halves form dot1's tree
+// vector holds attnDot's eight lanes; two rounds of pairwise horizontal adds
+// and one add of the halves form attnDot's tree
 // ((s0+s1)+(s2+s3))+((s4+s5)+(s6+s7)) for four rows at once.
 func attnDotsVec(dst, q, rows []float32, stride, off int) int {
 	hd := len(q)
@@ -22,10 +22,10 @@ func attnDotsVec(dst, q, rows []float32, stride, off int) int {
 		var a0, a1, a2, a3 archsimd.Float32x8
 		for i := 0; i+8 <= hd; i += 8 {
 			qq := load8f(q[i:])
-			a0 = a0.Add(load8f(r0[i:]).Mul(qq))
-			a1 = a1.Add(load8f(r1[i:]).Mul(qq))
-			a2 = a2.Add(load8f(r2[i:]).Mul(qq))
-			a3 = a3.Add(load8f(r3[i:]).Mul(qq))
+			a0 = load8f(r0[i:]).MulAdd(qq, a0)
+			a1 = load8f(r1[i:]).MulAdd(qq, a1)
+			a2 = load8f(r2[i:]).MulAdd(qq, a2)
+			a3 = load8f(r3[i:]).MulAdd(qq, a3)
 		}
 		laneSums4(dst[t:], a0, a1, a2, a3)
 	}
@@ -49,13 +49,13 @@ func attnDotsPairVec(d0, d1, q0, q1, rows []float32, stride, off int) int {
 		for i := 0; i+8 <= hd; i += 8 {
 			x, y := load8f(q0[i:]), load8f(q1[i:])
 			k := load8f(r0[i:])
-			a0, b0 = a0.Add(k.Mul(x)), b0.Add(k.Mul(y))
+			a0, b0 = k.MulAdd(x, a0), k.MulAdd(y, b0)
 			k = load8f(r1[i:])
-			a1, b1 = a1.Add(k.Mul(x)), b1.Add(k.Mul(y))
+			a1, b1 = k.MulAdd(x, a1), k.MulAdd(y, b1)
 			k = load8f(r2[i:])
-			a2, b2 = a2.Add(k.Mul(x)), b2.Add(k.Mul(y))
+			a2, b2 = k.MulAdd(x, a2), k.MulAdd(y, b2)
 			k = load8f(r3[i:])
-			a3, b3 = a3.Add(k.Mul(x)), b3.Add(k.Mul(y))
+			a3, b3 = k.MulAdd(x, a3), k.MulAdd(y, b3)
 		}
 		laneSums4(d0[t:], a0, a1, a2, a3)
 		laneSums4(d1[t:], b0, b1, b2, b3)
@@ -64,7 +64,7 @@ func attnDotsPairVec(d0, d1, q0, q1, rows []float32, stride, off int) int {
 	return t
 }
 
-// laneSums4 stores the dot1 lane trees of four accumulators to dst[:4].
+// laneSums4 stores the attnDot lane trees of four accumulators to dst[:4].
 func laneSums4(dst []float32, a0, a1, a2, a3 archsimd.Float32x8) {
 	h := a0.AddPairsGrouped(a1).AddPairsGrouped(a2.AddPairsGrouped(a3))
 	h.GetLo().Add(h.GetHi()).Store((*[4]float32)(dst[:4]))
@@ -99,10 +99,10 @@ func weightedBlock(out, p, rows []float32, stride, off int) {
 		o := off + i
 		for _, w := range p {
 			r, v := rows[o:o+32], archsimd.BroadcastFloat32x8(w)
-			a = a.Add(load8f(r).Mul(v))
-			b = b.Add(load8f(r[8:]).Mul(v))
-			c = c.Add(load8f(r[16:]).Mul(v))
-			d = d.Add(load8f(r[24:]).Mul(v))
+			a = load8f(r).MulAdd(v, a)
+			b = load8f(r[8:]).MulAdd(v, b)
+			c = load8f(r[16:]).MulAdd(v, c)
+			d = load8f(r[24:]).MulAdd(v, d)
 			o += stride
 		}
 		store8f(out[i:], a)
@@ -115,8 +115,8 @@ func weightedBlock(out, p, rows []float32, stride, off int) {
 		o := off + i
 		for _, w := range p {
 			r, v := rows[o:o+16], archsimd.BroadcastFloat32x8(w)
-			a = a.Add(load8f(r).Mul(v))
-			b = b.Add(load8f(r[8:]).Mul(v))
+			a = load8f(r).MulAdd(v, a)
+			b = load8f(r[8:]).MulAdd(v, b)
 			o += stride
 		}
 		store8f(out[i:], a)
@@ -125,7 +125,7 @@ func weightedBlock(out, p, rows []float32, stride, off int) {
 	if i < n {
 		a, o := load8f(out[i:]), off+i
 		for _, w := range p {
-			a = a.Add(load8f(rows[o : o+8]).Mul(archsimd.BroadcastFloat32x8(w)))
+			a = load8f(rows[o:o+8]).MulAdd(archsimd.BroadcastFloat32x8(w), a)
 			o += stride
 		}
 		store8f(out[i:], a)

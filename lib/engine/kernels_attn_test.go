@@ -20,7 +20,7 @@ var (
 )
 
 // TestAttnKernelsMatchPerPosition checks the attention kernels, vector and
-// scalar, against the per-position dot1/axpy calls they replace (scalar),
+// scalar, against the per-position attnDot/axpyFMA calls they replace (scalar),
 // bit for bit, reading each KV head of a flat cache.
 func TestAttnKernelsMatchPerPosition(t *testing.T) {
 	for _, hd := range attnHeadDims {
@@ -50,9 +50,9 @@ func checkAttnKernels(t *testing.T, name string, cache []float32, kvd, off, hd, 
 		}
 		for j := range np {
 			o := j*kvd + off
-			dots[j] = dot1(cache[o:o+hd], q)
-			dots[np+j], dots[2*np+j] = dot1(cache[o:o+hd], init), dots[j]
-			axpy(w, p[j], cache[o:o+hd])
+			dots[j] = attnDot(cache[o:o+hd], q)
+			dots[np+j], dots[2*np+j] = attnDot(cache[o:o+hd], init), dots[j]
+			axpyFMA(w, p[j], cache[o:o+hd])
 		}
 		return dots, w
 	}
@@ -62,7 +62,7 @@ func checkAttnKernels(t *testing.T, name string, cache []float32, kvd, off, hd, 
 		withSIMD(vec, func() {
 			d, w := run(false)
 			if !bitsEqual(d, rd) || !bitsEqual(w, rw) {
-				t.Fatalf("%s simd=%v: attention kernels differ from the per-position dot1/axpy", name, vec)
+				t.Fatalf("%s simd=%v: attention kernels differ from the per-position attnDot/axpyFMA", name, vec)
 			}
 		})
 	}
