@@ -52,7 +52,11 @@ func dotsBlock16(sc []float32, ld int, qs [][]float32, group, p0 int, keys []flo
 				packPairs(kt[:dotsTile*hd], keys, t, stride, off, hd)
 				k = unsafe.Pointer(&kt[0])
 			}
-			for ; j < c1; j++ {
+			for ; j+2 <= c1; j += 2 {
+				qa := unsafe.Pointer(&q2[(j-c0)*2*hd])
+				dots8x2(sc[j*ld+t:j*ld+t+dotsTile], sc[(j+1)*ld+t:(j+1)*ld+t+dotsTile], qa, unsafe.Add(qa, 8*hd), k, hd)
+			}
+			if j < c1 {
 				dots8x1(sc[j*ld+t:j*ld+t+dotsTile], unsafe.Pointer(&q2[(j-c0)*2*hd]), k, hd)
 			}
 		}
@@ -101,10 +105,64 @@ func dots8x1(d []float32, q2, k unsafe.Pointer, hd int) {
 	laneSums4(d[4:8], a2.GetLo(), a2.GetHi(), a3.GetLo(), a3.GetHi())
 }
 
-// weightedPair16 does weightedPair's work 32 elements at a time and
-// returns how many elements it did.
+// dots8x2 is dots8x1 for two doubled queries (scores to d0 and d1): eight
+// accumulators, so that the fused multiply-adds of successive elements
+// overlap (four chains left each FMA waiting on the one before), and each
+// key vector is loaded once for both.
+func dots8x2(d0, d1 []float32, qa, qb, k unsafe.Pointer, hd int) {
+	k1 := unsafe.Add(k, 8*hd)
+	k2 := unsafe.Add(k1, 8*hd)
+	k3 := unsafe.Add(k2, 8*hd)
+	var a0, a1, a2, a3, b0, b1, b2, b3 archsimd.Float32x16
+	for i := 0; i < 2*hd; i += 16 {
+		x, y := v16(qa, i), v16(qb, i)
+		kv := v16(k, i)
+		a0, b0 = kv.MulAdd(x, a0), kv.MulAdd(y, b0)
+		kv = v16(k1, i)
+		a1, b1 = kv.MulAdd(x, a1), kv.MulAdd(y, b1)
+		kv = v16(k2, i)
+		a2, b2 = kv.MulAdd(x, a2), kv.MulAdd(y, b2)
+		kv = v16(k3, i)
+		a3, b3 = kv.MulAdd(x, a3), kv.MulAdd(y, b3)
+	}
+	laneSums4(d0[:4], a0.GetLo(), a0.GetHi(), a1.GetLo(), a1.GetHi())
+	laneSums4(d0[4:8], a2.GetLo(), a2.GetHi(), a3.GetLo(), a3.GetHi())
+	laneSums4(d1[:4], b0.GetLo(), b0.GetHi(), b1.GetLo(), b1.GetHi())
+	laneSums4(d1[4:8], b2.GetLo(), b2.GetHi(), b3.GetLo(), b3.GetHi())
+}
+
+// weightedPair16 does weightedPair's work 64 elements at a time (eight
+// accumulators: four vectors of each output), then 32, and returns how
+// many elements it did.
 func weightedPair16(a, b unsafe.Pointer, pa, pb []float32, r unsafe.Pointer, stride, n int) int {
 	i := 0
+	for ; i+64 <= n; i += 64 {
+		a0, a1, a2, a3 := v16(a, i), v16(a, i+16), v16(a, i+32), v16(a, i+48)
+		b0, b1, b2, b3 := v16(b, i), v16(b, i+16), v16(b, i+32), v16(b, i+48)
+		p := unsafe.Add(r, 4*i)
+		for t, w := range pa {
+			va, vb := archsimd.BroadcastFloat32x16(w), archsimd.BroadcastFloat32x16(pb[t])
+			x := v16(p, 0)
+			a0, b0 = x.MulAdd(va, a0), x.MulAdd(vb, b0)
+			x = v16(p, 16)
+			a1, b1 = x.MulAdd(va, a1), x.MulAdd(vb, b1)
+			x = v16(p, 32)
+			a2, b2 = x.MulAdd(va, a2), x.MulAdd(vb, b2)
+			x = v16(p, 48)
+			a3, b3 = x.MulAdd(va, a3), x.MulAdd(vb, b3)
+			if t+1 < len(pa) {
+				p = unsafe.Add(p, 4*stride)
+			}
+		}
+		st16(a, i, a0)
+		st16(a, i+16, a1)
+		st16(a, i+32, a2)
+		st16(a, i+48, a3)
+		st16(b, i, b0)
+		st16(b, i+16, b1)
+		st16(b, i+32, b2)
+		st16(b, i+48, b3)
+	}
 	for ; i+32 <= n; i += 32 {
 		a0, a1, b0, b1 := v16(a, i), v16(a, i+16), v16(b, i), v16(b, i+16)
 		p := unsafe.Add(r, 4*i)
@@ -125,11 +183,34 @@ func weightedPair16(a, b unsafe.Pointer, pa, pb []float32, r unsafe.Pointer, str
 	return i
 }
 
-// weighted16 does weighted1's work 64 elements at a time (four
-// accumulators, so the adds of successive rows overlap) and returns how
-// many elements it did.
+// weighted16 does weighted1's work 128 elements at a time (eight
+// accumulators, so the fused multiply-adds of successive rows overlap),
+// then 64, and returns how many elements it did.
 func weighted16(out unsafe.Pointer, p []float32, r unsafe.Pointer, stride, n int) int {
 	i := 0
+	for ; i+128 <= n; i += 128 {
+		a0, a1, a2, a3 := v16(out, i), v16(out, i+16), v16(out, i+32), v16(out, i+48)
+		a4, a5, a6, a7 := v16(out, i+64), v16(out, i+80), v16(out, i+96), v16(out, i+112)
+		q := unsafe.Add(r, 4*i)
+		for t, w := range p {
+			v := archsimd.BroadcastFloat32x16(w)
+			a0, a1 = v16(q, 0).MulAdd(v, a0), v16(q, 16).MulAdd(v, a1)
+			a2, a3 = v16(q, 32).MulAdd(v, a2), v16(q, 48).MulAdd(v, a3)
+			a4, a5 = v16(q, 64).MulAdd(v, a4), v16(q, 80).MulAdd(v, a5)
+			a6, a7 = v16(q, 96).MulAdd(v, a6), v16(q, 112).MulAdd(v, a7)
+			if t+1 < len(p) {
+				q = unsafe.Add(q, 4*stride)
+			}
+		}
+		st16(out, i, a0)
+		st16(out, i+16, a1)
+		st16(out, i+32, a2)
+		st16(out, i+48, a3)
+		st16(out, i+64, a4)
+		st16(out, i+80, a5)
+		st16(out, i+96, a6)
+		st16(out, i+112, a7)
+	}
 	for ; i+64 <= n; i += 64 {
 		a0, a1, a2, a3 := v16(out, i), v16(out, i+16), v16(out, i+32), v16(out, i+48)
 		q := unsafe.Add(r, 4*i)
