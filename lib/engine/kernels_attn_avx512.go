@@ -52,12 +52,10 @@ func dotsBlock16(sc []float32, ld int, qs [][]float32, group, p0 int, keys []flo
 				packPairs(kt[:dotsTile*hd], keys, t, stride, off, hd)
 				k = unsafe.Pointer(&kt[0])
 			}
-			for ; j+2 <= c1; j += 2 {
-				qa := unsafe.Pointer(&q2[(j-c0)*2*hd])
-				dots8x2(sc[j*ld+t:j*ld+t+dotsTile], sc[(j+1)*ld+t:(j+1)*ld+t+dotsTile], qa, unsafe.Add(qa, 8*hd), k, hd)
-			}
-			if j < c1 {
-				dots8x1(sc[j*ld+t:j*ld+t+dotsTile], unsafe.Pointer(&q2[(j-c0)*2*hd]), k, hd)
+			for ; j < c1; j += len(attnDotsZ) {
+				r := min(len(attnDotsZ), c1-j)
+				_ = sc[(j+r-1)*ld+t+dotsTile-1] // the tile's last score
+				attnDotsZ[r-1](&sc[j*ld+t], uintptr(4*ld), &q2[(j-c0)*2*hd], (*float32)(k), hd)
 			}
 		}
 	}
@@ -85,50 +83,6 @@ func packPairs(buf, keys []float32, t, stride, off, hd int) {
 			store8f(p[2*i+8:], load8f(b[i:]))
 		}
 	}
-}
-
-// dots8x1 stores the scores of the doubled query q2 against the four
-// packed key pairs at k to d[:8].
-func dots8x1(d []float32, q2, k unsafe.Pointer, hd int) {
-	k1 := unsafe.Add(k, 8*hd)
-	k2 := unsafe.Add(k1, 8*hd)
-	k3 := unsafe.Add(k2, 8*hd)
-	var a0, a1, a2, a3 archsimd.Float32x16
-	for i := 0; i < 2*hd; i += 16 {
-		x := v16(q2, i)
-		a0 = v16(k, i).MulAdd(x, a0)
-		a1 = v16(k1, i).MulAdd(x, a1)
-		a2 = v16(k2, i).MulAdd(x, a2)
-		a3 = v16(k3, i).MulAdd(x, a3)
-	}
-	laneSums4(d[:4], a0.GetLo(), a0.GetHi(), a1.GetLo(), a1.GetHi())
-	laneSums4(d[4:8], a2.GetLo(), a2.GetHi(), a3.GetLo(), a3.GetHi())
-}
-
-// dots8x2 is dots8x1 for two doubled queries (scores to d0 and d1): eight
-// accumulators, so that the fused multiply-adds of successive elements
-// overlap (four chains left each FMA waiting on the one before), and each
-// key vector is loaded once for both.
-func dots8x2(d0, d1 []float32, qa, qb, k unsafe.Pointer, hd int) {
-	k1 := unsafe.Add(k, 8*hd)
-	k2 := unsafe.Add(k1, 8*hd)
-	k3 := unsafe.Add(k2, 8*hd)
-	var a0, a1, a2, a3, b0, b1, b2, b3 archsimd.Float32x16
-	for i := 0; i < 2*hd; i += 16 {
-		x, y := v16(qa, i), v16(qb, i)
-		kv := v16(k, i)
-		a0, b0 = kv.MulAdd(x, a0), kv.MulAdd(y, b0)
-		kv = v16(k1, i)
-		a1, b1 = kv.MulAdd(x, a1), kv.MulAdd(y, b1)
-		kv = v16(k2, i)
-		a2, b2 = kv.MulAdd(x, a2), kv.MulAdd(y, b2)
-		kv = v16(k3, i)
-		a3, b3 = kv.MulAdd(x, a3), kv.MulAdd(y, b3)
-	}
-	laneSums4(d0[:4], a0.GetLo(), a0.GetHi(), a1.GetLo(), a1.GetHi())
-	laneSums4(d0[4:8], a2.GetLo(), a2.GetHi(), a3.GetLo(), a3.GetHi())
-	laneSums4(d1[:4], b0.GetLo(), b0.GetHi(), b1.GetLo(), b1.GetHi())
-	laneSums4(d1[4:8], b2.GetLo(), b2.GetHi(), b3.GetLo(), b3.GetHi())
 }
 
 // weightedPair16 does weightedPair's work 64 elements at a time (eight

@@ -133,10 +133,15 @@ func attnWeightedBlockVec(outs [][]float32, sc []float32, ld, group, p0 int, row
 		return sc[j*ld+t0 : j*ld+max(end, t0)]
 	}
 	var buf [attnBlock * packMaxHead]float32
+	tiles := avx512 && hd >= 64 && evenRows(outs, hd)
 	for t0 := 0; t0 < nk; t0 += attnBlock {
 		r, rs, j := packRows(buf[:], rows, t0, min(attnBlock, nk-t0), stride, off, hd), hd, firstSeeing(t0, group, p0)
 		if r == nil {
 			r, rs = rowAt(rows, t0, stride, off), stride
+		}
+		if tiles {
+			weightedTiles(outs[j:], sc[j*ld+t0:], ld, r, rs, n, func(j1 int) []float32 { return seen(j+j1, t0) })
+			continue
 		}
 		for ; j+2 <= nq; j += 2 {
 			pa, pb := seen(j, t0), seen(j+1, t0)
@@ -152,6 +157,28 @@ func attnWeightedBlockVec(outs [][]float32, sc []float32, ld, group, p0 int, row
 	}
 	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
 	return n
+}
+
+// weightedTiles adds each output's weighted rows (ws(j): the weights of
+// output j, rows from r, rs elements apart) to outs[j][:n] with the
+// register tiles: a tile of outputs takes the rows its first output sees
+// (the fewest: later outputs see as many or more), then each output its
+// remaining rows, so each element still adds its rows in ascending order.
+// outs are rows hd apart (evenRows), p[j·ld] is output j's weight of the
+// first row, and n is a multiple of 8.
+func weightedTiles(outs [][]float32, p []float32, ld int, r unsafe.Pointer, rs, n int, ws func(j int) []float32) {
+	n64, hd := n&^63, len(outs[0])
+	for j := 0; j < len(outs); j += len(attnTileZ) {
+		rows := min(len(attnTileZ), len(outs)-j)
+		common := len(ws(j))
+		c := unsafe.Pointer(&outs[j][0])
+		weightedTile(c, hd, unsafe.Pointer(&p[j*ld]), ld, r, rs, common, rows, n64)
+		for i := j; i < j+rows; i++ {
+			pi, o := ws(i), unsafe.Pointer(&outs[i][0])
+			weighted1(o, pi[common:], unsafe.Add(r, 4*common*rs), rs, n64)
+			weighted1(unsafe.Add(o, 4*n64), pi, unsafe.Add(r, 4*n64), rs, n-n64)
+		}
+	}
 }
 
 // weightedPair adds Σ_t pa[t]·row t to a[:n] and Σ_t pb[t]·row t to b[:n]

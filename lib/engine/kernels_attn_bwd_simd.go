@@ -24,6 +24,10 @@ func attnScatterBlockVec(outs [][]float32, off int, w, rows []float32, nq, group
 		}
 	}
 	r, t := unsafe.Pointer(&rows[0]), 0
+	if avx512 && hd >= 64 && off == 0 && evenRows(outs, hd) {
+		scatterTiles(outs, w, r, nq, group, p0, n)
+		t = len(outs)
+	}
 	for ; t+2 <= len(outs); t += 2 {
 		// Key t+1 is seen from query j1 on, key t from j0 ≤ j1: t's
 		// terms before j1 go first, then both keys' together.
@@ -38,6 +42,29 @@ func attnScatterBlockVec(outs [][]float32, off int, w, rows []float32, nq, group
 	}
 	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
 	return n
+}
+
+// scatterTiles does attnScatterBlockVec's work with the register tiles:
+// per tile of keys, each key's terms from the queries before the tile's
+// last key's first seer go first (weighted1), then the tile adds the
+// queries every key of it sees, so each element still adds its queries
+// in ascending order. outs are rows hd apart (evenRows).
+func scatterTiles(outs [][]float32, w []float32, r unsafe.Pointer, nq, group, p0, n int) {
+	hd := len(outs[0])
+	n64 := n &^ 63
+	for t := 0; t < len(outs); t += len(attnTileZ) {
+		rows := min(len(attnTileZ), len(outs)-t)
+		jc := firstSeer(t+rows-1, group, p0)
+		for i := t; i < t+rows; i++ {
+			j0 := firstSeer(i, group, p0)
+			weighted1(unsafe.Pointer(&outs[i][0]), w[i*nq+j0:i*nq+jc], unsafe.Add(r, 4*j0*hd), hd, n64)
+		}
+		weightedTile(unsafe.Pointer(&outs[t][0]), hd, unsafe.Pointer(&w[t*nq+jc]), nq, unsafe.Add(r, 4*jc*hd), hd, nq-jc, rows, n64)
+		for i := t; i < t+rows && n64 < n; i++ {
+			j0 := firstSeer(i, group, p0)
+			weighted1(unsafe.Pointer(&outs[i][n64]), w[i*nq+j0:(i+1)*nq], unsafe.Add(r, 4*(j0*hd+n64)), hd, n-n64)
+		}
+	}
 }
 
 // scores64Vec sets p[t] = float64(sc[t])·scale four at a time and returns

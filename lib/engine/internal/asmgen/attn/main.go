@@ -1,0 +1,205 @@
+// Command attn generates lib/engine/kernels_attn_amd64.s and its Go
+// declarations: the AVX-512 register tiles of the engine's attention (see
+// lib/engine/kernels_attn.go for the order every path keeps).
+//
+//   - attnDotsZ<R>: R queries' scores against a tile of eight keys in the
+//     512-bit pair layout (lib/engine/kernels_attn_avx512.go, packPairs):
+//     each score is attnDot's eight lanes, one fused multiply-add per term
+//     in ascending element order, then its lane tree, with the same
+//     instructions as the Go kernels' laneSums4 (VHADDPS twice, then the
+//     halves added).
+//   - attnTileZ<R>: C[i][:64] += Σ_p A[i][p]·B[p][:64] for R rows i, p
+//     ascending, one fused multiply-add per term: the weighted sums of the
+//     values (forward, dq) and of the heads (dk, dv).
+//
+// Go's compiler keeps loop-carried vectors in X0-X14 and has only the
+// three-operand FMA that overwrites a multiplicand, so its accumulating
+// loops copy every accumulator back each pass; here the tiles hold 16-24
+// accumulators in Z0-Z31 and add into them in place (VFMADD231PS).
+//
+// Usage (from lib/engine, see the go:generate line in kernels_attn_asm_amd64.go):
+//
+//	go run ./internal/asmgen/attn
+package main
+
+import (
+	"fmt"
+
+	"github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/printer"
+	"github.com/mmcloughlin/avo/reg"
+
+	"github.com/tinkershell/tinker/lib/engine/internal/asmgen/asmout"
+)
+
+// Outputs, relative to lib/engine (where go generate runs this).
+const (
+	asmFile  = "kernels_attn_amd64.s"
+	stubFile = "kernels_attn_stub_amd64.go"
+)
+
+// Largest tiles: dotsMax queries × four key pairs (16 accumulators),
+// tileMax rows × four vectors (24 accumulators).
+const (
+	dotsMax = 4
+	tileMax = 6
+)
+
+func main() { asmout.Main("attn", asmFile, stubFile, Generate) }
+
+// Generate returns the assembly and the Go declarations.
+func Generate() (asm, decl []byte, err error) {
+	ctx := build.NewContext()
+	for r := 1; r <= dotsMax; r++ {
+		dots(ctx, r)
+	}
+	for r := 1; r <= tileMax; r++ {
+		tile(ctx, r)
+	}
+	return asmout.Print(ctx, printer.Config{Argv: []string{"go", "run", "./internal/asmgen/attn"}, Pkg: "engine"})
+}
+
+// dots emits attnDotsZ<r>. Arguments: d (query i's eight scores go to
+// d + i·ld bytes), q2 (the doubled queries, 2·hd floats each, one after
+// another), k (four key pairs, 2·hd floats each), hd (a multiple of 8).
+// Accumulators are Z16-Z31 (query i, pair m: Z16+4i+m); the reduction
+// runs in Y0-Y15, which VHADDPS (VEX only) can address.
+func dots(ctx *build.Context, r int) {
+	name := fmt.Sprintf("attnDotsZ%d", r)
+	asmout.Kernel(ctx, name, "func(d *float32, ld uintptr, q2 *float32, k *float32, hd int)")
+	ctx.Doc(fmt.Sprintf("%s stores %d queries' scores against eight paired keys.", name, r))
+	acc := func(i, m int) reg.VecPhysical { return zmm(16 + 4*i + m) }
+	for i := range r {
+		for m := range 4 {
+			ctx.VPXORD(acc(i, m), acc(i, m), acc(i, m))
+		}
+	}
+	q2 := ctx.Load(ctx.Param("q2"), ctx.GP64())
+	k := ctx.Load(ctx.Param("k"), ctx.GP64())
+	stride := ctx.Load(ctx.Param("hd"), ctx.GP64())
+	ctx.SHLQ(operand.U8(3), stride) // bytes per doubled head
+	qp, kp := pointers(ctx, q2, stride, r), pointers(ctx, k, stride, 4)
+	off := ctx.GP64()
+	ctx.XORQ(off, off)
+	ctx.Label("loop")
+	for i := range r {
+		ctx.VMOVUPS(operand.Mem{Base: qp[i], Index: off, Scale: 1}, zmm(i))
+	}
+	kv := zmm(dotsMax)
+	for m := range 4 {
+		ctx.VMOVUPS(operand.Mem{Base: kp[m], Index: off, Scale: 1}, kv)
+		for i := range r {
+			ctx.VFMADD231PS(kv, zmm(i), acc(i, m))
+		}
+	}
+	ctx.ADDQ(operand.U8(64), off)
+	ctx.CMPQ(off, stride)
+	ctx.JB(operand.LabelRef("loop"))
+	d := ctx.Load(ctx.Param("d"), ctx.GP64())
+	ld := ctx.Load(ctx.Param("ld"), ctx.GP64())
+	for i := range r {
+		if i > 0 {
+			ctx.ADDQ(ld, d)
+		}
+		laneSums4(ctx, acc(i, 0), acc(i, 1), operand.Mem{Base: d})
+		laneSums4(ctx, acc(i, 2), acc(i, 3), operand.Mem{Base: d, Disp: 16})
+	}
+	ctx.VZEROUPPER()
+	ctx.RET()
+}
+
+// laneSums4 stores the four scores held in a and b (each two keys' eight
+// lanes) to dst: the Go kernels' laneSums4(lo a, hi a, lo b, hi b).
+func laneSums4(ctx *build.Context, a, b reg.VecPhysical, dst operand.Mem) {
+	lo0, hi0, lo1, hi1 := reg.Y0, reg.Y1, reg.Y2, reg.Y3
+	ctx.VEXTRACTF64X4(operand.U8(0), a, lo0)
+	ctx.VEXTRACTF64X4(operand.U8(1), a, hi0)
+	ctx.VEXTRACTF64X4(operand.U8(0), b, lo1)
+	ctx.VEXTRACTF64X4(operand.U8(1), b, hi1)
+	ctx.VHADDPS(hi0, lo0, lo0) // pairs of lo a, then of hi a
+	ctx.VHADDPS(hi1, lo1, lo1)
+	ctx.VHADDPS(lo1, lo0, lo0)
+	ctx.VEXTRACTF128(operand.U8(1), lo0, reg.X1)
+	ctx.VADDPS(reg.X1, reg.X0, reg.X0)
+	ctx.VMOVUPS(reg.X0, dst)
+}
+
+// tile emits attnTileZ<r>. Arguments: c (row i at c + i·ldc bytes), a
+// (A[i][p] at a + i·lda + 4p bytes), b (row p at b + p·ldb bytes), k (the
+// number of p). Accumulators Z0-Z23, B's vectors Z24-Z27, the broadcast
+// A[i][p] Z28.
+func tile(ctx *build.Context, r int) {
+	name := fmt.Sprintf("attnTileZ%d", r)
+	asmout.Kernel(ctx, name, "func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int)")
+	ctx.Doc(fmt.Sprintf("%s adds %d rows of Σ_p A[i][p]·B[p][:64] to C, p ascending.", name, r))
+	k := ctx.Load(ctx.Param("k"), ctx.GP64())
+	ctx.TESTQ(k, k)
+	ctx.JZ(operand.LabelRef("none"))
+	moveC(ctx, r, true)
+	a := ctx.Load(ctx.Param("a"), ctx.GP64())
+	lda := ctx.Load(ctx.Param("lda"), ctx.GP64())
+	b := ctx.Load(ctx.Param("b"), ctx.GP64())
+	ldb := ctx.Load(ctx.Param("ldb"), ctx.GP64())
+	ap := pointers(ctx, a, lda, r)
+	off := ctx.GP64()
+	ctx.XORQ(off, off)
+	ctx.Label("loop")
+	for j := range 4 {
+		ctx.VMOVUPS(operand.Mem{Base: b, Disp: 64 * j}, zmm(24+j))
+	}
+	bc := zmm(28)
+	for i := range r {
+		ctx.VBROADCASTSS(operand.Mem{Base: ap[i], Index: off, Scale: 1}, bc)
+		for j := range 4 {
+			ctx.VFMADD231PS(zmm(24+j), bc, zmm(4*i+j))
+		}
+	}
+	ctx.ADDQ(operand.U8(4), off)
+	ctx.ADDQ(ldb, b)
+	ctx.DECQ(k)
+	ctx.JNZ(operand.LabelRef("loop"))
+	moveC(ctx, r, false)
+	ctx.VZEROUPPER()
+	ctx.Label("none")
+	ctx.RET()
+}
+
+// moveC loads (or stores) the tile's accumulators from (to) C.
+func moveC(ctx *build.Context, r int, load bool) {
+	c := ctx.Load(ctx.Param("c"), ctx.GP64())
+	ldc := ctx.Load(ctx.Param("ldc"), ctx.GP64())
+	for i := range r {
+		if i > 0 {
+			ctx.ADDQ(ldc, c)
+		}
+		for j := range 4 {
+			m := operand.Mem{Base: c, Disp: 64 * j}
+			if load {
+				ctx.VMOVUPS(m, zmm(4*i+j))
+			} else {
+				ctx.VMOVUPS(zmm(4*i+j), m)
+			}
+		}
+	}
+}
+
+// pointers returns n registers holding base + i·stride.
+func pointers(ctx *build.Context, base, stride reg.Register, n int) []reg.GPVirtual {
+	ps := make([]reg.GPVirtual, n)
+	for i := range ps {
+		ps[i] = ctx.GP64()
+		if i == 0 {
+			ctx.MOVQ(base, ps[i])
+		} else {
+			ctx.LEAQ(operand.Mem{Base: ps[i-1], Index: stride, Scale: 1}, ps[i])
+		}
+	}
+	return ps
+}
+
+var zmms = []reg.VecPhysical{reg.Z0, reg.Z1, reg.Z2, reg.Z3, reg.Z4, reg.Z5, reg.Z6, reg.Z7, reg.Z8, reg.Z9,
+	reg.Z10, reg.Z11, reg.Z12, reg.Z13, reg.Z14, reg.Z15, reg.Z16, reg.Z17, reg.Z18, reg.Z19, reg.Z20,
+	reg.Z21, reg.Z22, reg.Z23, reg.Z24, reg.Z25, reg.Z26, reg.Z27, reg.Z28, reg.Z29, reg.Z30, reg.Z31}
+
+func zmm(i int) reg.VecPhysical { return zmms[i] }

@@ -1,0 +1,47 @@
+//go:build goexperiment.simd
+
+package engine
+
+import "unsafe"
+
+//go:generate go run ./internal/asmgen/attn
+
+// The attention's AVX-512 register tiles (kernels_attn_amd64.s, generated
+// by internal/asmgen/attn): the 512-bit blocked kernels hand them their
+// whole tiles and keep the Go loops for the rest. They do each lane's
+// fused multiply-adds in the Go kernels' order, so the bits are the same.
+
+// attnDotsZ[r-1] scores r doubled queries against a tile of eight keys in
+// the pair layout (dotsBlock16 packs them: packPairs, double8).
+var attnDotsZ = [...]func(d *float32, ld uintptr, q2 *float32, k *float32, hd int){
+	attnDotsZ1, attnDotsZ2, attnDotsZ3, attnDotsZ4,
+}
+
+// attnTileZ[r-1] adds r rows of Σ_p A[i][p]·B[p][:64] to C, p ascending.
+var attnTileZ = [...]func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int){
+	attnTileZ1, attnTileZ2, attnTileZ3, attnTileZ4, attnTileZ5, attnTileZ6,
+}
+
+// weightedTile adds Σ_{p<k} a[i·lda+p]·b[p·ldb:][:n] to c[i·ldc:][:n] for
+// rows i < rows (at most len(attnTileZ)), each element in ascending p, in
+// 64-element column strips; strides in floats, n a multiple of 64.
+func weightedTile(c unsafe.Pointer, ldc int, a unsafe.Pointer, lda int, b unsafe.Pointer, ldb, k, rows, n int) {
+	if k == 0 {
+		return
+	}
+	tz := attnTileZ[rows-1]
+	for col := 0; col < n; col += 64 {
+		tz((*float32)(unsafe.Add(c, 4*col)), uintptr(4*ldc), (*float32)(a), uintptr(4*lda), (*float32)(unsafe.Add(b, 4*col)), uintptr(4*ldb), k)
+	}
+}
+
+// evenRows reports whether rows n of xs start stride elements apart, so
+// a tile can address them from the first.
+func evenRows(xs [][]float32, stride int) bool {
+	for i := 1; i < len(xs); i++ {
+		if unsafe.Pointer(&xs[i][0]) != unsafe.Add(unsafe.Pointer(&xs[0][0]), 4*i*stride) {
+			return false
+		}
+	}
+	return true
+}
