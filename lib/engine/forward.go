@@ -288,6 +288,9 @@ func (m *Model) attention(ws *workspace, rows []row, layer int) {
 			m.attendBlock(ws, rows, un, layer, wk)
 		}
 	})
+	for i := range ws.attnBlk {
+		ws.attnBlk[i].head.seq = nil // packs last one call (and hold no cache)
+	}
 }
 
 // growTo returns s with at least n elements.
@@ -367,7 +370,15 @@ func (m *Model) attendBlock(ws *workspace, rows []row, u attnUnit, layer, worker
 	sc := ws.scores[worker][:nq*ld]
 	qs, outs := ws.attnBlk[worker].pack(ws, u.i, u.n, u.kvh*group*hd, group, hd)
 	seq, off := rows[u.i].seq, u.kvh*hd
-	attnDotsBlock(sc, ld, qs, group, rel, seq.k[layer][lo*kvd:], kvd, off)
+	vals, vstride, voff := seq.v[layer][lo*kvd:], kvd, off
+	var pairs []float32
+	if hp := ws.attnBlk[worker].head.get(seq, layer, u.kvh, hd, kvd, p0+u.n); hp != nil {
+		vals, vstride, voff = hp.vals[lo*hd:], hd, 0
+		if lo%dotsTile == 0 { // the packed tiles start at key lo
+			pairs = hp.pairs[lo*hd:]
+		}
+	}
+	attnDotsBlockPairs(sc, ld, qs, group, rel, seq.k[layer][lo*kvd:], kvd, off, pairs)
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	sinks := m.sinks(layer)
 	for j := range qs {
@@ -377,7 +388,7 @@ func (m *Model) attendBlock(ws *workspace, rows []row, u attnUnit, layer, worker
 		softmaxSink(s, sinks, u.kvh*group+j%group)
 		clear(sc[j*ld : j*ld+first])
 	}
-	attnWeightedBlock(outs, sc, ld, group, rel, seq.v[layer][lo*kvd:], kvd, off)
+	attnWeightedBlock(outs, sc, ld, group, rel, vals, vstride, voff)
 	for j, o := range outs {
 		h := u.kvh*group + j%group
 		copy(ws.att[u.i+j/group][h*hd:(h+1)*hd], o)
@@ -391,6 +402,7 @@ func (m *Model) attendBlock(ws *workspace, rows []row, u attnUnit, layer, worker
 type blockScratch struct {
 	heads    []float32
 	qs, outs [][]float32
+	head     headPack
 }
 
 // pack copies the group heads from element off of query rows i..i+n-1
