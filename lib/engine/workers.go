@@ -40,11 +40,34 @@ func forkJoin(n int, fn func(i int)) {
 	j.run()
 }
 
-// spinFor is how long an idle worker keeps looking for the next job
+// spinFor is the longest an idle worker keeps looking for the next job
 // before it sleeps: longer than the gaps between the products of a
 // decoding step (norms, attention, sampling), short enough that an idle
-// server stops using CPU at once.
-const spinFor = 500 * time.Microsecond
+// server stops using CPU at once. The pool's budget (workerPool.spin)
+// starts there and follows the gaps it sees, down to spinMin: a training
+// step of the tiny models left most gaps longer than spinFor (the serial
+// parts between products too small to split), and each of those spun its
+// full 500 µs, a quarter of the step's CPU samples (issue 34).
+const (
+	spinFor = 500 * time.Microsecond
+	spinMin = 25 * time.Microsecond
+)
+
+// adapt returns the next spin budget after a gap between a worker's jobs:
+// a gap it slept through that ended soon after it slept (within the budget
+// again) doubles the budget, a gap much longer than the budget halves it,
+// within spinMin..spinFor. Gaps it spun through leave it as it is.
+func adapt(budget, gap time.Duration, slept bool) time.Duration {
+	switch {
+	case !slept:
+		return budget
+	case gap < 2*budget:
+		return min(2*budget, spinFor)
+	case gap > 4*budget:
+		return max(budget/2, spinMin)
+	}
+	return budget
+}
 
 // closed marks a job whose caller has stopped waiting for workers.
 const closed = 1 << 62
@@ -57,6 +80,26 @@ type forkJob struct {
 	// state counts the workers inside the job, plus closed once the caller
 	// is done with its own indices; no worker enters a closed job.
 	state atomic.Int64
+	// parked is set by a caller about to sleep on left until the last
+	// worker leaves (finish), which that worker then signals.
+	parked atomic.Bool
+	left   chan struct{}
+}
+
+// finishSpin is how long a caller whose own indices are done spins for
+// the workers still inside its job before it sleeps until the last one
+// leaves. Spinning (yielding its core every few dozen checks, a trip
+// through the scheduler's locks each time) was 6-9% of a training step's
+// CPU samples: a product's last index can take a large share of the job,
+// and on a loaded machine a worker that lost its core longer.
+const finishSpin = 20 * time.Microsecond
+
+// leave takes a worker out of j, waking the caller if it sleeps waiting
+// for the last one.
+func (j *forkJob) leave() {
+	if j.state.Add(-1) == closed && j.parked.Load() {
+		j.left <- struct{}{}
+	}
 }
 
 // run claims and calls indices until none is left.
@@ -87,6 +130,7 @@ type workerPool struct {
 	cur      atomic.Pointer[forkJob] // the job offered to workers, or nil
 	seq      atomic.Uint64
 	started  atomic.Int32 // worker goroutines running
+	spin     atomic.Int64 // idle workers' spin budget, ns (adapt); 0: spinFor
 	sleeping atomic.Int32
 	mu       sync.Mutex // guards starting workers and the sleepers' cond
 	wake     *sync.Cond
@@ -130,13 +174,30 @@ func (p *workerPool) offer(j *forkJob) {
 
 // finish closes j to workers, withdraws the offer (so the pool holds no
 // reference to the caller's data) and waits for the workers inside j.
+// It spins for finishSpin, then sleeps until the last worker leaves: the
+// caller sets parked before its last look at state and the worker reads
+// parked after its decrement (both sequentially consistent), so at least
+// one of them sees the other, and left's one slot keeps the worker from
+// blocking when both do.
 func (p *workerPool) finish(j *forkJob) {
 	j.state.Or(closed)
 	p.cur.CompareAndSwap(j, nil)
+	var t0 time.Time
 	for spins := 0; j.state.Load()&^closed != 0; spins++ {
-		if spins%64 == 63 {
-			runtime.Gosched()
+		if spins%64 != 63 {
+			continue
 		}
+		if t0.IsZero() {
+			t0 = time.Now()
+		} else if time.Since(t0) > finishSpin {
+			j.left = make(chan struct{}, 1)
+			j.parked.Store(true)
+			if j.state.Load()&^closed != 0 {
+				<-j.left
+			}
+			return
+		}
+		runtime.Gosched()
 	}
 }
 
@@ -147,13 +208,13 @@ func (p *workerPool) worker() {
 		last = j.seq
 		if j.enter() {
 			j.run()
-			j.state.Add(-1)
+			j.leave()
 		}
 	}
 }
 
-// next waits for a job newer than seq last: spinning for spinFor, then
-// asleep until offer wakes it.
+// next waits for a job newer than seq last: spinning for the pool's
+// budget, then asleep until offer wakes it.
 func (p *workerPool) next(last uint64) *forkJob {
 	newer := func() *forkJob {
 		if j := p.cur.Load(); j != nil && j.seq != last {
@@ -161,18 +222,29 @@ func (p *workerPool) next(last uint64) *forkJob {
 		}
 		return nil
 	}
+	budget := time.Duration(p.spin.Load())
+	if budget == 0 {
+		budget = spinFor
+	}
 	t0 := time.Now()
 	for spins := 0; ; spins++ {
 		if j := newer(); j != nil {
 			return j
 		}
 		if spins%64 == 63 {
-			if time.Since(t0) > spinFor {
+			if time.Since(t0) > budget {
 				break
 			}
 			runtime.Gosched()
 		}
 	}
+	j := p.sleep(newer)
+	p.spin.Store(int64(adapt(budget, time.Since(t0), true)))
+	return j
+}
+
+// sleep waits for newer to return a job, asleep until offer wakes it.
+func (p *workerPool) sleep(newer func() *forkJob) *forkJob {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.sleeping.Add(1)

@@ -84,3 +84,26 @@ func TestForkJoinPanicWaitsForWorkers(t *testing.T) {
 		panic("the caller's index fails")
 	})
 }
+
+// The idle workers' spin budget shrinks while the gaps between jobs are
+// far longer than it (spinning through them is wasted), grows back when
+// jobs arrive soon after a worker went to sleep, and stays within
+// spinMin..spinFor.
+func TestSpinBudgetAdapts(t *testing.T) {
+	b := spinFor
+	for range 20 {
+		b = adapt(b, 10*time.Millisecond, true)
+	}
+	if b != spinMin {
+		t.Fatalf("after long gaps the budget is %v, want %v", b, spinMin)
+	}
+	if got := adapt(b, time.Microsecond, false); got != b {
+		t.Fatalf("a gap spun through changed the budget to %v", got)
+	}
+	for range 20 {
+		b = adapt(b, b+time.Microsecond, true)
+	}
+	if b != spinFor {
+		t.Fatalf("after near misses the budget is %v, want %v", b, spinFor)
+	}
+}
