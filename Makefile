@@ -15,8 +15,12 @@ BENCH_TARGETS :=
 .PHONY: all build install run test vet golden-update bench bench-shell bench-list clean testdeps docs proto
 all: build
 
+# A static binary (CGO_ENABLED=0: Go's own DNS resolver and user lookup,
+# which nothing here needs from libc) starts without the dynamic loader and
+# libc; -s -w drop the symbol tables. cmd/tinker-bench builds its reference
+# program the same way: keep the two in step.
 build:
-	$(GO) build -trimpath -ldflags "-s -w" -o $(BIN) ./cmd/tinker
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN) ./cmd/tinker
 
 # Install bin/tinker to $GOBIN, or to ~/.local/bin when GOBIN is unset
 # (override with INSTALL_DIR=...).
