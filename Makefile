@@ -48,11 +48,14 @@ vet:
 run: build
 	./$(BIN) --local
 
-# Regenerate lib/tinkerproto from its .proto (needs protoc: apt-get install
-# protobuf-compiler). The generated code is committed, so builds need neither.
+# Regenerate protoc-gen-go's code for lib/tinkerproto's .proto (needs protoc:
+# apt-get install protobuf-compiler). Only tests link it, as the reference
+# lib/tinkerproto's own encoder is checked against; it is committed, so
+# builds need neither.
 proto:
 	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
-	cd lib/tinkerproto && PATH="$$PATH:$$($(GO) env GOPATH)/bin" protoc --go_out=. --go_opt=paths=source_relative tinker_public.proto
+	cd lib/tinkerproto && PATH="$$PATH:$$($(GO) env GOPATH)/bin" protoc --go_out=internal/pbref --go_opt=paths=source_relative \
+	  --go_opt=Mtinker_public.proto="github.com/tinkershell/tinker/lib/tinkerproto/internal/pbref;pbref" tinker_public.proto
 
 # Regenerate the README's builtin reference from the docs table.
 docs:
