@@ -20,9 +20,9 @@ const (
 	// modulePkgInitBudget bounds each of this module's packages.
 	modulePkgInitBudget = 8 << 10
 	// moduleInitTotalBudget bounds this module's packages together.
-	moduleInitTotalBudget = 40 << 10
+	moduleInitTotalBudget = 24 << 10
 	// totalInitBudget bounds all packages together, dependencies included.
-	totalInitBudget = 200 << 10
+	totalInitBudget = 176 << 10
 )
 
 // modulePkgInitBudgets are the packages allowed more, and why.
