@@ -1,8 +1,9 @@
 package tinkerproto
 
 import (
+	"maps"
 	"math"
-	"sort"
+	"slices"
 )
 
 // Each message appends its fields in field-number order, leaves out
@@ -177,7 +178,7 @@ func (x *Datum) appendTo(b []byte) []byte {
 	for _, c := range x.ModelInput {
 		b = appendMessageField(b, 1, c.appendTo)
 	}
-	for _, k := range sortedKeys(x.LossFnInputs) {
+	for _, k := range slices.Sorted(maps.Keys(x.LossFnInputs)) {
 		t := x.LossFnInputs[k]
 		b = appendMessageField(b, 2, func(b []byte) []byte {
 			b = appendStringField(b, 1, k)
@@ -434,7 +435,7 @@ func (x *ArrayRecord) appendTo(b []byte) []byte {
 	if x.TypeTag != "" {
 		b = appendStringField(b, 1, x.TypeTag)
 	}
-	for _, k := range sortedKeys(x.Fields) {
+	for _, k := range slices.Sorted(maps.Keys(x.Fields)) {
 		t := x.Fields[k]
 		b = appendMessageField(b, 2, func(b []byte) []byte {
 			b = appendStringField(b, 1, k)
@@ -511,7 +512,7 @@ func (x *BatchedTensor) merge(b []byte) error {
 // appendDoubleMap writes a map<string, double> field, keys sorted so the
 // encoding is deterministic.
 func appendDoubleMap(b []byte, num int, m map[string]float64) []byte {
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		v := m[k]
 		b = appendMessageField(b, num, func(b []byte) []byte {
 			return appendDoubleField(appendStringField(b, 1, k), 2, v)
@@ -533,13 +534,4 @@ func mergeDoubleMap(m map[string]float64, entry []byte, keyName string) (map[str
 		m[k] = math.Float64frombits(v.u)
 	}
 	return m, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
