@@ -51,12 +51,8 @@ func gptOssCheckpoint(c Config, seed uint64, dense bool) (Tensors, []safetensors
 }
 
 func f32Tensor(name string, x Tensor) safetensors.Tensor {
-	data, _ := safetensors.EncodeFloat32(safetensors.F32, x.Data)
-	shape := make([]int64, len(x.Shape))
-	for i, d := range x.Shape {
-		shape[i] = int64(d)
-	}
-	return safetensors.Tensor{Name: name, DType: safetensors.F32, Shape: shape, Data: data}
+	out, _ := safetensors.FromFloat32(name, safetensors.F32, x.Shape, x.Data)
+	return out
 }
 
 // fp4Experts draws one fused expert weight ([experts, rows, cols] output
