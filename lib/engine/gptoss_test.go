@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
@@ -118,13 +117,7 @@ func writeCheckpoint(t *testing.T, c Config, tensors []safetensors.Tensor) strin
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sort.Slice(tensors, func(i, j int) bool { return tensors[i].Name < tensors[j].Name })
-	f, err := os.Create(filepath.Join(dir, "model.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := safetensors.Write(f, tensors, map[string]string{"format": "pt"}); err != nil {
+	if err := safetensors.WriteDir(dir, [][]safetensors.Tensor{tensors}); err != nil {
 		t.Fatal(err)
 	}
 	return dir
