@@ -196,12 +196,12 @@ func (x *Datum) merge(b []byte) error {
 			x.ModelInput = append(x.ModelInput, c)
 			return c.merge(fl.b)
 		case fl.is(2, wireBytes):
-			k, v, err := mapEntry(fl.b, "tinker_public.Datum.LossFnInputsEntry.key")
+			k, v, ok, err := mapEntry(fl.b, "tinker_public.Datum.LossFnInputsEntry.key", wireBytes)
 			if err != nil {
 				return err
 			}
 			t := &Tensor{}
-			if v.typ == wireBytes {
+			if ok {
 				if err := t.merge(v.b); err != nil {
 					return err
 				}
@@ -456,12 +456,12 @@ func (x *ArrayRecord) merge(b []byte) error {
 			x.TypeTag, err = fl.str("tinker_public.ArrayRecord.type_tag")
 			return err
 		case fl.is(2, wireBytes):
-			k, v, err := mapEntry(fl.b, "tinker_public.ArrayRecord.FieldsEntry.key")
+			k, v, ok, err := mapEntry(fl.b, "tinker_public.ArrayRecord.FieldsEntry.key", wireBytes)
 			if err != nil {
 				return err
 			}
 			t := &BatchedTensor{}
-			if v.typ == wireBytes {
+			if ok {
 				if err := t.merge(v.b); err != nil {
 					return err
 				}
@@ -522,7 +522,7 @@ func appendDoubleMap(b []byte, num int, m map[string]float64) []byte {
 }
 
 func mergeDoubleMap(m map[string]float64, entry []byte, keyName string) (map[string]float64, error) {
-	k, v, err := mapEntry(entry, keyName)
+	k, v, ok, err := mapEntry(entry, keyName, wireFixed64)
 	if err != nil {
 		return m, err
 	}
@@ -530,7 +530,7 @@ func mergeDoubleMap(m map[string]float64, entry []byte, keyName string) (map[str
 		m = map[string]float64{}
 	}
 	m[k] = 0
-	if v.typ == wireFixed64 {
+	if ok {
 		m[k] = math.Float64frombits(v.u)
 	}
 	return m, nil

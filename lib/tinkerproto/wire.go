@@ -37,17 +37,25 @@ func Unmarshal(b []byte, m Message) error {
 	return nil
 }
 
+// maxFieldNumber is the largest field number protobuf allows.
+const maxFieldNumber = 1<<29 - 1
+
 const (
-	wireVarint  = 0
-	wireFixed64 = 1
-	wireBytes   = 2
-	wireFixed32 = 5
+	wireVarint     = 0
+	wireFixed64    = 1
+	wireBytes      = 2
+	wireStartGroup = 3
+	wireEndGroup   = 4
+	wireFixed32    = 5
+	// maxGroupDepth is protobuf-go's default recursion limit.
+	maxGroupDepth = 10000
 )
 
 var (
 	errTruncated = errors.New("cannot parse invalid wire-format data: truncated")
 	errOverflow  = errors.New("cannot parse invalid wire-format data: varint overflow")
 	errFieldNum  = errors.New("cannot parse invalid wire-format data: invalid field number")
+	errWireType  = errors.New("cannot parse invalid wire-format data: bad wire type")
 )
 
 // Encoding.
@@ -120,7 +128,7 @@ func fields(b []byte, f func(field) error) error {
 		}
 		b = b[n:]
 		fl := field{num: int(tag >> 3), typ: int(tag & 7)}
-		if tag>>3 == 0 || tag>>3 > math.MaxInt32>>3 {
+		if tag>>3 == 0 || tag>>3 > maxFieldNumber {
 			return errFieldNum
 		}
 		var err error
@@ -166,8 +174,45 @@ func (fl *field) read(b []byte) ([]byte, error) {
 		}
 		fl.b = b[n : n+int(l)]
 		return b[n+int(l):], nil
+	case wireStartGroup: // proto2's groups: skipped whole, as protobuf-go skips them
+		return skipGroup(b, fl.num, 0)
 	}
-	return nil, fmt.Errorf("cannot parse invalid wire-format data: wire type %d is not supported", fl.typ)
+	return nil, errWireType
+}
+
+// skipGroup skips the rest of group num, nested groups included, and
+// returns what follows its end-group tag.
+func skipGroup(b []byte, num, depth int) ([]byte, error) {
+	if depth > maxGroupDepth {
+		return nil, errors.New("exceeded maximum recursion depth")
+	}
+	for len(b) > 0 {
+		tag, n := binary.Uvarint(b)
+		if err := uvarintErr(n); err != nil {
+			return nil, err
+		}
+		b = b[n:]
+		fl := field{num: int(tag >> 3), typ: int(tag & 7)}
+		if tag>>3 == 0 || tag>>3 > maxFieldNumber {
+			return nil, errFieldNum
+		}
+		var err error
+		switch fl.typ {
+		case wireEndGroup:
+			if fl.num != num {
+				return nil, errWireType
+			}
+			return b, nil
+		case wireStartGroup:
+			b, err = skipGroup(b, fl.num, depth+1)
+		default:
+			b, err = fl.read(b)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return nil, errTruncated
 }
 
 func uvarintErr(n int) error {
@@ -214,19 +259,19 @@ func (fl field) isInt64s(num int) bool {
 	return fl.num == num && (fl.typ == wireVarint || fl.typ == wireBytes)
 }
 
-// mapEntry reads a map entry's key (a string) and its value field.
-func mapEntry(b []byte, name string) (key string, val field, err error) {
-	val.typ = -1
+// mapEntry reads a map entry's key (a string) and its value field, of
+// wire type valTyp (ok false when the entry has none: the zero value).
+func mapEntry(b []byte, name string, valTyp int) (key string, val field, ok bool, err error) {
 	err = fields(b, func(fl field) error {
 		switch {
 		case fl.is(1, wireBytes):
 			var e error
 			key, e = fl.str(name)
 			return e
-		case fl.num == 2:
-			val = fl
+		case fl.is(2, valTyp):
+			val, ok = fl, true
 		}
 		return nil
 	})
-	return key, val, err
+	return key, val, ok, err
 }
