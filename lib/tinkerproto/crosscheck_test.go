@@ -274,32 +274,39 @@ func nilIfEmpty[V any](m map[string]V) map[string]V {
 
 // FuzzDecodeMatchesProtobufGo: on any input, this package and protobuf-go
 // agree on whether it is a valid ForwardBackwardRequest (what the server
-// decodes from anyone), and when it is, on its content.
+// decodes from anyone), SampleResponse or ForwardBackwardOutput, and when
+// it is, on its content.
 func FuzzDecodeMatchesProtobufGo(f *testing.F) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	for i := 0; i < 20; i++ {
-		b, _ := Marshal(randFwdBwdRequest(rng))
-		f.Add(b)
+	for i := 0; i < 10; i++ {
+		for _, m := range []Message{randFwdBwdRequest(rng), randSampleResponse(rng), randFwdBwdOutput(rng)} {
+			b, _ := Marshal(m)
+			f.Add(b)
+		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var ours ForwardBackwardRequest
-		var ref pb.ForwardBackwardRequest
-		errOurs, errRef := Unmarshal(b, &ours), proto.Unmarshal(b, &ref)
-		if (errOurs == nil) != (errRef == nil) {
-			t.Fatalf("ours: %v, protobuf-go: %v, on % x", errOurs, errRef, b)
-		}
-		if errOurs != nil {
-			return
-		}
-		// Equal messages encode to equal bytes (TestCodecMatchesProtobufGo),
-		// which also compares NaNs bit for bit; protobuf-go keeps unknown
-		// fields, this package skips them.
-		dropUnknown(ref.ProtoReflect())
-		refBytes, _ := proto.MarshalOptions{Deterministic: true}.Marshal(&ref)
-		if oursBytes, _ := Marshal(&ours); !bytes.Equal(oursBytes, refBytes) {
-			t.Fatalf("decoded % x differently:\n ours % x\n  ref % x", b, oursBytes, refBytes)
-		}
+		decodeLikeProtobufGo(t, b, &ForwardBackwardRequest{}, &pb.ForwardBackwardRequest{})
+		decodeLikeProtobufGo(t, b, &SampleResponse{}, &pb.SampleResponse{})
+		decodeLikeProtobufGo(t, b, &ForwardBackwardOutput{}, &pb.ForwardBackwardOutput{})
 	})
+}
+
+func decodeLikeProtobufGo(t *testing.T, b []byte, ours Message, ref proto.Message) {
+	errOurs, errRef := Unmarshal(b, ours), proto.Unmarshal(b, ref)
+	if (errOurs == nil) != (errRef == nil) {
+		t.Fatalf("%T: ours: %v, protobuf-go: %v, on % x", ours, errOurs, errRef, b)
+	}
+	if errOurs != nil {
+		return
+	}
+	// Equal messages encode to equal bytes (TestCodecMatchesProtobufGo),
+	// which also compares NaNs bit for bit; protobuf-go keeps unknown
+	// fields, this package skips them.
+	dropUnknown(ref.ProtoReflect())
+	refBytes, _ := proto.MarshalOptions{Deterministic: true}.Marshal(ref)
+	if oursBytes, _ := Marshal(ours); !bytes.Equal(oursBytes, refBytes) {
+		t.Fatalf("%T: decoded % x differently:\n ours % x\n  ref % x", ours, b, oursBytes, refBytes)
+	}
 }
 
 // dropUnknown clears the unknown fields of m and of every message in it.
