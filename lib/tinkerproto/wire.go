@@ -11,7 +11,7 @@ import (
 // This package encodes its messages itself rather than through
 // google.golang.org/protobuf: that runtime and its generated descriptors
 // initialise at every start of every tinker command (registries, the
-// descriptor build, a hash of the executable), which was a tenth of
+// descriptor build, a hash of the executable), a large share of
 // `tinker -c '1+1'`. The schema is small and fixed; a test checks every
 // message both ways against protoc-gen-go's code for the same .proto
 // (internal/pbref), which only tests link.
