@@ -124,7 +124,7 @@ func TestParseUTCDatetimeMatchesTimeParse(t *testing.T) {
 		"2026-11-28T20:07:40.000000Z", "2026-11-28T20:07:40Z", "2026-11-28T20:07:40.1Z", "2026-11-28T20:07:40.123456789Z",
 		"2026-11-28T20:07:40.1234567891Z", "2026-02-29T00:00:00Z", "2024-02-29T00:00:00Z", "2026-02-30T00:00:00Z",
 		"2026-13-01T00:00:00Z", "2026-00-01T00:00:00Z", "2026-01-00T00:00:00Z", "2026-01-01T24:00:00Z", "2026-01-01T23:60:00Z",
-		"2026-01-01T23:59:60Z", "2026-01-01t23:59:59Z", "2026-01-01T23:59:59z", "2026-01-01T23:59:59.Z", "2026-01-01T23:59:59,5Z",
+		"2026-01-01T23:59:60Z", "2026-11-29T00:00:00Z", "2026-11-30T23:59:59.5Z", "2026-11-31T00:00:00Z", "2026-12-31T00:00:00Z", "2000-02-29T00:00:00Z", "1900-02-29T00:00:00Z", "2026-04-31T00:00:00Z", "2026-01-01t23:59:59Z", "2026-01-01T23:59:59z", "2026-01-01T23:59:59.Z", "2026-01-01T23:59:59,5Z",
 		"0000-01-01T00:00:00Z", "9999-12-31T23:59:59.999999999Z", "+026-01-01T00:00:00Z", "2026-1-01T00:00:00Z",
 		"2026-01-01T00:00:00+00:00", "2026-01-01T00:00:00.5+02:00", "2026-01-01 00:00:00Z", "2026-01-01T00:00:0aZ", "",
 	}
@@ -137,6 +137,11 @@ func TestParseUTCDatetimeMatchesTimeParse(t *testing.T) {
 	for _, s := range cases {
 		got, ok := parseUTCDatetime(s)
 		if !ok {
+			// Every valid time in the servers' form with a four-digit
+			// year is answered here, whatever its day of the month.
+			if _, err := time.Parse(time.RFC3339Nano, s); err == nil && serversForm(s) {
+				t.Fatalf("parseUTCDatetime(%q) left a valid time of the servers' form to time.Parse", s)
+			}
 			continue
 		}
 		answered++
@@ -148,6 +153,13 @@ func TestParseUTCDatetimeMatchesTimeParse(t *testing.T) {
 	if _, ok := parseUTCDatetime("2026-11-28T20:07:40.000000Z"); !ok || answered < 3000 {
 		t.Fatalf("the fast path answered %d of %d, not the servers' form", answered, len(cases))
 	}
+}
+
+// serversForm: YYYY-MM-DDTHH:MM:SS, an optional fraction of 1 to 9
+// digits, and Z.
+func serversForm(s string) bool {
+	return len(s) >= 20 && len(s) <= 30 && s[0] >= '0' && s[0] <= '9' && s[10] == 'T' && s[len(s)-1] == 'Z' &&
+		(len(s) == 20 || s[19] == '.')
 }
 
 // TestPlainStringMatchesBytewise: the word-at-a-time test agrees with the
