@@ -4,26 +4,31 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A page that fails mid-listing leaves stdout empty (nothing half-written
 // to a file it is redirected to), the official CLI's error block on stderr
 // and a non-zero exit; the same listing whole is valid JSON with every
-// checkpoint.
+// checkpoint, in the server's order, though pages are fetched concurrently
+// and finish out of order (the earlier ones are served the slowest).
 func TestCheckpointListJSONAllOrNothing(t *testing.T) {
 	for _, broken := range []bool{false, true} {
 		t.Run(fmt.Sprintf("broken=%v", broken), func(t *testing.T) {
-			page := pager(2500, "checkpoints", func(i int) string { return checkpointJSON("run-1", "weights", fmt.Sprintf("%04d", i)) }, false, nil)
+			page := pager(9500, "checkpoints", func(i int) string { return checkpointJSON("run-1", "weights", fmt.Sprintf("%04d", i)) }, false, nil)
 			newFakeAPI(t, func(w http.ResponseWriter, r *http.Request) bool {
 				if r.URL.Path != "/api/v1/checkpoints" {
 					return false
 				}
-				if broken && r.URL.Query().Get("offset") == "2000" { // the last page: a required field missing
-					reply(w, 200, `{"checkpoints": [{"checkpoint_id": "x"}], "cursor": {"offset": 2000, "limit": 500, "total_count": 2500}}`)
+				off, _ := strconv.Atoi(r.URL.Query().Get("offset"))
+				if broken && off == 6000 { // page 7 of 10: a required field missing
+					reply(w, 200, `{"checkpoints": [{"checkpoint_id": "x"}], "cursor": {"offset": 6000, "limit": 1000, "total_count": 9500}}`)
 					return true
 				}
+				time.Sleep(time.Duration(9-off/1000) * time.Millisecond)
 				reply(w, 200, page(r))
 				return true
 			})
@@ -34,9 +39,18 @@ func TestCheckpointListJSONAllOrNothing(t *testing.T) {
 				}
 				return
 			}
-			var got struct{ Checkpoints []json.RawMessage }
-			if err := json.Unmarshal([]byte(stdout), &got); code != 0 || err != nil || len(got.Checkpoints) != 2500 {
+			var got struct {
+				Checkpoints []struct {
+					CheckpointID string `json:"checkpoint_id"`
+				}
+			}
+			if err := json.Unmarshal([]byte(stdout), &got); code != 0 || err != nil || len(got.Checkpoints) != 9500 {
 				t.Fatalf("exit %d, %d checkpoints, %v; stderr %s", code, len(got.Checkpoints), err, stderr)
+			}
+			for i, c := range got.Checkpoints {
+				if want := fmt.Sprintf("weights/%04d", i); c.CheckpointID != want {
+					t.Fatalf("checkpoint %d is %s, want %s: not the server's order", i, c.CheckpointID, want)
+				}
 			}
 		})
 	}
