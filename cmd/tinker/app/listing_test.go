@@ -3,11 +3,16 @@ package app
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tinkershell/tinker/lib/term"
 )
 
 // A page that fails mid-listing leaves stdout empty (nothing half-written
@@ -53,5 +58,40 @@ func TestCheckpointListJSONAllOrNothing(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCheckpointListJSONWithoutCollection: the whole of a 10,000-entry
+// listing stays live until it is printed, so a collection while the pages
+// arrive is pure cost; the subcommand gives the collector room to skip it.
+// The listing runs in a child process (this test binary again) so that only
+// its own heap counts, with GODEBUG=gctrace=1 printing a line per cycle.
+func TestCheckpointListJSONWithoutCollection(t *testing.T) {
+	if os.Getenv("TINKER_TEST_LIST_CHILD") == "1" {
+		if code := Main([]string{"-f", "json", "checkpoint", "list", "--limit", "0"}, term.Test(strings.NewReader(""), io.Discard, os.Stderr)); code != 0 {
+			os.Exit(code)
+		}
+		return
+	}
+	page := pager(10000, "checkpoints", func(i int) string { return checkpointJSON("run-1", "weights", fmt.Sprintf("%05d", i)) }, false, nil)
+	f := newFakeAPI(t, func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Path != "/api/v1/checkpoints" {
+			return false
+		}
+		body := page(r) // with its length, as servers send a page
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		reply(w, 200, body)
+		return true
+	})
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCheckpointListJSONWithoutCollection$")
+	cmd.Env = append(os.Environ(), "TINKER_TEST_LIST_CHILD=1", "GODEBUG=gctrace=1", "GOGC=")
+	out, err := cmd.CombinedOutput()
+	if n := len(f.api()); err != nil || n != 10 {
+		t.Fatalf("%v, %d requests: %s", err, n, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "gc ") {
+			t.Fatalf("the listing ran a collection: %s", line)
+		}
 	}
 }
