@@ -84,7 +84,8 @@ func fetchRest[T any](ctx context.Context, from, target, batch int, prog Progres
 	sem := make(chan struct{}, pageConcurrency)
 	var wg sync.WaitGroup
 	for off := from; off < target && run.more(ctx, sem); off += batch {
-		i, l := run.add(min(batch, target-off))
+		l := min(batch, target-off)
+		i := run.add(l)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -123,12 +124,13 @@ func (r *pageRun[T]) more(ctx context.Context, sem chan struct{}) bool {
 	return true
 }
 
-func (r *pageRun[T]) add(limit int) (int, int) {
+// add makes room for the next page's result and returns its index.
+func (r *pageRun[T]) add(limit int) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.results = append(r.results, nil)
 	r.limits = append(r.limits, limit)
-	return len(r.results) - 1, limit
+	return len(r.results) - 1
 }
 
 // done records page i. The first failure is the cause: the pages it
