@@ -12,7 +12,7 @@ import (
 // output element adding its terms in ascending order, and a score is still
 // attnDot's eight lanes and tree; a 16-lane register holds the eight lanes of
 // two keys (keys packed pairwise interleaved, the query doubled), so each
-// multiply and add does the work of two 8-lane ones.
+// fused multiply-add does the work of two 8-lane ones.
 
 // v16 loads sixteen float32 from p + 4i bytes.
 func v16(p unsafe.Pointer, i int) archsimd.Float32x16 {
@@ -28,7 +28,8 @@ func st16(p unsafe.Pointer, i int, v archsimd.Float32x16) {
 // returns how many keys it did; hd is a multiple of 8 and the operands
 // passed blockFits. Queries go in chunks whose doubled copies fit q2 (the
 // key tile is packed again per chunk, from L2, unless pairs holds every
-// tile packed: packKeyPairs).
+// tile packed: packKeyPairs, headPack), and four at a time through the
+// register tile attnDotsZ.
 func dotsBlock16(sc []float32, ld int, qs [][]float32, group, p0 int, keys []float32, stride, off, nk int, pairs []float32) int {
 	hd, nq := len(qs[0]), len(qs)
 	var q2 [8192]float32
@@ -85,38 +86,11 @@ func packPairs(buf, keys []float32, t, stride, off, hd int) {
 	}
 }
 
-// weightedPair16 does weightedPair's work 64 elements at a time (eight
-// accumulators: four vectors of each output), then 32, and returns how
-// many elements it did.
+// weightedPair16 does weightedPair's work 32 elements at a time and
+// returns how many elements it did (whole 64-element strips of contiguous
+// outputs go to the register tiles first: weightedTiles).
 func weightedPair16(a, b unsafe.Pointer, pa, pb []float32, r unsafe.Pointer, stride, n int) int {
 	i := 0
-	for ; i+64 <= n; i += 64 {
-		a0, a1, a2, a3 := v16(a, i), v16(a, i+16), v16(a, i+32), v16(a, i+48)
-		b0, b1, b2, b3 := v16(b, i), v16(b, i+16), v16(b, i+32), v16(b, i+48)
-		p := unsafe.Add(r, 4*i)
-		for t, w := range pa {
-			va, vb := archsimd.BroadcastFloat32x16(w), archsimd.BroadcastFloat32x16(pb[t])
-			x := v16(p, 0)
-			a0, b0 = x.MulAdd(va, a0), x.MulAdd(vb, b0)
-			x = v16(p, 16)
-			a1, b1 = x.MulAdd(va, a1), x.MulAdd(vb, b1)
-			x = v16(p, 32)
-			a2, b2 = x.MulAdd(va, a2), x.MulAdd(vb, b2)
-			x = v16(p, 48)
-			a3, b3 = x.MulAdd(va, a3), x.MulAdd(vb, b3)
-			if t+1 < len(pa) {
-				p = unsafe.Add(p, 4*stride)
-			}
-		}
-		st16(a, i, a0)
-		st16(a, i+16, a1)
-		st16(a, i+32, a2)
-		st16(a, i+48, a3)
-		st16(b, i, b0)
-		st16(b, i+16, b1)
-		st16(b, i+32, b2)
-		st16(b, i+48, b3)
-	}
 	for ; i+32 <= n; i += 32 {
 		a0, a1, b0, b1 := v16(a, i), v16(a, i+16), v16(b, i), v16(b, i+16)
 		p := unsafe.Add(r, 4*i)
