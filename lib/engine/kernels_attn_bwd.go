@@ -8,8 +8,8 @@ import "math"
 // per-position loop visited them. The block reads each cached key and
 // value row once for all its queries (the forward's blocked kernels, plus
 // attnScatterBlock for the key and value gradients) and keeps that loop's
-// bits: scores in attnDot's order, softmax and Σ p·dp per query in float64 in
-// ascending key order, each dq element summed in ascending key order and
+// bits: scores in attnDot's order, softmax and Σ p·dp per query in float64
+// (sum64Lanes, dot64Lanes), each dq element summed in ascending key order and
 // each dk/dv element in ascending query order (blocks in ascending
 // position), every term a float32 product then a float32 add.
 
@@ -198,9 +198,11 @@ func splitWork(n, parts, part int, work func(i int) int) (lo, hi int) {
 // gradients ds (in place) given dp, the output gradient's dot products
 // with the values; p receives the probabilities. sink is GPT-OSS's sink
 // logit, which joins the denominator only (−Inf: none). Float64
-// throughout, sums in ascending key order (the sink's term last), as the
-// per-position loop computed them; the elementwise steps have vector
-// paths (IEEE operations, same bits).
+// throughout; the two sums over keys run in eight lanes and a fixed tree
+// (sum64Lanes, dot64Lanes; the sink's term last): a single ascending sum
+// waited on each add, and the two were as slow as the block's score
+// products. The elementwise steps have vector paths (IEEE operations,
+// same bits).
 func softmaxGrad(p []float64, sc, dp []float32, scale, sink float64) {
 	for t := scores64Vec(p, sc, scale); t < len(sc); t++ {
 		p[t] = float64(sc[t]) * scale
@@ -210,19 +212,14 @@ func softmaxGrad(p []float64, sc, dp []float32, scale, sink float64) {
 		mx = max(mx, v)
 	}
 	expShift64(p, mx)
-	var sum, dsum float64
-	for _, e := range p {
-		sum += e
-	}
+	sum := sum64Lanes(p)
 	if !math.IsInf(sink, -1) {
 		sum += exp64(sink - mx)
 	}
 	for t := div64Vec(p, sum); t < len(p); t++ {
 		p[t] /= sum
 	}
-	for t, e := range p {
-		dsum += float64(e * float64(dp[t]))
-	}
+	dsum := dot64Lanes(p, dp)
 	for t := dsVec(sc, p, dp, dsum, scale); t < len(p); t++ {
 		sc[t] = float32(float64(p[t]*(float64(dp[t])-dsum)) * scale)
 	}
@@ -274,4 +271,38 @@ func attnScatterBlock(outs [][]float32, off int, w, rows []float32, nq, group, p
 		j0 := firstSeer(t, group, p0)
 		weightedScalar(out[off+i0:off+hd], w[t*nq+j0:(t+1)*nq], rows, hd, j0*hd+i0)
 	}
+}
+
+// sum64Lanes is Σ p in eight lanes (lane l adding the elements at t ≡ l
+// (mod 8) in ascending t, the tail past a multiple of 8 to lane 0), then
+// ((s0+s1)+(s2+s3))+((s4+s5)+(s6+s7)): one order on every path.
+func sum64Lanes(p []float64) float64 {
+	var s [8]float64
+	t := sum64LanesVec(p, &s)
+	for ; t+8 <= len(p); t += 8 {
+		for l := range s {
+			s[l] += p[t+l]
+		}
+	}
+	for ; t < len(p); t++ {
+		s[0] += p[t]
+	}
+	return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
+}
+
+// dot64Lanes is Σ p[t]·dp[t] in sum64Lanes' lanes and tree, each product
+// rounded to float64 before its add.
+func dot64Lanes(p []float64, dp []float32) float64 {
+	dp = dp[:len(p)]
+	var s [8]float64
+	t := dot64LanesVec(p, dp, &s)
+	for ; t+8 <= len(p); t += 8 {
+		for l := range s {
+			s[l] += float64(p[t+l] * float64(dp[t+l]))
+		}
+	}
+	for ; t < len(p); t++ {
+		s[0] += float64(p[t] * float64(dp[t]))
+	}
+	return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
 }

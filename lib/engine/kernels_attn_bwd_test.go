@@ -82,7 +82,7 @@ func attentionBackwardRef(c Config, q, k, v, datt, dq, dk, dv [][]float32) {
 	workers := min(runtime.GOMAXPROCS(0), c.KVHeads, max(1, n*n*c.Heads*hd/parallelMinWork))
 	forkJoin(workers, func(wk int) {
 		p := make([]float64, n)
-		dp := make([]float64, n)
+		dp := make([]float32, n)
 		for kvh := wk; kvh < c.KVHeads; kvh += workers {
 			ko := kvh * hd
 			for tq := range n {
@@ -94,19 +94,16 @@ func attentionBackwardRef(c Config, q, k, v, datt, dq, dk, dv [][]float32) {
 						p[j] = float64(attnDot(k[j][ko:ko+hd], qv)) * scale
 						mx = max(mx, p[j])
 					}
-					var sum, dsum float64
 					expShift64(p[:tq+1], mx)
-					for _, e := range p[:tq+1] {
-						sum += e
-					}
+					sum := sum64Lanes(p[:tq+1])
 					for j := 0; j <= tq; j++ {
 						p[j] /= sum
-						dp[j] = float64(attnDot(v[j][ko:ko+hd], do))
-						dsum += float64(p[j] * dp[j])
+						dp[j] = attnDot(v[j][ko:ko+hd], do)
 					}
+					dsum := dot64Lanes(p[:tq+1], dp[:tq+1])
 					dqv := dq[tq][qo : qo+hd]
 					for j := 0; j <= tq; j++ {
-						ds := float32(float64(p[j]*(dp[j]-dsum)) * scale)
+						ds := float32(float64(p[j]*(float64(dp[j])-dsum)) * scale)
 						axpyFMA(dqv, ds, k[j][ko:ko+hd])
 						axpyFMA(dk[j][ko:ko+hd], ds, qv)
 						axpyFMA(dv[j][ko:ko+hd], float32(p[j]), do)
@@ -115,4 +112,37 @@ func attentionBackwardRef(c Config, q, k, v, datt, dq, dk, dv [][]float32) {
 			}
 		}
 	})
+}
+
+// TestSoftmaxSumsSIMDMatchesScalar: the backward softmax's two sums give
+// the same bits with the vector lanes on and off, and are the eight-lane
+// sums and tree they are documented as (lengths around the lane count).
+func TestSoftmaxSumsSIMDMatchesScalar(t *testing.T) {
+	r := newRNG(5)
+	for n := range 40 {
+		p, dp := make([]float64, n), randRows(1, n+1, uint64(n))[0][:n]
+		for i := range p {
+			p[i] = float64(r.uniform32()) * math.Exp(float64(i%7)-3)
+		}
+		var lanes, dlanes [8]float64
+		for i := range p {
+			l := i % 8
+			if i >= n&^7 {
+				l = 0
+			}
+			lanes[l] += p[i]
+			dlanes[l] += float64(p[i] * float64(dp[i]))
+		}
+		tree := func(s [8]float64) float64 { return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])) }
+		for _, vec := range []bool{false, true} {
+			withSIMD(vec, func() {
+				if got, want := sum64Lanes(p), tree(lanes); math.Float64bits(got) != math.Float64bits(want) {
+					t.Fatalf("n=%d simd=%v: sum64Lanes %v, want %v", n, vec, got, want)
+				}
+				if got, want := dot64Lanes(p, dp), tree(dlanes); math.Float64bits(got) != math.Float64bits(want) {
+					t.Fatalf("n=%d simd=%v: dot64Lanes %v, want %v", n, vec, got, want)
+				}
+			})
+		}
+	}
 }
