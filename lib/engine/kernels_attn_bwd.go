@@ -9,7 +9,7 @@ import "math"
 // value row once for all its queries (the forward's blocked kernels, plus
 // attnScatterBlock for the key and value gradients) and keeps that loop's
 // bits: scores in attnDot's order, softmax and Σ p·dp per query in float64
-// (sum64Lanes, dot64Lanes), each dq element summed in ascending key order and
+// (sumLanes, dot64Lanes), each dq element summed in ascending key order and
 // each dk/dv element in ascending query order (blocks in ascending
 // position), every term a float32 product then a float32 add.
 
@@ -199,7 +199,7 @@ func splitWork(n, parts, part int, work func(i int) int) (lo, hi int) {
 // with the values; p receives the probabilities. sink is GPT-OSS's sink
 // logit, which joins the denominator only (−Inf: none). Float64
 // throughout; the two sums over keys run in eight lanes and a fixed tree
-// (sum64Lanes, dot64Lanes; the sink's term last): a single ascending sum
+// (sumLanes, dot64Lanes; the sink's term last): a single ascending sum
 // waited on each add, and the two were as slow as the block's score
 // products. The elementwise steps have vector paths (IEEE operations,
 // same bits).
@@ -208,11 +208,17 @@ func softmaxGrad(p []float64, sc, dp []float32, scale, sink float64) {
 		p[t] = float64(sc[t]) * scale
 	}
 	mx := sink
-	for _, v := range p {
-		mx = max(mx, v)
+	// scale > 0: the largest score gives the largest p (max32Vec's NaN and
+	// ±0 differences from max change no result, as in softmax32).
+	if m, ok := max32Vec(sc); ok {
+		mx = max(mx, float64(m)*scale)
+	} else {
+		for _, v := range p {
+			mx = max(mx, v)
+		}
 	}
 	expShift64(p, mx)
-	sum := sum64Lanes(p)
+	sum := sumLanes(p)
 	if !math.IsInf(sink, -1) {
 		sum += exp64(sink - mx)
 	}
@@ -273,24 +279,7 @@ func attnScatterBlock(outs [][]float32, off int, w, rows []float32, nq, group, p
 	}
 }
 
-// sum64Lanes is Σ p in eight lanes (lane l adding the elements at t ≡ l
-// (mod 8) in ascending t, the tail past a multiple of 8 to lane 0), then
-// ((s0+s1)+(s2+s3))+((s4+s5)+(s6+s7)): one order on every path.
-func sum64Lanes(p []float64) float64 {
-	var s [8]float64
-	t := sum64LanesVec(p, &s)
-	for ; t+8 <= len(p); t += 8 {
-		for l := range s {
-			s[l] += p[t+l]
-		}
-	}
-	for ; t < len(p); t++ {
-		s[0] += p[t]
-	}
-	return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
-}
-
-// dot64Lanes is Σ p[t]·dp[t] in sum64Lanes' lanes and tree, each product
+// dot64Lanes is Σ p[t]·dp[t] in sumLanes' lanes and tree, each product
 // rounded to float64 before its add.
 func dot64Lanes(p []float64, dp []float32) float64 {
 	dp = dp[:len(p)]
@@ -304,5 +293,5 @@ func dot64Lanes(p []float64, dp []float32) float64 {
 	for ; t < len(p); t++ {
 		s[0] += float64(p[t] * float64(dp[t]))
 	}
-	return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
+	return sum8(&s)
 }

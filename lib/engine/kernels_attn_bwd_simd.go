@@ -110,26 +110,9 @@ func dsVec(sc []float32, p []float64, dp []float32, dsum, scale float64) int {
 	return n
 }
 
-// sum64LanesVec adds p's leading multiple of 8 into sum64Lanes' eight
-// lanes s (two 4-lane vectors) and returns how many it did.
-func sum64LanesVec(p []float64, s *[8]float64) int {
-	if !useSIMD || !simdOK {
-		return 0
-	}
-	n := len(p) &^ 7
-	var a, b archsimd.Float64x4
-	for t := 0; t < n; t += 8 {
-		a = a.Add(archsimd.LoadFloat64x4((*[4]float64)(p[t : t+4])))
-		b = b.Add(archsimd.LoadFloat64x4((*[4]float64)(p[t+4 : t+8])))
-	}
-	a.Store((*[4]float64)(s[:4]))
-	b.Store((*[4]float64)(s[4:]))
-	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
-	return n
-}
-
-// dot64LanesVec is sum64LanesVec for the products p[t]·dp[t] (a multiply,
-// then an add, as dot64Lanes).
+// dot64LanesVec adds the products p[t]·dp[t] of p's leading multiple of 8
+// into dot64Lanes' eight lanes s (two 4-lane vectors; a multiply, then an
+// add) and returns how many it did.
 func dot64LanesVec(p []float64, dp []float32, s *[8]float64) int {
 	if !useSIMD || !simdOK || len(dp) < len(p) {
 		return 0

@@ -95,7 +95,7 @@ func attentionBackwardRef(c Config, q, k, v, datt, dq, dk, dv [][]float32) {
 						mx = max(mx, p[j])
 					}
 					expShift64(p[:tq+1], mx)
-					sum := sum64Lanes(p[:tq+1])
+					sum := sumLanes(p[:tq+1])
 					for j := 0; j <= tq; j++ {
 						p[j] /= sum
 						dp[j] = attnDot(v[j][ko:ko+hd], do)
@@ -136,8 +136,8 @@ func TestSoftmaxSumsSIMDMatchesScalar(t *testing.T) {
 		tree := func(s [8]float64) float64 { return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])) }
 		for _, vec := range []bool{false, true} {
 			withSIMD(vec, func() {
-				if got, want := sum64Lanes(p), tree(lanes); math.Float64bits(got) != math.Float64bits(want) {
-					t.Fatalf("n=%d simd=%v: sum64Lanes %v, want %v", n, vec, got, want)
+				if got, want := sumLanes(p), tree(lanes); math.Float64bits(got) != math.Float64bits(want) {
+					t.Fatalf("n=%d simd=%v: sumLanes %v, want %v", n, vec, got, want)
 				}
 				if got, want := dot64Lanes(p, dp), tree(dlanes); math.Float64bits(got) != math.Float64bits(want) {
 					t.Fatalf("n=%d simd=%v: dot64Lanes %v, want %v", n, vec, got, want)
