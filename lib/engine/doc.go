@@ -278,7 +278,13 @@
 //     earlier queries first). In archsimd, four outputs per pass of the
 //     weighted sums (eight accumulators) had been slower: the compiler
 //     allocates 15 vector registers and spilled two accumulators every
-//     row.
+//     row. Each query's softmax sums (Σ exp, Σ p·dp) run in sumLanes'
+//     eight float64 lanes and tree (dot64Lanes for the second) and its
+//     maximum comes from max32Vec over the raw scores: as one ascending
+//     chain each, with Go's scalar max, softmaxGrad had taken as much of
+//     a 512-token backward as the score products. That changed the
+//     backward's bits (not the forward's) in the last places; the
+//     reference uses the same sums.
 //   - Attention memory is linear in the sequence: no T×T matrix exists.
 //     The forward keeps only each query's output, and the backward
 //     recomputes one block's probabilities at a time (attnRows positions ×
