@@ -235,7 +235,7 @@ func (m *latentMerger) fillQuant(ctx context.Context, f *os.File, q *qtensor, t 
 	if err != nil {
 		return err
 	}
-	scales, err := m.lb.readSmall(q.scale)
+	scales, err := m.scalesOf(f, q)
 	if err != nil {
 		return err
 	}
@@ -284,6 +284,20 @@ func (m *latentMerger) fillQuant(ctx context.Context, f *os.File, q *qtensor, t 
 		return dst[:n*outRow], nil
 	}
 	return m.pipeline(ctx, q.rows, step, step*outRow, make1, w)
+}
+
+// scalesOf reads q's scales, from f (the weight's shard, open) when
+// they are in it: not opened again for each of a shard's thousands of
+// expert weights.
+func (m *latentMerger) scalesOf(f *os.File, q *qtensor) ([]byte, error) {
+	if q.scale.shard != q.w.shard {
+		return m.lb.readSmall(q.scale)
+	}
+	b := make([]byte, q.scale.t.Bytes())
+	if _, err := f.ReadAt(b, q.scale.off); err != nil {
+		return nil, fmt.Errorf("read base tensor %s: %w", q.scale.t.Name, err)
+	}
+	return b, nil
 }
 
 // queueTiles queues q's row blocks of step rows as jobs of the shard's
