@@ -58,12 +58,20 @@ type rangeWriter interface {
 	copyRange(fd int, off, n int64) error
 }
 
-// asyncBlocks is how many buffers take lends: one being filled, one
-// queued, one being written.
-const asyncBlocks = 3
+// asyncBlocks is how many buffers take lends: one being written, the
+// rest being made or queued. A shard's FP8 jobs (unitpool.go) are made
+// while the writer waits for the oldest: with three, the cores had two
+// jobs (a few ms) to cover each write and the writer's stalls in
+// writeback (a few ms each under load), and ran dry.
+const asyncBlocks = 6
+
+// asyncQueue is how many jobs the goroutine's queue holds beyond the lent
+// blocks and small-write buffers: a requantised weight's block comes with
+// its scales (borrowed) and often a copied range.
+const asyncQueue = 3 * asyncBlocks
 
 func newAsyncWriter(w io.Writer, n, size int) *asyncWriter {
-	a := &asyncWriter{w: w, cur: make([]byte, 0, size), full: make(chan wjob, n+asyncBlocks), free: make(chan []byte, n),
+	a := &asyncWriter{w: w, cur: make([]byte, 0, size), full: make(chan wjob, n+asyncBlocks+asyncQueue), free: make(chan []byte, n),
 		blocks: make(chan []byte, asyncBlocks), done: make(chan error, 1), lent: map[*byte]lentBuf{}, size: size}
 	for range n - 1 {
 		a.free <- make([]byte, 0, size)
