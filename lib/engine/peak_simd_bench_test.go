@@ -3,6 +3,7 @@
 package engine
 
 import (
+	"fmt"
 	"runtime"
 	"simd/archsimd"
 	"sync"
@@ -54,6 +55,47 @@ func fmaChains16(iters int, out []float32) {
 	}
 	sum := a0.Add(a1).Add(a2).Add(a3).Add(a4).Add(a5).Add(a6).Add(a7).Add(a8).Add(a9)
 	sum.Store((*[16]float32)(out))
+}
+
+// readProbes are the ways readBandwidth reads a core's part where the
+// CPU has AVX-512: the generated loops (readS<s>[PF], gemm_bf16_amd64.s)
+// with 1, 2, 4 or 8 streams per core, each without and with software
+// prefetch 1 KiB or 4 KiB ahead, and the 512-bit archsimd sum (four
+// chains, one stream) the probe used before; elsewhere the 64-bit sum.
+func readProbes() []readProbe {
+	if !archsimd.X86.AVX512() {
+		return []readProbe{{"words", func(s []uint64) uint64 { return sumWords(s) }}}
+	}
+	kernels := map[int][2]func(*uint64, int, int, int, *[8]uint64){
+		1: {readS1, readS1PF}, 2: {readS2, readS2PF}, 4: {readS4, readS4PF}, 8: {readS8, readS8PF},
+	}
+	ps := []readProbe{{"simd", sumWordsWide}}
+	for _, n := range []int{1, 2, 4, 8} {
+		for _, dist := range []int{0, 1 << 10, 4 << 10} {
+			k, name := kernels[n][0], fmt.Sprintf("S%d", n)
+			if dist > 0 {
+				k, name = kernels[n][1], fmt.Sprintf("S%dPF%dK", n, dist>>10)
+			}
+			ps = append(ps, readProbe{name, func(s []uint64) uint64 { return readStreamsSum(k, n, dist, s) }})
+		}
+	}
+	return ps
+}
+
+// readStreamsSum reads s (a multiple of 32·streams words) as streams equal
+// runs at once with kernel k and returns the sum of its words.
+func readStreamsSum(k func(*uint64, int, int, int, *[8]uint64), streams, dist int, s []uint64) uint64 {
+	run := len(s) / streams &^ 31
+	if run == 0 {
+		return sumWords(s)
+	}
+	var out [8]uint64
+	k(&s[0], 8*run, run/32, dist, &out)
+	var sum uint64
+	for _, v := range out {
+		sum += v
+	}
+	return sum + sumWords(s[streams*run:])
 }
 
 // sumWordsWide sums s (a multiple of 32 words) with 512-bit loads, four

@@ -65,6 +65,13 @@ func generate() (string, string) {
 	decls.WriteString("\n//go:noescape\nfunc bf16PackPairs(dst *uint16, w *uint16, ldw int, pairs int)\n")
 	asm.WriteString(softmaxKernel())
 	decls.WriteString("\n//go:noescape\nfunc bf16Softmax(dst *uint16, sc *float32, n int, scale float32, sink float32)\n")
+	for _, s := range readStreams {
+		for _, pf := range []bool{false, true} {
+			name, body := readKernel(s, pf)
+			asm.WriteString(body)
+			decls.WriteString("\n//go:noescape\nfunc " + name + "(p *uint64, stride int, n int, dist int, out *[8]uint64)\n")
+		}
+	}
 	return asm.String(), decls.String()
 }
 
