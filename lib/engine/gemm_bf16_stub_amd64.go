@@ -39,22 +39,34 @@ func bf16Softmax(dst *uint16, sc *float32, n int, scale float32, sink float32)
 func readS1(p *uint64, stride int, n int, dist int, out *[8]uint64)
 
 //go:noescape
-func readS1PF(p *uint64, stride int, n int, dist int, out *[8]uint64)
+func readS1T0(p *uint64, stride int, n int, dist int, out *[8]uint64)
+
+//go:noescape
+func readS1T1(p *uint64, stride int, n int, dist int, out *[8]uint64)
 
 //go:noescape
 func readS2(p *uint64, stride int, n int, dist int, out *[8]uint64)
 
 //go:noescape
-func readS2PF(p *uint64, stride int, n int, dist int, out *[8]uint64)
+func readS2T0(p *uint64, stride int, n int, dist int, out *[8]uint64)
+
+//go:noescape
+func readS2T1(p *uint64, stride int, n int, dist int, out *[8]uint64)
 
 //go:noescape
 func readS4(p *uint64, stride int, n int, dist int, out *[8]uint64)
 
 //go:noescape
-func readS4PF(p *uint64, stride int, n int, dist int, out *[8]uint64)
+func readS4T0(p *uint64, stride int, n int, dist int, out *[8]uint64)
+
+//go:noescape
+func readS4T1(p *uint64, stride int, n int, dist int, out *[8]uint64)
 
 //go:noescape
 func readS8(p *uint64, stride int, n int, dist int, out *[8]uint64)
 
 //go:noescape
-func readS8PF(p *uint64, stride int, n int, dist int, out *[8]uint64)
+func readS8T0(p *uint64, stride int, n int, dist int, out *[8]uint64)
+
+//go:noescape
+func readS8T1(p *uint64, stride int, n int, dist int, out *[8]uint64)

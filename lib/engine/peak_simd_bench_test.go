@@ -59,24 +59,29 @@ func fmaChains16(iters int, out []float32) {
 
 // readProbes are the ways readBandwidth reads a core's part where the
 // CPU has AVX-512: the generated loops (readS<s>[PF], gemm_bf16_amd64.s)
-// with 1, 2, 4 or 8 streams per core, each without and with software
-// prefetch 1 KiB or 4 KiB ahead, and the 512-bit archsimd sum (four
-// chains, one stream) the probe used before; elsewhere the 64-bit sum.
+// with 1, 2, 4 or 8 streams per core, each without software prefetch and
+// with it 1 KiB or 4 KiB ahead into L1 (T0) or L2 (T1), the one-token
+// bf16 kernels' choice, and the 512-bit archsimd sum (four chains, one
+// stream) the probe used before; elsewhere the 64-bit sum.
 func readProbes() []readProbe {
 	if !archsimd.X86.AVX512() {
 		return []readProbe{{"words", func(s []uint64) uint64 { return sumWords(s) }}}
 	}
-	kernels := map[int][2]func(*uint64, int, int, int, *[8]uint64){
-		1: {readS1, readS1PF}, 2: {readS2, readS2PF}, 4: {readS4, readS4PF}, 8: {readS8, readS8PF},
+	type kernel = func(*uint64, int, int, int, *[8]uint64)
+	kernels := map[int][3]kernel{
+		1: {readS1, readS1T0, readS1T1}, 2: {readS2, readS2T0, readS2T1},
+		4: {readS4, readS4T0, readS4T1}, 8: {readS8, readS8T0, readS8T1},
 	}
 	ps := []readProbe{{"simd", sumWordsWide}}
+	add := func(name string, k kernel, n, dist int) {
+		ps = append(ps, readProbe{name, func(s []uint64) uint64 { return readStreamsSum(k, n, dist, s) }})
+	}
 	for _, n := range []int{1, 2, 4, 8} {
-		for _, dist := range []int{0, 1 << 10, 4 << 10} {
-			k, name := kernels[n][0], fmt.Sprintf("S%d", n)
-			if dist > 0 {
-				k, name = kernels[n][1], fmt.Sprintf("S%dPF%dK", n, dist>>10)
-			}
-			ps = append(ps, readProbe{name, func(s []uint64) uint64 { return readStreamsSum(k, n, dist, s) }})
+		ks := kernels[n]
+		add(fmt.Sprintf("S%d", n), ks[0], n, 0)
+		for _, dist := range []int{1 << 10, 4 << 10} {
+			add(fmt.Sprintf("S%dT0-%dK", n, dist>>10), ks[1], n, dist)
+			add(fmt.Sprintf("S%dT1-%dK", n, dist>>10), ks[2], n, dist)
 		}
 	}
 	return ps

@@ -15,16 +15,13 @@ import (
 // lines in flight; the probe times every variant and takes the best.
 var readStreams = []int{1, 2, 4, 8}
 
-// readKernel generates readS<s>[PF](p, stride, n, dist, out): s streams
+// readKernel generates readS<s><pf>(p, stride, n, dist, out): s streams
 // from p, stride bytes apart, each read 256 bytes (four 512-bit loads) per
-// step for n steps, with PREFETCHT0 dist bytes ahead of every line when
-// pf; the 64-bit sums go to out (a test checks them, and they keep the
-// loads honest).
-func readKernel(s int, pf bool) (string, string) {
-	name := fmt.Sprintf("readS%d", s)
-	if pf {
-		name += "PF"
-	}
+// step for n steps, with PREFETCH<pf> (T0: into L1, T1: into L2; "":
+// none) dist bytes ahead of every line; the 64-bit sums go to out (a test
+// checks them, and they keep the loads honest).
+func readKernel(s int, pf string) (string, string) {
+	name := fmt.Sprintf("readS%d%s", s, pf)
 	regs := []string{"SI", "DI", "R8", "R9", "R10", "R11", "R12", "R13"}[:s]
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, "\t"+format+"\n", a...) }
@@ -45,8 +42,8 @@ func readKernel(s int, pf bool) (string, string) {
 	fmt.Fprintf(&b, "%s_loop:\n", name)
 	for _, r := range regs {
 		for l := range 4 {
-			if pf {
-				p("PREFETCHT0 %d(%s)(BX*1)", 64*l, r)
+			if pf != "" {
+				p("PREFETCH%s %d(%s)(BX*1)", pf, 64*l, r)
 			}
 			p("VPADDQ %d(%s), Z%d, Z%d", 64*l, r, l, l)
 		}
