@@ -404,7 +404,7 @@
 //     columns, since 16 rows 2 or 6 KiB apart (the 0.6B widths) fell in
 //     two L1 sets. On data in L2 the AMX kernel reached ~2 TFLOP/s per
 //     core, within the tile unit's 1,024 FLOP per cycle; the products of
-//     a prefill ran at a quarter to a third of that on a loaded machine,
+//     a prefill ran at a fifth to a third of that on a loaded machine,
 //     so what is left is in feeding the tiles, not in the tiles.
 //     Decoding reads each weight once: the one-token kernels prefetch
 //     their weight streams 4 KiB ahead into L2 (the L2 streamer stops at
