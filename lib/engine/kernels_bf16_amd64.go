@@ -158,7 +158,7 @@ func bf16Rows(w mat, xb []uint16, m int, ys [][]float32, lo, hi int, accumulate 
 // that allows.
 func bf16Panel(m, ldx int) int {
 	most := max(32, bf16TokBytes/(2*ldx)&^31)
-	panels := (m + most - 1) / most
+	panels := max(1, (m+most-1)/most)
 	return ((m+panels-1)/panels + 31) &^ 31
 }
 

@@ -301,6 +301,9 @@ func TestBF16PanelsMatchAlone(t *testing.T) {
 	if p := bf16Panel(m, bf16Pitch(cols)); p >= m || p%32 != 0 {
 		t.Fatalf("panel of %d tokens for %d: want whole tiles, more than one panel", p, m)
 	}
+	if p := bf16Panel(0, bf16Pitch(cols)); p != 0 {
+		t.Fatalf("panel of %d tokens for none", p)
+	}
 	w, xs := randBF16Mat(rng, rows, cols), randVecs(rng, m, cols)
 	for _, amx := range []bool{false, true} {
 		if amx && !amxReady() {
