@@ -2,11 +2,9 @@ package export
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 
 	"github.com/tinkershell/tinker/lib/quant"
 	"github.com/tinkershell/tinker/lib/safetensors"
@@ -23,54 +21,32 @@ import (
 // scale for the same values, and an unadapted expert must stay as released.
 
 // requantMXFP4 writes one adapted blocks tensor: each expert dequantised,
-// updated in float32, requantised; its new scales wait in m.mxFresh for
-// the scales tensor, which sorts after it in the same shard.
+// updated in float32, requantised, a strip of 32 inputs at a time on every
+// core (mxfp4_strips.go) while the expert before is written; its new
+// scales wait in m.mxFresh for the scales tensor, which sorts after it in
+// the same shard.
 func (m *merger) requantMXFP4(ctx context.Context, f *os.File, s source, w io.Writer) error {
 	j := s.mx
-	per := j.rows * j.cols
-	blocks, scales, out := make([]byte, per/2), make([]byte, per/32), make([]byte, per/2)
-	dense, d := make([]float32, per), make([]float32, mxTile*j.rows)
-	fresh := make([]byte, j.experts*per/32)
-	sf, err := os.Open(filepath.Join(m.base.Dir, j.scaleShard))
+	x, err := newMXExperts(m.base.Dir, f, s)
 	if err != nil {
-		return fmt.Errorf("base shard: %w", err)
+		return err
 	}
-	defer sf.Close()
-	for e := range j.experts {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if _, err := f.ReadAt(blocks, s.off+int64(e*per/2)); err != nil {
-			return fmt.Errorf("read base tensor %s: %w", j.blocks.Name, err)
-		}
-		if _, err := sf.ReadAt(scales, j.scaleOff+int64(e*per/32)); err != nil {
-			return fmt.Errorf("read base tensor %s: %w", j.scales.Name, err)
-		}
-		quant.MXFP4Decode(blocks, scales, dense)
-		for h0 := 0; h0 < j.cols; h0 += mxTile { // the update's rows are the inputs
-			n := min(mxTile, j.cols-h0)
-			s.u.deltaRows(e*j.cols+h0, n, d)
-			addTransposed(dense, d, j.rows, j.cols, h0, n)
+	defer x.close()
+	per := j.rows * j.cols
+	fresh := make([]byte, j.experts*per/32)
+	make1 := func(e int, dst []byte) ([]byte, error) {
+		if err := x.load(e); err != nil {
+			return nil, err
 		}
 		sc := fresh[e*per/32 : (e+1)*per/32]
-		parallelSpans(per/32, func(a, b int) { mxRequant(dense[32*a:32*b], blocks[16*a:16*b], scales[a:b], out[16*a:16*b], sc[a:b]) })
-		if _, err := w.Write(out); err != nil {
-			return err
-		}
+		x.run(j.cols/32, func(c int, v, d []float32) { x.requantStrip(c, v, d, dst, sc) })
+		return dst[:per/2], nil
+	}
+	if err := m.pipeline(ctx, j.experts, 1, per/2, make1, w); err != nil {
+		return err
 	}
 	m.mxFresh[j.scales.Name] = fresh
 	return nil
-}
-
-// addTransposed adds tile[k·rows+o] to m[o·cols+h0+k] for k < n (the
-// inverse of transposeTile, added).
-func addTransposed(m, tile []float32, rows, cols, h0, n int) {
-	for o := range rows {
-		row := m[o*cols+h0 : o*cols+h0+n]
-		for k := range row {
-			row[k] += tile[k*rows+o]
-		}
-	}
 }
 
 // mxRequant encodes the blocks of 32 values in v into blocks and scales,
