@@ -39,7 +39,7 @@ func main() {
 	out := flag.String("out", "", "internal: output directory")
 	runs := flag.Int("runs", 2, "measured runs of each")
 	keep := flag.String("dir", "", "generate the model here and keep it (default: a temporary directory)")
-	model := flag.String("model", "llama", "llama (dense bfloat16, ~1 GB) or deepseek (MoE, FP8 blocks, ~2.6 GB)")
+	model := flag.String("model", "llama", "llama (dense bfloat16, ~1 GB), deepseek (MoE, FP8 blocks, ~2.6 GB), kimi (MoE, INT4 experts, ~1.7 GB, kimi.go) or gptoss (MoE, MXFP4 experts, ~1.9 GB, gptoss.go)")
 	profile := flag.String("cpuprofile", "", "with -child merge: write its CPU profile here (for go tool pprof)")
 	flag.Parse()
 	if *child != "" {
@@ -167,9 +167,13 @@ func bench(runs int, dir, model string) error {
 	switch model {
 	case "deepseek":
 		writeB, writeA, n = writeDeepSeekBase, writeDeepSeekAdapter, dsShards
+	case "kimi":
+		writeB, writeA, n = writeKimiBase, writeDeepSeekAdapter, dsShards
+	case "gptoss":
+		writeB, writeA, n = writeGptOssBase, writeGptOssAdapter, gLayers
 	case "llama":
 	default:
-		return fmt.Errorf("unknown -model %q: use llama or deepseek", model)
+		return fmt.Errorf("unknown -model %q: use llama, deepseek, kimi or gptoss", model)
 	}
 	total, largest, err := writeB(base)
 	if err != nil {

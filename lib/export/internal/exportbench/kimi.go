@@ -1,0 +1,159 @@
+package main
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tinkershell/tinker/lib/safetensors"
+)
+
+// The Kimi K2 model (-model kimi): deepseek.go's shapes as Kimi K2 Thinking
+// ships them, the routed experts in compressed-tensors INT4 (eight signed
+// 4-bit codes an int32, a bfloat16 scale per group of 32 columns, the
+// matrix's shape beside) and everything else in bfloat16: about 1.7 GB in
+// six shards. The adapter is deepseek.go's; the merge requantises the
+// experts it adapts.
+const kimiGroup = 32
+
+// kimiTensors lists the stored tensors: INT4 experts with their scales
+// and shapes, the rest bfloat16.
+func kimiTensors() []safetensors.TensorInfo {
+	bf := func(name string, shape ...int64) safetensors.TensorInfo {
+		return safetensors.TensorInfo{Name: name, DType: safetensors.BF16, Shape: shape}
+	}
+	ts := []safetensors.TensorInfo{bf("model.embed_tokens.weight", vocab, dsHidden), bf("model.norm.weight", dsHidden), bf("lm_head.weight", vocab, dsHidden)}
+	for i := range dsLayers {
+		p := fmt.Sprintf("model.layers.%d.", i)
+		ts = append(ts, bf(p+"input_layernorm.weight", dsHidden), bf(p+"post_attention_layernorm.weight", dsHidden))
+		if i > 0 {
+			ts = append(ts, bf(p+"mlp.gate.weight", dsExperts, dsHidden))
+		}
+		for _, t := range dsLinear(i) {
+			if !strings.Contains(t.name, ".experts.") {
+				ts = append(ts, bf(t.name+".weight", int64(t.rows), int64(t.cols)))
+				continue
+			}
+			ts = append(ts, safetensors.TensorInfo{Name: t.name + ".weight_packed", DType: safetensors.I32, Shape: []int64{int64(t.rows), int64(t.cols / 8)}},
+				bf(t.name+".weight_scale", int64(t.rows), int64(t.cols/kimiGroup)),
+				safetensors.TensorInfo{Name: t.name + ".weight_shape", DType: safetensors.I32, Shape: []int64{2}})
+		}
+	}
+	return ts
+}
+
+// writeKimiBase writes config.json, the shards and their index.
+func writeKimiBase(dir string) (total, largest int64, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, 0, err
+	}
+	cfg := map[string]any{"model_type": "kimi_k2", "architectures": []string{"DeepseekV3ForCausalLM"}, "vocab_size": vocab,
+		"hidden_size": dsHidden, "intermediate_size": dsDenseInter, "moe_intermediate_size": dsMoEInter, "num_hidden_layers": dsLayers,
+		"num_attention_heads": dsHeads, "num_key_value_heads": dsHeads, "n_routed_experts": dsExperts, "n_shared_experts": 1,
+		"num_experts_per_tok": 8, "first_k_dense_replace": 1, "q_lora_rank": dsQLora, "kv_lora_rank": dsKVLora,
+		"qk_rope_head_dim": dsRope, "qk_nope_head_dim": dsNope, "v_head_dim": dsV, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+		"quantization_config": map[string]any{"quant_method": "compressed-tensors", "format": "pack-quantized",
+			"config_groups": map[string]any{"group_0": map[string]any{"targets": []string{"Linear"},
+				"weights": map[string]any{"num_bits": 4, "group_size": kimiGroup, "symmetric": true, "type": "int", "strategy": "group"}}}}}
+	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
+		return 0, 0, err
+	}
+	return writeShardsOf(dir, kimiTensors(), writeKimiTyped, rand.New(rand.NewPCG(9, 10)))
+}
+
+// writeShardsOf writes ts in dsShards shards (a weight and the tensors
+// named after it together) and their index.
+func writeShardsOf(dir string, ts []safetensors.TensorInfo, write func(string, []safetensors.TensorInfo, *rand.Rand) (int64, error), r *rand.Rand) (total, largest int64, err error) {
+	weightMap := map[string]string{}
+	for k := range dsShards {
+		name := fmt.Sprintf("model-%05d-of-%05d.safetensors", k+1, dsShards)
+		lo, hi := companionBoundary(ts, k), companionBoundary(ts, k+1)
+		n, err := write(filepath.Join(dir, name), ts[lo:hi], r)
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, t := range ts[lo:hi] {
+			weightMap[t.Name] = name
+		}
+		total, largest = total+n, max(largest, n)
+	}
+	return total, largest, writeJSON(filepath.Join(dir, "model.safetensors.index.json"), map[string]any{"weight_map": weightMap})
+}
+
+// companionBoundary is where shard k starts: past a weight's scales and
+// shape, which stay in its shard.
+func companionBoundary(ts []safetensors.TensorInfo, k int) int {
+	i := len(ts) * k / dsShards
+	for i < len(ts) && (strings.HasSuffix(ts[i].Name, "_scale") || strings.HasSuffix(ts[i].Name, "_shape")) {
+		i++
+	}
+	return i
+}
+
+// writeKimiTyped writes random packed codes, scales near 1e-3, each INT4
+// weight's true shape, and bfloat16 around 0.02.
+func writeKimiTyped(path string, ts []safetensors.TensorInfo, r *rand.Rand) (int64, error) {
+	l, err := safetensors.NewLayout(ts, map[string]string{"format": "pt"})
+	if err != nil {
+		return 0, err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	_, err = l.WriteTo(f, func(_ int, t safetensors.TensorInfo, w io.Writer) error {
+		switch {
+		case strings.HasSuffix(t.Name, "_shape"):
+			var b [8]byte
+			binary.LittleEndian.PutUint32(b[:], uint32(dsMoEInter))
+			binary.LittleEndian.PutUint32(b[4:], uint32(dsHidden))
+			if strings.Contains(t.Name, "down_proj") {
+				binary.LittleEndian.PutUint32(b[:], uint32(dsHidden))
+				binary.LittleEndian.PutUint32(b[4:], uint32(dsMoEInter))
+			}
+			_, err := w.Write(b[:])
+			return err
+		case strings.HasSuffix(t.Name, "_packed"):
+			return randomBytes(w, t.Bytes(), r, buf)
+		case strings.HasSuffix(t.Name, "_scale"):
+			return randomBF16Around(w, t.Bytes(), 1e-3, r, buf)
+		}
+		return randomBF16(w, t.Bytes(), 0.02, r, buf)
+	})
+	return l.Size(), err
+}
+
+func randomBytes(w io.Writer, n int64, r *rand.Rand, buf []byte) error {
+	for n > 0 {
+		c := min(n, int64(len(buf)))
+		for i := int64(0); i < c; i += 8 {
+			binary.LittleEndian.PutUint64(buf[i:], r.Uint64())
+		}
+		if _, err := w.Write(buf[:c]); err != nil {
+			return err
+		}
+		n -= c
+	}
+	return nil
+}
+
+// randomBF16Around writes positive bfloat16 values within half of m.
+func randomBF16Around(w io.Writer, n int64, m float64, r *rand.Rand, buf []byte) error {
+	for n > 0 {
+		c := min(n, int64(len(buf)))
+		for i := int64(0); i < c; i += 2 {
+			binary.LittleEndian.PutUint16(buf[i:], safetensors.Float32ToBF16(float32(m*(0.5+r.Float64()))))
+		}
+		if _, err := w.Write(buf[:c]); err != nil {
+			return err
+		}
+		n -= c
+	}
+	return nil
+}
