@@ -81,6 +81,6 @@ func int4QuantizeVector(src []float32, group int, packed, scales []byte) bool {
 func int4ScaleVector(amax uint32) uint16 {
 	u := bcu(amax).AsFloat32x16().Div(bcu(math.Float32bits(7)).AsFloat32x16()).AsUint32x16()
 	r := u.Add(bcu(0x7fff)).Add(u.ShiftRight(bcu(16)).And(bcu(1)))
-	r = u.Or(bcu(0x40 << 16)).Merge(r, u.Greater(bcu(0x7f800000))) // NaN: quiet, as Float32ToBF16 keeps it
+	r = u.Or(bcu(0x40<<16)).Merge(r, u.Greater(bcu(0x7f800000))) // NaN: quiet, as Float32ToBF16 keeps it
 	return uint16(r.ShiftRight(bcu(16)).GetLo().GetLo().GetElem(0))
 }
