@@ -132,7 +132,7 @@ func writeGptOssAdapter(dir string) (int64, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, err
 	}
-	cfg := map[string]any{"r": rank, "lora_alpha": 32, "peft_type": "LORA", "base_model_name_or_path": "openai/gpt-oss-20b"}
+	cfg := map[string]any{"r": rank, "lora_alpha": 32, "peft_type": "LORA"}
 	if err := writeJSON(filepath.Join(dir, "adapter_config.json"), cfg); err != nil {
 		return 0, err
 	}
