@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 
-	"github.com/tinkershell/tinker/lib/quant"
 	"github.com/tinkershell/tinker/lib/safetensors"
 )
 
@@ -47,31 +46,6 @@ func (m *merger) requantMXFP4(ctx context.Context, f *os.File, s source, w io.Wr
 	}
 	m.mxFresh[j.scales.Name] = fresh
 	return nil
-}
-
-// mxRequant encodes the blocks of 32 values in v into blocks and scales,
-// keeping a block's old bytes when its values are the old ones.
-func mxRequant(v []float32, oldBlocks, oldScales, blocks, scales []byte) {
-	var was [32]float32
-	for i := range scales {
-		x := v[32*i : 32*i+32]
-		quant.MXFP4Decode(oldBlocks[16*i:16*i+16], oldScales[i:i+1], was[:])
-		if equal32(x, was[:]) {
-			copy(blocks[16*i:16*i+16], oldBlocks[16*i:16*i+16])
-			scales[i] = oldScales[i]
-			continue
-		}
-		scales[i] = mxBlock(x, blocks[16*i:16*i+16])
-	}
-}
-
-func equal32(a, b []float32) bool {
-	for i, x := range a {
-		if x != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // mxBlock encodes 32 values into 16 bytes and returns the scale byte.

@@ -281,3 +281,12 @@ func mxfp4Of(t *testing.T, dir string) string {
 	writeFile(t, out, "config.json", []byte(strings.Replace(string(cfg), "{", `{"quantization_config": {"quant_method": "mxfp4"},`, 1)))
 	return out
 }
+
+func equal32(a, b []float32) bool {
+	for i, x := range a {
+		if x != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -104,20 +104,27 @@ func (x *mxExperts) denseStrip(c int, v, d []float32, dt safetensors.DType, dst 
 }
 
 // requantStrip requantises strip c, updated, into the expert's blocks
-// dst and scales sc (mxRequant: blocks left as they were keep their
-// bytes).
+// dst and scales sc. A block the update leaves unchanged (every value
+// plus its update equal to the value) keeps its bytes: requantising can
+// pick a smaller scale for the same values, and an unadapted expert must
+// stay as released.
 func (x *mxExperts) requantStrip(c int, v, d []float32, dst, sc []byte) {
 	rows, nb := x.j.rows, x.j.cols/32
-	if x.updated(c, v, d) {
-		for o := range rows {
-			blk := v[32*o : 32*o+32]
-			for k := range blk {
-				blk[k] += d[k*rows+o]
+	add := x.updated(c, v, d)
+	for o := range rows {
+		i, blk, same := o*nb+c, v[32*o:32*o+32], true
+		for k := range blk {
+			if add {
+				y := blk[k] + d[k*rows+o]
+				same = same && y == blk[k]
+				blk[k] = y
 			}
 		}
-	}
-	for o := range rows {
-		i := o*nb + c
-		mxRequant(v[32*o:32*o+32], x.blocks[16*i:16*i+16], x.scales[i:i+1], dst[16*i:16*i+16], sc[i:i+1])
+		if same {
+			copy(dst[16*i:16*i+16], x.blocks[16*i:16*i+16])
+			sc[i] = x.scales[i]
+			continue
+		}
+		sc[i] = mxBlock(blk, dst[16*i:16*i+16])
 	}
 }

@@ -1,0 +1,6 @@
+//go:build !(goexperiment.simd && amd64)
+
+package quant
+
+// No vector unit here: mxfp4.go's loop does all.
+func mxfp4DecodeVector(blocks, scales []byte, v []float32) bool { return false }
