@@ -125,6 +125,6 @@ func (x *mxExperts) requantStrip(c int, v, d []float32, dst, sc []byte) {
 			sc[i] = x.scales[i]
 			continue
 		}
-		sc[i] = mxBlock(blk, dst[16*i:16*i+16])
+		sc[i] = quant.MXFP4Encode(blk, dst[16*i:16*i+16])
 	}
 }

@@ -2,7 +2,11 @@
 
 package quant
 
-import "simd/archsimd"
+import (
+	"encoding/binary"
+	"math"
+	"simd/archsimd"
+)
 
 // mxfp4Down moves lane i's nibble (the low one in even lanes) to the bottom.
 var mxfp4Down = [16]uint32{0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4}
@@ -27,4 +31,56 @@ func mxfp4DecodeVector(blocks, scales []byte, v []float32) bool {
 	}
 	archsimd.ClearAVXUpperBits()
 	return true
+}
+
+// mxfp4EncodeVector is MXFP4Encode's scalar body sixteen lanes at a time
+// (bfloat16 rounding as Float32ToBF16 does it, the largest magnitude in
+// registers, e2m1 on every lane, codes packed two a byte as
+// int4QuantizeVector packs them), and says whether it did: a block
+// holding a NaN is left to the scalar body, whose max decides.
+func mxfp4EncodeVector(v []float32, out []byte) (byte, bool) {
+	if !fp8Lanes {
+		return 0, false
+	}
+	a, b := bf16Round(archsimd.LoadFloat32x16Slice(v[0:16]).AsUint32x16()), bf16Round(archsimd.LoadFloat32x16Slice(v[16:32]).AsUint32x16())
+	signBit := bcu(1 << 31)
+	m := a.AndNot(signBit).Max(b.AndNot(signBit))
+	h := m.GetHi().Max(m.GetLo())
+	q := h.GetHi().Max(h.GetLo())
+	amax := max(q.GetElem(0), q.GetElem(1), q.GetElem(2), q.GetElem(3))
+	if amax > 0x7f800000 {
+		archsimd.ClearAVXUpperBits()
+		return 0, false
+	}
+	exp := mxfp4Exp(bcu(amax).AsFloat32x16().Div(bcu(math.Float32bits(6)).AsFloat32x16()).AsUint32x16().GetLo().GetLo().GetElem(0))
+	var inv archsimd.Float32x16
+	if exp != 0 {
+		inv = bcu(math.Float32bits(1)).AsFloat32x16().Div(bcu(exp).AsFloat32x16())
+	}
+	by28 := archsimd.BroadcastUint64x8(28)
+	for i, x := range [2]u32x16{a, b} {
+		w := e2m1Vector(x.AsFloat32x16().Mul(inv).AsUint32x16()).AsUint64x8()
+		binary.LittleEndian.PutUint64(out[8*i:], w.Or(w.ShiftRight(by28)).TruncateToUint8().AsUint64x2().GetElem(0))
+	}
+	archsimd.ClearAVXUpperBits()
+	return byte(exp >> 23), true
+}
+
+// bf16Round is each lane's float32 bits rounded to bfloat16 and back, as
+// Float32ToBF16 then BF16ToFloat32 do it (a NaN kept quiet).
+func bf16Round(u u32x16) u32x16 {
+	by16 := bcu(16)
+	r := u.Add(bcu(0x7fff)).Add(u.ShiftRight(by16).And(bcu(1)))
+	r = u.Or(bcu(0x40<<16)).Merge(r, u.AndNot(bcu(1<<31)).Greater(bcu(0x7f800000)))
+	return r.And(bcu(0xffff0000))
+}
+
+// e2m1Vector is e2m1 on each lane's bits.
+func e2m1Vector(bits u32x16) u32x16 {
+	exp, man := bits.ShiftRight(bcu(23)).And(bcu(0xff)), bits.And(bcu(0x7fffff))
+	sub := bcu(0x400000).Or(man.ShiftRight(bcu(1))).ShiftRight(bcu(126).Sub(exp))
+	man = sub.Merge(man, exp.Less(bcu(127)))
+	exp = exp.Max(bcu(126)).Sub(bcu(126))
+	code := exp.ShiftLeft(bcu(2)).Or(man.ShiftRight(bcu(21))).Add(bcu(1)).ShiftRight(bcu(1)).Min(bcu(7))
+	return bits.ShiftRight(bcu(28)).And(bcu(8)).Or(code)
 }

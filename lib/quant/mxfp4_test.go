@@ -2,6 +2,7 @@ package quant
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -40,6 +41,36 @@ func TestMXFP4DecodeAllCodes(t *testing.T) {
 		want := float32(mag) * float32(math.Ldexp(1, int(s)-127))
 		if math.Float32bits(x) != math.Float32bits(want) && !(x != x && want != want) {
 			t.Fatalf("scale byte %d, code %#x: %g (%#x), want %g (%#x)", s, code, x, math.Float32bits(x), want, math.Float32bits(want))
+		}
+	}
+}
+
+// MXFP4Encode (sixteen lanes at a time where the CPU has them) gives the
+// scalar body's block and scale byte: random magnitudes over a wide range,
+// values on the rounding ties, zeros, subnormals, the largest finite, the
+// infinities and a NaN.
+func TestMXFP4EncodeMatchesScalar(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	special := []float32{0, float32(math.Copysign(0, -1)), 1e-45, -1e-40, math.MaxFloat32, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
+	for n := range 20000 {
+		v := make([]float32, 32)
+		for i := range v {
+			v[i] = float32(r.NormFloat64() * math.Pow(2, float64(r.IntN(60)-30)))
+		}
+		switch n % 4 {
+		case 1: // ties: half steps of a power-of-two scale
+			for i := range v {
+				v[i] = float32(float64(r.IntN(25)-12) * 0.25 * math.Pow(2, float64(n%9-4)))
+			}
+		case 2:
+			v[r.IntN(32)] = special[r.IntN(len(special))]
+		case 3:
+			clear(v[:r.IntN(33)])
+		}
+		var got, want [16]byte
+		gs, ws := MXFP4Encode(v, got[:]), mxfp4EncodeScalar(v, want[:])
+		if gs != ws || got != want {
+			t.Fatalf("block %d %v: scale %d codes %x, want %d %x", n, v, gs, got, ws, want)
 		}
 	}
 }
