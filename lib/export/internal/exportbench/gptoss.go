@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -98,17 +97,7 @@ func writeGptOssBase(dir string) (total, largest int64, err error) {
 // writeGptOssShard writes random MXFP4 codes, scale bytes for values
 // near 0.01-0.06, and bfloat16 around 0.02.
 func writeGptOssShard(path string, ts []safetensors.TensorInfo, r *rand.Rand) (int64, error) {
-	l, err := safetensors.NewLayout(ts, map[string]string{"format": "pt"})
-	if err != nil {
-		return 0, err
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	buf := make([]byte, 1<<20)
-	_, err = l.WriteTo(f, func(_ int, t safetensors.TensorInfo, w io.Writer) error {
+	return writeLayout(path, ts, func(t safetensors.TensorInfo, w io.Writer, buf []byte) error {
 		switch {
 		case strings.HasSuffix(t.Name, "_blocks"):
 			return randomBytes(w, t.Bytes(), r, buf)
@@ -122,20 +111,13 @@ func writeGptOssShard(path string, ts []safetensors.TensorInfo, r *rand.Rand) (i
 		}
 		return randomBF16(w, t.Bytes(), 0.02, r, buf)
 	})
-	return l.Size(), err
 }
 
 // writeGptOssAdapter writes rank-32 float32 factors on attention and on
 // every expert's gate, up and down projections (per expert, as PEFT
 // names them).
 func writeGptOssAdapter(dir string) (int64, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return 0, err
-	}
 	cfg := map[string]any{"r": rank, "lora_alpha": 32, "peft_type": "LORA"}
-	if err := writeJSON(filepath.Join(dir, "adapter_config.json"), cfg); err != nil {
-		return 0, err
-	}
 	var mods []tensorSpec
 	for i := range gLayers {
 		mods = append(mods, gptOssAttention(i)...)
@@ -144,26 +126,5 @@ func writeGptOssAdapter(dir string) (int64, error) {
 			mods = append(mods, tensorSpec{p + "gate_proj", gInter, gHidden}, tensorSpec{p + "up_proj", gInter, gHidden}, tensorSpec{p + "down_proj", gHidden, gInter})
 		}
 	}
-	var out []safetensors.Tensor
-	var size int64
-	r := rand.New(rand.NewPCG(13, 14))
-	add := func(name string, rows, cols int, sd float64) {
-		v := make([]float32, rows*cols)
-		for i := range v {
-			v[i] = float32(r.NormFloat64() * sd)
-		}
-		b, _ := safetensors.EncodeFloat32(safetensors.F32, v)
-		out = append(out, safetensors.Tensor{Name: name, DType: safetensors.F32, Shape: []int64{int64(rows), int64(cols)}, Data: b})
-		size += int64(4 * rows * cols)
-	}
-	for _, m := range mods {
-		add("base_model.model."+m.name+".lora_A.weight", rank, m.cols, 1/math.Sqrt(float64(m.cols)))
-		add("base_model.model."+m.name+".lora_B.weight", m.rows, rank, 1e-3)
-	}
-	f, err := os.Create(filepath.Join(dir, "adapter_model.safetensors"))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	return size, safetensors.Write(f, out, nil)
+	return writePairs(dir, cfg, mods, rand.New(rand.NewPCG(13, 14)))
 }

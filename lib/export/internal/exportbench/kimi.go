@@ -65,59 +65,17 @@ func writeKimiBase(dir string) (total, largest int64, err error) {
 	return writeShardsOf(dir, kimiTensors(), writeKimiTyped, rand.New(rand.NewPCG(9, 10)))
 }
 
-// writeShardsOf writes ts in dsShards shards (a weight and the tensors
-// named after it together) and their index.
-func writeShardsOf(dir string, ts []safetensors.TensorInfo, write func(string, []safetensors.TensorInfo, *rand.Rand) (int64, error), r *rand.Rand) (total, largest int64, err error) {
-	weightMap := map[string]string{}
-	for k := range dsShards {
-		name := fmt.Sprintf("model-%05d-of-%05d.safetensors", k+1, dsShards)
-		lo, hi := companionBoundary(ts, k), companionBoundary(ts, k+1)
-		n, err := write(filepath.Join(dir, name), ts[lo:hi], r)
-		if err != nil {
-			return 0, 0, err
-		}
-		for _, t := range ts[lo:hi] {
-			weightMap[t.Name] = name
-		}
-		total, largest = total+n, max(largest, n)
-	}
-	return total, largest, writeJSON(filepath.Join(dir, "model.safetensors.index.json"), map[string]any{"weight_map": weightMap})
-}
-
-// companionBoundary is where shard k starts: past a weight's scales and
-// shape, which stay in its shard.
-func companionBoundary(ts []safetensors.TensorInfo, k int) int {
-	i := len(ts) * k / dsShards
-	for i < len(ts) && (strings.HasSuffix(ts[i].Name, "_scale") || strings.HasSuffix(ts[i].Name, "_shape")) {
-		i++
-	}
-	return i
-}
-
 // writeKimiTyped writes random packed codes, scales near 1e-3, each INT4
 // weight's true shape, and bfloat16 around 0.02.
 func writeKimiTyped(path string, ts []safetensors.TensorInfo, r *rand.Rand) (int64, error) {
-	l, err := safetensors.NewLayout(ts, map[string]string{"format": "pt"})
-	if err != nil {
-		return 0, err
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	buf := make([]byte, 1<<20)
-	_, err = l.WriteTo(f, func(_ int, t safetensors.TensorInfo, w io.Writer) error {
+	return writeLayout(path, ts, func(t safetensors.TensorInfo, w io.Writer, buf []byte) error {
 		switch {
 		case strings.HasSuffix(t.Name, "_shape"):
-			var b [8]byte
-			binary.LittleEndian.PutUint32(b[:], uint32(dsMoEInter))
-			binary.LittleEndian.PutUint32(b[4:], uint32(dsHidden))
+			rows, cols := uint32(dsMoEInter), uint32(dsHidden)
 			if strings.Contains(t.Name, "down_proj") {
-				binary.LittleEndian.PutUint32(b[:], uint32(dsHidden))
-				binary.LittleEndian.PutUint32(b[4:], uint32(dsMoEInter))
+				rows, cols = cols, rows
 			}
-			_, err := w.Write(b[:])
+			_, err := w.Write(binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, rows), cols))
 			return err
 		case strings.HasSuffix(t.Name, "_packed"):
 			return randomBytes(w, t.Bytes(), r, buf)
@@ -126,7 +84,6 @@ func writeKimiTyped(path string, ts []safetensors.TensorInfo, r *rand.Rand) (int
 		}
 		return randomBF16(w, t.Bytes(), 0.02, r, buf)
 	})
-	return l.Size(), err
 }
 
 func randomBytes(w io.Writer, n int64, r *rand.Rand, buf []byte) error {
