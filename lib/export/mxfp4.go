@@ -139,7 +139,7 @@ func (m *merger) fillMXFP4(ctx context.Context, f *os.File, s source, t safetens
 				return nil, err
 			}
 			c0, part := a%j.cols/32, dst[(a-lo)*osz:]
-			x.run((b-a)/32, func(i int, v, d []float32) { x.denseStrip(c0+i, v, d, t.DType, part[32*i*osz:]) })
+			x.run(c0, (b-a)/32, func(p mxPiece, v, d []float32) { x.denseStrip(p, v, d, t.DType, part[32*(p.c-c0)*osz:]) })
 			a = b
 		}
 		return dst[:n*osz], nil

@@ -31,7 +31,7 @@ func (m *merger) requantMXFP4(ctx context.Context, f *os.File, s source, w io.Wr
 			return nil, err
 		}
 		sc := fresh[e*per/32 : (e+1)*per/32]
-		x.run(j.cols/32, func(c int, v, d []float32) { x.requantStrip(c, v, d, dst, sc) })
+		x.run(0, j.cols/32, func(p mxPiece, v, d []float32) { x.requantStrip(p, v, d, dst, sc) })
 		return dst[:per/2], nil
 	}
 	if err := m.pipeline(ctx, j.experts, 1, per/2, make1, w); err != nil {

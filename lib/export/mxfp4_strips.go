@@ -56,42 +56,68 @@ func (x *mxExperts) load(e int) error {
 	return nil
 }
 
-// run calls f on strips 0…n-1 on every core, each with its worker's
-// scratch: v for a strip's values, d for its update.
-func (x *mxExperts) run(n int, f func(strip int, v, d []float32)) {
-	size := 32 * x.j.rows
-	for w := range unitWorkers(n) { // each worker's scratch, made before they start
+// mxPiece is one unit of a strip: outputs [o0, o0+n) of strip c.
+type mxPiece struct{ c, o0, n int }
+
+// mxOutputs is how many outputs a piece of a strip has where the update
+// can be made for a run of them (the four-row kernel, outputs in
+// multiples of 32): 32 inputs × 256 outputs, 32 KB of float32 each for
+// the values and the update, stay in the core's cache. (A variable so
+// that a test can cut tiny experts into pieces too.)
+var mxOutputs = 256
+
+// run calls f on every piece of strips [c0, c0+n) on every core, each
+// with its worker's scratch: v for a piece's values, d for its update.
+func (x *mxExperts) run(c0, n int, f func(p mxPiece, v, d []float32)) {
+	per := x.j.rows
+	if haveAVX512 && x.j.rows%32 == 0 {
+		per = mxOutputs
+	}
+	across := ceilDiv(x.j.rows, per)
+	size := 32 * per
+	for w := range unitWorkers(n * across) { // each worker's scratch, made before they start
 		x.bufs.get(w, size, size)
 	}
-	parallelUnits(n, func(w, i int) {
+	parallelUnits(n*across, func(w, i int) {
 		v, d := x.bufs.get(w, size, size)
-		f(i, v, d)
+		p := mxPiece{c: c0 + i/across, o0: i % across * per}
+		p.n = min(per, x.j.rows-p.o0)
+		f(p, v, d)
 	})
 }
 
-// updated decodes strip c of the loaded expert into v (v[32·o+k] is
-// output o, input 32c+k) and sets d[k·rows+o] to the update of those
+// updated decodes piece p of the loaded expert into v (v[32·o+k] is
+// output o0+o, input 32c+k) and sets d[k·n+o] to the update of those
 // values, or reports false when there is none.
-func (x *mxExperts) updated(c int, v, d []float32) bool {
+func (x *mxExperts) updated(p mxPiece, v, d []float32) bool {
 	nb := x.j.cols / 32
-	for o := range x.j.rows {
-		i := o*nb + c
+	for o := range p.n {
+		i := (p.o0+o)*nb + p.c
 		quant.MXFP4Decode(x.blocks[16*i:16*i+16], x.scales[i:i+1], v[32*o:32*o+32])
 	}
 	if x.u == nil {
 		return false
 	}
-	x.u.deltaRows(x.e*x.j.cols+32*c, 32, d)
+	row := x.e*x.j.cols + 32*p.c
+	if p.n == x.j.rows {
+		x.u.deltaRows(row, 32, d)
+		return true
+	}
+	clear(d[:32*p.n]) // the kernel adds onto zeros: deltaRows' bits (kernel.go)
+	for k := 0; k < 32; k += 4 {
+		addRows4Vector(d[k*p.n:], p.n, x.u.b[(row+k)*x.u.r:], x.u.aOf(row)[p.o0:], x.u.r, x.u.in, p.n)
+	}
 	return true
 }
 
-// denseStrip writes strip c as the 32 output rows it is (inputs 32c…) in
-// dtype dt into dst, rows of the outputs: each value plus its update.
-func (x *mxExperts) denseStrip(c int, v, d []float32, dt safetensors.DType, dst []byte) {
-	rows, osz := x.j.rows, x.j.rows*dt.Size()
-	add := x.updated(c, v, d)
+// denseStrip writes piece p as parts of the 32 output rows its strip is
+// (inputs 32c…) in dtype dt into dst, the strip's rows of all the
+// outputs: each value plus its update.
+func (x *mxExperts) denseStrip(p mxPiece, v, d []float32, dt safetensors.DType, dst []byte) {
+	sz := dt.Size()
+	add := x.updated(p, v, d)
 	for k := range 32 {
-		row := d[k*rows : (k+1)*rows]
+		row := d[k*p.n : (k+1)*p.n]
 		for o := range row {
 			if add {
 				row[o] += v[32*o+k]
@@ -99,23 +125,23 @@ func (x *mxExperts) denseStrip(c int, v, d []float32, dt safetensors.DType, dst 
 				row[o] = v[32*o+k]
 			}
 		}
-		encodeRow(dt, row, dst[k*osz:(k+1)*osz])
+		encodeRow(dt, row, dst[(k*x.j.rows+p.o0)*sz:(k*x.j.rows+p.o0+p.n)*sz])
 	}
 }
 
-// requantStrip requantises strip c, updated, into the expert's blocks
+// requantStrip requantises piece p, updated, into the expert's blocks
 // dst and scales sc. A block the update leaves unchanged (every value
 // plus its update equal to the value) keeps its bytes: requantising can
 // pick a smaller scale for the same values, and an unadapted expert must
 // stay as released.
-func (x *mxExperts) requantStrip(c int, v, d []float32, dst, sc []byte) {
-	rows, nb := x.j.rows, x.j.cols/32
-	add := x.updated(c, v, d)
-	for o := range rows {
-		i, blk, same := o*nb+c, v[32*o:32*o+32], true
+func (x *mxExperts) requantStrip(p mxPiece, v, d []float32, dst, sc []byte) {
+	nb := x.j.cols / 32
+	add := x.updated(p, v, d)
+	for o := range p.n {
+		i, blk, same := (p.o0+o)*nb+p.c, v[32*o:32*o+32], true
 		for k := range blk {
 			if add {
-				y := blk[k] + d[k*rows+o]
+				y := blk[k] + d[k*p.n+o]
 				same = same && y == blk[k]
 				blk[k] = y
 			}

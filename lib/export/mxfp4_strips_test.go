@@ -3,6 +3,7 @@ package export
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"path/filepath"
 	"runtime"
@@ -13,15 +14,18 @@ import (
 )
 
 // An MXFP4 base merged on one core and on three gives the same bytes,
-// requantised and dense; and the dense float32 merge, made a strip at a
-// time on the cores, is the whole-expert computation's value for value:
-// each expert decoded, row (e, h) of the update added to its transposed
-// column, nothing rounded.
+// requantised and dense, with strips whole or cut into pieces of 64
+// outputs; and the dense float32 merge, made a piece at a time on the
+// cores, is the whole-expert computation's value for value: each expert
+// decoded, row (e, h) of the update added to its transposed column,
+// nothing rounded.
 func TestMXFP4SameOnAnyCores(t *testing.T) {
 	ad, mx := gptOssAdapter(t), gptOssBaseOf(t, true)
 	outs := map[string]map[string]safetensors.Tensor{}
-	for _, procs := range []int{1, 3} {
-		prev := runtime.GOMAXPROCS(procs)
+	defer func(n int) { mxOutputs = n }(mxOutputs)
+	for _, run := range []struct{ procs, outputs int }{{1, 256}, {3, 256}, {1, 64}, {3, 64}} {
+		prev := runtime.GOMAXPROCS(run.procs)
+		mxOutputs = run.outputs
 		for _, dt := range []string{"", "bfloat16", "float32"} {
 			out := filepath.Join(t.TempDir(), "out")
 			_, err := Export(context.Background(), Options{Adapter: ad, Base: mx, Out: out, DType: dt})
@@ -31,13 +35,13 @@ func TestMXFP4SameOnAnyCores(t *testing.T) {
 			}
 			got := readAll(t, out)
 			if want, ok := outs[dt]; ok {
-				sameTensors(t, "dtype "+dt+" on 3 cores vs 1", got, want)
+				sameTensors(t, fmt.Sprintf("dtype %q, %d cores, pieces of %d outputs", dt, run.procs, run.outputs), got, want)
 			}
 			outs[dt] = got
 		}
 		runtime.GOMAXPROCS(prev)
+		checkDenseMXFP4(t, mx, ad, outs["float32"])
 	}
-	checkDenseMXFP4(t, mx, ad, outs["float32"])
 }
 
 func sameTensors(t *testing.T, what string, got, want map[string]safetensors.Tensor) {
