@@ -90,11 +90,8 @@ func (x *mxExperts) run(c0, n int, f func(p mxPiece, v, d []float32)) {
 // output o0+o, input 32c+k) and sets d[k·n+o] to the update of those
 // values, or reports false when there is none.
 func (x *mxExperts) updated(p mxPiece, v, d []float32) bool {
-	nb := x.j.cols / 32
-	for o := range p.n {
-		i := (p.o0+o)*nb + p.c
-		quant.MXFP4Decode(x.blocks[16*i:16*i+16], x.scales[i:i+1], v[32*o:32*o+32])
-	}
+	i := p.o0*x.j.cols/32 + p.c // the piece's first block; a column of them
+	quant.MXFP4DecodeStrided(x.blocks[16*i:], x.scales[i:], x.j.cols/32, p.n, v)
 	if x.u == nil {
 		return false
 	}
@@ -136,21 +133,26 @@ func (x *mxExperts) denseStrip(p mxPiece, v, d []float32, dt safetensors.DType, 
 // stay as released.
 func (x *mxExperts) requantStrip(p mxPiece, v, d []float32, dst, sc []byte) {
 	nb := x.j.cols / 32
+	var buf [256]bool
+	same := buf[:0]
 	add := x.updated(p, v, d)
 	for o := range p.n {
-		i, blk, same := (p.o0+o)*nb+p.c, v[32*o:32*o+32], true
+		blk, unchanged := v[32*o:32*o+32], true
 		for k := range blk {
 			if add {
 				y := blk[k] + d[k*p.n+o]
-				same = same && y == blk[k]
+				unchanged = unchanged && y == blk[k]
 				blk[k] = y
 			}
 		}
-		if same {
+		same = append(same, unchanged)
+	}
+	i0 := p.o0*nb + p.c
+	quant.MXFP4EncodeStrided(v, p.n, dst[16*i0:], sc[i0:], nb)
+	for o, keep := range same {
+		if i := i0 + o*nb; keep {
 			copy(dst[16*i:16*i+16], x.blocks[16*i:16*i+16])
 			sc[i] = x.scales[i]
-			continue
 		}
-		sc[i] = quant.MXFP4Encode(blk, dst[16*i:16*i+16])
 	}
 }

@@ -15,13 +15,21 @@ var MXFP4Values = [16]float32{0, 0.5, 1, 1.5, 2, 3, 4, 6, -0, -0.5, -1, -1.5, -2
 // byte 255 does, float32(2^128)). Sixteen lanes at a time where there is
 // a vector unit (mxfp4_simd.go), the same products.
 func MXFP4Decode(blocks, scales []byte, v []float32) {
-	if mxfp4DecodeVector(blocks, scales, v) {
+	MXFP4DecodeStrided(blocks, scales, 1, len(scales), v)
+}
+
+// MXFP4DecodeStrided is MXFP4Decode of n blocks taken stride blocks apart
+// (block j is blocks[16·j·stride:] with scale scales[j·stride]: one
+// column of a matrix's blocks) into v[32·j:].
+func MXFP4DecodeStrided(blocks, scales []byte, stride, n int, v []float32) {
+	if mxfp4DecodeVector(blocks, scales, stride, n, v) {
 		return
 	}
-	for i, sc := range scales {
-		s := math.Float32frombits(mxfp4ScaleBits(sc))
+	for j := range n {
+		i := j * stride
+		s := math.Float32frombits(mxfp4ScaleBits(scales[i]))
 		for k, b := range blocks[16*i : 16*i+16] {
-			v[32*i+2*k], v[32*i+2*k+1] = MXFP4Values[b&15]*s, MXFP4Values[b>>4]*s
+			v[32*j+2*k], v[32*j+2*k+1] = MXFP4Values[b&15]*s, MXFP4Values[b>>4]*s
 		}
 	}
 }
@@ -48,10 +56,22 @@ func mxfp4ScaleBits(sc byte) uint32 {
 // at 6. Sixteen lanes at a time where there is a vector unit
 // (mxfp4_simd.go), the same bits.
 func MXFP4Encode(v []float32, out []byte) byte {
-	if sc, ok := mxfp4EncodeVector(v, out); ok {
-		return sc
+	var sc [1]byte
+	MXFP4EncodeStrided(v, 1, out, sc[:], 1)
+	return sc[0]
+}
+
+// MXFP4EncodeStrided is MXFP4Encode of the n blocks of 32 values in v
+// into blocks stride apart (block j to out[16·j·stride:], its scale to
+// scales[j·stride]): one column of a matrix's blocks.
+func MXFP4EncodeStrided(v []float32, n int, out, scales []byte, stride int) {
+	for j := 0; j < n; j++ {
+		if j = mxfp4EncodeVector(v, n, out, scales, stride, j); j == n {
+			return
+		}
+		i := j * stride // a block the vector body leaves to this one
+		scales[i] = mxfp4EncodeScalar(v[32*j:32*j+32], out[16*i:16*i+16])
 	}
-	return mxfp4EncodeScalar(v, out)
 }
 
 func mxfp4EncodeScalar(v []float32, out []byte) byte {

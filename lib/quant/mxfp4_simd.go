@@ -16,54 +16,59 @@ var mxfp4Down = [16]uint32{0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4}
 // value from the sixteen in one register, times the scale built from the
 // byte in integer registers (no legacy-encoded scalar float moves beside
 // the vector code, see int4ScaleVector).
-func mxfp4DecodeVector(blocks, scales []byte, v []float32) bool {
+func mxfp4DecodeVector(blocks, scales []byte, stride, n int, v []float32) bool {
 	if !fp8Lanes {
 		return false
 	}
 	lo, hi := archsimd.LoadInt8x16(&int4Spread[0]), archsimd.LoadInt8x16(&int4Spread[1])
 	down, low4 := archsimd.LoadUint32x16(&mxfp4Down), bcu(15)
 	table := archsimd.LoadFloat32x16(&MXFP4Values)
-	for i, sc := range scales {
-		sv := bcu(mxfp4ScaleBits(sc)).AsFloat32x16()
+	for j := range n {
+		i := j * stride
+		sv := bcu(mxfp4ScaleBits(scales[i])).AsFloat32x16()
 		b := archsimd.LoadUint8x16Slice(blocks[16*i : 16*i+16])
-		table.Permute(b.PermuteOrZero(lo).ExtendToUint32().ShiftRight(down).And(low4)).Mul(sv).StoreSlice(v[32*i : 32*i+16])
-		table.Permute(b.PermuteOrZero(hi).ExtendToUint32().ShiftRight(down).And(low4)).Mul(sv).StoreSlice(v[32*i+16 : 32*i+32])
+		table.Permute(b.PermuteOrZero(lo).ExtendToUint32().ShiftRight(down).And(low4)).Mul(sv).StoreSlice(v[32*j : 32*j+16])
+		table.Permute(b.PermuteOrZero(hi).ExtendToUint32().ShiftRight(down).And(low4)).Mul(sv).StoreSlice(v[32*j+16 : 32*j+32])
 	}
 	archsimd.ClearAVXUpperBits()
 	return true
 }
 
-// mxfp4EncodeVector is MXFP4Encode's scalar body sixteen lanes at a time
-// (bfloat16 rounding as Float32ToBF16 does it, the largest magnitude in
-// registers, e2m1 on every lane, codes packed two a byte as
-// int4QuantizeVector packs them), and says whether it did: a block
-// holding a NaN is left to the scalar body, whose max decides.
-func mxfp4EncodeVector(v []float32, out []byte) (byte, bool) {
+// mxfp4EncodeVector is MXFP4EncodeStrided's scalar body sixteen lanes at
+// a time from block from on (bfloat16 rounding as Float32ToBF16 does it,
+// the largest magnitude in registers, e2m1 on every lane, codes packed two
+// a byte as int4QuantizeVector packs them), and returns the first block
+// it did not encode: n, or a block holding a NaN, left to the scalar body
+// (whose max decides), or from where there is no vector unit.
+func mxfp4EncodeVector(v []float32, n int, out, scales []byte, stride, from int) int {
 	if !fp8Lanes {
-		return 0, false
+		return from
 	}
-	a, b := bf16Round(archsimd.LoadFloat32x16Slice(v[0:16]).AsUint32x16()), bf16Round(archsimd.LoadFloat32x16Slice(v[16:32]).AsUint32x16())
-	signBit := bcu(1 << 31)
-	m := a.AndNot(signBit).Max(b.AndNot(signBit))
-	h := m.GetHi().Max(m.GetLo())
-	q := h.GetHi().Max(h.GetLo())
-	amax := max(q.GetElem(0), q.GetElem(1), q.GetElem(2), q.GetElem(3))
-	if amax > 0x7f800000 {
-		archsimd.ClearAVXUpperBits()
-		return 0, false
-	}
-	exp := mxfp4Exp(bcu(amax).AsFloat32x16().Div(bcu(math.Float32bits(6)).AsFloat32x16()).AsUint32x16().GetLo().GetLo().GetElem(0))
-	var inv archsimd.Float32x16
-	if exp != 0 {
-		inv = bcu(math.Float32bits(1)).AsFloat32x16().Div(bcu(exp).AsFloat32x16())
-	}
-	by28 := archsimd.BroadcastUint64x8(28)
-	for i, x := range [2]u32x16{a, b} {
-		w := e2m1Vector(x.AsFloat32x16().Mul(inv).AsUint32x16()).AsUint64x8()
-		binary.LittleEndian.PutUint64(out[8*i:], w.Or(w.ShiftRight(by28)).TruncateToUint8().AsUint64x2().GetElem(0))
+	signBit, six, one, by28 := bcu(1<<31), bcu(math.Float32bits(6)).AsFloat32x16(), bcu(math.Float32bits(1)).AsFloat32x16(), archsimd.BroadcastUint64x8(28)
+	j := from
+	for ; j < n; j++ {
+		a, b := bf16Round(archsimd.LoadFloat32x16Slice(v[32*j:32*j+16]).AsUint32x16()), bf16Round(archsimd.LoadFloat32x16Slice(v[32*j+16:32*j+32]).AsUint32x16())
+		m := a.AndNot(signBit).Max(b.AndNot(signBit))
+		h := m.GetHi().Max(m.GetLo())
+		q := h.GetHi().Max(h.GetLo())
+		amax := max(q.GetElem(0), q.GetElem(1), q.GetElem(2), q.GetElem(3))
+		if amax > 0x7f800000 {
+			break
+		}
+		exp := mxfp4Exp(bcu(amax).AsFloat32x16().Div(six).AsUint32x16().GetLo().GetLo().GetElem(0))
+		var inv archsimd.Float32x16
+		if exp != 0 {
+			inv = one.Div(bcu(exp).AsFloat32x16())
+		}
+		i := j * stride
+		for h, x := range [2]u32x16{a, b} {
+			w := e2m1Vector(x.AsFloat32x16().Mul(inv).AsUint32x16()).AsUint64x8()
+			binary.LittleEndian.PutUint64(out[16*i+8*h:], w.Or(w.ShiftRight(by28)).TruncateToUint8().AsUint64x2().GetElem(0))
+		}
+		scales[i] = byte(exp >> 23)
 	}
 	archsimd.ClearAVXUpperBits()
-	return byte(exp >> 23), true
+	return j
 }
 
 // bf16Round is each lane's float32 bits rounded to bfloat16 and back, as

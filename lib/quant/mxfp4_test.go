@@ -74,3 +74,37 @@ func TestMXFP4EncodeMatchesScalar(t *testing.T) {
 		}
 	}
 }
+
+// A column of blocks (stride 3) encoded and decoded at once is each block
+// encoded and decoded alone, with NaN blocks (left to the scalar body) at
+// the start, in the middle and at the end.
+func TestMXFP4StridedMatchesBlocks(t *testing.T) {
+	const n, stride = 9, 3
+	r := rand.New(rand.NewPCG(7, 8))
+	v := make([]float32, 32*n)
+	for i := range v {
+		v[i] = float32(r.NormFloat64() * math.Pow(2, float64(r.IntN(20)-10)))
+	}
+	for _, j := range []int{0, 4, 8} {
+		v[32*j+5] = float32(math.NaN())
+	}
+	out, sc := make([]byte, 16*n*stride), make([]byte, n*stride)
+	MXFP4EncodeStrided(v, n, out, sc, stride)
+	got := make([]float32, 32*n)
+	MXFP4DecodeStrided(out, sc, stride, n, got)
+	for j := range n {
+		var blk [16]byte
+		s := mxfp4EncodeScalar(v[32*j:32*j+32], blk[:])
+		i := j * stride
+		if sc[i] != s || string(out[16*i:16*i+16]) != string(blk[:]) {
+			t.Fatalf("block %d: scale %d codes %x, alone %d %x", j, sc[i], out[16*i:16*i+16], s, blk)
+		}
+		want := make([]float32, 32)
+		MXFP4Decode(blk[:], []byte{s}, want)
+		for k, x := range want {
+			if y := got[32*j+k]; math.Float32bits(x) != math.Float32bits(y) {
+				t.Fatalf("block %d value %d: %g, alone %g", j, k, y, x)
+			}
+		}
+	}
+}
