@@ -52,11 +52,9 @@ func (m *latentMerger) int4Tiled(q *qtensor, u *update, scales, fresh []byte, dt
 func (j *int4Tiles) run(src, dst []byte, lo, n, outRow int, bufs *tileBufs) {
 	across := ceilDiv(j.cols, j.width)
 	units := ceilDiv(n, int4Rows) * across
-	for w := range unitWorkers(units) { // each worker's scratch, made before they start
-		bufs.get(w, int4Rows*j.width, j.width)
-	}
+	bufs.grow(unitWorkers(units)) // each worker's scratch, made before they start
 	parallelUnits(units, func(w, i int) {
-		v, d := bufs.get(w, int4Rows*j.width, j.width)
+		v, d := bufs.s[w].get(int4Rows*j.width, j.width)
 		j.tile(src, dst, lo, n, outRow, i/across*int4Rows, i%across*j.width, v, d)
 	})
 }

@@ -75,11 +75,9 @@ func (x *mxExperts) run(c0, n int, f func(p mxPiece, v, d []float32)) {
 	}
 	across := ceilDiv(x.j.rows, per)
 	size := 32 * per
-	for w := range unitWorkers(n * across) { // each worker's scratch, made before they start
-		x.bufs.get(w, size, size)
-	}
+	x.bufs.grow(unitWorkers(n * across)) // each worker's scratch, made before they start
 	parallelUnits(n*across, func(w, i int) {
-		v, d := x.bufs.get(w, size, size)
+		v, d := x.bufs.s[w].get(size, size)
 		p := mxPiece{c: c0 + i/across, o0: i % across * per}
 		p.n = min(per, x.j.rows-p.o0)
 		f(p, v, d)
