@@ -71,21 +71,27 @@ func dsTensors() []safetensors.TensorInfo {
 	return ts
 }
 
+// dsConfig is the DeepSeek-shaped model's config.json as model type mt
+// with quantization_config q.
+func dsConfig(mt string, q map[string]any) map[string]any {
+	return map[string]any{"model_type": mt, "architectures": []string{"DeepseekV3ForCausalLM"}, "vocab_size": vocab,
+		"hidden_size": dsHidden, "intermediate_size": dsDenseInter, "moe_intermediate_size": dsMoEInter, "num_hidden_layers": dsLayers,
+		"num_attention_heads": dsHeads, "num_key_value_heads": dsHeads, "n_routed_experts": dsExperts, "n_shared_experts": 1,
+		"num_experts_per_tok": 8, "first_k_dense_replace": 1, "q_lora_rank": dsQLora, "kv_lora_rank": dsKVLora,
+		"qk_rope_head_dim": dsRope, "qk_nope_head_dim": dsNope, "v_head_dim": dsV, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+		"quantization_config": q}
+}
+
 // writeDeepSeekBase writes config.json, the shards and their index.
 func writeDeepSeekBase(dir string) (total, largest int64, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, 0, err
 	}
-	cfg := map[string]any{"model_type": "deepseek_v3", "architectures": []string{"DeepseekV3ForCausalLM"}, "vocab_size": vocab,
-		"hidden_size": dsHidden, "intermediate_size": dsDenseInter, "moe_intermediate_size": dsMoEInter, "num_hidden_layers": dsLayers,
-		"num_attention_heads": dsHeads, "num_key_value_heads": dsHeads, "n_routed_experts": dsExperts, "n_shared_experts": 1,
-		"num_experts_per_tok": 8, "first_k_dense_replace": 1, "q_lora_rank": dsQLora, "kv_lora_rank": dsKVLora,
-		"qk_rope_head_dim": dsRope, "qk_nope_head_dim": dsNope, "v_head_dim": dsV, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
-		"quantization_config": map[string]any{"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": []int{dsBlock, dsBlock}}}
+	cfg := dsConfig("deepseek_v3", map[string]any{"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": []int{dsBlock, dsBlock}})
 	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
 		return 0, 0, err
 	}
-	return writeShardsOf(dir, dsTensors(), writeTyped, rand.New(rand.NewPCG(5, 6)))
+	return writeShardsOf(dir, dsShards, companionSplit(dsTensors()), writeTyped, rand.New(rand.NewPCG(5, 6)))
 }
 
 // writeTyped writes random values of each tensor's dtype: FP8 codes

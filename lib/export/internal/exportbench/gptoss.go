@@ -77,21 +77,7 @@ func writeGptOssBase(dir string) (total, largest int64, err error) {
 	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
 		return 0, 0, err
 	}
-	weightMap := map[string]string{}
-	r := rand.New(rand.NewPCG(11, 12))
-	for k := range gLayers {
-		name := fmt.Sprintf("model-%05d-of-%05d.safetensors", k+1, gLayers)
-		ts := gptOssTensors(k)
-		n, err := writeGptOssShard(filepath.Join(dir, name), ts, r)
-		if err != nil {
-			return 0, 0, err
-		}
-		for _, t := range ts {
-			weightMap[t.Name] = name
-		}
-		total, largest = total+n, max(largest, n)
-	}
-	return total, largest, writeJSON(filepath.Join(dir, "model.safetensors.index.json"), map[string]any{"weight_map": weightMap})
+	return writeShardsOf(dir, gLayers, gptOssTensors, writeGptOssShard, rand.New(rand.NewPCG(11, 12)))
 }
 
 // writeGptOssShard writes random MXFP4 codes, scale bytes for values

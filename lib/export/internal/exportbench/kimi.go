@@ -51,18 +51,13 @@ func writeKimiBase(dir string) (total, largest int64, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, 0, err
 	}
-	cfg := map[string]any{"model_type": "kimi_k2", "architectures": []string{"DeepseekV3ForCausalLM"}, "vocab_size": vocab,
-		"hidden_size": dsHidden, "intermediate_size": dsDenseInter, "moe_intermediate_size": dsMoEInter, "num_hidden_layers": dsLayers,
-		"num_attention_heads": dsHeads, "num_key_value_heads": dsHeads, "n_routed_experts": dsExperts, "n_shared_experts": 1,
-		"num_experts_per_tok": 8, "first_k_dense_replace": 1, "q_lora_rank": dsQLora, "kv_lora_rank": dsKVLora,
-		"qk_rope_head_dim": dsRope, "qk_nope_head_dim": dsNope, "v_head_dim": dsV, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
-		"quantization_config": map[string]any{"quant_method": "compressed-tensors", "format": "pack-quantized",
-			"config_groups": map[string]any{"group_0": map[string]any{"targets": []string{"Linear"},
-				"weights": map[string]any{"num_bits": 4, "group_size": kimiGroup, "symmetric": true, "type": "int", "strategy": "group"}}}}}
+	cfg := dsConfig("kimi_k2", map[string]any{"quant_method": "compressed-tensors", "format": "pack-quantized",
+		"config_groups": map[string]any{"group_0": map[string]any{"targets": []string{"Linear"},
+			"weights": map[string]any{"num_bits": 4, "group_size": kimiGroup, "symmetric": true, "type": "int", "strategy": "group"}}}})
 	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
 		return 0, 0, err
 	}
-	return writeShardsOf(dir, kimiTensors(), writeKimiTyped, rand.New(rand.NewPCG(9, 10)))
+	return writeShardsOf(dir, dsShards, companionSplit(kimiTensors()), writeKimiTyped, rand.New(rand.NewPCG(9, 10)))
 }
 
 // writeKimiTyped writes random packed codes, scales near 1e-3, each INT4

@@ -14,27 +14,33 @@ import (
 
 // Writers the generated models share.
 
-// writeShardsOf writes ts in dsShards shards (a weight and the tensors
-// named after it together) and their index.
-func writeShardsOf(dir string, ts []safetensors.TensorInfo, write func(string, []safetensors.TensorInfo, *rand.Rand) (int64, error), r *rand.Rand) (total, largest int64, err error) {
+// writeShardsOf writes n shards, shard k holding the tensors part(k)
+// filled by write, and their index.
+func writeShardsOf(dir string, n int, part func(k int) []safetensors.TensorInfo, write func(string, []safetensors.TensorInfo, *rand.Rand) (int64, error), r *rand.Rand) (total, largest int64, err error) {
 	weightMap := map[string]string{}
-	for k := range dsShards {
-		name := fmt.Sprintf("model-%05d-of-%05d.safetensors", k+1, dsShards)
-		lo, hi := companionBoundary(ts, k), companionBoundary(ts, k+1)
-		n, err := write(filepath.Join(dir, name), ts[lo:hi], r)
+	for k := range n {
+		name := fmt.Sprintf("model-%05d-of-%05d.safetensors", k+1, n)
+		ts := part(k)
+		size, err := write(filepath.Join(dir, name), ts, r)
 		if err != nil {
 			return 0, 0, err
 		}
-		for _, t := range ts[lo:hi] {
+		for _, t := range ts {
 			weightMap[t.Name] = name
 		}
-		total, largest = total+n, max(largest, n)
+		total, largest = total+size, max(largest, size)
 	}
 	return total, largest, writeJSON(filepath.Join(dir, "model.safetensors.index.json"), map[string]any{"weight_map": weightMap})
 }
 
-// companionBoundary is where shard k starts: past a weight's scales and
-// shape, which stay in its shard.
+// companionSplit cuts ts into dsShards parts, a weight's scales and shape
+// in its part.
+func companionSplit(ts []safetensors.TensorInfo) func(k int) []safetensors.TensorInfo {
+	return func(k int) []safetensors.TensorInfo { return ts[companionBoundary(ts, k):companionBoundary(ts, k+1)] }
+}
+
+// companionBoundary is where shard k of dsShards starts: past a weight's
+// scales and shape, which stay in its shard.
 func companionBoundary(ts []safetensors.TensorInfo, k int) int {
 	i := len(ts) * k / dsShards
 	for i < len(ts) && (strings.HasSuffix(ts[i].Name, "_scale_inv") || strings.HasSuffix(ts[i].Name, "_scale") || strings.HasSuffix(ts[i].Name, "_shape")) {
