@@ -260,7 +260,7 @@ func (m *latentMerger) fillQuant(ctx context.Context, f *os.File, q *qtensor, t 
 	if !q.int4 && !m.dequant {
 		unit = m.lb.quant.Block[0] // a requantised FP8 block's rows stay together
 	}
-	tiles := m.tiled(q, u, scales, fresh, t.DType)
+	tiles, int4 := m.tiled(q, u, scales, fresh, t.DType), m.int4Tiled(q, u, scales, fresh, t.DType)
 	if tiles != nil && m.pool != nil {
 		return m.queueTiles(ctx, f, q, tiles, step, outRow, w)
 	}
@@ -272,6 +272,10 @@ func (m *latentMerger) fillQuant(ctx context.Context, f *os.File, q *qtensor, t 
 		}
 		if tiles != nil {
 			tiles.run(src, dst, lo, n, outRow, &m.tiles)
+			return dst[:n*outRow], nil
+		}
+		if int4 != nil { // int4_tiles.go
+			int4.run(src, dst, lo, n, outRow, &m.tiles)
 			return dst[:n*outRow], nil
 		}
 		parallelSpans(ceilDiv(n, unit), func(a, b int) {

@@ -17,7 +17,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -39,7 +38,7 @@ func main() {
 	out := flag.String("out", "", "internal: output directory")
 	runs := flag.Int("runs", 2, "measured runs of each")
 	keep := flag.String("dir", "", "generate the model here and keep it (default: a temporary directory)")
-	model := flag.String("model", "llama", "llama (dense bfloat16, ~1 GB) or deepseek (MoE, FP8 blocks, ~2.6 GB)")
+	model := flag.String("model", "llama", "llama (dense bfloat16, ~1 GB), deepseek (MoE, FP8 blocks, ~2.6 GB), kimi (MoE, INT4 experts, ~1.7 GB, kimi.go) or gptoss (MoE, MXFP4 experts, ~1.9 GB, gptoss.go)")
 	profile := flag.String("cpuprofile", "", "with -child merge: write its CPU profile here (for go tool pprof)")
 	flag.StringVar(&other, "other", "", "another build of exportbench (e.g. main's) whose merge runs beside this one's, interleaved: an A/B under load")
 	flag.Parse()
@@ -197,9 +196,13 @@ func bench(runs int, dir, model string) error {
 	switch model {
 	case "deepseek":
 		writeB, writeA, n = writeDeepSeekBase, writeDeepSeekAdapter, dsShards
+	case "kimi":
+		writeB, writeA, n = writeKimiBase, writeDeepSeekAdapter, dsShards
+	case "gptoss":
+		writeB, writeA, n = writeGptOssBase, writeGptOssAdapter, gLayers
 	case "llama":
 	default:
-		return fmt.Errorf("unknown -model %q: use llama or deepseek", model)
+		return fmt.Errorf("unknown -model %q: use llama, deepseek, kimi or gptoss", model)
 	}
 	total, largest, err := writeB(base)
 	if err != nil {
@@ -340,38 +343,11 @@ func randomBF16(w io.Writer, n int64, scale float64, r *rand.Rand, buf []byte) e
 
 // writeAdapter writes a rank-32 float32 adapter on every matrix.
 func writeAdapter(dir string) (int64, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return 0, err
-	}
-	if err := writeJSON(filepath.Join(dir, "adapter_config.json"), map[string]any{"r": rank, "lora_alpha": 32, "peft_type": "LORA"}); err != nil {
-		return 0, err
-	}
-	var out []safetensors.Tensor
-	r := rand.New(rand.NewPCG(3, 4))
-	add := func(name string, rows, cols int, sd float64) {
-		v := make([]float32, rows*cols)
-		for i := range v {
-			v[i] = float32(r.NormFloat64() * sd)
-		}
-		b, _ := safetensors.EncodeFloat32(safetensors.F32, v)
-		out = append(out, safetensors.Tensor{Name: name, DType: safetensors.F32, Shape: []int64{int64(rows), int64(cols)}, Data: b})
-	}
 	mods := []tensorSpec{{"lm_head", vocab, hidden}}
 	for i := range layers {
 		mods = append(mods, modules(i)...)
 	}
-	var size int64
-	for _, m := range mods {
-		add("base_model.model."+m.name+".lora_A.weight", rank, m.cols, 1/math.Sqrt(float64(m.cols)))
-		add("base_model.model."+m.name+".lora_B.weight", m.rows, rank, 1e-3)
-		size += int64(4 * rank * (m.rows + m.cols))
-	}
-	f, err := os.Create(filepath.Join(dir, "adapter_model.safetensors"))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	return size, safetensors.Write(f, out, nil)
+	return writePairs(dir, map[string]any{"r": rank, "lora_alpha": 32, "peft_type": "LORA"}, mods, rand.New(rand.NewPCG(3, 4)))
 }
 
 func writeJSON(path string, v any) error {
