@@ -113,14 +113,26 @@ func tile4x4(ctx *build.Context, bf bool) {
 // same products in the same order as over the whole length: at 2048 and
 // more columns the group of four no longer fits L1 beside the rows
 // streaming past, and a piece of it does.
-func tile4x6(ctx *build.Context, bf, split bool) {
+//
+// With groups, the kernel is fwdTile4x6G<F32|BF16>(xp, w, stride, n,
+// groups, out, ldo, pf, pfEnd): one 6-row tile, kept in L1, meets groups
+// consecutive packed groups (each packedLen(n) floats); group g's sums go
+// to out[(4g+t)·ldo + r]. The weights then stream from L2 once per tile
+// rather than once per group: the 4×6 tile reads six weight lines per
+// step against four of x, and the tile with its block in L2 was bound by
+// those reads. The prefetch runs on from pf (the next tile's rows, which
+// follow this one's in memory) one line a step while pf < pfEnd.
+func tile4x6(ctx *build.Context, bf, split, groups bool) {
 	w := weightsOf(bf)
 	name, sig := "fwdTile4x6", "func(xp *float32, w %s, stride, n, tiles int, out *float32, ldo int, pf *byte)"
 	if split {
 		name, sig = name+"K", sig[:len(sig)-1]+", acc *float32, mode int)"
 	}
+	if groups {
+		name, sig = name+"G", "func(xp *float32, w %s, stride, n, groups int, out *float32, ldo int, pf *byte, pfEnd uintptr)"
+	}
 	asmout.Kernel(ctx, name+w.Suffix, fmt.Sprintf(sig, w.GoType))
-	a := loadTileArgs(ctx, w)
+	a := loadTileArgsCount(ctx, w, map[bool]string{false: "tiles", true: "groups"}[groups])
 	chunks, xp0, row, stride, tiles, out := a.chunks, a.xp0, a.row, a.stride, a.tiles, a.out
 	stride5, ldo := ctx.GP64(), ctx.GP64()
 	ctx.LEAQ(Mem{Base: stride, Index: stride, Scale: 4}, stride5)
@@ -144,9 +156,20 @@ func tile4x6(ctx *build.Context, bf, split bool) {
 		}
 		return zmm(16 + 4*(r-4) + t)
 	}
+	pfStep := 0
 	step := func(mask reg.Register) {
-		ctx.PREFETCHT1(Mem{Base: pf})
-		ctx.ADDQ(U8(64), pf)
+		if groups {
+			skip := fmt.Sprintf("nopf%d", pfStep)
+			pfStep++
+			ctx.CMPQ(pf, paramMem(ctx, "pfEnd"))
+			ctx.JAE(LabelRef(skip))
+			ctx.PREFETCHT1(Mem{Base: pf})
+			ctx.ADDQ(U8(64), pf)
+			ctx.Label(skip)
+		} else {
+			ctx.PREFETCHT1(Mem{Base: pf})
+			ctx.ADDQ(U8(64), pf)
+		}
 		for t := range 4 {
 			ctx.VMOVUPS(Mem{Base: px, Disp: 64 * t}, zmm(24+t))
 		}
@@ -177,6 +200,14 @@ func tile4x6(ctx *build.Context, bf, split bool) {
 		}
 	}
 	tileBody(ctx, w, tileRegs{xp0, row, chunks, px, pw, left}, 24, step, resume)
+	if groups {
+		// The next group starts after this one's chunks, the tail's too.
+		ctx.MOVQ(px, xp0)
+		ctx.KORTESTW(reg.K1, reg.K1)
+		ctx.JZ(LabelRef("nexttail"))
+		ctx.ADDQ(U32(256), xp0)
+		ctx.Label("nexttail")
+	}
 	if split {
 		ctx.TESTQ(U32(2), paramMem(ctx, "mode"))
 		ctx.JNZ(LabelRef("final"))
@@ -221,9 +252,13 @@ func tile4x6(ctx *build.Context, bf, split bool) {
 	if split {
 		ctx.Label("advance")
 	}
-	ctx.ADDQ(stride5, row)
-	ctx.ADDQ(stride, row)
-	ctx.ADDQ(U8(24), out)
+	if groups {
+		ctx.LEAQ(Mem{Base: out, Index: ldo, Scale: 4}, out)
+	} else {
+		ctx.ADDQ(stride5, row)
+		ctx.ADDQ(stride, row)
+		ctx.ADDQ(U8(24), out)
+	}
 	ctx.DECQ(tiles)
 	ctx.JNZ(LabelRef("tile"))
 	ctx.VZEROUPPER()
@@ -245,7 +280,10 @@ func paramMem(ctx *build.Context, name string) Mem {
 // count and out.
 type tileArgs struct{ chunks, xp0, row, stride, stride3, tiles, out reg.GPVirtual }
 
-func loadTileArgs(ctx *build.Context, w weights) tileArgs {
+func loadTileArgs(ctx *build.Context, w weights) tileArgs { return loadTileArgsCount(ctx, w, "tiles") }
+
+// loadTileArgsCount is loadTileArgs with the count in the named argument.
+func loadTileArgsCount(ctx *build.Context, w weights, count string) tileArgs {
 	var a tileArgs
 	a.chunks = ctx.GP64()
 	ctx.Load(ctx.Param("n"), a.chunks)
@@ -258,7 +296,7 @@ func loadTileArgs(ctx *build.Context, w weights) tileArgs {
 	ctx.SHLQ(U8(asmout.Log2(w.Size)), a.stride)
 	ctx.LEAQ(Mem{Base: a.stride, Index: a.stride, Scale: 2}, a.stride3)
 	a.tiles, a.out = ctx.GP64(), ctx.GP64()
-	ctx.Load(ctx.Param("tiles"), a.tiles)
+	ctx.Load(ctx.Param(count), a.tiles)
 	ctx.Load(ctx.Param("out"), a.out)
 	return a
 }
