@@ -15,6 +15,9 @@ func fwdTile4x6KF32(xp *float32, w *float32, stride int, n int, tiles int, out *
 func fwdTile4x6GF32(xp *float32, w *float32, stride int, n int, groups int, out *float32, ldo int, pf *byte, pfEnd uintptr)
 
 //go:noescape
+func fwdTile4x6KGF32(xp *float32, w *float32, stride int, n int, groups int, out *float32, ldo int, pf *byte, pfEnd uintptr, acc *float32, mode int, gstride int)
+
+//go:noescape
 func fwdRow16F32(x *float32, w *float32, stride int, n int, out *[16]float32)
 
 //go:noescape
@@ -28,6 +31,9 @@ func fwdTile4x6KBF16(xp *float32, w *uint16, stride int, n int, tiles int, out *
 
 //go:noescape
 func fwdTile4x6GBF16(xp *float32, w *uint16, stride int, n int, groups int, out *float32, ldo int, pf *byte, pfEnd uintptr)
+
+//go:noescape
+func fwdTile4x6KGBF16(xp *float32, w *uint16, stride int, n int, groups int, out *float32, ldo int, pf *byte, pfEnd uintptr, acc *float32, mode int, gstride int)
 
 //go:noescape
 func fwdRow16BF16(x *float32, w *uint16, stride int, n int, out *[16]float32)

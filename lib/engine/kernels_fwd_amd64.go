@@ -95,11 +95,7 @@ func (p fwdPack) rows(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
 	}
 	xp, m4 := p.xp, len(xs)&^3
 	hi6 := lo + (hi-lo)/6*6
-	if w.cols <= fwdKC {
-		fwdTilesL1(w, xp, ys[:m4], lo, hi6, accumulate)
-	} else {
-		fwdTiles(w, xp, ys[:m4], lo, hi6, accumulate)
-	}
+	fwdTilesL1(w, xp, ys[:m4], lo, hi6, accumulate)
 	fwdRowTail(w, xp, ys[:m4], hi6, hi, accumulate)
 	if m4 < len(xs) {
 		j := fwdRows(w, xs[m4:], ys[m4:], lo, hi, accumulate)
@@ -251,15 +247,15 @@ func fwdTilesL1(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool
 	gb := min(groups, max(1, fwdL1TokBytes/(4*pl)))
 	op := fwdL1Pool.Get().(*[]float32)
 	defer fwdL1Pool.Put(op)
-	*op = growTo(*op, 4*gb*6*fwdL1Tiles)
-	out := *op
+	*op = growTo(*op, 4*gb*6*fwdL1Tiles+384*gb)
+	out, acc := (*op)[:4*gb*6*fwdL1Tiles], (*op)[4*gb*6*fwdL1Tiles:]
 	for g0 := 0; g0 < groups; g0 += gb {
 		g1 := min(g0+gb, groups)
 		for rb := lo; rb < hi; rb += 6 * fwdL1Tiles {
 			re := min(rb+6*fwdL1Tiles, hi)
 			ldo := re - rb
 			for j := rb; j < re; j += 6 {
-				fwdTile6Groups(w, xp[g0*pl:g1*pl], j, g1-g0, out[j-rb:], ldo, w.nextTile(j, lo, hi))
+				fwdTile6Groups(w, xp[g0*pl:g1*pl], j, g1-g0, out[j-rb:], ldo, w.nextTile(j, lo, hi), acc)
 			}
 			for t := 4 * g0; t < 4*g1; t++ {
 				putRow(ys[t][rb:re], out[(t-4*g0)*ldo:(t-4*g0+1)*ldo], accumulate)
@@ -279,21 +275,57 @@ func (m mat) nextTile(j, lo, hi int) int {
 
 // fwdTile6Groups runs fwdTile4x6G on rows [j, j+6) and the groups packed
 // in g; token t of group i goes to out[(4i+t)·ldo : +6]. The kernel
-// prefetches the six rows from row next into L2.
-func fwdTile6Groups(w mat, g []float32, j, groups int, out []float32, ldo, next int) {
-	n := w.cols
-	_ = g[groups*packedLen(n)-1]
+// prefetches the six rows from row next into L2. Rows longer than fwdKC
+// go in pieces (fwdTile4x6KG, as fwdTile6Rows does), so that the tile's
+// piece stays in L1; acc holds each group's accumulators between pieces
+// (384 floats a group), and each piece prefetches its share of the next
+// tile.
+func fwdTile6Groups(w mat, g []float32, j, groups int, out []float32, ldo, next int, acc []float32) {
+	n, pl := w.cols, packedLen(w.cols)
+	_ = g[groups*pl-1]
 	_ = out[(4*groups-1)*ldo+5]
 	i, pn := j*n, next*n
+	es := w.elemSize()
+	var pw, pf unsafe.Pointer
 	if w.bf != nil {
 		_, _ = w.bf[i+6*n-1], w.bf[pn+6*n-1]
-		pf := unsafe.Pointer(&w.bf[pn])
-		fwdTile4x6GBF16(&g[0], &w.bf[i], n, n, groups, &out[0], ldo, (*byte)(pf), uintptr(pf)+uintptr(12*n))
+		pw, pf = unsafe.Pointer(&w.bf[i]), unsafe.Pointer(&w.bf[pn])
+	} else {
+		_, _ = w.data[i+6*n-1], w.data[pn+6*n-1]
+		pw, pf = unsafe.Pointer(&w.data[i]), unsafe.Pointer(&w.data[pn])
+	}
+	if n <= fwdKC {
+		end := uintptr(pf) + uintptr(6*n*es)
+		if w.bf != nil {
+			fwdTile4x6GBF16(&g[0], (*uint16)(pw), n, n, groups, &out[0], ldo, (*byte)(pf), end)
+		} else {
+			fwdTile4x6GF32(&g[0], (*float32)(pw), n, n, groups, &out[0], ldo, (*byte)(pf), end)
+		}
 		return
 	}
-	_, _ = w.data[i+6*n-1], w.data[pn+6*n-1]
-	pf := unsafe.Pointer(&w.data[pn])
-	fwdTile4x6GF32(&g[0], &w.data[i], n, n, groups, &out[0], ldo, (*byte)(pf), uintptr(pf)+uintptr(24*n))
+	_ = acc[384*groups-1]
+	pieces := (n + fwdKC - 1) / fwdKC
+	share := (6*n*es/pieces + 63) &^ 63
+	for p, p0 := 0, 0; p0 < n; p, p0 = p+1, p0+fwdKC {
+		pn, mode := min(fwdKC, n-p0), 0
+		if p0 > 0 {
+			mode |= 1 // continue from the accumulators
+		}
+		if p0+pn == n {
+			mode |= 2 // the last piece: reduce into out
+		}
+		pfp, end := pf, uintptr(pf) // nothing left to prefetch
+		if off := p * share; off < 6*n*es {
+			pfp = unsafe.Add(pf, off)
+			end = min(uintptr(pfp)+uintptr(share), uintptr(pf)+uintptr(6*n*es))
+		}
+		wp := unsafe.Add(pw, p0*es)
+		if w.bf != nil {
+			fwdTile4x6KGBF16(&g[4*p0], (*uint16)(wp), n, pn, groups, &out[0], ldo, (*byte)(pfp), end, &acc[0], mode, 4*pl)
+		} else {
+			fwdTile4x6KGF32(&g[4*p0], (*float32)(wp), n, pn, groups, &out[0], ldo, (*byte)(pfp), end, &acc[0], mode, 4*pl)
+		}
+	}
 }
 
 // fwdKC is the width (a multiple of 16) of the pieces rows longer than

@@ -50,7 +50,7 @@ func BenchmarkForwardOrderAB(b *testing.B) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	defer func(v int) { fwdL1TokBytes = v }(fwdL1TokBytes)
-	for _, sh := range [][3]int{{3072, 1024, 512}, {2048, 1024, 512}, {1024, 1024, 512}, {3072, 1024, 128}, {15360, 1024, 64}, {32, 1024, 512}} {
+	for _, sh := range [][3]int{{1024, 3072, 512}, {1024, 2048, 512}, {1024, 3072, 128}, {3072, 1024, 512}, {2048, 1024, 512}, {1024, 1024, 512}, {3072, 1024, 128}, {15360, 1024, 64}, {32, 1024, 512}} {
 		rows, cols, m := sh[0], sh[1], sh[2]
 		w, _ := randMats(rows, cols, 1)
 		xs, ys := tileRows(m, cols, 2), tileRows(m, rows, 3)

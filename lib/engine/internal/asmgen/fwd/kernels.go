@@ -121,7 +121,10 @@ func tile4x4(ctx *build.Context, bf bool) {
 // rather than once per group: the 4×6 tile reads six weight lines per
 // step against four of x, and the tile with its block in L2 was bound by
 // those reads. The prefetch runs on from pf (the next tile's rows, which
-// follow this one's in memory) one line a step while pf < pfEnd.
+// follow this one's in memory) one line a step while pf < pfEnd. With
+// split too (fwdTile4x6KG), each group has its own accumulators in acc
+// (384 floats a group) and the groups lie gstride bytes apart, xp being
+// the current piece of the first.
 func tile4x6(ctx *build.Context, bf, split, groups bool) {
 	w := weightsOf(bf)
 	name, sig := "fwdTile4x6", "func(xp *float32, w %s, stride, n, tiles int, out *float32, ldo int, pf *byte)"
@@ -130,9 +133,16 @@ func tile4x6(ctx *build.Context, bf, split, groups bool) {
 	}
 	if groups {
 		name, sig = name+"G", "func(xp *float32, w %s, stride, n, groups int, out *float32, ldo int, pf *byte, pfEnd uintptr)"
+		if split {
+			sig = sig[:len(sig)-1] + ", acc *float32, mode, gstride int)"
+		}
+	}
+	count := "tiles"
+	if groups {
+		count = "groups"
 	}
 	asmout.Kernel(ctx, name+w.Suffix, fmt.Sprintf(sig, w.GoType))
-	a := loadTileArgsCount(ctx, w, map[bool]string{false: "tiles", true: "groups"}[groups])
+	a := loadTileArgsCount(ctx, w, count)
 	chunks, xp0, row, stride, tiles, out := a.chunks, a.xp0, a.row, a.stride, a.tiles, a.out
 	stride5, ldo := ctx.GP64(), ctx.GP64()
 	ctx.LEAQ(Mem{Base: stride, Index: stride, Scale: 4}, stride5)
@@ -182,7 +192,7 @@ func tile4x6(ctx *build.Context, bf, split, groups bool) {
 	}
 	// accAt puts the address of this tile's accumulators in acc into dst.
 	accAt := func(dst reg.GPVirtual) {
-		ctx.Load(ctx.Param("tiles"), dst)
+		ctx.Load(ctx.Param(count), dst)
 		ctx.SUBQ(tiles, dst)
 		ctx.IMUL3Q(U32(24*64), dst, dst)
 		ctx.ADDQ(paramMem(ctx, "acc"), dst)
@@ -200,7 +210,10 @@ func tile4x6(ctx *build.Context, bf, split, groups bool) {
 		}
 	}
 	tileBody(ctx, w, tileRegs{xp0, row, chunks, px, pw, left}, 24, step, resume)
-	if groups {
+	switch {
+	case groups && split:
+		ctx.ADDQ(paramMem(ctx, "gstride"), xp0)
+	case groups:
 		// The next group starts after this one's chunks, the tail's too.
 		ctx.MOVQ(px, xp0)
 		ctx.KORTESTW(reg.K1, reg.K1)

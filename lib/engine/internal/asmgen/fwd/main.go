@@ -33,6 +33,7 @@ func Generate() (asm, decl []byte, err error) {
 		tile4x6(ctx, bf, false, false)
 		tile4x6(ctx, bf, true, false)
 		tile4x6(ctx, bf, false, true)
+		tile4x6(ctx, bf, true, true)
 		row16(ctx, bf)
 	}
 	packGroup(ctx)
