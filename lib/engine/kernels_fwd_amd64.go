@@ -19,20 +19,14 @@ var fwdAsm = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW
 // test can compare it with the copy loop).
 var fwdPackAsm = fwdAsm
 
-// fwdBlockBytes is the size of the block of weight rows that stays in L2
-// while every group of four vectors meets it, fwdTokBytes the size of the
-// packed vectors that pass a block before the next block starts (so they
-// too come from L2, not L3, when the batch is large: 512 vectors of 3072
-// columns are 6 MiB); fwdMaxTiles bounds the 6-row tiles of one kernel
-// call. Measured on the Qwen3-0.6B shapes: 128-512 KiB row blocks run
-// within noise of each other, column blocks that keep a group in L1 did
-// not help.
+// fwdBlockBytes and fwdTokBytes block the AVX2 product (fwd2Rows): a
+// block of weight rows that stays in L2 while every pair of vectors meets
+// it, and the packed vectors that pass a block before the next starts (so
+// they too come from L2, not L3, when the batch is large).
 var (
 	fwdBlockBytes = 256 << 10
 	fwdTokBytes   = 768 << 10
 )
-
-const fwdMaxTiles = 48
 
 // matRowsAsm is matRows with the assembly kernels, each of which computes
 // its output elements in dotLanes order: 4 tokens × 6 rows (fwdTile4x6,
@@ -160,73 +154,13 @@ func packGroups(xs [][]float32, n int, xp []float32, g0, g1 int) {
 	}
 }
 
-// fwdTiles computes rows [lo, hi) (a multiple of 6) for the vectors ys
-// (whole groups of four, packed in xp): for each block of vectors
-// (fwdTokBytes packed), a block of rows at a time (fwdBlockBytes, at most
-// fwdMaxTiles tiles per kernel call) meets every group of the block. The
-// kernel leaves a group's sums as four rows of the block (out), which go
-// to ys a row at a time.
-func fwdTiles(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool) {
-	n := w.cols
-	// Blocks of equal size (whole tiles): a short last block would have
-	// every group of vectors pass it for a few rows.
-	maxTiles := min(fwdMaxTiles, max(1, fwdBlockBytes/(n*w.elemSize())/6))
-	blocks := ((hi-lo)/6 + maxTiles - 1) / maxTiles
-	rowBlock := 6 * (((hi-lo)/6 + blocks - 1) / max(1, blocks))
-	pl := packedLen(n)
-	tokBlock := max(4, fwdTokBytes/(4*pl)*4)
-	var out [4 * 6 * fwdMaxTiles]float32
-	var acc []float32
-	if n > fwdKC {
-		ap := fwdAccPool.Get().(*[]float32)
-		defer fwdAccPool.Put(ap)
-		*ap = growTo(*ap, 384*(rowBlock/6))
-		acc = *ap
-	}
-	for tb := 0; tb < len(ys); tb += tokBlock {
-		te := min(tb+tokBlock, len(ys))
-		for rb := lo; rb < hi; rb += rowBlock {
-			re := min(rb+rowBlock, hi)
-			nb := re // the block after this one, which the groups prefetch
-			if re >= hi {
-				nb = lo // the next block of vectors starts over
-			}
-			for t := tb; t+4 <= te; t += 4 {
-				pf := w.prefetchAt(rb, nb, min(nb+rowBlock, hi), (t-tb)/4, (re-rb)/6)
-				fwdTile6Rows(w, xp[t/4*pl:(t/4+1)*pl], rb, (re-rb)/6, out[:], rowBlock, pf, acc)
-				for i, y := range ys[t : t+4 : t+4] {
-					putRow(y[rb:re], out[i*rowBlock:i*rowBlock+re-rb], accumulate)
-				}
-			}
-		}
-	}
-}
-
-// prefetchAt is where group g of a block's pass over rows from cur (tiles
-// 6-row tiles) prefetches: its share of rows [next, end), one 64-byte
-// line per chunk step of the kernel, the groups taking consecutive
-// shares; a group with nothing left to fetch re-reads the current block,
-// which is in cache.
-func (m mat) prefetchAt(cur, next, end, g, tiles int) *byte {
-	share := tiles * ((m.cols + 15) / 16) * 64
-	off, size := g*share, (end-next)*m.cols*m.elemSize()
-	i := next * m.cols
-	if off+share > size {
-		i, off = cur*m.cols, 0
-	}
-	if m.bf != nil {
-		return (*byte)(unsafe.Add(unsafe.Pointer(&m.bf[i]), off))
-	}
-	return (*byte)(unsafe.Add(unsafe.Pointer(&m.data[i]), off))
-}
-
 // fwdL1TokBytes is the size of the packed vectors (a block of groups) that
 // pass each 6-row tile in fwdTilesL1: they stay in L2 while the tiles move
 // on. fwdL1Tiles tiles make a block of outputs moved to ys at once.
 // Measured on one core (medians of paired runs against the row-block
-// order, on a shared machine): 768 KiB 8-13% faster on 1024-column
-// shapes at M = 64-512, 256-512 KiB 0-10%; with a Go call per group (an
-// early try), 1 MiB ran 5% behind and 2 MiB 43% behind.
+// order, on a shared machine): 768 KiB 8-17% faster on the 0.6B shapes at
+// M = 64-512, 256-512 KiB 0-17%; with a Go call per group (an early
+// try), 1 MiB ran 5% behind the row-block order and 2 MiB 43% behind.
 var fwdL1TokBytes = 768 << 10
 
 const fwdL1Tiles = 8
@@ -234,13 +168,17 @@ const fwdL1Tiles = 8
 // fwdL1Pool holds fwdTilesL1's output blocks.
 var fwdL1Pool = sync.Pool{New: func() any { return new([]float32) }}
 
-// fwdTilesL1 is fwdTiles for rows of at most fwdKC columns with the loops
-// the other way round: one 6-row tile (24 KiB at 1024 float32 columns)
-// stays in L1 while every group of a block of vectors (fwdL1TokBytes,
-// in L2) passes it (fwdTile4x6G), so each step reads four lines of x from
-// L2 instead of six weight rows, and no group starts from L3 but the
-// first tile's. The tiles of fwdL1Tiles at a time leave their sums in a
-// token-major block that goes to ys a row at a time.
+// fwdTilesL1 computes rows [lo, hi) (a multiple of 6) for the vectors ys
+// (whole groups of four, packed in xp): one 6-row tile (24 KiB at 1024
+// float32 columns; longer rows go in pieces) stays in L1 while every
+// group of a block of vectors (fwdL1TokBytes, in L2) passes it
+// (fwdTile4x6G), so each step reads four lines of x from L2 rather than
+// six of weights, and only a block's first tile finds its groups in L3.
+// It replaced a block of rows in L2 met by one group at a time (six
+// weight lines from L2 a step, the kernel's limit): 8-17% less CPU on
+// the Qwen3-0.6B shapes at M = 64-512 (BenchmarkForwardOrderAB, before
+// that order was removed). The tiles of fwdL1Tiles at a time leave their
+// sums in a token-major block that goes to ys a row at a time.
 func fwdTilesL1(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool) {
 	pl := packedLen(w.cols)
 	groups := len(ys) / 4
@@ -276,8 +214,8 @@ func (m mat) nextTile(j, lo, hi int) int {
 // fwdTile6Groups runs fwdTile4x6G on rows [j, j+6) and the groups packed
 // in g; token t of group i goes to out[(4i+t)·ldo : +6]. The kernel
 // prefetches the six rows from row next into L2. Rows longer than fwdKC
-// go in pieces (fwdTile4x6KG, as fwdTile6Rows does), so that the tile's
-// piece stays in L1; acc holds each group's accumulators between pieces
+// go in pieces of fwdKC (fwdTile4x6KG), so that the tile's piece stays
+// in L1; acc holds each group's accumulators between pieces
 // (384 floats a group), and each piece prefetches its share of the next
 // tile.
 func fwdTile6Groups(w mat, g []float32, j, groups int, out []float32, ldo, next int, acc []float32) {
@@ -329,58 +267,11 @@ func fwdTile6Groups(w mat, g []float32, j, groups int, out []float32, ldo, next 
 }
 
 // fwdKC is the width (a multiple of 16) of the pieces rows longer than
-// it are summed in (fwdTile4x6K): a group's piece, 16 KiB, stays in L1
-// while the tiles of a block pass it, where the whole group (32-48 KiB
-// at the 0.6B shapes' 2048 and 3072 columns) came from L2 again for every
-// tile. Measured on the kernel alone, a block from L2: 2048 and 3072
-// columns ran 15% below 1024 without pieces. A variable so a test can
-// make small shapes cross several pieces.
+// it are summed in (fwdTile4x6KG): a tile's piece of six rows, 24 KiB of
+// float32, stays in L1 while the groups pass it, beside their own pieces
+// streaming from L2. A variable so a test can make small shapes cross
+// several pieces.
 var fwdKC = 1024
-
-// fwdAccPool holds the accumulators of fwdTile4x6K's tiles between pieces.
-var fwdAccPool = sync.Pool{New: func() any { return new([]float32) }}
-
-// fwdTile6Rows runs the 4×6 kernel on a packed group g and tiles
-// consecutive 6-row tiles from row j; token t's sums go to
-// out[t·ldo : t·ldo+6·tiles]. The kernel prefetches from pf (prefetchAt).
-// Rows longer than fwdKC go in pieces, their accumulators kept in acc
-// (384 floats per tile).
-func fwdTile6Rows(w mat, g []float32, j, tiles int, out []float32, ldo int, pf *byte, acc []float32) {
-	n := w.cols
-	g = g[:packedLen(n)]
-	_ = out[3*ldo+6*tiles-1]
-	i := j * n
-	last := i + 6*tiles*n - 1
-	if w.bf != nil {
-		_ = w.bf[last]
-	} else {
-		_ = w.data[last]
-	}
-	if n <= fwdKC {
-		if w.bf != nil {
-			fwdTile4x6BF16(&g[0], &w.bf[i], n, n, tiles, &out[0], ldo, pf)
-		} else {
-			fwdTile4x6F32(&g[0], &w.data[i], n, n, tiles, &out[0], ldo, pf)
-		}
-		return
-	}
-	_ = acc[384*tiles-1]
-	for p0 := 0; p0 < n; p0 += fwdKC {
-		pn, mode := min(fwdKC, n-p0), 0
-		if p0 > 0 {
-			mode |= 1 // continue from the accumulators
-		}
-		if p0+pn == n {
-			mode |= 2 // the last piece: reduce into out
-		}
-		pfp := (*byte)(unsafe.Add(unsafe.Pointer(pf), tiles*p0/16*64))
-		if w.bf != nil {
-			fwdTile4x6KBF16(&g[4*p0], &w.bf[i+p0], n, pn, tiles, &out[0], ldo, pfp, &acc[0], mode)
-		} else {
-			fwdTile4x6KF32(&g[4*p0], &w.data[i+p0], n, pn, tiles, &out[0], ldo, pfp, &acc[0], mode)
-		}
-	}
-}
 
 // fwdRows computes rows [lo, hi) for one to three vectors, 16 rows per
 // kernel call, and returns the first row it left.

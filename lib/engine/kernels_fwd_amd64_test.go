@@ -10,14 +10,13 @@ import (
 // several of each (a batch of 512 vectors of 3072 columns does at the
 // default sizes), and requires the scalar reference's bits.
 //
-// With fwdKC = 64 the rows longer than it take fwdTiles in pieces; with
-// fwdKC = 4096 every shape takes fwdTilesL1, whose blocks of groups are
-// made small enough (fwdL1TokBytes) that a batch crosses several.
+// With fwdKC = 64 the rows longer than it go in pieces (fwdTile4x6KG);
+// with fwdKC = 4096 every shape is whole (fwdTile4x6G); the blocks of
+// groups are made small enough (fwdL1TokBytes) that a batch crosses
+// several.
 func TestForwardBlocksMatchScalar(t *testing.T) {
-	defer func(rows, toks, kc, l1 int) {
-		fwdBlockBytes, fwdTokBytes, fwdKC, fwdL1TokBytes = rows, toks, kc, l1
-	}(fwdBlockBytes, fwdTokBytes, fwdKC, fwdL1TokBytes)
-	fwdBlockBytes, fwdTokBytes, fwdL1TokBytes = 4<<10, 8<<10, 8<<10
+	defer func(kc, l1 int) { fwdKC, fwdL1TokBytes = kc, l1 }(fwdKC, fwdL1TokBytes)
+	fwdL1TokBytes = 8 << 10
 	for _, kc := range []int{64, 4096} {
 		fwdKC = kc
 		for _, sh := range [][2]int{{40, 100}, {301, 72}, {64, 1024}, {30, 64}, {13, 65}, {24, 2085}} {

@@ -30,10 +30,8 @@ func Generate() (asm, decl []byte, err error) {
 	ctx := build.NewContext()
 	for _, bf := range []bool{false, true} {
 		tile4x4(ctx, bf)
-		tile4x6(ctx, bf, false, false)
-		tile4x6(ctx, bf, true, false)
-		tile4x6(ctx, bf, false, true)
-		tile4x6(ctx, bf, true, true)
+		tile4x6(ctx, bf, false)
+		tile4x6(ctx, bf, true)
 		row16(ctx, bf)
 	}
 	packGroup(ctx)
