@@ -29,7 +29,7 @@ var (
 )
 
 // matRowsAsm is matRows with the assembly kernels, each of which computes
-// its output elements in dotLanes order: 4 tokens × 6 rows (fwdTile4x6,
+// its output elements in dotLanes order: 4 tokens × 6 rows (fwdTile4x6G,
 // tokens packed four at a time) for each full group of four tokens, 1
 // token × 16 rows (fwdRow16) for the one to three tokens left over
 // (decoding one sequence streams the weights through it), and the rows
