@@ -15,8 +15,12 @@ BENCH_TARGETS :=
 .PHONY: all build install run test vet golden-update bench bench-shell bench-list clean testdeps docs proto
 all: build
 
+# A static binary (CGO_ENABLED=0: Go's own DNS resolver and user lookup,
+# which nothing here needs from libc) starts without the dynamic loader and
+# libc; -s -w drop the symbol tables. cmd/tinker-bench builds its reference
+# program the same way: keep the two in step.
 build:
-	$(GO) build -trimpath -ldflags "-s -w" -o $(BIN) ./cmd/tinker
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN) ./cmd/tinker
 
 # Install bin/tinker to $GOBIN, or to ~/.local/bin when GOBIN is unset
 # (override with INSTALL_DIR=...).
@@ -44,11 +48,14 @@ vet:
 run: build
 	./$(BIN) --local
 
-# Regenerate lib/tinkerproto from its .proto (needs protoc: apt-get install
-# protobuf-compiler). The generated code is committed, so builds need neither.
+# Regenerate protoc-gen-go's code for lib/tinkerproto's .proto (needs protoc:
+# apt-get install protobuf-compiler). Only tests link it, as the reference
+# lib/tinkerproto's own encoder is checked against; it is committed, so
+# builds need neither.
 proto:
 	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
-	cd lib/tinkerproto && PATH="$$PATH:$$($(GO) env GOPATH)/bin" protoc --go_out=. --go_opt=paths=source_relative tinker_public.proto
+	cd lib/tinkerproto && PATH="$$PATH:$$($(GO) env GOPATH)/bin" protoc --go_out=internal/pbref --go_opt=paths=source_relative \
+	  --go_opt=Mtinker_public.proto="github.com/tinkershell/tinker/lib/tinkerproto/internal/pbref;pbref" tinker_public.proto
 
 # Regenerate the README's builtin reference from the docs table.
 docs:

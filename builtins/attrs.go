@@ -14,7 +14,11 @@ import (
 // attr is one attribute of a value of type T.
 type attr[T any] struct {
 	name, doc string
-	get       func(T) (starlark.Value, error)
+	// value reads an attribute that cannot fail, get one that can; one of
+	// the two is set. Keeping field's getter as it is, rather than wrapping
+	// it in a closure, lets the tables initialise without allocating.
+	value func(T) starlark.Value
+	get   func(T) (starlark.Value, error)
 	// only, if set, says whether a value has the attribute at all (a
 	// checkpoint has its run's details only from checkpoint.info).
 	only func(T) bool
@@ -22,7 +26,15 @@ type attr[T any] struct {
 
 // field is an attribute that cannot fail to read.
 func field[T any](name, doc string, get func(T) starlark.Value) attr[T] {
-	return attr[T]{name: name, doc: doc, get: func(v T) (starlark.Value, error) { return get(v), nil }}
+	return attr[T]{name: name, doc: doc, value: get}
+}
+
+// read is the attribute's value for v.
+func (a attr[T]) read(v T) (starlark.Value, error) {
+	if a.value != nil {
+		return a.value(v), nil
+	}
+	return a.get(v)
 }
 
 // attrTable is the attributes of one value type.
@@ -45,7 +57,7 @@ func (t attrTable[T]) names(v T) []string {
 func (t attrTable[T]) get(v T, name string) (starlark.Value, error) {
 	for _, a := range t {
 		if a.name == name && (a.only == nil || a.only(v)) {
-			return a.get(v)
+			return a.read(v)
 		}
 	}
 	return nil, nil

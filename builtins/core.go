@@ -331,8 +331,8 @@ func overview() string {
 		}
 	}
 	b.WriteString("\nvalues (help(a value) lists its attributes):\n\n")
-	names := make([]string, len(typeDocs))
-	for i, t := range typeDocs {
+	names := make([]string, len(typeDocs()))
+	for i, t := range typeDocs() {
 		names[i] = t.Name
 	}
 	b.WriteString(wrapWords(names, 76, "  "))
@@ -347,8 +347,8 @@ func helpFor(name string) (string, bool) {
 	if d, ok := lookupDoc(name); ok {
 		var b strings.Builder
 		b.WriteString(d.Signature + "\n\n    " + d.Summary + "\n")
-		if d.Details != "" {
-			b.WriteString("\n    " + strings.ReplaceAll(d.Details, "\n", "\n    ") + "\n")
+		if details := d.details(); details != "" {
+			b.WriteString("\n    " + strings.ReplaceAll(details, "\n", "\n    ") + "\n")
 		}
 		if d.Example != "" {
 			b.WriteString("\nExample:\n    " + strings.ReplaceAll(d.Example, "\n", "\n    ") + "\n")

@@ -14,7 +14,11 @@ type docEntry struct {
 	Signature string // e.g. "checkpoint.list(run_id=None, limit=20, type=None)"
 	Summary   string // one line
 	Details   string // optional paragraphs
-	Example   string // one or more lines of Starlark
+	// DetailsFrom, if set, makes Details when help reads them: for text
+	// derived from another table (the renderer names), so that is not
+	// computed at every start.
+	DetailsFrom func() string
+	Example     string // one or more lines of Starlark
 	// ExampleNeeds names what the example needs beyond the local server
 	// (e.g. the Hugging Face Hub); the test that runs every example skips
 	// it, saying so.
@@ -22,6 +26,14 @@ type docEntry struct {
 	// Learns is a Starlark condition that holds once a training example
 	// has visibly learned; the test that runs the example checks it.
 	Learns string
+}
+
+// details are the entry's optional paragraphs.
+func (d docEntry) details() string {
+	if d.DetailsFrom != nil {
+		return d.DetailsFrom()
+	}
+	return d.Details
 }
 
 // Module documents a module as a whole.
@@ -38,8 +50,11 @@ type entry struct {
 }
 
 var (
-	registry   []entry
-	moduleDocs = map[string]moduleDoc{}
+	// registry starts in registryInit's room, so the init functions fill
+	// it without growing a slice at every start; past it, append allocates.
+	registry     = registryInit[:0]
+	registryInit [64]entry
+	moduleDocs   = make(map[string]moduleDoc, 16)
 )
 
 // register adds a builtin with its documentation. Dotted names become

@@ -26,8 +26,10 @@ func init() {
 		Name:      "render",
 		Signature: "render(model_or_renderer, messages)",
 		Summary:   "Render a conversation the way sample(messages=...) does: the prompt text, its tokens and the stop tokens.",
-		Details:   "The first argument is a base model (its default renderer) or a renderer name: " + renderNames() + ".",
-		Example:   "r = render(\"Qwen/Qwen3-8B\", [{\"role\": \"user\", \"content\": \"hi\"}])\nlen(r.tokens)",
+		DetailsFrom: func() string {
+			return "The first argument is a base model (its default renderer) or a renderer name: " + renderNames() + "."
+		},
+		Example: "r = render(\"Qwen/Qwen3-8B\", [{\"role\": \"user\", \"content\": \"hi\"}])\nlen(r.tokens)",
 	}, renderFn)
 }
 

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/tinkershell/tinker/lib/engine"
 	"github.com/tinkershell/tinker/lib/server"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
@@ -153,7 +151,7 @@ func BenchmarkTrainStepHTTP(b *testing.B) {
 				LossFnInputs: map[string]*tinkerproto.Tensor{"target_tokens": {Shape: []int64{int64(len(targets))}, Dtype: tinkerproto.DType_DTYPE_INT64,
 					Encoding: &tinkerproto.Tensor_Dense{Dense: packed}}},
 			}}}
-		body, err := proto.Marshal(req)
+		body, err := tinkerproto.Marshal(req)
 		if err != nil {
 			b.Fatal(err)
 		}

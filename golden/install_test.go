@@ -1,6 +1,7 @@
 package golden
 
 import (
+	"debug/elf"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,10 +71,34 @@ func TestMakeInstall(t *testing.T) {
 			if onPath != (c.path != "") {
 				t.Errorf("make install: PATH hint wrong (directory on PATH: %v):\n%s", c.path != "", out)
 			}
+			if interp := elfInterpreter(t, want); interp != "" {
+				t.Errorf("%s asks for the dynamic loader %s: make build is static (CGO_ENABLED=0), so it starts without ld.so and libc", want, interp)
+			}
 			version, err := exec.Command(want, "--version").CombinedOutput()
 			if err != nil || !strings.HasPrefix(string(version), "tinker ") {
 				t.Errorf("%s --version: %v\n%s", want, err, version)
 			}
 		})
 	}
+}
+
+// elfInterpreter returns the program interpreter (PT_INTERP) bin asks
+// for, or "" for a static binary.
+func elfInterpreter(t *testing.T, bin string) string {
+	t.Helper()
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatalf("read %s: %v", bin, err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			b := make([]byte, p.Filesz)
+			if _, err := p.ReadAt(b, 0); err != nil {
+				t.Fatalf("read %s's interpreter: %v", bin, err)
+			}
+			return strings.TrimRight(string(b), "\x00")
+		}
+	}
+	return ""
 }

@@ -50,11 +50,14 @@ import (
 func main() { fmt.Println("hello", http.StatusText(http.StatusOK), http.DefaultClient != nil) }
 `
 
-// buildFlags are `make build`'s: keep them in step, so neither side gains
-// from a build setting alone.
-var buildFlags = []string{"-trimpath", "-ldflags=-s -w"}
+// buildFlags and buildEnv are `make build`'s: keep them in step, so
+// neither side gains from a build setting alone.
+var (
+	buildFlags = []string{"-trimpath", "-ldflags=-s -w"}
+	buildEnv   = []string{"CGO_ENABLED=0"}
+)
 
-// buildHello builds the reference with buildFlags.
+// buildHello builds the reference with buildFlags and buildEnv.
 func buildHello() (string, func(), error) {
 	dir, err := os.MkdirTemp("", "tinker-bench-hello-")
 	if err != nil {
@@ -70,7 +73,7 @@ func buildHello() (string, func(), error) {
 	}
 	bin := filepath.Join(dir, "hello")
 	build := exec.Command("go", append(append([]string{"build"}, buildFlags...), "-o", bin, ".")...)
-	build.Dir = dir
+	build.Dir, build.Env = dir, append(os.Environ(), buildEnv...)
 	if out, err := build.CombinedOutput(); err != nil {
 		cleanup()
 		return "", nil, fmt.Errorf("build the net/http reference: %v: %s", err, out)

@@ -49,6 +49,9 @@ func listBench(bins []string) error {
 		return err
 	}
 	fmt.Printf("median of %d runs; ratios against curl (target: tinker <= 1.5x)\n", runs)
+	fmt.Println("tinker sends the first page, then up to 4 of the other 9 at once on up to 4 connections, decodes,")
+	fmt.Println("checks and prints them; curl sends the 10 one after another on one connection and keeps nothing.")
+	fmt.Println("CPU is each client's own; the server's is in neither.")
 	printTable(labels, res, res[len(res)-1])
 	return nil
 }

@@ -4,47 +4,52 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/tinkershell/tinker/lib/models"
 )
 
-// formats maps each cookbook renderer name to its format.
-var formats = map[string]func() format{
-	"role_colon":                        func() format { return roleColon{} },
-	"llama3":                            func() format { return llama3{} },
-	"qwen3":                             func() format { return qwen3{frames: true} },
-	"qwen3_disable_thinking":            func() format { return qwen3Off{qwen3{frames: true}} },
-	"qwen3_instruct":                    func() format { return qwen3{instruct: true} },
-	"qwen3_vl":                          func() format { return qwenVL{} },
-	"qwen3_vl_instruct":                 func() format { return qwenVL{} },
-	"qwen3_5":                           func() format { return qwenVL{v: 35, gen: "<think>\n"} },
-	"qwen3_5_disable_thinking":          func() format { return qwenVL{v: 35, gen: qwenEmptyThink, off: true} },
-	"qwen3_8_xhigh_reasoning":           func() format { return qwenVL{v: 38, gen: "<think>\n", effort: "xhigh"} },
-	"qwen3_8_medium_reasoning":          func() format { return qwenVL{v: 38, gen: "<think>\n", effort: "medium"} },
-	"qwen3_8_low_reasoning":             func() format { return qwenVL{v: 38, gen: "<think>\n", effort: "low"} },
-	"qwen3_8_disable_thinking":          func() format { return qwenVL{v: 38, gen: qwenEmptyThink, off: true} },
-	"nemotron3":                         func() format { return nemotron{} },
-	"nemotron3_low_thinking":            func() format { return nemotron{effort: "low"} },
-	"nemotron3_disable_thinking":        func() format { return nemotron{off: true} },
-	"nemotron3_preserve_thinking":       func() format { return nemotron{preserve: true} },
-	"nemotron3_ultra":                   func() format { return nemotron{ultra: true} },
-	"nemotron3_ultra_disable_thinking":  func() format { return nemotron{ultra: true, off: true} },
-	"nemotron3_ultra_medium_thinking":   func() format { return nemotron{ultra: true, effort: "efficient"} },
-	"nemotron3_ultra_preserve_thinking": func() format { return nemotron{ultra: true, preserve: true} },
-	"kimi_k2":                           func() format { return kimi{} },
-	"kimi_k25":                          func() format { return kimi{k25: true, think: "<think>"} },
-	"kimi_k25_disable_thinking":         func() format { return kimi{k25: true, think: "<think></think>"} },
-	"kimi_k26":                          func() format { return kimi{k25: true, think: "<think>"} },
-	"kimi_k26_disable_thinking":         func() format { return kimi{k25: true, think: "<think></think>"} },
-	"kimi_k26_preserve_thinking":        func() format { return kimi{k25: true, think: "<think>", preserve: true} },
-	"deepseekv3":                        func() format { return deepseekOff{} },
-	"deepseekv3_disable_thinking":       func() format { return deepseekOff{} },
-	"deepseekv3_thinking":               func() format { return deepseekThinking{} },
-	"gpt_oss_no_sysprompt":              func() format { return &GptOss{} },
-	"gpt_oss_low_reasoning":             func() format { return &GptOss{System: true, ReasoningEffort: "low"} },
-	"gpt_oss_medium_reasoning":          func() format { return &GptOss{System: true, ReasoningEffort: "medium"} },
-	"gpt_oss_high_reasoning":            func() format { return &GptOss{System: true, ReasoningEffort: "high"} },
-}
+// formats maps each cookbook renderer name to its format. The tables of
+// this file are made on first use: every tinker command links them, few
+// render a conversation.
+var formats = sync.OnceValue(func() map[string]func() format {
+	return map[string]func() format{
+		"role_colon":                        func() format { return roleColon{} },
+		"llama3":                            func() format { return llama3{} },
+		"qwen3":                             func() format { return qwen3{frames: true} },
+		"qwen3_disable_thinking":            func() format { return qwen3Off{qwen3{frames: true}} },
+		"qwen3_instruct":                    func() format { return qwen3{instruct: true} },
+		"qwen3_vl":                          func() format { return qwenVL{} },
+		"qwen3_vl_instruct":                 func() format { return qwenVL{} },
+		"qwen3_5":                           func() format { return qwenVL{v: 35, gen: "<think>\n"} },
+		"qwen3_5_disable_thinking":          func() format { return qwenVL{v: 35, gen: qwenEmptyThink, off: true} },
+		"qwen3_8_xhigh_reasoning":           func() format { return qwenVL{v: 38, gen: "<think>\n", effort: "xhigh"} },
+		"qwen3_8_medium_reasoning":          func() format { return qwenVL{v: 38, gen: "<think>\n", effort: "medium"} },
+		"qwen3_8_low_reasoning":             func() format { return qwenVL{v: 38, gen: "<think>\n", effort: "low"} },
+		"qwen3_8_disable_thinking":          func() format { return qwenVL{v: 38, gen: qwenEmptyThink, off: true} },
+		"nemotron3":                         func() format { return nemotron{} },
+		"nemotron3_low_thinking":            func() format { return nemotron{effort: "low"} },
+		"nemotron3_disable_thinking":        func() format { return nemotron{off: true} },
+		"nemotron3_preserve_thinking":       func() format { return nemotron{preserve: true} },
+		"nemotron3_ultra":                   func() format { return nemotron{ultra: true} },
+		"nemotron3_ultra_disable_thinking":  func() format { return nemotron{ultra: true, off: true} },
+		"nemotron3_ultra_medium_thinking":   func() format { return nemotron{ultra: true, effort: "efficient"} },
+		"nemotron3_ultra_preserve_thinking": func() format { return nemotron{ultra: true, preserve: true} },
+		"kimi_k2":                           func() format { return kimi{} },
+		"kimi_k25":                          func() format { return kimi{k25: true, think: "<think>"} },
+		"kimi_k25_disable_thinking":         func() format { return kimi{k25: true, think: "<think></think>"} },
+		"kimi_k26":                          func() format { return kimi{k25: true, think: "<think>"} },
+		"kimi_k26_disable_thinking":         func() format { return kimi{k25: true, think: "<think></think>"} },
+		"kimi_k26_preserve_thinking":        func() format { return kimi{k25: true, think: "<think>", preserve: true} },
+		"deepseekv3":                        func() format { return deepseekOff{} },
+		"deepseekv3_disable_thinking":       func() format { return deepseekOff{} },
+		"deepseekv3_thinking":               func() format { return deepseekThinking{} },
+		"gpt_oss_no_sysprompt":              func() format { return &GptOss{} },
+		"gpt_oss_low_reasoning":             func() format { return &GptOss{System: true, ReasoningEffort: "low"} },
+		"gpt_oss_medium_reasoning":          func() format { return &GptOss{System: true, ReasoningEffort: "medium"} },
+		"gpt_oss_high_reasoning":            func() format { return &GptOss{System: true, ReasoningEffort: "high"} },
+	}
+})
 
 // aliases are tinker's earlier names, kept working.
 var aliases = map[string]string{
@@ -62,7 +67,7 @@ func lookup(name string) (string, func() format, bool) {
 	if a, ok := aliases[name]; ok {
 		name = a
 	}
-	f, ok := formats[name]
+	f, ok := formats()[name]
 	return name, f, ok
 }
 
@@ -70,7 +75,7 @@ func lookup(name string) (string, func() format, bool) {
 // tinker's aliases.
 func Names() []string {
 	var out []string
-	for n := range formats {
+	for n := range formats() {
 		out = append(out, n)
 	}
 	for n := range aliases {
@@ -92,45 +97,47 @@ func Aliases() map[string]string {
 
 // recommended is the cookbook's model table (model_info.py): the first
 // recommended renderer of each model it lists.
-var recommended = map[string]string{
-	"meta-llama/Llama-3.1-8B-Instruct":                  "llama3",
-	"meta-llama/Llama-3.3-70B-Instruct":                 "llama3",
-	"meta-llama/Llama-3.2-1B":                           "role_colon",
-	"meta-llama/Llama-3.2-3B":                           "role_colon",
-	"meta-llama/Llama-3.1-8B":                           "role_colon",
-	"meta-llama/Llama-3.1-70B":                          "role_colon",
-	"Qwen/Qwen3-VL-30B-A3B-Instruct":                    "qwen3_vl_instruct",
-	"Qwen/Qwen3-VL-235B-A22B-Instruct":                  "qwen3_vl_instruct",
-	"Qwen/Qwen3-8B-Base":                                "role_colon",
-	"Qwen/Qwen3-30B-A3B-Base":                           "role_colon",
-	"Qwen/Qwen3-8B":                                     "qwen3",
-	"Qwen/Qwen3-32B":                                    "qwen3",
-	"Qwen/Qwen3-30B-A3B":                                "qwen3",
-	"Qwen/Qwen3-4B-Instruct-2507":                       "qwen3_instruct",
-	"Qwen/Qwen3-30B-A3B-Instruct-2507":                  "qwen3_instruct",
-	"Qwen/Qwen3-235B-A22B-Instruct-2507":                "qwen3_instruct",
-	"Qwen/Qwen3.5-4B":                                   "qwen3_5",
-	"Qwen/Qwen3.5-9B":                                   "qwen3_5",
-	"Qwen/Qwen3.5-9B-Base":                              "role_colon",
-	"Qwen/Qwen3.5-27B":                                  "qwen3_5",
-	"Qwen/Qwen3.5-35B-A3B":                              "qwen3_5",
-	"Qwen/Qwen3.5-35B-A3B-Base":                         "role_colon",
-	"Qwen/Qwen3.5-397B-A17B":                            "qwen3_5",
-	"Qwen/Qwen3.6-27B":                                  "qwen3_5",
-	"Qwen/Qwen3.6-35B-A3B":                              "qwen3_5",
-	"Qwen/Qwen3.8-27B":                                  "qwen3_8_xhigh_reasoning",
-	"deepseek-ai/DeepSeek-V3.1":                         "deepseekv3",
-	"deepseek-ai/DeepSeek-V3.1-Base":                    "role_colon",
-	"openai/gpt-oss-20b":                                "gpt_oss_no_sysprompt",
-	"openai/gpt-oss-120b":                               "gpt_oss_no_sysprompt",
-	"moonshotai/Kimi-K2-Thinking":                       "kimi_k2",
-	"moonshotai/Kimi-K2.5":                              "kimi_k25",
-	"moonshotai/Kimi-K2.6":                              "kimi_k26",
-	"nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16":        "nemotron3",
-	"nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16":     "nemotron3",
-	"nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16":     "nemotron3_ultra",
-	"nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-BF16": "nemotron3_ultra",
-}
+var recommended = sync.OnceValue(func() map[string]string {
+	return map[string]string{
+		"meta-llama/Llama-3.1-8B-Instruct":                  "llama3",
+		"meta-llama/Llama-3.3-70B-Instruct":                 "llama3",
+		"meta-llama/Llama-3.2-1B":                           "role_colon",
+		"meta-llama/Llama-3.2-3B":                           "role_colon",
+		"meta-llama/Llama-3.1-8B":                           "role_colon",
+		"meta-llama/Llama-3.1-70B":                          "role_colon",
+		"Qwen/Qwen3-VL-30B-A3B-Instruct":                    "qwen3_vl_instruct",
+		"Qwen/Qwen3-VL-235B-A22B-Instruct":                  "qwen3_vl_instruct",
+		"Qwen/Qwen3-8B-Base":                                "role_colon",
+		"Qwen/Qwen3-30B-A3B-Base":                           "role_colon",
+		"Qwen/Qwen3-8B":                                     "qwen3",
+		"Qwen/Qwen3-32B":                                    "qwen3",
+		"Qwen/Qwen3-30B-A3B":                                "qwen3",
+		"Qwen/Qwen3-4B-Instruct-2507":                       "qwen3_instruct",
+		"Qwen/Qwen3-30B-A3B-Instruct-2507":                  "qwen3_instruct",
+		"Qwen/Qwen3-235B-A22B-Instruct-2507":                "qwen3_instruct",
+		"Qwen/Qwen3.5-4B":                                   "qwen3_5",
+		"Qwen/Qwen3.5-9B":                                   "qwen3_5",
+		"Qwen/Qwen3.5-9B-Base":                              "role_colon",
+		"Qwen/Qwen3.5-27B":                                  "qwen3_5",
+		"Qwen/Qwen3.5-35B-A3B":                              "qwen3_5",
+		"Qwen/Qwen3.5-35B-A3B-Base":                         "role_colon",
+		"Qwen/Qwen3.5-397B-A17B":                            "qwen3_5",
+		"Qwen/Qwen3.6-27B":                                  "qwen3_5",
+		"Qwen/Qwen3.6-35B-A3B":                              "qwen3_5",
+		"Qwen/Qwen3.8-27B":                                  "qwen3_8_xhigh_reasoning",
+		"deepseek-ai/DeepSeek-V3.1":                         "deepseekv3",
+		"deepseek-ai/DeepSeek-V3.1-Base":                    "role_colon",
+		"openai/gpt-oss-20b":                                "gpt_oss_no_sysprompt",
+		"openai/gpt-oss-120b":                               "gpt_oss_no_sysprompt",
+		"moonshotai/Kimi-K2-Thinking":                       "kimi_k2",
+		"moonshotai/Kimi-K2.5":                              "kimi_k25",
+		"moonshotai/Kimi-K2.6":                              "kimi_k26",
+		"nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16":        "nemotron3",
+		"nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16":     "nemotron3",
+		"nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16":     "nemotron3_ultra",
+		"nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-BF16": "nemotron3_ultra",
+	}
+})
 
 // Recommended is the cookbook's recommended renderer for a model it lists
 // (even one tinker cannot render yet), "" for others.
@@ -139,7 +146,7 @@ func Recommended(baseModel string) string {
 	if strings.HasPrefix(name, "thinkingmachines/Inkling") {
 		return "tml_v0"
 	}
-	return recommended[name]
+	return recommended()[name]
 }
 
 // ForModel returns the renderer to use for a base model: the cookbook's

@@ -48,11 +48,12 @@ type job struct {
 	req  SampleRequest
 	resp *SampleResponse
 
-	cache     *kvCache // the prompt's, from the first prompt chunk
-	room      int      // positions each sample's cache starts with
-	seed      uint64   // sample i draws from sampleSeed(seed, i)
-	prefilled int      // prompt positions through the model
-	last      []float32
+	cache     *kvCache  // the prompt's, from the first prompt chunk
+	follow    *job      // the job whose prompt cache this one starts from (prefixshare.go)
+	room      int       // positions each sample's cache starts with
+	seed      uint64    // sample i draws from sampleSeed(seed, i)
+	prefilled int       // prompt positions through the model
+	last      []float32 // the last prompt position's logits (a copy: the workspace's are reused)
 	seqs      []*seqRun // nil until the prompt is prefilled
 	live      int       // sequences still generating
 

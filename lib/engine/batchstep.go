@@ -2,6 +2,7 @@ package engine
 
 import (
 	"runtime"
+	"slices"
 )
 
 // unit is one sequence's share of a step: a chunk of a prompt being
@@ -16,15 +17,18 @@ type unit struct {
 // step runs one forward pass over every active job's rows, then lets each
 // sequence pick its token and each job check its stop conditions.
 func (s *stepper) step() error {
+	ready := s.share()
 	units := s.plan()
-	if len(units) == 0 {
+	if len(units) == 0 && len(ready) == 0 {
 		return nil
 	}
-	if err := s.forward(units); err != nil {
-		return err
+	if len(units) > 0 {
+		if err := s.forward(units); err != nil {
+			return err
+		}
+		s.b.countStep(units)
 	}
-	s.b.countStep(units)
-	if err := s.pick(units); err != nil {
+	if err := s.pick(units, ready); err != nil {
 		return err
 	}
 	for _, j := range s.active {
@@ -47,9 +51,10 @@ func (s *stepper) plan() []*unit {
 	var units []*unit
 	generating, waiting := false, 0
 	for _, j := range s.active {
-		if j.seqs != nil {
+		switch {
+		case j.seqs != nil:
 			generating = true
-		} else {
+		case j.follow == nil:
 			waiting++
 		}
 	}
@@ -66,6 +71,7 @@ func (s *stepper) plan() []*unit {
 					units = append(units, &unit{j: j, s: sq, rows: []row{r}})
 				}
 			}
+		case j.follow != nil: // its leader prefills the prompt
 		case budget > 0:
 			u := j.promptChunk(min(budget, prefillChunk))
 			budget -= len(u.rows)
@@ -162,10 +168,14 @@ func parallel(n int, fn func(i int) error) error {
 // pick turns the step's logits into prompt logprobs and tokens: each
 // generating sequence draws its next token with its own sampler and random
 // stream, and a job whose prompt is now complete starts its samples from
-// the last prompt position. The draws are independent, so large
-// vocabularies spread them over the cores.
-func (s *stepper) pick(units []*unit) error {
+// the last prompt position, as do the jobs in ready (followers whose
+// leader's prompt was complete before this step). The draws are
+// independent, so large vocabularies spread them over the cores.
+func (s *stepper) pick(units []*unit, ready []*job) error {
 	var work []func()
+	for _, j := range ready {
+		work = j.startFrom(j.follow, work)
+	}
 	for _, u := range units {
 		if u.s != nil {
 			sq, logits := u.s, u.logits[0]
@@ -196,7 +206,7 @@ func (s *stepper) prefilled(u *unit, work []func()) []func() {
 	for i, r := range u.rows {
 		logits := u.logits[i]
 		if r.pos == len(p)-1 {
-			j.last = logits
+			j.last = slices.Clone(logits)
 		}
 		if j.resp.PromptLogprobs != nil && r.pos+1 < len(p) {
 			pos := r.pos + 1
@@ -207,13 +217,14 @@ func (s *stepper) prefilled(u *unit, work []func()) []func() {
 	if j.prefilled < len(p) {
 		return work
 	}
-	return j.start(work)
+	return s.startFollowers(j, j.start(work, j.cache, false))
 }
 
-// start creates the job's samples, each with its own copy of the prompt
-// cache when there are several, and appends their first draws (from the
-// last prompt position's logits) to work.
-func (j *job) start(work []func()) []func() {
+// start creates the job's samples from the prompt cache src, each with its
+// own copy of it when there are several or src is another job's, and
+// appends their first draws (from the last prompt position's logits) to
+// work.
+func (j *job) start(work []func(), src *kvCache, shared bool) []func() {
 	n := j.req.NumSamples
 	if j.req.MaxTokens == 0 {
 		j.seqs = []*seqRun{} // prefilled, nothing to generate
@@ -225,9 +236,9 @@ func (j *job) start(work []func()) []func() {
 	j.seqs, j.live = make([]*seqRun, n), n
 	for i := range n {
 		work = append(work, func() {
-			c := j.cache
-			if n > 1 {
-				c = c.clone(j.room)
+			c := src
+			if n > 1 || shared {
+				c = c.clone(len(j.req.Prompt), j.room)
 			}
 			sq := &seqRun{cache: c, rng: newRNG(sampleSeed(j.seed, i)), sm: newSampler(j.m.cfg.VocabSize, j.req), out: &j.resp.Sequences[i]}
 			sq.out.Tokens = make([]int, 0, j.req.MaxTokens)

@@ -27,8 +27,8 @@ func processCPU() float64 {
 
 // generate runs one request of n samples of the given length and returns
 // the tokens produced.
-func generate(b testing.TB, m *Model, n, tokens int, seed int64) int {
-	r, err := m.Sample(context.Background(), SampleRequest{Prompt: []int{models.TinyBOS, 'H', 'i'}, NumSamples: n,
+func generate(b testing.TB, m *Model, prompt []int, n, tokens int, seed int64) int {
+	r, err := m.Sample(context.Background(), SampleRequest{Prompt: prompt, NumSamples: n,
 		MaxTokens: tokens, Temperature: 1, Seed: &seed})
 	if err != nil {
 		b.Fatal(err)
@@ -45,7 +45,8 @@ func generate(b testing.TB, m *Model, n, tokens int, seed int64) int {
 // one sequence each (which share one batch), measured in the same run, and
 // their speed-ups over one sequence: on the tiny models and on a random
 // Qwen3-0.6B-shaped model with bfloat16 weights (memory-bound decoding,
-// where a batch of 8 costs little more than one sequence). The tok/cpu-s
+// where a batch of 8 costs little more than one sequence) and 64-token
+// prompts, so that the concurrent requests' prefills count as well. The tok/cpu-s
 // figures divide by the process's CPU time instead of wall time: the
 // engine's own speed per core, less sensitive to other load on a shared
 // machine (with 2 idle cores, x-batch ≈ 2 × the ratio of the two tok/cpu-s
@@ -53,7 +54,7 @@ func generate(b testing.TB, m *Model, n, tokens int, seed int64) int {
 func BenchmarkGenerate(b *testing.B) {
 	for _, name := range []string{models.TinyLlama, models.TinyQwen3, "qwen3-0.6b-shape-bf16"} {
 		b.Run(name, func(b *testing.B) {
-			m, tokens := benchModel(b, name)
+			m, tokens, prompt := benchModel(b, name)
 			var single, batch, conc time.Duration
 			var singleCPU, batchCPU, concCPU float64
 			var nSingle, nBatch, nConc int
@@ -62,11 +63,11 @@ func BenchmarkGenerate(b *testing.B) {
 				seed++
 				c0 := processCPU()
 				t0 := time.Now()
-				nSingle += generate(b, m, 1, tokens, seed)
+				nSingle += generate(b, m, prompt, 1, tokens, seed)
 				t1 := time.Now()
 				c1 := processCPU()
 				singleCPU += c1 - c0
-				nBatch += generate(b, m, 8, tokens, seed)
+				nBatch += generate(b, m, prompt, 8, tokens, seed)
 				t2 := time.Now()
 				c2 := processCPU()
 				batchCPU += c2 - c1
@@ -74,7 +75,7 @@ func BenchmarkGenerate(b *testing.B) {
 				var mu sync.Mutex
 				for i := range 8 {
 					wg.Go(func() {
-						n := generate(b, m, 1, tokens, seed*8+int64(i))
+						n := generate(b, m, prompt, 1, tokens, seed*8+int64(i))
 						mu.Lock()
 						nConc += n
 						mu.Unlock()
@@ -100,10 +101,15 @@ func BenchmarkGenerate(b *testing.B) {
 }
 
 // benchModel returns a built-in tiny model, or the random 0.6B-shaped one
-// with bfloat16 matrices, and how many tokens to generate per sequence.
-func benchModel(b *testing.B, name string) (*Model, int) {
+// with bfloat16 matrices, how many tokens to generate per sequence and
+// the prompt.
+func benchModel(b *testing.B, name string) (*Model, int, []int) {
 	if name != "qwen3-0.6b-shape-bf16" {
-		return mustLoad(b, name), benchTokens
+		return mustLoad(b, name), benchTokens, []int{models.TinyBOS, 'H', 'i'}
+	}
+	prompt := make([]int, 64)
+	for i := range prompt {
+		prompt[i] = 1000 + 37*i
 	}
 	c := qwen3Small()
 	ts := randomTensors(c, 1)
@@ -112,7 +118,7 @@ func benchModel(b *testing.B, name string) (*Model, int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return m, benchTokensLarge
+	return m, benchTokensLarge, prompt
 }
 
 // matricesToBF16 replaces every matrix of ts by its bfloat16 rounding

@@ -40,16 +40,17 @@ func (c *kvCache) reserve(n int) {
 	}
 }
 
-// clone copies the filled prefix into a new cache with room for capacity
-// positions.
-func (c *kvCache) clone(capacity int) *kvCache {
-	d := &kvCache{k: make([][]float32, len(c.k)), v: make([][]float32, len(c.v)), n: c.n, kw: c.kw, vw: c.vw}
-	size := max(capacity, c.n)
+// clone copies the first n filled positions into a new cache with room for
+// capacity positions.
+func (c *kvCache) clone(n, capacity int) *kvCache {
+	n = min(n, c.n)
+	d := &kvCache{k: make([][]float32, len(c.k)), v: make([][]float32, len(c.v)), n: n, kw: c.kw, vw: c.vw}
+	size := max(capacity, n)
 	for l := range c.k {
 		d.k[l] = make([]float32, size*c.kw)
 		d.v[l] = make([]float32, size*c.vw)
-		copy(d.k[l], c.k[l][:c.n*c.kw])
-		copy(d.v[l], c.v[l][:c.n*c.vw])
+		copy(d.k[l], c.k[l][:n*c.kw])
+		copy(d.v[l], c.v[l][:n*c.vw])
 	}
 	return d
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
@@ -51,12 +50,8 @@ func gptOssCheckpoint(c Config, seed uint64, dense bool) (Tensors, []safetensors
 }
 
 func f32Tensor(name string, x Tensor) safetensors.Tensor {
-	data, _ := safetensors.EncodeFloat32(safetensors.F32, x.Data)
-	shape := make([]int64, len(x.Shape))
-	for i, d := range x.Shape {
-		shape[i] = int64(d)
-	}
-	return safetensors.Tensor{Name: name, DType: safetensors.F32, Shape: shape, Data: data}
+	out, _ := safetensors.FromFloat32(name, safetensors.F32, x.Shape, x.Data)
+	return out
 }
 
 // fp4Experts draws one fused expert weight ([experts, rows, cols] output
@@ -122,13 +117,7 @@ func writeCheckpoint(t *testing.T, c Config, tensors []safetensors.Tensor) strin
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sort.Slice(tensors, func(i, j int) bool { return tensors[i].Name < tensors[j].Name })
-	f, err := os.Create(filepath.Join(dir, "model.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := safetensors.Write(f, tensors, map[string]string{"format": "pt"}); err != nil {
+	if err := safetensors.WriteDir(dir, [][]safetensors.Tensor{tensors}); err != nil {
 		t.Fatal(err)
 	}
 	return dir

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -40,49 +41,16 @@ func writeHFDir(t *testing.T, dir string, c Config, ts Tensors, dtype safetensor
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	names := make([]string, 0, len(ts))
-	for n := range ts {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	weightMap := map[string]string{}
-	for s := range shards {
-		file := "model.safetensors"
-		if shards > 1 {
-			file = fmt.Sprintf("model-%05d-of-%05d.safetensors", s+1, shards)
-		}
-		var out []safetensors.Tensor
-		for i, n := range names {
-			if i%shards != s {
-				continue
-			}
-			data, err := safetensors.EncodeFloat32(dtype, ts[n].Data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			shape := make([]int64, len(ts[n].Shape))
-			for j, d := range ts[n].Shape {
-				shape[j] = int64(d)
-			}
-			out = append(out, safetensors.Tensor{Name: n, DType: dtype, Shape: shape, Data: data})
-			weightMap[n] = file
-		}
-		f, err := os.Create(filepath.Join(dir, file))
+	parts := make([][]safetensors.Tensor, shards)
+	for i, n := range slices.Sorted(maps.Keys(ts)) {
+		x, err := safetensors.FromFloat32(n, dtype, ts[n].Shape, ts[n].Data)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := safetensors.Write(f, out, map[string]string{"format": "pt"}); err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Close(); err != nil {
-			t.Fatal(err)
-		}
+		parts[i%shards] = append(parts[i%shards], x)
 	}
-	if shards > 1 {
-		idx, _ := json.Marshal(map[string]any{"metadata": map[string]any{}, "weight_map": weightMap})
-		if err := os.WriteFile(filepath.Join(dir, "model.safetensors.index.json"), idx, 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := safetensors.WriteDir(dir, parts); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -3,12 +3,10 @@ package engine
 import (
 	"encoding/binary"
 	"encoding/json"
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
@@ -111,8 +109,7 @@ func qtDirs(t *testing.T, kimi, round bool, mutate func([]safetensors.Tensor)) (
 		case !kimi && len(x.Shape) == 2 && (strings.HasSuffix(n, "_proj.weight") || strings.HasSuffix(n, "_mqa.weight")):
 			parts, x.Data = qtFP8(n, x)
 		default:
-			data, _ := safetensors.EncodeFloat32(safetensors.F32, x.Data)
-			parts = []safetensors.Tensor{{Name: n, DType: safetensors.F32, Shape: qtShape(x.Shape), Data: data}}
+			parts = []safetensors.Tensor{f32Tensor(n, x)}
 		}
 		if round && len(parts) > 1 {
 			for i, v := range x.Data {
@@ -131,14 +128,6 @@ func qtDirs(t *testing.T, kimi, round bool, mutate func([]safetensors.Tensor)) (
 	return qdir, fdir, c
 }
 
-func qtShape(s []int) []int64 {
-	out := make([]int64, len(s))
-	for i, d := range s {
-		out[i] = int64(d)
-	}
-	return out
-}
-
 // qtWrite writes config.json (with quantization_config) and the stored
 // tensors alternately over two shards with an index.
 func qtWrite(t *testing.T, dir string, c Config, kimi bool, qcfg map[string]any, stored []safetensors.Tensor) {
@@ -155,31 +144,15 @@ func qtWrite(t *testing.T, dir string, c Config, kimi bool, qcfg map[string]any,
 		m["model_type"] = "kimi_k2"
 	}
 	cfg, _ = json.Marshal(m)
-	weightMap := map[string]string{}
 	shards := make([][]safetensors.Tensor, 2)
 	for i, x := range stored {
 		shards[i%2] = append(shards[i%2], x)
 	}
-	for k, part := range shards {
-		file := fmt.Sprintf("model-%05d-of-00002.safetensors", k+1)
-		sort.Slice(part, func(i, j int) bool { return part[i].Name < part[j].Name })
-		f, err := os.Create(filepath.Join(dir, file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := safetensors.Write(f, part, map[string]string{"format": "pt"}); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
-		for _, x := range part {
-			weightMap[x.Name] = file
-		}
+	if err := safetensors.WriteDir(dir, shards); err != nil {
+		t.Fatal(err)
 	}
-	idx, _ := json.Marshal(map[string]any{"weight_map": weightMap})
-	for name, b := range map[string][]byte{"config.json": cfg, "model.safetensors.index.json": idx} {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

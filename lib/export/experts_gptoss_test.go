@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
@@ -89,13 +88,7 @@ func gptOssBaseOf(t *testing.T, mxfp4 bool) string {
 		}
 		out = append(out, encodeTensor(t, name, x, safetensors.F32))
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	f, err := os.Create(filepath.Join(dir, "model.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := safetensors.Write(f, out, map[string]string{"format": "pt"}); err != nil {
+	if err := safetensors.WriteDir(dir, [][]safetensors.Tensor{out}); err != nil {
 		t.Fatal(err)
 	}
 	return dir

@@ -3,11 +3,11 @@ package export
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
@@ -63,47 +63,24 @@ func writeFile(t testing.TB, dir, name string, b []byte) {
 // writeShards spreads the tensors over n shard files by name order.
 func writeShards(t testing.TB, dir string, ts engine.Tensors, n int, dt safetensors.DType) {
 	t.Helper()
-	names := make([]string, 0, len(ts))
-	for name := range ts {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	weightMap := map[string]string{}
+	names := slices.Sorted(maps.Keys(ts))
+	parts := make([][]safetensors.Tensor, n)
 	for k := range n {
-		file := "model.safetensors"
-		if n > 1 {
-			file = fmt.Sprintf("model-%05d-of-%05d.safetensors", k+1, n)
-		}
-		var out []safetensors.Tensor
 		for _, name := range names[len(names)*k/n : len(names)*(k+1)/n] {
-			out = append(out, encodeTensor(t, name, ts[name], dt))
-			weightMap[name] = file
+			parts[k] = append(parts[k], encodeTensor(t, name, ts[name], dt))
 		}
-		f, err := os.Create(filepath.Join(dir, file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := safetensors.Write(f, out, map[string]string{"format": "pt"}); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
 	}
-	if n > 1 {
-		b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"total_size": 0}, "weight_map": weightMap})
-		writeFile(t, dir, indexFile, b)
+	if err := safetensors.WriteDir(dir, parts); err != nil {
+		t.Fatal(err)
 	}
 }
 
 func encodeTensor(t testing.TB, name string, x engine.Tensor, dt safetensors.DType) safetensors.Tensor {
-	data, err := safetensors.EncodeFloat32(dt, x.Data)
+	out, err := safetensors.FromFloat32(name, dt, x.Shape, x.Data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	shape := make([]int64, len(x.Shape))
-	for i, d := range x.Shape {
-		shape[i] = int64(d)
-	}
-	return safetensors.Tensor{Name: name, DType: dt, Shape: shape, Data: data}
+	return out
 }
 
 // adapterSpec shapes a test adapter.

@@ -238,7 +238,7 @@ func testDelta(a, b []float32, out, in int) []float64 {
 	return d
 }
 
-// writeTensorShards writes ts over n shards with an index (n 0: one
+// writeTensorShards writes ts over n shards (n 0: one
 // adapter_model.safetensors).
 func writeTensorShards(t *testing.T, dir string, ts []safetensors.Tensor, n int) {
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
@@ -248,7 +248,7 @@ func writeTensorShards(t *testing.T, dir string, ts []safetensors.Tensor, n int)
 	}
 	// A weight and its scales stay in one shard, as released: shard k
 	// takes the weights whose first tensor falls in its share.
-	weightMap, parts := map[string]string{}, make([][]safetensors.Tensor, n)
+	parts := make([][]safetensors.Tensor, n)
 	k := 0
 	for i, x := range ts {
 		if i > 0 && !sameWeight(x.Name, ts[i-1].Name) {
@@ -256,15 +256,9 @@ func writeTensorShards(t *testing.T, dir string, ts []safetensors.Tensor, n int)
 		}
 		parts[k] = append(parts[k], x)
 	}
-	for k, part := range parts {
-		file := fmt.Sprintf("model-%05d-of-%05d.safetensors", k+1, n)
-		for _, x := range part {
-			weightMap[x.Name] = file
-		}
-		writeSafetensors(t, filepath.Join(dir, file), part)
+	if err := safetensors.WriteDir(dir, parts); err != nil {
+		t.Fatal(err)
 	}
-	b, _ := json.Marshal(map[string]any{"weight_map": weightMap})
-	writeFile(t, dir, indexFile, b)
 }
 
 func sameWeight(x, y string) bool {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 
 	"github.com/tinkershell/tinker/lib/engine"
 	"github.com/tinkershell/tinker/lib/safetensors"
@@ -27,7 +26,7 @@ func writeTinyBase(name, tmp string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("tiny base model: %w", err)
 	}
-	if err := writeTensorsFile(filepath.Join(dir, "model.safetensors"), ts); err != nil {
+	if err := writeTensorsDir(dir, ts); err != nil {
 		return "", fmt.Errorf("tiny base model: %w", err)
 	}
 	for file, b := range map[string][]byte{"config.json": cfg, "tokenizer.json": tokenizer.TinyJSON()} {
@@ -38,28 +37,15 @@ func writeTinyBase(name, tmp string) (string, error) {
 	return dir, nil
 }
 
-// writeTensorsFile writes float32 engine tensors as one safetensors file.
-func writeTensorsFile(path string, ts engine.Tensors) error {
+// writeTensorsDir writes float32 engine tensors as dir's one safetensors file.
+func writeTensorsDir(dir string, ts engine.Tensors) error {
 	out := make([]safetensors.Tensor, 0, len(ts))
 	for n, x := range ts {
-		data, err := safetensors.EncodeFloat32(safetensors.F32, x.Data)
+		st, err := safetensors.FromFloat32(n, safetensors.F32, x.Shape, x.Data)
 		if err != nil {
 			return err
 		}
-		shape := make([]int64, len(x.Shape))
-		for i, d := range x.Shape {
-			shape[i] = int64(d)
-		}
-		out = append(out, safetensors.Tensor{Name: n, DType: safetensors.F32, Shape: shape, Data: data})
+		out = append(out, st)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := safetensors.Write(f, out, map[string]string{"format": "pt"}); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return safetensors.WriteDir(dir, [][]safetensors.Tensor{out})
 }

@@ -216,14 +216,16 @@ func gptOSS(name string, layers, experts int) Arch {
 }
 
 var (
-	regMu  sync.RWMutex
-	byName = func() map[string]*Arch {
+	regMu sync.RWMutex
+	// byName indexes the table by lower-cased name, made on first use (not
+	// at every start); Register adds to it under regMu.
+	byName = sync.OnceValue(func() map[string]*Arch {
 		m := make(map[string]*Arch, len(table))
 		for i := range table {
 			m[strings.ToLower(table[i].Name)] = &table[i]
 		}
 		return m
-	}()
+	})
 	registered []*Arch // by Register, in order
 )
 
@@ -235,7 +237,7 @@ func Lookup(name string) (*Arch, bool) {
 	}
 	regMu.RLock()
 	defer regMu.RUnlock()
-	a, ok := byName[strings.ToLower(name)]
+	a, ok := byName()[strings.ToLower(name)]
 	return a, ok
 }
 
@@ -249,14 +251,14 @@ func Register(a Arch) error {
 	}
 	regMu.Lock()
 	defer regMu.Unlock()
-	if old, ok := byName[strings.ToLower(a.Name)]; ok {
+	if old, ok := byName()[strings.ToLower(a.Name)]; ok {
 		if slices.Contains(registered, old) && reflect.DeepEqual(*old, a) {
 			return nil
 		}
 		return fmt.Errorf("model %s is already defined with another shape", a.Name)
 	}
 	p := &a
-	byName[strings.ToLower(a.Name)] = p
+	byName()[strings.ToLower(a.Name)] = p
 	registered = append(registered, p)
 	return nil
 }

@@ -22,7 +22,13 @@ func (noProgress) Finish()   {}
 // fetchPages implements the official CLI's paging for an offset-paginated
 // listing: after the first page, the remaining (limit, offset) requests are
 // the same ones the CLI sends one after another, but up to pageConcurrency
-// of them are in flight at once. A short page ends the listing.
+// of them are in flight at once. The result is what the sequential CLI
+// gets, in its order: pages are joined by offset, and a short page ends
+// the listing. Pages are launched one at a time and none after a short
+// page has come back, so a total the server overstates (even 10^12) costs
+// at most pageConcurrency requests past the end, not a request or an
+// allocation per page it claims. Any failing page fails the listing
+// (all or nothing), with its own error.
 //
 // limit <= 0 fetches everything. total < 0 means the server gave no count:
 // the first page is everything.
@@ -41,64 +47,118 @@ func fetchPages[T any](ctx context.Context, first []T, total, limit, batch int, 
 		}
 		return first, nil
 	}
-	type page struct{ limit, offset int }
-	var pages []page
-	for off := len(first); off < target; off += batch {
-		pages = append(pages, page{min(batch, target-off), off})
-	}
 	prog.Add(int64(len(first)))
-	results := make([][]T, len(pages))
-	errs := make([]error, len(pages))
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	sem := make(chan struct{}, pageConcurrency)
-	var wg sync.WaitGroup
-	var causeOnce sync.Once
-	var cause error
-	for i, p := range pages {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			errs[i] = ctx.Err()
-			continue
-		}
-		wg.Add(1)
-		go func(i int, p page) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			items, err := fetch(ctx, p.limit, p.offset)
-			results[i], errs[i] = items, err
-			if err != nil {
-				// The first failure is the cause: the pages it cancels
-				// fail with context.Canceled, which would read as Ctrl-C.
-				causeOnce.Do(func() { cause = err })
-				cancel()
-				return
-			}
-			prog.Add(int64(len(items)))
-		}(i, p)
-	}
-	wg.Wait()
-	if cause != nil {
-		return nil, cause
+	pages, err := fetchRest(ctx, len(first), target, batch, prog, fetch)
+	if err != nil {
+		return nil, err
 	}
 	// Sized from what came (never from the server's total): 10,000
 	// entries appended into a growing slice were copied four times over.
 	n := len(first)
-	for i := range pages {
-		n += len(results[i])
+	for _, p := range pages {
+		n += len(p)
 	}
 	out := append(make([]T, 0, n), first...)
-	for i, p := range pages {
-		if errs[i] != nil {
-			return nil, errs[i]
-		}
-		out = append(out, results[i]...)
-		if len(results[i]) < p.limit {
-			break // the listing ended early
-		}
+	for _, p := range pages {
+		out = append(out, p...)
 	}
 	return out, nil
+}
+
+// pageRun is the shared state of the pages in flight.
+type pageRun[T any] struct {
+	mu      sync.Mutex
+	results [][]T
+	limits  []int
+	short   bool  // a page came back short: the listing has ended
+	cause   error // the first failure
+}
+
+// fetchRest fetches the pages at offsets from..target (batch each, the
+// last one shorter) and returns them in order up to the first short one.
+func fetchRest[T any](ctx context.Context, from, target, batch int, prog Progress,
+	fetch func(ctx context.Context, limit, offset int) ([]T, error)) ([][]T, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	run := &pageRun[T]{}
+	sem := make(chan struct{}, pageConcurrency)
+	var wg sync.WaitGroup
+	for off := from; off < target && run.more(ctx, sem); off += batch {
+		l := min(batch, target-off)
+		i := run.add(l)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			items, err := fetch(ctx, l, off)
+			run.done(i, items, err, prog)
+			if err != nil {
+				cancel() // after done: the cause is recorded first
+			}
+		}()
+	}
+	wg.Wait()
+	if run.cause != nil {
+		return nil, run.cause
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // canceled by the caller between pages
+	}
+	return run.inOrder(), nil
+}
+
+// more takes a slot for one more page and says whether to launch it: not
+// after a failure, a short page or the caller's cancellation.
+func (r *pageRun[T]) more(ctx context.Context, sem chan struct{}) bool {
+	select {
+	case sem <- struct{}{}:
+	case <-ctx.Done():
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.short || r.cause != nil || ctx.Err() != nil {
+		<-sem
+		return false
+	}
+	return true
+}
+
+// add makes room for the next page's result and returns its index.
+func (r *pageRun[T]) add(limit int) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.results = append(r.results, nil)
+	r.limits = append(r.limits, limit)
+	return len(r.results) - 1
+}
+
+// done records page i. The first failure is the cause: the pages it
+// cancels fail with context.Canceled, which would read as Ctrl-C.
+func (r *pageRun[T]) done(i int, items []T, err error, prog Progress) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		if r.cause == nil {
+			r.cause = err
+		}
+		return
+	}
+	r.results[i] = items
+	if len(items) < r.limits[i] {
+		r.short = true
+	}
+	prog.Add(int64(len(items)))
+}
+
+// inOrder returns the pages up to and including the first short one.
+func (r *pageRun[T]) inOrder() [][]T {
+	for i, p := range r.results {
+		if len(p) < r.limits[i] {
+			return r.results[:i+1]
+		}
+	}
+	return r.results
 }
 
 // firstMatching reads an offset-paginated listing one page of batch items

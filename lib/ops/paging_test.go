@@ -87,6 +87,62 @@ func TestFetchPagesStopsAtAShortPage(t *testing.T) {
 	}
 }
 
+// TestFetchPagesOverstatedTotal: a server whose total_count claims far more
+// than it has costs a few requests past the end, not one per claimed page
+// (nor a page table of that size), and the listing is what it has.
+func TestFetchPagesOverstatedTotal(t *testing.T) {
+	fetch, calls := pager(2500, -1)
+	first, _ := fetch(context.Background(), 1000, 0)
+	got, err := fetchPages(context.Background(), first, 50_000_000, 0, 1000, noProgress{}, fetch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2500 {
+		t.Fatalf("%d items, want 2500", len(got))
+	}
+	if n := len(calls()); n > 3+pageConcurrency {
+		t.Fatalf("%d requests for a listing of 3 pages", n)
+	}
+}
+
+// TestFetchPagesSameAsSequential: whatever order the pages finish in, the
+// result is the sequential CLI's: every item once, in offset order, and
+// nothing past the first short page even when later pages came back.
+func TestFetchPagesSameAsSequential(t *testing.T) {
+	for seed := range 20 {
+		const n, batch = 9300, 1000
+		fetch := func(ctx context.Context, limit, offset int) ([]int, error) {
+			time.Sleep(time.Duration((offset/batch*7+seed)%5) * time.Millisecond)
+			end := min(offset+limit, n)
+			if offset == 5000 && seed%2 == 1 {
+				end = offset + 10 // a short page in the middle ends the listing
+			}
+			out := make([]int, 0, limit)
+			for i := offset; i < end; i++ {
+				out = append(out, i)
+			}
+			return out, nil
+		}
+		first, _ := fetch(context.Background(), batch, 0)
+		got, err := fetchPages(context.Background(), first, n, 0, batch, noProgress{}, fetch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := n
+		if seed%2 == 1 {
+			want = 5010
+		}
+		if len(got) != want {
+			t.Fatalf("seed %d: %d items, want %d", seed, len(got), want)
+		}
+		for i, v := range got {
+			if v != i {
+				t.Fatalf("seed %d: item %d is %d", seed, i, v)
+			}
+		}
+	}
+}
+
 func TestFetchPagesReportsErrors(t *testing.T) {
 	boom := errors.New("boom")
 	fetch := func(ctx context.Context, limit, offset int) ([]int, error) {

@@ -67,8 +67,8 @@ func TestPlainASCIIMatchesBytewise(t *testing.T) {
 				b[i] = byte(' ' + r.Intn(95))
 			}
 		}
-		if got, want := plainASCII(string(b)), plainASCIIBytes(string(b)); got != want {
-			t.Fatalf("plainASCII(%q) = %v, want %v", b, got, want)
+		if got, want := PlainASCII(string(b)), plainASCIIBytes(string(b)); got != want {
+			t.Fatalf("PlainASCII(%q) = %v, want %v", b, got, want)
 		}
 	}
 }

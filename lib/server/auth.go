@@ -12,8 +12,12 @@ import (
 // Each API key is a user, named by a URN derived from the key's SHA-256;
 // only that hash is stored. See docs/protocol.md, "Authentication".
 //
-// ownerNamespace seeds those URNs and the ids derived per owner.
-var ownerNamespace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://github.com/tinkershell/tinker/local-user"))
+// ownerNamespace seeds those URNs and the ids derived per owner: the
+// name-based UUID of ownerNamespaceURL, written out so no start computes
+// it (TestOwnerNamespace derives it).
+var ownerNamespace = uuid.UUID{0xbe, 0xb7, 0xec, 0x95, 0xf5, 0xf1, 0x5a, 0xd2, 0x8e, 0xd3, 0x60, 0x07, 0x03, 0x3a, 0xfa, 0xa4}
+
+const ownerNamespaceURL = "https://github.com/tinkershell/tinker/local-user"
 
 func hashKey(k string) string {
 	h := sha256.Sum256([]byte(k))

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"math/rand"
 	"testing"
 	"time"
 
@@ -19,6 +20,20 @@ func TestAppendTS(t *testing.T) {
 	} {
 		if got := string(appendTS(nil, tc.in)); got != tc.want {
 			t.Errorf("appendTS(%v) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestAppendTSMatchesFormat: the laid digits equal time.Format's across
+// years 0-9999, before 1970 included, and in other zones.
+func TestAppendTSMatchesFormat(t *testing.T) {
+	r := rand.New(rand.NewSource(7))
+	east := time.FixedZone("east", -(9*3600 + 30*60))
+	for range 3000 {
+		tm := time.Unix(r.Int63n(253402300800+62135596800)-62135596800, r.Int63n(1e9)).In(east)
+		want := `"` + tm.UTC().Format("2006-01-02T15:04:05.000000Z") + `"`
+		if got := string(appendTS(nil, tm)); got != want {
+			t.Fatalf("appendTS(%v) = %s, want %s", tm, got, want)
 		}
 	}
 }

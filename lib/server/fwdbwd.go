@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/tinkershell/tinker/lib/engine"
 	"github.com/tinkershell/tinker/lib/tinkerproto"
 	"github.com/tinkershell/tinker/lib/wiretensor"
@@ -57,7 +55,7 @@ func readFwdBody(r *http.Request) ([]byte, *errorResponse) {
 // seq_id (useUpSeq).
 func decodeFwdProto(b []byte) (*fwdRequest, *errorResponse) {
 	var m tinkerproto.ForwardBackwardRequest
-	if err := proto.Unmarshal(b, &m); err != nil {
+	if err := tinkerproto.Unmarshal(b, &m); err != nil {
 		return nil, errorf(http.StatusBadRequest, "Invalid ForwardBackwardRequest protobuf body: %v", err)
 	}
 	seq := int(m.GetSeqId())
@@ -289,7 +287,7 @@ func fwdResultProto(res *engine.ForwardResult) []byte {
 	if len(res.Outputs) == 0 {
 		m.LossFnOutputs = []*tinkerproto.ArrayRecord{fwdRecord(nil)}
 	}
-	b, _ := proto.Marshal(m)
+	b, _ := tinkerproto.Marshal(m)
 	return b
 }
 

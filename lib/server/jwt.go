@@ -119,7 +119,12 @@ type jwtClaims struct {
 	Kid string `json:"kid"`
 }
 
-var jwtHeader = base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`))
+// jwtHeader is jwtHeaderJSON in unpadded base64url, written out so no
+// start encodes it (TestJWTHeaderEncoding encodes it).
+const (
+	jwtHeaderJSON = `{"alg":"HS256","typ":"JWT"}`
+	jwtHeader     = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+)
 
 // signJWT returns a token for the user urn holding the API key whose hash
 // is keyHash, valid for the configured lifetime.

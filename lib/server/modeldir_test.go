@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -33,25 +32,15 @@ func writeHFDir(t *testing.T, name string) string {
 	}
 	var out []safetensors.Tensor
 	for n, x := range ts {
-		data, err := safetensors.EncodeFloat32(safetensors.F32, x.Data)
+		st, err := safetensors.FromFloat32(n, safetensors.F32, x.Shape, x.Data)
 		if err != nil {
 			t.Fatal(err)
 		}
-		shape := make([]int64, len(x.Shape))
-		for i, d := range x.Shape {
-			shape[i] = int64(d)
-		}
-		out = append(out, safetensors.Tensor{Name: n, DType: safetensors.F32, Shape: shape, Data: data})
+		out = append(out, st)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	f, err := os.Create(filepath.Join(dir, "model.safetensors"))
-	if err != nil {
+	if err := safetensors.WriteDir(dir, [][]safetensors.Tensor{out}); err != nil {
 		t.Fatal(err)
 	}
-	if err := safetensors.Write(f, out, map[string]string{"format": "pt"}); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
 	for file, b := range map[string][]byte{"config.json": cfg, "tokenizer.json": tokenizer.TinyJSON()} {
 		if err := os.WriteFile(filepath.Join(dir, file), b, 0o644); err != nil {
 			t.Fatal(err)

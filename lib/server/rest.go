@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/store"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 )
@@ -48,13 +49,12 @@ func appendCheckpoint(b []byte, c *store.Checkpoint) []byte {
 }
 
 // appendJSONStringBody appends s escaped for the inside of a JSON string.
-// Plain printable ASCII (every id this server creates) is copied as is.
+// Plain printable ASCII (every id this server creates) is copied as is;
+// the test looks at eight bytes at a time, five strings per checkpoint.
 func appendJSONStringBody(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-			q, _ := json.Marshal(s)
-			return append(b, q[1:len(q)-1]...)
-		}
+	if !render.PlainASCII(s) {
+		q, _ := json.Marshal(s)
+		return append(b, q[1:len(q)-1]...)
 	}
 	return append(b, s...)
 }

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"math"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/tinkershell/tinker/lib/engine"
 	"github.com/tinkershell/tinker/lib/tinkerproto"
 )
@@ -76,7 +74,7 @@ func sampleProto(r *engine.SampleResponse) []byte {
 	if r.TopKPromptLogprobs != nil {
 		m.TopkPromptLogprobs = topKProto(r.TopKPromptLogprobs)
 	}
-	b, _ := proto.Marshal(m)
+	b, _ := tinkerproto.Marshal(m)
 	return b
 }
 

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/tinkershell/tinker/lib/tinkerproto"
 )
 
@@ -79,7 +77,7 @@ func TestDecodeRefusalsUseUpSeqID(t *testing.T) {
 		}
 	}
 	// The protobuf form the SDK sends: an image chunk is refused.
-	pb, _ := proto.Marshal(&tinkerproto.ForwardBackwardRequest{ModelId: model, SeqId: 4, LossFn: "cross_entropy",
+	pb, _ := tinkerproto.Marshal(&tinkerproto.ForwardBackwardRequest{ModelId: model, SeqId: 4, LossFn: "cross_entropy",
 		Data: []*tinkerproto.Datum{{ModelInput: []*tinkerproto.Chunk{{Chunk: &tinkerproto.Chunk_Image{Image: &tinkerproto.ImageChunk{Format: "png"}}}}}}})
 	req, _ := http.NewRequest("POST", e.url+"/api/v1/forward_backward", bytes.NewReader(pb))
 	req.Header.Set("X-API-Key", key)

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/tinkershell/tinker/lib/tinkerproto"
 )
@@ -23,7 +22,7 @@ func TestZstdTrainingBodies(t *testing.T) {
 		t.Errorf("client/config = %d %s, want proto_compress_fwdbwd offered", code, b)
 	}
 	enc, _ := zstd.NewWriter(nil)
-	pb, _ := proto.Marshal(&tinkerproto.ForwardBackwardRequest{ModelId: "no-such-model", SeqId: 1, LossFn: "cross_entropy",
+	pb, _ := tinkerproto.Marshal(&tinkerproto.ForwardBackwardRequest{ModelId: "no-such-model", SeqId: 1, LossFn: "cross_entropy",
 		Data: []*tinkerproto.Datum{{ModelInput: []*tinkerproto.Chunk{{Chunk: &tinkerproto.Chunk_EncodedText{EncodedText: &tinkerproto.EncodedTextChunk{Tokens: []byte{1, 0, 0, 0}}}}}}}})
 	plainCode, plain := postFwd(t, e, pb, "")
 	zCode, z := postFwd(t, e, enc.EncodeAll(pb, nil), "zstd")

@@ -60,3 +60,16 @@ func BenchmarkDecodeCheckpoints1000(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeCheckpointsCompact1000 is the same page in the compact
+// form the local server (and FastAPI) writes: no space after ':' or ','.
+func BenchmarkDecodeCheckpointsCompact1000(b *testing.B) {
+	page := []byte(strings.NewReplacer(`": `, `":`, `, `, `,`).Replace(checkpointPage(1000)))
+	b.SetBytes(int64(len(page)))
+	for b.Loop() {
+		out, err := decodeCheckpoints(page)
+		if err != nil || len(out.Checkpoints) != 1000 {
+			b.Fatal(err)
+		}
+	}
+}

@@ -314,7 +314,9 @@ func (l *wireLex) checkpoints() []Checkpoint {
 	}
 	for l.ok {
 		out = append(out, Checkpoint{})
-		l.checkpoint(&out[len(out)-1])
+		if c := &out[len(out)-1]; !l.compactEntry(c) {
+			l.checkpoint(c)
+		}
 		switch l.peek() {
 		case ',':
 			l.i++

@@ -45,6 +45,24 @@ var fastCases = []string{
 	`{"checkpoints":[{"checkpoint_id":"sampler_weights/final","checkpoint_type":"sampler","time":"2026-11-28T20:07:40.5Z","tinker_path":"tinker://r/sampler_weights/final","size_bytes":null,"public":true,"expires_at":"2026-12-01T00:00:00Z","training_run_id":"r"},{"checkpoint_id":"weights/é","checkpoint_type":"training","time":"2026-01-02 03:04:05","tinker_path":"tinker://r/weights/é","public":null,"training_run_id":null}]}`,
 	`{"cursor": null, "checkpoints": [{"tinker_path": "p", "time": "2026-02-29T00:00:00Z", "checkpoint_type": "training", "checkpoint_id": "x", "size_bytes": -0}]}`,
 	`{"checkpoints": [{"checkpoint_id": "x", "checkpoint_type": "training", "time": "2026-01-02T03:04:05+02:00", "tinker_path": "p"}]}`,
+	// The compact layout servers write, which compactEntry reads, and near
+	// misses of it that the general lexer (or encoding/json) must decide.
+	`{"checkpoints":[` + compactEntry1 + `,` + compactEntry2 + `],"cursor":{"offset":0,"limit":2,"total_count":2}}`,
+	`{"checkpoints":[{"checkpoint_id":"a\"b","checkpoint_type":"training","time":"2026-01-02T03:04:05Z","tinker_path":"p","size_bytes":1,"public":false,"expires_at":null}]}`,
+	"{\"checkpoints\":[{\"checkpoint_id\":\"a\xffb\",\"checkpoint_type\":\"training\",\"time\":\"2026-01-02T03:04:05Z\",\"tinker_path\":\"p\",\"size_bytes\":1,\"public\":false,\"expires_at\":null}]}",
+	"{\"checkpoints\":[{\"checkpoint_id\":\"a\tb\",\"checkpoint_type\":\"training\",\"time\":\"2026-01-02T03:04:05Z\",\"tinker_path\":\"p\",\"size_bytes\":1,\"public\":false,\"expires_at\":null}]}",
+	`{"checkpoints":[{"checkpoint_id":"x","checkpoint_type":"training","time":"2026-01-02T03:04:05Z","tinker_path":"p","size_bytes":1.5,"public":false,"expires_at":null}]}`,
+	`{"checkpoints":[{"checkpoint_id":"x","checkpoint_type":"training","time":"2026-01-02T03:04:05Z","tinker_path":"p","size_bytes":012,"public":false,"expires_at":null}]}`,
+	`{"checkpoints":[{"checkpoint_id":"x","checkpoint_type":"training","time":"2026-01-02T03:04:05Z","tinker_path":"p","size_bytes":1e3,"public":false,"expires_at":null}]}`,
+	`{"checkpoints":[{"checkpoint_id":"x","checkpoint_type":"training","time":"2026-01-02T03:04:05Z","tinker_path":"p","size_bytes":-,"public":false,"expires_at":null}]}`,
+	`{"checkpoints":[{"checkpoint_id":"x","checkpoint_type":"training","time":"2026-01-02T03:04:05Z","tinker_path":"p","size_bytes":-17,"public":null,"expires_at":null}]}`,
+	`{"checkpoints":[{"checkpoint_id":"x","checkpoint_type":"training","time":"2026-01-02T03:04:05Z","tinker_path":"p","size_bytes":1234567890123456789,"public":false,"expires_at":null}]}`,
+	`{"checkpoints":[{"checkpoint_id":"x","checkpoint_type":"training","time":"2026-11-31T03:04:05Z","tinker_path":"p","size_bytes":1,"public":false,"expires_at":null}]}`,
+	`{"checkpoints":[{"checkpoint_id":"x","checkpoint_type":"training","time":"2026-01-02T03:04:05+02:00","tinker_path":"p","size_bytes":1,"public":false,"expires_at":"2026-01-02 03:04:05"}]}`,
+	`{"checkpoints":[{"checkpoint_id":"x","checkpoint_type":"weights","time":"2026-01-02T03:04:05Z","tinker_path":"p","size_bytes":1,"public":false,"expires_at":null}]}`,
+	`{"checkpoints":[{"checkpoint_id":"x","checkpoint_type":"training","time":"2026-01-02T03:04:05Z","tinker_path":"p","size_bytes":1,"public":nul,"expires_at":null}]}`,
+	`{"checkpoints":[{"checkpoint_id":"x","checkpoint_type":"training","time":"2026-01-02T03:04:05Z","tinker_path":"p","size_bytes":1,"public":false,"expires_at":null,"training_run_id":"r"}]}`,
+	`{"checkpoints":[{"checkpoint_id":"x","checkpoint_type":"training","time":"2026-01-02T03:04:05Z","tinker_path":"p","size_bytes":1,"public":false,"expires_at":"2026-01-02T03:04:05Z"`,
 	// Complete but invalid, which it leaves to the generic reader's errors.
 	`{"checkpoints": [{"checkpoint_id": "x", "checkpoint_type": "weights", "time": "2026-01-02T03:04:05Z", "tinker_path": "p"}]}`,
 	`{"checkpoints": [{"checkpoint_id": "x", "checkpoint_type": "training", "time": "2026-01-02T03:04:05Z"}]}`,
@@ -53,6 +71,31 @@ var fastCases = []string{
 	`[]`,
 	``,
 	`{"checkpoints": [`,
+}
+
+// compactEntry1 and compactEntry2 are entries as lib/server writes them.
+const (
+	compactEntry1 = `{"checkpoint_id":"sampler_weights/final","checkpoint_type":"sampler","time":"2026-11-29T22:40:50.000000Z","tinker_path":"tinker://1454ab9c-834d-5208-b8d2-65487221f2e7:train:0/sampler_weights/final","size_bytes":48448,"public":false,"expires_at":null}`
+	compactEntry2 = `{"checkpoint_id":"weights/été","checkpoint_type":"training","time":"2024-02-29T23:59:59.5Z","tinker_path":"tinker://r:train:0/weights/été","size_bytes":null,"public":true,"expires_at":"2026-12-31T00:00:00Z"}`
+)
+
+// TestCompactEntryTakesTheServersForm: the servers' layout is read by the
+// compact path (not only accepted by the general one), and a near miss
+// leaves the position where it was for the general lexer.
+func TestCompactEntryTakesTheServersForm(t *testing.T) {
+	for _, e := range []string{compactEntry1, compactEntry2} {
+		l := &wireLex{b: []byte(e), ok: true, text: e}
+		var c Checkpoint
+		if !l.compactEntry(&c) || l.i != len(e) || c.CheckpointID == "" || c.Time.IsZero() {
+			t.Fatalf("compactEntry(%s) = %+v at %d: not taken", e, c, l.i)
+		}
+	}
+	miss := compactEntry1[:len(compactEntry1)-1] + `,"training_run_id":"r"}`
+	l := &wireLex{b: []byte(miss), ok: true, text: miss}
+	var c Checkpoint
+	if l.compactEntry(&c) || l.i != 0 || c != (Checkpoint{}) {
+		t.Fatalf("compactEntry took %s: %+v at %d", miss, c, l.i)
+	}
 }
 
 // The fast reader agrees with encoding/json wherever it answers.
@@ -124,7 +167,7 @@ func TestParseUTCDatetimeMatchesTimeParse(t *testing.T) {
 		"2026-11-28T20:07:40.000000Z", "2026-11-28T20:07:40Z", "2026-11-28T20:07:40.1Z", "2026-11-28T20:07:40.123456789Z",
 		"2026-11-28T20:07:40.1234567891Z", "2026-02-29T00:00:00Z", "2024-02-29T00:00:00Z", "2026-02-30T00:00:00Z",
 		"2026-13-01T00:00:00Z", "2026-00-01T00:00:00Z", "2026-01-00T00:00:00Z", "2026-01-01T24:00:00Z", "2026-01-01T23:60:00Z",
-		"2026-01-01T23:59:60Z", "2026-01-01t23:59:59Z", "2026-01-01T23:59:59z", "2026-01-01T23:59:59.Z", "2026-01-01T23:59:59,5Z",
+		"2026-01-01T23:59:60Z", "2026-11-29T00:00:00Z", "2026-11-30T23:59:59.5Z", "2026-11-31T00:00:00Z", "2026-12-31T00:00:00Z", "2000-02-29T00:00:00Z", "1900-02-29T00:00:00Z", "2026-04-31T00:00:00Z", "2026-01-01t23:59:59Z", "2026-01-01T23:59:59z", "2026-01-01T23:59:59.Z", "2026-01-01T23:59:59,5Z",
 		"0000-01-01T00:00:00Z", "9999-12-31T23:59:59.999999999Z", "+026-01-01T00:00:00Z", "2026-1-01T00:00:00Z",
 		"2026-01-01T00:00:00+00:00", "2026-01-01T00:00:00.5+02:00", "2026-01-01 00:00:00Z", "2026-01-01T00:00:0aZ", "",
 	}
@@ -137,6 +180,11 @@ func TestParseUTCDatetimeMatchesTimeParse(t *testing.T) {
 	for _, s := range cases {
 		got, ok := parseUTCDatetime(s)
 		if !ok {
+			// Every valid time in the servers' form with a four-digit
+			// year is answered here, whatever its day of the month.
+			if _, err := time.Parse(time.RFC3339Nano, s); err == nil && serversForm(s) {
+				t.Fatalf("parseUTCDatetime(%q) left a valid time of the servers' form to time.Parse", s)
+			}
 			continue
 		}
 		answered++
@@ -148,6 +196,13 @@ func TestParseUTCDatetimeMatchesTimeParse(t *testing.T) {
 	if _, ok := parseUTCDatetime("2026-11-28T20:07:40.000000Z"); !ok || answered < 3000 {
 		t.Fatalf("the fast path answered %d of %d, not the servers' form", answered, len(cases))
 	}
+}
+
+// serversForm: YYYY-MM-DDTHH:MM:SS, an optional fraction of 1 to 9
+// digits, and Z.
+func serversForm(s string) bool {
+	return len(s) >= 20 && len(s) <= 30 && s[0] >= '0' && s[0] <= '9' && s[10] == 'T' && s[len(s)-1] == 'Z' &&
+		(len(s) == 20 || s[19] == '.')
 }
 
 // TestPlainStringMatchesBytewise: the word-at-a-time test agrees with the

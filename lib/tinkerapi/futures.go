@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/proto"
+	"github.com/tinkershell/tinker/lib/tinkerproto"
 )
 
 // Statuses reported to an OnState callback while a future is awaited.
@@ -162,7 +162,7 @@ type futureHandle struct {
 }
 
 // Await polls retrieve_future for requestID until the result arrives and
-// decodes it into out: nil (discarded), *FutureResult, a proto.Message for
+// decodes it into out: nil (discarded), *FutureResult, a tinkerproto.Message for
 // a protobuf result, or any other value for a JSON result. kind is the
 // X-Tinker-Request-Type header (CreateModel, SaveWeights, Sample, ...).
 // It follows docs/protocol.md, "Futures": try_again and 408 are
@@ -509,11 +509,11 @@ func decodeFutureResult(body []byte, isProto bool, out any) error {
 	case *FutureResult:
 		*out = FutureResult{Proto: isProto, Body: body}
 		return nil
-	case proto.Message:
+	case tinkerproto.Message:
 		if !isProto {
 			return errors.New("the server sent JSON where a protobuf result was expected")
 		}
-		if err := proto.Unmarshal(body, out); err != nil {
+		if err := tinkerproto.Unmarshal(body, out); err != nil {
 			return fmt.Errorf("decode protobuf: %w", err)
 		}
 		return nil

@@ -5,12 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"google.golang.org/protobuf/proto"
 
 	"github.com/tinkershell/tinker/lib/tinkerproto"
 )
@@ -22,9 +21,9 @@ func jsonReply(status int, body string) pollReplyFn {
 	return func(w http.ResponseWriter, _ *http.Request, _ int) { writeJSON(w, status, body) }
 }
 
-func protoReply(m proto.Message) pollReplyFn {
+func protoReply(m tinkerproto.Message) pollReplyFn {
 	return func(w http.ResponseWriter, _ *http.Request, _ int) {
-		b, _ := proto.Marshal(m)
+		b, _ := tinkerproto.Marshal(m)
 		w.Header().Set("Content-Type", "application/x-protobuf")
 		w.Write(b)
 	}
@@ -340,7 +339,7 @@ func TestAwaitProtoAndJSONResults(t *testing.T) {
 	if rec := runAwait(t, f, &got, AwaitOptions{Proto: true}); rec.err != nil {
 		t.Fatal(rec.err)
 	}
-	if !proto.Equal(&got, want) {
+	if !reflect.DeepEqual(&got, want) {
 		t.Errorf("got %v, want %v", &got, want)
 	}
 	for _, r := range f.requests("/api/v1/retrieve_future") {

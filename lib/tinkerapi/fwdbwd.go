@@ -7,8 +7,6 @@ import (
 	"math"
 	"strings"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/tinkershell/tinker/lib/tinkerproto"
 	"github.com/tinkershell/tinker/lib/wiretensor"
 )
@@ -134,7 +132,7 @@ func combineOutputs(parts []*ForwardBackwardOutput) *ForwardBackwardOutput {
 // offsets; bfloat16 values widen to float32 and int32 to int64.
 func DecodeForwardBackwardProto(b []byte) (*ForwardBackwardOutput, error) {
 	var m tinkerproto.ForwardBackwardOutput
-	if err := proto.Unmarshal(b, &m); err != nil {
+	if err := tinkerproto.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("decode forward_backward result: %w", err)
 	}
 	out := &ForwardBackwardOutput{Metrics: m.GetMetrics()}

@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/tinkershell/tinker/lib/tinkerproto"
 )
 
@@ -335,7 +333,7 @@ func (r SampleRequest) wire(samplingSessionID string) (sampleWire, error) {
 // is an error.
 func DecodeSampleProto(b []byte) (*SampleResponse, error) {
 	var m tinkerproto.SampleResponse
-	if err := proto.Unmarshal(b, &m); err != nil {
+	if err := tinkerproto.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("decode sample result: %w", err)
 	}
 	out := &SampleResponse{PromptCacheHitTokens: int(m.GetPromptCacheHitTokens())}

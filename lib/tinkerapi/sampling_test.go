@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/tinkershell/tinker/lib/tinkerproto"
 )
 
@@ -59,7 +57,7 @@ func checkFixtureDecoded(t *testing.T, r *SampleResponse) {
 }
 
 func TestDecodeSampleProto(t *testing.T) {
-	b, err := proto.Marshal(sampleProtoFixture())
+	b, err := tinkerproto.Marshal(sampleProtoFixture())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +74,7 @@ func TestDecodeSampleProto(t *testing.T) {
 		t.Helper()
 		m := sampleProtoFixture()
 		mut(m)
-		b, _ := proto.Marshal(m)
+		b, _ := tinkerproto.Marshal(m)
 		if _, err := DecodeSampleProto(b); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("want error containing %q, got %v", want, err)
 		}
@@ -321,7 +319,7 @@ func BenchmarkDecodeSampleProto(b *testing.B) {
 	for range 8 {
 		m.Sequences = append(m.Sequences, &tinkerproto.SampledSequence{Tokens: tinkerproto.PackInt32(toks), Logprobs: tinkerproto.PackFloat32(lps)})
 	}
-	body, _ := proto.Marshal(m)
+	body, _ := tinkerproto.Marshal(m)
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {

@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/tinkershell/tinker/lib/tinkerproto"
 )
 
@@ -102,7 +100,7 @@ func (s *svc) serve(w http.ResponseWriter, r *http.Request) {
 			var seq int
 			fmt.Sscan(rest[strings.LastIndex(rest, "/")+1:], &seq)
 			m := &tinkerproto.SampleResponse{Sequences: []*tinkerproto.SampledSequence{{Tokens: tinkerproto.PackInt32([]int{seq})}}}
-			pb, _ := proto.Marshal(m)
+			pb, _ := tinkerproto.Marshal(m)
 			w.Header().Set("Content-Type", "application/x-protobuf")
 			w.Write(pb)
 		default:

@@ -117,9 +117,10 @@ func (a *CheckpointArchiveURL) UnmarshalJSON(b []byte) error {
 
 // parseUTCDatetime reads the form servers send, 2026-11-28T20:07:40.123456Z
 // (fraction optional, 1 to 9 digits), giving what time.Parse with
-// RFC3339Nano gives; anything else, or a day past the 28th (whose month
-// must be checked), reports false for time.Parse to decide. A listing of
-// 10,000 checkpoints parses 10,000 such times.
+// RFC3339Nano gives; anything else reports false for time.Parse to
+// decide. A listing of 10,000 checkpoints parses 10,000 such times, so
+// the 29th to the 31st are checked here too: sent to time.Parse, those
+// days cost several times as much.
 func parseUTCDatetime(s string) (time.Time, bool) {
 	if len(s) < 20 || s[len(s)-1] != 'Z' || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
 		return time.Time{}, false
@@ -130,7 +131,7 @@ func parseUTCDatetime(s string) (time.Time, bool) {
 	hour, ok4 := digits(s[11:13])
 	minute, ok5 := digits(s[14:16])
 	sec, ok6 := digits(s[17:19])
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 || day > 28 || hour > 23 || minute > 59 || sec > 59 {
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour > 23 || minute > 59 || sec > 59 {
 		return time.Time{}, false
 	}
 	nsec := 0
@@ -145,6 +146,21 @@ func parseUTCDatetime(s string) (time.Time, bool) {
 		nsec = n
 	}
 	return time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC), true
+}
+
+// daysIn is the number of days in month (1-12) of year, in the
+// proleptic Gregorian calendar time.Parse checks against.
+func daysIn(month, year int) int {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
 }
 
 // digits reads s, all ASCII digits (at most 9), as a number.

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/tinkershell/tinker/lib/tinkerproto"
 )
 
@@ -246,7 +244,7 @@ func (tc *TrainingClient) fwdbwd(ctx context.Context, in ForwardBackwardInput, f
 		for _, d := range chunks[i] {
 			req.Data = append(req.Data, d.toProto())
 		}
-		body, err := proto.Marshal(req)
+		body, err := tinkerproto.Marshal(req)
 		if err == nil && cfg.ProtoCompressFwdbwd {
 			body = zstdEncoder().EncodeAll(body, nil)
 		}

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"testing"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/tinkershell/tinker/lib/tinkerproto"
 )
 
@@ -55,7 +53,7 @@ func (f *trainFake) serve(w http.ResponseWriter, r *http.Request, q svcReq, n in
 			return true
 		}
 		var m tinkerproto.ForwardBackwardRequest
-		if err := proto.Unmarshal([]byte(q.Raw), &m); err != nil {
+		if err := tinkerproto.Unmarshal([]byte(q.Raw), &m); err != nil {
 			writeJSON(w, 400, `{"detail":"bad protobuf"}`)
 			return true
 		}
@@ -140,7 +138,7 @@ func (f *trainFake) order() []string {
 		switch q.Path {
 		case "/api/v1/forward_backward":
 			var m tinkerproto.ForwardBackwardRequest
-			proto.Unmarshal([]byte(q.Raw), &m)
+			tinkerproto.Unmarshal([]byte(q.Raw), &m)
 			out = append(out, fmt.Sprintf("forward_backward %d", m.SeqId))
 		case "/api/v1/optim_step", "/api/v1/save_weights", "/api/v1/save_weights_for_sampler", "/api/v1/load_weights":
 			out = append(out, fmt.Sprintf("%s %v", strings.TrimPrefix(q.Path, "/api/v1/"), q.Body["seq_id"]))
@@ -637,7 +635,7 @@ func TestDecodeForwardBackwardProtoRecords(t *testing.T) {
 		},
 		Metrics: map[string]float64{"loss:sum": 3},
 	}
-	b, _ := proto.Marshal(m)
+	b, _ := tinkerproto.Marshal(m)
 	out, err := DecodeForwardBackwardProto(b)
 	if err != nil {
 		t.Fatal(err)
@@ -650,7 +648,7 @@ func TestDecodeForwardBackwardProtoRecords(t *testing.T) {
 		t.Errorf("ids %v", out.LossFnOutputs)
 	}
 	m.LossFnOutputs[0].Fields["logprobs"].Offsets = packInt64([]int64{0, 4, 9})
-	b, _ = proto.Marshal(m)
+	b, _ = tinkerproto.Marshal(m)
 	if _, err := DecodeForwardBackwardProto(b); err == nil || !strings.Contains(err.Error(), "does not fit") {
 		t.Errorf("bad offsets: %v", err)
 	}

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"github.com/tinkershell/tinker/lib/tinkerproto"
@@ -266,7 +264,7 @@ func checkFwdBody(t *testing.T, s *seen) {
 		return
 	}
 	var m tinkerproto.ForwardBackwardRequest
-	if err := proto.Unmarshal(s.Plain, &m); err != nil || len(m.GetData()) != 4 || m.GetSeqId() < 1 || m.GetLossFn() != "cross_entropy" {
+	if err := tinkerproto.Unmarshal(s.Plain, &m); err != nil || len(m.GetData()) != 4 || m.GetSeqId() < 1 || m.GetLossFn() != "cross_entropy" {
 		t.Errorf("forward_backward body does not decompress to the request: %v (%d datums)", err, len(m.GetData()))
 	}
 	if 2*len(s.Body) > len(s.Plain) {

@@ -3,8 +3,6 @@ package tinkerproto
 import (
 	"math"
 	"testing"
-
-	"google.golang.org/protobuf/proto"
 )
 
 func TestSampleResponseRoundTrip(t *testing.T) {
@@ -17,12 +15,12 @@ func TestSampleResponseRoundTrip(t *testing.T) {
 		}},
 		PromptLogprobs: PackFloat32([]float32{float32(math.NaN()), -2}),
 	}
-	data, err := proto.Marshal(in)
+	data, err := Marshal(in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out SampleResponse
-	if err := proto.Unmarshal(data, &out); err != nil {
+	if err := Unmarshal(data, &out); err != nil {
 		t.Fatal(err)
 	}
 	toks, err := UnpackInt32(out.Sequences[0].Tokens)
@@ -37,7 +35,7 @@ func TestSampleResponseRoundTrip(t *testing.T) {
 		t.Fatal("stop reason lost")
 	}
 	// Field 2 of SampledSequence is bytes: check the raw wire layout once.
-	raw, _ := proto.Marshal(&SampledSequence{Tokens: PackInt32([]int{1})})
+	raw, _ := Marshal(&SampledSequence{Tokens: PackInt32([]int{1})})
 	want := []byte{0x12, 4, 1, 0, 0, 0}
 	if string(raw) != string(want) {
 		t.Fatalf("wire bytes % x, want % x", raw, want)

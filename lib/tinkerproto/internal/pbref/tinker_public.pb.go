@@ -11,7 +11,7 @@
 // 	protoc        v3.21.12
 // source: tinker_public.proto
 
-package tinkerproto
+package pbref
 
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"

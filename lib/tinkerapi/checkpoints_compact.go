@@ -1,0 +1,131 @@
+package tinkerapi
+
+import (
+	"bytes"
+	"encoding/binary"
+	"time"
+	"unicode/utf8"
+)
+
+// compactEntry reads one checkpoint in the exact layout servers write it
+// (the local server and FastAPI alike): compact JSON, the fields in their
+// declared order, training_run_id absent. It matches literal key runs and
+// scans each string once, where the general lexer peeks past whitespace
+// and looks each key up. On any other layout it restores the position
+// and reports false, and the entry is read by checkpoint, which accepts
+// and rejects exactly as before; what it accepts, it decodes to the same
+// value (FuzzFastCheckpoints holds the two paths together).
+func (l *wireLex) compactEntry(c *Checkpoint) bool {
+	start := l.i
+	ok := l.lit(`{"checkpoint_id":"`) && l.plain(&c.CheckpointID) &&
+		l.lit(`,"checkpoint_type":"`) && l.plain(&c.CheckpointType) &&
+		(c.CheckpointType == "training" || c.CheckpointType == "sampler") &&
+		l.lit(`,"time":"`) && l.utcTime(&c.Time) &&
+		l.lit(`,"tinker_path":"`) && l.plain(&c.TinkerPath) &&
+		l.lit(`,"size_bytes":`) && l.compactSize(c) &&
+		l.lit(`,"public":`) && l.compactBool(&c.Public) &&
+		l.lit(`,"expires_at":`) && l.compactExpiry(c) && l.lit("}")
+	if !ok {
+		l.i = start
+		*c = Checkpoint{}
+	}
+	return ok
+}
+
+// lit consumes s if the body continues with it.
+func (l *wireLex) lit(s string) bool {
+	if len(l.b)-l.i < len(s) || string(l.b[l.i:l.i+len(s)]) != s {
+		return false
+	}
+	l.i += len(s)
+	return true
+}
+
+// plain reads the rest of a string whose opening quote is consumed,
+// accepting what strSpan accepts (no escape, no control character, valid
+// UTF-8) in one pass: eight bytes at a time until a word holds a quote, a
+// backslash, a control character or a high bit, then byte by byte.
+func (l *wireLex) plain(dst *string) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	b, i, ascii := l.b, l.i, true
+	for ; len(b)-i >= 8; i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		q, bs := x^(0x22*lo), x^(0x5c*lo)
+		if ((x-0x20*lo)&^x|(q-lo)&^q|(bs-lo)&^bs|x)&hi != 0 {
+			break
+		}
+	}
+	for ; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			if !ascii && !utf8.Valid(b[l.i:i]) {
+				return false
+			}
+			*dst = l.text[l.i:i]
+			l.i = i + 1
+			return true
+		case c == '\\' || c < 0x20:
+			return false
+		case c >= 0x80:
+			ascii = false
+		}
+	}
+	return false
+}
+
+// utcTime reads the rest of a datetime string in the servers' form.
+func (l *wireLex) utcTime(dst *time.Time) bool {
+	n := bytes.IndexByte(l.b[l.i:min(len(l.b), l.i+32)], '"')
+	if n < 0 {
+		return false
+	}
+	t, ok := parseUTCDatetime(l.text[l.i : l.i+n])
+	*dst = t
+	l.i += n + 1
+	return ok
+}
+
+// compactSize reads size_bytes: null, or an integer as optInt takes it
+// (no fraction or exponent: the literal that must follow rules them out).
+func (l *wireLex) compactSize(c *Checkpoint) bool {
+	if l.lit("null") {
+		return true
+	}
+	neg := l.lit("-")
+	d := l.i
+	var v int64
+	for l.i < len(l.b) && l.b[l.i] >= '0' && l.b[l.i] <= '9' {
+		v = v*10 + int64(l.b[l.i]-'0')
+		l.i++
+	}
+	if n := l.i - d; n == 0 || n > 18 || (n > 1 && l.b[d] == '0') {
+		return false
+	}
+	if neg {
+		v = -v
+	}
+	c.SizeBytes = slot(&l.sizes)
+	*c.SizeBytes = v
+	return true
+}
+
+// compactBool reads public: true, false or null (false), as optBool does.
+func (l *wireLex) compactBool(dst *bool) bool {
+	if l.lit("true") {
+		*dst = true
+		return true
+	}
+	return l.lit("false") || l.lit("null")
+}
+
+// compactExpiry reads expires_at: null or a datetime string.
+func (l *wireLex) compactExpiry(c *Checkpoint) bool {
+	if l.lit("null") {
+		return true
+	}
+	if !l.lit(`"`) {
+		return false
+	}
+	c.ExpiresAt = slot(&l.times)
+	return l.utcTime(c.ExpiresAt)
+}
