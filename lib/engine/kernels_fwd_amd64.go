@@ -185,7 +185,11 @@ func fwdTilesL1(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool
 	gb := min(groups, max(1, fwdL1TokBytes/(4*pl)))
 	op := fwdL1Pool.Get().(*[]float32)
 	defer fwdL1Pool.Put(op)
-	*op = growTo(*op, 4*gb*6*fwdL1Tiles+384*gb)
+	accLen := 0
+	if w.cols > fwdKC {
+		accLen = 384 * gb // each group's accumulators between pieces
+	}
+	*op = growTo(*op, 4*gb*6*fwdL1Tiles+accLen)
 	out, acc := (*op)[:4*gb*6*fwdL1Tiles], (*op)[4*gb*6*fwdL1Tiles:]
 	for g0 := 0; g0 < groups; g0 += gb {
 		g1 := min(g0+gb, groups)
