@@ -409,7 +409,22 @@
 //     is computed in (TestBF16AttentionInvariant). With the float32
 //     attention and softmax, this path spent over half of a 512-token
 //     prefill of the 0.6B shape in attention and a third in the products;
-//     now the products take most of it.
+//     now the products take most of it. A product's blocking follows the
+//     caches (kernels_bf16_amd64.go): tokens in panels of up to 1 MiB
+//     (bf16Panel; the down projection's 512 × 3072 inputs are 3 MiB),
+//     each meeting 512 KiB chunks of weight blocks, so both stay within a
+//     2 MiB L2; token rows sit one cache line past a multiple of 32
+//     columns, since 16 rows 2 or 6 KiB apart (the 0.6B widths) fell in
+//     two L1 sets. On data in L2 the AMX kernel reached ~2 TFLOP/s per
+//     core, within the tile unit's 1,024 FLOP per cycle; the products of
+//     a prefill ran at a fifth to a third of that on a loaded machine,
+//     so what is left is in feeding the tiles, not in the tiles.
+//     Decoding reads each weight once: the one-token kernels prefetch
+//     their weight streams 4 KiB ahead into L2 (the L2 streamer stops at
+//     every 4 KiB page), and the benchmarks' read-bandwidth probe
+//     (readBandwidth) times the same kind of loads (1-8 streams per core,
+//     with and without that prefetch) and keeps the fastest, so decoding's
+//     share of it is a share of what the cores can pull.
 //     Within a machine the bits do not depend on the batch, the tile, the
 //     thread count, prefill or decode (the path is chosen per matrix,
 //     never by batch size; TestBF16BatchInvariance,

@@ -34,3 +34,39 @@ func bf16PackPairs(dst *uint16, w *uint16, ldw int, pairs int)
 
 //go:noescape
 func bf16Softmax(dst *uint16, sc *float32, n int, scale float32, sink float32)
+
+//go:noescape
+func readS1(p *uint64, stride int, n int, dist int, out *[8]uint64)
+
+//go:noescape
+func readS1T0(p *uint64, stride int, n int, dist int, out *[8]uint64)
+
+//go:noescape
+func readS1T1(p *uint64, stride int, n int, dist int, out *[8]uint64)
+
+//go:noescape
+func readS2(p *uint64, stride int, n int, dist int, out *[8]uint64)
+
+//go:noescape
+func readS2T0(p *uint64, stride int, n int, dist int, out *[8]uint64)
+
+//go:noescape
+func readS2T1(p *uint64, stride int, n int, dist int, out *[8]uint64)
+
+//go:noescape
+func readS4(p *uint64, stride int, n int, dist int, out *[8]uint64)
+
+//go:noescape
+func readS4T0(p *uint64, stride int, n int, dist int, out *[8]uint64)
+
+//go:noescape
+func readS4T1(p *uint64, stride int, n int, dist int, out *[8]uint64)
+
+//go:noescape
+func readS8(p *uint64, stride int, n int, dist int, out *[8]uint64)
+
+//go:noescape
+func readS8T0(p *uint64, stride int, n int, dist int, out *[8]uint64)
+
+//go:noescape
+func readS8T1(p *uint64, stride int, n int, dist int, out *[8]uint64)

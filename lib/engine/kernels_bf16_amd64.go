@@ -63,24 +63,31 @@ func bf16Compute() bool { return cpuAVXBF16 }
 var bf16UseAMX = amxReady
 
 // bf16Chunk is the bytes of packed weight rows that stay in L2 while
-// every group of tokens meets them.
-const bf16Chunk = 256 << 10
+// every group of tokens of a panel meets them; with the panel
+// (bf16TokBytes) it keeps within this Xeon's 2 MiB L2 per core.
+const bf16Chunk = 512 << 10
+
+// bf16TokBytes bounds the packed tokens that meet every weight chunk
+// before the next tokens do: without it the down projection's 512 tokens
+// of 3072 columns (3 MiB, past the 2 MiB L2) came from L3 for every
+// chunk of 2 weight blocks.
+const bf16TokBytes = 1 << 20
 
 var bf16Pool = sync.Pool{New: func() any { return new([]uint16) }}
 
 // packBF16Rows rounds the vectors to bfloat16 rows of bf16Cols(n)
-// columns, zero-padded, in whole blocks of 16 rows (the AMX kernels read
-// 16 at a time).
+// columns, zero-padded, bf16Pitch(n) apart, in whole blocks of 16 rows
+// (the AMX kernels read 16 at a time).
 func packBF16Rows(xs [][]float32, n int, pp *[]uint16) []uint16 {
-	kp := bf16Cols(n)
-	size := (len(xs) + 15) / 16 * 16 * kp
+	kp, ld := bf16Cols(n), bf16Pitch(n)
+	size := (len(xs) + 15) / 16 * 16 * ld
 	if cap(*pp) < size {
 		*pp = make([]uint16, size)
 	}
 	xb := (*pp)[:size]
 	n32 := n &^ 31
 	for t, x := range xs {
-		row := xb[t*kp : (t+1)*kp]
+		row := xb[t*ld : t*ld+kp]
 		if n32 > 0 {
 			bf16RoundRow(&row[0], &x[0], n32)
 		}
@@ -91,9 +98,15 @@ func packBF16Rows(xs [][]float32, n int, pp *[]uint16) []uint16 {
 			}
 		}
 	}
-	clear(xb[len(xs)*kp:])
+	clear(xb[len(xs)*ld:])
 	return xb
 }
+
+// bf16Pitch is the distance between packed token rows of n columns: one
+// 64-byte line past bf16Cols(n), so the 16 rows a tile load reads fall in
+// different L1 sets (rows 2 or 6 KiB apart, the 0.6B widths, would share
+// two of its 64 sets and evict each other).
+func bf16Pitch(n int) int { return bf16Cols(n) + 32 }
 
 // matMulBF16Split is matMul on the bf16 path: the vectors are rounded
 // once, and blocks of 32 rows are split over the workers.
@@ -117,48 +130,61 @@ func matMulBF16(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
 	bf16Rows(w, packBF16Rows(xs, w.cols, pp), len(xs), ys, lo, hi, accumulate)
 }
 
-// bf16Rows computes rows [lo, hi) for the m rounded vectors xb, a chunk
-// of weight blocks at a time (bf16Chunk) meeting every token; the
+// bf16Rows computes rows [lo, hi) for the m rounded vectors xb: for each
+// panel of tokens that fits in L2 (bf16TokBytes), a chunk of weight
+// blocks at a time (bf16Chunk) meeting every token of the panel; the
 // kernels compute whole blocks of 16 rows, the rows outside [lo, hi) are
 // dropped.
 func bf16Rows(w mat, xb []uint16, m int, ys [][]float32, lo, hi int, accumulate bool) {
-	kp := bf16Cols(w.cols)
-	chunk := max(2, bf16Chunk/(32*kp)&^1)
+	kp, ldx := bf16Cols(w.cols), bf16Pitch(w.cols)
+	chunk := min(16, max(2, bf16Chunk/(32*kp)&^1))
+	panel := bf16Panel(m, ldx)
 	var out [32 * 16 * 16]float32 // 32 tokens × 16 blocks (chunk ≤ 16)
-	chunk = min(chunk, 16)
-	for b := lo / 16; b*16 < hi; b += chunk {
-		nb := min(chunk, (hi+15)/16-b)
-		if bf16UseAMX() {
-			bf16ChunkAMX(w, xb, m, ys, b, nb, lo, hi, accumulate, out[:])
-		} else {
-			bf16ChunkAVX(w, xb, m, ys, b, nb, lo, hi, accumulate, out[:])
+	for t := 0; t < m; t += panel {
+		xp, n, yp := xb[t*ldx:], min(panel, m-t), ys[t:]
+		for b := lo / 16; b*16 < hi; b += chunk {
+			nb := min(chunk, (hi+15)/16-b)
+			if bf16UseAMX() {
+				bf16ChunkAMX(w, xp, n, yp, b, nb, lo, hi, accumulate, out[:])
+			} else {
+				bf16ChunkAVX(w, xp, n, yp, b, nb, lo, hi, accumulate, out[:])
+			}
 		}
 	}
 }
 
+// bf16Panel is the tokens of a panel: as many as fit in bf16TokBytes
+// (rows ldx apart), in whole tiles of 32, the panels of m as equal as
+// that allows.
+func bf16Panel(m, ldx int) int {
+	most := max(32, bf16TokBytes/(2*ldx)&^31)
+	panels := max(1, (m+most-1)/most)
+	return ((m+panels-1)/panels + 31) &^ 31
+}
+
 // bf16ChunkAMX runs blocks [b, b+nb) over the tokens 32 at a time.
 func bf16ChunkAMX(w mat, xb []uint16, m int, ys [][]float32, b, nb, lo, hi int, accumulate bool, out []float32) {
-	kp := bf16Cols(w.cols)
+	kp, ldx := bf16Cols(w.cols), bf16Pitch(w.cols)
 	wv := w.vn[b*16*kp:]
 	whole := !accumulate && b*16 >= lo && (b+nb)*16 <= hi
 	for t := 0; t < m; t += 32 {
 		n := min(32, m-t)
 		if ld, ok := rowStride(ys[t:t+n], (b+nb)*16); whole && ok && n%16 == 0 {
 			// The tiles store straight into the rows.
-			bf16Tiles(xb[t*kp:], kp, n, wv, 16*kp, kp, nb, unsafe.Slice(&ys[t][b*16], (n-1)*ld+16*nb), ld)
+			bf16Tiles(xb[t*ldx:], ldx, n, wv, 16*kp, kp, nb, unsafe.Slice(&ys[t][b*16], (n-1)*ld+16*nb), ld)
 			continue
 		}
-		bf16Tiles(xb[t*kp:], kp, n, wv, 16*kp, kp, nb, out, 16*nb)
+		bf16Tiles(xb[t*ldx:], ldx, n, wv, 16*kp, kp, nb, out, 16*nb)
 		bf16Put(out, 16*nb, ys[t:t+n], b*16, lo, hi, accumulate)
 	}
 }
 
 // bf16ChunkAVX runs blocks [b, b+nb) over the tokens 4 at a time.
 func bf16ChunkAVX(w mat, xb []uint16, m int, ys [][]float32, b, nb, lo, hi int, accumulate bool, out []float32) {
-	kp := bf16Cols(w.cols)
+	kp, ldx := bf16Cols(w.cols), bf16Pitch(w.cols)
 	wv := w.vn[b*16*kp:]
 	for t := 0; t < m; t += 4 {
-		bf16TilesAVX(xb[t*kp:], kp, min(4, m-t), wv, 16*kp, kp, nb, out, 16*nb)
+		bf16TilesAVX(xb[t*ldx:], ldx, min(4, m-t), wv, 16*kp, kp, nb, out, 16*nb)
 		bf16Put(out, 16*nb, ys[t:min(t+4, m)], b*16, lo, hi, accumulate)
 	}
 }

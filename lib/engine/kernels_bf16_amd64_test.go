@@ -290,3 +290,35 @@ func TestBF16TransposedProduct(t *testing.T) {
 		}
 	}
 }
+
+// TestBF16PanelsMatchAlone runs a batch long and wide enough to be cut
+// into panels of tokens (bf16Panel) and wants each vector's bits alone,
+// on AMX and on AVX512-BF16, and the panels to cover every token once.
+func TestBF16PanelsMatchAlone(t *testing.T) {
+	needBF16(t)
+	rng := rand.New(rand.NewPCG(11, 12))
+	const m, rows, cols = 200, 48, 3072
+	if p := bf16Panel(m, bf16Pitch(cols)); p >= m || p%32 != 0 {
+		t.Fatalf("panel of %d tokens for %d: want whole tiles, more than one panel", p, m)
+	}
+	if p := bf16Panel(0, bf16Pitch(cols)); p != 0 {
+		t.Fatalf("panel of %d tokens for none", p)
+	}
+	w, xs := randBF16Mat(rng, rows, cols), randVecs(rng, m, cols)
+	for _, amx := range []bool{false, true} {
+		if amx && !amxReady() {
+			continue
+		}
+		withAMX(amx, func() {
+			got := newOutputs(m, rows)
+			matMul(w, xs, got, false)
+			for b := range m {
+				alone := newOutputs(1, rows)
+				matMul(w, xs[b:b+1], alone, false)
+				if !slices.Equal(got[b], alone[0]) {
+					t.Fatalf("amx=%v: token %d of %d: batched outputs differ from alone", amx, b, m)
+				}
+			}
+		})
+	}
+}

@@ -8,3 +8,8 @@ func widestFMAPeak() (wall, perCPU float64, bits int) { return 0, 0, 0 }
 
 // sumWordsWide is sumWords: no vector loads to use in this build.
 func sumWordsWide(s []uint64) uint64 { return sumWords(s) }
+
+// readProbes is the 64-bit sum: no vector loads in this build.
+func readProbes() []readProbe {
+	return []readProbe{{"words", func(s []uint64) uint64 { return sumWords(s) }}}
+}

@@ -3,6 +3,7 @@
 package engine
 
 import (
+	"fmt"
 	"runtime"
 	"simd/archsimd"
 	"sync"
@@ -54,6 +55,52 @@ func fmaChains16(iters int, out []float32) {
 	}
 	sum := a0.Add(a1).Add(a2).Add(a3).Add(a4).Add(a5).Add(a6).Add(a7).Add(a8).Add(a9)
 	sum.Store((*[16]float32)(out))
+}
+
+// readProbes are the ways readBandwidth reads a core's part where the
+// CPU has AVX-512: the generated loops (readS<s>[PF], gemm_bf16_amd64.s)
+// with 1, 2, 4 or 8 streams per core, each without software prefetch and
+// with it 1 KiB or 4 KiB ahead into L1 (T0) or L2 (T1), the one-token
+// bf16 kernels' choice, and the 512-bit archsimd sum (four chains, one
+// stream) the probe used before; elsewhere the 64-bit sum.
+func readProbes() []readProbe {
+	if !archsimd.X86.AVX512() {
+		return []readProbe{{"words", func(s []uint64) uint64 { return sumWords(s) }}}
+	}
+	type kernel = func(*uint64, int, int, int, *[8]uint64)
+	kernels := map[int][3]kernel{
+		1: {readS1, readS1T0, readS1T1}, 2: {readS2, readS2T0, readS2T1},
+		4: {readS4, readS4T0, readS4T1}, 8: {readS8, readS8T0, readS8T1},
+	}
+	ps := []readProbe{{"simd", sumWordsWide}}
+	add := func(name string, k kernel, n, dist int) {
+		ps = append(ps, readProbe{name, func(s []uint64) uint64 { return readStreamsSum(k, n, dist, s) }})
+	}
+	for _, n := range []int{1, 2, 4, 8} {
+		ks := kernels[n]
+		add(fmt.Sprintf("S%d", n), ks[0], n, 0)
+		for _, dist := range []int{1 << 10, 4 << 10} {
+			add(fmt.Sprintf("S%dT0-%dK", n, dist>>10), ks[1], n, dist)
+			add(fmt.Sprintf("S%dT1-%dK", n, dist>>10), ks[2], n, dist)
+		}
+	}
+	return ps
+}
+
+// readStreamsSum reads s (a multiple of 32·streams words) as streams equal
+// runs at once with kernel k and returns the sum of its words.
+func readStreamsSum(k func(*uint64, int, int, int, *[8]uint64), streams, dist int, s []uint64) uint64 {
+	run := len(s) / streams &^ 31
+	if run == 0 {
+		return sumWords(s)
+	}
+	var out [8]uint64
+	k(&s[0], 8*run, run/32, dist, &out)
+	var sum uint64
+	for _, v := range out {
+		sum += v
+	}
+	return sum + sumWords(s[streams*run:])
 }
 
 // sumWordsWide sums s (a multiple of 32 words) with 512-bit loads, four

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/tinkershell/tinker/lib/engine"
 	"github.com/tinkershell/tinker/lib/lazyre"
@@ -97,17 +98,39 @@ func readAdapter(dir string, collect func(*Adapter) error) (*Adapter, error) {
 }
 
 // checkFinite refuses NaN and infinite weights, which would otherwise be
-// merged silently or fail much later, blamed on something else.
+// merged silently or fail much later, blamed on something else. The
+// modules are checked on every core (nothing else runs yet); the error
+// names the first bad one in order.
 func (a *Adapter) checkFinite() error {
-	for _, m := range a.Modules {
-		for _, t := range []*safetensors.Tensor{m.A, m.B} {
-			if i := t.NonFinite(); i >= 0 {
-				return fmt.Errorf("%s: tensor %s holds a NaN or infinite value (element %d): the adapter is corrupt; re-download or re-train it",
-					peft.WeightsFile, t.Name, i)
+	var mu sync.Mutex
+	first, msg := len(a.Modules), ""
+	parallelSpans(len(a.Modules), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if m := nonFinite(a.Modules[i]); m != "" {
+				mu.Lock()
+				if i < first {
+					first, msg = i, m
+				}
+				mu.Unlock()
+				return
 			}
 		}
+	})
+	if msg != "" {
+		return errors.New(msg)
 	}
 	return nil
+}
+
+// nonFinite says which factor of m holds a NaN or infinity, if one does.
+func nonFinite(m Module) string {
+	for _, t := range []*safetensors.Tensor{m.A, m.B} {
+		if i := t.NonFinite(); i >= 0 {
+			return fmt.Sprintf("%s: tensor %s holds a NaN or infinite value (element %d): the adapter is corrupt; re-download or re-train it",
+				peft.WeightsFile, t.Name, i)
+		}
+	}
+	return ""
 }
 
 func readAdapterConfig(dir string) (peft.AdapterConfig, error) {

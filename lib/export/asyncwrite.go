@@ -15,8 +15,11 @@ import (
 // calls. Row blocks are made straight into buffers lent by take and handed
 // back by Write without a copy; small writes are gathered in n buffers of
 // size bytes; byte ranges of a file are copied in the kernel when w can
-// (rangeWriter). The first write error stops further writing; Write
-// reports it as soon as it is seen and Close always.
+// (rangeWriter). A lent buffer may be handed to Write before its bytes
+// are made (ready, set by whenReady): the goroutine waits for them in
+// turn, so the caller queues a shard's blocks as fast as it reads them
+// while the cores make them (unitpool.go). The first write error stops
+// further writing; Write reports it as soon as it is seen and Close always.
 type asyncWriter struct {
 	w       io.Writer
 	cur     []byte
@@ -26,17 +29,27 @@ type asyncWriter struct {
 	done    chan error
 	failed  atomic.Pointer[error]
 	mu      sync.Mutex
-	lent    map[*byte][]byte // buffers out with take, by first byte
-	readBuf []byte           // the goroutine's, for ranges copied in user space
-	size    int              // of the small-write buffers
+	lent    map[*byte]lentBuf // buffers out with take or borrow, by first byte
+	readBuf []byte            // the goroutine's, for ranges copied in user space
+	size    int               // of the small-write buffers
 }
 
-// wjob is one write: bytes (back is the lent buffer they return to) or a
-// range of the file open as fd (closed when done).
+// wjob is one write: bytes (lent: not a small-write buffer; back is the
+// buffer they return to, nil if the caller's; ready, if set, closes once
+// they are made) or a range of the file open as fd (closed when done).
 type wjob struct {
 	b, back []byte
+	lent    bool
+	ready   <-chan struct{}
 	fd      int
 	off, n  int64
+}
+
+// lentBuf is a buffer Write takes as it is: one of take's (back is the
+// whole of it) or the caller's (borrow, back nil), maybe not made yet.
+type lentBuf struct {
+	back  []byte
+	ready <-chan struct{}
 }
 
 // rangeWriter is a writer that can append n bytes of the file open as fd
@@ -45,13 +58,21 @@ type rangeWriter interface {
 	copyRange(fd int, off, n int64) error
 }
 
-// asyncBlocks is how many buffers take lends: one being filled, one
-// queued, one being written.
-const asyncBlocks = 3
+// asyncBlocks is how many buffers take lends: one being written, the
+// rest being made or queued. A shard's FP8 jobs (unitpool.go) are made
+// while the writer waits for the oldest: with three, the cores had two
+// jobs (a few ms) to cover each write and the writer's stalls in
+// writeback (a few ms each under load), and ran dry.
+const asyncBlocks = 6
+
+// asyncQueue is how many jobs the goroutine's queue holds beyond the lent
+// blocks and small-write buffers: a requantised weight's block comes with
+// its scales (borrowed) and often a copied range.
+const asyncQueue = 3 * asyncBlocks
 
 func newAsyncWriter(w io.Writer, n, size int) *asyncWriter {
-	a := &asyncWriter{w: w, cur: make([]byte, 0, size), full: make(chan wjob, n+asyncBlocks), free: make(chan []byte, n),
-		blocks: make(chan []byte, asyncBlocks), done: make(chan error, 1), lent: map[*byte][]byte{}, size: size}
+	a := &asyncWriter{w: w, cur: make([]byte, 0, size), full: make(chan wjob, n+asyncBlocks+asyncQueue), free: make(chan []byte, n),
+		blocks: make(chan []byte, asyncBlocks), done: make(chan error, 1), lent: map[*byte]lentBuf{}, size: size}
 	for range n - 1 {
 		a.free <- make([]byte, 0, size)
 	}
@@ -65,6 +86,9 @@ func newAsyncWriter(w io.Writer, n, size int) *asyncWriter {
 func (a *asyncWriter) run() {
 	var err error
 	for j := range a.full {
+		if j.ready != nil {
+			<-j.ready // even after an error: the buffer is in use until then
+		}
 		if err == nil {
 			if err = a.do(j); err != nil {
 				a.failed.Store(&err)
@@ -73,6 +97,7 @@ func (a *asyncWriter) run() {
 		switch {
 		case j.back != nil:
 			a.blocks <- j.back
+		case j.lent: // the caller's
 		case j.b != nil:
 			a.free <- j.b[:0]
 		case j.n > 0:
@@ -135,34 +160,56 @@ func (a *asyncWriter) take(size int, stop <-chan struct{}) []byte {
 		b = make([]byte, max(size, 1))
 	}
 	a.mu.Lock()
-	a.lent[unsafe.SliceData(b[:1])] = b[:cap(b)]
+	a.lent[unsafe.SliceData(b[:1])] = lentBuf{back: b[:cap(b)]}
 	a.mu.Unlock()
 	return b[:size]
 }
 
-// untake returns a lent buffer that will not be written.
-func (a *asyncWriter) untake(b []byte) {
-	if back := a.claim(b); back != nil {
-		a.blocks <- back
+// whenReady marks lent buffer b as made only once ready is closed: Write
+// takes it at once, and the goroutine writes it when ready.
+func (a *asyncWriter) whenReady(b []byte, ready <-chan struct{}) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if l, ok := a.lent[unsafe.SliceData(b)]; ok {
+		l.ready = ready
+		a.lent[unsafe.SliceData(b)] = l
 	}
 }
 
-// claim is the lent buffer p starts, taken off the lent list, or nil.
-func (a *asyncWriter) claim(p []byte) []byte {
+// borrow makes the next Write of b take it without a copy: written in
+// turn, after the blocks queued before it are made. The caller must not
+// change b until Close.
+func (a *asyncWriter) borrow(b []byte) {
+	if len(b) > 0 {
+		a.mu.Lock()
+		a.lent[unsafe.SliceData(b)] = lentBuf{}
+		a.mu.Unlock()
+	}
+}
+
+// untake returns a lent buffer that will not be written.
+func (a *asyncWriter) untake(b []byte) {
+	if l, ok := a.claim(b); ok && l.back != nil {
+		a.blocks <- l.back
+	}
+}
+
+// claim is the lent buffer p starts, taken off the lent list.
+func (a *asyncWriter) claim(p []byte) (lentBuf, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	back := a.lent[unsafe.SliceData(p)]
+	l, ok := a.lent[unsafe.SliceData(p)]
 	delete(a.lent, unsafe.SliceData(p))
-	return back
+	return l, ok
 }
 
 func (a *asyncWriter) Write(p []byte) (int, error) {
 	if e := a.failed.Load(); e != nil {
 		return 0, *e
 	}
-	if back := a.claim(p); back != nil {
+	if l, ok := a.claim(p); ok {
 		a.flush()
-		a.full <- wjob{b: p, back: back}
+		a.full <- wjob{b: p, back: l.back, lent: true, ready: l.ready}
 		return len(p), nil
 	}
 	n := len(p)

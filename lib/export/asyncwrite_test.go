@@ -179,3 +179,38 @@ func TestAsyncWriterShortSection(t *testing.T) {
 		}
 	}
 }
+
+// A lent buffer handed to Write before its bytes are made (whenReady) is
+// written only once they are, and so is everything queued after it: a
+// borrowed buffer (the requantised scales) filled meanwhile, and a
+// small write. Without the wait the goroutine writes the zeros.
+func TestAsyncWriterWaitsForReady(t *testing.T) {
+	var got bytes.Buffer
+	a := newAsyncWriter(&got, 2, 64)
+	var want []byte
+	for k := range 200 {
+		b := a.take(300, nil)
+		clear(b)
+		ready := make(chan struct{})
+		a.whenReady(b, ready)
+		mustWrite(t, a, b)
+		s := make([]byte, 40)
+		a.borrow(s)
+		mustWrite(t, a, s)
+		mustWrite(t, a, []byte{byte(k)})
+		for i := range b {
+			b[i] = byte(k + i)
+		}
+		for i := range s {
+			s[i] = byte(k * i)
+		}
+		close(ready)
+		want = append(append(append(want, b...), s...), byte(k))
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want) {
+		t.Fatal("a block was written before it was made")
+	}
+}

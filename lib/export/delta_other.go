@@ -5,6 +5,9 @@ package export
 // haveAVX2: no vector kernels here (the FP8 tile path needs deltaVector).
 const haveAVX2 = false
 
+// haveAVX512: no four-row kernels here (MXFP4 strips stay whole).
+const haveAVX512 = false
+
 // deltaVector: no vector kernel here; deltaRow's loops do all columns.
 func deltaVector(d, b, a []float32, r, in, n int) bool { return false }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -243,5 +244,28 @@ func TestPEFTConfigForms(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(out, peft.ConfigFile))
 	if !strings.Contains(string(b), `"lora_alpha": 5.5`) || !strings.Contains(string(b), `"q_proj"`) {
 		t.Errorf("exported config:\n%s", b)
+	}
+}
+
+// Checked on every core, a NaN is still reported in the first module
+// that holds one, whichever core finds which first.
+func TestNonFiniteFirstModuleNamed(t *testing.T) {
+	var a Adapter
+	for i := range 64 {
+		vals := make([]float32, 4096)
+		if i == 9 || i == 40 || i == 63 {
+			vals[i] = float32(math.Inf(1))
+		}
+		ta, err := safetensors.FromFloat32(fmt.Sprintf("m%d.lora_A", i), safetensors.F32, []int{4, 1024}, vals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb := ta
+		tb.Name = fmt.Sprintf("m%d.lora_B", i)
+		a.Modules = append(a.Modules, Module{Path: fmt.Sprint(i), A: &ta, B: &tb})
+	}
+	err := a.checkFinite()
+	if err == nil || !strings.Contains(err.Error(), "tensor m9.lora_A ") || !strings.Contains(err.Error(), "(element 9)") {
+		t.Fatalf("checkFinite = %v, want module 9's A named", err)
 	}
 }

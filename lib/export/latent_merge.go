@@ -34,6 +34,7 @@ type latentMerger struct {
 	cache     map[*byte][]float32 // float32 factors, by their bytes
 	vals      []float32           // a block's dequantised rows
 	tiles     tileBufs            // each core's scale block (latent_tiles.go)
+	pool      *unitPool           // the shard's FP8 block jobs, when its writer is an asyncWriter
 }
 
 // latentSource is where one output tensor comes from.
@@ -197,13 +198,21 @@ func (m *latentMerger) shard(ctx context.Context, name string, w io.Writer) erro
 		return infos, err
 	}
 	m.out, _ = w.(*asyncWriter)
-	defer func() { m.out = nil }()
-	return writeShard(filepath.Join(m.lb.Dir, name), w, plan, func(f *os.File, t safetensors.TensorInfo, w io.Writer) error {
+	var drain func() error
+	if m.out != nil {
+		m.pool = newUnitPool()
+		drain = m.pool.close // before the shard is closed: the jobs read it
+	}
+	defer func() { m.out, m.pool = nil, nil }()
+	return writeShard(filepath.Join(m.lb.Dir, name), w, plan, drain, func(f *os.File, t safetensors.TensorInfo, w io.Writer) error {
 		s := srcs[t.Name]
 		switch {
 		case s.stash:
 			b := m.newScales[t.Name]
 			delete(m.newScales, t.Name)
+			if m.out != nil {
+				m.out.borrow(b) // written once the weight's blocks (queued before) are made
+			}
 			_, err := w.Write(b)
 			return err
 		case s.q != nil:
@@ -226,7 +235,7 @@ func (m *latentMerger) fillQuant(ctx context.Context, f *os.File, q *qtensor, t 
 	if err != nil {
 		return err
 	}
-	scales, err := m.lb.readSmall(q.scale)
+	scales, err := m.scalesOf(f, q)
 	if err != nil {
 		return err
 	}
@@ -251,7 +260,10 @@ func (m *latentMerger) fillQuant(ctx context.Context, f *os.File, q *qtensor, t 
 	if !q.int4 && !m.dequant {
 		unit = m.lb.quant.Block[0] // a requantised FP8 block's rows stay together
 	}
-	tiles := m.tiled(q, u, scales, fresh, t.DType)
+	tiles, int4 := m.tiled(q, u, scales, fresh, t.DType), m.int4Tiled(q, u, scales, fresh, t.DType)
+	if tiles != nil && m.pool != nil {
+		return m.queueTiles(ctx, f, q, tiles, step, outRow, w)
+	}
 	make1 := func(lo int, dst []byte) ([]byte, error) {
 		n := min(step, q.rows-lo)
 		src := m.src[:n*inRow]
@@ -260,6 +272,10 @@ func (m *latentMerger) fillQuant(ctx context.Context, f *os.File, q *qtensor, t 
 		}
 		if tiles != nil {
 			tiles.run(src, dst, lo, n, outRow, &m.tiles)
+			return dst[:n*outRow], nil
+		}
+		if int4 != nil { // int4_tiles.go
+			int4.run(src, dst, lo, n, outRow, &m.tiles)
 			return dst[:n*outRow], nil
 		}
 		parallelSpans(ceilDiv(n, unit), func(a, b int) {
@@ -272,6 +288,41 @@ func (m *latentMerger) fillQuant(ctx context.Context, f *os.File, q *qtensor, t 
 		return dst[:n*outRow], nil
 	}
 	return m.pipeline(ctx, q.rows, step, step*outRow, make1, w)
+}
+
+// scalesOf reads q's scales, from f (the weight's shard, open) when
+// they are in it: not opened again for each of a shard's thousands of
+// expert weights.
+func (m *latentMerger) scalesOf(f *os.File, q *qtensor) ([]byte, error) {
+	if q.scale.shard != q.w.shard {
+		return m.lb.readSmall(q.scale)
+	}
+	b := make([]byte, q.scale.t.Bytes())
+	if _, err := f.ReadAt(b, q.scale.off); err != nil {
+		return nil, fmt.Errorf("read base tensor %s: %w", q.scale.t.Name, err)
+	}
+	return b, nil
+}
+
+// queueTiles queues q's row blocks of step rows as jobs of the shard's
+// pool, which the shard's writer writes once made: the cores make these
+// while the next tensors are planned and queued.
+func (m *latentMerger) queueTiles(ctx context.Context, f *os.File, q *qtensor, j *fp8Tiles, step, outRow int, w io.Writer) error {
+	for lo := 0; lo < q.rows; lo += step {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := m.pool.err(); err != nil {
+			return fmt.Errorf("read base tensor: %w", err)
+		}
+		n := min(step, q.rows-lo)
+		dst := m.out.take(n*outRow, nil)
+		m.out.whenReady(dst, j.queue(m.pool, f, q.w.off, dst, lo, n, outRow))
+		if _, err := w.Write(dst); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // addDelta adds u's rows from row lo on to the rows of v (cols wide):

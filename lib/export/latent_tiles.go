@@ -2,6 +2,7 @@ package export
 
 import (
 	"encoding/binary"
+	"io"
 	"math"
 
 	"github.com/tinkershell/tinker/lib/quant"
@@ -41,14 +42,40 @@ func (m *latentMerger) tiled(q *qtensor, u *update, scales, fresh []byte, dt saf
 // run makes rows [lo, lo+n) (lo a multiple of the block height) from
 // their codes src into dst, whose rows are outRow bytes.
 func (j *fp8Tiles) run(src, dst []byte, lo, n, outRow int, bufs *tileBufs) {
-	units := ceilDiv(n, j.b[0]) * j.nbc
-	for w := range unitWorkers(units) { // each worker's scratch, made before they start
-		bufs.get(w, j.b[0]*j.b[1], j.b[1])
-	}
-	parallelUnits(units, func(w, i int) {
-		v, d := bufs.get(w, j.b[0]*j.b[1], j.b[1])
-		j.block(src, dst, lo, n, outRow, i, v, d)
+	units := j.units(n)
+	bufs.grow(unitWorkers(units)) // each worker's scratch, made before they start
+	parallelUnits(units, func(w, i int) { j.unit(&bufs.s[w], src, dst, lo, n, outRow, i) })
+}
+
+// queue makes rows [lo, lo+n) of the weight whose codes start at off in
+// f as a job of p, for the shard's writer to wait for (ready) while the
+// caller queues the next: each unit reads one row of scale blocks into
+// its worker's scratch and makes its blocks there, so the codes are in
+// that core's cache (read ahead by another goroutine, the kernel waited
+// on them in memory).
+func (j *fp8Tiles) queue(p *unitPool, f io.ReaderAt, off int64, dst []byte, lo, n, outRow int) (ready <-chan struct{}) {
+	return p.submit(ceilDiv(n, j.b[0]), func(s *scratch, k int) error {
+		r0 := k * j.b[0]
+		h := min(n-r0, j.b[0])
+		codes := s.bytes(h * j.cols)
+		if _, err := f.ReadAt(codes, off+int64(lo+r0)*int64(j.cols)); err != nil {
+			return err
+		}
+		v, d := s.get(j.b[0]*j.b[1], j.b[1])
+		for c := range j.nbc {
+			j.block(codes, dst[r0*outRow:], lo+r0, h, outRow, c, v, d)
+		}
+		return nil
 	})
+}
+
+// units is how many scale blocks n rows make.
+func (j *fp8Tiles) units(n int) int { return ceilDiv(n, j.b[0]) * j.nbc }
+
+// unit makes scale block i of the rows run makes, in s's buffers.
+func (j *fp8Tiles) unit(s *scratch, src, dst []byte, lo, n, outRow, i int) {
+	v, d := s.get(j.b[0]*j.b[1], j.b[1])
+	j.block(src, dst, lo, n, outRow, i, v, d)
 }
 
 // block makes scale block i (row-major) of the rows run makes, in v and
@@ -116,15 +143,11 @@ func addDeltaTile(u *update, lo, c0 int, v []float32, wd int, d []float32) {
 	}
 }
 
-// tileBufs keeps each worker's tile and row scratch across blocks.
-type tileBufs struct{ v, d [][]float32 }
+// tileBufs keeps each worker's scratch across run's calls.
+type tileBufs struct{ s []scratch }
 
-func (b *tileBufs) get(w, nv, nd int) ([]float32, []float32) {
-	for len(b.v) <= w {
-		b.v, b.d = append(b.v, nil), append(b.d, nil)
+func (b *tileBufs) grow(workers int) {
+	for len(b.s) < workers {
+		b.s = append(b.s, scratch{})
 	}
-	if cap(b.v[w]) < nv || cap(b.d[w]) < nd {
-		b.v[w], b.d[w] = make([]float32, nv), make([]float32, nd)
-	}
-	return b.v[w][:nv], b.d[w][:nd]
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/tinkershell/tinker/lib/quant"
@@ -17,27 +19,9 @@ import (
 // 128, an update of rank 5 (one-pass four-row kernel and single rows) and
 // none.
 func TestFP8TilesMatchBands(t *testing.T) {
-	const rows, cols, rank = 302, 320, 5 // the last band: 46 rows, 2 past the four-row groups
-	b := [2]int{128, 128}
-	r := rand.New(rand.NewPCG(11, 12))
-	codes := make([]byte, rows*cols)
-	for i := range codes {
-		if codes[i] = byte(r.Uint32()); codes[i]&0x7f == 0x7f {
-			codes[i]--
-		}
-	}
-	nbr, nbc := ceilDiv(rows, b[0]), ceilDiv(cols, b[1])
-	scales := make([]byte, 4*nbr*nbc)
-	for i := 0; i < len(scales); i += 4 {
-		binary.LittleEndian.PutUint32(scales[i:], math.Float32bits(float32(1e-3*(0.5+r.Float64()))))
-	}
-	u := &update{r: rank, in: cols, out: rows, a: make([]float32, rank*cols), b: make([]float32, rows*rank)}
-	for i := range u.a {
-		u.a[i] = float32(r.NormFloat64())
-	}
-	for i := range u.b {
-		u.b[i] = float32(r.NormFloat64()) * 1e-3
-	}
+	const rows, cols = 302, 320 // the last band: 46 rows, 2 past the four-row groups
+	codes, scales, u, b := fp8TileCase(rows, cols)
+	nbc := ceilDiv(cols, b[1])
 	for _, up := range []*update{u, nil} {
 		for _, dt := range []safetensors.DType{"", safetensors.BF16} {
 			want, wantScales := fp8Bands(codes, scales, up, cols, b, dt)
@@ -56,6 +40,76 @@ func TestFP8TilesMatchBands(t *testing.T) {
 			if string(got) != string(want) || string(j.fresh) != string(wantScales) {
 				t.Fatalf("update %v, dtype %q: the block-at-a-time weight differs from the row-band one", up != nil, dt)
 			}
+		}
+	}
+}
+
+// fp8TileCase is a random FP8 weight (no NaN codes), its 128×128 scales
+// and a rank-5 update.
+func fp8TileCase(rows, cols int) (codes, scales []byte, u *update, b [2]int) {
+	const rank = 5
+	b = [2]int{128, 128}
+	r := rand.New(rand.NewPCG(11, 12))
+	codes = make([]byte, rows*cols)
+	for i := range codes {
+		if codes[i] = byte(r.Uint32()); codes[i]&0x7f == 0x7f {
+			codes[i]--
+		}
+	}
+	scales = make([]byte, 4*ceilDiv(rows, b[0])*ceilDiv(cols, b[1]))
+	for i := 0; i < len(scales); i += 4 {
+		binary.LittleEndian.PutUint32(scales[i:], math.Float32bits(float32(1e-3*(0.5+r.Float64()))))
+	}
+	u = &update{r: rank, in: cols, out: rows, a: make([]float32, rank*cols), b: make([]float32, rows*rank)}
+	for i := range u.a {
+		u.a[i] = float32(r.NormFloat64())
+	}
+	for i := range u.b {
+		u.b[i] = float32(r.NormFloat64()) * 1e-3
+	}
+	return codes, scales, u, b
+}
+
+// The shard pipeline's jobs (queue: each unit reads its row of scale
+// blocks from the file) make the bytes run makes, scales included; a unit
+// that cannot read fails the pool.
+func TestFP8QueueMatchesRun(t *testing.T) {
+	const rows, cols, off = 302, 320, 77
+	codes, scales, u, b := fp8TileCase(rows, cols)
+	path := filepath.Join(t.TempDir(), "shard")
+	if err := os.WriteFile(path, append(make([]byte, off), codes...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, dt := range []safetensors.DType{"", safetensors.BF16} {
+		sz := max(1, dt.Size())
+		mk := func() *fp8Tiles {
+			j := &fp8Tiles{u: u, b: b, cols: cols, nbc: ceilDiv(cols, b[1]), scales: scales, dt: dt}
+			if dt == "" {
+				j.fresh = make([]byte, len(scales))
+			}
+			return j
+		}
+		want, got := make([]byte, rows*cols*sz), make([]byte, rows*cols*sz)
+		jw, jg := mk(), mk()
+		jw.run(codes, want, 0, rows, cols*sz, &tileBufs{})
+		p := newUnitPool()
+		jg.queue(p, f, off, got, 0, 256, cols*sz)
+		jg.queue(p, f, off, got[256*cols*sz:], 256, rows-256, cols*sz)
+		if err := p.close(); err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) || string(jg.fresh) != string(jw.fresh) {
+			t.Fatalf("dtype %q: the queued weight differs from run's", dt)
+		}
+		p = newUnitPool()
+		jg.queue(p, f, off+100, got, 0, rows, cols*sz) // its last rows are past the end
+		if err := p.close(); err == nil {
+			t.Fatal("a unit reading past the end of the shard passed")
 		}
 	}
 }

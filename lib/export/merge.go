@@ -102,15 +102,16 @@ func (m *merger) shard(ctx context.Context, name string, w io.Writer) error {
 	}
 	m.out, _ = w.(*asyncWriter)
 	defer func() { m.out = nil }()
-	return writeShard(filepath.Join(m.base.Dir, name), w, plan, func(f *os.File, t safetensors.TensorInfo, w io.Writer) error {
+	return writeShard(filepath.Join(m.base.Dir, name), w, plan, nil, func(f *os.File, t safetensors.TensorInfo, w io.Writer) error {
 		return m.fill(ctx, f, srcs[t.Name], t, w)
 	})
 }
 
 // writeShard writes the output shard made from the base shard at path:
-// plan lists its tensors from the base header, fill writes each one.
+// plan lists its tensors from the base header, fill writes each one, and
+// drain (if set) waits for the work fill queued, while the shard is open.
 func writeShard(path string, w io.Writer, plan func(*safetensors.Header) ([]safetensors.TensorInfo, error),
-	fill func(*os.File, safetensors.TensorInfo, io.Writer) error) error {
+	drain func() error, fill func(*os.File, safetensors.TensorInfo, io.Writer) error) error {
 	f, err := userfile.Open(path)
 	if err != nil {
 		return fmt.Errorf("base shard: %w", err)
@@ -129,6 +130,11 @@ func writeShard(path string, w io.Writer, plan func(*safetensors.Header) ([]safe
 		return fmt.Errorf("shard %s: %w", filepath.Base(path), err)
 	}
 	_, err = layout.WriteTo(w, func(_ int, t safetensors.TensorInfo, w io.Writer) error { return fill(f, t, w) })
+	if drain != nil {
+		if derr := drain(); err == nil && derr != nil {
+			err = fmt.Errorf("shard %s: %w", filepath.Base(path), derr)
+		}
+	}
 	return err
 }
 

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/tinkershell/tinker/lib/models"
-	"github.com/tinkershell/tinker/lib/quant"
 	"github.com/tinkershell/tinker/lib/safetensors"
 )
 
@@ -119,63 +118,31 @@ func (m *merger) settleMXFP4(infos map[string]safetensors.TensorInfo) error {
 // dequantisesMXFP4 says whether MXFP4 weights are written dense.
 func (m *merger) dequantisesMXFP4() bool { return len(m.mx) > 0 && m.dtype != "" }
 
-// fillMXFP4 writes one dequantised, updated dense tensor, an expert at a
-// time: rows of the output are the inputs (transformers' layout).
+// fillMXFP4 writes one dequantised, updated dense tensor: rows of the
+// output are the inputs (transformers' layout), made a strip of 32 at a
+// time on every core (mxfp4_strips.go) while the block before is written.
 func (m *merger) fillMXFP4(ctx context.Context, f *os.File, s source, t safetensors.TensorInfo, w io.Writer) error {
 	j := s.mx
-	sf, err := os.Open(filepath.Join(m.base.Dir, j.scaleShard))
+	x, err := newMXExperts(m.base.Dir, f, s)
 	if err != nil {
-		return fmt.Errorf("base shard: %w", err)
+		return err
 	}
-	defer sf.Close()
-	per := j.rows * j.cols
-	blocks, scales, dense := make([]byte, per/2), make([]byte, per/32), make([]float32, per)
-	tile, d, out := make([]float32, mxTile*j.rows), make([]float32, mxTile*j.rows), make([]byte, j.rows*t.DType.Size())
-	for e := range j.experts {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if _, err := f.ReadAt(blocks, s.off+int64(e*per/2)); err != nil {
-			return fmt.Errorf("read base tensor %s_blocks: %w", j.out, err)
-		}
-		if _, err := sf.ReadAt(scales, j.scaleOff+int64(e*per/32)); err != nil {
-			return fmt.Errorf("read base tensor %s_scales: %w", j.out, err)
-		}
-		quant.MXFP4Decode(blocks, scales, dense)
-		for h0 := 0; h0 < j.cols; h0 += mxTile {
-			n := min(mxTile, j.cols-h0)
-			transposeTile(tile, dense, j.rows, j.cols, h0, n)
-			if s.u != nil {
-				s.u.deltaRows(e*j.cols+h0, n, d)
+	defer x.close()
+	osz, total := j.rows*t.DType.Size(), j.experts*j.cols
+	step := max(32, blockElems/j.rows/32*32) // output rows a block: whole strips
+	make1 := func(lo int, dst []byte) ([]byte, error) {
+		n := min(step, total-lo)
+		for a := lo; a < lo+n; { // the block's part in each expert
+			e := a / j.cols
+			b := min(lo+n, (e+1)*j.cols)
+			if err := x.load(e); err != nil {
+				return nil, err
 			}
-			for k := range n {
-				row := tile[k*j.rows : (k+1)*j.rows]
-				if s.u != nil {
-					for o, x := range d[k*j.rows : (k+1)*j.rows] {
-						row[o] += x
-					}
-				}
-				encodeRow(t.DType, row, out)
-				if _, err := w.Write(out); err != nil {
-					return err
-				}
-			}
+			c0, part := a%j.cols/32, dst[(a-lo)*osz:]
+			x.run(c0, (b-a)/32, func(p mxPiece, v, d []float32) { x.denseStrip(p, v, d, t.DType, part[32*(p.c-c0)*osz:]) })
+			a = b
 		}
+		return dst[:n*osz], nil
 	}
-	return nil
-}
-
-// mxTile is how many stored columns (inputs) are turned into output rows
-// together: the stored rows are then read in runs of mxTile values rather
-// than one value each.
-const mxTile = 16
-
-// transposeTile sets tile[k·rows+o] to m[o·cols+h0+k] for k < n: columns
-// h0… of the [rows, cols] matrix m as rows.
-func transposeTile(tile, m []float32, rows, cols, h0, n int) {
-	for o := range rows {
-		for k, x := range m[o*cols+h0 : o*cols+h0+n] {
-			tile[k*rows+o] = x
-		}
-	}
+	return m.pipeline(ctx, total, step, step*osz, make1, w)
 }

@@ -2,131 +2,41 @@ package export
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"math"
 	"os"
-	"path/filepath"
-
-	"github.com/tinkershell/tinker/lib/quant"
-	"github.com/tinkershell/tinker/lib/safetensors"
 )
 
-// MXFP4 requantisation, as transformers' quantize_to_mxfp4 does it (the
-// weight rounded to bfloat16, then triton_kernels' downcast_to_mxfp with
-// its default rounding): per block of 32 values, the scale is the power of
-// two at or above largest magnitude / 6 (its float32 exponent rounded up),
-// stored as that exponent's biased byte; each value times 1/scale becomes
-// E2M1 by rounding its bits to one mantissa bit, ties away from zero,
-// saturating at 6. A block the update leaves unchanged (every merged value
-// equal to the base's) keeps its bytes: requantising can pick a smaller
-// scale for the same values, and an unadapted expert must stay as released.
+// MXFP4 requantisation, as transformers' quantize_to_mxfp4 does it
+// (quant.MXFP4Encode says how a block is rounded). A block the update
+// leaves unchanged (every merged value equal to the base's) keeps its
+// bytes: requantising can pick a smaller scale for the same values, and an
+// unadapted expert must stay as released.
 
 // requantMXFP4 writes one adapted blocks tensor: each expert dequantised,
-// updated in float32, requantised; its new scales wait in m.mxFresh for
-// the scales tensor, which sorts after it in the same shard.
+// updated in float32, requantised, a strip of 32 inputs at a time on every
+// core (mxfp4_strips.go) while the expert before is written; its new
+// scales wait in m.mxFresh for the scales tensor, which sorts after it in
+// the same shard.
 func (m *merger) requantMXFP4(ctx context.Context, f *os.File, s source, w io.Writer) error {
 	j := s.mx
-	per := j.rows * j.cols
-	blocks, scales, out := make([]byte, per/2), make([]byte, per/32), make([]byte, per/2)
-	dense, d := make([]float32, per), make([]float32, mxTile*j.rows)
-	fresh := make([]byte, j.experts*per/32)
-	sf, err := os.Open(filepath.Join(m.base.Dir, j.scaleShard))
+	x, err := newMXExperts(m.base.Dir, f, s)
 	if err != nil {
-		return fmt.Errorf("base shard: %w", err)
+		return err
 	}
-	defer sf.Close()
-	for e := range j.experts {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if _, err := f.ReadAt(blocks, s.off+int64(e*per/2)); err != nil {
-			return fmt.Errorf("read base tensor %s: %w", j.blocks.Name, err)
-		}
-		if _, err := sf.ReadAt(scales, j.scaleOff+int64(e*per/32)); err != nil {
-			return fmt.Errorf("read base tensor %s: %w", j.scales.Name, err)
-		}
-		quant.MXFP4Decode(blocks, scales, dense)
-		for h0 := 0; h0 < j.cols; h0 += mxTile { // the update's rows are the inputs
-			n := min(mxTile, j.cols-h0)
-			s.u.deltaRows(e*j.cols+h0, n, d)
-			addTransposed(dense, d, j.rows, j.cols, h0, n)
+	defer x.close()
+	per := j.rows * j.cols
+	fresh := make([]byte, j.experts*per/32)
+	make1 := func(e int, dst []byte) ([]byte, error) {
+		if err := x.load(e); err != nil {
+			return nil, err
 		}
 		sc := fresh[e*per/32 : (e+1)*per/32]
-		parallelSpans(per/32, func(a, b int) { mxRequant(dense[32*a:32*b], blocks[16*a:16*b], scales[a:b], out[16*a:16*b], sc[a:b]) })
-		if _, err := w.Write(out); err != nil {
-			return err
-		}
+		x.run(0, j.cols/32, func(p mxPiece, v, d []float32) { x.requantStrip(p, v, d, dst, sc) })
+		return dst[:per/2], nil
+	}
+	if err := m.pipeline(ctx, j.experts, 1, per/2, make1, w); err != nil {
+		return err
 	}
 	m.mxFresh[j.scales.Name] = fresh
 	return nil
-}
-
-// addTransposed adds tile[k·rows+o] to m[o·cols+h0+k] for k < n (the
-// inverse of transposeTile, added).
-func addTransposed(m, tile []float32, rows, cols, h0, n int) {
-	for o := range rows {
-		row := m[o*cols+h0 : o*cols+h0+n]
-		for k := range row {
-			row[k] += tile[k*rows+o]
-		}
-	}
-}
-
-// mxRequant encodes the blocks of 32 values in v into blocks and scales,
-// keeping a block's old bytes when its values are the old ones.
-func mxRequant(v []float32, oldBlocks, oldScales, blocks, scales []byte) {
-	var was [32]float32
-	for i := range scales {
-		x := v[32*i : 32*i+32]
-		quant.MXFP4Decode(oldBlocks[16*i:16*i+16], oldScales[i:i+1], was[:])
-		if equal32(x, was[:]) {
-			copy(blocks[16*i:16*i+16], oldBlocks[16*i:16*i+16])
-			scales[i] = oldScales[i]
-			continue
-		}
-		scales[i] = mxBlock(x, blocks[16*i:16*i+16])
-	}
-}
-
-func equal32(a, b []float32) bool {
-	for i, x := range a {
-		if x != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// mxBlock encodes 32 values into 16 bytes and returns the scale byte.
-func mxBlock(v []float32, out []byte) byte {
-	var x [32]float32
-	var amax float32
-	for i, f := range v {
-		x[i] = safetensors.BF16ToFloat32(safetensors.Float32ToBF16(f))
-		amax = max(amax, float32(math.Abs(float64(x[i]))))
-	}
-	exp := (math.Float32bits(amax/6) + 0x7fffff) & 0x7f800000 // 2^ceil(log2(amax/6))
-	var inv float32
-	if exp != 0 {
-		inv = 1 / math.Float32frombits(exp)
-	}
-	for k := range out {
-		out[k] = e2m1(x[2*k]*inv) | e2m1(x[2*k+1]*inv)<<4
-	}
-	return byte(exp >> 23)
-}
-
-// e2m1 is the 4-bit code of q: sign, then the magnitude's bits rounded to
-// two exponent bits (bias 1) and one mantissa bit, ties away from zero,
-// saturating at 6 (code 7); below 1 the subnormal 0.5 step.
-func e2m1(q float32) byte {
-	bits := math.Float32bits(q)
-	exp, man := (bits>>23)&0xff, bits&0x7fffff
-	if exp < 127 { // the implicit bit moves into the mantissa
-		man = (0x400000 | man>>1) >> (126 - exp)
-	}
-	exp = max(exp, 126) - 126
-	code := min(((exp<<2|man>>21)+1)>>1, 7)
-	return byte(bits>>28)&8 | byte(code)
 }

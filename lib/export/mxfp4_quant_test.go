@@ -51,7 +51,7 @@ func refMXFP4(v []float32) ([]float64, int) {
 	return x, int(e)
 }
 
-// mxBlock encodes blocks as refMXFP4 quantises them, ties included.
+// quant.MXFP4Encode encodes blocks as refMXFP4 quantises them, ties included.
 func TestMXFP4BlockMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for n := range 3000 {
@@ -65,7 +65,7 @@ func TestMXFP4BlockMatchesReference(t *testing.T) {
 			}
 		}
 		var out [16]byte
-		sc := mxBlock(v, out[:])
+		sc := quant.MXFP4Encode(v, out[:])
 		want, e := refMXFP4(v)
 		if int(sc) != e+127 {
 			t.Fatalf("block %d: scale byte %d, want %d", n, sc, e+127)
@@ -250,7 +250,7 @@ func TestMXFP4RequantisedCloseToFloat32(t *testing.T) {
 }
 
 // mxfp4Of writes dir's GPT-OSS model with its experts quantised to MXFP4
-// (by mxBlock, pinned by TestMXFP4BlockMatchesReference) as released.
+// (by quant.MXFP4Encode, pinned by TestMXFP4BlockMatchesReference) as released.
 func mxfp4Of(t *testing.T, dir string) string {
 	t.Helper()
 	ts := readAll(t, dir)
@@ -269,7 +269,7 @@ func mxfp4Of(t *testing.T, dir string) string {
 			for k := range blk {
 				blk[k] = v[(e*I+i0+k)*O+o]
 			}
-			scales[b] = mxBlock(blk, blocks[16*b:16*b+16])
+			scales[b] = quant.MXFP4Encode(blk, blocks[16*b:16*b+16])
 		}
 		delete(ts, name)
 		ts[name+"_blocks"] = safetensors.Tensor{Name: name + "_blocks", DType: safetensors.U8, Shape: []int64{int64(E), int64(O), int64(I / 32), 16}, Data: blocks}
@@ -280,4 +280,13 @@ func mxfp4Of(t *testing.T, dir string) string {
 	cfg, _ := os.ReadFile(filepath.Join(out, "config.json"))
 	writeFile(t, out, "config.json", []byte(strings.Replace(string(cfg), "{", `{"quantization_config": {"quant_method": "mxfp4"},`, 1)))
 	return out
+}
+
+func equal32(a, b []float32) bool {
+	for i, x := range a {
+		if x != b[i] {
+			return false
+		}
+	}
+	return true
 }

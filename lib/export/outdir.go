@@ -169,8 +169,9 @@ func (o *outDir) fail(name string, err error) error {
 }
 
 type countWriter struct {
-	f *os.File
-	o *outDir
+	f         *os.File
+	o         *outDir
+	n, queued int64 // bytes written to f; of which handed to writeback
 }
 
 func (c *countWriter) Write(p []byte) (int, error) {
@@ -180,6 +181,8 @@ func (c *countWriter) Write(p []byte) (int, error) {
 }
 
 func (c *countWriter) count(n int) {
+	c.n += int64(n)
+	c.writeback()
 	c.o.written += int64(n)
 	if c.o.progress != nil {
 		c.o.progress(c.o.written)

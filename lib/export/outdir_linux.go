@@ -27,3 +27,20 @@ func (c *countWriter) copyRange(fd int, off, n int64) error {
 	}
 	return nil
 }
+
+// writebackBytes is how much of a file is written before writeback asks
+// the kernel to start putting it on disk.
+const writebackBytes = 8 << 20
+
+// writeback starts the disk writing what f got since the last call, once
+// that is writebackBytes, without waiting for it: the disk then works
+// while the export makes the rest (the kernel would otherwise hold a
+// whole shard in memory until outDir.write's fsync, and a merge would
+// wait for the disk after each shard). A hint only: errors show at fsync.
+func (c *countWriter) writeback() {
+	if c.n-c.queued < writebackBytes {
+		return
+	}
+	unix.SyncFileRange(int(c.f.Fd()), c.queued, c.n-c.queued, unix.SYNC_FILE_RANGE_WRITE)
+	c.queued = c.n
+}

@@ -2,5 +2,8 @@
 
 package quant
 
-// int4RoundVector: no vector unit here; int4Round's loop does it all.
-func int4RoundVector(q []int32, src []float32, s float32) int { return 0 }
+// No vector unit here: int4.go's loops do all.
+
+func int4RowVector(packed, scales []byte, group int, dst []float32) bool { return false }
+
+func int4QuantizeVector(src []float32, group int, packed, scales []byte) bool { return false }

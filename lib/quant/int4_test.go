@@ -15,7 +15,7 @@ import (
 // values, bit for bit.
 func TestINT4MatchesElementwise(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	for _, group := range []int{8, 32, 128} {
+	for _, group := range []int{8, 16, 32, 64, 128} { // 8: scalar; 16: vector packing; 32 on: both vector
 		for n := range 50 {
 			src := make([]float32, 4*group)
 			for i := range src {

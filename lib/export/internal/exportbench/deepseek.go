@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/tinkershell/tinker/lib/safetensors"
 )
@@ -72,61 +71,33 @@ func dsTensors() []safetensors.TensorInfo {
 	return ts
 }
 
+// dsConfig is the DeepSeek-shaped model's config.json as model type mt
+// with quantization_config q.
+func dsConfig(mt string, q map[string]any) map[string]any {
+	return map[string]any{"model_type": mt, "architectures": []string{"DeepseekV3ForCausalLM"}, "vocab_size": vocab,
+		"hidden_size": dsHidden, "intermediate_size": dsDenseInter, "moe_intermediate_size": dsMoEInter, "num_hidden_layers": dsLayers,
+		"num_attention_heads": dsHeads, "num_key_value_heads": dsHeads, "n_routed_experts": dsExperts, "n_shared_experts": 1,
+		"num_experts_per_tok": 8, "first_k_dense_replace": 1, "q_lora_rank": dsQLora, "kv_lora_rank": dsKVLora,
+		"qk_rope_head_dim": dsRope, "qk_nope_head_dim": dsNope, "v_head_dim": dsV, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+		"quantization_config": q}
+}
+
 // writeDeepSeekBase writes config.json, the shards and their index.
 func writeDeepSeekBase(dir string) (total, largest int64, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, 0, err
 	}
-	cfg := map[string]any{"model_type": "deepseek_v3", "architectures": []string{"DeepseekV3ForCausalLM"}, "vocab_size": vocab,
-		"hidden_size": dsHidden, "intermediate_size": dsDenseInter, "moe_intermediate_size": dsMoEInter, "num_hidden_layers": dsLayers,
-		"num_attention_heads": dsHeads, "num_key_value_heads": dsHeads, "n_routed_experts": dsExperts, "n_shared_experts": 1,
-		"num_experts_per_tok": 8, "first_k_dense_replace": 1, "q_lora_rank": dsQLora, "kv_lora_rank": dsKVLora,
-		"qk_rope_head_dim": dsRope, "qk_nope_head_dim": dsNope, "v_head_dim": dsV, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
-		"quantization_config": map[string]any{"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": []int{dsBlock, dsBlock}}}
+	cfg := dsConfig("deepseek_v3", map[string]any{"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": []int{dsBlock, dsBlock}})
 	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
 		return 0, 0, err
 	}
-	ts := dsTensors()
-	weightMap := map[string]string{}
-	r := rand.New(rand.NewPCG(5, 6))
-	for k := range dsShards {
-		name := fmt.Sprintf("model-%05d-of-%05d.safetensors", k+1, dsShards)
-		lo, hi := dsBoundary(ts, k), dsBoundary(ts, k+1)
-		n, err := writeTyped(filepath.Join(dir, name), ts[lo:hi], r)
-		if err != nil {
-			return 0, 0, err
-		}
-		for _, t := range ts[lo:hi] {
-			weightMap[t.Name] = name
-		}
-		total, largest = total+n, max(largest, n)
-	}
-	return total, largest, writeJSON(filepath.Join(dir, "model.safetensors.index.json"), map[string]any{"weight_map": weightMap})
-}
-
-// dsBoundary is where shard k starts: a weight and its scales together.
-func dsBoundary(ts []safetensors.TensorInfo, k int) int {
-	i := len(ts) * k / dsShards
-	for i < len(ts) && strings.HasSuffix(ts[i].Name, "_scale_inv") {
-		i++
-	}
-	return i
+	return writeShardsOf(dir, dsShards, companionSplit(dsTensors()), writeTyped, rand.New(rand.NewPCG(5, 6)))
 }
 
 // writeTyped writes random values of each tensor's dtype: FP8 codes
 // (never NaN), scales near 1e-3, bfloat16 around 0.02.
 func writeTyped(path string, ts []safetensors.TensorInfo, r *rand.Rand) (int64, error) {
-	l, err := safetensors.NewLayout(ts, map[string]string{"format": "pt"})
-	if err != nil {
-		return 0, err
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	buf := make([]byte, 1<<20)
-	_, err = l.WriteTo(f, func(_ int, t safetensors.TensorInfo, w io.Writer) error {
+	return writeLayout(path, ts, func(t safetensors.TensorInfo, w io.Writer, buf []byte) error {
 		switch t.DType {
 		case safetensors.F8E4M3:
 			return randomFP8(w, t.Bytes(), r, buf)
@@ -135,7 +106,6 @@ func writeTyped(path string, ts []safetensors.TensorInfo, r *rand.Rand) (int64, 
 		}
 		return randomBF16(w, t.Bytes(), 0.02, r, buf)
 	})
-	return l.Size(), err
 }
 
 func randomFP8(w io.Writer, n int64, r *rand.Rand, buf []byte) error {

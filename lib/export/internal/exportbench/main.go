@@ -17,7 +17,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -39,8 +38,9 @@ func main() {
 	out := flag.String("out", "", "internal: output directory")
 	runs := flag.Int("runs", 2, "measured runs of each")
 	keep := flag.String("dir", "", "generate the model here and keep it (default: a temporary directory)")
-	model := flag.String("model", "llama", "llama (dense bfloat16, ~1 GB) or deepseek (MoE, FP8 blocks, ~2.6 GB)")
+	model := flag.String("model", "llama", "llama (dense bfloat16, ~1 GB), deepseek (MoE, FP8 blocks, ~2.6 GB), kimi (MoE, INT4 experts, ~1.7 GB, kimi.go) or gptoss (MoE, MXFP4 experts, ~1.9 GB, gptoss.go)")
 	profile := flag.String("cpuprofile", "", "with -child merge: write its CPU profile here (for go tool pprof)")
+	flag.StringVar(&other, "other", "", "another build of exportbench (e.g. main's) whose merge runs beside this one's, interleaved: an A/B under load")
 	flag.Parse()
 	if *child != "" {
 		if err := runProfiled(*profile, func() error { return runChild(*child, *base, *adapter, *out) }); err != nil {
@@ -48,6 +48,7 @@ func main() {
 			os.Exit(1)
 		}
 		fmt.Println(peakRSS())
+		fmt.Println(schedStat())
 		return
 	}
 	if err := bench(*runs, *keep, *model); err != nil {
@@ -129,15 +130,42 @@ func peakRSS() string {
 	return ""
 }
 
+// schedStat sums this process's threads' time on a CPU and time runnable
+// but waiting for one (/proc/self/task/*/schedstat, nanoseconds).
+func schedStat() string {
+	paths, _ := filepath.Glob("/proc/self/task/*/schedstat")
+	var run, wait int64
+	for _, p := range paths {
+		var r, w int64
+		if b, err := os.ReadFile(p); err == nil {
+			fmt.Sscan(string(b), &r, &w)
+		}
+		run, wait = run+r, wait+w
+	}
+	return fmt.Sprintf("sched: %d %d", run, wait)
+}
+
+// other is -other: the build whose merge is measured beside this one's.
+var other string
+
 type result struct {
 	secs, cpu float64 // wall and CPU (user + system) seconds
 	rssKB     int64
+	// runnable is the child's threads' time running or waiting to run
+	// over wall time: how many threads had work on average. Other load
+	// stretches both, so unlike CPU/wall it survives a busy machine;
+	// on an idle one of n cores, parallelism is about min(n, runnable).
+	runnable float64
 }
 
 func measure(step, base, adapter, out string) (result, error) {
 	os.RemoveAll(out)
 	defer os.RemoveAll(out)
-	cmd := exec.Command(os.Args[0], "-child", step, "-base", base, "-adapter", adapter, "-out", out)
+	bin := os.Args[0]
+	if step == "other" {
+		bin, step = other, "merge"
+	}
+	cmd := exec.Command(bin, "-child", step, "-base", base, "-adapter", adapter, "-out", out)
 	var stdout strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, os.Stderr
 	start := time.Now()
@@ -146,11 +174,12 @@ func measure(step, base, adapter, out string) (result, error) {
 	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-	var hwm int64
-	if _, err := fmt.Sscanf(stdout.String(), "VmHWM: %d kB", &hwm); err != nil {
+	secs := time.Since(start).Seconds()
+	var hwm, run, wait int64
+	if _, err := fmt.Sscanf(stdout.String(), "VmHWM: %d kB\nsched: %d %d", &hwm, &run, &wait); err != nil {
 		hwm = ru.Maxrss // no /proc: the rusage figure, which counts ours too
 	}
-	return result{time.Since(start).Seconds(), cpu, hwm}, nil
+	return result{secs, cpu, hwm, float64(run+wait) / 1e9 / secs}, nil
 }
 
 func bench(runs int, dir, model string) error {
@@ -167,9 +196,13 @@ func bench(runs int, dir, model string) error {
 	switch model {
 	case "deepseek":
 		writeB, writeA, n = writeDeepSeekBase, writeDeepSeekAdapter, dsShards
+	case "kimi":
+		writeB, writeA, n = writeKimiBase, writeDeepSeekAdapter, dsShards
+	case "gptoss":
+		writeB, writeA, n = writeGptOssBase, writeGptOssAdapter, gLayers
 	case "llama":
 	default:
-		return fmt.Errorf("unknown -model %q: use llama or deepseek", model)
+		return fmt.Errorf("unknown -model %q: use llama, deepseek, kimi or gptoss", model)
 	}
 	total, largest, err := writeB(base)
 	if err != nil {
@@ -181,28 +214,42 @@ func bench(runs int, dir, model string) error {
 	}
 	fmt.Printf("%s base: %d shards, %.0f MB (largest shard %.0f MB); adapter rank %d, %.0f MB\n",
 		model, n, mb(total), mb(largest), rank, mb(adapterBytes))
+	steps := []string{"copy", "merge"}
+	if other != "" {
+		steps = append(steps, "other")
+	}
 	best := map[string]result{}
 	for range runs {
-		for _, step := range []string{"copy", "merge"} {
+		for _, step := range steps {
 			r, err := measure(step, base, adapter, filepath.Join(dir, "out"))
 			if err != nil {
 				return err
 			}
-			fmt.Printf("  %-5s %6.2f s (CPU %5.2f s)  %7.0f MB/s  peak RSS %5.0f MB\n", step, r.secs, r.cpu, mb(total)/r.secs, float64(r.rssKB)/1024)
+			fmt.Printf("  %-5s %6.2f s (CPU %5.2f s)  %7.0f MB/s  peak RSS %5.0f MB  runnable %.2f\n",
+				step, r.secs, r.cpu, mb(total)/r.secs, float64(r.rssKB)/1024, r.runnable)
 			if b, ok := best[step]; !ok || r.secs < b.secs {
 				r.rssKB = max(r.rssKB, b.rssKB)
 				best[step] = r
 			}
 		}
 	}
+	summary(best, total, largest+adapterBytes)
+	return nil
+}
+
+// summary prints the best runs' figures against the goals (and against
+// -other's merge, if it ran).
+func summary(best map[string]result, total, bound int64) {
 	c, m := best["copy"], best["merge"]
-	bound := largest + adapterBytes
 	fmt.Printf("merge throughput %.0f MB/s vs copy %.0f MB/s: %.2fx (goal >= 0.5x)\n", mb(total)/m.secs, mb(total)/c.secs, c.secs/m.secs)
 	fmt.Printf("CPU seconds (load-independent): merge %.2f s, copy %.2f s, on %d cores\n", m.cpu, c.cpu, runtime.NumCPU())
 	fmt.Printf("merge parallelism %.2f (CPU s / wall s; on an idle machine, the cores kept busy)\n", m.cpu/m.secs)
+	fmt.Printf("merge threads runnable %.2f on average (running or waiting for a core, over wall: survives load)\n", m.runnable)
 	fmt.Printf("merge peak RSS %.0f MB = %.2fx (largest shard + adapter = %.0f MB; goal < 2x)\n",
 		float64(m.rssKB)/1024, float64(m.rssKB)*1024/float64(bound), mb(bound))
-	return nil
+	if o, ok := best["other"]; ok {
+		fmt.Printf("this build / -other: CPU s %.2fx, runnable %.2fx, wall %.2fx (best runs)\n", m.cpu/o.cpu, m.runnable/o.runnable, m.secs/o.secs)
+	}
 }
 
 func mb(n int64) float64 { return float64(n) / (1 << 20) }
@@ -296,38 +343,11 @@ func randomBF16(w io.Writer, n int64, scale float64, r *rand.Rand, buf []byte) e
 
 // writeAdapter writes a rank-32 float32 adapter on every matrix.
 func writeAdapter(dir string) (int64, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return 0, err
-	}
-	if err := writeJSON(filepath.Join(dir, "adapter_config.json"), map[string]any{"r": rank, "lora_alpha": 32, "peft_type": "LORA"}); err != nil {
-		return 0, err
-	}
-	var out []safetensors.Tensor
-	r := rand.New(rand.NewPCG(3, 4))
-	add := func(name string, rows, cols int, sd float64) {
-		v := make([]float32, rows*cols)
-		for i := range v {
-			v[i] = float32(r.NormFloat64() * sd)
-		}
-		b, _ := safetensors.EncodeFloat32(safetensors.F32, v)
-		out = append(out, safetensors.Tensor{Name: name, DType: safetensors.F32, Shape: []int64{int64(rows), int64(cols)}, Data: b})
-	}
 	mods := []tensorSpec{{"lm_head", vocab, hidden}}
 	for i := range layers {
 		mods = append(mods, modules(i)...)
 	}
-	var size int64
-	for _, m := range mods {
-		add("base_model.model."+m.name+".lora_A.weight", rank, m.cols, 1/math.Sqrt(float64(m.cols)))
-		add("base_model.model."+m.name+".lora_B.weight", m.rows, rank, 1e-3)
-		size += int64(4 * rank * (m.rows + m.cols))
-	}
-	f, err := os.Create(filepath.Join(dir, "adapter_model.safetensors"))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	return size, safetensors.Write(f, out, nil)
+	return writePairs(dir, map[string]any{"r": rank, "lora_alpha": 32, "peft_type": "LORA"}, mods, rand.New(rand.NewPCG(3, 4)))
 }
 
 func writeJSON(path string, v any) error {
