@@ -75,22 +75,25 @@
 //     of two apart do not share an L1 set; 4×4 tiles and single rows take
 //     what is left) and a 1-token × 16-row kernel for decoding, both over
 //     float32 or bfloat16 weights (widened exactly), the lane tree done
-//     with shuffles. A block of rows (256 KiB) stays in L2 while a block
-//     of packed tokens (768 KiB) passes it, so a 512-token batch of 3072
-//     columns comes from L2 rather than L3. A kernel packs the tokens
-//     (fwdPackGroup), on all workers when the product is split. While the
-//     groups pass a block, each kernel step prefetches one line of the
-//     next block into L2 (each group its share), so a block does not
+//     with shuffles. One 6-row tile (24 KiB of float32 at 1024 columns)
+//     stays in L1 while a block of packed groups (768 KiB) passes it from
+//     L2 (fwdTile4x6G), so each step reads four lines of x from L2 against
+//     six rows from L1. The order before it, a block of rows in L2 met by
+//     one group at a time, read six weight lines from L2 a step: the
+//     kernel on one group in L1 ran at ~93% of the FMA peak, but cycling
+//     the groups cost ~10% more and groups arriving from L3 ~20% more;
+//     the tile in L1 took 8-17% less CPU on the 0.6B shapes at M = 64-512
+//     (paired runs on one thread of a shared Xeon, issue 34). An earlier
+//     try of this order had measured no gain, by best-of runs, which the
+//     machine's drift swamps. A kernel packs the tokens (fwdPackGroup),
+//     on all workers when the product is split. Each kernel step
+//     prefetches one line of the next tile into L2, so a tile does not
 //     start from memory. Rows longer than 1024 columns (o_proj, down) are
-//     summed in 1024-column pieces, the tiles' accumulators kept in memory
-//     between pieces (fwdTile4x6K): a group's piece stays in L1 while the
-//     block's tiles pass it, where the whole group came from L2 again for
-//     every tile. Every lane still adds its products in ascending k, so
+//     summed in 1024-column pieces, each group's accumulators kept in
+//     memory between pieces (fwdTile4x6KG), so that a piece of the tile
+//     stays in L1. Every lane still adds its products in ascending k, so
 //     the bits are the same (TestForwardBlocksMatchScalar shrinks the
-//     pieces). Larger tiles do not help this form: a 4×6 tile with its
-//     block in L2 runs at about the FMA peak on the kernel alone, and a
-//     tile that keeps its six rows in L1 while the groups stream (tried)
-//     was no faster.
+//     pieces and the blocks of groups).
 //   - On amd64 CPUs with AVX2 but without AVX-512 (most Intel client
 //     CPUs, AMD Zen 2 and 3) the forward product runs AVX2 assembly
 //     instead (gemm_fwd_avx2_amd64.s from internal/asmgen/fwdavx2,

@@ -46,11 +46,17 @@ func matMulTAsm(w mat, ys, xs [][]float32) bool {
 		})
 		return true
 	}
-	parallelFor(w.cols, 64*wv, work, func(lo, hi int) {
+	// Column blocks as pieces the cores take in turn: two fixed halves
+	// left one core waiting whenever the other got less CPU time.
+	parallelPieces(w.cols, tMulWidth(wv), work, func(lo, hi int) {
 		tMulAsm(w, ys, xs, ly, lx, wv, 0, m, lo, hi)
 	})
 	return true
 }
+
+// tMulWidth is the width of tMulAsm's column blocks for tiles of wv
+// vectors: tCols rounded down to whole strips.
+func tMulWidth(wv int) int { return 16 * wv * max(1, tCols/(16*wv)) }
 
 // stripPool holds the packed strips, one per running tMulAsm; outerPool
 // outerAsm's.
@@ -73,7 +79,7 @@ func tMulAsm(w mat, ys, xs [][]float32, ly, lx, wv, b0, b1, c0, c1 int) {
 		defer stripPool.Put(sp)
 		buf = sp[:kcAsm*16*wv]
 	}
-	width := 16 * wv * max(1, tCols/(16*wv))
+	width := tMulWidth(wv)
 	for cb := c0; cb < c1; cb += width {
 		tMulCols(w, ys, xs, ly, lx, wv, b0, b1, cb, min(cb+width, c1), c1, buf)
 	}

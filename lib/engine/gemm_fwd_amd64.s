@@ -156,9 +156,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func fwdTile4x6F32(xp *float32, w *float32, stride int, n int, tiles int, out *float32, ldo int, pf *byte)
+// func fwdTile4x6GF32(xp *float32, w *float32, stride int, n int, groups int, out *float32, ldo int, pf *byte, pfEnd uintptr)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·fwdTile4x6F32(SB), NOSPLIT|NOFRAME, $0-64
+TEXT ·fwdTile4x6GF32(SB), NOSPLIT|NOFRAME, $0-72
 	MOVQ  n+24(FP), DX
 	MOVQ  DX, CX
 	ANDQ  $0x0000000f, CX
@@ -172,7 +172,7 @@ TEXT ·fwdTile4x6F32(SB), NOSPLIT|NOFRAME, $0-64
 	MOVQ  stride+16(FP), BX
 	SHLQ  $0x02, BX
 	LEAQ  (BX)(BX*2), SI
-	MOVQ  tiles+32(FP), DI
+	MOVQ  groups+32(FP), DI
 	MOVQ  out+40(FP), R8
 	LEAQ  (BX)(BX*4), R9
 	MOVQ  ldo+48(FP), R10
@@ -205,94 +205,108 @@ tile:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 	MOVQ   AX, R12
-	MOVQ   CX, R13
-	MOVQ   DX, R14
-	TESTQ  R14, R14
+	MOVQ   CX, AX
+	MOVQ   DX, R13
+	TESTQ  R13, R13
 	JZ     tail
 
 loop:
-	PREFETCHT1  (R11)
-	ADDQ        $0x40, R11
+	CMPQ       R11, pfEnd+64(FP)
+	JAE        nopf0
+	PREFETCHT1 (R11)
+	ADDQ       $0x40, R11
+
+nopf0:
 	VMOVUPS     (R12), Z24
 	VMOVUPS     64(R12), Z25
 	VMOVUPS     128(R12), Z26
 	VMOVUPS     192(R12), Z27
-	VMOVUPS     (R13), Z28
+	VMOVUPS     (AX), Z28
 	VFMADD231PS Z24, Z28, Z0
 	VFMADD231PS Z25, Z28, Z1
 	VFMADD231PS Z26, Z28, Z2
 	VFMADD231PS Z27, Z28, Z3
-	VMOVUPS     (R13)(BX*1), Z28
+	VMOVUPS     (AX)(BX*1), Z28
 	VFMADD231PS Z24, Z28, Z4
 	VFMADD231PS Z25, Z28, Z5
 	VFMADD231PS Z26, Z28, Z6
 	VFMADD231PS Z27, Z28, Z7
-	VMOVUPS     (R13)(BX*2), Z28
+	VMOVUPS     (AX)(BX*2), Z28
 	VFMADD231PS Z24, Z28, Z8
 	VFMADD231PS Z25, Z28, Z9
 	VFMADD231PS Z26, Z28, Z10
 	VFMADD231PS Z27, Z28, Z11
-	VMOVUPS     (R13)(SI*1), Z28
+	VMOVUPS     (AX)(SI*1), Z28
 	VFMADD231PS Z24, Z28, Z12
 	VFMADD231PS Z25, Z28, Z13
 	VFMADD231PS Z26, Z28, Z14
 	VFMADD231PS Z27, Z28, Z15
-	VMOVUPS     (R13)(BX*4), Z28
+	VMOVUPS     (AX)(BX*4), Z28
 	VFMADD231PS Z24, Z28, Z16
 	VFMADD231PS Z25, Z28, Z17
 	VFMADD231PS Z26, Z28, Z18
 	VFMADD231PS Z27, Z28, Z19
-	VMOVUPS     (R13)(R9*1), Z28
+	VMOVUPS     (AX)(R9*1), Z28
 	VFMADD231PS Z24, Z28, Z20
 	VFMADD231PS Z25, Z28, Z21
 	VFMADD231PS Z26, Z28, Z22
 	VFMADD231PS Z27, Z28, Z23
 	ADDQ        $0x00000100, R12
-	ADDQ        $0x40, R13
-	DECQ        R14
+	ADDQ        $0x40, AX
+	DECQ        R13
 	JNZ         loop
 
 tail:
-	KORTESTW    K1, K1
-	JZ          done
-	PREFETCHT1  (R11)
-	ADDQ        $0x40, R11
+	KORTESTW   K1, K1
+	JZ         done
+	CMPQ       R11, pfEnd+64(FP)
+	JAE        nopf1
+	PREFETCHT1 (R11)
+	ADDQ       $0x40, R11
+
+nopf1:
 	VMOVUPS     (R12), Z24
 	VMOVUPS     64(R12), Z25
 	VMOVUPS     128(R12), Z26
 	VMOVUPS     192(R12), Z27
-	VMOVUPS.Z   (R13), K1, Z28
+	VMOVUPS.Z   (AX), K1, Z28
 	VFMADD231PS Z24, Z28, Z0
 	VFMADD231PS Z25, Z28, Z1
 	VFMADD231PS Z26, Z28, Z2
 	VFMADD231PS Z27, Z28, Z3
-	VMOVUPS.Z   (R13)(BX*1), K1, Z28
+	VMOVUPS.Z   (AX)(BX*1), K1, Z28
 	VFMADD231PS Z24, Z28, Z4
 	VFMADD231PS Z25, Z28, Z5
 	VFMADD231PS Z26, Z28, Z6
 	VFMADD231PS Z27, Z28, Z7
-	VMOVUPS.Z   (R13)(BX*2), K1, Z28
+	VMOVUPS.Z   (AX)(BX*2), K1, Z28
 	VFMADD231PS Z24, Z28, Z8
 	VFMADD231PS Z25, Z28, Z9
 	VFMADD231PS Z26, Z28, Z10
 	VFMADD231PS Z27, Z28, Z11
-	VMOVUPS.Z   (R13)(SI*1), K1, Z28
+	VMOVUPS.Z   (AX)(SI*1), K1, Z28
 	VFMADD231PS Z24, Z28, Z12
 	VFMADD231PS Z25, Z28, Z13
 	VFMADD231PS Z26, Z28, Z14
 	VFMADD231PS Z27, Z28, Z15
-	VMOVUPS.Z   (R13)(BX*4), K1, Z28
+	VMOVUPS.Z   (AX)(BX*4), K1, Z28
 	VFMADD231PS Z24, Z28, Z16
 	VFMADD231PS Z25, Z28, Z17
 	VFMADD231PS Z26, Z28, Z18
 	VFMADD231PS Z27, Z28, Z19
-	VMOVUPS.Z   (R13)(R9*1), K1, Z28
+	VMOVUPS.Z   (AX)(R9*1), K1, Z28
 	VFMADD231PS Z24, Z28, Z20
 	VFMADD231PS Z25, Z28, Z21
 	VFMADD231PS Z26, Z28, Z22
 	VFMADD231PS Z27, Z28, Z23
 
 done:
+	MOVQ     R12, AX
+	KORTESTW K1, K1
+	JZ       nexttail
+	ADDQ     $0x00000100, AX
+
+nexttail:
 	VSHUFF32X4    $0x44, Z1, Z0, Z24
 	VSHUFF32X4    $0xee, Z1, Z0, Z25
 	VADDPS        Z25, Z24, Z0
@@ -418,17 +432,15 @@ done:
 	ADDQ          R10, R12
 	VEXTRACTF32X4 $0x03, Z0, X1
 	VMOVLPS       X1, 16(R12)
-	ADDQ          R9, CX
-	ADDQ          BX, CX
-	ADDQ          $0x18, R8
+	LEAQ          (R8)(R10*4), R8
 	DECQ          DI
 	JNZ           tile
 	VZEROUPPER
 	RET
 
-// func fwdTile4x6KF32(xp *float32, w *float32, stride int, n int, tiles int, out *float32, ldo int, pf *byte, acc *float32, mode int)
+// func fwdTile4x6KGF32(xp *float32, w *float32, stride int, n int, groups int, out *float32, ldo int, pf *byte, pfEnd uintptr, acc *float32, mode int, gstride int)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·fwdTile4x6KF32(SB), NOSPLIT|NOFRAME, $0-80
+TEXT ·fwdTile4x6KGF32(SB), NOSPLIT|NOFRAME, $0-96
 	MOVQ  n+24(FP), DX
 	MOVQ  DX, CX
 	ANDQ  $0x0000000f, CX
@@ -442,7 +454,7 @@ TEXT ·fwdTile4x6KF32(SB), NOSPLIT|NOFRAME, $0-80
 	MOVQ  stride+16(FP), BX
 	SHLQ  $0x02, BX
 	LEAQ  (BX)(BX*2), SI
-	MOVQ  tiles+32(FP), DI
+	MOVQ  groups+32(FP), DI
 	MOVQ  out+40(FP), R8
 	LEAQ  (BX)(BX*4), R9
 	MOVQ  ldo+48(FP), R10
@@ -474,12 +486,12 @@ tile:
 	VPXORD  Z21, Z21, Z21
 	VPXORD  Z22, Z22, Z22
 	VPXORD  Z23, Z23, Z23
-	TESTQ   $0x00000001, mode+72(FP)
+	TESTQ   $0x00000001, mode+80(FP)
 	JZ      fresh
-	MOVQ    tiles+32(FP), R12
+	MOVQ    groups+32(FP), R12
 	SUBQ    DI, R12
 	IMUL3Q  $0x00000600, R12, R12
-	ADDQ    acc+64(FP), R12
+	ADDQ    acc+72(FP), R12
 	VMOVUPS (R12), Z0
 	VMOVUPS 64(R12), Z1
 	VMOVUPS 128(R12), Z2
@@ -513,8 +525,12 @@ fresh:
 	JZ    tail
 
 loop:
-	PREFETCHT1  (R11)
-	ADDQ        $0x40, R11
+	CMPQ       R11, pfEnd+64(FP)
+	JAE        nopf0
+	PREFETCHT1 (R11)
+	ADDQ       $0x40, R11
+
+nopf0:
 	VMOVUPS     (R12), Z24
 	VMOVUPS     64(R12), Z25
 	VMOVUPS     128(R12), Z26
@@ -555,10 +571,14 @@ loop:
 	JNZ         loop
 
 tail:
-	KORTESTW    K1, K1
-	JZ          done
-	PREFETCHT1  (R11)
-	ADDQ        $0x40, R11
+	KORTESTW   K1, K1
+	JZ         done
+	CMPQ       R11, pfEnd+64(FP)
+	JAE        nopf1
+	PREFETCHT1 (R11)
+	ADDQ       $0x40, R11
+
+nopf1:
 	VMOVUPS     (R12), Z24
 	VMOVUPS     64(R12), Z25
 	VMOVUPS     128(R12), Z26
@@ -595,12 +615,13 @@ tail:
 	VFMADD231PS Z27, Z28, Z23
 
 done:
-	TESTQ   $0x00000002, mode+72(FP)
+	ADDQ    gstride+88(FP), AX
+	TESTQ   $0x00000002, mode+80(FP)
 	JNZ     final
-	MOVQ    tiles+32(FP), R12
+	MOVQ    groups+32(FP), R12
 	SUBQ    DI, R12
 	IMUL3Q  $0x00000600, R12, R12
-	ADDQ    acc+64(FP), R12
+	ADDQ    acc+72(FP), R12
 	VMOVUPS Z0, (R12)
 	VMOVUPS Z1, 64(R12)
 	VMOVUPS Z2, 128(R12)
@@ -755,9 +776,7 @@ final:
 	VMOVLPS       X1, 16(R12)
 
 advance:
-	ADDQ R9, CX
-	ADDQ BX, CX
-	ADDQ $0x18, R8
+	LEAQ (R8)(R10*4), R8
 	DECQ DI
 	JNZ  tile
 	VZEROUPPER
@@ -1393,9 +1412,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func fwdTile4x6BF16(xp *float32, w *uint16, stride int, n int, tiles int, out *float32, ldo int, pf *byte)
+// func fwdTile4x6GBF16(xp *float32, w *uint16, stride int, n int, groups int, out *float32, ldo int, pf *byte, pfEnd uintptr)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·fwdTile4x6BF16(SB), NOSPLIT|NOFRAME, $0-64
+TEXT ·fwdTile4x6GBF16(SB), NOSPLIT|NOFRAME, $0-72
 	MOVQ  n+24(FP), DX
 	MOVQ  DX, CX
 	ANDQ  $0x0000000f, CX
@@ -1409,7 +1428,7 @@ TEXT ·fwdTile4x6BF16(SB), NOSPLIT|NOFRAME, $0-64
 	MOVQ  stride+16(FP), BX
 	SHLQ  $0x01, BX
 	LEAQ  (BX)(BX*2), SI
-	MOVQ  tiles+32(FP), DI
+	MOVQ  groups+32(FP), DI
 	MOVQ  out+40(FP), R8
 	LEAQ  (BX)(BX*4), R9
 	MOVQ  ldo+48(FP), R10
@@ -1442,99 +1461,107 @@ tile:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 	MOVQ   AX, R12
-	MOVQ   CX, R13
-	MOVQ   DX, R14
-	TESTQ  R14, R14
+	MOVQ   CX, AX
+	MOVQ   DX, R13
+	TESTQ  R13, R13
 	JZ     tail
 
 loop:
-	PREFETCHT1  (R11)
-	ADDQ        $0x40, R11
+	CMPQ       R11, pfEnd+64(FP)
+	JAE        nopf0
+	PREFETCHT1 (R11)
+	ADDQ       $0x40, R11
+
+nopf0:
 	VMOVUPS     (R12), Z24
 	VMOVUPS     64(R12), Z25
 	VMOVUPS     128(R12), Z26
 	VMOVUPS     192(R12), Z27
-	VPMOVZXWD   (R13), Z28
+	VPMOVZXWD   (AX), Z28
 	VPSLLD      $0x10, Z28, Z28
 	VFMADD231PS Z24, Z28, Z0
 	VFMADD231PS Z25, Z28, Z1
 	VFMADD231PS Z26, Z28, Z2
 	VFMADD231PS Z27, Z28, Z3
-	VPMOVZXWD   (R13)(BX*1), Z28
+	VPMOVZXWD   (AX)(BX*1), Z28
 	VPSLLD      $0x10, Z28, Z28
 	VFMADD231PS Z24, Z28, Z4
 	VFMADD231PS Z25, Z28, Z5
 	VFMADD231PS Z26, Z28, Z6
 	VFMADD231PS Z27, Z28, Z7
-	VPMOVZXWD   (R13)(BX*2), Z28
+	VPMOVZXWD   (AX)(BX*2), Z28
 	VPSLLD      $0x10, Z28, Z28
 	VFMADD231PS Z24, Z28, Z8
 	VFMADD231PS Z25, Z28, Z9
 	VFMADD231PS Z26, Z28, Z10
 	VFMADD231PS Z27, Z28, Z11
-	VPMOVZXWD   (R13)(SI*1), Z28
+	VPMOVZXWD   (AX)(SI*1), Z28
 	VPSLLD      $0x10, Z28, Z28
 	VFMADD231PS Z24, Z28, Z12
 	VFMADD231PS Z25, Z28, Z13
 	VFMADD231PS Z26, Z28, Z14
 	VFMADD231PS Z27, Z28, Z15
-	VPMOVZXWD   (R13)(BX*4), Z28
+	VPMOVZXWD   (AX)(BX*4), Z28
 	VPSLLD      $0x10, Z28, Z28
 	VFMADD231PS Z24, Z28, Z16
 	VFMADD231PS Z25, Z28, Z17
 	VFMADD231PS Z26, Z28, Z18
 	VFMADD231PS Z27, Z28, Z19
-	VPMOVZXWD   (R13)(R9*1), Z28
+	VPMOVZXWD   (AX)(R9*1), Z28
 	VPSLLD      $0x10, Z28, Z28
 	VFMADD231PS Z24, Z28, Z20
 	VFMADD231PS Z25, Z28, Z21
 	VFMADD231PS Z26, Z28, Z22
 	VFMADD231PS Z27, Z28, Z23
 	ADDQ        $0x00000100, R12
-	ADDQ        $0x20, R13
-	DECQ        R14
+	ADDQ        $0x20, AX
+	DECQ        R13
 	JNZ         loop
 
 tail:
-	KORTESTW    K1, K1
-	JZ          done
-	PREFETCHT1  (R11)
-	ADDQ        $0x40, R11
+	KORTESTW   K1, K1
+	JZ         done
+	CMPQ       R11, pfEnd+64(FP)
+	JAE        nopf1
+	PREFETCHT1 (R11)
+	ADDQ       $0x40, R11
+
+nopf1:
 	VMOVUPS     (R12), Z24
 	VMOVUPS     64(R12), Z25
 	VMOVUPS     128(R12), Z26
 	VMOVUPS     192(R12), Z27
-	VPMOVZXWD.Z (R13), K1, Z28
+	VPMOVZXWD.Z (AX), K1, Z28
 	VPSLLD      $0x10, Z28, Z28
 	VFMADD231PS Z24, Z28, Z0
 	VFMADD231PS Z25, Z28, Z1
 	VFMADD231PS Z26, Z28, Z2
 	VFMADD231PS Z27, Z28, Z3
-	VPMOVZXWD.Z (R13)(BX*1), K1, Z28
+	VPMOVZXWD.Z (AX)(BX*1), K1, Z28
 	VPSLLD      $0x10, Z28, Z28
 	VFMADD231PS Z24, Z28, Z4
 	VFMADD231PS Z25, Z28, Z5
 	VFMADD231PS Z26, Z28, Z6
 	VFMADD231PS Z27, Z28, Z7
-	VPMOVZXWD.Z (R13)(BX*2), K1, Z28
+	VPMOVZXWD.Z (AX)(BX*2), K1, Z28
 	VPSLLD      $0x10, Z28, Z28
 	VFMADD231PS Z24, Z28, Z8
 	VFMADD231PS Z25, Z28, Z9
 	VFMADD231PS Z26, Z28, Z10
 	VFMADD231PS Z27, Z28, Z11
-	VPMOVZXWD.Z (R13)(SI*1), K1, Z28
+	VPMOVZXWD.Z (AX)(SI*1), K1, Z28
 	VPSLLD      $0x10, Z28, Z28
 	VFMADD231PS Z24, Z28, Z12
 	VFMADD231PS Z25, Z28, Z13
 	VFMADD231PS Z26, Z28, Z14
 	VFMADD231PS Z27, Z28, Z15
-	VPMOVZXWD.Z (R13)(BX*4), K1, Z28
+	VPMOVZXWD.Z (AX)(BX*4), K1, Z28
 	VPSLLD      $0x10, Z28, Z28
 	VFMADD231PS Z24, Z28, Z16
 	VFMADD231PS Z25, Z28, Z17
 	VFMADD231PS Z26, Z28, Z18
 	VFMADD231PS Z27, Z28, Z19
-	VPMOVZXWD.Z (R13)(R9*1), K1, Z28
+	VPMOVZXWD.Z (AX)(R9*1), K1, Z28
 	VPSLLD      $0x10, Z28, Z28
 	VFMADD231PS Z24, Z28, Z20
 	VFMADD231PS Z25, Z28, Z21
@@ -1542,6 +1569,12 @@ tail:
 	VFMADD231PS Z27, Z28, Z23
 
 done:
+	MOVQ     R12, AX
+	KORTESTW K1, K1
+	JZ       nexttail
+	ADDQ     $0x00000100, AX
+
+nexttail:
 	VSHUFF32X4    $0x44, Z1, Z0, Z24
 	VSHUFF32X4    $0xee, Z1, Z0, Z25
 	VADDPS        Z25, Z24, Z0
@@ -1667,17 +1700,15 @@ done:
 	ADDQ          R10, R12
 	VEXTRACTF32X4 $0x03, Z0, X1
 	VMOVLPS       X1, 16(R12)
-	ADDQ          R9, CX
-	ADDQ          BX, CX
-	ADDQ          $0x18, R8
+	LEAQ          (R8)(R10*4), R8
 	DECQ          DI
 	JNZ           tile
 	VZEROUPPER
 	RET
 
-// func fwdTile4x6KBF16(xp *float32, w *uint16, stride int, n int, tiles int, out *float32, ldo int, pf *byte, acc *float32, mode int)
+// func fwdTile4x6KGBF16(xp *float32, w *uint16, stride int, n int, groups int, out *float32, ldo int, pf *byte, pfEnd uintptr, acc *float32, mode int, gstride int)
 // Requires: AVX, AVX512F, MMX+
-TEXT ·fwdTile4x6KBF16(SB), NOSPLIT|NOFRAME, $0-80
+TEXT ·fwdTile4x6KGBF16(SB), NOSPLIT|NOFRAME, $0-96
 	MOVQ  n+24(FP), DX
 	MOVQ  DX, CX
 	ANDQ  $0x0000000f, CX
@@ -1691,7 +1722,7 @@ TEXT ·fwdTile4x6KBF16(SB), NOSPLIT|NOFRAME, $0-80
 	MOVQ  stride+16(FP), BX
 	SHLQ  $0x01, BX
 	LEAQ  (BX)(BX*2), SI
-	MOVQ  tiles+32(FP), DI
+	MOVQ  groups+32(FP), DI
 	MOVQ  out+40(FP), R8
 	LEAQ  (BX)(BX*4), R9
 	MOVQ  ldo+48(FP), R10
@@ -1723,12 +1754,12 @@ tile:
 	VPXORD  Z21, Z21, Z21
 	VPXORD  Z22, Z22, Z22
 	VPXORD  Z23, Z23, Z23
-	TESTQ   $0x00000001, mode+72(FP)
+	TESTQ   $0x00000001, mode+80(FP)
 	JZ      fresh
-	MOVQ    tiles+32(FP), R12
+	MOVQ    groups+32(FP), R12
 	SUBQ    DI, R12
 	IMUL3Q  $0x00000600, R12, R12
-	ADDQ    acc+64(FP), R12
+	ADDQ    acc+72(FP), R12
 	VMOVUPS (R12), Z0
 	VMOVUPS 64(R12), Z1
 	VMOVUPS 128(R12), Z2
@@ -1762,8 +1793,12 @@ fresh:
 	JZ    tail
 
 loop:
-	PREFETCHT1  (R11)
-	ADDQ        $0x40, R11
+	CMPQ       R11, pfEnd+64(FP)
+	JAE        nopf0
+	PREFETCHT1 (R11)
+	ADDQ       $0x40, R11
+
+nopf0:
 	VMOVUPS     (R12), Z24
 	VMOVUPS     64(R12), Z25
 	VMOVUPS     128(R12), Z26
@@ -1810,10 +1845,14 @@ loop:
 	JNZ         loop
 
 tail:
-	KORTESTW    K1, K1
-	JZ          done
-	PREFETCHT1  (R11)
-	ADDQ        $0x40, R11
+	KORTESTW   K1, K1
+	JZ         done
+	CMPQ       R11, pfEnd+64(FP)
+	JAE        nopf1
+	PREFETCHT1 (R11)
+	ADDQ       $0x40, R11
+
+nopf1:
 	VMOVUPS     (R12), Z24
 	VMOVUPS     64(R12), Z25
 	VMOVUPS     128(R12), Z26
@@ -1856,12 +1895,13 @@ tail:
 	VFMADD231PS Z27, Z28, Z23
 
 done:
-	TESTQ   $0x00000002, mode+72(FP)
+	ADDQ    gstride+88(FP), AX
+	TESTQ   $0x00000002, mode+80(FP)
 	JNZ     final
-	MOVQ    tiles+32(FP), R12
+	MOVQ    groups+32(FP), R12
 	SUBQ    DI, R12
 	IMUL3Q  $0x00000600, R12, R12
-	ADDQ    acc+64(FP), R12
+	ADDQ    acc+72(FP), R12
 	VMOVUPS Z0, (R12)
 	VMOVUPS Z1, 64(R12)
 	VMOVUPS Z2, 128(R12)
@@ -2016,9 +2056,7 @@ final:
 	VMOVLPS       X1, 16(R12)
 
 advance:
-	ADDQ R9, CX
-	ADDQ BX, CX
-	ADDQ $0x18, R8
+	LEAQ (R8)(R10*4), R8
 	DECQ DI
 	JNZ  tile
 	VZEROUPPER

@@ -19,23 +19,17 @@ var fwdAsm = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW
 // test can compare it with the copy loop).
 var fwdPackAsm = fwdAsm
 
-// fwdBlockBytes is the size of the block of weight rows that stays in L2
-// while every group of four vectors meets it, fwdTokBytes the size of the
-// packed vectors that pass a block before the next block starts (so they
-// too come from L2, not L3, when the batch is large: 512 vectors of 3072
-// columns are 6 MiB); fwdMaxTiles bounds the 6-row tiles of one kernel
-// call. Measured on the Qwen3-0.6B shapes: 128-512 KiB row blocks run
-// within noise of each other, column blocks that keep a group in L1 did
-// not help.
+// fwdBlockBytes and fwdTokBytes block the AVX2 product (fwd2Rows): a
+// block of weight rows that stays in L2 while every pair of vectors meets
+// it, and the packed vectors that pass a block before the next starts (so
+// they too come from L2, not L3, when the batch is large).
 var (
 	fwdBlockBytes = 256 << 10
 	fwdTokBytes   = 768 << 10
 )
 
-const fwdMaxTiles = 48
-
 // matRowsAsm is matRows with the assembly kernels, each of which computes
-// its output elements in dotLanes order: 4 tokens × 6 rows (fwdTile4x6,
+// its output elements in dotLanes order: 4 tokens × 6 rows (fwdTile4x6G,
 // tokens packed four at a time) for each full group of four tokens, 1
 // token × 16 rows (fwdRow16) for the one to three tokens left over
 // (decoding one sequence streams the weights through it), and the rows
@@ -95,7 +89,7 @@ func (p fwdPack) rows(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
 	}
 	xp, m4 := p.xp, len(xs)&^3
 	hi6 := lo + (hi-lo)/6*6
-	fwdTiles(w, xp, ys[:m4], lo, hi6, accumulate)
+	fwdTilesL1(w, xp, ys[:m4], lo, hi6, accumulate)
 	fwdRowTail(w, xp, ys[:m4], hi6, hi, accumulate)
 	if m4 < len(xs) {
 		j := fwdRows(w, xs[m4:], ys[m4:], lo, hi, accumulate)
@@ -160,104 +154,101 @@ func packGroups(xs [][]float32, n int, xp []float32, g0, g1 int) {
 	}
 }
 
-// fwdTiles computes rows [lo, hi) (a multiple of 6) for the vectors ys
-// (whole groups of four, packed in xp): for each block of vectors
-// (fwdTokBytes packed), a block of rows at a time (fwdBlockBytes, at most
-// fwdMaxTiles tiles per kernel call) meets every group of the block. The
-// kernel leaves a group's sums as four rows of the block (out), which go
-// to ys a row at a time.
-func fwdTiles(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool) {
-	n := w.cols
-	// Blocks of equal size (whole tiles): a short last block would have
-	// every group of vectors pass it for a few rows.
-	maxTiles := min(fwdMaxTiles, max(1, fwdBlockBytes/(n*w.elemSize())/6))
-	blocks := ((hi-lo)/6 + maxTiles - 1) / maxTiles
-	rowBlock := 6 * (((hi-lo)/6 + blocks - 1) / max(1, blocks))
-	pl := packedLen(n)
-	tokBlock := max(4, fwdTokBytes/(4*pl)*4)
-	var out [4 * 6 * fwdMaxTiles]float32
-	var acc []float32
-	if n > fwdKC {
-		ap := fwdAccPool.Get().(*[]float32)
-		defer fwdAccPool.Put(ap)
-		*ap = growTo(*ap, 384*(rowBlock/6))
-		acc = *ap
+// fwdL1TokBytes is the size of the packed vectors (a block of groups) that
+// pass each 6-row tile in fwdTilesL1: they stay in L2 while the tiles move
+// on. fwdL1Tiles tiles make a block of outputs moved to ys at once.
+// Measured on one core (medians of paired runs against the row-block
+// order, on a shared machine): 768 KiB 8-17% faster on the 0.6B shapes at
+// M = 64-512, 256-512 KiB 0-17%; with a Go call per group (an early
+// try), 1 MiB ran 5% behind the row-block order and 2 MiB 43% behind.
+var fwdL1TokBytes = 768 << 10
+
+const fwdL1Tiles = 8
+
+// fwdL1Pool holds fwdTilesL1's output blocks.
+var fwdL1Pool = sync.Pool{New: func() any { return new([]float32) }}
+
+// fwdTilesL1 computes rows [lo, hi) (a multiple of 6) for the vectors ys
+// (whole groups of four, packed in xp): one 6-row tile (24 KiB at 1024
+// float32 columns; longer rows go in pieces) stays in L1 while every
+// group of a block of vectors (fwdL1TokBytes, in L2) passes it
+// (fwdTile4x6G), so each step reads four lines of x from L2 rather than
+// six of weights, and only a block's first tile finds its groups in L3.
+// It replaced a block of rows in L2 met by one group at a time (six
+// weight lines from L2 a step, the kernel's limit): 8-17% less CPU on
+// the Qwen3-0.6B shapes at M = 64-512 (BenchmarkForwardOrderAB, before
+// that order was removed). The tiles of fwdL1Tiles at a time leave their
+// sums in a token-major block that goes to ys a row at a time.
+func fwdTilesL1(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool) {
+	pl := packedLen(w.cols)
+	groups := len(ys) / 4
+	gb := min(groups, max(1, fwdL1TokBytes/(4*pl)))
+	op := fwdL1Pool.Get().(*[]float32)
+	defer fwdL1Pool.Put(op)
+	accLen := 0
+	if w.cols > fwdKC {
+		accLen = 384 * gb // each group's accumulators between pieces
 	}
-	for tb := 0; tb < len(ys); tb += tokBlock {
-		te := min(tb+tokBlock, len(ys))
-		for rb := lo; rb < hi; rb += rowBlock {
-			re := min(rb+rowBlock, hi)
-			nb := re // the block after this one, which the groups prefetch
-			if re >= hi {
-				nb = lo // the next block of vectors starts over
+	*op = growTo(*op, 4*gb*6*fwdL1Tiles+accLen)
+	out, acc := (*op)[:4*gb*6*fwdL1Tiles], (*op)[4*gb*6*fwdL1Tiles:]
+	for g0 := 0; g0 < groups; g0 += gb {
+		g1 := min(g0+gb, groups)
+		for rb := lo; rb < hi; rb += 6 * fwdL1Tiles {
+			re := min(rb+6*fwdL1Tiles, hi)
+			ldo := re - rb
+			for j := rb; j < re; j += 6 {
+				fwdTile6Groups(w, xp[g0*pl:g1*pl], j, g1-g0, out[j-rb:], ldo, w.nextTile(j, lo, hi), acc)
 			}
-			for t := tb; t+4 <= te; t += 4 {
-				pf := w.prefetchAt(rb, nb, min(nb+rowBlock, hi), (t-tb)/4, (re-rb)/6)
-				fwdTile6Rows(w, xp[t/4*pl:(t/4+1)*pl], rb, (re-rb)/6, out[:], rowBlock, pf, acc)
-				for i, y := range ys[t : t+4 : t+4] {
-					putRow(y[rb:re], out[i*rowBlock:i*rowBlock+re-rb], accumulate)
-				}
+			for t := 4 * g0; t < 4*g1; t++ {
+				putRow(ys[t][rb:re], out[(t-4*g0)*ldo:(t-4*g0+1)*ldo], accumulate)
 			}
 		}
 	}
 }
 
-// prefetchAt is where group g of a block's pass over rows from cur (tiles
-// 6-row tiles) prefetches: its share of rows [next, end), one 64-byte
-// line per chunk step of the kernel, the groups taking consecutive
-// shares; a group with nothing left to fetch re-reads the current block,
-// which is in cache.
-func (m mat) prefetchAt(cur, next, end, g, tiles int) *byte {
-	share := tiles * ((m.cols + 15) / 16) * 64
-	off, size := g*share, (end-next)*m.cols*m.elemSize()
-	i := next * m.cols
-	if off+share > size {
-		i, off = cur*m.cols, 0
+// nextTile is the first row of the tile fwdTilesL1 runs after the one at
+// j: the next six rows, or lo when the next block of groups starts over.
+func (m mat) nextTile(j, lo, hi int) int {
+	if j+6 < hi {
+		return j + 6
 	}
-	if m.bf != nil {
-		return (*byte)(unsafe.Add(unsafe.Pointer(&m.bf[i]), off))
-	}
-	return (*byte)(unsafe.Add(unsafe.Pointer(&m.data[i]), off))
+	return lo
 }
 
-// fwdKC is the width (a multiple of 16) of the pieces rows longer than
-// it are summed in (fwdTile4x6K): a group's piece, 16 KiB, stays in L1
-// while the tiles of a block pass it, where the whole group (32-48 KiB
-// at the 0.6B shapes' 2048 and 3072 columns) came from L2 again for every
-// tile. Measured on the kernel alone, a block from L2: 2048 and 3072
-// columns ran 15% below 1024 without pieces. A variable so a test can
-// make small shapes cross several pieces.
-var fwdKC = 1024
-
-// fwdAccPool holds the accumulators of fwdTile4x6K's tiles between pieces.
-var fwdAccPool = sync.Pool{New: func() any { return new([]float32) }}
-
-// fwdTile6Rows runs the 4×6 kernel on a packed group g and tiles
-// consecutive 6-row tiles from row j; token t's sums go to
-// out[t·ldo : t·ldo+6·tiles]. The kernel prefetches from pf (prefetchAt).
-// Rows longer than fwdKC go in pieces, their accumulators kept in acc
-// (384 floats per tile).
-func fwdTile6Rows(w mat, g []float32, j, tiles int, out []float32, ldo int, pf *byte, acc []float32) {
-	n := w.cols
-	g = g[:packedLen(n)]
-	_ = out[3*ldo+6*tiles-1]
-	i := j * n
-	last := i + 6*tiles*n - 1
+// fwdTile6Groups runs fwdTile4x6G on rows [j, j+6) and the groups packed
+// in g; token t of group i goes to out[(4i+t)·ldo : +6]. The kernel
+// prefetches the six rows from row next into L2. Rows longer than fwdKC
+// go in pieces of fwdKC (fwdTile4x6KG), so that the tile's piece stays
+// in L1; acc holds each group's accumulators between pieces
+// (384 floats a group), and each piece prefetches its share of the next
+// tile.
+func fwdTile6Groups(w mat, g []float32, j, groups int, out []float32, ldo, next int, acc []float32) {
+	n, pl := w.cols, packedLen(w.cols)
+	_ = g[groups*pl-1]
+	_ = out[(4*groups-1)*ldo+5]
+	i, pn := j*n, next*n
+	es := w.elemSize()
+	var pw, pf unsafe.Pointer
 	if w.bf != nil {
-		_ = w.bf[last]
+		_, _ = w.bf[i+6*n-1], w.bf[pn+6*n-1]
+		pw, pf = unsafe.Pointer(&w.bf[i]), unsafe.Pointer(&w.bf[pn])
 	} else {
-		_ = w.data[last]
+		_, _ = w.data[i+6*n-1], w.data[pn+6*n-1]
+		pw, pf = unsafe.Pointer(&w.data[i]), unsafe.Pointer(&w.data[pn])
 	}
 	if n <= fwdKC {
+		end := uintptr(pf) + uintptr(6*n*es)
 		if w.bf != nil {
-			fwdTile4x6BF16(&g[0], &w.bf[i], n, n, tiles, &out[0], ldo, pf)
+			fwdTile4x6GBF16(&g[0], (*uint16)(pw), n, n, groups, &out[0], ldo, (*byte)(pf), end)
 		} else {
-			fwdTile4x6F32(&g[0], &w.data[i], n, n, tiles, &out[0], ldo, pf)
+			fwdTile4x6GF32(&g[0], (*float32)(pw), n, n, groups, &out[0], ldo, (*byte)(pf), end)
 		}
 		return
 	}
-	_ = acc[384*tiles-1]
-	for p0 := 0; p0 < n; p0 += fwdKC {
+	_ = acc[384*groups-1]
+	pieces := (n + fwdKC - 1) / fwdKC
+	share := (6*n*es/pieces + 63) &^ 63
+	for p, p0 := 0, 0; p0 < n; p, p0 = p+1, p0+fwdKC {
 		pn, mode := min(fwdKC, n-p0), 0
 		if p0 > 0 {
 			mode |= 1 // continue from the accumulators
@@ -265,14 +256,26 @@ func fwdTile6Rows(w mat, g []float32, j, tiles int, out []float32, ldo int, pf *
 		if p0+pn == n {
 			mode |= 2 // the last piece: reduce into out
 		}
-		pfp := (*byte)(unsafe.Add(unsafe.Pointer(pf), tiles*p0/16*64))
+		pfp, end := pf, uintptr(pf) // nothing left to prefetch
+		if off := p * share; off < 6*n*es {
+			pfp = unsafe.Add(pf, off)
+			end = min(uintptr(pfp)+uintptr(share), uintptr(pf)+uintptr(6*n*es))
+		}
+		wp := unsafe.Add(pw, p0*es)
 		if w.bf != nil {
-			fwdTile4x6KBF16(&g[4*p0], &w.bf[i+p0], n, pn, tiles, &out[0], ldo, pfp, &acc[0], mode)
+			fwdTile4x6KGBF16(&g[4*p0], (*uint16)(wp), n, pn, groups, &out[0], ldo, (*byte)(pfp), end, &acc[0], mode, 4*pl)
 		} else {
-			fwdTile4x6KF32(&g[4*p0], &w.data[i+p0], n, pn, tiles, &out[0], ldo, pfp, &acc[0], mode)
+			fwdTile4x6KGF32(&g[4*p0], (*float32)(wp), n, pn, groups, &out[0], ldo, (*byte)(pfp), end, &acc[0], mode, 4*pl)
 		}
 	}
 }
+
+// fwdKC is the width (a multiple of 16) of the pieces rows longer than
+// it are summed in (fwdTile4x6KG): a tile's piece of six rows, 24 KiB of
+// float32, stays in L1 while the groups pass it, beside their own pieces
+// streaming from L2. A variable so a test can make small shapes cross
+// several pieces.
+var fwdKC = 1024
 
 // fwdRows computes rows [lo, hi) for one to three vectors, 16 rows per
 // kernel call, and returns the first row it left.

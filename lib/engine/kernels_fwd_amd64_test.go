@@ -9,14 +9,22 @@ import (
 // 4×6 tiles, and the column pieces of long rows, so small shapes cross
 // several of each (a batch of 512 vectors of 3072 columns does at the
 // default sizes), and requires the scalar reference's bits.
+//
+// With fwdKC = 64 the rows longer than it go in pieces (fwdTile4x6KG);
+// with fwdKC = 4096 every shape is whole (fwdTile4x6G); the blocks of
+// groups are made small enough (fwdL1TokBytes) that a batch crosses
+// several.
 func TestForwardBlocksMatchScalar(t *testing.T) {
-	defer func(rows, toks, kc int) { fwdBlockBytes, fwdTokBytes, fwdKC = rows, toks, kc }(fwdBlockBytes, fwdTokBytes, fwdKC)
-	fwdBlockBytes, fwdTokBytes, fwdKC = 4<<10, 8<<10, 64
-	for _, sh := range [][2]int{{40, 100}, {301, 72}, {64, 1024}, {30, 64}, {13, 65}, {24, 2085}} {
-		for _, m := range []int{4, 13, 37} {
-			w, wb, xs := fwdCase(sh[0], sh[1], m, uint64(sh[0]*1000+sh[1]))
-			for _, mm := range []mat{w, wb} {
-				checkForward(t, fmt.Sprintf("%dx%d M=%d bf16=%v blocks", sh[0], sh[1], m, mm.bf != nil), mm, xs, true)
+	defer func(kc, l1 int) { fwdKC, fwdL1TokBytes = kc, l1 }(fwdKC, fwdL1TokBytes)
+	fwdL1TokBytes = 8 << 10
+	for _, kc := range []int{64, 4096} {
+		fwdKC = kc
+		for _, sh := range [][2]int{{40, 100}, {301, 72}, {64, 1024}, {30, 64}, {13, 65}, {24, 2085}} {
+			for _, m := range []int{4, 13, 37, 101} {
+				w, wb, xs := fwdCase(sh[0], sh[1], m, uint64(sh[0]*1000+sh[1]))
+				for _, mm := range []mat{w, wb} {
+					checkForward(t, fmt.Sprintf("%dx%d M=%d bf16=%v kc=%d blocks", sh[0], sh[1], m, mm.bf != nil, kc), mm, xs, true)
+				}
 			}
 		}
 	}

@@ -78,9 +78,10 @@ func fwd2Vectors(xs [][]float32, n int, xptr []*float32) *[]float32 {
 // fwd2Rows computes rows [lo, hi) for the vectors ys, packed in groups of
 // four in xp (the last group padded by repeating a vector): for each
 // block of vectors (fwdTokBytes packed) a block of rows (fwdBlockBytes)
-// meets every pair of vectors in 2×3 tiles, as fwdTiles does for the
-// AVX-512 ones; the one or two rows left over by the tiles go through the
-// row kernel, a vector at a time.
+// meets every pair of vectors in 2×3 tiles (the AVX-512 product's order
+// before it kept one tile in L1 for a block of groups, fwdTilesL1; that
+// order is untried here); the one or two rows left over by the tiles go
+// through the row kernel, a vector at a time.
 func fwd2Rows(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool) {
 	n := w.cols
 	pl := packedLen(n)

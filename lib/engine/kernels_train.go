@@ -28,6 +28,19 @@ func parallelFor(n, align int, work int, fn func(lo, hi int)) {
 	forkJoin((n+chunk-1)/chunk, func(i int) { fn(i*chunk, min((i+1)*chunk, n)) })
 }
 
+// parallelPieces runs fn over [0, n) in pieces of chunk (the last may be
+// shorter) that the cores take in turn (forkJoin), so that a core given
+// less CPU time does fewer of them; below the work that pays for waking
+// another core (work multiply-adds), or on one core, fn(0, n) runs alone.
+// Each piece must write disjoint outputs.
+func parallelPieces(n, chunk, work int, fn func(lo, hi int)) {
+	if runtime.GOMAXPROCS(0) == 1 || work < 2*parallelMinWork || n <= chunk {
+		fn(0, n)
+		return
+	}
+	forkJoin((n+chunk-1)/chunk, func(i int) { fn(i*chunk, min((i+1)*chunk, n)) })
+}
+
 // Tiles of matMulT: a block of tRows weight rows by tCols columns (128 KiB
 // of float32, in L2) is reused for every vector of the batch while it is in
 // cache; 128 rows rather than 64 halve the vector kernels' loads and stores
@@ -72,7 +85,7 @@ func matMulT(w mat, ys, xs [][]float32, accumulate bool) {
 		})
 		return
 	}
-	parallelFor(w.cols, tCols, work, func(lo, hi int) {
+	parallelPieces(w.cols, tCols, work, func(lo, hi int) {
 		var wide []float32
 		if w.bf != nil {
 			wide = make([]float32, 4*tCols)

@@ -91,36 +91,38 @@ func tile4x4(ctx *build.Context, bf bool) {
 	ctx.RET()
 }
 
-// tile4x6 generates fwdTile4x6<F32|BF16>(xp, w, stride, n, tiles, out,
-// ldo), tile4x4 with six rows per tile: each vector load of x then meets
-// six rows instead of four, which on large n (the x group no longer in
-// L1) cuts what a tile reads from L2 by a sixth. The sums go straight to
-// their places in a token-major block: out[t·ldo + 6i + r] for token t,
-// tile i and row r, so the caller moves whole rows of the block to the
-// outputs instead of 16 scattered values per tile. Accumulators Z(4r+t)
-// hold rows 0..3 and Z(16+4(r-4)+t) rows 4 and 5; x is in Z24..Z27, the
-// row being read in Z28; each product is fused into its add (VFMADD231PS).
-// Each chunk step also prefetches one line at pf into L2 (pf advancing 64
-// bytes a step): the caller points it at the weights the next block of
-// rows will read, so they come from L2 rather than memory when it starts.
+// tile4x6 generates fwdTile4x6G<F32|BF16>(xp, w, stride, n, groups,
+// out, ldo, pf, pfEnd): one tile of six weight rows (stride apart) meets
+// groups consecutive packed groups of four vectors (each packedLen(n)
+// floats): out[(4g+t)·ldo + r] = Σ_k x_(4g+t)[k]·w[r·stride+k] for group
+// g, token t and row r. The tile stays in L1 while the groups stream
+// past from L2: each step reads four lines of x against six of weights,
+// and a block of rows in L2 met by one group at a time (the order before)
+// was bound by those six reads. Accumulators Z(4r+t) hold rows 0..3 and
+// Z(16+4(r-4)+t) rows 4 and 5; x is in Z24..Z27, the row being read in
+// Z28; each product is fused into its add (VFMADD231PS). Each chunk step
+// also prefetches one line at pf into L2 while pf < pfEnd (pf advancing
+// 64 bytes a step): the caller points it at the next tile's rows, so they
+// come from L2 rather than memory when it starts.
 //
-// With split, the kernel is fwdTile4x6K<F32|BF16>, which takes a piece of
-// the columns and two more arguments: acc, 24 accumulators (384 floats)
-// per tile, and mode. With mode&1 a tile starts from its accumulators in
-// acc instead of zero; without mode&2 it leaves them there instead of
-// reducing them into out. The caller runs the pieces in ascending order
-// (each but the last a whole number of chunks), so every lane adds the
-// same products in the same order as over the whole length: at 2048 and
-// more columns the group of four no longer fits L1 beside the rows
-// streaming past, and a piece of it does.
+// With split, the kernel is fwdTile4x6KG<F32|BF16>, which takes a piece
+// of the columns and three more arguments: acc, 24 accumulators (384
+// floats) per group, mode, and gstride, the bytes between groups (xp is
+// the piece of the first). With mode&1 a group starts from its
+// accumulators in acc instead of zero; without mode&2 it leaves them
+// there instead of reducing them into out. The caller runs the pieces in
+// ascending order (each but the last a whole number of chunks), so every
+// lane adds the same products in the same order as over the whole length:
+// past 1024 float32 columns the six rows no longer fit L1 beside the
+// groups streaming past, and a piece of them does.
 func tile4x6(ctx *build.Context, bf, split bool) {
 	w := weightsOf(bf)
-	name, sig := "fwdTile4x6", "func(xp *float32, w %s, stride, n, tiles int, out *float32, ldo int, pf *byte)"
+	name, sig := "fwdTile4x6G", "func(xp *float32, w %s, stride, n, groups int, out *float32, ldo int, pf *byte, pfEnd uintptr)"
 	if split {
-		name, sig = name+"K", sig[:len(sig)-1]+", acc *float32, mode int)"
+		name, sig = "fwdTile4x6KG", sig[:len(sig)-1]+", acc *float32, mode, gstride int)"
 	}
 	asmout.Kernel(ctx, name+w.Suffix, fmt.Sprintf(sig, w.GoType))
-	a := loadTileArgs(ctx, w)
+	a := loadTileArgsCount(ctx, w, "groups")
 	chunks, xp0, row, stride, tiles, out := a.chunks, a.xp0, a.row, a.stride, a.tiles, a.out
 	stride5, ldo := ctx.GP64(), ctx.GP64()
 	ctx.LEAQ(Mem{Base: stride, Index: stride, Scale: 4}, stride5)
@@ -144,9 +146,15 @@ func tile4x6(ctx *build.Context, bf, split bool) {
 		}
 		return zmm(16 + 4*(r-4) + t)
 	}
+	pfStep := 0
 	step := func(mask reg.Register) {
+		skip := fmt.Sprintf("nopf%d", pfStep)
+		pfStep++
+		ctx.CMPQ(pf, paramMem(ctx, "pfEnd"))
+		ctx.JAE(LabelRef(skip))
 		ctx.PREFETCHT1(Mem{Base: pf})
 		ctx.ADDQ(U8(64), pf)
+		ctx.Label(skip)
 		for t := range 4 {
 			ctx.VMOVUPS(Mem{Base: px, Disp: 64 * t}, zmm(24+t))
 		}
@@ -159,7 +167,7 @@ func tile4x6(ctx *build.Context, bf, split bool) {
 	}
 	// accAt puts the address of this tile's accumulators in acc into dst.
 	accAt := func(dst reg.GPVirtual) {
-		ctx.Load(ctx.Param("tiles"), dst)
+		ctx.Load(ctx.Param("groups"), dst)
 		ctx.SUBQ(tiles, dst)
 		ctx.IMUL3Q(U32(24*64), dst, dst)
 		ctx.ADDQ(paramMem(ctx, "acc"), dst)
@@ -177,6 +185,17 @@ func tile4x6(ctx *build.Context, bf, split bool) {
 		}
 	}
 	tileBody(ctx, w, tileRegs{xp0, row, chunks, px, pw, left}, 24, step, resume)
+	// The next group: gstride on from this piece, or (whole rows) after
+	// this group's chunks, the tail's too.
+	if split {
+		ctx.ADDQ(paramMem(ctx, "gstride"), xp0)
+	} else {
+		ctx.MOVQ(px, xp0)
+		ctx.KORTESTW(reg.K1, reg.K1)
+		ctx.JZ(LabelRef("nexttail"))
+		ctx.ADDQ(U32(256), xp0)
+		ctx.Label("nexttail")
+	}
 	if split {
 		ctx.TESTQ(U32(2), paramMem(ctx, "mode"))
 		ctx.JNZ(LabelRef("final"))
@@ -221,9 +240,7 @@ func tile4x6(ctx *build.Context, bf, split bool) {
 	if split {
 		ctx.Label("advance")
 	}
-	ctx.ADDQ(stride5, row)
-	ctx.ADDQ(stride, row)
-	ctx.ADDQ(U8(24), out)
+	ctx.LEAQ(Mem{Base: out, Index: ldo, Scale: 4}, out)
 	ctx.DECQ(tiles)
 	ctx.JNZ(LabelRef("tile"))
 	ctx.VZEROUPPER()
@@ -245,7 +262,10 @@ func paramMem(ctx *build.Context, name string) Mem {
 // count and out.
 type tileArgs struct{ chunks, xp0, row, stride, stride3, tiles, out reg.GPVirtual }
 
-func loadTileArgs(ctx *build.Context, w weights) tileArgs {
+func loadTileArgs(ctx *build.Context, w weights) tileArgs { return loadTileArgsCount(ctx, w, "tiles") }
+
+// loadTileArgsCount is loadTileArgs with the count in the named argument.
+func loadTileArgsCount(ctx *build.Context, w weights, count string) tileArgs {
 	var a tileArgs
 	a.chunks = ctx.GP64()
 	ctx.Load(ctx.Param("n"), a.chunks)
@@ -258,7 +278,7 @@ func loadTileArgs(ctx *build.Context, w weights) tileArgs {
 	ctx.SHLQ(U8(asmout.Log2(w.Size)), a.stride)
 	ctx.LEAQ(Mem{Base: a.stride, Index: a.stride, Scale: 2}, a.stride3)
 	a.tiles, a.out = ctx.GP64(), ctx.GP64()
-	ctx.Load(ctx.Param("tiles"), a.tiles)
+	ctx.Load(ctx.Param(count), a.tiles)
 	ctx.Load(ctx.Param("out"), a.out)
 	return a
 }

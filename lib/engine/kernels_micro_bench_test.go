@@ -1,0 +1,70 @@
+//go:build goexperiment.simd && amd64
+
+package engine
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"syscall"
+	"testing"
+	"unsafe"
+)
+
+// threadCPU is the calling thread's CPU time in seconds
+// (CLOCK_THREAD_CPUTIME_ID: getrusage's per-thread figure is in ticks).
+func threadCPU() float64 {
+	var ts syscall.Timespec
+	syscall.Syscall(syscall.SYS_CLOCK_GETTIME, 3, uintptr(unsafe.Pointer(&ts)), 0)
+	return float64(ts.Nano()) / 1e9
+}
+
+// pairedRatio runs a and b alternately rounds times on the calling thread
+// and returns the median of time(b)/time(a) in thread CPU time. On a
+// shared machine the speed of a core drifts by tens of percent within
+// seconds (a neighbour's cache traffic, the VM's frequency), which best-of
+// rates of separate runs do not cancel; the two halves of a pair run
+// within milliseconds of each other.
+func pairedRatio(rounds int, a, b func()) float64 {
+	rs := make([]float64, rounds)
+	for i := range rs {
+		c0 := threadCPU()
+		a()
+		c1 := threadCPU()
+		b()
+		c2 := threadCPU()
+		rs[i] = (c2 - c1) / (c1 - c0)
+	}
+	slices.Sort(rs)
+	return rs[rounds/2]
+}
+
+// BenchmarkForwardBlockAB compares fwdTilesL1's block of groups
+// (fwdL1TokBytes) at 256 and 512 KiB with the default 768 KiB on one
+// thread, on the Qwen3-0.6B layer shapes, a slice of its lm_head and a
+// LoRA A: the median of paired time ratios (below 1: faster than the
+// default). Run with -cpu 1 -benchtime 1x.
+func BenchmarkForwardBlockAB(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	def := fwdL1TokBytes
+	defer func() { fwdL1TokBytes = def }()
+	for _, sh := range [][3]int{{1024, 3072, 512}, {1024, 2048, 512}, {3072, 1024, 512}, {1024, 1024, 512}, {3072, 1024, 128}, {15360, 1024, 64}, {32, 1024, 512}} {
+		rows, cols, m := sh[0], sh[1], sh[2]
+		w, _ := randMats(rows, cols, 1)
+		xs, ys := tileRows(m, cols, 2), tileRows(m, rows, 3)
+		p := newFwdPack(xs, cols, false)
+		hi := rows / 6 * 6
+		run := func(tb int) func() {
+			return func() { fwdL1TokBytes = tb; fwdTilesL1(w, p.xp, ys, 0, hi, false) }
+		}
+		b.Run(fmt.Sprintf("%dx%d/M=%d", rows, cols, m), func(b *testing.B) {
+			for b.Loop() {
+				for _, tb := range []int{256 << 10, 512 << 10} {
+					b.ReportMetric(pairedRatio(11, run(def), run(tb)), fmt.Sprintf("%dk/%dk", tb>>10, def>>10))
+				}
+			}
+		})
+		p.release()
+	}
+}
