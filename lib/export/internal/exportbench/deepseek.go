@@ -52,20 +52,31 @@ func dsLinear(i int) []dsTensor {
 
 // dsTensors lists the stored tensors: FP8 weights with their scales.
 func dsTensors() []safetensors.TensorInfo {
-	bf := func(name string, shape ...int64) safetensors.TensorInfo {
-		return safetensors.TensorInfo{Name: name, DType: safetensors.BF16, Shape: shape}
-	}
-	ts := []safetensors.TensorInfo{bf("model.embed_tokens.weight", vocab, dsHidden), bf("model.norm.weight", dsHidden), bf("lm_head.weight", vocab, dsHidden)}
+	return dsLayout(func(t dsTensor) []safetensors.TensorInfo {
+		return []safetensors.TensorInfo{{Name: t.name + ".weight", DType: safetensors.F8E4M3, Shape: []int64{int64(t.rows), int64(t.cols)}},
+			{Name: t.name + ".weight_scale_inv", DType: safetensors.F32,
+				Shape: []int64{int64((t.rows + dsBlock - 1) / dsBlock), int64((t.cols + dsBlock - 1) / dsBlock)}}}
+	})
+}
+
+// bf16Info is a bfloat16 tensor's entry.
+func bf16Info(name string, shape ...int64) safetensors.TensorInfo {
+	return safetensors.TensorInfo{Name: name, DType: safetensors.BF16, Shape: shape}
+}
+
+// dsLayout lists the DeepSeek-shaped model's stored tensors in order: the
+// embedding, norms, head and router in bfloat16, and each linear layer
+// as linear stores it.
+func dsLayout(linear func(dsTensor) []safetensors.TensorInfo) []safetensors.TensorInfo {
+	ts := []safetensors.TensorInfo{bf16Info("model.embed_tokens.weight", vocab, dsHidden), bf16Info("model.norm.weight", dsHidden), bf16Info("lm_head.weight", vocab, dsHidden)}
 	for i := range dsLayers {
 		p := fmt.Sprintf("model.layers.%d.", i)
-		ts = append(ts, bf(p+"input_layernorm.weight", dsHidden), bf(p+"post_attention_layernorm.weight", dsHidden))
+		ts = append(ts, bf16Info(p+"input_layernorm.weight", dsHidden), bf16Info(p+"post_attention_layernorm.weight", dsHidden))
 		if i > 0 {
-			ts = append(ts, bf(p+"mlp.gate.weight", dsExperts, dsHidden))
+			ts = append(ts, bf16Info(p+"mlp.gate.weight", dsExperts, dsHidden))
 		}
 		for _, t := range dsLinear(i) {
-			ts = append(ts, safetensors.TensorInfo{Name: t.name + ".weight", DType: safetensors.F8E4M3, Shape: []int64{int64(t.rows), int64(t.cols)}},
-				safetensors.TensorInfo{Name: t.name + ".weight_scale_inv", DType: safetensors.F32,
-					Shape: []int64{int64((t.rows + dsBlock - 1) / dsBlock), int64((t.cols + dsBlock - 1) / dsBlock)}})
+			ts = append(ts, linear(t)...)
 		}
 	}
 	return ts

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/binary"
-	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -23,27 +22,14 @@ const kimiGroup = 32
 // kimiTensors lists the stored tensors: INT4 experts with their scales
 // and shapes, the rest bfloat16.
 func kimiTensors() []safetensors.TensorInfo {
-	bf := func(name string, shape ...int64) safetensors.TensorInfo {
-		return safetensors.TensorInfo{Name: name, DType: safetensors.BF16, Shape: shape}
-	}
-	ts := []safetensors.TensorInfo{bf("model.embed_tokens.weight", vocab, dsHidden), bf("model.norm.weight", dsHidden), bf("lm_head.weight", vocab, dsHidden)}
-	for i := range dsLayers {
-		p := fmt.Sprintf("model.layers.%d.", i)
-		ts = append(ts, bf(p+"input_layernorm.weight", dsHidden), bf(p+"post_attention_layernorm.weight", dsHidden))
-		if i > 0 {
-			ts = append(ts, bf(p+"mlp.gate.weight", dsExperts, dsHidden))
+	return dsLayout(func(t dsTensor) []safetensors.TensorInfo {
+		if !strings.Contains(t.name, ".experts.") {
+			return []safetensors.TensorInfo{bf16Info(t.name+".weight", int64(t.rows), int64(t.cols))}
 		}
-		for _, t := range dsLinear(i) {
-			if !strings.Contains(t.name, ".experts.") {
-				ts = append(ts, bf(t.name+".weight", int64(t.rows), int64(t.cols)))
-				continue
-			}
-			ts = append(ts, safetensors.TensorInfo{Name: t.name + ".weight_packed", DType: safetensors.I32, Shape: []int64{int64(t.rows), int64(t.cols / 8)}},
-				bf(t.name+".weight_scale", int64(t.rows), int64(t.cols/kimiGroup)),
-				safetensors.TensorInfo{Name: t.name + ".weight_shape", DType: safetensors.I32, Shape: []int64{2}})
-		}
-	}
-	return ts
+		return []safetensors.TensorInfo{{Name: t.name + ".weight_packed", DType: safetensors.I32, Shape: []int64{int64(t.rows), int64(t.cols / 8)}},
+			bf16Info(t.name+".weight_scale", int64(t.rows), int64(t.cols/kimiGroup)),
+			{Name: t.name + ".weight_shape", DType: safetensors.I32, Shape: []int64{2}}}
+	})
 }
 
 // writeKimiBase writes config.json, the shards and their index.

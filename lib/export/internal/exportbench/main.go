@@ -312,7 +312,7 @@ func writeBase(dir string) (total, largest int64, err error) {
 		}
 		total, largest = total+n, max(largest, n)
 	}
-	return total, largest, writeJSON(filepath.Join(dir, "model.safetensors.index.json"), map[string]any{"weight_map": weightMap})
+	return total, largest, writeJSON(filepath.Join(dir, safetensors.IndexFile), map[string]any{"weight_map": weightMap})
 }
 
 func writeShard(path string, ts []tensorSpec, r *rand.Rand) (int64, error) {

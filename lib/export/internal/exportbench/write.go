@@ -30,7 +30,7 @@ func writeShardsOf(dir string, n int, part func(k int) []safetensors.TensorInfo,
 		}
 		total, largest = total+size, max(largest, size)
 	}
-	return total, largest, writeJSON(filepath.Join(dir, "model.safetensors.index.json"), map[string]any{"weight_map": weightMap})
+	return total, largest, writeJSON(filepath.Join(dir, safetensors.IndexFile), map[string]any{"weight_map": weightMap})
 }
 
 // companionSplit cuts ts into dsShards parts, a weight's scales and shape
