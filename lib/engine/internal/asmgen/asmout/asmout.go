@@ -1,5 +1,5 @@
 // Package asmout is what the engine's avo generators (../fwd, ../fwdavx2,
-// ../bwd) share: printing the functions of a build context as Go assembly
+// ../bwd, ../attn) share: printing the functions of a build context as Go assembly
 // and Go declarations, writing the files, and checking that the committed
 // files are the generator's output.
 package asmout

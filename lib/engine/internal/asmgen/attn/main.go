@@ -69,7 +69,7 @@ func dots(ctx *build.Context, r int) {
 	name := fmt.Sprintf("attnDotsZ%d", r)
 	asmout.Kernel(ctx, name, "func(d *float32, ld uintptr, q2 *float32, k *float32, hd int)")
 	ctx.Doc(fmt.Sprintf("%s stores %d queries' scores against eight paired keys.", name, r))
-	acc := func(i, m int) reg.VecPhysical { return zmm(16 + 4*i + m) }
+	acc := func(i, m int) reg.VecPhysical { return asmout.ZMM(16 + 4*i + m) }
 	for i := range r {
 		for m := range 4 {
 			ctx.VPXORD(acc(i, m), acc(i, m), acc(i, m))
@@ -79,18 +79,18 @@ func dots(ctx *build.Context, r int) {
 	k := ctx.Load(ctx.Param("k"), ctx.GP64())
 	stride := ctx.Load(ctx.Param("hd"), ctx.GP64())
 	ctx.SHLQ(operand.U8(3), stride) // bytes per doubled head
-	qp, kp := pointers(ctx, q2, stride, r), pointers(ctx, k, stride, 4)
+	qp, kp := asmout.Pointers(ctx, q2, stride, r), asmout.Pointers(ctx, k, stride, 4)
 	off := ctx.GP64()
 	ctx.XORQ(off, off)
 	ctx.Label("loop")
 	for i := range r {
-		ctx.VMOVUPS(operand.Mem{Base: qp[i], Index: off, Scale: 1}, zmm(i))
+		ctx.VMOVUPS(operand.Mem{Base: qp[i], Index: off, Scale: 1}, asmout.ZMM(i))
 	}
-	kv := zmm(dotsMax)
+	kv := asmout.ZMM(dotsMax)
 	for m := range 4 {
 		ctx.VMOVUPS(operand.Mem{Base: kp[m], Index: off, Scale: 1}, kv)
 		for i := range r {
-			ctx.VFMADD231PS(kv, zmm(i), acc(i, m))
+			ctx.VFMADD231PS(kv, asmout.ZMM(i), acc(i, m))
 		}
 	}
 	ctx.ADDQ(operand.U8(64), off)
@@ -141,18 +141,18 @@ func tile(ctx *build.Context, r int) {
 	lda := ctx.Load(ctx.Param("lda"), ctx.GP64())
 	b := ctx.Load(ctx.Param("b"), ctx.GP64())
 	ldb := ctx.Load(ctx.Param("ldb"), ctx.GP64())
-	ap := pointers(ctx, a, lda, r)
+	ap := asmout.Pointers(ctx, a, lda, r)
 	off := ctx.GP64()
 	ctx.XORQ(off, off)
 	ctx.Label("loop")
 	for j := range 4 {
-		ctx.VMOVUPS(operand.Mem{Base: b, Disp: 64 * j}, zmm(24+j))
+		ctx.VMOVUPS(operand.Mem{Base: b, Disp: 64 * j}, asmout.ZMM(24+j))
 	}
-	bc := zmm(28)
+	bc := asmout.ZMM(28)
 	for i := range r {
 		ctx.VBROADCASTSS(operand.Mem{Base: ap[i], Index: off, Scale: 1}, bc)
 		for j := range 4 {
-			ctx.VFMADD231PS(zmm(24+j), bc, zmm(4*i+j))
+			ctx.VFMADD231PS(asmout.ZMM(24+j), bc, asmout.ZMM(4*i+j))
 		}
 	}
 	ctx.ADDQ(operand.U8(4), off)
@@ -176,30 +176,10 @@ func moveC(ctx *build.Context, r int, load bool) {
 		for j := range 4 {
 			m := operand.Mem{Base: c, Disp: 64 * j}
 			if load {
-				ctx.VMOVUPS(m, zmm(4*i+j))
+				ctx.VMOVUPS(m, asmout.ZMM(4*i+j))
 			} else {
-				ctx.VMOVUPS(zmm(4*i+j), m)
+				ctx.VMOVUPS(asmout.ZMM(4*i+j), m)
 			}
 		}
 	}
 }
-
-// pointers returns n registers holding base + i·stride.
-func pointers(ctx *build.Context, base, stride reg.Register, n int) []reg.GPVirtual {
-	ps := make([]reg.GPVirtual, n)
-	for i := range ps {
-		ps[i] = ctx.GP64()
-		if i == 0 {
-			ctx.MOVQ(base, ps[i])
-		} else {
-			ctx.LEAQ(operand.Mem{Base: ps[i-1], Index: stride, Scale: 1}, ps[i])
-		}
-	}
-	return ps
-}
-
-var zmms = []reg.VecPhysical{reg.Z0, reg.Z1, reg.Z2, reg.Z3, reg.Z4, reg.Z5, reg.Z6, reg.Z7, reg.Z8, reg.Z9,
-	reg.Z10, reg.Z11, reg.Z12, reg.Z13, reg.Z14, reg.Z15, reg.Z16, reg.Z17, reg.Z18, reg.Z19, reg.Z20,
-	reg.Z21, reg.Z22, reg.Z23, reg.Z24, reg.Z25, reg.Z26, reg.Z27, reg.Z28, reg.Z29, reg.Z30, reg.Z31}
-
-func zmm(i int) reg.VecPhysical { return zmms[i] }

@@ -128,12 +128,12 @@ func kernel(ctx *build.Context, f family, r, w int) {
 	for i := range acc {
 		acc[i] = make([]reg.VecPhysical, w)
 		for j := range acc[i] {
-			acc[i][j] = zmm(i*w + j)
+			acc[i][j] = asmout.ZMM(i*w + j)
 		}
 	}
 	bv := make([]reg.VecPhysical, w)
 	for j := range bv {
-		bv[j] = zmm(r*w + j)
+		bv[j] = asmout.ZMM(r*w + j)
 	}
 
 	moveC(ctx, acc, true)
@@ -148,15 +148,7 @@ func kernel(ctx *build.Context, f family, r, w int) {
 	aAt := func(i int) operand.Mem { return operand.Mem{Base: a, Disp: 4 * i} }
 	var pf, ldpf reg.Register
 	if f.rows {
-		ptrs := make([]reg.GPVirtual, r)
-		for i := range ptrs {
-			ptrs[i] = ctx.GP64()
-			if i == 0 {
-				ctx.MOVQ(a, ptrs[i])
-			} else {
-				ctx.LEAQ(operand.Mem{Base: ptrs[i-1], Index: lda, Scale: 1}, ptrs[i])
-			}
-		}
+		ptrs := asmout.Pointers(ctx, a, lda, r)
 		aAt = func(i int) operand.Mem { return operand.Mem{Base: ptrs[i], Index: off, Scale: 1} }
 		pf = ctx.Load(ctx.Param("pf"), ctx.GP64())
 		ldpf = ctx.Load(ctx.Param("ldpf"), ctx.GP64())
@@ -170,7 +162,7 @@ func kernel(ctx *build.Context, f family, r, w int) {
 	// A(i,p) is broadcast once into a register and meets the W vectors of
 	// B there: a broadcast folded into every FMA loaded it W times, more
 	// loads per step than the FMAs the ports can pair them with.
-	bc := zmm(r*w + w)
+	bc := asmout.ZMM(r*w + w)
 	for i := range acc {
 		ctx.VBROADCASTSS(aAt(i), bc)
 		for j, v := range bv {
@@ -242,8 +234,8 @@ func pack(ctx *build.Context, w int, bf16 bool) {
 	ctx.JZ(operand.LabelRef("done"))
 	ctx.Label("loop")
 	for j := range w {
-		loadB(ctx, bf16, src, j, j == w-1, zmm(j))
-		ctx.VMOVUPS(zmm(j), operand.Mem{Base: dst, Disp: 64 * j})
+		loadB(ctx, bf16, src, j, j == w-1, asmout.ZMM(j))
+		ctx.VMOVUPS(asmout.ZMM(j), operand.Mem{Base: dst, Disp: 64 * j})
 	}
 	ctx.ADDQ(lds, src)
 	ctx.ADDQ(operand.U32(64*w), dst)
@@ -279,9 +271,3 @@ func moveC(ctx *build.Context, acc [][]reg.VecPhysical, load bool) {
 		}
 	}
 }
-
-var zmms = []reg.VecPhysical{reg.Z0, reg.Z1, reg.Z2, reg.Z3, reg.Z4, reg.Z5, reg.Z6, reg.Z7, reg.Z8, reg.Z9,
-	reg.Z10, reg.Z11, reg.Z12, reg.Z13, reg.Z14, reg.Z15, reg.Z16, reg.Z17, reg.Z18, reg.Z19, reg.Z20,
-	reg.Z21, reg.Z22, reg.Z23, reg.Z24, reg.Z25, reg.Z26, reg.Z27, reg.Z28, reg.Z29, reg.Z30, reg.Z31}
-
-func zmm(i int) reg.VecPhysical { return zmms[i] }
