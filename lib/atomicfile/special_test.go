@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func writeString(path, s string) error {
@@ -49,7 +50,9 @@ func TestWriteNeverReplacesSpecialFiles(t *testing.T) {
 		got <- string(b)
 	}()
 	var err error
-	for range 1000 { // until the reader has opened its end
+	// Until the reader has opened its end: bounded by time, not by tries,
+	// since the reader's goroutine may not run for a while on a busy machine.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		if err = writeString(fifo, "through"); err == nil || !strings.Contains(err.Error(), "nothing reads") {
 			break
 		}
