@@ -2,7 +2,6 @@ package engine
 
 import (
 	"sync"
-	"unsafe"
 
 	"golang.org/x/sys/cpu"
 )
@@ -58,16 +57,18 @@ func matMulTAsm(w mat, ys, xs [][]float32) bool {
 // vectors: tCols rounded down to whole strips.
 func tMulWidth(wv int) int { return 16 * wv * max(1, tCols/(16*wv)) }
 
-// stripPool holds the packed strips, one per running tMulAsm; outerPool
+// stripPool holds the packed panels, one per running tMulAsm; outerPool
 // outerAsm's.
 var (
-	stripPool = sync.Pool{New: func() any { return new([kcAsm * 64]float32) }}
+	stripPool = sync.Pool{New: func() any { return new([]float32) }}
 	outerPool = sync.Pool{New: func() any { return new([]float32) }}
 )
 
-// kcAsm is the number of weight rows a packed strip holds: 128 rows × 64
-// columns (32 KiB) stay in L1 while every tile of the batch reads them.
-const kcAsm = 128
+// kcAsm is the number of weight rows a packed panel holds.
+var kcAsm = 1024
+
+// pfRows is how many rows ahead of the one it multiplies a tile prefetches.
+var pfRows = 8
 
 // tMulAsm does vectors [b0, b1) × columns [c0, c1) of matMulTAsm, a
 // block of columns at a time so that its part of xs stays in L2 while
@@ -75,13 +76,14 @@ const kcAsm = 128
 func tMulAsm(w mat, ys, xs [][]float32, ly, lx, wv, b0, b1, c0, c1 int) {
 	var buf []float32
 	if w.bf != nil || b1-b0 > rowsRmax[wv] {
-		sp := stripPool.Get().(*[kcAsm * 64]float32)
+		sp := stripPool.Get().(*[]float32)
 		defer stripPool.Put(sp)
-		buf = sp[:kcAsm*16*wv]
+		*sp = growTo(*sp, (min(kcAsm, w.rows)+pfRows)*16*wv)
+		buf = *sp
 	}
 	width := tMulWidth(wv)
 	for cb := c0; cb < c1; cb += width {
-		tMulCols(w, ys, xs, ly, lx, wv, b0, b1, cb, min(cb+width, c1), c1, buf)
+		tMulCols(w, ys, xs, ly, lx, wv, b0, b1, cb, min(cb+width, c1), buf)
 	}
 }
 
@@ -89,7 +91,7 @@ func tMulAsm(w mat, ys, xs [][]float32, ly, lx, wv, b0, b1, c0, c1 int) {
 // strips of wv vectors, tiles of the batch. With buf, a strip is copied
 // contiguous first (widened when bfloat16): weight rows often lie 4 KiB
 // apart, which maps a strip's rows to one L1 set.
-func tMulCols(w mat, ys, xs [][]float32, ly, lx, wv, b0, b1, cb, ce, c1 int, buf []float32) {
+func tMulCols(w mat, ys, xs [][]float32, ly, lx, wv, b0, b1, cb, ce int, buf []float32) {
 	r := rowsRmax[wv]
 	for j0 := 0; j0 < w.rows; j0 += kcAsm {
 		kc := min(kcAsm, w.rows-j0)
@@ -109,33 +111,16 @@ func tMulCols(w mat, ys, xs [][]float32, ly, lx, wv, b0, b1, cb, ce, c1 int, buf
 			default:
 				bp, ldb = &w.data[j0*w.cols+c], uintptr(4*w.cols)
 			}
-			pf := w.nextStrip(j0, kc, c+16*v, cb, ce, c1)
+			pf := bp
+			if buf != nil {
+				pf = &buf[pfRows*16*v]
+			}
 			for b := b0; b < b1; b += r {
 				tr := min(r, b1-b)
-				bwdRowsF32[v-1][tr-1](&xs[b][c], uintptr(4*lx), &ys[b][j0], uintptr(4*ly), bp, ldb, kc, mask, pf, w.rowBytes())
+				bwdRowsF32[v-1][tr-1](&xs[b][c], uintptr(4*lx), &ys[b][j0], uintptr(4*ly), bp, ldb, kc, mask, pf, ldb)
 			}
 		}
 	}
-}
-
-// nextStrip points at the first weight of the strip that follows the one
-// of rows [j0, j0+kc) ending at column c, in tMulCols' order: the same
-// rows at c, the next rows at cb, the first rows of the next column block
-// at ce (while ce < c1), or W's start: the tiles prefetch it.
-func (w mat) nextStrip(j0, kc, c, cb, ce, c1 int) *float32 {
-	i := 0
-	switch {
-	case c < ce:
-		i = j0*w.cols + c
-	case j0+kc < w.rows:
-		i = (j0+kc)*w.cols + cb
-	case ce < c1:
-		i = ce
-	}
-	if w.bf != nil {
-		return (*float32)(unsafe.Pointer(&w.bf[i]))
-	}
-	return &w.data[i]
 }
 
 // rowBytes is the distance between W's rows in memory.
