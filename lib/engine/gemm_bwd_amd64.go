@@ -12,10 +12,9 @@ var bwdAsm = cpu.X86.HasAVX512F
 // The tiles' Go types (gemm_bwd_stubs_amd64.go declares them, the tables
 // index them as [W-1][R-1]) and the strip packers'.
 type (
-	bwdKernelF32  = func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-	bwdKernelCols = func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-	bwdCopyFunc   = func(dst *float32, src *float32, lds uintptr, rows int, mask uint16)
-	bwdWidenFunc  = func(dst *float32, src *uint16, lds uintptr, rows int, mask uint16)
+	bwdKernel    = func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+	bwdCopyFunc  = func(dst *float32, src *float32, lds uintptr, rows int, mask uint16)
+	bwdWidenFunc = func(dst *float32, src *uint16, lds uintptr, rows int, mask uint16)
 )
 
 // rowsRmax and colsRmax are the tallest tiles for W = 1..4 vectors.
@@ -64,11 +63,16 @@ var (
 	outerPool = sync.Pool{New: func() any { return new([]float32) }}
 )
 
-// kcAsm is the number of weight rows a packed panel holds.
-var kcAsm = 1024
-
-// pfRows is how many rows ahead of the one it multiplies a tile prefetches.
-var pfRows = 8
+// kcAsm is the number of weight rows a packed panel holds: 1024 rows ×
+// 64 columns (256 KiB) stay in L2 while every tile of the batch reads
+// them, each tile summing 1024 rows between a load and a store of its
+// accumulators. A 128-row strip in L1 (32 KiB) made the tiles reload and
+// store their accumulators every 128 rows, from an xs block that at 512
+// tokens no longer fits L2 without conflicts: matMulT at 512 tokens took
+// 0.8× the time with 1024 (paired single-thread runs, loaded machine;
+// 512 and 2048 were no better), the same time at 128 tokens. A panel in
+// L2 feeds the tiles as fast as a strip in L1 (BenchmarkBackwardPanel).
+const kcAsm = 1024
 
 // tMulAsm does vectors [b0, b1) × columns [c0, c1) of matMulTAsm, a
 // block of columns at a time so that its part of xs stays in L2 while
@@ -78,7 +82,7 @@ func tMulAsm(w mat, ys, xs [][]float32, ly, lx, wv, b0, b1, c0, c1 int) {
 	if w.bf != nil || b1-b0 > rowsRmax[wv] {
 		sp := stripPool.Get().(*[]float32)
 		defer stripPool.Put(sp)
-		*sp = growTo(*sp, (min(kcAsm, w.rows)+pfRows)*16*wv)
+		*sp = growTo(*sp, min(kcAsm, w.rows)*16*wv)
 		buf = *sp
 	}
 	width := tMulWidth(wv)
@@ -88,9 +92,9 @@ func tMulAsm(w mat, ys, xs [][]float32, ly, lx, wv, b0, b1, c0, c1 int) {
 }
 
 // tMulCols does columns [cb, ce) for each block of kcAsm weight rows:
-// strips of wv vectors, tiles of the batch. With buf, a strip is copied
+// panels of wv vectors, tiles of the batch. With buf, a panel is copied
 // contiguous first (widened when bfloat16): weight rows often lie 4 KiB
-// apart, which maps a strip's rows to one L1 set.
+// apart, which maps a panel's rows to a few cache sets, in L1 and in L2.
 func tMulCols(w mat, ys, xs [][]float32, ly, lx, wv, b0, b1, cb, ce int, buf []float32) {
 	r := rowsRmax[wv]
 	for j0 := 0; j0 < w.rows; j0 += kcAsm {
@@ -111,24 +115,12 @@ func tMulCols(w mat, ys, xs [][]float32, ly, lx, wv, b0, b1, cb, ce int, buf []f
 			default:
 				bp, ldb = &w.data[j0*w.cols+c], uintptr(4*w.cols)
 			}
-			pf := bp
-			if buf != nil {
-				pf = &buf[pfRows*16*v]
-			}
 			for b := b0; b < b1; b += r {
 				tr := min(r, b1-b)
-				bwdRowsF32[v-1][tr-1](&xs[b][c], uintptr(4*lx), &ys[b][j0], uintptr(4*ly), bp, ldb, kc, mask, pf, ldb)
+				bwdRowsF32[v-1][tr-1](&xs[b][c], uintptr(4*lx), &ys[b][j0], uintptr(4*ly), bp, ldb, kc, mask)
 			}
 		}
 	}
-}
-
-// rowBytes is the distance between W's rows in memory.
-func (w mat) rowBytes() uintptr {
-	if w.bf != nil {
-		return uintptr(2 * w.cols)
-	}
-	return uintptr(4 * w.cols)
 }
 
 // outerAsm is outerAcc with the assembly tiles; it reports false, having

@@ -2,9 +2,9 @@
 
 #include "textflag.h"
 
-// func bwdRF1x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF1x1(SB), NOSPLIT, $0-80
+// func bwdRF1x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF1x1(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -16,8 +16,6 @@ TEXT ·bwdRF1x1(SB), NOSPLIT, $0-80
 	MOVQ      ldb+40(FP), DX
 	MOVQ      k+48(FP), BX
 	XORQ      SI, SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
 	TESTQ     BX, BX
 	JZ        done
 
@@ -25,8 +23,6 @@ loop:
 	VMOVUPS.Z    (CX), K1, Z1
 	VBROADCASTSS (AX)(SI*1), Z2
 	VFMADD231PS  Z1, Z2, Z0
-	PREFETCHT1   (DI)
-	ADDQ         R8, DI
 	ADDQ         $0x04, SI
 	ADDQ         DX, CX
 	DECQ         BX
@@ -39,9 +35,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF2x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF2x1(SB), NOSPLIT, $0-80
+// func bwdRF2x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF2x1(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -56,8 +52,6 @@ TEXT ·bwdRF2x1(SB), NOSPLIT, $0-80
 	MOVQ      k+48(FP), SI
 	XORQ      DI, DI
 	LEAQ      (AX)(CX*1), CX
-	MOVQ      pf+64(FP), R8
-	MOVQ      ldpf+72(FP), R9
 	TESTQ     SI, SI
 	JZ        done
 
@@ -67,8 +61,6 @@ loop:
 	VFMADD231PS  Z2, Z3, Z0
 	VBROADCASTSS (CX)(DI*1), Z3
 	VFMADD231PS  Z2, Z3, Z1
-	PREFETCHT1   (R8)
-	ADDQ         R9, R8
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -83,9 +75,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF3x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF3x1(SB), NOSPLIT, $0-80
+// func bwdRF3x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF3x1(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -103,8 +95,6 @@ TEXT ·bwdRF3x1(SB), NOSPLIT, $0-80
 	XORQ      DI, DI
 	LEAQ      (AX)(CX*1), R8
 	LEAQ      (R8)(CX*1), CX
-	MOVQ      pf+64(FP), R9
-	MOVQ      ldpf+72(FP), R10
 	TESTQ     SI, SI
 	JZ        done
 
@@ -116,8 +106,6 @@ loop:
 	VFMADD231PS  Z3, Z4, Z1
 	VBROADCASTSS (CX)(DI*1), Z4
 	VFMADD231PS  Z3, Z4, Z2
-	PREFETCHT1   (R9)
-	ADDQ         R10, R9
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -134,9 +122,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF4x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF4x1(SB), NOSPLIT, $0-80
+// func bwdRF4x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF4x1(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -157,8 +145,6 @@ TEXT ·bwdRF4x1(SB), NOSPLIT, $0-80
 	LEAQ      (AX)(CX*1), R8
 	LEAQ      (R8)(CX*1), R9
 	LEAQ      (R9)(CX*1), CX
-	MOVQ      pf+64(FP), R10
-	MOVQ      ldpf+72(FP), R11
 	TESTQ     SI, SI
 	JZ        done
 
@@ -172,8 +158,6 @@ loop:
 	VFMADD231PS  Z4, Z5, Z2
 	VBROADCASTSS (CX)(DI*1), Z5
 	VFMADD231PS  Z4, Z5, Z3
-	PREFETCHT1   (R10)
-	ADDQ         R11, R10
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -192,9 +176,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF5x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF5x1(SB), NOSPLIT, $0-80
+// func bwdRF5x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF5x1(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -218,8 +202,6 @@ TEXT ·bwdRF5x1(SB), NOSPLIT, $0-80
 	LEAQ      (R8)(CX*1), R9
 	LEAQ      (R9)(CX*1), R10
 	LEAQ      (R10)(CX*1), CX
-	MOVQ      pf+64(FP), R11
-	MOVQ      ldpf+72(FP), R12
 	TESTQ     SI, SI
 	JZ        done
 
@@ -235,8 +217,6 @@ loop:
 	VFMADD231PS  Z5, Z6, Z3
 	VBROADCASTSS (CX)(DI*1), Z6
 	VFMADD231PS  Z5, Z6, Z4
-	PREFETCHT1   (R11)
-	ADDQ         R12, R11
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -257,9 +237,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF6x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF6x1(SB), NOSPLIT, $0-80
+// func bwdRF6x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF6x1(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -286,8 +266,6 @@ TEXT ·bwdRF6x1(SB), NOSPLIT, $0-80
 	LEAQ      (R9)(CX*1), R10
 	LEAQ      (R10)(CX*1), R11
 	LEAQ      (R11)(CX*1), CX
-	MOVQ      pf+64(FP), R12
-	MOVQ      ldpf+72(FP), R13
 	TESTQ     SI, SI
 	JZ        done
 
@@ -305,8 +283,6 @@ loop:
 	VFMADD231PS  Z6, Z7, Z4
 	VBROADCASTSS (CX)(DI*1), Z7
 	VFMADD231PS  Z6, Z7, Z5
-	PREFETCHT1   (R12)
-	ADDQ         R13, R12
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -329,9 +305,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF7x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF7x1(SB), NOSPLIT, $0-80
+// func bwdRF7x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF7x1(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -361,8 +337,6 @@ TEXT ·bwdRF7x1(SB), NOSPLIT, $0-80
 	LEAQ      (R10)(CX*1), R11
 	LEAQ      (R11)(CX*1), R12
 	LEAQ      (R12)(CX*1), CX
-	MOVQ      pf+64(FP), R13
-	MOVQ      ldpf+72(FP), R14
 	TESTQ     SI, SI
 	JZ        done
 
@@ -382,8 +356,6 @@ loop:
 	VFMADD231PS  Z7, Z8, Z5
 	VBROADCASTSS (CX)(DI*1), Z8
 	VFMADD231PS  Z7, Z8, Z6
-	PREFETCHT1   (R13)
-	ADDQ         R14, R13
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -408,9 +380,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF8x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF8x1(SB), NOSPLIT, $0-80
+// func bwdRF8x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF8x1(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -443,8 +415,6 @@ TEXT ·bwdRF8x1(SB), NOSPLIT, $0-80
 	LEAQ      (R11)(CX*1), R12
 	LEAQ      (R12)(CX*1), R13
 	LEAQ      (R13)(CX*1), CX
-	MOVQ      pf+64(FP), R14
-	MOVQ      ldpf+72(FP), R15
 	TESTQ     SI, SI
 	JZ        done
 
@@ -466,8 +436,6 @@ loop:
 	VFMADD231PS  Z8, Z9, Z6
 	VBROADCASTSS (CX)(DI*1), Z9
 	VFMADD231PS  Z8, Z9, Z7
-	PREFETCHT1   (R14)
-	ADDQ         R15, R14
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -494,9 +462,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF1x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF1x2(SB), NOSPLIT, $0-80
+// func bwdRF1x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF1x2(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -509,8 +477,6 @@ TEXT ·bwdRF1x2(SB), NOSPLIT, $0-80
 	MOVQ      ldb+40(FP), DX
 	MOVQ      k+48(FP), BX
 	XORQ      SI, SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
 	TESTQ     BX, BX
 	JZ        done
 
@@ -520,9 +486,6 @@ loop:
 	VBROADCASTSS (AX)(SI*1), Z4
 	VFMADD231PS  Z2, Z4, Z0
 	VFMADD231PS  Z3, Z4, Z1
-	PREFETCHT1   (DI)
-	PREFETCHT1   64(DI)
-	ADDQ         R8, DI
 	ADDQ         $0x04, SI
 	ADDQ         DX, CX
 	DECQ         BX
@@ -536,9 +499,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF2x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF2x2(SB), NOSPLIT, $0-80
+// func bwdRF2x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF2x2(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -555,8 +518,6 @@ TEXT ·bwdRF2x2(SB), NOSPLIT, $0-80
 	MOVQ      k+48(FP), SI
 	XORQ      DI, DI
 	LEAQ      (AX)(CX*1), CX
-	MOVQ      pf+64(FP), R8
-	MOVQ      ldpf+72(FP), R9
 	TESTQ     SI, SI
 	JZ        done
 
@@ -569,9 +530,6 @@ loop:
 	VBROADCASTSS (CX)(DI*1), Z6
 	VFMADD231PS  Z4, Z6, Z2
 	VFMADD231PS  Z5, Z6, Z3
-	PREFETCHT1   (R8)
-	PREFETCHT1   64(R8)
-	ADDQ         R9, R8
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -588,9 +546,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF3x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF3x2(SB), NOSPLIT, $0-80
+// func bwdRF3x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF3x2(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -611,8 +569,6 @@ TEXT ·bwdRF3x2(SB), NOSPLIT, $0-80
 	XORQ      DI, DI
 	LEAQ      (AX)(CX*1), R8
 	LEAQ      (R8)(CX*1), CX
-	MOVQ      pf+64(FP), R9
-	MOVQ      ldpf+72(FP), R10
 	TESTQ     SI, SI
 	JZ        done
 
@@ -628,9 +584,6 @@ loop:
 	VBROADCASTSS (CX)(DI*1), Z8
 	VFMADD231PS  Z6, Z8, Z4
 	VFMADD231PS  Z7, Z8, Z5
-	PREFETCHT1   (R9)
-	PREFETCHT1   64(R9)
-	ADDQ         R10, R9
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -650,9 +603,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF4x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF4x2(SB), NOSPLIT, $0-80
+// func bwdRF4x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF4x2(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -677,8 +630,6 @@ TEXT ·bwdRF4x2(SB), NOSPLIT, $0-80
 	LEAQ      (AX)(CX*1), R8
 	LEAQ      (R8)(CX*1), R9
 	LEAQ      (R9)(CX*1), CX
-	MOVQ      pf+64(FP), R10
-	MOVQ      ldpf+72(FP), R11
 	TESTQ     SI, SI
 	JZ        done
 
@@ -697,9 +648,6 @@ loop:
 	VBROADCASTSS (CX)(DI*1), Z10
 	VFMADD231PS  Z8, Z10, Z6
 	VFMADD231PS  Z9, Z10, Z7
-	PREFETCHT1   (R10)
-	PREFETCHT1   64(R10)
-	ADDQ         R11, R10
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -722,9 +670,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF5x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF5x2(SB), NOSPLIT, $0-80
+// func bwdRF5x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF5x2(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -753,8 +701,6 @@ TEXT ·bwdRF5x2(SB), NOSPLIT, $0-80
 	LEAQ      (R8)(CX*1), R9
 	LEAQ      (R9)(CX*1), R10
 	LEAQ      (R10)(CX*1), CX
-	MOVQ      pf+64(FP), R11
-	MOVQ      ldpf+72(FP), R12
 	TESTQ     SI, SI
 	JZ        done
 
@@ -776,9 +722,6 @@ loop:
 	VBROADCASTSS (CX)(DI*1), Z12
 	VFMADD231PS  Z10, Z12, Z8
 	VFMADD231PS  Z11, Z12, Z9
-	PREFETCHT1   (R11)
-	PREFETCHT1   64(R11)
-	ADDQ         R12, R11
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -804,9 +747,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF6x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF6x2(SB), NOSPLIT, $0-80
+// func bwdRF6x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF6x2(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -839,8 +782,6 @@ TEXT ·bwdRF6x2(SB), NOSPLIT, $0-80
 	LEAQ      (R9)(CX*1), R10
 	LEAQ      (R10)(CX*1), R11
 	LEAQ      (R11)(CX*1), CX
-	MOVQ      pf+64(FP), R12
-	MOVQ      ldpf+72(FP), R13
 	TESTQ     SI, SI
 	JZ        done
 
@@ -865,9 +806,6 @@ loop:
 	VBROADCASTSS (CX)(DI*1), Z14
 	VFMADD231PS  Z12, Z14, Z10
 	VFMADD231PS  Z13, Z14, Z11
-	PREFETCHT1   (R12)
-	PREFETCHT1   64(R12)
-	ADDQ         R13, R12
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -896,9 +834,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF7x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF7x2(SB), NOSPLIT, $0-80
+// func bwdRF7x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF7x2(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -935,8 +873,6 @@ TEXT ·bwdRF7x2(SB), NOSPLIT, $0-80
 	LEAQ      (R10)(CX*1), R11
 	LEAQ      (R11)(CX*1), R12
 	LEAQ      (R12)(CX*1), CX
-	MOVQ      pf+64(FP), R13
-	MOVQ      ldpf+72(FP), R14
 	TESTQ     SI, SI
 	JZ        done
 
@@ -964,9 +900,6 @@ loop:
 	VBROADCASTSS (CX)(DI*1), Z16
 	VFMADD231PS  Z14, Z16, Z12
 	VFMADD231PS  Z15, Z16, Z13
-	PREFETCHT1   (R13)
-	PREFETCHT1   64(R13)
-	ADDQ         R14, R13
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -998,9 +931,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF8x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF8x2(SB), NOSPLIT, $0-80
+// func bwdRF8x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF8x2(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1041,8 +974,6 @@ TEXT ·bwdRF8x2(SB), NOSPLIT, $0-80
 	LEAQ      (R11)(CX*1), R12
 	LEAQ      (R12)(CX*1), R13
 	LEAQ      (R13)(CX*1), CX
-	MOVQ      pf+64(FP), R14
-	MOVQ      ldpf+72(FP), R15
 	TESTQ     SI, SI
 	JZ        done
 
@@ -1073,9 +1004,6 @@ loop:
 	VBROADCASTSS (CX)(DI*1), Z18
 	VFMADD231PS  Z16, Z18, Z14
 	VFMADD231PS  Z17, Z18, Z15
-	PREFETCHT1   (R14)
-	PREFETCHT1   64(R14)
-	ADDQ         R15, R14
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -1110,9 +1038,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF1x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF1x3(SB), NOSPLIT, $0-80
+// func bwdRF1x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF1x3(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1126,8 +1054,6 @@ TEXT ·bwdRF1x3(SB), NOSPLIT, $0-80
 	MOVQ      ldb+40(FP), DX
 	MOVQ      k+48(FP), BX
 	XORQ      SI, SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
 	TESTQ     BX, BX
 	JZ        done
 
@@ -1139,10 +1065,6 @@ loop:
 	VFMADD231PS  Z3, Z6, Z0
 	VFMADD231PS  Z4, Z6, Z1
 	VFMADD231PS  Z5, Z6, Z2
-	PREFETCHT1   (DI)
-	PREFETCHT1   64(DI)
-	PREFETCHT1   128(DI)
-	ADDQ         R8, DI
 	ADDQ         $0x04, SI
 	ADDQ         DX, CX
 	DECQ         BX
@@ -1157,9 +1079,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF2x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF2x3(SB), NOSPLIT, $0-80
+// func bwdRF2x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF2x3(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1178,8 +1100,6 @@ TEXT ·bwdRF2x3(SB), NOSPLIT, $0-80
 	MOVQ      k+48(FP), SI
 	XORQ      DI, DI
 	LEAQ      (AX)(CX*1), CX
-	MOVQ      pf+64(FP), R8
-	MOVQ      ldpf+72(FP), R9
 	TESTQ     SI, SI
 	JZ        done
 
@@ -1195,10 +1115,6 @@ loop:
 	VFMADD231PS  Z6, Z9, Z3
 	VFMADD231PS  Z7, Z9, Z4
 	VFMADD231PS  Z8, Z9, Z5
-	PREFETCHT1   (R8)
-	PREFETCHT1   64(R8)
-	PREFETCHT1   128(R8)
-	ADDQ         R9, R8
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -1217,9 +1133,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF3x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF3x3(SB), NOSPLIT, $0-80
+// func bwdRF3x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF3x3(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1243,8 +1159,6 @@ TEXT ·bwdRF3x3(SB), NOSPLIT, $0-80
 	XORQ      DI, DI
 	LEAQ      (AX)(CX*1), R8
 	LEAQ      (R8)(CX*1), CX
-	MOVQ      pf+64(FP), R9
-	MOVQ      ldpf+72(FP), R10
 	TESTQ     SI, SI
 	JZ        done
 
@@ -1264,10 +1178,6 @@ loop:
 	VFMADD231PS  Z9, Z12, Z6
 	VFMADD231PS  Z10, Z12, Z7
 	VFMADD231PS  Z11, Z12, Z8
-	PREFETCHT1   (R9)
-	PREFETCHT1   64(R9)
-	PREFETCHT1   128(R9)
-	ADDQ         R10, R9
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -1290,9 +1200,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF4x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF4x3(SB), NOSPLIT, $0-80
+// func bwdRF4x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF4x3(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1321,8 +1231,6 @@ TEXT ·bwdRF4x3(SB), NOSPLIT, $0-80
 	LEAQ      (AX)(CX*1), R8
 	LEAQ      (R8)(CX*1), R9
 	LEAQ      (R9)(CX*1), CX
-	MOVQ      pf+64(FP), R10
-	MOVQ      ldpf+72(FP), R11
 	TESTQ     SI, SI
 	JZ        done
 
@@ -1346,10 +1254,6 @@ loop:
 	VFMADD231PS  Z12, Z15, Z9
 	VFMADD231PS  Z13, Z15, Z10
 	VFMADD231PS  Z14, Z15, Z11
-	PREFETCHT1   (R10)
-	PREFETCHT1   64(R10)
-	PREFETCHT1   128(R10)
-	ADDQ         R11, R10
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -1376,9 +1280,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF5x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF5x3(SB), NOSPLIT, $0-80
+// func bwdRF5x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF5x3(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1412,8 +1316,6 @@ TEXT ·bwdRF5x3(SB), NOSPLIT, $0-80
 	LEAQ      (R8)(CX*1), R9
 	LEAQ      (R9)(CX*1), R10
 	LEAQ      (R10)(CX*1), CX
-	MOVQ      pf+64(FP), R11
-	MOVQ      ldpf+72(FP), R12
 	TESTQ     SI, SI
 	JZ        done
 
@@ -1441,10 +1343,6 @@ loop:
 	VFMADD231PS  Z15, Z18, Z12
 	VFMADD231PS  Z16, Z18, Z13
 	VFMADD231PS  Z17, Z18, Z14
-	PREFETCHT1   (R11)
-	PREFETCHT1   64(R11)
-	PREFETCHT1   128(R11)
-	ADDQ         R12, R11
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -1475,9 +1373,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF6x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF6x3(SB), NOSPLIT, $0-80
+// func bwdRF6x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF6x3(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1516,8 +1414,6 @@ TEXT ·bwdRF6x3(SB), NOSPLIT, $0-80
 	LEAQ      (R9)(CX*1), R10
 	LEAQ      (R10)(CX*1), R11
 	LEAQ      (R11)(CX*1), CX
-	MOVQ      pf+64(FP), R12
-	MOVQ      ldpf+72(FP), R13
 	TESTQ     SI, SI
 	JZ        done
 
@@ -1549,10 +1445,6 @@ loop:
 	VFMADD231PS  Z18, Z21, Z15
 	VFMADD231PS  Z19, Z21, Z16
 	VFMADD231PS  Z20, Z21, Z17
-	PREFETCHT1   (R12)
-	PREFETCHT1   64(R12)
-	PREFETCHT1   128(R12)
-	ADDQ         R13, R12
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -1587,9 +1479,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF7x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF7x3(SB), NOSPLIT, $0-80
+// func bwdRF7x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF7x3(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1633,8 +1525,6 @@ TEXT ·bwdRF7x3(SB), NOSPLIT, $0-80
 	LEAQ      (R10)(CX*1), R11
 	LEAQ      (R11)(CX*1), R12
 	LEAQ      (R12)(CX*1), CX
-	MOVQ      pf+64(FP), R13
-	MOVQ      ldpf+72(FP), R14
 	TESTQ     SI, SI
 	JZ        done
 
@@ -1670,10 +1560,6 @@ loop:
 	VFMADD231PS  Z21, Z24, Z18
 	VFMADD231PS  Z22, Z24, Z19
 	VFMADD231PS  Z23, Z24, Z20
-	PREFETCHT1   (R13)
-	PREFETCHT1   64(R13)
-	PREFETCHT1   128(R13)
-	ADDQ         R14, R13
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -1712,9 +1598,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF8x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF8x3(SB), NOSPLIT, $0-80
+// func bwdRF8x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF8x3(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1763,8 +1649,6 @@ TEXT ·bwdRF8x3(SB), NOSPLIT, $0-80
 	LEAQ      (R11)(CX*1), R12
 	LEAQ      (R12)(CX*1), R13
 	LEAQ      (R13)(CX*1), CX
-	MOVQ      pf+64(FP), R14
-	MOVQ      ldpf+72(FP), R15
 	TESTQ     SI, SI
 	JZ        done
 
@@ -1804,10 +1688,6 @@ loop:
 	VFMADD231PS  Z24, Z27, Z21
 	VFMADD231PS  Z25, Z27, Z22
 	VFMADD231PS  Z26, Z27, Z23
-	PREFETCHT1   (R14)
-	PREFETCHT1   64(R14)
-	PREFETCHT1   128(R14)
-	ADDQ         R15, R14
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -1850,9 +1730,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF1x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF1x4(SB), NOSPLIT, $0-80
+// func bwdRF1x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF1x4(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1867,8 +1747,6 @@ TEXT ·bwdRF1x4(SB), NOSPLIT, $0-80
 	MOVQ      ldb+40(FP), DX
 	MOVQ      k+48(FP), BX
 	XORQ      SI, SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
 	TESTQ     BX, BX
 	JZ        done
 
@@ -1882,11 +1760,6 @@ loop:
 	VFMADD231PS  Z5, Z8, Z1
 	VFMADD231PS  Z6, Z8, Z2
 	VFMADD231PS  Z7, Z8, Z3
-	PREFETCHT1   (DI)
-	PREFETCHT1   64(DI)
-	PREFETCHT1   128(DI)
-	PREFETCHT1   192(DI)
-	ADDQ         R8, DI
 	ADDQ         $0x04, SI
 	ADDQ         DX, CX
 	DECQ         BX
@@ -1902,9 +1775,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF2x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF2x4(SB), NOSPLIT, $0-80
+// func bwdRF2x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF2x4(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1925,8 +1798,6 @@ TEXT ·bwdRF2x4(SB), NOSPLIT, $0-80
 	MOVQ      k+48(FP), SI
 	XORQ      DI, DI
 	LEAQ      (AX)(CX*1), CX
-	MOVQ      pf+64(FP), R8
-	MOVQ      ldpf+72(FP), R9
 	TESTQ     SI, SI
 	JZ        done
 
@@ -1945,11 +1816,6 @@ loop:
 	VFMADD231PS  Z9, Z12, Z5
 	VFMADD231PS  Z10, Z12, Z6
 	VFMADD231PS  Z11, Z12, Z7
-	PREFETCHT1   (R8)
-	PREFETCHT1   64(R8)
-	PREFETCHT1   128(R8)
-	PREFETCHT1   192(R8)
-	ADDQ         R9, R8
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -1970,9 +1836,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF3x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF3x4(SB), NOSPLIT, $0-80
+// func bwdRF3x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF3x4(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1999,8 +1865,6 @@ TEXT ·bwdRF3x4(SB), NOSPLIT, $0-80
 	XORQ      DI, DI
 	LEAQ      (AX)(CX*1), R8
 	LEAQ      (R8)(CX*1), CX
-	MOVQ      pf+64(FP), R9
-	MOVQ      ldpf+72(FP), R10
 	TESTQ     SI, SI
 	JZ        done
 
@@ -2024,11 +1888,6 @@ loop:
 	VFMADD231PS  Z13, Z16, Z9
 	VFMADD231PS  Z14, Z16, Z10
 	VFMADD231PS  Z15, Z16, Z11
-	PREFETCHT1   (R9)
-	PREFETCHT1   64(R9)
-	PREFETCHT1   128(R9)
-	PREFETCHT1   192(R9)
-	ADDQ         R10, R9
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -2054,9 +1913,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF4x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF4x4(SB), NOSPLIT, $0-80
+// func bwdRF4x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF4x4(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -2089,8 +1948,6 @@ TEXT ·bwdRF4x4(SB), NOSPLIT, $0-80
 	LEAQ      (AX)(CX*1), R8
 	LEAQ      (R8)(CX*1), R9
 	LEAQ      (R9)(CX*1), CX
-	MOVQ      pf+64(FP), R10
-	MOVQ      ldpf+72(FP), R11
 	TESTQ     SI, SI
 	JZ        done
 
@@ -2119,11 +1976,6 @@ loop:
 	VFMADD231PS  Z17, Z20, Z13
 	VFMADD231PS  Z18, Z20, Z14
 	VFMADD231PS  Z19, Z20, Z15
-	PREFETCHT1   (R10)
-	PREFETCHT1   64(R10)
-	PREFETCHT1   128(R10)
-	PREFETCHT1   192(R10)
-	ADDQ         R11, R10
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -2154,9 +2006,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF5x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF5x4(SB), NOSPLIT, $0-80
+// func bwdRF5x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF5x4(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -2195,8 +2047,6 @@ TEXT ·bwdRF5x4(SB), NOSPLIT, $0-80
 	LEAQ      (R8)(CX*1), R9
 	LEAQ      (R9)(CX*1), R10
 	LEAQ      (R10)(CX*1), CX
-	MOVQ      pf+64(FP), R11
-	MOVQ      ldpf+72(FP), R12
 	TESTQ     SI, SI
 	JZ        done
 
@@ -2230,11 +2080,6 @@ loop:
 	VFMADD231PS  Z21, Z24, Z17
 	VFMADD231PS  Z22, Z24, Z18
 	VFMADD231PS  Z23, Z24, Z19
-	PREFETCHT1   (R11)
-	PREFETCHT1   64(R11)
-	PREFETCHT1   128(R11)
-	PREFETCHT1   192(R11)
-	ADDQ         R12, R11
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -2270,9 +2115,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF6x4(SB), NOSPLIT, $0-80
+// func bwdRF6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF6x4(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -2317,8 +2162,6 @@ TEXT ·bwdRF6x4(SB), NOSPLIT, $0-80
 	LEAQ      (R9)(CX*1), R10
 	LEAQ      (R10)(CX*1), R11
 	LEAQ      (R11)(CX*1), CX
-	MOVQ      pf+64(FP), R12
-	MOVQ      ldpf+72(FP), R13
 	TESTQ     SI, SI
 	JZ        done
 
@@ -2357,11 +2200,6 @@ loop:
 	VFMADD231PS  Z25, Z28, Z21
 	VFMADD231PS  Z26, Z28, Z22
 	VFMADD231PS  Z27, Z28, Z23
-	PREFETCHT1   (R12)
-	PREFETCHT1   64(R12)
-	PREFETCHT1   128(R12)
-	PREFETCHT1   192(R12)
-	ADDQ         R13, R12
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI

@@ -5,152 +5,152 @@ package engine
 // bwdRF1x1 adds 1 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF1x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF1x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF2x1 adds 2 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF2x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF2x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF3x1 adds 3 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF3x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF3x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF4x1 adds 4 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF4x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF4x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF5x1 adds 5 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF5x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF5x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF6x1 adds 6 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF6x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF6x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF7x1 adds 7 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF7x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF7x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF8x1 adds 8 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF8x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF8x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF1x2 adds 1 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF1x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF1x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF2x2 adds 2 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF2x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF2x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF3x2 adds 3 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF3x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF3x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF4x2 adds 4 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF4x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF4x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF5x2 adds 5 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF5x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF5x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF6x2 adds 6 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF6x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF6x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF7x2 adds 7 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF7x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF7x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF8x2 adds 8 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF8x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF8x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF1x3 adds 1 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF1x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF1x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF2x3 adds 2 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF2x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF2x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF3x3 adds 3 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF3x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF3x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF4x3 adds 4 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF4x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF4x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF5x3 adds 5 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF5x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF5x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF6x3 adds 6 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF6x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF6x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF7x3 adds 7 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF7x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF7x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF8x3 adds 8 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF8x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF8x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF1x4 adds 1 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF1x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF1x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF2x4 adds 2 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF2x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF2x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF3x4 adds 3 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF3x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF3x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF4x4 adds 4 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF4x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF4x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF5x4 adds 5 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF5x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF5x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF6x4 adds 6 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdCF1x1 adds 1 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //

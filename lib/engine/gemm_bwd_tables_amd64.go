@@ -2,14 +2,14 @@
 
 package engine
 
-var bwdRowsF32 = [4][]bwdKernelF32{
+var bwdRowsF32 = [4][]bwdKernel{
 	{bwdRF1x1, bwdRF2x1, bwdRF3x1, bwdRF4x1, bwdRF5x1, bwdRF6x1, bwdRF7x1, bwdRF8x1},
 	{bwdRF1x2, bwdRF2x2, bwdRF3x2, bwdRF4x2, bwdRF5x2, bwdRF6x2, bwdRF7x2, bwdRF8x2},
 	{bwdRF1x3, bwdRF2x3, bwdRF3x3, bwdRF4x3, bwdRF5x3, bwdRF6x3, bwdRF7x3, bwdRF8x3},
 	{bwdRF1x4, bwdRF2x4, bwdRF3x4, bwdRF4x4, bwdRF5x4, bwdRF6x4},
 }
 
-var bwdCols = [4][]bwdKernelCols{
+var bwdCols = [4][]bwdKernel{
 	{bwdCF1x1, bwdCF2x1, bwdCF3x1, bwdCF4x1, bwdCF5x1, bwdCF6x1, bwdCF7x1, bwdCF8x1, bwdCF9x1, bwdCF10x1, bwdCF11x1, bwdCF12x1},
 	{bwdCF1x2, bwdCF2x2, bwdCF3x2, bwdCF4x2, bwdCF5x2, bwdCF6x2, bwdCF7x2, bwdCF8x2, bwdCF9x2, bwdCF10x2, bwdCF11x2, bwdCF12x2},
 	{bwdCF1x3, bwdCF2x3, bwdCF3x3, bwdCF4x3, bwdCF5x3, bwdCF6x3, bwdCF7x3, bwdCF8x3},
