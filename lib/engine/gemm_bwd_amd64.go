@@ -12,9 +12,11 @@ var bwdAsm = cpu.X86.HasAVX512F
 // The tiles' Go types (gemm_bwd_stubs_amd64.go declares them, the tables
 // index them as [W-1][R-1]) and the strip packers'.
 type (
-	bwdKernel    = func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-	bwdCopyFunc  = func(dst *float32, src *float32, lds uintptr, rows int, mask uint16)
-	bwdWidenFunc = func(dst *float32, src *uint16, lds uintptr, rows int, mask uint16)
+	bwdKernel         = func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+	bwdPackKernel     = func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+	bwdPackKernelBF16 = func(c *float32, ldc uintptr, a *float32, lda uintptr, b *uint16, ldb uintptr, k int, mask uint16, dst *float32)
+	bwdCopyFunc       = func(dst *float32, src *float32, lds uintptr, rows int, mask uint16)
+	bwdWidenFunc      = func(dst *float32, src *uint16, lds uintptr, rows int, mask uint16)
 )
 
 // rowsRmax and colsRmax are the tallest tiles for W = 1..4 vectors.
@@ -92,9 +94,7 @@ func tMulAsm(w mat, ys, xs [][]float32, ly, lx, wv, b0, b1, c0, c1 int) {
 }
 
 // tMulCols does columns [cb, ce) for each block of kcAsm weight rows:
-// panels of wv vectors, tiles of the batch. With buf, a panel is copied
-// contiguous first (widened when bfloat16): weight rows often lie 4 KiB
-// apart, which maps a panel's rows to a few cache sets, in L1 and in L2.
+// panels of wv vectors, tiles of the batch.
 func tMulCols(w mat, ys, xs [][]float32, ly, lx, wv, b0, b1, cb, ce int, buf []float32) {
 	r := rowsRmax[wv]
 	for j0 := 0; j0 < w.rows; j0 += kcAsm {
@@ -102,25 +102,42 @@ func tMulCols(w mat, ys, xs [][]float32, ly, lx, wv, b0, b1, cb, ce int, buf []f
 		for c := cb; c < ce; c += 16 * wv {
 			n := min(16*wv, ce-c)
 			v, mask := (n+15)/16, lastMask(n)
-			var bp *float32
-			ldb := uintptr(64 * v)
-			if buf != nil {
-				bp = &buf[0]
-			}
-			switch {
-			case w.bf != nil:
-				bwdWiden[v-1](bp, &w.bf[j0*w.cols+c], uintptr(2*w.cols), kc, mask)
-			case buf != nil:
-				bwdCopy[v-1](bp, &w.data[j0*w.cols+c], uintptr(4*w.cols), kc, mask)
-			default:
-				bp, ldb = &w.data[j0*w.cols+c], uintptr(4*w.cols)
-			}
-			for b := b0; b < b1; b += r {
+			bp, ldb, b := tMulPanel(w, ys, xs, ly, lx, b0, b1, j0, kc, c, v, mask, buf)
+			for ; b < b1; b += r {
 				tr := min(r, b1-b)
 				bwdRowsF32[v-1][tr-1](&xs[b][c], uintptr(4*lx), &ys[b][j0], uintptr(4*ly), bp, ldb, kc, mask)
 			}
 		}
 	}
+}
+
+// tMulPanel readies the panel of W's rows [j0, j0+kc) × v vectors from
+// column c for the tiles of the batch's rows [b0, b1) and returns it and
+// the first row that still needs a tile. Without buf the tiles read W in
+// place. With it the panel is packed contiguous in buf (widened when
+// bfloat16): W's rows often lie 4 KiB apart, which maps a panel's rows to
+// a few cache sets, in L1 and in L2. The first tile packs it as it reads
+// it (bwdPackF32, bwdPackBF16), its reads of W, from L3, overlapping its
+// multiply-adds: a separate pack before the tiles was a sixth of
+// matMulT's time at 128 tokens, and the fused one took 0.93-0.96× the
+// time there (paired, loaded machine; the same at 512 tokens).
+func tMulPanel(w mat, ys, xs [][]float32, ly, lx, b0, b1, j0, kc, c, v int, mask uint16, buf []float32) (*float32, uintptr, int) {
+	if buf == nil {
+		return &w.data[j0*w.cols+c], uintptr(4 * w.cols), b0
+	}
+	bp, ldb := &buf[0], uintptr(64*v)
+	if b1-b0 < bwdPackR {
+		// Only bfloat16 weights take a panel for so few rows.
+		bwdWiden[v-1](bp, &w.bf[j0*w.cols+c], uintptr(2*w.cols), kc, mask)
+		return bp, ldb, b0
+	}
+	cx, cy := &xs[b0][c], &ys[b0][j0]
+	if w.bf != nil {
+		bwdPackBF16[v-1](cx, uintptr(4*lx), cy, uintptr(4*ly), &w.bf[j0*w.cols+c], uintptr(2*w.cols), kc, mask, bp)
+	} else {
+		bwdPackF32[v-1](cx, uintptr(4*lx), cy, uintptr(4*ly), &w.data[j0*w.cols+c], uintptr(4*w.cols), kc, mask, bp)
+	}
+	return bp, ldb, b0 + bwdPackR
 }
 
 // outerAsm is outerAcc with the assembly tiles; it reports false, having

@@ -342,6 +342,46 @@ func bwdCF5x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb 
 //go:noescape
 func bwdCF6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
+// bwdPackF6x1 is bwdRF6x1 packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackF6x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackF6x2 is bwdRF6x2 packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackF6x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackF6x3 is bwdRF6x3 packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackF6x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackF6x4 is bwdRF6x4 packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackF6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackH6x1 is bwdRF6x1 packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackH6x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *uint16, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackH6x2 is bwdRF6x2 packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackH6x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *uint16, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackH6x3 is bwdRF6x3 packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackH6x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *uint16, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackH6x4 is bwdRF6x4 packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackH6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *uint16, ldb uintptr, k int, mask uint16, dst *float32)
+
 // bwdCopy1 packs rows of 1 vectors into a contiguous float32 strip.
 //
 //go:noescape

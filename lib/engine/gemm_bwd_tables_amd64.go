@@ -16,6 +16,13 @@ var bwdCols = [4][]bwdKernel{
 	{bwdCF1x4, bwdCF2x4, bwdCF3x4, bwdCF4x4, bwdCF5x4, bwdCF6x4},
 }
 
+var bwdPackF32 = [4]bwdPackKernel{bwdPackF6x1, bwdPackF6x2, bwdPackF6x3, bwdPackF6x4}
+
+var bwdPackBF16 = [4]bwdPackKernelBF16{bwdPackH6x1, bwdPackH6x2, bwdPackH6x3, bwdPackH6x4}
+
+// bwdPackR is the rows of the packing tiles.
+const bwdPackR = 6
+
 var bwdCopy = [4]bwdCopyFunc{bwdCopy1, bwdCopy2, bwdCopy3, bwdCopy4}
 
 var bwdWiden = [4]bwdWidenFunc{bwdWiden1, bwdWiden2, bwdWiden3, bwdWiden4}

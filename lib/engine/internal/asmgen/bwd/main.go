@@ -66,6 +66,11 @@ func Generate() (asm, stubs, tables []byte, err error) {
 			}
 		}
 	}
+	for _, p := range []packing{packF32, packBF16} {
+		for w := 1; w <= 4; w++ {
+			packKernel(ctx, w, p)
+		}
+	}
 	for _, bf16 := range []bool{false, true} {
 		for w := 1; w <= 4; w++ {
 			pack(ctx, w, bf16)
@@ -98,6 +103,14 @@ func tableText() []byte {
 		}
 		b.WriteString("}\n")
 	}
+	for _, p := range []packing{packF32, packBF16} {
+		name, typ := "bwdPackF32", "bwdPackKernel"
+		if p == packBF16 {
+			name, typ = "bwdPackBF16", "bwdPackKernelBF16"
+		}
+		fmt.Fprintf(&b, "\nvar %s = [4]%s{%s, %s, %s, %s}\n", name, typ, packName(p, 1), packName(p, 2), packName(p, 3), packName(p, 4))
+	}
+	fmt.Fprintf(&b, "\n// bwdPackR is the rows of the packing tiles.\nconst bwdPackR = %d\n", packR)
 	fmt.Fprintf(&b, "\nvar bwdCopy = [4]bwdCopyFunc{bwdCopy1, bwdCopy2, bwdCopy3, bwdCopy4}\n")
 	fmt.Fprintf(&b, "\nvar bwdWiden = [4]bwdWidenFunc{bwdWiden1, bwdWiden2, bwdWiden3, bwdWiden4}\n")
 	return b.Bytes()
@@ -115,6 +128,56 @@ func kernel(ctx *build.Context, f family, r, w int) {
 	ctx.SignatureExpr("func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)")
 	ctx.Pragma("noescape")
 	ctx.Doc(fmt.Sprintf("%s adds %d rows × %d vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.", funcName(f, r, w), r, w))
+	tile(ctx, f, r, w, packNone)
+}
+
+// packing says whether a tile also packs the B rows it reads, and from
+// what: a tile of matMulT's batch packs its weight panel as it meets it,
+// so that the reads of the weights (from L3, rows 4 KiB apart) overlap
+// the multiply-adds instead of running before them.
+type packing int
+
+const (
+	packNone packing = iota
+	packF32
+	packBF16
+)
+
+// packAhead is how many B rows ahead a packing tile prefetches into L2
+// (as a shift): far enough to cover a read from L3.
+const packAhead = 6
+
+// packR is the rows of the packing tiles (6 for every W: the pointers of
+// 8 rows and the packing leave too few registers).
+const packR = 6
+
+func packName(p packing, w int) string {
+	if p == packBF16 {
+		return fmt.Sprintf("bwdPackH%dx%d", packR, w)
+	}
+	return fmt.Sprintf("bwdPackF%dx%d", packR, w)
+}
+
+// packKernel emits the tile of packR rows × w vectors that, like
+// bwdRF<packR>x<w>, adds Σ_p A(i,p)·B[p][j] to C, reading B (float32 or
+// bfloat16, rows ldb bytes apart) and storing each row as it goes into dst
+// as contiguous float32 rows of w·16 (the masked lanes zero, bfloat16
+// widened exactly), which later tiles read as their panel.
+func packKernel(ctx *build.Context, w int, p packing) {
+	ctx.Function(packName(p, w))
+	ctx.Attributes(attr.NOSPLIT)
+	typ := "*float32"
+	if p == packBF16 {
+		typ = "*uint16"
+	}
+	ctx.SignatureExpr(fmt.Sprintf("func(c *float32, ldc uintptr, a *float32, lda uintptr, b %s, ldb uintptr, k int, mask uint16, dst *float32)", typ))
+	ctx.Pragma("noescape")
+	ctx.Doc(fmt.Sprintf("%s is bwdRF%dx%d packing B into dst as it reads it.", packName(p, w), packR, w))
+	tile(ctx, families[0], packR, w, p)
+}
+
+// tile emits the body of kernel and packKernel.
+func tile(ctx *build.Context, f family, r, w int, p packing) {
 
 	mask := ctx.Load(ctx.Param("mask"), ctx.GP32())
 	ctx.KMOVW(mask, reg.K1)
@@ -144,11 +207,31 @@ func kernel(ctx *build.Context, f family, r, w int) {
 		ptrs := asmout.Pointers(ctx, a, lda, r)
 		aAt = func(i int) operand.Mem { return operand.Mem{Base: ptrs[i], Index: off, Scale: 1} }
 	}
+	var dst, ahead reg.Register
+	if p != packNone {
+		dst = ctx.Load(ctx.Param("dst"), ctx.GP64())
+		ahead = ctx.GP64()
+		ctx.MOVQ(ldb, ahead)
+		ctx.SHLQ(operand.U8(packAhead), ahead)
+	}
 	ctx.TESTQ(k, k)
 	ctx.JZ(operand.LabelRef("done"))
 	ctx.Label("loop")
 	for j, v := range bv {
-		loadB(ctx, false, b, j, j == w-1, v)
+		loadB(ctx, p == packBF16, b, j, j == w-1, v)
+		if p != packNone {
+			ctx.VMOVUPS(v, operand.Mem{Base: dst, Disp: 64 * j})
+		}
+	}
+	if p != packNone {
+		rowBytes := 64 * w
+		if p == packBF16 {
+			rowBytes = 32 * w
+		}
+		for l := 0; l < rowBytes; l += 64 {
+			ctx.PREFETCHT1(operand.Mem{Base: b, Index: ahead, Scale: 1, Disp: l})
+		}
+		ctx.ADDQ(operand.U32(64*w), dst)
 	}
 	// A(i,p) is broadcast once into a register and meets the W vectors of
 	// B there: a broadcast folded into every FMA loaded it W times, more
