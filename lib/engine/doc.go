@@ -127,12 +127,27 @@
 //     one fused multiply-add. A tile broadcasts each row's value once
 //     into a register for its 1-4 vectors: folded into every FMA, the
 //     broadcast made more loads than FMAs, and the kernels alone ran
-//     about 1.5× slower. Weight strips are packed contiguous (and widened
-//     from bfloat16) once per block and prefetched a strip ahead, as are
-//     outerAcc's strips of a wide vs (a new page per batch step
-//     otherwise). Packing matMulT's batch into panels (one pointer,
-//     tiles up to 14 rows) was tried: the transposing copy cost more
-//     than the tiles gained.
+//     about 1.5× slower. matMulT packs W into panels of 1024 rows × 1-4
+//     vectors (256 KiB at most, in L2; widened from bfloat16), the first
+//     tile of the batch packing as it multiplies (its reads of W, from
+//     L3, overlap its FMAs), and every tile sums all 1024 rows between
+//     one load and one store of its accumulators. The previous 128-row
+//     strips in L1 made each tile reload and store its accumulators
+//     every 128 rows, from an xs block that at 512 tokens no longer sat
+//     in L2 without conflicts, and prefetched the next strip in every
+//     tile of the batch: at 512 tokens matMulT took 1.05-1.25× the
+//     forward product's time for the same FLOPs and now takes 0.8-0.9×;
+//     at 128 tokens 0.97-1.1×, now 0.94-1.04× (BenchmarkBackwardVsForward,
+//     paired single-thread runs on a loaded machine). The bits are the
+//     same: each output still sums its rows in ascending order, one FMA
+//     each. A panel in L2 feeds the tiles as fast as a strip in L1
+//     (BenchmarkBackwardPanel); software prefetch of the panel gained
+//     nothing; packing a whole 256-column block per row, 8 × 3 tiles and
+//     tiles that keep a token tile's rows in L1 across panels measured
+//     no faster. outerAcc packs its strips of a wide vs (a new page per
+//     batch step otherwise). Packing matMulT's batch into panels (one
+//     pointer, tiles up to 14 rows) was tried: the transposing copy cost
+//     more than the tiles gained.
 //     TestBackwardAsmMatchesScalar compares them with the scalar kernels.
 //   - Other vector kernels (kernels_simd.go, GOEXPERIMENT=simd on amd64
 //     with AVX2) give the scalar kernels' bits: a lane holds one output
