@@ -55,7 +55,7 @@ func matMulTAsm(w mat, ys, xs [][]float32) bool {
 }
 
 // tMulWidth is the width of tMulAsm's column blocks for tiles of wv
-// vectors: tCols rounded down to whole strips.
+// vectors: tCols rounded down to whole panels.
 func tMulWidth(wv int) int { return 16 * wv * max(1, tCols/(16*wv)) }
 
 // stripPool holds the packed panels, one per running tMulAsm; outerPool
@@ -72,7 +72,7 @@ var (
 // store their accumulators every 128 rows, from an xs block that at 512
 // tokens no longer fits L2 without conflicts: matMulT at 512 tokens took
 // 0.8× the time with 1024 (paired single-thread runs, loaded machine;
-// 512 and 2048 were no better), the same time at 128 tokens. A panel in
+// 512 and 2048 were no better; at 128 tokens no different). A panel in
 // L2 feeds the tiles as fast as a strip in L1 (BenchmarkBackwardPanel).
 const kcAsm = 1024
 
