@@ -19,10 +19,12 @@ type (
 	bwdWidenFunc      = func(dst *float32, src *uint16, lds uintptr, rows int, mask uint16)
 )
 
-// rowsRmax and colsRmax are the tallest tiles for W = 1..4 vectors.
+// rowsRmax, colsRmax and colsTRmax are the tallest tiles for W = 1..4
+// vectors.
 var (
-	rowsRmax = [5]int{0, len(bwdRowsF32[0]), len(bwdRowsF32[1]), len(bwdRowsF32[2]), len(bwdRowsF32[3])}
-	colsRmax = [5]int{0, len(bwdCols[0]), len(bwdCols[1]), len(bwdCols[2]), len(bwdCols[3])}
+	rowsRmax  = [5]int{0, len(bwdRowsF32[0]), len(bwdRowsF32[1]), len(bwdRowsF32[2]), len(bwdRowsF32[3])}
+	colsRmax  = [5]int{0, len(bwdCols[0]), len(bwdCols[1]), len(bwdCols[2]), len(bwdCols[3])}
+	colsTRmax = [5]int{0, len(bwdColsT[0]), len(bwdColsT[1]), len(bwdColsT[2]), len(bwdColsT[3])}
 )
 
 // matMulTAsm adds Wᵀ·ys[b] to xs[b] with the assembly tiles and reports
@@ -156,6 +158,60 @@ func outerAsm(dst []float32, rows, cols int, us, vs [][]float32) bool {
 	if !ok || !ok2 || len(dst) < rows*cols {
 		return false
 	}
+	if cols < 64 && m*rows >= outerTransposeFloats {
+		outerTransposed(dst, rows, cols, us, vs, lu, lv)
+		return true
+	}
+	outerTiles(dst, rows, cols, us, vs, lu, lv)
+	return true
+}
+
+// outerTransposeFloats is the size of us (in float32s, 2 MiB) from which
+// outerAsm runs a narrow dst (under 4 vectors wide: a LoRA B's gradient,
+// rank columns) with its lanes along dst's rows (outerTransposed): the
+// tiles then read us's rows 4 vectors at a time instead of 12 values, one
+// line in each of the batch's rows, which from beyond L2 (us of 512 tokens
+// × 3072 is 6 MiB) left the tiles waiting on L3: at 512 tokens 0.46-0.75×
+// the time on 1024-3072 × 32 (paired, loaded machine), at 256 tokens
+// 0.85-0.99×; at 128 tokens, us in L2, the gathers and scatters of the
+// transposed C cost more (1.2-1.5×).
+const outerTransposeFloats = 1 << 19
+
+// outerTransposed is outerAsm with the tiles' rows along dst's columns and
+// their lanes along dst's rows, reading C by gathers and scatters
+// (bwdColsT): the same products in the same order (a product's factors
+// commute exactly in a fused multiply-add), so the same bits.
+func outerTransposed(dst []float32, rows, cols int, us, vs [][]float32, lu, lv int) {
+	m := len(us)
+	wv := tileShape(cols, (rows+15)/16, colsTRmax)
+	r := colsTRmax[wv]
+	parallelFor(rows, 16*wv, rows*cols*m, func(lo, hi int) {
+		var strip []float32
+		if lu >= outerPackStride {
+			sp := outerPool.Get().(*[]float32)
+			defer outerPool.Put(sp)
+			*sp = growTo(*sp, m*16*wv)
+			strip = *sp
+		}
+		for o := lo; o < hi; o += 16 * wv {
+			n := min(16*wv, hi-o)
+			v, mask := (n+15)/16, lastMask(n)
+			b, ldb := &us[0][o], uintptr(4*lu)
+			if strip != nil {
+				bwdCopy[v-1](&strip[0], b, ldb, m, mask)
+				b, ldb = &strip[0], uintptr(64*v)
+			}
+			for k := 0; k < cols; k += r {
+				tr := min(r, cols-k)
+				bwdColsT[v-1][tr-1](&dst[o*cols+k], uintptr(4*cols), &vs[0][k], uintptr(4*lv), b, ldb, m, mask)
+			}
+		}
+	})
+}
+
+// outerTiles is outerAsm's work with the lanes along dst's rows.
+func outerTiles(dst []float32, rows, cols int, us, vs [][]float32, lu, lv int) {
+	m := len(us)
 	wv := tileShape(rows, (cols+15)/16, colsRmax)
 	r := colsRmax[wv]
 	parallelFor(rows, r, rows*cols*m, func(lo, hi int) {
@@ -180,7 +236,6 @@ func outerAsm(dst []float32, rows, cols int, us, vs [][]float32) bool {
 			}
 		}
 	})
-	return true
 }
 
 // outerPackStride is the row stride of vs (in float32s, 1 KiB) from which

@@ -5229,6 +5229,4410 @@ done:
 	VZEROUPPER
 	RET
 
+// func bwdCT1x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT1x1(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VPXORD       Z0, Z0, Z0
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z1
+	VBROADCASTSS (AX), Z2
+	VFMADD231PS  Z1, Z2, Z0
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT2x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT2x1(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VPXORD       Z0, Z0, Z0
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   4(AX)(Z30*1), K2, Z1
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z2
+	VBROADCASTSS (AX), Z3
+	VFMADD231PS  Z2, Z3, Z0
+	VBROADCASTSS 4(AX), Z3
+	VFMADD231PS  Z2, Z3, Z1
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, 4(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT3x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT3x1(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VPXORD       Z0, Z0, Z0
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   4(AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z2
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z3
+	VBROADCASTSS (AX), Z4
+	VFMADD231PS  Z3, Z4, Z0
+	VBROADCASTSS 4(AX), Z4
+	VFMADD231PS  Z3, Z4, Z1
+	VBROADCASTSS 8(AX), Z4
+	VFMADD231PS  Z3, Z4, Z2
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, 8(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT4x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT4x1(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VPXORD       Z0, Z0, Z0
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   4(AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   12(AX)(Z30*1), K2, Z3
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z4
+	VBROADCASTSS (AX), Z5
+	VFMADD231PS  Z4, Z5, Z0
+	VBROADCASTSS 4(AX), Z5
+	VFMADD231PS  Z4, Z5, Z1
+	VBROADCASTSS 8(AX), Z5
+	VFMADD231PS  Z4, Z5, Z2
+	VBROADCASTSS 12(AX), Z5
+	VFMADD231PS  Z4, Z5, Z3
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 12(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT5x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT5x1(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VPXORD       Z0, Z0, Z0
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   4(AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   12(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z4, Z4, Z4
+	VGATHERDPS   16(AX)(Z30*1), K2, Z4
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z5
+	VBROADCASTSS (AX), Z6
+	VFMADD231PS  Z5, Z6, Z0
+	VBROADCASTSS 4(AX), Z6
+	VFMADD231PS  Z5, Z6, Z1
+	VBROADCASTSS 8(AX), Z6
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS 12(AX), Z6
+	VFMADD231PS  Z5, Z6, Z3
+	VBROADCASTSS 16(AX), Z6
+	VFMADD231PS  Z5, Z6, Z4
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z4, K2, 16(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT6x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT6x1(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VPXORD       Z0, Z0, Z0
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   4(AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   12(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z4, Z4, Z4
+	VGATHERDPS   16(AX)(Z30*1), K2, Z4
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   20(AX)(Z30*1), K2, Z5
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z6
+	VBROADCASTSS (AX), Z7
+	VFMADD231PS  Z6, Z7, Z0
+	VBROADCASTSS 4(AX), Z7
+	VFMADD231PS  Z6, Z7, Z1
+	VBROADCASTSS 8(AX), Z7
+	VFMADD231PS  Z6, Z7, Z2
+	VBROADCASTSS 12(AX), Z7
+	VFMADD231PS  Z6, Z7, Z3
+	VBROADCASTSS 16(AX), Z7
+	VFMADD231PS  Z6, Z7, Z4
+	VBROADCASTSS 20(AX), Z7
+	VFMADD231PS  Z6, Z7, Z5
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z4, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 20(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT7x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT7x1(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VPXORD       Z0, Z0, Z0
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   4(AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   12(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z4, Z4, Z4
+	VGATHERDPS   16(AX)(Z30*1), K2, Z4
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   20(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z6, Z6, Z6
+	VGATHERDPS   24(AX)(Z30*1), K2, Z6
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z7
+	VBROADCASTSS (AX), Z8
+	VFMADD231PS  Z7, Z8, Z0
+	VBROADCASTSS 4(AX), Z8
+	VFMADD231PS  Z7, Z8, Z1
+	VBROADCASTSS 8(AX), Z8
+	VFMADD231PS  Z7, Z8, Z2
+	VBROADCASTSS 12(AX), Z8
+	VFMADD231PS  Z7, Z8, Z3
+	VBROADCASTSS 16(AX), Z8
+	VFMADD231PS  Z7, Z8, Z4
+	VBROADCASTSS 20(AX), Z8
+	VFMADD231PS  Z7, Z8, Z5
+	VBROADCASTSS 24(AX), Z8
+	VFMADD231PS  Z7, Z8, Z6
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z4, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 20(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z6, K2, 24(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT8x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT8x1(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VPXORD       Z0, Z0, Z0
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   4(AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   12(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z4, Z4, Z4
+	VGATHERDPS   16(AX)(Z30*1), K2, Z4
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   20(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z6, Z6, Z6
+	VGATHERDPS   24(AX)(Z30*1), K2, Z6
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   28(AX)(Z30*1), K2, Z7
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z8
+	VBROADCASTSS (AX), Z9
+	VFMADD231PS  Z8, Z9, Z0
+	VBROADCASTSS 4(AX), Z9
+	VFMADD231PS  Z8, Z9, Z1
+	VBROADCASTSS 8(AX), Z9
+	VFMADD231PS  Z8, Z9, Z2
+	VBROADCASTSS 12(AX), Z9
+	VFMADD231PS  Z8, Z9, Z3
+	VBROADCASTSS 16(AX), Z9
+	VFMADD231PS  Z8, Z9, Z4
+	VBROADCASTSS 20(AX), Z9
+	VFMADD231PS  Z8, Z9, Z5
+	VBROADCASTSS 24(AX), Z9
+	VFMADD231PS  Z8, Z9, Z6
+	VBROADCASTSS 28(AX), Z9
+	VFMADD231PS  Z8, Z9, Z7
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z4, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 20(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z6, K2, 24(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 28(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT9x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT9x1(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VPXORD       Z0, Z0, Z0
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   4(AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   12(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z4, Z4, Z4
+	VGATHERDPS   16(AX)(Z30*1), K2, Z4
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   20(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z6, Z6, Z6
+	VGATHERDPS   24(AX)(Z30*1), K2, Z6
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   28(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z8, Z8, Z8
+	VGATHERDPS   32(AX)(Z30*1), K2, Z8
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z9
+	VBROADCASTSS (AX), Z10
+	VFMADD231PS  Z9, Z10, Z0
+	VBROADCASTSS 4(AX), Z10
+	VFMADD231PS  Z9, Z10, Z1
+	VBROADCASTSS 8(AX), Z10
+	VFMADD231PS  Z9, Z10, Z2
+	VBROADCASTSS 12(AX), Z10
+	VFMADD231PS  Z9, Z10, Z3
+	VBROADCASTSS 16(AX), Z10
+	VFMADD231PS  Z9, Z10, Z4
+	VBROADCASTSS 20(AX), Z10
+	VFMADD231PS  Z9, Z10, Z5
+	VBROADCASTSS 24(AX), Z10
+	VFMADD231PS  Z9, Z10, Z6
+	VBROADCASTSS 28(AX), Z10
+	VFMADD231PS  Z9, Z10, Z7
+	VBROADCASTSS 32(AX), Z10
+	VFMADD231PS  Z9, Z10, Z8
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z4, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 20(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z6, K2, 24(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 28(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z8, K2, 32(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT10x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT10x1(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VPXORD       Z0, Z0, Z0
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   4(AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   12(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z4, Z4, Z4
+	VGATHERDPS   16(AX)(Z30*1), K2, Z4
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   20(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z6, Z6, Z6
+	VGATHERDPS   24(AX)(Z30*1), K2, Z6
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   28(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z8, Z8, Z8
+	VGATHERDPS   32(AX)(Z30*1), K2, Z8
+	KMOVW        K1, K2
+	VPXORD       Z9, Z9, Z9
+	VGATHERDPS   36(AX)(Z30*1), K2, Z9
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z10
+	VBROADCASTSS (AX), Z11
+	VFMADD231PS  Z10, Z11, Z0
+	VBROADCASTSS 4(AX), Z11
+	VFMADD231PS  Z10, Z11, Z1
+	VBROADCASTSS 8(AX), Z11
+	VFMADD231PS  Z10, Z11, Z2
+	VBROADCASTSS 12(AX), Z11
+	VFMADD231PS  Z10, Z11, Z3
+	VBROADCASTSS 16(AX), Z11
+	VFMADD231PS  Z10, Z11, Z4
+	VBROADCASTSS 20(AX), Z11
+	VFMADD231PS  Z10, Z11, Z5
+	VBROADCASTSS 24(AX), Z11
+	VFMADD231PS  Z10, Z11, Z6
+	VBROADCASTSS 28(AX), Z11
+	VFMADD231PS  Z10, Z11, Z7
+	VBROADCASTSS 32(AX), Z11
+	VFMADD231PS  Z10, Z11, Z8
+	VBROADCASTSS 36(AX), Z11
+	VFMADD231PS  Z10, Z11, Z9
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z4, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 20(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z6, K2, 24(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 28(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z8, K2, 32(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z9, K2, 36(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT11x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT11x1(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VPXORD       Z0, Z0, Z0
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   4(AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   12(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z4, Z4, Z4
+	VGATHERDPS   16(AX)(Z30*1), K2, Z4
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   20(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z6, Z6, Z6
+	VGATHERDPS   24(AX)(Z30*1), K2, Z6
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   28(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z8, Z8, Z8
+	VGATHERDPS   32(AX)(Z30*1), K2, Z8
+	KMOVW        K1, K2
+	VPXORD       Z9, Z9, Z9
+	VGATHERDPS   36(AX)(Z30*1), K2, Z9
+	KMOVW        K1, K2
+	VPXORD       Z10, Z10, Z10
+	VGATHERDPS   40(AX)(Z30*1), K2, Z10
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z11
+	VBROADCASTSS (AX), Z12
+	VFMADD231PS  Z11, Z12, Z0
+	VBROADCASTSS 4(AX), Z12
+	VFMADD231PS  Z11, Z12, Z1
+	VBROADCASTSS 8(AX), Z12
+	VFMADD231PS  Z11, Z12, Z2
+	VBROADCASTSS 12(AX), Z12
+	VFMADD231PS  Z11, Z12, Z3
+	VBROADCASTSS 16(AX), Z12
+	VFMADD231PS  Z11, Z12, Z4
+	VBROADCASTSS 20(AX), Z12
+	VFMADD231PS  Z11, Z12, Z5
+	VBROADCASTSS 24(AX), Z12
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 28(AX), Z12
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 32(AX), Z12
+	VFMADD231PS  Z11, Z12, Z8
+	VBROADCASTSS 36(AX), Z12
+	VFMADD231PS  Z11, Z12, Z9
+	VBROADCASTSS 40(AX), Z12
+	VFMADD231PS  Z11, Z12, Z10
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z4, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 20(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z6, K2, 24(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 28(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z8, K2, 32(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z9, K2, 36(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z10, K2, 40(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT12x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT12x1(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VPXORD       Z0, Z0, Z0
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   4(AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   12(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z4, Z4, Z4
+	VGATHERDPS   16(AX)(Z30*1), K2, Z4
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   20(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z6, Z6, Z6
+	VGATHERDPS   24(AX)(Z30*1), K2, Z6
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   28(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z8, Z8, Z8
+	VGATHERDPS   32(AX)(Z30*1), K2, Z8
+	KMOVW        K1, K2
+	VPXORD       Z9, Z9, Z9
+	VGATHERDPS   36(AX)(Z30*1), K2, Z9
+	KMOVW        K1, K2
+	VPXORD       Z10, Z10, Z10
+	VGATHERDPS   40(AX)(Z30*1), K2, Z10
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   44(AX)(Z30*1), K2, Z11
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z12
+	VBROADCASTSS (AX), Z13
+	VFMADD231PS  Z12, Z13, Z0
+	VBROADCASTSS 4(AX), Z13
+	VFMADD231PS  Z12, Z13, Z1
+	VBROADCASTSS 8(AX), Z13
+	VFMADD231PS  Z12, Z13, Z2
+	VBROADCASTSS 12(AX), Z13
+	VFMADD231PS  Z12, Z13, Z3
+	VBROADCASTSS 16(AX), Z13
+	VFMADD231PS  Z12, Z13, Z4
+	VBROADCASTSS 20(AX), Z13
+	VFMADD231PS  Z12, Z13, Z5
+	VBROADCASTSS 24(AX), Z13
+	VFMADD231PS  Z12, Z13, Z6
+	VBROADCASTSS 28(AX), Z13
+	VFMADD231PS  Z12, Z13, Z7
+	VBROADCASTSS 32(AX), Z13
+	VFMADD231PS  Z12, Z13, Z8
+	VBROADCASTSS 36(AX), Z13
+	VFMADD231PS  Z12, Z13, Z9
+	VBROADCASTSS 40(AX), Z13
+	VFMADD231PS  Z12, Z13, Z10
+	VBROADCASTSS 44(AX), Z13
+	VFMADD231PS  Z12, Z13, Z11
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z4, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 20(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z6, K2, 24(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 28(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z8, K2, 32(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z9, K2, 36(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z10, K2, 40(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 44(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT1x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT1x2(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z2
+	VMOVUPS.Z    64(DX), K1, Z3
+	VBROADCASTSS (AX), Z4
+	VFMADD231PS  Z2, Z4, Z0
+	VFMADD231PS  Z3, Z4, Z1
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT2x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT2x2(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z2
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z4
+	VMOVUPS.Z    64(DX), K1, Z5
+	VBROADCASTSS (AX), Z6
+	VFMADD231PS  Z4, Z6, Z0
+	VFMADD231PS  Z5, Z6, Z1
+	VBROADCASTSS 4(AX), Z6
+	VFMADD231PS  Z4, Z6, Z2
+	VFMADD231PS  Z5, Z6, Z3
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, 4(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT3x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT3x2(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z2
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z4
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   8(AX)(Z30*1), K2, Z5
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z6
+	VMOVUPS.Z    64(DX), K1, Z7
+	VBROADCASTSS (AX), Z8
+	VFMADD231PS  Z6, Z8, Z0
+	VFMADD231PS  Z7, Z8, Z1
+	VBROADCASTSS 4(AX), Z8
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z3
+	VBROADCASTSS 8(AX), Z8
+	VFMADD231PS  Z6, Z8, Z4
+	VFMADD231PS  Z7, Z8, Z5
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 8(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 8(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT4x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT4x2(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z2
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z6
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   8(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   12(AX)(Z30*1), K2, Z7
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z8
+	VMOVUPS.Z    64(DX), K1, Z9
+	VBROADCASTSS (AX), Z10
+	VFMADD231PS  Z8, Z10, Z0
+	VFMADD231PS  Z9, Z10, Z1
+	VBROADCASTSS 4(AX), Z10
+	VFMADD231PS  Z8, Z10, Z2
+	VFMADD231PS  Z9, Z10, Z3
+	VBROADCASTSS 8(AX), Z10
+	VFMADD231PS  Z8, Z10, Z4
+	VFMADD231PS  Z9, Z10, Z5
+	VBROADCASTSS 12(AX), Z10
+	VFMADD231PS  Z8, Z10, Z6
+	VFMADD231PS  Z9, Z10, Z7
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 12(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 12(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT5x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT5x2(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z2
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z8
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   8(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   12(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z9, Z9, Z9
+	VGATHERDPS   16(AX)(Z30*1), K2, Z9
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z10
+	VMOVUPS.Z    64(DX), K1, Z11
+	VBROADCASTSS (AX), Z12
+	VFMADD231PS  Z10, Z12, Z0
+	VFMADD231PS  Z11, Z12, Z1
+	VBROADCASTSS 4(AX), Z12
+	VFMADD231PS  Z10, Z12, Z2
+	VFMADD231PS  Z11, Z12, Z3
+	VBROADCASTSS 8(AX), Z12
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z5
+	VBROADCASTSS 12(AX), Z12
+	VFMADD231PS  Z10, Z12, Z6
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 16(AX), Z12
+	VFMADD231PS  Z10, Z12, Z8
+	VFMADD231PS  Z11, Z12, Z9
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z8, K2, 16(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z9, K2, 16(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT6x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT6x2(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z2
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z8
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z10
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   8(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   12(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z9, Z9, Z9
+	VGATHERDPS   16(AX)(Z30*1), K2, Z9
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   20(AX)(Z30*1), K2, Z11
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z12
+	VMOVUPS.Z    64(DX), K1, Z13
+	VBROADCASTSS (AX), Z14
+	VFMADD231PS  Z12, Z14, Z0
+	VFMADD231PS  Z13, Z14, Z1
+	VBROADCASTSS 4(AX), Z14
+	VFMADD231PS  Z12, Z14, Z2
+	VFMADD231PS  Z13, Z14, Z3
+	VBROADCASTSS 8(AX), Z14
+	VFMADD231PS  Z12, Z14, Z4
+	VFMADD231PS  Z13, Z14, Z5
+	VBROADCASTSS 12(AX), Z14
+	VFMADD231PS  Z12, Z14, Z6
+	VFMADD231PS  Z13, Z14, Z7
+	VBROADCASTSS 16(AX), Z14
+	VFMADD231PS  Z12, Z14, Z8
+	VFMADD231PS  Z13, Z14, Z9
+	VBROADCASTSS 20(AX), Z14
+	VFMADD231PS  Z12, Z14, Z10
+	VFMADD231PS  Z13, Z14, Z11
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z8, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 20(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z9, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 20(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT7x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT7x2(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z2
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z8
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z10
+	KXNORW       K2, K2, K2
+	VGATHERDPS   24(AX)(Z30*1), K2, Z12
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   8(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   12(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z9, Z9, Z9
+	VGATHERDPS   16(AX)(Z30*1), K2, Z9
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   20(AX)(Z30*1), K2, Z11
+	KMOVW        K1, K2
+	VPXORD       Z13, Z13, Z13
+	VGATHERDPS   24(AX)(Z30*1), K2, Z13
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z14
+	VMOVUPS.Z    64(DX), K1, Z15
+	VBROADCASTSS (AX), Z16
+	VFMADD231PS  Z14, Z16, Z0
+	VFMADD231PS  Z15, Z16, Z1
+	VBROADCASTSS 4(AX), Z16
+	VFMADD231PS  Z14, Z16, Z2
+	VFMADD231PS  Z15, Z16, Z3
+	VBROADCASTSS 8(AX), Z16
+	VFMADD231PS  Z14, Z16, Z4
+	VFMADD231PS  Z15, Z16, Z5
+	VBROADCASTSS 12(AX), Z16
+	VFMADD231PS  Z14, Z16, Z6
+	VFMADD231PS  Z15, Z16, Z7
+	VBROADCASTSS 16(AX), Z16
+	VFMADD231PS  Z14, Z16, Z8
+	VFMADD231PS  Z15, Z16, Z9
+	VBROADCASTSS 20(AX), Z16
+	VFMADD231PS  Z14, Z16, Z10
+	VFMADD231PS  Z15, Z16, Z11
+	VBROADCASTSS 24(AX), Z16
+	VFMADD231PS  Z14, Z16, Z12
+	VFMADD231PS  Z15, Z16, Z13
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z8, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 20(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z12, K2, 24(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z9, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 20(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z13, K2, 24(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT8x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT8x2(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z2
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z8
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z10
+	KXNORW       K2, K2, K2
+	VGATHERDPS   24(AX)(Z30*1), K2, Z12
+	KXNORW       K2, K2, K2
+	VGATHERDPS   28(AX)(Z30*1), K2, Z14
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   8(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   12(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z9, Z9, Z9
+	VGATHERDPS   16(AX)(Z30*1), K2, Z9
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   20(AX)(Z30*1), K2, Z11
+	KMOVW        K1, K2
+	VPXORD       Z13, Z13, Z13
+	VGATHERDPS   24(AX)(Z30*1), K2, Z13
+	KMOVW        K1, K2
+	VPXORD       Z15, Z15, Z15
+	VGATHERDPS   28(AX)(Z30*1), K2, Z15
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z16
+	VMOVUPS.Z    64(DX), K1, Z17
+	VBROADCASTSS (AX), Z18
+	VFMADD231PS  Z16, Z18, Z0
+	VFMADD231PS  Z17, Z18, Z1
+	VBROADCASTSS 4(AX), Z18
+	VFMADD231PS  Z16, Z18, Z2
+	VFMADD231PS  Z17, Z18, Z3
+	VBROADCASTSS 8(AX), Z18
+	VFMADD231PS  Z16, Z18, Z4
+	VFMADD231PS  Z17, Z18, Z5
+	VBROADCASTSS 12(AX), Z18
+	VFMADD231PS  Z16, Z18, Z6
+	VFMADD231PS  Z17, Z18, Z7
+	VBROADCASTSS 16(AX), Z18
+	VFMADD231PS  Z16, Z18, Z8
+	VFMADD231PS  Z17, Z18, Z9
+	VBROADCASTSS 20(AX), Z18
+	VFMADD231PS  Z16, Z18, Z10
+	VFMADD231PS  Z17, Z18, Z11
+	VBROADCASTSS 24(AX), Z18
+	VFMADD231PS  Z16, Z18, Z12
+	VFMADD231PS  Z17, Z18, Z13
+	VBROADCASTSS 28(AX), Z18
+	VFMADD231PS  Z16, Z18, Z14
+	VFMADD231PS  Z17, Z18, Z15
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z8, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 20(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z12, K2, 24(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z14, K2, 28(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z9, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 20(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z13, K2, 24(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z15, K2, 28(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT9x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT9x2(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z2
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z8
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z10
+	KXNORW       K2, K2, K2
+	VGATHERDPS   24(AX)(Z30*1), K2, Z12
+	KXNORW       K2, K2, K2
+	VGATHERDPS   28(AX)(Z30*1), K2, Z14
+	KXNORW       K2, K2, K2
+	VGATHERDPS   32(AX)(Z30*1), K2, Z16
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   8(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   12(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z9, Z9, Z9
+	VGATHERDPS   16(AX)(Z30*1), K2, Z9
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   20(AX)(Z30*1), K2, Z11
+	KMOVW        K1, K2
+	VPXORD       Z13, Z13, Z13
+	VGATHERDPS   24(AX)(Z30*1), K2, Z13
+	KMOVW        K1, K2
+	VPXORD       Z15, Z15, Z15
+	VGATHERDPS   28(AX)(Z30*1), K2, Z15
+	KMOVW        K1, K2
+	VPXORD       Z17, Z17, Z17
+	VGATHERDPS   32(AX)(Z30*1), K2, Z17
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z18
+	VMOVUPS.Z    64(DX), K1, Z19
+	VBROADCASTSS (AX), Z20
+	VFMADD231PS  Z18, Z20, Z0
+	VFMADD231PS  Z19, Z20, Z1
+	VBROADCASTSS 4(AX), Z20
+	VFMADD231PS  Z18, Z20, Z2
+	VFMADD231PS  Z19, Z20, Z3
+	VBROADCASTSS 8(AX), Z20
+	VFMADD231PS  Z18, Z20, Z4
+	VFMADD231PS  Z19, Z20, Z5
+	VBROADCASTSS 12(AX), Z20
+	VFMADD231PS  Z18, Z20, Z6
+	VFMADD231PS  Z19, Z20, Z7
+	VBROADCASTSS 16(AX), Z20
+	VFMADD231PS  Z18, Z20, Z8
+	VFMADD231PS  Z19, Z20, Z9
+	VBROADCASTSS 20(AX), Z20
+	VFMADD231PS  Z18, Z20, Z10
+	VFMADD231PS  Z19, Z20, Z11
+	VBROADCASTSS 24(AX), Z20
+	VFMADD231PS  Z18, Z20, Z12
+	VFMADD231PS  Z19, Z20, Z13
+	VBROADCASTSS 28(AX), Z20
+	VFMADD231PS  Z18, Z20, Z14
+	VFMADD231PS  Z19, Z20, Z15
+	VBROADCASTSS 32(AX), Z20
+	VFMADD231PS  Z18, Z20, Z16
+	VFMADD231PS  Z19, Z20, Z17
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z8, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 20(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z12, K2, 24(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z14, K2, 28(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z16, K2, 32(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z9, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 20(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z13, K2, 24(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z15, K2, 28(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z17, K2, 32(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT10x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT10x2(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z2
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z8
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z10
+	KXNORW       K2, K2, K2
+	VGATHERDPS   24(AX)(Z30*1), K2, Z12
+	KXNORW       K2, K2, K2
+	VGATHERDPS   28(AX)(Z30*1), K2, Z14
+	KXNORW       K2, K2, K2
+	VGATHERDPS   32(AX)(Z30*1), K2, Z16
+	KXNORW       K2, K2, K2
+	VGATHERDPS   36(AX)(Z30*1), K2, Z18
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   8(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   12(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z9, Z9, Z9
+	VGATHERDPS   16(AX)(Z30*1), K2, Z9
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   20(AX)(Z30*1), K2, Z11
+	KMOVW        K1, K2
+	VPXORD       Z13, Z13, Z13
+	VGATHERDPS   24(AX)(Z30*1), K2, Z13
+	KMOVW        K1, K2
+	VPXORD       Z15, Z15, Z15
+	VGATHERDPS   28(AX)(Z30*1), K2, Z15
+	KMOVW        K1, K2
+	VPXORD       Z17, Z17, Z17
+	VGATHERDPS   32(AX)(Z30*1), K2, Z17
+	KMOVW        K1, K2
+	VPXORD       Z19, Z19, Z19
+	VGATHERDPS   36(AX)(Z30*1), K2, Z19
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z20
+	VMOVUPS.Z    64(DX), K1, Z21
+	VBROADCASTSS (AX), Z22
+	VFMADD231PS  Z20, Z22, Z0
+	VFMADD231PS  Z21, Z22, Z1
+	VBROADCASTSS 4(AX), Z22
+	VFMADD231PS  Z20, Z22, Z2
+	VFMADD231PS  Z21, Z22, Z3
+	VBROADCASTSS 8(AX), Z22
+	VFMADD231PS  Z20, Z22, Z4
+	VFMADD231PS  Z21, Z22, Z5
+	VBROADCASTSS 12(AX), Z22
+	VFMADD231PS  Z20, Z22, Z6
+	VFMADD231PS  Z21, Z22, Z7
+	VBROADCASTSS 16(AX), Z22
+	VFMADD231PS  Z20, Z22, Z8
+	VFMADD231PS  Z21, Z22, Z9
+	VBROADCASTSS 20(AX), Z22
+	VFMADD231PS  Z20, Z22, Z10
+	VFMADD231PS  Z21, Z22, Z11
+	VBROADCASTSS 24(AX), Z22
+	VFMADD231PS  Z20, Z22, Z12
+	VFMADD231PS  Z21, Z22, Z13
+	VBROADCASTSS 28(AX), Z22
+	VFMADD231PS  Z20, Z22, Z14
+	VFMADD231PS  Z21, Z22, Z15
+	VBROADCASTSS 32(AX), Z22
+	VFMADD231PS  Z20, Z22, Z16
+	VFMADD231PS  Z21, Z22, Z17
+	VBROADCASTSS 36(AX), Z22
+	VFMADD231PS  Z20, Z22, Z18
+	VFMADD231PS  Z21, Z22, Z19
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z8, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 20(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z12, K2, 24(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z14, K2, 28(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z16, K2, 32(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z18, K2, 36(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z9, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 20(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z13, K2, 24(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z15, K2, 28(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z17, K2, 32(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z19, K2, 36(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT11x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT11x2(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z2
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z8
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z10
+	KXNORW       K2, K2, K2
+	VGATHERDPS   24(AX)(Z30*1), K2, Z12
+	KXNORW       K2, K2, K2
+	VGATHERDPS   28(AX)(Z30*1), K2, Z14
+	KXNORW       K2, K2, K2
+	VGATHERDPS   32(AX)(Z30*1), K2, Z16
+	KXNORW       K2, K2, K2
+	VGATHERDPS   36(AX)(Z30*1), K2, Z18
+	KXNORW       K2, K2, K2
+	VGATHERDPS   40(AX)(Z30*1), K2, Z20
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   8(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   12(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z9, Z9, Z9
+	VGATHERDPS   16(AX)(Z30*1), K2, Z9
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   20(AX)(Z30*1), K2, Z11
+	KMOVW        K1, K2
+	VPXORD       Z13, Z13, Z13
+	VGATHERDPS   24(AX)(Z30*1), K2, Z13
+	KMOVW        K1, K2
+	VPXORD       Z15, Z15, Z15
+	VGATHERDPS   28(AX)(Z30*1), K2, Z15
+	KMOVW        K1, K2
+	VPXORD       Z17, Z17, Z17
+	VGATHERDPS   32(AX)(Z30*1), K2, Z17
+	KMOVW        K1, K2
+	VPXORD       Z19, Z19, Z19
+	VGATHERDPS   36(AX)(Z30*1), K2, Z19
+	KMOVW        K1, K2
+	VPXORD       Z21, Z21, Z21
+	VGATHERDPS   40(AX)(Z30*1), K2, Z21
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z22
+	VMOVUPS.Z    64(DX), K1, Z23
+	VBROADCASTSS (AX), Z24
+	VFMADD231PS  Z22, Z24, Z0
+	VFMADD231PS  Z23, Z24, Z1
+	VBROADCASTSS 4(AX), Z24
+	VFMADD231PS  Z22, Z24, Z2
+	VFMADD231PS  Z23, Z24, Z3
+	VBROADCASTSS 8(AX), Z24
+	VFMADD231PS  Z22, Z24, Z4
+	VFMADD231PS  Z23, Z24, Z5
+	VBROADCASTSS 12(AX), Z24
+	VFMADD231PS  Z22, Z24, Z6
+	VFMADD231PS  Z23, Z24, Z7
+	VBROADCASTSS 16(AX), Z24
+	VFMADD231PS  Z22, Z24, Z8
+	VFMADD231PS  Z23, Z24, Z9
+	VBROADCASTSS 20(AX), Z24
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z11
+	VBROADCASTSS 24(AX), Z24
+	VFMADD231PS  Z22, Z24, Z12
+	VFMADD231PS  Z23, Z24, Z13
+	VBROADCASTSS 28(AX), Z24
+	VFMADD231PS  Z22, Z24, Z14
+	VFMADD231PS  Z23, Z24, Z15
+	VBROADCASTSS 32(AX), Z24
+	VFMADD231PS  Z22, Z24, Z16
+	VFMADD231PS  Z23, Z24, Z17
+	VBROADCASTSS 36(AX), Z24
+	VFMADD231PS  Z22, Z24, Z18
+	VFMADD231PS  Z23, Z24, Z19
+	VBROADCASTSS 40(AX), Z24
+	VFMADD231PS  Z22, Z24, Z20
+	VFMADD231PS  Z23, Z24, Z21
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z8, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 20(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z12, K2, 24(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z14, K2, 28(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z16, K2, 32(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z18, K2, 36(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z20, K2, 40(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z9, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 20(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z13, K2, 24(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z15, K2, 28(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z17, K2, 32(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z19, K2, 36(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z21, K2, 40(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT12x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT12x2(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z2
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z8
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z10
+	KXNORW       K2, K2, K2
+	VGATHERDPS   24(AX)(Z30*1), K2, Z12
+	KXNORW       K2, K2, K2
+	VGATHERDPS   28(AX)(Z30*1), K2, Z14
+	KXNORW       K2, K2, K2
+	VGATHERDPS   32(AX)(Z30*1), K2, Z16
+	KXNORW       K2, K2, K2
+	VGATHERDPS   36(AX)(Z30*1), K2, Z18
+	KXNORW       K2, K2, K2
+	VGATHERDPS   40(AX)(Z30*1), K2, Z20
+	KXNORW       K2, K2, K2
+	VGATHERDPS   44(AX)(Z30*1), K2, Z22
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   8(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   12(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z9, Z9, Z9
+	VGATHERDPS   16(AX)(Z30*1), K2, Z9
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   20(AX)(Z30*1), K2, Z11
+	KMOVW        K1, K2
+	VPXORD       Z13, Z13, Z13
+	VGATHERDPS   24(AX)(Z30*1), K2, Z13
+	KMOVW        K1, K2
+	VPXORD       Z15, Z15, Z15
+	VGATHERDPS   28(AX)(Z30*1), K2, Z15
+	KMOVW        K1, K2
+	VPXORD       Z17, Z17, Z17
+	VGATHERDPS   32(AX)(Z30*1), K2, Z17
+	KMOVW        K1, K2
+	VPXORD       Z19, Z19, Z19
+	VGATHERDPS   36(AX)(Z30*1), K2, Z19
+	KMOVW        K1, K2
+	VPXORD       Z21, Z21, Z21
+	VGATHERDPS   40(AX)(Z30*1), K2, Z21
+	KMOVW        K1, K2
+	VPXORD       Z23, Z23, Z23
+	VGATHERDPS   44(AX)(Z30*1), K2, Z23
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z24
+	VMOVUPS.Z    64(DX), K1, Z25
+	VBROADCASTSS (AX), Z26
+	VFMADD231PS  Z24, Z26, Z0
+	VFMADD231PS  Z25, Z26, Z1
+	VBROADCASTSS 4(AX), Z26
+	VFMADD231PS  Z24, Z26, Z2
+	VFMADD231PS  Z25, Z26, Z3
+	VBROADCASTSS 8(AX), Z26
+	VFMADD231PS  Z24, Z26, Z4
+	VFMADD231PS  Z25, Z26, Z5
+	VBROADCASTSS 12(AX), Z26
+	VFMADD231PS  Z24, Z26, Z6
+	VFMADD231PS  Z25, Z26, Z7
+	VBROADCASTSS 16(AX), Z26
+	VFMADD231PS  Z24, Z26, Z8
+	VFMADD231PS  Z25, Z26, Z9
+	VBROADCASTSS 20(AX), Z26
+	VFMADD231PS  Z24, Z26, Z10
+	VFMADD231PS  Z25, Z26, Z11
+	VBROADCASTSS 24(AX), Z26
+	VFMADD231PS  Z24, Z26, Z12
+	VFMADD231PS  Z25, Z26, Z13
+	VBROADCASTSS 28(AX), Z26
+	VFMADD231PS  Z24, Z26, Z14
+	VFMADD231PS  Z25, Z26, Z15
+	VBROADCASTSS 32(AX), Z26
+	VFMADD231PS  Z24, Z26, Z16
+	VFMADD231PS  Z25, Z26, Z17
+	VBROADCASTSS 36(AX), Z26
+	VFMADD231PS  Z24, Z26, Z18
+	VFMADD231PS  Z25, Z26, Z19
+	VBROADCASTSS 40(AX), Z26
+	VFMADD231PS  Z24, Z26, Z20
+	VFMADD231PS  Z25, Z26, Z21
+	VBROADCASTSS 44(AX), Z26
+	VFMADD231PS  Z24, Z26, Z22
+	VFMADD231PS  Z25, Z26, Z23
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z8, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 20(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z12, K2, 24(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z14, K2, 28(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z16, K2, 32(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z18, K2, 36(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z20, K2, 40(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z22, K2, 44(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z9, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 20(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z13, K2, 24(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z15, K2, 28(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z17, K2, 32(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z19, K2, 36(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z21, K2, 40(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z23, K2, 44(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT1x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT1x3(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   (AX)(Z30*1), K2, Z2
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z3
+	VMOVUPS      64(DX), Z4
+	VMOVUPS.Z    128(DX), K1, Z5
+	VBROADCASTSS (AX), Z6
+	VFMADD231PS  Z3, Z6, Z0
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z2
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, (AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT2x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT2x3(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z4
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   (AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   4(AX)(Z30*1), K2, Z5
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z6
+	VMOVUPS      64(DX), Z7
+	VMOVUPS.Z    128(DX), K1, Z8
+	VBROADCASTSS (AX), Z9
+	VFMADD231PS  Z6, Z9, Z0
+	VFMADD231PS  Z7, Z9, Z1
+	VFMADD231PS  Z8, Z9, Z2
+	VBROADCASTSS 4(AX), Z9
+	VFMADD231PS  Z6, Z9, Z3
+	VFMADD231PS  Z7, Z9, Z4
+	VFMADD231PS  Z8, Z9, Z5
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 4(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 4(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT3x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT3x3(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z6
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z7
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   (AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   4(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z8, Z8, Z8
+	VGATHERDPS   8(AX)(Z30*1), K2, Z8
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z9
+	VMOVUPS      64(DX), Z10
+	VMOVUPS.Z    128(DX), K1, Z11
+	VBROADCASTSS (AX), Z12
+	VFMADD231PS  Z9, Z12, Z0
+	VFMADD231PS  Z10, Z12, Z1
+	VFMADD231PS  Z11, Z12, Z2
+	VBROADCASTSS 4(AX), Z12
+	VFMADD231PS  Z9, Z12, Z3
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z5
+	VBROADCASTSS 8(AX), Z12
+	VFMADD231PS  Z9, Z12, Z6
+	VFMADD231PS  Z10, Z12, Z7
+	VFMADD231PS  Z11, Z12, Z8
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 8(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z7, K2, 8(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z8, K2, 8(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT4x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT4x3(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z9
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z7
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z10
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   (AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   4(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z8, Z8, Z8
+	VGATHERDPS   8(AX)(Z30*1), K2, Z8
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   12(AX)(Z30*1), K2, Z11
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z12
+	VMOVUPS      64(DX), Z13
+	VMOVUPS.Z    128(DX), K1, Z14
+	VBROADCASTSS (AX), Z15
+	VFMADD231PS  Z12, Z15, Z0
+	VFMADD231PS  Z13, Z15, Z1
+	VFMADD231PS  Z14, Z15, Z2
+	VBROADCASTSS 4(AX), Z15
+	VFMADD231PS  Z12, Z15, Z3
+	VFMADD231PS  Z13, Z15, Z4
+	VFMADD231PS  Z14, Z15, Z5
+	VBROADCASTSS 8(AX), Z15
+	VFMADD231PS  Z12, Z15, Z6
+	VFMADD231PS  Z13, Z15, Z7
+	VFMADD231PS  Z14, Z15, Z8
+	VBROADCASTSS 12(AX), Z15
+	VFMADD231PS  Z12, Z15, Z9
+	VFMADD231PS  Z13, Z15, Z10
+	VFMADD231PS  Z14, Z15, Z11
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z9, K2, 12(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z7, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 12(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z8, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 12(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT5x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT5x3(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z9
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z12
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z7
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z10
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z13
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   (AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   4(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z8, Z8, Z8
+	VGATHERDPS   8(AX)(Z30*1), K2, Z8
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   12(AX)(Z30*1), K2, Z11
+	KMOVW        K1, K2
+	VPXORD       Z14, Z14, Z14
+	VGATHERDPS   16(AX)(Z30*1), K2, Z14
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z15
+	VMOVUPS      64(DX), Z16
+	VMOVUPS.Z    128(DX), K1, Z17
+	VBROADCASTSS (AX), Z18
+	VFMADD231PS  Z15, Z18, Z0
+	VFMADD231PS  Z16, Z18, Z1
+	VFMADD231PS  Z17, Z18, Z2
+	VBROADCASTSS 4(AX), Z18
+	VFMADD231PS  Z15, Z18, Z3
+	VFMADD231PS  Z16, Z18, Z4
+	VFMADD231PS  Z17, Z18, Z5
+	VBROADCASTSS 8(AX), Z18
+	VFMADD231PS  Z15, Z18, Z6
+	VFMADD231PS  Z16, Z18, Z7
+	VFMADD231PS  Z17, Z18, Z8
+	VBROADCASTSS 12(AX), Z18
+	VFMADD231PS  Z15, Z18, Z9
+	VFMADD231PS  Z16, Z18, Z10
+	VFMADD231PS  Z17, Z18, Z11
+	VBROADCASTSS 16(AX), Z18
+	VFMADD231PS  Z15, Z18, Z12
+	VFMADD231PS  Z16, Z18, Z13
+	VFMADD231PS  Z17, Z18, Z14
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z9, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z12, K2, 16(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z7, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z13, K2, 16(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z8, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z14, K2, 16(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT6x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT6x3(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z9
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z12
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z15
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z7
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z10
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z13
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z16
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   (AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   4(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z8, Z8, Z8
+	VGATHERDPS   8(AX)(Z30*1), K2, Z8
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   12(AX)(Z30*1), K2, Z11
+	KMOVW        K1, K2
+	VPXORD       Z14, Z14, Z14
+	VGATHERDPS   16(AX)(Z30*1), K2, Z14
+	KMOVW        K1, K2
+	VPXORD       Z17, Z17, Z17
+	VGATHERDPS   20(AX)(Z30*1), K2, Z17
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z18
+	VMOVUPS      64(DX), Z19
+	VMOVUPS.Z    128(DX), K1, Z20
+	VBROADCASTSS (AX), Z21
+	VFMADD231PS  Z18, Z21, Z0
+	VFMADD231PS  Z19, Z21, Z1
+	VFMADD231PS  Z20, Z21, Z2
+	VBROADCASTSS 4(AX), Z21
+	VFMADD231PS  Z18, Z21, Z3
+	VFMADD231PS  Z19, Z21, Z4
+	VFMADD231PS  Z20, Z21, Z5
+	VBROADCASTSS 8(AX), Z21
+	VFMADD231PS  Z18, Z21, Z6
+	VFMADD231PS  Z19, Z21, Z7
+	VFMADD231PS  Z20, Z21, Z8
+	VBROADCASTSS 12(AX), Z21
+	VFMADD231PS  Z18, Z21, Z9
+	VFMADD231PS  Z19, Z21, Z10
+	VFMADD231PS  Z20, Z21, Z11
+	VBROADCASTSS 16(AX), Z21
+	VFMADD231PS  Z18, Z21, Z12
+	VFMADD231PS  Z19, Z21, Z13
+	VFMADD231PS  Z20, Z21, Z14
+	VBROADCASTSS 20(AX), Z21
+	VFMADD231PS  Z18, Z21, Z15
+	VFMADD231PS  Z19, Z21, Z16
+	VFMADD231PS  Z20, Z21, Z17
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z9, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z12, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z15, K2, 20(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z7, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z13, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z16, K2, 20(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z8, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z14, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z17, K2, 20(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT7x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT7x3(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z9
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z12
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z15
+	KXNORW       K2, K2, K2
+	VGATHERDPS   24(AX)(Z30*1), K2, Z18
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z7
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z10
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z13
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z16
+	KXNORW       K2, K2, K2
+	VGATHERDPS   24(AX)(Z30*1), K2, Z19
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   (AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   4(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z8, Z8, Z8
+	VGATHERDPS   8(AX)(Z30*1), K2, Z8
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   12(AX)(Z30*1), K2, Z11
+	KMOVW        K1, K2
+	VPXORD       Z14, Z14, Z14
+	VGATHERDPS   16(AX)(Z30*1), K2, Z14
+	KMOVW        K1, K2
+	VPXORD       Z17, Z17, Z17
+	VGATHERDPS   20(AX)(Z30*1), K2, Z17
+	KMOVW        K1, K2
+	VPXORD       Z20, Z20, Z20
+	VGATHERDPS   24(AX)(Z30*1), K2, Z20
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z21
+	VMOVUPS      64(DX), Z22
+	VMOVUPS.Z    128(DX), K1, Z23
+	VBROADCASTSS (AX), Z24
+	VFMADD231PS  Z21, Z24, Z0
+	VFMADD231PS  Z22, Z24, Z1
+	VFMADD231PS  Z23, Z24, Z2
+	VBROADCASTSS 4(AX), Z24
+	VFMADD231PS  Z21, Z24, Z3
+	VFMADD231PS  Z22, Z24, Z4
+	VFMADD231PS  Z23, Z24, Z5
+	VBROADCASTSS 8(AX), Z24
+	VFMADD231PS  Z21, Z24, Z6
+	VFMADD231PS  Z22, Z24, Z7
+	VFMADD231PS  Z23, Z24, Z8
+	VBROADCASTSS 12(AX), Z24
+	VFMADD231PS  Z21, Z24, Z9
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z11
+	VBROADCASTSS 16(AX), Z24
+	VFMADD231PS  Z21, Z24, Z12
+	VFMADD231PS  Z22, Z24, Z13
+	VFMADD231PS  Z23, Z24, Z14
+	VBROADCASTSS 20(AX), Z24
+	VFMADD231PS  Z21, Z24, Z15
+	VFMADD231PS  Z22, Z24, Z16
+	VFMADD231PS  Z23, Z24, Z17
+	VBROADCASTSS 24(AX), Z24
+	VFMADD231PS  Z21, Z24, Z18
+	VFMADD231PS  Z22, Z24, Z19
+	VFMADD231PS  Z23, Z24, Z20
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z9, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z12, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z15, K2, 20(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z18, K2, 24(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z7, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z13, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z16, K2, 20(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z19, K2, 24(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z8, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z14, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z17, K2, 20(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z20, K2, 24(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT8x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT8x3(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z9
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z12
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z15
+	KXNORW       K2, K2, K2
+	VGATHERDPS   24(AX)(Z30*1), K2, Z18
+	KXNORW       K2, K2, K2
+	VGATHERDPS   28(AX)(Z30*1), K2, Z21
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z7
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z10
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z13
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z16
+	KXNORW       K2, K2, K2
+	VGATHERDPS   24(AX)(Z30*1), K2, Z19
+	KXNORW       K2, K2, K2
+	VGATHERDPS   28(AX)(Z30*1), K2, Z22
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   (AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   4(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z8, Z8, Z8
+	VGATHERDPS   8(AX)(Z30*1), K2, Z8
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   12(AX)(Z30*1), K2, Z11
+	KMOVW        K1, K2
+	VPXORD       Z14, Z14, Z14
+	VGATHERDPS   16(AX)(Z30*1), K2, Z14
+	KMOVW        K1, K2
+	VPXORD       Z17, Z17, Z17
+	VGATHERDPS   20(AX)(Z30*1), K2, Z17
+	KMOVW        K1, K2
+	VPXORD       Z20, Z20, Z20
+	VGATHERDPS   24(AX)(Z30*1), K2, Z20
+	KMOVW        K1, K2
+	VPXORD       Z23, Z23, Z23
+	VGATHERDPS   28(AX)(Z30*1), K2, Z23
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z24
+	VMOVUPS      64(DX), Z25
+	VMOVUPS.Z    128(DX), K1, Z26
+	VBROADCASTSS (AX), Z27
+	VFMADD231PS  Z24, Z27, Z0
+	VFMADD231PS  Z25, Z27, Z1
+	VFMADD231PS  Z26, Z27, Z2
+	VBROADCASTSS 4(AX), Z27
+	VFMADD231PS  Z24, Z27, Z3
+	VFMADD231PS  Z25, Z27, Z4
+	VFMADD231PS  Z26, Z27, Z5
+	VBROADCASTSS 8(AX), Z27
+	VFMADD231PS  Z24, Z27, Z6
+	VFMADD231PS  Z25, Z27, Z7
+	VFMADD231PS  Z26, Z27, Z8
+	VBROADCASTSS 12(AX), Z27
+	VFMADD231PS  Z24, Z27, Z9
+	VFMADD231PS  Z25, Z27, Z10
+	VFMADD231PS  Z26, Z27, Z11
+	VBROADCASTSS 16(AX), Z27
+	VFMADD231PS  Z24, Z27, Z12
+	VFMADD231PS  Z25, Z27, Z13
+	VFMADD231PS  Z26, Z27, Z14
+	VBROADCASTSS 20(AX), Z27
+	VFMADD231PS  Z24, Z27, Z15
+	VFMADD231PS  Z25, Z27, Z16
+	VFMADD231PS  Z26, Z27, Z17
+	VBROADCASTSS 24(AX), Z27
+	VFMADD231PS  Z24, Z27, Z18
+	VFMADD231PS  Z25, Z27, Z19
+	VFMADD231PS  Z26, Z27, Z20
+	VBROADCASTSS 28(AX), Z27
+	VFMADD231PS  Z24, Z27, Z21
+	VFMADD231PS  Z25, Z27, Z22
+	VFMADD231PS  Z26, Z27, Z23
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z9, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z12, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z15, K2, 20(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z18, K2, 24(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z21, K2, 28(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z7, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z13, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z16, K2, 20(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z19, K2, 24(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z22, K2, 28(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z8, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z14, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z17, K2, 20(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z20, K2, 24(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z23, K2, 28(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT1x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT1x4(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z2
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   (AX)(Z30*1), K2, Z3
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z4
+	VMOVUPS      64(DX), Z5
+	VMOVUPS      128(DX), Z6
+	VMOVUPS.Z    192(DX), K1, Z7
+	VBROADCASTSS (AX), Z8
+	VFMADD231PS  Z4, Z8, Z0
+	VFMADD231PS  Z5, Z8, Z1
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z3
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, (AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, (AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT2x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT2x4(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z4
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z5
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z2
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z6
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   (AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   4(AX)(Z30*1), K2, Z7
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z8
+	VMOVUPS      64(DX), Z9
+	VMOVUPS      128(DX), Z10
+	VMOVUPS.Z    192(DX), K1, Z11
+	VBROADCASTSS (AX), Z12
+	VFMADD231PS  Z8, Z12, Z0
+	VFMADD231PS  Z9, Z12, Z1
+	VFMADD231PS  Z10, Z12, Z2
+	VFMADD231PS  Z11, Z12, Z3
+	VBROADCASTSS 4(AX), Z12
+	VFMADD231PS  Z8, Z12, Z4
+	VFMADD231PS  Z9, Z12, Z5
+	VFMADD231PS  Z10, Z12, Z6
+	VFMADD231PS  Z11, Z12, Z7
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 4(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z5, K2, 4(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 4(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 4(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT3x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT3x4(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z8
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z5
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z9
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z2
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z10
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   (AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   4(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   8(AX)(Z30*1), K2, Z11
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z12
+	VMOVUPS      64(DX), Z13
+	VMOVUPS      128(DX), Z14
+	VMOVUPS.Z    192(DX), K1, Z15
+	VBROADCASTSS (AX), Z16
+	VFMADD231PS  Z12, Z16, Z0
+	VFMADD231PS  Z13, Z16, Z1
+	VFMADD231PS  Z14, Z16, Z2
+	VFMADD231PS  Z15, Z16, Z3
+	VBROADCASTSS 4(AX), Z16
+	VFMADD231PS  Z12, Z16, Z4
+	VFMADD231PS  Z13, Z16, Z5
+	VFMADD231PS  Z14, Z16, Z6
+	VFMADD231PS  Z15, Z16, Z7
+	VBROADCASTSS 8(AX), Z16
+	VFMADD231PS  Z12, Z16, Z8
+	VFMADD231PS  Z13, Z16, Z9
+	VFMADD231PS  Z14, Z16, Z10
+	VFMADD231PS  Z15, Z16, Z11
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z8, K2, 8(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z5, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z9, K2, 8(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 8(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 8(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT4x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT4x4(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z8
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z12
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z5
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z9
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z13
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z2
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z10
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z14
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   (AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   4(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   8(AX)(Z30*1), K2, Z11
+	KMOVW        K1, K2
+	VPXORD       Z15, Z15, Z15
+	VGATHERDPS   12(AX)(Z30*1), K2, Z15
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z16
+	VMOVUPS      64(DX), Z17
+	VMOVUPS      128(DX), Z18
+	VMOVUPS.Z    192(DX), K1, Z19
+	VBROADCASTSS (AX), Z20
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z17, Z20, Z1
+	VFMADD231PS  Z18, Z20, Z2
+	VFMADD231PS  Z19, Z20, Z3
+	VBROADCASTSS 4(AX), Z20
+	VFMADD231PS  Z16, Z20, Z4
+	VFMADD231PS  Z17, Z20, Z5
+	VFMADD231PS  Z18, Z20, Z6
+	VFMADD231PS  Z19, Z20, Z7
+	VBROADCASTSS 8(AX), Z20
+	VFMADD231PS  Z16, Z20, Z8
+	VFMADD231PS  Z17, Z20, Z9
+	VFMADD231PS  Z18, Z20, Z10
+	VFMADD231PS  Z19, Z20, Z11
+	VBROADCASTSS 12(AX), Z20
+	VFMADD231PS  Z16, Z20, Z12
+	VFMADD231PS  Z17, Z20, Z13
+	VFMADD231PS  Z18, Z20, Z14
+	VFMADD231PS  Z19, Z20, Z15
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z8, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z12, K2, 12(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z5, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z9, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z13, K2, 12(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z14, K2, 12(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z15, K2, 12(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT5x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT5x4(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z8
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z12
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z16
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z5
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z9
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z13
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z17
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z2
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z10
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z14
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z18
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   (AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   4(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   8(AX)(Z30*1), K2, Z11
+	KMOVW        K1, K2
+	VPXORD       Z15, Z15, Z15
+	VGATHERDPS   12(AX)(Z30*1), K2, Z15
+	KMOVW        K1, K2
+	VPXORD       Z19, Z19, Z19
+	VGATHERDPS   16(AX)(Z30*1), K2, Z19
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z20
+	VMOVUPS      64(DX), Z21
+	VMOVUPS      128(DX), Z22
+	VMOVUPS.Z    192(DX), K1, Z23
+	VBROADCASTSS (AX), Z24
+	VFMADD231PS  Z20, Z24, Z0
+	VFMADD231PS  Z21, Z24, Z1
+	VFMADD231PS  Z22, Z24, Z2
+	VFMADD231PS  Z23, Z24, Z3
+	VBROADCASTSS 4(AX), Z24
+	VFMADD231PS  Z20, Z24, Z4
+	VFMADD231PS  Z21, Z24, Z5
+	VFMADD231PS  Z22, Z24, Z6
+	VFMADD231PS  Z23, Z24, Z7
+	VBROADCASTSS 8(AX), Z24
+	VFMADD231PS  Z20, Z24, Z8
+	VFMADD231PS  Z21, Z24, Z9
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z11
+	VBROADCASTSS 12(AX), Z24
+	VFMADD231PS  Z20, Z24, Z12
+	VFMADD231PS  Z21, Z24, Z13
+	VFMADD231PS  Z22, Z24, Z14
+	VFMADD231PS  Z23, Z24, Z15
+	VBROADCASTSS 16(AX), Z24
+	VFMADD231PS  Z20, Z24, Z16
+	VFMADD231PS  Z21, Z24, Z17
+	VFMADD231PS  Z22, Z24, Z18
+	VFMADD231PS  Z23, Z24, Z19
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z8, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z12, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z16, K2, 16(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z5, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z9, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z13, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z17, K2, 16(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z14, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z18, K2, 16(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z15, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z19, K2, 16(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT6x4(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z8
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z12
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z16
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z20
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z5
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z9
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z13
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z17
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z21
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z2
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z10
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z14
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z18
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z22
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   (AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   4(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   8(AX)(Z30*1), K2, Z11
+	KMOVW        K1, K2
+	VPXORD       Z15, Z15, Z15
+	VGATHERDPS   12(AX)(Z30*1), K2, Z15
+	KMOVW        K1, K2
+	VPXORD       Z19, Z19, Z19
+	VGATHERDPS   16(AX)(Z30*1), K2, Z19
+	KMOVW        K1, K2
+	VPXORD       Z23, Z23, Z23
+	VGATHERDPS   20(AX)(Z30*1), K2, Z23
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z24
+	VMOVUPS      64(DX), Z25
+	VMOVUPS      128(DX), Z26
+	VMOVUPS.Z    192(DX), K1, Z27
+	VBROADCASTSS (AX), Z28
+	VFMADD231PS  Z24, Z28, Z0
+	VFMADD231PS  Z25, Z28, Z1
+	VFMADD231PS  Z26, Z28, Z2
+	VFMADD231PS  Z27, Z28, Z3
+	VBROADCASTSS 4(AX), Z28
+	VFMADD231PS  Z24, Z28, Z4
+	VFMADD231PS  Z25, Z28, Z5
+	VFMADD231PS  Z26, Z28, Z6
+	VFMADD231PS  Z27, Z28, Z7
+	VBROADCASTSS 8(AX), Z28
+	VFMADD231PS  Z24, Z28, Z8
+	VFMADD231PS  Z25, Z28, Z9
+	VFMADD231PS  Z26, Z28, Z10
+	VFMADD231PS  Z27, Z28, Z11
+	VBROADCASTSS 12(AX), Z28
+	VFMADD231PS  Z24, Z28, Z12
+	VFMADD231PS  Z25, Z28, Z13
+	VFMADD231PS  Z26, Z28, Z14
+	VFMADD231PS  Z27, Z28, Z15
+	VBROADCASTSS 16(AX), Z28
+	VFMADD231PS  Z24, Z28, Z16
+	VFMADD231PS  Z25, Z28, Z17
+	VFMADD231PS  Z26, Z28, Z18
+	VFMADD231PS  Z27, Z28, Z19
+	VBROADCASTSS 20(AX), Z28
+	VFMADD231PS  Z24, Z28, Z20
+	VFMADD231PS  Z25, Z28, Z21
+	VFMADD231PS  Z26, Z28, Z22
+	VFMADD231PS  Z27, Z28, Z23
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z8, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z12, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z16, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z20, K2, 20(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z5, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z9, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z13, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z17, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z21, K2, 20(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z14, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z18, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z22, K2, 20(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z15, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z19, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z23, K2, 20(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
 // func bwdPackF6x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
 // Requires: AVX, AVX512F, MMX+
 TEXT ·bwdPackF6x1(SB), NOSPLIT, $0-72

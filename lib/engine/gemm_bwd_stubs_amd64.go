@@ -342,6 +342,196 @@ func bwdCF5x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb 
 //go:noescape
 func bwdCF6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
+// bwdCT1x1 adds 1 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT1x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT2x1 adds 2 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT2x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT3x1 adds 3 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT3x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT4x1 adds 4 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT4x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT5x1 adds 5 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT5x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT6x1 adds 6 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT6x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT7x1 adds 7 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT7x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT8x1 adds 8 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT8x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT9x1 adds 9 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT9x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT10x1 adds 10 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT10x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT11x1 adds 11 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT11x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT12x1 adds 12 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT12x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT1x2 adds 1 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT1x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT2x2 adds 2 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT2x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT3x2 adds 3 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT3x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT4x2 adds 4 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT4x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT5x2 adds 5 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT5x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT6x2 adds 6 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT6x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT7x2 adds 7 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT7x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT8x2 adds 8 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT8x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT9x2 adds 9 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT9x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT10x2 adds 10 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT10x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT11x2 adds 11 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT11x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT12x2 adds 12 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT12x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT1x3 adds 1 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT1x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT2x3 adds 2 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT2x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT3x3 adds 3 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT3x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT4x3 adds 4 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT4x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT5x3 adds 5 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT5x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT6x3 adds 6 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT6x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT7x3 adds 7 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT7x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT8x3 adds 8 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT8x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT1x4 adds 1 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT1x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT2x4 adds 2 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT2x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT3x4 adds 3 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT3x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT4x4 adds 4 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT4x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT5x4 adds 5 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT5x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT6x4 adds 6 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
 // bwdPackF6x1 is bwdRF6x1 packing B into dst as it reads it.
 //
 //go:noescape

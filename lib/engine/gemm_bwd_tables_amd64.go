@@ -16,6 +16,13 @@ var bwdCols = [4][]bwdKernel{
 	{bwdCF1x4, bwdCF2x4, bwdCF3x4, bwdCF4x4, bwdCF5x4, bwdCF6x4},
 }
 
+var bwdColsT = [4][]bwdKernel{
+	{bwdCT1x1, bwdCT2x1, bwdCT3x1, bwdCT4x1, bwdCT5x1, bwdCT6x1, bwdCT7x1, bwdCT8x1, bwdCT9x1, bwdCT10x1, bwdCT11x1, bwdCT12x1},
+	{bwdCT1x2, bwdCT2x2, bwdCT3x2, bwdCT4x2, bwdCT5x2, bwdCT6x2, bwdCT7x2, bwdCT8x2, bwdCT9x2, bwdCT10x2, bwdCT11x2, bwdCT12x2},
+	{bwdCT1x3, bwdCT2x3, bwdCT3x3, bwdCT4x3, bwdCT5x3, bwdCT6x3, bwdCT7x3, bwdCT8x3},
+	{bwdCT1x4, bwdCT2x4, bwdCT3x4, bwdCT4x4, bwdCT5x4, bwdCT6x4},
+}
+
 var bwdPackF32 = [4]bwdPackKernel{bwdPackF6x1, bwdPackF6x2, bwdPackF6x3, bwdPackF6x4}
 
 var bwdPackBF16 = [4]bwdPackKernelBF16{bwdPackH6x1, bwdPackH6x2, bwdPackH6x3, bwdPackH6x4}

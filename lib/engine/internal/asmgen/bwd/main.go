@@ -26,10 +26,11 @@ import (
 
 // A kernel family: how A(i,p) is addressed (B is float32).
 type family struct {
-	name string // Go table name
-	tag  string // function name part
-	rows bool   // A(i,p) at a + i·lda + 4p (else a + p·lda + 4i)
-	rmax [5]int // largest R for W = 1..4
+	name   string // Go table name
+	tag    string // function name part
+	rows   bool   // A(i,p) at a + i·lda + 4p (else a + p·lda + 4i)
+	rmax   [5]int // largest R for W = 1..4
+	transC bool   // C(i, lane l of vector j) at c + 4i + (16j+l)·ldc (else c + i·ldc + 64j + 4l)
 }
 
 // families are the two kinds of product: matMulT (A rows are the batch's
@@ -37,8 +38,9 @@ type family struct {
 // into a contiguous float32 strip first, by pack) and outerAcc (A(i,p) =
 // us[p][o+i], one pointer).
 var families = []family{
-	{"bwdRowsF32", "RF", true, [5]int{0, 8, 8, 8, 6}},
-	{"bwdCols", "CF", false, [5]int{0, 12, 12, 8, 6}},
+	{"bwdRowsF32", "RF", true, [5]int{0, 8, 8, 8, 6}, false},
+	{"bwdCols", "CF", false, [5]int{0, 12, 12, 8, 6}, false},
+	{"bwdColsT", "CT", false, [5]int{0, 12, 12, 8, 6}, true},
 }
 
 // Outputs, relative to lib/engine (where go generate runs this).
@@ -193,7 +195,7 @@ func tile(ctx *build.Context, f family, r, w int, p packing) {
 		bv[j] = asmout.ZMM(r*w + j)
 	}
 
-	moveC(ctx, acc, true)
+	moveTile(ctx, f, acc, true)
 
 	a := ctx.Load(ctx.Param("a"), ctx.GP64())
 	lda := ctx.Load(ctx.Param("lda"), ctx.GP64())
@@ -252,9 +254,64 @@ func tile(ctx *build.Context, f family, r, w int, p packing) {
 	ctx.DECQ(k)
 	ctx.JNZ(operand.LabelRef("loop"))
 	ctx.Label("done")
-	moveC(ctx, acc, false)
+	moveTile(ctx, f, acc, false)
 	ctx.VZEROUPPER()
 	ctx.RET()
+}
+
+// moveTile loads (or stores) the accumulators in family f's layout of C.
+func moveTile(ctx *build.Context, f family, acc [][]reg.VecPhysical, load bool) {
+	if f.transC {
+		moveCT(ctx, acc, load)
+	} else {
+		moveC(ctx, acc, load)
+	}
+}
+
+// moveCT loads (or stores) the accumulators from (to) a C whose lanes lie
+// ldc bytes apart and whose rows 4 bytes apart (C transposed: a LoRA B's
+// gradient, rank columns, its rows the lanes), with gathers and scatters
+// (lanes past the mask left alone).
+func moveCT(ctx *build.Context, acc [][]reg.VecPhysical, load bool) {
+	c := ctx.Load(ctx.Param("c"), ctx.GP64())
+	ldc := ctx.GP64()
+	ctx.Load(ctx.Param("ldc"), ldc)
+	// idx = lane·ldc: the bytes 0..15 widened to dwords, times ldc.
+	idx, lds := asmout.ZMM(30), asmout.ZMM(31)
+	t := ctx.GP64()
+	ctx.MOVQ(operand.U64(0x0706050403020100), t)
+	ctx.VMOVQ(t, idx.AsX())
+	ctx.MOVQ(operand.U64(0x0f0e0d0c0b0a0908), t)
+	ctx.VPINSRQ(operand.U8(1), t, idx.AsX(), idx.AsX())
+	ctx.VPMOVZXBD(idx.AsX(), idx)
+	ctx.VPBROADCASTD(ldc.As32(), lds)
+	ctx.VPMULLD(lds, idx, idx)
+	step := ctx.GP64()
+	ctx.MOVQ(ldc, step)
+	ctx.SHLQ(operand.U8(4), step)
+	for j := range acc[0] {
+		if j > 0 {
+			ctx.ADDQ(step, c)
+		}
+		last := j == len(acc[0])-1
+		for i, row := range acc {
+			if last {
+				ctx.KMOVW(reg.K1, reg.K2)
+			} else {
+				ctx.KXNORW(reg.K2, reg.K2, reg.K2)
+			}
+			m := operand.Mem{Base: c, Index: idx, Scale: 1, Disp: 4 * i}
+			if load && last {
+				// The lanes left alone then hold zeros, not stale values.
+				ctx.VPXORD(row[j], row[j], row[j])
+			}
+			if load {
+				ctx.VGATHERDPS(m, reg.K2, row[j])
+			} else {
+				ctx.VSCATTERDPS(row[j], reg.K2, m)
+			}
+		}
+	}
 }
 
 // loadB loads vector j of B's current row into v, masked when last,
