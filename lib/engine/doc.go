@@ -145,9 +145,14 @@
 //     nothing; packing a whole 256-column block per row, 8 × 3 tiles and
 //     tiles that keep a token tile's rows in L1 across panels measured
 //     no faster. outerAcc packs its strips of a wide vs (a new page per
-//     batch step otherwise). Packing matMulT's batch into panels (one
-//     pointer, tiles up to 14 rows) was tried: the transposing copy cost
-//     more than the tiles gained.
+//     batch step otherwise). A LoRA B's gradient (rank columns) over a us
+//     beyond L2 runs with its lanes along dst's rows, C read and written
+//     by gathers and scatters (bwdColsT): its tiles across the rank read
+//     one line of each of the batch's rows of us, from L3, and took 2-4×
+//     matMulT's time per FLOP at 512 tokens; transposed, 0.46-0.75× the
+//     old time (outerTransposeFloats). Packing matMulT's batch into
+//     panels (one pointer, tiles up to 14 rows) was tried: the
+//     transposing copy cost more than the tiles gained.
 //     TestBackwardAsmMatchesScalar compares them with the scalar kernels.
 //   - Other vector kernels (kernels_simd.go, GOEXPERIMENT=simd on amd64
 //     with AVX2) give the scalar kernels' bits: a lane holds one output
