@@ -101,8 +101,9 @@
 //     same column (the L2 streamer stops at every 4 KiB page; a group is
 //     8-48 KiB on the 0.6B shape, so a fixed distance suited one shape
 //     and not another). One row at a time without prefetch streamed
-//     bfloat16 weights at two thirds of the bf16 path's prefetching
-//     kernels' rate; now it is level with them.
+//     bfloat16 weights at 0.4-0.55 of the bf16 path's prefetching
+//     kernels' rate in the same run of BenchmarkBF16Decode (a loaded
+//     machine); now at 0.75-0.9 of it.
 //   - On amd64 CPUs with AVX2 but without AVX-512 (most Intel client
 //     CPUs, AMD Zen 2 and 3) the forward product runs AVX2 assembly
 //     instead (gemm_fwd_avx2_amd64.s from internal/asmgen/fwdavx2,
