@@ -63,11 +63,7 @@ func concurrentPrompts(t *testing.T, m *Model, held, counted bool, label string)
 	reqs := make([]SampleRequest, 8)
 	solo := make([]*SampleResponse, len(reqs))
 	for i := range reqs {
-		p := make([]int, 64)
-		for k := range p {
-			p[k] = (k*7 + i*31 + 3) % m.cfg.VocabSize
-		}
-		reqs[i] = SampleRequest{Prompt: p, MaxTokens: 6, Temperature: 1, Seed: seedp(int64(i + 1))}
+		reqs[i] = SampleRequest{Prompt: spreadPrompt(m, 64, 7, i*31+3), MaxTokens: 6, Temperature: 1, Seed: seedp(int64(i + 1))}
 		solo[i] = sample(t, m, reqs[i])
 	}
 	got := make([]*SampleResponse, len(reqs))
@@ -85,16 +81,10 @@ func concurrentPrompts(t *testing.T, m *Model, held, counted bool, label string)
 		release()
 	}
 	wg.Wait()
-	longest, rows := 0, int64(0)
-	for i := range reqs {
-		if got[i] == nil {
-			t.Fatalf("%s request %d failed", label, i)
-		}
-		if d := sameResponse(solo[i], got[i]); d != "" {
-			t.Errorf("%s request %d: concurrent differs from solo: %s", label, i, d)
-		}
-		n := len(got[i].Sequences[0].Tokens)
-		longest, rows = max(longest, n), rows+int64(len(reqs[i].Prompt)+n-1)
+	rows := sameAsSolo(t, label, solo, got)
+	longest := 0
+	for i, r := range got {
+		longest, rows = max(longest, len(r.Sequences[0].Tokens)), rows+int64(len(reqs[i].Prompt))
 	}
 	if steps, r := m.batch.steps.Load()-steps0, m.batch.rows.Load()-rows0; counted && (steps != int64(longest) || r != rows) {
 		t.Errorf("%s: %d steps of %d rows in all, want %d steps (one prefill, then decoding) of %d rows",
@@ -120,10 +110,7 @@ func TestWaitingPromptsCatchUp(t *testing.T) {
 			}
 			steps0.Store(m.batch.steps.Load())
 			for i := range 4 {
-				p := make([]int, 32)
-				for k := range p {
-					p[k] = (k*5 + i*17 + 1) % m.cfg.VocabSize
-				}
+				p := spreadPrompt(m, 32, 5, i*17+1)
 				wg.Go(func() {
 					_, err := m.Sample(context.Background(), SampleRequest{Prompt: p, MaxTokens: 1, Temperature: 1,
 						StopFunc: func([]int) bool { last.Store(max(last.Load(), m.batch.steps.Load())); return false }})

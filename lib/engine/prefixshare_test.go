@@ -20,6 +20,33 @@ func decodeRows(r *SampleResponse) int64 {
 	return n
 }
 
+// spreadPrompt is an n-token prompt of the tokens step·k + off, k = 0..n-1,
+// within m's vocabulary.
+func spreadPrompt(m *Model, n, step, off int) []int {
+	p := make([]int, n)
+	for k := range p {
+		p[k] = (k*step + off) % m.cfg.VocabSize
+	}
+	return p
+}
+
+// sameAsSolo checks each response in got against its solo run and returns
+// the decoding rows they cost.
+func sameAsSolo(t *testing.T, label string, solo, got []*SampleResponse) int64 {
+	t.Helper()
+	n := int64(0)
+	for i := range got {
+		if got[i] == nil {
+			t.Fatalf("%s: request %d failed", label, i)
+		}
+		if d := sameResponse(solo[i], got[i]); d != "" {
+			t.Errorf("%s: request %d differs from its solo run: %s", label, i, d)
+		}
+		n += decodeRows(got[i])
+	}
+	return n
+}
+
 // TestIdenticalPromptsPrefillOnce submits requests with one 64-token
 // prompt at once, differing in seed, num_samples, max_tokens and
 // temperature, plus one that wants prompt logprobs and one on an adapter:
@@ -31,10 +58,7 @@ func TestIdenticalPromptsPrefillOnce(t *testing.T) {
 	for _, name := range testModels(t) {
 		m := mustLoad(t, name)
 		ad := adapters(t, m)[0]
-		p := make([]int, 64)
-		for k := range p {
-			p[k] = (k*11 + 5) % m.cfg.VocabSize
-		}
+		p := spreadPrompt(m, 64, 11, 5)
 		calls := []call{
 			{m, SampleRequest{Prompt: p, MaxTokens: 9, Temperature: 1, Seed: seedp(1)}},
 			{m, SampleRequest{Prompt: p, MaxTokens: 5, Temperature: 0.8, Seed: seedp(2), NumSamples: 3}},
@@ -58,16 +82,7 @@ func TestIdenticalPromptsPrefillOnce(t *testing.T) {
 		waitQueued(t, m.batch, len(calls))
 		release()
 		wg.Wait()
-		want := int64(3 * len(p))
-		for i := range calls {
-			if got[i] == nil {
-				t.Fatalf("%s request %d failed", name, i)
-			}
-			if d := sameResponse(solo[i], got[i]); d != "" {
-				t.Errorf("%s request %d: shared prefill differs from solo: %s", name, i, d)
-			}
-			want += decodeRows(got[i])
-		}
+		want := int64(3*len(p)) + sameAsSolo(t, name+" shared prefill", solo, got)
 		if r := m.batch.rows.Load() - rows0; r != want {
 			t.Errorf("%s: %d rows ran, want %d (the prompt three times, then one row per generated token)", name, r, want)
 		}
@@ -80,10 +95,7 @@ func TestIdenticalPromptsPrefillOnce(t *testing.T) {
 func TestLateIdenticalPromptShares(t *testing.T) {
 	for _, name := range testModels(t) {
 		m := mustLoad(t, name)
-		p := make([]int, 40)
-		for k := range p {
-			p[k] = (k*13 + 2) % m.cfg.VocabSize
-		}
+		p := spreadPrompt(m, 40, 13, 2)
 		late := SampleRequest{Prompt: p, MaxTokens: 6, Temperature: 1, Seed: seedp(8), NumSamples: 2}
 		want := sample(t, m, late)
 		var got *SampleResponse
@@ -129,10 +141,7 @@ func TestLateIdenticalPromptShares(t *testing.T) {
 func TestFollowerJoinsNextStep(t *testing.T) {
 	for _, name := range testModels(t) {
 		m := mustLoad(t, name)
-		p := make([]int, 64)
-		for k := range p {
-			p[k] = (k*17 + 9) % m.cfg.VocabSize
-		}
+		p := spreadPrompt(m, 64, 17, 9)
 		const tokens = 6
 		late := make([]SampleRequest, 7)
 		want := make([]*SampleResponse, len(late))
@@ -158,16 +167,7 @@ func TestFollowerJoinsNextStep(t *testing.T) {
 			t.Fatal(err)
 		}
 		wg.Wait()
-		rows := int64(len(p)) + decodeRows(r)
-		for i := range late {
-			if got[i] == nil {
-				t.Fatalf("%s: late request %d failed", name, i)
-			}
-			if d := sameResponse(want[i], got[i]); d != "" {
-				t.Errorf("%s: late request %d differs from solo: %s", name, i, d)
-			}
-			rows += decodeRows(got[i])
-		}
+		rows := int64(len(p)) + decodeRows(r) + sameAsSolo(t, name+" late", want, got)
 		if s, n := m.batch.steps.Load()-steps0, m.batch.rows.Load()-rows0; s != tokens || n != rows {
 			t.Errorf("%s: %d steps of %d rows, want %d steps (one prefill, then all 8 sequences together) of %d rows", name, s, n, tokens, rows)
 		}
