@@ -150,7 +150,8 @@ func tMulPanel(w mat, ys, xs [][]float32, ly, lx, b0, b1, j0, kc, c, v int, mask
 // which the hardware prefetcher does not follow and which (a multiple of
 // 4 KiB) maps every step to one L1 set. us is read in place: its rows are
 // narrow when vs's are wide (a LoRA A's gradient), and packing a wide us
-// (a LoRA B's) cost about what its tiles do.
+// (a LoRA B's) cost about what its tiles do; a wide us beyond L2 with a
+// narrow dst takes outerTransposed, which packs strips of us instead.
 func outerAsm(dst []float32, rows, cols int, us, vs [][]float32) bool {
 	m := len(us)
 	lu, ok := rowStride(us, rows)
@@ -186,21 +187,12 @@ func outerTransposed(dst []float32, rows, cols int, us, vs [][]float32, lu, lv i
 	wv := tileShape(cols, (rows+15)/16, colsTRmax)
 	r := colsTRmax[wv]
 	parallelFor(rows, 16*wv, rows*cols*m, func(lo, hi int) {
-		var strip []float32
-		if lu >= outerPackStride {
-			sp := outerPool.Get().(*[]float32)
-			defer outerPool.Put(sp)
-			*sp = growTo(*sp, m*16*wv)
-			strip = *sp
-		}
+		strip, put := outerStrip(lu, m*16*wv)
+		defer put()
 		for o := lo; o < hi; o += 16 * wv {
 			n := min(16*wv, hi-o)
 			v, mask := (n+15)/16, lastMask(n)
-			b, ldb := &us[0][o], uintptr(4*lu)
-			if strip != nil {
-				bwdCopy[v-1](&strip[0], b, ldb, m, mask)
-				b, ldb = &strip[0], uintptr(64*v)
-			}
+			b, ldb := packStrip(strip, &us[0][o], uintptr(4*lu), m, v, mask)
 			for k := 0; k < cols; k += r {
 				tr := min(r, cols-k)
 				bwdColsT[v-1][tr-1](&dst[o*cols+k], uintptr(4*cols), &vs[0][k], uintptr(4*lv), b, ldb, m, mask)
@@ -215,21 +207,12 @@ func outerTiles(dst []float32, rows, cols int, us, vs [][]float32, lu, lv int) {
 	wv := tileShape(rows, (cols+15)/16, colsRmax)
 	r := colsRmax[wv]
 	parallelFor(rows, r, rows*cols*m, func(lo, hi int) {
-		var strip []float32
-		if lv >= outerPackStride {
-			sp := outerPool.Get().(*[]float32)
-			defer outerPool.Put(sp)
-			*sp = growTo(*sp, m*16*wv)
-			strip = *sp
-		}
+		strip, put := outerStrip(lv, m*16*wv)
+		defer put()
 		for k := 0; k < cols; k += 16 * wv {
 			n := min(16*wv, cols-k)
 			v, mask := (n+15)/16, lastMask(n)
-			b, ldb := &vs[0][k], uintptr(4*lv)
-			if strip != nil {
-				bwdCopy[v-1](&strip[0], b, ldb, m, mask)
-				b, ldb = &strip[0], uintptr(64*v)
-			}
+			b, ldb := packStrip(strip, &vs[0][k], uintptr(4*lv), m, v, mask)
 			for o := lo; o < hi; o += r {
 				tr := min(r, hi-o)
 				bwdCols[v-1][tr-1](&dst[o*cols+k], uintptr(4*cols), &us[0][o], uintptr(4*lu), b, ldb, m, mask)
@@ -238,6 +221,28 @@ func outerTiles(dst []float32, rows, cols int, us, vs [][]float32, lu, lv int) {
 	})
 }
 
-// outerPackStride is the row stride of vs (in float32s, 1 KiB) from which
-// outerAsm packs its strips.
+// outerPackStride is the row stride of the B operand (in float32s, 1
+// KiB) from which outerAsm packs its strips.
 const outerPackStride = 256
+
+// outerStrip returns a pooled strip of n float32s when B's rows lie
+// stride float32s apart, at least outerPackStride, else nil, and the
+// function that returns it to the pool.
+func outerStrip(stride, n int) ([]float32, func()) {
+	if stride < outerPackStride {
+		return nil, func() {}
+	}
+	sp := outerPool.Get().(*[]float32)
+	*sp = growTo(*sp, n)
+	return *sp, func() { outerPool.Put(sp) }
+}
+
+// packStrip copies m rows of v vectors of B (rows ldb bytes apart) into
+// strip and returns it as B, or B itself when strip is nil.
+func packStrip(strip []float32, b *float32, ldb uintptr, m, v int, mask uint16) (*float32, uintptr) {
+	if strip == nil {
+		return b, ldb
+	}
+	bwdCopy[v-1](&strip[0], b, ldb, m, mask)
+	return &strip[0], uintptr(64 * v)
+}
