@@ -155,7 +155,8 @@
 //     nothing; packing a whole 256-column block per row, 8 × 3 tiles and
 //     tiles that keep a token tile's rows in L1 across panels measured
 //     no faster. outerAcc packs its strips of a wide vs (a new page per
-//     batch step otherwise). A LoRA B's gradient (rank columns) over a us
+//     batch step otherwise), its first tile packing as it multiplies, as
+//     matMulT's does. A LoRA B's gradient (rank columns) over a us
 //     beyond L2 runs with its lanes along dst's rows, C read and written
 //     by gathers and scatters (bwdColsT): its tiles across the rank read
 //     one line of each of the batch's rows of us, from L3, and took 2-4×

@@ -572,6 +572,46 @@ func bwdPackH6x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *uint16, ld
 //go:noescape
 func bwdPackH6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *uint16, ldb uintptr, k int, mask uint16, dst *float32)
 
+// bwdPackCF12x1 is bwdCF12x1 packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackCF12x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackCF12x2 is bwdCF12x2 packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackCF12x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackCF8x3 is bwdCF8x3 packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackCF8x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackCF6x4 is bwdCF6x4 packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackCF6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackCT12x1 is bwdCT12x1 packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackCT12x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackCT12x2 is bwdCT12x2 packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackCT12x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackCT8x3 is bwdCT8x3 packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackCT8x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackCT6x4 is bwdCT6x4 packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackCT6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+
 // bwdCopy1 packs rows of 1 vectors into a contiguous float32 strip.
 //
 //go:noescape

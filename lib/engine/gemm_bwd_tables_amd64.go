@@ -27,6 +27,10 @@ var bwdPackF32 = [4]bwdPackKernel{bwdPackF6x1, bwdPackF6x2, bwdPackF6x3, bwdPack
 
 var bwdPackBF16 = [4]bwdPackKernelBF16{bwdPackH6x1, bwdPackH6x2, bwdPackH6x3, bwdPackH6x4}
 
+var bwdColsPack = [4]bwdPackKernel{bwdPackCF12x1, bwdPackCF12x2, bwdPackCF8x3, bwdPackCF6x4}
+
+var bwdColsTPack = [4]bwdPackKernel{bwdPackCT12x1, bwdPackCT12x2, bwdPackCT8x3, bwdPackCT6x4}
+
 // bwdPackR is the rows of the packing tiles.
 const bwdPackR = 6
 

@@ -73,6 +73,11 @@ func Generate() (asm, stubs, tables []byte, err error) {
 			packKernel(ctx, w, p)
 		}
 	}
+	for _, f := range families[1:] {
+		for w := 1; w <= 4; w++ {
+			outerPackKernel(ctx, f, w)
+		}
+	}
 	for _, bf16 := range []bool{false, true} {
 		for w := 1; w <= 4; w++ {
 			pack(ctx, w, bf16)
@@ -111,6 +116,16 @@ func tableText() []byte {
 			name, typ = "bwdPackBF16", "bwdPackKernelBF16"
 		}
 		fmt.Fprintf(&b, "\nvar %s = [4]%s{%s, %s, %s, %s}\n", name, typ, packName(p, 1), packName(p, 2), packName(p, 3), packName(p, 4))
+	}
+	for _, f := range families[1:] {
+		fmt.Fprintf(&b, "\nvar %sPack = [4]bwdPackKernel{", f.name)
+		for w := 1; w <= 4; w++ {
+			if w > 1 {
+				b.WriteString(", ")
+			}
+			b.WriteString(outerPackName(f, w))
+		}
+		b.WriteString("}\n")
 	}
 	fmt.Fprintf(&b, "\n// bwdPackR is the rows of the packing tiles.\nconst bwdPackR = %d\n", packR)
 	fmt.Fprintf(&b, "\nvar bwdCopy = [4]bwdCopyFunc{bwdCopy1, bwdCopy2, bwdCopy3, bwdCopy4}\n")
@@ -176,6 +191,21 @@ func packKernel(ctx *build.Context, w int, p packing) {
 	ctx.Pragma("noescape")
 	ctx.Doc(fmt.Sprintf("%s is bwdRF%dx%d packing B into dst as it reads it.", packName(p, w), packR, w))
 	tile(ctx, families[0], packR, w, p)
+}
+
+func outerPackName(f family, w int) string {
+	return fmt.Sprintf("bwdPack%s%dx%d", f.tag, f.rmax[w], w)
+}
+
+// outerPackKernel emits family f's tallest tile of w vectors packing its
+// float32 B rows into dst as it reads them, as packKernel does.
+func outerPackKernel(ctx *build.Context, f family, w int) {
+	ctx.Function(outerPackName(f, w))
+	ctx.Attributes(attr.NOSPLIT)
+	ctx.SignatureExpr("func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)")
+	ctx.Pragma("noescape")
+	ctx.Doc(fmt.Sprintf("%s is %s packing B into dst as it reads it.", outerPackName(f, w), funcName(f, f.rmax[w], w)))
+	tile(ctx, f, f.rmax[w], w, packF32)
 }
 
 // tile emits the body of kernel and packKernel.
