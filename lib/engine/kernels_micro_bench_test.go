@@ -91,12 +91,12 @@ func wallClock() float64 { return float64(time.Now().UnixNano()) / 1e9 }
 // BenchmarkForwardSliceAB compares matMul on every worker with the batch
 // taken in slices of other sizes (none, 512 KiB and 1 MiB of packed
 // vectors) against the default fwdSliceBytes, on the Qwen3-0.6B layer
-// shapes at M = 512 and 1024: medians of paired ratios of process CPU
+// shapes and a LoRA pair of rank 32 at M = 512 and 1024: medians of paired ratios of process CPU
 // time (cpu) and of wall time (wall); below 1, the other size is faster.
 func BenchmarkForwardSliceAB(b *testing.B) {
 	def := fwdSliceBytes
 	defer func() { fwdSliceBytes = def }()
-	for _, sh := range [][2]int{{1024, 2048}, {2048, 1024}, {1024, 1024}, {3072, 1024}, {1024, 3072}} {
+	for _, sh := range [][2]int{{1024, 2048}, {2048, 1024}, {1024, 1024}, {3072, 1024}, {1024, 3072}, {32, 1024}, {1024, 32}} {
 		rows, cols := sh[0], sh[1]
 		w, _ := randMats(rows, cols, 1)
 		for _, m := range []int{512, 1024} {
