@@ -55,7 +55,7 @@ func BenchmarkForwardBlockAB(b *testing.B) {
 		w, _ := randMats(rows, cols, 1)
 		xs, ys := tileRows(m, cols, 2), tileRows(m, rows, 3)
 		p := newFwdPack(xs, cols, false)
-		hi := rows / 6 * 6
+		hi := rows
 		run := func(tb int) func() {
 			return func() { fwdL1TokBytes = tb; fwdTilesL1(w, p.xp, ys, 0, hi, false) }
 		}
