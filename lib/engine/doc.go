@@ -94,7 +94,17 @@
 //     memory between pieces (fwdTile4x6KG), so that a piece of the tile
 //     stays in L1. Every lane still adds its products in ascending k, so
 //     the bits are the same (TestForwardBlocksMatchScalar shrinks the
-//     pieces and the blocks of groups).
+//     pieces and the blocks of groups). The decoding kernel (fwdRow16)
+//     is written for memory: it reads its 16 rows four at a time, one
+//     group after another (four add chains; one chain of 4-cycle adds
+//     over 32 bytes of bfloat16 was near a core's share of memory), and
+//     each step prefetches into L2 the line the next group reads at the
+//     same column (the L2 streamer stops at every 4 KiB page; a group is
+//     8-48 KiB on the 0.6B shape, so a fixed distance suited one shape
+//     and not another). One row at a time without prefetch streamed
+//     bfloat16 weights at 0.4-0.55 of the bf16 path's prefetching
+//     kernels' rate in the same run of BenchmarkBF16Decode (a loaded
+//     machine); now at 0.75-0.9 of it.
 //     A batch larger than a core's L2 (2 MiB here; 4 MiB of packed vectors
 //     at 512 × 2048) is split over the workers one 768 KiB slice at a time
 //     (fwdSliceBytes): given the whole batch, each of a core's eight row
@@ -329,8 +339,14 @@
 //     then lets each sample draw with its own
 //     sampler and random stream. Decoding reads every weight once per step,
 //     so 8 concurrent requests cost about what one request of 8 samples
-//     does, instead of 8 requests. Rows carry their adapter; each adapter's
-//     low-rank product runs over its own rows. Admission is first come,
+//     does, instead of 8 requests. A new stepping goroutine (the batch was
+//     idle) first yields its core while that brings in more requests
+//     (gather: at most 16 yields or 100 µs, stopping after 2 that brought
+//     none), so calls made together are admitted together even when
+//     their goroutines have not run yet; it never sleeps, since a timed
+//     wait would delay a lone request for nothing and only guess at
+//     arrivals (TestArrivingPromptsOneBatch). Rows carry their adapter;
+//     each adapter's low-rank product runs over its own rows. Admission is first come,
 //     first served, up to maxBatchSeqs sequences (a larger request runs
 //     alone). A cancelled caller returns at once; its rows leave before the
 //     next step and its callbacks are not called again.
@@ -338,7 +354,12 @@
 //     (prefixshare.go): a request whose prompt has not begun follows an
 //     earlier active request with that prompt and starts its samples from
 //     copies of the leader's prompt cache and last logits, which hold the
-//     bits it would compute itself. Without it, 8 concurrent requests with
+//     bits it would compute itself. Followers that arrive while the
+//     leader's prompt is prefilled draw their first tokens before the next
+//     forward pass, so they decode in the same steps as the leader, as
+//     num_samples does (TestFollowerJoinsNextStep; drawn after it, they
+//     cost one more step of the leader alone, 17 steps against 16 on the
+//     0.6B shape's 16 tokens). Without it, 8 concurrent requests with
 //     one 64-token prompt on the 0.6B shape cost 8 prefills where one
 //     request of 8 samples costs one (about 0.3× its speed, measured with
 //     BenchmarkGenerate under load). Requests that want prompt logprobs
@@ -435,7 +456,10 @@
 //     MLP does. TestDeepSeekMatchesReference and
 //     TestDeepSeekGradientsMatchFiniteDifferences check them.
 //   - bfloat16 matrices of large checkpoints stay bfloat16 in memory
-//     (exactly widened on use); everything else is float32.
+//     (exactly widened on use); everything else is float32. Checkpoints
+//     of 1B parameters or fewer are widened to float32 at load
+//     (BF16Auto in load.go says why and what would change it); the bits
+//     are the same either way.
 //   - The bf16 compute path (kernels_bf16*.go, gemm_bf16_amd64.s from
 //     internal/asmgen/bf16; LoadOptions.BF16Compute, `tinker serve
 //     --bf16-compute`) is a second numeric path, as PyTorch's bf16 path
