@@ -26,19 +26,7 @@ func threadCPU() float64 {
 // seconds (a neighbour's cache traffic, the VM's frequency), which best-of
 // rates of separate runs do not cancel; the two halves of a pair run
 // within milliseconds of each other.
-func pairedRatio(rounds int, a, b func()) float64 {
-	rs := make([]float64, rounds)
-	for i := range rs {
-		c0 := threadCPU()
-		a()
-		c1 := threadCPU()
-		b()
-		c2 := threadCPU()
-		rs[i] = (c2 - c1) / (c1 - c0)
-	}
-	slices.Sort(rs)
-	return rs[rounds/2]
-}
+func pairedRatio(rounds int, a, b func()) float64 { return pairedRatioBy(threadCPU, rounds, a, b) }
 
 // BenchmarkForwardBlockAB compares fwdTilesL1's block of groups
 // (fwdL1TokBytes) at 256 and 512 KiB with the default 768 KiB on one
