@@ -72,10 +72,11 @@
 //     committed file is its output), chosen at run time with
 //     golang.org/x/sys/cpu and independent of GOEXPERIMENT: a 4-token ×
 //     6-row tile (the tokens packed four at a time, so four rows a power
-//     of two apart do not share an L1 set; 4×4 tiles and single rows take
-//     what is left) and a 1-token × 16-row kernel for decoding, both over
-//     float32 or bfloat16 weights (widened exactly), the lane tree done
-//     with shuffles. One 6-row tile (24 KiB of float32 at 1024 columns)
+//     of two apart do not share an L1 set; a last tile overlapping the one
+//     before takes the rows past the last whole one, 4×4 tiles and single
+//     rows what is left) and a 1-token × 16-row kernel for decoding, both
+//     over float32 or bfloat16 weights (widened exactly), the lane tree
+//     done with shuffles. One 6-row tile (24 KiB of float32 at 1024 columns)
 //     stays in L1 while a block of packed groups (768 KiB) passes it from
 //     L2 (fwdTile4x6G), so each step reads four lines of x from L2 against
 //     six rows from L1. The order before it, a block of rows in L2 met by
@@ -104,6 +105,20 @@
 //     bfloat16 weights at 0.4-0.55 of the bf16 path's prefetching
 //     kernels' rate in the same run of BenchmarkBF16Decode (a loaded
 //     machine); now at 0.75-0.9 of it.
+//     A batch larger than a core's L2 (2 MiB here; 4 MiB of packed vectors
+//     at 512 × 2048) is split over the workers one 768 KiB slice at a time
+//     (fwdSliceBytes): given the whole batch, each of a core's eight row
+//     pieces streamed all of it from L3 again, and the 0.6B o_proj fell
+//     from 66% of the FMA peak at M = 128 to 43% at 512. Slices took 2-29%
+//     less process CPU at M = 512 and 1024 on two busy cores
+//     (BenchmarkForwardSliceAB, paired). Measured and left as they were
+//     (paired, within ±5%): smaller kernel calls spreading the next tile's
+//     prefetch, 512- and 768-column pieces instead of 1024, and one job
+//     over all slices instead of a barrier per slice. On one core, with
+//     the tokens and weights in L2, the 4×6 tile runs at ~85-93% of the
+//     FMA loop; a whole product at M = 1024 takes 18-40% longer per FLOP,
+//     of which packing is 2-5% and weights coming from L3 once per slice
+//     5-10% (issue 34).
 //   - On amd64 CPUs with AVX2 but without AVX-512 (most Intel client
 //     CPUs, AMD Zen 2 and 3) the forward product runs AVX2 assembly
 //     instead (gemm_fwd_avx2_amd64.s from internal/asmgen/fwdavx2,
