@@ -199,6 +199,9 @@ func siluMulVec(h, g, u []float32) bool {
 		s.Mul(archsimd.LoadFloat32x4((*[4]float32)(u[j : j+4]))).Store((*[4]float32)(h[j : j+4]))
 	}
 	j := 0
+	if avx512 {
+		j = siluMul8(h, g, u)
+	}
 	for ; j+8 <= n; j += 8 {
 		x0, x1 := load4(g[j:]), load4(g[j+4:])
 		e0, e1 := exp4x2(neg4(x0), neg4(x1))
@@ -233,6 +236,9 @@ func siluMulBackwardVec(dg, du, g, u []float32) bool {
 		store4(dg[j:], dh.Mul(load4(u[j:])).Mul(grad))
 	}
 	j := 0
+	if avx512 {
+		j = siluMulBackward8(dg, du, g, u)
+	}
 	for ; j+8 <= n; j += 8 {
 		x0, x1 := load4(g[j:]), load4(g[j+4:])
 		e0, e1 := exp4x2(neg4(x0), neg4(x1))
