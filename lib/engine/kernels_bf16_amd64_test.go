@@ -322,3 +322,28 @@ func TestBF16PanelsMatchAlone(t *testing.T) {
 		})
 	}
 }
+
+// TestBF16GroupMatchesAlone: matrices run together over one rounding of
+// the vectors (matMulBF16Group) give each the bits of its product alone.
+func TestBF16GroupMatchesAlone(t *testing.T) {
+	needBF16(t)
+	rng := rand.New(rand.NewPCG(15, 16))
+	ws := []mat{randBF16Mat(rng, 200, 300), randBF16Mat(rng, 48, 300), randBF16Mat(rng, 33, 300)}
+	for _, m := range []int{1, 70} {
+		xs := randVecs(rng, m, 300)
+		ys := make([][][]float32, len(ws))
+		for i, w := range ws {
+			ys[i] = newOutputs(m, w.rows)
+		}
+		matMulBF16Group(ws, xs, ys, false)
+		for i, w := range ws {
+			alone := newOutputs(m, w.rows)
+			matMul(w, xs, alone, false)
+			for b := range alone {
+				if !slices.Equal(alone[b], ys[i][b]) {
+					t.Fatalf("%d vectors: matrix %d, vector %d: grouped outputs differ from alone", m, i, b)
+				}
+			}
+		}
+	}
+}
