@@ -347,3 +347,27 @@ func TestBF16GroupMatchesAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestBF16LinearAddMatchesAccumulate: linearAdd's product into a slab of
+// its own, added afterwards, gives the residual the bits of the product
+// accumulated into it, for batches on every core and single tokens.
+func TestBF16LinearAddMatchesAccumulate(t *testing.T) {
+	needBF16(t)
+	rng := rand.New(rand.NewPCG(17, 18))
+	w := randBF16Mat(rng, 1024, 1056)
+	m := &Model{}
+	for _, n := range []int{1, 300} {
+		xs, want := randVecs(rng, n, w.cols), newOutputs(n, w.rows+5)
+		got := grow(nil, n, w.rows+5)
+		for i := range got {
+			copy(got[i], want[i])
+		}
+		m.linear(&workspace{}, w, nil, make([]*LoRA, n), 0, modO, xs, want, true)
+		m.linearAdd(&workspace{}, w, nil, make([]*LoRA, n), 0, modO, xs, got)
+		for i := range want {
+			if !slices.Equal(got[i][:w.rows], want[i][:w.rows]) {
+				t.Fatalf("%d tokens: row %d: linearAdd differs from linear accumulating", n, i)
+			}
+		}
+	}
+}
