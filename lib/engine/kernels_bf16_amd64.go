@@ -226,8 +226,8 @@ func bf16Tiles(x []uint16, ldx, m int, w []uint16, ws, kp, nb int, out []float32
 	}
 	two := m > 16
 	if nb >= 2 {
-		if two {
-			amxBF16T2N2(&amxTileCfg, &x[0], 2*ldx, &w[0], 2*ws, kp/32, nb/2, &out[0], 4*ldo)
+		if two { // amxBF16T2N2 with the weights prefetched (internal/asmgen/bf16/panel.go)
+			amxBF16W2N2(&amxTileCfg, &x[0], 2*ldx, &w[0], 2*ws, kp/32, nb/2, &out[0], 4*ldo)
 		} else {
 			amxBF16T1N2(&amxTileCfg, &x[0], 2*ldx, &w[0], 2*ws, kp/32, nb/2, &out[0], 4*ldo)
 		}
