@@ -473,7 +473,11 @@
 //     between them, which keeps a token tile's rows in L1 (1.15-1.6x the
 //     time: the tile unit waits on the stores and loads of the sums),
 //     tokens packed as contiguous 1 KiB tiles rather than rows (1.00-1.05x),
-//     and other chunk and panel sizes (within ±10%).
+//     and other chunk and panel sizes (within ±10%). Kept: the prefill
+//     kernel prefetches its weight streams two k steps ahead into L1
+//     (amxBF16W2N2: 0.94-1.00x), and the o and down products, added to
+//     the residual, store into a slab of their own and are added after
+//     (linearAdd: 0.95x against adding through the kernels' buffer).
 //     Decoding reads each weight once: the one-token kernels prefetch
 //     their weight streams 4 KiB ahead into L2 (the L2 streamer stops at
 //     every 4 KiB page), and the benchmarks' read-bandwidth probe
