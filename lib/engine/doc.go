@@ -318,8 +318,14 @@
 //     then lets each sample draw with its own
 //     sampler and random stream. Decoding reads every weight once per step,
 //     so 8 concurrent requests cost about what one request of 8 samples
-//     does, instead of 8 requests. Rows carry their adapter; each adapter's
-//     low-rank product runs over its own rows. Admission is first come,
+//     does, instead of 8 requests. A new stepping goroutine (the batch was
+//     idle) first yields its core while that brings in more requests
+//     (gather: at most 16 yields or 100 µs, stopping after 2 that brought
+//     none), so calls made together are admitted together even when
+//     their goroutines have not run yet; it never sleeps, since a timed
+//     wait would delay a lone request for nothing and only guess at
+//     arrivals (TestArrivingPromptsOneBatch). Rows carry their adapter;
+//     each adapter's low-rank product runs over its own rows. Admission is first come,
 //     first served, up to maxBatchSeqs sequences (a larger request runs
 //     alone). A cancelled caller returns at once; its rows leave before the
 //     next step and its callbacks are not called again.
@@ -327,7 +333,12 @@
 //     (prefixshare.go): a request whose prompt has not begun follows an
 //     earlier active request with that prompt and starts its samples from
 //     copies of the leader's prompt cache and last logits, which hold the
-//     bits it would compute itself. Without it, 8 concurrent requests with
+//     bits it would compute itself. Followers that arrive while the
+//     leader's prompt is prefilled draw their first tokens before the next
+//     forward pass, so they decode in the same steps as the leader, as
+//     num_samples does (TestFollowerJoinsNextStep; drawn after it, they
+//     cost one more step of the leader alone, 17 steps against 16 on the
+//     0.6B shape's 16 tokens). Without it, 8 concurrent requests with
 //     one 64-token prompt on the 0.6B shape cost 8 prefills where one
 //     request of 8 samples costs one (about 0.3× its speed, measured with
 //     BenchmarkGenerate under load). Requests that want prompt logprobs

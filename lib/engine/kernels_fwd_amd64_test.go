@@ -15,6 +15,9 @@ import (
 // groups are made small enough (fwdL1TokBytes) that a batch crosses
 // several.
 func TestForwardBlocksMatchScalar(t *testing.T) {
+	if !fwdAsm {
+		t.Skip("fwdKC and fwdL1TokBytes shape the AVX-512 kernels, which this CPU lacks (TestForwardAVX2BlocksMatchScalar shrinks the AVX2 ones)")
+	}
 	defer func(kc, l1 int) { fwdKC, fwdL1TokBytes = kc, l1 }(fwdKC, fwdL1TokBytes)
 	fwdL1TokBytes = 8 << 10
 	for _, kc := range []int{64, 4096} {
