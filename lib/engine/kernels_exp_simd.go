@@ -212,6 +212,13 @@ func siluMul8(h, g, u []float32) int {
 		s := x.Div(bc8(1).Add(e)).ConvertToFloat32()
 		store8f(h[j:], s.Mul(load8f(u[j:])))
 	}
+	return siluLanes8(g, st)
+}
+
+// siluLanes8 runs st(j, x, e^−x) on each eight lanes x = g[j:j+8] of
+// every whole sixteen of g, two exponentials at a time, and returns how
+// many it did.
+func siluLanes8(g []float32, st func(j int, x, e f64x8)) int {
 	j := 0
 	for ; j+16 <= len(g); j += 16 {
 		x0, x1 := load8(g[j:]), load8(g[j+8:])
@@ -233,12 +240,5 @@ func siluMulBackward8(dg, du, g, u []float32) int {
 		grad := s.Mul(one.Add(x.Mul(one.Sub(s))))
 		store8(dg[j:], dh.Mul(load8(u[j:])).Mul(grad))
 	}
-	j := 0
-	for ; j+16 <= len(dg); j += 16 {
-		x0, x1 := load8(g[j:]), load8(g[j+8:])
-		e0, e1 := exp8x2(neg8(x0), neg8(x1))
-		st(j, x0, e0)
-		st(j+8, x1, e1)
-	}
-	return j
+	return siluLanes8(g[:len(dg)], st)
 }
