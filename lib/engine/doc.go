@@ -93,7 +93,17 @@
 //     memory between pieces (fwdTile4x6KG), so that a piece of the tile
 //     stays in L1. Every lane still adds its products in ascending k, so
 //     the bits are the same (TestForwardBlocksMatchScalar shrinks the
-//     pieces and the blocks of groups).
+//     pieces and the blocks of groups). The decoding kernel (fwdRow16)
+//     is written for memory: it reads its 16 rows four at a time, one
+//     group after another (four add chains; one chain of 4-cycle adds
+//     over 32 bytes of bfloat16 was near a core's share of memory), and
+//     each step prefetches into L2 the line the next group reads at the
+//     same column (the L2 streamer stops at every 4 KiB page; a group is
+//     8-48 KiB on the 0.6B shape, so a fixed distance suited one shape
+//     and not another). One row at a time without prefetch streamed
+//     bfloat16 weights at 0.4-0.55 of the bf16 path's prefetching
+//     kernels' rate in the same run of BenchmarkBF16Decode (a loaded
+//     machine); now at 0.75-0.9 of it.
 //   - On amd64 CPUs with AVX2 but without AVX-512 (most Intel client
 //     CPUs, AMD Zen 2 and 3) the forward product runs AVX2 assembly
 //     instead (gemm_fwd_avx2_amd64.s from internal/asmgen/fwdavx2,
@@ -435,7 +445,10 @@
 //     MLP does. TestDeepSeekMatchesReference and
 //     TestDeepSeekGradientsMatchFiniteDifferences check them.
 //   - bfloat16 matrices of large checkpoints stay bfloat16 in memory
-//     (exactly widened on use); everything else is float32.
+//     (exactly widened on use); everything else is float32. Checkpoints
+//     of 1B parameters or fewer are widened to float32 at load
+//     (BF16Auto in load.go says why and what would change it); the bits
+//     are the same either way.
 //   - The bf16 compute path (kernels_bf16*.go, gemm_bf16_amd64.s from
 //     internal/asmgen/bf16; LoadOptions.BF16Compute, `tinker serve
 //     --bf16-compute`) is a second numeric path, as PyTorch's bf16 path
