@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/safetensors"
 )
 
@@ -188,6 +189,46 @@ func TestBF16ComputeOneCopy(t *testing.T) {
 		}
 		if w.embed.bf == nil {
 			t.Fatalf("%s: the embedding lost its rows", name)
+		}
+	}
+}
+
+// TestBF16WidePrefillMatchesDecode: on a model wide enough that a
+// prefill's norms, rotations, SwiGLU and roundings are split over the
+// cores and q/k/v and gate/up share one rounding and one fork
+// (matMulBF16Group), a prompt's logprobs have the same bits on one
+// thread and on three, and decoding gives the tokens it generates the
+// logprobs a prefill gives them.
+func TestBF16WidePrefillMatchesDecode(t *testing.T) {
+	needBF16(t)
+	c := Config{Shape: models.Shape{Family: models.Qwen3, VocabSize: 256, Hidden: 1024, Intermediate: 1536,
+		Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 64, RMSNormEps: 1e-6, RopeTheta: 10000,
+		MaxPositionEmbeddings: 4096}, BOSTokenID: -1}
+	ts := randomTensors(c, 5)
+	matricesToBF16(ts)
+	m, err := New("wide-bf16", c, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.w.withBF16Compute()
+	prompt := make([]int, 200)
+	for i := range prompt {
+		prompt[i] = (i*37 + 11) % c.VocabSize
+	}
+	prev := runtime.GOMAXPROCS(1)
+	one := promptLogprobs(t, m, prompt)
+	runtime.GOMAXPROCS(3)
+	three := promptLogprobs(t, m, prompt)
+	runtime.GOMAXPROCS(prev)
+	if !slices.Equal(one, three) {
+		t.Fatal("a 200-token prompt's logprobs differ between one thread and three")
+	}
+	seed := int64(4)
+	r := sample(t, m, SampleRequest{Prompt: prompt, MaxTokens: 6, Temperature: 1, Seed: &seed})
+	full := promptLogprobs(t, m, append(slices.Clone(prompt), r.Sequences[0].Tokens...))
+	for i, lp := range r.Sequences[0].Logprobs {
+		if got := float32(full[len(prompt)-1+i]); got != lp {
+			t.Fatalf("generated token %d: logprob %g when decoded, %g in a prefill", i, lp, got)
 		}
 	}
 }

@@ -223,7 +223,11 @@
 //     loops (norms, rotary, SwiGLU, residual copies) split their rows
 //     over the cores (eachRow): on the 28-layer 0.6B shape at 2 × 512
 //     they were 3-4% of the samples, run on one core while the others
-//     waited.
+//     waited. A bf16-path prefill spent more there (SwiGLU 4-10% on four
+//     float64 lanes, the norms 3-5%), so with AVX-512 SwiGLU forward and
+//     backward run eight float64 lanes and RMSNorm's sum of squares eight
+//     (lane l still adds i ≡ l mod 8) and its scaling sixteen float32
+//     lanes: the same operations per element, the same bits.
 //     AdamW and the gradient norm run on all cores (adamStep,
 //     gradSquares), which matters only for large adapters.
 //   - Vector kernels end with archsimd.ClearAVXUpperBits (VZEROUPPER),
@@ -518,6 +522,22 @@
 //     core, within the tile unit's 1,024 FLOP per cycle; the products of
 //     a prefill ran at a fifth to a third of that on a loaded machine,
 //     so what is left is in feeding the tiles, not in the tiles.
+//     Products over the same inputs (q, k and v; gate and up) round them
+//     once and share one fork of the workers (matMulBF16Group), and a
+//     prefill's per-row work (norms, q/k norms with the rotation and the
+//     cache copy, SwiGLU, the rounding) is split over the cores (eachRow)
+//     instead of running on one while the other waits; each row's bits
+//     are its own either way. Tried on this Xeon and dropped, as neither
+//     beat the plain kernel in paired runs on one core (under load):
+//     blocks of 256 columns with the partial sums stored and reloaded
+//     between them, which keeps a token tile's rows in L1 (1.15-1.6x the
+//     time: the tile unit waits on the stores and loads of the sums),
+//     tokens packed as contiguous 1 KiB tiles rather than rows (1.00-1.05x),
+//     and other chunk and panel sizes (within ±10%). Kept: the prefill
+//     kernel prefetches its weight streams two k steps ahead into L1
+//     (amxBF16W2N2: 0.94-1.00x), and the o and down products, added to
+//     the residual, store into a slab of their own and are added after
+//     (linearAdd: 0.95x against adding through the kernels' buffer).
 //     Decoding reads each weight once: the one-token kernels prefetch
 //     their weight streams 4 KiB ahead into L2 (the L2 streamer stops at
 //     every 4 KiB page), and the benchmarks' read-bandwidth probe

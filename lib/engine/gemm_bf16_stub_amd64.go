@@ -27,6 +27,9 @@ func avxBF16T4N1(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float3
 func avxBF16T1N1(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
 
 //go:noescape
+func amxBF16W2N2(cfg *[64]byte, x *uint16, ldx int, w *uint16, wstride int, kc int, nb int, out *float32, ldo int)
+
+//go:noescape
 func bf16RoundRow(dst *uint16, src *float32, n int)
 
 //go:noescape

@@ -86,18 +86,21 @@ func packBF16Rows(xs [][]float32, n int, pp *[]uint16) []uint16 {
 	}
 	xb := (*pp)[:size]
 	n32 := n &^ 31
-	for t, x := range xs {
-		row := xb[t*ld : t*ld+kp]
-		if n32 > 0 {
-			bf16RoundRow(&row[0], &x[0], n32)
-		}
-		for k := n32; k < kp; k++ {
-			row[k] = 0
-			if k < n {
-				row[k] = roundBF16(x[k])
+	// A prefill's 512 rows are a serial stretch worth splitting.
+	parallelPieces(len(xs), 32, len(xs)*n, func(lo, hi int) {
+		for t, x := range xs[lo:hi] {
+			row := xb[(lo+t)*ld : (lo+t)*ld+kp]
+			if n32 > 0 {
+				bf16RoundRow(&row[0], &x[0], n32)
+			}
+			for k := n32; k < kp; k++ {
+				row[k] = 0
+				if k < n {
+					row[k] = roundBF16(x[k])
+				}
 			}
 		}
-	}
+	})
 	clear(xb[len(xs)*ld:])
 	return xb
 }
@@ -111,15 +114,35 @@ func bf16Pitch(n int) int { return bf16Cols(n) + 32 }
 // matMulBF16Split is matMul on the bf16 path: the vectors are rounded
 // once, and blocks of 32 rows are split over the workers.
 func matMulBF16Split(w mat, xs, ys [][]float32, accumulate bool) {
+	matMulBF16Group([]mat{w}, xs, [][][]float32{ys}, accumulate)
+}
+
+// matMulBF16Group is matMulBF16Split of several matrices of one width
+// over the same vectors (q, k and v; gate and up): the vectors are
+// rounded once for all of them and the blocks of 32 rows of every matrix
+// are split over the workers in one fork, so none waits for the slowest
+// piece of each matrix. Each output's bits are those of its matrix alone.
+func matMulBF16Group(ws []mat, xs [][]float32, ys [][][]float32, accumulate bool) {
 	pp := bf16Pool.Get().(*[]uint16)
 	defer bf16Pool.Put(pp)
-	xb := packBF16Rows(xs, w.cols, pp)
-	work := w.rows * w.cols * len(xs)
+	xb := packBF16Rows(xs, ws[0].cols, pp)
+	pairs := 0
+	for _, w := range ws {
+		pairs += (w.rows + 31) / 32
+	}
+	work := 32 * pairs * ws[0].cols * len(xs)
 	workers := min(runtime.GOMAXPROCS(0), max(1, work/parallelMinWork))
-	pairs := (w.rows + 31) / 32
 	per := max(1, (pairs+4*workers-1)/(4*workers))
-	forkJoin((pairs+per-1)/per, func(i int) {
-		bf16Rows(w, xb, len(xs), ys, 32*i*per, min(32*(i+1)*per, w.rows), accumulate)
+	type piece struct{ w, lo, hi int }
+	var pieces []piece
+	for j, w := range ws {
+		for lo := 0; lo < w.rows; lo += 32 * per {
+			pieces = append(pieces, piece{j, lo, min(lo+32*per, w.rows)})
+		}
+	}
+	forkJoin(len(pieces), func(i int) {
+		p := pieces[i]
+		bf16Rows(ws[p.w], xb, len(xs), ys[p.w], p.lo, p.hi, accumulate)
 	})
 }
 
@@ -203,8 +226,8 @@ func bf16Tiles(x []uint16, ldx, m int, w []uint16, ws, kp, nb int, out []float32
 	}
 	two := m > 16
 	if nb >= 2 {
-		if two {
-			amxBF16T2N2(&amxTileCfg, &x[0], 2*ldx, &w[0], 2*ws, kp/32, nb/2, &out[0], 4*ldo)
+		if two { // amxBF16T2N2 with the weights prefetched (internal/asmgen/bf16/panel.go)
+			amxBF16W2N2(&amxTileCfg, &x[0], 2*ldx, &w[0], 2*ws, kp/32, nb/2, &out[0], 4*ldo)
 		} else {
 			amxBF16T1N2(&amxTileCfg, &x[0], 2*ldx, &w[0], 2*ws, kp/32, nb/2, &out[0], 4*ldo)
 		}

@@ -322,3 +322,52 @@ func TestBF16PanelsMatchAlone(t *testing.T) {
 		})
 	}
 }
+
+// TestBF16GroupMatchesAlone: matrices run together over one rounding of
+// the vectors (matMulBF16Group) give each the bits of its product alone.
+func TestBF16GroupMatchesAlone(t *testing.T) {
+	needBF16(t)
+	rng := rand.New(rand.NewPCG(15, 16))
+	ws := []mat{randBF16Mat(rng, 200, 300), randBF16Mat(rng, 48, 300), randBF16Mat(rng, 33, 300)}
+	for _, m := range []int{1, 70} {
+		xs := randVecs(rng, m, 300)
+		ys := make([][][]float32, len(ws))
+		for i, w := range ws {
+			ys[i] = newOutputs(m, w.rows)
+		}
+		matMulBF16Group(ws, xs, ys, false)
+		for i, w := range ws {
+			alone := newOutputs(m, w.rows)
+			matMul(w, xs, alone, false)
+			for b := range alone {
+				if !slices.Equal(alone[b], ys[i][b]) {
+					t.Fatalf("%d vectors: matrix %d, vector %d: grouped outputs differ from alone", m, i, b)
+				}
+			}
+		}
+	}
+}
+
+// TestBF16LinearAddMatchesAccumulate: linearAdd's product into a slab of
+// its own, added afterwards, gives the residual the bits of the product
+// accumulated into it, for batches on every core and single tokens.
+func TestBF16LinearAddMatchesAccumulate(t *testing.T) {
+	needBF16(t)
+	rng := rand.New(rand.NewPCG(17, 18))
+	w := randBF16Mat(rng, 1024, 1056)
+	m := &Model{}
+	for _, n := range []int{1, 300} {
+		xs, want := randVecs(rng, n, w.cols), newOutputs(n, w.rows+5)
+		got := grow(nil, n, w.rows+5)
+		for i := range got {
+			copy(got[i], want[i])
+		}
+		m.linear(&workspace{}, w, nil, make([]*LoRA, n), 0, modO, xs, want, true)
+		m.linearAdd(&workspace{}, w, nil, make([]*LoRA, n), 0, modO, xs, got)
+		for i := range want {
+			if !slices.Equal(got[i][:w.rows], want[i][:w.rows]) {
+				t.Fatalf("%d tokens: row %d: linearAdd differs from linear accumulating", n, i)
+			}
+		}
+	}
+}

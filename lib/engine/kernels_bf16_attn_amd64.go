@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"unsafe"
 )
 
 // Attention on the bf16 path: when a layer's matrices are on it, the
@@ -39,10 +40,14 @@ func (kv *bf16KV) pack(ks, vs []float32, from, end, kvd, off, hd int) {
 	rows := growU16(*stage, (end-start+1)&^1*hd)
 	*stage = rows
 	stageRows(rows, ks, start, end, kvd, off, hd)
+	// Key r's dimension pair p is one 32-bit word, the 16 keys' words of
+	// a pair 64 bytes apart.
+	k32 := unsafe.Slice((*uint32)(unsafe.Pointer(&kv.k[0])), len(kv.k)/2)
+	r32 := unsafe.Slice((*uint32)(unsafe.Pointer(&rows[0])), len(rows)/2)
 	for r := from; r < end; r++ {
-		blk, src := kv.k[r/16*16*hd+r%16*2:], rows[(r-start)*hd:(r-start+1)*hd]
-		for d, v := range src {
-			blk[d/2*32+d&1] = v
+		blk, src := k32[r/16*8*hd+r%16:], r32[(r-start)*hd/2:(r-start+1)*hd/2]
+		for p, v := range src {
+			blk[p*16] = v
 		}
 	}
 	stageRows(rows, vs, start, end, kvd, off, hd)

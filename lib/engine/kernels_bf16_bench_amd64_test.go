@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -139,4 +141,57 @@ func BenchmarkBF16Decode(b *testing.B) {
 	b.ReportMetric(100*bytes/tf.Seconds()/bw, "%read-f32path")
 	b.ReportMetric(100*bytes/ta.Seconds()/bw, "%read-bf16-amx")
 	b.ReportMetric(100*bytes/tv.Seconds()/bw, "%read-bf16-avx512")
+}
+
+// BenchmarkPrefillBF16Torch runs the bf16 path's prefill of 512 tokens on
+// the Qwen3-0.6B shape and PyTorch's bfloat16 prefill (oneDNN;
+// testdata/torch_prefill.py, TINKER_BENCH_TORCH) alternately, each
+// iteration the engine's best of two runs and PyTorch's best of two
+// passes, and reports both rates and their ratio (x-torch above 1: the
+// engine is faster), in wall time and per CPU-second: the bf16
+// goal without BenchmarkPrefillDecode's float32 and scalar runs.
+func BenchmarkPrefillBF16Torch(b *testing.B) {
+	if !bf16Compute() || os.Getenv("TINKER_BENCH_TORCH") == "" {
+		b.Skip("needs AVX512-BF16 and TINKER_BENCH_TORCH (a Python with torch)")
+	}
+	c := qwen3Small()
+	ts := randomTensors(c, 1)
+	matricesToBF16(ts)
+	m, err := New("qwen3-0.6b-shape", c, ts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.w.withBF16Compute()
+	ts = nil
+	runtime.GC()
+	prompt := make([]int, prefillTokens)
+	for i := range prompt {
+		prompt[i] = (i * 7919) % c.VocabSize
+	}
+	run := func() (wall, cpu float64) {
+		c0, t0 := processCPU(), time.Now()
+		seed := int64(1)
+		if _, err := m.Sample(context.Background(), SampleRequest{Prompt: prompt, MaxTokens: 1, Temperature: 1, Seed: &seed}); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(t0).Seconds(), processCPU() - c0
+	}
+	run()
+	var eng, torch torchRate
+	for b.Loop() {
+		w0, c0 := run()
+		w1, c1 := run()
+		eng.wall += prefillTokens / min(w0, w1)
+		eng.cpu += prefillTokens / min(c0, c1)
+		r, _ := torchPrefill(b, "bf16")
+		torch.wall += r.wall
+		torch.cpu += r.cpu
+	}
+	n := float64(b.N)
+	b.ReportMetric(eng.wall/n, "tok/s-prefill")
+	b.ReportMetric(eng.cpu/n, "tok/cpu-s-prefill")
+	b.ReportMetric(torch.wall/n, "tok/s-prefill-pytorch")
+	b.ReportMetric(torch.cpu/n, "tok/cpu-s-prefill-pytorch")
+	b.ReportMetric(eng.wall/torch.wall, "x-pytorch-prefill")
+	b.ReportMetric(eng.cpu/torch.cpu, "x-pytorch-prefill-cpu")
 }

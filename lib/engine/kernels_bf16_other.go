@@ -9,6 +9,10 @@ func matMulBF16Split(w mat, xs, ys [][]float32, accumulate bool) {
 	panic("engine: bf16 path without AVX512-BF16")
 }
 
+func matMulBF16Group(ws []mat, xs [][]float32, ys [][][]float32, accumulate bool) {
+	panic("engine: bf16 path without AVX512-BF16")
+}
+
 func matMulBF16(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
 	panic("engine: bf16 path without AVX512-BF16")
 }

@@ -199,6 +199,9 @@ func siluMulVec(h, g, u []float32) bool {
 		s.Mul(archsimd.LoadFloat32x4((*[4]float32)(u[j : j+4]))).Store((*[4]float32)(h[j : j+4]))
 	}
 	j := 0
+	if avx512 {
+		j = siluMul8(h, g, u)
+	}
 	for ; j+8 <= n; j += 8 {
 		x0, x1 := load4(g[j:]), load4(g[j+4:])
 		e0, e1 := exp4x2(neg4(x0), neg4(x1))
@@ -233,6 +236,9 @@ func siluMulBackwardVec(dg, du, g, u []float32) bool {
 		store4(dg[j:], dh.Mul(load4(u[j:])).Mul(grad))
 	}
 	j := 0
+	if avx512 {
+		j = siluMulBackward8(dg, du, g, u)
+	}
 	for ; j+8 <= n; j += 8 {
 		x0, x1 := load4(g[j:]), load4(g[j+4:])
 		e0, e1 := exp4x2(neg4(x0), neg4(x1))
@@ -255,15 +261,25 @@ func sumSquaresVec(x []float32) (float64, bool) {
 	if !useSIMD || len(x) < 8 {
 		return 0, false
 	}
-	var a, b f64x4
-	n8 := len(x) &^ 7
-	for i := 0; i < n8; i += 8 {
-		lo, hi := load4(x[i:]), load4(x[i+4:])
-		a, b = a.Add(lo.Mul(lo)), b.Add(hi.Mul(hi))
-	}
 	var s [8]float64
-	a.Store((*[4]float64)(s[:4]))
-	b.Store((*[4]float64)(s[4:]))
+	n8 := len(x) &^ 7
+	if avx512 {
+		// Lane l adds x[i]² for i ≡ l (mod 8) as the two halves below do.
+		var a f64x8
+		for i := 0; i < n8; i += 8 {
+			v := load8(x[i:])
+			a = a.Add(v.Mul(v))
+		}
+		a.Store(&s)
+	} else {
+		var a, b f64x4
+		for i := 0; i < n8; i += 8 {
+			lo, hi := load4(x[i:]), load4(x[i+4:])
+			a, b = a.Add(lo.Mul(lo)), b.Add(hi.Mul(hi))
+		}
+		a.Store((*[4]float64)(s[:4]))
+		b.Store((*[4]float64)(s[4:]))
+	}
 	for _, v := range x[n8:] {
 		s[0] += float64(float64(v) * float64(v))
 	}
@@ -325,8 +341,15 @@ func scaleMulVec(out, x []float32, scale float32, weight []float32) bool {
 	}
 	n := len(x)
 	out, weight = out[:n], weight[:n]
-	sc := archsimd.BroadcastFloat32x8(scale)
 	i := 0
+	if avx512 {
+		sc := archsimd.BroadcastFloat32x16(scale)
+		ld := func(f []float32) archsimd.Float32x16 { return archsimd.LoadFloat32x16((*[16]float32)(f[:16])) }
+		for ; i+16 <= n; i += 16 {
+			ld(x[i:]).Mul(sc).Mul(ld(weight[i:])).Store((*[16]float32)(out[i : i+16]))
+		}
+	}
+	sc := archsimd.BroadcastFloat32x8(scale)
 	for ; i+8 <= n; i += 8 {
 		store8f(out[i:], load8f(x[i:]).Mul(sc).Mul(load8f(weight[i:])))
 	}

@@ -59,6 +59,7 @@ func generate() (string, string) {
 		decls.WriteString("\n//go:noescape\nfunc " + name +
 			"(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)\n")
 	}
+	panelKernels(&asm, &decls) // panel.go
 	asm.WriteString(roundKernel())
 	decls.WriteString("\n//go:noescape\nfunc bf16RoundRow(dst *uint16, src *float32, n int)\n")
 	asm.WriteString(pairKernel())
