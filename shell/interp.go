@@ -56,6 +56,7 @@ type Interp struct {
 	memErr      error           // a bad $TINKER_MEMORY_LIMIT, reported by every evaluation
 	shadowed    map[string]bool // modules the prompt warned were hidden
 	cands       promptCandidates
+	armOnPrint  atomic.Pointer[func()] // a script's lazy signal handler (run), armed by its first print
 
 	mu      sync.Mutex
 	modules map[string]*module // load cache by absolute path
@@ -111,6 +112,9 @@ func (in *Interp) SetArgv(args []string) {
 // behaves like Starlark's print. stderr=True writes the text to stderr, for
 // a script's usage and error messages.
 func (in *Interp) print(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	if arm := in.armOnPrint.Load(); arm != nil {
+		(*arm)() // whoever reads a script's output may answer it with Ctrl-C
+	}
 	sep := " "
 	toErr := false
 	if err := starlark.UnpackArgs("print", nil, kwargs, "sep?", &sep, "stderr?", &toErr); err != nil {
@@ -265,6 +269,8 @@ func (in *Interp) run(fn func(*starlark.Thread) error) (err error, interrupted b
 		arm, stop := lazily(func() func() { return onSignal(in.intr.interrupt, os.Interrupt, syscall.SIGTERM) })
 		defer stop()
 		evalCtx = armingContext{ctx, arm}
+		in.armOnPrint.Store(&arm)
+		defer in.armOnPrint.Store(nil)
 	}
 	builtins.SetContext(in.thread, evalCtx) // this evaluation's, cleared after it
 	defer builtins.SetContext(in.thread, nil)

@@ -84,9 +84,11 @@ const armDelay = 5 * time.Millisecond
 // signal.Notify starts two threads, a cost `tinker -c '1+1'` would pay
 // for an evaluation over in a millisecond. arm installs the handler (once);
 // it is called after armDelay, and by the context from armingContext the
-// first time anything waits on it or asks whether it is done, so the
-// handler is in force before an evaluation first blocks (a request, a
-// download, a training step) and once a long computation is under way.
+// first time anything waits on it or asks whether it is done, and by a
+// script's first print (Interp.armOnPrint), so the handler is in force
+// before an evaluation first blocks (a request, a download, a training
+// step), before anyone watching its output can answer with Ctrl-C, and
+// once a long computation is under way.
 // Until then the signals keep their default action, as they have in the
 // moments before an evaluation starts. stop releases what was installed;
 // nothing is installed after it.

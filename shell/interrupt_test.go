@@ -1,11 +1,14 @@
 package shell
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"syscall"
 	"testing"
 	"time"
+
+	"go.starlark.net/starlark"
 )
 
 // The first Ctrl-C cancels an evaluation, the second stops it hard (a
@@ -83,5 +86,24 @@ func TestArmedHandlerTakesSIGINT(t *testing.T) {
 	case <-got:
 	case <-time.After(10 * time.Second):
 		t.Fatal("SIGINT did not reach the handler")
+	}
+}
+
+// A script's first print installs its signal handler: whoever reads
+// "ready" and answers with SIGINT at once must reach the evaluation, not
+// end the process (golden's TestScriptInterrupt does this from outside).
+// The script signals itself right after printing, well inside armDelay.
+func TestPrintArmsSignalHandler(t *testing.T) {
+	var out, errOut bytes.Buffer
+	in := newTestInterp(&out, &errOut)
+	in.predeclared["sigint_self"] = starlark.NewBuiltin("sigint_self", func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {
+		return starlark.None, syscall.Kill(os.Getpid(), syscall.SIGINT)
+	})
+	err, interrupted := in.ExecProgram("t.star", []byte("print('ready')\nsigint_self()\nn = 0\nwhile True:\n    n += 1\n"))
+	if !interrupted {
+		t.Fatalf("not interrupted (err %v)", err)
+	}
+	if out.String() != "ready\n" {
+		t.Fatalf("stdout %q", out.String())
 	}
 }
