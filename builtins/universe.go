@@ -17,10 +17,9 @@ func init() {
 // registered builtins, their modules, and the standard Starlark modules
 // json, time, math and struct.
 func Universe() starlark.StringDict {
-	u := starlark.StringDict{
-		"struct": starlark.NewBuiltin("struct", starlarkstruct.Make),
-		"module": starlark.NewBuiltin("module", starlarkstruct.MakeModule),
-	}
+	u := make(starlark.StringDict, len(registry)) // more than enough: modules hold most
+	u["struct"] = starlark.NewBuiltin("struct", starlarkstruct.Make)
+	u["module"] = starlark.NewBuiltin("module", starlarkstruct.MakeModule)
 	for name, m := range stdModules() {
 		u[name] = module{m}
 	}

@@ -78,6 +78,10 @@ bench-engine-memory: bench-engine-deps
 # and GPT-OSS reference forwards. The scheduling, request-handling and
 # loading tests are plain Go, the same on every CPU: the native run covers
 # them. A new kernel test is picked up when its name says what it compares.
+# Kernel tests that loop over many shapes take, under qemu, the shapes that
+# reach each of the kernel's cases (qemuFew in lib/engine/emulated_test.go);
+# tests of the AVX-512 kernels' blocking, and the generic forward test that
+# repeats the AVX2 one, skip there. The native run takes every shape.
 # Emulation runs slow on a busy machine: its package timeout is 30 minutes.
 EMULATED_TESTS := Scalar|SIMD|AVX|Asm|Kernel|Blocks|Exp64|Lanes|MatMul|ForkJoin|AdamW|IndependentOf|^TestPinnedOutputs$$|^TestLogprobsMatchReference$$|^TestPromptLogprobsMatchReference$$|^TestGradientsMatchFiniteDifferences$$|^TestForwardMatchesSampler$$|^TestLoRAMatchesMergedReference$$|^TestLlama3RopeScaling$$|^TestRecomputeMatchesKept$$|^TestTopKCrossEntropyMatchesFiniteDifferences$$|^TestMoEMatchesReference$$|^TestGptOssMatchesReference$$|^TestPackTokens$$
 .PHONY: engine-emulator test-engine-emulated

@@ -8,7 +8,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"go.starlark.net/starlark"
@@ -95,28 +95,38 @@ func heapBytes() int64 {
 
 // watchMemory calls stop, once, when the heap stays above limit after a
 // collection; it checks every 50 ms until the returned func is called.
+// A timer rather than a goroutine: starting one wakes another thread,
+// which an evaluation over in a millisecond (-c '1+1') should not pay.
 func watchMemory(limit int64, stop func()) (done func()) {
-	quit := make(chan struct{})
-	var once atomic.Bool
-	go func() {
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-tick.C:
-			}
+	const every = 50 * time.Millisecond
+	var (
+		mu    sync.Mutex
+		quit  bool
+		timer *time.Timer
+	)
+	check := func() {
+		if heapBytes() > limit {
+			runtime.GC() // garbage does not count
 			if heapBytes() > limit {
-				runtime.GC() // garbage does not count
-				if heapBytes() > limit && once.CompareAndSwap(false, true) {
-					stop()
-					return
-				}
+				stop()
+				return
 			}
 		}
-	}()
-	return func() { close(quit) }
+		mu.Lock()
+		defer mu.Unlock()
+		if !quit {
+			timer.Reset(every)
+		}
+	}
+	mu.Lock()
+	timer = time.AfterFunc(every, check)
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		quit = true
+		timer.Stop()
+	}
 }
 
 // setGCLimit makes the collector work harder near the limit, so that

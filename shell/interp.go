@@ -256,15 +256,18 @@ func (in *Interp) run(fn func(*starlark.Thread) error) (err error, interrupted b
 	defer stopHard()
 	ctx, cancel := context.WithCancel(train.WithHardStop(hard, hard))
 	defer cancel()
-	builtins.SetContext(in.thread, ctx) // this evaluation's, cleared after it
-	defer builtins.SetContext(in.thread, nil)
 	if in.memErr != nil {
 		return in.memErr, false
 	}
+	var evalCtx context.Context = ctx
 	if in.keys == nil {
 		// A script stops on SIGTERM as on Ctrl-C, so downloads clean up.
-		defer onSignal(in.intr.interrupt, os.Interrupt, syscall.SIGTERM)()
+		arm, stop := lazily(func() func() { return onSignal(in.intr.interrupt, os.Interrupt, syscall.SIGTERM) })
+		defer stop()
+		evalCtx = armingContext{ctx, arm}
 	}
+	builtins.SetContext(in.thread, evalCtx) // this evaluation's, cleared after it
+	defer builtins.SetContext(in.thread, nil)
 	in.intr.begin(func() {
 		cancel()
 		in.thread.Cancel("interrupted")

@@ -1,9 +1,11 @@
 package shell
 
 import (
+	"context"
 	"os"
 	"os/signal"
 	"sync"
+	"time"
 )
 
 // interrupter routes Ctrl-C to the evaluation in progress. Nothing is
@@ -72,4 +74,61 @@ func onSignal(f func(), which ...os.Signal) (stop func()) {
 		signal.Stop(sigs)
 		close(done)
 	}
+}
+
+// armDelay is how long an evaluation that never waits runs before its
+// signal handler is installed anyway.
+const armDelay = 5 * time.Millisecond
+
+// lazily defers install (onSignal's handler) until it is needed:
+// signal.Notify starts two threads, a cost `tinker -c '1+1'` would pay
+// for an evaluation over in a millisecond. arm installs the handler (once);
+// it is called after armDelay, and by the context from armingContext the
+// first time anything waits on it or asks whether it is done, so the
+// handler is in force before an evaluation first blocks (a request, a
+// download, a training step) and once a long computation is under way.
+// Until then the signals keep their default action, as they have in the
+// moments before an evaluation starts. stop releases what was installed;
+// nothing is installed after it.
+func lazily(install func() (release func())) (arm func(), stop func()) {
+	var (
+		mu      sync.Mutex
+		stopped bool
+		release func()
+	)
+	arm = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped && release == nil {
+			release = install()
+		}
+	}
+	timer := time.AfterFunc(armDelay, arm)
+	stop = func() {
+		timer.Stop()
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		if release != nil {
+			release()
+		}
+	}
+	return arm, stop
+}
+
+// armingContext calls arm whenever its Done or Err is asked for: whoever
+// asks may wait, and a wait must be interruptible.
+type armingContext struct {
+	context.Context
+	arm func()
+}
+
+func (c armingContext) Done() <-chan struct{} {
+	c.arm()
+	return c.Context.Done()
+}
+
+func (c armingContext) Err() error {
+	c.arm()
+	return c.Context.Err()
 }

@@ -75,8 +75,15 @@ var (
 	ErrConflict    = errors.New("member conflicts with an earlier member") // file over dir or dir over file
 	ErrTruncated   = errors.New("archive is truncated")                    // ends without tar's end-of-archive marker
 	// ErrTooBig: the files add up to more than MaxBytes.
-	ErrTooBig = fmt.Errorf("%w on total size", ErrLimit)
+	ErrTooBig error = tooBig{}
 )
+
+// tooBig is ErrTooBig, an ErrLimit; a type rather than fmt.Errorf, which
+// would run at every start.
+type tooBig struct{}
+
+func (tooBig) Error() string { return ErrLimit.Error() + " on total size" }
+func (tooBig) Unwrap() error { return ErrLimit }
 
 // MemberError reports a problem with one archive member.
 type MemberError struct {

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -316,5 +317,15 @@ func TestLocalName(t *testing.T) {
 		if got, err := localName(in); !errors.Is(err, ErrUnsafePath) {
 			t.Errorf("localName(%q) = %q, %v; want ErrUnsafePath", in, got, err)
 		}
+	}
+}
+
+// ErrTooBig is an ErrLimit and says which limit.
+func TestErrTooBigIsALimit(t *testing.T) {
+	if !errors.Is(ErrTooBig, ErrLimit) || !errors.Is(fmt.Errorf("x: %w", ErrTooBig), ErrTooBig) {
+		t.Error("ErrTooBig does not match ErrLimit and itself through wrapping")
+	}
+	if got := ErrTooBig.Error(); got != "archive exceeds extraction limit on total size" {
+		t.Errorf("ErrTooBig = %q", got)
 	}
 }

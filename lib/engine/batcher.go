@@ -3,10 +3,12 @@ package engine
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // batcher interleaves the Sample calls on one base model (and on every
@@ -151,6 +153,7 @@ type stepper struct {
 }
 
 func (s *stepper) run() {
+	s.b.gather()
 	for s.admit() {
 		if err := s.step(); err != nil {
 			for _, j := range s.active {
@@ -159,6 +162,55 @@ func (s *stepper) run() {
 			s.active = nil
 		}
 	}
+}
+
+// A new stepper, which finds the batch idle, first lets the requests that
+// are already on their way reach the queue: goroutines that called Sample
+// together (a client's concurrent requests, one handler each) are runnable
+// but may not have run yet, and the first would otherwise prefill its
+// prompt alone while the others wait a step and then catch up (more steps,
+// and samples that finish at different steps). gather yields the core to
+// them while each yield brings in more requests: it stops after
+// gatherIdle yields in a row that brought none, when the queue holds
+// maxBatchSeqs sequences, after gatherYields yields or after gatherFor.
+// It never sleeps: with nothing else runnable a yield returns at once, so
+// a request that comes alone starts within microseconds.
+const (
+	gatherIdle   = 2
+	gatherYields = 16
+)
+
+// gatherFor bounds gather in time (a variable so a test can count
+// admissions without depending on a loaded machine's timing).
+var gatherFor = 100 * time.Microsecond
+
+func (b *batcher) gather() {
+	t0 := time.Now()
+	last, idle := b.queuedSeqs(), 0
+	for range gatherYields {
+		if idle >= gatherIdle || last >= maxBatchSeqs || time.Since(t0) > gatherFor {
+			return
+		}
+		runtime.Gosched()
+		n := b.queuedSeqs()
+		if n == last {
+			idle++
+		} else {
+			idle = 0
+		}
+		last = n
+	}
+}
+
+// queuedSeqs is the number of sequences the queued jobs ask for.
+func (b *batcher) queuedSeqs() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, j := range b.queue {
+		n += j.req.NumSamples
+	}
+	return n
 }
 
 // admit drops the jobs whose callers have gone and admits queued jobs while

@@ -2,10 +2,12 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tinkershell/tinker/lib/models"
 )
@@ -24,44 +26,69 @@ func TestConcurrentPromptsOneBatch(t *testing.T) {
 	for _, procs := range procsList {
 		old := runtime.GOMAXPROCS(procs)
 		for _, name := range testModels(t) {
-			m := mustLoad(t, name)
-			reqs := make([]SampleRequest, 8)
-			solo := make([]*SampleResponse, len(reqs))
-			for i := range reqs {
-				p := make([]int, 64)
-				for k := range p {
-					p[k] = (k*7 + i*31 + 3) % m.cfg.VocabSize
-				}
-				reqs[i] = SampleRequest{Prompt: p, MaxTokens: 6, Temperature: 1, Seed: seedp(int64(i + 1))}
-				solo[i] = sample(t, m, reqs[i])
-			}
-			got := make([]*SampleResponse, len(reqs))
-			release := holdBatch(t, m)
-			steps0, rows0 := m.batch.steps.Load(), m.batch.rows.Load()
-			var wg sync.WaitGroup
-			for i, r := range reqs {
-				wg.Go(func() { got[i], _ = m.Sample(context.Background(), r) })
-			}
-			waitQueued(t, m.batch, len(reqs))
-			release()
-			wg.Wait()
-			longest, rows := 0, int64(0)
-			for i := range reqs {
-				if got[i] == nil {
-					t.Fatalf("GOMAXPROCS=%d %s request %d failed", procs, name, i)
-				}
-				if d := sameResponse(solo[i], got[i]); d != "" {
-					t.Errorf("GOMAXPROCS=%d %s request %d: concurrent differs from solo: %s", procs, name, i, d)
-				}
-				n := len(got[i].Sequences[0].Tokens)
-				longest, rows = max(longest, n), rows+int64(len(reqs[i].Prompt)+n-1)
-			}
-			if steps, r := m.batch.steps.Load()-steps0, m.batch.rows.Load()-rows0; steps != int64(longest) || r != rows {
-				t.Errorf("GOMAXPROCS=%d %s: %d steps of %d rows in all, want %d steps (one prefill, then decoding) of %d rows",
-					procs, name, steps, r, longest, rows)
-			}
+			concurrentPrompts(t, mustLoad(t, name), true, true, fmt.Sprintf("GOMAXPROCS=%d %s", procs, name))
 		}
 		runtime.GOMAXPROCS(old)
+	}
+}
+
+// TestArrivingPromptsOneBatch: 8 requests whose goroutines start together
+// on an idle batch, with nothing holding it, are still prefilled in one
+// forward pass and decode together: the batch's first admission lets the
+// goroutines already runnable submit theirs first (gather). On one core
+// every goroutine runs before the batch's first step, so the counts are
+// exact (gather's time bound is lifted: a loaded machine's pauses must
+// not decide a count); on two only the results are checked (the other
+// core may start the batch before all have been created).
+func TestArrivingPromptsOneBatch(t *testing.T) {
+	defer func(d time.Duration) { gatherFor = d }(gatherFor)
+	gatherFor = time.Minute
+	for _, procs := range []int{1, 2} {
+		old := runtime.GOMAXPROCS(procs)
+		for _, name := range testModels(t) {
+			m := mustLoad(t, name)
+			label := fmt.Sprintf("GOMAXPROCS=%d %s", procs, name)
+			concurrentPrompts(t, m, false, procs == 1, label)
+		}
+		runtime.GOMAXPROCS(old)
+	}
+}
+
+// concurrentPrompts runs 8 requests with different 64-token prompts at
+// once, held until all are queued or not, and checks each against its
+// solo run and, if counted, the batch's step and row counts against one
+// prefill pass followed by one row per sequence and token.
+func concurrentPrompts(t *testing.T, m *Model, held, counted bool, label string) {
+	t.Helper()
+	reqs := make([]SampleRequest, 8)
+	solo := make([]*SampleResponse, len(reqs))
+	for i := range reqs {
+		reqs[i] = SampleRequest{Prompt: spreadPrompt(m, 64, 7, i*31+3), MaxTokens: 6, Temperature: 1, Seed: seedp(int64(i + 1))}
+		solo[i] = sample(t, m, reqs[i])
+	}
+	got := make([]*SampleResponse, len(reqs))
+	var release func()
+	if held {
+		release = holdBatch(t, m)
+	}
+	steps0, rows0 := m.batch.steps.Load(), m.batch.rows.Load()
+	var wg sync.WaitGroup
+	for i, r := range reqs {
+		wg.Go(func() { got[i], _ = m.Sample(context.Background(), r) })
+	}
+	if held {
+		waitQueued(t, m.batch, len(reqs))
+		release()
+	}
+	wg.Wait()
+	rows := sameAsSolo(t, label, solo, got)
+	longest := 0
+	for i, r := range got {
+		longest, rows = max(longest, len(r.Sequences[0].Tokens)), rows+int64(len(reqs[i].Prompt))
+	}
+	if steps, r := m.batch.steps.Load()-steps0, m.batch.rows.Load()-rows0; counted && (steps != int64(longest) || r != rows) {
+		t.Errorf("%s: %d steps of %d rows in all, want %d steps (one prefill, then decoding) of %d rows",
+			label, steps, r, longest, rows)
 	}
 }
 
@@ -83,10 +110,7 @@ func TestWaitingPromptsCatchUp(t *testing.T) {
 			}
 			steps0.Store(m.batch.steps.Load())
 			for i := range 4 {
-				p := make([]int, 32)
-				for k := range p {
-					p[k] = (k*5 + i*17 + 1) % m.cfg.VocabSize
-				}
+				p := spreadPrompt(m, 32, 5, i*17+1)
 				wg.Go(func() {
 					_, err := m.Sample(context.Background(), SampleRequest{Prompt: p, MaxTokens: 1, Temperature: 1,
 						StopFunc: func([]int) bool { last.Store(max(last.Load(), m.batch.steps.Load())); return false }})

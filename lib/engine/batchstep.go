@@ -16,19 +16,24 @@ type unit struct {
 
 // step runs one forward pass over every active job's rows, then lets each
 // sequence pick its token and each job check its stop conditions.
+// Followers whose leader's prompt was complete before this step (they
+// arrived while it was prefilled) draw their first tokens first, so their
+// next token joins this step's forward pass: requests with one prompt that
+// arrive during its prefill then decode in the same steps as num_samples
+// does, not one step behind the request that led it.
 func (s *stepper) step() error {
-	ready := s.share()
+	if err := s.startReady(s.share()); err != nil {
+		return err
+	}
 	units := s.plan()
-	if len(units) == 0 && len(ready) == 0 {
+	if len(units) == 0 {
 		return nil
 	}
-	if len(units) > 0 {
-		if err := s.forward(units); err != nil {
-			return err
-		}
-		s.b.countStep(units)
+	if err := s.forward(units); err != nil {
+		return err
 	}
-	if err := s.pick(units, ready); err != nil {
+	s.b.countStep(units)
+	if err := s.pick(units); err != nil {
 		return err
 	}
 	for _, j := range s.active {
@@ -52,6 +57,7 @@ func (s *stepper) plan() []*unit {
 	generating, waiting := false, 0
 	for _, j := range s.active {
 		switch {
+		case j.finished:
 		case j.seqs != nil:
 			generating = true
 		case j.follow == nil:
@@ -64,6 +70,7 @@ func (s *stepper) plan() []*unit {
 	}
 	for _, j := range s.active {
 		switch {
+		case j.finished: // failed in this step's startReady
 		case j.seqs != nil:
 			for _, sq := range j.seqs {
 				if sq.out.StopReason == "" {
@@ -168,14 +175,9 @@ func parallel(n int, fn func(i int) error) error {
 // pick turns the step's logits into prompt logprobs and tokens: each
 // generating sequence draws its next token with its own sampler and random
 // stream, and a job whose prompt is now complete starts its samples from
-// the last prompt position, as do the jobs in ready (followers whose
-// leader's prompt was complete before this step). The draws are
-// independent, so large vocabularies spread them over the cores.
-func (s *stepper) pick(units []*unit, ready []*job) error {
+// the last prompt position.
+func (s *stepper) pick(units []*unit) error {
 	var work []func()
-	for _, j := range ready {
-		work = j.startFrom(j.follow, work)
-	}
 	for _, u := range units {
 		if u.s != nil {
 			sq, logits := u.s, u.logits[0]
@@ -184,6 +186,12 @@ func (s *stepper) pick(units []*unit, ready []*job) error {
 		}
 		work = s.prefilled(u, work)
 	}
+	return s.draw(work)
+}
+
+// draw runs the draws in work. They are independent, so large
+// vocabularies spread them over the cores.
+func (s *stepper) draw(work []func()) error {
 	workers := 1
 	if len(work)*s.m.cfg.VocabSize >= 4*parallelMinWork {
 		workers = min(runtime.GOMAXPROCS(0), len(work))
@@ -259,7 +267,7 @@ func (s *stepper) check(j *job) {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.left {
+	if j.left || j.finished {
 		return // admit drops it
 	}
 	var err error

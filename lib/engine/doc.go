@@ -72,10 +72,11 @@
 //     committed file is its output), chosen at run time with
 //     golang.org/x/sys/cpu and independent of GOEXPERIMENT: a 4-token ×
 //     6-row tile (the tokens packed four at a time, so four rows a power
-//     of two apart do not share an L1 set; 4×4 tiles and single rows take
-//     what is left) and a 1-token × 16-row kernel for decoding, both over
-//     float32 or bfloat16 weights (widened exactly), the lane tree done
-//     with shuffles. One 6-row tile (24 KiB of float32 at 1024 columns)
+//     of two apart do not share an L1 set; a last tile overlapping the one
+//     before takes the rows past the last whole one, 4×4 tiles and single
+//     rows what is left) and a 1-token × 16-row kernel for decoding, both
+//     over float32 or bfloat16 weights (widened exactly), the lane tree
+//     done with shuffles. One 6-row tile (24 KiB of float32 at 1024 columns)
 //     stays in L1 while a block of packed groups (768 KiB) passes it from
 //     L2 (fwdTile4x6G), so each step reads four lines of x from L2 against
 //     six rows from L1. The order before it, a block of rows in L2 met by
@@ -93,7 +94,31 @@
 //     memory between pieces (fwdTile4x6KG), so that a piece of the tile
 //     stays in L1. Every lane still adds its products in ascending k, so
 //     the bits are the same (TestForwardBlocksMatchScalar shrinks the
-//     pieces and the blocks of groups).
+//     pieces and the blocks of groups). The decoding kernel (fwdRow16)
+//     is written for memory: it reads its 16 rows four at a time, one
+//     group after another (four add chains; one chain of 4-cycle adds
+//     over 32 bytes of bfloat16 was near a core's share of memory), and
+//     each step prefetches into L2 the line the next group reads at the
+//     same column (the L2 streamer stops at every 4 KiB page; a group is
+//     8-48 KiB on the 0.6B shape, so a fixed distance suited one shape
+//     and not another). One row at a time without prefetch streamed
+//     bfloat16 weights at 0.4-0.55 of the bf16 path's prefetching
+//     kernels' rate in the same run of BenchmarkBF16Decode (a loaded
+//     machine); now at 0.75-0.9 of it.
+//     A batch larger than a core's L2 (2 MiB here; 4 MiB of packed vectors
+//     at 512 × 2048) is split over the workers one 768 KiB slice at a time
+//     (fwdSliceBytes): given the whole batch, each of a core's eight row
+//     pieces streamed all of it from L3 again, and the 0.6B o_proj fell
+//     from 66% of the FMA peak at M = 128 to 43% at 512. Slices took 2-29%
+//     less process CPU at M = 512 and 1024 on two busy cores
+//     (BenchmarkForwardSliceAB, paired). Measured and left as they were
+//     (paired, within ±5%): smaller kernel calls spreading the next tile's
+//     prefetch, 512- and 768-column pieces instead of 1024, and one job
+//     over all slices instead of a barrier per slice. On one core, with
+//     the tokens and weights in L2, the 4×6 tile runs at ~85-93% of the
+//     FMA loop; a whole product at M = 1024 takes 18-40% longer per FLOP,
+//     of which packing is 2-5% and weights coming from L3 once per slice
+//     5-10% (issue 34).
 //   - On amd64 CPUs with AVX2 but without AVX-512 (most Intel client
 //     CPUs, AMD Zen 2 and 3) the forward product runs AVX2 assembly
 //     instead (gemm_fwd_avx2_amd64.s from internal/asmgen/fwdavx2,
@@ -127,12 +152,33 @@
 //     one fused multiply-add. A tile broadcasts each row's value once
 //     into a register for its 1-4 vectors: folded into every FMA, the
 //     broadcast made more loads than FMAs, and the kernels alone ran
-//     about 1.5× slower. Weight strips are packed contiguous (and widened
-//     from bfloat16) once per block and prefetched a strip ahead, as are
-//     outerAcc's strips of a wide vs (a new page per batch step
-//     otherwise). Packing matMulT's batch into panels (one pointer,
-//     tiles up to 14 rows) was tried: the transposing copy cost more
-//     than the tiles gained.
+//     about 1.5× slower. matMulT packs W into panels of 1024 rows × 1-4
+//     vectors (256 KiB at most, in L2; widened from bfloat16), the first
+//     tile of the batch packing as it multiplies (its reads of W, from
+//     L3, overlap its FMAs), and every tile sums all 1024 rows between
+//     one load and one store of its accumulators. The previous 128-row
+//     strips in L1 made each tile reload and store its accumulators
+//     every 128 rows, from an xs block that at 512 tokens no longer sat
+//     in L2 without conflicts, and prefetched the next strip in every
+//     tile of the batch: at 512 tokens matMulT took 1.05-1.25× the
+//     forward product's time for the same FLOPs and now takes 0.8-0.9×;
+//     at 128 tokens 0.97-1.1×, now 0.94-1.04× (BenchmarkBackwardVsForward,
+//     paired single-thread runs on a loaded machine). The bits are the
+//     same: each output still sums its rows in ascending order, one FMA
+//     each. A panel in L2 feeds the tiles as fast as a strip in L1
+//     (BenchmarkBackwardPanel); software prefetch of the panel gained
+//     nothing; packing a whole 256-column block per row, 8 × 3 tiles and
+//     tiles that keep a token tile's rows in L1 across panels measured
+//     no faster. outerAcc packs its strips of a wide vs (a new page per
+//     batch step otherwise), its first tile packing as it multiplies, as
+//     matMulT's does. A LoRA B's gradient (rank columns) over a us
+//     beyond L2 runs with its lanes along dst's rows, C read and written
+//     by gathers and scatters (bwdColsT): its tiles across the rank read
+//     one line of each of the batch's rows of us, from L3, and took 2-4×
+//     matMulT's time per FLOP at 512 tokens; transposed, 0.46-0.75× the
+//     old time (outerTransposeFloats). Packing matMulT's batch into
+//     panels (one pointer, tiles up to 14 rows) was tried: the
+//     transposing copy cost more than the tiles gained.
 //     TestBackwardAsmMatchesScalar compares them with the scalar kernels.
 //   - Other vector kernels (kernels_simd.go, GOEXPERIMENT=simd on amd64
 //     with AVX2) give the scalar kernels' bits: a lane holds one output
@@ -314,8 +360,14 @@
 //     then lets each sample draw with its own
 //     sampler and random stream. Decoding reads every weight once per step,
 //     so 8 concurrent requests cost about what one request of 8 samples
-//     does, instead of 8 requests. Rows carry their adapter; each adapter's
-//     low-rank product runs over its own rows. Admission is first come,
+//     does, instead of 8 requests. A new stepping goroutine (the batch was
+//     idle) first yields its core while that brings in more requests
+//     (gather: at most 16 yields or 100 µs, stopping after 2 that brought
+//     none), so calls made together are admitted together even when
+//     their goroutines have not run yet; it never sleeps, since a timed
+//     wait would delay a lone request for nothing and only guess at
+//     arrivals (TestArrivingPromptsOneBatch). Rows carry their adapter;
+//     each adapter's low-rank product runs over its own rows. Admission is first come,
 //     first served, up to maxBatchSeqs sequences (a larger request runs
 //     alone). A cancelled caller returns at once; its rows leave before the
 //     next step and its callbacks are not called again.
@@ -323,7 +375,12 @@
 //     (prefixshare.go): a request whose prompt has not begun follows an
 //     earlier active request with that prompt and starts its samples from
 //     copies of the leader's prompt cache and last logits, which hold the
-//     bits it would compute itself. Without it, 8 concurrent requests with
+//     bits it would compute itself. Followers that arrive while the
+//     leader's prompt is prefilled draw their first tokens before the next
+//     forward pass, so they decode in the same steps as the leader, as
+//     num_samples does (TestFollowerJoinsNextStep; drawn after it, they
+//     cost one more step of the leader alone, 17 steps against 16 on the
+//     0.6B shape's 16 tokens). Without it, 8 concurrent requests with
 //     one 64-token prompt on the 0.6B shape cost 8 prefills where one
 //     request of 8 samples costs one (about 0.3× its speed, measured with
 //     BenchmarkGenerate under load). Requests that want prompt logprobs
@@ -420,7 +477,10 @@
 //     MLP does. TestDeepSeekMatchesReference and
 //     TestDeepSeekGradientsMatchFiniteDifferences check them.
 //   - bfloat16 matrices of large checkpoints stay bfloat16 in memory
-//     (exactly widened on use); everything else is float32.
+//     (exactly widened on use); everything else is float32. Checkpoints
+//     of 1B parameters or fewer are widened to float32 at load
+//     (BF16Auto in load.go says why and what would change it); the bits
+//     are the same either way.
 //   - The bf16 compute path (kernels_bf16*.go, gemm_bf16_amd64.s from
 //     internal/asmgen/bf16; LoadOptions.BF16Compute, `tinker serve
 //     --bf16-compute`) is a second numeric path, as PyTorch's bf16 path

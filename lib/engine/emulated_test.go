@@ -24,6 +24,16 @@ func testModels(t testing.TB) []string {
 // emulated reports whether the tests run in qemu (see testModels).
 func emulated() bool { return os.Getenv("TINKER_ENGINE_EMULATED") != "" }
 
+// qemuFew returns few in the emulated runs and all natively: a kernel
+// test that loops over many shapes takes the ones that reach each of the
+// kernel's cases under qemu, and the native run takes them all.
+func qemuFew[T any](all, few []T) []T {
+	if emulated() {
+		return few
+	}
+	return all
+}
+
 // nativeOnly skips a float64 finite-difference check of a whole model
 // family in the emulated runs: it spends its time in the float64 reference
 // (plain Go, the same on every CPU), not in the kernels those runs are for,

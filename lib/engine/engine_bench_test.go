@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"math"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -46,58 +48,111 @@ func generate(b testing.TB, m *Model, prompt []int, n, tokens int, seed int64) i
 // their speed-ups over one sequence: on the tiny models and on a random
 // Qwen3-0.6B-shaped model with bfloat16 weights (memory-bound decoding,
 // where a batch of 8 costs little more than one sequence) and 64-token
-// prompts, so that the concurrent requests' prefills count as well. The tok/cpu-s
-// figures divide by the process's CPU time instead of wall time: the
-// engine's own speed per core, less sensitive to other load on a shared
-// machine (with 2 idle cores, x-batch ≈ 2 × the ratio of the two tok/cpu-s
-// figures).
+// prompts, so that the concurrent requests' prefills count as well. The
+// tok/cpu-s figures divide by the process's CPU time instead of wall time:
+// the engine's own speed per core, less sensitive to other load on a
+// shared machine (with 2 idle cores, x-batch ≈ 2 × the ratio of the two
+// tok/cpu-s figures).
+//
+// Both 8-sequence cases do the same work: one prompt, temperature 1, no
+// stop condition, so every sequence generates exactly its max tokens
+// (only the seeds differ). Warm-up (the worker pool, first allocations)
+// runs before the timer. conc/batch is the median over the rounds of each
+// round's ratio of the two, wall time and CPU time, with the two cases'
+// order alternating between rounds, so one slow moment of a shared machine
+// moves one round's ratio rather than the sums; steps-8batch and
+// steps-8conc count the forward passes each case ran per round (the
+// batcher's counter), which load does not move: equal counts mean the
+// concurrent requests were prefilled and decoded as one batch.
 func BenchmarkGenerate(b *testing.B) {
 	for _, name := range []string{models.TinyLlama, models.TinyQwen3, "qwen3-0.6b-shape-bf16"} {
 		b.Run(name, func(b *testing.B) {
 			m, tokens, prompt := benchModel(b, name)
-			var single, batch, conc time.Duration
-			var singleCPU, batchCPU, concCPU float64
-			var nSingle, nBatch, nConc int
+			generate(b, m, prompt, 1, 2, 0)
+			generate(b, m, prompt, 8, 2, 0)
+			var single, batch, conc genRun
+			var wallRatios, cpuRatios []float64
 			seed := int64(0)
 			for b.Loop() {
 				seed++
-				c0 := processCPU()
-				t0 := time.Now()
-				nSingle += generate(b, m, prompt, 1, tokens, seed)
-				t1 := time.Now()
-				c1 := processCPU()
-				singleCPU += c1 - c0
-				nBatch += generate(b, m, prompt, 8, tokens, seed)
-				t2 := time.Now()
-				c2 := processCPU()
-				batchCPU += c2 - c1
-				var wg sync.WaitGroup
-				var mu sync.Mutex
-				for i := range 8 {
-					wg.Go(func() {
-						n := generate(b, m, prompt, 1, tokens, seed*8+int64(i))
-						mu.Lock()
-						nConc += n
-						mu.Unlock()
-					})
+				single.add(m, func() int { return generate(b, m, prompt, 1, tokens, seed) })
+				runBatch := func() genRun { return measure(m, func() int { return generate(b, m, prompt, 8, tokens, seed) }) }
+				runConc := func() genRun { return measure(m, func() int { return generateConc(b, m, prompt, tokens, seed) }) }
+				var rb, rc genRun
+				if seed%2 == 0 {
+					rc = runConc()
+					rb = runBatch()
+				} else {
+					rb = runBatch()
+					rc = runConc()
 				}
-				wg.Wait()
-				concCPU += processCPU() - c2
-				single, batch, conc = single+t1.Sub(t0), batch+t2.Sub(t1), conc+time.Since(t2)
+				batch.plus(rb)
+				conc.plus(rc)
+				wallRatios = append(wallRatios, rc.rate()/rb.rate())
+				cpuRatios = append(cpuRatios, rc.cpuRate()/rb.cpuRate())
 			}
-			r1 := float64(nSingle) / single.Seconds()
-			r8 := float64(nBatch) / batch.Seconds()
-			rc := float64(nConc) / conc.Seconds()
+			r1 := single.rate()
 			b.ReportMetric(r1, "tok/s-1seq")
-			b.ReportMetric(float64(nSingle)/singleCPU, "tok/cpu-s-1seq")
-			b.ReportMetric(float64(nBatch)/batchCPU, "tok/cpu-s-8batch")
-			b.ReportMetric(float64(nConc)/concCPU, "tok/cpu-s-8conc")
-			b.ReportMetric(r8, "tok/s-8batch")
-			b.ReportMetric(rc, "tok/s-8conc")
-			b.ReportMetric(r8/r1, "x-batch")
-			b.ReportMetric(rc/r1, "x-conc")
+			b.ReportMetric(single.cpuRate(), "tok/cpu-s-1seq")
+			b.ReportMetric(batch.cpuRate(), "tok/cpu-s-8batch")
+			b.ReportMetric(conc.cpuRate(), "tok/cpu-s-8conc")
+			b.ReportMetric(batch.rate(), "tok/s-8batch")
+			b.ReportMetric(conc.rate(), "tok/s-8conc")
+			b.ReportMetric(batch.rate()/r1, "x-batch")
+			b.ReportMetric(conc.rate()/r1, "x-conc")
+			b.ReportMetric(median(wallRatios), "conc/batch")
+			b.ReportMetric(median(cpuRatios), "conc/batch-cpu")
+			b.ReportMetric(float64(batch.steps)/float64(b.N), "steps-8batch")
+			b.ReportMetric(float64(conc.steps)/float64(b.N), "steps-8conc")
 		})
 	}
+}
+
+// genRun is the tokens, wall time, CPU time and batcher steps of runs.
+type genRun struct {
+	tokens int
+	wall   time.Duration
+	cpu    float64
+	steps  int64
+}
+
+// measure runs fn, which returns the tokens it generated on m.
+func measure(m *Model, fn func() int) genRun {
+	s0, c0, t0 := m.batch.steps.Load(), processCPU(), time.Now()
+	n := fn()
+	return genRun{tokens: n, wall: time.Since(t0), cpu: processCPU() - c0, steps: m.batch.steps.Load() - s0}
+}
+
+func (g *genRun) add(m *Model, fn func() int) { g.plus(measure(m, fn)) }
+
+func (g *genRun) plus(o genRun) {
+	g.tokens, g.wall, g.cpu, g.steps = g.tokens+o.tokens, g.wall+o.wall, g.cpu+o.cpu, g.steps+o.steps
+}
+
+func (g genRun) rate() float64    { return float64(g.tokens) / g.wall.Seconds() }
+func (g genRun) cpuRate() float64 { return float64(g.tokens) / g.cpu }
+
+// generateConc runs 8 concurrent requests of one sample each with the
+// prompt and returns the tokens produced.
+func generateConc(b *testing.B, m *Model, prompt []int, tokens int, seed int64) int {
+	var wg sync.WaitGroup
+	var n atomic.Int64
+	for i := range 8 {
+		wg.Go(func() { n.Add(int64(generate(b, m, prompt, 1, tokens, seed*8+int64(i)))) })
+	}
+	wg.Wait()
+	return int(n.Load())
+}
+
+// median is the middle value of xs (the mean of the two middle ones for
+// an even count).
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	n := len(s)
+	if n == 0 {
+		return math.NaN()
+	}
+	return (s[(n-1)/2] + s[n/2]) / 2
 }
 
 // benchModel returns a built-in tiny model, or the random 0.6B-shaped one

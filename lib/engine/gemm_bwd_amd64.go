@@ -2,7 +2,6 @@ package engine
 
 import (
 	"sync"
-	"unsafe"
 
 	"golang.org/x/sys/cpu"
 )
@@ -13,16 +12,19 @@ var bwdAsm = cpu.X86.HasAVX512F
 // The tiles' Go types (gemm_bwd_stubs_amd64.go declares them, the tables
 // index them as [W-1][R-1]) and the strip packers'.
 type (
-	bwdKernelF32  = func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-	bwdKernelCols = func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
-	bwdCopyFunc   = func(dst *float32, src *float32, lds uintptr, rows int, mask uint16)
-	bwdWidenFunc  = func(dst *float32, src *uint16, lds uintptr, rows int, mask uint16)
+	bwdKernel         = func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+	bwdPackKernel     = func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+	bwdPackKernelBF16 = func(c *float32, ldc uintptr, a *float32, lda uintptr, b *uint16, ldb uintptr, k int, mask uint16, dst *float32)
+	bwdCopyFunc       = func(dst *float32, src *float32, lds uintptr, rows int, mask uint16)
+	bwdWidenFunc      = func(dst *float32, src *uint16, lds uintptr, rows int, mask uint16)
 )
 
-// rowsRmax and colsRmax are the tallest tiles for W = 1..4 vectors.
+// rowsRmax, colsRmax and colsTRmax are the tallest tiles for W = 1..4
+// vectors.
 var (
-	rowsRmax = [5]int{0, len(bwdRowsF32[0]), len(bwdRowsF32[1]), len(bwdRowsF32[2]), len(bwdRowsF32[3])}
-	colsRmax = [5]int{0, len(bwdCols[0]), len(bwdCols[1]), len(bwdCols[2]), len(bwdCols[3])}
+	rowsRmax  = [5]int{0, len(bwdRowsF32[0]), len(bwdRowsF32[1]), len(bwdRowsF32[2]), len(bwdRowsF32[3])}
+	colsRmax  = [5]int{0, len(bwdCols[0]), len(bwdCols[1]), len(bwdCols[2]), len(bwdCols[3])}
+	colsTRmax = [5]int{0, len(bwdColsT[0]), len(bwdColsT[1]), len(bwdColsT[2]), len(bwdColsT[3])}
 )
 
 // matMulTAsm adds Wᵀ·ys[b] to xs[b] with the assembly tiles and reports
@@ -55,19 +57,26 @@ func matMulTAsm(w mat, ys, xs [][]float32) bool {
 }
 
 // tMulWidth is the width of tMulAsm's column blocks for tiles of wv
-// vectors: tCols rounded down to whole strips.
+// vectors: tCols rounded down to whole panels.
 func tMulWidth(wv int) int { return 16 * wv * max(1, tCols/(16*wv)) }
 
-// stripPool holds the packed strips, one per running tMulAsm; outerPool
+// stripPool holds the packed panels, one per running tMulAsm; outerPool
 // outerAsm's.
 var (
-	stripPool = sync.Pool{New: func() any { return new([kcAsm * 64]float32) }}
+	stripPool = sync.Pool{New: func() any { return new([]float32) }}
 	outerPool = sync.Pool{New: func() any { return new([]float32) }}
 )
 
-// kcAsm is the number of weight rows a packed strip holds: 128 rows × 64
-// columns (32 KiB) stay in L1 while every tile of the batch reads them.
-const kcAsm = 128
+// kcAsm is the number of weight rows a packed panel holds: 1024 rows ×
+// 64 columns (256 KiB) stay in L2 while every tile of the batch reads
+// them, each tile summing 1024 rows between a load and a store of its
+// accumulators. A 128-row strip in L1 (32 KiB) made the tiles reload and
+// store their accumulators every 128 rows, from an xs block that at 512
+// tokens no longer fits L2 without conflicts: matMulT at 512 tokens took
+// 0.8× the time with 1024 (paired single-thread runs, loaded machine;
+// 512 and 2048 were no better; at 128 tokens no different). A panel in
+// L2 feeds the tiles as fast as a strip in L1 (BenchmarkBackwardPanel).
+const kcAsm = 1024
 
 // tMulAsm does vectors [b0, b1) × columns [c0, c1) of matMulTAsm, a
 // block of columns at a time so that its part of xs stays in L2 while
@@ -75,75 +84,62 @@ const kcAsm = 128
 func tMulAsm(w mat, ys, xs [][]float32, ly, lx, wv, b0, b1, c0, c1 int) {
 	var buf []float32
 	if w.bf != nil || b1-b0 > rowsRmax[wv] {
-		sp := stripPool.Get().(*[kcAsm * 64]float32)
+		sp := stripPool.Get().(*[]float32)
 		defer stripPool.Put(sp)
-		buf = sp[:kcAsm*16*wv]
+		*sp = growTo(*sp, min(kcAsm, w.rows)*16*wv)
+		buf = *sp
 	}
 	width := tMulWidth(wv)
 	for cb := c0; cb < c1; cb += width {
-		tMulCols(w, ys, xs, ly, lx, wv, b0, b1, cb, min(cb+width, c1), c1, buf)
+		tMulCols(w, ys, xs, ly, lx, wv, b0, b1, cb, min(cb+width, c1), buf)
 	}
 }
 
 // tMulCols does columns [cb, ce) for each block of kcAsm weight rows:
-// strips of wv vectors, tiles of the batch. With buf, a strip is copied
-// contiguous first (widened when bfloat16): weight rows often lie 4 KiB
-// apart, which maps a strip's rows to one L1 set.
-func tMulCols(w mat, ys, xs [][]float32, ly, lx, wv, b0, b1, cb, ce, c1 int, buf []float32) {
+// panels of wv vectors, tiles of the batch.
+func tMulCols(w mat, ys, xs [][]float32, ly, lx, wv, b0, b1, cb, ce int, buf []float32) {
 	r := rowsRmax[wv]
 	for j0 := 0; j0 < w.rows; j0 += kcAsm {
 		kc := min(kcAsm, w.rows-j0)
 		for c := cb; c < ce; c += 16 * wv {
 			n := min(16*wv, ce-c)
 			v, mask := (n+15)/16, lastMask(n)
-			var bp *float32
-			ldb := uintptr(64 * v)
-			if buf != nil {
-				bp = &buf[0]
-			}
-			switch {
-			case w.bf != nil:
-				bwdWiden[v-1](bp, &w.bf[j0*w.cols+c], uintptr(2*w.cols), kc, mask)
-			case buf != nil:
-				bwdCopy[v-1](bp, &w.data[j0*w.cols+c], uintptr(4*w.cols), kc, mask)
-			default:
-				bp, ldb = &w.data[j0*w.cols+c], uintptr(4*w.cols)
-			}
-			pf := w.nextStrip(j0, kc, c+16*v, cb, ce, c1)
-			for b := b0; b < b1; b += r {
+			bp, ldb, b := tMulPanel(w, ys, xs, ly, lx, b0, b1, j0, kc, c, v, mask, buf)
+			for ; b < b1; b += r {
 				tr := min(r, b1-b)
-				bwdRowsF32[v-1][tr-1](&xs[b][c], uintptr(4*lx), &ys[b][j0], uintptr(4*ly), bp, ldb, kc, mask, pf, w.rowBytes())
+				bwdRowsF32[v-1][tr-1](&xs[b][c], uintptr(4*lx), &ys[b][j0], uintptr(4*ly), bp, ldb, kc, mask)
 			}
 		}
 	}
 }
 
-// nextStrip points at the first weight of the strip that follows the one
-// of rows [j0, j0+kc) ending at column c, in tMulCols' order: the same
-// rows at c, the next rows at cb, the first rows of the next column block
-// at ce (while ce < c1), or W's start: the tiles prefetch it.
-func (w mat) nextStrip(j0, kc, c, cb, ce, c1 int) *float32 {
-	i := 0
-	switch {
-	case c < ce:
-		i = j0*w.cols + c
-	case j0+kc < w.rows:
-		i = (j0+kc)*w.cols + cb
-	case ce < c1:
-		i = ce
+// tMulPanel readies the panel of W's rows [j0, j0+kc) × v vectors from
+// column c for the tiles of the batch's rows [b0, b1) and returns it and
+// the first row that still needs a tile. Without buf the tiles read W in
+// place. With it the panel is packed contiguous in buf (widened when
+// bfloat16): W's rows often lie 4 KiB apart, which maps a panel's rows to
+// a few cache sets, in L1 and in L2. The first tile packs it as it reads
+// it (bwdPackF32, bwdPackBF16), its reads of W, from L3, overlapping its
+// multiply-adds: a separate pack before the tiles was a sixth of
+// matMulT's time at 128 tokens, and the fused one took 0.93-0.96× the
+// time there (paired, loaded machine; the same at 512 tokens).
+func tMulPanel(w mat, ys, xs [][]float32, ly, lx, b0, b1, j0, kc, c, v int, mask uint16, buf []float32) (*float32, uintptr, int) {
+	if buf == nil {
+		return &w.data[j0*w.cols+c], uintptr(4 * w.cols), b0
 	}
+	bp, ldb := &buf[0], uintptr(64*v)
+	if b1-b0 < bwdPackR {
+		// Only bfloat16 weights take a panel for so few rows.
+		bwdWiden[v-1](bp, &w.bf[j0*w.cols+c], uintptr(2*w.cols), kc, mask)
+		return bp, ldb, b0
+	}
+	cx, cy := &xs[b0][c], &ys[b0][j0]
 	if w.bf != nil {
-		return (*float32)(unsafe.Pointer(&w.bf[i]))
+		bwdPackBF16[v-1](cx, uintptr(4*lx), cy, uintptr(4*ly), &w.bf[j0*w.cols+c], uintptr(2*w.cols), kc, mask, bp)
+	} else {
+		bwdPackF32[v-1](cx, uintptr(4*lx), cy, uintptr(4*ly), &w.data[j0*w.cols+c], uintptr(4*w.cols), kc, mask, bp)
 	}
-	return &w.data[i]
-}
-
-// rowBytes is the distance between W's rows in memory.
-func (w mat) rowBytes() uintptr {
-	if w.bf != nil {
-		return uintptr(2 * w.cols)
-	}
-	return uintptr(4 * w.cols)
+	return bp, ldb, b0 + bwdPackR
 }
 
 // outerAsm is outerAcc with the assembly tiles; it reports false, having
@@ -154,7 +150,8 @@ func (w mat) rowBytes() uintptr {
 // which the hardware prefetcher does not follow and which (a multiple of
 // 4 KiB) maps every step to one L1 set. us is read in place: its rows are
 // narrow when vs's are wide (a LoRA A's gradient), and packing a wide us
-// (a LoRA B's) cost about what its tiles do.
+// (a LoRA B's) cost about what its tiles do; a wide us beyond L2 with a
+// narrow dst takes outerTransposed, which packs strips of us instead.
 func outerAsm(dst []float32, rows, cols int, us, vs [][]float32) bool {
 	m := len(us)
 	lu, ok := rowStride(us, rows)
@@ -162,33 +159,112 @@ func outerAsm(dst []float32, rows, cols int, us, vs [][]float32) bool {
 	if !ok || !ok2 || len(dst) < rows*cols {
 		return false
 	}
+	if cols < 64 && m*rows >= outerTransposeFloats {
+		outerTransposed(dst, rows, cols, us, vs, lu, lv)
+		return true
+	}
+	outerTiles(dst, rows, cols, us, vs, lu, lv)
+	return true
+}
+
+// outerTransposeFloats is the size of us (in float32s, 2 MiB) from which
+// outerAsm runs a narrow dst (under 4 vectors wide: a LoRA B's gradient,
+// rank columns) with its lanes along dst's rows (outerTransposed): the
+// tiles then read us's rows 4 vectors at a time instead of 12 values, one
+// line in each of the batch's rows, which from beyond L2 (us of 512 tokens
+// × 3072 is 6 MiB) left the tiles waiting on L3: at 512 tokens 0.46-0.75×
+// the time on 1024-3072 × 32 (paired, loaded machine), at 256 tokens
+// 0.85-0.99×; at 128 tokens, us in L2, the gathers and scatters of the
+// transposed C cost more (1.2-1.5×).
+const outerTransposeFloats = 1 << 19
+
+// outerTransposed is outerAsm with the tiles' rows along dst's columns and
+// their lanes along dst's rows, reading C by gathers and scatters
+// (bwdColsT): the same products in the same order (a product's factors
+// commute exactly in a fused multiply-add), so the same bits.
+func outerTransposed(dst []float32, rows, cols int, us, vs [][]float32, lu, lv int) {
+	m := len(us)
+	wv := tileShape(cols, (rows+15)/16, colsTRmax)
+	r := colsTRmax[wv]
+	parallelFor(rows, 16*wv, rows*cols*m, func(lo, hi int) {
+		strip, put := outerStrip(lu, m*16*wv)
+		defer put()
+		for o := lo; o < hi; o += 16 * wv {
+			n := min(16*wv, hi-o)
+			v, mask := (n+15)/16, lastMask(n)
+			// A full first tile packs the strip as it multiplies (as
+			// matMulT's do): 0.82-0.86× the time at 512 tokens, 0.94-0.99×
+			// at 128 (paired, loaded machine).
+			k := 0
+			var b *float32
+			var ldb uintptr
+			if strip != nil && v == wv && cols >= r {
+				bwdColsTPack[v-1](&dst[o*cols], uintptr(4*cols), &vs[0][0], uintptr(4*lv), &us[0][o], uintptr(4*lu), m, mask, &strip[0])
+				k, b, ldb = r, &strip[0], uintptr(64*v)
+			} else {
+				b, ldb = packStrip(strip, &us[0][o], uintptr(4*lu), m, v, mask)
+			}
+			for ; k < cols; k += r {
+				tr := min(r, cols-k)
+				bwdColsT[v-1][tr-1](&dst[o*cols+k], uintptr(4*cols), &vs[0][k], uintptr(4*lv), b, ldb, m, mask)
+			}
+		}
+	})
+}
+
+// outerTiles is outerAsm's work with the lanes along dst's rows.
+func outerTiles(dst []float32, rows, cols int, us, vs [][]float32, lu, lv int) {
+	m := len(us)
 	wv := tileShape(rows, (cols+15)/16, colsRmax)
 	r := colsRmax[wv]
 	parallelFor(rows, r, rows*cols*m, func(lo, hi int) {
-		var strip []float32
-		if lv >= outerPackStride {
-			sp := outerPool.Get().(*[]float32)
-			defer outerPool.Put(sp)
-			*sp = growTo(*sp, m*16*wv)
-			strip = *sp
-		}
+		strip, put := outerStrip(lv, m*16*wv)
+		defer put()
 		for k := 0; k < cols; k += 16 * wv {
 			n := min(16*wv, cols-k)
 			v, mask := (n+15)/16, lastMask(n)
-			b, ldb := &vs[0][k], uintptr(4*lv)
-			if strip != nil {
-				bwdCopy[v-1](&strip[0], b, ldb, m, mask)
+			o := lo // a full first tile packs the strip, as outerTransposed's
+			if strip != nil && v == wv && hi-lo >= r {
+				bwdColsPack[v-1](&dst[o*cols+k], uintptr(4*cols), &us[0][o], uintptr(4*lu), &vs[0][k], uintptr(4*lv), m, mask, &strip[0])
+				o += r
+			}
+			var b *float32
+			var ldb uintptr
+			if o == lo {
+				b, ldb = packStrip(strip, &vs[0][k], uintptr(4*lv), m, v, mask)
+			} else {
 				b, ldb = &strip[0], uintptr(64*v)
 			}
-			for o := lo; o < hi; o += r {
+			for ; o < hi; o += r {
 				tr := min(r, hi-o)
 				bwdCols[v-1][tr-1](&dst[o*cols+k], uintptr(4*cols), &us[0][o], uintptr(4*lu), b, ldb, m, mask)
 			}
 		}
 	})
-	return true
 }
 
-// outerPackStride is the row stride of vs (in float32s, 1 KiB) from which
-// outerAsm packs its strips.
+// outerPackStride is the row stride of the B operand (in float32s, 1
+// KiB) from which outerAsm packs its strips.
 const outerPackStride = 256
+
+// outerStrip returns a pooled strip of n float32s when B's rows lie
+// stride float32s apart, at least outerPackStride, else nil, and the
+// function that returns it to the pool.
+func outerStrip(stride, n int) ([]float32, func()) {
+	if stride < outerPackStride {
+		return nil, func() {}
+	}
+	sp := outerPool.Get().(*[]float32)
+	*sp = growTo(*sp, n)
+	return *sp, func() { outerPool.Put(sp) }
+}
+
+// packStrip copies m rows of v vectors of B (rows ldb bytes apart) into
+// strip and returns it as B, or B itself when strip is nil.
+func packStrip(strip []float32, b *float32, ldb uintptr, m, v int, mask uint16) (*float32, uintptr) {
+	if strip == nil {
+		return b, ldb
+	}
+	bwdCopy[v-1](&strip[0], b, ldb, m, mask)
+	return &strip[0], uintptr(64 * v)
+}

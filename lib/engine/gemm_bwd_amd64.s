@@ -2,9 +2,9 @@
 
 #include "textflag.h"
 
-// func bwdRF1x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF1x1(SB), NOSPLIT, $0-80
+// func bwdRF1x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF1x1(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -16,8 +16,6 @@ TEXT ·bwdRF1x1(SB), NOSPLIT, $0-80
 	MOVQ      ldb+40(FP), DX
 	MOVQ      k+48(FP), BX
 	XORQ      SI, SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
 	TESTQ     BX, BX
 	JZ        done
 
@@ -25,8 +23,6 @@ loop:
 	VMOVUPS.Z    (CX), K1, Z1
 	VBROADCASTSS (AX)(SI*1), Z2
 	VFMADD231PS  Z1, Z2, Z0
-	PREFETCHT1   (DI)
-	ADDQ         R8, DI
 	ADDQ         $0x04, SI
 	ADDQ         DX, CX
 	DECQ         BX
@@ -39,9 +35,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF2x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF2x1(SB), NOSPLIT, $0-80
+// func bwdRF2x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF2x1(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -56,8 +52,6 @@ TEXT ·bwdRF2x1(SB), NOSPLIT, $0-80
 	MOVQ      k+48(FP), SI
 	XORQ      DI, DI
 	LEAQ      (AX)(CX*1), CX
-	MOVQ      pf+64(FP), R8
-	MOVQ      ldpf+72(FP), R9
 	TESTQ     SI, SI
 	JZ        done
 
@@ -67,8 +61,6 @@ loop:
 	VFMADD231PS  Z2, Z3, Z0
 	VBROADCASTSS (CX)(DI*1), Z3
 	VFMADD231PS  Z2, Z3, Z1
-	PREFETCHT1   (R8)
-	ADDQ         R9, R8
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -83,9 +75,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF3x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF3x1(SB), NOSPLIT, $0-80
+// func bwdRF3x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF3x1(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -103,8 +95,6 @@ TEXT ·bwdRF3x1(SB), NOSPLIT, $0-80
 	XORQ      DI, DI
 	LEAQ      (AX)(CX*1), R8
 	LEAQ      (R8)(CX*1), CX
-	MOVQ      pf+64(FP), R9
-	MOVQ      ldpf+72(FP), R10
 	TESTQ     SI, SI
 	JZ        done
 
@@ -116,8 +106,6 @@ loop:
 	VFMADD231PS  Z3, Z4, Z1
 	VBROADCASTSS (CX)(DI*1), Z4
 	VFMADD231PS  Z3, Z4, Z2
-	PREFETCHT1   (R9)
-	ADDQ         R10, R9
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -134,9 +122,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF4x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF4x1(SB), NOSPLIT, $0-80
+// func bwdRF4x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF4x1(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -157,8 +145,6 @@ TEXT ·bwdRF4x1(SB), NOSPLIT, $0-80
 	LEAQ      (AX)(CX*1), R8
 	LEAQ      (R8)(CX*1), R9
 	LEAQ      (R9)(CX*1), CX
-	MOVQ      pf+64(FP), R10
-	MOVQ      ldpf+72(FP), R11
 	TESTQ     SI, SI
 	JZ        done
 
@@ -172,8 +158,6 @@ loop:
 	VFMADD231PS  Z4, Z5, Z2
 	VBROADCASTSS (CX)(DI*1), Z5
 	VFMADD231PS  Z4, Z5, Z3
-	PREFETCHT1   (R10)
-	ADDQ         R11, R10
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -192,9 +176,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF5x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF5x1(SB), NOSPLIT, $0-80
+// func bwdRF5x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF5x1(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -218,8 +202,6 @@ TEXT ·bwdRF5x1(SB), NOSPLIT, $0-80
 	LEAQ      (R8)(CX*1), R9
 	LEAQ      (R9)(CX*1), R10
 	LEAQ      (R10)(CX*1), CX
-	MOVQ      pf+64(FP), R11
-	MOVQ      ldpf+72(FP), R12
 	TESTQ     SI, SI
 	JZ        done
 
@@ -235,8 +217,6 @@ loop:
 	VFMADD231PS  Z5, Z6, Z3
 	VBROADCASTSS (CX)(DI*1), Z6
 	VFMADD231PS  Z5, Z6, Z4
-	PREFETCHT1   (R11)
-	ADDQ         R12, R11
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -257,9 +237,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF6x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF6x1(SB), NOSPLIT, $0-80
+// func bwdRF6x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF6x1(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -286,8 +266,6 @@ TEXT ·bwdRF6x1(SB), NOSPLIT, $0-80
 	LEAQ      (R9)(CX*1), R10
 	LEAQ      (R10)(CX*1), R11
 	LEAQ      (R11)(CX*1), CX
-	MOVQ      pf+64(FP), R12
-	MOVQ      ldpf+72(FP), R13
 	TESTQ     SI, SI
 	JZ        done
 
@@ -305,8 +283,6 @@ loop:
 	VFMADD231PS  Z6, Z7, Z4
 	VBROADCASTSS (CX)(DI*1), Z7
 	VFMADD231PS  Z6, Z7, Z5
-	PREFETCHT1   (R12)
-	ADDQ         R13, R12
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -329,9 +305,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF7x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF7x1(SB), NOSPLIT, $0-80
+// func bwdRF7x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF7x1(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -361,8 +337,6 @@ TEXT ·bwdRF7x1(SB), NOSPLIT, $0-80
 	LEAQ      (R10)(CX*1), R11
 	LEAQ      (R11)(CX*1), R12
 	LEAQ      (R12)(CX*1), CX
-	MOVQ      pf+64(FP), R13
-	MOVQ      ldpf+72(FP), R14
 	TESTQ     SI, SI
 	JZ        done
 
@@ -382,8 +356,6 @@ loop:
 	VFMADD231PS  Z7, Z8, Z5
 	VBROADCASTSS (CX)(DI*1), Z8
 	VFMADD231PS  Z7, Z8, Z6
-	PREFETCHT1   (R13)
-	ADDQ         R14, R13
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -408,9 +380,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF8x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF8x1(SB), NOSPLIT, $0-80
+// func bwdRF8x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF8x1(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -443,8 +415,6 @@ TEXT ·bwdRF8x1(SB), NOSPLIT, $0-80
 	LEAQ      (R11)(CX*1), R12
 	LEAQ      (R12)(CX*1), R13
 	LEAQ      (R13)(CX*1), CX
-	MOVQ      pf+64(FP), R14
-	MOVQ      ldpf+72(FP), R15
 	TESTQ     SI, SI
 	JZ        done
 
@@ -466,8 +436,6 @@ loop:
 	VFMADD231PS  Z8, Z9, Z6
 	VBROADCASTSS (CX)(DI*1), Z9
 	VFMADD231PS  Z8, Z9, Z7
-	PREFETCHT1   (R14)
-	ADDQ         R15, R14
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -494,9 +462,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF1x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF1x2(SB), NOSPLIT, $0-80
+// func bwdRF1x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF1x2(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -509,8 +477,6 @@ TEXT ·bwdRF1x2(SB), NOSPLIT, $0-80
 	MOVQ      ldb+40(FP), DX
 	MOVQ      k+48(FP), BX
 	XORQ      SI, SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
 	TESTQ     BX, BX
 	JZ        done
 
@@ -520,9 +486,6 @@ loop:
 	VBROADCASTSS (AX)(SI*1), Z4
 	VFMADD231PS  Z2, Z4, Z0
 	VFMADD231PS  Z3, Z4, Z1
-	PREFETCHT1   (DI)
-	PREFETCHT1   64(DI)
-	ADDQ         R8, DI
 	ADDQ         $0x04, SI
 	ADDQ         DX, CX
 	DECQ         BX
@@ -536,9 +499,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF2x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF2x2(SB), NOSPLIT, $0-80
+// func bwdRF2x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF2x2(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -555,8 +518,6 @@ TEXT ·bwdRF2x2(SB), NOSPLIT, $0-80
 	MOVQ      k+48(FP), SI
 	XORQ      DI, DI
 	LEAQ      (AX)(CX*1), CX
-	MOVQ      pf+64(FP), R8
-	MOVQ      ldpf+72(FP), R9
 	TESTQ     SI, SI
 	JZ        done
 
@@ -569,9 +530,6 @@ loop:
 	VBROADCASTSS (CX)(DI*1), Z6
 	VFMADD231PS  Z4, Z6, Z2
 	VFMADD231PS  Z5, Z6, Z3
-	PREFETCHT1   (R8)
-	PREFETCHT1   64(R8)
-	ADDQ         R9, R8
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -588,9 +546,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF3x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF3x2(SB), NOSPLIT, $0-80
+// func bwdRF3x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF3x2(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -611,8 +569,6 @@ TEXT ·bwdRF3x2(SB), NOSPLIT, $0-80
 	XORQ      DI, DI
 	LEAQ      (AX)(CX*1), R8
 	LEAQ      (R8)(CX*1), CX
-	MOVQ      pf+64(FP), R9
-	MOVQ      ldpf+72(FP), R10
 	TESTQ     SI, SI
 	JZ        done
 
@@ -628,9 +584,6 @@ loop:
 	VBROADCASTSS (CX)(DI*1), Z8
 	VFMADD231PS  Z6, Z8, Z4
 	VFMADD231PS  Z7, Z8, Z5
-	PREFETCHT1   (R9)
-	PREFETCHT1   64(R9)
-	ADDQ         R10, R9
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -650,9 +603,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF4x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF4x2(SB), NOSPLIT, $0-80
+// func bwdRF4x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF4x2(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -677,8 +630,6 @@ TEXT ·bwdRF4x2(SB), NOSPLIT, $0-80
 	LEAQ      (AX)(CX*1), R8
 	LEAQ      (R8)(CX*1), R9
 	LEAQ      (R9)(CX*1), CX
-	MOVQ      pf+64(FP), R10
-	MOVQ      ldpf+72(FP), R11
 	TESTQ     SI, SI
 	JZ        done
 
@@ -697,9 +648,6 @@ loop:
 	VBROADCASTSS (CX)(DI*1), Z10
 	VFMADD231PS  Z8, Z10, Z6
 	VFMADD231PS  Z9, Z10, Z7
-	PREFETCHT1   (R10)
-	PREFETCHT1   64(R10)
-	ADDQ         R11, R10
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -722,9 +670,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF5x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF5x2(SB), NOSPLIT, $0-80
+// func bwdRF5x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF5x2(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -753,8 +701,6 @@ TEXT ·bwdRF5x2(SB), NOSPLIT, $0-80
 	LEAQ      (R8)(CX*1), R9
 	LEAQ      (R9)(CX*1), R10
 	LEAQ      (R10)(CX*1), CX
-	MOVQ      pf+64(FP), R11
-	MOVQ      ldpf+72(FP), R12
 	TESTQ     SI, SI
 	JZ        done
 
@@ -776,9 +722,6 @@ loop:
 	VBROADCASTSS (CX)(DI*1), Z12
 	VFMADD231PS  Z10, Z12, Z8
 	VFMADD231PS  Z11, Z12, Z9
-	PREFETCHT1   (R11)
-	PREFETCHT1   64(R11)
-	ADDQ         R12, R11
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -804,9 +747,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF6x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF6x2(SB), NOSPLIT, $0-80
+// func bwdRF6x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF6x2(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -839,8 +782,6 @@ TEXT ·bwdRF6x2(SB), NOSPLIT, $0-80
 	LEAQ      (R9)(CX*1), R10
 	LEAQ      (R10)(CX*1), R11
 	LEAQ      (R11)(CX*1), CX
-	MOVQ      pf+64(FP), R12
-	MOVQ      ldpf+72(FP), R13
 	TESTQ     SI, SI
 	JZ        done
 
@@ -865,9 +806,6 @@ loop:
 	VBROADCASTSS (CX)(DI*1), Z14
 	VFMADD231PS  Z12, Z14, Z10
 	VFMADD231PS  Z13, Z14, Z11
-	PREFETCHT1   (R12)
-	PREFETCHT1   64(R12)
-	ADDQ         R13, R12
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -896,9 +834,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF7x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF7x2(SB), NOSPLIT, $0-80
+// func bwdRF7x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF7x2(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -935,8 +873,6 @@ TEXT ·bwdRF7x2(SB), NOSPLIT, $0-80
 	LEAQ      (R10)(CX*1), R11
 	LEAQ      (R11)(CX*1), R12
 	LEAQ      (R12)(CX*1), CX
-	MOVQ      pf+64(FP), R13
-	MOVQ      ldpf+72(FP), R14
 	TESTQ     SI, SI
 	JZ        done
 
@@ -964,9 +900,6 @@ loop:
 	VBROADCASTSS (CX)(DI*1), Z16
 	VFMADD231PS  Z14, Z16, Z12
 	VFMADD231PS  Z15, Z16, Z13
-	PREFETCHT1   (R13)
-	PREFETCHT1   64(R13)
-	ADDQ         R14, R13
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -998,9 +931,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF8x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF8x2(SB), NOSPLIT, $0-80
+// func bwdRF8x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF8x2(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1041,8 +974,6 @@ TEXT ·bwdRF8x2(SB), NOSPLIT, $0-80
 	LEAQ      (R11)(CX*1), R12
 	LEAQ      (R12)(CX*1), R13
 	LEAQ      (R13)(CX*1), CX
-	MOVQ      pf+64(FP), R14
-	MOVQ      ldpf+72(FP), R15
 	TESTQ     SI, SI
 	JZ        done
 
@@ -1073,9 +1004,6 @@ loop:
 	VBROADCASTSS (CX)(DI*1), Z18
 	VFMADD231PS  Z16, Z18, Z14
 	VFMADD231PS  Z17, Z18, Z15
-	PREFETCHT1   (R14)
-	PREFETCHT1   64(R14)
-	ADDQ         R15, R14
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -1110,9 +1038,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF1x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF1x3(SB), NOSPLIT, $0-80
+// func bwdRF1x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF1x3(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1126,8 +1054,6 @@ TEXT ·bwdRF1x3(SB), NOSPLIT, $0-80
 	MOVQ      ldb+40(FP), DX
 	MOVQ      k+48(FP), BX
 	XORQ      SI, SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
 	TESTQ     BX, BX
 	JZ        done
 
@@ -1139,10 +1065,6 @@ loop:
 	VFMADD231PS  Z3, Z6, Z0
 	VFMADD231PS  Z4, Z6, Z1
 	VFMADD231PS  Z5, Z6, Z2
-	PREFETCHT1   (DI)
-	PREFETCHT1   64(DI)
-	PREFETCHT1   128(DI)
-	ADDQ         R8, DI
 	ADDQ         $0x04, SI
 	ADDQ         DX, CX
 	DECQ         BX
@@ -1157,9 +1079,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF2x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF2x3(SB), NOSPLIT, $0-80
+// func bwdRF2x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF2x3(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1178,8 +1100,6 @@ TEXT ·bwdRF2x3(SB), NOSPLIT, $0-80
 	MOVQ      k+48(FP), SI
 	XORQ      DI, DI
 	LEAQ      (AX)(CX*1), CX
-	MOVQ      pf+64(FP), R8
-	MOVQ      ldpf+72(FP), R9
 	TESTQ     SI, SI
 	JZ        done
 
@@ -1195,10 +1115,6 @@ loop:
 	VFMADD231PS  Z6, Z9, Z3
 	VFMADD231PS  Z7, Z9, Z4
 	VFMADD231PS  Z8, Z9, Z5
-	PREFETCHT1   (R8)
-	PREFETCHT1   64(R8)
-	PREFETCHT1   128(R8)
-	ADDQ         R9, R8
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -1217,9 +1133,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF3x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF3x3(SB), NOSPLIT, $0-80
+// func bwdRF3x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF3x3(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1243,8 +1159,6 @@ TEXT ·bwdRF3x3(SB), NOSPLIT, $0-80
 	XORQ      DI, DI
 	LEAQ      (AX)(CX*1), R8
 	LEAQ      (R8)(CX*1), CX
-	MOVQ      pf+64(FP), R9
-	MOVQ      ldpf+72(FP), R10
 	TESTQ     SI, SI
 	JZ        done
 
@@ -1264,10 +1178,6 @@ loop:
 	VFMADD231PS  Z9, Z12, Z6
 	VFMADD231PS  Z10, Z12, Z7
 	VFMADD231PS  Z11, Z12, Z8
-	PREFETCHT1   (R9)
-	PREFETCHT1   64(R9)
-	PREFETCHT1   128(R9)
-	ADDQ         R10, R9
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -1290,9 +1200,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF4x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF4x3(SB), NOSPLIT, $0-80
+// func bwdRF4x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF4x3(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1321,8 +1231,6 @@ TEXT ·bwdRF4x3(SB), NOSPLIT, $0-80
 	LEAQ      (AX)(CX*1), R8
 	LEAQ      (R8)(CX*1), R9
 	LEAQ      (R9)(CX*1), CX
-	MOVQ      pf+64(FP), R10
-	MOVQ      ldpf+72(FP), R11
 	TESTQ     SI, SI
 	JZ        done
 
@@ -1346,10 +1254,6 @@ loop:
 	VFMADD231PS  Z12, Z15, Z9
 	VFMADD231PS  Z13, Z15, Z10
 	VFMADD231PS  Z14, Z15, Z11
-	PREFETCHT1   (R10)
-	PREFETCHT1   64(R10)
-	PREFETCHT1   128(R10)
-	ADDQ         R11, R10
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -1376,9 +1280,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF5x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF5x3(SB), NOSPLIT, $0-80
+// func bwdRF5x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF5x3(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1412,8 +1316,6 @@ TEXT ·bwdRF5x3(SB), NOSPLIT, $0-80
 	LEAQ      (R8)(CX*1), R9
 	LEAQ      (R9)(CX*1), R10
 	LEAQ      (R10)(CX*1), CX
-	MOVQ      pf+64(FP), R11
-	MOVQ      ldpf+72(FP), R12
 	TESTQ     SI, SI
 	JZ        done
 
@@ -1441,10 +1343,6 @@ loop:
 	VFMADD231PS  Z15, Z18, Z12
 	VFMADD231PS  Z16, Z18, Z13
 	VFMADD231PS  Z17, Z18, Z14
-	PREFETCHT1   (R11)
-	PREFETCHT1   64(R11)
-	PREFETCHT1   128(R11)
-	ADDQ         R12, R11
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -1475,9 +1373,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF6x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF6x3(SB), NOSPLIT, $0-80
+// func bwdRF6x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF6x3(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1516,8 +1414,6 @@ TEXT ·bwdRF6x3(SB), NOSPLIT, $0-80
 	LEAQ      (R9)(CX*1), R10
 	LEAQ      (R10)(CX*1), R11
 	LEAQ      (R11)(CX*1), CX
-	MOVQ      pf+64(FP), R12
-	MOVQ      ldpf+72(FP), R13
 	TESTQ     SI, SI
 	JZ        done
 
@@ -1549,10 +1445,6 @@ loop:
 	VFMADD231PS  Z18, Z21, Z15
 	VFMADD231PS  Z19, Z21, Z16
 	VFMADD231PS  Z20, Z21, Z17
-	PREFETCHT1   (R12)
-	PREFETCHT1   64(R12)
-	PREFETCHT1   128(R12)
-	ADDQ         R13, R12
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -1587,9 +1479,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF7x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF7x3(SB), NOSPLIT, $0-80
+// func bwdRF7x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF7x3(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1633,8 +1525,6 @@ TEXT ·bwdRF7x3(SB), NOSPLIT, $0-80
 	LEAQ      (R10)(CX*1), R11
 	LEAQ      (R11)(CX*1), R12
 	LEAQ      (R12)(CX*1), CX
-	MOVQ      pf+64(FP), R13
-	MOVQ      ldpf+72(FP), R14
 	TESTQ     SI, SI
 	JZ        done
 
@@ -1670,10 +1560,6 @@ loop:
 	VFMADD231PS  Z21, Z24, Z18
 	VFMADD231PS  Z22, Z24, Z19
 	VFMADD231PS  Z23, Z24, Z20
-	PREFETCHT1   (R13)
-	PREFETCHT1   64(R13)
-	PREFETCHT1   128(R13)
-	ADDQ         R14, R13
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -1712,9 +1598,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF8x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF8x3(SB), NOSPLIT, $0-80
+// func bwdRF8x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF8x3(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1763,8 +1649,6 @@ TEXT ·bwdRF8x3(SB), NOSPLIT, $0-80
 	LEAQ      (R11)(CX*1), R12
 	LEAQ      (R12)(CX*1), R13
 	LEAQ      (R13)(CX*1), CX
-	MOVQ      pf+64(FP), R14
-	MOVQ      ldpf+72(FP), R15
 	TESTQ     SI, SI
 	JZ        done
 
@@ -1804,10 +1688,6 @@ loop:
 	VFMADD231PS  Z24, Z27, Z21
 	VFMADD231PS  Z25, Z27, Z22
 	VFMADD231PS  Z26, Z27, Z23
-	PREFETCHT1   (R14)
-	PREFETCHT1   64(R14)
-	PREFETCHT1   128(R14)
-	ADDQ         R15, R14
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -1850,9 +1730,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF1x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF1x4(SB), NOSPLIT, $0-80
+// func bwdRF1x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF1x4(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1867,8 +1747,6 @@ TEXT ·bwdRF1x4(SB), NOSPLIT, $0-80
 	MOVQ      ldb+40(FP), DX
 	MOVQ      k+48(FP), BX
 	XORQ      SI, SI
-	MOVQ      pf+64(FP), DI
-	MOVQ      ldpf+72(FP), R8
 	TESTQ     BX, BX
 	JZ        done
 
@@ -1882,11 +1760,6 @@ loop:
 	VFMADD231PS  Z5, Z8, Z1
 	VFMADD231PS  Z6, Z8, Z2
 	VFMADD231PS  Z7, Z8, Z3
-	PREFETCHT1   (DI)
-	PREFETCHT1   64(DI)
-	PREFETCHT1   128(DI)
-	PREFETCHT1   192(DI)
-	ADDQ         R8, DI
 	ADDQ         $0x04, SI
 	ADDQ         DX, CX
 	DECQ         BX
@@ -1902,9 +1775,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF2x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF2x4(SB), NOSPLIT, $0-80
+// func bwdRF2x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF2x4(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1925,8 +1798,6 @@ TEXT ·bwdRF2x4(SB), NOSPLIT, $0-80
 	MOVQ      k+48(FP), SI
 	XORQ      DI, DI
 	LEAQ      (AX)(CX*1), CX
-	MOVQ      pf+64(FP), R8
-	MOVQ      ldpf+72(FP), R9
 	TESTQ     SI, SI
 	JZ        done
 
@@ -1945,11 +1816,6 @@ loop:
 	VFMADD231PS  Z9, Z12, Z5
 	VFMADD231PS  Z10, Z12, Z6
 	VFMADD231PS  Z11, Z12, Z7
-	PREFETCHT1   (R8)
-	PREFETCHT1   64(R8)
-	PREFETCHT1   128(R8)
-	PREFETCHT1   192(R8)
-	ADDQ         R9, R8
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -1970,9 +1836,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF3x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF3x4(SB), NOSPLIT, $0-80
+// func bwdRF3x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF3x4(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -1999,8 +1865,6 @@ TEXT ·bwdRF3x4(SB), NOSPLIT, $0-80
 	XORQ      DI, DI
 	LEAQ      (AX)(CX*1), R8
 	LEAQ      (R8)(CX*1), CX
-	MOVQ      pf+64(FP), R9
-	MOVQ      ldpf+72(FP), R10
 	TESTQ     SI, SI
 	JZ        done
 
@@ -2024,11 +1888,6 @@ loop:
 	VFMADD231PS  Z13, Z16, Z9
 	VFMADD231PS  Z14, Z16, Z10
 	VFMADD231PS  Z15, Z16, Z11
-	PREFETCHT1   (R9)
-	PREFETCHT1   64(R9)
-	PREFETCHT1   128(R9)
-	PREFETCHT1   192(R9)
-	ADDQ         R10, R9
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -2054,9 +1913,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF4x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF4x4(SB), NOSPLIT, $0-80
+// func bwdRF4x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF4x4(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -2089,8 +1948,6 @@ TEXT ·bwdRF4x4(SB), NOSPLIT, $0-80
 	LEAQ      (AX)(CX*1), R8
 	LEAQ      (R8)(CX*1), R9
 	LEAQ      (R9)(CX*1), CX
-	MOVQ      pf+64(FP), R10
-	MOVQ      ldpf+72(FP), R11
 	TESTQ     SI, SI
 	JZ        done
 
@@ -2119,11 +1976,6 @@ loop:
 	VFMADD231PS  Z17, Z20, Z13
 	VFMADD231PS  Z18, Z20, Z14
 	VFMADD231PS  Z19, Z20, Z15
-	PREFETCHT1   (R10)
-	PREFETCHT1   64(R10)
-	PREFETCHT1   128(R10)
-	PREFETCHT1   192(R10)
-	ADDQ         R11, R10
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -2154,9 +2006,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF5x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF5x4(SB), NOSPLIT, $0-80
+// func bwdRF5x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF5x4(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -2195,8 +2047,6 @@ TEXT ·bwdRF5x4(SB), NOSPLIT, $0-80
 	LEAQ      (R8)(CX*1), R9
 	LEAQ      (R9)(CX*1), R10
 	LEAQ      (R10)(CX*1), CX
-	MOVQ      pf+64(FP), R11
-	MOVQ      ldpf+72(FP), R12
 	TESTQ     SI, SI
 	JZ        done
 
@@ -2230,11 +2080,6 @@ loop:
 	VFMADD231PS  Z21, Z24, Z17
 	VFMADD231PS  Z22, Z24, Z18
 	VFMADD231PS  Z23, Z24, Z19
-	PREFETCHT1   (R11)
-	PREFETCHT1   64(R11)
-	PREFETCHT1   128(R11)
-	PREFETCHT1   192(R11)
-	ADDQ         R12, R11
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -2270,9 +2115,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func bwdRF6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·bwdRF6x4(SB), NOSPLIT, $0-80
+// func bwdRF6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF6x4(SB), NOSPLIT, $0-58
 	MOVWLZX   mask+56(FP), AX
 	KMOVW     AX, K1
 	MOVQ      c+0(FP), AX
@@ -2317,8 +2162,6 @@ TEXT ·bwdRF6x4(SB), NOSPLIT, $0-80
 	LEAQ      (R9)(CX*1), R10
 	LEAQ      (R10)(CX*1), R11
 	LEAQ      (R11)(CX*1), CX
-	MOVQ      pf+64(FP), R12
-	MOVQ      ldpf+72(FP), R13
 	TESTQ     SI, SI
 	JZ        done
 
@@ -2357,11 +2200,6 @@ loop:
 	VFMADD231PS  Z25, Z28, Z21
 	VFMADD231PS  Z26, Z28, Z22
 	VFMADD231PS  Z27, Z28, Z23
-	PREFETCHT1   (R12)
-	PREFETCHT1   64(R12)
-	PREFETCHT1   128(R12)
-	PREFETCHT1   192(R12)
-	ADDQ         R13, R12
 	ADDQ         $0x04, DI
 	ADDQ         BX, DX
 	DECQ         SI
@@ -5388,6 +5226,6506 @@ done:
 	VMOVUPS Z21, 64(AX)
 	VMOVUPS Z22, 128(AX)
 	VMOVUPS Z23, K1, 192(AX)
+	VZEROUPPER
+	RET
+
+// func bwdCT1x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT1x1(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VPXORD       Z0, Z0, Z0
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z1
+	VBROADCASTSS (AX), Z2
+	VFMADD231PS  Z1, Z2, Z0
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT2x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT2x1(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VPXORD       Z0, Z0, Z0
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   4(AX)(Z30*1), K2, Z1
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z2
+	VBROADCASTSS (AX), Z3
+	VFMADD231PS  Z2, Z3, Z0
+	VBROADCASTSS 4(AX), Z3
+	VFMADD231PS  Z2, Z3, Z1
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, 4(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT3x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT3x1(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VPXORD       Z0, Z0, Z0
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   4(AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z2
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z3
+	VBROADCASTSS (AX), Z4
+	VFMADD231PS  Z3, Z4, Z0
+	VBROADCASTSS 4(AX), Z4
+	VFMADD231PS  Z3, Z4, Z1
+	VBROADCASTSS 8(AX), Z4
+	VFMADD231PS  Z3, Z4, Z2
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, 8(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT4x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT4x1(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VPXORD       Z0, Z0, Z0
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   4(AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   12(AX)(Z30*1), K2, Z3
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z4
+	VBROADCASTSS (AX), Z5
+	VFMADD231PS  Z4, Z5, Z0
+	VBROADCASTSS 4(AX), Z5
+	VFMADD231PS  Z4, Z5, Z1
+	VBROADCASTSS 8(AX), Z5
+	VFMADD231PS  Z4, Z5, Z2
+	VBROADCASTSS 12(AX), Z5
+	VFMADD231PS  Z4, Z5, Z3
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 12(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT5x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT5x1(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VPXORD       Z0, Z0, Z0
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   4(AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   12(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z4, Z4, Z4
+	VGATHERDPS   16(AX)(Z30*1), K2, Z4
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z5
+	VBROADCASTSS (AX), Z6
+	VFMADD231PS  Z5, Z6, Z0
+	VBROADCASTSS 4(AX), Z6
+	VFMADD231PS  Z5, Z6, Z1
+	VBROADCASTSS 8(AX), Z6
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS 12(AX), Z6
+	VFMADD231PS  Z5, Z6, Z3
+	VBROADCASTSS 16(AX), Z6
+	VFMADD231PS  Z5, Z6, Z4
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z4, K2, 16(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT6x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT6x1(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VPXORD       Z0, Z0, Z0
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   4(AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   12(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z4, Z4, Z4
+	VGATHERDPS   16(AX)(Z30*1), K2, Z4
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   20(AX)(Z30*1), K2, Z5
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z6
+	VBROADCASTSS (AX), Z7
+	VFMADD231PS  Z6, Z7, Z0
+	VBROADCASTSS 4(AX), Z7
+	VFMADD231PS  Z6, Z7, Z1
+	VBROADCASTSS 8(AX), Z7
+	VFMADD231PS  Z6, Z7, Z2
+	VBROADCASTSS 12(AX), Z7
+	VFMADD231PS  Z6, Z7, Z3
+	VBROADCASTSS 16(AX), Z7
+	VFMADD231PS  Z6, Z7, Z4
+	VBROADCASTSS 20(AX), Z7
+	VFMADD231PS  Z6, Z7, Z5
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z4, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 20(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT7x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT7x1(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VPXORD       Z0, Z0, Z0
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   4(AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   12(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z4, Z4, Z4
+	VGATHERDPS   16(AX)(Z30*1), K2, Z4
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   20(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z6, Z6, Z6
+	VGATHERDPS   24(AX)(Z30*1), K2, Z6
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z7
+	VBROADCASTSS (AX), Z8
+	VFMADD231PS  Z7, Z8, Z0
+	VBROADCASTSS 4(AX), Z8
+	VFMADD231PS  Z7, Z8, Z1
+	VBROADCASTSS 8(AX), Z8
+	VFMADD231PS  Z7, Z8, Z2
+	VBROADCASTSS 12(AX), Z8
+	VFMADD231PS  Z7, Z8, Z3
+	VBROADCASTSS 16(AX), Z8
+	VFMADD231PS  Z7, Z8, Z4
+	VBROADCASTSS 20(AX), Z8
+	VFMADD231PS  Z7, Z8, Z5
+	VBROADCASTSS 24(AX), Z8
+	VFMADD231PS  Z7, Z8, Z6
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z4, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 20(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z6, K2, 24(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT8x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT8x1(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VPXORD       Z0, Z0, Z0
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   4(AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   12(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z4, Z4, Z4
+	VGATHERDPS   16(AX)(Z30*1), K2, Z4
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   20(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z6, Z6, Z6
+	VGATHERDPS   24(AX)(Z30*1), K2, Z6
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   28(AX)(Z30*1), K2, Z7
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z8
+	VBROADCASTSS (AX), Z9
+	VFMADD231PS  Z8, Z9, Z0
+	VBROADCASTSS 4(AX), Z9
+	VFMADD231PS  Z8, Z9, Z1
+	VBROADCASTSS 8(AX), Z9
+	VFMADD231PS  Z8, Z9, Z2
+	VBROADCASTSS 12(AX), Z9
+	VFMADD231PS  Z8, Z9, Z3
+	VBROADCASTSS 16(AX), Z9
+	VFMADD231PS  Z8, Z9, Z4
+	VBROADCASTSS 20(AX), Z9
+	VFMADD231PS  Z8, Z9, Z5
+	VBROADCASTSS 24(AX), Z9
+	VFMADD231PS  Z8, Z9, Z6
+	VBROADCASTSS 28(AX), Z9
+	VFMADD231PS  Z8, Z9, Z7
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z4, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 20(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z6, K2, 24(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 28(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT9x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT9x1(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VPXORD       Z0, Z0, Z0
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   4(AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   12(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z4, Z4, Z4
+	VGATHERDPS   16(AX)(Z30*1), K2, Z4
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   20(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z6, Z6, Z6
+	VGATHERDPS   24(AX)(Z30*1), K2, Z6
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   28(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z8, Z8, Z8
+	VGATHERDPS   32(AX)(Z30*1), K2, Z8
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z9
+	VBROADCASTSS (AX), Z10
+	VFMADD231PS  Z9, Z10, Z0
+	VBROADCASTSS 4(AX), Z10
+	VFMADD231PS  Z9, Z10, Z1
+	VBROADCASTSS 8(AX), Z10
+	VFMADD231PS  Z9, Z10, Z2
+	VBROADCASTSS 12(AX), Z10
+	VFMADD231PS  Z9, Z10, Z3
+	VBROADCASTSS 16(AX), Z10
+	VFMADD231PS  Z9, Z10, Z4
+	VBROADCASTSS 20(AX), Z10
+	VFMADD231PS  Z9, Z10, Z5
+	VBROADCASTSS 24(AX), Z10
+	VFMADD231PS  Z9, Z10, Z6
+	VBROADCASTSS 28(AX), Z10
+	VFMADD231PS  Z9, Z10, Z7
+	VBROADCASTSS 32(AX), Z10
+	VFMADD231PS  Z9, Z10, Z8
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z4, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 20(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z6, K2, 24(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 28(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z8, K2, 32(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT10x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT10x1(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VPXORD       Z0, Z0, Z0
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   4(AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   12(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z4, Z4, Z4
+	VGATHERDPS   16(AX)(Z30*1), K2, Z4
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   20(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z6, Z6, Z6
+	VGATHERDPS   24(AX)(Z30*1), K2, Z6
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   28(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z8, Z8, Z8
+	VGATHERDPS   32(AX)(Z30*1), K2, Z8
+	KMOVW        K1, K2
+	VPXORD       Z9, Z9, Z9
+	VGATHERDPS   36(AX)(Z30*1), K2, Z9
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z10
+	VBROADCASTSS (AX), Z11
+	VFMADD231PS  Z10, Z11, Z0
+	VBROADCASTSS 4(AX), Z11
+	VFMADD231PS  Z10, Z11, Z1
+	VBROADCASTSS 8(AX), Z11
+	VFMADD231PS  Z10, Z11, Z2
+	VBROADCASTSS 12(AX), Z11
+	VFMADD231PS  Z10, Z11, Z3
+	VBROADCASTSS 16(AX), Z11
+	VFMADD231PS  Z10, Z11, Z4
+	VBROADCASTSS 20(AX), Z11
+	VFMADD231PS  Z10, Z11, Z5
+	VBROADCASTSS 24(AX), Z11
+	VFMADD231PS  Z10, Z11, Z6
+	VBROADCASTSS 28(AX), Z11
+	VFMADD231PS  Z10, Z11, Z7
+	VBROADCASTSS 32(AX), Z11
+	VFMADD231PS  Z10, Z11, Z8
+	VBROADCASTSS 36(AX), Z11
+	VFMADD231PS  Z10, Z11, Z9
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z4, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 20(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z6, K2, 24(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 28(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z8, K2, 32(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z9, K2, 36(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT11x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT11x1(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VPXORD       Z0, Z0, Z0
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   4(AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   12(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z4, Z4, Z4
+	VGATHERDPS   16(AX)(Z30*1), K2, Z4
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   20(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z6, Z6, Z6
+	VGATHERDPS   24(AX)(Z30*1), K2, Z6
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   28(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z8, Z8, Z8
+	VGATHERDPS   32(AX)(Z30*1), K2, Z8
+	KMOVW        K1, K2
+	VPXORD       Z9, Z9, Z9
+	VGATHERDPS   36(AX)(Z30*1), K2, Z9
+	KMOVW        K1, K2
+	VPXORD       Z10, Z10, Z10
+	VGATHERDPS   40(AX)(Z30*1), K2, Z10
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z11
+	VBROADCASTSS (AX), Z12
+	VFMADD231PS  Z11, Z12, Z0
+	VBROADCASTSS 4(AX), Z12
+	VFMADD231PS  Z11, Z12, Z1
+	VBROADCASTSS 8(AX), Z12
+	VFMADD231PS  Z11, Z12, Z2
+	VBROADCASTSS 12(AX), Z12
+	VFMADD231PS  Z11, Z12, Z3
+	VBROADCASTSS 16(AX), Z12
+	VFMADD231PS  Z11, Z12, Z4
+	VBROADCASTSS 20(AX), Z12
+	VFMADD231PS  Z11, Z12, Z5
+	VBROADCASTSS 24(AX), Z12
+	VFMADD231PS  Z11, Z12, Z6
+	VBROADCASTSS 28(AX), Z12
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 32(AX), Z12
+	VFMADD231PS  Z11, Z12, Z8
+	VBROADCASTSS 36(AX), Z12
+	VFMADD231PS  Z11, Z12, Z9
+	VBROADCASTSS 40(AX), Z12
+	VFMADD231PS  Z11, Z12, Z10
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z4, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 20(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z6, K2, 24(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 28(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z8, K2, 32(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z9, K2, 36(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z10, K2, 40(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT12x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT12x1(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VPXORD       Z0, Z0, Z0
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   4(AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   12(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z4, Z4, Z4
+	VGATHERDPS   16(AX)(Z30*1), K2, Z4
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   20(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z6, Z6, Z6
+	VGATHERDPS   24(AX)(Z30*1), K2, Z6
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   28(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z8, Z8, Z8
+	VGATHERDPS   32(AX)(Z30*1), K2, Z8
+	KMOVW        K1, K2
+	VPXORD       Z9, Z9, Z9
+	VGATHERDPS   36(AX)(Z30*1), K2, Z9
+	KMOVW        K1, K2
+	VPXORD       Z10, Z10, Z10
+	VGATHERDPS   40(AX)(Z30*1), K2, Z10
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   44(AX)(Z30*1), K2, Z11
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z12
+	VBROADCASTSS (AX), Z13
+	VFMADD231PS  Z12, Z13, Z0
+	VBROADCASTSS 4(AX), Z13
+	VFMADD231PS  Z12, Z13, Z1
+	VBROADCASTSS 8(AX), Z13
+	VFMADD231PS  Z12, Z13, Z2
+	VBROADCASTSS 12(AX), Z13
+	VFMADD231PS  Z12, Z13, Z3
+	VBROADCASTSS 16(AX), Z13
+	VFMADD231PS  Z12, Z13, Z4
+	VBROADCASTSS 20(AX), Z13
+	VFMADD231PS  Z12, Z13, Z5
+	VBROADCASTSS 24(AX), Z13
+	VFMADD231PS  Z12, Z13, Z6
+	VBROADCASTSS 28(AX), Z13
+	VFMADD231PS  Z12, Z13, Z7
+	VBROADCASTSS 32(AX), Z13
+	VFMADD231PS  Z12, Z13, Z8
+	VBROADCASTSS 36(AX), Z13
+	VFMADD231PS  Z12, Z13, Z9
+	VBROADCASTSS 40(AX), Z13
+	VFMADD231PS  Z12, Z13, Z10
+	VBROADCASTSS 44(AX), Z13
+	VFMADD231PS  Z12, Z13, Z11
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z4, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 20(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z6, K2, 24(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 28(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z8, K2, 32(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z9, K2, 36(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z10, K2, 40(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 44(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT1x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT1x2(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z2
+	VMOVUPS.Z    64(DX), K1, Z3
+	VBROADCASTSS (AX), Z4
+	VFMADD231PS  Z2, Z4, Z0
+	VFMADD231PS  Z3, Z4, Z1
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT2x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT2x2(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z2
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z4
+	VMOVUPS.Z    64(DX), K1, Z5
+	VBROADCASTSS (AX), Z6
+	VFMADD231PS  Z4, Z6, Z0
+	VFMADD231PS  Z5, Z6, Z1
+	VBROADCASTSS 4(AX), Z6
+	VFMADD231PS  Z4, Z6, Z2
+	VFMADD231PS  Z5, Z6, Z3
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, 4(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT3x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT3x2(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z2
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z4
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   8(AX)(Z30*1), K2, Z5
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z6
+	VMOVUPS.Z    64(DX), K1, Z7
+	VBROADCASTSS (AX), Z8
+	VFMADD231PS  Z6, Z8, Z0
+	VFMADD231PS  Z7, Z8, Z1
+	VBROADCASTSS 4(AX), Z8
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z3
+	VBROADCASTSS 8(AX), Z8
+	VFMADD231PS  Z6, Z8, Z4
+	VFMADD231PS  Z7, Z8, Z5
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 8(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 8(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT4x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT4x2(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z2
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z6
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   8(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   12(AX)(Z30*1), K2, Z7
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z8
+	VMOVUPS.Z    64(DX), K1, Z9
+	VBROADCASTSS (AX), Z10
+	VFMADD231PS  Z8, Z10, Z0
+	VFMADD231PS  Z9, Z10, Z1
+	VBROADCASTSS 4(AX), Z10
+	VFMADD231PS  Z8, Z10, Z2
+	VFMADD231PS  Z9, Z10, Z3
+	VBROADCASTSS 8(AX), Z10
+	VFMADD231PS  Z8, Z10, Z4
+	VFMADD231PS  Z9, Z10, Z5
+	VBROADCASTSS 12(AX), Z10
+	VFMADD231PS  Z8, Z10, Z6
+	VFMADD231PS  Z9, Z10, Z7
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 12(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 12(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT5x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT5x2(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z2
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z8
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   8(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   12(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z9, Z9, Z9
+	VGATHERDPS   16(AX)(Z30*1), K2, Z9
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z10
+	VMOVUPS.Z    64(DX), K1, Z11
+	VBROADCASTSS (AX), Z12
+	VFMADD231PS  Z10, Z12, Z0
+	VFMADD231PS  Z11, Z12, Z1
+	VBROADCASTSS 4(AX), Z12
+	VFMADD231PS  Z10, Z12, Z2
+	VFMADD231PS  Z11, Z12, Z3
+	VBROADCASTSS 8(AX), Z12
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z5
+	VBROADCASTSS 12(AX), Z12
+	VFMADD231PS  Z10, Z12, Z6
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS 16(AX), Z12
+	VFMADD231PS  Z10, Z12, Z8
+	VFMADD231PS  Z11, Z12, Z9
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z8, K2, 16(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z9, K2, 16(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT6x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT6x2(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z2
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z8
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z10
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   8(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   12(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z9, Z9, Z9
+	VGATHERDPS   16(AX)(Z30*1), K2, Z9
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   20(AX)(Z30*1), K2, Z11
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z12
+	VMOVUPS.Z    64(DX), K1, Z13
+	VBROADCASTSS (AX), Z14
+	VFMADD231PS  Z12, Z14, Z0
+	VFMADD231PS  Z13, Z14, Z1
+	VBROADCASTSS 4(AX), Z14
+	VFMADD231PS  Z12, Z14, Z2
+	VFMADD231PS  Z13, Z14, Z3
+	VBROADCASTSS 8(AX), Z14
+	VFMADD231PS  Z12, Z14, Z4
+	VFMADD231PS  Z13, Z14, Z5
+	VBROADCASTSS 12(AX), Z14
+	VFMADD231PS  Z12, Z14, Z6
+	VFMADD231PS  Z13, Z14, Z7
+	VBROADCASTSS 16(AX), Z14
+	VFMADD231PS  Z12, Z14, Z8
+	VFMADD231PS  Z13, Z14, Z9
+	VBROADCASTSS 20(AX), Z14
+	VFMADD231PS  Z12, Z14, Z10
+	VFMADD231PS  Z13, Z14, Z11
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z8, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 20(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z9, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 20(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT7x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT7x2(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z2
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z8
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z10
+	KXNORW       K2, K2, K2
+	VGATHERDPS   24(AX)(Z30*1), K2, Z12
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   8(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   12(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z9, Z9, Z9
+	VGATHERDPS   16(AX)(Z30*1), K2, Z9
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   20(AX)(Z30*1), K2, Z11
+	KMOVW        K1, K2
+	VPXORD       Z13, Z13, Z13
+	VGATHERDPS   24(AX)(Z30*1), K2, Z13
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z14
+	VMOVUPS.Z    64(DX), K1, Z15
+	VBROADCASTSS (AX), Z16
+	VFMADD231PS  Z14, Z16, Z0
+	VFMADD231PS  Z15, Z16, Z1
+	VBROADCASTSS 4(AX), Z16
+	VFMADD231PS  Z14, Z16, Z2
+	VFMADD231PS  Z15, Z16, Z3
+	VBROADCASTSS 8(AX), Z16
+	VFMADD231PS  Z14, Z16, Z4
+	VFMADD231PS  Z15, Z16, Z5
+	VBROADCASTSS 12(AX), Z16
+	VFMADD231PS  Z14, Z16, Z6
+	VFMADD231PS  Z15, Z16, Z7
+	VBROADCASTSS 16(AX), Z16
+	VFMADD231PS  Z14, Z16, Z8
+	VFMADD231PS  Z15, Z16, Z9
+	VBROADCASTSS 20(AX), Z16
+	VFMADD231PS  Z14, Z16, Z10
+	VFMADD231PS  Z15, Z16, Z11
+	VBROADCASTSS 24(AX), Z16
+	VFMADD231PS  Z14, Z16, Z12
+	VFMADD231PS  Z15, Z16, Z13
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z8, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 20(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z12, K2, 24(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z9, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 20(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z13, K2, 24(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT8x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT8x2(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z2
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z8
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z10
+	KXNORW       K2, K2, K2
+	VGATHERDPS   24(AX)(Z30*1), K2, Z12
+	KXNORW       K2, K2, K2
+	VGATHERDPS   28(AX)(Z30*1), K2, Z14
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   8(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   12(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z9, Z9, Z9
+	VGATHERDPS   16(AX)(Z30*1), K2, Z9
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   20(AX)(Z30*1), K2, Z11
+	KMOVW        K1, K2
+	VPXORD       Z13, Z13, Z13
+	VGATHERDPS   24(AX)(Z30*1), K2, Z13
+	KMOVW        K1, K2
+	VPXORD       Z15, Z15, Z15
+	VGATHERDPS   28(AX)(Z30*1), K2, Z15
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z16
+	VMOVUPS.Z    64(DX), K1, Z17
+	VBROADCASTSS (AX), Z18
+	VFMADD231PS  Z16, Z18, Z0
+	VFMADD231PS  Z17, Z18, Z1
+	VBROADCASTSS 4(AX), Z18
+	VFMADD231PS  Z16, Z18, Z2
+	VFMADD231PS  Z17, Z18, Z3
+	VBROADCASTSS 8(AX), Z18
+	VFMADD231PS  Z16, Z18, Z4
+	VFMADD231PS  Z17, Z18, Z5
+	VBROADCASTSS 12(AX), Z18
+	VFMADD231PS  Z16, Z18, Z6
+	VFMADD231PS  Z17, Z18, Z7
+	VBROADCASTSS 16(AX), Z18
+	VFMADD231PS  Z16, Z18, Z8
+	VFMADD231PS  Z17, Z18, Z9
+	VBROADCASTSS 20(AX), Z18
+	VFMADD231PS  Z16, Z18, Z10
+	VFMADD231PS  Z17, Z18, Z11
+	VBROADCASTSS 24(AX), Z18
+	VFMADD231PS  Z16, Z18, Z12
+	VFMADD231PS  Z17, Z18, Z13
+	VBROADCASTSS 28(AX), Z18
+	VFMADD231PS  Z16, Z18, Z14
+	VFMADD231PS  Z17, Z18, Z15
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z8, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 20(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z12, K2, 24(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z14, K2, 28(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z9, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 20(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z13, K2, 24(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z15, K2, 28(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT9x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT9x2(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z2
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z8
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z10
+	KXNORW       K2, K2, K2
+	VGATHERDPS   24(AX)(Z30*1), K2, Z12
+	KXNORW       K2, K2, K2
+	VGATHERDPS   28(AX)(Z30*1), K2, Z14
+	KXNORW       K2, K2, K2
+	VGATHERDPS   32(AX)(Z30*1), K2, Z16
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   8(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   12(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z9, Z9, Z9
+	VGATHERDPS   16(AX)(Z30*1), K2, Z9
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   20(AX)(Z30*1), K2, Z11
+	KMOVW        K1, K2
+	VPXORD       Z13, Z13, Z13
+	VGATHERDPS   24(AX)(Z30*1), K2, Z13
+	KMOVW        K1, K2
+	VPXORD       Z15, Z15, Z15
+	VGATHERDPS   28(AX)(Z30*1), K2, Z15
+	KMOVW        K1, K2
+	VPXORD       Z17, Z17, Z17
+	VGATHERDPS   32(AX)(Z30*1), K2, Z17
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z18
+	VMOVUPS.Z    64(DX), K1, Z19
+	VBROADCASTSS (AX), Z20
+	VFMADD231PS  Z18, Z20, Z0
+	VFMADD231PS  Z19, Z20, Z1
+	VBROADCASTSS 4(AX), Z20
+	VFMADD231PS  Z18, Z20, Z2
+	VFMADD231PS  Z19, Z20, Z3
+	VBROADCASTSS 8(AX), Z20
+	VFMADD231PS  Z18, Z20, Z4
+	VFMADD231PS  Z19, Z20, Z5
+	VBROADCASTSS 12(AX), Z20
+	VFMADD231PS  Z18, Z20, Z6
+	VFMADD231PS  Z19, Z20, Z7
+	VBROADCASTSS 16(AX), Z20
+	VFMADD231PS  Z18, Z20, Z8
+	VFMADD231PS  Z19, Z20, Z9
+	VBROADCASTSS 20(AX), Z20
+	VFMADD231PS  Z18, Z20, Z10
+	VFMADD231PS  Z19, Z20, Z11
+	VBROADCASTSS 24(AX), Z20
+	VFMADD231PS  Z18, Z20, Z12
+	VFMADD231PS  Z19, Z20, Z13
+	VBROADCASTSS 28(AX), Z20
+	VFMADD231PS  Z18, Z20, Z14
+	VFMADD231PS  Z19, Z20, Z15
+	VBROADCASTSS 32(AX), Z20
+	VFMADD231PS  Z18, Z20, Z16
+	VFMADD231PS  Z19, Z20, Z17
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z8, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 20(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z12, K2, 24(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z14, K2, 28(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z16, K2, 32(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z9, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 20(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z13, K2, 24(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z15, K2, 28(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z17, K2, 32(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT10x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT10x2(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z2
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z8
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z10
+	KXNORW       K2, K2, K2
+	VGATHERDPS   24(AX)(Z30*1), K2, Z12
+	KXNORW       K2, K2, K2
+	VGATHERDPS   28(AX)(Z30*1), K2, Z14
+	KXNORW       K2, K2, K2
+	VGATHERDPS   32(AX)(Z30*1), K2, Z16
+	KXNORW       K2, K2, K2
+	VGATHERDPS   36(AX)(Z30*1), K2, Z18
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   8(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   12(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z9, Z9, Z9
+	VGATHERDPS   16(AX)(Z30*1), K2, Z9
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   20(AX)(Z30*1), K2, Z11
+	KMOVW        K1, K2
+	VPXORD       Z13, Z13, Z13
+	VGATHERDPS   24(AX)(Z30*1), K2, Z13
+	KMOVW        K1, K2
+	VPXORD       Z15, Z15, Z15
+	VGATHERDPS   28(AX)(Z30*1), K2, Z15
+	KMOVW        K1, K2
+	VPXORD       Z17, Z17, Z17
+	VGATHERDPS   32(AX)(Z30*1), K2, Z17
+	KMOVW        K1, K2
+	VPXORD       Z19, Z19, Z19
+	VGATHERDPS   36(AX)(Z30*1), K2, Z19
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z20
+	VMOVUPS.Z    64(DX), K1, Z21
+	VBROADCASTSS (AX), Z22
+	VFMADD231PS  Z20, Z22, Z0
+	VFMADD231PS  Z21, Z22, Z1
+	VBROADCASTSS 4(AX), Z22
+	VFMADD231PS  Z20, Z22, Z2
+	VFMADD231PS  Z21, Z22, Z3
+	VBROADCASTSS 8(AX), Z22
+	VFMADD231PS  Z20, Z22, Z4
+	VFMADD231PS  Z21, Z22, Z5
+	VBROADCASTSS 12(AX), Z22
+	VFMADD231PS  Z20, Z22, Z6
+	VFMADD231PS  Z21, Z22, Z7
+	VBROADCASTSS 16(AX), Z22
+	VFMADD231PS  Z20, Z22, Z8
+	VFMADD231PS  Z21, Z22, Z9
+	VBROADCASTSS 20(AX), Z22
+	VFMADD231PS  Z20, Z22, Z10
+	VFMADD231PS  Z21, Z22, Z11
+	VBROADCASTSS 24(AX), Z22
+	VFMADD231PS  Z20, Z22, Z12
+	VFMADD231PS  Z21, Z22, Z13
+	VBROADCASTSS 28(AX), Z22
+	VFMADD231PS  Z20, Z22, Z14
+	VFMADD231PS  Z21, Z22, Z15
+	VBROADCASTSS 32(AX), Z22
+	VFMADD231PS  Z20, Z22, Z16
+	VFMADD231PS  Z21, Z22, Z17
+	VBROADCASTSS 36(AX), Z22
+	VFMADD231PS  Z20, Z22, Z18
+	VFMADD231PS  Z21, Z22, Z19
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z8, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 20(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z12, K2, 24(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z14, K2, 28(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z16, K2, 32(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z18, K2, 36(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z9, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 20(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z13, K2, 24(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z15, K2, 28(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z17, K2, 32(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z19, K2, 36(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT11x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT11x2(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z2
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z8
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z10
+	KXNORW       K2, K2, K2
+	VGATHERDPS   24(AX)(Z30*1), K2, Z12
+	KXNORW       K2, K2, K2
+	VGATHERDPS   28(AX)(Z30*1), K2, Z14
+	KXNORW       K2, K2, K2
+	VGATHERDPS   32(AX)(Z30*1), K2, Z16
+	KXNORW       K2, K2, K2
+	VGATHERDPS   36(AX)(Z30*1), K2, Z18
+	KXNORW       K2, K2, K2
+	VGATHERDPS   40(AX)(Z30*1), K2, Z20
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   8(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   12(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z9, Z9, Z9
+	VGATHERDPS   16(AX)(Z30*1), K2, Z9
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   20(AX)(Z30*1), K2, Z11
+	KMOVW        K1, K2
+	VPXORD       Z13, Z13, Z13
+	VGATHERDPS   24(AX)(Z30*1), K2, Z13
+	KMOVW        K1, K2
+	VPXORD       Z15, Z15, Z15
+	VGATHERDPS   28(AX)(Z30*1), K2, Z15
+	KMOVW        K1, K2
+	VPXORD       Z17, Z17, Z17
+	VGATHERDPS   32(AX)(Z30*1), K2, Z17
+	KMOVW        K1, K2
+	VPXORD       Z19, Z19, Z19
+	VGATHERDPS   36(AX)(Z30*1), K2, Z19
+	KMOVW        K1, K2
+	VPXORD       Z21, Z21, Z21
+	VGATHERDPS   40(AX)(Z30*1), K2, Z21
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z22
+	VMOVUPS.Z    64(DX), K1, Z23
+	VBROADCASTSS (AX), Z24
+	VFMADD231PS  Z22, Z24, Z0
+	VFMADD231PS  Z23, Z24, Z1
+	VBROADCASTSS 4(AX), Z24
+	VFMADD231PS  Z22, Z24, Z2
+	VFMADD231PS  Z23, Z24, Z3
+	VBROADCASTSS 8(AX), Z24
+	VFMADD231PS  Z22, Z24, Z4
+	VFMADD231PS  Z23, Z24, Z5
+	VBROADCASTSS 12(AX), Z24
+	VFMADD231PS  Z22, Z24, Z6
+	VFMADD231PS  Z23, Z24, Z7
+	VBROADCASTSS 16(AX), Z24
+	VFMADD231PS  Z22, Z24, Z8
+	VFMADD231PS  Z23, Z24, Z9
+	VBROADCASTSS 20(AX), Z24
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z11
+	VBROADCASTSS 24(AX), Z24
+	VFMADD231PS  Z22, Z24, Z12
+	VFMADD231PS  Z23, Z24, Z13
+	VBROADCASTSS 28(AX), Z24
+	VFMADD231PS  Z22, Z24, Z14
+	VFMADD231PS  Z23, Z24, Z15
+	VBROADCASTSS 32(AX), Z24
+	VFMADD231PS  Z22, Z24, Z16
+	VFMADD231PS  Z23, Z24, Z17
+	VBROADCASTSS 36(AX), Z24
+	VFMADD231PS  Z22, Z24, Z18
+	VFMADD231PS  Z23, Z24, Z19
+	VBROADCASTSS 40(AX), Z24
+	VFMADD231PS  Z22, Z24, Z20
+	VFMADD231PS  Z23, Z24, Z21
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z8, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 20(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z12, K2, 24(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z14, K2, 28(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z16, K2, 32(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z18, K2, 36(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z20, K2, 40(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z9, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 20(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z13, K2, 24(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z15, K2, 28(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z17, K2, 32(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z19, K2, 36(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z21, K2, 40(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT12x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT12x2(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z2
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z8
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z10
+	KXNORW       K2, K2, K2
+	VGATHERDPS   24(AX)(Z30*1), K2, Z12
+	KXNORW       K2, K2, K2
+	VGATHERDPS   28(AX)(Z30*1), K2, Z14
+	KXNORW       K2, K2, K2
+	VGATHERDPS   32(AX)(Z30*1), K2, Z16
+	KXNORW       K2, K2, K2
+	VGATHERDPS   36(AX)(Z30*1), K2, Z18
+	KXNORW       K2, K2, K2
+	VGATHERDPS   40(AX)(Z30*1), K2, Z20
+	KXNORW       K2, K2, K2
+	VGATHERDPS   44(AX)(Z30*1), K2, Z22
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   8(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   12(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z9, Z9, Z9
+	VGATHERDPS   16(AX)(Z30*1), K2, Z9
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   20(AX)(Z30*1), K2, Z11
+	KMOVW        K1, K2
+	VPXORD       Z13, Z13, Z13
+	VGATHERDPS   24(AX)(Z30*1), K2, Z13
+	KMOVW        K1, K2
+	VPXORD       Z15, Z15, Z15
+	VGATHERDPS   28(AX)(Z30*1), K2, Z15
+	KMOVW        K1, K2
+	VPXORD       Z17, Z17, Z17
+	VGATHERDPS   32(AX)(Z30*1), K2, Z17
+	KMOVW        K1, K2
+	VPXORD       Z19, Z19, Z19
+	VGATHERDPS   36(AX)(Z30*1), K2, Z19
+	KMOVW        K1, K2
+	VPXORD       Z21, Z21, Z21
+	VGATHERDPS   40(AX)(Z30*1), K2, Z21
+	KMOVW        K1, K2
+	VPXORD       Z23, Z23, Z23
+	VGATHERDPS   44(AX)(Z30*1), K2, Z23
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z24
+	VMOVUPS.Z    64(DX), K1, Z25
+	VBROADCASTSS (AX), Z26
+	VFMADD231PS  Z24, Z26, Z0
+	VFMADD231PS  Z25, Z26, Z1
+	VBROADCASTSS 4(AX), Z26
+	VFMADD231PS  Z24, Z26, Z2
+	VFMADD231PS  Z25, Z26, Z3
+	VBROADCASTSS 8(AX), Z26
+	VFMADD231PS  Z24, Z26, Z4
+	VFMADD231PS  Z25, Z26, Z5
+	VBROADCASTSS 12(AX), Z26
+	VFMADD231PS  Z24, Z26, Z6
+	VFMADD231PS  Z25, Z26, Z7
+	VBROADCASTSS 16(AX), Z26
+	VFMADD231PS  Z24, Z26, Z8
+	VFMADD231PS  Z25, Z26, Z9
+	VBROADCASTSS 20(AX), Z26
+	VFMADD231PS  Z24, Z26, Z10
+	VFMADD231PS  Z25, Z26, Z11
+	VBROADCASTSS 24(AX), Z26
+	VFMADD231PS  Z24, Z26, Z12
+	VFMADD231PS  Z25, Z26, Z13
+	VBROADCASTSS 28(AX), Z26
+	VFMADD231PS  Z24, Z26, Z14
+	VFMADD231PS  Z25, Z26, Z15
+	VBROADCASTSS 32(AX), Z26
+	VFMADD231PS  Z24, Z26, Z16
+	VFMADD231PS  Z25, Z26, Z17
+	VBROADCASTSS 36(AX), Z26
+	VFMADD231PS  Z24, Z26, Z18
+	VFMADD231PS  Z25, Z26, Z19
+	VBROADCASTSS 40(AX), Z26
+	VFMADD231PS  Z24, Z26, Z20
+	VFMADD231PS  Z25, Z26, Z21
+	VBROADCASTSS 44(AX), Z26
+	VFMADD231PS  Z24, Z26, Z22
+	VFMADD231PS  Z25, Z26, Z23
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z8, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 20(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z12, K2, 24(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z14, K2, 28(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z16, K2, 32(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z18, K2, 36(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z20, K2, 40(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z22, K2, 44(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z9, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 20(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z13, K2, 24(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z15, K2, 28(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z17, K2, 32(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z19, K2, 36(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z21, K2, 40(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z23, K2, 44(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT1x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT1x3(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   (AX)(Z30*1), K2, Z2
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z3
+	VMOVUPS      64(DX), Z4
+	VMOVUPS.Z    128(DX), K1, Z5
+	VBROADCASTSS (AX), Z6
+	VFMADD231PS  Z3, Z6, Z0
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z2
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, (AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT2x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT2x3(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z4
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   (AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   4(AX)(Z30*1), K2, Z5
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z6
+	VMOVUPS      64(DX), Z7
+	VMOVUPS.Z    128(DX), K1, Z8
+	VBROADCASTSS (AX), Z9
+	VFMADD231PS  Z6, Z9, Z0
+	VFMADD231PS  Z7, Z9, Z1
+	VFMADD231PS  Z8, Z9, Z2
+	VBROADCASTSS 4(AX), Z9
+	VFMADD231PS  Z6, Z9, Z3
+	VFMADD231PS  Z7, Z9, Z4
+	VFMADD231PS  Z8, Z9, Z5
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 4(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 4(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT3x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT3x3(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z6
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z7
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   (AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   4(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z8, Z8, Z8
+	VGATHERDPS   8(AX)(Z30*1), K2, Z8
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z9
+	VMOVUPS      64(DX), Z10
+	VMOVUPS.Z    128(DX), K1, Z11
+	VBROADCASTSS (AX), Z12
+	VFMADD231PS  Z9, Z12, Z0
+	VFMADD231PS  Z10, Z12, Z1
+	VFMADD231PS  Z11, Z12, Z2
+	VBROADCASTSS 4(AX), Z12
+	VFMADD231PS  Z9, Z12, Z3
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z5
+	VBROADCASTSS 8(AX), Z12
+	VFMADD231PS  Z9, Z12, Z6
+	VFMADD231PS  Z10, Z12, Z7
+	VFMADD231PS  Z11, Z12, Z8
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 8(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z7, K2, 8(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z8, K2, 8(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT4x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT4x3(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z9
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z7
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z10
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   (AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   4(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z8, Z8, Z8
+	VGATHERDPS   8(AX)(Z30*1), K2, Z8
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   12(AX)(Z30*1), K2, Z11
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z12
+	VMOVUPS      64(DX), Z13
+	VMOVUPS.Z    128(DX), K1, Z14
+	VBROADCASTSS (AX), Z15
+	VFMADD231PS  Z12, Z15, Z0
+	VFMADD231PS  Z13, Z15, Z1
+	VFMADD231PS  Z14, Z15, Z2
+	VBROADCASTSS 4(AX), Z15
+	VFMADD231PS  Z12, Z15, Z3
+	VFMADD231PS  Z13, Z15, Z4
+	VFMADD231PS  Z14, Z15, Z5
+	VBROADCASTSS 8(AX), Z15
+	VFMADD231PS  Z12, Z15, Z6
+	VFMADD231PS  Z13, Z15, Z7
+	VFMADD231PS  Z14, Z15, Z8
+	VBROADCASTSS 12(AX), Z15
+	VFMADD231PS  Z12, Z15, Z9
+	VFMADD231PS  Z13, Z15, Z10
+	VFMADD231PS  Z14, Z15, Z11
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z9, K2, 12(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z7, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 12(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z8, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 12(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT5x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT5x3(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z9
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z12
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z7
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z10
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z13
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   (AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   4(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z8, Z8, Z8
+	VGATHERDPS   8(AX)(Z30*1), K2, Z8
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   12(AX)(Z30*1), K2, Z11
+	KMOVW        K1, K2
+	VPXORD       Z14, Z14, Z14
+	VGATHERDPS   16(AX)(Z30*1), K2, Z14
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z15
+	VMOVUPS      64(DX), Z16
+	VMOVUPS.Z    128(DX), K1, Z17
+	VBROADCASTSS (AX), Z18
+	VFMADD231PS  Z15, Z18, Z0
+	VFMADD231PS  Z16, Z18, Z1
+	VFMADD231PS  Z17, Z18, Z2
+	VBROADCASTSS 4(AX), Z18
+	VFMADD231PS  Z15, Z18, Z3
+	VFMADD231PS  Z16, Z18, Z4
+	VFMADD231PS  Z17, Z18, Z5
+	VBROADCASTSS 8(AX), Z18
+	VFMADD231PS  Z15, Z18, Z6
+	VFMADD231PS  Z16, Z18, Z7
+	VFMADD231PS  Z17, Z18, Z8
+	VBROADCASTSS 12(AX), Z18
+	VFMADD231PS  Z15, Z18, Z9
+	VFMADD231PS  Z16, Z18, Z10
+	VFMADD231PS  Z17, Z18, Z11
+	VBROADCASTSS 16(AX), Z18
+	VFMADD231PS  Z15, Z18, Z12
+	VFMADD231PS  Z16, Z18, Z13
+	VFMADD231PS  Z17, Z18, Z14
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z9, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z12, K2, 16(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z7, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z13, K2, 16(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z8, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z14, K2, 16(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT6x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT6x3(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z9
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z12
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z15
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z7
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z10
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z13
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z16
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   (AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   4(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z8, Z8, Z8
+	VGATHERDPS   8(AX)(Z30*1), K2, Z8
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   12(AX)(Z30*1), K2, Z11
+	KMOVW        K1, K2
+	VPXORD       Z14, Z14, Z14
+	VGATHERDPS   16(AX)(Z30*1), K2, Z14
+	KMOVW        K1, K2
+	VPXORD       Z17, Z17, Z17
+	VGATHERDPS   20(AX)(Z30*1), K2, Z17
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z18
+	VMOVUPS      64(DX), Z19
+	VMOVUPS.Z    128(DX), K1, Z20
+	VBROADCASTSS (AX), Z21
+	VFMADD231PS  Z18, Z21, Z0
+	VFMADD231PS  Z19, Z21, Z1
+	VFMADD231PS  Z20, Z21, Z2
+	VBROADCASTSS 4(AX), Z21
+	VFMADD231PS  Z18, Z21, Z3
+	VFMADD231PS  Z19, Z21, Z4
+	VFMADD231PS  Z20, Z21, Z5
+	VBROADCASTSS 8(AX), Z21
+	VFMADD231PS  Z18, Z21, Z6
+	VFMADD231PS  Z19, Z21, Z7
+	VFMADD231PS  Z20, Z21, Z8
+	VBROADCASTSS 12(AX), Z21
+	VFMADD231PS  Z18, Z21, Z9
+	VFMADD231PS  Z19, Z21, Z10
+	VFMADD231PS  Z20, Z21, Z11
+	VBROADCASTSS 16(AX), Z21
+	VFMADD231PS  Z18, Z21, Z12
+	VFMADD231PS  Z19, Z21, Z13
+	VFMADD231PS  Z20, Z21, Z14
+	VBROADCASTSS 20(AX), Z21
+	VFMADD231PS  Z18, Z21, Z15
+	VFMADD231PS  Z19, Z21, Z16
+	VFMADD231PS  Z20, Z21, Z17
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z9, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z12, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z15, K2, 20(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z7, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z13, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z16, K2, 20(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z8, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z14, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z17, K2, 20(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT7x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT7x3(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z9
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z12
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z15
+	KXNORW       K2, K2, K2
+	VGATHERDPS   24(AX)(Z30*1), K2, Z18
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z7
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z10
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z13
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z16
+	KXNORW       K2, K2, K2
+	VGATHERDPS   24(AX)(Z30*1), K2, Z19
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   (AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   4(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z8, Z8, Z8
+	VGATHERDPS   8(AX)(Z30*1), K2, Z8
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   12(AX)(Z30*1), K2, Z11
+	KMOVW        K1, K2
+	VPXORD       Z14, Z14, Z14
+	VGATHERDPS   16(AX)(Z30*1), K2, Z14
+	KMOVW        K1, K2
+	VPXORD       Z17, Z17, Z17
+	VGATHERDPS   20(AX)(Z30*1), K2, Z17
+	KMOVW        K1, K2
+	VPXORD       Z20, Z20, Z20
+	VGATHERDPS   24(AX)(Z30*1), K2, Z20
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z21
+	VMOVUPS      64(DX), Z22
+	VMOVUPS.Z    128(DX), K1, Z23
+	VBROADCASTSS (AX), Z24
+	VFMADD231PS  Z21, Z24, Z0
+	VFMADD231PS  Z22, Z24, Z1
+	VFMADD231PS  Z23, Z24, Z2
+	VBROADCASTSS 4(AX), Z24
+	VFMADD231PS  Z21, Z24, Z3
+	VFMADD231PS  Z22, Z24, Z4
+	VFMADD231PS  Z23, Z24, Z5
+	VBROADCASTSS 8(AX), Z24
+	VFMADD231PS  Z21, Z24, Z6
+	VFMADD231PS  Z22, Z24, Z7
+	VFMADD231PS  Z23, Z24, Z8
+	VBROADCASTSS 12(AX), Z24
+	VFMADD231PS  Z21, Z24, Z9
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z11
+	VBROADCASTSS 16(AX), Z24
+	VFMADD231PS  Z21, Z24, Z12
+	VFMADD231PS  Z22, Z24, Z13
+	VFMADD231PS  Z23, Z24, Z14
+	VBROADCASTSS 20(AX), Z24
+	VFMADD231PS  Z21, Z24, Z15
+	VFMADD231PS  Z22, Z24, Z16
+	VFMADD231PS  Z23, Z24, Z17
+	VBROADCASTSS 24(AX), Z24
+	VFMADD231PS  Z21, Z24, Z18
+	VFMADD231PS  Z22, Z24, Z19
+	VFMADD231PS  Z23, Z24, Z20
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z9, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z12, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z15, K2, 20(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z18, K2, 24(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z7, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z13, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z16, K2, 20(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z19, K2, 24(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z8, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z14, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z17, K2, 20(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z20, K2, 24(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT8x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT8x3(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z9
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z12
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z15
+	KXNORW       K2, K2, K2
+	VGATHERDPS   24(AX)(Z30*1), K2, Z18
+	KXNORW       K2, K2, K2
+	VGATHERDPS   28(AX)(Z30*1), K2, Z21
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z7
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z10
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z13
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z16
+	KXNORW       K2, K2, K2
+	VGATHERDPS   24(AX)(Z30*1), K2, Z19
+	KXNORW       K2, K2, K2
+	VGATHERDPS   28(AX)(Z30*1), K2, Z22
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   (AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   4(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z8, Z8, Z8
+	VGATHERDPS   8(AX)(Z30*1), K2, Z8
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   12(AX)(Z30*1), K2, Z11
+	KMOVW        K1, K2
+	VPXORD       Z14, Z14, Z14
+	VGATHERDPS   16(AX)(Z30*1), K2, Z14
+	KMOVW        K1, K2
+	VPXORD       Z17, Z17, Z17
+	VGATHERDPS   20(AX)(Z30*1), K2, Z17
+	KMOVW        K1, K2
+	VPXORD       Z20, Z20, Z20
+	VGATHERDPS   24(AX)(Z30*1), K2, Z20
+	KMOVW        K1, K2
+	VPXORD       Z23, Z23, Z23
+	VGATHERDPS   28(AX)(Z30*1), K2, Z23
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z24
+	VMOVUPS      64(DX), Z25
+	VMOVUPS.Z    128(DX), K1, Z26
+	VBROADCASTSS (AX), Z27
+	VFMADD231PS  Z24, Z27, Z0
+	VFMADD231PS  Z25, Z27, Z1
+	VFMADD231PS  Z26, Z27, Z2
+	VBROADCASTSS 4(AX), Z27
+	VFMADD231PS  Z24, Z27, Z3
+	VFMADD231PS  Z25, Z27, Z4
+	VFMADD231PS  Z26, Z27, Z5
+	VBROADCASTSS 8(AX), Z27
+	VFMADD231PS  Z24, Z27, Z6
+	VFMADD231PS  Z25, Z27, Z7
+	VFMADD231PS  Z26, Z27, Z8
+	VBROADCASTSS 12(AX), Z27
+	VFMADD231PS  Z24, Z27, Z9
+	VFMADD231PS  Z25, Z27, Z10
+	VFMADD231PS  Z26, Z27, Z11
+	VBROADCASTSS 16(AX), Z27
+	VFMADD231PS  Z24, Z27, Z12
+	VFMADD231PS  Z25, Z27, Z13
+	VFMADD231PS  Z26, Z27, Z14
+	VBROADCASTSS 20(AX), Z27
+	VFMADD231PS  Z24, Z27, Z15
+	VFMADD231PS  Z25, Z27, Z16
+	VFMADD231PS  Z26, Z27, Z17
+	VBROADCASTSS 24(AX), Z27
+	VFMADD231PS  Z24, Z27, Z18
+	VFMADD231PS  Z25, Z27, Z19
+	VFMADD231PS  Z26, Z27, Z20
+	VBROADCASTSS 28(AX), Z27
+	VFMADD231PS  Z24, Z27, Z21
+	VFMADD231PS  Z25, Z27, Z22
+	VFMADD231PS  Z26, Z27, Z23
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z9, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z12, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z15, K2, 20(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z18, K2, 24(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z21, K2, 28(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z7, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z13, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z16, K2, 20(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z19, K2, 24(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z22, K2, 28(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z8, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z14, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z17, K2, 20(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z20, K2, 24(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z23, K2, 28(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT1x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT1x4(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z2
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   (AX)(Z30*1), K2, Z3
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z4
+	VMOVUPS      64(DX), Z5
+	VMOVUPS      128(DX), Z6
+	VMOVUPS.Z    192(DX), K1, Z7
+	VBROADCASTSS (AX), Z8
+	VFMADD231PS  Z4, Z8, Z0
+	VFMADD231PS  Z5, Z8, Z1
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z3
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, (AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, (AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT2x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT2x4(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z4
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z5
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z2
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z6
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   (AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   4(AX)(Z30*1), K2, Z7
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z8
+	VMOVUPS      64(DX), Z9
+	VMOVUPS      128(DX), Z10
+	VMOVUPS.Z    192(DX), K1, Z11
+	VBROADCASTSS (AX), Z12
+	VFMADD231PS  Z8, Z12, Z0
+	VFMADD231PS  Z9, Z12, Z1
+	VFMADD231PS  Z10, Z12, Z2
+	VFMADD231PS  Z11, Z12, Z3
+	VBROADCASTSS 4(AX), Z12
+	VFMADD231PS  Z8, Z12, Z4
+	VFMADD231PS  Z9, Z12, Z5
+	VFMADD231PS  Z10, Z12, Z6
+	VFMADD231PS  Z11, Z12, Z7
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 4(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z5, K2, 4(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 4(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 4(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT3x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT3x4(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z8
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z5
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z9
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z2
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z10
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   (AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   4(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   8(AX)(Z30*1), K2, Z11
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z12
+	VMOVUPS      64(DX), Z13
+	VMOVUPS      128(DX), Z14
+	VMOVUPS.Z    192(DX), K1, Z15
+	VBROADCASTSS (AX), Z16
+	VFMADD231PS  Z12, Z16, Z0
+	VFMADD231PS  Z13, Z16, Z1
+	VFMADD231PS  Z14, Z16, Z2
+	VFMADD231PS  Z15, Z16, Z3
+	VBROADCASTSS 4(AX), Z16
+	VFMADD231PS  Z12, Z16, Z4
+	VFMADD231PS  Z13, Z16, Z5
+	VFMADD231PS  Z14, Z16, Z6
+	VFMADD231PS  Z15, Z16, Z7
+	VBROADCASTSS 8(AX), Z16
+	VFMADD231PS  Z12, Z16, Z8
+	VFMADD231PS  Z13, Z16, Z9
+	VFMADD231PS  Z14, Z16, Z10
+	VFMADD231PS  Z15, Z16, Z11
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z8, K2, 8(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z5, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z9, K2, 8(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 8(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 8(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT4x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT4x4(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z8
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z12
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z5
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z9
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z13
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z2
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z10
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z14
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   (AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   4(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   8(AX)(Z30*1), K2, Z11
+	KMOVW        K1, K2
+	VPXORD       Z15, Z15, Z15
+	VGATHERDPS   12(AX)(Z30*1), K2, Z15
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z16
+	VMOVUPS      64(DX), Z17
+	VMOVUPS      128(DX), Z18
+	VMOVUPS.Z    192(DX), K1, Z19
+	VBROADCASTSS (AX), Z20
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z17, Z20, Z1
+	VFMADD231PS  Z18, Z20, Z2
+	VFMADD231PS  Z19, Z20, Z3
+	VBROADCASTSS 4(AX), Z20
+	VFMADD231PS  Z16, Z20, Z4
+	VFMADD231PS  Z17, Z20, Z5
+	VFMADD231PS  Z18, Z20, Z6
+	VFMADD231PS  Z19, Z20, Z7
+	VBROADCASTSS 8(AX), Z20
+	VFMADD231PS  Z16, Z20, Z8
+	VFMADD231PS  Z17, Z20, Z9
+	VFMADD231PS  Z18, Z20, Z10
+	VFMADD231PS  Z19, Z20, Z11
+	VBROADCASTSS 12(AX), Z20
+	VFMADD231PS  Z16, Z20, Z12
+	VFMADD231PS  Z17, Z20, Z13
+	VFMADD231PS  Z18, Z20, Z14
+	VFMADD231PS  Z19, Z20, Z15
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z8, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z12, K2, 12(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z5, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z9, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z13, K2, 12(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z14, K2, 12(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z15, K2, 12(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT5x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT5x4(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z8
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z12
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z16
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z5
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z9
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z13
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z17
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z2
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z10
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z14
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z18
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   (AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   4(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   8(AX)(Z30*1), K2, Z11
+	KMOVW        K1, K2
+	VPXORD       Z15, Z15, Z15
+	VGATHERDPS   12(AX)(Z30*1), K2, Z15
+	KMOVW        K1, K2
+	VPXORD       Z19, Z19, Z19
+	VGATHERDPS   16(AX)(Z30*1), K2, Z19
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z20
+	VMOVUPS      64(DX), Z21
+	VMOVUPS      128(DX), Z22
+	VMOVUPS.Z    192(DX), K1, Z23
+	VBROADCASTSS (AX), Z24
+	VFMADD231PS  Z20, Z24, Z0
+	VFMADD231PS  Z21, Z24, Z1
+	VFMADD231PS  Z22, Z24, Z2
+	VFMADD231PS  Z23, Z24, Z3
+	VBROADCASTSS 4(AX), Z24
+	VFMADD231PS  Z20, Z24, Z4
+	VFMADD231PS  Z21, Z24, Z5
+	VFMADD231PS  Z22, Z24, Z6
+	VFMADD231PS  Z23, Z24, Z7
+	VBROADCASTSS 8(AX), Z24
+	VFMADD231PS  Z20, Z24, Z8
+	VFMADD231PS  Z21, Z24, Z9
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z11
+	VBROADCASTSS 12(AX), Z24
+	VFMADD231PS  Z20, Z24, Z12
+	VFMADD231PS  Z21, Z24, Z13
+	VFMADD231PS  Z22, Z24, Z14
+	VFMADD231PS  Z23, Z24, Z15
+	VBROADCASTSS 16(AX), Z24
+	VFMADD231PS  Z20, Z24, Z16
+	VFMADD231PS  Z21, Z24, Z17
+	VFMADD231PS  Z22, Z24, Z18
+	VFMADD231PS  Z23, Z24, Z19
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z8, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z12, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z16, K2, 16(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z5, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z9, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z13, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z17, K2, 16(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z14, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z18, K2, 16(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z15, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z19, K2, 16(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdCT6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdCT6x4(SB), NOSPLIT, $0-58
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z8
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z12
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z16
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z20
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z5
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z9
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z13
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z17
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z21
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z2
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z10
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z14
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z18
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z22
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   (AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   4(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   8(AX)(Z30*1), K2, Z11
+	KMOVW        K1, K2
+	VPXORD       Z15, Z15, Z15
+	VGATHERDPS   12(AX)(Z30*1), K2, Z15
+	KMOVW        K1, K2
+	VPXORD       Z19, Z19, Z19
+	VGATHERDPS   16(AX)(Z30*1), K2, Z19
+	KMOVW        K1, K2
+	VPXORD       Z23, Z23, Z23
+	VGATHERDPS   20(AX)(Z30*1), K2, Z23
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z24
+	VMOVUPS      64(DX), Z25
+	VMOVUPS      128(DX), Z26
+	VMOVUPS.Z    192(DX), K1, Z27
+	VBROADCASTSS (AX), Z28
+	VFMADD231PS  Z24, Z28, Z0
+	VFMADD231PS  Z25, Z28, Z1
+	VFMADD231PS  Z26, Z28, Z2
+	VFMADD231PS  Z27, Z28, Z3
+	VBROADCASTSS 4(AX), Z28
+	VFMADD231PS  Z24, Z28, Z4
+	VFMADD231PS  Z25, Z28, Z5
+	VFMADD231PS  Z26, Z28, Z6
+	VFMADD231PS  Z27, Z28, Z7
+	VBROADCASTSS 8(AX), Z28
+	VFMADD231PS  Z24, Z28, Z8
+	VFMADD231PS  Z25, Z28, Z9
+	VFMADD231PS  Z26, Z28, Z10
+	VFMADD231PS  Z27, Z28, Z11
+	VBROADCASTSS 12(AX), Z28
+	VFMADD231PS  Z24, Z28, Z12
+	VFMADD231PS  Z25, Z28, Z13
+	VFMADD231PS  Z26, Z28, Z14
+	VFMADD231PS  Z27, Z28, Z15
+	VBROADCASTSS 16(AX), Z28
+	VFMADD231PS  Z24, Z28, Z16
+	VFMADD231PS  Z25, Z28, Z17
+	VFMADD231PS  Z26, Z28, Z18
+	VFMADD231PS  Z27, Z28, Z19
+	VBROADCASTSS 20(AX), Z28
+	VFMADD231PS  Z24, Z28, Z20
+	VFMADD231PS  Z25, Z28, Z21
+	VFMADD231PS  Z26, Z28, Z22
+	VFMADD231PS  Z27, Z28, Z23
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z8, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z12, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z16, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z20, K2, 20(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z5, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z9, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z13, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z17, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z21, K2, 20(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z14, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z18, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z22, K2, 20(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z15, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z19, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z23, K2, 20(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdPackF6x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdPackF6x1(SB), NOSPLIT, $0-72
+	MOVWLZX   mask+56(FP), AX
+	KMOVW     AX, K1
+	MOVQ      c+0(FP), AX
+	MOVQ      ldc+8(FP), CX
+	VMOVUPS.Z (AX), K1, Z0
+	ADDQ      CX, AX
+	VMOVUPS.Z (AX), K1, Z1
+	ADDQ      CX, AX
+	VMOVUPS.Z (AX), K1, Z2
+	ADDQ      CX, AX
+	VMOVUPS.Z (AX), K1, Z3
+	ADDQ      CX, AX
+	VMOVUPS.Z (AX), K1, Z4
+	ADDQ      CX, AX
+	VMOVUPS.Z (AX), K1, Z5
+	MOVQ      a+16(FP), AX
+	MOVQ      lda+24(FP), CX
+	MOVQ      b+32(FP), DX
+	MOVQ      ldb+40(FP), BX
+	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), R8
+	LEAQ      (R8)(CX*1), R9
+	LEAQ      (R9)(CX*1), R10
+	LEAQ      (R10)(CX*1), R11
+	LEAQ      (R11)(CX*1), CX
+	MOVQ      dst+64(FP), R12
+	MOVQ      BX, R13
+	SHLQ      $0x06, R13
+	TESTQ     SI, SI
+	JZ        done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z6
+	VMOVUPS      Z6, (R12)
+	PREFETCHT1   (DX)(R13*1)
+	ADDQ         $0x00000040, R12
+	VBROADCASTSS (AX)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z0
+	VBROADCASTSS (R8)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z1
+	VBROADCASTSS (R9)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z2
+	VBROADCASTSS (R10)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z3
+	VBROADCASTSS (R11)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z4
+	VBROADCASTSS (CX)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z5
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z1, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z5, K1, (AX)
+	VZEROUPPER
+	RET
+
+// func bwdPackF6x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdPackF6x2(SB), NOSPLIT, $0-72
+	MOVWLZX   mask+56(FP), AX
+	KMOVW     AX, K1
+	MOVQ      c+0(FP), AX
+	MOVQ      ldc+8(FP), CX
+	VMOVUPS   (AX), Z0
+	VMOVUPS.Z 64(AX), K1, Z1
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z2
+	VMOVUPS.Z 64(AX), K1, Z3
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z4
+	VMOVUPS.Z 64(AX), K1, Z5
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z6
+	VMOVUPS.Z 64(AX), K1, Z7
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z8
+	VMOVUPS.Z 64(AX), K1, Z9
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z10
+	VMOVUPS.Z 64(AX), K1, Z11
+	MOVQ      a+16(FP), AX
+	MOVQ      lda+24(FP), CX
+	MOVQ      b+32(FP), DX
+	MOVQ      ldb+40(FP), BX
+	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), R8
+	LEAQ      (R8)(CX*1), R9
+	LEAQ      (R9)(CX*1), R10
+	LEAQ      (R10)(CX*1), R11
+	LEAQ      (R11)(CX*1), CX
+	MOVQ      dst+64(FP), R12
+	MOVQ      BX, R13
+	SHLQ      $0x06, R13
+	TESTQ     SI, SI
+	JZ        done
+
+loop:
+	VMOVUPS      (DX), Z12
+	VMOVUPS      Z12, (R12)
+	VMOVUPS.Z    64(DX), K1, Z13
+	VMOVUPS      Z13, 64(R12)
+	PREFETCHT1   (DX)(R13*1)
+	PREFETCHT1   64(DX)(R13*1)
+	ADDQ         $0x00000080, R12
+	VBROADCASTSS (AX)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z0
+	VFMADD231PS  Z13, Z14, Z1
+	VBROADCASTSS (R8)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z2
+	VFMADD231PS  Z13, Z14, Z3
+	VBROADCASTSS (R9)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z4
+	VFMADD231PS  Z13, Z14, Z5
+	VBROADCASTSS (R10)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z6
+	VFMADD231PS  Z13, Z14, Z7
+	VBROADCASTSS (R11)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z8
+	VFMADD231PS  Z13, Z14, Z9
+	VBROADCASTSS (CX)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z10
+	VFMADD231PS  Z13, Z14, Z11
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, K1, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bwdPackF6x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdPackF6x3(SB), NOSPLIT, $0-72
+	MOVWLZX   mask+56(FP), AX
+	KMOVW     AX, K1
+	MOVQ      c+0(FP), AX
+	MOVQ      ldc+8(FP), CX
+	VMOVUPS   (AX), Z0
+	VMOVUPS   64(AX), Z1
+	VMOVUPS.Z 128(AX), K1, Z2
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z3
+	VMOVUPS   64(AX), Z4
+	VMOVUPS.Z 128(AX), K1, Z5
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z6
+	VMOVUPS   64(AX), Z7
+	VMOVUPS.Z 128(AX), K1, Z8
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z9
+	VMOVUPS   64(AX), Z10
+	VMOVUPS.Z 128(AX), K1, Z11
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z12
+	VMOVUPS   64(AX), Z13
+	VMOVUPS.Z 128(AX), K1, Z14
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z15
+	VMOVUPS   64(AX), Z16
+	VMOVUPS.Z 128(AX), K1, Z17
+	MOVQ      a+16(FP), AX
+	MOVQ      lda+24(FP), CX
+	MOVQ      b+32(FP), DX
+	MOVQ      ldb+40(FP), BX
+	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), R8
+	LEAQ      (R8)(CX*1), R9
+	LEAQ      (R9)(CX*1), R10
+	LEAQ      (R10)(CX*1), R11
+	LEAQ      (R11)(CX*1), CX
+	MOVQ      dst+64(FP), R12
+	MOVQ      BX, R13
+	SHLQ      $0x06, R13
+	TESTQ     SI, SI
+	JZ        done
+
+loop:
+	VMOVUPS      (DX), Z18
+	VMOVUPS      Z18, (R12)
+	VMOVUPS      64(DX), Z19
+	VMOVUPS      Z19, 64(R12)
+	VMOVUPS.Z    128(DX), K1, Z20
+	VMOVUPS      Z20, 128(R12)
+	PREFETCHT1   (DX)(R13*1)
+	PREFETCHT1   64(DX)(R13*1)
+	PREFETCHT1   128(DX)(R13*1)
+	ADDQ         $0x000000c0, R12
+	VBROADCASTSS (AX)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z0
+	VFMADD231PS  Z19, Z21, Z1
+	VFMADD231PS  Z20, Z21, Z2
+	VBROADCASTSS (R8)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z3
+	VFMADD231PS  Z19, Z21, Z4
+	VFMADD231PS  Z20, Z21, Z5
+	VBROADCASTSS (R9)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z6
+	VFMADD231PS  Z19, Z21, Z7
+	VFMADD231PS  Z20, Z21, Z8
+	VBROADCASTSS (R10)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z9
+	VFMADD231PS  Z19, Z21, Z10
+	VFMADD231PS  Z20, Z21, Z11
+	VBROADCASTSS (R11)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z12
+	VFMADD231PS  Z19, Z21, Z13
+	VFMADD231PS  Z20, Z21, Z14
+	VBROADCASTSS (CX)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z15
+	VFMADD231PS  Z19, Z21, Z16
+	VFMADD231PS  Z20, Z21, Z17
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, (AX)
+	VMOVUPS Z4, 64(AX)
+	VMOVUPS Z5, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	VMOVUPS Z8, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z9, (AX)
+	VMOVUPS Z10, 64(AX)
+	VMOVUPS Z11, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	VMOVUPS Z14, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z15, (AX)
+	VMOVUPS Z16, 64(AX)
+	VMOVUPS Z17, K1, 128(AX)
+	VZEROUPPER
+	RET
+
+// func bwdPackF6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdPackF6x4(SB), NOSPLIT, $0-72
+	MOVWLZX   mask+56(FP), AX
+	KMOVW     AX, K1
+	MOVQ      c+0(FP), AX
+	MOVQ      ldc+8(FP), CX
+	VMOVUPS   (AX), Z0
+	VMOVUPS   64(AX), Z1
+	VMOVUPS   128(AX), Z2
+	VMOVUPS.Z 192(AX), K1, Z3
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z4
+	VMOVUPS   64(AX), Z5
+	VMOVUPS   128(AX), Z6
+	VMOVUPS.Z 192(AX), K1, Z7
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z8
+	VMOVUPS   64(AX), Z9
+	VMOVUPS   128(AX), Z10
+	VMOVUPS.Z 192(AX), K1, Z11
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z12
+	VMOVUPS   64(AX), Z13
+	VMOVUPS   128(AX), Z14
+	VMOVUPS.Z 192(AX), K1, Z15
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z16
+	VMOVUPS   64(AX), Z17
+	VMOVUPS   128(AX), Z18
+	VMOVUPS.Z 192(AX), K1, Z19
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z20
+	VMOVUPS   64(AX), Z21
+	VMOVUPS   128(AX), Z22
+	VMOVUPS.Z 192(AX), K1, Z23
+	MOVQ      a+16(FP), AX
+	MOVQ      lda+24(FP), CX
+	MOVQ      b+32(FP), DX
+	MOVQ      ldb+40(FP), BX
+	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), R8
+	LEAQ      (R8)(CX*1), R9
+	LEAQ      (R9)(CX*1), R10
+	LEAQ      (R10)(CX*1), R11
+	LEAQ      (R11)(CX*1), CX
+	MOVQ      dst+64(FP), R12
+	MOVQ      BX, R13
+	SHLQ      $0x06, R13
+	TESTQ     SI, SI
+	JZ        done
+
+loop:
+	VMOVUPS      (DX), Z24
+	VMOVUPS      Z24, (R12)
+	VMOVUPS      64(DX), Z25
+	VMOVUPS      Z25, 64(R12)
+	VMOVUPS      128(DX), Z26
+	VMOVUPS      Z26, 128(R12)
+	VMOVUPS.Z    192(DX), K1, Z27
+	VMOVUPS      Z27, 192(R12)
+	PREFETCHT1   (DX)(R13*1)
+	PREFETCHT1   64(DX)(R13*1)
+	PREFETCHT1   128(DX)(R13*1)
+	PREFETCHT1   192(DX)(R13*1)
+	ADDQ         $0x00000100, R12
+	VBROADCASTSS (AX)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z0
+	VFMADD231PS  Z25, Z28, Z1
+	VFMADD231PS  Z26, Z28, Z2
+	VFMADD231PS  Z27, Z28, Z3
+	VBROADCASTSS (R8)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z4
+	VFMADD231PS  Z25, Z28, Z5
+	VFMADD231PS  Z26, Z28, Z6
+	VFMADD231PS  Z27, Z28, Z7
+	VBROADCASTSS (R9)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z8
+	VFMADD231PS  Z25, Z28, Z9
+	VFMADD231PS  Z26, Z28, Z10
+	VFMADD231PS  Z27, Z28, Z11
+	VBROADCASTSS (R10)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z12
+	VFMADD231PS  Z25, Z28, Z13
+	VFMADD231PS  Z26, Z28, Z14
+	VFMADD231PS  Z27, Z28, Z15
+	VBROADCASTSS (R11)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z16
+	VFMADD231PS  Z25, Z28, Z17
+	VFMADD231PS  Z26, Z28, Z18
+	VFMADD231PS  Z27, Z28, Z19
+	VBROADCASTSS (CX)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z20
+	VFMADD231PS  Z25, Z28, Z21
+	VFMADD231PS  Z26, Z28, Z22
+	VFMADD231PS  Z27, Z28, Z23
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	VMOVUPS Z6, 128(AX)
+	VMOVUPS Z7, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	VMOVUPS Z10, 128(AX)
+	VMOVUPS Z11, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	VMOVUPS Z14, 128(AX)
+	VMOVUPS Z15, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z16, (AX)
+	VMOVUPS Z17, 64(AX)
+	VMOVUPS Z18, 128(AX)
+	VMOVUPS Z19, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z20, (AX)
+	VMOVUPS Z21, 64(AX)
+	VMOVUPS Z22, 128(AX)
+	VMOVUPS Z23, K1, 192(AX)
+	VZEROUPPER
+	RET
+
+// func bwdPackH6x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *uint16, ldb uintptr, k int, mask uint16, dst *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdPackH6x1(SB), NOSPLIT, $0-72
+	MOVWLZX   mask+56(FP), AX
+	KMOVW     AX, K1
+	MOVQ      c+0(FP), AX
+	MOVQ      ldc+8(FP), CX
+	VMOVUPS.Z (AX), K1, Z0
+	ADDQ      CX, AX
+	VMOVUPS.Z (AX), K1, Z1
+	ADDQ      CX, AX
+	VMOVUPS.Z (AX), K1, Z2
+	ADDQ      CX, AX
+	VMOVUPS.Z (AX), K1, Z3
+	ADDQ      CX, AX
+	VMOVUPS.Z (AX), K1, Z4
+	ADDQ      CX, AX
+	VMOVUPS.Z (AX), K1, Z5
+	MOVQ      a+16(FP), AX
+	MOVQ      lda+24(FP), CX
+	MOVQ      b+32(FP), DX
+	MOVQ      ldb+40(FP), BX
+	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), R8
+	LEAQ      (R8)(CX*1), R9
+	LEAQ      (R9)(CX*1), R10
+	LEAQ      (R10)(CX*1), R11
+	LEAQ      (R11)(CX*1), CX
+	MOVQ      dst+64(FP), R12
+	MOVQ      BX, R13
+	SHLQ      $0x06, R13
+	TESTQ     SI, SI
+	JZ        done
+
+loop:
+	VPMOVZXWD.Z  (DX), K1, Z6
+	VPSLLD       $0x10, Z6, Z6
+	VMOVUPS      Z6, (R12)
+	PREFETCHT1   (DX)(R13*1)
+	ADDQ         $0x00000040, R12
+	VBROADCASTSS (AX)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z0
+	VBROADCASTSS (R8)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z1
+	VBROADCASTSS (R9)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z2
+	VBROADCASTSS (R10)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z3
+	VBROADCASTSS (R11)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z4
+	VBROADCASTSS (CX)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z5
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z1, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z5, K1, (AX)
+	VZEROUPPER
+	RET
+
+// func bwdPackH6x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *uint16, ldb uintptr, k int, mask uint16, dst *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdPackH6x2(SB), NOSPLIT, $0-72
+	MOVWLZX   mask+56(FP), AX
+	KMOVW     AX, K1
+	MOVQ      c+0(FP), AX
+	MOVQ      ldc+8(FP), CX
+	VMOVUPS   (AX), Z0
+	VMOVUPS.Z 64(AX), K1, Z1
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z2
+	VMOVUPS.Z 64(AX), K1, Z3
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z4
+	VMOVUPS.Z 64(AX), K1, Z5
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z6
+	VMOVUPS.Z 64(AX), K1, Z7
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z8
+	VMOVUPS.Z 64(AX), K1, Z9
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z10
+	VMOVUPS.Z 64(AX), K1, Z11
+	MOVQ      a+16(FP), AX
+	MOVQ      lda+24(FP), CX
+	MOVQ      b+32(FP), DX
+	MOVQ      ldb+40(FP), BX
+	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), R8
+	LEAQ      (R8)(CX*1), R9
+	LEAQ      (R9)(CX*1), R10
+	LEAQ      (R10)(CX*1), R11
+	LEAQ      (R11)(CX*1), CX
+	MOVQ      dst+64(FP), R12
+	MOVQ      BX, R13
+	SHLQ      $0x06, R13
+	TESTQ     SI, SI
+	JZ        done
+
+loop:
+	VPMOVZXWD    (DX), Z12
+	VPSLLD       $0x10, Z12, Z12
+	VMOVUPS      Z12, (R12)
+	VPMOVZXWD.Z  32(DX), K1, Z13
+	VPSLLD       $0x10, Z13, Z13
+	VMOVUPS      Z13, 64(R12)
+	PREFETCHT1   (DX)(R13*1)
+	ADDQ         $0x00000080, R12
+	VBROADCASTSS (AX)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z0
+	VFMADD231PS  Z13, Z14, Z1
+	VBROADCASTSS (R8)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z2
+	VFMADD231PS  Z13, Z14, Z3
+	VBROADCASTSS (R9)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z4
+	VFMADD231PS  Z13, Z14, Z5
+	VBROADCASTSS (R10)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z6
+	VFMADD231PS  Z13, Z14, Z7
+	VBROADCASTSS (R11)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z8
+	VFMADD231PS  Z13, Z14, Z9
+	VBROADCASTSS (CX)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z10
+	VFMADD231PS  Z13, Z14, Z11
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, K1, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bwdPackH6x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *uint16, ldb uintptr, k int, mask uint16, dst *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdPackH6x3(SB), NOSPLIT, $0-72
+	MOVWLZX   mask+56(FP), AX
+	KMOVW     AX, K1
+	MOVQ      c+0(FP), AX
+	MOVQ      ldc+8(FP), CX
+	VMOVUPS   (AX), Z0
+	VMOVUPS   64(AX), Z1
+	VMOVUPS.Z 128(AX), K1, Z2
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z3
+	VMOVUPS   64(AX), Z4
+	VMOVUPS.Z 128(AX), K1, Z5
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z6
+	VMOVUPS   64(AX), Z7
+	VMOVUPS.Z 128(AX), K1, Z8
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z9
+	VMOVUPS   64(AX), Z10
+	VMOVUPS.Z 128(AX), K1, Z11
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z12
+	VMOVUPS   64(AX), Z13
+	VMOVUPS.Z 128(AX), K1, Z14
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z15
+	VMOVUPS   64(AX), Z16
+	VMOVUPS.Z 128(AX), K1, Z17
+	MOVQ      a+16(FP), AX
+	MOVQ      lda+24(FP), CX
+	MOVQ      b+32(FP), DX
+	MOVQ      ldb+40(FP), BX
+	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), R8
+	LEAQ      (R8)(CX*1), R9
+	LEAQ      (R9)(CX*1), R10
+	LEAQ      (R10)(CX*1), R11
+	LEAQ      (R11)(CX*1), CX
+	MOVQ      dst+64(FP), R12
+	MOVQ      BX, R13
+	SHLQ      $0x06, R13
+	TESTQ     SI, SI
+	JZ        done
+
+loop:
+	VPMOVZXWD    (DX), Z18
+	VPSLLD       $0x10, Z18, Z18
+	VMOVUPS      Z18, (R12)
+	VPMOVZXWD    32(DX), Z19
+	VPSLLD       $0x10, Z19, Z19
+	VMOVUPS      Z19, 64(R12)
+	VPMOVZXWD.Z  64(DX), K1, Z20
+	VPSLLD       $0x10, Z20, Z20
+	VMOVUPS      Z20, 128(R12)
+	PREFETCHT1   (DX)(R13*1)
+	PREFETCHT1   64(DX)(R13*1)
+	ADDQ         $0x000000c0, R12
+	VBROADCASTSS (AX)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z0
+	VFMADD231PS  Z19, Z21, Z1
+	VFMADD231PS  Z20, Z21, Z2
+	VBROADCASTSS (R8)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z3
+	VFMADD231PS  Z19, Z21, Z4
+	VFMADD231PS  Z20, Z21, Z5
+	VBROADCASTSS (R9)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z6
+	VFMADD231PS  Z19, Z21, Z7
+	VFMADD231PS  Z20, Z21, Z8
+	VBROADCASTSS (R10)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z9
+	VFMADD231PS  Z19, Z21, Z10
+	VFMADD231PS  Z20, Z21, Z11
+	VBROADCASTSS (R11)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z12
+	VFMADD231PS  Z19, Z21, Z13
+	VFMADD231PS  Z20, Z21, Z14
+	VBROADCASTSS (CX)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z15
+	VFMADD231PS  Z19, Z21, Z16
+	VFMADD231PS  Z20, Z21, Z17
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, (AX)
+	VMOVUPS Z4, 64(AX)
+	VMOVUPS Z5, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	VMOVUPS Z8, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z9, (AX)
+	VMOVUPS Z10, 64(AX)
+	VMOVUPS Z11, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	VMOVUPS Z14, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z15, (AX)
+	VMOVUPS Z16, 64(AX)
+	VMOVUPS Z17, K1, 128(AX)
+	VZEROUPPER
+	RET
+
+// func bwdPackH6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *uint16, ldb uintptr, k int, mask uint16, dst *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdPackH6x4(SB), NOSPLIT, $0-72
+	MOVWLZX   mask+56(FP), AX
+	KMOVW     AX, K1
+	MOVQ      c+0(FP), AX
+	MOVQ      ldc+8(FP), CX
+	VMOVUPS   (AX), Z0
+	VMOVUPS   64(AX), Z1
+	VMOVUPS   128(AX), Z2
+	VMOVUPS.Z 192(AX), K1, Z3
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z4
+	VMOVUPS   64(AX), Z5
+	VMOVUPS   128(AX), Z6
+	VMOVUPS.Z 192(AX), K1, Z7
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z8
+	VMOVUPS   64(AX), Z9
+	VMOVUPS   128(AX), Z10
+	VMOVUPS.Z 192(AX), K1, Z11
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z12
+	VMOVUPS   64(AX), Z13
+	VMOVUPS   128(AX), Z14
+	VMOVUPS.Z 192(AX), K1, Z15
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z16
+	VMOVUPS   64(AX), Z17
+	VMOVUPS   128(AX), Z18
+	VMOVUPS.Z 192(AX), K1, Z19
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z20
+	VMOVUPS   64(AX), Z21
+	VMOVUPS   128(AX), Z22
+	VMOVUPS.Z 192(AX), K1, Z23
+	MOVQ      a+16(FP), AX
+	MOVQ      lda+24(FP), CX
+	MOVQ      b+32(FP), DX
+	MOVQ      ldb+40(FP), BX
+	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
+	LEAQ      (AX)(CX*1), R8
+	LEAQ      (R8)(CX*1), R9
+	LEAQ      (R9)(CX*1), R10
+	LEAQ      (R10)(CX*1), R11
+	LEAQ      (R11)(CX*1), CX
+	MOVQ      dst+64(FP), R12
+	MOVQ      BX, R13
+	SHLQ      $0x06, R13
+	TESTQ     SI, SI
+	JZ        done
+
+loop:
+	VPMOVZXWD    (DX), Z24
+	VPSLLD       $0x10, Z24, Z24
+	VMOVUPS      Z24, (R12)
+	VPMOVZXWD    32(DX), Z25
+	VPSLLD       $0x10, Z25, Z25
+	VMOVUPS      Z25, 64(R12)
+	VPMOVZXWD    64(DX), Z26
+	VPSLLD       $0x10, Z26, Z26
+	VMOVUPS      Z26, 128(R12)
+	VPMOVZXWD.Z  96(DX), K1, Z27
+	VPSLLD       $0x10, Z27, Z27
+	VMOVUPS      Z27, 192(R12)
+	PREFETCHT1   (DX)(R13*1)
+	PREFETCHT1   64(DX)(R13*1)
+	ADDQ         $0x00000100, R12
+	VBROADCASTSS (AX)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z0
+	VFMADD231PS  Z25, Z28, Z1
+	VFMADD231PS  Z26, Z28, Z2
+	VFMADD231PS  Z27, Z28, Z3
+	VBROADCASTSS (R8)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z4
+	VFMADD231PS  Z25, Z28, Z5
+	VFMADD231PS  Z26, Z28, Z6
+	VFMADD231PS  Z27, Z28, Z7
+	VBROADCASTSS (R9)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z8
+	VFMADD231PS  Z25, Z28, Z9
+	VFMADD231PS  Z26, Z28, Z10
+	VFMADD231PS  Z27, Z28, Z11
+	VBROADCASTSS (R10)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z12
+	VFMADD231PS  Z25, Z28, Z13
+	VFMADD231PS  Z26, Z28, Z14
+	VFMADD231PS  Z27, Z28, Z15
+	VBROADCASTSS (R11)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z16
+	VFMADD231PS  Z25, Z28, Z17
+	VFMADD231PS  Z26, Z28, Z18
+	VFMADD231PS  Z27, Z28, Z19
+	VBROADCASTSS (CX)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z20
+	VFMADD231PS  Z25, Z28, Z21
+	VFMADD231PS  Z26, Z28, Z22
+	VFMADD231PS  Z27, Z28, Z23
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	VMOVUPS Z6, 128(AX)
+	VMOVUPS Z7, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	VMOVUPS Z10, 128(AX)
+	VMOVUPS Z11, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	VMOVUPS Z14, 128(AX)
+	VMOVUPS Z15, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z16, (AX)
+	VMOVUPS Z17, 64(AX)
+	VMOVUPS Z18, 128(AX)
+	VMOVUPS Z19, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z20, (AX)
+	VMOVUPS Z21, 64(AX)
+	VMOVUPS Z22, 128(AX)
+	VMOVUPS Z23, K1, 192(AX)
+	VZEROUPPER
+	RET
+
+// func bwdPackCF12x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdPackCF12x1(SB), NOSPLIT, $0-72
+	MOVWLZX   mask+56(FP), AX
+	KMOVW     AX, K1
+	MOVQ      c+0(FP), AX
+	MOVQ      ldc+8(FP), CX
+	VMOVUPS.Z (AX), K1, Z0
+	ADDQ      CX, AX
+	VMOVUPS.Z (AX), K1, Z1
+	ADDQ      CX, AX
+	VMOVUPS.Z (AX), K1, Z2
+	ADDQ      CX, AX
+	VMOVUPS.Z (AX), K1, Z3
+	ADDQ      CX, AX
+	VMOVUPS.Z (AX), K1, Z4
+	ADDQ      CX, AX
+	VMOVUPS.Z (AX), K1, Z5
+	ADDQ      CX, AX
+	VMOVUPS.Z (AX), K1, Z6
+	ADDQ      CX, AX
+	VMOVUPS.Z (AX), K1, Z7
+	ADDQ      CX, AX
+	VMOVUPS.Z (AX), K1, Z8
+	ADDQ      CX, AX
+	VMOVUPS.Z (AX), K1, Z9
+	ADDQ      CX, AX
+	VMOVUPS.Z (AX), K1, Z10
+	ADDQ      CX, AX
+	VMOVUPS.Z (AX), K1, Z11
+	MOVQ      a+16(FP), AX
+	MOVQ      lda+24(FP), CX
+	MOVQ      b+32(FP), DX
+	MOVQ      ldb+40(FP), BX
+	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
+	MOVQ      dst+64(FP), DI
+	MOVQ      BX, R8
+	SHLQ      $0x06, R8
+	TESTQ     SI, SI
+	JZ        done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z12
+	VMOVUPS      Z12, (DI)
+	PREFETCHT1   (DX)(R8*1)
+	ADDQ         $0x00000040, DI
+	VBROADCASTSS (AX), Z13
+	VFMADD231PS  Z12, Z13, Z0
+	VBROADCASTSS 4(AX), Z13
+	VFMADD231PS  Z12, Z13, Z1
+	VBROADCASTSS 8(AX), Z13
+	VFMADD231PS  Z12, Z13, Z2
+	VBROADCASTSS 12(AX), Z13
+	VFMADD231PS  Z12, Z13, Z3
+	VBROADCASTSS 16(AX), Z13
+	VFMADD231PS  Z12, Z13, Z4
+	VBROADCASTSS 20(AX), Z13
+	VFMADD231PS  Z12, Z13, Z5
+	VBROADCASTSS 24(AX), Z13
+	VFMADD231PS  Z12, Z13, Z6
+	VBROADCASTSS 28(AX), Z13
+	VFMADD231PS  Z12, Z13, Z7
+	VBROADCASTSS 32(AX), Z13
+	VFMADD231PS  Z12, Z13, Z8
+	VBROADCASTSS 36(AX), Z13
+	VFMADD231PS  Z12, Z13, Z9
+	VBROADCASTSS 40(AX), Z13
+	VFMADD231PS  Z12, Z13, Z10
+	VBROADCASTSS 44(AX), Z13
+	VFMADD231PS  Z12, Z13, Z11
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z1, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z5, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z7, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z9, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z10, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z11, K1, (AX)
+	VZEROUPPER
+	RET
+
+// func bwdPackCF12x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdPackCF12x2(SB), NOSPLIT, $0-72
+	MOVWLZX   mask+56(FP), AX
+	KMOVW     AX, K1
+	MOVQ      c+0(FP), AX
+	MOVQ      ldc+8(FP), CX
+	VMOVUPS   (AX), Z0
+	VMOVUPS.Z 64(AX), K1, Z1
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z2
+	VMOVUPS.Z 64(AX), K1, Z3
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z4
+	VMOVUPS.Z 64(AX), K1, Z5
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z6
+	VMOVUPS.Z 64(AX), K1, Z7
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z8
+	VMOVUPS.Z 64(AX), K1, Z9
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z10
+	VMOVUPS.Z 64(AX), K1, Z11
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z12
+	VMOVUPS.Z 64(AX), K1, Z13
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z14
+	VMOVUPS.Z 64(AX), K1, Z15
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z16
+	VMOVUPS.Z 64(AX), K1, Z17
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z18
+	VMOVUPS.Z 64(AX), K1, Z19
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z20
+	VMOVUPS.Z 64(AX), K1, Z21
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z22
+	VMOVUPS.Z 64(AX), K1, Z23
+	MOVQ      a+16(FP), AX
+	MOVQ      lda+24(FP), CX
+	MOVQ      b+32(FP), DX
+	MOVQ      ldb+40(FP), BX
+	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
+	MOVQ      dst+64(FP), DI
+	MOVQ      BX, R8
+	SHLQ      $0x06, R8
+	TESTQ     SI, SI
+	JZ        done
+
+loop:
+	VMOVUPS      (DX), Z24
+	VMOVUPS      Z24, (DI)
+	VMOVUPS.Z    64(DX), K1, Z25
+	VMOVUPS      Z25, 64(DI)
+	PREFETCHT1   (DX)(R8*1)
+	PREFETCHT1   64(DX)(R8*1)
+	ADDQ         $0x00000080, DI
+	VBROADCASTSS (AX), Z26
+	VFMADD231PS  Z24, Z26, Z0
+	VFMADD231PS  Z25, Z26, Z1
+	VBROADCASTSS 4(AX), Z26
+	VFMADD231PS  Z24, Z26, Z2
+	VFMADD231PS  Z25, Z26, Z3
+	VBROADCASTSS 8(AX), Z26
+	VFMADD231PS  Z24, Z26, Z4
+	VFMADD231PS  Z25, Z26, Z5
+	VBROADCASTSS 12(AX), Z26
+	VFMADD231PS  Z24, Z26, Z6
+	VFMADD231PS  Z25, Z26, Z7
+	VBROADCASTSS 16(AX), Z26
+	VFMADD231PS  Z24, Z26, Z8
+	VFMADD231PS  Z25, Z26, Z9
+	VBROADCASTSS 20(AX), Z26
+	VFMADD231PS  Z24, Z26, Z10
+	VFMADD231PS  Z25, Z26, Z11
+	VBROADCASTSS 24(AX), Z26
+	VFMADD231PS  Z24, Z26, Z12
+	VFMADD231PS  Z25, Z26, Z13
+	VBROADCASTSS 28(AX), Z26
+	VFMADD231PS  Z24, Z26, Z14
+	VFMADD231PS  Z25, Z26, Z15
+	VBROADCASTSS 32(AX), Z26
+	VFMADD231PS  Z24, Z26, Z16
+	VFMADD231PS  Z25, Z26, Z17
+	VBROADCASTSS 36(AX), Z26
+	VFMADD231PS  Z24, Z26, Z18
+	VFMADD231PS  Z25, Z26, Z19
+	VBROADCASTSS 40(AX), Z26
+	VFMADD231PS  Z24, Z26, Z20
+	VFMADD231PS  Z25, Z26, Z21
+	VBROADCASTSS 44(AX), Z26
+	VFMADD231PS  Z24, Z26, Z22
+	VFMADD231PS  Z25, Z26, Z23
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z14, (AX)
+	VMOVUPS Z15, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z16, (AX)
+	VMOVUPS Z17, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z18, (AX)
+	VMOVUPS Z19, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z20, (AX)
+	VMOVUPS Z21, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z22, (AX)
+	VMOVUPS Z23, K1, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bwdPackCF8x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdPackCF8x3(SB), NOSPLIT, $0-72
+	MOVWLZX   mask+56(FP), AX
+	KMOVW     AX, K1
+	MOVQ      c+0(FP), AX
+	MOVQ      ldc+8(FP), CX
+	VMOVUPS   (AX), Z0
+	VMOVUPS   64(AX), Z1
+	VMOVUPS.Z 128(AX), K1, Z2
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z3
+	VMOVUPS   64(AX), Z4
+	VMOVUPS.Z 128(AX), K1, Z5
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z6
+	VMOVUPS   64(AX), Z7
+	VMOVUPS.Z 128(AX), K1, Z8
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z9
+	VMOVUPS   64(AX), Z10
+	VMOVUPS.Z 128(AX), K1, Z11
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z12
+	VMOVUPS   64(AX), Z13
+	VMOVUPS.Z 128(AX), K1, Z14
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z15
+	VMOVUPS   64(AX), Z16
+	VMOVUPS.Z 128(AX), K1, Z17
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z18
+	VMOVUPS   64(AX), Z19
+	VMOVUPS.Z 128(AX), K1, Z20
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z21
+	VMOVUPS   64(AX), Z22
+	VMOVUPS.Z 128(AX), K1, Z23
+	MOVQ      a+16(FP), AX
+	MOVQ      lda+24(FP), CX
+	MOVQ      b+32(FP), DX
+	MOVQ      ldb+40(FP), BX
+	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
+	MOVQ      dst+64(FP), DI
+	MOVQ      BX, R8
+	SHLQ      $0x06, R8
+	TESTQ     SI, SI
+	JZ        done
+
+loop:
+	VMOVUPS      (DX), Z24
+	VMOVUPS      Z24, (DI)
+	VMOVUPS      64(DX), Z25
+	VMOVUPS      Z25, 64(DI)
+	VMOVUPS.Z    128(DX), K1, Z26
+	VMOVUPS      Z26, 128(DI)
+	PREFETCHT1   (DX)(R8*1)
+	PREFETCHT1   64(DX)(R8*1)
+	PREFETCHT1   128(DX)(R8*1)
+	ADDQ         $0x000000c0, DI
+	VBROADCASTSS (AX), Z27
+	VFMADD231PS  Z24, Z27, Z0
+	VFMADD231PS  Z25, Z27, Z1
+	VFMADD231PS  Z26, Z27, Z2
+	VBROADCASTSS 4(AX), Z27
+	VFMADD231PS  Z24, Z27, Z3
+	VFMADD231PS  Z25, Z27, Z4
+	VFMADD231PS  Z26, Z27, Z5
+	VBROADCASTSS 8(AX), Z27
+	VFMADD231PS  Z24, Z27, Z6
+	VFMADD231PS  Z25, Z27, Z7
+	VFMADD231PS  Z26, Z27, Z8
+	VBROADCASTSS 12(AX), Z27
+	VFMADD231PS  Z24, Z27, Z9
+	VFMADD231PS  Z25, Z27, Z10
+	VFMADD231PS  Z26, Z27, Z11
+	VBROADCASTSS 16(AX), Z27
+	VFMADD231PS  Z24, Z27, Z12
+	VFMADD231PS  Z25, Z27, Z13
+	VFMADD231PS  Z26, Z27, Z14
+	VBROADCASTSS 20(AX), Z27
+	VFMADD231PS  Z24, Z27, Z15
+	VFMADD231PS  Z25, Z27, Z16
+	VFMADD231PS  Z26, Z27, Z17
+	VBROADCASTSS 24(AX), Z27
+	VFMADD231PS  Z24, Z27, Z18
+	VFMADD231PS  Z25, Z27, Z19
+	VFMADD231PS  Z26, Z27, Z20
+	VBROADCASTSS 28(AX), Z27
+	VFMADD231PS  Z24, Z27, Z21
+	VFMADD231PS  Z25, Z27, Z22
+	VFMADD231PS  Z26, Z27, Z23
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, (AX)
+	VMOVUPS Z4, 64(AX)
+	VMOVUPS Z5, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	VMOVUPS Z8, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z9, (AX)
+	VMOVUPS Z10, 64(AX)
+	VMOVUPS Z11, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	VMOVUPS Z14, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z15, (AX)
+	VMOVUPS Z16, 64(AX)
+	VMOVUPS Z17, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z18, (AX)
+	VMOVUPS Z19, 64(AX)
+	VMOVUPS Z20, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z21, (AX)
+	VMOVUPS Z22, 64(AX)
+	VMOVUPS Z23, K1, 128(AX)
+	VZEROUPPER
+	RET
+
+// func bwdPackCF6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdPackCF6x4(SB), NOSPLIT, $0-72
+	MOVWLZX   mask+56(FP), AX
+	KMOVW     AX, K1
+	MOVQ      c+0(FP), AX
+	MOVQ      ldc+8(FP), CX
+	VMOVUPS   (AX), Z0
+	VMOVUPS   64(AX), Z1
+	VMOVUPS   128(AX), Z2
+	VMOVUPS.Z 192(AX), K1, Z3
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z4
+	VMOVUPS   64(AX), Z5
+	VMOVUPS   128(AX), Z6
+	VMOVUPS.Z 192(AX), K1, Z7
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z8
+	VMOVUPS   64(AX), Z9
+	VMOVUPS   128(AX), Z10
+	VMOVUPS.Z 192(AX), K1, Z11
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z12
+	VMOVUPS   64(AX), Z13
+	VMOVUPS   128(AX), Z14
+	VMOVUPS.Z 192(AX), K1, Z15
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z16
+	VMOVUPS   64(AX), Z17
+	VMOVUPS   128(AX), Z18
+	VMOVUPS.Z 192(AX), K1, Z19
+	ADDQ      CX, AX
+	VMOVUPS   (AX), Z20
+	VMOVUPS   64(AX), Z21
+	VMOVUPS   128(AX), Z22
+	VMOVUPS.Z 192(AX), K1, Z23
+	MOVQ      a+16(FP), AX
+	MOVQ      lda+24(FP), CX
+	MOVQ      b+32(FP), DX
+	MOVQ      ldb+40(FP), BX
+	MOVQ      k+48(FP), SI
+	XORQ      DI, DI
+	MOVQ      dst+64(FP), DI
+	MOVQ      BX, R8
+	SHLQ      $0x06, R8
+	TESTQ     SI, SI
+	JZ        done
+
+loop:
+	VMOVUPS      (DX), Z24
+	VMOVUPS      Z24, (DI)
+	VMOVUPS      64(DX), Z25
+	VMOVUPS      Z25, 64(DI)
+	VMOVUPS      128(DX), Z26
+	VMOVUPS      Z26, 128(DI)
+	VMOVUPS.Z    192(DX), K1, Z27
+	VMOVUPS      Z27, 192(DI)
+	PREFETCHT1   (DX)(R8*1)
+	PREFETCHT1   64(DX)(R8*1)
+	PREFETCHT1   128(DX)(R8*1)
+	PREFETCHT1   192(DX)(R8*1)
+	ADDQ         $0x00000100, DI
+	VBROADCASTSS (AX), Z28
+	VFMADD231PS  Z24, Z28, Z0
+	VFMADD231PS  Z25, Z28, Z1
+	VFMADD231PS  Z26, Z28, Z2
+	VFMADD231PS  Z27, Z28, Z3
+	VBROADCASTSS 4(AX), Z28
+	VFMADD231PS  Z24, Z28, Z4
+	VFMADD231PS  Z25, Z28, Z5
+	VFMADD231PS  Z26, Z28, Z6
+	VFMADD231PS  Z27, Z28, Z7
+	VBROADCASTSS 8(AX), Z28
+	VFMADD231PS  Z24, Z28, Z8
+	VFMADD231PS  Z25, Z28, Z9
+	VFMADD231PS  Z26, Z28, Z10
+	VFMADD231PS  Z27, Z28, Z11
+	VBROADCASTSS 12(AX), Z28
+	VFMADD231PS  Z24, Z28, Z12
+	VFMADD231PS  Z25, Z28, Z13
+	VFMADD231PS  Z26, Z28, Z14
+	VFMADD231PS  Z27, Z28, Z15
+	VBROADCASTSS 16(AX), Z28
+	VFMADD231PS  Z24, Z28, Z16
+	VFMADD231PS  Z25, Z28, Z17
+	VFMADD231PS  Z26, Z28, Z18
+	VFMADD231PS  Z27, Z28, Z19
+	VBROADCASTSS 20(AX), Z28
+	VFMADD231PS  Z24, Z28, Z20
+	VFMADD231PS  Z25, Z28, Z21
+	VFMADD231PS  Z26, Z28, Z22
+	VFMADD231PS  Z27, Z28, Z23
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	VMOVUPS Z6, 128(AX)
+	VMOVUPS Z7, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	VMOVUPS Z10, 128(AX)
+	VMOVUPS Z11, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	VMOVUPS Z14, 128(AX)
+	VMOVUPS Z15, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z16, (AX)
+	VMOVUPS Z17, 64(AX)
+	VMOVUPS Z18, 128(AX)
+	VMOVUPS Z19, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z20, (AX)
+	VMOVUPS Z21, 64(AX)
+	VMOVUPS Z22, 128(AX)
+	VMOVUPS Z23, K1, 192(AX)
+	VZEROUPPER
+	RET
+
+// func bwdPackCT12x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdPackCT12x1(SB), NOSPLIT, $0-72
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VPXORD       Z0, Z0, Z0
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   4(AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   12(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z4, Z4, Z4
+	VGATHERDPS   16(AX)(Z30*1), K2, Z4
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   20(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z6, Z6, Z6
+	VGATHERDPS   24(AX)(Z30*1), K2, Z6
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   28(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z8, Z8, Z8
+	VGATHERDPS   32(AX)(Z30*1), K2, Z8
+	KMOVW        K1, K2
+	VPXORD       Z9, Z9, Z9
+	VGATHERDPS   36(AX)(Z30*1), K2, Z9
+	KMOVW        K1, K2
+	VPXORD       Z10, Z10, Z10
+	VGATHERDPS   40(AX)(Z30*1), K2, Z10
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   44(AX)(Z30*1), K2, Z11
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	MOVQ         dst+64(FP), DI
+	MOVQ         BX, R8
+	SHLQ         $0x06, R8
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z12
+	VMOVUPS      Z12, (DI)
+	PREFETCHT1   (DX)(R8*1)
+	ADDQ         $0x00000040, DI
+	VBROADCASTSS (AX), Z13
+	VFMADD231PS  Z12, Z13, Z0
+	VBROADCASTSS 4(AX), Z13
+	VFMADD231PS  Z12, Z13, Z1
+	VBROADCASTSS 8(AX), Z13
+	VFMADD231PS  Z12, Z13, Z2
+	VBROADCASTSS 12(AX), Z13
+	VFMADD231PS  Z12, Z13, Z3
+	VBROADCASTSS 16(AX), Z13
+	VFMADD231PS  Z12, Z13, Z4
+	VBROADCASTSS 20(AX), Z13
+	VFMADD231PS  Z12, Z13, Z5
+	VBROADCASTSS 24(AX), Z13
+	VFMADD231PS  Z12, Z13, Z6
+	VBROADCASTSS 28(AX), Z13
+	VFMADD231PS  Z12, Z13, Z7
+	VBROADCASTSS 32(AX), Z13
+	VFMADD231PS  Z12, Z13, Z8
+	VBROADCASTSS 36(AX), Z13
+	VFMADD231PS  Z12, Z13, Z9
+	VBROADCASTSS 40(AX), Z13
+	VFMADD231PS  Z12, Z13, Z10
+	VBROADCASTSS 44(AX), Z13
+	VFMADD231PS  Z12, Z13, Z11
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z4, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 20(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z6, K2, 24(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 28(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z8, K2, 32(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z9, K2, 36(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z10, K2, 40(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 44(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdPackCT12x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdPackCT12x2(SB), NOSPLIT, $0-72
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z2
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z8
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z10
+	KXNORW       K2, K2, K2
+	VGATHERDPS   24(AX)(Z30*1), K2, Z12
+	KXNORW       K2, K2, K2
+	VGATHERDPS   28(AX)(Z30*1), K2, Z14
+	KXNORW       K2, K2, K2
+	VGATHERDPS   32(AX)(Z30*1), K2, Z16
+	KXNORW       K2, K2, K2
+	VGATHERDPS   36(AX)(Z30*1), K2, Z18
+	KXNORW       K2, K2, K2
+	VGATHERDPS   40(AX)(Z30*1), K2, Z20
+	KXNORW       K2, K2, K2
+	VGATHERDPS   44(AX)(Z30*1), K2, Z22
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z1, Z1, Z1
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   8(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   12(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z9, Z9, Z9
+	VGATHERDPS   16(AX)(Z30*1), K2, Z9
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   20(AX)(Z30*1), K2, Z11
+	KMOVW        K1, K2
+	VPXORD       Z13, Z13, Z13
+	VGATHERDPS   24(AX)(Z30*1), K2, Z13
+	KMOVW        K1, K2
+	VPXORD       Z15, Z15, Z15
+	VGATHERDPS   28(AX)(Z30*1), K2, Z15
+	KMOVW        K1, K2
+	VPXORD       Z17, Z17, Z17
+	VGATHERDPS   32(AX)(Z30*1), K2, Z17
+	KMOVW        K1, K2
+	VPXORD       Z19, Z19, Z19
+	VGATHERDPS   36(AX)(Z30*1), K2, Z19
+	KMOVW        K1, K2
+	VPXORD       Z21, Z21, Z21
+	VGATHERDPS   40(AX)(Z30*1), K2, Z21
+	KMOVW        K1, K2
+	VPXORD       Z23, Z23, Z23
+	VGATHERDPS   44(AX)(Z30*1), K2, Z23
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	MOVQ         dst+64(FP), DI
+	MOVQ         BX, R8
+	SHLQ         $0x06, R8
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z24
+	VMOVUPS      Z24, (DI)
+	VMOVUPS.Z    64(DX), K1, Z25
+	VMOVUPS      Z25, 64(DI)
+	PREFETCHT1   (DX)(R8*1)
+	PREFETCHT1   64(DX)(R8*1)
+	ADDQ         $0x00000080, DI
+	VBROADCASTSS (AX), Z26
+	VFMADD231PS  Z24, Z26, Z0
+	VFMADD231PS  Z25, Z26, Z1
+	VBROADCASTSS 4(AX), Z26
+	VFMADD231PS  Z24, Z26, Z2
+	VFMADD231PS  Z25, Z26, Z3
+	VBROADCASTSS 8(AX), Z26
+	VFMADD231PS  Z24, Z26, Z4
+	VFMADD231PS  Z25, Z26, Z5
+	VBROADCASTSS 12(AX), Z26
+	VFMADD231PS  Z24, Z26, Z6
+	VFMADD231PS  Z25, Z26, Z7
+	VBROADCASTSS 16(AX), Z26
+	VFMADD231PS  Z24, Z26, Z8
+	VFMADD231PS  Z25, Z26, Z9
+	VBROADCASTSS 20(AX), Z26
+	VFMADD231PS  Z24, Z26, Z10
+	VFMADD231PS  Z25, Z26, Z11
+	VBROADCASTSS 24(AX), Z26
+	VFMADD231PS  Z24, Z26, Z12
+	VFMADD231PS  Z25, Z26, Z13
+	VBROADCASTSS 28(AX), Z26
+	VFMADD231PS  Z24, Z26, Z14
+	VFMADD231PS  Z25, Z26, Z15
+	VBROADCASTSS 32(AX), Z26
+	VFMADD231PS  Z24, Z26, Z16
+	VFMADD231PS  Z25, Z26, Z17
+	VBROADCASTSS 36(AX), Z26
+	VFMADD231PS  Z24, Z26, Z18
+	VFMADD231PS  Z25, Z26, Z19
+	VBROADCASTSS 40(AX), Z26
+	VFMADD231PS  Z24, Z26, Z20
+	VFMADD231PS  Z25, Z26, Z21
+	VBROADCASTSS 44(AX), Z26
+	VFMADD231PS  Z24, Z26, Z22
+	VFMADD231PS  Z25, Z26, Z23
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z8, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 20(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z12, K2, 24(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z14, K2, 28(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z16, K2, 32(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z18, K2, 36(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z20, K2, 40(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z22, K2, 44(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z9, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 20(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z13, K2, 24(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z15, K2, 28(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z17, K2, 32(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z19, K2, 36(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z21, K2, 40(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z23, K2, 44(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdPackCT8x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdPackCT8x3(SB), NOSPLIT, $0-72
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z3
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z9
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z12
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z15
+	KXNORW       K2, K2, K2
+	VGATHERDPS   24(AX)(Z30*1), K2, Z18
+	KXNORW       K2, K2, K2
+	VGATHERDPS   28(AX)(Z30*1), K2, Z21
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z7
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z10
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z13
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z16
+	KXNORW       K2, K2, K2
+	VGATHERDPS   24(AX)(Z30*1), K2, Z19
+	KXNORW       K2, K2, K2
+	VGATHERDPS   28(AX)(Z30*1), K2, Z22
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z2, Z2, Z2
+	VGATHERDPS   (AX)(Z30*1), K2, Z2
+	KMOVW        K1, K2
+	VPXORD       Z5, Z5, Z5
+	VGATHERDPS   4(AX)(Z30*1), K2, Z5
+	KMOVW        K1, K2
+	VPXORD       Z8, Z8, Z8
+	VGATHERDPS   8(AX)(Z30*1), K2, Z8
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   12(AX)(Z30*1), K2, Z11
+	KMOVW        K1, K2
+	VPXORD       Z14, Z14, Z14
+	VGATHERDPS   16(AX)(Z30*1), K2, Z14
+	KMOVW        K1, K2
+	VPXORD       Z17, Z17, Z17
+	VGATHERDPS   20(AX)(Z30*1), K2, Z17
+	KMOVW        K1, K2
+	VPXORD       Z20, Z20, Z20
+	VGATHERDPS   24(AX)(Z30*1), K2, Z20
+	KMOVW        K1, K2
+	VPXORD       Z23, Z23, Z23
+	VGATHERDPS   28(AX)(Z30*1), K2, Z23
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	MOVQ         dst+64(FP), DI
+	MOVQ         BX, R8
+	SHLQ         $0x06, R8
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z24
+	VMOVUPS      Z24, (DI)
+	VMOVUPS      64(DX), Z25
+	VMOVUPS      Z25, 64(DI)
+	VMOVUPS.Z    128(DX), K1, Z26
+	VMOVUPS      Z26, 128(DI)
+	PREFETCHT1   (DX)(R8*1)
+	PREFETCHT1   64(DX)(R8*1)
+	PREFETCHT1   128(DX)(R8*1)
+	ADDQ         $0x000000c0, DI
+	VBROADCASTSS (AX), Z27
+	VFMADD231PS  Z24, Z27, Z0
+	VFMADD231PS  Z25, Z27, Z1
+	VFMADD231PS  Z26, Z27, Z2
+	VBROADCASTSS 4(AX), Z27
+	VFMADD231PS  Z24, Z27, Z3
+	VFMADD231PS  Z25, Z27, Z4
+	VFMADD231PS  Z26, Z27, Z5
+	VBROADCASTSS 8(AX), Z27
+	VFMADD231PS  Z24, Z27, Z6
+	VFMADD231PS  Z25, Z27, Z7
+	VFMADD231PS  Z26, Z27, Z8
+	VBROADCASTSS 12(AX), Z27
+	VFMADD231PS  Z24, Z27, Z9
+	VFMADD231PS  Z25, Z27, Z10
+	VFMADD231PS  Z26, Z27, Z11
+	VBROADCASTSS 16(AX), Z27
+	VFMADD231PS  Z24, Z27, Z12
+	VFMADD231PS  Z25, Z27, Z13
+	VFMADD231PS  Z26, Z27, Z14
+	VBROADCASTSS 20(AX), Z27
+	VFMADD231PS  Z24, Z27, Z15
+	VFMADD231PS  Z25, Z27, Z16
+	VFMADD231PS  Z26, Z27, Z17
+	VBROADCASTSS 24(AX), Z27
+	VFMADD231PS  Z24, Z27, Z18
+	VFMADD231PS  Z25, Z27, Z19
+	VFMADD231PS  Z26, Z27, Z20
+	VBROADCASTSS 28(AX), Z27
+	VFMADD231PS  Z24, Z27, Z21
+	VFMADD231PS  Z25, Z27, Z22
+	VFMADD231PS  Z26, Z27, Z23
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z3, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z9, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z12, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z15, K2, 20(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z18, K2, 24(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z21, K2, 28(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z7, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z13, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z16, K2, 20(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z19, K2, 24(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z22, K2, 28(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z2, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z5, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z8, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z14, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z17, K2, 20(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z20, K2, 24(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z23, K2, 28(AX)(Z30*1)
+	VZEROUPPER
+	RET
+
+// func bwdPackCT6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdPackCT6x4(SB), NOSPLIT, $0-72
+	MOVWLZX      mask+56(FP), AX
+	KMOVW        AX, K1
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z0
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z4
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z8
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z12
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z16
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z20
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z1
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z5
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z9
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z13
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z17
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z21
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VGATHERDPS   (AX)(Z30*1), K2, Z2
+	KXNORW       K2, K2, K2
+	VGATHERDPS   4(AX)(Z30*1), K2, Z6
+	KXNORW       K2, K2, K2
+	VGATHERDPS   8(AX)(Z30*1), K2, Z10
+	KXNORW       K2, K2, K2
+	VGATHERDPS   12(AX)(Z30*1), K2, Z14
+	KXNORW       K2, K2, K2
+	VGATHERDPS   16(AX)(Z30*1), K2, Z18
+	KXNORW       K2, K2, K2
+	VGATHERDPS   20(AX)(Z30*1), K2, Z22
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VPXORD       Z3, Z3, Z3
+	VGATHERDPS   (AX)(Z30*1), K2, Z3
+	KMOVW        K1, K2
+	VPXORD       Z7, Z7, Z7
+	VGATHERDPS   4(AX)(Z30*1), K2, Z7
+	KMOVW        K1, K2
+	VPXORD       Z11, Z11, Z11
+	VGATHERDPS   8(AX)(Z30*1), K2, Z11
+	KMOVW        K1, K2
+	VPXORD       Z15, Z15, Z15
+	VGATHERDPS   12(AX)(Z30*1), K2, Z15
+	KMOVW        K1, K2
+	VPXORD       Z19, Z19, Z19
+	VGATHERDPS   16(AX)(Z30*1), K2, Z19
+	KMOVW        K1, K2
+	VPXORD       Z23, Z23, Z23
+	VGATHERDPS   20(AX)(Z30*1), K2, Z23
+	MOVQ         a+16(FP), AX
+	MOVQ         lda+24(FP), CX
+	MOVQ         b+32(FP), DX
+	MOVQ         ldb+40(FP), BX
+	MOVQ         k+48(FP), SI
+	XORQ         DI, DI
+	MOVQ         dst+64(FP), DI
+	MOVQ         BX, R8
+	SHLQ         $0x06, R8
+	TESTQ        SI, SI
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Z24
+	VMOVUPS      Z24, (DI)
+	VMOVUPS      64(DX), Z25
+	VMOVUPS      Z25, 64(DI)
+	VMOVUPS      128(DX), Z26
+	VMOVUPS      Z26, 128(DI)
+	VMOVUPS.Z    192(DX), K1, Z27
+	VMOVUPS      Z27, 192(DI)
+	PREFETCHT1   (DX)(R8*1)
+	PREFETCHT1   64(DX)(R8*1)
+	PREFETCHT1   128(DX)(R8*1)
+	PREFETCHT1   192(DX)(R8*1)
+	ADDQ         $0x00000100, DI
+	VBROADCASTSS (AX), Z28
+	VFMADD231PS  Z24, Z28, Z0
+	VFMADD231PS  Z25, Z28, Z1
+	VFMADD231PS  Z26, Z28, Z2
+	VFMADD231PS  Z27, Z28, Z3
+	VBROADCASTSS 4(AX), Z28
+	VFMADD231PS  Z24, Z28, Z4
+	VFMADD231PS  Z25, Z28, Z5
+	VFMADD231PS  Z26, Z28, Z6
+	VFMADD231PS  Z27, Z28, Z7
+	VBROADCASTSS 8(AX), Z28
+	VFMADD231PS  Z24, Z28, Z8
+	VFMADD231PS  Z25, Z28, Z9
+	VFMADD231PS  Z26, Z28, Z10
+	VFMADD231PS  Z27, Z28, Z11
+	VBROADCASTSS 12(AX), Z28
+	VFMADD231PS  Z24, Z28, Z12
+	VFMADD231PS  Z25, Z28, Z13
+	VFMADD231PS  Z26, Z28, Z14
+	VFMADD231PS  Z27, Z28, Z15
+	VBROADCASTSS 16(AX), Z28
+	VFMADD231PS  Z24, Z28, Z16
+	VFMADD231PS  Z25, Z28, Z17
+	VFMADD231PS  Z26, Z28, Z18
+	VFMADD231PS  Z27, Z28, Z19
+	VBROADCASTSS 20(AX), Z28
+	VFMADD231PS  Z24, Z28, Z20
+	VFMADD231PS  Z25, Z28, Z21
+	VFMADD231PS  Z26, Z28, Z22
+	VFMADD231PS  Z27, Z28, Z23
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	MOVQ         $0x0706050403020100, DX
+	VMOVQ        DX, X30
+	MOVQ         $0x0f0e0d0c0b0a0908, DX
+	VPINSRQ      $0x01, DX, X30, X30
+	VPMOVZXBD    X30, Z30
+	VPBROADCASTD CX, Z31
+	VPMULLD      Z31, Z30, Z30
+	SHLQ         $0x04, CX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z0, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z4, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z8, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z12, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z16, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z20, K2, 20(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z1, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z5, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z9, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z13, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z17, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z21, K2, 20(AX)(Z30*1)
+	ADDQ         CX, AX
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z2, K2, (AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z6, K2, 4(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z10, K2, 8(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z14, K2, 12(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z18, K2, 16(AX)(Z30*1)
+	KXNORW       K2, K2, K2
+	VSCATTERDPS  Z22, K2, 20(AX)(Z30*1)
+	ADDQ         CX, AX
+	KMOVW        K1, K2
+	VSCATTERDPS  Z3, K2, (AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z7, K2, 4(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z11, K2, 8(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z15, K2, 12(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z19, K2, 16(AX)(Z30*1)
+	KMOVW        K1, K2
+	VSCATTERDPS  Z23, K2, 20(AX)(Z30*1)
 	VZEROUPPER
 	RET
 

@@ -5,152 +5,152 @@ package engine
 // bwdRF1x1 adds 1 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF1x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF1x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF2x1 adds 2 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF2x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF2x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF3x1 adds 3 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF3x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF3x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF4x1 adds 4 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF4x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF4x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF5x1 adds 5 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF5x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF5x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF6x1 adds 6 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF6x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF6x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF7x1 adds 7 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF7x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF7x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF8x1 adds 8 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF8x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF8x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF1x2 adds 1 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF1x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF1x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF2x2 adds 2 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF2x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF2x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF3x2 adds 3 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF3x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF3x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF4x2 adds 4 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF4x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF4x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF5x2 adds 5 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF5x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF5x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF6x2 adds 6 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF6x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF6x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF7x2 adds 7 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF7x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF7x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF8x2 adds 8 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF8x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF8x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF1x3 adds 1 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF1x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF1x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF2x3 adds 2 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF2x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF2x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF3x3 adds 3 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF3x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF3x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF4x3 adds 4 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF4x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF4x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF5x3 adds 5 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF5x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF5x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF6x3 adds 6 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF6x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF6x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF7x3 adds 7 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF7x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF7x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF8x3 adds 8 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF8x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF8x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF1x4 adds 1 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF1x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF1x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF2x4 adds 2 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF2x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF2x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF3x4 adds 3 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF3x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF3x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF4x4 adds 4 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF4x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF4x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF5x4 adds 5 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF5x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF5x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdRF6x4 adds 6 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
-func bwdRF6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, pf *float32, ldpf uintptr)
+func bwdRF6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
 // bwdCF1x1 adds 1 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
@@ -341,6 +341,276 @@ func bwdCF5x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb 
 //
 //go:noescape
 func bwdCF6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT1x1 adds 1 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT1x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT2x1 adds 2 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT2x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT3x1 adds 3 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT3x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT4x1 adds 4 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT4x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT5x1 adds 5 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT5x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT6x1 adds 6 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT6x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT7x1 adds 7 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT7x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT8x1 adds 8 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT8x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT9x1 adds 9 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT9x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT10x1 adds 10 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT10x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT11x1 adds 11 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT11x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT12x1 adds 12 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT12x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT1x2 adds 1 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT1x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT2x2 adds 2 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT2x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT3x2 adds 3 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT3x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT4x2 adds 4 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT4x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT5x2 adds 5 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT5x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT6x2 adds 6 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT6x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT7x2 adds 7 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT7x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT8x2 adds 8 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT8x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT9x2 adds 9 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT9x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT10x2 adds 10 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT10x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT11x2 adds 11 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT11x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT12x2 adds 12 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT12x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT1x3 adds 1 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT1x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT2x3 adds 2 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT2x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT3x3 adds 3 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT3x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT4x3 adds 4 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT4x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT5x3 adds 5 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT5x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT6x3 adds 6 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT6x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT7x3 adds 7 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT7x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT8x3 adds 8 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT8x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT1x4 adds 1 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT1x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT2x4 adds 2 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT2x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT3x4 adds 3 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT3x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT4x4 adds 4 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT4x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT5x4 adds 5 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT5x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdCT6x4 adds 6 rows × 4 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwdCT6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdPackF6x1 is bwdRF6x1 packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackF6x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackF6x2 is bwdRF6x2 packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackF6x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackF6x3 is bwdRF6x3 packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackF6x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackF6x4 is bwdRF6x4 packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackF6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackH6x1 is bwdRF6x1 packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackH6x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *uint16, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackH6x2 is bwdRF6x2 packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackH6x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *uint16, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackH6x3 is bwdRF6x3 packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackH6x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *uint16, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackH6x4 is bwdRF6x4 packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackH6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *uint16, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackCF12x1 is bwdCF12x1 packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackCF12x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackCF12x2 is bwdCF12x2 packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackCF12x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackCF8x3 is bwdCF8x3 packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackCF8x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackCF6x4 is bwdCF6x4 packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackCF6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackCT12x1 is bwdCT12x1 packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackCT12x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackCT12x2 is bwdCT12x2 packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackCT12x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackCT8x3 is bwdCT8x3 packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackCT8x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackCT6x4 is bwdCT6x4 packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackCT6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
 
 // bwdCopy1 packs rows of 1 vectors into a contiguous float32 strip.
 //

@@ -2,19 +2,37 @@
 
 package engine
 
-var bwdRowsF32 = [4][]bwdKernelF32{
+var bwdRowsF32 = [4][]bwdKernel{
 	{bwdRF1x1, bwdRF2x1, bwdRF3x1, bwdRF4x1, bwdRF5x1, bwdRF6x1, bwdRF7x1, bwdRF8x1},
 	{bwdRF1x2, bwdRF2x2, bwdRF3x2, bwdRF4x2, bwdRF5x2, bwdRF6x2, bwdRF7x2, bwdRF8x2},
 	{bwdRF1x3, bwdRF2x3, bwdRF3x3, bwdRF4x3, bwdRF5x3, bwdRF6x3, bwdRF7x3, bwdRF8x3},
 	{bwdRF1x4, bwdRF2x4, bwdRF3x4, bwdRF4x4, bwdRF5x4, bwdRF6x4},
 }
 
-var bwdCols = [4][]bwdKernelCols{
+var bwdCols = [4][]bwdKernel{
 	{bwdCF1x1, bwdCF2x1, bwdCF3x1, bwdCF4x1, bwdCF5x1, bwdCF6x1, bwdCF7x1, bwdCF8x1, bwdCF9x1, bwdCF10x1, bwdCF11x1, bwdCF12x1},
 	{bwdCF1x2, bwdCF2x2, bwdCF3x2, bwdCF4x2, bwdCF5x2, bwdCF6x2, bwdCF7x2, bwdCF8x2, bwdCF9x2, bwdCF10x2, bwdCF11x2, bwdCF12x2},
 	{bwdCF1x3, bwdCF2x3, bwdCF3x3, bwdCF4x3, bwdCF5x3, bwdCF6x3, bwdCF7x3, bwdCF8x3},
 	{bwdCF1x4, bwdCF2x4, bwdCF3x4, bwdCF4x4, bwdCF5x4, bwdCF6x4},
 }
+
+var bwdColsT = [4][]bwdKernel{
+	{bwdCT1x1, bwdCT2x1, bwdCT3x1, bwdCT4x1, bwdCT5x1, bwdCT6x1, bwdCT7x1, bwdCT8x1, bwdCT9x1, bwdCT10x1, bwdCT11x1, bwdCT12x1},
+	{bwdCT1x2, bwdCT2x2, bwdCT3x2, bwdCT4x2, bwdCT5x2, bwdCT6x2, bwdCT7x2, bwdCT8x2, bwdCT9x2, bwdCT10x2, bwdCT11x2, bwdCT12x2},
+	{bwdCT1x3, bwdCT2x3, bwdCT3x3, bwdCT4x3, bwdCT5x3, bwdCT6x3, bwdCT7x3, bwdCT8x3},
+	{bwdCT1x4, bwdCT2x4, bwdCT3x4, bwdCT4x4, bwdCT5x4, bwdCT6x4},
+}
+
+var bwdPackF32 = [4]bwdPackKernel{bwdPackF6x1, bwdPackF6x2, bwdPackF6x3, bwdPackF6x4}
+
+var bwdPackBF16 = [4]bwdPackKernelBF16{bwdPackH6x1, bwdPackH6x2, bwdPackH6x3, bwdPackH6x4}
+
+var bwdColsPack = [4]bwdPackKernel{bwdPackCF12x1, bwdPackCF12x2, bwdPackCF8x3, bwdPackCF6x4}
+
+var bwdColsTPack = [4]bwdPackKernel{bwdPackCT12x1, bwdPackCT12x2, bwdPackCT8x3, bwdPackCT6x4}
+
+// bwdPackR is the rows of the packing tiles.
+const bwdPackR = 6
 
 var bwdCopy = [4]bwdCopyFunc{bwdCopy1, bwdCopy2, bwdCopy3, bwdCopy4}
 

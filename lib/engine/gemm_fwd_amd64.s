@@ -783,17 +783,18 @@ advance:
 	RET
 
 // func fwdRow16F32(x *float32, w *float32, stride int, n int, out *[16]float32)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·fwdRow16F32(SB), NOSPLIT|NOFRAME, $0-40
 	MOVQ   x+0(FP), DX
 	MOVQ   stride+16(FP), BX
 	SHLQ   $0x02, BX
-	MOVQ   w+8(FP), SI
+	LEAQ   (BX)(BX*2), SI
+	MOVQ   w+8(FP), DI
 	MOVQ   n+24(FP), AX
-	MOVQ   AX, DI
-	SHRQ   $0x04, DI
 	MOVQ   AX, R8
-	ANDQ   $0x0000000f, R8
+	SHRQ   $0x04, R8
+	MOVQ   AX, R9
+	ANDQ   $0x0000000f, R9
 	MOVQ   AX, CX
 	ANDQ   $0x0000000f, CX
 	MOVL   $0x00000001, AX
@@ -817,389 +818,173 @@ TEXT ·fwdRow16F32(SB), NOSPLIT|NOFRAME, $0-40
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 	MOVQ   DX, AX
-	MOVQ   SI, CX
-	MOVQ   DI, R9
-	TESTQ  R9, R9
-	JZ     tail0
+	MOVQ   DI, CX
+	LEAQ   (DI)(BX*4), R10
+	MOVQ   R8, R11
+	TESTQ  R11, R11
+	JZ     one0
 
 row0:
+	PREFETCHT1  (R10)
+	PREFETCHT1  (R10)(BX*1)
+	PREFETCHT1  (R10)(BX*2)
+	PREFETCHT1  (R10)(SI*1)
 	VMOVUPS     (AX), Z16
 	VMOVUPS     (CX), Z17
 	VFMADD231PS Z16, Z17, Z0
+	VMOVUPS     (CX)(BX*1), Z18
+	VFMADD231PS Z16, Z18, Z4
+	VMOVUPS     (CX)(BX*2), Z19
+	VFMADD231PS Z16, Z19, Z8
+	VMOVUPS     (CX)(SI*1), Z20
+	VFMADD231PS Z16, Z20, Z12
 	ADDQ        $0x40, AX
 	ADDQ        $0x40, CX
-	DECQ        R9
+	ADDQ        $0x40, R10
+	DECQ        R11
 	JNZ         row0
 
-tail0:
-	TESTQ       R8, R8
+one0:
+	TESTQ       R9, R9
 	JZ          next0
 	VMOVUPS.Z   (AX), K1, Z16
 	VMOVUPS.Z   (CX), K1, Z17
 	VFMADD231PS Z16, Z17, Z0
+	VMOVUPS.Z   (CX)(BX*1), K1, Z18
+	VFMADD231PS Z16, Z18, Z4
+	VMOVUPS.Z   (CX)(BX*2), K1, Z19
+	VFMADD231PS Z16, Z19, Z8
+	VMOVUPS.Z   (CX)(SI*1), K1, Z20
+	VFMADD231PS Z16, Z20, Z12
 
 next0:
-	ADDQ  BX, SI
+	LEAQ  (DI)(BX*4), DI
 	MOVQ  DX, AX
-	MOVQ  SI, CX
-	MOVQ  DI, R9
-	TESTQ R9, R9
-	JZ    tail1
-
-row1:
-	VMOVUPS     (AX), Z16
-	VMOVUPS     (CX), Z17
-	VFMADD231PS Z16, Z17, Z4
-	ADDQ        $0x40, AX
-	ADDQ        $0x40, CX
-	DECQ        R9
-	JNZ         row1
-
-tail1:
-	TESTQ       R8, R8
-	JZ          next1
-	VMOVUPS.Z   (AX), K1, Z16
-	VMOVUPS.Z   (CX), K1, Z17
-	VFMADD231PS Z16, Z17, Z4
-
-next1:
-	ADDQ  BX, SI
-	MOVQ  DX, AX
-	MOVQ  SI, CX
-	MOVQ  DI, R9
-	TESTQ R9, R9
-	JZ    tail2
-
-row2:
-	VMOVUPS     (AX), Z16
-	VMOVUPS     (CX), Z17
-	VFMADD231PS Z16, Z17, Z8
-	ADDQ        $0x40, AX
-	ADDQ        $0x40, CX
-	DECQ        R9
-	JNZ         row2
-
-tail2:
-	TESTQ       R8, R8
-	JZ          next2
-	VMOVUPS.Z   (AX), K1, Z16
-	VMOVUPS.Z   (CX), K1, Z17
-	VFMADD231PS Z16, Z17, Z8
-
-next2:
-	ADDQ  BX, SI
-	MOVQ  DX, AX
-	MOVQ  SI, CX
-	MOVQ  DI, R9
-	TESTQ R9, R9
-	JZ    tail3
-
-row3:
-	VMOVUPS     (AX), Z16
-	VMOVUPS     (CX), Z17
-	VFMADD231PS Z16, Z17, Z12
-	ADDQ        $0x40, AX
-	ADDQ        $0x40, CX
-	DECQ        R9
-	JNZ         row3
-
-tail3:
-	TESTQ       R8, R8
-	JZ          next3
-	VMOVUPS.Z   (AX), K1, Z16
-	VMOVUPS.Z   (CX), K1, Z17
-	VFMADD231PS Z16, Z17, Z12
-
-next3:
-	ADDQ  BX, SI
-	MOVQ  DX, AX
-	MOVQ  SI, CX
-	MOVQ  DI, R9
-	TESTQ R9, R9
-	JZ    tail4
+	MOVQ  DI, CX
+	LEAQ  (DI)(BX*4), R10
+	MOVQ  R8, R11
+	TESTQ R11, R11
+	JZ    one4
 
 row4:
+	PREFETCHT1  (R10)
+	PREFETCHT1  (R10)(BX*1)
+	PREFETCHT1  (R10)(BX*2)
+	PREFETCHT1  (R10)(SI*1)
 	VMOVUPS     (AX), Z16
 	VMOVUPS     (CX), Z17
 	VFMADD231PS Z16, Z17, Z1
+	VMOVUPS     (CX)(BX*1), Z18
+	VFMADD231PS Z16, Z18, Z5
+	VMOVUPS     (CX)(BX*2), Z19
+	VFMADD231PS Z16, Z19, Z9
+	VMOVUPS     (CX)(SI*1), Z20
+	VFMADD231PS Z16, Z20, Z13
 	ADDQ        $0x40, AX
 	ADDQ        $0x40, CX
-	DECQ        R9
+	ADDQ        $0x40, R10
+	DECQ        R11
 	JNZ         row4
 
-tail4:
-	TESTQ       R8, R8
+one4:
+	TESTQ       R9, R9
 	JZ          next4
 	VMOVUPS.Z   (AX), K1, Z16
 	VMOVUPS.Z   (CX), K1, Z17
 	VFMADD231PS Z16, Z17, Z1
+	VMOVUPS.Z   (CX)(BX*1), K1, Z18
+	VFMADD231PS Z16, Z18, Z5
+	VMOVUPS.Z   (CX)(BX*2), K1, Z19
+	VFMADD231PS Z16, Z19, Z9
+	VMOVUPS.Z   (CX)(SI*1), K1, Z20
+	VFMADD231PS Z16, Z20, Z13
 
 next4:
-	ADDQ  BX, SI
+	LEAQ  (DI)(BX*4), DI
 	MOVQ  DX, AX
-	MOVQ  SI, CX
-	MOVQ  DI, R9
-	TESTQ R9, R9
-	JZ    tail5
-
-row5:
-	VMOVUPS     (AX), Z16
-	VMOVUPS     (CX), Z17
-	VFMADD231PS Z16, Z17, Z5
-	ADDQ        $0x40, AX
-	ADDQ        $0x40, CX
-	DECQ        R9
-	JNZ         row5
-
-tail5:
-	TESTQ       R8, R8
-	JZ          next5
-	VMOVUPS.Z   (AX), K1, Z16
-	VMOVUPS.Z   (CX), K1, Z17
-	VFMADD231PS Z16, Z17, Z5
-
-next5:
-	ADDQ  BX, SI
-	MOVQ  DX, AX
-	MOVQ  SI, CX
-	MOVQ  DI, R9
-	TESTQ R9, R9
-	JZ    tail6
-
-row6:
-	VMOVUPS     (AX), Z16
-	VMOVUPS     (CX), Z17
-	VFMADD231PS Z16, Z17, Z9
-	ADDQ        $0x40, AX
-	ADDQ        $0x40, CX
-	DECQ        R9
-	JNZ         row6
-
-tail6:
-	TESTQ       R8, R8
-	JZ          next6
-	VMOVUPS.Z   (AX), K1, Z16
-	VMOVUPS.Z   (CX), K1, Z17
-	VFMADD231PS Z16, Z17, Z9
-
-next6:
-	ADDQ  BX, SI
-	MOVQ  DX, AX
-	MOVQ  SI, CX
-	MOVQ  DI, R9
-	TESTQ R9, R9
-	JZ    tail7
-
-row7:
-	VMOVUPS     (AX), Z16
-	VMOVUPS     (CX), Z17
-	VFMADD231PS Z16, Z17, Z13
-	ADDQ        $0x40, AX
-	ADDQ        $0x40, CX
-	DECQ        R9
-	JNZ         row7
-
-tail7:
-	TESTQ       R8, R8
-	JZ          next7
-	VMOVUPS.Z   (AX), K1, Z16
-	VMOVUPS.Z   (CX), K1, Z17
-	VFMADD231PS Z16, Z17, Z13
-
-next7:
-	ADDQ  BX, SI
-	MOVQ  DX, AX
-	MOVQ  SI, CX
-	MOVQ  DI, R9
-	TESTQ R9, R9
-	JZ    tail8
+	MOVQ  DI, CX
+	LEAQ  (DI)(BX*4), R10
+	MOVQ  R8, R11
+	TESTQ R11, R11
+	JZ    one8
 
 row8:
+	PREFETCHT1  (R10)
+	PREFETCHT1  (R10)(BX*1)
+	PREFETCHT1  (R10)(BX*2)
+	PREFETCHT1  (R10)(SI*1)
 	VMOVUPS     (AX), Z16
 	VMOVUPS     (CX), Z17
 	VFMADD231PS Z16, Z17, Z2
+	VMOVUPS     (CX)(BX*1), Z18
+	VFMADD231PS Z16, Z18, Z6
+	VMOVUPS     (CX)(BX*2), Z19
+	VFMADD231PS Z16, Z19, Z10
+	VMOVUPS     (CX)(SI*1), Z20
+	VFMADD231PS Z16, Z20, Z14
 	ADDQ        $0x40, AX
 	ADDQ        $0x40, CX
-	DECQ        R9
+	ADDQ        $0x40, R10
+	DECQ        R11
 	JNZ         row8
 
-tail8:
-	TESTQ       R8, R8
+one8:
+	TESTQ       R9, R9
 	JZ          next8
 	VMOVUPS.Z   (AX), K1, Z16
 	VMOVUPS.Z   (CX), K1, Z17
 	VFMADD231PS Z16, Z17, Z2
+	VMOVUPS.Z   (CX)(BX*1), K1, Z18
+	VFMADD231PS Z16, Z18, Z6
+	VMOVUPS.Z   (CX)(BX*2), K1, Z19
+	VFMADD231PS Z16, Z19, Z10
+	VMOVUPS.Z   (CX)(SI*1), K1, Z20
+	VFMADD231PS Z16, Z20, Z14
 
 next8:
-	ADDQ  BX, SI
+	LEAQ  (DI)(BX*4), DI
 	MOVQ  DX, AX
-	MOVQ  SI, CX
-	MOVQ  DI, R9
-	TESTQ R9, R9
-	JZ    tail9
-
-row9:
-	VMOVUPS     (AX), Z16
-	VMOVUPS     (CX), Z17
-	VFMADD231PS Z16, Z17, Z6
-	ADDQ        $0x40, AX
-	ADDQ        $0x40, CX
-	DECQ        R9
-	JNZ         row9
-
-tail9:
-	TESTQ       R8, R8
-	JZ          next9
-	VMOVUPS.Z   (AX), K1, Z16
-	VMOVUPS.Z   (CX), K1, Z17
-	VFMADD231PS Z16, Z17, Z6
-
-next9:
-	ADDQ  BX, SI
-	MOVQ  DX, AX
-	MOVQ  SI, CX
-	MOVQ  DI, R9
-	TESTQ R9, R9
-	JZ    tail10
-
-row10:
-	VMOVUPS     (AX), Z16
-	VMOVUPS     (CX), Z17
-	VFMADD231PS Z16, Z17, Z10
-	ADDQ        $0x40, AX
-	ADDQ        $0x40, CX
-	DECQ        R9
-	JNZ         row10
-
-tail10:
-	TESTQ       R8, R8
-	JZ          next10
-	VMOVUPS.Z   (AX), K1, Z16
-	VMOVUPS.Z   (CX), K1, Z17
-	VFMADD231PS Z16, Z17, Z10
-
-next10:
-	ADDQ  BX, SI
-	MOVQ  DX, AX
-	MOVQ  SI, CX
-	MOVQ  DI, R9
-	TESTQ R9, R9
-	JZ    tail11
-
-row11:
-	VMOVUPS     (AX), Z16
-	VMOVUPS     (CX), Z17
-	VFMADD231PS Z16, Z17, Z14
-	ADDQ        $0x40, AX
-	ADDQ        $0x40, CX
-	DECQ        R9
-	JNZ         row11
-
-tail11:
-	TESTQ       R8, R8
-	JZ          next11
-	VMOVUPS.Z   (AX), K1, Z16
-	VMOVUPS.Z   (CX), K1, Z17
-	VFMADD231PS Z16, Z17, Z14
-
-next11:
-	ADDQ  BX, SI
-	MOVQ  DX, AX
-	MOVQ  SI, CX
-	MOVQ  DI, R9
-	TESTQ R9, R9
-	JZ    tail12
+	MOVQ  DI, CX
+	LEAQ  (DI)(BX*4), R10
+	MOVQ  R8, R11
+	TESTQ R11, R11
+	JZ    one12
 
 row12:
+	PREFETCHT1  (R10)
+	PREFETCHT1  (R10)(BX*1)
+	PREFETCHT1  (R10)(BX*2)
+	PREFETCHT1  (R10)(SI*1)
 	VMOVUPS     (AX), Z16
 	VMOVUPS     (CX), Z17
 	VFMADD231PS Z16, Z17, Z3
+	VMOVUPS     (CX)(BX*1), Z18
+	VFMADD231PS Z16, Z18, Z7
+	VMOVUPS     (CX)(BX*2), Z19
+	VFMADD231PS Z16, Z19, Z11
+	VMOVUPS     (CX)(SI*1), Z20
+	VFMADD231PS Z16, Z20, Z15
 	ADDQ        $0x40, AX
 	ADDQ        $0x40, CX
-	DECQ        R9
+	ADDQ        $0x40, R10
+	DECQ        R11
 	JNZ         row12
 
-tail12:
-	TESTQ       R8, R8
+one12:
+	TESTQ       R9, R9
 	JZ          next12
 	VMOVUPS.Z   (AX), K1, Z16
 	VMOVUPS.Z   (CX), K1, Z17
 	VFMADD231PS Z16, Z17, Z3
+	VMOVUPS.Z   (CX)(BX*1), K1, Z18
+	VFMADD231PS Z16, Z18, Z7
+	VMOVUPS.Z   (CX)(BX*2), K1, Z19
+	VFMADD231PS Z16, Z19, Z11
+	VMOVUPS.Z   (CX)(SI*1), K1, Z20
+	VFMADD231PS Z16, Z20, Z15
 
 next12:
-	ADDQ  BX, SI
-	MOVQ  DX, AX
-	MOVQ  SI, CX
-	MOVQ  DI, R9
-	TESTQ R9, R9
-	JZ    tail13
-
-row13:
-	VMOVUPS     (AX), Z16
-	VMOVUPS     (CX), Z17
-	VFMADD231PS Z16, Z17, Z7
-	ADDQ        $0x40, AX
-	ADDQ        $0x40, CX
-	DECQ        R9
-	JNZ         row13
-
-tail13:
-	TESTQ       R8, R8
-	JZ          next13
-	VMOVUPS.Z   (AX), K1, Z16
-	VMOVUPS.Z   (CX), K1, Z17
-	VFMADD231PS Z16, Z17, Z7
-
-next13:
-	ADDQ  BX, SI
-	MOVQ  DX, AX
-	MOVQ  SI, CX
-	MOVQ  DI, R9
-	TESTQ R9, R9
-	JZ    tail14
-
-row14:
-	VMOVUPS     (AX), Z16
-	VMOVUPS     (CX), Z17
-	VFMADD231PS Z16, Z17, Z11
-	ADDQ        $0x40, AX
-	ADDQ        $0x40, CX
-	DECQ        R9
-	JNZ         row14
-
-tail14:
-	TESTQ       R8, R8
-	JZ          next14
-	VMOVUPS.Z   (AX), K1, Z16
-	VMOVUPS.Z   (CX), K1, Z17
-	VFMADD231PS Z16, Z17, Z11
-
-next14:
-	ADDQ  BX, SI
-	MOVQ  DX, AX
-	MOVQ  SI, CX
-	MOVQ  DI, R9
-	TESTQ R9, R9
-	JZ    tail15
-
-row15:
-	VMOVUPS     (AX), Z16
-	VMOVUPS     (CX), Z17
-	VFMADD231PS Z16, Z17, Z15
-	ADDQ        $0x40, AX
-	ADDQ        $0x40, CX
-	DECQ        R9
-	JNZ         row15
-
-tail15:
-	TESTQ       R8, R8
-	JZ          next15
-	VMOVUPS.Z   (AX), K1, Z16
-	VMOVUPS.Z   (CX), K1, Z17
-	VFMADD231PS Z16, Z17, Z15
-
-next15:
-	ADDQ       BX, SI
+	LEAQ       (DI)(BX*4), DI
 	VSHUFF32X4 $0x44, Z1, Z0, Z16
 	VSHUFF32X4 $0xee, Z1, Z0, Z17
 	VADDPS     Z17, Z16, Z0
@@ -2063,17 +1848,18 @@ advance:
 	RET
 
 // func fwdRow16BF16(x *float32, w *uint16, stride int, n int, out *[16]float32)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·fwdRow16BF16(SB), NOSPLIT|NOFRAME, $0-40
 	MOVQ   x+0(FP), DX
 	MOVQ   stride+16(FP), BX
 	SHLQ   $0x01, BX
-	MOVQ   w+8(FP), SI
+	LEAQ   (BX)(BX*2), SI
+	MOVQ   w+8(FP), DI
 	MOVQ   n+24(FP), AX
-	MOVQ   AX, DI
-	SHRQ   $0x04, DI
 	MOVQ   AX, R8
-	ANDQ   $0x0000000f, R8
+	SHRQ   $0x04, R8
+	MOVQ   AX, R9
+	ANDQ   $0x0000000f, R9
 	MOVQ   AX, CX
 	ANDQ   $0x0000000f, CX
 	MOVL   $0x00000001, AX
@@ -2097,421 +1883,337 @@ TEXT ·fwdRow16BF16(SB), NOSPLIT|NOFRAME, $0-40
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 	MOVQ   DX, AX
-	MOVQ   SI, CX
-	MOVQ   DI, R9
-	TESTQ  R9, R9
-	JZ     tail0
+	MOVQ   DI, CX
+	LEAQ   (DI)(BX*4), R10
+	MOVQ   R8, R11
+	SHRQ   $0x01, R11
+	TESTQ  R11, R11
+	JZ     one0
 
 row0:
+	PREFETCHT1  (R10)
+	PREFETCHT1  (R10)(BX*1)
+	PREFETCHT1  (R10)(BX*2)
+	PREFETCHT1  (R10)(SI*1)
 	VMOVUPS     (AX), Z16
 	VPMOVZXWD   (CX), Z17
 	VPSLLD      $0x10, Z17, Z17
 	VFMADD231PS Z16, Z17, Z0
-	ADDQ        $0x40, AX
-	ADDQ        $0x20, CX
-	DECQ        R9
+	VPMOVZXWD   (CX)(BX*1), Z18
+	VPSLLD      $0x10, Z18, Z18
+	VFMADD231PS Z16, Z18, Z4
+	VPMOVZXWD   (CX)(BX*2), Z19
+	VPSLLD      $0x10, Z19, Z19
+	VFMADD231PS Z16, Z19, Z8
+	VPMOVZXWD   (CX)(SI*1), Z20
+	VPSLLD      $0x10, Z20, Z20
+	VFMADD231PS Z16, Z20, Z12
+	VMOVUPS     64(AX), Z16
+	VPMOVZXWD   32(CX), Z17
+	VPSLLD      $0x10, Z17, Z17
+	VFMADD231PS Z16, Z17, Z0
+	VPMOVZXWD   32(CX)(BX*1), Z18
+	VPSLLD      $0x10, Z18, Z18
+	VFMADD231PS Z16, Z18, Z4
+	VPMOVZXWD   32(CX)(BX*2), Z19
+	VPSLLD      $0x10, Z19, Z19
+	VFMADD231PS Z16, Z19, Z8
+	VPMOVZXWD   32(CX)(SI*1), Z20
+	VPSLLD      $0x10, Z20, Z20
+	VFMADD231PS Z16, Z20, Z12
+	ADDQ        $0x80, AX
+	ADDQ        $0x40, CX
+	ADDQ        $0x40, R10
+	DECQ        R11
 	JNZ         row0
 
+one0:
+	TESTQ       $0x00000001, R8
+	JZ          tail0
+	VMOVUPS     (AX), Z16
+	VPMOVZXWD   (CX), Z17
+	VPSLLD      $0x10, Z17, Z17
+	VFMADD231PS Z16, Z17, Z0
+	VPMOVZXWD   (CX)(BX*1), Z18
+	VPSLLD      $0x10, Z18, Z18
+	VFMADD231PS Z16, Z18, Z4
+	VPMOVZXWD   (CX)(BX*2), Z19
+	VPSLLD      $0x10, Z19, Z19
+	VFMADD231PS Z16, Z19, Z8
+	VPMOVZXWD   (CX)(SI*1), Z20
+	VPSLLD      $0x10, Z20, Z20
+	VFMADD231PS Z16, Z20, Z12
+	ADDQ        $0x40, AX
+	ADDQ        $0x20, CX
+
 tail0:
-	TESTQ       R8, R8
+	TESTQ       R9, R9
 	JZ          next0
 	VMOVUPS.Z   (AX), K1, Z16
 	VPMOVZXWD.Z (CX), K1, Z17
 	VPSLLD      $0x10, Z17, Z17
 	VFMADD231PS Z16, Z17, Z0
+	VPMOVZXWD.Z (CX)(BX*1), K1, Z18
+	VPSLLD      $0x10, Z18, Z18
+	VFMADD231PS Z16, Z18, Z4
+	VPMOVZXWD.Z (CX)(BX*2), K1, Z19
+	VPSLLD      $0x10, Z19, Z19
+	VFMADD231PS Z16, Z19, Z8
+	VPMOVZXWD.Z (CX)(SI*1), K1, Z20
+	VPSLLD      $0x10, Z20, Z20
+	VFMADD231PS Z16, Z20, Z12
 
 next0:
-	ADDQ  BX, SI
+	LEAQ  (DI)(BX*4), DI
 	MOVQ  DX, AX
-	MOVQ  SI, CX
-	MOVQ  DI, R9
-	TESTQ R9, R9
-	JZ    tail1
-
-row1:
-	VMOVUPS     (AX), Z16
-	VPMOVZXWD   (CX), Z17
-	VPSLLD      $0x10, Z17, Z17
-	VFMADD231PS Z16, Z17, Z4
-	ADDQ        $0x40, AX
-	ADDQ        $0x20, CX
-	DECQ        R9
-	JNZ         row1
-
-tail1:
-	TESTQ       R8, R8
-	JZ          next1
-	VMOVUPS.Z   (AX), K1, Z16
-	VPMOVZXWD.Z (CX), K1, Z17
-	VPSLLD      $0x10, Z17, Z17
-	VFMADD231PS Z16, Z17, Z4
-
-next1:
-	ADDQ  BX, SI
-	MOVQ  DX, AX
-	MOVQ  SI, CX
-	MOVQ  DI, R9
-	TESTQ R9, R9
-	JZ    tail2
-
-row2:
-	VMOVUPS     (AX), Z16
-	VPMOVZXWD   (CX), Z17
-	VPSLLD      $0x10, Z17, Z17
-	VFMADD231PS Z16, Z17, Z8
-	ADDQ        $0x40, AX
-	ADDQ        $0x20, CX
-	DECQ        R9
-	JNZ         row2
-
-tail2:
-	TESTQ       R8, R8
-	JZ          next2
-	VMOVUPS.Z   (AX), K1, Z16
-	VPMOVZXWD.Z (CX), K1, Z17
-	VPSLLD      $0x10, Z17, Z17
-	VFMADD231PS Z16, Z17, Z8
-
-next2:
-	ADDQ  BX, SI
-	MOVQ  DX, AX
-	MOVQ  SI, CX
-	MOVQ  DI, R9
-	TESTQ R9, R9
-	JZ    tail3
-
-row3:
-	VMOVUPS     (AX), Z16
-	VPMOVZXWD   (CX), Z17
-	VPSLLD      $0x10, Z17, Z17
-	VFMADD231PS Z16, Z17, Z12
-	ADDQ        $0x40, AX
-	ADDQ        $0x20, CX
-	DECQ        R9
-	JNZ         row3
-
-tail3:
-	TESTQ       R8, R8
-	JZ          next3
-	VMOVUPS.Z   (AX), K1, Z16
-	VPMOVZXWD.Z (CX), K1, Z17
-	VPSLLD      $0x10, Z17, Z17
-	VFMADD231PS Z16, Z17, Z12
-
-next3:
-	ADDQ  BX, SI
-	MOVQ  DX, AX
-	MOVQ  SI, CX
-	MOVQ  DI, R9
-	TESTQ R9, R9
-	JZ    tail4
+	MOVQ  DI, CX
+	LEAQ  (DI)(BX*4), R10
+	MOVQ  R8, R11
+	SHRQ  $0x01, R11
+	TESTQ R11, R11
+	JZ    one4
 
 row4:
+	PREFETCHT1  (R10)
+	PREFETCHT1  (R10)(BX*1)
+	PREFETCHT1  (R10)(BX*2)
+	PREFETCHT1  (R10)(SI*1)
 	VMOVUPS     (AX), Z16
 	VPMOVZXWD   (CX), Z17
 	VPSLLD      $0x10, Z17, Z17
 	VFMADD231PS Z16, Z17, Z1
-	ADDQ        $0x40, AX
-	ADDQ        $0x20, CX
-	DECQ        R9
+	VPMOVZXWD   (CX)(BX*1), Z18
+	VPSLLD      $0x10, Z18, Z18
+	VFMADD231PS Z16, Z18, Z5
+	VPMOVZXWD   (CX)(BX*2), Z19
+	VPSLLD      $0x10, Z19, Z19
+	VFMADD231PS Z16, Z19, Z9
+	VPMOVZXWD   (CX)(SI*1), Z20
+	VPSLLD      $0x10, Z20, Z20
+	VFMADD231PS Z16, Z20, Z13
+	VMOVUPS     64(AX), Z16
+	VPMOVZXWD   32(CX), Z17
+	VPSLLD      $0x10, Z17, Z17
+	VFMADD231PS Z16, Z17, Z1
+	VPMOVZXWD   32(CX)(BX*1), Z18
+	VPSLLD      $0x10, Z18, Z18
+	VFMADD231PS Z16, Z18, Z5
+	VPMOVZXWD   32(CX)(BX*2), Z19
+	VPSLLD      $0x10, Z19, Z19
+	VFMADD231PS Z16, Z19, Z9
+	VPMOVZXWD   32(CX)(SI*1), Z20
+	VPSLLD      $0x10, Z20, Z20
+	VFMADD231PS Z16, Z20, Z13
+	ADDQ        $0x80, AX
+	ADDQ        $0x40, CX
+	ADDQ        $0x40, R10
+	DECQ        R11
 	JNZ         row4
 
+one4:
+	TESTQ       $0x00000001, R8
+	JZ          tail4
+	VMOVUPS     (AX), Z16
+	VPMOVZXWD   (CX), Z17
+	VPSLLD      $0x10, Z17, Z17
+	VFMADD231PS Z16, Z17, Z1
+	VPMOVZXWD   (CX)(BX*1), Z18
+	VPSLLD      $0x10, Z18, Z18
+	VFMADD231PS Z16, Z18, Z5
+	VPMOVZXWD   (CX)(BX*2), Z19
+	VPSLLD      $0x10, Z19, Z19
+	VFMADD231PS Z16, Z19, Z9
+	VPMOVZXWD   (CX)(SI*1), Z20
+	VPSLLD      $0x10, Z20, Z20
+	VFMADD231PS Z16, Z20, Z13
+	ADDQ        $0x40, AX
+	ADDQ        $0x20, CX
+
 tail4:
-	TESTQ       R8, R8
+	TESTQ       R9, R9
 	JZ          next4
 	VMOVUPS.Z   (AX), K1, Z16
 	VPMOVZXWD.Z (CX), K1, Z17
 	VPSLLD      $0x10, Z17, Z17
 	VFMADD231PS Z16, Z17, Z1
+	VPMOVZXWD.Z (CX)(BX*1), K1, Z18
+	VPSLLD      $0x10, Z18, Z18
+	VFMADD231PS Z16, Z18, Z5
+	VPMOVZXWD.Z (CX)(BX*2), K1, Z19
+	VPSLLD      $0x10, Z19, Z19
+	VFMADD231PS Z16, Z19, Z9
+	VPMOVZXWD.Z (CX)(SI*1), K1, Z20
+	VPSLLD      $0x10, Z20, Z20
+	VFMADD231PS Z16, Z20, Z13
 
 next4:
-	ADDQ  BX, SI
+	LEAQ  (DI)(BX*4), DI
 	MOVQ  DX, AX
-	MOVQ  SI, CX
-	MOVQ  DI, R9
-	TESTQ R9, R9
-	JZ    tail5
-
-row5:
-	VMOVUPS     (AX), Z16
-	VPMOVZXWD   (CX), Z17
-	VPSLLD      $0x10, Z17, Z17
-	VFMADD231PS Z16, Z17, Z5
-	ADDQ        $0x40, AX
-	ADDQ        $0x20, CX
-	DECQ        R9
-	JNZ         row5
-
-tail5:
-	TESTQ       R8, R8
-	JZ          next5
-	VMOVUPS.Z   (AX), K1, Z16
-	VPMOVZXWD.Z (CX), K1, Z17
-	VPSLLD      $0x10, Z17, Z17
-	VFMADD231PS Z16, Z17, Z5
-
-next5:
-	ADDQ  BX, SI
-	MOVQ  DX, AX
-	MOVQ  SI, CX
-	MOVQ  DI, R9
-	TESTQ R9, R9
-	JZ    tail6
-
-row6:
-	VMOVUPS     (AX), Z16
-	VPMOVZXWD   (CX), Z17
-	VPSLLD      $0x10, Z17, Z17
-	VFMADD231PS Z16, Z17, Z9
-	ADDQ        $0x40, AX
-	ADDQ        $0x20, CX
-	DECQ        R9
-	JNZ         row6
-
-tail6:
-	TESTQ       R8, R8
-	JZ          next6
-	VMOVUPS.Z   (AX), K1, Z16
-	VPMOVZXWD.Z (CX), K1, Z17
-	VPSLLD      $0x10, Z17, Z17
-	VFMADD231PS Z16, Z17, Z9
-
-next6:
-	ADDQ  BX, SI
-	MOVQ  DX, AX
-	MOVQ  SI, CX
-	MOVQ  DI, R9
-	TESTQ R9, R9
-	JZ    tail7
-
-row7:
-	VMOVUPS     (AX), Z16
-	VPMOVZXWD   (CX), Z17
-	VPSLLD      $0x10, Z17, Z17
-	VFMADD231PS Z16, Z17, Z13
-	ADDQ        $0x40, AX
-	ADDQ        $0x20, CX
-	DECQ        R9
-	JNZ         row7
-
-tail7:
-	TESTQ       R8, R8
-	JZ          next7
-	VMOVUPS.Z   (AX), K1, Z16
-	VPMOVZXWD.Z (CX), K1, Z17
-	VPSLLD      $0x10, Z17, Z17
-	VFMADD231PS Z16, Z17, Z13
-
-next7:
-	ADDQ  BX, SI
-	MOVQ  DX, AX
-	MOVQ  SI, CX
-	MOVQ  DI, R9
-	TESTQ R9, R9
-	JZ    tail8
+	MOVQ  DI, CX
+	LEAQ  (DI)(BX*4), R10
+	MOVQ  R8, R11
+	SHRQ  $0x01, R11
+	TESTQ R11, R11
+	JZ    one8
 
 row8:
+	PREFETCHT1  (R10)
+	PREFETCHT1  (R10)(BX*1)
+	PREFETCHT1  (R10)(BX*2)
+	PREFETCHT1  (R10)(SI*1)
 	VMOVUPS     (AX), Z16
 	VPMOVZXWD   (CX), Z17
 	VPSLLD      $0x10, Z17, Z17
 	VFMADD231PS Z16, Z17, Z2
-	ADDQ        $0x40, AX
-	ADDQ        $0x20, CX
-	DECQ        R9
+	VPMOVZXWD   (CX)(BX*1), Z18
+	VPSLLD      $0x10, Z18, Z18
+	VFMADD231PS Z16, Z18, Z6
+	VPMOVZXWD   (CX)(BX*2), Z19
+	VPSLLD      $0x10, Z19, Z19
+	VFMADD231PS Z16, Z19, Z10
+	VPMOVZXWD   (CX)(SI*1), Z20
+	VPSLLD      $0x10, Z20, Z20
+	VFMADD231PS Z16, Z20, Z14
+	VMOVUPS     64(AX), Z16
+	VPMOVZXWD   32(CX), Z17
+	VPSLLD      $0x10, Z17, Z17
+	VFMADD231PS Z16, Z17, Z2
+	VPMOVZXWD   32(CX)(BX*1), Z18
+	VPSLLD      $0x10, Z18, Z18
+	VFMADD231PS Z16, Z18, Z6
+	VPMOVZXWD   32(CX)(BX*2), Z19
+	VPSLLD      $0x10, Z19, Z19
+	VFMADD231PS Z16, Z19, Z10
+	VPMOVZXWD   32(CX)(SI*1), Z20
+	VPSLLD      $0x10, Z20, Z20
+	VFMADD231PS Z16, Z20, Z14
+	ADDQ        $0x80, AX
+	ADDQ        $0x40, CX
+	ADDQ        $0x40, R10
+	DECQ        R11
 	JNZ         row8
 
+one8:
+	TESTQ       $0x00000001, R8
+	JZ          tail8
+	VMOVUPS     (AX), Z16
+	VPMOVZXWD   (CX), Z17
+	VPSLLD      $0x10, Z17, Z17
+	VFMADD231PS Z16, Z17, Z2
+	VPMOVZXWD   (CX)(BX*1), Z18
+	VPSLLD      $0x10, Z18, Z18
+	VFMADD231PS Z16, Z18, Z6
+	VPMOVZXWD   (CX)(BX*2), Z19
+	VPSLLD      $0x10, Z19, Z19
+	VFMADD231PS Z16, Z19, Z10
+	VPMOVZXWD   (CX)(SI*1), Z20
+	VPSLLD      $0x10, Z20, Z20
+	VFMADD231PS Z16, Z20, Z14
+	ADDQ        $0x40, AX
+	ADDQ        $0x20, CX
+
 tail8:
-	TESTQ       R8, R8
+	TESTQ       R9, R9
 	JZ          next8
 	VMOVUPS.Z   (AX), K1, Z16
 	VPMOVZXWD.Z (CX), K1, Z17
 	VPSLLD      $0x10, Z17, Z17
 	VFMADD231PS Z16, Z17, Z2
+	VPMOVZXWD.Z (CX)(BX*1), K1, Z18
+	VPSLLD      $0x10, Z18, Z18
+	VFMADD231PS Z16, Z18, Z6
+	VPMOVZXWD.Z (CX)(BX*2), K1, Z19
+	VPSLLD      $0x10, Z19, Z19
+	VFMADD231PS Z16, Z19, Z10
+	VPMOVZXWD.Z (CX)(SI*1), K1, Z20
+	VPSLLD      $0x10, Z20, Z20
+	VFMADD231PS Z16, Z20, Z14
 
 next8:
-	ADDQ  BX, SI
+	LEAQ  (DI)(BX*4), DI
 	MOVQ  DX, AX
-	MOVQ  SI, CX
-	MOVQ  DI, R9
-	TESTQ R9, R9
-	JZ    tail9
-
-row9:
-	VMOVUPS     (AX), Z16
-	VPMOVZXWD   (CX), Z17
-	VPSLLD      $0x10, Z17, Z17
-	VFMADD231PS Z16, Z17, Z6
-	ADDQ        $0x40, AX
-	ADDQ        $0x20, CX
-	DECQ        R9
-	JNZ         row9
-
-tail9:
-	TESTQ       R8, R8
-	JZ          next9
-	VMOVUPS.Z   (AX), K1, Z16
-	VPMOVZXWD.Z (CX), K1, Z17
-	VPSLLD      $0x10, Z17, Z17
-	VFMADD231PS Z16, Z17, Z6
-
-next9:
-	ADDQ  BX, SI
-	MOVQ  DX, AX
-	MOVQ  SI, CX
-	MOVQ  DI, R9
-	TESTQ R9, R9
-	JZ    tail10
-
-row10:
-	VMOVUPS     (AX), Z16
-	VPMOVZXWD   (CX), Z17
-	VPSLLD      $0x10, Z17, Z17
-	VFMADD231PS Z16, Z17, Z10
-	ADDQ        $0x40, AX
-	ADDQ        $0x20, CX
-	DECQ        R9
-	JNZ         row10
-
-tail10:
-	TESTQ       R8, R8
-	JZ          next10
-	VMOVUPS.Z   (AX), K1, Z16
-	VPMOVZXWD.Z (CX), K1, Z17
-	VPSLLD      $0x10, Z17, Z17
-	VFMADD231PS Z16, Z17, Z10
-
-next10:
-	ADDQ  BX, SI
-	MOVQ  DX, AX
-	MOVQ  SI, CX
-	MOVQ  DI, R9
-	TESTQ R9, R9
-	JZ    tail11
-
-row11:
-	VMOVUPS     (AX), Z16
-	VPMOVZXWD   (CX), Z17
-	VPSLLD      $0x10, Z17, Z17
-	VFMADD231PS Z16, Z17, Z14
-	ADDQ        $0x40, AX
-	ADDQ        $0x20, CX
-	DECQ        R9
-	JNZ         row11
-
-tail11:
-	TESTQ       R8, R8
-	JZ          next11
-	VMOVUPS.Z   (AX), K1, Z16
-	VPMOVZXWD.Z (CX), K1, Z17
-	VPSLLD      $0x10, Z17, Z17
-	VFMADD231PS Z16, Z17, Z14
-
-next11:
-	ADDQ  BX, SI
-	MOVQ  DX, AX
-	MOVQ  SI, CX
-	MOVQ  DI, R9
-	TESTQ R9, R9
-	JZ    tail12
+	MOVQ  DI, CX
+	LEAQ  (DI)(BX*4), R10
+	MOVQ  R8, R11
+	SHRQ  $0x01, R11
+	TESTQ R11, R11
+	JZ    one12
 
 row12:
+	PREFETCHT1  (R10)
+	PREFETCHT1  (R10)(BX*1)
+	PREFETCHT1  (R10)(BX*2)
+	PREFETCHT1  (R10)(SI*1)
 	VMOVUPS     (AX), Z16
 	VPMOVZXWD   (CX), Z17
 	VPSLLD      $0x10, Z17, Z17
 	VFMADD231PS Z16, Z17, Z3
-	ADDQ        $0x40, AX
-	ADDQ        $0x20, CX
-	DECQ        R9
+	VPMOVZXWD   (CX)(BX*1), Z18
+	VPSLLD      $0x10, Z18, Z18
+	VFMADD231PS Z16, Z18, Z7
+	VPMOVZXWD   (CX)(BX*2), Z19
+	VPSLLD      $0x10, Z19, Z19
+	VFMADD231PS Z16, Z19, Z11
+	VPMOVZXWD   (CX)(SI*1), Z20
+	VPSLLD      $0x10, Z20, Z20
+	VFMADD231PS Z16, Z20, Z15
+	VMOVUPS     64(AX), Z16
+	VPMOVZXWD   32(CX), Z17
+	VPSLLD      $0x10, Z17, Z17
+	VFMADD231PS Z16, Z17, Z3
+	VPMOVZXWD   32(CX)(BX*1), Z18
+	VPSLLD      $0x10, Z18, Z18
+	VFMADD231PS Z16, Z18, Z7
+	VPMOVZXWD   32(CX)(BX*2), Z19
+	VPSLLD      $0x10, Z19, Z19
+	VFMADD231PS Z16, Z19, Z11
+	VPMOVZXWD   32(CX)(SI*1), Z20
+	VPSLLD      $0x10, Z20, Z20
+	VFMADD231PS Z16, Z20, Z15
+	ADDQ        $0x80, AX
+	ADDQ        $0x40, CX
+	ADDQ        $0x40, R10
+	DECQ        R11
 	JNZ         row12
 
+one12:
+	TESTQ       $0x00000001, R8
+	JZ          tail12
+	VMOVUPS     (AX), Z16
+	VPMOVZXWD   (CX), Z17
+	VPSLLD      $0x10, Z17, Z17
+	VFMADD231PS Z16, Z17, Z3
+	VPMOVZXWD   (CX)(BX*1), Z18
+	VPSLLD      $0x10, Z18, Z18
+	VFMADD231PS Z16, Z18, Z7
+	VPMOVZXWD   (CX)(BX*2), Z19
+	VPSLLD      $0x10, Z19, Z19
+	VFMADD231PS Z16, Z19, Z11
+	VPMOVZXWD   (CX)(SI*1), Z20
+	VPSLLD      $0x10, Z20, Z20
+	VFMADD231PS Z16, Z20, Z15
+	ADDQ        $0x40, AX
+	ADDQ        $0x20, CX
+
 tail12:
-	TESTQ       R8, R8
+	TESTQ       R9, R9
 	JZ          next12
 	VMOVUPS.Z   (AX), K1, Z16
 	VPMOVZXWD.Z (CX), K1, Z17
 	VPSLLD      $0x10, Z17, Z17
 	VFMADD231PS Z16, Z17, Z3
+	VPMOVZXWD.Z (CX)(BX*1), K1, Z18
+	VPSLLD      $0x10, Z18, Z18
+	VFMADD231PS Z16, Z18, Z7
+	VPMOVZXWD.Z (CX)(BX*2), K1, Z19
+	VPSLLD      $0x10, Z19, Z19
+	VFMADD231PS Z16, Z19, Z11
+	VPMOVZXWD.Z (CX)(SI*1), K1, Z20
+	VPSLLD      $0x10, Z20, Z20
+	VFMADD231PS Z16, Z20, Z15
 
 next12:
-	ADDQ  BX, SI
-	MOVQ  DX, AX
-	MOVQ  SI, CX
-	MOVQ  DI, R9
-	TESTQ R9, R9
-	JZ    tail13
-
-row13:
-	VMOVUPS     (AX), Z16
-	VPMOVZXWD   (CX), Z17
-	VPSLLD      $0x10, Z17, Z17
-	VFMADD231PS Z16, Z17, Z7
-	ADDQ        $0x40, AX
-	ADDQ        $0x20, CX
-	DECQ        R9
-	JNZ         row13
-
-tail13:
-	TESTQ       R8, R8
-	JZ          next13
-	VMOVUPS.Z   (AX), K1, Z16
-	VPMOVZXWD.Z (CX), K1, Z17
-	VPSLLD      $0x10, Z17, Z17
-	VFMADD231PS Z16, Z17, Z7
-
-next13:
-	ADDQ  BX, SI
-	MOVQ  DX, AX
-	MOVQ  SI, CX
-	MOVQ  DI, R9
-	TESTQ R9, R9
-	JZ    tail14
-
-row14:
-	VMOVUPS     (AX), Z16
-	VPMOVZXWD   (CX), Z17
-	VPSLLD      $0x10, Z17, Z17
-	VFMADD231PS Z16, Z17, Z11
-	ADDQ        $0x40, AX
-	ADDQ        $0x20, CX
-	DECQ        R9
-	JNZ         row14
-
-tail14:
-	TESTQ       R8, R8
-	JZ          next14
-	VMOVUPS.Z   (AX), K1, Z16
-	VPMOVZXWD.Z (CX), K1, Z17
-	VPSLLD      $0x10, Z17, Z17
-	VFMADD231PS Z16, Z17, Z11
-
-next14:
-	ADDQ  BX, SI
-	MOVQ  DX, AX
-	MOVQ  SI, CX
-	MOVQ  DI, R9
-	TESTQ R9, R9
-	JZ    tail15
-
-row15:
-	VMOVUPS     (AX), Z16
-	VPMOVZXWD   (CX), Z17
-	VPSLLD      $0x10, Z17, Z17
-	VFMADD231PS Z16, Z17, Z15
-	ADDQ        $0x40, AX
-	ADDQ        $0x20, CX
-	DECQ        R9
-	JNZ         row15
-
-tail15:
-	TESTQ       R8, R8
-	JZ          next15
-	VMOVUPS.Z   (AX), K1, Z16
-	VPMOVZXWD.Z (CX), K1, Z17
-	VPSLLD      $0x10, Z17, Z17
-	VFMADD231PS Z16, Z17, Z15
-
-next15:
-	ADDQ       BX, SI
+	LEAQ       (DI)(BX*4), DI
 	VSHUFF32X4 $0x44, Z1, Z0, Z16
 	VSHUFF32X4 $0xee, Z1, Z0, Z17
 	VADDPS     Z17, Z16, Z0

@@ -188,7 +188,7 @@ done:
 	RET
 
 // func fwd2Row8F32(x *float32, xstride int, w *float32, stride int, chunks int, rows int, tail *float32, out *[8]float32)
-// Requires: AVX, FMA3
+// Requires: AVX, FMA3, MMX+
 TEXT ·fwd2Row8F32(SB), NOSPLIT|NOFRAME, $0-64
 	MOVQ   x+0(FP), AX
 	MOVQ   xstride+8(FP), CX
@@ -215,6 +215,7 @@ TEXT ·fwd2Row8F32(SB), NOSPLIT|NOFRAME, $0-64
 	JZ     tail0
 
 row0:
+	PREFETCHT1  (R10)(BX*1)
 	VMOVUPS     (R10), Y10
 	VFMADD231PS (R9), Y10, Y8
 	VMOVUPS     32(R10), Y13
@@ -246,6 +247,7 @@ sum0:
 	JZ     tail1
 
 row1:
+	PREFETCHT1  (R10)(BX*1)
 	VMOVUPS     (R10), Y10
 	VFMADD231PS (R9), Y10, Y8
 	VMOVUPS     32(R10), Y13
@@ -277,6 +279,7 @@ sum1:
 	JZ     tail2
 
 row2:
+	PREFETCHT1  (R10)(BX*1)
 	VMOVUPS     (R10), Y10
 	VFMADD231PS (R9), Y10, Y8
 	VMOVUPS     32(R10), Y13
@@ -308,6 +311,7 @@ sum2:
 	JZ     tail3
 
 row3:
+	PREFETCHT1  (R10)(BX*1)
 	VMOVUPS     (R10), Y10
 	VFMADD231PS (R9), Y10, Y8
 	VMOVUPS     32(R10), Y13
@@ -339,6 +343,7 @@ sum3:
 	JZ     tail4
 
 row4:
+	PREFETCHT1  (R10)(BX*1)
 	VMOVUPS     (R10), Y10
 	VFMADD231PS (R9), Y10, Y8
 	VMOVUPS     32(R10), Y13
@@ -370,6 +375,7 @@ sum4:
 	JZ     tail5
 
 row5:
+	PREFETCHT1  (R10)(BX*1)
 	VMOVUPS     (R10), Y10
 	VFMADD231PS (R9), Y10, Y8
 	VMOVUPS     32(R10), Y13
@@ -401,6 +407,7 @@ sum5:
 	JZ     tail6
 
 row6:
+	PREFETCHT1  (R10)(BX*1)
 	VMOVUPS     (R10), Y10
 	VFMADD231PS (R9), Y10, Y8
 	VMOVUPS     32(R10), Y13
@@ -432,6 +439,7 @@ sum6:
 	JZ     tail7
 
 row7:
+	PREFETCHT1  (R10)(BX*1)
 	VMOVUPS     (R10), Y10
 	VFMADD231PS (R9), Y10, Y8
 	VMOVUPS     32(R10), Y13
@@ -673,7 +681,7 @@ done:
 	RET
 
 // func fwd2Row8BF16(x *float32, xstride int, w *uint16, stride int, chunks int, rows int, tail *float32, out *[8]float32)
-// Requires: AVX, AVX2, FMA3
+// Requires: AVX, AVX2, FMA3, MMX+
 TEXT ·fwd2Row8BF16(SB), NOSPLIT|NOFRAME, $0-64
 	MOVQ   x+0(FP), AX
 	MOVQ   xstride+8(FP), CX
@@ -700,6 +708,7 @@ TEXT ·fwd2Row8BF16(SB), NOSPLIT|NOFRAME, $0-64
 	JZ     tail0
 
 row0:
+	PREFETCHT1     (R10)(BX*1)
 	VBROADCASTI128 (R10), Y10
 	VPSHUFB        widenBF16Ctl<>+0(SB), Y10, Y10
 	VFMADD231PS    (R9), Y10, Y8
@@ -733,6 +742,7 @@ sum0:
 	JZ     tail1
 
 row1:
+	PREFETCHT1     (R10)(BX*1)
 	VBROADCASTI128 (R10), Y10
 	VPSHUFB        widenBF16Ctl<>+0(SB), Y10, Y10
 	VFMADD231PS    (R9), Y10, Y8
@@ -766,6 +776,7 @@ sum1:
 	JZ     tail2
 
 row2:
+	PREFETCHT1     (R10)(BX*1)
 	VBROADCASTI128 (R10), Y10
 	VPSHUFB        widenBF16Ctl<>+0(SB), Y10, Y10
 	VFMADD231PS    (R9), Y10, Y8
@@ -799,6 +810,7 @@ sum2:
 	JZ     tail3
 
 row3:
+	PREFETCHT1     (R10)(BX*1)
 	VBROADCASTI128 (R10), Y10
 	VPSHUFB        widenBF16Ctl<>+0(SB), Y10, Y10
 	VFMADD231PS    (R9), Y10, Y8
@@ -832,6 +844,7 @@ sum3:
 	JZ     tail4
 
 row4:
+	PREFETCHT1     (R10)(BX*1)
 	VBROADCASTI128 (R10), Y10
 	VPSHUFB        widenBF16Ctl<>+0(SB), Y10, Y10
 	VFMADD231PS    (R9), Y10, Y8
@@ -865,6 +878,7 @@ sum4:
 	JZ     tail5
 
 row5:
+	PREFETCHT1     (R10)(BX*1)
 	VBROADCASTI128 (R10), Y10
 	VPSHUFB        widenBF16Ctl<>+0(SB), Y10, Y10
 	VFMADD231PS    (R9), Y10, Y8
@@ -898,6 +912,7 @@ sum5:
 	JZ     tail6
 
 row6:
+	PREFETCHT1     (R10)(BX*1)
 	VBROADCASTI128 (R10), Y10
 	VPSHUFB        widenBF16Ctl<>+0(SB), Y10, Y10
 	VFMADD231PS    (R9), Y10, Y8
@@ -931,6 +946,7 @@ sum6:
 	JZ     tail7
 
 row7:
+	PREFETCHT1     (R10)(BX*1)
 	VBROADCASTI128 (R10), Y10
 	VPSHUFB        widenBF16Ctl<>+0(SB), Y10, Y10
 	VFMADD231PS    (R9), Y10, Y8

@@ -195,20 +195,30 @@ func matMul(w mat, xs, ys [][]float32, accumulate bool) {
 	if maxW := work / parallelMinWork; workers > maxW {
 		workers = maxW
 	}
-	rows := func(lo, hi int) { matRows(w, xs, ys, lo, hi, accumulate) }
-	// Whole 16-row tiles for decoding's kernel; whole 6-row tiles for a
-	// batch's (its vectors past the last group of four take 16 rows at a
-	// time and then single rows, so any piece suits them).
-	align := 16
 	if p, ok := packForward(w, xs); ok {
 		defer p.release()
-		rows = func(lo, hi int) { p.rows(w, xs, ys, lo, hi, accumulate) }
-		align = 6
+		// Whole 6-row tiles for a batch's kernels (its vectors past the
+		// last group of four take 16 rows at a time and then single rows,
+		// so any piece suits them), one slice of the batch at a time.
+		step := p.tokenStep(w.cols, len(xs))
+		for t0 := 0; t0 < len(xs); t0 += step {
+			t1 := min(t0+step, len(xs))
+			q, xq, yq := p.tokens(w.cols, t0), xs[t0:t1], ys[t0:t1]
+			forkRows(w.rows, 6, workers, func(lo, hi int) { q.rows(w, xq, yq, lo, hi, accumulate) })
+		}
+		return
 	}
+	// Whole 16-row tiles for decoding's kernel.
+	forkRows(w.rows, 16, workers, func(lo, hi int) { matRows(w, xs, ys, lo, hi, accumulate) })
+}
+
+// forkRows runs rows over [0, n) in 8 pieces a worker (whole multiples of
+// align), so that a core a neighbour slows takes fewer of them.
+func forkRows(n, align, workers int, rows func(lo, hi int)) {
 	pieces := 8 * workers
-	chunk := (w.rows + pieces - 1) / pieces
+	chunk := (n + pieces - 1) / pieces
 	chunk = (chunk + align - 1) / align * align
-	forkJoin((w.rows+chunk-1)/chunk, func(i int) { rows(i*chunk, min((i+1)*chunk, w.rows)) })
+	forkJoin((n+chunk-1)/chunk, func(i int) { rows(i*chunk, min((i+1)*chunk, n)) })
 }
 
 // axpy adds a·x to y, each product rounded before its add: attention's

@@ -13,13 +13,21 @@ import (
 // With fwdKC = 64 the rows longer than it go in pieces (fwdTile4x6KG);
 // with fwdKC = 4096 every shape is whole (fwdTile4x6G); the blocks of
 // groups are made small enough (fwdL1TokBytes) that a batch crosses
-// several.
+// several. matMul takes the batch in slices (fwdSliceBytes) of one group
+// at 1024 columns and 13 at 100 (the vectors past the last group of four
+// in the last slice), or whole. Rows past the last whole tile are taken
+// by a last tile that overlaps the one before (40 = 6·6 + 4 rows), in the
+// last block of tiles (53 = 48 + 5) or a block of their own (301).
 func TestForwardBlocksMatchScalar(t *testing.T) {
-	defer func(kc, l1 int) { fwdKC, fwdL1TokBytes = kc, l1 }(fwdKC, fwdL1TokBytes)
+	if !fwdAsm {
+		t.Skip("fwdKC and fwdL1TokBytes shape the AVX-512 kernels, which this CPU lacks (TestForwardAVX2BlocksMatchScalar shrinks the AVX2 ones)")
+	}
+	defer func(kc, l1, sb int) { fwdKC, fwdL1TokBytes, fwdSliceBytes = kc, l1, sb }(fwdKC, fwdL1TokBytes, fwdSliceBytes)
 	fwdL1TokBytes = 8 << 10
 	for _, kc := range []int{64, 4096} {
 		fwdKC = kc
-		for _, sh := range [][2]int{{40, 100}, {301, 72}, {64, 1024}, {30, 64}, {13, 65}, {24, 2085}} {
+		fwdSliceBytes = map[int]int{64: 24 << 10, 4096: 0}[kc]
+		for _, sh := range [][2]int{{40, 100}, {301, 72}, {64, 1024}, {30, 64}, {13, 65}, {24, 2085}, {53, 40}} {
 			for _, m := range []int{4, 13, 37, 101} {
 				w, wb, xs := fwdCase(sh[0], sh[1], m, uint64(sh[0]*1000+sh[1]))
 				for _, mm := range []mat{w, wb} {

@@ -15,3 +15,5 @@ type fwdPack struct{}
 func packForward(mat, [][]float32) (fwdPack, bool)                 { return fwdPack{}, false }
 func (fwdPack) release()                                           {}
 func (fwdPack) rows(mat, [][]float32, [][]float32, int, int, bool) {}
+func (fwdPack) tokenStep(_, m int) int                             { return m }
+func (p fwdPack) tokens(int, int) fwdPack                          { return p }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -25,19 +26,7 @@ func threadCPU() float64 {
 // seconds (a neighbour's cache traffic, the VM's frequency), which best-of
 // rates of separate runs do not cancel; the two halves of a pair run
 // within milliseconds of each other.
-func pairedRatio(rounds int, a, b func()) float64 {
-	rs := make([]float64, rounds)
-	for i := range rs {
-		c0 := threadCPU()
-		a()
-		c1 := threadCPU()
-		b()
-		c2 := threadCPU()
-		rs[i] = (c2 - c1) / (c1 - c0)
-	}
-	slices.Sort(rs)
-	return rs[rounds/2]
-}
+func pairedRatio(rounds int, a, b func()) float64 { return pairedRatioBy(threadCPU, rounds, a, b) }
 
 // BenchmarkForwardBlockAB compares fwdTilesL1's block of groups
 // (fwdL1TokBytes) at 256 and 512 KiB with the default 768 KiB on one
@@ -54,7 +43,7 @@ func BenchmarkForwardBlockAB(b *testing.B) {
 		w, _ := randMats(rows, cols, 1)
 		xs, ys := tileRows(m, cols, 2), tileRows(m, rows, 3)
 		p := newFwdPack(xs, cols, false)
-		hi := rows / 6 * 6
+		hi := rows
 		run := func(tb int) func() {
 			return func() { fwdL1TokBytes = tb; fwdTilesL1(w, p.xp, ys, 0, hi, false) }
 		}
@@ -66,5 +55,52 @@ func BenchmarkForwardBlockAB(b *testing.B) {
 			}
 		})
 		p.release()
+	}
+}
+
+// pairedRatioBy is pairedRatio on the given clock (processCPU for a
+// product on every worker, a wall clock for its elapsed time).
+func pairedRatioBy(clock func() float64, rounds int, a, b func()) float64 {
+	rs := make([]float64, rounds)
+	for i := range rs {
+		c0 := clock()
+		a()
+		c1 := clock()
+		b()
+		c2 := clock()
+		rs[i] = (c2 - c1) / (c1 - c0)
+	}
+	slices.Sort(rs)
+	return rs[rounds/2]
+}
+
+func wallClock() float64 { return float64(time.Now().UnixNano()) / 1e9 }
+
+// BenchmarkForwardSliceAB compares matMul on every worker with the batch
+// taken in slices of other sizes (none, 512 KiB and 1 MiB of packed
+// vectors) against the default fwdSliceBytes, on the Qwen3-0.6B layer
+// shapes and a LoRA pair of rank 32 at M = 512 and 1024: medians of paired ratios of process CPU
+// time (cpu) and of wall time (wall); below 1, the other size is faster.
+func BenchmarkForwardSliceAB(b *testing.B) {
+	def := fwdSliceBytes
+	defer func() { fwdSliceBytes = def }()
+	for _, sh := range [][2]int{{1024, 2048}, {2048, 1024}, {1024, 1024}, {3072, 1024}, {1024, 3072}, {32, 1024}, {1024, 32}} {
+		rows, cols := sh[0], sh[1]
+		w, _ := randMats(rows, cols, 1)
+		for _, m := range []int{512, 1024} {
+			xs, ys := tileRows(m, cols, 2), tileRows(m, rows, 3)
+			run := func(sb int) func() {
+				return func() { fwdSliceBytes = sb; matMul(w, xs, ys, false) }
+			}
+			b.Run(fmt.Sprintf("%dx%d/M=%d", rows, cols, m), func(b *testing.B) {
+				for b.Loop() {
+					for _, sb := range []int{0, 512 << 10, 1 << 20} {
+						name := fmt.Sprintf("%dk/%dk", sb>>10, def>>10)
+						b.ReportMetric(pairedRatioBy(processCPU, 9, run(def), run(sb)), "cpu-"+name)
+						b.ReportMetric(pairedRatioBy(wallClock, 9, run(def), run(sb)), "wall-"+name)
+					}
+				}
+			})
+		}
 	}
 }

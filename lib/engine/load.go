@@ -23,18 +23,24 @@ type BF16Mode int
 const (
 	// BF16Auto keeps bfloat16 matrices for models over 1B parameters
 	// (where memory decides whether the model fits at all) and widens
-	// them to float32 for smaller ones (where the float32 kernel's speed
-	// matters more). On the Qwen3-0.6B shape (BenchmarkPrefillBF16,
-	// tokens per CPU-second, interleaved, on a heavily loaded machine: a
-	// ratio to re-measure on a quiet one) kept bfloat16 prefilled at
-	// ~0.85× float32's rate and decoded at ~1.27× (half the bytes to
-	// read, the widening in the kernels); the training backward widens
-	// its weight strips too. Prefill and training are most of this server's
-	// work, so small models stay widened; the bits are the same either
-	// way. LoadOptions.BF16Compute keeps them at every size.
+	// them to float32 for smaller ones. The bits are the same either way
+	// (bfloat16 widens exactly); what differs is speed. Kept bfloat16
+	// halves the bytes a decoding step reads, and since the one-token
+	// kernel prefetches (fwdRow16) it decodes ~1.6x float32's tokens per
+	// CPU-second on the Qwen3-0.6B shape (BenchmarkPrefillBF16, loaded
+	// machine). Prefill and the training step are bound by arithmetic,
+	// not memory, and there the kernels widen every weight they load:
+	// 0.77x float32's prefill rate in the same loaded run, 1.1x in the
+	// README's quiet one; the backward's products (which widen weight
+	// strips) were level within the noise. Training and prefill are most
+	// of this server's work on small models, so they stay widened until
+	// a quiet interleaved run of BenchmarkPrefillBF16 and of a bf16
+	// training step shows kept bfloat16 no slower there.
+	// LoadOptions.BF16Compute keeps them at every size.
 	BF16Auto BF16Mode = iota
-	// BF16Keep keeps them: half the memory, a slower matrix-vector kernel.
-	// Results are identical: bfloat16 widens exactly to float32.
+	// BF16Keep keeps them: half the memory, faster decoding, prefill and
+	// training near float32's rate (see BF16Auto). Results are identical:
+	// bfloat16 widens exactly to float32.
 	BF16Keep
 	// BF16Widen converts them to float32 at load time.
 	BF16Widen

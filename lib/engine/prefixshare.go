@@ -57,6 +57,22 @@ func (s *stepper) leaderFor(j *job) *job {
 	return nil
 }
 
+// startReady starts the samples of the followers in ready from their
+// leaders' prompts and records their first tokens.
+func (s *stepper) startReady(ready []*job) error {
+	var work []func()
+	for _, j := range ready {
+		work = j.startFrom(j.follow, work)
+	}
+	if err := s.draw(work); err != nil {
+		return err
+	}
+	for _, j := range ready {
+		s.check(j)
+	}
+	return nil
+}
+
 // startFollowers starts the samples of the jobs that follow leader, whose
 // prompt is now complete, and appends that work.
 func (s *stepper) startFollowers(leader *job, work []func()) []func() {

@@ -12,6 +12,7 @@ import (
 // count for the unembedding (hidden + vocab: 248320 for Qwen3.5/3.6/3.8,
 // 131072 for Nemotron 3).
 type lineupModel struct {
+	name    string
 	hidden  int
 	missing string // why the catalog has no shape for it
 }
@@ -22,34 +23,36 @@ const (
 	missingPrivate       = "its config.json is private to Thinking Machines"
 )
 
-var lineup = map[string]lineupModel{
-	"Qwen/Qwen3.5-4B":           {2560, missingGatedDeltaNet},
-	"Qwen/Qwen3.5-9B":           {4096, missingGatedDeltaNet},
-	"Qwen/Qwen3.5-9B-Base":      {4096, missingGatedDeltaNet},
-	"Qwen/Qwen3.5-27B":          {5120, missingGatedDeltaNet},
-	"Qwen/Qwen3.5-35B-A3B":      {2048, missingGatedDeltaNet},
-	"Qwen/Qwen3.5-35B-A3B-Base": {2048, missingGatedDeltaNet},
-	"Qwen/Qwen3.5-397B-A17B":    {4096, missingGatedDeltaNet},
-	"Qwen/Qwen3.6-27B":          {5120, missingGatedDeltaNet},
-	"Qwen/Qwen3.6-35B-A3B":      {2048, missingGatedDeltaNet},
-	"Qwen/Qwen3.8-27B":          {5120, missingGatedDeltaNet},
+// lineup is a slice, not a map: a map literal is built at every start
+// (docs/architecture.md, "Package-level state"), a slice is static data.
+var lineup = []lineupModel{
+	{"Qwen/Qwen3.5-4B", 2560, missingGatedDeltaNet},
+	{"Qwen/Qwen3.5-9B", 4096, missingGatedDeltaNet},
+	{"Qwen/Qwen3.5-9B-Base", 4096, missingGatedDeltaNet},
+	{"Qwen/Qwen3.5-27B", 5120, missingGatedDeltaNet},
+	{"Qwen/Qwen3.5-35B-A3B", 2048, missingGatedDeltaNet},
+	{"Qwen/Qwen3.5-35B-A3B-Base", 2048, missingGatedDeltaNet},
+	{"Qwen/Qwen3.5-397B-A17B", 4096, missingGatedDeltaNet},
+	{"Qwen/Qwen3.6-27B", 5120, missingGatedDeltaNet},
+	{"Qwen/Qwen3.6-35B-A3B", 2048, missingGatedDeltaNet},
+	{"Qwen/Qwen3.8-27B", 5120, missingGatedDeltaNet},
 
-	"nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16":        {2688, missingMamba},
-	"nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16":     {4096, missingMamba},
-	"nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16":     {8192, missingMamba},
-	"nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-BF16": {2688, missingMamba},
+	{"nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", 2688, missingMamba},
+	{"nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16", 4096, missingMamba},
+	{"nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", 8192, missingMamba},
+	{"nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-BF16", 2688, missingMamba},
 
-	"thinkingmachines/Inkling":       {6144, missingPrivate},
-	"thinkingmachines/Inkling-Small": {4096, missingPrivate},
+	{"thinkingmachines/Inkling", 6144, missingPrivate},
+	{"thinkingmachines/Inkling-Small", 4096, missingPrivate},
 }
 
 // lookupLineup finds a lineup model outside the catalog (case-insensitive,
 // ":suffix" ignored, as Lookup).
 func lookupLineup(name string) (string, lineupModel, bool) {
 	name, _, _ = strings.Cut(name, ":")
-	for n, m := range lineup {
-		if strings.EqualFold(n, name) {
-			return n, m, true
+	for _, m := range lineup {
+		if strings.EqualFold(m.name, name) {
+			return m.name, m, true
 		}
 	}
 	return "", lineupModel{}, false

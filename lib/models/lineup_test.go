@@ -133,9 +133,9 @@ func TestNotInCatalog(t *testing.T) {
 			t.Errorf("NotInCatalog(%q) = %v, want one line with %q", name, err, want)
 		}
 	}
-	for n := range lineup {
-		if _, ok := Lookup(n); ok {
-			t.Errorf("%s is in both the catalog and the lineup", n)
+	for _, m := range lineup {
+		if _, ok := Lookup(m.name); ok {
+			t.Errorf("%s is in both the catalog and the lineup", m.name)
 		}
 	}
 }

@@ -39,7 +39,7 @@ func writeBlocks(b *strings.Builder, title string, bl blocks, width int, paint f
 	headers, kinds, rows, tail := bl.headers, bl.kinds, bl.rows, bl.tail
 	if title != "" {
 		for _, line := range wrap(cellText(title), width) {
-			b.WriteString(paint(styleTitle, line))
+			b.WriteString(paint(styles().title, line))
 			b.WriteByte('\n')
 		}
 	}
@@ -67,7 +67,7 @@ func writeBlocks(b *strings.Builder, title string, bl blocks, width int, paint f
 				if l < len(vals) {
 					val = vals[l]
 				}
-				b.WriteString(paint(styleHeader, key))
+				b.WriteString(paint(styles().header, key))
 				if val == "" {
 					b.WriteByte('\n')
 					continue
@@ -75,9 +75,9 @@ func writeBlocks(b *strings.Builder, title string, bl blocks, width int, paint f
 				b.WriteString(strings.Repeat(" ", max(0, keyw-runewidth.StringWidth(key))+2))
 				switch {
 				case val == Missing:
-					val = paint(styleDim, val)
+					val = paint(styles().dim, val)
 				case i == 0:
-					val = paint(styleKey, val)
+					val = paint(styles().key, val)
 				}
 				b.WriteString(val)
 				b.WriteByte('\n')

@@ -8,7 +8,6 @@ import (
 	"io"
 	"sort"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -76,10 +75,11 @@ func MarshalJSON(v any) ([]byte, error) {
 func newline(b jsonWriter, o JSONOptions, depth int) {
 	if o.Indent {
 		b.WriteByte('\n')
-		for ; depth > len(indents)-1; depth -= len(indents) - 1 {
-			b.WriteString(indents[len(indents)-1])
+		const most = len(indents) / 2 // levels
+		for ; depth > most; depth -= most {
+			b.WriteString(indents)
 		}
-		b.WriteString(indents[depth])
+		b.WriteString(indents[:2*depth])
 	}
 }
 
@@ -237,14 +237,9 @@ func fromGo(v any) any {
 
 const hexDigits = "0123456789abcdef"
 
-// indents[i] is the indentation of depth i.
-var indents = func() []string {
-	l := make([]string, 16)
-	for i := range l {
-		l[i] = strings.Repeat("  ", i)
-	}
-	return l
-}()
+// indents is the indentation of the deepest level written at once; depth
+// d is its first 2·d bytes (a constant, not a table built at every start).
+const indents = "                                "
 
 // WriteJSONString writes s as a JSON string escaped as Python's json.dumps
 // does (ensure_ascii), for callers that lay out the rest themselves.

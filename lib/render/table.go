@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/fatih/color"
 	"github.com/mattn/go-runewidth"
@@ -59,17 +60,23 @@ type Options struct {
 // TailRows is how many of the MaxRows are taken from the end of a long table.
 const TailRows = 5
 
+// styleSet is the tables' styles, made on first use rather than at every
+// start (docs/architecture.md, "Package-level state").
+type styleSet struct{ title, header, key, dim *color.Color }
+
 var (
-	styleTitle  = color.New(color.Italic)
-	styleHeader = color.New(color.Bold)
-	styleKey    = color.New(color.FgHiCyan)
-	styleDim    = color.New(color.Faint)
+	stylesOnce sync.Once
+	stylesMade styleSet
 )
 
-func init() {
-	for _, s := range []*color.Color{styleTitle, styleHeader, styleKey, styleDim} {
-		s.EnableColor() // the caller decides per stream via Options.Color
-	}
+func styles() *styleSet {
+	stylesOnce.Do(func() {
+		stylesMade = styleSet{color.New(color.Italic), color.New(color.Bold), color.New(color.FgHiCyan), color.New(color.Faint)}
+		for _, s := range [...]*color.Color{stylesMade.title, stylesMade.header, stylesMade.key, stylesMade.dim} {
+			s.EnableColor() // the caller decides per stream via Options.Color
+		}
+	})
+	return &stylesMade
 }
 
 // Write renders t to w. The box drawing follows the official CLI (heavy
@@ -124,19 +131,19 @@ func Write(w io.Writer, t *Table, o Options) error {
 	footer := func() {
 		if len(dropped) > 0 {
 			for _, l := range wrap(droppedNote(dropped), o.Width) {
-				fmt.Fprintf(&b, "%s\n", paint(styleDim, l))
+				fmt.Fprintf(&b, "%s\n", paint(styles().dim, l))
 			}
 		}
 		if shortened {
 			for _, l := range wrap("… marks a shortened path; for whole paths widen the terminal, or use --format json or json.encode()", o.Width) {
-				fmt.Fprintf(&b, "%s\n", paint(styleDim, l))
+				fmt.Fprintf(&b, "%s\n", paint(styles().dim, l))
 			}
 		}
 		if hidden > 0 {
 			note := fmt.Sprintf("%s of %s rows hidden; use --format json or json.encode() for all",
 				Thousands(int64(hidden)), Thousands(int64(len(t.Rows)+t.Omitted)))
 			for _, l := range wrap(note, o.Width) {
-				fmt.Fprintf(&b, "%s\n", paint(styleDim, l))
+				fmt.Fprintf(&b, "%s\n", paint(styles().dim, l))
 			}
 		}
 	}
@@ -175,7 +182,7 @@ func Write(w io.Writer, t *Table, o Options) error {
 			lw := runewidth.StringWidth(line)
 			left := max(0, (total-lw)/2) // a whole path may be wider
 			b.WriteString(strings.Repeat(" ", left))
-			b.WriteString(paint(styleTitle, line))
+			b.WriteString(paint(styles().title, line))
 			b.WriteString(strings.Repeat(" ", max(0, total-lw-left)))
 			b.WriteByte('\n')
 		}
@@ -214,11 +221,11 @@ func Write(w io.Writer, t *Table, o Options) error {
 				styled := text
 				switch {
 				case header:
-					styled = paint(styleHeader, text)
+					styled = paint(styles().header, text)
 				case text == Missing:
-					styled = paint(styleDim, text)
+					styled = paint(styles().dim, text)
 				case i == 0:
-					styled = paint(styleKey, text)
+					styled = paint(styles().key, text)
 				}
 				if t.Columns[i].Right && !header {
 					b.WriteString(pad + styled)
@@ -288,12 +295,17 @@ func cellTexts(rows [][]string, n int) [][]string {
 }
 
 // flat keeps a cell on one line: line breaks and tabs are shown as marks.
-var flat = strings.NewReplacer("\r\n", "⏎", "\n", "⏎", "\r", "␍", "\t", "⇥")
+// It is made on first use, as styles are.
+var (
+	flatOnce sync.Once
+	flat     *strings.Replacer
+)
 
 // cellText keeps a cell on one line and shows any other control character
 // as an escape (see Printable). Every cell, header and title passes here.
 func cellText(s string) string {
 	if strings.ContainsAny(s, "\r\n\t") {
+		flatOnce.Do(func() { flat = strings.NewReplacer("\r\n", "⏎", "\n", "⏎", "\r", "␍", "\t", "⇥") })
 		s = flat.Replace(s)
 	}
 	return Printable(s)

@@ -288,8 +288,8 @@ func (c *Client) newRequest(method, path string, payload []byte, o *callOpts, cr
 	}
 	h.Set("X-Stainless-Retry-Count", strconv.Itoa(retries))
 	h.Set("X-Stainless-Read-Timeout", strconv.FormatFloat(c.timeout(o).Seconds(), 'f', -1, 64))
-	for k, v := range platformHeaders {
-		h.Set(k, v)
+	for _, kv := range platformHeaders() {
+		h.Set(kv[0], kv[1])
 	}
 	if c.cfg.CFAccessClientID != "" {
 		h.Set("CF-Access-Client-Id", c.cfg.CFAccessClientID)

@@ -80,31 +80,49 @@ type Datum struct {
 	LossFnInputs map[string]Tensor
 }
 
-// The loss-function inputs whose meaning and element type are fixed; each
-// has one value per input token.
-var lossInputDTypes = map[string]string{
-	"target_tokens": "int64",
-	"weights":       "float32",
-	"advantages":    "float32",
-	"logprobs":      "float32",
+// lossInputDType is the element type of a loss-function input whose
+// meaning and type are fixed; each has one value per input token. Here and
+// in lossFnInputs, a switch and a slice rather than maps, which would be
+// built at every start.
+func lossInputDType(name string) (string, bool) {
+	switch name {
+	case "target_tokens":
+		return "int64", true
+	case "weights", "advantages", "logprobs":
+		return "float32", true
+	}
+	return "", false
 }
 
-// Loss functions the service implements and the inputs each needs.
-var lossFnInputs = map[string][]string{
-	"cross_entropy":       {"target_tokens"},
-	"importance_sampling": {"target_tokens", "logprobs", "advantages"},
-	"ppo":                 {"target_tokens", "logprobs", "advantages"},
-	"cispo":               {"target_tokens", "logprobs", "advantages"},
-	"dro":                 {"target_tokens", "logprobs", "advantages"},
+// lossFnInputs are the loss functions the service implements, in name
+// order, and the inputs each needs.
+var lossFnInputs = []struct {
+	name   string
+	inputs []string
+}{
+	{"cispo", []string{"target_tokens", "logprobs", "advantages"}},
+	{"cross_entropy", []string{"target_tokens"}},
+	{"dro", []string{"target_tokens", "logprobs", "advantages"}},
+	{"importance_sampling", []string{"target_tokens", "logprobs", "advantages"}},
+	{"ppo", []string{"target_tokens", "logprobs", "advantages"}},
+}
+
+// lossFnNeeds is the inputs lossFn needs, and whether the service knows it.
+func lossFnNeeds(lossFn string) ([]string, bool) {
+	for _, f := range lossFnInputs {
+		if f.name == lossFn {
+			return f.inputs, true
+		}
+	}
+	return nil, false
 }
 
 // LossFns lists the loss functions forward and forward_backward accept.
 func LossFns() []string {
-	out := make([]string, 0, len(lossFnInputs))
-	for k := range lossFnInputs {
-		out = append(out, k)
+	out := make([]string, len(lossFnInputs))
+	for i, f := range lossFnInputs {
+		out[i] = f.name
 	}
-	sort.Strings(out)
 	return out
 }
 
@@ -119,7 +137,8 @@ func (d Datum) validate(lossFn string) error {
 			return fmt.Errorf("model input token %d at position %d is not a valid token id", tok, i)
 		}
 	}
-	for _, k := range lossFnInputs[lossFn] {
+	needs, _ := lossFnNeeds(lossFn)
+	for _, k := range needs {
 		if _, ok := d.LossFnInputs[k]; !ok {
 			return fmt.Errorf("loss function %s needs loss_fn_inputs[%q]", lossFn, k)
 		}
@@ -129,7 +148,7 @@ func (d Datum) validate(lossFn string) error {
 		if err := t.validate(); err != nil {
 			return fmt.Errorf("loss_fn_inputs[%q]: %w", k, err)
 		}
-		want, known := lossInputDTypes[k]
+		want, known := lossInputDType(k)
 		if !known {
 			continue
 		}

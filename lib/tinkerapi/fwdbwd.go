@@ -24,7 +24,7 @@ func (in ForwardBackwardInput) validate() error {
 	if len(in.Data) == 0 {
 		return errors.New("no data")
 	}
-	if _, ok := lossFnInputs[in.LossFn]; !ok {
+	if _, ok := lossFnNeeds(in.LossFn); !ok {
 		return fmt.Errorf("unknown loss function %q (want one of %s)", in.LossFn, strings.Join(LossFns(), ", "))
 	}
 	for _, k := range sortedKeys(in.LossFnConfig) {

@@ -4,14 +4,17 @@ import "runtime"
 
 // platformHeaders describe this client as the SDK describes itself
 // (X-Stainless-*), truthfully: the OS and CPU in the SDK's vocabulary, and
-// Go as the runtime. The service may read them; none is a secret.
-var platformHeaders = map[string]string{
-	"X-Stainless-Package-Version": SDKVersion,
-	"X-Stainless-OS":              stainlessOS(runtime.GOOS),
-	"X-Stainless-Arch":            stainlessArch(runtime.GOARCH),
-	"X-Stainless-Runtime":         "go",
-	"X-Stainless-Runtime-Version": runtime.Version(),
-	"X-Stainless-Async":           "async:goroutines",
+// Go as the runtime. The service may read them; none is a secret. A
+// function, not a package-level map, which would be built at every start.
+func platformHeaders() [6][2]string {
+	return [6][2]string{
+		{"X-Stainless-Package-Version", SDKVersion},
+		{"X-Stainless-OS", stainlessOS(runtime.GOOS)},
+		{"X-Stainless-Arch", stainlessArch(runtime.GOARCH)},
+		{"X-Stainless-Runtime", "go"},
+		{"X-Stainless-Runtime-Version", runtime.Version()},
+		{"X-Stainless-Async", "async:goroutines"},
+	}
 }
 
 func stainlessOS(goos string) string {

@@ -53,9 +53,17 @@ type command struct {
 	Help    string // longer description for -h
 	Args    []argSpec
 	Flags   []flagSpec
+	Shared  []flagSpec // flags it shares with other commands, after its own
 	Sub     []*command
 	Run     func(c *invocation) int
 	API     func(r *apiRun) error
+}
+
+// flags returns a new slice of cmd's own flags, then those it shares. The
+// tables stay separate, rather than one appended to the other in a
+// package-level var, so that they are static data, not built at every start.
+func (cmd *command) flags() []flagSpec {
+	return append(append([]flagSpec(nil), cmd.Flags...), cmd.Shared...)
 }
 
 // isGroup reports whether cmd only holds subcommands.
@@ -157,9 +165,9 @@ func leafFlags(cmd *command) []flagSpec {
 		return []flagSpec{helpFlag}
 	}
 	if ownsFormat(cmd) { // -f still reaches the global option
-		return append(append([]flagSpec(nil), cmd.Flags...), helpFlag)
+		return append(cmd.flags(), helpFlag)
 	}
-	return append(append([]flagSpec(nil), cmd.Flags...), formatFlag, helpFlag)
+	return append(cmd.flags(), formatFlag, helpFlag)
 }
 
 // formatFlag is accepted after any subcommand too (a deliberate addition).
@@ -263,7 +271,7 @@ func dispatch(io *term.IO, opts options, root, cmd *command, path string, args [
 				return inv.usageError(err.Error())
 			}
 			if n == 0 {
-				own := append(append([]flagSpec(nil), cmd.Flags...), helpFlag)
+				own := append(cmd.flags(), helpFlag)
 				return inv.usageError(noSuchOption(name, own, append([]flagSpec{formatFlag}, globalAnywhere()...)).Error())
 			}
 			i += n - 1

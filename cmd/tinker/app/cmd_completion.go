@@ -84,7 +84,7 @@ func fileFlagWords(root *command) []string {
 	seen := map[string]bool{}
 	var words []string
 	for _, n := range append([]node{{nil, root}}, walk(root)...) {
-		for _, f := range n.cmd.Flags {
+		for _, f := range n.cmd.flags() {
 			if f.Kind != flagPath {
 				continue
 			}
@@ -135,7 +135,7 @@ func argKind(cmd *command) string {
 func valueFlags(root *command) map[string][]string {
 	kinds := map[string]string{} // a word that names a model anywhere completes models
 	for _, n := range append([]node{{nil, root}}, walk(root)...) {
-		for _, f := range n.cmd.Flags {
+		for _, f := range n.cmd.flags() {
 			if f.Kind == flagBool || f.Kind == flagPath || f.Long == "--format" {
 				continue
 			}

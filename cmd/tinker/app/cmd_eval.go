@@ -19,7 +19,7 @@ var evalCmd = &command{
 		"(or JSON with -f json) and the mean score.",
 	Args: []argSpec{{Name: "MODEL"}, {Name: "DATA"}},
 	Flags: []flagSpec{
-		{Long: "--max-tokens", Kind: flagInt, Metavar: "INTEGER", Help: fmt.Sprintf("Longest answer in tokens (default %d).", train.DefaultEvalMaxTokens)},
+		{Long: "--max-tokens", Kind: flagInt, Metavar: "INTEGER", Help: "Longest answer in tokens (default 64)."},
 		{Long: "--temperature", Kind: flagString, Metavar: "FLOAT", Help: "Sampling temperature (default 0: greedy)."},
 		{Long: "--num-samples", Kind: flagInt, Metavar: "INTEGER", Help: "Answers per row (default 1)."},
 		{Long: "--renderer", Kind: flagString, Metavar: "NAME", Help: "Chat renderer (default: the model's)."},

@@ -48,7 +48,7 @@ var checkpointExportCmd = &command{
 // (checkpoint export --format merged|peft); -f json before the command
 // words still chooses JSON output.
 func ownsFormat(cmd *command) bool {
-	return slices.ContainsFunc(cmd.Flags, func(f flagSpec) bool { return f.Long == "--format" })
+	return slices.ContainsFunc(cmd.flags(), func(f flagSpec) bool { return f.Long == "--format" })
 }
 
 func checkpointExport(r *apiRun) error {

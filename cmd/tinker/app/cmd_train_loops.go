@@ -21,7 +21,7 @@ var loopFlags = []flagSpec{
 	{Long: "--seed", Kind: flagInt, Metavar: "INTEGER", Help: "Seed of the adapter's initialisation and the order."},
 	{Long: "--renderer", Kind: flagString, Metavar: "NAME", Help: "Chat renderer (default: the model's)."},
 	{Long: "--learning-rate", Kind: flagString, Metavar: "FLOAT", Help: "Learning rate (default: lr_for(MODEL); DPO 1e-5)."},
-	{Long: "--save-every", Kind: flagInt, Metavar: "INTEGER", Help: fmt.Sprintf("Steps between saved states (default %d).", train.DefaultSaveEvery)},
+	{Long: "--save-every", Kind: flagInt, Metavar: "INTEGER", Help: "Steps between saved states (default 20)."},
 	keepStatesFlag,
 	{Long: "--log-dir", Kind: flagPath, Metavar: "DIR", Help: "Metrics and saved state; rerun to resume."},
 	{Long: "--name", Kind: flagString, Metavar: "TEXT", Help: "Checkpoint name prefix."},
@@ -30,7 +30,7 @@ var loopFlags = []flagSpec{
 
 // keepStatesFlag is --keep-states of every train subcommand.
 var keepStatesFlag = flagSpec{Long: "--keep-states", Kind: flagInt, Metavar: "INTEGER",
-	Help: fmt.Sprintf("Saved states kept, the newest (default %d; the final\nones always stay; 0 keeps every checkpoint).", train.DefaultKeepStates)}
+	Help: "Saved states kept, the newest (default 2; the final\nones always stay; 0 keeps every checkpoint)."}
 
 // trainDPOCmd mirrors the dpo() builtin.
 var trainDPOCmd = &command{
@@ -38,15 +38,16 @@ var trainDPOCmd = &command{
 	Summary: "Direct preference optimisation on a JSONL file of preference pairs.",
 	Help: "Train --base-model on --data (one {\"messages\": [...], \"chosen\": ..., \"rejected\": ...} object per\n" +
 		"line), as dpo() does; print the table of steps (or JSON with -f json) and the sampler and state checkpoints.",
-	Flags: append([]flagSpec{
+	Flags: []flagSpec{
 		{Long: "--data", Kind: flagPath, Metavar: "FILE", Help: "Preference pairs, JSONL (required)."},
-		{Long: "--beta", Kind: flagString, Metavar: "FLOAT", Help: fmt.Sprintf("DPO temperature (default %g).", train.DefaultDPOBeta)},
-		{Long: "--batch-size", Kind: flagInt, Metavar: "INTEGER", Help: fmt.Sprintf("Pairs per step (default %d).", train.DefaultBatchSize)},
+		{Long: "--beta", Kind: flagString, Metavar: "FLOAT", Help: "DPO temperature (default 0.1)."},
+		{Long: "--batch-size", Kind: flagInt, Metavar: "INTEGER", Help: "Pairs per step (default 8)."},
 		{Long: "--epochs", Kind: flagInt, Metavar: "INTEGER", Help: "Passes over the data (default 1)."},
 		{Long: "--lr-schedule", Kind: flagString, Metavar: "NAME", Help: "linear (default), constant or cosine."},
 		{Long: "--max-length", Kind: flagInt, Metavar: "INTEGER", Help: "Longest prompt and answer in tokens."},
-	}, loopFlags...),
-	Run: runTrainDPO,
+	},
+	Shared: loopFlags,
+	Run:    runTrainDPO,
 }
 
 // trainRLCmd mirrors the rl() builtin; the reward is a Starlark function.
@@ -56,18 +57,19 @@ var trainRLCmd = &command{
 	Help: "Train --base-model on --prompts (JSONL: one string or {\"messages\": [...]} object per line) with\n" +
 		"the function reward(prompt, completion) -> number that --reward FILE.star defines, as rl() does;\n" +
 		"print the table of steps (or JSON with -f json) and the sampler and state checkpoints.",
-	Flags: append([]flagSpec{
+	Flags: []flagSpec{
 		{Long: "--prompts", Kind: flagPath, Metavar: "FILE", Help: "Prompts, JSONL (required)."},
 		{Long: "--reward", Kind: flagPath, Metavar: "FILE", Help: "Starlark file defining reward(prompt, completion)\n(required)."},
-		{Long: "--group-size", Kind: flagInt, Metavar: "INTEGER", Help: fmt.Sprintf("Completions per prompt (default %d).", train.DefaultGroupSize)},
+		{Long: "--group-size", Kind: flagInt, Metavar: "INTEGER", Help: "Completions per prompt (default 8)."},
 		{Long: "--batch-size", Kind: flagInt, Metavar: "INTEGER", Help: "Prompts per step (default: all)."},
-		{Long: "--steps", Kind: flagInt, Metavar: "INTEGER", Help: fmt.Sprintf("Steps (default %d).", train.DefaultRLSteps)},
-		{Long: "--max-tokens", Kind: flagInt, Metavar: "INTEGER", Help: fmt.Sprintf("Longest completion (default %d).", train.DefaultRLMaxTokens)},
+		{Long: "--steps", Kind: flagInt, Metavar: "INTEGER", Help: "Steps (default 20)."},
+		{Long: "--max-tokens", Kind: flagInt, Metavar: "INTEGER", Help: "Longest completion (default 64)."},
 		{Long: "--temperature", Kind: flagString, Metavar: "FLOAT", Help: "Sampling temperature (default 1)."},
 		{Long: "--loss", Kind: flagString, Metavar: "NAME", Help: "importance_sampling (default), ppo or cispo."},
 		{Long: "--drop-equal-groups", Kind: flagBool, Help: "Leave out groups whose rewards are all equal\n(default: train on them with advantage 0)."},
-	}, loopFlags...),
-	Run: runTrainRL,
+	},
+	Shared: loopFlags,
+	Run:    runTrainRL,
 }
 
 // loopOptions reads the shared flags; usage words a bad one.

@@ -174,7 +174,7 @@ func TestCompletionCoversCommandTable(t *testing.T) {
 			if !strings.Contains(s, n.cmd.Name) {
 				t.Errorf("%s script lacks command %q", sh, strings.Join(n.words, " "))
 			}
-			for _, f := range n.cmd.Flags {
+			for _, f := range n.cmd.flags() {
 				name := strings.TrimPrefix(f.Long, "--")
 				if !strings.Contains(s, name) {
 					t.Errorf("%s script lacks %s of %q", sh, f.Long, strings.Join(n.words, " "))

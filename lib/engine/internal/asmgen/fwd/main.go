@@ -4,7 +4,7 @@
 //
 // Every output element y[t][o] = Σ_k x[t][k]·W[o][k] is summed in 16 lane
 // partial sums: lane l adds the products at k ≡ l (mod 16) in ascending k,
-// each a separate multiply then add (never FMA), and the lanes are then
+// each product fused into its add (VFMADD231PS), and the lanes are then
 // added in a fixed tree (i+8, i+4, i+2, i+1). A kernel computes 16 or 24
 // outputs at once (4 tokens × 4 or 6 rows, or 1 token × 16 rows); its tree
 // reduces 16 accumulators together with shuffles, lane for lane the same

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/tinkershell/tinker/lib/engine/internal/asmgen/asmout"
@@ -11,4 +14,59 @@ import (
 // in lib/engine.
 func TestCommittedOutput(t *testing.T) {
 	asmout.CheckGenerated(t, "gemm_fwd_amd64.s", "gemm_fwd_stub_amd64.go", Generate)
+}
+
+// TestRow16StreamsGroups pins the decoding kernel's shape (fwdRow16):
+// four row groups, each a loop that prefetches one line of each of the
+// next group's four rows per weight line it reads (two 16-column chunks
+// of bfloat16, one of float32) from a register that is not the one its
+// loads use. One row at a time without prefetch streamed bfloat16
+// weights at two thirds of the rate.
+func TestRow16StreamsGroups(t *testing.T) {
+	asm, _, err := Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []struct {
+		name, load string
+		chunks     int
+	}{{"fwdRow16F32", "VMOVUPS", 1}, {"fwdRow16BF16", "VPMOVZXWD", 2}} {
+		body := kernelText(t, string(asm), k.name)
+		for g := 0; g < 16; g += 4 {
+			loop := labelText(t, body, fmt.Sprintf("row%d:", g))
+			pf := regexp.MustCompile(`PREFETCHT1\s+\((\w+)\)`).FindAllStringSubmatch(loop, -1)
+			loads := regexp.MustCompile(k.load+`\s+\d*\((\w+)\)(\(\w+\*\d\))?, Z(1[7-9]|20)`).FindAllStringSubmatch(loop, -1)
+			if len(pf) != 4 || len(loads) != 4*k.chunks {
+				t.Fatalf("%s group %d: %d prefetches and %d weight loads, want 4 and %d:\n%s", k.name, g, len(pf), len(loads), 4*k.chunks, loop)
+			}
+			if pf[0][1] == loads[0][1] {
+				t.Errorf("%s group %d prefetches from its own rows' register %s", k.name, g, pf[0][1])
+			}
+		}
+		if strings.Contains(body, "row16:") {
+			t.Errorf("%s has a loop per row", k.name)
+		}
+	}
+}
+
+// kernelText is the text of function name in asm, up to its RET.
+func kernelText(t *testing.T, asm, name string) string {
+	i := strings.Index(asm, "TEXT ·"+name+"(SB)")
+	if i < 0 {
+		t.Fatalf("no %s in the generated assembly", name)
+	}
+	return asm[i : i+strings.Index(asm[i:], "RET")]
+}
+
+// labelText is body from label to the next blank line.
+func labelText(t *testing.T, body, label string) string {
+	i := strings.Index(body, "\n"+label+"\n")
+	if i < 0 {
+		t.Fatalf("no label %s", label)
+	}
+	s := body[i+1:]
+	if j := strings.Index(s, "\n\n"); j >= 0 {
+		s = s[:j]
+	}
+	return s
 }

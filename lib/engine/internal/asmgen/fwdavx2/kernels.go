@@ -203,7 +203,10 @@ func tile2x3(ctx *build.Context, bf bool) {
 // tail (16 float32 per row); out[r] for r ≥ rows is 0. The rows are read
 // one after another, start to end, so decoding streams the weights in
 // address order, as the AVX-512 fwdRow16 does; a row's two add chains (one
-// per half) still outrun memory. Row r's halves accumulate in Y8 and Y9
+// per half) still outrun memory. Each step prefetches into L2 the line the
+// next row reads at the same column (for the last row, whatever follows):
+// a row of 1024 float32 is a page, where the hardware prefetcher stops and
+// has to find the next row's stream again. Row r's halves accumulate in Y8 and Y9
 // and its level-1 sum goes to Y(perm[r]), so the result is in row order.
 func row8(ctx *build.Context, bf bool) {
 	w := weightsOf(bf)
@@ -239,6 +242,7 @@ func row8(ctx *build.Context, bf bool) {
 		ctx.TESTQ(cnt, cnt)
 		ctx.JZ(LabelRef(rest))
 		ctx.Label(loop)
+		ctx.PREFETCHT1(Mem{Base: pw, Index: stride, Scale: 1})
 		step(func(h int, y reg.VecPhysical) { w.load(ctx, Mem{Base: pw}, h, y) })
 		ctx.ADDQ(xstride, px)
 		ctx.ADDQ(U8(16*w.Size), pw)

@@ -1,0 +1,70 @@
+//go:build goexperiment.simd && amd64
+
+package engine
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+)
+
+// BenchmarkBackwardVsForward reports, on one thread, the median of paired
+// time ratios of the backward products to the forward product with the
+// same FLOPs on Qwen3-0.6B shapes at 128 and 512 tokens: matMulT through
+// a base matrix against matMul through it, and outerAcc (a LoRA matrix's
+// gradient) against matMul through a matrix of its shape. Below 1 the
+// backward is the more efficient. Run with -cpu 1 -benchtime 1x.
+func BenchmarkBackwardVsForward(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for _, m := range []int{128, 512} {
+		for _, sh := range [][2]int{{3072, 1024}, {1024, 3072}, {2048, 1024}, {1024, 1024}} {
+			rows, cols := sh[0], sh[1]
+			w, _ := randMats(rows, cols, 1)
+			xs, ys := tileRows(m, cols, 2), tileRows(m, rows, 3)
+			fwd := func() { matMul(w, xs, ys, false) }
+			bwd := func() { matMulT(w, ys, xs, true) }
+			b.Run(fmt.Sprintf("matMulT-%dx%d/M=%d", rows, cols, m), func(b *testing.B) {
+				for b.Loop() {
+					b.ReportMetric(pairedRatio(7, fwd, bwd), "bwd/fwd")
+				}
+			})
+		}
+		for _, sh := range [][2]int{{3072, 32}, {32, 1024}} {
+			rows, cols := sh[0], sh[1]
+			us, vs := tileRows(m, rows, 2), tileRows(m, cols, 3)
+			w, _ := randMats(rows, cols, 1)
+			dst := make([]float32, rows*cols)
+			fwd := func() { matMul(w, vs, us, false) }
+			bwd := func() { outerAcc(dst, rows, cols, us, vs) }
+			b.Run(fmt.Sprintf("outerAcc-%dx%d/M=%d", rows, cols, m), func(b *testing.B) {
+				for b.Loop() {
+					b.ReportMetric(pairedRatio(7, fwd, bwd), "bwd/fwd")
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkBackwardPanel compares the 6×4 tile reading a packed panel of
+// kcAsm rows (256 KiB, in L2) with the same tile reading a 128-row strip
+// (32 KiB, in L1), the same FLOPs, on one thread: the median of paired
+// time ratios (L2 over L1).
+func BenchmarkBackwardPanel(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	c := make([]float32, 6*64)
+	a := make([]float32, 6*kcAsm)
+	p := make([]float32, kcAsm*64)
+	tile := func(k, calls int) func() {
+		return func() {
+			for range calls {
+				bwdRF6x4(&c[0], 256, &a[0], uintptr(4*k), &p[0], 256, k, 0xffff)
+			}
+		}
+	}
+	const l1Rows = 128
+	for b.Loop() {
+		b.ReportMetric(pairedRatio(7, tile(l1Rows, 1000*kcAsm/l1Rows), tile(kcAsm, 1000)), "l2/l1")
+	}
+}
