@@ -49,7 +49,7 @@ bench-engine: bench-engine-deps
 	$(GO) test -run '^$$' -bench 'BenchmarkGEMM' -benchtime 5x -count 1 ./lib/engine/
 	$(GO) test -run '^$$' -bench 'BenchmarkBackwardProducts' -benchtime 5x -count 1 -cpu 1 ./lib/engine/
 	@uptime
-	@echo "MFU counts 2 FLOPs per multiply-add of the base products forward and of their input gradients backward (4 x params x tokens), causal attention (the forward's scores and weighted values, 5 x that with the backward's recomputation), and the rank-32 LoRA products (forward, both gradients); recomputed layers are not counted"
+	@echo "MFU counts 2 FLOPs per multiply-add of the base products forward and of their input gradients backward (4 x params x tokens), causal attention (the forward's scores and weighted values and the backward's five products: scores recomputed, datt.v, dq, dk, dv), and the rank-32 LoRA products (forward, both gradients); layer 0's unneeded q/k/v input gradients and recomputed layers are not counted (stepFLOPs in lib/engine/train_bench_test.go)"
 	$(TORCH_ENV) $(GO) test -run '^$$' -bench 'BenchmarkTrainStep' -benchtime 1x -count 1 -timeout 60m ./lib/engine/
 	@uptime
 	$(TORCH_ENV) $(GO) test -run '^$$' -bench 'BenchmarkPrefillDecode' -benchtime 1x -count 1 -timeout 60m ./lib/engine/

@@ -35,8 +35,13 @@ const (
 )
 
 // headChunk is how many positions' logits exist at once: it bounds the
-// vocabulary-wide buffers for long sequences.
-const headChunk = 64
+// vocabulary-wide buffers for long sequences (78 MB on Qwen3's 151,936
+// words). Each chunk streams the whole output matrix from memory forward
+// and again backward (622 MB on the 0.6B shape): at 64 positions that was
+// 32 passes, 20 GB, per 2 × 512 step, at 128 it is 16; 256 would put a
+// 4096-token step past TestActivationBudget's 1.1 GiB. The chunk changes
+// no bits (TestHeadChunkKeepsBits, which shrinks it: hence a variable).
+var headChunk = 128
 
 // datumPass is one datum's trip through the model: the shared inputs of
 // its forward layers, output layer and backward layers.

@@ -154,14 +154,18 @@ func matRowsScalar(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
 	}
 }
 
-// putRow writes v to y, or adds it when accumulate.
+// putRow writes v to y, or adds it when accumulate (addVec: every LoRA
+// B's output is added this way, the logits on the output layer too). On a
+// 0.6B training step under perf the scalar loop was 2.5% of the samples,
+// the vector one 2.1%: the rows stream from memory; folding B·(A·x) into
+// the base product's tile would save the pass.
 func putRow(y, v []float32, accumulate bool) {
 	if !accumulate {
 		copy(y, v)
 		return
 	}
 	v = v[:len(y)]
-	for i := range y {
+	for i := addVec(y, v); i < len(y); i++ {
 		y[i] += v[i]
 	}
 }

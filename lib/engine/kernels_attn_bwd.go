@@ -147,18 +147,42 @@ func (a *attnBack) queries(s *attnBackScratch, g *blockGeom, i0, i1 int, p *[]fl
 		if a.sinks != nil {
 			sink = float64(a.sinks[g.kvh*group+j%group])
 		}
-		softmaxGrad((*p)[first:m], sc[j*ld+first:j*ld+m], dp[j*ld+first:j*ld+m], scale, sink)
-		clear(sc[j*ld : j*ld+first])
-		for t := range first {
-			s.sT[t*nq+j], s.pT[t*nq+j] = 0, 0
-		}
-		for t := first; t < m; t++ {
-			s.sT[t*nq+j], s.pT[t*nq+j] = sc[j*ld+t], float32((*p)[t])
+		row, prow := sc[j*ld:j*ld+m], dp[j*ld:j*ld+m]
+		softmaxGrad((*p)[first:m], row[first:], prow[first:], scale, sink)
+		clear(row[:first])
+		clear(prow[:first])
+		for t := first; t < m; t++ { // dp's row is spent: it takes the probabilities
+			prow[t] = float32((*p)[t])
 		}
 	}
+	// The keys' share reads ds and p per key (sT, pT): transposed here a
+	// tile at a time, not an element per query as each row was done, whose
+	// stores nq floats apart took a cache line each (9% of a 0.6B step).
+	keys := g.rel + (j1-1)/group + 1 // those the block's last query sees
+	transposeTo(s.sT, nq, sc, ld, j0, j1, keys)
+	transposeTo(s.pT, nq, dp, ld, j0, j1, keys)
 	attnWeightedBlock(s.dqs[j0:j1], sc[j0*ld:j1*ld], ld, group, g.rel+i0, kh, hd, 0)
 	for j := j0; j < j1; j++ {
 		copy(a.dq[g.p0+j/group][(g.kvh*group+j%group)*hd:], s.dqs[j])
+	}
+}
+
+// transposeTo sets dst[t*ldd+j] = src[j*lds+t] for rows j0 ≤ j < j1 and
+// columns t < cols, in square tiles whose rows span a cache line on both
+// sides.
+func transposeTo(dst []float32, ldd int, src []float32, lds, j0, j1, cols int) {
+	const tile = 16
+	for t0 := 0; t0 < cols; t0 += tile {
+		t1 := min(t0+tile, cols)
+		for jt := j0; jt < j1; jt += tile {
+			je := min(jt+tile, j1)
+			for t := t0; t < t1; t++ {
+				d := dst[t*ldd+jt : t*ldd+je]
+				for i := range d {
+					d[i] = src[(jt+i)*lds+t]
+				}
+			}
+		}
 	}
 }
 

@@ -13,5 +13,6 @@ func matTBlockVec(mat, [][]float32, [][]float32, int, int, int, int) bool { retu
 func outerRowsVec([]float32, int, [][]float32, [][]float32, int, int) bool { return false }
 
 func axpyVec([]float32, float32, []float32, bool) bool { return false }
+func addVec([]float32, []float32) int                  { return 0 }
 
 func dot1Vec([]float32, []float32) (float32, bool) { return 0, false }

@@ -345,6 +345,27 @@ func outerTail(dst []float32, cols int, us, vs [][]float32, o0, o1, k0, k1 int) 
 	}
 }
 
+// addVec adds v to y sixteen or eight lanes at a time (an IEEE add per
+// element: putRow's bits) and returns how many it did.
+func addVec(y, v []float32) int {
+	if !useSIMD || len(y) < 8 || len(v) < len(y) {
+		return 0
+	}
+	i := 0
+	if avx512 {
+		for ; i+16 <= len(y); i += 16 {
+			yy := (*[16]float32)(y[i : i+16])
+			archsimd.LoadFloat32x16(yy).Add(archsimd.LoadFloat32x16((*[16]float32)(v[i : i+16]))).Store(yy)
+		}
+	}
+	for ; i+8 <= len(y); i += 8 {
+		yy := (*[8]float32)(y[i : i+8])
+		archsimd.LoadFloat32x8(yy).Add(archsimd.LoadFloat32x8((*[8]float32)(v[i : i+8]))).Store(yy)
+	}
+	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
+	return i
+}
+
 // axpyVec is axpy (axpyFMA when fused) eight lanes at a time: y[i] + a·x[i]
 // per element, the product rounded first or fused into the add.
 func axpyVec(y []float32, a float32, x []float32, fused bool) bool {

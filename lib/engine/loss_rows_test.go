@@ -30,25 +30,64 @@ func TestScoreRowsIndependentOfThreads(t *testing.T) {
 			t.Fatal(err)
 		}
 		data := forLoss(testData(c.VocabSize, 5, 70, 9), name)
-		run := func(procs int) (*ForwardResult, [][]float32) {
-			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		procs := func(n int) func(func()) {
+			return func(step func()) {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
+				step()
+			}
+		}
+		sameHeadStep(t, m, loss, data, name+": 1 and 3 goroutines", procs(1), procs(3))
+	}
+}
+
+// The output layer runs headChunk positions at a time: a datum longer
+// than a chunk gets the same outputs and gradient bits whatever the chunk
+// (the LoRA gradients add each position in ascending order across chunks
+// as within one), here 16 positions and the default.
+func TestHeadChunkKeepsBits(t *testing.T) {
+	c := smallConfig(models.Qwen3)
+	c.VocabSize = 3000
+	m, err := New("wide-vocab", c, randomTensors(c, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	loss, _ := NewLoss(LossCrossEntropy, nil)
+	data := forLoss(testData(c.VocabSize, 6, 45, 3), LossCrossEntropy)
+	chunk := func(n int) func(func()) {
+		return func(step func()) {
+			defer func(old int) { headChunk = old }(headChunk)
+			headChunk = n
+			step()
+		}
+	}
+	sameHeadStep(t, m, loss, data, "head chunks of 16 positions and of headChunk", chunk(headChunk), chunk(16))
+}
+
+// sameHeadStep runs one forward_backward of data on a fresh rank-2
+// adapter (attention and output layer, B random) inside each of two
+// settings, and requires the same outputs and gradient bits of both.
+func sameHeadStep(t *testing.T, m *Model, loss Loss, data []Datum, what string, a, b func(step func())) {
+	t.Helper()
+	run := func(setting func(func())) (res *ForwardResult, grads [][]float32) {
+		setting(func() {
 			tr := mustTrainer(t, m, LoRAConfig{Rank: 2, TrainAttn: true, TrainUnembed: true, Seed: 1})
 			randomizeB(t, tr, 2, 0.05)
-			res, err := tr.ForwardBackward(context.Background(), loss, data)
-			if err != nil {
+			var err error
+			if res, err = tr.ForwardBackward(context.Background(), loss, data); err != nil {
 				t.Fatal(err)
 			}
-			return res, gradBits(tr)
-		}
-		r1, g1 := run(1)
-		r3, g3 := run(3)
-		if !reflect.DeepEqual(r1, r3) {
-			t.Fatalf("%s: outputs differ between 1 and 3 goroutines", name)
-		}
-		for i := range g1 {
-			if !slices.Equal(g1[i], g3[i]) {
-				t.Fatalf("%s: gradients of tensor %d differ between 1 and 3 goroutines", name, i)
-			}
+			grads = gradBits(tr)
+		})
+		return res, grads
+	}
+	r1, g1 := run(a)
+	r2, g2 := run(b)
+	if !reflect.DeepEqual(r1, r2) {
+		t.Fatalf("outputs differ between %s", what)
+	}
+	for i := range g1 {
+		if !slices.Equal(g1[i], g2[i]) {
+			t.Fatalf("gradients of tensor %d differ between %s", i, what)
 		}
 	}
 }

@@ -14,7 +14,7 @@ package engine
 // DefaultKeepLimit is the kept-activation size above which a datum
 // recomputes its layers: 4 GiB keeps the 0.6B shape's 1 × 1024 tokens and
 // the 4-layer shapes' 2048 whole, and puts a 4096-token sequence on the
-// 0.6B shape at about 1.1 GB of activations (ActivationBytes).
+// 0.6B shape at about 1.15 GB of activations (ActivationBytes).
 const DefaultKeepLimit int64 = 4 << 30
 
 // SetKeepLimit sets the kept-activation size (bytes) above which a datum

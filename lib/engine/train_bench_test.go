@@ -23,26 +23,87 @@ func qwen3Small() Config {
 		MaxPositionEmbeddings: 40960}, BOSTokenID: -1}
 }
 
-// stepFLOPs counts the multiply-adds ×2 of a training step over seqs
-// sequences of n tokens: the base matrices' products forward and their
-// input gradients backward (2 × 2 × params per token), causal attention
-// (forward, and backward with the probabilities recomputed: 4 times the
-// forward's score and value products), and the rank-r LoRA products of
-// every matrix (r·(in+out) multiply-adds forward, twice that backward).
+// stepFLOPs counts 2 FLOPs per multiply-add of the products a training
+// step runs over seqs sequences of n tokens (rank-r LoRA on every matrix),
+// the figure the MFU divides by time:
+//   - the base matrices forward (params·tokens) and their input gradients
+//     backward (the same, less layer 0's q, k and v, whose input gradient
+//     nothing needs: backwardLayer skips them);
+//   - causal attention over the n(n+1)/2 query–key pairs of each head: the
+//     forward's scores and weighted values, and the backward's five
+//     products (scores recomputed, datt·v, dq, dk, dv): 7 products;
+//   - LoRA: A·x and B·(A·x) forward, r·(in+out) per token; backward Bᵀ·dy,
+//     the two weight gradients and Aᵀ·dt, 2r·(in+out), less layer 0's q, k
+//     and v Aᵀ·dt.
+//
+// Norms, rotary, SwiGLU, the loss head's softmax and AdamW are not
+// counted; nor is a recomputing datum's second forward (recompute.go).
 func stepFLOPs(c Config, r, seqs, n int) float64 {
 	h, qd, kvd, in := float64(c.Hidden), float64(c.Heads*c.HeadDim), float64(c.KVHeads*c.HeadDim), float64(c.Intermediate)
+	layers, rf, nf := float64(c.Layers), float64(r), float64(n)
 	perLayer := h*qd*2 + h*kvd*2 + 3*h*in
-	matParams := float64(c.Layers)*perLayer + float64(c.VocabSize)*h
-	loraDims := float64(c.Layers)*(2*(h+qd)+2*(h+kvd)+3*(h+in)) + h + float64(c.VocabSize)
-	attn := float64(c.Layers) * 2 * qd * float64(n*(n+1)/2) * 2 // scores and weighted values, forward
-	return float64(seqs) * (4*matParams*float64(n) + 6*float64(r)*loraDims*float64(n) + 5*attn)
+	matParams := layers*perLayer + float64(c.VocabSize)*h
+	loraDims := layers*(2*(h+qd)+2*(h+kvd)+3*(h+in)) + h + float64(c.VocabSize)
+	qkvIn := h * (qd + 2*kvd) // layer 0's skipped input gradients (base), and 3 LoRA A's of h columns
+	macs := 2*matParams - qkvIn + 3*rf*loraDims - 3*rf*h
+	pairs := nf * (nf + 1) / 2
+	attn := 7 * layers * qd * pairs
+	return 2 * float64(seqs) * (macs*nf + attn)
+}
+
+// TestStepFLOPsCountsTheStepsProducts counts the products of a step the
+// other way round, from the model's and the trainer's matrices and a loop
+// over attention's query–key pairs, and requires stepFLOPs' figure.
+func TestStepFLOPsCountsTheStepsProducts(t *testing.T) {
+	for _, name := range []string{models.TinyQwen3, models.TinyLlama} {
+		m := mustLoad(t, name)
+		c, r, seqs, n := m.cfg, 4, 3, 37
+		tr := mustTrainer(t, m, LoRAConfig{Rank: r, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 1})
+		var macs float64 // per token
+		count := func(w mat, mod *trainModule, inputGrad bool) {
+			in, out := float64(w.cols), float64(w.rows)
+			macs += in * out                                               // forward
+			macs += float64(r) * (in + out)                                // A·x, B·(A·x)
+			macs += float64(mod.b.rows*mod.b.cols + mod.a.rows*mod.a.cols) // weight gradients
+			macs += float64(r) * out                                       // Bᵀ·dy
+			if inputGrad {
+				macs += in*out + float64(r)*in // Wᵀ·dy, Aᵀ·dt
+			}
+		}
+		for li, lw := range m.w.layers {
+			tl := tr.layers[li]
+			count(lw.q, tl.q, li > 0)
+			count(lw.k, tl.k, li > 0)
+			count(lw.v, tl.v, li > 0)
+			for _, p := range []struct {
+				w   mat
+				mod *trainModule
+			}{{lw.o, tl.o}, {lw.gate, tl.gate}, {lw.up, tl.up}, {lw.down, tl.down}} {
+				count(p.w, p.mod, true)
+			}
+		}
+		count(m.w.lmHead, tr.head, true)
+		var pairs float64
+		for i := range n {
+			pairs += float64(i + 1)
+		}
+		attn := 7 * float64(c.Layers*c.Heads*c.HeadDim) * pairs // 2 products forward, 5 backward
+		want := 2 * float64(seqs) * (macs*float64(n) + attn)
+		if got := stepFLOPs(c, r, seqs, n); math.Abs(got-want) > 1e-9*want {
+			t.Errorf("%s: stepFLOPs = %g, counted %g", name, got, want)
+		}
+	}
 }
 
 // BenchmarkTrainStep reports tokens/s of a training step (forward_backward
 // over sequences of 128 tokens, and on the 0.6B widths with 4 layers of
-// 2 × 512 and 1 × 2048, and on all 28 layers of 2 × 512, rank-32 LoRA on every target, then optim_step), the GFLOP/s it implies (stepFLOPs), and the engine's matrix
-// product peak measured in the same run (the model's largest layer matrix
-// against a batch of 128 vectors, all cores), with their ratio, and in a
+// 2 × 512 and 1 × 2048, and on all 28 layers of 2 × 512, rank-32 LoRA on
+// every target, then optim_step), the GFLOP/s it implies (stepFLOPs), the
+// engine's matrix product peak measured in the same run (the model's
+// largest layer matrix against a batch of 128 vectors, all cores) with
+// their ratio, the model FLOPs utilisation (%MFU: that GFLOP/s against the
+// widest FMA loop's, 512-bit where the CPU has it, on all cores, measured
+// in the same run; %MFU-cpu per CPU-second of both), and in a
 // SIMD build the same step on the scalar kernels (tok/s-scalar, over the
 // first sequence only, to keep the run short; not with -short, which
 // leaves a CPU profile to the fast kernels). The
