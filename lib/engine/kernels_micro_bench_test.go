@@ -87,7 +87,7 @@ func BenchmarkForwardSliceAB(b *testing.B) {
 	for _, sh := range [][2]int{{1024, 2048}, {2048, 1024}, {1024, 1024}, {3072, 1024}, {1024, 3072}, {32, 1024}, {1024, 32}} {
 		rows, cols := sh[0], sh[1]
 		w, _ := randMats(rows, cols, 1)
-		for _, m := range []int{512, 1024} {
+		for _, m := range []int{128, 512, 1024} {
 			xs, ys := tileRows(m, cols, 2), tileRows(m, rows, 3)
 			run := func(sb int) func() {
 				return func() { fwdSliceBytes = sb; matMul(w, xs, ys, false) }
