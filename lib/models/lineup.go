@@ -24,7 +24,7 @@ const (
 )
 
 // lineup is a slice, not a map: a map literal is built at every start
-// (docs/architecture.md, "Package-level state"), a slice is static data.
+// (docs/architecture.md, "Where a change goes": package-level state), a slice is static data.
 var lineup = []lineupModel{
 	{"Qwen/Qwen3.5-4B", 2560, missingGatedDeltaNet},
 	{"Qwen/Qwen3.5-9B", 4096, missingGatedDeltaNet},

@@ -61,7 +61,7 @@ type Options struct {
 const TailRows = 5
 
 // styleSet is the tables' styles, made on first use rather than at every
-// start (docs/architecture.md, "Package-level state").
+// start (docs/architecture.md, "Where a change goes": package-level state).
 type styleSet struct{ title, header, key, dim *color.Color }
 
 var (
