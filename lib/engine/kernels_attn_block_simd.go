@@ -4,6 +4,7 @@ package engine
 
 import (
 	"simd/archsimd"
+	"sync"
 	"unsafe"
 )
 
@@ -117,6 +118,11 @@ func firstSeeing(t, group, p0 int) int {
 	return (t - p0) * group &^ 1
 }
 
+// rowsScratchPool holds attnWeightedBlockVec's packed rows, pooled for the
+// reason dotsScratch is: the tiles take their address through function
+// values, so a stack array would be a heap allocation per call.
+var rowsScratchPool = sync.Pool{New: func() any { return new([attnBlock * packMaxHead]float32) }}
+
 // attnWeightedBlockVec does attnWeightedBlock for the heads' leading
 // multiple of 8 and returns how many elements it did. It takes the values
 // attnBlock rows at a time (so they stay in L1 however the cache stride
@@ -132,7 +138,8 @@ func attnWeightedBlockVec(outs [][]float32, sc []float32, ld, group, p0 int, row
 		end := min(p0+j/group+1, t0+attnBlock)
 		return sc[j*ld+t0 : j*ld+max(end, t0)]
 	}
-	var buf [attnBlock * packMaxHead]float32
+	buf := rowsScratchPool.Get().(*[attnBlock * packMaxHead]float32)
+	defer rowsScratchPool.Put(buf)
 	tiles := avx512 && hd >= 64 && evenRows(outs, hd)
 	for t0 := 0; t0 < nk; t0 += attnBlock {
 		r, rs, j := packRows(buf[:], rows, t0, min(attnBlock, nk-t0), stride, off, hd), hd, firstSeeing(t0, group, p0)
