@@ -119,23 +119,15 @@ func writeTyped(path string, ts []safetensors.TensorInfo, r *rand.Rand) (int64, 
 	})
 }
 
+// randomFP8 writes n random E4M3 bytes, none of them NaN (0x7f, 0xff).
 func randomFP8(w io.Writer, n int64, r *rand.Rand, buf []byte) error {
-	for n > 0 {
-		c := min(n, int64(len(buf)))
-		for i := int64(0); i < c; i += 8 {
-			binary.LittleEndian.PutUint64(buf[i:], r.Uint64())
-		}
-		for i := range buf[:c] {
-			if buf[i]&0x7f == 0x7f {
-				buf[i]--
+	return randomFixed(w, n, r, buf, func(b []byte) {
+		for i := range b {
+			if b[i]&0x7f == 0x7f {
+				b[i]--
 			}
 		}
-		if _, err := w.Write(buf[:c]); err != nil {
-			return err
-		}
-		n -= c
-	}
-	return nil
+	})
 }
 
 func randomScales(w io.Writer, n int64, r *rand.Rand) error {

@@ -68,11 +68,18 @@ func writeKimiTyped(path string, ts []safetensors.TensorInfo, r *rand.Rand) (int
 }
 
 func randomBytes(w io.Writer, n int64, r *rand.Rand, buf []byte) error {
+	return randomFixed(w, n, r, buf, func([]byte) {})
+}
+
+// randomFixed writes n random bytes in chunks of buf, each chunk passed to
+// fix before it is written.
+func randomFixed(w io.Writer, n int64, r *rand.Rand, buf []byte, fix func([]byte)) error {
 	for n > 0 {
 		c := min(n, int64(len(buf)))
 		for i := int64(0); i < c; i += 8 {
 			binary.LittleEndian.PutUint64(buf[i:], r.Uint64())
 		}
+		fix(buf[:c])
 		if _, err := w.Write(buf[:c]); err != nil {
 			return err
 		}

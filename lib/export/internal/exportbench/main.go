@@ -297,26 +297,14 @@ func writeBase(dir string) (total, largest int64, err error) {
 	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
 		return 0, 0, err
 	}
-	ts := modelTensors()
-	weightMap := map[string]string{}
-	r := rand.New(rand.NewPCG(1, 2))
-	for k := range shards {
-		name := fmt.Sprintf("model-%05d-of-%05d.safetensors", k+1, shards)
-		part := ts[len(ts)*k/shards : len(ts)*(k+1)/shards]
-		n, err := writeShard(filepath.Join(dir, name), part, r)
-		if err != nil {
-			return 0, 0, err
-		}
-		for _, t := range part {
-			weightMap[t.name] = name
-		}
-		total, largest = total+n, max(largest, n)
-	}
-	return total, largest, writeJSON(filepath.Join(dir, safetensors.IndexFile), map[string]any{"weight_map": weightMap})
+	ts := bf16Infos(modelTensors())
+	part := func(k int) []safetensors.TensorInfo { return ts[len(ts)*k/shards : len(ts)*(k+1)/shards] }
+	return writeShardsOf(dir, shards, part, writeTyped, rand.New(rand.NewPCG(1, 2)))
 }
 
-func writeShard(path string, ts []tensorSpec, r *rand.Rand) (int64, error) {
-	var infos []safetensors.TensorInfo
+// bf16Infos describes ts as bfloat16 tensors (a row count of 1: a vector).
+func bf16Infos(ts []tensorSpec) []safetensors.TensorInfo {
+	infos := make([]safetensors.TensorInfo, 0, len(ts))
 	for _, t := range ts {
 		shape := []int64{int64(t.rows), int64(t.cols)}
 		if t.rows == 1 {
@@ -324,7 +312,7 @@ func writeShard(path string, ts []tensorSpec, r *rand.Rand) (int64, error) {
 		}
 		infos = append(infos, safetensors.TensorInfo{Name: t.name, DType: safetensors.BF16, Shape: shape})
 	}
-	return writeTyped(path, infos, r)
+	return infos
 }
 
 func randomBF16(w io.Writer, n int64, scale float64, r *rand.Rand, buf []byte) error {
