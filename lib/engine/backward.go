@@ -71,7 +71,7 @@ func (t *Trainer) datum(ctx context.Context, l Loss, d *Datum, out *DatumOutput,
 	ps := &datumPass{t: t, c: c, ar: ar, n: n, backward: backward,
 		cos: ar.rows(n, c.HeadDim/2), sin: ar.rows(n, c.HeadDim/2),
 		cache:  &kvCache{k: make([][]float32, c.Layers), v: make([][]float32, c.Layers), n: n},
-		rowsAt: make([]row, n), ws: &workspace{}, acts: make([]layerActs, c.Layers)}
+		rowsAt: make([]row, n), ws: &t.ws, acts: make([]layerActs, c.Layers)}
 	x := ar.rows(n, c.Hidden)
 	for p, tok := range d.ModelInput {
 		m.w.embed.rowInto(tok, x[p])
@@ -124,13 +124,13 @@ func (ps *datumPass) forwardLayer(li int, x, spare [][]float32) (next, nextSpare
 	if lw.mla != nil {
 		return ps.mlaForwardLayer(li, x, spare)
 	}
-	mark := ar.off
+	mark := ar.mark()
 	a.x = x
 	a.xn1 = ar.rowsToFill(n, h)
 	eachRow(n, h, func(p int) { rmsNorm(a.xn1[p], x[p], lw.attnNorm, c.RMSNormEps) })
 	a.q = ar.rowsToFill(n, qd)
 	ps.cache.k[li], ps.cache.v[li] = ar.takeToFill(n*kvd), ar.takeToFill(n*kvd)
-	k, v := rowsOf(ps.cache.k[li], n, kvd), rowsOf(ps.cache.v[li], n, kvd)
+	k, v := ar.view(ps.cache.k[li], n, kvd), ar.view(ps.cache.v[li], n, kvd)
 	a.t[tQ], a.t[tK], a.t[tV] = ps.tRows(tl.q), ps.tRows(tl.k), ps.tRows(tl.v)
 	trainLinear(lw.q, lw.qBias, tl.q, a.xn1, a.q, a.t[tQ], false)
 	trainLinear(lw.k, lw.kBias, tl.k, a.xn1, k, a.t[tK], false)
@@ -169,7 +169,7 @@ func (ps *datumPass) forwardLayer(li int, x, spare [][]float32) (next, nextSpare
 // the MLPs, the experts' and (dense layers, DeepSeek's shared experts) the
 // dense one. Without a backward pass it frees the layer's scratch from
 // mark and returns x as the next spare.
-func (ps *datumPass) mlpBlock(li, mark int, x, spare [][]float32) (next, nextSpare [][]float32) {
+func (ps *datumPass) mlpBlock(li int, mark arenaMark, x, spare [][]float32) (next, nextSpare [][]float32) {
 	c, ar, n := ps.c, ps.ar, ps.n
 	lw, a := &ps.t.model.w.layers[li], &ps.acts[li]
 	a.xn2 = ar.rowsToFill(n, c.Hidden)
@@ -253,13 +253,13 @@ func (ps *datumPass) backwardLayer(li, lowest int, dx [][]float32) bool {
 	if lw.mla != nil {
 		return ps.mlaBackwardLayer(li, lowest, dx)
 	}
-	mark := ar.off // this layer's gradient scratch is dead once dx is updated
+	mark := ar.mark() // this layer's gradient scratch is dead once dx is updated
 	ps.mlpBlockBackward(li, dx)
 	if li == lowest && !t.cfg.TrainAttn {
 		return false // nothing trained below
 	}
 	ar.release(mark)
-	mark = ar.off
+	mark = ar.mark()
 	// Attention: x2 = x + o(attention(q, k, v)).
 	datt := ar.rows(n, qd)
 	t.linearBackward(lw.o, tl.o, a.att, a.t[tO], dx, datt, false)
@@ -401,23 +401,26 @@ func attentionBackward(c Config, li int, sinks []float32, q [][]float32, k, v []
 	a := &attnBack{c: c, li: li, sinks: sinks, q: q, datt: datt, dq: dq, dk: dk, dv: dv, k: k, v: v}
 	workers := min(runtime.GOMAXPROCS(0), max(1, n*n*c.Heads*c.HeadDim/parallelMinWork))
 	if c.KVHeads%workers != 0 { // a split by heads would leave cores idle
-		var s attnBackScratch
-		ps := make([][]float64, workers)
+		s := attnBackPool.Get().(*attnBackScratch)
+		defer attnBackPool.Put(s)
+		s.split = growTo(s.split, workers)
+		ps := s.split
 		for kvh := range c.KVHeads {
 			s.packHead(a, kvh)
 			for p0 := 0; p0 < n; p0 += attnRows {
-				a.blockSplit(&s, ps, kvh, p0, min(attnRows, n-p0), workers)
+				a.blockSplit(s, ps, kvh, p0, min(attnRows, n-p0), workers)
 			}
 			s.unpackHead(a, kvh)
 		}
 		return
 	}
 	forkJoin(workers, func(wk int) {
-		var s attnBackScratch
+		s := attnBackPool.Get().(*attnBackScratch)
+		defer attnBackPool.Put(s)
 		for kvh := wk; kvh < c.KVHeads; kvh += workers {
 			s.packHead(a, kvh)
 			for p0 := 0; p0 < n; p0 += attnRows {
-				a.block(&s, kvh, p0, min(attnRows, n-p0))
+				a.block(s, kvh, p0, min(attnRows, n-p0))
 			}
 			s.unpackHead(a, kvh)
 		}

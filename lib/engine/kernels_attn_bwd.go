@@ -1,6 +1,9 @@
 package engine
 
-import "math"
+import (
+	"math"
+	"sync"
+)
 
 // Blocked attention backward. A block is attnRows consecutive positions of
 // the sequence and every query head of one KV head's group: its queries
@@ -31,12 +34,20 @@ type attnBackScratch struct {
 	sc, dp       []float32   // per query (row stride ld): scores, then ds; datt·v
 	sT, pT       []float32   // per key (row stride nq): ds; probabilities
 	p            []float64   // one query's probabilities
+	split        [][]float64 // blockSplit's p, per worker
 	kh, vh       []float32   // the KV head's keys and values, contiguous
 	khp, vhp     []float32   // the same in dotsBlock16's layout when paired
 	paired       bool
 	dkh, dvh     [][]float32 // the KV head's key and value gradients, rows of one slab
 	dslab        []float32
 }
+
+// attnBackPool keeps the workers' scratch between calls. Made anew by each
+// call, it was garbage after every layer's backward (some 25 MB per worker
+// at 4096 tokens on the 0.6B shape, its score buffers regrown block by
+// block): 1.4 GB in one 4096-token step, which the collector, its goal
+// twice a live heap of weights and arena, let pile up in RSS.
+var attnBackPool = sync.Pool{New: func() any { return new(attnBackScratch) }}
 
 // packHead copies KV head kvh's keys and values into s.kh and s.vh, one
 // row of HeadDim after another, once for all the head's blocks: the block

@@ -21,7 +21,7 @@ type mlaActs struct {
 func (ps *datumPass) mlaForwardLayer(li int, x, spare [][]float32) (next, nextSpare [][]float32) {
 	m, c, ar, n := ps.t.model, ps.c, ps.ar, ps.n
 	lw, tl, a := &m.w.layers[li], &ps.t.layers[li], &ps.acts[li]
-	mark := ar.off
+	mark := ar.mark()
 	a.x = x
 	a.xn1 = ar.rowsToFill(n, c.Hidden)
 	for p := range n {
@@ -72,7 +72,7 @@ func (ps *datumPass) mlaProjectTrain(li int) {
 	kvb := ar.rowsToFill(n, c.Heads*(ml.QKNopeDim+ml.VHeadDim))
 	matMul(mw.kvB, ma.ckv, kvb, false)
 	ps.cache.k[li], ps.cache.v[li] = ar.takeToFill(n*kvd), ar.takeToFill(n*kvd)
-	k, v := rowsOf(ps.cache.k[li], n, kvd), rowsOf(ps.cache.v[li], n, kvd)
+	k, v := ar.view(ps.cache.k[li], n, kvd), ar.view(ps.cache.v[li], n, kvd)
 	kpe := ar.rowsToFill(n, ml.QKRopeDim)
 	scale := float32(c.mlaScoreScale())
 	for p := range n {
@@ -86,13 +86,13 @@ func (ps *datumPass) mlaProjectTrain(li int) {
 func (ps *datumPass) mlaBackwardLayer(li, lowest int, dx [][]float32) bool {
 	t, c, ar, n := ps.t, ps.c, ps.ar, ps.n
 	lw, tl, a := &t.model.w.layers[li], &t.layers[li], &ps.acts[li]
-	mark := ar.off
+	mark := ar.mark()
 	ps.mlpBlockBackward(li, dx)
 	if li == lowest && !t.cfg.TrainAttn {
 		return false // nothing trained below
 	}
 	ar.release(mark)
-	mark = ar.off
+	mark = ar.mark()
 	dattv, datt := ar.rows(n, c.Heads*c.MLA.VHeadDim), ar.rows(n, c.Heads*c.HeadDim)
 	t.linearBackward(lw.o, tl.o, a.mla.attv, a.t[tO], dx, dattv, false)
 	for p := range n {

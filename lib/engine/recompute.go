@@ -66,7 +66,7 @@ func (ps *datumPass) forwardLayers(x [][]float32, checkCtx func() error) ([][]fl
 		if err := checkCtx(); err != nil {
 			return nil, err
 		}
-		mark := ps.ar.off
+		mark := ps.ar.mark()
 		x, spare = ps.forwardLayer(li, x, spare)
 		if ps.inputs != nil {
 			ps.ar.release(mark)
@@ -83,7 +83,7 @@ func (ps *datumPass) backwardLayers(lowest int, dx [][]float32, checkCtx func() 
 		if err := checkCtx(); err != nil {
 			return err
 		}
-		mark := ps.ar.off
+		mark := ps.ar.mark()
 		if ps.inputs != nil {
 			ps.forwardLayer(li, ps.inputs[li], nil)
 		}
