@@ -69,7 +69,9 @@ func fastCheckpoints(body []byte, dst []Checkpoint) (*CheckpointsListResponse, b
 
 // bodyText is body as a string without a copy: the strings a listing
 // decodes to are views into it. Safe because a response body is never
-// written after it is read (readBody's buffer goes to the decoder alone).
+// written after it is read (readBody's buffer goes to the decoder alone),
+// and a pooled one is reused only after detachCheckpoints has copied the
+// strings out.
 func bodyText(body []byte) string {
 	if len(body) == 0 {
 		return ""

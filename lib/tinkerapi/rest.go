@@ -101,12 +101,17 @@ func (c *Client) ListUserCheckpoints(ctx context.Context, limit, offset int) (*C
 func (c *Client) ListUserCheckpointsInto(ctx context.Context, limit, offset int, dst []Checkpoint) (*CheckpointsListResponse, error) {
 	const p = "/api/v1/checkpoints"
 	resp, err := c.DoRaw(ctx, http.MethodGet, p, nil,
-		WithQuery("limit", strconv.Itoa(limit), "offset", strconv.Itoa(offset)))
+		WithQuery("limit", strconv.Itoa(limit), "offset", strconv.Itoa(offset)), withPooledBody())
 	if err != nil {
 		return nil, notOffered(err, "listing all checkpoints")
 	}
 	out, err := decodeCheckpoints(resp.Body, dst)
-	return out, c.schemaErr(err, p)
+	if err != nil {
+		return nil, c.schemaErr(err, p)
+	}
+	detachCheckpoints(out.Checkpoints[len(dst):])
+	resp.recycle()
+	return out, nil
 }
 
 // Checkpoint mutations treat 409 as final (docs/protocol.md, "Errors and retries"):
