@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -253,6 +254,31 @@ func TestDecodeCheckpointsAppendsToDst(t *testing.T) {
 		}
 		if &got.Checkpoints[0] != &dst[0] {
 			t.Errorf("%q: decoded into a slice of its own, not dst", body)
+		}
+	}
+}
+
+// TestPlainStringEveryPosition: plainString agrees with a byte-by-byte
+// reading at every length up to 40 with one unusual byte (or a multi-byte
+// rune, valid or cut) at every position, the overlapping last word
+// included.
+func TestPlainStringEveryPosition(t *testing.T) {
+	ref := func(s []byte) bool {
+		for _, c := range s {
+			if c == '\\' || c < 0x20 {
+				return false
+			}
+		}
+		return utf8.Valid(s)
+	}
+	for n := 0; n <= 40; n++ {
+		for pos := 0; pos < n; pos++ {
+			for _, odd := range []string{"\\", "\x1f", "\x00", "\x7f", "é", "\xc3", "\xe2\x82", "€", "\xff", `"`} {
+				s := []byte(strings.Repeat("a", pos) + odd + strings.Repeat("b", n))[:n]
+				if got, want := plainString(s), ref(s); got != want {
+					t.Fatalf("plainString(%q) = %v, want %v", s, got, want)
+				}
+			}
 		}
 	}
 }
