@@ -112,57 +112,31 @@ func AppendPyTime(dst []byte, t time.Time) []byte {
 
 // AppendDateTime appends t in UTC as YYYY-MM-DD, sep, HH:MM:SS: how both
 // the official CLI's JSON (sep ' ') and the service's wire times (sep 'T')
-// begin. It runs for every time of every listing, so the date and the
-// clock come from the Unix seconds by arithmetic (civil), and the digits
-// are laid into a fixed array (t.Date and t.Clock went through time's
-// location lookup and calendar tables). A year outside 0-9999 appends
-// nothing and reports false: its digits and sign follow time's own rules
-// (t.AppendFormat).
+// begin. It runs for every time of every listing, so the date comes from
+// one t.Date, the clock from the Unix seconds, and the digits are laid
+// into a fixed array (t.Clock and a digit loop per field cost as much
+// again). A year outside 0-9999 appends nothing and reports false: its
+// digits and sign follow time's own rules (t.AppendFormat).
 func AppendDateTime(dst []byte, t time.Time, sep byte) ([]byte, bool) {
-	unix := t.Unix()
-	days, sod := unix/86400, int(unix%86400)
-	if sod < 0 {
-		days, sod = days-1, sod+86400
-	}
-	year, month, day := civil(days)
+	t = t.UTC()
+	year, month, day := t.Date()
 	if year < 0 || year > 9999 {
 		return dst, false
+	}
+	sod := int(t.Unix() % 86400)
+	if sod < 0 {
+		sod += 86400
 	}
 	var b [19]byte
 	put2(b[0:], year/100)
 	put2(b[2:], year%100)
 	b[4], b[7], b[10], b[13], b[16] = '-', '-', sep, ':', ':'
-	put2(b[5:], month)
+	put2(b[5:], int(month))
 	put2(b[8:], day)
 	put2(b[11:], sod/3600)
 	put2(b[14:], sod/60%60)
 	put2(b[17:], sod%60)
 	return append(dst, b[:]...), true
-}
-
-// civil is the proleptic Gregorian date days after 1970-01-01, by Howard
-// Hinnant's civil_from_days: 400-year eras of 146,097 days, years
-// starting in March so that a leap day ends its year.
-func civil(days int64) (year, month, day int) {
-	z := days + 719468
-	era := z / 146097
-	if z < 0 && z%146097 != 0 {
-		era--
-	}
-	doe := z - era*146097
-	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
-	doy := doe - (365*yoe + yoe/4 - yoe/100)
-	mp := (5*doy + 2) / 153
-	day = int(doy - (153*mp+2)/5 + 1)
-	month = int(mp + 3)
-	if month > 12 {
-		month -= 12
-	}
-	year = int(yoe + era*400)
-	if month <= 2 {
-		year++
-	}
-	return year, month, day
 }
 
 // put2 writes n (0-99) as two digits at b[0:2].
