@@ -99,9 +99,9 @@ func floorSource(pkgs []string) string {
 // copyInPages writes a copy of the program src to dst (mode 0755) in 4 KiB
 // writes. How a binary's file sits in the page cache changes its start:
 // one written in large pieces is cached in large folios, and a start of
-// tinker from it takes ~20% less CPU than one from the same bytes written
-// by the Go linker (through a memory map) or read back from disk, both of
-// which leave 4 KiB pages. Every program measured is written this way, in
+// tinker from it takes about a quarter less CPU than one from the same
+// bytes written by the Go linker (through a memory map) or read back from
+// disk, both of which leave 4 KiB pages. Every program measured is written this way, in
 // the state of a fresh build or a binary read from disk, so none gains
 // from how it was copied.
 func copyInPages(src, dst string) error {
