@@ -20,8 +20,9 @@ import (
 // -c evaluation. The floor's binary holds only what the initialisers
 // reach, so it is far smaller than tinker's.
 
-// buildFloor builds the floor program inside this module (the current
-// directory, as under `make`), so it links the versions go.mod names. Its
+// buildFloor builds the floor program inside this module (the one the
+// current directory is in, as under `make`), so it links the versions
+// go.mod names. Its
 // source is laid over a directory that does not exist (go build -overlay):
 // nothing is written into the module.
 func buildFloor(dir string) (string, error) {
@@ -30,7 +31,7 @@ func buildFloor(dir string) (string, error) {
 		return "", fmt.Errorf("floor: find the module (run from the repository): %w", err)
 	}
 	root, module, _ := strings.Cut(mod, "\n")
-	deps, err := goOutput("list", "-deps", "./cmd/tinker")
+	deps, err := goOutput("list", "-deps", module+"/cmd/tinker")
 	if err != nil {
 		return "", fmt.Errorf("floor: list tinker's packages: %w", err)
 	}
