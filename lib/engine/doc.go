@@ -180,6 +180,17 @@
 //     panels (one pointer, tiles up to 14 rows) was tried: the
 //     transposing copy cost more than the tiles gained.
 //     TestBackwardAsmMatchesScalar compares them with the scalar kernels.
+//   - LoRA's input gradient rides on the base product (matMulTLoRA):
+//     dx = Wᵀ·dy + Aᵀ·dt was matMulT through W, then a second matMulT
+//     through A's 32 rows over all of dx (from L3 at 512 tokens) with
+//     tiles that loaded and stored their accumulators every 32 rows. A's
+//     rows now run as a further term of each of W's column blocks while
+//     that block of dx is in L2. Each element continues the same chain of
+//     fused multiply-adds (W's rows ascending, then A's), so the bits are
+//     the two calls' on every path (TestMatMulTLoRAMatchesTwoCalls; the
+//     fallbacks make the two calls). Fold ÷ two calls: 0.97-1.0 on the
+//     0.6B shapes at 128 and 512 tokens (BenchmarkBackwardLoRAFold,
+//     paired single-thread runs, loaded machine).
 //   - Other vector kernels (kernels_simd.go, GOEXPERIMENT=simd on amd64
 //     with AVX2) give the scalar kernels' bits: a lane holds one output
 //     element and adds its products in the same order (MulAdd in the

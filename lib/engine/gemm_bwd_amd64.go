@@ -27,31 +27,39 @@ var (
 	colsTRmax = [5]int{0, len(bwdColsT[0]), len(bwdColsT[1]), len(bwdColsT[2]), len(bwdColsT[3])}
 )
 
-// matMulTAsm adds Wᵀ·ys[b] to xs[b] with the assembly tiles and reports
-// whether it could (the rows of ys and of xs must each be evenly spaced).
-// Rows of W are added in ascending order, kcAsm at a time, so every
-// element's sum is the scalar kernel's.
-func matMulTAsm(w mat, ys, xs [][]float32) bool {
-	m := len(ys)
-	ly, ok := rowStride(ys, w.rows)
-	lx, ok2 := rowStride(xs[:m], w.cols)
-	if !ok || !ok2 {
+// matMulTAsm adds Σ_t W_tᵀ·ys_t[b] to xs[b] for each term t in turn with
+// the assembly tiles and reports whether it could (the rows of every ys_t
+// and of xs must each be evenly spaced). Rows of each W are added in
+// ascending order, kcAsm at a time, term after term, so every element's
+// sum is the scalar kernels' (matMulT of each term in turn).
+func matMulTAsm(terms []tTerm, xs [][]float32) bool {
+	m := len(terms[0].ys)
+	cols := terms[0].w.cols
+	lx, ok := rowStride(xs[:m], cols)
+	work := 0
+	for i := range terms {
+		t := &terms[i]
+		var okT bool
+		t.ly, okT = rowStride(t.ys, t.w.rows)
+		ok = ok && okT && len(t.ys) == m && t.w.cols == cols
+		work += t.w.rows * cols * m
+	}
+	if !ok {
 		return false
 	}
-	vecs := (w.cols + 15) / 16
+	vecs := (cols + 15) / 16
 	wv := tileShape(m, vecs, rowsRmax)
-	work := w.rows * w.cols * m
-	if w.cols <= tCols {
+	if cols <= tCols {
 		// Too narrow to split by columns: split the batch in whole tiles.
 		parallelFor(m, rowsRmax[wv], work, func(lo, hi int) {
-			tMulAsm(w, ys, xs, ly, lx, wv, lo, hi, 0, w.cols)
+			tMulAsm(terms, xs, lx, wv, lo, hi, 0, cols)
 		})
 		return true
 	}
 	// Column blocks as pieces the cores take in turn: two fixed halves
 	// left one core waiting whenever the other got less CPU time.
-	parallelPieces(w.cols, tMulWidth(wv), work, func(lo, hi int) {
-		tMulAsm(w, ys, xs, ly, lx, wv, 0, m, lo, hi)
+	parallelPieces(cols, tMulWidth(wv), work, func(lo, hi int) {
+		tMulAsm(terms, xs, lx, wv, 0, m, lo, hi)
 	})
 	return true
 }
@@ -80,18 +88,28 @@ const kcAsm = 1024
 
 // tMulAsm does vectors [b0, b1) × columns [c0, c1) of matMulTAsm, a
 // block of columns at a time so that its part of xs stays in L2 while
-// every weight row meets it.
-func tMulAsm(w mat, ys, xs [][]float32, ly, lx, wv, b0, b1, c0, c1 int) {
+// every weight row of every term meets it.
+func tMulAsm(terms []tTerm, xs [][]float32, lx, wv, b0, b1, c0, c1 int) {
 	var buf []float32
-	if w.bf != nil || b1-b0 > rowsRmax[wv] {
+	pack, rows := b1-b0 > rowsRmax[wv], 0
+	for _, t := range terms {
+		pack, rows = pack || t.w.bf != nil, max(rows, min(kcAsm, t.w.rows))
+	}
+	if pack {
 		sp := stripPool.Get().(*[]float32)
 		defer stripPool.Put(sp)
-		*sp = growTo(*sp, min(kcAsm, w.rows)*16*wv)
+		*sp = growTo(*sp, rows*16*wv)
 		buf = *sp
 	}
 	width := tMulWidth(wv)
 	for cb := c0; cb < c1; cb += width {
-		tMulCols(w, ys, xs, ly, lx, wv, b0, b1, cb, min(cb+width, c1), buf)
+		for _, t := range terms {
+			tb := buf // a float32 term under one tile reads W in place
+			if t.w.bf == nil && b1-b0 <= rowsRmax[wv] {
+				tb = nil
+			}
+			tMulCols(t.w, t.ys, xs, t.ly, lx, wv, b0, b1, cb, min(cb+width, c1), tb)
+		}
 	}
 }
 

@@ -68,3 +68,28 @@ func BenchmarkBackwardPanel(b *testing.B) {
 		b.ReportMetric(pairedRatio(7, tile(l1Rows, 1000*kcAsm/l1Rows), tile(kcAsm, 1000)), "l2/l1")
 	}
 }
+
+// BenchmarkBackwardLoRAFold compares, on one thread, matMulTLoRA (a LoRA
+// A's rows as further terms of the base matrix's column blocks) with
+// matMulT through the base and then through A, on Qwen3-0.6B shapes with
+// rank 32: the median of paired time ratios (fold over two calls; below 1
+// the fold is faster). Run with -cpu 1 -benchtime 1x.
+func BenchmarkBackwardLoRAFold(b *testing.B) {
+	for _, m := range []int{128, 512} {
+		for _, sh := range [][2]int{{3072, 1024}, {1024, 3072}, {2048, 1024}, {1024, 2048}} {
+			rows, cols := sh[0], sh[1]
+			w, _ := randMats(rows, cols, 1)
+			a, _ := randMats(32, cols, 4)
+			xs, ys, ts := tileRows(m, cols, 2), tileRows(m, rows, 3), tileRows(m, 32, 5)
+			two := func() { matMulT(w, ys, xs, false); matMulT(a, ts, xs, true) }
+			fold := func() { matMulTLoRA(w, ys, a, ts, xs, false) }
+			b.Run(fmt.Sprintf("%dx%d/M=%d", rows, cols, m), func(b *testing.B) {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				for b.Loop() {
+					b.ReportMetric(pairedRatio(9, two, fold), "fold/two")
+				}
+			})
+		}
+	}
+}
