@@ -230,35 +230,55 @@ func outerTransposed(dst []float32, rows, cols int, us, vs [][]float32, lu, lv i
 	})
 }
 
-// outerTiles is outerAsm's work with the lanes along dst's rows.
+// outerTiles is outerAsm's work with the lanes along dst's rows. A dst
+// of at most outerSplitColsRows rows (a LoRA A's gradient, rank rows) is
+// split among the cores by columns, else by rows: split by rows, each core
+// packed every strip of vs for its few rows' tiles.
 func outerTiles(dst []float32, rows, cols int, us, vs [][]float32, lu, lv int) {
 	m := len(us)
 	wv := tileShape(rows, (cols+15)/16, colsRmax)
 	r := colsRmax[wv]
+	if rows <= outerSplitColsRows {
+		parallelPieces(cols, 16*wv*max(1, tCols/(16*wv)), rows*cols*m, func(lo, hi int) {
+			outerBlock(dst, cols, us, vs, lu, lv, wv, 0, rows, lo, hi)
+		})
+		return
+	}
 	parallelFor(rows, r, rows*cols*m, func(lo, hi int) {
-		strip, put := outerStrip(lv, m*16*wv)
-		defer put()
-		for k := 0; k < cols; k += 16 * wv {
-			n := min(16*wv, cols-k)
-			v, mask := (n+15)/16, lastMask(n)
-			o := lo // a full first tile packs the strip, as outerTransposed's
-			if strip != nil && v == wv && hi-lo >= r {
-				bwdColsPack[v-1](&dst[o*cols+k], uintptr(4*cols), &us[0][o], uintptr(4*lu), &vs[0][k], uintptr(4*lv), m, mask, &strip[0])
-				o += r
-			}
-			var b *float32
-			var ldb uintptr
-			if o == lo {
-				b, ldb = packStrip(strip, &vs[0][k], uintptr(4*lv), m, v, mask)
-			} else {
-				b, ldb = &strip[0], uintptr(64*v)
-			}
-			for ; o < hi; o += r {
-				tr := min(r, hi-o)
-				bwdCols[v-1][tr-1](&dst[o*cols+k], uintptr(4*cols), &us[0][o], uintptr(4*lu), b, ldb, m, mask)
-			}
-		}
+		outerBlock(dst, cols, us, vs, lu, lv, wv, lo, hi, 0, cols)
 	})
+}
+
+// outerSplitColsRows is the most rows of dst that outerTiles splits by
+// columns.
+var outerSplitColsRows = 64
+
+// outerBlock does dst's rows [lo, hi) × columns [k0, k1) of outerTiles, a
+// strip of wv vectors at a time.
+func outerBlock(dst []float32, cols int, us, vs [][]float32, lu, lv, wv, lo, hi, k0, k1 int) {
+	m, r := len(us), colsRmax[wv]
+	strip, put := outerStrip(lv, m*16*wv)
+	defer put()
+	for k := k0; k < k1; k += 16 * wv {
+		n := min(16*wv, k1-k)
+		v, mask := (n+15)/16, lastMask(n)
+		o := lo // a full first tile packs the strip, as outerTransposed's
+		if strip != nil && v == wv && hi-lo >= r {
+			bwdColsPack[v-1](&dst[o*cols+k], uintptr(4*cols), &us[0][o], uintptr(4*lu), &vs[0][k], uintptr(4*lv), m, mask, &strip[0])
+			o += r
+		}
+		var b *float32
+		var ldb uintptr
+		if o == lo {
+			b, ldb = packStrip(strip, &vs[0][k], uintptr(4*lv), m, v, mask)
+		} else {
+			b, ldb = &strip[0], uintptr(64*v)
+		}
+		for ; o < hi; o += r {
+			tr := min(r, hi-o)
+			bwdCols[v-1][tr-1](&dst[o*cols+k], uintptr(4*cols), &us[0][o], uintptr(4*lu), b, ldb, m, mask)
+		}
+	}
 }
 
 // outerPackStride is the row stride of the B operand (in float32s, 1

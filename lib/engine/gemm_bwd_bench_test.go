@@ -93,3 +93,28 @@ func BenchmarkBackwardLoRAFold(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkOuterSplitAB compares outerAcc on a LoRA A's gradient shape
+// (rank 32 rows) split among the cores by columns (outerSplitColsRows,
+// the default) with the split by rows: medians of paired ratios of
+// process CPU time and of wall time (below 1 the column split is faster).
+// Run with the default -cpu (the split needs two cores) and -benchtime 1x.
+func BenchmarkOuterSplitAB(b *testing.B) {
+	def := outerSplitColsRows
+	defer func() { outerSplitColsRows = def }()
+	for _, m := range []int{128, 512} {
+		for _, cols := range []int{1024, 2048, 3072} {
+			us, vs := tileRows(m, 32, 2), tileRows(m, cols, 3)
+			dst := make([]float32, 32*cols)
+			run := func(t int) func() {
+				return func() { outerSplitColsRows = t; outerAcc(dst, 32, cols, us, vs) }
+			}
+			b.Run(fmt.Sprintf("32x%d/M=%d", cols, m), func(b *testing.B) {
+				for b.Loop() {
+					b.ReportMetric(pairedRatioBy(processCPU, 15, run(0), run(def)), "cpu-cols/rows")
+					b.ReportMetric(pairedRatioBy(wallClock, 15, run(0), run(def)), "wall-cols/rows")
+				}
+			})
+		}
+	}
+}
