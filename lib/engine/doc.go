@@ -190,7 +190,11 @@
 //     the two calls' on every path (TestMatMulTLoRAMatchesTwoCalls; the
 //     fallbacks make the two calls). Fold ÷ two calls: 0.97-1.0 on the
 //     0.6B shapes at 128 and 512 tokens (BenchmarkBackwardLoRAFold,
-//     paired single-thread runs, loaded machine).
+//     paired single-thread runs, loaded machine; 0.97-1.0 in CPU on two
+//     cores at 512). A LoRA B's matMulT (rank columns, one panel wide)
+//     reads B in place: its rows lie one after another, so the packing
+//     the base matrices need (rows 4-12 KiB apart) was a plain copy;
+//     in place ÷ packed 0.94-1.02 at 128 and 512 tokens, 1 and 2 cores.
 //   - A LoRA A's weight gradient (outerAcc, rank rows × the layer's
 //     inputs) is split among the cores by columns (outerSplitColsRows):
 //     split by rows, each core had 16 rows, three tiles per strip of the

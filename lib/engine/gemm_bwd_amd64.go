@@ -105,7 +105,9 @@ func tMulAsm(terms []tTerm, xs [][]float32, lx, wv, b0, b1, c0, c1 int) {
 	for cb := c0; cb < c1; cb += width {
 		for _, t := range terms {
 			tb := buf // a float32 term under one tile reads W in place
-			if t.w.bf == nil && b1-b0 <= rowsRmax[wv] {
+			if t.w.bf == nil && (b1-b0 <= rowsRmax[wv] || t.w.cols <= 16*wv) {
+				// So does one whose rows are its panel's (a LoRA B's):
+				// they lie one after another, in no conflict.
 				tb = nil
 			}
 			tMulCols(t.w, t.ys, xs, t.ly, lx, wv, b0, b1, cb, min(cb+width, c1), tb)
