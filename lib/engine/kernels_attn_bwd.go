@@ -151,9 +151,6 @@ func (a *attnBack) queries(s *attnBackScratch, g *blockGeom, i0, i1 int, p *[]fl
 		softmaxGrad((*p)[first:m], row[first:], prow[first:], scale, sink)
 		clear(row[:first])
 		clear(prow[:first])
-		for t := first; t < m; t++ { // dp's row is spent: it takes the probabilities
-			prow[t] = float32((*p)[t])
-		}
 	}
 	// The keys' share reads ds and p per key (sT, pT): transposed here a
 	// tile at a time, not an element per query as each row was done, whose
@@ -220,7 +217,8 @@ func splitWork(n, parts, part int, work func(i int) int) (lo, hi int) {
 
 // softmaxGrad turns one query's raw scores sc into the softmax's input
 // gradients ds (in place) given dp, the output gradient's dot products
-// with the values; p receives the probabilities. sink is GPT-OSS's sink
+// with the values; p receives the probabilities, and dp (spent) their
+// float32 roundings, which dv's products read. sink is GPT-OSS's sink
 // logit, which joins the denominator only (−Inf: none). Float64
 // throughout; the two sums over keys run in eight lanes and a fixed tree
 // (sumLanes, dot64Lanes; the sink's term last): a single ascending sum
@@ -228,6 +226,9 @@ func splitWork(n, parts, part int, work func(i int) int) (lo, hi int) {
 // products. The elementwise steps have vector paths (IEEE operations,
 // same bits).
 func softmaxGrad(p []float64, sc, dp []float32, scale, sink float64) {
+	if softmaxGrad8(p, sc, dp, scale, sink) {
+		return
+	}
 	for t := scores64Vec(p, sc, scale); t < len(sc); t++ {
 		p[t] = float64(sc[t]) * scale
 	}
@@ -250,8 +251,19 @@ func softmaxGrad(p []float64, sc, dp []float32, scale, sink float64) {
 		p[t] /= sum
 	}
 	dsum := dot64Lanes(p, dp)
-	for t := dsVec(sc, p, dp, dsum, scale); t < len(p); t++ {
+	t := dsVec(sc, p, dp, dsum, scale)
+	for i := range t {
+		dp[i] = float32(p[i])
+	}
+	dsTail(sc[t:len(p)], dp[t:len(p)], p[t:], dsum, scale)
+}
+
+// dsTail is softmaxGrad's last step for the elements the vector loops
+// leave: ds into sc, then the float32 probability into dp.
+func dsTail(sc, dp []float32, p []float64, dsum, scale float64) {
+	for t := range p {
 		sc[t] = float32(float64(p[t]*(float64(dp[t])-dsum)) * scale)
+		dp[t] = float32(p[t])
 	}
 }
 
