@@ -405,10 +405,10 @@ loop:
 	VZEROUPPER
 	RET
 
-// func attnTileZ1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int)
+// func attnTileZ1(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
 // Requires: AVX, AVX512F
-TEXT ·attnTileZ1(SB), NOSPLIT|NOFRAME, $0-56
-	MOVQ    k+48(FP), AX
+TEXT ·attnTileZ1(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ    k+56(FP), AX
 	TESTQ   AX, AX
 	JZ      none
 	MOVQ    c+0(FP), CX
@@ -419,21 +419,22 @@ TEXT ·attnTileZ1(SB), NOSPLIT|NOFRAME, $0-56
 	VMOVUPS 192(CX), Z3
 	MOVQ    a+16(FP), CX
 	MOVQ    lda+24(FP), DX
-	MOVQ    b+32(FP), DX
-	MOVQ    ldb+40(FP), BX
-	XORQ    SI, SI
+	MOVQ    b+40(FP), DX
+	MOVQ    ldb+48(FP), BX
+	MOVQ    ldp+32(FP), SI
+	XORQ    DI, DI
 
 loop:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VMOVUPS      128(DX), Z26
 	VMOVUPS      192(DX), Z27
-	VBROADCASTSS (CX)(SI*1), Z28
+	VBROADCASTSS (CX)(DI*1), Z28
 	VFMADD231PS  Z24, Z28, Z0
 	VFMADD231PS  Z25, Z28, Z1
 	VFMADD231PS  Z26, Z28, Z2
 	VFMADD231PS  Z27, Z28, Z3
-	ADDQ         $0x04, SI
+	ADDQ         SI, DI
 	ADDQ         BX, DX
 	DECQ         AX
 	JNZ          loop
@@ -448,10 +449,10 @@ loop:
 none:
 	RET
 
-// func attnTileZ2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int)
+// func attnTileZ2(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
 // Requires: AVX, AVX512F
-TEXT ·attnTileZ2(SB), NOSPLIT|NOFRAME, $0-56
-	MOVQ    k+48(FP), AX
+TEXT ·attnTileZ2(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ    k+56(FP), AX
 	TESTQ   AX, AX
 	JZ      none
 	MOVQ    c+0(FP), CX
@@ -467,27 +468,28 @@ TEXT ·attnTileZ2(SB), NOSPLIT|NOFRAME, $0-56
 	VMOVUPS 192(CX), Z7
 	MOVQ    a+16(FP), CX
 	MOVQ    lda+24(FP), DX
-	MOVQ    b+32(FP), BX
-	MOVQ    ldb+40(FP), SI
+	MOVQ    b+40(FP), BX
+	MOVQ    ldb+48(FP), SI
+	MOVQ    ldp+32(FP), DI
 	LEAQ    (CX)(DX*1), DX
-	XORQ    DI, DI
+	XORQ    R8, R8
 
 loop:
 	VMOVUPS      (BX), Z24
 	VMOVUPS      64(BX), Z25
 	VMOVUPS      128(BX), Z26
 	VMOVUPS      192(BX), Z27
-	VBROADCASTSS (CX)(DI*1), Z28
+	VBROADCASTSS (CX)(R8*1), Z28
 	VFMADD231PS  Z24, Z28, Z0
 	VFMADD231PS  Z25, Z28, Z1
 	VFMADD231PS  Z26, Z28, Z2
 	VFMADD231PS  Z27, Z28, Z3
-	VBROADCASTSS (DX)(DI*1), Z28
+	VBROADCASTSS (DX)(R8*1), Z28
 	VFMADD231PS  Z24, Z28, Z4
 	VFMADD231PS  Z25, Z28, Z5
 	VFMADD231PS  Z26, Z28, Z6
 	VFMADD231PS  Z27, Z28, Z7
-	ADDQ         $0x04, DI
+	ADDQ         DI, R8
 	ADDQ         SI, BX
 	DECQ         AX
 	JNZ          loop
@@ -507,10 +509,10 @@ loop:
 none:
 	RET
 
-// func attnTileZ3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int)
+// func attnTileZ3(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
 // Requires: AVX, AVX512F
-TEXT ·attnTileZ3(SB), NOSPLIT|NOFRAME, $0-56
-	MOVQ    k+48(FP), AX
+TEXT ·attnTileZ3(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ    k+56(FP), AX
 	TESTQ   AX, AX
 	JZ      none
 	MOVQ    c+0(FP), CX
@@ -531,33 +533,34 @@ TEXT ·attnTileZ3(SB), NOSPLIT|NOFRAME, $0-56
 	VMOVUPS 192(CX), Z11
 	MOVQ    a+16(FP), CX
 	MOVQ    lda+24(FP), DX
-	MOVQ    b+32(FP), BX
-	MOVQ    ldb+40(FP), SI
-	LEAQ    (CX)(DX*1), DI
-	LEAQ    (DI)(DX*1), DX
-	XORQ    R8, R8
+	MOVQ    b+40(FP), BX
+	MOVQ    ldb+48(FP), SI
+	MOVQ    ldp+32(FP), DI
+	LEAQ    (CX)(DX*1), R8
+	LEAQ    (R8)(DX*1), DX
+	XORQ    R9, R9
 
 loop:
 	VMOVUPS      (BX), Z24
 	VMOVUPS      64(BX), Z25
 	VMOVUPS      128(BX), Z26
 	VMOVUPS      192(BX), Z27
-	VBROADCASTSS (CX)(R8*1), Z28
+	VBROADCASTSS (CX)(R9*1), Z28
 	VFMADD231PS  Z24, Z28, Z0
 	VFMADD231PS  Z25, Z28, Z1
 	VFMADD231PS  Z26, Z28, Z2
 	VFMADD231PS  Z27, Z28, Z3
-	VBROADCASTSS (DI)(R8*1), Z28
+	VBROADCASTSS (R8)(R9*1), Z28
 	VFMADD231PS  Z24, Z28, Z4
 	VFMADD231PS  Z25, Z28, Z5
 	VFMADD231PS  Z26, Z28, Z6
 	VFMADD231PS  Z27, Z28, Z7
-	VBROADCASTSS (DX)(R8*1), Z28
+	VBROADCASTSS (DX)(R9*1), Z28
 	VFMADD231PS  Z24, Z28, Z8
 	VFMADD231PS  Z25, Z28, Z9
 	VFMADD231PS  Z26, Z28, Z10
 	VFMADD231PS  Z27, Z28, Z11
-	ADDQ         $0x04, R8
+	ADDQ         DI, R9
 	ADDQ         SI, BX
 	DECQ         AX
 	JNZ          loop
@@ -582,10 +585,10 @@ loop:
 none:
 	RET
 
-// func attnTileZ4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int)
+// func attnTileZ4(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
 // Requires: AVX, AVX512F
-TEXT ·attnTileZ4(SB), NOSPLIT|NOFRAME, $0-56
-	MOVQ    k+48(FP), AX
+TEXT ·attnTileZ4(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ    k+56(FP), AX
 	TESTQ   AX, AX
 	JZ      none
 	MOVQ    c+0(FP), CX
@@ -611,39 +614,40 @@ TEXT ·attnTileZ4(SB), NOSPLIT|NOFRAME, $0-56
 	VMOVUPS 192(CX), Z15
 	MOVQ    a+16(FP), CX
 	MOVQ    lda+24(FP), DX
-	MOVQ    b+32(FP), BX
-	MOVQ    ldb+40(FP), SI
-	LEAQ    (CX)(DX*1), DI
-	LEAQ    (DI)(DX*1), R8
-	LEAQ    (R8)(DX*1), DX
-	XORQ    R9, R9
+	MOVQ    b+40(FP), BX
+	MOVQ    ldb+48(FP), SI
+	MOVQ    ldp+32(FP), DI
+	LEAQ    (CX)(DX*1), R8
+	LEAQ    (R8)(DX*1), R9
+	LEAQ    (R9)(DX*1), DX
+	XORQ    R10, R10
 
 loop:
 	VMOVUPS      (BX), Z24
 	VMOVUPS      64(BX), Z25
 	VMOVUPS      128(BX), Z26
 	VMOVUPS      192(BX), Z27
-	VBROADCASTSS (CX)(R9*1), Z28
+	VBROADCASTSS (CX)(R10*1), Z28
 	VFMADD231PS  Z24, Z28, Z0
 	VFMADD231PS  Z25, Z28, Z1
 	VFMADD231PS  Z26, Z28, Z2
 	VFMADD231PS  Z27, Z28, Z3
-	VBROADCASTSS (DI)(R9*1), Z28
+	VBROADCASTSS (R8)(R10*1), Z28
 	VFMADD231PS  Z24, Z28, Z4
 	VFMADD231PS  Z25, Z28, Z5
 	VFMADD231PS  Z26, Z28, Z6
 	VFMADD231PS  Z27, Z28, Z7
-	VBROADCASTSS (R8)(R9*1), Z28
+	VBROADCASTSS (R9)(R10*1), Z28
 	VFMADD231PS  Z24, Z28, Z8
 	VFMADD231PS  Z25, Z28, Z9
 	VFMADD231PS  Z26, Z28, Z10
 	VFMADD231PS  Z27, Z28, Z11
-	VBROADCASTSS (DX)(R9*1), Z28
+	VBROADCASTSS (DX)(R10*1), Z28
 	VFMADD231PS  Z24, Z28, Z12
 	VFMADD231PS  Z25, Z28, Z13
 	VFMADD231PS  Z26, Z28, Z14
 	VFMADD231PS  Z27, Z28, Z15
-	ADDQ         $0x04, R9
+	ADDQ         DI, R10
 	ADDQ         SI, BX
 	DECQ         AX
 	JNZ          loop
@@ -673,10 +677,10 @@ loop:
 none:
 	RET
 
-// func attnTileZ5(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int)
+// func attnTileZ5(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
 // Requires: AVX, AVX512F
-TEXT ·attnTileZ5(SB), NOSPLIT|NOFRAME, $0-56
-	MOVQ    k+48(FP), AX
+TEXT ·attnTileZ5(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ    k+56(FP), AX
 	TESTQ   AX, AX
 	JZ      none
 	MOVQ    c+0(FP), CX
@@ -707,45 +711,46 @@ TEXT ·attnTileZ5(SB), NOSPLIT|NOFRAME, $0-56
 	VMOVUPS 192(CX), Z19
 	MOVQ    a+16(FP), CX
 	MOVQ    lda+24(FP), DX
-	MOVQ    b+32(FP), BX
-	MOVQ    ldb+40(FP), SI
-	LEAQ    (CX)(DX*1), DI
-	LEAQ    (DI)(DX*1), R8
+	MOVQ    b+40(FP), BX
+	MOVQ    ldb+48(FP), SI
+	MOVQ    ldp+32(FP), DI
+	LEAQ    (CX)(DX*1), R8
 	LEAQ    (R8)(DX*1), R9
-	LEAQ    (R9)(DX*1), DX
-	XORQ    R10, R10
+	LEAQ    (R9)(DX*1), R10
+	LEAQ    (R10)(DX*1), DX
+	XORQ    R11, R11
 
 loop:
 	VMOVUPS      (BX), Z24
 	VMOVUPS      64(BX), Z25
 	VMOVUPS      128(BX), Z26
 	VMOVUPS      192(BX), Z27
-	VBROADCASTSS (CX)(R10*1), Z28
+	VBROADCASTSS (CX)(R11*1), Z28
 	VFMADD231PS  Z24, Z28, Z0
 	VFMADD231PS  Z25, Z28, Z1
 	VFMADD231PS  Z26, Z28, Z2
 	VFMADD231PS  Z27, Z28, Z3
-	VBROADCASTSS (DI)(R10*1), Z28
+	VBROADCASTSS (R8)(R11*1), Z28
 	VFMADD231PS  Z24, Z28, Z4
 	VFMADD231PS  Z25, Z28, Z5
 	VFMADD231PS  Z26, Z28, Z6
 	VFMADD231PS  Z27, Z28, Z7
-	VBROADCASTSS (R8)(R10*1), Z28
+	VBROADCASTSS (R9)(R11*1), Z28
 	VFMADD231PS  Z24, Z28, Z8
 	VFMADD231PS  Z25, Z28, Z9
 	VFMADD231PS  Z26, Z28, Z10
 	VFMADD231PS  Z27, Z28, Z11
-	VBROADCASTSS (R9)(R10*1), Z28
+	VBROADCASTSS (R10)(R11*1), Z28
 	VFMADD231PS  Z24, Z28, Z12
 	VFMADD231PS  Z25, Z28, Z13
 	VFMADD231PS  Z26, Z28, Z14
 	VFMADD231PS  Z27, Z28, Z15
-	VBROADCASTSS (DX)(R10*1), Z28
+	VBROADCASTSS (DX)(R11*1), Z28
 	VFMADD231PS  Z24, Z28, Z16
 	VFMADD231PS  Z25, Z28, Z17
 	VFMADD231PS  Z26, Z28, Z18
 	VFMADD231PS  Z27, Z28, Z19
-	ADDQ         $0x04, R10
+	ADDQ         DI, R11
 	ADDQ         SI, BX
 	DECQ         AX
 	JNZ          loop
@@ -780,10 +785,10 @@ loop:
 none:
 	RET
 
-// func attnTileZ6(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int)
+// func attnTileZ6(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
 // Requires: AVX, AVX512F
-TEXT ·attnTileZ6(SB), NOSPLIT|NOFRAME, $0-56
-	MOVQ    k+48(FP), AX
+TEXT ·attnTileZ6(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ    k+56(FP), AX
 	TESTQ   AX, AX
 	JZ      none
 	MOVQ    c+0(FP), CX
@@ -819,51 +824,52 @@ TEXT ·attnTileZ6(SB), NOSPLIT|NOFRAME, $0-56
 	VMOVUPS 192(CX), Z23
 	MOVQ    a+16(FP), CX
 	MOVQ    lda+24(FP), DX
-	MOVQ    b+32(FP), BX
-	MOVQ    ldb+40(FP), SI
-	LEAQ    (CX)(DX*1), DI
-	LEAQ    (DI)(DX*1), R8
+	MOVQ    b+40(FP), BX
+	MOVQ    ldb+48(FP), SI
+	MOVQ    ldp+32(FP), DI
+	LEAQ    (CX)(DX*1), R8
 	LEAQ    (R8)(DX*1), R9
 	LEAQ    (R9)(DX*1), R10
-	LEAQ    (R10)(DX*1), DX
-	XORQ    R11, R11
+	LEAQ    (R10)(DX*1), R11
+	LEAQ    (R11)(DX*1), DX
+	XORQ    R12, R12
 
 loop:
 	VMOVUPS      (BX), Z24
 	VMOVUPS      64(BX), Z25
 	VMOVUPS      128(BX), Z26
 	VMOVUPS      192(BX), Z27
-	VBROADCASTSS (CX)(R11*1), Z28
+	VBROADCASTSS (CX)(R12*1), Z28
 	VFMADD231PS  Z24, Z28, Z0
 	VFMADD231PS  Z25, Z28, Z1
 	VFMADD231PS  Z26, Z28, Z2
 	VFMADD231PS  Z27, Z28, Z3
-	VBROADCASTSS (DI)(R11*1), Z28
+	VBROADCASTSS (R8)(R12*1), Z28
 	VFMADD231PS  Z24, Z28, Z4
 	VFMADD231PS  Z25, Z28, Z5
 	VFMADD231PS  Z26, Z28, Z6
 	VFMADD231PS  Z27, Z28, Z7
-	VBROADCASTSS (R8)(R11*1), Z28
+	VBROADCASTSS (R9)(R12*1), Z28
 	VFMADD231PS  Z24, Z28, Z8
 	VFMADD231PS  Z25, Z28, Z9
 	VFMADD231PS  Z26, Z28, Z10
 	VFMADD231PS  Z27, Z28, Z11
-	VBROADCASTSS (R9)(R11*1), Z28
+	VBROADCASTSS (R10)(R12*1), Z28
 	VFMADD231PS  Z24, Z28, Z12
 	VFMADD231PS  Z25, Z28, Z13
 	VFMADD231PS  Z26, Z28, Z14
 	VFMADD231PS  Z27, Z28, Z15
-	VBROADCASTSS (R10)(R11*1), Z28
+	VBROADCASTSS (R11)(R12*1), Z28
 	VFMADD231PS  Z24, Z28, Z16
 	VFMADD231PS  Z25, Z28, Z17
 	VFMADD231PS  Z26, Z28, Z18
 	VFMADD231PS  Z27, Z28, Z19
-	VBROADCASTSS (DX)(R11*1), Z28
+	VBROADCASTSS (DX)(R12*1), Z28
 	VFMADD231PS  Z24, Z28, Z20
 	VFMADD231PS  Z25, Z28, Z21
 	VFMADD231PS  Z26, Z28, Z22
 	VFMADD231PS  Z27, Z28, Z23
-	ADDQ         $0x04, R11
+	ADDQ         DI, R12
 	ADDQ         SI, BX
 	DECQ         AX
 	JNZ          loop

@@ -9,8 +9,9 @@
 //     instructions as the Go kernels' laneSums4 (VHADDPS twice, then the
 //     halves added).
 //   - attnTileZ<R>: C[i][:64] += Σ_p A[i][p]·B[p][:64] for R rows i, p
-//     ascending, one fused multiply-add per term: the weighted sums of the
-//     values (forward, dq) and of the heads (dk, dv).
+//     ascending, one fused multiply-add per term, A's rows and columns
+//     each at a stride of their own: the weighted sums of the values
+//     (forward, dq) and of the heads (dk, dv).
 //
 // Go's compiler keeps loop-carried vectors in X0-X14 and has only the
 // three-operand FMA that overwrites a multiplicand, so its accumulating
@@ -126,12 +127,14 @@ func laneSums4(ctx *build.Context, a, b reg.VecPhysical, dst operand.Mem) {
 }
 
 // tile emits attnTileZ<r>. Arguments: c (row i at c + i·ldc bytes), a
-// (A[i][p] at a + i·lda + 4p bytes), b (row p at b + p·ldb bytes), k (the
-// number of p). Accumulators Z0-Z23, B's vectors Z24-Z27, the broadcast
-// A[i][p] Z28.
+// (A[i][p] at a + i·lda + p·ldp bytes: ldp 4 for rows of A, 4·ld to read
+// a row-major slab's columns as rows, which the backward's key gradients
+// do instead of transposing their weights), b (row p at b + p·ldb bytes),
+// k (the number of p). Accumulators Z0-Z23, B's vectors Z24-Z27, the
+// broadcast A[i][p] Z28.
 func tile(ctx *build.Context, r int) {
 	name := fmt.Sprintf("attnTileZ%d", r)
-	asmout.Kernel(ctx, name, "func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int)")
+	asmout.Kernel(ctx, name, "func(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)")
 	ctx.Doc(fmt.Sprintf("%s adds %d rows of Σ_p A[i][p]·B[p][:64] to C, p ascending.", name, r))
 	k := ctx.Load(ctx.Param("k"), ctx.GP64())
 	ctx.TESTQ(k, k)
@@ -141,6 +144,7 @@ func tile(ctx *build.Context, r int) {
 	lda := ctx.Load(ctx.Param("lda"), ctx.GP64())
 	b := ctx.Load(ctx.Param("b"), ctx.GP64())
 	ldb := ctx.Load(ctx.Param("ldb"), ctx.GP64())
+	ldp := ctx.Load(ctx.Param("ldp"), ctx.GP64())
 	ap := asmout.Pointers(ctx, a, lda, r)
 	off := ctx.GP64()
 	ctx.XORQ(off, off)
@@ -155,7 +159,7 @@ func tile(ctx *build.Context, r int) {
 			ctx.VFMADD231PS(asmout.ZMM(24+j), bc, asmout.ZMM(4*i+j))
 		}
 	}
-	ctx.ADDQ(operand.U8(4), off)
+	ctx.ADDQ(ldp, off)
 	ctx.ADDQ(ldb, b)
 	ctx.DECQ(k)
 	ctx.JNZ(operand.LabelRef("loop"))
