@@ -39,3 +39,33 @@ func TestSoftmaxGradPathsMatch(t *testing.T) {
 		}
 	}
 }
+
+// TestSoftmaxRowsMatchRows: softmaxRows over a block's rows (lengths
+// 1..69, so every chunking of sixteen, eight and the padded tail occurs,
+// in groups of four and a partial group) gives the bits of scaleScores
+// then softmaxSink per row on the scalar path, with and without sinks,
+// with scores wide enough that some exponentials underflow.
+func TestSoftmaxRowsMatchRows(t *testing.T) {
+	for _, sinks := range [][]float32{nil, {0.5, -2, 9}} {
+		var rows, want [][]float32
+		for n := 1; n < 70; n++ {
+			r := randRows(1, n, uint64(n+7))[0]
+			for i := range r {
+				r[i] *= float32(1 + 200*(i%5))
+			}
+			rows, want = append(rows, r), append(want, slices.Clone(r))
+		}
+		withSIMD(false, func() {
+			for j, s := range want {
+				scaleScores(s, 0.125)
+				softmaxSink(s, sinks, 1+j%2)
+			}
+		})
+		withSIMD(true, func() { softmaxRows(rows, 0.125, sinks, 1, 2) })
+		for j := range rows {
+			if !bitsEqual(rows[j], want[j]) {
+				t.Fatalf("sinks=%v row %d (length %d): differs from the per-row softmax at %s", sinks, j, len(rows[j]), firstDiff(rows[j], want[j]))
+			}
+		}
+	}
+}
