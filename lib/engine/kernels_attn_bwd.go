@@ -109,15 +109,26 @@ func (a *attnBack) blockSplit(s *attnBackScratch, ps [][]float64, kvh, p0, nb, w
 
 // blockGeom is one block's layout: keys from lo, its first position rel
 // keys after lo, ld = rel+nb keys in all, nq queries.
-type blockGeom struct{ kvh, p0, nb, lo, rel, ld, nq int }
+// ls is the row stride of its score buffers (sc, dp): ld padded
+// (scoreStride).
+type blockGeom struct{ kvh, p0, nb, lo, rel, ld, ls, nq int }
+
+// scoreStride is the row stride for rows of ld scores: a multiple of 16
+// floats plus 16, so successive rows start 64 bytes further along the
+// L1's sets. The key gradients' tiles read a column of them (one float
+// per query row, scatterColumns); at 512 or 2048 keys the rows were 2 or
+// 8 KiB apart, all in one or two sets of eight-to-twelve ways, and each
+// of a tile's 64 rows came from L2 again for every tile of keys.
+func scoreStride(ld int) int { return (ld+15)&^15 + 16 }
 
 // prep packs a block's heads and sizes its buffers.
 func (a *attnBack) prep(s *attnBackScratch, kvh, p0, nb int) blockGeom {
 	group := a.c.Heads / a.c.KVHeads
 	lo := a.c.firstKey(a.li, p0)
 	g := blockGeom{kvh: kvh, p0: p0, nb: nb, lo: lo, rel: p0 - lo, ld: p0 - lo + nb, nq: nb * group}
+	g.ls = scoreStride(g.ld)
 	s.pack(a, kvh, p0, nb)
-	s.sc, s.dp = grow32(&s.sc, g.nq*g.ld), grow32(&s.dp, g.nq*g.ld)
+	s.sc, s.dp = grow32(&s.sc, g.nq*g.ls), grow32(&s.dp, g.nq*g.ls)
 	s.sT, s.pT = grow32(&s.sT, g.ld*g.nq), grow32(&s.pT, g.ld*g.nq)
 	return g
 }
@@ -130,7 +141,7 @@ func (a *attnBack) queries(s *attnBackScratch, g *blockGeom, i0, i1 int, p *[]fl
 		return
 	}
 	hd, group := a.c.HeadDim, a.c.Heads/a.c.KVHeads
-	j0, j1, ld, nq := i0*group, i1*group, g.ld, g.nq
+	j0, j1, ld, nq := i0*group, i1*group, g.ls, g.nq // ld: the rows' stride
 	*p = growTo(*p, ld)
 	kh, vh := s.kh[g.lo*hd:], s.vh[g.lo*hd:]
 	sc, dp := s.sc, s.dp
@@ -195,8 +206,8 @@ func (a *attnBack) keys(s *attnBackScratch, g *blockGeom, t0, t1 int) {
 	dk, dv := s.dkh[g.lo+t0:g.lo+t1], s.dvh[g.lo+t0:g.lo+t1]
 	qs, dos := s.heads[:nq*hd], s.heads[nq*hd:2*nq*hd]
 	if scatterColumnsOK(hd) { // queries left ds and p untransposed
-		scatterColumns(dk, s.sc[t0:], g.ld, qs, nq, group, g.rel-t0)
-		scatterColumns(dv, s.dp[t0:], g.ld, dos, nq, group, g.rel-t0)
+		scatterColumns(dk, s.sc[t0:], g.ls, qs, nq, group, g.rel-t0)
+		scatterColumns(dv, s.dp[t0:], g.ls, dos, nq, group, g.rel-t0)
 		return
 	}
 	attnScatterBlock(dk, 0, s.sT[t0*nq:t1*nq], qs, nq, group, g.rel-t0)
