@@ -129,7 +129,9 @@ func (a *attnBack) prep(s *attnBackScratch, kvh, p0, nb int) blockGeom {
 	g.ls = scoreStride(g.ld)
 	s.pack(a, kvh, p0, nb)
 	s.sc, s.dp = grow32(&s.sc, g.nq*g.ls), grow32(&s.dp, g.nq*g.ls)
-	s.sT, s.pT = grow32(&s.sT, g.ld*g.nq), grow32(&s.pT, g.ld*g.nq)
+	if !scatterColumnsOK(a.c.HeadDim) { // else keys read sc and dp in place
+		s.sT, s.pT = grow32(&s.sT, g.ld*g.nq), grow32(&s.pT, g.ld*g.nq)
+	}
 	return g
 }
 
