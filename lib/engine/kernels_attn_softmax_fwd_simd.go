@@ -73,20 +73,31 @@ func scaleMax16(s []float32, a float32) float32 {
 	return mx
 }
 
-// expShiftAll32 is expShift32 on eight float64 lanes throughout: the
-// last len(s) mod 8 go through a vector padded with mx.
+// expShiftAll32 is expShift32 on eight float64 lanes throughout: when
+// len(s) is not a multiple of 8, the last eight raw scores are kept in a
+// register and their exponentials stored over the last eight after the
+// 8-lane pass (the overlap gets the same bits again); rows shorter than
+// eight go through a vector padded with mx. Filling that pad with scalar
+// stores between 512-bit code for every row had cost more than the row's
+// other exponentials.
 func expShiftAll32(s []float32, mx float32) {
-	i := expShift32x8(s, mx)
-	if i < len(s) {
-		var buf [8]float32
-		for l := range buf {
-			buf[l] = mx
-		}
-		copy(buf[:], s[i:])
+	n := len(s)
+	switch {
+	case n%8 == 0:
+		expShift32x8(s, mx)
+	case n > 8:
+		m := archsimd.BroadcastFloat32x8(mx)
+		last := load8f(s[n-8:]).Sub(m).ConvertToFloat64()
+		expShift32x8(s, mx)
+		e, _ := exp8x2(last, last)
+		store8(s[n-8:], e)
+	default:
+		buf := [8]float32{mx, mx, mx, mx, mx, mx, mx, mx}
+		copy(buf[:], s)
 		expShift32x8(buf[:], mx)
-		copy(s[i:], buf[:])
+		copy(s, buf[:])
 	}
-	archsimd.ClearAVXUpperBits()
+	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
 }
 
 // sumRows4 sets sums[j] to Σ rows[j] in float64, ascending (normalise's
