@@ -382,11 +382,45 @@
 //     a 512-token backward as the score products. That changed the
 //     backward's bits (not the forward's) in the last places; the
 //     reference uses the same sums.
+//   - Attention at 512-2048 tokens (issue 34; no bits changed, the
+//     existing bit tests pin every step). A profile of one 0.6B-head
+//     layer (BenchmarkAttentionLong) had the assembly tiles at about a
+//     third of attention's CPU and the Go around them at two thirds:
+//     (1) weighted sums over contiguous rows (the forward's packed
+//     values, the backward's keys for dq) went eight rows per register
+//     tile call (attnBlock, sized for L1 aliasing of the strided cache),
+//     so the 24-accumulator tile loaded and stored its outputs every
+//     eight multiply-adds and the triangle went through weighted1; they
+//     now go weightedSpan (64) rows per call (TestWeightedBlockLongSpan).
+//     (2) The backward's softmax gradient made seven 4-lane passes and a
+//     scalar float32 conversion loop per query; softmaxGrad8 does it in
+//     three 8-lane passes (TestSoftmaxGradPathsMatch). (3) The forward's
+//     softmax (scale, max, exp, a serial float64 sum, scale) runs per
+//     block (softmaxRows): scale and max fused in 16 lanes, every
+//     exponential in 8 float64 lanes (the tail padded), and the sums,
+//     which must stay ascending chains for softmax32's bits, four rows
+//     at a time as independent chains (TestSoftmaxRowsMatchRows). (4) The
+//     backward takes 32 positions per block (attnBackRows), so the dk/dv
+//     tiles load and store their accumulators once per 64 queries.
+//     (5) dk and dv read ds and p in the queries' rows (scatterColumns:
+//     attnTileZ takes A's column stride), without the two transposes per
+//     block, whose reads 8 KiB apart shared an L1 set at 2048 tokens;
+//     the rows are padded (scoreStride) so that column reads spread over
+//     the sets. (6) The score tiles reduce each query's eight keys with
+//     whole-register shuffles (laneSums8: 10 shuffle-port operations a
+//     query where the VHADDPS pairs took 22). Together, against the
+//     build before (BenchmarkAttentionLong, interleaved, best CPU time of
+//     three runs each on a machine loaded by other sessions, so ratios
+//     only): forward 1.9× and backward 1.9× less CPU at 512 tokens, 1.6×
+//     and 1.5× at 2048. Left as they were: exp64's precision (a float32
+//     exponential would be cheaper but changes every probability's bits
+//     and the pinned references) and the division p/Σ (a correctly
+//     rounded quotient needs the divide).
 //   - Attention memory is linear in the sequence: no T×T matrix exists.
 //     The forward keeps only each query's output, and the backward
-//     recomputes one block's probabilities at a time (attnRows positions ×
-//     a KV head's query heads against the keys before them: 2 MB per
-//     worker at 4096 tokens on the 0.6B shape). Flash-style key tiles with
+//     recomputes one block's probabilities at a time (attnBackRows
+//     positions × a KV head's query heads against the keys before them:
+//     about 2 MB per worker at 4096 tokens on the 0.6B shape). Flash-style key tiles with
 //     an online softmax were not adopted: rescaled partial sums would give
 //     each score bits that depend on where tiles start, and the rule that
 //     every output element sums its keys in ascending order in one pass is
