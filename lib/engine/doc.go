@@ -79,7 +79,14 @@
 //     done with shuffles. One 6-row tile (24 KiB of float32 at 1024 columns)
 //     stays in L1 while a block of packed groups (768 KiB) passes it from
 //     L2 (fwdTile4x6G), so each step reads four lines of x from L2 against
-//     six rows from L1. The order before it, a block of rows in L2 met by
+//     six rows from L1. The tile writes its sums straight into each
+//     vector's output row (the kernel reads the row pointers from the
+//     slice headers), or adds them there (sum first, then y + sum: the
+//     bits of the staged add), under a row mask so that an overlapping
+//     last tile adds nothing twice; staging them in a block that putRow
+//     then copied or added into the rows was 4.3% of the 0.6B step's
+//     CPU (TestForwardTilesWriteRows pins rows apart, columns outside
+//     the range untouched). The order before it, a block of rows in L2 met by
 //     one group at a time, read six weight lines from L2 a step: the
 //     kernel on one group in L1 ran at ~93% of the FMA peak, but cycling
 //     the groups cost ~10% more and groups arriving from L3 ~20% more;

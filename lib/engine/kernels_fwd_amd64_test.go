@@ -77,3 +77,49 @@ func TestPackTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardTilesWriteRows checks the 4×6 tiles' direct writes
+// (fwdTilesL1): each vector's sums go into its own row wherever it is
+// (rows allocated apart, of several lengths, not in address order), into
+// columns [lo, hi) only, set or added to what is there with the scalar
+// reference's bits, and a last tile overlapping the one before (26 rows
+// = 4·6 + 2) adds nothing twice; whole rows and rows in pieces
+// (fwdTile4x6KG with fwdKC = 64).
+func TestForwardTilesWriteRows(t *testing.T) {
+	if !fwdAsm {
+		t.Skip("the 4×6 tiles are AVX-512 kernels, which this CPU lacks")
+	}
+	defer func(kc int) { fwdKC = kc }(fwdKC)
+	const lo, hi, m = 7, 33, 12
+	for _, kc := range []int{64, 4096} {
+		fwdKC = kc
+		for _, cols := range []int{100, 130} {
+			w, wb, xs := fwdCase(40, cols, m, uint64(cols+kc))
+			for _, mm := range []mat{w, wb} {
+				for _, acc := range []bool{false, true} {
+					rows := func() [][]float32 {
+						ys := make([][]float32, m)
+						for i := range ys {
+							b := (5 * i) % m // allocated out of order
+							ys[b] = make([]float32, 40+3*(b%3))
+							for j := range ys[b] {
+								ys[b][j] = float32(1000*b+j) / 64
+							}
+						}
+						return ys
+					}
+					want, got := rows(), rows()
+					matRowsScalar(mm, xs, want, lo, hi, acc)
+					p := newFwdPack(xs, cols, false)
+					fwdTilesL1(mm, p.xp, got, lo, hi, acc)
+					p.release()
+					for b := range got {
+						if !sameBits(got[b], want[b]) {
+							t.Fatalf("kc=%d cols=%d bf16=%v acc=%v: vector %d's row differs from the scalar reference", kc, cols, mm.bf != nil, acc, b)
+						}
+					}
+				}
+			}
+		}
+	}
+}

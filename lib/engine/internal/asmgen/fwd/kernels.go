@@ -91,43 +91,48 @@ func tile4x4(ctx *build.Context, bf bool) {
 	ctx.RET()
 }
 
-// tile4x6 generates fwdTile4x6G<F32|BF16>(xp, w, stride, n, groups,
-// out, ldo, pf, pfEnd): one tile of six weight rows (stride apart) meets
-// groups consecutive packed groups of four vectors (each packedLen(n)
-// floats): out[(4g+t)·ldo + r] = Σ_k x_(4g+t)[k]·w[r·stride+k] for group
-// g, token t and row r. The tile stays in L1 while the groups stream
-// past from L2: each step reads four lines of x against six of weights,
-// and a block of rows in L2 met by one group at a time (the order before)
-// was bound by those six reads. Accumulators Z(4r+t) hold rows 0..3 and
-// Z(16+4(r-4)+t) rows 4 and 5; x is in Z24..Z27, the row being read in
-// Z28; each product is fused into its add (VFMADD231PS). Each chunk step
-// also prefetches one line at pf into L2 while pf < pfEnd (pf advancing
-// 64 bytes a step): the caller points it at the next tile's rows, so they
-// come from L2 rather than memory when it starts.
+// tile4x6 generates fwdTile4x6G<F32|BF16>(xp, w, stride, n, groups, ys,
+// col, mask, add, pf, pfEnd): one tile of six weight rows (stride apart)
+// meets groups consecutive packed groups of four vectors (each
+// packedLen(n) floats), and each sum s = Σ_k x_(4g+t)[k]·w[r·stride+k]
+// (group g, token t, row r) goes straight into the output row of its
+// vector, ys[4g+t][col+r] = s, or with add ys[4g+t][col+r] += s (the
+// sum first, then added to y: the bits of staging the sums and adding
+// them after). Only the rows in mask (bit r for row r) are written: a
+// last tile overlapping the one before leaves the rows that tile wrote.
+// The tile stays in L1 while the groups stream past from L2: each step
+// reads four lines of x against six of weights, and a block of rows in L2
+// met by one group at a time (the order before) was bound by those six
+// reads. Accumulators Z(4r+t) hold rows 0..3 and Z(16+4(r-4)+t) rows 4
+// and 5; x is in Z24..Z27, the row being read in Z28; each product is
+// fused into its add (VFMADD231PS). Each chunk step also prefetches one
+// line at pf into L2 while pf < pfEnd (pf advancing 64 bytes a step): the
+// caller points it at the next tile's rows, so they come from L2 rather
+// than memory when it starts.
 //
 // With split, the kernel is fwdTile4x6KG<F32|BF16>, which takes a piece
 // of the columns and three more arguments: acc, 24 accumulators (384
 // floats) per group, mode, and gstride, the bytes between groups (xp is
 // the piece of the first). With mode&1 a group starts from its
 // accumulators in acc instead of zero; without mode&2 it leaves them
-// there instead of reducing them into out. The caller runs the pieces in
+// there instead of reducing them into ys. The caller runs the pieces in
 // ascending order (each but the last a whole number of chunks), so every
 // lane adds the same products in the same order as over the whole length:
 // past 1024 float32 columns the six rows no longer fit L1 beside the
 // groups streaming past, and a piece of them does.
 func tile4x6(ctx *build.Context, bf, split bool) {
 	w := weightsOf(bf)
-	name, sig := "fwdTile4x6G", "func(xp *float32, w %s, stride, n, groups int, out *float32, ldo int, pf *byte, pfEnd uintptr)"
+	name, sig := "fwdTile4x6G", "func(xp *float32, w %s, stride, n, groups int, ys *[]float32, col, mask, add int, pf *byte, pfEnd uintptr)"
 	if split {
 		name, sig = "fwdTile4x6KG", sig[:len(sig)-1]+", acc *float32, mode, gstride int)"
 	}
 	asmout.Kernel(ctx, name+w.Suffix, fmt.Sprintf(sig, w.GoType))
-	a := loadTileArgsCount(ctx, w, "groups")
-	chunks, xp0, row, stride, tiles, out := a.chunks, a.xp0, a.row, a.stride, a.tiles, a.out
-	stride5, ldo := ctx.GP64(), ctx.GP64()
+	a := loadTileArgsCount(ctx, w, "groups", "ys")
+	chunks, xp0, row, stride, tiles, ys := a.chunks, a.xp0, a.row, a.stride, a.tiles, a.out
+	setRowMasks(ctx)
+	stride5, col := ctx.GP64(), ctx.GP64()
 	ctx.LEAQ(Mem{Base: stride, Index: stride, Scale: 4}, stride5)
-	ctx.Load(ctx.Param("ldo"), ldo)
-	ctx.SHLQ(U8(2), ldo)
+	ctx.Load(ctx.Param("col"), col)
 	pf := ctx.GP64()
 	ctx.Load(ctx.Param("pf"), pf)
 	px, pw, left := ctx.GP64(), ctx.GP64(), ctx.GP64()
@@ -208,16 +213,8 @@ func tile4x6(ctx *build.Context, bf, split bool) {
 	}
 	// Rows 0..3: lanes 4t..4t+3 of the tree's result are token t's.
 	reduce16Using(ctx, reg.Z24, reg.Z25)
-	po := px // free after the loop
-	ctx.MOVQ(out, po)
-	for t := range 4 {
-		if t == 0 {
-			ctx.VMOVUPS(reg.X0, Mem{Base: po})
-		} else {
-			ctx.ADDQ(ldo, po)
-			ctx.VEXTRACTF32X4(U8(t), reg.Z0, Mem{Base: po})
-		}
-	}
+	rows := tileRows{ys: ys, col: col, po: px} // px is free after the loop
+	rows.put(ctx, "r03", 0, reg.K2)
 	// Rows 4 and 5: the same tree over their eight accumulators (the
 	// other eight zero) leaves them in lanes 4t and 4t+1.
 	for a := range 8 {
@@ -227,24 +224,60 @@ func tile4x6(ctx *build.Context, bf, split bool) {
 		ctx.VPXORD(zmm(a), zmm(a), zmm(a))
 	}
 	reduce16Using(ctx, reg.Z24, reg.Z25)
-	ctx.MOVQ(out, po)
-	for t := range 4 {
-		x := reg.X0
-		if t > 0 {
-			ctx.ADDQ(ldo, po)
-			ctx.VEXTRACTF32X4(U8(t), reg.Z0, reg.X1)
-			x = reg.X1
-		}
-		ctx.VMOVLPS(x, Mem{Base: po, Disp: 16})
-	}
+	rows.put(ctx, "r45", 16, reg.K3)
 	if split {
 		ctx.Label("advance")
 	}
-	ctx.LEAQ(Mem{Base: out, Index: ldo, Scale: 4}, out)
+	ctx.ADDQ(U8(4*sliceHeader), ys)
 	ctx.DECQ(tiles)
 	ctx.JNZ(LabelRef("tile"))
 	ctx.VZEROUPPER()
 	ctx.RET()
+}
+
+// sliceHeader is the size of a Go slice header (pointer, length,
+// capacity): ys points at the group's first output row's.
+const sliceHeader = 24
+
+// setRowMasks sets K2 to the bits of rows 0..3 in the argument mask and
+// K3 to those of rows 4 and 5.
+func setRowMasks(ctx *build.Context) {
+	ctx.Load(ctx.Param("mask"), reg.RAX)
+	ctx.KMOVW(reg.EAX, reg.K2)
+	ctx.SHRL(U8(4), reg.EAX)
+	ctx.KMOVW(reg.EAX, reg.K3)
+}
+
+// tileRows are the registers a 4×6 tile writes its sums with: the
+// group's output rows (slice headers), the first column and a scratch
+// pointer.
+type tileRows struct{ ys, col, po reg.GPVirtual }
+
+// put writes each token's sums, lanes 4t.. of Z0, to its row at column
+// col + disp/4 under mask k (four or two lanes), added to the row's
+// values when the argument add is not zero: y + s, y the first operand
+// as in Go's y += s (which NaN an add of two NaNs keeps). The add
+// loads zeros where the mask is off, which the store then skips.
+func (r tileRows) put(ctx *build.Context, label string, disp int, k reg.Register) {
+	each := func(add bool) {
+		for t := range 4 {
+			ctx.MOVQ(Mem{Base: r.ys, Disp: sliceHeader * t}, r.po)
+			y := Mem{Base: r.po, Index: r.col, Scale: 4, Disp: disp}
+			ctx.VEXTRACTF32X4(U8(t), reg.Z0, reg.X1)
+			if add {
+				ctx.VMOVUPS_Z(y, k, reg.X2)
+				ctx.VADDPS(reg.X1, reg.X2, reg.X1)
+			}
+			ctx.VMOVUPS(reg.X1, k, y)
+		}
+	}
+	ctx.CMPQ(paramMem(ctx, "add"), U8(0))
+	ctx.JNE(LabelRef(label + "add"))
+	each(false)
+	ctx.JMP(LabelRef(label + "done"))
+	ctx.Label(label + "add")
+	each(true)
+	ctx.Label(label + "done")
 }
 
 // paramMem is the memory operand of an integer or pointer argument.
@@ -262,10 +295,13 @@ func paramMem(ctx *build.Context, name string) Mem {
 // count and out.
 type tileArgs struct{ chunks, xp0, row, stride, stride3, tiles, out reg.GPVirtual }
 
-func loadTileArgs(ctx *build.Context, w weights) tileArgs { return loadTileArgsCount(ctx, w, "tiles") }
+func loadTileArgs(ctx *build.Context, w weights) tileArgs {
+	return loadTileArgsCount(ctx, w, "tiles", "out")
+}
 
-// loadTileArgsCount is loadTileArgs with the count in the named argument.
-func loadTileArgsCount(ctx *build.Context, w weights, count string) tileArgs {
+// loadTileArgsCount is loadTileArgs with the count and the output in the
+// named arguments.
+func loadTileArgsCount(ctx *build.Context, w weights, count, out string) tileArgs {
 	var a tileArgs
 	a.chunks = ctx.GP64()
 	ctx.Load(ctx.Param("n"), a.chunks)
@@ -279,7 +315,7 @@ func loadTileArgsCount(ctx *build.Context, w weights, count string) tileArgs {
 	ctx.LEAQ(Mem{Base: a.stride, Index: a.stride, Scale: 2}, a.stride3)
 	a.tiles, a.out = ctx.GP64(), ctx.GP64()
 	ctx.Load(ctx.Param(count), a.tiles)
-	ctx.Load(ctx.Param("out"), a.out)
+	ctx.Load(ctx.Param(out), a.out)
 	return a
 }
 
