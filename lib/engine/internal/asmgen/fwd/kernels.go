@@ -215,15 +215,9 @@ func tile4x6(ctx *build.Context, bf, split bool) {
 	reduce16Using(ctx, reg.Z24, reg.Z25)
 	rows := tileRows{ys: ys, col: col, po: px} // px is free after the loop
 	rows.put(ctx, "r03", 0, reg.K2)
-	// Rows 4 and 5: the same tree over their eight accumulators (the
-	// other eight zero) leaves them in lanes 4t and 4t+1.
-	for a := range 8 {
-		ctx.VMOVAPS(zmm(16+a), zmm(a))
-	}
-	for a := 8; a < 16; a++ {
-		ctx.VPXORD(zmm(a), zmm(a), zmm(a))
-	}
-	reduce16Using(ctx, reg.Z24, reg.Z25)
+	// Rows 4 and 5: the same tree over their eight accumulators leaves
+	// them in lanes 4t and 4t+1.
+	reduce8Using(ctx, reg.Z24, reg.Z25)
 	rows.put(ctx, "r45", 16, reg.K3)
 	if split {
 		ctx.Label("advance")
@@ -535,20 +529,62 @@ func reduce16(ctx *build.Context) { reduce16Using(ctx, reg.Z16, reg.Z17) }
 
 // reduce16Using is reduce16 with lo and hi (not Z0..Z15) as scratch.
 func reduce16Using(ctx *build.Context, lo, hi reg.VecPhysical) {
-	pairs := func(count int, vshuf func(imm uint8, b, a, dst reg.VecPhysical), immLo, immHi uint8) {
-		for j := range count {
-			a, b := zmm(2*j), zmm(2*j+1)
-			vshuf(immLo, b, a, lo)
-			vshuf(immHi, b, a, hi)
-			ctx.VADDPS(hi, lo, zmm(j))
-		}
+	lv := treeLevels{ctx, lo, hi}
+	lv.halves(0, 8)
+	lv.quarters(4)
+	lv.pairs(2)
+	lv.elems()
+}
+
+// reduce8Using is reduce16Using over the eight accumulators Z16..Z23
+// alone: lane 4b+q of Z0 holds Z(16+4q+b)'s sum for q < 2, as
+// reduce16Using would leave it with these in Z0..Z7, and its lanes 4b+2
+// and 4b+3 are left over from Z1 (the callers do not read them). Each
+// sum is one accumulator's own tree, so leaving out the other eight
+// changes no bits; the 4×6 tile's rows 4 and 5 took a full tree over
+// them and eight zeroed accumulators (45 shuffles and adds, 24 of them
+// on zeros) plus 16 moves and clears.
+func reduce8Using(ctx *build.Context, lo, hi reg.VecPhysical) {
+	lv := treeLevels{ctx, lo, hi}
+	lv.halves(16, 4)
+	lv.quarters(2)
+	lv.pairs(1)
+	lv.elems()
+}
+
+// treeLevels emits the levels of reduce16's tree, lo and hi scratch.
+type treeLevels struct {
+	ctx    *build.Context
+	lo, hi reg.VecPhysical
+}
+
+// pair packs the two halves (imm selects them) of a and b into dst as
+// one vector of sums: dst = shuf(immLo) + shuf(immHi).
+func (lv treeLevels) pair(vshuf func(imm uint8, b, a, dst reg.VecPhysical), immLo, immHi uint8, a, b, dst reg.VecPhysical) {
+	vshuf(immLo, b, a, lv.lo)
+	vshuf(immHi, b, a, lv.hi)
+	lv.ctx.VADDPS(lv.hi, lv.lo, dst)
+}
+
+func (lv treeLevels) f(imm uint8, b, a, dst reg.VecPhysical) { lv.ctx.VSHUFF32X4(U8(imm), b, a, dst) }
+func (lv treeLevels) s(imm uint8, b, a, dst reg.VecPhysical) { lv.ctx.VSHUFPS(U8(imm), b, a, dst) }
+
+// halves is level 1 over count pairs Z(src+2j), Z(src+2j+1) into Zj.
+func (lv treeLevels) halves(src, count int) {
+	for j := range count {
+		lv.pair(lv.f, 0x44, 0xee, zmm(src+2*j), zmm(src+2*j+1), zmm(j))
 	}
-	f := func(imm uint8, b, a, dst reg.VecPhysical) { ctx.VSHUFF32X4(U8(imm), b, a, dst) }
-	s := func(imm uint8, b, a, dst reg.VecPhysical) { ctx.VSHUFPS(U8(imm), b, a, dst) }
-	pairs(8, f, 0x44, 0xee)
-	pairs(4, f, 0x88, 0xdd)
-	pairs(2, s, 0x44, 0xee)
-	pairs(1, s, 0x88, 0xdd)
+}
+
+// quarters, pairs and elems are levels 2, 3 and 4 over Z0.. in place.
+func (lv treeLevels) quarters(count int) { lv.level(count, lv.f, 0x88, 0xdd) }
+func (lv treeLevels) pairs(count int)    { lv.level(count, lv.s, 0x44, 0xee) }
+func (lv treeLevels) elems()             { lv.level(1, lv.s, 0x88, 0xdd) }
+
+func (lv treeLevels) level(count int, vshuf func(imm uint8, b, a, dst reg.VecPhysical), immLo, immHi uint8) {
+	for j := range count {
+		lv.pair(vshuf, immLo, immHi, zmm(2*j), zmm(2*j+1), zmm(j))
+	}
 }
 
 // packGroup generates fwdPackGroup(dst, x0, x1, x2, x3, n): the packed
