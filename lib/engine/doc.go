@@ -111,7 +111,16 @@
 //     and not another). One row at a time without prefetch streamed
 //     bfloat16 weights at 0.4-0.55 of the bf16 path's prefetching
 //     kernels' rate in the same run of BenchmarkBF16Decode (a loaded
-//     machine); now at 0.75-0.9 of it.
+//     machine); now at 0.75-0.9 of it. The 4×6 tile of whole rows also
+//     prefetches the packed vectors 4 KiB ahead into L1 (xAhead in
+//     internal/asmgen/fwd): its x loads from L2 stalled under the
+//     hardware prefetchers, and the prefetch took 3-5% less time on the
+//     1024-column shapes (paired, one thread); the tile in pieces has
+//     no such stream (the next group's piece is a gstride away) and
+//     does not. Rows 4 and 5 of the tile reduce over their own eight
+//     accumulators (24 shuffles and adds where a 16-accumulator tree
+//     with eight zeros took 45, and 16 moves and clears): the same
+//     bits, about 1% of a tile at 1024 columns.
 //     A batch larger than a core's L2 (2 MiB here; 4 MiB of packed vectors
 //     at 512 × 2048) is split over the workers one 768 KiB slice at a time
 //     (fwdSliceBytes): given the whole batch, each of a core's eight row

@@ -70,3 +70,44 @@ func labelText(t *testing.T, body, label string) string {
 	}
 	return s
 }
+
+// TestTile4x6PrefetchesX pins the x prefetch of the 4×6 tiles: the tile
+// of whole rows prefetches into L1, each chunk step, the four lines
+// xAhead bytes past the ones it loads, from the register it loads them
+// from; the tile in pieces prefetches no x (its next group is a gstride
+// away). Both still prefetch the next tile's weights into L2.
+func TestTile4x6PrefetchesX(t *testing.T) {
+	asm, _, err := Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []struct {
+		name string
+		x    bool
+	}{{"fwdTile4x6GF32", true}, {"fwdTile4x6GBF16", true}, {"fwdTile4x6KGF32", false}, {"fwdTile4x6KGBF16", false}} {
+		body := kernelText(t, string(asm), k.name)
+		step := labelText(t, body, "nopf0:")
+		loads := regexp.MustCompile(`VMOVUPS\s+(\d*)\((\w+)\), Z2[4-7]`).FindAllStringSubmatch(step, -1)
+		pf := regexp.MustCompile(`PREFETCHT0\s+(\d+)\((\w+)\)`).FindAllStringSubmatch(step, -1)
+		if len(loads) != 4 {
+			t.Fatalf("%s: %d x loads in a step, want 4:\n%s", k.name, len(loads), step)
+		}
+		if !k.x {
+			if len(pf) != 0 {
+				t.Errorf("%s prefetches x: %v", k.name, pf)
+			}
+			continue
+		}
+		if len(pf) != 4 {
+			t.Fatalf("%s: %d x prefetches in a step, want 4:\n%s", k.name, len(pf), step)
+		}
+		for i, p := range pf {
+			if p[2] != loads[0][2] || p[1] != fmt.Sprint(xAhead+64*i) {
+				t.Errorf("%s: prefetch %d is %s(%s), want %d(%s)", k.name, i, p[1], p[2], xAhead+64*i, loads[0][2])
+			}
+		}
+		if !strings.Contains(body, "PREFETCHT1") {
+			t.Errorf("%s no longer prefetches the next tile", k.name)
+		}
+	}
+}
