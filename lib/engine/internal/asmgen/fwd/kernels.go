@@ -108,7 +108,8 @@ func tile4x4(ctx *build.Context, bf bool) {
 // fused into its add (VFMADD231PS). Each chunk step also prefetches one
 // line at pf into L2 while pf < pfEnd (pf advancing 64 bytes a step): the
 // caller points it at the next tile's rows, so they come from L2 rather
-// than memory when it starts.
+// than memory when it starts; and it prefetches x xAhead bytes on into
+// L1.
 //
 // With split, the kernel is fwdTile4x6KG<F32|BF16>, which takes a piece
 // of the columns and three more arguments: acc, 24 accumulators (384
@@ -151,6 +152,18 @@ func tile4x6(ctx *build.Context, bf, split bool) {
 		}
 		return zmm(16 + 4*(r-4) + t)
 	}
+	// far (split only): from a step's x to the line xAhead on in the
+	// next group's piece, for the last xAhead/256 steps of a piece.
+	var far reg.GPVirtual
+	farX := false
+	if split {
+		far = ctx.GP64()
+		ctx.MOVQ(chunks, far)
+		ctx.SHLQ(U8(8), far)
+		ctx.NEGQ(far)
+		ctx.ADDQ(paramMem(ctx, "gstride"), far)
+		ctx.ADDQ(U32(xAhead), far)
+	}
 	pfStep := 0
 	step := func(mask reg.Register) {
 		skip := fmt.Sprintf("nopf%d", pfStep)
@@ -160,9 +173,13 @@ func tile4x6(ctx *build.Context, bf, split bool) {
 		ctx.PREFETCHT1(Mem{Base: pf})
 		ctx.ADDQ(U8(64), pf)
 		ctx.Label(skip)
-		if !split {
+		if mask == nil {
 			for t := range 4 {
-				ctx.PREFETCHT0(Mem{Base: px, Disp: xAhead + 64*t})
+				m := Mem{Base: px, Disp: xAhead + 64*t}
+				if farX {
+					m = Mem{Base: px, Index: far, Scale: 1, Disp: 64 * t}
+				}
+				ctx.PREFETCHT0(m)
 			}
 		}
 		for t := range 4 {
@@ -194,7 +211,12 @@ func tile4x6(ctx *build.Context, bf, split bool) {
 			ctx.Label("fresh")
 		}
 	}
-	tileBody(ctx, w, tileRegs{xp0, row, chunks, px, pw, left}, 24, step, resume)
+	r := tileRegs{xp0, row, chunks, px, pw, left}
+	if split {
+		tileBodyFar(ctx, w, r, step, resume, func(on bool) { farX = on })
+	} else {
+		tileBody(ctx, w, r, 24, step, resume)
+	}
 	// The next group: gstride on from this piece, or (whole rows) after
 	// this group's chunks, the tail's too.
 	if split {
@@ -235,15 +257,16 @@ func tile4x6(ctx *build.Context, bf, split bool) {
 }
 
 // xAhead is how far ahead of the chunk it reads (bytes, 16 chunks) the
-// 4×6 tile of whole rows prefetches the packed vectors into L1: the
+// 4×6 tile prefetches the packed vectors into L1: the hardware
+// prefetchers left its x loads from L2 stalling. With whole rows the
 // groups lie one after another, so the stream runs on into the next
 // group (past the last it prefetches whatever follows, which never
-// faults). The hardware prefetchers left the x loads from L2 stalling;
-// paired on one thread (0.6B shapes of 1024 columns, M = 512 and 1024,
-// a loaded machine), 4 KiB ahead took 3-5% less time, 512 bytes ahead
-// 1-3%, 8 KiB about as 4. The tile in pieces (fwdTile4x6KG) does not:
-// there the next group's piece is a gstride away, and prefetching on
-// into this group's next piece was 0-4% slower.
+// faults); paired on one thread (0.6B shapes of 1024 columns, M = 512
+// and 1024, a loaded machine), 4 KiB ahead took 3-5% less time, 512
+// bytes ahead 1-3%, 8 KiB about as 4. In pieces (fwdTile4x6KG) the next
+// group's piece is a gstride away: running on into this group's next
+// piece was 0-4% slower than no prefetch, and the last 16 steps of a
+// piece prefetching from the next group's (tileBodyFar) 1-3% faster.
 const xAhead = 4096
 
 // sliceHeader is the size of a Go slice header (pointer, length,
@@ -367,6 +390,48 @@ func tileBody(ctx *build.Context, w weights, r tileRegs, accs int, step func(mas
 		ctx.ADDQ(U32(256), r.px)
 		ctx.ADDQ(U8(16*w.Size), r.pw)
 	})
+}
+
+// tileBodyFar is tileBody for the 4×6 tile in pieces: the chunk loop runs
+// in two parts, the steps before the last xAhead/256 of a piece (setFar
+// false: step prefetches x xAhead on in this piece) and those (setFar
+// true: step prefetches from the next group's piece).
+func tileBodyFar(ctx *build.Context, w weights, r tileRegs, step func(mask reg.Register), resume func(), setFar func(bool)) {
+	ctx.Label("tile")
+	for a := range 24 {
+		ctx.VPXORD(zmm(a), zmm(a), zmm(a))
+	}
+	resume()
+	ctx.MOVQ(r.xp0, r.px)
+	ctx.MOVQ(r.row, r.pw)
+	ctx.MOVQ(r.chunks, r.left)
+	next := func() {
+		ctx.ADDQ(U32(256), r.px)
+		ctx.ADDQ(U8(16*w.Size), r.pw)
+		ctx.DECQ(r.left)
+	}
+	farSteps := xAhead / 256
+	ctx.CMPQ(r.left, U8(farSteps))
+	ctx.JLE(LabelRef("farpart"))
+	ctx.Label("nearloop")
+	setFar(false)
+	step(nil)
+	next()
+	ctx.CMPQ(r.left, U8(farSteps))
+	ctx.JG(LabelRef("nearloop"))
+	ctx.Label("farpart")
+	ctx.TESTQ(r.left, r.left)
+	ctx.JZ(LabelRef("tail"))
+	ctx.Label("farloop")
+	setFar(true)
+	step(nil)
+	next()
+	ctx.JNZ(LabelRef("farloop"))
+	ctx.Label("tail")
+	ctx.KORTESTW(reg.K1, reg.K1)
+	ctx.JZ(LabelRef("done"))
+	step(reg.K1)
+	ctx.Label("done")
 }
 
 // chunkLoop emits step for each of the count full 16-column chunks (count
