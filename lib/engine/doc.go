@@ -122,7 +122,15 @@
 //     no prefetch. Rows 4 and 5 of the tile reduce over their own eight
 //     accumulators (24 shuffles and adds where a 16-accumulator tree
 //     with eight zeros took 45, and 16 moves and clears): the same
-//     bits, about 1% of a tile at 1024 columns.
+//     bits, about 1% of a tile at 1024 columns. Rows of 16-64 float32
+//     columns (a LoRA B, K its rank) go to fwdCols instead: at such K a
+//     tile's shuffle tree and stores cost more than its two to four
+//     chunks of products (the LoRA B products ran at a quarter of the
+//     big products' rate per FLOP), so fwdCols puts 16 rows across the
+//     vector lanes (a panel of the rows transposed), keeps one
+//     accumulator per dot-form lane, filled with x[k] broadcast, and
+//     adds them in the lane tree's order with vertical adds: the same
+//     additions, 0.53-0.70 of the tiles' time (paired, one thread).
 //     A batch larger than a core's L2 (2 MiB here; 4 MiB of packed vectors
 //     at 512 × 2048) is split over the workers one 768 KiB slice at a time
 //     (fwdSliceBytes): given the whole batch, each of a core's eight row

@@ -27,4 +27,16 @@ func fwdTile4x6KGBF16(xp *float32, w *uint16, stride int, n int, groups int, ys 
 func fwdRow16BF16(x *float32, w *uint16, stride int, n int, out *[16]float32)
 
 //go:noescape
+func fwdCols16F32(p *float32, xs *[]float32, ys *[]float32, tokens int, col int, mask int, add int)
+
+//go:noescape
+func fwdCols32F32(p *float32, xs *[]float32, ys *[]float32, tokens int, col int, mask int, add int)
+
+//go:noescape
+func fwdCols48F32(p *float32, xs *[]float32, ys *[]float32, tokens int, col int, mask int, add int)
+
+//go:noescape
+func fwdCols64F32(p *float32, xs *[]float32, ys *[]float32, tokens int, col int, mask int, add int)
+
+//go:noescape
 func fwdPackGroup(dst *float32, x0 *float32, x1 *float32, x2 *float32, x3 *float32, n int)

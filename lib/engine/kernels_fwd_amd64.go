@@ -118,6 +118,9 @@ func (p fwdPack) rows(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
 		fwd2Rows(w, p.xp, ys, lo, hi, accumulate)
 		return
 	}
+	if fwdColsRows(w, xs, ys, lo, hi, accumulate) {
+		return
+	}
 	xp, m4 := p.xp, len(xs)&^3
 	if hi-lo >= 6 {
 		fwdTilesL1(w, xp, ys[:m4], lo, hi, accumulate)

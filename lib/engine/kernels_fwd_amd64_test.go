@@ -123,3 +123,36 @@ func TestForwardTilesWriteRows(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardColsMatchScalar checks the kernels for rows of 16-64 columns
+// (fwdCols, a LoRA B's product) against the scalar reference's bits:
+// row counts around the 16-row blocks, odd and even batches (tokens go in
+// pairs), accumulating or not, through matMul; and that they take those
+// products (fwdColsRows) and only those.
+func TestForwardColsMatchScalar(t *testing.T) {
+	if !fwdAsm {
+		t.Skip("the fwdCols kernels are AVX-512, which this CPU lacks")
+	}
+	for _, k := range []int{16, 32, 48, 64} {
+		for _, rows := range []int{1, 15, 16, 17, 40, 1024} {
+			for _, m := range []int{1, 2, 3, 5, 8, 17} {
+				w, _, xs := fwdCase(rows, k, m, uint64(100*k+rows+m))
+				for _, acc := range []bool{false, true} {
+					checkForward(t, fmt.Sprintf("%dx%d M=%d acc=%v cols", rows, k, m, acc), w, xs, acc)
+				}
+			}
+		}
+	}
+	for _, k := range []int{8, 24, 80, 1024} {
+		w, wb, xs := fwdCase(20, k, 4, 1)
+		for _, mm := range []mat{w, wb} {
+			if fwdColsRows(mm, xs, rowsOf(make([]float32, 4*20), 4, 20), 0, 20, false) {
+				t.Errorf("fwdCols took %d columns (bf16=%v)", k, mm.bf != nil)
+			}
+		}
+	}
+	w, _, xs := fwdCase(20, 32, 4, 1)
+	if !fwdColsRows(w, xs, rowsOf(make([]float32, 4*20), 4, 20), 0, 20, false) {
+		t.Error("fwdCols did not take 32 columns")
+	}
+}
