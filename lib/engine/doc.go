@@ -119,7 +119,15 @@
 //     too, its last 16 steps of a piece prefetching the next group's
 //     piece (a gstride away): 1-3% less time on o_proj and down, where
 //     running on into the group's own next piece was 0-4% slower than
-//     no prefetch. Rows 4 and 5 of the tile reduce over their own eight
+//     no prefetch. Each group also prefetches its four output rows'
+//     lines into L1 before its products: accumulating, the add read them
+//     at the group's end and a miss there stalled the next group. Paired
+//     against main's staged tiles on one thread (0.6B shapes, M =
+//     128-1024, the batch in matMul's slices, a loaded machine), the
+//     direct write with the x prefetch took 0.86-0.99 of their time when
+//     not accumulating but 0.94-1.07 when accumulating; with the output
+//     prefetch 0.87-0.97 and 0.94-1.01. Rows 4 and 5 of the tile reduce
+//     over their own eight
 //     accumulators (24 shuffles and adds where a 16-accumulator tree
 //     with eight zeros took 45, and 16 moves and clears): the same
 //     bits, about 1% of a tile at 1024 columns. Rows of 16-64 float32

@@ -199,17 +199,25 @@ func tile4x6(ctx *build.Context, bf, split bool) {
 		ctx.IMUL3Q(U32(24*64), dst, dst)
 		ctx.ADDQ(paramMem(ctx, "acc"), dst)
 	}
-	var resume func()
-	if split {
-		resume = func() {
-			ctx.TESTQ(U32(1), paramMem(ctx, "mode"))
-			ctx.JZ(LabelRef("fresh"))
-			accAt(px)
-			for i := range 24 {
-				ctx.VMOVUPS(Mem{Base: px, Disp: 64 * i}, zmm(i))
-			}
-			ctx.Label("fresh")
+	resume := func() {
+		// The group's output lines, into L1 while its products run: the
+		// add reads them at the end, and a line missing there stalled
+		// the next group behind it.
+		for t := range 4 {
+			ctx.MOVQ(Mem{Base: ys, Disp: sliceHeader * t}, px)
+			ctx.PREFETCHT0(Mem{Base: px, Index: col, Scale: 4})
+			ctx.PREFETCHT0(Mem{Base: px, Index: col, Scale: 4, Disp: 20})
 		}
+		if !split {
+			return
+		}
+		ctx.TESTQ(U32(1), paramMem(ctx, "mode"))
+		ctx.JZ(LabelRef("fresh"))
+		accAt(px)
+		for i := range 24 {
+			ctx.VMOVUPS(Mem{Base: px, Disp: 64 * i}, zmm(i))
+		}
+		ctx.Label("fresh")
 	}
 	r := tileRegs{xp0, row, chunks, px, pw, left}
 	if split {

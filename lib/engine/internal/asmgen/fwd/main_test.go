@@ -76,7 +76,8 @@ func labelText(t *testing.T, body, label string) string {
 // it loads, from the register it loads them from; the tile in pieces
 // does so until the last xAhead/256 steps of its piece, which prefetch
 // through an index register (the next group's piece, a gstride away).
-// Both still prefetch the next tile's weights into L2.
+// Both still prefetch the next tile's weights into L2, and each group's
+// output lines (ys[t][col:col+6]) into L1 before its products.
 func TestTile4x6PrefetchesX(t *testing.T) {
 	asm, _, err := Generate()
 	if err != nil {
@@ -107,6 +108,9 @@ func TestTile4x6PrefetchesX(t *testing.T) {
 		}
 		if !strings.Contains(body, "PREFETCHT1") {
 			t.Errorf("%s no longer prefetches the next tile", k.name)
+		}
+		if ys := regexp.MustCompile(`PREFETCHT0\s+(20)?\(\w+\)\(\w+\*4\)`).FindAllString(body, -1); len(ys) != 8 {
+			t.Errorf("%s prefetches %d output lines a group, want 8 (two for each of four rows): %v", k.name, len(ys), ys)
 		}
 	}
 }
