@@ -127,10 +127,9 @@
 //     direct write with the x prefetch took 0.86-0.99 of their time when
 //     not accumulating but 0.94-1.07 when accumulating; with the output
 //     prefetch 0.87-0.97 and 0.94-1.01. Rows 4 and 5 of the tile reduce
-//     over their own eight
-//     accumulators (24 shuffles and adds where a 16-accumulator tree
-//     with eight zeros took 45, and 16 moves and clears): the same
-//     bits, about 1% of a tile at 1024 columns. Rows of 16-64 float32
+//     over their own eight accumulators (24 shuffles and adds where a
+//     16-accumulator tree with eight zeros took 45, and 16 moves and
+//     clears): the same bits, about 1% of a tile at 1024 columns. Rows of 16-64 float32
 //     columns (a LoRA B, K its rank) go to fwdCols instead: at such K a
 //     tile's shuffle tree and stores cost more than its two to four
 //     chunks of products (the LoRA B products ran at a quarter of the
@@ -138,7 +137,12 @@
 //     vector lanes (a panel of the rows transposed), keeps one
 //     accumulator per dot-form lane, filled with x[k] broadcast, and
 //     adds them in the lane tree's order with vertical adds: the same
-//     additions, 0.53-0.70 of the tiles' time (paired, one thread).
+//     additions, 0.42-0.76 of the tiles' time at M = 128-512 on 1024 to
+//     151,936 rows (paired, one thread; the kernel prefetches the output
+//     lines of the tokens two pairs on, without which long rows ran
+//     1.4-1.8 times the tiles' time). Each call transposes its rows into
+//     panels, which batches under 128 vectors do not pay for
+//     (fwdColsMinTokens): they keep the tiles.
 //     A batch larger than a core's L2 (2 MiB here; 4 MiB of packed vectors
 //     at 512 × 2048) is split over the workers one 768 KiB slice at a time
 //     (fwdSliceBytes): given the whole batch, each of a core's eight row

@@ -2553,7 +2553,7 @@ next12:
 	RET
 
 // func fwdCols16F32(p *float32, xs *[]float32, ys *[]float32, tokens int, col int, mask int, add int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·fwdCols16F32(SB), NOSPLIT|NOFRAME, $0-56
 	MOVQ  p+0(FP), CX
 	MOVQ  xs+8(FP), DX
@@ -2566,6 +2566,16 @@ TEXT ·fwdCols16F32(SB), NOSPLIT|NOFRAME, $0-56
 	JB    single
 
 pair:
+	CMPQ       SI, $0x06
+	JB         nopf
+	MOVQ       96(BX), AX
+	PREFETCHT0 (AX)(DI*4)
+	PREFETCHT0 60(AX)(DI*4)
+	MOVQ       120(BX), AX
+	PREFETCHT0 (AX)(DI*4)
+	PREFETCHT0 60(AX)(DI*4)
+
+nopf:
 	MOVQ             (DX), AX
 	MOVQ             24(DX), R8
 	VPXORD           Z16, Z16, Z16
@@ -2781,7 +2791,7 @@ end:
 	RET
 
 // func fwdCols32F32(p *float32, xs *[]float32, ys *[]float32, tokens int, col int, mask int, add int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·fwdCols32F32(SB), NOSPLIT|NOFRAME, $0-56
 	MOVQ  p+0(FP), CX
 	MOVQ  xs+8(FP), DX
@@ -2794,6 +2804,16 @@ TEXT ·fwdCols32F32(SB), NOSPLIT|NOFRAME, $0-56
 	JB    single
 
 pair:
+	CMPQ       SI, $0x06
+	JB         nopf
+	MOVQ       96(BX), AX
+	PREFETCHT0 (AX)(DI*4)
+	PREFETCHT0 60(AX)(DI*4)
+	MOVQ       120(BX), AX
+	PREFETCHT0 (AX)(DI*4)
+	PREFETCHT0 60(AX)(DI*4)
+
+nopf:
 	MOVQ             (DX), AX
 	MOVQ             24(DX), R8
 	VPXORD           Z16, Z16, Z16
@@ -3089,7 +3109,7 @@ end:
 	RET
 
 // func fwdCols48F32(p *float32, xs *[]float32, ys *[]float32, tokens int, col int, mask int, add int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·fwdCols48F32(SB), NOSPLIT|NOFRAME, $0-56
 	MOVQ  p+0(FP), CX
 	MOVQ  xs+8(FP), DX
@@ -3102,6 +3122,16 @@ TEXT ·fwdCols48F32(SB), NOSPLIT|NOFRAME, $0-56
 	JB    single
 
 pair:
+	CMPQ       SI, $0x06
+	JB         nopf
+	MOVQ       96(BX), AX
+	PREFETCHT0 (AX)(DI*4)
+	PREFETCHT0 60(AX)(DI*4)
+	MOVQ       120(BX), AX
+	PREFETCHT0 (AX)(DI*4)
+	PREFETCHT0 60(AX)(DI*4)
+
+nopf:
 	MOVQ             (DX), AX
 	MOVQ             24(DX), R8
 	VPXORD           Z16, Z16, Z16
@@ -3477,7 +3507,7 @@ end:
 	RET
 
 // func fwdCols64F32(p *float32, xs *[]float32, ys *[]float32, tokens int, col int, mask int, add int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·fwdCols64F32(SB), NOSPLIT|NOFRAME, $0-56
 	MOVQ  p+0(FP), CX
 	MOVQ  xs+8(FP), DX
@@ -3490,6 +3520,16 @@ TEXT ·fwdCols64F32(SB), NOSPLIT|NOFRAME, $0-56
 	JB    single
 
 pair:
+	CMPQ       SI, $0x06
+	JB         nopf
+	MOVQ       96(BX), AX
+	PREFETCHT0 (AX)(DI*4)
+	PREFETCHT0 60(AX)(DI*4)
+	MOVQ       120(BX), AX
+	PREFETCHT0 (AX)(DI*4)
+	PREFETCHT0 60(AX)(DI*4)
+
+nopf:
 	MOVQ             (DX), AX
 	MOVQ             24(DX), R8
 	VPXORD           Z16, Z16, Z16

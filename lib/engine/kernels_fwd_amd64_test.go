@@ -127,12 +127,15 @@ func TestForwardTilesWriteRows(t *testing.T) {
 // TestForwardColsMatchScalar checks the kernels for rows of 16-64 columns
 // (fwdCols, a LoRA B's product) against the scalar reference's bits:
 // row counts around the 16-row blocks, odd and even batches (tokens go in
-// pairs), accumulating or not, through matMul; and that they take those
-// products (fwdColsRows) and only those.
+// pairs), accumulating or not, through matMul (with fwdColsMinTokens 1,
+// then at its default); and that they take those products (fwdColsRows)
+// and only those.
 func TestForwardColsMatchScalar(t *testing.T) {
 	if !fwdAsm {
 		t.Skip("the fwdCols kernels are AVX-512, which this CPU lacks")
 	}
+	defer func(n int) { fwdColsMinTokens = n }(fwdColsMinTokens)
+	fwdColsMinTokens = 1
 	for _, k := range []int{16, 32, 48, 64} {
 		for _, rows := range []int{1, 15, 16, 17, 40, 1024} {
 			for _, m := range []int{1, 2, 3, 5, 8, 17} {
@@ -155,4 +158,13 @@ func TestForwardColsMatchScalar(t *testing.T) {
 	if !fwdColsRows(w, xs, rowsOf(make([]float32, 4*20), 4, 20), 0, 20, false) {
 		t.Error("fwdCols did not take 32 columns")
 	}
+	fwdColsMinTokens = 5
+	if fwdColsRows(w, xs, rowsOf(make([]float32, 4*20), 4, 20), 0, 20, false) {
+		t.Error("fwdCols took a batch under fwdColsMinTokens")
+	}
+	// Long rows of outputs and a batch past the kernel's prefetch of the
+	// output lines two pairs on, by default (fwdColsMinTokens).
+	fwdColsMinTokens = 128
+	w, _, xs = fwdCase(3000, 32, 131, 2)
+	checkForward(t, "3000x32 M=131 cols", w, xs, true)
 }

@@ -6,7 +6,7 @@ import "sync"
 // nil: it takes float32 rows of 16, 32, 48 or 64 columns (a LoRA B, its
 // rank wide), where the 4×6 tiles spent more on their lane trees and
 // stores than on the products. Paired on one thread at M = 512 (a loaded
-// machine), fwdCols took 0.53-0.61 of the tiles' time at 16 and 32
+// machine), fwdCols took 0.42-0.61 of the tiles' time at 16 and 32
 // columns, 0.61-0.70 at 48 and 64, and 1.0-1.2 at 128 and 256 (where it
 // is not used: its loads, a panel vector and a broadcast per two
 // products, bound it there).
@@ -27,6 +27,12 @@ func fwdColsKernel(w mat) func(p *float32, xs, ys *[]float32, tokens, col, mask,
 	return nil
 }
 
+// fwdColsMinTokens is the smallest batch fwdColsRows takes: each call
+// transposes its rows into panels, which a small batch does not pay for
+// (paired on one thread: 1.15-1.9 of the tiles' time at 16-32 vectors,
+// 0.87-0.93 at 64, 0.60-0.76 at 128 on 1024-151936 rows of 32).
+var fwdColsMinTokens = 128
+
 // fwdColsPool holds fwdColsRows's panels.
 var fwdColsPool = sync.Pool{New: func() any { return new([]float32) }}
 
@@ -36,7 +42,7 @@ var fwdColsPool = sync.Pool{New: func() any { return new([]float32) }}
 // nothing, when no fwdCols kernel takes w.
 func fwdColsRows(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) bool {
 	kern := fwdColsKernel(w)
-	if kern == nil || len(xs) == 0 || lo >= hi {
+	if kern == nil || len(xs) < fwdColsMinTokens || lo >= hi {
 		return false
 	}
 	k := w.cols

@@ -41,6 +41,17 @@ func cols(ctx *build.Context, k int) {
 	ctx.CMPQ(left, U8(2))
 	ctx.JB(LabelRef("single"))
 	ctx.Label("pair")
+	// The output lines of the tokens two pairs on, into L1: with long
+	// rows (a LoRA B of thousands of rows) they come from memory, and
+	// the add waited for them.
+	ctx.CMPQ(left, U8(6))
+	ctx.JB(LabelRef("nopf"))
+	for t := 4; t < 6; t++ {
+		ctx.MOVQ(Mem{Base: ys, Disp: sliceHeader * t}, x[0])
+		ctx.PREFETCHT0(Mem{Base: x[0], Index: col, Scale: 4})
+		ctx.PREFETCHT0(Mem{Base: x[0], Index: col, Scale: 4, Disp: 60})
+	}
+	ctx.Label("nopf")
 	colsTokens(ctx, k, p, xs, ys, col, x[:], "pair")
 	ctx.ADDQ(U8(2*sliceHeader), xs)
 	ctx.ADDQ(U8(2*sliceHeader), ys)
