@@ -137,8 +137,9 @@
 //     vector lanes (a panel of the rows transposed), keeps one
 //     accumulator per dot-form lane, filled with x[k] broadcast, and
 //     adds them in the lane tree's order with vertical adds: the same
-//     additions, 0.42-0.76 of the tiles' time at M = 128-512 on 1024 to
-//     151,936 rows (paired, one thread; the kernel prefetches the output
+//     additions, 0.42-0.76 of the tiles' time at 16-32 columns and M =
+//     128-512 on 1024 to 151,936 rows, 0.88-0.99 at 64 columns and M =
+//     128 (paired, one thread; the kernel prefetches the output
 //     lines of the tokens two pairs on, without which long rows ran
 //     1.4-1.8 times the tiles' time). Each call transposes its rows into
 //     panels, which batches under 128 vectors do not pay for
