@@ -384,6 +384,16 @@ type tileRegs struct{ xp0, row, chunks, px, pw, left reg.GPVirtual }
 // the running pointers reset, step over every full chunk, then once with
 // the tail mask K1 when n is not a multiple of 16.
 func tileBody(ctx *build.Context, w weights, r tileRegs, accs int, step func(mask reg.Register), resume func()) {
+	tileStart(ctx, r, accs, resume)
+	chunkLoop(ctx, r.left, step, func() {
+		ctx.ADDQ(U32(256), r.px)
+		ctx.ADDQ(U8(16*w.Size), r.pw)
+	})
+}
+
+// tileStart emits a tile's label, its accs accumulators zeroed, resume
+// (when not nil) and the running pointers and count reset.
+func tileStart(ctx *build.Context, r tileRegs, accs int, resume func()) {
 	ctx.Label("tile")
 	for a := range accs {
 		ctx.VPXORD(zmm(a), zmm(a), zmm(a))
@@ -394,10 +404,6 @@ func tileBody(ctx *build.Context, w weights, r tileRegs, accs int, step func(mas
 	ctx.MOVQ(r.xp0, r.px)
 	ctx.MOVQ(r.row, r.pw)
 	ctx.MOVQ(r.chunks, r.left)
-	chunkLoop(ctx, r.left, step, func() {
-		ctx.ADDQ(U32(256), r.px)
-		ctx.ADDQ(U8(16*w.Size), r.pw)
-	})
 }
 
 // tileBodyFar is tileBody for the 4×6 tile in pieces: the chunk loop runs
@@ -405,14 +411,7 @@ func tileBody(ctx *build.Context, w weights, r tileRegs, accs int, step func(mas
 // false: step prefetches x xAhead on in this piece) and those (setFar
 // true: step prefetches from the next group's piece).
 func tileBodyFar(ctx *build.Context, w weights, r tileRegs, step func(mask reg.Register), resume func(), setFar func(bool)) {
-	ctx.Label("tile")
-	for a := range 24 {
-		ctx.VPXORD(zmm(a), zmm(a), zmm(a))
-	}
-	resume()
-	ctx.MOVQ(r.xp0, r.px)
-	ctx.MOVQ(r.row, r.pw)
-	ctx.MOVQ(r.chunks, r.left)
+	tileStart(ctx, r, 24, resume)
 	next := func() {
 		ctx.ADDQ(U32(256), r.px)
 		ctx.ADDQ(U8(16*w.Size), r.pw)
@@ -435,11 +434,7 @@ func tileBodyFar(ctx *build.Context, w weights, r tileRegs, step func(mask reg.R
 	step(nil)
 	next()
 	ctx.JNZ(LabelRef("farloop"))
-	ctx.Label("tail")
-	ctx.KORTESTW(reg.K1, reg.K1)
-	ctx.JZ(LabelRef("done"))
-	step(reg.K1)
-	ctx.Label("done")
+	maskedTail(ctx, step)
 }
 
 // chunkLoop emits step for each of the count full 16-column chunks (count
@@ -453,6 +448,12 @@ func chunkLoop(ctx *build.Context, count reg.GPVirtual, step func(mask reg.Regis
 	next()
 	ctx.DECQ(count)
 	ctx.JNZ(LabelRef("loop"))
+	maskedTail(ctx, step)
+}
+
+// maskedTail emits, at the label "tail", step with the tail mask K1 when
+// it is not empty, ending at the label "done".
+func maskedTail(ctx *build.Context, step func(mask reg.Register)) {
 	ctx.Label("tail")
 	ctx.KORTESTW(reg.K1, reg.K1)
 	ctx.JZ(LabelRef("done"))
