@@ -342,10 +342,10 @@ func trainLinear(w mat, bias []float32, mod *trainModule, xs, ys, ts [][]float32
 // dxs is nil, writes (or adds) the gradient of the inputs to dxs. ts are
 // the forward's A·x.
 func (t *Trainer) linearBackward(w mat, mod *trainModule, xs, ts, dys, dxs [][]float32, accumulate bool) {
-	if dxs != nil {
-		matMulT(w, dys, dxs, accumulate)
-	}
 	if mod == nil {
+		if dxs != nil {
+			matMulT(w, dys, dxs, accumulate)
+		}
 		return
 	}
 	dts := t.ar.rows(len(dys), t.cfg.Rank)
@@ -353,7 +353,7 @@ func (t *Trainer) linearBackward(w mat, mod *trainModule, xs, ts, dys, dxs [][]f
 	outerAcc(mod.b.local, mod.b.rows, mod.b.cols, dys, ts)
 	outerAcc(mod.a.local, mod.a.rows, mod.a.cols, dts, xs)
 	if dxs != nil {
-		matMulT(mod.pair.a, dts, dxs, true)
+		matMulTLoRA(w, dys, mod.pair.a, dts, dxs, accumulate)
 	}
 }
 
