@@ -79,7 +79,14 @@
 //     done with shuffles. One 6-row tile (24 KiB of float32 at 1024 columns)
 //     stays in L1 while a block of packed groups (768 KiB) passes it from
 //     L2 (fwdTile4x6G), so each step reads four lines of x from L2 against
-//     six rows from L1. The order before it, a block of rows in L2 met by
+//     six rows from L1. The tile writes its sums straight into each
+//     vector's output row (the kernel reads the row pointers from the
+//     slice headers), or adds them there (sum first, then y + sum: the
+//     bits of the staged add), under a row mask so that an overlapping
+//     last tile adds nothing twice; staging them in a block that putRow
+//     then copied or added into the rows was 4.3% of the 0.6B step's
+//     CPU (TestForwardTilesWriteRows pins rows apart, columns outside
+//     the range untouched). The order before it, a block of rows in L2 met by
 //     one group at a time, read six weight lines from L2 a step: the
 //     kernel on one group in L1 ran at ~93% of the FMA peak, but cycling
 //     the groups cost ~10% more and groups arriving from L3 ~20% more;
@@ -104,7 +111,39 @@
 //     and not another). One row at a time without prefetch streamed
 //     bfloat16 weights at 0.4-0.55 of the bf16 path's prefetching
 //     kernels' rate in the same run of BenchmarkBF16Decode (a loaded
-//     machine); now at 0.75-0.9 of it.
+//     machine); now at 0.75-0.9 of it. The 4×6 tile of whole rows also
+//     prefetches the packed vectors 4 KiB ahead into L1 (xAhead in
+//     internal/asmgen/fwd): its x loads from L2 stalled under the
+//     hardware prefetchers, and the prefetch took 3-5% less time on the
+//     1024-column shapes (paired, one thread). The tile in pieces does
+//     too, its last 16 steps of a piece prefetching the next group's
+//     piece (a gstride away): 1-3% less time on o_proj and down, where
+//     running on into the group's own next piece was 0-4% slower than
+//     no prefetch. Each group also prefetches its four output rows'
+//     lines into L1 before its products: accumulating, the add read them
+//     at the group's end and a miss there stalled the next group. Paired
+//     against main's staged tiles on one thread (0.6B shapes, M =
+//     128-1024, the batch in matMul's slices, a loaded machine), the
+//     direct write with the x prefetch took 0.86-0.99 of their time when
+//     not accumulating but 0.94-1.07 when accumulating; with the output
+//     prefetch 0.87-0.97 and 0.94-1.01. Rows 4 and 5 of the tile reduce
+//     over their own eight accumulators (24 shuffles and adds where a
+//     16-accumulator tree with eight zeros took 45, and 16 moves and
+//     clears): the same bits, about 1% of a tile at 1024 columns. Rows of 16-64 float32
+//     columns (a LoRA B, K its rank) go to fwdCols instead: at such K a
+//     tile's shuffle tree and stores cost more than its two to four
+//     chunks of products (the LoRA B products ran at a quarter of the
+//     big products' rate per FLOP), so fwdCols puts 16 rows across the
+//     vector lanes (a panel of the rows transposed), keeps one
+//     accumulator per dot-form lane, filled with x[k] broadcast, and
+//     adds them in the lane tree's order with vertical adds: the same
+//     additions, 0.42-0.76 of the tiles' time at 16-32 columns and M =
+//     128-512 on 1024 to 151,936 rows, 0.88-0.99 at 64 columns and M =
+//     128 (paired, one thread; the kernel prefetches the output
+//     lines of the tokens two pairs on, without which long rows ran
+//     1.4-1.8 times the tiles' time). Each call transposes its rows into
+//     panels, which batches under 128 vectors do not pay for
+//     (fwdColsMinTokens): they keep the tiles.
 //     A batch larger than a core's L2 (2 MiB here; 4 MiB of packed vectors
 //     at 512 × 2048) is split over the workers one 768 KiB slice at a time
 //     (fwdSliceBytes): given the whole batch, each of a core's eight row
