@@ -342,10 +342,10 @@ func trainLinear(w mat, bias []float32, mod *trainModule, xs, ys, ts [][]float32
 // dxs is nil, writes (or adds) the gradient of the inputs to dxs. ts are
 // the forward's A·x.
 func (t *Trainer) linearBackward(w mat, mod *trainModule, xs, ts, dys, dxs [][]float32, accumulate bool) {
-	if dxs != nil {
-		matMulT(w, dys, dxs, accumulate)
-	}
 	if mod == nil {
+		if dxs != nil {
+			matMulT(w, dys, dxs, accumulate)
+		}
 		return
 	}
 	dts := t.ar.rows(len(dys), t.cfg.Rank)
@@ -353,7 +353,7 @@ func (t *Trainer) linearBackward(w mat, mod *trainModule, xs, ts, dys, dxs [][]f
 	outerAcc(mod.b.local, mod.b.rows, mod.b.cols, dys, ts)
 	outerAcc(mod.a.local, mod.a.rows, mod.a.cols, dts, xs)
 	if dxs != nil {
-		matMulT(mod.pair.a, dts, dxs, true)
+		matMulTLoRA(w, dys, mod.pair.a, dts, dxs, accumulate)
 	}
 }
 
@@ -392,7 +392,7 @@ const elemWork = 4
 // are the n cached rows, one slab of KVHeads·HeadDim columns. KV heads are
 // split across goroutines when they divide among the cores, otherwise
 // each block's positions and keys are (blockSplit); each head takes
-// attnRows positions at a time (attnBack.block), reading each cached row
+// attnBackRows positions at a time (attnBack.block), reading each cached row
 // once per block, and keys and values accumulate in ascending query
 // position and head order. Layer li
 // and its sink logits (nil: none) give GPT-OSS's window and sinks.
@@ -407,8 +407,8 @@ func attentionBackward(c Config, li int, sinks []float32, q [][]float32, k, v []
 		ps := s.split
 		for kvh := range c.KVHeads {
 			s.packHead(a, kvh)
-			for p0 := 0; p0 < n; p0 += attnRows {
-				a.blockSplit(s, ps, kvh, p0, min(attnRows, n-p0), workers)
+			for p0 := 0; p0 < n; p0 += attnBackRows {
+				a.blockSplit(s, ps, kvh, p0, min(attnBackRows, n-p0), workers)
 			}
 			s.unpackHead(a, kvh)
 		}
@@ -419,8 +419,8 @@ func attentionBackward(c Config, li int, sinks []float32, q [][]float32, k, v []
 		defer attnBackPool.Put(s)
 		for kvh := wk; kvh < c.KVHeads; kvh += workers {
 			s.packHead(a, kvh)
-			for p0 := 0; p0 < n; p0 += attnRows {
-				a.block(s, kvh, p0, min(attnRows, n-p0))
+			for p0 := 0; p0 < n; p0 += attnBackRows {
+				a.block(s, kvh, p0, min(attnBackRows, n-p0))
 			}
 			s.unpackHead(a, kvh)
 		}

@@ -79,7 +79,14 @@
 //     done with shuffles. One 6-row tile (24 KiB of float32 at 1024 columns)
 //     stays in L1 while a block of packed groups (768 KiB) passes it from
 //     L2 (fwdTile4x6G), so each step reads four lines of x from L2 against
-//     six rows from L1. The order before it, a block of rows in L2 met by
+//     six rows from L1. The tile writes its sums straight into each
+//     vector's output row (the kernel reads the row pointers from the
+//     slice headers), or adds them there (sum first, then y + sum: the
+//     bits of the staged add), under a row mask so that an overlapping
+//     last tile adds nothing twice; staging them in a block that putRow
+//     then copied or added into the rows was 4.3% of the 0.6B step's
+//     CPU (TestForwardTilesWriteRows pins rows apart, columns outside
+//     the range untouched). The order before it, a block of rows in L2 met by
 //     one group at a time, read six weight lines from L2 a step: the
 //     kernel on one group in L1 ran at ~93% of the FMA peak, but cycling
 //     the groups cost ~10% more and groups arriving from L3 ~20% more;
@@ -104,7 +111,39 @@
 //     and not another). One row at a time without prefetch streamed
 //     bfloat16 weights at 0.4-0.55 of the bf16 path's prefetching
 //     kernels' rate in the same run of BenchmarkBF16Decode (a loaded
-//     machine); now at 0.75-0.9 of it.
+//     machine); now at 0.75-0.9 of it. The 4×6 tile of whole rows also
+//     prefetches the packed vectors 4 KiB ahead into L1 (xAhead in
+//     internal/asmgen/fwd): its x loads from L2 stalled under the
+//     hardware prefetchers, and the prefetch took 3-5% less time on the
+//     1024-column shapes (paired, one thread). The tile in pieces does
+//     too, its last 16 steps of a piece prefetching the next group's
+//     piece (a gstride away): 1-3% less time on o_proj and down, where
+//     running on into the group's own next piece was 0-4% slower than
+//     no prefetch. Each group also prefetches its four output rows'
+//     lines into L1 before its products: accumulating, the add read them
+//     at the group's end and a miss there stalled the next group. Paired
+//     against main's staged tiles on one thread (0.6B shapes, M =
+//     128-1024, the batch in matMul's slices, a loaded machine), the
+//     direct write with the x prefetch took 0.86-0.99 of their time when
+//     not accumulating but 0.94-1.07 when accumulating; with the output
+//     prefetch 0.87-0.97 and 0.94-1.01. Rows 4 and 5 of the tile reduce
+//     over their own eight accumulators (24 shuffles and adds where a
+//     16-accumulator tree with eight zeros took 45, and 16 moves and
+//     clears): the same bits, about 1% of a tile at 1024 columns. Rows of 16-64 float32
+//     columns (a LoRA B, K its rank) go to fwdCols instead: at such K a
+//     tile's shuffle tree and stores cost more than its two to four
+//     chunks of products (the LoRA B products ran at a quarter of the
+//     big products' rate per FLOP), so fwdCols puts 16 rows across the
+//     vector lanes (a panel of the rows transposed), keeps one
+//     accumulator per dot-form lane, filled with x[k] broadcast, and
+//     adds them in the lane tree's order with vertical adds: the same
+//     additions, 0.42-0.76 of the tiles' time at 16-32 columns and M =
+//     128-512 on 1024 to 151,936 rows, 0.88-0.99 at 64 columns and M =
+//     128 (paired, one thread; the kernel prefetches the output
+//     lines of the tokens two pairs on, without which long rows ran
+//     1.4-1.8 times the tiles' time). Each call transposes its rows into
+//     panels, which batches under 128 vectors do not pay for
+//     (fwdColsMinTokens): they keep the tiles.
 //     A batch larger than a core's L2 (2 MiB here; 4 MiB of packed vectors
 //     at 512 × 2048) is split over the workers one 768 KiB slice at a time
 //     (fwdSliceBytes): given the whole batch, each of a core's eight row
@@ -180,6 +219,50 @@
 //     panels (one pointer, tiles up to 14 rows) was tried: the
 //     transposing copy cost more than the tiles gained.
 //     TestBackwardAsmMatchesScalar compares them with the scalar kernels.
+//   - LoRA's input gradient rides on the base product (matMulTLoRA):
+//     dx = Wᵀ·dy + Aᵀ·dt was matMulT through W, then a second matMulT
+//     through A's 32 rows over all of dx (from L3 at 512 tokens) with
+//     tiles that loaded and stored their accumulators every 32 rows. A's
+//     rows now run as a further term of each of W's column blocks while
+//     that block of dx is in L2. Each element continues the same chain of
+//     fused multiply-adds (W's rows ascending, then A's), so the bits are
+//     the two calls' on every path (TestMatMulTLoRAMatchesTwoCalls; the
+//     fallbacks make the two calls). Fold ÷ two calls: 0.97-1.0 on the
+//     0.6B shapes at 128 and 512 tokens (BenchmarkBackwardLoRAFold,
+//     paired single-thread runs, loaded machine; 0.97-1.0 in CPU on two
+//     cores at 512). A LoRA B's matMulT (rank columns, one panel wide)
+//     reads B in place: its rows lie one after another, so the packing
+//     the base matrices need (rows 4-12 KiB apart) was a plain copy;
+//     in place ÷ packed 0.94-1.02 at 128 and 512 tokens, 1 and 2 cores.
+//   - A LoRA A's weight gradient (outerAcc, rank rows × the layer's
+//     inputs) is split among the cores by columns (outerSplitColsRows):
+//     split by rows, each core had 16 rows, three tiles per strip of the
+//     inputs, and packed every strip itself, from rows 4-12 KiB apart.
+//     Column split ÷ row split on two cores: 0.79-0.86 in CPU time at 512
+//     tokens, 0.90-0.97 at 128 (BenchmarkOuterSplitAB, loaded machine).
+//     Each element still sums the batch in ascending order in one tile.
+//   - Where matMulT's time goes at 512-1024 tokens (issue 34; this CPU:
+//     48 KiB L1d, 2 MiB L2 per core; paired single-thread ratios on a
+//     loaded machine). bwdRF6x4 alone, its panel in L2 and A in L1, runs
+//     at 0.88-0.97 of the 512-bit FMA loop: 4 panel loads and 6
+//     broadcasts per 24 FMAs are not the limit. matMulT itself runs at
+//     0.75-0.83. The rest: the tiles read A (the batch's rows of dy, 6
+//     MiB at 512 tokens × 3072) from L3, 1.05-1.18× the time of the same
+//     tiles with A in L1; and the packing tile takes 3-4× a plain tile
+//     with W in L3, 6-7× from DRAM (4.7× on 2 MiB pages), one per 85
+//     tiles at 512 tokens, since training runs the backward products
+//     once per sequence (M = 512, not 1024, in a 2 × 512 step). Tried
+//     without gain: 48 rows through all four panels of a column block
+//     before the next rows (A from L2 for three panels; also with kc 256
+//     and 512): 0.91-1.13 of the current order, nothing consistent;
+//     prefetching the next tile's A rows into L2 every step: no change;
+//     the packing tile's prefetch 16, 32 or 64 rows ahead: no change;
+//     spreading the next panel's packing over the current panel's tiles
+//     (a tile copying 12 rows of it and prefetching the next 12 a tile
+//     ahead): each such tile took 1.04-1.09× a plain one with W in L3,
+//     1.13-1.2× from DRAM, more in all than one packing tile. Left to
+//     try: the weights on 2 MiB pages, and both sequences of a step
+//     through one product (half the packing per token).
 //   - Other vector kernels (kernels_simd.go, GOEXPERIMENT=simd on amd64
 //     with AVX2) give the scalar kernels' bits: a lane holds one output
 //     element and adds its products in the same order (MulAdd in the
@@ -338,11 +421,45 @@
 //     a 512-token backward as the score products. That changed the
 //     backward's bits (not the forward's) in the last places; the
 //     reference uses the same sums.
+//   - Attention at 512-2048 tokens (issue 34; no bits changed, the
+//     existing bit tests pin every step). A profile of one 0.6B-head
+//     layer (BenchmarkAttentionLong) had the assembly tiles at about a
+//     third of attention's CPU and the Go around them at two thirds:
+//     (1) weighted sums over contiguous rows (the forward's packed
+//     values, the backward's keys for dq) went eight rows per register
+//     tile call (attnBlock, sized for L1 aliasing of the strided cache),
+//     so the 24-accumulator tile loaded and stored its outputs every
+//     eight multiply-adds and the triangle went through weighted1; they
+//     now go weightedSpan (64) rows per call (TestWeightedBlockLongSpan).
+//     (2) The backward's softmax gradient made seven 4-lane passes and a
+//     scalar float32 conversion loop per query; softmaxGrad8 does it in
+//     three 8-lane passes (TestSoftmaxGradPathsMatch). (3) The forward's
+//     softmax (scale, max, exp, a serial float64 sum, scale) runs per
+//     block (softmaxRows): scale and max fused in 16 lanes, every
+//     exponential in 8 float64 lanes (the tail padded), and the sums,
+//     which must stay ascending chains for softmax32's bits, four rows
+//     at a time as independent chains (TestSoftmaxRowsMatchRows). (4) The
+//     backward takes 32 positions per block (attnBackRows), so the dk/dv
+//     tiles load and store their accumulators once per 64 queries.
+//     (5) dk and dv read ds and p in the queries' rows (scatterColumns:
+//     attnTileZ takes A's column stride), without the two transposes per
+//     block, whose reads 8 KiB apart shared an L1 set at 2048 tokens;
+//     the rows are padded (scoreStride) so that column reads spread over
+//     the sets. (6) The score tiles reduce each query's eight keys with
+//     whole-register shuffles (laneSums8: 10 shuffle-port operations a
+//     query where the VHADDPS pairs took 22). Together, against the
+//     build before (BenchmarkAttentionLong, interleaved, best CPU time of
+//     three runs each on a machine loaded by other sessions, so ratios
+//     only): forward 1.9× and backward 1.9× less CPU at 512 tokens, 1.6×
+//     and 1.5× at 2048. Left as they were: exp64's precision (a float32
+//     exponential would be cheaper but changes every probability's bits
+//     and the pinned references) and the division p/Σ (a correctly
+//     rounded quotient needs the divide).
 //   - Attention memory is linear in the sequence: no T×T matrix exists.
 //     The forward keeps only each query's output, and the backward
-//     recomputes one block's probabilities at a time (attnRows positions ×
-//     a KV head's query heads against the keys before them: 2 MB per
-//     worker at 4096 tokens on the 0.6B shape). Flash-style key tiles with
+//     recomputes one block's probabilities at a time (attnBackRows
+//     positions × a KV head's query heads against the keys before them:
+//     about 2 MB per worker at 4096 tokens on the 0.6B shape). Flash-style key tiles with
 //     an online softmax were not adopted: rescaled partial sums would give
 //     each score bits that depend on where tiles start, and the rule that
 //     every output element sums its keys in ascending order in one pass is
