@@ -45,7 +45,9 @@ const memChildEnv = "TINKER_TRAIN_MEMORY_CHILD"
 // model and LoRA placement, one untimed step), with PyTorch ÷ engine.
 // Each side runs in a child process of its own (this test binary again,
 // or Python) and its peak is the maxrss that wait4 returns for it, so
-// nothing else the benchmark does counts; CPU load does not disturb it.
+// nothing else the benchmark does counts; CPU load does not disturb it
+// while a step makes little heap garbage (a slower step gets more of the
+// runtime's two-minute collections: TestTrainStepGarbageFlatInLayers).
 // Linux starts a child's maxrss from its parent's at the exec (Go's fork
 // shares the parent's memory until then), so the parent stays small and
 // reports its own peak as both sides' floor (parent-RSS-MiB).
