@@ -403,6 +403,11 @@
 //     gradient is computed alone and added to the accumulated gradient in
 //     datum order, so gradients do not depend on how data are split into
 //     calls, and each kernel splits its outputs (never a sum) across cores.
+//     Small dense models (Model.groups) run a wave of datums side by side
+//     instead, one per core, each in its own slot (arena and gradient),
+//     committed in datum order (datumslots.go; CallBytes counts the slots):
+//     their products were too small to split across cores without the
+//     cores waiting on one another.
 //     The arena is sized from ActivationBytes before the first datum
 //     (grown mid-datum, its overflow came from the garbage-collected heap,
 //     on top of the next datum's arena).

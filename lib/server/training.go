@@ -129,7 +129,7 @@ func (s *Server) prepareFwd(run store.RunView, req *fwdRequest) (*engine.Trainer
 	for i, d := range req.Data {
 		lengths[i] = len(d.ModelInput)
 	}
-	need := tr.ActivationBytes(lengths, !req.ForwardOnly)
+	need := tr.CallBytes(lengths, !req.ForwardOnly)
 	return tr, loss, need, s.trainers.checkBudget(need)
 }
 
