@@ -17,8 +17,17 @@ func TestAttentionBackwardReusesScratch(t *testing.T) {
 	c := mustLoad(t, models.TinyLlama).cfg
 	const n = 128
 	qd, kvd := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
-	q, k, v, datt := randRows(n, qd, 1), flat(randRows(n, kvd, 2)), flat(randRows(n, kvd, 3)), randRows(n, qd, 4)
-	dq, dk, dv := randRows(n, qd, 5), randRows(n, kvd, 6), randRows(n, kvd, 7)
+	r := newRNG(1)
+	slab := func(width int) []float32 {
+		s := make([]float32, n*width)
+		for i := range s {
+			s[i] = r.uniform32() - 0.5
+		}
+		return s
+	}
+	rows := func(width int) [][]float32 { return rowsOf(slab(width), n, width) }
+	q, k, v, datt := rows(qd), slab(kvd), slab(kvd), rows(qd)
+	dq, dk, dv := rows(qd), rows(kvd), rows(kvd)
 	run := func() { attentionBackward(c, 0, nil, q, k, v, datt, dq, dk, dv) }
 	for _, procs := range []int{1, 2} {
 		func() {
