@@ -391,7 +391,24 @@ const elemWork = 4
 // allocated afresh for each, its buffers were three quarters of the bytes
 // a tiny model's training step allocated (14 MB per 8 × 128 step of
 // tiny-llama), each one cleared on allocation and later collected.
-var attnBackScratches = sync.Pool{New: func() any { return new(attnBackScratch) }}
+var attnBackScratches = sync.Pool{New: func() any { return new(pooledBackScratch) }}
+
+// pooledBackScratch is a pooled scratch with the attention shape it
+// served: the scratch keeps views shaped for it (packHead's rows of
+// HeadDim), so another shape starts from a fresh one.
+type pooledBackScratch struct {
+	s                  attnBackScratch
+	hd, heads, kvHeads int
+}
+
+// backScratch takes a scratch for c's attention from the pool.
+func backScratch(c Config) *pooledBackScratch {
+	p := attnBackScratches.Get().(*pooledBackScratch)
+	if p.hd != c.HeadDim || p.heads != c.Heads || p.kvHeads != c.KVHeads {
+		*p = pooledBackScratch{hd: c.HeadDim, heads: c.Heads, kvHeads: c.KVHeads}
+	}
+	return p
+}
 
 // attentionBackward computes the gradients of causal grouped-query
 // attention's q, k and v (after rotary) from the output gradient datt,
@@ -408,8 +425,9 @@ func attentionBackward(c Config, li int, sinks []float32, q [][]float32, k, v []
 	a := &attnBack{c: c, li: li, sinks: sinks, q: q, datt: datt, dq: dq, dk: dk, dv: dv, k: k, v: v}
 	workers := min(runtime.GOMAXPROCS(0), max(1, n*n*c.Heads*c.HeadDim/parallelMinWork))
 	if c.KVHeads%workers != 0 { // a split by heads would leave cores idle
-		s := attnBackScratches.Get().(*attnBackScratch)
-		defer attnBackScratches.Put(s)
+		p := backScratch(c)
+		defer attnBackScratches.Put(p)
+		s := &p.s
 		ps := make([][]float64, workers)
 		for kvh := range c.KVHeads {
 			s.packHead(a, kvh)
@@ -421,8 +439,9 @@ func attentionBackward(c Config, li int, sinks []float32, q [][]float32, k, v []
 		return
 	}
 	forkJoin(workers, func(wk int) {
-		s := attnBackScratches.Get().(*attnBackScratch)
-		defer attnBackScratches.Put(s)
+		p := backScratch(c)
+		defer attnBackScratches.Put(p)
+		s := &p.s
 		for kvh := wk; kvh < c.KVHeads; kvh += workers {
 			s.packHead(a, kvh)
 			for p0 := 0; p0 < n; p0 += attnRows {
