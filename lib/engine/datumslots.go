@@ -38,20 +38,28 @@ func (s *datumSlot) local(p *param) []float32 {
 }
 
 // parallelDatumBytes bounds the memory the extra slots of a call may take
-// (their arenas and gradients): a datum that needs more has products
-// large enough to split across the cores.
-const parallelDatumBytes = 64 << 20
+// (their arenas and gradients, kept for the next call as the trainer's
+// arena is): a datum that needs more has products large enough to split
+// across the cores.
+const parallelDatumBytes = 32 << 20
+
+// slotsPerCore is how many datums per core a wave may hold. The cores
+// claim a wave's datums one at a time, so a core the machine holds back
+// (another process, a slow virtual CPU) runs fewer of them instead of
+// the others waiting for it at the end of every wave of one per core (a
+// variable so a test can make waves of one per core).
+var slotsPerCore = 4
 
 // datumSlots is how many datums of a call over datums of these lengths
-// run at once: one per core (Model.groups) on a small model with dense
-// layers (an expert's gradient is a view of its stacked parameter's own
-// buffer), when the extra slots fit parallelDatumBytes; else one.
+// run at once: up to slotsPerCore per core on a small model with dense
+// layers (Model.groups; an expert's gradient is a view of its stacked
+// parameter's own buffer), as many as parallelDatumBytes holds; else one.
 func (t *Trainer) datumSlots(lengths []int, backward bool) int {
-	s := min(t.base.groups(), len(lengths))
-	if s <= 1 || t.hasExperts() || int64(s-1)*t.slotBytes(lengths, backward) > parallelDatumBytes {
+	cores := t.base.groups()
+	if cores <= 1 || len(lengths) <= 1 || t.hasExperts() {
 		return 1
 	}
-	return s
+	return int(min(int64(min(len(lengths), slotsPerCore*cores)), 1+parallelDatumBytes/t.slotBytes(lengths, backward)))
 }
 
 // slotBytes is the memory of one extra slot: an arena for the longest
@@ -104,7 +112,8 @@ func (t *Trainer) slotsFor(n int, need int64) []*datumSlot {
 	return t.slots[:n]
 }
 
-// runWaves runs the datums a wave of len(slots) at a time, adding each
+// runWaves runs the datums a wave of len(slots) at a time (the cores
+// taking the wave's datums in turn), adding each
 // datum's loss to res and, with backward, its gradient to the pending
 // one, in datum order. The first slot (the trainer's arena) takes the
 // last datum of each wave, so the arena's peak is the last datum's, as

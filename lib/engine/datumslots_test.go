@@ -11,9 +11,11 @@ import (
 	"github.com/tinkershell/tinker/lib/models"
 )
 
-// TestDatumSlotsKeepBits runs a call of five datums on a tiny model with
-// its datums side by side (GOMAXPROCS 2 and 3: two and three slots, a
-// last wave of one and of two) and one after another (GOMAXPROCS 1), and
+// TestDatumSlotsKeepBits runs calls of five datums on a tiny model with
+// their datums side by side (GOMAXPROCS 2 with slotsPerCore 1, 2 and 4:
+// waves of two, four and five, the last of one but for five; and
+// GOMAXPROCS 3 with 1: waves of three and two) and one after another
+// (GOMAXPROCS 1), and
 // requires the same outputs, loss and accumulated gradients, bit for bit,
 // forward only and with the backward pass, after a second call too (the
 // slots' gradients are cleared when committed). Every slot's arena starts
@@ -28,19 +30,21 @@ func TestDatumSlotsKeepBits(t *testing.T) {
 			fwd, fb []*ForwardResult
 			grads   [][]float32
 		}
-		call := func(procs int) run {
+		call := func(procs, per int) run {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			defer func(old int) { slotsPerCore = old }(slotsPerCore)
+			slotsPerCore = per
 			tr := mustTrainer(t, m, cfg)
 			randomizeB(t, tr, 1, 0.05)
 			lengths := []int{9, 20, 4, 33, 17}
-			want := procs
-			if tr.hasExperts() {
-				want = 1 // the stacked experts' gradients have one buffer
+			want := min(procs*per, 5)
+			if procs == 1 || tr.hasExperts() {
+				want = 1 // one core; the stacked experts' gradients have one buffer
 			}
 			if got := tr.datumSlots(lengths, true); got != want {
 				t.Fatalf("%s: GOMAXPROCS=%d runs %d datums at once, want %d", name, procs, got, want)
 			}
-			tr.slotsFor(procs, 0)
+			tr.slotsFor(want, 0)
 			for _, s := range tr.slots {
 				s.ar.buf = slices.Repeat([]float32{float32(math.NaN())}, 1<<20)
 			}
@@ -64,9 +68,10 @@ func TestDatumSlotsKeepBits(t *testing.T) {
 			r.grads = gradBits(tr)
 			return r
 		}
-		one := call(1)
-		for _, procs := range []int{2, 3} {
-			side := call(procs)
+		one := call(1, 4)
+		for _, pp := range [][2]int{{2, 1}, {2, 2}, {2, 4}, {3, 1}} {
+			procs := pp[0] * pp[1]
+			side := call(pp[0], pp[1])
 			if !reflect.DeepEqual(one.fwd, side.fwd) || !reflect.DeepEqual(one.fb, side.fb) {
 				t.Fatalf("%s: outputs or loss differ between one datum at a time and %d at once", name, procs)
 			}
@@ -95,7 +100,7 @@ func TestCallBytesCountsEverySlot(t *testing.T) {
 				t.Fatal(err)
 			}
 			slots := tr.datumSlots(lengths, true)
-			wantSlots := 2
+			wantSlots := len(lengths)
 			if len(lengths) == 1 || name == models.TinyQwen3MoE {
 				wantSlots = 1
 			}
