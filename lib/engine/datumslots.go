@@ -53,13 +53,18 @@ var slotsPerCore = 4
 // datumSlots is how many datums of a call over datums of these lengths
 // run at once: up to slotsPerCore per core on a small model with dense
 // layers (Model.groups; an expert's gradient is a view of its stacked
-// parameter's own buffer), as many as parallelDatumBytes holds; else one.
+// parameter's own buffer), as many as parallelDatumBytes holds, evened
+// out over the waves; else one.
 func (t *Trainer) datumSlots(lengths []int, backward bool) int {
 	cores := t.base.groups()
 	if cores <= 1 || len(lengths) <= 1 || t.hasExperts() {
 		return 1
 	}
-	return int(min(int64(min(len(lengths), slotsPerCore*cores)), 1+parallelDatumBytes/t.slotBytes(lengths, backward)))
+	most := int(min(int64(min(len(lengths), slotsPerCore*cores)), 1+parallelDatumBytes/t.slotBytes(lengths, backward)))
+	// Waves of equal width: 8 datums in waves of 5 and 3 left a core idle
+	// for half the second; in two of 4 neither waits.
+	waves := (len(lengths) + most - 1) / most
+	return (len(lengths) + waves - 1) / waves
 }
 
 // slotBytes is the memory of one extra slot: an arena for the longest
