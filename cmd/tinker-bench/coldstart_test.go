@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -31,5 +34,55 @@ func TestBuildFlagsMatchMakefile(t *testing.T) {
 	}
 	if got := strings.Join(buildFlags, " "); got != `-trimpath -ldflags=-s -w` {
 		t.Errorf("buildFlags = %q: change the Makefile's build line and this test together", got)
+	}
+}
+
+// TestFloorImports keeps in the floor program what a main package can
+// import and tinker's build links, and leaves out the module's own
+// packages, which are what the floor is measured against.
+func TestFloorImports(t *testing.T) {
+	deps := []string{"errors", "internal/cpu", "vendor/golang.org/x/net/idna", "unsafe", "C", "runtime/cgo",
+		"github.com/klauspost/compress/internal/snapref", "github.com/klauspost/compress/zstd",
+		"example.com/tinker", "example.com/tinker/lib/render", "example.com/tinkerish", "modernc.org/sqlite"}
+	got := floorImports(deps, "example.com/tinker")
+	want := []string{"errors", "github.com/klauspost/compress/zstd", "example.com/tinkerish", "modernc.org/sqlite"}
+	if !slices.Equal(got, want) {
+		t.Errorf("floorImports = %q, want %q", got, want)
+	}
+	src := floorSource(want)
+	for _, p := range want {
+		if !strings.Contains(src, "\t_ \""+p+"\"\n") {
+			t.Errorf("floorSource lacks the import of %s:\n%s", p, src)
+		}
+	}
+	if !strings.Contains(src, "func main() {}") {
+		t.Errorf("floorSource's main is not empty:\n%s", src)
+	}
+}
+
+// TestCopyInPages copies a program byte for byte, executable, and never
+// over an existing file.
+func TestCopyInPages(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "src"), filepath.Join(dir, "dst")
+	data := make([]byte, 3*4096+123)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := copyInPages(src, dst); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(dst)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("copy differs (%d bytes, want %d; %v)", len(got), len(data), err)
+	}
+	if fi, err := os.Stat(dst); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("copy's mode = %v (%v), want 0755", fi.Mode(), err)
+	}
+	if err := copyInPages(src, dst); err == nil {
+		t.Error("copyInPages replaced an existing file")
 	}
 }

@@ -1,7 +1,7 @@
 // Command tinker-bench measures whole-process figures that Go benchmarks
 // cannot, each next to a reference measured in the same invocation:
 //
-//	go run ./cmd/tinker-bench coldstart bin/tinker [OTHER/tinker...]  # start vs /bin/true and a Go net/http program
+//	go run ./cmd/tinker-bench coldstart bin/tinker [OTHER/tinker...]  # start vs /bin/true, a Go net/http program and the dependencies' floor
 //	go run ./cmd/tinker-bench list bin/tinker [OTHER/tinker...]       # checkpoint list --limit 0 over 10,000 vs curl
 //
 // Each reports CPU time (user + system, of the process and its children) and
