@@ -53,8 +53,8 @@ func ListCheckpoints(ctx context.Context, c *tinkerapi.Client, runID string, lim
 		}
 	}
 	defer prog.Finish()
-	cps, err = fetchPages(ctx, resp.Checkpoints, total, limit, batch, prog, func(ctx context.Context, l, off int) ([]tinkerapi.Checkpoint, error) {
-		r, err := c.ListUserCheckpoints(ctx, l, off)
+	cps, err = fetchPages(ctx, resp.Checkpoints, total, limit, batch, prog, func(ctx context.Context, l, off int, dst []tinkerapi.Checkpoint) ([]tinkerapi.Checkpoint, error) {
+		r, err := c.ListUserCheckpointsInto(ctx, l, off, dst)
 		if err != nil {
 			return nil, err
 		}

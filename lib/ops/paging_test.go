@@ -13,10 +13,10 @@ import (
 type pageCall struct{ limit, offset int }
 
 // pager serves items 0..n-1; short, if >= 0, truncates the page at that offset.
-func pager(n, short int) (func(ctx context.Context, limit, offset int) ([]int, error), func() []pageCall) {
+func pager(n, short int) (pageFetch[int], func() []pageCall) {
 	var mu sync.Mutex
 	var calls []pageCall
-	fetch := func(ctx context.Context, limit, offset int) ([]int, error) {
+	fetch := func(ctx context.Context, limit, offset int, dst []int) ([]int, error) {
 		mu.Lock()
 		calls = append(calls, pageCall{limit, offset})
 		mu.Unlock()
@@ -24,11 +24,10 @@ func pager(n, short int) (func(ctx context.Context, limit, offset int) ([]int, e
 		if short >= 0 && offset == short {
 			end = offset + limit/2
 		}
-		out := []int{}
 		for i := offset; i < end; i++ {
-			out = append(out, i)
+			dst = append(dst, i)
 		}
-		return out, nil
+		return dst, nil
 	}
 	return fetch, func() []pageCall {
 		mu.Lock()
@@ -55,7 +54,7 @@ func TestFetchPagesMatchesTheCLIsRequests(t *testing.T) {
 		if tc.limit > 0 {
 			firstLimit = min(tc.batch, tc.limit)
 		}
-		first, _ := fetch(context.Background(), firstLimit, 0)
+		first, _ := fetch(context.Background(), firstLimit, 0, nil)
 		got, err := fetchPages(context.Background(), first, tc.total, tc.limit, tc.batch, noProgress{}, fetch)
 		if err != nil {
 			t.Fatal(err)
@@ -77,7 +76,7 @@ func TestFetchPagesMatchesTheCLIsRequests(t *testing.T) {
 
 func TestFetchPagesStopsAtAShortPage(t *testing.T) {
 	fetch, _ := pager(5000, 2000)
-	first, _ := fetch(context.Background(), 1000, 0)
+	first, _ := fetch(context.Background(), 1000, 0, nil)
 	got, err := fetchPages(context.Background(), first, 5000, 0, 1000, noProgress{}, fetch)
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +91,7 @@ func TestFetchPagesStopsAtAShortPage(t *testing.T) {
 // (nor a page table of that size), and the listing is what it has.
 func TestFetchPagesOverstatedTotal(t *testing.T) {
 	fetch, calls := pager(2500, -1)
-	first, _ := fetch(context.Background(), 1000, 0)
+	first, _ := fetch(context.Background(), 1000, 0, nil)
 	got, err := fetchPages(context.Background(), first, 50_000_000, 0, 1000, noProgress{}, fetch)
 	if err != nil {
 		t.Fatal(err)
@@ -111,19 +110,18 @@ func TestFetchPagesOverstatedTotal(t *testing.T) {
 func TestFetchPagesSameAsSequential(t *testing.T) {
 	for seed := range 20 {
 		const n, batch = 9300, 1000
-		fetch := func(ctx context.Context, limit, offset int) ([]int, error) {
+		fetch := func(ctx context.Context, limit, offset int, dst []int) ([]int, error) {
 			time.Sleep(time.Duration((offset/batch*7+seed)%5) * time.Millisecond)
 			end := min(offset+limit, n)
 			if offset == 5000 && seed%2 == 1 {
 				end = offset + 10 // a short page in the middle ends the listing
 			}
-			out := make([]int, 0, limit)
 			for i := offset; i < end; i++ {
-				out = append(out, i)
+				dst = append(dst, i)
 			}
-			return out, nil
+			return dst, nil
 		}
-		first, _ := fetch(context.Background(), batch, 0)
+		first, _ := fetch(context.Background(), batch, 0, nil)
 		got, err := fetchPages(context.Background(), first, n, 0, batch, noProgress{}, fetch)
 		if err != nil {
 			t.Fatal(err)
@@ -143,9 +141,75 @@ func TestFetchPagesSameAsSequential(t *testing.T) {
 	}
 }
 
+// TestFetchPagesDecodesInPlace: each page after the first is handed its
+// place in the result as dst, and the result is those places (no join):
+// the item at each page's start is the one the fetch wrote.
+func TestFetchPagesDecodesInPlace(t *testing.T) {
+	fetch, _ := pager(3500, -1)
+	var mu sync.Mutex
+	starts := map[int]*int{}
+	spy := func(ctx context.Context, limit, offset int, dst []int) ([]int, error) {
+		if cap(dst) != limit || len(dst) != 0 {
+			t.Errorf("page at %d: dst len %d cap %d, want 0 and %d", offset, len(dst), cap(dst), limit)
+		}
+		out, err := fetch(ctx, limit, offset, dst)
+		mu.Lock()
+		starts[offset] = &out[0]
+		mu.Unlock()
+		return out, err
+	}
+	first, _ := fetch(context.Background(), 1000, 0, nil)
+	got, err := fetchPages(context.Background(), first, 3500, 0, 1000, noProgress{}, spy)
+	if err != nil || len(got) != 3500 {
+		t.Fatalf("%d items, %v", len(got), err)
+	}
+	for off, p := range starts {
+		if &got[off] != p {
+			t.Errorf("page at %d was copied into the result, not decoded in place", off)
+		}
+	}
+}
+
+// TestFetchPagesJoinsWhatDidNotFit: a page longer than asked for, a fetch
+// that ignores dst, and a total past presizeMax all give the sequential
+// listing, joined.
+func TestFetchPagesJoinsWhatDidNotFit(t *testing.T) {
+	seq := func(offset, end int) []int {
+		var out []int
+		for i := offset; i < end; i++ {
+			out = append(out, i)
+		}
+		return out
+	}
+	long := func(ctx context.Context, limit, offset int, dst []int) ([]int, error) {
+		if offset == 1000 { // 1200 where 1000 were asked for: the next page overlaps
+			return append(dst, seq(offset, offset+1200)...), nil
+		}
+		return append(dst, seq(offset, min(offset+limit, 3000))...), nil
+	}
+	ignore := func(ctx context.Context, limit, offset int, _ []int) ([]int, error) {
+		return seq(offset, min(offset+limit, 3000)), nil
+	}
+	for name, tc := range map[string]struct {
+		fetch        pageFetch[int]
+		total, batch int
+		want         []int
+	}{
+		"long page":    {long, 3000, 1000, append(seq(0, 2200), seq(2000, 3000)...)},
+		"ignores dst":  {ignore, 3000, 1000, seq(0, 3000)},
+		"past presize": {ignore, presizeMax + 50, 2000, seq(0, 3000)},
+	} {
+		first, _ := tc.fetch(context.Background(), tc.batch, 0, nil)
+		got, err := fetchPages(context.Background(), first, tc.total, 0, tc.batch, noProgress{}, tc.fetch)
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: got %d items (%v), want %d", name, len(got), err, len(tc.want))
+		}
+	}
+}
+
 func TestFetchPagesReportsErrors(t *testing.T) {
 	boom := errors.New("boom")
-	fetch := func(ctx context.Context, limit, offset int) ([]int, error) {
+	fetch := func(ctx context.Context, limit, offset int, _ []int) ([]int, error) {
 		if offset == 2000 {
 			return nil, boom
 		}
@@ -213,7 +277,7 @@ func TestFirstMatchingReadsOnlyThePagesItNeeds(t *testing.T) {
 		fetch, calls := pager(tc.n, -1)
 		got, more, exact, err := firstMatching(context.Background(), tc.limit, tc.batch, even,
 			func(ctx context.Context, l, off int) ([]int, int, error) {
-				items, err := fetch(ctx, l, off)
+				items, err := fetch(ctx, l, off, nil)
 				return items, tc.n, err
 			})
 		if err != nil {

@@ -32,12 +32,12 @@ func ListRuns(ctx context.Context, c *tinkerapi.Client, limit int, scope string,
 		prog = progress(target)
 	}
 	defer prog.Finish()
-	runs, err = fetchPages(ctx, resp.TrainingRuns, total, limit, batch, prog, func(ctx context.Context, l, off int) ([]tinkerapi.TrainingRun, error) {
+	runs, err = fetchPages(ctx, resp.TrainingRuns, total, limit, batch, prog, func(ctx context.Context, l, off int, dst []tinkerapi.TrainingRun) ([]tinkerapi.TrainingRun, error) {
 		r, err := c.ListTrainingRuns(ctx, l, off, scope)
 		if err != nil {
 			return nil, err
 		}
-		return r.TrainingRuns, nil
+		return append(dst, r.TrainingRuns...), nil
 	})
 	return runs, total, err
 }

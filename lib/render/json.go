@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/tinkershell/tinker/lib/jsonscan"
 )
 
 // Object is a JSON object whose keys keep their order, as the official CLI
@@ -308,32 +310,8 @@ func writeString(b jsonWriter, s string) {
 
 // PlainASCII reports whether s is printable ASCII with no '"' or '\\': a
 // JSON string body as it stands, which a writer (this package's, the local
-// server's) copies unescaped. Eight bytes at a time (a 10,000-checkpoint
-// listing writes 40,000 strings): the test for a byte below 0x20, at or
-// above 0x7f, '"' or '\\' is exact for "any" in a word, and a word that has
-// one is looked at byte by byte.
-func PlainASCII(s string) bool {
-	const lo, hi = 0x0101010101010101, 0x8080808080808080
-	for len(s) >= 8 {
-		x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-		q, bs := x^(0x22*lo), x^(0x5c*lo) // zero where a byte is '"', '\\'
-		if ((x-0x20*lo)&^x|(q-lo)&^q|(bs-lo)&^bs|(x+lo)|x)&hi != 0 && !plainASCIIBytes(s[:8]) {
-			return false
-		}
-		s = s[8:]
-	}
-	return plainASCIIBytes(s)
-}
-
-func plainASCIIBytes(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
-}
+// server's) copies unescaped.
+func PlainASCII(s string) bool { return jsonscan.PlainPrefix(s) == len(s) }
 
 func writeU(b jsonWriter, r rune) {
 	b.WriteString(`\u`)

@@ -26,12 +26,23 @@ func TestAppendPyTimeMatchesFormat(t *testing.T) {
 		time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
 		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
 		time.Date(-1, 3, 4, 5, 6, 7, 8000, time.UTC),
+		time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(0, 2, 29, 23, 59, 59, 0, time.UTC),
+		time.Date(0, 3, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 12, 31, 23, 59, 59, 0, time.UTC),
+		time.Date(1969, 12, 31, 23, 59, 59, 999999000, time.UTC),
+		time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2000, 2, 29, 12, 0, 0, 0, time.UTC),
+		time.Date(2100, 2, 28, 12, 0, 0, 0, time.UTC),
 		time.Date(2026, 11, 22, 7, 35, 45, 684189000, time.UTC),
 		time.Date(2026, 1, 1, 2, 0, 0, 1000, east), // the previous day in UTC
 	}
 	r := rand.New(rand.NewSource(1))
 	for range 2000 {
 		times = append(times, time.Unix(r.Int63n(1<<36)-(1<<35), r.Int63n(1e9)).In(east))
+	}
+	for range 2000 { // the whole range AppendDateTime lays out itself, years 0-9999
+		times = append(times, time.Unix(r.Int63n(320_000_000_000)-62_200_000_000, 0).UTC())
 	}
 	for _, ts := range times {
 		want := pyTimeByFormat(ts)

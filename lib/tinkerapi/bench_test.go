@@ -54,7 +54,7 @@ func BenchmarkDecodeCheckpoints1000(b *testing.B) {
 	page := []byte(checkpointPage(1000))
 	b.SetBytes(int64(len(page)))
 	for b.Loop() {
-		out, err := decodeCheckpoints(page)
+		out, err := decodeCheckpoints(page, nil)
 		if err != nil || len(out.Checkpoints) != 1000 {
 			b.Fatal(err)
 		}
@@ -67,7 +67,7 @@ func BenchmarkDecodeCheckpointsCompact1000(b *testing.B) {
 	page := []byte(strings.NewReplacer(`": `, `":`, `, `, `,`).Replace(checkpointPage(1000)))
 	b.SetBytes(int64(len(page)))
 	for b.Loop() {
-		out, err := decodeCheckpoints(page)
+		out, err := decodeCheckpoints(page, nil)
 		if err != nil || len(out.Checkpoints) != 1000 {
 			b.Fatal(err)
 		}

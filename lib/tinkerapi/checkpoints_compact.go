@@ -2,9 +2,9 @@ package tinkerapi
 
 import (
 	"bytes"
-	"encoding/binary"
 	"time"
-	"unicode/utf8"
+
+	"github.com/tinkershell/tinker/lib/jsonscan"
 )
 
 // compactEntry reads one checkpoint in the exact layout servers write it
@@ -43,34 +43,20 @@ func (l *wireLex) lit(s string) bool {
 
 // plain reads the rest of a string whose opening quote is consumed,
 // accepting what strSpan accepts (no escape, no control character, valid
-// UTF-8) in one pass: eight bytes at a time until a word holds a quote, a
-// backslash, a control character or a high bit, then byte by byte.
+// UTF-8). A string of plain ASCII, as servers' IDs and paths are, is
+// found by jsonscan (vector code) up to its quote; one that stops the
+// scan earlier (non-ASCII, DEL, an escape) is checked by plainString.
 func (l *wireLex) plain(dst *string) bool {
-	const lo, hi = 0x0101010101010101, 0x8080808080808080
-	b, i, ascii := l.b, l.i, true
-	for ; len(b)-i >= 8; i += 8 {
-		x := binary.LittleEndian.Uint64(b[i:])
-		q, bs := x^(0x22*lo), x^(0x5c*lo)
-		if ((x-0x20*lo)&^x|(q-lo)&^q|(bs-lo)&^bs|x)&hi != 0 {
-			break
-		}
-	}
-	for ; i < len(b); i++ {
-		switch c := b[i]; {
-		case c == '"':
-			if !ascii && !utf8.Valid(b[l.i:i]) {
-				return false
-			}
-			*dst = l.text[l.i:i]
-			l.i = i + 1
-			return true
-		case c == '\\' || c < 0x20:
+	n := jsonscan.PlainPrefix(l.text[l.i:])
+	if l.i+n >= len(l.b) || l.b[l.i+n] != '"' {
+		n = bytes.IndexByte(l.b[l.i:], '"')
+		if n < 0 || !plainString(l.b[l.i:l.i+n]) {
 			return false
-		case c >= 0x80:
-			ascii = false
 		}
 	}
-	return false
+	*dst = l.text[l.i : l.i+n]
+	l.i += n + 1
+	return true
 }
 
 // utcTime reads the rest of a datetime string in the servers' form.

@@ -40,7 +40,8 @@ type wireLex struct {
 	times []time.Time
 }
 
-func fastCheckpoints(body []byte) (*CheckpointsListResponse, bool) {
+// fastCheckpoints appends the entries to dst (nil: a slice of their own).
+func fastCheckpoints(body []byte, dst []Checkpoint) (*CheckpointsListResponse, bool) {
 	l := &wireLex{b: body, ok: true, text: bodyText(body)}
 	var cps []Checkpoint
 	var cursor *cursorWire
@@ -49,7 +50,7 @@ func fastCheckpoints(body []byte) (*CheckpointsListResponse, bool) {
 		switch string(l.key()) {
 		case "checkpoints":
 			seen = l.once(seen, 1)
-			cps = l.checkpoints()
+			cps = l.checkpoints(dst)
 		case "cursor":
 			seen = l.once(seen, 2)
 			cursor = l.cursor()
@@ -68,7 +69,9 @@ func fastCheckpoints(body []byte) (*CheckpointsListResponse, bool) {
 
 // bodyText is body as a string without a copy: the strings a listing
 // decodes to are views into it. Safe because a response body is never
-// written after it is read (readBody's buffer goes to the decoder alone).
+// written after it is read (readBody's buffer goes to the decoder alone),
+// and a pooled one is reused only after detachCheckpoints has copied the
+// strings out.
 func bodyText(body []byte) string {
 	if len(body) == 0 {
 		return ""
@@ -302,11 +305,14 @@ func (l *wireLex) time(dst *time.Time) {
 	}
 }
 
-func (l *wireLex) checkpoints() []Checkpoint {
-	// Room for the entries a page holds (one '{' each, an upper bound)
-	// up to a full page of 1000; appending to a growing slice copied them
-	// several times.
-	out := make([]Checkpoint, 0, min(bytes.Count(l.b[l.i:], []byte{'{'}), 1024))
+func (l *wireLex) checkpoints(dst []Checkpoint) []Checkpoint {
+	out := dst
+	if out == nil {
+		// Room for the entries a page holds (one '{' each, an upper
+		// bound) up to a full page of 1000; appending to a growing
+		// slice copied them several times.
+		out = make([]Checkpoint, 0, min(bytes.Count(l.b[l.i:], []byte{'{'}), 1024))
+	}
 	l.expect('[')
 	if l.peek() == ']' {
 		l.i++

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -116,7 +117,7 @@ func TestFastCheckpointsMatchesEncodingJSON(t *testing.T) {
 // give the same listing without error.
 func checkFastAgrees(t *testing.T, body string) bool {
 	t.Helper()
-	got, ok := fastCheckpoints([]byte(body))
+	got, ok := fastCheckpoints([]byte(body), nil)
 	if !ok {
 		return false
 	}
@@ -135,7 +136,7 @@ func checkFastAgrees(t *testing.T, body string) bool {
 // reader.
 func TestDecodeCheckpointsSameEitherWay(t *testing.T) {
 	for _, body := range fastCases {
-		got, gerr := decodeCheckpoints([]byte(body))
+		got, gerr := decodeCheckpoints([]byte(body), nil)
 		want, werr := decodeCheckpointsGeneric([]byte(body))
 		if fmt.Sprint(gerr) != fmt.Sprint(werr) || !reflect.DeepEqual(got, want) {
 			t.Errorf("%q: got %+v, %v; want %+v, %v", body, got, gerr, want, werr)
@@ -149,7 +150,7 @@ func decodeCheckpointsGeneric(body []byte) (*CheckpointsListResponse, error) {
 	if err := wireDecode(body, &w); err != nil {
 		return nil, err
 	}
-	return checkCheckpoints(&w)
+	return checkCheckpoints(&w, nil)
 }
 
 func FuzzFastCheckpoints(f *testing.F) {
@@ -228,6 +229,56 @@ func TestPlainStringMatchesBytewise(t *testing.T) {
 		}
 		if got := plainString(b); got != want {
 			t.Fatalf("plainString(%q) = %v, want %v", b, got, want)
+		}
+	}
+}
+
+// TestDecodeCheckpointsAppendsToDst: through either reader, a listing
+// decoded into dst keeps dst's entries, appends the same entries as a
+// decode of its own, and lands in dst's spare capacity when they fit.
+func TestDecodeCheckpointsAppendsToDst(t *testing.T) {
+	mark := Checkpoint{CheckpointID: "kept"}
+	for _, body := range fastCases {
+		want, werr := decodeCheckpoints([]byte(body), nil)
+		dst := append(make([]Checkpoint, 0, 64), mark)
+		got, gerr := decodeCheckpoints([]byte(body), dst)
+		if fmt.Sprint(gerr) != fmt.Sprint(werr) {
+			t.Errorf("%q: err %v, want %v", body, gerr, werr)
+			continue
+		}
+		if werr != nil {
+			continue
+		}
+		if got.Checkpoints[0] != mark || !reflect.DeepEqual(got.Checkpoints[1:], want.Checkpoints) {
+			t.Errorf("%q: got %+v, want %+v after the kept entry", body, got.Checkpoints, want.Checkpoints)
+		}
+		if &got.Checkpoints[0] != &dst[0] {
+			t.Errorf("%q: decoded into a slice of its own, not dst", body)
+		}
+	}
+}
+
+// TestPlainStringEveryPosition: plainString agrees with a byte-by-byte
+// reading at every length up to 40 with one unusual byte (or a multi-byte
+// rune, valid or cut) at every position, the overlapping last word
+// included.
+func TestPlainStringEveryPosition(t *testing.T) {
+	ref := func(s []byte) bool {
+		for _, c := range s {
+			if c == '\\' || c < 0x20 {
+				return false
+			}
+		}
+		return utf8.Valid(s)
+	}
+	for n := 0; n <= 40; n++ {
+		for pos := 0; pos < n; pos++ {
+			for _, odd := range []string{"\\", "\x1f", "\x00", "\x7f", "é", "\xc3", "\xe2\x82", "€", "\xff", `"`} {
+				s := []byte(strings.Repeat("a", pos) + odd + strings.Repeat("b", n))[:n]
+				if got, want := plainString(s), ref(s); got != want {
+					t.Fatalf("plainString(%q) = %v, want %v", s, got, want)
+				}
+			}
 		}
 	}
 }

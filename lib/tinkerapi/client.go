@@ -69,6 +69,7 @@ type Response struct {
 	Header http.Header
 	Body   []byte
 	URL    string // the request URL, for resolving a relative Location
+	pooled bool   // Body is bodyPool's, to be recycled once nothing points into it
 }
 
 // Option adjusts one call made with Do or DoRaw.
@@ -86,6 +87,7 @@ type callOpts struct {
 	noAuth      bool // for the handshake: credential supplied explicitly
 	credential  string
 	maxBody     int64 // bound on the decoded answer; 0: maxResponseBytes
+	pooled      bool  // read a 2xx body into a bodyPool buffer (withPooledBody)
 }
 
 // WithQuery appends query parameters, given as key, value pairs, in order.
@@ -111,6 +113,12 @@ func WithTimeout(d time.Duration) Option {
 // withMaxBody raises the bound on the decoded answer (future results).
 func withMaxBody(n int64) Option {
 	return func(o *callOpts) { o.maxBody = n }
+}
+
+// withPooledBody reads a 2xx answer into a reused buffer: for a caller
+// that copies out what it keeps and then calls Response.recycle.
+func withPooledBody() Option {
+	return func(o *callOpts) { o.pooled = true }
 }
 
 // WithoutRetries makes a single attempt (heartbeats, future polls).
@@ -340,14 +348,15 @@ func (c *Client) attempt(ctx context.Context, req *http.Request, path string, o 
 	if limit <= 0 {
 		limit = maxResponseBytes
 	}
-	body, err := readBody(hr, limit)
+	pooled := o.pooled && hr.StatusCode/100 == 2
+	body, err := readBody(hr, limit, pooled)
 	if errors.Is(err, errTooLarge) {
 		return nil, fmt.Errorf("%s %s: %w", req.Method, path, err)
 	}
 	if err != nil {
 		return nil, c.transportError(ctx, actx, req.Method, path, err)
 	}
-	return &Response{Status: hr.StatusCode, Header: hr.Header, Body: body, URL: req.URL.String()}, nil
+	return &Response{Status: hr.StatusCode, Header: hr.Header, Body: body, URL: req.URL.String(), pooled: pooled}, nil
 }
 
 func (c *Client) transportError(ctx, actx context.Context, method, path string, err error) error {

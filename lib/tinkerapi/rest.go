@@ -84,21 +84,34 @@ func (c *Client) ListRunCheckpoints(ctx context.Context, runID string) (*Checkpo
 	if err != nil {
 		return nil, err
 	}
-	out, err := decodeCheckpoints(resp.Body)
+	out, err := decodeCheckpoints(resp.Body, nil)
 	return out, c.schemaErr(err, p)
 }
 
 // ListUserCheckpoints fetches one page of all the caller's checkpoints,
 // newest first.
 func (c *Client) ListUserCheckpoints(ctx context.Context, limit, offset int) (*CheckpointsListResponse, error) {
+	return c.ListUserCheckpointsInto(ctx, limit, offset, nil)
+}
+
+// ListUserCheckpointsInto is ListUserCheckpoints with the page's entries
+// appended to dst: its Checkpoints is append(dst, page...), so a page
+// that fits dst's spare capacity is decoded in place, where a caller
+// joining pages wants it, rather than into a slice of its own.
+func (c *Client) ListUserCheckpointsInto(ctx context.Context, limit, offset int, dst []Checkpoint) (*CheckpointsListResponse, error) {
 	const p = "/api/v1/checkpoints"
 	resp, err := c.DoRaw(ctx, http.MethodGet, p, nil,
-		WithQuery("limit", strconv.Itoa(limit), "offset", strconv.Itoa(offset)))
+		WithQuery("limit", strconv.Itoa(limit), "offset", strconv.Itoa(offset)), withPooledBody())
 	if err != nil {
 		return nil, notOffered(err, "listing all checkpoints")
 	}
-	out, err := decodeCheckpoints(resp.Body)
-	return out, c.schemaErr(err, p)
+	out, err := decodeCheckpoints(resp.Body, dst)
+	if err != nil {
+		return nil, c.schemaErr(err, p)
+	}
+	detachCheckpoints(out.Checkpoints[len(dst):])
+	resp.recycle()
+	return out, nil
 }
 
 // Checkpoint mutations treat 409 as final (docs/protocol.md, "Errors and retries"):

@@ -125,13 +125,10 @@ func parseUTCDatetime(s string) (time.Time, bool) {
 	if len(s) < 20 || s[len(s)-1] != 'Z' || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
 		return time.Time{}, false
 	}
-	year, ok1 := digits(s[0:4])
-	month, ok2 := digits(s[5:7])
-	day, ok3 := digits(s[8:10])
-	hour, ok4 := digits(s[11:13])
-	minute, ok5 := digits(s[14:16])
-	sec, ok6 := digits(s[17:19])
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour > 23 || minute > 59 || sec > 59 {
+	hi, lo := two(s, 0), two(s, 2)
+	year, month, day := hi*100+lo, two(s, 5), two(s, 8)
+	hour, minute, sec := two(s, 11), two(s, 14), two(s, 17)
+	if (hi|lo|hour|minute|sec) < 0 || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour > 23 || minute > 59 || sec > 59 {
 		return time.Time{}, false
 	}
 	nsec := 0
@@ -145,7 +142,34 @@ func parseUTCDatetime(s string) (time.Time, bool) {
 		}
 		nsec = n
 	}
-	return time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC), true
+	// What time.Date gives (its location UTC is stored as nil, as UTC's
+	// is), without its normalisation and calendar tables.
+	unix := daysFromCivil(year, month, day)*86400 + int64(hour*3600+minute*60+sec)
+	return time.Unix(unix, int64(nsec)).UTC(), true
+}
+
+// two reads the two ASCII digits at s[i:], or gives -1.
+func two(s string, i int) int {
+	a, b := int(s[i])-'0', int(s[i+1])-'0'
+	if uint(a) > 9 || uint(b) > 9 {
+		return -1
+	}
+	return a*10 + b
+}
+
+// daysFromCivil is the number of days from 1970-01-01 to a valid date of
+// the proleptic Gregorian calendar (year 0 to 9999), by Howard Hinnant's
+// days_from_civil: years start in March, so a leap day ends its year.
+func daysFromCivil(year, month, day int) int64 {
+	y := year
+	if month <= 2 {
+		y--
+	}
+	era := (y+400)/400 - 1 // floor(y/400) for y >= -400
+	yoe := y - era*400
+	doy := (153*((month+9)%12)+2)/5 + day - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return int64(era)*146097 + int64(doe) - 719468
 }
 
 // daysIn is the number of days in month (1-12) of year, in the

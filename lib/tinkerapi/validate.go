@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -212,30 +213,36 @@ func decodeTrainingRun(body []byte) (*TrainingRun, error) {
 	return &run, nil
 }
 
-// decodeCheckpoints decodes and checks a CheckpointsListResponse.
-func decodeCheckpoints(body []byte) (*CheckpointsListResponse, error) {
-	if out, ok := fastCheckpoints(body); ok {
+// decodeCheckpoints decodes and checks a CheckpointsListResponse, its
+// entries appended to dst (nil: a slice of their own).
+func decodeCheckpoints(body []byte, dst []Checkpoint) (*CheckpointsListResponse, error) {
+	if out, ok := fastCheckpoints(body, dst); ok {
 		return out, nil
 	}
 	var w checkpointsWire
 	if err := wireDecode(body, &w); err != nil {
 		return nil, err
 	}
-	return checkCheckpoints(&w)
+	return checkCheckpoints(&w, dst)
 }
 
-// checkCheckpoints checks a decoded listing and converts it.
-func checkCheckpoints(w *checkpointsWire) (*CheckpointsListResponse, error) {
+// checkCheckpoints checks a decoded listing and converts it, appending
+// the entries to dst.
+func checkCheckpoints(w *checkpointsWire, dst []Checkpoint) (*CheckpointsListResponse, error) {
 	var f fieldErrs
 	f.missing(w.Checkpoints != nil, "checkpoints")
 	out := &CheckpointsListResponse{Cursor: f.cursor(w.Cursor, "cursor")}
 	if w.Checkpoints != nil {
-		out.Checkpoints = make([]Checkpoint, len(*w.Checkpoints))
+		n := len(dst)
+		if dst == nil {
+			dst = make([]Checkpoint, 0, len(*w.Checkpoints))
+		}
+		out.Checkpoints = slices.Grow(dst, len(*w.Checkpoints))[:n+len(*w.Checkpoints)]
 		for i := range *w.Checkpoints {
 			// Checked without a field name first: naming each entry
 			// would cost more than the check when nothing is wrong.
 			var probe fieldErrs
-			out.Checkpoints[i] = probe.checkpoint(&(*w.Checkpoints)[i], "")
+			out.Checkpoints[n+i] = probe.checkpoint(&(*w.Checkpoints)[i], "")
 			if probe.err != nil {
 				f.checkpoint(&(*w.Checkpoints)[i], fmt.Sprintf("checkpoints[%d]", i))
 				break
