@@ -49,14 +49,7 @@ func TestDatumSlotsKeepBits(t *testing.T) {
 			}
 			var r run
 			for range 2 {
-				fwd, err := tr.Forward(context.Background(), loss, data)
-				if err != nil {
-					t.Fatal(err)
-				}
-				fb, err := tr.ForwardBackward(context.Background(), loss, data)
-				if err != nil {
-					t.Fatal(err)
-				}
+				fwd, fb := forwardBoth(t, tr, loss, data)
 				r.fwd, r.fb = append(r.fwd, fwd), append(r.fb, fb)
 			}
 			for _, s := range tr.slots {
@@ -115,4 +108,18 @@ func TestCallBytesCountsEverySlot(t *testing.T) {
 			}
 		}
 	}
+}
+
+// forwardBoth runs a forward call and then a forward_backward call of
+// data and returns their results.
+func forwardBoth(t *testing.T, tr *Trainer, loss Loss, data []Datum) (fwd, fb *ForwardResult) {
+	t.Helper()
+	fwd, err := tr.Forward(context.Background(), loss, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fb, err = tr.ForwardBackward(context.Background(), loss, data); err != nil {
+		t.Fatal(err)
+	}
+	return fwd, fb
 }
