@@ -240,9 +240,10 @@
 //     function of its own for this: the log-sum-exp took 7× the time).
 //     The clear comes before a kernel's scalar tail or lane reduction, not
 //     after it: scaling a 67-score row (three scalar multiplies after the
-//     vector loop) took 567 ns with the clear at the end and 47 ns with it
-//     before the tail, and such tails were a tenth of the tiny models'
-//     training step (max32Vec, scaleVec, outerTail; issue 34).
+//     vector loop) took twelve times as long with the clear at the end as
+//     with it before the tail (loaded 2-core Xeon: a ratio), and such tails
+//     were a tenth of the tiny models' training step (max32Vec, scaleVec,
+//     sumLanesVec; issue 34).
 //   - Profiles and runtime.asyncPreempt: on a loaded machine a CPU profile
 //     puts a fifth to a quarter of a step's samples (half of a
 //     single-threaded microbenchmark's) on asyncPreempt's first
