@@ -53,19 +53,33 @@ var slotsPerCore = 4
 // datumSlots is how many datums of a call over datums of these lengths
 // run at once: up to slotsPerCore per core on a small model with dense
 // layers (Model.groups; an expert's gradient is a view of its stacked
-// parameter's own buffer), as many as parallelDatumBytes holds, evened
-// out over the waves; else one.
+// parameter's own buffer), as many as parallelDatumBytes and the call
+// limit (SetCallLimit) hold, evened out over the waves; else one.
 func (t *Trainer) datumSlots(lengths []int, backward bool) int {
 	cores := t.base.groups()
 	if cores <= 1 || len(lengths) <= 1 || t.hasExperts() {
 		return 1
 	}
-	most := int(min(int64(min(len(lengths), slotsPerCore*cores)), 1+parallelDatumBytes/t.slotBytes(lengths, backward)))
+	slot := t.slotBytes(lengths, backward)
+	room := int64(parallelDatumBytes)
+	if limit := t.callLimit.Load(); limit > 0 {
+		room = min(room, limit-t.ActivationBytes(lengths, backward))
+	}
+	if room < slot {
+		return 1
+	}
+	most := int(min(int64(min(len(lengths), slotsPerCore*cores)), 1+room/slot))
 	// Waves of equal width: 8 datums in waves of 5 and 3 left a core idle
 	// for half the second; in two of 4 neither waits.
 	waves := (len(lengths) + most - 1) / most
 	return (len(lengths) + waves - 1) / waves
 }
+
+// SetCallLimit bounds what a call may take beyond StateBytes (CallBytes)
+// by running fewer datums at once; 0 (the default) leaves only the
+// trainer's own bound. A call never takes fewer than one datum's
+// ActivationBytes. Safe while a call runs; it applies to the next.
+func (t *Trainer) SetCallLimit(bytes int64) { t.callLimit.Store(bytes) }
 
 // slotBytes is the memory of one extra slot: an arena for the longest
 // datum and, with a backward pass, a gradient of every parameter.

@@ -123,3 +123,42 @@ func forwardBoth(t *testing.T, tr *Trainer, loss Loss, data []Datum) (fwd, fb *F
 	}
 	return fwd, fb
 }
+
+// TestCallLimitRunsFewerSlots requires SetCallLimit to bound CallBytes by
+// running fewer datums at once, down to one datum's ActivationBytes,
+// with the bits of one datum at a time.
+func TestCallLimitRunsFewerSlots(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	m := mustLoad(t, models.TinyLlama)
+	cfg := LoRAConfig{Rank: 4, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 2}
+	loss, _ := NewLoss(LossCrossEntropy, nil)
+	lengths := []int{12, 30, 7, 19}
+	data := forLoss(testData(m.cfg.VocabSize, 3, lengths...), LossCrossEntropy)
+	var want [][]float32
+	for _, extra := range []int64{-1, 0, 1, 3} { // slots beside the first; -1: no limit
+		tr := mustTrainer(t, m, cfg)
+		one := tr.ActivationBytes(lengths, true)
+		if extra >= 0 {
+			tr.SetCallLimit(one + extra*tr.slotBytes(lengths, true))
+		}
+		wantSlots := map[int64]int{-1: 4, 0: 1, 1: 2, 3: 4}[extra]
+		if got := tr.datumSlots(lengths, true); got != wantSlots || tr.CallBytes(lengths, true) != one+int64(got-1)*tr.slotBytes(lengths, true) {
+			t.Fatalf("limit of %d extra slots: %d slots, CallBytes %d", extra, got, tr.CallBytes(lengths, true))
+		}
+		if _, err := tr.ForwardBackward(context.Background(), loss, data); err != nil {
+			t.Fatal(err)
+		}
+		if len(tr.slots) != wantSlots {
+			t.Fatalf("limit of %d extra slots: the call made %d slots", extra, len(tr.slots))
+		}
+		g := gradBits(tr)
+		if want == nil {
+			want = g
+		}
+		for i := range want {
+			if !slices.Equal(want[i], g[i]) {
+				t.Fatalf("limit of %d extra slots: gradients of tensor %d differ", extra, i)
+			}
+		}
+	}
+}

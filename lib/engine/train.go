@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tinkershell/tinker/lib/peft"
 )
@@ -65,6 +66,8 @@ type Trainer struct {
 	step   int64
 	ar     arena
 	slots  []*datumSlot // datums in flight at once (datumslots.go); the first's arena is ar
+	// callLimit bounds CallBytes (SetCallLimit); 0: no bound.
+	callLimit atomic.Int64
 	// keepLimit is the kept-activation size above which a datum recomputes
 	// its layers (recompute.go).
 	keepLimit int64
