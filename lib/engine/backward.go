@@ -343,10 +343,10 @@ func trainLinear(w mat, bias []float32, mod *trainModule, xs, ys, ts [][]float32
 // dxs is nil, writes (or adds) the gradient of the inputs to dxs. ts are
 // the forward's A·x.
 func (ps *datumPass) linearBackward(w mat, mod *trainModule, xs, ts, dys, dxs [][]float32, accumulate bool) {
-	if dxs != nil {
-		matMulT(w, dys, dxs, accumulate)
-	}
 	if mod == nil {
+		if dxs != nil {
+			matMulT(w, dys, dxs, accumulate)
+		}
 		return
 	}
 	dts := ps.ar.rows(len(dys), ps.t.cfg.Rank)
@@ -354,7 +354,7 @@ func (ps *datumPass) linearBackward(w mat, mod *trainModule, xs, ts, dys, dxs []
 	outerAcc(ps.slot.local(mod.b), mod.b.rows, mod.b.cols, dys, ts)
 	outerAcc(ps.slot.local(mod.a), mod.a.rows, mod.a.cols, dts, xs)
 	if dxs != nil {
-		matMulT(mod.pair.a, dts, dxs, true)
+		matMulTLoRA(w, dys, mod.pair.a, dts, dxs, accumulate)
 	}
 }
 

@@ -180,6 +180,50 @@
 //     panels (one pointer, tiles up to 14 rows) was tried: the
 //     transposing copy cost more than the tiles gained.
 //     TestBackwardAsmMatchesScalar compares them with the scalar kernels.
+//   - LoRA's input gradient rides on the base product (matMulTLoRA):
+//     dx = Wᵀ·dy + Aᵀ·dt was matMulT through W, then a second matMulT
+//     through A's 32 rows over all of dx (from L3 at 512 tokens) with
+//     tiles that loaded and stored their accumulators every 32 rows. A's
+//     rows now run as a further term of each of W's column blocks while
+//     that block of dx is in L2. Each element continues the same chain of
+//     fused multiply-adds (W's rows ascending, then A's), so the bits are
+//     the two calls' on every path (TestMatMulTLoRAMatchesTwoCalls; the
+//     fallbacks make the two calls). Fold ÷ two calls: 0.97-1.0 on the
+//     0.6B shapes at 128 and 512 tokens (BenchmarkBackwardLoRAFold,
+//     paired single-thread runs, loaded machine; 0.97-1.0 in CPU on two
+//     cores at 512). A LoRA B's matMulT (rank columns, one panel wide)
+//     reads B in place: its rows lie one after another, so the packing
+//     the base matrices need (rows 4-12 KiB apart) was a plain copy;
+//     in place ÷ packed 0.94-1.02 at 128 and 512 tokens, 1 and 2 cores.
+//   - A LoRA A's weight gradient (outerAcc, rank rows × the layer's
+//     inputs) is split among the cores by columns (outerSplitColsRows):
+//     split by rows, each core had 16 rows, three tiles per strip of the
+//     inputs, and packed every strip itself, from rows 4-12 KiB apart.
+//     Column split ÷ row split on two cores: 0.79-0.86 in CPU time at 512
+//     tokens, 0.90-0.97 at 128 (BenchmarkOuterSplitAB, loaded machine).
+//     Each element still sums the batch in ascending order in one tile.
+//   - Where matMulT's time goes at 512-1024 tokens (issue 34; this CPU:
+//     48 KiB L1d, 2 MiB L2 per core; paired single-thread ratios on a
+//     loaded machine). bwdRF6x4 alone, its panel in L2 and A in L1, runs
+//     at 0.88-0.97 of the 512-bit FMA loop: 4 panel loads and 6
+//     broadcasts per 24 FMAs are not the limit. matMulT itself runs at
+//     0.75-0.83. The rest: the tiles read A (the batch's rows of dy, 6
+//     MiB at 512 tokens × 3072) from L3, 1.05-1.18× the time of the same
+//     tiles with A in L1; and the packing tile takes 3-4× a plain tile
+//     with W in L3, 6-7× from DRAM (4.7× on 2 MiB pages), one per 85
+//     tiles at 512 tokens, since training runs the backward products
+//     once per sequence (M = 512, not 1024, in a 2 × 512 step). Tried
+//     without gain: 48 rows through all four panels of a column block
+//     before the next rows (A from L2 for three panels; also with kc 256
+//     and 512): 0.91-1.13 of the current order, nothing consistent;
+//     prefetching the next tile's A rows into L2 every step: no change;
+//     the packing tile's prefetch 16, 32 or 64 rows ahead: no change;
+//     spreading the next panel's packing over the current panel's tiles
+//     (a tile copying 12 rows of it and prefetching the next 12 a tile
+//     ahead): each such tile took 1.04-1.09× a plain one with W in L3,
+//     1.13-1.2× from DRAM, more in all than one packing tile. Left to
+//     try: the weights on 2 MiB pages, and both sequences of a step
+//     through one product (half the packing per token).
 //   - Other vector kernels (kernels_simd.go, GOEXPERIMENT=simd on amd64
 //     with AVX2) give the scalar kernels' bits: a lane holds one output
 //     element and adds its products in the same order (MulAdd in the

@@ -15,6 +15,14 @@ import (
 // the bits do not change. Go's compiler gives loop-carried vectors only 15
 // registers, which caps the archsimd tiles at about 6 accumulators.
 
+// tTerm is one matrix of a matMulT sum, the gradients it takes and their
+// row stride (set by matMulTAsm).
+type tTerm struct {
+	w  mat
+	ys [][]float32
+	ly int
+}
+
 // asmBwd reports whether the backward products use the assembly tiles: the
 // CPU has AVX-512, and the vector kernels have not been switched off
 // (useSIMD = false in a GOEXPERIMENT=simd build selects the scalar

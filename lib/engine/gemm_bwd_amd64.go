@@ -27,31 +27,39 @@ var (
 	colsTRmax = [5]int{0, len(bwdColsT[0]), len(bwdColsT[1]), len(bwdColsT[2]), len(bwdColsT[3])}
 )
 
-// matMulTAsm adds Wᵀ·ys[b] to xs[b] with the assembly tiles and reports
-// whether it could (the rows of ys and of xs must each be evenly spaced).
-// Rows of W are added in ascending order, kcAsm at a time, so every
-// element's sum is the scalar kernel's.
-func matMulTAsm(w mat, ys, xs [][]float32) bool {
-	m := len(ys)
-	ly, ok := rowStride(ys, w.rows)
-	lx, ok2 := rowStride(xs[:m], w.cols)
-	if !ok || !ok2 {
+// matMulTAsm adds Σ_t W_tᵀ·ys_t[b] to xs[b] for each term t in turn with
+// the assembly tiles and reports whether it could (the rows of every ys_t
+// and of xs must each be evenly spaced). Rows of each W are added in
+// ascending order, kcAsm at a time, term after term, so every element's
+// sum is the scalar kernels' (matMulT of each term in turn).
+func matMulTAsm(terms []tTerm, xs [][]float32) bool {
+	m := len(terms[0].ys)
+	cols := terms[0].w.cols
+	lx, ok := rowStride(xs[:m], cols)
+	work := 0
+	for i := range terms {
+		t := &terms[i]
+		var okT bool
+		t.ly, okT = rowStride(t.ys, t.w.rows)
+		ok = ok && okT && len(t.ys) == m && t.w.cols == cols
+		work += t.w.rows * cols * m
+	}
+	if !ok {
 		return false
 	}
-	vecs := (w.cols + 15) / 16
+	vecs := (cols + 15) / 16
 	wv := tileShape(m, vecs, rowsRmax)
-	work := w.rows * w.cols * m
-	if w.cols <= tCols {
+	if cols <= tCols {
 		// Too narrow to split by columns: split the batch in whole tiles.
 		parallelFor(m, rowsRmax[wv], work, func(lo, hi int) {
-			tMulAsm(w, ys, xs, ly, lx, wv, lo, hi, 0, w.cols)
+			tMulAsm(terms, xs, lx, wv, lo, hi, 0, cols)
 		})
 		return true
 	}
 	// Column blocks as pieces the cores take in turn: two fixed halves
 	// left one core waiting whenever the other got less CPU time.
-	parallelPieces(w.cols, tMulWidth(wv), work, func(lo, hi int) {
-		tMulAsm(w, ys, xs, ly, lx, wv, 0, m, lo, hi)
+	parallelPieces(cols, tMulWidth(wv), work, func(lo, hi int) {
+		tMulAsm(terms, xs, lx, wv, 0, m, lo, hi)
 	})
 	return true
 }
@@ -80,18 +88,30 @@ const kcAsm = 1024
 
 // tMulAsm does vectors [b0, b1) × columns [c0, c1) of matMulTAsm, a
 // block of columns at a time so that its part of xs stays in L2 while
-// every weight row meets it.
-func tMulAsm(w mat, ys, xs [][]float32, ly, lx, wv, b0, b1, c0, c1 int) {
+// every weight row of every term meets it.
+func tMulAsm(terms []tTerm, xs [][]float32, lx, wv, b0, b1, c0, c1 int) {
 	var buf []float32
-	if w.bf != nil || b1-b0 > rowsRmax[wv] {
+	pack, rows := b1-b0 > rowsRmax[wv], 0
+	for _, t := range terms {
+		pack, rows = pack || t.w.bf != nil, max(rows, min(kcAsm, t.w.rows))
+	}
+	if pack {
 		sp := stripPool.Get().(*[]float32)
 		defer stripPool.Put(sp)
-		*sp = growTo(*sp, min(kcAsm, w.rows)*16*wv)
+		*sp = growTo(*sp, rows*16*wv)
 		buf = *sp
 	}
 	width := tMulWidth(wv)
 	for cb := c0; cb < c1; cb += width {
-		tMulCols(w, ys, xs, ly, lx, wv, b0, b1, cb, min(cb+width, c1), buf)
+		for _, t := range terms {
+			tb := buf // a float32 term under one tile reads W in place
+			if t.w.bf == nil && (b1-b0 <= rowsRmax[wv] || t.w.cols <= 16*wv) {
+				// So does one whose rows are its panel's (a LoRA B's):
+				// they lie one after another, in no conflict.
+				tb = nil
+			}
+			tMulCols(t.w, t.ys, xs, t.ly, lx, wv, b0, b1, cb, min(cb+width, c1), tb)
+		}
 	}
 }
 
@@ -212,35 +232,55 @@ func outerTransposed(dst []float32, rows, cols int, us, vs [][]float32, lu, lv i
 	})
 }
 
-// outerTiles is outerAsm's work with the lanes along dst's rows.
+// outerTiles is outerAsm's work with the lanes along dst's rows. A dst
+// of at most outerSplitColsRows rows (a LoRA A's gradient, rank rows) is
+// split among the cores by columns, else by rows: split by rows, each core
+// packed every strip of vs for its few rows' tiles.
 func outerTiles(dst []float32, rows, cols int, us, vs [][]float32, lu, lv int) {
 	m := len(us)
 	wv := tileShape(rows, (cols+15)/16, colsRmax)
 	r := colsRmax[wv]
+	if rows <= outerSplitColsRows {
+		parallelPieces(cols, 16*wv*max(1, tCols/(16*wv)), rows*cols*m, func(lo, hi int) {
+			outerBlock(dst, cols, us, vs, lu, lv, wv, 0, rows, lo, hi)
+		})
+		return
+	}
 	parallelFor(rows, r, rows*cols*m, func(lo, hi int) {
-		strip, put := outerStrip(lv, m*16*wv)
-		defer put()
-		for k := 0; k < cols; k += 16 * wv {
-			n := min(16*wv, cols-k)
-			v, mask := (n+15)/16, lastMask(n)
-			o := lo // a full first tile packs the strip, as outerTransposed's
-			if strip != nil && v == wv && hi-lo >= r {
-				bwdColsPack[v-1](&dst[o*cols+k], uintptr(4*cols), &us[0][o], uintptr(4*lu), &vs[0][k], uintptr(4*lv), m, mask, &strip[0])
-				o += r
-			}
-			var b *float32
-			var ldb uintptr
-			if o == lo {
-				b, ldb = packStrip(strip, &vs[0][k], uintptr(4*lv), m, v, mask)
-			} else {
-				b, ldb = &strip[0], uintptr(64*v)
-			}
-			for ; o < hi; o += r {
-				tr := min(r, hi-o)
-				bwdCols[v-1][tr-1](&dst[o*cols+k], uintptr(4*cols), &us[0][o], uintptr(4*lu), b, ldb, m, mask)
-			}
-		}
+		outerBlock(dst, cols, us, vs, lu, lv, wv, lo, hi, 0, cols)
 	})
+}
+
+// outerSplitColsRows is the most rows of dst that outerTiles splits by
+// columns.
+var outerSplitColsRows = 64
+
+// outerBlock does dst's rows [lo, hi) × columns [k0, k1) of outerTiles, a
+// strip of wv vectors at a time.
+func outerBlock(dst []float32, cols int, us, vs [][]float32, lu, lv, wv, lo, hi, k0, k1 int) {
+	m, r := len(us), colsRmax[wv]
+	strip, put := outerStrip(lv, m*16*wv)
+	defer put()
+	for k := k0; k < k1; k += 16 * wv {
+		n := min(16*wv, k1-k)
+		v, mask := (n+15)/16, lastMask(n)
+		o := lo // a full first tile packs the strip, as outerTransposed's
+		if strip != nil && v == wv && hi-lo >= r {
+			bwdColsPack[v-1](&dst[o*cols+k], uintptr(4*cols), &us[0][o], uintptr(4*lu), &vs[0][k], uintptr(4*lv), m, mask, &strip[0])
+			o += r
+		}
+		var b *float32
+		var ldb uintptr
+		if o == lo {
+			b, ldb = packStrip(strip, &vs[0][k], uintptr(4*lv), m, v, mask)
+		} else {
+			b, ldb = &strip[0], uintptr(64*v)
+		}
+		for ; o < hi; o += r {
+			tr := min(r, hi-o)
+			bwdCols[v-1][tr-1](&dst[o*cols+k], uintptr(4*cols), &us[0][o], uintptr(4*lu), b, ldb, m, mask)
+		}
+	}
 }
 
 // outerPackStride is the row stride of the B operand (in float32s, 1

@@ -68,3 +68,53 @@ func BenchmarkBackwardPanel(b *testing.B) {
 		b.ReportMetric(pairedRatio(7, tile(l1Rows, 1000*kcAsm/l1Rows), tile(kcAsm, 1000)), "l2/l1")
 	}
 }
+
+// BenchmarkBackwardLoRAFold compares, on one thread, matMulTLoRA (a LoRA
+// A's rows as further terms of the base matrix's column blocks) with
+// matMulT through the base and then through A, on Qwen3-0.6B shapes with
+// rank 32: the median of paired time ratios (fold over two calls; below 1
+// the fold is faster). Run with -cpu 1 -benchtime 1x.
+func BenchmarkBackwardLoRAFold(b *testing.B) {
+	for _, m := range []int{128, 512} {
+		for _, sh := range [][2]int{{3072, 1024}, {1024, 3072}, {2048, 1024}, {1024, 2048}} {
+			rows, cols := sh[0], sh[1]
+			w, _ := randMats(rows, cols, 1)
+			a, _ := randMats(32, cols, 4)
+			xs, ys, ts := tileRows(m, cols, 2), tileRows(m, rows, 3), tileRows(m, 32, 5)
+			two := func() { matMulT(w, ys, xs, false); matMulT(a, ts, xs, true) }
+			fold := func() { matMulTLoRA(w, ys, a, ts, xs, false) }
+			b.Run(fmt.Sprintf("%dx%d/M=%d", rows, cols, m), func(b *testing.B) {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				for b.Loop() {
+					b.ReportMetric(pairedRatio(9, two, fold), "fold/two")
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkOuterSplitAB compares outerAcc on a LoRA A's gradient shape
+// (rank 32 rows) split among the cores by columns (outerSplitColsRows,
+// the default) with the split by rows: medians of paired ratios of
+// process CPU time and of wall time (below 1 the column split is faster).
+// Run with the default -cpu (the split needs two cores) and -benchtime 1x.
+func BenchmarkOuterSplitAB(b *testing.B) {
+	def := outerSplitColsRows
+	defer func() { outerSplitColsRows = def }()
+	for _, m := range []int{128, 512} {
+		for _, cols := range []int{1024, 2048, 3072} {
+			us, vs := tileRows(m, 32, 2), tileRows(m, cols, 3)
+			dst := make([]float32, 32*cols)
+			run := func(t int) func() {
+				return func() { outerSplitColsRows = t; outerAcc(dst, 32, cols, us, vs) }
+			}
+			b.Run(fmt.Sprintf("32x%d/M=%d", cols, m), func(b *testing.B) {
+				for b.Loop() {
+					b.ReportMetric(pairedRatioBy(processCPU, 15, run(0), run(def)), "cpu-cols/rows")
+					b.ReportMetric(pairedRatioBy(wallClock, 15, run(0), run(def)), "wall-cols/rows")
+				}
+			})
+		}
+	}
+}

@@ -7,6 +7,6 @@ package engine
 
 var bwdAsm = false
 
-func matMulTAsm(mat, [][]float32, [][]float32) bool { return false }
+func matMulTAsm([]tTerm, [][]float32) bool { return false }
 
 func outerAsm([]float32, int, int, [][]float32, [][]float32) bool { return false }

@@ -67,7 +67,7 @@ func matMulT(w mat, ys, xs [][]float32, accumulate bool) {
 			clear(x[:w.cols])
 		}
 	}
-	if asmBwd() && matMulTAsm(w, ys, xs) {
+	if asmBwd() && matMulTAsm([]tTerm{{w: w, ys: ys}}, xs) {
 		return
 	}
 	work := w.rows * w.cols * len(ys)
@@ -97,6 +97,34 @@ func matMulT(w mat, ys, xs [][]float32, accumulate bool) {
 			}
 		}
 	})
+}
+
+// matMulTLoRA computes xs[b] = Wᵀ·ys[b] + Aᵀ·ts[b] (or adds it when
+// accumulate): the gradient of a LoRA layer's input through its base
+// matrix W and its A, given the gradients ys of the outputs and ts of A's
+// outputs. The assembly tiles take A's rows as further terms of each
+// column block's sum while that block of xs is in L2, where matMulT
+// through W and then through A passed over all of xs twice. Each element
+// is summed as the two calls sum it (W's rows ascending, then A's,
+// continuing the same chain of fused multiply-adds), so the bits are the
+// same on every path.
+func matMulTLoRA(w mat, ys [][]float32, a mat, ts, xs [][]float32, accumulate bool) {
+	if len(ys) == 0 {
+		return
+	}
+	if asmBwd() && w.vn == nil && a.vn == nil {
+		if !accumulate {
+			for _, x := range xs[:len(ys)] {
+				clear(x[:w.cols])
+			}
+		}
+		if matMulTAsm([]tTerm{{w: w, ys: ys}, {w: a, ys: ts}}, xs) {
+			return
+		}
+		accumulate = true
+	}
+	matMulT(w, ys, xs, accumulate)
+	matMulT(a, ts, xs, true)
 }
 
 // matTBlock adds rows [j0, j1) of W restricted to columns [c0, c1) into

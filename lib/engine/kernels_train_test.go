@@ -69,25 +69,8 @@ func TestBackwardAsmMatchesScalar(t *testing.T) {
 		t.Log("no AVX-512 here: comparing the fallback kernels with the scalar ones")
 	}
 	r := newRNG(11)
-	randRows := func(n, width int, spaced bool) [][]float32 {
-		rs := rowsOf(make([]float32, n*(width+3)), n, width+3)
-		for i := range rs {
-			if !spaced && i%2 == 1 {
-				rs[i] = make([]float32, width)
-			}
-			rs[i] = rs[i][:width]
-			fill(rs[i], r, 1)
-		}
-		return rs
-	}
-	clone := func(rs [][]float32) [][]float32 {
-		out := rowsOf(make([]float32, len(rs)*(len(rs[0])+3)), len(rs), len(rs[0])+3)
-		for i := range out {
-			out[i] = out[i][:len(rs[0])]
-			copy(out[i], rs[i])
-		}
-		return out
-	}
+	randRows := func(n, width int, spaced bool) [][]float32 { return gapRows(r, n, width, spaced) }
+	clone := cloneGapRows
 	for _, sz := range [][3]int{{300, 600, 5}, {1000, 32, 9}, {7, 3, 2}, {129, 1000, 13}, {64, 257, 130},
 		{33, 17, 1}, {130, 80, 7}, {40, 48, 12}, {20, 300, 17}, {1100, 300, 13}, {4100, 17, 130}} {
 		rows, cols, n := sz[0], sz[1], sz[2]
@@ -127,6 +110,31 @@ func TestBackwardAsmMatchesScalar(t *testing.T) {
 			}
 		}
 	}
+}
+
+// gapRows returns n random rows of width values, 3 floats apart when
+// spaced (evenly spaced, as the assembly tiles need), else with every
+// other row allocated on its own.
+func gapRows(r *rng, n, width int, spaced bool) [][]float32 {
+	rs := rowsOf(make([]float32, n*(width+3)), n, width+3)
+	for i := range rs {
+		if !spaced && i%2 == 1 {
+			rs[i] = make([]float32, width)
+		}
+		rs[i] = rs[i][:width]
+		fill(rs[i], r, 1)
+	}
+	return rs
+}
+
+// cloneGapRows copies rs into evenly spaced rows 3 floats apart.
+func cloneGapRows(rs [][]float32) [][]float32 {
+	out := rowsOf(make([]float32, len(rs)*(len(rs[0])+3)), len(rs), len(rs[0])+3)
+	for i := range out {
+		out[i] = out[i][:len(rs[0])]
+		copy(out[i], rs[i])
+	}
+	return out
 }
 
 func math32Bits(f []float32) []uint32 {
