@@ -416,7 +416,7 @@ func backScratch(c Config) *pooledBackScratch {
 // are the n cached rows, one slab of KVHeads·HeadDim columns. KV heads are
 // split across goroutines when they divide among the cores, otherwise
 // each block's positions and keys are (blockSplit); each head takes
-// attnRows positions at a time (attnBack.block), reading each cached row
+// attnBackRows positions at a time (attnBack.block), reading each cached row
 // once per block, and keys and values accumulate in ascending query
 // position and head order. Layer li
 // and its sink logits (nil: none) give GPT-OSS's window and sinks.
@@ -431,8 +431,8 @@ func attentionBackward(c Config, li int, sinks []float32, q [][]float32, k, v []
 		ps := make([][]float64, workers)
 		for kvh := range c.KVHeads {
 			s.packHead(a, kvh)
-			for p0 := 0; p0 < n; p0 += attnRows {
-				a.blockSplit(s, ps, kvh, p0, min(attnRows, n-p0), workers)
+			for p0 := 0; p0 < n; p0 += attnBackRows {
+				a.blockSplit(s, ps, kvh, p0, min(attnBackRows, n-p0), workers)
 			}
 			s.unpackHead(a, kvh)
 		}
@@ -444,8 +444,8 @@ func attentionBackward(c Config, li int, sinks []float32, q [][]float32, k, v []
 		s := &p.s
 		for kvh := wk; kvh < c.KVHeads; kvh += workers {
 			s.packHead(a, kvh)
-			for p0 := 0; p0 < n; p0 += attnRows {
-				a.block(s, kvh, p0, min(attnRows, n-p0))
+			for p0 := 0; p0 < n; p0 += attnBackRows {
+				a.block(s, kvh, p0, min(attnBackRows, n-p0))
 			}
 			s.unpackHead(a, kvh)
 		}

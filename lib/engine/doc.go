@@ -79,7 +79,14 @@
 //     done with shuffles. One 6-row tile (24 KiB of float32 at 1024 columns)
 //     stays in L1 while a block of packed groups (768 KiB) passes it from
 //     L2 (fwdTile4x6G), so each step reads four lines of x from L2 against
-//     six rows from L1. The order before it, a block of rows in L2 met by
+//     six rows from L1. The tile writes its sums straight into each
+//     vector's output row (the kernel reads the row pointers from the
+//     slice headers), or adds them there (sum first, then y + sum: the
+//     bits of the staged add), under a row mask so that an overlapping
+//     last tile adds nothing twice; staging them in a block that putRow
+//     then copied or added into the rows was 4.3% of the 0.6B step's
+//     CPU (TestForwardTilesWriteRows pins rows apart, columns outside
+//     the range untouched). The order before it, a block of rows in L2 met by
 //     one group at a time, read six weight lines from L2 a step: the
 //     kernel on one group in L1 ran at ~93% of the FMA peak, but cycling
 //     the groups cost ~10% more and groups arriving from L3 ~20% more;
@@ -104,7 +111,39 @@
 //     and not another). One row at a time without prefetch streamed
 //     bfloat16 weights at 0.4-0.55 of the bf16 path's prefetching
 //     kernels' rate in the same run of BenchmarkBF16Decode (a loaded
-//     machine); now at 0.75-0.9 of it.
+//     machine); now at 0.75-0.9 of it. The 4×6 tile of whole rows also
+//     prefetches the packed vectors 4 KiB ahead into L1 (xAhead in
+//     internal/asmgen/fwd): its x loads from L2 stalled under the
+//     hardware prefetchers, and the prefetch took 3-5% less time on the
+//     1024-column shapes (paired, one thread). The tile in pieces does
+//     too, its last 16 steps of a piece prefetching the next group's
+//     piece (a gstride away): 1-3% less time on o_proj and down, where
+//     running on into the group's own next piece was 0-4% slower than
+//     no prefetch. Each group also prefetches its four output rows'
+//     lines into L1 before its products: accumulating, the add read them
+//     at the group's end and a miss there stalled the next group. Paired
+//     against main's staged tiles on one thread (0.6B shapes, M =
+//     128-1024, the batch in matMul's slices, a loaded machine), the
+//     direct write with the x prefetch took 0.86-0.99 of their time when
+//     not accumulating but 0.94-1.07 when accumulating; with the output
+//     prefetch 0.87-0.97 and 0.94-1.01. Rows 4 and 5 of the tile reduce
+//     over their own eight accumulators (24 shuffles and adds where a
+//     16-accumulator tree with eight zeros took 45, and 16 moves and
+//     clears): the same bits, about 1% of a tile at 1024 columns. Rows of 16-64 float32
+//     columns (a LoRA B, K its rank) go to fwdCols instead: at such K a
+//     tile's shuffle tree and stores cost more than its two to four
+//     chunks of products (the LoRA B products ran at a quarter of the
+//     big products' rate per FLOP), so fwdCols puts 16 rows across the
+//     vector lanes (a panel of the rows transposed), keeps one
+//     accumulator per dot-form lane, filled with x[k] broadcast, and
+//     adds them in the lane tree's order with vertical adds: the same
+//     additions, 0.42-0.76 of the tiles' time at 16-32 columns and M =
+//     128-512 on 1024 to 151,936 rows, 0.88-0.99 at 64 columns and M =
+//     128 (paired, one thread; the kernel prefetches the output
+//     lines of the tokens two pairs on, without which long rows ran
+//     1.4-1.8 times the tiles' time). Each call transposes its rows into
+//     panels, which batches under 128 vectors do not pay for
+//     (fwdColsMinTokens): they keep the tiles.
 //     A batch larger than a core's L2 (2 MiB here; 4 MiB of packed vectors
 //     at 512 × 2048) is split over the workers one 768 KiB slice at a time
 //     (fwdSliceBytes): given the whole batch, each of a core's eight row
@@ -388,11 +427,45 @@
 //     a 512-token backward as the score products. That changed the
 //     backward's bits (not the forward's) in the last places; the
 //     reference uses the same sums.
+//   - Attention at 512-2048 tokens (issue 34; no bits changed, the
+//     existing bit tests pin every step). A profile of one 0.6B-head
+//     layer (BenchmarkAttentionLong) had the assembly tiles at about a
+//     third of attention's CPU and the Go around them at two thirds:
+//     (1) weighted sums over contiguous rows (the forward's packed
+//     values, the backward's keys for dq) went eight rows per register
+//     tile call (attnBlock, sized for L1 aliasing of the strided cache),
+//     so the 24-accumulator tile loaded and stored its outputs every
+//     eight multiply-adds and the triangle went through weighted1; they
+//     now go weightedSpan (64) rows per call (TestWeightedBlockLongSpan).
+//     (2) The backward's softmax gradient made seven 4-lane passes and a
+//     scalar float32 conversion loop per query; softmaxGrad8 does it in
+//     three 8-lane passes (TestSoftmaxGradPathsMatch). (3) The forward's
+//     softmax (scale, max, exp, a serial float64 sum, scale) runs per
+//     block (softmaxRows): scale and max fused in 16 lanes, every
+//     exponential in 8 float64 lanes (the tail padded), and the sums,
+//     which must stay ascending chains for softmax32's bits, four rows
+//     at a time as independent chains (TestSoftmaxRowsMatchRows). (4) The
+//     backward takes 32 positions per block (attnBackRows), so the dk/dv
+//     tiles load and store their accumulators once per 64 queries.
+//     (5) dk and dv read ds and p in the queries' rows (scatterColumns:
+//     attnTileZ takes A's column stride), without the two transposes per
+//     block, whose reads 8 KiB apart shared an L1 set at 2048 tokens;
+//     the rows are padded (scoreStride) so that column reads spread over
+//     the sets. (6) The score tiles reduce each query's eight keys with
+//     whole-register shuffles (laneSums8: 10 shuffle-port operations a
+//     query where the VHADDPS pairs took 22). Together, against the
+//     build before (BenchmarkAttentionLong, interleaved, best CPU time of
+//     three runs each on a machine loaded by other sessions, so ratios
+//     only): forward 1.9× and backward 1.9× less CPU at 512 tokens, 1.6×
+//     and 1.5× at 2048. Left as they were: exp64's precision (a float32
+//     exponential would be cheaper but changes every probability's bits
+//     and the pinned references) and the division p/Σ (a correctly
+//     rounded quotient needs the divide).
 //   - Attention memory is linear in the sequence: no T×T matrix exists.
 //     The forward keeps only each query's output, and the backward
-//     recomputes one block's probabilities at a time (attnRows positions ×
-//     a KV head's query heads against the keys before them: 2 MB per
-//     worker at 4096 tokens on the 0.6B shape). Flash-style key tiles with
+//     recomputes one block's probabilities at a time (attnBackRows
+//     positions × a KV head's query heads against the keys before them:
+//     about 2 MB per worker at 4096 tokens on the 0.6B shape). Flash-style key tiles with
 //     an online softmax were not adopted: rescaled partial sums would give
 //     each score bits that depend on where tiles start, and the rule that
 //     every output element sums its keys in ascending order in one pass is

@@ -435,14 +435,14 @@ func (m *Model) attendBlock(ws *workspace, rows []row, u attnUnit, layer, worker
 	}
 	attnDotsBlockPairs(sc, ld, qs, group, rel, seq.k[layer][lo*kvd:], kvd, off, pairs)
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	sinks := m.sinks(layer)
+	rs := ws.attnBlk[worker].rows[:0]
 	for j := range qs {
 		first := c.firstKey(layer, p0+j/group) - lo
-		s := sc[j*ld+first : j*ld+rel+j/group+1]
-		scaleScores(s, scale)
-		softmaxSink(s, sinks, u.kvh*group+j%group)
+		rs = append(rs, sc[j*ld+first:j*ld+rel+j/group+1])
 		clear(sc[j*ld : j*ld+first])
 	}
+	ws.attnBlk[worker].rows = rs
+	softmaxRows(rs, scale, m.sinks(layer), u.kvh*group, group)
 	attnWeightedBlock(outs, sc, ld, group, rel, vals, vstride, voff)
 	for j, o := range outs {
 		h := u.kvh*group + j%group
@@ -457,6 +457,7 @@ func (m *Model) attendBlock(ws *workspace, rows []row, u attnUnit, layer, worker
 type blockScratch struct {
 	heads    []float32
 	qs, outs [][]float32
+	rows     [][]float32 // the queries' scores (softmaxRows)
 	head     headPack
 }
 

@@ -6,10 +6,10 @@ package engine
 func fwdTile4x4F32(xp *float32, w *float32, stride int, n int, tiles int, out *float32)
 
 //go:noescape
-func fwdTile4x6GF32(xp *float32, w *float32, stride int, n int, groups int, out *float32, ldo int, pf *byte, pfEnd uintptr)
+func fwdTile4x6GF32(xp *float32, w *float32, stride int, n int, groups int, ys *[]float32, col int, mask int, add int, pf *byte, pfEnd uintptr)
 
 //go:noescape
-func fwdTile4x6KGF32(xp *float32, w *float32, stride int, n int, groups int, out *float32, ldo int, pf *byte, pfEnd uintptr, acc *float32, mode int, gstride int)
+func fwdTile4x6KGF32(xp *float32, w *float32, stride int, n int, groups int, ys *[]float32, col int, mask int, add int, pf *byte, pfEnd uintptr, acc *float32, mode int, gstride int)
 
 //go:noescape
 func fwdRow16F32(x *float32, w *float32, stride int, n int, out *[16]float32)
@@ -18,13 +18,25 @@ func fwdRow16F32(x *float32, w *float32, stride int, n int, out *[16]float32)
 func fwdTile4x4BF16(xp *float32, w *uint16, stride int, n int, tiles int, out *float32)
 
 //go:noescape
-func fwdTile4x6GBF16(xp *float32, w *uint16, stride int, n int, groups int, out *float32, ldo int, pf *byte, pfEnd uintptr)
+func fwdTile4x6GBF16(xp *float32, w *uint16, stride int, n int, groups int, ys *[]float32, col int, mask int, add int, pf *byte, pfEnd uintptr)
 
 //go:noescape
-func fwdTile4x6KGBF16(xp *float32, w *uint16, stride int, n int, groups int, out *float32, ldo int, pf *byte, pfEnd uintptr, acc *float32, mode int, gstride int)
+func fwdTile4x6KGBF16(xp *float32, w *uint16, stride int, n int, groups int, ys *[]float32, col int, mask int, add int, pf *byte, pfEnd uintptr, acc *float32, mode int, gstride int)
 
 //go:noescape
 func fwdRow16BF16(x *float32, w *uint16, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdCols16F32(p *float32, xs *[]float32, ys *[]float32, tokens int, col int, mask int, add int)
+
+//go:noescape
+func fwdCols32F32(p *float32, xs *[]float32, ys *[]float32, tokens int, col int, mask int, add int)
+
+//go:noescape
+func fwdCols48F32(p *float32, xs *[]float32, ys *[]float32, tokens int, col int, mask int, add int)
+
+//go:noescape
+func fwdCols64F32(p *float32, xs *[]float32, ys *[]float32, tokens int, col int, mask int, add int)
 
 //go:noescape
 func fwdPackGroup(dst *float32, x0 *float32, x1 *float32, x2 *float32, x3 *float32, n int)

@@ -116,3 +116,16 @@ func attnWeightedBlock(outs [][]float32, sc []float32, ld, group, p0 int, rows [
 		weightedScalar(out[i0:], sc[j*ld:j*ld+p0+j/group+1], rows, stride, off+i0)
 	}
 }
+
+// softmaxRows replaces each row of a block's raw scores by its softmax
+// after scaling (scaleScores, then softmaxSink with head h0 + j mod group
+// for row j), with the per-row calls' bits.
+func softmaxRows(rows [][]float32, scale float32, sinks []float32, h0, group int) {
+	if softmaxRowsVec(rows, scale, sinks, h0, group) {
+		return
+	}
+	for j, s := range rows {
+		scaleScores(s, scale)
+		softmaxSink(s, sinks, h0+j%group)
+	}
+}

@@ -17,8 +17,9 @@ var attnDotsZ = [...]func(d *float32, ld uintptr, q2 *float32, k *float32, hd in
 	attnDotsZ1, attnDotsZ2, attnDotsZ3, attnDotsZ4,
 }
 
-// attnTileZ[r-1] adds r rows of Σ_p A[i][p]·B[p][:64] to C, p ascending.
-var attnTileZ = [...]func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int){
+// attnTileZ[r-1] adds r rows of Σ_p A[i][p]·B[p][:64] to C, p ascending
+// (A[i][p] at a + i·lda + p·ldp bytes).
+var attnTileZ = [...]func(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int){
 	attnTileZ1, attnTileZ2, attnTileZ3, attnTileZ4, attnTileZ5, attnTileZ6,
 }
 
@@ -26,12 +27,18 @@ var attnTileZ = [...]func(c *float32, ldc uintptr, a *float32, lda uintptr, b *f
 // rows i < rows (at most len(attnTileZ)), each element in ascending p, in
 // 64-element column strips; strides in floats, n a multiple of 64.
 func weightedTile(c unsafe.Pointer, ldc int, a unsafe.Pointer, lda int, b unsafe.Pointer, ldb, k, rows, n int) {
+	weightedTileT(c, ldc, a, lda, 1, b, ldb, k, rows, n)
+}
+
+// weightedTileT is weightedTile with A's p-th column ldp floats after
+// its (p−1)-th: a[i·lda+p·ldp].
+func weightedTileT(c unsafe.Pointer, ldc int, a unsafe.Pointer, lda, ldp int, b unsafe.Pointer, ldb, k, rows, n int) {
 	if k == 0 {
 		return
 	}
 	tz := attnTileZ[rows-1]
 	for col := 0; col < n; col += 64 {
-		tz((*float32)(unsafe.Add(c, 4*col)), uintptr(4*ldc), (*float32)(a), uintptr(4*lda), (*float32)(unsafe.Add(b, 4*col)), uintptr(4*ldb), k)
+		tz((*float32)(unsafe.Add(c, 4*col)), uintptr(4*ldc), (*float32)(a), uintptr(4*lda), uintptr(4*ldp), (*float32)(unsafe.Add(b, 4*col)), uintptr(4*ldb), k)
 	}
 }
 

@@ -127,22 +127,30 @@ var rowsScratchPool = sync.Pool{New: func() any { return new([attnBlock * packMa
 // multiple of 8 and returns how many elements it did. It takes the values
 // attnBlock rows at a time (so they stay in L1 however the cache stride
 // aliases) and adds each block's rows to the outputs of the queries that
-// see them, two queries per pass over the rows.
+// see them, two queries per pass over the rows. Rows already contiguous
+// (packed heads: the forward's headPack, the backward's keys for dq) go
+// weightedSpan at a time through the register tiles: eight rows a call
+// left a tile of 24 accumulators loading and storing them for eight
+// multiply-adds each, and the triangle's rows to the one-output loop.
 func attnWeightedBlockVec(outs [][]float32, sc []float32, ld, group, p0 int, rows []float32, stride, off int) int {
 	hd, nq := len(outs[0]), len(outs)
 	n, nk := hd&^7, p0+nq/group
 	if !useSIMD || !simdOK || n == 0 || !blockFits(outs, rows, nk, stride, off, hd) {
 		return 0
 	}
-	seen := func(j, t0 int) []float32 { // query j's probabilities of the block at t0
-		end := min(p0+j/group+1, t0+attnBlock)
-		return sc[j*ld+t0 : j*ld+max(end, t0)]
-	}
 	buf := rowsScratchPool.Get().(*[attnBlock * packMaxHead]float32)
 	defer rowsScratchPool.Put(buf)
 	tiles := avx512 && hd >= 64 && evenRows(outs, hd)
-	for t0 := 0; t0 < nk; t0 += attnBlock {
-		r, rs, j := packRows(buf[:], rows, t0, min(attnBlock, nk-t0), stride, off, hd), hd, firstSeeing(t0, group, p0)
+	blk := attnBlock
+	if stride == hd && tiles {
+		blk = weightedSpan // contiguous rows: no aliasing to avoid
+	}
+	seen := func(j, t0 int) []float32 { // query j's probabilities of the block at t0
+		end := min(p0+j/group+1, t0+blk)
+		return sc[j*ld+t0 : j*ld+max(end, t0)]
+	}
+	for t0 := 0; t0 < nk; t0 += blk {
+		r, rs, j := packRows(buf[:], rows, t0, min(blk, nk-t0), stride, off, hd), hd, firstSeeing(t0, group, p0)
 		if r == nil {
 			r, rs = rowAt(rows, t0, stride, off), stride
 		}
@@ -165,6 +173,12 @@ func attnWeightedBlockVec(outs [][]float32, sc []float32, ld, group, p0 int, row
 	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
 	return n
 }
+
+// weightedSpan is how many contiguous value rows attnWeightedBlockVec
+// hands the register tiles at once: 64 rows of the head are 32 KiB at
+// head dim 128, which stay in L1 across the block's tiles (256 rows, from
+// L2, were slower at 512 tokens; BenchmarkAttentionLong).
+const weightedSpan = 64
 
 // weightedTiles adds each output's weighted rows (ws(j): the weights of
 // output j, rows from r, rs elements apart) to outs[j][:n] with the

@@ -109,16 +109,29 @@ func (a *attnBack) blockSplit(s *attnBackScratch, ps [][]float64, kvh, p0, nb, w
 
 // blockGeom is one block's layout: keys from lo, its first position rel
 // keys after lo, ld = rel+nb keys in all, nq queries.
-type blockGeom struct{ kvh, p0, nb, lo, rel, ld, nq int }
+// ls is the row stride of its score buffers (sc, dp): ld padded
+// (scoreStride).
+type blockGeom struct{ kvh, p0, nb, lo, rel, ld, ls, nq int }
+
+// scoreStride is the row stride for rows of ld scores: a multiple of 16
+// floats plus 16, so successive rows start 64 bytes further along the
+// L1's sets. The key gradients' tiles read a column of them (one float
+// per query row, scatterColumns); at 512 or 2048 keys the rows were 2 or
+// 8 KiB apart, all in one or two sets of eight-to-twelve ways, and each
+// of a tile's 64 rows came from L2 again for every tile of keys.
+func scoreStride(ld int) int { return (ld+15)&^15 + 16 }
 
 // prep packs a block's heads and sizes its buffers.
 func (a *attnBack) prep(s *attnBackScratch, kvh, p0, nb int) blockGeom {
 	group := a.c.Heads / a.c.KVHeads
 	lo := a.c.firstKey(a.li, p0)
 	g := blockGeom{kvh: kvh, p0: p0, nb: nb, lo: lo, rel: p0 - lo, ld: p0 - lo + nb, nq: nb * group}
+	g.ls = scoreStride(g.ld)
 	s.pack(a, kvh, p0, nb)
-	s.sc, s.dp = grow32(&s.sc, g.nq*g.ld), grow32(&s.dp, g.nq*g.ld)
-	s.sT, s.pT = grow32(&s.sT, g.ld*g.nq), grow32(&s.pT, g.ld*g.nq)
+	s.sc, s.dp = grow32(&s.sc, g.nq*g.ls), grow32(&s.dp, g.nq*g.ls)
+	if !scatterColumnsOK(a.c.HeadDim) { // else keys read sc and dp in place
+		s.sT, s.pT = grow32(&s.sT, g.ld*g.nq), grow32(&s.pT, g.ld*g.nq)
+	}
 	return g
 }
 
@@ -130,7 +143,7 @@ func (a *attnBack) queries(s *attnBackScratch, g *blockGeom, i0, i1 int, p *[]fl
 		return
 	}
 	hd, group := a.c.HeadDim, a.c.Heads/a.c.KVHeads
-	j0, j1, ld, nq := i0*group, i1*group, g.ld, g.nq
+	j0, j1, ld, nq := i0*group, i1*group, g.ls, g.nq // ld: the rows' stride
 	*p = growTo(*p, ld)
 	kh, vh := s.kh[g.lo*hd:], s.vh[g.lo*hd:]
 	sc, dp := s.sc, s.dp
@@ -151,16 +164,16 @@ func (a *attnBack) queries(s *attnBackScratch, g *blockGeom, i0, i1 int, p *[]fl
 		softmaxGrad((*p)[first:m], row[first:], prow[first:], scale, sink)
 		clear(row[:first])
 		clear(prow[:first])
-		for t := first; t < m; t++ { // dp's row is spent: it takes the probabilities
-			prow[t] = float32((*p)[t])
-		}
 	}
-	// The keys' share reads ds and p per key (sT, pT): transposed here a
-	// tile at a time, not an element per query as each row was done, whose
-	// stores nq floats apart took a cache line each (9% of a 0.6B step).
-	keys := g.rel + (j1-1)/group + 1 // those the block's last query sees
-	transposeTo(s.sT, nq, sc, ld, j0, j1, keys)
-	transposeTo(s.pT, nq, dp, ld, j0, j1, keys)
+	// The keys' share reads ds and p per key: in place where the register
+	// tiles run (scatterColumns), else transposed here (sT, pT) a tile at
+	// a time, not an element per query as each row was done, whose stores
+	// nq floats apart took a cache line each (9% of a 0.6B step).
+	if !scatterColumnsOK(hd) {
+		keys := g.rel + (j1-1)/group + 1 // those the block's last query sees
+		transposeTo(s.sT, nq, sc, ld, j0, j1, keys)
+		transposeTo(s.pT, nq, dp, ld, j0, j1, keys)
+	}
 	attnWeightedBlock(s.dqs[j0:j1], sc[j0*ld:j1*ld], ld, group, g.rel+i0, kh, hd, 0)
 	for j := j0; j < j1; j++ {
 		copy(a.dq[g.p0+j/group][(g.kvh*group+j%group)*hd:], s.dqs[j])
@@ -193,8 +206,14 @@ func (a *attnBack) keys(s *attnBackScratch, g *blockGeom, t0, t1 int) {
 	}
 	hd, group, nq := a.c.HeadDim, a.c.Heads/a.c.KVHeads, g.nq
 	dk, dv := s.dkh[g.lo+t0:g.lo+t1], s.dvh[g.lo+t0:g.lo+t1]
-	attnScatterBlock(dk, 0, s.sT[t0*nq:t1*nq], s.heads[:nq*hd], nq, group, g.rel-t0)
-	attnScatterBlock(dv, 0, s.pT[t0*nq:t1*nq], s.heads[nq*hd:2*nq*hd], nq, group, g.rel-t0)
+	qs, dos := s.heads[:nq*hd], s.heads[nq*hd:2*nq*hd]
+	if scatterColumnsOK(hd) { // queries left ds and p untransposed
+		scatterColumns(dk, s.sc[t0:], g.ls, qs, nq, group, g.rel-t0)
+		scatterColumns(dv, s.dp[t0:], g.ls, dos, nq, group, g.rel-t0)
+		return
+	}
+	attnScatterBlock(dk, 0, s.sT[t0*nq:t1*nq], qs, nq, group, g.rel-t0)
+	attnScatterBlock(dv, 0, s.pT[t0*nq:t1*nq], dos, nq, group, g.rel-t0)
 }
 
 // splitWork returns part's share lo..hi-1 of 0..n-1 when item i costs
@@ -220,7 +239,8 @@ func splitWork(n, parts, part int, work func(i int) int) (lo, hi int) {
 
 // softmaxGrad turns one query's raw scores sc into the softmax's input
 // gradients ds (in place) given dp, the output gradient's dot products
-// with the values; p receives the probabilities. sink is GPT-OSS's sink
+// with the values; p receives the probabilities, and dp (spent) their
+// float32 roundings, which dv's products read. sink is GPT-OSS's sink
 // logit, which joins the denominator only (−Inf: none). Float64
 // throughout; the two sums over keys run in eight lanes and a fixed tree
 // (sumLanes, dot64Lanes; the sink's term last): a single ascending sum
@@ -228,6 +248,9 @@ func splitWork(n, parts, part int, work func(i int) int) (lo, hi int) {
 // products. The elementwise steps have vector paths (IEEE operations,
 // same bits).
 func softmaxGrad(p []float64, sc, dp []float32, scale, sink float64) {
+	if softmaxGrad8(p, sc, dp, scale, sink) {
+		return
+	}
 	for t := scores64Vec(p, sc, scale); t < len(sc); t++ {
 		p[t] = float64(sc[t]) * scale
 	}
@@ -250,8 +273,19 @@ func softmaxGrad(p []float64, sc, dp []float32, scale, sink float64) {
 		p[t] /= sum
 	}
 	dsum := dot64Lanes(p, dp)
-	for t := dsVec(sc, p, dp, dsum, scale); t < len(p); t++ {
+	t := dsVec(sc, p, dp, dsum, scale)
+	for i := range t {
+		dp[i] = float32(p[i])
+	}
+	dsTail(sc[t:len(p)], dp[t:len(p)], p[t:], dsum, scale)
+}
+
+// dsTail is softmaxGrad's last step for the elements the vector loops
+// leave: ds into sc, then the float32 probability into dp.
+func dsTail(sc, dp []float32, p []float64, dsum, scale float64) {
+	for t := range p {
 		sc[t] = float32(float64(p[t]*(float64(dp[t])-dsum)) * scale)
+		dp[t] = float32(p[t])
 	}
 }
 

@@ -128,3 +128,37 @@ func dot64LanesVec(p []float64, dp []float32, s *[8]float64) int {
 	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
 	return n
 }
+
+// scatterColumnsOK reports whether attnBack.keys reads the block's
+// weights where its queries left them (scatterColumns) for heads of hd:
+// the register tiles take whole 64-element strips.
+func scatterColumnsOK(hd int) bool {
+	return useSIMD && simdOK && avx512 && hd > 0 && hd%64 == 0
+}
+
+// scatterColumns is attnScatterBlock with key t's weight from query j
+// read at w[j·ld+t], in the queries' rows, so the block need not
+// transpose them: at 2048 tokens the transposes' reads, 8 KiB apart,
+// shared an L1 set and took a tenth of the backward. The tiles read
+// A[i][p] ld floats apart in p; each key adds its queries in ascending
+// order as scatterTiles does. outs are rows hd apart (attnBackScratch's
+// slab), hd passed scatterColumnsOK.
+func scatterColumns(outs [][]float32, w []float32, ld int, rows []float32, nq, group, p0 int) {
+	hd := len(rows) / nq
+	if len(outs) == 0 {
+		return
+	}
+	if len(outs[0]) != hd || !evenRows(outs, hd) || len(w) < (nq-1)*ld+len(outs) || len(rows) != nq*hd {
+		panic("engine: scatterColumns: the block's buffers do not have its layout")
+	}
+	r := unsafe.Pointer(&rows[0])
+	for t := 0; t < len(outs); t += len(attnTileZ) {
+		n := min(len(attnTileZ), len(outs)-t)
+		jc := firstSeer(t+n-1, group, p0)
+		for i := t; i < t+n; i++ {
+			j0 := firstSeer(i, group, p0)
+			weightedTileT(unsafe.Pointer(&outs[i][0]), hd, unsafe.Pointer(&w[j0*ld+i]), 1, ld, unsafe.Add(r, 4*j0*hd), hd, jc-j0, 1, hd)
+		}
+		weightedTileT(unsafe.Pointer(&outs[t][0]), hd, unsafe.Pointer(&w[jc*ld+t]), 1, ld, unsafe.Add(r, 4*jc*hd), hd, nq-jc, n, hd)
+	}
+}

@@ -25,29 +25,29 @@ func attnDotsZ4(d *float32, ld uintptr, q2 *float32, k *float32, hd int)
 // attnTileZ1 adds 1 rows of Σ_p A[i][p]·B[p][:64] to C, p ascending.
 //
 //go:noescape
-func attnTileZ1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int)
+func attnTileZ1(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
 
 // attnTileZ2 adds 2 rows of Σ_p A[i][p]·B[p][:64] to C, p ascending.
 //
 //go:noescape
-func attnTileZ2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int)
+func attnTileZ2(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
 
 // attnTileZ3 adds 3 rows of Σ_p A[i][p]·B[p][:64] to C, p ascending.
 //
 //go:noescape
-func attnTileZ3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int)
+func attnTileZ3(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
 
 // attnTileZ4 adds 4 rows of Σ_p A[i][p]·B[p][:64] to C, p ascending.
 //
 //go:noescape
-func attnTileZ4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int)
+func attnTileZ4(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
 
 // attnTileZ5 adds 5 rows of Σ_p A[i][p]·B[p][:64] to C, p ascending.
 //
 //go:noescape
-func attnTileZ5(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int)
+func attnTileZ5(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
 
 // attnTileZ6 adds 6 rows of Σ_p A[i][p]·B[p][:64] to C, p ascending.
 //
 //go:noescape
-func attnTileZ6(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int)
+func attnTileZ6(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)

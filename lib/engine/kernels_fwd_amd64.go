@@ -118,6 +118,9 @@ func (p fwdPack) rows(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
 		fwd2Rows(w, p.xp, ys, lo, hi, accumulate)
 		return
 	}
+	if fwdColsRows(w, xs, ys, lo, hi, accumulate) {
+		return
+	}
 	xp, m4 := p.xp, len(xs)&^3
 	if hi-lo >= 6 {
 		fwdTilesL1(w, xp, ys[:m4], lo, hi, accumulate)
@@ -189,16 +192,13 @@ func packGroups(xs [][]float32, n int, xp []float32, g0, g1 int) {
 
 // fwdL1TokBytes is the size of the packed vectors (a block of groups) that
 // pass each 6-row tile in fwdTilesL1: they stay in L2 while the tiles move
-// on. fwdL1Tiles tiles make a block of outputs moved to ys at once.
-// Measured on one core (medians of paired runs against the row-block
+// on. Measured on one core (medians of paired runs against the row-block
 // order, on a shared machine): 768 KiB 8-17% faster on the 0.6B shapes at
 // M = 64-512, 256-512 KiB 0-17%; with a Go call per group (an early
 // try), 1 MiB ran 5% behind the row-block order and 2 MiB 43% behind.
 var fwdL1TokBytes = 768 << 10
 
-const fwdL1Tiles = 8
-
-// fwdL1Pool holds fwdTilesL1's output blocks.
+// fwdL1Pool holds fwdTilesL1's accumulators between column pieces.
 var fwdL1Pool = sync.Pool{New: func() any { return new([]float32) }}
 
 // fwdTilesL1 computes rows [lo, hi) (six or more) for the vectors ys
@@ -210,47 +210,39 @@ var fwdL1Pool = sync.Pool{New: func() any { return new([]float32) }}
 // It replaced a block of rows in L2 met by one group at a time (six
 // weight lines from L2 a step, the kernel's limit): 8-17% less CPU on
 // the Qwen3-0.6B shapes at M = 64-512 (BenchmarkForwardOrderAB, before
-// that order was removed). The tiles of fwdL1Tiles at a time leave their
-// sums in a token-major block that goes to ys a row at a time.
+// that order was removed). The kernel writes (or adds) each tile's sums
+// straight into the rows of ys; it used to leave them in a token-major
+// block that putRow then copied or added into ys, 4.3% of the 0.6B
+// training step's CPU (issue 34).
 //
 // When hi-lo is not a multiple of six, the last tile ends at hi and
-// computes again some rows of the one before (the same bits, written to
-// the block again and to ys once). The one to five rows left over went
-// to fwdRowTail's 4×4 tiles (single rows repeated four times), which
-// read every weight from L2 for each group: in a profile of the 0.6B
-// down product (1024 rows, 170 tiles and 4 rows) at M = 1024 on one
-// core they took 2.4% of the CPU for 0.4% of the products.
+// computes again some rows of the one before, writing only the rows
+// that one did not (the row mask; accumulating, they would be added
+// twice). The one to five rows left over went to fwdRowTail's 4×4 tiles
+// (single rows repeated four times), which read every weight from L2 for
+// each group: in a profile of the 0.6B down product (1024 rows, 170
+// tiles and 4 rows) at M = 1024 on one core they took 2.4% of the CPU
+// for 0.4% of the products.
 func fwdTilesL1(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool) {
 	pl := packedLen(w.cols)
 	groups := len(ys) / 4
 	gb := min(groups, max(1, fwdL1TokBytes/(4*pl)))
-	op := fwdL1Pool.Get().(*[]float32)
-	defer fwdL1Pool.Put(op)
-	accLen := 0
-	if w.cols > fwdKC {
-		accLen = 384 * gb // each group's accumulators between pieces
+	for _, y := range ys {
+		_ = y[hi-1] // the kernels write columns [lo, hi) of every row
 	}
-	const blockRows = 6*fwdL1Tiles + 5 // a block takes up the last five rows
-	*op = growTo(*op, 4*gb*blockRows+accLen)
-	out, acc := (*op)[:4*gb*blockRows], (*op)[4*gb*blockRows:]
+	var acc []float32
+	if w.cols > fwdKC {
+		op := fwdL1Pool.Get().(*[]float32)
+		defer fwdL1Pool.Put(op)
+		*op = growTo(*op, 384*gb) // each group's accumulators between pieces
+		acc = *op
+	}
 	for g0 := 0; g0 < groups; g0 += gb {
 		g1 := min(g0+gb, groups)
-		for rb := lo; rb < hi; rb += 6 * fwdL1Tiles {
-			re := min(rb+6*fwdL1Tiles, hi)
-			if hi-re < 6 {
-				re = hi
-			}
-			ldo := re - rb
-			for j := rb; j < re; j += 6 {
-				j := min(j, re-6)
-				fwdTile6Groups(w, xp[g0*pl:g1*pl], j, g1-g0, out[j-rb:], ldo, w.nextTile(j, lo, hi), acc)
-			}
-			for t := 4 * g0; t < 4*g1; t++ {
-				putRow(ys[t][rb:re], out[(t-4*g0)*ldo:(t-4*g0+1)*ldo], accumulate)
-			}
-			if re == hi {
-				break
-			}
+		for j := lo; j < hi; j += 6 {
+			t := min(j, hi-6)
+			mask := 0x3f << (j - t) & 0x3f // the rows the tile before left
+			fwdTile6Groups(w, xp[g0*pl:g1*pl], t, ys[4*g0:4*g1], mask, accumulate, w.nextTile(t, lo, hi), acc)
 		}
 	}
 }
@@ -266,18 +258,22 @@ func (m mat) nextTile(j, lo, hi int) int {
 }
 
 // fwdTile6Groups runs fwdTile4x6G on rows [j, j+6) and the groups packed
-// in g; token t of group i goes to out[(4i+t)·ldo : +6]. The kernel
-// prefetches the six rows from row next into L2. Rows longer than fwdKC
-// go in pieces of fwdKC (fwdTile4x6KG), so that the tile's piece stays
-// in L1; acc holds each group's accumulators between pieces
-// (384 floats a group), and each piece prefetches its share of the next
-// tile.
-func fwdTile6Groups(w mat, g []float32, j, groups int, out []float32, ldo, next int, acc []float32) {
-	n, pl := w.cols, packedLen(w.cols)
+// in g, writing (or adding) the rows in mask (bit r: row j+r) of the
+// sums of vector t into ys[t][j:j+6]; the caller has checked that every
+// row of ys is that long. The kernel prefetches the six rows from row
+// next into L2. Rows longer than fwdKC go in pieces of fwdKC
+// (fwdTile4x6KG), so that the tile's piece stays in L1; acc holds each
+// group's accumulators between pieces (384 floats a group), and each
+// piece prefetches its share of the next tile.
+func fwdTile6Groups(w mat, g []float32, j int, ys [][]float32, mask int, accumulate bool, next int, acc []float32) {
+	n, pl, groups := w.cols, packedLen(w.cols), len(ys)/4
 	_ = g[groups*pl-1]
-	_ = out[(4*groups-1)*ldo+5]
 	i, pn := j*n, next*n
 	es := w.elemSize()
+	add := 0
+	if accumulate {
+		add = 1
+	}
 	var pw, pf unsafe.Pointer
 	if w.bf != nil {
 		_, _ = w.bf[i+6*n-1], w.bf[pn+6*n-1]
@@ -289,9 +285,9 @@ func fwdTile6Groups(w mat, g []float32, j, groups int, out []float32, ldo, next 
 	if n <= fwdKC {
 		end := uintptr(pf) + uintptr(6*n*es)
 		if w.bf != nil {
-			fwdTile4x6GBF16(&g[0], (*uint16)(pw), n, n, groups, &out[0], ldo, (*byte)(pf), end)
+			fwdTile4x6GBF16(&g[0], (*uint16)(pw), n, n, groups, &ys[0], j, mask, add, (*byte)(pf), end)
 		} else {
-			fwdTile4x6GF32(&g[0], (*float32)(pw), n, n, groups, &out[0], ldo, (*byte)(pf), end)
+			fwdTile4x6GF32(&g[0], (*float32)(pw), n, n, groups, &ys[0], j, mask, add, (*byte)(pf), end)
 		}
 		return
 	}
@@ -304,7 +300,7 @@ func fwdTile6Groups(w mat, g []float32, j, groups int, out []float32, ldo, next 
 			mode |= 1 // continue from the accumulators
 		}
 		if p0+pn == n {
-			mode |= 2 // the last piece: reduce into out
+			mode |= 2 // the last piece: reduce into ys
 		}
 		pfp, end := pf, uintptr(pf) // nothing left to prefetch
 		if off := p * share; off < 6*n*es {
@@ -313,9 +309,9 @@ func fwdTile6Groups(w mat, g []float32, j, groups int, out []float32, ldo, next 
 		}
 		wp := unsafe.Add(pw, p0*es)
 		if w.bf != nil {
-			fwdTile4x6KGBF16(&g[4*p0], (*uint16)(wp), n, pn, groups, &out[0], ldo, (*byte)(pfp), end, &acc[0], mode, 4*pl)
+			fwdTile4x6KGBF16(&g[4*p0], (*uint16)(wp), n, pn, groups, &ys[0], j, mask, add, (*byte)(pfp), end, &acc[0], mode, 4*pl)
 		} else {
-			fwdTile4x6KGF32(&g[4*p0], (*float32)(wp), n, pn, groups, &out[0], ldo, (*byte)(pfp), end, &acc[0], mode, 4*pl)
+			fwdTile4x6KGF32(&g[4*p0], (*float32)(wp), n, pn, groups, &ys[0], j, mask, add, (*byte)(pfp), end, &acc[0], mode, 4*pl)
 		}
 	}
 }

@@ -77,3 +77,94 @@ func TestPackTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardTilesWriteRows checks the 4×6 tiles' direct writes
+// (fwdTilesL1): each vector's sums go into its own row wherever it is
+// (rows allocated apart, of several lengths, not in address order), into
+// columns [lo, hi) only, set or added to what is there with the scalar
+// reference's bits, and a last tile overlapping the one before (26 rows
+// = 4·6 + 2) adds nothing twice; whole rows and rows in pieces
+// (fwdTile4x6KG with fwdKC = 64).
+func TestForwardTilesWriteRows(t *testing.T) {
+	if !fwdAsm {
+		t.Skip("the 4×6 tiles are AVX-512 kernels, which this CPU lacks")
+	}
+	defer func(kc int) { fwdKC = kc }(fwdKC)
+	const lo, hi, m = 7, 33, 12
+	for _, kc := range []int{64, 4096} {
+		fwdKC = kc
+		for _, cols := range []int{100, 130} {
+			w, wb, xs := fwdCase(40, cols, m, uint64(cols+kc))
+			for _, mm := range []mat{w, wb} {
+				for _, acc := range []bool{false, true} {
+					rows := func() [][]float32 {
+						ys := make([][]float32, m)
+						for i := range ys {
+							b := (5 * i) % m // allocated out of order
+							ys[b] = make([]float32, 40+3*(b%3))
+							for j := range ys[b] {
+								ys[b][j] = float32(1000*b+j) / 64
+							}
+						}
+						return ys
+					}
+					want, got := rows(), rows()
+					matRowsScalar(mm, xs, want, lo, hi, acc)
+					p := newFwdPack(xs, cols, false)
+					fwdTilesL1(mm, p.xp, got, lo, hi, acc)
+					p.release()
+					for b := range got {
+						if !sameBits(got[b], want[b]) {
+							t.Fatalf("kc=%d cols=%d bf16=%v acc=%v: vector %d's row differs from the scalar reference", kc, cols, mm.bf != nil, acc, b)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestForwardColsMatchScalar checks the kernels for rows of 16-64 columns
+// (fwdCols, a LoRA B's product) against the scalar reference's bits:
+// row counts around the 16-row blocks, odd and even batches (tokens go in
+// pairs), accumulating or not, through matMul (with fwdColsMinTokens 1,
+// then at its default); and that they take those products (fwdColsRows)
+// and only those.
+func TestForwardColsMatchScalar(t *testing.T) {
+	if !fwdAsm {
+		t.Skip("the fwdCols kernels are AVX-512, which this CPU lacks")
+	}
+	defer func(n int) { fwdColsMinTokens = n }(fwdColsMinTokens)
+	fwdColsMinTokens = 1
+	for _, k := range []int{16, 32, 48, 64} {
+		for _, rows := range []int{1, 15, 16, 17, 40, 1024} {
+			for _, m := range []int{1, 2, 3, 5, 8, 17} {
+				w, _, xs := fwdCase(rows, k, m, uint64(100*k+rows+m))
+				for _, acc := range []bool{false, true} {
+					checkForward(t, fmt.Sprintf("%dx%d M=%d acc=%v cols", rows, k, m, acc), w, xs, acc)
+				}
+			}
+		}
+	}
+	for _, k := range []int{8, 24, 80, 1024} {
+		w, wb, xs := fwdCase(20, k, 4, 1)
+		for _, mm := range []mat{w, wb} {
+			if fwdColsRows(mm, xs, rowsOf(make([]float32, 4*20), 4, 20), 0, 20, false) {
+				t.Errorf("fwdCols took %d columns (bf16=%v)", k, mm.bf != nil)
+			}
+		}
+	}
+	w, _, xs := fwdCase(20, 32, 4, 1)
+	if !fwdColsRows(w, xs, rowsOf(make([]float32, 4*20), 4, 20), 0, 20, false) {
+		t.Error("fwdCols did not take 32 columns")
+	}
+	fwdColsMinTokens = 5
+	if fwdColsRows(w, xs, rowsOf(make([]float32, 4*20), 4, 20), 0, 20, false) {
+		t.Error("fwdCols took a batch under fwdColsMinTokens")
+	}
+	// Long rows of outputs and a batch past the kernel's prefetch of the
+	// output lines two pairs on, by default (fwdColsMinTokens).
+	fwdColsMinTokens = 128
+	w, _, xs = fwdCase(3000, 32, 131, 2)
+	checkForward(t, "3000x32 M=131 cols", w, xs, true)
+}

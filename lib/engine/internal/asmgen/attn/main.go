@@ -5,12 +5,12 @@
 //   - attnDotsZ<R>: R queries' scores against a tile of eight keys in the
 //     512-bit pair layout (lib/engine/kernels_attn_avx512.go, packPairs):
 //     each score is attnDot's eight lanes, one fused multiply-add per term
-//     in ascending element order, then its lane tree, with the same
-//     instructions as the Go kernels' laneSums4 (VHADDPS twice, then the
-//     halves added).
+//     in ascending element order, then its lane tree (the same adds as
+//     the Go kernels' laneSums4, done on whole registers: laneSums8).
 //   - attnTileZ<R>: C[i][:64] += Σ_p A[i][p]·B[p][:64] for R rows i, p
-//     ascending, one fused multiply-add per term: the weighted sums of the
-//     values (forward, dq) and of the heads (dk, dv).
+//     ascending, one fused multiply-add per term, A's rows and columns
+//     each at a stride of their own: the weighted sums of the values
+//     (forward, dq) and of the heads (dk, dv).
 //
 // Go's compiler keeps loop-carried vectors in X0-X14 and has only the
 // three-operand FMA that overwrites a multiplicand, so its accumulating
@@ -64,7 +64,7 @@ func Generate() (asm, decl []byte, err error) {
 // d + i·ld bytes), q2 (the doubled queries, 2·hd floats each, one after
 // another), k (four key pairs, 2·hd floats each), hd (a multiple of 8).
 // Accumulators are Z16-Z31 (query i, pair m: Z16+4i+m); the reduction
-// runs in Y0-Y15, which VHADDPS (VEX only) can address.
+// (laneSums8) runs in Z0-Z6.
 func dots(ctx *build.Context, r int) {
 	name := fmt.Sprintf("attnDotsZ%d", r)
 	asmout.Kernel(ctx, name, "func(d *float32, ld uintptr, q2 *float32, k *float32, hd int)")
@@ -102,36 +102,49 @@ func dots(ctx *build.Context, r int) {
 		if i > 0 {
 			ctx.ADDQ(ld, d)
 		}
-		laneSums4(ctx, acc(i, 0), acc(i, 1), operand.Mem{Base: d})
-		laneSums4(ctx, acc(i, 2), acc(i, 3), operand.Mem{Base: d, Disp: 16})
+		laneSums8(ctx, [4]reg.VecPhysical{acc(i, 0), acc(i, 1), acc(i, 2), acc(i, 3)}, d)
 	}
 	ctx.VZEROUPPER()
 	ctx.RET()
 }
 
-// laneSums4 stores the four scores held in a and b (each two keys' eight
-// lanes) to dst: the Go kernels' laneSums4(lo a, hi a, lo b, hi b).
-func laneSums4(ctx *build.Context, a, b reg.VecPhysical, dst operand.Mem) {
-	lo0, hi0, lo1, hi1 := reg.Y0, reg.Y1, reg.Y2, reg.Y3
-	ctx.VEXTRACTF64X4(operand.U8(0), a, lo0)
-	ctx.VEXTRACTF64X4(operand.U8(1), a, hi0)
-	ctx.VEXTRACTF64X4(operand.U8(0), b, lo1)
-	ctx.VEXTRACTF64X4(operand.U8(1), b, hi1)
-	ctx.VHADDPS(hi0, lo0, lo0) // pairs of lo a, then of hi a
-	ctx.VHADDPS(hi1, lo1, lo1)
-	ctx.VHADDPS(lo1, lo0, lo0)
-	ctx.VEXTRACTF128(operand.U8(1), lo0, reg.X1)
-	ctx.VADDPS(reg.X1, reg.X0, reg.X0)
-	ctx.VMOVUPS(reg.X0, dst)
+// laneSums8 stores to d the eight scores held in a (a[m]: keys 2m and
+// 2m+1, eight lanes each), each ((s0+s1)+(s2+s3))+((s4+s5)+(s6+s7)) as
+// attnDot adds them, with vertical adds on whole registers: even and odd
+// lanes of two registers apart (VSHUFPS) then added give the pair sums of
+// four keys, twice over; the same on those gives the four-lane sums; the
+// 128-bit halves swapped (VSHUFF32X4) and added give the totals, which
+// two unpacks put in key order. Ten shuffles a query where the VHADDPS
+// pairs took 22, each competing with the fused multiply-adds for the
+// shuffle port. Temporaries Z0-Z6.
+func laneSums8(ctx *build.Context, a [4]reg.VecPhysical, d reg.Register) {
+	e, o, b1, b2 := asmout.ZMM(0), asmout.ZMM(1), asmout.ZMM(2), asmout.ZMM(3)
+	pairs := func(x, y, dst reg.VecPhysical) {
+		ctx.VSHUFPS(operand.U8(0x88), y, x, e) // x0 x2 y0 y2 per 128 bits
+		ctx.VSHUFPS(operand.U8(0xDD), y, x, o) // x1 x3 y1 y3
+		ctx.VADDPS(o, e, dst)
+	}
+	pairs(a[0], a[1], b1)
+	pairs(a[2], a[3], b2)
+	pairs(b1, b2, b1)                           // 128-bit lane L: keys (0,2,4,6) or (1,3,5,7), lanes 4(L&1).. summed
+	ctx.VSHUFF32X4(operand.U8(0xB1), b1, b1, e) // halves swapped
+	ctx.VADDPS(e, b1, b1)
+	ctx.VEXTRACTF32X4(operand.U8(2), b1, reg.X4)
+	ctx.VUNPCKLPS(reg.X4, reg.X2, reg.X5)
+	ctx.VUNPCKHPS(reg.X4, reg.X2, reg.X6)
+	ctx.VMOVUPS(reg.X5, operand.Mem{Base: d})
+	ctx.VMOVUPS(reg.X6, operand.Mem{Base: d, Disp: 16})
 }
 
 // tile emits attnTileZ<r>. Arguments: c (row i at c + i·ldc bytes), a
-// (A[i][p] at a + i·lda + 4p bytes), b (row p at b + p·ldb bytes), k (the
-// number of p). Accumulators Z0-Z23, B's vectors Z24-Z27, the broadcast
-// A[i][p] Z28.
+// (A[i][p] at a + i·lda + p·ldp bytes: ldp 4 for rows of A, 4·ld to read
+// a row-major slab's columns as rows, which the backward's key gradients
+// do instead of transposing their weights), b (row p at b + p·ldb bytes),
+// k (the number of p). Accumulators Z0-Z23, B's vectors Z24-Z27, the
+// broadcast A[i][p] Z28.
 func tile(ctx *build.Context, r int) {
 	name := fmt.Sprintf("attnTileZ%d", r)
-	asmout.Kernel(ctx, name, "func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int)")
+	asmout.Kernel(ctx, name, "func(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)")
 	ctx.Doc(fmt.Sprintf("%s adds %d rows of Σ_p A[i][p]·B[p][:64] to C, p ascending.", name, r))
 	k := ctx.Load(ctx.Param("k"), ctx.GP64())
 	ctx.TESTQ(k, k)
@@ -141,6 +154,7 @@ func tile(ctx *build.Context, r int) {
 	lda := ctx.Load(ctx.Param("lda"), ctx.GP64())
 	b := ctx.Load(ctx.Param("b"), ctx.GP64())
 	ldb := ctx.Load(ctx.Param("ldb"), ctx.GP64())
+	ldp := ctx.Load(ctx.Param("ldp"), ctx.GP64())
 	ap := asmout.Pointers(ctx, a, lda, r)
 	off := ctx.GP64()
 	ctx.XORQ(off, off)
@@ -155,7 +169,7 @@ func tile(ctx *build.Context, r int) {
 			ctx.VFMADD231PS(asmout.ZMM(24+j), bc, asmout.ZMM(4*i+j))
 		}
 	}
-	ctx.ADDQ(operand.U8(4), off)
+	ctx.ADDQ(ldp, off)
 	ctx.ADDQ(ldb, b)
 	ctx.DECQ(k)
 	ctx.JNZ(operand.LabelRef("loop"))

@@ -91,43 +91,49 @@ func tile4x4(ctx *build.Context, bf bool) {
 	ctx.RET()
 }
 
-// tile4x6 generates fwdTile4x6G<F32|BF16>(xp, w, stride, n, groups,
-// out, ldo, pf, pfEnd): one tile of six weight rows (stride apart) meets
-// groups consecutive packed groups of four vectors (each packedLen(n)
-// floats): out[(4g+t)·ldo + r] = Σ_k x_(4g+t)[k]·w[r·stride+k] for group
-// g, token t and row r. The tile stays in L1 while the groups stream
-// past from L2: each step reads four lines of x against six of weights,
-// and a block of rows in L2 met by one group at a time (the order before)
-// was bound by those six reads. Accumulators Z(4r+t) hold rows 0..3 and
-// Z(16+4(r-4)+t) rows 4 and 5; x is in Z24..Z27, the row being read in
-// Z28; each product is fused into its add (VFMADD231PS). Each chunk step
-// also prefetches one line at pf into L2 while pf < pfEnd (pf advancing
-// 64 bytes a step): the caller points it at the next tile's rows, so they
-// come from L2 rather than memory when it starts.
+// tile4x6 generates fwdTile4x6G<F32|BF16>(xp, w, stride, n, groups, ys,
+// col, mask, add, pf, pfEnd): one tile of six weight rows (stride apart)
+// meets groups consecutive packed groups of four vectors (each
+// packedLen(n) floats), and each sum s = Σ_k x_(4g+t)[k]·w[r·stride+k]
+// (group g, token t, row r) goes straight into the output row of its
+// vector, ys[4g+t][col+r] = s, or with add ys[4g+t][col+r] += s (the
+// sum first, then added to y: the bits of staging the sums and adding
+// them after). Only the rows in mask (bit r for row r) are written: a
+// last tile overlapping the one before leaves the rows that tile wrote.
+// The tile stays in L1 while the groups stream past from L2: each step
+// reads four lines of x against six of weights, and a block of rows in L2
+// met by one group at a time (the order before) was bound by those six
+// reads. Accumulators Z(4r+t) hold rows 0..3 and Z(16+4(r-4)+t) rows 4
+// and 5; x is in Z24..Z27, the row being read in Z28; each product is
+// fused into its add (VFMADD231PS). Each chunk step also prefetches one
+// line at pf into L2 while pf < pfEnd (pf advancing 64 bytes a step): the
+// caller points it at the next tile's rows, so they come from L2 rather
+// than memory when it starts; and it prefetches x xAhead bytes on into
+// L1.
 //
 // With split, the kernel is fwdTile4x6KG<F32|BF16>, which takes a piece
 // of the columns and three more arguments: acc, 24 accumulators (384
 // floats) per group, mode, and gstride, the bytes between groups (xp is
 // the piece of the first). With mode&1 a group starts from its
 // accumulators in acc instead of zero; without mode&2 it leaves them
-// there instead of reducing them into out. The caller runs the pieces in
+// there instead of reducing them into ys. The caller runs the pieces in
 // ascending order (each but the last a whole number of chunks), so every
 // lane adds the same products in the same order as over the whole length:
 // past 1024 float32 columns the six rows no longer fit L1 beside the
 // groups streaming past, and a piece of them does.
 func tile4x6(ctx *build.Context, bf, split bool) {
 	w := weightsOf(bf)
-	name, sig := "fwdTile4x6G", "func(xp *float32, w %s, stride, n, groups int, out *float32, ldo int, pf *byte, pfEnd uintptr)"
+	name, sig := "fwdTile4x6G", "func(xp *float32, w %s, stride, n, groups int, ys *[]float32, col, mask, add int, pf *byte, pfEnd uintptr)"
 	if split {
 		name, sig = "fwdTile4x6KG", sig[:len(sig)-1]+", acc *float32, mode, gstride int)"
 	}
 	asmout.Kernel(ctx, name+w.Suffix, fmt.Sprintf(sig, w.GoType))
-	a := loadTileArgsCount(ctx, w, "groups")
-	chunks, xp0, row, stride, tiles, out := a.chunks, a.xp0, a.row, a.stride, a.tiles, a.out
-	stride5, ldo := ctx.GP64(), ctx.GP64()
+	a := loadTileArgsCount(ctx, w, "groups", "ys")
+	chunks, xp0, row, stride, tiles, ys := a.chunks, a.xp0, a.row, a.stride, a.tiles, a.out
+	setRowMasks(ctx)
+	stride5, col := ctx.GP64(), ctx.GP64()
 	ctx.LEAQ(Mem{Base: stride, Index: stride, Scale: 4}, stride5)
-	ctx.Load(ctx.Param("ldo"), ldo)
-	ctx.SHLQ(U8(2), ldo)
+	ctx.Load(ctx.Param("col"), col)
 	pf := ctx.GP64()
 	ctx.Load(ctx.Param("pf"), pf)
 	px, pw, left := ctx.GP64(), ctx.GP64(), ctx.GP64()
@@ -146,6 +152,18 @@ func tile4x6(ctx *build.Context, bf, split bool) {
 		}
 		return zmm(16 + 4*(r-4) + t)
 	}
+	// far (split only): from a step's x to the line xAhead on in the
+	// next group's piece, for the last xAhead/256 steps of a piece.
+	var far reg.GPVirtual
+	farX := false
+	if split {
+		far = ctx.GP64()
+		ctx.MOVQ(chunks, far)
+		ctx.SHLQ(U8(8), far)
+		ctx.NEGQ(far)
+		ctx.ADDQ(paramMem(ctx, "gstride"), far)
+		ctx.ADDQ(U32(xAhead), far)
+	}
 	pfStep := 0
 	step := func(mask reg.Register) {
 		skip := fmt.Sprintf("nopf%d", pfStep)
@@ -155,6 +173,15 @@ func tile4x6(ctx *build.Context, bf, split bool) {
 		ctx.PREFETCHT1(Mem{Base: pf})
 		ctx.ADDQ(U8(64), pf)
 		ctx.Label(skip)
+		if mask == nil {
+			for t := range 4 {
+				m := Mem{Base: px, Disp: xAhead + 64*t}
+				if farX {
+					m = Mem{Base: px, Index: far, Scale: 1, Disp: 64 * t}
+				}
+				ctx.PREFETCHT0(m)
+			}
+		}
 		for t := range 4 {
 			ctx.VMOVUPS(Mem{Base: px, Disp: 64 * t}, zmm(24+t))
 		}
@@ -172,19 +199,32 @@ func tile4x6(ctx *build.Context, bf, split bool) {
 		ctx.IMUL3Q(U32(24*64), dst, dst)
 		ctx.ADDQ(paramMem(ctx, "acc"), dst)
 	}
-	var resume func()
-	if split {
-		resume = func() {
-			ctx.TESTQ(U32(1), paramMem(ctx, "mode"))
-			ctx.JZ(LabelRef("fresh"))
-			accAt(px)
-			for i := range 24 {
-				ctx.VMOVUPS(Mem{Base: px, Disp: 64 * i}, zmm(i))
-			}
-			ctx.Label("fresh")
+	resume := func() {
+		// The group's output lines, into L1 while its products run: the
+		// add reads them at the end, and a line missing there stalled
+		// the next group behind it.
+		for t := range 4 {
+			ctx.MOVQ(Mem{Base: ys, Disp: sliceHeader * t}, px)
+			ctx.PREFETCHT0(Mem{Base: px, Index: col, Scale: 4})
+			ctx.PREFETCHT0(Mem{Base: px, Index: col, Scale: 4, Disp: 20})
 		}
+		if !split {
+			return
+		}
+		ctx.TESTQ(U32(1), paramMem(ctx, "mode"))
+		ctx.JZ(LabelRef("fresh"))
+		accAt(px)
+		for i := range 24 {
+			ctx.VMOVUPS(Mem{Base: px, Disp: 64 * i}, zmm(i))
+		}
+		ctx.Label("fresh")
 	}
-	tileBody(ctx, w, tileRegs{xp0, row, chunks, px, pw, left}, 24, step, resume)
+	r := tileRegs{xp0, row, chunks, px, pw, left}
+	if split {
+		tileBodyFar(ctx, w, r, step, resume, func(on bool) { farX = on })
+	} else {
+		tileBody(ctx, w, r, 24, step, resume)
+	}
 	// The next group: gstride on from this piece, or (whole rows) after
 	// this group's chunks, the tail's too.
 	if split {
@@ -208,43 +248,78 @@ func tile4x6(ctx *build.Context, bf, split bool) {
 	}
 	// Rows 0..3: lanes 4t..4t+3 of the tree's result are token t's.
 	reduce16Using(ctx, reg.Z24, reg.Z25)
-	po := px // free after the loop
-	ctx.MOVQ(out, po)
-	for t := range 4 {
-		if t == 0 {
-			ctx.VMOVUPS(reg.X0, Mem{Base: po})
-		} else {
-			ctx.ADDQ(ldo, po)
-			ctx.VEXTRACTF32X4(U8(t), reg.Z0, Mem{Base: po})
-		}
-	}
-	// Rows 4 and 5: the same tree over their eight accumulators (the
-	// other eight zero) leaves them in lanes 4t and 4t+1.
-	for a := range 8 {
-		ctx.VMOVAPS(zmm(16+a), zmm(a))
-	}
-	for a := 8; a < 16; a++ {
-		ctx.VPXORD(zmm(a), zmm(a), zmm(a))
-	}
-	reduce16Using(ctx, reg.Z24, reg.Z25)
-	ctx.MOVQ(out, po)
-	for t := range 4 {
-		x := reg.X0
-		if t > 0 {
-			ctx.ADDQ(ldo, po)
-			ctx.VEXTRACTF32X4(U8(t), reg.Z0, reg.X1)
-			x = reg.X1
-		}
-		ctx.VMOVLPS(x, Mem{Base: po, Disp: 16})
-	}
+	rows := tileRows{ys: ys, col: col, po: px} // px is free after the loop
+	rows.put(ctx, "r03", 0, reg.K2)
+	// Rows 4 and 5: the same tree over their eight accumulators leaves
+	// them in lanes 4t and 4t+1.
+	reduce8Using(ctx, reg.Z24, reg.Z25)
+	rows.put(ctx, "r45", 16, reg.K3)
 	if split {
 		ctx.Label("advance")
 	}
-	ctx.LEAQ(Mem{Base: out, Index: ldo, Scale: 4}, out)
+	ctx.ADDQ(U8(4*sliceHeader), ys)
 	ctx.DECQ(tiles)
 	ctx.JNZ(LabelRef("tile"))
 	ctx.VZEROUPPER()
 	ctx.RET()
+}
+
+// xAhead is how far ahead of the chunk it reads (bytes, 16 chunks) the
+// 4×6 tile prefetches the packed vectors into L1: the hardware
+// prefetchers left its x loads from L2 stalling. With whole rows the
+// groups lie one after another, so the stream runs on into the next
+// group (past the last it prefetches whatever follows, which never
+// faults); paired on one thread (0.6B shapes of 1024 columns, M = 512
+// and 1024, a loaded machine), 4 KiB ahead took 3-5% less time, 512
+// bytes ahead 1-3%, 8 KiB about as 4. In pieces (fwdTile4x6KG) the next
+// group's piece is a gstride away: running on into this group's next
+// piece was 0-4% slower than no prefetch, and the last 16 steps of a
+// piece prefetching from the next group's (tileBodyFar) 1-3% faster.
+const xAhead = 4096
+
+// sliceHeader is the size of a Go slice header (pointer, length,
+// capacity): ys points at the group's first output row's.
+const sliceHeader = 24
+
+// setRowMasks sets K2 to the bits of rows 0..3 in the argument mask and
+// K3 to those of rows 4 and 5.
+func setRowMasks(ctx *build.Context) {
+	ctx.Load(ctx.Param("mask"), reg.RAX)
+	ctx.KMOVW(reg.EAX, reg.K2)
+	ctx.SHRL(U8(4), reg.EAX)
+	ctx.KMOVW(reg.EAX, reg.K3)
+}
+
+// tileRows are the registers a 4×6 tile writes its sums with: the
+// group's output rows (slice headers), the first column and a scratch
+// pointer.
+type tileRows struct{ ys, col, po reg.GPVirtual }
+
+// put writes each token's sums, lanes 4t.. of Z0, to its row at column
+// col + disp/4 under mask k (four or two lanes), added to the row's
+// values when the argument add is not zero: y + s, y the first operand
+// as in Go's y += s (which NaN an add of two NaNs keeps). The add
+// loads zeros where the mask is off, which the store then skips.
+func (r tileRows) put(ctx *build.Context, label string, disp int, k reg.Register) {
+	each := func(add bool) {
+		for t := range 4 {
+			ctx.MOVQ(Mem{Base: r.ys, Disp: sliceHeader * t}, r.po)
+			y := Mem{Base: r.po, Index: r.col, Scale: 4, Disp: disp}
+			ctx.VEXTRACTF32X4(U8(t), reg.Z0, reg.X1)
+			if add {
+				ctx.VMOVUPS_Z(y, k, reg.X2)
+				ctx.VADDPS(reg.X1, reg.X2, reg.X1)
+			}
+			ctx.VMOVUPS(reg.X1, k, y)
+		}
+	}
+	ctx.CMPQ(paramMem(ctx, "add"), U8(0))
+	ctx.JNE(LabelRef(label + "add"))
+	each(false)
+	ctx.JMP(LabelRef(label + "done"))
+	ctx.Label(label + "add")
+	each(true)
+	ctx.Label(label + "done")
 }
 
 // paramMem is the memory operand of an integer or pointer argument.
@@ -262,10 +337,13 @@ func paramMem(ctx *build.Context, name string) Mem {
 // count and out.
 type tileArgs struct{ chunks, xp0, row, stride, stride3, tiles, out reg.GPVirtual }
 
-func loadTileArgs(ctx *build.Context, w weights) tileArgs { return loadTileArgsCount(ctx, w, "tiles") }
+func loadTileArgs(ctx *build.Context, w weights) tileArgs {
+	return loadTileArgsCount(ctx, w, "tiles", "out")
+}
 
-// loadTileArgsCount is loadTileArgs with the count in the named argument.
-func loadTileArgsCount(ctx *build.Context, w weights, count string) tileArgs {
+// loadTileArgsCount is loadTileArgs with the count and the output in the
+// named arguments.
+func loadTileArgsCount(ctx *build.Context, w weights, count, out string) tileArgs {
 	var a tileArgs
 	a.chunks = ctx.GP64()
 	ctx.Load(ctx.Param("n"), a.chunks)
@@ -279,7 +357,7 @@ func loadTileArgsCount(ctx *build.Context, w weights, count string) tileArgs {
 	ctx.LEAQ(Mem{Base: a.stride, Index: a.stride, Scale: 2}, a.stride3)
 	a.tiles, a.out = ctx.GP64(), ctx.GP64()
 	ctx.Load(ctx.Param(count), a.tiles)
-	ctx.Load(ctx.Param("out"), a.out)
+	ctx.Load(ctx.Param(out), a.out)
 	return a
 }
 
@@ -306,6 +384,16 @@ type tileRegs struct{ xp0, row, chunks, px, pw, left reg.GPVirtual }
 // the running pointers reset, step over every full chunk, then once with
 // the tail mask K1 when n is not a multiple of 16.
 func tileBody(ctx *build.Context, w weights, r tileRegs, accs int, step func(mask reg.Register), resume func()) {
+	tileStart(ctx, r, accs, resume)
+	chunkLoop(ctx, r.left, step, func() {
+		ctx.ADDQ(U32(256), r.px)
+		ctx.ADDQ(U8(16*w.Size), r.pw)
+	})
+}
+
+// tileStart emits a tile's label, its accs accumulators zeroed, resume
+// (when not nil) and the running pointers and count reset.
+func tileStart(ctx *build.Context, r tileRegs, accs int, resume func()) {
 	ctx.Label("tile")
 	for a := range accs {
 		ctx.VPXORD(zmm(a), zmm(a), zmm(a))
@@ -316,10 +404,37 @@ func tileBody(ctx *build.Context, w weights, r tileRegs, accs int, step func(mas
 	ctx.MOVQ(r.xp0, r.px)
 	ctx.MOVQ(r.row, r.pw)
 	ctx.MOVQ(r.chunks, r.left)
-	chunkLoop(ctx, r.left, step, func() {
+}
+
+// tileBodyFar is tileBody for the 4×6 tile in pieces: the chunk loop runs
+// in two parts, the steps before the last xAhead/256 of a piece (setFar
+// false: step prefetches x xAhead on in this piece) and those (setFar
+// true: step prefetches from the next group's piece).
+func tileBodyFar(ctx *build.Context, w weights, r tileRegs, step func(mask reg.Register), resume func(), setFar func(bool)) {
+	tileStart(ctx, r, 24, resume)
+	next := func() {
 		ctx.ADDQ(U32(256), r.px)
 		ctx.ADDQ(U8(16*w.Size), r.pw)
-	})
+		ctx.DECQ(r.left)
+	}
+	farSteps := xAhead / 256
+	ctx.CMPQ(r.left, U8(farSteps))
+	ctx.JLE(LabelRef("farpart"))
+	ctx.Label("nearloop")
+	setFar(false)
+	step(nil)
+	next()
+	ctx.CMPQ(r.left, U8(farSteps))
+	ctx.JG(LabelRef("nearloop"))
+	ctx.Label("farpart")
+	ctx.TESTQ(r.left, r.left)
+	ctx.JZ(LabelRef("tail"))
+	ctx.Label("farloop")
+	setFar(true)
+	step(nil)
+	next()
+	ctx.JNZ(LabelRef("farloop"))
+	maskedTail(ctx, step)
 }
 
 // chunkLoop emits step for each of the count full 16-column chunks (count
@@ -333,6 +448,12 @@ func chunkLoop(ctx *build.Context, count reg.GPVirtual, step func(mask reg.Regis
 	next()
 	ctx.DECQ(count)
 	ctx.JNZ(LabelRef("loop"))
+	maskedTail(ctx, step)
+}
+
+// maskedTail emits, at the label "tail", step with the tail mask K1 when
+// it is not empty, ending at the label "done".
+func maskedTail(ctx *build.Context, step func(mask reg.Register)) {
 	ctx.Label("tail")
 	ctx.KORTESTW(reg.K1, reg.K1)
 	ctx.JZ(LabelRef("done"))
@@ -499,20 +620,62 @@ func reduce16(ctx *build.Context) { reduce16Using(ctx, reg.Z16, reg.Z17) }
 
 // reduce16Using is reduce16 with lo and hi (not Z0..Z15) as scratch.
 func reduce16Using(ctx *build.Context, lo, hi reg.VecPhysical) {
-	pairs := func(count int, vshuf func(imm uint8, b, a, dst reg.VecPhysical), immLo, immHi uint8) {
-		for j := range count {
-			a, b := zmm(2*j), zmm(2*j+1)
-			vshuf(immLo, b, a, lo)
-			vshuf(immHi, b, a, hi)
-			ctx.VADDPS(hi, lo, zmm(j))
-		}
+	lv := treeLevels{ctx, lo, hi}
+	lv.halves(0, 8)
+	lv.quarters(4)
+	lv.pairs(2)
+	lv.elems()
+}
+
+// reduce8Using is reduce16Using over the eight accumulators Z16..Z23
+// alone: lane 4b+q of Z0 holds Z(16+4q+b)'s sum for q < 2, as
+// reduce16Using would leave it with these in Z0..Z7, and its lanes 4b+2
+// and 4b+3 are left over from Z1 (the callers do not read them). Each
+// sum is one accumulator's own tree, so leaving out the other eight
+// changes no bits; the 4×6 tile's rows 4 and 5 took a full tree over
+// them and eight zeroed accumulators (45 shuffles and adds, 24 of them
+// on zeros) plus 16 moves and clears.
+func reduce8Using(ctx *build.Context, lo, hi reg.VecPhysical) {
+	lv := treeLevels{ctx, lo, hi}
+	lv.halves(16, 4)
+	lv.quarters(2)
+	lv.pairs(1)
+	lv.elems()
+}
+
+// treeLevels emits the levels of reduce16's tree, lo and hi scratch.
+type treeLevels struct {
+	ctx    *build.Context
+	lo, hi reg.VecPhysical
+}
+
+// pair packs the two halves (imm selects them) of a and b into dst as
+// one vector of sums: dst = shuf(immLo) + shuf(immHi).
+func (lv treeLevels) pair(vshuf func(imm uint8, b, a, dst reg.VecPhysical), immLo, immHi uint8, a, b, dst reg.VecPhysical) {
+	vshuf(immLo, b, a, lv.lo)
+	vshuf(immHi, b, a, lv.hi)
+	lv.ctx.VADDPS(lv.hi, lv.lo, dst)
+}
+
+func (lv treeLevels) f(imm uint8, b, a, dst reg.VecPhysical) { lv.ctx.VSHUFF32X4(U8(imm), b, a, dst) }
+func (lv treeLevels) s(imm uint8, b, a, dst reg.VecPhysical) { lv.ctx.VSHUFPS(U8(imm), b, a, dst) }
+
+// halves is level 1 over count pairs Z(src+2j), Z(src+2j+1) into Zj.
+func (lv treeLevels) halves(src, count int) {
+	for j := range count {
+		lv.pair(lv.f, 0x44, 0xee, zmm(src+2*j), zmm(src+2*j+1), zmm(j))
 	}
-	f := func(imm uint8, b, a, dst reg.VecPhysical) { ctx.VSHUFF32X4(U8(imm), b, a, dst) }
-	s := func(imm uint8, b, a, dst reg.VecPhysical) { ctx.VSHUFPS(U8(imm), b, a, dst) }
-	pairs(8, f, 0x44, 0xee)
-	pairs(4, f, 0x88, 0xdd)
-	pairs(2, s, 0x44, 0xee)
-	pairs(1, s, 0x88, 0xdd)
+}
+
+// quarters, pairs and elems are levels 2, 3 and 4 over Z0.. in place.
+func (lv treeLevels) quarters(count int) { lv.level(count, lv.f, 0x88, 0xdd) }
+func (lv treeLevels) pairs(count int)    { lv.level(count, lv.s, 0x44, 0xee) }
+func (lv treeLevels) elems()             { lv.level(1, lv.s, 0x88, 0xdd) }
+
+func (lv treeLevels) level(count int, vshuf func(imm uint8, b, a, dst reg.VecPhysical), immLo, immHi uint8) {
+	for j := range count {
+		lv.pair(vshuf, immLo, immHi, zmm(2*j), zmm(2*j+1), zmm(j))
+	}
 }
 
 // packGroup generates fwdPackGroup(dst, x0, x1, x2, x3, n): the packed

@@ -8,7 +8,9 @@
 // added in a fixed tree (i+8, i+4, i+2, i+1). A kernel computes 16 or 24
 // outputs at once (4 tokens × 4 or 6 rows, or 1 token × 16 rows); its tree
 // reduces 16 accumulators together with shuffles, lane for lane the same
-// additions as the scalar reference.
+// additions as the scalar reference. For rows of 16-64 columns (a LoRA
+// B) fwdCols turns that around: its vector lanes run across 16 rows, one
+// accumulator per dot-form lane, and the tree is vertical adds.
 //
 // Usage (from lib/engine, see the go:generate line in kernels_fwd_amd64.go):
 //
@@ -33,6 +35,9 @@ func Generate() (asm, decl []byte, err error) {
 		tile4x6(ctx, bf, false)
 		tile4x6(ctx, bf, true)
 		row16(ctx, bf)
+	}
+	for _, k := range colsK {
+		cols(ctx, k)
 	}
 	packGroup(ctx)
 	return asmout.Print(ctx, printer.Config{Argv: []string{"go", "run", "./internal/asmgen/fwd"}, Pkg: "engine"})

@@ -70,3 +70,47 @@ func labelText(t *testing.T, body, label string) string {
 	}
 	return s
 }
+
+// TestTile4x6PrefetchesX pins the x prefetch of the 4×6 tiles: each
+// chunk step prefetches into L1 the four lines xAhead bytes past the ones
+// it loads, from the register it loads them from; the tile in pieces
+// does so until the last xAhead/256 steps of its piece, which prefetch
+// through an index register (the next group's piece, a gstride away).
+// Both still prefetch the next tile's weights into L2, and each group's
+// output lines (ys[t][col:col+6]) into L1 before its products.
+func TestTile4x6PrefetchesX(t *testing.T) {
+	asm, _, err := Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []struct {
+		name  string
+		split bool
+	}{{"fwdTile4x6GF32", false}, {"fwdTile4x6GBF16", false}, {"fwdTile4x6KGF32", true}, {"fwdTile4x6KGBF16", true}} {
+		body := kernelText(t, string(asm), k.name)
+		step := labelText(t, body, "nopf0:")
+		loads := regexp.MustCompile(`VMOVUPS\s+(\d*)\((\w+)\), Z2[4-7]`).FindAllStringSubmatch(step, -1)
+		pf := regexp.MustCompile(`PREFETCHT0\s+(\d+)\((\w+)\)\n`).FindAllStringSubmatch(step, -1)
+		if len(loads) != 4 || len(pf) != 4 {
+			t.Fatalf("%s: %d x loads and %d x prefetches in a step, want 4 and 4:\n%s", k.name, len(loads), len(pf), step)
+		}
+		for i, p := range pf {
+			if p[2] != loads[0][2] || p[1] != fmt.Sprint(xAhead+64*i) {
+				t.Errorf("%s: prefetch %d is %s(%s), want %d(%s)", k.name, i, p[1], p[2], xAhead+64*i, loads[0][2])
+			}
+		}
+		if k.split {
+			far := labelText(t, body, "nopf1:")
+			idx := regexp.MustCompile(`PREFETCHT0\s+\d*\(`+loads[0][2]+`\)\(\w+\*1\)`).FindAllString(far, -1)
+			if len(idx) != 4 || !strings.Contains(body, "CMPQ") || !strings.Contains(body, fmt.Sprintf("$0x%02x", xAhead/256)) {
+				t.Errorf("%s: the last steps of a piece do not prefetch the next group's piece:\n%s", k.name, far)
+			}
+		}
+		if !strings.Contains(body, "PREFETCHT1") {
+			t.Errorf("%s no longer prefetches the next tile", k.name)
+		}
+		if ys := regexp.MustCompile(`PREFETCHT0\s+(20)?\(\w+\)\(\w+\*4\)`).FindAllString(body, -1); len(ys) != 8 {
+			t.Errorf("%s prefetches %d output lines a group, want 8 (two for each of four rows): %v", k.name, len(ys), ys)
+		}
+	}
+}

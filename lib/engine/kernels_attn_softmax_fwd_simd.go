@@ -1,0 +1,144 @@
+//go:build goexperiment.simd && amd64
+
+package engine
+
+import (
+	"math"
+	"simd/archsimd"
+	"unsafe"
+)
+
+// softmaxRowsVec is softmaxRows with the 512-bit kernels: per row one
+// pass scales the scores and takes their maximum (sixteen lanes), one
+// takes the exponentials (eight float64 lanes, the last few through a
+// padded vector instead of the 4-lane and scalar bodies), and the
+// float64 sums, which must stay serial and ascending (softmax32's bits),
+// run four rows at a time as independent chains (sumRows4): one row's
+// chain waited on every add. It reports whether it ran.
+func softmaxRowsVec(rows [][]float32, scale float32, sinks []float32, h0, group int) bool {
+	if !useSIMD || !simdOK || !expVec || !avx512 {
+		return false
+	}
+	var extra [4]float64
+	for j0 := 0; j0 < len(rows); j0 += 4 {
+		j1 := min(j0+4, len(rows))
+		for j := j0; j < j1; j++ {
+			s := rows[j]
+			mx := scaleMax16(s, scale)
+			for t := len(s) &^ 15; t < len(s); t++ {
+				s[t] *= scale
+				mx = max(mx, s[t])
+			}
+			extra[j-j0] = 0
+			if sinks != nil {
+				sink := sinks[h0+j%group]
+				mx = max(sink, mx)
+				extra[j-j0] = float64(float32(exp64(float64(sink - mx))))
+			}
+			expShiftAll32(s, mx)
+		}
+		sumRows4(rows[j0:j1], &extra)
+		for j := j0; j < j1; j++ {
+			scale16(rows[j], float32(1/extra[j-j0]))
+		}
+	}
+	return true
+}
+
+// scaleMax16 multiplies the leading multiple of 16 of s by a and returns
+// their maximum (−Inf when there are none). Like max32Vec it ignores NaN
+// and does not order −0 below +0, which changes nothing softmax32
+// computes.
+func scaleMax16(s []float32, a float32) float32 {
+	n := len(s) &^ 15
+	if n == 0 {
+		return float32(math.Inf(-1))
+	}
+	av := archsimd.BroadcastFloat32x16(a)
+	p := unsafe.Pointer(&s[0])
+	m := v16(p, 0).Mul(av)
+	st16(p, 0, m)
+	for i := 16; i < n; i += 16 {
+		x := v16(p, i).Mul(av)
+		st16(p, i, x)
+		m = m.Max(x)
+	}
+	var l [16]float32
+	m.Store(&l)
+	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
+	mx := l[0]
+	for _, v := range l[1:] {
+		mx = max(mx, v)
+	}
+	return mx
+}
+
+// expShiftAll32 is expShift32 on eight float64 lanes throughout: when
+// len(s) is not a multiple of 8, the last eight raw scores are kept in a
+// register and their exponentials stored over the last eight after the
+// 8-lane pass (the overlap gets the same bits again); rows shorter than
+// eight go through a vector padded with mx. Filling that pad with scalar
+// stores between 512-bit code for every row had cost more than the row's
+// other exponentials.
+func expShiftAll32(s []float32, mx float32) {
+	n := len(s)
+	switch {
+	case n%8 == 0:
+		expShift32x8(s, mx)
+	case n > 8:
+		m := archsimd.BroadcastFloat32x8(mx)
+		last := load8f(s[n-8:]).Sub(m).ConvertToFloat64()
+		expShift32x8(s, mx)
+		e, _ := exp8x2(last, last)
+		store8(s[n-8:], e)
+	default:
+		buf := [8]float32{mx, mx, mx, mx, mx, mx, mx, mx}
+		copy(buf[:], s)
+		expShift32x8(buf[:], mx)
+		copy(s, buf[:])
+	}
+	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
+}
+
+// sumRows4 sets sums[j] to Σ rows[j] in float64, ascending (normalise's
+// order), plus the extra term sums[j] held, for up to four rows: their
+// common length as four chains in one loop, then each row's rest.
+func sumRows4(rows [][]float32, sums *[4]float64) {
+	var s [4]float64
+	m := 0
+	if len(rows) == 4 {
+		m = min(len(rows[0]), len(rows[1]), len(rows[2]), len(rows[3]))
+		a, b, c, d := rows[0][:m], rows[1][:m], rows[2][:m], rows[3][:m]
+		var s0, s1, s2, s3 float64
+		for t := range a {
+			s0 += float64(a[t])
+			s1 += float64(b[t])
+			s2 += float64(c[t])
+			s3 += float64(d[t])
+		}
+		s = [4]float64{s0, s1, s2, s3}
+	}
+	for j, r := range rows {
+		v := s[j]
+		for _, e := range r[m:] {
+			v += float64(e)
+		}
+		sums[j] = v + sums[j]
+	}
+}
+
+// scale16 multiplies x by a, sixteen at a time, then the rest.
+func scale16(x []float32, a float32) {
+	n := len(x) &^ 15
+	if n > 0 {
+		av := archsimd.BroadcastFloat32x16(a)
+		p := unsafe.Pointer(&x[0])
+		for i := 0; i < n; i += 16 {
+			st16(p, i, v16(p, i).Mul(av))
+		}
+		archsimd.ClearAVXUpperBits()
+	}
+	for i := n; i < len(x); i++ {
+		x[i] *= a
+	}
+}
