@@ -1,8 +1,8 @@
 package engine
 
 import (
-	"context"
 	"runtime"
+	"sync"
 )
 
 // The training forward pass runs one datum's positions through the model
@@ -49,6 +49,7 @@ type datumPass struct {
 	t        *Trainer
 	c        Config
 	ar       *arena
+	slot     *datumSlot // where the datum's gradients go
 	n        int
 	cos, sin [][]float32
 	cache    *kvCache
@@ -59,19 +60,19 @@ type datumPass struct {
 	backward bool
 }
 
-// datum runs one datum forward (and backward when asked, into each
-// parameter's local gradient), fills out and returns the datum's loss. It
-// stops with ctx's error, checked before every layer.
-func (t *Trainer) datum(ctx context.Context, l Loss, d *Datum, out *DatumOutput, backward bool) (float64, error) {
+// datum runs one datum forward (and backward when asked, into the slot's
+// local gradients) in the slot's arena, fills out and returns the datum's
+// loss. It stops with checkCtx's error, checked before every layer.
+func (t *Trainer) datum(slot *datumSlot, checkCtx func() error, l Loss, d *Datum, out *DatumOutput, backward bool) (float64, error) {
 	m := t.model
 	c := m.cfg
 	n := len(d.ModelInput)
-	ar := &t.ar
+	ar := slot.ar
 	ar.reset()
-	ps := &datumPass{t: t, c: c, ar: ar, n: n, backward: backward,
+	ps := &datumPass{t: t, c: c, ar: ar, slot: slot, n: n, backward: backward,
 		cos: ar.rows(n, c.HeadDim/2), sin: ar.rows(n, c.HeadDim/2),
 		cache:  &kvCache{k: make([][]float32, c.Layers), v: make([][]float32, c.Layers), n: n},
-		rowsAt: make([]row, n), ws: &t.ws, acts: make([]layerActs, c.Layers)}
+		rowsAt: make([]row, n), ws: &slot.ws, acts: make([]layerActs, c.Layers)}
 	x := ar.rows(n, c.Hidden)
 	for p, tok := range d.ModelInput {
 		m.w.embed.rowInto(tok, x[p])
@@ -83,7 +84,7 @@ func (t *Trainer) datum(ctx context.Context, l Loss, d *Datum, out *DatumOutput,
 	if backward && t.recomputes(n) {
 		ps.inputs = ps.residuals(x)
 	}
-	x, err := ps.forwardLayers(x, ctx.Err)
+	x, err := ps.forwardLayers(x, checkCtx)
 	if err != nil {
 		return 0, err
 	}
@@ -99,7 +100,7 @@ func (t *Trainer) datum(ctx context.Context, l Loss, d *Datum, out *DatumOutput,
 	if !t.cfg.TrainAttn && !t.cfg.TrainMLP {
 		lowest = c.Layers
 	}
-	if err := ps.backwardLayers(lowest, dx, ctx.Err); err != nil {
+	if err := ps.backwardLayers(lowest, dx, checkCtx); err != nil {
 		return 0, err
 	}
 	return total, nil
@@ -237,7 +238,7 @@ func (ps *datumPass) head(l Loss, d *Datum, x [][]float32, out *DatumOutput) (fl
 			total += loss // in position order, as one loop would
 		}
 		if ps.backward {
-			t.linearBackward(w.lmHead, t.head, xnF[p0:p1], th, lg, dxnF[p0:p1], false)
+			ps.linearBackward(w.lmHead, t.head, xnF[p0:p1], th, lg, dxnF[p0:p1], false)
 		}
 	}
 	return total, dxnF
@@ -262,7 +263,7 @@ func (ps *datumPass) backwardLayer(li, lowest int, dx [][]float32) bool {
 	mark = ar.mark()
 	// Attention: x2 = x + o(attention(q, k, v)).
 	datt := ar.rows(n, qd)
-	t.linearBackward(lw.o, tl.o, a.att, a.t[tO], dx, datt, false)
+	ps.linearBackward(lw.o, tl.o, a.att, a.t[tO], dx, datt, false)
 	dq, dk, dv := ar.rows(n, qd), ar.rows(n, kvd), ar.rows(n, kvd)
 	attentionBackward(c, li, lw.sinks, a.q, ps.cache.k[li][:n*kvd], ps.cache.v[li][:n*kvd], datt, dq, dk, dv)
 	eachRow(n, qd+kvd, func(p int) {
@@ -276,9 +277,9 @@ func (ps *datumPass) backwardLayer(li, lowest int, dx [][]float32) bool {
 	if li > lowest {
 		dxn1 = ar.rows(n, h)
 	}
-	t.linearBackward(lw.q, tl.q, a.xn1, a.t[tQ], dq, dxn1, false)
-	t.linearBackward(lw.k, tl.k, a.xn1, a.t[tK], dk, dxn1, true)
-	t.linearBackward(lw.v, tl.v, a.xn1, a.t[tV], dv, dxn1, true)
+	ps.linearBackward(lw.q, tl.q, a.xn1, a.t[tQ], dq, dxn1, false)
+	ps.linearBackward(lw.k, tl.k, a.xn1, a.t[tK], dk, dxn1, true)
+	ps.linearBackward(lw.v, tl.v, a.xn1, a.t[tV], dv, dxn1, true)
 	if dxn1 != nil {
 		eachRow(n, h, func(p int) { rmsNormBackward(dx[p], dxn1[p], a.x[p], lw.attnNorm, c.RMSNormEps) })
 	}
@@ -312,12 +313,12 @@ func (ps *datumPass) mlpBackward(li int, dx [][]float32) [][]float32 {
 	t, c, ar, n := ps.t, ps.c, ps.ar, ps.n
 	lw, tl, a := &t.model.w.layers[li], &t.layers[li], &ps.acts[li]
 	dg := ar.rows(n, c.mlpWidth(li))
-	t.linearBackward(lw.down, tl.down, a.h, a.t[tDown], dx, dg, false)
+	ps.linearBackward(lw.down, tl.down, a.h, a.t[tDown], dx, dg, false)
 	du := ar.rows(n, c.mlpWidth(li))
 	eachRow(n, c.mlpWidth(li), func(p int) { siluMulBackward(dg[p], du[p], a.g[p], a.u[p]) })
 	dxn := ar.rows(n, c.Hidden)
-	t.linearBackward(lw.gate, tl.gate, a.xn2, a.t[tGate], dg, dxn, false)
-	t.linearBackward(lw.up, tl.up, a.xn2, a.t[tUp], du, dxn, true)
+	ps.linearBackward(lw.gate, tl.gate, a.xn2, a.t[tGate], dg, dxn, false)
+	ps.linearBackward(lw.up, tl.up, a.xn2, a.t[tUp], du, dxn, true)
 	return dxn
 }
 
@@ -341,17 +342,17 @@ func trainLinear(w mat, bias []float32, mod *trainModule, xs, ys, ts [][]float32
 // adds the LoRA matrices' gradients to their local gradients and, unless
 // dxs is nil, writes (or adds) the gradient of the inputs to dxs. ts are
 // the forward's A·x.
-func (t *Trainer) linearBackward(w mat, mod *trainModule, xs, ts, dys, dxs [][]float32, accumulate bool) {
+func (ps *datumPass) linearBackward(w mat, mod *trainModule, xs, ts, dys, dxs [][]float32, accumulate bool) {
 	if mod == nil {
 		if dxs != nil {
 			matMulT(w, dys, dxs, accumulate)
 		}
 		return
 	}
-	dts := t.ar.rows(len(dys), t.cfg.Rank)
+	dts := ps.ar.rows(len(dys), ps.t.cfg.Rank)
 	matMulT(mod.pair.b, dys, dts, false)
-	outerAcc(mod.b.local, mod.b.rows, mod.b.cols, dys, ts)
-	outerAcc(mod.a.local, mod.a.rows, mod.a.cols, dts, xs)
+	outerAcc(ps.slot.local(mod.b), mod.b.rows, mod.b.cols, dys, ts)
+	outerAcc(ps.slot.local(mod.a), mod.a.rows, mod.a.cols, dts, xs)
 	if dxs != nil {
 		matMulTLoRA(w, dys, mod.pair.a, dts, dxs, accumulate)
 	}
@@ -386,6 +387,29 @@ func eachRow(n, width int, fn func(p int)) {
 // elemWork is an element's cost in parallelFor's multiply-adds, roughly.
 const elemWork = 4
 
+// attnBackScratches keeps attentionBackward's scratch from call to call:
+// allocated afresh for each, its buffers were three quarters of the bytes
+// a tiny model's training step allocated (14 MB per 8 × 128 step of
+// tiny-llama), each one cleared on allocation and later collected.
+var attnBackScratches = sync.Pool{New: func() any { return new(pooledBackScratch) }}
+
+// pooledBackScratch is a pooled scratch with the attention shape it
+// served: the scratch keeps views shaped for it (packHead's rows of
+// HeadDim), so another shape starts from a fresh one.
+type pooledBackScratch struct {
+	s                  attnBackScratch
+	hd, heads, kvHeads int
+}
+
+// backScratch takes a scratch for c's attention from the pool.
+func backScratch(c Config) *pooledBackScratch {
+	p := attnBackScratches.Get().(*pooledBackScratch)
+	if p.hd != c.HeadDim || p.heads != c.Heads || p.kvHeads != c.KVHeads {
+		*p = pooledBackScratch{hd: c.HeadDim, heads: c.Heads, kvHeads: c.KVHeads}
+	}
+	return p
+}
+
 // attentionBackward computes the gradients of causal grouped-query
 // attention's q, k and v (after rotary) from the output gradient datt,
 // recomputing the attention probabilities instead of keeping them; k and v
@@ -401,8 +425,9 @@ func attentionBackward(c Config, li int, sinks []float32, q [][]float32, k, v []
 	a := &attnBack{c: c, li: li, sinks: sinks, q: q, datt: datt, dq: dq, dk: dk, dv: dv, k: k, v: v}
 	workers := min(runtime.GOMAXPROCS(0), max(1, n*n*c.Heads*c.HeadDim/parallelMinWork))
 	if c.KVHeads%workers != 0 { // a split by heads would leave cores idle
-		s := attnBackPool.Get().(*attnBackScratch)
-		defer attnBackPool.Put(s)
+		p := backScratch(c)
+		defer attnBackScratches.Put(p)
+		s := &p.s
 		s.split = growTo(s.split, workers)
 		ps := s.split
 		for kvh := range c.KVHeads {
@@ -415,8 +440,9 @@ func attentionBackward(c Config, li int, sinks []float32, q [][]float32, k, v []
 		return
 	}
 	forkJoin(workers, func(wk int) {
-		s := attnBackPool.Get().(*attnBackScratch)
-		defer attnBackPool.Put(s)
+		p := backScratch(c)
+		defer attnBackScratches.Put(p)
+		s := &p.s
 		for kvh := wk; kvh < c.KVHeads; kvh += workers {
 			s.packHead(a, kvh)
 			for p0 := 0; p0 < n; p0 += attnBackRows {

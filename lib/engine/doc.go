@@ -321,6 +321,12 @@
 //     a vector loop should keep no scalar float live across it (the
 //     compiler reloads it with an SSE move each iteration; expSum8 is a
 //     function of its own for this: the log-sum-exp took 7× the time).
+//     The clear comes before a kernel's scalar tail or lane reduction, not
+//     after it: scaling a 67-score row (three scalar multiplies after the
+//     vector loop) took twelve times as long with the clear at the end as
+//     with it before the tail (loaded 2-core Xeon: a ratio), and such tails
+//     were a tenth of the tiny models' training step (max32Vec, scaleVec,
+//     sumLanesVec; issue 34).
 //   - Profiles and runtime.asyncPreempt: on a loaded machine a CPU profile
 //     puts a fifth to a quarter of a step's samples (half of a
 //     single-threaded microbenchmark's) on asyncPreempt's first
@@ -520,6 +526,11 @@
 //     gradient is computed alone and added to the accumulated gradient in
 //     datum order, so gradients do not depend on how data are split into
 //     calls, and each kernel splits its outputs (never a sum) across cores.
+//     Small dense models (Model.groups) run a wave of datums side by side
+//     instead, one per core, each in its own slot (arena and gradient),
+//     committed in datum order (datumslots.go; CallBytes counts the slots):
+//     their products were too small to split across cores without the
+//     cores waiting on one another.
 //     The arena is sized from ActivationBytes before the first datum
 //     (grown mid-datum, its overflow came from the garbage-collected heap,
 //     on top of the next datum's arena).

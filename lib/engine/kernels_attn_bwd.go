@@ -1,9 +1,6 @@
 package engine
 
-import (
-	"math"
-	"sync"
-)
+import "math"
 
 // Blocked attention backward. A block is attnRows consecutive positions of
 // the sequence and every query head of one KV head's group: its queries
@@ -41,13 +38,6 @@ type attnBackScratch struct {
 	dkh, dvh     [][]float32 // the KV head's key and value gradients, rows of one slab
 	dslab        []float32
 }
-
-// attnBackPool keeps the workers' scratch between calls. Made anew by each
-// call, it was garbage after every layer's backward (some 25 MB per worker
-// at 4096 tokens on the 0.6B shape, its score buffers regrown block by
-// block): 1.4 GB in one 4096-token step, which the collector, its goal
-// twice a live heap of weights and arena, let pile up in RSS.
-var attnBackPool = sync.Pool{New: func() any { return new(attnBackScratch) }}
 
 // packHead copies KV head kvh's keys and values into s.kh and s.vh, one
 // row of HeadDim after another, once for all the head's blocks: the block

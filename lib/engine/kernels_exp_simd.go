@@ -118,10 +118,10 @@ func sumLanesVec(x []float64) (float64, bool) {
 	}
 	lo.Store((*[4]float64)(s[:4]))
 	hi.Store((*[4]float64)(s[4:]))
+	archsimd.ClearAVXUpperBits() // before the scalar tail (doc.go)
 	for _, v := range x[n8:] {
 		s[0] += v
 	}
-	archsimd.ClearAVXUpperBits()
 	return sum8(&s), true
 }
 
@@ -135,10 +135,10 @@ func scaleExpsVec(row []float32, e []float64, f float64) bool {
 	for ; i+4 <= len(row); i += 4 {
 		store4(row[i:], archsimd.LoadFloat64x4((*[4]float64)(e[i:i+4])).Mul(fv))
 	}
+	archsimd.ClearAVXUpperBits() // before the scalar tail (doc.go)
 	for ; i < len(row); i++ {
 		row[i] = float32(e[i] * f)
 	}
-	archsimd.ClearAVXUpperBits()
 	return true
 }
 

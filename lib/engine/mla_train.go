@@ -94,7 +94,7 @@ func (ps *datumPass) mlaBackwardLayer(li, lowest int, dx [][]float32) bool {
 	ar.release(mark)
 	mark = ar.mark()
 	dattv, datt := ar.rows(n, c.Heads*c.MLA.VHeadDim), ar.rows(n, c.Heads*c.HeadDim)
-	t.linearBackward(lw.o, tl.o, a.mla.attv, a.t[tO], dx, dattv, false)
+	ps.linearBackward(lw.o, tl.o, a.mla.attv, a.t[tO], dx, dattv, false)
 	for p := range n {
 		c.mlaValuesBackward(dattv[p], datt[p])
 	}
@@ -142,8 +142,8 @@ func (ps *datumPass) mlaProjectBackward(li int, dq, dk, dv, dxn1 [][]float32) {
 			rmsNormBackward(dqIn[p], dqan[p], a.mla.qa[p], mw.qANorm, c.RMSNormEps)
 		}
 	}
-	t.linearBackward(mw.qIn, tl.q, a.xn1, a.t[tQ], dqIn, dxn1, false)
-	t.linearBackward(mw.kvA, tl.k, a.xn1, a.t[tK], dkva, dxn1, true)
+	ps.linearBackward(mw.qIn, tl.q, a.xn1, a.t[tQ], dqIn, dxn1, false)
+	ps.linearBackward(mw.kvA, tl.k, a.xn1, a.t[tK], dkva, dxn1, true)
 }
 
 // mlaShared are the floats per position that latent attention takes both

@@ -175,12 +175,12 @@ func (ps *datumPass) moeBackward(li int, dx [][]float32) [][]float32 {
 			dxs[b] = dxn[p]
 		}
 		gdg, gdu := part(dg, off, nr), part(du, off, nr)
-		t.linearBackward(ew.down, et.down, part(ma.h, off, nr), part(ma.t[2], off, nr), part(dy, off, nr), gdg, false)
+		ps.linearBackward(ew.down, et.down, part(ma.h, off, nr), part(ma.t[2], off, nr), part(dy, off, nr), gdg, false)
 		for b := range gdg {
 			c.expertActBackward(gdg[b], gdu[b], ma.g[off+b], ma.u[off+b])
 		}
-		t.linearBackward(ew.gate, et.gate, ma.xs[gi], part(ma.t[0], off, nr), gdg, dxs, true)
-		t.linearBackward(ew.up, et.up, ma.xs[gi], part(ma.t[1], off, nr), gdu, dxs, true)
+		ps.linearBackward(ew.gate, et.gate, ma.xs[gi], part(ma.t[0], off, nr), gdg, dxs, true)
+		ps.linearBackward(ew.up, et.up, ma.xs[gi], part(ma.t[1], off, nr), gdu, dxs, true)
 		off += nr
 	}
 	dlog := ar.rowsToFill(n, c.Experts)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tinkershell/tinker/lib/peft"
 )
@@ -64,9 +65,9 @@ type Trainer struct {
 	model  *Model
 	step   int64
 	ar     arena
-	// ws is the attention's scratch (per-worker key packs, as big as a
-	// datum's keys), kept from datum to datum rather than made for each.
-	ws workspace
+	slots  []*datumSlot // datums in flight at once (datumslots.go); the first's arena is ar
+	// callLimit bounds CallBytes (SetCallLimit); 0: no bound.
+	callLimit atomic.Int64
 	// keepLimit is the kept-activation size above which a datum recomputes
 	// its layers (recompute.go).
 	keepLimit int64
@@ -241,23 +242,13 @@ func (t *Trainer) run(ctx context.Context, l Loss, data []Datum, backward bool) 
 	for i, d := range data {
 		lengths[i] = len(d.ModelInput)
 	}
-	// The arena holds the longest datum's need from the start: grown while
+	// Each arena holds the longest datum's need from the start: grown while
 	// a datum runs, the takes past its end would come from the heap, freed
 	// only by the collector, on top of the new arena (twice the memory).
-	t.ar.reserve(int(t.ActivationBytes(lengths, backward) / 4))
+	slots := t.slotsFor(t.datumSlots(lengths, backward), t.ActivationBytes(lengths, backward))
 	res := &ForwardResult{Outputs: make([]DatumOutput, len(data))}
-	for i := range data {
-		loss, err := t.datum(ctx, l, &data[i], &res.Outputs[i], backward)
-		if err != nil {
-			for _, p := range t.params {
-				clear(p.local)
-			}
-			return nil, err
-		}
-		res.LossSum += loss
-		if backward {
-			t.commitLocal()
-		}
+	if err := t.runWaves(ctx, slots, l, data, res, backward); err != nil {
+		return nil, err
 	}
 	if backward {
 		for _, p := range t.params {
@@ -265,22 +256,6 @@ func (t *Trainer) run(ctx context.Context, l Loss, data []Datum, backward bool) 
 		}
 	}
 	return res, nil
-}
-
-// commitLocal adds the finished datum's gradient to the call's pending
-// gradient and clears it.
-func (t *Trainer) commitLocal() {
-	s := float32(t.scale)
-	for _, p := range t.params {
-		// axpy (vectorised): pending + float32(s·v) (not fused), and with a = 1 the
-		// product is v exactly, so the A matrices get pending + v.
-		a := float32(1)
-		if p.isB {
-			a = s
-		}
-		axpy(p.pending, a, p.local)
-		clear(p.local)
-	}
 }
 
 // arena hands out scratch memory for one datum (zeroed by take and rows,

@@ -614,14 +614,7 @@ func TestArenaToFillIsWritten(t *testing.T) {
 					tr.ar.buf[i] = float32(math.NaN())
 				}
 			}
-			fwd, err := tr.Forward(context.Background(), loss, data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fb, err := tr.ForwardBackward(context.Background(), loss, data)
-			if err != nil {
-				t.Fatal(err)
-			}
+			fwd, fb := forwardBoth(t, tr, loss, data)
 			if poison && tr.ar.peak > len(tr.ar.buf) {
 				t.Fatalf("%s: the arena needs %d floats, more than the poisoned %d", name, tr.ar.peak, len(tr.ar.buf))
 			}

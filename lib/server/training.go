@@ -129,7 +129,8 @@ func (s *Server) prepareFwd(run store.RunView, req *fwdRequest) (*engine.Trainer
 	for i, d := range req.Data {
 		lengths[i] = len(d.ModelInput)
 	}
-	need := tr.ActivationBytes(lengths, !req.ForwardOnly)
+	tr.SetCallLimit(s.trainers.budget) // fewer datums side by side rather than a refusal
+	need := tr.CallBytes(lengths, !req.ForwardOnly)
 	return tr, loss, need, s.trainers.checkBudget(need)
 }
 
