@@ -100,3 +100,17 @@ test-engine-emulated:
 	TINKER_ENGINE_EMULATED=1 $(GO) test -count=1 -short -timeout 30m -run '$(EMULATED_TESTS)' -exec 'qemu-x86_64 -cpu max' ./lib/engine; \
 	echo "engine tests on arm64 (qemu-aarch64):"; \
 	TINKER_ENGINE_EMULATED=1 GOARCH=arm64 $(GO) test -count=1 -short -timeout 30m -run '$(EMULATED_TESTS)' -exec qemu-aarch64 ./lib/engine
+
+# The engine's unsafe pointer arithmetic under the compiler's pointer
+# checks: every unsafe.Add must stay inside the allocation it starts in. A
+# pointer one past a row's end passes every numeric test, yet the garbage
+# collector, finding it where the next span is free, stops the process
+# with "found bad pointer in Go heap"; checkptr turns that rare crash into
+# a test failure on every run (attention's weighted sums had one).
+CHECKPTR_TESTS := Attention|Weighted|Softmax|Forward|Backward|Datum|MatMul|Recompute|Gradients
+.PHONY: test-engine-checkptr
+TEST_AFTER += test-engine-checkptr
+
+test-engine-checkptr:
+	@echo "engine tests with the compiler's unsafe pointer checks (-d=checkptr):"
+	$(GO) test -count=1 -short -timeout 30m -gcflags=all=-d=checkptr -run '$(CHECKPTR_TESTS)' ./lib/engine

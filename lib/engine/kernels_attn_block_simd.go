@@ -195,9 +195,16 @@ func weightedTiles(outs [][]float32, p []float32, ld int, r unsafe.Pointer, rs, 
 		c := unsafe.Pointer(&outs[j][0])
 		weightedTile(c, hd, unsafe.Pointer(&p[j*ld]), ld, r, rs, common, rows, n64)
 		for i := j; i < j+rows; i++ {
+			// Only pointers with work behind them are formed: o + n64 and
+			// r + common rows can be one past their allocation, which the
+			// collector takes for a bad pointer (make test-engine-checkptr).
 			pi, o := ws(i), unsafe.Pointer(&outs[i][0])
-			weighted1(o, pi[common:], unsafe.Add(r, 4*common*rs), rs, n64)
-			weighted1(unsafe.Add(o, 4*n64), pi, unsafe.Add(r, 4*n64), rs, n-n64)
+			if len(pi) > common {
+				weighted1(o, pi[common:], unsafe.Add(r, 4*common*rs), rs, n64)
+			}
+			if n > n64 {
+				weighted1(unsafe.Add(o, 4*n64), pi, unsafe.Add(r, 4*n64), rs, n-n64)
+			}
 		}
 	}
 }
