@@ -64,7 +64,7 @@ func separateCalls(t *testing.T, m *Model, cfg LoRAConfig, loss Loss, data []Dat
 }
 
 // batchedCall runs data twice in one forward_backward call on procs cores,
-// its datums batched in one pass (checked).
+// its datums batched in one pass (checked) within CallBytes.
 func batchedCall(t *testing.T, m *Model, cfg LoRAConfig, loss Loss, data []Datum, procs int) ([]*ForwardResult, [][]float32) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 	tr := mustTrainer(t, m, cfg)
@@ -86,6 +86,9 @@ func batchedCall(t *testing.T, m *Model, cfg LoRAConfig, loss Loss, data []Datum
 			t.Fatal(err)
 		}
 		rs = append(rs, r)
+	}
+	if used, budget := 4*int64(tr.ar.peak), tr.CallBytes(ls, true); used > budget || procs > 1 && budget > tr.ActivationBytes([]int{sum}, true) {
+		t.Fatalf("%v on %d cores: the batch took %d bytes of arena, CallBytes says %d", ls, procs, used, budget)
 	}
 	return rs, gradBits(tr)
 }
