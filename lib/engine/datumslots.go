@@ -97,9 +97,10 @@ func (t *Trainer) slotBytes(lengths []int, backward bool) int64 {
 }
 
 // CallBytes is the memory a forward (backward false) or forward_backward
-// call over datums of these lengths needs on top of StateBytes: the
-// trainer's arena (ActivationBytes) and that of every other datum slot
-// running beside it, with its gradients.
+// call over datums of these lengths needs on top of StateBytes: with datum
+// slots, the trainer's arena (ActivationBytes) and that of every other
+// slot running beside it, with its gradients; without, the arena of its
+// largest batched group (groupBytes).
 func (t *Trainer) CallBytes(lengths []int, backward bool) int64 {
 	extra := int64(t.datumSlots(lengths, backward) - 1)
 	if extra == 0 {
