@@ -116,12 +116,8 @@ func tileGapShare(flop float64, run func()) float64 {
 func BenchmarkForwardGapParallel(b *testing.B) {
 	for _, sh := range [][3]int{{2048, 1024, 512}, {1024, 2048, 512}, {1024, 3072, 512}, {3072, 1024, 1024}} {
 		rows, cols, m := sh[0], sh[1], sh[2]
-		copies := max(2, (384<<20)/(4*rows*cols))
-		ws := make([]mat, copies)
-		for i := range ws {
-			ws[i], _ = randMats(rows, cols, uint64(i+1))
-		}
-		xs, ys := tileRows(m, cols, 2), tileRows(m, rows, 3)
+		ws, xs, ys := coldMats(rows, cols), tileRows(m, cols, 2), tileRows(m, rows, 3)
+		copies := len(ws)
 		flop := 2 * float64(rows*cols*m)
 		b.Run(fmt.Sprintf("%dx%d/M=%d", rows, cols, m), func(b *testing.B) {
 			for b.Loop() {
@@ -134,6 +130,16 @@ func BenchmarkForwardGapParallel(b *testing.B) {
 			}
 		})
 	}
+}
+
+// coldMats is enough random rows × cols matrices (at least two) that using
+// them in turn passes the L3 (384 MiB) between uses of each.
+func coldMats(rows, cols int) []mat {
+	ws := make([]mat, max(2, (384<<20)/(4*rows*cols)))
+	for i := range ws {
+		ws[i], _ = randMats(rows, cols, uint64(i+1))
+	}
+	return ws
 }
 
 // parallelGapShare is tileGapShare on every core by process CPU time.
@@ -154,22 +160,17 @@ func parallelGapShare(flop float64, run func()) float64 {
 
 // BenchmarkForwardPrefetchAB compares the tiles' prefetch of the next
 // tile's weights spread over fwdPrefetchSpread of a call's steps (b) with
-// one line every step from the first (a, spread 0), matMul on every
-// worker with the weights cold (one of enough copies to pass the L3
-// between uses, as in a training step): medians of paired ratios b/a of
-// process CPU time (cpu) and wall time (wall); below 1, spreading is
-// faster.
+// one line every step from the first (a, spread 0), at spreads of 0.5,
+// the default and 0.95, matMul on every worker with the weights cold
+// (coldMats, as in a training step): medians of paired ratios b/a of
+// process CPU time; below 1, spreading is faster.
 func BenchmarkForwardPrefetchAB(b *testing.B) {
 	spread := fwdPrefetchSpread
 	defer func() { fwdPrefetchSpread = spread }()
 	for _, sh := range [][3]int{{2048, 1024, 512}, {3072, 1024, 512}, {1024, 2048, 512}, {1024, 3072, 512}, {3072, 1024, 1024}, {1024, 3072, 1024}, {15360, 1024, 128}} {
 		rows, cols, m := sh[0], sh[1], sh[2]
-		copies := max(2, (384<<20)/(4*rows*cols))
-		ws := make([]mat, copies)
-		for i := range ws {
-			ws[i], _ = randMats(rows, cols, uint64(i+1))
-		}
-		xs, ys := tileRows(m, cols, 2), tileRows(m, rows, 3)
+		ws, xs, ys := coldMats(rows, cols), tileRows(m, cols, 2), tileRows(m, rows, 3)
+		copies := len(ws)
 		next := 0
 		run := func(s float64) func() {
 			return func() {
