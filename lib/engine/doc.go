@@ -191,7 +191,9 @@
 //     the time), and larger slices at K ≥ 2048 to share each weight
 //     tile among more tokens (1152 KiB 1.00-1.02x, 1536 KiB 1.08-1.18x:
 //     the slice and the accumulators outgrow L2 before the weights'
-//     traffic matters). Reordering the pieces over a block of tiles has
+//     traffic matters), and 2 or 4 row pieces a worker instead of 8
+//     (forkRows; fewer tiles start without a prefetch: 0.95-1.02x the
+//     CPU, so the balancing under load stays). Reordering the pieces over a block of tiles has
 //     the same footprint problem: the accumulators (64 bytes an output)
 //     of a core's rows for 96 tokens take as much L2 as the slice.
 //   - On amd64 CPUs with AVX2 but without AVX-512 (most Intel client
