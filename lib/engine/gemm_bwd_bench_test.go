@@ -70,12 +70,12 @@ func BenchmarkBackwardPanel(b *testing.B) {
 }
 
 // BenchmarkBackwardLoRAFold compares, on one thread, matMulTLoRA (a LoRA
-// A's rows as further terms of the base matrix's column blocks) with
-// matMulT through the base and then through A, on Qwen3-0.6B shapes with
-// rank 32: the median of paired time ratios (fold over two calls; below 1
+// A's rows summed in the base matrix's tiles) with matMulT through the
+// base and then through A, on Qwen3-0.6B shapes with rank 32 at 128-1024
+// tokens: the median of paired time ratios (fold over two calls; below 1
 // the fold is faster). Run with -cpu 1 -benchtime 1x.
 func BenchmarkBackwardLoRAFold(b *testing.B) {
-	for _, m := range []int{128, 512} {
+	for _, m := range []int{128, 512, 1024} {
 		for _, sh := range [][2]int{{3072, 1024}, {1024, 3072}, {2048, 1024}, {1024, 2048}} {
 			rows, cols := sh[0], sh[1]
 			w, _ := randMats(rows, cols, 1)
