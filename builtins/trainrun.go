@@ -90,8 +90,8 @@ func trainRunAttrs[M train.Record](logDir, metrics string) attrTable[*TrainRun[M
 			}
 			return starlark.NewList(l)
 		}),
-		field("sampler_checkpoint", "the last sampler weights saved, or None", func(r *TrainRun[M]) starlark.Value { return checkpointOrNone(r.Sampler) }),
-		field("state_checkpoint", "the last training state saved, or None", func(r *TrainRun[M]) starlark.Value { return checkpointOrNone(r.State) }),
+		{name: "sampler_checkpoint", doc: "the last sampler weights saved, or None", value: func(r *TrainRun[M]) starlark.Value { return checkpointOrNone(r.Sampler) }},
+		{name: "state_checkpoint", doc: "the last training state saved, or None", value: func(r *TrainRun[M]) starlark.Value { return checkpointOrNone(r.State) }},
 	}
 }
 
