@@ -70,22 +70,20 @@ func (d *Datum) Attr(name string) (starlark.Value, error) {
 }
 
 var datumAttrs = attrTable[*Datum]{
-	lossInput("advantages", "per-token advantages, or None"),
-	lossInput("logprobs", "per-token sampling logprobs, or None"),
-	lossInput("target_tokens", "the token each position predicts, or None"),
+	{name: "advantages", doc: "per-token advantages, or None", value: func(d *Datum) starlark.Value { return d.lossInput("advantages") }},
+	{name: "logprobs", doc: "per-token sampling logprobs, or None", value: func(d *Datum) starlark.Value { return d.lossInput("logprobs") }},
+	{name: "target_tokens", doc: "the token each position predicts, or None", value: func(d *Datum) starlark.Value { return d.lossInput("target_tokens") }},
 	{name: "tokens", doc: "the input token ids", value: func(d *Datum) starlark.Value { return intList(d.D.ModelInput) }},
-	lossInput("weights", "per-token loss weights (1 where the model learns), or None"),
+	{name: "weights", doc: "per-token loss weights (1 where the model learns), or None", value: func(d *Datum) starlark.Value { return d.lossInput("weights") }},
 }
 
-// lossInput is the attribute of one of a datum's loss inputs: None when
-// the datum has none of that name.
-func lossInput(name, doc string) attr[*Datum] {
-	return field(name, doc, func(d *Datum) starlark.Value {
-		if t, ok := d.D.LossFnInputs[name]; ok {
-			return tensorList(t)
-		}
-		return starlark.None
-	})
+// lossInput is one of the datum's loss inputs, or None when it has none
+// of that name.
+func (d *Datum) lossInput(name string) starlark.Value {
+	if t, ok := d.D.LossFnInputs[name]; ok {
+		return tensorList(t)
+	}
+	return starlark.None
 }
 
 func tensorList(t tinkerapi.Tensor) *starlark.List {
