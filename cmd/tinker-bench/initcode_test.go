@@ -18,8 +18,8 @@ import (
 // every start, and the page faults of reaching it; a literal costs
 // nothing. Build such tables as literals, or on first use (sync.OnceValue).
 const (
-	initCodeBudget       = 16 << 10 // all packages
-	initCodePackageLimit = 6 << 10  // any one package
+	initCodeBudget       = 12 << 10 // all packages
+	initCodePackageLimit = 4 << 10  // any one package
 )
 
 // TestOwnInitCodeStaysSmall builds tinker and sums the sizes of this
