@@ -23,6 +23,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/tinkershell/tinker/lib/lazy"
 )
 
 // Arch is one base model: its name, the tokenizer get_info reports, and its
@@ -118,7 +120,7 @@ var TinySpecials = [...]string{"<bos>", "<eos>", "<pad>", "<unk>"}
 
 // table is the catalog, made on first use: its rows are built by calls
 // (qwen3MoE, deepseek, ...), which at package level would run at every start.
-var table = sync.OnceValue(func() []Arch {
+var table = lazy.Value[[]Arch]{New: func() []Arch {
 	return []Arch{
 		{Name: TinyLlama, TokenizerID: TinyLlama, Shape: Shape{Family: Llama3, Layers: 2, Hidden: 64, Intermediate: 192,
 			Heads: 4, KVHeads: 2, HeadDim: 16, VocabSize: TinyVocab, TieWordEmbeddings: true, MaxPositionEmbeddings: 2048,
@@ -184,7 +186,7 @@ var table = sync.OnceValue(func() []Arch {
 		gptOSS("openai/gpt-oss-20b", 24, 32),
 		gptOSS("openai/gpt-oss-120b", 36, 128),
 	}
-})
+}}
 
 func llama(name string, layers, hidden, inter, heads, kv, headDim int, tied bool) Arch {
 	return Arch{Name: name, TokenizerID: "thinkingmachineslabinc/meta-llama-3-tokenizer", Shape: Shape{Family: Llama3,
@@ -223,14 +225,14 @@ var (
 	regMu sync.RWMutex
 	// byName indexes the table by lower-cased name, made on first use (not
 	// at every start); Register adds to it under regMu.
-	byName = sync.OnceValue(func() map[string]*Arch {
-		archs := table()
+	byName = lazy.Value[map[string]*Arch]{New: func() map[string]*Arch {
+		archs := table.Get()
 		m := make(map[string]*Arch, len(archs))
 		for i := range archs {
 			m[strings.ToLower(archs[i].Name)] = &archs[i]
 		}
 		return m
-	})
+	}}
 	registered []*Arch // by Register, in order
 )
 
@@ -242,7 +244,7 @@ func Lookup(name string) (*Arch, bool) {
 	}
 	regMu.RLock()
 	defer regMu.RUnlock()
-	a, ok := byName()[strings.ToLower(name)]
+	a, ok := byName.Get()[strings.ToLower(name)]
 	return a, ok
 }
 
@@ -256,14 +258,14 @@ func Register(a Arch) error {
 	}
 	regMu.Lock()
 	defer regMu.Unlock()
-	if old, ok := byName()[strings.ToLower(a.Name)]; ok {
+	if old, ok := byName.Get()[strings.ToLower(a.Name)]; ok {
 		if slices.Contains(registered, old) && reflect.DeepEqual(*old, a) {
 			return nil
 		}
 		return fmt.Errorf("model %s is already defined with another shape", a.Name)
 	}
 	p := &a
-	byName()[strings.ToLower(a.Name)] = p
+	byName.Get()[strings.ToLower(a.Name)] = p
 	registered = append(registered, p)
 	return nil
 }
@@ -271,7 +273,7 @@ func Register(a Arch) error {
 // All returns every model, tiny models first (in the table's order, so
 // tiny-llama stays first), then by name (registered ones included).
 func All() []*Arch {
-	archs := table()
+	archs := table.Get()
 	out := make([]*Arch, 0, len(archs))
 	for i := range archs {
 		out = append(out, &archs[i])
