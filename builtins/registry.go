@@ -51,20 +51,15 @@ type entry struct {
 }
 
 // registryParts are the builtins, one table per file, in file order. The
-// tables are literals the compiler lays out as data (filling a registry by
-// calls from init functions ran some 25 KB of code at every start); only
-// this list of them is set by init, as help's entry refers back to it.
-var registryParts [][]entry
-
-func init() {
-	registryParts = [][]entry{
-		batchBuiltins, billingBuiltins, checkpointBuiltins, coreBuiltins,
-		datumBuiltins, deleteBuiltins, doctorBuiltins, downloadBuiltins, dpoBuiltins,
-		evaluateBuiltins, exportBuiltins, hubBuiltins, humanizeBuiltins, ioBuiltins,
-		lrforBuiltins, modelsBuiltins, recordBuiltins, rlBuiltins, runBuiltins,
-		sampleBuiltins, saveBuiltins, sessionBuiltins, sftBuiltins, sumBuiltins,
-		tokenizeBuiltins, toolsBuiltins, trainingBuiltins,
-	}
+// tables are literals the compiler lays out as data: filling a registry by
+// calls from init functions ran some 25 KB of code at every start.
+var registryParts = [...][]entry{
+	batchBuiltins, billingBuiltins, checkpointBuiltins, coreBuiltins,
+	datumBuiltins, deleteBuiltins, doctorBuiltins, downloadBuiltins, dpoBuiltins,
+	evaluateBuiltins, exportBuiltins, hubBuiltins, humanizeBuiltins, ioBuiltins,
+	lrforBuiltins, modelsBuiltins, recordBuiltins, rlBuiltins, runBuiltins,
+	sampleBuiltins, saveBuiltins, sessionBuiltins, sftBuiltins, sumBuiltins,
+	tokenizeBuiltins, toolsBuiltins, trainingBuiltins,
 }
 
 // registry yields every builtin, in registryParts' order.

@@ -20,7 +20,7 @@ func Universe() starlark.StringDict {
 	members := map[string]starlark.StringDict{}
 	for e := range registry {
 		if e.fn == nil {
-			continue // provided by the shell (print)
+			continue // provided by the shell (print), or bound below (help)
 		}
 		b := starlark.NewBuiltin(e.doc.Name, e.fn)
 		mod, name, ok := strings.Cut(e.doc.Name, ".")
@@ -33,6 +33,7 @@ func Universe() starlark.StringDict {
 		}
 		members[mod][name] = b
 	}
+	u["help"] = starlark.NewBuiltin("help", helpFn)
 	for mod, m := range members {
 		u[mod] = module{&starlarkstruct.Module{Name: mod, Members: m}}
 	}
