@@ -47,6 +47,7 @@ var staticPkgs = []string{
 	"github.com/tinkershell/tinker/lib/render",
 	"github.com/tinkershell/tinker/lib/server",
 	"github.com/tinkershell/tinker/lib/tinkerapi",
+	"github.com/tinkershell/tinker/lib/tokenizer",
 	"github.com/tinkershell/tinker/lib/train",
 	"github.com/tinkershell/tinker/shell",
 }
