@@ -359,10 +359,11 @@
 //     PyTorch comparisons and the finite-difference checks held unchanged.
 //     With AVX-512 the blocked kernels run 512-bit twins
 //     (kernels_attn_avx512.go) with the same bits: a score register holds
-//     attnDot's eight lanes for two keys (a tile of eight keys packed in
-//     interleaved pairs, the query doubled). Their whole tiles run as
+//     one element of 16 keys (a tile stored transposed), so attnDot's
+//     eight lanes are eight registers and its tree vertical adds (see
+//     "Attention tiles" below). Their whole tiles run as
 //     assembly register tiles (kernels_attn_amd64.s, generated with avo by
-//     internal/asmgen/attn): four queries × eight keys of scores (16
+//     internal/asmgen/attn): three queries × sixteen keys of scores (24
 //     accumulators), and weighted sums as tiles of up to 6 outputs × 64
 //     elements (24 accumulators, VFMADD231PS into them in place); Go's
 //     archsimd code keeps vectors in 15 registers and, having only the
@@ -371,7 +372,7 @@
 //     the kernels alone. A tile takes the keys its first query sees and
 //     each later query its remaining keys after it, so each element still
 //     adds in ascending order. Each worker also packs a KV head's keys (in
-//     the pair layout) and values once per attention call (headPack)
+//     transposed tiles) and values once per attention call (headPack)
 //     rather than every tile again for every block: those copies had been
 //     a quarter of the forward's CPU at 512 tokens. Together about 1.5×
 //     less CPU for the 512-token forward and 1.3× for the backward
@@ -400,8 +401,8 @@
 //     the block kernels packing every tile again for every block
 //     (packRows' copies, forward and backward, were 8% of the CPU
 //     samples of a 4096-token step on the 0.6B widths with 4 layers).
-//     The same copy is also kept in the 512-bit score kernel's pair
-//     layout (packKeyPairs), which the kernel otherwise built again for
+//     The same copy is also kept in the 512-bit score kernel's tiles
+//     (packKeyTiles), which the kernel otherwise built again for
 //     every block (a quarter of the scores' time), and the head's dk and
 //     dv accumulate in contiguous rows copied back once: every block adds
 //     to every earlier key's, and the gradients' own rows, 4 KiB apart on
@@ -453,7 +454,8 @@
 //     the rows are padded (scoreStride) so that column reads spread over
 //     the sets. (6) The score tiles reduce each query's eight keys with
 //     whole-register shuffles (laneSums8: 10 shuffle-port operations a
-//     query where the VHADDPS pairs took 22). Together, against the
+//     query where the VHADDPS pairs took 22; since replaced by transposed
+//     key tiles that need none). Together, against the
 //     build before (BenchmarkAttentionLong, interleaved, best CPU time of
 //     three runs each on a machine loaded by other sessions, so ratios
 //     only): forward 1.9× and backward 1.9× less CPU at 512 tokens, 1.6×

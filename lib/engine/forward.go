@@ -417,8 +417,8 @@ func (m *Model) attendBlock(ws *workspace, rows []row, u attnUnit, layer, worker
 	hd, kvd, group := c.HeadDim, c.KVHeads*c.HeadDim, c.Heads/c.KVHeads
 	p0 := rows[u.i].pos
 	lo := c.firstKey(layer, p0)
-	rel := p0 - lo // the block's first position, counted from key lo
-	ld, nq := rel+u.n, u.n*group
+	rel := p0 - lo                            // the block's first position, counted from key lo
+	ld, nq := scoreStride(rel+u.n), u.n*group // padded rows: see scoreStride
 	if cap(ws.scores[worker]) < nq*ld {
 		ws.scores[worker] = make([]float32, nq*ld*3/2)
 	}
@@ -426,14 +426,14 @@ func (m *Model) attendBlock(ws *workspace, rows []row, u attnUnit, layer, worker
 	qs, outs := ws.attnBlk[worker].pack(ws, u.i, u.n, u.kvh*group*hd, group, hd)
 	seq, off := rows[u.i].seq, u.kvh*hd
 	vals, vstride, voff := seq.v[layer][lo*kvd:], kvd, off
-	var pairs []float32
+	var tiles []float32
 	if hp := ws.attnBlk[worker].head.get(seq, layer, u.kvh, hd, kvd, p0+u.n); hp != nil {
 		vals, vstride, voff = hp.vals[lo*hd:], hd, 0
 		if lo%dotsTile == 0 { // the packed tiles start at key lo
-			pairs = hp.pairs[lo*hd:]
+			tiles = hp.tiles[lo*hd:]
 		}
 	}
-	attnDotsBlockPairs(sc, ld, qs, group, rel, seq.k[layer][lo*kvd:], kvd, off, pairs)
+	attnDotsBlockTiles(sc, ld, qs, group, rel, seq.k[layer][lo*kvd:], kvd, off, tiles)
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	rs := ws.attnBlk[worker].rows[:0]
 	for j := range qs {

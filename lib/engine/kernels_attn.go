@@ -82,21 +82,22 @@ func weightedScalar(y, p, rows []float32, stride, off int) {
 // reads a cached row once for every query of the block that sees it, and
 // keeps the per-query kernels' order, so a block gives attendRow's bits.
 
-// dotsTile is how many keys dotsBlock16 scores at once (four pairs).
-const dotsTile = 8
+// dotsTile is how many keys dotsBlock16 scores at once: a 512-bit
+// vector's lanes.
+const dotsTile = 16
 
 // attnDotsBlock writes sc[j*ld+t] = attnDot(keys[t*stride+off:][:hd], qs[j])
 // for every query j and key t ≤ its position. The vector path may also
 // write entries past a query's position (within its row); they are not
 // scores and the caller ignores them.
 func attnDotsBlock(sc []float32, ld int, qs [][]float32, group, p0 int, keys []float32, stride, off int) {
-	attnDotsBlockPairs(sc, ld, qs, group, p0, keys, stride, off, nil)
+	attnDotsBlockTiles(sc, ld, qs, group, p0, keys, stride, off, nil)
 }
 
-// attnDotsBlockPairs is attnDotsBlock given pairs, when not nil, the keys
-// already in the 512-bit kernel's layout (packKeyPairs), from key 0.
-func attnDotsBlockPairs(sc []float32, ld int, qs [][]float32, group, p0 int, keys []float32, stride, off int, pairs []float32) {
-	t0 := attnDotsBlockVec(sc, ld, qs, group, p0, keys, stride, off, pairs)
+// attnDotsBlockTiles is attnDotsBlock given tiles, when not nil, the keys
+// already in the 512-bit kernel's layout (packKeyTiles), from key 0.
+func attnDotsBlockTiles(sc []float32, ld int, qs [][]float32, group, p0 int, keys []float32, stride, off int, tiles []float32) {
+	t0 := attnDotsBlockVec(sc, ld, qs, group, p0, keys, stride, off, tiles)
 	hd := len(qs[0])
 	for j, q := range qs {
 		s := sc[j*ld:]

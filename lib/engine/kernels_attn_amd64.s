@@ -2,366 +2,273 @@
 
 #include "textflag.h"
 
-// func attnDotsZ1(d *float32, ld uintptr, q2 *float32, k *float32, hd int)
+// func attnDotsT1(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, hd int, ng int)
 // Requires: AVX, AVX512F
-TEXT ·attnDotsZ1(SB), NOSPLIT|NOFRAME, $0-40
-	VPXORD Z16, Z16, Z16
-	VPXORD Z17, Z17, Z17
-	VPXORD Z18, Z18, Z18
-	VPXORD Z19, Z19, Z19
-	MOVQ   q2+16(FP), AX
-	MOVQ   k+24(FP), CX
-	MOVQ   hd+32(FP), DX
-	SHLQ   $0x03, DX
-	MOVQ   CX, CX
-	LEAQ   (CX)(DX*1), BX
-	LEAQ   (BX)(DX*1), SI
-	LEAQ   (SI)(DX*1), DI
-	XORQ   R8, R8
+TEXT ·attnDotsT1(SB), NOSPLIT|NOFRAME, $0-56
+	MOVQ d+0(FP), AX
+	MOVQ ld+8(FP), CX
+	MOVQ q+16(FP), DX
+	MOVQ qs+24(FP), BX
+	MOVQ k+32(FP), SI
+	MOVQ hd+40(FP), DI
+	MOVQ ng+48(FP), R8
+	SHLQ $0x02, DI
 
-loop:
-	VMOVUPS       (AX)(R8*1), Z0
-	VMOVUPS       (CX)(R8*1), Z4
-	VFMADD231PS   Z4, Z0, Z16
-	VMOVUPS       (BX)(R8*1), Z4
-	VFMADD231PS   Z4, Z0, Z17
-	VMOVUPS       (SI)(R8*1), Z4
-	VFMADD231PS   Z4, Z0, Z18
-	VMOVUPS       (DI)(R8*1), Z4
-	VFMADD231PS   Z4, Z0, Z19
-	ADDQ          $0x40, R8
-	CMPQ          R8, DX
-	JB            loop
-	MOVQ          d+0(FP), AX
-	MOVQ          ld+8(FP), CX
-	VSHUFPS       $0x88, Z17, Z16, Z0
-	VSHUFPS       $0xdd, Z17, Z16, Z1
-	VADDPS        Z1, Z0, Z2
-	VSHUFPS       $0x88, Z19, Z18, Z0
-	VSHUFPS       $0xdd, Z19, Z18, Z1
-	VADDPS        Z1, Z0, Z3
-	VSHUFPS       $0x88, Z3, Z2, Z0
-	VSHUFPS       $0xdd, Z3, Z2, Z1
-	VADDPS        Z1, Z0, Z2
-	VSHUFF32X4    $0xb1, Z2, Z2, Z0
-	VADDPS        Z0, Z2, Z2
-	VEXTRACTF32X4 $0x02, Z2, X4
-	VUNPCKLPS     X4, X2, X5
-	VUNPCKHPS     X4, X2, X6
-	VMOVUPS       X5, (AX)
-	VMOVUPS       X6, 16(AX)
-	VZEROUPPER
-	RET
-
-// func attnDotsZ2(d *float32, ld uintptr, q2 *float32, k *float32, hd int)
-// Requires: AVX, AVX512F
-TEXT ·attnDotsZ2(SB), NOSPLIT|NOFRAME, $0-40
-	VPXORD Z16, Z16, Z16
-	VPXORD Z17, Z17, Z17
-	VPXORD Z18, Z18, Z18
-	VPXORD Z19, Z19, Z19
-	VPXORD Z20, Z20, Z20
-	VPXORD Z21, Z21, Z21
-	VPXORD Z22, Z22, Z22
-	VPXORD Z23, Z23, Z23
-	MOVQ   q2+16(FP), AX
-	MOVQ   k+24(FP), CX
-	MOVQ   hd+32(FP), DX
-	SHLQ   $0x03, DX
-	LEAQ   (AX)(DX*1), BX
-	LEAQ   (CX)(DX*1), SI
-	LEAQ   (SI)(DX*1), DI
-	LEAQ   (DI)(DX*1), R8
-	XORQ   R9, R9
-
-loop:
-	VMOVUPS       (AX)(R9*1), Z0
-	VMOVUPS       (BX)(R9*1), Z1
-	VMOVUPS       (CX)(R9*1), Z4
-	VFMADD231PS   Z4, Z0, Z16
-	VFMADD231PS   Z4, Z1, Z20
-	VMOVUPS       (SI)(R9*1), Z4
-	VFMADD231PS   Z4, Z0, Z17
-	VFMADD231PS   Z4, Z1, Z21
-	VMOVUPS       (DI)(R9*1), Z4
-	VFMADD231PS   Z4, Z0, Z18
-	VFMADD231PS   Z4, Z1, Z22
-	VMOVUPS       (R8)(R9*1), Z4
-	VFMADD231PS   Z4, Z0, Z19
-	VFMADD231PS   Z4, Z1, Z23
-	ADDQ          $0x40, R9
-	CMPQ          R9, DX
-	JB            loop
-	MOVQ          d+0(FP), AX
-	MOVQ          ld+8(FP), CX
-	VSHUFPS       $0x88, Z17, Z16, Z0
-	VSHUFPS       $0xdd, Z17, Z16, Z1
-	VADDPS        Z1, Z0, Z2
-	VSHUFPS       $0x88, Z19, Z18, Z0
-	VSHUFPS       $0xdd, Z19, Z18, Z1
-	VADDPS        Z1, Z0, Z3
-	VSHUFPS       $0x88, Z3, Z2, Z0
-	VSHUFPS       $0xdd, Z3, Z2, Z1
-	VADDPS        Z1, Z0, Z2
-	VSHUFF32X4    $0xb1, Z2, Z2, Z0
-	VADDPS        Z0, Z2, Z2
-	VEXTRACTF32X4 $0x02, Z2, X4
-	VUNPCKLPS     X4, X2, X5
-	VUNPCKHPS     X4, X2, X6
-	VMOVUPS       X5, (AX)
-	VMOVUPS       X6, 16(AX)
-	ADDQ          CX, AX
-	VSHUFPS       $0x88, Z21, Z20, Z0
-	VSHUFPS       $0xdd, Z21, Z20, Z1
-	VADDPS        Z1, Z0, Z2
-	VSHUFPS       $0x88, Z23, Z22, Z0
-	VSHUFPS       $0xdd, Z23, Z22, Z1
-	VADDPS        Z1, Z0, Z3
-	VSHUFPS       $0x88, Z3, Z2, Z0
-	VSHUFPS       $0xdd, Z3, Z2, Z1
-	VADDPS        Z1, Z0, Z2
-	VSHUFF32X4    $0xb1, Z2, Z2, Z0
-	VADDPS        Z0, Z2, Z2
-	VEXTRACTF32X4 $0x02, Z2, X4
-	VUNPCKLPS     X4, X2, X5
-	VUNPCKHPS     X4, X2, X6
-	VMOVUPS       X5, (AX)
-	VMOVUPS       X6, 16(AX)
-	VZEROUPPER
-	RET
-
-// func attnDotsZ3(d *float32, ld uintptr, q2 *float32, k *float32, hd int)
-// Requires: AVX, AVX512F
-TEXT ·attnDotsZ3(SB), NOSPLIT|NOFRAME, $0-40
-	VPXORD Z16, Z16, Z16
-	VPXORD Z17, Z17, Z17
-	VPXORD Z18, Z18, Z18
-	VPXORD Z19, Z19, Z19
-	VPXORD Z20, Z20, Z20
-	VPXORD Z21, Z21, Z21
-	VPXORD Z22, Z22, Z22
-	VPXORD Z23, Z23, Z23
-	VPXORD Z24, Z24, Z24
-	VPXORD Z25, Z25, Z25
-	VPXORD Z26, Z26, Z26
-	VPXORD Z27, Z27, Z27
-	MOVQ   q2+16(FP), AX
-	MOVQ   k+24(FP), CX
-	MOVQ   hd+32(FP), DX
-	SHLQ   $0x03, DX
-	LEAQ   (AX)(DX*1), BX
-	LEAQ   (BX)(DX*1), SI
-	LEAQ   (CX)(DX*1), DI
-	LEAQ   (DI)(DX*1), R8
-	LEAQ   (R8)(DX*1), R9
-	XORQ   R10, R10
-
-loop:
-	VMOVUPS       (AX)(R10*1), Z0
-	VMOVUPS       (BX)(R10*1), Z1
-	VMOVUPS       (SI)(R10*1), Z2
-	VMOVUPS       (CX)(R10*1), Z4
-	VFMADD231PS   Z4, Z0, Z16
-	VFMADD231PS   Z4, Z1, Z20
-	VFMADD231PS   Z4, Z2, Z24
-	VMOVUPS       (DI)(R10*1), Z4
-	VFMADD231PS   Z4, Z0, Z17
-	VFMADD231PS   Z4, Z1, Z21
-	VFMADD231PS   Z4, Z2, Z25
-	VMOVUPS       (R8)(R10*1), Z4
-	VFMADD231PS   Z4, Z0, Z18
-	VFMADD231PS   Z4, Z1, Z22
-	VFMADD231PS   Z4, Z2, Z26
-	VMOVUPS       (R9)(R10*1), Z4
-	VFMADD231PS   Z4, Z0, Z19
-	VFMADD231PS   Z4, Z1, Z23
-	VFMADD231PS   Z4, Z2, Z27
-	ADDQ          $0x40, R10
-	CMPQ          R10, DX
-	JB            loop
-	MOVQ          d+0(FP), AX
-	MOVQ          ld+8(FP), CX
-	VSHUFPS       $0x88, Z17, Z16, Z0
-	VSHUFPS       $0xdd, Z17, Z16, Z1
-	VADDPS        Z1, Z0, Z2
-	VSHUFPS       $0x88, Z19, Z18, Z0
-	VSHUFPS       $0xdd, Z19, Z18, Z1
-	VADDPS        Z1, Z0, Z3
-	VSHUFPS       $0x88, Z3, Z2, Z0
-	VSHUFPS       $0xdd, Z3, Z2, Z1
-	VADDPS        Z1, Z0, Z2
-	VSHUFF32X4    $0xb1, Z2, Z2, Z0
-	VADDPS        Z0, Z2, Z2
-	VEXTRACTF32X4 $0x02, Z2, X4
-	VUNPCKLPS     X4, X2, X5
-	VUNPCKHPS     X4, X2, X6
-	VMOVUPS       X5, (AX)
-	VMOVUPS       X6, 16(AX)
-	ADDQ          CX, AX
-	VSHUFPS       $0x88, Z21, Z20, Z0
-	VSHUFPS       $0xdd, Z21, Z20, Z1
-	VADDPS        Z1, Z0, Z2
-	VSHUFPS       $0x88, Z23, Z22, Z0
-	VSHUFPS       $0xdd, Z23, Z22, Z1
-	VADDPS        Z1, Z0, Z3
-	VSHUFPS       $0x88, Z3, Z2, Z0
-	VSHUFPS       $0xdd, Z3, Z2, Z1
-	VADDPS        Z1, Z0, Z2
-	VSHUFF32X4    $0xb1, Z2, Z2, Z0
-	VADDPS        Z0, Z2, Z2
-	VEXTRACTF32X4 $0x02, Z2, X4
-	VUNPCKLPS     X4, X2, X5
-	VUNPCKHPS     X4, X2, X6
-	VMOVUPS       X5, (AX)
-	VMOVUPS       X6, 16(AX)
-	ADDQ          CX, AX
-	VSHUFPS       $0x88, Z25, Z24, Z0
-	VSHUFPS       $0xdd, Z25, Z24, Z1
-	VADDPS        Z1, Z0, Z2
-	VSHUFPS       $0x88, Z27, Z26, Z0
-	VSHUFPS       $0xdd, Z27, Z26, Z1
-	VADDPS        Z1, Z0, Z3
-	VSHUFPS       $0x88, Z3, Z2, Z0
-	VSHUFPS       $0xdd, Z3, Z2, Z1
-	VADDPS        Z1, Z0, Z2
-	VSHUFF32X4    $0xb1, Z2, Z2, Z0
-	VADDPS        Z0, Z2, Z2
-	VEXTRACTF32X4 $0x02, Z2, X4
-	VUNPCKLPS     X4, X2, X5
-	VUNPCKHPS     X4, X2, X6
-	VMOVUPS       X5, (AX)
-	VMOVUPS       X6, 16(AX)
-	VZEROUPPER
-	RET
-
-// func attnDotsZ4(d *float32, ld uintptr, q2 *float32, k *float32, hd int)
-// Requires: AVX, AVX512F
-TEXT ·attnDotsZ4(SB), NOSPLIT|NOFRAME, $0-40
-	VPXORD Z16, Z16, Z16
-	VPXORD Z17, Z17, Z17
-	VPXORD Z18, Z18, Z18
-	VPXORD Z19, Z19, Z19
-	VPXORD Z20, Z20, Z20
-	VPXORD Z21, Z21, Z21
-	VPXORD Z22, Z22, Z22
-	VPXORD Z23, Z23, Z23
-	VPXORD Z24, Z24, Z24
-	VPXORD Z25, Z25, Z25
-	VPXORD Z26, Z26, Z26
-	VPXORD Z27, Z27, Z27
-	VPXORD Z28, Z28, Z28
-	VPXORD Z29, Z29, Z29
-	VPXORD Z30, Z30, Z30
-	VPXORD Z31, Z31, Z31
-	MOVQ   q2+16(FP), AX
-	MOVQ   k+24(FP), CX
-	MOVQ   hd+32(FP), DX
-	SHLQ   $0x03, DX
-	LEAQ   (AX)(DX*1), BX
-	LEAQ   (BX)(DX*1), SI
-	LEAQ   (SI)(DX*1), DI
-	LEAQ   (CX)(DX*1), R8
-	LEAQ   (R8)(DX*1), R9
-	LEAQ   (R9)(DX*1), R10
+group:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	MOVQ   DX, R9
+	MOVQ   SI, R10
 	XORQ   R11, R11
 
 loop:
-	VMOVUPS       (AX)(R11*1), Z0
-	VMOVUPS       (BX)(R11*1), Z1
-	VMOVUPS       (SI)(R11*1), Z2
-	VMOVUPS       (DI)(R11*1), Z3
-	VMOVUPS       (CX)(R11*1), Z4
-	VFMADD231PS   Z4, Z0, Z16
-	VFMADD231PS   Z4, Z1, Z20
-	VFMADD231PS   Z4, Z2, Z24
-	VFMADD231PS   Z4, Z3, Z28
-	VMOVUPS       (R8)(R11*1), Z4
-	VFMADD231PS   Z4, Z0, Z17
-	VFMADD231PS   Z4, Z1, Z21
-	VFMADD231PS   Z4, Z2, Z25
-	VFMADD231PS   Z4, Z3, Z29
-	VMOVUPS       (R9)(R11*1), Z4
-	VFMADD231PS   Z4, Z0, Z18
-	VFMADD231PS   Z4, Z1, Z22
-	VFMADD231PS   Z4, Z2, Z26
-	VFMADD231PS   Z4, Z3, Z30
-	VMOVUPS       (R10)(R11*1), Z4
-	VFMADD231PS   Z4, Z0, Z19
-	VFMADD231PS   Z4, Z1, Z23
-	VFMADD231PS   Z4, Z2, Z27
-	VFMADD231PS   Z4, Z3, Z31
-	ADDQ          $0x40, R11
-	CMPQ          R11, DX
-	JB            loop
-	MOVQ          d+0(FP), AX
-	MOVQ          ld+8(FP), CX
-	VSHUFPS       $0x88, Z17, Z16, Z0
-	VSHUFPS       $0xdd, Z17, Z16, Z1
-	VADDPS        Z1, Z0, Z2
-	VSHUFPS       $0x88, Z19, Z18, Z0
-	VSHUFPS       $0xdd, Z19, Z18, Z1
-	VADDPS        Z1, Z0, Z3
-	VSHUFPS       $0x88, Z3, Z2, Z0
-	VSHUFPS       $0xdd, Z3, Z2, Z1
-	VADDPS        Z1, Z0, Z2
-	VSHUFF32X4    $0xb1, Z2, Z2, Z0
-	VADDPS        Z0, Z2, Z2
-	VEXTRACTF32X4 $0x02, Z2, X4
-	VUNPCKLPS     X4, X2, X5
-	VUNPCKHPS     X4, X2, X6
-	VMOVUPS       X5, (AX)
-	VMOVUPS       X6, 16(AX)
-	ADDQ          CX, AX
-	VSHUFPS       $0x88, Z21, Z20, Z0
-	VSHUFPS       $0xdd, Z21, Z20, Z1
-	VADDPS        Z1, Z0, Z2
-	VSHUFPS       $0x88, Z23, Z22, Z0
-	VSHUFPS       $0xdd, Z23, Z22, Z1
-	VADDPS        Z1, Z0, Z3
-	VSHUFPS       $0x88, Z3, Z2, Z0
-	VSHUFPS       $0xdd, Z3, Z2, Z1
-	VADDPS        Z1, Z0, Z2
-	VSHUFF32X4    $0xb1, Z2, Z2, Z0
-	VADDPS        Z0, Z2, Z2
-	VEXTRACTF32X4 $0x02, Z2, X4
-	VUNPCKLPS     X4, X2, X5
-	VUNPCKHPS     X4, X2, X6
-	VMOVUPS       X5, (AX)
-	VMOVUPS       X6, 16(AX)
-	ADDQ          CX, AX
-	VSHUFPS       $0x88, Z25, Z24, Z0
-	VSHUFPS       $0xdd, Z25, Z24, Z1
-	VADDPS        Z1, Z0, Z2
-	VSHUFPS       $0x88, Z27, Z26, Z0
-	VSHUFPS       $0xdd, Z27, Z26, Z1
-	VADDPS        Z1, Z0, Z3
-	VSHUFPS       $0x88, Z3, Z2, Z0
-	VSHUFPS       $0xdd, Z3, Z2, Z1
-	VADDPS        Z1, Z0, Z2
-	VSHUFF32X4    $0xb1, Z2, Z2, Z0
-	VADDPS        Z0, Z2, Z2
-	VEXTRACTF32X4 $0x02, Z2, X4
-	VUNPCKLPS     X4, X2, X5
-	VUNPCKHPS     X4, X2, X6
-	VMOVUPS       X5, (AX)
-	VMOVUPS       X6, 16(AX)
-	ADDQ          CX, AX
-	VSHUFPS       $0x88, Z29, Z28, Z0
-	VSHUFPS       $0xdd, Z29, Z28, Z1
-	VADDPS        Z1, Z0, Z2
-	VSHUFPS       $0x88, Z31, Z30, Z0
-	VSHUFPS       $0xdd, Z31, Z30, Z1
-	VADDPS        Z1, Z0, Z3
-	VSHUFPS       $0x88, Z3, Z2, Z0
-	VSHUFPS       $0xdd, Z3, Z2, Z1
-	VADDPS        Z1, Z0, Z2
-	VSHUFF32X4    $0xb1, Z2, Z2, Z0
-	VADDPS        Z0, Z2, Z2
-	VEXTRACTF32X4 $0x02, Z2, X4
-	VUNPCKLPS     X4, X2, X5
-	VUNPCKHPS     X4, X2, X6
-	VMOVUPS       X5, (AX)
-	VMOVUPS       X6, 16(AX)
+	VMOVUPS          (R10), Z24
+	VFMADD231PS.BCST (R9)(R11*1), Z24, Z0
+	VMOVUPS          64(R10), Z25
+	VFMADD231PS.BCST 4(R9)(R11*1), Z25, Z1
+	VMOVUPS          128(R10), Z26
+	VFMADD231PS.BCST 8(R9)(R11*1), Z26, Z2
+	VMOVUPS          192(R10), Z27
+	VFMADD231PS.BCST 12(R9)(R11*1), Z27, Z3
+	VMOVUPS          256(R10), Z28
+	VFMADD231PS.BCST 16(R9)(R11*1), Z28, Z4
+	VMOVUPS          320(R10), Z29
+	VFMADD231PS.BCST 20(R9)(R11*1), Z29, Z5
+	VMOVUPS          384(R10), Z30
+	VFMADD231PS.BCST 24(R9)(R11*1), Z30, Z6
+	VMOVUPS          448(R10), Z31
+	VFMADD231PS.BCST 28(R9)(R11*1), Z31, Z7
+	ADDQ             $0x00000200, R10
+	ADDQ             $0x20, R11
+	CMPQ             R11, DI
+	JB               loop
+	MOVQ             AX, R9
+	VADDPS           Z1, Z0, Z0
+	VADDPS           Z3, Z2, Z2
+	VADDPS           Z5, Z4, Z4
+	VADDPS           Z7, Z6, Z6
+	VADDPS           Z2, Z0, Z0
+	VADDPS           Z6, Z4, Z4
+	VADDPS           Z4, Z0, Z0
+	VMOVUPS          Z0, (R9)
+	ADDQ             CX, AX
+	ADDQ             BX, DX
+	DECQ             R8
+	JNZ              group
+	VZEROUPPER
+	RET
+
+// func attnDotsT2(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, hd int, ng int)
+// Requires: AVX, AVX512F
+TEXT ·attnDotsT2(SB), NOSPLIT|NOFRAME, $0-56
+	MOVQ d+0(FP), AX
+	MOVQ ld+8(FP), CX
+	MOVQ q+16(FP), DX
+	MOVQ qs+24(FP), BX
+	MOVQ k+32(FP), SI
+	MOVQ hd+40(FP), DI
+	MOVQ ng+48(FP), R8
+	SHLQ $0x02, DI
+
+group:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	MOVQ   DX, R9
+	LEAQ   (R9)(BX*1), R10
+	MOVQ   SI, R11
+	XORQ   R12, R12
+
+loop:
+	VMOVUPS          (R11), Z24
+	VFMADD231PS.BCST (R9)(R12*1), Z24, Z0
+	VFMADD231PS.BCST (R10)(R12*1), Z24, Z8
+	VMOVUPS          64(R11), Z25
+	VFMADD231PS.BCST 4(R9)(R12*1), Z25, Z1
+	VFMADD231PS.BCST 4(R10)(R12*1), Z25, Z9
+	VMOVUPS          128(R11), Z26
+	VFMADD231PS.BCST 8(R9)(R12*1), Z26, Z2
+	VFMADD231PS.BCST 8(R10)(R12*1), Z26, Z10
+	VMOVUPS          192(R11), Z27
+	VFMADD231PS.BCST 12(R9)(R12*1), Z27, Z3
+	VFMADD231PS.BCST 12(R10)(R12*1), Z27, Z11
+	VMOVUPS          256(R11), Z28
+	VFMADD231PS.BCST 16(R9)(R12*1), Z28, Z4
+	VFMADD231PS.BCST 16(R10)(R12*1), Z28, Z12
+	VMOVUPS          320(R11), Z29
+	VFMADD231PS.BCST 20(R9)(R12*1), Z29, Z5
+	VFMADD231PS.BCST 20(R10)(R12*1), Z29, Z13
+	VMOVUPS          384(R11), Z30
+	VFMADD231PS.BCST 24(R9)(R12*1), Z30, Z6
+	VFMADD231PS.BCST 24(R10)(R12*1), Z30, Z14
+	VMOVUPS          448(R11), Z31
+	VFMADD231PS.BCST 28(R9)(R12*1), Z31, Z7
+	VFMADD231PS.BCST 28(R10)(R12*1), Z31, Z15
+	ADDQ             $0x00000200, R11
+	ADDQ             $0x20, R12
+	CMPQ             R12, DI
+	JB               loop
+	MOVQ             AX, R9
+	VADDPS           Z1, Z0, Z0
+	VADDPS           Z3, Z2, Z2
+	VADDPS           Z5, Z4, Z4
+	VADDPS           Z7, Z6, Z6
+	VADDPS           Z2, Z0, Z0
+	VADDPS           Z6, Z4, Z4
+	VADDPS           Z4, Z0, Z0
+	VMOVUPS          Z0, (R9)
+	ADDQ             CX, R9
+	VADDPS           Z9, Z8, Z8
+	VADDPS           Z11, Z10, Z10
+	VADDPS           Z13, Z12, Z12
+	VADDPS           Z15, Z14, Z14
+	VADDPS           Z10, Z8, Z8
+	VADDPS           Z14, Z12, Z12
+	VADDPS           Z12, Z8, Z8
+	VMOVUPS          Z8, (R9)
+	ADDQ             CX, AX
+	ADDQ             BX, DX
+	ADDQ             CX, AX
+	ADDQ             BX, DX
+	DECQ             R8
+	JNZ              group
+	VZEROUPPER
+	RET
+
+// func attnDotsT3(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, hd int, ng int)
+// Requires: AVX, AVX512F
+TEXT ·attnDotsT3(SB), NOSPLIT|NOFRAME, $0-56
+	MOVQ d+0(FP), AX
+	MOVQ ld+8(FP), CX
+	MOVQ q+16(FP), DX
+	MOVQ qs+24(FP), BX
+	MOVQ k+32(FP), SI
+	MOVQ hd+40(FP), DI
+	MOVQ ng+48(FP), R8
+	SHLQ $0x02, DI
+
+group:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	MOVQ   DX, R9
+	LEAQ   (R9)(BX*1), R10
+	LEAQ   (R10)(BX*1), R11
+	MOVQ   SI, R12
+	XORQ   R13, R13
+
+loop:
+	VMOVUPS          (R12), Z24
+	VFMADD231PS.BCST (R9)(R13*1), Z24, Z0
+	VFMADD231PS.BCST (R10)(R13*1), Z24, Z8
+	VFMADD231PS.BCST (R11)(R13*1), Z24, Z16
+	VMOVUPS          64(R12), Z25
+	VFMADD231PS.BCST 4(R9)(R13*1), Z25, Z1
+	VFMADD231PS.BCST 4(R10)(R13*1), Z25, Z9
+	VFMADD231PS.BCST 4(R11)(R13*1), Z25, Z17
+	VMOVUPS          128(R12), Z26
+	VFMADD231PS.BCST 8(R9)(R13*1), Z26, Z2
+	VFMADD231PS.BCST 8(R10)(R13*1), Z26, Z10
+	VFMADD231PS.BCST 8(R11)(R13*1), Z26, Z18
+	VMOVUPS          192(R12), Z27
+	VFMADD231PS.BCST 12(R9)(R13*1), Z27, Z3
+	VFMADD231PS.BCST 12(R10)(R13*1), Z27, Z11
+	VFMADD231PS.BCST 12(R11)(R13*1), Z27, Z19
+	VMOVUPS          256(R12), Z28
+	VFMADD231PS.BCST 16(R9)(R13*1), Z28, Z4
+	VFMADD231PS.BCST 16(R10)(R13*1), Z28, Z12
+	VFMADD231PS.BCST 16(R11)(R13*1), Z28, Z20
+	VMOVUPS          320(R12), Z29
+	VFMADD231PS.BCST 20(R9)(R13*1), Z29, Z5
+	VFMADD231PS.BCST 20(R10)(R13*1), Z29, Z13
+	VFMADD231PS.BCST 20(R11)(R13*1), Z29, Z21
+	VMOVUPS          384(R12), Z30
+	VFMADD231PS.BCST 24(R9)(R13*1), Z30, Z6
+	VFMADD231PS.BCST 24(R10)(R13*1), Z30, Z14
+	VFMADD231PS.BCST 24(R11)(R13*1), Z30, Z22
+	VMOVUPS          448(R12), Z31
+	VFMADD231PS.BCST 28(R9)(R13*1), Z31, Z7
+	VFMADD231PS.BCST 28(R10)(R13*1), Z31, Z15
+	VFMADD231PS.BCST 28(R11)(R13*1), Z31, Z23
+	ADDQ             $0x00000200, R12
+	ADDQ             $0x20, R13
+	CMPQ             R13, DI
+	JB               loop
+	MOVQ             AX, R9
+	VADDPS           Z1, Z0, Z0
+	VADDPS           Z3, Z2, Z2
+	VADDPS           Z5, Z4, Z4
+	VADDPS           Z7, Z6, Z6
+	VADDPS           Z2, Z0, Z0
+	VADDPS           Z6, Z4, Z4
+	VADDPS           Z4, Z0, Z0
+	VMOVUPS          Z0, (R9)
+	ADDQ             CX, R9
+	VADDPS           Z9, Z8, Z8
+	VADDPS           Z11, Z10, Z10
+	VADDPS           Z13, Z12, Z12
+	VADDPS           Z15, Z14, Z14
+	VADDPS           Z10, Z8, Z8
+	VADDPS           Z14, Z12, Z12
+	VADDPS           Z12, Z8, Z8
+	VMOVUPS          Z8, (R9)
+	ADDQ             CX, R9
+	VADDPS           Z17, Z16, Z16
+	VADDPS           Z19, Z18, Z18
+	VADDPS           Z21, Z20, Z20
+	VADDPS           Z23, Z22, Z22
+	VADDPS           Z18, Z16, Z16
+	VADDPS           Z22, Z20, Z20
+	VADDPS           Z20, Z16, Z16
+	VMOVUPS          Z16, (R9)
+	ADDQ             CX, AX
+	ADDQ             BX, DX
+	ADDQ             CX, AX
+	ADDQ             BX, DX
+	ADDQ             CX, AX
+	ADDQ             BX, DX
+	DECQ             R8
+	JNZ              group
 	VZEROUPPER
 	RET
 

@@ -11,12 +11,6 @@ import "unsafe"
 // whole tiles and keep the Go loops for the rest. They do each lane's
 // fused multiply-adds in the Go kernels' order, so the bits are the same.
 
-// attnDotsZ[r-1] scores r doubled queries against a tile of eight keys in
-// the pair layout (dotsBlock16 packs them: packPairs, double8).
-var attnDotsZ = [...]func(d *float32, ld uintptr, q2 *float32, k *float32, hd int){
-	attnDotsZ1, attnDotsZ2, attnDotsZ3, attnDotsZ4,
-}
-
 // attnTileZ[r-1] adds r rows of Σ_p A[i][p]·B[p][:64] to C, p ascending
 // (A[i][p] at a + i·lda + p·ldp bytes).
 var attnTileZ = [...]func(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int){

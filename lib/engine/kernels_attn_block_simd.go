@@ -65,7 +65,7 @@ func rowAt(rows []float32, t, stride, off int) unsafe.Pointer {
 // sees them. Per tile of four keys, which then stay in L1, it scores each
 // query that sees the tile; each score's accumulator holds attnDot's eight
 // lanes and laneSums4 adds them in attnDot's tree.
-func attnDotsBlockVec(sc []float32, ld int, qs [][]float32, group, p0 int, keys []float32, stride, off int, pairs []float32) int {
+func attnDotsBlockVec(sc []float32, ld int, qs [][]float32, group, p0 int, keys []float32, stride, off int, tiles []float32) int {
 	hd, nq := len(qs[0]), len(qs)
 	nk := p0 + nq/group // keys seen by the block's last position
 	if !useSIMD || !simdOK || hd == 0 || hd%8 != 0 || !blockFits(qs, keys, nk, stride, off, hd) {
@@ -73,7 +73,7 @@ func attnDotsBlockVec(sc []float32, ld int, qs [][]float32, group, p0 int, keys 
 	}
 	t := 0
 	if avx512 && hd <= packMaxHead {
-		t = dotsBlock16(sc, ld, qs, group, p0, keys, stride, off, nk, pairs)
+		t = dotsBlock16(sc, ld, qs, group, p0, keys, stride, off, nk, tiles)
 	}
 	var buf [4 * packMaxHead]float32
 	for ; t+4 <= nk; t += 4 {

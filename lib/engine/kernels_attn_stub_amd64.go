@@ -2,25 +2,20 @@
 
 package engine
 
-// attnDotsZ1 stores 1 queries' scores against eight paired keys.
+// attnDotsT1 stores 1 queries' scores against 16 transposed keys, for ng groups of them.
 //
 //go:noescape
-func attnDotsZ1(d *float32, ld uintptr, q2 *float32, k *float32, hd int)
+func attnDotsT1(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, hd int, ng int)
 
-// attnDotsZ2 stores 2 queries' scores against eight paired keys.
+// attnDotsT2 stores 2 queries' scores against 16 transposed keys, for ng groups of them.
 //
 //go:noescape
-func attnDotsZ2(d *float32, ld uintptr, q2 *float32, k *float32, hd int)
+func attnDotsT2(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, hd int, ng int)
 
-// attnDotsZ3 stores 3 queries' scores against eight paired keys.
+// attnDotsT3 stores 3 queries' scores against 16 transposed keys, for ng groups of them.
 //
 //go:noescape
-func attnDotsZ3(d *float32, ld uintptr, q2 *float32, k *float32, hd int)
-
-// attnDotsZ4 stores 4 queries' scores against eight paired keys.
-//
-//go:noescape
-func attnDotsZ4(d *float32, ld uintptr, q2 *float32, k *float32, hd int)
+func attnDotsT3(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, hd int, ng int)
 
 // attnTileZ1 adds 1 rows of Σ_p A[i][p]·B[p][:64] to C, p ascending.
 //

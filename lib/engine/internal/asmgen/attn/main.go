@@ -2,11 +2,13 @@
 // declarations: the AVX-512 register tiles of the engine's attention (see
 // lib/engine/kernels_attn.go for the order every path keeps).
 //
-//   - attnDotsZ<R>: R queries' scores against a tile of eight keys in the
-//     512-bit pair layout (lib/engine/kernels_attn_avx512.go, packPairs):
-//     each score is attnDot's eight lanes, one fused multiply-add per term
-//     in ascending element order, then its lane tree (the same adds as
-//     the Go kernels' laneSums4, done on whole registers: laneSums8).
+//   - attnDotsT<R>: groups of R queries' scores against a tile of 16 keys
+//     stored transposed (element i of the 16 keys in one vector,
+//     lib/engine/kernels_attn_avx512.go, packKeyTile): a lane is a key, so
+//     attnDot's eight lane sums of 16 keys are eight accumulators (lane l
+//     adds elements i ≡ l mod 8, ascending, one fused multiply-add each,
+//     the query element broadcast from memory into the instruction), and
+//     its tree is seven vertical adds: no shuffles at all.
 //   - attnTileZ<R>: C[i][:64] += Σ_p A[i][p]·B[p][:64] for R rows i, p
 //     ascending, one fused multiply-add per term, A's rows and columns
 //     each at a stride of their own: the weighted sums of the values
@@ -39,11 +41,11 @@ const (
 	stubFile = "kernels_attn_stub_amd64.go"
 )
 
-// Largest tiles: dotsMax queries × four key pairs (16 accumulators),
-// tileMax rows × four vectors (24 accumulators).
+// Largest tiles: dotsTMax queries × eight lanes and tileMax rows × four
+// vectors (24 accumulators each).
 const (
-	dotsMax = 4
-	tileMax = 6
+	dotsTMax = 3
+	tileMax  = 6
 )
 
 func main() { asmout.Main("attn", asmFile, stubFile, Generate) }
@@ -51,8 +53,8 @@ func main() { asmout.Main("attn", asmFile, stubFile, Generate) }
 // Generate returns the assembly and the Go declarations.
 func Generate() (asm, decl []byte, err error) {
 	ctx := build.NewContext()
-	for r := 1; r <= dotsMax; r++ {
-		dots(ctx, r)
+	for r := 1; r <= dotsTMax; r++ {
+		dotsT(ctx, r)
 	}
 	for r := 1; r <= tileMax; r++ {
 		tile(ctx, r)
@@ -60,80 +62,75 @@ func Generate() (asm, decl []byte, err error) {
 	return asmout.Print(ctx, printer.Config{Argv: []string{"go", "run", "./internal/asmgen/attn"}, Pkg: "engine"})
 }
 
-// dots emits attnDotsZ<r>. Arguments: d (query i's eight scores go to
-// d + i·ld bytes), q2 (the doubled queries, 2·hd floats each, one after
-// another), k (four key pairs, 2·hd floats each), hd (a multiple of 8).
-// Accumulators are Z16-Z31 (query i, pair m: Z16+4i+m); the reduction
-// (laneSums8) runs in Z0-Z6.
-func dots(ctx *build.Context, r int) {
-	name := fmt.Sprintf("attnDotsZ%d", r)
-	asmout.Kernel(ctx, name, "func(d *float32, ld uintptr, q2 *float32, k *float32, hd int)")
-	ctx.Doc(fmt.Sprintf("%s stores %d queries' scores against eight paired keys.", name, r))
-	acc := func(i, m int) reg.VecPhysical { return asmout.ZMM(16 + 4*i + m) }
-	for i := range r {
-		for m := range 4 {
-			ctx.VPXORD(acc(i, m), acc(i, m), acc(i, m))
-		}
-	}
-	q2 := ctx.Load(ctx.Param("q2"), ctx.GP64())
-	k := ctx.Load(ctx.Param("k"), ctx.GP64())
-	stride := ctx.Load(ctx.Param("hd"), ctx.GP64())
-	ctx.SHLQ(operand.U8(3), stride) // bytes per doubled head
-	qp, kp := asmout.Pointers(ctx, q2, stride, r), asmout.Pointers(ctx, k, stride, 4)
-	off := ctx.GP64()
-	ctx.XORQ(off, off)
-	ctx.Label("loop")
-	for i := range r {
-		ctx.VMOVUPS(operand.Mem{Base: qp[i], Index: off, Scale: 1}, asmout.ZMM(i))
-	}
-	kv := asmout.ZMM(dotsMax)
-	for m := range 4 {
-		ctx.VMOVUPS(operand.Mem{Base: kp[m], Index: off, Scale: 1}, kv)
-		for i := range r {
-			ctx.VFMADD231PS(kv, asmout.ZMM(i), acc(i, m))
-		}
-	}
-	ctx.ADDQ(operand.U8(64), off)
-	ctx.CMPQ(off, stride)
-	ctx.JB(operand.LabelRef("loop"))
+// dotsT emits attnDotsT<r>. Arguments: d (query i's 16 scores go to
+// d + i·ld bytes), q (query i's hd elements at q + i·qs bytes), k (the
+// transposed tile: element e of key m at k + 4·(16e + m) bytes), hd (a
+// multiple of 8), ng (≥ 1 groups of r queries, one after another: the
+// next group's d and q follow r·ld and r·qs bytes on). Accumulators
+// Z0-Z23 (query i, lane l: Z8i+l), the key vectors Z24-Z31.
+func dotsT(ctx *build.Context, r int) {
+	name := fmt.Sprintf("attnDotsT%d", r)
+	asmout.Kernel(ctx, name, "func(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, hd int, ng int)")
+	ctx.Doc(fmt.Sprintf("%s stores %d queries' scores against 16 transposed keys, for ng groups of them.", name, r))
+	acc := func(i, l int) reg.VecPhysical { return asmout.ZMM(8*i + l) }
 	d := ctx.Load(ctx.Param("d"), ctx.GP64())
 	ld := ctx.Load(ctx.Param("ld"), ctx.GP64())
+	q := ctx.Load(ctx.Param("q"), ctx.GP64())
+	qs := ctx.Load(ctx.Param("qs"), ctx.GP64())
+	k := ctx.Load(ctx.Param("k"), ctx.GP64())
+	n := ctx.Load(ctx.Param("hd"), ctx.GP64())
+	ng := ctx.Load(ctx.Param("ng"), ctx.GP64())
+	ctx.SHLQ(operand.U8(2), n) // bytes of a query
+	ctx.Label("group")
+	for i := range r {
+		for l := range 8 {
+			ctx.VPXORD(acc(i, l), acc(i, l), acc(i, l))
+		}
+	}
+	qp := asmout.Pointers(ctx, q, qs, r)
+	kp, off := ctx.GP64(), ctx.GP64()
+	ctx.MOVQ(k, kp)
+	ctx.XORQ(off, off)
+	ctx.Label("loop")
+	for l := range 8 {
+		kv := asmout.ZMM(24 + l)
+		ctx.VMOVUPS(operand.Mem{Base: kp, Disp: 64 * l}, kv)
+		for i := range r {
+			ctx.VFMADD231PS_BCST(operand.Mem{Base: qp[i], Index: off, Scale: 1, Disp: 4 * l}, kv, acc(i, l))
+		}
+	}
+	ctx.ADDQ(operand.U32(512), kp)
+	ctx.ADDQ(operand.U8(32), off)
+	ctx.CMPQ(off, n)
+	ctx.JB(operand.LabelRef("loop"))
+	dp := ctx.GP64()
+	ctx.MOVQ(d, dp)
 	for i := range r {
 		if i > 0 {
-			ctx.ADDQ(ld, d)
+			ctx.ADDQ(ld, dp)
 		}
-		laneSums8(ctx, [4]reg.VecPhysical{acc(i, 0), acc(i, 1), acc(i, 2), acc(i, 3)}, d)
+		tree8(ctx, [8]reg.VecPhysical{acc(i, 0), acc(i, 1), acc(i, 2), acc(i, 3), acc(i, 4), acc(i, 5), acc(i, 6), acc(i, 7)})
+		ctx.VMOVUPS(acc(i, 0), operand.Mem{Base: dp})
 	}
+	for range r {
+		ctx.ADDQ(ld, d)
+		ctx.ADDQ(qs, q)
+	}
+	ctx.DECQ(ng)
+	ctx.JNZ(operand.LabelRef("group"))
 	ctx.VZEROUPPER()
 	ctx.RET()
 }
 
-// laneSums8 stores to d the eight scores held in a (a[m]: keys 2m and
-// 2m+1, eight lanes each), each ((s0+s1)+(s2+s3))+((s4+s5)+(s6+s7)) as
-// attnDot adds them, with vertical adds on whole registers: even and odd
-// lanes of two registers apart (VSHUFPS) then added give the pair sums of
-// four keys, twice over; the same on those gives the four-lane sums; the
-// 128-bit halves swapped (VSHUFF32X4) and added give the totals, which
-// two unpacks put in key order. Ten shuffles a query where the VHADDPS
-// pairs took 22, each competing with the fused multiply-adds for the
-// shuffle port. Temporaries Z0-Z6.
-func laneSums8(ctx *build.Context, a [4]reg.VecPhysical, d reg.Register) {
-	e, o, b1, b2 := asmout.ZMM(0), asmout.ZMM(1), asmout.ZMM(2), asmout.ZMM(3)
-	pairs := func(x, y, dst reg.VecPhysical) {
-		ctx.VSHUFPS(operand.U8(0x88), y, x, e) // x0 x2 y0 y2 per 128 bits
-		ctx.VSHUFPS(operand.U8(0xDD), y, x, o) // x1 x3 y1 y3
-		ctx.VADDPS(o, e, dst)
+// tree8 leaves in s[0] attnDot's tree of the lane sums s[0..7],
+// ((s0+s1)+(s2+s3))+((s4+s5)+(s6+s7)), with vertical adds.
+func tree8(ctx *build.Context, s [8]reg.VecPhysical) {
+	for l := 0; l < 8; l += 2 {
+		ctx.VADDPS(s[l+1], s[l], s[l])
 	}
-	pairs(a[0], a[1], b1)
-	pairs(a[2], a[3], b2)
-	pairs(b1, b2, b1)                           // 128-bit lane L: keys (0,2,4,6) or (1,3,5,7), lanes 4(L&1).. summed
-	ctx.VSHUFF32X4(operand.U8(0xB1), b1, b1, e) // halves swapped
-	ctx.VADDPS(e, b1, b1)
-	ctx.VEXTRACTF32X4(operand.U8(2), b1, reg.X4)
-	ctx.VUNPCKLPS(reg.X4, reg.X2, reg.X5)
-	ctx.VUNPCKHPS(reg.X4, reg.X2, reg.X6)
-	ctx.VMOVUPS(reg.X5, operand.Mem{Base: d})
-	ctx.VMOVUPS(reg.X6, operand.Mem{Base: d, Disp: 16})
+	ctx.VADDPS(s[2], s[0], s[0])
+	ctx.VADDPS(s[6], s[4], s[4])
+	ctx.VADDPS(s[4], s[0], s[0])
 }
 
 // tile emits attnTileZ<r>. Arguments: c (row i at c + i·ldc bytes), a
