@@ -87,21 +87,27 @@ func dotsT(ctx *build.Context, r int) {
 			ctx.VPXORD(acc(i, l), acc(i, l), acc(i, l))
 		}
 	}
+	// The query pointers advance one by one: an indexed memory operand
+	// would split each fused multiply-add from its load (un-lamination
+	// of three-operand instructions) and take two issue slots.
 	qp := asmout.Pointers(ctx, q, qs, r)
-	kp, off := ctx.GP64(), ctx.GP64()
+	kp, kend := ctx.GP64(), ctx.GP64()
 	ctx.MOVQ(k, kp)
-	ctx.XORQ(off, off)
+	ctx.LEAQ(operand.Mem{Base: k, Index: n, Scale: 8}, kend) // the tile ends 16·hd floats on: k + 16·n bytes
+	ctx.LEAQ(operand.Mem{Base: kend, Index: n, Scale: 8}, kend)
 	ctx.Label("loop")
 	for l := range 8 {
 		kv := asmout.ZMM(24 + l)
 		ctx.VMOVUPS(operand.Mem{Base: kp, Disp: 64 * l}, kv)
 		for i := range r {
-			ctx.VFMADD231PS_BCST(operand.Mem{Base: qp[i], Index: off, Scale: 1, Disp: 4 * l}, kv, acc(i, l))
+			ctx.VFMADD231PS_BCST(operand.Mem{Base: qp[i], Disp: 4 * l}, kv, acc(i, l))
 		}
 	}
+	for i := range r {
+		ctx.ADDQ(operand.U8(32), qp[i])
+	}
 	ctx.ADDQ(operand.U32(512), kp)
-	ctx.ADDQ(operand.U8(32), off)
-	ctx.CMPQ(off, n)
+	ctx.CMPQ(kp, kend)
 	ctx.JB(operand.LabelRef("loop"))
 	dp := ctx.GP64()
 	ctx.MOVQ(d, dp)
