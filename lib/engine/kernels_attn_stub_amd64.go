@@ -46,3 +46,8 @@ func attnTileZ5(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b
 //
 //go:noescape
 func attnTileZ6(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
+
+// attnKeyTileT transposes nb blocks of 16 elements of 16 keys into a score tile.
+//
+//go:noescape
+func attnKeyTileT(dst *float32, src *float32, stride uintptr, nb int)

@@ -9,6 +9,9 @@
 //     adds elements i ≡ l mod 8, ascending, one fused multiply-add each,
 //     the query element broadcast from memory into the instruction), and
 //     its tree is seven vertical adds: no shuffles at all.
+//   - attnKeyTileT: 16 keys' rows into attnDotsT's transposed tile, 16
+//     columns at a time by a 16×16 register transpose (unpacks of floats,
+//     then of pairs, then two rounds of 128-bit lane shuffles).
 //   - attnTileZ<R>: C[i][:64] += Σ_p A[i][p]·B[p][:64] for R rows i, p
 //     ascending, one fused multiply-add per term, A's rows and columns
 //     each at a stride of their own: the weighted sums of the values
@@ -59,6 +62,7 @@ func Generate() (asm, decl []byte, err error) {
 	for r := 1; r <= tileMax; r++ {
 		tile(ctx, r)
 	}
+	keyTileT(ctx)
 	return asmout.Print(ctx, printer.Config{Argv: []string{"go", "run", "./internal/asmgen/attn"}, Pkg: "engine"})
 }
 
@@ -198,5 +202,79 @@ func moveC(ctx *build.Context, r int, load bool) {
 				ctx.VMOVUPS(asmout.ZMM(4*i+j), m)
 			}
 		}
+	}
+}
+
+// keyTileT emits attnKeyTileT. Arguments: dst (element e of key m goes
+// to dst + 4·(16e + m) bytes), src (key m's element e at src + m·stride +
+// 4e bytes), stride, nb (blocks of 16 elements, ≥ 1). Rows Z0-Z15,
+// temporaries Z16-Z31 (transpose16).
+func keyTileT(ctx *build.Context) {
+	asmout.Kernel(ctx, "attnKeyTileT", "func(dst *float32, src *float32, stride uintptr, nb int)")
+	ctx.Doc("attnKeyTileT transposes nb blocks of 16 elements of 16 keys into a score tile.")
+	dst := ctx.Load(ctx.Param("dst"), ctx.GP64())
+	src := ctx.Load(ctx.Param("src"), ctx.GP64())
+	st := ctx.Load(ctx.Param("stride"), ctx.GP64())
+	nb := ctx.Load(ctx.Param("nb"), ctx.GP64())
+	st3 := ctx.GP64()
+	ctx.LEAQ(operand.Mem{Base: st, Index: st, Scale: 2}, st3)
+	st4 := ctx.GP64()
+	ctx.MOVQ(st, st4)
+	ctx.SHLQ(operand.U8(2), st4)
+	ctx.Label("block")
+	base := ctx.GP64()
+	ctx.MOVQ(src, base)
+	z := asmout.ZMM
+	for q := range 4 { // rows 4q..4q+3
+		if q > 0 {
+			ctx.ADDQ(st4, base)
+		}
+		ctx.VMOVUPS(operand.Mem{Base: base}, z(4*q))
+		ctx.VMOVUPS(operand.Mem{Base: base, Index: st, Scale: 1}, z(4*q+1))
+		ctx.VMOVUPS(operand.Mem{Base: base, Index: st, Scale: 2}, z(4*q+2))
+		ctx.VMOVUPS(operand.Mem{Base: base, Index: st3, Scale: 1}, z(4*q+3))
+	}
+	transpose16(ctx)
+	for e := range 16 {
+		ctx.VMOVUPS(z(e), operand.Mem{Base: dst, Disp: 64 * e})
+	}
+	ctx.ADDQ(operand.U8(64), src)
+	ctx.ADDQ(operand.U32(1024), dst)
+	ctx.DECQ(nb)
+	ctx.JNZ(operand.LabelRef("block"))
+	ctx.VZEROUPPER()
+	ctx.RET()
+}
+
+// transpose16 transposes rows Z0-Z15 in place (Ze then holds element e
+// of every row), with Z16-Z31 as temporaries. Unpacking rows 2k, 2k+1 by
+// floats, then those by pairs, leaves u[4k+m] holding, in 128-bit lane L,
+// element 4L+m of rows 4k..4k+3; two rounds of lane shuffles gather each
+// element's four lanes.
+func transpose16(ctx *build.Context) {
+	z := asmout.ZMM
+	t := func(i int) reg.VecPhysical { return z(16 + i) }
+	for k := range 8 { // t[2k], t[2k+1]: rows 2k, 2k+1 interleaved
+		ctx.VUNPCKLPS(z(2*k+1), z(2*k), t(2*k))
+		ctx.VUNPCKHPS(z(2*k+1), z(2*k), t(2*k+1))
+	}
+	for k := range 4 { // u in Z0-Z15
+		a, b, c, d := t(4*k), t(4*k+1), t(4*k+2), t(4*k+3)
+		ctx.VUNPCKLPD(c, a, z(4*k))
+		ctx.VUNPCKHPD(c, a, z(4*k+1))
+		ctx.VUNPCKLPD(d, b, z(4*k+2))
+		ctx.VUNPCKHPD(d, b, z(4*k+3))
+	}
+	for m := range 4 { // v[m][h] in t(4m+h): lanes of u[m], u[4+m] or u[8+m], u[12+m]
+		ctx.VSHUFF32X4(operand.U8(0x44), z(4+m), z(m), t(4*m))
+		ctx.VSHUFF32X4(operand.U8(0xEE), z(4+m), z(m), t(4*m+1))
+		ctx.VSHUFF32X4(operand.U8(0x44), z(12+m), z(8+m), t(4*m+2))
+		ctx.VSHUFF32X4(operand.U8(0xEE), z(12+m), z(8+m), t(4*m+3))
+	}
+	for m := range 4 { // element 4L+m into Z(4L+m), then moved up
+		ctx.VSHUFF32X4(operand.U8(0x88), t(4*m+2), t(4*m), z(m))
+		ctx.VSHUFF32X4(operand.U8(0xDD), t(4*m+2), t(4*m), z(4+m))
+		ctx.VSHUFF32X4(operand.U8(0x88), t(4*m+3), t(4*m+1), z(8+m))
+		ctx.VSHUFF32X4(operand.U8(0xDD), t(4*m+3), t(4*m+1), z(12+m))
 	}
 }
