@@ -423,7 +423,7 @@ func (m *Model) attendBlock(ws *workspace, rows []row, u attnUnit, layer, worker
 		ws.scores[worker] = make([]float32, nq*ld*3/2)
 	}
 	sc := ws.scores[worker][:nq*ld]
-	qs, outs := ws.attnBlk[worker].pack(ws, u.i, u.n, u.kvh*group*hd, group, hd)
+	qs, outs, direct := ws.attnBlk[worker].pack(ws, u.i, u.n, u.kvh*group*hd, group, hd)
 	seq, off := rows[u.i].seq, u.kvh*hd
 	vals, vstride, voff := seq.v[layer][lo*kvd:], kvd, off
 	var tiles []float32
@@ -444,6 +444,9 @@ func (m *Model) attendBlock(ws *workspace, rows []row, u attnUnit, layer, worker
 	ws.attnBlk[worker].rows = rs
 	softmaxRows(rs, scale, m.sinks(layer), u.kvh*group, group)
 	attnWeightedBlock(outs, sc, ld, group, rel, vals, vstride, voff)
+	if direct {
+		return // the sums went straight into the rows (blockScratch.pack)
+	}
 	for j, o := range outs {
 		h := u.kvh*group + j%group
 		copy(ws.att[u.i+j/group][h*hd:(h+1)*hd], o)
@@ -463,20 +466,28 @@ type blockScratch struct {
 
 // pack copies the group heads from element off of query rows i..i+n-1
 // into the scratch and returns them with zeroed output heads, in block
-// order (position, then head).
-func (b *blockScratch) pack(ws *workspace, i, n, off, group, hd int) (qs, outs [][]float32) {
+// order (position, then head). The output heads are those of ws.att
+// itself when its rows i..i+n-1 are one slab: each query head's outputs
+// are then evenly spaced, as the register tiles need (stridedRows), and
+// the sums need no copy (it was a third of the forward's memmove).
+func (b *blockScratch) pack(ws *workspace, i, n, off, group, hd int) (qs, outs [][]float32, direct bool) {
 	nq := n * group
 	if len(b.heads) < 2*nq*hd {
 		b.heads = make([]float32, 2*nq*hd)
 	}
+	att := ws.att[i : i+n]
+	direct = evenRows(att, len(att[0]))
 	b.qs, b.outs = b.qs[:0], b.outs[:0]
 	for j := range nq {
 		q, o := b.heads[j*hd:(j+1)*hd], b.heads[(nq+j)*hd:(nq+j+1)*hd]
+		if direct {
+			o = att[j/group][off+j%group*hd:][:hd]
+		}
 		copy(q, ws.q[i+j/group][off+j%group*hd:])
 		clear(o)
 		b.qs, b.outs = append(b.qs, q), append(b.outs, o)
 	}
-	return b.qs, b.outs
+	return b.qs, b.outs, direct
 }
 
 // attendRow computes one row's attention output: per query head, its

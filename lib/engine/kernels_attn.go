@@ -1,5 +1,7 @@
 package engine
 
+import "unsafe"
+
 // Attention products of the forward pass: one query against many cached
 // key/value rows per call, so the per-call cost of a head of 16-128
 // elements is paid once per head rather than once per position. The cache
@@ -129,4 +131,19 @@ func softmaxRows(rows [][]float32, scale float32, sinks []float32, h0, group int
 		scaleScores(s, scale)
 		softmaxSink(s, sinks, h0+j%group)
 	}
+}
+
+// evenRows reports whether rows n of xs start stride elements apart, so
+// a tile can address them from the first. It compares addresses as
+// integers: a pointer formed past the first row's allocation, when the
+// rows are separate ones, is one the collector may take for a bad pointer
+// (make test-engine-checkptr).
+func evenRows(xs [][]float32, stride int) bool {
+	base := uintptr(unsafe.Pointer(&xs[0][0]))
+	for i := 1; i < len(xs); i++ {
+		if uintptr(unsafe.Pointer(&xs[i][0])) != base+uintptr(4*i*stride) {
+			return false
+		}
+	}
+	return true
 }

@@ -36,13 +36,24 @@ func weightedTileT(c unsafe.Pointer, ldc int, a unsafe.Pointer, lda, ldp int, b 
 	}
 }
 
-// evenRows reports whether rows n of xs start stride elements apart, so
-// a tile can address them from the first.
-func evenRows(xs [][]float32, stride int) bool {
-	for i := 1; i < len(xs); i++ {
-		if unsafe.Pointer(&xs[i][0]) != unsafe.Add(unsafe.Pointer(&xs[0][0]), 4*i*stride) {
-			return false
+// stridedRows reports whether each xs[i] starts ldc elements after
+// xs[i-step] (one ldc for all, ≥ the rows' length), and that ldc: a
+// block's outputs of one query head (every step-th, consecutive
+// positions) then form a tile's rows. With step or fewer rows any ldc
+// serves; it is then the rows' length.
+func stridedRows(xs [][]float32, step int) (int, bool) {
+	if len(xs) <= step {
+		return len(xs[0]), true
+	}
+	a, b := uintptr(unsafe.Pointer(&xs[0][0])), uintptr(unsafe.Pointer(&xs[step][0]))
+	ldc := int((b - a) / 4)
+	if b < a || (b-a)%4 != 0 || ldc < len(xs[0]) {
+		return 0, false
+	}
+	for i := step + 1; i < len(xs); i++ { // as integers: see evenRows
+		if uintptr(unsafe.Pointer(&xs[i][0])) != uintptr(unsafe.Pointer(&xs[i-step][0]))+uintptr(4*ldc) {
+			return 0, false
 		}
 	}
-	return true
+	return ldc, true
 }
