@@ -463,6 +463,45 @@
 //     exponential would be cheaper but changes every probability's bits
 //     and the pinned references) and the division p/Σ (a correctly
 //     rounded quotient needs the divide).
+//   - Attention tiles (issue 34, "attntiles"; no bits changed). Measured
+//     alone (BenchmarkAttnTiles, one thread, operands in L1, against the
+//     one-core 512-bit FMA loop run between the batches) the register
+//     tiles were not at the 35-40% seen in profiles: the weighted-sum
+//     tile ran at 0.83-0.93 of the loop (k = 64 and 256 rows), the old
+//     score tile at 0.76. What held the scores back was the pair layout's
+//     reduction: per query and eight keys, ten shuffles and five adds on
+//     the two ports the fused multiply-adds use, plus a doubled copy of
+//     every query. The score tile now takes 16 keys stored transposed
+//     (attnDotsT; packKeyTile, by a 16×16 register transpose,
+//     attnKeyTileT, since the scalar transpose alone was a tenth of a
+//     512-token forward): a lane is a key, attnDot's eight lane sums are
+//     eight registers, its tree seven vertical adds, and each query
+//     element is broadcast from memory into its multiply-add. Three
+//     queries (24 accumulators) take 8 key vectors and 24 broadcasts per
+//     24 multiply-adds; those loads, not the arithmetic, bound it. The
+//     query pointers advance one by one: an indexed operand splits a
+//     three-operand instruction from its load (un-lamination), and the
+//     tile went from 0.77-0.82 to 0.87 of the loop. TestDotsTilesMatchAttnDot
+//     pins its bits. The forward's "memmove" was 12.6% of a 512-token
+//     forward's samples: the query copy (half), the output copy (a third)
+//     and headPack. The weighted sums now go straight into ws.att when a
+//     block's rows are one slab: the tiles run per query head, whose
+//     outputs are rows qd apart (stridedRows); rows not one slab keep the
+//     scratch and copy (TestAttentionBlocksRowsNotOneSlab). The query copy
+//     stays: the score tile broadcasts from the queries, and a block's
+//     queries in ws.q, 8 KiB apart, would share eight L1 sets. The score
+//     rows are padded (scoreStride) as the backward's are. Against main
+//     before this work (BenchmarkAttentionLong, one thread, builds
+//     interleaved on a machine loaded by other sessions: ratios of the
+//     least and the median CPU time): forward 0.85-0.90 at 512 tokens and
+//     0.79-0.93 at 2048, backward 0.94 at 512. In place the tiles now run
+//     at about two thirds to three quarters of the loop (profile, 2048
+//     tokens); the forward's softmax (float64 exponentials for the bits,
+//     ascending sums) is now about 30% of it and the next lever.
+//     Profiles of these benchmarks put 11-16% of the samples on
+//     runtime.asyncPreempt's first instruction; with
+//     GODEBUG=asyncpreemptoff=1 the CPU time is the same, so that share is
+//     the profiler's, not a cost of the kernels.
 //   - Attention memory is linear in the sequence: no T×T matrix exists.
 //     The forward keeps only each query's output, and the backward
 //     recomputes one block's probabilities at a time (attnBackRows
