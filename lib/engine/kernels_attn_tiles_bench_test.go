@@ -68,3 +68,27 @@ func itoa(n int) string {
 	}
 	return s
 }
+
+// BenchmarkSoftmaxBlock times the forward softmax of one block's score
+// rows (16 positions × 2 query heads of Qwen3-0.6B at 512 keys, rows
+// padded as attendBlock lays them out: scoreStride), in CPU-µs per block.
+func BenchmarkSoftmaxBlock(b *testing.B) {
+	const nq, p0 = 32, 496
+	ld := scoreStride(p0 + nq/2)
+	raw := randRows(1, nq*ld, 9)[0]
+	sc := make([]float32, len(raw))
+	rows := make([][]float32, nq)
+	for j := range rows {
+		rows[j] = sc[j*ld : j*ld+p0+j/2+1]
+	}
+	var cpu float64
+	for b.Loop() {
+		copy(sc, raw)
+		c0 := processCPU()
+		for range 200 {
+			softmaxRows(rows, 0.088, nil, 0, 2)
+		}
+		cpu += processCPU() - c0
+	}
+	b.ReportMetric(cpu/200/float64(b.N)*1e6, "cpu-us/block")
+}
