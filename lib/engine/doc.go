@@ -524,7 +524,14 @@
 //     scratch and copy (TestAttentionBlocksRowsNotOneSlab). The query copy
 //     stays: the score tile broadcasts from the queries, and a block's
 //     queries in ws.q, 8 KiB apart, would share eight L1 sets. The score
-//     rows are padded (scoreStride) as the backward's are. Against main
+//     rows are padded (scoreStride) as the backward's are. The forward
+//     softmax's float64 sums, serial and ascending per row for
+//     softmax32's bits, run eight rows at a time, a row per lane of
+//     attnSumRows8 (8×8 transposes, then one add per element per row):
+//     0.82-0.85 of the four scalar chains' softmax time
+//     (BenchmarkSoftmaxBlock; TestSumRows8MatchesSerial uses values whose
+//     add order shows, since sums of a few hundred float32 in float64 are
+//     mostly exact and would hide a reordering). Against main
 //     before this work (BenchmarkAttentionLong, one thread, builds
 //     interleaved on a machine loaded by other sessions: ratios of the
 //     least and the median CPU time): forward 0.85-0.90 at 512 tokens and

@@ -3,6 +3,7 @@
 package engine
 
 import (
+	"strconv"
 	"testing"
 	"unsafe"
 )
@@ -19,7 +20,7 @@ func BenchmarkAttnTiles(b *testing.B) {
 	const hd = 128
 	for _, k := range []int{64, 256} {
 		a, bm, c := randRows(1, 6*k, 1)[0], randRows(1, k*hd, 2)[0], make([]float32, 6*hd)
-		b.Run("weighted6/k="+itoa(k), func(b *testing.B) {
+		b.Run("weighted6/k="+strconv.Itoa(k), func(b *testing.B) {
 			tileRate(b, 2*6*hd*float64(k), func() {
 				weightedTile(unsafe.Pointer(&c[0]), hd, unsafe.Pointer(&a[0]), k, unsafe.Pointer(&bm[0]), hd, k, 6, hd)
 			})
@@ -59,14 +60,6 @@ func tileRate(b *testing.B, flop float64, fn func()) {
 	rate := flop * batch * float64(b.N) / cpu / 1e9
 	b.ReportMetric(rate, "GFLOP/cpu-s")
 	b.ReportMetric(rate/(peak/float64(b.N)/1e9), "x-fma")
-}
-
-func itoa(n int) string {
-	s := ""
-	for ; n > 0; n /= 10 {
-		s = string(rune('0'+n%10)) + s
-	}
-	return s
 }
 
 // BenchmarkSoftmaxBlock times the forward softmax of one block's score
