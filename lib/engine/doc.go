@@ -534,10 +534,11 @@
 //     mostly exact and would hide a reordering). Against main
 //     before this work (BenchmarkAttentionLong, one thread, builds
 //     interleaved on a machine loaded by other sessions: ratios of the
-//     least and the median CPU time): forward 0.85-0.90 at 512 tokens and
-//     0.79-0.93 at 2048, backward 0.94 at 512. In place the tiles now run
-//     at about two thirds to three quarters of the loop (profile, 2048
-//     tokens); the forward's softmax (float64 exponentials for the bits,
+//     least and the median CPU time): forward 0.78-0.87 at 512 tokens and
+//     0.82-0.88 at 2048, backward 0.97 at 512 and 0.90-0.95 at 2048 (on
+//     two threads the forward 0.86-0.87 and 0.83-0.99). In place the
+//     tiles now run at about two thirds to three quarters of the loop
+//     (profile, 2048 tokens); the forward's softmax (float64 exponentials for the bits,
 //     ascending sums) is now about 30% of it and the next lever.
 //     Profiles of these benchmarks put 11-16% of the samples on
 //     runtime.asyncPreempt's first instruction; with
