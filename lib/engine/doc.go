@@ -515,7 +515,7 @@
 //     24 multiply-adds; those loads, not the arithmetic, bound it. The
 //     query pointers advance one by one: an indexed operand splits a
 //     three-operand instruction from its load (un-lamination), and the
-//     tile went from 0.77-0.82 to 0.87 of the loop. TestDotsTilesMatchAttnDot
+//     tile went from 0.77-0.82 to 0.87 of the loop. TestAttentionScoreTilesMatchAttnDot
 //     pins its bits. The forward's "memmove" was 12.6% of a 512-token
 //     forward's samples: the query copy (half), the output copy (a third)
 //     and headPack. The weighted sums now go straight into ws.att when a
@@ -529,7 +529,7 @@
 //     softmax32's bits, run eight rows at a time, a row per lane of
 //     attnSumRows8 (8×8 transposes, then one add per element per row):
 //     0.82-0.85 of the four scalar chains' softmax time
-//     (BenchmarkSoftmaxBlock; TestSumRows8MatchesSerial uses values whose
+//     (BenchmarkSoftmaxBlock; TestSoftmaxSumRows8MatchesSerial uses values whose
 //     add order shows, since sums of a few hundred float32 in float64 are
 //     mostly exact and would hide a reordering). Against main
 //     before this work (BenchmarkAttentionLong, one thread, builds

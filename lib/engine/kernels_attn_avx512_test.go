@@ -65,12 +65,12 @@ func BenchmarkSoftmaxExp(b *testing.B) {
 	}
 }
 
-// TestDotsTilesMatchAttnDot: the transposed-key score tiles (attnDotsT,
+// TestAttentionScoreTilesMatchAttnDot: the transposed-key score tiles (attnDotsT,
 // dotsBlock16) give attnDot's bits for every query and key they score,
 // with the keys packed once (packKeyTiles) or per tile, the queries read
 // in place (evenly spaced) or copied, and 1-7 queries (every remainder of
 // the groups of three).
-func TestDotsTilesMatchAttnDot(t *testing.T) {
+func TestAttentionScoreTilesMatchAttnDot(t *testing.T) {
 	if !keyTilesOK(128) {
 		t.Skip("no AVX-512 on this CPU")
 	}

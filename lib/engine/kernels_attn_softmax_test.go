@@ -70,11 +70,11 @@ func TestSoftmaxRowsMatchRows(t *testing.T) {
 	}
 }
 
-// TestSumRows8MatchesSerial: sumRows8 gives each row the bits of one
+// TestSoftmaxSumRows8MatchesSerial: sumRows8 gives each row the bits of one
 // ascending float64 chain plus its extra term, for eight evenly spaced
 // rows (the register path, attnSumRows8) and rows that are not, on
 // values whose magnitudes span enough that the order of the adds shows.
-func TestSumRows8MatchesSerial(t *testing.T) {
+func TestSoftmaxSumRows8MatchesSerial(t *testing.T) {
 	const ld = 56
 	r := newRNG(5)
 	slab := make([]float32, 8*ld)
