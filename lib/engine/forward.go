@@ -417,23 +417,23 @@ func (m *Model) attendBlock(ws *workspace, rows []row, u attnUnit, layer, worker
 	hd, kvd, group := c.HeadDim, c.KVHeads*c.HeadDim, c.Heads/c.KVHeads
 	p0 := rows[u.i].pos
 	lo := c.firstKey(layer, p0)
-	rel := p0 - lo // the block's first position, counted from key lo
-	ld, nq := rel+u.n, u.n*group
+	rel := p0 - lo                            // the block's first position, counted from key lo
+	ld, nq := scoreStride(rel+u.n), u.n*group // padded rows: see scoreStride
 	if cap(ws.scores[worker]) < nq*ld {
 		ws.scores[worker] = make([]float32, nq*ld*3/2)
 	}
 	sc := ws.scores[worker][:nq*ld]
-	qs, outs := ws.attnBlk[worker].pack(ws, u.i, u.n, u.kvh*group*hd, group, hd)
+	qs, outs, direct := ws.attnBlk[worker].pack(ws, u.i, u.n, u.kvh*group*hd, group, hd)
 	seq, off := rows[u.i].seq, u.kvh*hd
 	vals, vstride, voff := seq.v[layer][lo*kvd:], kvd, off
-	var pairs []float32
+	var tiles []float32
 	if hp := ws.attnBlk[worker].head.get(seq, layer, u.kvh, hd, kvd, p0+u.n); hp != nil {
 		vals, vstride, voff = hp.vals[lo*hd:], hd, 0
 		if lo%dotsTile == 0 { // the packed tiles start at key lo
-			pairs = hp.pairs[lo*hd:]
+			tiles = hp.tiles[lo*hd:]
 		}
 	}
-	attnDotsBlockPairs(sc, ld, qs, group, rel, seq.k[layer][lo*kvd:], kvd, off, pairs)
+	attnDotsBlockTiles(sc, ld, qs, group, rel, seq.k[layer][lo*kvd:], kvd, off, tiles)
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	rs := ws.attnBlk[worker].rows[:0]
 	for j := range qs {
@@ -444,6 +444,9 @@ func (m *Model) attendBlock(ws *workspace, rows []row, u attnUnit, layer, worker
 	ws.attnBlk[worker].rows = rs
 	softmaxRows(rs, scale, m.sinks(layer), u.kvh*group, group)
 	attnWeightedBlock(outs, sc, ld, group, rel, vals, vstride, voff)
+	if direct {
+		return // the sums went straight into the rows (blockScratch.pack)
+	}
 	for j, o := range outs {
 		h := u.kvh*group + j%group
 		copy(ws.att[u.i+j/group][h*hd:(h+1)*hd], o)
@@ -463,20 +466,28 @@ type blockScratch struct {
 
 // pack copies the group heads from element off of query rows i..i+n-1
 // into the scratch and returns them with zeroed output heads, in block
-// order (position, then head).
-func (b *blockScratch) pack(ws *workspace, i, n, off, group, hd int) (qs, outs [][]float32) {
+// order (position, then head). The output heads are those of ws.att
+// itself when its rows i..i+n-1 are one slab: each query head's outputs
+// are then evenly spaced, as the register tiles need (stridedRows), and
+// the sums need no copy (it was a third of the forward's memmove).
+func (b *blockScratch) pack(ws *workspace, i, n, off, group, hd int) (qs, outs [][]float32, direct bool) {
 	nq := n * group
 	if len(b.heads) < 2*nq*hd {
 		b.heads = make([]float32, 2*nq*hd)
 	}
+	att := ws.att[i : i+n]
+	direct = evenRows(att, len(att[0]))
 	b.qs, b.outs = b.qs[:0], b.outs[:0]
 	for j := range nq {
 		q, o := b.heads[j*hd:(j+1)*hd], b.heads[(nq+j)*hd:(nq+j+1)*hd]
+		if direct {
+			o = att[j/group][off+j%group*hd:][:hd]
+		}
 		copy(q, ws.q[i+j/group][off+j%group*hd:])
 		clear(o)
 		b.qs, b.outs = append(b.qs, q), append(b.outs, o)
 	}
-	return b.qs, b.outs
+	return b.qs, b.outs, direct
 }
 
 // attendRow computes one row's attention output: per query head, its
