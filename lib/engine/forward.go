@@ -239,28 +239,29 @@ type linearOp struct {
 	ys     [][]float32
 }
 
-// linears runs linear for each op over the same vectors xs. When every
-// matrix is on the bf16 path the vectors are rounded once and the
-// products share one fork (matMulBF16Group), with the same bits.
+// linears runs linear for each op over the same vectors xs, the products
+// in one fork: on the bf16 path when every matrix is on it (the vectors
+// rounded once, matMulBF16Group), else matMulGroup. The same bits as one
+// linear after another.
 func (m *Model) linears(ws *workspace, loras []*LoRA, layer int, xs [][]float32, ops []linearOp) {
-	ms := make([]mat, len(ops))
+	if len(xs) == 0 {
+		return
+	}
+	ms, yss := make([]mat, len(ops)), make([][][]float32, len(ops))
+	bf16Path := true
 	for i, op := range ops {
 		ms[i] = op.w
-		if op.w.vn == nil || op.w.cols != ops[0].w.cols || len(xs) == 0 {
-			for _, op := range ops {
-				m.linear(ws, op.w, op.bias, loras, layer, op.module, xs, op.ys, false)
-			}
-			return
-		}
-	}
-	yss := make([][][]float32, len(ops))
-	for i, op := range ops {
+		bf16Path = bf16Path && op.w.vn != nil && op.w.cols == ops[0].w.cols
 		for b := range op.ys[:len(xs)] {
 			op.ys[b] = op.ys[b][:op.w.rows]
 		}
 		yss[i] = op.ys[:len(xs)]
 	}
-	matMulBF16Group(ms, xs, yss, false)
+	if bf16Path {
+		matMulBF16Group(ms, xs, yss, false)
+	} else {
+		matMulGroup(ms, xs, yss)
+	}
 	for _, op := range ops {
 		m.biasLoRA(ws, op.bias, loras, layer, op.module, xs, op.ys)
 	}
