@@ -43,7 +43,8 @@ func BenchmarkPrefillDecode(b *testing.B) {
 				useSIMD = false
 				d, cpu := sampleTimed(b, m, prompt[:prefillScalarTokens], 1)
 				preS, preCPUS = preS+d, preCPUS+cpu
-				decS += decodeTime(b, m, prompt[:1], decodeScalarTokens)
+				d, _ = decodeTime(b, m, prompt[:1], decodeScalarTokens)
+				decS += d
 				useSIMD = true
 			}
 		}
@@ -121,21 +122,24 @@ func sampleTimed(b *testing.B, m *Model, prompt []int, gen int) (time.Duration, 
 	return time.Since(t0), processCPU() - c0
 }
 
-// decodeTime is the time of decoding gen tokens after prompt: a run of
-// gen+1 tokens less a run of one (the prompt's prefill and first token).
-func decodeTime(b *testing.B, m *Model, prompt []int, gen int) time.Duration {
-	long, _ := sampleTimed(b, m, prompt, gen+1)
-	short, _ := sampleTimed(b, m, prompt, 1)
-	return long - short
+// decodeTime is the time of decoding gen tokens after prompt, and its
+// process CPU-seconds: a run of gen+1 tokens less a run of one (the
+// prompt's prefill and first token).
+func decodeTime(b *testing.B, m *Model, prompt []int, gen int) (time.Duration, float64) {
+	long, longCPU := sampleTimed(b, m, prompt, gen+1)
+	short, shortCPU := sampleTimed(b, m, prompt, 1)
+	return long - short, longCPU - shortCPU
 }
 
 // decodeReps is how many decodes measureDecode times per iteration.
 const decodeReps = 5
 
-// decodeFigures are the medians of one measureDecode: tokens/s, the
-// weight bytes streamed per second, the read-bandwidth probe, the tokens/s
-// it allows (the limit) and the decode's share of the probes beside it.
-type decodeFigures struct{ tokS, gbs, probe, limit, share float64 }
+// decodeFigures are the medians of one measureDecode: tokens/s, tokens
+// per process CPU-second (the figure to compare builds by on a loaded
+// machine), the weight bytes streamed per second, the read-bandwidth
+// probe, the tokens/s it allows (the limit) and the decode's share of the
+// probes beside it.
+type decodeFigures struct{ tokS, tokCPU, gbs, probe, limit, share float64 }
 
 // measureDecode decodes decodeTokens after a one-token prompt decodeReps
 // times, with the read-bandwidth probe (readBandwidth) before the first
@@ -149,17 +153,19 @@ func measureDecode(b *testing.B, m *Model, dtype string) decodeFigures {
 	if dtype == "f32" {
 		bytes *= 2
 	}
-	var tok, gbs, probe, limit, share []float64
+	var tok, tokCPU, gbs, probe, limit, share []float64
 	after := readBandwidth()
 	for range decodeReps {
 		before := after
-		rate := decodeTokens / decodeTime(b, m, []int{0}, decodeTokens).Seconds()
+		d, cpu := decodeTime(b, m, []int{0}, decodeTokens)
+		rate := decodeTokens / d.Seconds()
+		tokCPU = append(tokCPU, decodeTokens/cpu)
 		after = readBandwidth()
 		bw := (before + after) / 2
 		tok, gbs, probe = append(tok, rate), append(gbs, rate*bytes/1e9), append(probe, bw/1e9)
 		limit, share = append(limit, bw/bytes), append(share, 100*rate*bytes/bw)
 	}
-	return decodeFigures{median(tok), median(gbs), median(probe), median(limit), median(share)}
+	return decodeFigures{median(tok), median(tokCPU), median(gbs), median(probe), median(limit), median(share)}
 }
 
 // reportDecode reports the medians over the iterations' figures (the
@@ -173,6 +179,7 @@ func reportDecode(b *testing.B, dec []decodeFigures) {
 		return median(xs)
 	}
 	b.ReportMetric(pick(func(d decodeFigures) float64 { return d.tokS }), "tok/s-decode")
+	b.ReportMetric(pick(func(d decodeFigures) float64 { return d.tokCPU }), "tok/cpu-s-decode")
 	b.ReportMetric(pick(func(d decodeFigures) float64 { return d.limit }), "tok/s-decode-bw-limit")
 	b.ReportMetric(pick(func(d decodeFigures) float64 { return d.share }), "%decode-of-limit")
 	b.ReportMetric(pick(func(d decodeFigures) float64 { return d.probe }), "GB/s-read")
