@@ -263,6 +263,40 @@
 //     1.13-1.2× from DRAM, more in all than one packing tile. Left to
 //     try: the weights on 2 MiB pages, and both sequences of a step
 //     through one product (half the packing per token).
+//   - matMulT in situ, second look (issue 34, bwdpeak; one thread, paired
+//     ratios on a machine at load 12-15, so only effects above ~3% show).
+//     BenchmarkBackwardFMAShare runs matMulT on the 0.6B shapes at M =
+//     512, 1024 and 2048 with W from DRAM (a new copy of W each call) as
+//     a share of the FMA loop run beside it: 0.72-0.81, with no trend in
+//     M (the packing per token falls 4× from 512 to 2048); with W hot in
+//     L3 about the same (0.78-0.81); bfloat16 W 0.98× the float32 time
+//     at M <= 1024, 1.0-1.05× at 2048. Pieces of one column block at M =
+//     512 against the same loop: the 6×4 tile alone 0.93-0.99; reading
+//     A from the batch's rows 0.89-0.96; A and C (rows 4-12 KiB apart)
+//     0.85-0.90; the panels packed beforehand 0.71-0.88 and the real
+//     block (packing tile included, W in L3) 0.64-0.82, so the packing
+//     costs about 8% at 512 tokens. The packing tile reads 1024 rows a
+//     page or more apart, 4 lines each: a TLB walk per row under the
+//     VM's nested paging and 16 L1 fill buffers bound it (copying the 4
+//     panels of a block from DRAM ran at ~6 GB/s), and prefetches stall
+//     on the same walks. Tried without gain: (1) the last tiles of a
+//     panel prefetching the next panel into L2: one line per step made
+//     those tiles 3.7-11× a plain one; one row (4 lines) every 16 steps
+//     over 16 tiles cut the packing tile from ~45 to ~32 µs but matMulT
+//     took 1.00-1.05× the time over 12 shape × M pairs; (2) every tile
+//     prefetching the next tile's C rows into L2 in its loop: 0.98-1.01;
+//     (3) C rows padded off multiples of 4 KiB: 0.97-1.0. Done: a LoRA
+//     A's rows ride in the base term's last tiles (bwdRows2, tMulFold):
+//     as tiles of their own (32 steps between a load and a store of C,
+//     from L3) they cost 1.5-2.5× the base per FLOP; matMulTLoRA over
+//     matMulT went from 1.05-1.09 to 1.01-1.05 at K = 1024 (the FLOPs
+//     alone: 1.031), BenchmarkBackwardLoRAFold's fold/two from 0.97-0.98
+//     to 0.95-0.97 at K = 1024, M = 512; unchanged at K = 3072. Same
+//     bits (TestMatMulTLoRAMatchesTwoCalls). Left: weights on 2 MiB pages
+//     (a walk per 2 MiB instead of per row), a step's sequences in one
+//     product (M = 1024: half the packing per token), and q/k/v (and
+//     gate/up), which add into one dx: one matMulTAsm call with all six
+//     terms in the same order keeps each element's chain, so its bits.
 //   - Other vector kernels (kernels_simd.go, GOEXPERIMENT=simd on amd64
 //     with AVX2) give the scalar kernels' bits: a lane holds one output
 //     element and adds its products in the same order (MulAdd in the

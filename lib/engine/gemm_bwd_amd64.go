@@ -15,6 +15,7 @@ type (
 	bwdKernel         = func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 	bwdPackKernel     = func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
 	bwdPackKernelBF16 = func(c *float32, ldc uintptr, a *float32, lda uintptr, b *uint16, ldb uintptr, k int, mask uint16, dst *float32)
+	bwdKernel2        = func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
 	bwdCopyFunc       = func(dst *float32, src *float32, lds uintptr, rows int, mask uint16)
 	bwdWidenFunc      = func(dst *float32, src *uint16, lds uintptr, rows int, mask uint16)
 )
@@ -90,34 +91,52 @@ const kcAsm = 1024
 // block of columns at a time so that its part of xs stays in L2 while
 // every weight row of every term meets it.
 func tMulAsm(terms []tTerm, xs [][]float32, lx, wv, b0, b1, c0, c1 int) {
-	var buf []float32
+	var buf, buf2 []float32
 	pack, rows := b1-b0 > rowsRmax[wv], 0
 	for _, t := range terms {
 		pack, rows = pack || t.w.bf != nil, max(rows, min(kcAsm, t.w.rows))
 	}
+	var fold *tTerm // a LoRA A's rows, summed in the base term's tiles
+	if t := &terms[len(terms)-1]; len(terms) == 2 && b1-b0 > rowsRmax[wv] && foldable(*t) && terms[0].w.cols > 16*wv {
+		fold = t
+	}
 	if pack {
 		sp := stripPool.Get().(*[]float32)
 		defer stripPool.Put(sp)
-		*sp = growTo(*sp, rows*16*wv)
-		buf = *sp
+		n := rows * 16 * wv
+		*sp = growTo(*sp, n+foldRows*16*wv)
+		buf, buf2 = (*sp)[:n], (*sp)[n:]
 	}
 	width := tMulWidth(wv)
 	for cb := c0; cb < c1; cb += width {
-		for _, t := range terms {
+		for i, t := range terms {
 			tb := buf // a float32 term under one tile reads W in place
 			if t.w.bf == nil && (b1-b0 <= rowsRmax[wv] || t.w.cols <= 16*wv) {
 				// So does one whose rows are its panel's (a LoRA B's):
 				// they lie one after another, in no conflict.
 				tb = nil
 			}
-			tMulCols(t.w, t.ys, xs, t.ly, lx, wv, b0, b1, cb, min(cb+width, c1), tb)
+			if fold != nil && i == 1 {
+				break // summed with term 0
+			}
+			tMulCols(t.w, t.ys, xs, t.ly, lx, wv, b0, b1, cb, min(cb+width, c1), tb, fold, buf2)
 		}
 	}
 }
 
+// foldRows is the most rows of a second term (a LoRA A: rank rows) that
+// tMulAsm sums in the first term's tiles (bwdRows2) instead of tiles of
+// its own.
+const foldRows = 64
+
+// foldable reports whether tMulAsm can sum t in the base term's tiles: a
+// float32 matrix of at most foldRows rows.
+func foldable(t tTerm) bool { return t.w.bf == nil && t.w.rows <= foldRows }
+
 // tMulCols does columns [cb, ce) for each block of kcAsm weight rows:
-// panels of wv vectors, tiles of the batch.
-func tMulCols(w mat, ys, xs [][]float32, ly, lx, wv, b0, b1, cb, ce int, buf []float32) {
+// panels of wv vectors, tiles of the batch. With t2 (and buf packing the
+// panels), the last block's tiles go on to t2's rows (tMulFold).
+func tMulCols(w mat, ys, xs [][]float32, ly, lx, wv, b0, b1, cb, ce int, buf []float32, t2 *tTerm, buf2 []float32) {
 	r := rowsRmax[wv]
 	for j0 := 0; j0 < w.rows; j0 += kcAsm {
 		kc := min(kcAsm, w.rows-j0)
@@ -125,11 +144,45 @@ func tMulCols(w mat, ys, xs [][]float32, ly, lx, wv, b0, b1, cb, ce int, buf []f
 			n := min(16*wv, ce-c)
 			v, mask := (n+15)/16, lastMask(n)
 			bp, ldb, b := tMulPanel(w, ys, xs, ly, lx, b0, b1, j0, kc, c, v, mask, buf)
+			if t2 != nil && buf != nil && j0+kc == w.rows {
+				p := tPanel{bp, ldb, j0, kc, c, v, mask}
+				tMulFold(p, *t2, ys, xs, ly, lx, r, b0, b, b1, buf2)
+				continue
+			}
 			for ; b < b1; b += r {
 				tr := min(r, b1-b)
 				bwdRowsF32[v-1][tr-1](&xs[b][c], uintptr(4*lx), &ys[b][j0], uintptr(4*ly), bp, ldb, kc, mask)
 			}
 		}
+	}
+}
+
+// tPanel is a packed panel of the base term: its data and row stride, its
+// weight rows [j0, j0+kc), first column c, vectors v and last mask.
+type tPanel struct {
+	b      *float32
+	ldb    uintptr
+	j0, kc int
+	c, v   int
+	mask   uint16
+}
+
+// tMulFold runs the tiles of the batch's rows [b, b1) over the base
+// term's last panel p and then t2's rows (a LoRA A's, copied into buf2)
+// before storing each tile: t2's own tiles loaded and stored C, by then
+// out of L2 at 512 tokens, every 32 steps, and cost about twice the base
+// term per FLOP. Rows [b0, b), which the packing tile did, get t2 in a
+// tile of their own.
+func tMulFold(p tPanel, t2 tTerm, ys, xs [][]float32, ly, lx, r, b0, b, b1 int, buf2 []float32) {
+	v, c := p.v, p.c
+	bwdCopy[v-1](&buf2[0], &t2.w.data[c], uintptr(4*t2.w.cols), t2.w.rows, p.mask)
+	b2, ldb2, k2, ld2 := &buf2[0], uintptr(64*v), t2.w.rows, uintptr(4*t2.ly)
+	if b > b0 {
+		bwdRowsF32[v-1][b-b0-1](&xs[b0][c], uintptr(4*lx), &t2.ys[b0][0], ld2, b2, ldb2, k2, p.mask)
+	}
+	for ; b < b1; b += r {
+		tr := min(r, b1-b)
+		bwdRows2[v-1][tr-1](&xs[b][c], uintptr(4*lx), &ys[b][p.j0], uintptr(4*ly), p.b, p.ldb, p.kc, p.mask, &t2.ys[b][0], ld2, b2, ldb2, k2)
 	}
 }
 

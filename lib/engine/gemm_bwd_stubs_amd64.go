@@ -532,6 +532,156 @@ func bwdCT5x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb 
 //go:noescape
 func bwdCT6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
 
+// bwdRG1x1 adds 1 rows × 1 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], to C.
+//
+//go:noescape
+func bwdRG1x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRG2x1 adds 2 rows × 1 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], to C.
+//
+//go:noescape
+func bwdRG2x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRG3x1 adds 3 rows × 1 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], to C.
+//
+//go:noescape
+func bwdRG3x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRG4x1 adds 4 rows × 1 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], to C.
+//
+//go:noescape
+func bwdRG4x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRG5x1 adds 5 rows × 1 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], to C.
+//
+//go:noescape
+func bwdRG5x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRG6x1 adds 6 rows × 1 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], to C.
+//
+//go:noescape
+func bwdRG6x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRG7x1 adds 7 rows × 1 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], to C.
+//
+//go:noescape
+func bwdRG7x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRG8x1 adds 8 rows × 1 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], to C.
+//
+//go:noescape
+func bwdRG8x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRG1x2 adds 1 rows × 2 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], to C.
+//
+//go:noescape
+func bwdRG1x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRG2x2 adds 2 rows × 2 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], to C.
+//
+//go:noescape
+func bwdRG2x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRG3x2 adds 3 rows × 2 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], to C.
+//
+//go:noescape
+func bwdRG3x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRG4x2 adds 4 rows × 2 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], to C.
+//
+//go:noescape
+func bwdRG4x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRG5x2 adds 5 rows × 2 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], to C.
+//
+//go:noescape
+func bwdRG5x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRG6x2 adds 6 rows × 2 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], to C.
+//
+//go:noescape
+func bwdRG6x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRG7x2 adds 7 rows × 2 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], to C.
+//
+//go:noescape
+func bwdRG7x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRG8x2 adds 8 rows × 2 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], to C.
+//
+//go:noescape
+func bwdRG8x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRG1x3 adds 1 rows × 3 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], to C.
+//
+//go:noescape
+func bwdRG1x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRG2x3 adds 2 rows × 3 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], to C.
+//
+//go:noescape
+func bwdRG2x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRG3x3 adds 3 rows × 3 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], to C.
+//
+//go:noescape
+func bwdRG3x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRG4x3 adds 4 rows × 3 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], to C.
+//
+//go:noescape
+func bwdRG4x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRG5x3 adds 5 rows × 3 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], to C.
+//
+//go:noescape
+func bwdRG5x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRG6x3 adds 6 rows × 3 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], to C.
+//
+//go:noescape
+func bwdRG6x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRG7x3 adds 7 rows × 3 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], to C.
+//
+//go:noescape
+func bwdRG7x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRG8x3 adds 8 rows × 3 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], to C.
+//
+//go:noescape
+func bwdRG8x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRG1x4 adds 1 rows × 4 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], to C.
+//
+//go:noescape
+func bwdRG1x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRG2x4 adds 2 rows × 4 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], to C.
+//
+//go:noescape
+func bwdRG2x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRG3x4 adds 3 rows × 4 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], to C.
+//
+//go:noescape
+func bwdRG3x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRG4x4 adds 4 rows × 4 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], to C.
+//
+//go:noescape
+func bwdRG4x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRG5x4 adds 5 rows × 4 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], to C.
+//
+//go:noescape
+func bwdRG5x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRG6x4 adds 6 rows × 4 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], to C.
+//
+//go:noescape
+func bwdRG6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
 // bwdPackF6x1 is bwdRF6x1 packing B into dst as it reads it.
 //
 //go:noescape

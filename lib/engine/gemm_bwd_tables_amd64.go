@@ -23,6 +23,13 @@ var bwdColsT = [4][]bwdKernel{
 	{bwdCT1x4, bwdCT2x4, bwdCT3x4, bwdCT4x4, bwdCT5x4, bwdCT6x4},
 }
 
+var bwdRows2 = [4][]bwdKernel2{
+	{bwdRG1x1, bwdRG2x1, bwdRG3x1, bwdRG4x1, bwdRG5x1, bwdRG6x1, bwdRG7x1, bwdRG8x1},
+	{bwdRG1x2, bwdRG2x2, bwdRG3x2, bwdRG4x2, bwdRG5x2, bwdRG6x2, bwdRG7x2, bwdRG8x2},
+	{bwdRG1x3, bwdRG2x3, bwdRG3x3, bwdRG4x3, bwdRG5x3, bwdRG6x3, bwdRG7x3, bwdRG8x3},
+	{bwdRG1x4, bwdRG2x4, bwdRG3x4, bwdRG4x4, bwdRG5x4, bwdRG6x4},
+}
+
 var bwdPackF32 = [4]bwdPackKernel{bwdPackF6x1, bwdPackF6x2, bwdPackF6x3, bwdPackF6x4}
 
 var bwdPackBF16 = [4]bwdPackKernelBF16{bwdPackH6x1, bwdPackH6x2, bwdPackH6x3, bwdPackH6x4}

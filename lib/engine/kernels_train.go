@@ -102,9 +102,9 @@ func matMulT(w mat, ys, xs [][]float32, accumulate bool) {
 // matMulTLoRA computes xs[b] = Wᵀ·ys[b] + Aᵀ·ts[b] (or adds it when
 // accumulate): the gradient of a LoRA layer's input through its base
 // matrix W and its A, given the gradients ys of the outputs and ts of A's
-// outputs. The assembly tiles take A's rows as further terms of each
-// column block's sum while that block of xs is in L2, where matMulT
-// through W and then through A passed over all of xs twice. Each element
+// outputs. The assembly tiles of W's last block of rows go on to A's rows
+// before storing their part of xs (tMulFold), where matMulT through W and
+// then through A passed over all of xs twice. Each element
 // is summed as the two calls sum it (W's rows ascending, then A's,
 // continuing the same chain of fused multiply-adds), so the bits are the
 // same on every path.

@@ -68,6 +68,11 @@ func Generate() (asm, stubs, tables []byte, err error) {
 			}
 		}
 	}
+	for w := 1; w <= 4; w++ {
+		for r := 1; r <= families[0].rmax[w]; r++ {
+			twoTermKernel(ctx, r, w)
+		}
+	}
 	for _, p := range []packing{packF32, packBF16} {
 		for w := 1; w <= 4; w++ {
 			packKernel(ctx, w, p)
@@ -110,6 +115,18 @@ func tableText() []byte {
 		}
 		b.WriteString("}\n")
 	}
+	fmt.Fprintf(&b, "\nvar bwdRows2 = [4][]bwdKernel2{\n")
+	for w := 1; w <= 4; w++ {
+		fmt.Fprintf(&b, "\t{")
+		for r := 1; r <= families[0].rmax[w]; r++ {
+			if r > 1 {
+				b.WriteString(", ")
+			}
+			b.WriteString(twoTermName(r, w))
+		}
+		fmt.Fprintf(&b, "},\n")
+	}
+	b.WriteString("}\n")
 	for _, p := range []packing{packF32, packBF16} {
 		name, typ := "bwdPackF32", "bwdPackKernel"
 		if p == packBF16 {
@@ -146,6 +163,30 @@ func kernel(ctx *build.Context, f family, r, w int) {
 	ctx.Pragma("noescape")
 	ctx.Doc(fmt.Sprintf("%s adds %d rows × %d vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.", funcName(f, r, w), r, w))
 	tile(ctx, f, r, w, packNone)
+}
+
+func twoTermName(r, w int) string { return fmt.Sprintf("bwdRG%dx%d", r, w) }
+
+// twoTermKernel emits matMulT's R×W tile that sums two terms between one
+// load and one store of C: k rows of the first (a, b), then k2 of the
+// second (a2, b2), continuing the same chain of fused multiply-adds, so
+// each element gets the bits of the two terms one after another. A LoRA
+// A's few rows (the second term) ran as tiles of their own, each loading
+// and storing C (from L3 at 512 tokens) for 32 steps.
+func twoTermKernel(ctx *build.Context, r, w int) {
+	f := families[0]
+	ctx.Function(twoTermName(r, w))
+	ctx.Attributes(attr.NOSPLIT)
+	ctx.SignatureExpr("func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)")
+	ctx.Pragma("noescape")
+	ctx.Doc(fmt.Sprintf("%s adds %d rows × %d vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], to C.", twoTermName(r, w), r, w))
+	acc, bv := tileRegs(ctx, r, w)
+	moveTile(ctx, f, acc, true)
+	steps(ctx, f, acc, bv, packNone, "")
+	steps(ctx, f, acc, bv, packNone, "2")
+	moveTile(ctx, f, acc, false)
+	ctx.VZEROUPPER()
+	ctx.RET()
 }
 
 // packing says whether a tile also packs the B rows it reads, and from
@@ -210,28 +251,43 @@ func outerPackKernel(ctx *build.Context, f family, w int) {
 
 // tile emits the body of kernel and packKernel.
 func tile(ctx *build.Context, f family, r, w int, p packing) {
+	acc, bv := tileRegs(ctx, r, w)
+	moveTile(ctx, f, acc, true)
+	steps(ctx, f, acc, bv, p, "")
+	moveTile(ctx, f, acc, false)
+	ctx.VZEROUPPER()
+	ctx.RET()
+}
 
+// tileRegs loads the mask into K1 and names a tile's accumulators and B
+// vectors.
+func tileRegs(ctx *build.Context, r, w int) (acc [][]reg.VecPhysical, bv []reg.VecPhysical) {
 	mask := ctx.Load(ctx.Param("mask"), ctx.GP32())
 	ctx.KMOVW(mask, reg.K1)
-	acc := make([][]reg.VecPhysical, r)
+	acc = make([][]reg.VecPhysical, r)
 	for i := range acc {
 		acc[i] = make([]reg.VecPhysical, w)
 		for j := range acc[i] {
 			acc[i][j] = asmout.ZMM(i*w + j)
 		}
 	}
-	bv := make([]reg.VecPhysical, w)
+	bv = make([]reg.VecPhysical, w)
 	for j := range bv {
 		bv[j] = asmout.ZMM(r*w + j)
 	}
+	return acc, bv
+}
 
-	moveTile(ctx, f, acc, true)
-
-	a := ctx.Load(ctx.Param("a"), ctx.GP64())
-	lda := ctx.Load(ctx.Param("lda"), ctx.GP64())
-	b := ctx.Load(ctx.Param("b"), ctx.GP64())
-	ldb := ctx.Load(ctx.Param("ldb"), ctx.GP64())
-	k := ctx.Load(ctx.Param("k"), ctx.GP64())
+// steps emits the loop that adds A(i,p)·B[p][j] to the accumulators for
+// p = 0..k-1, reading the parameters a, lda, b, ldb and k with suffix sfx
+// (a second term's), its labels suffixed too.
+func steps(ctx *build.Context, f family, acc [][]reg.VecPhysical, bv []reg.VecPhysical, p packing, sfx string) {
+	r, w := len(acc), len(bv)
+	a := ctx.Load(ctx.Param("a"+sfx), ctx.GP64())
+	lda := ctx.Load(ctx.Param("lda"+sfx), ctx.GP64())
+	b := ctx.Load(ctx.Param("b"+sfx), ctx.GP64())
+	ldb := ctx.Load(ctx.Param("ldb"+sfx), ctx.GP64())
+	k := ctx.Load(ctx.Param("k"+sfx), ctx.GP64())
 	off := ctx.GP64()
 	ctx.XORQ(off, off)
 	aAt := func(i int) operand.Mem { return operand.Mem{Base: a, Disp: 4 * i} }
@@ -247,8 +303,8 @@ func tile(ctx *build.Context, f family, r, w int, p packing) {
 		ctx.SHLQ(operand.U8(packAhead), ahead)
 	}
 	ctx.TESTQ(k, k)
-	ctx.JZ(operand.LabelRef("done"))
-	ctx.Label("loop")
+	ctx.JZ(operand.LabelRef("done" + sfx))
+	ctx.Label("loop" + sfx)
 	for j, v := range bv {
 		loadB(ctx, p == packBF16, b, j, j == w-1, v)
 		if p != packNone {
@@ -282,11 +338,8 @@ func tile(ctx *build.Context, f family, r, w int, p packing) {
 	}
 	ctx.ADDQ(ldb, b)
 	ctx.DECQ(k)
-	ctx.JNZ(operand.LabelRef("loop"))
-	ctx.Label("done")
-	moveTile(ctx, f, acc, false)
-	ctx.VZEROUPPER()
-	ctx.RET()
+	ctx.JNZ(operand.LabelRef("loop" + sfx))
+	ctx.Label("done" + sfx)
 }
 
 // moveTile loads (or stores) the accumulators in family f's layout of C.
