@@ -216,17 +216,16 @@ func matMul(w mat, xs, ys [][]float32, accumulate bool) {
 
 // matMulGroup computes yss[i] = ms[i]·xs for matrices that read the same
 // vectors (q, k and v; gate and up). Decoding (one to three vectors, no
-// matrix on the bf16 path) runs them as one fork over pieces of whole
-// 16-row blocks of every matrix, as matMul splits one: a decoding step's
-// products are 50-300 µs each, and each fork costs a hand-off to the
-// other core and a tail where one core finishes its last piece alone, so
-// a layer takes four forks instead of seven. Larger batches take matMul
+// matrix on the bf16 path) runs them as one fork over the pieces matMul
+// would cut each into (forkRows: whole 16-row blocks, 8 a worker): a
+// decoding step's products are 50-300 µs each, and each fork costs a
+// hand-off to the other core and a tail where one core finishes its last
+// piece alone, so a layer takes four hand-offs and tails instead of seven. Larger batches take matMul
 // one matrix at a time. Each output is computed whole by matRows either
 // way: the same bits.
 func matMulGroup(ms []mat, xs [][]float32, yss [][][]float32) {
-	rows, work := 0, 0
+	work := 0
 	for _, w := range ms {
-		rows += w.rows
 		work += w.rows * w.cols * len(xs)
 		if w.vn != nil {
 			work = 0 // the bf16 path packs its vectors per call: keep matMul's
@@ -241,9 +240,9 @@ func matMulGroup(ms []mat, xs [][]float32, yss [][][]float32) {
 		return
 	}
 	type piece struct{ w, lo, hi int }
-	chunk := ((rows+8*workers-1)/(8*workers) + 15) &^ 15
 	var pieces []piece
 	for i, w := range ms {
+		chunk := ((w.rows+8*workers-1)/(8*workers) + 15) &^ 15 // forkRows' pieces
 		for lo := 0; lo < w.rows; lo += chunk {
 			pieces = append(pieces, piece{i, lo, min(lo+chunk, w.rows)})
 		}
