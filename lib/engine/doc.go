@@ -769,9 +769,14 @@
 // (keys and values rounded), and prefill would have to round the same
 // way to keep its bits equal to decoding's, so it is a numeric path of
 // its own, as --bf16-compute is; that path already reads keys and values
-// as bfloat16 (kvCache.bf16). For long contexts the next step is that
-// cache for the float32 path, opt-in, with attention kernels that widen
-// bfloat16 keys and values as they load them.
+// as bfloat16 (kvCache.bf16). What long contexts did lose was the
+// second core: a lone decoding row's attention was one unit, so one core
+// read the whole cache while the other waited for the next product; past
+// attnSplitWork (256 positions on the 0.6B shape) each KV head is now a
+// unit of its own (TestAttentionLoneRowSplitsHeads: the same bits). The
+// next step for long contexts is the bfloat16 cache for the float32 path,
+// opt-in, with attention kernels that widen keys and values as they load
+// them.
 //
 // BenchmarkPrefillDecode's decode figure is the median of five decodes,
 // each against the mean of the read-bandwidth probes taken just before
