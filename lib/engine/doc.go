@@ -158,6 +158,44 @@
 //     FMA loop; a whole product at M = 1024 takes 18-40% longer per FLOP,
 //     of which packing is 2-5% and weights coming from L3 once per slice
 //     5-10% (issue 34).
+//   - Where the forward tile's time goes (issue 34, fwdpeak). Each figure
+//     below is a share of the 512-bit FMA loop (fmaChains16) timed beside
+//     it, medians of paired rounds on a machine at load 5-17, so only
+//     differences of several points mean anything.
+//     BenchmarkForwardTileGap, one thread, 0.6B shapes at M = 512-1024:
+//     the 4×6 tile with its weights in L1 and a block of groups in L2
+//     runs at 84-92% (K = 1024) and 86-89% (pieces, K = 2048-3072). The
+//     rest of the tile is its own overhead: the lane tree and the row
+//     stores are ~77 shuffles and adds, all on the two ports the FMAs
+//     use, per 1,536 FMAs of a group at K = 1024 (~5%), and the loop's
+//     and prefetches' uops. Over all rows (fwdTilesL1, each tile's
+//     weights from memory) 80-89% at K = 1024 and 58-79% in pieces; the
+//     whole product on one thread 73-84%, packing being 1-4% of it.
+//     BenchmarkForwardGapParallel, matMul on both cores by process CPU:
+//     76-81% with the weights in L3 and 74-77% with them cold. In situ
+//     the tile does about as well: a CPU profile of the wide4 2 × 512
+//     step (-benchtime 3x) put 13.7 s in fwdTile4x6GF32 for 1.6 TFLOP of
+//     forward products at K = 1024 (q, k, v, gate, up, lm_head), 117
+//     GFLOP per CPU-second against the FMA loop's 157 in that run: 74%.
+//     Packing (fwdPackGroup) was under 0.5% of that profile. So the
+//     forward products lose their last quarter to the memory side:
+//     weights streaming in, tiles switching, slices re-reading L2.
+//     Kept: the tiles spread their prefetch of the next tile's weights
+//     over three quarters of their steps (pfStep, fwdPrefetchSpread)
+//     instead of a line every step from the first, which kept a
+//     prefetch to memory outstanding every dozen cycles at a tile's
+//     start, each holding a fill buffer the x loads from L2 need:
+//     0.89-0.98 of the process CPU with cold weights on both cores
+//     (BenchmarkForwardPrefetchAB). Measured and dropped: prefetching
+//     the next group's accumulators into L1 in fwdTile4x6KG (1.02-1.04x
+//     the time), and larger slices at K ≥ 2048 to share each weight
+//     tile among more tokens (1152 KiB 1.00-1.02x, 1536 KiB 1.08-1.18x:
+//     the slice and the accumulators outgrow L2 before the weights'
+//     traffic matters), and 2 or 4 row pieces a worker instead of 8
+//     (forkRows; fewer tiles start without a prefetch: 0.95-1.02x the
+//     CPU, so the balancing under load stays). Reordering the pieces over a block of tiles has
+//     the same footprint problem: the accumulators (64 bytes an output)
+//     of a core's rows for 96 tokens take as much L2 as the slice.
 //   - On amd64 CPUs with AVX2 but without AVX-512 (most Intel client
 //     CPUs, AMD Zen 2 and 3) the forward product runs AVX2 assembly
 //     instead (gemm_fwd_avx2_amd64.s from internal/asmgen/fwdavx2,

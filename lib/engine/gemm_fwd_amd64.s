@@ -156,9 +156,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func fwdTile4x6GF32(xp *float32, w *float32, stride int, n int, groups int, ys *[]float32, col int, mask int, add int, pf *byte, pfEnd uintptr)
+// func fwdTile4x6GF32(xp *float32, w *float32, stride int, n int, groups int, ys *[]float32, col int, mask int, add int, pf *byte, pfEnd uintptr, pfStep int)
 // Requires: AVX, AVX512F, AVX512VL, MMX+
-TEXT ·fwdTile4x6GF32(SB), NOSPLIT|NOFRAME, $0-88
+TEXT ·fwdTile4x6GF32(SB), NOSPLIT|NOFRAME, $0-96
 	MOVQ  n+24(FP), DX
 	MOVQ  DX, CX
 	ANDQ  $0x0000000f, CX
@@ -229,7 +229,7 @@ loop:
 	CMPQ       R11, pfEnd+80(FP)
 	JAE        nopf0
 	PREFETCHT1 (R11)
-	ADDQ       $0x40, R11
+	ADDQ       pfStep+88(FP), R11
 
 nopf0:
 	PREFETCHT0  4096(R12)
@@ -281,7 +281,7 @@ tail:
 	CMPQ       R11, pfEnd+80(FP)
 	JAE        nopf1
 	PREFETCHT1 (R11)
-	ADDQ       $0x40, R11
+	ADDQ       pfStep+88(FP), R11
 
 nopf1:
 	VMOVUPS     (R12), Z24
@@ -479,9 +479,9 @@ r45done:
 	VZEROUPPER
 	RET
 
-// func fwdTile4x6KGF32(xp *float32, w *float32, stride int, n int, groups int, ys *[]float32, col int, mask int, add int, pf *byte, pfEnd uintptr, acc *float32, mode int, gstride int)
+// func fwdTile4x6KGF32(xp *float32, w *float32, stride int, n int, groups int, ys *[]float32, col int, mask int, add int, pf *byte, pfEnd uintptr, pfStep int, acc *float32, mode int, gstride int)
 // Requires: AVX, AVX512F, AVX512VL, MMX+
-TEXT ·fwdTile4x6KGF32(SB), NOSPLIT|NOFRAME, $0-112
+TEXT ·fwdTile4x6KGF32(SB), NOSPLIT|NOFRAME, $0-120
 	MOVQ  n+24(FP), DX
 	MOVQ  DX, CX
 	ANDQ  $0x0000000f, CX
@@ -507,7 +507,7 @@ TEXT ·fwdTile4x6KGF32(SB), NOSPLIT|NOFRAME, $0-112
 	MOVQ  DX, R15
 	SHLQ  $0x08, R15
 	NEGQ  R15
-	ADDQ  gstride+104(FP), R15
+	ADDQ  gstride+112(FP), R15
 	ADDQ  $0x00001000, R15
 
 tile:
@@ -547,12 +547,12 @@ tile:
 	MOVQ       72(R9), R12
 	PREFETCHT0 (R12)(R10*4)
 	PREFETCHT0 20(R12)(R10*4)
-	TESTQ      $0x00000001, mode+96(FP)
+	TESTQ      $0x00000001, mode+104(FP)
 	JZ         fresh
 	MOVQ       groups+32(FP), R12
 	SUBQ       R8, R12
 	IMUL3Q     $0x00000600, R12, R12
-	ADDQ       acc+88(FP), R12
+	ADDQ       acc+96(FP), R12
 	VMOVUPS    (R12), Z0
 	VMOVUPS    64(R12), Z1
 	VMOVUPS    128(R12), Z2
@@ -589,7 +589,7 @@ nearloop:
 	CMPQ       R11, pfEnd+80(FP)
 	JAE        nopf0
 	PREFETCHT1 (R11)
-	ADDQ       $0x40, R11
+	ADDQ       pfStep+88(FP), R11
 
 nopf0:
 	PREFETCHT0  4096(R12)
@@ -644,7 +644,7 @@ farloop:
 	CMPQ       R11, pfEnd+80(FP)
 	JAE        nopf1
 	PREFETCHT1 (R11)
-	ADDQ       $0x40, R11
+	ADDQ       pfStep+88(FP), R11
 
 nopf1:
 	PREFETCHT0  (R12)(R15*1)
@@ -696,7 +696,7 @@ tail:
 	CMPQ       R11, pfEnd+80(FP)
 	JAE        nopf2
 	PREFETCHT1 (R11)
-	ADDQ       $0x40, R11
+	ADDQ       pfStep+88(FP), R11
 
 nopf2:
 	VMOVUPS     (R12), Z24
@@ -735,13 +735,13 @@ nopf2:
 	VFMADD231PS Z27, Z28, Z23
 
 done:
-	ADDQ    gstride+104(FP), CX
-	TESTQ   $0x00000002, mode+96(FP)
+	ADDQ    gstride+112(FP), CX
+	TESTQ   $0x00000002, mode+104(FP)
 	JNZ     final
 	MOVQ    groups+32(FP), R12
 	SUBQ    R8, R12
 	IMUL3Q  $0x00000600, R12, R12
-	ADDQ    acc+88(FP), R12
+	ADDQ    acc+96(FP), R12
 	VMOVUPS Z0, (R12)
 	VMOVUPS Z1, 64(R12)
 	VMOVUPS Z2, 128(R12)
@@ -1338,9 +1338,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func fwdTile4x6GBF16(xp *float32, w *uint16, stride int, n int, groups int, ys *[]float32, col int, mask int, add int, pf *byte, pfEnd uintptr)
+// func fwdTile4x6GBF16(xp *float32, w *uint16, stride int, n int, groups int, ys *[]float32, col int, mask int, add int, pf *byte, pfEnd uintptr, pfStep int)
 // Requires: AVX, AVX512F, AVX512VL, MMX+
-TEXT ·fwdTile4x6GBF16(SB), NOSPLIT|NOFRAME, $0-88
+TEXT ·fwdTile4x6GBF16(SB), NOSPLIT|NOFRAME, $0-96
 	MOVQ  n+24(FP), DX
 	MOVQ  DX, CX
 	ANDQ  $0x0000000f, CX
@@ -1411,7 +1411,7 @@ loop:
 	CMPQ       R11, pfEnd+80(FP)
 	JAE        nopf0
 	PREFETCHT1 (R11)
-	ADDQ       $0x40, R11
+	ADDQ       pfStep+88(FP), R11
 
 nopf0:
 	PREFETCHT0  4096(R12)
@@ -1469,7 +1469,7 @@ tail:
 	CMPQ       R11, pfEnd+80(FP)
 	JAE        nopf1
 	PREFETCHT1 (R11)
-	ADDQ       $0x40, R11
+	ADDQ       pfStep+88(FP), R11
 
 nopf1:
 	VMOVUPS     (R12), Z24
@@ -1673,9 +1673,9 @@ r45done:
 	VZEROUPPER
 	RET
 
-// func fwdTile4x6KGBF16(xp *float32, w *uint16, stride int, n int, groups int, ys *[]float32, col int, mask int, add int, pf *byte, pfEnd uintptr, acc *float32, mode int, gstride int)
+// func fwdTile4x6KGBF16(xp *float32, w *uint16, stride int, n int, groups int, ys *[]float32, col int, mask int, add int, pf *byte, pfEnd uintptr, pfStep int, acc *float32, mode int, gstride int)
 // Requires: AVX, AVX512F, AVX512VL, MMX+
-TEXT ·fwdTile4x6KGBF16(SB), NOSPLIT|NOFRAME, $0-112
+TEXT ·fwdTile4x6KGBF16(SB), NOSPLIT|NOFRAME, $0-120
 	MOVQ  n+24(FP), DX
 	MOVQ  DX, CX
 	ANDQ  $0x0000000f, CX
@@ -1701,7 +1701,7 @@ TEXT ·fwdTile4x6KGBF16(SB), NOSPLIT|NOFRAME, $0-112
 	MOVQ  DX, R15
 	SHLQ  $0x08, R15
 	NEGQ  R15
-	ADDQ  gstride+104(FP), R15
+	ADDQ  gstride+112(FP), R15
 	ADDQ  $0x00001000, R15
 
 tile:
@@ -1741,12 +1741,12 @@ tile:
 	MOVQ       72(R9), R12
 	PREFETCHT0 (R12)(R10*4)
 	PREFETCHT0 20(R12)(R10*4)
-	TESTQ      $0x00000001, mode+96(FP)
+	TESTQ      $0x00000001, mode+104(FP)
 	JZ         fresh
 	MOVQ       groups+32(FP), R12
 	SUBQ       R8, R12
 	IMUL3Q     $0x00000600, R12, R12
-	ADDQ       acc+88(FP), R12
+	ADDQ       acc+96(FP), R12
 	VMOVUPS    (R12), Z0
 	VMOVUPS    64(R12), Z1
 	VMOVUPS    128(R12), Z2
@@ -1783,7 +1783,7 @@ nearloop:
 	CMPQ       R11, pfEnd+80(FP)
 	JAE        nopf0
 	PREFETCHT1 (R11)
-	ADDQ       $0x40, R11
+	ADDQ       pfStep+88(FP), R11
 
 nopf0:
 	PREFETCHT0  4096(R12)
@@ -1844,7 +1844,7 @@ farloop:
 	CMPQ       R11, pfEnd+80(FP)
 	JAE        nopf1
 	PREFETCHT1 (R11)
-	ADDQ       $0x40, R11
+	ADDQ       pfStep+88(FP), R11
 
 nopf1:
 	PREFETCHT0  (R12)(R15*1)
@@ -1902,7 +1902,7 @@ tail:
 	CMPQ       R11, pfEnd+80(FP)
 	JAE        nopf2
 	PREFETCHT1 (R11)
-	ADDQ       $0x40, R11
+	ADDQ       pfStep+88(FP), R11
 
 nopf2:
 	VMOVUPS     (R12), Z24
@@ -1947,13 +1947,13 @@ nopf2:
 	VFMADD231PS Z27, Z28, Z23
 
 done:
-	ADDQ    gstride+104(FP), CX
-	TESTQ   $0x00000002, mode+96(FP)
+	ADDQ    gstride+112(FP), CX
+	TESTQ   $0x00000002, mode+104(FP)
 	JNZ     final
 	MOVQ    groups+32(FP), R12
 	SUBQ    R8, R12
 	IMUL3Q  $0x00000600, R12, R12
-	ADDQ    acc+88(FP), R12
+	ADDQ    acc+96(FP), R12
 	VMOVUPS Z0, (R12)
 	VMOVUPS Z1, 64(R12)
 	VMOVUPS Z2, 128(R12)

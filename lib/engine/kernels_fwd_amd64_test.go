@@ -168,3 +168,33 @@ func TestForwardColsMatchScalar(t *testing.T) {
 	w, _, xs = fwdCase(3000, 32, 131, 2)
 	checkForward(t, "3000x32 M=131 cols", w, xs, true)
 }
+
+// TestFwdPrefetchStepCoversTile walks a tile kernel's prefetch pointer as
+// the kernel does (a line at pf while pf < end, then pf += step) and
+// requires every line of the next tile's weights to be asked for, within
+// fwdPrefetchSpread of the call's steps when one line a step would have
+// been done by then, and no faster than one line a step.
+func TestFwdPrefetchStepCoversTile(t *testing.T) {
+	for _, bytes := range []int{6 * 1024 * 4, 6 * 3072 * 4 / 3, 6 * 2048 * 2, 6 * 16 * 4, 64, 100} {
+		for _, steps := range []int{1, 7, 64, 16 * 64, 48 * 64, 16 * 192} {
+			ps := fwdPrefetchStep(bytes, steps)
+			if ps < 1 || ps > 64 {
+				t.Fatalf("fwdPrefetchStep(%d, %d) = %d, want 1..64", bytes, steps, ps)
+			}
+			lines, last := map[int]bool{}, 0
+			for s, pf := 0, 0; s < steps && pf < bytes; s, pf = s+1, pf+ps {
+				lines[pf/64], last = true, s
+			}
+			want := (bytes + 63) / 64
+			if want > steps {
+				continue // more lines than steps: the kernel asks for one a step
+			}
+			if len(lines) != want {
+				t.Errorf("bytes %d steps %d: %d of %d lines prefetched", bytes, steps, len(lines), want)
+			}
+			if limit := int(fwdPrefetchSpread*float64(steps)) + 1; ps < 64 && last > limit {
+				t.Errorf("bytes %d steps %d: the last line at step %d, after %d", bytes, steps, last, limit)
+			}
+		}
+	}
+}

@@ -105,11 +105,12 @@ func tile4x4(ctx *build.Context, bf bool) {
 // met by one group at a time (the order before) was bound by those six
 // reads. Accumulators Z(4r+t) hold rows 0..3 and Z(16+4(r-4)+t) rows 4
 // and 5; x is in Z24..Z27, the row being read in Z28; each product is
-// fused into its add (VFMADD231PS). Each chunk step also prefetches one
-// line at pf into L2 while pf < pfEnd (pf advancing 64 bytes a step): the
-// caller points it at the next tile's rows, so they come from L2 rather
-// than memory when it starts; and it prefetches x xAhead bytes on into
-// L1.
+// fused into its add (VFMADD231PS). Each chunk step also prefetches the
+// line at pf into L2 while pf < pfEnd, pf advancing pfStep bytes (at most
+// 64, so no line is skipped) a step: the caller points it at the next
+// tile's rows, so they come from L2 rather than memory when it starts,
+// and spreads them over the tile's steps (fwdPrefetchStep); and it
+// prefetches x xAhead bytes on into L1.
 //
 // With split, the kernel is fwdTile4x6KG<F32|BF16>, which takes a piece
 // of the columns and three more arguments: acc, 24 accumulators (384
@@ -123,7 +124,7 @@ func tile4x4(ctx *build.Context, bf bool) {
 // groups streaming past, and a piece of them does.
 func tile4x6(ctx *build.Context, bf, split bool) {
 	w := weightsOf(bf)
-	name, sig := "fwdTile4x6G", "func(xp *float32, w %s, stride, n, groups int, ys *[]float32, col, mask, add int, pf *byte, pfEnd uintptr)"
+	name, sig := "fwdTile4x6G", "func(xp *float32, w %s, stride, n, groups int, ys *[]float32, col, mask, add int, pf *byte, pfEnd uintptr, pfStep int)"
 	if split {
 		name, sig = "fwdTile4x6KG", sig[:len(sig)-1]+", acc *float32, mode, gstride int)"
 	}
@@ -171,7 +172,7 @@ func tile4x6(ctx *build.Context, bf, split bool) {
 		ctx.CMPQ(pf, paramMem(ctx, "pfEnd"))
 		ctx.JAE(LabelRef(skip))
 		ctx.PREFETCHT1(Mem{Base: pf})
-		ctx.ADDQ(U8(64), pf)
+		ctx.ADDQ(paramMem(ctx, "pfStep"), pf)
 		ctx.Label(skip)
 		if mask == nil {
 			for t := range 4 {

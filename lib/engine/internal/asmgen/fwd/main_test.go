@@ -106,8 +106,8 @@ func TestTile4x6PrefetchesX(t *testing.T) {
 				t.Errorf("%s: the last steps of a piece do not prefetch the next group's piece:\n%s", k.name, far)
 			}
 		}
-		if !strings.Contains(body, "PREFETCHT1") {
-			t.Errorf("%s no longer prefetches the next tile", k.name)
+		if !regexp.MustCompile(`PREFETCHT1\s+\((\w+)\)\n\s+ADDQ\s+pfStep\+\d+\(FP\), (\w+)\n`).MatchString(body) {
+			t.Errorf("%s does not prefetch the next tile advancing by its pfStep argument:\n%s", k.name, body)
 		}
 		if ys := regexp.MustCompile(`PREFETCHT0\s+(20)?\(\w+\)\(\w+\*4\)`).FindAllString(body, -1); len(ys) != 8 {
 			t.Errorf("%s prefetches %d output lines a group, want 8 (two for each of four rows): %v", k.name, len(ys), ys)
