@@ -813,4 +813,67 @@
 //     recomputes the probabilities from the unrounded queries and keys.
 //     TestBF16TrainingGradients: within 1.5% (relative L2) of the float32
 //     path's gradients, the same bits however the data are split.
+//
+// # Decoding one sequence (issue 34)
+//
+// What a decoding step of the Qwen3-0.6B shape spends, measured on the
+// shared 2-core Xeon under load (load average 13-16: shares and ratios
+// only, no rates). BenchmarkDecode's CPU profile (bfloat16 weights, 33
+// positions): fwdRow16BF16 is 97.5% of the step's samples, attention over
+// the cache 1.2%, everything else (norms, rope, the residual adds,
+// sampling, the fork hand-offs) under 2%. Timed inside the step (a
+// throwaway build): the products 97.5% of its wall time, sampling
+// 0.4-1.3% (pick over 151,936 logits: 0.3-0.55 ms of one thread, 0.2 ms
+// of it the float64 exponentials, 0.1 ms the cumulative walk), the rest
+// of the forward pass ~2%. So decode is the one-token kernel and how the
+// two cores share memory; per-token Go code is not where the bandwidth
+// goes. Decoding's products that read the same vector (q, k, v; gate, up)
+// now share one fork (matMulGroup): four forks a layer instead of seven.
+// BenchmarkDecode/bf16 against main's build, alternated, three pairs
+// under load: 1.00, 1.11 and 1.12 of its decode tokens per CPU-second
+// (spin and tails are CPU too); the wall-time figures were too noisy to
+// read.
+//
+// The kernel against the read probes, one thread, thread CPU time, the
+// model's 1.19 GB of bfloat16 matrices: 12.1-12.5 GB per CPU-second
+// against 10.0-13.6 for the probes (one to eight streams, with and without
+// prefetch) in the same process; the 4-stream probe read 14.8 in an
+// earlier run beside 12.1 for the kernel, so a single comparison does
+// not settle a 10-15% gap here. Variants of fwdRow16BF16 (generated for the
+// experiment, the same bits checked), median of nine interleaved passes
+// each, thread CPU time against the kernel as it is: the next group's
+// line into L2 (the kernel) 1.00; two groups ahead 0.99-1.00; into L1
+// (PREFETCHT0) 1.07; 1 or 4 KiB ahead in the same row 1.26-1.27 (L2) and
+// 1.20-1.28 (L1); PREFETCHNTA 1.88; no prefetch 1.41; two rows at a time
+// 0.93-0.97, eight 0.98-1.01; a piece's rows read as four or eight runs
+// far apart (the probe's layout: each stream its own pages) 0.94-1.06.
+// The same kernel under two names measured 0.95-1.01, so none of these is
+// a gain beyond the noise and the kernel stays. Pieces per worker in
+// forkRows (2, 4, 16 against 8; both cores, wall time): medians
+// 0.98-1.02 with quartiles ±10%: no conclusion on a loaded machine.
+//
+// A bfloat16 KV cache for the float32 path was not built: a position's
+// keys and values take 224 KiB over the 28 layers in float32, so the
+// cache is 0.3-0.6% of a token's reads at the benchmark's 1-33 positions
+// (the weights: 1.19 GB in bfloat16), 10% at ~520 positions and as much
+// as the weights at ~5,200. It would change the float32 path's logprobs
+// (keys and values rounded), and prefill would have to round the same
+// way to keep its bits equal to decoding's, so it is a numeric path of
+// its own, as --bf16-compute is; that path already reads keys and values
+// as bfloat16 (kvCache.bf16). What long contexts did lose was the
+// second core: a lone decoding row's attention was one unit, so one core
+// read the whole cache while the other waited for the next product; past
+// attnSplitWork (256 positions on the 0.6B shape) each KV head is now a
+// unit of its own (TestAttentionLoneRowSplitsHeads: the same bits). The
+// next step for long contexts is the bfloat16 cache for the float32 path,
+// opt-in, with attention kernels that widen keys and values as they load
+// them.
+//
+// BenchmarkPrefillDecode's decode figure is the median of five decodes,
+// each against the mean of the read-bandwidth probes taken just before
+// and just after it (measureDecode); BenchmarkDecode runs that part alone
+// for A/B runs. Under load the probe, two goroutines that must run at
+// once, fell to 3.8-5 GB/s while decoding streamed 6-8, so shares above
+// 100% mean a loaded machine, not a fast kernel: take the figure from a
+// quiet run.
 package engine

@@ -50,7 +50,7 @@ func checkAttentionRowsBits(t *testing.T, m *Model, rows []row, ws *workspace) {
 	withSIMD(false, func() {
 		ws.scores = make([][]float32, 1)
 		for i := range rows {
-			m.attendRow(ws, rows, i, 0, 0)
+			m.attendRow(ws, rows, i, 0, 0, 0, c.KVHeads)
 		}
 		ref = flat(ws.att)
 	})
