@@ -60,3 +60,13 @@ func batchedProducts(b *testing.B, ws []mat, prod func(w mat, x, y [][]float32),
 	slices.Sort(ratios)
 	b.ReportMetric(ratios[len(ratios)/2], "x-batched-cpu")
 }
+
+// coldMats is enough random rows × cols matrices (at least two) that using
+// them in turn passes the L3 (384 MiB) between uses of each.
+func coldMats(rows, cols int) []mat {
+	ws := make([]mat, max(2, (384<<20)/(4*rows*cols)))
+	for i := range ws {
+		ws[i], _ = randMats(rows, cols, uint64(i+1))
+	}
+	return ws
+}
