@@ -39,16 +39,4 @@ func fwdCols48F32(p *float32, xs *[]float32, ys *[]float32, tokens int, col int,
 func fwdCols64F32(p *float32, xs *[]float32, ys *[]float32, tokens int, col int, mask int, add int)
 
 //go:noescape
-func fwdTile4x6GL16F32(xp *float32, w *float32, stride int, n int, groups int, ys *[]float32, col int, mask int, add int, pf *byte, pfEnd uintptr, pfStep int, bt *float32, bw *float32)
-
-//go:noescape
-func fwdTile4x6GL32F32(xp *float32, w *float32, stride int, n int, groups int, ys *[]float32, col int, mask int, add int, pf *byte, pfEnd uintptr, pfStep int, bt *float32, bw *float32)
-
-//go:noescape
-func fwdTile4x6GL48F32(xp *float32, w *float32, stride int, n int, groups int, ys *[]float32, col int, mask int, add int, pf *byte, pfEnd uintptr, pfStep int, bt *float32, bw *float32)
-
-//go:noescape
-func fwdTile4x6GL64F32(xp *float32, w *float32, stride int, n int, groups int, ys *[]float32, col int, mask int, add int, pf *byte, pfEnd uintptr, pfStep int, bt *float32, bw *float32)
-
-//go:noescape
 func fwdPackGroup(dst *float32, x0 *float32, x1 *float32, x2 *float32, x3 *float32, n int)

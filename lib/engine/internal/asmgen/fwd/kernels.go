@@ -122,21 +122,11 @@ func tile4x4(ctx *build.Context, bf bool) {
 // lane adds the same products in the same order as over the whole length:
 // past 1024 float32 columns the six rows no longer fit L1 beside the
 // groups streaming past, and a piece of them does.
-//
-// With loraK (16-64, whole rows only), the kernel is
-// fwdTile4x6GL<loraK><F32|BF16>, which also takes bt, the packed vectors
-// of a LoRA's A·x (groups of four, packedLen(loraK) floats each, the
-// first the tile's first group's), and bw, B's row col (loraK float32
-// columns, rows loraK apart): each group's sums of W and of B are added
-// as two products would have been (see loraTile).
-func tile4x6(ctx *build.Context, bf, split bool, loraK int) {
+func tile4x6(ctx *build.Context, bf, split bool) {
 	w := weightsOf(bf)
 	name, sig := "fwdTile4x6G", "func(xp *float32, w %s, stride, n, groups int, ys *[]float32, col, mask, add int, pf *byte, pfEnd uintptr, pfStep int)"
 	if split {
 		name, sig = "fwdTile4x6KG", sig[:len(sig)-1]+", acc *float32, mode, gstride int)"
-	}
-	if loraK > 0 {
-		name, sig = fmt.Sprintf("fwdTile4x6GL%d", loraK), sig[:len(sig)-1]+", bt, bw *float32)"
 	}
 	asmout.Kernel(ctx, name+w.Suffix, fmt.Sprintf(sig, w.GoType))
 	a := loadTileArgsCount(ctx, w, "groups", "ys")
@@ -257,18 +247,14 @@ func tile4x6(ctx *build.Context, bf, split bool, loraK int) {
 		ctx.JMP(LabelRef("advance"))
 		ctx.Label("final")
 	}
+	// Rows 0..3: lanes 4t..4t+3 of the tree's result are token t's.
+	reduce16Using(ctx, reg.Z24, reg.Z25)
 	rows := tileRows{ys: ys, col: col, po: px} // px is free after the loop
-	if loraK > 0 {
-		loraTile(ctx, loraK, a.tiles, rows, acc)
-	} else {
-		// Rows 0..3: lanes 4t..4t+3 of the tree's result are token t's.
-		reduce16Using(ctx, reg.Z24, reg.Z25)
-		rows.put(ctx, "r03", 0, reg.K2, nil)
-		// Rows 4 and 5: the same tree over their eight accumulators
-		// leaves them in lanes 4t and 4t+1.
-		reduce8Using(ctx, reg.Z24, reg.Z25)
-		rows.put(ctx, "r45", 16, reg.K3, nil)
-	}
+	rows.put(ctx, "r03", 0, reg.K2)
+	// Rows 4 and 5: the same tree over their eight accumulators leaves
+	// them in lanes 4t and 4t+1.
+	reduce8Using(ctx, reg.Z24, reg.Z25)
+	rows.put(ctx, "r45", 16, reg.K3)
 	if split {
 		ctx.Label("advance")
 	}
@@ -315,10 +301,7 @@ type tileRows struct{ ys, col, po reg.GPVirtual }
 // values when the argument add is not zero: y + s, y the first operand
 // as in Go's y += s (which NaN an add of two NaNs keeps). The add
 // loads zeros where the mask is off, which the store then skips.
-//
-// With lora (not nil), a LoRA B's sums in the same lanes of it are added
-// after: (y + s) + b, or s + b, as a second product adding into the rows.
-func (r tileRows) put(ctx *build.Context, label string, disp int, k reg.Register, lora reg.Register) {
+func (r tileRows) put(ctx *build.Context, label string, disp int, k reg.Register) {
 	each := func(add bool) {
 		for t := range 4 {
 			ctx.MOVQ(Mem{Base: r.ys, Disp: sliceHeader * t}, r.po)
@@ -327,10 +310,6 @@ func (r tileRows) put(ctx *build.Context, label string, disp int, k reg.Register
 			if add {
 				ctx.VMOVUPS_Z(y, k, reg.X2)
 				ctx.VADDPS(reg.X1, reg.X2, reg.X1)
-			}
-			if lora != nil {
-				ctx.VEXTRACTF32X4(U8(t), lora, reg.X3)
-				ctx.VADDPS(reg.X3, reg.X1, reg.X1)
 			}
 			ctx.VMOVUPS(reg.X1, k, y)
 		}
@@ -733,48 +712,4 @@ func packGroup(ctx *build.Context) {
 	})
 	ctx.VZEROUPPER()
 	ctx.RET()
-}
-
-// loraTile ends a LoRA tile's group (tile4x6 with loraK): W's sums are
-// reduced as without it and kept (rows 0..3 in Z29, rows 4 and 5 in
-// Z30), then the group's products with B (loraK columns, at most four
-// chunks, unrolled) run in the freed accumulators and reduce by the same
-// trees, and put adds each B sum after W's: the bits of W's product
-// written (or added) and then B's product added, each in dotLanes order,
-// without the second pass over the rows that costs as much as the
-// products (issue 34, headfold). The group's packed A·x is bt plus the
-// group's index (groups - tiles) times its size.
-func loraTile(ctx *build.Context, loraK int, tiles reg.GPVirtual, rows tileRows, acc func(r, t int) reg.VecPhysical) {
-	reduce16Using(ctx, reg.Z24, reg.Z25)
-	ctx.VMOVAPS(reg.Z0, reg.Z29)
-	reduce8Using(ctx, reg.Z24, reg.Z25)
-	ctx.VMOVAPS(reg.Z0, reg.Z30)
-	for a := range 24 {
-		ctx.VPXORD(zmm(a), zmm(a), zmm(a))
-	}
-	px, pw := rows.po, ctx.GP64()
-	ctx.Load(ctx.Param("groups"), px)
-	ctx.SUBQ(tiles, px)
-	ctx.IMUL3Q(U32(16*loraK), px, px)
-	ctx.ADDQ(paramMem(ctx, "bt"), px)
-	ctx.Load(ctx.Param("bw"), pw)
-	for c := range loraK / 16 {
-		for t := range 4 {
-			ctx.VMOVUPS(Mem{Base: px, Disp: 256*c + 64*t}, zmm(24+t))
-		}
-		for r := range 6 {
-			ctx.VMOVUPS(Mem{Base: pw, Disp: 4*loraK*r + 64*c}, reg.Z28)
-			for t := range 4 {
-				ctx.VFMADD231PS(zmm(24+t), reg.Z28, acc(r, t))
-			}
-		}
-	}
-	reduce16Using(ctx, reg.Z24, reg.Z25)
-	ctx.VMOVAPS(reg.Z0, reg.Z31)
-	ctx.VMOVAPS(reg.Z29, reg.Z0)
-	rows.put(ctx, "r03", 0, reg.K2, reg.Z31)
-	reduce8Using(ctx, reg.Z24, reg.Z25)
-	ctx.VMOVAPS(reg.Z0, reg.Z31)
-	ctx.VMOVAPS(reg.Z30, reg.Z0)
-	rows.put(ctx, "r45", 16, reg.K3, reg.Z31)
 }

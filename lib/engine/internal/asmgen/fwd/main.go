@@ -32,15 +32,12 @@ func Generate() (asm, decl []byte, err error) {
 	ctx := build.NewContext()
 	for _, bf := range []bool{false, true} {
 		tile4x4(ctx, bf)
-		tile4x6(ctx, bf, false, 0)
-		tile4x6(ctx, bf, true, 0)
+		tile4x6(ctx, bf, false)
+		tile4x6(ctx, bf, true)
 		row16(ctx, bf)
 	}
 	for _, k := range colsK {
 		cols(ctx, k)
-	}
-	for _, k := range colsK {
-		tile4x6(ctx, false, false, k)
 	}
 	packGroup(ctx)
 	return asmout.Print(ctx, printer.Config{Argv: []string{"go", "run", "./internal/asmgen/fwd"}, Pkg: "engine"})
