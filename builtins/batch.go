@@ -12,8 +12,9 @@ import (
 	"go.starlark.net/starlark"
 )
 
-func init() {
-	register(docEntry{
+// batchBuiltins are the builtins batch.go defines (registryParts lists them).
+var batchBuiltins = []entry{
+	{docEntry{
 		Name: "sample_batch",
 		Signature: "sample_batch(models, prompts, output, num_samples=1, max_tokens=64, temperature=1.0, top_k=-1, top_p=1.0, " +
 			"stop=None, seed=None, renderer=None, concurrency=8)",
@@ -26,7 +27,7 @@ func init() {
 			"per model and has .output, .written, .resumed, .remaining, .seed, .models and .rows (the job's rows read\n" +
 			"back from output, by model, prompt and sample: .model, .prompt_id, .sample, .text, .tokens, .stop_reason, .mean_logprob).",
 		Example: "r = sample_batch([\"tinker-local/tiny-llama\", \"tinker://RUN_ID/sampler_weights/final\"], [\"Hello\", \"The sky is\"], \"results.jsonl\", num_samples=2, seed=1)",
-	}, sampleBatchFn)
+	}, sampleBatchFn},
 }
 
 func sampleBatchFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {

@@ -90,20 +90,20 @@ func (b *BatchResult) AttrNames() []string                      { return batchAt
 func (b *BatchResult) Attr(name string) (starlark.Value, error) { return batchAttrs.get(b, name) }
 
 var batchAttrs = attrTable[*BatchResult]{
-	field("models", "one dict per model: model, rows, missing, mean_tokens, stop_reasons, mean_logprob", func(b *BatchResult) starlark.Value {
+	{name: "models", doc: "one dict per model: model, rows, missing, mean_tokens, stop_reasons, mean_logprob", value: func(b *BatchResult) starlark.Value {
 		l := make([]starlark.Value, len(b.R.Models))
 		for i, m := range b.R.Models {
 			l[i] = modelSummary(m)
 		}
 		return starlark.NewList(l)
-	}),
-	field("output", "the JSONL file the rows are in", func(b *BatchResult) starlark.Value { return starlark.String(b.R.Output) }),
-	field("remaining", "the rows still to sample (the same call again samples just these)", func(b *BatchResult) starlark.Value { return starlark.MakeInt(b.R.Remaining) }),
-	field("resumed", "the rows already in the file when this call started", func(b *BatchResult) starlark.Value { return starlark.MakeInt(b.R.Resumed) }),
+	}},
+	{name: "output", doc: "the JSONL file the rows are in", value: func(b *BatchResult) starlark.Value { return starlark.String(b.R.Output) }},
+	{name: "remaining", doc: "the rows still to sample (the same call again samples just these)", value: func(b *BatchResult) starlark.Value { return starlark.MakeInt(b.R.Remaining) }},
+	{name: "resumed", doc: "the rows already in the file when this call started", value: func(b *BatchResult) starlark.Value { return starlark.MakeInt(b.R.Resumed) }},
 	{name: "rows", doc: "the job's rows read back from output: .model, .prompt_id, .sample, .seed, .text, .tokens, .stop_reason, .mean_logprob", get: (*BatchResult).rows},
-	field("seed", "the job's base seed, which fixes every row's seed", func(b *BatchResult) starlark.Value { return starlark.MakeInt64(b.R.Seed) }),
-	field("total", "the rows of the job", func(b *BatchResult) starlark.Value { return starlark.MakeInt(b.R.Total) }),
-	field("written", "the rows this call added", func(b *BatchResult) starlark.Value { return starlark.MakeInt(b.R.Written) }),
+	{name: "seed", doc: "the job's base seed, which fixes every row's seed", value: func(b *BatchResult) starlark.Value { return starlark.MakeInt64(b.R.Seed) }},
+	{name: "total", doc: "the rows of the job", value: func(b *BatchResult) starlark.Value { return starlark.MakeInt(b.R.Total) }},
+	{name: "written", doc: "the rows this call added", value: func(b *BatchResult) starlark.Value { return starlark.MakeInt(b.R.Written) }},
 }
 
 // modelSummary is one model's summary as a dict.

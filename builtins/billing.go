@@ -10,15 +10,15 @@ import (
 	"go.starlark.net/starlark"
 )
 
-func init() {
-	registerModule("billing", "usage reports")
-	register(docEntry{
+// billingBuiltins are the builtins billing.go defines (registryParts lists them).
+var billingBuiltins = []entry{
+	{docEntry{
 		Name:      "billing.usage",
 		Signature: "billing.usage(start, end)",
 		Summary:   "Hourly usage between two hour-aligned times (at most 14 days apart), one row per bucket.",
 		Details:   "start and end are time values or RFC 3339 strings (a date means midnight). The value has .rows (dicts), .columns and .sessions.",
 		Example:   "u = billing.usage(\"2026-11-01T00:00:00Z\", \"2026-11-08T00:00:00Z\")\nsum([r[\"token_count\"] or 0 for r in u.rows])",
-	}, billingUsage)
+	}, billingUsage},
 }
 
 // BillingUsage is what billing.usage returns.
@@ -45,11 +45,11 @@ func (u *BillingUsage) AttrNames() []string                      { return billin
 func (u *BillingUsage) Attr(name string) (starlark.Value, error) { return billingAttrs.get(u, name) }
 
 var billingAttrs = attrTable[*BillingUsage]{
-	field("columns", "the column names, in order", func(u *BillingUsage) starlark.Value {
+	{name: "columns", doc: "the column names, in order", value: func(u *BillingUsage) starlark.Value {
 		cols, _ := ops.BillingTable(u.Resp)
 		return strList(cols)
-	}),
-	field("rows", "one dict per hourly bucket, keyed by column", func(u *BillingUsage) starlark.Value {
+	}},
+	{name: "rows", doc: "one dict per hourly bucket, keyed by column", value: func(u *BillingUsage) starlark.Value {
 		cols, rows := ops.BillingTable(u.Resp)
 		l := make([]starlark.Value, len(rows))
 		for i, row := range rows {
@@ -61,14 +61,14 @@ var billingAttrs = attrTable[*BillingUsage]{
 			l[i] = d
 		}
 		return starlark.NewList(l)
-	}),
-	field("sessions", "a dict of session id to its user metadata", func(u *BillingUsage) starlark.Value {
+	}},
+	{name: "sessions", doc: "a dict of session id to its user metadata", value: func(u *BillingUsage) starlark.Value {
 		d := starlark.NewDict(len(u.Resp.Sessions))
 		for _, s := range u.Resp.Sessions {
 			_ = d.SetKey(starlark.String(s.SessionID), starlark.String(string(s.UserMetadata)))
 		}
 		return d
-	}),
+	}},
 }
 
 func starlarkOf(v any) starlark.Value {

@@ -22,10 +22,12 @@ type capNote struct {
 	empty string // what an empty result displays as, e.g. "No checkpoints found"
 }
 
-var capped = struct {
+// capped's notes map is made by the first note (reading and deleting from
+// a nil map are fine), so the package runs no code at start.
+var capped struct {
 	sync.Mutex
 	notes map[weak.Pointer[starlark.List]]capNote
-}{notes: map[weak.Pointer[starlark.List]]capNote{}}
+}
 
 // noteListing records what a listing left out (more matching items) and
 // what l displays as when empty.
@@ -35,6 +37,9 @@ func noteListing(l *starlark.List, empty string, more int, exact bool) {
 	}
 	k := weak.Make(l)
 	capped.Lock()
+	if capped.notes == nil {
+		capped.notes = map[weak.Pointer[starlark.List]]capNote{}
+	}
 	capped.notes[k] = capNote{len: l.Len(), more: more, exact: exact, empty: empty}
 	capped.Unlock()
 	runtime.AddCleanup(l, func(k weak.Pointer[starlark.List]) {

@@ -53,9 +53,9 @@ func (c *CheckpointChange) Attr(name string) (starlark.Value, error) {
 }
 
 var checkpointChangeAttrs = attrTable[*CheckpointChange]{
-	field("action", `"published", "unpublished", "expiry set" or "expiry removed"`, func(c *CheckpointChange) starlark.Value { return starlark.String(c.Action) }),
-	field("expires_at", "when the checkpoint now expires (a time), or None", func(c *CheckpointChange) starlark.Value { return optTime(c.ExpiresAt) }),
-	field("tinker_path", "the checkpoint's tinker:// path", func(c *CheckpointChange) starlark.Value { return starlark.String(c.Path) }),
+	{name: "action", doc: `"published", "unpublished", "expiry set" or "expiry removed"`, value: func(c *CheckpointChange) starlark.Value { return starlark.String(c.Action) }},
+	{name: "expires_at", doc: "when the checkpoint now expires (a time), or None", value: func(c *CheckpointChange) starlark.Value { return optTime(c.ExpiresAt) }},
+	{name: "tinker_path", doc: "the checkpoint's tinker:// path", value: func(c *CheckpointChange) starlark.Value { return starlark.String(c.Path) }},
 }
 
 func (c *CheckpointChange) MarshalJSON() ([]byte, error) { return marshalJSON(c) }

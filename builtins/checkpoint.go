@@ -10,39 +10,39 @@ import (
 	"go.starlark.net/starlark"
 )
 
-func init() {
-	registerModule("checkpoint", "list, inspect, publish, expire, delete and download checkpoints")
-	register(docEntry{
+// checkpointBuiltins are the builtins checkpoint.go defines (registryParts lists them).
+var checkpointBuiltins = []entry{
+	{docEntry{
 		Name:      "checkpoint.list",
 		Signature: "checkpoint.list(run_id=None, limit=20, type=None)",
 		Summary:   "The newest limit checkpoints of one run, or of all yours, matching type; limit=0 returns all.",
 		Details:   "type is \"training\" (also \"weights\") or \"sampler\" (also \"sampler_weights\"). Returns a list of checkpoint values, newest first; it displays as a table whose title says how many more a limit left out, and works with comprehensions and sorted().",
 		Example:   "cps = checkpoint.list(limit=0, type=\"sampler\")\nsorted(cps, key=lambda c: c.size_bytes or 0)[-3:]",
-	}, checkpointList)
-	register(docEntry{
+	}, checkpointList},
+	{docEntry{
 		Name:      "checkpoint.info",
 		Signature: "checkpoint.info(path)",
 		Summary:   "One checkpoint with its run's LoRA details, shown vertically.",
 		Example:   `checkpoint.info("tinker://RUN_ID/sampler_weights/final")`,
-	}, checkpointInfo)
-	register(docEntry{
+	}, checkpointInfo},
+	{docEntry{
 		Name:      "checkpoint.publish",
 		Signature: "checkpoint.publish(path)",
 		Summary:   "Make a checkpoint public (anyone with the path can use it); returns a checkpoint_change that shows what was done.",
 		Example:   `checkpoint.publish("tinker://RUN_ID/sampler_weights/final")`,
-	}, checkpointPublish)
-	register(docEntry{
+	}, checkpointPublish},
+	{docEntry{
 		Name:      "checkpoint.unpublish",
 		Signature: "checkpoint.unpublish(path)",
 		Summary:   "Make a public checkpoint private again; returns a checkpoint_change.",
 		Example:   `checkpoint.unpublish("tinker://RUN_ID/sampler_weights/final")`,
-	}, checkpointUnpublish)
-	register(docEntry{
+	}, checkpointUnpublish},
+	{docEntry{
 		Name:      "checkpoint.set_ttl",
 		Signature: "checkpoint.set_ttl(path, seconds)",
 		Summary:   "Expire a checkpoint after seconds; None clears the expiry. Returns a checkpoint_change naming the new expiry.",
 		Example:   "p = \"tinker://RUN_ID/sampler_weights/final\"\ncheckpoint.set_ttl(p, 7 * 24 * 3600)\ncheckpoint.set_ttl(p, None)",
-	}, checkpointSetTTL)
+	}, checkpointSetTTL},
 }
 
 func checkpointList(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {

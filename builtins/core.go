@@ -15,38 +15,39 @@ import (
 	"go.starlark.net/starlarkstruct"
 )
 
-func init() {
-	register(docEntry{
+// coreBuiltins are the builtins core.go defines (registryParts lists them).
+var coreBuiltins = []entry{
+	{docEntry{
 		Name:      "table",
 		Signature: "table(rows, columns=None, title=None)",
 		Summary:   "Make a table value from a list of dicts, structs or tinker records.",
 		Details:   "Columns default to the keys of the first row, in order, plus any new keys of later rows. Missing cells show as —. Numeric columns are right-aligned.",
 		Example:   `table([{"run": r.training_run_id, "rank": r.lora_rank} for r in run.list()], title="ranks")`,
-	}, tableFn)
-	register(docEntry{
+	}, tableFn},
+	{docEntry{
 		Name:      "exit",
 		Signature: "exit(code=0)",
 		Summary:   "Stop the program with an exit status (0-255); at the prompt, leave the shell.",
 		Example:   `if not checkpoint.list(): exit(3)`,
-	}, exitFn)
-	register(docEntry{
+	}, exitFn},
+	{docEntry{
 		Name:      "version",
 		Signature: "version()",
 		Summary:   "The tinker version string.",
 		Example:   `version()`,
-	}, versionFn)
-	register(docEntry{
+	}, versionFn},
+	{docEntry{
 		Name:      "help",
 		Signature: "help(x=None)",
 		Summary:   "List every builtin, or document one: a builtin or module with its signature and an example, a value with its attributes.",
 		Example:   "help(checkpoint.list)\nhelp(\"checkpoint\")\nhelp(\"sample_result\")",
-	}, helpFn)
-	register(docEntry{
+	}, nil}, // Universe binds helpFn: a reference from this table would make the registry refer to itself
+	{docEntry{
 		Name:      "print",
 		Signature: "print(*args, sep=\" \", stderr=False)",
 		Summary:   "Print values; a lone table or record value prints as the table the prompt would show; stderr=True prints to stderr (usage and error messages).",
 		Example:   "print(checkpoint.list())\nprint(\"usage: tinker my.star RUN_ID\", stderr=True)",
-	}, nil) // implemented by the shell, which owns the output streams
+	}, nil},
 }
 
 func versionFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
@@ -81,21 +82,21 @@ func (t *tableValue) AttrNames() []string                      { return tableAtt
 func (t *tableValue) Attr(name string) (starlark.Value, error) { return tableAttrs.get(t, name) }
 
 var tableAttrs = attrTable[*tableValue]{
-	field("columns", "the column names, in order", func(t *tableValue) starlark.Value {
+	{name: "columns", doc: "the column names, in order", value: func(t *tableValue) starlark.Value {
 		l := make([]starlark.Value, len(t.columns))
 		for i, c := range t.columns {
 			l[i] = starlark.String(c)
 		}
 		return starlark.NewList(l)
-	}),
-	field("rows", "one list of cells per row", func(t *tableValue) starlark.Value {
+	}},
+	{name: "rows", doc: "one list of cells per row", value: func(t *tableValue) starlark.Value {
 		l := make([]starlark.Value, len(t.rows))
 		for i, r := range t.rows {
 			l[i] = starlark.NewList(append([]starlark.Value(nil), r...))
 		}
 		return starlark.NewList(l)
-	}),
-	field("title", "the title, or an empty string", func(t *tableValue) starlark.Value { return starlark.String(t.title) }),
+	}},
+	{name: "title", doc: "the title, or an empty string", value: func(t *tableValue) starlark.Value { return starlark.String(t.title) }},
 }
 
 // MarshalJSON makes json.encode(t) give a list of objects.
@@ -274,7 +275,7 @@ func helpFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, k
 		name = v.Name()
 	case module:
 		name = v.Name
-		if _, registered := moduleDocs[name]; registered {
+		if _, registered := findModule(name); registered {
 			if text, ok := helpFor(name); ok {
 				names := make([]string, 0, len(v.Members))
 				for k := range v.Members {
@@ -331,8 +332,8 @@ func overview() string {
 		}
 	}
 	b.WriteString("\nvalues (help(a value) lists its attributes):\n\n")
-	names := make([]string, len(typeDocs()))
-	for i, t := range typeDocs() {
+	names := make([]string, len(typeDocs.Get()))
+	for i, t := range typeDocs.Get() {
 		names[i] = t.Name
 	}
 	b.WriteString(wrapWords(names, 76, "  "))
@@ -355,7 +356,7 @@ func helpFor(name string) (string, bool) {
 		}
 		return strings.TrimRight(b.String(), "\n"), true
 	}
-	if m, ok := moduleDocs[name]; ok {
+	if m, ok := findModule(name); ok {
 		var b strings.Builder
 		fmt.Fprintf(&b, "module %s: %s\n", m.Name, m.Summary)
 		for _, d := range allDocs() {

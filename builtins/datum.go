@@ -16,8 +16,9 @@ import (
 	"go.starlark.net/starlark"
 )
 
-func init() {
-	register(docEntry{
+// datumBuiltins are the builtins datum.go defines (registryParts lists them).
+var datumBuiltins = []entry{
+	{docEntry{
 		Name:      "datum",
 		Signature: "datum(tokens, target_tokens=None, weights=None, logprobs=None, advantages=None)",
 		Summary:   "One training example for forward and forward_backward.",
@@ -29,8 +30,8 @@ func init() {
 			"give K targets per input token (a list of lists) and weights then one weight per target;\n" +
 			"cross_entropy returns their logprobs as a list of K per token.",
 		Example: "d = datum([1, 72, 105, 33], weights=[0, 0, 1, 1])\nd.target_tokens",
-	}, datumFn)
-	register(docEntry{
+	}, datumFn},
+	{docEntry{
 		Name:      "conversation_datum",
 		Signature: "conversation_datum(model, messages, renderer=None, train_on=\"all_assistant_messages\", max_length=None, reduction=\"mean\")",
 		Summary:   "A conversation rendered by the model's renderer as a training example, weighted by train_on.",
@@ -40,7 +41,7 @@ func init() {
 			"reduction=\"mean\" (the cookbook's default) then scales the weights to sum to 1, so each example counts\n" +
 			"once whatever its length; \"none\" keeps them 0/1 (a token-sum loss).",
 		Example: "d = conversation_datum(\"tinker-local/tiny-llama\", [{\"role\": \"user\", \"content\": \"Sky?\"}, {\"role\": \"assistant\", \"content\": \"Blue.\"}])\nsum(d.weights)",
-	}, conversationDatumFn)
+	}, conversationDatumFn},
 }
 
 // Datum is a training example value.
@@ -69,22 +70,20 @@ func (d *Datum) Attr(name string) (starlark.Value, error) {
 }
 
 var datumAttrs = attrTable[*Datum]{
-	lossInput("advantages", "per-token advantages, or None"),
-	lossInput("logprobs", "per-token sampling logprobs, or None"),
-	lossInput("target_tokens", "the token each position predicts, or None"),
-	field("tokens", "the input token ids", func(d *Datum) starlark.Value { return intList(d.D.ModelInput) }),
-	lossInput("weights", "per-token loss weights (1 where the model learns), or None"),
+	{name: "advantages", doc: "per-token advantages, or None", value: func(d *Datum) starlark.Value { return d.lossInput("advantages") }},
+	{name: "logprobs", doc: "per-token sampling logprobs, or None", value: func(d *Datum) starlark.Value { return d.lossInput("logprobs") }},
+	{name: "target_tokens", doc: "the token each position predicts, or None", value: func(d *Datum) starlark.Value { return d.lossInput("target_tokens") }},
+	{name: "tokens", doc: "the input token ids", value: func(d *Datum) starlark.Value { return intList(d.D.ModelInput) }},
+	{name: "weights", doc: "per-token loss weights (1 where the model learns), or None", value: func(d *Datum) starlark.Value { return d.lossInput("weights") }},
 }
 
-// lossInput is the attribute of one of a datum's loss inputs: None when
-// the datum has none of that name.
-func lossInput(name, doc string) attr[*Datum] {
-	return field(name, doc, func(d *Datum) starlark.Value {
-		if t, ok := d.D.LossFnInputs[name]; ok {
-			return tensorList(t)
-		}
-		return starlark.None
-	})
+// lossInput is one of the datum's loss inputs, or None when it has none
+// of that name.
+func (d *Datum) lossInput(name string) starlark.Value {
+	if t, ok := d.D.LossFnInputs[name]; ok {
+		return tensorList(t)
+	}
+	return starlark.None
 }
 
 func tensorList(t tinkerapi.Tensor) *starlark.List {

@@ -10,8 +10,9 @@ import (
 	"go.starlark.net/starlark"
 )
 
-func init() {
-	register(docEntry{
+// deleteBuiltins are the builtins delete.go defines (registryParts lists them).
+var deleteBuiltins = []entry{
+	{docEntry{
 		Name:      "checkpoint.delete",
 		Signature: "checkpoint.delete(*paths, run_id=None, type=None, before=None, after=None, yes=False, dry_run=False)",
 		Summary:   "Delete checkpoints by path, or a run's checkpoints filtered by type and time.",
@@ -22,7 +23,7 @@ func init() {
 		Example: "checkpoint.delete(run_id=\"RUN_ID\", type=\"training\", before=\"2026-01-01\", dry_run=True)\n" +
 			"old = [c for c in checkpoint.list(limit=0) if c.time < time.parse_time(\"2026-01-01T00:00:00Z\")]\n" +
 			"if old: checkpoint.delete([c.tinker_path for c in old], yes=True)",
-	}, checkpointDelete)
+	}, checkpointDelete},
 }
 
 // DeleteResult is what checkpoint.delete returns.
@@ -64,11 +65,11 @@ func (d *DeleteResult) AttrNames() []string                      { return delete
 func (d *DeleteResult) Attr(name string) (starlark.Value, error) { return deleteAttrs.get(d, name) }
 
 var deleteAttrs = attrTable[*DeleteResult]{
-	field("cancelled", "whether the confirmation was answered no", func(d *DeleteResult) starlark.Value { return starlark.Bool(d.Cancelled) }),
-	field("deleted", "the paths deleted", func(d *DeleteResult) starlark.Value { return strList(d.Deleted) }),
-	field("deleted_count", "the number of paths deleted", func(d *DeleteResult) starlark.Value { return starlark.MakeInt(len(d.Deleted)) }),
-	field("dry_run", "whether this was a dry run (nothing deleted)", func(d *DeleteResult) starlark.Value { return starlark.Bool(d.DryRun) }),
-	field("failed", `a list of {"tinker_path", "error"} dicts`, func(d *DeleteResult) starlark.Value {
+	{name: "cancelled", doc: "whether the confirmation was answered no", value: func(d *DeleteResult) starlark.Value { return starlark.Bool(d.Cancelled) }},
+	{name: "deleted", doc: "the paths deleted", value: func(d *DeleteResult) starlark.Value { return strList(d.Deleted) }},
+	{name: "deleted_count", doc: "the number of paths deleted", value: func(d *DeleteResult) starlark.Value { return starlark.MakeInt(len(d.Deleted)) }},
+	{name: "dry_run", doc: "whether this was a dry run (nothing deleted)", value: func(d *DeleteResult) starlark.Value { return starlark.Bool(d.DryRun) }},
+	{name: "failed", doc: `a list of {"tinker_path", "error"} dicts`, value: func(d *DeleteResult) starlark.Value {
 		l := make([]starlark.Value, len(d.Failed))
 		for i, f := range d.Failed {
 			dict := starlark.NewDict(2)
@@ -77,9 +78,9 @@ var deleteAttrs = attrTable[*DeleteResult]{
 			l[i] = dict
 		}
 		return starlark.NewList(l)
-	}),
-	field("planned", "the paths a dry run or a cancelled delete would have deleted", func(d *DeleteResult) starlark.Value { return strList(d.Planned) }),
-	field("skipped", "the paths not attempted because Ctrl-C stopped the delete", func(d *DeleteResult) starlark.Value { return strList(d.Skipped) }),
+	}},
+	{name: "planned", doc: "the paths a dry run or a cancelled delete would have deleted", value: func(d *DeleteResult) starlark.Value { return strList(d.Planned) }},
+	{name: "skipped", doc: "the paths not attempted because Ctrl-C stopped the delete", value: func(d *DeleteResult) starlark.Value { return strList(d.Skipped) }},
 }
 
 func (d *DeleteResult) MarshalJSON() ([]byte, error) { return marshalJSON(d) }

@@ -13,8 +13,9 @@ import (
 	"go.starlark.net/starlark"
 )
 
-func init() {
-	register(docEntry{
+// doctorBuiltins are the builtins doctor.go defines (registryParts lists them).
+var doctorBuiltins = []entry{
+	{docEntry{
 		Name:      "doctor",
 		Signature: "doctor()",
 		Summary:   "Check the backend: whether it answers, the credential's source, its models and endpoints, the HF cache, what to fix.",
@@ -22,7 +23,7 @@ func init() {
 			"\"not offered\"; the credential itself is never shown. .ok is True when the backend answers\n" +
 			"and accepts the credential; .fixes lists what to do, one line each.",
 		Example: "d = doctor()\nd.endpoints[\"health\"]",
-	}, doctorFn)
+	}, doctorFn},
 }
 
 func doctorFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
@@ -77,21 +78,21 @@ func (d *Doctor) AttrNames() []string                      { return doctorAttrs.
 func (d *Doctor) Attr(name string) (starlark.Value, error) { return doctorAttrs.get(d, name) }
 
 var doctorAttrs = attrTable[*Doctor]{
-	field("auth", `"API key", or "JWT for <user>" when the backend exchanges keys for JWTs`, func(d *Doctor) starlark.Value { return starlark.String(d.R.Auth) }),
-	field("backend", "how the backend was chosen (its URL, or the local server)", func(d *Doctor) starlark.Value { return starlark.String(d.R.Backend) }),
-	field("base_url", "the URL requests go to", func(d *Doctor) starlark.Value { return starlark.String(d.R.BaseURL) }),
-	field("credential", "where the credential comes from (never the credential)", func(d *Doctor) starlark.Value { return starlark.String(d.R.Credential) }),
-	field("endpoints", `a dict from endpoint to "answers", "not offered", "refused the credential" or "failed"`, func(d *Doctor) starlark.Value {
+	{name: "auth", doc: `"API key", or "JWT for <user>" when the backend exchanges keys for JWTs`, value: func(d *Doctor) starlark.Value { return starlark.String(d.R.Auth) }},
+	{name: "backend", doc: "how the backend was chosen (its URL, or the local server)", value: func(d *Doctor) starlark.Value { return starlark.String(d.R.Backend) }},
+	{name: "base_url", doc: "the URL requests go to", value: func(d *Doctor) starlark.Value { return starlark.String(d.R.BaseURL) }},
+	{name: "credential", doc: "where the credential comes from (never the credential)", value: func(d *Doctor) starlark.Value { return starlark.String(d.R.Credential) }},
+	{name: "endpoints", doc: `a dict from endpoint to "answers", "not offered", "refused the credential" or "failed"`, value: func(d *Doctor) starlark.Value {
 		dict := starlark.NewDict(len(d.R.Endpoints))
 		for _, e := range d.R.Endpoints {
 			dict.SetKey(starlark.String(e.Name), starlark.String(e.State))
 		}
 		return dict
-	}),
-	field("fixes", "what to do, one line each; empty when all is well", func(d *Doctor) starlark.Value { return strList(d.R.Fixes) }),
-	field("hf_cache", "the Hugging Face cache directory tokenizers are read from", func(d *Doctor) starlark.Value { return starlark.String(d.R.HFCache.Dir) }),
-	field("models", "the base models listed, those without weights marked", func(d *Doctor) starlark.Value { return strList(modelNames(d.R)) }),
-	field("ok", "whether the backend answers and accepts the credential", func(d *Doctor) starlark.Value { return starlark.Bool(d.R.OK()) }),
+	}},
+	{name: "fixes", doc: "what to do, one line each; empty when all is well", value: func(d *Doctor) starlark.Value { return strList(d.R.Fixes) }},
+	{name: "hf_cache", doc: "the Hugging Face cache directory tokenizers are read from", value: func(d *Doctor) starlark.Value { return starlark.String(d.R.HFCache.Dir) }},
+	{name: "models", doc: "the base models listed, those without weights marked", value: func(d *Doctor) starlark.Value { return strList(modelNames(d.R)) }},
+	{name: "ok", doc: "whether the backend answers and accepts the credential", value: func(d *Doctor) starlark.Value { return starlark.Bool(d.R.OK()) }},
 }
 
 // modelNames lists the models, marking those whose weights are absent.

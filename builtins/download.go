@@ -12,8 +12,9 @@ import (
 	"go.starlark.net/starlark"
 )
 
-func init() {
-	register(docEntry{
+// downloadBuiltins are the builtins download.go defines (registryParts lists them).
+var downloadBuiltins = []entry{
+	{docEntry{
 		Name:      "download",
 		Signature: "download(path, output=None, force=False)",
 		Summary:   "Download and extract a checkpoint into OUTPUT/<run>_<kind>_<name> (also checkpoint.download).",
@@ -21,13 +22,13 @@ func init() {
 			"renamed into place only when complete; force=True replaces an existing copy only then.\n" +
 			"Links, devices and paths escaping the target are refused; the checkpoint_complete marker is required.",
 		Example: "download(run.info(\"RUN_ID\").last_sampler_checkpoint, output=\"exports\")",
-	}, downloadFn)
-	register(docEntry{
+	}, downloadFn},
+	{docEntry{
 		Name:      "checkpoint.download",
 		Signature: "checkpoint.download(path, output=None, force=False)",
 		Summary:   "Same as download().",
 		Example:   `checkpoint.download("tinker://RUN_ID/sampler_weights/final", force=True)`,
-	}, downloadFn)
+	}, downloadFn},
 }
 
 // DownloadResult is what download() returns.
@@ -49,16 +50,16 @@ func (d *DownloadResult) AttrNames() []string                      { return down
 func (d *DownloadResult) Attr(name string) (starlark.Value, error) { return downloadAttrs.get(d, name) }
 
 var downloadAttrs = attrTable[*DownloadResult]{
-	field("bytes", "the bytes extracted", func(d *DownloadResult) starlark.Value { return starlark.MakeInt64(d.Bytes) }),
-	field("checkpoint_path", "the tinker:// path downloaded", func(d *DownloadResult) starlark.Value { return starlark.String(d.Path) }),
-	field("destination", "the directory it was extracted into", func(d *DownloadResult) starlark.Value { return starlark.String(d.Destination) }),
-	field("file_size_bytes", "the archive's size, or None if the server did not say", func(d *DownloadResult) starlark.Value {
+	{name: "bytes", doc: "the bytes extracted", value: func(d *DownloadResult) starlark.Value { return starlark.MakeInt64(d.Bytes) }},
+	{name: "checkpoint_path", doc: "the tinker:// path downloaded", value: func(d *DownloadResult) starlark.Value { return starlark.String(d.Path) }},
+	{name: "destination", doc: "the directory it was extracted into", value: func(d *DownloadResult) starlark.Value { return starlark.String(d.Destination) }},
+	{name: "file_size_bytes", doc: "the archive's size, or None if the server did not say", value: func(d *DownloadResult) starlark.Value {
 		if d.Size == 0 {
 			return starlark.None
 		}
 		return starlark.MakeInt64(d.Size)
-	}),
-	field("files", "the number of files extracted", func(d *DownloadResult) starlark.Value { return starlark.MakeInt(d.Files) }),
+	}},
+	{name: "files", doc: "the number of files extracted", value: func(d *DownloadResult) starlark.Value { return starlark.MakeInt(d.Files) }},
 }
 
 func (d *DownloadResult) MarshalJSON() ([]byte, error) { return marshalJSON(d) }

@@ -10,8 +10,9 @@ import (
 	"github.com/tinkershell/tinker/lib/train"
 )
 
-func init() {
-	register(docEntry{
+// dpoBuiltins are the builtins dpo.go defines (registryParts lists them).
+var dpoBuiltins = []entry{
+	{docEntry{
 		Name: "dpo",
 		Signature: "dpo(base_model, data, beta=0.1, rank=32, learning_rate=None, batch_size=8, epochs=1, lr_schedule=\"linear\", " +
 			"seed=None, renderer=None, max_length=None, save_every=20, keep_states=2, log_dir=None, name=None, max_steps=None)",
@@ -31,7 +32,7 @@ func init() {
 			"preferred = dpo(\"tinker-local/tiny-llama\", prefs, beta=0.5, batch_size=4, epochs=4, rank=8, seed=1, learning_rate=5e-3)\n" +
 			"preferred.metrics[-1][\"accuracy\"]",
 		Learns: `preferred.metrics[-1]["accuracy"] == 1.0 and preferred.metrics[-1]["margin"] > 0`,
-	}, dpoFn)
+	}, dpoFn},
 }
 
 func dpoFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {

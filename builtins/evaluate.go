@@ -14,8 +14,9 @@ import (
 	"github.com/tinkershell/tinker/lib/train"
 )
 
-func init() {
-	register(docEntry{
+// evaluateBuiltins are the builtins evaluate.go defines (registryParts lists them).
+var evaluateBuiltins = []entry{
+	{docEntry{
 		Name: "evaluate",
 		Signature: "evaluate(model, data, scorer=None, max_tokens=64, temperature=0.0, num_samples=1, renderer=None, " +
 			"concurrency=8, seed=None, nll=False)",
@@ -32,7 +33,7 @@ func init() {
 			"completion, reference, score).",
 		Example: "qa = [{\"messages\": [{\"role\": \"user\", \"content\": \"Capital of France?\"}, {\"role\": \"assistant\", \"content\": \"Paris.\"}]}]\n" +
 			"evaluate(\"tinker-local/tiny-llama\", qa, max_tokens=8).score",
-	}, evaluateFn)
+	}, evaluateFn},
 }
 
 func evaluateFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
@@ -170,14 +171,14 @@ func (e *Evaluation) AttrNames() []string                      { return evaluati
 func (e *Evaluation) Attr(name string) (starlark.Value, error) { return evaluationAttrs.get(e, name) }
 
 var evaluationAttrs = attrTable[*Evaluation]{
-	field("model", "the model evaluated, as named", func(e *Evaluation) starlark.Value { return starlark.String(e.R.Model) }),
-	field("nll", "the references' negative log-likelihood per token (nll=True), or None", func(e *Evaluation) starlark.Value {
+	{name: "model", doc: "the model evaluated, as named", value: func(e *Evaluation) starlark.Value { return starlark.String(e.R.Model) }},
+	{name: "nll", doc: "the references' negative log-likelihood per token (nll=True), or None", value: func(e *Evaluation) starlark.Value {
 		if e.R.NLL == nil {
 			return starlark.None
 		}
 		return starlark.Float(*e.R.NLL)
-	}),
-	field("rows", "one dict per answer: row, prompt, completion, reference, score", func(e *Evaluation) starlark.Value {
+	}},
+	{name: "rows", doc: "one dict per answer: row, prompt, completion, reference, score", value: func(e *Evaluation) starlark.Value {
 		l := make([]starlark.Value, len(e.R.Rows))
 		for i, r := range e.R.Rows {
 			d := starlark.NewDict(5)
@@ -191,8 +192,8 @@ var evaluationAttrs = attrTable[*Evaluation]{
 			l[i] = d
 		}
 		return starlark.NewList(l)
-	}),
-	field("score", "the mean score", func(e *Evaluation) starlark.Value { return starlark.Float(e.R.Score) }),
+	}},
+	{name: "score", doc: "the mean score", value: func(e *Evaluation) starlark.Value { return starlark.Float(e.R.Score) }},
 }
 
 func (e *Evaluation) Table(gotime.Time) *render.Table { return train.EvalTable(e.R) }

@@ -11,8 +11,9 @@ import (
 	"go.starlark.net/starlark"
 )
 
-func init() {
-	register(docEntry{
+// exportBuiltins are the builtins export.go defines (registryParts lists them).
+var exportBuiltins = []entry{
+	{docEntry{
 		Name:      "export",
 		Signature: `export(path, output, format="merged", base=None, dtype="same", experts="", force=False)`,
 		Summary:   "Export a checkpoint as a merged Hugging Face model or a PEFT adapter (also tinker checkpoint export).",
@@ -25,7 +26,7 @@ func init() {
 			"The output appears only when complete; force=True replaces an existing one then.",
 		Example: "ck = save_checkpoint(\"tinker-local/tiny-llama\", rank=4)\n" +
 			"export(ck.tinker_path, \"exports/merged\", force=True)",
-	}, exportFn)
+	}, exportFn},
 }
 
 // ExportResult is what export() returns.
@@ -46,14 +47,14 @@ func (e *ExportResult) AttrNames() []string                      { return export
 func (e *ExportResult) Attr(name string) (starlark.Value, error) { return exportAttrs.get(e, name) }
 
 var exportAttrs = attrTable[*ExportResult]{
-	field("base_model", "the base model the adapter was trained on", func(e *ExportResult) starlark.Value { return starlark.String(e.BaseModel) }),
-	field("bytes", "the bytes written", func(e *ExportResult) starlark.Value { return starlark.MakeInt64(e.Bytes) }),
-	field("checkpoint_path", "the tinker:// path or adapter directory exported", func(e *ExportResult) starlark.Value { return starlark.String(e.Path) }),
-	field("format", `"merged" or "peft"`, func(e *ExportResult) starlark.Value { return starlark.String(e.Format) }),
-	field("modules", "how many matrices the adapter adapts", func(e *ExportResult) starlark.Value { return starlark.MakeInt(e.Modules) }),
-	field("output", "the directory written", func(e *ExportResult) starlark.Value { return starlark.String(e.Out) }),
-	field("untied", "True when a tied base got a separate lm_head", func(e *ExportResult) starlark.Value { return starlark.Bool(e.Untied) }),
-	field("warnings", "what a serving engine may not support, as strings", func(e *ExportResult) starlark.Value { return strList(e.Warnings) }),
+	{name: "base_model", doc: "the base model the adapter was trained on", value: func(e *ExportResult) starlark.Value { return starlark.String(e.BaseModel) }},
+	{name: "bytes", doc: "the bytes written", value: func(e *ExportResult) starlark.Value { return starlark.MakeInt64(e.Bytes) }},
+	{name: "checkpoint_path", doc: "the tinker:// path or adapter directory exported", value: func(e *ExportResult) starlark.Value { return starlark.String(e.Path) }},
+	{name: "format", doc: `"merged" or "peft"`, value: func(e *ExportResult) starlark.Value { return starlark.String(e.Format) }},
+	{name: "modules", doc: "how many matrices the adapter adapts", value: func(e *ExportResult) starlark.Value { return starlark.MakeInt(e.Modules) }},
+	{name: "output", doc: "the directory written", value: func(e *ExportResult) starlark.Value { return starlark.String(e.Out) }},
+	{name: "untied", doc: "True when a tied base got a separate lm_head", value: func(e *ExportResult) starlark.Value { return starlark.Bool(e.Untied) }},
+	{name: "warnings", doc: "what a serving engine may not support, as strings", value: func(e *ExportResult) starlark.Value { return strList(e.Warnings) }},
 }
 
 func (e *ExportResult) MarshalJSON() ([]byte, error) { return marshalJSON(e) }

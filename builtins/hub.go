@@ -8,8 +8,9 @@ import (
 	"go.starlark.net/starlark"
 )
 
-func init() {
-	register(docEntry{
+// hubBuiltins are the builtins hub.go defines (registryParts lists them).
+var hubBuiltins = []entry{
+	{docEntry{
 		Name:      "push_to_hub",
 		Signature: "push_to_hub(path, repo=None, public=False, revision=None, commit_message=None, create_pr=False, allow_patterns=None, ignore_patterns=None, model_card=True, force=False)",
 		Summary:   "Upload a sampler checkpoint to the Hugging Face Hub as a PEFT adapter (also `tinker checkpoint push-hf`).",
@@ -20,7 +21,7 @@ func init() {
 			"The result has .repo_id, .url, .revision, .commit_url, .uploaded and .unchanged.",
 		Example:      "push_to_hub(run.info(\"RUN_ID\").last_sampler_checkpoint, repo=\"me/my-adapter\")",
 		ExampleNeeds: "the Hugging Face Hub and a write token",
-	}, pushToHubFn)
+	}, pushToHubFn},
 }
 
 // HubPush is what push_to_hub() returns.
@@ -42,14 +43,14 @@ func (h *HubPush) AttrNames() []string                      { return hubPushAttr
 func (h *HubPush) Attr(name string) (starlark.Value, error) { return hubPushAttrs.get(h, name) }
 
 var hubPushAttrs = attrTable[*HubPush]{
-	field("checkpoint_path", "the tinker:// path pushed", func(h *HubPush) starlark.Value { return starlark.String(h.Path) }),
-	field("commit_url", "the commit's URL, or None when nothing changed", func(h *HubPush) starlark.Value { return noneIfEmpty(h.R.CommitURL) }),
-	field("public", "whether the repository is public", func(h *HubPush) starlark.Value { return starlark.Bool(h.Public) }),
-	field("repo_id", "the repository, namespace/name", func(h *HubPush) starlark.Value { return starlark.String(h.R.FullRepoID) }),
-	field("revision", "the branch committed to, or None for the default one", func(h *HubPush) starlark.Value { return noneIfEmpty(h.R.Revision) }),
-	field("unchanged", "the files the repository already had", func(h *HubPush) starlark.Value { return strList(h.R.Unchanged) }),
-	field("uploaded", "the files in the commit", func(h *HubPush) starlark.Value { return strList(h.R.Uploaded) }),
-	field("url", "the repository's URL", func(h *HubPush) starlark.Value { return starlark.String(h.R.RepoURL) }),
+	{name: "checkpoint_path", doc: "the tinker:// path pushed", value: func(h *HubPush) starlark.Value { return starlark.String(h.Path) }},
+	{name: "commit_url", doc: "the commit's URL, or None when nothing changed", value: func(h *HubPush) starlark.Value { return noneIfEmpty(h.R.CommitURL) }},
+	{name: "public", doc: "whether the repository is public", value: func(h *HubPush) starlark.Value { return starlark.Bool(h.Public) }},
+	{name: "repo_id", doc: "the repository, namespace/name", value: func(h *HubPush) starlark.Value { return starlark.String(h.R.FullRepoID) }},
+	{name: "revision", doc: "the branch committed to, or None for the default one", value: func(h *HubPush) starlark.Value { return noneIfEmpty(h.R.Revision) }},
+	{name: "unchanged", doc: "the files the repository already had", value: func(h *HubPush) starlark.Value { return strList(h.R.Unchanged) }},
+	{name: "uploaded", doc: "the files in the commit", value: func(h *HubPush) starlark.Value { return strList(h.R.Uploaded) }},
+	{name: "url", doc: "the repository's URL", value: func(h *HubPush) starlark.Value { return starlark.String(h.R.RepoURL) }},
 }
 
 func noneIfEmpty(s string) starlark.Value {

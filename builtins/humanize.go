@@ -5,13 +5,14 @@ import (
 	"go.starlark.net/starlark"
 )
 
-func init() {
-	register(docEntry{
+// humanizeBuiltins are the builtins humanize.go defines (registryParts lists them).
+var humanizeBuiltins = []entry{
+	{docEntry{
 		Name:      "human_size",
 		Signature: "human_size(bytes)",
 		Summary:   "Format a byte count like the tables do: \"0 B\", \"1.5 KB\", \"12.8 MB\" (None gives \"N/A\").",
 		Example:   `human_size(sum([c.size_bytes or 0 for c in checkpoint.list(limit=0)]))`,
-	}, humanSize)
+	}, humanSize},
 }
 
 func humanSize(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {

@@ -23,42 +23,42 @@ import (
 // directory. Writes are atomic (a reader sees the old file or the new one),
 // and reads are bounded so a stray multi-gigabyte file fails with a message
 // instead of exhausting memory.
-func init() {
-	registerModule("io", "read and write text and JSON Lines files: io.read_jsonl(), io.write_jsonl(), io.read_text(), ...")
-	register(docEntry{
+// ioBuiltins are the builtins io.go defines (registryParts lists them).
+var ioBuiltins = []entry{
+	{docEntry{
 		Name:      "io.read_jsonl",
 		Signature: "io.read_jsonl(path)",
 		Summary:   "Read a JSON Lines file into a list of values (blank lines are skipped).",
 		Details:   "A line that is not JSON fails with path:LINE and what is wrong.",
 		Example:   "io.write_jsonl(\"qa.jsonl\", [{\"q\": \"2+2\", \"a\": \"4\"}])\nio.read_jsonl(\"qa.jsonl\")[0][\"a\"]",
-	}, ioReadJSONL)
-	register(docEntry{
+	}, ioReadJSONL},
+	{docEntry{
 		Name:      "io.write_jsonl",
 		Signature: "io.write_jsonl(path, rows)",
 		Summary:   "Write a list of values as JSON Lines, one per line, replacing the file atomically.",
 		Details:   "A device, a FIFO or /dev/stdout is written to, never replaced; a file keeps its permissions.",
 		Example:   "io.write_jsonl(\"rows.jsonl\", [{\"n\": i} for i in range(3)])",
-	}, ioWriteJSONL)
-	register(docEntry{
+	}, ioWriteJSONL},
+	{docEntry{
 		Name:      "io.read_text",
 		Signature: "io.read_text(path)",
 		Summary:   "Read a UTF-8 text file into a string.",
 		Details:   "At most 1 GiB from a file, 64 MiB from a FIFO or device; Ctrl-C ends a wait on a FIFO.",
 		Example:   "io.write_text(\"note.txt\", \"hello\\n\")\nio.read_text(\"note.txt\").strip()",
-	}, ioReadText)
-	register(docEntry{
+	}, ioReadText},
+	{docEntry{
 		Name:      "io.write_text",
 		Signature: "io.write_text(path, text)",
 		Summary:   "Write a string to a file, replacing it atomically.",
 		Details:   "A device, a FIFO or /dev/stdout is written to, never replaced; a file keeps its permissions.",
 		Example:   "io.write_text(\"prompts.txt\", \"\\n\".join([\"Hello\", \"Bonjour\"]) + \"\\n\")",
-	}, ioWriteText)
-	register(docEntry{
+	}, ioWriteText},
+	{docEntry{
 		Name:      "io.exists",
 		Signature: "io.exists(path)",
 		Summary:   "Report whether a file or directory exists.",
 		Example:   "io.exists(\"data.jsonl\")",
-	}, ioExists)
+	}, ioExists},
 }
 
 // maxReadBytes bounds what io reads into memory at once.

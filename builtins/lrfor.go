@@ -10,8 +10,9 @@ import (
 	"github.com/tinkershell/tinker/lib/train"
 )
 
-func init() {
-	register(docEntry{
+// lrforBuiltins are the builtins lrfor.go defines (registryParts lists them).
+var lrforBuiltins = []entry{
+	{docEntry{
 		Name:      "lr_for",
 		Signature: "lr_for(model)",
 		Summary:   "The published LoRA learning rate for a base model: 5e-4 × (2000 / hidden size)^e, e fitted per family (Llama 0.781, Qwen 0.0775).",
@@ -20,7 +21,7 @@ func init() {
 			"whatever their family, so tiny-qwen3 learns in a few epochs as tiny-llama does (docs/training.md). model may also be\n" +
 			"what sft(), dpo() and rl() start from: a tinker://…/weights/… state, a checkpoint or a run (its base model's rate).",
 		Example: `lr_for("meta-llama/Llama-3.1-8B")`,
-	}, lrFor)
+	}, lrFor},
 }
 
 func lrFor(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {

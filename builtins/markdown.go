@@ -45,7 +45,7 @@ func Markdown() string {
 		section(fmt.Sprintf("`%s` — %s", name, m.Summary), func(d docEntry) bool { return strings.HasPrefix(d.Name, name+".") })
 	}
 	b.WriteString("#### Values\n\nWhat the builtins return; `help(value)` lists a value's attributes with a line on each.\n\n")
-	for _, t := range typeDocs() {
+	for _, t := range typeDocs.Get() {
 		fmt.Fprintf(&b, "- `%s` — %s", t.Name, t.Summary)
 		if len(t.Attrs) > 0 {
 			names := make([]string, 0, len(t.Attrs))

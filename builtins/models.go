@@ -7,13 +7,14 @@ import (
 	"go.starlark.net/starlark"
 )
 
-func init() {
-	register(docEntry{
+// modelsBuiltins are the builtins models.go defines (registryParts lists them).
+var modelsBuiltins = []entry{
+	{docEntry{
 		Name:      "models",
 		Signature: "models()",
 		Summary:   "The base models the backend serves (get_server_capabilities), as a list.",
 		Example:   "[m.model_name for m in models()]",
-	}, modelsFn)
+	}, modelsFn},
 }
 
 func modelsFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
@@ -54,19 +55,19 @@ func (m *Model) AttrNames() []string                      { return modelAttrs.na
 func (m *Model) Attr(name string) (starlark.Value, error) { return modelAttrs.get(m, name) }
 
 var modelAttrs = attrTable[*Model]{
-	field("max_context_length", "the longest sequence it takes, in tokens, or None if the backend does not say", func(m *Model) starlark.Value {
+	{name: "max_context_length", doc: "the longest sequence it takes, in tokens, or None if the backend does not say", value: func(m *Model) starlark.Value {
 		if m.M.MaxContextLength == 0 {
 			return starlark.None
 		}
 		return starlark.MakeInt(m.M.MaxContextLength)
-	}),
-	field("model_name", "the name sample() and training_client() take", func(m *Model) starlark.Value { return starlark.String(m.M.ModelName) }),
-	field("servable", "whether its weights are on the server now (tinker serve), or None if the backend does not say", func(m *Model) starlark.Value {
+	}},
+	{name: "model_name", doc: "the name sample() and training_client() take", value: func(m *Model) starlark.Value { return starlark.String(m.M.ModelName) }},
+	{name: "servable", doc: "whether its weights are on the server now (tinker serve), or None if the backend does not say", value: func(m *Model) starlark.Value {
 		if m.M.Servable == nil {
 			return starlark.None
 		}
 		return starlark.Bool(*m.M.Servable)
-	}),
+	}},
 }
 
 func (m *Model) MarshalJSON() ([]byte, error) { return marshalJSON(m) }

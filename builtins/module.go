@@ -35,7 +35,7 @@ func moduleMembers(mod string) []string {
 		return m.AttrNames()
 	}
 	var names []string
-	for _, e := range registry {
+	for e := range registry {
 		if name, ok := strings.CutPrefix(e.doc.Name, mod+"."); ok {
 			names = append(names, name)
 		}

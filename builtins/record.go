@@ -12,13 +12,14 @@ import (
 	"go.starlark.net/starlarkstruct"
 )
 
-func init() {
-	register(docEntry{
+// recordBuiltins are the builtins record.go defines (registryParts lists them).
+var recordBuiltins = []entry{
+	{docEntry{
 		Name:      "record",
 		Signature: "record(x, title=None)",
 		Summary:   "Show a dict or struct vertically as Property/Value rows; a list of records shows as a table.",
 		Example:   `record({"run": "r1", "checkpoints": 12}, title="summary")`,
-	}, recordFn)
+	}, recordFn},
 }
 
 // recordMap is a user-made record: ordered fields with a title.

@@ -1,6 +1,7 @@
 package builtins
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -49,29 +50,56 @@ type entry struct {
 	fn  builtinFn
 }
 
-var (
-	// registry starts in registryInit's room, so the init functions fill
-	// it without growing a slice at every start; past it, append allocates.
-	registry     = registryInit[:0]
-	registryInit [64]entry
-	moduleDocs   = make(map[string]moduleDoc, 16)
-)
-
-// register adds a builtin with its documentation. Dotted names become
-// members of a module named by the prefix.
-func register(doc docEntry, fn builtinFn) {
-	registry = append(registry, entry{doc, fn})
+// registryParts are the builtins, one table per file, in file order. The
+// tables are literals the compiler lays out as data: filling a registry by
+// calls from init functions ran some 25 KB of code at every start.
+var registryParts = [...][]entry{
+	batchBuiltins, billingBuiltins, checkpointBuiltins, coreBuiltins,
+	datumBuiltins, deleteBuiltins, doctorBuiltins, downloadBuiltins, dpoBuiltins,
+	evaluateBuiltins, exportBuiltins, hubBuiltins, humanizeBuiltins, ioBuiltins,
+	lrforBuiltins, modelsBuiltins, recordBuiltins, rlBuiltins, runBuiltins,
+	sampleBuiltins, saveBuiltins, sessionBuiltins, sftBuiltins, sumBuiltins,
+	tokenizeBuiltins, toolsBuiltins, trainingBuiltins,
 }
 
-func registerModule(name, summary string) {
-	moduleDocs[name] = moduleDoc{Name: name, Summary: summary}
+// registry yields every builtin, in registryParts' order.
+func registry(yield func(entry) bool) {
+	for _, part := range registryParts {
+		for _, e := range part {
+			if !yield(e) {
+				return
+			}
+		}
+	}
+}
+
+// moduleDocs are the documented modules, sorted by name.
+var moduleDocs = []moduleDoc{
+	{Name: "billing", Summary: "usage reports"},
+	{Name: "checkpoint", Summary: "list, inspect, publish, expire, delete and download checkpoints"},
+	{Name: "io", Summary: "read and write text and JSON Lines files: io.read_jsonl(), io.write_jsonl(), io.read_text(), ..."},
+	{Name: "json", Summary: "encode, decode and indent JSON (json.encode of a tinker value gives the official CLI's JSON)"},
+	{Name: "math", Summary: "math functions and constants"},
+	{Name: "run", Summary: "list and inspect training runs"},
+	{Name: "session", Summary: "sessions: list, inspect, export traces"},
+	{Name: "time", Summary: "times and durations: time.now(), time.parse_time(), time.parse_duration(), ..."},
+}
+
+// findModule is the documentation of the module named name.
+func findModule(name string) (moduleDoc, bool) {
+	for _, m := range moduleDocs {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return moduleDoc{}, false
 }
 
 // allDocs returns every builtin's documentation in a stable order: top-level
 // functions first, then modules alphabetically.
 func allDocs() []docEntry {
-	out := make([]docEntry, 0, len(registry))
-	for _, e := range registry {
+	var out []docEntry
+	for e := range registry {
 		out = append(out, e.doc)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
@@ -86,17 +114,14 @@ func allDocs() []docEntry {
 
 // moduleList returns the documented modules sorted by name.
 func moduleList() []moduleDoc {
-	out := make([]moduleDoc, 0, len(moduleDocs))
-	for _, m := range moduleDocs {
-		out = append(out, m)
-	}
+	out := slices.Clone(moduleDocs)
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
 // lookupDoc finds a builtin's documentation by dotted name.
 func lookupDoc(name string) (docEntry, bool) {
-	for _, e := range registry {
+	for e := range registry {
 		if e.doc.Name == name {
 			return e.doc, true
 		}

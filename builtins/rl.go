@@ -11,8 +11,9 @@ import (
 	"github.com/tinkershell/tinker/lib/train"
 )
 
-func init() {
-	register(docEntry{
+// rlBuiltins are the builtins rl.go defines (registryParts lists them).
+var rlBuiltins = []entry{
+	{docEntry{
 		Name: "rl",
 		Signature: "rl(base_model, prompts, reward, group_size=8, batch_size=None, steps=20, max_tokens=64, temperature=1.0, " +
 			"loss=\"importance_sampling\", learning_rate=None, rank=32, seed=None, renderer=None, drop_equal_groups=False, " +
@@ -37,7 +38,7 @@ func init() {
 			"rewarded = rl(\"tinker-local/tiny-llama\", [\"Say something:\", \"Go on:\"], shout, steps=4, max_tokens=8, rank=8, seed=2)\n" +
 			"(rewarded.metrics[0][\"mean_reward\"], rewarded.metrics[-1][\"mean_reward\"])",
 		Learns: `rewarded.metrics[-1]["mean_reward"] - rewarded.metrics[0]["mean_reward"] > 0.3`,
-	}, rlFn)
+	}, rlFn},
 }
 
 func rlFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {

@@ -9,20 +9,20 @@ import (
 	"go.starlark.net/starlark"
 )
 
-func init() {
-	registerModule("run", "list and inspect training runs")
-	register(docEntry{
+// runBuiltins are the builtins run.go defines (registryParts lists them).
+var runBuiltins = []entry{
+	{docEntry{
 		Name:      "run.list",
 		Signature: `run.list(limit=20, access_scope="owned")`,
 		Summary:   "Your training runs (access_scope=\"accessible\" adds runs shared with you); limit=0 fetches all.",
 		Example:   "[r.training_run_id for r in run.list(limit=0) if r.base_model.startswith(\"Qwen/\")]",
-	}, runList)
-	register(docEntry{
+	}, runList},
+	{docEntry{
 		Name:      "run.info",
 		Signature: "run.info(run_id_or_path)",
 		Summary:   "One training run with its last training and sampler checkpoints and metadata.",
 		Example:   "r = run.info(\"RUN_ID\")\nr.last_sampler_checkpoint.tinker_path",
-	}, runInfo)
+	}, runInfo},
 }
 
 func runList(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {

@@ -12,8 +12,9 @@ import (
 	"go.starlark.net/starlark"
 )
 
-func init() {
-	register(docEntry{
+// sampleBuiltins are the builtins sample.go defines (registryParts lists them).
+var sampleBuiltins = []entry{
+	{docEntry{
 		Name: "sample",
 		Signature: "sample(model, prompt=None, tokens=None, messages=None, max_tokens=64, temperature=1.0, top_k=-1, top_p=1.0, " +
 			"stop=None, seed=None, num_samples=1, prompt_logprobs=False, renderer=None)",
@@ -25,7 +26,7 @@ func init() {
 			"temperature=0 is greedy; seed makes sampling reproducible. The result displays as a table and has\n" +
 			".sequences[i].text, .tokens, .logprobs, .stop_reason, and .prompt_logprobs when asked.",
 		Example: "r = sample(\"tinker-local/tiny-llama\", prompt=\"Once upon\", max_tokens=16, seed=7)\nr.sequences[0].text",
-	}, sampleFn)
+	}, sampleFn},
 }
 
 func sampleFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {

@@ -24,8 +24,8 @@ func (s *Sequence) AttrNames() []string                      { return sequenceAt
 func (s *Sequence) Attr(name string) (starlark.Value, error) { return sequenceAttrs.get(s, name) }
 
 var sequenceAttrs = attrTable[*Sequence]{
-	field("index", "its position in the result", func(s *Sequence) starlark.Value { return starlark.MakeInt(s.Index) }),
-	field("logprobs", "each sampled token's logprob, or None", func(s *Sequence) starlark.Value {
+	{name: "index", doc: "its position in the result", value: func(s *Sequence) starlark.Value { return starlark.MakeInt(s.Index) }},
+	{name: "logprobs", doc: "each sampled token's logprob, or None", value: func(s *Sequence) starlark.Value {
 		if s.Logprobs == nil {
 			return starlark.None
 		}
@@ -34,17 +34,17 @@ var sequenceAttrs = attrTable[*Sequence]{
 			l[i] = starlark.Float(lp)
 		}
 		return starlark.NewList(l)
-	}),
-	field("mean_logprob", "the mean of logprobs, or None", func(s *Sequence) starlark.Value {
+	}},
+	{name: "mean_logprob", doc: "the mean of logprobs, or None", value: func(s *Sequence) starlark.Value {
 		m, ok := s.MeanLogprob()
 		if !ok {
 			return starlark.None
 		}
 		return starlark.Float(m)
-	}),
-	field("stop_reason", `why sampling stopped, e.g. "length" or "stop"`, func(s *Sequence) starlark.Value { return starlark.String(s.StopReason) }),
-	field("text", "the decoded text", func(s *Sequence) starlark.Value { return starlark.String(s.Text) }),
-	field("tokens", "the sampled token ids", func(s *Sequence) starlark.Value { return intList(s.Tokens) }),
+	}},
+	{name: "stop_reason", doc: `why sampling stopped, e.g. "length" or "stop"`, value: func(s *Sequence) starlark.Value { return starlark.String(s.StopReason) }},
+	{name: "text", doc: "the decoded text", value: func(s *Sequence) starlark.Value { return starlark.String(s.Text) }},
+	{name: "tokens", doc: "the sampled token ids", value: func(s *Sequence) starlark.Value { return intList(s.Tokens) }},
 }
 
 func intList(v []int) *starlark.List {
@@ -95,8 +95,8 @@ func (r *SampleResult) Attr(name string) (starlark.Value, error) {
 }
 
 var sampleResultAttrs = attrTable[*SampleResult]{
-	field("model", "the base model or sampler path sampled from", func(r *SampleResult) starlark.Value { return starlark.String(r.Model) }),
-	field("prompt_logprobs", "the prompt tokens' logprobs (None where the service gives none), or None unless prompt_logprobs=True", func(r *SampleResult) starlark.Value {
+	{name: "model", doc: "the base model or sampler path sampled from", value: func(r *SampleResult) starlark.Value { return starlark.String(r.Model) }},
+	{name: "prompt_logprobs", doc: "the prompt tokens' logprobs (None where the service gives none), or None unless prompt_logprobs=True", value: func(r *SampleResult) starlark.Value {
 		if !r.WantPromptLP {
 			return starlark.None
 		}
@@ -109,22 +109,22 @@ var sampleResultAttrs = attrTable[*SampleResult]{
 			}
 		}
 		return starlark.NewList(l)
-	}),
-	field("prompt_tokens", "the prompt's token ids", func(r *SampleResult) starlark.Value { return intList(r.PromptTokens) }),
-	field("sequences", "the sampled sequences, a list of sequence values", func(r *SampleResult) starlark.Value {
+	}},
+	{name: "prompt_tokens", doc: "the prompt's token ids", value: func(r *SampleResult) starlark.Value { return intList(r.PromptTokens) }},
+	{name: "sequences", doc: "the sampled sequences, a list of sequence values", value: func(r *SampleResult) starlark.Value {
 		l := make([]starlark.Value, len(r.seqs))
 		for i, s := range r.seqs {
 			l[i] = s
 		}
 		return starlark.NewList(l)
-	}),
-	field("text", "the first sequence's text, or None if there is none", func(r *SampleResult) starlark.Value {
+	}},
+	{name: "text", doc: "the first sequence's text, or None if there is none", value: func(r *SampleResult) starlark.Value {
 		// The first sequence's text: the common case of num_samples=1.
 		if len(r.Sequences) == 0 {
 			return starlark.None
 		}
 		return starlark.String(r.Sequences[0].Text)
-	}),
+	}},
 }
 
 func (r *SampleResult) MarshalJSON() ([]byte, error) { return marshalJSON(r) }

@@ -9,15 +9,16 @@ import (
 	"go.starlark.net/starlark"
 )
 
-func init() {
-	register(docEntry{
+// saveBuiltins are the builtins save.go defines (registryParts lists them).
+var saveBuiltins = []entry{
+	{docEntry{
 		Name:      "save_checkpoint",
 		Signature: "save_checkpoint(base_model, name=None, rank=32, seed=None, train_mlp=True, train_attn=True, train_unembed=True, ttl=None)",
 		Summary:   "Create a fresh LoRA model on base_model and save its sampler weights; returns the new checkpoint.",
 		Details: "name defaults to \"final\"; ttl (seconds) makes the checkpoint expire. The new run's adapter has\n" +
 			"A initialised from seed and B zero, so it samples like the base model until trained.",
 		Example: "cp = save_checkpoint(\"tinker-local/tiny-llama\", name=\"v1\", rank=8, seed=1)\nsample(cp, prompt=\"Hello\", max_tokens=8, temperature=0)",
-	}, saveCheckpoint)
+	}, saveCheckpoint},
 }
 
 func saveCheckpoint(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {

@@ -10,26 +10,26 @@ import (
 	"go.starlark.net/starlark"
 )
 
-func init() {
-	registerModule("session", "sessions: list, inspect, export traces")
-	register(docEntry{
+// sessionBuiltins are the builtins session.go defines (registryParts lists them).
+var sessionBuiltins = []entry{
+	{docEntry{
 		Name:      "session.list",
 		Signature: `session.list(limit=20, offset=0, access_scope="owned")`,
 		Summary:   "Your session ids, newest first.",
 		Example:   `session.list()[:5]`,
-	}, sessionList)
-	register(docEntry{
+	}, sessionList},
+	{docEntry{
 		Name:      "session.info",
 		Signature: "session.info(id)",
 		Summary:   "A session's training runs and samplers.",
 		Example:   `session.info(session.list()[0]).training_run_ids`,
-	}, sessionInfo)
-	register(docEntry{
+	}, sessionInfo},
+	{docEntry{
 		Name:      "session.export_trace",
 		Signature: "session.export_trace(id, output=None, url_only=False)",
 		Summary:   "Export a session's Perfetto trace to OUTPUT (default ./<id>.pftrace), or just its URL.",
 		Example:   `session.export_trace(session.list()[0], output="traces/last.pftrace")`,
-	}, sessionExportTrace)
+	}, sessionExportTrace},
 }
 
 func sessionList(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
@@ -72,9 +72,9 @@ func (s *Session) AttrNames() []string                      { return sessionAttr
 func (s *Session) Attr(name string) (starlark.Value, error) { return sessionAttrs.get(s, name) }
 
 var sessionAttrs = attrTable[*Session]{
-	field("sampler_ids", "the ids of its samplers", func(s *Session) starlark.Value { return strList(s.Info.SamplerIDs) }),
-	field("session_id", "its id", func(s *Session) starlark.Value { return starlark.String(s.ID) }),
-	field("training_run_ids", "the ids of its training runs", func(s *Session) starlark.Value { return strList(s.Info.TrainingRunIDs) }),
+	{name: "sampler_ids", doc: "the ids of its samplers", value: func(s *Session) starlark.Value { return strList(s.Info.SamplerIDs) }},
+	{name: "session_id", doc: "its id", value: func(s *Session) starlark.Value { return starlark.String(s.ID) }},
+	{name: "training_run_ids", doc: "the ids of its training runs", value: func(s *Session) starlark.Value { return strList(s.Info.TrainingRunIDs) }},
 }
 
 func (s *Session) Record(gotime.Time) *render.Record {
@@ -134,10 +134,10 @@ func (t *TraceResult) AttrNames() []string                      { return traceAt
 func (t *TraceResult) Attr(name string) (starlark.Value, error) { return traceAttrs.get(t, name) }
 
 var traceAttrs = attrTable[*TraceResult]{
-	field("destination", "the file written, or None with url_only=True", func(t *TraceResult) starlark.Value { return noneIfEmpty(t.Destination) }),
-	field("file_size_bytes", "the size of the file written", func(t *TraceResult) starlark.Value { return starlark.MakeInt64(t.Size) }),
-	field("session_id", "the session traced", func(t *TraceResult) starlark.Value { return starlark.String(t.SessionID) }),
-	field("url", "the signed download URL (valid for about an hour)", func(t *TraceResult) starlark.Value { return starlark.String(t.URL) }),
+	{name: "destination", doc: "the file written, or None with url_only=True", value: func(t *TraceResult) starlark.Value { return noneIfEmpty(t.Destination) }},
+	{name: "file_size_bytes", doc: "the size of the file written", value: func(t *TraceResult) starlark.Value { return starlark.MakeInt64(t.Size) }},
+	{name: "session_id", doc: "the session traced", value: func(t *TraceResult) starlark.Value { return starlark.String(t.SessionID) }},
+	{name: "url", doc: "the signed download URL (valid for about an hour)", value: func(t *TraceResult) starlark.Value { return starlark.String(t.URL) }},
 }
 
 func (t *TraceResult) MarshalJSON() ([]byte, error) { return marshalJSON(t) }

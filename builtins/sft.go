@@ -13,8 +13,9 @@ import (
 	"go.starlark.net/starlark"
 )
 
-func init() {
-	register(docEntry{
+// sftBuiltins are the builtins sft.go defines (registryParts lists them).
+var sftBuiltins = []entry{
+	{docEntry{
 		Name: "sft",
 		Signature: "sft(base_model, data, rank=32, seed=None, renderer=None, train_on=\"all_assistant_messages\", reduction=\"mean\", " +
 			"max_length=None, truncate=False, batch_size=8, epochs=1, learning_rate=None, lr_schedule=\"linear\", save_every=20, " +
@@ -43,7 +44,7 @@ func init() {
 		Example: "tuned = sft(\"tinker-local/tiny-llama\", \"chats.jsonl\", rank=8, seed=1, epochs=30, lr_schedule=\"constant\", log_dir=\"runs/chats\")\n" +
 			"sample(tuned.sampler_checkpoint, messages=[{\"role\": \"user\", \"content\": \"Sky?\"}], temperature=0, max_tokens=8)",
 		Learns: `evaluate(tuned, "chats.jsonl", max_tokens=8).score == 1.0`,
-	}, sftFn)
+	}, sftFn},
 }
 
 // conversationsArg reads a JSONL path or a list of conversations, each
@@ -193,17 +194,17 @@ func (r *SFTRun) AttrNames() []string                      { return sftRunAttrs.
 func (r *SFTRun) Attr(name string) (starlark.Value, error) { return sftRunAttrs.get(r, name) }
 
 var sftRunAttrs = attrTable[*SFTRun]{
-	field("log_dir", "the directory of its config, metrics and state, or None", func(r *SFTRun) starlark.Value { return noneIfEmpty(r.R.LogDir) }),
-	field("warnings", "what the run warned about its data (the renderer's warning, conversations max_length cut), as strings", func(r *SFTRun) starlark.Value { return strList(r.R.Warnings) }),
-	field("metrics", "one dict per step: step, epoch, loss, eval_nll, learning_rate, tokens, num_sequences, time", func(r *SFTRun) starlark.Value {
+	{name: "log_dir", doc: "the directory of its config, metrics and state, or None", value: func(r *SFTRun) starlark.Value { return noneIfEmpty(r.R.LogDir) }},
+	{name: "warnings", doc: "what the run warned about its data (the renderer's warning, conversations max_length cut), as strings", value: func(r *SFTRun) starlark.Value { return strList(r.R.Warnings) }},
+	{name: "metrics", doc: "one dict per step: step, epoch, loss, eval_nll, learning_rate, tokens, num_sequences, time", value: func(r *SFTRun) starlark.Value {
 		l := make([]starlark.Value, len(r.R.Steps))
 		for i, m := range r.R.Steps {
 			l[i] = stepDict(m)
 		}
 		return starlark.NewList(l)
-	}),
-	field("sampler_checkpoint", "the last sampler weights saved, or None", func(r *SFTRun) starlark.Value { return checkpointOrNone(r.Sampler) }),
-	field("state_checkpoint", "the last training state saved, or None", func(r *SFTRun) starlark.Value { return checkpointOrNone(r.State) }),
+	}},
+	{name: "sampler_checkpoint", doc: "the last sampler weights saved, or None", value: func(r *SFTRun) starlark.Value { return checkpointOrNone(r.Sampler) }},
+	{name: "state_checkpoint", doc: "the last training state saved, or None", value: func(r *SFTRun) starlark.Value { return checkpointOrNone(r.State) }},
 }
 
 func checkpointOrNone(c *Checkpoint) starlark.Value {

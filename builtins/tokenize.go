@@ -14,15 +14,16 @@ import (
 	"go.starlark.net/starlark"
 )
 
-func init() {
-	register(docEntry{
+// tokenizeBuiltins are the builtins tokenize.go defines (registryParts lists them).
+var tokenizeBuiltins = []entry{
+	{docEntry{
 		Name:      "tokenizer",
 		Signature: "tokenizer(model)",
 		Summary:   "The base model's tokenizer: .encode(text, special_tokens=False), .decode(ids), .id, .vocab_size.",
 		Details:   "Found in the Hugging Face cache (HF_HOME, HF_HUB_CACHE) or downloaded from the Hub (HF_ENDPOINT, HF_TOKEN; HF_HUB_OFFLINE=1 forbids it).",
 		Example:   "t = tokenizer(\"Qwen/Qwen3-8B\")\nlen(t.encode(\"How many tokens is this?\"))",
-	}, tokenizerFn)
-	register(docEntry{
+	}, tokenizerFn},
+	{docEntry{
 		Name:      "render",
 		Signature: "render(model_or_renderer, messages)",
 		Summary:   "Render a conversation the way sample(messages=...) does: the prompt text, its tokens and the stop tokens.",
@@ -30,7 +31,7 @@ func init() {
 			return "The first argument is a base model (its default renderer) or a renderer name: " + renderNames() + "."
 		},
 		Example: "r = render(\"Qwen/Qwen3-8B\", [{\"role\": \"user\", \"content\": \"hi\"}])\nlen(r.tokens)",
-	}, renderFn)
+	}, renderFn},
 }
 
 // tokenizerValue is a tokenizer as a Starlark value; its id is a Hub repo
@@ -51,14 +52,14 @@ func (v *tokenizerValue) Attr(name string) (starlark.Value, error) {
 }
 
 var tokenizerAttrs = attrTable[*tokenizerValue]{
-	field("decode", "decode(ids, skip_special_tokens=False): the text of a list of token ids", func(v *tokenizerValue) starlark.Value {
+	{name: "decode", doc: "decode(ids, skip_special_tokens=False): the text of a list of token ids", value: func(v *tokenizerValue) starlark.Value {
 		return starlark.NewBuiltin("decode", v.decode)
-	}),
-	field("encode", "encode(text, special_tokens=False): the token ids of a text", func(v *tokenizerValue) starlark.Value {
+	}},
+	{name: "encode", doc: "encode(text, special_tokens=False): the token ids of a text", value: func(v *tokenizerValue) starlark.Value {
 		return starlark.NewBuiltin("encode", v.encode)
-	}),
-	field("id", "the Hub repository it comes from", func(v *tokenizerValue) starlark.Value { return starlark.String(v.t.ID()) }),
-	field("vocab_size", "the number of token ids", func(v *tokenizerValue) starlark.Value { return starlark.MakeInt(v.t.VocabSize()) }),
+	}},
+	{name: "id", doc: "the Hub repository it comes from", value: func(v *tokenizerValue) starlark.Value { return starlark.String(v.t.ID()) }},
+	{name: "vocab_size", doc: "the number of token ids", value: func(v *tokenizerValue) starlark.Value { return starlark.MakeInt(v.t.VocabSize()) }},
 }
 
 func (v *tokenizerValue) encode(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
@@ -122,11 +123,11 @@ func (r *renderedValue) AttrNames() []string                      { return rende
 func (r *renderedValue) Attr(name string) (starlark.Value, error) { return renderedAttrs.get(r, name) }
 
 var renderedAttrs = attrTable[*renderedValue]{
-	field("renderer", "the renderer's name", func(r *renderedValue) starlark.Value { return starlark.String(r.Renderer) }),
-	field("stop_strings", "the strings that end the assistant's turn", func(r *renderedValue) starlark.Value { return strList(r.R.StopStrings) }),
-	field("stop_tokens", "the token ids that end the assistant's turn", func(r *renderedValue) starlark.Value { return intList(r.R.StopTokens) }),
-	field("text", "the prompt text", func(r *renderedValue) starlark.Value { return starlark.String(r.R.Text) }),
-	field("tokens", "the prompt's token ids", func(r *renderedValue) starlark.Value { return intList(r.R.Tokens) }),
+	{name: "renderer", doc: "the renderer's name", value: func(r *renderedValue) starlark.Value { return starlark.String(r.Renderer) }},
+	{name: "stop_strings", doc: "the strings that end the assistant's turn", value: func(r *renderedValue) starlark.Value { return strList(r.R.StopStrings) }},
+	{name: "stop_tokens", doc: "the token ids that end the assistant's turn", value: func(r *renderedValue) starlark.Value { return intList(r.R.StopTokens) }},
+	{name: "text", doc: "the prompt text", value: func(r *renderedValue) starlark.Value { return starlark.String(r.R.Text) }},
+	{name: "tokens", doc: "the prompt's token ids", value: func(r *renderedValue) starlark.Value { return intList(r.R.Tokens) }},
 }
 
 func (r *renderedValue) Record(gotime.Time) *render.Record {

@@ -9,15 +9,16 @@ import (
 	"go.starlark.net/starlark"
 )
 
-func init() {
-	register(docEntry{
+// toolsBuiltins are the builtins tools.go defines (registryParts lists them).
+var toolsBuiltins = []entry{
+	{docEntry{
 		Name:      "tool_messages",
 		Signature: "tool_messages(renderer, tools, system=\"\")",
 		Summary:   "The messages that declare tools to a chat renderer (with an optional system prompt), to put before a conversation, as tinker-cookbook's create_conversation_prefix_with_tools.",
 		Details: "tools are {\"name\", \"description\", \"parameters\"} dicts (parameters a JSON Schema object), or OpenAI's {\"type\": \"function\", \"function\": {...}}.\n" +
 			"Renderers without a tool format (llama3, role_colon) refuse. Assistant messages may carry tool_calls and tool results role \"tool\" with name and tool_call_id.",
 		Example: "msgs = tool_messages(\"qwen3\", [{\"name\": \"get_weather\", \"description\": \"Weather for a city\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}}}], system=\"Be brief.\")\nmsgs[0][\"content\"].startswith(\"Be brief.\\n\\n# Tools\")",
-	}, toolMessagesFn)
+	}, toolMessagesFn},
 }
 
 func toolMessagesFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {

@@ -14,8 +14,9 @@ import (
 	"go.starlark.net/starlark"
 )
 
-func init() {
-	register(docEntry{
+// trainingBuiltins are the builtins training.go defines (registryParts lists them).
+var trainingBuiltins = []entry{
+	{docEntry{
 		Name: "training_client",
 		Signature: "training_client(base_model, rank=32, seed=None, train_mlp=True, train_attn=True, train_unembed=True)\n" +
 			"training_client(state=\"tinker://RUN/weights/NAME\", optimizer=True)",
@@ -31,7 +32,7 @@ func init() {
 			"d = datum(tokenizer(\"tinker-local/tiny-llama\").encode(\"Q: sky?\\nA: blue\"))\n" +
 			"for _ in range(5):\n    r = tc.forward_backward([d])\n    tc.optim_step(learning_rate=3e-3)\n" +
 			"tc.save_weights_for_sampler(\"blue\")",
-	}, trainingClientFn)
+	}, trainingClientFn},
 }
 
 // TrainingClient is a training_client() value.
@@ -54,20 +55,22 @@ func (t *TrainingClient) Attr(name string) (starlark.Value, error) {
 }
 
 var trainingClientAttrs = attrTable[*TrainingClient]{
-	field("base_model", "the model the adapter is trained on", func(t *TrainingClient) starlark.Value { return starlark.String(t.TC.BaseModel()) }),
-	method("forward", `forward(data, loss_fn="cross_entropy", loss_fn_config=None): the loss of a list of datums, without gradients; a forward_result`, tcForward),
-	method("forward_backward", "forward_backward(data, ...): as forward, and accumulates the gradients", tcForwardBackward),
-	method("info", "info(): a record of the model: id, base model, architecture, tokenizer, LoRA rank", tcInfo),
-	method("load_state", "load_state(path, optimizer=False): restore a saved training state", tcLoadState),
-	field("model_id", "the model's id on the backend", func(t *TrainingClient) starlark.Value { return starlark.String(t.TC.ModelID()) }),
-	method("optim_step", "optim_step(learning_rate=1e-4, ...): apply the accumulated gradients with Adam; a dict of metrics", tcOptimStep),
-	method("save_state", "save_state(name=None, ttl=None): save the training state; the checkpoint", tcSaveState),
-	method("save_weights_for_sampler", "save_weights_for_sampler(name=None, ttl=None): save weights to sample from; the checkpoint", tcSaveSampler),
+	{name: "base_model", doc: "the model the adapter is trained on", value: func(t *TrainingClient) starlark.Value { return starlark.String(t.TC.BaseModel()) }},
+	{name: "forward", doc: `forward(data, loss_fn="cross_entropy", loss_fn_config=None): the loss of a list of datums, without gradients; a forward_result`, value: func(t *TrainingClient) starlark.Value { return t.method("forward", tcForward) }},
+	{name: "forward_backward", doc: "forward_backward(data, ...): as forward, and accumulates the gradients", value: func(t *TrainingClient) starlark.Value { return t.method("forward_backward", tcForwardBackward) }},
+	{name: "info", doc: "info(): a record of the model: id, base model, architecture, tokenizer, LoRA rank", value: func(t *TrainingClient) starlark.Value { return t.method("info", tcInfo) }},
+	{name: "load_state", doc: "load_state(path, optimizer=False): restore a saved training state", value: func(t *TrainingClient) starlark.Value { return t.method("load_state", tcLoadState) }},
+	{name: "model_id", doc: "the model's id on the backend", value: func(t *TrainingClient) starlark.Value { return starlark.String(t.TC.ModelID()) }},
+	{name: "optim_step", doc: "optim_step(learning_rate=1e-4, ...): apply the accumulated gradients with Adam; a dict of metrics", value: func(t *TrainingClient) starlark.Value { return t.method("optim_step", tcOptimStep) }},
+	{name: "save_state", doc: "save_state(name=None, ttl=None): save the training state; the checkpoint", value: func(t *TrainingClient) starlark.Value { return t.method("save_state", tcSaveState) }},
+	{name: "save_weights_for_sampler", doc: "save_weights_for_sampler(name=None, ttl=None): save weights to sample from; the checkpoint", value: func(t *TrainingClient) starlark.Value { return t.method("save_weights_for_sampler", tcSaveSampler) }},
 }
 
-// method is an attribute that is a method bound to the training client.
-func method(name, doc string, fn builtinFn) attr[*TrainingClient] {
-	return field(name, doc, func(t *TrainingClient) starlark.Value { return starlark.NewBuiltin(name, fn).BindReceiver(t) })
+// method is the training client's method name, fn bound to it. Each
+// table row calls it from a closure of its own that captures nothing, so
+// the table stays a literal the compiler lays out as data.
+func (t *TrainingClient) method(name string, fn builtinFn) starlark.Value {
+	return starlark.NewBuiltin(name, fn).BindReceiver(t)
 }
 
 func trainingClientFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
@@ -231,25 +234,25 @@ func (r *PassResult) AttrNames() []string                      { return passResu
 func (r *PassResult) Attr(name string) (starlark.Value, error) { return passResultAttrs.get(r, name) }
 
 var passResultAttrs = attrTable[*PassResult]{
-	field("logprobs", "per datum, the logprob of each target token (a list of K per token for K targets per token)", func(r *PassResult) starlark.Value {
+	{name: "logprobs", doc: "per datum, the logprob of each target token (a list of K per token for K targets per token)", value: func(r *PassResult) starlark.Value {
 		l := make([]starlark.Value, len(r.Out.LossFnOutputs))
 		for i, o := range r.Out.LossFnOutputs {
 			l[i] = tensorList(o["logprobs"])
 		}
 		return starlark.NewList(l)
-	}),
-	field("loss", "the summed loss", func(r *PassResult) starlark.Value {
+	}},
+	{name: "loss", doc: "the summed loss", value: func(r *PassResult) starlark.Value {
 		l, _ := r.Out.Loss()
 		return starlark.Float(l)
-	}),
-	field("mean_nll", "the loss per unit of weight, or None when the weights sum to 0", func(r *PassResult) starlark.Value {
+	}},
+	{name: "mean_nll", doc: "the loss per unit of weight, or None when the weights sum to 0", value: func(r *PassResult) starlark.Value {
 		l, _ := r.Out.Loss()
 		if r.Weight == 0 {
 			return starlark.None
 		}
 		return starlark.Float(l / r.Weight)
-	}),
-	field("metrics", "a dict of the pass's metrics", func(r *PassResult) starlark.Value { return metricsDict(r.Out.Metrics) }),
+	}},
+	{name: "metrics", doc: "a dict of the pass's metrics", value: func(r *PassResult) starlark.Value { return metricsDict(r.Out.Metrics) }},
 }
 
 func metricsDict(m map[string]float64) *starlark.Dict {

@@ -73,26 +73,38 @@ func (r RLRun) AttrNames() []string                       { return rlRunAttrs.na
 func (r RLRun) Attr(name string) (starlark.Value, error)  { return rlRunAttrs.get(r.TrainRun, name) }
 
 var (
-	dpoRunAttrs = trainRunAttrs[train.DPOMetrics]("the directory of its config, metrics, reference log-likelihoods and state, or None",
-		"one dict per step: step, epoch, loss, accuracy, margin, chosen_reward, rejected_reward, learning_rate, tokens, num_pairs, time")
-	rlRunAttrs = trainRunAttrs[train.RLMetrics]("the directory of its config, metrics and state, or None",
-		"one dict per step: step, mean_reward, loss, tokens, num_trained, skipped_groups, learning_rate, time")
+	dpoRunAttrs = attrTable[*TrainRun[train.DPOMetrics]]{
+		{name: "log_dir", doc: "the directory of its config, metrics, reference log-likelihoods and state, or None", value: runLogDir[train.DPOMetrics]},
+		{name: "metrics", doc: "one dict per step: step, epoch, loss, accuracy, margin, chosen_reward, rejected_reward, learning_rate, tokens, num_pairs, time", value: runMetrics[train.DPOMetrics]},
+		{name: "sampler_checkpoint", doc: samplerCheckpointDoc, value: runSampler[train.DPOMetrics]},
+		{name: "state_checkpoint", doc: stateCheckpointDoc, value: runState[train.DPOMetrics]},
+	}
+	rlRunAttrs = attrTable[*TrainRun[train.RLMetrics]]{
+		{name: "log_dir", doc: "the directory of its config, metrics and state, or None", value: runLogDir[train.RLMetrics]},
+		{name: "metrics", doc: "one dict per step: step, mean_reward, loss, tokens, num_trained, skipped_groups, learning_rate, time", value: runMetrics[train.RLMetrics]},
+		{name: "sampler_checkpoint", doc: samplerCheckpointDoc, value: runSampler[train.RLMetrics]},
+		{name: "state_checkpoint", doc: stateCheckpointDoc, value: runState[train.RLMetrics]},
+	}
 )
 
-// trainRunAttrs is the attribute table of a run of records M.
-func trainRunAttrs[M train.Record](logDir, metrics string) attrTable[*TrainRun[M]] {
-	return attrTable[*TrainRun[M]]{
-		field("log_dir", logDir, func(r *TrainRun[M]) starlark.Value { return noneIfEmpty(r.R.LogDir) }),
-		field("metrics", metrics, func(r *TrainRun[M]) starlark.Value {
-			l := make([]starlark.Value, len(r.R.Steps))
-			for i, m := range r.R.Steps {
-				l[i] = recordDict(m)
-			}
-			return starlark.NewList(l)
-		}),
-		field("sampler_checkpoint", "the last sampler weights saved, or None", func(r *TrainRun[M]) starlark.Value { return checkpointOrNone(r.Sampler) }),
-		field("state_checkpoint", "the last training state saved, or None", func(r *TrainRun[M]) starlark.Value { return checkpointOrNone(r.State) }),
+const (
+	samplerCheckpointDoc = "the last sampler weights saved, or None"
+	stateCheckpointDoc   = "the last training state saved, or None"
+)
+
+// The attributes every run of records M has: plain generic functions, so
+// the tables above are literals the compiler lays out as data.
+
+func runLogDir[M train.Record](r *TrainRun[M]) starlark.Value  { return noneIfEmpty(r.R.LogDir) }
+func runSampler[M train.Record](r *TrainRun[M]) starlark.Value { return checkpointOrNone(r.Sampler) }
+func runState[M train.Record](r *TrainRun[M]) starlark.Value   { return checkpointOrNone(r.State) }
+
+func runMetrics[M train.Record](r *TrainRun[M]) starlark.Value {
+	l := make([]starlark.Value, len(r.R.Steps))
+	for i, m := range r.R.Steps {
+		l[i] = recordDict(m)
 	}
+	return starlark.NewList(l)
 }
 
 // recordDict is a step's metrics as a dict, keyed as in metrics.jsonl.

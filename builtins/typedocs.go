@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
+
+	"github.com/tinkershell/tinker/lib/lazy"
 )
 
 // typeDoc documents a value type the builtins return, keyed by its Type().
@@ -21,7 +22,7 @@ type attrDoc struct{ Name, Doc string }
 
 // typeDocs is the one table of value types, in the order the README lists
 // them. Made on first use (help, completion, the README), not at every start.
-var typeDocs = sync.OnceValue(func() []typeDoc {
+var typeDocs = lazy.Value[[]typeDoc]{New: func() []typeDoc {
 	return []typeDoc{
 		{Name: "checkpoint", Summary: "A saved checkpoint of a training run: from checkpoint.list(), checkpoint.info(), save_checkpoint(), a run's last_checkpoint.", Attrs: checkpointAttrs.docs()},
 		{Name: "run", Summary: "A training run: from run.list() and run.info().", Attrs: runAttrs.docs()},
@@ -51,11 +52,11 @@ var typeDocs = sync.OnceValue(func() []typeDoc {
 		{Name: "record", Summary: "Fields shown vertically, made with record(); its fields are its attributes and keys (r.run, r[\"run\"])."},
 		{Name: "help", Summary: "The text help() returns; it displays as plain text."},
 	}
-})
+}}
 
 // lookupTypeDoc finds a value type's documentation by its Type().
 func lookupTypeDoc(name string) (typeDoc, bool) {
-	for _, t := range typeDocs() {
+	for _, t := range typeDocs.Get() {
 		if t.Name == name {
 			return t, true
 		}

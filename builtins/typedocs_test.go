@@ -112,7 +112,7 @@ func TestEveryValueTypeIsDocumented(t *testing.T) {
 		}
 	}
 	seen := map[string]bool{}
-	for _, d := range typeDocs() {
+	for _, d := range typeDocs.Get() {
 		if seen[d.Name] {
 			t.Errorf("typeDocs lists %q twice", d.Name)
 		}

@@ -7,26 +7,20 @@ import (
 	"go.starlark.net/starlarkstruct"
 )
 
-func init() {
-	registerModule("json", "encode, decode and indent JSON (json.encode of a tinker value gives the official CLI's JSON)")
-	registerModule("time", "times and durations: time.now(), time.parse_time(), time.parse_duration(), ...")
-	registerModule("math", "math functions and constants")
-}
-
 // Universe returns the predeclared names of every tinker program: the
 // registered builtins, their modules, and the standard Starlark modules
 // json, time, math and struct.
 func Universe() starlark.StringDict {
-	u := make(starlark.StringDict, len(registry)) // more than enough: modules hold most
+	u := make(starlark.StringDict, 64) // more than enough: modules hold most builtins
 	u["struct"] = starlark.NewBuiltin("struct", starlarkstruct.Make)
 	u["module"] = starlark.NewBuiltin("module", starlarkstruct.MakeModule)
 	for name, m := range stdModules() {
 		u[name] = module{m}
 	}
 	members := map[string]starlark.StringDict{}
-	for _, e := range registry {
+	for e := range registry {
 		if e.fn == nil {
-			continue // provided by the shell (print)
+			continue // provided by the shell (print), or bound below (help)
 		}
 		b := starlark.NewBuiltin(e.doc.Name, e.fn)
 		mod, name, ok := strings.Cut(e.doc.Name, ".")
@@ -39,6 +33,7 @@ func Universe() starlark.StringDict {
 		}
 		members[mod][name] = b
 	}
+	u["help"] = starlark.NewBuiltin("help", helpFn)
 	for mod, m := range members {
 		u[mod] = module{&starlarkstruct.Module{Name: mod, Members: m}}
 	}

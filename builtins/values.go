@@ -41,30 +41,28 @@ func (c *Checkpoint) Attr(name string) (starlark.Value, error) {
 
 // checkpointAttrs are named like the API's JSON fields.
 var checkpointAttrs = attrTable[*Checkpoint]{
-	runOnly(field("base_model", "the run's base model (checkpoint.info() and checkpoint.list(run_id=...) only)", func(c *Checkpoint) starlark.Value { return starlark.String(c.Run.BaseModel) })),
-	field("checkpoint_id", `its id within the run, e.g. "sampler_weights/final"`, func(c *Checkpoint) starlark.Value { return starlark.String(c.C.CheckpointID) }),
-	field("checkpoint_type", `"training" or "sampler"`, func(c *Checkpoint) starlark.Value { return starlark.String(c.C.CheckpointType) }),
-	field("expires_at", "when it expires (a time), or None if never", func(c *Checkpoint) starlark.Value { return optTime(c.C.ExpiresAt) }),
-	runOnly(field("is_lora", "whether the run trains a LoRA adapter (checkpoint.info() and checkpoint.list(run_id=...) only)", func(c *Checkpoint) starlark.Value { return starlark.Bool(c.Run.IsLora) })),
-	runOnly(field("lora_rank", "the run's LoRA rank, or None (checkpoint.info() and checkpoint.list(run_id=...) only)", func(c *Checkpoint) starlark.Value { return optInt(c.Run.LoraRank) })),
-	field("name", `the last part of its path, e.g. "final"`, func(c *Checkpoint) starlark.Value {
+	{name: "base_model", doc: "the run's base model (checkpoint.info() and checkpoint.list(run_id=...) only)", value: func(c *Checkpoint) starlark.Value { return starlark.String(c.Run.BaseModel) }, only: hasRun},
+	{name: "checkpoint_id", doc: `its id within the run, e.g. "sampler_weights/final"`, value: func(c *Checkpoint) starlark.Value { return starlark.String(c.C.CheckpointID) }},
+	{name: "checkpoint_type", doc: `"training" or "sampler"`, value: func(c *Checkpoint) starlark.Value { return starlark.String(c.C.CheckpointType) }},
+	{name: "expires_at", doc: "when it expires (a time), or None if never", value: func(c *Checkpoint) starlark.Value { return optTime(c.C.ExpiresAt) }},
+	{name: "is_lora", doc: "whether the run trains a LoRA adapter (checkpoint.info() and checkpoint.list(run_id=...) only)", value: func(c *Checkpoint) starlark.Value { return starlark.Bool(c.Run.IsLora) }, only: hasRun},
+	{name: "lora_rank", doc: "the run's LoRA rank, or None (checkpoint.info() and checkpoint.list(run_id=...) only)", value: func(c *Checkpoint) starlark.Value { return optInt(c.Run.LoraRank) }, only: hasRun},
+	{name: "name", doc: `the last part of its path, e.g. "final"`, value: func(c *Checkpoint) starlark.Value {
 		if p, err := tinkerapi.ParsePath(c.C.TinkerPath); err == nil {
 			return starlark.String(p.Name)
 		}
 		return starlark.None
-	}),
-	field("public", "whether anyone with the path can use it", func(c *Checkpoint) starlark.Value { return starlark.Bool(c.C.Public) }),
-	field("size_bytes", "its size in bytes, or None if unknown", func(c *Checkpoint) starlark.Value { return optInt64(c.C.SizeBytes) }),
-	field("time", "when it was saved (a time)", func(c *Checkpoint) starlark.Value { return time.Time(c.C.Time) }),
-	field("tinker_path", "its tinker:// path, what sample() and download() take", func(c *Checkpoint) starlark.Value { return starlark.String(c.C.TinkerPath) }),
-	field("training_run_id", "the id of the run it belongs to", func(c *Checkpoint) starlark.Value { return starlark.String(c.C.RunID()) }),
+	}},
+	{name: "public", doc: "whether anyone with the path can use it", value: func(c *Checkpoint) starlark.Value { return starlark.Bool(c.C.Public) }},
+	{name: "size_bytes", doc: "its size in bytes, or None if unknown", value: func(c *Checkpoint) starlark.Value { return optInt64(c.C.SizeBytes) }},
+	{name: "time", doc: "when it was saved (a time)", value: func(c *Checkpoint) starlark.Value { return time.Time(c.C.Time) }},
+	{name: "tinker_path", doc: "its tinker:// path, what sample() and download() take", value: func(c *Checkpoint) starlark.Value { return starlark.String(c.C.TinkerPath) }},
+	{name: "training_run_id", doc: "the id of the run it belongs to", value: func(c *Checkpoint) starlark.Value { return starlark.String(c.C.RunID()) }},
 }
 
-// runOnly marks an attribute that only a checkpoint with its run has.
-func runOnly(a attr[*Checkpoint]) attr[*Checkpoint] {
-	a.only = func(c *Checkpoint) bool { return c.Run != nil }
-	return a
-}
+// hasRun says whether a checkpoint carries its run (checkpoint.info and
+// checkpoint.list(run_id=...) give one): only then has it the run attributes.
+func hasRun(c *Checkpoint) bool { return c.Run != nil }
 
 func (c *Checkpoint) MarshalJSON() ([]byte, error) { return marshalJSON(c) }
 
@@ -87,16 +85,16 @@ func (r *Run) AttrNames() []string                      { return runAttrs.names(
 func (r *Run) Attr(name string) (starlark.Value, error) { return runAttrs.get(r, name) }
 
 var runAttrs = attrTable[*Run]{
-	field("base_model", "the model it fine-tunes", func(r *Run) starlark.Value { return starlark.String(r.R.BaseModel) }),
-	field("corrupted", "whether the service marked the run corrupted", func(r *Run) starlark.Value { return starlark.Bool(r.R.Corrupted) }),
-	field("is_lora", "whether it trains a LoRA adapter", func(r *Run) starlark.Value { return starlark.Bool(r.R.IsLora) }),
-	field("last_checkpoint", "its newest training checkpoint, or None", func(r *Run) starlark.Value { return optCheckpoint(r.R.LastCheckpoint) }),
-	field("last_request_time", "when it last received a request (a time)", func(r *Run) starlark.Value { return time.Time(r.R.LastRequestTime) }),
-	field("last_sampler_checkpoint", "its newest sampler checkpoint, or None", func(r *Run) starlark.Value { return optCheckpoint(r.R.LastSamplerCheckpoint) }),
-	field("lora_rank", "its LoRA rank, or None", func(r *Run) starlark.Value { return optInt(r.R.LoraRank) }),
-	field("model_owner", "who owns it", func(r *Run) starlark.Value { return starlark.String(r.R.ModelOwner) }),
-	field("training_run_id", "its id", func(r *Run) starlark.Value { return starlark.String(r.R.TrainingRunID) }),
-	field("user_metadata", "a dict of the metadata given at creation, or None", func(r *Run) starlark.Value { return metadataDict(r.R.UserMetadata) }),
+	{name: "base_model", doc: "the model it fine-tunes", value: func(r *Run) starlark.Value { return starlark.String(r.R.BaseModel) }},
+	{name: "corrupted", doc: "whether the service marked the run corrupted", value: func(r *Run) starlark.Value { return starlark.Bool(r.R.Corrupted) }},
+	{name: "is_lora", doc: "whether it trains a LoRA adapter", value: func(r *Run) starlark.Value { return starlark.Bool(r.R.IsLora) }},
+	{name: "last_checkpoint", doc: "its newest training checkpoint, or None", value: func(r *Run) starlark.Value { return optCheckpoint(r.R.LastCheckpoint) }},
+	{name: "last_request_time", doc: "when it last received a request (a time)", value: func(r *Run) starlark.Value { return time.Time(r.R.LastRequestTime) }},
+	{name: "last_sampler_checkpoint", doc: "its newest sampler checkpoint, or None", value: func(r *Run) starlark.Value { return optCheckpoint(r.R.LastSamplerCheckpoint) }},
+	{name: "lora_rank", doc: "its LoRA rank, or None", value: func(r *Run) starlark.Value { return optInt(r.R.LoraRank) }},
+	{name: "model_owner", doc: "who owns it", value: func(r *Run) starlark.Value { return starlark.String(r.R.ModelOwner) }},
+	{name: "training_run_id", doc: "its id", value: func(r *Run) starlark.Value { return starlark.String(r.R.TrainingRunID) }},
+	{name: "user_metadata", doc: "a dict of the metadata given at creation, or None", value: func(r *Run) starlark.Value { return metadataDict(r.R.UserMetadata) }},
 }
 
 // metadataDict is a run's metadata as a dict with sorted keys, or None.

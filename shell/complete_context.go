@@ -23,14 +23,14 @@ func (in *Interp) completeString(line string, pos int) (head string, completions
 	word := line[start+1 : pos]
 	fn := callee(line[:start])
 	var pool []string
-	if !fileOnly[fn] && !strings.HasPrefix(fn, "io.") {
+	if !fileOnly(fn) && !strings.HasPrefix(fn, "io.") {
 		c := in.candidates()
 		pool = c.Models
 		if strings.HasPrefix(word, "tinker://") || strings.HasPrefix("tinker://", word) {
 			pool = append(append([]string(nil), pool...), c.Paths...)
 		}
 	}
-	if !modelOnly[fn] && !strings.HasPrefix(word, "tinker://") {
+	if !modelOnly(fn) && !strings.HasPrefix(word, "tinker://") {
 		pool = append(append([]string(nil), pool...), fileCandidates(word)...)
 	}
 	seen := map[string]bool{}

@@ -14,12 +14,18 @@ import (
 // fileListMax bounds the entries read from one directory.
 const fileListMax = 1000
 
-// modelOnly are the builtins whose string arguments name models or
-// checkpoints, never files; fileOnly take files, never models.
-var (
-	modelOnly = map[string]bool{"sample": true, "tokenizer": true, "save_checkpoint": true, "training_client": true, "lr_for": true, "render": true}
-	fileOnly  = map[string]bool{"load": true}
-)
+// modelOnly says whether the builtin fn's string arguments name models or
+// checkpoints, never files; fileOnly whether they name files, never models.
+// Switches rather than maps: a package-level map is built at every start.
+func modelOnly(fn string) bool {
+	switch fn {
+	case "sample", "tokenizer", "save_checkpoint", "training_client", "lr_for", "render":
+		return true
+	}
+	return false
+}
+
+func fileOnly(fn string) bool { return fn == "load" }
 
 // fileCandidates are the files and directories whose path starts with
 // word, relative to the working directory.

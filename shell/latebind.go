@@ -86,10 +86,9 @@ func before(a, b syntax.Position) bool {
 	return a.Line < b.Line || a.Line == b.Line && a.Col < b.Col
 }
 
-var (
-	exprType  = reflect.TypeFor[syntax.Expr]()
-	syntaxPkg = exprType.PkgPath()
-)
+// syntaxPkg is go.starlark.net/syntax's path, as reflect gives it
+// (TestSyntaxPkgPath); a constant, so the package runs no code at start.
+const syntaxPkg = "go.starlark.net/syntax"
 
 // replaceIdents replaces, anywhere under v, each identifier at a position
 // in late by <late>("name"). The syntax tree has no parent links, so it
@@ -117,7 +116,7 @@ func replaceIdents(v reflect.Value, late map[syntax.Position]bool) {
 }
 
 func replaceAt(field reflect.Value, late map[syntax.Position]bool) {
-	if field.Type() == exprType && field.CanSet() {
+	if field.Type() == reflect.TypeFor[syntax.Expr]() && field.CanSet() {
 		if id, ok := field.Interface().(*syntax.Ident); ok && late[id.NamePos] {
 			field.Set(reflect.ValueOf(lateCall(id)))
 			return

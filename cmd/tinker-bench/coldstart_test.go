@@ -86,3 +86,34 @@ func TestCopyInPages(t *testing.T) {
 		t.Error("copyInPages replaced an existing file")
 	}
 }
+
+// TestColdCommandsRotateCopies: each round runs the next of a program's
+// copies, which hold the program's bytes in files of their own.
+func TestColdCommandsRotateCopies(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "prog")
+	data := bytes.Repeat([]byte("tinker\x00"), 1500)
+	if err := os.WriteFile(src, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copies, err := copiesInPages(src, dir, "p", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(copies) != 3 || copies[0] == copies[1] || copies[1] == copies[2] || copies[0] == copies[2] {
+		t.Fatalf("copies = %q, want three distinct files", copies)
+	}
+	for _, c := range copies {
+		got, err := os.ReadFile(c)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("%s differs from the program (%d bytes, %v)", c, len(got), err)
+		}
+	}
+	cmd := coldCmd{copies: copies, args: []string{"-c", "1+1"}}
+	for round := range 7 {
+		want := []string{copies[round%3], "-c", "1+1"}
+		if got := cmd.argv(round); !slices.Equal(got, want) {
+			t.Errorf("round %d: argv = %q, want %q", round, got, want)
+		}
+	}
+}

@@ -22,13 +22,20 @@ type result struct {
 
 // measure runs each command n times (after two warm-up rounds for the page
 // cache), one round of all commands after another, and returns each one's
-// medians. env is the commands' environment; check, if set,, is given
+// medians. env is the commands' environment; check, if set, is given
 // each measured run's standard output.
 func measure(n int, cmds [][]string, env []string, check func(c int, out []byte) error) ([]result, error) {
-	samples := make([][]result, len(cmds))
+	return measureRounds(n, len(cmds), func(c, _ int) []string { return cmds[c] }, env, check)
+}
+
+// measureRounds is measure with the command line of command c in round r
+// given by argv(c, r): a command can then run a different copy of its
+// program in each round.
+func measureRounds(n, cmds int, argv func(c, round int) []string, env []string, check func(c int, out []byte) error) ([]result, error) {
+	samples := make([][]result, cmds)
 	for round := 0; round < n+2; round++ {
-		for c, argv := range cmds {
-			r, out, err := runOnce(argv, env)
+		for c := range cmds {
+			r, out, err := runOnce(argv(c, round), env)
 			if err != nil {
 				return nil, err
 			}
@@ -43,8 +50,8 @@ func measure(n int, cmds [][]string, env []string, check func(c int, out []byte)
 			samples[c] = append(samples[c], r)
 		}
 	}
-	out := make([]result, len(cmds))
-	for c := range cmds {
+	out := make([]result, cmds)
+	for c := range out {
 		out[c] = medians(samples[c])
 	}
 	return out, nil

@@ -70,7 +70,7 @@ func (r renderer) Render(msgs []Message) (Rendered, error) {
 // tinker's older aliases), encoding with tok.
 func New(name string, tok *tokenizer.Tokenizer) (Renderer, error) {
 	canon, f, ok := lookup(name)
-	if why, no := unsupported[name]; no {
+	if why, no := unsupported.Get()[name]; no {
 		return nil, fmt.Errorf("renderer %s is not available: %s; use a model whose renderer is (%s)", name, why, strings.Join(Names(), ", "))
 	}
 	if !ok {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/tinkershell/tinker/lib/lazy"
 )
 
 // Kimi K2.5/K2.6 declare tools as TypeScript in a "functions" namespace,
@@ -95,15 +97,17 @@ func parseKimiType(s *jsonNode, reg *kimiRegistry) (*kimiType, error) {
 	return nil, fmt.Errorf("invalid JSON Schema object %s", s.dumps())
 }
 
-var kimiUnionNames = map[string]string{"string": "string", "number": "number", "integer": "number", "boolean": "boolean",
-	"null": "null", "object": "{}", "array": "Array<any>"}
+var kimiUnionNames = lazy.Value[map[string]string]{New: func() map[string]string {
+	return map[string]string{"string": "string", "number": "number", "integer": "number", "boolean": "boolean",
+		"null": "null", "object": "{}", "array": "Array<any>"}
+}}
 
 func kimiTyped(s *jsonNode, reg *kimiRegistry) (*kimiType, error) {
 	ty := s.get("type")
 	if ty.kind == '[' {
 		var names []string
 		for _, v := range ty.vals {
-			n, ok := kimiUnionNames[v.pyStr()]
+			n, ok := kimiUnionNames.Get()[v.pyStr()]
 			if !ok {
 				return nil, fmt.Errorf("unknown type %s in a type list", v.dumps())
 			}

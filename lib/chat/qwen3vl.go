@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/tinkershell/tinker/lib/lazy"
 )
 
 // qwenVL is the cookbook's Qwen3-VL renderer and its descendants for text
@@ -181,12 +183,14 @@ func (q qwenVL) argText(v *jsonNode) string {
 
 // qwen38Effort is the instruction Qwen3.8's template puts first in the
 // system message for each reasoning effort (none for medium).
-var qwen38Effort = map[string]string{
-	"xhigh": "Reasoning effort is set to xhigh. Please think carefully through the task, validate key assumptions, " +
-		"consider plausible alternatives, and prioritize correctness, consistency, and clarity in the final answer.",
-	"medium": "",
-	"low":    "Reasoning effort is set to low. Keep your thinking brief and focused, moving directly to the conclusion without unnecessary elaboration.",
-}
+var qwen38Effort = lazy.Value[map[string]string]{New: func() map[string]string {
+	return map[string]string{
+		"xhigh": "Reasoning effort is set to xhigh. Please think carefully through the task, validate key assumptions, " +
+			"consider plausible alternatives, and prioritize correctness, consistency, and clarity in the final answer.",
+		"medium": "",
+		"low":    "Reasoning effort is set to low. Keep your thinking brief and focused, moving directly to the conclusion without unnecessary elaboration.",
+	}
+}}
 
 // frame is Qwen3.8's system message: the effort instruction first (a
 // system message of its own when there is none), an empty one dropped.
@@ -196,7 +200,7 @@ func (q qwenVL) frame(msgs []Message) []Message {
 	}
 	instr := ""
 	if !q.off {
-		instr = qwen38Effort[q.effort]
+		instr = qwen38Effort.Get()[q.effort]
 	}
 	if len(msgs) == 0 || msgs[0].Role != "system" {
 		if instr == "" {

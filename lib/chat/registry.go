@@ -4,15 +4,15 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 
+	"github.com/tinkershell/tinker/lib/lazy"
 	"github.com/tinkershell/tinker/lib/models"
 )
 
 // formats maps each cookbook renderer name to its format. The tables of
 // this file are made on first use: every tinker command links them, few
 // render a conversation.
-var formats = sync.OnceValue(func() map[string]func() format {
+var formats = lazy.Value[map[string]func() format]{New: func() map[string]func() format {
 	return map[string]func() format{
 		"role_colon":                        func() format { return roleColon{} },
 		"llama3":                            func() format { return llama3{} },
@@ -49,25 +49,29 @@ var formats = sync.OnceValue(func() map[string]func() format {
 		"gpt_oss_medium_reasoning":          func() format { return &GptOss{System: true, ReasoningEffort: "medium"} },
 		"gpt_oss_high_reasoning":            func() format { return &GptOss{System: true, ReasoningEffort: "high"} },
 	}
-})
+}}
 
 // aliases are tinker's earlier names, kept working.
-var aliases = map[string]string{
-	"gpt_oss":               "gpt_oss_medium_reasoning",
-	"deepseekv3_1":          "deepseekv3",
-	"deepseekv3_1_thinking": "deepseekv3_thinking",
-}
+var aliases = lazy.Value[map[string]string]{New: func() map[string]string {
+	return map[string]string{
+		"gpt_oss":               "gpt_oss_medium_reasoning",
+		"deepseekv3_1":          "deepseekv3",
+		"deepseekv3_1_thinking": "deepseekv3_thinking",
+	}
+}}
 
 // unsupported are cookbook renderers tinker does not render, with why.
-var unsupported = map[string]string{
-	"tml_v0": "tml_v0 (Inkling) is rendered by the external tml_renderers package, whose format the cookbook does not spell out, and tinker cannot load Inkling's tokenizer",
-}
+var unsupported = lazy.Value[map[string]string]{New: func() map[string]string {
+	return map[string]string{
+		"tml_v0": "tml_v0 (Inkling) is rendered by the external tml_renderers package, whose format the cookbook does not spell out, and tinker cannot load Inkling's tokenizer",
+	}
+}}
 
 func lookup(name string) (string, func() format, bool) {
-	if a, ok := aliases[name]; ok {
+	if a, ok := aliases.Get()[name]; ok {
 		name = a
 	}
-	f, ok := formats()[name]
+	f, ok := formats.Get()[name]
 	return name, f, ok
 }
 
@@ -75,10 +79,10 @@ func lookup(name string) (string, func() format, bool) {
 // tinker's aliases.
 func Names() []string {
 	var out []string
-	for n := range formats() {
+	for n := range formats.Get() {
 		out = append(out, n)
 	}
-	for n := range aliases {
+	for n := range aliases.Get() {
 		out = append(out, n)
 	}
 	sort.Strings(out)
@@ -89,7 +93,7 @@ func Names() []string {
 // it stands for.
 func Aliases() map[string]string {
 	out := map[string]string{}
-	for k, v := range aliases {
+	for k, v := range aliases.Get() {
 		out[k] = v
 	}
 	return out
@@ -97,7 +101,7 @@ func Aliases() map[string]string {
 
 // recommended is the cookbook's model table (model_info.py): the first
 // recommended renderer of each model it lists.
-var recommended = sync.OnceValue(func() map[string]string {
+var recommended = lazy.Value[map[string]string]{New: func() map[string]string {
 	return map[string]string{
 		"meta-llama/Llama-3.1-8B-Instruct":                  "llama3",
 		"meta-llama/Llama-3.3-70B-Instruct":                 "llama3",
@@ -137,7 +141,7 @@ var recommended = sync.OnceValue(func() map[string]string {
 		"nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16":     "nemotron3_ultra",
 		"nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-BF16": "nemotron3_ultra",
 	}
-})
+}}
 
 // Recommended is the cookbook's recommended renderer for a model it lists
 // (even one tinker cannot render yet), "" for others.
@@ -146,7 +150,7 @@ func Recommended(baseModel string) string {
 	if strings.HasPrefix(name, "thinkingmachines/Inkling") {
 		return "tml_v0"
 	}
-	return recommended()[name]
+	return recommended.Get()[name]
 }
 
 // ForModel returns the renderer to use for a base model: the cookbook's
@@ -172,7 +176,7 @@ func NoRenderer(baseModel string) error {
 	if ForModel(baseModel) != "" {
 		return nil
 	}
-	if why, ok := unsupported[Recommended(baseModel)]; ok {
+	if why, ok := unsupported.Get()[Recommended(baseModel)]; ok {
 		return fmt.Errorf("no chat renderer for %s: the cookbook's %s", baseModel, why)
 	}
 	return fmt.Errorf("no default chat renderer for %s; choose one of %s", baseModel, strings.Join(Names(), ", "))

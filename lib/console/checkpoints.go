@@ -5,12 +5,19 @@ import (
 	"net/url"
 )
 
-// notices are the messages a run page shows after an action (?done=…);
-// only these fixed texts, never text from the URL.
-var notices = map[string]string{
-	"publish":   "Checkpoint published: anyone with its path can now load it.",
-	"unpublish": "Checkpoint unpublished: only you can load it now.",
-	"delete":    "Checkpoint deleted.",
+// notice is the message a run page shows after an action (?done=…);
+// only these fixed texts, never text from the URL. A
+// switch, not a map: a package-level map is built at every start.
+func notice(done string) string {
+	switch done {
+	case "publish":
+		return "Checkpoint published: anyone with its path can now load it."
+	case "unpublish":
+		return "Checkpoint unpublished: only you can load it now."
+	case "delete":
+		return "Checkpoint deleted."
+	}
+	return ""
 }
 
 // checkpointID reads the request's checkpoint as "kind/name", answering

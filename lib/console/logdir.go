@@ -20,8 +20,8 @@ const (
 // (lib/train: SFT, DPO, RL); other numeric fields follow by name.
 var metricsOrder = []string{"loss", "eval_nll", "mean_reward", "accuracy", "margin", "chosen_reward", "rejected_reward", "learning_rate"}
 
-// skipMetrics are bookkeeping fields, not curves.
-var skipMetrics = map[string]bool{"step": true, "epoch": true, "time": true}
+// skipMetric says whether a field is bookkeeping, not a curve.
+func skipMetric(k string) bool { return k == "step" || k == "epoch" || k == "time" }
 
 // logDirs lists the log directories the console shows: each configured
 // directory that holds a metrics.jsonl, and the subdirectories holding one
@@ -98,7 +98,7 @@ func parseMetrics(r io.Reader) (*Metrics, error) {
 			x = s
 		}
 		for k, v := range rec {
-			if f, ok := v.(float64); ok && !skipMetrics[k] {
+			if f, ok := v.(float64); ok && !skipMetric(k) {
 				if byName[k] == nil {
 					byName[k] = &series{}
 				}

@@ -109,7 +109,7 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request, s *session) {
 		c.apiFailure(w, s, err)
 		return
 	}
-	p := page{Title: "Run " + id, Nav: "runs", CSRF: s.csrf, Notice: notices[r.URL.Query().Get("done")]}
+	p := page{Title: "Run " + id, Nav: "runs", CSRF: s.csrf, Notice: notice(r.URL.Query().Get("done"))}
 	cps, _, err := ops.ListCheckpoints(r.Context(), s.client, id, 0, nil)
 	if err != nil {
 		p.Error = apiMessage(err)

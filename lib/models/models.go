@@ -23,6 +23,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/tinkershell/tinker/lib/lazy"
 )
 
 // Arch is one base model: its name, the tokenizer get_info reports, and its
@@ -116,71 +118,75 @@ const (
 // TinyBOS.
 var TinySpecials = [...]string{"<bos>", "<eos>", "<pad>", "<unk>"}
 
-var table = []Arch{
-	{Name: TinyLlama, TokenizerID: TinyLlama, Shape: Shape{Family: Llama3, Layers: 2, Hidden: 64, Intermediate: 192,
-		Heads: 4, KVHeads: 2, HeadDim: 16, VocabSize: TinyVocab, TieWordEmbeddings: true, MaxPositionEmbeddings: 2048,
-		RMSNormEps: 1e-5, RopeTheta: 10000}},
-	{Name: TinyQwen3, TokenizerID: TinyQwen3, Shape: Shape{Family: Qwen3, Layers: 4, Hidden: 128, Intermediate: 384,
-		Heads: 4, KVHeads: 2, HeadDim: 32, VocabSize: TinyVocab, TieWordEmbeddings: true, MaxPositionEmbeddings: 4096,
-		RMSNormEps: 1e-6, RopeTheta: 1000000}},
-	{Name: TinyQwen3MoE, TokenizerID: TinyQwen3MoE, Shape: Shape{Family: Qwen3MoE, Layers: 4, Hidden: 128,
-		Intermediate: 384, Heads: 4, KVHeads: 2, HeadDim: 32, VocabSize: TinyVocab, TieWordEmbeddings: true,
-		MaxPositionEmbeddings: 4096, Experts: 8, ExpertsPerToken: 2, MoEIntermediate: 64, RMSNormEps: 1e-6,
-		RopeTheta: 1000000}},
-	{Name: TinyGptOss, TokenizerID: TinyGptOss, Shape: Shape{Family: GptOss, Layers: 4, Hidden: 128, Intermediate: 64, TieWordEmbeddings: true,
-		Heads: 4, KVHeads: 2, HeadDim: 32, VocabSize: TinyVocab, MaxPositionEmbeddings: 4096, Experts: 8,
-		ExpertsPerToken: 2, MoEIntermediate: 64, RMSNormEps: 1e-5, RopeTheta: 150000}},
-	{Name: TinyDeepSeek, TokenizerID: TinyDeepSeek, Shape: Shape{Family: DeepSeekV3, Layers: 3, Hidden: 64, Intermediate: 128,
-		Heads: 4, KVHeads: 4, HeadDim: 24, VocabSize: TinyVocab, MaxPositionEmbeddings: 4096,
-		Experts: 12, ExpertsPerToken: 3, MoEIntermediate: 32, SharedExperts: 1, FirstDenseLayers: 1,
-		MLA:        &MLA{QLoraRank: 48, KVLoraRank: 32, QKNopeDim: 16, QKRopeDim: 8, VHeadDim: 16},
-		RMSNormEps: 1e-6, RopeTheta: 10000}},
+// table is the catalog, made on first use: its rows are built by calls
+// (qwen3MoE, deepseek, ...), which at package level would run at every start.
+var table = lazy.Value[[]Arch]{New: func() []Arch {
+	return []Arch{
+		{Name: TinyLlama, TokenizerID: TinyLlama, Shape: Shape{Family: Llama3, Layers: 2, Hidden: 64, Intermediate: 192,
+			Heads: 4, KVHeads: 2, HeadDim: 16, VocabSize: TinyVocab, TieWordEmbeddings: true, MaxPositionEmbeddings: 2048,
+			RMSNormEps: 1e-5, RopeTheta: 10000}},
+		{Name: TinyQwen3, TokenizerID: TinyQwen3, Shape: Shape{Family: Qwen3, Layers: 4, Hidden: 128, Intermediate: 384,
+			Heads: 4, KVHeads: 2, HeadDim: 32, VocabSize: TinyVocab, TieWordEmbeddings: true, MaxPositionEmbeddings: 4096,
+			RMSNormEps: 1e-6, RopeTheta: 1000000}},
+		{Name: TinyQwen3MoE, TokenizerID: TinyQwen3MoE, Shape: Shape{Family: Qwen3MoE, Layers: 4, Hidden: 128,
+			Intermediate: 384, Heads: 4, KVHeads: 2, HeadDim: 32, VocabSize: TinyVocab, TieWordEmbeddings: true,
+			MaxPositionEmbeddings: 4096, Experts: 8, ExpertsPerToken: 2, MoEIntermediate: 64, RMSNormEps: 1e-6,
+			RopeTheta: 1000000}},
+		{Name: TinyGptOss, TokenizerID: TinyGptOss, Shape: Shape{Family: GptOss, Layers: 4, Hidden: 128, Intermediate: 64, TieWordEmbeddings: true,
+			Heads: 4, KVHeads: 2, HeadDim: 32, VocabSize: TinyVocab, MaxPositionEmbeddings: 4096, Experts: 8,
+			ExpertsPerToken: 2, MoEIntermediate: 64, RMSNormEps: 1e-5, RopeTheta: 150000}},
+		{Name: TinyDeepSeek, TokenizerID: TinyDeepSeek, Shape: Shape{Family: DeepSeekV3, Layers: 3, Hidden: 64, Intermediate: 128,
+			Heads: 4, KVHeads: 4, HeadDim: 24, VocabSize: TinyVocab, MaxPositionEmbeddings: 4096,
+			Experts: 12, ExpertsPerToken: 3, MoEIntermediate: 32, SharedExperts: 1, FirstDenseLayers: 1,
+			MLA:        &MLA{QLoraRank: 48, KVLoraRank: 32, QKNopeDim: 16, QKRopeDim: 8, VHeadDim: 16},
+			RMSNormEps: 1e-6, RopeTheta: 10000}},
 
-	// Llama 3 family. hf:meta-llama/<name>/config.json.
-	llama("meta-llama/Llama-3.2-1B", 16, 2048, 8192, 32, 8, 64, true),
-	llama("meta-llama/Llama-3.2-3B", 28, 3072, 8192, 24, 8, 128, true),
-	llama("meta-llama/Llama-3.1-8B", 32, 4096, 14336, 32, 8, 128, false),
-	llama("meta-llama/Llama-3.1-8B-Instruct", 32, 4096, 14336, 32, 8, 128, false),
-	llama("meta-llama/Llama-3.1-70B", 80, 8192, 28672, 64, 8, 128, false),
-	llama("meta-llama/Llama-3.3-70B-Instruct", 80, 8192, 28672, 64, 8, 128, false),
+		// Llama 3 family. hf:meta-llama/<name>/config.json.
+		llama("meta-llama/Llama-3.2-1B", 16, 2048, 8192, 32, 8, 64, true),
+		llama("meta-llama/Llama-3.2-3B", 28, 3072, 8192, 24, 8, 128, true),
+		llama("meta-llama/Llama-3.1-8B", 32, 4096, 14336, 32, 8, 128, false),
+		llama("meta-llama/Llama-3.1-8B-Instruct", 32, 4096, 14336, 32, 8, 128, false),
+		llama("meta-llama/Llama-3.1-70B", 80, 8192, 28672, 64, 8, 128, false),
+		llama("meta-llama/Llama-3.3-70B-Instruct", 80, 8192, 28672, 64, 8, 128, false),
 
-	// Qwen3 dense. hf:Qwen/<name>/config.json (max_position_embeddings 40960;
-	// the -Base repos say 32768; the 2507 refresh says 262144).
-	qwen3("Qwen/Qwen3-8B", 36, 4096, 12288, 32, 8, false, 40960),
-	qwen3("Qwen/Qwen3-8B-Base", 36, 4096, 12288, 32, 8, false, 32768),
-	qwen3("Qwen/Qwen3-32B", 64, 5120, 25600, 64, 8, false, 40960),
-	qwen3("Qwen/Qwen3-4B-Instruct-2507", 36, 2560, 9728, 32, 8, true, 262144),
+		// Qwen3 dense. hf:Qwen/<name>/config.json (max_position_embeddings 40960;
+		// the -Base repos say 32768; the 2507 refresh says 262144).
+		qwen3("Qwen/Qwen3-8B", 36, 4096, 12288, 32, 8, false, 40960),
+		qwen3("Qwen/Qwen3-8B-Base", 36, 4096, 12288, 32, 8, false, 32768),
+		qwen3("Qwen/Qwen3-32B", 64, 5120, 25600, 64, 8, false, 40960),
+		qwen3("Qwen/Qwen3-4B-Instruct-2507", 36, 2560, 9728, 32, 8, true, 262144),
 
-	// Qwen3 MoE. hf:Qwen/<name>/config.json: moe_intermediate_size,
-	// num_experts, num_experts_per_tok; the VL models' text_config matches
-	// the text-only models of the same size.
-	qwen3MoE("Qwen/Qwen3-30B-A3B", 48, 2048, 6144, 32, 4, 128, 8, 768, 40960),
-	qwen3MoE("Qwen/Qwen3-30B-A3B-Base", 48, 2048, 6144, 32, 4, 128, 8, 768, 32768),
-	qwen3MoE("Qwen/Qwen3-30B-A3B-Instruct-2507", 48, 2048, 6144, 32, 4, 128, 8, 768, 262144),
-	qwen3MoE("Qwen/Qwen3-235B-A22B-Instruct-2507", 94, 4096, 12288, 64, 4, 128, 8, 1536, 262144),
-	qwen3MoE("Qwen/Qwen3-VL-30B-A3B-Instruct", 48, 2048, 6144, 32, 4, 128, 8, 768, 262144),
-	qwen3MoE("Qwen/Qwen3-VL-235B-A22B-Instruct", 94, 4096, 12288, 64, 4, 128, 8, 1536, 262144),
+		// Qwen3 MoE. hf:Qwen/<name>/config.json: moe_intermediate_size,
+		// num_experts, num_experts_per_tok; the VL models' text_config matches
+		// the text-only models of the same size.
+		qwen3MoE("Qwen/Qwen3-30B-A3B", 48, 2048, 6144, 32, 4, 128, 8, 768, 40960),
+		qwen3MoE("Qwen/Qwen3-30B-A3B-Base", 48, 2048, 6144, 32, 4, 128, 8, 768, 32768),
+		qwen3MoE("Qwen/Qwen3-30B-A3B-Instruct-2507", 48, 2048, 6144, 32, 4, 128, 8, 768, 262144),
+		qwen3MoE("Qwen/Qwen3-235B-A22B-Instruct-2507", 94, 4096, 12288, 64, 4, 128, 8, 1536, 262144),
+		qwen3MoE("Qwen/Qwen3-VL-30B-A3B-Instruct", 48, 2048, 6144, 32, 4, 128, 8, 768, 262144),
+		qwen3MoE("Qwen/Qwen3-VL-235B-A22B-Instruct", 94, 4096, 12288, 64, 4, 128, 8, 1536, 262144),
 
-	// DeepSeek-V3 architecture. hf:deepseek-ai/DeepSeek-V3.1/config.json and
-	// hf:moonshotai/Kimi-K2-Thinking/config.json (Kimi K2 reuses DeepseekV3
-	// with 384 experts, 64 heads, a 160k vocab and one first dense layer,
-	// first_k_dense_replace 1, where DeepSeek has 3).
-	deepseek("deepseek-ai/DeepSeek-V3.1", 128, 256, 129280, 163840, 3),
-	deepseek("deepseek-ai/DeepSeek-V3.1-Base", 128, 256, 129280, 163840, 3),
-	deepseek("moonshotai/Kimi-K2-Thinking", 64, 384, 163840, 262144, 1),
-	// Kimi K2.5 and K2.6 wrap the same DeepseekV3 text model in a vision
-	// model (hf:moonshotai/Kimi-K2.5/config.json, text_config; K2.6 the
-	// same): the catalog shapes the text model, which is what LoRA adapts.
-	// tinker-cookbook's hyperparam_utils.py gives all three Kimi models the
-	// same hidden size and LoRA parameter counts (TestLoRACountsMatchCookbook).
-	deepseek("moonshotai/Kimi-K2.5", 64, 384, 163840, 262144, 1),
-	deepseek("moonshotai/Kimi-K2.6", 64, 384, 163840, 262144, 1),
+		// DeepSeek-V3 architecture. hf:deepseek-ai/DeepSeek-V3.1/config.json and
+		// hf:moonshotai/Kimi-K2-Thinking/config.json (Kimi K2 reuses DeepseekV3
+		// with 384 experts, 64 heads, a 160k vocab and one first dense layer,
+		// first_k_dense_replace 1, where DeepSeek has 3).
+		deepseek("deepseek-ai/DeepSeek-V3.1", 128, 256, 129280, 163840, 3),
+		deepseek("deepseek-ai/DeepSeek-V3.1-Base", 128, 256, 129280, 163840, 3),
+		deepseek("moonshotai/Kimi-K2-Thinking", 64, 384, 163840, 262144, 1),
+		// Kimi K2.5 and K2.6 wrap the same DeepseekV3 text model in a vision
+		// model (hf:moonshotai/Kimi-K2.5/config.json, text_config; K2.6 the
+		// same): the catalog shapes the text model, which is what LoRA adapts.
+		// tinker-cookbook's hyperparam_utils.py gives all three Kimi models the
+		// same hidden size and LoRA parameter counts (TestLoRACountsMatchCookbook).
+		deepseek("moonshotai/Kimi-K2.5", 64, 384, 163840, 262144, 1),
+		deepseek("moonshotai/Kimi-K2.6", 64, 384, 163840, 262144, 1),
 
-	// gpt-oss. hf:openai/<name>/config.json (intermediate_size 2880 is the
-	// per-expert width; head_dim 64; 64 query heads, 8 KV heads).
-	gptOSS("openai/gpt-oss-20b", 24, 32),
-	gptOSS("openai/gpt-oss-120b", 36, 128),
-}
+		// gpt-oss. hf:openai/<name>/config.json (intermediate_size 2880 is the
+		// per-expert width; head_dim 64; 64 query heads, 8 KV heads).
+		gptOSS("openai/gpt-oss-20b", 24, 32),
+		gptOSS("openai/gpt-oss-120b", 36, 128),
+	}
+}}
 
 func llama(name string, layers, hidden, inter, heads, kv, headDim int, tied bool) Arch {
 	return Arch{Name: name, TokenizerID: "thinkingmachineslabinc/meta-llama-3-tokenizer", Shape: Shape{Family: Llama3,
@@ -219,13 +225,14 @@ var (
 	regMu sync.RWMutex
 	// byName indexes the table by lower-cased name, made on first use (not
 	// at every start); Register adds to it under regMu.
-	byName = sync.OnceValue(func() map[string]*Arch {
-		m := make(map[string]*Arch, len(table))
-		for i := range table {
-			m[strings.ToLower(table[i].Name)] = &table[i]
+	byName = lazy.Value[map[string]*Arch]{New: func() map[string]*Arch {
+		archs := table.Get()
+		m := make(map[string]*Arch, len(archs))
+		for i := range archs {
+			m[strings.ToLower(archs[i].Name)] = &archs[i]
 		}
 		return m
-	})
+	}}
 	registered []*Arch // by Register, in order
 )
 
@@ -237,7 +244,7 @@ func Lookup(name string) (*Arch, bool) {
 	}
 	regMu.RLock()
 	defer regMu.RUnlock()
-	a, ok := byName()[strings.ToLower(name)]
+	a, ok := byName.Get()[strings.ToLower(name)]
 	return a, ok
 }
 
@@ -251,14 +258,14 @@ func Register(a Arch) error {
 	}
 	regMu.Lock()
 	defer regMu.Unlock()
-	if old, ok := byName()[strings.ToLower(a.Name)]; ok {
+	if old, ok := byName.Get()[strings.ToLower(a.Name)]; ok {
 		if slices.Contains(registered, old) && reflect.DeepEqual(*old, a) {
 			return nil
 		}
 		return fmt.Errorf("model %s is already defined with another shape", a.Name)
 	}
 	p := &a
-	byName()[strings.ToLower(a.Name)] = p
+	byName.Get()[strings.ToLower(a.Name)] = p
 	registered = append(registered, p)
 	return nil
 }
@@ -266,9 +273,10 @@ func Register(a Arch) error {
 // All returns every model, tiny models first (in the table's order, so
 // tiny-llama stays first), then by name (registered ones included).
 func All() []*Arch {
-	out := make([]*Arch, 0, len(table))
-	for i := range table {
-		out = append(out, &table[i])
+	archs := table.Get()
+	out := make([]*Arch, 0, len(archs))
+	for i := range archs {
+		out = append(out, &archs[i])
 	}
 	regMu.RLock()
 	out = append(out, registered...)

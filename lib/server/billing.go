@@ -129,7 +129,21 @@ func (s *Server) addCheckpointUsage(sums billingSums, owner string, from, to tim
 	}
 }
 
-var billingKindOrder = map[string]int{"training": 0, "sampling_prefill": 1, "sampling_sample": 2, "checkpoint": 3, "storage": 4}
+// billingKindRank orders the kinds of usage in a report (a switch: a
+// package-level map is built at every start).
+func billingKindRank(kind string) int {
+	switch kind {
+	case "sampling_prefill":
+		return 1
+	case "sampling_sample":
+		return 2
+	case "checkpoint":
+		return 3
+	case "storage":
+		return 4
+	}
+	return 0 // training, and any other
+}
 
 // sortedKeys orders events by hour, session, base model, then kind.
 func (m billingSums) sortedKeys() []billingKey {
@@ -149,7 +163,7 @@ func (m billingSums) sortedKeys() []billingKey {
 			return a.base < b.base
 		}
 		if a.kind != b.kind {
-			return billingKindOrder[a.kind] < billingKindOrder[b.kind]
+			return billingKindRank(a.kind) < billingKindRank(b.kind)
 		}
 		return !a.cached && b.cached
 	})

@@ -13,8 +13,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
+	"github.com/tinkershell/tinker/lib/lazy"
 	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/tokenizer"
 )
@@ -41,7 +41,7 @@ type hubRepo struct {
 	files  map[string][]byte // name -> content
 }
 
-var hubRepos = sync.OnceValue(func() map[string]*hubRepo {
+var hubRepos = lazy.Value[map[string]*hubRepo]{New: func() map[string]*hubRepo {
 	tj := tokenizer.TinyJSON()
 	repos := map[string]*hubRepo{}
 	for _, a := range models.All() {
@@ -59,12 +59,12 @@ var hubRepos = sync.OnceValue(func() map[string]*hubRepo {
 		repos[strings.ToLower(a.TokenizerID)] = r
 	}
 	return repos
-})
+}}
 
 // hubRepo finds a served repo: a tiny model's tokenizer, or the tokenizer
 // files of a model directory served under that name (--model NAME=DIR).
 func (s *Server) hubRepo(repoID string) *hubRepo {
-	if r := hubRepos()[strings.ToLower(repoID)]; r != nil {
+	if r := hubRepos.Get()[strings.ToLower(repoID)]; r != nil {
 		return r
 	}
 	if s.opts.Engine == nil {

@@ -24,13 +24,17 @@ const (
 	maxIdemReply = 4 << 10 // answers kept are small: handles and ids
 )
 
-// idemEndpoints are the calls whose repeat must not do the work twice:
+// idemEndpoint says whether path is one of the calls whose repeat must not do the work twice:
 // those that create something or submit an operation. Polls, heartbeats
 // and reads are harmless to repeat and are not remembered.
-var idemEndpoints = map[string]bool{
-	"/api/v1/create_session": true, "/api/v1/create_model": true, "/api/v1/create_sampling_session": true,
-	"/api/v1/asample": true, "/api/v1/forward_backward": true, "/api/v1/forward": true, "/api/v1/optim_step": true,
-	"/api/v1/save_weights": true, "/api/v1/save_weights_for_sampler": true, "/api/v1/load_weights": true,
+func idemEndpoint(path string) bool {
+	switch path {
+	case "/api/v1/create_session", "/api/v1/create_model", "/api/v1/create_sampling_session",
+		"/api/v1/asample", "/api/v1/forward_backward", "/api/v1/forward", "/api/v1/optim_step",
+		"/api/v1/save_weights", "/api/v1/save_weights_for_sampler", "/api/v1/load_weights":
+		return true
+	}
+	return false
 }
 
 type idemEntry struct {
@@ -53,7 +57,7 @@ type idemTable struct {
 // the first is still running waits for it.
 func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, owner string, h func(http.ResponseWriter) *errorResponse) *errorResponse {
 	key := r.Header.Get("X-Idempotency-Key")
-	if r.Method != http.MethodPost || key == "" || len(key) > maxIdemKey || !idemEndpoints[r.URL.EscapedPath()] {
+	if r.Method != http.MethodPost || key == "" || len(key) > maxIdemKey || !idemEndpoint(r.URL.EscapedPath()) {
 		return h(w)
 	}
 	id := key + " " + r.URL.EscapedPath()

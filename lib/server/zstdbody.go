@@ -3,9 +3,9 @@ package server
 import (
 	"errors"
 	"net/http"
-	"sync"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/tinkershell/tinker/lib/lazy"
 )
 
 // zstdDecoder decodes compressed training bodies. Its memory is bounded:
@@ -13,7 +13,7 @@ import (
 // DecodeAll stops at maxTrainingBodyBytes of output (WithDecoderMaxMemory),
 // so a hostile frame header or a bomb costs at most that much. Made on
 // first use, as most processes never see such a body.
-var zstdDecoder = sync.OnceValue(func() *zstd.Decoder {
+var zstdDecoder = lazy.Value[*zstd.Decoder]{New: func() *zstd.Decoder {
 	d, err := zstd.NewReader(nil,
 		zstd.WithDecoderConcurrency(1),
 		zstd.WithDecoderMaxMemory(maxTrainingBodyBytes),
@@ -22,7 +22,7 @@ var zstdDecoder = sync.OnceValue(func() *zstd.Decoder {
 		panic(err) // only bad options fail, and these are constants
 	}
 	return d
-})
+}}
 
 // maxZstdWindow bounds the back-reference window a frame may ask for; the
 // SDK's level-3 frames use a few MiB.
@@ -31,7 +31,7 @@ const maxZstdWindow = 32 << 20
 // unzstdBody decompresses a zstd request body of at most
 // maxTrainingBodyBytes once decompressed.
 func unzstdBody(b []byte) ([]byte, *errorResponse) {
-	out, err := zstdDecoder().DecodeAll(b, nil)
+	out, err := zstdDecoder.Get().DecodeAll(b, nil)
 	switch {
 	case errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) || len(out) > maxTrainingBodyBytes:
 		return nil, errorf(http.StatusRequestEntityTooLarge, "request body: larger than %d bytes once decompressed; split the batch into smaller requests", maxTrainingBodyBytes)

@@ -1,9 +1,8 @@
 package tinkerapi
 
 import (
-	"sync"
-
 	"github.com/klauspost/compress/zstd"
+	"github.com/tinkershell/tinker/lib/lazy"
 )
 
 // zstdEncoder compresses forward_backward bodies when the server asks for
@@ -12,10 +11,10 @@ import (
 // bodies are mostly little-endian token ids and float32 weights, which it
 // shrinks several times over. Its EncodeAll is safe for concurrent use. Made
 // on first use: most processes never train.
-var zstdEncoder = sync.OnceValue(func() *zstd.Encoder {
+var zstdEncoder = lazy.Value[*zstd.Encoder]{New: func() *zstd.Encoder {
 	e, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
 	if err != nil {
 		panic(err) // only bad options fail
 	}
 	return e
-})
+}}

@@ -14,7 +14,7 @@ import (
 
 var (
 	modelMu    sync.Mutex
-	modelCache = map[string]*modelEntry{}
+	modelCache map[string]*modelEntry // made by the first entry
 )
 
 type modelEntry struct {
@@ -96,6 +96,9 @@ func cacheEntry(key string) *modelEntry {
 	defer modelMu.Unlock()
 	e, ok := modelCache[key]
 	if !ok {
+		if modelCache == nil {
+			modelCache = map[string]*modelEntry{}
+		}
 		e = &modelEntry{}
 		modelCache[key] = e
 	}

@@ -24,7 +24,7 @@ func TestLineupPatternPieces(t *testing.T) {
 		{patO200K, "don't 2024", []string{"don't", " ", "202", "4"}},
 	}
 	for _, c := range cases {
-		if got := pieces(matchSplit{handWritten[c.pattern]}, c.in); !slices.Equal(got, c.want) {
+		if got := pieces(matchSplit{handWritten.Get()[c.pattern]}, c.in); !slices.Equal(got, c.want) {
 			t.Errorf("%.20s… on %q = %q, want %q", c.pattern, c.in, got, c.want)
 		}
 	}

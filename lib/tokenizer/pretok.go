@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/dlclark/regexp2"
+
+	"github.com/tinkershell/tinker/lib/lazy"
 )
 
 // A preTokenizer cuts normalized text into pieces that BPE encodes
@@ -254,17 +256,20 @@ const (
 	patDSMain   = "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"
 )
 
-var handWritten = map[string]matchFunc{
-	patLlama3:   func(s string, i int) int { return matchCL100K(s, i, 3) },
-	patQwen:     func(s string, i int) int { return matchCL100K(s, i, 1) },
-	patO200K:    matchO200K,
-	KimiPattern: matchKimi,
-	patQwen35:   matchQwen35,
-	patTekken:   matchTekken,
-	patDigits3:  func(s string, i int) int { return matchNumbers(s, i, 3) },
-	patDSCJK:    matchDSCJK,
-	patDSMain:   matchDeepSeek,
-}
+// handWritten are the matchers written for known split patterns, by pattern.
+var handWritten = lazy.Value[map[string]matchFunc]{New: func() map[string]matchFunc {
+	return map[string]matchFunc{
+		patLlama3:   func(s string, i int) int { return matchCL100K(s, i, 3) },
+		patQwen:     func(s string, i int) int { return matchCL100K(s, i, 1) },
+		patO200K:    matchO200K,
+		KimiPattern: matchKimi,
+		patQwen35:   matchQwen35,
+		patTekken:   matchTekken,
+		patDigits3:  func(s string, i int) int { return matchNumbers(s, i, 3) },
+		patDSCJK:    matchDSCJK,
+		patDSMain:   matchDeepSeek,
+	}
+}}
 
 func matchNumbers(s string, i, max int) int {
 	j := i
@@ -604,7 +609,7 @@ func (p regexSplit) split(s string, emit func(string)) {
 // splitFor returns the Isolated split on pattern: a hand-written matcher
 // when there is one (and useRegexp2 is false), else regexp2.
 func splitFor(pattern string, useRegexp2 bool) (preTokenizer, error) {
-	if m, ok := handWritten[pattern]; ok && !useRegexp2 {
+	if m, ok := handWritten.Get()[pattern]; ok && !useRegexp2 {
 		return matchSplit{m}, nil
 	}
 	return newRegexSplit(pattern)

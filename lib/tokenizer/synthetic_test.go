@@ -14,7 +14,7 @@ import (
 func tinyTokenizerJSON(pairMerges bool) []byte {
 	var vocab []string
 	for b := 0; b < 256; b++ {
-		r := byteToRune[b]
+		r := byteLevel.Get().byteToRune[b]
 		key := fmt.Sprintf(`"\u%04x"`, r) // every key escaped
 		if r == '"' || r == '\\' {
 			key = fmt.Sprintf(`"\%c"`, r)

@@ -3,32 +3,38 @@ package tokenizer
 import (
 	"encoding/json"
 	"fmt"
-	"sync"
 
+	"github.com/tinkershell/tinker/lib/lazy"
 	"github.com/tinkershell/tinker/lib/models"
 )
 
-var tiny = sync.OnceValues(func() (*Tokenizer, error) {
+type tokenizerOrError struct {
+	t   *Tokenizer
+	err error
+}
+
+var tiny = lazy.Value[tokenizerOrError]{New: func() tokenizerOrError {
 	t, err := FromFiles(TinyJSON(), nil)
 	if err != nil {
-		return nil, fmt.Errorf("tiny tokenizer: %w", err)
+		return tokenizerOrError{nil, fmt.Errorf("tiny tokenizer: %w", err)}
 	}
 	t.id = "tinker-local/bytes"
-	return t, nil
-})
+	return tokenizerOrError{t, nil}
+}}
 
 // Tiny returns the shared tokenizer of the built-in tiny models
 // (lib/models), "tinker-local/bytes": token i is byte i, then
 // models.TinySpecials. Encode adds no
 // BOS. It is built from a tokenizer.json like any other, so the shell's
 // tokenizer, chat renderers, decoding and the sampling engine treat it alike.
-func Tiny() (*Tokenizer, error) { return tiny() }
+func Tiny() (*Tokenizer, error) { r := tiny.Get(); return r.t, r.err }
 
 // TinyJSON is Tiny's tokenizer.json (e.g. to write a tiny model out as a
 // Hugging Face model directory): a BPE model with no merges over the 256
 // byte-level symbols, so every byte is one token.
 func TinyJSON() []byte {
 	vocab := make(map[string]int, 256)
+	byteToRune := &byteLevel.Get().byteToRune
 	for b := range 256 {
 		vocab[string(byteToRune[b])] = b
 	}

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"unsafe"
+
+	"github.com/tinkershell/tinker/lib/lazy"
 )
 
 // Tokenizer is a loaded tokenizer. It is safe for concurrent use.
@@ -625,14 +627,16 @@ func (t *Tokenizer) Decode(ids []int, skipSpecial bool) string {
 
 // cleanUpReplacer undoes the spaces word-level tokenizers put before
 // punctuation and contractions, like transformers' clean_up_tokenization.
-var cleanUpReplacer = strings.NewReplacer(" .", ".", " ?", "?", " !", "!", " ,", ",", " ' ", "'",
-	" n't", "n't", " 'm", "'m", " 's", "'s", " 've", "'ve", " 're", "'re")
+var cleanUpReplacer = lazy.Value[*strings.Replacer]{New: func() *strings.Replacer {
+	return strings.NewReplacer(" .", ".", " ?", "?", " !", "!", " ,", ",", " ' ", "'",
+		" n't", "n't", " 'm", "'m", " 's", "'s", " 've", "'ve", " 're", "'re")
+}}
 
 // CleanUpTokenizationSpaces applies transformers' clean-up of decoded text
 // (" ," → "," and so on). Python's tokenizer.decode does this when
 // Config().CleanUpSpaces is set; Decode never does, so that decoding
 // reverses encoding exactly.
-func CleanUpTokenizationSpaces(s string) string { return cleanUpReplacer.Replace(s) }
+func CleanUpTokenizationSpaces(s string) string { return cleanUpReplacer.Get().Replace(s) }
 
 // DecodeBytes returns the raw bytes of ids.
 func (t *Tokenizer) DecodeBytes(ids []int, skipSpecial bool) []byte {

@@ -248,7 +248,7 @@ func TestMatchersFuzzAgainstRegexp2(t *testing.T) {
 	for name, pats := range patterns {
 		var hand, rx sequence
 		for _, p := range pats {
-			hand = append(hand, matchSplit{handWritten[p]})
+			hand = append(hand, matchSplit{handWritten.Get()[p]})
 			re, err := newRegexSplit(p)
 			if err != nil {
 				t.Fatal(err)

@@ -10,9 +10,9 @@ import (
 func SFTTable(res *SFTResult) *render.Table {
 	title := fmt.Sprintf("SFT of %s: %d of %d steps", res.BaseModel, res.LastStep(), res.Total)
 	t := &render.Table{Title: title, HeadTail: true, Columns: []render.Column{{Header: "Step", Right: true},
-		{Header: "Epoch", Right: true, Drop: dropOrder["epoch"]}, {Header: "Loss", Right: true},
-		{Header: "Eval NLL", Right: true, Drop: dropOrder["eval_nll"]}, {Header: "LR", Right: true, Drop: dropOrder["learning_rate"]},
-		{Header: "Tokens", Right: true, Drop: dropOrder["tokens"]}, {Header: "Time", Right: true, Drop: dropOrder["time"]}}}
+		{Header: "Epoch", Right: true, Drop: dropOrder("epoch")}, {Header: "Loss", Right: true},
+		{Header: "Eval NLL", Right: true, Drop: dropOrder("eval_nll")}, {Header: "LR", Right: true, Drop: dropOrder("learning_rate")},
+		{Header: "Tokens", Right: true, Drop: dropOrder("tokens")}, {Header: "Time", Right: true, Drop: dropOrder("time")}}}
 	for _, m := range res.Steps {
 		eval := ""
 		if m.EvalNLL != nil {

@@ -67,10 +67,30 @@ func fixed4(x float64) string {
 
 // dropOrder is which columns of a step table a narrow terminal leaves out
 // first (render.Column.Drop): counts and times before the learning rate,
-// the secondary metrics last; step, loss and the main metric always stay.
-var dropOrder = map[string]int{
-	"time": 9, "num_sequences": 8, "num_pairs": 8, "num_trained": 8, "skipped_groups": 8, "tokens": 7,
-	"epoch": 6, "learning_rate": 5, "rejected_reward": 4, "chosen_reward": 3, "margin": 2, "eval_nll": 1,
+// the secondary metrics last; step, loss and the main metric always stay. A
+// switch, not a map: a package-level map is built at every start.
+func dropOrder(field string) int {
+	switch field {
+	case "time":
+		return 9
+	case "num_sequences", "num_pairs", "num_trained", "skipped_groups":
+		return 8
+	case "tokens":
+		return 7
+	case "epoch":
+		return 6
+	case "learning_rate":
+		return 5
+	case "rejected_reward":
+		return 4
+	case "chosen_reward":
+		return 3
+	case "margin":
+		return 2
+	case "eval_nll":
+		return 1
+	}
+	return 0
 }
 
 // RunTable is the table of a run's steps, one column per record field,
@@ -80,7 +100,7 @@ func RunTable[M Record](what string, res *Result[M]) *render.Table {
 	t := &render.Table{Title: title, HeadTail: true}
 	var zero M
 	for _, f := range Fields(zero) {
-		t.Columns = append(t.Columns, render.Column{Header: header(f.Key), Right: true, Drop: dropOrder[f.Key]})
+		t.Columns = append(t.Columns, render.Column{Header: header(f.Key), Right: true, Drop: dropOrder(f.Key)})
 	}
 	for _, m := range res.Steps {
 		var row []string

@@ -1,0 +1,133 @@
+package app
+
+import (
+	"debug/elf"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// Budgets for the code this module's packages run at every start (their
+// init functions, which the compiler writes for package-level variables it
+// cannot lay out as data, and for func init). A table built by calls
+// (field(...), register(...), a constructor per row), a package-level map
+// or sync.OnceValue costs its code at every start, and each package with
+// any init code costs a page fault to reach it (~1-2% of tinker -c's
+// start for ten packages); a literal costs nothing. Write tables as
+// literals, small maps as switches, and values made on first use as
+// lazy.Values.
+const (
+	initCodeBudget       = 6 << 10 // all packages
+	initCodePackageLimit = 2 << 10 // any one package
+	initPackagesLimit    = 8       // packages with any init code
+)
+
+// TestOwnInitCodeStaysSmall builds tinker and sums the sizes of this
+// module's init functions. The builtins' attribute tables and registry,
+// filled by calls, once made 27 KB of it (60 KB in 16 packages).
+// TestInitAllocationBudget bounds what the same code allocates.
+func TestOwnInitCodeStaysSmall(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads the ELF symbol table")
+	}
+	const module = "github.com/tinkershell/tinker"
+	bin := filepath.Join(t.TempDir(), "tinker")
+	// As make build does, but keeping the symbol table, which is what is read.
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, module+"/cmd/tinker")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	perPkg, err := initCodeSizes(bin, module)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, n := range perPkg {
+		total += n
+	}
+	if total > initCodeBudget {
+		t.Errorf("this module's init functions are %d bytes, over the budget of %d:\n%s", total, initCodeBudget, listSizes(perPkg))
+	}
+	if len(perPkg) > initPackagesLimit {
+		t.Errorf("%d of this module's packages run code at start, over %d:\n%s", len(perPkg), initPackagesLimit, listSizes(perPkg))
+	}
+	for pkg, n := range perPkg {
+		if n > initCodePackageLimit {
+			t.Errorf("%s's init functions are %d bytes, over %d: make its tables literals or build them on first use", pkg, n, initCodePackageLimit)
+		}
+	}
+	t.Logf("init code: %d bytes\n%s", total, listSizes(perPkg))
+}
+
+// initPkg is the package of an init function: pkg.init, pkg.init.N (func
+// init), pkg.map.init.N (a package-level map); not pkg.init.funcN, closures
+// that only run when called. (No regexp here: a package-level pattern in a
+// test file would count against this package in TestInitAllocationBudget.)
+func initPkg(sym string) (string, bool) {
+	if pkg, ok := strings.CutSuffix(sym, ".init"); ok {
+		return pkg, true
+	}
+	i := strings.LastIndexByte(sym, '.')
+	if i < 0 || strings.Trim(sym[i+1:], "0123456789") != "" || i+1 == len(sym) {
+		return "", false
+	}
+	head := sym[:i]
+	if pkg, ok := strings.CutSuffix(head, ".map.init"); ok {
+		return pkg, true
+	}
+	return strings.CutSuffix(head, ".init")
+}
+
+// initCodeSizes is the size of module's init functions in bin, by package.
+func initCodeSizes(bin, module string) (map[string]int, error) {
+	f, err := elf.Open(bin)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", bin, err)
+	}
+	out := map[string]int{}
+	for _, s := range syms {
+		pkg, ok := initPkg(s.Name)
+		if !ok || elf.ST_TYPE(s.Info) != elf.STT_FUNC || !strings.HasPrefix(pkg, module+"/") {
+			continue
+		}
+		out[pkg] += int(s.Size)
+	}
+	return out, nil
+}
+
+func listSizes(perPkg map[string]int) string {
+	pkgs := make([]string, 0, len(perPkg))
+	for p := range perPkg {
+		pkgs = append(pkgs, p)
+	}
+	sort.Slice(pkgs, func(i, j int) bool { return perPkg[pkgs[i]] > perPkg[pkgs[j]] })
+	var b strings.Builder
+	for _, p := range pkgs {
+		fmt.Fprintf(&b, "%7d %s\n", perPkg[p], p)
+	}
+	return b.String()
+}
+
+func TestInitPkg(t *testing.T) {
+	for sym, want := range map[string]string{
+		"example.com/m/lib/a.init": "example.com/m/lib/a", "example.com/m/lib/a.init.3": "example.com/m/lib/a",
+		"example.com/m/lib/a.map.init.0": "example.com/m/lib/a", "example.com/m/lib/a.init.func2": "",
+		"example.com/m/lib/a.initTables": "", "example.com/m/lib/a.f.init": "example.com/m/lib/a.f", "x.init.": "",
+	} {
+		got, ok := initPkg(sym)
+		if got != want || ok != (want != "") {
+			t.Errorf("initPkg(%q) = %q, %v; want %q", sym, got, ok, want)
+		}
+	}
+}
