@@ -56,15 +56,7 @@ func TestMatMulFoldMatchesScalar(t *testing.T) {
 // the product (matMulFoldAsm) and gives the scalar reference's bits.
 func checkFold(t *testing.T, name string, w mat, xs [][]float32, b mat, ts [][]float32, acc bool) {
 	t.Helper()
-	init := func() [][]float32 {
-		ys := rowsOf(make([]float32, len(xs)*w.rows), len(xs), w.rows)
-		for i, y := range ys {
-			for j := range y {
-				y[j] = float32(i-j) / 8
-			}
-		}
-		return ys
-	}
+	init := func() [][]float32 { return startRows(len(xs), w.rows) }
 	want := init()
 	matRowsScalar(w, xs, want, 0, w.rows, acc)
 	matRowsScalar(b, ts, want, 0, w.rows, true)
