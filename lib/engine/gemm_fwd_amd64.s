@@ -156,9 +156,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func fwdTile4x6GF32(xp *float32, w *float32, stride int, n int, groups int, ys *[]float32, col int, mask int, add int, pf *byte, pfEnd uintptr, pfStep int, l1 *byte)
+// func fwdTile4x6GF32(xp *float32, w *float32, stride int, n int, groups int, ys *[]float32, col int, mask int, add int, pf *byte, pfEnd uintptr, pfStep int)
 // Requires: AVX, AVX512F, AVX512VL, MMX+
-TEXT ·fwdTile4x6GF32(SB), NOSPLIT|NOFRAME, $0-104
+TEXT ·fwdTile4x6GF32(SB), NOSPLIT|NOFRAME, $0-96
 	MOVQ  n+24(FP), DX
 	MOVQ  DX, CX
 	ANDQ  $0x0000000f, CX
@@ -179,7 +179,8 @@ TEXT ·fwdTile4x6GF32(SB), NOSPLIT|NOFRAME, $0-104
 	SHRL  $0x04, AX
 	KMOVW AX, K3
 	LEAQ  (SI)(SI*4), AX
-	MOVQ  pf+72(FP), R10
+	MOVQ  col+48(FP), R10
+	MOVQ  pf+72(FP), R11
 
 tile:
 	VPXORD     Z0, Z0, Z0
@@ -206,20 +207,18 @@ tile:
 	VPXORD     Z21, Z21, Z21
 	VPXORD     Z22, Z22, Z22
 	VPXORD     Z23, Z23, Z23
-	MOVQ       l1+96(FP), R11
-	MOVQ       col+48(FP), R13
 	MOVQ       (R9), R12
-	PREFETCHT0 (R12)(R13*4)
-	PREFETCHT0 20(R12)(R13*4)
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 20(R12)(R10*4)
 	MOVQ       24(R9), R12
-	PREFETCHT0 (R12)(R13*4)
-	PREFETCHT0 20(R12)(R13*4)
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 20(R12)(R10*4)
 	MOVQ       48(R9), R12
-	PREFETCHT0 (R12)(R13*4)
-	PREFETCHT0 20(R12)(R13*4)
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 20(R12)(R10*4)
 	MOVQ       72(R9), R12
-	PREFETCHT0 (R12)(R13*4)
-	PREFETCHT0 20(R12)(R13*4)
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 20(R12)(R10*4)
 	MOVQ       CX, R12
 	MOVQ       BX, CX
 	MOVQ       DX, R13
@@ -227,22 +226,10 @@ tile:
 	JZ         tail
 
 loop:
-	CMPQ       R10, pfEnd+80(FP)
-	JB         dopf0
-	CMPQ       R8, $0x01
-	JNE        nopf0
-	PREFETCHT0 (R11)
-	PREFETCHT0 (R11)(SI*1)
-	PREFETCHT0 (R11)(SI*2)
-	PREFETCHT0 (R11)(DI*1)
-	PREFETCHT0 (R11)(SI*4)
-	PREFETCHT0 (R11)(AX*1)
-	ADDQ       $0x40, R11
-	JMP        nopf0
-
-dopf0:
-	PREFETCHT1 (R10)
-	ADDQ       pfStep+88(FP), R10
+	CMPQ       R11, pfEnd+80(FP)
+	JAE        nopf0
+	PREFETCHT1 (R11)
+	ADDQ       pfStep+88(FP), R11
 
 nopf0:
 	PREFETCHT0  4096(R12)
@@ -289,15 +276,12 @@ nopf0:
 	JNZ         loop
 
 tail:
-	KORTESTW K1, K1
-	JZ       done
-	CMPQ     R10, pfEnd+80(FP)
-	JB       dopf1
-	JMP      nopf1
-
-dopf1:
-	PREFETCHT1 (R10)
-	ADDQ       pfStep+88(FP), R10
+	KORTESTW   K1, K1
+	JZ         done
+	CMPQ       R11, pfEnd+80(FP)
+	JAE        nopf1
+	PREFETCHT1 (R11)
+	ADDQ       pfStep+88(FP), R11
 
 nopf1:
 	VMOVUPS     (R12), Z24
@@ -387,44 +371,43 @@ nexttail:
 	VSHUFPS       $0x88, Z1, Z0, Z24
 	VSHUFPS       $0xdd, Z1, Z0, Z25
 	VADDPS        Z25, Z24, Z0
-	MOVQ          col+48(FP), R13
 	CMPQ          add+64(FP), $0x00
 	JNE           r03add
 	MOVQ          (R9), R12
 	VEXTRACTF32X4 $0x00, Z0, X1
-	VMOVUPS       X1, K2, (R12)(R13*4)
+	VMOVUPS       X1, K2, (R12)(R10*4)
 	MOVQ          24(R9), R12
 	VEXTRACTF32X4 $0x01, Z0, X1
-	VMOVUPS       X1, K2, (R12)(R13*4)
+	VMOVUPS       X1, K2, (R12)(R10*4)
 	MOVQ          48(R9), R12
 	VEXTRACTF32X4 $0x02, Z0, X1
-	VMOVUPS       X1, K2, (R12)(R13*4)
+	VMOVUPS       X1, K2, (R12)(R10*4)
 	MOVQ          72(R9), R12
 	VEXTRACTF32X4 $0x03, Z0, X1
-	VMOVUPS       X1, K2, (R12)(R13*4)
+	VMOVUPS       X1, K2, (R12)(R10*4)
 	JMP           r03done
 
 r03add:
 	MOVQ          (R9), R12
 	VEXTRACTF32X4 $0x00, Z0, X1
-	VMOVUPS.Z     (R12)(R13*4), K2, X2
+	VMOVUPS.Z     (R12)(R10*4), K2, X2
 	VADDPS        X1, X2, X1
-	VMOVUPS       X1, K2, (R12)(R13*4)
+	VMOVUPS       X1, K2, (R12)(R10*4)
 	MOVQ          24(R9), R12
 	VEXTRACTF32X4 $0x01, Z0, X1
-	VMOVUPS.Z     (R12)(R13*4), K2, X2
+	VMOVUPS.Z     (R12)(R10*4), K2, X2
 	VADDPS        X1, X2, X1
-	VMOVUPS       X1, K2, (R12)(R13*4)
+	VMOVUPS       X1, K2, (R12)(R10*4)
 	MOVQ          48(R9), R12
 	VEXTRACTF32X4 $0x02, Z0, X1
-	VMOVUPS.Z     (R12)(R13*4), K2, X2
+	VMOVUPS.Z     (R12)(R10*4), K2, X2
 	VADDPS        X1, X2, X1
-	VMOVUPS       X1, K2, (R12)(R13*4)
+	VMOVUPS       X1, K2, (R12)(R10*4)
 	MOVQ          72(R9), R12
 	VEXTRACTF32X4 $0x03, Z0, X1
-	VMOVUPS.Z     (R12)(R13*4), K2, X2
+	VMOVUPS.Z     (R12)(R10*4), K2, X2
 	VADDPS        X1, X2, X1
-	VMOVUPS       X1, K2, (R12)(R13*4)
+	VMOVUPS       X1, K2, (R12)(R10*4)
 
 r03done:
 	VSHUFF32X4    $0x44, Z17, Z16, Z24
@@ -455,39 +438,39 @@ r03done:
 	JNE           r45add
 	MOVQ          (R9), R12
 	VEXTRACTF32X4 $0x00, Z0, X1
-	VMOVUPS       X1, K3, 16(R12)(R13*4)
+	VMOVUPS       X1, K3, 16(R12)(R10*4)
 	MOVQ          24(R9), R12
 	VEXTRACTF32X4 $0x01, Z0, X1
-	VMOVUPS       X1, K3, 16(R12)(R13*4)
+	VMOVUPS       X1, K3, 16(R12)(R10*4)
 	MOVQ          48(R9), R12
 	VEXTRACTF32X4 $0x02, Z0, X1
-	VMOVUPS       X1, K3, 16(R12)(R13*4)
+	VMOVUPS       X1, K3, 16(R12)(R10*4)
 	MOVQ          72(R9), R12
 	VEXTRACTF32X4 $0x03, Z0, X1
-	VMOVUPS       X1, K3, 16(R12)(R13*4)
+	VMOVUPS       X1, K3, 16(R12)(R10*4)
 	JMP           r45done
 
 r45add:
 	MOVQ          (R9), R12
 	VEXTRACTF32X4 $0x00, Z0, X1
-	VMOVUPS.Z     16(R12)(R13*4), K3, X2
+	VMOVUPS.Z     16(R12)(R10*4), K3, X2
 	VADDPS        X1, X2, X1
-	VMOVUPS       X1, K3, 16(R12)(R13*4)
+	VMOVUPS       X1, K3, 16(R12)(R10*4)
 	MOVQ          24(R9), R12
 	VEXTRACTF32X4 $0x01, Z0, X1
-	VMOVUPS.Z     16(R12)(R13*4), K3, X2
+	VMOVUPS.Z     16(R12)(R10*4), K3, X2
 	VADDPS        X1, X2, X1
-	VMOVUPS       X1, K3, 16(R12)(R13*4)
+	VMOVUPS       X1, K3, 16(R12)(R10*4)
 	MOVQ          48(R9), R12
 	VEXTRACTF32X4 $0x02, Z0, X1
-	VMOVUPS.Z     16(R12)(R13*4), K3, X2
+	VMOVUPS.Z     16(R12)(R10*4), K3, X2
 	VADDPS        X1, X2, X1
-	VMOVUPS       X1, K3, 16(R12)(R13*4)
+	VMOVUPS       X1, K3, 16(R12)(R10*4)
 	MOVQ          72(R9), R12
 	VEXTRACTF32X4 $0x03, Z0, X1
-	VMOVUPS.Z     16(R12)(R13*4), K3, X2
+	VMOVUPS.Z     16(R12)(R10*4), K3, X2
 	VADDPS        X1, X2, X1
-	VMOVUPS       X1, K3, 16(R12)(R13*4)
+	VMOVUPS       X1, K3, 16(R12)(R10*4)
 
 r45done:
 	ADDQ $0x60, R9
@@ -496,9 +479,9 @@ r45done:
 	VZEROUPPER
 	RET
 
-// func fwdTile4x6KGF32(xp *float32, w *float32, stride int, n int, groups int, ys *[]float32, col int, mask int, add int, pf *byte, pfEnd uintptr, pfStep int, acc *float32, mode int, gstride int, l1 *byte)
+// func fwdTile4x6KGF32(xp *float32, w *float32, stride int, n int, groups int, ys *[]float32, col int, mask int, add int, pf *byte, pfEnd uintptr, pfStep int, acc *float32, mode int, gstride int)
 // Requires: AVX, AVX512F, AVX512VL, MMX+
-TEXT ·fwdTile4x6KGF32(SB), NOSPLIT|NOFRAME, $0-128
+TEXT ·fwdTile4x6KGF32(SB), NOSPLIT|NOFRAME, $0-120
 	MOVQ  n+24(FP), DX
 	MOVQ  DX, CX
 	ANDQ  $0x0000000f, CX
@@ -519,7 +502,8 @@ TEXT ·fwdTile4x6KGF32(SB), NOSPLIT|NOFRAME, $0-128
 	SHRL  $0x04, AX
 	KMOVW AX, K3
 	LEAQ  (SI)(SI*4), AX
-	MOVQ  pf+72(FP), R10
+	MOVQ  col+48(FP), R10
+	MOVQ  pf+72(FP), R11
 	MOVQ  DX, R15
 	SHLQ  $0x08, R15
 	NEGQ  R15
@@ -551,20 +535,18 @@ tile:
 	VPXORD     Z21, Z21, Z21
 	VPXORD     Z22, Z22, Z22
 	VPXORD     Z23, Z23, Z23
-	MOVQ       l1+120(FP), R11
-	MOVQ       col+48(FP), R14
 	MOVQ       (R9), R12
-	PREFETCHT0 (R12)(R14*4)
-	PREFETCHT0 20(R12)(R14*4)
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 20(R12)(R10*4)
 	MOVQ       24(R9), R12
-	PREFETCHT0 (R12)(R14*4)
-	PREFETCHT0 20(R12)(R14*4)
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 20(R12)(R10*4)
 	MOVQ       48(R9), R12
-	PREFETCHT0 (R12)(R14*4)
-	PREFETCHT0 20(R12)(R14*4)
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 20(R12)(R10*4)
 	MOVQ       72(R9), R12
-	PREFETCHT0 (R12)(R14*4)
-	PREFETCHT0 20(R12)(R14*4)
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 20(R12)(R10*4)
 	TESTQ      $0x00000001, mode+104(FP)
 	JZ         fresh
 	MOVQ       groups+32(FP), R12
@@ -604,22 +586,10 @@ fresh:
 	JLE  farpart
 
 nearloop:
-	CMPQ       R10, pfEnd+80(FP)
-	JB         dopf0
-	CMPQ       R8, $0x01
-	JNE        nopf0
-	PREFETCHT0 (R11)
-	PREFETCHT0 (R11)(SI*1)
-	PREFETCHT0 (R11)(SI*2)
-	PREFETCHT0 (R11)(DI*1)
-	PREFETCHT0 (R11)(SI*4)
-	PREFETCHT0 (R11)(AX*1)
-	ADDQ       $0x40, R11
-	JMP        nopf0
-
-dopf0:
-	PREFETCHT1 (R10)
-	ADDQ       pfStep+88(FP), R10
+	CMPQ       R11, pfEnd+80(FP)
+	JAE        nopf0
+	PREFETCHT1 (R11)
+	ADDQ       pfStep+88(FP), R11
 
 nopf0:
 	PREFETCHT0  4096(R12)
@@ -671,22 +641,10 @@ farpart:
 	JZ    tail
 
 farloop:
-	CMPQ       R10, pfEnd+80(FP)
-	JB         dopf1
-	CMPQ       R8, $0x01
-	JNE        nopf1
-	PREFETCHT0 (R11)
-	PREFETCHT0 (R11)(SI*1)
-	PREFETCHT0 (R11)(SI*2)
-	PREFETCHT0 (R11)(DI*1)
-	PREFETCHT0 (R11)(SI*4)
-	PREFETCHT0 (R11)(AX*1)
-	ADDQ       $0x40, R11
-	JMP        nopf1
-
-dopf1:
-	PREFETCHT1 (R10)
-	ADDQ       pfStep+88(FP), R10
+	CMPQ       R11, pfEnd+80(FP)
+	JAE        nopf1
+	PREFETCHT1 (R11)
+	ADDQ       pfStep+88(FP), R11
 
 nopf1:
 	PREFETCHT0  (R12)(R15*1)
@@ -733,15 +691,12 @@ nopf1:
 	JNZ         farloop
 
 tail:
-	KORTESTW K1, K1
-	JZ       done
-	CMPQ     R10, pfEnd+80(FP)
-	JB       dopf2
-	JMP      nopf2
-
-dopf2:
-	PREFETCHT1 (R10)
-	ADDQ       pfStep+88(FP), R10
+	KORTESTW   K1, K1
+	JZ         done
+	CMPQ       R11, pfEnd+80(FP)
+	JAE        nopf2
+	PREFETCHT1 (R11)
+	ADDQ       pfStep+88(FP), R11
 
 nopf2:
 	VMOVUPS     (R12), Z24
@@ -859,44 +814,43 @@ final:
 	VSHUFPS       $0x88, Z1, Z0, Z24
 	VSHUFPS       $0xdd, Z1, Z0, Z25
 	VADDPS        Z25, Z24, Z0
-	MOVQ          col+48(FP), R14
 	CMPQ          add+64(FP), $0x00
 	JNE           r03add
 	MOVQ          (R9), R12
 	VEXTRACTF32X4 $0x00, Z0, X1
-	VMOVUPS       X1, K2, (R12)(R14*4)
+	VMOVUPS       X1, K2, (R12)(R10*4)
 	MOVQ          24(R9), R12
 	VEXTRACTF32X4 $0x01, Z0, X1
-	VMOVUPS       X1, K2, (R12)(R14*4)
+	VMOVUPS       X1, K2, (R12)(R10*4)
 	MOVQ          48(R9), R12
 	VEXTRACTF32X4 $0x02, Z0, X1
-	VMOVUPS       X1, K2, (R12)(R14*4)
+	VMOVUPS       X1, K2, (R12)(R10*4)
 	MOVQ          72(R9), R12
 	VEXTRACTF32X4 $0x03, Z0, X1
-	VMOVUPS       X1, K2, (R12)(R14*4)
+	VMOVUPS       X1, K2, (R12)(R10*4)
 	JMP           r03done
 
 r03add:
 	MOVQ          (R9), R12
 	VEXTRACTF32X4 $0x00, Z0, X1
-	VMOVUPS.Z     (R12)(R14*4), K2, X2
+	VMOVUPS.Z     (R12)(R10*4), K2, X2
 	VADDPS        X1, X2, X1
-	VMOVUPS       X1, K2, (R12)(R14*4)
+	VMOVUPS       X1, K2, (R12)(R10*4)
 	MOVQ          24(R9), R12
 	VEXTRACTF32X4 $0x01, Z0, X1
-	VMOVUPS.Z     (R12)(R14*4), K2, X2
+	VMOVUPS.Z     (R12)(R10*4), K2, X2
 	VADDPS        X1, X2, X1
-	VMOVUPS       X1, K2, (R12)(R14*4)
+	VMOVUPS       X1, K2, (R12)(R10*4)
 	MOVQ          48(R9), R12
 	VEXTRACTF32X4 $0x02, Z0, X1
-	VMOVUPS.Z     (R12)(R14*4), K2, X2
+	VMOVUPS.Z     (R12)(R10*4), K2, X2
 	VADDPS        X1, X2, X1
-	VMOVUPS       X1, K2, (R12)(R14*4)
+	VMOVUPS       X1, K2, (R12)(R10*4)
 	MOVQ          72(R9), R12
 	VEXTRACTF32X4 $0x03, Z0, X1
-	VMOVUPS.Z     (R12)(R14*4), K2, X2
+	VMOVUPS.Z     (R12)(R10*4), K2, X2
 	VADDPS        X1, X2, X1
-	VMOVUPS       X1, K2, (R12)(R14*4)
+	VMOVUPS       X1, K2, (R12)(R10*4)
 
 r03done:
 	VSHUFF32X4    $0x44, Z17, Z16, Z24
@@ -927,39 +881,39 @@ r03done:
 	JNE           r45add
 	MOVQ          (R9), R12
 	VEXTRACTF32X4 $0x00, Z0, X1
-	VMOVUPS       X1, K3, 16(R12)(R14*4)
+	VMOVUPS       X1, K3, 16(R12)(R10*4)
 	MOVQ          24(R9), R12
 	VEXTRACTF32X4 $0x01, Z0, X1
-	VMOVUPS       X1, K3, 16(R12)(R14*4)
+	VMOVUPS       X1, K3, 16(R12)(R10*4)
 	MOVQ          48(R9), R12
 	VEXTRACTF32X4 $0x02, Z0, X1
-	VMOVUPS       X1, K3, 16(R12)(R14*4)
+	VMOVUPS       X1, K3, 16(R12)(R10*4)
 	MOVQ          72(R9), R12
 	VEXTRACTF32X4 $0x03, Z0, X1
-	VMOVUPS       X1, K3, 16(R12)(R14*4)
+	VMOVUPS       X1, K3, 16(R12)(R10*4)
 	JMP           r45done
 
 r45add:
 	MOVQ          (R9), R12
 	VEXTRACTF32X4 $0x00, Z0, X1
-	VMOVUPS.Z     16(R12)(R14*4), K3, X2
+	VMOVUPS.Z     16(R12)(R10*4), K3, X2
 	VADDPS        X1, X2, X1
-	VMOVUPS       X1, K3, 16(R12)(R14*4)
+	VMOVUPS       X1, K3, 16(R12)(R10*4)
 	MOVQ          24(R9), R12
 	VEXTRACTF32X4 $0x01, Z0, X1
-	VMOVUPS.Z     16(R12)(R14*4), K3, X2
+	VMOVUPS.Z     16(R12)(R10*4), K3, X2
 	VADDPS        X1, X2, X1
-	VMOVUPS       X1, K3, 16(R12)(R14*4)
+	VMOVUPS       X1, K3, 16(R12)(R10*4)
 	MOVQ          48(R9), R12
 	VEXTRACTF32X4 $0x02, Z0, X1
-	VMOVUPS.Z     16(R12)(R14*4), K3, X2
+	VMOVUPS.Z     16(R12)(R10*4), K3, X2
 	VADDPS        X1, X2, X1
-	VMOVUPS       X1, K3, 16(R12)(R14*4)
+	VMOVUPS       X1, K3, 16(R12)(R10*4)
 	MOVQ          72(R9), R12
 	VEXTRACTF32X4 $0x03, Z0, X1
-	VMOVUPS.Z     16(R12)(R14*4), K3, X2
+	VMOVUPS.Z     16(R12)(R10*4), K3, X2
 	VADDPS        X1, X2, X1
-	VMOVUPS       X1, K3, 16(R12)(R14*4)
+	VMOVUPS       X1, K3, 16(R12)(R10*4)
 
 r45done:
 advance:
@@ -1384,9 +1338,9 @@ done:
 	VZEROUPPER
 	RET
 
-// func fwdTile4x6GBF16(xp *float32, w *uint16, stride int, n int, groups int, ys *[]float32, col int, mask int, add int, pf *byte, pfEnd uintptr, pfStep int, l1 *byte)
+// func fwdTile4x6GBF16(xp *float32, w *uint16, stride int, n int, groups int, ys *[]float32, col int, mask int, add int, pf *byte, pfEnd uintptr, pfStep int)
 // Requires: AVX, AVX512F, AVX512VL, MMX+
-TEXT ·fwdTile4x6GBF16(SB), NOSPLIT|NOFRAME, $0-104
+TEXT ·fwdTile4x6GBF16(SB), NOSPLIT|NOFRAME, $0-96
 	MOVQ  n+24(FP), DX
 	MOVQ  DX, CX
 	ANDQ  $0x0000000f, CX
@@ -1407,7 +1361,8 @@ TEXT ·fwdTile4x6GBF16(SB), NOSPLIT|NOFRAME, $0-104
 	SHRL  $0x04, AX
 	KMOVW AX, K3
 	LEAQ  (SI)(SI*4), AX
-	MOVQ  pf+72(FP), R10
+	MOVQ  col+48(FP), R10
+	MOVQ  pf+72(FP), R11
 
 tile:
 	VPXORD     Z0, Z0, Z0
@@ -1434,20 +1389,18 @@ tile:
 	VPXORD     Z21, Z21, Z21
 	VPXORD     Z22, Z22, Z22
 	VPXORD     Z23, Z23, Z23
-	MOVQ       l1+96(FP), R11
-	MOVQ       col+48(FP), R13
 	MOVQ       (R9), R12
-	PREFETCHT0 (R12)(R13*4)
-	PREFETCHT0 20(R12)(R13*4)
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 20(R12)(R10*4)
 	MOVQ       24(R9), R12
-	PREFETCHT0 (R12)(R13*4)
-	PREFETCHT0 20(R12)(R13*4)
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 20(R12)(R10*4)
 	MOVQ       48(R9), R12
-	PREFETCHT0 (R12)(R13*4)
-	PREFETCHT0 20(R12)(R13*4)
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 20(R12)(R10*4)
 	MOVQ       72(R9), R12
-	PREFETCHT0 (R12)(R13*4)
-	PREFETCHT0 20(R12)(R13*4)
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 20(R12)(R10*4)
 	MOVQ       CX, R12
 	MOVQ       BX, CX
 	MOVQ       DX, R13
@@ -1455,22 +1408,10 @@ tile:
 	JZ         tail
 
 loop:
-	CMPQ       R10, pfEnd+80(FP)
-	JB         dopf0
-	CMPQ       R8, $0x01
-	JNE        nopf0
-	PREFETCHT0 (R11)
-	PREFETCHT0 (R11)(SI*1)
-	PREFETCHT0 (R11)(SI*2)
-	PREFETCHT0 (R11)(DI*1)
-	PREFETCHT0 (R11)(SI*4)
-	PREFETCHT0 (R11)(AX*1)
-	ADDQ       $0x20, R11
-	JMP        nopf0
-
-dopf0:
-	PREFETCHT1 (R10)
-	ADDQ       pfStep+88(FP), R10
+	CMPQ       R11, pfEnd+80(FP)
+	JAE        nopf0
+	PREFETCHT1 (R11)
+	ADDQ       pfStep+88(FP), R11
 
 nopf0:
 	PREFETCHT0  4096(R12)
@@ -1523,15 +1464,12 @@ nopf0:
 	JNZ         loop
 
 tail:
-	KORTESTW K1, K1
-	JZ       done
-	CMPQ     R10, pfEnd+80(FP)
-	JB       dopf1
-	JMP      nopf1
-
-dopf1:
-	PREFETCHT1 (R10)
-	ADDQ       pfStep+88(FP), R10
+	KORTESTW   K1, K1
+	JZ         done
+	CMPQ       R11, pfEnd+80(FP)
+	JAE        nopf1
+	PREFETCHT1 (R11)
+	ADDQ       pfStep+88(FP), R11
 
 nopf1:
 	VMOVUPS     (R12), Z24
@@ -1627,44 +1565,43 @@ nexttail:
 	VSHUFPS       $0x88, Z1, Z0, Z24
 	VSHUFPS       $0xdd, Z1, Z0, Z25
 	VADDPS        Z25, Z24, Z0
-	MOVQ          col+48(FP), R13
 	CMPQ          add+64(FP), $0x00
 	JNE           r03add
 	MOVQ          (R9), R12
 	VEXTRACTF32X4 $0x00, Z0, X1
-	VMOVUPS       X1, K2, (R12)(R13*4)
+	VMOVUPS       X1, K2, (R12)(R10*4)
 	MOVQ          24(R9), R12
 	VEXTRACTF32X4 $0x01, Z0, X1
-	VMOVUPS       X1, K2, (R12)(R13*4)
+	VMOVUPS       X1, K2, (R12)(R10*4)
 	MOVQ          48(R9), R12
 	VEXTRACTF32X4 $0x02, Z0, X1
-	VMOVUPS       X1, K2, (R12)(R13*4)
+	VMOVUPS       X1, K2, (R12)(R10*4)
 	MOVQ          72(R9), R12
 	VEXTRACTF32X4 $0x03, Z0, X1
-	VMOVUPS       X1, K2, (R12)(R13*4)
+	VMOVUPS       X1, K2, (R12)(R10*4)
 	JMP           r03done
 
 r03add:
 	MOVQ          (R9), R12
 	VEXTRACTF32X4 $0x00, Z0, X1
-	VMOVUPS.Z     (R12)(R13*4), K2, X2
+	VMOVUPS.Z     (R12)(R10*4), K2, X2
 	VADDPS        X1, X2, X1
-	VMOVUPS       X1, K2, (R12)(R13*4)
+	VMOVUPS       X1, K2, (R12)(R10*4)
 	MOVQ          24(R9), R12
 	VEXTRACTF32X4 $0x01, Z0, X1
-	VMOVUPS.Z     (R12)(R13*4), K2, X2
+	VMOVUPS.Z     (R12)(R10*4), K2, X2
 	VADDPS        X1, X2, X1
-	VMOVUPS       X1, K2, (R12)(R13*4)
+	VMOVUPS       X1, K2, (R12)(R10*4)
 	MOVQ          48(R9), R12
 	VEXTRACTF32X4 $0x02, Z0, X1
-	VMOVUPS.Z     (R12)(R13*4), K2, X2
+	VMOVUPS.Z     (R12)(R10*4), K2, X2
 	VADDPS        X1, X2, X1
-	VMOVUPS       X1, K2, (R12)(R13*4)
+	VMOVUPS       X1, K2, (R12)(R10*4)
 	MOVQ          72(R9), R12
 	VEXTRACTF32X4 $0x03, Z0, X1
-	VMOVUPS.Z     (R12)(R13*4), K2, X2
+	VMOVUPS.Z     (R12)(R10*4), K2, X2
 	VADDPS        X1, X2, X1
-	VMOVUPS       X1, K2, (R12)(R13*4)
+	VMOVUPS       X1, K2, (R12)(R10*4)
 
 r03done:
 	VSHUFF32X4    $0x44, Z17, Z16, Z24
@@ -1695,39 +1632,39 @@ r03done:
 	JNE           r45add
 	MOVQ          (R9), R12
 	VEXTRACTF32X4 $0x00, Z0, X1
-	VMOVUPS       X1, K3, 16(R12)(R13*4)
+	VMOVUPS       X1, K3, 16(R12)(R10*4)
 	MOVQ          24(R9), R12
 	VEXTRACTF32X4 $0x01, Z0, X1
-	VMOVUPS       X1, K3, 16(R12)(R13*4)
+	VMOVUPS       X1, K3, 16(R12)(R10*4)
 	MOVQ          48(R9), R12
 	VEXTRACTF32X4 $0x02, Z0, X1
-	VMOVUPS       X1, K3, 16(R12)(R13*4)
+	VMOVUPS       X1, K3, 16(R12)(R10*4)
 	MOVQ          72(R9), R12
 	VEXTRACTF32X4 $0x03, Z0, X1
-	VMOVUPS       X1, K3, 16(R12)(R13*4)
+	VMOVUPS       X1, K3, 16(R12)(R10*4)
 	JMP           r45done
 
 r45add:
 	MOVQ          (R9), R12
 	VEXTRACTF32X4 $0x00, Z0, X1
-	VMOVUPS.Z     16(R12)(R13*4), K3, X2
+	VMOVUPS.Z     16(R12)(R10*4), K3, X2
 	VADDPS        X1, X2, X1
-	VMOVUPS       X1, K3, 16(R12)(R13*4)
+	VMOVUPS       X1, K3, 16(R12)(R10*4)
 	MOVQ          24(R9), R12
 	VEXTRACTF32X4 $0x01, Z0, X1
-	VMOVUPS.Z     16(R12)(R13*4), K3, X2
+	VMOVUPS.Z     16(R12)(R10*4), K3, X2
 	VADDPS        X1, X2, X1
-	VMOVUPS       X1, K3, 16(R12)(R13*4)
+	VMOVUPS       X1, K3, 16(R12)(R10*4)
 	MOVQ          48(R9), R12
 	VEXTRACTF32X4 $0x02, Z0, X1
-	VMOVUPS.Z     16(R12)(R13*4), K3, X2
+	VMOVUPS.Z     16(R12)(R10*4), K3, X2
 	VADDPS        X1, X2, X1
-	VMOVUPS       X1, K3, 16(R12)(R13*4)
+	VMOVUPS       X1, K3, 16(R12)(R10*4)
 	MOVQ          72(R9), R12
 	VEXTRACTF32X4 $0x03, Z0, X1
-	VMOVUPS.Z     16(R12)(R13*4), K3, X2
+	VMOVUPS.Z     16(R12)(R10*4), K3, X2
 	VADDPS        X1, X2, X1
-	VMOVUPS       X1, K3, 16(R12)(R13*4)
+	VMOVUPS       X1, K3, 16(R12)(R10*4)
 
 r45done:
 	ADDQ $0x60, R9
@@ -1736,9 +1673,9 @@ r45done:
 	VZEROUPPER
 	RET
 
-// func fwdTile4x6KGBF16(xp *float32, w *uint16, stride int, n int, groups int, ys *[]float32, col int, mask int, add int, pf *byte, pfEnd uintptr, pfStep int, acc *float32, mode int, gstride int, l1 *byte)
+// func fwdTile4x6KGBF16(xp *float32, w *uint16, stride int, n int, groups int, ys *[]float32, col int, mask int, add int, pf *byte, pfEnd uintptr, pfStep int, acc *float32, mode int, gstride int)
 // Requires: AVX, AVX512F, AVX512VL, MMX+
-TEXT ·fwdTile4x6KGBF16(SB), NOSPLIT|NOFRAME, $0-128
+TEXT ·fwdTile4x6KGBF16(SB), NOSPLIT|NOFRAME, $0-120
 	MOVQ  n+24(FP), DX
 	MOVQ  DX, CX
 	ANDQ  $0x0000000f, CX
@@ -1759,7 +1696,8 @@ TEXT ·fwdTile4x6KGBF16(SB), NOSPLIT|NOFRAME, $0-128
 	SHRL  $0x04, AX
 	KMOVW AX, K3
 	LEAQ  (SI)(SI*4), AX
-	MOVQ  pf+72(FP), R10
+	MOVQ  col+48(FP), R10
+	MOVQ  pf+72(FP), R11
 	MOVQ  DX, R15
 	SHLQ  $0x08, R15
 	NEGQ  R15
@@ -1791,20 +1729,18 @@ tile:
 	VPXORD     Z21, Z21, Z21
 	VPXORD     Z22, Z22, Z22
 	VPXORD     Z23, Z23, Z23
-	MOVQ       l1+120(FP), R11
-	MOVQ       col+48(FP), R14
 	MOVQ       (R9), R12
-	PREFETCHT0 (R12)(R14*4)
-	PREFETCHT0 20(R12)(R14*4)
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 20(R12)(R10*4)
 	MOVQ       24(R9), R12
-	PREFETCHT0 (R12)(R14*4)
-	PREFETCHT0 20(R12)(R14*4)
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 20(R12)(R10*4)
 	MOVQ       48(R9), R12
-	PREFETCHT0 (R12)(R14*4)
-	PREFETCHT0 20(R12)(R14*4)
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 20(R12)(R10*4)
 	MOVQ       72(R9), R12
-	PREFETCHT0 (R12)(R14*4)
-	PREFETCHT0 20(R12)(R14*4)
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 20(R12)(R10*4)
 	TESTQ      $0x00000001, mode+104(FP)
 	JZ         fresh
 	MOVQ       groups+32(FP), R12
@@ -1844,22 +1780,10 @@ fresh:
 	JLE  farpart
 
 nearloop:
-	CMPQ       R10, pfEnd+80(FP)
-	JB         dopf0
-	CMPQ       R8, $0x01
-	JNE        nopf0
-	PREFETCHT0 (R11)
-	PREFETCHT0 (R11)(SI*1)
-	PREFETCHT0 (R11)(SI*2)
-	PREFETCHT0 (R11)(DI*1)
-	PREFETCHT0 (R11)(SI*4)
-	PREFETCHT0 (R11)(AX*1)
-	ADDQ       $0x20, R11
-	JMP        nopf0
-
-dopf0:
-	PREFETCHT1 (R10)
-	ADDQ       pfStep+88(FP), R10
+	CMPQ       R11, pfEnd+80(FP)
+	JAE        nopf0
+	PREFETCHT1 (R11)
+	ADDQ       pfStep+88(FP), R11
 
 nopf0:
 	PREFETCHT0  4096(R12)
@@ -1917,22 +1841,10 @@ farpart:
 	JZ    tail
 
 farloop:
-	CMPQ       R10, pfEnd+80(FP)
-	JB         dopf1
-	CMPQ       R8, $0x01
-	JNE        nopf1
-	PREFETCHT0 (R11)
-	PREFETCHT0 (R11)(SI*1)
-	PREFETCHT0 (R11)(SI*2)
-	PREFETCHT0 (R11)(DI*1)
-	PREFETCHT0 (R11)(SI*4)
-	PREFETCHT0 (R11)(AX*1)
-	ADDQ       $0x20, R11
-	JMP        nopf1
-
-dopf1:
-	PREFETCHT1 (R10)
-	ADDQ       pfStep+88(FP), R10
+	CMPQ       R11, pfEnd+80(FP)
+	JAE        nopf1
+	PREFETCHT1 (R11)
+	ADDQ       pfStep+88(FP), R11
 
 nopf1:
 	PREFETCHT0  (R12)(R15*1)
@@ -1985,15 +1897,12 @@ nopf1:
 	JNZ         farloop
 
 tail:
-	KORTESTW K1, K1
-	JZ       done
-	CMPQ     R10, pfEnd+80(FP)
-	JB       dopf2
-	JMP      nopf2
-
-dopf2:
-	PREFETCHT1 (R10)
-	ADDQ       pfStep+88(FP), R10
+	KORTESTW   K1, K1
+	JZ         done
+	CMPQ       R11, pfEnd+80(FP)
+	JAE        nopf2
+	PREFETCHT1 (R11)
+	ADDQ       pfStep+88(FP), R11
 
 nopf2:
 	VMOVUPS     (R12), Z24
@@ -2117,44 +2026,43 @@ final:
 	VSHUFPS       $0x88, Z1, Z0, Z24
 	VSHUFPS       $0xdd, Z1, Z0, Z25
 	VADDPS        Z25, Z24, Z0
-	MOVQ          col+48(FP), R14
 	CMPQ          add+64(FP), $0x00
 	JNE           r03add
 	MOVQ          (R9), R12
 	VEXTRACTF32X4 $0x00, Z0, X1
-	VMOVUPS       X1, K2, (R12)(R14*4)
+	VMOVUPS       X1, K2, (R12)(R10*4)
 	MOVQ          24(R9), R12
 	VEXTRACTF32X4 $0x01, Z0, X1
-	VMOVUPS       X1, K2, (R12)(R14*4)
+	VMOVUPS       X1, K2, (R12)(R10*4)
 	MOVQ          48(R9), R12
 	VEXTRACTF32X4 $0x02, Z0, X1
-	VMOVUPS       X1, K2, (R12)(R14*4)
+	VMOVUPS       X1, K2, (R12)(R10*4)
 	MOVQ          72(R9), R12
 	VEXTRACTF32X4 $0x03, Z0, X1
-	VMOVUPS       X1, K2, (R12)(R14*4)
+	VMOVUPS       X1, K2, (R12)(R10*4)
 	JMP           r03done
 
 r03add:
 	MOVQ          (R9), R12
 	VEXTRACTF32X4 $0x00, Z0, X1
-	VMOVUPS.Z     (R12)(R14*4), K2, X2
+	VMOVUPS.Z     (R12)(R10*4), K2, X2
 	VADDPS        X1, X2, X1
-	VMOVUPS       X1, K2, (R12)(R14*4)
+	VMOVUPS       X1, K2, (R12)(R10*4)
 	MOVQ          24(R9), R12
 	VEXTRACTF32X4 $0x01, Z0, X1
-	VMOVUPS.Z     (R12)(R14*4), K2, X2
+	VMOVUPS.Z     (R12)(R10*4), K2, X2
 	VADDPS        X1, X2, X1
-	VMOVUPS       X1, K2, (R12)(R14*4)
+	VMOVUPS       X1, K2, (R12)(R10*4)
 	MOVQ          48(R9), R12
 	VEXTRACTF32X4 $0x02, Z0, X1
-	VMOVUPS.Z     (R12)(R14*4), K2, X2
+	VMOVUPS.Z     (R12)(R10*4), K2, X2
 	VADDPS        X1, X2, X1
-	VMOVUPS       X1, K2, (R12)(R14*4)
+	VMOVUPS       X1, K2, (R12)(R10*4)
 	MOVQ          72(R9), R12
 	VEXTRACTF32X4 $0x03, Z0, X1
-	VMOVUPS.Z     (R12)(R14*4), K2, X2
+	VMOVUPS.Z     (R12)(R10*4), K2, X2
 	VADDPS        X1, X2, X1
-	VMOVUPS       X1, K2, (R12)(R14*4)
+	VMOVUPS       X1, K2, (R12)(R10*4)
 
 r03done:
 	VSHUFF32X4    $0x44, Z17, Z16, Z24
@@ -2185,39 +2093,39 @@ r03done:
 	JNE           r45add
 	MOVQ          (R9), R12
 	VEXTRACTF32X4 $0x00, Z0, X1
-	VMOVUPS       X1, K3, 16(R12)(R14*4)
+	VMOVUPS       X1, K3, 16(R12)(R10*4)
 	MOVQ          24(R9), R12
 	VEXTRACTF32X4 $0x01, Z0, X1
-	VMOVUPS       X1, K3, 16(R12)(R14*4)
+	VMOVUPS       X1, K3, 16(R12)(R10*4)
 	MOVQ          48(R9), R12
 	VEXTRACTF32X4 $0x02, Z0, X1
-	VMOVUPS       X1, K3, 16(R12)(R14*4)
+	VMOVUPS       X1, K3, 16(R12)(R10*4)
 	MOVQ          72(R9), R12
 	VEXTRACTF32X4 $0x03, Z0, X1
-	VMOVUPS       X1, K3, 16(R12)(R14*4)
+	VMOVUPS       X1, K3, 16(R12)(R10*4)
 	JMP           r45done
 
 r45add:
 	MOVQ          (R9), R12
 	VEXTRACTF32X4 $0x00, Z0, X1
-	VMOVUPS.Z     16(R12)(R14*4), K3, X2
+	VMOVUPS.Z     16(R12)(R10*4), K3, X2
 	VADDPS        X1, X2, X1
-	VMOVUPS       X1, K3, 16(R12)(R14*4)
+	VMOVUPS       X1, K3, 16(R12)(R10*4)
 	MOVQ          24(R9), R12
 	VEXTRACTF32X4 $0x01, Z0, X1
-	VMOVUPS.Z     16(R12)(R14*4), K3, X2
+	VMOVUPS.Z     16(R12)(R10*4), K3, X2
 	VADDPS        X1, X2, X1
-	VMOVUPS       X1, K3, 16(R12)(R14*4)
+	VMOVUPS       X1, K3, 16(R12)(R10*4)
 	MOVQ          48(R9), R12
 	VEXTRACTF32X4 $0x02, Z0, X1
-	VMOVUPS.Z     16(R12)(R14*4), K3, X2
+	VMOVUPS.Z     16(R12)(R10*4), K3, X2
 	VADDPS        X1, X2, X1
-	VMOVUPS       X1, K3, 16(R12)(R14*4)
+	VMOVUPS       X1, K3, 16(R12)(R10*4)
 	MOVQ          72(R9), R12
 	VEXTRACTF32X4 $0x03, Z0, X1
-	VMOVUPS.Z     16(R12)(R14*4), K3, X2
+	VMOVUPS.Z     16(R12)(R10*4), K3, X2
 	VADDPS        X1, X2, X1
-	VMOVUPS       X1, K3, 16(R12)(R14*4)
+	VMOVUPS       X1, K3, 16(R12)(R10*4)
 
 r45done:
 advance:

@@ -6,10 +6,10 @@ package engine
 func fwdTile4x4F32(xp *float32, w *float32, stride int, n int, tiles int, out *float32)
 
 //go:noescape
-func fwdTile4x6GF32(xp *float32, w *float32, stride int, n int, groups int, ys *[]float32, col int, mask int, add int, pf *byte, pfEnd uintptr, pfStep int, l1 *byte)
+func fwdTile4x6GF32(xp *float32, w *float32, stride int, n int, groups int, ys *[]float32, col int, mask int, add int, pf *byte, pfEnd uintptr, pfStep int)
 
 //go:noescape
-func fwdTile4x6KGF32(xp *float32, w *float32, stride int, n int, groups int, ys *[]float32, col int, mask int, add int, pf *byte, pfEnd uintptr, pfStep int, acc *float32, mode int, gstride int, l1 *byte)
+func fwdTile4x6KGF32(xp *float32, w *float32, stride int, n int, groups int, ys *[]float32, col int, mask int, add int, pf *byte, pfEnd uintptr, pfStep int, acc *float32, mode int, gstride int)
 
 //go:noescape
 func fwdRow16F32(x *float32, w *float32, stride int, n int, out *[16]float32)
@@ -18,10 +18,10 @@ func fwdRow16F32(x *float32, w *float32, stride int, n int, out *[16]float32)
 func fwdTile4x4BF16(xp *float32, w *uint16, stride int, n int, tiles int, out *float32)
 
 //go:noescape
-func fwdTile4x6GBF16(xp *float32, w *uint16, stride int, n int, groups int, ys *[]float32, col int, mask int, add int, pf *byte, pfEnd uintptr, pfStep int, l1 *byte)
+func fwdTile4x6GBF16(xp *float32, w *uint16, stride int, n int, groups int, ys *[]float32, col int, mask int, add int, pf *byte, pfEnd uintptr, pfStep int)
 
 //go:noescape
-func fwdTile4x6KGBF16(xp *float32, w *uint16, stride int, n int, groups int, ys *[]float32, col int, mask int, add int, pf *byte, pfEnd uintptr, pfStep int, acc *float32, mode int, gstride int, l1 *byte)
+func fwdTile4x6KGBF16(xp *float32, w *uint16, stride int, n int, groups int, ys *[]float32, col int, mask int, add int, pf *byte, pfEnd uintptr, pfStep int, acc *float32, mode int, gstride int)
 
 //go:noescape
 func fwdRow16BF16(x *float32, w *uint16, stride int, n int, out *[16]float32)

@@ -303,9 +303,9 @@ func fwdTile6Groups(w mat, g []float32, j int, ys [][]float32, mask int, accumul
 		end := uintptr(pf) + uintptr(6*n*es)
 		ps := fwdPrefetchStep(6*n*es, groups*((n+15)/16))
 		if w.bf != nil {
-			fwdTile4x6GBF16(&g[0], (*uint16)(pw), n, n, groups, &ys[0], j, mask, add, (*byte)(pf), end, ps, l1Next(pw, pf))
+			fwdTile4x6GBF16(&g[0], (*uint16)(pw), n, n, groups, &ys[0], j, mask, add, (*byte)(pf), end, ps)
 		} else {
-			fwdTile4x6GF32(&g[0], (*float32)(pw), n, n, groups, &ys[0], j, mask, add, (*byte)(pf), end, ps, l1Next(pw, pf))
+			fwdTile4x6GF32(&g[0], (*float32)(pw), n, n, groups, &ys[0], j, mask, add, (*byte)(pf), end, ps)
 		}
 		return
 	}
@@ -327,32 +327,12 @@ func fwdTile6Groups(w mat, g []float32, j int, ys [][]float32, mask int, accumul
 		}
 		wp := unsafe.Add(pw, p0*es)
 		ps := fwdPrefetchStep(int(end-uintptr(pfp)), groups*((pn+15)/16))
-		l1 := l1Next(wp, pf) // the next tile's first piece
-		if p0+pn < n {
-			l1 = l1Next(wp, unsafe.Add(wp, pn*es)) // this tile's next piece
-		}
 		if w.bf != nil {
-			fwdTile4x6KGBF16(&g[4*p0], (*uint16)(wp), n, pn, groups, &ys[0], j, mask, add, (*byte)(pfp), end, ps, &acc[0], mode, 4*pl, l1)
+			fwdTile4x6KGBF16(&g[4*p0], (*uint16)(wp), n, pn, groups, &ys[0], j, mask, add, (*byte)(pfp), end, ps, &acc[0], mode, 4*pl)
 		} else {
-			fwdTile4x6KGF32(&g[4*p0], (*float32)(wp), n, pn, groups, &ys[0], j, mask, add, (*byte)(pfp), end, ps, &acc[0], mode, 4*pl, l1)
+			fwdTile4x6KGF32(&g[4*p0], (*float32)(wp), n, pn, groups, &ys[0], j, mask, add, (*byte)(pfp), end, ps, &acc[0], mode, 4*pl)
 		}
 	}
-}
-
-// fwdL1Ahead makes a tile call's last group prefetch, at its step c, line
-// c of each row of the piece that runs next (l1Next) into L1: the rest
-// of the tile's or the next piece's first group found them in L2. False
-// points it at the call's own rows (in L1 already) so a benchmark can
-// compare.
-var fwdL1Ahead = true
-
-// l1Next is the rows the tile kernel's last group prefetches into L1:
-// next, or the call's own rows w without fwdL1Ahead.
-func l1Next(w, next unsafe.Pointer) *byte {
-	if !fwdL1Ahead {
-		return (*byte)(w)
-	}
-	return (*byte)(next)
 }
 
 // fwdPrefetchSpread is the share of a tile call's chunk steps over which

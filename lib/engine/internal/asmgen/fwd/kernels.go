@@ -128,29 +128,25 @@ func tile4x6(ctx *build.Context, bf, split bool) {
 	if split {
 		name, sig = "fwdTile4x6KG", sig[:len(sig)-1]+", acc *float32, mode, gstride int)"
 	}
-	sig = sig[:len(sig)-1] + ", l1 *byte)"
 	asmout.Kernel(ctx, name+w.Suffix, fmt.Sprintf(sig, w.GoType))
 	a := loadTileArgsCount(ctx, w, "groups", "ys")
 	chunks, xp0, row, stride, tiles, ys := a.chunks, a.xp0, a.row, a.stride, a.tiles, a.out
 	setRowMasks(ctx)
-	stride5 := ctx.GP64()
+	stride5, col := ctx.GP64(), ctx.GP64()
 	ctx.LEAQ(Mem{Base: stride, Index: stride, Scale: 4}, stride5)
-	pf, pn := ctx.GP64(), ctx.GP64()
+	ctx.Load(ctx.Param("col"), col)
+	pf := ctx.GP64()
 	ctx.Load(ctx.Param("pf"), pf)
 	px, pw, left := ctx.GP64(), ctx.GP64(), ctx.GP64()
-	// col shares left's register, loaded where the chunk count is not
-	// live (before the loop and after it): pn needed one more.
-	col := left
-	rowAt := func(base reg.GPVirtual, r int) Mem {
+	rowMem := func(r int) Mem {
 		switch r {
 		case 4:
-			return Mem{Base: base, Index: stride, Scale: 4}
+			return Mem{Base: pw, Index: stride, Scale: 4}
 		case 5:
-			return Mem{Base: base, Index: stride5, Scale: 1}
+			return Mem{Base: pw, Index: stride5, Scale: 1}
 		}
-		return a.rowMem(base, r)
+		return a.rowMem(pw, r)
 	}
-	rowMem := func(r int) Mem { return rowAt(pw, r) }
 	acc := func(r, t int) reg.VecPhysical {
 		if r < 4 {
 			return zmm(4*r + t)
@@ -171,22 +167,10 @@ func tile4x6(ctx *build.Context, bf, split bool) {
 	}
 	pfStep := 0
 	step := func(mask reg.Register) {
-		skip, dopf := fmt.Sprintf("nopf%d", pfStep), fmt.Sprintf("dopf%d", pfStep)
+		skip := fmt.Sprintf("nopf%d", pfStep)
 		pfStep++
 		ctx.CMPQ(pf, paramMem(ctx, "pfEnd"))
-		ctx.JB(LabelRef(dopf))
-		if mask == nil {
-			// The last group: line c of each of the next rows at l1
-			// into L1 at step c.
-			ctx.CMPQ(tiles, U8(1))
-			ctx.JNE(LabelRef(skip))
-			for r := range 6 {
-				ctx.PREFETCHT0(rowAt(pn, r))
-			}
-			ctx.ADDQ(U8(16*w.Size), pn)
-		}
-		ctx.JMP(LabelRef(skip))
-		ctx.Label(dopf)
+		ctx.JAE(LabelRef(skip))
 		ctx.PREFETCHT1(Mem{Base: pf})
 		ctx.ADDQ(paramMem(ctx, "pfStep"), pf)
 		ctx.Label(skip)
@@ -217,8 +201,6 @@ func tile4x6(ctx *build.Context, bf, split bool) {
 		ctx.ADDQ(paramMem(ctx, "acc"), dst)
 	}
 	resume := func() {
-		ctx.Load(ctx.Param("l1"), pn)
-		ctx.Load(ctx.Param("col"), col)
 		// The group's output lines, into L1 while its products run: the
 		// add reads them at the end, and a line missing there stalled
 		// the next group behind it.
@@ -267,7 +249,6 @@ func tile4x6(ctx *build.Context, bf, split bool) {
 	}
 	// Rows 0..3: lanes 4t..4t+3 of the tree's result are token t's.
 	reduce16Using(ctx, reg.Z24, reg.Z25)
-	ctx.Load(ctx.Param("col"), col)
 	rows := tileRows{ys: ys, col: col, po: px} // px is free after the loop
 	rows.put(ctx, "r03", 0, reg.K2)
 	// Rows 4 and 5: the same tree over their eight accumulators leaves
