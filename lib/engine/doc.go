@@ -220,6 +220,17 @@
 //     trees, added in the row stores; same bits): 0.97-1.01 of
 //     matMulFold's time, the second tree, clears and adds per group
 //     costing what the pass over the rows in L2 did.
+//   - Measured and dropped (issue 34, headfold): a tile call's last group
+//     prefetching, at its step c, line c of each of the six rows that
+//     run next (the same tile's next piece at K >= 2048, else the next
+//     tile) into L1, so that the next call's first group would not read
+//     them from L2 (commit d24b8d5, reverted; BenchmarkForwardL1AheadAB
+//     there): paired against the same prefetches aimed at the call's own
+//     rows, matMul on both cores with W cold, M = 512 (load ~15):
+//     0.99-1.11 at K = 1024, 1.01-1.09 at K = 2048 and 3072, 1.00 on an
+//     lm_head slice at M = 128; no gain to weigh against a branch a step
+//     and one more register (the tile had none left: col had to share
+//     the chunk counter's).
 //   - On amd64 CPUs with AVX2 but without AVX-512 (most Intel client
 //     CPUs, AMD Zen 2 and 3) the forward product runs AVX2 assembly
 //     instead (gemm_fwd_avx2_amd64.s from internal/asmgen/fwdavx2,
