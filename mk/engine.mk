@@ -11,7 +11,11 @@
 #   where python3-torch is installed, the same step in PyTorch on the same
 #   threads (OpenBLAS preloaded) with the ratio; and the model FLOPs
 #   utilisation (%MFU by wall time, %MFU-cpu by CPU time) against the
-#   widest FMA peak measured in the same run.
+#   widest FMA peak. Each shape runs TRAIN_STEPS steps (and PyTorch as
+#   many after its warm-up), each between two runs of the FMA loop: the
+#   figures are medians, %MFU of each step against its own probes, with
+#   the least and greatest beside them (-min, -max) and every step logged,
+#   as one step on this VM can be 1.5x another.
 # - Training memory (bench-engine-memory, not part of bench-engine): peak
 #   RSS of one step (rank-32 LoRA on every linear layer) on the 0.6B widths
 #   with 4 layers at 2 x 512 and 1 x 2048, and on all 28 layers at 2 x 512,
@@ -28,6 +32,8 @@
 BENCH_TARGETS += bench-engine
 
 TORCH_PY ?= /usr/bin/python3
+# Timed training steps per shape in bench-engine (medians over them).
+TRAIN_STEPS ?= 5
 TORCH_PKGS := python3-torch python3-numpy libopenblas0-pthread
 OPENBLAS = $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3 /usr/lib/*/openblas-pthread/libblas.so.3))
 # Evaluated when the recipe runs, after bench-engine-deps had its chance.
@@ -50,7 +56,7 @@ bench-engine: bench-engine-deps
 	$(GO) test -run '^$$' -bench 'BenchmarkBackwardProducts' -benchtime 5x -count 1 -cpu 1 ./lib/engine/
 	@uptime
 	@echo "MFU counts 2 FLOPs per multiply-add of the base products forward and of their input gradients backward (4 x params x tokens), causal attention (the forward's scores and weighted values and the backward's five products: scores recomputed, datt.v, dq, dk, dv), and the rank-32 LoRA products (forward, both gradients); layer 0's unneeded q/k/v input gradients and recomputed layers are not counted (stepFLOPs in lib/engine/train_bench_test.go)"
-	$(TORCH_ENV) $(GO) test -run '^$$' -bench 'BenchmarkTrainStep' -benchtime 1x -count 1 -timeout 60m ./lib/engine/
+	$(TORCH_ENV) $(GO) test -run '^$$' -bench 'BenchmarkTrainStep' -benchtime $(TRAIN_STEPS)x -count 1 -timeout 120m ./lib/engine/
 	@uptime
 	$(TORCH_ENV) $(GO) test -run '^$$' -bench 'BenchmarkPrefillDecode' -benchtime 1x -count 1 -timeout 60m ./lib/engine/
 	@uptime

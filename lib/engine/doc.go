@@ -466,10 +466,11 @@
 //     PyTorch comparisons and the finite-difference checks held unchanged.
 //     With AVX-512 the blocked kernels run 512-bit twins
 //     (kernels_attn_avx512.go) with the same bits: a score register holds
-//     attnDot's eight lanes for two keys (a tile of eight keys packed in
-//     interleaved pairs, the query doubled). Their whole tiles run as
+//     one element of 16 keys (a tile stored transposed), so attnDot's
+//     eight lanes are eight registers and its tree vertical adds (see
+//     "Attention tiles" below). Their whole tiles run as
 //     assembly register tiles (kernels_attn_amd64.s, generated with avo by
-//     internal/asmgen/attn): four queries × eight keys of scores (16
+//     internal/asmgen/attn): three queries × sixteen keys of scores (24
 //     accumulators), and weighted sums as tiles of up to 6 outputs × 64
 //     elements (24 accumulators, VFMADD231PS into them in place); Go's
 //     archsimd code keeps vectors in 15 registers and, having only the
@@ -478,7 +479,7 @@
 //     the kernels alone. A tile takes the keys its first query sees and
 //     each later query its remaining keys after it, so each element still
 //     adds in ascending order. Each worker also packs a KV head's keys (in
-//     the pair layout) and values once per attention call (headPack)
+//     transposed tiles) and values once per attention call (headPack)
 //     rather than every tile again for every block: those copies had been
 //     a quarter of the forward's CPU at 512 tokens. Together about 1.5×
 //     less CPU for the 512-token forward and 1.3× for the backward
@@ -507,8 +508,8 @@
 //     the block kernels packing every tile again for every block
 //     (packRows' copies, forward and backward, were 8% of the CPU
 //     samples of a 4096-token step on the 0.6B widths with 4 layers).
-//     The same copy is also kept in the 512-bit score kernel's pair
-//     layout (packKeyPairs), which the kernel otherwise built again for
+//     The same copy is also kept in the 512-bit score kernel's tiles
+//     (packKeyTiles), which the kernel otherwise built again for
 //     every block (a quarter of the scores' time), and the head's dk and
 //     dv accumulate in contiguous rows copied back once: every block adds
 //     to every earlier key's, and the gradients' own rows, 4 KiB apart on
@@ -560,7 +561,8 @@
 //     the rows are padded (scoreStride) so that column reads spread over
 //     the sets. (6) The score tiles reduce each query's eight keys with
 //     whole-register shuffles (laneSums8: 10 shuffle-port operations a
-//     query where the VHADDPS pairs took 22). Together, against the
+//     query where the VHADDPS pairs took 22; since replaced by transposed
+//     key tiles that need none). Together, against the
 //     build before (BenchmarkAttentionLong, interleaved, best CPU time of
 //     three runs each on a machine loaded by other sessions, so ratios
 //     only): forward 1.9× and backward 1.9× less CPU at 512 tokens, 1.6×
@@ -568,6 +570,53 @@
 //     exponential would be cheaper but changes every probability's bits
 //     and the pinned references) and the division p/Σ (a correctly
 //     rounded quotient needs the divide).
+//   - Attention tiles (issue 34, "attntiles"; no bits changed). Measured
+//     alone (BenchmarkAttnTiles, one thread, operands in L1, against the
+//     one-core 512-bit FMA loop run between the batches) the register
+//     tiles were not at the 35-40% seen in profiles: the weighted-sum
+//     tile ran at 0.83-0.93 of the loop (k = 64 and 256 rows), the old
+//     score tile at 0.76. What held the scores back was the pair layout's
+//     reduction: per query and eight keys, ten shuffles and five adds on
+//     the two ports the fused multiply-adds use, plus a doubled copy of
+//     every query. The score tile now takes 16 keys stored transposed
+//     (attnDotsT; packKeyTile, by a 16×16 register transpose,
+//     attnKeyTileT, since the scalar transpose alone was a tenth of a
+//     512-token forward): a lane is a key, attnDot's eight lane sums are
+//     eight registers, its tree seven vertical adds, and each query
+//     element is broadcast from memory into its multiply-add. Three
+//     queries (24 accumulators) take 8 key vectors and 24 broadcasts per
+//     24 multiply-adds; those loads, not the arithmetic, bound it. The
+//     query pointers advance one by one: an indexed operand splits a
+//     three-operand instruction from its load (un-lamination), and the
+//     tile went from 0.77-0.82 to 0.87 of the loop. TestAttentionScoreTilesMatchAttnDot
+//     pins its bits. The forward's "memmove" was 12.6% of a 512-token
+//     forward's samples: the query copy (half), the output copy (a third)
+//     and headPack. The weighted sums now go straight into ws.att when a
+//     block's rows are one slab: the tiles run per query head, whose
+//     outputs are rows qd apart (stridedRows); rows not one slab keep the
+//     scratch and copy (TestAttentionBlocksRowsNotOneSlab). The query copy
+//     stays: the score tile broadcasts from the queries, and a block's
+//     queries in ws.q, 8 KiB apart, would share eight L1 sets. The score
+//     rows are padded (scoreStride) as the backward's are. The forward
+//     softmax's float64 sums, serial and ascending per row for
+//     softmax32's bits, run eight rows at a time, a row per lane of
+//     attnSumRows8 (8×8 transposes, then one add per element per row):
+//     0.82-0.85 of the four scalar chains' softmax time
+//     (BenchmarkSoftmaxBlock; TestSoftmaxSumRows8MatchesSerial uses values whose
+//     add order shows, since sums of a few hundred float32 in float64 are
+//     mostly exact and would hide a reordering). Against main
+//     before this work (BenchmarkAttentionLong, one thread, builds
+//     interleaved on a machine loaded by other sessions: ratios of the
+//     least and the median CPU time): forward 0.78-0.87 at 512 tokens and
+//     0.82-0.88 at 2048, backward 0.97 at 512 and 0.90-0.95 at 2048 (on
+//     two threads the forward 0.86-0.87 and 0.83-0.99). In place the
+//     tiles now run at about two thirds to three quarters of the loop
+//     (profile, 2048 tokens); the forward's softmax (float64 exponentials for the bits,
+//     ascending sums) is now about 30% of it and the next lever.
+//     Profiles of these benchmarks put 11-16% of the samples on
+//     runtime.asyncPreempt's first instruction; with
+//     GODEBUG=asyncpreemptoff=1 the CPU time is the same, so that share is
+//     the profiler's, not a cost of the kernels.
 //   - Attention memory is linear in the sequence: no T×T matrix exists.
 //     The forward keeps only each query's output, and the backward
 //     recomputes one block's probabilities at a time (attnBackRows
@@ -799,4 +848,67 @@
 //     recomputes the probabilities from the unrounded queries and keys.
 //     TestBF16TrainingGradients: within 1.5% (relative L2) of the float32
 //     path's gradients, the same bits however the data are split.
+//
+// # Decoding one sequence (issue 34)
+//
+// What a decoding step of the Qwen3-0.6B shape spends, measured on the
+// shared 2-core Xeon under load (load average 13-16: shares and ratios
+// only, no rates). BenchmarkDecode's CPU profile (bfloat16 weights, 33
+// positions): fwdRow16BF16 is 97.5% of the step's samples, attention over
+// the cache 1.2%, everything else (norms, rope, the residual adds,
+// sampling, the fork hand-offs) under 2%. Timed inside the step (a
+// throwaway build): the products 97.5% of its wall time, sampling
+// 0.4-1.3% (pick over 151,936 logits: 0.3-0.55 ms of one thread, 0.2 ms
+// of it the float64 exponentials, 0.1 ms the cumulative walk), the rest
+// of the forward pass ~2%. So decode is the one-token kernel and how the
+// two cores share memory; per-token Go code is not where the bandwidth
+// goes. Decoding's products that read the same vector (q, k, v; gate, up)
+// now share one fork (matMulGroup): four forks a layer instead of seven.
+// BenchmarkDecode/bf16 against main's build, alternated, three pairs
+// under load: 1.00, 1.11 and 1.12 of its decode tokens per CPU-second
+// (spin and tails are CPU too); the wall-time figures were too noisy to
+// read.
+//
+// The kernel against the read probes, one thread, thread CPU time, the
+// model's 1.19 GB of bfloat16 matrices: 12.1-12.5 GB per CPU-second
+// against 10.0-13.6 for the probes (one to eight streams, with and without
+// prefetch) in the same process; the 4-stream probe read 14.8 in an
+// earlier run beside 12.1 for the kernel, so a single comparison does
+// not settle a 10-15% gap here. Variants of fwdRow16BF16 (generated for the
+// experiment, the same bits checked), median of nine interleaved passes
+// each, thread CPU time against the kernel as it is: the next group's
+// line into L2 (the kernel) 1.00; two groups ahead 0.99-1.00; into L1
+// (PREFETCHT0) 1.07; 1 or 4 KiB ahead in the same row 1.26-1.27 (L2) and
+// 1.20-1.28 (L1); PREFETCHNTA 1.88; no prefetch 1.41; two rows at a time
+// 0.93-0.97, eight 0.98-1.01; a piece's rows read as four or eight runs
+// far apart (the probe's layout: each stream its own pages) 0.94-1.06.
+// The same kernel under two names measured 0.95-1.01, so none of these is
+// a gain beyond the noise and the kernel stays. Pieces per worker in
+// forkRows (2, 4, 16 against 8; both cores, wall time): medians
+// 0.98-1.02 with quartiles ±10%: no conclusion on a loaded machine.
+//
+// A bfloat16 KV cache for the float32 path was not built: a position's
+// keys and values take 224 KiB over the 28 layers in float32, so the
+// cache is 0.3-0.6% of a token's reads at the benchmark's 1-33 positions
+// (the weights: 1.19 GB in bfloat16), 10% at ~520 positions and as much
+// as the weights at ~5,200. It would change the float32 path's logprobs
+// (keys and values rounded), and prefill would have to round the same
+// way to keep its bits equal to decoding's, so it is a numeric path of
+// its own, as --bf16-compute is; that path already reads keys and values
+// as bfloat16 (kvCache.bf16). What long contexts did lose was the
+// second core: a lone decoding row's attention was one unit, so one core
+// read the whole cache while the other waited for the next product; past
+// attnSplitWork (256 positions on the 0.6B shape) each KV head is now a
+// unit of its own (TestAttentionLoneRowSplitsHeads: the same bits). The
+// next step for long contexts is the bfloat16 cache for the float32 path,
+// opt-in, with attention kernels that widen keys and values as they load
+// them.
+//
+// BenchmarkPrefillDecode's decode figure is the median of five decodes,
+// each against the mean of the read-bandwidth probes taken just before
+// and just after it (measureDecode); BenchmarkDecode runs that part alone
+// for A/B runs. Under load the probe, two goroutines that must run at
+// once, fell to 3.8-5 GB/s while decoding streamed 6-8, so shares above
+// 100% mean a loaded machine, not a fast kernel: take the figure from a
+// quiet run.
 package engine

@@ -239,28 +239,29 @@ type linearOp struct {
 	ys     [][]float32
 }
 
-// linears runs linear for each op over the same vectors xs. When every
-// matrix is on the bf16 path the vectors are rounded once and the
-// products share one fork (matMulBF16Group), with the same bits.
+// linears runs linear for each op over the same vectors xs, the products
+// in one fork: on the bf16 path when every matrix is on it (the vectors
+// rounded once, matMulBF16Group), else matMulGroup. The same bits as one
+// linear after another.
 func (m *Model) linears(ws *workspace, loras []*LoRA, layer int, xs [][]float32, ops []linearOp) {
-	ms := make([]mat, len(ops))
+	if len(xs) == 0 {
+		return
+	}
+	ms, yss := make([]mat, len(ops)), make([][][]float32, len(ops))
+	bf16Path := true
 	for i, op := range ops {
 		ms[i] = op.w
-		if op.w.vn == nil || op.w.cols != ops[0].w.cols || len(xs) == 0 {
-			for _, op := range ops {
-				m.linear(ws, op.w, op.bias, loras, layer, op.module, xs, op.ys, false)
-			}
-			return
-		}
-	}
-	yss := make([][][]float32, len(ops))
-	for i, op := range ops {
+		bf16Path = bf16Path && op.w.vn != nil && op.w.cols == ops[0].w.cols
 		for b := range op.ys[:len(xs)] {
 			op.ys[b] = op.ys[b][:op.w.rows]
 		}
 		yss[i] = op.ys[:len(xs)]
 	}
-	matMulBF16Group(ms, xs, yss, false)
+	if bf16Path {
+		matMulBF16Group(ms, xs, yss, false)
+	} else {
+		matMulGroup(ms, xs, yss)
+	}
 	for _, op := range ops {
 		m.biasLoRA(ws, op.bias, loras, layer, op.module, xs, op.ys)
 	}
@@ -337,9 +338,12 @@ func (m *Model) attention(ws *workspace, rows []row, layer int) {
 	ws.scores = growTo(ws.scores, workers)
 	ws.attnBlk = growTo(ws.attnBlk, workers)
 	forkJoinUnits(workers, len(units), func(u, wk int) {
-		if un := units[u]; un.kvh < 0 {
-			m.attendRow(ws, rows, un.i, layer, wk)
-		} else {
+		switch un := units[u]; {
+		case un.kvh < 0:
+			m.attendRow(ws, rows, un.i, layer, wk, 0, m.cfg.KVHeads)
+		case un.one:
+			m.attendRow(ws, rows, un.i, layer, wk, un.kvh, un.kvh+1)
+		default:
 			m.attendBlock(ws, rows, un, layer, wk)
 		}
 	})
@@ -361,9 +365,21 @@ func growTo[T any](s []T, n int) []T {
 const attnRows = 16
 
 // attnUnit is one piece of a layer's attention: row i alone, every head
-// (kvh < 0), or rows i..i+n-1, consecutive positions of one sequence, KV
-// head kvh. work counts its multiply-adds, roughly.
-type attnUnit struct{ i, n, kvh, work int }
+// (kvh < 0) or KV head kvh's query heads (one), or rows i..i+n-1,
+// consecutive positions of one sequence, KV head kvh. work counts its
+// multiply-adds, roughly.
+type attnUnit struct {
+	i, n, kvh, work int
+	one             bool
+}
+
+// attnSplitWork is the work of a lone row above which its KV heads are
+// units of their own: decoding one sequence at long contexts otherwise
+// reads the whole cache on one core (28 layers × 8 KiB a position on the
+// Qwen3-0.6B shape: at 4,096 positions about as many bytes as its
+// bfloat16 weights), while the other waits for the next product. Below
+// it (the 0.6B shape: 256 positions) a fork costs more than it saves.
+const attnSplitWork = 8 * parallelMinWork
 
 // attnUnits splits rows into attention units, ordered by KV head (single
 // rows first) and largest first within one, and returns them with their
@@ -374,8 +390,7 @@ func (m *Model) attnUnits(ws *workspace, rows []row, layer int) ([]attnUnit, int
 	for i := 0; i < len(rows); {
 		n := runAt(rows, i)
 		if n == 1 {
-			w := (rows[i].pos + 1 - c.firstKey(layer, rows[i].pos)) * c.Heads * c.HeadDim
-			units, total = append(units, attnUnit{i: i, n: 1, kvh: -1, work: w}), total+w
+			units, total = m.rowUnits(units, total, rows, i, layer)
 		}
 		for b := 0; n > 1 && b < n; b += attnRows {
 			nb, p := min(attnRows, n-b), rows[i+b].pos
@@ -391,6 +406,21 @@ func (m *Model) attnUnits(ws *workspace, rows []row, layer int) ([]attnUnit, int
 	})
 	ws.attnUnits = units
 	return units, total
+}
+
+// rowUnits appends lone row i's attention units: the whole row, or one
+// unit per KV head when its work reaches attnSplitWork. Each head's
+// output is computed the same way either way: the same bits.
+func (m *Model) rowUnits(units []attnUnit, total int, rows []row, i, layer int) ([]attnUnit, int) {
+	c := m.cfg
+	w := (rows[i].pos + 1 - c.firstKey(layer, rows[i].pos)) * c.Heads * c.HeadDim
+	if w < attnSplitWork || c.KVHeads == 1 {
+		return append(units, attnUnit{i: i, n: 1, kvh: -1, work: w}), total + w
+	}
+	for kvh := range c.KVHeads {
+		units = append(units, attnUnit{i: i, n: 1, kvh: kvh, work: w / c.KVHeads, one: true})
+	}
+	return units, total + w
 }
 
 // runAt is how many rows from i on are consecutive positions of one
@@ -417,23 +447,23 @@ func (m *Model) attendBlock(ws *workspace, rows []row, u attnUnit, layer, worker
 	hd, kvd, group := c.HeadDim, c.KVHeads*c.HeadDim, c.Heads/c.KVHeads
 	p0 := rows[u.i].pos
 	lo := c.firstKey(layer, p0)
-	rel := p0 - lo // the block's first position, counted from key lo
-	ld, nq := rel+u.n, u.n*group
+	rel := p0 - lo                            // the block's first position, counted from key lo
+	ld, nq := scoreStride(rel+u.n), u.n*group // padded rows: see scoreStride
 	if cap(ws.scores[worker]) < nq*ld {
 		ws.scores[worker] = make([]float32, nq*ld*3/2)
 	}
 	sc := ws.scores[worker][:nq*ld]
-	qs, outs := ws.attnBlk[worker].pack(ws, u.i, u.n, u.kvh*group*hd, group, hd)
+	qs, outs, direct := ws.attnBlk[worker].pack(ws, u.i, u.n, u.kvh*group*hd, group, hd)
 	seq, off := rows[u.i].seq, u.kvh*hd
 	vals, vstride, voff := seq.v[layer][lo*kvd:], kvd, off
-	var pairs []float32
+	var tiles []float32
 	if hp := ws.attnBlk[worker].head.get(seq, layer, u.kvh, hd, kvd, p0+u.n); hp != nil {
 		vals, vstride, voff = hp.vals[lo*hd:], hd, 0
 		if lo%dotsTile == 0 { // the packed tiles start at key lo
-			pairs = hp.pairs[lo*hd:]
+			tiles = hp.tiles[lo*hd:]
 		}
 	}
-	attnDotsBlockPairs(sc, ld, qs, group, rel, seq.k[layer][lo*kvd:], kvd, off, pairs)
+	attnDotsBlockTiles(sc, ld, qs, group, rel, seq.k[layer][lo*kvd:], kvd, off, tiles)
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	rs := ws.attnBlk[worker].rows[:0]
 	for j := range qs {
@@ -444,6 +474,9 @@ func (m *Model) attendBlock(ws *workspace, rows []row, u attnUnit, layer, worker
 	ws.attnBlk[worker].rows = rs
 	softmaxRows(rs, scale, m.sinks(layer), u.kvh*group, group)
 	attnWeightedBlock(outs, sc, ld, group, rel, vals, vstride, voff)
+	if direct {
+		return // the sums went straight into the rows (blockScratch.pack)
+	}
 	for j, o := range outs {
 		h := u.kvh*group + j%group
 		copy(ws.att[u.i+j/group][h*hd:(h+1)*hd], o)
@@ -463,28 +496,36 @@ type blockScratch struct {
 
 // pack copies the group heads from element off of query rows i..i+n-1
 // into the scratch and returns them with zeroed output heads, in block
-// order (position, then head).
-func (b *blockScratch) pack(ws *workspace, i, n, off, group, hd int) (qs, outs [][]float32) {
+// order (position, then head). The output heads are those of ws.att
+// itself when its rows i..i+n-1 are one slab: each query head's outputs
+// are then evenly spaced, as the register tiles need (stridedRows), and
+// the sums need no copy (it was a third of the forward's memmove).
+func (b *blockScratch) pack(ws *workspace, i, n, off, group, hd int) (qs, outs [][]float32, direct bool) {
 	nq := n * group
 	if len(b.heads) < 2*nq*hd {
 		b.heads = make([]float32, 2*nq*hd)
 	}
+	att := ws.att[i : i+n]
+	direct = evenRows(att, len(att[0]))
 	b.qs, b.outs = b.qs[:0], b.outs[:0]
 	for j := range nq {
 		q, o := b.heads[j*hd:(j+1)*hd], b.heads[(nq+j)*hd:(nq+j+1)*hd]
+		if direct {
+			o = att[j/group][off+j%group*hd:][:hd]
+		}
 		copy(q, ws.q[i+j/group][off+j%group*hd:])
 		clear(o)
 		b.qs, b.outs = append(b.qs, q), append(b.outs, o)
 	}
-	return b.qs, b.outs
+	return b.qs, b.outs, direct
 }
 
-// attendRow computes one row's attention output: per query head, its
-// scores against every cached key, then the probability-weighted sum of the
-// cached values, each one kernel call over all positions (kernels_attn.go).
-// Query heads that share a KV head are scored two at a time, so each key is
-// read once per pair.
-func (m *Model) attendRow(ws *workspace, rows []row, i, layer, worker int) {
+// attendRow computes one row's attention output for the query heads of KV
+// heads [kv0, kv1): per query head, its scores against every cached key,
+// then the probability-weighted sum of the cached values, each one kernel
+// call over all positions (kernels_attn.go). Query heads that share a KV
+// head are scored two at a time, so each key is read once per pair.
+func (m *Model) attendRow(ws *workspace, rows []row, i, layer, worker, kv0, kv1 int) {
 	c := m.cfg
 	r := rows[i]
 	hd, kvd := c.HeadDim, c.KVHeads*c.HeadDim
@@ -499,7 +540,7 @@ func (m *Model) attendRow(ws *workspace, rows []row, i, layer, worker int) {
 	sinks := m.sinks(layer)
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	q, out := ws.q[i], ws.att[i]
-	for kvh := range c.KVHeads {
+	for kvh := kv0; kvh < kv1; kvh++ {
 		off, h0 := kvh*hd, kvh*group
 		g := 0
 		for ; g+2 <= group; g += 2 {

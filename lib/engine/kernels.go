@@ -214,6 +214,45 @@ func matMul(w mat, xs, ys [][]float32, accumulate bool) {
 	forkRows(w.rows, 16, workers, func(lo, hi int) { matRows(w, xs, ys, lo, hi, accumulate) })
 }
 
+// matMulGroup computes yss[i] = ms[i]·xs for matrices that read the same
+// vectors (q, k and v; gate and up). Decoding (one to three vectors, no
+// matrix on the bf16 path) runs them as one fork over the pieces matMul
+// would cut each into (forkRows: whole 16-row blocks, 8 a worker): a
+// decoding step's products are 50-300 µs each, and each fork costs a
+// hand-off to the other core and a tail where one core finishes its last
+// piece alone, so a layer takes four hand-offs and tails instead of seven. Larger batches take matMul
+// one matrix at a time. Each output is computed whole by matRows either
+// way: the same bits.
+func matMulGroup(ms []mat, xs [][]float32, yss [][][]float32) {
+	work := 0
+	for _, w := range ms {
+		work += w.rows * w.cols * len(xs)
+		if w.vn != nil {
+			work = 0 // the bf16 path packs its vectors per call: keep matMul's
+			break
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), max(1, work/parallelMinWork))
+	if len(xs) >= 4 || len(ms) < 2 || workers == 1 {
+		for i, w := range ms {
+			matMul(w, xs, yss[i], false)
+		}
+		return
+	}
+	type piece struct{ w, lo, hi int }
+	var pieces []piece
+	for i, w := range ms {
+		chunk := ((w.rows+8*workers-1)/(8*workers) + 15) &^ 15 // forkRows' pieces
+		for lo := 0; lo < w.rows; lo += chunk {
+			pieces = append(pieces, piece{i, lo, min(lo+chunk, w.rows)})
+		}
+	}
+	forkJoin(len(pieces), func(i int) {
+		p := pieces[i]
+		matRows(ms[p.w], xs, yss[p.w], p.lo, p.hi, false)
+	})
+}
+
 // forkRows runs rows over [0, n) in 8 pieces a worker (whole multiples of
 // align), so that a core a neighbour slows takes fewer of them.
 func forkRows(n, align, workers int, rows func(lo, hi int)) {

@@ -1,5 +1,7 @@
 package engine
 
+import "unsafe"
+
 // Attention products of the forward pass: one query against many cached
 // key/value rows per call, so the per-call cost of a head of 16-128
 // elements is paid once per head rather than once per position. The cache
@@ -82,21 +84,22 @@ func weightedScalar(y, p, rows []float32, stride, off int) {
 // reads a cached row once for every query of the block that sees it, and
 // keeps the per-query kernels' order, so a block gives attendRow's bits.
 
-// dotsTile is how many keys dotsBlock16 scores at once (four pairs).
-const dotsTile = 8
+// dotsTile is how many keys dotsBlock16 scores at once: a 512-bit
+// vector's lanes.
+const dotsTile = 16
 
 // attnDotsBlock writes sc[j*ld+t] = attnDot(keys[t*stride+off:][:hd], qs[j])
 // for every query j and key t ≤ its position. The vector path may also
 // write entries past a query's position (within its row); they are not
 // scores and the caller ignores them.
 func attnDotsBlock(sc []float32, ld int, qs [][]float32, group, p0 int, keys []float32, stride, off int) {
-	attnDotsBlockPairs(sc, ld, qs, group, p0, keys, stride, off, nil)
+	attnDotsBlockTiles(sc, ld, qs, group, p0, keys, stride, off, nil)
 }
 
-// attnDotsBlockPairs is attnDotsBlock given pairs, when not nil, the keys
-// already in the 512-bit kernel's layout (packKeyPairs), from key 0.
-func attnDotsBlockPairs(sc []float32, ld int, qs [][]float32, group, p0 int, keys []float32, stride, off int, pairs []float32) {
-	t0 := attnDotsBlockVec(sc, ld, qs, group, p0, keys, stride, off, pairs)
+// attnDotsBlockTiles is attnDotsBlock given tiles, when not nil, the keys
+// already in the 512-bit kernel's layout (packKeyTiles), from key 0.
+func attnDotsBlockTiles(sc []float32, ld int, qs [][]float32, group, p0 int, keys []float32, stride, off int, tiles []float32) {
+	t0 := attnDotsBlockVec(sc, ld, qs, group, p0, keys, stride, off, tiles)
 	hd := len(qs[0])
 	for j, q := range qs {
 		s := sc[j*ld:]
@@ -128,4 +131,19 @@ func softmaxRows(rows [][]float32, scale float32, sinks []float32, h0, group int
 		scaleScores(s, scale)
 		softmaxSink(s, sinks, h0+j%group)
 	}
+}
+
+// evenRows reports whether rows n of xs start stride elements apart, so
+// a tile can address them from the first. It compares addresses as
+// integers: a pointer formed past the first row's allocation, when the
+// rows are separate ones, is one the collector may take for a bad pointer
+// (make test-engine-checkptr).
+func evenRows(xs [][]float32, stride int) bool {
+	base := uintptr(unsafe.Pointer(&xs[0][0]))
+	for i := 1; i < len(xs); i++ {
+		if uintptr(unsafe.Pointer(&xs[i][0])) != base+uintptr(4*i*stride) {
+			return false
+		}
+	}
+	return true
 }

@@ -11,12 +11,6 @@ import "unsafe"
 // whole tiles and keep the Go loops for the rest. They do each lane's
 // fused multiply-adds in the Go kernels' order, so the bits are the same.
 
-// attnDotsZ[r-1] scores r doubled queries against a tile of eight keys in
-// the pair layout (dotsBlock16 packs them: packPairs, double8).
-var attnDotsZ = [...]func(d *float32, ld uintptr, q2 *float32, k *float32, hd int){
-	attnDotsZ1, attnDotsZ2, attnDotsZ3, attnDotsZ4,
-}
-
 // attnTileZ[r-1] adds r rows of Σ_p A[i][p]·B[p][:64] to C, p ascending
 // (A[i][p] at a + i·lda + p·ldp bytes).
 var attnTileZ = [...]func(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int){
@@ -42,13 +36,24 @@ func weightedTileT(c unsafe.Pointer, ldc int, a unsafe.Pointer, lda, ldp int, b 
 	}
 }
 
-// evenRows reports whether rows n of xs start stride elements apart, so
-// a tile can address them from the first.
-func evenRows(xs [][]float32, stride int) bool {
-	for i := 1; i < len(xs); i++ {
-		if unsafe.Pointer(&xs[i][0]) != unsafe.Add(unsafe.Pointer(&xs[0][0]), 4*i*stride) {
-			return false
+// stridedRows reports whether each xs[i] starts ldc elements after
+// xs[i-step] (one ldc for all, ≥ the rows' length), and that ldc: a
+// block's outputs of one query head (every step-th, consecutive
+// positions) then form a tile's rows. With step or fewer rows any ldc
+// serves; it is then the rows' length.
+func stridedRows(xs [][]float32, step int) (int, bool) {
+	if len(xs) <= step {
+		return len(xs[0]), true
+	}
+	a, b := uintptr(unsafe.Pointer(&xs[0][0])), uintptr(unsafe.Pointer(&xs[step][0]))
+	ldc := int((b - a) / 4)
+	if b < a || (b-a)%4 != 0 || ldc < len(xs[0]) {
+		return 0, false
+	}
+	for i := step + 1; i < len(xs); i++ { // as integers: see evenRows
+		if uintptr(unsafe.Pointer(&xs[i][0])) != uintptr(unsafe.Pointer(&xs[i-step][0]))+uintptr(4*ldc) {
+			return 0, false
 		}
 	}
-	return true
+	return ldc, true
 }

@@ -25,14 +25,14 @@ func st16(p unsafe.Pointer, i int, v archsimd.Float32x16) {
 	v.Store((*[16]float32)(unsafe.Add(p, 4*i)))
 }
 
-// dotsScratch is dotsBlock16's doubled queries and packed key tile. Their
-// addresses reach the assembly tiles through function values, which escape
-// analysis cannot follow, so arrays on the stack were moved to the heap:
-// 40 KiB of garbage per call, on which the collector let a 0.6B-shaped
-// 4096-token step's peak RSS grow to twice its live heap (8.0 GB against
-// 4.2 GB, BenchmarkTrainMemory). A pool keeps them.
+// dotsScratch is dotsBlock16's copy of queries that are not evenly
+// spaced and its transposed key tile. Their addresses reach the assembly
+// tiles, which escape analysis cannot follow, so arrays on the stack were
+// moved to the heap: 40 KiB of garbage per call, on which the collector
+// let a 0.6B-shaped 4096-token step's peak RSS grow to twice its live heap
+// (8.0 GB against 4.2 GB, BenchmarkTrainMemory). A pool keeps them.
 type dotsScratch struct {
-	q2 [8192]float32
+	q  [8192]float32
 	kt [dotsTile * packMaxHead]float32
 }
 
@@ -40,63 +40,81 @@ var dotsScratchPool = sync.Pool{New: func() any { return new(dotsScratch) }}
 
 // dotsBlock16 does attnDotsBlockVec's work dotsTile keys at a time and
 // returns how many keys it did; hd is a multiple of 8 and the operands
-// passed blockFits. Queries go in chunks whose doubled copies fit q2 (the
-// key tile is packed again per chunk, from L2, unless pairs holds every
-// tile packed: packKeyPairs, headPack), and four at a time through the
-// register tile attnDotsZ.
-func dotsBlock16(sc []float32, ld int, qs [][]float32, group, p0 int, keys []float32, stride, off, nk int, pairs []float32) int {
+// passed blockFits. Per tile of keys, transposed (packKeyTile, from L2,
+// unless tiles holds every tile so: packKeyTiles, headPack) and then in
+// L1, the register tiles attnDotsT score every query that sees it, three
+// at a time. Queries not evenly spaced hd apart are copied so in chunks.
+func dotsBlock16(sc []float32, ld int, qs [][]float32, group, p0 int, keys []float32, stride, off, nk int, tiles []float32) int {
 	hd, nq := len(qs[0]), len(qs)
 	sp := dotsScratchPool.Get().(*dotsScratch)
 	defer dotsScratchPool.Put(sp)
-	q2, kt := &sp.q2, &sp.kt
-	per := len(q2) / (2 * hd)
+	per, inPlace := len(sp.q)/hd, evenRows(qs, hd)
+	if inPlace {
+		per = nq
+	}
 	end := nk &^ (dotsTile - 1)
 	for c0 := 0; c0 < nq; c0 += per {
 		c1 := min(nq, c0+per)
-		for j := c0; j < c1; j++ {
-			double8(q2[(j-c0)*2*hd:], qs[j])
+		q := &qs[c0][0]
+		if !inPlace {
+			for j := c0; j < c1; j++ {
+				copy(sp.q[(j-c0)*hd:(j-c0+1)*hd], qs[j])
+			}
+			q = &sp.q[0]
 		}
 		for t := 0; t < end; t += dotsTile {
 			j := max(c0, firstSeeing(t, group, p0))
 			if j >= c1 {
 				break // later tiles are seen by later queries only
 			}
-			var k unsafe.Pointer
-			if len(pairs) >= (t+dotsTile)*hd {
-				k = unsafe.Pointer(&pairs[t*hd])
+			k := &sp.kt[0]
+			if len(tiles) >= (t+dotsTile)*hd {
+				k = &tiles[t*hd]
 			} else {
-				packPairs(kt[:dotsTile*hd], keys, t, stride, off, hd)
-				k = unsafe.Pointer(&kt[0])
+				packKeyTile(sp.kt[:dotsTile*hd], keys, t, stride, off, hd)
 			}
-			for ; j < c1; j += len(attnDotsZ) {
-				r := min(len(attnDotsZ), c1-j)
-				_ = sc[(j+r-1)*ld+t+dotsTile-1] // the tile's last score
-				attnDotsZ[r-1](&sc[j*ld+t], uintptr(4*ld), &q2[(j-c0)*2*hd], (*float32)(k), hd)
-			}
+			_ = sc[(c1-1)*ld+t+dotsTile-1] // the last query's last score of the tile
+			scoreTile(&sc[j*ld+t], ld, (*float32)(unsafe.Add(unsafe.Pointer(q), 4*(j-c0)*hd)), k, hd, c1-j)
 		}
 	}
 	return end
 }
 
-// double8 writes each 8-element chunk of q twice in a row into dst.
-func double8(dst, q []float32) {
-	dst = dst[:2*len(q)]
-	for i := 0; i+8 <= len(q); i += 8 {
-		x := load8f(q[i:])
-		store8f(dst[2*i:], x)
-		store8f(dst[2*i+8:], x)
+// scoreTile stores the scores of n queries (hd apart from q) against the
+// transposed key tile k to d, rows ld floats apart: groups of three, then
+// the one or two left.
+func scoreTile(d *float32, ld int, q, k *float32, hd, n int) {
+	if g := n / 3; g > 0 {
+		attnDotsT3(d, uintptr(4*ld), q, uintptr(4*hd), k, hd, g)
+		n -= 3 * g
+		if n == 0 {
+			return // d and q one group past the last: formed only with work behind them
+		}
+		d, q = (*float32)(unsafe.Add(unsafe.Pointer(d), 4*3*g*ld)), (*float32)(unsafe.Add(unsafe.Pointer(q), 4*3*g*hd))
+	}
+	if n == 2 {
+		attnDotsT2(d, uintptr(4*ld), q, uintptr(4*hd), k, hd, 1)
+	} else if n == 1 {
+		attnDotsT1(d, uintptr(4*ld), q, uintptr(4*hd), k, hd, 1)
 	}
 }
 
-// packPairs copies keys t..t+dotsTile-1 into buf as four pairs, pair m
-// (keys t+2m and t+2m+1) at m·2·hd, interleaved by 8-element chunks.
-func packPairs(buf, keys []float32, t, stride, off, hd int) {
-	for m := range dotsTile / 2 {
-		a, b := keys[(t+2*m)*stride+off:][:hd], keys[(t+2*m+1)*stride+off:][:hd]
-		p := buf[m*2*hd:][:2*hd]
-		for i := 0; i+8 <= hd; i += 8 {
-			store8f(p[2*i:], load8f(a[i:]))
-			store8f(p[2*i+8:], load8f(b[i:]))
+// packKeyTile copies keys t..t+dotsTile-1 into buf transposed: element i
+// of key t+m at buf[i·dotsTile+m], so one vector holds an element of
+// every key of the tile (attnDotsT's lanes).
+// Whole blocks of 16 elements go through the register transpose
+// attnKeyTileT (the scalar loop took a tenth of a 512-token forward).
+func packKeyTile(buf, keys []float32, t, stride, off, hd int) {
+	buf = buf[:dotsTile*hd]
+	_ = keys[(t+dotsTile-1)*stride+off+hd-1] // the tile's last element
+	i0 := hd &^ 15
+	if i0 > 0 {
+		attnKeyTileT(&buf[0], &keys[t*stride+off], uintptr(4*stride), i0/16)
+	}
+	for m := range dotsTile {
+		k := keys[(t+m)*stride+off:][:hd]
+		for i := i0; i < hd; i++ {
+			buf[i*dotsTile+m] = k[i]
 		}
 	}
 }
@@ -175,17 +193,17 @@ func weighted16(out unsafe.Pointer, p []float32, r unsafe.Pointer, stride, n int
 	return i
 }
 
-// packKeyPairs writes the whole tiles of keys (contiguous rows of hd) into
-// dst in dotsBlock16's layout, tile t/dotsTile at t·hd, so that a caller
-// scoring many blocks against the same keys (the backward pass) packs them
-// once (keyPairsOK(hd): dotsBlock16 runs for that head size).
-func packKeyPairs(dst, keys []float32, n, hd int) {
+// packKeyTiles writes the whole tiles of keys (contiguous rows of hd)
+// into dst in dotsBlock16's layout, tile t/dotsTile at t·hd, so that a
+// caller scoring many blocks against the same keys (the backward pass)
+// packs them once (keyTilesOK(hd): dotsBlock16 runs for that head size).
+func packKeyTiles(dst, keys []float32, n, hd int) {
 	for t := 0; t+dotsTile <= n; t += dotsTile {
-		packPairs(dst[t*hd:(t+dotsTile)*hd], keys, t, hd, 0, hd)
+		packKeyTile(dst[t*hd:(t+dotsTile)*hd], keys, t, hd, 0, hd)
 	}
 }
 
-// keyPairsOK reports whether dotsBlock16 runs for heads of hd.
-func keyPairsOK(hd int) bool {
+// keyTilesOK reports whether dotsBlock16 runs for heads of hd.
+func keyTilesOK(hd int) bool {
 	return useSIMD && simdOK && avx512 && hd > 0 && hd%8 == 0 && hd <= packMaxHead
 }

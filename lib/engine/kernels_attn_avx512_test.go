@@ -64,3 +64,62 @@ func BenchmarkSoftmaxExp(b *testing.B) {
 		})
 	}
 }
+
+// TestAttentionScoreTilesMatchAttnDot: the transposed-key score tiles (attnDotsT,
+// dotsBlock16) give attnDot's bits for every query and key they score,
+// with the keys packed once (packKeyTiles) or per tile, the queries read
+// in place (evenly spaced) or copied, and 1-7 queries (every remainder of
+// the groups of three).
+func TestAttentionScoreTilesMatchAttnDot(t *testing.T) {
+	if !keyTilesOK(128) {
+		t.Skip("no AVX-512 on this CPU")
+	}
+	for _, hd := range []int{8, 64, 136} {
+		for nq := 1; nq <= 7; nq++ {
+			for _, packed := range []bool{false, true} {
+				for _, even := range []bool{false, true} {
+					checkDotsTiles(t, hd, nq, packed, even)
+				}
+			}
+		}
+	}
+}
+
+func checkDotsTiles(t *testing.T, hd, nq int, packed, even bool) {
+	t.Helper()
+	const nk, stride = 3*dotsTile + 5, 300
+	keys := randRows(1, nk*stride, uint64(hd))[0]
+	heads := randRows(1, 2*nq*hd, uint64(nq))[0]
+	qs := make([][]float32, nq)
+	for j := range qs {
+		step := hd
+		if !even {
+			step = 2 * hd // every other slot: not hd apart
+		}
+		qs[j] = heads[j*step : j*step+hd]
+	}
+	var tiles []float32
+	if packed {
+		contig := make([]float32, nk*hd)
+		for k := range nk {
+			copy(contig[k*hd:], keys[k*stride+7:][:hd])
+		}
+		tiles = make([]float32, nk*hd)
+		packKeyTiles(tiles, contig, nk, hd)
+	}
+	ld := nk + 3
+	sc := make([]float32, nq*ld)
+	p0 := nk - nq // query j at position p0+j (group 1) sees keys 0..p0+j
+	end := dotsBlock16(sc, ld, qs, 1, p0, keys, stride, 7, nk, tiles)
+	if end != nk&^(dotsTile-1) {
+		t.Fatalf("hd %d nq %d: did %d keys, want %d", hd, nq, end, nk&^(dotsTile-1))
+	}
+	for j, q := range qs {
+		for k := range min(end, p0+j+1) {
+			want := attnDot(keys[k*stride+7:][:hd], q)
+			if got := sc[j*ld+k]; math.Float32bits(got) != math.Float32bits(want) {
+				t.Fatalf("hd %d nq %d packed %v even %v: score (%d,%d) = %g, attnDot %g", hd, nq, packed, even, j, k, got, want)
+			}
+		}
+	}
+}

@@ -61,5 +61,5 @@ func attnBenchRun(c Config, part string) func() {
 	ws := &workspace{q: randRows(1, qd, 1), att: randRows(1, qd, 2), scores: make([][]float32, 1)}
 	seq := &kvCache{k: [][]float32{flat(randRows(n, kvd, 3))}, v: [][]float32{flat(randRows(n, kvd, 4))}}
 	rows := []row{{seq: seq, pos: n - 1}}
-	return func() { m.attendRow(ws, rows, 0, 0, 0) }
+	return func() { m.attendRow(ws, rows, 0, 0, 0, 0, m.cfg.KVHeads) }
 }

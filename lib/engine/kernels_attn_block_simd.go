@@ -65,7 +65,7 @@ func rowAt(rows []float32, t, stride, off int) unsafe.Pointer {
 // sees them. Per tile of four keys, which then stay in L1, it scores each
 // query that sees the tile; each score's accumulator holds attnDot's eight
 // lanes and laneSums4 adds them in attnDot's tree.
-func attnDotsBlockVec(sc []float32, ld int, qs [][]float32, group, p0 int, keys []float32, stride, off int, pairs []float32) int {
+func attnDotsBlockVec(sc []float32, ld int, qs [][]float32, group, p0 int, keys []float32, stride, off int, tiles []float32) int {
 	hd, nq := len(qs[0]), len(qs)
 	nk := p0 + nq/group // keys seen by the block's last position
 	if !useSIMD || !simdOK || hd == 0 || hd%8 != 0 || !blockFits(qs, keys, nk, stride, off, hd) {
@@ -73,7 +73,7 @@ func attnDotsBlockVec(sc []float32, ld int, qs [][]float32, group, p0 int, keys 
 	}
 	t := 0
 	if avx512 && hd <= packMaxHead {
-		t = dotsBlock16(sc, ld, qs, group, p0, keys, stride, off, nk, pairs)
+		t = dotsBlock16(sc, ld, qs, group, p0, keys, stride, off, nk, tiles)
 	}
 	var buf [4 * packMaxHead]float32
 	for ; t+4 <= nk; t += 4 {
@@ -124,7 +124,9 @@ func firstSeeing(t, group, p0 int) int {
 var rowsScratchPool = sync.Pool{New: func() any { return new([attnBlock * packMaxHead]float32) }}
 
 // attnWeightedBlockVec does attnWeightedBlock for the heads' leading
-// multiple of 8 and returns how many elements it did. It takes the values
+// multiple of 8 and returns how many elements it did. The register tiles
+// need each query head's outputs evenly spaced (stridedRows): the
+// forward's are its rows of the batch, the backward's a contiguous slab. It takes the values
 // attnBlock rows at a time (so they stay in L1 however the cache stride
 // aliases) and adds each block's rows to the outputs of the queries that
 // see them, two queries per pass over the rows. Rows already contiguous
@@ -140,7 +142,8 @@ func attnWeightedBlockVec(outs [][]float32, sc []float32, ld, group, p0 int, row
 	}
 	buf := rowsScratchPool.Get().(*[attnBlock * packMaxHead]float32)
 	defer rowsScratchPool.Put(buf)
-	tiles := avx512 && hd >= 64 && evenRows(outs, hd)
+	ldc, even := stridedRows(outs, group)
+	tiles := avx512 && hd >= 64 && even
 	blk := attnBlock
 	if stride == hd && tiles {
 		blk = weightedSpan // contiguous rows: no aliasing to avoid
@@ -155,7 +158,8 @@ func attnWeightedBlockVec(outs [][]float32, sc []float32, ld, group, p0 int, row
 			r, rs = rowAt(rows, t0, stride, off), stride
 		}
 		if tiles {
-			weightedTiles(outs[j:], sc[j*ld+t0:], ld, r, rs, n, func(j1 int) []float32 { return seen(j+j1, t0) })
+			j -= j % group // from a position's first head
+			weightedTiles(outs[j:], sc[j*ld+t0:], ld, group, ldc, r, rs, n, func(j1 int) []float32 { return seen(j+j1, t0) })
 			continue
 		}
 		for ; j+2 <= nq; j += 2 {
@@ -182,29 +186,38 @@ const weightedSpan = 64
 
 // weightedTiles adds each output's weighted rows (ws(j): the weights of
 // output j, rows from r, rs elements apart) to outs[j][:n] with the
-// register tiles: a tile of outputs takes the rows its first output sees
-// (the fewest: later outputs see as many or more), then each output its
-// remaining rows, so each element still adds its rows in ascending order.
-// outs are rows hd apart (evenRows), p[j·ld] is output j's weight of the
-// first row, and n is a multiple of 8.
-func weightedTiles(outs [][]float32, p []float32, ld int, r unsafe.Pointer, rs, n int, ws func(j int) []float32) {
-	n64, hd := n&^63, len(outs[0])
-	for j := 0; j < len(outs); j += len(attnTileZ) {
-		rows := min(len(attnTileZ), len(outs)-j)
-		common := len(ws(j))
-		c := unsafe.Pointer(&outs[j][0])
-		weightedTile(c, hd, unsafe.Pointer(&p[j*ld]), ld, r, rs, common, rows, n64)
-		for i := j; i < j+rows; i++ {
-			// Only pointers with work behind them are formed: o + n64 and
-			// r + common rows can be one past their allocation, which the
-			// collector takes for a bad pointer (make test-engine-checkptr).
-			pi, o := ws(i), unsafe.Pointer(&outs[i][0])
-			if len(pi) > common {
-				weighted1(o, pi[common:], unsafe.Add(r, 4*common*rs), rs, n64)
-			}
-			if n > n64 {
-				weighted1(unsafe.Add(o, 4*n64), pi, unsafe.Add(r, 4*n64), rs, n-n64)
-			}
+// register tiles, one query head at a time: outputs j ≡ g (mod step) lie
+// ldc elements apart (stridedRows), at consecutive positions. A tile of a
+// head's outputs takes the rows its first output sees (the fewest: later
+// positions see as many or more), then each output its remaining rows,
+// so each element still adds its rows in ascending order. p[j·ld] is
+// output j's weight of the first row, and n is a multiple of 8.
+func weightedTiles(outs [][]float32, p []float32, ld, step, ldc int, r unsafe.Pointer, rs, n int, ws func(j int) []float32) {
+	for g := range min(step, len(outs)) {
+		m := (len(outs) - g + step - 1) / step // outputs g, g+step, ...
+		for j := 0; j < m; j += len(attnTileZ) {
+			rows := min(len(attnTileZ), m-j)
+			weightedHeadTile(outs, p, ld, step, ldc, r, rs, n, ws, g+j*step, rows)
+		}
+	}
+}
+
+// weightedHeadTile is weightedTiles' tile of rows outputs from j0, step
+// apart.
+func weightedHeadTile(outs [][]float32, p []float32, ld, step, ldc int, r unsafe.Pointer, rs, n int, ws func(j int) []float32, j0, rows int) {
+	n64 := n &^ 63
+	common := len(ws(j0))
+	weightedTile(unsafe.Pointer(&outs[j0][0]), ldc, unsafe.Pointer(&p[j0*ld]), step*ld, r, rs, common, rows, n64)
+	for i := j0; i < j0+rows*step; i += step {
+		// Only pointers with work behind them are formed: o + n64 and
+		// r + common rows can be one past their allocation, which the
+		// collector takes for a bad pointer (make test-engine-checkptr).
+		pi, o := ws(i), unsafe.Pointer(&outs[i][0])
+		if len(pi) > common {
+			weighted1(o, pi[common:], unsafe.Add(r, 4*common*rs), rs, n64)
+		}
+		if n > n64 {
+			weighted1(unsafe.Add(o, 4*n64), pi, unsafe.Add(r, 4*n64), rs, n-n64)
 		}
 	}
 }

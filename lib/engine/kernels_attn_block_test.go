@@ -5,6 +5,7 @@ package engine
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/tinkershell/tinker/lib/models"
@@ -49,7 +50,7 @@ func checkAttentionRowsBits(t *testing.T, m *Model, rows []row, ws *workspace) {
 	withSIMD(false, func() {
 		ws.scores = make([][]float32, 1)
 		for i := range rows {
-			m.attendRow(ws, rows, i, 0, 0)
+			m.attendRow(ws, rows, i, 0, 0, 0, c.KVHeads)
 		}
 		ref = flat(ws.att)
 	})
@@ -95,4 +96,34 @@ func firstDiff(a, b []float32) string {
 		}
 	}
 	return "none"
+}
+
+// TestAttentionBlocksRowsNotOneSlab: output rows that are not one slab
+// (rows padded apart) take blockScratch.pack's scratch and copy, and
+// still give attendRow's bits; rows of one slab are written in place
+// (pack hands out the rows themselves: the direct path the other block
+// tests run).
+func TestAttentionBlocksRowsNotOneSlab(t *testing.T) {
+	for _, hd := range []int{16, 128} {
+		for _, group := range []int{1, 2, 3} {
+			c := Config{Shape: models.Shape{Heads: group * 2, KVHeads: 2, HeadDim: hd}}
+			m, rows, ws := attnBlockStep(c)
+			qd := c.Heads * hd
+			slab := slices.Clone(ws.att)
+			padded := make([]float32, len(rows)*(qd+16))
+			for i, a := range ws.att {
+				ws.att[i] = padded[i*(qd+16) : i*(qd+16)+qd]
+				copy(ws.att[i], a)
+			}
+			var b blockScratch
+			if _, _, direct := b.pack(ws, 0, 3, hd, group, hd); direct {
+				t.Fatalf("pack writes in place into rows %d floats apart", qd+16)
+			}
+			checkAttentionRowsBits(t, m, rows, ws)
+			ws.att = slab
+			if _, outs, direct := b.pack(ws, 1, 3, hd, group, hd); !direct || &outs[group][0] != &ws.att[2][hd] {
+				t.Fatalf("pack does not hand out one slab's rows (direct %v)", direct)
+			}
+		}
+	}
 }

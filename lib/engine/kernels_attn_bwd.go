@@ -33,8 +33,8 @@ type attnBackScratch struct {
 	p            []float64   // one query's probabilities
 	split        [][]float64 // blockSplit's p, per worker
 	kh, vh       []float32   // the KV head's keys and values, contiguous
-	khp, vhp     []float32   // the same in dotsBlock16's layout when paired
-	paired       bool
+	khp, vhp     []float32   // the same in dotsBlock16's layout when tiled
+	tiled        bool
 	dkh, dvh     [][]float32 // the KV head's key and value gradients, rows of one slab
 	dslab        []float32
 }
@@ -62,11 +62,11 @@ func (s *attnBackScratch) packHead(a *attnBack, kvh int) {
 		copy(s.dvh[t], a.dv[t][kvh*hd:])
 	}
 	// Scores and datt·v of every block read the same keys and values:
-	// packed pairwise once here, not per block (a quarter of those
-	// products' time).
-	if s.paired = keyPairsOK(hd); s.paired {
-		packKeyPairs(grow32(&s.khp, n*hd), kh, n, hd)
-		packKeyPairs(grow32(&s.vhp, n*hd), vh, n, hd)
+	// packed in transposed tiles once here, not per block (a quarter of
+	// those products' time).
+	if s.tiled = keyTilesOK(hd); s.tiled {
+		packKeyTiles(grow32(&s.khp, n*hd), kh, n, hd)
+		packKeyTiles(grow32(&s.vhp, n*hd), vh, n, hd)
 	}
 }
 
@@ -149,11 +149,11 @@ func (a *attnBack) queries(s *attnBackScratch, g *blockGeom, i0, i1 int, p *[]fl
 	kh, vh := s.kh[g.lo*hd:], s.vh[g.lo*hd:]
 	sc, dp := s.sc, s.dp
 	var khp, vhp []float32
-	if g.lo%dotsTile == 0 && s.paired { // tiles start at key lo
+	if g.lo%dotsTile == 0 && s.tiled { // tiles start at key lo
 		khp, vhp = s.khp[g.lo*hd:], s.vhp[g.lo*hd:]
 	}
-	attnDotsBlockPairs(sc[j0*ld:j1*ld], ld, s.qs[j0:j1], group, g.rel+i0, kh, hd, 0, khp)
-	attnDotsBlockPairs(dp[j0*ld:j1*ld], ld, s.dos[j0:j1], group, g.rel+i0, vh, hd, 0, vhp)
+	attnDotsBlockTiles(sc[j0*ld:j1*ld], ld, s.qs[j0:j1], group, g.rel+i0, kh, hd, 0, khp)
+	attnDotsBlockTiles(dp[j0*ld:j1*ld], ld, s.dos[j0:j1], group, g.rel+i0, vh, hd, 0, vhp)
 	scale := 1 / math.Sqrt(float64(hd))
 	for j := j0; j < j1; j++ {
 		first, m := a.c.firstKey(a.li, g.p0+j/group)-g.lo, g.rel+j/group+1 // keys query j sees

@@ -3,23 +3,24 @@ package engine
 // headPack is an attention worker's copy of one sequence's keys and values
 // of one KV head, made once for all the blocks of that head the worker
 // takes in one attention call (which forgets it when it ends): the keys in
-// dotsBlock16's pair layout (as packKeyPairs) and the values contiguous,
-// rows of the head dimension. The blocks then read them in place; packing
-// every tile again for every block (packPairs, packRows) took as much CPU
+// dotsBlock16's transposed tiles (as packKeyTiles) and the values
+// contiguous, rows of the head dimension. The blocks then read them in
+// place; packing every tile again for every block (packKeyTile, packRows)
+// took as much CPU
 // as the forward's score products at 512 tokens.
 type headPack struct {
 	seq         *kvCache // nil: none
 	layer, kvh  int
 	n           int // positions packed: keys and values 0..n-1
-	pairs, vals []float32
+	tiles, vals []float32
 }
 
 // get returns the pack of KV head kvh of seq's layer covering positions
 // 0..n-1, packing it unless it holds them already, or nil where the
-// 512-bit score kernels do not run (keyPairsOK). The cache holds rows of
+// 512-bit score kernels do not run (keyTilesOK). The cache holds rows of
 // kvd floats, the head at kvh·hd.
 func (h *headPack) get(seq *kvCache, layer, kvh, hd, kvd, n int) *headPack {
-	if !keyPairsOK(hd) {
+	if !keyTilesOK(hd) {
 		return nil
 	}
 	if h.seq == seq && h.layer == layer && h.kvh == kvh && h.n >= n {
@@ -27,9 +28,9 @@ func (h *headPack) get(seq *kvCache, layer, kvh, hd, kvd, n int) *headPack {
 	}
 	h.seq, h.layer, h.kvh, h.n = seq, layer, kvh, n
 	keys, vals := seq.k[layer], seq.v[layer]
-	h.pairs, h.vals = grow32(&h.pairs, n*hd), grow32(&h.vals, n*hd)
+	h.tiles, h.vals = grow32(&h.tiles, n*hd), grow32(&h.vals, n*hd)
 	for t := 0; t+dotsTile <= n; t += dotsTile {
-		packPairs(h.pairs[t*hd:(t+dotsTile)*hd], keys, t, kvd, kvh*hd, hd)
+		packKeyTile(h.tiles[t*hd:(t+dotsTile)*hd], keys, t, kvd, kvh*hd, hd)
 	}
 	for t := range n {
 		copy(h.vals[t*hd:(t+1)*hd], vals[t*kvd+kvh*hd:])

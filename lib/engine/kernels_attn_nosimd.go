@@ -15,13 +15,13 @@ func attnDotsBlockVec([]float32, int, [][]float32, int, int, []float32, int, int
 	return 0
 }
 
-func packKeyPairs([]float32, []float32, int, int) {}
+func packKeyTiles([]float32, []float32, int, int) {}
 
-func keyPairsOK(int) bool { return false }
+func keyTilesOK(int) bool { return false }
 
 func attnWeightedBlockVec([][]float32, []float32, int, int, int, []float32, int, int) int { return 0 }
 
-// packPairs is never called here: keyPairsOK is false.
-func packPairs([]float32, []float32, int, int, int, int) {}
+// packKeyTile is never called here: keyTilesOK is false.
+func packKeyTile([]float32, []float32, int, int, int, int) {}
 
 func softmaxRowsVec([][]float32, float32, []float32, int, int) bool { return false }

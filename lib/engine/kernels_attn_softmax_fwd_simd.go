@@ -13,15 +13,15 @@ import (
 // takes the exponentials (eight float64 lanes, the last few through a
 // padded vector instead of the 4-lane and scalar bodies), and the
 // float64 sums, which must stay serial and ascending (softmax32's bits),
-// run four rows at a time as independent chains (sumRows4): one row's
+// run eight rows at a time as independent chains (sumRows8): one row's
 // chain waited on every add. It reports whether it ran.
 func softmaxRowsVec(rows [][]float32, scale float32, sinks []float32, h0, group int) bool {
 	if !useSIMD || !simdOK || !expVec || !avx512 {
 		return false
 	}
-	var extra [4]float64
-	for j0 := 0; j0 < len(rows); j0 += 4 {
-		j1 := min(j0+4, len(rows))
+	var extra [8]float64
+	for j0 := 0; j0 < len(rows); j0 += 8 {
+		j1 := min(j0+8, len(rows))
 		for j := j0; j < j1; j++ {
 			s := rows[j]
 			mx := scaleMax16(s, scale)
@@ -37,7 +37,7 @@ func softmaxRowsVec(rows [][]float32, scale float32, sinks []float32, h0, group 
 			}
 			expShiftAll32(s, mx)
 		}
-		sumRows4(rows[j0:j1], &extra)
+		sumRows8(rows[j0:j1], &extra)
 		for j := j0; j < j1; j++ {
 			scale16(rows[j], float32(1/extra[j-j0]))
 		}
@@ -98,6 +98,45 @@ func expShiftAll32(s []float32, mx float32) {
 		copy(s, buf[:])
 	}
 	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
+}
+
+// sumRows8 is sumRows4 for up to eight rows: eight evenly spaced rows
+// (a block's score rows outside sliding windows) take their common
+// length through attnSumRows8, a row per float64 lane (four scalar
+// chains had been latency-bound: a fifth of the forward softmax), then
+// each row its rest; other rows go four at a time.
+func sumRows8(rows [][]float32, sums *[8]float64) {
+	m, ld := 0, 0
+	if len(rows) == 8 {
+		m = len(rows[0])
+		for _, r := range rows[1:] {
+			m = min(m, len(r))
+		}
+		m &^= 7
+	}
+	if m > 0 {
+		var even bool
+		if ld, even = stridedRows(rows, 1); !even {
+			m = 0
+		}
+	}
+	if m == 0 {
+		lo, hi := (*[4]float64)(sums[:4]), (*[4]float64)(sums[4:])
+		sumRows4(rows[:min(4, len(rows))], lo)
+		if len(rows) > 4 {
+			sumRows4(rows[4:], hi)
+		}
+		return
+	}
+	var s [8]float64
+	attnSumRows8(&s[0], &rows[0][0], uintptr(4*ld), m)
+	for j, r := range rows {
+		v := s[j]
+		for _, e := range r[m:] {
+			v += float64(e)
+		}
+		sums[j] = v + sums[j]
+	}
 }
 
 // sumRows4 sets sums[j] to Σ rows[j] in float64, ascending (normalise's

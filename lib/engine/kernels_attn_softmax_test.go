@@ -69,3 +69,40 @@ func TestSoftmaxRowsMatchRows(t *testing.T) {
 		}
 	}
 }
+
+// TestSoftmaxSumRows8MatchesSerial: sumRows8 gives each row the bits of one
+// ascending float64 chain plus its extra term, for eight evenly spaced
+// rows (the register path, attnSumRows8) and rows that are not, on
+// values whose magnitudes span enough that the order of the adds shows.
+func TestSoftmaxSumRows8MatchesSerial(t *testing.T) {
+	const ld = 56
+	r := newRNG(5)
+	slab := make([]float32, 8*ld)
+	for i := range slab {
+		slab[i] = float32(math.Ldexp(float64(r.uniform32()+0.5), int(r.uniform32()*120)-60))
+	}
+	for _, even := range []bool{true, false} {
+		for base := 1; base <= 41; base += 8 {
+			rows := make([][]float32, 8)
+			for j := range rows {
+				start := j * ld
+				if !even && j == 5 {
+					start++ // one row out of step
+				}
+				rows[j] = slab[start : start+base+j%3]
+			}
+			sums := [8]float64{1, 2, 3, 4, 5, 6, 7, 8}
+			sumRows8(rows, &sums)
+			for j, row := range rows {
+				var want float64
+				for _, e := range row {
+					want += float64(e)
+				}
+				want += float64(j + 1)
+				if math.Float64bits(sums[j]) != math.Float64bits(want) {
+					t.Fatalf("even %v length %d row %d: %g, serial sum %g", even, len(row), j, sums[j], want)
+				}
+			}
+		}
+	}
+}

@@ -2,25 +2,20 @@
 
 package engine
 
-// attnDotsZ1 stores 1 queries' scores against eight paired keys.
+// attnDotsT1 stores 1 queries' scores against 16 transposed keys, for ng groups of them.
 //
 //go:noescape
-func attnDotsZ1(d *float32, ld uintptr, q2 *float32, k *float32, hd int)
+func attnDotsT1(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, hd int, ng int)
 
-// attnDotsZ2 stores 2 queries' scores against eight paired keys.
+// attnDotsT2 stores 2 queries' scores against 16 transposed keys, for ng groups of them.
 //
 //go:noescape
-func attnDotsZ2(d *float32, ld uintptr, q2 *float32, k *float32, hd int)
+func attnDotsT2(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, hd int, ng int)
 
-// attnDotsZ3 stores 3 queries' scores against eight paired keys.
+// attnDotsT3 stores 3 queries' scores against 16 transposed keys, for ng groups of them.
 //
 //go:noescape
-func attnDotsZ3(d *float32, ld uintptr, q2 *float32, k *float32, hd int)
-
-// attnDotsZ4 stores 4 queries' scores against eight paired keys.
-//
-//go:noescape
-func attnDotsZ4(d *float32, ld uintptr, q2 *float32, k *float32, hd int)
+func attnDotsT3(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, hd int, ng int)
 
 // attnTileZ1 adds 1 rows of Σ_p A[i][p]·B[p][:64] to C, p ascending.
 //
@@ -51,3 +46,13 @@ func attnTileZ5(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b
 //
 //go:noescape
 func attnTileZ6(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
+
+// attnKeyTileT transposes nb blocks of 16 elements of 16 keys into a score tile.
+//
+//go:noescape
+func attnKeyTileT(dst *float32, src *float32, stride uintptr, nb int)
+
+// attnSumRows8 sums eight rows of m float32 in float64, each in ascending order.
+//
+//go:noescape
+func attnSumRows8(dst *float64, src *float32, ld uintptr, m int)

@@ -156,6 +156,7 @@ func loadFile(path, prefix string, want map[string][]int, ts Tensors, keepBF16 b
 		if keepBF16 && st.DType == safetensors.BF16 && len(st.Shape) == 2 {
 			// Matrices stay bfloat16 (exact either way; half the memory).
 			t = Tensor{Shape: []int{int(st.Shape[0]), int(st.Shape[1])}, BF16: make([]uint16, len(st.Data)/2)}
+			adviseHuge(t.BF16)
 			for i := range t.BF16 {
 				t.BF16[i] = binary.LittleEndian.Uint16(st.Data[2*i:])
 			}

@@ -131,8 +131,9 @@ func LoadLoRA(dir string, c Config) (*LoRA, error) {
 }
 
 func toTensor(t *safetensors.Tensor) (Tensor, error) {
-	data, err := t.Float32()
-	if err != nil {
+	data := make([]float32, t.NumElements())
+	adviseHuge(data)
+	if err := t.Float32Into(data); err != nil {
 		return Tensor{}, err
 	}
 	shape := make([]int, len(t.Shape))

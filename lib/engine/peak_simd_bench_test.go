@@ -15,14 +15,23 @@ import (
 // of process CPU time on every core, the best of three runs, and the
 // vector width in bits.
 func widestFMAPeak() (wall, perCPU float64, bits int) {
+	for range 3 {
+		w, c, n := fmaProbe()
+		wall, perCPU, bits = max(wall, w), max(perCPU, c), n
+	}
+	return wall, perCPU, bits
+}
+
+// fmaProbe is one run of the widest fused multiply-add loop on every core
+// (about 50 ms on an idle machine): BenchmarkTrainStep runs it beside
+// each step, so that a step slowed by the host is set against a peak
+// measured under the same conditions.
+func fmaProbe() (wall, perCPU float64, bits int) {
 	if !archsimd.X86.AVX512() {
-		wall, perCPU = bestPeak(true)
+		wall, perCPU = peakLoop(true)
 		return wall, perCPU, 256
 	}
-	for range 3 {
-		w, c := peakLoop16()
-		wall, perCPU = max(wall, w), max(perCPU, c)
-	}
+	wall, perCPU = peakLoop16()
 	return wall, perCPU, 512
 }
 

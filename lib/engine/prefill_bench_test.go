@@ -26,12 +26,62 @@ const (
 // float32 and with bfloat16 weights: prefill tokens/s of a 512-token prompt
 // and decode tokens/s of one sequence, with the vector kernels next to the
 // scalar ones in the same run (on a 64-token prompt and 4 tokens), and
-// decode against the memory-bandwidth limit: the bytes of every weight
-// matrix read once per token, at the read bandwidth readBandwidth measures
-// just before each decode (this VM's bandwidth drifts by ±15% over
-// minutes, so a figure taken at the start put single runs anywhere
-// between 70% and 90% of it).
+// decode against the memory-bandwidth limit (measureDecode: the median of
+// decodeReps decodes, each beside its own read-bandwidth probe).
 func BenchmarkPrefillDecode(b *testing.B) {
+	c := qwen3Small()
+	eachDecodeModel(b, func(b *testing.B, m *Model, dtype string) {
+		prompt := benchPrompt(c, prefillTokens)
+		var pre, preS, decS time.Duration
+		var preCPU, preCPUS float64
+		var dec []decodeFigures
+		for b.Loop() {
+			d, cpu := sampleTimed(b, m, prompt, 1)
+			pre, preCPU = pre+d, preCPU+cpu
+			dec = append(dec, measureDecode(b, m, dtype))
+			if useSIMD && dtype != "bf16-compute" { // the bf16 path has no scalar twin
+				useSIMD = false
+				d, cpu := sampleTimed(b, m, prompt[:prefillScalarTokens], 1)
+				preS, preCPUS = preS+d, preCPUS+cpu
+				d, _ = decodeTime(b, m, prompt[:1], decodeScalarTokens)
+				decS += d
+				useSIMD = true
+			}
+		}
+		n := float64(b.N)
+		reportDecode(b, dec)
+		b.ReportMetric(prefillTokens*n/pre.Seconds(), "tok/s-prefill")
+		b.ReportMetric(prefillTokens*n/preCPU, "tok/cpu-s-prefill")
+		if torch, ok := torchPrefill(b, dtype); ok {
+			b.ReportMetric(torch.wall, "tok/s-prefill-pytorch")
+			b.ReportMetric(prefillTokens*n/pre.Seconds()/torch.wall, "x-pytorch-prefill")
+			b.ReportMetric(torch.cpu, "tok/cpu-s-prefill-pytorch")
+			b.ReportMetric(prefillTokens*n/preCPU/torch.cpu, "x-pytorch-prefill-cpu")
+		}
+		if preS > 0 {
+			b.ReportMetric(prefillScalarTokens*n/preS.Seconds(), "tok/s-prefill-scalar")
+			b.ReportMetric(prefillScalarTokens*n/preCPUS, "tok/cpu-s-prefill-scalar")
+			b.ReportMetric(decodeScalarTokens*n/decS.Seconds(), "tok/s-decode-scalar")
+		}
+	})
+}
+
+// BenchmarkDecode is BenchmarkPrefillDecode's decode alone (no prefill,
+// no scalar kernels): the figures to compare two builds by, interleaved.
+func BenchmarkDecode(b *testing.B) {
+	eachDecodeModel(b, func(b *testing.B, m *Model, dtype string) {
+		var dec []decodeFigures
+		for b.Loop() {
+			dec = append(dec, measureDecode(b, m, dtype))
+		}
+		reportDecode(b, dec)
+	})
+}
+
+// eachDecodeModel runs bench as a sub-benchmark on the random
+// Qwen3-0.6B-shaped model with float32 weights, bfloat16 weights, and
+// bfloat16 on the bf16 compute path where the CPU has it.
+func eachDecodeModel(b *testing.B, bench func(b *testing.B, m *Model, dtype string)) {
 	c := qwen3Small()
 	ts := randomTensors(c, 1)
 	for _, dtype := range []string{"f32", "bf16", "bf16-compute"} {
@@ -48,63 +98,92 @@ func BenchmarkPrefillDecode(b *testing.B) {
 		if dtype == "bf16-compute" {
 			m.w.withBF16Compute()
 		}
-		b.Run(dtype, func(b *testing.B) {
-			prompt := make([]int, prefillTokens)
-			for i := range prompt {
-				prompt[i] = (i * 7919) % c.VocabSize
-			}
-			var cpu float64 // of the current run
-			run := func(p []int, gen int) time.Duration {
-				c0, t0 := processCPU(), time.Now()
-				seed := int64(1)
-				if _, err := m.Sample(context.Background(), SampleRequest{Prompt: p, NumSamples: 1, MaxTokens: gen, Temperature: 1, Seed: &seed}); err != nil {
-					b.Fatal(err)
-				}
-				cpu = processCPU() - c0
-				return time.Since(t0)
-			}
-			var pre, dec, preS, decS time.Duration
-			var preCPU, preCPUS, bw float64
-			for b.Loop() {
-				pre += run(prompt, 1)
-				preCPU += cpu
-				bw += readBandwidth()
-				dec += run(prompt[:1], decodeTokens+1) - run(prompt[:1], 1)
-				if useSIMD && dtype != "bf16-compute" { // the bf16 path has no scalar twin
-					useSIMD = false
-					preS += run(prompt[:prefillScalarTokens], 1)
-					preCPUS += cpu
-					decS += run(prompt[:1], decodeScalarTokens+1) - run(prompt[:1], 1)
-					useSIMD = true
-				}
-			}
-			n := float64(b.N)
-			bytes := 4.0
-			if dtype != "f32" {
-				bytes = 2
-			}
-			bw /= n
-			limit := bw / (matrixParams(c) * bytes)
-			b.ReportMetric(prefillTokens*n/pre.Seconds(), "tok/s-prefill")
-			b.ReportMetric(decodeTokens*n/dec.Seconds(), "tok/s-decode")
-			b.ReportMetric(limit, "tok/s-decode-bw-limit")
-			b.ReportMetric(100*decodeTokens*n/dec.Seconds()/limit, "%decode-of-limit")
-			b.ReportMetric(bw/1e9, "GB/s-read")
-			b.ReportMetric(decodeTokens*n/dec.Seconds()*matrixParams(c)*bytes/1e9, "GB/s-decode")
-			b.ReportMetric(prefillTokens*n/preCPU, "tok/cpu-s-prefill")
-			if torch, ok := torchPrefill(b, dtype); ok {
-				b.ReportMetric(torch.wall, "tok/s-prefill-pytorch")
-				b.ReportMetric(prefillTokens*n/pre.Seconds()/torch.wall, "x-pytorch-prefill")
-				b.ReportMetric(torch.cpu, "tok/cpu-s-prefill-pytorch")
-				b.ReportMetric(prefillTokens*n/preCPU/torch.cpu, "x-pytorch-prefill-cpu")
-			}
-			if preS > 0 {
-				b.ReportMetric(prefillScalarTokens*n/preS.Seconds(), "tok/s-prefill-scalar")
-				b.ReportMetric(prefillScalarTokens*n/preCPUS, "tok/cpu-s-prefill-scalar")
-				b.ReportMetric(decodeScalarTokens*n/decS.Seconds(), "tok/s-decode-scalar")
-			}
-		})
+		b.Run(dtype, func(b *testing.B) { bench(b, m, dtype) })
 	}
+}
+
+// benchPrompt is an n-token prompt of spread token ids.
+func benchPrompt(c Config, n int) []int {
+	prompt := make([]int, n)
+	for i := range prompt {
+		prompt[i] = (i * 7919) % c.VocabSize
+	}
+	return prompt
+}
+
+// sampleTimed samples gen tokens after prompt (seeded, temperature 1) and
+// returns the wall time and the process CPU-seconds it took.
+func sampleTimed(b *testing.B, m *Model, prompt []int, gen int) (time.Duration, float64) {
+	c0, t0 := processCPU(), time.Now()
+	seed := int64(1)
+	if _, err := m.Sample(context.Background(), SampleRequest{Prompt: prompt, NumSamples: 1, MaxTokens: gen, Temperature: 1, Seed: &seed}); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(t0), processCPU() - c0
+}
+
+// decodeTime is the time of decoding gen tokens after prompt, and its
+// process CPU-seconds: a run of gen+1 tokens less a run of one (the
+// prompt's prefill and first token).
+func decodeTime(b *testing.B, m *Model, prompt []int, gen int) (time.Duration, float64) {
+	long, longCPU := sampleTimed(b, m, prompt, gen+1)
+	short, shortCPU := sampleTimed(b, m, prompt, 1)
+	return long - short, longCPU - shortCPU
+}
+
+// decodeReps is how many decodes measureDecode times per iteration.
+const decodeReps = 5
+
+// decodeFigures are the medians of one measureDecode: tokens/s, tokens
+// per process CPU-second (the figure to compare builds by on a loaded
+// machine), the weight bytes streamed per second, the read-bandwidth
+// probe, the tokens/s it allows (the limit) and the decode's share of the
+// probes beside it.
+type decodeFigures struct{ tokS, tokCPU, gbs, probe, limit, share float64 }
+
+// measureDecode decodes decodeTokens after a one-token prompt decodeReps
+// times, with the read-bandwidth probe (readBandwidth) before the first
+// and after every decode, and returns the medians; each share is against
+// the mean of the probes on either side of its decode. This VM's
+// bandwidth drifts by ±15% over minutes and the probe moved 24.0-28.8
+// GB/s between quiet runs, so one probe per run, or a mean of shares,
+// left single figures anywhere between 70% and 90%.
+func measureDecode(b *testing.B, m *Model, dtype string) decodeFigures {
+	bytes := matrixParams(m.cfg) * 2
+	if dtype == "f32" {
+		bytes *= 2
+	}
+	var tok, tokCPU, gbs, probe, limit, share []float64
+	after := readBandwidth()
+	for range decodeReps {
+		before := after
+		d, cpu := decodeTime(b, m, []int{0}, decodeTokens)
+		rate := decodeTokens / d.Seconds()
+		tokCPU = append(tokCPU, decodeTokens/cpu)
+		after = readBandwidth()
+		bw := (before + after) / 2
+		tok, gbs, probe = append(tok, rate), append(gbs, rate*bytes/1e9), append(probe, bw/1e9)
+		limit, share = append(limit, bw/bytes), append(share, 100*rate*bytes/bw)
+	}
+	return decodeFigures{median(tok), median(tokCPU), median(gbs), median(probe), median(limit), median(share)}
+}
+
+// reportDecode reports the medians over the iterations' figures (the
+// medians of their repetitions).
+func reportDecode(b *testing.B, dec []decodeFigures) {
+	pick := func(f func(decodeFigures) float64) float64 {
+		xs := make([]float64, len(dec))
+		for i, d := range dec {
+			xs[i] = f(d)
+		}
+		return median(xs)
+	}
+	b.ReportMetric(pick(func(d decodeFigures) float64 { return d.tokS }), "tok/s-decode")
+	b.ReportMetric(pick(func(d decodeFigures) float64 { return d.tokCPU }), "tok/cpu-s-decode")
+	b.ReportMetric(pick(func(d decodeFigures) float64 { return d.limit }), "tok/s-decode-bw-limit")
+	b.ReportMetric(pick(func(d decodeFigures) float64 { return d.share }), "%decode-of-limit")
+	b.ReportMetric(pick(func(d decodeFigures) float64 { return d.probe }), "GB/s-read")
+	b.ReportMetric(pick(func(d decodeFigures) float64 { return d.gbs }), "GB/s-decode")
 }
 
 // torchPrefill runs the same prefill in PyTorch (testdata/torch_prefill.py)

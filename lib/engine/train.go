@@ -290,6 +290,7 @@ func (a *arena) reserve(n int) {
 	if len(a.buf) < n {
 		a.buf = nil
 		a.buf = make([]float32, n)
+		adviseHuge(a.buf)
 	}
 }
 
@@ -298,6 +299,7 @@ func (a *arena) reserve(n int) {
 func (a *arena) reset() {
 	if a.peak > len(a.buf) {
 		a.buf = make([]float32, a.peak)
+		adviseHuge(a.buf)
 	}
 	clear(a.hdr)
 	a.off, a.peak, a.hoff = 0, 0, 0

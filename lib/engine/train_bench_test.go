@@ -95,23 +95,25 @@ func TestStepFLOPsCountsTheStepsProducts(t *testing.T) {
 	}
 }
 
-// BenchmarkTrainStep reports tokens/s of a training step (forward_backward
-// over sequences of 128 tokens, and on the 0.6B widths with 4 layers of
-// 2 × 512 and 1 × 2048, and on all 28 layers of 2 × 512, rank-32 LoRA on
-// every target, then optim_step), the GFLOP/s it implies (stepFLOPs), the
-// engine's matrix product peak measured in the same run (the model's
-// largest layer matrix against a batch of 128 vectors, all cores) with
-// their ratio, the model FLOPs utilisation (%MFU: that GFLOP/s against the
-// widest FMA loop's, 512-bit where the CPU has it, on all cores, measured
-// in the same run; %MFU-cpu per CPU-second of both), and in a
-// SIMD build the same step on the scalar kernels (tok/s-scalar, over the
-// first sequence only, to keep the run short; not with -short, which
-// leaves a CPU profile to the fast kernels). The
-// Qwen3-0.6B-shaped model (random weights) runs 2 sequences per step
-// instead of 8 to keep the run short; the per-token cost does not depend
-// on the batch, as sequences run one after another.
+// BenchmarkTrainStep reports a training step (forward_backward over
+// sequences of 128 tokens, and on the 0.6B widths with 4 layers of 2 × 512
+// and 1 × 2048, and on all 28 layers of 2 × 512, rank-32 LoRA on every
+// target, then optim_step), one step per b.N (-benchtime 5x runs five):
+// the median step in seconds of wall and CPU time and in tokens/s, the
+// GFLOP/s it implies (stepFLOPs), the engine's matrix product peak
+// measured in the same run (the model's largest layer matrix against a
+// batch of 128 vectors, all cores) with their ratio, and the model FLOPs
+// utilisation: each step's GFLOP/s against the widest FMA loop's (512-bit
+// where the CPU has it, on all cores) measured just before and after that
+// step (timedSteps), as the median, least and greatest over the steps
+// (%MFU by wall time, %MFU-cpu per CPU-second of both). Every step's
+// figures are logged. In a SIMD build the same step also runs once on the
+// scalar kernels (tok/s-scalar, over the first sequence only, to keep the
+// run short; not with -short, which leaves a CPU profile to the fast
+// kernels). The Qwen3-0.6B-shaped model (random weights) runs 2 sequences
+// per step instead of 8 to keep the run short; the per-token cost does not
+// depend on the batch.
 func BenchmarkTrainStep(b *testing.B) {
-	fma, fmaCPU, bits := widestFMAPeak()
 	cases := []struct {
 		name           string
 		seqs, n, layer int // layers of the 0.6B widths; 0 for a built-in model
@@ -119,20 +121,8 @@ func BenchmarkTrainStep(b *testing.B) {
 		{"qwen3-wide4-2x512", 2, 512, 4}, {"qwen3-wide4-1x2048", 1, 2048, 4}, {"qwen3-0.6b-shape-2x512", 2, 512, 28}}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
-			var m *Model
-			if tc.layer > 0 {
-				c := qwen3Small()
-				c.Layers = tc.layer
-				var err error
-				if m, err = New(tc.name, c, randomTensors(c, 1)); err != nil {
-					b.Fatal(err)
-				}
-			} else {
-				m = mustLoad(b, tc.name)
-			}
+			m := benchStepModel(b, tc.name, tc.layer)
 			c, n := m.cfg, tc.n
-			// The scalar kernels take tens of times longer: only at 128.
-			scalarToo := simdOK && !testing.Short() && n == 128
 			peak := matMulPeak(c)
 			tr := mustTrainer(b, m, LoRAConfig{Rank: 32, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 1})
 			loss, _ := NewLoss(LossCrossEntropy, nil)
@@ -146,64 +136,66 @@ func BenchmarkTrainStep(b *testing.B) {
 				}
 			}
 			step(data) // sizes the scratch arena
-			var d, scalar time.Duration
-			var cpu, scalarCPU float64
-			for b.Loop() {
-				c0 := processCPU()
-				t0 := time.Now()
-				step(data)
-				d += time.Since(t0)
-				cpu += processCPU() - c0
-				if scalarToo {
-					useSIMD = false
-					c0, t0 = processCPU(), time.Now()
-					step(data[:1])
-					scalar += time.Since(t0)
-					scalarCPU += processCPU() - c0
-					useSIMD = true
-				}
+			steps := timedSteps(b, func() { step(data) })
+			flop, tokens := stepFLOPs(c, 32, tc.seqs, n), tc.seqs*n
+			wall, cpu := reportSteps(b, steps, flop, tokens)
+			// The scalar kernels take tens of times longer: only at 128.
+			if simdOK && !testing.Short() && n == 128 {
+				useSIMD = false
+				c0, t0 := processCPU(), time.Now()
+				step(data[:1])
+				scalar, scalarCPU := time.Since(t0).Seconds(), processCPU()-c0
+				useSIMD = true
+				b.ReportMetric(float64(n)/scalar, "tok/s-scalar")
+				b.ReportMetric(float64(tc.seqs)*scalar/wall, "x-scalar")
+				b.ReportMetric(float64(n)/scalarCPU, "tok/cpu-s-scalar")
 			}
-			flop := stepFLOPs(c, 32, tc.seqs, n) * float64(b.N)
-			gflops := flop / d.Seconds() / 1e9
-			b.ReportMetric(float64(tc.seqs*n*b.N)/d.Seconds(), "tok/s")
-			b.ReportMetric(float64(tc.seqs*n*b.N)/cpu, "tok/cpu-s")
-			if scalarToo {
-				b.ReportMetric(float64(n*b.N)/scalar.Seconds(), "tok/s-scalar")
-				b.ReportMetric(float64(tc.seqs)*scalar.Seconds()/d.Seconds(), "x-scalar")
-				b.ReportMetric(float64(n*b.N)/scalarCPU, "tok/cpu-s-scalar")
-			}
-			if torch, ok := torchTokS(b, c, tc.seqs, n); ok {
+			if torch, ok := torchTokS(b, c, tc.seqs, n, len(steps)); ok {
 				b.ReportMetric(torch.wall, "tok/s-pytorch")
-				b.ReportMetric(float64(tc.seqs*n*b.N)/d.Seconds()/torch.wall, "x-pytorch")
+				b.ReportMetric(float64(tokens)/wall/torch.wall, "x-pytorch")
 				b.ReportMetric(torch.cpu, "tok/cpu-s-pytorch")
-				b.ReportMetric(float64(tc.seqs*n*b.N)/cpu/torch.cpu, "x-pytorch-cpu")
+				b.ReportMetric(float64(tokens)/cpu/torch.cpu, "x-pytorch-cpu")
 			}
+			gflops := flop / wall / 1e9
 			b.ReportMetric(gflops, "GFLOP/s")
 			b.ReportMetric(peak.wall, "GFLOP/s-matmul-peak")
 			b.ReportMetric(gflops/peak.wall, "x-of-peak")
 			b.ReportMetric(flop/cpu/1e9, "GFLOP/cpu-s")
 			b.ReportMetric(peak.cpu, "GFLOP/cpu-s-matmul-peak")
-			if bits > 0 {
+			if _, _, bits := fmaProbe(); bits > 0 {
 				b.ReportMetric(float64(bits), "fma-peak-bits")
-				b.ReportMetric(fma, "GFLOP/s-fma-peak")
-				b.ReportMetric(100*gflops/fma, "%MFU")
-				b.ReportMetric(100*flop/cpu/1e9/fmaCPU, "%MFU-cpu")
 			}
 		})
 	}
 }
 
+// benchStepModel is BenchmarkTrainStep's model: the named built-in one, or
+// with layers > 0 a random model of the 0.6B widths with that many layers.
+func benchStepModel(b *testing.B, name string, layers int) *Model {
+	if layers == 0 {
+		return mustLoad(b, name)
+	}
+	c := qwen3Small()
+	c.Layers = layers
+	m, err := New(name, c, randomTensors(c, 1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m
+}
+
 // torchTokS runs the same training step in PyTorch
 // (testdata/torch_train_step.py) when TINKER_BENCH_TORCH names a Python
-// with torch, on GOMAXPROCS threads, and returns its tokens per second of
-// wall time and of process CPU time.
-func torchTokS(b *testing.B, c Config, seqs, n int) (torchRate, bool) {
+// with torch, on GOMAXPROCS threads, steps times after a warm-up, and
+// returns its tokens per second of wall time and of process CPU time, each
+// from the median step.
+func torchTokS(b *testing.B, c Config, seqs, n, steps int) (torchRate, bool) {
 	py := os.Getenv("TINKER_BENCH_TORCH")
 	if py == "" {
 		return torchRate{}, false
 	}
 	out, err := exec.Command(py, "testdata/torch_train_step.py", torchConfig(c), strconv.Itoa(seqs), strconv.Itoa(n),
-		"2", strconv.Itoa(runtime.GOMAXPROCS(0))).CombinedOutput()
+		strconv.Itoa(max(steps, 1)), strconv.Itoa(runtime.GOMAXPROCS(0))).CombinedOutput()
 	var r torchRate
 	if _, serr := fmt.Sscanf(string(out), "tok/s %g tok/cpu-s %g", &r.wall, &r.cpu); err != nil || serr != nil {
 		b.Fatalf("PyTorch step: %v %v\n%s", err, serr, out)

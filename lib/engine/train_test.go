@@ -35,6 +35,7 @@ func randomTensors(c Config, seed uint64) Tensors {
 	for _, name := range sortedKeys(shapes) {
 		s := shapes[name]
 		data := make([]float32, s[0]*shapeTail(s))
+		adviseHuge(data)
 		if len(s) == 1 {
 			for i := range data {
 				data[i] = 1 + float32(0.4*(r.uniform32()-0.5))

@@ -4,11 +4,13 @@ A Llama/Qwen3-shaped decoder with random float32 weights, frozen, and a
 rank-r LoRA on every projection and the lm_head; one step is forward,
 cross-entropy backward and AdamW over `seqs` sequences of `n` tokens.
 Usage: torch_train_step.py '<config json>' seqs n steps threads
-Prints "tok/s <tokens per second>" (best step after a warm-up); with steps 0
+Prints "tok/s <tokens per second> tok/cpu-s <per CPU-second>" of the median
+step after a warm-up, then the steps' range; with steps 0
 it runs the warm-up step only and prints nothing (BenchmarkTrainMemory takes
 its peak RSS from outside).
 """
 import json
+import statistics
 import sys
 import time
 
@@ -97,7 +99,7 @@ model = Model()
 opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
 toks = torch.randint(0, min(V, 256), (seqs, n))
 targets = torch.randint(0, min(V, 256), (seqs, n))
-best, best_cpu = float("inf"), float("inf")
+walls, cpus = [], []
 for step in range(steps + 1):
     t0, c0 = time.perf_counter(), time.process_time()
     loss = F.cross_entropy(model(toks).reshape(-1, V), targets.reshape(-1), reduction="sum")
@@ -105,8 +107,10 @@ for step in range(steps + 1):
     opt.step()
     opt.zero_grad()
     if step > 0:
-        best = min(best, time.perf_counter() - t0)
-        best_cpu = min(best_cpu, time.process_time() - c0)
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
 # CPU time as well as wall time: a loaded machine disturbs it far less.
 if steps:
-    print("tok/s", seqs * n / best, "tok/cpu-s", seqs * n / best_cpu)
+    wall, cpu = statistics.median(walls), statistics.median(cpus)
+    print("tok/s", seqs * n / wall, "tok/cpu-s", seqs * n / cpu,
+          "steps", steps, "s/step min", min(walls), "max", max(walls))

@@ -2,11 +2,20 @@
 // declarations: the AVX-512 register tiles of the engine's attention (see
 // lib/engine/kernels_attn.go for the order every path keeps).
 //
-//   - attnDotsZ<R>: R queries' scores against a tile of eight keys in the
-//     512-bit pair layout (lib/engine/kernels_attn_avx512.go, packPairs):
-//     each score is attnDot's eight lanes, one fused multiply-add per term
-//     in ascending element order, then its lane tree (the same adds as
-//     the Go kernels' laneSums4, done on whole registers: laneSums8).
+//   - attnDotsT<R>: groups of R queries' scores against a tile of 16 keys
+//     stored transposed (element i of the 16 keys in one vector,
+//     lib/engine/kernels_attn_avx512.go, packKeyTile): a lane is a key, so
+//     attnDot's eight lane sums of 16 keys are eight accumulators (lane l
+//     adds elements i ≡ l mod 8, ascending, one fused multiply-add each,
+//     the query element broadcast from memory into the instruction), and
+//     its tree is seven vertical adds: no shuffles at all.
+//   - attnKeyTileT: 16 keys' rows into attnDotsT's transposed tile, 16
+//     columns at a time by a 16×16 register transpose (unpacks of floats,
+//     then of pairs, then two rounds of 128-bit lane shuffles).
+//   - attnSumRows8: eight rows of exponentials summed in float64, each in
+//     ascending order (softmax's serial sums), a row per lane: 8×8
+//     transposes, then one dependent add per element per row, eight
+//     chains at once.
 //   - attnTileZ<R>: C[i][:64] += Σ_p A[i][p]·B[p][:64] for R rows i, p
 //     ascending, one fused multiply-add per term, A's rows and columns
 //     each at a stride of their own: the weighted sums of the values
@@ -39,11 +48,11 @@ const (
 	stubFile = "kernels_attn_stub_amd64.go"
 )
 
-// Largest tiles: dotsMax queries × four key pairs (16 accumulators),
-// tileMax rows × four vectors (24 accumulators).
+// Largest tiles: dotsTMax queries × eight lanes and tileMax rows × four
+// vectors (24 accumulators each).
 const (
-	dotsMax = 4
-	tileMax = 6
+	dotsTMax = 3
+	tileMax  = 6
 )
 
 func main() { asmout.Main("attn", asmFile, stubFile, Generate) }
@@ -51,89 +60,92 @@ func main() { asmout.Main("attn", asmFile, stubFile, Generate) }
 // Generate returns the assembly and the Go declarations.
 func Generate() (asm, decl []byte, err error) {
 	ctx := build.NewContext()
-	for r := 1; r <= dotsMax; r++ {
-		dots(ctx, r)
+	for r := 1; r <= dotsTMax; r++ {
+		dotsT(ctx, r)
 	}
 	for r := 1; r <= tileMax; r++ {
 		tile(ctx, r)
 	}
+	keyTileT(ctx)
+	sumRows8(ctx)
 	return asmout.Print(ctx, printer.Config{Argv: []string{"go", "run", "./internal/asmgen/attn"}, Pkg: "engine"})
 }
 
-// dots emits attnDotsZ<r>. Arguments: d (query i's eight scores go to
-// d + i·ld bytes), q2 (the doubled queries, 2·hd floats each, one after
-// another), k (four key pairs, 2·hd floats each), hd (a multiple of 8).
-// Accumulators are Z16-Z31 (query i, pair m: Z16+4i+m); the reduction
-// (laneSums8) runs in Z0-Z6.
-func dots(ctx *build.Context, r int) {
-	name := fmt.Sprintf("attnDotsZ%d", r)
-	asmout.Kernel(ctx, name, "func(d *float32, ld uintptr, q2 *float32, k *float32, hd int)")
-	ctx.Doc(fmt.Sprintf("%s stores %d queries' scores against eight paired keys.", name, r))
-	acc := func(i, m int) reg.VecPhysical { return asmout.ZMM(16 + 4*i + m) }
-	for i := range r {
-		for m := range 4 {
-			ctx.VPXORD(acc(i, m), acc(i, m), acc(i, m))
-		}
-	}
-	q2 := ctx.Load(ctx.Param("q2"), ctx.GP64())
-	k := ctx.Load(ctx.Param("k"), ctx.GP64())
-	stride := ctx.Load(ctx.Param("hd"), ctx.GP64())
-	ctx.SHLQ(operand.U8(3), stride) // bytes per doubled head
-	qp, kp := asmout.Pointers(ctx, q2, stride, r), asmout.Pointers(ctx, k, stride, 4)
-	off := ctx.GP64()
-	ctx.XORQ(off, off)
-	ctx.Label("loop")
-	for i := range r {
-		ctx.VMOVUPS(operand.Mem{Base: qp[i], Index: off, Scale: 1}, asmout.ZMM(i))
-	}
-	kv := asmout.ZMM(dotsMax)
-	for m := range 4 {
-		ctx.VMOVUPS(operand.Mem{Base: kp[m], Index: off, Scale: 1}, kv)
-		for i := range r {
-			ctx.VFMADD231PS(kv, asmout.ZMM(i), acc(i, m))
-		}
-	}
-	ctx.ADDQ(operand.U8(64), off)
-	ctx.CMPQ(off, stride)
-	ctx.JB(operand.LabelRef("loop"))
+// dotsT emits attnDotsT<r>. Arguments: d (query i's 16 scores go to
+// d + i·ld bytes), q (query i's hd elements at q + i·qs bytes), k (the
+// transposed tile: element e of key m at k + 4·(16e + m) bytes), hd (a
+// multiple of 8), ng (≥ 1 groups of r queries, one after another: the
+// next group's d and q follow r·ld and r·qs bytes on). Accumulators
+// Z0-Z23 (query i, lane l: Z8i+l), the key vectors Z24-Z31.
+func dotsT(ctx *build.Context, r int) {
+	name := fmt.Sprintf("attnDotsT%d", r)
+	asmout.Kernel(ctx, name, "func(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, hd int, ng int)")
+	ctx.Doc(fmt.Sprintf("%s stores %d queries' scores against 16 transposed keys, for ng groups of them.", name, r))
+	acc := func(i, l int) reg.VecPhysical { return asmout.ZMM(8*i + l) }
 	d := ctx.Load(ctx.Param("d"), ctx.GP64())
 	ld := ctx.Load(ctx.Param("ld"), ctx.GP64())
+	q := ctx.Load(ctx.Param("q"), ctx.GP64())
+	qs := ctx.Load(ctx.Param("qs"), ctx.GP64())
+	k := ctx.Load(ctx.Param("k"), ctx.GP64())
+	n := ctx.Load(ctx.Param("hd"), ctx.GP64())
+	ng := ctx.Load(ctx.Param("ng"), ctx.GP64())
+	ctx.SHLQ(operand.U8(2), n) // bytes of a query
+	ctx.Label("group")
+	for i := range r {
+		for l := range 8 {
+			ctx.VPXORD(acc(i, l), acc(i, l), acc(i, l))
+		}
+	}
+	// The query pointers advance one by one: an indexed memory operand
+	// would split each fused multiply-add from its load (un-lamination
+	// of three-operand instructions) and take two issue slots.
+	qp := asmout.Pointers(ctx, q, qs, r)
+	kp, kend := ctx.GP64(), ctx.GP64()
+	ctx.MOVQ(k, kp)
+	ctx.LEAQ(operand.Mem{Base: k, Index: n, Scale: 8}, kend) // the tile ends 16·hd floats on: k + 16·n bytes
+	ctx.LEAQ(operand.Mem{Base: kend, Index: n, Scale: 8}, kend)
+	ctx.Label("loop")
+	for l := range 8 {
+		kv := asmout.ZMM(24 + l)
+		ctx.VMOVUPS(operand.Mem{Base: kp, Disp: 64 * l}, kv)
+		for i := range r {
+			ctx.VFMADD231PS_BCST(operand.Mem{Base: qp[i], Disp: 4 * l}, kv, acc(i, l))
+		}
+	}
+	for i := range r {
+		ctx.ADDQ(operand.U8(32), qp[i])
+	}
+	ctx.ADDQ(operand.U32(512), kp)
+	ctx.CMPQ(kp, kend)
+	ctx.JB(operand.LabelRef("loop"))
+	dp := ctx.GP64()
+	ctx.MOVQ(d, dp)
 	for i := range r {
 		if i > 0 {
-			ctx.ADDQ(ld, d)
+			ctx.ADDQ(ld, dp)
 		}
-		laneSums8(ctx, [4]reg.VecPhysical{acc(i, 0), acc(i, 1), acc(i, 2), acc(i, 3)}, d)
+		tree8(ctx, [8]reg.VecPhysical{acc(i, 0), acc(i, 1), acc(i, 2), acc(i, 3), acc(i, 4), acc(i, 5), acc(i, 6), acc(i, 7)})
+		ctx.VMOVUPS(acc(i, 0), operand.Mem{Base: dp})
 	}
+	for range r {
+		ctx.ADDQ(ld, d)
+		ctx.ADDQ(qs, q)
+	}
+	ctx.DECQ(ng)
+	ctx.JNZ(operand.LabelRef("group"))
 	ctx.VZEROUPPER()
 	ctx.RET()
 }
 
-// laneSums8 stores to d the eight scores held in a (a[m]: keys 2m and
-// 2m+1, eight lanes each), each ((s0+s1)+(s2+s3))+((s4+s5)+(s6+s7)) as
-// attnDot adds them, with vertical adds on whole registers: even and odd
-// lanes of two registers apart (VSHUFPS) then added give the pair sums of
-// four keys, twice over; the same on those gives the four-lane sums; the
-// 128-bit halves swapped (VSHUFF32X4) and added give the totals, which
-// two unpacks put in key order. Ten shuffles a query where the VHADDPS
-// pairs took 22, each competing with the fused multiply-adds for the
-// shuffle port. Temporaries Z0-Z6.
-func laneSums8(ctx *build.Context, a [4]reg.VecPhysical, d reg.Register) {
-	e, o, b1, b2 := asmout.ZMM(0), asmout.ZMM(1), asmout.ZMM(2), asmout.ZMM(3)
-	pairs := func(x, y, dst reg.VecPhysical) {
-		ctx.VSHUFPS(operand.U8(0x88), y, x, e) // x0 x2 y0 y2 per 128 bits
-		ctx.VSHUFPS(operand.U8(0xDD), y, x, o) // x1 x3 y1 y3
-		ctx.VADDPS(o, e, dst)
+// tree8 leaves in s[0] attnDot's tree of the lane sums s[0..7],
+// ((s0+s1)+(s2+s3))+((s4+s5)+(s6+s7)), with vertical adds.
+func tree8(ctx *build.Context, s [8]reg.VecPhysical) {
+	for l := 0; l < 8; l += 2 {
+		ctx.VADDPS(s[l+1], s[l], s[l])
 	}
-	pairs(a[0], a[1], b1)
-	pairs(a[2], a[3], b2)
-	pairs(b1, b2, b1)                           // 128-bit lane L: keys (0,2,4,6) or (1,3,5,7), lanes 4(L&1).. summed
-	ctx.VSHUFF32X4(operand.U8(0xB1), b1, b1, e) // halves swapped
-	ctx.VADDPS(e, b1, b1)
-	ctx.VEXTRACTF32X4(operand.U8(2), b1, reg.X4)
-	ctx.VUNPCKLPS(reg.X4, reg.X2, reg.X5)
-	ctx.VUNPCKHPS(reg.X4, reg.X2, reg.X6)
-	ctx.VMOVUPS(reg.X5, operand.Mem{Base: d})
-	ctx.VMOVUPS(reg.X6, operand.Mem{Base: d, Disp: 16})
+	ctx.VADDPS(s[2], s[0], s[0])
+	ctx.VADDPS(s[6], s[4], s[4])
+	ctx.VADDPS(s[4], s[0], s[0])
 }
 
 // tile emits attnTileZ<r>. Arguments: c (row i at c + i·ldc bytes), a
@@ -197,3 +209,136 @@ func moveC(ctx *build.Context, r int, load bool) {
 		}
 	}
 }
+
+// keyTileT emits attnKeyTileT. Arguments: dst (element e of key m goes
+// to dst + 4·(16e + m) bytes), src (key m's element e at src + m·stride +
+// 4e bytes), stride, nb (blocks of 16 elements, ≥ 1). Rows Z0-Z15,
+// temporaries Z16-Z31 (transpose16).
+func keyTileT(ctx *build.Context) {
+	asmout.Kernel(ctx, "attnKeyTileT", "func(dst *float32, src *float32, stride uintptr, nb int)")
+	ctx.Doc("attnKeyTileT transposes nb blocks of 16 elements of 16 keys into a score tile.")
+	dst := ctx.Load(ctx.Param("dst"), ctx.GP64())
+	src := ctx.Load(ctx.Param("src"), ctx.GP64())
+	st := ctx.Load(ctx.Param("stride"), ctx.GP64())
+	nb := ctx.Load(ctx.Param("nb"), ctx.GP64())
+	st3 := ctx.GP64()
+	ctx.LEAQ(operand.Mem{Base: st, Index: st, Scale: 2}, st3)
+	st4 := ctx.GP64()
+	ctx.MOVQ(st, st4)
+	ctx.SHLQ(operand.U8(2), st4)
+	ctx.Label("block")
+	base := ctx.GP64()
+	ctx.MOVQ(src, base)
+	z := asmout.ZMM
+	for q := range 4 { // rows 4q..4q+3
+		if q > 0 {
+			ctx.ADDQ(st4, base)
+		}
+		ctx.VMOVUPS(operand.Mem{Base: base}, z(4*q))
+		ctx.VMOVUPS(operand.Mem{Base: base, Index: st, Scale: 1}, z(4*q+1))
+		ctx.VMOVUPS(operand.Mem{Base: base, Index: st, Scale: 2}, z(4*q+2))
+		ctx.VMOVUPS(operand.Mem{Base: base, Index: st3, Scale: 1}, z(4*q+3))
+	}
+	transpose16(ctx)
+	for e := range 16 {
+		ctx.VMOVUPS(z(e), operand.Mem{Base: dst, Disp: 64 * e})
+	}
+	ctx.ADDQ(operand.U8(64), src)
+	ctx.ADDQ(operand.U32(1024), dst)
+	ctx.DECQ(nb)
+	ctx.JNZ(operand.LabelRef("block"))
+	ctx.VZEROUPPER()
+	ctx.RET()
+}
+
+// transpose16 transposes rows Z0-Z15 in place (Ze then holds element e
+// of every row), with Z16-Z31 as temporaries. Unpacking rows 2k, 2k+1 by
+// floats, then those by pairs, leaves u[4k+m] holding, in 128-bit lane L,
+// element 4L+m of rows 4k..4k+3; two rounds of lane shuffles gather each
+// element's four lanes.
+func transpose16(ctx *build.Context) {
+	z := asmout.ZMM
+	t := func(i int) reg.VecPhysical { return z(16 + i) }
+	for k := range 8 { // t[2k], t[2k+1]: rows 2k, 2k+1 interleaved
+		ctx.VUNPCKLPS(z(2*k+1), z(2*k), t(2*k))
+		ctx.VUNPCKHPS(z(2*k+1), z(2*k), t(2*k+1))
+	}
+	for k := range 4 { // u in Z0-Z15
+		a, b, c, d := t(4*k), t(4*k+1), t(4*k+2), t(4*k+3)
+		ctx.VUNPCKLPD(c, a, z(4*k))
+		ctx.VUNPCKHPD(c, a, z(4*k+1))
+		ctx.VUNPCKLPD(d, b, z(4*k+2))
+		ctx.VUNPCKHPD(d, b, z(4*k+3))
+	}
+	for m := range 4 { // v[m][h] in t(4m+h): lanes of u[m], u[4+m] or u[8+m], u[12+m]
+		ctx.VSHUFF32X4(operand.U8(0x44), z(4+m), z(m), t(4*m))
+		ctx.VSHUFF32X4(operand.U8(0xEE), z(4+m), z(m), t(4*m+1))
+		ctx.VSHUFF32X4(operand.U8(0x44), z(12+m), z(8+m), t(4*m+2))
+		ctx.VSHUFF32X4(operand.U8(0xEE), z(12+m), z(8+m), t(4*m+3))
+	}
+	for m := range 4 { // element 4L+m into Z(4L+m), then moved up
+		ctx.VSHUFF32X4(operand.U8(0x88), t(4*m+2), t(4*m), z(m))
+		ctx.VSHUFF32X4(operand.U8(0xDD), t(4*m+2), t(4*m), z(4+m))
+		ctx.VSHUFF32X4(operand.U8(0x88), t(4*m+3), t(4*m+1), z(8+m))
+		ctx.VSHUFF32X4(operand.U8(0xDD), t(4*m+3), t(4*m+1), z(12+m))
+	}
+}
+
+// sumRows8 emits attnSumRows8. Arguments: dst (eight float64 sums), src
+// (row j at src + j·ld bytes), ld, m (elements per row, a multiple of 8,
+// ≥ 8). Lane j of Z24 adds row j's elements in ascending order, from +0.
+// Rows Y0-Y7, unpacked into Y8-Y15 and back, columns Y8-Y15 widened into
+// Z16-Z23.
+func sumRows8(ctx *build.Context) {
+	asmout.Kernel(ctx, "attnSumRows8", "func(dst *float64, src *float32, ld uintptr, m int)")
+	ctx.Doc("attnSumRows8 sums eight rows of m float32 in float64, each in ascending order.")
+	src := ctx.Load(ctx.Param("src"), ctx.GP64())
+	ld := ctx.Load(ctx.Param("ld"), ctx.GP64())
+	m := ctx.Load(ctx.Param("m"), ctx.GP64())
+	ld3 := ctx.GP64()
+	ctx.LEAQ(operand.Mem{Base: ld, Index: ld, Scale: 2}, ld3)
+	hi := ctx.GP64()
+	ctx.SHRQ(operand.U8(3), m)
+	acc := asmout.ZMM(24)
+	ctx.VPXORD(acc, acc, acc)
+	y := func(i int) reg.VecPhysical { return ymms[i] }
+	ctx.Label("loop")
+	ctx.LEAQ(operand.Mem{Base: src, Index: ld, Scale: 4}, hi)
+	for h, b := range []reg.Register{src, hi} { // rows 4h..4h+3
+		ctx.VMOVUPS(operand.Mem{Base: b}, y(4*h))
+		ctx.VMOVUPS(operand.Mem{Base: b, Index: ld, Scale: 1}, y(4*h+1))
+		ctx.VMOVUPS(operand.Mem{Base: b, Index: ld, Scale: 2}, y(4*h+2))
+		ctx.VMOVUPS(operand.Mem{Base: b, Index: ld3, Scale: 1}, y(4*h+3))
+	}
+	for k := range 4 { // rows 2k, 2k+1 interleaved: Y8+2k, Y9+2k
+		ctx.VUNPCKLPS(y(2*k+1), y(2*k), y(8+2*k))
+		ctx.VUNPCKHPS(y(2*k+1), y(2*k), y(9+2*k))
+	}
+	for h := range 2 { // Y4h+e: element e (and e+4 in the high half) of rows 4h..4h+3
+		a, b, c, d := y(8+4*h), y(9+4*h), y(10+4*h), y(11+4*h)
+		ctx.VUNPCKLPD(c, a, y(4*h))
+		ctx.VUNPCKHPD(c, a, y(4*h+1))
+		ctx.VUNPCKLPD(d, b, y(4*h+2))
+		ctx.VUNPCKHPD(d, b, y(4*h+3))
+	}
+	for e := range 4 { // element e of all rows in Y8+e, element e+4 in Y12+e
+		ctx.VPERM2F128(operand.U8(0x20), y(4+e), y(e), y(8+e))
+		ctx.VPERM2F128(operand.U8(0x31), y(4+e), y(e), y(12+e))
+	}
+	for e := range 8 {
+		ctx.VCVTPS2PD(y(8+e), asmout.ZMM(16+e))
+	}
+	for e := range 8 {
+		ctx.VADDPD(asmout.ZMM(16+e), acc, acc)
+	}
+	ctx.ADDQ(operand.U8(32), src)
+	ctx.DECQ(m)
+	ctx.JNZ(operand.LabelRef("loop"))
+	dst := ctx.Load(ctx.Param("dst"), ctx.GP64())
+	ctx.VMOVUPD(acc, operand.Mem{Base: dst})
+	ctx.VZEROUPPER()
+	ctx.RET()
+}
+
+var ymms = []reg.VecPhysical{reg.Y0, reg.Y1, reg.Y2, reg.Y3, reg.Y4, reg.Y5, reg.Y6, reg.Y7,
+	reg.Y8, reg.Y9, reg.Y10, reg.Y11, reg.Y12, reg.Y13, reg.Y14, reg.Y15}
