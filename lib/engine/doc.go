@@ -217,7 +217,8 @@
 //     left of B's cost is fwdCols itself. Measured and dropped: the 4×6
 //     tile going on into B's rows before it stores (W's sums reduced and
 //     kept, B's products in the freed accumulators, their own lane
-//     trees, added in the row stores; same bits): 0.97-1.01 of
+//     trees, added in the row stores; same bits; commit 224cf50,
+//     reverted): 0.97-1.01 of
 //     matMulFold's time, the second tree, clears and adds per group
 //     costing what the pass over the rows in L2 did.
 //   - Measured and dropped (issue 34, headfold): a tile call's last group
