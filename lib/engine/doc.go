@@ -211,7 +211,10 @@
 //     L2, instead of a second pass over all of them: 0.92-0.99 of the
 //     two products' process CPU on that head shape (paired, load 13-19;
 //     median about 0.95), 0.95-1.03 on layer shapes at M = 512 (no
-//     clear change). TestMatMulFoldMatchesScalar pins the bits. A
+//     clear change); the wide4 2 × 512 training step's tok per CPU-s
+//     against main's binary, six interleaved pairs: 0.85-1.06, median
+//     1.00, the ~1% expected lost in the step's noise.
+//     TestMatMulFoldMatchesScalar pins the bits. A
 //     128-token chunk's logits (78 MB) stay in L3 (384 MiB here) between
 //     the passes, so the second pass was never a trip to DRAM; what is
 //     left of B's cost is fwdCols itself. Measured and dropped: the 4×6
