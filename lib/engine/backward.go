@@ -43,16 +43,18 @@ const (
 // no bits (TestHeadChunkKeepsBits, which shrinks it: hence a variable).
 var headChunk = 128
 
-// datumPass is one datum's trip through the model: the shared inputs of
+// datumPass is the trip of one datum, or of a group of datums batched
+// row after row (batchpass.go), through the model: the shared inputs of
 // its forward layers, output layer and backward layers.
 type datumPass struct {
 	t        *Trainer
 	c        Config
 	ar       *arena
-	slot     *datumSlot // where the datum's gradients go
-	n        int
+	slot     *datumSlot // where the datums' gradients go
+	n        int        // rows: every datum's positions
+	segs     []segment  // the datums' rows, in datum order
 	cos, sin [][]float32
-	cache    *kvCache
+	cache    *kvCache // the first datum's (MLA and experts run one datum a pass)
 	rowsAt   []row
 	ws       *workspace
 	acts     []layerActs
@@ -60,50 +62,61 @@ type datumPass struct {
 	backward bool
 }
 
-// datum runs one datum forward (and backward when asked, into the slot's
-// local gradients) in the slot's arena, fills out and returns the datum's
-// loss. It stops with checkCtx's error, checked before every layer.
-func (t *Trainer) datum(slot *datumSlot, checkCtx func() error, l Loss, d *Datum, out *DatumOutput, backward bool) (float64, error) {
+// pass runs a group of datums forward (and backward when asked, into the
+// slot's local gradients; a group of several commits them itself,
+// batchpass.go) in the slot's arena, their rows one after another through
+// each layer. It fills outs and losses, a datum each. It stops with
+// checkCtx's error, checked before every layer.
+func (t *Trainer) pass(slot *datumSlot, checkCtx func() error, l Loss, ds []Datum, outs []DatumOutput, losses []float64, backward bool) error {
 	m := t.model
 	c := m.cfg
-	n := len(d.ModelInput)
-	ar := slot.ar
-	ar.reset()
-	ps := &datumPass{t: t, c: c, ar: ar, slot: slot, n: n, backward: backward,
-		cos: ar.rows(n, c.HeadDim/2), sin: ar.rows(n, c.HeadDim/2),
-		cache:  &kvCache{k: make([][]float32, c.Layers), v: make([][]float32, c.Layers), n: n},
-		rowsAt: make([]row, n), ws: &slot.ws, acts: make([]layerActs, c.Layers)}
-	x := ar.rows(n, c.Hidden)
-	for p, tok := range d.ModelInput {
-		m.w.embed.rowInto(tok, x[p])
-		ropeTable(m.invFreq, m.ropeScale, p, ps.cos[p], ps.sin[p])
+	ps := t.newPass(slot, ds, backward)
+	x := ps.ar.rows(ps.n, c.Hidden)
+	for _, sg := range ps.segs {
+		for p, tok := range ds[sg.d].ModelInput {
+			m.w.embed.rowInto(tok, x[sg.off+p])
+			ropeTable(m.invFreq, m.ropeScale, p, ps.cos[sg.off+p], ps.sin[sg.off+p])
+			ps.rowsAt[sg.off+p] = row{seq: sg.cache, pos: p}
+		}
 	}
-	for p := range ps.rowsAt {
-		ps.rowsAt[p] = row{seq: ps.cache, pos: p}
-	}
-	if backward && t.recomputes(n) {
+	if backward && len(ds) == 1 && t.recomputes(ps.n) {
 		ps.inputs = ps.residuals(x)
 	}
 	x, err := ps.forwardLayers(x, checkCtx)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	total, dxnF := ps.head(l, d, x, out)
+	dxnF := ps.heads(l, ds, x, outs, losses)
 	if !backward {
-		return total, nil
+		return nil
 	}
-	dx := ar.rows(n, c.Hidden)
-	for p := range n {
+	dx := ps.ar.rows(ps.n, c.Hidden)
+	for p := range ps.n {
 		rmsNormBackward(dx[p], dxnF[p], x[p], m.w.norm, c.RMSNormEps)
 	}
 	lowest := 0 // the lowest layer with trained matrices
 	if !t.cfg.TrainAttn && !t.cfg.TrainMLP {
 		lowest = c.Layers
 	}
-	if err := ps.backwardLayers(lowest, dx, checkCtx); err != nil {
-		return 0, err
+	return ps.backwardLayers(lowest, dx, checkCtx)
+}
+
+// newPass starts a pass over ds in slot's arena: the rotary tables and
+// each datum's cache.
+func (t *Trainer) newPass(slot *datumSlot, ds []Datum, backward bool) *datumPass {
+	c := t.model.cfg
+	ps := &datumPass{t: t, c: c, ar: slot.ar, slot: slot, backward: backward, ws: &slot.ws, acts: make([]layerActs, c.Layers)}
+	ps.ar.reset()
+	for i := range ds {
+		n := len(ds[i].ModelInput)
+		cache := &kvCache{k: make([][]float32, c.Layers), v: make([][]float32, c.Layers), n: n}
+		ps.segs = append(ps.segs, segment{d: i, off: ps.n, n: n, cache: cache})
+		ps.n += n
 	}
-	return total, nil
+	ps.cache = ps.segs[0].cache
+	ps.cos, ps.sin = ps.ar.rows(ps.n, c.HeadDim/2), ps.ar.rows(ps.n, c.HeadDim/2)
+	ps.rowsAt = make([]row, ps.n)
+	return ps
 }
 
 // tRows allocates the rows of A·x for an adapted matrix, nil for a frozen one.
@@ -130,8 +143,9 @@ func (ps *datumPass) forwardLayer(li int, x, spare [][]float32) (next, nextSpare
 	a.xn1 = ar.rowsToFill(n, h)
 	eachRow(n, h, func(p int) { rmsNorm(a.xn1[p], x[p], lw.attnNorm, c.RMSNormEps) })
 	a.q = ar.rowsToFill(n, qd)
-	ps.cache.k[li], ps.cache.v[li] = ar.takeToFill(n*kvd), ar.takeToFill(n*kvd)
-	k, v := ar.view(ps.cache.k[li], n, kvd), ar.view(ps.cache.v[li], n, kvd)
+	ks, vs := ar.takeToFill(n*kvd), ar.takeToFill(n*kvd)
+	ps.setCache(li, ks, vs, kvd)
+	k, v := ar.view(ks, n, kvd), ar.view(vs, n, kvd)
 	a.t[tQ], a.t[tK], a.t[tV] = ps.tRows(tl.q), ps.tRows(tl.k), ps.tRows(tl.v)
 	trainLinear(lw.q, lw.qBias, tl.q, a.xn1, a.q, a.t[tQ], false)
 	trainLinear(lw.k, lw.kBias, tl.k, a.xn1, k, a.t[tK], false)
@@ -213,14 +227,14 @@ func (ps *datumPass) mlpForward(li int, next [][]float32) {
 // head runs the output layer a chunk of positions at a time: logits,
 // logprobs and loss into out, and with a backward pass the gradient back to
 // the final norm's output, which it returns.
-func (ps *datumPass) head(l Loss, d *Datum, x [][]float32, out *DatumOutput) (float64, [][]float32) {
+// A group's pass hands it the datum's rows of dxnF; nil, it takes them.
+func (ps *datumPass) head(l Loss, d *Datum, x [][]float32, out *DatumOutput, dxnF [][]float32) (float64, [][]float32) {
 	t, c, ar, n := ps.t, ps.c, ps.ar, ps.n
 	w := t.model.w
 	xnF := ar.rows(n, c.Hidden)
 	eachRow(n, c.Hidden, func(p int) { rmsNorm(xnF[p], x[p], w.norm, c.RMSNormEps) })
 	tHead := ps.tRows(t.head)
-	var dxnF [][]float32
-	if ps.backward {
+	if ps.backward && dxnF == nil {
 		dxnF = ar.rows(n, c.Hidden)
 	}
 	sc := newRowScorer(l, d, out)
@@ -265,7 +279,10 @@ func (ps *datumPass) backwardLayer(li, lowest int, dx [][]float32) bool {
 	datt := ar.rows(n, qd)
 	ps.linearBackward(lw.o, tl.o, a.att, a.t[tO], dx, datt, false)
 	dq, dk, dv := ar.rows(n, qd), ar.rows(n, kvd), ar.rows(n, kvd)
-	attentionBackward(c, li, lw.sinks, a.q, ps.cache.k[li][:n*kvd], ps.cache.v[li][:n*kvd], datt, dq, dk, dv)
+	for _, sg := range ps.segs { // each datum attends to its own positions
+		o, e := sg.off, sg.off+sg.n
+		attentionBackward(c, li, lw.sinks, a.q[o:e], sg.cache.k[li][:sg.n*kvd], sg.cache.v[li][:sg.n*kvd], datt[o:e], dq[o:e], dk[o:e], dv[o:e])
+	}
 	eachRow(n, qd+kvd, func(p int) {
 		ropeBackward(dq[p], c.HeadDim, ps.cos[p], ps.sin[p])
 		ropeBackward(dk[p], c.HeadDim, ps.cos[p], ps.sin[p])
@@ -356,8 +373,7 @@ func (ps *datumPass) linearBackward(w mat, mod *trainModule, xs, ts, dys, dxs []
 	}
 	dts := ps.ar.rows(len(dys), ps.t.cfg.Rank)
 	matMulT(mod.pair.b, dys, dts, false)
-	outerAcc(ps.slot.local(mod.b), mod.b.rows, mod.b.cols, dys, ts)
-	outerAcc(ps.slot.local(mod.a), mod.a.rows, mod.a.cols, dts, xs)
+	ps.weightGrads(mod, xs, ts, dys, dts)
 	if dxs != nil {
 		matMulTLoRA(w, dys, mod.pair.a, dts, dxs, accumulate)
 	}

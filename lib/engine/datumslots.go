@@ -97,11 +97,15 @@ func (t *Trainer) slotBytes(lengths []int, backward bool) int64 {
 }
 
 // CallBytes is the memory a forward (backward false) or forward_backward
-// call over datums of these lengths needs on top of StateBytes: the
-// trainer's arena (ActivationBytes) and that of every other datum slot
-// running beside it, with its gradients.
+// call over datums of these lengths needs on top of StateBytes: with datum
+// slots, the trainer's arena (ActivationBytes) and that of every other
+// slot running beside it, with its gradients; without, the arena of its
+// largest batched group (groupBytes).
 func (t *Trainer) CallBytes(lengths []int, backward bool) int64 {
 	extra := int64(t.datumSlots(lengths, backward) - 1)
+	if extra == 0 {
+		return t.groupBytes(lengths, backward) // batched datums (batchpass.go)
+	}
 	return t.ActivationBytes(lengths, backward) + extra*t.slotBytes(lengths, backward)
 }
 
@@ -151,7 +155,8 @@ func (t *Trainer) runWaves(ctx context.Context, slots []*datumSlot, l Loss, data
 	for lo := 0; lo < len(data); lo += len(slots) {
 		w := min(len(slots), len(data)-lo)
 		run := func(i int) {
-			losses[i], errs[i] = t.datum(slots[w-1-i], check, l, &data[lo+i], &res.Outputs[lo+i], backward)
+			j := lo + i
+			errs[i] = t.pass(slots[w-1-i], check, l, data[j:j+1], res.Outputs[j:j+1], losses[i:i+1], backward)
 		}
 		if w == 1 {
 			run(0)
@@ -177,17 +182,22 @@ func (t *Trainer) runWaves(ctx context.Context, slots []*datumSlot, l Loss, data
 // commitLocal adds slot s's finished datum's gradient to the call's
 // pending gradient and clears it.
 func (t *Trainer) commitLocal(s *datumSlot) {
-	sc := float32(t.scale)
 	for _, p := range t.params {
-		// axpy (vectorised): pending + float32(s·v) (not fused), and with a = 1 the
-		// product is v exactly, so the A matrices get pending + v.
-		a := float32(1)
-		if p.isB {
-			a = sc
-		}
-		axpy(p.pending, a, s.local(p))
+		t.commitParam(s, p)
 	}
-	t.clearLocal(s)
+}
+
+// commitParam adds slot s's gradient of p to p's pending gradient and
+// clears it.
+func (t *Trainer) commitParam(s *datumSlot, p *param) {
+	// axpy (vectorised): pending + float32(s·v) (not fused), and with a = 1 the
+	// product is v exactly, so the A matrices get pending + v.
+	a := float32(1)
+	if p.isB {
+		a = float32(t.scale)
+	}
+	axpy(p.pending, a, s.local(p))
+	clear(s.local(p))
 }
 
 func (t *Trainer) clearLocal(s *datumSlot) {

@@ -681,11 +681,63 @@
 //     step on the 0.6B widths with 4 layers put the vocabulary-wide
 //     softmax at 29% of the samples, run on one core), each row whole on
 //     one core, so the bits do not change.
-//   - Training runs a request's datums one after another: each keeps only its
-//     own activations (ActivationBytes tells the cost up front), its
-//     gradient is computed alone and added to the accumulated gradient in
-//     datum order, so gradients do not depend on how data are split into
-//     calls, and each kernel splits its outputs (never a sum) across cores.
+//   - Training computes each datum's gradient alone and adds it to the
+//     accumulated gradient in datum order, so gradients do not depend on
+//     how data are split into calls, and each kernel splits its outputs
+//     (never a sum) across cores. ActivationBytes tells one datum's
+//     memory up front, CallBytes a call's.
+//   - Datums through each layer together (batchpass.go, issue 34): a
+//     call's consecutive datums form groups, and a group runs as one pass,
+//     its datums' rows one after another (segments), so each base product
+//     (x·Wᵀ forward, dy·W and Wᵀ·dy backward) packs and streams W once for
+//     M = the group's tokens (1,024 at 2 × 512) instead of once per datum.
+//     The bits are those of one datum after another:
+//     Per row: products, norms, rotary and SwiGLU are per row, and the
+//     kernels fix each row's reduction order whatever the other rows
+//     (batch invariance, above).
+//     Per datum: the rotary tables restart at each datum's position 0;
+//     each datum has its own KV cache, views of its rows of the
+//     layer's k and v slabs, so forward attention (one call, rows
+//     pointing at their own datum's cache) and the attention backward
+//     (one call per segment) see only the datum's positions; the
+//     output layer, loss and their gradient run a datum at a time.
+//     LoRA gradients: every adapted matrix's weight gradient (outerAcc)
+//     is summed over one segment's rows from zero, then added to the
+//     call's pending gradient (commitParam) before the next segment's,
+//     which is pending + d0 + d1 per element as with one datum after
+//     another; the output layer's, summed over a datum's logits
+//     chunks, is committed once per datum. No per-datum gradient
+//     buffer is needed.
+//     TestBatchedDatumsKeepBits compares a batched call of 2 and 3
+//     datums with one call per datum (outputs, loss, accumulated gradient,
+//     on one core and two) and fails on any row given another datum's
+//     position, cache, logits or gradient segment, or a changed commit
+//     order (each was tried).
+//     Memory stays bounded: a group grows while its rows stay within
+//     batchRows (2,048; past that W's stream is a small share of a product
+//     and more rows only take memory), its kept activations within the
+//     keep limit (so a datum that would recompute runs alone, as does
+//     every datum under SetKeepLimit(0)), and, under a call limit (the
+//     server's training budget, SetCallLimit), its ActivationBytes within
+//     that limit; otherwise datums run one by one as before. A group's
+//     arena is at most ActivationBytes of its summed rows (the output
+//     layer's scratch is one datum's at a time), which is what CallBytes
+//     reports and the arena reserves up front. Models with experts or
+//     latent attention run a datum a pass (their routing and caches are
+//     per datum). At the 0.6B shape, 2 × 512 keeps about twice one
+//     datum's activations (the keep limit holds 1,024 tokens there).
+//     What it buys depends on the datums' length (BenchmarkBatchedProducts,
+//     CPU time of one product over 1,024 rows against the separate ones,
+//     cold weights, measured on a loaded machine): at 2 × 512 the forward
+//     products gain nothing (1.00) and matMulT 2% (0.98), since 512 rows
+//     already reuse each packed piece of W enough; at 8 × 128 matMulT
+//     takes 0.85-0.87 and the forward 0.97-0.99.
+//     Small dense models keep datum slots (next) rather than batching:
+//     their weights (K = 64-256) stay in L2 from datum to datum, so there
+//     is no weight stream to save, while what they lose is the cores
+//     waiting on each other inside products of some 10 µs; side by side,
+//     each core runs whole datums. Where slots do not run (one core, or a
+//     budget that holds only one arena) the same model batches.
 //     Small dense models (Model.groups) run a wave of datums side by side
 //     instead, one per core, each in its own slot (arena and gradient),
 //     committed in datum order (datumslots.go; CallBytes counts the slots):

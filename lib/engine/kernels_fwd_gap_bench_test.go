@@ -132,16 +132,6 @@ func BenchmarkForwardGapParallel(b *testing.B) {
 	}
 }
 
-// coldMats is enough random rows × cols matrices (at least two) that using
-// them in turn passes the L3 (384 MiB) between uses of each.
-func coldMats(rows, cols int) []mat {
-	ws := make([]mat, max(2, (384<<20)/(4*rows*cols)))
-	for i := range ws {
-		ws[i], _ = randMats(rows, cols, uint64(i+1))
-	}
-	return ws
-}
-
 // parallelGapShare is tileGapShare on every core by process CPU time.
 func parallelGapShare(flop float64, run func()) float64 {
 	rs := make([]float64, 9)

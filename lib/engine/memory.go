@@ -4,8 +4,10 @@ import "slices"
 
 // ActivationBytes is the scratch memory one forward (backward false) or
 // forward_backward call over datums of these lengths needs on top of the
-// trainer's fixed state (StateBytes): the datums run one at a time, so it is
-// the need of the longest. It counts every float32 buffer of the pass (for
+// trainer's fixed state (StateBytes) when the datums run one at a time, so
+// it is the need of the longest (a group of datums batched in one pass
+// takes at most that of their summed lengths: groupBytes; CallBytes says
+// what a call takes). It counts every float32 buffer of the pass (for
 // forward_backward the activations of every layer, or past the keep limit
 // every layer's input and one layer's activations, one layer's gradients
 // and a chunk of logits; forward keeps one layer at a time), so the server

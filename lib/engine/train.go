@@ -238,16 +238,19 @@ func (t *Trainer) run(ctx context.Context, l Loss, data []Datum, backward bool) 
 			copy(p.pending, p.grad)
 		}
 	}
-	lengths := make([]int, len(data))
-	for i, d := range data {
-		lengths[i] = len(d.ModelInput)
-	}
-	// Each arena holds the longest datum's need from the start: grown while
-	// a datum runs, the takes past its end would come from the heap, freed
-	// only by the collector, on top of the new arena (twice the memory).
-	slots := t.slotsFor(t.datumSlots(lengths, backward), t.ActivationBytes(lengths, backward))
+	lengths := lengthsOf(data)
 	res := &ForwardResult{Outputs: make([]DatumOutput, len(data))}
-	if err := t.runWaves(ctx, slots, l, data, res, backward); err != nil {
+	// Each arena holds the longest datum's (or group's) need from the
+	// start: grown while a datum runs, the takes past its end would come
+	// from the heap, freed only by the collector, on top of the new arena
+	// (twice the memory).
+	var err error
+	if n := t.datumSlots(lengths, backward); n > 1 {
+		err = t.runWaves(ctx, t.slotsFor(n, t.ActivationBytes(lengths, backward)), l, data, res, backward)
+	} else {
+		err = t.runGroups(ctx, t.slotsFor(1, t.groupBytes(lengths, backward))[0], l, data, res, backward)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if backward {

@@ -1,0 +1,137 @@
+package engine
+
+import (
+	"context"
+	"reflect"
+	"runtime"
+	"slices"
+	"testing"
+)
+
+// TestBatchedDatumsKeepBits runs two datums of different lengths (and
+// three) through each layer together, on one core and on two under a
+// call limit that leaves no room for datum slots, and requires the
+// outputs, loss and accumulated gradients of running each datum in a call
+// of its own, bit for bit, after a second call too (per-datum commits
+// leave nothing behind). A row given another datum's position, cache,
+// targets or gradient segment changes them.
+func TestBatchedDatumsKeepBits(t *testing.T) {
+	loss, _ := NewLoss(LossCrossEntropy, nil)
+	cfg := LoRAConfig{Rank: 4, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 3}
+	for _, name := range testModels(t) {
+		m := mustLoad(t, name)
+		if !mustTrainer(t, m, cfg).batches() {
+			continue // experts run one datum a pass
+		}
+		for _, lens := range [][]int{{33, 17}, {9, 40, 21}} {
+			data := forLoss(testData(m.cfg.VocabSize, 7, lens...), LossCrossEntropy)
+			want, wantGrads := separateCalls(t, m, cfg, loss, data)
+			for _, procs := range []int{1, 2} {
+				got, gotGrads := batchedCall(t, m, cfg, loss, data, procs, nil, []int{len(lens)})
+				if !reflect.DeepEqual(want, got) {
+					t.Fatalf("%s %v, %d cores: batched outputs or loss differ from one call per datum", name, lens, procs)
+				}
+				for i := range wantGrads {
+					if !slices.Equal(wantGrads[i], gotGrads[i]) {
+						t.Fatalf("%s %v, %d cores: batched gradient of tensor %d differs from one call per datum", name, lens, procs, i)
+					}
+				}
+			}
+		}
+	}
+}
+
+// separateCalls runs data twice, each datum in a forward_backward call of
+// its own, and returns the outputs (with the datums' loss sums added in
+// datum order) and the accumulated gradients.
+func separateCalls(t *testing.T, m *Model, cfg LoRAConfig, loss Loss, data []Datum) ([]*ForwardResult, [][]float32) {
+	tr := mustTrainer(t, m, cfg)
+	randomizeB(t, tr, 5, 0.05)
+	var rs []*ForwardResult
+	for range 2 {
+		all := &ForwardResult{}
+		for i := range data {
+			r, err := tr.ForwardBackward(context.Background(), loss, data[i:i+1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			all.Outputs = append(all.Outputs, r.Outputs...)
+			all.LossSum += r.LossSum
+		}
+		rs = append(rs, all)
+	}
+	return rs, gradBits(tr)
+}
+
+// batchedCall runs data twice in one forward_backward call on procs cores,
+// set up by setup, its datums in groups ending at ends (checked) within
+// CallBytes.
+func batchedCall(t *testing.T, m *Model, cfg LoRAConfig, loss Loss, data []Datum, procs int, setup func(*Trainer), ends []int) ([]*ForwardResult, [][]float32) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+	tr := mustTrainer(t, m, cfg)
+	randomizeB(t, tr, 5, 0.05)
+	ls, sum := lengthsOf(data), 0
+	for _, n := range ls {
+		sum += n
+	}
+	if procs > 1 { // room for the batch, none for a second datum slot
+		tr.SetCallLimit(tr.ActivationBytes([]int{sum}, true))
+	}
+	if setup != nil {
+		setup(tr)
+	}
+	if slots, groups := tr.datumSlots(ls, true), tr.datumGroups(ls, true); slots != 1 || !slices.Equal(groups, ends) {
+		t.Fatalf("%v on %d cores: %d datum slots, groups ending at %v; want %v", ls, procs, slots, groups, ends)
+	}
+	var rs []*ForwardResult
+	for range 2 {
+		r, err := tr.ForwardBackward(context.Background(), loss, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	if used, budget := 4*int64(tr.ar.peak), tr.CallBytes(ls, true); used > budget || setup == nil && procs > 1 && budget > tr.callLimit.Load() {
+		t.Fatalf("%v on %d cores: the batch took %d bytes of arena, CallBytes says %d", ls, procs, used, budget)
+	}
+	return rs, gradBits(tr)
+}
+
+// TestBatchFallsBackToOneByOne requires a group to stop growing where the
+// keep limit (the batch would recompute), the call limit (the batch's
+// ActivationBytes) or batchRows says so, the datums then running one by
+// one with the same bits; a datum that recomputes runs alone beside a
+// batch that keeps.
+func TestBatchFallsBackToOneByOne(t *testing.T) {
+	loss, _ := NewLoss(LossCrossEntropy, nil)
+	cfg := LoRAConfig{Rank: 4, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 3}
+	defer func(old int) { batchRows = old }(batchRows)
+	m := mustLoad(t, testModels(t)[0])
+	tr := mustTrainer(t, m, cfg)
+	perToken := 4 * int64(tr.layerSizes().kept())
+	data := forLoss(testData(m.cfg.VocabSize, 9, 12, 20, 60, 30), LossCrossEntropy)
+	want, wantGrads := separateCalls(t, m, cfg, loss, data)
+	cases := []struct {
+		name  string
+		setup func(*Trainer)
+		ends  []int
+	}{
+		{"keep limit of 40 tokens", func(tr *Trainer) { tr.SetKeepLimit(40 * perToken) }, []int{2, 3, 4}},
+		{"keep limit 0", func(tr *Trainer) { tr.SetKeepLimit(0) }, []int{1, 2, 3, 4}},
+		{"call limit of 50 tokens", func(tr *Trainer) { tr.SetCallLimit(tr.ActivationBytes([]int{50}, true)) }, []int{2, 3, 4}},
+		{"call limit below the first pair", func(tr *Trainer) { tr.SetCallLimit(tr.ActivationBytes([]int{31}, true)) }, []int{1, 2, 3, 4}},
+		{"batchRows 90", func(*Trainer) { batchRows = 90 }, []int{2, 4}},
+	}
+	for _, c := range cases {
+		got, gotGrads := batchedCall(t, m, cfg, loss, data, 1, c.setup, c.ends)
+		batchRows = 2048 // as the case found it
+		if !reflect.DeepEqual(want, got) {
+			t.Fatalf("%s: outputs or loss differ from one call per datum", c.name)
+		}
+		for i := range wantGrads {
+			if !slices.Equal(wantGrads[i], gotGrads[i]) {
+				t.Fatalf("%s: gradient of tensor %d differs from one call per datum", c.name, i)
+			}
+		}
+	}
+}
