@@ -341,6 +341,11 @@ func (ps *datumPass) mlpBackward(li int, dx [][]float32) [][]float32 {
 
 // trainLinear is Model.linear keeping the LoRA intermediate A·x in ts.
 func trainLinear(w mat, bias []float32, mod *trainModule, xs, ys, ts [][]float32, accumulate bool) {
+	if mod != nil && bias == nil { // B·t added while W·x is in cache, same bits
+		matMul(mod.pair.a, xs, ts, false)
+		matMulFold(w, xs, ys, mod.pair.b, ts, accumulate)
+		return
+	}
 	matMul(w, xs, ys, accumulate)
 	if bias != nil {
 		for _, y := range ys[:len(xs)] {

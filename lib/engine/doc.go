@@ -196,6 +196,45 @@
 //     CPU, so the balancing under load stays). Reordering the pieces over a block of tiles has
 //     the same footprint problem: the accumulators (64 bytes an output)
 //     of a core's rows for 96 tokens take as much L2 as the slice.
+//   - A LoRA's B on the lm_head (issue 34, headfold). Its logits are
+//     two rounded sums, W·x in dotLanes order and then B·t (its own
+//     dotLanes sum over the rank) added, in training, in Forward and in
+//     the sampler alike. Continuing the tile's FMA chain into B's rank
+//     columns would make them one sum (other bits) and every path that
+//     computes logits, the decoding kernels included, would have to
+//     change with it; the bits were kept. B's product alone cost 0.12-0.14
+//     of W's time for 3% of its FLOPs (BenchmarkForwardFoldAB: a quarter
+//     of the 0.6B lm_head, 37,984 × 1024, M = 128, W cold, both cores).
+//     Kept: matMulFold (trainLinear, every LoRA layer without a bias):
+//     each worker adds B·t (fwdCols) into a run of at most 256 KiB of
+//     output rows right after its tiles wrote them, while they are in
+//     L2, instead of a second pass over all of them: 0.92-0.99 of the
+//     two products' process CPU on that head shape (paired, load 13-19;
+//     median about 0.95), 0.95-1.03 on layer shapes at M = 512 (no
+//     clear change); the wide4 2 × 512 training step's tok per CPU-s
+//     against main's binary, six interleaved pairs: 0.85-1.06, median
+//     1.00, the ~1% expected lost in the step's noise.
+//     TestMatMulFoldMatchesScalar pins the bits. A
+//     128-token chunk's logits (78 MB) stay in L3 (384 MiB here) between
+//     the passes, so the second pass was never a trip to DRAM; what is
+//     left of B's cost is fwdCols itself. Measured and dropped: the 4×6
+//     tile going on into B's rows before it stores (W's sums reduced and
+//     kept, B's products in the freed accumulators, their own lane
+//     trees, added in the row stores; same bits; commit 224cf50,
+//     reverted): 0.97-1.01 of
+//     matMulFold's time, the second tree, clears and adds per group
+//     costing what the pass over the rows in L2 did.
+//   - Measured and dropped (issue 34, headfold): a tile call's last group
+//     prefetching, at its step c, line c of each of the six rows that
+//     run next (the same tile's next piece at K >= 2048, else the next
+//     tile) into L1, so that the next call's first group would not read
+//     them from L2 (commit d24b8d5, reverted; BenchmarkForwardL1AheadAB
+//     there): paired against the same prefetches aimed at the call's own
+//     rows, matMul on both cores with W cold, M = 512 (load ~15):
+//     0.99-1.11 at K = 1024, 1.01-1.09 at K = 2048 and 3072, 1.00 on an
+//     lm_head slice at M = 128; no gain to weigh against a branch a step
+//     and one more register (the tile had none left: col had to share
+//     the chunk counter's).
 //   - On amd64 CPUs with AVX2 but without AVX-512 (most Intel client
 //     CPUs, AMD Zen 2 and 3) the forward product runs AVX2 assembly
 //     instead (gemm_fwd_avx2_amd64.s from internal/asmgen/fwdavx2,

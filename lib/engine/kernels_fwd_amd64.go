@@ -114,6 +114,12 @@ func (p fwdPack) tokens(n, t0 int) fwdPack {
 
 // rows is matRowsAsm for rows [lo, hi) on the packed batch.
 func (p fwdPack) rows(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
+	p.rowsThen(w, xs, ys, lo, hi, accumulate, lo)
+}
+
+// rowsThen is rows whose last 6-row tile prefetches the tile at row after
+// (fwdTilesL1Then).
+func (p fwdPack) rowsThen(w mat, xs, ys [][]float32, lo, hi int, accumulate bool, after int) {
 	if p.avx2 {
 		fwd2Rows(w, p.xp, ys, lo, hi, accumulate)
 		return
@@ -123,7 +129,7 @@ func (p fwdPack) rows(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
 	}
 	xp, m4 := p.xp, len(xs)&^3
 	if hi-lo >= 6 {
-		fwdTilesL1(w, xp, ys[:m4], lo, hi, accumulate)
+		fwdTilesL1Then(w, xp, ys[:m4], lo, hi, accumulate, after)
 	} else {
 		fwdRowTail(w, xp, ys[:m4], lo, hi, accumulate)
 	}
@@ -224,6 +230,13 @@ var fwdL1Pool = sync.Pool{New: func() any { return new([]float32) }}
 // tiles and 4 rows) at M = 1024 on one core they took 2.4% of the CPU
 // for 0.4% of the products.
 func fwdTilesL1(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool) {
+	fwdTilesL1Then(w, xp, ys, lo, hi, accumulate, lo)
+}
+
+// fwdTilesL1Then is fwdTilesL1 whose very last tile prefetches the six
+// rows from after (at most w.rows-6): the rows a caller goes on to next
+// (matMulFoldAsm's next piece), where fwdTilesL1 asks for lo again.
+func fwdTilesL1Then(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool, after int) {
 	pl := packedLen(w.cols)
 	groups := len(ys) / 4
 	gb := min(groups, max(1, fwdL1TokBytes/(4*pl)))
@@ -242,7 +255,11 @@ func fwdTilesL1(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool
 		for j := lo; j < hi; j += 6 {
 			t := min(j, hi-6)
 			mask := 0x3f << (j - t) & 0x3f // the rows the tile before left
-			fwdTile6Groups(w, xp[g0*pl:g1*pl], t, ys[4*g0:4*g1], mask, accumulate, w.nextTile(t, lo, hi), acc)
+			next := w.nextTile(t, lo, hi)
+			if j+6 >= hi && g1 == groups {
+				next = min(after, w.rows-6)
+			}
+			fwdTile6Groups(w, xp[g0*pl:g1*pl], t, ys[4*g0:4*g1], mask, accumulate, next, acc)
 		}
 	}
 }

@@ -69,17 +69,21 @@ func TestForwardKernelsMatchScalar(t *testing.T) {
 	}
 }
 
+// startRows is m output rows of n columns holding distinct values, so
+// that a product adding into them shows whether it added.
+func startRows(m, n int) [][]float32 {
+	ys := rowsOf(make([]float32, m*n), m, n)
+	for b, y := range ys {
+		for j := range y {
+			y[j] = float32(b-j) / 8
+		}
+	}
+	return ys
+}
+
 func checkForward(t *testing.T, name string, w mat, xs [][]float32, acc bool) {
 	t.Helper()
-	init := func() [][]float32 {
-		ys := rowsOf(make([]float32, len(xs)*w.rows), len(xs), w.rows)
-		for b, y := range ys {
-			for j := range y {
-				y[j] = float32(b-j) / 8
-			}
-		}
-		return ys
-	}
+	init := func() [][]float32 { return startRows(len(xs), w.rows) }
 	want := init()
 	matRowsScalar(w, xs, want, 0, w.rows, acc)
 	for _, procs := range []int{1, 3} {
