@@ -24,11 +24,6 @@ type attr[T any] struct {
 	only func(T) bool
 }
 
-// field is an attribute that cannot fail to read.
-func field[T any](name, doc string, get func(T) starlark.Value) attr[T] {
-	return attr[T]{name: name, doc: doc, value: get}
-}
-
 // read is the attribute's value for v.
 func (a attr[T]) read(v T) (starlark.Value, error) {
 	if a.value != nil {
