@@ -220,9 +220,9 @@ func matMul(w mat, xs, ys [][]float32, accumulate bool) {
 // would cut each into (forkRows: whole 16-row blocks, 8 a worker): a
 // decoding step's products are 50-300 µs each, and each fork costs a
 // hand-off to the other core and a tail where one core finishes its last
-// piece alone, so a layer takes four hand-offs and tails instead of seven. Larger batches take matMul
-// one matrix at a time. Each output is computed whole by matRows either
-// way: the same bits.
+// piece alone, so a layer takes four hand-offs and tails instead of seven.
+// Larger batches take matMul one matrix at a time. Each output is computed
+// whole by matRows either way: the same bits.
 func matMulGroup(ms []mat, xs [][]float32, yss [][][]float32) {
 	work := 0
 	for _, w := range ms {
@@ -242,7 +242,7 @@ func matMulGroup(ms []mat, xs [][]float32, yss [][][]float32) {
 	type piece struct{ w, lo, hi int }
 	var pieces []piece
 	for i, w := range ms {
-		chunk := ((w.rows+8*workers-1)/(8*workers) + 15) &^ 15 // forkRows' pieces
+		chunk := rowChunk(w.rows, 16, workers) // matMul's pieces
 		for lo := 0; lo < w.rows; lo += chunk {
 			pieces = append(pieces, piece{i, lo, min(lo+chunk, w.rows)})
 		}
@@ -256,10 +256,15 @@ func matMulGroup(ms []mat, xs [][]float32, yss [][][]float32) {
 // forkRows runs rows over [0, n) in 8 pieces a worker (whole multiples of
 // align), so that a core a neighbour slows takes fewer of them.
 func forkRows(n, align, workers int, rows func(lo, hi int)) {
+	chunk := rowChunk(n, align, workers)
+	forkJoin((n+chunk-1)/chunk, func(i int) { rows(i*chunk, min((i+1)*chunk, n)) })
+}
+
+// rowChunk is the rows of each of forkRows' pieces.
+func rowChunk(n, align, workers int) int {
 	pieces := 8 * workers
 	chunk := (n + pieces - 1) / pieces
-	chunk = (chunk + align - 1) / align * align
-	forkJoin((n+chunk-1)/chunk, func(i int) { rows(i*chunk, min((i+1)*chunk, n)) })
+	return (chunk + align - 1) / align * align
 }
 
 // axpy adds a·x to y, each product rounded before its add: attention's
