@@ -5,6 +5,7 @@ package engine
 import (
 	"math"
 	"simd/archsimd"
+	"slices"
 	"unsafe"
 )
 
@@ -66,10 +67,7 @@ func scaleMax16(s []float32, a float32) float32 {
 	var l [16]float32
 	m.Store(&l)
 	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
-	mx := l[0]
-	for _, v := range l[1:] {
-		mx = max(mx, v)
-	}
+	mx := slices.Max(l[:])
 	return mx
 }
 

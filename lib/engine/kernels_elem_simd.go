@@ -5,6 +5,7 @@ package engine
 import (
 	"math"
 	"simd/archsimd"
+	"slices"
 )
 
 // Vector twins of the elementwise kernels in kernels_elem.go. float64 work
@@ -133,10 +134,7 @@ func max32Vec(x []float32) (float32, bool) {
 	var l [8]float32
 	m.Store(&l)
 	archsimd.ClearAVXUpperBits() // before the scalar float code (doc.go)
-	mx := l[0]
-	for _, v := range l[1:] {
-		mx = max(mx, v)
-	}
+	mx := slices.Max(l[:])
 	for _, v := range x[i:] {
 		mx = max(mx, v)
 	}
