@@ -390,7 +390,17 @@
 //     TestMatMulTLoRAMatchesTwoCalls start from random dx). Zero start ÷
 //     clear-and-add (BenchmarkBackwardZeroStart): 0.95-0.97 where the
 //     weights have 1024 rows (o_proj, down_proj: one block of rows),
-//     0.97-1.0 where they have 2048-3072.
+//     0.97-1.0 where they have 2048-3072. Tried without gain: every
+//     other panel's tiles walking the batch from its end, so that the
+//     next panel finds the last tiles' A rows in L2: 0.97-1.0 at 512
+//     tokens, 1.0 at 1024; packing a column block's four panels before its
+//     tiles, reading 1 KiB of each weight row at once (2 MiB pages):
+//     1.04-1.08× the time, so a core reads W from DRAM at ~5 GB/s however
+//     the rows are cut, and only the packing tile's overlap hides part of
+//     it. Where packing weighs most: the output layer's backward
+//     (headChunk = 128 positions a pass, W the whole vocabulary):
+//     matMulT on 32768 × 1024 ran at 0.71 of the FMA loop at M = 128,
+//     0.75 at 256 and 0.82 at 512 (same run, W cold).
 //   - Other vector kernels (kernels_simd.go, GOEXPERIMENT=simd on amd64
 //     with AVX2) give the scalar kernels' bits: a lane holds one output
 //     element and adds its products in the same order (MulAdd in the
