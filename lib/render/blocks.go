@@ -3,7 +3,6 @@ package render
 import (
 	"strings"
 
-	"github.com/fatih/color"
 	"github.com/mattn/go-runewidth"
 )
 
@@ -35,11 +34,11 @@ func blockShape(t *Table, headers []string, kinds []Kind, rows, tail [][]string)
 // writeBlocks draws each row as a block of `header  value` lines, for
 // widths where the table's whole columns do not fit side by side; values
 // wrap (free text) or fold (identifiers, paths), nothing is cut.
-func writeBlocks(b *strings.Builder, title string, bl blocks, width int, paint func(*color.Color, string) string) {
+func writeBlocks(b *strings.Builder, title string, bl blocks, width int, paint func(style, string) string) {
 	headers, kinds, rows, tail := bl.headers, bl.kinds, bl.rows, bl.tail
 	if title != "" {
 		for _, line := range wrap(cellText(title), width) {
-			b.WriteString(paint(styles().title, line))
+			b.WriteString(paint(titleStyle, line))
 			b.WriteByte('\n')
 		}
 	}
@@ -67,7 +66,7 @@ func writeBlocks(b *strings.Builder, title string, bl blocks, width int, paint f
 				if l < len(vals) {
 					val = vals[l]
 				}
-				b.WriteString(paint(styles().header, key))
+				b.WriteString(paint(headerStyle, key))
 				if val == "" {
 					b.WriteByte('\n')
 					continue
@@ -75,9 +74,9 @@ func writeBlocks(b *strings.Builder, title string, bl blocks, width int, paint f
 				b.WriteString(strings.Repeat(" ", max(0, keyw-runewidth.StringWidth(key))+2))
 				switch {
 				case val == Missing:
-					val = paint(styles().dim, val)
+					val = paint(dimStyle, val)
 				case i == 0:
-					val = paint(styles().key, val)
+					val = paint(keyStyle, val)
 				}
 				b.WriteString(val)
 				b.WriteByte('\n')

@@ -56,6 +56,31 @@ var staticPkgs = []string{
 // pay at all: tests use them as references, the binary does without.
 var unlinkedPrefixes = []string{
 	"google.golang.org/protobuf/", // lib/tinkerproto encodes the wire messages itself
+	"github.com/fatih/color",      // lib/render writes its four SGR styles itself (style.go)
+	"github.com/mattn/go-colorable",
+}
+
+// TestBinaryLinksNoUnlinkedPrefix checks tinker's package list, not only
+// the initialisers that run: a dependency dropped for its start cost must
+// not come back through another import.
+func TestBinaryLinksNoUnlinkedPrefix(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "github.com/tinkershell/tinker/cmd/tinker")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	pkgs := strings.Fields(string(out))
+	if len(pkgs) < 100 {
+		t.Fatalf("go list -deps named %d packages; has its output changed?", len(pkgs))
+	}
+	for _, pkg := range pkgs {
+		for _, p := range unlinkedPrefixes {
+			if strings.HasPrefix(pkg, p) {
+				t.Errorf("tinker links %s: every start would pay its initialisation", pkg)
+			}
+		}
+	}
 }
 
 type initCost struct {
