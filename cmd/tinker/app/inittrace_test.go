@@ -64,13 +64,7 @@ var unlinkedPrefixes = []string{
 // the initialisers that run: a dependency dropped for its start cost must
 // not come back through another import.
 func TestBinaryLinksNoUnlinkedPrefix(t *testing.T) {
-	cmd := exec.Command("go", "list", "-deps", "github.com/tinkershell/tinker/cmd/tinker")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	pkgs := strings.Fields(string(out))
+	pkgs := goListDeps(t, module+"/cmd/tinker")
 	if len(pkgs) < 100 {
 		t.Fatalf("go list -deps named %d packages; has its output changed?", len(pkgs))
 	}
@@ -81,6 +75,18 @@ func TestBinaryLinksNoUnlinkedPrefix(t *testing.T) {
 			}
 		}
 	}
+}
+
+// goListDeps is pkg and every package it links, as `make build` builds it.
+func goListDeps(t *testing.T, pkg string) []string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps", pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	return strings.Fields(string(out))
 }
 
 type initCost struct {

@@ -4,8 +4,6 @@ import (
 	"debug/elf"
 	"go/parser"
 	"go/token"
-	"os"
-	"os/exec"
 	"runtime"
 	"slices"
 	"strconv"
@@ -70,13 +68,7 @@ func checkLayoutImportsLinked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", "list", "-deps", module+"/cmd/tinker/app")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	deps := strings.Fields(string(out))
+	deps := goListDeps(t, module+"/cmd/tinker/app")
 	for _, imp := range file.Imports {
 		path, err := strconv.Unquote(imp.Path.Value)
 		if err != nil {
