@@ -3,6 +3,7 @@ package render
 import (
 	"strings"
 
+	"github.com/fatih/color"
 	"github.com/mattn/go-runewidth"
 )
 
@@ -34,11 +35,11 @@ func blockShape(t *Table, headers []string, kinds []Kind, rows, tail [][]string)
 // writeBlocks draws each row as a block of `header  value` lines, for
 // widths where the table's whole columns do not fit side by side; values
 // wrap (free text) or fold (identifiers, paths), nothing is cut.
-func writeBlocks(b *strings.Builder, title string, bl blocks, width int, paint func(style, string) string) {
+func writeBlocks(b *strings.Builder, title string, bl blocks, width int, paint func(*color.Color, string) string) {
 	headers, kinds, rows, tail := bl.headers, bl.kinds, bl.rows, bl.tail
 	if title != "" {
 		for _, line := range wrap(cellText(title), width) {
-			b.WriteString(paint(titleStyle, line))
+			b.WriteString(paint(styles().title, line))
 			b.WriteByte('\n')
 		}
 	}
@@ -66,7 +67,7 @@ func writeBlocks(b *strings.Builder, title string, bl blocks, width int, paint f
 				if l < len(vals) {
 					val = vals[l]
 				}
-				b.WriteString(paint(headerStyle, key))
+				b.WriteString(paint(styles().header, key))
 				if val == "" {
 					b.WriteByte('\n')
 					continue
@@ -74,9 +75,9 @@ func writeBlocks(b *strings.Builder, title string, bl blocks, width int, paint f
 				b.WriteString(strings.Repeat(" ", max(0, keyw-runewidth.StringWidth(key))+2))
 				switch {
 				case val == Missing:
-					val = paint(dimStyle, val)
+					val = paint(styles().dim, val)
 				case i == 0:
-					val = paint(keyStyle, val)
+					val = paint(styles().key, val)
 				}
 				b.WriteString(val)
 				b.WriteByte('\n')

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/fatih/color"
 	"github.com/mattn/go-runewidth"
 )
 
@@ -59,6 +60,25 @@ type Options struct {
 // TailRows is how many of the MaxRows are taken from the end of a long table.
 const TailRows = 5
 
+// styleSet is the tables' styles, made on first use rather than at every
+// start (docs/architecture.md, "Where a change goes": package-level state).
+type styleSet struct{ title, header, key, dim *color.Color }
+
+var (
+	stylesOnce sync.Once
+	stylesMade styleSet
+)
+
+func styles() *styleSet {
+	stylesOnce.Do(func() {
+		stylesMade = styleSet{color.New(color.Italic), color.New(color.Bold), color.New(color.FgHiCyan), color.New(color.Faint)}
+		for _, s := range [...]*color.Color{stylesMade.title, stylesMade.header, stylesMade.key, stylesMade.dim} {
+			s.EnableColor() // the caller decides per stream via Options.Color
+		}
+	})
+	return &stylesMade
+}
+
 // Write renders t to w. The box drawing follows the official CLI (heavy
 // header, light body), so compatible subcommands print the same text.
 // Fitted to a width, columns give way by kind (see Kind); when the columns
@@ -101,29 +121,29 @@ func Write(w io.Writer, t *Table, o Options) error {
 		widths[0] = 1
 	}
 	var b strings.Builder
-	paint := func(s style, text string) string {
+	paint := func(s *color.Color, text string) string {
 		if !o.Color || text == "" {
 			return text
 		}
-		return s.wrap(text)
+		return s.Sprint(text)
 	}
 	shortened := false // a path lost its middle: say how to see it whole
 	footer := func() {
 		if len(dropped) > 0 {
 			for _, l := range wrap(droppedNote(dropped), o.Width) {
-				fmt.Fprintf(&b, "%s\n", paint(dimStyle, l))
+				fmt.Fprintf(&b, "%s\n", paint(styles().dim, l))
 			}
 		}
 		if shortened {
 			for _, l := range wrap("… marks a shortened path; for whole paths widen the terminal, or use --format json or json.encode()", o.Width) {
-				fmt.Fprintf(&b, "%s\n", paint(dimStyle, l))
+				fmt.Fprintf(&b, "%s\n", paint(styles().dim, l))
 			}
 		}
 		if hidden > 0 {
 			note := fmt.Sprintf("%s of %s rows hidden; use --format json or json.encode() for all",
 				Thousands(int64(hidden)), Thousands(int64(len(t.Rows)+t.Omitted)))
 			for _, l := range wrap(note, o.Width) {
-				fmt.Fprintf(&b, "%s\n", paint(dimStyle, l))
+				fmt.Fprintf(&b, "%s\n", paint(styles().dim, l))
 			}
 		}
 	}
@@ -162,7 +182,7 @@ func Write(w io.Writer, t *Table, o Options) error {
 			lw := runewidth.StringWidth(line)
 			left := max(0, (total-lw)/2) // a whole path may be wider
 			b.WriteString(strings.Repeat(" ", left))
-			b.WriteString(paint(titleStyle, line))
+			b.WriteString(paint(styles().title, line))
 			b.WriteString(strings.Repeat(" ", max(0, total-lw-left)))
 			b.WriteByte('\n')
 		}
@@ -201,11 +221,11 @@ func Write(w io.Writer, t *Table, o Options) error {
 				styled := text
 				switch {
 				case header:
-					styled = paint(headerStyle, text)
+					styled = paint(styles().header, text)
 				case text == Missing:
-					styled = paint(dimStyle, text)
+					styled = paint(styles().dim, text)
 				case i == 0:
-					styled = paint(keyStyle, text)
+					styled = paint(styles().key, text)
 				}
 				if t.Columns[i].Right && !header {
 					b.WriteString(pad + styled)
@@ -275,7 +295,7 @@ func cellTexts(rows [][]string, n int) [][]string {
 }
 
 // flat keeps a cell on one line: line breaks and tabs are shown as marks.
-// It is made on first use, not at every start.
+// It is made on first use, as styles are.
 var (
 	flatOnce sync.Once
 	flat     *strings.Replacer

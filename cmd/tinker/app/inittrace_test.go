@@ -56,8 +56,6 @@ var staticPkgs = []string{
 // pay at all: tests use them as references, the binary does without.
 var unlinkedPrefixes = []string{
 	"google.golang.org/protobuf/", // lib/tinkerproto encodes the wire messages itself
-	"github.com/fatih/color",      // lib/render writes its four SGR styles itself (style.go)
-	"github.com/mattn/go-colorable",
 }
 
 // TestBinaryLinksNoUnlinkedPrefix checks tinker's package list, not only
