@@ -21,6 +21,7 @@ import (
 	_ "net/http"
 
 	_ "github.com/dlclark/regexp2"
+	_ "github.com/fatih/color"
 	_ "github.com/google/uuid"
 	_ "github.com/klauspost/compress/zstd"
 	_ "github.com/mattn/go-isatty"
