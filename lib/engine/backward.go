@@ -34,14 +34,27 @@ const (
 	tDown
 )
 
-// headChunk is how many positions' logits exist at once: it bounds the
-// vocabulary-wide buffers for long sequences (78 MB on Qwen3's 151,936
-// words). Each chunk streams the whole output matrix from memory forward
-// and again backward (622 MB on the 0.6B shape): at 64 positions that was
-// 32 passes, 20 GB, per 2 × 512 step, at 128 it is 16; 256 would put a
-// 4096-token step past TestActivationBudget's 1.1 GiB. The chunk changes
-// no bits (TestHeadChunkKeepsBits, which shrinks it: hence a variable).
-var headChunk = 128
+// The output layer runs a datum's positions a chunk at a time, so that the
+// vocabulary-wide logits of a long sequence never exist at once. Each chunk
+// streams the whole output matrix from memory forward and again backward
+// (622 MB on the 0.6B shape), and the backward product at M = 128 rows ran
+// at 0.71 of the FMA loop against 0.82 at 512: a chunk is as many
+// positions as headBytes of logits hold, in multiples of headChunk (512 on
+// Qwen3's 151,936 words), never fewer than headChunk, never more than the
+// datum. The logits are freed once the output layer is done, so the
+// backward's layer scratch reuses them (doc.go "The output layer's
+// chunk"). The chunk changes no bits (TestHeadChunkKeepsBits, which
+// shrinks it: hence variables).
+var (
+	headChunk = 128
+	headBytes = 320 << 20
+)
+
+// headChunkRows is the chunk of the output layer for a datum of n positions.
+func headChunkRows(n, vocab int) int {
+	rows := max(1, headBytes/(4*vocab)/headChunk) * headChunk
+	return min(n, rows)
+}
 
 // datumPass is the trip of one datum, or of a group of datums batched
 // row after row (batchpass.go), through the model: the shared inputs of
@@ -238,10 +251,12 @@ func (ps *datumPass) head(l Loss, d *Datum, x [][]float32, out *DatumOutput, dxn
 		dxnF = ar.rows(n, c.Hidden)
 	}
 	sc := newRowScorer(l, d, out)
-	logits := ar.rows(min(n, headChunk), c.VocabSize)
+	mark := ar.mark() // the logits and the chunks' scratch: freed at the end
+	chunk := headChunkRows(n, c.VocabSize)
+	logits := ar.rows(chunk, c.VocabSize)
 	var total float64
-	for p0 := 0; p0 < n; p0 += headChunk {
-		p1 := min(p0+headChunk, n)
+	for p0 := 0; p0 < n; p0 += chunk {
+		p1 := min(p0+chunk, n)
 		lg := logits[:p1-p0]
 		var th [][]float32
 		if tHead != nil {
@@ -255,6 +270,7 @@ func (ps *datumPass) head(l Loss, d *Datum, x [][]float32, out *DatumOutput, dxn
 			ps.linearBackward(w.lmHead, t.head, xnF[p0:p1], th, lg, dxnF[p0:p1], false)
 		}
 	}
+	ar.release(mark)
 	return total, dxnF
 }
 

@@ -40,10 +40,11 @@ func TestScoreRowsIndependentOfThreads(t *testing.T) {
 	}
 }
 
-// The output layer runs headChunk positions at a time: a datum longer
-// than a chunk gets the same outputs and gradient bits whatever the chunk
-// (the LoRA gradients add each position in ascending order across chunks
-// as within one), here 16 positions and the default.
+// The output layer runs a datum a chunk of positions at a time: a datum
+// longer than a chunk gets the same outputs and gradient bits whatever the
+// chunk (the LoRA gradients add each position in ascending order across
+// chunks as within one), here 16 positions, 32 (a short last chunk) and
+// the default, which takes the whole datum at this vocabulary.
 func TestHeadChunkKeepsBits(t *testing.T) {
 	c := smallConfig(models.Qwen3)
 	c.VocabSize = 3000
@@ -53,14 +54,34 @@ func TestHeadChunkKeepsBits(t *testing.T) {
 	}
 	loss, _ := NewLoss(LossCrossEntropy, nil)
 	data := forLoss(testData(c.VocabSize, 6, 45, 3), LossCrossEntropy)
+	if got := headChunkRows(45, c.VocabSize); got != 45 {
+		t.Fatalf("the default chunk of a 45-position datum is %d, want the datum", got)
+	}
 	chunk := func(n int) func(func()) {
 		return func(step func()) {
-			defer func(old int) { headChunk = old }(headChunk)
-			headChunk = n
+			defer func(rows, bytes int) { headChunk, headBytes = rows, bytes }(headChunk, headBytes)
+			headChunk, headBytes = n, 0 // no budget: the chunk is headChunk
 			step()
 		}
 	}
-	sameHeadStep(t, m, loss, data, "head chunks of 16 positions and of headChunk", chunk(headChunk), chunk(16))
+	whole := func(step func()) { step() }
+	sameHeadStep(t, m, loss, data, "head chunks of 16 positions and the whole datum", whole, chunk(16))
+	sameHeadStep(t, m, loss, data, "head chunks of 32 positions and the whole datum", whole, chunk(32))
+}
+
+// The chunk is sized to headBytes of logits in multiples of headChunk
+// rows, never fewer than headChunk and never more than the datum: 512
+// positions on Qwen3's vocabulary, where the interleaved step A/B in
+// doc.go decided it.
+func TestHeadChunkRows(t *testing.T) {
+	for _, tc := range []struct{ n, vocab, want int }{
+		{512, 151936, 512}, {2048, 151936, 512}, {300, 151936, 300}, {4096, 262144, 256},
+		{4096, 1 << 20, 128}, {64, 32000, 64}, {8192, 32000, 2560},
+	} {
+		if got := headChunkRows(tc.n, tc.vocab); got != tc.want {
+			t.Errorf("headChunkRows(%d positions, vocabulary %d) = %d, want %d", tc.n, tc.vocab, got, tc.want)
+		}
+	}
 }
 
 // sameHeadStep runs one forward_backward of data on a fresh rank-2

@@ -24,13 +24,17 @@ func (t *Trainer) ActivationBytes(lengths []int, backward bool) int64 {
 	attn, mlp, head, qwen := b2i(t.cfg.TrainAttn), b2i(t.cfg.TrainMLP), b2i(t.cfg.TrainUnembed), b2i(c.hasQKNorm())
 	ls := t.layerSizes()
 	maxKept := slices.Max(ls.mlpKept)
-	headPart := n*(h+head*r) + min(n, headChunk)*c.VocabSize
+	logits := headChunkRows(n, c.VocabSize) * c.VocabSize
+	headFixed := n * (h + head*r) // the final norm's output, the head's A·x
 	if !backward {
 		// One layer's scratch at a time (the residual alternates between two
 		// buffers), released before the output layer.
-		return 4 * int64(n*(hd+2*h)+max(n*(ls.base-h+maxKept), headPart))
+		return 4 * int64(n*(hd+2*h)+max(n*(ls.base-h+maxKept), headFixed+logits))
 	}
-	headPart += n * (h + head*r + h) // dxnF, the head's gradients of A·x, dx
+	headFixed += n * h // dxnF
+	// The logits and the head's gradients of A·x are freed before dx and
+	// the layers' backward scratch (after) take their place.
+	headPart := func(after int) int { return headFixed + max(logits+n*head*r, n*h+after) }
 	attnPart := 0
 	if attn == 1 || c.Layers > 1 {
 		attnPart = n * (2*qd + 2*kvd + qwen*(qd+kvd) + attn*4*r + b2i(c.Layers > 1)*h)
@@ -45,20 +49,20 @@ func (t *Trainer) ActivationBytes(lengths []int, backward bool) int64 {
 		return max(n*g, attnPart)
 	}
 	if !t.recomputes(n) {
-		return 4 * int64(n*(hd+h)+n*ls.kept()+headPart+grad(slices.Max(ls.mlpGrad)))
+		return 4 * int64(n*(hd+h)+n*ls.kept()+headPart(grad(slices.Max(ls.mlpGrad))))
 	}
 	// Every layer's input residual, and one layer's activations at a time
 	// (recompute.go): with the head's buffers when a layer runs again for
 	// its backward, before them when no layer trains.
 	inputs := n*(hd+h) + c.Layers*n*h
 	if attn+mlp == 0 {
-		return 4 * int64(inputs+max(n*(ls.base-h+maxKept), headPart))
+		return 4 * int64(inputs+max(n*(ls.base-h+maxKept), headPart(0)))
 	}
 	one := 0
 	for li, k := range ls.mlpKept {
 		one = max(one, n*(ls.base-h+k)+grad(ls.mlpGrad[li]))
 	}
-	return 4 * int64(inputs+headPart+one)
+	return 4 * int64(inputs+headPart(one))
 }
 
 // layerSizes are the floats per position that the layers keep for the
