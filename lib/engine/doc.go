@@ -398,7 +398,8 @@
 //     1.04-1.08× the time, so a core reads W from DRAM at ~5 GB/s however
 //     the rows are cut, and only the packing tile's overlap hides part of
 //     it. Where packing weighs most: the output layer's backward
-//     (headChunk = 128 positions a pass, W the whole vocabulary):
+//     (then 128 positions a pass, W the whole vocabulary; see "The output
+//     layer's chunk" below):
 //     matMulT on 32768 × 1024 ran at 0.71 of the FMA loop at M = 128,
 //     0.75 at 256 and 0.82 at 512 (same run, W cold).
 //   - Other vector kernels (kernels_simd.go, GOEXPERIMENT=simd on amd64
@@ -779,6 +780,32 @@
 //     each layer forward again just before its backward. The same kernels
 //     on the same inputs give the same bits, so gradients do not depend on
 //     the mode (TestRecomputeMatchesKept); it costs one more forward pass.
+//   - The output layer's chunk (issue 34, headchunk). The head runs a
+//     datum's positions a chunk at a time so that a long datum's logits
+//     never exist at once, and every chunk streams the whole output matrix
+//     forward and backward (622 MB at the 0.6B shape), so a small chunk
+//     runs the backward's product where packing weighs most (0.71 of the
+//     FMA loop at M = 128, 0.82 at 512, bwdpack's figures above). The
+//     chunk is now as many positions as 320 MiB of float32 logits hold
+//     (headBytes), in multiples of 128 (headChunk), at most the datum: 512
+//     on Qwen3's 151,936 words, 256 at 262,144, the whole datum on the
+//     tiny models. Interleaved step A/B in one process (BenchmarkHeadChunk,
+//     rank 32 on every target, median of paired per-round ratios, load
+//     10-17, so ratios only), chunk 512 ÷ chunk 128: 0.6B 2 × 512 0.97
+//     CPU, 0.97 wall (3 rounds); the 0.6B widths with one layer (the head
+//     most of the step) 0.88 CPU (4 rounds); WIDE4_RESULT. 2 × 128 has
+//     one chunk a datum either way. The cost is memory where a datum keeps
+//     its activations: the 0.6B 2 × 512 step's peak RSS 5,469 → 5,698 MiB
+//     (BenchmarkTrainMemory, arena 2,573 → 2,796 MiB), 4%, for 3% of the
+//     step. The logits and the head's gradients of A·x are now freed when
+//     the head is done, so the backward's dx and layer scratch reuse them
+//     (ActivationBytes takes the larger of the two, TestActivationBytes
+//     pins it exact): a recomputing datum, whose one layer's scratch is
+//     larger than 512 positions of logits, takes the larger chunk for
+//     nothing and its arena shrinks (1 × 4096: 1.065 → 0.992 GiB,
+//     TestActivationBudget). Batching the head across a group's datums
+//     (2 × 128 streaming W once, not twice) was not tried: the loss and
+//     the head's gradient commit run a datum at a time.
 //   - Mixture-of-experts layers (moe.go, moe_train.go) route each token in
 //     float64 with exp64, run each expert's matrices once over the rows
 //     routed to it, and add each row's experts in ascending expert order,

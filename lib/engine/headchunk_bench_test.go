@@ -36,7 +36,8 @@ func BenchmarkHeadChunk(b *testing.B) {
 		{"qwen3-wide4-1x2048", 1, 2048, 4}, {"qwen3-0.6b-shape-2x128", 2, 128, 28}}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
-			defer func(old int) { headChunk = old }(headChunk)
+			defer func(rows, bytes int) { headChunk, headBytes = rows, bytes }(headChunk, headBytes)
+			headBytes = 0 // the chunk is headChunk
 			m := benchStepModel(b, tc.name, tc.layer)
 			tr := mustTrainer(b, m, LoRAConfig{Rank: 32, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 1})
 			loss, _ := NewLoss(LossCrossEntropy, nil)
