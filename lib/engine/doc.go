@@ -488,9 +488,10 @@
 //     a quarter of the forward's CPU at 512 tokens. Together about 1.5×
 //     less CPU for the 512-token forward and 1.3× for the backward
 //     (BenchmarkAttentionLong, interleaved with the previous build on a
-//     loaded 2-core Xeon: ratios only). Softmax's exponentials run on
-//     eight float64 lanes (exp8x2 in kernels_exp_simd.go, exp64's bits)
-//     for both attention directions.
+//     loaded 2-core Xeon: ratios only). The backward's softmax
+//     exponentials run on eight float64 lanes (exp8x2 in
+//     kernels_exp_simd.go, exp64's bits), the forward's on sixteen
+//     float32 lanes (exp32; "Softmax in float32" below).
 //   - Attention's vector kernels end with archsimd.ClearAVXUpperBits
 //     (VZEROUPPER; Go does not emit it). Go loads scalar float constants
 //     and reloads spills with legacy SSE instructions; inside a loop of
@@ -570,9 +571,9 @@
 //     build before (BenchmarkAttentionLong, interleaved, best CPU time of
 //     three runs each on a machine loaded by other sessions, so ratios
 //     only): forward 1.9× and backward 1.9× less CPU at 512 tokens, 1.6×
-//     and 1.5× at 2048. Left as they were: exp64's precision (a float32
+//     and 1.5× at 2048. Left as they were then: exp64's precision (a float32
 //     exponential would be cheaper but changes every probability's bits
-//     and the pinned references) and the division p/Σ (a correctly
+//     and the pinned references; since done, "Softmax in float32") and the division p/Σ (a correctly
 //     rounded quotient needs the divide).
 //   - Attention tiles (issue 34, "attntiles"; no bits changed). Measured
 //     alone (BenchmarkAttnTiles, one thread, operands in L1, against the
@@ -621,6 +622,31 @@
 //     runtime.asyncPreempt's first instruction; with
 //     GODEBUG=asyncpreemptoff=1 the CPU time is the same, so that share is
 //     the profiler's, not a cost of the kernels.
+//   - Softmax in float32 (issue 34, "softexp"; changes the forward's
+//     probabilities in the last bits). The forward's numerators were
+//     float32(exp64(s − max)): a float64 exponential of degree 13 on
+//     eight lanes, rounded to float32, so its 1e-16 accuracy was thrown
+//     away, and exp8x2 with its constants was ~20% of a 2048-token
+//     forward (profile), the softmax 28%. They are now exp32
+//     (kernels_exp32.go): the same reduction in float32, a degree-7
+//     Taylor polynomial (truncation under 1e-8 relative), every step one
+//     float32 fused multiply-add, on sixteen lanes (AVX-512; eight with
+//     AVX2, fma32 in the scalar body), within 1 ulp of e^x rounded to
+//     float32 (TestExp32Accuracy), as PyTorch's vectorised expf is. Each
+//     lane does the scalar body's operations (TestExp32VecMatchesScalar),
+//     and a row's last few go through masked loads, so a probability's
+//     bits still depend only on its row, not its batch, block or thread
+//     count. The sums stay float64 and ascending, the reciprocal as it
+//     was. The float64 exponential had not been chosen for accuracy
+//     (the result was rounded to float32 at once) but to share exp64
+//     with the loss and SiLU, which keep it. The backward still
+//     recomputes the probabilities in float64 (softmaxGrad); its
+//     gradients and the finite-difference checks are unchanged, and the
+//     forward's probabilities moved by at most an ulp or two (pinned
+//     logprobs in golden/testdata/sample_batch.txtar moved in the 7th
+//     digit, the same tokens). BenchmarkAttentionLong forward, new ÷ old
+//     under load (interleaved, CPU time): 0.85-0.94 at 2048 tokens; the
+//     exponentials fell from ~20% to ~7% of the forward's profile.
 //   - Attention memory is linear in the sequence: no T×T matrix exists.
 //     The forward keeps only each query's output, and the backward
 //     recomputes one block's probabilities at a time (attnBackRows

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestExp8MatchesScalar: the 8-lane exponentials give exp64's bits on
+// TestExp8MatchesScalar: the 8-lane exponential gives exp64's bits on
 // values across its range, its clamps and non-finite inputs.
 func TestExp8MatchesScalar(t *testing.T) {
 	if !avx512 {
@@ -23,20 +23,10 @@ func TestExp8MatchesScalar(t *testing.T) {
 	if n := expShift64x8(p, 1.5); n != len(p)&^7 {
 		t.Fatalf("expShift64x8 did %d of %d", n, len(p))
 	}
-	f := make([]float32, len(xs))
-	for i, x := range xs {
-		f[i] = float32(x)
-	}
-	g := append([]float32(nil), f...)
-	expShift32x8(g, 1.5)
 	for i := range len(xs) &^ 7 {
 		want := exp64(xs[i] - 1.5)
 		if math.Float64bits(p[i]) != math.Float64bits(want) && !(math.IsNaN(p[i]) && math.IsNaN(want)) {
 			t.Errorf("expShift64x8(%g) = %g, exp64 %g", xs[i], p[i], want)
-		}
-		w32 := float32(exp64(float64(f[i] - 1.5)))
-		if math.Float32bits(g[i]) != math.Float32bits(w32) && !(g[i] != g[i] && w32 != w32) {
-			t.Errorf("expShift32x8(%g) = %g, exp64 %g", f[i], g[i], w32)
 		}
 	}
 }

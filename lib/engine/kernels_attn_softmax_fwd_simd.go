@@ -11,8 +11,7 @@ import (
 
 // softmaxRowsVec is softmaxRows with the 512-bit kernels: per row one
 // pass scales the scores and takes their maximum (sixteen lanes), one
-// takes the exponentials (eight float64 lanes, the last few through a
-// padded vector instead of the 4-lane and scalar bodies), and the
+// takes the exponentials (exp32 in sixteen lanes, the last few masked), and the
 // float64 sums, which must stay serial and ascending (softmax32's bits),
 // run eight rows at a time as independent chains (sumRows8): one row's
 // chain waited on every add. It reports whether it ran.
@@ -34,9 +33,10 @@ func softmaxRowsVec(rows [][]float32, scale float32, sinks []float32, h0, group 
 			if sinks != nil {
 				sink := sinks[h0+j%group]
 				mx = max(sink, mx)
-				extra[j-j0] = float64(float32(exp64(float64(sink - mx))))
+				extra[j-j0] = float64(exp32(sink - mx))
 			}
-			expShiftAll32(s, mx)
+			expShift32x16(s, mx)
+			archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
 		}
 		sumRows8(rows[j0:j1], &extra)
 		for j := j0; j < j1; j++ {
@@ -69,33 +69,6 @@ func scaleMax16(s []float32, a float32) float32 {
 	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
 	mx := slices.Max(l[:])
 	return mx
-}
-
-// expShiftAll32 is expShift32 on eight float64 lanes throughout: when
-// len(s) is not a multiple of 8, the last eight raw scores are kept in a
-// register and their exponentials stored over the last eight after the
-// 8-lane pass (the overlap gets the same bits again); rows shorter than
-// eight go through a vector padded with mx. Filling that pad with scalar
-// stores between 512-bit code for every row had cost more than the row's
-// other exponentials.
-func expShiftAll32(s []float32, mx float32) {
-	n := len(s)
-	switch {
-	case n%8 == 0:
-		expShift32x8(s, mx)
-	case n > 8:
-		m := archsimd.BroadcastFloat32x8(mx)
-		last := load8f(s[n-8:]).Sub(m).ConvertToFloat64()
-		expShift32x8(s, mx)
-		e, _ := exp8x2(last, last)
-		store8(s[n-8:], e)
-	default:
-		buf := [8]float32{mx, mx, mx, mx, mx, mx, mx, mx}
-		copy(buf[:], s)
-		expShift32x8(buf[:], mx)
-		copy(s, buf[:])
-	}
-	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
 }
 
 // sumRows8 is sumRows4 for up to eight rows: eight evenly spaced rows

@@ -92,32 +92,6 @@ func expShift64Vec(p []float64, mx float64) bool {
 	return true
 }
 
-func expShift32Vec(sc []float32, mx float32) bool {
-	if !useSIMD || !expVec {
-		return false
-	}
-	i := 0
-	if avx512 {
-		i = expShift32x8(sc, mx)
-	}
-	m := archsimd.BroadcastFloat32x4(mx)
-	ld := func(i int) f64x4 { return archsimd.LoadFloat32x4((*[4]float32)(sc[i : i+4])).Sub(m).ConvertToFloat64() }
-	for ; i+8 <= len(sc); i += 8 {
-		a, b := exp4x2(ld(i), ld(i+4))
-		store4(sc[i:], a)
-		store4(sc[i+4:], b)
-	}
-	if i+4 <= len(sc) {
-		store4(sc[i:], exp4(ld(i)))
-		i += 4
-	}
-	archsimd.ClearAVXUpperBits()
-	for ; i < len(sc); i++ {
-		sc[i] = float32(exp64(float64(sc[i] - mx)))
-	}
-	return true
-}
-
 // max32Vec is the largest of x. Unlike Go's max it ignores NaN and does
 // not order −0 below +0, which changes nothing softmax32 computes: a NaN
 // score makes the sum and so every output NaN either way, and s − (±0)
