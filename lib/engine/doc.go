@@ -533,8 +533,8 @@
 //     earlier queries first). In archsimd, four outputs per pass of the
 //     weighted sums (eight accumulators) had been slower: the compiler
 //     allocates 15 vector registers and spilled two accumulators every
-//     row. Each query's softmax sums (Σ exp, Σ p·dp) run in sumLanes'
-//     eight float64 lanes and tree (dot64Lanes for the second) and its
+//     row. Each query's softmax sums (Σ exp, Σ p·dp) run in eight
+//     float64 lanes and a fixed tree (now expScores32 and dot64Lanes) and its
 //     maximum comes from max32Vec over the raw scores: as one ascending
 //     chain each, with Go's scalar max, softmaxGrad had taken as much of
 //     a 512-token backward as the score products. That changed the
@@ -622,31 +622,38 @@
 //     runtime.asyncPreempt's first instruction; with
 //     GODEBUG=asyncpreemptoff=1 the CPU time is the same, so that share is
 //     the profiler's, not a cost of the kernels.
-//   - Softmax in float32 (issue 34, "softexp"; changes the forward's
+//   - Softmax in float32 (issue 34, "softexp"; changes the
 //     probabilities in the last bits). The forward's numerators were
 //     float32(exp64(s − max)): a float64 exponential of degree 13 on
-//     eight lanes, rounded to float32, so its 1e-16 accuracy was thrown
-//     away, and exp8x2 with its constants was ~20% of a 2048-token
-//     forward (profile), the softmax 28%. They are now exp32
-//     (kernels_exp32.go): the same reduction in float32, a degree-7
+//     eight lanes, rounded to float32 at once, so its 1e-16 accuracy was
+//     thrown away, and exp8x2 with its constants was ~20% of a
+//     2048-token forward (profile), the whole softmax 28%. They are now
+//     exp32 (kernels_exp32.go): the same reduction in float32, a degree-7
 //     Taylor polynomial (truncation under 1e-8 relative), every step one
 //     float32 fused multiply-add, on sixteen lanes (AVX-512; eight with
-//     AVX2, fma32 in the scalar body), within 1 ulp of e^x rounded to
+//     AVX2; fma32 in the scalar body), within 1 ulp of e^x rounded to
 //     float32 (TestExp32Accuracy), as PyTorch's vectorised expf is. Each
 //     lane does the scalar body's operations (TestExp32VecMatchesScalar),
-//     and a row's last few go through masked loads, so a probability's
-//     bits still depend only on its row, not its batch, block or thread
-//     count. The sums stay float64 and ascending, the reciprocal as it
-//     was. The float64 exponential had not been chosen for accuracy
-//     (the result was rounded to float32 at once) but to share exp64
-//     with the loss and SiLU, which keep it. The backward still
-//     recomputes the probabilities in float64 (softmaxGrad); its
-//     gradients and the finite-difference checks are unchanged, and the
-//     forward's probabilities moved by at most an ulp or two (pinned
-//     logprobs in golden/testdata/sample_batch.txtar moved in the 7th
-//     digit, the same tokens). BenchmarkAttentionLong forward, new ÷ old
-//     under load (interleaved, CPU time): 0.85-0.94 at 2048 tokens; the
-//     exponentials fell from ~20% to ~7% of the forward's profile.
+//     and a row's last few go through masked loads and stores, so a
+//     probability's bits still depend only on its row, not on its batch,
+//     block or the thread count. The float64 exponential had been chosen
+//     to share exp64 with the loss and SiLU (which keep it), not for the
+//     accuracy, which the rounding discarded.
+//     The backward had recomputed the probabilities from the scores in
+//     float64 throughout (float64 scale, exp64 on eight lanes: 7% of a
+//     2048-token backward). It now recomputes the forward's own
+//     numerators (expScores32: float32 scale and maximum, exp32, widened
+//     to float64 and summed in the same pass, sixteen lanes), so the
+//     gradient is that of the function the forward computed; division,
+//     Σ p·dp and ds stay float64. attentionBackwardRef spells the same
+//     steps out per position; TestSoftmaxGradPathsMatch pins the paths'
+//     bits; the finite-difference and float64-reference checks pass with
+//     their tolerances unchanged. Golden sample logprobs
+//     (golden/testdata/sample_batch.txtar) moved in the 7th digit, the
+//     same tokens. BenchmarkAttentionLong, new ÷ old, interleaved under
+//     load (CPU time, ratios only): forward 0.85-0.94 at 2048 tokens,
+//     backward ~0.9 at 2048 and 0.7-0.9 at 512; the exponentials fell
+//     from ~20% to ~7% of the forward's profile.
 //   - Attention memory is linear in the sequence: no T×T matrix exists.
 //     The forward keeps only each query's output, and the backward
 //     recomputes one block's probabilities at a time (attnBackRows

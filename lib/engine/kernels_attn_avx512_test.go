@@ -4,6 +4,7 @@ package engine
 
 import (
 	"math"
+	"simd/archsimd"
 	"testing"
 )
 
@@ -19,36 +20,41 @@ func TestExp8MatchesScalar(t *testing.T) {
 	for range 64 {
 		xs = append(xs, float64(r.uniform32()*60-30))
 	}
-	p := append([]float64(nil), xs...)
-	if n := expShift64x8(p, 1.5); n != len(p)&^7 {
-		t.Fatalf("expShift64x8 did %d of %d", n, len(p))
+	for len(xs)%16 != 0 {
+		xs = append(xs, 0.25)
 	}
-	for i := range len(xs) &^ 7 {
-		want := exp64(xs[i] - 1.5)
+	p := make([]float64, len(xs))
+	for i := 0; i < len(xs); i += 16 {
+		a, b := exp8x2(archsimd.LoadFloat64x8Slice(xs[i:]), archsimd.LoadFloat64x8Slice(xs[i+8:]))
+		a.StoreSlice(p[i:])
+		b.StoreSlice(p[i+8:])
+	}
+	archsimd.ClearAVXUpperBits()
+	for i, x := range xs {
+		want := exp64(x)
 		if math.Float64bits(p[i]) != math.Float64bits(want) && !(math.IsNaN(p[i]) && math.IsNaN(want)) {
-			t.Errorf("expShift64x8(%g) = %g, exp64 %g", xs[i], p[i], want)
+			t.Errorf("exp8x2(%g) = %g, exp64 %g", x, p[i], want)
 		}
 	}
 }
 
 // BenchmarkSoftmaxExp times softmax's exponentials over 2048 scores
-// (float32 as the forward takes them, float64 as the backward does) on
-// the 8-lane kernels and the 4-lane ones, in CPU-ns an element.
+// (in place as the forward takes them, widened to float64 as the
+// backward does) on the 16-lane kernels and the 8-lane ones, in CPU-ns
+// an element.
 func BenchmarkSoftmaxExp(b *testing.B) {
 	x := randRows(1, 2048, 1)[0]
-	for _, lanes := range []int{8, 4} {
-		b.Run(map[int]string{8: "x8", 4: "x4"}[lanes], func(b *testing.B) {
+	for _, lanes := range []int{16, 8} {
+		b.Run(map[int]string{16: "x16", 8: "x8"}[lanes], func(b *testing.B) {
 			defer func(old bool) { avx512 = old }(avx512)
-			avx512 = avx512 && lanes == 8
+			avx512 = avx512 && lanes == 16
 			y, z := make([]float32, len(x)), make([]float64, len(x))
 			c0 := processCPU()
 			for b.Loop() {
 				copy(y, x)
 				expShift32(y, 3)
-				for i, v := range x {
-					z[i] = float64(v)
-				}
-				expShift64(z, 3)
+				copy(y, x)
+				expScores32(z, y, 0.125, 3)
 			}
 			b.ReportMetric((processCPU()-c0)*1e9/float64(2*b.N*len(x)), "cpu-ns/elem")
 		})

@@ -16,7 +16,7 @@ import (
 func TestSoftmaxGradPathsMatch(t *testing.T) {
 	defer func(old bool) { avx512 = old }(avx512)
 	for n := 1; n < 70; n++ {
-		for _, sink := range []float64{math.Inf(-1), 0.75} {
+		for _, sink := range []float32{float32(math.Inf(-1)), 0.75} {
 			sc0 := randRows(1, n, uint64(n))[0]
 			dp0 := randRows(1, n, uint64(n+100))[0]
 			for i := range sc0 {

@@ -228,16 +228,6 @@ func normalise(sc []float32, extra float64) {
 	}
 }
 
-// expShift64 replaces every v of p by exp64(v − mx).
-func expShift64(p []float64, mx float64) {
-	if expShift64Vec(p, mx) {
-		return
-	}
-	for j, v := range p {
-		p[j] = exp64(v - mx)
-	}
-}
-
 // expScaled writes exp64(logits[i]·invT − mx) into dst: the weights of a
 // tempered softmax over the vocabulary.
 func expScaled(dst []float64, logits []float32, invT, mx float64) {

@@ -114,3 +114,71 @@ func expShift32x8f(sc []float32, mx float32) {
 		b.StoreSlicePart(hi)
 	}
 }
+
+// expScores32Vec is expScores32 on sixteen lanes with AVX-512 (exp32,
+// widened, stored and summed in one pass), on eight lanes with AVX2 (the
+// exponentials in place, then a scalar pass widens and sums); it reports
+// whether it ran.
+func expScores32Vec(p []float64, sc []float32, scale, mx float32) (float64, bool) {
+	if !useSIMD || !expVec {
+		return 0, false
+	}
+	var s [8]float64
+	if avx512 {
+		expScores16(p, sc, scale, mx, &s)
+		archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
+		return sum8(&s), true
+	}
+	expScaleShift32x8f(sc, scale, mx)
+	archsimd.ClearAVXUpperBits()
+	for t, e := range sc {
+		p[t] = float64(e)
+		s[t%8] += p[t]
+	}
+	return sum8(&s), true
+}
+
+// expScores16 does expScores32Vec's AVX-512 pass, leaving the lane sums
+// in s; the last 1..15 go through masked loads and stores, their unused
+// lanes zeroed before they join the sums (adding +0 changes no sum).
+func expScores16(p []float64, sc []float32, scale, mx float32, s *[8]float64) {
+	a, m := bc16(scale), bc16(mx)
+	var acc f64x8
+	put := func(i int, e f32x16) {
+		lo, hi := e.GetLo().ConvertToFloat64(), e.GetHi().ConvertToFloat64()
+		lo.StoreSlicePart(p[i:])
+		hi.StoreSlicePart(p[min(i+8, len(p)):])
+		acc = acc.Add(lo).Add(hi)
+	}
+	i := 0
+	for ; i+32 <= len(sc); i += 32 {
+		x := archsimd.LoadFloat32x16Slice(sc[i:]).Mul(a).Sub(m)
+		y := archsimd.LoadFloat32x16Slice(sc[i+16:]).Mul(a).Sub(m)
+		e, f := exp16x2(x, y)
+		e.StoreSlice(sc[i:])
+		f.StoreSlice(sc[i+16:])
+		put(i, e)
+		put(i+16, f)
+	}
+	for ; i < len(sc); i += 16 {
+		n := min(16, len(sc)-i)
+		e, _ := exp16x2(archsimd.LoadFloat32x16SlicePart(sc[i:]).Mul(a).Sub(m), m)
+		e = e.Masked(archsimd.Mask32x16FromBits(uint16(1<<n - 1)))
+		e.StoreSlicePart(sc[i:])
+		put(i, e)
+	}
+	acc.Store(s)
+}
+
+// expScaleShift32x8f sets sc[t] = exp32(float32(sc[t]·scale) − mx) on
+// eight lanes (AVX2), the last few masked.
+func expScaleShift32x8f(sc []float32, scale, mx float32) {
+	a, m := archsimd.BroadcastFloat32x8(scale), archsimd.BroadcastFloat32x8(mx)
+	ld := func(s []float32) archsimd.Float32x8 { return archsimd.LoadFloat32x8SlicePart(s).Mul(a).Sub(m) }
+	for i := 0; i < len(sc); i += 16 {
+		lo, hi := sc[i:], sc[min(i+8, len(sc)):]
+		x, y := exp8x2f(ld(lo), ld(hi))
+		x.StoreSlicePart(lo)
+		y.StoreSlicePart(hi)
+	}
+}
