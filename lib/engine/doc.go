@@ -644,8 +644,12 @@
 //     2048-token backward). It now recomputes the forward's own
 //     numerators (expScores32: float32 scale and maximum, exp32, widened
 //     to float64 and summed in the same pass, sixteen lanes), so the
-//     gradient is that of the function the forward computed; division,
-//     Σ p·dp and ds stay float64. attentionBackwardRef spells the same
+//     gradient is that of the function the forward computed; the
+//     normalisation, Σ p·dp and ds stay float64. The normalisation
+//     multiplies by 1/Σ (float64) instead of dividing (VDIVPD: 5% of the
+//     2048-token backward): p moves by an ulp of float64, far below the
+//     float32 it feeds; the forward already multiplies by a float32
+//     reciprocal. attentionBackwardRef spells the same
 //     steps out per position; TestSoftmaxGradPathsMatch pins the paths'
 //     bits; the finite-difference and float64-reference checks pass with
 //     their tolerances unchanged. Golden sample logprobs

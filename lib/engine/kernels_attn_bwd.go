@@ -267,8 +267,9 @@ func softmaxGrad(p []float64, sc, dp []float32, scale, sink float32) {
 	}
 	mx := max(sink, m*scale)
 	sum := expScores32(p, sc, scale, mx) + sinkTerm(sink, mx)
-	for t := div64Vec(p, sum); t < len(p); t++ {
-		p[t] /= sum
+	r := 1 / sum
+	for t := mul64Vec(p, r); t < len(p); t++ {
+		p[t] *= r
 	}
 	dsum := dot64Lanes(p, dp)
 	t := dsVec(sc, p, dp, dsum, float64(scale))

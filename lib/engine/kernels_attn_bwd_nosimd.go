@@ -6,7 +6,7 @@ package engine
 
 func attnScatterBlockVec([][]float32, int, []float32, []float32, int, int, int) int { return 0 }
 
-func div64Vec([]float64, float64) int { return 0 }
+func mul64Vec([]float64, float64) int { return 0 }
 
 func dsVec([]float32, []float64, []float32, float64, float64) int { return 0 }
 

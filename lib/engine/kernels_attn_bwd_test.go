@@ -99,9 +99,9 @@ func attentionBackwardRef(c Config, q, k, v, datt, dq, dk, dv [][]float32) {
 						p[j] = float64(exp32(s[j] - mx))
 						lanes[j%8] += p[j]
 					}
-					sum := sum8(&lanes)
+					r := 1 / sum8(&lanes)
 					for j := 0; j <= tq; j++ {
-						p[j] /= sum
+						p[j] *= r
 						dp[j] = attnDot(v[j][ko:ko+hd], do)
 					}
 					dsum := dot64Lanes(p[:tq+1], dp[:tq+1])

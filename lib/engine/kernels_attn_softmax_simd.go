@@ -7,7 +7,7 @@ import (
 )
 
 // softmaxGrad8 is softmaxGrad on AVX-512 in three passes after the
-// maximum (exponentials, widened, and their lane sums; the division and
+// maximum (exponentials, widened, and their lane sums; the scaling by 1/Σ and
 // Σ p·dp's lanes; ds and the float32 probabilities), where the 4-lane
 // path made seven passes and a scalar one: each lane does the scalar
 // body's IEEE operations and the two sums keep the scalar lanes and tree,
@@ -26,10 +26,11 @@ func softmaxGrad8(p []float64, sc, dp []float32, scale, sink float32) bool {
 	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
 	sum := sum8(&s) + sinkTerm(sink, mx)
 	n8 := n &^ 7
-	divDot8(p[:n8], dp, sum, &s)
+	r := 1 / sum
+	mulDot8(p[:n8], dp, r, &s)
 	archsimd.ClearAVXUpperBits()
 	for t := n8; t < n; t++ {
-		p[t] /= sum
+		p[t] *= r
 		s[0] += float64(p[t] * float64(dp[t]))
 	}
 	dsum := sum8(&s)
@@ -39,13 +40,13 @@ func softmaxGrad8(p []float64, sc, dp []float32, scale, sink float32) bool {
 	return true
 }
 
-// divDot8 divides p (a multiple of 8 long) by sum and stores in s the
+// mulDot8 multiplies p (a multiple of 8 long) by r and stores in s the
 // lane sums of the products p[t]·dp[t], each rounded before its add.
-func divDot8(p []float64, dp []float32, sum float64, s *[8]float64) {
-	d := bc8(sum)
+func mulDot8(p []float64, dp []float32, r float64, s *[8]float64) {
+	rv := bc8(r)
 	var acc f64x8
 	for i := 0; i+8 <= len(p); i += 8 {
-		x := archsimd.LoadFloat64x8((*[8]float64)(p[i : i+8])).Div(d)
+		x := archsimd.LoadFloat64x8((*[8]float64)(p[i : i+8])).Mul(rv)
 		x.Store((*[8]float64)(p[i : i+8]))
 		acc = acc.Add(x.Mul(load8(dp[i:])))
 	}
