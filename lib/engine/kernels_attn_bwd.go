@@ -255,17 +255,7 @@ func softmaxGrad(p []float64, sc, dp []float32, scale, sink float32) {
 		return
 	}
 	p = p[:len(sc)]
-	// scale > 0: the largest score gives the largest scaled score
-	// (max32Vec's NaN and ±0 differences from max change no result, as
-	// in softmax32).
-	m, ok := max32Vec(sc)
-	if !ok {
-		m = float32(math.Inf(-1))
-		for _, v := range sc {
-			m = max(m, v)
-		}
-	}
-	mx := max(sink, m*scale)
+	mx := max(sink, maxScaled32(sc, scale))
 	sum := expScores32(p, sc, scale, mx) + sinkTerm(sink, mx)
 	r := 1 / sum
 	for t := mul64Vec(p, r); t < len(p); t++ {

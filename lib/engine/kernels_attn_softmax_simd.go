@@ -19,8 +19,7 @@ func softmaxGrad8(p []float64, sc, dp []float32, scale, sink float32) bool {
 		return false
 	}
 	p, dp = p[:n], dp[:n]
-	m, _ := max32Vec(sc)
-	mx := max(sink, m*scale)
+	mx := max(sink, maxScaled32(sc, scale))
 	var s [8]float64
 	expScores16(p, sc, scale, mx, &s)
 	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)

@@ -106,3 +106,22 @@ func TestSoftmaxSumRows8MatchesSerial(t *testing.T) {
 		}
 	}
 }
+
+// TestMax16VecMatchesMax: max16Vec's two chains and overlapping tail give
+// the largest score of every row length from 16 to 100, wherever it sits.
+func TestMax16VecMatchesMax(t *testing.T) {
+	if !avx512 {
+		t.Skip("no AVX-512 on this CPU")
+	}
+	for n := 16; n <= 100; n++ {
+		s := randRows(1, n, uint64(n))[0]
+		for at := range n {
+			s[at] += 50
+			got, ok := max16Vec(s)
+			if want := slices.Max(s); !ok || got != want {
+				t.Fatalf("n=%d max at %d: max16Vec %v (ran %v), want %v", n, at, got, ok, want)
+			}
+			s[at] -= 50
+		}
+	}
+}

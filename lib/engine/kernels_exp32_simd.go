@@ -75,19 +75,20 @@ func expShift32Vec(sc []float32, mx float32) bool {
 		return false
 	}
 	if avx512 {
-		expShift32x16(sc, mx)
+		expScaleShift32x16(sc, 1, mx)
 	} else {
-		expShift32x8f(sc, mx)
+		expScaleShift32x8f(sc, 1, mx)
 	}
 	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
 	return true
 }
 
-// expShift32x16 is expShift32 on sixteen lanes, 32 elements a pass; the
-// last 1..31 go through masked loads and stores.
-func expShift32x16(sc []float32, mx float32) {
-	m := bc16(mx)
-	ld := func(i int) f32x16 { return archsimd.LoadFloat32x16Slice(sc[i:]).Sub(m) }
+// expScaleShift32x16 sets sc[t] = exp32(float32(sc[t]·scale) − mx) on
+// sixteen lanes, 32 elements a pass, the last 1..31 through masked loads
+// and stores. With scale 1 it is expShift32 (x·1 is x, NaN included).
+func expScaleShift32x16(sc []float32, scale, mx float32) {
+	a, m := bc16(scale), bc16(mx)
+	ld := func(i int) f32x16 { return archsimd.LoadFloat32x16Slice(sc[i:]).Mul(a).Sub(m) }
 	i := 0
 	for ; i+32 <= len(sc); i += 32 {
 		a, b := exp16x2(ld(i), ld(i+16))
@@ -98,21 +99,10 @@ func expShift32x16(sc []float32, mx float32) {
 		return
 	}
 	lo, hi := sc[i:], sc[min(i+16, len(sc)):]
-	a, b := exp16x2(archsimd.LoadFloat32x16SlicePart(lo).Sub(m), archsimd.LoadFloat32x16SlicePart(hi).Sub(m))
-	a.StoreSlicePart(lo)
-	b.StoreSlicePart(hi)
-}
-
-// expShift32x8f is expShift32x16 on eight lanes.
-func expShift32x8f(sc []float32, mx float32) {
-	m := archsimd.BroadcastFloat32x8(mx)
-	ld := func(s []float32) archsimd.Float32x8 { return archsimd.LoadFloat32x8SlicePart(s).Sub(m) }
-	for i := 0; i < len(sc); i += 16 {
-		lo, hi := sc[i:], sc[min(i+8, len(sc)):]
-		a, b := exp8x2f(ld(lo), ld(hi))
-		a.StoreSlicePart(lo)
-		b.StoreSlicePart(hi)
-	}
+	part := func(s []float32) f32x16 { return archsimd.LoadFloat32x16SlicePart(s).Mul(a).Sub(m) }
+	x, y := exp16x2(part(lo), part(hi))
+	x.StoreSlicePart(lo)
+	y.StoreSlicePart(hi)
 }
 
 // expScores32Vec is expScores32 on sixteen lanes with AVX-512 (exp32,
@@ -131,7 +121,7 @@ func expScores32Vec(p []float64, sc []float32, scale, mx float32) (float64, bool
 	}
 	expScaleShift32x8f(sc, scale, mx)
 	archsimd.ClearAVXUpperBits()
-	for t, e := range sc {
+	for t, e := range sc { // widened after the clear: SSE code (doc.go)
 		p[t] = float64(e)
 		s[t%8] += p[t]
 	}
@@ -170,8 +160,7 @@ func expScores16(p []float64, sc []float32, scale, mx float32, s *[8]float64) {
 	acc.Store(s)
 }
 
-// expScaleShift32x8f sets sc[t] = exp32(float32(sc[t]·scale) − mx) on
-// eight lanes (AVX2), the last few masked.
+// expScaleShift32x8f is expScaleShift32x16 on eight lanes (AVX2).
 func expScaleShift32x8f(sc []float32, scale, mx float32) {
 	a, m := archsimd.BroadcastFloat32x8(scale), archsimd.BroadcastFloat32x8(mx)
 	ld := func(s []float32) archsimd.Float32x8 { return archsimd.LoadFloat32x8SlicePart(s).Mul(a).Sub(m) }
