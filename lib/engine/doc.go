@@ -617,7 +617,8 @@
 //     two threads the forward 0.86-0.87 and 0.83-0.99). In place the
 //     tiles now run at about two thirds to three quarters of the loop
 //     (profile, 2048 tokens); the forward's softmax (float64 exponentials for the bits,
-//     ascending sums) is now about 30% of it and the next lever.
+//     ascending sums) is now about 30% of it and the next lever (taken:
+//     "Softmax in float32" below).
 //     Profiles of these benchmarks put 11-16% of the samples on
 //     runtime.asyncPreempt's first instruction; with
 //     GODEBUG=asyncpreemptoff=1 the CPU time is the same, so that share is
@@ -645,11 +646,7 @@
 //     numerators (expScores32: float32 scale and maximum, exp32, widened
 //     to float64 and summed in the same pass, sixteen lanes), so the
 //     gradient is that of the function the forward computed; the
-//     normalisation, Σ p·dp and ds stay float64. The normalisation
-//     multiplies by 1/Σ (float64) instead of dividing (VDIVPD: 5% of the
-//     2048-token backward): p moves by an ulp of float64, far below the
-//     float32 it feeds; the forward already multiplies by a float32
-//     reciprocal. attentionBackwardRef spells the same
+//     normalisation, Σ p·dp and ds stay float64. attentionBackwardRef spells the same
 //     steps out per position; TestSoftmaxGradPathsMatch pins the paths'
 //     bits; the finite-difference and float64-reference checks pass with
 //     their tolerances unchanged. Golden sample logprobs
@@ -657,7 +654,17 @@
 //     same tokens. BenchmarkAttentionLong, new ÷ old, interleaved under
 //     load (CPU time, ratios only): forward 0.85-0.94 at 2048 tokens,
 //     backward ~0.9 at 2048 and 0.7-0.9 at 512; the exponentials fell
-//     from ~20% to ~7% of the forward's profile.
+//     from ~20% to ~7% of the forward's profile. Two more passes went:
+//     the forward stored its scaled scores before the exponentials
+//     (scaleMax16) and the backward divided by Σ (VDIVPD, 5% of its
+//     profile). Now both take the maximum of the raw scores (max16Vec:
+//     sixteen lanes, two chains; the single 8-lane chain of max32Vec
+//     waited on every max) times scale, which is the same float32 as the
+//     maximum of the scaled scores, and scale inside the exponentials'
+//     pass (same bits); the backward multiplies by 1/Σ (float64; p moves
+//     by an ulp of float64, far below the float32 it feeds).
+//     BenchmarkSoftmaxBlock, under load: 0.5 of the float64 softmax with
+//     exp32, 0.82-0.86 of that with the two passes gone.
 //   - Attention memory is linear in the sequence: no T×T matrix exists.
 //     The forward keeps only each query's output, and the backward
 //     recomputes one block's probabilities at a time (attnBackRows
