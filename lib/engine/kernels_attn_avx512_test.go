@@ -4,39 +4,8 @@ package engine
 
 import (
 	"math"
-	"simd/archsimd"
 	"testing"
 )
-
-// TestExp8MatchesScalar: the 8-lane exponential gives exp64's bits on
-// values across its range, its clamps and non-finite inputs.
-func TestExp8MatchesScalar(t *testing.T) {
-	if !avx512 {
-		t.Skip("no AVX-512 on this CPU")
-	}
-	xs := []float64{0, -0.5, 1e-9, -1e-300, 3.7, -17.25, 88.7, 700, 709.5, -707.9, -708.5, -1e4,
-		math.Inf(1), math.Inf(-1), math.NaN(), 2, -3, 40}
-	r := newRNG(3)
-	for range 64 {
-		xs = append(xs, float64(r.uniform32()*60-30))
-	}
-	for len(xs)%16 != 0 {
-		xs = append(xs, 0.25)
-	}
-	p := make([]float64, len(xs))
-	for i := 0; i < len(xs); i += 16 {
-		a, b := exp8x2(archsimd.LoadFloat64x8Slice(xs[i:]), archsimd.LoadFloat64x8Slice(xs[i+8:]))
-		a.StoreSlice(p[i:])
-		b.StoreSlice(p[i+8:])
-	}
-	archsimd.ClearAVXUpperBits()
-	for i, x := range xs {
-		want := exp64(x)
-		if math.Float64bits(p[i]) != math.Float64bits(want) && !(math.IsNaN(p[i]) && math.IsNaN(want)) {
-			t.Errorf("exp8x2(%g) = %g, exp64 %g", x, p[i], want)
-		}
-	}
-}
 
 // BenchmarkSoftmaxExp times softmax's exponentials over 2048 scores
 // (in place as the forward takes them, widened to float64 as the
