@@ -678,10 +678,8 @@
 //     bits; the finite-difference and float64-reference checks pass with
 //     their tolerances unchanged. Golden sample logprobs
 //     (golden/testdata/sample_batch.txtar) moved in the 7th digit, the
-//     same tokens. BenchmarkAttentionLong, new ÷ old, interleaved under
-//     load (CPU time, ratios only): forward 0.85-0.94 at 2048 tokens,
-//     backward ~0.9 at 2048 and 0.7-0.9 at 512; the exponentials fell
-//     from ~20% to ~7% of the forward's profile. Two more passes went:
+//     same tokens. The exponentials fell from ~20% to ~7% of the forward's
+//     profile. Two more passes went:
 //     the forward stored its scaled scores before the exponentials
 //     (scaleMax16) and the backward divided by Σ (VDIVPD, 5% of its
 //     profile). Now both take the maximum of the raw scores (max16Vec:
@@ -691,7 +689,15 @@
 //     pass (same bits); the backward multiplies by 1/Σ (float64; p moves
 //     by an ulp of float64, far below the float32 it feeds).
 //     BenchmarkSoftmaxBlock, under load: 0.5 of the float64 softmax with
-//     exp32, 0.82-0.86 of that with the two passes gone.
+//     exp32, 0.82-0.86 of that with the two passes gone;
+//     BenchmarkSoftmaxExp 0.33-0.35 of the float64 exponentials per
+//     element. All of it against the build before (BenchmarkAttentionLong,
+//     four interleaved rounds on a machine loaded by other sessions, least
+//     CPU time, so ratios only): forward 0.84 at 512 tokens and 0.86 at
+//     2048, backward 0.85 and 0.91. What is left of the forward at 2048
+//     (profile): score tiles ~36%, weighted-sum tiles ~31%, the ascending
+//     float64 sums (attnSumRows8) ~6%, the query copy ~7%, the
+//     exponentials ~7%; of the backward the tiles ~72%.
 //   - Attention memory is linear in the sequence: no T×T matrix exists.
 //     The forward keeps only each query's output, and the backward
 //     recomputes one block's probabilities at a time (attnBackRows
