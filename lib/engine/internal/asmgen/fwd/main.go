@@ -36,8 +36,6 @@ func Generate() (asm, decl []byte, err error) {
 		tile4x6(ctx, bf, true)
 		row16(ctx, bf)
 	}
-	rowPair(ctx, 4)
-	rowPair(ctx, 8)
 	for _, k := range colsK {
 		cols(ctx, k)
 	}
