@@ -970,6 +970,29 @@
 // forkRows (2, 4, 16 against 8; both cores, wall time): medians
 // 0.98-1.02 with quartiles ±10%: no conclusion on a loaded machine.
 //
+// Row pairs (measured, not adopted). Stored two rows to a run (dword k of
+// pair p: row 2p's weight k in the low half, row 2p+1's in the high), one
+// 64-byte load gives 16 columns of two rows: VPSLLD $16 widens the first,
+// VPANDD with 0xFFFF0000 the second, the same products in the same order
+// (the same bits, checked), where the kernel takes a VPMOVZXWD (a load
+// and a shuffle) and a VPSLLD per row. A throwaway kernel (commit a65e8f5
+// on branch decodekernel, reverted) over 672 MiB of the 0.6B shapes,
+// paired ratios under load (load average 7-18), two pairs a group: one
+// thread 0.94-0.98 of the thread CPU time (the kernel against itself
+// 0.98-1.01; four pairs a group 0.95-0.98), two threads 0.96-0.98 of the
+// process CPU time (itself 0.99-1.02), wall time too noisy to read. About
+// 3%, so the layout stays: every reader of a bfloat16 matrix would move
+// with it (the AVX-512 and AVX2 forward tiles, the backward's widening
+// and packing, packVNNI, the Go rows and load16, the embedding's rowInto,
+// the latent slices), odd row counts would need a padding row, and most
+// of bf16 decode's distance to the bandwidth probe is not the kernel (one
+// thread alone streams at the probe's rate). Worth redoing once the fork
+// costs are gone: then the kernel's 3% is decode's 3%.
+//
+// The --bf16-compute decode (amxBF16T1N2, 98% of its CPU profile) ran its
+// one token as a 16-row tile, 15 rows zero; its tiles now have the
+// block's own rows (amxTileCfgs: same bits, TestAMXTilesStoreOnlyTheirTokens).
+//
 // Where a decoding step's wall time goes around the forks (decodefork):
 // a throwaway build stamped every fork of BenchmarkDecode/bf16 (the
 // offer, the worker's first claim, each side's last piece, the return)
