@@ -1020,6 +1020,56 @@
 // forkRows (2, 4, 16 against 8; both cores, wall time): medians
 // 0.98-1.02 with quartiles ±10%: no conclusion on a loaded machine.
 //
+// Row pairs (measured, not adopted). Stored two rows to a run (dword k of
+// pair p: row 2p's weight k in the low half, row 2p+1's in the high), one
+// 64-byte load gives 16 columns of two rows: VPSLLD $16 widens the first,
+// VPANDD with 0xFFFF0000 the second, the same products in the same order
+// (the same bits, checked), where the kernel takes a VPMOVZXWD (a load
+// and a shuffle) and a VPSLLD per row. A throwaway kernel (commit a65e8f5
+// on branch decodekernel, reverted) over 672 MiB of the 0.6B shapes,
+// paired ratios under load (load average 7-18), two pairs a group: one
+// thread 0.94-0.98 of the thread CPU time (the kernel against itself
+// 0.98-1.01; four pairs a group 0.95-0.98), two threads 0.96-0.98 of the
+// process CPU time (itself 0.99-1.02), wall time too noisy to read. About
+// 3%, so the layout stays: every reader of a bfloat16 matrix would move
+// with it (the AVX-512 and AVX2 forward tiles, the backward's widening
+// and packing, packVNNI, the Go rows and load16, the embedding's rowInto,
+// the latent slices), odd row counts would need a padding row, and most
+// of bf16 decode's distance to the bandwidth probe is not the kernel (one
+// thread alone streams at the probe's rate). Worth redoing once the fork
+// costs are gone: then the kernel's 3% is decode's 3%.
+//
+// The --bf16-compute decode (amxBF16T1N2, 98% of its CPU profile) ran its
+// one token as a 16-row tile, 15 rows zero; its tiles now have the
+// block's own rows (amxTileCfgs: same bits, TestAMXTilesStoreOnlyTheirTokens).
+//
+// Where a decoding step's wall time goes around the forks (decodefork):
+// a throwaway build stamped every fork of BenchmarkDecode/bf16 (the
+// offer, the worker's first claim, each side's last piece, the return)
+// over 12-token decodes, under load (load average 11-18, so medians per
+// product, no rates). A token is 113 forks: q/k/v, o, gate/up and down
+// per layer, and the lm_head; attention at these lengths runs on the
+// calling core. (1) Start skew: the worker claimed its first piece a
+// median 62-70 µs after the offer on every product, and 45% of the forks
+// ended before it arrived at all. The spin budget sat at spinMin (25 µs):
+// it learned from the gap up to the worker's own wake-up, and the wake-up
+// alone (~63 µs here) made every gap look longer than twice the budget,
+// so the worker went to sleep before nearly every product. It now learns
+// from the gap up to the offer (workerPool.learn). (2) Tails: the worker
+// left a median 40-50 µs before the caller's last piece was done, and the
+// lm_head's 8 pieces a worker were 19 MB each, over a millisecond of one
+// core; decoding's pieces are now guided (decodePieces: a 1/(4·workers)
+// share of what is left, down to 32K weights), 21-31 pieces a product,
+// 54 for the lm_head. (3) Serial code between forks: 3-4 ms a token
+// under load, most of it before o (q/k norms, rope, attention: ~50 µs a
+// layer) and the sampler. On a loaded machine a spinning worker and its
+// caller often share one CPU (the kernel groups each session's threads,
+// sched_autogroup): with a 500 µs budget the caller finished its last
+// piece ~515 µs after the worker left, i.e. only once the spin ran out,
+// and yielding the CPU while spinning (sched_yield) made the worker's
+// start 3-7 ms late instead. So A/B runs under load cannot show what a
+// longer spin gains on a quiet machine; take that from a quiet run.
+//
 // A bfloat16 KV cache for the float32 path was not built: a position's
 // keys and values take 224 KiB over the 28 layers in float32, so the
 // cache is 0.3-0.6% of a token's reads at the benchmark's 1-33 positions

@@ -210,14 +210,12 @@ func matMul(w mat, xs, ys [][]float32, accumulate bool) {
 		}
 		return
 	}
-	// Whole 16-row tiles for decoding's kernel.
-	forkRows(w.rows, 16, workers, func(lo, hi int) { matRows(w, xs, ys, lo, hi, accumulate) })
+	forkDecode([]mat{w}, xs, [][][]float32{ys}, workers, accumulate)
 }
 
 // matMulGroup computes yss[i] = ms[i]·xs for matrices that read the same
 // vectors (q, k and v; gate and up). Decoding (one to three vectors, no
-// matrix on the bf16 path) runs them as one fork over the pieces matMul
-// would cut each into (forkRows: whole 16-row blocks, 8 a worker): a
+// matrix on the bf16 path) runs them as one fork (forkDecode): a
 // decoding step's products are 50-300 µs each, and each fork costs a
 // hand-off to the other core and a tail where one core finishes its last
 // piece alone, so a layer takes four hand-offs and tails instead of seven.
@@ -239,18 +237,50 @@ func matMulGroup(ms []mat, xs [][]float32, yss [][][]float32) {
 		}
 		return
 	}
-	type piece struct{ w, lo, hi int }
-	var pieces []piece
+	forkDecode(ms, xs, yss, workers, false)
+}
+
+// forkDecode computes yss[i] = ms[i]·xs (or adds it) for decoding's one
+// to three vectors in one fork over decodePieces, whole 16-row blocks for
+// the one-row kernel.
+func forkDecode(ms []mat, xs [][]float32, yss [][][]float32, workers int, accumulate bool) {
+	ps := decodePieces(ms, 16, workers)
+	forkJoin(len(ps), func(i int) {
+		p := ps[i]
+		matRows(ms[p.w], xs, yss[p.w], p.lo, p.hi, accumulate)
+	})
+}
+
+// rowPiece is rows [lo, hi) of matrix w of a group.
+type rowPiece struct{ w, lo, hi int }
+
+// decodeMinPiece is the fewest weights of a decoding piece: 64 KiB of
+// bfloat16, a few µs of one core.
+const decodeMinPiece = 1 << 15
+
+// decodePieces cuts the rows of ms, in order, into pieces of whole align
+// blocks for forkJoin, guided: each takes a 1/(4·workers) share of the
+// weights still left, at least decodeMinPiece, so the first pieces are
+// large (few claims) and the last ones small. A fork ends with one core
+// finishing its last piece while the other waits; with 8 equal pieces a
+// worker that tail was a 16th of the product (lm_head: 19 MB of bfloat16
+// per piece, over a millisecond of one core each token).
+func decodePieces(ms []mat, align, workers int) []rowPiece {
+	left := 0
+	for _, w := range ms {
+		left += w.rows * w.cols
+	}
+	var ps []rowPiece
 	for i, w := range ms {
-		chunk := rowChunk(w.rows, 16, workers) // matMul's pieces
-		for lo := 0; lo < w.rows; lo += chunk {
-			pieces = append(pieces, piece{i, lo, min(lo+chunk, w.rows)})
+		for lo := 0; lo < w.rows; {
+			rows := max(left/(4*workers), decodeMinPiece) / max(w.cols, 1)
+			hi := min(lo+max(align, (rows+align-1)/align*align), w.rows)
+			ps = append(ps, rowPiece{i, lo, hi})
+			left -= (hi - lo) * w.cols
+			lo = hi
 		}
 	}
-	forkJoin(len(pieces), func(i int) {
-		p := pieces[i]
-		matRows(ms[p.w], xs, yss[p.w], p.lo, p.hi, false)
-	})
+	return ps
 }
 
 // forkRows runs rows over [0, n) in 8 pieces a worker (whole multiples of
