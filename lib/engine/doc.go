@@ -689,7 +689,9 @@
 //     pass (same bits); the backward multiplies by 1/Σ (float64; p moves
 //     by an ulp of float64, far below the float32 it feeds).
 //     BenchmarkSoftmaxBlock, under load: 0.5 of the float64 softmax with
-//     exp32, 0.82-0.86 of that with the two passes gone;
+//     exp32, 0.82-0.86 of that with the two passes gone, 0.88-0.90 of
+//     that with max16Vec's lanes halved in registers before the scalar
+//     max;
 //     BenchmarkSoftmaxExp 0.33-0.35 of the float64 exponentials per
 //     element. All of it against the build before (BenchmarkAttentionLong,
 //     four interleaved rounds on a machine loaded by other sessions, least
