@@ -202,9 +202,9 @@ func matMul(w mat, xs, ys [][]float32, accumulate bool) {
 		// Whole 6-row tiles for a batch's kernels (its vectors past the
 		// last group of four take 16 rows at a time and then single rows,
 		// so any piece suits them), one slice of the batch at a time.
-		step := p.tokenStep(w.cols, len(xs))
-		for t0 := 0; t0 < len(xs); t0 += step {
-			t1 := min(t0+step, len(xs))
+		s := p.tokenSlices(w.cols, len(xs))
+		for i := range s {
+			t0, t1 := sliceOf(len(xs), s, i)
 			q, xq, yq := p.tokens(w.cols, t0), xs[t0:t1], ys[t0:t1]
 			forkRows(w.rows, 6, workers, func(lo, hi int) { q.rows(w, xq, yq, lo, hi, accumulate) })
 		}

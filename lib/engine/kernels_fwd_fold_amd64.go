@@ -20,9 +20,11 @@ func matMulFoldAsm(w mat, xs, ys [][]float32, b mat, ts [][]float32, accumulate 
 	if fwdAVX2 || w.vn != nil || b.rows != w.rows || len(ts) != len(xs) || len(xs) < fwdColsMinTokens || fwdColsKernel(b) == nil {
 		return false
 	}
-	step := fwdPack{}.tokenStep(w.cols, len(xs))
-	if rest := len(xs) % step; step < fwdColsMinTokens || rest != 0 && rest < fwdColsMinTokens {
-		return false
+	s := fwdPack{}.tokenSlices(w.cols, len(xs))
+	for i := range s {
+		if t0, t1 := sliceOf(len(xs), s, i); t1-t0 < fwdColsMinTokens {
+			return false
+		}
 	}
 	p, ok := packForward(w, xs)
 	if !ok {
@@ -30,8 +32,8 @@ func matMulFoldAsm(w mat, xs, ys [][]float32, b mat, ts [][]float32, accumulate 
 	}
 	defer p.release()
 	workers := min(runtime.GOMAXPROCS(0), max(1, w.rows*w.cols*len(xs)/parallelMinWork))
-	for t0 := 0; t0 < len(xs); t0 += step {
-		t1 := min(t0+step, len(xs))
+	for i := range s {
+		t0, t1 := sliceOf(len(xs), s, i)
 		q, xq, tq, yq := p.tokens(w.cols, t0), xs[t0:t1], ts[t0:t1], ys[t0:t1]
 		piece := func(lo, hi int) { q.foldRows(w, xq, yq, b, tq, lo, hi, accumulate) }
 		if workers == 1 {

@@ -21,6 +21,7 @@ func TestMatMulFoldMatchesScalar(t *testing.T) {
 	for _, c := range []struct{ rows, cols, rank, m, slice int }{
 		{1000, 64, 32, 128, 0}, {3001, 96, 16, 131, 0}, {773, 1040, 64, 129, 0},
 		{2003, 64, 32, 256, 128}, {611, 64, 48, 262, 132},
+		{200, 64, 32, 1024, 192}, // even slices of 168-172, where steps of 192 left 64
 	} {
 		fwdSliceBytes = c.slice * packedLen(c.cols) // c.slice vectors a slice (0: whole)
 		w, _, xs := fwdCase(c.rows, c.cols, c.m, uint64(c.rows))
