@@ -342,7 +342,16 @@ func (ps *datumPass) mlpBackward(li int, dx [][]float32) [][]float32 {
 // trainLinear is Model.linear keeping the LoRA intermediate A·x in ts.
 func trainLinear(w mat, bias []float32, mod *trainModule, xs, ys, ts [][]float32, accumulate bool) {
 	if mod != nil && bias == nil { // B·t added while W·x is in cache, same bits
-		matMul(mod.pair.a, xs, ts, false)
+		a := mod.pair.a
+		if w.vn == nil && a.vn == nil && a.cols == w.cols {
+			if p, ok := packForward(w, xs); ok {
+				defer p.release() // A and W read xs packed once
+				matMulOn(p, a, xs, ts, false)
+				matMulFoldOn(p, w, xs, ys, mod.pair.b, ts, accumulate)
+				return
+			}
+		}
+		matMul(a, xs, ts, false)
 		matMulFold(w, xs, ys, mod.pair.b, ts, accumulate)
 		return
 	}

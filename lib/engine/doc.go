@@ -225,7 +225,13 @@
 //     rows padded by a line (0.97-1.01; the arena is advised huge, so a
 //     power-of-two row stride could have aliased in L2), and the fold
 //     at 64 vectors a slice so that o_proj and down (96-vector slices)
-//     take it (0.99-1.00).
+//     take it (0.99-1.00). Packing the batch is ~2% of a 2048-row
+//     product's time at M = 1024 and a third of a LoRA A's (32 rows),
+//     and each LoRA layer packed the same vectors for A and again for
+//     W: trainLinear now packs them once for both (matMulOn,
+//     matMulFoldOn), 0.96-0.99 of the pair's process CPU on the layer
+//     shapes (BenchmarkTrainLinearPackAB; TestTrainLinearPacksOnceKeepsBits).
+//     q, k and v (gate and up) still pack their shared input each.
 //   - A LoRA's B on the lm_head (issue 34, headfold). Its logits are
 //     two rounded sums, W·x in dotLanes order and then B·t (its own
 //     dotLanes sum over the rank) added, in training, in Forward and in

@@ -17,6 +17,31 @@ var fwdFoldBytes = 256 << 10
 // a slice of the batch is too small for fwdCols (fwdColsMinTokens): B's
 // own matMul would use it on the whole batch.
 func matMulFoldAsm(w mat, xs, ys [][]float32, b mat, ts [][]float32, accumulate bool) bool {
+	if !foldTakes(w, xs, b, ts) {
+		return false
+	}
+	p, ok := packForward(w, xs)
+	if !ok {
+		return false
+	}
+	defer p.release()
+	foldSlices(p, w, xs, ys, b, ts, accumulate)
+	return true
+}
+
+// matMulFoldOn is matMulFold on xs already packed for w (matMulOn).
+func matMulFoldOn(p fwdPack, w mat, xs, ys [][]float32, b mat, ts [][]float32, accumulate bool) {
+	if !foldTakes(w, xs, b, ts) {
+		matMulOn(p, w, xs, ys, accumulate)
+		matMul(b, ts, ys, true)
+		return
+	}
+	foldSlices(p, w, xs, ys, b, ts, accumulate)
+}
+
+// foldTakes reports whether matMulFoldAsm takes the product: B a fwdCols
+// product of W's rows and every slice of the batch large enough for it.
+func foldTakes(w mat, xs [][]float32, b mat, ts [][]float32) bool {
 	if fwdAVX2 || w.vn != nil || b.rows != w.rows || len(ts) != len(xs) || len(xs) < fwdColsMinTokens || fwdColsKernel(b) == nil {
 		return false
 	}
@@ -26,11 +51,12 @@ func matMulFoldAsm(w mat, xs, ys [][]float32, b mat, ts [][]float32, accumulate 
 			return false
 		}
 	}
-	p, ok := packForward(w, xs)
-	if !ok {
-		return false
-	}
-	defer p.release()
+	return true
+}
+
+// foldSlices is matMulFoldAsm's work on the packed batch p.
+func foldSlices(p fwdPack, w mat, xs, ys [][]float32, b mat, ts [][]float32, accumulate bool) {
+	s := p.tokenSlices(w.cols, len(xs))
 	workers := min(runtime.GOMAXPROCS(0), max(1, w.rows*w.cols*len(xs)/parallelMinWork))
 	for i := range s {
 		t0, t1 := sliceOf(len(xs), s, i)
@@ -42,7 +68,6 @@ func matMulFoldAsm(w mat, xs, ys [][]float32, b mat, ts [][]float32, accumulate 
 		}
 		forkRows(w.rows, 6, workers, piece)
 	}
-	return true
 }
 
 // foldRows computes rows [lo, hi) of W·x (written or added) + B·t for the

@@ -78,3 +78,40 @@ func checkFold(t *testing.T, name string, w mat, xs [][]float32, b mat, ts [][]f
 		}
 	}
 }
+
+// TestTrainLinearPacksOnceKeepsBits checks trainLinear with a LoRA (A
+// and W on one packed batch, matMulOn and matMulFoldOn) against the
+// scalar reference of its three products, t = A·x and y = W·x + B·t,
+// written and added, on one and two threads, where the fold takes the
+// batch and where it does not (a slice under fwdColsMinTokens, then a
+// rank the fold does not take).
+func TestTrainLinearPacksOnceKeepsBits(t *testing.T) {
+	if !fwdAsm {
+		t.Skip("the shared pack is the AVX-512 kernels', which this CPU lacks")
+	}
+	for _, c := range []struct{ rows, cols, rank, m int }{{301, 64, 32, 130}, {97, 1040, 16, 37}, {64, 96, 8, 160}} {
+		w, _, xs := fwdCase(c.rows, c.cols, c.m, uint64(c.rows))
+		a, _, _ := fwdCase(c.rank, c.cols, 1, uint64(c.rows+1))
+		b, _, _ := fwdCase(c.rows, c.rank, 1, uint64(c.rows+2))
+		mod := &trainModule{pair: &loraPair{a: a, b: b}}
+		for _, acc := range []bool{false, true} {
+			wantT := startRows(c.m, c.rank)
+			matRowsScalar(a, xs, wantT, 0, c.rank, false)
+			want := startRows(c.m, c.rows)
+			matRowsScalar(w, xs, want, 0, c.rows, acc)
+			matRowsScalar(b, wantT, want, 0, c.rows, true)
+			for _, procs := range []int{1, 2} {
+				ts, ys := startRows(c.m, c.rank), startRows(c.m, c.rows)
+				func() {
+					defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+					trainLinear(w, nil, mod, xs, ys, ts, acc)
+				}()
+				for i := range ys {
+					if !sameBits(ts[i], wantT[i]) || !sameBits(ys[i], want[i]) {
+						t.Fatalf("%dx%d rank %d M=%d acc=%v GOMAXPROCS=%d: vector %d differs from the scalar reference", c.rows, c.cols, c.rank, c.m, acc, procs, i)
+					}
+				}
+			}
+		}
+	}
+}

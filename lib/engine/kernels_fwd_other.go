@@ -21,3 +21,5 @@ func (p fwdPack) tokens(int, int) fwdPack                          { return p }
 func matMulFoldAsm(mat, [][]float32, [][]float32, mat, [][]float32, bool) bool { return false }
 
 func sliceOf(m, _, _ int) (int, int) { return 0, m }
+
+func matMulFoldOn(fwdPack, mat, [][]float32, [][]float32, mat, [][]float32, bool) {}
