@@ -227,11 +227,14 @@
 //     at 64 vectors a slice so that o_proj and down (96-vector slices)
 //     take it (0.99-1.00). Packing the batch is ~2% of a 2048-row
 //     product's time at M = 1024 and a third of a LoRA A's (32 rows),
-//     and each LoRA layer packed the same vectors for A and again for
-//     W: trainLinear now packs them once for both (matMulOn,
-//     matMulFoldOn), 0.96-0.99 of the pair's process CPU on the layer
-//     shapes (BenchmarkTrainLinearPackAB; TestTrainLinearPacksOnceKeepsBits).
-//     q, k and v (gate and up) still pack their shared input each.
+//     and the training forward packed each layer input once per
+//     product that reads it: A and W of every LoRA layer, q, k and v
+//     (six packs of one batch), gate and up (four). The products that
+//     read one batch now share its pack (packedIn, matMulOn,
+//     matMulFoldOn; TestTrainLinearPacksOnceKeepsBits): q, k and v
+//     0.95-0.96 of their process CPU, gate and up 0.98, one layer alone
+//     0.98 (BenchmarkTrainLinearPackAB, M = 1024, W cold, both cores,
+//     paired, a loaded machine).
 //   - A LoRA's B on the lm_head (issue 34, headfold). Its logits are
 //     two rounded sums, W·x in dotLanes order and then B·t (its own
 //     dotLanes sum over the rank) added, in training, in Forward and in

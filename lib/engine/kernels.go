@@ -219,11 +219,56 @@ func matMulSlices(p fwdPack, w mat, xs, ys [][]float32, accumulate bool, workers
 	}
 }
 
-// matMulOn is matMul for a float32 w on xs already packed (p, from
-// packForward on xs and a matrix of w's columns): a LoRA layer's A and
-// W read the same vectors, and packing them once for both saves one of
-// two packs (each ~2% of a 2048-row product's time at M = 1024, a third
-// of A's own).
+// packedIn is a batch packed once (packForward) for the products of n
+// columns that read it, or nothing (ok false): a LoRA layer's A and W,
+// and q, k and v (gate and up), read the same vectors.
+type packedIn struct {
+	p  fwdPack
+	n  int
+	ok bool
+}
+
+// packIn packs xs for w's kernels and every product like w (not a bf16
+// split matrix, the same columns).
+func packIn(w mat, xs [][]float32) packedIn {
+	if w.vn != nil {
+		return packedIn{}
+	}
+	p, ok := packForward(w, xs)
+	return packedIn{p, w.cols, ok}
+}
+
+func (in packedIn) release() {
+	if in.ok {
+		in.p.release()
+	}
+}
+
+// takes reports whether w's product can run on the packed batch.
+func (in packedIn) takes(w mat) bool { return in.ok && w.vn == nil && w.cols == in.n }
+
+// mul is matMul on the packed batch where it suits w.
+func (in packedIn) mul(w mat, xs, ys [][]float32, accumulate bool) {
+	if in.takes(w) {
+		matMulOn(in.p, w, xs, ys, accumulate)
+		return
+	}
+	matMul(w, xs, ys, accumulate)
+}
+
+// fold is matMulFold on the packed batch where it suits w.
+func (in packedIn) fold(w mat, xs, ys [][]float32, b mat, ts [][]float32, accumulate bool) {
+	if in.takes(w) {
+		matMulFoldOn(in.p, w, xs, ys, b, ts, accumulate)
+		return
+	}
+	matMulFold(w, xs, ys, b, ts, accumulate)
+}
+
+// matMulOn is matMul for a w without a bf16 split on xs already packed
+// (p, from packForward on xs and a matrix of w's columns; packedIn):
+// packing is ~2% of a 2048-row product's time at M = 1024 and a third
+// of a LoRA A's own.
 func matMulOn(p fwdPack, w mat, xs, ys [][]float32, accumulate bool) {
 	work := w.rows * w.cols * len(xs)
 	workers := min(runtime.GOMAXPROCS(0), max(1, work/parallelMinWork))

@@ -79,38 +79,61 @@ func checkFold(t *testing.T, name string, w mat, xs [][]float32, b mat, ts [][]f
 	}
 }
 
-// TestTrainLinearPacksOnceKeepsBits checks trainLinear with a LoRA (A
-// and W on one packed batch, matMulOn and matMulFoldOn) against the
-// scalar reference of its three products, t = A·x and y = W·x + B·t,
-// written and added, on one and two threads, where the fold takes the
-// batch and where it does not (a slice under fwdColsMinTokens, then a
-// rank the fold does not take).
+// TestTrainLinearPacksOnceKeepsBits checks LoRA linears on one packed
+// batch (packedIn: A and W, and a second layer reading the same vectors,
+// as k after q) against the scalar reference of t = A·x and y = W·x
+// (+ bias) + B·t, written and added, on one and two threads, where the
+// fold takes the batch and where it does not (a batch under
+// fwdColsMinTokens, a rank the fold does not take, a bias).
 func TestTrainLinearPacksOnceKeepsBits(t *testing.T) {
 	if !fwdAsm {
 		t.Skip("the shared pack is the AVX-512 kernels', which this CPU lacks")
 	}
-	for _, c := range []struct{ rows, cols, rank, m int }{{301, 64, 32, 130}, {97, 1040, 16, 37}, {64, 96, 8, 160}} {
-		w, _, xs := fwdCase(c.rows, c.cols, c.m, uint64(c.rows))
-		a, _, _ := fwdCase(c.rank, c.cols, 1, uint64(c.rows+1))
-		b, _, _ := fwdCase(c.rows, c.rank, 1, uint64(c.rows+2))
-		mod := &trainModule{pair: &loraPair{a: a, b: b}}
+	for _, c := range []struct {
+		rows, cols, rank, m int
+		bias                bool
+	}{{301, 64, 32, 130, false}, {97, 1040, 16, 37, false}, {64, 96, 8, 160, false}, {50, 64, 32, 130, true}} {
+		name := fmt.Sprintf("%dx%d rank %d M=%d bias=%v", c.rows, c.cols, c.rank, c.m, c.bias)
+		_, _, xs := fwdCase(1, c.cols, c.m, uint64(c.rows))
+		type layer struct {
+			w, a, b mat
+			bias    []float32
+		}
+		ls := make([]layer, 2)
+		for i := range ls {
+			l := &ls[i]
+			l.w, _, _ = fwdCase(c.rows+i, c.cols, 1, uint64(c.rows+10*i+1))
+			l.a, _, _ = fwdCase(c.rank, c.cols, 1, uint64(c.rows+10*i+2))
+			l.b, _, _ = fwdCase(c.rows+i, c.rank, 1, uint64(c.rows+10*i+3))
+			if c.bias {
+				l.bias = startRows(1, c.rows+i)[0]
+			}
+		}
 		for _, acc := range []bool{false, true} {
-			wantT := startRows(c.m, c.rank)
-			matRowsScalar(a, xs, wantT, 0, c.rank, false)
-			want := startRows(c.m, c.rows)
-			matRowsScalar(w, xs, want, 0, c.rows, acc)
-			matRowsScalar(b, wantT, want, 0, c.rows, true)
 			for _, procs := range []int{1, 2} {
-				ts, ys := startRows(c.m, c.rank), startRows(c.m, c.rows)
 				func() {
 					defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-					trainLinear(w, nil, mod, xs, ys, ts, acc)
-				}()
-				for i := range ys {
-					if !sameBits(ts[i], wantT[i]) || !sameBits(ys[i], want[i]) {
-						t.Fatalf("%dx%d rank %d M=%d acc=%v GOMAXPROCS=%d: vector %d differs from the scalar reference", c.rows, c.cols, c.rank, c.m, acc, procs, i)
+					in := packIn(ls[0].w, xs)
+					defer in.release()
+					for i, l := range ls {
+						ts, ys := startRows(c.m, c.rank), startRows(c.m, l.w.rows)
+						in.linear(l.w, l.bias, &trainModule{pair: &loraPair{a: l.a, b: l.b}}, xs, ys, ts, acc)
+						wantT, want := startRows(c.m, c.rank), startRows(c.m, l.w.rows)
+						matRowsScalar(l.a, xs, wantT, 0, c.rank, false)
+						matRowsScalar(l.w, xs, want, 0, l.w.rows, acc)
+						for _, y := range want {
+							for j, b := range l.bias {
+								y[j] += b
+							}
+						}
+						matRowsScalar(l.b, wantT, want, 0, l.w.rows, true)
+						for v := range ys {
+							if !sameBits(ts[v], wantT[v]) || !sameBits(ys[v], want[v]) {
+								t.Fatalf("%s layer %d acc=%v GOMAXPROCS=%d: vector %d differs from the scalar reference", name, i, acc, procs, v)
+							}
+						}
 					}
-				}
+				}()
 			}
 		}
 	}
