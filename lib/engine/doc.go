@@ -413,6 +413,33 @@
 //     product (M = 1024: half the packing per token), and q/k/v (and
 //     gate/up), which add into one dx: one matMulTAsm call with all six
 //     terms in the same order keeps each element's chain, so its bits.
+//   - matMulT's gap to the tile, measured in place (issue 34, bwdpack; one
+//     thread, W cold on 2 MiB pages as a training step has it, paired
+//     ratios at load 10-16): the block ran at 0.79-0.84 of the FMA loop at
+//     both 512 and 1024 tokens, so packing, whose share halves from 512
+//     to 1024, is not most of it. Taking one piece away at a time: the
+//     packing tiles 0.95-0.98 of the time, A hot 0.97, C hot (the same six
+//     rows for every tile) 0.95-0.96, all three 0.88. C is each tile's
+//     start: 24 lines from L3 before its first multiply-add. A product
+//     that overwrites dx (accumulate false) cleared dx and then loaded the
+//     zeros back in every tile of its first 1024 weight rows; those tiles
+//     now start their accumulators at +0 (the bwdRF…Z, bwdRG…Z and
+//     bwdPack…Z tiles, VPXORD): the value the cleared dx gave them, so the
+//     same bits (TestBackwardAsmMatchesScalar and
+//     TestMatMulTLoRAMatchesTwoCalls start from random dx). Zero start ÷
+//     clear-and-add (BenchmarkBackwardZeroStart): 0.95-0.97 where the
+//     weights have 1024 rows (o_proj, down_proj: one block of rows),
+//     0.97-1.0 where they have 2048-3072. Tried without gain: every
+//     other panel's tiles walking the batch from its end, so that the
+//     next panel finds the last tiles' A rows in L2: 0.97-1.0 at 512
+//     tokens, 1.0 at 1024; packing a column block's four panels before its
+//     tiles, reading 1 KiB of each weight row at once (2 MiB pages):
+//     1.04-1.08× the time, so a core reads W from DRAM at ~5 GB/s however
+//     the rows are cut, and only the packing tile's overlap hides part of
+//     it. Where packing weighs most: the output layer's backward
+//     (headChunk = 128 positions a pass, W the whole vocabulary):
+//     matMulT on 32768 × 1024 ran at 0.71 of the FMA loop at M = 128,
+//     0.75 at 256 and 0.82 at 512 (same run, W cold).
 //   - Other vector kernels (kernels_simd.go, GOEXPERIMENT=simd on amd64
 //     with AVX2) give the scalar kernels' bits: a lane holds one output
 //     element and adds its products in the same order (MulAdd in the
