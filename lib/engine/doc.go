@@ -196,6 +196,45 @@
 //     CPU, so the balancing under load stays). Reordering the pieces over a block of tiles has
 //     the same footprint problem: the accumulators (64 bytes an output)
 //     of a core's rows for 96 tokens take as much L2 as the slice.
+//   - The forward products in situ, second look (issue 34, fwdstream).
+//     Timed inside the wide4 2 × 512 step (process CPU around each
+//     matMulFold at K = 1024, B's FLOPs counted, against the FMA loop on
+//     both cores just before the step; a loaded machine): the lm_head
+//     at 79-85%, the same weights alone at M = 128 77%, so the head
+//     runs in the step as it does alone. The layers' products (q, k, v,
+//     gate, up at M = 1024, the two datums batched) ran at 72%: matMul
+//     cut the batch in fixed steps of 192 vectors, which left a last
+//     slice of 64, and a slice under fwdColsMinTokens keeps the fold off
+//     the whole batch (B·t then a second pass over all outputs) besides
+//     ending each product on a slice too small to balance. Slices now
+//     share the groups evenly (sliceOf): 0.94-0.96 of matMulFold's
+//     process CPU at M = 1024 on the 0.6B layer shapes (paired in one
+//     process, weights cold, both cores), the layers then at 78% in situ
+//     (TestMatMulFoldMatchesScalar's M = 1024 case pins that the fold
+//     takes such a batch). What is left is spread thin: one thread
+//     loses 10-11% inside the tile with everything in L1 (the lane tree
+//     and row stores ~5%, which no tile shape changes since the tree is
+//     per output and the products per output are K/16; the prefetch
+//     and loop uops 2-6%, a variant without prefetches in L1 0.94-0.98);
+//     two workers take 0.99-1.04 of one worker's CPU for the same
+//     product; weights cold against hot 0.97-0.99; B's fwdCols, 3% of
+//     a layer product's FLOPs at a lower rate. Measured and dropped:
+//     the chunk loop unrolled 2 and 4 times (one pointer update and
+//     branch per 2 or 4 steps: 0.98-1.02 of the CPU with W cold on both
+//     cores), output rows in huge pages against 4 KiB pages and against
+//     rows padded by a line (0.97-1.01; the arena is advised huge, so a
+//     power-of-two row stride could have aliased in L2), and the fold
+//     at 64 vectors a slice so that o_proj and down (96-vector slices)
+//     take it (0.99-1.00). Packing the batch is ~2% of a 2048-row
+//     product's time at M = 1024 and a third of a LoRA A's (32 rows),
+//     and the training forward packed each layer input once per
+//     product that reads it: A and W of every LoRA layer, q, k and v
+//     (six packs of one batch), gate and up (four). The products that
+//     read one batch now share its pack (packedIn, matMulOn,
+//     matMulFoldOn; TestTrainLinearPacksOnceKeepsBits): q, k and v
+//     0.95-0.96 of their process CPU, gate and up 0.98, one layer alone
+//     0.98 (BenchmarkTrainLinearPackAB, M = 1024, W cold, both cores,
+//     paired, a loaded machine).
 //   - A LoRA's B on the lm_head (issue 34, headfold). Its logits are
 //     two rounded sums, W·x in dotLanes order and then B·t (its own
 //     dotLanes sum over the rank) added, in training, in Forward and in
