@@ -884,11 +884,15 @@
 //     rank 32 on every target, median of paired per-round ratios, load
 //     10-17, so ratios only), chunk 512 ÷ chunk 128: 0.6B 2 × 512 0.97
 //     CPU, 0.97 wall (3 rounds); the 0.6B widths with one layer (the head
-//     most of the step) 0.88 CPU (4 rounds); WIDE4_RESULT. 2 × 128 has
-//     one chunk a datum either way. The cost is memory where a datum keeps
-//     its activations: the 0.6B 2 × 512 step's peak RSS 5,469 → 5,698 MiB
-//     (BenchmarkTrainMemory, arena 2,573 → 2,796 MiB), 4%, for 3% of the
-//     step. The logits and the head's gradients of A·x are now freed when
+//     most of the step) 0.88 CPU, chunk 256 0.97 (4 rounds); wide4
+//     1 × 2048 0.97 CPU, 0.92 wall (3 rounds). 2 × 128 has one chunk a
+//     datum either way. The cost is memory where a datum keeps its
+//     activations, about 220 MiB of arena at 512 positions and more: the
+//     0.6B 2 × 512 step's peak RSS 5,469 → 5,698 MiB (BenchmarkTrainMemory,
+//     arena 2,573 → 2,796 MiB), 4%, for 3% of the step; the wide4 shapes'
+//     arenas 442 → 665 MiB (2 × 512) and 825 → 1,033 (1 × 2048), still
+//     well under PyTorch's peak there. headBytes is the knob if memory
+//     matters more. The logits and the head's gradients of A·x are now freed when
 //     the head is done, so the backward's dx and layer scratch reuse them
 //     (ActivationBytes takes the larger of the two, TestActivationBytes
 //     pins it exact): a recomputing datum, whose one layer's scratch is
