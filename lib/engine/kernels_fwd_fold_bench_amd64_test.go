@@ -11,9 +11,9 @@ import (
 // run of W·x's rows while they are in cache) with the two products one
 // after the other (matMul, then B's matMul adding): a quarter of the
 // 0.6B lm_head at M = 128 (the head's chunk until it became 512) and
-// three layer shapes at M = 512, rank 32, W cold (coldMats) as in a training step, on every worker:
-// medians of paired ratios fold/two of process CPU time; below 1 the
-// fold is faster.
+// three layer shapes at M = 512, rank 32, W cold (coldMats) as in a
+// training step, on every worker: medians of paired ratios fold/two of
+// process CPU time; below 1 the fold is faster.
 func BenchmarkForwardFoldAB(b *testing.B) {
 	if !fwdAsm {
 		b.Skip("the fold runs on the AVX-512 kernels")
