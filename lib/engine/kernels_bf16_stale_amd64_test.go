@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -55,6 +56,44 @@ func checkStalePack(t *testing.T, name string, w mat, xs [][]float32) {
 	for b := range got {
 		if !sameBits(got[b], want[b]) {
 			t.Fatalf("%s: vector %d packed over stale rows differs from a fresh buffer", name, b)
+		}
+	}
+}
+
+// TestBF16RowsOverStaleSums: bf16Rows's buffer of sums (pooled), left
+// full of NaNs, gives the bits of a zeroed one on both kernels, for decoding's
+// one to three tokens and batches, whole and partial row ranges, written
+// and added: the kernels store every sum that bf16Put reads.
+func TestBF16RowsOverStaleSums(t *testing.T) {
+	needBF16(t)
+	rng := rand.New(rand.NewPCG(23, 24))
+	w := randBF16Mat(rng, 100, 96)
+	for _, m := range []int{1, 3, 5, 20, 40} {
+		var pp []uint16
+		xb := packBF16Rows(randVecs(rng, m, w.cols), w.cols, &pp)
+		for _, c := range []struct {
+			lo, hi int
+			acc    bool
+		}{{0, 100, false}, {7, 90, false}, {0, 100, true}} {
+			for _, amx := range []bool{false, true} {
+				if amx && !amxReady() {
+					continue
+				}
+				withAMX(amx, func() {
+					want, got := newOutputs(m, w.rows), newOutputs(m, w.rows)
+					bf16RowsOn(w, xb, m, want, c.lo, c.hi, c.acc, new(bf16Sums))
+					stale := new(bf16Sums)
+					for i := range stale {
+						stale[i] = float32(math.NaN())
+					}
+					bf16RowsOn(w, xb, m, got, c.lo, c.hi, c.acc, stale)
+					for b := range got {
+						if !sameBits(got[b], want[b]) {
+							t.Fatalf("m=%d %+v amx=%v: vector %d over stale sums differs from zeroed ones", m, c, amx, b)
+						}
+					}
+				})
+			}
 		}
 	}
 }
