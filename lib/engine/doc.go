@@ -554,9 +554,10 @@
 //     a quarter of the forward's CPU at 512 tokens. Together about 1.5×
 //     less CPU for the 512-token forward and 1.3× for the backward
 //     (BenchmarkAttentionLong, interleaved with the previous build on a
-//     loaded 2-core Xeon: ratios only). Softmax's exponentials run on
-//     eight float64 lanes (exp8x2 in kernels_exp_simd.go, exp64's bits)
-//     for both attention directions.
+//     loaded 2-core Xeon: ratios only). The backward's softmax
+//     exponentials run on eight float64 lanes (exp8x2 in
+//     kernels_exp_simd.go, exp64's bits), the forward's on sixteen
+//     float32 lanes (exp32; "Softmax in float32" below).
 //   - Attention's vector kernels end with archsimd.ClearAVXUpperBits
 //     (VZEROUPPER; Go does not emit it). Go loads scalar float constants
 //     and reloads spills with legacy SSE instructions; inside a loop of
@@ -598,8 +599,8 @@
 //     earlier queries first). In archsimd, four outputs per pass of the
 //     weighted sums (eight accumulators) had been slower: the compiler
 //     allocates 15 vector registers and spilled two accumulators every
-//     row. Each query's softmax sums (Σ exp, Σ p·dp) run in sumLanes'
-//     eight float64 lanes and tree (dot64Lanes for the second) and its
+//     row. Each query's softmax sums (Σ exp, Σ p·dp) run in eight
+//     float64 lanes and a fixed tree (now expScores32 and dot64Lanes) and its
 //     maximum comes from max32Vec over the raw scores: as one ascending
 //     chain each, with Go's scalar max, softmaxGrad had taken as much of
 //     a 512-token backward as the score products. That changed the
@@ -636,9 +637,9 @@
 //     build before (BenchmarkAttentionLong, interleaved, best CPU time of
 //     three runs each on a machine loaded by other sessions, so ratios
 //     only): forward 1.9× and backward 1.9× less CPU at 512 tokens, 1.6×
-//     and 1.5× at 2048. Left as they were: exp64's precision (a float32
+//     and 1.5× at 2048. Left as they were then: exp64's precision (a float32
 //     exponential would be cheaper but changes every probability's bits
-//     and the pinned references) and the division p/Σ (a correctly
+//     and the pinned references; since done, "Softmax in float32") and the division p/Σ (a correctly
 //     rounded quotient needs the divide).
 //   - Attention tiles (issue 34, "attntiles"; no bits changed). Measured
 //     alone (BenchmarkAttnTiles, one thread, operands in L1, against the
@@ -682,11 +683,62 @@
 //     two threads the forward 0.86-0.87 and 0.83-0.99). In place the
 //     tiles now run at about two thirds to three quarters of the loop
 //     (profile, 2048 tokens); the forward's softmax (float64 exponentials for the bits,
-//     ascending sums) is now about 30% of it and the next lever.
+//     ascending sums) is now about 30% of it and the next lever (taken:
+//     "Softmax in float32" below).
 //     Profiles of these benchmarks put 11-16% of the samples on
 //     runtime.asyncPreempt's first instruction; with
 //     GODEBUG=asyncpreemptoff=1 the CPU time is the same, so that share is
 //     the profiler's, not a cost of the kernels.
+//   - Softmax in float32 (issue 34, "softexp"; changes the
+//     probabilities in the last bits). The forward's numerators were
+//     float32(exp64(s − max)): a float64 exponential of degree 13 on
+//     eight lanes, rounded to float32 at once, so its 1e-16 accuracy was
+//     thrown away, and exp8x2 with its constants was ~20% of a
+//     2048-token forward (profile), the whole softmax 28%. They are now
+//     exp32 (kernels_exp32.go): the same reduction in float32, a degree-7
+//     Taylor polynomial (truncation under 1e-8 relative), every step one
+//     float32 fused multiply-add, on sixteen lanes (AVX-512; eight with
+//     AVX2; fma32 in the scalar body), within 1 ulp of e^x rounded to
+//     float32 (TestExp32Accuracy), as PyTorch's vectorised expf is. Each
+//     lane does the scalar body's operations (TestExp32VecMatchesScalar),
+//     and a row's last few go through masked loads and stores, so a
+//     probability's bits still depend only on its row, not on its batch,
+//     block or the thread count. The float64 exponential had been chosen
+//     to share exp64 with the loss and SiLU (which keep it), not for the
+//     accuracy, which the rounding discarded.
+//     The backward had recomputed the probabilities from the scores in
+//     float64 throughout (float64 scale, exp64 on eight lanes: 7% of a
+//     2048-token backward). It now recomputes the forward's own
+//     numerators (expScores32: float32 scale and maximum, exp32, widened
+//     to float64 and summed in the same pass, sixteen lanes), so the
+//     gradient is that of the function the forward computed; the
+//     normalisation, Σ p·dp and ds stay float64. attentionBackwardRef spells the same
+//     steps out per position; TestSoftmaxGradPathsMatch pins the paths'
+//     bits; the finite-difference and float64-reference checks pass with
+//     their tolerances unchanged. Golden sample logprobs
+//     (golden/testdata/sample_batch.txtar) moved in the 7th digit, the
+//     same tokens. The exponentials fell from ~20% to ~7% of the forward's
+//     profile. Two more passes went:
+//     the forward stored its scaled scores before the exponentials
+//     (scaleMax16) and the backward divided by Σ (VDIVPD, 5% of its
+//     profile). Now both take the maximum of the raw scores (max16Vec:
+//     sixteen lanes, two chains; the single 8-lane chain of max32Vec
+//     waited on every max) times scale, which is the same float32 as the
+//     maximum of the scaled scores, and scale inside the exponentials'
+//     pass (same bits); the backward multiplies by 1/Σ (float64; p moves
+//     by an ulp of float64, far below the float32 it feeds).
+//     BenchmarkSoftmaxBlock, under load: 0.5 of the float64 softmax with
+//     exp32, 0.82-0.86 of that with the two passes gone, 0.88-0.90 of
+//     that with max16Vec's lanes halved in registers before the scalar
+//     max;
+//     BenchmarkSoftmaxExp 0.33-0.35 of the float64 exponentials per
+//     element. All of it against the build before (BenchmarkAttentionLong,
+//     four interleaved rounds on a machine loaded by other sessions, least
+//     CPU time, so ratios only): forward 0.84 at 512 tokens and 0.86 at
+//     2048, backward 0.85 and 0.91. What is left of the forward at 2048
+//     (profile): score tiles ~36%, weighted-sum tiles ~31%, the ascending
+//     float64 sums (attnSumRows8) ~6%, the query copy ~7%, the
+//     exponentials ~7%; of the backward the tiles ~72%.
 //   - Attention memory is linear in the sequence: no T×T matrix exists.
 //     The forward keeps only each query's output, and the backward
 //     recomputes one block's probabilities at a time (attnBackRows
