@@ -53,7 +53,7 @@ func coldStart(bins []string) error {
 		c := 3 + 2*(i-2)
 		cmds[c].copies, cmds[c+1].copies = copies, copies
 	}
-	const runs = 45
+	const runs = coldRuns
 	env := append(os.Environ(), "TINKER_API_KEY=", "NO_COLOR=1")
 	res, err := measureRounds(runs, len(cmds), func(c, round int) []string { return cmds[c].argv(round) }, env, nil)
 	if err != nil {
@@ -70,8 +70,15 @@ func coldStart(bins []string) error {
 // start differently: on this VM two copies of one tinker made minutes
 // apart differed by 9% in CPU time over 300 interleaved runs, more than
 // most changes one wants to see. Rotating over copies written at the same
-// moment spreads that over every program alike.
-const copiesPerProgram = 3
+// moment spreads that over every program alike. Two sets of copies of one
+// binary, timed against each other, came within 0.95-1.0 of each other
+// with one copy each, 0.985-1.002 with three and 0.997 with twelve
+// (interleaved, under load), so eight.
+const copiesPerProgram = 8
+
+// coldRuns is how many times each command runs: a multiple of
+// copiesPerProgram, so each copy is taken equally often.
+const coldRuns = 48
 
 // coldCmd is one measured command: a program's copies, taken in turn, and
 // its arguments.

@@ -87,6 +87,13 @@ func TestCopyInPages(t *testing.T) {
 	}
 }
 
+// TestColdRunsTakeEachCopyAlike: the runs cover the copies evenly.
+func TestColdRunsTakeEachCopyAlike(t *testing.T) {
+	if copiesPerProgram < 2 || coldRuns%copiesPerProgram != 0 {
+		t.Errorf("%d runs over %d copies: each copy would not run equally often", coldRuns, copiesPerProgram)
+	}
+}
+
 // TestColdCommandsRotateCopies: each round runs the next of a program's
 // copies, which hold the program's bytes in files of their own.
 func TestColdCommandsRotateCopies(t *testing.T) {

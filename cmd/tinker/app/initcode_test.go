@@ -35,15 +35,7 @@ func TestOwnInitCodeStaysSmall(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads the ELF symbol table")
 	}
-	const module = "github.com/tinkershell/tinker"
-	bin := filepath.Join(t.TempDir(), "tinker")
-	// As make build does, but keeping the symbol table, which is what is read.
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, module+"/cmd/tinker")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	perPkg, err := initCodeSizes(bin, module)
+	perPkg, err := initCodeSizes(buildWithSymbols(t), module)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,6 +55,22 @@ func TestOwnInitCodeStaysSmall(t *testing.T) {
 		}
 	}
 	t.Logf("init code: %d bytes\n%s", total, listSizes(perPkg))
+}
+
+// module is this module's path, the prefix of its packages and symbols.
+const module = "github.com/tinkershell/tinker"
+
+// buildWithSymbols builds tinker as make build does, but keeping the
+// symbol table, which is what these tests read.
+func buildWithSymbols(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "tinker")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, module+"/cmd/tinker")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	return bin
 }
 
 // initPkg is the package of an init function: pkg.init, pkg.init.N (func

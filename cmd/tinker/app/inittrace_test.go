@@ -58,6 +58,35 @@ var unlinkedPrefixes = []string{
 	"google.golang.org/protobuf/", // lib/tinkerproto encodes the wire messages itself
 }
 
+// TestBinaryLinksNoUnlinkedPrefix checks tinker's package list, not only
+// the initialisers that run: a dependency dropped for its start cost must
+// not come back through another import.
+func TestBinaryLinksNoUnlinkedPrefix(t *testing.T) {
+	pkgs := goListDeps(t, module+"/cmd/tinker")
+	if len(pkgs) < 100 {
+		t.Fatalf("go list -deps named %d packages; has its output changed?", len(pkgs))
+	}
+	for _, pkg := range pkgs {
+		for _, p := range unlinkedPrefixes {
+			if strings.HasPrefix(pkg, p) {
+				t.Errorf("tinker links %s: every start would pay its initialisation", pkg)
+			}
+		}
+	}
+}
+
+// goListDeps is pkg and every package it links, as `make build` builds it.
+func goListDeps(t *testing.T, pkg string) []string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps", pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	return strings.Fields(string(out))
+}
+
 type initCost struct {
 	pkg           string
 	bytes, allocs int
