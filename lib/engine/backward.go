@@ -147,9 +147,11 @@ func (ps *datumPass) forwardLayer(li int, x, spare [][]float32) (next, nextSpare
 	ps.setCache(li, ks, vs, kvd)
 	k, v := ar.view(ks, n, kvd), ar.view(vs, n, kvd)
 	a.t[tQ], a.t[tK], a.t[tV] = ps.tRows(tl.q), ps.tRows(tl.k), ps.tRows(tl.v)
-	trainLinear(lw.q, lw.qBias, tl.q, a.xn1, a.q, a.t[tQ], false)
-	trainLinear(lw.k, lw.kBias, tl.k, a.xn1, k, a.t[tK], false)
-	trainLinear(lw.v, lw.vBias, tl.v, a.xn1, v, a.t[tV], false)
+	in := packIn(lw.q, a.xn1) // q, k and v read it packed once
+	in.linear(lw.q, lw.qBias, tl.q, a.xn1, a.q, a.t[tQ], false)
+	in.linear(lw.k, lw.kBias, tl.k, a.xn1, k, a.t[tK], false)
+	in.linear(lw.v, lw.vBias, tl.v, a.xn1, v, a.t[tV], false)
+	in.release()
 	if lw.qNorm != nil {
 		a.qRaw, a.kRaw = ar.rowsToFill(n, qd), ar.rowsToFill(n, kvd)
 	}
@@ -218,8 +220,10 @@ func (ps *datumPass) mlpForward(li int, next [][]float32) {
 	w := c.mlpWidth(li)
 	a.g, a.u, a.h = ar.rowsToFill(n, w), ar.rowsToFill(n, w), ar.rowsToFill(n, w)
 	a.t[tGate], a.t[tUp], a.t[tDown] = ps.tRows(tl.gate), ps.tRows(tl.up), ps.tRows(tl.down)
-	trainLinear(lw.gate, nil, tl.gate, a.xn2, a.g, a.t[tGate], false)
-	trainLinear(lw.up, nil, tl.up, a.xn2, a.u, a.t[tUp], false)
+	in := packIn(lw.gate, a.xn2) // gate and up read it packed once
+	in.linear(lw.gate, nil, tl.gate, a.xn2, a.g, a.t[tGate], false)
+	in.linear(lw.up, nil, tl.up, a.xn2, a.u, a.t[tUp], false)
+	in.release()
 	eachRow(n, w, func(p int) { siluMul(a.h[p], a.g[p], a.u[p]) })
 	trainLinear(lw.down, nil, tl.down, a.h, next, a.t[tDown], true)
 }
@@ -341,12 +345,20 @@ func (ps *datumPass) mlpBackward(li int, dx [][]float32) [][]float32 {
 
 // trainLinear is Model.linear keeping the LoRA intermediate A·x in ts.
 func trainLinear(w mat, bias []float32, mod *trainModule, xs, ys, ts [][]float32, accumulate bool) {
+	in := packIn(w, xs)
+	defer in.release()
+	in.linear(w, bias, mod, xs, ys, ts, accumulate)
+}
+
+// linear is trainLinear on xs packed in (the batch of every product
+// that reads it: a LoRA's A and W, and q, k and v or gate and up).
+func (in packedIn) linear(w mat, bias []float32, mod *trainModule, xs, ys, ts [][]float32, accumulate bool) {
 	if mod != nil && bias == nil { // B·t added while W·x is in cache, same bits
-		matMul(mod.pair.a, xs, ts, false)
-		matMulFold(w, xs, ys, mod.pair.b, ts, accumulate)
+		in.mul(mod.pair.a, xs, ts, false)
+		in.fold(w, xs, ys, mod.pair.b, ts, accumulate)
 		return
 	}
-	matMul(w, xs, ys, accumulate)
+	in.mul(w, xs, ys, accumulate)
 	if bias != nil {
 		for _, y := range ys[:len(xs)] {
 			for j, b := range bias {
@@ -355,7 +367,7 @@ func trainLinear(w mat, bias []float32, mod *trainModule, xs, ys, ts [][]float32
 		}
 	}
 	if mod != nil {
-		matMul(mod.pair.a, xs, ts, false)
+		in.mul(mod.pair.a, xs, ts, false)
 		matMul(mod.pair.b, ts, ys, true)
 	}
 }

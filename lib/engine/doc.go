@@ -196,6 +196,45 @@
 //     CPU, so the balancing under load stays). Reordering the pieces over a block of tiles has
 //     the same footprint problem: the accumulators (64 bytes an output)
 //     of a core's rows for 96 tokens take as much L2 as the slice.
+//   - The forward products in situ, second look (issue 34, fwdstream).
+//     Timed inside the wide4 2 × 512 step (process CPU around each
+//     matMulFold at K = 1024, B's FLOPs counted, against the FMA loop on
+//     both cores just before the step; a loaded machine): the lm_head
+//     at 79-85%, the same weights alone at M = 128 77%, so the head
+//     runs in the step as it does alone. The layers' products (q, k, v,
+//     gate, up at M = 1024, the two datums batched) ran at 72%: matMul
+//     cut the batch in fixed steps of 192 vectors, which left a last
+//     slice of 64, and a slice under fwdColsMinTokens keeps the fold off
+//     the whole batch (B·t then a second pass over all outputs) besides
+//     ending each product on a slice too small to balance. Slices now
+//     share the groups evenly (sliceOf): 0.94-0.96 of matMulFold's
+//     process CPU at M = 1024 on the 0.6B layer shapes (paired in one
+//     process, weights cold, both cores), the layers then at 78% in situ
+//     (TestMatMulFoldMatchesScalar's M = 1024 case pins that the fold
+//     takes such a batch). What is left is spread thin: one thread
+//     loses 10-11% inside the tile with everything in L1 (the lane tree
+//     and row stores ~5%, which no tile shape changes since the tree is
+//     per output and the products per output are K/16; the prefetch
+//     and loop uops 2-6%, a variant without prefetches in L1 0.94-0.98);
+//     two workers take 0.99-1.04 of one worker's CPU for the same
+//     product; weights cold against hot 0.97-0.99; B's fwdCols, 3% of
+//     a layer product's FLOPs at a lower rate. Measured and dropped:
+//     the chunk loop unrolled 2 and 4 times (one pointer update and
+//     branch per 2 or 4 steps: 0.98-1.02 of the CPU with W cold on both
+//     cores), output rows in huge pages against 4 KiB pages and against
+//     rows padded by a line (0.97-1.01; the arena is advised huge, so a
+//     power-of-two row stride could have aliased in L2), and the fold
+//     at 64 vectors a slice so that o_proj and down (96-vector slices)
+//     take it (0.99-1.00). Packing the batch is ~2% of a 2048-row
+//     product's time at M = 1024 and a third of a LoRA A's (32 rows),
+//     and the training forward packed each layer input once per
+//     product that reads it: A and W of every LoRA layer, q, k and v
+//     (six packs of one batch), gate and up (four). The products that
+//     read one batch now share its pack (packedIn, matMulOn,
+//     matMulFoldOn; TestTrainLinearPacksOnceKeepsBits): q, k and v
+//     0.95-0.96 of their process CPU, gate and up 0.98, one layer alone
+//     0.98 (BenchmarkTrainLinearPackAB, M = 1024, W cold, both cores,
+//     paired, a loaded machine).
 //   - A LoRA's B on the lm_head (issue 34, headfold). Its logits are
 //     two rounded sums, W·x in dotLanes order and then B·t (its own
 //     dotLanes sum over the rank) added, in training, in Forward and in
@@ -374,6 +413,33 @@
 //     product (M = 1024: half the packing per token), and q/k/v (and
 //     gate/up), which add into one dx: one matMulTAsm call with all six
 //     terms in the same order keeps each element's chain, so its bits.
+//   - matMulT's gap to the tile, measured in place (issue 34, bwdpack; one
+//     thread, W cold on 2 MiB pages as a training step has it, paired
+//     ratios at load 10-16): the block ran at 0.79-0.84 of the FMA loop at
+//     both 512 and 1024 tokens, so packing, whose share halves from 512
+//     to 1024, is not most of it. Taking one piece away at a time: the
+//     packing tiles 0.95-0.98 of the time, A hot 0.97, C hot (the same six
+//     rows for every tile) 0.95-0.96, all three 0.88. C is each tile's
+//     start: 24 lines from L3 before its first multiply-add. A product
+//     that overwrites dx (accumulate false) cleared dx and then loaded the
+//     zeros back in every tile of its first 1024 weight rows; those tiles
+//     now start their accumulators at +0 (the bwdRF…Z, bwdRG…Z and
+//     bwdPack…Z tiles, VPXORD): the value the cleared dx gave them, so the
+//     same bits (TestBackwardAsmMatchesScalar and
+//     TestMatMulTLoRAMatchesTwoCalls start from random dx). Zero start ÷
+//     clear-and-add (BenchmarkBackwardZeroStart): 0.95-0.97 where the
+//     weights have 1024 rows (o_proj, down_proj: one block of rows),
+//     0.97-1.0 where they have 2048-3072. Tried without gain: every
+//     other panel's tiles walking the batch from its end, so that the
+//     next panel finds the last tiles' A rows in L2: 0.97-1.0 at 512
+//     tokens, 1.0 at 1024; packing a column block's four panels before its
+//     tiles, reading 1 KiB of each weight row at once (2 MiB pages):
+//     1.04-1.08× the time, so a core reads W from DRAM at ~5 GB/s however
+//     the rows are cut, and only the packing tile's overlap hides part of
+//     it. Where packing weighs most: the output layer's backward
+//     (headChunk = 128 positions a pass, W the whole vocabulary):
+//     matMulT on 32768 × 1024 ran at 0.71 of the FMA loop at M = 128,
+//     0.75 at 256 and 0.82 at 512 (same run, W cold).
 //   - Other vector kernels (kernels_simd.go, GOEXPERIMENT=simd on amd64
 //     with AVX2) give the scalar kernels' bits: a lane holds one output
 //     element and adds its products in the same order (MulAdd in the
@@ -488,9 +554,10 @@
 //     a quarter of the forward's CPU at 512 tokens. Together about 1.5×
 //     less CPU for the 512-token forward and 1.3× for the backward
 //     (BenchmarkAttentionLong, interleaved with the previous build on a
-//     loaded 2-core Xeon: ratios only). Softmax's exponentials run on
-//     eight float64 lanes (exp8x2 in kernels_exp_simd.go, exp64's bits)
-//     for both attention directions.
+//     loaded 2-core Xeon: ratios only). The backward's softmax
+//     exponentials run on eight float64 lanes (exp8x2 in
+//     kernels_exp_simd.go, exp64's bits), the forward's on sixteen
+//     float32 lanes (exp32; "Softmax in float32" below).
 //   - Attention's vector kernels end with archsimd.ClearAVXUpperBits
 //     (VZEROUPPER; Go does not emit it). Go loads scalar float constants
 //     and reloads spills with legacy SSE instructions; inside a loop of
@@ -532,8 +599,8 @@
 //     earlier queries first). In archsimd, four outputs per pass of the
 //     weighted sums (eight accumulators) had been slower: the compiler
 //     allocates 15 vector registers and spilled two accumulators every
-//     row. Each query's softmax sums (Σ exp, Σ p·dp) run in sumLanes'
-//     eight float64 lanes and tree (dot64Lanes for the second) and its
+//     row. Each query's softmax sums (Σ exp, Σ p·dp) run in eight
+//     float64 lanes and a fixed tree (now expScores32 and dot64Lanes) and its
 //     maximum comes from max32Vec over the raw scores: as one ascending
 //     chain each, with Go's scalar max, softmaxGrad had taken as much of
 //     a 512-token backward as the score products. That changed the
@@ -570,9 +637,9 @@
 //     build before (BenchmarkAttentionLong, interleaved, best CPU time of
 //     three runs each on a machine loaded by other sessions, so ratios
 //     only): forward 1.9× and backward 1.9× less CPU at 512 tokens, 1.6×
-//     and 1.5× at 2048. Left as they were: exp64's precision (a float32
+//     and 1.5× at 2048. Left as they were then: exp64's precision (a float32
 //     exponential would be cheaper but changes every probability's bits
-//     and the pinned references) and the division p/Σ (a correctly
+//     and the pinned references; since done, "Softmax in float32") and the division p/Σ (a correctly
 //     rounded quotient needs the divide).
 //   - Attention tiles (issue 34, "attntiles"; no bits changed). Measured
 //     alone (BenchmarkAttnTiles, one thread, operands in L1, against the
@@ -616,11 +683,62 @@
 //     two threads the forward 0.86-0.87 and 0.83-0.99). In place the
 //     tiles now run at about two thirds to three quarters of the loop
 //     (profile, 2048 tokens); the forward's softmax (float64 exponentials for the bits,
-//     ascending sums) is now about 30% of it and the next lever.
+//     ascending sums) is now about 30% of it and the next lever (taken:
+//     "Softmax in float32" below).
 //     Profiles of these benchmarks put 11-16% of the samples on
 //     runtime.asyncPreempt's first instruction; with
 //     GODEBUG=asyncpreemptoff=1 the CPU time is the same, so that share is
 //     the profiler's, not a cost of the kernels.
+//   - Softmax in float32 (issue 34, "softexp"; changes the
+//     probabilities in the last bits). The forward's numerators were
+//     float32(exp64(s − max)): a float64 exponential of degree 13 on
+//     eight lanes, rounded to float32 at once, so its 1e-16 accuracy was
+//     thrown away, and exp8x2 with its constants was ~20% of a
+//     2048-token forward (profile), the whole softmax 28%. They are now
+//     exp32 (kernels_exp32.go): the same reduction in float32, a degree-7
+//     Taylor polynomial (truncation under 1e-8 relative), every step one
+//     float32 fused multiply-add, on sixteen lanes (AVX-512; eight with
+//     AVX2; fma32 in the scalar body), within 1 ulp of e^x rounded to
+//     float32 (TestExp32Accuracy), as PyTorch's vectorised expf is. Each
+//     lane does the scalar body's operations (TestExp32VecMatchesScalar),
+//     and a row's last few go through masked loads and stores, so a
+//     probability's bits still depend only on its row, not on its batch,
+//     block or the thread count. The float64 exponential had been chosen
+//     to share exp64 with the loss and SiLU (which keep it), not for the
+//     accuracy, which the rounding discarded.
+//     The backward had recomputed the probabilities from the scores in
+//     float64 throughout (float64 scale, exp64 on eight lanes: 7% of a
+//     2048-token backward). It now recomputes the forward's own
+//     numerators (expScores32: float32 scale and maximum, exp32, widened
+//     to float64 and summed in the same pass, sixteen lanes), so the
+//     gradient is that of the function the forward computed; the
+//     normalisation, Σ p·dp and ds stay float64. attentionBackwardRef spells the same
+//     steps out per position; TestSoftmaxGradPathsMatch pins the paths'
+//     bits; the finite-difference and float64-reference checks pass with
+//     their tolerances unchanged. Golden sample logprobs
+//     (golden/testdata/sample_batch.txtar) moved in the 7th digit, the
+//     same tokens. The exponentials fell from ~20% to ~7% of the forward's
+//     profile. Two more passes went:
+//     the forward stored its scaled scores before the exponentials
+//     (scaleMax16) and the backward divided by Σ (VDIVPD, 5% of its
+//     profile). Now both take the maximum of the raw scores (max16Vec:
+//     sixteen lanes, two chains; the single 8-lane chain of max32Vec
+//     waited on every max) times scale, which is the same float32 as the
+//     maximum of the scaled scores, and scale inside the exponentials'
+//     pass (same bits); the backward multiplies by 1/Σ (float64; p moves
+//     by an ulp of float64, far below the float32 it feeds).
+//     BenchmarkSoftmaxBlock, under load: 0.5 of the float64 softmax with
+//     exp32, 0.82-0.86 of that with the two passes gone, 0.88-0.90 of
+//     that with max16Vec's lanes halved in registers before the scalar
+//     max;
+//     BenchmarkSoftmaxExp 0.33-0.35 of the float64 exponentials per
+//     element. All of it against the build before (BenchmarkAttentionLong,
+//     four interleaved rounds on a machine loaded by other sessions, least
+//     CPU time, so ratios only): forward 0.84 at 512 tokens and 0.86 at
+//     2048, backward 0.85 and 0.91. What is left of the forward at 2048
+//     (profile): score tiles ~36%, weighted-sum tiles ~31%, the ascending
+//     float64 sums (attnSumRows8) ~6%, the query copy ~7%, the
+//     exponentials ~7%; of the backward the tiles ~72%.
 //   - Attention memory is linear in the sequence: no T×T matrix exists.
 //     The forward keeps only each query's output, and the backward
 //     recomputes one block's probabilities at a time (attnBackRows
@@ -951,6 +1069,56 @@
 // a gain beyond the noise and the kernel stays. Pieces per worker in
 // forkRows (2, 4, 16 against 8; both cores, wall time): medians
 // 0.98-1.02 with quartiles ±10%: no conclusion on a loaded machine.
+//
+// Row pairs (measured, not adopted). Stored two rows to a run (dword k of
+// pair p: row 2p's weight k in the low half, row 2p+1's in the high), one
+// 64-byte load gives 16 columns of two rows: VPSLLD $16 widens the first,
+// VPANDD with 0xFFFF0000 the second, the same products in the same order
+// (the same bits, checked), where the kernel takes a VPMOVZXWD (a load
+// and a shuffle) and a VPSLLD per row. A throwaway kernel (commit a65e8f5
+// on branch decodekernel, reverted) over 672 MiB of the 0.6B shapes,
+// paired ratios under load (load average 7-18), two pairs a group: one
+// thread 0.94-0.98 of the thread CPU time (the kernel against itself
+// 0.98-1.01; four pairs a group 0.95-0.98), two threads 0.96-0.98 of the
+// process CPU time (itself 0.99-1.02), wall time too noisy to read. About
+// 3%, so the layout stays: every reader of a bfloat16 matrix would move
+// with it (the AVX-512 and AVX2 forward tiles, the backward's widening
+// and packing, packVNNI, the Go rows and load16, the embedding's rowInto,
+// the latent slices), odd row counts would need a padding row, and most
+// of bf16 decode's distance to the bandwidth probe is not the kernel (one
+// thread alone streams at the probe's rate). Worth redoing once the fork
+// costs are gone: then the kernel's 3% is decode's 3%.
+//
+// The --bf16-compute decode (amxBF16T1N2, 98% of its CPU profile) ran its
+// one token as a 16-row tile, 15 rows zero; its tiles now have the
+// block's own rows (amxTileCfgs: same bits, TestAMXTilesStoreOnlyTheirTokens).
+//
+// Where a decoding step's wall time goes around the forks (decodefork):
+// a throwaway build stamped every fork of BenchmarkDecode/bf16 (the
+// offer, the worker's first claim, each side's last piece, the return)
+// over 12-token decodes, under load (load average 11-18, so medians per
+// product, no rates). A token is 113 forks: q/k/v, o, gate/up and down
+// per layer, and the lm_head; attention at these lengths runs on the
+// calling core. (1) Start skew: the worker claimed its first piece a
+// median 62-70 µs after the offer on every product, and 45% of the forks
+// ended before it arrived at all. The spin budget sat at spinMin (25 µs):
+// it learned from the gap up to the worker's own wake-up, and the wake-up
+// alone (~63 µs here) made every gap look longer than twice the budget,
+// so the worker went to sleep before nearly every product. It now learns
+// from the gap up to the offer (workerPool.learn). (2) Tails: the worker
+// left a median 40-50 µs before the caller's last piece was done, and the
+// lm_head's 8 pieces a worker were 19 MB each, over a millisecond of one
+// core; decoding's pieces are now guided (decodePieces: a 1/(4·workers)
+// share of what is left, down to 32K weights), 21-31 pieces a product,
+// 54 for the lm_head. (3) Serial code between forks: 3-4 ms a token
+// under load, most of it before o (q/k norms, rope, attention: ~50 µs a
+// layer) and the sampler. On a loaded machine a spinning worker and its
+// caller often share one CPU (the kernel groups each session's threads,
+// sched_autogroup): with a 500 µs budget the caller finished its last
+// piece ~515 µs after the worker left, i.e. only once the spin ran out,
+// and yielding the CPU while spinning (sched_yield) made the worker's
+// start 3-7 ms late instead. So A/B runs under load cannot show what a
+// longer spin gains on a quiet machine; take that from a quiet run.
 //
 // A bfloat16 KV cache for the float32 path was not built: a position's
 // keys and values take 224 KiB over the 28 layers in float32, so the

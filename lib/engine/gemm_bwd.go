@@ -16,11 +16,14 @@ import (
 // registers, which caps the archsimd tiles at about 6 accumulators.
 
 // tTerm is one matrix of a matMulT sum, the gradients it takes and their
-// row stride (set by matMulTAsm).
+// row stride (set by matMulTAsm). With zero (only the first term) the sum
+// overwrites xs: its first block of rows starts each tile at +0, what a
+// cleared xs held, instead of clearing xs and loading it back.
 type tTerm struct {
-	w  mat
-	ys [][]float32
-	ly int
+	w    mat
+	ys   [][]float32
+	ly   int
+	zero bool
 }
 
 // asmBwd reports whether the backward products use the assembly tiles: the

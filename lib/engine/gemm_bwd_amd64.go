@@ -28,11 +28,12 @@ var (
 	colsTRmax = [5]int{0, len(bwdColsT[0]), len(bwdColsT[1]), len(bwdColsT[2]), len(bwdColsT[3])}
 )
 
-// matMulTAsm adds Σ_t W_tᵀ·ys_t[b] to xs[b] for each term t in turn with
-// the assembly tiles and reports whether it could (the rows of every ys_t
-// and of xs must each be evenly spaced). Rows of each W are added in
-// ascending order, kcAsm at a time, term after term, so every element's
-// sum is the scalar kernels' (matMulT of each term in turn).
+// matMulTAsm adds Σ_t W_tᵀ·ys_t[b] to xs[b] (stores it when the first
+// term has zero) for each term t in turn with the assembly tiles and
+// reports whether it could (the rows of every ys_t and of xs must each be
+// evenly spaced), having written nothing when not. Rows of each W are
+// added in ascending order, kcAsm at a time, term after term, so every
+// element's sum is the scalar kernels' (matMulT of each term in turn).
 func matMulTAsm(terms []tTerm, xs [][]float32) bool {
 	m := len(terms[0].ys)
 	cols := terms[0].w.cols
@@ -47,6 +48,12 @@ func matMulTAsm(terms []tTerm, xs [][]float32) bool {
 	}
 	if !ok {
 		return false
+	}
+	if terms[0].zero && terms[0].w.rows == 0 {
+		for _, x := range xs[:m] {
+			clear(x[:cols])
+		}
+		terms[0].zero = false
 	}
 	vecs := (cols + 15) / 16
 	wv := tileShape(m, vecs, rowsRmax)
@@ -119,7 +126,7 @@ func tMulAsm(terms []tTerm, xs [][]float32, lx, wv, b0, b1, c0, c1 int) {
 			if fold != nil && i == 1 {
 				break // summed with term 0
 			}
-			tMulCols(t.w, t.ys, xs, t.ly, lx, wv, b0, b1, cb, min(cb+width, c1), tb, fold, buf2)
+			tMulCols(t, xs, lx, wv, b0, b1, cb, min(cb+width, c1), tb, fold, buf2)
 		}
 	}
 }
@@ -133,38 +140,45 @@ const foldRows = 64
 // float32 matrix of at most foldRows rows.
 func foldable(t tTerm) bool { return t.w.bf == nil && t.w.rows <= foldRows }
 
-// tMulCols does columns [cb, ce) for each block of kcAsm weight rows:
-// panels of wv vectors, tiles of the batch. With t2 (and buf packing the
-// panels), the last block's tiles go on to t2's rows (tMulFold).
-func tMulCols(w mat, ys, xs [][]float32, ly, lx, wv, b0, b1, cb, ce int, buf []float32, t2 *tTerm, buf2 []float32) {
-	r := rowsRmax[wv]
+// tMulCols does term t's part of columns [cb, ce) for each block of
+// kcAsm weight rows: panels of wv vectors, tiles of the batch. With t2
+// (and buf packing the panels), the last block's tiles go on to t2's rows
+// (tMulFold). With t.zero the first block's tiles start from zero.
+func tMulCols(t tTerm, xs [][]float32, lx, wv, b0, b1, cb, ce int, buf []float32, t2 *tTerm, buf2 []float32) {
+	w, ys, ly, r := t.w, t.ys, t.ly, rowsRmax[wv]
 	for j0 := 0; j0 < w.rows; j0 += kcAsm {
-		kc := min(kcAsm, w.rows-j0)
+		kc, zero := min(kcAsm, w.rows-j0), t.zero && j0 == 0
+		tiles := bwdRowsF32
+		if zero {
+			tiles = bwdRowsZ
+		}
 		for c := cb; c < ce; c += 16 * wv {
 			n := min(16*wv, ce-c)
 			v, mask := (n+15)/16, lastMask(n)
-			bp, ldb, b := tMulPanel(w, ys, xs, ly, lx, b0, b1, j0, kc, c, v, mask, buf)
+			bp, ldb, b := tMulPanel(w, ys, xs, ly, lx, b0, b1, j0, kc, c, v, mask, buf, zero)
 			if t2 != nil && buf != nil && j0+kc == w.rows {
-				p := tPanel{bp, ldb, j0, kc, c, v, mask}
+				p := tPanel{bp, ldb, j0, kc, c, v, mask, zero}
 				tMulFold(p, *t2, ys, xs, ly, lx, r, b0, b, b1, buf2)
 				continue
 			}
 			for ; b < b1; b += r {
 				tr := min(r, b1-b)
-				bwdRowsF32[v-1][tr-1](&xs[b][c], uintptr(4*lx), &ys[b][j0], uintptr(4*ly), bp, ldb, kc, mask)
+				tiles[v-1][tr-1](&xs[b][c], uintptr(4*lx), &ys[b][j0], uintptr(4*ly), bp, ldb, kc, mask)
 			}
 		}
 	}
 }
 
 // tPanel is a packed panel of the base term: its data and row stride, its
-// weight rows [j0, j0+kc), first column c, vectors v and last mask.
+// weight rows [j0, j0+kc), first column c, vectors v and last mask, and
+// whether its tiles start from zero.
 type tPanel struct {
 	b      *float32
 	ldb    uintptr
 	j0, kc int
 	c, v   int
 	mask   uint16
+	zero   bool
 }
 
 // tMulFold runs the tiles of the batch's rows [b, b1) over the base
@@ -180,9 +194,13 @@ func tMulFold(p tPanel, t2 tTerm, ys, xs [][]float32, ly, lx, r, b0, b, b1 int, 
 	if b > b0 {
 		bwdRowsF32[v-1][b-b0-1](&xs[b0][c], uintptr(4*lx), &t2.ys[b0][0], ld2, b2, ldb2, k2, p.mask)
 	}
+	tiles := bwdRows2
+	if p.zero {
+		tiles = bwdRows2Z
+	}
 	for ; b < b1; b += r {
 		tr := min(r, b1-b)
-		bwdRows2[v-1][tr-1](&xs[b][c], uintptr(4*lx), &ys[b][p.j0], uintptr(4*ly), p.b, p.ldb, p.kc, p.mask, &t2.ys[b][0], ld2, b2, ldb2, k2)
+		tiles[v-1][tr-1](&xs[b][c], uintptr(4*lx), &ys[b][p.j0], uintptr(4*ly), p.b, p.ldb, p.kc, p.mask, &t2.ys[b][0], ld2, b2, ldb2, k2)
 	}
 }
 
@@ -196,7 +214,7 @@ func tMulFold(p tPanel, t2 tTerm, ys, xs [][]float32, ly, lx, r, b0, b, b1 int, 
 // multiply-adds: a separate pack before the tiles was a sixth of
 // matMulT's time at 128 tokens, and the fused one took 0.93-0.96× the
 // time there (paired, loaded machine; the same at 512 tokens).
-func tMulPanel(w mat, ys, xs [][]float32, ly, lx, b0, b1, j0, kc, c, v int, mask uint16, buf []float32) (*float32, uintptr, int) {
+func tMulPanel(w mat, ys, xs [][]float32, ly, lx, b0, b1, j0, kc, c, v int, mask uint16, buf []float32, zero bool) (*float32, uintptr, int) {
 	if buf == nil {
 		return &w.data[j0*w.cols+c], uintptr(4 * w.cols), b0
 	}
@@ -207,10 +225,14 @@ func tMulPanel(w mat, ys, xs [][]float32, ly, lx, b0, b1, j0, kc, c, v int, mask
 		return bp, ldb, b0
 	}
 	cx, cy := &xs[b0][c], &ys[b0][j0]
+	packBF, packF := bwdPackBF16, bwdPackF32
+	if zero {
+		packBF, packF = bwdPackBF16Z, bwdPackF32Z
+	}
 	if w.bf != nil {
-		bwdPackBF16[v-1](cx, uintptr(4*lx), cy, uintptr(4*ly), &w.bf[j0*w.cols+c], uintptr(2*w.cols), kc, mask, bp)
+		packBF[v-1](cx, uintptr(4*lx), cy, uintptr(4*ly), &w.bf[j0*w.cols+c], uintptr(2*w.cols), kc, mask, bp)
 	} else {
-		bwdPackF32[v-1](cx, uintptr(4*lx), cy, uintptr(4*ly), &w.data[j0*w.cols+c], uintptr(4*w.cols), kc, mask, bp)
+		packF[v-1](cx, uintptr(4*lx), cy, uintptr(4*ly), &w.data[j0*w.cols+c], uintptr(4*w.cols), kc, mask, bp)
 	}
 	return bp, ldb, b0 + bwdPackR
 }

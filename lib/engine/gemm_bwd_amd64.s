@@ -13801,6 +13801,6038 @@ done:
 	VZEROUPPER
 	RET
 
+// func bwdRF1x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF1x1Z(SB), NOSPLIT, $0-58
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), CX
+	MOVQ    ldb+40(FP), DX
+	MOVQ    k+48(FP), BX
+	XORQ    SI, SI
+	TESTQ   BX, BX
+	JZ      done
+
+loop:
+	VMOVUPS.Z    (CX), K1, Z1
+	VBROADCASTSS (AX)(SI*1), Z2
+	VFMADD231PS  Z1, Z2, Z0
+	ADDQ         $0x04, SI
+	ADDQ         DX, CX
+	DECQ         BX
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, K1, (AX)
+	VZEROUPPER
+	RET
+
+// func bwdRG1x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+// Requires: AVX, AVX512F
+TEXT ·bwdRG1x1Z(SB), NOSPLIT, $0-104
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), CX
+	MOVQ    ldb+40(FP), DX
+	MOVQ    k+48(FP), BX
+	XORQ    SI, SI
+	TESTQ   BX, BX
+	JZ      done
+
+loop:
+	VMOVUPS.Z    (CX), K1, Z1
+	VBROADCASTSS (AX)(SI*1), Z2
+	VFMADD231PS  Z1, Z2, Z0
+	ADDQ         $0x04, SI
+	ADDQ         DX, CX
+	DECQ         BX
+	JNZ          loop
+
+done:
+	MOVQ  a2+64(FP), AX
+	MOVQ  lda2+72(FP), CX
+	MOVQ  b2+80(FP), CX
+	MOVQ  ldb2+88(FP), DX
+	MOVQ  k2+96(FP), BX
+	XORQ  SI, SI
+	TESTQ BX, BX
+	JZ    done2
+
+loop2:
+	VMOVUPS.Z    (CX), K1, Z1
+	VBROADCASTSS (AX)(SI*1), Z2
+	VFMADD231PS  Z1, Z2, Z0
+	ADDQ         $0x04, SI
+	ADDQ         DX, CX
+	DECQ         BX
+	JNZ          loop2
+
+done2:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, K1, (AX)
+	VZEROUPPER
+	RET
+
+// func bwdRF2x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF2x1Z(SB), NOSPLIT, $0-58
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z2
+	VBROADCASTSS (AX)(DI*1), Z3
+	VFMADD231PS  Z2, Z3, Z0
+	VBROADCASTSS (CX)(DI*1), Z3
+	VFMADD231PS  Z2, Z3, Z1
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z1, K1, (AX)
+	VZEROUPPER
+	RET
+
+// func bwdRG2x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+// Requires: AVX, AVX512F
+TEXT ·bwdRG2x1Z(SB), NOSPLIT, $0-104
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z2
+	VBROADCASTSS (AX)(DI*1), Z3
+	VFMADD231PS  Z2, Z3, Z0
+	VBROADCASTSS (CX)(DI*1), Z3
+	VFMADD231PS  Z2, Z3, Z1
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ  a2+64(FP), AX
+	MOVQ  lda2+72(FP), CX
+	MOVQ  b2+80(FP), DX
+	MOVQ  ldb2+88(FP), BX
+	MOVQ  k2+96(FP), SI
+	XORQ  DI, DI
+	LEAQ  (AX)(CX*1), CX
+	TESTQ SI, SI
+	JZ    done2
+
+loop2:
+	VMOVUPS.Z    (DX), K1, Z2
+	VBROADCASTSS (AX)(DI*1), Z3
+	VFMADD231PS  Z2, Z3, Z0
+	VBROADCASTSS (CX)(DI*1), Z3
+	VFMADD231PS  Z2, Z3, Z1
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop2
+
+done2:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z1, K1, (AX)
+	VZEROUPPER
+	RET
+
+// func bwdRF3x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF3x1Z(SB), NOSPLIT, $0-58
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z3
+	VBROADCASTSS (AX)(DI*1), Z4
+	VFMADD231PS  Z3, Z4, Z0
+	VBROADCASTSS (R8)(DI*1), Z4
+	VFMADD231PS  Z3, Z4, Z1
+	VBROADCASTSS (CX)(DI*1), Z4
+	VFMADD231PS  Z3, Z4, Z2
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z1, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, K1, (AX)
+	VZEROUPPER
+	RET
+
+// func bwdRG3x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+// Requires: AVX, AVX512F
+TEXT ·bwdRG3x1Z(SB), NOSPLIT, $0-104
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z3
+	VBROADCASTSS (AX)(DI*1), Z4
+	VFMADD231PS  Z3, Z4, Z0
+	VBROADCASTSS (R8)(DI*1), Z4
+	VFMADD231PS  Z3, Z4, Z1
+	VBROADCASTSS (CX)(DI*1), Z4
+	VFMADD231PS  Z3, Z4, Z2
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ  a2+64(FP), AX
+	MOVQ  lda2+72(FP), CX
+	MOVQ  b2+80(FP), DX
+	MOVQ  ldb2+88(FP), BX
+	MOVQ  k2+96(FP), SI
+	XORQ  DI, DI
+	LEAQ  (AX)(CX*1), R8
+	LEAQ  (R8)(CX*1), CX
+	TESTQ SI, SI
+	JZ    done2
+
+loop2:
+	VMOVUPS.Z    (DX), K1, Z3
+	VBROADCASTSS (AX)(DI*1), Z4
+	VFMADD231PS  Z3, Z4, Z0
+	VBROADCASTSS (R8)(DI*1), Z4
+	VFMADD231PS  Z3, Z4, Z1
+	VBROADCASTSS (CX)(DI*1), Z4
+	VFMADD231PS  Z3, Z4, Z2
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop2
+
+done2:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z1, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, K1, (AX)
+	VZEROUPPER
+	RET
+
+// func bwdRF4x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF4x1Z(SB), NOSPLIT, $0-58
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z4
+	VBROADCASTSS (AX)(DI*1), Z5
+	VFMADD231PS  Z4, Z5, Z0
+	VBROADCASTSS (R8)(DI*1), Z5
+	VFMADD231PS  Z4, Z5, Z1
+	VBROADCASTSS (R9)(DI*1), Z5
+	VFMADD231PS  Z4, Z5, Z2
+	VBROADCASTSS (CX)(DI*1), Z5
+	VFMADD231PS  Z4, Z5, Z3
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z1, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, K1, (AX)
+	VZEROUPPER
+	RET
+
+// func bwdRG4x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+// Requires: AVX, AVX512F
+TEXT ·bwdRG4x1Z(SB), NOSPLIT, $0-104
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z4
+	VBROADCASTSS (AX)(DI*1), Z5
+	VFMADD231PS  Z4, Z5, Z0
+	VBROADCASTSS (R8)(DI*1), Z5
+	VFMADD231PS  Z4, Z5, Z1
+	VBROADCASTSS (R9)(DI*1), Z5
+	VFMADD231PS  Z4, Z5, Z2
+	VBROADCASTSS (CX)(DI*1), Z5
+	VFMADD231PS  Z4, Z5, Z3
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ  a2+64(FP), AX
+	MOVQ  lda2+72(FP), CX
+	MOVQ  b2+80(FP), DX
+	MOVQ  ldb2+88(FP), BX
+	MOVQ  k2+96(FP), SI
+	XORQ  DI, DI
+	LEAQ  (AX)(CX*1), R8
+	LEAQ  (R8)(CX*1), R9
+	LEAQ  (R9)(CX*1), CX
+	TESTQ SI, SI
+	JZ    done2
+
+loop2:
+	VMOVUPS.Z    (DX), K1, Z4
+	VBROADCASTSS (AX)(DI*1), Z5
+	VFMADD231PS  Z4, Z5, Z0
+	VBROADCASTSS (R8)(DI*1), Z5
+	VFMADD231PS  Z4, Z5, Z1
+	VBROADCASTSS (R9)(DI*1), Z5
+	VFMADD231PS  Z4, Z5, Z2
+	VBROADCASTSS (CX)(DI*1), Z5
+	VFMADD231PS  Z4, Z5, Z3
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop2
+
+done2:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z1, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, K1, (AX)
+	VZEROUPPER
+	RET
+
+// func bwdRF5x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF5x1Z(SB), NOSPLIT, $0-58
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z5
+	VBROADCASTSS (AX)(DI*1), Z6
+	VFMADD231PS  Z5, Z6, Z0
+	VBROADCASTSS (R8)(DI*1), Z6
+	VFMADD231PS  Z5, Z6, Z1
+	VBROADCASTSS (R9)(DI*1), Z6
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS (R10)(DI*1), Z6
+	VFMADD231PS  Z5, Z6, Z3
+	VBROADCASTSS (CX)(DI*1), Z6
+	VFMADD231PS  Z5, Z6, Z4
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z1, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, K1, (AX)
+	VZEROUPPER
+	RET
+
+// func bwdRG5x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+// Requires: AVX, AVX512F
+TEXT ·bwdRG5x1Z(SB), NOSPLIT, $0-104
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z5
+	VBROADCASTSS (AX)(DI*1), Z6
+	VFMADD231PS  Z5, Z6, Z0
+	VBROADCASTSS (R8)(DI*1), Z6
+	VFMADD231PS  Z5, Z6, Z1
+	VBROADCASTSS (R9)(DI*1), Z6
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS (R10)(DI*1), Z6
+	VFMADD231PS  Z5, Z6, Z3
+	VBROADCASTSS (CX)(DI*1), Z6
+	VFMADD231PS  Z5, Z6, Z4
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ  a2+64(FP), AX
+	MOVQ  lda2+72(FP), CX
+	MOVQ  b2+80(FP), DX
+	MOVQ  ldb2+88(FP), BX
+	MOVQ  k2+96(FP), SI
+	XORQ  DI, DI
+	LEAQ  (AX)(CX*1), R8
+	LEAQ  (R8)(CX*1), R9
+	LEAQ  (R9)(CX*1), R10
+	LEAQ  (R10)(CX*1), CX
+	TESTQ SI, SI
+	JZ    done2
+
+loop2:
+	VMOVUPS.Z    (DX), K1, Z5
+	VBROADCASTSS (AX)(DI*1), Z6
+	VFMADD231PS  Z5, Z6, Z0
+	VBROADCASTSS (R8)(DI*1), Z6
+	VFMADD231PS  Z5, Z6, Z1
+	VBROADCASTSS (R9)(DI*1), Z6
+	VFMADD231PS  Z5, Z6, Z2
+	VBROADCASTSS (R10)(DI*1), Z6
+	VFMADD231PS  Z5, Z6, Z3
+	VBROADCASTSS (CX)(DI*1), Z6
+	VFMADD231PS  Z5, Z6, Z4
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop2
+
+done2:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z1, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, K1, (AX)
+	VZEROUPPER
+	RET
+
+// func bwdRF6x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF6x1Z(SB), NOSPLIT, $0-58
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), R11
+	LEAQ    (R11)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z6
+	VBROADCASTSS (AX)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z0
+	VBROADCASTSS (R8)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z1
+	VBROADCASTSS (R9)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z2
+	VBROADCASTSS (R10)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z3
+	VBROADCASTSS (R11)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z4
+	VBROADCASTSS (CX)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z5
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z1, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z5, K1, (AX)
+	VZEROUPPER
+	RET
+
+// func bwdRG6x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+// Requires: AVX, AVX512F
+TEXT ·bwdRG6x1Z(SB), NOSPLIT, $0-104
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), R11
+	LEAQ    (R11)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z6
+	VBROADCASTSS (AX)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z0
+	VBROADCASTSS (R8)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z1
+	VBROADCASTSS (R9)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z2
+	VBROADCASTSS (R10)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z3
+	VBROADCASTSS (R11)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z4
+	VBROADCASTSS (CX)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z5
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ  a2+64(FP), AX
+	MOVQ  lda2+72(FP), CX
+	MOVQ  b2+80(FP), DX
+	MOVQ  ldb2+88(FP), BX
+	MOVQ  k2+96(FP), SI
+	XORQ  DI, DI
+	LEAQ  (AX)(CX*1), R8
+	LEAQ  (R8)(CX*1), R9
+	LEAQ  (R9)(CX*1), R10
+	LEAQ  (R10)(CX*1), R11
+	LEAQ  (R11)(CX*1), CX
+	TESTQ SI, SI
+	JZ    done2
+
+loop2:
+	VMOVUPS.Z    (DX), K1, Z6
+	VBROADCASTSS (AX)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z0
+	VBROADCASTSS (R8)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z1
+	VBROADCASTSS (R9)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z2
+	VBROADCASTSS (R10)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z3
+	VBROADCASTSS (R11)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z4
+	VBROADCASTSS (CX)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z5
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop2
+
+done2:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z1, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z5, K1, (AX)
+	VZEROUPPER
+	RET
+
+// func bwdRF7x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF7x1Z(SB), NOSPLIT, $0-58
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), R11
+	LEAQ    (R11)(CX*1), R12
+	LEAQ    (R12)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z7
+	VBROADCASTSS (AX)(DI*1), Z8
+	VFMADD231PS  Z7, Z8, Z0
+	VBROADCASTSS (R8)(DI*1), Z8
+	VFMADD231PS  Z7, Z8, Z1
+	VBROADCASTSS (R9)(DI*1), Z8
+	VFMADD231PS  Z7, Z8, Z2
+	VBROADCASTSS (R10)(DI*1), Z8
+	VFMADD231PS  Z7, Z8, Z3
+	VBROADCASTSS (R11)(DI*1), Z8
+	VFMADD231PS  Z7, Z8, Z4
+	VBROADCASTSS (R12)(DI*1), Z8
+	VFMADD231PS  Z7, Z8, Z5
+	VBROADCASTSS (CX)(DI*1), Z8
+	VFMADD231PS  Z7, Z8, Z6
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z1, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z5, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, K1, (AX)
+	VZEROUPPER
+	RET
+
+// func bwdRG7x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+// Requires: AVX, AVX512F
+TEXT ·bwdRG7x1Z(SB), NOSPLIT, $0-104
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), R11
+	LEAQ    (R11)(CX*1), R12
+	LEAQ    (R12)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z7
+	VBROADCASTSS (AX)(DI*1), Z8
+	VFMADD231PS  Z7, Z8, Z0
+	VBROADCASTSS (R8)(DI*1), Z8
+	VFMADD231PS  Z7, Z8, Z1
+	VBROADCASTSS (R9)(DI*1), Z8
+	VFMADD231PS  Z7, Z8, Z2
+	VBROADCASTSS (R10)(DI*1), Z8
+	VFMADD231PS  Z7, Z8, Z3
+	VBROADCASTSS (R11)(DI*1), Z8
+	VFMADD231PS  Z7, Z8, Z4
+	VBROADCASTSS (R12)(DI*1), Z8
+	VFMADD231PS  Z7, Z8, Z5
+	VBROADCASTSS (CX)(DI*1), Z8
+	VFMADD231PS  Z7, Z8, Z6
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ  a2+64(FP), AX
+	MOVQ  lda2+72(FP), CX
+	MOVQ  b2+80(FP), DX
+	MOVQ  ldb2+88(FP), BX
+	MOVQ  k2+96(FP), SI
+	XORQ  DI, DI
+	LEAQ  (AX)(CX*1), R8
+	LEAQ  (R8)(CX*1), R9
+	LEAQ  (R9)(CX*1), R10
+	LEAQ  (R10)(CX*1), R11
+	LEAQ  (R11)(CX*1), R12
+	LEAQ  (R12)(CX*1), CX
+	TESTQ SI, SI
+	JZ    done2
+
+loop2:
+	VMOVUPS.Z    (DX), K1, Z7
+	VBROADCASTSS (AX)(DI*1), Z8
+	VFMADD231PS  Z7, Z8, Z0
+	VBROADCASTSS (R8)(DI*1), Z8
+	VFMADD231PS  Z7, Z8, Z1
+	VBROADCASTSS (R9)(DI*1), Z8
+	VFMADD231PS  Z7, Z8, Z2
+	VBROADCASTSS (R10)(DI*1), Z8
+	VFMADD231PS  Z7, Z8, Z3
+	VBROADCASTSS (R11)(DI*1), Z8
+	VFMADD231PS  Z7, Z8, Z4
+	VBROADCASTSS (R12)(DI*1), Z8
+	VFMADD231PS  Z7, Z8, Z5
+	VBROADCASTSS (CX)(DI*1), Z8
+	VFMADD231PS  Z7, Z8, Z6
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop2
+
+done2:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z1, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z5, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, K1, (AX)
+	VZEROUPPER
+	RET
+
+// func bwdRF8x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF8x1Z(SB), NOSPLIT, $0-58
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), R11
+	LEAQ    (R11)(CX*1), R12
+	LEAQ    (R12)(CX*1), R13
+	LEAQ    (R13)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z8
+	VBROADCASTSS (AX)(DI*1), Z9
+	VFMADD231PS  Z8, Z9, Z0
+	VBROADCASTSS (R8)(DI*1), Z9
+	VFMADD231PS  Z8, Z9, Z1
+	VBROADCASTSS (R9)(DI*1), Z9
+	VFMADD231PS  Z8, Z9, Z2
+	VBROADCASTSS (R10)(DI*1), Z9
+	VFMADD231PS  Z8, Z9, Z3
+	VBROADCASTSS (R11)(DI*1), Z9
+	VFMADD231PS  Z8, Z9, Z4
+	VBROADCASTSS (R12)(DI*1), Z9
+	VFMADD231PS  Z8, Z9, Z5
+	VBROADCASTSS (R13)(DI*1), Z9
+	VFMADD231PS  Z8, Z9, Z6
+	VBROADCASTSS (CX)(DI*1), Z9
+	VFMADD231PS  Z8, Z9, Z7
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z1, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z5, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z7, K1, (AX)
+	VZEROUPPER
+	RET
+
+// func bwdRG8x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+// Requires: AVX, AVX512F
+TEXT ·bwdRG8x1Z(SB), NOSPLIT, $0-104
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), R11
+	LEAQ    (R11)(CX*1), R12
+	LEAQ    (R12)(CX*1), R13
+	LEAQ    (R13)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z8
+	VBROADCASTSS (AX)(DI*1), Z9
+	VFMADD231PS  Z8, Z9, Z0
+	VBROADCASTSS (R8)(DI*1), Z9
+	VFMADD231PS  Z8, Z9, Z1
+	VBROADCASTSS (R9)(DI*1), Z9
+	VFMADD231PS  Z8, Z9, Z2
+	VBROADCASTSS (R10)(DI*1), Z9
+	VFMADD231PS  Z8, Z9, Z3
+	VBROADCASTSS (R11)(DI*1), Z9
+	VFMADD231PS  Z8, Z9, Z4
+	VBROADCASTSS (R12)(DI*1), Z9
+	VFMADD231PS  Z8, Z9, Z5
+	VBROADCASTSS (R13)(DI*1), Z9
+	VFMADD231PS  Z8, Z9, Z6
+	VBROADCASTSS (CX)(DI*1), Z9
+	VFMADD231PS  Z8, Z9, Z7
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ  a2+64(FP), AX
+	MOVQ  lda2+72(FP), CX
+	MOVQ  b2+80(FP), DX
+	MOVQ  ldb2+88(FP), BX
+	MOVQ  k2+96(FP), SI
+	XORQ  DI, DI
+	LEAQ  (AX)(CX*1), R8
+	LEAQ  (R8)(CX*1), R9
+	LEAQ  (R9)(CX*1), R10
+	LEAQ  (R10)(CX*1), R11
+	LEAQ  (R11)(CX*1), R12
+	LEAQ  (R12)(CX*1), R13
+	LEAQ  (R13)(CX*1), CX
+	TESTQ SI, SI
+	JZ    done2
+
+loop2:
+	VMOVUPS.Z    (DX), K1, Z8
+	VBROADCASTSS (AX)(DI*1), Z9
+	VFMADD231PS  Z8, Z9, Z0
+	VBROADCASTSS (R8)(DI*1), Z9
+	VFMADD231PS  Z8, Z9, Z1
+	VBROADCASTSS (R9)(DI*1), Z9
+	VFMADD231PS  Z8, Z9, Z2
+	VBROADCASTSS (R10)(DI*1), Z9
+	VFMADD231PS  Z8, Z9, Z3
+	VBROADCASTSS (R11)(DI*1), Z9
+	VFMADD231PS  Z8, Z9, Z4
+	VBROADCASTSS (R12)(DI*1), Z9
+	VFMADD231PS  Z8, Z9, Z5
+	VBROADCASTSS (R13)(DI*1), Z9
+	VFMADD231PS  Z8, Z9, Z6
+	VBROADCASTSS (CX)(DI*1), Z9
+	VFMADD231PS  Z8, Z9, Z7
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop2
+
+done2:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z1, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z5, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z7, K1, (AX)
+	VZEROUPPER
+	RET
+
+// func bwdRF1x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF1x2Z(SB), NOSPLIT, $0-58
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), CX
+	MOVQ    ldb+40(FP), DX
+	MOVQ    k+48(FP), BX
+	XORQ    SI, SI
+	TESTQ   BX, BX
+	JZ      done
+
+loop:
+	VMOVUPS      (CX), Z2
+	VMOVUPS.Z    64(CX), K1, Z3
+	VBROADCASTSS (AX)(SI*1), Z4
+	VFMADD231PS  Z2, Z4, Z0
+	VFMADD231PS  Z3, Z4, Z1
+	ADDQ         $0x04, SI
+	ADDQ         DX, CX
+	DECQ         BX
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, K1, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRG1x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+// Requires: AVX, AVX512F
+TEXT ·bwdRG1x2Z(SB), NOSPLIT, $0-104
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), CX
+	MOVQ    ldb+40(FP), DX
+	MOVQ    k+48(FP), BX
+	XORQ    SI, SI
+	TESTQ   BX, BX
+	JZ      done
+
+loop:
+	VMOVUPS      (CX), Z2
+	VMOVUPS.Z    64(CX), K1, Z3
+	VBROADCASTSS (AX)(SI*1), Z4
+	VFMADD231PS  Z2, Z4, Z0
+	VFMADD231PS  Z3, Z4, Z1
+	ADDQ         $0x04, SI
+	ADDQ         DX, CX
+	DECQ         BX
+	JNZ          loop
+
+done:
+	MOVQ  a2+64(FP), AX
+	MOVQ  lda2+72(FP), CX
+	MOVQ  b2+80(FP), CX
+	MOVQ  ldb2+88(FP), DX
+	MOVQ  k2+96(FP), BX
+	XORQ  SI, SI
+	TESTQ BX, BX
+	JZ    done2
+
+loop2:
+	VMOVUPS      (CX), Z2
+	VMOVUPS.Z    64(CX), K1, Z3
+	VBROADCASTSS (AX)(SI*1), Z4
+	VFMADD231PS  Z2, Z4, Z0
+	VFMADD231PS  Z3, Z4, Z1
+	ADDQ         $0x04, SI
+	ADDQ         DX, CX
+	DECQ         BX
+	JNZ          loop2
+
+done2:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, K1, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRF2x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF2x2Z(SB), NOSPLIT, $0-58
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z4
+	VMOVUPS.Z    64(DX), K1, Z5
+	VBROADCASTSS (AX)(DI*1), Z6
+	VFMADD231PS  Z4, Z6, Z0
+	VFMADD231PS  Z5, Z6, Z1
+	VBROADCASTSS (CX)(DI*1), Z6
+	VFMADD231PS  Z4, Z6, Z2
+	VFMADD231PS  Z5, Z6, Z3
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, K1, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRG2x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+// Requires: AVX, AVX512F
+TEXT ·bwdRG2x2Z(SB), NOSPLIT, $0-104
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z4
+	VMOVUPS.Z    64(DX), K1, Z5
+	VBROADCASTSS (AX)(DI*1), Z6
+	VFMADD231PS  Z4, Z6, Z0
+	VFMADD231PS  Z5, Z6, Z1
+	VBROADCASTSS (CX)(DI*1), Z6
+	VFMADD231PS  Z4, Z6, Z2
+	VFMADD231PS  Z5, Z6, Z3
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ  a2+64(FP), AX
+	MOVQ  lda2+72(FP), CX
+	MOVQ  b2+80(FP), DX
+	MOVQ  ldb2+88(FP), BX
+	MOVQ  k2+96(FP), SI
+	XORQ  DI, DI
+	LEAQ  (AX)(CX*1), CX
+	TESTQ SI, SI
+	JZ    done2
+
+loop2:
+	VMOVUPS      (DX), Z4
+	VMOVUPS.Z    64(DX), K1, Z5
+	VBROADCASTSS (AX)(DI*1), Z6
+	VFMADD231PS  Z4, Z6, Z0
+	VFMADD231PS  Z5, Z6, Z1
+	VBROADCASTSS (CX)(DI*1), Z6
+	VFMADD231PS  Z4, Z6, Z2
+	VFMADD231PS  Z5, Z6, Z3
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop2
+
+done2:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, K1, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRF3x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF3x2Z(SB), NOSPLIT, $0-58
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z6
+	VMOVUPS.Z    64(DX), K1, Z7
+	VBROADCASTSS (AX)(DI*1), Z8
+	VFMADD231PS  Z6, Z8, Z0
+	VFMADD231PS  Z7, Z8, Z1
+	VBROADCASTSS (R8)(DI*1), Z8
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z3
+	VBROADCASTSS (CX)(DI*1), Z8
+	VFMADD231PS  Z6, Z8, Z4
+	VFMADD231PS  Z7, Z8, Z5
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, K1, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRG3x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+// Requires: AVX, AVX512F
+TEXT ·bwdRG3x2Z(SB), NOSPLIT, $0-104
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z6
+	VMOVUPS.Z    64(DX), K1, Z7
+	VBROADCASTSS (AX)(DI*1), Z8
+	VFMADD231PS  Z6, Z8, Z0
+	VFMADD231PS  Z7, Z8, Z1
+	VBROADCASTSS (R8)(DI*1), Z8
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z3
+	VBROADCASTSS (CX)(DI*1), Z8
+	VFMADD231PS  Z6, Z8, Z4
+	VFMADD231PS  Z7, Z8, Z5
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ  a2+64(FP), AX
+	MOVQ  lda2+72(FP), CX
+	MOVQ  b2+80(FP), DX
+	MOVQ  ldb2+88(FP), BX
+	MOVQ  k2+96(FP), SI
+	XORQ  DI, DI
+	LEAQ  (AX)(CX*1), R8
+	LEAQ  (R8)(CX*1), CX
+	TESTQ SI, SI
+	JZ    done2
+
+loop2:
+	VMOVUPS      (DX), Z6
+	VMOVUPS.Z    64(DX), K1, Z7
+	VBROADCASTSS (AX)(DI*1), Z8
+	VFMADD231PS  Z6, Z8, Z0
+	VFMADD231PS  Z7, Z8, Z1
+	VBROADCASTSS (R8)(DI*1), Z8
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z3
+	VBROADCASTSS (CX)(DI*1), Z8
+	VFMADD231PS  Z6, Z8, Z4
+	VFMADD231PS  Z7, Z8, Z5
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop2
+
+done2:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, K1, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRF4x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF4x2Z(SB), NOSPLIT, $0-58
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z8
+	VMOVUPS.Z    64(DX), K1, Z9
+	VBROADCASTSS (AX)(DI*1), Z10
+	VFMADD231PS  Z8, Z10, Z0
+	VFMADD231PS  Z9, Z10, Z1
+	VBROADCASTSS (R8)(DI*1), Z10
+	VFMADD231PS  Z8, Z10, Z2
+	VFMADD231PS  Z9, Z10, Z3
+	VBROADCASTSS (R9)(DI*1), Z10
+	VFMADD231PS  Z8, Z10, Z4
+	VFMADD231PS  Z9, Z10, Z5
+	VBROADCASTSS (CX)(DI*1), Z10
+	VFMADD231PS  Z8, Z10, Z6
+	VFMADD231PS  Z9, Z10, Z7
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, K1, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRG4x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+// Requires: AVX, AVX512F
+TEXT ·bwdRG4x2Z(SB), NOSPLIT, $0-104
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z8
+	VMOVUPS.Z    64(DX), K1, Z9
+	VBROADCASTSS (AX)(DI*1), Z10
+	VFMADD231PS  Z8, Z10, Z0
+	VFMADD231PS  Z9, Z10, Z1
+	VBROADCASTSS (R8)(DI*1), Z10
+	VFMADD231PS  Z8, Z10, Z2
+	VFMADD231PS  Z9, Z10, Z3
+	VBROADCASTSS (R9)(DI*1), Z10
+	VFMADD231PS  Z8, Z10, Z4
+	VFMADD231PS  Z9, Z10, Z5
+	VBROADCASTSS (CX)(DI*1), Z10
+	VFMADD231PS  Z8, Z10, Z6
+	VFMADD231PS  Z9, Z10, Z7
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ  a2+64(FP), AX
+	MOVQ  lda2+72(FP), CX
+	MOVQ  b2+80(FP), DX
+	MOVQ  ldb2+88(FP), BX
+	MOVQ  k2+96(FP), SI
+	XORQ  DI, DI
+	LEAQ  (AX)(CX*1), R8
+	LEAQ  (R8)(CX*1), R9
+	LEAQ  (R9)(CX*1), CX
+	TESTQ SI, SI
+	JZ    done2
+
+loop2:
+	VMOVUPS      (DX), Z8
+	VMOVUPS.Z    64(DX), K1, Z9
+	VBROADCASTSS (AX)(DI*1), Z10
+	VFMADD231PS  Z8, Z10, Z0
+	VFMADD231PS  Z9, Z10, Z1
+	VBROADCASTSS (R8)(DI*1), Z10
+	VFMADD231PS  Z8, Z10, Z2
+	VFMADD231PS  Z9, Z10, Z3
+	VBROADCASTSS (R9)(DI*1), Z10
+	VFMADD231PS  Z8, Z10, Z4
+	VFMADD231PS  Z9, Z10, Z5
+	VBROADCASTSS (CX)(DI*1), Z10
+	VFMADD231PS  Z8, Z10, Z6
+	VFMADD231PS  Z9, Z10, Z7
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop2
+
+done2:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, K1, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRF5x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF5x2Z(SB), NOSPLIT, $0-58
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z10
+	VMOVUPS.Z    64(DX), K1, Z11
+	VBROADCASTSS (AX)(DI*1), Z12
+	VFMADD231PS  Z10, Z12, Z0
+	VFMADD231PS  Z11, Z12, Z1
+	VBROADCASTSS (R8)(DI*1), Z12
+	VFMADD231PS  Z10, Z12, Z2
+	VFMADD231PS  Z11, Z12, Z3
+	VBROADCASTSS (R9)(DI*1), Z12
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z5
+	VBROADCASTSS (R10)(DI*1), Z12
+	VFMADD231PS  Z10, Z12, Z6
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS (CX)(DI*1), Z12
+	VFMADD231PS  Z10, Z12, Z8
+	VFMADD231PS  Z11, Z12, Z9
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, K1, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRG5x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+// Requires: AVX, AVX512F
+TEXT ·bwdRG5x2Z(SB), NOSPLIT, $0-104
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z10
+	VMOVUPS.Z    64(DX), K1, Z11
+	VBROADCASTSS (AX)(DI*1), Z12
+	VFMADD231PS  Z10, Z12, Z0
+	VFMADD231PS  Z11, Z12, Z1
+	VBROADCASTSS (R8)(DI*1), Z12
+	VFMADD231PS  Z10, Z12, Z2
+	VFMADD231PS  Z11, Z12, Z3
+	VBROADCASTSS (R9)(DI*1), Z12
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z5
+	VBROADCASTSS (R10)(DI*1), Z12
+	VFMADD231PS  Z10, Z12, Z6
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS (CX)(DI*1), Z12
+	VFMADD231PS  Z10, Z12, Z8
+	VFMADD231PS  Z11, Z12, Z9
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ  a2+64(FP), AX
+	MOVQ  lda2+72(FP), CX
+	MOVQ  b2+80(FP), DX
+	MOVQ  ldb2+88(FP), BX
+	MOVQ  k2+96(FP), SI
+	XORQ  DI, DI
+	LEAQ  (AX)(CX*1), R8
+	LEAQ  (R8)(CX*1), R9
+	LEAQ  (R9)(CX*1), R10
+	LEAQ  (R10)(CX*1), CX
+	TESTQ SI, SI
+	JZ    done2
+
+loop2:
+	VMOVUPS      (DX), Z10
+	VMOVUPS.Z    64(DX), K1, Z11
+	VBROADCASTSS (AX)(DI*1), Z12
+	VFMADD231PS  Z10, Z12, Z0
+	VFMADD231PS  Z11, Z12, Z1
+	VBROADCASTSS (R8)(DI*1), Z12
+	VFMADD231PS  Z10, Z12, Z2
+	VFMADD231PS  Z11, Z12, Z3
+	VBROADCASTSS (R9)(DI*1), Z12
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z5
+	VBROADCASTSS (R10)(DI*1), Z12
+	VFMADD231PS  Z10, Z12, Z6
+	VFMADD231PS  Z11, Z12, Z7
+	VBROADCASTSS (CX)(DI*1), Z12
+	VFMADD231PS  Z10, Z12, Z8
+	VFMADD231PS  Z11, Z12, Z9
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop2
+
+done2:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, K1, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRF6x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF6x2Z(SB), NOSPLIT, $0-58
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), R11
+	LEAQ    (R11)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z12
+	VMOVUPS.Z    64(DX), K1, Z13
+	VBROADCASTSS (AX)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z0
+	VFMADD231PS  Z13, Z14, Z1
+	VBROADCASTSS (R8)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z2
+	VFMADD231PS  Z13, Z14, Z3
+	VBROADCASTSS (R9)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z4
+	VFMADD231PS  Z13, Z14, Z5
+	VBROADCASTSS (R10)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z6
+	VFMADD231PS  Z13, Z14, Z7
+	VBROADCASTSS (R11)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z8
+	VFMADD231PS  Z13, Z14, Z9
+	VBROADCASTSS (CX)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z10
+	VFMADD231PS  Z13, Z14, Z11
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, K1, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRG6x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+// Requires: AVX, AVX512F
+TEXT ·bwdRG6x2Z(SB), NOSPLIT, $0-104
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), R11
+	LEAQ    (R11)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z12
+	VMOVUPS.Z    64(DX), K1, Z13
+	VBROADCASTSS (AX)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z0
+	VFMADD231PS  Z13, Z14, Z1
+	VBROADCASTSS (R8)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z2
+	VFMADD231PS  Z13, Z14, Z3
+	VBROADCASTSS (R9)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z4
+	VFMADD231PS  Z13, Z14, Z5
+	VBROADCASTSS (R10)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z6
+	VFMADD231PS  Z13, Z14, Z7
+	VBROADCASTSS (R11)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z8
+	VFMADD231PS  Z13, Z14, Z9
+	VBROADCASTSS (CX)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z10
+	VFMADD231PS  Z13, Z14, Z11
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ  a2+64(FP), AX
+	MOVQ  lda2+72(FP), CX
+	MOVQ  b2+80(FP), DX
+	MOVQ  ldb2+88(FP), BX
+	MOVQ  k2+96(FP), SI
+	XORQ  DI, DI
+	LEAQ  (AX)(CX*1), R8
+	LEAQ  (R8)(CX*1), R9
+	LEAQ  (R9)(CX*1), R10
+	LEAQ  (R10)(CX*1), R11
+	LEAQ  (R11)(CX*1), CX
+	TESTQ SI, SI
+	JZ    done2
+
+loop2:
+	VMOVUPS      (DX), Z12
+	VMOVUPS.Z    64(DX), K1, Z13
+	VBROADCASTSS (AX)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z0
+	VFMADD231PS  Z13, Z14, Z1
+	VBROADCASTSS (R8)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z2
+	VFMADD231PS  Z13, Z14, Z3
+	VBROADCASTSS (R9)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z4
+	VFMADD231PS  Z13, Z14, Z5
+	VBROADCASTSS (R10)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z6
+	VFMADD231PS  Z13, Z14, Z7
+	VBROADCASTSS (R11)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z8
+	VFMADD231PS  Z13, Z14, Z9
+	VBROADCASTSS (CX)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z10
+	VFMADD231PS  Z13, Z14, Z11
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop2
+
+done2:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, K1, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRF7x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF7x2Z(SB), NOSPLIT, $0-58
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	VPXORD  Z12, Z12, Z12
+	VPXORD  Z13, Z13, Z13
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), R11
+	LEAQ    (R11)(CX*1), R12
+	LEAQ    (R12)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z14
+	VMOVUPS.Z    64(DX), K1, Z15
+	VBROADCASTSS (AX)(DI*1), Z16
+	VFMADD231PS  Z14, Z16, Z0
+	VFMADD231PS  Z15, Z16, Z1
+	VBROADCASTSS (R8)(DI*1), Z16
+	VFMADD231PS  Z14, Z16, Z2
+	VFMADD231PS  Z15, Z16, Z3
+	VBROADCASTSS (R9)(DI*1), Z16
+	VFMADD231PS  Z14, Z16, Z4
+	VFMADD231PS  Z15, Z16, Z5
+	VBROADCASTSS (R10)(DI*1), Z16
+	VFMADD231PS  Z14, Z16, Z6
+	VFMADD231PS  Z15, Z16, Z7
+	VBROADCASTSS (R11)(DI*1), Z16
+	VFMADD231PS  Z14, Z16, Z8
+	VFMADD231PS  Z15, Z16, Z9
+	VBROADCASTSS (R12)(DI*1), Z16
+	VFMADD231PS  Z14, Z16, Z10
+	VFMADD231PS  Z15, Z16, Z11
+	VBROADCASTSS (CX)(DI*1), Z16
+	VFMADD231PS  Z14, Z16, Z12
+	VFMADD231PS  Z15, Z16, Z13
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, K1, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRG7x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+// Requires: AVX, AVX512F
+TEXT ·bwdRG7x2Z(SB), NOSPLIT, $0-104
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	VPXORD  Z12, Z12, Z12
+	VPXORD  Z13, Z13, Z13
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), R11
+	LEAQ    (R11)(CX*1), R12
+	LEAQ    (R12)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z14
+	VMOVUPS.Z    64(DX), K1, Z15
+	VBROADCASTSS (AX)(DI*1), Z16
+	VFMADD231PS  Z14, Z16, Z0
+	VFMADD231PS  Z15, Z16, Z1
+	VBROADCASTSS (R8)(DI*1), Z16
+	VFMADD231PS  Z14, Z16, Z2
+	VFMADD231PS  Z15, Z16, Z3
+	VBROADCASTSS (R9)(DI*1), Z16
+	VFMADD231PS  Z14, Z16, Z4
+	VFMADD231PS  Z15, Z16, Z5
+	VBROADCASTSS (R10)(DI*1), Z16
+	VFMADD231PS  Z14, Z16, Z6
+	VFMADD231PS  Z15, Z16, Z7
+	VBROADCASTSS (R11)(DI*1), Z16
+	VFMADD231PS  Z14, Z16, Z8
+	VFMADD231PS  Z15, Z16, Z9
+	VBROADCASTSS (R12)(DI*1), Z16
+	VFMADD231PS  Z14, Z16, Z10
+	VFMADD231PS  Z15, Z16, Z11
+	VBROADCASTSS (CX)(DI*1), Z16
+	VFMADD231PS  Z14, Z16, Z12
+	VFMADD231PS  Z15, Z16, Z13
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ  a2+64(FP), AX
+	MOVQ  lda2+72(FP), CX
+	MOVQ  b2+80(FP), DX
+	MOVQ  ldb2+88(FP), BX
+	MOVQ  k2+96(FP), SI
+	XORQ  DI, DI
+	LEAQ  (AX)(CX*1), R8
+	LEAQ  (R8)(CX*1), R9
+	LEAQ  (R9)(CX*1), R10
+	LEAQ  (R10)(CX*1), R11
+	LEAQ  (R11)(CX*1), R12
+	LEAQ  (R12)(CX*1), CX
+	TESTQ SI, SI
+	JZ    done2
+
+loop2:
+	VMOVUPS      (DX), Z14
+	VMOVUPS.Z    64(DX), K1, Z15
+	VBROADCASTSS (AX)(DI*1), Z16
+	VFMADD231PS  Z14, Z16, Z0
+	VFMADD231PS  Z15, Z16, Z1
+	VBROADCASTSS (R8)(DI*1), Z16
+	VFMADD231PS  Z14, Z16, Z2
+	VFMADD231PS  Z15, Z16, Z3
+	VBROADCASTSS (R9)(DI*1), Z16
+	VFMADD231PS  Z14, Z16, Z4
+	VFMADD231PS  Z15, Z16, Z5
+	VBROADCASTSS (R10)(DI*1), Z16
+	VFMADD231PS  Z14, Z16, Z6
+	VFMADD231PS  Z15, Z16, Z7
+	VBROADCASTSS (R11)(DI*1), Z16
+	VFMADD231PS  Z14, Z16, Z8
+	VFMADD231PS  Z15, Z16, Z9
+	VBROADCASTSS (R12)(DI*1), Z16
+	VFMADD231PS  Z14, Z16, Z10
+	VFMADD231PS  Z15, Z16, Z11
+	VBROADCASTSS (CX)(DI*1), Z16
+	VFMADD231PS  Z14, Z16, Z12
+	VFMADD231PS  Z15, Z16, Z13
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop2
+
+done2:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, K1, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRF8x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF8x2Z(SB), NOSPLIT, $0-58
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	VPXORD  Z12, Z12, Z12
+	VPXORD  Z13, Z13, Z13
+	VPXORD  Z14, Z14, Z14
+	VPXORD  Z15, Z15, Z15
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), R11
+	LEAQ    (R11)(CX*1), R12
+	LEAQ    (R12)(CX*1), R13
+	LEAQ    (R13)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z16
+	VMOVUPS.Z    64(DX), K1, Z17
+	VBROADCASTSS (AX)(DI*1), Z18
+	VFMADD231PS  Z16, Z18, Z0
+	VFMADD231PS  Z17, Z18, Z1
+	VBROADCASTSS (R8)(DI*1), Z18
+	VFMADD231PS  Z16, Z18, Z2
+	VFMADD231PS  Z17, Z18, Z3
+	VBROADCASTSS (R9)(DI*1), Z18
+	VFMADD231PS  Z16, Z18, Z4
+	VFMADD231PS  Z17, Z18, Z5
+	VBROADCASTSS (R10)(DI*1), Z18
+	VFMADD231PS  Z16, Z18, Z6
+	VFMADD231PS  Z17, Z18, Z7
+	VBROADCASTSS (R11)(DI*1), Z18
+	VFMADD231PS  Z16, Z18, Z8
+	VFMADD231PS  Z17, Z18, Z9
+	VBROADCASTSS (R12)(DI*1), Z18
+	VFMADD231PS  Z16, Z18, Z10
+	VFMADD231PS  Z17, Z18, Z11
+	VBROADCASTSS (R13)(DI*1), Z18
+	VFMADD231PS  Z16, Z18, Z12
+	VFMADD231PS  Z17, Z18, Z13
+	VBROADCASTSS (CX)(DI*1), Z18
+	VFMADD231PS  Z16, Z18, Z14
+	VFMADD231PS  Z17, Z18, Z15
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z14, (AX)
+	VMOVUPS Z15, K1, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRG8x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+// Requires: AVX, AVX512F
+TEXT ·bwdRG8x2Z(SB), NOSPLIT, $0-104
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	VPXORD  Z12, Z12, Z12
+	VPXORD  Z13, Z13, Z13
+	VPXORD  Z14, Z14, Z14
+	VPXORD  Z15, Z15, Z15
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), R11
+	LEAQ    (R11)(CX*1), R12
+	LEAQ    (R12)(CX*1), R13
+	LEAQ    (R13)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z16
+	VMOVUPS.Z    64(DX), K1, Z17
+	VBROADCASTSS (AX)(DI*1), Z18
+	VFMADD231PS  Z16, Z18, Z0
+	VFMADD231PS  Z17, Z18, Z1
+	VBROADCASTSS (R8)(DI*1), Z18
+	VFMADD231PS  Z16, Z18, Z2
+	VFMADD231PS  Z17, Z18, Z3
+	VBROADCASTSS (R9)(DI*1), Z18
+	VFMADD231PS  Z16, Z18, Z4
+	VFMADD231PS  Z17, Z18, Z5
+	VBROADCASTSS (R10)(DI*1), Z18
+	VFMADD231PS  Z16, Z18, Z6
+	VFMADD231PS  Z17, Z18, Z7
+	VBROADCASTSS (R11)(DI*1), Z18
+	VFMADD231PS  Z16, Z18, Z8
+	VFMADD231PS  Z17, Z18, Z9
+	VBROADCASTSS (R12)(DI*1), Z18
+	VFMADD231PS  Z16, Z18, Z10
+	VFMADD231PS  Z17, Z18, Z11
+	VBROADCASTSS (R13)(DI*1), Z18
+	VFMADD231PS  Z16, Z18, Z12
+	VFMADD231PS  Z17, Z18, Z13
+	VBROADCASTSS (CX)(DI*1), Z18
+	VFMADD231PS  Z16, Z18, Z14
+	VFMADD231PS  Z17, Z18, Z15
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ  a2+64(FP), AX
+	MOVQ  lda2+72(FP), CX
+	MOVQ  b2+80(FP), DX
+	MOVQ  ldb2+88(FP), BX
+	MOVQ  k2+96(FP), SI
+	XORQ  DI, DI
+	LEAQ  (AX)(CX*1), R8
+	LEAQ  (R8)(CX*1), R9
+	LEAQ  (R9)(CX*1), R10
+	LEAQ  (R10)(CX*1), R11
+	LEAQ  (R11)(CX*1), R12
+	LEAQ  (R12)(CX*1), R13
+	LEAQ  (R13)(CX*1), CX
+	TESTQ SI, SI
+	JZ    done2
+
+loop2:
+	VMOVUPS      (DX), Z16
+	VMOVUPS.Z    64(DX), K1, Z17
+	VBROADCASTSS (AX)(DI*1), Z18
+	VFMADD231PS  Z16, Z18, Z0
+	VFMADD231PS  Z17, Z18, Z1
+	VBROADCASTSS (R8)(DI*1), Z18
+	VFMADD231PS  Z16, Z18, Z2
+	VFMADD231PS  Z17, Z18, Z3
+	VBROADCASTSS (R9)(DI*1), Z18
+	VFMADD231PS  Z16, Z18, Z4
+	VFMADD231PS  Z17, Z18, Z5
+	VBROADCASTSS (R10)(DI*1), Z18
+	VFMADD231PS  Z16, Z18, Z6
+	VFMADD231PS  Z17, Z18, Z7
+	VBROADCASTSS (R11)(DI*1), Z18
+	VFMADD231PS  Z16, Z18, Z8
+	VFMADD231PS  Z17, Z18, Z9
+	VBROADCASTSS (R12)(DI*1), Z18
+	VFMADD231PS  Z16, Z18, Z10
+	VFMADD231PS  Z17, Z18, Z11
+	VBROADCASTSS (R13)(DI*1), Z18
+	VFMADD231PS  Z16, Z18, Z12
+	VFMADD231PS  Z17, Z18, Z13
+	VBROADCASTSS (CX)(DI*1), Z18
+	VFMADD231PS  Z16, Z18, Z14
+	VFMADD231PS  Z17, Z18, Z15
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop2
+
+done2:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z14, (AX)
+	VMOVUPS Z15, K1, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRF1x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF1x3Z(SB), NOSPLIT, $0-58
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), CX
+	MOVQ    ldb+40(FP), DX
+	MOVQ    k+48(FP), BX
+	XORQ    SI, SI
+	TESTQ   BX, BX
+	JZ      done
+
+loop:
+	VMOVUPS      (CX), Z3
+	VMOVUPS      64(CX), Z4
+	VMOVUPS.Z    128(CX), K1, Z5
+	VBROADCASTSS (AX)(SI*1), Z6
+	VFMADD231PS  Z3, Z6, Z0
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z2
+	ADDQ         $0x04, SI
+	ADDQ         DX, CX
+	DECQ         BX
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, K1, 128(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRG1x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+// Requires: AVX, AVX512F
+TEXT ·bwdRG1x3Z(SB), NOSPLIT, $0-104
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), CX
+	MOVQ    ldb+40(FP), DX
+	MOVQ    k+48(FP), BX
+	XORQ    SI, SI
+	TESTQ   BX, BX
+	JZ      done
+
+loop:
+	VMOVUPS      (CX), Z3
+	VMOVUPS      64(CX), Z4
+	VMOVUPS.Z    128(CX), K1, Z5
+	VBROADCASTSS (AX)(SI*1), Z6
+	VFMADD231PS  Z3, Z6, Z0
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z2
+	ADDQ         $0x04, SI
+	ADDQ         DX, CX
+	DECQ         BX
+	JNZ          loop
+
+done:
+	MOVQ  a2+64(FP), AX
+	MOVQ  lda2+72(FP), CX
+	MOVQ  b2+80(FP), CX
+	MOVQ  ldb2+88(FP), DX
+	MOVQ  k2+96(FP), BX
+	XORQ  SI, SI
+	TESTQ BX, BX
+	JZ    done2
+
+loop2:
+	VMOVUPS      (CX), Z3
+	VMOVUPS      64(CX), Z4
+	VMOVUPS.Z    128(CX), K1, Z5
+	VBROADCASTSS (AX)(SI*1), Z6
+	VFMADD231PS  Z3, Z6, Z0
+	VFMADD231PS  Z4, Z6, Z1
+	VFMADD231PS  Z5, Z6, Z2
+	ADDQ         $0x04, SI
+	ADDQ         DX, CX
+	DECQ         BX
+	JNZ          loop2
+
+done2:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, K1, 128(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRF2x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF2x3Z(SB), NOSPLIT, $0-58
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z6
+	VMOVUPS      64(DX), Z7
+	VMOVUPS.Z    128(DX), K1, Z8
+	VBROADCASTSS (AX)(DI*1), Z9
+	VFMADD231PS  Z6, Z9, Z0
+	VFMADD231PS  Z7, Z9, Z1
+	VFMADD231PS  Z8, Z9, Z2
+	VBROADCASTSS (CX)(DI*1), Z9
+	VFMADD231PS  Z6, Z9, Z3
+	VFMADD231PS  Z7, Z9, Z4
+	VFMADD231PS  Z8, Z9, Z5
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, (AX)
+	VMOVUPS Z4, 64(AX)
+	VMOVUPS Z5, K1, 128(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRG2x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+// Requires: AVX, AVX512F
+TEXT ·bwdRG2x3Z(SB), NOSPLIT, $0-104
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z6
+	VMOVUPS      64(DX), Z7
+	VMOVUPS.Z    128(DX), K1, Z8
+	VBROADCASTSS (AX)(DI*1), Z9
+	VFMADD231PS  Z6, Z9, Z0
+	VFMADD231PS  Z7, Z9, Z1
+	VFMADD231PS  Z8, Z9, Z2
+	VBROADCASTSS (CX)(DI*1), Z9
+	VFMADD231PS  Z6, Z9, Z3
+	VFMADD231PS  Z7, Z9, Z4
+	VFMADD231PS  Z8, Z9, Z5
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ  a2+64(FP), AX
+	MOVQ  lda2+72(FP), CX
+	MOVQ  b2+80(FP), DX
+	MOVQ  ldb2+88(FP), BX
+	MOVQ  k2+96(FP), SI
+	XORQ  DI, DI
+	LEAQ  (AX)(CX*1), CX
+	TESTQ SI, SI
+	JZ    done2
+
+loop2:
+	VMOVUPS      (DX), Z6
+	VMOVUPS      64(DX), Z7
+	VMOVUPS.Z    128(DX), K1, Z8
+	VBROADCASTSS (AX)(DI*1), Z9
+	VFMADD231PS  Z6, Z9, Z0
+	VFMADD231PS  Z7, Z9, Z1
+	VFMADD231PS  Z8, Z9, Z2
+	VBROADCASTSS (CX)(DI*1), Z9
+	VFMADD231PS  Z6, Z9, Z3
+	VFMADD231PS  Z7, Z9, Z4
+	VFMADD231PS  Z8, Z9, Z5
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop2
+
+done2:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, (AX)
+	VMOVUPS Z4, 64(AX)
+	VMOVUPS Z5, K1, 128(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRF3x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF3x3Z(SB), NOSPLIT, $0-58
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z9
+	VMOVUPS      64(DX), Z10
+	VMOVUPS.Z    128(DX), K1, Z11
+	VBROADCASTSS (AX)(DI*1), Z12
+	VFMADD231PS  Z9, Z12, Z0
+	VFMADD231PS  Z10, Z12, Z1
+	VFMADD231PS  Z11, Z12, Z2
+	VBROADCASTSS (R8)(DI*1), Z12
+	VFMADD231PS  Z9, Z12, Z3
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z5
+	VBROADCASTSS (CX)(DI*1), Z12
+	VFMADD231PS  Z9, Z12, Z6
+	VFMADD231PS  Z10, Z12, Z7
+	VFMADD231PS  Z11, Z12, Z8
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, (AX)
+	VMOVUPS Z4, 64(AX)
+	VMOVUPS Z5, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	VMOVUPS Z8, K1, 128(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRG3x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+// Requires: AVX, AVX512F
+TEXT ·bwdRG3x3Z(SB), NOSPLIT, $0-104
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z9
+	VMOVUPS      64(DX), Z10
+	VMOVUPS.Z    128(DX), K1, Z11
+	VBROADCASTSS (AX)(DI*1), Z12
+	VFMADD231PS  Z9, Z12, Z0
+	VFMADD231PS  Z10, Z12, Z1
+	VFMADD231PS  Z11, Z12, Z2
+	VBROADCASTSS (R8)(DI*1), Z12
+	VFMADD231PS  Z9, Z12, Z3
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z5
+	VBROADCASTSS (CX)(DI*1), Z12
+	VFMADD231PS  Z9, Z12, Z6
+	VFMADD231PS  Z10, Z12, Z7
+	VFMADD231PS  Z11, Z12, Z8
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ  a2+64(FP), AX
+	MOVQ  lda2+72(FP), CX
+	MOVQ  b2+80(FP), DX
+	MOVQ  ldb2+88(FP), BX
+	MOVQ  k2+96(FP), SI
+	XORQ  DI, DI
+	LEAQ  (AX)(CX*1), R8
+	LEAQ  (R8)(CX*1), CX
+	TESTQ SI, SI
+	JZ    done2
+
+loop2:
+	VMOVUPS      (DX), Z9
+	VMOVUPS      64(DX), Z10
+	VMOVUPS.Z    128(DX), K1, Z11
+	VBROADCASTSS (AX)(DI*1), Z12
+	VFMADD231PS  Z9, Z12, Z0
+	VFMADD231PS  Z10, Z12, Z1
+	VFMADD231PS  Z11, Z12, Z2
+	VBROADCASTSS (R8)(DI*1), Z12
+	VFMADD231PS  Z9, Z12, Z3
+	VFMADD231PS  Z10, Z12, Z4
+	VFMADD231PS  Z11, Z12, Z5
+	VBROADCASTSS (CX)(DI*1), Z12
+	VFMADD231PS  Z9, Z12, Z6
+	VFMADD231PS  Z10, Z12, Z7
+	VFMADD231PS  Z11, Z12, Z8
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop2
+
+done2:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, (AX)
+	VMOVUPS Z4, 64(AX)
+	VMOVUPS Z5, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	VMOVUPS Z8, K1, 128(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRF4x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF4x3Z(SB), NOSPLIT, $0-58
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z12
+	VMOVUPS      64(DX), Z13
+	VMOVUPS.Z    128(DX), K1, Z14
+	VBROADCASTSS (AX)(DI*1), Z15
+	VFMADD231PS  Z12, Z15, Z0
+	VFMADD231PS  Z13, Z15, Z1
+	VFMADD231PS  Z14, Z15, Z2
+	VBROADCASTSS (R8)(DI*1), Z15
+	VFMADD231PS  Z12, Z15, Z3
+	VFMADD231PS  Z13, Z15, Z4
+	VFMADD231PS  Z14, Z15, Z5
+	VBROADCASTSS (R9)(DI*1), Z15
+	VFMADD231PS  Z12, Z15, Z6
+	VFMADD231PS  Z13, Z15, Z7
+	VFMADD231PS  Z14, Z15, Z8
+	VBROADCASTSS (CX)(DI*1), Z15
+	VFMADD231PS  Z12, Z15, Z9
+	VFMADD231PS  Z13, Z15, Z10
+	VFMADD231PS  Z14, Z15, Z11
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, (AX)
+	VMOVUPS Z4, 64(AX)
+	VMOVUPS Z5, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	VMOVUPS Z8, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z9, (AX)
+	VMOVUPS Z10, 64(AX)
+	VMOVUPS Z11, K1, 128(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRG4x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+// Requires: AVX, AVX512F
+TEXT ·bwdRG4x3Z(SB), NOSPLIT, $0-104
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z12
+	VMOVUPS      64(DX), Z13
+	VMOVUPS.Z    128(DX), K1, Z14
+	VBROADCASTSS (AX)(DI*1), Z15
+	VFMADD231PS  Z12, Z15, Z0
+	VFMADD231PS  Z13, Z15, Z1
+	VFMADD231PS  Z14, Z15, Z2
+	VBROADCASTSS (R8)(DI*1), Z15
+	VFMADD231PS  Z12, Z15, Z3
+	VFMADD231PS  Z13, Z15, Z4
+	VFMADD231PS  Z14, Z15, Z5
+	VBROADCASTSS (R9)(DI*1), Z15
+	VFMADD231PS  Z12, Z15, Z6
+	VFMADD231PS  Z13, Z15, Z7
+	VFMADD231PS  Z14, Z15, Z8
+	VBROADCASTSS (CX)(DI*1), Z15
+	VFMADD231PS  Z12, Z15, Z9
+	VFMADD231PS  Z13, Z15, Z10
+	VFMADD231PS  Z14, Z15, Z11
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ  a2+64(FP), AX
+	MOVQ  lda2+72(FP), CX
+	MOVQ  b2+80(FP), DX
+	MOVQ  ldb2+88(FP), BX
+	MOVQ  k2+96(FP), SI
+	XORQ  DI, DI
+	LEAQ  (AX)(CX*1), R8
+	LEAQ  (R8)(CX*1), R9
+	LEAQ  (R9)(CX*1), CX
+	TESTQ SI, SI
+	JZ    done2
+
+loop2:
+	VMOVUPS      (DX), Z12
+	VMOVUPS      64(DX), Z13
+	VMOVUPS.Z    128(DX), K1, Z14
+	VBROADCASTSS (AX)(DI*1), Z15
+	VFMADD231PS  Z12, Z15, Z0
+	VFMADD231PS  Z13, Z15, Z1
+	VFMADD231PS  Z14, Z15, Z2
+	VBROADCASTSS (R8)(DI*1), Z15
+	VFMADD231PS  Z12, Z15, Z3
+	VFMADD231PS  Z13, Z15, Z4
+	VFMADD231PS  Z14, Z15, Z5
+	VBROADCASTSS (R9)(DI*1), Z15
+	VFMADD231PS  Z12, Z15, Z6
+	VFMADD231PS  Z13, Z15, Z7
+	VFMADD231PS  Z14, Z15, Z8
+	VBROADCASTSS (CX)(DI*1), Z15
+	VFMADD231PS  Z12, Z15, Z9
+	VFMADD231PS  Z13, Z15, Z10
+	VFMADD231PS  Z14, Z15, Z11
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop2
+
+done2:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, (AX)
+	VMOVUPS Z4, 64(AX)
+	VMOVUPS Z5, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	VMOVUPS Z8, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z9, (AX)
+	VMOVUPS Z10, 64(AX)
+	VMOVUPS Z11, K1, 128(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRF5x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF5x3Z(SB), NOSPLIT, $0-58
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	VPXORD  Z12, Z12, Z12
+	VPXORD  Z13, Z13, Z13
+	VPXORD  Z14, Z14, Z14
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z15
+	VMOVUPS      64(DX), Z16
+	VMOVUPS.Z    128(DX), K1, Z17
+	VBROADCASTSS (AX)(DI*1), Z18
+	VFMADD231PS  Z15, Z18, Z0
+	VFMADD231PS  Z16, Z18, Z1
+	VFMADD231PS  Z17, Z18, Z2
+	VBROADCASTSS (R8)(DI*1), Z18
+	VFMADD231PS  Z15, Z18, Z3
+	VFMADD231PS  Z16, Z18, Z4
+	VFMADD231PS  Z17, Z18, Z5
+	VBROADCASTSS (R9)(DI*1), Z18
+	VFMADD231PS  Z15, Z18, Z6
+	VFMADD231PS  Z16, Z18, Z7
+	VFMADD231PS  Z17, Z18, Z8
+	VBROADCASTSS (R10)(DI*1), Z18
+	VFMADD231PS  Z15, Z18, Z9
+	VFMADD231PS  Z16, Z18, Z10
+	VFMADD231PS  Z17, Z18, Z11
+	VBROADCASTSS (CX)(DI*1), Z18
+	VFMADD231PS  Z15, Z18, Z12
+	VFMADD231PS  Z16, Z18, Z13
+	VFMADD231PS  Z17, Z18, Z14
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, (AX)
+	VMOVUPS Z4, 64(AX)
+	VMOVUPS Z5, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	VMOVUPS Z8, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z9, (AX)
+	VMOVUPS Z10, 64(AX)
+	VMOVUPS Z11, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	VMOVUPS Z14, K1, 128(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRG5x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+// Requires: AVX, AVX512F
+TEXT ·bwdRG5x3Z(SB), NOSPLIT, $0-104
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	VPXORD  Z12, Z12, Z12
+	VPXORD  Z13, Z13, Z13
+	VPXORD  Z14, Z14, Z14
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z15
+	VMOVUPS      64(DX), Z16
+	VMOVUPS.Z    128(DX), K1, Z17
+	VBROADCASTSS (AX)(DI*1), Z18
+	VFMADD231PS  Z15, Z18, Z0
+	VFMADD231PS  Z16, Z18, Z1
+	VFMADD231PS  Z17, Z18, Z2
+	VBROADCASTSS (R8)(DI*1), Z18
+	VFMADD231PS  Z15, Z18, Z3
+	VFMADD231PS  Z16, Z18, Z4
+	VFMADD231PS  Z17, Z18, Z5
+	VBROADCASTSS (R9)(DI*1), Z18
+	VFMADD231PS  Z15, Z18, Z6
+	VFMADD231PS  Z16, Z18, Z7
+	VFMADD231PS  Z17, Z18, Z8
+	VBROADCASTSS (R10)(DI*1), Z18
+	VFMADD231PS  Z15, Z18, Z9
+	VFMADD231PS  Z16, Z18, Z10
+	VFMADD231PS  Z17, Z18, Z11
+	VBROADCASTSS (CX)(DI*1), Z18
+	VFMADD231PS  Z15, Z18, Z12
+	VFMADD231PS  Z16, Z18, Z13
+	VFMADD231PS  Z17, Z18, Z14
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ  a2+64(FP), AX
+	MOVQ  lda2+72(FP), CX
+	MOVQ  b2+80(FP), DX
+	MOVQ  ldb2+88(FP), BX
+	MOVQ  k2+96(FP), SI
+	XORQ  DI, DI
+	LEAQ  (AX)(CX*1), R8
+	LEAQ  (R8)(CX*1), R9
+	LEAQ  (R9)(CX*1), R10
+	LEAQ  (R10)(CX*1), CX
+	TESTQ SI, SI
+	JZ    done2
+
+loop2:
+	VMOVUPS      (DX), Z15
+	VMOVUPS      64(DX), Z16
+	VMOVUPS.Z    128(DX), K1, Z17
+	VBROADCASTSS (AX)(DI*1), Z18
+	VFMADD231PS  Z15, Z18, Z0
+	VFMADD231PS  Z16, Z18, Z1
+	VFMADD231PS  Z17, Z18, Z2
+	VBROADCASTSS (R8)(DI*1), Z18
+	VFMADD231PS  Z15, Z18, Z3
+	VFMADD231PS  Z16, Z18, Z4
+	VFMADD231PS  Z17, Z18, Z5
+	VBROADCASTSS (R9)(DI*1), Z18
+	VFMADD231PS  Z15, Z18, Z6
+	VFMADD231PS  Z16, Z18, Z7
+	VFMADD231PS  Z17, Z18, Z8
+	VBROADCASTSS (R10)(DI*1), Z18
+	VFMADD231PS  Z15, Z18, Z9
+	VFMADD231PS  Z16, Z18, Z10
+	VFMADD231PS  Z17, Z18, Z11
+	VBROADCASTSS (CX)(DI*1), Z18
+	VFMADD231PS  Z15, Z18, Z12
+	VFMADD231PS  Z16, Z18, Z13
+	VFMADD231PS  Z17, Z18, Z14
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop2
+
+done2:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, (AX)
+	VMOVUPS Z4, 64(AX)
+	VMOVUPS Z5, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	VMOVUPS Z8, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z9, (AX)
+	VMOVUPS Z10, 64(AX)
+	VMOVUPS Z11, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	VMOVUPS Z14, K1, 128(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRF6x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF6x3Z(SB), NOSPLIT, $0-58
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	VPXORD  Z12, Z12, Z12
+	VPXORD  Z13, Z13, Z13
+	VPXORD  Z14, Z14, Z14
+	VPXORD  Z15, Z15, Z15
+	VPXORD  Z16, Z16, Z16
+	VPXORD  Z17, Z17, Z17
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), R11
+	LEAQ    (R11)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z18
+	VMOVUPS      64(DX), Z19
+	VMOVUPS.Z    128(DX), K1, Z20
+	VBROADCASTSS (AX)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z0
+	VFMADD231PS  Z19, Z21, Z1
+	VFMADD231PS  Z20, Z21, Z2
+	VBROADCASTSS (R8)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z3
+	VFMADD231PS  Z19, Z21, Z4
+	VFMADD231PS  Z20, Z21, Z5
+	VBROADCASTSS (R9)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z6
+	VFMADD231PS  Z19, Z21, Z7
+	VFMADD231PS  Z20, Z21, Z8
+	VBROADCASTSS (R10)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z9
+	VFMADD231PS  Z19, Z21, Z10
+	VFMADD231PS  Z20, Z21, Z11
+	VBROADCASTSS (R11)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z12
+	VFMADD231PS  Z19, Z21, Z13
+	VFMADD231PS  Z20, Z21, Z14
+	VBROADCASTSS (CX)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z15
+	VFMADD231PS  Z19, Z21, Z16
+	VFMADD231PS  Z20, Z21, Z17
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, (AX)
+	VMOVUPS Z4, 64(AX)
+	VMOVUPS Z5, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	VMOVUPS Z8, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z9, (AX)
+	VMOVUPS Z10, 64(AX)
+	VMOVUPS Z11, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	VMOVUPS Z14, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z15, (AX)
+	VMOVUPS Z16, 64(AX)
+	VMOVUPS Z17, K1, 128(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRG6x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+// Requires: AVX, AVX512F
+TEXT ·bwdRG6x3Z(SB), NOSPLIT, $0-104
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	VPXORD  Z12, Z12, Z12
+	VPXORD  Z13, Z13, Z13
+	VPXORD  Z14, Z14, Z14
+	VPXORD  Z15, Z15, Z15
+	VPXORD  Z16, Z16, Z16
+	VPXORD  Z17, Z17, Z17
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), R11
+	LEAQ    (R11)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z18
+	VMOVUPS      64(DX), Z19
+	VMOVUPS.Z    128(DX), K1, Z20
+	VBROADCASTSS (AX)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z0
+	VFMADD231PS  Z19, Z21, Z1
+	VFMADD231PS  Z20, Z21, Z2
+	VBROADCASTSS (R8)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z3
+	VFMADD231PS  Z19, Z21, Z4
+	VFMADD231PS  Z20, Z21, Z5
+	VBROADCASTSS (R9)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z6
+	VFMADD231PS  Z19, Z21, Z7
+	VFMADD231PS  Z20, Z21, Z8
+	VBROADCASTSS (R10)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z9
+	VFMADD231PS  Z19, Z21, Z10
+	VFMADD231PS  Z20, Z21, Z11
+	VBROADCASTSS (R11)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z12
+	VFMADD231PS  Z19, Z21, Z13
+	VFMADD231PS  Z20, Z21, Z14
+	VBROADCASTSS (CX)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z15
+	VFMADD231PS  Z19, Z21, Z16
+	VFMADD231PS  Z20, Z21, Z17
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ  a2+64(FP), AX
+	MOVQ  lda2+72(FP), CX
+	MOVQ  b2+80(FP), DX
+	MOVQ  ldb2+88(FP), BX
+	MOVQ  k2+96(FP), SI
+	XORQ  DI, DI
+	LEAQ  (AX)(CX*1), R8
+	LEAQ  (R8)(CX*1), R9
+	LEAQ  (R9)(CX*1), R10
+	LEAQ  (R10)(CX*1), R11
+	LEAQ  (R11)(CX*1), CX
+	TESTQ SI, SI
+	JZ    done2
+
+loop2:
+	VMOVUPS      (DX), Z18
+	VMOVUPS      64(DX), Z19
+	VMOVUPS.Z    128(DX), K1, Z20
+	VBROADCASTSS (AX)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z0
+	VFMADD231PS  Z19, Z21, Z1
+	VFMADD231PS  Z20, Z21, Z2
+	VBROADCASTSS (R8)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z3
+	VFMADD231PS  Z19, Z21, Z4
+	VFMADD231PS  Z20, Z21, Z5
+	VBROADCASTSS (R9)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z6
+	VFMADD231PS  Z19, Z21, Z7
+	VFMADD231PS  Z20, Z21, Z8
+	VBROADCASTSS (R10)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z9
+	VFMADD231PS  Z19, Z21, Z10
+	VFMADD231PS  Z20, Z21, Z11
+	VBROADCASTSS (R11)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z12
+	VFMADD231PS  Z19, Z21, Z13
+	VFMADD231PS  Z20, Z21, Z14
+	VBROADCASTSS (CX)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z15
+	VFMADD231PS  Z19, Z21, Z16
+	VFMADD231PS  Z20, Z21, Z17
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop2
+
+done2:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, (AX)
+	VMOVUPS Z4, 64(AX)
+	VMOVUPS Z5, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	VMOVUPS Z8, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z9, (AX)
+	VMOVUPS Z10, 64(AX)
+	VMOVUPS Z11, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	VMOVUPS Z14, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z15, (AX)
+	VMOVUPS Z16, 64(AX)
+	VMOVUPS Z17, K1, 128(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRF7x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF7x3Z(SB), NOSPLIT, $0-58
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	VPXORD  Z12, Z12, Z12
+	VPXORD  Z13, Z13, Z13
+	VPXORD  Z14, Z14, Z14
+	VPXORD  Z15, Z15, Z15
+	VPXORD  Z16, Z16, Z16
+	VPXORD  Z17, Z17, Z17
+	VPXORD  Z18, Z18, Z18
+	VPXORD  Z19, Z19, Z19
+	VPXORD  Z20, Z20, Z20
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), R11
+	LEAQ    (R11)(CX*1), R12
+	LEAQ    (R12)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z21
+	VMOVUPS      64(DX), Z22
+	VMOVUPS.Z    128(DX), K1, Z23
+	VBROADCASTSS (AX)(DI*1), Z24
+	VFMADD231PS  Z21, Z24, Z0
+	VFMADD231PS  Z22, Z24, Z1
+	VFMADD231PS  Z23, Z24, Z2
+	VBROADCASTSS (R8)(DI*1), Z24
+	VFMADD231PS  Z21, Z24, Z3
+	VFMADD231PS  Z22, Z24, Z4
+	VFMADD231PS  Z23, Z24, Z5
+	VBROADCASTSS (R9)(DI*1), Z24
+	VFMADD231PS  Z21, Z24, Z6
+	VFMADD231PS  Z22, Z24, Z7
+	VFMADD231PS  Z23, Z24, Z8
+	VBROADCASTSS (R10)(DI*1), Z24
+	VFMADD231PS  Z21, Z24, Z9
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z11
+	VBROADCASTSS (R11)(DI*1), Z24
+	VFMADD231PS  Z21, Z24, Z12
+	VFMADD231PS  Z22, Z24, Z13
+	VFMADD231PS  Z23, Z24, Z14
+	VBROADCASTSS (R12)(DI*1), Z24
+	VFMADD231PS  Z21, Z24, Z15
+	VFMADD231PS  Z22, Z24, Z16
+	VFMADD231PS  Z23, Z24, Z17
+	VBROADCASTSS (CX)(DI*1), Z24
+	VFMADD231PS  Z21, Z24, Z18
+	VFMADD231PS  Z22, Z24, Z19
+	VFMADD231PS  Z23, Z24, Z20
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, (AX)
+	VMOVUPS Z4, 64(AX)
+	VMOVUPS Z5, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	VMOVUPS Z8, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z9, (AX)
+	VMOVUPS Z10, 64(AX)
+	VMOVUPS Z11, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	VMOVUPS Z14, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z15, (AX)
+	VMOVUPS Z16, 64(AX)
+	VMOVUPS Z17, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z18, (AX)
+	VMOVUPS Z19, 64(AX)
+	VMOVUPS Z20, K1, 128(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRG7x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+// Requires: AVX, AVX512F
+TEXT ·bwdRG7x3Z(SB), NOSPLIT, $0-104
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	VPXORD  Z12, Z12, Z12
+	VPXORD  Z13, Z13, Z13
+	VPXORD  Z14, Z14, Z14
+	VPXORD  Z15, Z15, Z15
+	VPXORD  Z16, Z16, Z16
+	VPXORD  Z17, Z17, Z17
+	VPXORD  Z18, Z18, Z18
+	VPXORD  Z19, Z19, Z19
+	VPXORD  Z20, Z20, Z20
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), R11
+	LEAQ    (R11)(CX*1), R12
+	LEAQ    (R12)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z21
+	VMOVUPS      64(DX), Z22
+	VMOVUPS.Z    128(DX), K1, Z23
+	VBROADCASTSS (AX)(DI*1), Z24
+	VFMADD231PS  Z21, Z24, Z0
+	VFMADD231PS  Z22, Z24, Z1
+	VFMADD231PS  Z23, Z24, Z2
+	VBROADCASTSS (R8)(DI*1), Z24
+	VFMADD231PS  Z21, Z24, Z3
+	VFMADD231PS  Z22, Z24, Z4
+	VFMADD231PS  Z23, Z24, Z5
+	VBROADCASTSS (R9)(DI*1), Z24
+	VFMADD231PS  Z21, Z24, Z6
+	VFMADD231PS  Z22, Z24, Z7
+	VFMADD231PS  Z23, Z24, Z8
+	VBROADCASTSS (R10)(DI*1), Z24
+	VFMADD231PS  Z21, Z24, Z9
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z11
+	VBROADCASTSS (R11)(DI*1), Z24
+	VFMADD231PS  Z21, Z24, Z12
+	VFMADD231PS  Z22, Z24, Z13
+	VFMADD231PS  Z23, Z24, Z14
+	VBROADCASTSS (R12)(DI*1), Z24
+	VFMADD231PS  Z21, Z24, Z15
+	VFMADD231PS  Z22, Z24, Z16
+	VFMADD231PS  Z23, Z24, Z17
+	VBROADCASTSS (CX)(DI*1), Z24
+	VFMADD231PS  Z21, Z24, Z18
+	VFMADD231PS  Z22, Z24, Z19
+	VFMADD231PS  Z23, Z24, Z20
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ  a2+64(FP), AX
+	MOVQ  lda2+72(FP), CX
+	MOVQ  b2+80(FP), DX
+	MOVQ  ldb2+88(FP), BX
+	MOVQ  k2+96(FP), SI
+	XORQ  DI, DI
+	LEAQ  (AX)(CX*1), R8
+	LEAQ  (R8)(CX*1), R9
+	LEAQ  (R9)(CX*1), R10
+	LEAQ  (R10)(CX*1), R11
+	LEAQ  (R11)(CX*1), R12
+	LEAQ  (R12)(CX*1), CX
+	TESTQ SI, SI
+	JZ    done2
+
+loop2:
+	VMOVUPS      (DX), Z21
+	VMOVUPS      64(DX), Z22
+	VMOVUPS.Z    128(DX), K1, Z23
+	VBROADCASTSS (AX)(DI*1), Z24
+	VFMADD231PS  Z21, Z24, Z0
+	VFMADD231PS  Z22, Z24, Z1
+	VFMADD231PS  Z23, Z24, Z2
+	VBROADCASTSS (R8)(DI*1), Z24
+	VFMADD231PS  Z21, Z24, Z3
+	VFMADD231PS  Z22, Z24, Z4
+	VFMADD231PS  Z23, Z24, Z5
+	VBROADCASTSS (R9)(DI*1), Z24
+	VFMADD231PS  Z21, Z24, Z6
+	VFMADD231PS  Z22, Z24, Z7
+	VFMADD231PS  Z23, Z24, Z8
+	VBROADCASTSS (R10)(DI*1), Z24
+	VFMADD231PS  Z21, Z24, Z9
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z11
+	VBROADCASTSS (R11)(DI*1), Z24
+	VFMADD231PS  Z21, Z24, Z12
+	VFMADD231PS  Z22, Z24, Z13
+	VFMADD231PS  Z23, Z24, Z14
+	VBROADCASTSS (R12)(DI*1), Z24
+	VFMADD231PS  Z21, Z24, Z15
+	VFMADD231PS  Z22, Z24, Z16
+	VFMADD231PS  Z23, Z24, Z17
+	VBROADCASTSS (CX)(DI*1), Z24
+	VFMADD231PS  Z21, Z24, Z18
+	VFMADD231PS  Z22, Z24, Z19
+	VFMADD231PS  Z23, Z24, Z20
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop2
+
+done2:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, (AX)
+	VMOVUPS Z4, 64(AX)
+	VMOVUPS Z5, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	VMOVUPS Z8, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z9, (AX)
+	VMOVUPS Z10, 64(AX)
+	VMOVUPS Z11, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	VMOVUPS Z14, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z15, (AX)
+	VMOVUPS Z16, 64(AX)
+	VMOVUPS Z17, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z18, (AX)
+	VMOVUPS Z19, 64(AX)
+	VMOVUPS Z20, K1, 128(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRF8x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF8x3Z(SB), NOSPLIT, $0-58
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	VPXORD  Z12, Z12, Z12
+	VPXORD  Z13, Z13, Z13
+	VPXORD  Z14, Z14, Z14
+	VPXORD  Z15, Z15, Z15
+	VPXORD  Z16, Z16, Z16
+	VPXORD  Z17, Z17, Z17
+	VPXORD  Z18, Z18, Z18
+	VPXORD  Z19, Z19, Z19
+	VPXORD  Z20, Z20, Z20
+	VPXORD  Z21, Z21, Z21
+	VPXORD  Z22, Z22, Z22
+	VPXORD  Z23, Z23, Z23
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), R11
+	LEAQ    (R11)(CX*1), R12
+	LEAQ    (R12)(CX*1), R13
+	LEAQ    (R13)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z24
+	VMOVUPS      64(DX), Z25
+	VMOVUPS.Z    128(DX), K1, Z26
+	VBROADCASTSS (AX)(DI*1), Z27
+	VFMADD231PS  Z24, Z27, Z0
+	VFMADD231PS  Z25, Z27, Z1
+	VFMADD231PS  Z26, Z27, Z2
+	VBROADCASTSS (R8)(DI*1), Z27
+	VFMADD231PS  Z24, Z27, Z3
+	VFMADD231PS  Z25, Z27, Z4
+	VFMADD231PS  Z26, Z27, Z5
+	VBROADCASTSS (R9)(DI*1), Z27
+	VFMADD231PS  Z24, Z27, Z6
+	VFMADD231PS  Z25, Z27, Z7
+	VFMADD231PS  Z26, Z27, Z8
+	VBROADCASTSS (R10)(DI*1), Z27
+	VFMADD231PS  Z24, Z27, Z9
+	VFMADD231PS  Z25, Z27, Z10
+	VFMADD231PS  Z26, Z27, Z11
+	VBROADCASTSS (R11)(DI*1), Z27
+	VFMADD231PS  Z24, Z27, Z12
+	VFMADD231PS  Z25, Z27, Z13
+	VFMADD231PS  Z26, Z27, Z14
+	VBROADCASTSS (R12)(DI*1), Z27
+	VFMADD231PS  Z24, Z27, Z15
+	VFMADD231PS  Z25, Z27, Z16
+	VFMADD231PS  Z26, Z27, Z17
+	VBROADCASTSS (R13)(DI*1), Z27
+	VFMADD231PS  Z24, Z27, Z18
+	VFMADD231PS  Z25, Z27, Z19
+	VFMADD231PS  Z26, Z27, Z20
+	VBROADCASTSS (CX)(DI*1), Z27
+	VFMADD231PS  Z24, Z27, Z21
+	VFMADD231PS  Z25, Z27, Z22
+	VFMADD231PS  Z26, Z27, Z23
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, (AX)
+	VMOVUPS Z4, 64(AX)
+	VMOVUPS Z5, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	VMOVUPS Z8, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z9, (AX)
+	VMOVUPS Z10, 64(AX)
+	VMOVUPS Z11, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	VMOVUPS Z14, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z15, (AX)
+	VMOVUPS Z16, 64(AX)
+	VMOVUPS Z17, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z18, (AX)
+	VMOVUPS Z19, 64(AX)
+	VMOVUPS Z20, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z21, (AX)
+	VMOVUPS Z22, 64(AX)
+	VMOVUPS Z23, K1, 128(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRG8x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+// Requires: AVX, AVX512F
+TEXT ·bwdRG8x3Z(SB), NOSPLIT, $0-104
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	VPXORD  Z12, Z12, Z12
+	VPXORD  Z13, Z13, Z13
+	VPXORD  Z14, Z14, Z14
+	VPXORD  Z15, Z15, Z15
+	VPXORD  Z16, Z16, Z16
+	VPXORD  Z17, Z17, Z17
+	VPXORD  Z18, Z18, Z18
+	VPXORD  Z19, Z19, Z19
+	VPXORD  Z20, Z20, Z20
+	VPXORD  Z21, Z21, Z21
+	VPXORD  Z22, Z22, Z22
+	VPXORD  Z23, Z23, Z23
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), R11
+	LEAQ    (R11)(CX*1), R12
+	LEAQ    (R12)(CX*1), R13
+	LEAQ    (R13)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z24
+	VMOVUPS      64(DX), Z25
+	VMOVUPS.Z    128(DX), K1, Z26
+	VBROADCASTSS (AX)(DI*1), Z27
+	VFMADD231PS  Z24, Z27, Z0
+	VFMADD231PS  Z25, Z27, Z1
+	VFMADD231PS  Z26, Z27, Z2
+	VBROADCASTSS (R8)(DI*1), Z27
+	VFMADD231PS  Z24, Z27, Z3
+	VFMADD231PS  Z25, Z27, Z4
+	VFMADD231PS  Z26, Z27, Z5
+	VBROADCASTSS (R9)(DI*1), Z27
+	VFMADD231PS  Z24, Z27, Z6
+	VFMADD231PS  Z25, Z27, Z7
+	VFMADD231PS  Z26, Z27, Z8
+	VBROADCASTSS (R10)(DI*1), Z27
+	VFMADD231PS  Z24, Z27, Z9
+	VFMADD231PS  Z25, Z27, Z10
+	VFMADD231PS  Z26, Z27, Z11
+	VBROADCASTSS (R11)(DI*1), Z27
+	VFMADD231PS  Z24, Z27, Z12
+	VFMADD231PS  Z25, Z27, Z13
+	VFMADD231PS  Z26, Z27, Z14
+	VBROADCASTSS (R12)(DI*1), Z27
+	VFMADD231PS  Z24, Z27, Z15
+	VFMADD231PS  Z25, Z27, Z16
+	VFMADD231PS  Z26, Z27, Z17
+	VBROADCASTSS (R13)(DI*1), Z27
+	VFMADD231PS  Z24, Z27, Z18
+	VFMADD231PS  Z25, Z27, Z19
+	VFMADD231PS  Z26, Z27, Z20
+	VBROADCASTSS (CX)(DI*1), Z27
+	VFMADD231PS  Z24, Z27, Z21
+	VFMADD231PS  Z25, Z27, Z22
+	VFMADD231PS  Z26, Z27, Z23
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ  a2+64(FP), AX
+	MOVQ  lda2+72(FP), CX
+	MOVQ  b2+80(FP), DX
+	MOVQ  ldb2+88(FP), BX
+	MOVQ  k2+96(FP), SI
+	XORQ  DI, DI
+	LEAQ  (AX)(CX*1), R8
+	LEAQ  (R8)(CX*1), R9
+	LEAQ  (R9)(CX*1), R10
+	LEAQ  (R10)(CX*1), R11
+	LEAQ  (R11)(CX*1), R12
+	LEAQ  (R12)(CX*1), R13
+	LEAQ  (R13)(CX*1), CX
+	TESTQ SI, SI
+	JZ    done2
+
+loop2:
+	VMOVUPS      (DX), Z24
+	VMOVUPS      64(DX), Z25
+	VMOVUPS.Z    128(DX), K1, Z26
+	VBROADCASTSS (AX)(DI*1), Z27
+	VFMADD231PS  Z24, Z27, Z0
+	VFMADD231PS  Z25, Z27, Z1
+	VFMADD231PS  Z26, Z27, Z2
+	VBROADCASTSS (R8)(DI*1), Z27
+	VFMADD231PS  Z24, Z27, Z3
+	VFMADD231PS  Z25, Z27, Z4
+	VFMADD231PS  Z26, Z27, Z5
+	VBROADCASTSS (R9)(DI*1), Z27
+	VFMADD231PS  Z24, Z27, Z6
+	VFMADD231PS  Z25, Z27, Z7
+	VFMADD231PS  Z26, Z27, Z8
+	VBROADCASTSS (R10)(DI*1), Z27
+	VFMADD231PS  Z24, Z27, Z9
+	VFMADD231PS  Z25, Z27, Z10
+	VFMADD231PS  Z26, Z27, Z11
+	VBROADCASTSS (R11)(DI*1), Z27
+	VFMADD231PS  Z24, Z27, Z12
+	VFMADD231PS  Z25, Z27, Z13
+	VFMADD231PS  Z26, Z27, Z14
+	VBROADCASTSS (R12)(DI*1), Z27
+	VFMADD231PS  Z24, Z27, Z15
+	VFMADD231PS  Z25, Z27, Z16
+	VFMADD231PS  Z26, Z27, Z17
+	VBROADCASTSS (R13)(DI*1), Z27
+	VFMADD231PS  Z24, Z27, Z18
+	VFMADD231PS  Z25, Z27, Z19
+	VFMADD231PS  Z26, Z27, Z20
+	VBROADCASTSS (CX)(DI*1), Z27
+	VFMADD231PS  Z24, Z27, Z21
+	VFMADD231PS  Z25, Z27, Z22
+	VFMADD231PS  Z26, Z27, Z23
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop2
+
+done2:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, (AX)
+	VMOVUPS Z4, 64(AX)
+	VMOVUPS Z5, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	VMOVUPS Z8, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z9, (AX)
+	VMOVUPS Z10, 64(AX)
+	VMOVUPS Z11, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	VMOVUPS Z14, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z15, (AX)
+	VMOVUPS Z16, 64(AX)
+	VMOVUPS Z17, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z18, (AX)
+	VMOVUPS Z19, 64(AX)
+	VMOVUPS Z20, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z21, (AX)
+	VMOVUPS Z22, 64(AX)
+	VMOVUPS Z23, K1, 128(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRF1x4Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF1x4Z(SB), NOSPLIT, $0-58
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), CX
+	MOVQ    ldb+40(FP), DX
+	MOVQ    k+48(FP), BX
+	XORQ    SI, SI
+	TESTQ   BX, BX
+	JZ      done
+
+loop:
+	VMOVUPS      (CX), Z4
+	VMOVUPS      64(CX), Z5
+	VMOVUPS      128(CX), Z6
+	VMOVUPS.Z    192(CX), K1, Z7
+	VBROADCASTSS (AX)(SI*1), Z8
+	VFMADD231PS  Z4, Z8, Z0
+	VFMADD231PS  Z5, Z8, Z1
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z3
+	ADDQ         $0x04, SI
+	ADDQ         DX, CX
+	DECQ         BX
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, K1, 192(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRG1x4Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+// Requires: AVX, AVX512F
+TEXT ·bwdRG1x4Z(SB), NOSPLIT, $0-104
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), CX
+	MOVQ    ldb+40(FP), DX
+	MOVQ    k+48(FP), BX
+	XORQ    SI, SI
+	TESTQ   BX, BX
+	JZ      done
+
+loop:
+	VMOVUPS      (CX), Z4
+	VMOVUPS      64(CX), Z5
+	VMOVUPS      128(CX), Z6
+	VMOVUPS.Z    192(CX), K1, Z7
+	VBROADCASTSS (AX)(SI*1), Z8
+	VFMADD231PS  Z4, Z8, Z0
+	VFMADD231PS  Z5, Z8, Z1
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z3
+	ADDQ         $0x04, SI
+	ADDQ         DX, CX
+	DECQ         BX
+	JNZ          loop
+
+done:
+	MOVQ  a2+64(FP), AX
+	MOVQ  lda2+72(FP), CX
+	MOVQ  b2+80(FP), CX
+	MOVQ  ldb2+88(FP), DX
+	MOVQ  k2+96(FP), BX
+	XORQ  SI, SI
+	TESTQ BX, BX
+	JZ    done2
+
+loop2:
+	VMOVUPS      (CX), Z4
+	VMOVUPS      64(CX), Z5
+	VMOVUPS      128(CX), Z6
+	VMOVUPS.Z    192(CX), K1, Z7
+	VBROADCASTSS (AX)(SI*1), Z8
+	VFMADD231PS  Z4, Z8, Z0
+	VFMADD231PS  Z5, Z8, Z1
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z3
+	ADDQ         $0x04, SI
+	ADDQ         DX, CX
+	DECQ         BX
+	JNZ          loop2
+
+done2:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, K1, 192(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRF2x4Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF2x4Z(SB), NOSPLIT, $0-58
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z8
+	VMOVUPS      64(DX), Z9
+	VMOVUPS      128(DX), Z10
+	VMOVUPS.Z    192(DX), K1, Z11
+	VBROADCASTSS (AX)(DI*1), Z12
+	VFMADD231PS  Z8, Z12, Z0
+	VFMADD231PS  Z9, Z12, Z1
+	VFMADD231PS  Z10, Z12, Z2
+	VFMADD231PS  Z11, Z12, Z3
+	VBROADCASTSS (CX)(DI*1), Z12
+	VFMADD231PS  Z8, Z12, Z4
+	VFMADD231PS  Z9, Z12, Z5
+	VFMADD231PS  Z10, Z12, Z6
+	VFMADD231PS  Z11, Z12, Z7
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	VMOVUPS Z6, 128(AX)
+	VMOVUPS Z7, K1, 192(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRG2x4Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+// Requires: AVX, AVX512F
+TEXT ·bwdRG2x4Z(SB), NOSPLIT, $0-104
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z8
+	VMOVUPS      64(DX), Z9
+	VMOVUPS      128(DX), Z10
+	VMOVUPS.Z    192(DX), K1, Z11
+	VBROADCASTSS (AX)(DI*1), Z12
+	VFMADD231PS  Z8, Z12, Z0
+	VFMADD231PS  Z9, Z12, Z1
+	VFMADD231PS  Z10, Z12, Z2
+	VFMADD231PS  Z11, Z12, Z3
+	VBROADCASTSS (CX)(DI*1), Z12
+	VFMADD231PS  Z8, Z12, Z4
+	VFMADD231PS  Z9, Z12, Z5
+	VFMADD231PS  Z10, Z12, Z6
+	VFMADD231PS  Z11, Z12, Z7
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ  a2+64(FP), AX
+	MOVQ  lda2+72(FP), CX
+	MOVQ  b2+80(FP), DX
+	MOVQ  ldb2+88(FP), BX
+	MOVQ  k2+96(FP), SI
+	XORQ  DI, DI
+	LEAQ  (AX)(CX*1), CX
+	TESTQ SI, SI
+	JZ    done2
+
+loop2:
+	VMOVUPS      (DX), Z8
+	VMOVUPS      64(DX), Z9
+	VMOVUPS      128(DX), Z10
+	VMOVUPS.Z    192(DX), K1, Z11
+	VBROADCASTSS (AX)(DI*1), Z12
+	VFMADD231PS  Z8, Z12, Z0
+	VFMADD231PS  Z9, Z12, Z1
+	VFMADD231PS  Z10, Z12, Z2
+	VFMADD231PS  Z11, Z12, Z3
+	VBROADCASTSS (CX)(DI*1), Z12
+	VFMADD231PS  Z8, Z12, Z4
+	VFMADD231PS  Z9, Z12, Z5
+	VFMADD231PS  Z10, Z12, Z6
+	VFMADD231PS  Z11, Z12, Z7
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop2
+
+done2:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	VMOVUPS Z6, 128(AX)
+	VMOVUPS Z7, K1, 192(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRF3x4Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF3x4Z(SB), NOSPLIT, $0-58
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z12
+	VMOVUPS      64(DX), Z13
+	VMOVUPS      128(DX), Z14
+	VMOVUPS.Z    192(DX), K1, Z15
+	VBROADCASTSS (AX)(DI*1), Z16
+	VFMADD231PS  Z12, Z16, Z0
+	VFMADD231PS  Z13, Z16, Z1
+	VFMADD231PS  Z14, Z16, Z2
+	VFMADD231PS  Z15, Z16, Z3
+	VBROADCASTSS (R8)(DI*1), Z16
+	VFMADD231PS  Z12, Z16, Z4
+	VFMADD231PS  Z13, Z16, Z5
+	VFMADD231PS  Z14, Z16, Z6
+	VFMADD231PS  Z15, Z16, Z7
+	VBROADCASTSS (CX)(DI*1), Z16
+	VFMADD231PS  Z12, Z16, Z8
+	VFMADD231PS  Z13, Z16, Z9
+	VFMADD231PS  Z14, Z16, Z10
+	VFMADD231PS  Z15, Z16, Z11
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	VMOVUPS Z6, 128(AX)
+	VMOVUPS Z7, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	VMOVUPS Z10, 128(AX)
+	VMOVUPS Z11, K1, 192(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRG3x4Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+// Requires: AVX, AVX512F
+TEXT ·bwdRG3x4Z(SB), NOSPLIT, $0-104
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z12
+	VMOVUPS      64(DX), Z13
+	VMOVUPS      128(DX), Z14
+	VMOVUPS.Z    192(DX), K1, Z15
+	VBROADCASTSS (AX)(DI*1), Z16
+	VFMADD231PS  Z12, Z16, Z0
+	VFMADD231PS  Z13, Z16, Z1
+	VFMADD231PS  Z14, Z16, Z2
+	VFMADD231PS  Z15, Z16, Z3
+	VBROADCASTSS (R8)(DI*1), Z16
+	VFMADD231PS  Z12, Z16, Z4
+	VFMADD231PS  Z13, Z16, Z5
+	VFMADD231PS  Z14, Z16, Z6
+	VFMADD231PS  Z15, Z16, Z7
+	VBROADCASTSS (CX)(DI*1), Z16
+	VFMADD231PS  Z12, Z16, Z8
+	VFMADD231PS  Z13, Z16, Z9
+	VFMADD231PS  Z14, Z16, Z10
+	VFMADD231PS  Z15, Z16, Z11
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ  a2+64(FP), AX
+	MOVQ  lda2+72(FP), CX
+	MOVQ  b2+80(FP), DX
+	MOVQ  ldb2+88(FP), BX
+	MOVQ  k2+96(FP), SI
+	XORQ  DI, DI
+	LEAQ  (AX)(CX*1), R8
+	LEAQ  (R8)(CX*1), CX
+	TESTQ SI, SI
+	JZ    done2
+
+loop2:
+	VMOVUPS      (DX), Z12
+	VMOVUPS      64(DX), Z13
+	VMOVUPS      128(DX), Z14
+	VMOVUPS.Z    192(DX), K1, Z15
+	VBROADCASTSS (AX)(DI*1), Z16
+	VFMADD231PS  Z12, Z16, Z0
+	VFMADD231PS  Z13, Z16, Z1
+	VFMADD231PS  Z14, Z16, Z2
+	VFMADD231PS  Z15, Z16, Z3
+	VBROADCASTSS (R8)(DI*1), Z16
+	VFMADD231PS  Z12, Z16, Z4
+	VFMADD231PS  Z13, Z16, Z5
+	VFMADD231PS  Z14, Z16, Z6
+	VFMADD231PS  Z15, Z16, Z7
+	VBROADCASTSS (CX)(DI*1), Z16
+	VFMADD231PS  Z12, Z16, Z8
+	VFMADD231PS  Z13, Z16, Z9
+	VFMADD231PS  Z14, Z16, Z10
+	VFMADD231PS  Z15, Z16, Z11
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop2
+
+done2:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	VMOVUPS Z6, 128(AX)
+	VMOVUPS Z7, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	VMOVUPS Z10, 128(AX)
+	VMOVUPS Z11, K1, 192(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRF4x4Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF4x4Z(SB), NOSPLIT, $0-58
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	VPXORD  Z12, Z12, Z12
+	VPXORD  Z13, Z13, Z13
+	VPXORD  Z14, Z14, Z14
+	VPXORD  Z15, Z15, Z15
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z16
+	VMOVUPS      64(DX), Z17
+	VMOVUPS      128(DX), Z18
+	VMOVUPS.Z    192(DX), K1, Z19
+	VBROADCASTSS (AX)(DI*1), Z20
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z17, Z20, Z1
+	VFMADD231PS  Z18, Z20, Z2
+	VFMADD231PS  Z19, Z20, Z3
+	VBROADCASTSS (R8)(DI*1), Z20
+	VFMADD231PS  Z16, Z20, Z4
+	VFMADD231PS  Z17, Z20, Z5
+	VFMADD231PS  Z18, Z20, Z6
+	VFMADD231PS  Z19, Z20, Z7
+	VBROADCASTSS (R9)(DI*1), Z20
+	VFMADD231PS  Z16, Z20, Z8
+	VFMADD231PS  Z17, Z20, Z9
+	VFMADD231PS  Z18, Z20, Z10
+	VFMADD231PS  Z19, Z20, Z11
+	VBROADCASTSS (CX)(DI*1), Z20
+	VFMADD231PS  Z16, Z20, Z12
+	VFMADD231PS  Z17, Z20, Z13
+	VFMADD231PS  Z18, Z20, Z14
+	VFMADD231PS  Z19, Z20, Z15
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	VMOVUPS Z6, 128(AX)
+	VMOVUPS Z7, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	VMOVUPS Z10, 128(AX)
+	VMOVUPS Z11, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	VMOVUPS Z14, 128(AX)
+	VMOVUPS Z15, K1, 192(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRG4x4Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+// Requires: AVX, AVX512F
+TEXT ·bwdRG4x4Z(SB), NOSPLIT, $0-104
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	VPXORD  Z12, Z12, Z12
+	VPXORD  Z13, Z13, Z13
+	VPXORD  Z14, Z14, Z14
+	VPXORD  Z15, Z15, Z15
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z16
+	VMOVUPS      64(DX), Z17
+	VMOVUPS      128(DX), Z18
+	VMOVUPS.Z    192(DX), K1, Z19
+	VBROADCASTSS (AX)(DI*1), Z20
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z17, Z20, Z1
+	VFMADD231PS  Z18, Z20, Z2
+	VFMADD231PS  Z19, Z20, Z3
+	VBROADCASTSS (R8)(DI*1), Z20
+	VFMADD231PS  Z16, Z20, Z4
+	VFMADD231PS  Z17, Z20, Z5
+	VFMADD231PS  Z18, Z20, Z6
+	VFMADD231PS  Z19, Z20, Z7
+	VBROADCASTSS (R9)(DI*1), Z20
+	VFMADD231PS  Z16, Z20, Z8
+	VFMADD231PS  Z17, Z20, Z9
+	VFMADD231PS  Z18, Z20, Z10
+	VFMADD231PS  Z19, Z20, Z11
+	VBROADCASTSS (CX)(DI*1), Z20
+	VFMADD231PS  Z16, Z20, Z12
+	VFMADD231PS  Z17, Z20, Z13
+	VFMADD231PS  Z18, Z20, Z14
+	VFMADD231PS  Z19, Z20, Z15
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ  a2+64(FP), AX
+	MOVQ  lda2+72(FP), CX
+	MOVQ  b2+80(FP), DX
+	MOVQ  ldb2+88(FP), BX
+	MOVQ  k2+96(FP), SI
+	XORQ  DI, DI
+	LEAQ  (AX)(CX*1), R8
+	LEAQ  (R8)(CX*1), R9
+	LEAQ  (R9)(CX*1), CX
+	TESTQ SI, SI
+	JZ    done2
+
+loop2:
+	VMOVUPS      (DX), Z16
+	VMOVUPS      64(DX), Z17
+	VMOVUPS      128(DX), Z18
+	VMOVUPS.Z    192(DX), K1, Z19
+	VBROADCASTSS (AX)(DI*1), Z20
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z17, Z20, Z1
+	VFMADD231PS  Z18, Z20, Z2
+	VFMADD231PS  Z19, Z20, Z3
+	VBROADCASTSS (R8)(DI*1), Z20
+	VFMADD231PS  Z16, Z20, Z4
+	VFMADD231PS  Z17, Z20, Z5
+	VFMADD231PS  Z18, Z20, Z6
+	VFMADD231PS  Z19, Z20, Z7
+	VBROADCASTSS (R9)(DI*1), Z20
+	VFMADD231PS  Z16, Z20, Z8
+	VFMADD231PS  Z17, Z20, Z9
+	VFMADD231PS  Z18, Z20, Z10
+	VFMADD231PS  Z19, Z20, Z11
+	VBROADCASTSS (CX)(DI*1), Z20
+	VFMADD231PS  Z16, Z20, Z12
+	VFMADD231PS  Z17, Z20, Z13
+	VFMADD231PS  Z18, Z20, Z14
+	VFMADD231PS  Z19, Z20, Z15
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop2
+
+done2:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	VMOVUPS Z6, 128(AX)
+	VMOVUPS Z7, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	VMOVUPS Z10, 128(AX)
+	VMOVUPS Z11, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	VMOVUPS Z14, 128(AX)
+	VMOVUPS Z15, K1, 192(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRF5x4Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF5x4Z(SB), NOSPLIT, $0-58
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	VPXORD  Z12, Z12, Z12
+	VPXORD  Z13, Z13, Z13
+	VPXORD  Z14, Z14, Z14
+	VPXORD  Z15, Z15, Z15
+	VPXORD  Z16, Z16, Z16
+	VPXORD  Z17, Z17, Z17
+	VPXORD  Z18, Z18, Z18
+	VPXORD  Z19, Z19, Z19
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z20
+	VMOVUPS      64(DX), Z21
+	VMOVUPS      128(DX), Z22
+	VMOVUPS.Z    192(DX), K1, Z23
+	VBROADCASTSS (AX)(DI*1), Z24
+	VFMADD231PS  Z20, Z24, Z0
+	VFMADD231PS  Z21, Z24, Z1
+	VFMADD231PS  Z22, Z24, Z2
+	VFMADD231PS  Z23, Z24, Z3
+	VBROADCASTSS (R8)(DI*1), Z24
+	VFMADD231PS  Z20, Z24, Z4
+	VFMADD231PS  Z21, Z24, Z5
+	VFMADD231PS  Z22, Z24, Z6
+	VFMADD231PS  Z23, Z24, Z7
+	VBROADCASTSS (R9)(DI*1), Z24
+	VFMADD231PS  Z20, Z24, Z8
+	VFMADD231PS  Z21, Z24, Z9
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z11
+	VBROADCASTSS (R10)(DI*1), Z24
+	VFMADD231PS  Z20, Z24, Z12
+	VFMADD231PS  Z21, Z24, Z13
+	VFMADD231PS  Z22, Z24, Z14
+	VFMADD231PS  Z23, Z24, Z15
+	VBROADCASTSS (CX)(DI*1), Z24
+	VFMADD231PS  Z20, Z24, Z16
+	VFMADD231PS  Z21, Z24, Z17
+	VFMADD231PS  Z22, Z24, Z18
+	VFMADD231PS  Z23, Z24, Z19
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	VMOVUPS Z6, 128(AX)
+	VMOVUPS Z7, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	VMOVUPS Z10, 128(AX)
+	VMOVUPS Z11, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	VMOVUPS Z14, 128(AX)
+	VMOVUPS Z15, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z16, (AX)
+	VMOVUPS Z17, 64(AX)
+	VMOVUPS Z18, 128(AX)
+	VMOVUPS Z19, K1, 192(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRG5x4Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+// Requires: AVX, AVX512F
+TEXT ·bwdRG5x4Z(SB), NOSPLIT, $0-104
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	VPXORD  Z12, Z12, Z12
+	VPXORD  Z13, Z13, Z13
+	VPXORD  Z14, Z14, Z14
+	VPXORD  Z15, Z15, Z15
+	VPXORD  Z16, Z16, Z16
+	VPXORD  Z17, Z17, Z17
+	VPXORD  Z18, Z18, Z18
+	VPXORD  Z19, Z19, Z19
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z20
+	VMOVUPS      64(DX), Z21
+	VMOVUPS      128(DX), Z22
+	VMOVUPS.Z    192(DX), K1, Z23
+	VBROADCASTSS (AX)(DI*1), Z24
+	VFMADD231PS  Z20, Z24, Z0
+	VFMADD231PS  Z21, Z24, Z1
+	VFMADD231PS  Z22, Z24, Z2
+	VFMADD231PS  Z23, Z24, Z3
+	VBROADCASTSS (R8)(DI*1), Z24
+	VFMADD231PS  Z20, Z24, Z4
+	VFMADD231PS  Z21, Z24, Z5
+	VFMADD231PS  Z22, Z24, Z6
+	VFMADD231PS  Z23, Z24, Z7
+	VBROADCASTSS (R9)(DI*1), Z24
+	VFMADD231PS  Z20, Z24, Z8
+	VFMADD231PS  Z21, Z24, Z9
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z11
+	VBROADCASTSS (R10)(DI*1), Z24
+	VFMADD231PS  Z20, Z24, Z12
+	VFMADD231PS  Z21, Z24, Z13
+	VFMADD231PS  Z22, Z24, Z14
+	VFMADD231PS  Z23, Z24, Z15
+	VBROADCASTSS (CX)(DI*1), Z24
+	VFMADD231PS  Z20, Z24, Z16
+	VFMADD231PS  Z21, Z24, Z17
+	VFMADD231PS  Z22, Z24, Z18
+	VFMADD231PS  Z23, Z24, Z19
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ  a2+64(FP), AX
+	MOVQ  lda2+72(FP), CX
+	MOVQ  b2+80(FP), DX
+	MOVQ  ldb2+88(FP), BX
+	MOVQ  k2+96(FP), SI
+	XORQ  DI, DI
+	LEAQ  (AX)(CX*1), R8
+	LEAQ  (R8)(CX*1), R9
+	LEAQ  (R9)(CX*1), R10
+	LEAQ  (R10)(CX*1), CX
+	TESTQ SI, SI
+	JZ    done2
+
+loop2:
+	VMOVUPS      (DX), Z20
+	VMOVUPS      64(DX), Z21
+	VMOVUPS      128(DX), Z22
+	VMOVUPS.Z    192(DX), K1, Z23
+	VBROADCASTSS (AX)(DI*1), Z24
+	VFMADD231PS  Z20, Z24, Z0
+	VFMADD231PS  Z21, Z24, Z1
+	VFMADD231PS  Z22, Z24, Z2
+	VFMADD231PS  Z23, Z24, Z3
+	VBROADCASTSS (R8)(DI*1), Z24
+	VFMADD231PS  Z20, Z24, Z4
+	VFMADD231PS  Z21, Z24, Z5
+	VFMADD231PS  Z22, Z24, Z6
+	VFMADD231PS  Z23, Z24, Z7
+	VBROADCASTSS (R9)(DI*1), Z24
+	VFMADD231PS  Z20, Z24, Z8
+	VFMADD231PS  Z21, Z24, Z9
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z11
+	VBROADCASTSS (R10)(DI*1), Z24
+	VFMADD231PS  Z20, Z24, Z12
+	VFMADD231PS  Z21, Z24, Z13
+	VFMADD231PS  Z22, Z24, Z14
+	VFMADD231PS  Z23, Z24, Z15
+	VBROADCASTSS (CX)(DI*1), Z24
+	VFMADD231PS  Z20, Z24, Z16
+	VFMADD231PS  Z21, Z24, Z17
+	VFMADD231PS  Z22, Z24, Z18
+	VFMADD231PS  Z23, Z24, Z19
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop2
+
+done2:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	VMOVUPS Z6, 128(AX)
+	VMOVUPS Z7, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	VMOVUPS Z10, 128(AX)
+	VMOVUPS Z11, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	VMOVUPS Z14, 128(AX)
+	VMOVUPS Z15, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z16, (AX)
+	VMOVUPS Z17, 64(AX)
+	VMOVUPS Z18, 128(AX)
+	VMOVUPS Z19, K1, 192(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRF6x4Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+// Requires: AVX, AVX512F
+TEXT ·bwdRF6x4Z(SB), NOSPLIT, $0-58
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	VPXORD  Z12, Z12, Z12
+	VPXORD  Z13, Z13, Z13
+	VPXORD  Z14, Z14, Z14
+	VPXORD  Z15, Z15, Z15
+	VPXORD  Z16, Z16, Z16
+	VPXORD  Z17, Z17, Z17
+	VPXORD  Z18, Z18, Z18
+	VPXORD  Z19, Z19, Z19
+	VPXORD  Z20, Z20, Z20
+	VPXORD  Z21, Z21, Z21
+	VPXORD  Z22, Z22, Z22
+	VPXORD  Z23, Z23, Z23
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), R11
+	LEAQ    (R11)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z24
+	VMOVUPS      64(DX), Z25
+	VMOVUPS      128(DX), Z26
+	VMOVUPS.Z    192(DX), K1, Z27
+	VBROADCASTSS (AX)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z0
+	VFMADD231PS  Z25, Z28, Z1
+	VFMADD231PS  Z26, Z28, Z2
+	VFMADD231PS  Z27, Z28, Z3
+	VBROADCASTSS (R8)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z4
+	VFMADD231PS  Z25, Z28, Z5
+	VFMADD231PS  Z26, Z28, Z6
+	VFMADD231PS  Z27, Z28, Z7
+	VBROADCASTSS (R9)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z8
+	VFMADD231PS  Z25, Z28, Z9
+	VFMADD231PS  Z26, Z28, Z10
+	VFMADD231PS  Z27, Z28, Z11
+	VBROADCASTSS (R10)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z12
+	VFMADD231PS  Z25, Z28, Z13
+	VFMADD231PS  Z26, Z28, Z14
+	VFMADD231PS  Z27, Z28, Z15
+	VBROADCASTSS (R11)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z16
+	VFMADD231PS  Z25, Z28, Z17
+	VFMADD231PS  Z26, Z28, Z18
+	VFMADD231PS  Z27, Z28, Z19
+	VBROADCASTSS (CX)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z20
+	VFMADD231PS  Z25, Z28, Z21
+	VFMADD231PS  Z26, Z28, Z22
+	VFMADD231PS  Z27, Z28, Z23
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	VMOVUPS Z6, 128(AX)
+	VMOVUPS Z7, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	VMOVUPS Z10, 128(AX)
+	VMOVUPS Z11, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	VMOVUPS Z14, 128(AX)
+	VMOVUPS Z15, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z16, (AX)
+	VMOVUPS Z17, 64(AX)
+	VMOVUPS Z18, 128(AX)
+	VMOVUPS Z19, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z20, (AX)
+	VMOVUPS Z21, 64(AX)
+	VMOVUPS Z22, 128(AX)
+	VMOVUPS Z23, K1, 192(AX)
+	VZEROUPPER
+	RET
+
+// func bwdRG6x4Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+// Requires: AVX, AVX512F
+TEXT ·bwdRG6x4Z(SB), NOSPLIT, $0-104
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	VPXORD  Z12, Z12, Z12
+	VPXORD  Z13, Z13, Z13
+	VPXORD  Z14, Z14, Z14
+	VPXORD  Z15, Z15, Z15
+	VPXORD  Z16, Z16, Z16
+	VPXORD  Z17, Z17, Z17
+	VPXORD  Z18, Z18, Z18
+	VPXORD  Z19, Z19, Z19
+	VPXORD  Z20, Z20, Z20
+	VPXORD  Z21, Z21, Z21
+	VPXORD  Z22, Z22, Z22
+	VPXORD  Z23, Z23, Z23
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), R11
+	LEAQ    (R11)(CX*1), CX
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z24
+	VMOVUPS      64(DX), Z25
+	VMOVUPS      128(DX), Z26
+	VMOVUPS.Z    192(DX), K1, Z27
+	VBROADCASTSS (AX)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z0
+	VFMADD231PS  Z25, Z28, Z1
+	VFMADD231PS  Z26, Z28, Z2
+	VFMADD231PS  Z27, Z28, Z3
+	VBROADCASTSS (R8)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z4
+	VFMADD231PS  Z25, Z28, Z5
+	VFMADD231PS  Z26, Z28, Z6
+	VFMADD231PS  Z27, Z28, Z7
+	VBROADCASTSS (R9)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z8
+	VFMADD231PS  Z25, Z28, Z9
+	VFMADD231PS  Z26, Z28, Z10
+	VFMADD231PS  Z27, Z28, Z11
+	VBROADCASTSS (R10)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z12
+	VFMADD231PS  Z25, Z28, Z13
+	VFMADD231PS  Z26, Z28, Z14
+	VFMADD231PS  Z27, Z28, Z15
+	VBROADCASTSS (R11)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z16
+	VFMADD231PS  Z25, Z28, Z17
+	VFMADD231PS  Z26, Z28, Z18
+	VFMADD231PS  Z27, Z28, Z19
+	VBROADCASTSS (CX)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z20
+	VFMADD231PS  Z25, Z28, Z21
+	VFMADD231PS  Z26, Z28, Z22
+	VFMADD231PS  Z27, Z28, Z23
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ  a2+64(FP), AX
+	MOVQ  lda2+72(FP), CX
+	MOVQ  b2+80(FP), DX
+	MOVQ  ldb2+88(FP), BX
+	MOVQ  k2+96(FP), SI
+	XORQ  DI, DI
+	LEAQ  (AX)(CX*1), R8
+	LEAQ  (R8)(CX*1), R9
+	LEAQ  (R9)(CX*1), R10
+	LEAQ  (R10)(CX*1), R11
+	LEAQ  (R11)(CX*1), CX
+	TESTQ SI, SI
+	JZ    done2
+
+loop2:
+	VMOVUPS      (DX), Z24
+	VMOVUPS      64(DX), Z25
+	VMOVUPS      128(DX), Z26
+	VMOVUPS.Z    192(DX), K1, Z27
+	VBROADCASTSS (AX)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z0
+	VFMADD231PS  Z25, Z28, Z1
+	VFMADD231PS  Z26, Z28, Z2
+	VFMADD231PS  Z27, Z28, Z3
+	VBROADCASTSS (R8)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z4
+	VFMADD231PS  Z25, Z28, Z5
+	VFMADD231PS  Z26, Z28, Z6
+	VFMADD231PS  Z27, Z28, Z7
+	VBROADCASTSS (R9)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z8
+	VFMADD231PS  Z25, Z28, Z9
+	VFMADD231PS  Z26, Z28, Z10
+	VFMADD231PS  Z27, Z28, Z11
+	VBROADCASTSS (R10)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z12
+	VFMADD231PS  Z25, Z28, Z13
+	VFMADD231PS  Z26, Z28, Z14
+	VFMADD231PS  Z27, Z28, Z15
+	VBROADCASTSS (R11)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z16
+	VFMADD231PS  Z25, Z28, Z17
+	VFMADD231PS  Z26, Z28, Z18
+	VFMADD231PS  Z27, Z28, Z19
+	VBROADCASTSS (CX)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z20
+	VFMADD231PS  Z25, Z28, Z21
+	VFMADD231PS  Z26, Z28, Z22
+	VFMADD231PS  Z27, Z28, Z23
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop2
+
+done2:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	VMOVUPS Z6, 128(AX)
+	VMOVUPS Z7, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	VMOVUPS Z10, 128(AX)
+	VMOVUPS Z11, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	VMOVUPS Z14, 128(AX)
+	VMOVUPS Z15, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z16, (AX)
+	VMOVUPS Z17, 64(AX)
+	VMOVUPS Z18, 128(AX)
+	VMOVUPS Z19, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z20, (AX)
+	VMOVUPS Z21, 64(AX)
+	VMOVUPS Z22, 128(AX)
+	VMOVUPS Z23, K1, 192(AX)
+	VZEROUPPER
+	RET
+
+// func bwdPackF6x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdPackF6x1Z(SB), NOSPLIT, $0-72
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), R11
+	LEAQ    (R11)(CX*1), CX
+	MOVQ    dst+64(FP), R12
+	MOVQ    BX, R13
+	SHLQ    $0x06, R13
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS.Z    (DX), K1, Z6
+	VMOVUPS      Z6, (R12)
+	PREFETCHT1   (DX)(R13*1)
+	ADDQ         $0x00000040, R12
+	VBROADCASTSS (AX)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z0
+	VBROADCASTSS (R8)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z1
+	VBROADCASTSS (R9)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z2
+	VBROADCASTSS (R10)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z3
+	VBROADCASTSS (R11)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z4
+	VBROADCASTSS (CX)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z5
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z1, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z5, K1, (AX)
+	VZEROUPPER
+	RET
+
+// func bwdPackF6x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdPackF6x2Z(SB), NOSPLIT, $0-72
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), R11
+	LEAQ    (R11)(CX*1), CX
+	MOVQ    dst+64(FP), R12
+	MOVQ    BX, R13
+	SHLQ    $0x06, R13
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z12
+	VMOVUPS      Z12, (R12)
+	VMOVUPS.Z    64(DX), K1, Z13
+	VMOVUPS      Z13, 64(R12)
+	PREFETCHT1   (DX)(R13*1)
+	PREFETCHT1   64(DX)(R13*1)
+	ADDQ         $0x00000080, R12
+	VBROADCASTSS (AX)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z0
+	VFMADD231PS  Z13, Z14, Z1
+	VBROADCASTSS (R8)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z2
+	VFMADD231PS  Z13, Z14, Z3
+	VBROADCASTSS (R9)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z4
+	VFMADD231PS  Z13, Z14, Z5
+	VBROADCASTSS (R10)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z6
+	VFMADD231PS  Z13, Z14, Z7
+	VBROADCASTSS (R11)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z8
+	VFMADD231PS  Z13, Z14, Z9
+	VBROADCASTSS (CX)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z10
+	VFMADD231PS  Z13, Z14, Z11
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, K1, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bwdPackF6x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdPackF6x3Z(SB), NOSPLIT, $0-72
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	VPXORD  Z12, Z12, Z12
+	VPXORD  Z13, Z13, Z13
+	VPXORD  Z14, Z14, Z14
+	VPXORD  Z15, Z15, Z15
+	VPXORD  Z16, Z16, Z16
+	VPXORD  Z17, Z17, Z17
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), R11
+	LEAQ    (R11)(CX*1), CX
+	MOVQ    dst+64(FP), R12
+	MOVQ    BX, R13
+	SHLQ    $0x06, R13
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z18
+	VMOVUPS      Z18, (R12)
+	VMOVUPS      64(DX), Z19
+	VMOVUPS      Z19, 64(R12)
+	VMOVUPS.Z    128(DX), K1, Z20
+	VMOVUPS      Z20, 128(R12)
+	PREFETCHT1   (DX)(R13*1)
+	PREFETCHT1   64(DX)(R13*1)
+	PREFETCHT1   128(DX)(R13*1)
+	ADDQ         $0x000000c0, R12
+	VBROADCASTSS (AX)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z0
+	VFMADD231PS  Z19, Z21, Z1
+	VFMADD231PS  Z20, Z21, Z2
+	VBROADCASTSS (R8)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z3
+	VFMADD231PS  Z19, Z21, Z4
+	VFMADD231PS  Z20, Z21, Z5
+	VBROADCASTSS (R9)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z6
+	VFMADD231PS  Z19, Z21, Z7
+	VFMADD231PS  Z20, Z21, Z8
+	VBROADCASTSS (R10)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z9
+	VFMADD231PS  Z19, Z21, Z10
+	VFMADD231PS  Z20, Z21, Z11
+	VBROADCASTSS (R11)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z12
+	VFMADD231PS  Z19, Z21, Z13
+	VFMADD231PS  Z20, Z21, Z14
+	VBROADCASTSS (CX)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z15
+	VFMADD231PS  Z19, Z21, Z16
+	VFMADD231PS  Z20, Z21, Z17
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, (AX)
+	VMOVUPS Z4, 64(AX)
+	VMOVUPS Z5, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	VMOVUPS Z8, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z9, (AX)
+	VMOVUPS Z10, 64(AX)
+	VMOVUPS Z11, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	VMOVUPS Z14, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z15, (AX)
+	VMOVUPS Z16, 64(AX)
+	VMOVUPS Z17, K1, 128(AX)
+	VZEROUPPER
+	RET
+
+// func bwdPackF6x4Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdPackF6x4Z(SB), NOSPLIT, $0-72
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	VPXORD  Z12, Z12, Z12
+	VPXORD  Z13, Z13, Z13
+	VPXORD  Z14, Z14, Z14
+	VPXORD  Z15, Z15, Z15
+	VPXORD  Z16, Z16, Z16
+	VPXORD  Z17, Z17, Z17
+	VPXORD  Z18, Z18, Z18
+	VPXORD  Z19, Z19, Z19
+	VPXORD  Z20, Z20, Z20
+	VPXORD  Z21, Z21, Z21
+	VPXORD  Z22, Z22, Z22
+	VPXORD  Z23, Z23, Z23
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), R11
+	LEAQ    (R11)(CX*1), CX
+	MOVQ    dst+64(FP), R12
+	MOVQ    BX, R13
+	SHLQ    $0x06, R13
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VMOVUPS      (DX), Z24
+	VMOVUPS      Z24, (R12)
+	VMOVUPS      64(DX), Z25
+	VMOVUPS      Z25, 64(R12)
+	VMOVUPS      128(DX), Z26
+	VMOVUPS      Z26, 128(R12)
+	VMOVUPS.Z    192(DX), K1, Z27
+	VMOVUPS      Z27, 192(R12)
+	PREFETCHT1   (DX)(R13*1)
+	PREFETCHT1   64(DX)(R13*1)
+	PREFETCHT1   128(DX)(R13*1)
+	PREFETCHT1   192(DX)(R13*1)
+	ADDQ         $0x00000100, R12
+	VBROADCASTSS (AX)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z0
+	VFMADD231PS  Z25, Z28, Z1
+	VFMADD231PS  Z26, Z28, Z2
+	VFMADD231PS  Z27, Z28, Z3
+	VBROADCASTSS (R8)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z4
+	VFMADD231PS  Z25, Z28, Z5
+	VFMADD231PS  Z26, Z28, Z6
+	VFMADD231PS  Z27, Z28, Z7
+	VBROADCASTSS (R9)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z8
+	VFMADD231PS  Z25, Z28, Z9
+	VFMADD231PS  Z26, Z28, Z10
+	VFMADD231PS  Z27, Z28, Z11
+	VBROADCASTSS (R10)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z12
+	VFMADD231PS  Z25, Z28, Z13
+	VFMADD231PS  Z26, Z28, Z14
+	VFMADD231PS  Z27, Z28, Z15
+	VBROADCASTSS (R11)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z16
+	VFMADD231PS  Z25, Z28, Z17
+	VFMADD231PS  Z26, Z28, Z18
+	VFMADD231PS  Z27, Z28, Z19
+	VBROADCASTSS (CX)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z20
+	VFMADD231PS  Z25, Z28, Z21
+	VFMADD231PS  Z26, Z28, Z22
+	VFMADD231PS  Z27, Z28, Z23
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	VMOVUPS Z6, 128(AX)
+	VMOVUPS Z7, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	VMOVUPS Z10, 128(AX)
+	VMOVUPS Z11, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	VMOVUPS Z14, 128(AX)
+	VMOVUPS Z15, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z16, (AX)
+	VMOVUPS Z17, 64(AX)
+	VMOVUPS Z18, 128(AX)
+	VMOVUPS Z19, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z20, (AX)
+	VMOVUPS Z21, 64(AX)
+	VMOVUPS Z22, 128(AX)
+	VMOVUPS Z23, K1, 192(AX)
+	VZEROUPPER
+	RET
+
+// func bwdPackH6x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *uint16, ldb uintptr, k int, mask uint16, dst *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdPackH6x1Z(SB), NOSPLIT, $0-72
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), R11
+	LEAQ    (R11)(CX*1), CX
+	MOVQ    dst+64(FP), R12
+	MOVQ    BX, R13
+	SHLQ    $0x06, R13
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VPMOVZXWD.Z  (DX), K1, Z6
+	VPSLLD       $0x10, Z6, Z6
+	VMOVUPS      Z6, (R12)
+	PREFETCHT1   (DX)(R13*1)
+	ADDQ         $0x00000040, R12
+	VBROADCASTSS (AX)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z0
+	VBROADCASTSS (R8)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z1
+	VBROADCASTSS (R9)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z2
+	VBROADCASTSS (R10)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z3
+	VBROADCASTSS (R11)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z4
+	VBROADCASTSS (CX)(DI*1), Z7
+	VFMADD231PS  Z6, Z7, Z5
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z1, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, K1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z5, K1, (AX)
+	VZEROUPPER
+	RET
+
+// func bwdPackH6x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *uint16, ldb uintptr, k int, mask uint16, dst *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdPackH6x2Z(SB), NOSPLIT, $0-72
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), R11
+	LEAQ    (R11)(CX*1), CX
+	MOVQ    dst+64(FP), R12
+	MOVQ    BX, R13
+	SHLQ    $0x06, R13
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VPMOVZXWD    (DX), Z12
+	VPSLLD       $0x10, Z12, Z12
+	VMOVUPS      Z12, (R12)
+	VPMOVZXWD.Z  32(DX), K1, Z13
+	VPSLLD       $0x10, Z13, Z13
+	VMOVUPS      Z13, 64(R12)
+	PREFETCHT1   (DX)(R13*1)
+	ADDQ         $0x00000080, R12
+	VBROADCASTSS (AX)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z0
+	VFMADD231PS  Z13, Z14, Z1
+	VBROADCASTSS (R8)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z2
+	VFMADD231PS  Z13, Z14, Z3
+	VBROADCASTSS (R9)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z4
+	VFMADD231PS  Z13, Z14, Z5
+	VBROADCASTSS (R10)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z6
+	VFMADD231PS  Z13, Z14, Z7
+	VBROADCASTSS (R11)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z8
+	VFMADD231PS  Z13, Z14, Z9
+	VBROADCASTSS (CX)(DI*1), Z14
+	VFMADD231PS  Z12, Z14, Z10
+	VFMADD231PS  Z13, Z14, Z11
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z3, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, K1, 64(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z10, (AX)
+	VMOVUPS Z11, K1, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bwdPackH6x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *uint16, ldb uintptr, k int, mask uint16, dst *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdPackH6x3Z(SB), NOSPLIT, $0-72
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	VPXORD  Z12, Z12, Z12
+	VPXORD  Z13, Z13, Z13
+	VPXORD  Z14, Z14, Z14
+	VPXORD  Z15, Z15, Z15
+	VPXORD  Z16, Z16, Z16
+	VPXORD  Z17, Z17, Z17
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), R11
+	LEAQ    (R11)(CX*1), CX
+	MOVQ    dst+64(FP), R12
+	MOVQ    BX, R13
+	SHLQ    $0x06, R13
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VPMOVZXWD    (DX), Z18
+	VPSLLD       $0x10, Z18, Z18
+	VMOVUPS      Z18, (R12)
+	VPMOVZXWD    32(DX), Z19
+	VPSLLD       $0x10, Z19, Z19
+	VMOVUPS      Z19, 64(R12)
+	VPMOVZXWD.Z  64(DX), K1, Z20
+	VPSLLD       $0x10, Z20, Z20
+	VMOVUPS      Z20, 128(R12)
+	PREFETCHT1   (DX)(R13*1)
+	PREFETCHT1   64(DX)(R13*1)
+	ADDQ         $0x000000c0, R12
+	VBROADCASTSS (AX)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z0
+	VFMADD231PS  Z19, Z21, Z1
+	VFMADD231PS  Z20, Z21, Z2
+	VBROADCASTSS (R8)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z3
+	VFMADD231PS  Z19, Z21, Z4
+	VFMADD231PS  Z20, Z21, Z5
+	VBROADCASTSS (R9)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z6
+	VFMADD231PS  Z19, Z21, Z7
+	VFMADD231PS  Z20, Z21, Z8
+	VBROADCASTSS (R10)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z9
+	VFMADD231PS  Z19, Z21, Z10
+	VFMADD231PS  Z20, Z21, Z11
+	VBROADCASTSS (R11)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z12
+	VFMADD231PS  Z19, Z21, Z13
+	VFMADD231PS  Z20, Z21, Z14
+	VBROADCASTSS (CX)(DI*1), Z21
+	VFMADD231PS  Z18, Z21, Z15
+	VFMADD231PS  Z19, Z21, Z16
+	VFMADD231PS  Z20, Z21, Z17
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, (AX)
+	VMOVUPS Z4, 64(AX)
+	VMOVUPS Z5, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	VMOVUPS Z7, 64(AX)
+	VMOVUPS Z8, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z9, (AX)
+	VMOVUPS Z10, 64(AX)
+	VMOVUPS Z11, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	VMOVUPS Z14, K1, 128(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z15, (AX)
+	VMOVUPS Z16, 64(AX)
+	VMOVUPS Z17, K1, 128(AX)
+	VZEROUPPER
+	RET
+
+// func bwdPackH6x4Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *uint16, ldb uintptr, k int, mask uint16, dst *float32)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·bwdPackH6x4Z(SB), NOSPLIT, $0-72
+	MOVWLZX mask+56(FP), AX
+	KMOVW   AX, K1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	VPXORD  Z12, Z12, Z12
+	VPXORD  Z13, Z13, Z13
+	VPXORD  Z14, Z14, Z14
+	VPXORD  Z15, Z15, Z15
+	VPXORD  Z16, Z16, Z16
+	VPXORD  Z17, Z17, Z17
+	VPXORD  Z18, Z18, Z18
+	VPXORD  Z19, Z19, Z19
+	VPXORD  Z20, Z20, Z20
+	VPXORD  Z21, Z21, Z21
+	VPXORD  Z22, Z22, Z22
+	VPXORD  Z23, Z23, Z23
+	MOVQ    a+16(FP), AX
+	MOVQ    lda+24(FP), CX
+	MOVQ    b+32(FP), DX
+	MOVQ    ldb+40(FP), BX
+	MOVQ    k+48(FP), SI
+	XORQ    DI, DI
+	LEAQ    (AX)(CX*1), R8
+	LEAQ    (R8)(CX*1), R9
+	LEAQ    (R9)(CX*1), R10
+	LEAQ    (R10)(CX*1), R11
+	LEAQ    (R11)(CX*1), CX
+	MOVQ    dst+64(FP), R12
+	MOVQ    BX, R13
+	SHLQ    $0x06, R13
+	TESTQ   SI, SI
+	JZ      done
+
+loop:
+	VPMOVZXWD    (DX), Z24
+	VPSLLD       $0x10, Z24, Z24
+	VMOVUPS      Z24, (R12)
+	VPMOVZXWD    32(DX), Z25
+	VPSLLD       $0x10, Z25, Z25
+	VMOVUPS      Z25, 64(R12)
+	VPMOVZXWD    64(DX), Z26
+	VPSLLD       $0x10, Z26, Z26
+	VMOVUPS      Z26, 128(R12)
+	VPMOVZXWD.Z  96(DX), K1, Z27
+	VPSLLD       $0x10, Z27, Z27
+	VMOVUPS      Z27, 192(R12)
+	PREFETCHT1   (DX)(R13*1)
+	PREFETCHT1   64(DX)(R13*1)
+	ADDQ         $0x00000100, R12
+	VBROADCASTSS (AX)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z0
+	VFMADD231PS  Z25, Z28, Z1
+	VFMADD231PS  Z26, Z28, Z2
+	VFMADD231PS  Z27, Z28, Z3
+	VBROADCASTSS (R8)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z4
+	VFMADD231PS  Z25, Z28, Z5
+	VFMADD231PS  Z26, Z28, Z6
+	VFMADD231PS  Z27, Z28, Z7
+	VBROADCASTSS (R9)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z8
+	VFMADD231PS  Z25, Z28, Z9
+	VFMADD231PS  Z26, Z28, Z10
+	VFMADD231PS  Z27, Z28, Z11
+	VBROADCASTSS (R10)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z12
+	VFMADD231PS  Z25, Z28, Z13
+	VFMADD231PS  Z26, Z28, Z14
+	VFMADD231PS  Z27, Z28, Z15
+	VBROADCASTSS (R11)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z16
+	VFMADD231PS  Z25, Z28, Z17
+	VFMADD231PS  Z26, Z28, Z18
+	VFMADD231PS  Z27, Z28, Z19
+	VBROADCASTSS (CX)(DI*1), Z28
+	VFMADD231PS  Z24, Z28, Z20
+	VFMADD231PS  Z25, Z28, Z21
+	VFMADD231PS  Z26, Z28, Z22
+	VFMADD231PS  Z27, Z28, Z23
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ    c+0(FP), AX
+	MOVQ    ldc+8(FP), CX
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	VMOVUPS Z6, 128(AX)
+	VMOVUPS Z7, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	VMOVUPS Z10, 128(AX)
+	VMOVUPS Z11, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	VMOVUPS Z14, 128(AX)
+	VMOVUPS Z15, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z16, (AX)
+	VMOVUPS Z17, 64(AX)
+	VMOVUPS Z18, 128(AX)
+	VMOVUPS Z19, K1, 192(AX)
+	ADDQ    CX, AX
+	VMOVUPS Z20, (AX)
+	VMOVUPS Z21, 64(AX)
+	VMOVUPS Z22, 128(AX)
+	VMOVUPS Z23, K1, 192(AX)
+	VZEROUPPER
+	RET
+
 // func bwdPackCF12x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
 // Requires: AVX, AVX512F, MMX+
 TEXT ·bwdPackCF12x1(SB), NOSPLIT, $0-72

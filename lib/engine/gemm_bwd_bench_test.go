@@ -162,3 +162,44 @@ func BenchmarkBackwardFMAShare(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBackwardZeroStart compares, on one thread, matMulT and
+// matMulTLoRA storing into xs (tiles of the first block of weight rows
+// starting at zero) with the way they did it before: clearing xs and
+// adding to it, on the Qwen3-0.6B shapes at 512 and 1024 tokens, W cold
+// (coldMats): the median of paired time ratios (below 1 the zero start
+// is faster). Run with -cpu 1 -benchtime 1x.
+func BenchmarkBackwardZeroStart(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for _, sh := range [][2]int{{3072, 1024}, {1024, 3072}, {2048, 1024}, {1024, 2048}} {
+		rows, cols := sh[0], sh[1]
+		ws := coldMats(rows, cols)
+		a, _ := randMats(32, cols, 4)
+		for _, m := range []int{512, 1024} {
+			xs, ys, ts := tileRows(m, cols, 2), tileRows(m, rows, 3), tileRows(m, 32, 5)
+			i := 0
+			run := func(lora, cleared bool) func() {
+				return func() {
+					if cleared {
+						for _, x := range xs {
+							clear(x)
+						}
+					}
+					if w := ws[i%len(ws)]; lora {
+						matMulTLoRA(w, ys, a, ts, xs, cleared)
+					} else {
+						matMulT(w, ys, xs, cleared)
+					}
+					i++
+				}
+			}
+			b.Run(fmt.Sprintf("%dx%d/M=%d", rows, cols, m), func(b *testing.B) {
+				for b.Loop() {
+					b.ReportMetric(pairedRatio(9, run(false, true), run(false, false)), "zero/cleared")
+					b.ReportMetric(pairedRatio(9, run(true, true), run(true, false)), "lora-zero/cleared")
+				}
+			})
+		}
+	}
+}

@@ -722,6 +722,346 @@ func bwdPackH6x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *uint16, ld
 //go:noescape
 func bwdPackH6x4(c *float32, ldc uintptr, a *float32, lda uintptr, b *uint16, ldb uintptr, k int, mask uint16, dst *float32)
 
+// bwdRF1x1Z stores 1 rows × 1 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
+//
+//go:noescape
+func bwdRF1x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdRG1x1Z stores 1 rows × 1 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], into C.
+//
+//go:noescape
+func bwdRG1x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRF2x1Z stores 2 rows × 1 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
+//
+//go:noescape
+func bwdRF2x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdRG2x1Z stores 2 rows × 1 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], into C.
+//
+//go:noescape
+func bwdRG2x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRF3x1Z stores 3 rows × 1 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
+//
+//go:noescape
+func bwdRF3x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdRG3x1Z stores 3 rows × 1 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], into C.
+//
+//go:noescape
+func bwdRG3x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRF4x1Z stores 4 rows × 1 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
+//
+//go:noescape
+func bwdRF4x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdRG4x1Z stores 4 rows × 1 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], into C.
+//
+//go:noescape
+func bwdRG4x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRF5x1Z stores 5 rows × 1 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
+//
+//go:noescape
+func bwdRF5x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdRG5x1Z stores 5 rows × 1 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], into C.
+//
+//go:noescape
+func bwdRG5x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRF6x1Z stores 6 rows × 1 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
+//
+//go:noescape
+func bwdRF6x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdRG6x1Z stores 6 rows × 1 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], into C.
+//
+//go:noescape
+func bwdRG6x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRF7x1Z stores 7 rows × 1 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
+//
+//go:noescape
+func bwdRF7x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdRG7x1Z stores 7 rows × 1 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], into C.
+//
+//go:noescape
+func bwdRG7x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRF8x1Z stores 8 rows × 1 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
+//
+//go:noescape
+func bwdRF8x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdRG8x1Z stores 8 rows × 1 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], into C.
+//
+//go:noescape
+func bwdRG8x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRF1x2Z stores 1 rows × 2 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
+//
+//go:noescape
+func bwdRF1x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdRG1x2Z stores 1 rows × 2 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], into C.
+//
+//go:noescape
+func bwdRG1x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRF2x2Z stores 2 rows × 2 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
+//
+//go:noescape
+func bwdRF2x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdRG2x2Z stores 2 rows × 2 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], into C.
+//
+//go:noescape
+func bwdRG2x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRF3x2Z stores 3 rows × 2 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
+//
+//go:noescape
+func bwdRF3x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdRG3x2Z stores 3 rows × 2 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], into C.
+//
+//go:noescape
+func bwdRG3x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRF4x2Z stores 4 rows × 2 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
+//
+//go:noescape
+func bwdRF4x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdRG4x2Z stores 4 rows × 2 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], into C.
+//
+//go:noescape
+func bwdRG4x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRF5x2Z stores 5 rows × 2 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
+//
+//go:noescape
+func bwdRF5x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdRG5x2Z stores 5 rows × 2 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], into C.
+//
+//go:noescape
+func bwdRG5x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRF6x2Z stores 6 rows × 2 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
+//
+//go:noescape
+func bwdRF6x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdRG6x2Z stores 6 rows × 2 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], into C.
+//
+//go:noescape
+func bwdRG6x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRF7x2Z stores 7 rows × 2 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
+//
+//go:noescape
+func bwdRF7x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdRG7x2Z stores 7 rows × 2 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], into C.
+//
+//go:noescape
+func bwdRG7x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRF8x2Z stores 8 rows × 2 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
+//
+//go:noescape
+func bwdRF8x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdRG8x2Z stores 8 rows × 2 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], into C.
+//
+//go:noescape
+func bwdRG8x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRF1x3Z stores 1 rows × 3 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
+//
+//go:noescape
+func bwdRF1x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdRG1x3Z stores 1 rows × 3 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], into C.
+//
+//go:noescape
+func bwdRG1x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRF2x3Z stores 2 rows × 3 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
+//
+//go:noescape
+func bwdRF2x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdRG2x3Z stores 2 rows × 3 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], into C.
+//
+//go:noescape
+func bwdRG2x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRF3x3Z stores 3 rows × 3 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
+//
+//go:noescape
+func bwdRF3x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdRG3x3Z stores 3 rows × 3 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], into C.
+//
+//go:noescape
+func bwdRG3x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRF4x3Z stores 4 rows × 3 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
+//
+//go:noescape
+func bwdRF4x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdRG4x3Z stores 4 rows × 3 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], into C.
+//
+//go:noescape
+func bwdRG4x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRF5x3Z stores 5 rows × 3 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
+//
+//go:noescape
+func bwdRF5x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdRG5x3Z stores 5 rows × 3 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], into C.
+//
+//go:noescape
+func bwdRG5x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRF6x3Z stores 6 rows × 3 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
+//
+//go:noescape
+func bwdRF6x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdRG6x3Z stores 6 rows × 3 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], into C.
+//
+//go:noescape
+func bwdRG6x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRF7x3Z stores 7 rows × 3 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
+//
+//go:noescape
+func bwdRF7x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdRG7x3Z stores 7 rows × 3 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], into C.
+//
+//go:noescape
+func bwdRG7x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRF8x3Z stores 8 rows × 3 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
+//
+//go:noescape
+func bwdRF8x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdRG8x3Z stores 8 rows × 3 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], into C.
+//
+//go:noescape
+func bwdRG8x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRF1x4Z stores 1 rows × 4 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
+//
+//go:noescape
+func bwdRF1x4Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdRG1x4Z stores 1 rows × 4 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], into C.
+//
+//go:noescape
+func bwdRG1x4Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRF2x4Z stores 2 rows × 4 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
+//
+//go:noescape
+func bwdRF2x4Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdRG2x4Z stores 2 rows × 4 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], into C.
+//
+//go:noescape
+func bwdRG2x4Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRF3x4Z stores 3 rows × 4 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
+//
+//go:noescape
+func bwdRF3x4Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdRG3x4Z stores 3 rows × 4 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], into C.
+//
+//go:noescape
+func bwdRG3x4Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRF4x4Z stores 4 rows × 4 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
+//
+//go:noescape
+func bwdRF4x4Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdRG4x4Z stores 4 rows × 4 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], into C.
+//
+//go:noescape
+func bwdRG4x4Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRF5x4Z stores 5 rows × 4 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
+//
+//go:noescape
+func bwdRF5x4Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdRG5x4Z stores 5 rows × 4 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], into C.
+//
+//go:noescape
+func bwdRG5x4Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdRF6x4Z stores 6 rows × 4 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
+//
+//go:noescape
+func bwdRF6x4Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)
+
+// bwdRG6x4Z stores 6 rows × 4 vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], into C.
+//
+//go:noescape
+func bwdRG6x4Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)
+
+// bwdPackF6x1Z is bwdRF6x1Z packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackF6x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackF6x2Z is bwdRF6x2Z packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackF6x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackF6x3Z is bwdRF6x3Z packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackF6x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackF6x4Z is bwdRF6x4Z packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackF6x4Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackH6x1Z is bwdRF6x1Z packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackH6x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *uint16, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackH6x2Z is bwdRF6x2Z packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackH6x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *uint16, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackH6x3Z is bwdRF6x3Z packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackH6x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *uint16, ldb uintptr, k int, mask uint16, dst *float32)
+
+// bwdPackH6x4Z is bwdRF6x4Z packing B into dst as it reads it.
+//
+//go:noescape
+func bwdPackH6x4Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *uint16, ldb uintptr, k int, mask uint16, dst *float32)
+
 // bwdPackCF12x1 is bwdCF12x1 packing B into dst as it reads it.
 //
 //go:noescape

@@ -23,6 +23,13 @@ var bwdColsT = [4][]bwdKernel{
 	{bwdCT1x4, bwdCT2x4, bwdCT3x4, bwdCT4x4, bwdCT5x4, bwdCT6x4},
 }
 
+var bwdRowsZ = [4][]bwdKernel{
+	{bwdRF1x1Z, bwdRF2x1Z, bwdRF3x1Z, bwdRF4x1Z, bwdRF5x1Z, bwdRF6x1Z, bwdRF7x1Z, bwdRF8x1Z},
+	{bwdRF1x2Z, bwdRF2x2Z, bwdRF3x2Z, bwdRF4x2Z, bwdRF5x2Z, bwdRF6x2Z, bwdRF7x2Z, bwdRF8x2Z},
+	{bwdRF1x3Z, bwdRF2x3Z, bwdRF3x3Z, bwdRF4x3Z, bwdRF5x3Z, bwdRF6x3Z, bwdRF7x3Z, bwdRF8x3Z},
+	{bwdRF1x4Z, bwdRF2x4Z, bwdRF3x4Z, bwdRF4x4Z, bwdRF5x4Z, bwdRF6x4Z},
+}
+
 var bwdRows2 = [4][]bwdKernel2{
 	{bwdRG1x1, bwdRG2x1, bwdRG3x1, bwdRG4x1, bwdRG5x1, bwdRG6x1, bwdRG7x1, bwdRG8x1},
 	{bwdRG1x2, bwdRG2x2, bwdRG3x2, bwdRG4x2, bwdRG5x2, bwdRG6x2, bwdRG7x2, bwdRG8x2},
@@ -33,6 +40,17 @@ var bwdRows2 = [4][]bwdKernel2{
 var bwdPackF32 = [4]bwdPackKernel{bwdPackF6x1, bwdPackF6x2, bwdPackF6x3, bwdPackF6x4}
 
 var bwdPackBF16 = [4]bwdPackKernelBF16{bwdPackH6x1, bwdPackH6x2, bwdPackH6x3, bwdPackH6x4}
+
+var bwdRows2Z = [4][]bwdKernel2{
+	{bwdRG1x1Z, bwdRG2x1Z, bwdRG3x1Z, bwdRG4x1Z, bwdRG5x1Z, bwdRG6x1Z, bwdRG7x1Z, bwdRG8x1Z},
+	{bwdRG1x2Z, bwdRG2x2Z, bwdRG3x2Z, bwdRG4x2Z, bwdRG5x2Z, bwdRG6x2Z, bwdRG7x2Z, bwdRG8x2Z},
+	{bwdRG1x3Z, bwdRG2x3Z, bwdRG3x3Z, bwdRG4x3Z, bwdRG5x3Z, bwdRG6x3Z, bwdRG7x3Z, bwdRG8x3Z},
+	{bwdRG1x4Z, bwdRG2x4Z, bwdRG3x4Z, bwdRG4x4Z, bwdRG5x4Z, bwdRG6x4Z},
+}
+
+var bwdPackF32Z = [4]bwdPackKernel{bwdPackF6x1Z, bwdPackF6x2Z, bwdPackF6x3Z, bwdPackF6x4Z}
+
+var bwdPackBF16Z = [4]bwdPackKernelBF16{bwdPackH6x1Z, bwdPackH6x2Z, bwdPackH6x3Z, bwdPackH6x4Z}
 
 var bwdColsPack = [4]bwdPackKernel{bwdPackCF12x1, bwdPackCF12x2, bwdPackCF8x3, bwdPackCF6x4}
 

@@ -26,7 +26,7 @@ func (c Config) firstKey(li, pos int) int {
 
 // softmaxSink replaces the scores sc by their softmax with an extra
 // logit sink in the denominator (no sink: softmax32's bits): numerators
-// float32(exp64(s − max)), the sum in float64 in ascending order with the
+// exp32(s − max), the sum in float64 in ascending order with the
 // sink's term last, each numerator times the float32 reciprocal.
 func softmaxSink(sc []float32, sinks []float32, h int) {
 	if sinks == nil {
@@ -39,5 +39,5 @@ func softmaxSink(sc []float32, sinks []float32, h int) {
 		mx = max(mx, s)
 	}
 	expShift32(sc, mx)
-	normalise(sc, float64(float32(exp64(float64(sink-mx)))))
+	normalise(sc, float64(exp32(sink-mx)))
 }

@@ -199,25 +199,88 @@ func matMul(w mat, xs, ys [][]float32, accumulate bool) {
 	}
 	if p, ok := packForward(w, xs); ok {
 		defer p.release()
-		// Whole 6-row tiles for a batch's kernels (its vectors past the
-		// last group of four take 16 rows at a time and then single rows,
-		// so any piece suits them), one slice of the batch at a time.
-		step := p.tokenStep(w.cols, len(xs))
-		for t0 := 0; t0 < len(xs); t0 += step {
-			t1 := min(t0+step, len(xs))
-			q, xq, yq := p.tokens(w.cols, t0), xs[t0:t1], ys[t0:t1]
-			forkRows(w.rows, 6, workers, func(lo, hi int) { q.rows(w, xq, yq, lo, hi, accumulate) })
-		}
+		matMulSlices(p, w, xs, ys, accumulate, workers)
 		return
 	}
-	// Whole 16-row tiles for decoding's kernel.
-	forkRows(w.rows, 16, workers, func(lo, hi int) { matRows(w, xs, ys, lo, hi, accumulate) })
+	forkDecode([]mat{w}, xs, [][][]float32{ys}, workers, accumulate)
+}
+
+// matMulSlices is matMul's split of a packed batch over workers: whole
+// 6-row tiles for a batch's kernels (its vectors past the last group of
+// four take 16 rows at a time and then single rows, so any piece suits
+// them), one slice of the batch at a time.
+func matMulSlices(p fwdPack, w mat, xs, ys [][]float32, accumulate bool, workers int) {
+	s := p.tokenSlices(w.cols, len(xs))
+	for i := range s {
+		t0, t1 := sliceOf(len(xs), s, i)
+		q, xq, yq := p.tokens(w.cols, t0), xs[t0:t1], ys[t0:t1]
+		forkRows(w.rows, 6, workers, func(lo, hi int) { q.rows(w, xq, yq, lo, hi, accumulate) })
+	}
+}
+
+// packedIn is a batch packed once (packForward) for the products of n
+// columns that read it, or nothing (ok false): a LoRA layer's A and W,
+// and q, k and v (gate and up), read the same vectors.
+type packedIn struct {
+	p  fwdPack
+	n  int
+	ok bool
+}
+
+// packIn packs xs for w's kernels and every product like w (not a bf16
+// split matrix, the same columns).
+func packIn(w mat, xs [][]float32) packedIn {
+	if w.vn != nil {
+		return packedIn{}
+	}
+	p, ok := packForward(w, xs)
+	return packedIn{p, w.cols, ok}
+}
+
+func (in packedIn) release() {
+	if in.ok {
+		in.p.release()
+	}
+}
+
+// takes reports whether w's product can run on the packed batch.
+func (in packedIn) takes(w mat) bool { return in.ok && w.vn == nil && w.cols == in.n }
+
+// mul is matMul on the packed batch where it suits w.
+func (in packedIn) mul(w mat, xs, ys [][]float32, accumulate bool) {
+	if in.takes(w) {
+		matMulOn(in.p, w, xs, ys, accumulate)
+		return
+	}
+	matMul(w, xs, ys, accumulate)
+}
+
+// fold is matMulFold on the packed batch where it suits w.
+func (in packedIn) fold(w mat, xs, ys [][]float32, b mat, ts [][]float32, accumulate bool) {
+	if in.takes(w) {
+		matMulFoldOn(in.p, w, xs, ys, b, ts, accumulate)
+		return
+	}
+	matMulFold(w, xs, ys, b, ts, accumulate)
+}
+
+// matMulOn is matMul for a w without a bf16 split on xs already packed
+// (p, from packForward on xs and a matrix of w's columns; packedIn):
+// packing is ~2% of a 2048-row product's time at M = 1024 and a third
+// of a LoRA A's own.
+func matMulOn(p fwdPack, w mat, xs, ys [][]float32, accumulate bool) {
+	work := w.rows * w.cols * len(xs)
+	workers := min(runtime.GOMAXPROCS(0), max(1, work/parallelMinWork))
+	if work < parallelMinWork || workers == 1 || w.rows < 16 {
+		p.rows(w, xs, ys, 0, w.rows, accumulate)
+		return
+	}
+	matMulSlices(p, w, xs, ys, accumulate, workers)
 }
 
 // matMulGroup computes yss[i] = ms[i]·xs for matrices that read the same
 // vectors (q, k and v; gate and up). Decoding (one to three vectors, no
-// matrix on the bf16 path) runs them as one fork over the pieces matMul
-// would cut each into (forkRows: whole 16-row blocks, 8 a worker): a
+// matrix on the bf16 path) runs them as one fork (forkDecode): a
 // decoding step's products are 50-300 µs each, and each fork costs a
 // hand-off to the other core and a tail where one core finishes its last
 // piece alone, so a layer takes four hand-offs and tails instead of seven.
@@ -239,18 +302,50 @@ func matMulGroup(ms []mat, xs [][]float32, yss [][][]float32) {
 		}
 		return
 	}
-	type piece struct{ w, lo, hi int }
-	var pieces []piece
+	forkDecode(ms, xs, yss, workers, false)
+}
+
+// forkDecode computes yss[i] = ms[i]·xs (or adds it) for decoding's one
+// to three vectors in one fork over decodePieces, whole 16-row blocks for
+// the one-row kernel.
+func forkDecode(ms []mat, xs [][]float32, yss [][][]float32, workers int, accumulate bool) {
+	ps := decodePieces(ms, 16, workers)
+	forkJoin(len(ps), func(i int) {
+		p := ps[i]
+		matRows(ms[p.w], xs, yss[p.w], p.lo, p.hi, accumulate)
+	})
+}
+
+// rowPiece is rows [lo, hi) of matrix w of a group.
+type rowPiece struct{ w, lo, hi int }
+
+// decodeMinPiece is the fewest weights of a decoding piece: 64 KiB of
+// bfloat16, a few µs of one core.
+const decodeMinPiece = 1 << 15
+
+// decodePieces cuts the rows of ms, in order, into pieces of whole align
+// blocks for forkJoin, guided: each takes a 1/(4·workers) share of the
+// weights still left, at least decodeMinPiece, so the first pieces are
+// large (few claims) and the last ones small. A fork ends with one core
+// finishing its last piece while the other waits; with 8 equal pieces a
+// worker that tail was a 16th of the product (lm_head: 19 MB of bfloat16
+// per piece, over a millisecond of one core each token).
+func decodePieces(ms []mat, align, workers int) []rowPiece {
+	left := 0
+	for _, w := range ms {
+		left += w.rows * w.cols
+	}
+	var ps []rowPiece
 	for i, w := range ms {
-		chunk := rowChunk(w.rows, 16, workers) // matMul's pieces
-		for lo := 0; lo < w.rows; lo += chunk {
-			pieces = append(pieces, piece{i, lo, min(lo+chunk, w.rows)})
+		for lo := 0; lo < w.rows; {
+			rows := max(left/(4*workers), decodeMinPiece) / max(w.cols, 1)
+			hi := min(lo+max(align, (rows+align-1)/align*align), w.rows)
+			ps = append(ps, rowPiece{i, lo, hi})
+			left -= (hi - lo) * w.cols
+			lo = hi
 		}
 	}
-	forkJoin(len(pieces), func(i int) {
-		p := pieces[i]
-		matRows(ms[p.w], xs, yss[p.w], p.lo, p.hi, false)
-	})
+	return ps
 }
 
 // forkRows runs rows over [0, n) in 8 pieces a worker (whole multiples of

@@ -8,8 +8,9 @@ import "math"
 // per-position loop visited them. The block reads each cached key and
 // value row once for all its queries (the forward's blocked kernels, plus
 // attnScatterBlock for the key and value gradients) and keeps that loop's
-// bits: scores in attnDot's order, softmax and Σ p·dp per query in float64
-// (sumLanes, dot64Lanes), each dq element summed in ascending key order and
+// bits: scores in attnDot's order, the forward's softmax numerators
+// (expScores32), the rest of the softmax and Σ p·dp per query in float64
+// (eight lanes: expScores32, dot64Lanes), each dq element summed in ascending key order and
 // each dk/dv element in ascending query order (blocks in ascending
 // position), every term a float32 product then a float32 add.
 
@@ -154,12 +155,12 @@ func (a *attnBack) queries(s *attnBackScratch, g *blockGeom, i0, i1 int, p *[]fl
 	}
 	attnDotsBlockTiles(sc[j0*ld:j1*ld], ld, s.qs[j0:j1], group, g.rel+i0, kh, hd, 0, khp)
 	attnDotsBlockTiles(dp[j0*ld:j1*ld], ld, s.dos[j0:j1], group, g.rel+i0, vh, hd, 0, vhp)
-	scale := 1 / math.Sqrt(float64(hd))
+	scale := float32(1 / math.Sqrt(float64(hd))) // the forward's
 	for j := j0; j < j1; j++ {
 		first, m := a.c.firstKey(a.li, g.p0+j/group)-g.lo, g.rel+j/group+1 // keys query j sees
-		sink := math.Inf(-1)
+		sink := float32(math.Inf(-1))
 		if a.sinks != nil {
-			sink = float64(a.sinks[g.kvh*group+j%group])
+			sink = a.sinks[g.kvh*group+j%group]
 		}
 		row, prow := sc[j*ld:j*ld+m], dp[j*ld:j*ld+m]
 		softmaxGrad((*p)[first:m], row[first:], prow[first:], scale, sink)
@@ -242,43 +243,39 @@ func splitWork(n, parts, part int, work func(i int) int) (lo, hi int) {
 // gradients ds (in place) given dp, the output gradient's dot products
 // with the values; p receives the probabilities, and dp (spent) their
 // float32 roundings, which dv's products read. sink is GPT-OSS's sink
-// logit, which joins the denominator only (−Inf: none). Float64
-// throughout; the two sums over keys run in eight lanes and a fixed tree
-// (sumLanes, dot64Lanes; the sink's term last): a single ascending sum
+// logit, which joins the denominator only (−Inf: none). The numerators
+// are the forward's (expScores32: scale, maximum and exp32 in float32,
+// as softmaxRows), the rest float64; the two sums over keys run in eight
+// lanes and a fixed tree (the sink's term last): a single ascending sum
 // waited on each add, and the two were as slow as the block's score
 // products. The elementwise steps have vector paths (IEEE operations,
 // same bits).
-func softmaxGrad(p []float64, sc, dp []float32, scale, sink float64) {
+func softmaxGrad(p []float64, sc, dp []float32, scale, sink float32) {
 	if softmaxGrad8(p, sc, dp, scale, sink) {
 		return
 	}
-	for t := scores64Vec(p, sc, scale); t < len(sc); t++ {
-		p[t] = float64(sc[t]) * scale
-	}
-	mx := sink
-	// scale > 0: the largest score gives the largest p (max32Vec's NaN and
-	// ±0 differences from max change no result, as in softmax32).
-	if m, ok := max32Vec(sc); ok {
-		mx = max(mx, float64(m)*scale)
-	} else {
-		for _, v := range p {
-			mx = max(mx, v)
-		}
-	}
-	expShift64(p, mx)
-	sum := sumLanes(p)
-	if !math.IsInf(sink, -1) {
-		sum += exp64(sink - mx)
-	}
-	for t := div64Vec(p, sum); t < len(p); t++ {
-		p[t] /= sum
+	p = p[:len(sc)]
+	mx := max(sink, maxScaled32(sc, scale))
+	sum := expScores32(p, sc, scale, mx) + sinkTerm(sink, mx)
+	r := 1 / sum
+	for t := mul64Vec(p, r); t < len(p); t++ {
+		p[t] *= r
 	}
 	dsum := dot64Lanes(p, dp)
-	t := dsVec(sc, p, dp, dsum, scale)
+	t := dsVec(sc, p, dp, dsum, float64(scale))
 	for i := range t {
 		dp[i] = float32(p[i])
 	}
-	dsTail(sc[t:len(p)], dp[t:len(p)], p[t:], dsum, scale)
+	dsTail(sc[t:len(p)], dp[t:len(p)], p[t:], dsum, float64(scale))
+}
+
+// sinkTerm is the sink's numerator in the softmax's denominator, as the
+// forward takes it (0 without a sink).
+func sinkTerm(sink, mx float32) float64 {
+	if math.IsInf(float64(sink), -1) {
+		return 0
+	}
+	return float64(exp32(sink - mx))
 }
 
 // dsTail is softmaxGrad's last step for the elements the vector loops

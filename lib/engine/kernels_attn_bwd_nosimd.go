@@ -6,15 +6,13 @@ package engine
 
 func attnScatterBlockVec([][]float32, int, []float32, []float32, int, int, int) int { return 0 }
 
-func scores64Vec([]float64, []float32, float64) int { return 0 }
-
-func div64Vec([]float64, float64) int { return 0 }
+func mul64Vec([]float64, float64) int { return 0 }
 
 func dsVec([]float32, []float64, []float32, float64, float64) int { return 0 }
 
 func dot64LanesVec([]float64, []float32, *[8]float64) int { return 0 }
 
-func softmaxGrad8([]float64, []float32, []float32, float64, float64) bool { return false }
+func softmaxGrad8([]float64, []float32, []float32, float32, float32) bool { return false }
 
 func scatterColumnsOK(int) bool { return false }
 

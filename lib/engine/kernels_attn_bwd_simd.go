@@ -67,29 +67,15 @@ func scatterTiles(outs [][]float32, w []float32, r unsafe.Pointer, nq, group, p0
 	}
 }
 
-// scores64Vec sets p[t] = float64(sc[t])·scale four at a time and returns
-// how many it did.
-func scores64Vec(p []float64, sc []float32, scale float64) int {
-	if !useSIMD || !simdOK || len(p) < len(sc) {
-		return 0
-	}
-	n, s := len(sc)&^3, bc4(scale)
-	for t := 0; t < n; t += 4 {
-		load4(sc[t:]).Mul(s).Store((*[4]float64)(p[t : t+4]))
-	}
-	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
-	return n
-}
-
-// div64Vec divides p by d four at a time and returns how many it did.
-func div64Vec(p []float64, d float64) int {
+// mul64Vec multiplies p by r four at a time and returns how many it did.
+func mul64Vec(p []float64, r float64) int {
 	if !useSIMD || !simdOK {
 		return 0
 	}
-	n, dv := len(p)&^3, bc4(d)
+	n, rv := len(p)&^3, bc4(r)
 	for t := 0; t < n; t += 4 {
 		x := (*[4]float64)(p[t : t+4])
-		archsimd.LoadFloat64x4(x).Div(dv).Store(x)
+		archsimd.LoadFloat64x4(x).Mul(rv).Store(x)
 	}
 	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
 	return n

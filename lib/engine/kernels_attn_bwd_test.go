@@ -78,10 +78,10 @@ func checkAttentionBackward(t *testing.T, c Config, n int) {
 func attentionBackwardRef(c Config, q, k, v, datt, dq, dk, dv [][]float32) {
 	n := len(q)
 	hd, group := c.HeadDim, c.Heads/c.KVHeads
-	scale := 1 / math.Sqrt(float64(hd))
+	scale := float32(1 / math.Sqrt(float64(hd)))
 	workers := min(runtime.GOMAXPROCS(0), c.KVHeads, max(1, n*n*c.Heads*hd/parallelMinWork))
 	forkJoin(workers, func(wk int) {
-		p := make([]float64, n)
+		p, s := make([]float64, n), make([]float32, n)
 		dp := make([]float32, n)
 		for kvh := wk; kvh < c.KVHeads; kvh += workers {
 			ko := kvh * hd
@@ -89,21 +89,25 @@ func attentionBackwardRef(c Config, q, k, v, datt, dq, dk, dv [][]float32) {
 				for g := range group {
 					qo := (kvh*group + g) * hd
 					qv, do := q[tq][qo:qo+hd], datt[tq][qo:qo+hd]
-					mx := math.Inf(-1)
+					mx := float32(math.Inf(-1))
 					for j := 0; j <= tq; j++ {
-						p[j] = float64(attnDot(k[j][ko:ko+hd], qv)) * scale
-						mx = max(mx, p[j])
+						s[j] = float32(attnDot(k[j][ko:ko+hd], qv) * scale) // the forward's scaled score
+						mx = max(mx, s[j])
 					}
-					expShift64(p[:tq+1], mx)
-					sum := sumLanes(p[:tq+1])
+					var lanes [8]float64
 					for j := 0; j <= tq; j++ {
-						p[j] /= sum
+						p[j] = float64(exp32(s[j] - mx))
+						lanes[j%8] += p[j]
+					}
+					r := 1 / sum8(&lanes)
+					for j := 0; j <= tq; j++ {
+						p[j] *= r
 						dp[j] = attnDot(v[j][ko:ko+hd], do)
 					}
 					dsum := dot64Lanes(p[:tq+1], dp[:tq+1])
 					dqv := dq[tq][qo : qo+hd]
 					for j := 0; j <= tq; j++ {
-						ds := float32(float64(p[j]*(float64(dp[j])-dsum)) * scale)
+						ds := float32(float64(p[j]*(float64(dp[j])-dsum)) * float64(scale))
 						axpyFMA(dqv, ds, k[j][ko:ko+hd])
 						axpyFMA(dk[j][ko:ko+hd], ds, qv)
 						axpyFMA(dv[j][ko:ko+hd], float32(p[j]), do)

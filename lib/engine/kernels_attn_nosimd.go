@@ -25,3 +25,4 @@ func attnWeightedBlockVec([][]float32, []float32, int, int, int, []float32, int,
 func packKeyTile([]float32, []float32, int, int, int, int) {}
 
 func softmaxRowsVec([][]float32, float32, []float32, int, int) bool { return false }
+func max16Vec([]float32) (float32, bool)                            { return 0, false }

@@ -3,16 +3,13 @@
 package engine
 
 import (
-	"math"
 	"simd/archsimd"
-	"slices"
 	"unsafe"
 )
 
 // softmaxRowsVec is softmaxRows with the 512-bit kernels: per row one
-// pass scales the scores and takes their maximum (sixteen lanes), one
-// takes the exponentials (eight float64 lanes, the last few through a
-// padded vector instead of the 4-lane and scalar bodies), and the
+// pass takes the scores' maximum, one scales them and takes the
+// exponentials (exp32 in sixteen lanes, the last few masked), and the
 // float64 sums, which must stay serial and ascending (softmax32's bits),
 // run eight rows at a time as independent chains (sumRows8): one row's
 // chain waited on every add. It reports whether it ran.
@@ -25,18 +22,15 @@ func softmaxRowsVec(rows [][]float32, scale float32, sinks []float32, h0, group 
 		j1 := min(j0+8, len(rows))
 		for j := j0; j < j1; j++ {
 			s := rows[j]
-			mx := scaleMax16(s, scale)
-			for t := len(s) &^ 15; t < len(s); t++ {
-				s[t] *= scale
-				mx = max(mx, s[t])
-			}
+			mx := maxScaled32(s, scale)
 			extra[j-j0] = 0
 			if sinks != nil {
 				sink := sinks[h0+j%group]
 				mx = max(sink, mx)
-				extra[j-j0] = float64(float32(exp64(float64(sink - mx))))
+				extra[j-j0] = float64(exp32(sink - mx))
 			}
-			expShiftAll32(s, mx)
+			expScaleShift32x16(s, scale, mx)
+			archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
 		}
 		sumRows8(rows[j0:j1], &extra)
 		for j := j0; j < j1; j++ {
@@ -46,56 +40,32 @@ func softmaxRowsVec(rows [][]float32, scale float32, sinks []float32, h0, group 
 	return true
 }
 
-// scaleMax16 multiplies the leading multiple of 16 of s by a and returns
-// their maximum (−Inf when there are none). Like max32Vec it ignores NaN
-// and does not order −0 below +0, which changes nothing softmax32
-// computes.
-func scaleMax16(s []float32, a float32) float32 {
-	n := len(s) &^ 15
-	if n == 0 {
-		return float32(math.Inf(-1))
+// max16Vec is max32Vec on sixteen lanes in two chains (a single chain of
+// eight waited on each max: a row of 2048 scores took twice the time of
+// its 16-lane scaling before), the last 1..31 through whole vectors that
+// overlap elements already seen (max is idempotent). It needs AVX-512
+// and 16 elements and reports whether it ran.
+func max16Vec(s []float32) (float32, bool) {
+	if !useSIMD || !simdOK || !avx512 || len(s) < 16 {
+		return 0, false
 	}
-	av := archsimd.BroadcastFloat32x16(a)
-	p := unsafe.Pointer(&s[0])
-	m := v16(p, 0).Mul(av)
-	st16(p, 0, m)
-	for i := 16; i < n; i += 16 {
-		x := v16(p, i).Mul(av)
-		st16(p, i, x)
-		m = m.Max(x)
-	}
-	var l [16]float32
-	m.Store(&l)
-	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
-	mx := slices.Max(l[:])
-	return mx
-}
-
-// expShiftAll32 is expShift32 on eight float64 lanes throughout: when
-// len(s) is not a multiple of 8, the last eight raw scores are kept in a
-// register and their exponentials stored over the last eight after the
-// 8-lane pass (the overlap gets the same bits again); rows shorter than
-// eight go through a vector padded with mx. Filling that pad with scalar
-// stores between 512-bit code for every row had cost more than the row's
-// other exponentials.
-func expShiftAll32(s []float32, mx float32) {
 	n := len(s)
-	switch {
-	case n%8 == 0:
-		expShift32x8(s, mx)
-	case n > 8:
-		m := archsimd.BroadcastFloat32x8(mx)
-		last := load8f(s[n-8:]).Sub(m).ConvertToFloat64()
-		expShift32x8(s, mx)
-		e, _ := exp8x2(last, last)
-		store8(s[n-8:], e)
-	default:
-		buf := [8]float32{mx, mx, mx, mx, mx, mx, mx, mx}
-		copy(buf[:], s)
-		expShift32x8(buf[:], mx)
-		copy(s, buf[:])
+	p := unsafe.Pointer(&s[0])
+	m, m2 := v16(p, 0), v16(p, n-16)
+	i := 16
+	for ; i+32 <= n; i += 32 {
+		m, m2 = m.Max(v16(p, i)), m2.Max(v16(p, i+16))
 	}
+	if i < n {
+		m = m.Max(v16(p, min(i, n-16)))
+	}
+	m = m.Max(m2)
+	h := m.GetLo().Max(m.GetHi()) // halve in registers: Go's scalar max
+	q := h.GetLo().Max(h.GetHi()) // over 16 had been 2% of a forward
+	var l [4]float32
+	q.Store(&l)
 	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
+	return max(max(l[0], l[1]), max(l[2], l[3])), true
 }
 
 // sumRows8 is sumRows4 for up to eight rows: eight evenly spaced rows

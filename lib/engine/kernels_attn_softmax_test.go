@@ -16,7 +16,7 @@ import (
 func TestSoftmaxGradPathsMatch(t *testing.T) {
 	defer func(old bool) { avx512 = old }(avx512)
 	for n := 1; n < 70; n++ {
-		for _, sink := range []float64{math.Inf(-1), 0.75} {
+		for _, sink := range []float32{float32(math.Inf(-1)), 0.75} {
 			sc0 := randRows(1, n, uint64(n))[0]
 			dp0 := randRows(1, n, uint64(n+100))[0]
 			for i := range sc0 {
@@ -103,6 +103,25 @@ func TestSoftmaxSumRows8MatchesSerial(t *testing.T) {
 					t.Fatalf("even %v length %d row %d: %g, serial sum %g", even, len(row), j, sums[j], want)
 				}
 			}
+		}
+	}
+}
+
+// TestMax16VecMatchesMax: max16Vec's two chains and overlapping tail give
+// the largest score of every row length from 16 to 100, wherever it sits.
+func TestMax16VecMatchesMax(t *testing.T) {
+	if !avx512 {
+		t.Skip("no AVX-512 on this CPU")
+	}
+	for n := 16; n <= 100; n++ {
+		s := randRows(1, n, uint64(n))[0]
+		for at := range n {
+			s[at] += 50
+			got, ok := max16Vec(s)
+			if want := slices.Max(s); !ok || got != want {
+				t.Fatalf("n=%d max at %d: max16Vec %v (ran %v), want %v", n, at, got, ok, want)
+			}
+			s[at] -= 50
 		}
 	}
 }

@@ -195,19 +195,8 @@ func siluGradExp(x, e float64) float64 {
 	return s * (1 + float64(x*(1-s)))
 }
 
-// expShift32 replaces every s of sc by float32(exp64(s − mx)), the
-// subtraction in float32: attention's softmax numerators.
-func expShift32(sc []float32, mx float32) {
-	if expShift32Vec(sc, mx) {
-		return
-	}
-	for t, s := range sc {
-		sc[t] = float32(exp64(float64(s - mx)))
-	}
-}
-
 // softmax32 replaces the scores sc by their softmax: numerators
-// float32(exp64(s − max)), their sum in float64 in ascending order, and
+// exp32(s − max), their sum in float64 in ascending order, and
 // each numerator times the float32 reciprocal of the sum.
 func softmax32(sc []float32) {
 	mx, ok := max32Vec(sc)
@@ -236,16 +225,6 @@ func normalise(sc []float32, extra float64) {
 	}
 	for t := range sc {
 		sc[t] *= inv
-	}
-}
-
-// expShift64 replaces every v of p by exp64(v − mx).
-func expShift64(p []float64, mx float64) {
-	if expShift64Vec(p, mx) {
-		return
-	}
-	for j, v := range p {
-		p[j] = exp64(v - mx)
 	}
 }
 

@@ -6,8 +6,6 @@ package engine
 // their scalar bodies in kernels_elem.go; these report that they did
 // nothing.
 
-func expShift64Vec([]float64, float64) bool { return false }
-
 func expShift32Vec([]float32, float32) bool { return false }
 
 func max32Vec([]float32) (float32, bool) { return 0, false }
@@ -38,4 +36,5 @@ func widenBF16Vec([]float32, []uint16) bool { return false }
 
 func ropeRotateVec(_, _, _, _ []float32, _ bool) bool { return false }
 
-func adamUpdateVec(_, _, _, _ []float32, _ adamConsts) bool { return false }
+func adamUpdateVec(_, _, _, _ []float32, _ adamConsts) bool                 { return false }
+func expScores32Vec([]float64, []float32, float32, float32) (float64, bool) { return 0, false }

@@ -62,62 +62,6 @@ func exp4(x f64x4) f64x4 {
 	return y
 }
 
-// Each exp kernel below runs eight elements per pass, then four, then
-// the scalar body; in-place kernels load before they store.
-
-func expShift64Vec(p []float64, mx float64) bool {
-	if !useSIMD || !expVec {
-		return false
-	}
-	i := 0
-	if avx512 {
-		i = expShift64x8(p, mx)
-	}
-	m := bc4(mx)
-	ld := func(i int) f64x4 { return archsimd.LoadFloat64x4((*[4]float64)(p[i : i+4])).Sub(m) }
-	st := func(i int, e f64x4) { e.Store((*[4]float64)(p[i : i+4])) }
-	for ; i+8 <= len(p); i += 8 {
-		a, b := exp4x2(ld(i), ld(i+4))
-		st(i, a)
-		st(i+4, b)
-	}
-	if i+4 <= len(p) {
-		st(i, exp4(ld(i)))
-		i += 4
-	}
-	archsimd.ClearAVXUpperBits()
-	for ; i < len(p); i++ {
-		p[i] = exp64(p[i] - mx)
-	}
-	return true
-}
-
-func expShift32Vec(sc []float32, mx float32) bool {
-	if !useSIMD || !expVec {
-		return false
-	}
-	i := 0
-	if avx512 {
-		i = expShift32x8(sc, mx)
-	}
-	m := archsimd.BroadcastFloat32x4(mx)
-	ld := func(i int) f64x4 { return archsimd.LoadFloat32x4((*[4]float32)(sc[i : i+4])).Sub(m).ConvertToFloat64() }
-	for ; i+8 <= len(sc); i += 8 {
-		a, b := exp4x2(ld(i), ld(i+4))
-		store4(sc[i:], a)
-		store4(sc[i+4:], b)
-	}
-	if i+4 <= len(sc) {
-		store4(sc[i:], exp4(ld(i)))
-		i += 4
-	}
-	archsimd.ClearAVXUpperBits()
-	for ; i < len(sc); i++ {
-		sc[i] = float32(exp64(float64(sc[i] - mx)))
-	}
-	return true
-}
-
 // max32Vec is the largest of x. Unlike Go's max it ignores NaN and does
 // not order −0 below +0, which changes nothing softmax32 computes: a NaN
 // score makes the sum and so every output NaN either way, and s − (±0)

@@ -4,6 +4,7 @@ package engine
 
 import (
 	"math"
+	"simd/archsimd"
 	"slices"
 	"testing"
 )
@@ -74,7 +75,11 @@ func TestSIMDElementwiseMatchScalar(t *testing.T) {
 		x, y, z, w := spread(n, 8, s, false), spread(n, 3, s+1, false), spread(n, 2, s+2, false), spread(n, 1.5, s+3, false)
 		big := spread(n, 50, s+4, true)
 		kernels := map[string]func() []float64{
-			"expShift64": func() []float64 { p := to64(big); expShift64(p, 3); return p },
+			"expScores32": func() []float64 {
+				p, sc := make([]float64, n), slices.Clone(big)
+				sum := expScores32(p, sc, 0.125, 3)
+				return append(append(p, sum), to64(sc)...)
+			},
 			"expShift32": func() []float64 { p := slices.Clone(big); expShift32(p, -2); return to64(p) },
 			"expScaled": func() []float64 {
 				p := make([]float64, n)
@@ -151,8 +156,8 @@ func TestSIMDElementwiseMatchScalar(t *testing.T) {
 	}
 }
 
-// TestSIMDExp64MatchesScalar checks exp4 against exp64 on arguments
-// across and beyond its range, and NaN.
+// TestSIMDExp64MatchesScalar checks exp4 (and exp8x2 with AVX-512)
+// against exp64 on arguments across and beyond its range, and NaN.
 func TestSIMDExp64MatchesScalar(t *testing.T) {
 	r := newRNG(3)
 	p := make([]float64, 4096)
@@ -160,10 +165,21 @@ func TestSIMDExp64MatchesScalar(t *testing.T) {
 		p[i] = (r.float64() - 0.5) * 1500
 	}
 	copy(p, []float64{709, 709.0000001, -708, -708.0000001, math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1), 1e300, -1e300, 5e-324})
-	vec, scalar := bothPaths(func() []float64 { q := slices.Clone(p); expShift64(q, 0); return q })
-	for i := range p {
-		if !bitsEqual64(vec[i:i+1], scalar[i:i+1]) {
-			t.Fatalf("exp64(%g): vector %v, scalar %v", p[i], vec[i], scalar[i])
+	q, w := make([]float64, len(p)), make([]float64, len(p))
+	for i := 0; i < len(p); i += 4 {
+		exp4(archsimd.LoadFloat64x4Slice(p[i:])).StoreSlice(q[i:])
+	}
+	if avx512 {
+		for i := 0; i < len(p); i += 16 {
+			a, b := exp8x2(archsimd.LoadFloat64x8Slice(p[i:]), archsimd.LoadFloat64x8Slice(p[i+8:]))
+			a.StoreSlice(w[i:])
+			b.StoreSlice(w[i+8:])
+		}
+	}
+	archsimd.ClearAVXUpperBits()
+	for i, x := range p {
+		if want := exp64(x); !bitsEqual64(q[i:i+1], []float64{want}) || avx512 && !bitsEqual64(w[i:i+1], []float64{want}) {
+			t.Fatalf("exp64(%g) = %v: exp4 %v, exp8x2 %v", x, want, q[i], w[i])
 		}
 	}
 }

@@ -158,45 +158,6 @@ func expScaled8(dst []float64, logits []float32, invT, mx float64) int {
 	return i
 }
 
-// expShift64x8 is expShift64Vec on eight lanes, returning how many it did
-// (all but the last len(p) mod 8).
-func expShift64x8(p []float64, mx float64) int {
-	m := bc8(mx)
-	ld := func(i int) f64x8 { return archsimd.LoadFloat64x8((*[8]float64)(p[i : i+8])).Sub(m) }
-	i := 0
-	for ; i+16 <= len(p); i += 16 {
-		a, b := exp8x2(ld(i), ld(i+8))
-		a.Store((*[8]float64)(p[i : i+8]))
-		b.Store((*[8]float64)(p[i+8 : i+16]))
-	}
-	if i+8 <= len(p) {
-		a, _ := exp8x2(ld(i), ld(i))
-		a.Store((*[8]float64)(p[i : i+8]))
-		i += 8
-	}
-	return i
-}
-
-// expShift32x8 is expShift32Vec on eight lanes (the subtraction in
-// float32, as the scalar body), returning how many it did (all but the
-// last len(sc) mod 8).
-func expShift32x8(sc []float32, mx float32) int {
-	m := archsimd.BroadcastFloat32x8(mx)
-	ld := func(i int) f64x8 { return load8f(sc[i:]).Sub(m).ConvertToFloat64() }
-	i := 0
-	for ; i+16 <= len(sc); i += 16 {
-		a, b := exp8x2(ld(i), ld(i+8))
-		store8(sc[i:], a)
-		store8(sc[i+8:], b)
-	}
-	if i+8 <= len(sc) {
-		a, _ := exp8x2(ld(i), ld(i))
-		store8(sc[i:], a)
-		i += 8
-	}
-	return i
-}
-
 // neg8 is −x on eight lanes, flipping the sign bit as Go's unary minus
 // does.
 func neg8(x f64x8) f64x8 {

@@ -97,13 +97,27 @@ func (p fwdPack) release() { xpackPool.Put(p.pp) }
 // 768 KiB.
 var fwdSliceBytes = 768 << 10
 
-// tokenStep is the number of vectors (of n columns, m in all) in each
-// slice matMul splits over the workers: a multiple of four.
-func (p fwdPack) tokenStep(n, m int) int {
+// tokenSlices is the number of slices (fwdSliceBytes each at most) matMul
+// splits a batch of m vectors of n columns into over the workers.
+func (p fwdPack) tokenSlices(n, m int) int {
 	if p.avx2 || fwdSliceBytes == 0 {
-		return m
+		return 1
 	}
-	return max(1, fwdSliceBytes/(4*packedLen(n))) * 4
+	step := max(1, fwdSliceBytes/(4*packedLen(n))) * 4
+	return (m + step - 1) / step
+}
+
+// sliceOf is vectors [t0, t1) of slice i of s over m vectors: the groups
+// of four spread evenly, so that slices differ by at most a group. Fixed
+// steps left a short last slice (64 of 1024 vectors at 1024 columns) that
+// kept a fold off the whole batch (fwdColsMinTokens) and ended each
+// product with a slice too small to balance over the workers: even
+// slices took 0.94-0.96 of matMulFold's process CPU on the 0.6B layer
+// shapes at M = 1024, weights cold, both cores (paired in one process,
+// a loaded machine; issue 34).
+func sliceOf(m, s, i int) (t0, t1 int) {
+	groups := (m + 3) / 4
+	return 4 * (i * groups / s), min(m, 4*((i+1)*groups/s))
 }
 
 // tokens is p from vector t0 (a multiple of four) on.

@@ -198,3 +198,24 @@ func TestFwdPrefetchStepCoversTile(t *testing.T) {
 		}
 	}
 }
+
+// TestSliceOfSpreadsGroups checks matMul's slices of a batch: whole
+// groups of four from a multiple of four, together every vector once, and
+// no two differing by more than a group (a fixed step left 64 of 1024).
+func TestSliceOfSpreadsGroups(t *testing.T) {
+	for _, m := range []int{1, 4, 5, 127, 512, 1023, 1024, 4099} {
+		for s := 1; s <= min(m, 11); s++ {
+			next, lo, hi := 0, m, 0
+			for i := range s {
+				t0, t1 := sliceOf(m, s, i)
+				if t0 != next || t0%4 != 0 {
+					t.Fatalf("m=%d s=%d: slice %d starts at %d, want %d (a multiple of 4)", m, s, i, t0, next)
+				}
+				next, lo, hi = t1, min(lo, t1-t0), max(hi, t1-t0)
+			}
+			if next != m || hi-lo > 4 {
+				t.Fatalf("m=%d s=%d: slices end at %d, sizes %d to %d", m, s, next, lo, hi)
+			}
+		}
+	}
+}

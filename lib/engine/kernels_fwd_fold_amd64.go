@@ -17,11 +17,7 @@ var fwdFoldBytes = 256 << 10
 // a slice of the batch is too small for fwdCols (fwdColsMinTokens): B's
 // own matMul would use it on the whole batch.
 func matMulFoldAsm(w mat, xs, ys [][]float32, b mat, ts [][]float32, accumulate bool) bool {
-	if fwdAVX2 || w.vn != nil || b.rows != w.rows || len(ts) != len(xs) || len(xs) < fwdColsMinTokens || fwdColsKernel(b) == nil {
-		return false
-	}
-	step := fwdPack{}.tokenStep(w.cols, len(xs))
-	if rest := len(xs) % step; step < fwdColsMinTokens || rest != 0 && rest < fwdColsMinTokens {
+	if !foldTakes(w, xs, b, ts) {
 		return false
 	}
 	p, ok := packForward(w, xs)
@@ -29,9 +25,41 @@ func matMulFoldAsm(w mat, xs, ys [][]float32, b mat, ts [][]float32, accumulate 
 		return false
 	}
 	defer p.release()
+	foldSlices(p, w, xs, ys, b, ts, accumulate)
+	return true
+}
+
+// matMulFoldOn is matMulFold on xs already packed for w (matMulOn).
+func matMulFoldOn(p fwdPack, w mat, xs, ys [][]float32, b mat, ts [][]float32, accumulate bool) {
+	if !foldTakes(w, xs, b, ts) {
+		matMulOn(p, w, xs, ys, accumulate)
+		matMul(b, ts, ys, true)
+		return
+	}
+	foldSlices(p, w, xs, ys, b, ts, accumulate)
+}
+
+// foldTakes reports whether matMulFoldAsm takes the product: B a fwdCols
+// product of W's rows and every slice of the batch large enough for it.
+func foldTakes(w mat, xs [][]float32, b mat, ts [][]float32) bool {
+	if fwdAVX2 || w.vn != nil || b.rows != w.rows || len(ts) != len(xs) || len(xs) < fwdColsMinTokens || fwdColsKernel(b) == nil {
+		return false
+	}
+	s := fwdPack{}.tokenSlices(w.cols, len(xs))
+	for i := range s {
+		if t0, t1 := sliceOf(len(xs), s, i); t1-t0 < fwdColsMinTokens {
+			return false
+		}
+	}
+	return true
+}
+
+// foldSlices is matMulFoldAsm's work on the packed batch p.
+func foldSlices(p fwdPack, w mat, xs, ys [][]float32, b mat, ts [][]float32, accumulate bool) {
+	s := p.tokenSlices(w.cols, len(xs))
 	workers := min(runtime.GOMAXPROCS(0), max(1, w.rows*w.cols*len(xs)/parallelMinWork))
-	for t0 := 0; t0 < len(xs); t0 += step {
-		t1 := min(t0+step, len(xs))
+	for i := range s {
+		t0, t1 := sliceOf(len(xs), s, i)
 		q, xq, tq, yq := p.tokens(w.cols, t0), xs[t0:t1], ts[t0:t1], ys[t0:t1]
 		piece := func(lo, hi int) { q.foldRows(w, xq, yq, b, tq, lo, hi, accumulate) }
 		if workers == 1 {
@@ -40,7 +68,6 @@ func matMulFoldAsm(w mat, xs, ys [][]float32, b mat, ts [][]float32, accumulate 
 		}
 		forkRows(w.rows, 6, workers, piece)
 	}
-	return true
 }
 
 // foldRows computes rows [lo, hi) of W·x (written or added) + B·t for the

@@ -21,6 +21,7 @@ func TestMatMulFoldMatchesScalar(t *testing.T) {
 	for _, c := range []struct{ rows, cols, rank, m, slice int }{
 		{1000, 64, 32, 128, 0}, {3001, 96, 16, 131, 0}, {773, 1040, 64, 129, 0},
 		{2003, 64, 32, 256, 128}, {611, 64, 48, 262, 132},
+		{200, 64, 32, 1024, 192}, // even slices of 168-172, where steps of 192 left 64
 	} {
 		fwdSliceBytes = c.slice * packedLen(c.cols) // c.slice vectors a slice (0: whole)
 		w, _, xs := fwdCase(c.rows, c.cols, c.m, uint64(c.rows))
@@ -73,6 +74,66 @@ func checkFold(t *testing.T, name string, w mat, xs [][]float32, b mat, ts [][]f
 		for i := range got {
 			if !sameBits(got[i], want[i]) {
 				t.Fatalf("%s GOMAXPROCS=%d: vector %d differs from the scalar reference", name, procs, i)
+			}
+		}
+	}
+}
+
+// TestTrainLinearPacksOnceKeepsBits checks LoRA linears on one packed
+// batch (packedIn: A and W, and a second layer reading the same vectors,
+// as k after q) against the scalar reference of t = A·x and y = W·x
+// (+ bias) + B·t, written and added, on one and two threads, where the
+// fold takes the batch and where it does not (a batch under
+// fwdColsMinTokens, a rank the fold does not take, a bias).
+func TestTrainLinearPacksOnceKeepsBits(t *testing.T) {
+	if !fwdAsm {
+		t.Skip("the shared pack is the AVX-512 kernels', which this CPU lacks")
+	}
+	for _, c := range []struct {
+		rows, cols, rank, m int
+		bias                bool
+	}{{301, 64, 32, 130, false}, {97, 1040, 16, 37, false}, {64, 96, 8, 160, false}, {50, 64, 32, 130, true}} {
+		name := fmt.Sprintf("%dx%d rank %d M=%d bias=%v", c.rows, c.cols, c.rank, c.m, c.bias)
+		_, _, xs := fwdCase(1, c.cols, c.m, uint64(c.rows))
+		type layer struct {
+			w, a, b mat
+			bias    []float32
+		}
+		ls := make([]layer, 2)
+		for i := range ls {
+			l := &ls[i]
+			l.w, _, _ = fwdCase(c.rows+i, c.cols, 1, uint64(c.rows+10*i+1))
+			l.a, _, _ = fwdCase(c.rank, c.cols, 1, uint64(c.rows+10*i+2))
+			l.b, _, _ = fwdCase(c.rows+i, c.rank, 1, uint64(c.rows+10*i+3))
+			if c.bias {
+				l.bias = startRows(1, c.rows+i)[0]
+			}
+		}
+		for _, acc := range []bool{false, true} {
+			for _, procs := range []int{1, 2} {
+				func() {
+					defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+					in := packIn(ls[0].w, xs)
+					defer in.release()
+					for i, l := range ls {
+						ts, ys := startRows(c.m, c.rank), startRows(c.m, l.w.rows)
+						in.linear(l.w, l.bias, &trainModule{pair: &loraPair{a: l.a, b: l.b}}, xs, ys, ts, acc)
+						wantT, want := startRows(c.m, c.rank), startRows(c.m, l.w.rows)
+						matRowsScalar(l.a, xs, wantT, 0, c.rank, false)
+						matRowsScalar(l.w, xs, want, 0, l.w.rows, acc)
+						for _, y := range want {
+							for j, b := range l.bias {
+								y[j] += b
+							}
+						}
+						matRowsScalar(l.b, wantT, want, 0, l.w.rows, true)
+						for v := range ys {
+							if !sameBits(ts[v], wantT[v]) || !sameBits(ys[v], want[v]) {
+								t.Fatalf("%s layer %d acc=%v GOMAXPROCS=%d: vector %d differs from the scalar reference", name, i, acc, procs, v)
+							}
+						}
+					}
+				}()
 			}
 		}
 	}

@@ -15,7 +15,11 @@ type fwdPack struct{}
 func packForward(mat, [][]float32) (fwdPack, bool)                 { return fwdPack{}, false }
 func (fwdPack) release()                                           {}
 func (fwdPack) rows(mat, [][]float32, [][]float32, int, int, bool) {}
-func (fwdPack) tokenStep(_, m int) int                             { return m }
+func (fwdPack) tokenSlices(_, _ int) int                           { return 1 }
 func (p fwdPack) tokens(int, int) fwdPack                          { return p }
 
 func matMulFoldAsm(mat, [][]float32, [][]float32, mat, [][]float32, bool) bool { return false }
+
+func sliceOf(m, _, _ int) (int, int) { return 0, m }
+
+func matMulFoldOn(fwdPack, mat, [][]float32, [][]float32, mat, [][]float32, bool) {}

@@ -41,3 +41,62 @@ func TestMatMulGroupMatchesMatMul(t *testing.T) {
 		}
 	}
 }
+
+// Decoding's pieces cover every row of every matrix once, in order, in
+// whole 16-row blocks (a matrix's last piece takes what is left), and
+// shrink towards the end: the lm_head's last piece is 32 rows where equal
+// pieces (8 a worker) made it 9,504, a millisecond of one core while the
+// other waited.
+func TestDecodePiecesShrinkToTheEnd(t *testing.T) {
+	for _, ms := range [][]mat{
+		{{rows: 2048, cols: 1024}, {rows: 1024, cols: 1024}, {rows: 1000, cols: 1024}},
+		{{rows: 151936, cols: 1024}},
+		{{rows: 40, cols: 256}},
+		{{rows: 24, cols: 1 << 20}},
+	} {
+		ps := decodePieces(ms, 16, 2)
+		next := [2]int{0, 0} // matrix, row
+		for k, p := range ps {
+			if p.w != next[0] || p.lo != next[1] || p.hi <= p.lo || p.hi > ms[p.w].rows {
+				t.Fatalf("%v: piece %d is %+v, want matrix %d from row %d", ms, k, p, next[0], next[1])
+			}
+			if p.hi < ms[p.w].rows && (p.hi-p.lo)%16 != 0 {
+				t.Fatalf("%v: piece %d %+v is not whole 16-row blocks", ms, k, p)
+			}
+			next = [2]int{p.w, p.hi}
+			if p.hi == ms[p.w].rows {
+				next = [2]int{p.w + 1, 0}
+			}
+		}
+		if next[0] != len(ms) {
+			t.Fatalf("%v: pieces end at matrix %d", ms, next[0])
+		}
+	}
+	ps := decodePieces([]mat{{rows: 151936, cols: 1024}}, 16, 2)
+	if first, last := ps[0], ps[len(ps)-1]; last.hi-last.lo > 32 || first.hi-first.lo < 151936/16 {
+		t.Fatalf("lm_head pieces: first %d rows, last %d; want >= 9496 and <= 32", first.hi-first.lo, last.hi-last.lo)
+	}
+}
+
+// A decoding product's fork (one to three vectors) gives the scalar
+// reference's bits on tall matrices, rows a multiple of 16 or not.
+func TestDecodeForkMatchesScalar(t *testing.T) {
+	for _, rows := range []int{4096, 4000} {
+		w, wb := randMats(rows, 320, uint64(rows))
+		for _, m := range []mat{w, wb} {
+			for n := 1; n <= 3; n++ {
+				xs := tileRows(n, 320, uint64(n))
+				got, want := tileRows(n, rows, 1), tileRows(n, rows, 2)
+				matMul(m, xs, got, false)
+				matRowsScalar(m, xs, want, 0, rows, false)
+				for b := range xs {
+					for j, v := range want[b] {
+						if math.Float32bits(got[b][j]) != math.Float32bits(v) {
+							t.Fatalf("%d rows, bf16 %v, %d vectors: row %d of vector %d = %g, scalar %g", rows, m.bf != nil, n, j, b, got[b][j], v)
+						}
+					}
+				}
+			}
+		}
+	}
+}

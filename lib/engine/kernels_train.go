@@ -62,13 +62,13 @@ func matMulT(w mat, ys, xs [][]float32, accumulate bool) {
 		matMulTBF16(w, ys, xs, accumulate)
 		return
 	}
+	if asmBwd() && matMulTAsm([]tTerm{{w: w, ys: ys, zero: !accumulate}}, xs) {
+		return
+	}
 	if !accumulate {
 		for _, x := range xs[:len(ys)] {
 			clear(x[:w.cols])
 		}
-	}
-	if asmBwd() && matMulTAsm([]tTerm{{w: w, ys: ys}}, xs) {
-		return
 	}
 	work := w.rows * w.cols * len(ys)
 	if w.cols <= tCols {
@@ -112,16 +112,8 @@ func matMulTLoRA(w mat, ys [][]float32, a mat, ts, xs [][]float32, accumulate bo
 	if len(ys) == 0 {
 		return
 	}
-	if asmBwd() && w.vn == nil && a.vn == nil {
-		if !accumulate {
-			for _, x := range xs[:len(ys)] {
-				clear(x[:w.cols])
-			}
-		}
-		if matMulTAsm([]tTerm{{w: w, ys: ys}, {w: a, ys: ts}}, xs) {
-			return
-		}
-		accumulate = true
+	if asmBwd() && w.vn == nil && a.vn == nil && matMulTAsm([]tTerm{{w: w, ys: ys, zero: !accumulate}, {w: a, ys: ts}}, xs) {
+		return
 	}
 	matMulT(w, ys, xs, accumulate)
 	matMulT(a, ts, xs, true)

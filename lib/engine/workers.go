@@ -57,6 +57,8 @@ const (
 // a gap it slept through that ended soon after it slept (within the budget
 // again) doubles the budget, a gap much longer than the budget halves it,
 // within spinMin..spinFor. Gaps it spun through leave it as it is.
+// The gap ends when the next job is offered, not when the sleeper wakes
+// (learn).
 func adapt(budget, gap time.Duration, slept bool) time.Duration {
 	switch {
 	case !slept:
@@ -73,10 +75,11 @@ func adapt(budget, gap time.Duration, slept bool) time.Duration {
 const closed = 1 << 62
 
 type forkJob struct {
-	fn   func(i int)
-	n    int64
-	seq  uint64
-	next atomic.Int64 // next index to claim
+	fn      func(i int)
+	n       int64
+	seq     uint64
+	offered time.Time    // when offer made it the pool's job
+	next    atomic.Int64 // next index to claim
 	// state counts the workers inside the job, plus closed once the caller
 	// is done with its own indices; no worker enters a closed job.
 	state atomic.Int64
@@ -163,7 +166,7 @@ func (p *workerPool) ensure(k int) {
 
 // offer makes j the job workers join, waking sleeping ones.
 func (p *workerPool) offer(j *forkJob) {
-	j.seq = p.seq.Add(1)
+	j.seq, j.offered = p.seq.Add(1), time.Now()
 	p.cur.Store(j)
 	if p.sleeping.Load() > 0 {
 		p.mu.Lock()
@@ -239,8 +242,20 @@ func (p *workerPool) next(last uint64) *forkJob {
 		}
 	}
 	j := p.sleep(newer)
-	p.spin.Store(int64(adapt(budget, time.Since(t0), true)))
+	p.learn(budget, t0, j)
 	return j
+}
+
+// learn sets the spin budget after a worker that began waiting at idle
+// slept until j came. The gap it could have spun through ended when j was
+// offered; the wake-up after that is what sleeping cost, not part of the
+// gap. Counted in it (as it was), the ~63 µs a wake-up took on this KVM
+// machine made every gap of a decoding step look longer than twice
+// spinMin, so the budget sat at spinMin and the worker slept before
+// nearly every product of a token (issue 34, doc.go "Decoding one
+// sequence").
+func (p *workerPool) learn(budget time.Duration, idle time.Time, j *forkJob) {
+	p.spin.Store(int64(adapt(budget, j.offered.Sub(idle), true)))
 }
 
 // sleep waits for newer to return a job, asleep until offer wakes it.

@@ -107,3 +107,20 @@ func TestSpinBudgetAdapts(t *testing.T) {
 		t.Fatalf("after near misses the budget is %v, want %v", b, spinFor)
 	}
 }
+
+// A sleeping worker's wake-up is the cost of sleeping, not part of the gap
+// it could have spun through: a job offered 40 µs after the worker slept
+// doubles the budget however late the worker got to it (here 1 ms), and
+// a job offered 10 ms after still halves it.
+func TestSpinBudgetIgnoresWakeLatency(t *testing.T) {
+	p := newPool()
+	idle := time.Now().Add(-time.Millisecond)
+	p.learn(spinMin, idle, &forkJob{offered: idle.Add(40 * time.Microsecond)})
+	if got := time.Duration(p.spin.Load()); got != 2*spinMin {
+		t.Fatalf("a job offered 40 µs after the worker slept left the budget at %v, want %v", got, 2*spinMin)
+	}
+	p.learn(spinFor, idle, &forkJob{offered: idle.Add(10 * time.Millisecond)})
+	if got := time.Duration(p.spin.Load()); got != spinFor/2 {
+		t.Fatalf("a job offered 10 ms after the worker slept left the budget at %v, want %v", got, spinFor/2)
+	}
+}

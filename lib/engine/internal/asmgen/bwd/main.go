@@ -64,18 +64,23 @@ func Generate() (asm, stubs, tables []byte, err error) {
 	for _, f := range families {
 		for w := 1; w <= 4; w++ {
 			for r := 1; r <= f.rmax[w]; r++ {
-				kernel(ctx, f, r, w)
+				kernel(ctx, f, r, w, false)
 			}
 		}
 	}
-	for w := 1; w <= 4; w++ {
-		for r := 1; r <= families[0].rmax[w]; r++ {
-			twoTermKernel(ctx, r, w)
-		}
-	}
-	for _, p := range []packing{packF32, packBF16} {
+	for _, zero := range []bool{false, true} {
 		for w := 1; w <= 4; w++ {
-			packKernel(ctx, w, p)
+			for r := 1; r <= families[0].rmax[w]; r++ {
+				if zero {
+					kernel(ctx, families[0], r, w, true)
+				}
+				twoTermKernel(ctx, r, w, zero)
+			}
+		}
+		for _, p := range []packing{packF32, packBF16} {
+			for w := 1; w <= 4; w++ {
+				packKernel(ctx, w, p, zero)
+			}
 		}
 	}
 	for _, f := range families[1:] {
@@ -97,6 +102,15 @@ func Generate() (asm, stubs, tables []byte, err error) {
 
 func funcName(f family, r, w int) string { return fmt.Sprintf("bwd%s%dx%d", f.tag, r, w) }
 
+// zeroName is the name of a tile's variant that starts its accumulators
+// at zero instead of loading C: the tile's name and Z.
+func zeroName(name string, zero bool) string {
+	if !zero {
+		return name
+	}
+	return name + "Z"
+}
+
 // tableText indexes each family's kernels as table[W-1][R-1].
 func tableText() []byte {
 	var b bytes.Buffer
@@ -115,24 +129,18 @@ func tableText() []byte {
 		}
 		b.WriteString("}\n")
 	}
-	fmt.Fprintf(&b, "\nvar bwdRows2 = [4][]bwdKernel2{\n")
-	for w := 1; w <= 4; w++ {
-		fmt.Fprintf(&b, "\t{")
-		for r := 1; r <= families[0].rmax[w]; r++ {
-			if r > 1 {
-				b.WriteString(", ")
+	rowTable(&b, "bwdRowsZ", "bwdKernel", func(r, w int) string { return zeroName(funcName(families[0], r, w), true) })
+	for _, zero := range []bool{false, true} {
+		z := map[bool]string{false: "", true: "Z"}[zero]
+		rowTable(&b, "bwdRows2"+z, "bwdKernel2", func(r, w int) string { return zeroName(twoTermName(r, w), zero) })
+		for _, p := range []packing{packF32, packBF16} {
+			name, typ := "bwdPackF32", "bwdPackKernel"
+			if p == packBF16 {
+				name, typ = "bwdPackBF16", "bwdPackKernelBF16"
 			}
-			b.WriteString(twoTermName(r, w))
+			pn := func(w int) string { return zeroName(packName(p, w), zero) }
+			fmt.Fprintf(&b, "\nvar %s%s = [4]%s{%s, %s, %s, %s}\n", name, z, typ, pn(1), pn(2), pn(3), pn(4))
 		}
-		fmt.Fprintf(&b, "},\n")
-	}
-	b.WriteString("}\n")
-	for _, p := range []packing{packF32, packBF16} {
-		name, typ := "bwdPackF32", "bwdPackKernel"
-		if p == packBF16 {
-			name, typ = "bwdPackBF16", "bwdPackKernelBF16"
-		}
-		fmt.Fprintf(&b, "\nvar %s = [4]%s{%s, %s, %s, %s}\n", name, typ, packName(p, 1), packName(p, 2), packName(p, 3), packName(p, 4))
 	}
 	for _, f := range families[1:] {
 		fmt.Fprintf(&b, "\nvar %sPack = [4]bwdPackKernel{", f.name)
@@ -150,19 +158,53 @@ func tableText() []byte {
 	return b.Bytes()
 }
 
+// rowTable writes table name of matMulT's tiles (type typ) indexed
+// [W-1][R-1], each named by fn.
+func rowTable(b *bytes.Buffer, name, typ string, fn func(r, w int) string) {
+	fmt.Fprintf(b, "\nvar %s = [4][]%s{\n", name, typ)
+	for w := 1; w <= 4; w++ {
+		fmt.Fprintf(b, "\t{")
+		for r := 1; r <= families[0].rmax[w]; r++ {
+			if r > 1 {
+				b.WriteString(", ")
+			}
+			b.WriteString(fn(r, w))
+		}
+		fmt.Fprintf(b, "},\n")
+	}
+	b.WriteString("}\n")
+}
+
 // kernel emits one R×W tile. Arguments: c, ldc (bytes between C rows), a,
 // lda (bytes, see family.rows), b, ldb (bytes between B rows), k (number of
 // p), mask (lanes of the last vector of each row that exist). They do not
 // prefetch: B is a packed panel in L2 or rows the batch shares, which the
 // hardware prefetchers follow (prefetching B's next rows into L1 measured
 // no faster, and the previous next-strip prefetch into L2 slower).
-func kernel(ctx *build.Context, f family, r, w int) {
-	ctx.Function(funcName(f, r, w))
+func kernel(ctx *build.Context, f family, r, w int, zero bool) {
+	name := zeroName(funcName(f, r, w), zero)
+	ctx.Function(name)
 	ctx.Attributes(attr.NOSPLIT)
 	ctx.SignatureExpr("func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16)")
 	ctx.Pragma("noescape")
-	ctx.Doc(fmt.Sprintf("%s adds %d rows × %d vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.", funcName(f, r, w), r, w))
-	tile(ctx, f, r, w, packNone)
+	ctx.Doc(fmt.Sprintf("%s %s %d rows × %d vectors of Σ_p A(i,p)·B[p][j] %s C, p ascending.", name, verb(zero), r, w, prep(zero)))
+	tile(ctx, f, r, w, packNone, zero)
+}
+
+// verb and prep word a tile's doc line: it adds to C, or (zero) stores
+// into C as if C held zeros.
+func verb(zero bool) string {
+	if zero {
+		return "stores"
+	}
+	return "adds"
+}
+
+func prep(zero bool) string {
+	if zero {
+		return "into"
+	}
+	return "to"
 }
 
 func twoTermName(r, w int) string { return fmt.Sprintf("bwdRG%dx%d", r, w) }
@@ -173,15 +215,16 @@ func twoTermName(r, w int) string { return fmt.Sprintf("bwdRG%dx%d", r, w) }
 // each element gets the bits of the two terms one after another. A LoRA
 // A's few rows (the second term) ran as tiles of their own, each loading
 // and storing C (from L3 at 512 tokens) for 32 steps.
-func twoTermKernel(ctx *build.Context, r, w int) {
+func twoTermKernel(ctx *build.Context, r, w int, zero bool) {
 	f := families[0]
-	ctx.Function(twoTermName(r, w))
+	name := zeroName(twoTermName(r, w), zero)
+	ctx.Function(name)
 	ctx.Attributes(attr.NOSPLIT)
 	ctx.SignatureExpr("func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, a2 *float32, lda2 uintptr, b2 *float32, ldb2 uintptr, k2 int)")
 	ctx.Pragma("noescape")
-	ctx.Doc(fmt.Sprintf("%s adds %d rows × %d vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], to C.", twoTermName(r, w), r, w))
+	ctx.Doc(fmt.Sprintf("%s %s %d rows × %d vectors of Σ_p A(i,p)·B[p][j], p ascending, then of Σ_p A2(i,p)·B2[p][j], %s C.", name, verb(zero), r, w, prep(zero)))
 	acc, bv := tileRegs(ctx, r, w)
-	moveTile(ctx, f, acc, true)
+	startTile(ctx, f, acc, zero)
 	steps(ctx, f, acc, bv, packNone, "")
 	steps(ctx, f, acc, bv, packNone, "2")
 	moveTile(ctx, f, acc, false)
@@ -221,8 +264,9 @@ func packName(p packing, w int) string {
 // bfloat16, rows ldb bytes apart) and storing each row as it goes into dst
 // as contiguous float32 rows of w·16 (the masked lanes zero, bfloat16
 // widened exactly), which later tiles read as their panel.
-func packKernel(ctx *build.Context, w int, p packing) {
-	ctx.Function(packName(p, w))
+func packKernel(ctx *build.Context, w int, p packing, zero bool) {
+	name := zeroName(packName(p, w), zero)
+	ctx.Function(name)
 	ctx.Attributes(attr.NOSPLIT)
 	typ := "*float32"
 	if p == packBF16 {
@@ -230,8 +274,8 @@ func packKernel(ctx *build.Context, w int, p packing) {
 	}
 	ctx.SignatureExpr(fmt.Sprintf("func(c *float32, ldc uintptr, a *float32, lda uintptr, b %s, ldb uintptr, k int, mask uint16, dst *float32)", typ))
 	ctx.Pragma("noescape")
-	ctx.Doc(fmt.Sprintf("%s is bwdRF%dx%d packing B into dst as it reads it.", packName(p, w), packR, w))
-	tile(ctx, families[0], packR, w, p)
+	ctx.Doc(fmt.Sprintf("%s is %s packing B into dst as it reads it.", name, zeroName(fmt.Sprintf("bwdRF%dx%d", packR, w), zero)))
+	tile(ctx, families[0], packR, w, p, zero)
 }
 
 func outerPackName(f family, w int) string {
@@ -246,13 +290,13 @@ func outerPackKernel(ctx *build.Context, f family, w int) {
 	ctx.SignatureExpr("func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, mask uint16, dst *float32)")
 	ctx.Pragma("noescape")
 	ctx.Doc(fmt.Sprintf("%s is %s packing B into dst as it reads it.", outerPackName(f, w), funcName(f, f.rmax[w], w)))
-	tile(ctx, f, f.rmax[w], w, packF32)
+	tile(ctx, f, f.rmax[w], w, packF32, false)
 }
 
 // tile emits the body of kernel and packKernel.
-func tile(ctx *build.Context, f family, r, w int, p packing) {
+func tile(ctx *build.Context, f family, r, w int, p packing, zero bool) {
 	acc, bv := tileRegs(ctx, r, w)
-	moveTile(ctx, f, acc, true)
+	startTile(ctx, f, acc, zero)
 	steps(ctx, f, acc, bv, p, "")
 	moveTile(ctx, f, acc, false)
 	ctx.VZEROUPPER()
@@ -340,6 +384,23 @@ func steps(ctx *build.Context, f family, acc [][]reg.VecPhysical, bv []reg.VecPh
 	ctx.DECQ(k)
 	ctx.JNZ(operand.LabelRef("loop" + sfx))
 	ctx.Label("done" + sfx)
+}
+
+// startTile loads the accumulators from C, or with zero sets them to
+// +0, the value a cleared C would have given them: a product whose output
+// starts at zero (matMulT's first block of rows without accumulate) then
+// neither clears C beforehand nor waits on its loads, from L3 at 512
+// tokens, at the start of every tile.
+func startTile(ctx *build.Context, f family, acc [][]reg.VecPhysical, zero bool) {
+	if !zero {
+		moveTile(ctx, f, acc, true)
+		return
+	}
+	for _, row := range acc {
+		for _, v := range row {
+			ctx.VPXORD(v, v, v)
+		}
+	}
 }
 
 // moveTile loads (or stores) the accumulators in family f's layout of C.
