@@ -124,7 +124,7 @@ func (ps *datumPass) tRows(mod *trainModule) [][]float32 {
 	if mod == nil {
 		return nil
 	}
-	return ps.ar.rows(ps.n, ps.t.cfg.Rank)
+	return ps.ar.rowsToFill(ps.n, ps.t.cfg.Rank) // A·x overwrites them
 }
 
 // forwardLayer runs layer li on the residual x and returns the next
@@ -239,10 +239,10 @@ func (ps *datumPass) head(l Loss, d *Datum, x [][]float32, out *DatumOutput, dxn
 	eachRow(n, c.Hidden, func(p int) { rmsNorm(xnF[p], x[p], w.norm, c.RMSNormEps) })
 	tHead := ps.tRows(t.head)
 	if ps.backward && dxnF == nil {
-		dxnF = ar.rows(n, c.Hidden)
+		dxnF = ar.rowsToFill(n, c.Hidden)
 	}
 	sc := newRowScorer(l, d, out)
-	logits := ar.rows(min(n, headChunk), c.VocabSize)
+	logits := ar.rowsToFill(min(n, headChunk), c.VocabSize)
 	var total float64
 	for p0 := 0; p0 < n; p0 += headChunk {
 		p1 := min(p0+headChunk, n)
@@ -280,7 +280,7 @@ func (ps *datumPass) backwardLayer(li, lowest int, dx [][]float32) bool {
 	ar.release(mark)
 	mark = ar.mark()
 	// Attention: x2 = x + o(attention(q, k, v)).
-	datt := ar.rows(n, qd)
+	datt := ar.rowsToFill(n, qd)
 	ps.linearBackward(lw.o, tl.o, a.att, a.t[tO], dx, datt, false)
 	dq, dk, dv := ar.rows(n, qd), ar.rows(n, kvd), ar.rows(n, kvd)
 	for _, sg := range ps.segs { // each datum attends to its own positions
@@ -296,7 +296,7 @@ func (ps *datumPass) backwardLayer(li, lowest int, dx [][]float32) bool {
 	}
 	var dxn1 [][]float32
 	if li > lowest {
-		dxn1 = ar.rows(n, h)
+		dxn1 = ar.rowsToFill(n, h)
 	}
 	ps.linearBackward(lw.q, tl.q, a.xn1, a.t[tQ], dq, dxn1, false)
 	ps.linearBackward(lw.k, tl.k, a.xn1, a.t[tK], dk, dxn1, true)
@@ -333,11 +333,11 @@ func (ps *datumPass) mlpBlockBackward(li int, dx [][]float32) {
 func (ps *datumPass) mlpBackward(li int, dx [][]float32) [][]float32 {
 	t, c, ar, n := ps.t, ps.c, ps.ar, ps.n
 	lw, tl, a := &t.model.w.layers[li], &t.layers[li], &ps.acts[li]
-	dg := ar.rows(n, c.mlpWidth(li))
+	dg := ar.rowsToFill(n, c.mlpWidth(li))
 	ps.linearBackward(lw.down, tl.down, a.h, a.t[tDown], dx, dg, false)
-	du := ar.rows(n, c.mlpWidth(li))
+	du := ar.rowsToFill(n, c.mlpWidth(li))
 	eachRow(n, c.mlpWidth(li), func(p int) { siluMulBackward(dg[p], du[p], a.g[p], a.u[p]) })
-	dxn := ar.rows(n, c.Hidden)
+	dxn := ar.rowsToFill(n, c.Hidden)
 	ps.linearBackward(lw.gate, tl.gate, a.xn2, a.t[tGate], dg, dxn, false)
 	ps.linearBackward(lw.up, tl.up, a.xn2, a.t[tUp], du, dxn, true)
 	return dxn
@@ -383,7 +383,7 @@ func (ps *datumPass) linearBackward(w mat, mod *trainModule, xs, ts, dys, dxs []
 		}
 		return
 	}
-	dts := ps.ar.rows(len(dys), ps.t.cfg.Rank)
+	dts := ps.ar.rowsToFill(len(dys), ps.t.cfg.Rank)
 	matMulT(mod.pair.b, dys, dts, false)
 	ps.weightGrads(mod, xs, ts, dys, dts)
 	if dxs != nil {

@@ -264,6 +264,9 @@ func expScaledSum(logits []float32, invT, mx float64) float64 {
 // expScaledKeep writes exp64(logits[i]·invT − mx) into dst and returns
 // their sum, with expScaledSum's bits (the same terms in the same order).
 func expScaledKeep(dst []float64, logits []float32, invT, mx float64) float64 {
+	if s, ok := expScaledKeepVec(dst, logits, invT, mx); ok {
+		return s
+	}
 	expScaled(dst, logits, invT, mx)
 	return sumLanes(dst)
 }

@@ -18,6 +18,8 @@ func expScaledSumVec([]float32, float64, float64) (float64, bool) { return 0, fa
 
 func sumLanesVec([]float64) (float64, bool) { return 0, false }
 
+func expScaledKeepVec([]float64, []float32, float64, float64) (float64, bool) { return 0, false }
+
 func scaleExpsVec([]float32, []float64, float64) bool { return false }
 
 func siluMulVec(_, _, _ []float32) bool { return false }

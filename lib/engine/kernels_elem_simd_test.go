@@ -183,3 +183,40 @@ func TestSIMDExp64MatchesScalar(t *testing.T) {
 		}
 	}
 }
+
+// TestLossRowKernelsMatchScalar runs the loss's per-row kernels (max,
+// exponentials kept with their sum, gradient scaling) on rows as long as
+// a vocabulary, with logits close together so that a changed order of the
+// sum's additions shows in its bits, and requires the scalar bodies' bits
+// on the 512-bit, 256-bit and scalar paths; and it plants the largest
+// logit at each offset of a 64-logit block, where each of the max's four
+// accumulators sees it.
+func TestLossRowKernelsMatchScalar(t *testing.T) {
+	for _, n := range []int{63, 64, 65, 4099, 151936 + 13} {
+		row := spread(n, 0.5, uint64(n), false)
+		k := func() []float64 {
+			e := make([]float64, n)
+			lse, sum := logSumExpKeep(e, row)
+			g := make([]float32, n)
+			scaleExps(g, e, -0.7/sum)
+			return append(append(e, lse, sum, logSumExp(row, 1)), to64(g)...)
+		}
+		vec, scalar := bothPaths(k)
+		if !bitsEqual64(vec, scalar) {
+			t.Errorf("n=%d: vector and scalar bodies differ", n)
+		}
+		if avx512 {
+			withAVX512(false, func() { vec, _ = bothPaths(k) })
+			if !bitsEqual64(vec, scalar) {
+				t.Errorf("n=%d: 256-bit and scalar bodies differ", n)
+			}
+		}
+		for p := n / 2; p < min(n/2+64, n); p += 7 {
+			r := slices.Clone(row)
+			r[p] = 9
+			if m := maxScaled(r, 1); m != 9 {
+				t.Errorf("n=%d: largest logit 9 at %d, maxScaled gives %v", n, p, m)
+			}
+		}
+	}
+}
