@@ -7,7 +7,8 @@ package main
 // were spread over as many 64 KB stretches of a 10 MB text: each stretch a
 // page fault. Naming the dependencies first puts them (with everything
 // they import) ahead of this module's code: 11-14 fewer faults and ~2.5%
-// less CPU for `tinker -c '1+1'` (docs/architecture.md, "Cold start").
+// less CPU for `tinker -c '1+1'` (docs/architecture.md, section
+// "Cold start: what `tinker -c '1+1'` pays, and its floor").
 // TestDependencyInitsComeFirst keeps the order and that each package here
 // is one the rest of tinker imports anyway, so none is linked for this.
 import (

@@ -284,8 +284,9 @@ func matMulOn(p fwdPack, w mat, xs, ys [][]float32, accumulate bool) {
 // decoding step's products are 50-300 µs each, and each fork costs a
 // hand-off to the other core and a tail where one core finishes its last
 // piece alone, so a layer takes four hand-offs and tails instead of seven.
-// Larger batches take matMul one matrix at a time. Each output is computed
-// whole by matRows either way: the same bits.
+// Larger batches (a prefill) take one matrix at a time on the batch packed
+// once for all of them (packedIn), as the training forward does. Each
+// output is computed whole by the same kernels either way: the same bits.
 func matMulGroup(ms []mat, xs [][]float32, yss [][][]float32) {
 	work := 0
 	for _, w := range ms {
@@ -297,8 +298,10 @@ func matMulGroup(ms []mat, xs [][]float32, yss [][][]float32) {
 	}
 	workers := min(runtime.GOMAXPROCS(0), max(1, work/parallelMinWork))
 	if len(xs) >= 4 || len(ms) < 2 || workers == 1 {
+		in := packIn(ms[0], xs)
+		defer in.release()
 		for i, w := range ms {
-			matMul(w, xs, yss[i], false)
+			in.mul(w, xs, yss[i], false)
 		}
 		return
 	}

@@ -93,9 +93,19 @@ const bf16TokBytes = 1 << 20
 
 var bf16Pool = sync.Pool{New: func() any { return new([]uint16) }}
 
+// bf16Sums is bf16Rows's buffer of sums: 32 tokens × 16 blocks (chunk ≤
+// 16). As a stack array it was zeroed on every call (32 KiB, some 900
+// calls a decoded token); the kernels store every sum bf16Put reads.
+type bf16Sums [32 * 16 * 16]float32
+
+var bf16SumsPool = sync.Pool{New: func() any { return new(bf16Sums) }}
+
 // packBF16Rows rounds the vectors to bfloat16 rows of bf16Cols(n)
-// columns, zero-padded, bf16Pitch(n) apart, in whole blocks of 16 rows
-// (the AMX kernels read 16 at a time).
+// columns, zero-padded, bf16Pitch(n) apart, in whole blocks of 16 rows.
+// Only the two-block AMX kernels (a last group of 17-31 tokens) read
+// rows past the vectors, which are zeroed then; the others read their
+// own rows (amxTileCfgs, bf16TilesAVX), so a decoding call skips
+// clearing 15 rows (up to 93 KiB at 3072 columns).
 func packBF16Rows(xs [][]float32, n int, pp *[]uint16) []uint16 {
 	kp, ld := bf16Cols(n), bf16Pitch(n)
 	size := (len(xs) + 15) / 16 * 16 * ld
@@ -119,7 +129,9 @@ func packBF16Rows(xs [][]float32, n int, pp *[]uint16) []uint16 {
 			}
 		}
 	})
-	clear(xb[len(xs)*ld:])
+	if len(xs)%32 > 16 {
+		clear(xb[len(xs)*ld:])
+	}
 	return xb
 }
 
@@ -177,10 +189,16 @@ func matMulBF16(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
 // kernels compute whole blocks of 16 rows, the rows outside [lo, hi) are
 // dropped.
 func bf16Rows(w mat, xb []uint16, m int, ys [][]float32, lo, hi int, accumulate bool) {
+	out := bf16SumsPool.Get().(*bf16Sums)
+	bf16RowsOn(w, xb, m, ys, lo, hi, accumulate, out)
+	bf16SumsPool.Put(out)
+}
+
+// bf16RowsOn is bf16Rows with out for the sums (whatever it holds).
+func bf16RowsOn(w mat, xb []uint16, m int, ys [][]float32, lo, hi int, accumulate bool, out *bf16Sums) {
 	kp, ldx := bf16Cols(w.cols), bf16Pitch(w.cols)
 	chunk := min(16, max(2, bf16Chunk/(32*kp)&^1))
 	panel := bf16Panel(m, ldx)
-	var out [32 * 16 * 16]float32 // 32 tokens × 16 blocks (chunk ≤ 16)
 	for t := 0; t < m; t += panel {
 		xp, n, yp := xb[t*ldx:], min(panel, m-t), ys[t:]
 		for b := lo / 16; b*16 < hi; b += chunk {

@@ -2,15 +2,26 @@ package engine
 
 import (
 	"math"
+	"runtime"
 	"testing"
 )
 
 // TestMatMulGroupMatchesMatMul runs matMulGroup on the matrices a layer
 // reads the same vectors with (rows past the last 16-row block, float32
-// and bfloat16 weights, one to five vectors: decoding's one fork and the
-// batch's matrix-at-a-time path) and requires the bits of matMul on each
-// matrix alone, on every row of every output.
+// and bfloat16 weights, one to five vectors: decoding's one fork, and
+// up to a prefill's 130: the batch packed once for every matrix, on one
+// and two threads) and requires the bits of matMul on each matrix alone,
+// on every row of every output.
 func TestMatMulGroupMatchesMatMul(t *testing.T) {
+	for _, procs := range []int{1, 2} {
+		func() {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			checkMatMulGroup(t, []int{1, 2, 3, 4, 5, 8, 37, 130})
+		}()
+	}
+}
+
+func checkMatMulGroup(t *testing.T, batches []int) {
 	shapes := [][2]int{{512, 256}, {256, 256}, {200, 256}, {40, 256}}
 	for _, bf := range []bool{false, true} {
 		var ms []mat
@@ -21,7 +32,7 @@ func TestMatMulGroupMatchesMatMul(t *testing.T) {
 			}
 			ms = append(ms, w)
 		}
-		for m := 1; m <= 5; m++ {
+		for _, m := range batches {
 			xs := tileRows(m, 256, uint64(10+m))
 			yss, want := make([][][]float32, len(ms)), make([][][]float32, len(ms))
 			for i, w := range ms {
