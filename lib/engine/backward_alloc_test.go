@@ -43,6 +43,7 @@ func attnBackCase(c Config, n int, seed uint64) (run func(), grads [][][]float32
 // now and then: a goroutine on one P does not see another P's private
 // item.)
 func TestAttentionBackwardReusesScratch(t *testing.T) {
+	skipPoolsUnderRace(t)
 	run, _ := attnBackCase(mustLoad(t, models.TinyLlama).cfg, 128, 1)
 	for _, procs := range []int{1, 2} {
 		func() {

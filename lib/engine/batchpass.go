@@ -20,10 +20,15 @@ type segment struct {
 	cache     *kvCache
 }
 
-// batchRows bounds a group's rows: past some two thousand rows a product's
-// weight stream is a small part of its time already, and the group's
-// activations only take memory (a variable so a test can make small groups).
-var batchRows = 2048
+// batchRows bounds a group's rows. A product over 512 rows already
+// amortises its weight stream (BenchmarkBatchedProducts: 2 × 512 as one
+// product of 1,024 rows takes 0.98-1.00 of the time, 8 × 128 in groups of
+// 512 rows the same 0.87-0.88 as one group of 1,024), while each row more
+// in a group is one more row of activations held at once: with 2,048 the
+// 0.6B 2 × 512 step kept both datums' and peaked at 5.6 GB instead of 4.3.
+// So datums of 512 rows or more run alone, and a group never holds more
+// than one such datum would (a variable so a test can make small groups).
+var batchRows = 512
 
 // batches reports whether the trainer's model can batch datums: experts
 // and latent attention run one datum a pass.

@@ -833,8 +833,8 @@
 //     position, cache, logits or gradient segment, or a changed commit
 //     order (each was tried).
 //     Memory stays bounded: a group grows while its rows stay within
-//     batchRows (2,048; past that W's stream is a small share of a product
-//     and more rows only take memory), its kept activations within the
+//     batchRows (512: a product over 512 rows already amortises W's
+//     stream, and more rows only take memory), its kept activations within the
 //     keep limit (so a datum that would recompute runs alone, as does
 //     every datum under SetKeepLimit(0)), and, under a call limit (the
 //     server's training budget, SetCallLimit), its ActivationBytes within
@@ -843,14 +843,23 @@
 //     layer's scratch is one datum's at a time), which is what CallBytes
 //     reports and the arena reserves up front. Models with experts or
 //     latent attention run a datum a pass (their routing and caches are
-//     per datum). At the 0.6B shape, 2 × 512 keeps about twice one
-//     datum's activations (the keep limit holds 1,024 tokens there).
+//     per datum). So a group's arena never passes a 512-token datum's,
+//     and datums of 512 tokens or more run one by one
+//     (TestBatchGroupsOnlyShortDatums): with batchRows at 2,048 the 0.6B
+//     2 × 512 step kept both datums' activations and peaked at 5.6 GB
+//     against 4.3 one by one, for no gain.
 //     What it buys depends on the datums' length (BenchmarkBatchedProducts,
-//     CPU time of one product over 1,024 rows against the separate ones,
-//     cold weights, measured on a loaded machine): at 2 × 512 the forward
-//     products gain nothing (1.00) and matMulT 2% (0.98), since 512 rows
-//     already reuse each packed piece of W enough; at 8 × 128 matMulT
-//     takes 0.85-0.87 and the forward 0.97-0.99.
+//     CPU time of products over groups of rows against one per datum,
+//     cold weights, measured on a loaded machine): at 2 × 512 one product
+//     over 1,024 rows gains nothing in the forward (1.00) and 2% in
+//     matMulT (0.98), since 512 rows already reuse each packed piece of W
+//     enough; at 8 × 128 matMulT takes 0.85-0.88 and the forward
+//     0.97-0.99, the same in groups of 512 rows as in one of 1,024
+//     (groups of 256: matMulT 0.92-0.94). A whole step of the 0.6B
+//     widths with 4 layers (BenchmarkBatchRowsStep, CPU time against the
+//     datums one by one, interleaved, load average 15): 8 × 128 in
+//     groups of 512 rows 0.98, in one of 1,024 1.00; 2 × 512 as one
+//     group 1.03, so the gain is the products' and small in a step.
 //     Small dense models keep datum slots (next) rather than batching:
 //     their weights (K = 64-256) stay in L2 from datum to datum, so there
 //     is no weight stream to save, while what they lose is the cores

@@ -229,8 +229,11 @@ func bf16ChunkAMX(w mat, xb []uint16, m int, ys [][]float32, b, nb, lo, hi int, 
 	for t := 0; t < m; t += 32 {
 		n := min(32, m-t)
 		if ld, ok := rowStride(ys[t:t+n], (b+nb)*16); whole && ok && n%16 == 0 {
-			// The tiles store straight into the rows.
-			bf16Tiles(xb[t*ldx:], ldx, n, wv, 16*kp, kp, nb, unsafe.Slice(&ys[t][b*16], (n-1)*ld+16*nb), ld)
+			// The tiles store straight into the rows. A pointer, not a
+			// slice over all n rows: equally spaced rows need not be one
+			// allocation, and a slice across several breaks unsafe's rules
+			// (checkptr, on under -race, stops there).
+			bf16TilesAMX(xb[t*ldx:], ldx, n, wv, 16*kp, kp, nb, &ys[t][b*16], ld)
 			continue
 		}
 		bf16Tiles(xb[t*ldx:], ldx, n, wv, 16*kp, kp, nb, out, 16*nb)
@@ -260,21 +263,28 @@ func bf16Tiles(x []uint16, ldx, m int, w []uint16, ws, kp, nb int, out []float32
 		}
 		return
 	}
+	bf16TilesAMX(x, ldx, m, w, ws, kp, nb, &out[0], ldo)
+}
+
+// bf16TilesAMX is bf16Tiles on AMX, its outputs from out on, rows ldo
+// floats apart.
+func bf16TilesAMX(x []uint16, ldx, m int, w []uint16, ws, kp, nb int, out *float32, ldo int) {
 	two := m > 16
 	one := &amxTileCfgs[min(m, 16)-1] // only the block's own rows
 	if nb >= 2 {
 		if two { // amxBF16T2N2 with the weights prefetched (internal/asmgen/bf16/panel.go)
-			amxBF16W2N2(&amxTileCfg, &x[0], 2*ldx, &w[0], 2*ws, kp/32, nb/2, &out[0], 4*ldo)
+			amxBF16W2N2(&amxTileCfg, &x[0], 2*ldx, &w[0], 2*ws, kp/32, nb/2, out, 4*ldo)
 		} else {
-			amxBF16T1N2(one, &x[0], 2*ldx, &w[0], 2*ws, kp/32, nb/2, &out[0], 4*ldo)
+			amxBF16T1N2(one, &x[0], 2*ldx, &w[0], 2*ws, kp/32, nb/2, out, 4*ldo)
 		}
 	}
 	if nb%2 == 1 {
 		last := nb - 1
+		tail := (*float32)(unsafe.Add(unsafe.Pointer(out), 4*16*last)) // in the first row
 		if two {
-			amxBF16T2N1(&amxTileCfg, &x[0], 2*ldx, &w[last*ws], 2*ws, kp/32, 1, &out[16*last], 4*ldo)
+			amxBF16T2N1(&amxTileCfg, &x[0], 2*ldx, &w[last*ws], 2*ws, kp/32, 1, tail, 4*ldo)
 		} else {
-			amxBF16T1N1(one, &x[0], 2*ldx, &w[last*ws], 2*ws, kp/32, 1, &out[16*last], 4*ldo)
+			amxBF16T1N1(one, &x[0], 2*ldx, &w[last*ws], 2*ws, kp/32, 1, tail, 4*ldo)
 		}
 	}
 }

@@ -99,10 +99,10 @@ func expScaleShift32x16(sc []float32, scale, mx float32) {
 		return
 	}
 	lo, hi := sc[i:], sc[min(i+16, len(sc)):]
-	part := func(s []float32) f32x16 { return archsimd.LoadFloat32x16SlicePart(s).Mul(a).Sub(m) }
+	part := func(s []float32) f32x16 { return loadPart16(s).Mul(a).Sub(m) }
 	x, y := exp16x2(part(lo), part(hi))
-	x.StoreSlicePart(lo)
-	y.StoreSlicePart(hi)
+	storePart16(x, lo)
+	storePart16(y, hi)
 }
 
 // expScores32Vec is expScores32 on sixteen lanes with AVX-512 (exp32,
@@ -136,8 +136,8 @@ func expScores16(p []float64, sc []float32, scale, mx float32, s *[8]float64) {
 	var acc f64x8
 	put := func(i int, e f32x16) {
 		lo, hi := e.GetLo().ConvertToFloat64(), e.GetHi().ConvertToFloat64()
-		lo.StoreSlicePart(p[i:])
-		hi.StoreSlicePart(p[min(i+8, len(p)):])
+		storePart64x8(lo, p[i:])
+		storePart64x8(hi, p[min(i+8, len(p)):])
 		acc = acc.Add(lo).Add(hi)
 	}
 	i := 0
@@ -152,9 +152,9 @@ func expScores16(p []float64, sc []float32, scale, mx float32, s *[8]float64) {
 	}
 	for ; i < len(sc); i += 16 {
 		n := min(16, len(sc)-i)
-		e, _ := exp16x2(archsimd.LoadFloat32x16SlicePart(sc[i:]).Mul(a).Sub(m), m)
+		e, _ := exp16x2(loadPart16(sc[i:]).Mul(a).Sub(m), m)
 		e = e.Masked(archsimd.Mask32x16FromBits(uint16(1<<n - 1)))
-		e.StoreSlicePart(sc[i:])
+		storePart16(e, sc[i:])
 		put(i, e)
 	}
 	acc.Store(s)
@@ -163,11 +163,11 @@ func expScores16(p []float64, sc []float32, scale, mx float32, s *[8]float64) {
 // expScaleShift32x8f is expScaleShift32x16 on eight lanes (AVX2).
 func expScaleShift32x8f(sc []float32, scale, mx float32) {
 	a, m := archsimd.BroadcastFloat32x8(scale), archsimd.BroadcastFloat32x8(mx)
-	ld := func(s []float32) archsimd.Float32x8 { return archsimd.LoadFloat32x8SlicePart(s).Mul(a).Sub(m) }
+	ld := func(s []float32) archsimd.Float32x8 { return loadPart8f(s).Mul(a).Sub(m) }
 	for i := 0; i < len(sc); i += 16 {
 		lo, hi := sc[i:], sc[min(i+8, len(sc)):]
 		x, y := exp8x2f(ld(lo), ld(hi))
-		x.StoreSlicePart(lo)
-		y.StoreSlicePart(hi)
+		storePart8f(x, lo)
+		storePart8f(y, hi)
 	}
 }
