@@ -188,14 +188,10 @@ func matMul(w mat, xs, ys [][]float32, accumulate bool) {
 		matMulBF16Split(w, xs, ys, accumulate)
 		return
 	}
-	work := w.rows * w.cols * len(xs)
-	workers := runtime.GOMAXPROCS(0)
-	if work < parallelMinWork || workers == 1 || w.rows < 16 {
+	workers := productWorkers(w, len(xs))
+	if workers == 1 {
 		matRows(w, xs, ys, 0, w.rows, accumulate)
 		return
-	}
-	if maxW := work / parallelMinWork; workers > maxW {
-		workers = maxW
 	}
 	if p, ok := packForward(w, xs); ok {
 		defer p.release()
@@ -269,13 +265,23 @@ func (in packedIn) fold(w mat, xs, ys [][]float32, b mat, ts [][]float32, accumu
 // packing is ~2% of a 2048-row product's time at M = 1024 and a third
 // of a LoRA A's own.
 func matMulOn(p fwdPack, w mat, xs, ys [][]float32, accumulate bool) {
-	work := w.rows * w.cols * len(xs)
-	workers := min(runtime.GOMAXPROCS(0), max(1, work/parallelMinWork))
-	if work < parallelMinWork || workers == 1 || w.rows < 16 {
+	workers := productWorkers(w, len(xs))
+	if workers == 1 {
 		p.rows(w, xs, ys, 0, w.rows, accumulate)
 		return
 	}
 	matMulSlices(p, w, xs, ys, accumulate, workers)
+}
+
+// productWorkers is how many goroutines w's product over n vectors is
+// split over: one below parallelMinWork's work or 16 rows, else one per
+// parallelMinWork of work up to GOMAXPROCS.
+func productWorkers(w mat, n int) int {
+	work := w.rows * w.cols * n
+	if work < parallelMinWork || w.rows < 16 {
+		return 1
+	}
+	return min(runtime.GOMAXPROCS(0), work/parallelMinWork)
 }
 
 // matMulGroup computes yss[i] = ms[i]·xs for matrices that read the same
