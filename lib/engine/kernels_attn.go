@@ -1,9 +1,6 @@
 package engine
 
-import (
-	"math"
-	"unsafe"
-)
+import "unsafe"
 
 // Attention products of the forward pass: one query against many cached
 // key/value rows per call, so the per-call cost of a head of 16-128
@@ -152,21 +149,9 @@ func evenRows(xs [][]float32, stride int) bool {
 }
 
 // maxScaled32 is the largest of float32(s[t]·scale) for scale > 0: the
-// largest score times scale, since rounding keeps the order (max16Vec's
-// and max32Vec's NaN and ±0 differences change nothing softmax32
-// computes). The vector
+// largest score times scale, since rounding keeps the order. The vector
 // softmaxes scale in the exponentials' pass rather than storing scaled
 // scores first, one pass over the row fewer.
 func maxScaled32(s []float32, scale float32) float32 {
-	m, ok := max16Vec(s)
-	if !ok {
-		m, ok = max32Vec(s)
-	}
-	if !ok {
-		m = float32(math.Inf(-1))
-		for _, v := range s {
-			m = max(m, v)
-		}
-	}
-	return m * scale
+	return max32(s) * scale
 }

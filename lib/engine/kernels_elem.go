@@ -199,15 +199,22 @@ func siluGradExp(x, e float64) float64 {
 // exp32(s − max), their sum in float64 in ascending order, and
 // each numerator times the float32 reciprocal of the sum.
 func softmax32(sc []float32) {
-	mx, ok := max32Vec(sc)
-	if !ok {
-		mx = float32(math.Inf(-1))
-		for _, s := range sc {
-			mx = max(mx, s)
-		}
-	}
-	expShift32(sc, mx)
+	expShift32(sc, max32(sc))
 	normalise(sc, 0)
+}
+
+// max32 is the largest of s (−Inf for none), through the vector kernels
+// where they run (max32Vec's NaN and ±0 differences from Go's max change
+// nothing a softmax computes).
+func max32(s []float32) float32 {
+	if m, ok := max32Vec(s); ok {
+		return m
+	}
+	m := float32(math.Inf(-1))
+	for _, v := range s {
+		m = max(m, v)
+	}
+	return m
 }
 
 // normalise divides the softmax numerators sc by their sum (in float64,

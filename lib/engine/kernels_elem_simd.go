@@ -65,47 +65,29 @@ func exp4(x f64x4) f64x4 {
 // max32Vec is the largest of x. Unlike Go's max it ignores NaN and does
 // not order −0 below +0, which changes nothing softmax32 computes: a NaN
 // score makes the sum and so every output NaN either way, and s − (±0)
-// has the same exponential.
+// has the same exponential. Sixteen lanes where the CPU has AVX-512
+// (max16Vec: attention's score rows and the loss's 150k-logit rows alike),
+// eight otherwise.
 func max32Vec(x []float32) (float32, bool) {
+	if m, ok := max16Vec(x); ok {
+		return m, true
+	}
 	if !useSIMD || len(x) < 8 {
 		return 0, false
 	}
-	var l [8]float32
+	m := load8f(x)
 	i := 8
-	if avx512 && len(x) >= 64 {
-		i = max32x16(x, &l)
-	} else {
-		m := load8f(x)
-		for ; i+8 <= len(x); i += 8 {
-			m = m.Max(load8f(x[i:]))
-		}
-		m.Store(&l)
+	for ; i+8 <= len(x); i += 8 {
+		m = m.Max(load8f(x[i:]))
 	}
+	var l [8]float32
+	m.Store(&l)
 	archsimd.ClearAVXUpperBits() // before the scalar float code (doc.go)
 	mx := slices.Max(l[:])
 	for _, v := range x[i:] {
 		mx = max(mx, v)
 	}
 	return mx, true
-}
-
-// max32x16 stores in l eight lanes whose largest is the largest of
-// x[:i] and returns i, all but the last len(x) mod 16 (len(x) ≥ 64): four
-// 16-lane maxima in flight, for the output layer's 150k-logit rows (the
-// loss's first pass over each, read from memory).
-func max32x16(x []float32, l *[8]float32) int {
-	ld := func(i int) archsimd.Float32x16 { return archsimd.LoadFloat32x16((*[16]float32)(x[i : i+16])) }
-	a, b, c, d := ld(0), ld(16), ld(32), ld(48)
-	i := 64
-	for ; i+64 <= len(x); i += 64 {
-		a, b, c, d = a.Max(ld(i)), b.Max(ld(i+16)), c.Max(ld(i+32)), d.Max(ld(i+48))
-	}
-	for ; i+16 <= len(x); i += 16 {
-		a = a.Max(ld(i))
-	}
-	a = a.Max(b).Max(c.Max(d))
-	a.GetLo().Max(a.GetHi()).Store(l)
-	return i
 }
 
 func scaleVec(x []float32, a float32) bool {
