@@ -241,11 +241,13 @@ func (ps *datumPass) mlpForward(li int, next [][]float32) {
 	trainLinear(lw.down, nil, tl.down, a.h, next, a.t[tDown], true)
 }
 
-// head runs the output layer a chunk of positions at a time: logits,
-// logprobs and loss into out, and with a backward pass the gradient back to
-// the final norm's output, which it returns.
-// A group's pass hands it the datum's rows of dxnF; nil, it takes them.
-func (ps *datumPass) head(l Loss, d *Datum, x [][]float32, out *DatumOutput, dxnF [][]float32) (float64, [][]float32) {
+// head runs the output layer over the pass's rows x (one datum's, or a
+// run of a group's datums that fits one chunk: headRuns) a chunk of
+// positions at a time: logits, logprobs and each datum's loss into outs
+// and losses (indexed by the segments' d), and with a backward pass the
+// gradient back to the final norm's output, into dxnF (nil: it takes
+// them), which it returns.
+func (ps *datumPass) head(l Loss, ds []Datum, x [][]float32, outs []DatumOutput, losses []float64, dxnF [][]float32) [][]float32 {
 	t, c, ar, n := ps.t, ps.c, ps.ar, ps.n
 	w := t.model.w
 	xnF := ar.rows(n, c.Hidden)
@@ -254,11 +256,13 @@ func (ps *datumPass) head(l Loss, d *Datum, x [][]float32, out *DatumOutput, dxn
 	if ps.backward && dxnF == nil {
 		dxnF = ar.rowsToFill(n, c.Hidden)
 	}
-	sc := newRowScorer(l, d, out)
+	scs := make([]*rowScorer, len(ps.segs))
+	for i, sg := range ps.segs {
+		scs[i], losses[sg.d] = newRowScorer(l, &ds[sg.d], &outs[sg.d]), 0
+	}
 	mark := ar.mark() // the logits and the chunks' scratch: freed at the end
 	chunk := headChunkRows(n, c.VocabSize)
 	logits := ar.rowsToFill(chunk, c.VocabSize)
-	var total float64
 	for p0 := 0; p0 < n; p0 += chunk {
 		p1 := min(p0+chunk, n)
 		lg := logits[:p1-p0]
@@ -267,15 +271,29 @@ func (ps *datumPass) head(l Loss, d *Datum, x [][]float32, out *DatumOutput, dxn
 			th = tHead[p0:p1]
 		}
 		trainLinear(w.lmHead, nil, t.head, xnF[p0:p1], lg, th, false)
-		for _, loss := range sc.scoreRows(lg, p0, ps.backward) {
-			total += loss // in position order, as one loop would
-		}
+		ps.scoreChunk(scs, lg, p0, losses)
 		if ps.backward {
 			ps.linearBackward(w.lmHead, t.head, xnF[p0:p1], th, lg, dxnF[p0:p1], false)
 		}
 	}
 	ar.release(mark)
-	return total, dxnF
+	return dxnF
+}
+
+// scoreChunk scores the logits rows lg of positions p0 on, each datum's
+// rows with its own scorer (scs, one a segment), and adds each position's
+// loss to its datum's in position order, as one loop over the datum would.
+func (ps *datumPass) scoreChunk(scs []*rowScorer, lg [][]float32, p0 int, losses []float64) {
+	p1 := p0 + len(lg)
+	for i, sg := range ps.segs {
+		lo, hi := max(p0, sg.off), min(p1, sg.off+sg.n)
+		if lo >= hi {
+			continue
+		}
+		for _, loss := range scs[i].scoreRows(lg[lo-p0:hi-p0], lo-sg.off, ps.backward) {
+			losses[sg.d] += loss
+		}
+	}
 }
 
 // backwardLayer propagates dx (the gradient at layer li's output residual)

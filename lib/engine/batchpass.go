@@ -9,7 +9,7 @@ import "context"
 // per row (products, norms, rotary, SwiGLU) keeps its bits: the kernels
 // fix each output row's reduction order whatever the other rows. What is
 // per sequence stays per datum: attention reads the datum's own cache
-// (segment), the output layer and loss run a datum at a time, and each
+// (segment), each datum's loss rows are scored by its own scorer, and each
 // datum's LoRA gradient is summed over its own rows alone and added to the
 // call's pending gradient in datum order (weightGrads), as one datum after
 // another adds it (TestBatchedDatumsKeepBits).
@@ -130,37 +130,60 @@ func (ps *datumPass) setCache(li int, ks, vs []float32, width int) {
 	}
 }
 
-// heads runs the output layer on each datum's rows of x, a datum at a
-// time, and returns the gradient at the final norm's output (backward).
-// A group frees each datum's head scratch once it is done, and commits
-// the head's gradient per datum.
+// heads runs the output layer on the group's rows of x and returns the
+// gradient at the final norm's output (backward). Datums whose rows fit
+// one chunk of the group's (headRuns) share it: one product streams the
+// output matrix (622 MB on the 0.6B shape) forward and once more backward
+// for all of them instead of once per datum. A run of one datum keeps its
+// head gradient local and commits it after; a run of several commits it
+// datum by datum in weightGrads, the order one datum after another gives.
+// Each run's scratch is freed when it is done.
 func (ps *datumPass) heads(l Loss, ds []Datum, x [][]float32, outs []DatumOutput, losses []float64) [][]float32 {
 	if len(ps.segs) == 1 {
-		var dxnF [][]float32
-		losses[0], dxnF = ps.head(l, &ds[0], x, &outs[0], nil)
-		return dxnF
+		return ps.head(l, ds, x, outs, losses, nil)
 	}
 	var dxnF [][]float32
 	if ps.backward {
 		dxnF = ps.ar.rows(ps.n, ps.c.Hidden)
 	}
-	for _, sg := range ps.segs {
-		o, e := sg.off, sg.off+sg.n
+	for _, run := range headRuns(ps.segs, headChunkRows(ps.n, ps.c.VocabSize)) {
+		o, e := run[0].off, run[len(run)-1].off+run[len(run)-1].n
 		one := *ps
-		one.n, one.segs, one.cache = sg.n, nil, sg.cache
+		one.n, one.cache, one.segs = e-o, run[0].cache, make([]segment, len(run))
+		for i, sg := range run {
+			sg.off -= o // the run's rows are one.head's
+			one.segs[i] = sg
+		}
 		mark := ps.ar.mark()
 		var d [][]float32
 		if dxnF != nil {
 			d = dxnF[o:e]
 		}
-		losses[sg.d], _ = one.head(l, &ds[sg.d], x[o:e], &outs[sg.d], d)
+		one.head(l, ds, x[o:e], outs, losses, d)
 		ps.ar.release(mark)
-		if mod := ps.t.head; mod != nil && ps.backward {
+		if mod := ps.t.head; mod != nil && ps.backward && len(run) == 1 {
 			ps.t.commitParam(ps.slot, mod.b)
 			ps.t.commitParam(ps.slot, mod.a)
 		}
 	}
 	return dxnF
+}
+
+// headRuns splits a group's datums into runs of consecutive datums whose
+// rows fit one chunk of the output layer (rows: the group's chunk, which
+// ActivationBytes of the group's rows counts). A datum longer than that
+// runs alone, a chunk at a time, as in a call of its own.
+func headRuns(segs []segment, rows int) [][]segment {
+	var runs [][]segment
+	start, n := 0, 0
+	for i, sg := range segs {
+		if i > 0 && n+sg.n <= rows {
+			runs[len(runs)-1], n = segs[start:i+1], n+sg.n
+			continue
+		}
+		runs, start, n = append(runs, segs[i:i+1]), i, sg.n
+	}
+	return runs
 }
 
 // weightGrads adds an adapted matrix's LoRA gradients (from the outputs'

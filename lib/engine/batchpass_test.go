@@ -164,3 +164,72 @@ func TestBatchGroupsOnlyShortDatums(t *testing.T) {
 		}
 	}
 }
+
+// TestHeadRunsShareChunks pins which of a group's datums share the output
+// layer's products: consecutive datums while their rows fit the group's
+// chunk (2 × 128 on Qwen3's vocabulary: one run, so the 622 MB output
+// matrix streams once forward and once backward, not twice), a datum
+// longer than the chunk alone.
+func TestHeadRunsShareChunks(t *testing.T) {
+	for _, c := range []struct {
+		lengths    []int
+		vocab      int
+		runLengths [][]int
+	}{
+		{[]int{128, 128}, 151936, [][]int{{128, 128}}},
+		{[]int{128, 128, 128, 128}, 151936, [][]int{{128, 128, 128, 128}}},
+		{[]int{100, 200, 150}, 262144, [][]int{{100}, {200}, {150}}},
+		{[]int{40, 60, 100, 300}, 262144, [][]int{{40, 60, 100}, {300}}},
+	} {
+		var segs []segment
+		n := 0
+		for i, l := range c.lengths {
+			segs = append(segs, segment{d: i, off: n, n: l})
+			n += l
+		}
+		var got [][]int
+		for _, run := range headRuns(segs, headChunkRows(n, c.vocab)) {
+			var ls []int
+			for _, sg := range run {
+				ls = append(ls, sg.n)
+			}
+			got = append(got, ls)
+		}
+		if !reflect.DeepEqual(got, c.runLengths) {
+			t.Errorf("%v at vocabulary %d: head runs %v, want %v", c.lengths, c.vocab, got, c.runLengths)
+		}
+	}
+}
+
+// TestBatchedHeadRunsKeepBits runs a group of three datums whose output
+// layer takes every split headRuns makes (all in one run, the first two
+// together, each alone and the long one in chunks) and requires the bits
+// of one call per datum: a row scored against another datum's targets, a
+// head gradient summed over two datums' rows at once or committed out of
+// order changes them.
+func TestBatchedHeadRunsKeepBits(t *testing.T) {
+	defer func(rows, bytes int) { headChunk, headBytes = rows, bytes }(headChunk, headBytes)
+	loss, _ := NewLoss(LossCrossEntropy, nil)
+	cfg := LoRAConfig{Rank: 4, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 3}
+	m := mustLoad(t, testModels(t)[0])
+	if !mustTrainer(t, m, cfg).batches() {
+		t.Skipf("%s runs one datum a pass", testModels(t)[0])
+	}
+	data := forLoss(testData(m.cfg.VocabSize, 7, 9, 40, 21), LossCrossEntropy)
+	want, wantGrads := separateCalls(t, m, cfg, loss, data)
+	for _, chunk := range []int{0, 64, 16} { // 0: the default, the whole group
+		headBytes, headChunk = 0, chunk
+		if chunk == 0 {
+			headBytes, headChunk = 320<<20, 128
+		}
+		got, gotGrads := batchedCall(t, m, cfg, loss, data, 1, nil, []int{3})
+		if !reflect.DeepEqual(want, got) {
+			t.Fatalf("head chunk %d: batched outputs or loss differ from one call per datum", chunk)
+		}
+		for i := range wantGrads {
+			if !slices.Equal(wantGrads[i], gotGrads[i]) {
+				t.Fatalf("head chunk %d: batched gradient of tensor %d differs from one call per datum", chunk, i)
+			}
+		}
+	}
+}
