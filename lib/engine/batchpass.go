@@ -69,9 +69,9 @@ func (t *Trainer) datumGroups(lengths []int, backward bool) []int {
 }
 
 // groupBytes is the arena a call of one datum slot takes: the need of its
-// largest group (a group's pass holds every row's activations, the output
-// layer's scratch for one datum at a time: within ActivationBytes of the
-// summed rows).
+// largest group (a group's pass holds every row's activations and the
+// output layer's scratch for one chunk of its rows at a time, headRuns:
+// within ActivationBytes of the summed rows).
 func (t *Trainer) groupBytes(lengths []int, backward bool) int64 {
 	var most int64
 	lo := 0

@@ -224,7 +224,7 @@
 //     cores), output rows in huge pages against 4 KiB pages and against
 //     rows padded by a line (0.97-1.01; the arena is advised huge, so a
 //     power-of-two row stride could have aliased in L2), and the fold
-//     at 64 vectors a slice so that o_proj and down (96-vector slices)
+//     at 64 vectors a slice so that o_proj and down (96- and 64-vector slices)
 //     take it (0.99-1.00). Packing the batch is ~2% of a 2048-row
 //     product's time at M = 1024 and a third of a LoRA A's (32 rows),
 //     and the training forward packed each layer input once per
@@ -274,6 +274,23 @@
 //     lm_head slice at M = 128; no gain to weigh against a branch a step
 //     and one more register (the tile had none left: col had to share
 //     the chunk counter's).
+//   - o_proj and down_proj add B·t in a second pass (issue 34,
+//     foldhead). The fold takes a batch only when every slice of it
+//     (fwdSliceBytes of packed vectors) holds fwdColsMinTokens (128)
+//     vectors, since fwdCols transposes B's rows into panels on each
+//     call; slices are 192 vectors at K = 1024 but 96 at o_proj's 2048
+//     and 64 at down's 3072, so these two never took it. With the
+//     minimum at 64 they do: fold ÷ two products on the 0.6B o_proj and
+//     down at M = 256 and 512 (BenchmarkForwardFoldAB, paired process
+//     CPU, load ~18) 0.97-0.99 in one run, 1.01-1.04 in the next. B is
+//     3.4-6.4% of W's time there (cpu-B/W) for 1-1.6% of its FLOPs; the
+//     fold saves one pass over outputs in L3 (2 MB at 512 × 1024) but
+//     transposes B once a slice (six times at o_proj, M = 512) instead
+//     of once, and the two cancel. Kept at 128. What could pay: B's
+//     panels made once per product and shared by the slices (the
+//     kernel's row mask would have to start a piece off a 16-row
+//     boundary); the bound is B's 3-6% of these two products, under 1%
+//     of a step.
 //   - On amd64 CPUs with AVX2 but without AVX-512 (most Intel client
 //     CPUs, AMD Zen 2 and 3) the forward product runs AVX2 assembly
 //     instead (gemm_fwd_avx2_amd64.s from internal/asmgen/fwdavx2,
@@ -818,8 +835,10 @@
 //     each datum has its own KV cache, views of its rows of the
 //     layer's k and v slabs, so forward attention (one call, rows
 //     pointing at their own datum's cache) and the attention backward
-//     (one call per segment) see only the datum's positions; the
-//     output layer, loss and their gradient run a datum at a time.
+//     (one call per segment) see only the datum's positions; each
+//     datum's loss rows are scored against its own targets, and the
+//     output layer's products run over runs of datums (below, "The
+//     output layer's chunk").
 //     LoRA gradients: every adapted matrix's weight gradient (outerAcc)
 //     is summed over one segment's rows from zero, then added to the
 //     call's pending gradient (commitParam) before the next segment's,
@@ -840,7 +859,7 @@
 //     server's training budget, SetCallLimit), its ActivationBytes within
 //     that limit; otherwise datums run one by one as before. A group's
 //     arena is at most ActivationBytes of its summed rows (the output
-//     layer's scratch is one datum's at a time), which is what CallBytes
+//     layer's scratch is one chunk of those rows at a time), which is what CallBytes
 //     reports and the arena reserves up front. Models with experts or
 //     latent attention run a datum a pass (their routing and caches are
 //     per datum). So a group's arena never passes a 512-token datum's,
@@ -907,9 +926,25 @@
 //     pins it exact): a recomputing datum, whose one layer's scratch is
 //     larger than 512 positions of logits, takes the larger chunk for
 //     nothing and its arena shrinks (1 × 4096: arena 1,091 → 1,016 MiB,
-//     peak RSS 4,141 → 4,084 MiB; TestActivationBudget). Batching the head across a group's datums
-//     (2 × 128 streaming W once, not twice) was not tried: the loss and
-//     the head's gradient commit run a datum at a time.
+//     peak RSS 4,141 → 4,084 MiB; TestActivationBudget).
+//     A group's datums share the chunk (issue 34, foldhead): consecutive
+//     datums whose rows fit one chunk of the group's rows (headRuns; the
+//     headBytes budget, which ActivationBytes of the summed rows already
+//     counts) run the head's products once over all their rows, so 2 ×
+//     128 streams the 622 MB output matrix once forward and once
+//     backward instead of once per datum, at M = 256. The bits stay one
+//     datum's after another's: the products are per row, each datum's
+//     rows are scored by its own scorer, and the head's LoRA gradient is
+//     summed per datum and committed in datum order (weightGrads, as in
+//     the layers). A datum longer than the chunk runs alone, chunk by
+//     chunk, as in a call of its own. TestBatchedHeadRunsKeepBits runs
+//     every split (one run, two, each alone and in chunks) against one
+//     call per datum; TestHeadRunsShareChunks pins the runs. Interleaved
+//     step A/B in one process (BenchmarkHeadChunk, HEAD_CHUNKS=128,256:
+//     chunk 128 keeps the datums apart, 256 shares it; medians of paired
+//     per-round CPU ratios, load 8-19): the 0.6B widths with one layer
+//     at 2 × 128 0.94 (5 rounds); the 28-layer 0.6B shape at 2 × 128
+//     0.99 (3 rounds) and 0.95 (5 rounds, order rotated).
 //   - Mixture-of-experts layers (moe.go, moe_train.go) route each token in
 //     float64 with exp64, run each expert's matrices once over the rows
 //     routed to it, and add each row's experts in ascending expert order,

@@ -33,7 +33,8 @@ func BenchmarkHeadChunk(b *testing.B) {
 		name           string
 		seqs, n, layer int
 	}{{"0.6b-widths-1layer-2x512", 2, 512, 1}, {"qwen3-0.6b-shape-2x512", 2, 512, 28},
-		{"qwen3-wide4-1x2048", 1, 2048, 4}, {"qwen3-0.6b-shape-2x128", 2, 128, 28}}
+		{"qwen3-wide4-1x2048", 1, 2048, 4}, {"qwen3-0.6b-shape-2x128", 2, 128, 28},
+		{"0.6b-widths-1layer-2x128", 2, 128, 1}}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
 			defer func(rows, bytes int) { headChunk, headBytes = rows, bytes }(headChunk, headBytes)

@@ -18,7 +18,7 @@ func BenchmarkForwardFoldAB(b *testing.B) {
 	if !fwdAsm {
 		b.Skip("the fold runs on the AVX-512 kernels")
 	}
-	for _, sh := range [][3]int{{37984, 1024, 128}, {3072, 1024, 512}, {2048, 1024, 512}, {1024, 2048, 512}} {
+	for _, sh := range [][3]int{{37984, 1024, 128}, {3072, 1024, 512}, {2048, 1024, 512}, {1024, 2048, 512}, {1024, 3072, 512}, {1024, 2048, 256}, {1024, 3072, 256}} {
 		rows, cols, m := sh[0], sh[1], sh[2]
 		ws, xs, ys := coldMats(rows, cols), tileRows(m, cols, 2), tileRows(m, rows, 3)
 		bm, _ := randMats(rows, 32, 9)
