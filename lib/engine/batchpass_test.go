@@ -226,10 +226,42 @@ func TestBatchedHeadRunsKeepBits(t *testing.T) {
 		if !reflect.DeepEqual(want, got) {
 			t.Fatalf("head chunk %d: batched outputs or loss differ from one call per datum", chunk)
 		}
+		if !reflect.DeepEqual(forwardOnly(t, m, cfg, loss, data, false), forwardOnly(t, m, cfg, loss, data, true)) {
+			t.Fatalf("head chunk %d: a batched forward call's outputs or loss differ from one call per datum", chunk)
+		}
 		for i := range wantGrads {
 			if !slices.Equal(wantGrads[i], gotGrads[i]) {
 				t.Fatalf("head chunk %d: batched gradient of tensor %d differs from one call per datum", chunk, i)
 			}
 		}
 	}
+}
+
+// forwardOnly runs data in forward calls on one core, all in one call
+// (batched, its datums in one group) or one call per datum, and returns
+// the outputs with the loss sums added in datum order.
+func forwardOnly(t *testing.T, m *Model, cfg LoRAConfig, loss Loss, data []Datum, batched bool) *ForwardResult {
+	t.Helper()
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	tr := mustTrainer(t, m, cfg)
+	randomizeB(t, tr, 5, 0.05)
+	calls := [][]Datum{data}
+	if !batched {
+		calls = nil
+		for i := range data {
+			calls = append(calls, data[i:i+1])
+		}
+	} else if ends := tr.datumGroups(lengthsOf(data), false); len(ends) != 1 {
+		t.Fatalf("forward call of %v: groups end at %v, want one group", lengthsOf(data), ends)
+	}
+	all := &ForwardResult{}
+	for _, c := range calls {
+		r, err := tr.Forward(context.Background(), loss, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.Outputs = append(all.Outputs, r.Outputs...)
+		all.LossSum += r.LossSum
+	}
+	return all
 }
