@@ -51,8 +51,3 @@ func attnTileZ6(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b
 //
 //go:noescape
 func attnKeyTileT(dst *float32, src *float32, stride uintptr, nb int)
-
-// attnSumRows8 sums eight rows of m float32 in float64, each in ascending order.
-//
-//go:noescape
-func attnSumRows8(dst *float64, src *float32, ld uintptr, m int)

@@ -122,22 +122,27 @@ func expScores32Vec(p []float64, sc []float32, scale, mx float32) (float64, bool
 	expScaleShift32x8f(sc, scale, mx)
 	archsimd.ClearAVXUpperBits()
 	for t, e := range sc { // widened after the clear: SSE code (doc.go)
-		p[t] = float64(e)
-		s[t%8] += p[t]
+		s[t%8] += float64(e)
+		if p != nil {
+			p[t] = float64(e)
+		}
 	}
 	return sum8(&s), true
 }
 
 // expScores16 does expScores32Vec's AVX-512 pass, leaving the lane sums
-// in s; the last 1..15 go through masked loads and stores, their unused
-// lanes zeroed before they join the sums (adding +0 changes no sum).
+// in s (p nil: the sums only); the last 1..15 go through masked loads and
+// stores, their unused lanes zeroed before they join the sums (adding +0
+// changes no sum).
 func expScores16(p []float64, sc []float32, scale, mx float32, s *[8]float64) {
 	a, m := bc16(scale), bc16(mx)
 	var acc f64x8
 	put := func(i int, e f32x16) {
 		lo, hi := e.GetLo().ConvertToFloat64(), e.GetHi().ConvertToFloat64()
-		storePart64x8(lo, p[i:])
-		storePart64x8(hi, p[min(i+8, len(p)):])
+		if p != nil {
+			storePart64x8(lo, p[i:])
+			storePart64x8(hi, p[min(i+8, len(p)):])
+		}
 		acc = acc.Add(lo).Add(hi)
 	}
 	i := 0
