@@ -51,3 +51,8 @@ func attnTileZ6(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b
 //
 //go:noescape
 func attnKeyTileT(dst *float32, src *float32, stride uintptr, nb int)
+
+// attnExpSum16 replaces n scores by exp32(s·c[0] − c[1]) and adds them to eight float64 lane sums (and stores them to p unless nil).
+//
+//go:noescape
+func attnExpSum16(sc *float32, n int, p *float64, c *float32, sums *float64)

@@ -130,40 +130,36 @@ func expScores32Vec(p []float64, sc []float32, scale, mx float32) (float64, bool
 	return sum8(&s), true
 }
 
-// expScores16 does expScores32Vec's AVX-512 pass, leaving the lane sums
-// in s (p nil: the sums only); the last 1..15 go through masked loads and
-// stores, their unused lanes zeroed before they join the sums (adding +0
-// changes no sum).
+// expScores16 does expScores32Vec's AVX-512 pass in the generated kernel
+// attnExpSum16 (exp16x2's operations on each lane, the constants held in
+// registers; the last 1..31 through masked loads and stores, their
+// unused lanes zeroed before they join the sums), leaving the lane sums
+// in s and, unless p is nil, the widened numerators in p. The archsimd
+// loop it replaces called exp16x2 every 32 scores, spilling around the
+// call, and reloaded its constants each time.
 func expScores16(p []float64, sc []float32, scale, mx float32, s *[8]float64) {
-	a, m := bc16(scale), bc16(mx)
-	var acc f64x8
-	put := func(i int, e f32x16) {
-		lo, hi := e.GetLo().ConvertToFloat64(), e.GetHi().ConvertToFloat64()
-		if p != nil {
-			storePart64x8(lo, p[i:])
-			storePart64x8(hi, p[min(i+8, len(p)):])
-		}
-		acc = acc.Add(lo).Add(hi)
+	if len(sc) == 0 {
+		*s = [8]float64{}
+		return
 	}
-	i := 0
-	for ; i+32 <= len(sc); i += 32 {
-		x := archsimd.LoadFloat32x16Slice(sc[i:]).Mul(a).Sub(m)
-		y := archsimd.LoadFloat32x16Slice(sc[i+16:]).Mul(a).Sub(m)
-		e, f := exp16x2(x, y)
-		e.StoreSlice(sc[i:])
-		f.StoreSlice(sc[i+16:])
-		put(i, e)
-		put(i+16, f)
+	var pp *float64
+	if p != nil {
+		pp = &p[:len(sc)][0]
 	}
-	for ; i < len(sc); i += 16 {
-		n := min(16, len(sc)-i)
-		e, _ := exp16x2(loadPart16(sc[i:]).Mul(a).Sub(m), m)
-		e = e.Masked(archsimd.Mask32x16FromBits(uint16(1<<n - 1)))
-		storePart16(e, sc[i:])
-		put(i, e)
-	}
-	acc.Store(s)
+	c := expSumConsts
+	c[0], c[1] = scale, mx
+	attnExpSum16(&sc[0], len(sc), pp, &c[0], &s[0])
 }
+
+// expSumConsts is attnExpSum16's constants after the row's scale and
+// maximum, in internal/asmgen/attn/expsum.go's order.
+var expSumConsts = func() (c [18]float32) {
+	c[2], c[3], c[4], c[5] = exp32Log2e, exp32Round, -exp32Ln2Hi, -exp32Ln2Lo
+	copy(c[6:14], exp32Poly[:])
+	c[14], c[15], c[16] = float32(math.Inf(1)), exp32Hi, exp32Lo
+	c[17] = math.Float32frombits(127) // the exponent bias, an integer lane
+	return c
+}()
 
 // expScaleShift32x8f is expScaleShift32x16 on eight lanes (AVX2).
 func expScaleShift32x8f(sc []float32, scale, mx float32) {

@@ -12,6 +12,8 @@
 //   - attnKeyTileT: 16 keys' rows into attnDotsT's transposed tile, 16
 //     columns at a time by a 16×16 register transpose (unpacks of floats,
 //     then of pairs, then two rounds of 128-bit lane shuffles).
+//   - attnExpSum16: a row of softmax numerators (exp32 on sixteen lanes,
+//     the constants in registers) and their float64 lane sums in one pass.
 //   - attnTileZ<R>: C[i][:64] += Σ_p A[i][p]·B[p][:64] for R rows i, p
 //     ascending, one fused multiply-add per term, A's rows and columns
 //     each at a stride of their own: the weighted sums of the values
@@ -63,6 +65,7 @@ func Generate() (asm, decl []byte, err error) {
 		tile(ctx, r)
 	}
 	keyTileT(ctx)
+	expSum16(ctx)
 	return asmout.Print(ctx, printer.Config{Argv: []string{"go", "run", "./internal/asmgen/attn"}, Pkg: "engine"})
 }
 
