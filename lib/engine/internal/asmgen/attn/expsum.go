@@ -160,7 +160,7 @@ func exp32x2(ctx *build.Context, x [2]reg.VecPhysical) [2]reg.VecPhysical {
 		k := asmout.ZMM(6 + 4*v)
 		ctx.VMOVAPS(x[v], t[v])
 		ctx.VFMADD213PS(consReg(cRound), consReg(cLog2e), t[v]) // t = x·log2e + round
-		ctx.VSUBPS(consReg(cRound), t[v], k)                     // k = t − round
+		ctx.VSUBPS(consReg(cRound), t[v], k)                    // k = t − round
 		ctx.VMOVAPS(x[v], r[v])
 		ctx.VFMADD231PS(consReg(cLn2Hi), k, r[v]) // r = k·(−ln2 hi) + x
 		ctx.VFMADD231PS(consReg(cLn2Lo), k, r[v]) // r = k·(−ln2 lo) + r
