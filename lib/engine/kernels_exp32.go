@@ -53,17 +53,6 @@ func exp32(x float32) float32 {
 	return p * math.Float32frombits((math.Float32bits(t)+127)<<23)
 }
 
-// expShift32 replaces every s of sc by exp32(s − mx), the subtraction in
-// float32: attention's softmax numerators.
-func expShift32(sc []float32, mx float32) {
-	if expShift32Vec(sc, mx) {
-		return
-	}
-	for t, s := range sc {
-		sc[t] = exp32(s - mx)
-	}
-}
-
 // expScores32 is the softmax numerators of forward and backward alike:
 // sc[t] becomes e_t = exp32(float32(sc[t]·scale) − mx), the product and
 // the difference rounded to float32 as softmaxRows does, and, unless p is

@@ -32,12 +32,12 @@ const (
 func consReg(c int) reg.VecPhysical { return asmout.ZMM(14 + c) }
 
 // expSum16 emits attnExpSum16: exp32(float32(s·scale) − max) over a row
-// of n scores in place, each lane exp16x2's operations in its order, the
+// of n scores in place, each lane lib/engine's exp32 operations in their order, the
 // numerators widened to float64 and added to eight lanes (element t to
 // lane t mod 8, ascending: expScores32's order) and, when p is not nil,
 // stored to p. 32 scores a pass; the last 1..31 through masked loads and
 // stores, their unused lanes zeroed before they join the sums. Go's
-// archsimd version called exp16x2 each pass, reloaded its twenty
+// archsimd version called a 16-lane exp32 each pass, reloaded its twenty
 // constants and spilled around the call.
 func expSum16(ctx *build.Context) {
 	nilSkips = 0 // labels from the start on every run (TestCommittedOutput)
@@ -150,7 +150,7 @@ func widenAdd(ctx *build.Context, e reg.VecPhysical, p reg.Register, off int, ma
 	})
 }
 
-// exp32x2 is lib/engine's exp16x2 on x[0] and x[1] (left intact), every
+// exp32x2 is lib/engine's exp32 on the lanes of x[0] and x[1] (left intact), every
 // operation the same, with the constants in registers; it returns the
 // registers of the results.
 func exp32x2(ctx *build.Context, x [2]reg.VecPhysical) [2]reg.VecPhysical {
