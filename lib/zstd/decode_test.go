@@ -1,0 +1,67 @@
+package zstd
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+
+	kzstd "github.com/klauspost/compress/zstd"
+)
+
+var testLimits = Decoder{MaxOutput: 64 << 20, MaxWindow: 32 << 20}
+
+// testInputs are the bodies both directions of the differential tests
+// run over: realistic training bodies, random, repetitive and edge data.
+func testInputs(t testing.TB) map[string][]byte {
+	r := rand.New(rand.NewPCG(3, 4))
+	random := make([]byte, 300<<10)
+	for i := range random {
+		random[i] = byte(r.Uint32())
+	}
+	text := bytes.Repeat([]byte("the quick brown fox jumps over the lazy dog; "), 5000)
+	lowEntropy := make([]byte, 200<<10)
+	for i := range lowEntropy {
+		lowEntropy[i] = "abcd"[r.IntN(4)]
+	}
+	return map[string][]byte{
+		"empty": {}, "one byte": {7}, "zeros 1 MiB": make([]byte, 1<<20),
+		"random 300 KiB": random, "text": text, "low entropy": lowEntropy,
+		"fwd body small": fwdBody(t, 1, 1, 64), "fwd body 8x512": fwdBody(t, 2, 8, 512),
+		"fwd body 32x2048": fwdBody(t, 3, 32, 2048),
+	}
+}
+
+// TestDecodeKlauspostFrames: frames klauspost writes at each level, with
+// and without checksum and content size, decode to the input.
+func TestDecodeKlauspostFrames(t *testing.T) {
+	levels := []kzstd.EncoderLevel{kzstd.SpeedFastest, kzstd.SpeedDefault, kzstd.SpeedBetterCompression, kzstd.SpeedBestCompression}
+	for name, in := range testInputs(t) {
+		for _, lvl := range levels {
+			for _, crc := range []bool{true, false} {
+				e, err := kzstd.NewWriter(nil, kzstd.WithEncoderLevel(lvl), kzstd.WithEncoderCRC(crc), kzstd.WithEncoderConcurrency(1))
+				if err != nil {
+					t.Fatal(err)
+				}
+				z := e.EncodeAll(in, nil)
+				got, err := testLimits.DecodeAll(z, nil)
+				if err != nil || !bytes.Equal(got, in) {
+					t.Errorf("%s at %v crc=%v: %d bytes, err %v; want the %d input bytes", name, lvl, crc, len(got), err, len(in))
+				}
+			}
+		}
+	}
+}
+
+// TestDecodeStreamingFrames: klauspost's streaming writer makes frames
+// without a content size, with a window descriptor and many blocks.
+func TestDecodeStreamingFrames(t *testing.T) {
+	in := testInputs(t)["fwd body 32x2048"]
+	var buf bytes.Buffer
+	w, _ := kzstd.NewWriter(&buf, kzstd.WithWindowSize(1<<17), kzstd.WithEncoderConcurrency(1))
+	w.Write(in)
+	w.Close()
+	got, err := testLimits.DecodeAll(buf.Bytes(), nil)
+	if err != nil || !bytes.Equal(got, in) {
+		t.Fatalf("streamed frame: %d bytes, err %v; want %d", len(got), err, len(in))
+	}
+}
