@@ -31,7 +31,7 @@ type decoder struct {
 	lits       []byte
 	huff       *huffTable
 	seqTables  [3]*fseTable
-	reps       [3]int
+	reps       repeats
 }
 
 // DecodeAll decodes every frame of src (skippable frames skipped) and
@@ -72,7 +72,7 @@ func (d *decoder) frame(src []byte) (int, error) {
 	}
 	pos := 4 + h.size
 	d.reserve(h.contentSize, len(src))
-	d.frameStart, d.window, d.huff, d.seqTables, d.reps = len(d.out), h.window, nil, [3]*fseTable{}, [3]int{1, 4, 8}
+	d.frameStart, d.window, d.huff, d.seqTables, d.reps = len(d.out), h.window, nil, [3]*fseTable{}, newRepeats()
 	n, err := d.blocks(src[pos:], min(h.window, maxBlockSize))
 	if err != nil {
 		return 0, err

@@ -122,7 +122,7 @@ func (d *decoder) execSequences(in []byte, n int) error {
 		if llen > len(lits) {
 			return corrupt("sequence needs more literals than the block has")
 		}
-		off, err := d.offset(offVal, llen)
+		off, err := d.reps.resolve(offVal, llen)
 		if err != nil {
 			return err
 		}
@@ -137,12 +137,19 @@ func (d *decoder) execSequences(in []byte, n int) error {
 	return d.appendOut(lits)
 }
 
-// offset resolves an offset value against the repeat offsets and
-// updates them (RFC 8878 3.1.2.5).
-func (d *decoder) offset(v uint32, llen int) (int, error) {
+// repeats are the three repeat offsets a frame carries from sequence to
+// sequence; encoder and decoder keep them the same way.
+type repeats [3]int
+
+func newRepeats() repeats { return repeats{1, 4, 8} }
+
+// resolve turns an offset value into the offset it stands for and
+// updates the repeats (RFC 8878 3.1.2.5): values 1-3 name a repeat,
+// shifted by one when the sequence has no literals.
+func (r *repeats) resolve(v uint32, llen int) (int, error) {
 	if v > 3 {
-		d.reps = [3]int{int(v - 3), d.reps[0], d.reps[1]}
-		return d.reps[0], nil
+		*r = repeats{int(v - 3), r[0], r[1]}
+		return r[0], nil
 	}
 	idx := int(v) - 1
 	if llen == 0 {
@@ -150,17 +157,17 @@ func (d *decoder) offset(v uint32, llen int) (int, error) {
 	}
 	switch idx {
 	case 0:
-		return d.reps[0], nil
+		return r[0], nil
 	case 1:
-		d.reps[0], d.reps[1] = d.reps[1], d.reps[0]
+		r[0], r[1] = r[1], r[0]
 	case 2:
-		d.reps = [3]int{d.reps[2], d.reps[0], d.reps[1]}
+		*r = repeats{r[2], r[0], r[1]}
 	default:
-		o := d.reps[0] - 1
+		o := r[0] - 1
 		if o == 0 {
 			return 0, corrupt("zero repeat offset")
 		}
-		d.reps = [3]int{o, d.reps[0], d.reps[1]}
+		*r = repeats{o, r[0], r[1]}
 	}
-	return d.reps[0], nil
+	return r[0], nil
 }
