@@ -98,6 +98,11 @@ func (w *bitWriter) add(v uint64, k uint) {
 // close writes the end marker and the last partial byte.
 func (w *bitWriter) close() []byte {
 	w.add(1, 1)
+	return w.bytes()
+}
+
+// bytes writes the bits held, the last byte padded with zeros.
+func (w *bitWriter) bytes() []byte {
 	for w.n > 0 {
 		w.out = append(w.out, byte(w.val))
 		w.val >>= 8

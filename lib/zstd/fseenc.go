@@ -25,7 +25,10 @@ func newFSEEnc(counts []int16, log uint8) *fseEncTable {
 	size := 1 << log
 	cumul := make([]int, len(counts)+1)
 	for s, c := range counts {
-		cumul[s+1] = cumul[s] + int(max(c, 1))
+		cumul[s+1] = cumul[s] + int(c)
+		if c == -1 {
+			cumul[s+1] = cumul[s] + 1
+		}
 	}
 	t := &fseEncTable{log: log, states: make([]uint16, size),
 		deltaBits: make([]uint32, len(counts)), deltaState: make([]int32, len(counts))}
