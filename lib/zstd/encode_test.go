@@ -29,13 +29,13 @@ func TestEncodeKlauspostDecodes(t *testing.T) {
 }
 
 // TestRatioAgainstKlauspost logs our size beside klauspost's default on
-// a realistic body and fails if ours is more than a third larger.
+// a realistic body and fails if ours is more than 15% larger.
 func TestRatioAgainstKlauspost(t *testing.T) {
 	in := fwdBody(t, 5, 32, 2048)
 	ke, _ := kzstd.NewWriter(nil, kzstd.WithEncoderConcurrency(1))
 	theirs, ours := len(ke.EncodeAll(in, nil)), len(Encode(nil, in))
 	t.Logf("body %d bytes: ours %d (%.2fx), klauspost default %d (%.2fx)", len(in), ours, float64(len(in))/float64(ours), theirs, float64(len(in))/float64(theirs))
-	if ours*3 > theirs*4 {
+	if ours*100 > theirs*115 {
 		t.Errorf("ours %d bytes against klauspost's %d", ours, theirs)
 	}
 }

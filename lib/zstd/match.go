@@ -3,12 +3,16 @@ package zstd
 import "encoding/binary"
 
 const (
-	hashLog  = 16
-	minMatch = 4
+	hashLog = 17
+	// hashLen is the bytes hashed: a shorter match at a new offset costs
+	// more in sequence bits than its literals would.
+	hashLen = 8
+	// repMin is the shortest match taken at the repeat offset.
+	repMin = 4
 )
 
 // matcher finds matches with one hash table of the last position seen
-// for each 4-byte hash, checking the repeat offset first.
+// for each hashLen-byte hash, checking the repeat offset first.
 type matcher struct {
 	src   []byte
 	table []int32 // position+1; 0 is empty
@@ -21,16 +25,17 @@ func newMatcher(src []byte) *matcher {
 	return &matcher{src: src, table: make([]int32, 1<<hashLog), reps: newRepeats()}
 }
 
-func hash4(v uint32) uint32 { return v * 2654435761 >> (32 - hashLog) }
+func hashAt(src []byte, pos int) uint64 {
+	return (binary.LittleEndian.Uint64(src[pos:]) << (64 - 8*hashLen)) * 0x9E3779B185EBCA87 >> (64 - hashLog)
+}
 
 // appendBlock finds the sequences of src[start:end] and writes its block.
 func (m *matcher) appendBlock(dst []byte, start, end int, last bool) []byte {
 	m.lits, m.seqs = m.lits[:0], m.seqs[:0]
 	src := m.src
 	litStart, pos := start, start
-	for pos+minMatch+4 <= end {
-		cur := binary.LittleEndian.Uint32(src[pos:])
-		cand, off := m.candidate(pos, cur)
+	for pos+8 <= end {
+		cand, off := m.candidate(pos)
 		if cand < 0 {
 			pos += 1 + (pos-litStart)>>6 // skip faster through data that does not match
 			continue
@@ -38,15 +43,12 @@ func (m *matcher) appendBlock(dst []byte, start, end int, last bool) []byte {
 		for pos > litStart && cand > 0 && src[cand-1] == src[pos-1] {
 			pos, cand = pos-1, cand-1
 		}
-		n := minMatch
-		for pos+n < end && src[cand+n] == src[pos+n] {
-			n++
-		}
+		n := matchLen(src[cand:], src[pos:end])
 		m.addSeq(litStart, pos, off, n)
 		pos += n
 		litStart = pos
-		if pos+4 <= end {
-			m.table[hash4(binary.LittleEndian.Uint32(src[pos-2:]))] = int32(pos - 1)
+		if pos+8 <= end {
+			m.table[hashAt(src, pos-2)] = int32(pos - 1)
 		}
 	}
 	m.lits = append(m.lits, src[litStart:end]...)
@@ -56,17 +58,30 @@ func (m *matcher) appendBlock(dst []byte, start, end int, last bool) []byte {
 	return appendCompressedBlock(dst, src[start:end], m.lits, m.seqs, last)
 }
 
-// candidate returns an earlier position whose 4 bytes equal cur (the
-// bytes at pos) and its offset, or -1; it records pos in the table.
-func (m *matcher) candidate(pos int, cur uint32) (int, int) {
+// matchLen is the length of the common prefix of a and b.
+func matchLen(a, b []byte) int {
+	n := 0
+	for n+8 <= len(b) && binary.LittleEndian.Uint64(a[n:]) == binary.LittleEndian.Uint64(b[n:]) {
+		n += 8
+	}
+	for n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+// candidate returns an earlier position matching the bytes at pos (at
+// least repMin at the repeat offset, hashLen elsewhere) and its offset,
+// or -1; it records pos in the table.
+func (m *matcher) candidate(pos int) (int, int) {
 	src := m.src
-	if r := m.reps[0]; pos-r >= 0 && binary.LittleEndian.Uint32(src[pos-r:]) == cur {
+	if r := m.reps[0]; pos-r >= 0 && binary.LittleEndian.Uint32(src[pos-r:]) == binary.LittleEndian.Uint32(src[pos:]) {
 		return pos - r, r
 	}
-	h := hash4(cur)
+	h := hashAt(src, pos)
 	c := int(m.table[h]) - 1
 	m.table[h] = int32(pos + 1)
-	if c < 0 || pos-c > 1<<encWindowLog || binary.LittleEndian.Uint32(src[c:]) != cur {
+	if c < 0 || pos-c > 1<<encWindowLog || matchLen(src[c:c+hashLen], src[pos:pos+hashLen]) < hashLen {
 		return -1, 0
 	}
 	return c, pos - c
