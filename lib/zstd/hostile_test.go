@@ -73,9 +73,11 @@ func TestDecodeSeveralFrames(t *testing.T) {
 // a panic; when klauspost also accepts it, both agree.
 func FuzzDecode(f *testing.F) {
 	ke, _ := kzstd.NewWriter(nil, kzstd.WithEncoderConcurrency(1))
+	bare, _ := kzstd.NewWriter(nil, kzstd.WithEncoderConcurrency(1), kzstd.WithEncoderCRC(false), kzstd.WithEncoderLevel(kzstd.SpeedBestCompression))
 	for _, in := range [][]byte{[]byte("hello hello hello hello"), fwdBody(f, 6, 1, 64), make([]byte, 3000)} {
 		f.Add(Encode(nil, in))
 		f.Add(ke.EncodeAll(in, nil))
+		f.Add(bare.EncodeAll(in, nil)) // no checksum: mutations reach the blocks
 	}
 	kd, _ := kzstd.NewReader(nil, kzstd.WithDecoderConcurrency(1), kzstd.WithDecoderMaxMemory(1<<20))
 	lim := Decoder{MaxOutput: 1 << 20, MaxWindow: 1 << 20}
