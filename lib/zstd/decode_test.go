@@ -23,7 +23,15 @@ func testInputs(t testing.TB) map[string][]byte {
 	for i := range lowEntropy {
 		lowEntropy[i] = "abcd"[r.IntN(4)]
 	}
-	return map[string][]byte{
+	letters := make([]byte, 50<<10) // few matches, 16 symbols: direct Huffman weights, blocks without sequences
+	for i := range letters {
+		letters[i] = byte('a' + r.IntN(16))
+	}
+	lowBytes := make([]byte, 8<<10) // symbols 0-3: Huffman weights written four bits each
+	for i := range lowBytes {
+		lowBytes[i] = byte(r.IntN(4))
+	}
+	return map[string][]byte{"letters": letters, "bytes 0-3": lowBytes,
 		"empty": {}, "one byte": {7}, "zeros 1 MiB": make([]byte, 1<<20),
 		"random 300 KiB": random, "text": text, "low entropy": lowEntropy,
 		"fwd body small": fwdBody(t, 1, 1, 64), "fwd body 8x512": fwdBody(t, 2, 8, 512),
@@ -63,5 +71,27 @@ func TestDecodeStreamingFrames(t *testing.T) {
 	got, err := testLimits.DecodeAll(buf.Bytes(), nil)
 	if err != nil || !bytes.Equal(got, in) {
 		t.Fatalf("streamed frame: %d bytes, err %v; want %d", len(got), err, len(in))
+	}
+}
+
+// TestDecodeRLEAndRepeatModes: a hand-made frame whose first block has
+// RLE literals and RLE sequence tables and whose second repeats those
+// tables decodes as klauspost decodes it.
+func TestDecodeRLEAndRepeatModes(t *testing.T) {
+	frame := []byte{0x28, 0xB5, 0x2F, 0xFD, 0x20, 18, // single segment, 18 bytes
+		0x44, 0, 0, // compressed block of 8 bytes
+		0x19, 'x', // RLE literals: 3 x
+		1, 0x54, 3, 2, 3, // one sequence; RLE tables: literal length 3, offset code 2, match length 6
+		0x06,       // offset extra bits 2 (offset 3), end marker
+		0x2D, 0, 0, // last compressed block of 5 bytes
+		0x19, 'y', 1, 0xFC, 0x06} // RLE literals 3 y; one sequence, every table repeated
+	want := []byte("xxxxxxxxxyyyyyyyyy")
+	kd, _ := kzstd.NewReader(nil, kzstd.WithDecoderConcurrency(1))
+	defer kd.Close()
+	if theirs, err := kd.DecodeAll(frame, nil); err != nil || !bytes.Equal(theirs, want) {
+		t.Fatalf("the oracle reads the hand-made frame as %q, %v; fix the frame", theirs, err)
+	}
+	if got, err := testLimits.DecodeAll(frame, nil); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("got %q, %v; want %q", got, err, want)
 	}
 }

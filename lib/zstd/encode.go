@@ -95,20 +95,6 @@ func isRun(b []byte) bool {
 	return len(b) > 1
 }
 
-// appendRawLiterals writes a raw literals section.
-func appendRawLiterals(dst, lits []byte) []byte {
-	n := len(lits)
-	switch {
-	case n < 32:
-		dst = append(dst, byte(n<<3))
-	case n < 4096:
-		dst = append(dst, byte(1<<2|n<<4), byte(n>>4))
-	default:
-		dst = append(dst, byte(3<<2|n<<4), byte(n>>4), byte(n>>12))
-	}
-	return append(dst, lits...)
-}
-
 // appendSequences writes the sequences section with the predefined
 // tables: the count, the modes byte and the backward bitstream, last
 // sequence first.

@@ -34,6 +34,9 @@ func (m *matcher) appendBlock(dst []byte, start, end int, last bool) []byte {
 	m.lits, m.seqs = m.lits[:0], m.seqs[:0]
 	src := m.src
 	litStart, pos := start, start
+	if len(src) >= 1<<31-1 {
+		pos = end // positions would overflow the table's int32: literals only
+	}
 	for pos+8 <= end {
 		cand, off := m.candidate(pos)
 		if cand < 0 {
