@@ -39,3 +39,19 @@ func TestRatioAgainstKlauspost(t *testing.T) {
 		t.Errorf("ours %d bytes against klauspost's %d", ours, theirs)
 	}
 }
+
+// FuzzEncodeRoundTrip: whatever we encode, klauspost and we decode back.
+func FuzzEncodeRoundTrip(f *testing.F) {
+	f.Add([]byte("abcabcabcabcabcabcabcabc xyz"))
+	f.Add(fwdBody(f, 8, 1, 32))
+	kd, _ := kzstd.NewReader(nil, kzstd.WithDecoderConcurrency(1))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		z := Encode(nil, in)
+		if got, err := kd.DecodeAll(z, nil); err != nil || !bytes.Equal(got, in) {
+			t.Fatalf("klauspost: %d bytes, err %v; want %d", len(got), err, len(in))
+		}
+		if got, err := testLimits.DecodeAll(z, nil); err != nil || !bytes.Equal(got, in) {
+			t.Fatalf("ours: %d bytes, err %v; want %d", len(got), err, len(in))
+		}
+	})
+}
