@@ -1,6 +1,6 @@
 package zstd
 
-import "sync"
+import "github.com/tinkershell/tinker/lib/lazy"
 
 // Literal-length and match-length codes: each code's base value and the
 // extra bits read after it (RFC 8878 3.1.1.3.2.1.1).
@@ -33,21 +33,15 @@ var (
 		-1, -1, -1, -1, -1}
 )
 
-// predefined returns the decoding tables of the predefined
-// distributions, built on first use: nothing here runs at start.
-func predefined() [3]*fseTable {
-	predefinedOnce.Do(func() {
-		for i, c := range [3][]int16{llDefault, ofDefault, mlDefault} {
-			var err error
-			if predefinedTables[i], err = buildFSE(c, []uint8{6, 5, 6}[i]); err != nil {
-				panic(err) // constants
-			}
+// predefined holds the decoding tables of the predefined distributions,
+// built on first use: nothing here runs at start.
+var predefined = lazy.Value[[3]*fseTable]{New: func() [3]*fseTable {
+	var t [3]*fseTable
+	for i, c := range [3][]int16{llDefault, ofDefault, mlDefault} {
+		var err error
+		if t[i], err = buildFSE(c, []uint8{6, 5, 6}[i]); err != nil {
+			panic(err) // constants
 		}
-	})
-	return predefinedTables
-}
-
-var (
-	predefinedOnce   sync.Once
-	predefinedTables [3]*fseTable
-)
+	}
+	return t
+}}

@@ -112,7 +112,7 @@ func appendSequences(dst []byte, seqs []seq) []byte {
 		return dst
 	}
 	dst = append(dst, 0) // predefined literal-length, offset and match-length tables
-	t := encoderTables()
+	t := encTabs.Get()
 	w := bitWriter{out: dst}
 	var ll, of, ml fseEncoder
 	for i := n - 1; i >= 0; i-- {

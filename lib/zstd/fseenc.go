@@ -2,7 +2,8 @@ package zstd
 
 import (
 	"math/bits"
-	"sync"
+
+	"github.com/tinkershell/tinker/lib/lazy"
 )
 
 // fseEncTable is the encoder's view of an FSE distribution: for each
@@ -88,28 +89,24 @@ type encTables struct {
 	mlCode [128]uint8
 }
 
-var (
-	encOnce sync.Once
-	encTabs encTables
-)
+var encTabs = lazy.Value[*encTables]{New: newEncTables}
 
-func encoderTables() *encTables {
-	encOnce.Do(func() {
-		for i, c := range [3][]int16{llDefault, ofDefault, mlDefault} {
-			encTabs.fse[i] = newFSEEnc(c, []uint8{6, 5, 6}[i])
+func newEncTables() *encTables {
+	t := &encTables{}
+	for i, c := range [3][]int16{llDefault, ofDefault, mlDefault} {
+		t.fse[i] = newFSEEnc(c, []uint8{6, 5, 6}[i])
+	}
+	for c := range llBase {
+		for v := int(llBase[c]); v < 64 && v < int(llBase[c])+1<<llBits[c]; v++ {
+			t.llCode[v] = uint8(c)
 		}
-		for c := range llBase {
-			for v := int(llBase[c]); v < 64 && v < int(llBase[c])+1<<llBits[c]; v++ {
-				encTabs.llCode[v] = uint8(c)
-			}
+	}
+	for c := range mlBase {
+		for v := int(mlBase[c]) - 3; v < 128 && v < int(mlBase[c])-3+1<<mlBits[c]; v++ {
+			t.mlCode[v] = uint8(c)
 		}
-		for c := range mlBase {
-			for v := int(mlBase[c]) - 3; v < 128 && v < int(mlBase[c])-3+1<<mlBits[c]; v++ {
-				encTabs.mlCode[v] = uint8(c)
-			}
-		}
-	})
-	return &encTabs
+	}
+	return t
 }
 
 // litLenCode is the literal-length code of n.

@@ -51,7 +51,7 @@ func (d *decoder) readSeqTables(in []byte) (int, int, error) {
 func (d *decoder) readSeqTable(i int, mode uint8, in []byte) (int, error) {
 	switch mode {
 	case 0:
-		d.seqTables[i] = predefined()[i]
+		d.seqTables[i] = predefined.Get()[i]
 		return 0, nil
 	case 1:
 		if len(in) == 0 || int(in[0]) > seqMaxSym[i] {
