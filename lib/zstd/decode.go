@@ -58,10 +58,7 @@ func (d *decoder) frame(src []byte) (int, error) {
 	}
 	magic := binary.LittleEndian.Uint32(src)
 	if magic&^15 == skippableMagic {
-		if len(src) < 8 || uint64(binary.LittleEndian.Uint32(src[4:])) > uint64(len(src)-8) {
-			return 0, corrupt("skippable frame past the input")
-		}
-		return 8 + int(binary.LittleEndian.Uint32(src[4:])), nil
+		return skippable(src)
 	}
 	if magic != frameMagic {
 		return 0, corrupt("not a zstd frame (magic %#08x)", magic)
@@ -78,19 +75,35 @@ func (d *decoder) frame(src []byte) (int, error) {
 		return 0, err
 	}
 	pos += n
-	if h.contentSize >= 0 && uint64(len(d.out)-d.frameStart) != uint64(h.contentSize) {
-		return 0, corrupt("frame content is %d bytes, header says %d", len(d.out)-d.frameStart, h.contentSize)
+	m, err := d.checkContent(h, src[pos:])
+	return pos + m, err
+}
+
+// skippable returns the length of the skippable frame at src's start.
+func skippable(src []byte) (int, error) {
+	if len(src) < 8 || uint64(binary.LittleEndian.Uint32(src[4:])) > uint64(len(src)-8) {
+		return 0, corrupt("skippable frame past the input")
 	}
-	if h.checksum {
-		if len(src) < pos+4 {
-			return 0, corrupt("missing content checksum")
-		}
-		if uint32(xxh64(d.out[d.frameStart:])) != binary.LittleEndian.Uint32(src[pos:]) {
-			return 0, ErrChecksum
-		}
-		pos += 4
+	return 8 + int(binary.LittleEndian.Uint32(src[4:])), nil
+}
+
+// checkContent checks the frame's content against its declared size
+// and its checksum (at tail's start); it returns the checksum's length.
+func (d *decoder) checkContent(h frameHeader, tail []byte) (int, error) {
+	content := d.out[d.frameStart:]
+	if h.contentSize >= 0 && uint64(len(content)) != uint64(h.contentSize) {
+		return 0, corrupt("frame content is %d bytes, header says %d", len(content), h.contentSize)
 	}
-	return pos, nil
+	if !h.checksum {
+		return 0, nil
+	}
+	if len(tail) < 4 {
+		return 0, corrupt("missing content checksum")
+	}
+	if uint32(xxh64(content)) != binary.LittleEndian.Uint32(tail) {
+		return 0, ErrChecksum
+	}
+	return 4, nil
 }
 
 type frameHeader struct {
@@ -126,19 +139,13 @@ func (d *decoder) header(src []byte) (frameHeader, error) {
 	}
 	var window uint64
 	if !single {
-		exp, mant := uint64(src[1]>>3), uint64(src[1]&7)
-		window = 1 << (10 + exp)
-		window += window / 8 * mant
+		window = windowSize(src[1])
 	}
-	var id [8]byte
-	copy(id[:], src[1+wdLen:1+wdLen+dictLen])
-	if binary.LittleEndian.Uint64(id[:]) != 0 {
+	if leUint(src[1+wdLen:1+wdLen+dictLen]) != 0 {
 		return h, ErrDictionary
 	}
 	if fcsLen > 0 {
-		var b [8]byte
-		copy(b[:], src[1+wdLen+dictLen:h.size])
-		cs := binary.LittleEndian.Uint64(b[:])
+		cs := leUint(src[1+wdLen+dictLen : h.size])
 		if fcsLen == 2 {
 			cs += 256
 		}
@@ -155,6 +162,19 @@ func (d *decoder) header(src []byte) (frameHeader, error) {
 	}
 	h.window = int(window)
 	return h, nil
+}
+
+// windowSize decodes a window descriptor: a power of two and eighths.
+func windowSize(b byte) uint64 {
+	w := uint64(1) << (10 + b>>3)
+	return w + w/8*uint64(b&7)
+}
+
+// leUint reads up to 8 bytes as a little-endian number.
+func leUint(b []byte) uint64 {
+	var buf [8]byte
+	copy(buf[:], b)
+	return binary.LittleEndian.Uint64(buf[:])
 }
 
 // room is how many more bytes the output may take.

@@ -16,9 +16,7 @@ func (d *decoder) readLiterals(in []byte, maxLen int) (int, error) {
 	if len(in) < hlen {
 		return 0, corrupt("literals header past the block")
 	}
-	var buf [8]byte
-	copy(buf[:], in[:hlen])
-	h := binary.LittleEndian.Uint64(buf[:]) >> 4
+	h := leUint(in[:hlen]) >> 4
 	sizeBits := []uint{10, 10, 14, 18}[format]
 	regen, comp := int(h&(1<<sizeBits-1)), int(h>>sizeBits&(1<<sizeBits-1))
 	if regen > maxLen || hlen+comp > len(in) {

@@ -104,27 +104,12 @@ func (d *decoder) execSequences(in []byte, n int) error {
 	ml.init(&r)
 	lits := d.lits
 	for i := 0; i < n; i++ {
-		llc, ofc, mlc := ll.sym(), of.sym(), ml.sym()
-		if llc > 35 || mlc > 52 || ofc > 31 {
-			return corrupt("sequence code out of range")
-		}
-		offVal := uint32(1)<<ofc | uint32(r.read(uint(ofc)))
-		mlen := int(mlBase[mlc]) + int(r.read(uint(mlBits[mlc])))
-		llen := int(llBase[llc]) + int(r.read(uint(llBits[llc])))
-		if i+1 < n {
-			ll.update(&r)
-			ml.update(&r)
-			of.update(&r)
-		}
-		if r.overread() {
-			return corrupt("sequences read past their bitstream")
+		llen, off, mlen, err := d.nextSeq(&r, &ll, &of, &ml, i+1 < n)
+		if err != nil {
+			return err
 		}
 		if llen > len(lits) {
 			return corrupt("sequence needs more literals than the block has")
-		}
-		off, err := d.reps.resolve(offVal, llen)
-		if err != nil {
-			return err
 		}
 		if err := d.appendSeq(lits[:llen], off, mlen); err != nil {
 			return err
@@ -135,6 +120,28 @@ func (d *decoder) execSequences(in []byte, n int) error {
 		return corrupt("sequence bitstream not consumed exactly")
 	}
 	return d.appendOut(lits)
+}
+
+// nextSeq decodes one sequence's literal length, offset and match
+// length, then moves the states on unless it is the last.
+func (d *decoder) nextSeq(r *backReader, ll, of, ml *seqState, more bool) (int, int, int, error) {
+	llc, ofc, mlc := ll.sym(), of.sym(), ml.sym()
+	if llc > 35 || mlc > 52 || ofc > 31 {
+		return 0, 0, 0, corrupt("sequence code out of range")
+	}
+	offVal := uint32(1)<<ofc | uint32(r.read(uint(ofc)))
+	mlen := int(mlBase[mlc]) + int(r.read(uint(mlBits[mlc])))
+	llen := int(llBase[llc]) + int(r.read(uint(llBits[llc])))
+	if more {
+		ll.update(r)
+		ml.update(r)
+		of.update(r)
+	}
+	if r.overread() {
+		return 0, 0, 0, corrupt("sequences read past their bitstream")
+	}
+	off, err := d.reps.resolve(offVal, llen)
+	return llen, off, mlen, err
 }
 
 // repeats are the three repeat offsets a frame carries from sequence to
