@@ -55,3 +55,36 @@ func FuzzEncodeRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkCodec encodes and decodes a realistic training body, beside
+// klauspost's default level for comparison.
+func BenchmarkCodec(b *testing.B) {
+	in := fwdBody(b, 5, 32, 2048)
+	z := Encode(nil, in)
+	ke, _ := kzstd.NewWriter(nil, kzstd.WithEncoderConcurrency(1))
+	kd, _ := kzstd.NewReader(nil, kzstd.WithDecoderConcurrency(1))
+	b.Run("encode", func(b *testing.B) {
+		b.SetBytes(int64(len(in)))
+		for b.Loop() {
+			Encode(nil, in)
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.SetBytes(int64(len(in)))
+		for b.Loop() {
+			testLimits.DecodeAll(z, nil)
+		}
+	})
+	b.Run("klauspost-encode", func(b *testing.B) {
+		b.SetBytes(int64(len(in)))
+		for b.Loop() {
+			ke.EncodeAll(in, nil)
+		}
+	})
+	b.Run("klauspost-decode", func(b *testing.B) {
+		b.SetBytes(int64(len(in)))
+		for b.Loop() {
+			kd.DecodeAll(z, nil)
+		}
+	})
+}
