@@ -88,3 +88,28 @@ func BenchmarkCodec(b *testing.B) {
 		}
 	})
 }
+
+// TestEncodeHeaderSizes: content sizes at each edge of the header's size
+// field, and past the one-segment limit (a window descriptor), decode
+// back through both decoders.
+func TestEncodeHeaderSizes(t *testing.T) {
+	kd, _ := kzstd.NewReader(nil, kzstd.WithDecoderConcurrency(1), kzstd.WithDecoderMaxMemory(1<<30))
+	defer kd.Close()
+	var big []byte
+	for seed := uint64(0); len(big) <= 1<<encWindowLog; seed++ {
+		big = append(big, fwdBody(t, 100+seed, 32, 2048)...)
+	}
+	for _, n := range []int{255, 256, 257, 1<<16 + 255, 1<<16 + 256, 1<<16 + 257, len(big)} {
+		in := big[:n]
+		z := Encode(nil, in)
+		if got, err := kd.DecodeAll(z, nil); err != nil || !bytes.Equal(got, in) {
+			t.Errorf("%d bytes: klauspost decodes %d, err %v", n, len(got), err)
+		}
+		if got, err := testLimits.DecodeAll(z, nil); err != nil || !bytes.Equal(got, in) {
+			t.Errorf("%d bytes: we decode %d, err %v", n, len(got), err)
+		}
+	}
+	if z := Encode(nil, big); z[4]&0x20 != 0 {
+		t.Errorf("%d bytes written as one segment; want a window descriptor", len(big))
+	}
+}
