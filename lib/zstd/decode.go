@@ -30,7 +30,10 @@ type decoder struct {
 	window     int
 	lits       []byte
 	huff       *huffTable
-	seqTables  [3]*fseTable
+	seqTables  [3]*fseTable // predefined, RLE or one of ownTables
+	ownTables  [3]fseTable  // described tables, their memory reused
+	counts     [256]int16   // scratch for table descriptions
+	spread     [512]uint8   // scratch for table builds
 	reps       repeats
 }
 

@@ -21,14 +21,15 @@ type fseTable struct {
 
 // readFSECounts parses an FSE table description (RFC 8878 4.1.1) of at
 // most maxLog accuracy and symbols up to maxSym; it returns the normalized
-// counts (-1 is "less than one") and the bytes used.
-func readFSECounts(in []byte, maxLog uint8, maxSym int) ([]int16, uint8, int, error) {
+// counts (-1 is "less than one"), appended to counts[:0], and the bytes
+// used.
+func readFSECounts(counts []int16, in []byte, maxLog uint8, maxSym int) ([]int16, uint8, int, error) {
 	br := forwardBits{in: in}
 	log := uint8(br.read(4)) + 5
 	if log > maxLog {
 		return nil, 0, 0, corrupt("FSE accuracy log %d over %d", log, maxLog)
 	}
-	counts := make([]int16, 0, maxSym+1)
+	counts = counts[:0]
 	remaining := int32(1<<log) + 1
 	threshold := int32(1 << log)
 	nb := uint(log) + 1
@@ -105,13 +106,18 @@ func (r *forwardBits) used() int { return int(r.pos+7) / 8 }
 // spreadFSE places each symbol's states over a table of 1<<log, the
 // "less than one" symbols at the top, as encoder and decoder both must.
 func spreadFSE(counts []int16, log uint8) ([]uint8, error) {
-	size := 1 << log
-	syms := make([]uint8, size)
+	syms := make([]uint8, 1<<log)
+	return syms, spreadInto(syms, counts)
+}
+
+// spreadInto is spreadFSE into syms, whose length is the table size.
+func spreadInto(syms []uint8, counts []int16) error {
+	size := len(syms)
 	high := size - 1
 	for s, c := range counts {
 		if c == -1 {
 			if high < 0 {
-				return nil, corrupt("FSE table overfull")
+				return corrupt("FSE table overfull")
 			}
 			syms[high] = uint8(s)
 			high--
@@ -126,29 +132,41 @@ func spreadFSE(counts []int16, log uint8) ([]uint8, error) {
 		}
 	}
 	if pos != 0 {
-		return nil, corrupt("FSE table counts do not fill the table")
+		return corrupt("FSE table counts do not fill the table")
 	}
-	return syms, nil
+	return nil
 }
 
 // buildFSE makes the decoding table for normalized counts.
 func buildFSE(counts []int16, log uint8) (*fseTable, error) {
-	syms, err := spreadFSE(counts, log)
-	if err != nil {
-		return nil, err
+	t := &fseTable{}
+	return t, t.build(counts, log, make([]uint8, 1<<log))
+}
+
+// build makes t the decoding table for normalized counts, reusing its
+// memory (a hostile stream may describe new tables in every block);
+// spread is scratch of at least 1<<log bytes.
+func (t *fseTable) build(counts []int16, log uint8, spread []uint8) error {
+	size := 1 << log
+	syms := spread[:size]
+	if err := spreadInto(syms, counts); err != nil {
+		return err
 	}
-	next := make([]uint16, len(counts))
+	var next [256]uint16
 	for s, c := range counts {
 		next[s] = uint16(max(c, 1))
 	}
-	t := &fseTable{log: log, entries: make([]fseEntry, len(syms))}
+	if cap(t.entries) < size {
+		t.entries = make([]fseEntry, size)
+	}
+	t.log, t.entries = log, t.entries[:size]
 	for u, s := range syms {
 		x := next[s]
 		next[s]++
 		nb := log - uint8(bits.Len16(x)-1)
-		t.entries[u] = fseEntry{sym: s, nbits: nb, base: x<<nb - uint16(len(syms))}
+		t.entries[u] = fseEntry{sym: s, nbits: nb, base: x<<nb - uint16(size)}
 	}
-	return t, nil
+	return nil
 }
 
 // rleFSE is the one-state table of RLE mode: always sym, no bits read.

@@ -52,7 +52,7 @@ func readHuffTable(in []byte) (*huffTable, int, error) {
 // fseWeights decodes FSE-compressed Huffman weights: two interleaved
 // states over one backward stream, until a state update reads past it.
 func fseWeights(in []byte) ([]uint8, error) {
-	counts, log, n, err := readFSECounts(in, 6, 255)
+	counts, log, n, err := readFSECounts(make([]int16, 0, 256), in, 6, 255)
 	if err != nil {
 		return nil, err
 	}

@@ -60,15 +60,15 @@ func (d *decoder) readSeqTable(i int, mode uint8, in []byte) (int, error) {
 		d.seqTables[i] = rleFSE(in[0])
 		return 1, nil
 	case 2:
-		counts, log, n, err := readFSECounts(in, seqMaxLog[i], seqMaxSym[i])
+		counts, log, n, err := readFSECounts(d.counts[:0], in, seqMaxLog[i], seqMaxSym[i])
 		if err != nil {
 			return 0, err
 		}
 		if n > len(in) {
 			return 0, corrupt("FSE table past the block")
 		}
-		d.seqTables[i], err = buildFSE(counts, log)
-		return n, err
+		d.seqTables[i] = &d.ownTables[i]
+		return n, d.ownTables[i].build(counts, log, d.spread[:])
 	}
 	if d.seqTables[i] == nil {
 		return 0, corrupt("repeated sequence table without an earlier one")
