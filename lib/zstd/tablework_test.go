@@ -46,10 +46,20 @@ func TestTableHeavyFrame(t *testing.T) {
 	}
 }
 
-// BenchmarkTableHeavy decodes a frame of 20,000 table-describing blocks.
+// BenchmarkTableHeavy decodes a frame of 20,000 table-describing blocks,
+// beside klauspost's decoder on the same frame.
 func BenchmarkTableHeavy(b *testing.B) {
 	f, _ := tableHeavyFrame(20000)
-	for b.Loop() {
-		testLimits.DecodeAll(f, nil)
-	}
+	kd, _ := kzstd.NewReader(nil, kzstd.WithDecoderConcurrency(1), kzstd.WithDecoderMaxMemory(1<<30))
+	defer kd.Close()
+	b.Run("ours", func(b *testing.B) {
+		for b.Loop() {
+			testLimits.DecodeAll(f, nil)
+		}
+	})
+	b.Run("klauspost", func(b *testing.B) {
+		for b.Loop() {
+			kd.DecodeAll(f, nil)
+		}
+	})
 }
