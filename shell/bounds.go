@@ -133,24 +133,13 @@ func watchMemory(limit int64, stop func()) (done func()) {
 // garbage is collected before the watchdog counts it.
 func setGCLimit(limit int64) { debug.SetMemoryLimit(limit) }
 
-// allocBounds are the builtins that allocate from their argument's length,
-// with the bytes each element costs: an array, laid out as data, where a
-// map literal would be built at every interpreter's start.
-var allocBounds = [...]struct {
-	name string
-	per  int64
-}{
-	{"list", bytesPerElem}, {"tuple", bytesPerElem}, {"sorted", bytesPerElem},
-	{"reversed", bytesPerElem}, {"enumerate", 3 * bytesPerElem}, {"zip", 0}, {"bytes", 1},
-}
-
 // boundUniverse replaces the builtins that allocate from their argument's
 // length with versions that refuse what would pass the memory limit, and
 // str/repr with versions that refuse values too deep or large to render.
 func boundUniverse(d starlark.StringDict, limit func() int64) {
 	boundRange(d)
-	for _, b := range allocBounds {
-		name, per := b.name, b.per
+	for name, per := range map[string]int64{"list": bytesPerElem, "tuple": bytesPerElem, "sorted": bytesPerElem,
+		"reversed": bytesPerElem, "enumerate": 3 * bytesPerElem, "zip": 0, "bytes": 1} {
 		orig, ok := universal(d, name)
 		if !ok {
 			continue
