@@ -17,7 +17,7 @@ type backReader struct {
 	over uint
 }
 
-func (r *backReader) init(in []byte) error {
+func (r *backReader) open(in []byte) error {
 	if len(in) == 0 || in[len(in)-1] == 0 {
 		return corrupt("bitstream without its end marker")
 	}

@@ -61,7 +61,7 @@ func fseWeights(in []byte) ([]uint8, error) {
 		return nil, err
 	}
 	var r backReader
-	if err := r.init(in[n:]); err != nil {
+	if err := r.open(in[n:]); err != nil {
 		return nil, err
 	}
 	s := [2]uint16{uint16(r.read(uint(log))), uint16(r.read(uint(log)))}
@@ -128,7 +128,7 @@ func buildHuff(weights []uint8) (*huffTable, error) {
 // consumed exactly.
 func (t *huffTable) decode(out, in []byte) error {
 	var r backReader
-	if err := r.init(in); err != nil {
+	if err := r.open(in); err != nil {
 		return err
 	}
 	k := uint(t.log)

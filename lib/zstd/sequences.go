@@ -82,7 +82,7 @@ type seqState struct {
 	s uint16
 }
 
-func (st *seqState) init(r *backReader) { st.s = uint16(r.read(uint(st.t.log))) }
+func (st *seqState) first(r *backReader) { st.s = uint16(r.read(uint(st.t.log))) }
 
 func (st *seqState) sym() uint8 { return st.t.entries[st.s].sym }
 
@@ -95,13 +95,13 @@ func (st *seqState) update(r *backReader) {
 // their literals and matches to d.out, then the literals left over.
 func (d *decoder) execSequences(in []byte, n int) error {
 	var r backReader
-	if err := r.init(in); err != nil {
+	if err := r.open(in); err != nil {
 		return err
 	}
 	ll, of, ml := seqState{t: d.seqTables[0]}, seqState{t: d.seqTables[1]}, seqState{t: d.seqTables[2]}
-	ll.init(&r)
-	of.init(&r)
-	ml.init(&r)
+	ll.first(&r)
+	of.first(&r)
+	ml.first(&r)
 	lits := d.lits
 	for i := 0; i < n; i++ {
 		llen, off, mlen, err := d.nextSeq(&r, &ll, &of, &ml, i+1 < n)
