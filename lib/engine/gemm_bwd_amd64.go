@@ -32,8 +32,9 @@ var (
 // term has zero) for each term t in turn with the assembly tiles and
 // reports whether it could (the rows of every ys_t and of xs must each be
 // evenly spaced), having written nothing when not. Rows of each W are
-// added in ascending order, kcAsm at a time, term after term, so every
-// element's sum is the scalar kernels' (matMulT of each term in turn).
+// added in ascending order, a block (kcRows) at a time, term after term,
+// so every element's sum is the scalar kernels' (matMulT of each term in
+// turn).
 func matMulTAsm(terms []tTerm, xs [][]float32) bool {
 	m := len(terms[0].ys)
 	cols := terms[0].w.cols
@@ -94,6 +95,23 @@ var (
 // L2 feeds the tiles as fast as a strip in L1 (BenchmarkBackwardPanel).
 const kcAsm = 1024
 
+// kcWhole is the most weight rows a term sums in one block (kcRows): a
+// term of up to this many rows (q_proj's 2048, gate's and up's 3072 on
+// Qwen3-0.6B) is one panel of up to 768 KiB, still in L2, so that each tile
+// loads and stores its part of xs once instead of once per kcAsm rows,
+// each time from L3 at 512 tokens. Taller terms (an output layer's
+// vocabulary) take blocks of kcAsm.
+var kcWhole = 3072
+
+// kcRows is the block of weight rows tMulCols takes for a term of rows
+// rows.
+func kcRows(rows int) int {
+	if rows <= kcWhole {
+		return max(rows, 1)
+	}
+	return kcAsm
+}
+
 // tMulAsm does vectors [b0, b1) × columns [c0, c1) of matMulTAsm, a
 // block of columns at a time so that its part of xs stays in L2 while
 // every weight row of every term meets it.
@@ -101,7 +119,7 @@ func tMulAsm(terms []tTerm, xs [][]float32, lx, wv, b0, b1, c0, c1 int) {
 	var buf, buf2 []float32
 	pack, rows := b1-b0 > rowsRmax[wv], 0
 	for _, t := range terms {
-		pack, rows = pack || t.w.bf != nil, max(rows, min(kcAsm, t.w.rows))
+		pack, rows = pack || t.w.bf != nil, max(rows, min(kcRows(t.w.rows), t.w.rows))
 	}
 	var fold *tTerm // a LoRA A's rows, summed in the base term's tiles
 	if t := &terms[len(terms)-1]; len(terms) == 2 && b1-b0 > rowsRmax[wv] && foldable(*t) && terms[0].w.cols > 16*wv {
@@ -141,13 +159,13 @@ const foldRows = 64
 func foldable(t tTerm) bool { return t.w.bf == nil && t.w.rows <= foldRows }
 
 // tMulCols does term t's part of columns [cb, ce) for each block of
-// kcAsm weight rows: panels of wv vectors, tiles of the batch. With t2
+// kcRows weight rows: panels of wv vectors, tiles of the batch. With t2
 // (and buf packing the panels), the last block's tiles go on to t2's rows
 // (tMulFold). With t.zero the first block's tiles start from zero.
 func tMulCols(t tTerm, xs [][]float32, lx, wv, b0, b1, cb, ce int, buf []float32, t2 *tTerm, buf2 []float32) {
-	w, ys, ly, r := t.w, t.ys, t.ly, rowsRmax[wv]
-	for j0 := 0; j0 < w.rows; j0 += kcAsm {
-		kc, zero := min(kcAsm, w.rows-j0), t.zero && j0 == 0
+	w, ys, ly, r, kb := t.w, t.ys, t.ly, rowsRmax[wv], kcRows(t.w.rows)
+	for j0 := 0; j0 < w.rows; j0 += kb {
+		kc, zero := min(kb, w.rows-j0), t.zero && j0 == 0
 		tiles := bwdRowsF32
 		if zero {
 			tiles = bwdRowsZ

@@ -203,3 +203,42 @@ func BenchmarkBackwardZeroStart(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBackwardKCWhole compares, on one thread, matMulT and
+// matMulTLoRA summing a term of up to kcWhole weight rows in one block
+// with blocks of kcAsm rows (each tile then loads and stores its part of
+// xs once per block), on the Qwen3-0.6B shapes taller than kcAsm at 512
+// and 1024 tokens, W cold (coldMats): the median of paired time ratios
+// (below 1 the whole term is faster). Run with -cpu 1 -benchtime 1x.
+func BenchmarkBackwardKCWhole(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	def := kcWhole
+	defer func() { kcWhole = def }()
+	for _, sh := range [][2]int{{3072, 1024}, {2048, 1024}} {
+		rows, cols := sh[0], sh[1]
+		ws := coldMats(rows, cols)
+		a, _ := randMats(32, cols, 4)
+		for _, m := range []int{512, 1024} {
+			xs, ys, ts := tileRows(m, cols, 2), tileRows(m, rows, 3), tileRows(m, 32, 5)
+			i := 0
+			run := func(lora bool, kw int) func() {
+				return func() {
+					kcWhole = kw
+					if w := ws[i%len(ws)]; lora {
+						matMulTLoRA(w, ys, a, ts, xs, false)
+					} else {
+						matMulT(w, ys, xs, false)
+					}
+					i++
+				}
+			}
+			b.Run(fmt.Sprintf("%dx%d/M=%d", rows, cols, m), func(b *testing.B) {
+				for b.Loop() {
+					b.ReportMetric(pairedRatio(9, run(false, 0), run(false, def)), "whole/blocks")
+					b.ReportMetric(pairedRatio(9, run(true, 0), run(true, def)), "lora-whole/blocks")
+				}
+			})
+		}
+	}
+}
