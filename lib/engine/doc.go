@@ -442,14 +442,19 @@
 //     matMulT on 32768 × 1024 ran at 0.71 of the FMA loop at M = 128,
 //     0.75 at 256 and 0.82 at 512 (same run, W cold).
 //   - matMulT's blocks of weight rows (issue 34, bwd2; one thread, W
-//     cold, paired thread-CPU ratios, load 4): a term of up to 3072 rows
+//     cold, paired thread-CPU ratios): a term of up to 3072 rows
 //     (kcWhole: q_proj, gate, up on Qwen3-0.6B) is now one block, its
 //     panel up to 768 KiB in L2, so each tile loads and stores its six
 //     rows of dx once rather than once per 1024 rows (from L3 at 512
-//     tokens). Whole ÷ 1024-row blocks (BenchmarkBackwardKCWhole): 0.95-
-//     0.98 on 3072 × 1024 and 2048 × 1024 at 512 and 1024 tokens, 0.96-
-//     0.99 with the LoRA fold. The same sums in the same order, so the
-//     same bits (TestMatMulTLoRAMatchesTwoCalls has a term past kcWhole).
+//     tokens). Whole ÷ 1024-row blocks (BenchmarkBackwardKCWhole) on
+//     3072 × 1024 and 2048 × 1024 at 512 and 1024 tokens: 0.95-0.98, and
+//     0.96-0.99 with the LoRA fold, at load 4 on 4 KiB pages; 0.97-1.03
+//     (median 0.98, 16 of 24 below 1) at load 17, on either page size.
+//     The same sums in the same order, so the same bits
+//     (TestMatMulTLoRAMatchesTwoCalls has a term past kcWhole). Tried
+//     without gain, again: each full tile prefetching the next tile's C
+//     rows into L2 after starting its own: 0.97-1.04 writing, 0.98-1.0
+//     accumulating (3 shapes × 512 and 1024 tokens, load 14).
 //   - Other vector kernels (kernels_simd.go, GOEXPERIMENT=simd on amd64
 //     with AVX2) give the scalar kernels' bits: a lane holds one output
 //     element and adds its products in the same order (MulAdd in the

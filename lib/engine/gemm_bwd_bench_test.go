@@ -208,8 +208,9 @@ func BenchmarkBackwardZeroStart(b *testing.B) {
 // matMulTLoRA summing a term of up to kcWhole weight rows in one block
 // with blocks of kcAsm rows (each tile then loads and stores its part of
 // xs once per block), on the Qwen3-0.6B shapes taller than kcAsm at 512
-// and 1024 tokens, W cold (coldMats): the median of paired time ratios
-// (below 1 the whole term is faster). Run with -cpu 1 -benchtime 1x.
+// and 1024 tokens, W cold on 2 MiB pages (hugeColdMats): the median of
+// paired time ratios (below 1 the whole term is faster). Run with -cpu 1
+// -benchtime 1x.
 func BenchmarkBackwardKCWhole(b *testing.B) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -217,7 +218,7 @@ func BenchmarkBackwardKCWhole(b *testing.B) {
 	defer func() { kcWhole = def }()
 	for _, sh := range [][2]int{{3072, 1024}, {2048, 1024}} {
 		rows, cols := sh[0], sh[1]
-		ws := coldMats(rows, cols)
+		ws := hugeColdMats(rows, cols)
 		a, _ := randMats(32, cols, 4)
 		for _, m := range []int{512, 1024} {
 			xs, ys, ts := tileRows(m, cols, 2), tileRows(m, rows, 3), tileRows(m, 32, 5)
@@ -241,4 +242,18 @@ func BenchmarkBackwardKCWhole(b *testing.B) {
 			})
 		}
 	}
+}
+
+// hugeColdMats is coldMats with each matrix on transparent huge pages
+// (adviseHuge before its first write), as a training step's weights are:
+// on 4 KiB pages each of a panel's rows, 4-12 KiB apart, is a page walk.
+func hugeColdMats(rows, cols int) []mat {
+	ws := make([]mat, max(2, (384<<20)/(4*rows*cols)))
+	for i := range ws {
+		d := make([]float32, rows*cols)
+		adviseHuge(d)
+		fill(d, newRNG(uint64(i+1)), 0.05)
+		ws[i] = mat{rows: rows, cols: cols, data: d}
+	}
+	return ws
 }
