@@ -257,3 +257,53 @@ func hugeColdMats(rows, cols int) []mat {
 	}
 	return ws
 }
+
+// BenchmarkLoRAGradFMAShare reports, on one thread, the rate of a LoRA
+// layer's backward products other than the base matMulT as a share of the
+// 512-bit FMA loop's (the same FLOPs, the median of paired thread-CPU
+// ratios) on the Qwen3-0.6B shapes with rank 32 at 512 tokens, the
+// layer's input and output gradient on 2 MiB pages as the step's arena: A's and
+// B's gradients (outerAcc) and the gradient of A's outputs (matMulT
+// through B). Run with -cpu 1 -benchtime 1x.
+func BenchmarkLoRAGradFMAShare(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	sink := make([]float32, 16)
+	const m, rank = 512, 32
+	for _, sh := range [][2]int{{3072, 1024}, {1024, 3072}, {2048, 1024}} {
+		out, in := sh[0], sh[1]
+		xs, dys, ts, dts := hugeRows(m, in, 2), hugeRows(m, out, 3), tileRows(m, rank, 4), tileRows(m, rank, 5)
+		gA, gB := make([]float32, rank*in), make([]float32, out*rank)
+		bm, _ := randMats(out, rank, 6)
+		loop := func(fmas int) func() { return func() { fmaChains16(fmas/(10*16), sink) } }
+		cases := []struct {
+			name string
+			run  func()
+		}{
+			{"gradA", func() { outerAcc(gA, rank, in, dts, xs) }},
+			{"gradB", func() { outerAcc(gB, out, rank, dys, ts) }},
+			{"dts", func() { matMulT(bm, dys, dts, false) }},
+		}
+		b.Run(fmt.Sprintf("%dx%d", out, in), func(b *testing.B) {
+			for b.Loop() {
+				for i, c := range cases {
+					n := []int{rank * in, out * rank, out * rank}[i] * m
+					b.ReportMetric(1/pairedRatio(9, loop(n), c.run), c.name+"-of-fma")
+				}
+			}
+		})
+	}
+}
+
+// hugeRows is tileRows on transparent huge pages, as a training step's
+// activation arena is.
+func hugeRows(n, width int, seed uint64) [][]float32 {
+	d := make([]float32, n*width)
+	adviseHuge(d)
+	rs := rowsOf(d, n, width)
+	r := newRNG(seed)
+	for _, x := range rs {
+		fill(x, r, 1)
+	}
+	return rs
+}
