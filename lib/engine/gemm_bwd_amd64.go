@@ -57,7 +57,7 @@ func matMulTAsm(terms []tTerm, xs [][]float32) bool {
 		terms[0].zero = false
 	}
 	vecs := (cols + 15) / 16
-	wv := tileShape(m, vecs, rowsRmax)
+	wv := tileShape(m, vecs, rowsRmax, 8)
 	if cols <= tCols {
 		// Too narrow to split by columns: split the batch in whole tiles.
 		parallelFor(m, rowsRmax[wv], work, func(lo, hi int) {
@@ -291,13 +291,24 @@ func outerAsm(dst []float32, rows, cols int, us, vs [][]float32) bool {
 // transposed C cost more (1.2-1.5×).
 const outerTransposeFloats = 1 << 19
 
+// outerTileFloor is the fewest accumulators tileShape counts a tile of
+// outerAcc's as: a LoRA gradient's tiles run along its rank, and with 8
+// (matMulT's) rank 32 took 6-row tiles of 4 vectors, the sixth a 2-row
+// tail; 12 picks 8-row tiles of 3 vectors, four with no tail, and
+// those took 0.94-1.01 of the time (median 0.98, 17 of 18 pairs below 1)
+// on A's and B's gradients of the Qwen3-0.6B shapes at 512 tokens
+// (BenchmarkOuterTileFloor, load 19). Each element still sums the batch
+// in ascending order: the same bits (TestBackwardAsmMatchesScalar's rank
+// 32 shapes).
+var outerTileFloor = 12
+
 // outerTransposed is outerAsm with the tiles' rows along dst's columns and
 // their lanes along dst's rows, reading C by gathers and scatters
 // (bwdColsT): the same products in the same order (a product's factors
 // commute exactly in a fused multiply-add), so the same bits.
 func outerTransposed(dst []float32, rows, cols int, us, vs [][]float32, lu, lv int) {
 	m := len(us)
-	wv := tileShape(cols, (rows+15)/16, colsTRmax)
+	wv := tileShape(cols, (rows+15)/16, colsTRmax, outerTileFloor)
 	r := colsTRmax[wv]
 	parallelFor(rows, 16*wv, rows*cols*m, func(lo, hi int) {
 		strip, put := outerStrip(lu, m*16*wv)
@@ -331,7 +342,7 @@ func outerTransposed(dst []float32, rows, cols int, us, vs [][]float32, lu, lv i
 // packed every strip of vs for its few rows' tiles.
 func outerTiles(dst []float32, rows, cols int, us, vs [][]float32, lu, lv int) {
 	m := len(us)
-	wv := tileShape(rows, (cols+15)/16, colsRmax)
+	wv := tileShape(rows, (cols+15)/16, colsRmax, outerTileFloor)
 	r := colsRmax[wv]
 	if rows <= outerSplitColsRows {
 		parallelPieces(cols, 16*wv*max(1, tCols/(16*wv)), rows*cols*m, func(lo, hi int) {
