@@ -460,12 +460,12 @@
 //     layer's input and output gradient on 2 MiB pages, load 19): the
 //     gradient of A's outputs (matMulT through B) at 0.83-0.88 of the FMA
 //     loop, A's and B's gradients (outerAcc) at 0.57-0.65 and 0.51-0.58.
-//     The gradients are short of it because each packed strip of the
-//     layer's input (or output gradient) meets only rank rows of tiles:
-//     the packing tile, reading rows 4-12 KiB apart from L3, is a third
-//     of a strip's time; the transposed C's gathers and scatters are
-//     under a tenth (plain loads and stores in their place: 0.87-1.0 of
-//     B's time). Their tiles along the rank are now 8 × 3 vectors, four
+//     Each packed strip of the layer's input (or output gradient) meets
+//     only rank rows of tiles, so its packing tile, reading rows 4-12 KiB
+//     apart from L3, weighs on it as on matMulT's panels at a few dozen
+//     tokens; the transposed C's gathers and scatters are under a tenth
+//     (plain loads and stores in their place, wrong values, timing only:
+//     0.87-1.0 of B's time). Their tiles along the rank are now 8 × 3 vectors, four
 //     to a strip, instead of 6 × 4 with a 2-row tail (outerTileFloor).
 //     Left: A's gradients of q, k and v (and of gate and up) read the
 //     same input, so one pass over its strips with 96 (64) rows of tiles
