@@ -454,7 +454,11 @@
 //     (TestMatMulTLoRAMatchesTwoCalls has a term past kcWhole). Tried
 //     without gain, again: each full tile prefetching the next tile's C
 //     rows into L2 after starting its own: 0.97-1.04 writing, 0.98-1.0
-//     accumulating (3 shapes × 512 and 1024 tokens, load 14).
+//     accumulating (3 shapes × 512 and 1024 tokens, load 14); the last 24
+//     or 48 tiles of each panel prefetching the next panel's weight rows
+//     into L2 (one row every kc/rows-per-tile steps), W and the rows on 2
+//     MiB pages, so no walk per row: 0.99-1.03 (3 shapes at 512 tokens,
+//     load 20).
 //   - A LoRA layer's other backward products in situ (issue 34, bwd2;
 //     BenchmarkLoRAGradFMAShare: one thread, rank 32, 512 tokens, the
 //     layer's input and output gradient on 2 MiB pages, load 19): the
