@@ -449,7 +449,9 @@
 //     tokens). Whole ÷ 1024-row blocks (BenchmarkBackwardKCWhole) on
 //     3072 × 1024 and 2048 × 1024 at 512 and 1024 tokens: 0.95-0.98, and
 //     0.96-0.99 with the LoRA fold, at load 4 on 4 KiB pages; 0.97-1.03
-//     (median 0.98, 16 of 24 below 1) at load 17, on either page size.
+//     (median 0.98, 16 of 24 below 1) at load 17, on either page size;
+//     matMulTLoRA on two cores (process CPU, 2 MiB pages, load 22) 0.97-
+//     1.09, median 1.0: within that noise.
 //     The same sums in the same order, so the same bits
 //     (TestMatMulTLoRAMatchesTwoCalls has a term past kcWhole). Tried
 //     without gain, again: each full tile prefetching the next tile's C

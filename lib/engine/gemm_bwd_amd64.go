@@ -57,7 +57,7 @@ func matMulTAsm(terms []tTerm, xs [][]float32) bool {
 		terms[0].zero = false
 	}
 	vecs := (cols + 15) / 16
-	wv := tileShape(m, vecs, rowsRmax, 8)
+	wv := tileShape(m, vecs, rowsRmax, 8) // see outerTileFloor
 	if cols <= tCols {
 		// Too narrow to split by columns: split the batch in whole tiles.
 		parallelFor(m, rowsRmax[wv], work, func(lo, hi int) {
@@ -119,7 +119,7 @@ func tMulAsm(terms []tTerm, xs [][]float32, lx, wv, b0, b1, c0, c1 int) {
 	var buf, buf2 []float32
 	pack, rows := b1-b0 > rowsRmax[wv], 0
 	for _, t := range terms {
-		pack, rows = pack || t.w.bf != nil, max(rows, min(kcRows(t.w.rows), t.w.rows))
+		pack, rows = pack || t.w.bf != nil, max(rows, kcRows(t.w.rows))
 	}
 	var fold *tTerm // a LoRA A's rows, summed in the base term's tiles
 	if t := &terms[len(terms)-1]; len(terms) == 2 && b1-b0 > rowsRmax[wv] && foldable(*t) && terms[0].w.cols > 16*wv {
