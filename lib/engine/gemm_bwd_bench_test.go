@@ -186,11 +186,7 @@ func BenchmarkBackwardZeroStart(b *testing.B) {
 							clear(x)
 						}
 					}
-					if w := ws[i%len(ws)]; lora {
-						matMulTLoRA(w, ys, a, ts, xs, cleared)
-					} else {
-						matMulT(w, ys, xs, cleared)
-					}
+					inputGrad(ws[i%len(ws)], a, ys, ts, xs, lora, cleared)
 					i++
 				}
 			}
@@ -226,11 +222,7 @@ func BenchmarkBackwardKCWhole(b *testing.B) {
 			run := func(lora bool, kw int) func() {
 				return func() {
 					kcWhole = kw
-					if w := ws[i%len(ws)]; lora {
-						matMulTLoRA(w, ys, a, ts, xs, false)
-					} else {
-						matMulT(w, ys, xs, false)
-					}
+					inputGrad(ws[i%len(ws)], a, ys, ts, xs, lora, false)
 					i++
 				}
 			}
@@ -341,4 +333,14 @@ func BenchmarkOuterTileFloor(b *testing.B) {
 			}
 		})
 	}
+}
+
+// inputGrad is the benchmarks' input gradient through W (with lora, and
+// through the LoRA A a, from ts).
+func inputGrad(w, a mat, ys, ts, xs [][]float32, lora, accumulate bool) {
+	if lora {
+		matMulTLoRA(w, ys, a, ts, xs, accumulate)
+		return
+	}
+	matMulT(w, ys, xs, accumulate)
 }
