@@ -801,7 +801,9 @@
 //     BenchmarkAttentionLong, least CPU of three interleaved runs against
 //     the build before, under load (ratios only): backward 0.38-0.42 at
 //     512 tokens and 0.35 at 2048, forward 0.69 at 512 and 0.94 at 2048;
-//     BenchmarkSoftmaxBlock 0.31. After it the tiles are ~75% of forward
+//     BenchmarkSoftmaxBlock 0.31; the qwen3-wide4 1 × 2048 training step
+//     0.85-0.88 of the CPU per token (BenchmarkTrainStep, two interleaved
+//     rounds). After it the tiles are ~75% of forward
 //     and backward at 2048 (attnTileZ6 38%, attnDotsT3 30% of the two
 //     together), the packs' copies 3-4% (forward queries; backward
 //     queries, output gradients and dq in and out).
