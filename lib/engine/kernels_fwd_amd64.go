@@ -103,7 +103,7 @@ func (p fwdPack) tokenSlices(n, m int) int {
 	if p.avx2 || fwdSliceBytes == 0 {
 		return 1
 	}
-	step := max(1, fwdSliceBytes/(4*packedLen(fwdSliceCols(n)))) * 4
+	step := max(1, fwdSliceBytes/(4*packedLen(n))) * 4
 	return (m + step - 1) / step
 }
 
@@ -256,10 +256,6 @@ func fwdTilesL1Then(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate 
 	gb := min(groups, max(1, fwdL1TokBytes/(4*pl)))
 	for _, y := range ys {
 		_ = y[hi-1] // the kernels write columns [lo, hi) of every row
-	}
-	if fwdKBlock && w.cols > fwdKC {
-		fwdTilesKBlocked(w, xp, ys, lo, hi, accumulate, after)
-		return
 	}
 	var acc []float32
 	if w.cols > fwdKC {

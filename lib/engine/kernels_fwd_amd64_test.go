@@ -22,22 +22,16 @@ func TestForwardBlocksMatchScalar(t *testing.T) {
 	if !fwdAsm {
 		t.Skip("fwdKC and fwdL1TokBytes shape the AVX-512 kernels, which this CPU lacks (TestForwardAVX2BlocksMatchScalar shrinks the AVX2 ones)")
 	}
-	defer func(kc, l1, sb, ab int, kb bool) {
-		fwdKC, fwdL1TokBytes, fwdSliceBytes, fwdKBlockAccBytes, fwdKBlock = kc, l1, sb, ab, kb
-	}(fwdKC, fwdL1TokBytes, fwdSliceBytes, fwdKBlockAccBytes, fwdKBlock)
+	defer func(kc, l1, sb int) { fwdKC, fwdL1TokBytes, fwdSliceBytes = kc, l1, sb }(fwdKC, fwdL1TokBytes, fwdSliceBytes)
 	fwdL1TokBytes = 8 << 10
-	fwdKBlockAccBytes = 3 * 8 * 1536 // three tiles of eight groups a block
-	for _, kb := range []bool{false, true} {
-		fwdKBlock = kb
-		for _, kc := range []int{64, 4096} {
-			fwdKC = kc
-			fwdSliceBytes = map[int]int{64: 24 << 10, 4096: 0}[kc]
-			for _, sh := range [][2]int{{40, 100}, {301, 72}, {64, 1024}, {30, 64}, {13, 65}, {24, 2085}, {53, 40}} {
-				for _, m := range []int{4, 13, 37, 101} {
-					w, wb, xs := fwdCase(sh[0], sh[1], m, uint64(sh[0]*1000+sh[1]))
-					for _, mm := range []mat{w, wb} {
-						checkForward(t, fmt.Sprintf("%dx%d M=%d bf16=%v kc=%d kblock=%v blocks", sh[0], sh[1], m, mm.bf != nil, kc, kb), mm, xs, true)
-					}
+	for _, kc := range []int{64, 4096} {
+		fwdKC = kc
+		fwdSliceBytes = map[int]int{64: 24 << 10, 4096: 0}[kc]
+		for _, sh := range [][2]int{{40, 100}, {301, 72}, {64, 1024}, {30, 64}, {13, 65}, {24, 2085}, {53, 40}} {
+			for _, m := range []int{4, 13, 37, 101} {
+				w, wb, xs := fwdCase(sh[0], sh[1], m, uint64(sh[0]*1000+sh[1]))
+				for _, mm := range []mat{w, wb} {
+					checkForward(t, fmt.Sprintf("%dx%d M=%d bf16=%v kc=%d blocks", sh[0], sh[1], m, mm.bf != nil, kc), mm, xs, true)
 				}
 			}
 		}
@@ -95,10 +89,10 @@ func TestForwardTilesWriteRows(t *testing.T) {
 	if !fwdAsm {
 		t.Skip("the 4×6 tiles are AVX-512 kernels, which this CPU lacks")
 	}
-	defer func(kc int, kb bool) { fwdKC, fwdKBlock = kc, kb }(fwdKC, fwdKBlock)
+	defer func(kc int) { fwdKC = kc }(fwdKC)
 	const lo, hi, m = 7, 33, 12
-	for _, kc := range []int{64, 4096, -64} { // -64: pieces tile by tile
-		fwdKC, fwdKBlock = max(kc, -kc), kc > 0
+	for _, kc := range []int{64, 4096} {
+		fwdKC = kc
 		for _, cols := range []int{100, 130} {
 			w, wb, xs := fwdCase(40, cols, m, uint64(cols+kc))
 			for _, mm := range []mat{w, wb} {
