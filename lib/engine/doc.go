@@ -790,8 +790,9 @@
 //     one 64-token prompt on the 0.6B shape cost 8 prefills where one
 //     request of 8 samples costs one (about 0.3× its speed, measured with
 //     BenchmarkGenerate under load). Requests that want prompt logprobs
-//     prefill their own (TestIdenticalPromptsPrefillOnce,
-//     TestLateIdenticalPromptShares).
+//     prefill their own, and may lead others: which request leads is
+//     the batcher's queue order (TestIdenticalPromptsPrefillOnce pins
+//     both orders, TestLateIdenticalPromptShares).
 //   - Parallelism: a step's rows are split over GOMAXPROCS groups, each
 //     running its own forward pass (small models); large models keep one
 //     batch and split each matrix product's rows across cores. Draws over
