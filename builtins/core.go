@@ -277,8 +277,9 @@ func helpFn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, k
 		name = v.Name
 		if _, registered := findModule(name); registered {
 			if text, ok := helpFor(name); ok {
-				names := make([]string, 0, len(v.Members))
-				for k := range v.Members {
+				members := v.members()
+				names := make([]string, 0, len(members))
+				for k := range members {
 					names = append(names, name+"."+k)
 				}
 				sort.Strings(names)

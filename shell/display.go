@@ -45,6 +45,30 @@ func (d *Display) Show(v starlark.Value) error {
 	if v == starlark.None {
 		return nil
 	}
+	if text, ok := d.plainScalar(v); ok {
+		_, err := io.WriteString(d.IO.Out, text+"\n")
+		return err
+	}
+	return d.show(v)
+}
+
+// plainScalar is the text of Starlark's own scalars (int, float, bool,
+// string) off JSON output. They have none of the forms show looks for
+// (text, JSON, table, chart), and skipping those checks spares a
+// short-lived process such as `tinker -c '1+1'` a first lookup of an
+// interface table each, and fmt's first printer.
+func (d *Display) plainScalar(v starlark.Value) (string, bool) {
+	switch v.(type) {
+	case starlark.Int, starlark.Float, starlark.Bool, starlark.String:
+		if !d.JSON {
+			return render.PrintableLines(v.String()), true
+		}
+	}
+	return "", false
+}
+
+// show writes any value but None as Show does.
+func (d *Display) show(v starlark.Value) error {
 	if err := checkRenderable(context.Background(), v); err != nil {
 		return err
 	}

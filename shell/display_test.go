@@ -91,3 +91,38 @@ func BenchmarkDisplay10k(b *testing.B) {
 		}
 	}
 }
+
+// Show's shortcut for Starlark's own scalars prints what the general path
+// does, byte for byte, on a terminal and off it; with --format json they
+// take the general path.
+func TestShowScalarsAsTheGeneralPath(t *testing.T) {
+	big := starlark.MakeInt64(1 << 62).Mul(starlark.MakeInt64(1 << 62))
+	vals := []starlark.Value{
+		starlark.MakeInt(2), starlark.MakeInt(-7), big, starlark.Float(0.1), starlark.Float(1e300 * 10),
+		starlark.Float(-0.0), starlark.True, starlark.False, starlark.String(""), starlark.String("a\"b"),
+		starlark.String("two\nlines\x1b[31m\tand é ✓"),
+	}
+	for _, tty := range []bool{false, true} {
+		for _, v := range vals {
+			var fast, general bytes.Buffer
+			df := &Display{IO: term.Test(nil, &fast, &fast)}
+			dg := &Display{IO: term.Test(nil, &general, &general)}
+			df.IO.OutTTY, dg.IO.OutTTY = tty, tty
+			if _, ok := df.plainScalar(v); !ok {
+				t.Fatalf("%s (%s) does not take the shortcut", v, v.Type())
+			}
+			if err := df.Show(v); err != nil {
+				t.Fatal(err)
+			}
+			if err := dg.show(v); err != nil {
+				t.Fatal(err)
+			}
+			if fast.String() != general.String() {
+				t.Errorf("tty=%v %s: shortcut printed %q, general path %q", tty, v.Type(), fast.String(), general.String())
+			}
+		}
+	}
+	if _, ok := (&Display{JSON: true}).plainScalar(starlark.MakeInt(2)); ok {
+		t.Error("--format json took the shortcut")
+	}
+}

@@ -3,11 +3,14 @@ package export
 import "golang.org/x/sys/cpu"
 
 // haveAVX2 selects the vector kernel: 8 fused multiply-adds an instruction
-// make the merge keep up with the disk (make bench-export).
-var haveAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+// make the merge keep up with the disk (make bench-export). This and
+// haveAVX512 are functions, not package variables, which would be init
+// code every start of tinker runs (cmd/tinker/app's
+// TestOwnInitCodeStaysSmall).
+func haveAVX2() bool { return cpu.X86.HasAVX2 && cpu.X86.HasFMA }
 
 // haveAVX512 selects the four-row kernels (delta_avx512_amd64.s).
-var haveAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW
+func haveAVX512() bool { return cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW }
 
 //go:noescape
 func deltaColsAVX2(d, b, a *float32, r, in, n int)
@@ -15,7 +18,7 @@ func deltaColsAVX2(d, b, a *float32, r, in, n int)
 // deltaVector computes the first n columns of d = bᵀ·A (n a multiple of
 // 32) and reports whether it did.
 func deltaVector(d, b, a []float32, r, in, n int) bool {
-	if !haveAVX2 || n == 0 {
+	if !haveAVX2() || n == 0 {
 		return false
 	}
 	_ = a[(r-1)*in+n-1]
@@ -32,7 +35,7 @@ func mergeRowBF16(dst, src *byte, b, a *float32, r, in, n int)
 // B'·A, round) where the CPU has the vector kernel and the row is whole
 // blocks of 64 columns, and reports whether it did.
 func mergeRowVector(dst, src []byte, b, a []float32, r, in int) bool {
-	if !haveAVX2 || in%64 != 0 || in == 0 {
+	if !haveAVX2() || in%64 != 0 || in == 0 {
 		return false
 	}
 	_ = a[r*in-1]
@@ -51,7 +54,7 @@ func addRows4AVX512(v *float32, ldv int, b, a *float32, r, in, n int)
 // multiply-adds from zero, as deltaColsAVX2 does, then adds the sum to v,
 // so the bits are deltaRow's plus the add.
 func addRows4Vector(v []float32, ldv int, b, a []float32, r, in, n int) bool {
-	if !haveAVX512 || n == 0 || r == 0 {
+	if !haveAVX512() || n == 0 || r == 0 {
 		return false
 	}
 	_, _, _ = v[3*ldv+n-1], b[4*r-1], a[(r-1)*in+n-1]
@@ -66,7 +69,7 @@ func mergeRows4BF16AVX512(dst, src *byte, b, a *float32, r, in, n int)
 // columns each, b's four rows of r) that share A, and reports whether it
 // did: the same bits, each row of A loaded once for the four.
 func mergeRows4Vector(dst, src []byte, b, a []float32, r, in int) bool {
-	if !haveAVX512 || in%64 != 0 || in == 0 || r == 0 {
+	if !haveAVX512() || in%64 != 0 || in == 0 || r == 0 {
 		return false
 	}
 	_, _ = a[r*in-1], b[4*r-1]
@@ -84,7 +87,7 @@ func fp8AddRows4AVX512(v *float32, ldv int, codes *byte, ldc int, s float32, b, 
 // magnitude written as float32 bits; it reports whether it did. One pass
 // where decoding first would store the block and load it again.
 func fp8AddRows4Vector(v []float32, ldv int, codes []byte, ldc int, s float32, b, a []float32, r, in, n int) (uint32, bool) {
-	if !haveAVX512 || n == 0 || n%32 != 0 || r == 0 {
+	if !haveAVX512() || n == 0 || n%32 != 0 || r == 0 {
 		return 0, false
 	}
 	_, _, _, _ = v[3*ldv+n-1], codes[3*ldc+n-1], b[4*r-1], a[(r-1)*in+n-1]

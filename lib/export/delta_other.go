@@ -3,10 +3,10 @@
 package export
 
 // haveAVX2: no vector kernels here (the FP8 tile path needs deltaVector).
-const haveAVX2 = false
+func haveAVX2() bool { return false }
 
 // haveAVX512: no four-row kernels here (MXFP4 strips stay whole).
-const haveAVX512 = false
+func haveAVX512() bool { return false }
 
 // deltaVector: no vector kernel here; deltaRow's loops do all columns.
 func deltaVector(d, b, a []float32, r, in, n int) bool { return false }

@@ -63,9 +63,9 @@ func StackExperts(mods []Module) ([]Module, error) {
 			out = append(out, m)
 			continue
 		}
-		for w, proj := range stackedProj {
-			if proj == em[3] {
-				key := "model.layers." + em[1] + ".mlp.experts." + w
+		for _, p := range stackedProj {
+			if p.proj == em[3] {
+				key := "model.layers." + em[1] + ".mlp.experts." + p.w
 				groups[key] = append(groups[key], m)
 			}
 		}

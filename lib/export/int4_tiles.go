@@ -38,7 +38,7 @@ func (m *latentMerger) int4Tiled(q *qtensor, u *update, scales, fresh []byte, dt
 		return nil
 	}
 	width := g * max(1, 256/g)
-	if !haveAVX2 || width%32 != 0 || q.cols%width%32 != 0 || (u != nil && u.rowsPerA != 0) {
+	if !haveAVX2() || width%32 != 0 || q.cols%width%32 != 0 || (u != nil && u.rowsPerA != 0) {
 		return nil
 	}
 	if !m.dequant {

@@ -16,7 +16,7 @@ import (
 // pipeline block starting at row 128, an update of rank 5 (the four-row
 // kernel and single rows) and none.
 func TestInt4TilesMatchBands(t *testing.T) {
-	if !haveAVX2 {
+	if !haveAVX2() {
 		t.Skip("no vector update kernel here: INT4 weights take the row-band path")
 	}
 	const rows, cols, rank = 302, 384, 5

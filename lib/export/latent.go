@@ -25,7 +25,7 @@ func isLatent(o Options) bool {
 	if f, ok := models.FamilyOf(name); ok {
 		return f == models.DeepSeekV3
 	}
-	return o.Base != "" && latentModelTypes[readModelType(o.Base)]
+	return o.Base != "" && latentModelType(readModelType(o.Base))
 }
 
 // exportLatent is Export for DeepSeek V3.1 / Kimi K2.

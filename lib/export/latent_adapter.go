@@ -83,7 +83,7 @@ func expandExperts(byPath map[string]*Module, r int64) error {
 		}
 		delete(byPath, path)
 		for i := range e {
-			p := fmt.Sprintf("%s.%d.%s", sm[1], i, stackedProj[sm[2]])
+			p := fmt.Sprintf("%s.%d.%s", sm[1], i, stackedProjOf(sm[2]))
 			if byPath[p] != nil {
 				return fmt.Errorf("%s: expert module %s is in the adapter both stacked (%s) and alone", peft.WeightsFile, p, path)
 			}
@@ -93,8 +93,20 @@ func expandExperts(byPath map[string]*Module, r int64) error {
 	return nil
 }
 
-// stackedProj maps the stacked names to the projection each adapts.
-var stackedProj = map[string]string{"w1": "gate_proj", "w2": "down_proj", "w3": "up_proj"}
+// stackedProj pairs the stacked names with the projection each adapts: an
+// array, laid out as data, where a package-level map would be built at
+// every start of tinker.
+var stackedProj = [...]struct{ w, proj string }{{"w1", "gate_proj"}, {"w2", "down_proj"}, {"w3", "up_proj"}}
+
+// stackedProjOf is the projection stacked name w adapts ("" for none).
+func stackedProjOf(w string) string {
+	for _, p := range stackedProj {
+		if p.w == w {
+			return p.proj
+		}
+	}
+	return ""
+}
 
 // stackedExperts checks a stacked pair's shapes and returns the number of
 // experts: lora_A [E or 1, r, in], lora_B [E or 1, out, r].

@@ -13,10 +13,17 @@ import (
 	"github.com/tinkershell/tinker/lib/userfile"
 )
 
-// latentModelTypes are the config.json model_types of the DeepSeek-V3
+// latentModelType reports the config.json model_types of the DeepSeek-V3
 // family: DeepSeek V3/V3.1, Kimi K2 and Kimi K2.5/K2.6 (whose text model
-// sits under language_model.).
-var latentModelTypes = map[string]bool{"deepseek_v3": true, "kimi_k2": true, "kimi_k25": true}
+// sits under language_model.). A switch, not a package-level map, which
+// would be built at every start of tinker.
+func latentModelType(t string) bool {
+	switch t {
+	case "deepseek_v3", "kimi_k2", "kimi_k25":
+		return true
+	}
+	return false
+}
 
 // located is a base tensor and where its bytes are.
 type located struct {
@@ -60,7 +67,7 @@ func openLatentBase(dir string) (*latentBase, error) {
 	if err := json.Unmarshal(b, &c); err != nil {
 		return nil, fmt.Errorf("base %s: parse config.json: %w", dir, err)
 	}
-	if !latentModelTypes[c.ModelType] {
+	if !latentModelType(c.ModelType) {
 		return nil, fmt.Errorf("base %s has model_type %q, not a DeepSeek V3 / Kimi K2 model (deepseek_v3, kimi_k2, kimi_k25)", dir, c.ModelType)
 	}
 	qc := c.Quant

@@ -33,7 +33,7 @@ type fp8Tiles struct {
 // multiples of 32, an update with more than one A).
 func (m *latentMerger) tiled(q *qtensor, u *update, scales, fresh []byte, dt safetensors.DType) *fp8Tiles {
 	b := m.lb.quant.Block
-	if q.int4 || !haveAVX2 || q.cols%32 != 0 || b[1]%32 != 0 || (u != nil && u.rowsPerA != 0) {
+	if q.int4 || !haveAVX2() || q.cols%32 != 0 || b[1]%32 != 0 || (u != nil && u.rowsPerA != 0) {
 		return nil
 	}
 	return &fp8Tiles{u: u, b: b, cols: q.cols, nbc: ceilDiv(q.cols, b[1]), scales: scales, fresh: fresh, dt: dt}

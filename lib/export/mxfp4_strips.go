@@ -70,7 +70,7 @@ var mxOutputs = 256
 // with its worker's scratch: v for a piece's values, d for its update.
 func (x *mxExperts) run(c0, n int, f func(p mxPiece, v, d []float32)) {
 	per := x.j.rows
-	if haveAVX512 && x.j.rows%32 == 0 {
+	if haveAVX512() && x.j.rows%32 == 0 {
 		per = mxOutputs
 	}
 	across := ceilDiv(x.j.rows, per)

@@ -10,7 +10,7 @@ package jsonscan
 // PlainPrefix returns the length of the longest prefix of s made of
 // printable ASCII (0x20-0x7e) other than '"' and '\\'.
 func PlainPrefix(s string) int {
-	if useVector && len(s) >= vectorMin {
+	if useVector() && len(s) >= vectorMin {
 		return plainPrefixVector(s)
 	}
 	return plainPrefixBytes(s)

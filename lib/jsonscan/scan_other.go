@@ -2,9 +2,8 @@
 
 package jsonscan
 
-const (
-	useVector = false
-	vectorMin = 0
-)
+const vectorMin = 0
+
+func useVector() bool { return false }
 
 func plainPrefixVector(s string) int { return plainPrefixBytes(s) }

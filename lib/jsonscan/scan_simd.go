@@ -9,8 +9,10 @@ import (
 )
 
 // useVector: AVX2 compares 32 bytes at once. Shorter strings take the
-// byte loop: a partial load (LoadInt8x32SlicePart) cost more than it.
-var useVector = archsimd.X86.AVX2()
+// byte loop: a partial load (LoadInt8x32SlicePart) cost more than it. A
+// function, not a package variable: that would be init code every start
+// of tinker runs (cmd/tinker/app's TestOwnInitCodeStaysSmall).
+func useVector() bool { return archsimd.X86.AVX2() }
 
 const vectorMin = 32
 

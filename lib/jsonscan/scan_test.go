@@ -10,7 +10,7 @@ import (
 // vector blocks) and every position, one byte at the edge of the plain
 // range stops the prefix there exactly as the byte loop says.
 func TestPlainPrefixEveryPosition(t *testing.T) {
-	t.Logf("vector code: %v", useVector)
+	t.Logf("vector code: %v", useVector())
 	edge := []byte{0x00, 0x1f, 0x20, 0x21, '"', '\\', 0x7e, 0x7f, 0x80, 0xc3, 0xff}
 	for n := 0; n <= 100; n++ {
 		for pos := 0; pos < n; pos++ {

@@ -12,7 +12,10 @@ import "simd/archsimd"
 // SSE instruction, which with the upper registers in use costs tens of
 // cycles each time (it made the loop slower than the scalar one).
 
-var fp8Lanes = archsimd.X86.AVX512()
+// fp8Lanes reports AVX-512, asked at each call rather than kept in a
+// package variable, which would give quant init code that every start of
+// tinker runs (cmd/tinker/app's TestOwnInitCodeStaysSmall).
+func fp8Lanes() bool { return archsimd.X86.AVX512() }
 
 type u32x16 = archsimd.Uint32x16
 
@@ -21,7 +24,7 @@ func bcu(v uint32) u32x16 { return archsimd.BroadcastUint32x16(v) }
 // fp8EncodeVector encodes each chunk's multiple of 16 (fp8EncodeRow)
 // and says whether it did.
 func fp8EncodeVector(dst []byte, src []float32, b int, inv []float32) bool {
-	if !fp8Lanes {
+	if !fp8Lanes() {
 		return false
 	}
 	nan, sat, sub := bcu(0x7f800000), bcu(fp8SatBits), bcu(fp8SubBits)
@@ -52,7 +55,7 @@ func fp8EncodeVector(dst []byte, src []float32, b int, inv []float32) bool {
 // normal code's exponent and mantissa shift into float32's with the bias
 // moved, a subnormal one is its mantissa (converted) times 2^-9.
 func fp8DecodeVector(dst []float32, src []byte, b int, s []float32) bool {
-	if !fp8Lanes {
+	if !fp8Lanes() {
 		return false
 	}
 	tiny := archsimd.BroadcastFloat32x16(1.0 / 512)
@@ -78,7 +81,7 @@ func fp8DecodeVector(dst []float32, src []byte, b int, s []float32) bool {
 // are reduced in registers: a local array would be zeroed with legacy SSE
 // moves, which cost as much as the shifts above.
 func absMaxVector(src []float32, b int, m []uint32) bool {
-	if !fp8Lanes {
+	if !fp8Lanes() {
 		return false
 	}
 	signBit := bcu(1 << 31)

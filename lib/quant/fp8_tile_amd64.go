@@ -2,8 +2,9 @@ package quant
 
 import "golang.org/x/sys/cpu"
 
-// tileLanes selects the whole-tile kernels (fp8_tile_amd64.s).
-var tileLanes = cpu.X86.HasAVX512F
+// tileLanes selects the whole-tile kernels (fp8_tile_amd64.s); a function,
+// not a package variable, so quant has no init code (see fp8Lanes).
+func tileLanes() bool { return cpu.X86.HasAVX512F }
 
 //go:noescape
 func fp8EncodeTileAVX512(dst *byte, ldd int, src *float32, lds, rows, cols int, inv float32)
@@ -15,7 +16,7 @@ func fp8DecodeTileAVX512(dst *float32, ldd int, src *byte, lds, rows, cols int, 
 func absMaxTileAVX512(src *float32, lds, rows, cols int) uint32
 
 // tileVector says whether a rows × cols tile goes to the kernels.
-func tileVector(rows, cols int) bool { return tileLanes && rows > 0 && cols > 0 && cols%16 == 0 }
+func tileVector(rows, cols int) bool { return tileLanes() && rows > 0 && cols > 0 && cols%16 == 0 }
 
 func fp8EncodeTileVector(dst []byte, ldd int, src []float32, lds, rows, cols int, inv float32) bool {
 	if !tileVector(rows, cols) {

@@ -19,7 +19,7 @@ var int4Up = [16]uint32{28, 24, 28, 24, 28, 24, 28, 24, 28, 24, 28, 24, 28, 24, 
 // and says whether it did: sixteen bytes give 32 lanes, each lane's nibble
 // shifted to the top and arithmetically back, converted, times the scale.
 func int4RowVector(packed, scales []byte, group int, dst []float32) bool {
-	if !fp8Lanes || group%32 != 0 || len(dst)%group != 0 {
+	if !fp8Lanes() || group%32 != 0 || len(dst)%group != 0 {
 		return false
 	}
 	lo, hi := archsimd.LoadInt8x16(&int4Spread[0]), archsimd.LoadInt8x16(&int4Spread[1])
@@ -43,7 +43,7 @@ func int4RowVector(packed, scales []byte, group int, dst []float32) bool {
 // byte (a lane pair's high code moved down beside its low one in 64 bits,
 // then the low bytes kept).
 func int4QuantizeVector(src []float32, group int, packed, scales []byte) bool {
-	if !fp8Lanes || group%16 != 0 || len(src)%group != 0 {
+	if !fp8Lanes() || group%16 != 0 || len(src)%group != 0 {
 		return false
 	}
 	signBit, low4, by28 := bcu(1<<31), bcu(15), archsimd.BroadcastUint64x8(28)

@@ -12,7 +12,7 @@ import (
 // magnitude: zero, subnormals, rounding ties, the largest finite, the
 // infinity, NaNs quiet and signalling, and random bits.
 func TestInt4ScaleVectorMatchesScalar(t *testing.T) {
-	if !fp8Lanes {
+	if !fp8Lanes() {
 		t.Skip("no AVX-512 here")
 	}
 	bits := []uint32{0, 1, 0x7fffff, 0x800000, math.Float32bits(7), math.Float32bits(7 * 1.00390625), 0x7f7fffff, 0x7f800000, 0x7f800001, 0x7fc00000, 0x7fffffff}

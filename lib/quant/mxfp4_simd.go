@@ -17,7 +17,7 @@ var mxfp4Down = [16]uint32{0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4}
 // byte in integer registers (no legacy-encoded scalar float moves beside
 // the vector code, see int4ScaleVector).
 func mxfp4DecodeVector(blocks, scales []byte, stride, n int, v []float32) bool {
-	if !fp8Lanes {
+	if !fp8Lanes() {
 		return false
 	}
 	lo, hi := archsimd.LoadInt8x16(&int4Spread[0]), archsimd.LoadInt8x16(&int4Spread[1])
@@ -41,7 +41,7 @@ func mxfp4DecodeVector(blocks, scales []byte, stride, n int, v []float32) bool {
 // it did not encode: n, or a block holding a NaN, left to the scalar body
 // (whose max decides), or from where there is no vector unit.
 func mxfp4EncodeVector(v []float32, n int, out, scales []byte, stride, from int) int {
-	if !fp8Lanes {
+	if !fp8Lanes() {
 		return from
 	}
 	signBit, six, one, by28 := bcu(1<<31), bcu(math.Float32bits(6)).AsFloat32x16(), bcu(math.Float32bits(1)).AsFloat32x16(), archsimd.BroadcastUint64x8(28)
