@@ -462,6 +462,41 @@
 //     layer's chunk" below):
 //     matMulT on 32768 × 1024 ran at 0.71 of the FMA loop at M = 128,
 //     0.75 at 256 and 0.82 at 512 (same run, W cold).
+//   - matMulT's blocks of weight rows (issue 34, bwd2; one thread, W
+//     cold, paired thread-CPU ratios): a term of up to 3072 rows
+//     (kcWhole: q_proj, gate, up on Qwen3-0.6B) is now one block, its
+//     panel up to 768 KiB in L2, so each tile loads and stores its six
+//     rows of dx once rather than once per 1024 rows (from L3 at 512
+//     tokens). Whole ÷ 1024-row blocks (BenchmarkBackwardKCWhole) on
+//     3072 × 1024 and 2048 × 1024 at 512 and 1024 tokens: 0.95-0.98, and
+//     0.96-0.99 with the LoRA fold, at load 4 on 4 KiB pages; 0.97-1.03
+//     (median 0.98, 16 of 24 below 1) at load 17, on either page size;
+//     matMulTLoRA on two cores (process CPU, 2 MiB pages, load 22) 0.97-
+//     1.09, median 1.0: within that noise.
+//     The same sums in the same order, so the same bits
+//     (TestMatMulTLoRAMatchesTwoCalls has a term past kcWhole). Tried
+//     without gain, again: each full tile prefetching the next tile's C
+//     rows into L2 after starting its own: 0.97-1.04 writing, 0.98-1.0
+//     accumulating (3 shapes × 512 and 1024 tokens, load 14); the last 24
+//     or 48 tiles of each panel prefetching the next panel's weight rows
+//     into L2 (one row every kc/rows-per-tile steps), W and the rows on 2
+//     MiB pages, so no walk per row: 0.99-1.03 (3 shapes at 512 tokens,
+//     load 20).
+//   - A LoRA layer's other backward products in situ (issue 34, bwd2;
+//     BenchmarkLoRAGradFMAShare: one thread, rank 32, 512 tokens, the
+//     layer's input and output gradient on 2 MiB pages, load 19): the
+//     gradient of A's outputs (matMulT through B) at 0.83-0.88 of the FMA
+//     loop, A's and B's gradients (outerAcc) at 0.57-0.65 and 0.51-0.58.
+//     Each packed strip of the layer's input (or output gradient) meets
+//     only rank rows of tiles, so its packing tile, reading rows 4-12 KiB
+//     apart from L3, weighs on it as on matMulT's panels at a few dozen
+//     tokens; the transposed C's gathers and scatters are under a tenth
+//     (plain loads and stores in their place, wrong values, timing only:
+//     0.87-1.0 of B's time). Their tiles along the rank are now 8 × 3 vectors, four
+//     to a strip, instead of 6 × 4 with a 2-row tail (outerTileFloor).
+//     Left: A's gradients of q, k and v (and of gate and up) read the
+//     same input, so one pass over its strips with 96 (64) rows of tiles
+//     would pack it once instead of three (two) times.
 //   - Other vector kernels (kernels_simd.go, GOEXPERIMENT=simd on amd64
 //     with AVX2) give the scalar kernels' bits: a lane holds one output
 //     element and adds its products in the same order (MulAdd in the
@@ -761,6 +796,38 @@
 //     (profile): score tiles ~36%, weighted-sum tiles ~31%, the ascending
 //     float64 sums (attnSumRows8) ~6%, the query copy ~7%, the
 //     exponentials ~7%; of the backward the tiles ~72%.
+//   - Softmax numerators in one generated pass (issue 34, "attnfwd").
+//     The forward's sum Σ e_t is now taken in the exponentials' pass, in
+//     expScores32's eight float64 lanes (lane t mod 8, ascending, sum8's
+//     tree) instead of one ascending chain in a pass of its own
+//     (attnSumRows8, deleted): the forward's Σ is then bit for bit the
+//     backward's, and softmax32/softmaxSink on the decode path use the
+//     same order (TestSoftmaxSumIsBackwardSum). Float64 sums of a row's
+//     float32 numerators are exact or within an ulp of float64 either
+//     way, so float32(1/Σ) moved in no test; the pinned samples held.
+//     A float32 sum with a fixed order would also be batch-invariant but
+//     moves 1/Σ by float32 ulps; the widening costs two conversions per
+//     sixteen lanes in a pass that is not bound by them. The pass itself
+//     (scale, subtract the maximum, exp32, widen, sum, optionally store
+//     the widened copy for the backward) is the generated kernel
+//     attnExpSum16 (internal/asmgen/attn/expsum.go): the archsimd loop it
+//     replaces called the 16-lane exp32 as a function every 32 scores
+//     (Go passes it no constants in registers, so all twenty were reloaded
+//     and broadcast each call, and everything live was spilled around
+//     it), and its partial float64 stores went through a stack buffer and
+//     runtime.memmove for every eight numerators, tail or not: memmove
+//     was 43% of a 512-token backward's samples, expScores16 66%. Same
+//     bits as the scalar body (TestExpSumKernelMatchesScalar: lengths
+//     0-70, exp32's limits, ±Inf, NaN, nothing written past the row).
+//     BenchmarkAttentionLong, least CPU of three interleaved runs against
+//     the build before, under load (ratios only): backward 0.38-0.42 at
+//     512 tokens and 0.35 at 2048, forward 0.69 at 512 and 0.94 at 2048;
+//     BenchmarkSoftmaxBlock 0.31; the qwen3-wide4 1 × 2048 training step
+//     0.85-0.88 of the CPU per token (BenchmarkTrainStep, two interleaved
+//     rounds). After it the tiles are ~75% of forward
+//     and backward at 2048 (attnTileZ6 38%, attnDotsT3 30% of the two
+//     together), the packs' copies 3-4% (forward queries; backward
+//     queries, output gradients and dq in and out).
 //   - Attention memory is linear in the sequence: no T×T matrix exists.
 //     The forward keeps only each query's output, and the backward
 //     recomputes one block's probabilities at a time (attnBackRows
@@ -811,8 +878,9 @@
 //     one 64-token prompt on the 0.6B shape cost 8 prefills where one
 //     request of 8 samples costs one (about 0.3× its speed, measured with
 //     BenchmarkGenerate under load). Requests that want prompt logprobs
-//     prefill their own (TestIdenticalPromptsPrefillOnce,
-//     TestLateIdenticalPromptShares).
+//     prefill their own, and may lead others: which request leads is
+//     the batcher's queue order (TestIdenticalPromptsPrefillOnce pins
+//     both orders, TestLateIdenticalPromptShares).
 //   - Parallelism: a step's rows are split over GOMAXPROCS groups, each
 //     running its own forward pass (small models); large models keep one
 //     batch and split each matrix product's rows across cores. Draws over
