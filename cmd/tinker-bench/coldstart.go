@@ -39,19 +39,17 @@ func coldStart(bins []string) error {
 		cmds = append(cmds, coldCmd{args: []string{"--version"}}, coldCmd{args: []string{"-c", "1+1"}})
 		labels = append(labels, "tinker --version"+tag, "tinker -c 1+1"+tag)
 	}
-	// Every program's copies are written now, together: hello's and the
-	// floor's to cmds[1] and [2], each tinker's to its two commands.
-	for i, p := range progs {
-		copies, err := copiesInPages(p, dir, fmt.Sprintf("prog%d", i), copiesPerProgram)
-		if err != nil {
-			return err
-		}
-		if i < 2 {
-			cmds[1+i].copies = copies
-			continue
-		}
-		c := 3 + 2*(i-2)
-		cmds[c].copies, cmds[c+1].copies = copies, copies
+	// Every program's copies are written now, interleaved (writeCopies):
+	// hello's and the floor's go to cmds[1] and [2], each tinker's to its
+	// two commands.
+	copies, err := writeCopies(progs, dir, copiesPerProgram)
+	if err != nil {
+		return err
+	}
+	cmds[1].copies, cmds[2].copies = copies[0], copies[1]
+	for i := range bins {
+		c := 3 + 2*i
+		cmds[c].copies, cmds[c+1].copies = copies[2+i], copies[2+i]
 	}
 	const runs = coldRuns
 	env := append(os.Environ(), "TINKER_API_KEY=", "NO_COLOR=1")
@@ -92,17 +90,42 @@ func (c coldCmd) argv(round int) []string {
 	return append([]string{c.copies[round%len(c.copies)]}, c.args...)
 }
 
-// copiesInPages writes k copies of the program src into dir, named
-// name.1 ... name.k, each with copyInPages.
-func copiesInPages(src, dir, name string, k int) ([]string, error) {
-	out := make([]string, k)
+// writeCopies writes k copies of each program in progs into dir (copy j
+// of program i is progI.J+1, written with copyInPages) and returns each
+// program's copies. The order is copySchedule's: when each program's copies
+// were written one program after another, the last program's copies were
+// always the newest in the page cache, and two sets of copies of one
+// binary timed a steady ~3% apart.
+func writeCopies(progs []string, dir string, k int) ([][]string, error) {
+	out := make([][]string, len(progs))
 	for i := range out {
-		out[i] = filepath.Join(dir, fmt.Sprintf("%s.%d", name, i+1))
-		if err := copyInPages(src, out[i]); err != nil {
+		out[i] = make([]string, k)
+	}
+	for _, w := range copySchedule(len(progs), k) {
+		path := filepath.Join(dir, fmt.Sprintf("prog%d.%d", w.prog, w.copy+1))
+		if err := copyInPages(progs[w.prog], path); err != nil {
 			return nil, err
 		}
+		out[w.prog][w.copy] = path
 	}
 	return out, nil
+}
+
+// copyTurn is one copy to write: copy number copy of program prog.
+type copyTurn struct{ prog, copy int }
+
+// copySchedule is the order writeCopies writes k copies of n programs in:
+// copy j of every program before copy j+1 of any, the programs in turns
+// order (forward, then backward), so over an even k every program's copies
+// sit at the same mean place in the sequence and none is always last.
+func copySchedule(n, k int) []copyTurn {
+	out := make([]copyTurn, 0, n*k)
+	for j := range k {
+		for _, i := range turns(n, j) {
+			out = append(out, copyTurn{i, j})
+		}
+	}
+	return out
 }
 
 // helloSource is the reference program: hello world linking net/http, so

@@ -92,6 +92,9 @@ func TestColdRunsTakeEachCopyAlike(t *testing.T) {
 	if copiesPerProgram < 2 || coldRuns%copiesPerProgram != 0 {
 		t.Errorf("%d runs over %d copies: each copy would not run equally often", coldRuns, copiesPerProgram)
 	}
+	if coldRuns%2 != 0 || copiesPerProgram%2 != 0 {
+		t.Errorf("%d runs, %d copies: turns balances only even counts", coldRuns, copiesPerProgram)
+	}
 }
 
 // TestColdCommandsRotateCopies: each round runs the next of a program's
@@ -103,14 +106,15 @@ func TestColdCommandsRotateCopies(t *testing.T) {
 	if err := os.WriteFile(src, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	copies, err := copiesInPages(src, dir, "p", 3)
+	all, err := writeCopies([]string{src, src}, dir, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(copies) != 3 || copies[0] == copies[1] || copies[1] == copies[2] || copies[0] == copies[2] {
-		t.Fatalf("copies = %q, want three distinct files", copies)
+	copies := all[1]
+	if len(copies) != 3 || copies[0] == copies[1] || copies[1] == copies[2] || copies[0] == copies[2] || slices.Contains(all[0], copies[0]) {
+		t.Fatalf("copies = %q, want six distinct files", all)
 	}
-	for _, c := range copies {
+	for _, c := range slices.Concat(all...) {
 		got, err := os.ReadFile(c)
 		if err != nil || !bytes.Equal(got, data) {
 			t.Fatalf("%s differs from the program (%d bytes, %v)", c, len(got), err)
@@ -122,5 +126,58 @@ func TestColdCommandsRotateCopies(t *testing.T) {
 		if got := cmd.argv(round); !slices.Equal(got, want) {
 			t.Errorf("round %d: argv = %q, want %q", round, got, want)
 		}
+	}
+}
+
+// TestCopiesWrittenInTurn: copies are written a round of programs at a
+// time, and over the bench's copies every program's sit at the same mean
+// place in the order, with none always the last written. (Written program
+// by program, the last program's copies were always the newest, and two
+// sets of copies of one binary timed ~3% apart.)
+func TestCopiesWrittenInTurn(t *testing.T) {
+	for n := 1; n <= 6; n++ {
+		sched := copySchedule(n, copiesPerProgram)
+		if len(sched) != n*copiesPerProgram {
+			t.Fatalf("%d programs: %d copies scheduled, want %d", n, len(sched), n*copiesPerProgram)
+		}
+		placeSum, last, seen := make([]int, n), make([]int, n), map[copyTurn]bool{}
+		for at, w := range sched {
+			if seen[w] || w.copy != at/n {
+				t.Fatalf("%d programs: turn %d is %+v (again, or out of its round)", n, at, w)
+			}
+			seen[w] = true
+			placeSum[w.prog] += at
+			if at%n == n-1 {
+				last[w.prog]++
+			}
+		}
+		for p := range n {
+			if placeSum[p] != placeSum[0] {
+				t.Errorf("%d programs: places of program %d's copies sum to %d, program 0's to %d", n, p, placeSum[p], placeSum[0])
+			}
+			if n > 1 && last[p] == copiesPerProgram {
+				t.Errorf("%d programs: program %d's copy is always the last of its round", n, p)
+			}
+		}
+	}
+}
+
+// TestRoundsRunInTurn runs real commands through measureRounds and reads
+// back the order they ran in: forward, then backward, round by round, so
+// no command always runs first or last.
+func TestRoundsRunInTurn(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "order")
+	argv := func(c, _ int) []string {
+		return []string{"/bin/sh", "-c", "printf " + string(rune('a'+c)) + " >> " + log}
+	}
+	if _, err := measureRounds(4, 3, argv, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "abccbaabccbaabccba"; string(got) != want {
+		t.Errorf("commands ran in order %q, want %q (two warm-up rounds, then four)", got, want)
 	}
 }

@@ -30,11 +30,12 @@ func measure(n int, cmds [][]string, env []string, check func(c int, out []byte)
 
 // measureRounds is measure with the command line of command c in round r
 // given by argv(c, r): a command can then run a different copy of its
-// program in each round.
+// program in each round. The commands of a round run in turns order, so
+// none always runs first, last or after the same neighbour.
 func measureRounds(n, cmds int, argv func(c, round int) []string, env []string, check func(c int, out []byte) error) ([]result, error) {
 	samples := make([][]result, cmds)
 	for round := 0; round < n+2; round++ {
-		for c := range cmds {
+		for _, c := range turns(cmds, round) {
 			r, out, err := runOnce(argv(c, round), env)
 			if err != nil {
 				return nil, err
@@ -55,6 +56,21 @@ func measureRounds(n, cmds int, argv func(c, round int) []string, env []string, 
 		out[c] = medians(samples[c])
 	}
 	return out, nil
+}
+
+// turns is the order n things take their turn in pass j: forward in even
+// passes, backward in odd ones. Over an even number of passes each one's
+// mean place is the same, (n-1)/2, so a drift in the machine's state over
+// the passes (page cache, writeback, load) falls on all alike.
+func turns(n, pass int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+		if pass%2 == 1 {
+			out[i] = n - 1 - i
+		}
+	}
+	return out
 }
 
 // runOnce runs argv once and reads its resource use from wait4.
