@@ -51,7 +51,7 @@ func coldStart(bins []string) error {
 		c := 3 + 2*i
 		cmds[c].copies, cmds[c+1].copies = copies[2+i], copies[2+i]
 	}
-	const runs = coldRuns
+	runs := coldRounds(len(cmds))
 	env := append(os.Environ(), "TINKER_API_KEY=", "NO_COLOR=1")
 	res, err := measureRounds(runs, len(cmds), func(c, round int) []string { return cmds[c].argv(round) }, env, nil)
 	if err != nil {
@@ -74,9 +74,20 @@ func coldStart(bins []string) error {
 // (interleaved, under load), so eight.
 const copiesPerProgram = 8
 
-// coldRuns is how many times each command runs: a multiple of
-// copiesPerProgram, so each copy is taken equally often.
+// coldRuns is about how many times each command runs: coldRounds makes it
+// a multiple of copiesPerProgram, so each copy is taken equally often, and
+// of balancedOrder's cycle.
 const coldRuns = 48
+
+// coldRounds is the number of measured rounds for n commands: the least
+// multiple of both copiesPerProgram and balancedRows(n) from coldRuns on.
+func coldRounds(n int) int {
+	step := copiesPerProgram
+	for step%balancedRows(n) != 0 {
+		step += copiesPerProgram
+	}
+	return (coldRuns + step - 1) / step * step
+}
 
 // coldCmd is one measured command: a program's copies, taken in turn, and
 // its arguments.

@@ -87,13 +87,18 @@ func TestCopyInPages(t *testing.T) {
 	}
 }
 
-// TestColdRunsTakeEachCopyAlike: the runs cover the copies evenly.
+// TestColdRunsTakeEachCopyAlike: the rounds cover the copies and
+// balancedOrder's rows evenly, for one tinker or several.
 func TestColdRunsTakeEachCopyAlike(t *testing.T) {
-	if copiesPerProgram < 2 || coldRuns%copiesPerProgram != 0 {
-		t.Errorf("%d runs over %d copies: each copy would not run equally often", coldRuns, copiesPerProgram)
+	if copiesPerProgram < 2 || copiesPerProgram%2 != 0 {
+		t.Errorf("%d copies: writeCopies' turns balance only an even count", copiesPerProgram)
 	}
-	if coldRuns%2 != 0 || copiesPerProgram%2 != 0 {
-		t.Errorf("%d runs, %d copies: turns balances only even counts", coldRuns, copiesPerProgram)
+	for bins := 1; bins <= 4; bins++ {
+		n := 3 + 2*bins
+		runs := coldRounds(n)
+		if runs < coldRuns || runs%copiesPerProgram != 0 || runs%balancedRows(n) != 0 {
+			t.Errorf("%d commands: %d rounds do not take each copy and each order alike", n, runs)
+		}
 	}
 }
 
@@ -162,22 +167,75 @@ func TestCopiesWrittenInTurn(t *testing.T) {
 	}
 }
 
+// TestBalancedOrder: over its cycle every round runs each command once,
+// every command takes each place equally often and runs right after every
+// other equally often.
+func TestBalancedOrder(t *testing.T) {
+	for n := 1; n <= 9; n++ {
+		rows := balancedRows(n)
+		var runs [][]int
+		for r := range rows {
+			runs = append(runs, balancedOrder(n, r))
+		}
+		checkBalanced(t, n, runs)
+	}
+}
+
 // TestRoundsRunInTurn runs real commands through measureRounds and reads
-// back the order they ran in: forward, then backward, round by round, so
-// no command always runs first or last.
+// back the order they ran in: the measured rounds are balanced, as
+// TestBalancedOrder asks, and so are the warm-up rounds before them.
 func TestRoundsRunInTurn(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "order")
 	argv := func(c, _ int) []string {
 		return []string{"/bin/sh", "-c", "printf " + string(rune('a'+c)) + " >> " + log}
 	}
-	if _, err := measureRounds(4, 3, argv, nil, nil); err != nil {
+	const n = 3
+	if _, err := measureRounds(2*balancedRows(n)-2, n, argv, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "abccbaabccbaabccba"; string(got) != want {
-		t.Errorf("commands ran in order %q, want %q (two warm-up rounds, then four)", got, want)
+	if len(got) != 2*balancedRows(n)*n {
+		t.Fatalf("%d runs logged (%q), want %d", len(got), got, 2*balancedRows(n)*n)
+	}
+	var runs [][]int
+	for r := 2; r < 2+balancedRows(n); r++ {
+		var round []int
+		for _, b := range got[r*n : (r+1)*n] {
+			round = append(round, int(b-'a'))
+		}
+		runs = append(runs, round)
+	}
+	checkBalanced(t, n, runs)
+}
+
+// checkBalanced checks that each round of runs runs n commands once each,
+// that every command takes each place equally often, and that each runs
+// right after every other equally often.
+func checkBalanced(t *testing.T, n int, runs [][]int) {
+	t.Helper()
+	place, after := map[[2]int]int{}, map[[2]int]int{}
+	for _, round := range runs {
+		if s := slices.Sorted(slices.Values(round)); len(s) != n || s[0] != 0 || s[n-1] != n-1 || len(slices.Compact(s)) != n {
+			t.Fatalf("%d commands: round %v does not run each once", n, round)
+		}
+		for i, c := range round {
+			place[[2]int{c, i}]++
+			if i > 0 {
+				after[[2]int{round[i-1], c}]++
+			}
+		}
+	}
+	for a := range n {
+		for b := range n {
+			if place[[2]int{a, b}] != len(runs)/n {
+				t.Errorf("%d commands: command %d runs in place %d %d times in %d rounds", n, a, b, place[[2]int{a, b}], len(runs))
+			}
+			if a != b && after[[2]int{a, b}] != len(runs)/n {
+				t.Errorf("%d commands: %d runs right after %d %d times in %d rounds", n, b, a, after[[2]int{a, b}], len(runs))
+			}
+		}
 	}
 }
