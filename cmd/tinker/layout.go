@@ -24,7 +24,6 @@ import (
 	_ "github.com/dlclark/regexp2"
 	_ "github.com/fatih/color"
 	_ "github.com/google/uuid"
-	_ "github.com/klauspost/compress/zstd"
 	_ "github.com/mattn/go-isatty"
 	_ "github.com/mattn/go-runewidth"
 	_ "github.com/pelletier/go-toml/v2"

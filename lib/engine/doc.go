@@ -441,6 +441,41 @@
 //     layer's chunk" below):
 //     matMulT on 32768 × 1024 ran at 0.71 of the FMA loop at M = 128,
 //     0.75 at 256 and 0.82 at 512 (same run, W cold).
+//   - matMulT's blocks of weight rows (issue 34, bwd2; one thread, W
+//     cold, paired thread-CPU ratios): a term of up to 3072 rows
+//     (kcWhole: q_proj, gate, up on Qwen3-0.6B) is now one block, its
+//     panel up to 768 KiB in L2, so each tile loads and stores its six
+//     rows of dx once rather than once per 1024 rows (from L3 at 512
+//     tokens). Whole ÷ 1024-row blocks (BenchmarkBackwardKCWhole) on
+//     3072 × 1024 and 2048 × 1024 at 512 and 1024 tokens: 0.95-0.98, and
+//     0.96-0.99 with the LoRA fold, at load 4 on 4 KiB pages; 0.97-1.03
+//     (median 0.98, 16 of 24 below 1) at load 17, on either page size;
+//     matMulTLoRA on two cores (process CPU, 2 MiB pages, load 22) 0.97-
+//     1.09, median 1.0: within that noise.
+//     The same sums in the same order, so the same bits
+//     (TestMatMulTLoRAMatchesTwoCalls has a term past kcWhole). Tried
+//     without gain, again: each full tile prefetching the next tile's C
+//     rows into L2 after starting its own: 0.97-1.04 writing, 0.98-1.0
+//     accumulating (3 shapes × 512 and 1024 tokens, load 14); the last 24
+//     or 48 tiles of each panel prefetching the next panel's weight rows
+//     into L2 (one row every kc/rows-per-tile steps), W and the rows on 2
+//     MiB pages, so no walk per row: 0.99-1.03 (3 shapes at 512 tokens,
+//     load 20).
+//   - A LoRA layer's other backward products in situ (issue 34, bwd2;
+//     BenchmarkLoRAGradFMAShare: one thread, rank 32, 512 tokens, the
+//     layer's input and output gradient on 2 MiB pages, load 19): the
+//     gradient of A's outputs (matMulT through B) at 0.83-0.88 of the FMA
+//     loop, A's and B's gradients (outerAcc) at 0.57-0.65 and 0.51-0.58.
+//     Each packed strip of the layer's input (or output gradient) meets
+//     only rank rows of tiles, so its packing tile, reading rows 4-12 KiB
+//     apart from L3, weighs on it as on matMulT's panels at a few dozen
+//     tokens; the transposed C's gathers and scatters are under a tenth
+//     (plain loads and stores in their place, wrong values, timing only:
+//     0.87-1.0 of B's time). Their tiles along the rank are now 8 × 3 vectors, four
+//     to a strip, instead of 6 × 4 with a 2-row tail (outerTileFloor).
+//     Left: A's gradients of q, k and v (and of gate and up) read the
+//     same input, so one pass over its strips with 96 (64) rows of tiles
+//     would pack it once instead of three (two) times.
 //   - Other vector kernels (kernels_simd.go, GOEXPERIMENT=simd on amd64
 //     with AVX2) give the scalar kernels' bits: a lane holds one output
 //     element and adds its products in the same order (MulAdd in the

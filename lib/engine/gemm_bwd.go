@@ -58,9 +58,9 @@ func rowStride(rs [][]float32, n int) (int, bool) {
 
 // tileShape picks the vectors per tile W (1-4) for an output of rows ×
 // vecs 16-lane vectors, given the largest R for each W: the least issued
-// work, counting a tile of fewer than 8 accumulators as 8 (their adds wait
-// on each other) and the loads of B and A per step.
-func tileShape(rows, vecs int, rmax [5]int) int {
+// work, counting a tile of fewer than floor accumulators as floor (their
+// adds wait on each other) and the loads of B and A per step.
+func tileShape(rows, vecs int, rmax [5]int, floor int) int {
 	best, bestCost := 1, -1.0
 	for w := 1; w <= min(4, vecs); w++ {
 		r := rmax[w]
@@ -69,7 +69,7 @@ func tileShape(rows, vecs int, rmax [5]int) int {
 			tw := min(w, vecs-v)
 			for o := 0; o < rows; o += r {
 				tr := min(r, rows-o)
-				cost += float64(max(tr*tw, 8)) + 0.5*float64(tw+tr)
+				cost += float64(max(tr*tw, floor)) + 0.5*float64(tw+tr)
 			}
 		}
 		if bestCost < 0 || cost < bestCost {

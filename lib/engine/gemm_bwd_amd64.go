@@ -32,8 +32,9 @@ var (
 // term has zero) for each term t in turn with the assembly tiles and
 // reports whether it could (the rows of every ys_t and of xs must each be
 // evenly spaced), having written nothing when not. Rows of each W are
-// added in ascending order, kcAsm at a time, term after term, so every
-// element's sum is the scalar kernels' (matMulT of each term in turn).
+// added in ascending order, a block (kcRows) at a time, term after term,
+// so every element's sum is the scalar kernels' (matMulT of each term in
+// turn).
 func matMulTAsm(terms []tTerm, xs [][]float32) bool {
 	m := len(terms[0].ys)
 	cols := terms[0].w.cols
@@ -56,7 +57,7 @@ func matMulTAsm(terms []tTerm, xs [][]float32) bool {
 		terms[0].zero = false
 	}
 	vecs := (cols + 15) / 16
-	wv := tileShape(m, vecs, rowsRmax)
+	wv := tileShape(m, vecs, rowsRmax, 8) // see outerTileFloor
 	if cols <= tCols {
 		// Too narrow to split by columns: split the batch in whole tiles.
 		parallelFor(m, rowsRmax[wv], work, func(lo, hi int) {
@@ -94,6 +95,23 @@ var (
 // L2 feeds the tiles as fast as a strip in L1 (BenchmarkBackwardPanel).
 const kcAsm = 1024
 
+// kcWhole is the most weight rows a term sums in one block (kcRows): a
+// term of up to this many rows (q_proj's 2048, gate's and up's 3072 on
+// Qwen3-0.6B) is one panel of up to 768 KiB, still in L2, so that each tile
+// loads and stores its part of xs once instead of once per kcAsm rows,
+// each time from L3 at 512 tokens. Taller terms (an output layer's
+// vocabulary) take blocks of kcAsm.
+var kcWhole = 3072
+
+// kcRows is the block of weight rows tMulCols takes for a term of rows
+// rows.
+func kcRows(rows int) int {
+	if rows <= kcWhole {
+		return max(rows, 1)
+	}
+	return kcAsm
+}
+
 // tMulAsm does vectors [b0, b1) × columns [c0, c1) of matMulTAsm, a
 // block of columns at a time so that its part of xs stays in L2 while
 // every weight row of every term meets it.
@@ -101,7 +119,7 @@ func tMulAsm(terms []tTerm, xs [][]float32, lx, wv, b0, b1, c0, c1 int) {
 	var buf, buf2 []float32
 	pack, rows := b1-b0 > rowsRmax[wv], 0
 	for _, t := range terms {
-		pack, rows = pack || t.w.bf != nil, max(rows, min(kcAsm, t.w.rows))
+		pack, rows = pack || t.w.bf != nil, max(rows, kcRows(t.w.rows))
 	}
 	var fold *tTerm // a LoRA A's rows, summed in the base term's tiles
 	if t := &terms[len(terms)-1]; len(terms) == 2 && b1-b0 > rowsRmax[wv] && foldable(*t) && terms[0].w.cols > 16*wv {
@@ -141,13 +159,13 @@ const foldRows = 64
 func foldable(t tTerm) bool { return t.w.bf == nil && t.w.rows <= foldRows }
 
 // tMulCols does term t's part of columns [cb, ce) for each block of
-// kcAsm weight rows: panels of wv vectors, tiles of the batch. With t2
+// kcRows weight rows: panels of wv vectors, tiles of the batch. With t2
 // (and buf packing the panels), the last block's tiles go on to t2's rows
 // (tMulFold). With t.zero the first block's tiles start from zero.
 func tMulCols(t tTerm, xs [][]float32, lx, wv, b0, b1, cb, ce int, buf []float32, t2 *tTerm, buf2 []float32) {
-	w, ys, ly, r := t.w, t.ys, t.ly, rowsRmax[wv]
-	for j0 := 0; j0 < w.rows; j0 += kcAsm {
-		kc, zero := min(kcAsm, w.rows-j0), t.zero && j0 == 0
+	w, ys, ly, r, kb := t.w, t.ys, t.ly, rowsRmax[wv], kcRows(t.w.rows)
+	for j0 := 0; j0 < w.rows; j0 += kb {
+		kc, zero := min(kb, w.rows-j0), t.zero && j0 == 0
 		tiles := bwdRowsF32
 		if zero {
 			tiles = bwdRowsZ
@@ -273,13 +291,24 @@ func outerAsm(dst []float32, rows, cols int, us, vs [][]float32) bool {
 // transposed C cost more (1.2-1.5×).
 const outerTransposeFloats = 1 << 19
 
+// outerTileFloor is the fewest accumulators tileShape counts a tile of
+// outerAcc's as: a LoRA gradient's tiles run along its rank, and with 8
+// (matMulT's) rank 32 took 6-row tiles of 4 vectors, the sixth a 2-row
+// tail; 12 picks 8-row tiles of 3 vectors, four with no tail, and
+// those took 0.94-1.01 of the time (median 0.98, 17 of 18 pairs below 1)
+// on A's and B's gradients of the Qwen3-0.6B shapes at 512 tokens
+// (BenchmarkOuterTileFloor, load 19). Each element still sums the batch
+// in ascending order: the same bits (TestBackwardAsmMatchesScalar's rank
+// 32 shapes).
+var outerTileFloor = 12
+
 // outerTransposed is outerAsm with the tiles' rows along dst's columns and
 // their lanes along dst's rows, reading C by gathers and scatters
 // (bwdColsT): the same products in the same order (a product's factors
 // commute exactly in a fused multiply-add), so the same bits.
 func outerTransposed(dst []float32, rows, cols int, us, vs [][]float32, lu, lv int) {
 	m := len(us)
-	wv := tileShape(cols, (rows+15)/16, colsTRmax)
+	wv := tileShape(cols, (rows+15)/16, colsTRmax, outerTileFloor)
 	r := colsTRmax[wv]
 	parallelFor(rows, 16*wv, rows*cols*m, func(lo, hi int) {
 		strip, put := outerStrip(lu, m*16*wv)
@@ -313,7 +342,7 @@ func outerTransposed(dst []float32, rows, cols int, us, vs [][]float32, lu, lv i
 // packed every strip of vs for its few rows' tiles.
 func outerTiles(dst []float32, rows, cols int, us, vs [][]float32, lu, lv int) {
 	m := len(us)
-	wv := tileShape(rows, (cols+15)/16, colsRmax)
+	wv := tileShape(rows, (cols+15)/16, colsRmax, outerTileFloor)
 	r := colsRmax[wv]
 	if rows <= outerSplitColsRows {
 		parallelPieces(cols, 16*wv*max(1, tCols/(16*wv)), rows*cols*m, func(lo, hi int) {

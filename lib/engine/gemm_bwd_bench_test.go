@@ -186,11 +186,7 @@ func BenchmarkBackwardZeroStart(b *testing.B) {
 							clear(x)
 						}
 					}
-					if w := ws[i%len(ws)]; lora {
-						matMulTLoRA(w, ys, a, ts, xs, cleared)
-					} else {
-						matMulT(w, ys, xs, cleared)
-					}
+					inputGrad(ws[i%len(ws)], a, ys, ts, xs, lora, cleared)
 					i++
 				}
 			}
@@ -202,4 +198,149 @@ func BenchmarkBackwardZeroStart(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkBackwardKCWhole compares, on one thread, matMulT and
+// matMulTLoRA summing a term of up to kcWhole weight rows in one block
+// with blocks of kcAsm rows (each tile then loads and stores its part of
+// xs once per block), on the Qwen3-0.6B shapes taller than kcAsm at 512
+// and 1024 tokens, W cold on 2 MiB pages (hugeColdMats): the median of
+// paired time ratios (below 1 the whole term is faster). Run with -cpu 1
+// -benchtime 1x.
+func BenchmarkBackwardKCWhole(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	def := kcWhole
+	defer func() { kcWhole = def }()
+	for _, sh := range [][2]int{{3072, 1024}, {2048, 1024}} {
+		rows, cols := sh[0], sh[1]
+		ws := hugeColdMats(rows, cols)
+		a, _ := randMats(32, cols, 4)
+		for _, m := range []int{512, 1024} {
+			xs, ys, ts := tileRows(m, cols, 2), tileRows(m, rows, 3), tileRows(m, 32, 5)
+			i := 0
+			run := func(lora bool, kw int) func() {
+				return func() {
+					kcWhole = kw
+					inputGrad(ws[i%len(ws)], a, ys, ts, xs, lora, false)
+					i++
+				}
+			}
+			b.Run(fmt.Sprintf("%dx%d/M=%d", rows, cols, m), func(b *testing.B) {
+				for b.Loop() {
+					b.ReportMetric(pairedRatio(9, run(false, 0), run(false, def)), "whole/blocks")
+					b.ReportMetric(pairedRatio(9, run(true, 0), run(true, def)), "lora-whole/blocks")
+				}
+			})
+		}
+	}
+}
+
+// hugeColdMats is coldMats with each matrix on transparent huge pages
+// (adviseHuge before its first write), as a training step's weights are:
+// on 4 KiB pages each of a panel's rows, 4-12 KiB apart, is a page walk.
+func hugeColdMats(rows, cols int) []mat {
+	ws := make([]mat, max(2, (384<<20)/(4*rows*cols)))
+	for i := range ws {
+		d := make([]float32, rows*cols)
+		adviseHuge(d)
+		fill(d, newRNG(uint64(i+1)), 0.05)
+		ws[i] = mat{rows: rows, cols: cols, data: d}
+	}
+	return ws
+}
+
+// BenchmarkLoRAGradFMAShare reports, on one thread, the rate of a LoRA
+// layer's backward products other than the base matMulT as a share of the
+// 512-bit FMA loop's (the same FLOPs, the median of paired thread-CPU
+// ratios) on the Qwen3-0.6B shapes with rank 32 at 512 tokens, the
+// layer's input and output gradient on 2 MiB pages as the step's arena: A's and
+// B's gradients (outerAcc) and the gradient of A's outputs (matMulT
+// through B). Run with -cpu 1 -benchtime 1x.
+func BenchmarkLoRAGradFMAShare(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	sink := make([]float32, 16)
+	const m, rank = 512, 32
+	for _, sh := range [][2]int{{3072, 1024}, {1024, 3072}, {2048, 1024}} {
+		out, in := sh[0], sh[1]
+		xs, dys, ts, dts := hugeRows(m, in, 2), hugeRows(m, out, 3), tileRows(m, rank, 4), tileRows(m, rank, 5)
+		gA, gB := make([]float32, rank*in), make([]float32, out*rank)
+		bm, _ := randMats(out, rank, 6)
+		loop := func(fmas int) func() { return func() { fmaChains16(fmas/(10*16), sink) } }
+		cases := []struct {
+			name string
+			run  func()
+		}{
+			{"gradA", func() { outerAcc(gA, rank, in, dts, xs) }},
+			{"gradB", func() { outerAcc(gB, out, rank, dys, ts) }},
+			{"dts", func() { matMulT(bm, dys, dts, false) }},
+		}
+		b.Run(fmt.Sprintf("%dx%d", out, in), func(b *testing.B) {
+			for b.Loop() {
+				for i, c := range cases {
+					n := []int{rank * in, out * rank, out * rank}[i] * m
+					b.ReportMetric(1/pairedRatio(9, loop(n), c.run), c.name+"-of-fma")
+				}
+			}
+		})
+	}
+}
+
+// hugeRows is tileRows on transparent huge pages, as a training step's
+// activation arena is.
+func hugeRows(n, width int, seed uint64) [][]float32 {
+	d := make([]float32, n*width)
+	adviseHuge(d)
+	rs := rowsOf(d, n, width)
+	r := newRNG(seed)
+	for _, x := range rs {
+		fill(x, r, 1)
+	}
+	return rs
+}
+
+// BenchmarkOuterTileFloor compares, on one thread, a LoRA layer's weight
+// gradients (outerAcc: A's, rank rows, and B's, rank columns) with the
+// tile shape outerTileFloor picks against matMulT's floor of 8, on the
+// Qwen3-0.6B shapes with rank 32 at 512 tokens, the inputs on 2 MiB pages:
+// the median of paired time ratios (below 1 the default is faster). Run
+// with -cpu 1 -benchtime 1x.
+func BenchmarkOuterTileFloor(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	def := outerTileFloor
+	defer func() { outerTileFloor = def }()
+	const m, rank = 512, 32
+	for _, sh := range [][2]int{{3072, 1024}, {1024, 3072}, {2048, 1024}} {
+		out, in := sh[0], sh[1]
+		xs, dys, ts, dts := hugeRows(m, in, 2), hugeRows(m, out, 3), tileRows(m, rank, 4), tileRows(m, rank, 5)
+		gA, gB := make([]float32, rank*in), make([]float32, out*rank)
+		run := func(floor int, a bool) func() {
+			return func() {
+				outerTileFloor = floor
+				if a {
+					outerAcc(gA, rank, in, dts, xs)
+				} else {
+					outerAcc(gB, out, rank, dys, ts)
+				}
+			}
+		}
+		b.Run(fmt.Sprintf("%dx%d", out, in), func(b *testing.B) {
+			for b.Loop() {
+				b.ReportMetric(pairedRatio(9, run(8, true), run(def, true)), "gradA-default/8")
+				b.ReportMetric(pairedRatio(9, run(8, false), run(def, false)), "gradB-default/8")
+			}
+		})
+	}
+}
+
+// inputGrad is the benchmarks' input gradient through W (with lora, and
+// through the LoRA A a, from ts).
+func inputGrad(w, a mat, ys, ts, xs [][]float32, lora, accumulate bool) {
+	if lora {
+		matMulTLoRA(w, ys, a, ts, xs, accumulate)
+		return
+	}
+	matMulT(w, ys, xs, accumulate)
 }

@@ -10,12 +10,12 @@ import (
 // matMulTLoRA, which takes a LoRA A's rows as further terms of the base
 // matrix's column blocks, gives the bits of matMulT through W and then,
 // accumulating, through A with the scalar kernels: float32 and bfloat16
-// bases, writing and accumulating, shapes with column and row tails and
-// several kcAsm blocks, 1 and 3 goroutines, and rows not evenly spaced
-// (which take the two calls).
+// bases, writing and accumulating, shapes with column and row tails, one
+// block of up to kcWhole rows and several kcAsm blocks past it, 1 and 3
+// goroutines, and rows not evenly spaced (which take the two calls).
 func TestMatMulTLoRAMatchesTwoCalls(t *testing.T) {
 	r := newRNG(17)
-	all := [][4]int{{300, 600, 5, 32}, {1100, 300, 13, 32}, {64, 257, 130, 8}, {2100, 300, 61, 32}, {40, 48, 12, 3}}
+	all := [][4]int{{300, 600, 5, 32}, {1100, 300, 13, 32}, {64, 257, 130, 8}, {2100, 300, 61, 32}, {3300, 300, 13, 32}, {40, 48, 12, 3}}
 	// Under qemu (no AVX-512) the fold is the two calls themselves, so the
 	// shapes that reach several of the assembly's row blocks add nothing
 	// there but minutes of emulated scalar reference.

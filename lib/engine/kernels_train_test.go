@@ -72,7 +72,8 @@ func TestBackwardAsmMatchesScalar(t *testing.T) {
 	randRows := func(n, width int, spaced bool) [][]float32 { return gapRows(r, n, width, spaced) }
 	clone := cloneGapRows
 	for _, sz := range [][3]int{{300, 600, 5}, {1000, 32, 9}, {7, 3, 2}, {129, 1000, 13}, {64, 257, 130},
-		{33, 17, 1}, {130, 80, 7}, {40, 48, 12}, {20, 300, 17}, {1100, 300, 13}, {4100, 17, 130}} {
+		{33, 17, 1}, {130, 80, 7}, {40, 48, 12}, {20, 300, 17}, {1100, 300, 13}, {4100, 17, 130},
+		{32, 300, 13}, {4100, 32, 130}} {
 		rows, cols, n := sz[0], sz[1], sz[2]
 		w, _, _ := benchMat(rows, cols)
 		wb := mat{rows: rows, cols: cols, bf: make([]uint16, len(w.data))}

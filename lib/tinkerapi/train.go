@@ -246,7 +246,7 @@ func (tc *TrainingClient) fwdbwd(ctx context.Context, in ForwardBackwardInput, f
 		}
 		body, err := tinkerproto.Marshal(req)
 		if err == nil && cfg.ProtoCompressFwdbwd {
-			body = zstdEncoder.Get().EncodeAll(body, nil)
+			body = zstdBody(body)
 		}
 		return "/api/v1/forward_backward", body, bodyOpts, err
 	})

@@ -56,6 +56,7 @@ var staticPkgs = []string{
 // pay at all: tests use them as references, the binary does without.
 var unlinkedPrefixes = []string{
 	"google.golang.org/protobuf/", // lib/tinkerproto encodes the wire messages itself
+	"github.com/klauspost/",       // lib/zstd is the zstd codec (docs/zstd.md)
 }
 
 // TestBinaryLinksNoUnlinkedPrefix checks tinker's package list, not only

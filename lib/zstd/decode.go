@@ -1,0 +1,301 @@
+package zstd
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+const (
+	frameMagic     = 0xFD2FB528
+	skippableMagic = 0x184D2A50 // low four bits free
+	maxBlockSize   = 128 << 10
+)
+
+// Decoder decodes whole zstd streams held in memory. Its zero value
+// refuses everything: set both bounds.
+type Decoder struct {
+	// MaxOutput bounds the decoded content of the whole stream, checked
+	// before each allocation and append.
+	MaxOutput int
+	// MaxWindow bounds the window a frame may ask for.
+	MaxWindow int
+}
+
+// decoder is the state of one DecodeAll call.
+type decoder struct {
+	Decoder
+	out        []byte
+	base       int // len(dst): where this call's output starts
+	frameStart int // where the current frame's content starts in out
+	window     int
+	lits       []byte
+	huff       *huffTable
+	seqTables  [3]*fseTable // predefined, RLE or one of ownTables
+	ownTables  [3]fseTable  // described tables, their memory reused
+	counts     [256]int16   // scratch for table descriptions
+	spread     [512]uint8   // scratch for table builds
+	reps       repeats
+}
+
+// DecodeAll decodes every frame of src (skippable frames skipped) and
+// appends the content to dst. A stream with no frame is corrupt.
+func (dc Decoder) DecodeAll(src, dst []byte) ([]byte, error) {
+	d := &decoder{Decoder: dc, out: dst, base: len(dst)}
+	if len(src) == 0 {
+		return dst, corrupt("empty input")
+	}
+	for len(src) > 0 {
+		n, err := d.frame(src)
+		if err != nil {
+			return dst, err
+		}
+		src = src[n:]
+	}
+	return d.out, nil
+}
+
+// frame decodes the frame at the start of src and returns its length.
+func (d *decoder) frame(src []byte) (int, error) {
+	if len(src) < 4 {
+		return 0, corrupt("truncated frame magic")
+	}
+	magic := binary.LittleEndian.Uint32(src)
+	if magic&^15 == skippableMagic {
+		return skippable(src)
+	}
+	if magic != frameMagic {
+		return 0, corrupt("not a zstd frame (magic %#08x)", magic)
+	}
+	h, err := d.header(src[4:])
+	if err != nil {
+		return 0, err
+	}
+	pos := 4 + h.size
+	d.reserve(h.contentSize, len(src))
+	d.frameStart, d.window, d.huff, d.seqTables, d.reps = len(d.out), h.window, nil, [3]*fseTable{}, newRepeats()
+	n, err := d.blocks(src[pos:], min(h.window, maxBlockSize))
+	if err != nil {
+		return 0, err
+	}
+	pos += n
+	m, err := d.checkContent(h, src[pos:])
+	return pos + m, err
+}
+
+// skippable returns the length of the skippable frame at src's start.
+func skippable(src []byte) (int, error) {
+	if len(src) < 8 || uint64(binary.LittleEndian.Uint32(src[4:])) > uint64(len(src)-8) {
+		return 0, corrupt("skippable frame past the input")
+	}
+	return 8 + int(binary.LittleEndian.Uint32(src[4:])), nil
+}
+
+// checkContent checks the frame's content against its declared size
+// and its checksum (at tail's start); it returns the checksum's length.
+func (d *decoder) checkContent(h frameHeader, tail []byte) (int, error) {
+	content := d.out[d.frameStart:]
+	if h.contentSize >= 0 && uint64(len(content)) != uint64(h.contentSize) {
+		return 0, corrupt("frame content is %d bytes, header says %d", len(content), h.contentSize)
+	}
+	if !h.checksum {
+		return 0, nil
+	}
+	if len(tail) < 4 {
+		return 0, corrupt("missing content checksum")
+	}
+	if uint32(xxh64(content)) != binary.LittleEndian.Uint32(tail) {
+		return 0, ErrChecksum
+	}
+	return 4, nil
+}
+
+type frameHeader struct {
+	size        int   // header bytes after the magic
+	window      int   // window size in bytes
+	contentSize int64 // -1 when absent
+	checksum    bool
+}
+
+// header parses a frame header and checks it against the bounds before
+// anything is allocated.
+func (d *decoder) header(src []byte) (frameHeader, error) {
+	if len(src) < 1 {
+		return frameHeader{}, corrupt("truncated frame header")
+	}
+	fhd := src[0]
+	single, dictLen := fhd&0x20 != 0, []int{0, 1, 2, 4}[fhd&3]
+	fcsLen := []int{0, 2, 4, 8}[fhd>>6]
+	if fcsLen == 0 && single {
+		fcsLen = 1
+	}
+	h := frameHeader{contentSize: -1, checksum: fhd&4 != 0}
+	if fhd&8 != 0 {
+		return h, corrupt("reserved frame header bit set")
+	}
+	wdLen := 1
+	if single {
+		wdLen = 0
+	}
+	h.size = 1 + wdLen + dictLen + fcsLen
+	if len(src) < h.size {
+		return h, corrupt("truncated frame header")
+	}
+	var window uint64
+	if !single {
+		window = windowSize(src[1])
+	}
+	if leUint(src[1+wdLen:1+wdLen+dictLen]) != 0 {
+		return h, ErrDictionary
+	}
+	if fcsLen > 0 {
+		cs := leUint(src[1+wdLen+dictLen : h.size])
+		if fcsLen == 2 {
+			cs += 256
+		}
+		if cs > uint64(d.room()) {
+			return h, fmt.Errorf("%w (frame says %d bytes)", ErrOutputTooLarge, cs)
+		}
+		h.contentSize = int64(cs)
+		if single {
+			window = cs
+		}
+	}
+	if window > uint64(d.MaxWindow) {
+		return h, fmt.Errorf("%w (%d bytes)", ErrWindowTooLarge, window)
+	}
+	h.window = int(window)
+	return h, nil
+}
+
+// windowSize decodes a window descriptor: a power of two and eighths.
+func windowSize(b byte) uint64 {
+	w := uint64(1) << (10 + b>>3)
+	return w + w/8*uint64(b&7)
+}
+
+// leUint reads up to 8 bytes as a little-endian number.
+func leUint(b []byte) uint64 {
+	var buf [8]byte
+	copy(buf[:], b)
+	return binary.LittleEndian.Uint64(buf[:])
+}
+
+// room is how many more bytes the output may take.
+func (d *decoder) room() int { return max(d.MaxOutput-(len(d.out)-d.base), 0) }
+
+// reserve grows the output for a frame's declared size, but no further
+// than its input could plausibly expand to: the size is the sender's word.
+func (d *decoder) reserve(size int64, inLen int) {
+	want := min(size, int64(1<<20+64*inLen))
+	if want > int64(cap(d.out)-len(d.out)) {
+		d.out = append(make([]byte, 0, len(d.out)+int(want)), d.out...)
+	}
+}
+
+// blocks decodes a frame's blocks and returns the bytes they used.
+func (d *decoder) blocks(src []byte, blockMax int) (int, error) {
+	pos := 0
+	for {
+		if len(src)-pos < 3 {
+			return 0, corrupt("truncated block header")
+		}
+		h := uint32(src[pos]) | uint32(src[pos+1])<<8 | uint32(src[pos+2])<<16
+		pos += 3
+		last, kind, size := h&1 != 0, h>>1&3, int(h>>3)
+		start := len(d.out)
+		var err error
+		switch kind {
+		case 0:
+			err = d.rawBlock(src[pos:], size, blockMax)
+		case 1:
+			err = d.rleBlock(src[pos:], size, blockMax)
+			size = 1
+		case 2:
+			if size > blockMax || size > len(src)-pos {
+				return 0, corrupt("compressed block of %d bytes", size)
+			}
+			err = d.compressedBlock(src[pos:pos+size], blockMax)
+		default:
+			err = corrupt("reserved block type")
+		}
+		if err != nil {
+			return 0, err
+		}
+		if len(d.out)-start > blockMax {
+			return 0, corrupt("block content over %d bytes", blockMax)
+		}
+		pos += size
+		if last {
+			return pos, nil
+		}
+	}
+}
+
+func (d *decoder) rawBlock(src []byte, size, blockMax int) error {
+	if size > blockMax || size > len(src) {
+		return corrupt("raw block of %d bytes", size)
+	}
+	return d.appendOut(src[:size])
+}
+
+func (d *decoder) rleBlock(src []byte, size, blockMax int) error {
+	if size > blockMax || len(src) < 1 {
+		return corrupt("RLE block of %d bytes", size)
+	}
+	if size > d.room() {
+		return ErrOutputTooLarge
+	}
+	for i := 0; i < size; i++ {
+		d.out = append(d.out, src[0])
+	}
+	return nil
+}
+
+// compressedBlock decodes literals then sequences.
+func (d *decoder) compressedBlock(src []byte, blockMax int) error {
+	n, err := d.readLiterals(src, blockMax)
+	if err != nil {
+		return err
+	}
+	nseq, m, err := d.readSeqTables(src[n:])
+	if err != nil {
+		return err
+	}
+	if nseq == 0 {
+		if n+m != len(src) {
+			return corrupt("bytes after an empty sequences section")
+		}
+		return d.appendOut(d.lits)
+	}
+	return d.execSequences(src[n+m:], nseq)
+}
+
+// appendOut appends b within the output bound.
+func (d *decoder) appendOut(b []byte) error {
+	if len(b) > d.room() {
+		return ErrOutputTooLarge
+	}
+	d.out = append(d.out, b...)
+	return nil
+}
+
+// appendSeq appends a sequence's literals and its match of mlen bytes
+// off bytes back, which may overlap what it writes.
+func (d *decoder) appendSeq(lits []byte, off, mlen int) error {
+	if len(lits)+mlen > d.room() {
+		return ErrOutputTooLarge
+	}
+	d.out = append(d.out, lits...)
+	if off > len(d.out)-d.frameStart || off > d.window {
+		return corrupt("match offset %d beyond the window", off)
+	}
+	from := len(d.out) - off
+	if off >= mlen {
+		d.out = append(d.out, d.out[from:from+mlen]...)
+		return nil
+	}
+	for i := 0; i < mlen; i++ {
+		d.out = append(d.out, d.out[from+i])
+	}
+	return nil
+}
