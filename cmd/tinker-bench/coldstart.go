@@ -53,13 +53,22 @@ func coldStart(bins []string) error {
 	}
 	runs := coldRounds(len(cmds))
 	env := append(os.Environ(), "TINKER_API_KEY=", "NO_COLOR=1")
-	res, err := measureRounds(runs, len(cmds), func(c, round int) []string { return cmds[c].argv(round) }, env, nil)
+	samples, err := measureRounds(runs, len(cmds), func(c, round int) []string { return cmds[c].argv(round) }, env, nil)
 	if err != nil {
 		return err
 	}
+	res := mediansOf(samples)
 	fmt.Printf("median of %d runs over %d copies of each program; ratios against the Go net/http hello world\n", runs, copiesPerProgram)
 	fmt.Println("floor: an empty main importing every package tinker links but its own; tinker cannot start faster")
 	printTable(labels, res, res[1])
+	for i := 1; i < len(bins); i++ {
+		for c := range 2 {
+			a, b := samples[3+2*i+c], samples[3+c]
+			fmt.Printf("%s ÷ [1], median of per-round ratios: wall %.3f, CPU %.3f\n", labels[3+2*i+c],
+				pairedRatio(a, b, func(r result) float64 { return float64(r.wall) }),
+				pairedRatio(a, b, func(r result) float64 { return float64(r.cpu) }))
+		}
+	}
 	return nil
 }
 

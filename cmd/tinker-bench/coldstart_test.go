@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestBuildFlagsMatchMakefile keeps the reference program's build in step
@@ -237,5 +238,25 @@ func checkBalanced(t *testing.T, n int, runs [][]int) {
 				t.Errorf("%d commands: %d runs right after %d %d times in %d rounds", n, b, a, after[[2]int{a, b}], len(runs))
 			}
 		}
+	}
+}
+
+// TestPairedRatio: the median of each round's own ratio, a build against
+// itself exactly 1.
+func TestPairedRatio(t *testing.T) {
+	mk := func(ms ...float64) []result {
+		var out []result
+		for _, m := range ms {
+			out = append(out, result{cpu: time.Duration(m * float64(time.Millisecond))})
+		}
+		return out
+	}
+	a, b := mk(2.2, 4.4, 3.3, 8.8, 1.1), mk(2, 4, 3, 8, 1)
+	cpu := func(r result) float64 { return float64(r.cpu) }
+	if got := pairedRatio(a, b, cpu); got < 1.0999 || got > 1.1001 {
+		t.Errorf("pairedRatio = %v, want 1.1", got)
+	}
+	if got := pairedRatio(b, b, cpu); got != 1 {
+		t.Errorf("pairedRatio of a build against itself = %v, want 1", got)
 	}
 }

@@ -26,14 +26,43 @@ type result struct {
 // medians. env is the commands' environment; check, if set, is given
 // each measured run's standard output.
 func measure(n int, cmds [][]string, env []string, check func(c int, out []byte) error) ([]result, error) {
-	return measureRounds(n, len(cmds), func(c, _ int) []string { return cmds[c] }, env, check)
+	samples, err := measureRounds(n, len(cmds), func(c, _ int) []string { return cmds[c] }, env, check)
+	if err != nil {
+		return nil, err
+	}
+	return mediansOf(samples), nil
+}
+
+// mediansOf is each command's medians over its runs.
+func mediansOf(samples [][]result) []result {
+	out := make([]result, len(samples))
+	for c := range out {
+		out[c] = medians(samples[c])
+	}
+	return out
+}
+
+// pairedRatio is the median over rounds of a's run divided by b's in the
+// same round, by key: the figure to compare two builds by, since a
+// round's runs share the machine's load of the moment.
+func pairedRatio(a, b []result, key func(result) float64) float64 {
+	rs := make([]float64, 0, len(a))
+	for r := range min(len(a), len(b)) {
+		rs = append(rs, ratio(key(a[r]), key(b[r])))
+	}
+	if len(rs) == 0 {
+		return 0
+	}
+	slices.Sort(rs)
+	return rs[len(rs)/2]
 }
 
 // measureRounds is measure with the command line of command c in round r
 // given by argv(c, r): a command can then run a different copy of its
-// program in each round. The commands of a round run in balancedOrder, so
+// program in each round. It returns every command's measured runs, round
+// by round. The commands of a round run in balancedOrder, so
 // none always runs first or last, or right after the same command.
-func measureRounds(n, cmds int, argv func(c, round int) []string, env []string, check func(c int, out []byte) error) ([]result, error) {
+func measureRounds(n, cmds int, argv func(c, round int) []string, env []string, check func(c int, out []byte) error) ([][]result, error) {
 	samples := make([][]result, cmds)
 	for round := 0; round < n+2; round++ {
 		for _, c := range balancedOrder(cmds, round) {
@@ -52,11 +81,7 @@ func measureRounds(n, cmds int, argv func(c, round int) []string, env []string, 
 			samples[c] = append(samples[c], r)
 		}
 	}
-	out := make([]result, cmds)
-	for c := range out {
-		out[c] = medians(samples[c])
-	}
-	return out, nil
+	return samples, nil
 }
 
 // turns is the order n things take their turn in pass j: forward in even
