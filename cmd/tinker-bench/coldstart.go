@@ -61,7 +61,14 @@ func coldStart(bins []string) error {
 	fmt.Printf("median of %d runs over %d copies of each program; ratios against the Go net/http hello world\n", runs, copiesPerProgram)
 	fmt.Println("floor: an empty main importing every package tinker links but its own; tinker cannot start faster")
 	printTable(labels, res, res[1])
-	for i := 1; i < len(bins); i++ {
+	printPaired(labels, samples, len(bins))
+	return nil
+}
+
+// printPaired prints each tinker's two commands (from cmds[3] on, two a
+// tinker) against the first tinker's, as medians of per-round ratios.
+func printPaired(labels []string, samples [][]result, bins int) {
+	for i := 1; i < bins; i++ {
 		for c := range 2 {
 			a, b := samples[3+2*i+c], samples[3+c]
 			fmt.Printf("%s ÷ [1], median of per-round ratios: wall %.3f, CPU %.3f\n", labels[3+2*i+c],
@@ -69,7 +76,6 @@ func coldStart(bins []string) error {
 				pairedRatio(a, b, func(r result) float64 { return float64(r.cpu) }))
 		}
 	}
-	return nil
 }
 
 // copiesPerProgram is how many copies of each measured program the rounds
