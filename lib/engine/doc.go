@@ -775,6 +775,38 @@
 //     (profile): score tiles ~36%, weighted-sum tiles ~31%, the ascending
 //     float64 sums (attnSumRows8) ~6%, the query copy ~7%, the
 //     exponentials ~7%; of the backward the tiles ~72%.
+//   - Softmax numerators in one generated pass (issue 34, "attnfwd").
+//     The forward's sum Σ e_t is now taken in the exponentials' pass, in
+//     expScores32's eight float64 lanes (lane t mod 8, ascending, sum8's
+//     tree) instead of one ascending chain in a pass of its own
+//     (attnSumRows8, deleted): the forward's Σ is then bit for bit the
+//     backward's, and softmax32/softmaxSink on the decode path use the
+//     same order (TestSoftmaxSumIsBackwardSum). Float64 sums of a row's
+//     float32 numerators are exact or within an ulp of float64 either
+//     way, so float32(1/Σ) moved in no test; the pinned samples held.
+//     A float32 sum with a fixed order would also be batch-invariant but
+//     moves 1/Σ by float32 ulps; the widening costs two conversions per
+//     sixteen lanes in a pass that is not bound by them. The pass itself
+//     (scale, subtract the maximum, exp32, widen, sum, optionally store
+//     the widened copy for the backward) is the generated kernel
+//     attnExpSum16 (internal/asmgen/attn/expsum.go): the archsimd loop it
+//     replaces called the 16-lane exp32 as a function every 32 scores
+//     (Go passes it no constants in registers, so all twenty were reloaded
+//     and broadcast each call, and everything live was spilled around
+//     it), and its partial float64 stores went through a stack buffer and
+//     runtime.memmove for every eight numerators, tail or not: memmove
+//     was 43% of a 512-token backward's samples, expScores16 66%. Same
+//     bits as the scalar body (TestExpSumKernelMatchesScalar: lengths
+//     0-70, exp32's limits, ±Inf, NaN, nothing written past the row).
+//     BenchmarkAttentionLong, least CPU of three interleaved runs against
+//     the build before, under load (ratios only): backward 0.38-0.42 at
+//     512 tokens and 0.35 at 2048, forward 0.69 at 512 and 0.94 at 2048;
+//     BenchmarkSoftmaxBlock 0.31; the qwen3-wide4 1 × 2048 training step
+//     0.85-0.88 of the CPU per token (BenchmarkTrainStep, two interleaved
+//     rounds). After it the tiles are ~75% of forward
+//     and backward at 2048 (attnTileZ6 38%, attnDotsT3 30% of the two
+//     together), the packs' copies 3-4% (forward queries; backward
+//     queries, output gradients and dq in and out).
 //   - Attention memory is linear in the sequence: no T×T matrix exists.
 //     The forward keeps only each query's output, and the backward
 //     recomputes one block's probabilities at a time (attnBackRows

@@ -26,8 +26,8 @@ func (c Config) firstKey(li, pos int) int {
 
 // softmaxSink replaces the scores sc by their softmax with an extra
 // logit sink in the denominator (no sink: softmax32's bits): numerators
-// exp32(s − max), the sum in float64 in ascending order with the
-// sink's term last, each numerator times the float32 reciprocal.
+// exp32(s − max), their sum in float64 (expScores32) with the sink's
+// term last, each numerator times the float32 reciprocal.
 func softmaxSink(sc []float32, sinks []float32, h int) {
 	if sinks == nil {
 		softmax32(sc)
@@ -38,6 +38,5 @@ func softmaxSink(sc []float32, sinks []float32, h int) {
 	for _, s := range sc {
 		mx = max(mx, s)
 	}
-	expShift32(sc, mx)
-	normalise(sc, float64(exp32(sink-mx)))
+	normalise(sc, expScores32(nil, sc, 1, mx)+float64(exp32(sink-mx)))
 }

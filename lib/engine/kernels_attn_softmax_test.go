@@ -70,37 +70,44 @@ func TestSoftmaxRowsMatchRows(t *testing.T) {
 	}
 }
 
-// TestSoftmaxSumRows8MatchesSerial: sumRows8 gives each row the bits of one
-// ascending float64 chain plus its extra term, for eight evenly spaced
-// rows (the register path, attnSumRows8) and rows that are not, on
-// values whose magnitudes span enough that the order of the adds shows.
-func TestSoftmaxSumRows8MatchesSerial(t *testing.T) {
-	const ld = 56
-	r := newRNG(5)
-	slab := make([]float32, 8*ld)
-	for i := range slab {
-		slab[i] = float32(math.Ldexp(float64(r.uniform32()+0.5), int(r.uniform32()*120)-60))
-	}
-	for _, even := range []bool{true, false} {
-		for base := 1; base <= 41; base += 8 {
-			rows := make([][]float32, 8)
-			for j := range rows {
-				start := j * ld
-				if !even && j == 5 {
-					start++ // one row out of step
-				}
-				rows[j] = slab[start : start+base+j%3]
+// TestSoftmaxSumIsBackwardSum: the forward softmax (softmaxRows, vector
+// and scalar paths, and so softmaxSink and softmax32) gives each row
+// e_t·float32(1/(Σ+sink)) with e and Σ from expScores32 as the backward
+// recomputes them (sums in eight float64 lanes, not one ascending chain),
+// and expScores32 returns the same Σ and numerators with p nil (the
+// forward's call) as with p, on both paths, for scores wide enough that
+// float64 sums are inexact and their order shows.
+func TestSoftmaxSumIsBackwardSum(t *testing.T) {
+	const scale = 0.125
+	for _, sinks := range [][]float32{nil, {0.5, -2, 9}} {
+		for n := 1; n < 70; n++ {
+			r := randRows(1, n, uint64(n+31))[0]
+			for i := range r {
+				r[i] *= float32(1 + 150*(i%7))
 			}
-			sums := [8]float64{1, 2, 3, 4, 5, 6, 7, 8}
-			sumRows8(rows, &sums)
-			for j, row := range rows {
-				var want float64
-				for _, e := range row {
-					want += float64(e)
+			sink := float32(math.Inf(-1))
+			if sinks != nil {
+				sink = sinks[1+n%2]
+			}
+			mx := max(sink, maxScaled32(r, scale))
+			want, p := slices.Clone(r), make([]float64, n)
+			var sum float64
+			withSIMD(false, func() { sum = expScores32(p, want, scale, mx) + sinkTerm(sink, mx) })
+			inv := float32(1 / sum)
+			for i := range want {
+				want[i] *= inv
+			}
+			for _, vec := range []bool{false, true} {
+				e, ep := slices.Clone(r), make([]float64, n)
+				var s0, s1 float64
+				withSIMD(vec, func() { s0, s1 = expScores32(nil, e, scale, mx), expScores32(ep, slices.Clone(r), scale, mx) })
+				if math.Float64bits(s0) != math.Float64bits(s1) || math.Float64bits(s1+sinkTerm(sink, mx)) != math.Float64bits(sum) {
+					t.Fatalf("n=%d simd=%v: Σ %v without p, %v with, scalar %v", n, vec, s0, s1, sum)
 				}
-				want += float64(j + 1)
-				if math.Float64bits(sums[j]) != math.Float64bits(want) {
-					t.Fatalf("even %v length %d row %d: %g, serial sum %g", even, len(row), j, sums[j], want)
+				got := [][]float32{slices.Clone(r)}
+				withSIMD(vec, func() { softmaxRows(got, scale, sinks, 1+n%2, 1) })
+				if !bitsEqual(got[0], want) {
+					t.Fatalf("n=%d simd=%v sinks=%v: softmaxRows differs from e·1/Σ at %s", n, vec, sinks, firstDiff(got[0], want))
 				}
 			}
 		}

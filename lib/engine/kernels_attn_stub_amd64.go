@@ -52,7 +52,7 @@ func attnTileZ6(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b
 //go:noescape
 func attnKeyTileT(dst *float32, src *float32, stride uintptr, nb int)
 
-// attnSumRows8 sums eight rows of m float32 in float64, each in ascending order.
+// attnExpSum16 replaces n scores by exp32(s·c[0] − c[1]) and adds them to eight float64 lane sums (and stores them to p unless nil).
 //
 //go:noescape
-func attnSumRows8(dst *float64, src *float32, ld uintptr, m int)
+func attnExpSum16(sc *float32, n int, p *float64, c *float32, sums *float64)

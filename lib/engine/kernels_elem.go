@@ -196,11 +196,10 @@ func siluGradExp(x, e float64) float64 {
 }
 
 // softmax32 replaces the scores sc by their softmax: numerators
-// exp32(s − max), their sum in float64 in ascending order, and
-// each numerator times the float32 reciprocal of the sum.
+// exp32(s − max) and their float64 sum (expScores32), each numerator
+// times the float32 reciprocal of the sum.
 func softmax32(sc []float32) {
-	expShift32(sc, max32(sc))
-	normalise(sc, 0)
+	normalise(sc, expScores32(nil, sc, 1, max32(sc)))
 }
 
 // max32 is the largest of s (−Inf for none), through the vector kernels
@@ -217,15 +216,10 @@ func max32(s []float32) float32 {
 	return m
 }
 
-// normalise divides the softmax numerators sc by their sum (in float64,
-// ascending) plus extra, a numerator outside sc (GPT-OSS's sink; 0
-// adds nothing), through the float32 reciprocal.
-func normalise(sc []float32, extra float64) {
-	var sum float64
-	for _, e := range sc {
-		sum += float64(e)
-	}
-	sum += extra
+// normalise multiplies the softmax numerators sc by the float32
+// reciprocal of sum, their float64 sum (with any numerator outside sc,
+// GPT-OSS's sink, added last).
+func normalise(sc []float32, sum float64) {
 	inv := float32(1 / sum)
 	if scaleVec(sc, inv) {
 		return

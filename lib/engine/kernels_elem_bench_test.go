@@ -43,7 +43,7 @@ func BenchmarkElementwise(b *testing.B) {
 			_, sum := logSumExpKeep(e, row)
 			scaleExps(row, e, -1/sum)
 		}},
-		{"expShift32", 2048, func() { copy(scores, logits[:2048]); expShift32(scores, 8) }},
+		{"expScores32Nil", 2048, func() { copy(scores, logits[:2048]); expScores32(nil, scores, 1, 8) }},
 		{"expScores32", 2048, func() { copy(scores, logits[:2048]); expScores32(p64, scores, 0.125, 1) }},
 		{"expScores32Rows", 256 * 257 / 2, func() {
 			// Attention's rows: every length from 1 to 256, as causal

@@ -6,8 +6,6 @@ package engine
 // their scalar bodies in kernels_elem.go; these report that they did
 // nothing.
 
-func expShift32Vec([]float32, float32) bool { return false }
-
 func max32Vec([]float32) (float32, bool) { return 0, false }
 
 func scaleVec([]float32, float32) bool { return false }

@@ -80,7 +80,10 @@ func TestSIMDElementwiseMatchScalar(t *testing.T) {
 				sum := expScores32(p, sc, 0.125, 3)
 				return append(append(p, sum), to64(sc)...)
 			},
-			"expShift32": func() []float64 { p := slices.Clone(big); expShift32(p, -2); return to64(p) },
+			"expScores32Nil": func() []float64 {
+				p := slices.Clone(big)
+				return append(to64(p), expScores32(nil, p, 1, -2))
+			},
 			"expScaled": func() []float64 {
 				p := make([]float64, n)
 				expScaled(p, big, 0.7, 1.5)

@@ -53,32 +53,28 @@ func exp32(x float32) float32 {
 	return p * math.Float32frombits((math.Float32bits(t)+127)<<23)
 }
 
-// expShift32 replaces every s of sc by exp32(s − mx), the subtraction in
-// float32: attention's softmax numerators.
-func expShift32(sc []float32, mx float32) {
-	if expShift32Vec(sc, mx) {
-		return
-	}
-	for t, s := range sc {
-		sc[t] = exp32(s - mx)
-	}
-}
-
-// expScores32 is the backward's recomputation of the forward's softmax
-// numerators: sc[t] becomes e_t = exp32(float32(sc[t]·scale) − mx), the
-// product and the difference rounded to float32 as softmaxRows does, and
-// p[t] = float64(e_t). It returns Σ p in eight lanes (lane t mod 8, t
-// ascending) added in sum8's tree.
+// expScores32 is the softmax numerators of forward and backward alike:
+// sc[t] becomes e_t = exp32(float32(sc[t]·scale) − mx), the product and
+// the difference rounded to float32 as softmaxRows does, and, unless p is
+// nil (the forward), p[t] = float64(e_t). It returns Σ e_t in float64 in
+// eight lanes (lane t mod 8, t ascending) added in sum8's tree: the
+// backward's Σ is then the forward's, and the forward takes its sum in the
+// exponentials' pass (a serial ascending chain had been a separate pass).
 func expScores32(p []float64, sc []float32, scale, mx float32) float64 {
-	p = p[:len(sc)]
+	if p != nil {
+		p = p[:len(sc)]
+	}
 	if s, ok := expScores32Vec(p, sc, scale, mx); ok {
 		return s
 	}
 	var s [8]float64
 	for t, v := range sc {
 		e := exp32(float32(v*scale) - mx)
-		sc[t], p[t] = e, float64(e)
-		s[t%8] += p[t]
+		sc[t] = e
+		s[t%8] += float64(e)
+		if p != nil {
+			p[t] = float64(e)
+		}
 	}
 	return sum8(&s)
 }

@@ -7,41 +7,15 @@ import (
 	"simd/archsimd"
 )
 
-// Vector twins of exp32: sixteen float32 lanes with AVX-512, eight with
-// AVX2 and FMA. Each lane does exp32's operations in its order, so the
-// bits are the scalar body's; a row's last few go through a masked load
-// and store, never the scalar body (fma32 is software on amd64).
+// Vector twins of exp32: sixteen float32 lanes with AVX-512 (the
+// generated attnExpSum16), eight with AVX2 and FMA. Each lane does
+// exp32's operations in its order, so the bits are the scalar body's; a
+// row's last few go through a masked load and store, never the scalar
+// body (fma32 is software on amd64).
 
 type f32x16 = archsimd.Float32x16
 
 func bc16(v float32) f32x16 { return archsimd.BroadcastFloat32x16(v) }
-
-// exp16x2 is exp32 on two vectors of sixteen lanes (two dependency
-// chains keep both FMA ports busy).
-func exp16x2(x, x2 f32x16) (f32x16, f32x16) {
-	l2e, rnd := bc16(exp32Log2e), bc16(exp32Round)
-	t, t2 := x.MulAdd(l2e, rnd), x2.MulAdd(l2e, rnd)
-	k, k2 := t.Sub(rnd), t2.Sub(rnd)
-	hi, lo := bc16(-exp32Ln2Hi), bc16(-exp32Ln2Lo)
-	r, r2 := k.MulAdd(hi, x), k2.MulAdd(hi, x2)
-	r, r2 = k.MulAdd(lo, r), k2.MulAdd(lo, r2)
-	c1 := bc16(exp32Poly[1])
-	p := bc16(exp32Poly[0]).MulAdd(r, c1)
-	p2 := bc16(exp32Poly[0]).MulAdd(r2, c1)
-	for _, c := range exp32Poly[2:] {
-		cv := bc16(c)
-		p, p2 = p.MulAdd(r, cv), p2.MulAdd(r2, cv)
-	}
-	return exp32Finish16(x, t, p), exp32Finish16(x2, t2, p2)
-}
-
-// exp32Finish16 scales p by 2^k (k in t's low bits) and sets the lanes
-// outside exp32's range.
-func exp32Finish16(x, t, p f32x16) f32x16 {
-	y := p.Mul(t.AsUint32x16().Add(archsimd.BroadcastUint32x16(127)).ShiftAllLeft(23).AsFloat32x16())
-	y = bc16(float32(math.Inf(1))).Merge(y, x.Greater(bc16(exp32Hi)))
-	return f32x16{}.Merge(y, x.Less(bc16(exp32Lo)))
-}
 
 // exp8x2f is exp32 on two vectors of eight lanes (AVX2 with FMA).
 func exp8x2f(x, x2 archsimd.Float32x8) (archsimd.Float32x8, archsimd.Float32x8) {
@@ -70,41 +44,6 @@ func exp32Finish8(x, t, p archsimd.Float32x8) archsimd.Float32x8 {
 	return archsimd.Float32x8{}.Merge(y, x.Less(bc(exp32Lo)))
 }
 
-func expShift32Vec(sc []float32, mx float32) bool {
-	if !useSIMD || !expVec {
-		return false
-	}
-	if avx512 {
-		expScaleShift32x16(sc, 1, mx)
-	} else {
-		expScaleShift32x8f(sc, 1, mx)
-	}
-	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
-	return true
-}
-
-// expScaleShift32x16 sets sc[t] = exp32(float32(sc[t]·scale) − mx) on
-// sixteen lanes, 32 elements a pass, the last 1..31 through masked loads
-// and stores. With scale 1 it is expShift32 (x·1 is x, NaN included).
-func expScaleShift32x16(sc []float32, scale, mx float32) {
-	a, m := bc16(scale), bc16(mx)
-	ld := func(i int) f32x16 { return archsimd.LoadFloat32x16Slice(sc[i:]).Mul(a).Sub(m) }
-	i := 0
-	for ; i+32 <= len(sc); i += 32 {
-		a, b := exp16x2(ld(i), ld(i+16))
-		a.StoreSlice(sc[i:])
-		b.StoreSlice(sc[i+16:])
-	}
-	if i == len(sc) {
-		return
-	}
-	lo, hi := sc[i:], sc[min(i+16, len(sc)):]
-	part := func(s []float32) f32x16 { return loadPart16(s).Mul(a).Sub(m) }
-	x, y := exp16x2(part(lo), part(hi))
-	storePart16(x, lo)
-	storePart16(y, hi)
-}
-
 // expScores32Vec is expScores32 on sixteen lanes with AVX-512 (exp32,
 // widened, stored and summed in one pass), on eight lanes with AVX2 (the
 // exponentials in place, then a scalar pass widens and sums); it reports
@@ -122,45 +61,47 @@ func expScores32Vec(p []float64, sc []float32, scale, mx float32) (float64, bool
 	expScaleShift32x8f(sc, scale, mx)
 	archsimd.ClearAVXUpperBits()
 	for t, e := range sc { // widened after the clear: SSE code (doc.go)
-		p[t] = float64(e)
-		s[t%8] += p[t]
+		s[t%8] += float64(e)
+		if p != nil {
+			p[t] = float64(e)
+		}
 	}
 	return sum8(&s), true
 }
 
-// expScores16 does expScores32Vec's AVX-512 pass, leaving the lane sums
-// in s; the last 1..15 go through masked loads and stores, their unused
-// lanes zeroed before they join the sums (adding +0 changes no sum).
+// expScores16 does expScores32Vec's AVX-512 pass in the generated kernel
+// attnExpSum16 (exp32's operations on each lane, the constants held in
+// registers; the last 1..31 through masked loads and stores, their
+// unused lanes zeroed before they join the sums), leaving the lane sums
+// in s and, unless p is nil, the widened numerators in p. The archsimd
+// loop it replaces called a 16-lane exp32 every 32 scores, spilling around the
+// call, and reloaded its constants each time.
 func expScores16(p []float64, sc []float32, scale, mx float32, s *[8]float64) {
-	a, m := bc16(scale), bc16(mx)
-	var acc f64x8
-	put := func(i int, e f32x16) {
-		lo, hi := e.GetLo().ConvertToFloat64(), e.GetHi().ConvertToFloat64()
-		storePart64x8(lo, p[i:])
-		storePart64x8(hi, p[min(i+8, len(p)):])
-		acc = acc.Add(lo).Add(hi)
+	if len(sc) == 0 {
+		*s = [8]float64{}
+		return
 	}
-	i := 0
-	for ; i+32 <= len(sc); i += 32 {
-		x := archsimd.LoadFloat32x16Slice(sc[i:]).Mul(a).Sub(m)
-		y := archsimd.LoadFloat32x16Slice(sc[i+16:]).Mul(a).Sub(m)
-		e, f := exp16x2(x, y)
-		e.StoreSlice(sc[i:])
-		f.StoreSlice(sc[i+16:])
-		put(i, e)
-		put(i+16, f)
+	var pp *float64
+	if p != nil {
+		pp = &p[:len(sc)][0]
 	}
-	for ; i < len(sc); i += 16 {
-		n := min(16, len(sc)-i)
-		e, _ := exp16x2(loadPart16(sc[i:]).Mul(a).Sub(m), m)
-		e = e.Masked(archsimd.Mask32x16FromBits(uint16(1<<n - 1)))
-		storePart16(e, sc[i:])
-		put(i, e)
-	}
-	acc.Store(s)
+	c := expSumConsts
+	c[0], c[1] = scale, mx
+	attnExpSum16(&sc[0], len(sc), pp, &c[0], &s[0])
 }
 
-// expScaleShift32x8f is expScaleShift32x16 on eight lanes (AVX2).
+// expSumConsts is attnExpSum16's constants after the row's scale and
+// maximum, in internal/asmgen/attn/expsum.go's order.
+var expSumConsts = func() (c [18]float32) {
+	c[2], c[3], c[4], c[5] = exp32Log2e, exp32Round, -exp32Ln2Hi, -exp32Ln2Lo
+	copy(c[6:14], exp32Poly[:])
+	c[14], c[15], c[16] = float32(math.Inf(1)), exp32Hi, exp32Lo
+	c[17] = math.Float32frombits(127) // the exponent bias, an integer lane
+	return c
+}()
+
+// expScaleShift32x8f sets sc[t] = exp32(float32(sc[t]·scale) − mx) on
+// eight lanes (AVX2), the last 1..15 through masked loads and stores.
 func expScaleShift32x8f(sc []float32, scale, mx float32) {
 	a, m := archsimd.BroadcastFloat32x8(scale), archsimd.BroadcastFloat32x8(mx)
 	ld := func(s []float32) archsimd.Float32x8 { return loadPart8f(s).Mul(a).Sub(m) }

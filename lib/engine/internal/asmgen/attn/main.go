@@ -12,10 +12,8 @@
 //   - attnKeyTileT: 16 keys' rows into attnDotsT's transposed tile, 16
 //     columns at a time by a 16×16 register transpose (unpacks of floats,
 //     then of pairs, then two rounds of 128-bit lane shuffles).
-//   - attnSumRows8: eight rows of exponentials summed in float64, each in
-//     ascending order (softmax's serial sums), a row per lane: 8×8
-//     transposes, then one dependent add per element per row, eight
-//     chains at once.
+//   - attnExpSum16: a row of softmax numerators (exp32 on sixteen lanes,
+//     the constants in registers) and their float64 lane sums in one pass.
 //   - attnTileZ<R>: C[i][:64] += Σ_p A[i][p]·B[p][:64] for R rows i, p
 //     ascending, one fused multiply-add per term, A's rows and columns
 //     each at a stride of their own: the weighted sums of the values
@@ -67,7 +65,7 @@ func Generate() (asm, decl []byte, err error) {
 		tile(ctx, r)
 	}
 	keyTileT(ctx)
-	sumRows8(ctx)
+	expSum16(ctx)
 	return asmout.Print(ctx, printer.Config{Argv: []string{"go", "run", "./internal/asmgen/attn"}, Pkg: "engine"})
 }
 
@@ -283,62 +281,3 @@ func transpose16(ctx *build.Context) {
 		ctx.VSHUFF32X4(operand.U8(0xDD), t(4*m+3), t(4*m+1), z(12+m))
 	}
 }
-
-// sumRows8 emits attnSumRows8. Arguments: dst (eight float64 sums), src
-// (row j at src + j·ld bytes), ld, m (elements per row, a multiple of 8,
-// ≥ 8). Lane j of Z24 adds row j's elements in ascending order, from +0.
-// Rows Y0-Y7, unpacked into Y8-Y15 and back, columns Y8-Y15 widened into
-// Z16-Z23.
-func sumRows8(ctx *build.Context) {
-	asmout.Kernel(ctx, "attnSumRows8", "func(dst *float64, src *float32, ld uintptr, m int)")
-	ctx.Doc("attnSumRows8 sums eight rows of m float32 in float64, each in ascending order.")
-	src := ctx.Load(ctx.Param("src"), ctx.GP64())
-	ld := ctx.Load(ctx.Param("ld"), ctx.GP64())
-	m := ctx.Load(ctx.Param("m"), ctx.GP64())
-	ld3 := ctx.GP64()
-	ctx.LEAQ(operand.Mem{Base: ld, Index: ld, Scale: 2}, ld3)
-	hi := ctx.GP64()
-	ctx.SHRQ(operand.U8(3), m)
-	acc := asmout.ZMM(24)
-	ctx.VPXORD(acc, acc, acc)
-	y := func(i int) reg.VecPhysical { return ymms[i] }
-	ctx.Label("loop")
-	ctx.LEAQ(operand.Mem{Base: src, Index: ld, Scale: 4}, hi)
-	for h, b := range []reg.Register{src, hi} { // rows 4h..4h+3
-		ctx.VMOVUPS(operand.Mem{Base: b}, y(4*h))
-		ctx.VMOVUPS(operand.Mem{Base: b, Index: ld, Scale: 1}, y(4*h+1))
-		ctx.VMOVUPS(operand.Mem{Base: b, Index: ld, Scale: 2}, y(4*h+2))
-		ctx.VMOVUPS(operand.Mem{Base: b, Index: ld3, Scale: 1}, y(4*h+3))
-	}
-	for k := range 4 { // rows 2k, 2k+1 interleaved: Y8+2k, Y9+2k
-		ctx.VUNPCKLPS(y(2*k+1), y(2*k), y(8+2*k))
-		ctx.VUNPCKHPS(y(2*k+1), y(2*k), y(9+2*k))
-	}
-	for h := range 2 { // Y4h+e: element e (and e+4 in the high half) of rows 4h..4h+3
-		a, b, c, d := y(8+4*h), y(9+4*h), y(10+4*h), y(11+4*h)
-		ctx.VUNPCKLPD(c, a, y(4*h))
-		ctx.VUNPCKHPD(c, a, y(4*h+1))
-		ctx.VUNPCKLPD(d, b, y(4*h+2))
-		ctx.VUNPCKHPD(d, b, y(4*h+3))
-	}
-	for e := range 4 { // element e of all rows in Y8+e, element e+4 in Y12+e
-		ctx.VPERM2F128(operand.U8(0x20), y(4+e), y(e), y(8+e))
-		ctx.VPERM2F128(operand.U8(0x31), y(4+e), y(e), y(12+e))
-	}
-	for e := range 8 {
-		ctx.VCVTPS2PD(y(8+e), asmout.ZMM(16+e))
-	}
-	for e := range 8 {
-		ctx.VADDPD(asmout.ZMM(16+e), acc, acc)
-	}
-	ctx.ADDQ(operand.U8(32), src)
-	ctx.DECQ(m)
-	ctx.JNZ(operand.LabelRef("loop"))
-	dst := ctx.Load(ctx.Param("dst"), ctx.GP64())
-	ctx.VMOVUPD(acc, operand.Mem{Base: dst})
-	ctx.VZEROUPPER()
-	ctx.RET()
-}
-
-var ymms = []reg.VecPhysical{reg.Y0, reg.Y1, reg.Y2, reg.Y3, reg.Y4, reg.Y5, reg.Y6, reg.Y7,
-	reg.Y8, reg.Y9, reg.Y10, reg.Y11, reg.Y12, reg.Y13, reg.Y14, reg.Y15}
