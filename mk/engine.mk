@@ -115,7 +115,7 @@ test-engine-emulated:
 # a test failure on every run (attention's weighted sums had one; the AMX
 # tiles' view over all their rows and exp32's vector loads of a short
 # row's tail had others, which the -race run found).
-CHECKPTR_TESTS := Attention|Weighted|Softmax|Forward|Backward|Datum|MatMul|Recompute|Gradients|Exp|BF16|AMX|LossRow
+CHECKPTR_TESTS := Attention|Weighted|Softmax|Forward|Backward|Datum|MatMul|Recompute|Gradients|Exp|BF16|AMX|LossRow|PartLoads
 .PHONY: test-engine-checkptr
 TEST_AFTER += test-engine-checkptr
 

@@ -39,30 +39,43 @@ func coldStart(bins []string) error {
 		cmds = append(cmds, coldCmd{args: []string{"--version"}}, coldCmd{args: []string{"-c", "1+1"}})
 		labels = append(labels, "tinker --version"+tag, "tinker -c 1+1"+tag)
 	}
-	// Every program's copies are written now, together: hello's and the
-	// floor's to cmds[1] and [2], each tinker's to its two commands.
-	for i, p := range progs {
-		copies, err := copiesInPages(p, dir, fmt.Sprintf("prog%d", i), copiesPerProgram)
-		if err != nil {
-			return err
-		}
-		if i < 2 {
-			cmds[1+i].copies = copies
-			continue
-		}
-		c := 3 + 2*(i-2)
-		cmds[c].copies, cmds[c+1].copies = copies, copies
-	}
-	const runs = coldRuns
-	env := append(os.Environ(), "TINKER_API_KEY=", "NO_COLOR=1")
-	res, err := measureRounds(runs, len(cmds), func(c, round int) []string { return cmds[c].argv(round) }, env, nil)
+	// Every program's copies are written now, interleaved (writeCopies):
+	// hello's and the floor's go to cmds[1] and [2], each tinker's to its
+	// two commands.
+	copies, err := writeCopies(progs, dir, copiesPerProgram)
 	if err != nil {
 		return err
 	}
+	cmds[1].copies, cmds[2].copies = copies[0], copies[1]
+	for i := range bins {
+		c := 3 + 2*i
+		cmds[c].copies, cmds[c+1].copies = copies[2+i], copies[2+i]
+	}
+	runs := coldRounds(len(cmds))
+	env := append(os.Environ(), "TINKER_API_KEY=", "NO_COLOR=1")
+	samples, err := measureRounds(runs, len(cmds), func(c, round int) []string { return cmds[c].argv(round) }, env, nil)
+	if err != nil {
+		return err
+	}
+	res := mediansOf(samples)
 	fmt.Printf("median of %d runs over %d copies of each program; ratios against the Go net/http hello world\n", runs, copiesPerProgram)
 	fmt.Println("floor: an empty main importing every package tinker links but its own; tinker cannot start faster")
 	printTable(labels, res, res[1])
+	printPaired(labels, samples, len(bins))
 	return nil
+}
+
+// printPaired prints each tinker's two commands (from cmds[3] on, two a
+// tinker) against the first tinker's, as medians of per-round ratios.
+func printPaired(labels []string, samples [][]result, bins int) {
+	for i := 1; i < bins; i++ {
+		for c := range 2 {
+			a, b := samples[3+2*i+c], samples[3+c]
+			fmt.Printf("%s ÷ [1], median of per-round ratios: wall %.3f, CPU %.3f\n", labels[3+2*i+c],
+				pairedRatio(a, b, func(r result) float64 { return float64(r.wall) }),
+				pairedRatio(a, b, func(r result) float64 { return float64(r.cpu) }))
+		}
+	}
 }
 
 // copiesPerProgram is how many copies of each measured program the rounds
@@ -76,9 +89,20 @@ func coldStart(bins []string) error {
 // (interleaved, under load), so eight.
 const copiesPerProgram = 8
 
-// coldRuns is how many times each command runs: a multiple of
-// copiesPerProgram, so each copy is taken equally often.
+// coldRuns is about how many times each command runs: coldRounds makes it
+// a multiple of copiesPerProgram, so each copy is taken equally often, and
+// of balancedOrder's cycle.
 const coldRuns = 48
+
+// coldRounds is the number of measured rounds for n commands: the least
+// multiple of both copiesPerProgram and balancedRows(n) from coldRuns on.
+func coldRounds(n int) int {
+	step := copiesPerProgram
+	for step%balancedRows(n) != 0 {
+		step += copiesPerProgram
+	}
+	return (coldRuns + step - 1) / step * step
+}
 
 // coldCmd is one measured command: a program's copies, taken in turn, and
 // its arguments.
@@ -92,17 +116,42 @@ func (c coldCmd) argv(round int) []string {
 	return append([]string{c.copies[round%len(c.copies)]}, c.args...)
 }
 
-// copiesInPages writes k copies of the program src into dir, named
-// name.1 ... name.k, each with copyInPages.
-func copiesInPages(src, dir, name string, k int) ([]string, error) {
-	out := make([]string, k)
+// writeCopies writes k copies of each program in progs into dir (copy j
+// of program i is progI.J+1, written with copyInPages) and returns each
+// program's copies. The order is copySchedule's: when each program's copies
+// were written one program after another, the last program's copies were
+// always the newest in the page cache, and two sets of copies of one
+// binary timed a steady ~3% apart.
+func writeCopies(progs []string, dir string, k int) ([][]string, error) {
+	out := make([][]string, len(progs))
 	for i := range out {
-		out[i] = filepath.Join(dir, fmt.Sprintf("%s.%d", name, i+1))
-		if err := copyInPages(src, out[i]); err != nil {
+		out[i] = make([]string, k)
+	}
+	for _, w := range copySchedule(len(progs), k) {
+		path := filepath.Join(dir, fmt.Sprintf("prog%d.%d", w.prog, w.copy+1))
+		if err := copyInPages(progs[w.prog], path); err != nil {
 			return nil, err
 		}
+		out[w.prog][w.copy] = path
 	}
 	return out, nil
+}
+
+// copyTurn is one copy to write: copy number copy of program prog.
+type copyTurn struct{ prog, copy int }
+
+// copySchedule is the order writeCopies writes k copies of n programs in:
+// copy j of every program before copy j+1 of any, the programs in turns
+// order (forward, then backward), so over an even k every program's copies
+// sit at the same mean place in the sequence and none is always last.
+func copySchedule(n, k int) []copyTurn {
+	out := make([]copyTurn, 0, n*k)
+	for j := range k {
+		for _, i := range turns(n, j) {
+			out = append(out, copyTurn{i, j})
+		}
+	}
+	return out
 }
 
 // helloSource is the reference program: hello world linking net/http, so

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestBuildFlagsMatchMakefile keeps the reference program's build in step
@@ -87,10 +88,18 @@ func TestCopyInPages(t *testing.T) {
 	}
 }
 
-// TestColdRunsTakeEachCopyAlike: the runs cover the copies evenly.
+// TestColdRunsTakeEachCopyAlike: the rounds cover the copies and
+// balancedOrder's rows evenly, for one tinker or several.
 func TestColdRunsTakeEachCopyAlike(t *testing.T) {
-	if copiesPerProgram < 2 || coldRuns%copiesPerProgram != 0 {
-		t.Errorf("%d runs over %d copies: each copy would not run equally often", coldRuns, copiesPerProgram)
+	if copiesPerProgram < 2 || copiesPerProgram%2 != 0 {
+		t.Errorf("%d copies: writeCopies' turns balance only an even count", copiesPerProgram)
+	}
+	for bins := 1; bins <= 4; bins++ {
+		n := 3 + 2*bins
+		runs := coldRounds(n)
+		if runs < coldRuns || runs%copiesPerProgram != 0 || runs%balancedRows(n) != 0 {
+			t.Errorf("%d commands: %d rounds do not take each copy and each order alike", n, runs)
+		}
 	}
 }
 
@@ -103,14 +112,15 @@ func TestColdCommandsRotateCopies(t *testing.T) {
 	if err := os.WriteFile(src, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	copies, err := copiesInPages(src, dir, "p", 3)
+	all, err := writeCopies([]string{src, src}, dir, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(copies) != 3 || copies[0] == copies[1] || copies[1] == copies[2] || copies[0] == copies[2] {
-		t.Fatalf("copies = %q, want three distinct files", copies)
+	copies := all[1]
+	if len(copies) != 3 || copies[0] == copies[1] || copies[1] == copies[2] || copies[0] == copies[2] || slices.Contains(all[0], copies[0]) {
+		t.Fatalf("copies = %q, want six distinct files", all)
 	}
-	for _, c := range copies {
+	for _, c := range slices.Concat(all...) {
 		got, err := os.ReadFile(c)
 		if err != nil || !bytes.Equal(got, data) {
 			t.Fatalf("%s differs from the program (%d bytes, %v)", c, len(got), err)
@@ -122,5 +132,131 @@ func TestColdCommandsRotateCopies(t *testing.T) {
 		if got := cmd.argv(round); !slices.Equal(got, want) {
 			t.Errorf("round %d: argv = %q, want %q", round, got, want)
 		}
+	}
+}
+
+// TestCopiesWrittenInTurn: copies are written a round of programs at a
+// time, and over the bench's copies every program's sit at the same mean
+// place in the order, with none always the last written. (Written program
+// by program, the last program's copies were always the newest, and two
+// sets of copies of one binary timed ~3% apart.)
+func TestCopiesWrittenInTurn(t *testing.T) {
+	for n := 1; n <= 6; n++ {
+		sched := copySchedule(n, copiesPerProgram)
+		if len(sched) != n*copiesPerProgram {
+			t.Fatalf("%d programs: %d copies scheduled, want %d", n, len(sched), n*copiesPerProgram)
+		}
+		placeSum, last, seen := make([]int, n), make([]int, n), map[copyTurn]bool{}
+		for at, w := range sched {
+			if seen[w] || w.copy != at/n {
+				t.Fatalf("%d programs: turn %d is %+v (again, or out of its round)", n, at, w)
+			}
+			seen[w] = true
+			placeSum[w.prog] += at
+			if at%n == n-1 {
+				last[w.prog]++
+			}
+		}
+		for p := range n {
+			if placeSum[p] != placeSum[0] {
+				t.Errorf("%d programs: places of program %d's copies sum to %d, program 0's to %d", n, p, placeSum[p], placeSum[0])
+			}
+			if n > 1 && last[p] == copiesPerProgram {
+				t.Errorf("%d programs: program %d's copy is always the last of its round", n, p)
+			}
+		}
+	}
+}
+
+// TestBalancedOrder: over its cycle every round runs each command once,
+// every command takes each place equally often and runs right after every
+// other equally often.
+func TestBalancedOrder(t *testing.T) {
+	for n := 1; n <= 9; n++ {
+		rows := balancedRows(n)
+		var runs [][]int
+		for r := range rows {
+			runs = append(runs, balancedOrder(n, r))
+		}
+		checkBalanced(t, n, runs)
+	}
+}
+
+// TestRoundsRunInTurn runs real commands through measureRounds and reads
+// back the order they ran in: the measured rounds are balanced, as
+// TestBalancedOrder asks, and so are the warm-up rounds before them.
+func TestRoundsRunInTurn(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "order")
+	argv := func(c, _ int) []string {
+		return []string{"/bin/sh", "-c", "printf " + string(rune('a'+c)) + " >> " + log}
+	}
+	const n = 3
+	if _, err := measureRounds(2*balancedRows(n)-2, n, argv, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2*balancedRows(n)*n {
+		t.Fatalf("%d runs logged (%q), want %d", len(got), got, 2*balancedRows(n)*n)
+	}
+	var runs [][]int
+	for r := 2; r < 2+balancedRows(n); r++ {
+		var round []int
+		for _, b := range got[r*n : (r+1)*n] {
+			round = append(round, int(b-'a'))
+		}
+		runs = append(runs, round)
+	}
+	checkBalanced(t, n, runs)
+}
+
+// checkBalanced checks that each round of runs runs n commands once each,
+// that every command takes each place equally often, and that each runs
+// right after every other equally often.
+func checkBalanced(t *testing.T, n int, runs [][]int) {
+	t.Helper()
+	place, after := map[[2]int]int{}, map[[2]int]int{}
+	for _, round := range runs {
+		if s := slices.Sorted(slices.Values(round)); len(s) != n || s[0] != 0 || s[n-1] != n-1 || len(slices.Compact(s)) != n {
+			t.Fatalf("%d commands: round %v does not run each once", n, round)
+		}
+		for i, c := range round {
+			place[[2]int{c, i}]++
+			if i > 0 {
+				after[[2]int{round[i-1], c}]++
+			}
+		}
+	}
+	for a := range n {
+		for b := range n {
+			if place[[2]int{a, b}] != len(runs)/n {
+				t.Errorf("%d commands: command %d runs in place %d %d times in %d rounds", n, a, b, place[[2]int{a, b}], len(runs))
+			}
+			if a != b && after[[2]int{a, b}] != len(runs)/n {
+				t.Errorf("%d commands: %d runs right after %d %d times in %d rounds", n, b, a, after[[2]int{a, b}], len(runs))
+			}
+		}
+	}
+}
+
+// TestPairedRatio: the median of each round's own ratio, a build against
+// itself exactly 1.
+func TestPairedRatio(t *testing.T) {
+	mk := func(ms ...float64) []result {
+		var out []result
+		for _, m := range ms {
+			out = append(out, result{cpu: time.Duration(m * float64(time.Millisecond))})
+		}
+		return out
+	}
+	a, b := mk(2.2, 4.4, 3.3, 8.8, 1.1), mk(2, 4, 3, 8, 1)
+	cpu := func(r result) float64 { return float64(r.cpu) }
+	if got := pairedRatio(a, b, cpu); got < 1.0999 || got > 1.1001 {
+		t.Errorf("pairedRatio = %v, want 1.1", got)
+	}
+	if got := pairedRatio(b, b, cpu); got != 1 {
+		t.Errorf("pairedRatio of a build against itself = %v, want 1", got)
 	}
 }

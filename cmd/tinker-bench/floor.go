@@ -104,7 +104,8 @@ func floorSource(pkgs []string) string {
 // bytes written by the Go linker (through a memory map) or read back from
 // disk, both of which leave 4 KiB pages. Every program measured is written this way, in
 // the state of a fresh build or a binary read from disk, so none gains
-// from how it was copied.
+// from how it was copied. Each copy is flushed before it is closed
+// (syncClose), so every copy starts the rounds clean in the page cache.
 func copyInPages(src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
@@ -127,11 +128,22 @@ func copyInPages(src, dst string) error {
 			return fmt.Errorf("copy %s: %w", src, err)
 		}
 		if rerr == io.EOF {
-			return out.Close()
+			return syncClose(out)
 		}
 		if rerr != nil {
 			out.Close()
 			return fmt.Errorf("copy %s: %w", src, rerr)
 		}
 	}
+}
+
+// syncClose flushes f to disk and closes it: a copy left dirty would be
+// written back by the kernel some 30 s later, in the middle of the rounds
+// and under whichever program's copies are oldest, not under all alike.
+func syncClose(f *os.File) error {
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("flush %s: %w", f.Name(), err)
+	}
+	return f.Close()
 }

@@ -160,26 +160,20 @@ func (ps *datumPass) forwardLayer(li int, x, spare [][]float32) (next, nextSpare
 	ps.setCache(li, ks, vs, kvd)
 	k, v := ar.view(ks, n, kvd), ar.view(vs, n, kvd)
 	a.t[tQ], a.t[tK], a.t[tV] = ps.tRows(tl.q), ps.tRows(tl.k), ps.tRows(tl.v)
+	qOut, kOut := a.q, k
+	if lw.qNorm != nil { // the products write the raw q and k, the norms a.q and k from them
+		a.qRaw, a.kRaw = ar.rowsToFill(n, qd), ar.rowsToFill(n, kvd)
+		qOut, kOut = a.qRaw, a.kRaw
+	}
 	in := packIn(lw.q, a.xn1) // q, k and v read it packed once
-	in.linear(lw.q, lw.qBias, tl.q, a.xn1, a.q, a.t[tQ], false)
-	in.linear(lw.k, lw.kBias, tl.k, a.xn1, k, a.t[tK], false)
+	in.linear(lw.q, lw.qBias, tl.q, a.xn1, qOut, a.t[tQ], false)
+	in.linear(lw.k, lw.kBias, tl.k, a.xn1, kOut, a.t[tK], false)
 	in.linear(lw.v, lw.vBias, tl.v, a.xn1, v, a.t[tV], false)
 	in.release()
-	if lw.qNorm != nil {
-		a.qRaw, a.kRaw = ar.rowsToFill(n, qd), ar.rowsToFill(n, kvd)
-	}
 	eachRow(n, qd+kvd, func(p int) {
 		if lw.qNorm != nil {
-			copy(a.qRaw[p], a.q[p])
-			copy(a.kRaw[p], k[p])
-			for o := 0; o < qd; o += c.HeadDim {
-				hv := a.q[p][o : o+c.HeadDim]
-				rmsNorm(hv, hv, lw.qNorm, c.RMSNormEps)
-			}
-			for o := 0; o < kvd; o += c.HeadDim {
-				hv := k[p][o : o+c.HeadDim]
-				rmsNorm(hv, hv, lw.kNorm, c.RMSNormEps)
-			}
+			headNorms(a.q[p], a.qRaw[p], lw.qNorm, c.HeadDim, c.RMSNormEps)
+			headNorms(k[p], a.kRaw[p], lw.kNorm, c.HeadDim, c.RMSNormEps)
 		}
 		applyRope(a.q[p], c.HeadDim, ps.cos[p], ps.sin[p])
 		applyRope(k[p], c.HeadDim, ps.cos[p], ps.sin[p])
@@ -518,4 +512,12 @@ func attentionBackward(c Config, li int, sinks []float32, q [][]float32, k, v []
 			s.unpackHead(a, kvh)
 		}
 	})
+}
+
+// headNorms sets out to x with each hd-wide head RMS-normalised (Qwen3's
+// q/k norms).
+func headNorms(out, x, weight []float32, hd int, eps float64) {
+	for o := 0; o < len(x); o += hd {
+		rmsNorm(out[o:o+hd], x[o:o+hd], weight, eps)
+	}
 }

@@ -235,6 +235,27 @@
 //     0.95-0.96 of their process CPU, gate and up 0.98, one layer alone
 //     0.98 (BenchmarkTrainLinearPackAB, M = 1024, W cold, both cores,
 //     paired, a loaded machine).
+//   - Rows of K >= 2048 (o_proj's 2048, down's 3072; issue 34, fwdk).
+//     At K = 3072 a 768 KiB slice holds 16 groups, so each weight tile
+//     meets 16 groups per trip from L3 where it meets 48 at K = 1024.
+//     Tried, all paired in one process on both cores with the weights
+//     cold, M = 256-1024, a machine at load 7-20, and dropped:
+//     fwdTilesKBlocked (commit 2a05b7b, reverted), the pieces taken
+//     across a block of tiles, so that a piece of 48 groups stays in L2
+//     and every tile of the block meets it before the next piece, each
+//     tile's accumulators kept between pieces (same bits): 1.10-1.26x
+//     the CPU of tile by tile, worse with smaller blocks (1.35-1.45x at
+//     one or two tiles) and no better at 384-768 KiB of groups or 288
+//     KiB to 768 KiB of accumulators. Each pass brings the next piece of
+//     the groups from L3 for a handful of tiles, more bytes than the
+//     weights it saves; a block of tiles large enough to pay needs
+//     accumulators (1.5 KiB a group a tile) that do not fit beside the
+//     groups. Pieces of 1536 columns instead of 1024 (fwdKC;
+//     BenchmarkForwardKCAB): 1.11-1.15x; 768: 0.97-1.03. The x prefetch
+//     2 KiB ahead in the pieces' kernel instead of 4 (xAhead):
+//     0.98-1.01 in both orders. Weights hot in L3 against cold from
+//     memory at K = 2048-3072: 0.99-1.00 (cold/hot 1.01-1.02), so the
+//     weights' traffic is at most 1-2% of these products.
 //   - A LoRA's B on the lm_head (issue 34, headfold). Its logits are
 //     two rounded sums, W·x in dotLanes order and then B·t (its own
 //     dotLanes sum over the rank) added, in training, in Forward and in
@@ -874,8 +895,9 @@
 //     one 64-token prompt on the 0.6B shape cost 8 prefills where one
 //     request of 8 samples costs one (about 0.3× its speed, measured with
 //     BenchmarkGenerate under load). Requests that want prompt logprobs
-//     prefill their own (TestIdenticalPromptsPrefillOnce,
-//     TestLateIdenticalPromptShares).
+//     prefill their own, and may lead others: which request leads is
+//     the batcher's queue order (TestIdenticalPromptsPrefillOnce pins
+//     both orders, TestLateIdenticalPromptShares).
 //   - Parallelism: a step's rows are split over GOMAXPROCS groups, each
 //     running its own forward pass (small models); large models keep one
 //     batch and split each matrix product's rows across cores. Draws over

@@ -21,12 +21,15 @@ type (
 )
 
 // rowsRmax, colsRmax and colsTRmax are the tallest tiles for W = 1..4
-// vectors.
-var (
-	rowsRmax  = [5]int{0, len(bwdRowsF32[0]), len(bwdRowsF32[1]), len(bwdRowsF32[2]), len(bwdRowsF32[3])}
-	colsRmax  = [5]int{0, len(bwdCols[0]), len(bwdCols[1]), len(bwdCols[2]), len(bwdCols[3])}
-	colsTRmax = [5]int{0, len(bwdColsT[0]), len(bwdColsT[1]), len(bwdColsT[2]), len(bwdColsT[3])}
-)
+// (index 0 unused), read where used: package-level arrays of the tables'
+// lengths were code run at every start of every program linking the engine.
+func rowsRmax() [5]int  { return tallest(&bwdRowsF32) }
+func colsRmax() [5]int  { return tallest(&bwdCols) }
+func colsTRmax() [5]int { return tallest(&bwdColsT) }
+
+func tallest(t *[4][]bwdKernel) [5]int {
+	return [5]int{0, len(t[0]), len(t[1]), len(t[2]), len(t[3])}
+}
 
 // matMulTAsm adds Σ_t W_tᵀ·ys_t[b] to xs[b] (stores it when the first
 // term has zero) for each term t in turn with the assembly tiles and
@@ -57,10 +60,10 @@ func matMulTAsm(terms []tTerm, xs [][]float32) bool {
 		terms[0].zero = false
 	}
 	vecs := (cols + 15) / 16
-	wv := tileShape(m, vecs, rowsRmax, 8) // see outerTileFloor
+	wv := tileShape(m, vecs, rowsRmax(), 8) // see outerTileFloor
 	if cols <= tCols {
 		// Too narrow to split by columns: split the batch in whole tiles.
-		parallelFor(m, rowsRmax[wv], work, func(lo, hi int) {
+		parallelFor(m, rowsRmax()[wv], work, func(lo, hi int) {
 			tMulAsm(terms, xs, lx, wv, lo, hi, 0, cols)
 		})
 		return true
@@ -117,12 +120,12 @@ func kcRows(rows int) int {
 // every weight row of every term meets it.
 func tMulAsm(terms []tTerm, xs [][]float32, lx, wv, b0, b1, c0, c1 int) {
 	var buf, buf2 []float32
-	pack, rows := b1-b0 > rowsRmax[wv], 0
+	pack, rows := b1-b0 > rowsRmax()[wv], 0
 	for _, t := range terms {
 		pack, rows = pack || t.w.bf != nil, max(rows, kcRows(t.w.rows))
 	}
 	var fold *tTerm // a LoRA A's rows, summed in the base term's tiles
-	if t := &terms[len(terms)-1]; len(terms) == 2 && b1-b0 > rowsRmax[wv] && foldable(*t) && terms[0].w.cols > 16*wv {
+	if t := &terms[len(terms)-1]; len(terms) == 2 && b1-b0 > rowsRmax()[wv] && foldable(*t) && terms[0].w.cols > 16*wv {
 		fold = t
 	}
 	if pack {
@@ -136,7 +139,7 @@ func tMulAsm(terms []tTerm, xs [][]float32, lx, wv, b0, b1, c0, c1 int) {
 	for cb := c0; cb < c1; cb += width {
 		for i, t := range terms {
 			tb := buf // a float32 term under one tile reads W in place
-			if t.w.bf == nil && (b1-b0 <= rowsRmax[wv] || t.w.cols <= 16*wv) {
+			if t.w.bf == nil && (b1-b0 <= rowsRmax()[wv] || t.w.cols <= 16*wv) {
 				// So does one whose rows are its panel's (a LoRA B's):
 				// they lie one after another, in no conflict.
 				tb = nil
@@ -163,7 +166,7 @@ func foldable(t tTerm) bool { return t.w.bf == nil && t.w.rows <= foldRows }
 // (and buf packing the panels), the last block's tiles go on to t2's rows
 // (tMulFold). With t.zero the first block's tiles start from zero.
 func tMulCols(t tTerm, xs [][]float32, lx, wv, b0, b1, cb, ce int, buf []float32, t2 *tTerm, buf2 []float32) {
-	w, ys, ly, r, kb := t.w, t.ys, t.ly, rowsRmax[wv], kcRows(t.w.rows)
+	w, ys, ly, r, kb := t.w, t.ys, t.ly, rowsRmax()[wv], kcRows(t.w.rows)
 	for j0 := 0; j0 < w.rows; j0 += kb {
 		kc, zero := min(kb, w.rows-j0), t.zero && j0 == 0
 		tiles := bwdRowsF32
@@ -308,8 +311,8 @@ var outerTileFloor = 12
 // commute exactly in a fused multiply-add), so the same bits.
 func outerTransposed(dst []float32, rows, cols int, us, vs [][]float32, lu, lv int) {
 	m := len(us)
-	wv := tileShape(cols, (rows+15)/16, colsTRmax, outerTileFloor)
-	r := colsTRmax[wv]
+	wv := tileShape(cols, (rows+15)/16, colsTRmax(), outerTileFloor)
+	r := colsTRmax()[wv]
 	parallelFor(rows, 16*wv, rows*cols*m, func(lo, hi int) {
 		strip, put := outerStrip(lu, m*16*wv)
 		defer put()
@@ -342,8 +345,8 @@ func outerTransposed(dst []float32, rows, cols int, us, vs [][]float32, lu, lv i
 // packed every strip of vs for its few rows' tiles.
 func outerTiles(dst []float32, rows, cols int, us, vs [][]float32, lu, lv int) {
 	m := len(us)
-	wv := tileShape(rows, (cols+15)/16, colsRmax, outerTileFloor)
-	r := colsRmax[wv]
+	wv := tileShape(rows, (cols+15)/16, colsRmax(), outerTileFloor)
+	r := colsRmax()[wv]
 	if rows <= outerSplitColsRows {
 		parallelPieces(cols, 16*wv*max(1, tCols/(16*wv)), rows*cols*m, func(lo, hi int) {
 			outerBlock(dst, cols, us, vs, lu, lv, wv, 0, rows, lo, hi)
@@ -362,7 +365,7 @@ var outerSplitColsRows = 64
 // outerBlock does dst's rows [lo, hi) × columns [k0, k1) of outerTiles, a
 // strip of wv vectors at a time.
 func outerBlock(dst []float32, cols int, us, vs [][]float32, lu, lv, wv, lo, hi, k0, k1 int) {
-	m, r := len(us), colsRmax[wv]
+	m, r := len(us), colsRmax()[wv]
 	strip, put := outerStrip(lv, m*16*wv)
 	defer put()
 	for k := k0; k < k1; k += 16 * wv {

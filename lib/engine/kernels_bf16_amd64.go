@@ -13,10 +13,10 @@ import (
 
 // The CPU's bf16 instructions: AMX tiles (TDPBF16PS, Sapphire Rapids and
 // later) or AVX512-BF16 (VDPBF16PS: Cooper Lake, Zen 4). Both kernels add
-// each output's column pairs in the same order; see bf16Path.
+// each output's column pairs in the same order; see bf16Path. amxReady
+// and bf16Compute read the CPU's flags where they are asked (package-level
+// flags would be code run at every start); amxPermOnce asks Linux once.
 var (
-	cpuAMX      = cpu.X86.HasAMXTile && cpu.X86.HasAMXBF16
-	cpuAVXBF16  = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BF16
 	amxPermOnce sync.Once
 	amxPermOK   bool
 )
@@ -33,7 +33,7 @@ const (
 // amxReady asks for the tile state once; false when the CPU or the kernel
 // says no.
 func amxReady() bool {
-	if !cpuAMX {
+	if !(cpu.X86.HasAMXTile && cpu.X86.HasAMXBF16) {
 		return false
 	}
 	amxPermOnce.Do(func() {
@@ -43,38 +43,43 @@ func amxReady() bool {
 	return amxPermOK
 }
 
-// amxTileCfg is the tile configuration of the kernels over two blocks of
-// 16 tokens: palette 1, all eight tiles 16 rows × 64 bytes.
-var amxTileCfg = amxTileCfgs[15]
-
 // amxTileCfgs[m-1] is the configuration of the one-block kernels for m ≤
-// 16 tokens: the sums (TMM0-3) and the tokens (TMM4-5) m rows, the
-// weights (TMM6-7) 16. Each row of sums comes from its own row of tokens,
+// 16 tokens: palette 1 (byte 0), all eight tiles 64 bytes a row (bytes
+// 16-31), the sums (TMM0-3) and the tokens (TMM4-5) m rows, the weights
+// (TMM6-7) 16 (bytes 48-55). amxTileCfgs[15], all tiles 16 rows, is also
+// the configuration of the kernels over two blocks of 16 tokens. Each row
+// of sums comes from its own row of tokens,
 // so a row's bits do not depend on m. Decoding's one token then loads 64
 // bytes of tokens a step instead of 16 rows, 15 of them zero padding
 // (1 KiB beside each 2 KiB of weights; 16 rows of 3072 columns, 99 KiB,
 // do not stay in L1), multiplies one row and stores one. One-token products streaming 672 MiB
 // of weights, paired ratios under load against the 16-row tiles: 0.95-0.97
 // of the CPU time on two threads, 0.94-0.99 on one (the same tiles under
-// both names: 0.98-1.02).
-var amxTileCfgs = func() (cs [16][64]byte) {
-	for m := range cs {
-		c := &cs[m]
-		c[0] = 1
-		for t := range 8 {
-			c[16+2*t] = 64
-			c[48+t] = 16
-			if t < 6 {
-				c[48+t] = byte(m + 1)
-			}
-		}
-	}
-	return cs
-}()
+// both names: 0.98-1.02). A literal, laid out as data: built by a loop it
+// was code that ran at every start of every program linking the engine
+// (TestAMXTileCfgsLiteral checks it against that rule).
+var amxTileCfgs = [16][64]byte{
+	{0: 1, 16: 64, 18: 64, 20: 64, 22: 64, 24: 64, 26: 64, 28: 64, 30: 64, 48: 1, 1, 1, 1, 1, 1, 16, 16},
+	{0: 1, 16: 64, 18: 64, 20: 64, 22: 64, 24: 64, 26: 64, 28: 64, 30: 64, 48: 2, 2, 2, 2, 2, 2, 16, 16},
+	{0: 1, 16: 64, 18: 64, 20: 64, 22: 64, 24: 64, 26: 64, 28: 64, 30: 64, 48: 3, 3, 3, 3, 3, 3, 16, 16},
+	{0: 1, 16: 64, 18: 64, 20: 64, 22: 64, 24: 64, 26: 64, 28: 64, 30: 64, 48: 4, 4, 4, 4, 4, 4, 16, 16},
+	{0: 1, 16: 64, 18: 64, 20: 64, 22: 64, 24: 64, 26: 64, 28: 64, 30: 64, 48: 5, 5, 5, 5, 5, 5, 16, 16},
+	{0: 1, 16: 64, 18: 64, 20: 64, 22: 64, 24: 64, 26: 64, 28: 64, 30: 64, 48: 6, 6, 6, 6, 6, 6, 16, 16},
+	{0: 1, 16: 64, 18: 64, 20: 64, 22: 64, 24: 64, 26: 64, 28: 64, 30: 64, 48: 7, 7, 7, 7, 7, 7, 16, 16},
+	{0: 1, 16: 64, 18: 64, 20: 64, 22: 64, 24: 64, 26: 64, 28: 64, 30: 64, 48: 8, 8, 8, 8, 8, 8, 16, 16},
+	{0: 1, 16: 64, 18: 64, 20: 64, 22: 64, 24: 64, 26: 64, 28: 64, 30: 64, 48: 9, 9, 9, 9, 9, 9, 16, 16},
+	{0: 1, 16: 64, 18: 64, 20: 64, 22: 64, 24: 64, 26: 64, 28: 64, 30: 64, 48: 10, 10, 10, 10, 10, 10, 16, 16},
+	{0: 1, 16: 64, 18: 64, 20: 64, 22: 64, 24: 64, 26: 64, 28: 64, 30: 64, 48: 11, 11, 11, 11, 11, 11, 16, 16},
+	{0: 1, 16: 64, 18: 64, 20: 64, 22: 64, 24: 64, 26: 64, 28: 64, 30: 64, 48: 12, 12, 12, 12, 12, 12, 16, 16},
+	{0: 1, 16: 64, 18: 64, 20: 64, 22: 64, 24: 64, 26: 64, 28: 64, 30: 64, 48: 13, 13, 13, 13, 13, 13, 16, 16},
+	{0: 1, 16: 64, 18: 64, 20: 64, 22: 64, 24: 64, 26: 64, 28: 64, 30: 64, 48: 14, 14, 14, 14, 14, 14, 16, 16},
+	{0: 1, 16: 64, 18: 64, 20: 64, 22: 64, 24: 64, 26: 64, 28: 64, 30: 64, 48: 15, 15, 15, 15, 15, 15, 16, 16},
+	{0: 1, 16: 64, 18: 64, 20: 64, 22: 64, 24: 64, 26: 64, 28: 64, 30: 64, 48: 16, 16, 16, 16, 16, 16, 16, 16},
+}
 
 // bf16Compute reports whether the CPU runs the bf16 path: AVX512-BF16
 // rounds the activations and runs the products where AMX is missing.
-func bf16Compute() bool { return cpuAVXBF16 }
+func bf16Compute() bool { return cpu.X86.HasAVX512F && cpu.X86.HasAVX512BF16 }
 
 // bf16UseAMX selects the AMX kernels over the AVX512-BF16 ones (a
 // variable so a test can compare them).
@@ -273,7 +278,7 @@ func bf16TilesAMX(x []uint16, ldx, m int, w []uint16, ws, kp, nb int, out *float
 	one := &amxTileCfgs[min(m, 16)-1] // only the block's own rows
 	if nb >= 2 {
 		if two { // amxBF16T2N2 with the weights prefetched (internal/asmgen/bf16/panel.go)
-			amxBF16W2N2(&amxTileCfg, &x[0], 2*ldx, &w[0], 2*ws, kp/32, nb/2, out, 4*ldo)
+			amxBF16W2N2(&amxTileCfgs[15], &x[0], 2*ldx, &w[0], 2*ws, kp/32, nb/2, out, 4*ldo)
 		} else {
 			amxBF16T1N2(one, &x[0], 2*ldx, &w[0], 2*ws, kp/32, nb/2, out, 4*ldo)
 		}
@@ -282,7 +287,7 @@ func bf16TilesAMX(x []uint16, ldx, m int, w []uint16, ws, kp, nb int, out *float
 		last := nb - 1
 		tail := (*float32)(unsafe.Add(unsafe.Pointer(out), 4*16*last)) // in the first row
 		if two {
-			amxBF16T2N1(&amxTileCfg, &x[0], 2*ldx, &w[last*ws], 2*ws, kp/32, 1, tail, 4*ldo)
+			amxBF16T2N1(&amxTileCfgs[15], &x[0], 2*ldx, &w[last*ws], 2*ws, kp/32, 1, tail, 4*ldo)
 		} else {
 			amxBF16T1N1(one, &x[0], 2*ldx, &w[last*ws], 2*ws, kp/32, 1, tail, 4*ldo)
 		}

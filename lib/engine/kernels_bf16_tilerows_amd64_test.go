@@ -38,3 +38,23 @@ func TestAMXTilesStoreOnlyTheirTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestAMXTileCfgsLiteral checks the literal table against its rule: palette
+// 1, eight tiles of 64-byte rows, tiles 0-5 m rows and 6-7 16 rows, the
+// rest zero.
+func TestAMXTileCfgsLiteral(t *testing.T) {
+	for m := 1; m <= 16; m++ {
+		var want [64]byte
+		want[0] = 1
+		for tile := range 8 {
+			want[16+2*tile] = 64
+			want[48+tile] = 16
+			if tile < 6 {
+				want[48+tile] = byte(m)
+			}
+		}
+		if amxTileCfgs[m-1] != want {
+			t.Errorf("amxTileCfgs[%d] = %v, want %v", m-1, amxTileCfgs[m-1], want)
+		}
+	}
+}

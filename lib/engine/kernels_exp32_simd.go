@@ -86,19 +86,18 @@ func expScores16(p []float64, sc []float32, scale, mx float32, s *[8]float64) {
 		pp = &p[:len(sc)][0]
 	}
 	c := expSumConsts
-	c[0], c[1] = scale, mx
+	c[0], c[1], c[14], c[17] = scale, mx, float32(math.Inf(1)), math.Float32frombits(127) // 127: the exponent bias, an integer lane
 	attnExpSum16(&sc[0], len(sc), pp, &c[0], &s[0])
 }
 
-// expSumConsts is attnExpSum16's constants after the row's scale and
-// maximum, in internal/asmgen/attn/expsum.go's order.
-var expSumConsts = func() (c [18]float32) {
-	c[2], c[3], c[4], c[5] = exp32Log2e, exp32Round, -exp32Ln2Hi, -exp32Ln2Lo
-	copy(c[6:14], exp32Poly[:])
-	c[14], c[15], c[16] = float32(math.Inf(1)), exp32Hi, exp32Lo
-	c[17] = math.Float32frombits(127) // the exponent bias, an integer lane
-	return c
-}()
+// expSumConsts is attnExpSum16's constants, in internal/asmgen/attn/
+// expsum.go's order, but for the row's scale and maximum (0, 1), +Inf (14)
+// and the exponent bias (17), which are not Go constants and are set with
+// the row's. A literal, laid out as data (a table built by a function is
+// code run at every start); 6-13 are exp32Poly, as
+// TestExpSumConstsFollowExp32 checks.
+var expSumConsts = [18]float32{2: exp32Log2e, exp32Round, -exp32Ln2Hi, -exp32Ln2Lo,
+	1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 1.0 / 2, 1, 1, 15: exp32Hi, exp32Lo}
 
 // expScaleShift32x8f sets sc[t] = exp32(float32(sc[t]·scale) − mx) on
 // eight lanes (AVX2), the last 1..15 through masked loads and stores.

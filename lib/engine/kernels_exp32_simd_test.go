@@ -43,3 +43,13 @@ func TestExp32VecMatchesScalar(t *testing.T) {
 		}
 	}
 }
+
+// TestExpSumConstsFollowExp32: the literal holds exp32's constants and
+// polynomial where attnExpSum16 reads them (internal/asmgen/attn/expsum.go).
+func TestExpSumConstsFollowExp32(t *testing.T) {
+	want := [18]float32{2: exp32Log2e, exp32Round, -exp32Ln2Hi, -exp32Ln2Lo, 15: exp32Hi, exp32Lo}
+	copy(want[6:14], exp32Poly[:])
+	if expSumConsts != want {
+		t.Errorf("expSumConsts = %v, want %v", expSumConsts, want)
+	}
+}

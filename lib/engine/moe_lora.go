@@ -27,9 +27,20 @@ import (
 // expertLoRA is one expert's adapted matrices.
 type expertLoRA struct{ gate, up, down *loraPair }
 
-// expertKinds maps the stacked tensors' names to the matrix they adapt
-// (the `which` of expertModule).
-var expertKinds = map[string]int{"experts.w1": 0, "experts.w3": 1, "experts.w2": 2}
+// expertKind maps a stacked tensor's name to the matrix it adapts (the
+// `which` of expertModule). A switch, not a package-level map: a map is
+// built by code at every start of every program linking the engine.
+func expertKind(mod string) (int, bool) {
+	switch mod {
+	case "experts.w1":
+		return 0, true
+	case "experts.w3":
+		return 1, true
+	case "experts.w2":
+		return 2, true
+	}
+	return 0, false
+}
 
 // sharedA reports whether the hidden-side factor of matrix which is its
 // lora_A (gate and up: the hidden side is the input) rather than its
@@ -123,7 +134,7 @@ func (ll *loraLayer) setExperts(c Config, i int, mod string, a, b *Tensor, rank 
 // the experts it covers: all of them for a stacked pair, one for
 // experts.N.proj.
 func expertTarget(c Config, mod string) (which, first, n int, err error) {
-	if which, ok := expertKinds[mod]; ok {
+	if which, ok := expertKind(mod); ok {
 		return which, 0, c.Experts, nil
 	}
 	var proj string

@@ -53,7 +53,10 @@ func sameAsSolo(t *testing.T, label string, solo, got []*SampleResponse) int64 {
 // each gets exactly its solo result, and, counted by the batcher's row
 // counter, the prompt goes through the model once for the base model's
 // sharing requests, once for the prompt-logprob request and once for the
-// adapter (a different model, whose cache cannot be shared).
+// adapter (a different model, whose cache cannot be shared). Submitted
+// with the prompt-logprob request first, that request leads the base
+// model's others (its cache serves them as any leader's would), so the
+// prompt runs twice.
 func TestIdenticalPromptsPrefillOnce(t *testing.T) {
 	for _, name := range testModels(t) {
 		m := mustLoad(t, name)
@@ -72,21 +75,44 @@ func TestIdenticalPromptsPrefillOnce(t *testing.T) {
 		for i, c := range calls {
 			solo[i] = sample(t, c.m, c.req)
 		}
-		got := make([]*SampleResponse, len(calls))
-		release := holdBatch(t, m)
-		rows0 := m.batch.rows.Load()
-		var wg sync.WaitGroup
-		for i, c := range calls {
-			wg.Go(func() { got[i], _ = c.m.Sample(context.Background(), c.req) })
+		got, rows := sampleQueued(t, m, calls)
+		if want := int64(3*len(p)) + sameAsSolo(t, name+" shared prefill", solo, got); rows != want {
+			t.Errorf("%s: %d rows ran, want %d (the prompt three times, then one row per generated token)", name, rows, want)
 		}
-		waitQueued(t, m.batch, len(calls))
-		release()
-		wg.Wait()
-		want := int64(3*len(p)) + sameAsSolo(t, name+" shared prefill", solo, got)
-		if r := m.batch.rows.Load() - rows0; r != want {
-			t.Errorf("%s: %d rows ran, want %d (the prompt three times, then one row per generated token)", name, r, want)
+		first := []int{4, 0, 1, 2, 3, 5, 6} // the prompt-logprob request leads
+		got, rows = sampleQueued(t, m, permute(calls, first))
+		if want := int64(2*len(p)) + sameAsSolo(t, name+" logprob leader", permute(solo, first), got); rows != want {
+			t.Errorf("%s: prompt-logprob request first: %d rows ran, want %d (the prompt twice, then one row per generated token)", name, rows, want)
 		}
 	}
+}
+
+// sampleQueued holds m's batch, queues calls in their order (each queued
+// before the next is submitted: the batcher admits in queue order, and
+// which request leads decides how many prompts run), lets them run
+// together and returns their responses and the rows the batch ran.
+func sampleQueued(t *testing.T, m *Model, calls []call) ([]*SampleResponse, int64) {
+	t.Helper()
+	got := make([]*SampleResponse, len(calls))
+	release := holdBatch(t, m)
+	rows0 := m.batch.rows.Load()
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Go(func() { got[i], _ = c.m.Sample(context.Background(), c.req) })
+		waitQueued(t, m.batch, i+1)
+	}
+	release()
+	wg.Wait()
+	return got, m.batch.rows.Load() - rows0
+}
+
+// permute is s in the order idx gives.
+func permute[T any](s []T, idx []int) []T {
+	out := make([]T, len(idx))
+	for i, k := range idx {
+		out[i] = s[k]
+	}
+	return out
 }
 
 // TestLateIdenticalPromptShares: a request arriving while another with

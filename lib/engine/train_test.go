@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"runtime"
@@ -595,41 +596,39 @@ func (c *countdownCtx) Err() error {
 
 // TestArenaToFillIsWritten holds the callers of the arena's takeToFill
 // and rowsToFill to their promise, to write every element before reading
-// any: a trainer whose arena starts out full of NaN (what an element read
-// before it was written would carry into the results) computes the same
-// loss and gradients, bit for bit, as one whose arena starts at zero, in
-// a call of several datums (the later ones reuse the earlier ones'
-// memory) with and without the backward pass.
+// any: with the arena poisoned (every such take handed out full of NaN,
+// poisonArena) each tiny model family computes the same loss and
+// gradients, bit for bit, as unpoisoned, in a call of several datums
+// (grouped, and reusing each other's memory) with and without the
+// backward pass, keeping activations and recomputing them. A caller that
+// leaves one element unwritten reads NaN and fails here.
 func TestArenaToFillIsWritten(t *testing.T) {
-	for _, name := range testModels(t) {
+	cfg := LoRAConfig{Rank: 4, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 2}
+	loss, _ := NewLoss(LossCrossEntropy, nil)
+	for _, name := range qemuFew(TinyModels(), testModels(t)) {
 		m := mustLoad(t, name)
-		cfg := LoRAConfig{Rank: 4, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 2}
-		loss, _ := NewLoss(LossCrossEntropy, nil)
-		data := forLoss(testData(m.cfg.VocabSize, 3, 9, 20, 4), LossCrossEntropy)
-		run := func(poison bool) (*ForwardResult, *ForwardResult, [][]float32) {
-			tr := mustTrainer(t, m, cfg)
-			randomizeB(t, tr, 1, 0.05)
-			if poison {
-				tr.ar.buf = make([]float32, 1<<22)
-				for i := range tr.ar.buf {
-					tr.ar.buf[i] = float32(math.NaN())
+		data := forLoss(testData(m.cfg.VocabSize, 3, 9, 20, 4, 33), LossCrossEntropy)
+		for _, keep := range []int64{DefaultKeepLimit, 0} {
+			run := func() (*ForwardResult, *ForwardResult, [][]float32) {
+				tr := mustTrainer(t, m, cfg)
+				tr.SetKeepLimit(keep)
+				randomizeB(t, tr, 1, 0.05)
+				fwd, fb := forwardBoth(t, tr, loss, data)
+				return fwd, fb, gradBits(tr)
+			}
+			fwd0, fb0, g0 := run()
+			t.Run(fmt.Sprintf("%s/keep=%d", name, keep), func(t *testing.T) {
+				poisonArena(t)
+				fwd1, fb1, g1 := run()
+				if !reflect.DeepEqual(fwd0, fwd1) || !reflect.DeepEqual(fb0, fb1) {
+					t.Fatalf("outputs differ when takeToFill hands out NaN")
 				}
-			}
-			fwd, fb := forwardBoth(t, tr, loss, data)
-			if poison && tr.ar.peak > len(tr.ar.buf) {
-				t.Fatalf("%s: the arena needs %d floats, more than the poisoned %d", name, tr.ar.peak, len(tr.ar.buf))
-			}
-			return fwd, fb, gradBits(tr)
-		}
-		fwd0, fb0, g0 := run(false)
-		fwd1, fb1, g1 := run(true)
-		if !reflect.DeepEqual(fwd0, fwd1) || !reflect.DeepEqual(fb0, fb1) {
-			t.Fatalf("%s: outputs differ when the arena starts full of NaN", name)
-		}
-		for i := range g0 {
-			if !slices.Equal(g0[i], g1[i]) {
-				t.Fatalf("%s: gradients of tensor %d differ when the arena starts full of NaN", name, i)
-			}
+				for i := range g0 {
+					if !slices.Equal(g0[i], g1[i]) {
+						t.Fatalf("gradients of tensor %d differ when takeToFill hands out NaN", i)
+					}
+				}
+			})
 		}
 	}
 }

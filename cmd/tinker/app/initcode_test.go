@@ -22,13 +22,17 @@ import (
 // literals, small maps as switches, and values made on first use as
 // lazy.Values.
 const (
-	initCodeBudget       = 6 << 10 // all packages
-	initCodePackageLimit = 2 << 10 // any one package
+	initCodeBudget       = 512 // all packages
+	initCodePackageLimit = 384 // any one package
 	// initPackagesLimit: packages with any init code. Only lib/engine
-	// has some (its CPU-feature switches, spread over files other
-	// kernels' owners keep); quant, jsonscan and export had theirs turned
-	// into functions, a literal table and switches (3 init functions,
-	// each reached through a page fault: ~14 µs a start by inittrace).
+	// has some (311 bytes: its CPU-feature switches, which tests flip,
+	// spread over files other kernels' owners keep, and workPool; its
+	// expert-name map, AMX tile table and tile-height arrays became a
+	// switch, a literal and functions, and attention's exp constants a
+	// literal: 970 bytes before); quant, jsonscan
+	// and export had theirs turned into functions, a literal table and
+	// switches (3 init functions, each reached through a page fault:
+	// ~14 µs a start by inittrace).
 	initPackagesLimit = 1
 )
 
