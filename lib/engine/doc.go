@@ -1275,6 +1275,25 @@
 // start 3-7 ms late instead. So A/B runs under load cannot show what a
 // longer spin gains on a quiet machine; take that from a quiet run.
 //
+// The serial code between a decoding step's products was measured
+// and a read-ahead into the idle core tried, not adopted. A throwaway
+// build that stamped forward's sections on BenchmarkDecode/bf16's model
+// (loaded machine, so shares only) put the products at 97% of a token:
+// q/k/v 19%, o 11%, gate/up 27-28%, down 15%, lm_head 24%; between them
+// attention over the cache 1.3-2.2%, q/k norms and rope 0.6%, the
+// sampler 0.3-0.5%, other norms and SwiGLU 0.4%. The experiment: after
+// each product the caller offered the next one's pieces (up to 1 MiB) to
+// a spinning worker to pull into its L2, and the spin budget doubled
+// after any gap within 4 budgets instead of 2. Quiet interleaved A/B,
+// four rounds of BenchmarkDecode/bf16 -benchtime 1x (2026-11-29, load
+// 0.1-1.8), tok/s: this code 21.5, 20.9, 21.9, 20.2; both changes 19.8,
+// 19.2, 20.3, 20.7; read-ahead alone 19.5, 18.7, 21.8, 22.2; budget
+// alone 20.2, 19.9, 19.9, 19.2. Their share of the bandwidth probe rose
+// (77-82% against 78-79%) only because the probe beside them read
+// lower, and they spent 3-9% more CPU a token. So the remaining gap to
+// the read limit is the two threads' streaming in fwdRow16BF16, not the
+// serial code.
+//
 // A bfloat16 KV cache for the float32 path was not built: a position's
 // keys and values take 224 KiB over the 28 layers in float32, so the
 // cache is 0.3-0.6% of a token's reads at the benchmark's 1-33 positions
