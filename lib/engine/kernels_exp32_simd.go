@@ -13,10 +13,6 @@ import (
 // row's last few go through a masked load and store, never the scalar
 // body (fma32 is software on amd64).
 
-type f32x16 = archsimd.Float32x16
-
-func bc16(v float32) f32x16 { return archsimd.BroadcastFloat32x16(v) }
-
 // exp8x2f is exp32 on two vectors of eight lanes (AVX2 with FMA).
 func exp8x2f(x, x2 archsimd.Float32x8) (archsimd.Float32x8, archsimd.Float32x8) {
 	bc := archsimd.BroadcastFloat32x8
