@@ -161,24 +161,40 @@ func matMulBF16Group(ws []mat, xs [][]float32, ys [][][]float32, accumulate bool
 	pp := bf16Pool.Get().(*[]uint16)
 	defer bf16Pool.Put(pp)
 	xb := packBF16Rows(xs, ws[0].cols, pp)
-	pairs := 0
+	unit := bf16PieceRows(len(xs))
+	units := 0
 	for _, w := range ws {
-		pairs += (w.rows + 31) / 32
+		units += (w.rows + unit - 1) / unit
 	}
-	work := 32 * pairs * ws[0].cols * len(xs)
+	work := unit * units * ws[0].cols * len(xs)
 	workers := min(runtime.GOMAXPROCS(0), max(1, work/parallelMinWork))
-	per := max(1, (pairs+4*workers-1)/(4*workers))
+	per := max(1, (units+4*workers-1)/(4*workers))
 	type piece struct{ w, lo, hi int }
 	var pieces []piece
 	for j, w := range ws {
-		for lo := 0; lo < w.rows; lo += 32 * per {
-			pieces = append(pieces, piece{j, lo, min(lo+32*per, w.rows)})
+		for lo := 0; lo < w.rows; lo += unit * per {
+			pieces = append(pieces, piece{j, lo, min(lo+unit*per, w.rows)})
 		}
 	}
 	forkJoin(len(pieces), func(i int) {
 		p := pieces[i]
 		bf16Rows(ws[p.w], xb, len(xs), ys[p.w], p.lo, p.hi, accumulate)
 	})
+}
+
+// bf16PieceRows is the rows of the pieces that matMulBF16Group splits
+// over the workers, in whole kernel calls: two blocks of 16 for the AMX
+// kernels, bf16AVX.n blocks (n1 for one token) for the AVX512-BF16 ones.
+// In pieces of 32 rows, 1024 rows came in pieces of 8 blocks, a third of
+// them run by kernels of two blocks.
+func bf16PieceRows(m int) int {
+	if bf16UseAMX() {
+		return 32
+	}
+	if m == 1 {
+		return 16 * bf16AVX.n1
+	}
+	return 16 * bf16AVX.n
 }
 
 // matMulBF16 is matRows on the bf16 path.
@@ -203,6 +219,13 @@ func bf16Rows(w mat, xb []uint16, m int, ys [][]float32, lo, hi int, accumulate 
 func bf16RowsOn(w mat, xb []uint16, m int, ys [][]float32, lo, hi int, accumulate bool, out *bf16Sums) {
 	kp, ldx := bf16Cols(w.cols), bf16Pitch(w.cols)
 	chunk := min(16, max(2, bf16Chunk/(32*kp)&^1))
+	if !bf16UseAMX() {
+		n := bf16AVX.n
+		if m == 1 {
+			n = bf16AVX.n1
+		}
+		chunk = min(16/n*n, max(n, bf16AVX.chunk/(32*kp)/n*n))
+	}
 	panel := bf16Panel(m, ldx)
 	for t := 0; t < m; t += panel {
 		xp, n, yp := xb[t*ldx:], min(panel, m-t), ys[t:]
@@ -246,13 +269,15 @@ func bf16ChunkAMX(w mat, xb []uint16, m int, ys [][]float32, b, nb, lo, hi int, 
 	}
 }
 
-// bf16ChunkAVX runs blocks [b, b+nb) over the tokens 4 at a time.
+// bf16ChunkAVX runs blocks [b, b+nb) over the tokens bf16AVX.t at a
+// time.
 func bf16ChunkAVX(w mat, xb []uint16, m int, ys [][]float32, b, nb, lo, hi int, accumulate bool, out []float32) {
 	kp, ldx := bf16Cols(w.cols), bf16Pitch(w.cols)
 	wv := w.vn[b*16*kp:]
-	for t := 0; t < m; t += 4 {
-		bf16TilesAVX(xb[t*ldx:], ldx, min(4, m-t), wv, 16*kp, kp, nb, out, 16*nb)
-		bf16Put(out, 16*nb, ys[t:min(t+4, m)], b*16, lo, hi, accumulate)
+	tn := bf16AVX.t
+	for t := 0; t < m; t += tn {
+		bf16TilesAVX(xb[t*ldx:], ldx, min(tn, m-t), wv, 16*kp, kp, nb, out, 16*nb)
+		bf16Put(out, 16*nb, ys[t:min(t+tn, m)], b*16, lo, hi, accumulate)
 	}
 }
 
@@ -263,9 +288,7 @@ func bf16ChunkAVX(w mat, xb []uint16, m int, ys [][]float32, b, nb, lo, hi int, 
 // order, so its bits depend on neither m nor nb.
 func bf16Tiles(x []uint16, ldx, m int, w []uint16, ws, kp, nb int, out []float32, ldo int) {
 	if !bf16UseAMX() {
-		for t := 0; t < m; t += 4 {
-			bf16TilesAVX(x[t*ldx:], ldx, min(4, m-t), w, ws, kp, nb, out[t*ldo:], ldo)
-		}
+		bf16TilesAVX(x, ldx, m, w, ws, kp, nb, out, ldo)
 		return
 	}
 	bf16TilesAMX(x, ldx, m, w, ws, kp, nb, &out[0], ldo)
@@ -294,29 +317,25 @@ func bf16TilesAMX(x []uint16, ldx, m int, w []uint16, ws, kp, nb int, out *float
 	}
 }
 
-// bf16TilesAVX is bf16Tiles for m ≤ 4 rows on AVX512-BF16, 6 blocks per
-// kernel call.
+// bf16AVX is the blocking of the AVX512-BF16 kernels: tokens t at a
+// time by n weight blocks (avxBF16Kernels), one token by n1 blocks, and
+// the bytes of weight blocks (chunk) that stay in L2 while every group of
+// tokens meets them. A variable so a benchmark can compare shapes.
+var bf16AVX = struct{ t, n, n1, chunk int }{4, 6, 6, bf16Chunk}
+
+// bf16TilesAVX is bf16Tiles on AVX512-BF16: bf16AVX.t tokens by
+// bf16AVX.n blocks per kernel call, smaller kernels at the edges.
 func bf16TilesAVX(x []uint16, ldx, m int, w []uint16, ws, kp, nb int, out []float32, ldo int) {
-	four := m == 4
-	for r := range m {
-		if four && r > 0 {
-			break
-		}
-		xr, o := &x[r*ldx], out[r*ldo:]
-		j := 0
-		for ; j+6 <= nb; j += 6 {
-			if four {
-				avxBF16T4N6(xr, 2*ldx, &w[j*ws], 2*ws, kp/2, &o[16*j], 4*ldo)
-			} else {
-				avxBF16T1N6(xr, 2*ldx, &w[j*ws], 2*ws, kp/2, &o[16*j], 4*ldo)
-			}
-		}
-		for ; j < nb; j++ {
-			if four {
-				avxBF16T4N1(xr, 2*ldx, &w[j*ws], 2*ws, kp/2, &o[16*j], 4*ldo)
-			} else {
-				avxBF16T1N1(xr, 2*ldx, &w[j*ws], 2*ws, kp/2, &o[16*j], 4*ldo)
-			}
+	tn, n := bf16AVX.t, bf16AVX.n
+	if m == 1 {
+		tn, n = 1, bf16AVX.n1
+	}
+	for t := 0; t < m; t += tn {
+		tt := min(tn, m-t)
+		xr, o := &x[t*ldx], out[t*ldo:]
+		for j := 0; j < nb; j += n {
+			nn := min(n, nb-j)
+			avxBF16Kernels[tt][nn](xr, 2*ldx, &w[j*ws], 2*ws, kp/2, &o[16*j], 4*ldo)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -119,7 +120,13 @@ func TestBF16ProductMatchesReference(t *testing.T) {
 func TestBF16AVX512MatchesEmulation(t *testing.T) {
 	needBF16(t)
 	rng := rand.New(rand.NewPCG(5, 6))
-	const m, rows, cols = 7, 40, 320
+	checkAVXEmulation(t, rng, 7, 40, 320, "")
+}
+
+// checkAVXEmulation runs an m × rows × cols product on the AVX512-BF16
+// kernels and wants every output's bits to be TestBF16AVX512MatchesEmulation's.
+func checkAVXEmulation(t *testing.T, rng *rand.Rand, m, rows, cols int, what string) {
+	t.Helper()
 	w, xs := randBF16Mat(rng, rows, cols), randVecs(rng, m, cols)
 	ys := newOutputs(m, rows)
 	withAMX(false, func() { matMul(w, xs, ys, false) })
@@ -133,7 +140,33 @@ func TestBF16AVX512MatchesEmulation(t *testing.T) {
 				acc += p0
 			}
 			if ys[b][j] != acc {
-				t.Fatalf("y[%d][%d] = %g (%#x), emulated %g (%#x)", b, j, ys[b][j], math.Float32bits(ys[b][j]), acc, math.Float32bits(acc))
+				t.Fatalf("%s: y[%d][%d] = %g (%#x), emulated %g (%#x)", what, b, j, ys[b][j], math.Float32bits(ys[b][j]), acc, math.Float32bits(acc))
+			}
+		}
+	}
+}
+
+// TestBF16AVXBlockingsMatchEmulation runs every generated AVX512-BF16
+// kernel (avxBF16Kernels) as the blocking of a product whose tokens and
+// blocks leave edges, and wants the emulation's bits from each: the
+// blocking a CPU picks (bf16AVX) changes no output.
+func TestBF16AVXBlockingsMatchEmulation(t *testing.T) {
+	needBF16(t)
+	defer func(old struct{ t, n, n1, chunk int }) { bf16AVX = old }(bf16AVX)
+	rng := rand.New(rand.NewPCG(9, 10))
+	for tn := range avxBF16Kernels {
+		for n, k := range avxBF16Kernels[tn] {
+			if k == nil {
+				continue
+			}
+			bf16AVX.chunk = bf16Chunk
+			if tn == 1 {
+				bf16AVX.n1 = n
+				checkAVXEmulation(t, rng, 1, 16*(2*n+1)+5, 96, fmt.Sprintf("one token, %d blocks", n))
+			}
+			if n <= 6 {
+				bf16AVX.t, bf16AVX.n = tn, n
+				checkAVXEmulation(t, rng, 2*tn+1, 16*(2*n+1)+5, 96, fmt.Sprintf("%d tokens × %d blocks", tn, n))
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -194,4 +195,119 @@ func BenchmarkPrefillBF16Torch(b *testing.B) {
 	b.ReportMetric(torch.cpu/n, "tok/cpu-s-prefill-pytorch")
 	b.ReportMetric(eng.wall/torch.wall, "x-pytorch-prefill")
 	b.ReportMetric(eng.cpu/torch.cpu, "x-pytorch-prefill-cpu")
+}
+
+// BenchmarkBF16AVXShare runs the AVX512-BF16 products (the kernels a Zen
+// 4 runs) on the Qwen3-0.6B shapes at 512, 128 and 1 tokens, each beside
+// the CPU's 512-bit FMA probe, and reports them as a share of the
+// VDPBF16PS peak: two multiply-adds a lane, twice the probe's rate (by
+// CPU time, which a loaded machine disturbs less than wall time).
+func BenchmarkBF16AVXShare(b *testing.B) {
+	if !bf16Compute() {
+		b.Skip("no AVX512-BF16")
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	for _, sh := range [][3]int{{512, 2048, 1024}, {512, 3072, 1024}, {512, 1024, 3072}, {128, 3072, 1024}, {128, 1024, 3072}} {
+		m, rows, cols := sh[0], sh[1], sh[2]
+		w, xs := randBF16Mat(rng, rows, cols), randVecs(rng, m, cols)
+		ys := newOutputs(m, rows)
+		b.Run(fmtShape(sh), func(b *testing.B) {
+			var cpu, peak float64
+			withAMX(false, func() {
+				matMul(w, xs, ys, false)
+				for b.Loop() {
+					_, pc, _ := fmaProbe()
+					peak += pc
+					c0 := processCPU()
+					for range 4 {
+						matMul(w, xs, ys, false)
+					}
+					cpu += processCPU() - c0
+				}
+			})
+			n := float64(b.N)
+			flop := 4 * 2 * float64(m*rows*cols) * n / 1e9
+			b.ReportMetric(flop/cpu, "GFLOP/cpu-s")
+			b.ReportMetric(peak/n, "GFLOP/cpu-s-fma-probe")
+			b.ReportMetric(100*flop/cpu/(2*peak/n), "%vdpbf16ps-peak")
+		})
+	}
+}
+
+// BenchmarkBF16AVXShapes compares blockings of the AVX512-BF16 kernels
+// (bf16AVX) on the Qwen3-0.6B shapes, interleaved in one process: each
+// iteration runs every blocking of TINKER_BF16_AVX ("t,n,n1,chunkKiB"
+// separated by spaces; the first is the reference) and reports each one's
+// CPU time over the reference's.
+func BenchmarkBF16AVXShapes(b *testing.B) {
+	if !bf16Compute() {
+		b.Skip("no AVX512-BF16")
+	}
+	type blocking = struct{ t, n, n1, chunk int }
+	var cfgs []blocking
+	for _, f := range strings.Fields(os.Getenv("TINKER_BF16_AVX")) {
+		var c blocking
+		if _, err := fmt.Sscanf(f, "%d,%d,%d,%d", &c.t, &c.n, &c.n1, &c.chunk); err != nil {
+			b.Fatalf("TINKER_BF16_AVX %q: %v", f, err)
+		}
+		c.chunk <<= 10
+		cfgs = append(cfgs, c)
+	}
+	if len(cfgs) < 2 {
+		b.Skip(`TINKER_BF16_AVX="4,6,6,512 8,3,6,512" compares blockings`)
+	}
+	defer func(old blocking) { bf16AVX = old }(bf16AVX)
+	rng := rand.New(rand.NewPCG(3, 3))
+	for _, sh := range [][3]int{{512, 2048, 1024}, {512, 3072, 1024}, {512, 1024, 3072}, {128, 3072, 1024}, {128, 1024, 3072}, {37, 3072, 1024}} {
+		m, rows, cols := sh[0], sh[1], sh[2]
+		w, xs := randBF16Mat(rng, rows, cols), randVecs(rng, m, cols)
+		ys := newOutputs(m, rows)
+		b.Run(fmtShape(sh), func(b *testing.B) {
+			cpu := make([]float64, len(cfgs))
+			withAMX(false, func() {
+				for b.Loop() {
+					for i, c := range cfgs {
+						bf16AVX = c
+						c0 := processCPU()
+						for range 3 {
+							matMul(w, xs, ys, false)
+						}
+						cpu[i] += processCPU() - c0
+					}
+				}
+			})
+			for i, c := range cfgs[1:] {
+				b.ReportMetric(cpu[i+1]/cpu[0], fmt.Sprintf("cpu-%d,%d,%d,%d/ref", c.t, c.n, c.n1, c.chunk>>10))
+			}
+		})
+	}
+}
+
+// BenchmarkBF16Peak times VDPBF16PS alone (24 chains, sources in
+// registers, or one a broadcast dword) on one core against the 512-bit
+// FMA probe on all cores, by CPU time: the instruction's peak as a
+// multiple of the FMA's.
+func BenchmarkBF16Peak(b *testing.B) {
+	if !bf16Compute() {
+		b.Skip("no AVX512-BF16")
+	}
+	x := make([]uint16, 32)
+	const iters = 5_000_000
+	var reg, bc, fma float64
+	for b.Loop() {
+		_, pc, _ := fmaProbe()
+		fma += pc
+		c0 := processCPU()
+		avxBF16PeakReg(&x[0], iters)
+		c1 := processCPU()
+		avxBF16PeakBcst(&x[0], iters)
+		reg, bc = reg+c1-c0, bc+processCPU()-c1
+	}
+	n := float64(b.N)
+	flop := 24 * 64 * iters * n / 1e9
+	b.ReportMetric(flop/reg, "GFLOP/cpu-s-reg")
+	b.ReportMetric(flop/bc, "GFLOP/cpu-s-bcst")
+	b.ReportMetric(fma/n, "GFLOP/cpu-s-fma-probe")
+	b.ReportMetric(flop/reg/(fma/n), "x-fma-reg")
+	b.ReportMetric(flop/bc/(fma/n), "x-fma-bcst")
 }

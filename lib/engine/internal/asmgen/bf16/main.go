@@ -19,6 +19,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"go/format"
 	"log"
 	"os"
 	"strings"
@@ -53,13 +54,30 @@ func generate() (string, string) {
 		decls.WriteString("\n//go:noescape\nfunc " + name +
 			"(cfg *[64]byte, x *uint16, ldx int, w *uint16, wstride int, kc int, nb int, out *float32, ldo int)\n")
 	}
-	for _, tn := range [][2]int{{4, 6}, {1, 6}, {4, 1}, {1, 1}} {
+	var table strings.Builder
+	table.WriteString("\n// avxBF16Kernels[t][n] is avxBF16T<t>N<n> where generated, else nil.\n")
+	fmt.Fprintf(&table, "var avxBF16Kernels = [%d][%d]func(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int){\n", avxMaxT+1, avxMaxN1+1)
+	row := 0
+	for _, tn := range avxShapes() {
 		name, body := avxKernel(tn[0], tn[1])
 		asm.WriteString(body)
 		decls.WriteString("\n//go:noescape\nfunc " + name +
 			"(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)\n")
+		if tn[0] != row {
+			if row > 0 {
+				table.WriteString("},\n")
+			}
+			row = tn[0]
+			fmt.Fprintf(&table, "\t%d: {", row)
+		} else {
+			table.WriteString(", ")
+		}
+		fmt.Fprintf(&table, "%d: %s", tn[1], name)
 	}
+	table.WriteString("},\n}\n")
+	decls.WriteString(table.String())
 	panelKernels(&asm, &decls) // panel.go
+	peakKernels(&asm, &decls)  // peak.go
 	asm.WriteString(roundKernel())
 	decls.WriteString("\n//go:noescape\nfunc bf16RoundRow(dst *uint16, src *float32, n int)\n")
 	asm.WriteString(pairKernel())
@@ -73,7 +91,11 @@ func generate() (string, string) {
 			decls.WriteString("\n//go:noescape\nfunc " + name + "(p *uint64, stride int, n int, dist int, out *[8]uint64)\n")
 		}
 	}
-	return asm.String(), decls.String()
+	src, err := format.Source([]byte(decls.String()))
+	if err != nil {
+		panic(err)
+	}
+	return asm.String(), string(src)
 }
 
 // roundKernel generates bf16RoundRow(dst, src, n): dst[i] = src[i]
@@ -202,13 +224,38 @@ func amxKernel(t, n int) (string, string) {
 	return name, b.String()
 }
 
+// avxMaxT and avxMaxN bound the AVX512-BF16 kernels generated: t tokens
+// by n weight blocks for every t ≤ avxMaxT, n ≤ avxMaxN with t·n
+// accumulators and n weight registers within the 32 vector registers, and
+// the one-token kernels up to avxMaxN1 blocks (decoding).
+const (
+	avxMaxT  = 14
+	avxMaxN  = 6
+	avxMaxN1 = 12
+)
+
+// avxShapes lists the (t, n) of the generated AVX512-BF16 kernels.
+func avxShapes() [][2]int {
+	var out [][2]int
+	for t := 1; t <= avxMaxT; t++ {
+		for n := 1; n <= avxMaxN1; n++ {
+			if t*n+n <= 32 && (n <= avxMaxN || t == 1) {
+				out = append(out, [2]int{t, n})
+			}
+		}
+	}
+	return out
+}
+
 // avxKernel generates avxBF16T<t>N<n>(x, ldx, w, wstride, kp, out, ldo):
 // the products of t tokens (rows of x, ldx bytes apart) with n blocks of
 // 16 weight rows (VNNI blocks wstride bytes apart) over kp column pairs;
 // the sums of token r, row 16j+c go to out[r·ldo/4 + 16j + c]. Each
-// accumulator (Z0-Z23: token r, block j at 6r+j) adds one pair at a time
-// with VDPBF16PS, the weight pair of its 16 rows (Z24-Z29) times the
-// token's pair broadcast. With one token the weights are prefetched
+// accumulator (Z(n·r+j) for token r, block j) adds one pair at a time
+// with VDPBF16PS, the weight pair of its 16 rows (Z(32-n+j)) times the
+// token's pair broadcast. Tokens are addressed in groups of four from
+// SI, AX, BX and R12 (4·ldx apart), weight blocks from DI and R13 (6
+// blocks apart). With one token the weights are prefetched
 // (weightPrefetch).
 func avxKernel(t, n int) (string, string) {
 	name := fmt.Sprintf("avxBF16T%dN%d", t, n)
@@ -219,43 +266,61 @@ func avxKernel(t, n int) (string, string) {
 	p("MOVQ x+0(FP), SI")
 	p("MOVQ ldx+8(FP), DX")
 	p("LEAQ (DX)(DX*2), R11")
+	xbase := []string{"SI", "AX", "BX", "R12"}
+	for g := 1; 4*g < t; g++ {
+		p("LEAQ (%s)(DX*4), %s", xbase[g-1], xbase[g])
+	}
 	p("MOVQ w+16(FP), DI")
 	p("MOVQ wstride+24(FP), R8")
 	p("LEAQ (R8)(R8*2), R9")
 	p("LEAQ (R8)(R8*4), R10")
-	p("MOVQ kp+32(FP), CX")
-	for r := range t {
-		for j := range n {
-			p("VPXORD Z%d, Z%d, Z%d", 6*r+j, 6*r+j, 6*r+j)
-		}
+	if n > 6 {
+		p("LEAQ (DI)(R9*2), R13")
 	}
-	wmem := []string{"(DI)", "(DI)(R8*1)", "(DI)(R8*2)", "(DI)(R9*1)", "(DI)(R8*4)", "(DI)(R10*1)"}
+	p("MOVQ kp+32(FP), CX")
+	for i := range t * n {
+		p("VPXORD Z%d, Z%d, Z%d", i, i, i)
+	}
+	wmem := []string{"(%s)", "(%s)(R8*1)", "(%s)(R8*2)", "(%s)(R9*1)", "(%s)(R8*4)", "(%s)(R10*1)"}
+	wreg := func(j int) string {
+		base := "DI"
+		if j >= 6 {
+			base = "R13"
+		}
+		return fmt.Sprintf(wmem[j%6], base)
+	}
 	type bc struct {
 		index string
 		scale int
 	}
 	xmem := []bc{{"", 1}, {"DX", 1}, {"DX", 2}, {"R11", 1}}
+	w0 := 32 - n
 	fmt.Fprintf(&b, "%s_k:\n", name)
 	for j := range n {
-		p("VMOVDQU32 %s, Z%d", wmem[j], 24+j)
+		p("VMOVDQU32 %s, Z%d", wreg(j), w0+j)
 		if t == 1 {
-			p("PREFETCHT1 %d%s", weightPrefetch, wmem[j])
+			p("PREFETCHT1 %d%s", weightPrefetch, wreg(j))
 		}
 	}
 	for r := range t {
 		for j := range n {
-			b.WriteString(vdpbf16psBcst(6*r+j, 24+j, "SI", xmem[r].index, xmem[r].scale))
+			b.WriteString(vdpbf16psBcst(n*r+j, w0+j, xbase[r/4], xmem[r%4].index, xmem[r%4].scale))
 		}
 	}
-	p("ADDQ $4, SI")
+	for g := 0; 4*g < t; g++ {
+		p("ADDQ $4, %s", xbase[g])
+	}
 	p("ADDQ $64, DI")
+	if n > 6 {
+		p("ADDQ $64, R13")
+	}
 	p("DECQ CX")
 	p("JNZ %s_k", name)
 	p("MOVQ out+40(FP), AX")
 	p("MOVQ ldo+48(FP), BX")
 	for r := range t {
 		for j := range n {
-			p("VMOVUPS Z%d, %d(AX)", 6*r+j, 64*j)
+			p("VMOVUPS Z%d, %d(AX)", n*r+j, 64*j)
 		}
 		if r+1 < t {
 			p("ADDQ BX, AX")
