@@ -33,24 +33,6 @@ func avxBF16T1N5(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float3
 func avxBF16T1N6(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
 
 //go:noescape
-func avxBF16T1N7(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T1N8(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T1N9(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T1N10(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T1N11(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T1N12(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
 func avxBF16T2N1(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
 
 //go:noescape
@@ -104,109 +86,12 @@ func avxBF16T4N5(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float3
 //go:noescape
 func avxBF16T4N6(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
 
-//go:noescape
-func avxBF16T5N1(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T5N2(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T5N3(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T5N4(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T5N5(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T6N1(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T6N2(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T6N3(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T6N4(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T7N1(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T7N2(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T7N3(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T7N4(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T8N1(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T8N2(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T8N3(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T9N1(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T9N2(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T9N3(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T10N1(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T10N2(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T11N1(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T11N2(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T12N1(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T12N2(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T13N1(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T13N2(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T14N1(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T14N2(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
 // avxBF16Kernels[t][n] is avxBF16T<t>N<n> where generated, else nil.
-var avxBF16Kernels = [15][13]func(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int){
-	1:  {1: avxBF16T1N1, 2: avxBF16T1N2, 3: avxBF16T1N3, 4: avxBF16T1N4, 5: avxBF16T1N5, 6: avxBF16T1N6, 7: avxBF16T1N7, 8: avxBF16T1N8, 9: avxBF16T1N9, 10: avxBF16T1N10, 11: avxBF16T1N11, 12: avxBF16T1N12},
-	2:  {1: avxBF16T2N1, 2: avxBF16T2N2, 3: avxBF16T2N3, 4: avxBF16T2N4, 5: avxBF16T2N5, 6: avxBF16T2N6},
-	3:  {1: avxBF16T3N1, 2: avxBF16T3N2, 3: avxBF16T3N3, 4: avxBF16T3N4, 5: avxBF16T3N5, 6: avxBF16T3N6},
-	4:  {1: avxBF16T4N1, 2: avxBF16T4N2, 3: avxBF16T4N3, 4: avxBF16T4N4, 5: avxBF16T4N5, 6: avxBF16T4N6},
-	5:  {1: avxBF16T5N1, 2: avxBF16T5N2, 3: avxBF16T5N3, 4: avxBF16T5N4, 5: avxBF16T5N5},
-	6:  {1: avxBF16T6N1, 2: avxBF16T6N2, 3: avxBF16T6N3, 4: avxBF16T6N4},
-	7:  {1: avxBF16T7N1, 2: avxBF16T7N2, 3: avxBF16T7N3, 4: avxBF16T7N4},
-	8:  {1: avxBF16T8N1, 2: avxBF16T8N2, 3: avxBF16T8N3},
-	9:  {1: avxBF16T9N1, 2: avxBF16T9N2, 3: avxBF16T9N3},
-	10: {1: avxBF16T10N1, 2: avxBF16T10N2},
-	11: {1: avxBF16T11N1, 2: avxBF16T11N2},
-	12: {1: avxBF16T12N1, 2: avxBF16T12N2},
-	13: {1: avxBF16T13N1, 2: avxBF16T13N2},
-	14: {1: avxBF16T14N1, 2: avxBF16T14N2},
+var avxBF16Kernels = [5][7]func(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int){
+	1: {1: avxBF16T1N1, 2: avxBF16T1N2, 3: avxBF16T1N3, 4: avxBF16T1N4, 5: avxBF16T1N5, 6: avxBF16T1N6},
+	2: {1: avxBF16T2N1, 2: avxBF16T2N2, 3: avxBF16T2N3, 4: avxBF16T2N4, 5: avxBF16T2N5, 6: avxBF16T2N6},
+	3: {1: avxBF16T3N1, 2: avxBF16T3N2, 3: avxBF16T3N3, 4: avxBF16T3N4, 5: avxBF16T3N5, 6: avxBF16T3N6},
+	4: {1: avxBF16T4N1, 2: avxBF16T4N2, 3: avxBF16T4N3, 4: avxBF16T4N4, 5: avxBF16T4N5, 6: avxBF16T4N6},
 }
 
 //go:noescape

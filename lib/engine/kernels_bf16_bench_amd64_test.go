@@ -244,15 +244,7 @@ func BenchmarkBF16AVXShapes(b *testing.B) {
 		b.Skip("no AVX512-BF16")
 	}
 	type blocking = struct{ t, n, n1, chunk int }
-	var cfgs []blocking
-	for _, f := range strings.Fields(os.Getenv("TINKER_BF16_AVX")) {
-		var c blocking
-		if _, err := fmt.Sscanf(f, "%d,%d,%d,%d", &c.t, &c.n, &c.n1, &c.chunk); err != nil {
-			b.Fatalf("TINKER_BF16_AVX %q: %v", f, err)
-		}
-		c.chunk <<= 10
-		cfgs = append(cfgs, c)
-	}
+	cfgs := avxBlockings(b)
 	if len(cfgs) < 2 {
 		b.Skip(`TINKER_BF16_AVX="4,6,6,512 8,3,6,512" compares blockings`)
 	}
@@ -310,4 +302,70 @@ func BenchmarkBF16Peak(b *testing.B) {
 	b.ReportMetric(fma/n, "GFLOP/cpu-s-fma-probe")
 	b.ReportMetric(flop/reg/(fma/n), "x-fma-reg")
 	b.ReportMetric(flop/bc/(fma/n), "x-fma-bcst")
+}
+
+// BenchmarkBF16DecodeShapes is BenchmarkBF16Decode's one-token products
+// on the AVX512-BF16 kernels under each blocking of TINKER_BF16_AVX (see
+// BenchmarkBF16AVXShapes), interleaved: each one's CPU time over the
+// first's, and its share of the read bandwidth measured beside it.
+func BenchmarkBF16DecodeShapes(b *testing.B) {
+	if !bf16Compute() {
+		b.Skip("no AVX512-BF16")
+	}
+	type blocking = struct{ t, n, n1, chunk int }
+	cfgs := avxBlockings(b)
+	if len(cfgs) < 2 {
+		b.Skip(`TINKER_BF16_AVX="4,6,6,512 4,6,8,512" compares blockings`)
+	}
+	defer func(old blocking) { bf16AVX = old }(bf16AVX)
+	rng := rand.New(rand.NewPCG(2, 2))
+	ws := make([]mat, 112)
+	for i := range ws {
+		ws[i] = randBF16Mat(rng, 3072, 1024)
+	}
+	xs, ys := randVecs(rng, 1, 1024), newOutputs(1, 3072)
+	cpu, wall := make([]float64, len(cfgs)), make([]float64, len(cfgs))
+	var bw float64
+	withAMX(false, func() {
+		for b.Loop() {
+			bw += readBandwidth()
+			for i, c := range cfgs {
+				bf16AVX = c
+				c0, t0 := processCPU(), time.Now()
+				for _, w := range ws {
+					matMul(w, xs, ys, false)
+				}
+				cpu[i] += processCPU() - c0
+				wall[i] += time.Since(t0).Seconds()
+			}
+		}
+	})
+	bytes := float64(len(ws)*3072*1024*2) * float64(b.N)
+	bw /= float64(b.N)
+	for i, c := range cfgs {
+		name := fmt.Sprintf("%d,%d,%d,%d", c.t, c.n, c.n1, c.chunk>>10)
+		b.ReportMetric(100*bytes/wall[i]/bw, "%read-"+name)
+		if i > 0 {
+			b.ReportMetric(cpu[i]/cpu[0], "cpu-"+name+"/ref")
+		}
+	}
+}
+
+// avxBlockings parses TINKER_BF16_AVX: blockings of the AVX512-BF16
+// kernels as "t,n,n1,chunkKiB", separated by spaces.
+func avxBlockings(b *testing.B) []struct{ t, n, n1, chunk int } {
+	var cfgs []struct{ t, n, n1, chunk int }
+	for _, f := range strings.Fields(os.Getenv("TINKER_BF16_AVX")) {
+		var c struct{ t, n, n1, chunk int }
+		if _, err := fmt.Sscanf(f, "%d,%d,%d,%d", &c.t, &c.n, &c.n1, &c.chunk); err != nil {
+			b.Fatalf("TINKER_BF16_AVX %q: %v", f, err)
+		}
+		k := avxBF16Kernels
+		if c.t < 1 || c.t >= len(k) || c.n < 1 || c.n >= len(k[0]) || c.n1 < 1 || c.n1 >= len(k[0]) || c.chunk < 1 {
+			b.Fatalf("TINKER_BF16_AVX %q: no generated kernel (internal/asmgen/bf16 avxMaxT, avxMaxN)", f)
+		}
+		c.chunk <<= 10
+		cfgs = append(cfgs, c)
+	}
+	return cfgs
 }

@@ -56,7 +56,7 @@ func generate() (string, string) {
 	}
 	var table strings.Builder
 	table.WriteString("\n// avxBF16Kernels[t][n] is avxBF16T<t>N<n> where generated, else nil.\n")
-	fmt.Fprintf(&table, "var avxBF16Kernels = [%d][%d]func(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int){\n", avxMaxT+1, avxMaxN1+1)
+	fmt.Fprintf(&table, "var avxBF16Kernels = [%d][%d]func(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int){\n", avxMaxT+1, avxMaxN+1)
 	row := 0
 	for _, tn := range avxShapes() {
 		name, body := avxKernel(tn[0], tn[1])
@@ -225,23 +225,26 @@ func amxKernel(t, n int) (string, string) {
 }
 
 // avxMaxT and avxMaxN bound the AVX512-BF16 kernels generated: t tokens
-// by n weight blocks for every t ≤ avxMaxT, n ≤ avxMaxN with t·n
-// accumulators and n weight registers within the 32 vector registers, and
-// the one-token kernels up to avxMaxN1 blocks (decoding).
+// by n weight blocks for every t ≤ avxMaxT, n ≤ avxMaxN (t·n
+// accumulators and n weight registers within the 32 vector registers).
+// The engine runs 4 × 6 and the edges' smaller kernels; on a Zen 4, 8 × 3,
+// 6 × 4, 5 × 5, 7 × 4 and 12 or 14 × 2 were no faster (paired, within
+// ±4% under load; lib/engine/doc.go), so they are not generated. The
+// generator handles up to 16 tokens (four groups of four) and 12 blocks.
 const (
-	avxMaxT  = 14
-	avxMaxN  = 6
-	avxMaxN1 = 12
+	avxMaxT = 4
+	avxMaxN = 6
 )
 
 // avxShapes lists the (t, n) of the generated AVX512-BF16 kernels.
 func avxShapes() [][2]int {
 	var out [][2]int
 	for t := 1; t <= avxMaxT; t++ {
-		for n := 1; n <= avxMaxN1; n++ {
-			if t*n+n <= 32 && (n <= avxMaxN || t == 1) {
-				out = append(out, [2]int{t, n})
+		for n := 1; n <= avxMaxN; n++ {
+			if t*n+n > 32 || t > 16 || n > 12 {
+				panic("avxShapes: more accumulators than registers")
 			}
+			out = append(out, [2]int{t, n})
 		}
 	}
 	return out
