@@ -1166,6 +1166,37 @@
 //     (readBandwidth) times the same kind of loads (1-8 streams per core,
 //     with and without that prefetch) and keeps the fastest, so decoding's
 //     share of it is a share of what the cores can pull.
+//     On a Zen 4 (AMD EPYC, 2 vCPUs, AVX512-BF16 without AMX; measured
+//     2026-11-29 under load average 15-25, so ratios only) the path runs
+//     the VDPBF16PS kernels. VDPBF16PS alone (BenchmarkBF16Peak, 24
+//     chains) does 2.00x the 512-bit FMA probe's FLOPs, its second source
+//     in a register or a broadcast dword alike; the 4-token × 6-block
+//     kernel on weights in L2 reaches 96-99% of that. In the products it
+//     reached 73-80% at 1024 columns and 58-61% on the down projection
+//     (3072): the chunk of weight blocks (512 KiB, rounded to even blocks:
+//     16 at 1024 columns, 4 at 3072) was no multiple of 6, so a quarter of
+//     the blocks, and all of the down projection's, ran on the one-block
+//     kernel (4 accumulators, bound by VDPBF16PS's latency), and pieces
+//     of 32 rows cut 1024 rows into 8-block pieces. Chunks and pieces are
+//     now whole kernel calls (bf16AVX, bf16PieceRows), the edges take the
+//     generated t × n kernel that fits (avxBF16Kernels; every one pinned
+//     by TestBF16AVXBlockingsMatchEmulation): 82-88% on the five 0.6B
+//     shapes at 128 and 512 tokens (BenchmarkBF16AVXShare, each product
+//     beside the FMA probe), the kernel 89% of the product's CPU profile
+//     (the rest packing, bf16Put, the fork). A 512-token prefill of the
+//     0.6B shape: 1.86x the float32 path's tokens per CPU-second against
+//     1.67x before (BenchmarkPrefillBF16, same run). PyTorch 1.13's bf16
+//     prefill (oneDNN) is far behind here: 12.4 tok/s against the
+//     engine's 111 (9.0x wall, 3.2x per CPU-second; BenchmarkPrefillBF16Torch).
+//     Tried and dropped (BenchmarkBF16AVXShapes, paired in one process):
+//     blockings of 8 × 3, 6 × 4, 5 × 5, 7 × 4, 12 × 2 and 14 × 2 (0.95-1.03x
+//     of 4 × 6's CPU time), weight chunks of 256, 320 and 768 KiB (within
+//     noise; 2-block chunks at 3072 columns 1.25x), PREFETCHT0 of the
+//     weight streams 512 or 2048 bytes ahead in the 4 × 6 kernel
+//     (0.99-1.02x). For decoding, one-token kernels over 4, 8 or 12
+//     blocks and 256 KiB or 1 MiB chunks (BenchmarkBF16DecodeShapes) could
+//     not be told apart under this load (repeats of one blocking differed
+//     by 7%); it keeps 6 blocks prefetched 4 KiB ahead.
 //     Within a machine the bits do not depend on the batch, the tile, the
 //     thread count, prefill or decode (the path is chosen per matrix,
 //     never by batch size; TestBF16BatchInvariance,
