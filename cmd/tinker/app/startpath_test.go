@@ -2,6 +2,8 @@ package app
 
 import (
 	"bytes"
+	"debug/elf"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -69,5 +71,49 @@ func TestNoBackendShortcutAgreesWithConfig(t *testing.T) {
 	opts := options{getenv: func(string) string { return "" }, models: []string{"m=/x"}}
 	if _, _, err := chooseBackend(io, opts, time.Now); err == nil {
 		t.Error("--model without --local and without a credential was accepted")
+	}
+}
+
+// minusCPath are this package's functions that every `tinker -c` runs.
+// The linker lays a package's code out file by file, in source order, and
+// the kernel maps a binary's code 64 KB at a time as it is first run: kept
+// together (app.go, backend.go) they are one or two of those stretches,
+// not one more for each file they are spread over (matchFlag in cli.go
+// was one).
+var minusCPath = []string{"Main", "parseGlobal", "matchFlag", "(*options).applyProfile", "clock", "newInterp", "runStarlark", "chooseBackend"}
+
+// minusCPathSpan bounds the bytes from the first of them to the end of the
+// last: 14.6 KB today; with matchFlag back in cli.go, 27 KB.
+const minusCPathSpan = 24 << 10
+
+func TestMinusCPathCodeIsContiguous(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads the ELF symbol table")
+	}
+	f, err := elf.Open(buildWithSymbols(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := map[string]elf.Symbol{}
+	for _, s := range syms {
+		if name, ok := strings.CutPrefix(s.Name, module+"/cmd/tinker/app."); ok && elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+			addr[name] = s
+		}
+	}
+	lo, hi := ^uint64(0), uint64(0)
+	for _, name := range minusCPath {
+		s, ok := addr[name]
+		if !ok {
+			t.Fatalf("no function app.%s in the binary: update minusCPath", name)
+		}
+		lo, hi = min(lo, s.Value), max(hi, s.Value+s.Size)
+	}
+	if hi-lo > minusCPathSpan {
+		t.Errorf("the functions every tinker -c runs span %d bytes of code, over %d: keep them in app.go and backend.go", hi-lo, minusCPathSpan)
 	}
 }
