@@ -9,8 +9,9 @@ import (
 // Close runs at every exit of tinker, most often with no session ever
 // opened (`tinker -c '1+1'`, scripts that call no service). Its check must
 // stay inlined into the caller: otherwise the exit faults in the page of
-// this package's code that holds Close, one of the start path's ~65 text
-// faults (docs/architecture.md, "Cold start").
+// this package's code that holds Close, one of the start path's ~70 text
+// faults (docs/architecture.md, "Cold start: what `tinker -c '1+1'` pays,
+// and its floor").
 func TestCloseInlines(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles the package with -m")

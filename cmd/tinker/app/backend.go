@@ -77,7 +77,8 @@ func chooseBackend(io *term.IO, opts options, now func() time.Time) (builtins.Ba
 		// No backend, the common case of `tinker -c` and scripts: decided
 		// before anything of lib/tinkerapi runs, whose code would be one
 		// more page to fault in at the start (docs/architecture.md, "Cold
-		// start"). The same answer as the check on cfg below.
+		// start: what `tinker -c '1+1'` pays, and its floor"). The same
+		// answer as the check on cfg below.
 		return noBackend{}, func() {}, nil
 	}
 	cfg := tinkerapi.ConfigFromEnv(opts.env)
