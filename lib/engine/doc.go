@@ -1183,11 +1183,14 @@
 //     by TestBF16AVXBlockingsMatchEmulation): 82-88% on the five 0.6B
 //     shapes at 128 and 512 tokens (BenchmarkBF16AVXShare, each product
 //     beside the FMA probe), the kernel 89% of the product's CPU profile
-//     (the rest packing, bf16Put, the fork). A 512-token prefill of the
-//     0.6B shape: 1.86x the float32 path's tokens per CPU-second against
-//     1.67x before (BenchmarkPrefillBF16, same run). PyTorch 1.13's bf16
-//     prefill (oneDNN) is far behind here: 12.4 tok/s against the
-//     engine's 111 (9.0x wall, 3.2x per CPU-second; BenchmarkPrefillBF16Torch).
+//     (the rest packing, copying the sums, the fork); the kernels then
+//     stored straight into equally spaced output rows, as the AMX tiles
+//     do (bf16ChunkAVX): 85-91% against 83-87% in alternate runs. A
+//     512-token prefill of the 0.6B shape: 1.86x the float32 path's
+//     tokens per CPU-second against 1.67x before (BenchmarkPrefillBF16,
+//     same run). PyTorch 1.13's bf16 prefill (oneDNN) is far behind here:
+//     the engine's, before these changes, ran at 9.0x its rate in wall
+//     time and 3.2x per CPU-second (BenchmarkPrefillBF16Torch, alternated).
 //     Tried and dropped (BenchmarkBF16AVXShapes, paired in one process):
 //     blockings of 8 × 3, 6 × 4, 5 × 5, 7 × 4, 12 × 2 and 14 × 2 (0.95-1.03x
 //     of 4 × 6's CPU time), weight chunks of 256, 320 and 768 KiB (within

@@ -274,10 +274,18 @@ func bf16ChunkAMX(w mat, xb []uint16, m int, ys [][]float32, b, nb, lo, hi int, 
 func bf16ChunkAVX(w mat, xb []uint16, m int, ys [][]float32, b, nb, lo, hi int, accumulate bool, out []float32) {
 	kp, ldx := bf16Cols(w.cols), bf16Pitch(w.cols)
 	wv := w.vn[b*16*kp:]
+	whole := !accumulate && b*16 >= lo && (b+nb)*16 <= hi
 	tn := bf16AVX.t
 	for t := 0; t < m; t += tn {
-		bf16TilesAVX(xb[t*ldx:], ldx, min(tn, m-t), wv, 16*kp, kp, nb, out, 16*nb)
-		bf16Put(out, 16*nb, ys[t:min(t+tn, m)], b*16, lo, hi, accumulate)
+		n := min(tn, m-t)
+		if ld, ok := rowStride(ys[t:t+n], (b+nb)*16); whole && ok {
+			// Straight into the rows, as bf16ChunkAMX's tiles store:
+			// copying the sums was 5% of a product's profile.
+			bf16GroupAVX(xb[t*ldx:], ldx, n, wv, 16*kp, kp, nb, &ys[t][b*16], ld)
+			continue
+		}
+		bf16TilesAVX(xb[t*ldx:], ldx, n, wv, 16*kp, kp, nb, out, 16*nb)
+		bf16Put(out, 16*nb, ys[t:t+n], b*16, lo, hi, accumulate)
 	}
 }
 
@@ -326,17 +334,26 @@ var bf16AVX = struct{ t, n, n1, chunk int }{4, 6, 6, bf16Chunk}
 // bf16TilesAVX is bf16Tiles on AVX512-BF16: bf16AVX.t tokens by
 // bf16AVX.n blocks per kernel call, smaller kernels at the edges.
 func bf16TilesAVX(x []uint16, ldx, m int, w []uint16, ws, kp, nb int, out []float32, ldo int) {
-	tn, n := bf16AVX.t, bf16AVX.n
+	tn := bf16AVX.t
 	if m == 1 {
-		tn, n = 1, bf16AVX.n1
+		tn = 1
 	}
 	for t := 0; t < m; t += tn {
-		tt := min(tn, m-t)
-		xr, o := &x[t*ldx], out[t*ldo:]
-		for j := 0; j < nb; j += n {
-			nn := min(n, nb-j)
-			avxBF16Kernels[tt][nn](xr, 2*ldx, &w[j*ws], 2*ws, kp/2, &o[16*j], 4*ldo)
-		}
+		bf16GroupAVX(x[t*ldx:], ldx, min(tn, m-t), w, ws, kp, nb, &out[t*ldo], ldo)
+	}
+}
+
+// bf16GroupAVX runs m ≤ bf16AVX.t tokens over nb blocks, the sums of
+// token r from out + r·ldo floats on (a pointer, as for bf16TilesAVX's
+// tiles: the rows need not be one allocation).
+func bf16GroupAVX(x []uint16, ldx, m int, w []uint16, ws, kp, nb int, out *float32, ldo int) {
+	n := bf16AVX.n
+	if m == 1 {
+		n = bf16AVX.n1
+	}
+	for j := 0; j < nb; j += n {
+		nn := min(n, nb-j)
+		avxBF16Kernels[m][nn](&x[0], 2*ldx, &w[j*ws], 2*ws, kp/2, (*float32)(unsafe.Add(unsafe.Pointer(out), 4*16*j)), 4*ldo)
 	}
 }
 
