@@ -1186,11 +1186,12 @@
 //     (the rest packing, copying the sums, the fork); the kernels then
 //     stored straight into equally spaced output rows, as the AMX tiles
 //     do (bf16ChunkAVX): 85-91% against 83-87% in alternate runs. A
-//     512-token prefill of the 0.6B shape: 1.86x the float32 path's
-//     tokens per CPU-second against 1.67x before (BenchmarkPrefillBF16,
-//     same run). PyTorch 1.13's bf16 prefill (oneDNN) is far behind here:
-//     the engine's, before these changes, ran at 9.0x its rate in wall
-//     time and 3.2x per CPU-second (BenchmarkPrefillBF16Torch, alternated).
+//     512-token prefill of the 0.6B shape on the bf16 path: 1.79-1.93x
+//     the bfloat16 weights' float32 path in tokens per CPU-second
+//     (BenchmarkPrefillBF16, same run) against 1.60-1.63x before; 1.15-1.21x
+//     the previous build's rate in alternate runs. PyTorch 1.13's bf16 prefill (oneDNN) is behind here:
+//     the engine's ran at 2.8x its rate in wall time and 2.7x per
+//     CPU-second (BenchmarkPrefillBF16Torch, alternated, load average 10).
 //     Tried and dropped (BenchmarkBF16AVXShapes, paired in one process):
 //     blockings of 8 × 3, 6 × 4, 5 × 5, 7 × 4, 12 × 2 and 14 × 2 (0.95-1.03x
 //     of 4 × 6's CPU time), weight chunks of 256, 320 and 768 KiB (within
