@@ -1188,7 +1188,7 @@
 //     do (bf16ChunkAVX): 85-91% against 83-87% in alternate runs. A
 //     512-token prefill of the 0.6B shape on the bf16 path: 1.79-1.93x
 //     the bfloat16 weights' float32 path in tokens per CPU-second
-//     (BenchmarkPrefillBF16, same run) against 1.60-1.63x before; 1.15-1.21x
+//     (BenchmarkPrefillBF16, same run) against 1.60-1.67x before; 1.15-1.21x
 //     the previous build's rate in alternate runs. PyTorch 1.13's bf16 prefill (oneDNN) is behind here:
 //     the engine's ran at 2.8x its rate in wall time and 2.7x per
 //     CPU-second (BenchmarkPrefillBF16Torch, alternated, load average 10).
