@@ -17,36 +17,46 @@ type huffTable struct {
 	entries []huffEntry
 }
 
-// readHuffTable parses a Huffman tree description (RFC 8878 4.2.1) and
-// returns the table and the bytes it used.
-func readHuffTable(in []byte) (*huffTable, int, error) {
+// readHuffTable parses a Huffman tree description (RFC 8878 4.2.1) into
+// t, reusing its memory (a hostile stream may describe a new tree in
+// every block), and returns the bytes it used.
+func readHuffTable(t *huffTable, in []byte) (int, error) {
 	if len(in) == 0 {
-		return nil, 0, corrupt("missing Huffman tree description")
+		return 0, corrupt("missing Huffman tree description")
 	}
 	var weights []uint8
 	var used int
 	if h := int(in[0]); h < 128 {
 		if 1+h > len(in) {
-			return nil, 0, corrupt("Huffman weights past the block")
+			return 0, corrupt("Huffman weights past the block")
 		}
 		w, err := fseWeights(in[1 : 1+h])
 		if err != nil {
-			return nil, 0, err
+			return 0, err
 		}
 		weights, used = w, 1+h
 	} else {
 		n := h - 127
 		used = 1 + (n+1)/2
 		if used > len(in) {
-			return nil, 0, corrupt("Huffman weights past the block")
+			return 0, corrupt("Huffman weights past the block")
 		}
 		weights = make([]uint8, n)
 		for i := range weights {
 			weights[i] = in[1+i/2] >> (4 * uint(1-i%2)) & 15
 		}
 	}
-	t, err := buildHuff(weights)
-	return t, used, err
+	return used, t.build(weights)
+}
+
+// huffWeightWork is the work units, beyond the table itself, of a tree
+// description whose header byte is h: the weights, and the FSE table
+// they were coded with (at most 64 states) when h < 128.
+func huffWeightWork(h byte) int {
+	if h < 128 {
+		return 64 + 255
+	}
+	return int(h) - 127
 }
 
 // fseWeights decodes FSE-compressed Huffman weights: two interleaved
@@ -79,25 +89,26 @@ func fseWeights(in []byte) ([]uint8, error) {
 	}
 }
 
-// buildHuff makes the decoding table from the listed weights; the last
-// symbol's weight is implied by the others summing to a power of two.
-func buildHuff(weights []uint8) (*huffTable, error) {
+// build makes t the decoding table for the listed weights, reusing its
+// memory; the last symbol's weight is implied by the others summing to a
+// power of two.
+func (t *huffTable) build(weights []uint8) error {
 	sum := 0
 	for _, w := range weights {
 		if w > maxHuffLog {
-			return nil, corrupt("Huffman weight %d", w)
+			return corrupt("Huffman weight %d", w)
 		}
 		if w > 0 {
 			sum += 1 << (w - 1)
 		}
 	}
 	if sum == 0 {
-		return nil, corrupt("Huffman weights all zero")
+		return corrupt("Huffman weights all zero")
 	}
 	log := bits.Len(uint(sum))
 	rest := 1<<log - sum
 	if log > maxHuffLog || rest&(rest-1) != 0 || len(weights) > 255 {
-		return nil, corrupt("Huffman weights do not make a tree")
+		return corrupt("Huffman weights do not make a tree")
 	}
 	weights = append(weights, uint8(bits.Len(uint(rest))))
 	var start [maxHuffLog + 2]int
@@ -110,7 +121,10 @@ func buildHuff(weights []uint8) (*huffTable, error) {
 	for w := 1; w <= maxHuffLog; w++ {
 		start[w], pos = pos, pos+start[w]
 	}
-	t := &huffTable{log: uint8(log), entries: make([]huffEntry, 1<<log)}
+	if cap(t.entries) < 1<<log {
+		t.entries = make([]huffEntry, 1<<maxHuffLog)
+	}
+	t.log, t.entries = uint8(log), t.entries[:1<<log]
 	for s, w := range weights {
 		if w == 0 {
 			continue
@@ -121,7 +135,7 @@ func buildHuff(weights []uint8) (*huffTable, error) {
 		}
 		start[w] += 1 << (w - 1)
 	}
-	return t, nil
+	return nil
 }
 
 // decode fills out from one Huffman-coded backward stream, which must be
