@@ -102,9 +102,14 @@ func (d *decoder) run(src []byte) error {
 // budget. Callers spend before the work where they know its size.
 func (d *decoder) spend(units int) error {
 	if d.work += int64(units); d.work > d.budget {
-		return fmt.Errorf("%w (over %d units for at most %d bytes of content)", ErrTooMuchWork, d.budget, d.MaxOutput)
+		return d.overBudget()
 	}
 	return nil
+}
+
+// overBudget is spend's error, apart so that spend inlines.
+func (d *decoder) overBudget() error {
+	return fmt.Errorf("%w (over %d units for at most %d bytes of content)", ErrTooMuchWork, d.budget, d.MaxOutput)
 }
 
 // frame decodes the frame at the start of src and returns its length.
