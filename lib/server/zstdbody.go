@@ -12,7 +12,7 @@ import (
 // output stops at maxTrainingBodyBytes, both checked before allocating,
 // so a hostile frame header or a bomb costs at most that much. Its CPU
 // is bounded by the decoder's work budget, proportional to
-// maxTrainingBodyBytes (about a second at most; docs/zstd.md).
+// maxTrainingBodyBytes (under half a second of CPU; docs/zstd.md).
 var zstdDecoder = zstd.Decoder{MaxOutput: maxTrainingBodyBytes, MaxWindow: maxZstdWindow}
 
 // maxZstdWindow bounds the back-reference window a frame may ask for; the

@@ -98,28 +98,3 @@ func TestWorkOfRealFrames(t *testing.T) {
 	}
 	t.Logf("worst: %.2f units per byte (%s)", worst, worstName)
 }
-
-// BenchmarkWorkUnits reports the decoder's time per work unit on a real
-// body and on the two table-heavy frames: a unit should cost about the
-// same in each, so that the budget bounds time whatever the frame's shape.
-func BenchmarkWorkUnits(b *testing.B) {
-	fsef, _ := heavyFrame(20000, false)
-	hufff, _ := heavyFrame(20000, true)
-	ke, _ := kzstd.NewWriter(nil, kzstd.WithEncoderConcurrency(1))
-	body := fwdBody(b, 5, 32, 2048)
-	for _, c := range []struct {
-		name string
-		z    []byte
-	}{{"body-ours", Encode(nil, body)}, {"body-klauspost", ke.EncodeAll(body, nil)}, {"fse-tables", fsef}, {"huffman-tables", hufff}} {
-		_, work, err := decodeWork(testLimits, c.z)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Run(c.name, func(b *testing.B) {
-			for b.Loop() {
-				testLimits.DecodeAll(c.z, nil)
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(work), "ns/unit")
-		})
-	}
-}
