@@ -248,10 +248,14 @@ func (d *decoder) room() int { return max(d.MaxOutput-(len(d.out)-d.base), 0) }
 
 // reserve grows the output for a frame's declared size, but no further
 // than its input could plausibly expand to: the size is the sender's word.
+// It doubles the capacity when that is more, up to the output bound:
+// growing by exactly the size copied everything so far once per frame,
+// quadratic in a stream of many tiny frames.
 func (d *decoder) reserve(size int64, inLen int) {
 	want := min(size, int64(1<<20+64*inLen))
 	if want > int64(cap(d.out)-len(d.out)) {
-		d.out = append(make([]byte, 0, len(d.out)+int(want)), d.out...)
+		n := max(len(d.out)+int(want), min(2*cap(d.out), d.base+d.MaxOutput))
+		d.out = append(make([]byte, 0, n), d.out...)
 	}
 }
 

@@ -3,6 +3,7 @@ package zstd
 import (
 	"bytes"
 	"errors"
+	"runtime"
 	"testing"
 
 	kzstd "github.com/klauspost/compress/zstd"
@@ -97,4 +98,27 @@ func TestWorkOfRealFrames(t *testing.T) {
 		}
 	}
 	t.Logf("worst: %.2f units per byte (%s)", worst, worstName)
+}
+
+// TestManySmallFramesAllocateLinearly: a stream of many frames that each
+// declare a tiny content size grows the output geometrically, not by the
+// size declared (which copied everything so far once per frame: 6 M
+// one-byte frames in a 64 MiB body would have copied ~10^13 bytes).
+// Measured in bytes allocated, not time.
+func TestManySmallFramesAllocateLinearly(t *testing.T) {
+	const n = 20000
+	var z []byte
+	for range n { // single segment, content size 1, one raw last block "x"
+		z = append(z, 0x28, 0xB5, 0x2F, 0xFD, 0x20, 1, 0x09, 0, 0, 'x')
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	out, err := testLimits.DecodeAll(z, nil)
+	runtime.ReadMemStats(&after)
+	if err != nil || len(out) != n {
+		t.Fatalf("%d frames: %d bytes, err %v", n, len(out), err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16*n+4<<20 {
+		t.Errorf("%d one-byte frames allocated %d bytes; want O(content)", n, alloc)
+	}
 }
