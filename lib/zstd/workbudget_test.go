@@ -3,7 +3,9 @@ package zstd
 import (
 	"bytes"
 	"errors"
+	"os/exec"
 	"runtime"
+	"strings"
 	"testing"
 
 	kzstd "github.com/klauspost/compress/zstd"
@@ -60,10 +62,16 @@ func TestWorkBudgetStopsHeavyFrames(t *testing.T) {
 }
 
 // TestWorkOfRealFrames: frames real encoders write (ours; klauspost's at
-// four levels, one-shot and streamed with a flush every 4 KiB) cost well
-// under the budget per byte of content, so a frame at the output bound
-// still decodes: at most half of workBudgetPerByte units per byte.
+// four levels, one-shot and streamed with a flush every 4 KiB; the
+// reference zstd CLI's when it is installed, with its usual blocks and
+// with ~256-byte ones) cost well under the budget per byte of content, so
+// a frame at the output bound still decodes: at most half of
+// workBudgetPerByte units per byte.
 func TestWorkOfRealFrames(t *testing.T) {
+	cli, err := exec.LookPath("zstd")
+	if err != nil {
+		t.Logf("no zstd command: the reference encoder's frames are left out")
+	}
 	levels := []kzstd.EncoderLevel{kzstd.SpeedFastest, kzstd.SpeedDefault, kzstd.SpeedBetterCompression, kzstd.SpeedBestCompression}
 	worst, worstName := 0.0, ""
 	for name, in := range testInputs(t) {
@@ -82,6 +90,16 @@ func TestWorkOfRealFrames(t *testing.T) {
 			}
 			e.Close()
 			frames["klauspost streamed "+lvl.String()] = buf.Bytes()
+		}
+		for _, args := range [][]string{{"-1"}, {"-3"}, {"-19"}, {"-3", "--target-compressed-block-size=256"}} {
+			if cli == "" {
+				break
+			}
+			cmd := exec.Command(cli, append([]string{"-q", "-c"}, args...)...)
+			cmd.Stdin = bytes.NewReader(in)
+			if z, err := cmd.Output(); err == nil { // an older CLI may lack the block size flag
+				frames["zstd "+strings.Join(args, " ")] = z
+			}
 		}
 		for how, z := range frames {
 			out, work, err := decodeWork(testLimits, z)
