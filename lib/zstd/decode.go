@@ -66,6 +66,7 @@ type decoder struct {
 	lits         []byte
 	huff         *huffTable // ownHuff once a block described a tree
 	ownHuff      huffTable
+	huffMem      huffScratch  // scratch for reading ownHuff
 	seqTables    [3]*fseTable // predefined, RLE or one of ownTables
 	ownTables    [3]fseTable  // described tables, their memory reused
 	counts       [256]int16   // scratch for table descriptions

@@ -17,10 +17,19 @@ type huffTable struct {
 	entries []huffEntry
 }
 
+// huffScratch is the memory a tree description is read with, reused
+// from block to block like the tables themselves.
+type huffScratch struct {
+	counts  [256]int16
+	spread  [1 << 6]uint8
+	fse     fseTable // the weights' FSE table
+	weights [256]uint8
+}
+
 // readHuffTable parses a Huffman tree description (RFC 8878 4.2.1) into
-// t, reusing its memory (a hostile stream may describe a new tree in
-// every block), and returns the bytes it used.
-func readHuffTable(t *huffTable, in []byte) (int, error) {
+// t, reusing its memory and s's (a hostile stream may describe a new tree
+// in every block), and returns the bytes it used.
+func readHuffTable(t *huffTable, in []byte, s *huffScratch) (int, error) {
 	if len(in) == 0 {
 		return 0, corrupt("missing Huffman tree description")
 	}
@@ -30,7 +39,7 @@ func readHuffTable(t *huffTable, in []byte) (int, error) {
 		if 1+h > len(in) {
 			return 0, corrupt("Huffman weights past the block")
 		}
-		w, err := fseWeights(in[1 : 1+h])
+		w, err := s.fseWeights(in[1 : 1+h])
 		if err != nil {
 			return 0, err
 		}
@@ -41,7 +50,7 @@ func readHuffTable(t *huffTable, in []byte) (int, error) {
 		if used > len(in) {
 			return 0, corrupt("Huffman weights past the block")
 		}
-		weights = make([]uint8, n)
+		weights = s.weights[:n]
 		for i := range weights {
 			weights[i] = in[1+i/2] >> (4 * uint(1-i%2)) & 15
 		}
@@ -59,15 +68,20 @@ func huffWeightWork(h byte) int {
 	return int(h) - 127
 }
 
-// fseWeights decodes FSE-compressed Huffman weights: two interleaved
-// states over one backward stream, until a state update reads past it.
-func fseWeights(in []byte) ([]uint8, error) {
-	counts, log, n, err := readFSECounts(make([]int16, 0, 256), in, 6, 255)
+// fseWeights decodes FSE-compressed Huffman weights into fresh memory
+// (the encoder's check of what it wrote).
+func fseWeights(in []byte) ([]uint8, error) { return new(huffScratch).fseWeights(in) }
+
+// fseWeights decodes FSE-compressed Huffman weights into s.weights: two
+// interleaved states over one backward stream, until a state update reads
+// past it.
+func (sc *huffScratch) fseWeights(in []byte) ([]uint8, error) {
+	counts, log, n, err := readFSECounts(sc.counts[:0], in, 6, 255)
 	if err != nil {
 		return nil, err
 	}
-	t, err := buildFSE(counts, log)
-	if err != nil {
+	t := &sc.fse
+	if err := t.build(counts, log, sc.spread[:]); err != nil {
 		return nil, err
 	}
 	var r backReader
@@ -75,7 +89,7 @@ func fseWeights(in []byte) ([]uint8, error) {
 		return nil, err
 	}
 	s := [2]uint16{uint16(r.read(uint(log))), uint16(r.read(uint(log)))}
-	out := make([]uint8, 0, 255)
+	out := sc.weights[:0]
 	for i := 0; ; i ^= 1 {
 		if len(out) >= 254 || r.overread() {
 			return nil, corrupt("Huffman weights")

@@ -27,7 +27,7 @@ func (d *decoder) readLiterals(in []byte, maxLen int) (int, error) {
 	}
 	src := in[hlen : hlen+comp]
 	if kind == 2 {
-		n, err := readHuffTable(&d.ownHuff, src)
+		n, err := readHuffTable(&d.ownHuff, src, &d.huffMem)
 		if err != nil {
 			return 0, err
 		}

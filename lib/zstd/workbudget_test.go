@@ -140,3 +140,21 @@ func TestManySmallFramesAllocateLinearly(t *testing.T) {
 		t.Errorf("%d one-byte frames allocated %d bytes; want O(content)", n, alloc)
 	}
 }
+
+// TestHeavyFramesReuseTables: blocks that each describe a new Huffman
+// tree and new FSE tables build them into the decoder's reused memory:
+// 5,000 such blocks allocate about the output, not a table per block
+// (a 2,048-entry tree is 4 KiB).
+func TestHeavyFramesReuseTables(t *testing.T) {
+	f, want := heavyFrame(5000, true)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	out, err := testLimits.DecodeAll(f, nil)
+	runtime.ReadMemStats(&after)
+	if err != nil || len(out) != len(want) {
+		t.Fatalf("%d bytes, err %v", len(out), err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<20 {
+		t.Errorf("%d table-describing blocks allocated %d bytes; want the tables' memory reused", 5000, alloc)
+	}
+}
