@@ -35,7 +35,6 @@ import (
 	_ "go.starlark.net/starlarkstruct"
 	_ "golang.org/x/sync/semaphore"
 	_ "golang.org/x/sync/singleflight"
-	_ "golang.org/x/sys/cpu"
 	_ "golang.org/x/sys/unix"
 	_ "golang.org/x/term"
 	_ "golang.org/x/text/unicode/norm"

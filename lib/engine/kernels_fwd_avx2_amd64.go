@@ -1,6 +1,6 @@
 package engine
 
-import "golang.org/x/sys/cpu"
+import "github.com/tinkershell/tinker/lib/cpufeat"
 
 //go:generate go run ./internal/asmgen/fwdavx2 -out gemm_fwd_avx2_amd64.s -stubs gemm_fwd_avx2_stub_amd64.go
 
@@ -10,7 +10,7 @@ import "golang.org/x/sys/cpu"
 // give dotLanes' bits like every other path (FMA3 fuses each term, hence
 // HasFMA), and need no GOEXPERIMENT.
 // Tests set it on an AVX-512 machine to run them.
-var fwdAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && !fwdAsm
+var fwdAVX2 = cpufeat.AVX2FMA() && !fwdAsm
 
 // fwd2MaxTiles bounds the 3-row tiles of one kernel call (the row block
 // of fwdBlockBytes, at most 192 rows).
