@@ -21,7 +21,6 @@ import (
 	_ "mime"
 	_ "net/http"
 
-	_ "github.com/dlclark/regexp2"
 	_ "github.com/fatih/color"
 	_ "github.com/google/uuid"
 	_ "github.com/mattn/go-isatty"
