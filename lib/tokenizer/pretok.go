@@ -545,10 +545,11 @@ func matchGPT2(s string, i int) int {
 
 // splitFor returns the Isolated split on pattern: its hand-written
 // matcher, or what newSplit makes of it when a test asks for another
-// engine (withSplit). There is no general regex engine behind the
+// engine (withRegexp2). There is no general regex engine behind the
 // matchers: regexp2, the one with look-ahead, built Unicode tables at
-// every start of tinker (docs/architecture.md, "Cold start"); it is the
-// tests' oracle for the matchers (regexp2_test.go).
+// every start of tinker (docs/architecture.md, "Dependencies dropped from
+// the binary, and what the rest cost at init"); it is the tests' oracle
+// for the matchers (regexp2_test.go).
 func splitFor(pattern string, newSplit func(string) (preTokenizer, error)) (preTokenizer, error) {
 	if newSplit != nil {
 		return newSplit(pattern)
