@@ -70,7 +70,7 @@
 //   - Forward kernels (gemm_fwd_amd64.s) are AVX-512 assembly generated
 //     with avo by internal/asmgen/fwd (go generate; a test checks the
 //     committed file is its output), chosen at run time with
-//     golang.org/x/sys/cpu and independent of GOEXPERIMENT: a 4-token ×
+//     lib/cpufeat and independent of GOEXPERIMENT: a 4-token ×
 //     6-row tile (the tokens packed four at a time, so four rows a power
 //     of two apart do not share an L1 set; a last tile overlapping the one
 //     before takes the rows past the last whole one, 4×4 tiles and single

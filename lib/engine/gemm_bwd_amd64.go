@@ -3,11 +3,11 @@ package engine
 import (
 	"sync"
 
-	"golang.org/x/sys/cpu"
+	"github.com/tinkershell/tinker/lib/cpufeat"
 )
 
 // bwdAsm reports whether this CPU runs the AVX-512 tiles.
-var bwdAsm = cpu.X86.HasAVX512F
+var bwdAsm = cpufeat.AVX512()
 
 // The tiles' Go types (gemm_bwd_stubs_amd64.go declares them, the tables
 // index them as [W-1][R-1]) and the strip packers'.
