@@ -1162,10 +1162,11 @@
 //     (linearAdd: 0.95x against adding through the kernels' buffer).
 //     Decoding reads each weight once: the one-token kernels prefetch
 //     their weight streams 4 KiB ahead into L2 (the L2 streamer stops at
-//     every 4 KiB page), and the benchmarks' read-bandwidth probe
-//     (readBandwidth) times the same kind of loads (1-8 streams per core,
-//     with and without that prefetch) and keeps the fastest, so decoding's
-//     share of it is a share of what the cores can pull.
+//     every 4 KiB page), and the decode benchmarks' read-bandwidth probe
+//     (modelBandwidth) times the same kind of loads (1-8 streams per core,
+//     with and without that prefetch, the fastest kept) over the decode's
+//     own matrices, so decoding's share of it is a share of what the cores
+//     can pull from those bytes.
 //     Within a machine the bits do not depend on the batch, the tile, the
 //     thread count, prefill or decode (the path is chosen per matrix,
 //     never by batch size; TestBF16BatchInvariance,
@@ -1311,10 +1312,45 @@
 // opt-in, with attention kernels that widen keys and values as they load
 // them.
 //
+// The decode on Zen 4 (an AMD EPYC VM, 2 vCPUs, AVX512-BF16, no AMX;
+// 2026-11-29, load average 14-24 from other sessions: ratios only). The
+// lead's quiet BenchmarkDecode put float32 at 91.8% of the read limit
+// and bfloat16 at 64.7%, but its probe, a 1 GiB buffer of its own, read
+// 33.5 GB/s beside the float32 model and 56.4 beside the bfloat16 one in
+// the same process, and the bfloat16 decode streamed 36.7, more than the
+// probe beside float32: the buffer did not stand for the model's memory.
+// Its pages were 4 KiB, the benchmark's float32 matrices were in huge
+// pages (randomTensors advises them) and its bfloat16 ones were not
+// (matricesToBF16 did not advise them, where loading a bf16 checkpoint
+// does). The probe now reads the decode's own matrices (modelBandwidth:
+// the same bytes, pages and count, TestDecodeMatrixWordsBF16), and
+// matricesToBF16 advises huge pages as loading does. Which of the
+// buffer's pages or the host's moved it to 56 was not settled under load.
+//
+// The kernel on Zen 4, one thread, thread CPU time, over the model's
+// 1.19 GB of bfloat16 matrices against the probe over the same bytes,
+// interleaved in one process (medians of 6-8 rounds): fwdRow16BF16 as it
+// was (VPMOVZXWD + VPSLLD) read 20.6 GB per CPU-second against the
+// probe's 25.9 (0.80), while fwdRow16F32 read 24.8 against 29.3 (0.85):
+// fewer bytes per CPU-second from half the bytes per weight, so on Zen 4
+// the widening, not memory, held it. Same-bits variants (checked against
+// dotLanes): a 256-bit broadcast load and one in-quarter VPSHUFB, the
+// lanes' quarters 1 and 2 swapped and x swapped to match, 22.6-22.7
+// (1.07-1.10x in every round's pair, 0.87-0.88 of the probe): kept;
+// VPERMW of a whole line with a zeroing mask (no shift), 21.7 (1.05x).
+// The broadcast form without x's swap (timing only) read 22.2: the swap
+// costs nothing measurable. Its prefetch on Zen 4 (same setup, six
+// rounds): into L1 (PREFETCHT0) 12.5 and none 12.4 against 23.0 for the
+// next group's line into L2, two groups ahead 22.7: the L2 prefetch stays. Decoding the bfloat16 model, old kernel
+// against new alternated in one process (eight pairs of 16 tokens, load
+// average 17-24): the old kernel took 1.03-1.17x the new one's process
+// CPU a token (median 1.09); wall time 0.83-2.14x, too noisy to read. The row-pair layout (no
+// shuffle at all, every bfloat16 reader changed) was not tried on Zen 4.
+//
 // BenchmarkPrefillDecode's decode figure is the median of five decodes,
-// each against the mean of the read-bandwidth probes taken just before
-// and just after it (measureDecode); BenchmarkDecode runs that part alone
-// for A/B runs. Under load the probe, two goroutines that must run at
+// each against the mean of the read-bandwidth probes over the model's
+// matrices taken just before and just after it (measureDecode);
+// BenchmarkDecode runs that part alone for A/B runs. Under load the probe, two goroutines that must run at
 // once, fell to 3.8-5 GB/s while decoding streamed 6-8, so shares above
 // 100% mean a loaded machine, not a fast kernel: take the figure from a
 // quiet run.
