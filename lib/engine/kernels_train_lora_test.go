@@ -61,7 +61,7 @@ func TestMatMulTLoRAMatchesTwoCalls(t *testing.T) {
 // column tails, batches under and over a tile and above the strip
 // packing's stride, rows not evenly spaced (which take one outerAcc per
 // gradient), and rows past outerSplitColsRows.
-func TestOuterAccSharedMatchesOuterAcc(t *testing.T) {
+func TestOuterAccSharedMatchesScalar(t *testing.T) {
 	r := newRNG(23)
 	all := [][4]int{{32, 1024, 13, 3}, {32, 300, 130, 2}, {8, 257, 5, 3}, {13, 600, 40, 2}, {3, 48, 1, 3}, {32, 17, 7, 1}, {80, 300, 9, 2}}
 	few := [][4]int{{32, 300, 13, 3}, {13, 257, 7, 2}, {80, 48, 5, 2}}
