@@ -524,7 +524,9 @@
 //     step each, 71 CPU-s of samples) the forward products took 41%,
 //     the input gradients (bwdRF6x4, the LoRA fold bwdRG6x4) 36%,
 //     attention 14%, and every LoRA weight gradient together 1.7% (B's
-//     1.4%, A's 0.3%; dts through B 1%). Against the 512-bit FMA loop
+//     1.4%, A's 0.3%; dts through B 1%); in the 28-layer 0.6B 2 × 512
+//     step's (two steps, 68 CPU-s, with outerAccShared) 40%, 36%, ~8%,
+//     and 1.9% (B's 1.2%, A's 0.7%; dts 0.9%). Against the 512-bit FMA loop
 //     (one thread, paired): matMulT at 0.89-0.92 (BenchmarkBackwardFMAShare,
 //     M = 512, W cold), dts 0.90-0.95, A's gradients 0.77-0.91, B's
 //     0.72-0.85 (BenchmarkLoRAGradFMAShare): the backward is not the
@@ -540,6 +542,9 @@
 //     gradient with the plain tiles instead of the transposed ones on
 //     Zen 4 (1024-3072 × 32 at 512 tokens, one thread): 0.96-1.35 of the
 //     time, the transposed ones still better.
+//     Left: B's gradient (the lowest fraction) and dts both stream the
+//     layer's output gradient from L3; one pass over its strips for both
+//     would read it once (about 1% of a step at stake).
 //   - Other vector kernels (kernels_simd.go, GOEXPERIMENT=simd on amd64
 //     with AVX2) give the scalar kernels' bits: a lane holds one output
 //     element and adds its products in the same order (MulAdd in the
