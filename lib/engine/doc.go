@@ -544,7 +544,10 @@
 //     time, the transposed ones still better.
 //     Left: B's gradient (the lowest fraction) and dts both stream the
 //     layer's output gradient from L3; one pass over its strips for both
-//     would read it once (about 1% of a step at stake).
+//     would read it once (about 1% of a step at stake), but B's gradient
+//     sums over the batch and dts over the output's rows, each in one
+//     ascending chain: the cores could split such a pass by neither
+//     without changing one of the two sums' order.
 //   - Other vector kernels (kernels_simd.go, GOEXPERIMENT=simd on amd64
 //     with AVX2) give the scalar kernels' bits: a lane holds one output
 //     element and adds its products in the same order (MulAdd in the
