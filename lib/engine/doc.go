@@ -511,9 +511,43 @@
 //     (plain loads and stores in their place, wrong values, timing only:
 //     0.87-1.0 of B's time). Their tiles along the rank are now 8 × 3 vectors, four
 //     to a strip, instead of 6 × 4 with a 2-row tail (outerTileFloor).
-//     Left: A's gradients of q, k and v (and of gate and up) read the
-//     same input, so one pass over its strips with 96 (64) rows of tiles
-//     would pack it once instead of three (two) times.
+//     A's gradients of q, k and v (gate and up; MLA's q and kv-A) read
+//     the same input: they are now one pass over its strips
+//     (outerAccShared, from linearsBackward), each strip packed once for
+//     96 (64) rows of tiles instead of once per layer. Each element still
+//     sums the batch in ascending order in one tile: the same bits
+//     (TestOuterAccSharedMatchesScalar against outerAcc's assembly and
+//     scalar kernels and float64 sums; the training tests unchanged).
+//   - The same products on the AMD EPYC Zen 4 VM (issue 34, loragrad;
+//     2 vCPUs, load 15-25 from other sessions, so ratios only): in a CPU
+//     profile of the qwen3-wide4 2 × 512 and 1 × 2048 steps (-short, one
+//     step each, 71 CPU-s of samples) the forward products took 41%,
+//     the input gradients (bwdRF6x4, the LoRA fold bwdRG6x4) 36%,
+//     attention 14%, and every LoRA weight gradient together 1.7% (B's
+//     1.4%, A's 0.3%; dts through B 1%); in the 28-layer 0.6B 2 × 512
+//     step's (two steps, 68 CPU-s, with outerAccShared) 40%, 36%, ~8%,
+//     and 1.9% (B's 1.2%, A's 0.7%; dts 0.9%). Against the 512-bit FMA loop
+//     (one thread, paired): matMulT at 0.89-0.92 (BenchmarkBackwardFMAShare,
+//     M = 512, W cold), dts 0.90-0.95, A's gradients 0.77-0.91, B's
+//     0.72-0.85 (BenchmarkLoRAGradFMAShare): the backward is not the
+//     Xeon's laggard here, and the LoRA gradients are too small a share
+//     to move a step. outerAccShared over one outerAcc per layer
+//     (BenchmarkOuterAccShared, 3 × and 2 × 32 × 1024 at 512 and 2048
+//     tokens): process CPU 0.85-1.0 (median 0.93) on one and two threads,
+//     thread CPU 0.93-0.97 on one (load 17-19); a whole qwen3-wide4
+//     2 × 512 step (-short, old and new test binaries interleaved, 4
+//     rounds each, load 15-25): 9.97-10.61 CPU-s against 10.31-10.75,
+//     paired 0.95-1.03, median 0.98, within the noise, as the A
+//     gradients' 0.3% of the step predicts. Tried and not kept: B's
+//     gradient with the plain tiles instead of the transposed ones on
+//     Zen 4 (1024-3072 × 32 at 512 tokens, one thread): 0.96-1.35 of the
+//     time, the transposed ones still better.
+//     Left: B's gradient (the lowest fraction) and dts both stream the
+//     layer's output gradient from L3; one pass over its strips for both
+//     would read it once (about 1% of a step at stake), but B's gradient
+//     sums over the batch and dts over the output's rows, each in one
+//     ascending chain: the cores could split such a pass by neither
+//     without changing one of the two sums' order.
 //   - Other vector kernels (kernels_simd.go, GOEXPERIMENT=simd on amd64
 //     with AVX2) give the scalar kernels' bits: a lane holds one output
 //     element and adds its products in the same order (MulAdd in the
