@@ -1384,8 +1384,18 @@
 // BenchmarkPrefillDecode's decode figure is the median of five decodes,
 // each against the mean of the read-bandwidth probes over the model's
 // matrices taken just before and just after it (measureDecode);
-// BenchmarkDecode runs that part alone for A/B runs. Under load the probe, two goroutines that must run at
-// once, fell to 3.8-5 GB/s while decoding streamed 6-8, so shares above
-// 100% mean a loaded machine, not a fast kernel: take the figure from a
-// quiet run.
+// BenchmarkDecode runs that part alone for A/B runs. Each probe reads
+// those bytes with every read variant (1-8 streams a core, with and
+// without prefetch, and the plain 512-bit sum), two rounds with the
+// variants in turn, and takes the fastest single reading (fastestRead;
+// the test log counts which variant won). It used to pick one variant
+// per process from a best-of-two pass over a buffer of its own, and
+// under load kept S1T0-1K, which read slower than the decoding kernel:
+// one noisy pass decided every probe after it. BenchmarkBF16Decode and
+// BenchmarkDecodeAVX2 now probe the same way over the bytes they read
+// (the bf16 path's packed copies separately, GB/s-read-packed) instead
+// of the 1 GiB buffer, which only BenchmarkReadBandwidth still reads.
+// Under load the probe, two goroutines that must run at once, fell to
+// 3.8-5 GB/s while decoding streamed 6-8, so shares above 100% mean a
+// loaded machine, not a fast kernel: take the figure from a quiet run.
 package engine
