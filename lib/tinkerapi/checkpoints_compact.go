@@ -65,7 +65,7 @@ func (l *wireLex) utcTime(dst *time.Time) bool {
 	if n < 0 {
 		return false
 	}
-	t, ok := parseUTCDatetime(l.text[l.i : l.i+n])
+	t, ok := parseUTCDatetimeDay(l.text[l.i:l.i+n], &l.day)
 	*dst = t
 	l.i += n + 1
 	return ok
