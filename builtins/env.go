@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tinkershell/tinker/lib/ops"
@@ -97,8 +98,13 @@ func (e *Env) Client() (*tinkerapi.Client, error) {
 // session state lives beside Env so that builtins share one Tinker session
 // (and its heartbeat) per interpreter; see Session and Close.
 type sessionState struct {
-	mu       sync.Mutex
-	session  *tinkerapi.Session
+	mu      sync.Mutex
+	session *tinkerapi.Session
+	// opened: a session was ever created, so Close has work. Close is
+	// called at every exit; without a session it returns from its inlined
+	// check, and `tinker -c '1+1'` does not fault in the page of this
+	// package's code that holds the rest (TestCloseInlines).
+	opened   atomic.Bool
 	samplers *ops.Samplers // sampling sessions belong to a session
 	status   *progress.Status
 	hushed   bool // a loop draws its own step line (HushStatus)
@@ -139,6 +145,7 @@ func (e *Env) Session(ctx context.Context) (*tinkerapi.Session, error) {
 		return nil, err
 	}
 	st.session = s
+	st.opened.Store(true)
 	st.samplers = &ops.Samplers{}
 	return s, nil
 }
@@ -192,6 +199,12 @@ func (e *Env) clearStatus() {
 
 // Close ends the session (its heartbeat stops); the shell calls it on exit.
 func (e *Env) Close() {
+	if e.sess.opened.Load() {
+		e.closeSession()
+	}
+}
+
+func (e *Env) closeSession() {
 	st := e.state()
 	st.mu.Lock()
 	defer st.mu.Unlock()

@@ -138,8 +138,14 @@ func setGCLimit(limit int64) { debug.SetMemoryLimit(limit) }
 // str/repr with versions that refuse values too deep or large to render.
 func boundUniverse(d starlark.StringDict, limit func() int64) {
 	boundRange(d)
-	for name, per := range map[string]int64{"list": bytesPerElem, "tuple": bytesPerElem, "sorted": bytesPerElem,
-		"reversed": bytesPerElem, "enumerate": 3 * bytesPerElem, "zip": 0, "bytes": 1} {
+	// A slice literal, not a map: a map would be built and hashed at
+	// every start.
+	for _, b := range [...]struct {
+		name string
+		per  int64
+	}{{"list", bytesPerElem}, {"tuple", bytesPerElem}, {"sorted", bytesPerElem},
+		{"reversed", bytesPerElem}, {"enumerate", 3 * bytesPerElem}, {"zip", 0}, {"bytes", 1}} {
+		name, per := b.name, b.per
 		orig, ok := universal(d, name)
 		if !ok {
 			continue

@@ -58,11 +58,17 @@ func (d *Display) Show(v starlark.Value) error {
 // short-lived process such as `tinker -c '1+1'` a first lookup of an
 // interface table each, and fmt's first printer.
 func (d *Display) plainScalar(v starlark.Value) (string, bool) {
-	switch v.(type) {
-	case starlark.Int, starlark.Float, starlark.Bool, starlark.String:
-		if !d.JSON {
-			return render.PrintableLines(v.String()), true
-		}
+	if d.JSON {
+		return "", false
+	}
+	switch v := v.(type) {
+	case starlark.Int, starlark.Float, starlark.Bool:
+		// Digits, signs, '.', 'e', inf, nan, True, False: nothing to
+		// escape, and no call into lib/render, whose code would be one
+		// more page to fault in (TestShowScalarsAsTheGeneralPath).
+		return v.String(), true
+	case starlark.String:
+		return render.PrintableLines(v.String()), true
 	}
 	return "", false
 }

@@ -3,6 +3,7 @@ package shell
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -101,6 +102,15 @@ func TestShowScalarsAsTheGeneralPath(t *testing.T) {
 		starlark.MakeInt(2), starlark.MakeInt(-7), big, starlark.Float(0.1), starlark.Float(1e300 * 10),
 		starlark.Float(-0.0), starlark.True, starlark.False, starlark.String(""), starlark.String("a\"b"),
 		starlark.String("two\nlines\x1b[31m\tand é ✓"),
+		starlark.Float(math.NaN()), starlark.Float(math.Inf(-1)), starlark.Float(1e100), starlark.Float(-1.5e-7),
+		big.Mul(starlark.MakeInt(-3)),
+	}
+	// Ints, floats and bools skip render.PrintableLines (one page of code
+	// less at the start): their text must be what it would return.
+	for _, v := range vals {
+		if _, isString := v.(starlark.String); !isString && render.PrintableLines(v.String()) != v.String() {
+			t.Errorf("%s (%s) has text PrintableLines would escape", v, v.Type())
+		}
 	}
 	for _, tty := range []bool{false, true} {
 		for _, v := range vals {

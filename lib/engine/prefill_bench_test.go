@@ -10,6 +10,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
+
+	"github.com/tinkershell/tinker/lib/models"
 )
 
 // Prompt and generation lengths of BenchmarkPrefillDecode.
@@ -142,25 +145,26 @@ const decodeReps = 5
 type decodeFigures struct{ tokS, tokCPU, gbs, probe, limit, share float64 }
 
 // measureDecode decodes decodeTokens after a one-token prompt decodeReps
-// times, with the read-bandwidth probe (readBandwidth) before the first
-// and after every decode, and returns the medians; each share is against
-// the mean of the probes on either side of its decode. This VM's
-// bandwidth drifts by ±15% over minutes and the probe moved 24.0-28.8
-// GB/s between quiet runs, so one probe per run, or a mean of shares,
-// left single figures anywhere between 70% and 90%.
+// times, with the read-bandwidth probe over the model's own matrices
+// (modelBandwidth) before the first and after every decode, and returns
+// the medians; each share is against the mean of the probes on either
+// side of its decode. This VM's bandwidth drifts by ±15% over minutes and
+// the probe moved 24.0-28.8 GB/s between quiet runs, so one probe per
+// run, or a mean of shares, left single figures anywhere between 70% and
+// 90%.
 func measureDecode(b *testing.B, m *Model, dtype string) decodeFigures {
 	bytes := matrixParams(m.cfg) * 2
 	if dtype == "f32" {
 		bytes *= 2
 	}
 	var tok, tokCPU, gbs, probe, limit, share []float64
-	after := readBandwidth()
+	after := modelBandwidth(m)
 	for range decodeReps {
 		before := after
 		d, cpu := decodeTime(b, m, []int{0}, decodeTokens)
 		rate := decodeTokens / d.Seconds()
 		tokCPU = append(tokCPU, decodeTokens/cpu)
-		after = readBandwidth()
+		after = modelBandwidth(m)
 		bw := (before + after) / 2
 		tok, gbs, probe = append(tok, rate), append(gbs, rate*bytes/1e9), append(probe, bw/1e9)
 		limit, share = append(limit, bw/bytes), append(share, 100*rate*bytes/bw)
@@ -224,6 +228,49 @@ func matrixParams(c Config) float64 {
 // it can: several streams per core, software prefetch across pages.
 func readBandwidth() float64 { return bandwidthWith(bestReadProbe().read) }
 
+// modelBandwidth is readBandwidth's probe over the matrices a decoding
+// step of m reads, rather than over a buffer of its own: the same bytes,
+// so the same pages and page sizes, and as many of them. A buffer of its
+// own need not stand for the model's memory: on the Zen 4 VM the 1 GiB
+// buffer read 33.5 GB/s beside the float32 model and 56.4 beside the
+// bfloat16 one in the same process, and the benchmark's bfloat16 matrices
+// were not in transparent huge pages while the float32 ones and a loaded
+// checkpoint's are (matricesToBF16 now advises them as loading does).
+func modelBandwidth(m *Model) float64 {
+	return bandwidthOver(bestReadProbe().read, decodeMatrixWords(m), 5)
+}
+
+// decodeMatrixWords are the matrices one decoding step of m reads (each
+// layer's projections and the lm_head, once when tied), in the layout
+// its products read (the bf16 path's packed copy where it is on), as
+// 64-bit words.
+func decodeMatrixWords(m *Model) [][]uint64 {
+	var ws [][]uint64
+	seen := map[*uint64]bool{}
+	add := func(x mat) {
+		var w []uint64
+		switch {
+		case x.vn != nil:
+			w = unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(x.vn))), len(x.vn)/4)
+		case x.bf != nil:
+			w = unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(x.bf))), len(x.bf)/4)
+		default:
+			w = unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(x.data))), len(x.data)/2)
+		}
+		if len(w) > 0 && !seen[&w[0]] {
+			seen[&w[0]] = true
+			ws = append(ws, w)
+		}
+	}
+	for _, l := range m.w.layers {
+		for _, x := range []mat{l.q, l.k, l.v, l.o, l.gate, l.up, l.down} {
+			add(x)
+		}
+	}
+	add(m.w.lmHead)
+	return ws
+}
+
 // readProbe is one way to sum a core's part of the buffer.
 type readProbe struct {
 	name string
@@ -248,19 +295,33 @@ func bandwidthWith(sum func([]uint64) uint64) float64 { return bandwidthPasses(s
 
 // bandwidthPasses is the best of passes parallel reads of the buffer.
 func bandwidthPasses(sum func([]uint64) uint64, passes int) float64 {
-	buf := bandwidthBuf()
+	return bandwidthOver(sum, [][]uint64{bandwidthBuf()}, passes)
+}
+
+// bandwidthOver is the best of passes parallel reads of bufs, in bytes/s:
+// each core reads its share of every buffer in turn with sum, as a
+// decoding step splits each product's matrix over the cores.
+func bandwidthOver(sum func([]uint64) uint64, bufs [][]uint64, passes int) float64 {
 	procs := runtime.GOMAXPROCS(0)
 	sums := make([]uint64, procs)
-	chunk := len(buf) / procs &^ 255
+	words := 0
+	for _, buf := range bufs {
+		words += len(buf) / procs &^ 255 * procs
+	}
 	best := 0.0
 	for range passes {
 		var wg sync.WaitGroup
 		t0 := time.Now()
 		for p := range procs {
-			wg.Go(func() { sums[p] = sum(buf[p*chunk : (p+1)*chunk]) })
+			wg.Go(func() {
+				for _, buf := range bufs {
+					chunk := len(buf) / procs &^ 255
+					sums[p] += sum(buf[p*chunk : (p+1)*chunk])
+				}
+			})
 		}
 		wg.Wait()
-		best = max(best, float64(8*chunk*procs)/time.Since(t0).Seconds())
+		best = max(best, float64(8*words)/time.Since(t0).Seconds())
 	}
 	return best
 }
@@ -317,6 +378,34 @@ func TestReadProbesSum(t *testing.T) {
 	for _, p := range readProbes() {
 		if got := p.read(s); got != want {
 			t.Errorf("probe %s: sum %#x, want %#x", p.name, got, want)
+		}
+	}
+}
+
+// TestDecodeMatrixWordsBF16 requires the decode probe (modelBandwidth) to
+// read exactly the bytes measureDecode counts a token as reading
+// (matrixParams), for float32 and bfloat16 weights and a tied and an
+// untied lm_head: a probe over fewer or more bytes, or over a matrix
+// twice, would not be the limit of that decode.
+func TestDecodeMatrixWordsBF16(t *testing.T) {
+	for _, arch := range []models.Family{models.Llama3, models.Qwen3} {
+		c := smallConfig(arch)
+		ts := randomTensors(c, 1)
+		for _, size := range []int{4, 2} {
+			if size == 2 {
+				matricesToBF16(ts)
+			}
+			m, err := New("small", c, ts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			words := 0
+			for _, w := range decodeMatrixWords(m) {
+				words += len(w)
+			}
+			if want := matrixParams(c) * float64(size); float64(8*words) != want {
+				t.Errorf("%s, %d-byte weights: the probe reads %d bytes, a token %g", arch, size, 8*words, want)
+			}
 		}
 	}
 }

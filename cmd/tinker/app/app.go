@@ -126,6 +126,26 @@ func parseGlobal(args []string) (options, []string, error) {
 	return o, args[i:], nil
 }
 
+// matchFlag finds the spec an option word names: --long, -s, --long=value,
+// -s=value, or -sVALUE for a short flag that takes a value. name is the
+// option as typed (without any value), for messages. It sits here, beside
+// parseGlobal, with the rest of what `tinker -c` runs of this package:
+// the linker lays a package's functions out file by file, and in cli.go
+// it was one more 64 KB stretch of code to fault in at every start.
+func matchFlag(specs []flagSpec, a string) (spec *flagSpec, name, val string, hasVal bool) {
+	name, val, hasVal = strings.Cut(a, "=")
+	for j := range specs {
+		s := &specs[j]
+		if (s.Long != "" && name == s.Long) || (s.Short != "" && name == s.Short) {
+			return s, name, val, hasVal
+		}
+		if !strings.HasPrefix(a, "--") && s.Short != "" && s.Kind != flagBool && strings.HasPrefix(a, s.Short) && len(a) > len(s.Short) {
+			return s, s.Short, a[len(s.Short):], true
+		}
+	}
+	return nil, name, val, hasVal
+}
+
 // set records the global option spec with its value.
 func (o *options) set(spec *flagSpec, val string) error {
 	switch spec.key() {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tinkershell/tinker/builtins"
+	"github.com/tinkershell/tinker/lib/config"
 	"github.com/tinkershell/tinker/lib/engine"
 	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/server"
@@ -72,6 +73,14 @@ func DataDir() string {
 // server runs in-process on a loopback port, started on first use; the
 // returned cleanup stops it.
 func chooseBackend(io *term.IO, opts options, now func() time.Time) (builtins.Backend, func(), error) {
+	if !opts.local && len(opts.models) == 0 && opts.env(config.EnvAPIKey) == "" && opts.env(config.EnvCredentialCmd) == "" {
+		// No backend, the common case of `tinker -c` and scripts: decided
+		// before anything of lib/tinkerapi runs, whose code would be one
+		// more page to fault in at the start (docs/architecture.md, "Cold
+		// start: what `tinker -c '1+1'` pays, and its floor"). The same
+		// answer as the check on cfg below.
+		return noBackend{}, func() {}, nil
+	}
 	cfg := tinkerapi.ConfigFromEnv(opts.env)
 	cfg.UserAgent = tinkerapi.UserAgent(Version)
 	if os.Getenv("TINKER_LOG") != "" {

@@ -319,23 +319,6 @@ func dispatch(io *term.IO, opts options, root, cmd *command, path string, args [
 	return cmd.Run(inv)
 }
 
-// matchFlag finds the spec an option word names: --long, -s, --long=value,
-// -s=value, or -sVALUE for a short flag that takes a value. name is the
-// option as typed (without any value), for messages.
-func matchFlag(specs []flagSpec, a string) (spec *flagSpec, name, val string, hasVal bool) {
-	name, val, hasVal = strings.Cut(a, "=")
-	for j := range specs {
-		s := &specs[j]
-		if (s.Long != "" && name == s.Long) || (s.Short != "" && name == s.Short) {
-			return s, name, val, hasVal
-		}
-		if !strings.HasPrefix(a, "--") && s.Short != "" && s.Kind != flagBool && strings.HasPrefix(a, s.Short) && len(a) > len(s.Short) {
-			return s, s.Short, a[len(s.Short):], true
-		}
-	}
-	return nil, name, val, hasVal
-}
-
 // bindArgs checks the positional arguments against specs and returns the
 // usage error, if any.
 func bindArgs(specs []argSpec, positional []string) string {
