@@ -14,7 +14,7 @@ import (
 // The floor of tinker's start: a program whose main is empty and which
 // imports every package tinker links except the module's own, so it pays
 // the runtime's start and every dependency's initialisation (SQLite's
-// translated C, zstd's CRC tables, regexp2's Unicode tables, net/http,
+// translated C, libc's heap, starlark's and go-humanize's tables, net/http,
 // ...) and nothing of tinker's. What tinker takes beyond it is its own:
 // its packages' initialisation, the faults of its larger binary, and the
 // -c evaluation. The floor's binary holds only what the initialisers

@@ -32,10 +32,24 @@ func listBench(bins []string) error {
 		return err
 	}
 	defer stop()
+	// Each tinker runs from copies written as coldStart writes them
+	// (writeCopies): bin/tinker itself may be a fresh link or a copy out
+	// of the build cache, and a listing from the latter's large folios
+	// took 10-15% less CPU than from the same bytes freshly linked.
+	copies, err := writeCopies(bins, dir, copiesPerProgram)
+	if err != nil {
+		return err
+	}
 	cmds, labels := listCommands(bins, base, key)
 	env := append(os.Environ(), "TINKER_BASE_URL="+base, "TINKER_API_KEY="+key)
-	const runs = 9
-	res, err := measure(runs, cmds, env, func(c int, out []byte) error {
+	runs := listRounds(len(cmds))
+	argv := func(c, round int) []string {
+		if c < len(bins) {
+			return append([]string{copies[c][round%len(copies[c])]}, cmds[c][1:]...)
+		}
+		return cmds[c]
+	}
+	samples, err := measureRounds(runs, len(cmds), argv, env, func(c int, out []byte) error {
 		if c == len(cmds)-1 {
 			return nil // curl, to /dev/null
 		}
@@ -48,12 +62,30 @@ func listBench(bins []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("median of %d runs; ratios against curl (target: tinker <= 1.5x)\n", runs)
+	res := mediansOf(samples)
+	fmt.Printf("median of %d runs over %d copies of each tinker; ratios against curl (target: tinker <= 1.5x)\n", runs, copiesPerProgram)
 	fmt.Println("tinker sends the first page, then up to 4 of the other 9 at once on up to 4 connections, decodes,")
 	fmt.Println("checks and prints them; curl sends the 10 one after another on one connection and keeps nothing.")
 	fmt.Println("CPU is each client's own; the server's is in neither.")
 	printTable(labels, res, res[len(res)-1])
+	for i := 1; i < len(bins); i++ {
+		a, b := samples[i], samples[0]
+		fmt.Printf("%s ÷ [1], median of per-round ratios: wall %.3f, CPU %.3f\n", labels[i],
+			pairedRatio(a, b, func(r result) float64 { return float64(r.wall) }),
+			pairedRatio(a, b, func(r result) float64 { return float64(r.cpu) }))
+	}
 	return nil
+}
+
+// listRounds is the number of measured rounds for n commands: a multiple
+// of copiesPerProgram and of balancedOrder's cycle, about 24 runs each
+// (a listing takes ten times a start).
+func listRounds(n int) int {
+	step := copiesPerProgram
+	for step%balancedRows(n) != 0 {
+		step += copiesPerProgram
+	}
+	return (24 + step - 1) / step * step
 }
 
 func importCheckpoints(bin, dir, data, key string) error {

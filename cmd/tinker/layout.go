@@ -21,7 +21,6 @@ import (
 	_ "mime"
 	_ "net/http"
 
-	_ "github.com/dlclark/regexp2"
 	_ "github.com/fatih/color"
 	_ "github.com/google/uuid"
 	_ "github.com/mattn/go-isatty"
@@ -35,7 +34,6 @@ import (
 	_ "go.starlark.net/starlarkstruct"
 	_ "golang.org/x/sync/semaphore"
 	_ "golang.org/x/sync/singleflight"
-	_ "golang.org/x/sys/cpu"
 	_ "golang.org/x/sys/unix"
 	_ "golang.org/x/term"
 	_ "golang.org/x/text/unicode/norm"

@@ -2,7 +2,7 @@ package engine
 
 import (
 	"math"
-	"sync/atomic"
+	"os"
 )
 
 // arena hands out scratch memory for one datum (zeroed by take and rows,
@@ -24,6 +24,11 @@ type arena struct {
 
 	hdr  [][]float32
 	hoff int
+
+	// poison makes takeToFill hand out memory full of NaN: the
+	// TINKER_POISON_SCRATCH diagnostic, set for a trainer's arenas when
+	// the trainer is made (poisonScratch).
+	poison bool
 }
 
 // arenaMark is a point release returns the arena to.
@@ -73,7 +78,7 @@ func (a *arena) rows(n, width int) [][]float32 {
 // product's outputs, a norm's, a copy). Clearing those wrote some 600 MB
 // per 0.6B training step once more for nothing: about 3% of the step in
 // an interleaved A/B. TestArenaToFillIsWritten holds the callers to it
-// with poisonToFill.
+// with the arena poisoned.
 func (a *arena) takeToFill(n int) []float32 {
 	lo := a.off
 	a.off += n
@@ -84,19 +89,29 @@ func (a *arena) takeToFill(n int) []float32 {
 	} else {
 		s = a.buf[lo:a.off:a.off]
 	}
-	if poisonToFill.Load() {
+	if a.poison {
 		fillNaN(s)
 	}
 	return s
 }
 
-// poisonToFill makes takeToFill fill what it hands out with NaN, so an
-// element a caller reads before writing it turns the results into NaN
-// instead of silently reusing what an earlier take left there. Only tests
-// set it (export_test.go: poisonArena); loading a false bool is all it
-// costs the product. Atomic because a test's leftover goroutines may
-// still take scratch when the next test sets it.
-var poisonToFill atomic.Bool
+// poisonScratchEnv names the diagnostic that poisons the scratch
+// takeToFill hands out, as glibc's MALLOC_PERTURB_ does for malloc: with
+// it set to anything but "" or "0", every such take comes full of NaN,
+// so an element a caller reads before writing it turns the results into
+// NaN instead of silently reusing what an earlier take (another layer,
+// another datum) left there. Results are bit-identical with it set or not
+// unless a caller breaks that promise; it costs a fill of every take, so
+// it is for chasing a numerical bug, not for use (docs/engine-measurement.md).
+const poisonScratchEnv = "TINKER_POISON_SCRATCH"
+
+// poisonScratch reads TINKER_POISON_SCRATCH. It is read when a trainer is
+// made, never at start-up or per take: off, the arena's cost is the load
+// and test of a bool it holds already.
+func poisonScratch() bool {
+	v := os.Getenv(poisonScratchEnv)
+	return v != "" && v != "0"
+}
 
 func fillNaN(s []float32) {
 	nan := float32(math.NaN())

@@ -326,9 +326,7 @@ func (ps *datumPass) backwardLayer(li, lowest int, dx [][]float32) bool {
 	if li > lowest {
 		dxn1 = ar.rowsToFill(n, h)
 	}
-	ps.linearBackward(lw.q, tl.q, a.xn1, a.t[tQ], dq, dxn1, false)
-	ps.linearBackward(lw.k, tl.k, a.xn1, a.t[tK], dk, dxn1, true)
-	ps.linearBackward(lw.v, tl.v, a.xn1, a.t[tV], dv, dxn1, true)
+	ps.linearsBackward([]sharedLinear{{lw.q, tl.q, a.t[tQ], dq}, {lw.k, tl.k, a.t[tK], dk}, {lw.v, tl.v, a.t[tV], dv}}, a.xn1, dxn1)
 	if dxn1 != nil {
 		eachRow(n, h, func(p int) { rmsNormBackward(dx[p], dxn1[p], a.x[p], lw.attnNorm, c.RMSNormEps) })
 	}
@@ -366,8 +364,7 @@ func (ps *datumPass) mlpBackward(li int, dx [][]float32) [][]float32 {
 	du := ar.rowsToFill(n, c.mlpWidth(li))
 	eachRow(n, c.mlpWidth(li), func(p int) { siluMulBackward(dg[p], du[p], a.g[p], a.u[p]) })
 	dxn := ar.rowsToFill(n, c.Hidden)
-	ps.linearBackward(lw.gate, tl.gate, a.xn2, a.t[tGate], dg, dxn, false)
-	ps.linearBackward(lw.up, tl.up, a.xn2, a.t[tUp], du, dxn, true)
+	ps.linearsBackward([]sharedLinear{{lw.gate, tl.gate, a.t[tGate], dg}, {lw.up, tl.up, a.t[tUp], du}}, a.xn2, dxn)
 	return dxn
 }
 
@@ -416,6 +413,42 @@ func (ps *datumPass) linearBackward(w mat, mod *trainModule, xs, ts, dys, dxs []
 	ps.weightGrads(mod, xs, ts, dys, dts)
 	if dxs != nil {
 		matMulTLoRA(w, dys, mod.pair.a, dts, dxs, accumulate)
+	}
+}
+
+// sharedLinear is one of the layers linearsBackward takes: its weight
+// and LoRA module, the forward's A·x and the gradient of its outputs.
+type sharedLinear struct {
+	w       mat
+	mod     *trainModule
+	ts, dys [][]float32
+}
+
+// linearsBackward is linearBackward of each of ls in turn on the same
+// inputs xs (q, k and v; gate and up), the first writing dxs and the
+// others adding to it. With a LoRA on each, their A gradients are one
+// outerAccShared, which packs each strip of xs once for all of them
+// instead of once per layer; every element's sum, and the order of the
+// additions to dxs, are linearBackward's, so the bits are the same.
+func (ps *datumPass) linearsBackward(ls []sharedLinear, xs, dxs [][]float32) {
+	for _, l := range ls {
+		if l.mod == nil || l.mod.a.rows != ls[0].mod.a.rows {
+			for i, l := range ls {
+				ps.linearBackward(l.w, l.mod, xs, l.ts, l.dys, dxs, i > 0)
+			}
+			return
+		}
+	}
+	dts := make([][][]float32, len(ls))
+	for i, l := range ls {
+		dts[i] = ps.ar.rowsToFill(len(l.dys), ps.t.cfg.Rank)
+		matMulT(l.mod.pair.b, l.dys, dts[i], false)
+	}
+	ps.weightGradsShared(ls, xs, dts)
+	if dxs != nil {
+		for i, l := range ls {
+			matMulTLoRA(l.w, l.dys, l.mod.pair.a, dts[i], dxs, i > 0)
+		}
 	}
 }
 

@@ -206,3 +206,34 @@ func (ps *datumPass) weightGrads(mod *trainModule, xs, ts, dys, dts [][]float32)
 		ps.t.commitParam(ps.slot, mod.a)
 	}
 }
+
+// weightGradsShared is weightGrads of each of ls (layers on the same
+// inputs xs, dts their A outputs' gradients) with their A gradients in
+// one outerAccShared per segment.
+func (ps *datumPass) weightGradsShared(ls []sharedLinear, xs [][]float32, dts [][][]float32) {
+	local := ps.slot.local
+	a := ls[0].mod.a
+	dsts := make([][]float32, len(ls))
+	uss := make([][][]float32, len(ls))
+	for i, l := range ls {
+		dsts[i] = local(l.mod.a)
+	}
+	segs := ps.segs
+	if len(segs) <= 1 {
+		segs = []segment{{off: 0, n: len(dts[0])}}
+	}
+	for _, sg := range segs {
+		o, e := sg.off, sg.off+sg.n
+		for i, l := range ls {
+			outerAcc(local(l.mod.b), l.mod.b.rows, l.mod.b.cols, l.dys[o:e], l.ts[o:e])
+			uss[i] = dts[i][o:e]
+		}
+		outerAccShared(dsts, a.rows, a.cols, uss, xs[o:e])
+		if len(ps.segs) > 1 {
+			for _, l := range ls {
+				ps.t.commitParam(ps.slot, l.mod.b)
+				ps.t.commitParam(ps.slot, l.mod.a)
+			}
+		}
+	}
+}

@@ -126,7 +126,7 @@ func (t *Trainer) slotsFor(n int, need int64) []*datumSlot {
 		t.slots = []*datumSlot{{ar: &t.ar}}
 	}
 	for len(t.slots) < n {
-		s := &datumSlot{ar: &arena{}, locals: map[*param][]float32{}}
+		s := &datumSlot{ar: &arena{poison: t.ar.poison}, locals: map[*param][]float32{}}
 		for _, p := range t.params {
 			s.locals[p] = make([]float32, len(p.local))
 		}

@@ -70,7 +70,7 @@
 //   - Forward kernels (gemm_fwd_amd64.s) are AVX-512 assembly generated
 //     with avo by internal/asmgen/fwd (go generate; a test checks the
 //     committed file is its output), chosen at run time with
-//     golang.org/x/sys/cpu and independent of GOEXPERIMENT: a 4-token ×
+//     lib/cpufeat and independent of GOEXPERIMENT: a 4-token ×
 //     6-row tile (the tokens packed four at a time, so four rows a power
 //     of two apart do not share an L1 set; a last tile overlapping the one
 //     before takes the rows past the last whole one, 4×4 tiles and single
@@ -511,9 +511,43 @@
 //     (plain loads and stores in their place, wrong values, timing only:
 //     0.87-1.0 of B's time). Their tiles along the rank are now 8 × 3 vectors, four
 //     to a strip, instead of 6 × 4 with a 2-row tail (outerTileFloor).
-//     Left: A's gradients of q, k and v (and of gate and up) read the
-//     same input, so one pass over its strips with 96 (64) rows of tiles
-//     would pack it once instead of three (two) times.
+//     A's gradients of q, k and v (gate and up; MLA's q and kv-A) read
+//     the same input: they are now one pass over its strips
+//     (outerAccShared, from linearsBackward), each strip packed once for
+//     96 (64) rows of tiles instead of once per layer. Each element still
+//     sums the batch in ascending order in one tile: the same bits
+//     (TestOuterAccSharedMatchesScalar against outerAcc's assembly and
+//     scalar kernels and float64 sums; the training tests unchanged).
+//   - The same products on the AMD EPYC Zen 4 VM (issue 34, loragrad;
+//     2 vCPUs, load 15-25 from other sessions, so ratios only): in a CPU
+//     profile of the qwen3-wide4 2 × 512 and 1 × 2048 steps (-short, one
+//     step each, 71 CPU-s of samples) the forward products took 41%,
+//     the input gradients (bwdRF6x4, the LoRA fold bwdRG6x4) 36%,
+//     attention 14%, and every LoRA weight gradient together 1.7% (B's
+//     1.4%, A's 0.3%; dts through B 1%); in the 28-layer 0.6B 2 × 512
+//     step's (two steps, 68 CPU-s, with outerAccShared) 40%, 36%, ~8%,
+//     and 1.9% (B's 1.2%, A's 0.7%; dts 0.9%). Against the 512-bit FMA loop
+//     (one thread, paired): matMulT at 0.89-0.92 (BenchmarkBackwardFMAShare,
+//     M = 512, W cold), dts 0.90-0.95, A's gradients 0.77-0.91, B's
+//     0.72-0.85 (BenchmarkLoRAGradFMAShare): the backward is not the
+//     Xeon's laggard here, and the LoRA gradients are too small a share
+//     to move a step. outerAccShared over one outerAcc per layer
+//     (BenchmarkOuterAccShared, 3 × and 2 × 32 × 1024 at 512 and 2048
+//     tokens): process CPU 0.85-1.0 (median 0.93) on one and two threads,
+//     thread CPU 0.93-0.97 on one (load 17-19); a whole qwen3-wide4
+//     2 × 512 step (-short, old and new test binaries interleaved, 4
+//     rounds each, load 15-25): 9.97-10.61 CPU-s against 10.31-10.75,
+//     paired 0.95-1.03, median 0.98, within the noise, as the A
+//     gradients' 0.3% of the step predicts. Tried and not kept: B's
+//     gradient with the plain tiles instead of the transposed ones on
+//     Zen 4 (1024-3072 × 32 at 512 tokens, one thread): 0.96-1.35 of the
+//     time, the transposed ones still better.
+//     Left: B's gradient (the lowest fraction) and dts both stream the
+//     layer's output gradient from L3; one pass over its strips for both
+//     would read it once (about 1% of a step at stake), but B's gradient
+//     sums over the batch and dts over the output's rows, each in one
+//     ascending chain: the cores could split such a pass by neither
+//     without changing one of the two sums' order.
 //   - Other vector kernels (kernels_simd.go, GOEXPERIMENT=simd on amd64
 //     with AVX2) give the scalar kernels' bits: a lane holds one output
 //     element and adds its products in the same order (MulAdd in the
@@ -1162,10 +1196,11 @@
 //     (linearAdd: 0.95x against adding through the kernels' buffer).
 //     Decoding reads each weight once: the one-token kernels prefetch
 //     their weight streams 4 KiB ahead into L2 (the L2 streamer stops at
-//     every 4 KiB page), and the benchmarks' read-bandwidth probe
-//     (readBandwidth) times the same kind of loads (1-8 streams per core,
-//     with and without that prefetch) and keeps the fastest, so decoding's
-//     share of it is a share of what the cores can pull.
+//     every 4 KiB page), and the decode benchmarks' read-bandwidth probe
+//     (modelBandwidth) times the same kind of loads (1-8 streams per core,
+//     with and without that prefetch, the fastest kept) over the decode's
+//     own matrices, so decoding's share of it is a share of what the cores
+//     can pull from those bytes.
 //     On a Zen 4 (AMD EPYC, 2 vCPUs, AVX512-BF16 without AMX; measured
 //     2026-11-29 under load average 15-25, so ratios only) the path runs
 //     the VDPBF16PS kernels. VDPBF16PS alone (BenchmarkBF16Peak, 24
@@ -1189,9 +1224,10 @@
 //     512-token prefill of the 0.6B shape on the bf16 path: 1.79-1.93x
 //     the bfloat16 weights' float32 path in tokens per CPU-second
 //     (BenchmarkPrefillBF16, same run) against 1.60-1.67x before; 1.15-1.21x
-//     the previous build's rate in alternate runs. PyTorch 1.13's bf16 prefill (oneDNN) is behind here:
-//     the engine's ran at 2.8x its rate in wall time and 2.7x per
-//     CPU-second (BenchmarkPrefillBF16Torch, alternated, load average 10).
+//     the previous build's rate in alternate runs. PyTorch 1.13's bf16
+//     prefill (oneDNN) is behind here: the engine's ran at 2.8x its rate
+//     in wall time and 2.7x per CPU-second (BenchmarkPrefillBF16Torch,
+//     alternated, load average 10).
 //     Tried and dropped (BenchmarkBF16AVXShapes, paired in one process):
 //     blockings of 8 × 3, 6 × 4, 5 × 5, 7 × 4, 12 × 2 and 14 × 2 (0.95-1.03x
 //     of 4 × 6's CPU time), weight chunks of 256, 320 and 768 KiB (within
@@ -1346,11 +1382,56 @@
 // opt-in, with attention kernels that widen keys and values as they load
 // them.
 //
+// The decode on Zen 4 (an AMD EPYC VM, 2 vCPUs, AVX512-BF16, no AMX;
+// 2026-11-29, load average 14-24 from other sessions: ratios only). The
+// lead's quiet BenchmarkDecode put float32 at 91.8% of the read limit
+// and bfloat16 at 64.7%, but its probe, a 1 GiB buffer of its own, read
+// 33.5 GB/s beside the float32 model and 56.4 beside the bfloat16 one in
+// the same process, and the bfloat16 decode streamed 36.7, more than the
+// probe beside float32: the buffer did not stand for the model's memory.
+// Its pages were 4 KiB, the benchmark's float32 matrices were in huge
+// pages (randomTensors advises them) and its bfloat16 ones were not
+// (matricesToBF16 did not advise them, where loading a bf16 checkpoint
+// does). The probe now reads the decode's own matrices (modelBandwidth:
+// the same bytes, pages and count, TestDecodeMatrixWordsBF16), and
+// matricesToBF16 advises huge pages as loading does. Which of the
+// buffer's pages or the host's moved it to 56 was not settled under load.
+//
+// The kernel on Zen 4, one thread, thread CPU time, over the model's
+// 1.19 GB of bfloat16 matrices against the probe over the same bytes,
+// interleaved in one process (medians of 6-8 rounds): fwdRow16BF16 as it
+// was (VPMOVZXWD + VPSLLD) read 20.6 GB per CPU-second against the
+// probe's 25.9 (0.80), while fwdRow16F32 read 24.8 against 29.3 (0.85):
+// fewer bytes per CPU-second from half the bytes per weight, so on Zen 4
+// the widening, not memory, held it. Same-bits variants (checked against
+// dotLanes): a 256-bit broadcast load and one in-quarter VPSHUFB, the
+// lanes' quarters 1 and 2 swapped and x swapped to match, 22.6-22.7
+// (1.07-1.10x in every round's pair, 0.87-0.88 of the probe): kept;
+// VPERMW of a whole line with a zeroing mask (no shift), 21.7 (1.05x).
+// The broadcast form without x's swap (timing only) read 22.2: the swap
+// costs nothing measurable. Its prefetch on Zen 4 (same setup, six
+// rounds): into L1 (PREFETCHT0) 12.5 and none 12.4 against 23.0 for the
+// next group's line into L2, two groups ahead 22.7: the L2 prefetch stays. Decoding the bfloat16 model, old kernel
+// against new alternated in one process (eight pairs of 16 tokens, load
+// average 17-24): the old kernel took 1.03-1.17x the new one's process
+// CPU a token (median 1.09); wall time 0.83-2.14x, too noisy to read. The row-pair layout (no
+// shuffle at all, every bfloat16 reader changed) was not tried on Zen 4.
+//
 // BenchmarkPrefillDecode's decode figure is the median of five decodes,
-// each against the mean of the read-bandwidth probes taken just before
-// and just after it (measureDecode); BenchmarkDecode runs that part alone
-// for A/B runs. Under load the probe, two goroutines that must run at
-// once, fell to 3.8-5 GB/s while decoding streamed 6-8, so shares above
-// 100% mean a loaded machine, not a fast kernel: take the figure from a
-// quiet run.
+// each against the mean of the read-bandwidth probes over the model's
+// matrices taken just before and just after it (measureDecode);
+// BenchmarkDecode runs that part alone for A/B runs. Each probe reads
+// those bytes with every read variant (1-8 streams a core, with and
+// without prefetch, and the plain 512-bit sum), two rounds with the
+// variants in turn, and takes the fastest single reading (fastestRead;
+// the test log counts which variant won). It used to pick one variant
+// per process from a best-of-two pass over a buffer of its own, and
+// under load kept S1T0-1K, which read slower than the decoding kernel:
+// one noisy pass decided every probe after it. BenchmarkBF16Decode and
+// BenchmarkDecodeAVX2 now probe the same way over the bytes they read
+// (the bf16 path's packed copies separately, GB/s-read-packed) instead
+// of the 1 GiB buffer, which only BenchmarkReadBandwidth still reads.
+// Under load the probe, two goroutines that must run at once, fell to
+// 3.8-5 GB/s while decoding streamed 6-8, so shares above 100% mean a
+// loaded machine, not a fast kernel: take the figure from a quiet run.
 package engine

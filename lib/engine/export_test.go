@@ -2,12 +2,11 @@ package engine
 
 import "testing"
 
-// poisonArena makes every arena's takeToFill and rowsToFill hand out
-// memory full of NaN until t ends (arena.go: poisonToFill). Callers that
-// keep their promise compute the same bits poisoned or not, so tests
-// running beside t notice nothing unless one breaks it.
+// poisonArena sets TINKER_POISON_SCRATCH for t, as a user chasing a
+// numerical bug would: trainers made from then until t ends hand out
+// takeToFill and rowsToFill memory full of NaN (arena.go: poisonScratch).
+// t must not be parallel (t.Setenv).
 func poisonArena(t testing.TB) {
 	t.Helper()
-	poisonToFill.Store(true)
-	t.Cleanup(func() { poisonToFill.Store(false) })
+	t.Setenv(poisonScratchEnv, "1")
 }

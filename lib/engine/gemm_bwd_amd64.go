@@ -3,11 +3,11 @@ package engine
 import (
 	"sync"
 
-	"golang.org/x/sys/cpu"
+	"github.com/tinkershell/tinker/lib/cpufeat"
 )
 
 // bwdAsm reports whether this CPU runs the AVX-512 tiles.
-var bwdAsm = cpu.X86.HasAVX512F
+var bwdAsm = cpufeat.AVX512()
 
 // The tiles' Go types (gemm_bwd_stubs_amd64.go declares them, the tables
 // index them as [W-1][R-1]) and the strip packers'.
@@ -365,29 +365,84 @@ var outerSplitColsRows = 64
 // outerBlock does dst's rows [lo, hi) × columns [k0, k1) of outerTiles, a
 // strip of wv vectors at a time.
 func outerBlock(dst []float32, cols int, us, vs [][]float32, lu, lv, wv, lo, hi, k0, k1 int) {
-	m, r := len(us), colsRmax()[wv]
+	outerBlockShared([]outerTerm{{dst, us, lu, lo, hi}}, cols, vs, lv, wv, k0, k1)
+}
+
+// outerTerm is one gradient of outerBlockShared: dst's rows [lo, hi)
+// from us (rows lu float32s apart).
+type outerTerm struct {
+	dst    []float32
+	us     [][]float32
+	lu     int
+	lo, hi int
+}
+
+// outerBlockShared does columns [k0, k1) of every term's dst, a strip of
+// wv vectors of vs (the whole batch) at a time, each strip packed once for
+// the tiles of every term: LoRA A gradients of layers that read the same
+// input (q, k and v; gate and up) meet each packed strip with 96 or 64
+// rows of tiles instead of 32 each. Each element still sums the batch in
+// ascending order in one tile, so the bits are those of one outerAcc per
+// term.
+func outerBlockShared(terms []outerTerm, cols int, vs [][]float32, lv, wv, k0, k1 int) {
+	m, r := len(vs), colsRmax()[wv]
 	strip, put := outerStrip(lv, m*16*wv)
 	defer put()
 	for k := k0; k < k1; k += 16 * wv {
 		n := min(16*wv, k1-k)
 		v, mask := (n+15)/16, lastMask(n)
-		o := lo // a full first tile packs the strip, as outerTransposed's
-		if strip != nil && v == wv && hi-lo >= r {
-			bwdColsPack[v-1](&dst[o*cols+k], uintptr(4*cols), &us[0][o], uintptr(4*lu), &vs[0][k], uintptr(4*lv), m, mask, &strip[0])
-			o += r
-		}
-		var b *float32
-		var ldb uintptr
-		if o == lo {
-			b, ldb = packStrip(strip, &vs[0][k], uintptr(4*lv), m, v, mask)
-		} else {
-			b, ldb = &strip[0], uintptr(64*v)
-		}
-		for ; o < hi; o += r {
-			tr := min(r, hi-o)
-			bwdCols[v-1][tr-1](&dst[o*cols+k], uintptr(4*cols), &us[0][o], uintptr(4*lu), b, ldb, m, mask)
+		packed := false
+		for _, t := range terms {
+			dst, us, lu, o := t.dst, t.us, t.lu, t.lo
+			// The first full tile packs the strip as it multiplies (as
+			// outerTransposed's).
+			if strip != nil && !packed && v == wv && t.hi-o >= r {
+				bwdColsPack[v-1](&dst[o*cols+k], uintptr(4*cols), &us[0][o], uintptr(4*lu), &vs[0][k], uintptr(4*lv), m, mask, &strip[0])
+				o += r
+				packed = true
+			}
+			var b *float32
+			var ldb uintptr
+			if !packed {
+				b, ldb = packStrip(strip, &vs[0][k], uintptr(4*lv), m, v, mask)
+				packed = strip != nil
+			} else {
+				b, ldb = &strip[0], uintptr(64*v)
+			}
+			if strip == nil {
+				packed = false // read in place by every term
+			}
+			for ; o < t.hi; o += r {
+				tr := min(r, t.hi-o)
+				bwdCols[v-1][tr-1](&dst[o*cols+k], uintptr(4*cols), &us[0][o], uintptr(4*lu), b, ldb, m, mask)
+			}
 		}
 	}
+}
+
+// outerAsmShared is outerAccShared with the assembly tiles (outerTiles
+// split by columns, each strip of vs packed once for every term); it
+// reports false, having done nothing, when it cannot: rows above
+// outerSplitColsRows, or rows of us or vs not evenly spaced.
+func outerAsmShared(dsts [][]float32, rows, cols int, uss [][][]float32, vs [][]float32) bool {
+	m := len(vs)
+	lv, ok := rowStride(vs, cols)
+	if !ok || rows > outerSplitColsRows || m == 0 {
+		return false
+	}
+	terms := make([]outerTerm, len(dsts))
+	for i, d := range dsts {
+		lu, ok := rowStride(uss[i], rows)
+		if !ok || len(uss[i]) != m || len(d) < rows*cols {
+			return false
+		}
+		terms[i] = outerTerm{d, uss[i], lu, 0, rows}
+	}
+	wv := tileShape(rows, (cols+15)/16, colsRmax(), outerTileFloor)
+	parallelPieces(cols, 16*wv*max(1, tCols/(16*wv)), len(dsts)*rows*cols*m, func(lo, hi int) {
+		outerBlockShared(terms, cols, vs, lv, wv, lo, hi)
+	})
+	return true
 }
 
 // outerPackStride is the row stride of the B operand (in float32s, 1

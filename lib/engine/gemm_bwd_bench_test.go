@@ -344,3 +344,39 @@ func inputGrad(w, a mat, ys, ts, xs [][]float32, lora, accumulate bool) {
 	}
 	matMulT(w, ys, xs, accumulate)
 }
+
+// BenchmarkOuterAccShared compares the LoRA A gradients of layers that
+// read the same input (q, k and v: 3 × 32 × 1024; gate and up: 2 × 32 ×
+// 1024) as one outerAccShared, each strip of the input packed once, with
+// one outerAcc per layer, rank 32, at 512 and 2048 tokens, the input on 2
+// MiB pages as the step's arena: medians of paired ratios of thread CPU
+// time on one thread (-cpu 1) or of process CPU and wall time on more
+// (below 1 the shared pass is faster). Run with -benchtime 1x.
+func BenchmarkOuterAccShared(b *testing.B) {
+	const rank, in = 32, 1024
+	for _, m := range []int{512, 2048} {
+		for _, k := range []int{3, 2} {
+			xs := hugeRows(m, in, 2)
+			dsts, uss := make([][]float32, k), make([][][]float32, k)
+			for i := range k {
+				dsts[i], uss[i] = make([]float32, rank*in), tileRows(m, rank, uint64(3+i))
+			}
+			sep := func() {
+				for i := range k {
+					outerAcc(dsts[i], rank, in, uss[i], xs)
+				}
+			}
+			shared := func() { outerAccShared(dsts, rank, in, uss, xs) }
+			b.Run(fmt.Sprintf("%dx%dx%d/M=%d", k, rank, in, m), func(b *testing.B) {
+				for b.Loop() {
+					if runtime.GOMAXPROCS(0) == 1 {
+						b.ReportMetric(pairedRatio(15, sep, shared), "shared/sep")
+						continue
+					}
+					b.ReportMetric(pairedRatioBy(processCPU, 15, sep, shared), "cpu-shared/sep")
+					b.ReportMetric(pairedRatioBy(wallClock, 15, sep, shared), "wall-shared/sep")
+				}
+			})
+		}
+	}
+}

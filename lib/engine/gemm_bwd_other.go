@@ -10,3 +10,5 @@ var bwdAsm = false
 func matMulTAsm([]tTerm, [][]float32) bool { return false }
 
 func outerAsm([]float32, int, int, [][]float32, [][]float32) bool { return false }
+
+func outerAsmShared([][]float32, int, int, [][][]float32, [][]float32) bool { return false }

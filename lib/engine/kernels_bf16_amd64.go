@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"unsafe"
 
-	"golang.org/x/sys/cpu"
+	"github.com/tinkershell/tinker/lib/cpufeat"
 )
 
 //go:generate go run ./internal/asmgen/bf16 -out gemm_bf16_amd64.s -stubs gemm_bf16_stub_amd64.go
@@ -33,7 +33,7 @@ const (
 // amxReady asks for the tile state once; false when the CPU or the kernel
 // says no.
 func amxReady() bool {
-	if !(cpu.X86.HasAMXTile && cpu.X86.HasAMXBF16) {
+	if !cpufeat.AMXBF16() {
 		return false
 	}
 	amxPermOnce.Do(func() {
@@ -79,7 +79,7 @@ var amxTileCfgs = [16][64]byte{
 
 // bf16Compute reports whether the CPU runs the bf16 path: AVX512-BF16
 // rounds the activations and runs the products where AMX is missing.
-func bf16Compute() bool { return cpu.X86.HasAVX512F && cpu.X86.HasAVX512BF16 }
+func bf16Compute() bool { return cpufeat.AVX512BF16() }
 
 // bf16UseAMX selects the AMX kernels over the AVX512-BF16 ones (a
 // variable so a test can compare them).

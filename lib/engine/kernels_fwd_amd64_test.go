@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"testing"
 )
 
@@ -215,6 +216,48 @@ func TestSliceOfSpreadsGroups(t *testing.T) {
 			}
 			if next != m || hi-lo > 4 {
 				t.Fatalf("m=%d s=%d: slices end at %d, sizes %d to %d", m, s, next, lo, hi)
+			}
+		}
+	}
+}
+
+// TestForwardRow16MatchesDotLanes requires the decoding kernels
+// (fwdRow16BF16, fwdRow16F32) to give dotLanes' bits for every row, on
+// lengths with and without a masked tail and with an odd count of whole
+// chunks (the bfloat16 kernel widens a lone chunk and the tail its own
+// ways), rows not 64-byte aligned (stride n+3), and an out buffer that
+// held other values.
+func TestForwardRow16MatchesDotLanes(t *testing.T) {
+	if !fwdAsm {
+		t.Skip("the AVX-512 kernels need a CPU with AVX-512")
+	}
+	r := newRNG(7)
+	for _, n := range []int{1, 15, 16, 17, 31, 32, 33, 48, 63, 64, 65, 100, 1024, 1040, 1055} {
+		stride := n + 3
+		x := make([]float32, n)
+		fill(x, r, 1)
+		w := make([]float32, 16*stride)
+		fill(w, r, 1)
+		for i := range w {
+			w[i] = bf16(uint16(math.Float32bits(w[i]) >> 16)) // exact in bfloat16
+		}
+		wb := make([]uint16, len(w))
+		for i, v := range w {
+			wb[i] = uint16(math.Float32bits(v) >> 16)
+		}
+		var got, gotB [16]float32
+		for i := range got {
+			got[i], gotB[i] = float32(i), float32(-i)
+		}
+		fwdRow16F32(&x[0], &w[0], stride, n, &got)
+		fwdRow16BF16(&x[0], &wb[0], stride, n, &gotB)
+		for row := range 16 {
+			want := dotLanes(w[row*stride:], x)
+			if wantB := dotLanesBF(wb[row*stride:], x); math.Float32bits(wantB) != math.Float32bits(want) {
+				t.Fatalf("n=%d row %d: dotLanesBF %v, dotLanes %v", n, row, wantB, want)
+			}
+			if math.Float32bits(got[row]) != math.Float32bits(want) || math.Float32bits(gotB[row]) != math.Float32bits(want) {
+				t.Errorf("n=%d row %d: fwdRow16F32 %v, fwdRow16BF16 %v, dotLanes %v", n, row, got[row], gotB[row], want)
 			}
 		}
 	}

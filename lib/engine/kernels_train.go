@@ -180,6 +180,19 @@ func outerAcc(dst []float32, rows, cols int, us, vs [][]float32) {
 	})
 }
 
+// outerAccShared is outerAcc(dsts[i], rows, cols, uss[i], vs) for each i:
+// the gradients of matrices that read the same inputs vs (the LoRA A's of
+// q, k and v, or of gate and up). The assembly tiles pack each strip of
+// vs once for all of them; every element's sum is outerAcc's.
+func outerAccShared(dsts [][]float32, rows, cols int, uss [][][]float32, vs [][]float32) {
+	if len(dsts) > 1 && asmBwd() && outerAsmShared(dsts, rows, cols, uss, vs) {
+		return
+	}
+	for i, d := range dsts {
+		outerAcc(d, rows, cols, uss[i], vs)
+	}
+}
+
 // outerRowsScalar is outerAcc's work on rows [lo, hi) in plain Go.
 func outerRowsScalar(dst []float32, cols int, us, vs [][]float32, lo, hi int) {
 	for o0 := lo; o0 < hi; o0 += tRows {

@@ -142,8 +142,7 @@ func (ps *datumPass) mlaProjectBackward(li int, dq, dk, dv, dxn1 [][]float32) {
 			rmsNormBackward(dqIn[p], dqan[p], a.mla.qa[p], mw.qANorm, c.RMSNormEps)
 		}
 	}
-	ps.linearBackward(mw.qIn, tl.q, a.xn1, a.t[tQ], dqIn, dxn1, false)
-	ps.linearBackward(mw.kvA, tl.k, a.xn1, a.t[tK], dkva, dxn1, true)
+	ps.linearsBackward([]sharedLinear{{mw.qIn, tl.q, a.t[tQ], dqIn}, {mw.kvA, tl.k, a.t[tK], dkva}}, a.xn1, dxn1)
 }
 
 // mlaShared are the floats per position that latent attention takes both

@@ -86,6 +86,7 @@ func NewTrainer(base *Model, c LoRAConfig) (*Trainer, error) {
 		c.Alpha = peft.DefaultAlpha
 	}
 	t := &Trainer{base: base.WithLoRA(nil), cfg: c, scale: c.Alpha / float64(c.Rank), keepLimit: DefaultKeepLimit}
+	t.ar.poison = poisonScratch()
 	mc := base.cfg
 	t.lora = &LoRA{Rank: c.Rank, Alpha: c.Alpha, Scale: t.scale, layers: make([]loraLayer, mc.Layers)}
 	t.layers = make([]trainLayer, mc.Layers)

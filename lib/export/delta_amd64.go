@@ -1,16 +1,16 @@
 package export
 
-import "golang.org/x/sys/cpu"
+import "github.com/tinkershell/tinker/lib/cpufeat"
 
 // haveAVX2 selects the vector kernel: 8 fused multiply-adds an instruction
 // make the merge keep up with the disk (make bench-export). This and
 // haveAVX512 are functions, not package variables, which would be init
 // code every start of tinker runs (cmd/tinker/app's
 // TestOwnInitCodeStaysSmall).
-func haveAVX2() bool { return cpu.X86.HasAVX2 && cpu.X86.HasFMA }
+func haveAVX2() bool { return cpufeat.AVX2FMA() }
 
 // haveAVX512 selects the four-row kernels (delta_avx512_amd64.s).
-func haveAVX512() bool { return cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW }
+func haveAVX512() bool { return cpufeat.AVX512() }
 
 //go:noescape
 func deltaColsAVX2(d, b, a *float32, r, in, n int)

@@ -3,6 +3,7 @@ package ops
 import (
 	"io"
 	"strconv"
+	"unsafe"
 
 	"github.com/tinkershell/tinker/lib/render"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
@@ -23,11 +24,12 @@ func WriteCheckpointListJSON(w io.Writer, runID string, cps []tinkerapi.Checkpoi
 		b = append(render.AppendJSONString(b, runID), ",\n"...)
 	}
 	b = append(b, `  "checkpoints": [`...)
+	var times render.PyTimes
 	for i := range cps {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendCheckpointJSON(b, &cps[i])
+		b = appendCheckpointJSON(b, &cps[i], &times)
 		if len(b) >= flushAt {
 			if _, err := w.Write(b); err != nil {
 				return err
@@ -44,15 +46,19 @@ func WriteCheckpointListJSON(w io.Writer, runID string, cps []tinkerapi.Checkpoi
 }
 
 // appendCheckpointJSON appends CheckpointJSON(c) at the listing's depth.
-func appendCheckpointJSON(b []byte, c *tinkerapi.Checkpoint) []byte {
+// The path is scanned once: an ID that is its tail (as the decoder leaves
+// it) is plain ASCII when the path is, and a type that is one of the two
+// known ones is.
+func appendCheckpointJSON(b []byte, c *tinkerapi.Checkpoint, times *render.PyTimes) []byte {
+	pathPlain := render.PlainASCII(c.TinkerPath)
 	b = append(b, "\n    {\n      \"checkpoint_id\": "...)
-	b = render.AppendJSONString(b, c.CheckpointID)
+	b = appendKnownPlain(b, c.CheckpointID, pathPlain && isTail(c.CheckpointID, c.TinkerPath))
 	b = append(b, ",\n      \"checkpoint_type\": "...)
-	b = render.AppendJSONString(b, c.CheckpointType)
+	b = appendKnownPlain(b, c.CheckpointType, c.CheckpointType == "training" || c.CheckpointType == "sampler")
 	b = append(b, ",\n      \"time\": \""...)
-	b = render.AppendPyTime(b, c.Time)
+	b = times.Append(b, c.Time)
 	b = append(b, "\",\n      \"tinker_path\": "...)
-	b = render.AppendJSONString(b, c.TinkerPath)
+	b = appendKnownPlain(b, c.TinkerPath, pathPlain)
 	b = append(b, ",\n      \"size_bytes\": "...)
 	if c.SizeBytes == nil {
 		b = append(b, "null"...)
@@ -66,6 +72,23 @@ func appendCheckpointJSON(b []byte, c *tinkerapi.Checkpoint) []byte {
 		return append(b, "null\n    }"...)
 	}
 	b = append(b, '"')
-	b = render.AppendPyTime(b, *c.ExpiresAt)
+	b = times.Append(b, *c.ExpiresAt)
 	return append(b, "\"\n    }"...)
+}
+
+// appendKnownPlain appends s as a JSON string, quoting it as it stands
+// when plain says it needs no escapes.
+func appendKnownPlain(b []byte, s string, plain bool) []byte {
+	if !plain {
+		return render.AppendJSONString(b, s)
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// isTail reports whether s is the tail of t in memory, not only in value.
+func isTail(s, t string) bool {
+	return len(s) <= len(t) && len(s) > 0 &&
+		unsafe.StringData(s) == unsafe.StringData(t[len(t)-len(s):])
 }

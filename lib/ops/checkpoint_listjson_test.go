@@ -16,7 +16,10 @@ import (
 func TestWriteCheckpointListJSONMatchesRender(t *testing.T) {
 	r := rand.New(rand.NewSource(7))
 	east := time.FixedZone("east", 3*3600)
-	strs := []string{"", "weights/0001", "sampler_weights/final", `quo"te\back`, "tab\tnl\nctl\x01", "é ünï 日本 🙂", "\x7f", "tinker://r:train:0/weights/x"}
+	strs := []string{"", "weights/0001", "sampler_weights/final", `quo"te\back`, "tab\tnl\nctl\x01", "é ünï 日本 🙂", "\x7f", "tinker://r:train:0/weights/x", "training", "sampler"}
+	// Times fall on a few days (the writer keeps the last one's date),
+	// before 1970 too.
+	days := []int64{-1, 0, 20420, 20421, 1 << 20 / 8}
 	var cps []tinkerapi.Checkpoint
 	for i := range 300 {
 		c := tinkerapi.Checkpoint{
@@ -25,6 +28,13 @@ func TestWriteCheckpointListJSONMatchesRender(t *testing.T) {
 			Time:           time.Unix(r.Int63n(1<<34), r.Int63n(1e9)*int64(r.Intn(2))).In(east),
 			TinkerPath:     strs[r.Intn(len(strs))],
 			Public:         r.Intn(2) == 0,
+		}
+		if i%2 == 0 {
+			c.Time = time.Unix(days[r.Intn(len(days))]*86400+r.Int63n(86400), r.Int63n(1e9)*int64(r.Intn(2))).In(east)
+		}
+		if i%5 == 0 && c.TinkerPath != "" {
+			// The ID as the decoder leaves it: the path's tail in memory.
+			c.CheckpointID = c.TinkerPath[r.Intn(len(c.TinkerPath)):]
 		}
 		if i%3 != 0 {
 			n := r.Int63() >> uint(r.Intn(63))

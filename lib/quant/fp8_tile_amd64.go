@@ -1,10 +1,10 @@
 package quant
 
-import "golang.org/x/sys/cpu"
+import "github.com/tinkershell/tinker/lib/cpufeat"
 
 // tileLanes selects the whole-tile kernels (fp8_tile_amd64.s); a function,
 // not a package variable, so quant has no init code (see fp8Lanes).
-func tileLanes() bool { return cpu.X86.HasAVX512F }
+func tileLanes() bool { return cpufeat.AVX512() }
 
 //go:noescape
 func fp8EncodeTileAVX512(dst *byte, ldd int, src *float32, lds, rows, cols int, inv float32)

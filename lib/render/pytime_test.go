@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand"
 	"testing"
@@ -51,6 +52,26 @@ func TestAppendPyTimeMatchesFormat(t *testing.T) {
 		}
 		if got := PyTime(ts); got != want {
 			t.Fatalf("PyTime(%v) = %q, want %q", ts, got, want)
+		}
+	}
+}
+
+// TestPyTimesMatchesAppendPyTime: keeping the last date gives
+// AppendPyTime's bytes, over times that share days (before 1970 too),
+// the ends of years 0 and 9999 and years outside them.
+func TestPyTimesMatchesAppendPyTime(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	days := []int64{-719529, -719528, -1, 0, 20421, 2932896, 2932897}
+	var p PyTimes
+	for range 20000 {
+		unix := days[r.Intn(len(days))]*86400 + r.Int63n(86400)
+		if r.Intn(8) == 0 {
+			unix = r.Int63n(1<<40) - 1<<39
+		}
+		tm := time.Unix(unix, r.Int63n(1e9)*int64(r.Intn(2))).In(time.FixedZone("x", r.Intn(50000)-25000))
+		got, want := p.Append([]byte("x"), tm), AppendPyTime([]byte("x"), tm)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("PyTimes.Append(%v) = %q, AppendPyTime gives %q", tm, got, want)
 		}
 	}
 }

@@ -61,3 +61,26 @@ func postFwd(t *testing.T, e *env, body []byte, encoding string) (int, string) {
 	b.ReadFrom(resp.Body)
 	return resp.StatusCode, b.String()
 }
+
+// TestZstdCostlyBody: a valid zstd body of tiny blocks that each describe
+// three new FSE tables (lib/zstd's heavyFrame) would cost ~17 s of CPU
+// of table building at the body bound; it is refused with 400 and what to
+// do once the decoder's work budget is spent.
+func TestZstdCostlyBody(t *testing.T) {
+	if testing.Short() {
+		t.Skip("decodes half a second's worth of tables")
+	}
+	e := newEnv(t, "", Options{})
+	f := []byte{0x28, 0xB5, 0x2F, 0xFD, 0x00, 0x58, 0x20, 0, 0, 'a', 'b', 'c', 'd'} // no size, 16 MiB window; raw block "abcd"
+	const n = 200000
+	for i := 0; i < n; i++ {
+		hdr := uint32(13)<<3 | 2<<1
+		if i == n-1 {
+			hdr |= 1
+		}
+		f = append(f, byte(hdr), byte(hdr>>8), byte(hdr>>16), 0, 1, 0xA8, 0xE4, 0xFF, 0xE3, 0x7F, 0xE4, 0xFF, 0, 0, 0, 0x04)
+	}
+	if code, b := postFwd(t, e, f, "zstd"); code != http.StatusBadRequest || !strings.Contains(b, "too costly") || !strings.Contains(b, "standard zstd encoder") {
+		t.Errorf("table-heavy body of %d bytes = %d %s, want 400 saying what to do", len(f), code, b)
+	}
+}

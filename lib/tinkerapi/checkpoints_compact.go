@@ -65,7 +65,7 @@ func (l *wireLex) utcTime(dst *time.Time) bool {
 	if n < 0 {
 		return false
 	}
-	t, ok := parseUTCDatetime(l.text[l.i : l.i+n])
+	t, ok := parseUTCDatetimeDay(l.text[l.i:l.i+n], &l.day)
 	*dst = t
 	l.i += n + 1
 	return ok
@@ -78,15 +78,19 @@ func (l *wireLex) compactSize(c *Checkpoint) bool {
 		return true
 	}
 	neg := l.lit("-")
-	d := l.i
+	// The digits from a local slice: with l.i in the loop, each digit
+	// stored and reloaded it.
+	digits := l.b[l.i:]
+	n := 0
 	var v int64
-	for l.i < len(l.b) && l.b[l.i] >= '0' && l.b[l.i] <= '9' {
-		v = v*10 + int64(l.b[l.i]-'0')
-		l.i++
+	for n < len(digits) && digits[n]-'0' <= 9 {
+		v = v*10 + int64(digits[n]-'0')
+		n++
 	}
-	if n := l.i - d; n == 0 || n > 18 || (n > 1 && l.b[d] == '0') {
+	if n == 0 || n > 18 || (n > 1 && digits[0] == '0') {
 		return false
 	}
+	l.i += n
 	if neg {
 		v = -v
 	}

@@ -38,6 +38,7 @@ type wireLex struct {
 	text  string
 	sizes []int64
 	times []time.Time
+	day   lastDay // the date compactEntry's times read last
 }
 
 // fastCheckpoints appends the entries to dst (nil: a slice of their own).

@@ -199,6 +199,25 @@ func TestParseUTCDatetimeMatchesTimeParse(t *testing.T) {
 	}
 }
 
+// TestParseUTCDatetimeDayMatches: a date taken from the last one read
+// gives what reading it again gives, valid or not, in a sequence where
+// each date comes back with other clocks (valid and not) and other dates
+// come between.
+func TestParseUTCDatetimeDayMatches(t *testing.T) {
+	r := rand.New(rand.NewSource(4))
+	dates := []string{"2026-11-29", "2026-11-30", "2024-02-29", "2026-02-29", "0000-01-01", "9999-12-31", "2026-13-01", "1969-12-31"}
+	clocks := []string{"T00:00:00Z", "T23:59:59.999999Z", "T20:07:40.000000Z", "T24:00:00Z", "T23:60:00Z", "T12:00:00.Z", "T12:00:00", "t12:00:00Z", "T1:00:00Z"}
+	var last lastDay
+	for range 20000 {
+		s := dates[r.Intn(len(dates))] + clocks[r.Intn(len(clocks))]
+		got, gotOK := parseUTCDatetimeDay(s, &last)
+		want, wantOK := parseUTCDatetime(s)
+		if got != want || gotOK != wantOK {
+			t.Fatalf("parseUTCDatetimeDay(%q) after %q = %v, %v; without it %v, %v", s, last.date[:], got, gotOK, want, wantOK)
+		}
+	}
+}
+
 // serversForm: YYYY-MM-DDTHH:MM:SS, an optional fraction of 1 to 9
 // digits, and Z.
 func serversForm(s string) bool {

@@ -130,7 +130,7 @@ func BenchmarkPreTokenize(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		rx, err := FromFiles(tj, nil, WithRegexp2())
+		rx, err := FromFiles(tj, nil, withRegexp2())
 		if err != nil {
 			b.Fatal(err)
 		}

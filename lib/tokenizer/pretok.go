@@ -6,8 +6,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/dlclark/regexp2"
-
 	"github.com/tinkershell/tinker/lib/lazy"
 )
 
@@ -543,76 +541,33 @@ func matchGPT2(s string, i int) int {
 	return lastStart
 }
 
-// --- regexp2 fallback ------------------------------------------------------
-
-// regexSplit runs a Split pattern through dlclark/regexp2, a backtracking
-// engine with look-around. It serves patterns we have no hand-written matcher
-// for, and is the baseline the hand-written matchers are benchmarked against.
-type regexSplit struct{ re *regexp2.Regexp }
-
-func newRegexSplit(pattern string) (regexSplit, error) {
-	// Rust-regex class intersection with a negated class, [A&&[^B]] as in
-	// KimiPattern, is .NET class subtraction [A-[B]].
-	pattern = strings.ReplaceAll(pattern, "&&[^", "-[")
-	re, err := regexp2.Compile(pattern, regexp2.Unicode)
-	if err != nil {
-		// Unicode mode rejects some escapes; retry in the default mode.
-		re, err = regexp2.Compile(pattern, regexp2.None)
-		if err != nil {
-			return regexSplit{}, fmt.Errorf("compile split pattern %q: %w", pattern, err)
-		}
-	}
-	return regexSplit{re}, nil
-}
-
-func (p regexSplit) split(s string, emit func(string)) {
-	runes := []rune(s)
-	// byte offset of each rune index
-	offs := make([]int, len(runes)+1)
-	o := 0
-	for k, r := range runes {
-		offs[k] = o
-		o += utf8.RuneLen(r)
-		if r == utf8.RuneError {
-			// Invalid bytes were decoded as U+FFFD; fall back to exact offsets.
-			offs = nil
-			break
-		}
-	}
-	if offs == nil {
-		offs = make([]int, 0, len(runes)+1)
-		for k := range s {
-			offs = append(offs, k)
-		}
-	}
-	offs = append(offs[:len(runes)], len(s))
-	gap := 0
-	m, err := p.re.FindRunesMatch(runes)
-	for err == nil && m != nil {
-		start, end := offs[m.Index], offs[m.Index+m.Length]
-		if end > start {
-			if gap < start {
-				emit(s[gap:start])
-			}
-			emit(s[start:end])
-			gap = end
-		}
-		m, err = p.re.FindNextMatch(m)
-	}
-	if gap < len(s) {
-		emit(s[gap:])
-	}
-}
-
 // --- construction from tokenizer.json ---------------------------------------
 
-// splitFor returns the Isolated split on pattern: a hand-written matcher
-// when there is one (and useRegexp2 is false), else regexp2.
-func splitFor(pattern string, useRegexp2 bool) (preTokenizer, error) {
-	if m, ok := handWritten.Get()[pattern]; ok && !useRegexp2 {
+// splitFor returns the Isolated split on pattern: its hand-written
+// matcher, or what newSplit makes of it when a test asks for another
+// engine (withRegexp2). There is no general regex engine behind the
+// matchers: regexp2, the one with look-ahead, built Unicode tables at
+// every start of tinker (docs/architecture.md, "Dependencies dropped from
+// the binary, and what the rest cost at init"); it is the tests' oracle
+// for the matchers (regexp2_test.go).
+func splitFor(pattern string, newSplit func(string) (preTokenizer, error)) (preTokenizer, error) {
+	if newSplit != nil {
+		return newSplit(pattern)
+	}
+	if m, ok := handWritten.Get()[pattern]; ok {
 		return matchSplit{m}, nil
 	}
-	return newRegexSplit(pattern)
+	return nil, fmt.Errorf("pre_tokenizer Split: tinker has no matcher for the pattern %q (it has those of the Llama 3, Qwen, GPT-OSS, Kimi, Mistral Tekken and DeepSeek tokenizers); please report the model", pattern)
+}
+
+// literalMatch matches lit itself: a Split pattern given as a String.
+func literalMatch(lit string) matchFunc {
+	return func(s string, i int) int {
+		if lit != "" && strings.HasPrefix(s[i:], lit) {
+			return i + len(lit)
+		}
+		return -1
+	}
 }
 
 type preTokJSON struct {
@@ -630,7 +585,7 @@ type patternJSON struct {
 	String *string `json:"String"`
 }
 
-func buildPreTokenizer(raw json.RawMessage, useRegexp2 bool) (preTokenizer, error) {
+func buildPreTokenizer(raw json.RawMessage, newSplit func(string) (preTokenizer, error)) (preTokenizer, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return sequence(nil), nil
 	}
@@ -642,7 +597,7 @@ func buildPreTokenizer(raw json.RawMessage, useRegexp2 bool) (preTokenizer, erro
 	case "Sequence":
 		var seq sequence
 		for _, sub := range p.Pretokenizers {
-			t, err := buildPreTokenizer(sub, useRegexp2)
+			t, err := buildPreTokenizer(sub, newSplit)
 			if err != nil {
 				return nil, err
 			}
@@ -659,16 +614,14 @@ func buildPreTokenizer(raw json.RawMessage, useRegexp2 bool) (preTokenizer, erro
 		if p.Pattern == nil {
 			return nil, fmt.Errorf("pre_tokenizer Split: no pattern")
 		}
-		var pattern string
 		switch {
 		case p.Pattern.Regex != nil:
-			pattern = *p.Pattern.Regex
+			return splitFor(*p.Pattern.Regex, newSplit)
 		case p.Pattern.String != nil:
-			pattern = regexp2.Escape(*p.Pattern.String)
+			return matchSplit{literalMatch(*p.Pattern.String)}, nil
 		default:
 			return nil, fmt.Errorf("pre_tokenizer Split: empty pattern")
 		}
-		return splitFor(pattern, useRegexp2)
 	case "ByteLevel":
 		useRegex := true
 		if p.UseRegex != nil {

@@ -79,7 +79,7 @@ func tiktokenPattern(cfg []byte) (string, error) {
 
 // FromTiktoken builds a tokenizer from the contents of a tiktoken rank file
 // and tokenizer_config.json, splitting text with pattern (KimiPattern, or
-// any pattern regexp2 can run). Special tokens are the ids named in
+// another pattern with a hand-written matcher). Special tokens are the ids named in
 // added_tokens_decoder and, as tokenization_kimi.py has it, every other id
 // of the 258 above the ranks as "<|reserved_token_ID|>". Text that spells a
 // special token encodes to it (tokenization_kimi.py allows all special
@@ -105,7 +105,7 @@ func FromTiktoken(ranks, cfgJSON []byte, pattern string, opts ...Option) (*Token
 	}
 	t.buildAddedMatchers(added)
 	t.splitLong = true
-	if t.pre, err = splitFor(pattern, o.regexp2); err != nil {
+	if t.pre, err = splitFor(pattern, o.newSplit); err != nil {
 		return nil, err
 	}
 	if err := t.loadConfig(cfgJSON); err != nil {

@@ -123,8 +123,9 @@ func TestTiktokenMergesByRank(t *testing.T) {
 	for i, s := range toks {
 		ranks[s] = i
 	}
-	// One piece per string: a pattern that never splits.
-	tk, err := FromTiktoken(rankFile(toks), kimiConfig(len(toks)), `(?s:.+)`)
+	// One piece per string: a pattern that never splits (no hand-written
+	// matcher has it; regexp2 runs it).
+	tk, err := FromTiktoken(rankFile(toks), kimiConfig(len(toks)), `(?s:.+)`, withRegexp2())
 	if err != nil {
 		t.Fatal(err)
 	}

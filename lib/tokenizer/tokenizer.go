@@ -53,12 +53,11 @@ type Config struct {
 // Option adjusts how a tokenizer is built.
 type Option func(*options)
 
-type options struct{ regexp2 bool }
-
-// WithRegexp2 makes the pre-tokenizer run every Split pattern through the
-// regexp2 engine instead of the hand-written matchers (for benchmarks and
-// cross-checks).
-func WithRegexp2() Option { return func(o *options) { o.regexp2 = true } }
+// options.newSplit, when set, makes every Split pattern's pre-tokenizer
+// instead of the hand-written matchers (the tests' withRegexp2).
+type options struct {
+	newSplit func(pattern string) (preTokenizer, error)
+}
 
 // Load reads tokenizer.json and (if present) tokenizer_config.json from dir;
 // a directory with tiktoken.model and no tokenizer.json (Kimi K2) loads with
@@ -254,7 +253,7 @@ func FromFiles(tokJSON, cfgJSON []byte, opts ...Option) (*Tokenizer, error) {
 		return nil, err
 	}
 	t.buildAddedMatchers(tj.AddedTokens)
-	if t.pre, err = buildPreTokenizer(tj.PreTokenizer, o.regexp2); err != nil {
+	if t.pre, err = buildPreTokenizer(tj.PreTokenizer, o.newSplit); err != nil {
 		return nil, err
 	}
 	if err := t.loadPostProcessor(tj.PostProcessor); err != nil {

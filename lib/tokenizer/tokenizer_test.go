@@ -26,7 +26,7 @@ func TestHandWrittenMatchesRegexp2(t *testing.T) {
 				t.Fatal(err)
 			}
 			var rx *Tokenizer
-			if rx, err = FromFiles(tj, nil, WithRegexp2()); err != nil {
+			if rx, err = FromFiles(tj, nil, withRegexp2()); err != nil {
 				t.Fatal(err)
 			}
 			if _, ok := rx.pre.(sequence); !ok {

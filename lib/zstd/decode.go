@@ -21,43 +21,107 @@ type Decoder struct {
 	MaxWindow int
 }
 
+// Work units: what decoding spends, counted so that a stream costs at
+// most a fixed multiple of what its allowed output justifies, whatever
+// its shape. zstd lets every block describe new tables (up to 2,048
+// Huffman and 1,280 FSE states) for a byte or two of output, so without a
+// count a 64 MiB hostile body costs ~17 s of CPU. A unit is at most
+// about 3 ns of CPU on every frame shape measured, and table building is
+// weighted above its cost (0.5-0.9 ns a unit, against 1.7-3.2 for real
+// bodies), so a hostile frame stops before a legitimate body at the bound
+// would finish (BenchmarkWorkUnits; docs/zstd.md, "Work budget").
+const (
+	workPerFrame    = 64
+	workPerBlock    = 32
+	workPerState    = 4 // a table state or Huffman entry built, a count read
+	workPerSequence = 8
+	workPerLiteral  = 1
+	workPerOutput   = 1
+	// The budget is workBudgetPerByte units per byte of MaxOutput plus
+	// workBudgetBase. Real encoders' frames cost under 3 units per byte of
+	// content (TestWorkOfRealFrames), so a frame at the output bound fits
+	// unless its blocks average under ~20 bytes or describe new tables
+	// every few hundred bytes, which no encoder does to save space.
+	workBudgetPerByte = 8
+	workBudgetBase    = 1 << 20
+)
+
+// workBudget is the work a Decoder allows one DecodeAll call.
+func (dc Decoder) workBudget() int64 {
+	out := int64(max(dc.MaxOutput, 0))
+	if out > (1<<62)/workBudgetPerByte {
+		return 1 << 62
+	}
+	return out*workBudgetPerByte + workBudgetBase
+}
+
 // decoder is the state of one DecodeAll call.
 type decoder struct {
 	Decoder
-	out        []byte
-	base       int // len(dst): where this call's output starts
-	frameStart int // where the current frame's content starts in out
-	window     int
-	lits       []byte
-	huff       *huffTable
-	seqTables  [3]*fseTable // predefined, RLE or one of ownTables
-	ownTables  [3]fseTable  // described tables, their memory reused
-	counts     [256]int16   // scratch for table descriptions
-	spread     [512]uint8   // scratch for table builds
-	reps       repeats
+	work, budget int64 // units spent, units allowed
+	out          []byte
+	base         int // len(dst): where this call's output starts
+	frameStart   int // where the current frame's content starts in out
+	window       int
+	lits         []byte
+	huff         *huffTable // ownHuff once a block described a tree
+	ownHuff      huffTable
+	huffMem      huffScratch  // scratch for reading ownHuff
+	seqTables    [3]*fseTable // predefined, RLE or one of ownTables
+	ownTables    [3]fseTable  // described tables, their memory reused
+	counts       [256]int16   // scratch for table descriptions
+	spread       [512]uint8   // scratch for table builds
+	reps         repeats
 }
 
 // DecodeAll decodes every frame of src (skippable frames skipped) and
 // appends the content to dst. A stream with no frame is corrupt.
+// A stream that needs more work than the bounds justify is refused with
+// ErrTooMuchWork (docs/zstd.md, "Work budget").
 func (dc Decoder) DecodeAll(src, dst []byte) ([]byte, error) {
-	d := &decoder{Decoder: dc, out: dst, base: len(dst)}
+	d := &decoder{Decoder: dc, out: dst, base: len(dst), budget: dc.workBudget()}
+	if err := d.run(src); err != nil {
+		return dst, err
+	}
+	return d.out, nil
+}
+
+// run decodes every frame of src into d.out.
+func (d *decoder) run(src []byte) error {
 	if len(src) == 0 {
-		return dst, corrupt("empty input")
+		return corrupt("empty input")
 	}
 	for len(src) > 0 {
 		n, err := d.frame(src)
 		if err != nil {
-			return dst, err
+			return err
 		}
 		src = src[n:]
 	}
-	return d.out, nil
+	return nil
+}
+
+// spend counts units of work and refuses the stream once they pass the
+// budget. Callers spend before the work where they know its size.
+func (d *decoder) spend(units int) error {
+	if d.work += int64(units); d.work > d.budget {
+		return d.overBudget()
+	}
+	return nil
+}
+
+// overBudget is spend's error, apart so that spend inlines.
+func (d *decoder) overBudget() error {
+	return fmt.Errorf("%w (over %d units for at most %d bytes of content)", ErrTooMuchWork, d.budget, d.MaxOutput)
 }
 
 // frame decodes the frame at the start of src and returns its length.
 func (d *decoder) frame(src []byte) (int, error) {
 	if len(src) < 4 {
 		return 0, corrupt("truncated frame magic")
+	}
+	if err := d.spend(workPerFrame); err != nil {
+		return 0, err
 	}
 	magic := binary.LittleEndian.Uint32(src)
 	if magic&^15 == skippableMagic {
@@ -185,10 +249,14 @@ func (d *decoder) room() int { return max(d.MaxOutput-(len(d.out)-d.base), 0) }
 
 // reserve grows the output for a frame's declared size, but no further
 // than its input could plausibly expand to: the size is the sender's word.
+// It doubles the capacity when that is more, up to the output bound:
+// growing by exactly the size copied everything so far once per frame,
+// quadratic in a stream of many tiny frames.
 func (d *decoder) reserve(size int64, inLen int) {
 	want := min(size, int64(1<<20+64*inLen))
 	if want > int64(cap(d.out)-len(d.out)) {
-		d.out = append(make([]byte, 0, len(d.out)+int(want)), d.out...)
+		n := max(len(d.out)+int(want), min(2*cap(d.out), d.base+d.MaxOutput))
+		d.out = append(make([]byte, 0, n), d.out...)
 	}
 }
 
@@ -203,6 +271,9 @@ func (d *decoder) blocks(src []byte, blockMax int) (int, error) {
 		pos += 3
 		last, kind, size := h&1 != 0, h>>1&3, int(h>>3)
 		start := len(d.out)
+		if err := d.spend(workPerBlock); err != nil {
+			return 0, err
+		}
 		var err error
 		switch kind {
 		case 0:
@@ -223,6 +294,9 @@ func (d *decoder) blocks(src []byte, blockMax int) (int, error) {
 		}
 		if len(d.out)-start > blockMax {
 			return 0, corrupt("block content over %d bytes", blockMax)
+		}
+		if err := d.spend(workPerOutput * (len(d.out) - start)); err != nil {
+			return 0, err
 		}
 		pos += size
 		if last {
@@ -259,6 +333,9 @@ func (d *decoder) compressedBlock(src []byte, blockMax int) error {
 	}
 	nseq, m, err := d.readSeqTables(src[n:])
 	if err != nil {
+		return err
+	}
+	if err := d.spend(workPerSequence * nseq); err != nil {
 		return err
 	}
 	if nseq == 0 {

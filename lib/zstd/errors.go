@@ -14,6 +14,9 @@ var (
 	ErrWindowTooLarge = errors.New("zstd: frame window larger than allowed")
 	// ErrDictionary: the frame needs a dictionary, which this codec lacks.
 	ErrDictionary = errors.New("zstd: frame needs a dictionary; compress without one")
+	// ErrTooMuchWork: the stream needs more decoding work than its allowed
+	// output justifies (tiny blocks that each describe new tables).
+	ErrTooMuchWork = errors.New("zstd: stream needs too much decoding work for its size; compress it with a standard encoder (whole blocks)")
 	// ErrChecksum: the content does not match the frame's checksum.
 	ErrChecksum = errors.New("zstd: content checksum mismatch")
 )

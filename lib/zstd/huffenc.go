@@ -68,7 +68,7 @@ func huffTreeDepths(c *[256]int) [256]uint8 {
 	return depth
 }
 
-// huffCodes assigns codes the way buildHuff lays out its table: longest
+// huffCodes assigns codes the way huffTable.build lays out its table: longest
 // codes first, symbols in order within a length.
 func huffCodes(lengths *[256]uint8, log uint8) [256]huffCode {
 	var start [maxHuffLog + 2]int

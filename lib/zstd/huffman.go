@@ -17,47 +17,71 @@ type huffTable struct {
 	entries []huffEntry
 }
 
-// readHuffTable parses a Huffman tree description (RFC 8878 4.2.1) and
-// returns the table and the bytes it used.
-func readHuffTable(in []byte) (*huffTable, int, error) {
+// huffScratch is the memory a tree description is read with, reused
+// from block to block like the tables themselves.
+type huffScratch struct {
+	counts  [256]int16
+	spread  [1 << 6]uint8
+	fse     fseTable // the weights' FSE table
+	weights [256]uint8
+}
+
+// readHuffTable parses a Huffman tree description (RFC 8878 4.2.1) into
+// t, reusing its memory and s's (a hostile stream may describe a new tree
+// in every block), and returns the bytes it used.
+func readHuffTable(t *huffTable, in []byte, s *huffScratch) (int, error) {
 	if len(in) == 0 {
-		return nil, 0, corrupt("missing Huffman tree description")
+		return 0, corrupt("missing Huffman tree description")
 	}
 	var weights []uint8
 	var used int
 	if h := int(in[0]); h < 128 {
 		if 1+h > len(in) {
-			return nil, 0, corrupt("Huffman weights past the block")
+			return 0, corrupt("Huffman weights past the block")
 		}
-		w, err := fseWeights(in[1 : 1+h])
+		w, err := s.fseWeights(in[1 : 1+h])
 		if err != nil {
-			return nil, 0, err
+			return 0, err
 		}
 		weights, used = w, 1+h
 	} else {
 		n := h - 127
 		used = 1 + (n+1)/2
 		if used > len(in) {
-			return nil, 0, corrupt("Huffman weights past the block")
+			return 0, corrupt("Huffman weights past the block")
 		}
-		weights = make([]uint8, n)
+		weights = s.weights[:n]
 		for i := range weights {
 			weights[i] = in[1+i/2] >> (4 * uint(1-i%2)) & 15
 		}
 	}
-	t, err := buildHuff(weights)
-	return t, used, err
+	return used, t.build(weights)
 }
 
-// fseWeights decodes FSE-compressed Huffman weights: two interleaved
-// states over one backward stream, until a state update reads past it.
-func fseWeights(in []byte) ([]uint8, error) {
-	counts, log, n, err := readFSECounts(make([]int16, 0, 256), in, 6, 255)
+// huffWeightWork is the work units, beyond the table itself, of a tree
+// description whose header byte is h: the weights, and the FSE table
+// they were coded with (at most 64 states) when h < 128.
+func huffWeightWork(h byte) int {
+	if h < 128 {
+		return 64 + 255
+	}
+	return int(h) - 127
+}
+
+// fseWeights decodes FSE-compressed Huffman weights into fresh memory
+// (the encoder's check of what it wrote).
+func fseWeights(in []byte) ([]uint8, error) { return new(huffScratch).fseWeights(in) }
+
+// fseWeights decodes FSE-compressed Huffman weights into s.weights: two
+// interleaved states over one backward stream, until a state update reads
+// past it.
+func (sc *huffScratch) fseWeights(in []byte) ([]uint8, error) {
+	counts, log, n, err := readFSECounts(sc.counts[:0], in, 6, 255)
 	if err != nil {
 		return nil, err
 	}
-	t, err := buildFSE(counts, log)
-	if err != nil {
+	t := &sc.fse
+	if err := t.build(counts, log, sc.spread[:]); err != nil {
 		return nil, err
 	}
 	var r backReader
@@ -65,7 +89,7 @@ func fseWeights(in []byte) ([]uint8, error) {
 		return nil, err
 	}
 	s := [2]uint16{uint16(r.read(uint(log))), uint16(r.read(uint(log)))}
-	out := make([]uint8, 0, 255)
+	out := sc.weights[:0]
 	for i := 0; ; i ^= 1 {
 		if len(out) >= 254 || r.overread() {
 			return nil, corrupt("Huffman weights")
@@ -79,25 +103,26 @@ func fseWeights(in []byte) ([]uint8, error) {
 	}
 }
 
-// buildHuff makes the decoding table from the listed weights; the last
-// symbol's weight is implied by the others summing to a power of two.
-func buildHuff(weights []uint8) (*huffTable, error) {
+// build makes t the decoding table for the listed weights, reusing its
+// memory; the last symbol's weight is implied by the others summing to a
+// power of two.
+func (t *huffTable) build(weights []uint8) error {
 	sum := 0
 	for _, w := range weights {
 		if w > maxHuffLog {
-			return nil, corrupt("Huffman weight %d", w)
+			return corrupt("Huffman weight %d", w)
 		}
 		if w > 0 {
 			sum += 1 << (w - 1)
 		}
 	}
 	if sum == 0 {
-		return nil, corrupt("Huffman weights all zero")
+		return corrupt("Huffman weights all zero")
 	}
 	log := bits.Len(uint(sum))
 	rest := 1<<log - sum
 	if log > maxHuffLog || rest&(rest-1) != 0 || len(weights) > 255 {
-		return nil, corrupt("Huffman weights do not make a tree")
+		return corrupt("Huffman weights do not make a tree")
 	}
 	weights = append(weights, uint8(bits.Len(uint(rest))))
 	var start [maxHuffLog + 2]int
@@ -110,7 +135,10 @@ func buildHuff(weights []uint8) (*huffTable, error) {
 	for w := 1; w <= maxHuffLog; w++ {
 		start[w], pos = pos, pos+start[w]
 	}
-	t := &huffTable{log: uint8(log), entries: make([]huffEntry, 1<<log)}
+	if cap(t.entries) < 1<<log {
+		t.entries = make([]huffEntry, 1<<maxHuffLog)
+	}
+	t.log, t.entries = uint8(log), t.entries[:1<<log]
 	for s, w := range weights {
 		if w == 0 {
 			continue
@@ -121,7 +149,7 @@ func buildHuff(weights []uint8) (*huffTable, error) {
 		}
 		start[w] += 1 << (w - 1)
 	}
-	return t, nil
+	return nil
 }
 
 // decode fills out from one Huffman-coded backward stream, which must be

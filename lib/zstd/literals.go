@@ -22,13 +22,19 @@ func (d *decoder) readLiterals(in []byte, maxLen int) (int, error) {
 	if regen > maxLen || hlen+comp > len(in) {
 		return 0, corrupt("literals sizes %d/%d", regen, comp)
 	}
+	if err := d.spend(workPerLiteral * regen); err != nil {
+		return 0, err
+	}
 	src := in[hlen : hlen+comp]
 	if kind == 2 {
-		t, n, err := readHuffTable(src)
+		n, err := readHuffTable(&d.ownHuff, src, &d.huffMem)
 		if err != nil {
 			return 0, err
 		}
-		d.huff, src = t, src[n:]
+		if err := d.spend(workPerState * (len(d.ownHuff.entries) + huffWeightWork(src[0]))); err != nil {
+			return 0, err
+		}
+		d.huff, src = &d.ownHuff, src[n:]
 	} else if d.huff == nil {
 		return 0, corrupt("treeless literals without an earlier Huffman table")
 	}
@@ -58,6 +64,9 @@ func (d *decoder) rawLiterals(in []byte, kind, format uint8, maxLen int) (int, e
 	}
 	if n > maxLen {
 		return 0, corrupt("literals longer than a block")
+	}
+	if err := d.spend(workPerLiteral * n); err != nil {
+		return 0, err
 	}
 	d.lits = grow(d.lits, n)
 	if kind == 1 {

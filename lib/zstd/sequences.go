@@ -67,6 +67,9 @@ func (d *decoder) readSeqTable(i int, mode uint8, in []byte) (int, error) {
 		if n > len(in) {
 			return 0, corrupt("FSE table past the block")
 		}
+		if err := d.spend(workPerState * (1<<log + len(counts))); err != nil {
+			return 0, err
+		}
 		d.seqTables[i] = &d.ownTables[i]
 		return n, d.ownTables[i].build(counts, log, d.spread[:])
 	}

@@ -57,6 +57,8 @@ var staticPkgs = []string{
 var unlinkedPrefixes = []string{
 	"google.golang.org/protobuf/", // lib/tinkerproto encodes the wire messages itself
 	"github.com/klauspost/",       // lib/zstd is the zstd codec (docs/zstd.md)
+	"golang.org/x/sys/cpu",        // lib/cpufeat: its init's CPUIDs trap in a VM
+	"github.com/dlclark/",         // lib/tokenizer's hand-written matchers; regexp2 is their oracle
 }
 
 // TestBinaryLinksNoUnlinkedPrefix checks tinker's package list, not only

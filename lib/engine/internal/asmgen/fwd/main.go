@@ -30,6 +30,7 @@ func main() { asmout.Main("fwd", "gemm_fwd_amd64.s", "gemm_fwd_stub_amd64.go", G
 // a fixed command so the output does not depend on how it was run.
 func Generate() (asm, decl []byte, err error) {
 	ctx := build.NewContext()
+	row16Tables(ctx)
 	for _, bf := range []bool{false, true} {
 		tile4x4(ctx, bf)
 		tile4x6(ctx, bf, false)

@@ -30,7 +30,7 @@ func TestRow16StreamsGroups(t *testing.T) {
 	for _, k := range []struct {
 		name, load string
 		chunks     int
-	}{{"fwdRow16F32", "VMOVUPS", 1}, {"fwdRow16BF16", "VPMOVZXWD", 2}} {
+	}{{"fwdRow16F32", "VMOVUPS", 1}, {"fwdRow16BF16", "VBROADCASTI32X8", 2}} {
 		body := kernelText(t, string(asm), k.name)
 		for g := 0; g < 16; g += 4 {
 			loop := labelText(t, body, fmt.Sprintf("row%d:", g))
