@@ -321,7 +321,8 @@ func BenchmarkBF16Peak(b *testing.B) {
 // BenchmarkBF16DecodeShapes is BenchmarkBF16Decode's one-token products
 // on the AVX512-BF16 kernels under each blocking of TINKER_BF16_AVX (see
 // BenchmarkBF16AVXShapes), interleaved: each one's CPU time over the
-// first's, and its share of the read bandwidth measured beside it.
+// first's, and its share of the read bandwidth over the same packed
+// matrices (fastestRead) measured beside it.
 func BenchmarkBF16DecodeShapes(b *testing.B) {
 	if !bf16Compute() {
 		b.Skip("no AVX512-BF16")
@@ -334,15 +335,18 @@ func BenchmarkBF16DecodeShapes(b *testing.B) {
 	defer func(old blocking) { bf16AVX = old }(bf16AVX)
 	rng := rand.New(rand.NewPCG(2, 2))
 	ws := make([]mat, 112)
+	packed := make([][]uint64, len(ws))
 	for i := range ws {
 		ws[i] = randBF16Mat(rng, 3072, 1024)
+		packed[i] = bf16Words(ws[i].vn)
 	}
 	xs, ys := randVecs(rng, 1, 1024), newOutputs(1, 3072)
 	cpu, wall := make([]float64, len(cfgs)), make([]float64, len(cfgs))
 	var bw float64
 	withAMX(false, func() {
 		for b.Loop() {
-			bw += readBandwidth()
+			k, _ := fastestRead(packed)
+			bw += k
 			for i, c := range cfgs {
 				bf16AVX = c
 				c0, t0 := processCPU(), time.Now()
