@@ -1397,6 +1397,31 @@
 // matricesToBF16 advises huge pages as loading does. Which of the
 // buffer's pages or the host's moved it to 56 was not settled under load.
 //
+// The quiet run after that still read the float32 matrices at 53.6-56.9
+// GB/s and the bfloat16 ones at 34-36. Two causes, one ours. Ours: each
+// matrix advised on its own (adviseHuge) only gets the whole 2 MiB pages
+// inside it, and the heap starts an allocation on any 8 KiB boundary, so
+// a matrix's first and last partial 2 MiB stayed in 4 KiB pages (pagemap
+// and kpageflags): 83% of the float32 0.6B model's bytes in huge pages,
+// 65-70% of the bfloat16 one's (its 2 MiB k and v had none), 0% of the
+// bf16 path's packed copies (packVNNI did not advise them). Loading and
+// withBF16Compute now carve the matrices from 2 MiB-aligned chunks
+// advised whole (hugeSlab): 100% for all three (TestLoadedMatricesInHugePages
+// requires every byte of a loaded checkpoint's matrices in MADV_HUGEPAGE
+// mappings; the benchmarks' randomTensors and matricesToBF16 use the same
+// slab). Under load (average 3-4), in one process, old layout against new
+// over the same bfloat16 bytes: one thread read 27.0 against 30.8 GB per
+// CPU-second (4 KiB pages throughout: 25.2); the two-core probe 1.065x
+// (median of eight pairs) and the decode's process CPU a token 1.07x less;
+// the bf16-compute path's packed copies 1.01-1.02x. The rest is not the
+// memory: the same float32 matrices, nothing else changed in the process
+// and no page migrated, compacted or split (/proc/vmstat), read 62-64
+// GB/s for half a minute and then 34 for the next (no steal time): the
+// host's memory bandwidth comes and goes on its own, and the benchmark
+// ran float32 first and bfloat16 after. Compare the two only in
+// interleaved runs; each decode's share of the probe beside it stays
+// meaningful.
+//
 // The kernel on Zen 4, one thread, thread CPU time, over the model's
 // 1.19 GB of bfloat16 matrices against the probe over the same bytes,
 // interleaved in one process (medians of 6-8 rounds): fwdRow16BF16 as it

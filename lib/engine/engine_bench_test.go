@@ -178,12 +178,12 @@ func benchModel(b *testing.B, name string) (*Model, int, []int) {
 
 // matricesToBF16 replaces every matrix of ts by its bfloat16 rounding
 // toward zero (the top 16 bits), as a bf16 checkpoint would hold it, in
-// transparent huge pages as loading puts them (loadFile).
+// transparent huge pages as loading puts them (loadFile's hugeSlab).
 func matricesToBF16(ts Tensors) {
-	for k, t := range ts {
-		if len(t.Shape) == 2 {
-			t.BF16 = make([]uint16, len(t.Data))
-			adviseHuge(t.BF16)
+	var slab hugeSlab
+	for _, k := range sortedKeys(ts) {
+		if t := ts[k]; len(t.Shape) == 2 {
+			t.BF16 = hugeSlabAlloc[uint16](&slab, len(t.Data))
 			for i, v := range t.Data {
 				t.BF16[i] = uint16(math.Float32bits(v) >> 16)
 			}

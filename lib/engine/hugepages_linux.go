@@ -6,9 +6,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// hugePage is the x86-64 and common arm64 transparent huge page size.
-const hugePage = 2 << 20
-
 // adviseHuge asks the kernel to back the whole 2 MiB pages inside s with
 // transparent huge pages (madvise MADV_HUGEPAGE), for the large buffers a
 // training step streams through: the base weights and the activation

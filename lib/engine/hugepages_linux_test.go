@@ -80,3 +80,81 @@ func TestWeightsAdviseHugePages(t *testing.T) {
 		t.Fatalf("weight mapping VmFlags %v lack hg: no MADV_HUGEPAGE", flags)
 	}
 }
+
+// notAdvised is how many bytes of [lo, hi) lie outside mappings marked for
+// transparent huge pages (VmFlags "hg"), from /proc/self/smaps.
+func notAdvised(t *testing.T, lo, hi uintptr) int {
+	t.Helper()
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		t.Skipf("no smaps to read: %v", err)
+	}
+	defer f.Close()
+	covered := 0
+	var a, b uintptr
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) == 0 {
+			continue
+		}
+		if l, h, ok := strings.Cut(fs[0], "-"); ok && !strings.HasSuffix(fs[0], ":") {
+			x, _ := strconv.ParseUint(l, 16, 64)
+			y, _ := strconv.ParseUint(h, 16, 64)
+			a, b = uintptr(x), uintptr(y)
+			continue
+		}
+		if fs[0] == "VmFlags:" && slices.Contains(fs[1:], "hg") && a < hi && b > lo {
+			covered += int(min(b, hi) - max(a, lo))
+		}
+	}
+	return int(hi-lo) - covered
+}
+
+// TestLoadedMatricesInHugePages requires every byte of a loaded
+// checkpoint's matrices, the bytes a decoding step streams, to lie in
+// mappings marked for transparent huge pages: float32, bfloat16 kept, and
+// the bf16 path's packed copies. Each matrix advised on its own left its
+// first and last partial 2 MiB in 4 KiB pages (a 2 MiB bfloat16 k or v
+// none at all), and the bfloat16 model read slower than the float32 one
+// (hugeSlab).
+func TestLoadedMatricesInHugePages(t *testing.T) {
+	c := qwen3Small()
+	c.Layers, c.VocabSize = 1, 1024 // every matrix at least 2 MiB in bfloat16
+	ts := randomTensors(c, 3)
+	for _, tc := range []struct {
+		name    string
+		dtype   safetensors.DType
+		opt     LoadOptions
+		compute bool
+	}{
+		{"f32", safetensors.F32, LoadOptions{}, false},
+		{"bf16", safetensors.BF16, LoadOptions{BF16: BF16Keep}, false},
+		{"bf16-compute", safetensors.BF16, LoadOptions{BF16Compute: true}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.compute && !bf16Compute() {
+				t.Skip("no bf16 compute on this CPU")
+			}
+			dir := t.TempDir()
+			writeHFDir(t, dir, c, ts, tc.dtype, 1)
+			m, err := LoadDirWith(dir, tc.opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ws := decodeMatrixWords(m)
+			if len(ws) != 8 {
+				t.Fatalf("%d matrices, want 8", len(ws))
+			}
+			total, bad := 0, 0
+			for _, w := range ws {
+				lo := uintptr(unsafe.Pointer(unsafe.SliceData(w)))
+				total += len(w) * 8
+				bad += notAdvised(t, lo, lo+uintptr(len(w))*8)
+			}
+			if bad > 0 {
+				t.Fatalf("%d of the matrices' %d bytes outside MADV_HUGEPAGE mappings", bad, total)
+			}
+		})
+	}
+}

@@ -94,10 +94,15 @@ func (ws *weights) withBF16Compute() {
 		}
 	}
 	ms = append(ms, &ws.lmHead) // the embedding is only read by rows
+	// The packed copies are what decoding streams: in huge pages, as
+	// loading puts the matrices (hugeSlab), allocated here in turn and
+	// packed in parallel.
+	var slab hugeSlab
 	var wg sync.WaitGroup
 	for _, m := range ms {
 		if m.bf != nil && m.vn == nil {
-			wg.Go(func() { m.vn, m.bf = packVNNI(*m), nil })
+			vn := hugeSlabAlloc[uint16](&slab, (m.rows+15)/16*16*bf16Cols(m.cols))
+			wg.Go(func() { packVNNIInto(vn, m.bf, m.rows, m.cols); m.vn, m.bf = vn, nil })
 		}
 	}
 	wg.Wait()

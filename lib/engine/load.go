@@ -94,8 +94,9 @@ func LoadDirWith(dir string, opt LoadOptions) (*Model, error) {
 		}
 		qp = &quantParts{scheme: s, want: want, t: map[string]*safetensors.Tensor{}}
 	}
+	var slab hugeSlab // the matrices, in huge pages
 	for _, path := range files {
-		if err := loadFile(path, c.TextPrefix, want, ts, keepBF16, parts, qp); err != nil {
+		if err := loadFile(path, c.TextPrefix, want, ts, keepBF16, parts, qp, &slab); err != nil {
 			return nil, err
 		}
 	}
@@ -125,7 +126,7 @@ func LoadDirWith(dir string, opt LoadOptions) (*Model, error) {
 // loadFile converts the tensors of one safetensors file that the model uses
 // (biases included); others, such as rotary caches, are skipped. A wrapped
 // checkpoint's text model is read from under its prefix (kimi_k25.go).
-func loadFile(path, prefix string, want map[string][]int, ts Tensors, keepBF16 bool, parts gptOssParts, qp *quantParts) error {
+func loadFile(path, prefix string, want map[string][]int, ts Tensors, keepBF16 bool, parts gptOssParts, qp *quantParts, slab *hugeSlab) error {
 	f, err := safetensors.Open(path)
 	if err != nil {
 		return fmt.Errorf("load weights: %w", err)
@@ -155,12 +156,11 @@ func loadFile(path, prefix string, want map[string][]int, ts Tensors, keepBF16 b
 		var t Tensor
 		if keepBF16 && st.DType == safetensors.BF16 && len(st.Shape) == 2 {
 			// Matrices stay bfloat16 (exact either way; half the memory).
-			t = Tensor{Shape: []int{int(st.Shape[0]), int(st.Shape[1])}, BF16: make([]uint16, len(st.Data)/2)}
-			adviseHuge(t.BF16)
+			t = Tensor{Shape: []int{int(st.Shape[0]), int(st.Shape[1])}, BF16: hugeSlabAlloc[uint16](slab, len(st.Data)/2)}
 			for i := range t.BF16 {
 				t.BF16[i] = binary.LittleEndian.Uint16(st.Data[2*i:])
 			}
-		} else if t, err = toTensor(st); err != nil {
+		} else if t, err = toTensorIn(st, slab); err != nil {
 			return fmt.Errorf("load weights %s: %w", path, err)
 		}
 		ts[st.Name] = t

@@ -130,9 +130,15 @@ func LoadLoRA(dir string, c Config) (*LoRA, error) {
 	return l, nil
 }
 
-func toTensor(t *safetensors.Tensor) (Tensor, error) {
-	data := make([]float32, t.NumElements())
-	adviseHuge(data)
+func toTensor(t *safetensors.Tensor) (Tensor, error) { return toTensorIn(t, nil) }
+
+// toTensorIn is toTensor with the values from slab (hugeSlab; nil: the
+// heap, advised for huge pages on its own).
+func toTensorIn(t *safetensors.Tensor, slab *hugeSlab) (Tensor, error) {
+	data := hugeSlabAlloc[float32](slab, int(t.NumElements()))
+	if slab == nil {
+		adviseHuge(data)
+	}
 	if err := t.Float32Into(data); err != nil {
 		return Tensor{}, err
 	}

@@ -232,10 +232,8 @@ func matrixParams(c Config) float64 {
 // bytes, so the same pages and page sizes, and as many of them. A buffer
 // of its own need not stand for the model's memory: on the Zen 4 VM a
 // 1 GiB buffer read 33.5 GB/s beside the float32 model and 56.4 beside
-// the bfloat16 one in the same process, and the benchmark's bfloat16
-// matrices were not in transparent huge pages while the float32 ones and
-// a loaded checkpoint's are (matricesToBF16 now advises them as loading
-// does).
+// the bfloat16 one in the same process. The matrices come from a
+// hugeSlab, as loading puts them: every byte in huge pages.
 func modelBandwidth(m *Model) (float64, string) { return fastestRead(decodeMatrixWords(m)) }
 
 // decodeMatrixWords are the matrices one decoding step of m reads (each

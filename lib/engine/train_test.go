@@ -33,10 +33,10 @@ func randomTensors(c Config, seed uint64) Tensors {
 	ts := Tensors{}
 	r := newRNG(seed)
 	shapes := ExpectedShapes(c)
+	var slab hugeSlab // as loading allocates them (loadFile)
 	for _, name := range sortedKeys(shapes) {
 		s := shapes[name]
-		data := make([]float32, s[0]*shapeTail(s))
-		adviseHuge(data)
+		data := hugeSlabAlloc[float32](&slab, s[0]*shapeTail(s))
 		if len(s) == 1 {
 			for i := range data {
 				data[i] = 1 + float32(0.4*(r.uniform32()-0.5))
