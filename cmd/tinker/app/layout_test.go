@@ -19,18 +19,7 @@ import (
 // out: the linker gives them a stretch of their own at the end. It also
 // checks that layout.go names only packages tinker links anyway.
 func TestDependencyInitsComeFirst(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("reads the ELF symbol table")
-	}
-	f, err := elf.Open(buildWithSymbols(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		t.Fatal(err)
-	}
+	syms := binarySymbols(t)
 	ownStart := ^uint64(0)
 	for _, s := range syms {
 		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && strings.HasPrefix(s.Name, module+"/") {
@@ -78,4 +67,23 @@ func checkLayoutImportsLinked(t *testing.T) {
 			t.Errorf("cmd/tinker/layout.go imports %s, which nothing else in tinker does: drop it", path)
 		}
 	}
+}
+
+// binarySymbols builds tinker with its symbol table (buildWithSymbols) and
+// returns the ELF symbols; off Linux the test is skipped.
+func binarySymbols(t *testing.T) []elf.Symbol {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("reads the ELF symbol table")
+	}
+	f, err := elf.Open(buildWithSymbols(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return syms
 }

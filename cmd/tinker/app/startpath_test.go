@@ -3,7 +3,6 @@ package app
 import (
 	"bytes"
 	"debug/elf"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -87,18 +86,7 @@ var minusCPath = []string{"Main", "parseGlobal", "matchFlag", "(*options).applyP
 const minusCPathSpan = 24 << 10
 
 func TestMinusCPathCodeIsContiguous(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("reads the ELF symbol table")
-	}
-	f, err := elf.Open(buildWithSymbols(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		t.Fatal(err)
-	}
+	syms := binarySymbols(t)
 	addr := map[string]elf.Symbol{}
 	for _, s := range syms {
 		if name, ok := strings.CutPrefix(s.Name, module+"/cmd/tinker/app."); ok && elf.ST_TYPE(s.Info) == elf.STT_FUNC {
