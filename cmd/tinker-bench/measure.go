@@ -21,18 +21,6 @@ type result struct {
 	rss    float64       // peak RSS, MB
 }
 
-// measure runs each command n times (after two warm-up rounds for the page
-// cache), one round of all commands after another, and returns each one's
-// medians. env is the commands' environment; check, if set, is given
-// each measured run's standard output.
-func measure(n int, cmds [][]string, env []string, check func(c int, out []byte) error) ([]result, error) {
-	samples, err := measureRounds(n, len(cmds), func(c, _ int) []string { return cmds[c] }, env, check)
-	if err != nil {
-		return nil, err
-	}
-	return mediansOf(samples), nil
-}
-
 // mediansOf is each command's medians over its runs.
 func mediansOf(samples [][]result) []result {
 	out := make([]result, len(samples))
@@ -57,9 +45,12 @@ func pairedRatio(a, b []result, key func(result) float64) float64 {
 	return rs[len(rs)/2]
 }
 
-// measureRounds is measure with the command line of command c in round r
-// given by argv(c, r): a command can then run a different copy of its
-// program in each round. It returns every command's measured runs, round
+// measureRounds runs each of cmds commands n times (after two warm-up
+// rounds for the page cache), one round of all commands after another,
+// with the command line of command c in round r given by argv(c, r): a
+// command can then run a different copy of its program in each round. env
+// is the commands' environment; check, if set, is given each measured
+// run's standard output. It returns every command's measured runs, round
 // by round. The commands of a round run in balancedOrder, so
 // none always runs first or last, or right after the same command.
 func measureRounds(n, cmds int, argv func(c, round int) []string, env []string, check func(c int, out []byte) error) ([][]result, error) {
