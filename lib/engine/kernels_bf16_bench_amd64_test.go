@@ -257,12 +257,7 @@ func BenchmarkBF16AVXShapes(b *testing.B) {
 	if !bf16Compute() {
 		b.Skip("no AVX512-BF16")
 	}
-	type blocking = struct{ t, n, n1, chunk int }
-	cfgs := avxBlockings(b)
-	if len(cfgs) < 2 {
-		b.Skip(`TINKER_BF16_AVX="4,6,6,512 8,3,6,512" compares blockings`)
-	}
-	defer func(old blocking) { bf16AVX = old }(bf16AVX)
+	cfgs := avxBlockings(b, "4,6,6,512 2,6,6,512")
 	rng := rand.New(rand.NewPCG(3, 3))
 	for _, sh := range [][3]int{{512, 2048, 1024}, {512, 3072, 1024}, {512, 1024, 3072}, {128, 3072, 1024}, {128, 1024, 3072}, {37, 3072, 1024}} {
 		m, rows, cols := sh[0], sh[1], sh[2]
@@ -327,12 +322,7 @@ func BenchmarkBF16DecodeShapes(b *testing.B) {
 	if !bf16Compute() {
 		b.Skip("no AVX512-BF16")
 	}
-	type blocking = struct{ t, n, n1, chunk int }
-	cfgs := avxBlockings(b)
-	if len(cfgs) < 2 {
-		b.Skip(`TINKER_BF16_AVX="4,6,6,512 4,6,8,512" compares blockings`)
-	}
-	defer func(old blocking) { bf16AVX = old }(bf16AVX)
+	cfgs := avxBlockings(b, "4,6,6,512 4,6,4,512")
 	rng := rand.New(rand.NewPCG(2, 2))
 	ws := make([]mat, 112)
 	packed := make([][]uint64, len(ws))
@@ -370,8 +360,12 @@ func BenchmarkBF16DecodeShapes(b *testing.B) {
 }
 
 // avxBlockings parses TINKER_BF16_AVX: blockings of the AVX512-BF16
-// kernels as "t,n,n1,chunkKiB", separated by spaces.
-func avxBlockings(b *testing.B) []struct{ t, n, n1, chunk int } {
+// kernels as "t,n,n1,chunkKiB", separated by spaces. With fewer than two
+// it skips the benchmark, naming example as a setting to try; otherwise
+// bf16AVX is restored when the benchmark ends.
+func avxBlockings(b *testing.B, example string) []struct{ t, n, n1, chunk int } {
+	old := bf16AVX
+	b.Cleanup(func() { bf16AVX = old })
 	var cfgs []struct{ t, n, n1, chunk int }
 	for _, f := range strings.Fields(os.Getenv("TINKER_BF16_AVX")) {
 		var c struct{ t, n, n1, chunk int }
@@ -384,6 +378,9 @@ func avxBlockings(b *testing.B) []struct{ t, n, n1, chunk int } {
 		}
 		c.chunk <<= 10
 		cfgs = append(cfgs, c)
+	}
+	if len(cfgs) < 2 {
+		b.Skipf(`TINKER_BF16_AVX=%q compares blockings`, example)
 	}
 	return cfgs
 }
