@@ -191,10 +191,7 @@ func bf16PieceRows(m int) int {
 	if bf16UseAMX() {
 		return 32
 	}
-	if m == 1 {
-		return 16 * bf16AVX.n1
-	}
-	return 16 * bf16AVX.n
+	return 16 * bf16AVXBlocks(m)
 }
 
 // matMulBF16 is matRows on the bf16 path.
@@ -220,10 +217,7 @@ func bf16RowsOn(w mat, xb []uint16, m int, ys [][]float32, lo, hi int, accumulat
 	kp, ldx := bf16Cols(w.cols), bf16Pitch(w.cols)
 	chunk := min(16, max(2, bf16Chunk/(32*kp)&^1))
 	if !bf16UseAMX() {
-		n := bf16AVX.n
-		if m == 1 {
-			n = bf16AVX.n1
-		}
+		n := bf16AVXBlocks(m)
 		chunk = min(16/n*n, max(n, bf16AVX.chunk/(32*kp)/n*n))
 	}
 	panel := bf16Panel(m, ldx)
@@ -331,6 +325,15 @@ func bf16TilesAMX(x []uint16, ldx, m int, w []uint16, ws, kp, nb int, out *float
 // tokens meets them. A variable so a benchmark can compare shapes.
 var bf16AVX = struct{ t, n, n1, chunk int }{4, 6, 6, bf16Chunk}
 
+// bf16AVXBlocks is the weight blocks an AVX512-BF16 kernel call takes
+// for m tokens: bf16AVX.n1 for one token, else bf16AVX.n.
+func bf16AVXBlocks(m int) int {
+	if m == 1 {
+		return bf16AVX.n1
+	}
+	return bf16AVX.n
+}
+
 // bf16TilesAVX is bf16Tiles on AVX512-BF16: bf16AVX.t tokens by
 // bf16AVX.n blocks per kernel call, smaller kernels at the edges.
 func bf16TilesAVX(x []uint16, ldx, m int, w []uint16, ws, kp, nb int, out []float32, ldo int) {
@@ -347,10 +350,7 @@ func bf16TilesAVX(x []uint16, ldx, m int, w []uint16, ws, kp, nb int, out []floa
 // token r from out + r·ldo floats on (a pointer, as for bf16TilesAVX's
 // tiles: the rows need not be one allocation).
 func bf16GroupAVX(x []uint16, ldx, m int, w []uint16, ws, kp, nb int, out *float32, ldo int) {
-	n := bf16AVX.n
-	if m == 1 {
-		n = bf16AVX.n1
-	}
+	n := bf16AVXBlocks(m)
 	for j := 0; j < nb; j += n {
 		nn := min(n, nb-j)
 		avxBF16Kernels[m][nn](&x[0], 2*ldx, &w[j*ws], 2*ws, kp/2, (*float32)(unsafe.Add(unsafe.Pointer(out), 4*16*j)), 4*ldo)
