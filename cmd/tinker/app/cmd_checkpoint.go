@@ -135,22 +135,23 @@ func checkpointList(r *apiRun) error {
 	if err != nil {
 		return err
 	}
-	var progress func(int) ops.Progress
-	if !r.jsonMode() {
-		progress = func(target int) ops.Progress {
-			label := fmt.Sprintf("Fetching %d checkpoints", target)
-			if limit == 0 {
-				label = "Fetching all checkpoints"
-			}
-			return r.bar(label, int64(target))
+	if r.jsonMode() {
+		cps, err := ops.ListCheckpointsPacked(r.ctx, c, runID, limit)
+		if err != nil {
+			return err
 		}
+		return ops.WriteCheckpointListJSON(r.io.Out, runID, cps)
+	}
+	progress := func(target int) ops.Progress {
+		label := fmt.Sprintf("Fetching %d checkpoints", target)
+		if limit == 0 {
+			label = "Fetching all checkpoints"
+		}
+		return r.bar(label, int64(target))
 	}
 	cps, total, err := ops.ListCheckpoints(r.ctx, c, runID, limit, progress)
 	if err != nil {
 		return err
-	}
-	if r.jsonMode() {
-		return ops.WriteCheckpointListJSON(r.io.Out, runID, cps)
 	}
 	t := &render.Table{Title: ops.Plural(len(cps), "checkpoint", "checkpoints")}
 	if runID != "" {
