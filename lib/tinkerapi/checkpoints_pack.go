@@ -70,11 +70,11 @@ func appendPack(b []byte, cps []Checkpoint) []byte {
 		}
 		b = append(b, flags)
 		shared := commonPrefix(prevPath, c.TinkerPath)
-		b = binary.AppendUvarint(b, uint64(shared))
+		b = appendUvarint(b, uint64(shared))
 		b = appendPackString(b, c.TinkerPath[shared:])
 		prevPath = c.TinkerPath
 		if flags&packIDTail != 0 {
-			b = binary.AppendUvarint(b, uint64(len(c.CheckpointID)))
+			b = appendUvarint(b, uint64(len(c.CheckpointID)))
 		} else {
 			b = appendPackString(b, c.CheckpointID)
 		}
@@ -85,22 +85,40 @@ func appendPack(b []byte, cps []Checkpoint) []byte {
 		// Deltas wrap around like the int64s they are, so any time
 		// comes back exact.
 		sec := c.Time.Unix()
-		b = binary.AppendVarint(b, sec-prevSec)
-		b = binary.AppendUvarint(b, uint64(c.Time.Nanosecond()))
+		b = appendVarint(b, sec-prevSec)
+		b = appendUvarint(b, uint64(c.Time.Nanosecond()))
 		prevSec = sec
 		if c.SizeBytes != nil {
-			b = binary.AppendVarint(b, *c.SizeBytes)
+			b = appendVarint(b, *c.SizeBytes)
 		}
 		if c.ExpiresAt != nil {
-			b = binary.AppendVarint(b, c.ExpiresAt.Unix()-sec)
-			b = binary.AppendUvarint(b, uint64(c.ExpiresAt.Nanosecond()))
+			b = appendVarint(b, c.ExpiresAt.Unix()-sec)
+			b = appendUvarint(b, uint64(c.ExpiresAt.Nanosecond()))
 		}
 	}
 	return b
 }
 
+// appendUvarint is binary.AppendUvarint with the one-byte case, nearly
+// every value packed, inlined.
+func appendUvarint(b []byte, v uint64) []byte {
+	if v < 0x80 {
+		return append(b, byte(v))
+	}
+	return binary.AppendUvarint(b, v)
+}
+
+// appendVarint is binary.AppendVarint (zig-zag) by way of appendUvarint.
+func appendVarint(b []byte, v int64) []byte {
+	u := uint64(v) << 1
+	if v < 0 {
+		u = ^u
+	}
+	return appendUvarint(b, u)
+}
+
 func appendPackString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
+	b = appendUvarint(b, uint64(len(s)))
 	return append(b, s...)
 }
 
@@ -184,14 +202,26 @@ type packReader struct {
 }
 
 func (r *packReader) uvarint() uint64 {
+	if c := r.b[r.i]; c < 0x80 {
+		r.i++
+		return uint64(c)
+	}
+	return r.uvarintLong()
+}
+
+// uvarintLong is uvarint's longer case, out of line so uvarint inlines.
+func (r *packReader) uvarintLong() uint64 {
 	v, n := binary.Uvarint(r.b[r.i:])
 	r.i += n
 	return v
 }
 
 func (r *packReader) varint() int64 {
-	v, n := binary.Varint(r.b[r.i:])
-	r.i += n
+	u := r.uvarint()
+	v := int64(u >> 1)
+	if u&1 != 0 {
+		v = ^v
+	}
 	return v
 }
 
