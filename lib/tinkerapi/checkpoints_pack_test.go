@@ -1,7 +1,10 @@
 package tinkerapi
 
 import (
+	"fmt"
 	"math/rand"
+	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -109,6 +112,51 @@ func TestCommonPrefix(t *testing.T) {
 	} {
 		if got := commonPrefix(c.a, c.b); got != c.n {
 			t.Errorf("commonPrefix(%q, %q) = %d, want %d", c.a, c.b, got, c.n)
+		}
+	}
+}
+
+// TestPackedPagesStayIntact: pages packed one after another from the
+// reused body buffers over loopback each read back as their own page.
+func TestPackedPagesStayIntact(t *testing.T) {
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int) bool {
+		if r.URL.Path != "/api/v1/checkpoints" {
+			return false
+		}
+		var p int
+		fmt.Sscan(r.URL.Query().Get("offset"), &p)
+		writeJSON(w, 200, detachPage(p/51))
+		return true
+	})
+	c, _ := testClient(t, f)
+	var packs []CheckpointPack
+	for p := range 3 {
+		pack, cursor, err := c.ListUserCheckpointsPacked(ctxT(t), 51, 51*p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := decodeCheckpoints([]byte(detachPage(p)), nil)
+		if !reflect.DeepEqual(cursor, want.Cursor) {
+			t.Errorf("page %d: cursor %+v, want %+v", p, cursor, want.Cursor)
+		}
+		packs = append(packs, pack)
+	}
+	for p, pack := range packs {
+		want, _ := decodeCheckpoints([]byte(detachPage(p)), nil)
+		i := 0
+		for g := range pack.All() {
+			if i >= len(want.Checkpoints) {
+				t.Fatalf("page %d: more entries than the %d sent", p, len(want.Checkpoints))
+			}
+			w := &want.Checkpoints[i]
+			if g.CheckpointID != w.CheckpointID || g.TinkerPath != w.TinkerPath || g.CheckpointType != w.CheckpointType ||
+				!g.Time.Equal(w.Time) || !reflect.DeepEqual(g.SizeBytes, w.SizeBytes) || g.Public != w.Public {
+				t.Errorf("page %d entry %d changed once later pages were read: %+v, want %+v", p, i, *g, *w)
+			}
+			i++
+		}
+		if i != len(want.Checkpoints) {
+			t.Errorf("page %d: %d entries, want %d", p, i, len(want.Checkpoints))
 		}
 	}
 }
