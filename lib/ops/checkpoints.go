@@ -94,7 +94,9 @@ func ListCheckpointsPacked(ctx context.Context, c *tinkerapi.Client, runID strin
 	if limit > 0 {
 		first = min(batch, limit)
 	}
-	pack, cursor, err := c.ListUserCheckpointsPacked(ctx, first, 0)
+	// The pages are packed one after another into one arena.
+	arena := new(tinkerapi.PackArena)
+	pack, cursor, err := c.ListUserCheckpointsPacked(ctx, first, 0, arena)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +112,7 @@ func ListCheckpointsPacked(ctx context.Context, c *tinkerapi.Client, runID strin
 	packs := map[int]tinkerapi.CheckpointPack{0: pack}
 	counted, err := fetchPages(ctx, make([]struct{}, pack.Len()), total, limit, batch, noProgress{},
 		func(ctx context.Context, l, off int, dst []struct{}) ([]struct{}, error) {
-			p, _, err := c.ListUserCheckpointsPacked(ctx, l, off)
+			p, _, err := c.ListUserCheckpointsPacked(ctx, l, off, arena)
 			if err != nil {
 				return nil, err
 			}

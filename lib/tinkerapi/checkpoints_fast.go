@@ -39,11 +39,30 @@ type wireLex struct {
 	sizes []int64
 	times []time.Time
 	day   lastDay // the date compactEntry's times read last
+	// pk, when set, takes each entry as it is read (fastPacked): the
+	// entries are not kept.
+	pk *packer
 }
 
 // fastCheckpoints appends the entries to dst (nil: a slice of their own).
 func fastCheckpoints(body []byte, dst []Checkpoint) (*CheckpointsListResponse, bool) {
-	l := &wireLex{b: body, ok: true, text: bodyText(body)}
+	return fastList(body, dst, nil)
+}
+
+// fastPacked is fastCheckpoints packing each entry into pk as it is read,
+// with no []Checkpoint in between; it accepts what fastCheckpoints
+// accepts and packs what appendPack would pack of its entries
+// (FuzzFastCheckpoints). On false, pk holds a partial pack.
+func fastPacked(body []byte, pk *packer) (*Cursor, bool) {
+	out, ok := fastList(body, nil, pk)
+	if !ok {
+		return nil, false
+	}
+	return out.Cursor, true
+}
+
+func fastList(body []byte, dst []Checkpoint, pk *packer) (*CheckpointsListResponse, bool) {
+	l := &wireLex{b: body, ok: true, text: bodyText(body), pk: pk}
 	var cps []Checkpoint
 	var cursor *cursorWire
 	seen := 0
@@ -307,6 +326,10 @@ func (l *wireLex) time(dst *time.Time) {
 }
 
 func (l *wireLex) checkpoints(dst []Checkpoint) []Checkpoint {
+	if l.pk != nil {
+		l.packEntries()
+		return nil
+	}
 	out := dst
 	if out == nil {
 		// Room for the entries a page holds (one '{' each, an upper
@@ -335,6 +358,39 @@ func (l *wireLex) checkpoints(dst []Checkpoint) []Checkpoint {
 		}
 	}
 	return nil
+}
+
+// packEntries is checkpoints for a packer: each entry is read into one
+// reused Checkpoint, whose size and expiry point into locals rather than
+// slabs, and packed.
+func (l *wireLex) packEntries() {
+	l.expect('[')
+	if l.peek() == ']' {
+		l.i++
+		return
+	}
+	var size [1]int64
+	var expires [1]time.Time
+	for l.ok {
+		c := Checkpoint{}
+		l.sizes, l.times = size[:], expires[:]
+		if !l.compactEntry(&c) {
+			l.checkpoint(&c)
+		}
+		if !l.ok {
+			return
+		}
+		l.pk.add(&c)
+		switch l.peek() {
+		case ',':
+			l.i++
+		case ']':
+			l.i++
+			return
+		default:
+			l.ok = false
+		}
+	}
 }
 
 // checkpoint reads one entry, failing where checkCheckpoints would.

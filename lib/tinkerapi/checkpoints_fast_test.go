@@ -1,6 +1,7 @@
 package tinkerapi
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand"
 	"reflect"
@@ -118,8 +119,18 @@ func TestFastCheckpointsMatchesEncodingJSON(t *testing.T) {
 func checkFastAgrees(t *testing.T, body string) bool {
 	t.Helper()
 	got, ok := fastCheckpoints([]byte(body), nil)
+	// Packing as it reads accepts the same bodies and packs the same
+	// bytes as packing the decoded entries.
+	var pk packer
+	cursor, pok := fastPacked([]byte(body), &pk)
+	if pok != ok {
+		t.Errorf("%q: fastPacked accepts %v, fastCheckpoints %v", body, pok, ok)
+	}
 	if !ok {
 		return false
+	}
+	if want := appendPack(nil, got.Checkpoints); pok && (!bytes.Equal(pk.b, want) || pk.n != len(got.Checkpoints) || !reflect.DeepEqual(cursor, got.Cursor)) {
+		t.Errorf("%q: fastPacked packed %d entries %x, cursor %+v; want %d %x, %+v", body, pk.n, pk.b, cursor, len(got.Checkpoints), want, got.Cursor)
 	}
 	want, err := decodeCheckpointsGeneric([]byte(body))
 	if err != nil {

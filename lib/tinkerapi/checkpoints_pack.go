@@ -46,57 +46,73 @@ const (
 func (p *CheckpointPack) Len() int { return p.n }
 
 func appendPack(b []byte, cps []Checkpoint) []byte {
-	prevPath, prevSec := "", int64(0)
+	p := packer{b: b}
 	for i := range cps {
-		c := &cps[i]
-		var flags byte
-		if c.SizeBytes != nil {
-			flags |= packSize
-		}
-		if c.ExpiresAt != nil {
-			flags |= packExpires
-		}
-		if c.Public {
-			flags |= packPublic
-		}
-		if len(c.CheckpointID) <= len(c.TinkerPath) && c.TinkerPath[len(c.TinkerPath)-len(c.CheckpointID):] == c.CheckpointID {
-			flags |= packIDTail
-		}
-		switch c.CheckpointType {
-		case "training":
-			flags |= packTraining
-		case "sampler":
-			flags |= packSampler
-		}
-		b = append(b, flags)
-		shared := commonPrefix(prevPath, c.TinkerPath)
-		b = appendUvarint(b, uint64(shared))
-		b = appendPackString(b, c.TinkerPath[shared:])
-		prevPath = c.TinkerPath
-		if flags&packIDTail != 0 {
-			b = appendUvarint(b, uint64(len(c.CheckpointID)))
-		} else {
-			b = appendPackString(b, c.CheckpointID)
-		}
-		if flags&(packTraining|packSampler) == 0 {
-			b = appendPackString(b, c.CheckpointType)
-		}
-		b = appendPackString(b, c.TrainingRunID)
-		// Deltas wrap around like the int64s they are, so any time
-		// comes back exact.
-		sec := c.Time.Unix()
-		b = appendVarint(b, sec-prevSec)
-		b = appendUvarint(b, uint64(c.Time.Nanosecond()))
-		prevSec = sec
-		if c.SizeBytes != nil {
-			b = appendVarint(b, *c.SizeBytes)
-		}
-		if c.ExpiresAt != nil {
-			b = appendVarint(b, c.ExpiresAt.Unix()-sec)
-			b = appendUvarint(b, uint64(c.ExpiresAt.Nanosecond()))
-		}
+		p.add(&cps[i])
 	}
-	return b
+	return p.b
+}
+
+// packer appends entries to a pack one at a time, as the reader decodes
+// them (fastPacked) or from a decoded page (appendPack): the same bytes
+// either way.
+type packer struct {
+	b        []byte
+	n        int
+	prevPath string // the entry before's path: a view that must outlive the page's packing
+	prevSec  int64
+}
+
+func (p *packer) add(c *Checkpoint) {
+	b := p.b
+	var flags byte
+	if c.SizeBytes != nil {
+		flags |= packSize
+	}
+	if c.ExpiresAt != nil {
+		flags |= packExpires
+	}
+	if c.Public {
+		flags |= packPublic
+	}
+	if len(c.CheckpointID) <= len(c.TinkerPath) && c.TinkerPath[len(c.TinkerPath)-len(c.CheckpointID):] == c.CheckpointID {
+		flags |= packIDTail
+	}
+	switch c.CheckpointType {
+	case "training":
+		flags |= packTraining
+	case "sampler":
+		flags |= packSampler
+	}
+	b = append(b, flags)
+	shared := commonPrefix(p.prevPath, c.TinkerPath)
+	b = appendUvarint(b, uint64(shared))
+	b = appendPackString(b, c.TinkerPath[shared:])
+	p.prevPath = c.TinkerPath
+	if flags&packIDTail != 0 {
+		b = appendUvarint(b, uint64(len(c.CheckpointID)))
+	} else {
+		b = appendPackString(b, c.CheckpointID)
+	}
+	if flags&(packTraining|packSampler) == 0 {
+		b = appendPackString(b, c.CheckpointType)
+	}
+	b = appendPackString(b, c.TrainingRunID)
+	// Deltas wrap around like the int64s they are, so any time
+	// comes back exact.
+	sec := c.Time.Unix()
+	b = appendVarint(b, sec-p.prevSec)
+	b = appendUvarint(b, uint64(c.Time.Nanosecond()))
+	p.prevSec = sec
+	if c.SizeBytes != nil {
+		b = appendVarint(b, *c.SizeBytes)
+	}
+	if c.ExpiresAt != nil {
+		b = appendVarint(b, c.ExpiresAt.Unix()-sec)
+		b = appendUvarint(b, uint64(c.ExpiresAt.Nanosecond()))
+	}
+	p.b = b
+	p.n++
 }
 
 // appendUvarint is binary.AppendUvarint with the one-byte case, nearly
@@ -239,42 +255,70 @@ func bytesText(b []byte) string {
 	return unsafe.String(&b[0], len(b))
 }
 
-// packBufs is the scratch of a page being packed: its decoded entries
-// (views into the page body) and the pack before its exact copy. Pooled,
-// so 10,000 checkpoints touch one page's worth of each.
-type packBufs struct {
-	cps []Checkpoint
-	b   []byte
+// PackArena holds one listing's packs back to back in chunks of
+// packChunk bytes, so a page is packed straight into where it is kept:
+// no scratch slice of entries, no scratch pack and no copy of it. Each
+// page reserves its body's length (a pack is shorter than the JSON it
+// comes from) and keeps what it wrote; the rest of a chunk is never
+// written, and memory never written costs no page faults.
+type PackArena struct {
+	mu  sync.Mutex // a page is packed under it, start to end
+	buf []byte     // the chunk: packs up to len, free capacity after
 }
 
-var packScratch = sync.Pool{New: func() any { return new(packBufs) }}
+// packChunk is the size of an arena's chunks: about 25 pages of 1000
+// entries packed, the reservation of 4 page bodies.
+const packChunk = 1 << 20
 
-// ListUserCheckpointsPacked is ListUserCheckpoints with the page packed:
-// for a listing held whole until it is printed, the entries are decoded
-// into a reused scratch and only the pack is kept.
-func (c *Client) ListUserCheckpointsPacked(ctx context.Context, limit, offset int) (CheckpointPack, *Cursor, error) {
+// pack decodes a checkpoint page and packs it into the arena.
+func (a *PackArena) pack(body []byte) (CheckpointPack, *Cursor, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if cap(a.buf)-len(a.buf) < len(body) {
+		a.buf = make([]byte, 0, max(packChunk, len(body)))
+	}
+	free := a.buf[len(a.buf):len(a.buf)]
+	pk := packer{b: free}
+	cursor, ok := fastPacked(body, &pk)
+	if !ok {
+		// Anything the fast reader does not take: decoded and checked as
+		// ListUserCheckpoints decodes it (or failing as it fails), then
+		// packed from the entries.
+		out, err := decodeCheckpoints(body, nil)
+		if err != nil {
+			return CheckpointPack{}, nil, err
+		}
+		pk = packer{b: free}
+		for i := range out.Checkpoints {
+			pk.add(&out.Checkpoints[i])
+		}
+		cursor = out.Cursor
+	}
+	if cap(pk.b) == cap(free) {
+		a.buf = a.buf[:len(a.buf)+len(pk.b)] // packed in place (append never moved it)
+	}
+	return CheckpointPack{b: pk.b[:len(pk.b):len(pk.b)], n: pk.n}, cursor, nil
+}
+
+// ListUserCheckpointsPacked is ListUserCheckpoints with the page packed
+// into arena (nil: one of its own), for a listing held whole until it is
+// printed: the entries are packed as they are read, and only the pack is
+// kept.
+func (c *Client) ListUserCheckpointsPacked(ctx context.Context, limit, offset int, arena *PackArena) (CheckpointPack, *Cursor, error) {
 	const p = "/api/v1/checkpoints"
 	resp, err := c.DoRaw(ctx, http.MethodGet, p, nil,
 		WithQuery("limit", strconv.Itoa(limit), "offset", strconv.Itoa(offset)), withPooledBody())
 	if err != nil {
 		return CheckpointPack{}, nil, notOffered(err, "listing all checkpoints")
 	}
-	s := packScratch.Get().(*packBufs)
-	defer packScratch.Put(s)
-	dst := s.cps[:0]
-	if cap(dst) == 0 {
-		dst = nil // the decoder sizes a slice of its own from the page
+	if arena == nil {
+		arena = new(PackArena)
 	}
-	out, err := decodeCheckpoints(resp.Body, dst)
+	pack, cursor, err := arena.pack(resp.Body)
 	if err != nil {
 		return CheckpointPack{}, nil, c.schemaErr(err, p)
 	}
-	s.b = appendPack(s.b[:0], out.Checkpoints)
-	// An exact copy: the scratch grew to the largest page.
-	pack := CheckpointPack{b: append([]byte(nil), s.b...), n: len(out.Checkpoints)}
-	// The scratch's entries still view the body, which is reused: they
-	// are overwritten before they are read again (the decoder appends).
-	s.cps = out.Checkpoints[:0]
+	// The pack holds copies: the body goes back to the pool.
 	resp.recycle()
-	return pack, out.Cursor, nil
+	return pack, cursor, nil
 }

@@ -130,8 +130,9 @@ func TestPackedPagesStayIntact(t *testing.T) {
 	})
 	c, _ := testClient(t, f)
 	var packs []CheckpointPack
+	arena := new(PackArena)
 	for p := range 3 {
-		pack, cursor, err := c.ListUserCheckpointsPacked(ctxT(t), 51, 51*p)
+		pack, cursor, err := c.ListUserCheckpointsPacked(ctxT(t), 51, 51*p, arena)
 		if err != nil {
 			t.Fatal(err)
 		}
