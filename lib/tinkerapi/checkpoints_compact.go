@@ -18,8 +18,7 @@ import (
 func (l *wireLex) compactEntry(c *Checkpoint) bool {
 	start := l.i
 	ok := l.lit(`{"checkpoint_id":"`) && l.plain(&c.CheckpointID) &&
-		l.lit(`,"checkpoint_type":"`) && l.plain(&c.CheckpointType) &&
-		(c.CheckpointType == "training" || c.CheckpointType == "sampler") &&
+		l.lit(`,"checkpoint_type":"`) && l.knownType(&c.CheckpointType) &&
 		l.lit(`,"time":"`) && l.utcTime(&c.Time) &&
 		l.lit(`,"tinker_path":"`) && l.plain(&c.TinkerPath) &&
 		l.lit(`,"size_bytes":`) && l.compactSize(c) &&
@@ -56,6 +55,21 @@ func (l *wireLex) plain(dst *string) bool {
 	}
 	*dst = l.text[l.i : l.i+n]
 	l.i += n + 1
+	return true
+}
+
+// knownType reads the rest of a checkpoint type, which must be one of
+// the two known ones, as their constants: matching the literal with its
+// closing quote is what plain and the comparison after it found.
+func (l *wireLex) knownType(dst *string) bool {
+	switch {
+	case l.lit(`sampler"`):
+		*dst = "sampler"
+	case l.lit(`training"`):
+		*dst = "training"
+	default:
+		return false
+	}
 	return true
 }
 
