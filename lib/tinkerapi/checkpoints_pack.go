@@ -17,12 +17,15 @@ import (
 // in is touched for the first time: as []Checkpoint (112 bytes an entry,
 // plus its strings and sizes, ~210 bytes) 10,000 checkpoints took ~470
 // page faults, a third of the command's. A CheckpointPack holds a page in
-// ~40 bytes an entry: each path as the bytes it does not share with the
-// one before it (a run's checkpoints share its prefix), the ID as a
-// length where it is the path's tail, times as varint deltas.
+// ~25 bytes an entry: each path as the bytes it does not share with the
+// one before it or the one before that (a run's checkpoints share its
+// prefix, and training loops save weights/0042 and sampler_weights/0042
+// by turns), the ID as a length where it is the path's tail, times as
+// varint deltas.
 //
-// An entry is: a flags byte; the path (uvarint shared prefix length,
-// uvarint suffix length, suffix); the ID (uvarint length, its bytes
+// An entry is: a flags byte; the path (uvarint length of the prefix it
+// shares with the path before, or with the one before that when
+// packTwoBack, uvarint suffix length, suffix); the ID (uvarint length, its bytes
 // unless packIDTail); the type's bytes unless one of the two known; the
 // run ID (uvarint length, bytes); the time (varint seconds since the
 // entry before's, uvarint nanoseconds); size_bytes (varint) and
@@ -40,6 +43,7 @@ const (
 	packIDTail               // the ID is the path's tail
 	packTraining             // the type is "training"
 	packSampler              // the type is "sampler"
+	packTwoBack              // the path's prefix is the one before last's
 )
 
 // Len is the number of checkpoints in p.
@@ -60,6 +64,8 @@ type packer struct {
 	b        []byte
 	n        int
 	prevPath string // the entry before's path: a view that must outlive the page's packing
+	twoBack  string // the path before that
+	backs    int    // the length of the prefix prevPath shares with twoBack
 	prevSec  int64
 }
 
@@ -84,11 +90,21 @@ func (p *packer) add(c *Checkpoint) {
 	case "sampler":
 		flags |= packSampler
 	}
-	b = append(b, flags)
 	shared := commonPrefix(p.prevPath, c.TinkerPath)
+	backs := shared
+	// The path before last can share more only where both it and this
+	// path part from the path before at the same byte: it agrees with
+	// this path up to there, and is compared from there on.
+	if shared == p.backs && shared < len(p.twoBack) && shared < len(c.TinkerPath) {
+		if more := commonPrefix(p.twoBack[shared:], c.TinkerPath[shared:]); more > 0 {
+			shared += more
+			flags |= packTwoBack
+		}
+	}
+	b = append(b, flags)
 	b = appendUvarint(b, uint64(shared))
 	b = appendPackString(b, c.TinkerPath[shared:])
-	p.prevPath = c.TinkerPath
+	p.twoBack, p.prevPath, p.backs = p.prevPath, c.TinkerPath, backs
 	if flags&packIDTail != 0 {
 		b = appendUvarint(b, uint64(len(c.CheckpointID)))
 	} else {
@@ -162,7 +178,7 @@ func commonPrefix(a, b string) int {
 }
 
 // All yields p's checkpoints in order. Each is valid until the next one
-// is yielded (its path is rebuilt in a buffer the next one overwrites);
+// is yielded (its path is rebuilt in one of two buffers taken in turn);
 // the ID, when the path's tail, is the path's tail in memory, as the
 // decoder leaves it.
 func (p *CheckpointPack) All() iter.Seq[*Checkpoint] {
@@ -171,13 +187,22 @@ func (p *CheckpointPack) All() iter.Seq[*Checkpoint] {
 		var c Checkpoint
 		var size int64
 		var expires time.Time
-		var path []byte
+		// The last two paths. The next is built in the older one's
+		// buffer: in place when it shares that one's prefix.
+		var prev, twoBack []byte
 		sec := int64(0)
 		for range p.n {
 			flags := r.b[r.i]
 			r.i++
 			shared := int(r.uvarint())
-			path = append(path[:shared], r.str()...)
+			path := twoBack[:0]
+			if flags&packTwoBack != 0 {
+				path = twoBack[:shared]
+			} else {
+				path = append(path, prev[:shared]...)
+			}
+			path = append(path, r.str()...)
+			twoBack, prev = prev, path
 			c.TinkerPath = bytesText(path)
 			if flags&packIDTail != 0 {
 				c.CheckpointID = c.TinkerPath[len(c.TinkerPath)-int(r.uvarint()):]

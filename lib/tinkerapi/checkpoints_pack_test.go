@@ -161,3 +161,23 @@ func TestPackedPagesStayIntact(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckpointPackTwoBack: a run saving weights and sampler weights by
+// turns packs each path as the few bytes it does not share with the path
+// before last, and reads back.
+func TestCheckpointPackTwoBack(t *testing.T) {
+	var cps []Checkpoint
+	for i := 99; i >= 0; i-- {
+		for _, kind := range []string{"sampler_weights", "weights"} {
+			id := fmt.Sprintf("%s/%04d", kind, i)
+			cps = append(cps, Checkpoint{CheckpointID: id, CheckpointType: "training",
+				TinkerPath: "tinker://626ff344-10e1-5eb7-8695-f150eaaae248:train:0/" + id, Time: time.Unix(int64(1e9+i*60), 0)})
+		}
+	}
+	checkPackRoundTrip(t, cps)
+	b := appendPack(nil, cps)
+	// flags, shared, suffix length, two digits, ID length, run ID, time (2).
+	if per := float64(len(b)) / float64(len(cps)); per > 10 {
+		t.Errorf("%.1f bytes an entry, want at most 10: paths not packed against the one before last", per)
+	}
+}
