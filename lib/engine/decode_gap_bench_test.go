@@ -17,12 +17,16 @@ import (
 //     (q/k/v and gate/up grouped, o, down, lm_head), on fixed vectors;
 //   - onefork: every product of the token in a single fork (no barrier
 //     between them: not a valid decode, the bound on what removing the
-//     forks' hand-offs and tails could win);
+//     forks' hand-offs and tails could win), its pieces cut for the
+//     whole token (a few large ones first);
+//   - samepieces: the same single fork on the pieces the forks cut, so
+//     that only the barriers differ from mats;
 //   - probe: the token's bytes read once (poolRead) by the variant that
 //     read them fastest in a full probe (variantReads) before the tokens.
 //
 // It reports the medians of the per-token ratios: %mats-of-fwd (the share
-// of a token in the products), %onefork-of-mats and %probe-of-mats (the
+// of a token in the products), %onefork-of-mats, %samepieces-of-mats and
+// %probe-of-mats (the
 // products' share of the read limit).
 func BenchmarkDecodeGap(b *testing.B) {
 	c := qwen3Small()
@@ -76,16 +80,55 @@ func BenchmarkDecodeGap(b *testing.B) {
 		outs = append(outs, q, k, v, o, g, u, dn)
 	}
 	all, ins, outs = append(all, m.w.lmHead), append(ins, xh), append(outs, lg)
-	pieces := decodePieces(all, 16, 2)
-	onefork := func() time.Duration {
-		t0 := time.Now()
-		forkJoin(len(pieces), func(i int) {
-			p := pieces[i]
-			matRows(all[p.w], ins[p.w], outs[p.w], p.lo, p.hi, false)
+	// The whole token's pieces cut as one group, and as the forks cut
+	// them (each fork's decodePieces in turn): the second keeps every
+	// piece start and tail size of mats and drops only the barriers.
+	whole := decodePieces(all, 16, 2)
+	var same []rowPiece
+	for li := 0; li < len(m.w.layers); li++ {
+		for _, grp := range [][2]int{{0, 3}, {3, 4}, {4, 6}, {6, 7}} {
+			for _, p := range decodePieces(all[7*li+grp[0]:7*li+grp[1]], 16, 2) {
+				same = append(same, rowPiece{7*li + grp[0] + p.w, p.lo, p.hi})
+			}
+		}
+	}
+	for _, p := range decodePieces(all[len(all)-1:], 16, 2) {
+		same = append(same, rowPiece{len(all) - 1, p.lo, p.hi})
+	}
+	oneforkOf := func(pieces []rowPiece) func() time.Duration {
+		return func() time.Duration {
+			t0 := time.Now()
+			forkJoin(len(pieces), func(i int) {
+				p := pieces[i]
+				matRows(all[p.w], ins[p.w], outs[p.w], p.lo, p.hi, false)
+			})
+			return time.Since(t0)
+		}
+	}
+	onefork, samePieces := oneforkOf(whole), oneforkOf(same)
+	// coarse is mats with its forks cut into fewer, larger pieces: a
+	// third of the weights left rather than an eighth, at least 4 times
+	// decodeMinPiece.
+	fork := func(ms []mat, xs [][]float32, yss [][][]float32) {
+		ps := cutPieces(ms, 16, 3, 4*decodeMinPiece)
+		forkJoin(len(ps), func(i int) {
+			p := ps[i]
+			matRows(ms[p.w], xs, yss[p.w], p.lo, p.hi, false)
 		})
+	}
+	coarse := func() time.Duration {
+		t0 := time.Now()
+		for li := range m.w.layers {
+			l := &m.w.layers[li]
+			fork([]mat{l.q, l.k, l.v}, xh, [][][]float32{q, k, v})
+			fork([]mat{l.o}, xq, [][][]float32{o})
+			fork([]mat{l.gate, l.up}, xh, [][][]float32{g, u})
+			fork([]mat{l.down}, xi, [][][]float32{dn})
+		}
+		fork([]mat{m.w.lmHead}, xh, [][][]float32{lg})
 		return time.Since(t0)
 	}
-	var matsFwd, oneMats, probeMats []float64
+	var matsFwd, oneMats, sameMats, coarseMats, probeMats []float64
 	ps, bufs := readProbes(), decodeMatrixWords(m)
 	for b.Loop() {
 		bws := variantReads(ps, bufs)
@@ -95,14 +138,45 @@ func BenchmarkDecodeGap(b *testing.B) {
 			if pos == 0 {
 				continue // a prefill's
 			}
-			mt, one := mats(), onefork()
+			// In turn, each first on every fourth token.
+			var ts [4]time.Duration
+			runs := [4]func() time.Duration{mats, onefork, samePieces, coarse}
+			for r := range 4 {
+				i := (r + pos) % 4
+				ts[i] = runs[i]()
+			}
+			mt, one, sm, co := ts[0], ts[1], ts[2], ts[3]
+			coarseMats = append(coarseMats, 100*co.Seconds()/mt.Seconds())
 			probe := bytes / poolRead(top.read, bufs)
 			matsFwd = append(matsFwd, 100*mt.Seconds()/f.Seconds())
 			oneMats = append(oneMats, 100*one.Seconds()/mt.Seconds())
+			sameMats = append(sameMats, 100*sm.Seconds()/mt.Seconds())
 			probeMats = append(probeMats, 100*probe/mt.Seconds())
 		}
 	}
 	b.ReportMetric(median(matsFwd), "%mats-of-fwd")
 	b.ReportMetric(median(oneMats), "%onefork-of-mats")
+	b.ReportMetric(median(sameMats), "%samepieces-of-mats")
+	b.ReportMetric(median(coarseMats), "%coarse-of-mats")
 	b.ReportMetric(median(probeMats), "%probe-of-mats")
+}
+
+// cutPieces is decodePieces with each piece 1/div of the weights left, at
+// least minPiece weights.
+func cutPieces(ms []mat, align, div, minPiece int) []rowPiece {
+	left := 0
+	for _, w := range ms {
+		left += w.rows * w.cols
+	}
+	var ps []rowPiece
+	for i, w := range ms {
+		for lo := 0; lo < w.rows; {
+			rows := max(left/div, minPiece) / max(w.cols, 1)
+			hi := min(lo+max(align, (rows+align-1)/align*align), w.rows)
+			ps = append(ps, rowPiece{i, lo, hi})
+			left -= (hi - lo) * w.cols
+			lo = hi
+		}
+	}
+	return ps
 }

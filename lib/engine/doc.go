@@ -1483,5 +1483,35 @@
 // probes did (101% of their median). On the pool, the worker also stays
 // busy between tokens instead of sleeping through a reading and waking
 // for the next token with a halved spin budget, which would charge the
-// decode a cost the plain decode does not pay.
+// decode a cost the plain decode does not pay. Five rounds under load
+// average 6-12 (2026-11-29, 17:55-18:01): the old figure 41-58%, the
+// paired one 51-70%, 2-24 points above it in every round; neither is
+// narrow under that load (in one round the paired readings ran at 54 GB/s,
+// 1.8x the probes' median, and the tokens beside them as fast): the quiet
+// run decides.
+//
+// Where a bfloat16 decoding token's time goes (the 0.6B shape, positions
+// 1-32). Under perf (load average 1-1.5), of the decode's CPU samples
+// 90% were in fwdRow16BF16, 5.6% in the idle worker's wait for the next
+// product (workerPool.next, four fifths of it in runtime.Gosched), 1.2%
+// attention, 0.5% norms, rope, SwiGLU and the residual adds, 0.4%
+// sampling, the rest the scheduler. The worker spent 12% of its time
+// waiting and ran 43% of the rows. BenchmarkDecodeGap times it token by
+// token, the variants in turn (nine runs, load average 5-14, so only
+// what holds in every run counts): the products alone, the same forks on
+// fixed vectors, took 88-98% of a forward step, so the work between them
+// (norms, rope, attention at these positions, the logits' rounding) is a
+// few percent. The same pieces in a single fork (no barrier between the
+// products; not a valid decode, a bound on what fewer forks could win)
+// took 102-149% of the forks' time, never less: the 113 hand-offs and
+// tails of a token cost nothing measurable, so fusing more of them (q/k/v
+// and gate/up already share one) is not where the share is. The whole
+// token cut as one group (a few huge pieces first) took 77-132%, and the
+// forks cut coarser (a third of the weights left, at least 4x
+// decodeMinPiece) 104-105% under load 10-14: decodePieces stays. The read
+// probe over the token's bytes took 63-118% of the products' time,
+// 63-71% below load 8. What is left is the kernels' pace against the
+// probe's, and under load the forks' ends: a worker the machine takes
+// away holds the piece it claimed until it runs again, whatever the
+// piece's size.
 package engine
