@@ -1497,20 +1497,21 @@
 // attention, 0.5% norms, rope, SwiGLU and the residual adds, 0.4%
 // sampling, the rest the scheduler. The worker spent 12% of its time
 // waiting and ran 43% of the rows. BenchmarkDecodeGap times it token by
-// token, the variants in turn (nine runs, load average 5-14, so only
+// token, the variants in turn (eleven runs, load average 5-14, so only
 // what holds in every run counts): the products alone, the same forks on
 // fixed vectors, took 88-98% of a forward step, so the work between them
 // (norms, rope, attention at these positions, the logits' rounding) is a
 // few percent. The same pieces in a single fork (no barrier between the
 // products; not a valid decode, a bound on what fewer forks could win)
-// took 102-149% of the forks' time, never less: the 113 hand-offs and
-// tails of a token cost nothing measurable, so fusing more of them (q/k/v
-// and gate/up already share one) is not where the share is. The whole
+// took 102-149% of the forks' time in the six runs that had it, never
+// less: the 113 hand-offs and tails of a token cost nothing measurable,
+// so fusing more of them (q/k/v and gate/up already share one) is not
+// where the share is. The whole
 // token cut as one group (a few huge pieces first) took 77-132%, and the
 // forks cut coarser (a third of the weights left, at least 4x
 // decodeMinPiece) 104-105% under load 10-14: decodePieces stays. The read
 // probe over the token's bytes took 63-118% of the products' time,
-// 63-71% below load 8. What is left is the kernels' pace against the
+// 63-87% below load 8. What is left is the kernels' pace against the
 // probe's, and under load the forks' ends: a worker the machine takes
 // away holds the piece it claimed until it runs again, whatever the
 // piece's size.
