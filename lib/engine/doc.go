@@ -1499,7 +1499,10 @@
 // paired one 51-70%, 2-24 points above it in every round; neither is
 // narrow under that load (in one round the paired readings ran at 54 GB/s,
 // 1.8x the probes' median, and the tokens beside them as fast): the quiet
-// run decides.
+// run decides. Three more (load 10-16): old 28.5, 42.5, 65.8%, paired
+// 86.0, 56.1, 66.5%; the round where the decode streamed fastest (36
+// GB/s, probes 55) had the two figures agree, and one old-only round
+// beside them read 113%, its probes all slowed by the load.
 //
 // Where a bfloat16 decoding token's time goes (the 0.6B shape, positions
 // 1-32). Under perf (load average 1-1.5), of the decode's CPU samples
