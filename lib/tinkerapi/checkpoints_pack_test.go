@@ -1,6 +1,7 @@
 package tinkerapi
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand"
 	"net/http"
@@ -179,5 +180,38 @@ func TestCheckpointPackTwoBack(t *testing.T) {
 	// flags, shared, suffix length, two digits, ID length, run ID, time (2).
 	if per := float64(len(b)) / float64(len(cps)); per > 10 {
 		t.Errorf("%.1f bytes an entry, want at most 10: paths not packed against the one before last", per)
+	}
+}
+
+// TestPackArenaChunks: pages packed into an arena whose chunk is too
+// small for the next page's reservation (a new chunk), or just fits it,
+// and a body the fast reader does not take (decoded, then packed), all
+// read back as their own page once every page is packed.
+func TestPackArenaChunks(t *testing.T) {
+	escaped := strings.Replace(detachPage(2), `"weights/p2-0003"`, `"weights\/p2-0003"`, 1)
+	if _, ok := fastCheckpoints([]byte(escaped), nil); ok {
+		t.Fatal("the fast reader took an escaped string: the decoded path is not tested")
+	}
+	bodies := []string{detachPage(0), detachPage(1), escaped, detachPage(3), detachPage(4)}
+	for _, first := range []int{0, 100, len(bodies[0]), len(bodies[0]) + len(bodies[1])/2, packChunk} {
+		a := &PackArena{buf: make([]byte, 0, first)}
+		var packs []CheckpointPack
+		for _, body := range bodies {
+			pack, cursor, err := a.pack([]byte(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want, _ := decodeCheckpoints([]byte(body), nil); !reflect.DeepEqual(cursor, want.Cursor) {
+				t.Errorf("cursor %+v, want %+v", cursor, want.Cursor)
+			}
+			packs = append(packs, pack)
+		}
+		for p, pack := range packs {
+			want, _ := decodeCheckpoints([]byte(bodies[p]), nil)
+			got := appendPack(nil, want.Checkpoints)
+			if !bytes.Equal(pack.b, got) || pack.n != len(want.Checkpoints) {
+				t.Errorf("chunk %d, page %d: packed %d entries %x, want %d %x", first, p, pack.n, pack.b, len(want.Checkpoints), got)
+			}
+		}
 	}
 }
