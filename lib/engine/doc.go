@@ -1471,27 +1471,31 @@
 //
 // From memory the kernel ran slower the faster it ran from L2, so the
 // other way round: the broadcast form plus shuffles whose results nothing
-// reads (row16Pace). One a chunk: hot 0.70, memory 1.12 (every one of 15
-// pairs above 1.04), two threads' process CPU 1.11 and wall 1.10; two:
-// hot 0.60, memory 0.98; four: hot 0.40, memory 0.69 (bound by the loop
-// now). The zero-extension with two: hot 0.77, memory 1.11-1.14, two
-// threads 1.10. The best pacing left the loop's L2 rate about 1.15x its
-// rate from memory; why a faster loop reads memory slower (prefetches
-// dropped, the hardware prefetchers' training, the host's memory) was not
-// settled. Decoding the bfloat16 model with the broadcast kernel and the
-// paced one alternated in one process (eight rounds of 24 tokens, load
-// 5-8): process CPU a token 1.14x less on one thread, 1.06x on two (all
-// eight rounds above 1.04), wall 1.11x on two (6 of 8 rounds above 1).
-// BenchmarkDecode's bfloat16 decode from two builds run alternately
-// (four pairs, load 5-14): tokens per CPU-second 0.92-1.17x (median
-// 1.03), separate processes too noisy to read. Kept (one shuffle a
-// chunk); BenchmarkRow16Pacing repeats the paired comparison in one
-// process against fwdRow16BF16Unpaced (at load 13-14: hot 0.68, one
-// thread 1.15, two threads' CPU 1.14, wall 1.29). It is a tuning for
-// this host: a core whose memory outran 0.7x of the loop's L2 rate would
-// lose by it, and it was not measured on the Xeon. Decoding the brief's VPSLLVD and the
-// VPEXPANDW forms against the broadcast one the same way: 0.95-1.00x and
-// 1.00-1.06x, within the noise.
+// reads (row16Pace). One a chunk: hot 0.68-0.70, memory 1.12-1.15 (every
+// one of 15 pairs above 1.04), two threads' process CPU 1.11-1.14; two a
+// chunk: hot 0.60, memory 0.98; four: hot 0.40, memory 0.69 (bound by
+// the loop now); a 256-bit one a chunk: hot 0.83, memory 1.08; one a
+// weight line (every other chunk): hot 0.80, memory 1.13-1.17 (1.04x
+// the one-a-chunk form, paired), two threads' CPU 1.13-1.16 and wall
+// 1.07-1.26. The zero-extension with two a chunk: hot 0.77, memory
+// 1.11-1.14. Pacing pays over a broad band, the loop's L2 rate 1.2-1.7x
+// its rate from memory; why a faster loop reads memory slower
+// (prefetches dropped, the hardware prefetchers' training, the host's
+// memory) was not settled. Kept: one a weight line. Decoding the
+// bfloat16 model with it and without (fwdRow16BF16Unpaced) alternated in
+// one process (eight rounds of 24 tokens, load 10-13): process CPU a
+// token 1.14x less on one thread (1.04-1.33) and 1.12x on two
+// (1.03-1.16, every round above 1.03); wall 1.04x and 1.09x, too noisy
+// to read. BenchmarkDecode's bfloat16 decode from two builds run
+// alternately (one a chunk, four pairs, load 5-14): tokens per
+// CPU-second 0.92-1.17x (median 1.03), separate processes too noisy to
+// read. BenchmarkRow16Pacing repeats the kernels' paired comparison in
+// one process (load 10: hot 0.80, one thread 1.13-1.15, two threads'
+// CPU 1.13-1.15, wall 1.11-1.14). It is a tuning for this host: a core
+// whose memory outran 0.8x of the loop's L2 rate would lose by it, and
+// it was not measured on the Xeon. Decoding the brief's VPSLLVD and the
+// VPEXPANDW forms against the broadcast one the same way: 0.95-1.00x
+// and 1.00-1.06x, within the noise.
 //
 // BenchmarkPrefillDecode's decode figure is the median of five decodes,
 // each against the mean of the read-bandwidth probes over the model's

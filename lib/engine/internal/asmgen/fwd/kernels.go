@@ -515,15 +515,15 @@ func setTailMask(ctx *build.Context, n reg.GPVirtual) {
 //     the row), swapped to match. That the widening held it was the
 //     wrong reading, though: the zero-extension was 1.29x faster than
 //     the broadcast with its weights in L2, slower only from memory.
-//   - One more VPSHUFB a bfloat16 row chunk, into a register nothing
-//     reads (row16Pace). On Zen 4 the kernel read memory slower the
-//     faster it ran from L2: its hot rate (rows in L2) was about twice
-//     its rate from memory, and forms that widen 1.2-1.7x faster in L2
-//     read 0.87-0.95x as much from memory per CPU-second; the pacing
-//     shuffle (0.7x in L2) reads 1.10-1.12x, on one thread and on two
-//     (doc.go's decode section). Why was not settled; it is a tuning for
-//     this host, and a core whose memory outruns 0.7x of this loop's L2
-//     rate would lose by it.
+//   - One more VPSHUFB a bfloat16 weight line (every other chunk), into
+//     a register nothing reads (row16Pace). On Zen 4 the kernel read
+//     memory slower the faster it ran from L2: its hot rate (rows in L2)
+//     was about twice its rate from memory, and forms that widen 1.2-1.7x
+//     faster in L2 read 0.87-0.95x as much from memory per CPU-second;
+//     the pacing shuffle (0.8x in L2) reads 1.12-1.17x on one thread and
+//     1.14-1.16x on two (doc.go's decode section). Why was not settled;
+//     it is a tuning for this host, and a core whose memory outruns 0.8x
+//     of this loop's L2 rate would lose by it.
 //
 // Accumulator Z(4(r%4)+r/4) holds row r, so the tree leaves out in row
 // order.
@@ -595,7 +595,7 @@ type row16Args struct {
 var row16Ctl = reg.Z21
 
 // row16Pace receives the bfloat16 kernel's pacing shuffle, one VPSHUFB a
-// row chunk whose result nothing reads: it slows the loop from L2 and
+// weight line whose result nothing reads: it slows the loop from L2 and
 // speeds it from memory (row16's notes).
 var row16Pace = reg.Z22
 
@@ -657,8 +657,8 @@ func row16Group4(ctx *build.Context, a row16Args, r0 int) {
 			case w.BF && mask == nil:
 				ctx.VBROADCASTI32X8(m, z)
 				ctx.VPSHUFB(row16Ctl, z, z)
-				if a.pace {
-					ctx.VPSHUFB(row16Ctl, z, row16Pace) // result unused: see row16Pace
+				if a.pace && c == 0 { // once a weight line; nothing reads it (row16Pace)
+					ctx.VPSHUFB(row16Ctl, z, row16Pace)
 				}
 			case w.BF: // the masked tail: a broadcast would read past it
 				w.load(ctx, m, z, mask)
