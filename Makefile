@@ -19,15 +19,23 @@ all: build
 # which nothing here needs from libc) starts without the dynamic loader and
 # libc; -s -w drop the symbol tables. cmd/tinker-bench builds its reference
 # program the same way: keep the two in step.
+#
+# tinker-local is tinker with the local server linked in; tinker hands its
+# process over to it for --local, serve and console (docs/architecture.md,
+# "Splitting the local server out of `tinker`"), so the two are built and
+# installed together.
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN) ./cmd/tinker
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN)-local ./cmd/tinker-local
 
-# Install bin/tinker to $GOBIN, or to ~/.local/bin when GOBIN is unset
-# (override with INSTALL_DIR=...).
+# Install bin/tinker and bin/tinker-local to $GOBIN, or to ~/.local/bin
+# when GOBIN is unset (override with INSTALL_DIR=...).
 INSTALL_DIR ?= $(or $(shell $(GO) env GOBIN),$(HOME)/.local/bin)
 install: build
 	@mkdir -p "$(INSTALL_DIR)"
+	@install -m 0755 $(BIN)-local "$(INSTALL_DIR)/tinker-local"
 	@install -m 0755 $(BIN) "$(INSTALL_DIR)/tinker"
+	@echo "installed $(INSTALL_DIR)/tinker-local"
 	@echo "installed $(INSTALL_DIR)/tinker"
 	@case ":$$PATH:" in *":$(INSTALL_DIR):"*) ;; *) echo "$(INSTALL_DIR) is not on your PATH: add it, e.g. export PATH=\"$(INSTALL_DIR):\$$PATH\"";; esac
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/tinkershell/tinker/cmd/tinker/app"
+	"github.com/tinkershell/tinker/cmd/tinker/localserver"
 	"github.com/tinkershell/tinker/lib/term"
 )
 
@@ -26,6 +27,9 @@ var update = flag.Bool("update", false, "rewrite golden files with the actual ou
 const FixedNow = "2026-11-22T12:00:00Z"
 
 func TestMain(m *testing.M) {
+	// The cases run tinker as tinker-local does, with the local server
+	// linked in (cmd/tinker-local's TestHandOver runs the hand-over).
+	app.Local = localserver.Server{}
 	testscript.Main(m, map[string]func(){
 		"tinker": func() { os.Exit(app.Main(os.Args[1:], term.System())) },
 	})

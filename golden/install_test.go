@@ -78,6 +78,16 @@ func TestMakeInstall(t *testing.T) {
 			if err != nil || !strings.HasPrefix(string(version), "tinker ") {
 				t.Errorf("%s --version: %v\n%s", want, err, version)
 			}
+			// tinker hands --local over to tinker-local, installed beside it.
+			local := filepath.Join(filepath.Dir(want), "tinker-local")
+			if !strings.Contains(string(out), "installed "+local+"\n") {
+				t.Errorf("make install did not say it installed %s:\n%s", local, out)
+			}
+			handover := exec.Command(want, "--local", "-c", "print(1 + 1)")
+			handover.Env = append(env, "XDG_DATA_HOME="+filepath.Join(home, "data"))
+			if got, err := handover.CombinedOutput(); err != nil || string(got) != "2\n" {
+				t.Errorf("%s --local -c 'print(1 + 1)': %v\n%s", want, err, got)
+			}
 		})
 	}
 }

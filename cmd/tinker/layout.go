@@ -15,9 +15,7 @@ import (
 	_ "archive/tar"
 	_ "compress/bzip2"
 	_ "crypto/tls"
-	_ "database/sql"
 	_ "encoding/json"
-	_ "html"
 	_ "mime"
 	_ "net/http"
 
@@ -32,10 +30,7 @@ import (
 	_ "go.starlark.net/lib/time"
 	_ "go.starlark.net/starlark"
 	_ "go.starlark.net/starlarkstruct"
-	_ "golang.org/x/sync/semaphore"
-	_ "golang.org/x/sync/singleflight"
 	_ "golang.org/x/sys/unix"
 	_ "golang.org/x/term"
 	_ "golang.org/x/text/unicode/norm"
-	_ "modernc.org/sqlite"
 )

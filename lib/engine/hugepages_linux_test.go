@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"slices"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/safetensors"
 )
 
@@ -156,5 +158,99 @@ func TestLoadedMatricesInHugePages(t *testing.T) {
 				t.Fatalf("%d of the matrices' %d bytes outside MADV_HUGEPAGE mappings", bad, total)
 			}
 		})
+	}
+}
+
+// TestConvertedMatricesInHugePages is TestLoadedMatricesInHugePages for
+// the matrices converted at load rather than read: GPT-OSS's fused MXFP4
+// (and dense) experts, split per expert (gptoss_load.go), and DeepSeek
+// V3.1's FP8 and Kimi K2's INT4 weights (quant_load.go), in float32 and
+// kept in bfloat16. Each is 2 MiB or more in bfloat16, so that every one
+// comes from the slab.
+func TestConvertedMatricesInHugePages(t *testing.T) {
+	requireAdvised := func(t *testing.T, ms []mat) {
+		t.Helper()
+		total, bad := 0, 0
+		for _, x := range ms {
+			var lo, n uintptr
+			switch {
+			case x.bf != nil:
+				lo, n = uintptr(unsafe.Pointer(unsafe.SliceData(x.bf))), uintptr(2*len(x.bf))
+			default:
+				lo, n = uintptr(unsafe.Pointer(unsafe.SliceData(x.data))), uintptr(4*len(x.data))
+			}
+			if n < hugePage {
+				t.Fatalf("a %d-byte matrix: too small for the slab; enlarge the test's shapes", n)
+			}
+			total += int(n)
+			bad += notAdvised(t, lo, lo+n)
+		}
+		if bad > 0 {
+			t.Fatalf("%d of the converted matrices' %d bytes outside MADV_HUGEPAGE mappings", bad, total)
+		}
+	}
+	modes := []struct {
+		name string
+		opt  LoadOptions
+	}{{"f32", LoadOptions{BF16: BF16Widen}}, {"bf16", LoadOptions{BF16: BF16Keep}}}
+
+	g := gptOssConfig()
+	g.Hidden, g.MoEIntermediate, g.Experts, g.ExpertsPerToken = 1024, 1024, 2, 1
+	g.Layers, g.LayerTypes = 1, g.LayerTypes[:1]
+	for _, dense := range []bool{false, true} {
+		_, file := gptOssCheckpoint(g, 5, dense)
+		dir := writeCheckpoint(t, g, file)
+		for _, mode := range modes {
+			t.Run(fmt.Sprintf("gpt-oss/dense=%v/%s", dense, mode.name), func(t *testing.T) {
+				m, err := LoadDirWith(dir, mode.opt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var ms []mat
+				for _, x := range m.w.layers[0].moe.experts {
+					ms = append(ms, x.gate, x.up, x.down)
+				}
+				requireAdvised(t, ms)
+			})
+		}
+	}
+
+	q, err := TinyConfig(models.TinyDeepSeek)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Layers, q.Intermediate = 1, 16384 // the dense layer only; [16384, 64] is 2 MiB in bfloat16
+	ts := randomTensors(q, 9)
+	for _, kimi := range []bool{false, true} {
+		qcfg := map[string]any{"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": qtBlock[:]}
+		if kimi {
+			qcfg = map[string]any{"quant_method": "compressed-tensors", "format": "pack-quantized", "config_groups": map[string]any{
+				"group_0": map[string]any{"weights": map[string]any{"num_bits": 4, "group_size": qtGroup, "symmetric": true, "type": "int"}}}}
+		}
+		var stored []safetensors.Tensor
+		for _, n := range sortedKeys(ts) {
+			switch {
+			case strings.Contains(n, ".mlp.") && kimi:
+				parts, _ := qtInt4(n, ts[n])
+				stored = append(stored, parts...)
+			case strings.Contains(n, ".mlp."):
+				parts, _ := qtFP8(n, ts[n])
+				stored = append(stored, parts...)
+			default:
+				stored = append(stored, f32Tensor(n, ts[n]))
+			}
+		}
+		dir := t.TempDir()
+		qtWrite(t, dir, q, false, qcfg, stored)
+		for _, mode := range modes {
+			t.Run(fmt.Sprintf("%s/%s", map[bool]string{false: "fp8", true: "int4"}[kimi], mode.name), func(t *testing.T) {
+				m, err := LoadDirWith(dir, mode.opt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				l := m.w.layers[0]
+				requireAdvised(t, []mat{l.gate, l.up, l.down})
+			})
+		}
 	}
 }

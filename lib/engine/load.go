@@ -82,6 +82,7 @@ func LoadDirWith(dir string, opt LoadOptions) (*Model, error) {
 		return nil, errNoBF16Compute
 	}
 	keepBF16 := opt.BF16Compute || opt.BF16 == BF16Keep || (opt.BF16 == BF16Auto && c.Params() > 1_000_000_000)
+	var slab hugeSlab     // the matrices, in huge pages
 	var parts gptOssParts // GPT-OSS's fused experts, converted once all files are read
 	if c.Family == models.GptOss {
 		parts = gptOssParts{}
@@ -92,9 +93,8 @@ func LoadDirWith(dir string, opt LoadOptions) (*Model, error) {
 		if err != nil {
 			return nil, err
 		}
-		qp = &quantParts{scheme: s, want: want, t: map[string]*safetensors.Tensor{}}
+		qp = &quantParts{scheme: s, want: want, t: map[string]*safetensors.Tensor{}, slab: &slab}
 	}
-	var slab hugeSlab // the matrices, in huge pages
 	for _, path := range files {
 		if err := loadFile(path, c.TextPrefix, want, ts, keepBF16, parts, qp, &slab); err != nil {
 			return nil, err
@@ -103,7 +103,7 @@ func LoadDirWith(dir string, opt LoadOptions) (*Model, error) {
 	if err := qp.finish(); err != nil {
 		return nil, err
 	}
-	if err := parts.convert(c, ts, keepBF16); err != nil {
+	if err := parts.convert(c, ts, keepBF16, &slab); err != nil {
 		return nil, err
 	}
 	m, err := New(dir, c, ts)

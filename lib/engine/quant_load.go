@@ -32,6 +32,7 @@ type quantParts struct {
 	scheme quant.Scheme
 	want   map[string][]int
 	t      map[string]*safetensors.Tensor
+	slab   *hugeSlab // where the matrices go (nil: the heap)
 }
 
 // readQuantScheme is config.json's quantization_config (or text_config's).
@@ -94,14 +95,14 @@ func (q *quantParts) add(st *safetensors.Tensor, ts Tensors, keepBF16 bool) (boo
 
 // tryConvert dequantises weight w if its parts are complete.
 func (q *quantParts) tryConvert(w string, ts Tensors, keepBF16 bool) error {
-	var x []float32
+	var decode func(lo, n int, dst []float32) // rows [lo, lo+n) into dst
 	var err error
 	if wt, ok := q.t[w]; ok && wt.DType == safetensors.F8E4M3 {
 		s, ok := q.t[w+"_scale_inv"]
 		if !ok {
 			return nil
 		}
-		x, err = q.fp8(w, wt, s)
+		decode, err = q.fp8(w, wt, s)
 	} else {
 		p, ok1 := q.t[w+"_packed"]
 		s, ok2 := q.t[w+"_scale"]
@@ -109,20 +110,46 @@ func (q *quantParts) tryConvert(w string, ts Tensors, keepBF16 bool) error {
 		if !ok1 || !ok2 || !ok3 {
 			return nil
 		}
-		x, err = q.int4(w, p, s, sh)
+		decode, err = q.int4(w, p, s, sh)
 	}
 	if err != nil {
 		return err
 	}
+	ts[w] = quantMatrix(q.want[w][0], q.want[w][1], keepBF16, q.slab, decode)
 	for _, s := range append([]string{""}, quantSuffixes...) {
 		delete(q.t, w+s)
 	}
-	ts[w] = newMatrix(x, q.want[w][0], q.want[w][1], keepBF16)
 	return nil
 }
 
-// fp8 checks and dequantises an FP8 weight and its block scales.
-func (q *quantParts) fp8(w string, wt, s *safetensors.Tensor) ([]float32, error) {
+// quantRows is how many rows quantMatrix dequantises at a time for a
+// bfloat16 matrix: a float32 scratch of a few hundred KiB at most on the
+// released shapes (7,168 columns), rather than the whole matrix.
+const quantRows = 32
+
+// quantMatrix is a rows×cols matrix from slab, float32 or rounded to
+// bfloat16 per keepBF16, filled by decode.
+func quantMatrix(rows, cols int, keepBF16 bool, slab *hugeSlab, decode func(lo, n int, dst []float32)) Tensor {
+	if !keepBF16 {
+		x := hugeSlabAlloc[float32](slab, rows*cols)
+		decode(0, rows, x)
+		return Tensor{Shape: []int{rows, cols}, Data: x}
+	}
+	bf := hugeSlabAlloc[uint16](slab, rows*cols)
+	buf := make([]float32, min(rows, quantRows)*cols)
+	for lo := 0; lo < rows; lo += quantRows {
+		n := min(quantRows, rows-lo)
+		decode(lo, n, buf[:n*cols])
+		for i, v := range buf[:n*cols] {
+			bf[lo*cols+i] = safetensors.Float32ToBF16(v)
+		}
+	}
+	return Tensor{Shape: []int{rows, cols}, BF16: bf}
+}
+
+// fp8 checks an FP8 weight and its block scales and returns their
+// dequantiser.
+func (q *quantParts) fp8(w string, wt, s *safetensors.Tensor) (func(lo, n int, dst []float32), error) {
 	shape := q.want[w]
 	if q.scheme.Block[0] == 0 {
 		return nil, fmt.Errorf("%s is FP8 but config.json has no quantization_config with quant_method fp8 and weight_block_size", w)
@@ -135,13 +162,14 @@ func (q *quantParts) fp8(w string, wt, s *safetensors.Tensor) ([]float32, error)
 	if s.DType != safetensors.F32 || !slices.Equal(s.Shape, want) || len(wt.Data) != rows*cols || len(s.Data) != 4*int(want[0]*want[1]) {
 		return nil, fmt.Errorf("%s_scale_inv is %s %v, want F32 %v for %v blocks of %s", w, s.DType, s.Shape, want, q.scheme.Block, w)
 	}
-	x := make([]float32, rows*cols)
-	quant.FP8Rows(wt.Data, s.Data, cols, q.scheme.Block, 0, rows, x)
-	return x, nil
+	return func(lo, n int, dst []float32) {
+		quant.FP8Rows(wt.Data[lo*cols:], s.Data, cols, q.scheme.Block, lo, n, dst)
+	}, nil
 }
 
-// int4 checks and dequantises a packed INT4 weight and its group scales.
-func (q *quantParts) int4(w string, p, s, sh *safetensors.Tensor) ([]float32, error) {
+// int4 checks a packed INT4 weight and its group scales and returns their
+// dequantiser.
+func (q *quantParts) int4(w string, p, s, sh *safetensors.Tensor) (func(lo, n int, dst []float32), error) {
 	shape := q.want[w]
 	if q.scheme.Group == 0 {
 		return nil, fmt.Errorf("%s_packed is INT4 but config.json has no compressed-tensors pack-quantized quantization_config", w)
@@ -156,9 +184,9 @@ func (q *quantParts) int4(w string, p, s, sh *safetensors.Tensor) ([]float32, er
 		len(p.Data) != rows*cols/2 || len(s.Data) != 2*int(ss[0]*ss[1]) {
 		return nil, fmt.Errorf("%s_packed %s %v and _scale %s %v do not fit %v in groups of %d", w, p.DType, p.Shape, s.DType, s.Shape, shape, q.scheme.Group)
 	}
-	x := make([]float32, rows*cols)
-	quant.Int4Rows(p.Data, s.Data, cols, q.scheme.Group, 0, rows, x)
-	return x, nil
+	return func(lo, n int, dst []float32) {
+		quant.Int4Rows(p.Data[lo*cols/2:], s.Data, cols, q.scheme.Group, lo, n, dst)
+	}, nil
 }
 
 // finish reports a quantised weight whose parts never all arrived.

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"io"
+	"iter"
 	"strconv"
 	"unsafe"
 
@@ -15,7 +16,7 @@ import (
 // checkpoint_listjson_test.go checks. With 10,000 checkpoints, building and
 // encoding those generic objects (boxed values, formatted times) took more
 // CPU than fetching the pages.
-func WriteCheckpointListJSON(w io.Writer, runID string, cps []tinkerapi.Checkpoint) error {
+func WriteCheckpointListJSON(w io.Writer, runID string, cps iter.Seq[*tinkerapi.Checkpoint]) error {
 	const flushAt = 60 << 10
 	b := make([]byte, 0, flushAt+4<<10)
 	b = append(b, "{\n"...)
@@ -25,11 +26,13 @@ func WriteCheckpointListJSON(w io.Writer, runID string, cps []tinkerapi.Checkpoi
 	}
 	b = append(b, `  "checkpoints": [`...)
 	var times render.PyTimes
-	for i := range cps {
-		if i > 0 {
+	some := false
+	for c := range cps {
+		if some {
 			b = append(b, ',')
 		}
-		b = appendCheckpointJSON(b, &cps[i], &times)
+		some = true
+		b = appendCheckpointJSON(b, c, &times)
 		if len(b) >= flushAt {
 			if _, err := w.Write(b); err != nil {
 				return err
@@ -37,7 +40,7 @@ func WriteCheckpointListJSON(w io.Writer, runID string, cps []tinkerapi.Checkpoi
 			b = b[:0]
 		}
 	}
-	if len(cps) > 0 {
+	if some {
 		b = append(b, "\n  "...)
 	}
 	b = append(b, "]\n}\n"...)

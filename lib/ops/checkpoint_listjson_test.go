@@ -3,6 +3,7 @@ package ops
 import (
 	"bytes"
 	"fmt"
+	"iter"
 	"math/rand"
 	"testing"
 	"time"
@@ -56,11 +57,22 @@ func TestWriteCheckpointListJSONMatchesRender(t *testing.T) {
 			if err := render.WriteJSON(&want, listJSONByRender(runID, cps[:n]), render.JSONOptions{Indent: true}); err != nil {
 				t.Fatal(err)
 			}
-			if err := WriteCheckpointListJSON(&got, runID, cps[:n]); err != nil {
+			if err := WriteCheckpointListJSON(&got, runID, each(cps[:n])); err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(got.Bytes(), want.Bytes()) {
 				t.Errorf("%s: direct writer differs from render.WriteJSON:\n got %q\nwant %q", name, firstDiff(got.Bytes(), want.Bytes()), firstDiff(want.Bytes(), got.Bytes()))
+			}
+		}
+	}
+}
+
+// each yields the checkpoints of cps in order.
+func each(cps []tinkerapi.Checkpoint) iter.Seq[*tinkerapi.Checkpoint] {
+	return func(yield func(*tinkerapi.Checkpoint) bool) {
+		for i := range cps {
+			if !yield(&cps[i]) {
+				return
 			}
 		}
 	}

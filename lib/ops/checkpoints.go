@@ -2,8 +2,11 @@ package ops
 
 import (
 	"context"
+	"iter"
+	"maps"
 	"slices"
 	"strings"
+	"sync"
 	gotime "time"
 
 	"github.com/tinkershell/tinker/lib/tinkerapi"
@@ -64,6 +67,75 @@ func ListCheckpoints(ctx context.Context, c *tinkerapi.Client, runID string, lim
 		total = len(cps)
 	}
 	return cps, total, err
+}
+
+// ListCheckpointsPacked is ListCheckpoints for a listing printed whole
+// (`checkpoint list -f json`): the same requests, checks and all-or-nothing
+// failure, with the caller's pages held as tinkerapi.CheckpointPacks
+// (~40 bytes an entry instead of ~210, for a listing's memory is
+// touched for the first time: page faults). The checkpoints are yielded
+// in order, each valid until the next.
+func ListCheckpointsPacked(ctx context.Context, c *tinkerapi.Client, runID string, limit int) (iter.Seq[*tinkerapi.Checkpoint], error) {
+	if runID != "" {
+		cps, _, err := ListCheckpoints(ctx, c, runID, limit, nil)
+		if err != nil {
+			return nil, err
+		}
+		return func(yield func(*tinkerapi.Checkpoint) bool) {
+			for i := range cps {
+				if !yield(&cps[i]) {
+					return
+				}
+			}
+		}, nil
+	}
+	const batch = checkpointBatch
+	first := batch
+	if limit > 0 {
+		first = min(batch, limit)
+	}
+	pack, cursor, err := c.ListUserCheckpointsPacked(ctx, first, 0)
+	if err != nil {
+		return nil, err
+	}
+	total := -1
+	if cursor != nil {
+		total = cursor.TotalCount
+	}
+	// fetchPages pages and counts; the entries it holds are empty
+	// structs (no memory), the packs are kept here by offset. The
+	// listing is the packs in offset order up to its count: the pages
+	// fetchPages drops (after a short one) come last.
+	var mu sync.Mutex
+	packs := map[int]tinkerapi.CheckpointPack{0: pack}
+	counted, err := fetchPages(ctx, make([]struct{}, pack.Len()), total, limit, batch, noProgress{},
+		func(ctx context.Context, l, off int, dst []struct{}) ([]struct{}, error) {
+			p, _, err := c.ListUserCheckpointsPacked(ctx, l, off)
+			if err != nil {
+				return nil, err
+			}
+			mu.Lock()
+			packs[off] = p
+			mu.Unlock()
+			return append(dst, make([]struct{}, p.Len())...), nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	offs := slices.Sorted(maps.Keys(packs))
+	n := len(counted)
+	return func(yield func(*tinkerapi.Checkpoint) bool) {
+		left := n
+		for _, off := range offs {
+			p := packs[off]
+			for c := range p.All() {
+				if left == 0 || !yield(c) {
+					return
+				}
+				left--
+			}
+		}
+	}, nil
 }
 
 // NewestCheckpoints returns the newest limit (<= 0: all) checkpoints of

@@ -81,7 +81,9 @@ func fetchPages[T any](ctx context.Context, first []T, total, limit, batch int, 
 func inPlace[T any](whole []T, from int, pages [][]T) (int, bool) {
 	n := from
 	for _, p := range pages {
-		if whole == nil || (len(p) > 0 && &p[0] != &whole[n]) {
+		// The length check first: elements of size zero (a listing
+		// fetchPages only counts) all share one address.
+		if whole == nil || n+len(p) > len(whole) || (len(p) > 0 && &p[0] != &whole[n]) {
 			return 0, false
 		}
 		n += len(p)

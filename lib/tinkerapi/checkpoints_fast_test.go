@@ -129,6 +129,8 @@ func checkFastAgrees(t *testing.T, body string) bool {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("%q:\nfast    %+v\nreflect %+v", body, got, want)
 	}
+	// What a JSON listing keeps of it: the pack gives the entries back.
+	checkPackRoundTrip(t, got.Checkpoints)
 	return true
 }
 

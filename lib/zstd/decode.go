@@ -62,6 +62,9 @@ type decoder struct {
 	out          []byte
 	base         int // len(dst): where this call's output starts
 	frameStart   int // where the current frame's content starts in out
+	blockStart   int // where the current block's content starts in out
+	limit        int // len(out) the current block may not pass (setLimit)
+	blockMax     int // the current frame's block content maximum
 	window       int
 	lits         []byte
 	huff         *huffTable // ownHuff once a block described a tree
@@ -247,6 +250,30 @@ func leUint(b []byte) uint64 {
 // room is how many more bytes the output may take.
 func (d *decoder) room() int { return max(d.MaxOutput-(len(d.out)-d.base), 0) }
 
+// setLimit starts a block: its content may take blockMax bytes (RFC 8878
+// 3.1.1.2.4: 128 KiB, or the window when smaller) and no more than the
+// output bound leaves. Every write checks against it before it grows
+// the output, so a block's sequences cannot run past either: checked
+// once the block ended, one block could grow the output by up to the
+// whole bound.
+func (d *decoder) setLimit() {
+	d.blockStart, d.limit = len(d.out), len(d.out)+min(d.blockMax, d.room())
+}
+
+// fits reports whether n more bytes stay within the current block's
+// limit.
+func (d *decoder) fits(n int) bool { return n <= d.limit-len(d.out) }
+
+// overLimit is the error for n more bytes that do not fit: the block's
+// maximum when they pass it (the frame is corrupt), else the output
+// bound. Apart so that the writes' checks inline.
+func (d *decoder) overLimit(n int) error {
+	if len(d.out)+n-d.blockStart > d.blockMax {
+		return corrupt("block content over %d bytes (the frame's block maximum)", d.blockMax)
+	}
+	return ErrOutputTooLarge
+}
+
 // reserve grows the output for a frame's declared size, but no further
 // than its input could plausibly expand to: the size is the sender's word.
 // It doubles the capacity when that is more, up to the output bound:
@@ -263,6 +290,7 @@ func (d *decoder) reserve(size int64, inLen int) {
 // blocks decodes a frame's blocks and returns the bytes they used.
 func (d *decoder) blocks(src []byte, blockMax int) (int, error) {
 	pos := 0
+	d.blockMax = blockMax
 	for {
 		if len(src)-pos < 3 {
 			return 0, corrupt("truncated block header")
@@ -271,6 +299,7 @@ func (d *decoder) blocks(src []byte, blockMax int) (int, error) {
 		pos += 3
 		last, kind, size := h&1 != 0, h>>1&3, int(h>>3)
 		start := len(d.out)
+		d.setLimit()
 		if err := d.spend(workPerBlock); err != nil {
 			return 0, err
 		}
@@ -291,9 +320,6 @@ func (d *decoder) blocks(src []byte, blockMax int) (int, error) {
 		}
 		if err != nil {
 			return 0, err
-		}
-		if len(d.out)-start > blockMax {
-			return 0, corrupt("block content over %d bytes", blockMax)
 		}
 		if err := d.spend(workPerOutput * (len(d.out) - start)); err != nil {
 			return 0, err
@@ -316,8 +342,8 @@ func (d *decoder) rleBlock(src []byte, size, blockMax int) error {
 	if size > blockMax || len(src) < 1 {
 		return corrupt("RLE block of %d bytes", size)
 	}
-	if size > d.room() {
-		return ErrOutputTooLarge
+	if !d.fits(size) {
+		return d.overLimit(size)
 	}
 	for i := 0; i < size; i++ {
 		d.out = append(d.out, src[0])
@@ -349,8 +375,8 @@ func (d *decoder) compressedBlock(src []byte, blockMax int) error {
 
 // appendOut appends b within the output bound.
 func (d *decoder) appendOut(b []byte) error {
-	if len(b) > d.room() {
-		return ErrOutputTooLarge
+	if !d.fits(len(b)) {
+		return d.overLimit(len(b))
 	}
 	d.out = append(d.out, b...)
 	return nil
@@ -359,8 +385,8 @@ func (d *decoder) appendOut(b []byte) error {
 // appendSeq appends a sequence's literals and its match of mlen bytes
 // off bytes back, which may overlap what it writes.
 func (d *decoder) appendSeq(lits []byte, off, mlen int) error {
-	if len(lits)+mlen > d.room() {
-		return ErrOutputTooLarge
+	if !d.fits(len(lits) + mlen) {
+		return d.overLimit(len(lits) + mlen)
 	}
 	d.out = append(d.out, lits...)
 	if off > len(d.out)-d.frameStart || off > d.window {

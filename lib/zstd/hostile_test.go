@@ -3,6 +3,8 @@ package zstd
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	kzstd "github.com/klauspost/compress/zstd"
@@ -93,4 +95,66 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("we decode %d bytes, klauspost %d different ones", len(got), len(theirs))
 		}
 	})
+}
+
+// blockFrame is a hand-made frame without a content size whose window
+// descriptor is wd and whose one compressed block holds RLE literals
+// "xxx" and one sequence (RLE tables: literal length 3, offset 3, match
+// length code 52) whose match is 65539+mlExtra bytes: 65542+mlExtra in
+// all.
+func blockFrame(wd byte, mlExtra uint16) []byte {
+	body := []byte{0x19, 'x', // RLE literals: 3 x
+		1, 0x54, 3, 2, 52, // one sequence; RLE tables: literal length code 3, offset code 2, match length code 52
+		// Read backwards from the marker (bit 18): offset extra bits 2
+		// (offset 3), then the match length's 16 extra bits.
+		byte(mlExtra), byte(mlExtra >> 8), 0x06}
+	h := 1 | 2<<1 | len(body)<<3 // last compressed block
+	return append([]byte{0x28, 0xB5, 0x2F, 0xFD, 0, wd, byte(h), byte(h >> 8), byte(h >> 16)}, body...)
+}
+
+// TestDecodeBlockMaximum: a block's content may not pass the block
+// maximum, 128 KiB or the window when smaller (RFC 8878 3.1.1.2.4), nor
+// the output bound, and the decoder stops before writing past either,
+// not once the block has ended.
+func TestDecodeBlockMaximum(t *testing.T) {
+	kd, _ := kzstd.NewReader(nil, kzstd.WithDecoderConcurrency(1))
+	defer kd.Close()
+	const mib = 0x50 // window descriptor: 1 MiB
+	ok := blockFrame(mib, 0)
+	want := bytes.Repeat([]byte("x"), 65542)
+	if theirs, err := kd.DecodeAll(ok, nil); err != nil || !bytes.Equal(theirs, want) {
+		t.Fatalf("the oracle reads the hand-made frame as %d bytes, %v; fix the frame", len(theirs), err)
+	}
+	if got, err := testLimits.DecodeAll(ok, nil); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("a 65,542-byte block: %d bytes, %v", len(got), err)
+	}
+	for _, tc := range []struct {
+		name     string
+		frame    []byte
+		max      int   // MaxOutput
+		wantErr  error // and the message naming the maximum, for ErrCorrupt
+		blockMax int
+	}{
+		// 3 + 65539 + 65535 = 131077 bytes, 5 over 128 KiB.
+		{"over 128 KiB", blockFrame(mib, 0xFFFF), 64 << 20, ErrCorrupt, 128 << 10},
+		// 65542 bytes in a 1 KiB window (descriptor 0).
+		{"over the window", blockFrame(0, 0), 64 << 20, ErrCorrupt, 1 << 10},
+		// Within the block maximum, over the output bound.
+		{"over the output bound", ok, 65541, ErrOutputTooLarge, 128 << 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &decoder{Decoder: Decoder{MaxOutput: tc.max, MaxWindow: 1 << 20}}
+			d.budget = d.workBudget()
+			err := d.run(tc.frame)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err %v, want %v", err, tc.wantErr)
+			}
+			if tc.wantErr == ErrCorrupt && !strings.Contains(err.Error(), fmt.Sprintf("block content over %d bytes", tc.blockMax)) {
+				t.Errorf("err %q does not name the block maximum %d", err, tc.blockMax)
+			}
+			if len(d.out) > min(tc.blockMax, tc.max) {
+				t.Errorf("wrote %d bytes before refusing; the limit is %d", len(d.out), min(tc.blockMax, tc.max))
+			}
+		})
+	}
 }

@@ -50,6 +50,7 @@ func Main(args []string, io *term.IO) (code int) {
 			code = shell.ExitError
 		}
 	}()
+	mainArgs = args
 	opts, rest, err := parseGlobal(args)
 	if err != nil {
 		return usageError(io, "tinker", err.Error())

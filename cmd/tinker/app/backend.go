@@ -8,10 +8,9 @@ import (
 	"time"
 
 	"github.com/tinkershell/tinker/builtins"
+	"github.com/tinkershell/tinker/cmd/tinker/localapi"
 	"github.com/tinkershell/tinker/lib/config"
-	"github.com/tinkershell/tinker/lib/engine"
 	"github.com/tinkershell/tinker/lib/ops"
-	"github.com/tinkershell/tinker/lib/server"
 	"github.com/tinkershell/tinker/lib/term"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 )
@@ -70,8 +69,9 @@ func DataDir() string {
 }
 
 // chooseBackend picks the backend from flags and environment. With --local a
-// server runs in-process on a loopback port, started on first use; the
-// returned cleanup stops it.
+// server runs in-process on a loopback port, started on first use (in
+// tinker-local: tinker hands its process over to it first); the returned
+// cleanup stops it.
 func chooseBackend(io *term.IO, opts options, now func() time.Time) (builtins.Backend, func(), error) {
 	if !opts.local && len(opts.models) == 0 && opts.env(config.EnvAPIKey) == "" && opts.env(config.EnvCredentialCmd) == "" {
 		// No backend, the common case of `tinker -c` and scripts: decided
@@ -87,31 +87,24 @@ func chooseBackend(io *term.IO, opts options, now func() time.Time) (builtins.Ba
 		cfg.Logf = func(format string, args ...any) { fmt.Fprintf(io.Err, format+"\n", args...) }
 	}
 	if opts.local {
-		dirs, err := modelDirs(opts.models)
+		// tinker hands over to tinker-local here, before anything has run.
+		local, err := localServer()
+		if err != nil {
+			return nil, nil, err
+		}
+		dirs, err := modelDirs(local, opts.models)
 		if err != nil {
 			return nil, nil, err
 		}
 		dir := DataDir()
 		// Always the local user: a key in the environment belongs to the
 		// hosted service, and would show another user's (empty) store.
-		cfg.APIKey = server.LocalUserKey
+		cfg.APIKey = localapi.LocalUserKey
 		cfg.CredentialCmd = ""
-		var srv *server.Server
-		b := &remoteBackend{name: "local, user " + server.LocalUserKey + ", data in " + dir, cfg: cfg}
-		b.start = func() (string, error) {
-			var err error
-			pool := &engine.Pool{Dirs: dirs}
-			srv, err = server.Open(server.Options{DataDir: dir, Now: now, Sampler: server.EngineSampler(pool), Engine: pool})
-			if err != nil {
-				return "", fmt.Errorf("local server: %w", err)
-			}
-			return srv.Start("127.0.0.1:0")
-		}
-		return b, func() {
-			if srv != nil {
-				srv.Close()
-			}
-		}, nil
+		b := &remoteBackend{name: "local, user " + localapi.LocalUserKey + ", data in " + dir, cfg: cfg}
+		start, stop := local.Backend(dir, dirs, now)
+		b.start = start
+		return b, stop, nil
 	}
 	if len(opts.models) > 0 {
 		return nil, nil, fmt.Errorf("--model applies to the local server: add --local (or pass it to tinker serve)")

@@ -13,7 +13,6 @@ import (
 	"github.com/tinkershell/tinker/lib/ops"
 	"github.com/tinkershell/tinker/lib/progress"
 	"github.com/tinkershell/tinker/lib/render"
-	"github.com/tinkershell/tinker/lib/server"
 	"github.com/tinkershell/tinker/lib/tinkerapi"
 	"github.com/tinkershell/tinker/shell"
 )
@@ -118,16 +117,21 @@ var serveImportAdapterCmd = &command{
 }
 
 func runImportAdapter(c *invocation) int {
+	local, err := localServer()
+	if err != nil {
+		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
+		return shell.ExitError
+	}
 	base := c.str("base-model")
 	if base == "" {
 		return c.usageError("Missing option '--base-model'.")
 	}
-	if _, err := modelDirs(append(c.multi("model"), c.opts.models...)); err != nil {
+	if _, err := modelDirs(local, append(c.multi("model"), c.opts.models...)); err != nil {
 		return c.usageError(err.Error())
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := server.ImportAdapter(ctx, dataFlag(c), c.args[0], base, c.str("name"), c.now())
+	res, err := local.ImportAdapter(ctx, dataFlag(c), c.args[0], base, c.str("name"), c.now())
 	if err != nil {
 		fmt.Fprintf(c.io.Err, "Error: import-adapter %s: %s\n", render.Printable(c.args[0]), render.Printable(err.Error()))
 		return shell.ExitError

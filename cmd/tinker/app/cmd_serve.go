@@ -12,10 +12,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tinkershell/tinker/lib/console"
-	"github.com/tinkershell/tinker/lib/engine"
+	"github.com/tinkershell/tinker/cmd/tinker/localapi"
 	"github.com/tinkershell/tinker/lib/ops"
-	"github.com/tinkershell/tinker/lib/server"
 	"github.com/tinkershell/tinker/lib/userfile"
 	"github.com/tinkershell/tinker/shell"
 )
@@ -28,7 +26,7 @@ var serveCmd = &command{
 		"starting with tml- is accepted, each one a user;\n" +
 		"a non-loopback --addr requires explicit keys. A key given with --api-key\n" +
 		"is visible to every user of the machine in the process list (ps): give\n" +
-		"keys with --api-key-file or $" + server.KeysEnv + " instead.\n" +
+		"keys with --api-key-file or $" + localapi.KeysEnv + " instead.\n" +
 		"Limits: idle models written to disk to make room in training memory\n" +
 		"take at most 1 GiB per user (then that user's further models wait);\n" +
 		"a request body must arrive within 2 minutes; one client may hold 256\n" +
@@ -38,7 +36,7 @@ var serveCmd = &command{
 		{Long: "--data", Kind: flagPath, Metavar: "DIR", Help: "Data directory (default $XDG_DATA_HOME/tinker)."},
 		{Long: "--addr", Kind: flagString, Metavar: "HOST:PORT", Help: "Listen address (default 127.0.0.1:8000)."},
 		{Long: "--api-key", Kind: flagMulti, Metavar: "KEY", Help: "Accept only this key (repeatable; visible in the process list)."},
-		{Long: "--api-key-file", Kind: flagPath, Metavar: "FILE", Help: "Accept the keys in FILE, one a line (also $" + server.KeysEnv + ", comma-separated)."},
+		{Long: "--api-key-file", Kind: flagPath, Metavar: "FILE", Help: "Accept the keys in FILE, one a line (also $" + localapi.KeysEnv + ", comma-separated)."},
 		{Long: "--model", Kind: flagMulti, Metavar: "NAME=DIR", Help: "Serve base model NAME from a Hugging Face model directory (repeatable); NAME may be new."},
 		{Long: "--train-memory", Kind: flagString, Metavar: "SIZE", Help: "Training memory: running passes, queued requests and trainers each stay within it, e.g. 4G or 512M (default a quarter of RAM)."},
 		{Long: "--abandon-grace", Kind: flagString, Metavar: "DURATION", Help: "Cancel a running sample outside any session when its client has not polled for it this long (default 60s). A session's work stops when its heartbeats stop or its client cancels it, never for a gap between polls."},
@@ -61,7 +59,7 @@ var serveImportCmd = &command{
 		"\"checkpoints\", a list of {\"kind\": \"weights\" or \"sampler_weights\", \"name\",\n" +
 		"\"time\", \"public\", \"expires_at\"}. \"owner_key\" (at the top or on a run) gives\n" +
 		"runs to the user of that API key; without it they belong to the local user\n" +
-		"(" + server.LocalUserKey + "), the one tinker --local acts as.",
+		"(" + localapi.LocalUserKey + "), the one tinker --local acts as.",
 	Args: []argSpec{{Name: "FILE"}},
 	Flags: []flagSpec{
 		{Long: "--data", Kind: flagPath, Metavar: "DIR", Help: "Data directory (default $XDG_DATA_HOME/tinker)."},
@@ -70,22 +68,29 @@ var serveImportCmd = &command{
 }
 
 func runServe(c *invocation) int {
+	local, err := localServer()
+	if err != nil {
+		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
+		return shell.ExitError
+	}
 	dir := dataFlag(c)
 	addr := c.str("addr")
 	if addr == "" {
 		addr = "127.0.0.1:8000"
 	}
-	dirs, err := modelDirs(c.multi("model"))
+	dirs, err := modelDirs(local, c.multi("model"))
 	if err != nil {
 		return c.usageError(err.Error())
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	var trainMem int64
 	if v := c.str("train-memory"); v != "" {
 		if trainMem, err = parseSize(v); err != nil {
 			return c.usageError(fmt.Sprintf("Invalid value for '--train-memory': %v", err))
 		}
 	}
-	if c.has("bf16-compute") && !engine.BF16ComputeAvailable() {
+	if c.has("bf16-compute") && !local.BF16ComputeAvailable() {
 		return c.usageError("--bf16-compute needs a CPU with AVX512-BF16 or AMX; this one has neither (run without it)")
 	}
 	grace, err := shutdownGrace(c.str("shutdown-grace"))
@@ -96,47 +101,12 @@ func runServe(c *invocation) int {
 	if err != nil {
 		return c.usageError(err.Error())
 	}
-	// Keys are never echoed; a file or the environment keeps them out of
-	// the process list.
-	keys, err := server.CollectAPIKeys(c.multi("api-key"), c.str("api-key-file"), os.Getenv(server.KeysEnv))
+	err = local.Serve(ctx, localapi.ServeOptions{Addr: addr, DataDir: dir,
+		APIKeys: c.multi("api-key"), APIKeyFile: c.str("api-key-file"), KeysFromEnv: os.Getenv(localapi.KeysEnv),
+		Models: dirs, TrainMemory: trainMem, BF16Compute: c.has("bf16-compute"), JWT: c.has("jwt"),
+		ShutdownGrace: grace, AbandonGrace: abandon, ConsoleLogDirs: c.multi("console-log-dir"),
+		Logf: serveLog(c), Now: c.now, Err: c.io.Err})
 	if err != nil {
-		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
-		return shell.ExitError
-	}
-	var private []string
-	for _, d := range dirs {
-		private = append(private, d)
-	}
-	// Bind first: a taken or refused address fails before the data
-	// directory is created or a server announced.
-	ln, err := server.Listen(addr, len(keys) > 0)
-	if err != nil {
-		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
-		return shell.ExitError
-	}
-	defer ln.Close()
-	pool := &engine.Pool{Dirs: dirs, Options: engine.LoadOptions{BF16Compute: c.has("bf16-compute")}}
-	bound := ln.Addr().String()
-	con, err := console.New(console.Options{BaseURL: console.LoopbackURL(bound), LogDirs: c.multi("console-log-dir"), Now: c.now})
-	if err != nil {
-		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
-		return shell.ExitError
-	}
-	srv, err := server.Open(server.Options{DataDir: dir, APIKeys: keys, Now: c.now, Logf: serveLog(c),
-		Sampler: server.EngineSampler(pool), Engine: pool, TrainMemory: trainMem, PrivatePaths: private, KeepTrainers: true, JWT: c.has("jwt"),
-		ShutdownGrace: grace, AbandonGrace: abandon, Wrap: con.Wrap, OnTrain: con.Curves().OnTrain})
-	if err != nil {
-		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
-		return shell.ExitError
-	}
-	defer srv.Close()
-	con.Curves().SetHistory(srv.TrainHistory)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	fmt.Fprintf(c.io.Err, "tinker server on http://%s (data %s); set TINKER_BASE_URL=http://%s\n", bound, dir, bound)
-	fmt.Fprintf(c.io.Err, "Hugging Face clients (tokenizers of the tiny models): set HF_ENDPOINT=http://%s\n", bound)
-	fmt.Fprintf(c.io.Err, "Web console: open %s/ in a browser on this machine and sign in with your API key\n", console.LoopbackURL(bound))
-	if err := srv.Serve(ctx, ln); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
 		return shell.ExitError
 	}
@@ -168,6 +138,11 @@ func dataFlag(c *invocation) string {
 const maxManifest = 256 << 20
 
 func runImport(c *invocation) int {
+	local, err := localServer()
+	if err != nil {
+		fmt.Fprintf(c.io.Err, "Error: %v\n", err)
+		return shell.ExitError
+	}
 	dir, file := dataFlag(c), c.args[0]
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -179,12 +154,12 @@ func runImport(c *invocation) int {
 		return shell.ExitError
 	}
 	start := time.Now()
-	stats, err := server.Import(ctx, dir, bytes.NewReader(data), c.now())
+	runs, checkpoints, err := local.Import(ctx, dir, bytes.NewReader(data), c.now())
 	if err != nil {
 		fmt.Fprintf(c.io.Err, "Error: import %s: %v\n", file, err)
 		return shell.ExitError
 	}
-	fmt.Fprintf(c.io.Err, "Imported %s and %s into %s in %.2fs\n", ops.Count(stats.Runs, "run", "runs"), ops.Count(stats.Checkpoints, "checkpoint", "checkpoints"), dir, time.Since(start).Seconds())
+	fmt.Fprintf(c.io.Err, "Imported %s and %s into %s in %.2fs\n", ops.Count(runs, "run", "runs"), ops.Count(checkpoints, "checkpoint", "checkpoints"), dir, time.Since(start).Seconds())
 	return shell.ExitOK
 }
 
@@ -203,8 +178,9 @@ func parseSize(v string) (int64, error) {
 	return n * mult, nil
 }
 
-// modelDirs parses --model NAME=DIR values.
-func modelDirs(values []string) (map[string]string, error) {
+// modelDirs parses --model NAME=DIR values and registers them with the
+// local server.
+func modelDirs(local localapi.Server, values []string) (map[string]string, error) {
 	dirs := map[string]string{}
 	for _, m := range values {
 		name, path, ok := strings.Cut(m, "=")
@@ -215,7 +191,7 @@ func modelDirs(values []string) (map[string]string, error) {
 			return nil, fmt.Errorf("Invalid value for '--model': %s is not a directory.", path)
 		}
 		dirs[name] = path
-		if err := server.RegisterModelDir(name, path); err != nil {
+		if err := local.RegisterModelDir(name, path); err != nil {
 			return nil, fmt.Errorf("Invalid value for '--model': %v", err)
 		}
 	}
