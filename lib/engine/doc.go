@@ -1504,9 +1504,11 @@
 // one process (load 10: hot 0.80, one thread 1.13-1.15, two threads'
 // CPU 1.13-1.15, wall 1.11-1.14). It is a tuning for this host: a core
 // whose memory outran 0.8x of the loop's L2 rate would lose by it, and
-// it was not measured on the Xeon. Decoding the brief's VPSLLVD and the
-// VPEXPANDW forms against the broadcast one the same way: 0.95-1.00x
-// and 1.00-1.06x, within the noise.
+// it was not measured on the Xeon. The same unused shuffle in
+// fwdRow16F32 (one a chunk, a line of float32): hot 1.00, memory 0.97 on
+// one thread and two, so that kernel is not paced. Decoding the brief's
+// VPSLLVD and the VPEXPANDW forms against the broadcast one the same
+// way: 0.95-1.00x and 1.00-1.06x, within the noise.
 //
 // BenchmarkPrefillDecode's decode figure is the median of five decodes,
 // each against the mean of the read-bandwidth probes over the model's
