@@ -1501,8 +1501,8 @@
 // alternately (one a chunk, four pairs, load 5-14): tokens per
 // CPU-second 0.92-1.17x (median 1.03), separate processes too noisy to
 // read. BenchmarkRow16Pacing repeats the kernels' paired comparison in
-// one process (load 10: hot 0.80, one thread 1.13-1.15, two threads'
-// CPU 1.13-1.15, wall 1.11-1.14). It is a tuning for this host: a core
+// one process (nine runs at load 4-11: hot 0.80-0.81, one thread
+// 1.11-1.16, two threads' CPU 1.02-1.17, wall 1.02-1.26). It is a tuning for this host: a core
 // whose memory outran 0.8x of the loop's L2 rate would lose by it, and
 // it was not measured on the Xeon. The same unused shuffle in
 // fwdRow16F32 (one a chunk, a line of float32): hot 1.00, memory 0.97 on
