@@ -1431,7 +1431,19 @@
 // float32 and 255-325 to 136 MB kept in bfloat16; a DeepSeek from FP8 169
 // to 113 MB and from INT4 147 to 87 MB in bfloat16, equal in float32),
 // and no bit changed (the weights' bits and the logprobs, before and
-// after, in float32, bfloat16 and bf16 compute).
+// after, in float32, bfloat16 and bf16 compute). So do the other MoE
+// families' fused experts in transformers 5.x's layout (Qwen3-MoE's and
+// DeepSeek's mlp.experts.gate_up_proj and down_proj, splitFusedExperts):
+// each expert's rows are contiguous there, so the fused tensor is
+// converted once into the slab and the experts' matrices are slices of
+// it, with no float32 copy of the whole on the way to bfloat16. VmHWM,
+// one process a load, three pairs each, from bfloat16: a 2-layer,
+// 8-expert Qwen3-MoE of width 1024 kept in bfloat16 255-260 to 159 MB
+// (bf16 compute 259-309 to 209), a 2-layer, 6-expert DeepSeek 156 to 82
+// (168 to 111), equal widened to float32 and from float32; the same bits
+// (weights and logprobs, tiny and these, from F32, BF16 and F16, in
+// every load mode). A signalling NaN is still made quiet, as the
+// widening and rounding it replaces did.
 //
 // The kernel on Zen 4, one thread, thread CPU time, over the model's
 // 1.19 GB of bfloat16 matrices against the probe over the same bytes,
@@ -1527,4 +1539,63 @@
 // Under load the probe, two goroutines that must run at once, fell to
 // 3.8-5 GB/s while decoding streamed 6-8, so shares above 100% mean a
 // loaded machine, not a fast kernel: take the figure from a quiet run.
+//
+// That figure compares unlike things: the decode's mean over a second of
+// 32 tokens, every pause from another process included, against the
+// fastest of 42 readings spread over three seconds, every disturbed one
+// left out. Under load the mean falls and the maximum does not, so the
+// same build read 68-85% over nine A/B rounds. BenchmarkDecode and
+// BenchmarkPrefillDecode now also report %decode-of-limit-paired
+// (pairedShare, beside the old figure): one more decode with one reading
+// of the matrices after every token, from Sample's StopFunc, which runs
+// on the stepping goroutine, so readings and tokens take turns and never
+// overlap. Each token (forward, sampling, the batcher's hand-offs) is set
+// against the faster of the two readings on either side of it, tens of
+// milliseconds away, by the two variants that read fastest in that
+// decode's probes, alternating; the figure is the median over the tokens.
+// The limit stays a real reading of the same bytes at that moment by the
+// fastest known way, never a mean or a model. The readings (poolRead)
+// claim 2 MiB pieces on the engine's worker pool, as the decode's
+// products claim theirs: with the fixed halves of bandwidthOver a core
+// the host slowed held up the whole reading, and under load (average 6-9)
+// the paired readings fell to 12 GB/s against the probes' 21 while the
+// decode's did not, a share of 108%; with pieces they read what the
+// probes did (101% of their median). On the pool, the worker also stays
+// busy between tokens instead of sleeping through a reading and waking
+// for the next token with a halved spin budget, which would charge the
+// decode a cost the plain decode does not pay. Five rounds under load
+// average 6-12 (2026-11-29, 17:55-18:01): the old figure 41-58%, the
+// paired one 51-70%, 2-24 points above it in every round; neither is
+// narrow under that load (in one round the paired readings ran at 54 GB/s,
+// 1.8x the probes' median, and the tokens beside them as fast): the quiet
+// run decides. Three more (load 10-16): old 28.5, 42.5, 65.8%, paired
+// 86.0, 56.1, 66.5%; the round where the decode streamed fastest (36
+// GB/s, probes 55) had the two figures agree, and one old-only round
+// beside them read 113%, its probes all slowed by the load.
+//
+// Where a bfloat16 decoding token's time goes (the 0.6B shape, positions
+// 1-32). Under perf (load average 1-1.5), of the decode's CPU samples
+// 90% were in fwdRow16BF16, 5.6% in the idle worker's wait for the next
+// product (workerPool.next, four fifths of it in runtime.Gosched), 1.2%
+// attention, 0.5% norms, rope, SwiGLU and the residual adds, 0.4%
+// sampling, the rest the scheduler. The worker spent 12% of its time
+// waiting and ran 43% of the rows. BenchmarkDecodeGap times it token by
+// token, the variants in turn (eleven runs, load average 5-14, so only
+// what holds in every run counts): the products alone, the same forks on
+// fixed vectors, took 88-98% of a forward step, so the work between them
+// (norms, rope, attention at these positions, the logits' rounding) is a
+// few percent. The same pieces in a single fork (no barrier between the
+// products; not a valid decode, a bound on what fewer forks could win)
+// took 102-149% of the forks' time in the six runs that had it, never
+// less: the 113 hand-offs and tails of a token cost nothing measurable,
+// so fusing more of them (q/k/v and gate/up already share one) is not
+// where the share is. The whole
+// token cut as one group (a few huge pieces first) took 77-132%, and the
+// forks cut coarser (a third of the weights left, at least 4x
+// decodeMinPiece) 104-105% under load 10-14: decodePieces stays. The read
+// probe over the token's bytes took 63-118% of the products' time,
+// 63-87% below load 8. What is left is the kernels' pace against the
+// probe's, and under load the forks' ends: a worker the machine takes
+// away holds the piece it claimed until it runs again, whatever the
+// piece's size.
 package engine

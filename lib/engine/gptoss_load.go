@@ -188,17 +188,6 @@ func (x *expertRows) store(e, o int, v []float32) {
 	}
 }
 
-func newMatrix(x []float32, rows, cols int, keepBF16 bool) Tensor {
-	if !keepBF16 {
-		return Tensor{Shape: []int{rows, cols}, Data: x}
-	}
-	bf := make([]uint16, len(x))
-	for i, v := range x {
-		bf[i] = safetensors.Float32ToBF16(v)
-	}
-	return Tensor{Shape: []int{rows, cols}, BF16: bf}
-}
-
 // splitBias stores a fused bias ([experts, 2·inter] interleaved, or
 // [experts, hidden]) per expert.
 func splitBias(c Config, p, proj string, t *safetensors.Tensor, ts Tensors) error {

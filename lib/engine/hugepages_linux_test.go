@@ -165,7 +165,9 @@ func TestLoadedMatricesInHugePages(t *testing.T) {
 // the matrices converted at load rather than read: GPT-OSS's fused MXFP4
 // (and dense) experts, split per expert (gptoss_load.go), and DeepSeek
 // V3.1's FP8 and Kimi K2's INT4 weights (quant_load.go), in float32 and
-// kept in bfloat16. Each is 2 MiB or more in bfloat16, so that every one
+// kept in bfloat16; and the fused experts of transformers 5.x's layout
+// for the other MoE families (splitFusedExperts, here Qwen3-MoE's), in
+// bf16 compute too. Each is 2 MiB or more in bfloat16, so that every one
 // comes from the slab.
 func TestConvertedMatricesInHugePages(t *testing.T) {
 	requireAdvised := func(t *testing.T, ms []mat) {
@@ -174,6 +176,8 @@ func TestConvertedMatricesInHugePages(t *testing.T) {
 		for _, x := range ms {
 			var lo, n uintptr
 			switch {
+			case x.vn != nil:
+				lo, n = uintptr(unsafe.Pointer(unsafe.SliceData(x.vn))), uintptr(2*len(x.vn))
 			case x.bf != nil:
 				lo, n = uintptr(unsafe.Pointer(unsafe.SliceData(x.bf))), uintptr(2*len(x.bf))
 			default:
@@ -213,6 +217,31 @@ func TestConvertedMatricesInHugePages(t *testing.T) {
 				requireAdvised(t, ms)
 			})
 		}
+	}
+
+	f := moeConfig(true)
+	f.Hidden, f.MoEIntermediate, f.Experts, f.ExpertsPerToken = 1024, 1024, 2, 1
+	f.Layers, f.MLPOnlyLayers, f.VocabSize = 1, nil, 64
+	fdir := t.TempDir()
+	writeHFDir(t, fdir, f, fuseExperts(f, randomTensors(f, 4)), safetensors.BF16, 1)
+	for _, mode := range append(modes, struct {
+		name string
+		opt  LoadOptions
+	}{"bf16-compute", LoadOptions{BF16Compute: true}}) {
+		t.Run("fused-qwen3-moe/"+mode.name, func(t *testing.T) {
+			if mode.opt.BF16Compute && !bf16Compute() {
+				t.Skip("no bf16 compute on this CPU")
+			}
+			m, err := LoadDirWith(fdir, mode.opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ms []mat
+			for _, x := range m.w.layers[0].moe.experts {
+				ms = append(ms, x.gate, x.up, x.down)
+			}
+			requireAdvised(t, ms)
+		})
 	}
 
 	q, err := TinyConfig(models.TinyDeepSeek)

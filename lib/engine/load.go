@@ -145,7 +145,7 @@ func loadFile(path, prefix string, want map[string][]int, ts Tensors, keepBF16 b
 			continue
 		}
 		if fusedExperts.MatchString(st.Name) {
-			if err := splitFusedExperts(st, ts, keepBF16); err != nil {
+			if err := splitFusedExperts(st, ts, keepBF16, slab); err != nil {
 				return fmt.Errorf("load weights %s: %w", path, err)
 			}
 			continue

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -309,31 +310,61 @@ var fusedExperts = lazyre.New(`^(model\.layers\.\d+\.mlp\.experts\.)(gate_up_pro
 // splitFusedExperts adds the per-expert tensors of one fused expert
 // parameter to ts, named as transformers 4.x names them (the tensor's
 // shape is checked against the config when the model is built);
-// bfloat16 stays bfloat16 when keepBF16, as other matrices do.
-func splitFusedExperts(st *safetensors.Tensor, ts Tensors, keepBF16 bool) error {
+// bfloat16 stays bfloat16 when keepBF16, as other matrices do. Each
+// expert's gate, up and down rows are contiguous in the fused tensor, so
+// the fused tensor is converted once, straight into the load's slab
+// (hugeSlab; nil: the heap), and the experts' matrices are slices of
+// it: no float32 copy of the whole is made on the way to bfloat16.
+func splitFusedExperts(st *safetensors.Tensor, ts Tensors, keepBF16 bool, slab *hugeSlab) error {
 	m := fusedExperts.FindStringSubmatch(st.Name)
-	t, err := toTensor(st)
-	if err != nil {
-		return err
+	if len(st.Shape) != 3 || (m[2] == "gate_up_proj" && st.Shape[1]%2 != 0) {
+		return fmt.Errorf("fused expert tensor %s has shape %v, want [experts, rows, cols] with even rows for gate_up_proj", st.Name, st.Shape)
 	}
-	mk := func(shape []int, x []float32) Tensor { return Tensor{Shape: shape, Data: x} }
+	experts, rows, cols := int(st.Shape[0]), int(st.Shape[1]), int(st.Shape[2])
+	n := experts * rows * cols
+	var f32 []float32
+	var bf []uint16
 	if keepBF16 && st.DType == safetensors.BF16 {
-		mk = func(shape []int, x []float32) Tensor { return newMatrix(x, shape[0], shape[1], true) }
+		if len(st.Data) != 2*n {
+			return fmt.Errorf("tensor %s: %d data bytes do not match shape %v of %s", st.Name, len(st.Data), st.Shape, st.DType)
+		}
+		bf = hugeSlabAlloc[uint16](slab, n)
+		for i := range bf {
+			// The bits as stored, a NaN made quiet as widening to
+			// float32 and rounding back did before.
+			b := binary.LittleEndian.Uint16(st.Data[2*i:])
+			if b&0x7fff > 0x7f80 {
+				b |= 0x40
+			}
+			bf[i] = b
+		}
+	} else {
+		f32 = hugeSlabAlloc[float32](slab, n)
+		if slab == nil {
+			adviseHuge(f32)
+		}
+		if err := st.Float32Into(f32); err != nil {
+			return err
+		}
 	}
-	if len(t.Shape) != 3 || (m[2] == "gate_up_proj" && t.Shape[1]%2 != 0) {
-		return fmt.Errorf("fused expert tensor %s has shape %v, want [experts, rows, cols] with even rows for gate_up_proj", st.Name, t.Shape)
+	// mk is rows [lo, lo+r) of the fused tensor as one matrix, capped so
+	// that no append reaches the next.
+	mk := func(lo, r int) Tensor {
+		a, b := lo*cols, (lo+r)*cols
+		if bf != nil {
+			return Tensor{Shape: []int{r, cols}, BF16: bf[a:b:b]}
+		}
+		return Tensor{Shape: []int{r, cols}, Data: f32[a:b:b]}
 	}
-	rows, cols := t.Shape[1], t.Shape[2]
-	for e := range t.Shape[0] {
-		x := t.Data[e*rows*cols : (e+1)*rows*cols]
+	for e := range experts {
 		p := m[1] + fmt.Sprint(e) + "."
 		if m[2] == "down_proj" {
-			ts[p+"down_proj.weight"] = mk([]int{rows, cols}, x)
+			ts[p+"down_proj.weight"] = mk(e*rows, rows)
 			continue
 		}
 		half := rows / 2
-		ts[p+"gate_proj.weight"] = mk([]int{half, cols}, x[:half*cols])
-		ts[p+"up_proj.weight"] = mk([]int{half, cols}, x[half*cols:])
+		ts[p+"gate_proj.weight"] = mk(e*rows, half)
+		ts[p+"up_proj.weight"] = mk(e*rows+half, half)
 	}
 	return nil
 }

@@ -1,11 +1,14 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -141,8 +144,8 @@ const decodeReps = 5
 // per process CPU-second (the figure to compare builds by on a loaded
 // machine), the weight bytes streamed per second, the read-bandwidth
 // probe, the tokens/s it allows (the limit) and the decode's share of the
-// probes beside it.
-type decodeFigures struct{ tokS, tokCPU, gbs, probe, limit, share float64 }
+// probes beside it; and pairedShare's share of the limit token by token.
+type decodeFigures struct{ tokS, tokCPU, gbs, probe, limit, share, paired float64 }
 
 // measureDecode decodes decodeTokens after a one-token prompt decodeReps
 // times, with the read-bandwidth probe over the model's own matrices
@@ -152,17 +155,27 @@ type decodeFigures struct{ tokS, tokCPU, gbs, probe, limit, share float64 }
 // VM's bandwidth drifts by ±15% over minutes and the probe moved
 // 24.0-28.8 GB/s between quiet runs, so one probe per run, or a mean of
 // shares, left single figures anywhere between 70% and 90%. It logs how
-// often each variant read fastest.
+// often each variant read fastest. Then one more decode pairs each token
+// with the readings beside it (pairedShare), by the two variants that
+// read fastest in those probes.
 func measureDecode(b *testing.B, m *Model, dtype string) decodeFigures {
 	bytes := matrixParams(m.cfg) * 2
 	if dtype == "f32" {
 		bytes *= 2
 	}
+	ps, bufs := readProbes(), decodeMatrixWords(m)
 	wins := map[string]int{}
+	bests := make([]float64, len(ps))
 	probeModel := func() float64 {
-		bw, name := modelBandwidth(m)
+		best, name := 0.0, ""
+		for i, bw := range variantReads(ps, bufs) {
+			bests[i] = max(bests[i], bw)
+			if bw > best {
+				best, name = bw, ps[i].name
+			}
+		}
 		wins[name]++
-		return bw
+		return best
 	}
 	var tok, tokCPU, gbs, probe, limit, share []float64
 	after := probeModel()
@@ -176,9 +189,103 @@ func measureDecode(b *testing.B, m *Model, dtype string) decodeFigures {
 		tok, gbs, probe = append(tok, rate), append(gbs, rate*bytes/1e9), append(probe, bw/1e9)
 		limit, share = append(limit, bw/bytes), append(share, 100*rate*bytes/bw)
 	}
-	b.Logf("%s: fastest read variant per probe %v", dtype, wins)
-	return decodeFigures{median(tok), median(tokCPU), median(gbs), median(probe), median(limit), median(share)}
+	top := fastestVariants(ps, bests, 2)
+	paired, pairedBW := pairedShare(b, m, bytes, top, bufs)
+	b.Logf("%s: fastest read variant per probe %v; paired with %s, %s: %.1f%% of %.1f GB/s (median token), %.1f%% of the probes' median",
+		dtype, wins, top[0].name, top[len(top)-1].name, paired, pairedBW/1e9, 100*pairedBW/1e9/median(probe))
+	return decodeFigures{median(tok), median(tokCPU), median(gbs), median(probe), median(limit), median(share), paired}
 }
+
+// fastestVariants are the n variants of ps with the fastest readings
+// bws (indexed like ps), fastest first.
+func fastestVariants(ps []readProbe, bws []float64, n int) []readProbe {
+	idx := make([]int, len(ps))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(bws[b], bws[a]) })
+	var top []readProbe
+	for _, i := range idx[:min(n, len(idx))] {
+		top = append(top, ps[i])
+	}
+	return top
+}
+
+// pairedShare decodes decodeTokens after a one-token prompt with one
+// reading of bufs (poolRead, by the variants ps in turn) after every
+// token: Sample's StopFunc runs on the goroutine that steps the model,
+// between one token and the next, so the readings and the tokens take
+// turns and never overlap. Token i (its forward, sampling and the
+// batcher's hand-offs, from the end of one reading to the start of the
+// next) is compared with the faster of the two readings on either side
+// of it, about 30 ms away each: the rate the machine could read the
+// token's bytes at that moment. It returns the median over the tokens of
+// those shares, in percent, and the median of the limits in bytes/s.
+func pairedShare(b *testing.B, m *Model, bytes float64, ps []readProbe, bufs [][]uint64) (float64, float64) {
+	var reads []float64
+	var toks []time.Duration
+	var last time.Time
+	stop := func(gen []int) bool {
+		if len(gen) > 1 { // the first token was the prompt's prefill
+			toks = append(toks, time.Since(last))
+		}
+		reads = append(reads, poolRead(ps[len(reads)%len(ps)].read, bufs))
+		last = time.Now()
+		return false
+	}
+	seed := int64(1)
+	if _, err := m.Sample(context.Background(), SampleRequest{Prompt: []int{0}, NumSamples: 1, MaxTokens: decodeTokens + 1,
+		Temperature: 1, Seed: &seed, StopFunc: stop}); err != nil {
+		b.Fatal(err)
+	}
+	return pairShares(bytes, toks, reads)
+}
+
+// pairShares is pairedShare's figure from the tokens' times toks and the
+// readings reads (bytes/s) taken before the first token and after every
+// token: the median of each token's share of the faster reading beside
+// it, in percent, and the median of those readings.
+func pairShares(bytes float64, toks []time.Duration, reads []float64) (float64, float64) {
+	shares, limits := make([]float64, len(toks)), make([]float64, len(toks))
+	for i, d := range toks { // between reads[i] and reads[i+1]
+		limits[i] = max(reads[i], reads[i+1])
+		shares[i] = 100 * bytes / d.Seconds() / limits[i]
+	}
+	return median(shares), median(limits)
+}
+
+// poolRead is one parallel read of bufs, in bytes/s, by sum over pieces
+// of readPiece words that the cores claim in turn on the engine's worker
+// pool (forkJoin), as a decode's products split their matrices
+// (decodePieces): a core the host or another process slows reads fewer
+// of them, where bandwidthOver's fixed halves wait for the slower core,
+// so under load the reading falls with the decode rather than below it.
+// Between pairedShare's tokens the pool's worker stays busy, as between
+// a decode's products, instead of sleeping through the reading and
+// starting the next token with a wake-up and a halved spin budget
+// (workerPool.learn).
+func poolRead(sum func([]uint64) uint64, bufs [][]uint64) float64 {
+	type piece struct{ buf, lo, hi int }
+	var ps []piece
+	words := 0
+	for i, buf := range bufs {
+		n := len(buf) &^ 255
+		for lo := 0; lo < n; lo += readPiece {
+			ps = append(ps, piece{i, lo, min(lo+readPiece, n)})
+		}
+		words += n
+	}
+	sums := make([]uint64, len(ps))
+	t0 := time.Now()
+	forkJoin(len(ps), func(i int) {
+		p := ps[i]
+		sums[i] = sum(bufs[p.buf][p.lo:p.hi])
+	})
+	return float64(8*words) / time.Since(t0).Seconds()
+}
+
+// readPiece is poolRead's piece: 2 MiB, one huge page.
+const readPiece = 1 << 18
 
 // reportDecode reports the medians over the iterations' figures (the
 // medians of their repetitions).
@@ -194,6 +301,7 @@ func reportDecode(b *testing.B, dec []decodeFigures) {
 	b.ReportMetric(pick(func(d decodeFigures) float64 { return d.tokCPU }), "tok/cpu-s-decode")
 	b.ReportMetric(pick(func(d decodeFigures) float64 { return d.limit }), "tok/s-decode-bw-limit")
 	b.ReportMetric(pick(func(d decodeFigures) float64 { return d.share }), "%decode-of-limit")
+	b.ReportMetric(pick(func(d decodeFigures) float64 { return d.paired }), "%decode-of-limit-paired")
 	b.ReportMetric(pick(func(d decodeFigures) float64 { return d.probe }), "GB/s-read")
 	b.ReportMetric(pick(func(d decodeFigures) float64 { return d.gbs }), "GB/s-decode")
 }
@@ -301,14 +409,24 @@ func fastestRead(bufs [][]uint64) (float64, string) { return fastestReadOf(readP
 // fastestReadOf is fastestRead over the variants ps.
 func fastestReadOf(ps []readProbe, bufs [][]uint64) (float64, string) {
 	best, name := 0.0, ""
-	for range probeRounds {
-		for _, p := range ps {
-			if bw := bandwidthOver(p.read, bufs, 1); bw > best {
-				best, name = bw, p.name
-			}
+	for i, bw := range variantReads(ps, bufs) {
+		if bw > best {
+			best, name = bw, ps[i].name
 		}
 	}
 	return best, name
+}
+
+// variantReads is fastestReadOf's readings: the fastest of each variant
+// of ps over bufs, in bytes/s, indexed like ps.
+func variantReads(ps []readProbe, bufs [][]uint64) []float64 {
+	bws := make([]float64, len(ps))
+	for range probeRounds {
+		for i, p := range ps {
+			bws[i] = max(bws[i], bandwidthOver(p.read, bufs, 1))
+		}
+	}
+	return bws
 }
 
 // bandwidthWith is the best of five parallel reads of bandwidthBuf (a
@@ -432,6 +550,45 @@ func TestFastestReadProbesEveryVariant(t *testing.T) {
 	}
 	if read[name] == 0 || bw <= 0 {
 		t.Errorf("fastest variant %q at %g B/s, want one of the variants read", name, bw)
+	}
+}
+
+// TestPoolReadEveryWord requires poolRead to read every word of every
+// buffer once (the whole 256-word groups bandwidthOver counts), over
+// buffers of several pieces and a partial one.
+func TestPoolReadEveryWord(t *testing.T) {
+	bufs := [][]uint64{make([]uint64, 2*readPiece+512), make([]uint64, 1000)}
+	want := 0
+	for i, buf := range bufs {
+		for j := range buf {
+			buf[j] = uint64(i*7 + j)
+		}
+		want += len(buf) &^ 255
+	}
+	var mu sync.Mutex
+	read := 0
+	bw := poolRead(func(s []uint64) uint64 {
+		mu.Lock()
+		read += len(s)
+		mu.Unlock()
+		return sumWords(s)
+	}, bufs)
+	if read != want || bw <= 0 {
+		t.Errorf("poolRead read %d words at %g B/s, want %d", read, bw, want)
+	}
+}
+
+// TestPairShares requires each token to be set against the faster of the
+// readings just before and just after it, and the figure to be the median
+// token's share: a token paired with a reading from elsewhere, or with
+// the slower one, would not give the limit at its moment.
+func TestPairShares(t *testing.T) {
+	// 1 GB a token; readings 10, 20, 40, 20 GB/s around three tokens of
+	// 100, 80 and 50 ms: shares of 20, 40 and 40 GB/s are 50, 31.25, 50%.
+	toks := []time.Duration{100 * time.Millisecond, 80 * time.Millisecond, 50 * time.Millisecond}
+	share, limit := pairShares(1e9, toks, []float64{10e9, 20e9, 40e9, 20e9})
+	if math.Abs(share-50) > 1e-9 || limit != 40e9 {
+		t.Errorf("pairShares = %g%%, %g B/s; want 50%%, 40e9", share, limit)
 	}
 }
 
