@@ -1451,7 +1451,7 @@
 // was (VPMOVZXWD + VPSLLD) read 20.6 GB per CPU-second against the
 // probe's 25.9 (0.80), while fwdRow16F32 read 24.8 against 29.3 (0.85):
 // fewer bytes per CPU-second from half the bytes per weight, so on Zen 4
-// the widening, not memory, held it. Same-bits variants (checked against
+// the widening, not memory, seemed to hold it (it did not: below). Same-bits variants (checked against
 // dotLanes): a 256-bit broadcast load and one in-quarter VPSHUFB, the
 // lanes' quarters 1 and 2 swapped and x swapped to match, 22.6-22.7
 // (1.07-1.10x in every round's pair, 0.87-0.88 of the probe): kept;
@@ -1464,6 +1464,63 @@
 // average 17-24): the old kernel took 1.03-1.17x the new one's process
 // CPU a token (median 1.09); wall time 0.83-2.14x, too noisy to read. The row-pair layout (no
 // shuffle at all, every bfloat16 reader changed) was not tried on Zen 4.
+//
+// Cheaper widening, no layout change, the same bits (2026-11-29, load
+// average 5-13: ratios only). Each form was checked against dotLanesBF
+// (16 rows, lengths 1-3072 with tails and odd chunk counts, rows at odd
+// element offsets) and timed against the broadcast form on one thread
+// (thread CPU time) over 480 MB of bfloat16 matrices of the 0.6B layer
+// shapes in huge pages, the forms in turn within each of 15 rounds
+// (medians of the paired ratios, 2-6 runs), on two threads (process CPU
+// and wall), and "hot": 512 KiB of rows in L2 read again and again, the
+// loop's own cost. Figures: the broadcast form's time over the form's
+// (above 1: the form faster).
+//   - The broadcast (VBROADCASTI64X4), VPSLLVD by 16 in lanes 0-7 and by
+//     0 in 8-15, VPANDD 0xFFFF0000 (even columns in lanes 0-7, odd ones
+//     in 8-15; x permuted to match, the accumulators back before the
+//     tree): hot 1.01-1.07, from memory 0.93-0.97, two threads 0.96.
+//   - VPEXPANDW from memory with a zeroing mask (the odd words), one
+//     instruction, columns in order: hot 0.97-1.03, memory 0.98-1.03.
+//   - 256-bit halves, VPSLLD and VPANDD from memory, two 256-bit FMAs
+//     into eight ymm accumulators a group: hot 1.26-1.50, memory
+//     0.93-0.95 (one 256-bit load, both on the register: 1.23-1.52, 0.91-0.94).
+//   - One 64-byte line load, two zero-masked VPERMW: hot 1.56-1.66,
+//     memory 0.87-0.88 (two threads 0.87-0.88).
+//   - Eight rows a group: memory 0.95 (two threads 0.98); each row's
+//     prefetch just before its loads: 0.99-1.00.
+//   - The zero-extension it replaced (VPMOVZXWD + VPSLLD): hot 1.29,
+//     memory 0.89-0.93. So the widening's cost was not what held the
+//     kernel (the reading above): the broadcast is the slower form in L2.
+//
+// From memory the kernel ran slower the faster it ran from L2, so the
+// other way round: the broadcast form plus shuffles whose results nothing
+// reads (row16Pace). One a chunk: hot 0.68-0.70, memory 1.12-1.15 (every
+// one of 15 pairs above 1.04), two threads' process CPU 1.11-1.14; two a
+// chunk: hot 0.60, memory 0.98; four: hot 0.40, memory 0.69 (bound by
+// the loop now); a 256-bit one a chunk: hot 0.83, memory 1.08; one a
+// weight line (every other chunk): hot 0.80, memory 1.13-1.17 (1.04x
+// the one-a-chunk form, paired), two threads' CPU 1.13-1.16 and wall
+// 1.07-1.26. The zero-extension with two a chunk: hot 0.77, memory
+// 1.11-1.14. Pacing pays over a broad band, the loop's L2 rate 1.2-1.7x
+// its rate from memory; why a faster loop reads memory slower
+// (prefetches dropped, the hardware prefetchers' training, the host's
+// memory) was not settled. Kept: one a weight line. Decoding the
+// bfloat16 model with it and without (fwdRow16BF16Unpaced) alternated in
+// one process (eight rounds of 24 tokens, load 10-13): process CPU a
+// token 1.14x less on one thread (1.04-1.33) and 1.12x on two
+// (1.03-1.16, every round above 1.03); wall 1.04x and 1.09x, too noisy
+// to read. BenchmarkDecode's bfloat16 decode from two builds run
+// alternately (one a chunk, four pairs, load 5-14): tokens per
+// CPU-second 0.92-1.17x (median 1.03), separate processes too noisy to
+// read. BenchmarkRow16Pacing repeats the kernels' paired comparison in
+// one process (nine runs at load 4-11: hot 0.80-0.81, one thread
+// 1.11-1.16, two threads' CPU 1.02-1.17, wall 1.02-1.26). It is a tuning for this host: a core
+// whose memory outran 0.8x of the loop's L2 rate would lose by it, and
+// it was not measured on the Xeon. The same unused shuffle in
+// fwdRow16F32 (one a chunk, a line of float32): hot 1.00, memory 0.97 on
+// one thread and two, so that kernel is not paced. Decoding the brief's
+// VPSLLVD and the VPEXPANDW forms against the broadcast one the same
+// way: 0.95-1.00x and 1.00-1.06x, within the noise.
 //
 // BenchmarkPrefillDecode's decode figure is the median of five decodes,
 // each against the mean of the read-bandwidth probes over the model's

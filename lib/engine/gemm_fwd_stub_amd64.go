@@ -27,6 +27,9 @@ func fwdTile4x6KGBF16(xp *float32, w *uint16, stride int, n int, groups int, ys 
 func fwdRow16BF16(x *float32, w *uint16, stride int, n int, out *[16]float32)
 
 //go:noescape
+func fwdRow16BF16Unpaced(x *float32, w *uint16, stride int, n int, out *[16]float32)
+
+//go:noescape
 func fwdCols16F32(p *float32, xs *[]float32, ys *[]float32, tokens int, col int, mask int, add int)
 
 //go:noescape

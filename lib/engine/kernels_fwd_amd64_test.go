@@ -222,7 +222,8 @@ func TestSliceOfSpreadsGroups(t *testing.T) {
 }
 
 // TestForwardRow16MatchesDotLanes requires the decoding kernels
-// (fwdRow16BF16, fwdRow16F32) to give dotLanes' bits for every row, on
+// (fwdRow16BF16, fwdRow16F32, and fwdRow16BF16Unpaced, the benchmarks'
+// bfloat16 kernel without its pacing) to give dotLanes' bits for every row, on
 // lengths with and without a masked tail and with an odd count of whole
 // chunks (the bfloat16 kernel widens a lone chunk and the tail its own
 // ways), rows not 64-byte aligned (stride n+3), and an out buffer that
@@ -245,19 +246,20 @@ func TestForwardRow16MatchesDotLanes(t *testing.T) {
 		for i, v := range w {
 			wb[i] = uint16(math.Float32bits(v) >> 16)
 		}
-		var got, gotB [16]float32
+		var got, gotB, gotU [16]float32
 		for i := range got {
-			got[i], gotB[i] = float32(i), float32(-i)
+			got[i], gotB[i], gotU[i] = float32(i), float32(-i), float32(2*i)
 		}
 		fwdRow16F32(&x[0], &w[0], stride, n, &got)
 		fwdRow16BF16(&x[0], &wb[0], stride, n, &gotB)
+		fwdRow16BF16Unpaced(&x[0], &wb[0], stride, n, &gotU)
 		for row := range 16 {
 			want := dotLanes(w[row*stride:], x)
 			if wantB := dotLanesBF(wb[row*stride:], x); math.Float32bits(wantB) != math.Float32bits(want) {
 				t.Fatalf("n=%d row %d: dotLanesBF %v, dotLanes %v", n, row, wantB, want)
 			}
-			if math.Float32bits(got[row]) != math.Float32bits(want) || math.Float32bits(gotB[row]) != math.Float32bits(want) {
-				t.Errorf("n=%d row %d: fwdRow16F32 %v, fwdRow16BF16 %v, dotLanes %v", n, row, got[row], gotB[row], want)
+			if math.Float32bits(got[row]) != math.Float32bits(want) || math.Float32bits(gotB[row]) != math.Float32bits(want) || math.Float32bits(gotU[row]) != math.Float32bits(want) {
+				t.Errorf("n=%d row %d: fwdRow16F32 %v, fwdRow16BF16 %v, fwdRow16BF16Unpaced %v, dotLanes %v", n, row, got[row], gotB[row], gotU[row], want)
 			}
 		}
 	}

@@ -512,15 +512,35 @@ func setTailMask(ctx *build.Context, n reg.GPVirtual) {
 //     swap and every accumulator swapped back before the tree, so each
 //     lane adds the same products in the same order (the same bits). The
 //     masked tail keeps the zero-extension (a broadcast would read past
-//     the row), swapped to match.
+//     the row), swapped to match. That the widening held it was the
+//     wrong reading, though: the zero-extension was 1.29x faster than
+//     the broadcast with its weights in L2, slower only from memory.
+//   - One more VPSHUFB a bfloat16 weight line (every other chunk), into
+//     a register nothing reads (row16Pace). On Zen 4 the kernel read
+//     memory slower the faster it ran from L2: its hot rate (rows in L2)
+//     was about twice its rate from memory, and forms that widen 1.2-1.7x
+//     faster in L2 read 0.87-0.95x as much from memory per CPU-second;
+//     the pacing shuffle (0.8x in L2) reads 1.12-1.17x on one thread and
+//     1.14-1.16x on two (doc.go's decode section). Why was not settled;
+//     it is a tuning for this host, and a core whose memory outruns 0.8x
+//     of this loop's L2 rate would lose by it.
 //
 // Accumulator Z(4(r%4)+r/4) holds row r, so the tree leaves out in row
 // order.
-func row16(ctx *build.Context, bf bool) {
+func row16(ctx *build.Context, bf bool) { row16Paced(ctx, bf, bf, "") }
+
+// row16Unpaced generates fwdRow16BF16Unpaced, the bfloat16 kernel without
+// its pacing shuffle (row16Pace), for benchmarks to compare against.
+func row16Unpaced(ctx *build.Context) { row16Paced(ctx, true, false, "Unpaced") }
+
+// row16Paced is row16 with or without the pacing shuffle, named with
+// suffix after the weight type.
+func row16Paced(ctx *build.Context, bf, pace bool, suffix string) {
 	w := weightsOf(bf)
-	asmout.Kernel(ctx, "fwdRow16"+w.Suffix, fmt.Sprintf("func(x *float32, w %s, stride, n int, out *[16]float32)", w.GoType))
+	asmout.Kernel(ctx, "fwdRow16"+w.Suffix+suffix, fmt.Sprintf("func(x *float32, w %s, stride, n int, out *[16]float32)", w.GoType))
 	var a row16Args
 	a.w = w
+	a.pace = pace
 	if bf {
 		ctx.VMOVDQU32(row16WidenCtl, row16Ctl)
 	}
@@ -566,12 +586,18 @@ const row16Group = 4
 // columns, and the running x, weight, prefetch and loop counters.
 type row16Args struct {
 	w                             weights
+	pace                          bool
 	x0, stride, stride3, base     reg.GPVirtual
 	chunks, tail, px, pw, pn, cnt reg.GPVirtual
 }
 
 // row16Ctl holds row16WidenCtl in the bfloat16 kernel.
 var row16Ctl = reg.Z21
+
+// row16Pace receives the bfloat16 kernel's pacing shuffle, one VPSHUFB a
+// weight line whose result nothing reads: it slows the loop from L2 and
+// speeds it from memory (row16's notes).
+var row16Pace = reg.Z22
 
 // row16WidenCtl is the VPSHUFB control of row16's bfloat16 widening. A
 // chunk's 16 bfloat16 (32 bytes) are broadcast into both 256-bit halves
@@ -631,6 +657,9 @@ func row16Group4(ctx *build.Context, a row16Args, r0 int) {
 			case w.BF && mask == nil:
 				ctx.VBROADCASTI32X8(m, z)
 				ctx.VPSHUFB(row16Ctl, z, z)
+				if a.pace && c == 0 { // once a weight line; nothing reads it (row16Pace)
+					ctx.VPSHUFB(row16Ctl, z, row16Pace)
+				}
 			case w.BF: // the masked tail: a broadcast would read past it
 				w.load(ctx, m, z, mask)
 				swapQuarters(ctx, z)

@@ -37,6 +37,7 @@ func Generate() (asm, decl []byte, err error) {
 		tile4x6(ctx, bf, true)
 		row16(ctx, bf)
 	}
+	row16Unpaced(ctx)
 	for _, k := range colsK {
 		cols(ctx, k)
 	}

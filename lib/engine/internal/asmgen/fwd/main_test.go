@@ -43,6 +43,12 @@ func TestRow16StreamsGroups(t *testing.T) {
 				t.Errorf("%s group %d prefetches from its own rows' register %s", k.name, g, pf[0][1])
 			}
 		}
+		if k.chunks == 2 {
+			loop := labelText(t, body, "row0:")
+			if n := strings.Count(loop, "VPSHUFB"); n != 12 {
+				t.Errorf("%s: %d VPSHUFB in a group's loop, want 12 (8 chunks' widening, 4 lines' pacing)", k.name, n)
+			}
+		}
 		if strings.Contains(body, "row16:") {
 			t.Errorf("%s has a loop per row", k.name)
 		}
