@@ -1598,4 +1598,22 @@
 // probe's, and under load the forks' ends: a worker the machine takes
 // away holds the piece it claimed until it runs again, whatever the
 // piece's size.
+//
+// The quiet run after those changes (2026-11-29, 18:43-18:51, load
+// average 1.9-2.4) settles what the paired figure was for and what it is
+// not: the two figures agreed (bfloat16 73.6% and 74.7% in
+// BenchmarkDecode, 73.6% and 73.3% in BenchmarkPrefillDecode; float32 72%
+// / 78% and 76% / 77%), and the share sat below 80% because the host was
+// in a fast phase: the probe read 59-63 GB/s, and the decode 43.5-48 GB/s,
+// float32 and bfloat16 alike. In a slower phase (a 35.9 GB/s probe) the
+// same build's bfloat16 decode read 87.6%, and the previous build's quiet
+// run 83% of 30 GB/s. So the two cores' row kernels top out at 44-48 GB/s
+// on this host whatever the weights' width, and the share of the probe is
+// that cap over the phase's bandwidth. The cap is not the kernels'
+// arithmetic (row16Pace, which slows the loop, reads faster) nor the forks
+// (BenchmarkDecodeGap's single fork was never faster); what is left is how
+// the kernel's 16 rows' streams meet the prefetchers, against the probe's
+// fastest variants (one to eight streams a core with prefetch 1 KiB ahead
+// into L2, S4T1-1K and S8T1-1K most often): the next thing to try is a
+// row kernel with fewer, longer streams.
 package engine
