@@ -30,6 +30,102 @@ func fwdRow16BF16(x *float32, w *uint16, stride int, n int, out *[16]float32)
 func fwdRow16BF16Unpaced(x *float32, w *uint16, stride int, n int, out *[16]float32)
 
 //go:noescape
+func fwdRow16F32Ahead1K(x *float32, w *float32, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdRow16BF16Ahead1K(x *float32, w *uint16, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdRow16F32Ahead2K(x *float32, w *float32, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdRow16BF16Ahead2K(x *float32, w *uint16, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdRow16F32Ahead1KT0(x *float32, w *float32, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdRow16BF16Ahead1KT0(x *float32, w *uint16, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdRow16F32Pair(x *float32, w *float32, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdRow16BF16Pair(x *float32, w *uint16, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdRow16F32PairAhead1K(x *float32, w *float32, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdRow16BF16PairAhead1K(x *float32, w *uint16, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdRow16F32NextAhead1K(x *float32, w *float32, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdRow16BF16NextAhead1K(x *float32, w *uint16, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdRow16F32Next2(x *float32, w *float32, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdRow16BF16Next2(x *float32, w *uint16, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdRow16F32PairNext2(x *float32, w *float32, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdRow16BF16PairNext2(x *float32, w *uint16, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdRow16F32PairNext4(x *float32, w *float32, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdRow16BF16PairNext4(x *float32, w *uint16, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdRow16F32Unroll2(x *float32, w *float32, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdRow16BF16Unroll2(x *float32, w *uint16, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdRow16F32PairNext2Unroll2(x *float32, w *float32, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdRow16BF16PairNext2Unroll2(x *float32, w *uint16, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdRow16F32Single4(x *float32, w *float32, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdRow16BF16Single4(x *float32, w *uint16, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdRow16F32Single8(x *float32, w *float32, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdRow16BF16Single8(x *float32, w *uint16, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdRow16F32Strided(x *float32, w *float32, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdRow16BF16Strided(x *float32, w *uint16, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdRow16F32Strided2(x *float32, w *float32, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdRow16BF16Strided2(x *float32, w *uint16, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdRow16F32StridedAhead1K(x *float32, w *float32, stride int, n int, out *[16]float32)
+
+//go:noescape
+func fwdRow16BF16StridedAhead1K(x *float32, w *uint16, stride int, n int, out *[16]float32)
+
+//go:noescape
 func fwdCols16F32(p *float32, xs *[]float32, ys *[]float32, tokens int, col int, mask int, add int)
 
 //go:noescape
