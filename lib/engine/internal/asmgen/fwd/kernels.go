@@ -527,63 +527,20 @@ func setTailMask(ctx *build.Context, n reg.GPVirtual) {
 //
 // Accumulator Z(4(r%4)+r/4) holds row r, so the tree leaves out in row
 // order.
-func row16(ctx *build.Context, bf bool) { row16Paced(ctx, bf, bf, "", row16Stream{group: row16Group}) }
+func row16(ctx *build.Context, bf bool) { row16Paced(ctx, bf, bf, "") }
 
 // row16Unpaced generates fwdRow16BF16Unpaced, the bfloat16 kernel without
 // its pacing shuffle (row16Pace), for benchmarks to compare against.
-func row16Unpaced(ctx *build.Context) {
-	row16Paced(ctx, true, false, "Unpaced", row16Stream{group: row16Group})
-}
-
-// row16Stream is how row16 walks its rows: group rows at a time, and
-// each weight line's prefetch: the next group's line at the same column
-// (ahead 0), or the line ahead bytes further along the same row, into L1
-// (t0) or L2.
-type row16Stream struct {
-	group, ahead int
-	t0           bool
-	next         bool // with ahead: the next group's line as well
-	far          int  // groups ahead of the next-group prefetch (0: 1)
-	unroll       int  // weight lines a row an iteration (0: 1)
-	// strided: group j of four is rows j, j+4, j+8, j+12, so each of the
-	// four streams walks four consecutive rows (contiguous memory), and
-	// the next group's line is the next row's in each stream.
-	strided bool
-}
-
-// row16Streams are experimental prefetch and grouping variants of row16,
-// the same products in the same order, for BenchmarkRow16Streams.
-var row16Streams = []struct {
-	suffix string
-	s      row16Stream
-}{
-	{"Ahead1K", row16Stream{group: 4, ahead: 1024}},
-	{"Ahead2K", row16Stream{group: 4, ahead: 2048}},
-	{"Ahead1KT0", row16Stream{group: 4, ahead: 1024, t0: true}},
-	{"Pair", row16Stream{group: 2}},
-	{"PairAhead1K", row16Stream{group: 2, ahead: 1024}},
-	{"NextAhead1K", row16Stream{group: 4, ahead: 1024, next: true}},
-	{"Next2", row16Stream{group: 4, far: 2}},
-	{"PairNext2", row16Stream{group: 2, far: 2}},
-	{"PairNext4", row16Stream{group: 2, far: 4}},
-	{"Unroll2", row16Stream{group: 4, unroll: 2}},
-	{"PairNext2Unroll2", row16Stream{group: 2, far: 2, unroll: 2}},
-	{"Single4", row16Stream{group: 1, far: 4}},
-	{"Single8", row16Stream{group: 1, far: 8}},
-	{"Strided", row16Stream{group: 4, strided: true}},
-	{"Strided2", row16Stream{group: 4, strided: true, far: 2}},
-	{"StridedAhead1K", row16Stream{group: 4, strided: true, ahead: 1024, next: true}},
-}
+func row16Unpaced(ctx *build.Context) { row16Paced(ctx, true, false, "Unpaced") }
 
 // row16Paced is row16 with or without the pacing shuffle, named with
 // suffix after the weight type.
-func row16Paced(ctx *build.Context, bf, pace bool, suffix string, st row16Stream) {
+func row16Paced(ctx *build.Context, bf, pace bool, suffix string) {
 	w := weightsOf(bf)
 	asmout.Kernel(ctx, "fwdRow16"+w.Suffix+suffix, fmt.Sprintf("func(x *float32, w %s, stride, n int, out *[16]float32)", w.GoType))
 	var a row16Args
 	a.w = w
 	a.pace = pace
-	a.st = st
 	if bf {
 		ctx.VMOVDQU32(row16WidenCtl, row16Ctl)
 	}
@@ -592,13 +549,6 @@ func row16Paced(ctx *build.Context, bf, pace bool, suffix string, st row16Stream
 	ctx.Load(ctx.Param("stride"), a.stride)
 	ctx.SHLQ(U8(asmout.Log2(w.Size)), a.stride)
 	ctx.LEAQ(Mem{Base: a.stride, Index: a.stride, Scale: 2}, a.stride3)
-	a.step = a.stride
-	if st.strided { // rows four apart within a group
-		a.step = ctx.GP64()
-		ctx.MOVQ(a.stride, a.step)
-		ctx.SHLQ(U8(2), a.stride)
-		ctx.SHLQ(U8(2), a.stride3)
-	}
 	ctx.Load(ctx.Param("w"), a.base)
 	n := ctx.GP64()
 	ctx.Load(ctx.Param("n"), n)
@@ -612,16 +562,7 @@ func row16Paced(ctx *build.Context, bf, pace bool, suffix string, st row16Stream
 		ctx.VPXORD(zmm(i), zmm(i), zmm(i))
 	}
 	a.px, a.pw, a.pn, a.cnt = ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
-	for r0 := 0; r0 < 16; r0 += st.group {
-		if st.strided {
-			if r0 >= 4 {
-				break
-			}
-			for j := range 4 {
-				row16Group4(ctx, a, j)
-			}
-			break
-		}
+	for r0 := 0; r0 < 16; r0 += row16Group {
 		row16Group4(ctx, a, r0)
 	}
 	if bf {
@@ -646,8 +587,6 @@ const row16Group = 4
 type row16Args struct {
 	w                             weights
 	pace                          bool
-	st                            row16Stream
-	step                          reg.GPVirtual // one row's bytes
 	x0, stride, stride3, base     reg.GPVirtual
 	chunks, tail, px, pw, pn, cnt reg.GPVirtual
 }
@@ -710,18 +649,15 @@ func row16Group4(ctx *build.Context, a row16Args, r0 int) {
 		if w.BF {
 			swapQuarters(ctx, zmm(16))
 		}
-		for i := range a.st.group {
+		for i := range row16Group {
 			r := r0 + i
-			if a.st.strided {
-				r = r0 + 4*i
-			}
 			z := zmm(17 + i)
 			m := row(a.pw, i, 16*w.Size*c)
 			switch {
 			case w.BF && mask == nil:
 				ctx.VBROADCASTI32X8(m, z)
 				ctx.VPSHUFB(row16Ctl, z, z)
-				if a.pace && c%u == 0 { // once a weight line; nothing reads it (row16Pace)
+				if a.pace && c == 0 { // once a weight line; nothing reads it (row16Pace)
 					ctx.VPSHUFB(row16Ctl, z, row16Pace)
 				}
 			case w.BF: // the masked tail: a broadcast would read past it
@@ -734,63 +670,27 @@ func row16Group4(ctx *build.Context, a row16Args, r0 int) {
 		}
 	}
 	loop, one, tail, next := fmt.Sprintf("row%d", r0), fmt.Sprintf("one%d", r0), fmt.Sprintf("tail%d", r0), fmt.Sprintf("next%d", r0)
-	line := fmt.Sprintf("line%d", r0)
 	ctx.MOVQ(a.x0, a.px)
 	ctx.MOVQ(a.base, a.pw)
-	rowsNext := a.st.group // rows from this group's first to the next's
-	if a.st.strided {
-		rowsNext = 1
-	}
-	ctx.LEAQ(Mem{Base: a.base, Index: a.step, Scale: uint8(rowsNext * max(a.st.far, 1))}, a.pn)
-	lines := max(a.st.unroll, 1) // weight lines per row an iteration
+	ctx.LEAQ(Mem{Base: a.base, Index: a.stride, Scale: 4}, a.pn)
 	ctx.MOVQ(a.chunks, a.cnt)
-	if u*lines > 1 {
-		ctx.SHRQ(U8(asmout.Log2(u*lines)), a.cnt)
-	}
-	if lines == 1 {
-		line = one
-	}
-	imm := func(v int) Op { // the product kernels' encoding kept
-		if v < 256 {
-			return U8(v)
-		}
-		return U32(v)
+	if u > 1 {
+		ctx.SHRQ(U8(asmout.Log2(u)), a.cnt)
 	}
 	ctx.TESTQ(a.cnt, a.cnt)
-	ctx.JZ(LabelRef(line))
+	ctx.JZ(LabelRef(one))
 	ctx.Label(loop)
-	for l := range lines {
-		for i := range a.st.group {
-			if a.st.ahead == 0 || a.st.next {
-				ctx.PREFETCHT1(row(a.pn, i, 64*l))
-			}
-			switch {
-			case a.st.ahead == 0:
-			case a.st.t0:
-				ctx.PREFETCHT0(row(a.pw, i, a.st.ahead+64*l))
-			default:
-				ctx.PREFETCHT1(row(a.pw, i, a.st.ahead+64*l))
-			}
-		}
+	for i := range row16Group {
+		ctx.PREFETCHT1(row(a.pn, i, 0))
 	}
-	for c := range u * lines {
+	for c := range u {
 		step(nil, c)
 	}
-	ctx.ADDQ(imm(64*u*lines), a.px)
-	ctx.ADDQ(imm(64*lines), a.pw)
-	ctx.ADDQ(imm(64*lines), a.pn)
+	ctx.ADDQ(U8(64*u), a.px)
+	ctx.ADDQ(U8(64), a.pw)
+	ctx.ADDQ(U8(64), a.pn)
 	ctx.DECQ(a.cnt)
 	ctx.JNZ(LabelRef(loop))
-	if lines == 2 { // one more whole line
-		ctx.Label(line)
-		ctx.TESTQ(U32(u), a.chunks)
-		ctx.JZ(LabelRef(one))
-		for c := range u {
-			step(nil, c)
-		}
-		ctx.ADDQ(imm(64*u), a.px)
-		ctx.ADDQ(U8(64), a.pw)
-	}
 	ctx.Label(one)
 	if u == 2 {
 		ctx.TESTQ(U32(1), a.chunks)
@@ -804,7 +704,7 @@ func row16Group4(ctx *build.Context, a row16Args, r0 int) {
 	ctx.JZ(LabelRef(next))
 	step(reg.K1, 0)
 	ctx.Label(next)
-	ctx.LEAQ(Mem{Base: a.base, Index: a.step, Scale: uint8(rowsNext)}, a.base)
+	ctx.LEAQ(Mem{Base: a.base, Index: a.stride, Scale: 4}, a.base)
 }
 
 // reduce16 adds the lanes of the 16 accumulators Z0..Z15 (A_i) in the tree

@@ -38,11 +38,6 @@ func Generate() (asm, decl []byte, err error) {
 		row16(ctx, bf)
 	}
 	row16Unpaced(ctx)
-	for _, v := range row16Streams {
-		for _, bf := range []bool{false, true} {
-			row16Paced(ctx, bf, bf, v.suffix, v.s)
-		}
-	}
 	for _, k := range colsK {
 		cols(ctx, k)
 	}
