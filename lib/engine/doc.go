@@ -1616,4 +1616,49 @@
 // fastest variants (one to eight streams a core with prefetch 1 KiB ahead
 // into L2, S4T1-1K and S8T1-1K most often): the next thing to try is a
 // row kernel with fewer, longer streams.
+//
+// Other stream and prefetch arrangements of fwdRow16 were tried and none
+// read faster (2026-11-29, 18:56-19:01, load average 1.9-4.9; commit
+// be170ea on branch decodestreams, reverted: the generator's variants,
+// TestRow16VariantsMatchDotLanes and BenchmarkRow16Streams). Each kept
+// every row's dotLanes order (the same bits, checked with tails and odd
+// chunk counts). Two threads from memory over 480 MB of bfloat16 (and
+// 480 MB of float32) matrices of the 0.6B layer shapes in huge pages,
+// 9-15 paired rounds a figure with the order alternating; figures are
+// the product kernel's time over the variant's (above 1: the variant
+// faster), medians of the process CPU and wall ratios, bfloat16 first,
+// float32 after, over two to ten runs each:
+//   - Each row's own line 1 or 2 KiB ahead into L2, instead of the next
+//     group's line (the probe's S4T1-1K form): 0.55-0.84 / 0.89-0.98;
+//     1 KiB ahead into L1: 0.43-0.71 / 0.75-0.91. The rows are 2-12 KiB,
+//     so only the next group's prefetch starts a row early enough.
+//   - Both (next group's line and 1 KiB ahead): 0.99-1.02 / 1.00-1.02.
+//   - The next group's line two groups ahead: 0.96-1.03 / 0.99-1.01.
+//   - Two rows a group (eight streams of two rows a call, longer runs),
+//     next pair's line: 0.78-1.00 / 0.87-0.97; the line four rows ahead
+//     (two pairs): 0.97-1.08 CPU, 0.98-1.05 wall / 0.88-0.96, the
+//     closest, never 1.05 in every round (three focused runs of 15
+//     rounds: medians 1.04, 1.05, 1.04 CPU and 1.04, 1.04, 1.02 wall,
+//     minima 0.96-1.01; the last full runs 0.99-1.02); eight rows ahead
+//     0.97-1.04 / 0.87-0.97; four rows ahead with two lines a row an
+//     iteration 0.98-1.15 CPU, 0.99-1.04 wall / 0.86-0.96.
+//   - One row at a time, the line four or eight rows ahead: 0.92-1.01 /
+//     0.84-0.95 (one add chain).
+//   - Two weight lines a row an iteration (four groups): 0.93-1.00 /
+//     0.96-1.02.
+//   - Group j as rows j, j+4, j+8, j+12 (four streams that each walk
+//     four consecutive rows, contiguous memory, the next row's line
+//     prefetched): 0.81-0.99 / 0.97-1.00; two rows ahead 0.72-0.97;
+//     with 1 KiB ahead as well 0.84-1.01.
+//   - The product against itself: 0.99-1.03 / 0.97-1.01.
+//
+// In the same runs the product kernel alone, two threads, read the
+// bfloat16 matrices at 0.85-0.94 of the S4T1-1K probe and 0.85-0.96 of
+// S8T1-1K over the same bytes (the probes' time over the kernel's, CPU
+// and wall, medians of paired rounds), more than decode's 73-78% of the
+// fastest probe reading: most of that distance is not the kernel's
+// arrangement. The rest would be what decode adds around the kernel
+// (pieces of 32K weights up, the two cores' start and end on each
+// product) and a limit that is the fastest of 42 readings rather than a
+// paired median; not measured here.
 package engine
