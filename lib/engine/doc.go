@@ -1618,7 +1618,7 @@
 // row kernel with fewer, longer streams.
 //
 // Other stream and prefetch arrangements of fwdRow16 were tried and none
-// read faster (2026-11-29, 18:56-19:01, load average 1.9-4.9; commit
+// read faster (2026-11-29, 18:56-19:03, load average 0.9-4.9; commit
 // be170ea on branch decodestreams, reverted: the generator's variants,
 // TestRow16VariantsMatchDotLanes and BenchmarkRow16Streams). Each kept
 // every row's dotLanes order (the same bits, checked with tails and odd
@@ -1639,7 +1639,8 @@
 //     (two pairs): 0.97-1.08 CPU, 0.98-1.05 wall / 0.88-0.96, the
 //     closest, never 1.05 in every round (three focused runs of 15
 //     rounds: medians 1.04, 1.05, 1.04 CPU and 1.04, 1.04, 1.02 wall,
-//     minima 0.96-1.01; the last full runs 0.99-1.02); eight rows ahead
+//     minima 0.96-1.01; the last four runs, two at load 1, 0.97-1.03
+//     CPU, 0.92-1.05 wall); eight rows ahead
 //     0.97-1.04 / 0.87-0.97; four rows ahead with two lines a row an
 //     iteration 0.98-1.15 CPU, 0.99-1.04 wall / 0.86-0.96.
 //   - One row at a time, the line four or eight rows ahead: 0.92-1.01 /
@@ -1657,7 +1658,9 @@
 // S8T1-1K over the same bytes (the probes' time over the kernel's, CPU
 // and wall, medians of paired rounds), more than decode's 73-78% of the
 // fastest probe reading: most of that distance is not the kernel's
-// arrangement. The rest would be what decode adds around the kernel
+// arrangement. fwdRow16F32 read its float32 matrices at 0.80-0.84 of
+// both (five runs at load 0.9-1.1), a wider gap that no arrangement
+// above closed (the best, both prefetches, 1.01-1.02). The rest would be what decode adds around the kernel
 // (pieces of 32K weights up, the two cores' start and end on each
 // product) and a limit that is the fastest of 42 readings rather than a
 // paired median; not measured here.
