@@ -160,4 +160,3 @@ func BenchmarkDecodeGap(b *testing.B) {
 	b.ReportMetric(median(coarseMats), "%coarse-of-mats")
 	b.ReportMetric(median(probeMats), "%probe-of-mats")
 }
-
