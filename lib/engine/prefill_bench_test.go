@@ -334,17 +334,17 @@ func matrixParams(c Config) float64 {
 	return float64(c.Layers)*(h*qd*2+h*kvd*2+3*h*in) + float64(c.VocabSize)*h
 }
 
+// decodeMatrixWords are the matrices one decoding step of m reads (each
+// layer's projections and the lm_head, once when tied), in the layout
+// its products read (the bf16 path's packed copy where it is on), as
+// 64-bit words.
+//
 // The decode's read probe reads decodeMatrixWords rather than a buffer of
 // its own: the same bytes, so the same pages and page sizes, and as many
 // of them. A buffer of its own need not stand for the model's memory: on
 // the Zen 4 VM a 1 GiB buffer read 33.5 GB/s beside the float32 model and
 // 56.4 beside the bfloat16 one in the same process. The matrices come
 // from a hugeSlab, as loading puts them: every byte in huge pages.
-
-// decodeMatrixWords are the matrices one decoding step of m reads (each
-// layer's projections and the lm_head, once when tied), in the layout
-// its products read (the bf16 path's packed copy where it is on), as
-// 64-bit words.
 func decodeMatrixWords(m *Model) [][]uint64 {
 	var ws [][]uint64
 	seen := map[*uint64]bool{}
