@@ -160,23 +160,3 @@ func BenchmarkDecodeGap(b *testing.B) {
 	b.ReportMetric(median(coarseMats), "%coarse-of-mats")
 	b.ReportMetric(median(probeMats), "%probe-of-mats")
 }
-
-// cutPieces is decodePieces with each piece 1/div of the weights left, at
-// least minPiece weights.
-func cutPieces(ms []mat, align, div, minPiece int) []rowPiece {
-	left := 0
-	for _, w := range ms {
-		left += w.rows * w.cols
-	}
-	var ps []rowPiece
-	for i, w := range ms {
-		for lo := 0; lo < w.rows; {
-			rows := max(left/div, minPiece) / max(w.cols, 1)
-			hi := min(lo+max(align, (rows+align-1)/align*align), w.rows)
-			ps = append(ps, rowPiece{i, lo, hi})
-			left -= (hi - lo) * w.cols
-			lo = hi
-		}
-	}
-	return ps
-}

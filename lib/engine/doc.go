@@ -1197,7 +1197,7 @@
 //     Decoding reads each weight once: the one-token kernels prefetch
 //     their weight streams 4 KiB ahead into L2 (the L2 streamer stops at
 //     every 4 KiB page), and the decode benchmarks' read-bandwidth probe
-//     (modelBandwidth) times the same kind of loads (1-8 streams per core,
+//     (decodeMatrixWords) times the same kind of loads (1-8 streams per core,
 //     with and without that prefetch, the fastest kept) over the decode's
 //     own matrices, so decoding's share of it is a share of what the cores
 //     can pull from those bytes.
@@ -1392,7 +1392,7 @@
 // Its pages were 4 KiB, the benchmark's float32 matrices were in huge
 // pages (randomTensors advises them) and its bfloat16 ones were not
 // (matricesToBF16 did not advise them, where loading a bf16 checkpoint
-// does). The probe now reads the decode's own matrices (modelBandwidth:
+// does). The probe now reads the decode's own matrices (decodeMatrixWords:
 // the same bytes, pages and count, TestDecodeMatrixWordsBF16), and
 // matricesToBF16 advises huge pages as loading does. Which of the
 // buffer's pages or the host's moved it to 56 was not settled under load.

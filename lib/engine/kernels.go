@@ -340,6 +340,13 @@ const decodeMinPiece = 1 << 15
 // worker that tail was a 16th of the product (lm_head: 19 MB of bfloat16
 // per piece, over a millisecond of one core each token).
 func decodePieces(ms []mat, align, workers int) []rowPiece {
+	return cutPieces(ms, align, 4*workers, decodeMinPiece)
+}
+
+// cutPieces cuts ms into pieces of 1/div of the weights left, at least
+// minPiece weights, whole multiples of align rows (decodePieces;
+// BenchmarkDecodeGap tries other cuts).
+func cutPieces(ms []mat, align, div, minPiece int) []rowPiece {
 	left := 0
 	for _, w := range ms {
 		left += w.rows * w.cols
@@ -347,7 +354,7 @@ func decodePieces(ms []mat, align, workers int) []rowPiece {
 	var ps []rowPiece
 	for i, w := range ms {
 		for lo := 0; lo < w.rows; {
-			rows := max(left/(4*workers), decodeMinPiece) / max(w.cols, 1)
+			rows := max(left/div, minPiece) / max(w.cols, 1)
 			hi := min(lo+max(align, (rows+align-1)/align*align), w.rows)
 			ps = append(ps, rowPiece{i, lo, hi})
 			left -= (hi - lo) * w.cols

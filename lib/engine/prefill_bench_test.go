@@ -149,7 +149,7 @@ type decodeFigures struct{ tokS, tokCPU, gbs, probe, limit, share, paired float6
 
 // measureDecode decodes decodeTokens after a one-token prompt decodeReps
 // times, with the read-bandwidth probe over the model's own matrices
-// (modelBandwidth: every read variant, the fastest reading kept) before
+// (decodeMatrixWords: every read variant, the fastest reading kept) before
 // the first and after every decode, and returns the medians; each share
 // is against the mean of the probes on either side of its decode. This
 // VM's bandwidth drifts by ±15% over minutes and the probe moved
@@ -334,20 +334,17 @@ func matrixParams(c Config) float64 {
 	return float64(c.Layers)*(h*qd*2+h*kvd*2+3*h*in) + float64(c.VocabSize)*h
 }
 
-// modelBandwidth is the read bandwidth a decoding step of m can reach,
-// in bytes/s, and the read variant that reached it: fastestRead over the
-// matrices the step reads, rather than over a buffer of its own: the same
-// bytes, so the same pages and page sizes, and as many of them. A buffer
-// of its own need not stand for the model's memory: on the Zen 4 VM a
-// 1 GiB buffer read 33.5 GB/s beside the float32 model and 56.4 beside
-// the bfloat16 one in the same process. The matrices come from a
-// hugeSlab, as loading puts them: every byte in huge pages.
-func modelBandwidth(m *Model) (float64, string) { return fastestRead(decodeMatrixWords(m)) }
-
 // decodeMatrixWords are the matrices one decoding step of m reads (each
 // layer's projections and the lm_head, once when tied), in the layout
 // its products read (the bf16 path's packed copy where it is on), as
 // 64-bit words.
+//
+// The decode's read probe reads decodeMatrixWords rather than a buffer of
+// its own: the same bytes, so the same pages and page sizes, and as many
+// of them. A buffer of its own need not stand for the model's memory: on
+// the Zen 4 VM a 1 GiB buffer read 33.5 GB/s beside the float32 model and
+// 56.4 beside the bfloat16 one in the same process. The matrices come
+// from a hugeSlab, as loading puts them: every byte in huge pages.
 func decodeMatrixWords(m *Model) [][]uint64 {
 	var ws [][]uint64
 	seen := map[*uint64]bool{}
@@ -592,7 +589,7 @@ func TestPairShares(t *testing.T) {
 	}
 }
 
-// TestDecodeMatrixWordsBF16 requires the decode probe (modelBandwidth) to
+// TestDecodeMatrixWordsBF16 requires the decode probe (decodeMatrixWords) to
 // read exactly the bytes measureDecode counts a token as reading
 // (matrixParams), for float32 and bfloat16 weights and a tied and an
 // untied lm_head: a probe over fewer or more bytes, or over a matrix
