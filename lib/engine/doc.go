@@ -1660,8 +1660,9 @@
 // fastest probe reading: most of that distance is not the kernel's
 // arrangement. fwdRow16F32 read its float32 matrices at 0.80-0.84 of
 // both (five runs at load 0.9-1.1), a wider gap that no arrangement
-// above closed (the best, both prefetches, 1.01-1.02). The rest would be what decode adds around the kernel
-// (pieces of 32K weights up, the two cores' start and end on each
-// product) and a limit that is the fastest of 42 readings rather than a
-// paired median; not measured here.
+// above closed (the best, both prefetches, 1.01-1.02). The rest of
+// decode's distance would be what it adds around the kernel (pieces of
+// 32K weights up, the two cores' start and end on each product) and a
+// limit that is the fastest of 42 readings rather than a paired median;
+// not measured here.
 package engine
