@@ -1665,4 +1665,40 @@
 // 32K weights up, the two cores' start and end on each product) and a
 // limit that is the fastest of 42 readings rather than a paired median;
 // not measured here.
+//
+// That rest, measured (BenchmarkDecodePieces, 2026-11-29, 19:14-19:18,
+// load average 1.2-1.6 from this run alone, seven runs of 32 tokens; the
+// products read the matrices at 47.7-51.8 GB/s, the fast phase): token by
+// token, each variant in a fresh random order (a fixed rotation kept each
+// variant behind the same one, and the one behind the probes ran 2-10%
+// slower), the figures are medians of per-token wall ratios. Decode's
+// products as decode runs them read at 78-85% of the paired 2 MiB pool
+// probe (poolRead by the fastest variant; 84-89% of the fixed-halves
+// probe). Against the same forks on pieces cut once before the tokens:
+// the row kernel over whole matrices in fixed halves, one fork a token
+// (no barrier, not a valid decode) 0.944-0.993 of the time; a fork a
+// layer in fixed halves 0.957-0.994; a fork a product in fixed halves
+// (each core one contiguous half of each matrix) 0.982-1.013; decode's
+// pieces in one fork 0.974-1.008; pieces of about 2 MiB 1.023-1.044;
+// coarser guided pieces (a quarter of what is left) 0.967-0.999; one more
+// index a fork in which the core that runs out first reads the next
+// product's first 256 KiB 0.987-1.016. The probe read in 0.86-0.91 of the
+// fixed-halves token's time. So of the 15-22% between decode's products
+// and the paired probe, the forks, the pieces and the hand-offs are at
+// most 1-6% (the barrier-free bound), and the kernel's own pace over the
+// probe's is the 9-15% left. One oddity: decode's forks with their pieces
+// cut each call (forkDecode) took 1.5-7.5% more than with pieces cut once,
+// though the cut costs ~34 ns a piece (0.4% of a token); in real decodes
+// a per-shape cache of the pieces gained nothing (8 paired rounds of 32
+// tokens in one process, load 0.9-1.2: 0.92-1.03 wall and CPU, median
+// 1.01), nor did the coarser cut (0.97-1.03). A busy third process changes
+// the picture (load 3-6, an unrelated test at 100% of a core, products at
+// 19-22 GB/s): one fork 0.71-0.76 of the products' time, a fork a layer
+// 0.77-0.80, a fork a product in halves 0.99-1.01: a worker the host
+// descheduled holds its piece and the other core waits at every fork's
+// end, which no cut of the pieces avoids; only fewer barriers would, and
+// decode's products depend on each other's outputs. Pieces of 2 MiB
+// under that load: 0.93-0.98 in the benchmark, and 0.79-1.10 in paired
+// decodes (8 rounds): no decode-level change cleared 1.04 in every round,
+// so decodePieces and the pool stay.
 package engine
