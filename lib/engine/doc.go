@@ -1669,11 +1669,11 @@
 // That rest, measured (BenchmarkDecodePieces, 2026-11-29, 19:14-19:18,
 // load average 1.2-1.6 from this run alone, seven runs of 32 tokens; the
 // products read the matrices at 47.7-51.8 GB/s, the fast phase): token by
-// token, each variant in a fresh random order (a fixed rotation kept each
-// variant behind the same one, and the one behind the probes ran 2-10%
-// slower), the figures are medians of per-token wall ratios. Decode's
-// products as decode runs them read at 78-85% of the paired 2 MiB pool
-// probe (poolRead by the fastest variant; 84-89% of the fixed-halves
+// token, each variant in a fresh random order (a fixed rotation would
+// keep each behind the same one), the figures are medians of per-token
+// wall ratios. Decode's products as decode runs them read at 78-85% of
+// the paired 2 MiB pool
+// probe (poolRead by the fastest variant; 79-86% of the fixed-halves
 // probe). Against the same forks on pieces cut once before the tokens:
 // the row kernel over whole matrices in fixed halves, one fork a token
 // (no barrier, not a valid decode) 0.944-0.993 of the time; a fork a
@@ -1693,7 +1693,7 @@
 // tokens in one process, load 0.9-1.2: 0.92-1.03 wall and CPU, median
 // 1.01), nor did the coarser cut (0.97-1.03). A busy third process changes
 // the picture (load 3-6, an unrelated test at 100% of a core, products at
-// 19-22 GB/s): one fork 0.71-0.76 of the products' time, a fork a layer
+// 18.6-22.3 GB/s): one fork 0.71-0.76 of the products' time, a fork a layer
 // 0.77-0.80, a fork a product in halves 0.99-1.01: a worker the host
 // descheduled holds its piece and the other core waits at every fork's
 // end, which no cut of the pieces avoids; only fewer barriers would, and
