@@ -29,14 +29,8 @@ import (
 // %probe-of-mats (the
 // products' share of the read limit).
 func BenchmarkDecodeGap(b *testing.B) {
-	c := qwen3Small()
-	ts := randomTensors(c, 1)
-	matricesToBF16(ts)
-	m, err := New("qwen3-0.6b-shape", c, ts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	bytes := matrixParams(c) * 2
+	d := newDecodeBench(b)
+	c, m, bytes := d.c, d.m, d.bytes
 	const tokens = 32
 	ws := &workspace{}
 	var seq *kvCache
@@ -48,26 +42,11 @@ func BenchmarkDecodeGap(b *testing.B) {
 		m.forward(ws, []row{{seq: seq, token: (pos * 7919) % c.VocabSize, pos: pos, logits: true}})
 		return time.Since(t0)
 	}
-	h, qd, kvd := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
-	vec := func(n int) [][]float32 {
-		x := make([]float32, n)
-		for i := range x {
-			x[i] = float32(i%7-3) / 8
-		}
-		return [][]float32{x}
-	}
-	xh, xq, xi := vec(h), vec(qd), vec(c.Intermediate)
-	q, k, v, o, g, u, dn, lg := vec(qd), vec(kvd), vec(kvd), vec(h), vec(c.Intermediate), vec(c.Intermediate), vec(h), vec(c.VocabSize)
+	xh, xq, xi := d.xh, d.xq, d.xi
+	q, k, v, o, g, u, dn, lg := d.q, d.k, d.v, d.o, d.g, d.u, d.dn, d.lg
 	mats := func() time.Duration {
 		t0 := time.Now()
-		for li := range m.w.layers {
-			l := &m.w.layers[li]
-			matMulGroup([]mat{l.q, l.k, l.v}, xh, [][][]float32{q, k, v})
-			matMul(l.o, xq, o, false)
-			matMulGroup([]mat{l.gate, l.up}, xh, [][][]float32{g, u})
-			matMul(l.down, xi, dn, false)
-		}
-		matMul(m.w.lmHead, xh, lg, false)
+		d.mats()
 		return time.Since(t0)
 	}
 	var all []mat
@@ -159,4 +138,52 @@ func BenchmarkDecodeGap(b *testing.B) {
 	b.ReportMetric(median(sameMats), "%samepieces-of-mats")
 	b.ReportMetric(median(coarseMats), "%coarse-of-mats")
 	b.ReportMetric(median(probeMats), "%probe-of-mats")
+}
+
+// decodeBench is what the decode benchmarks share: the Qwen3-0.6B shape
+// with bfloat16 matrices, and fixed vectors in and out of every product a
+// decoding token runs.
+type decodeBench struct {
+	c     Config
+	m     *Model
+	bytes float64 // what a token's products read
+	// The products' inputs (hidden, attention output, intermediate) and
+	// outputs.
+	xh, xq, xi               [][]float32
+	q, k, v, o, g, u, dn, lg [][]float32
+}
+
+func newDecodeBench(b *testing.B) *decodeBench {
+	c := qwen3Small()
+	ts := randomTensors(c, 1)
+	matricesToBF16(ts)
+	m, err := New("qwen3-0.6b-shape", c, ts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	vec := func(n int) [][]float32 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(i%7-3) / 8
+		}
+		return [][]float32{x}
+	}
+	h, qd, kvd, in := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim, c.Intermediate
+	return &decodeBench{c: c, m: m, bytes: matrixParams(c) * 2,
+		xh: vec(h), xq: vec(qd), xi: vec(in),
+		q: vec(qd), k: vec(kvd), v: vec(kvd), o: vec(h), g: vec(in), u: vec(in), dn: vec(h), lg: vec(c.VocabSize)}
+}
+
+// mats runs a token's products as decode does: the same forks (q/k/v and
+// gate/up grouped, o, down, lm_head) in the same order, on the fixed
+// vectors.
+func (d *decodeBench) mats() {
+	for li := range d.m.w.layers {
+		l := &d.m.w.layers[li]
+		matMulGroup([]mat{l.q, l.k, l.v}, d.xh, [][][]float32{d.q, d.k, d.v})
+		matMul(l.o, d.xq, d.o, false)
+		matMulGroup([]mat{l.gate, l.up}, d.xh, [][][]float32{d.g, d.u})
+		matMul(l.down, d.xi, d.dn, false)
+	}
+	matMul(d.m.w.lmHead, d.xh, d.lg, false)
 }

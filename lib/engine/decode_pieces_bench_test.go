@@ -35,25 +35,11 @@ import (
 // It reports the medians of each variant's time over mats' (wall, and
 // process CPU), below 100 faster.
 func BenchmarkDecodePieces(b *testing.B) {
-	c := qwen3Small()
-	ts := randomTensors(c, 1)
-	matricesToBF16(ts)
-	m, err := New("qwen3-0.6b-shape", c, ts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	bytes := matrixParams(c) * 2
+	d := newDecodeBench(b)
+	m, bytes := d.m, d.bytes
 	const tokens = 32
-	h, qd, kvd := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
-	vec := func(n int) [][]float32 {
-		x := make([]float32, n)
-		for i := range x {
-			x[i] = float32(i%7-3) / 8
-		}
-		return [][]float32{x}
-	}
-	xh, xq, xi := vec(h), vec(qd), vec(c.Intermediate)
-	q, k, v, o, g, u, dn, lg := vec(qd), vec(kvd), vec(kvd), vec(h), vec(c.Intermediate), vec(c.Intermediate), vec(h), vec(c.VocabSize)
+	xh, xq, xi := d.xh, d.xq, d.xi
+	q, k, v, o, g, u, dn, lg := d.q, d.k, d.v, d.o, d.g, d.u, d.dn, d.lg
 	type group struct {
 		ms  []mat
 		xs  [][]float32
@@ -69,16 +55,7 @@ func BenchmarkDecodePieces(b *testing.B) {
 			group{[]mat{l.down}, xi, [][][]float32{dn}})
 	}
 	groups = append(groups, group{[]mat{m.w.lmHead}, xh, [][][]float32{lg}})
-	mats := func() {
-		for li := range m.w.layers {
-			l := &m.w.layers[li]
-			matMulGroup([]mat{l.q, l.k, l.v}, xh, [][][]float32{q, k, v})
-			matMul(l.o, xq, o, false)
-			matMulGroup([]mat{l.gate, l.up}, xh, [][][]float32{g, u})
-			matMul(l.down, xi, dn, false)
-		}
-		matMul(m.w.lmHead, xh, lg, false)
-	}
+	mats := d.mats
 	half := func(w mat, i int) (int, int) {
 		mid := (w.rows/2 + 15) &^ 15
 		if i == 0 {
