@@ -14,16 +14,23 @@ import (
 	"github.com/tinkershell/tinker/lib/safetensors"
 )
 
-// smapsOf returns the /proc/self/smaps block of the mapping that holds
-// address p: its VmFlags words and its AnonHugePages in kB.
-func smapsOf(t *testing.T, p uintptr) (flags []string, hugeKB int) {
+// smapsMapping is one mapping of /proc/self/smaps: its range, its
+// AnonHugePages in kB and its VmFlags words.
+type smapsMapping struct {
+	lo, hi uintptr
+	hugeKB int
+	flags  []string
+}
+
+// smapsMappings reads /proc/self/smaps (the test skips without it).
+func smapsMappings(t *testing.T) []smapsMapping {
 	t.Helper()
 	f, err := os.Open("/proc/self/smaps")
 	if err != nil {
 		t.Skipf("no smaps to read: %v", err)
 	}
 	defer f.Close()
-	in := false
+	var ms []smapsMapping
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fs := strings.Fields(sc.Text())
@@ -33,14 +40,32 @@ func smapsOf(t *testing.T, p uintptr) (flags []string, hugeKB int) {
 		if lo, hi, ok := strings.Cut(fs[0], "-"); ok && !strings.HasSuffix(fs[0], ":") {
 			a, _ := strconv.ParseUint(lo, 16, 64)
 			b, _ := strconv.ParseUint(hi, 16, 64)
-			in = uintptr(a) <= p && p < uintptr(b)
+			ms = append(ms, smapsMapping{lo: uintptr(a), hi: uintptr(b)})
 			continue
 		}
-		switch {
-		case in && fs[0] == "AnonHugePages:":
-			hugeKB, _ = strconv.Atoi(fs[1])
-		case in && fs[0] == "VmFlags:":
-			return fs[1:], hugeKB
+		if len(ms) == 0 {
+			continue
+		}
+		switch m := &ms[len(ms)-1]; fs[0] {
+		case "AnonHugePages:":
+			m.hugeKB, _ = strconv.Atoi(fs[1])
+		case "VmFlags:":
+			m.flags = fs[1:]
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("read smaps: %v", err)
+	}
+	return ms
+}
+
+// smapsOf returns the /proc/self/smaps block of the mapping that holds
+// address p: its VmFlags words and its AnonHugePages in kB.
+func smapsOf(t *testing.T, p uintptr) (flags []string, hugeKB int) {
+	t.Helper()
+	for _, m := range smapsMappings(t) {
+		if m.lo <= p && p < m.hi {
+			return m.flags, m.hugeKB
 		}
 	}
 	t.Fatalf("no mapping holds %#x", p)
@@ -87,27 +112,10 @@ func TestWeightsAdviseHugePages(t *testing.T) {
 // transparent huge pages (VmFlags "hg"), from /proc/self/smaps.
 func notAdvised(t *testing.T, lo, hi uintptr) int {
 	t.Helper()
-	f, err := os.Open("/proc/self/smaps")
-	if err != nil {
-		t.Skipf("no smaps to read: %v", err)
-	}
-	defer f.Close()
 	covered := 0
-	var a, b uintptr
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fs := strings.Fields(sc.Text())
-		if len(fs) == 0 {
-			continue
-		}
-		if l, h, ok := strings.Cut(fs[0], "-"); ok && !strings.HasSuffix(fs[0], ":") {
-			x, _ := strconv.ParseUint(l, 16, 64)
-			y, _ := strconv.ParseUint(h, 16, 64)
-			a, b = uintptr(x), uintptr(y)
-			continue
-		}
-		if fs[0] == "VmFlags:" && slices.Contains(fs[1:], "hg") && a < hi && b > lo {
-			covered += int(min(b, hi) - max(a, lo))
+	for _, m := range smapsMappings(t) {
+		if slices.Contains(m.flags, "hg") && m.lo < hi && m.hi > lo {
+			covered += int(min(m.hi, hi) - max(m.lo, lo))
 		}
 	}
 	return int(hi-lo) - covered
