@@ -154,13 +154,8 @@ type decodeBench struct {
 }
 
 func newDecodeBench(b *testing.B) *decodeBench {
+	m := qwen3SmallBF16(b, "qwen3-0.6b-shape")
 	c := qwen3Small()
-	ts := randomTensors(c, 1)
-	matricesToBF16(ts)
-	m, err := New("qwen3-0.6b-shape", c, ts)
-	if err != nil {
-		b.Fatal(err)
-	}
 	vec := func(n int) [][]float32 {
 		x := make([]float32, n)
 		for i := range x {

@@ -166,6 +166,13 @@ func benchModel(b *testing.B, name string) (*Model, int, []int) {
 	for i := range prompt {
 		prompt[i] = 1000 + 37*i
 	}
+	return qwen3SmallBF16(b, name), benchTokensLarge, prompt
+}
+
+// qwen3SmallBF16 is the Qwen3-0.6B shape with random bfloat16 matrices,
+// named name: the bf16 benchmarks' model.
+func qwen3SmallBF16(b testing.TB, name string) *Model {
+	b.Helper()
 	c := qwen3Small()
 	ts := randomTensors(c, 1)
 	matricesToBF16(ts)
@@ -173,7 +180,7 @@ func benchModel(b *testing.B, name string) (*Model, int, []int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return m, benchTokensLarge, prompt
+	return m
 }
 
 // matricesToBF16 replaces every matrix of ts by its bfloat16 rounding

@@ -169,15 +169,9 @@ func BenchmarkPrefillBF16Torch(b *testing.B) {
 	if !bf16Compute() || os.Getenv("TINKER_BENCH_TORCH") == "" {
 		b.Skip("needs AVX512-BF16 and TINKER_BENCH_TORCH (a Python with torch)")
 	}
+	m := qwen3SmallBF16(b, "qwen3-0.6b-shape")
 	c := qwen3Small()
-	ts := randomTensors(c, 1)
-	matricesToBF16(ts)
-	m, err := New("qwen3-0.6b-shape", c, ts)
-	if err != nil {
-		b.Fatal(err)
-	}
 	m.w.withBF16Compute()
-	ts = nil
 	runtime.GC()
 	prompt := make([]int, prefillTokens)
 	for i := range prompt {
