@@ -57,15 +57,7 @@ func TestDetachCheckpointsOwnsItsStrings(t *testing.T) {
 // TestPooledPagesStayIntact: pages read one after another into the
 // reused buffers over loopback each keep their own entries.
 func TestPooledPagesStayIntact(t *testing.T) {
-	f := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int) bool {
-		if r.URL.Path != "/api/v1/checkpoints" {
-			return false
-		}
-		var p int
-		fmt.Sscan(r.URL.Query().Get("offset"), &p)
-		writeJSON(w, 200, detachPage(p/51))
-		return true
-	})
+	f := detachPagesFake(t)
 	c, _ := testClient(t, f)
 	var pages []*CheckpointsListResponse
 	for p := range 3 {
@@ -81,4 +73,19 @@ func TestPooledPagesStayIntact(t *testing.T) {
 			t.Errorf("page %d changed once later pages were read: %+v", p, page.Checkpoints[0])
 		}
 	}
+}
+
+// detachPagesFake serves /api/v1/checkpoints as pages of 51 entries,
+// detachPage(offset/51), for the tests of pages read one after another
+// into reused buffers.
+func detachPagesFake(t *testing.T) *fake {
+	return newFake(t, func(w http.ResponseWriter, r *http.Request, _ int) bool {
+		if r.URL.Path != "/api/v1/checkpoints" {
+			return false
+		}
+		var p int
+		fmt.Sscan(r.URL.Query().Get("offset"), &p)
+		writeJSON(w, 200, detachPage(p/51))
+		return true
+	})
 }

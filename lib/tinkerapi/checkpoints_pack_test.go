@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand"
-	"net/http"
 	"reflect"
 	"strings"
 	"testing"
@@ -120,15 +119,7 @@ func TestCommonPrefix(t *testing.T) {
 // TestPackedPagesStayIntact: pages packed one after another from the
 // reused body buffers over loopback each read back as their own page.
 func TestPackedPagesStayIntact(t *testing.T) {
-	f := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int) bool {
-		if r.URL.Path != "/api/v1/checkpoints" {
-			return false
-		}
-		var p int
-		fmt.Sscan(r.URL.Query().Get("offset"), &p)
-		writeJSON(w, 200, detachPage(p/51))
-		return true
-	})
+	f := detachPagesFake(t)
 	c, _ := testClient(t, f)
 	var packs []CheckpointPack
 	arena := new(PackArena)
