@@ -178,29 +178,6 @@ func TestLoadedMatricesInHugePages(t *testing.T) {
 // bf16 compute too. Each is 2 MiB or more in bfloat16, so that every one
 // comes from the slab.
 func TestConvertedMatricesInHugePages(t *testing.T) {
-	requireAdvised := func(t *testing.T, ms []mat) {
-		t.Helper()
-		total, bad := 0, 0
-		for _, x := range ms {
-			var lo, n uintptr
-			switch {
-			case x.vn != nil:
-				lo, n = uintptr(unsafe.Pointer(unsafe.SliceData(x.vn))), uintptr(2*len(x.vn))
-			case x.bf != nil:
-				lo, n = uintptr(unsafe.Pointer(unsafe.SliceData(x.bf))), uintptr(2*len(x.bf))
-			default:
-				lo, n = uintptr(unsafe.Pointer(unsafe.SliceData(x.data))), uintptr(4*len(x.data))
-			}
-			if n < hugePage {
-				t.Fatalf("a %d-byte matrix: too small for the slab; enlarge the test's shapes", n)
-			}
-			total += int(n)
-			bad += notAdvised(t, lo, lo+n)
-		}
-		if bad > 0 {
-			t.Fatalf("%d of the converted matrices' %d bytes outside MADV_HUGEPAGE mappings", bad, total)
-		}
-	}
 	modes := []struct {
 		name string
 		opt  LoadOptions
@@ -214,15 +191,7 @@ func TestConvertedMatricesInHugePages(t *testing.T) {
 		dir := writeCheckpoint(t, g, file)
 		for _, mode := range modes {
 			t.Run(fmt.Sprintf("gpt-oss/dense=%v/%s", dense, mode.name), func(t *testing.T) {
-				m, err := LoadDirWith(dir, mode.opt)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var ms []mat
-				for _, x := range m.w.layers[0].moe.experts {
-					ms = append(ms, x.gate, x.up, x.down)
-				}
-				requireAdvised(t, ms)
+				requireExpertsAdvised(t, dir, mode.opt)
 			})
 		}
 	}
@@ -240,15 +209,7 @@ func TestConvertedMatricesInHugePages(t *testing.T) {
 			if mode.opt.BF16Compute && !bf16Compute() {
 				t.Skip("no bf16 compute on this CPU")
 			}
-			m, err := LoadDirWith(fdir, mode.opt)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ms []mat
-			for _, x := range m.w.layers[0].moe.experts {
-				ms = append(ms, x.gate, x.up, x.down)
-			}
-			requireAdvised(t, ms)
+			requireExpertsAdvised(t, fdir, mode.opt)
 		})
 	}
 
@@ -289,5 +250,46 @@ func TestConvertedMatricesInHugePages(t *testing.T) {
 				requireAdvised(t, []mat{l.gate, l.up, l.down})
 			})
 		}
+	}
+}
+
+// requireExpertsAdvised loads dir with opt and requires its first layer's
+// experts to lie in huge-page mappings (requireAdvised).
+func requireExpertsAdvised(t *testing.T, dir string, opt LoadOptions) {
+	t.Helper()
+	m, err := LoadDirWith(dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ms []mat
+	for _, x := range m.w.layers[0].moe.experts {
+		ms = append(ms, x.gate, x.up, x.down)
+	}
+	requireAdvised(t, ms)
+}
+
+// requireAdvised requires every byte of ms (the bf16 compute copy, the
+// bfloat16 or the float32 data) to lie in huge-page mappings.
+func requireAdvised(t *testing.T, ms []mat) {
+	t.Helper()
+	total, bad := 0, 0
+	for _, x := range ms {
+		var lo, n uintptr
+		switch {
+		case x.vn != nil:
+			lo, n = uintptr(unsafe.Pointer(unsafe.SliceData(x.vn))), uintptr(2*len(x.vn))
+		case x.bf != nil:
+			lo, n = uintptr(unsafe.Pointer(unsafe.SliceData(x.bf))), uintptr(2*len(x.bf))
+		default:
+			lo, n = uintptr(unsafe.Pointer(unsafe.SliceData(x.data))), uintptr(4*len(x.data))
+		}
+		if n < hugePage {
+			t.Fatalf("a %d-byte matrix: too small for the slab; enlarge the test's shapes", n)
+		}
+		total += int(n)
+		bad += notAdvised(t, lo, lo+n)
+	}
+	if bad > 0 {
+		t.Fatalf("%d of the converted matrices' %d bytes outside MADV_HUGEPAGE mappings", bad, total)
 	}
 }
