@@ -30,6 +30,114 @@ func fwdRow16BF16(x *float32, w *uint16, stride int, n int, out *[16]float32)
 func fwdRow16BF16Unpaced(x *float32, w *uint16, stride int, n int, out *[16]float32)
 
 //go:noescape
+func fwdRowLongF32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLongBF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong4F32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong4BF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong4A512F32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong4A512BF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong4A1KF32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong4A1KBF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong4A2KF32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong4A2KBF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong4A4KF32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong4A4KBF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong4A1KT0F32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong4A1KT0BF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong4A1KUF32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong4A1KUBF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong8F32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong8BF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong8A1KF32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong8A1KBF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong8A2KF32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong8A2KBF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong8A4KF32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong8A4KBF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong8A2KUF32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong8A2KUBF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong4A8KF32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong4A8KBF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong4L2A1KF32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong4L2A1KBF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong4L4A1KF32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong4L4A1KBF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong8L2A2KF32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong8L2A2KBF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong4L4F32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLong4L4BF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
 func fwdCols16F32(p *float32, xs *[]float32, ys *[]float32, tokens int, col int, mask int, add int)
 
 //go:noescape

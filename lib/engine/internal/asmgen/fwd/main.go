@@ -38,6 +38,11 @@ func Generate() (asm, decl []byte, err error) {
 		row16(ctx, bf)
 	}
 	row16Unpaced(ctx)
+	for _, v := range rowLongVariants {
+		for _, bf := range []bool{false, true} {
+			rowLong(ctx, bf, v)
+		}
+	}
 	for _, k := range colsK {
 		cols(ctx, k)
 	}

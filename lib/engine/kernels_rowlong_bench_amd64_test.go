@@ -1,0 +1,317 @@
+//go:build goexperiment.simd && amd64
+
+package engine
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"unsafe"
+)
+
+// rowLongKernels are the generator's long-stream decoding kernels
+// (rowLongVariants in asmgen/fwd): streams sub-ranges of a piece read at
+// once, 16/streams consecutive rows of each a call.
+var rowLongKernels = []struct {
+	name    string
+	streams int
+	f32     func(x *float32, w *float32, stride, n, span int, out *[16]float32)
+	bf      func(x *float32, w *uint16, stride, n, span int, out *[16]float32)
+}{
+	{"4", 4, fwdRowLong4F32, fwdRowLong4BF16},
+	{"4A512", 4, fwdRowLong4A512F32, fwdRowLong4A512BF16},
+	{"4A1K", 4, fwdRowLong4A1KF32, fwdRowLong4A1KBF16},
+	{"4A2K", 4, fwdRowLong4A2KF32, fwdRowLong4A2KBF16},
+	{"4A4K", 4, fwdRowLong4A4KF32, fwdRowLong4A4KBF16},
+	{"4A1KT0", 4, fwdRowLong4A1KT0F32, fwdRowLong4A1KT0BF16},
+	{"4A1KU", 4, fwdRowLong4A1KUF32, fwdRowLong4A1KUBF16},
+	{"8", 8, fwdRowLong8F32, fwdRowLong8BF16},
+	{"8A1K", 8, fwdRowLong8A1KF32, fwdRowLong8A1KBF16},
+	{"8A2K", 8, fwdRowLong8A2KF32, fwdRowLong8A2KBF16},
+	{"8A4K", 8, fwdRowLong8A4KF32, fwdRowLong8A4KBF16},
+	{"8A2KU", 8, fwdRowLong8A2KUF32, fwdRowLong8A2KUBF16},
+	{"4A8K", 4, fwdRowLong4A8KF32, fwdRowLong4A8KBF16},
+	{"4L2A1K", 4, fwdRowLong4L2A1KF32, fwdRowLong4L2A1KBF16},
+	{"4L4A1K", 4, fwdRowLong4L4A1KF32, fwdRowLong4L4A1KBF16},
+	{"8L2A2K", 8, fwdRowLong8L2A2KF32, fwdRowLong8L2A2KBF16},
+	{"4L4", 4, fwdRowLong4L4F32, fwdRowLong4L4BF16},
+}
+
+// TestRowLongMatchesDotLanes requires every long-stream kernel to give
+// dotLanes' bits for each of its 16 rows (stream s, row g of it at
+// s·span+g·stride), with tails, odd chunk counts and rows at odd offsets.
+func TestRowLongMatchesDotLanes(t *testing.T) {
+	if !fwdAsm {
+		t.Skip("the AVX-512 kernels need a CPU with AVX-512")
+	}
+	r := newRNG(11)
+	for _, n := range []int{1, 15, 16, 17, 31, 32, 33, 48, 63, 64, 65, 100, 1024, 1040, 1055, 3072} {
+		for _, k := range rowLongKernels {
+			groups := 16 / k.streams
+			stride := n + 3
+			span := groups*stride + 5
+			size := (k.streams-1)*span + (groups-1)*stride + n
+			x := make([]float32, n)
+			fill(x, r, 1)
+			w := make([]float32, size)
+			fill(w, r, 1)
+			wb := make([]uint16, size)
+			for i := range w {
+				wb[i] = uint16(math.Float32bits(w[i]) >> 16)
+				w[i] = bf16(wb[i])
+			}
+			var got, gotB [16]float32
+			k.f32(&x[0], &w[0], stride, n, span, &got)
+			k.bf(&x[0], &wb[0], stride, n, span, &gotB)
+			for s := range k.streams {
+				for g := range groups {
+					o := s*span + g*stride
+					want := dotLanes(w[o:o+n], x)
+					i := s*groups + g
+					if math.Float32bits(got[i]) != math.Float32bits(want) || math.Float32bits(gotB[i]) != math.Float32bits(want) {
+						t.Errorf("%s n=%d stream %d row %d: f32 %v, bf16 %v, dotLanes %v", k.name, n, s, g, got[i], gotB[i], want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkRowLong compares the long-stream kernels with fwdRow16 on two
+// threads from memory: 480 MB of bfloat16 (240 MB of float32) matrices of
+// the 0.6B layer shapes in huge pages, each layer's products cut as
+// decode cuts them (decodePieces over q/k/v, o, gate/up, down) and the
+// pieces claimed by two goroutines. Per kernel the paired ratios
+// fwdRow16's time over the kernel's (above 1: the kernel faster), process
+// CPU and wall, median and minimum over the rounds, the order alternating.
+// ROWLONG_ROUNDS, ROWLONG_KERNELS (a regexp) and ROWLONG_F32=1 select.
+// Run with -benchtime 1x.
+func BenchmarkRowLong(b *testing.B) {
+	rounds, passes := 9, 2
+	if n, err := strconv.Atoi(os.Getenv("ROWLONG_PASSES")); err == nil {
+		passes = n
+	}
+	if n, err := strconv.Atoi(os.Getenv("ROWLONG_ROUNDS")); err == nil {
+		rounds = n
+	}
+	only := regexp.MustCompile(os.Getenv("ROWLONG_KERNELS"))
+	withF32 := os.Getenv("ROWLONG_F32") == "1"
+	shapes := [][2]int{{2048, 1024}, {1024, 1024}, {1024, 1024}, {1024, 2048}, {3072, 1024}, {3072, 1024}, {1024, 3072}}
+	forks := [][2]int{{0, 3}, {3, 4}, {4, 6}, {6, 7}}
+	var slab hugeSlab
+	var mb, mf [][]mat // a fork's matrices
+	r := newRNG(3)
+	for c := range 16 {
+		var lb, lf []mat
+		for _, sh := range shapes {
+			w := hugeSlabAlloc[uint16](&slab, sh[0]*sh[1])
+			for i := range w {
+				w[i] = uint16(math.Float32bits(float32(2*r.float64()-1)) >> 16)
+			}
+			lb = append(lb, mat{rows: sh[0], cols: sh[1], bf: w})
+			if c < 8 && withF32 {
+				wf := hugeSlabAlloc[float32](&slab, sh[0]*sh[1])
+				for i := range wf {
+					wf[i] = float32(2*r.float64() - 1)
+				}
+				lf = append(lf, mat{rows: sh[0], cols: sh[1], data: wf})
+			}
+		}
+		for _, f := range forks {
+			mb = append(mb, lb[f[0]:f[1]])
+			if lf != nil {
+				mf = append(mf, lf[f[0]:f[1]])
+			}
+		}
+	}
+	x := make([]float32, 3072)
+	fill(x, r, 1)
+	// run runs piece over every fork's decodePieces on the engine's workers.
+	run := func(groups [][]mat, piece func(m mat, lo, hi int)) func() {
+		cuts := make([][]rowPiece, len(groups))
+		for i, ms := range groups {
+			cuts[i] = decodePieces(ms, 16, 2)
+		}
+		return func() {
+			for range passes {
+				for i, ms := range groups {
+					ps := cuts[i]
+					forkJoin(len(ps), func(j int) {
+					p := ps[j]
+					piece(ms[p.w], p.lo, p.hi)
+				})
+				}
+			}
+		}
+	}
+	row16 := func(m mat, lo, hi int) {
+		var out [16]float32
+		for j := lo; j < hi; j += 16 {
+			if m.bf != nil {
+				fwdRow16BF16(&x[0], &m.bf[j*m.cols], m.cols, m.cols, &out)
+			} else {
+				fwdRow16F32(&x[0], &m.data[j*m.cols], m.cols, m.cols, &out)
+			}
+		}
+	}
+	long := func(k int) func(m mat, lo, hi int) {
+		kk := rowLongKernels[k]
+		g := 16 / kk.streams
+		return func(m mat, lo, hi int) {
+			var out [16]float32
+			q := (hi - lo) / kk.streams
+			for i := 0; i < q; i += g {
+				if m.bf != nil {
+					kk.bf(&x[0], &m.bf[(lo+i)*m.cols], m.cols, m.cols, q*m.cols, &out)
+				} else {
+					kk.f32(&x[0], &m.data[(lo+i)*m.cols], m.cols, m.cols, q*m.cols, &out)
+				}
+			}
+		}
+	}
+	probe := func(k func(*uint64, int, int, int, *[8]uint64), streams int) func(m mat, lo, hi int) {
+		return func(m mat, lo, hi int) {
+			w := m.bf[lo*m.cols : hi*m.cols]
+			readStreamsSum(k, streams, 1024, unsafe.Slice((*uint64)(unsafe.Pointer(&w[0])), len(w)/4))
+		}
+	}
+	// forkOf runs piece over fork i of groups (decodePieces) on two
+	// the engine's workers (forkJoin), as decode runs them.
+	cuts := map[*mat][]rowPiece{}
+	forkOf := func(groups [][]mat, i int, piece func(m mat, lo, hi int)) {
+		ms := groups[i]
+		ps, ok := cuts[&ms[0]]
+		if !ok {
+			ps = decodePieces(ms, 16, 2)
+			cuts[&ms[0]] = ps
+		}
+		forkJoin(len(ps), func(j int) {
+			p := ps[j]
+			piece(ms[p.w], p.lo, p.hi)
+		})
+	}
+	var rates string // the last fine comparison's GB/s, a and b
+	// fine interleaves a and b fork by fork, each on its own layers
+	// (alternate layers, swapped every round, so neither reads what the
+	// other left in L3): per round a's time over b's, process CPU and wall.
+	fine := func(groups [][]mat, a0, b0 func(m mat, lo, hi int)) (cpu, wall []float64) {
+		nf := len(forks)
+		var bytes, ta, tb float64
+		for _, ms := range groups[:len(groups)/2] {
+			for _, m := range ms {
+				size := 2
+				if m.bf == nil {
+					size = 4
+				}
+				bytes += float64(m.rows * m.cols * size)
+			}
+		}
+		defer func() {
+			rates = fmt.Sprintf("GB/s %.1f / %.1f", bytes*float64(rounds)/ta/1e9, bytes*float64(rounds)/tb/1e9)
+		}()
+		for i := range rounds {
+			var ca, cb, wa, wb float64
+			for l := 0; l+1 < len(groups)/nf; l += 2 {
+				for f := range nf {
+					la, lb := l, l+1
+					if i%2 == 1 {
+						la, lb = lb, la
+					}
+					first := (l/2+f)%2 == 0
+					for k := range 2 {
+						c0, w0 := processCPU(), wallClock()
+						if (k == 0) == first {
+							forkOf(groups, la*nf+f, a0)
+							ca, wa = ca+processCPU()-c0, wa+wallClock()-w0
+						} else {
+							forkOf(groups, lb*nf+f, b0)
+							cb, wb = cb+processCPU()-c0, wb+wallClock()-w0
+						}
+					}
+				}
+			}
+			cpu, wall = append(cpu, ca/cb), append(wall, wa/wb)
+			ta, tb = ta+wa, tb+wb
+		}
+		slices.Sort(cpu)
+		slices.Sort(wall)
+		return cpu, wall
+	}
+	ratios := func(a0, b0 func()) (cpu, wall []float64) {
+		for i := range rounds {
+			a, bb := a0, b0
+			if i%2 == 1 {
+				a, bb = b0, a0
+			}
+			c0, w0 := processCPU(), wallClock()
+			a()
+			c1, w1 := processCPU(), wallClock()
+			bb()
+			c2, w2 := processCPU(), wallClock()
+			rc, rw := (c1-c0)/(c2-c1), (w1-w0)/(w2-w1)
+			if i%2 == 1 {
+				rc, rw = 1/rc, 1/rw
+			}
+			cpu, wall = append(cpu, rc), append(wall, rw)
+		}
+		slices.Sort(cpu)
+		slices.Sort(wall)
+		return cpu, wall
+	}
+	fineMode := os.Getenv("ROWLONG_FINE") == "1"
+	pair := func(groups [][]mat, a, b func(m mat, lo, hi int)) (cpu, wall []float64) {
+		if fineMode {
+			return fine(groups, a, b)
+		}
+		return ratios(run(groups, a), run(groups, b))
+	}
+	load := func() string {
+		s, _ := os.ReadFile("/proc/loadavg")
+		return strings.Join(strings.Fields(string(s))[:3], " ")
+	}
+	report := func(name string, cpu, wall []float64, l0 string) {
+		b.ReportMetric(cpu[rounds/2], name+"-cpu")
+		b.ReportMetric(wall[rounds/2], name+"-wall")
+		fmt.Fprintf(os.Stderr, "%-14s cpu med %.3f min %.3f max %.3f | wall med %.3f min %.3f max %.3f | load %s -> %s | %s\n",
+			name, cpu[rounds/2], cpu[0], cpu[rounds-1], wall[rounds/2], wall[0], wall[rounds-1], l0, load(), rates)
+		rates = ""
+	}
+	for b.Loop() {
+		// The probes' time over fwdRow16's on the same bfloat16 pieces
+		// (below 1: the kernel slower than the probe).
+		if only.MatchString("probe") {
+			for _, p := range []struct {
+				name    string
+				k       func(*uint64, int, int, int, *[8]uint64)
+				streams int
+			}{{"S4T1-1K", readS4T1, 4}, {"S8T1-1K", readS8T1, 8}} {
+				l0 := load()
+				cpu, wall := pair(mb, probe(p.k, p.streams), row16)
+				report("row16-of-"+p.name, cpu, wall, l0)
+			}
+		}
+		if only.MatchString("same") {
+			l0 := load()
+			cpu, wall := pair(mb, row16, row16)
+			report("same-bf16", cpu, wall, l0)
+		}
+		for k, kk := range rowLongKernels {
+			if !only.MatchString(kk.name) {
+				continue
+			}
+			l0 := load()
+			cpu, wall := pair(mb, row16, long(k))
+			report(kk.name+"-bf16", cpu, wall, l0)
+			if mf != nil {
+				l0 = load()
+				cpu, wall = pair(mf, row16, long(k))
+				report(kk.name+"-f32", cpu, wall, l0)
+			}
+		}
+	}
+}
