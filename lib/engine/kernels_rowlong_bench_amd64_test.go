@@ -3,6 +3,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -142,9 +144,9 @@ func BenchmarkRowLong(b *testing.B) {
 				for i, ms := range groups {
 					ps := cuts[i]
 					forkJoin(len(ps), func(j int) {
-					p := ps[j]
-					piece(ms[p.w], p.lo, p.hi)
-				})
+						p := ps[j]
+						piece(ms[p.w], p.lo, p.hi)
+					})
 				}
 			}
 		}
@@ -314,4 +316,78 @@ func BenchmarkRowLong(b *testing.B) {
 			}
 		}
 	}
+}
+
+// BenchmarkDecodeLongAB decodes the Qwen3-0.6B shape (bfloat16, or
+// float32 with ROWLONG_DTYPE=f32) with fwdRowsLong and with fwdRow16
+// (fwdLong false, the kernel before) in one process, the order alternating
+// each round (ROWLONG_ROUNDS, default 12), and reports the paired ratios
+// old time over new (above 1: fwdRowsLong faster), process CPU and wall
+// a token, median and minimum. It fails if the two decodes' tokens or
+// logprobs differ in any bit. Run with -benchtime 1x.
+func BenchmarkDecodeLongAB(b *testing.B) {
+	rounds := 12
+	if n, err := strconv.Atoi(os.Getenv("ROWLONG_ROUNDS")); err == nil {
+		rounds = n
+	}
+	c := qwen3Small()
+	ts := randomTensors(c, 1)
+	dtype := os.Getenv("ROWLONG_DTYPE")
+	if dtype != "f32" {
+		dtype = "bf16"
+		matricesToBF16(ts)
+	}
+	m, err := New("rowlong-ab", c, ts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func(v bool) { fwdLong = v }(fwdLong)
+	sample := func(long bool) string {
+		fwdLong = long
+		seed := int64(1)
+		r, err := m.Sample(context.Background(), SampleRequest{Prompt: []int{0}, NumSamples: 1, MaxTokens: 8, Temperature: 1, Seed: &seed})
+		if err != nil {
+			b.Fatal(err)
+		}
+		q := r.Sequences[0]
+		bits := make([]uint32, len(q.Logprobs))
+		for i, v := range q.Logprobs {
+			bits[i] = math.Float32bits(v)
+		}
+		return fmt.Sprint(q.Tokens, bits)
+	}
+	if a, c := sample(false), sample(true); a != c {
+		b.Fatalf("fwdRowsLong changed the decode:\n%s\n%s", c, a)
+	}
+	load := func() string {
+		s, _ := os.ReadFile("/proc/loadavg")
+		return strings.Join(strings.Fields(string(s))[:3], " ")
+	}
+	for b.Loop() {
+		var cpu, wall []float64
+		l0 := load()
+		for i := range rounds {
+			var d [2]time.Duration
+			var c [2]float64
+			for k := range 2 {
+				long := (k == 0) == (i%2 == 0)
+				fwdLong = long
+				d[btoi(long)], c[btoi(long)] = decodeTime(b, m, []int{0}, decodeTokens)
+			}
+			wall, cpu = append(wall, d[0].Seconds()/d[1].Seconds()), append(cpu, c[0]/c[1])
+		}
+		slices.Sort(cpu)
+		slices.Sort(wall)
+		b.ReportMetric(cpu[rounds/2], "old/new-cpu")
+		b.ReportMetric(wall[rounds/2], "old/new-wall")
+		fmt.Fprintf(os.Stderr, "decode %s old/new: cpu med %.3f min %.3f max %.3f | wall med %.3f min %.3f max %.3f | load %s -> %s\n",
+			dtype, cpu[rounds/2], cpu[0], cpu[rounds-1], wall[rounds/2], wall[0], wall[rounds-1], l0, load())
+	}
+}
+
+func btoi(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
 }
