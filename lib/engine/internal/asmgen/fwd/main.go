@@ -38,10 +38,8 @@ func Generate() (asm, decl []byte, err error) {
 		row16(ctx, bf)
 	}
 	row16Unpaced(ctx)
-	for _, v := range rowLongVariants {
-		for _, bf := range []bool{false, true} {
-			rowLong(ctx, bf, v)
-		}
+	for _, bf := range []bool{false, true} {
+		rowLong(ctx, bf, rowLongProduct)
 	}
 	for _, k := range colsK {
 		cols(ctx, k)

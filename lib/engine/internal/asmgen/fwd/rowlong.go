@@ -10,40 +10,23 @@ import (
 	"github.com/tinkershell/tinker/lib/engine/internal/asmgen/asmout"
 )
 
-// rowLongVariant is one arrangement of rowLong: streams far-apart rows read
-// at once, a prefetch ahead bytes past each stream's own position (0:
-// none), into L1 when t0; the bfloat16 kernel paced as row16 unless
-// unpaced.
+// rowLongVariant is an arrangement of rowLong: streams far-apart rows
+// read at once (4 or 8), a prefetch ahead bytes past each stream's own
+// position (0: none), into L1 when t0, lines weight lines of each stream
+// an iteration (0: 1), the bfloat16 kernel paced as row16 unless
+// unpaced. Only rowLongProduct is generated; doc.go's decode section
+// has the others' figures (commit a07283f generated them all).
 type rowLongVariant struct {
 	suffix      string
 	streams     int
 	ahead       int
-	lines       int // weight lines of each stream an iteration (0: 1)
+	lines       int
 	t0, unpaced bool
 }
 
-// rowLongVariants are the experimental long-stream kernels
-// (BenchmarkRowLong compares them with fwdRow16).
-var rowLongVariants = []rowLongVariant{
-	{suffix: "", streams: 4, ahead: 1024}, // the product's (fwdRowsLong)
-	{suffix: "4", streams: 4},
-	{suffix: "4A512", streams: 4, ahead: 512},
-	{suffix: "4A1K", streams: 4, ahead: 1024},
-	{suffix: "4A2K", streams: 4, ahead: 2048},
-	{suffix: "4A4K", streams: 4, ahead: 4096},
-	{suffix: "4A1KT0", streams: 4, ahead: 1024, t0: true},
-	{suffix: "4A1KU", streams: 4, ahead: 1024, unpaced: true},
-	{suffix: "8", streams: 8},
-	{suffix: "8A1K", streams: 8, ahead: 1024},
-	{suffix: "8A2K", streams: 8, ahead: 2048},
-	{suffix: "8A4K", streams: 8, ahead: 4096},
-	{suffix: "8A2KU", streams: 8, ahead: 2048, unpaced: true},
-	{suffix: "4A8K", streams: 4, ahead: 8192},
-	{suffix: "4L2A1K", streams: 4, ahead: 1024, lines: 2},
-	{suffix: "4L4A1K", streams: 4, ahead: 1024, lines: 4},
-	{suffix: "8L2A2K", streams: 8, ahead: 2048, lines: 2},
-	{suffix: "4L4", streams: 4, lines: 4},
-}
+// rowLongProduct is fwdRowLong's arrangement (fwdRowsLong): four streams,
+// each its own line 1 KiB ahead into L2, the read probe's S4T1-1K form.
+var rowLongProduct = rowLongVariant{streams: 4, ahead: 1024}
 
 // rowLong generates fwdRowLong<suffix><F32|BF16>(x, w, stride, n, span,
 // out): 16 rows as v.streams streams span elements apart, each stream
