@@ -31,8 +31,9 @@ var (
 // matRowsAsm is matRows with the assembly kernels, each of which computes
 // its output elements in dotLanes order: 4 tokens × 6 rows (fwdTile4x6G,
 // tokens packed four at a time) for each full group of four tokens, 1
-// token × 16 rows (fwdRow16) for the one to three tokens left over
-// (decoding one sequence streams the weights through it), and the rows
+// token × 16 rows (fwdRows: fwdRowLong's four long streams) for the one
+// to three tokens left over (decoding one sequence streams the weights
+// through it), and the rows
 // left over by either with the 4×4 tile, the last group padded by
 // repeating a token and single rows given a row stride of 0. It reports
 // false when it did nothing.

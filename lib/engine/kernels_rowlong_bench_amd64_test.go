@@ -376,3 +376,94 @@ func btoi(v bool) int {
 	}
 	return 0
 }
+
+// BenchmarkDecodeLongTokens decodes the Qwen3-0.6B shape (bfloat16, or
+// float32 with ROWLONG_DTYPE=f32) switching between fwdRowsLong and
+// fwdRow16 after every token (from Sample's StopFunc, on the stepping
+// goroutine, between forward steps), so neighbouring tokens, tens of
+// milliseconds apart, pair the two: per pair the fwdRow16 token's time
+// over the fwdRowsLong one's (above 1: fwdRowsLong faster), process CPU
+// and wall, median and minimum over ROWLONG_TOKENS (default 96) tokens a
+// decode, ROWLONG_ROUNDS decodes (default 4). Run with -benchtime 1x.
+func BenchmarkDecodeLongTokens(b *testing.B) {
+	rounds, tokens := 4, 96
+	if n, err := strconv.Atoi(os.Getenv("ROWLONG_ROUNDS")); err == nil {
+		rounds = n
+	}
+	if n, err := strconv.Atoi(os.Getenv("ROWLONG_TOKENS")); err == nil {
+		tokens = n
+	}
+	c := qwen3Small()
+	ts := randomTensors(c, 1)
+	dtype := os.Getenv("ROWLONG_DTYPE")
+	if dtype != "f32" {
+		dtype = "bf16"
+		matricesToBF16(ts)
+	}
+	m, err := New("rowlong-tokens", c, ts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func(v bool) { fwdLong = v }(fwdLong)
+	load := func() string {
+		s, _ := os.ReadFile("/proc/loadavg")
+		return strings.Join(strings.Fields(string(s))[:3], " ")
+	}
+	// ROWLONG_CONTROL=1 labels the tokens in turn but decodes all with
+	// fwdRow16: the pairing's own bias and spread.
+	control := os.Getenv("ROWLONG_CONTROL") == "1"
+	bytes := matrixParams(c) * 2
+	if dtype == "f32" {
+		bytes *= 2
+	}
+	for b.Loop() {
+		var cpu, wall, tNew, tOld []float64
+		l0 := load()
+		for i := range rounds {
+			label := i%2 == 0
+			var longs []bool
+			var ws, cs []float64
+			var w0, c0 float64
+			fwdLong = label && !control
+			stop := func(gen []int) bool {
+				w1, c1 := wallClock(), processCPU()
+				if len(gen) > 1 { // the first token was the prompt's prefill
+					longs, ws, cs = append(longs, label), append(ws, w1-w0), append(cs, c1-c0)
+				}
+				label = !label
+				fwdLong = label && !control
+				w0, c0 = wallClock(), processCPU()
+				return false
+			}
+			seed := int64(1)
+			if _, err := m.Sample(context.Background(), SampleRequest{Prompt: []int{0}, NumSamples: 1, MaxTokens: tokens + 1,
+				Temperature: 1, Seed: &seed, StopFunc: stop}); err != nil {
+				b.Fatal(err)
+			}
+			for j, w := range ws {
+				if longs[j] {
+					tNew = append(tNew, w)
+				} else {
+					tOld = append(tOld, w)
+				}
+			}
+			for j := 1; j < len(ws); j++ {
+				o, n := j-1, j
+				if longs[o] {
+					o, n = n, o
+				}
+				wall, cpu = append(wall, ws[o]/ws[n]), append(cpu, cs[o]/cs[n])
+			}
+		}
+		slices.Sort(cpu)
+		slices.Sort(wall)
+		k := len(wall)
+		b.ReportMetric(cpu[k/2], "old/new-cpu")
+		b.ReportMetric(wall[k/2], "old/new-wall")
+		if control {
+			dtype += " control"
+		}
+		fmt.Fprintf(os.Stderr, "decode %s tokens old/new (%d pairs): cpu med %.3f q1 %.3f min %.3f | wall med %.3f q1 %.3f min %.3f | load %s -> %s | GB/s old %.1f new %.1f (median tokens)\n",
+			dtype, k, cpu[k/2], cpu[k/4], cpu[0], wall[k/2], wall[k/4], wall[0], l0, load(), bytes/median(tOld)/1e9, bytes/median(tNew)/1e9)
+	}
+}
