@@ -90,10 +90,14 @@ func BenchmarkRowLong(b *testing.B) {
 	withF32 := os.Getenv("ROWLONG_F32") == "1"
 	shapes := [][2]int{{2048, 1024}, {1024, 1024}, {1024, 1024}, {1024, 2048}, {3072, 1024}, {3072, 1024}, {1024, 3072}}
 	forks := [][2]int{{0, 3}, {3, 4}, {4, 6}, {6, 7}}
+	layers := 16
+	if os.Getenv("ROWLONG_LMHEAD") == "1" { // the lm_head alone, four copies
+		shapes, forks, layers = [][2]int{{151936, 1024}}, [][2]int{{0, 1}}, 4
+	}
 	var slab hugeSlab
 	var mb, mf [][]mat // a fork's matrices
 	r := newRNG(3)
-	for c := range 16 {
+	for c := range layers {
 		var lb, lf []mat
 		for _, sh := range shapes {
 			w := hugeSlabAlloc[uint16](&slab, sh[0]*sh[1])
@@ -101,7 +105,7 @@ func BenchmarkRowLong(b *testing.B) {
 				w[i] = uint16(math.Float32bits(float32(2*r.float64()-1)) >> 16)
 			}
 			lb = append(lb, mat{rows: sh[0], cols: sh[1], bf: w})
-			if c < 8 && withF32 {
+			if c < layers/2 && withF32 {
 				wf := hugeSlabAlloc[float32](&slab, sh[0]*sh[1])
 				for i := range wf {
 					wf[i] = float32(2*r.float64() - 1)
