@@ -1728,7 +1728,8 @@
 // GB/s (at 17-20 GB/s, the host's memory taken by others, every variant
 // read 0.96-1.02):
 //   - four streams, 1 KiB ahead (kept): 1.069-1.081 (seven runs); float32
-//     1.035-1.039;
+//     1.035-1.039; the lm_head's shape alone (ROWLONG_LMHEAD) 1.078-1.131,
+//     every round of two runs above 1.02;
 //   - no prefetch 1.05-1.06, 512 B ahead 1.06, 2 KiB 1.03-1.04, 4 KiB
 //     1.02, 8 KiB 1.02, 1 KiB into L1 1.01, without row16's pacing
 //     shuffle 1.075-1.089 (level with paced);
