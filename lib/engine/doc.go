@@ -1745,7 +1745,7 @@
 // BenchmarkDecodeLongTokens switches kernels after every token (from
 // StopFunc) and pairs neighbouring tokens (380 pairs a run, its control
 // with one kernel under both labels 1.004-1.006): bfloat16 medians
-// 0.98-1.12 over thirteen runs (median 1.018; at 13-20 GB/s 0.98-1.12,
+// 0.98-1.12 over 21 runs (median 1.01; 19 of them at 13-20 GB/s, the two
 // at 41-46 GB/s 1.005 and 1.021), float32 1.07-1.15 over three (lower
 // quartiles 1.02-1.13). BenchmarkDecode/bf16 from main's build and
 // fwdRowLong's, alternating in separate processes, in the fast phase (probe
