@@ -318,12 +318,16 @@ func matMulGroup(ms []mat, xs [][]float32, yss [][][]float32) {
 // to three vectors in one fork over decodePieces, whole 16-row blocks for
 // the one-row kernel.
 func forkDecode(ms []mat, xs [][]float32, yss [][][]float32, workers int, accumulate bool) {
-	ps := decodePieces(ms, 16, workers)
+	ps := decodeCut(ms, 16, workers)
 	forkJoin(len(ps), func(i int) {
 		p := ps[i]
 		matRows(ms[p.w], xs, yss[p.w], p.lo, p.hi, accumulate)
 	})
 }
+
+// decodeCut cuts forkDecode's pieces: decodePieces, a variable so a
+// benchmark can compare other cuts in one process (BenchmarkDecodeCuts).
+var decodeCut = decodePieces
 
 // rowPiece is rows [lo, hi) of matrix w of a group.
 type rowPiece struct{ w, lo, hi int }
