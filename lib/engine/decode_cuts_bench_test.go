@@ -34,6 +34,17 @@ func guidedCut(div, minPiece, a int) func(ms []mat, align, workers int) []rowPie
 	}
 }
 
+// lmHeadCut cuts the lm_head's product (a lone matrix of over 64M
+// weights) by lm and every other fork by decodePieces: a per-shape cut.
+func lmHeadCut(lm func(ms []mat, align, workers int) []rowPiece) func(ms []mat, align, workers int) []rowPiece {
+	return func(ms []mat, align, workers int) []rowPiece {
+		if len(ms) == 1 && ms[0].rows*ms[0].cols >= 1<<26 {
+			return lm(ms, align, workers)
+		}
+		return decodePieces(ms, align, workers)
+	}
+}
+
 // BenchmarkDecodeCuts decodes the Qwen3-0.6B shape in bfloat16 (float32
 // with CUTS_DTYPE=f32) with the row kernel fwdLong selects, switching
 // forkDecode's cut of the pieces after every token (from StopFunc, on
@@ -64,14 +75,19 @@ func BenchmarkDecodeCuts(b *testing.B) {
 	}
 	vs := []variant{
 		{name: "control", cut: decodePieces},
-		{name: "div2-min32K", cut: guidedCut(2, 1<<15, 1)},     // 1/4 of what is left
-		{name: "div1-min32K", cut: guidedCut(1, 1<<15, 1)},     // 1/2 of what is left
-		{name: "div4-min128K", cut: guidedCut(4, 1<<17, 1)},    // larger minimum
-		{name: "div4-min512K", cut: guidedCut(4, 1<<19, 1)},    // 1 MiB of bfloat16 at least
+		{name: "div2-min32K", cut: guidedCut(2, 1<<15, 1)},  // 1/4 of what is left
+		{name: "div1-min32K", cut: guidedCut(1, 1<<15, 1)},  // 1/2 of what is left
+		{name: "div4-min128K", cut: guidedCut(4, 1<<17, 1)}, // larger minimum
+		{name: "div4-min512K", cut: guidedCut(4, 1<<19, 1)}, // 1 MiB of bfloat16 at least
+		{name: "div1-min128K", cut: guidedCut(1, 1<<17, 1)},
+		{name: "div1-min512K", cut: guidedCut(1, 1<<19, 1)},
 		{name: "div2-min128K", cut: guidedCut(2, 1<<17, 1)},    // both
 		{name: "div4-min32K-a64", cut: guidedCut(4, 1<<15, 4)}, // each stream whole 16-row blocks
 		{name: "halves", cut: fixedCut(2)},
 		{name: "fixed8", cut: fixedCut(8)},
+		{name: "lm-halves", cut: lmHeadCut(fixedCut(2))},
+		{name: "lm-div1", cut: lmHeadCut(guidedCut(1, 1<<15, 1))},
+		{name: "lm-fixed16", cut: lmHeadCut(fixedCut(16))},
 		{name: "row16", cut: decodePieces, row16: true},
 	}
 	if only := os.Getenv("CUTS_ONLY"); only != "" {

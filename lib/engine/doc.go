@@ -1754,4 +1754,39 @@
 // 47.9-48.5): short of 80% still; other rounds fell in unlike phases.
 // fwdLong selects the kernel, so a quiet run can repeat the comparison in
 // one process.
+//
+// Pieces for the long-stream kernel (BenchmarkDecodeCuts; 2026-11-29,
+// 20:56-21:21, load average 0.5-3.4, another helper's benchmarks beside
+// them: ratios only). fwdRowsLong reads a piece's quarters as its four
+// streams, so the piece's length sets theirs; decodePieces was tuned for
+// fwdRow16. The benchmark switches forkDecode's cut (decodeCut) after
+// every token, decodePieces on every other token, and pairs each other
+// token with the mean of its two neighbours (their wall over its, above
+// 1: the cut faster; 44-250 pairs a cut a run, the tokens read 17.5-35.6
+// GB/s, most runs 25-30). Medians over 7-14 bfloat16 runs (one float32):
+//   - control (decodePieces under another label) 0.993-1.003;
+//   - guided, half of what is left (div 2 instead of 8) 0.999-1.023,
+//     float32 1.014; with at least 128K or 512K weights 1.004-1.022;
+//   - a quarter of what is left 1.000-1.014; at least 128K weights
+//     1.000-1.021, 512K 0.993-1.010, both 0.998-1.019; pieces of whole
+//     64-row blocks (each stream whole 16-row blocks) 0.993-1.012;
+//   - fixed halves of each matrix 0.996-1.018 (float32 0.993), fixed
+//     eighths 0.997-1.021; the lm_head alone in halves, in 16ths or
+//     guided by halves (the layers as decodePieces) 0.994-0.998;
+//   - fwdRow16 on decodePieces, for scale: 0.932-0.963 (float32
+//     0.864-0.874).
+//
+// Every cut kept the tokens' and logprobs' bits (the benchmark checks).
+// No cut cleared 1.03: the coarser guided ones gain 1-2% on the layers'
+// products, and decodePieces stays. Within one process fwdRowsLong
+// decodes 1.04-1.07x as fast as fwdRow16 (its products' 1.07-1.08 over
+// ~90% of a token would give 1.06-1.07), so the smaller figures before
+// came from runs at 13-20 GB/s, where every kernel variant read alike.
+// Single pairs fell to 0.32-0.80 in every cut, the control's too.
+// In the same half hour float32 tokens read 49-51 GB/s and bfloat16 ones
+// 27-31 (separate processes alternating a minute apart, load 1.7-1.8;
+// BenchmarkDecode at 21:12: float32 51.6 GB/s, 83.8% of its probe,
+// bfloat16 31.5, 77.6% of a probe of only 45.8 over its own matrices):
+// a bfloat16 token took 0.8x a float32 one for half the bytes, which
+// the pieces do not explain.
 package engine
