@@ -1748,6 +1748,22 @@
 //     (300 page faults on its first token); they now come from a pool
 //     shared by all samplers (expsPool).
 //
+// After the three, the same timestamps (load 2.8, a 24.8 ms token): 89
+// per mille between the forks against 104-112 before; attention 0.68 ms
+// a token, the q/k norms, rope and cache copy 0.20 (0.41-0.46 before:
+// the faults), sampling and the batcher 0.30, SwiGLU 0.20, the norms
+// 0.15, and about 5 µs between each fork's end and the next one's offer
+// beyond the work between them (110 forks: about 20 per mille; the cut
+// and forkJoin take 1-2 µs of it hot, the rest is cold caches and the
+// allocations' fresh pages); the forks' tails 11-15, the join 3.
+// Decodes alternated in one process, each change against the build
+// without it (16 rounds, load 3.2-3.6): the vector tail 1.028 wall and
+// 1.013 CPU (medians; minima 0.85 and 0.83), the pool 1.020 and 1.012
+// (0.70, 0.98). BenchmarkDecode's bfloat16 decode from this build and
+// main's alternated (eight pairs, load 2.6-4.1, another session's
+// memory-bound runs beside them): %decode-of-limit-paired 1.013x
+// (0.975-1.125), tokens per second 0.978x (0.79-2.47): that load swamps
+// a few per cent either way; the quiet run decides.
 // Most of what is left: the faults still counted (about 76 a token) are
 // the per-token allocations, about 270 KB a token, half of it
 // cutPieces' piece lists and most of the rest forkJoin's jobs and
