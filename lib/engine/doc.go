@@ -1706,9 +1706,9 @@
 // the 0.6B shape, positions 1-33; another session's benchmarks kept the
 // load average at 1.6-3.8, so times are from its quietest rounds and
 // ratios only; BenchmarkDecodeOnly is that decode with nothing else in
-// the process, to run under perf). Timestamps around every fork and step
-// of forward (temporary, not kept) put a 26.9 ms token at 891 per mille in the
-// forks and 109 between them, all of it on one core while the other
+// the process, to run under perf). Timestamps around every fork and
+// step of forward (temporary, not kept) put a 26.9 ms token at 891 per
+// mille in the forks and 109 between them, all on one core while the other
 // spins: attention 41 (1.1 ms, 39 µs a layer), q/k norms, rope and the
 // cache copy 17, sampling and the batcher between tokens 12.5, SwiGLU
 // 9.6, the two norms 6, the embedding and rope table 0.2; inside the
@@ -1764,11 +1764,15 @@
 // memory-bound runs beside them): %decode-of-limit-paired 1.013x
 // (0.975-1.125), tokens per second 0.978x (0.79-2.47): that load swamps
 // a few per cent either way; the quiet run decides.
-// Most of what is left: the faults still counted (about 76 a token) are
-// the per-token allocations, about 270 KB a token, half of it
-// cutPieces' piece lists and most of the rest forkJoin's jobs and
-// closures, each page of them fresh while the heap grows; a piece list
-// kept per fork site would remove those. Attention at these positions is
+//
+// Most of what is left: a 34-token request still faults 2,583 pages, the
+// allocations' fresh pages while the heap grows: about 250 KB a token,
+// 130 KB of it cutPieces' piece lists, 20 KB the forks' jobs and
+// closures and forward's slices, the rest each request's workspace and
+// logits; pieces kept per fork site would remove the largest part, 32
+// pages a token, 0.2-0.6% of it at these fault costs (the per-shape
+// cache of the pieces above: a median of 1.01 in paired decodes).
+// Attention at these positions is
 // compute in L2, about 1 µs a position a layer (the scores and the
 // weighted sums 0.17 µs each alone): the Go vector code's loads and
 // moves, about a third of the FMA ports' rate; an assembly kernel for a
