@@ -111,7 +111,12 @@
 //     and not another). One row at a time without prefetch streamed
 //     bfloat16 weights at 0.4-0.55 of the bf16 path's prefetching
 //     kernels' rate in the same run of BenchmarkBF16Decode (a loaded
-//     machine); now at 0.75-0.9 of it. The 4×6 tile of whole rows also
+//     machine); now at 0.75-0.9 of it. Decoding now reads a piece's
+//     rows as four long streams instead (fwdRowLong: rows i..i+3 of each
+//     quarter of the piece a call, each stream's own line 1 KiB ahead),
+//     the same bits and 1.04-1.09x as fast on Zen 4 (the decode section
+//     at the end); fwdRow16 stays for the benchmarks to compare
+//     (fwdLong). The 4×6 tile of whole rows also
 //     prefetches the packed vectors 4 KiB ahead into L1 (xAhead in
 //     internal/asmgen/fwd): its x loads from L2 stalled under the
 //     hardware prefetchers, and the prefetch took 3-5% less time on the
@@ -1701,6 +1706,54 @@
 // under that load: 0.93-0.98 in the benchmark, and 0.79-1.10 in paired
 // decodes (8 rounds): no decode-level change cleared 1.04 in every round,
 // so decodePieces and the pool stay.
+//
+// A row kernel with four long streams (fwdRowLong; 2026-11-29,
+// 20:05-21:00, load average 1.7-3.9, another helper's benchmarks reading
+// memory beside these: ratios only). A piece's rows are contiguous, so
+// fwdRowsLong cuts a piece of 16k rows into quarters and each call reads
+// rows i..i+3 of every quarter: four streams that run on across row ends
+// for the whole piece, each prefetching its own line 1 KiB ahead into L2,
+// the S4T1-1K probe's pattern. Each row keeps its accumulator and chunk
+// order: no output bit changed (TestRowLongMatchesDotLanes with tails and
+// odd chunk counts, TestForwardKernelsMatchScalar, TestDecodeForkMatchesScalar;
+// BenchmarkDecodeLongAB compares the decode's tokens and logprobs bit for
+// bit). BenchmarkRowLong runs decode's forks (decodePieces over q/k/v, o,
+// gate/up and down of 16 layers, 480 MB of bfloat16) on the worker pool.
+// Whole passes alternating left fwdRow16 against itself at 0.87-1.17 a
+// round, so the kernels now alternate fork by fork, each on alternate
+// layers (neither reads what the other left in L3), swapped every round:
+// the control's median 0.998-1.014 over 41 rounds. Its CPU time a fork
+// (getrusage) is too coarse to read; wall only. fwdRow16's wall over the
+// variant's, medians of 41 rounds, in phases where the kernels read 28-36
+// GB/s (at 17-20 GB/s, the host's memory taken by others, every variant
+// read 0.96-1.02):
+//   - four streams, 1 KiB ahead (kept): 1.069-1.081 (seven runs); float32
+//     1.035-1.039; the lm_head's shape alone (ROWLONG_LMHEAD) 1.078-1.131,
+//     every round of two runs above 1.02;
+//   - no prefetch 1.05-1.06, 512 B ahead 1.06, 2 KiB 1.03-1.04, 4 KiB
+//     1.02, 8 KiB 1.02, 1 KiB into L1 1.01, without row16's pacing
+//     shuffle 1.075-1.089 (level with paced);
+//   - eight streams: no prefetch 1.05, 1, 2 or 4 KiB ahead 1.05-1.07;
+//   - two or four lines of a stream in a burst, x's chunks held in
+//     registers (the probe's order): 1.06-1.08.
+//
+// fwdRow16 read 0.90-0.95 of the S4T1-1K and S8T1-1K probes over the same
+// pieces; fwdRowLong about 1.0 of them. No minimum over the rounds stayed
+// above 1, the control's neither (0.62-0.96).
+//
+// In decode the gain is smaller and not settled under that load.
+// BenchmarkDecodeLongTokens switches kernels after every token (from
+// StopFunc) and pairs neighbouring tokens (380 pairs a run, its control
+// with one kernel under both labels 1.004-1.006): bfloat16 medians
+// 0.98-1.12 over 21 runs (median 1.01; 19 of them at 13-20 GB/s, the two
+// at 41-46 GB/s 1.005 and 1.021), float32 1.07-1.15 over three (lower
+// quartiles 1.02-1.13). BenchmarkDecode/bf16 from main's build and
+// fwdRowLong's, alternating in separate processes, in the fast phase (probe
+// 62.5-63 GB/s): %decode-of-limit 73.6 and 73.9 against 76.6 and 77.7,
+// paired 73.1 and 73.2 against 77.3 and 78.4 (GB/s 46.2-46.3 against
+// 47.9-48.5): short of 80% still; other rounds fell in unlike phases.
+// fwdLong selects the kernel, so a quiet run can repeat the comparison in
+// one process.
 //
 // A bfloat16 decoding token outside its products (2026-11-29, 20:05-20:40,
 // the 0.6B shape, positions 1-33; another session's benchmarks kept the

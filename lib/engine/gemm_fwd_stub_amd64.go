@@ -30,6 +30,12 @@ func fwdRow16BF16(x *float32, w *uint16, stride int, n int, out *[16]float32)
 func fwdRow16BF16Unpaced(x *float32, w *uint16, stride int, n int, out *[16]float32)
 
 //go:noescape
+func fwdRowLongF32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLongBF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
 func fwdCols16F32(p *float32, xs *[]float32, ys *[]float32, tokens int, col int, mask int, add int)
 
 //go:noescape

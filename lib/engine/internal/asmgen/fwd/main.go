@@ -38,6 +38,9 @@ func Generate() (asm, decl []byte, err error) {
 		row16(ctx, bf)
 	}
 	row16Unpaced(ctx)
+	for _, bf := range []bool{false, true} {
+		rowLong(ctx, bf, rowLongProduct)
+	}
 	for _, k := range colsK {
 		cols(ctx, k)
 	}

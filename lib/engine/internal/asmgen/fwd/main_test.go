@@ -120,3 +120,42 @@ func TestTile4x6PrefetchesX(t *testing.T) {
 		}
 	}
 }
+
+// TestRowLongStreams pins fwdRowLong's shape: four row groups, each a loop
+// whose four weight streams (one base register, the span register at
+// scales 1 and 2, and three times it) are each prefetched into L2 1 KiB
+// past the line they load, from the same register: the streams run on
+// across row ends, so a stream's own line ahead is always the next bytes
+// it reads.
+func TestRowLongStreams(t *testing.T) {
+	asm, _, err := Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []struct {
+		name, load string
+		chunks     int
+	}{{"fwdRowLongF32", "VMOVUPS", 1}, {"fwdRowLongBF16", "VBROADCASTI32X8", 2}} {
+		body := kernelText(t, string(asm), k.name)
+		for g := range 4 {
+			loop := labelText(t, body, fmt.Sprintf("long%d:", g))
+			pf := regexp.MustCompile(`PREFETCHT1\s+1024\((\w+)\)(\(\w+\*\d\))?`).FindAllStringSubmatch(loop, -1)
+			loads := regexp.MustCompile(k.load+`\s+\d*\((\w+)\)(\(\w+\*\d\))?, Z(1[7-9]|20)`).FindAllStringSubmatch(loop, -1)
+			if len(pf) != 4 || len(loads) != 4*k.chunks {
+				t.Fatalf("%s group %d: %d prefetches and %d weight loads, want 4 and %d:\n%s", k.name, g, len(pf), len(loads), 4*k.chunks, loop)
+			}
+			for s := range 4 {
+				if pf[s][1] != loads[s][1] || pf[s][2] != loads[s][2] {
+					t.Errorf("%s group %d: stream %d prefetches %v, loads %v", k.name, g, s, pf[s][1:], loads[s][1:])
+				}
+			}
+			seen := map[string]bool{}
+			for _, l := range loads[:4] {
+				seen[l[2]] = true
+			}
+			if len(seen) != 4 {
+				t.Errorf("%s group %d: the four streams' loads use %d addressings, want 4", k.name, g, len(seen))
+			}
+		}
+	}
+}

@@ -1,0 +1,473 @@
+//go:build goexperiment.simd && amd64
+
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+// rowLongKernels are the long-stream decoding kernels (rowLong in
+// asmgen/fwd): streams sub-ranges of a piece read at once, 16/streams
+// consecutive rows of each a call. The generator makes the product's
+// alone; its other arrangements (rowLongVariant) go here to be measured.
+var rowLongKernels = []struct {
+	name    string
+	streams int
+	f32     func(x *float32, w *float32, stride, n, span int, out *[16]float32)
+	bf      func(x *float32, w *uint16, stride, n, span int, out *[16]float32)
+}{
+	{"4A1K", 4, fwdRowLongF32, fwdRowLongBF16},
+}
+
+// TestRowLongMatchesDotLanes requires every long-stream kernel to give
+// dotLanes' bits for each of its 16 rows (stream s, row g of it at
+// s·span+g·stride), with tails, odd chunk counts and rows at odd offsets.
+func TestRowLongMatchesDotLanes(t *testing.T) {
+	if !fwdAsm {
+		t.Skip("the AVX-512 kernels need a CPU with AVX-512")
+	}
+	r := newRNG(11)
+	for _, n := range []int{1, 15, 16, 17, 31, 32, 33, 48, 63, 64, 65, 100, 1024, 1040, 1055, 3072} {
+		for _, k := range rowLongKernels {
+			groups := 16 / k.streams
+			stride := n + 3
+			span := groups*stride + 5
+			size := (k.streams-1)*span + (groups-1)*stride + n
+			x := make([]float32, n)
+			fill(x, r, 1)
+			w := make([]float32, size)
+			fill(w, r, 1)
+			wb := make([]uint16, size)
+			for i := range w {
+				wb[i] = uint16(math.Float32bits(w[i]) >> 16)
+				w[i] = bf16(wb[i])
+			}
+			var got, gotB [16]float32
+			k.f32(&x[0], &w[0], stride, n, span, &got)
+			k.bf(&x[0], &wb[0], stride, n, span, &gotB)
+			for s := range k.streams {
+				for g := range groups {
+					o := s*span + g*stride
+					want := dotLanes(w[o:o+n], x)
+					i := s*groups + g
+					if math.Float32bits(got[i]) != math.Float32bits(want) || math.Float32bits(gotB[i]) != math.Float32bits(want) {
+						t.Errorf("%s n=%d stream %d row %d: f32 %v, bf16 %v, dotLanes %v", k.name, n, s, g, got[i], gotB[i], want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkRowLong compares the long-stream kernels with fwdRow16 on two
+// threads from memory: 480 MB of bfloat16 (240 MB of float32) matrices of
+// the 0.6B layer shapes in huge pages, each layer's products cut as
+// decode cuts them (decodePieces over q/k/v, o, gate/up, down) and the
+// pieces claimed by two goroutines. Per kernel the paired ratios
+// fwdRow16's time over the kernel's (above 1: the kernel faster), process
+// CPU and wall, median and minimum over the rounds, the order alternating.
+// ROWLONG_ROUNDS, ROWLONG_KERNELS (a regexp) and ROWLONG_F32=1 select.
+// Run with -benchtime 1x.
+func BenchmarkRowLong(b *testing.B) {
+	rounds, passes := 9, 2
+	if n, err := strconv.Atoi(os.Getenv("ROWLONG_PASSES")); err == nil {
+		passes = n
+	}
+	if n, err := strconv.Atoi(os.Getenv("ROWLONG_ROUNDS")); err == nil {
+		rounds = n
+	}
+	only := regexp.MustCompile(os.Getenv("ROWLONG_KERNELS"))
+	withF32 := os.Getenv("ROWLONG_F32") == "1"
+	shapes := [][2]int{{2048, 1024}, {1024, 1024}, {1024, 1024}, {1024, 2048}, {3072, 1024}, {3072, 1024}, {1024, 3072}}
+	forks := [][2]int{{0, 3}, {3, 4}, {4, 6}, {6, 7}}
+	layers := 16
+	if os.Getenv("ROWLONG_LMHEAD") == "1" { // the lm_head alone, four copies
+		shapes, forks, layers = [][2]int{{151936, 1024}}, [][2]int{{0, 1}}, 4
+	}
+	var slab hugeSlab
+	var mb, mf [][]mat // a fork's matrices
+	r := newRNG(3)
+	for c := range layers {
+		var lb, lf []mat
+		for _, sh := range shapes {
+			w := hugeSlabAlloc[uint16](&slab, sh[0]*sh[1])
+			for i := range w {
+				w[i] = uint16(math.Float32bits(float32(2*r.float64()-1)) >> 16)
+			}
+			lb = append(lb, mat{rows: sh[0], cols: sh[1], bf: w})
+			if c < layers/2 && withF32 {
+				wf := hugeSlabAlloc[float32](&slab, sh[0]*sh[1])
+				for i := range wf {
+					wf[i] = float32(2*r.float64() - 1)
+				}
+				lf = append(lf, mat{rows: sh[0], cols: sh[1], data: wf})
+			}
+		}
+		for _, f := range forks {
+			mb = append(mb, lb[f[0]:f[1]])
+			if lf != nil {
+				mf = append(mf, lf[f[0]:f[1]])
+			}
+		}
+	}
+	x := make([]float32, 3072)
+	fill(x, r, 1)
+	// run runs piece over every fork's decodePieces on the engine's workers.
+	run := func(groups [][]mat, piece func(m mat, lo, hi int)) func() {
+		cuts := make([][]rowPiece, len(groups))
+		for i, ms := range groups {
+			cuts[i] = decodePieces(ms, 16, 2)
+		}
+		return func() {
+			for range passes {
+				for i, ms := range groups {
+					ps := cuts[i]
+					forkJoin(len(ps), func(j int) {
+						p := ps[j]
+						piece(ms[p.w], p.lo, p.hi)
+					})
+				}
+			}
+		}
+	}
+	row16 := func(m mat, lo, hi int) {
+		var out [16]float32
+		for j := lo; j < hi; j += 16 {
+			if m.bf != nil {
+				fwdRow16BF16(&x[0], &m.bf[j*m.cols], m.cols, m.cols, &out)
+			} else {
+				fwdRow16F32(&x[0], &m.data[j*m.cols], m.cols, m.cols, &out)
+			}
+		}
+	}
+	long := func(k int) func(m mat, lo, hi int) {
+		kk := rowLongKernels[k]
+		g := 16 / kk.streams
+		return func(m mat, lo, hi int) {
+			var out [16]float32
+			q := (hi - lo) / kk.streams
+			for i := 0; i < q; i += g {
+				if m.bf != nil {
+					kk.bf(&x[0], &m.bf[(lo+i)*m.cols], m.cols, m.cols, q*m.cols, &out)
+				} else {
+					kk.f32(&x[0], &m.data[(lo+i)*m.cols], m.cols, m.cols, q*m.cols, &out)
+				}
+			}
+		}
+	}
+	probe := func(k func(*uint64, int, int, int, *[8]uint64), streams int) func(m mat, lo, hi int) {
+		return func(m mat, lo, hi int) {
+			w := m.bf[lo*m.cols : hi*m.cols]
+			readStreamsSum(k, streams, 1024, unsafe.Slice((*uint64)(unsafe.Pointer(&w[0])), len(w)/4))
+		}
+	}
+	// forkOf runs piece over fork i of groups (decodePieces) on two
+	// the engine's workers (forkJoin), as decode runs them.
+	cuts := map[*mat][]rowPiece{}
+	forkOf := func(groups [][]mat, i int, piece func(m mat, lo, hi int)) {
+		ms := groups[i]
+		ps, ok := cuts[&ms[0]]
+		if !ok {
+			ps = decodePieces(ms, 16, 2)
+			cuts[&ms[0]] = ps
+		}
+		forkJoin(len(ps), func(j int) {
+			p := ps[j]
+			piece(ms[p.w], p.lo, p.hi)
+		})
+	}
+	var rates string // the last fine comparison's GB/s, a and b
+	// fine interleaves a and b fork by fork, each on its own layers
+	// (alternate layers, swapped every round, so neither reads what the
+	// other left in L3): per round a's time over b's, process CPU and wall.
+	fine := func(groups [][]mat, a0, b0 func(m mat, lo, hi int)) (cpu, wall []float64) {
+		nf := len(forks)
+		var bytes, ta, tb float64
+		for _, ms := range groups[:len(groups)/2] {
+			for _, m := range ms {
+				size := 2
+				if m.bf == nil {
+					size = 4
+				}
+				bytes += float64(m.rows * m.cols * size)
+			}
+		}
+		defer func() {
+			rates = fmt.Sprintf("GB/s %.1f / %.1f", bytes*float64(rounds)/ta/1e9, bytes*float64(rounds)/tb/1e9)
+		}()
+		for i := range rounds {
+			var ca, cb, wa, wb float64
+			for l := 0; l+1 < len(groups)/nf; l += 2 {
+				for f := range nf {
+					la, lb := l, l+1
+					if i%2 == 1 {
+						la, lb = lb, la
+					}
+					first := (l/2+f)%2 == 0
+					for k := range 2 {
+						c0, w0 := processCPU(), wallClock()
+						if (k == 0) == first {
+							forkOf(groups, la*nf+f, a0)
+							ca, wa = ca+processCPU()-c0, wa+wallClock()-w0
+						} else {
+							forkOf(groups, lb*nf+f, b0)
+							cb, wb = cb+processCPU()-c0, wb+wallClock()-w0
+						}
+					}
+				}
+			}
+			cpu, wall = append(cpu, ca/cb), append(wall, wa/wb)
+			ta, tb = ta+wa, tb+wb
+		}
+		slices.Sort(cpu)
+		slices.Sort(wall)
+		return cpu, wall
+	}
+	ratios := func(a0, b0 func()) (cpu, wall []float64) {
+		for i := range rounds {
+			a, bb := a0, b0
+			if i%2 == 1 {
+				a, bb = b0, a0
+			}
+			c0, w0 := processCPU(), wallClock()
+			a()
+			c1, w1 := processCPU(), wallClock()
+			bb()
+			c2, w2 := processCPU(), wallClock()
+			rc, rw := (c1-c0)/(c2-c1), (w1-w0)/(w2-w1)
+			if i%2 == 1 {
+				rc, rw = 1/rc, 1/rw
+			}
+			cpu, wall = append(cpu, rc), append(wall, rw)
+		}
+		slices.Sort(cpu)
+		slices.Sort(wall)
+		return cpu, wall
+	}
+	fineMode := os.Getenv("ROWLONG_FINE") == "1"
+	pair := func(groups [][]mat, a, b func(m mat, lo, hi int)) (cpu, wall []float64) {
+		if fineMode {
+			return fine(groups, a, b)
+		}
+		return ratios(run(groups, a), run(groups, b))
+	}
+	load := func() string {
+		s, _ := os.ReadFile("/proc/loadavg")
+		return strings.Join(strings.Fields(string(s))[:3], " ")
+	}
+	report := func(name string, cpu, wall []float64, l0 string) {
+		b.ReportMetric(cpu[rounds/2], name+"-cpu")
+		b.ReportMetric(wall[rounds/2], name+"-wall")
+		fmt.Fprintf(os.Stderr, "%-14s cpu med %.3f min %.3f max %.3f | wall med %.3f min %.3f max %.3f | load %s -> %s | %s\n",
+			name, cpu[rounds/2], cpu[0], cpu[rounds-1], wall[rounds/2], wall[0], wall[rounds-1], l0, load(), rates)
+		rates = ""
+	}
+	for b.Loop() {
+		// The probes' time over fwdRow16's on the same bfloat16 pieces
+		// (below 1: the kernel slower than the probe).
+		if only.MatchString("probe") {
+			for _, p := range []struct {
+				name    string
+				k       func(*uint64, int, int, int, *[8]uint64)
+				streams int
+			}{{"S4T1-1K", readS4T1, 4}, {"S8T1-1K", readS8T1, 8}} {
+				l0 := load()
+				cpu, wall := pair(mb, probe(p.k, p.streams), row16)
+				report("row16-of-"+p.name, cpu, wall, l0)
+			}
+		}
+		if only.MatchString("same") {
+			l0 := load()
+			cpu, wall := pair(mb, row16, row16)
+			report("same-bf16", cpu, wall, l0)
+		}
+		for k, kk := range rowLongKernels {
+			if !only.MatchString(kk.name) {
+				continue
+			}
+			l0 := load()
+			cpu, wall := pair(mb, row16, long(k))
+			report(kk.name+"-bf16", cpu, wall, l0)
+			if mf != nil {
+				l0 = load()
+				cpu, wall = pair(mf, row16, long(k))
+				report(kk.name+"-f32", cpu, wall, l0)
+			}
+		}
+	}
+}
+
+// BenchmarkDecodeLongAB decodes the Qwen3-0.6B shape (bfloat16, or
+// float32 with ROWLONG_DTYPE=f32) with fwdRowsLong and with fwdRow16
+// (fwdLong false, the kernel before) in one process, the order alternating
+// each round (ROWLONG_ROUNDS, default 12), and reports the paired ratios
+// old time over new (above 1: fwdRowsLong faster), process CPU and wall
+// a token, median and minimum. It fails if the two decodes' tokens or
+// logprobs differ in any bit. Run with -benchtime 1x.
+func BenchmarkDecodeLongAB(b *testing.B) {
+	rounds := 12
+	if n, err := strconv.Atoi(os.Getenv("ROWLONG_ROUNDS")); err == nil {
+		rounds = n
+	}
+	c := qwen3Small()
+	ts := randomTensors(c, 1)
+	dtype := os.Getenv("ROWLONG_DTYPE")
+	if dtype != "f32" {
+		dtype = "bf16"
+		matricesToBF16(ts)
+	}
+	m, err := New("rowlong-ab", c, ts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func(v bool) { fwdLong = v }(fwdLong)
+	sample := func(long bool) string {
+		fwdLong = long
+		seed := int64(1)
+		r, err := m.Sample(context.Background(), SampleRequest{Prompt: []int{0}, NumSamples: 1, MaxTokens: 8, Temperature: 1, Seed: &seed})
+		if err != nil {
+			b.Fatal(err)
+		}
+		q := r.Sequences[0]
+		bits := make([]uint32, len(q.Logprobs))
+		for i, v := range q.Logprobs {
+			bits[i] = math.Float32bits(v)
+		}
+		return fmt.Sprint(q.Tokens, bits)
+	}
+	if a, c := sample(false), sample(true); a != c {
+		b.Fatalf("fwdRowsLong changed the decode:\n%s\n%s", c, a)
+	}
+	load := func() string {
+		s, _ := os.ReadFile("/proc/loadavg")
+		return strings.Join(strings.Fields(string(s))[:3], " ")
+	}
+	for b.Loop() {
+		var cpu, wall []float64
+		l0 := load()
+		for i := range rounds {
+			var d [2]time.Duration
+			var c [2]float64
+			for k := range 2 {
+				long := (k == 0) == (i%2 == 0)
+				fwdLong = long
+				d[btoi(long)], c[btoi(long)] = decodeTime(b, m, []int{0}, decodeTokens)
+			}
+			wall, cpu = append(wall, d[0].Seconds()/d[1].Seconds()), append(cpu, c[0]/c[1])
+		}
+		slices.Sort(cpu)
+		slices.Sort(wall)
+		b.ReportMetric(cpu[rounds/2], "old/new-cpu")
+		b.ReportMetric(wall[rounds/2], "old/new-wall")
+		fmt.Fprintf(os.Stderr, "decode %s old/new: cpu med %.3f min %.3f max %.3f | wall med %.3f min %.3f max %.3f | load %s -> %s\n",
+			dtype, cpu[rounds/2], cpu[0], cpu[rounds-1], wall[rounds/2], wall[0], wall[rounds-1], l0, load())
+	}
+}
+
+func btoi(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// BenchmarkDecodeLongTokens decodes the Qwen3-0.6B shape (bfloat16, or
+// float32 with ROWLONG_DTYPE=f32) switching between fwdRowsLong and
+// fwdRow16 after every token (from Sample's StopFunc, on the stepping
+// goroutine, between forward steps), so neighbouring tokens, tens of
+// milliseconds apart, pair the two: per pair the fwdRow16 token's time
+// over the fwdRowsLong one's (above 1: fwdRowsLong faster), process CPU
+// and wall, median and minimum over ROWLONG_TOKENS (default 96) tokens a
+// decode, ROWLONG_ROUNDS decodes (default 4). Run with -benchtime 1x.
+func BenchmarkDecodeLongTokens(b *testing.B) {
+	rounds, tokens := 4, 96
+	if n, err := strconv.Atoi(os.Getenv("ROWLONG_ROUNDS")); err == nil {
+		rounds = n
+	}
+	if n, err := strconv.Atoi(os.Getenv("ROWLONG_TOKENS")); err == nil {
+		tokens = n
+	}
+	c := qwen3Small()
+	ts := randomTensors(c, 1)
+	dtype := os.Getenv("ROWLONG_DTYPE")
+	if dtype != "f32" {
+		dtype = "bf16"
+		matricesToBF16(ts)
+	}
+	m, err := New("rowlong-tokens", c, ts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func(v bool) { fwdLong = v }(fwdLong)
+	load := func() string {
+		s, _ := os.ReadFile("/proc/loadavg")
+		return strings.Join(strings.Fields(string(s))[:3], " ")
+	}
+	// ROWLONG_CONTROL=1 labels the tokens in turn but decodes all with
+	// fwdRow16: the pairing's own bias and spread.
+	control := os.Getenv("ROWLONG_CONTROL") == "1"
+	bytes := matrixParams(c) * 2
+	if dtype == "f32" {
+		bytes *= 2
+	}
+	for b.Loop() {
+		var cpu, wall, tNew, tOld []float64
+		l0 := load()
+		for i := range rounds {
+			label := i%2 == 0
+			var longs []bool
+			var ws, cs []float64
+			var w0, c0 float64
+			fwdLong = label && !control
+			stop := func(gen []int) bool {
+				w1, c1 := wallClock(), processCPU()
+				if len(gen) > 1 { // the first token was the prompt's prefill
+					longs, ws, cs = append(longs, label), append(ws, w1-w0), append(cs, c1-c0)
+				}
+				label = !label
+				fwdLong = label && !control
+				w0, c0 = wallClock(), processCPU()
+				return false
+			}
+			seed := int64(1)
+			if _, err := m.Sample(context.Background(), SampleRequest{Prompt: []int{0}, NumSamples: 1, MaxTokens: tokens + 1,
+				Temperature: 1, Seed: &seed, StopFunc: stop}); err != nil {
+				b.Fatal(err)
+			}
+			for j, w := range ws {
+				if longs[j] {
+					tNew = append(tNew, w)
+				} else {
+					tOld = append(tOld, w)
+				}
+			}
+			for j := 1; j < len(ws); j++ {
+				o, n := j-1, j
+				if longs[o] {
+					o, n = n, o
+				}
+				wall, cpu = append(wall, ws[o]/ws[n]), append(cpu, cs[o]/cs[n])
+			}
+		}
+		slices.Sort(cpu)
+		slices.Sort(wall)
+		k := len(wall)
+		b.ReportMetric(cpu[k/2], "old/new-cpu")
+		b.ReportMetric(wall[k/2], "old/new-wall")
+		if control {
+			dtype += " control"
+		}
+		fmt.Fprintf(os.Stderr, "decode %s tokens old/new (%d pairs): cpu med %.3f q1 %.3f min %.3f | wall med %.3f q1 %.3f min %.3f | load %s -> %s | GB/s old %.1f new %.1f (median tokens)\n",
+			dtype, k, cpu[k/2], cpu[k/4], cpu[0], wall[k/2], wall[k/4], wall[0], l0, load(), bytes/median(tOld)/1e9, bytes/median(tNew)/1e9)
+	}
+}
