@@ -1833,7 +1833,11 @@
 // layer's keys and values line by line before attention (0.995-1.005,
 // the data was in L2 or L3 already at these positions: cold and hot
 // runs took the same time); a lone row's attention split by KV head over
-// both cores at these positions (0.995 under load 3.5); the sampler's
+// both cores at these positions (0.995 under load 3.5); the weighted
+// sums two query heads at a time, each value row loaded once a pair as
+// the scores load each key (the same bits, tested): one layer on one
+// core, alternated, 17.7 against 21.8 µs at position 16, equal at 31,
+// 63 and 250, 141 against 132 at 127 (load 3.2), no gain to keep; the sampler's
 // exponentials on both cores, one core computing the first half's and
 // adding them to the lanes, the other the second half's, then the lanes
 // going on over the second half in order (the same bits, tested): 87-88
