@@ -26,6 +26,8 @@ type batcher struct {
 	running bool   // the stepping goroutine exists
 
 	steps, rows atomic.Int64 // forward passes run and the rows they carried
+
+	kv kvPool // finished sequences' caches, for the next ones
 }
 
 // countStep counts a step's forward pass and its rows.
@@ -228,7 +230,16 @@ func (s *stepper) admit() bool {
 		}
 		return j.finished
 	}
-	s.active = slices.DeleteFunc(s.active, gone)
+	kept := s.active[:0]
+	for _, j := range s.active {
+		if gone(j) {
+			s.release(j)
+		} else {
+			kept = append(kept, j)
+		}
+	}
+	clear(s.active[len(kept):])
+	s.active = kept
 	b.queue = slices.DeleteFunc(b.queue, gone)
 	seqs := 0
 	for _, j := range s.active {
@@ -245,4 +256,23 @@ func (s *stepper) admit() bool {
 		return false
 	}
 	return true
+}
+
+// release gives the caches of j, which has left the batch, to the pool:
+// nothing reads them once it has, as followers start only from active
+// leaders (share) and copy what they take (start).
+func (s *stepper) release(j *job) {
+	pool := &s.b.kv
+	pool.put(j.cache)
+	for _, sq := range j.seqs {
+		if sq != nil && sq.cache != j.cache {
+			pool.put(sq.cache)
+		}
+	}
+	j.cache = nil
+	for _, sq := range j.seqs {
+		if sq != nil {
+			sq.cache = nil
+		}
+	}
 }

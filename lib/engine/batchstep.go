@@ -246,7 +246,7 @@ func (j *job) start(work []func(), src *kvCache, shared bool) []func() {
 		work = append(work, func() {
 			c := src
 			if n > 1 || shared {
-				c = c.clone(len(j.req.Prompt), j.room)
+				c = c.clone(len(j.req.Prompt), j.room, j.m.kvPool())
 			}
 			sq := &seqRun{cache: c, rng: newRNG(sampleSeed(j.seed, i)), sm: newSampler(j.m.cfg.VocabSize, j.req), out: &j.resp.Sequences[i]}
 			sq.out.Tokens = make([]int, 0, j.req.MaxTokens)

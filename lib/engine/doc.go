@@ -1755,6 +1755,99 @@
 // fwdLong selects the kernel, so a quiet run can repeat the comparison in
 // one process.
 //
+// A bfloat16 decoding token outside its products (2026-11-29, 20:05-20:40,
+// the 0.6B shape, positions 1-33; another session's benchmarks kept the
+// load average at 1.6-3.8, so times are from its quietest rounds and
+// ratios only; BenchmarkDecodeOnly is that decode with nothing else in
+// the process, to run under perf). Timestamps around every fork and
+// step of forward (temporary, not kept) put a 26.9 ms token at 891 per
+// mille in the forks and 109 between them, all on one core while the other
+// spins: attention 41 (1.1 ms, 39 µs a layer), q/k norms, rope and the
+// cache copy 17, sampling and the batcher between tokens 12.5, SwiGLU
+// 9.6, the two norms 6, the embedding and rope table 0.2; inside the
+// forks the tails (one core done, the other on its last piece) 14-24
+// and the worker's join 3-4. Under perf the row kernel was 835 per mille
+// of the CPU samples, the idle worker's spin 57 and the scheduler's
+// yields about 35 more, page faults under the cache copy 4.7. One core,
+// hot, each piece alone: a sampler's pick over 151,936 logits 251 µs
+// (the float64 exponentials 164, the draw's cumulative walk 72, the max
+// 5.6), SwiGLU 4.8 µs a layer, the q/k norms 1.7, rope 0.8, a norm of
+// 1024 0.24. Three changes, every bit the same:
+//   - Attention's score kernels left a row's last one to three keys
+//     (positions past a multiple of four) to attnDot's scalar fma32Soft:
+//     one layer's attention at positions 14, 16, 17, 18 took 32, 17, 28
+//     and 38 µs, against 10, 10, 12, 15 with the vector kernels taking
+//     that group too (attnDotsVec; TestAttnKernelsMatchPerPosition now
+//     covers every remainder of four). In the timed decode, attention
+//     fell from 1.03-1.10 to 0.65 ms a token (tokens of 27-62 ms under
+//     that load, so not a clean pair); decodes alternated in one
+//     process (10 rounds of 33 tokens, twice, load 1.8-3.9): wall 1.031
+//     and 1.017, process CPU 1.050 and 1.017 (medians; minima 0.88-0.92).
+//   - Every decoded position's keys and values (4 KiB each a layer on
+//     this shape) landed in memory the process had never touched: the
+//     Go heap holding a model grows to twice its size before it
+//     collects, so each new cache, and each page of it, came fresh from
+//     the kernel, 56 page faults a token at 1.6-11 µs each on this KVM
+//     guest (a separate program: 104 against 15 µs a token for the same
+//     copies into touched memory, 615 under the other session's load).
+//     The batcher now keeps finished sequences' caches (kvPool, at most
+//     kvPoolBytes), cleared where they were written, and hands them to
+//     the next requests: a 34-token request's minor faults went from
+//     4,710 to 2,583 (TestKVPoolReusedSameBits: pooled caches, filled
+//     before by a longer request, give a fresh model's bits, one sample
+//     and clones). In one process under load 2.8-3.7 the decode's wall
+//     and CPU moved 0.99-1.02x: within that load's noise.
+//   - The sampler's 1.2 MB of exponentials came fresh for each request
+//     (300 page faults on its first token); they now come from a pool
+//     shared by all samplers (expsPool).
+//
+// After the three, the same timestamps (load 2.8, a 24.8 ms token): 89
+// per mille between the forks against 104-112 before; attention 0.68 ms
+// a token, the q/k norms, rope and cache copy 0.20 (0.41-0.46 before:
+// the faults), sampling and the batcher 0.30, SwiGLU 0.20, the norms
+// 0.15, and about 5 µs between each fork's end and the next one's offer
+// beyond the work between them (110 forks: about 20 per mille; the cut
+// and forkJoin take 1-2 µs of it hot, the rest is cold caches and the
+// allocations' fresh pages); the forks' tails 11-15, the join 3.
+// Decodes alternated in one process, each change against the build
+// without it (16 rounds, load 3.2-3.6): the vector tail 1.028 wall and
+// 1.013 CPU (medians; minima 0.85 and 0.83), the pool 1.020 and 1.012
+// (0.70, 0.98). BenchmarkDecode's bfloat16 decode from this build and
+// main's alternated (eight pairs, load 2.6-4.1, another session's
+// memory-bound runs beside them): %decode-of-limit-paired 1.013x
+// (0.975-1.125), tokens per second 0.978x (0.79-2.47): that load swamps
+// a few per cent either way; the quiet run decides.
+//
+// Most of what is left: a 34-token request still faults 2,583 pages, the
+// allocations' fresh pages while the heap grows: about 250 KB a token,
+// 130 KB of it cutPieces' piece lists, 20 KB the forks' jobs and
+// closures and forward's slices, the rest each request's workspace and
+// logits; pieces kept per fork site would remove the largest part, 32
+// pages a token, 0.2-0.6% of it at these fault costs (the per-shape
+// cache of the pieces above: a median of 1.01 in paired decodes).
+// Attention at these positions is
+// compute in L2, about 1 µs a position a layer (the scores and the
+// weighted sums 0.17 µs each alone): the Go vector code's loads and
+// moves, about a third of the FMA ports' rate; an assembly kernel for a
+// lone row would be the next step. Tried and not kept: reading the
+// layer's keys and values line by line before attention (0.995-1.005,
+// the data was in L2 or L3 already at these positions: cold and hot
+// runs took the same time); a lone row's attention split by KV head over
+// both cores at these positions (0.995 under load 3.5); the weighted
+// sums two query heads at a time, each value row loaded once a pair as
+// the scores load each key (the same bits, tested): one layer on one
+// core, alternated, 17.7 against 21.8 µs at position 16, equal at 31,
+// 63 and 250, 141 against 132 at 127 (load 3.2), no gain to keep; the sampler's
+// exponentials on both cores, one core computing the first half's and
+// adding them to the lanes, the other the second half's, then the lanes
+// going on over the second half in order (the same bits, tested): 87-88
+// µs against 158 on one core when the worker joined at once (the fork
+// 80, the lanes' second half 8 in vectors, 31 in scalar code), a median
+// of 123 under load 3-4, where the worker often came late (the fork
+// alone then 155), and decodes alternated in one process 0.998 wall and
+// 0.990 CPU (16 rounds, 0.50-1.54): about 70 µs of a 27 ms token that
+// load turns into a loss. The draw's walk is one chain of float64 adds.
+//
 // Pieces for the long-stream kernel (BenchmarkDecodeCuts; 2026-11-29,
 // 20:56-21:21, load average 0.5-3.4, another helper's benchmarks beside
 // them: ratios only). fwdRowsLong reads a piece's quarters as its four

@@ -5,20 +5,29 @@ package engine
 import "simd/archsimd"
 
 // attnDotsVec does attnDots four rows at a time when the head is a
-// multiple of 8 and returns how many rows it did. Each row's accumulator
-// vector holds attnDot's eight lanes; two rounds of pairwise horizontal adds
-// and one add of the halves form attnDot's tree
-// ((s0+s1)+(s2+s3))+((s4+s5)+(s6+s7)) for four rows at once.
+// multiple of 8 and returns how many rows it did: all of them. Each row's
+// accumulator vector holds attnDot's eight lanes; two rounds of pairwise
+// horizontal adds and one add of the halves form attnDot's tree
+// ((s0+s1)+(s2+s3))+((s4+s5)+(s6+s7)) for four rows at once. The last one
+// to three rows go as a group of four too, the missing rows repeating the
+// last one and their sums dropped: each lane is its row's own, so the rows
+// get attnDot's bits. Left to attnDot's scalar fused multiply-adds
+// (fma32Soft), a decoding row's one to three keys past a multiple of four
+// cost more than all the others below 32 positions (2026-11-29, the 0.6B
+// shape, one layer's attention, one core: at positions 14, 16, 17 and 18
+// 32, 17, 28 and 38 µs that way, 10, 10, 12 and 15 µs this way).
 func attnDotsVec(dst, q, rows []float32, stride, off int) int {
 	hd := len(q)
 	if !useSIMD || !simdOK || hd == 0 || hd%8 != 0 {
 		return 0
 	}
-	t := 0
-	for ; t+4 <= len(dst); t += 4 {
-		o := t*stride + off
-		r0, r1 := rows[o:o+hd], rows[o+stride:o+stride+hd]
-		r2, r3 := rows[o+2*stride:o+2*stride+hd], rows[o+3*stride:o+3*stride+hd]
+	n := len(dst)
+	for t := 0; t < n; t += 4 {
+		o, last := t*stride+off, n-1-t
+		r0 := rows[o : o+hd]
+		r1 := rows[o+min(1, last)*stride:][:hd]
+		r2 := rows[o+min(2, last)*stride:][:hd]
+		r3 := rows[o+min(3, last)*stride:][:hd]
 		var a0, a1, a2, a3 archsimd.Float32x8
 		for i := 0; i+8 <= hd; i += 8 {
 			qq := load8f(q[i:])
@@ -27,24 +36,37 @@ func attnDotsVec(dst, q, rows []float32, stride, off int) int {
 			a2 = load8f(r2[i:]).MulAdd(qq, a2)
 			a3 = load8f(r3[i:]).MulAdd(qq, a3)
 		}
-		laneSums4(dst[t:], a0, a1, a2, a3)
+		if last >= 3 {
+			laneSums4(dst[t:], a0, a1, a2, a3)
+			continue
+		}
+		var s [4]float32
+		laneSums4(s[:], a0, a1, a2, a3)
+		copy(dst[t:n], s[:])
 	}
 	archsimd.ClearAVXUpperBits() // scalar Go float code follows: see exp8
-	return t
+	return n
 }
 
 // attnDotsPairVec is attnDotsVec for two queries: eight accumulators
-// (four rows × two queries), each row vector loaded once.
+// (four rows × two queries), each row vector loaded once. With d0 and d1
+// of one length it does every row (the last group as attnDotsVec's),
+// else the leading multiple of four of the shorter.
 func attnDotsPairVec(d0, d1, q0, q1, rows []float32, stride, off int) int {
 	hd := len(q0)
 	if !useSIMD || !simdOK || hd == 0 || hd%8 != 0 || len(q1) != hd {
 		return 0
 	}
-	t := 0
-	for ; t+4 <= len(d0) && t+4 <= len(d1); t += 4 {
-		o := t*stride + off
-		r0, r1 := rows[o:o+hd], rows[o+stride:o+stride+hd]
-		r2, r3 := rows[o+2*stride:o+2*stride+hd], rows[o+3*stride:o+3*stride+hd]
+	n := len(d0)
+	if len(d1) != n {
+		n = min(n, len(d1)) &^ 3
+	}
+	for t := 0; t < n; t += 4 {
+		o, last := t*stride+off, n-1-t
+		r0 := rows[o : o+hd]
+		r1 := rows[o+min(1, last)*stride:][:hd]
+		r2 := rows[o+min(2, last)*stride:][:hd]
+		r3 := rows[o+min(3, last)*stride:][:hd]
 		var a0, a1, a2, a3, b0, b1, b2, b3 archsimd.Float32x8
 		for i := 0; i+8 <= hd; i += 8 {
 			x, y := load8f(q0[i:]), load8f(q1[i:])
@@ -57,11 +79,19 @@ func attnDotsPairVec(d0, d1, q0, q1, rows []float32, stride, off int) int {
 			k = load8f(r3[i:])
 			a3, b3 = k.MulAdd(x, a3), k.MulAdd(y, b3)
 		}
-		laneSums4(d0[t:], a0, a1, a2, a3)
-		laneSums4(d1[t:], b0, b1, b2, b3)
+		if last >= 3 {
+			laneSums4(d0[t:], a0, a1, a2, a3)
+			laneSums4(d1[t:], b0, b1, b2, b3)
+			continue
+		}
+		var s0, s1 [4]float32
+		laneSums4(s0[:], a0, a1, a2, a3)
+		laneSums4(s1[:], b0, b1, b2, b3)
+		copy(d0[t:n], s0[:])
+		copy(d1[t:n], s1[:])
 	}
 	archsimd.ClearAVXUpperBits() // scalar Go float code follows: see exp8
-	return t
+	return n
 }
 
 // laneSums4 stores the attnDot lane trees of four accumulators to dst[:4].

@@ -12,11 +12,13 @@ import (
 )
 
 // attnShapes are head dims around the vector width (and not multiples of
-// it), KV head counts and position counts around the four-row block.
+// it), KV head counts and position counts around the four-row block
+// (every remainder of four: the vector kernels take the last group of one
+// to three rows too).
 var (
 	attnHeadDims  = []int{4, 8, 12, 16, 20, 32, 40, 64, 72, 128}
 	attnKVHeads   = []int{1, 2, 3}
-	attnPositions = []int{1, 3, 4, 5, 8, 13, 33}
+	attnPositions = []int{1, 2, 3, 4, 5, 6, 7, 8, 13, 33}
 )
 
 // TestAttnKernelsMatchPerPosition checks the attention kernels, vector and

@@ -110,7 +110,7 @@ func checkRepacked(t *testing.T, a attnCase) {
 		}
 	}
 	fresh := a
-	fresh.cache = a.cache.clone(a.cache.n, 100)
+	fresh.cache = a.cache.clone(a.cache.n, 100, nil)
 	want, got := fresh.run(0, 100)[60:], a.run(60, 100)
 	for p := range got {
 		if !slices.Equal(want[p], got[p]) {
