@@ -101,17 +101,8 @@ func BenchmarkDecodeCuts(b *testing.B) {
 		}
 		vs = keep
 	}
-	c := qwen3Small()
-	ts := randomTensors(c, 1)
-	dtype := os.Getenv("CUTS_DTYPE")
-	if dtype != "f32" {
-		dtype = "bf16"
-		matricesToBF16(ts)
-	}
-	m, err := New("decode-cuts", c, ts)
-	if err != nil {
-		b.Fatal(err)
-	}
+	dtype := benchDType("CUTS_DTYPE")
+	m := qwen3SmallOf(b, "decode-cuts", dtype)
 	defer func(f func(ms []mat, align, workers int) []rowPiece) { decodeCut = f }(decodeCut)
 	defer func(v bool) { fwdLong = v }(fwdLong)
 	sample := func(v variant) string {
@@ -184,7 +175,7 @@ func BenchmarkDecodeCuts(b *testing.B) {
 				}
 			}
 		}
-		bytes := matrixParams(c) * 2
+		bytes := matrixParams(m.cfg) * 2
 		if dtype == "f32" {
 			bytes *= 2
 		}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"math"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -171,16 +172,31 @@ func benchModel(b *testing.B, name string) (*Model, int, []int) {
 
 // qwen3SmallBF16 is the Qwen3-0.6B shape with random bfloat16 matrices,
 // named name: the bf16 benchmarks' model.
-func qwen3SmallBF16(b testing.TB, name string) *Model {
+func qwen3SmallBF16(b testing.TB, name string) *Model { return qwen3SmallOf(b, name, "bf16") }
+
+// qwen3SmallOf is qwen3Small with random weights in float32 (dtype "f32")
+// or bfloat16 (any other).
+func qwen3SmallOf(b testing.TB, name, dtype string) *Model {
 	b.Helper()
 	c := qwen3Small()
 	ts := randomTensors(c, 1)
-	matricesToBF16(ts)
+	if dtype != "f32" {
+		matricesToBF16(ts)
+	}
 	m, err := New(name, c, ts)
 	if err != nil {
 		b.Fatal(err)
 	}
 	return m
+}
+
+// benchDType is the weights' type a benchmark takes from the environment
+// variable key: "f32" or "bf16" (unset or anything else).
+func benchDType(key string) string {
+	if os.Getenv(key) == "f32" {
+		return "f32"
+	}
+	return "bf16"
 }
 
 // matricesToBF16 replaces every matrix of ts by its bfloat16 rounding

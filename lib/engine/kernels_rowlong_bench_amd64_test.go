@@ -319,17 +319,8 @@ func BenchmarkDecodeLongAB(b *testing.B) {
 	if n, err := strconv.Atoi(os.Getenv("ROWLONG_ROUNDS")); err == nil {
 		rounds = n
 	}
-	c := qwen3Small()
-	ts := randomTensors(c, 1)
-	dtype := os.Getenv("ROWLONG_DTYPE")
-	if dtype != "f32" {
-		dtype = "bf16"
-		matricesToBF16(ts)
-	}
-	m, err := New("rowlong-ab", c, ts)
-	if err != nil {
-		b.Fatal(err)
-	}
+	dtype := benchDType("ROWLONG_DTYPE")
+	m := qwen3SmallOf(b, "rowlong-ab", dtype)
 	defer func(v bool) { fwdLong = v }(fwdLong)
 	sample := func(long bool) string {
 		fwdLong = long
@@ -397,17 +388,8 @@ func BenchmarkDecodeLongTokens(b *testing.B) {
 	if n, err := strconv.Atoi(os.Getenv("ROWLONG_TOKENS")); err == nil {
 		tokens = n
 	}
-	c := qwen3Small()
-	ts := randomTensors(c, 1)
-	dtype := os.Getenv("ROWLONG_DTYPE")
-	if dtype != "f32" {
-		dtype = "bf16"
-		matricesToBF16(ts)
-	}
-	m, err := New("rowlong-tokens", c, ts)
-	if err != nil {
-		b.Fatal(err)
-	}
+	dtype := benchDType("ROWLONG_DTYPE")
+	m := qwen3SmallOf(b, "rowlong-tokens", dtype)
 	defer func(v bool) { fwdLong = v }(fwdLong)
 	load := func() string {
 		s, _ := os.ReadFile("/proc/loadavg")
@@ -416,7 +398,7 @@ func BenchmarkDecodeLongTokens(b *testing.B) {
 	// ROWLONG_CONTROL=1 labels the tokens in turn but decodes all with
 	// fwdRow16: the pairing's own bias and spread.
 	control := os.Getenv("ROWLONG_CONTROL") == "1"
-	bytes := matrixParams(c) * 2
+	bytes := matrixParams(m.cfg) * 2
 	if dtype == "f32" {
 		bytes *= 2
 	}
