@@ -565,6 +565,12 @@ func row16Paced(ctx *build.Context, bf, pace bool, suffix string) {
 	for r0 := 0; r0 < 16; r0 += row16Group {
 		row16Group4(ctx, a, r0)
 	}
+	row16Finish(ctx, bf)
+}
+
+// row16Finish ends a one-token kernel over 16 rows (row16, rowLong): the
+// bfloat16 lanes back in column order, the tree into Z0, out written.
+func row16Finish(ctx *build.Context, bf bool) {
 	if bf {
 		for i := range 16 { // the lanes back in column order, for the tree
 			swapQuarters(ctx, zmm(i))

@@ -198,15 +198,5 @@ func rowLong(ctx *build.Context, bf bool, v rowLongVariant) {
 		ctx.Label(next)
 		ctx.ADDQ(stride, base)
 	}
-	if bf {
-		for i := range 16 {
-			swapQuarters(ctx, zmm(i))
-		}
-	}
-	reduce16(ctx)
-	out := ctx.GP64()
-	ctx.Load(ctx.Param("out"), out)
-	ctx.VMOVUPS(reg.Z0, Mem{Base: out})
-	ctx.VZEROUPPER()
-	ctx.RET()
+	row16Finish(ctx, bf)
 }
