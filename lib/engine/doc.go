@@ -1619,8 +1619,8 @@
 // (BenchmarkDecodeGap's single fork was never faster); what is left is how
 // the kernel's 16 rows' streams meet the prefetchers, against the probe's
 // fastest variants (one to eight streams a core with prefetch 1 KiB ahead
-// into L2, S4T1-1K and S8T1-1K most often): the next thing to try is a
-// row kernel with fewer, longer streams.
+// into L2, S4T1-1K and S8T1-1K most often): the next thing to try was a
+// row kernel with fewer, longer streams, now fwdRowLong (below).
 //
 // Other stream and prefetch arrangements of fwdRow16 were tried and none
 // read faster (2026-11-29, 18:56-19:03, load average 0.9-4.9; commit

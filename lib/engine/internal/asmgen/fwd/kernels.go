@@ -477,8 +477,10 @@ func setTailMask(ctx *build.Context, n reg.GPVirtual) {
 // row16 generates fwdRow16<F32|BF16>(x, w, stride, n, out): out[r] =
 // Σ_k x[k]·w[r·stride+k] for rows r in 0..15, k < n, each row one
 // accumulator adding its 16-column chunks in ascending order (the bits of
-// dotLanes). Decoding one sequence streams every weight through it, so
-// it is written for memory, not arithmetic:
+// dotLanes). Decoding one sequence streamed every weight through it
+// until rowLong, which keeps its widening and pacing and reads four long
+// streams (it stays for the benchmarks to compare); so it is written for
+// memory, not arithmetic:
 //
 //   - Four rows at a time (row16Group), one after another through the
 //     16: four add chains (one chain, 4 cycles per 16 columns, was near
