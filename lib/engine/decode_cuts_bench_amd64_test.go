@@ -32,8 +32,13 @@ func fixedCut(n int) func(ms []mat, align, workers int) []rowPiece {
 // at least minPiece weights, whole multiples of align·a rows.
 func guidedCut(div, minPiece, a int) func(ms []mat, align, workers int) []rowPiece {
 	return func(ms []mat, align, workers int) []rowPiece {
-		return cutPieces(ms, align*a, div*workers, minPiece)
+		return cutPieces(nil, ms, align*a, div*workers, minPiece)
 	}
+}
+
+// cutTo makes a cut decodeCut can take: it leaves dst and allocates.
+func cutTo(cut func(ms []mat, align, workers int) []rowPiece) func(dst []rowPiece, ms []mat, align, workers int) []rowPiece {
+	return func(_ []rowPiece, ms []mat, align, workers int) []rowPiece { return cut(ms, align, workers) }
 }
 
 // lmHeadCut cuts the lm_head's product (a lone matrix of over 64M
@@ -103,10 +108,10 @@ func BenchmarkDecodeCuts(b *testing.B) {
 	}
 	dtype := benchDType("CUTS_DTYPE")
 	m := qwen3SmallOf(b, "decode-cuts", dtype)
-	defer func(f func(ms []mat, align, workers int) []rowPiece) { decodeCut = f }(decodeCut)
+	defer func(f func(dst []rowPiece, ms []mat, align, workers int) []rowPiece) { decodeCut = f }(decodeCut)
 	defer func(v bool) { fwdLong = v }(fwdLong)
 	sample := func(v variant) string {
-		decodeCut, fwdLong = v.cut, !v.row16
+		decodeCut, fwdLong = cutTo(v.cut), !v.row16
 		seed := int64(1)
 		r, err := m.Sample(context.Background(), SampleRequest{Prompt: []int{0}, NumSamples: 1, MaxTokens: 6, Temperature: 1, Seed: &seed})
 		if err != nil {
@@ -145,9 +150,9 @@ func BenchmarkDecodeCuts(b *testing.B) {
 			t := 0
 			set := func() {
 				if seq[t] < 0 {
-					decodeCut, fwdLong = decodePieces, true
+					decodeCut, fwdLong = decodePiecesTo, true
 				} else {
-					decodeCut, fwdLong = vs[seq[t]].cut, !vs[seq[t]].row16
+					decodeCut, fwdLong = cutTo(vs[seq[t]].cut), !vs[seq[t]].row16
 				}
 			}
 			set()

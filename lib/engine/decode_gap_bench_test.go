@@ -89,7 +89,7 @@ func BenchmarkDecodeGap(b *testing.B) {
 	// third of the weights left rather than an eighth, at least 4 times
 	// decodeMinPiece.
 	fork := func(ms []mat, xs [][]float32, yss [][][]float32) {
-		ps := cutPieces(ms, 16, 3, 4*decodeMinPiece)
+		ps := cutPieces(nil, ms, 16, 3, 4*decodeMinPiece)
 		forkJoin(len(ps), func(i int) {
 			p := ps[i]
 			matRows(ms[p.w], xs, yss[p.w], p.lo, p.hi, false)

@@ -114,7 +114,7 @@ func BenchmarkDecodePieces(b *testing.B) {
 		}
 	}
 	huge := forksOn(cutWith(hugeCut))
-	coarse := forksOn(cutWith(func(ms []mat) []rowPiece { return cutPieces(ms, 16, 4, decodeMinPiece) }))
+	coarse := forksOn(cutWith(func(ms []mat) []rowPiece { return cutPieces(nil, ms, 16, 4, decodeMinPiece) }))
 	dec := cutWith(func(ms []mat) []rowPiece { return decodePieces(ms, 16, 2) })
 	ps, bufs := readProbes(), decodeMatrixWords(m)
 	bws := variantReads(ps, bufs)

@@ -1825,6 +1825,9 @@
 // logits; pieces kept per fork site would remove the largest part, 32
 // pages a token, 0.2-0.6% of it at these fault costs (the per-shape
 // cache of the pieces above: a median of 1.01 in paired decodes).
+// forkDecode now appends its pieces to a slice from a pool (piecesPool):
+// BenchmarkDecodeOnly's 33-token decodes after the first fault 815 pages
+// each, 2,294 before (minor faults of -benchtime 4x less 1x, over three).
 // Attention at these positions is
 // compute in L2, about 1 µs a position a layer (the scores and the
 // weighted sums 0.17 µs each alone): the Go vector code's loads and

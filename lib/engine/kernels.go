@@ -3,6 +3,7 @@ package engine
 import (
 	"math"
 	"runtime"
+	"sync"
 )
 
 // Numeric kernels. Every output element of a matrix product is summed in
@@ -318,16 +319,27 @@ func matMulGroup(ms []mat, xs [][]float32, yss [][][]float32) {
 // to three vectors in one fork over decodePieces, whole 16-row blocks for
 // the one-row kernel.
 func forkDecode(ms []mat, xs [][]float32, yss [][][]float32, workers int, accumulate bool) {
-	ps := decodeCut(ms, 16, workers)
+	buf := piecesPool.Get().(*[]rowPiece)
+	ps := decodeCut((*buf)[:0], ms, 16, workers)
 	forkJoin(len(ps), func(i int) {
 		p := ps[i]
 		matRows(ms[p.w], xs, yss[p.w], p.lo, p.hi, accumulate)
 	})
+	*buf = ps
+	piecesPool.Put(buf)
 }
 
-// decodeCut cuts forkDecode's pieces: decodePieces, a variable so a
-// benchmark can compare other cuts in one process (BenchmarkDecodeCuts).
-var decodeCut = decodePieces
+// piecesPool holds forkDecode's pieces between forks. Cut afresh, they
+// were about half of what a decoding token allocated (~125 KB over its
+// ~110 forks on the Qwen3-0.6B shape), and the heap holding a model is
+// collected too rarely to reuse it (kvPool): each token faulted in ~30
+// fresh pages for them.
+var piecesPool = sync.Pool{New: func() any { return new([]rowPiece) }}
+
+// decodeCut appends forkDecode's pieces to dst: decodePiecesTo, a
+// variable so a benchmark can compare other cuts in one process
+// (BenchmarkDecodeCuts).
+var decodeCut = decodePiecesTo
 
 // rowPiece is rows [lo, hi) of matrix w of a group.
 type rowPiece struct{ w, lo, hi int }
@@ -344,18 +356,23 @@ const decodeMinPiece = 1 << 15
 // worker that tail was a 16th of the product (lm_head: 19 MB of bfloat16
 // per piece, over a millisecond of one core each token).
 func decodePieces(ms []mat, align, workers int) []rowPiece {
-	return cutPieces(ms, align, 4*workers, decodeMinPiece)
+	return decodePiecesTo(nil, ms, align, workers)
 }
 
-// cutPieces cuts ms into pieces of 1/div of the weights left, at least
-// minPiece weights, whole multiples of align rows (decodePieces;
+// decodePiecesTo appends decodePieces' pieces to dst.
+func decodePiecesTo(dst []rowPiece, ms []mat, align, workers int) []rowPiece {
+	return cutPieces(dst, ms, align, 4*workers, decodeMinPiece)
+}
+
+// cutPieces appends to dst the pieces of ms of 1/div of the weights left,
+// at least minPiece weights, whole multiples of align rows (decodePieces;
 // BenchmarkDecodeGap tries other cuts).
-func cutPieces(ms []mat, align, div, minPiece int) []rowPiece {
+func cutPieces(dst []rowPiece, ms []mat, align, div, minPiece int) []rowPiece {
 	left := 0
 	for _, w := range ms {
 		left += w.rows * w.cols
 	}
-	var ps []rowPiece
+	ps := dst
 	for i, w := range ms {
 		for lo := 0; lo < w.rows; {
 			rows := max(left/div, minPiece) / max(w.cols, 1)
