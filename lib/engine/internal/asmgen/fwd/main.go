@@ -39,7 +39,7 @@ func Generate() (asm, decl []byte, err error) {
 	}
 	row16Unpaced(ctx)
 	for _, bf := range []bool{false, true} {
-		rowLong(ctx, bf, rowLongProduct)
+		rowLong(ctx, bf)
 	}
 	for _, k := range colsK {
 		cols(ctx, k)

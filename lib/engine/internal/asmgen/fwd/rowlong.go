@@ -10,43 +10,30 @@ import (
 	"github.com/tinkershell/tinker/lib/engine/internal/asmgen/asmout"
 )
 
-// rowLongVariant is an arrangement of rowLong: streams far-apart rows
-// read at once (4 or 8), a prefetch ahead bytes past each stream's own
-// position (0: none), into L1 when t0, lines weight lines of each stream
-// an iteration (0: 1), the bfloat16 kernel paced as row16 unless
-// unpaced. Only rowLongProduct is generated; doc.go's decode section
-// has the others' figures (commit a07283f generated them all).
-type rowLongVariant struct {
-	suffix      string
-	streams     int
-	ahead       int
-	lines       int
-	t0, unpaced bool
-}
+// rowLongAhead is how far past its own line each of fwdRowLong's streams
+// prefetches into L2: 1 KiB, the read probe's S4T1-1K form. Other
+// arrangements (eight streams, other distances, into L1, bursts of lines,
+// unpaced) read no faster; doc.go's decode section has their figures and
+// commit a07283f their generator.
+const rowLongAhead = 1024
 
-// rowLongProduct is fwdRowLong's arrangement (fwdRowsLong): four streams,
-// each its own line 1 KiB ahead into L2, the read probe's S4T1-1K form.
-var rowLongProduct = rowLongVariant{streams: 4, ahead: 1024}
-
-// rowLong generates fwdRowLong<suffix><F32|BF16>(x, w, stride, n, span,
-// out): 16 rows as v.streams streams span elements apart, each stream
-// 16/v.streams consecutive rows stride apart: out[g'·s+g] (g' = 16/streams
-// rows a stream) = Σ_k x[k]·w[s·span+g·stride+k]. Each row is one
-// accumulator adding its chunks in ascending order, as fwdRow16 (the bits
-// of dotLanes), with row16's widening and pacing. Called for i = 0, g',
-// 2g', … over a piece cut into streams sub-ranges (fwdRowsLong), each
-// stream is one sequential read across row ends, the read probe's S4T1-1K
-// pattern, instead of fwdRow16's four neighbouring rows that restart every
-// 2-6 KiB and lean on the next group's prefetch. A stream's own line 1 KiB
-// ahead is always the next bytes it reads (past a piece's end it touches
-// the next rows, which never faults). On Zen 4, decode's forks on the
-// worker pool read 1.04-1.09x as fast as with fwdRow16 (doc.go's decode
-// section).
-func rowLong(ctx *build.Context, bf bool, v rowLongVariant) {
+// rowLong generates fwdRowLong<F32|BF16>(x, w, stride, n, span, out): 16
+// rows as four streams span elements apart, each stream four consecutive
+// rows stride apart: out[4s+g] = Σ_k x[k]·w[s·span+g·stride+k]. Each row
+// is one accumulator adding its chunks in ascending order, as fwdRow16
+// (the bits of dotLanes), with row16's widening and pacing. Called for
+// i = 0, 4, 8, … over a piece cut into four sub-ranges (fwdRowsLong),
+// each stream is one sequential read across row ends, the read probe's
+// S4T1-1K pattern, instead of fwdRow16's four neighbouring rows that
+// restart every 2-6 KiB and lean on the next group's prefetch. A
+// stream's own line rowLongAhead on is always the next bytes it reads
+// (past a piece's end it touches the next rows, which never faults). On
+// Zen 4, decode's forks on the worker pool read 1.04-1.09x as fast as
+// with fwdRow16 (doc.go's decode section).
+func rowLong(ctx *build.Context, bf bool) {
+	const streams, groups = 4, 4
 	w := weightsOf(bf)
-	groups := 16 / v.streams
-	pace := bf && !v.unpaced
-	asmout.Kernel(ctx, "fwdRowLong"+v.suffix+w.Suffix, fmt.Sprintf("func(x *float32, w %s, stride, n, span int, out *[16]float32)", w.GoType))
+	asmout.Kernel(ctx, "fwdRowLong"+w.Suffix, fmt.Sprintf("func(x *float32, w %s, stride, n, span int, out *[16]float32)", w.GoType))
 	if bf {
 		ctx.VMOVDQU32(row16WidenCtl, row16Ctl)
 	}
@@ -70,17 +57,9 @@ func rowLong(ctx *build.Context, bf bool, v rowLongVariant) {
 		ctx.VPXORD(zmm(i), zmm(i), zmm(i))
 	}
 	px, pw, cnt := ctx.GP64(), ctx.GP64(), ctx.GP64()
-	var pw4 reg.GPVirtual
-	if v.streams == 8 {
-		pw4 = ctx.GP64()
-	}
 	u := 64 / (16 * w.Size) // chunks per weight line
 	at := func(s, disp int) Mem {
-		b := pw
-		if s >= 4 {
-			b, s = pw4, s-4
-		}
-		m := Mem{Base: b, Disp: disp}
+		m := Mem{Base: pw, Disp: disp}
 		switch s {
 		case 1, 2:
 			m.Index, m.Scale = span, uint8(s)
@@ -89,19 +68,18 @@ func rowLong(ctx *build.Context, bf bool, v rowLongVariant) {
 		}
 		return m
 	}
-	lines := max(v.lines, 1)
-	per := u * lines // chunks an iteration
 	for g := range groups {
 		// weight widens chunk c of stream s at m into z and adds its
-		// product with xz to the stream's accumulator.
+		// product with xz to the stream's accumulator; the pacing
+		// shuffle once a weight line (line).
 		weight := func(s int, m Mem, xz reg.VecPhysical, mask reg.Register, line bool) {
 			r := s*groups + g
-			z := zmm(17 + s%4)
+			z := zmm(17 + s)
 			switch {
 			case w.BF && mask == nil:
 				ctx.VBROADCASTI32X8(m, z)
 				ctx.VPSHUFB(row16Ctl, z, z)
-				if pace && line {
+				if line {
 					ctx.VPSHUFB(row16Ctl, z, row16Pace)
 				}
 			case w.BF:
@@ -112,83 +90,47 @@ func rowLong(ctx *build.Context, bf bool, v rowLongVariant) {
 			}
 			ctx.VFMADD231PS(xz, z, zmm(4*(r%4)+r/4))
 		}
-		xload := func(c int, xz reg.VecPhysical, mask reg.Register) {
-			loadX(ctx, Mem{Base: px, Disp: 64 * c}, xz, mask)
+		xload := func(c int, mask reg.Register) {
+			loadX(ctx, Mem{Base: px, Disp: 64 * c}, zmm(16), mask)
 			if w.BF {
-				swapQuarters(ctx, xz)
+				swapQuarters(ctx, zmm(16))
 			}
 		}
 		step := func(mask reg.Register) {
-			xload(0, zmm(16), mask)
-			for s := range v.streams {
+			xload(0, mask)
+			for s := range streams {
 				weight(s, at(s, 0), zmm(16), mask, true)
 			}
 		}
 		loop, rest, restLoop, tl, next := fmt.Sprintf("long%d", g), fmt.Sprintf("rest%d", g), fmt.Sprintf("restloop%d", g), fmt.Sprintf("tail%d", g), fmt.Sprintf("next%d", g)
 		ctx.MOVQ(x0, px)
 		ctx.MOVQ(base, pw)
-		if v.streams == 8 {
-			ctx.LEAQ(Mem{Base: base, Index: span, Scale: 4}, pw4)
-		}
 		ctx.MOVQ(chunks, cnt)
-		ctx.SHRQ(U8(asmout.Log2(per)), cnt)
+		ctx.SHRQ(U8(asmout.Log2(u)), cnt)
 		ctx.TESTQ(cnt, cnt)
 		ctx.JZ(LabelRef(rest))
 		ctx.Label(loop)
-		if lines == 1 {
-			if v.ahead > 0 {
-				for s := range v.streams {
-					if v.t0 {
-						ctx.PREFETCHT0(at(s, v.ahead))
-					} else {
-						ctx.PREFETCHT1(at(s, v.ahead))
-					}
-				}
-			}
-			for c := range u {
-				loadX(ctx, Mem{Base: px, Disp: 64 * c}, zmm(16), nil)
-				if w.BF {
-					swapQuarters(ctx, zmm(16))
-				}
-				for s := range v.streams {
-					weight(s, at(s, 16*w.Size*c), zmm(16), nil, c == 0)
-				}
-			}
-		} else {
-			// x's chunks in Z23.., then each stream's lines in a burst,
-			// as the read probe reads them
-			for c := range per {
-				xload(c, zmm(23+c), nil)
-			}
-			for s := range v.streams {
-				for l := range lines {
-					if v.ahead > 0 {
-						ctx.PREFETCHT1(at(s, v.ahead+64*l))
-					}
-					for c := range u {
-						weight(s, at(s, 64*l+16*w.Size*c), zmm(23+l*u+c), nil, c == 0)
-					}
-				}
+		for s := range streams {
+			ctx.PREFETCHT1(at(s, rowLongAhead))
+		}
+		for c := range u {
+			xload(c, nil)
+			for s := range streams {
+				weight(s, at(s, 16*w.Size*c), zmm(16), nil, c == 0)
 			}
 		}
-		ctx.ADDQ(U32(64*per), px)
-		ctx.ADDQ(U32(64*lines), pw)
-		if v.streams == 8 {
-			ctx.ADDQ(U32(64*lines), pw4)
-		}
+		ctx.ADDQ(U32(64*u), px)
+		ctx.ADDQ(U32(64), pw)
 		ctx.DECQ(cnt)
 		ctx.JNZ(LabelRef(loop))
 		ctx.Label(rest) // the chunks left, one at a time
 		ctx.MOVQ(chunks, cnt)
-		ctx.ANDQ(U32(per-1), cnt)
+		ctx.ANDQ(U32(u-1), cnt)
 		ctx.JZ(LabelRef(tl))
 		ctx.Label(restLoop)
 		step(nil)
 		ctx.ADDQ(U8(64), px)
 		ctx.ADDQ(U8(16*w.Size), pw)
-		if v.streams == 8 {
-			ctx.ADDQ(U8(16*w.Size), pw4)
-		}
 		ctx.DECQ(cnt)
 		ctx.JNZ(LabelRef(restLoop))
 		ctx.Label(tl)
