@@ -40,6 +40,13 @@ func TestKVPoolReusedSameBits(t *testing.T) {
 		n, gen int
 	}{{[]int{1, 2, 3}, 1, 12}, {[]int{4, 3, 2, 1}, 3, 9}} {
 		got := sample(m, tc.prompt, tc.n, tc.gen, 3)
+		if tc.n == 1 { // it took a pooled cache and gave it back: nothing new
+			for _, c := range m.batch.kv.free {
+				if !slices.Contains(pooled, c) {
+					t.Fatalf("prompt %v: a fresh cache went to the pool; the request did not take a pooled one", tc.prompt)
+				}
+			}
+		}
 		want := sample(load(), tc.prompt, tc.n, tc.gen, 3)
 		for i := range want {
 			if !slices.Equal(got[i].Tokens, want[i].Tokens) || !slices.EqualFunc(got[i].Logprobs, want[i].Logprobs, func(a, b float32) bool {
