@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -69,12 +68,8 @@ func lmHeadCut(lm func(ms []mat, align, workers int) []rowPiece) func(ms []mat, 
 // -benchtime 1x.
 func BenchmarkDecodeCuts(b *testing.B) {
 	rounds, tokens := 2, 400
-	if n, err := strconv.Atoi(os.Getenv("CUTS_ROUNDS")); err == nil {
-		rounds = n
-	}
-	if n, err := strconv.Atoi(os.Getenv("CUTS_TOKENS")); err == nil {
-		tokens = n
-	}
+	rounds = envInt("CUTS_ROUNDS", rounds)
+	tokens = envInt("CUTS_TOKENS", tokens)
 	type variant struct {
 		name  string
 		cut   func(ms []mat, align, workers int) []rowPiece
@@ -126,10 +121,7 @@ func BenchmarkDecodeCuts(b *testing.B) {
 			b.Fatalf("cut %s changed the decode:\n%s\n%s", v.name, got, want)
 		}
 	}
-	load := func() string {
-		s, _ := os.ReadFile("/proc/loadavg")
-		return strings.Join(strings.Fields(string(s))[:3], " ")
-	}
+	load := loadAvg
 	rng := rand.New(rand.NewPCG(7, 9))
 	for b.Loop() {
 		cpu := make([][]float64, len(vs))

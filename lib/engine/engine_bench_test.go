@@ -5,6 +5,8 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -197,6 +199,25 @@ func benchDType(key string) string {
 		return "f32"
 	}
 	return "bf16"
+}
+
+// envInt is the integer in the environment variable key, or def when it
+// is unset or not an integer: a benchmark's rounds, tokens or passes.
+func envInt(key string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(key)); err == nil {
+		return n
+	}
+	return def
+}
+
+// loadAvg is the machine's three load averages, for a benchmark's log
+// ("" where /proc/loadavg cannot be read).
+func loadAvg() string {
+	s, _ := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(s)); len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return ""
 }
 
 // matricesToBF16 replaces every matrix of ts by its bfloat16 rounding

@@ -9,8 +9,6 @@ import (
 	"os"
 	"regexp"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -80,12 +78,8 @@ func TestRowLongMatchesDotLanes(t *testing.T) {
 // Run with -benchtime 1x.
 func BenchmarkRowLong(b *testing.B) {
 	rounds, passes := 9, 2
-	if n, err := strconv.Atoi(os.Getenv("ROWLONG_PASSES")); err == nil {
-		passes = n
-	}
-	if n, err := strconv.Atoi(os.Getenv("ROWLONG_ROUNDS")); err == nil {
-		rounds = n
-	}
+	passes = envInt("ROWLONG_PASSES", passes)
+	rounds = envInt("ROWLONG_ROUNDS", rounds)
 	only := regexp.MustCompile(os.Getenv("ROWLONG_KERNELS"))
 	withF32 := os.Getenv("ROWLONG_F32") == "1"
 	shapes := [][2]int{{2048, 1024}, {1024, 1024}, {1024, 1024}, {1024, 2048}, {3072, 1024}, {3072, 1024}, {1024, 3072}}
@@ -261,10 +255,7 @@ func BenchmarkRowLong(b *testing.B) {
 		}
 		return ratios(run(groups, a), run(groups, b))
 	}
-	load := func() string {
-		s, _ := os.ReadFile("/proc/loadavg")
-		return strings.Join(strings.Fields(string(s))[:3], " ")
-	}
+	load := loadAvg
 	report := func(name string, cpu, wall []float64, l0 string) {
 		b.ReportMetric(cpu[rounds/2], name+"-cpu")
 		b.ReportMetric(wall[rounds/2], name+"-wall")
@@ -316,9 +307,7 @@ func BenchmarkRowLong(b *testing.B) {
 // logprobs differ in any bit. Run with -benchtime 1x.
 func BenchmarkDecodeLongAB(b *testing.B) {
 	rounds := 12
-	if n, err := strconv.Atoi(os.Getenv("ROWLONG_ROUNDS")); err == nil {
-		rounds = n
-	}
+	rounds = envInt("ROWLONG_ROUNDS", rounds)
 	dtype := benchDType("ROWLONG_DTYPE")
 	m := qwen3SmallOf(b, "rowlong-ab", dtype)
 	defer func(v bool) { fwdLong = v }(fwdLong)
@@ -339,10 +328,7 @@ func BenchmarkDecodeLongAB(b *testing.B) {
 	if a, c := sample(false), sample(true); a != c {
 		b.Fatalf("fwdRowsLong changed the decode:\n%s\n%s", c, a)
 	}
-	load := func() string {
-		s, _ := os.ReadFile("/proc/loadavg")
-		return strings.Join(strings.Fields(string(s))[:3], " ")
-	}
+	load := loadAvg
 	for b.Loop() {
 		var cpu, wall []float64
 		l0 := load()
@@ -382,19 +368,12 @@ func btoi(v bool) int {
 // decode, ROWLONG_ROUNDS decodes (default 4). Run with -benchtime 1x.
 func BenchmarkDecodeLongTokens(b *testing.B) {
 	rounds, tokens := 4, 96
-	if n, err := strconv.Atoi(os.Getenv("ROWLONG_ROUNDS")); err == nil {
-		rounds = n
-	}
-	if n, err := strconv.Atoi(os.Getenv("ROWLONG_TOKENS")); err == nil {
-		tokens = n
-	}
+	rounds = envInt("ROWLONG_ROUNDS", rounds)
+	tokens = envInt("ROWLONG_TOKENS", tokens)
 	dtype := benchDType("ROWLONG_DTYPE")
 	m := qwen3SmallOf(b, "rowlong-tokens", dtype)
 	defer func(v bool) { fwdLong = v }(fwdLong)
-	load := func() string {
-		s, _ := os.ReadFile("/proc/loadavg")
-		return strings.Join(strings.Fields(string(s))[:3], " ")
-	}
+	load := loadAvg
 	// ROWLONG_CONTROL=1 labels the tokens in turn but decodes all with
 	// fwdRow16: the pairing's own bias and spread.
 	control := os.Getenv("ROWLONG_CONTROL") == "1"
