@@ -23,11 +23,7 @@ func attnDotsVec(dst, q, rows []float32, stride, off int) int {
 	}
 	n := len(dst)
 	for t := 0; t < n; t += 4 {
-		o, last := t*stride+off, n-1-t
-		r0 := rows[o : o+hd]
-		r1 := rows[o+min(1, last)*stride:][:hd]
-		r2 := rows[o+min(2, last)*stride:][:hd]
-		r3 := rows[o+min(3, last)*stride:][:hd]
+		r0, r1, r2, r3 := groupRows(rows, t*stride+off, stride, hd, n-1-t)
 		var a0, a1, a2, a3 archsimd.Float32x8
 		for i := 0; i+8 <= hd; i += 8 {
 			qq := load8f(q[i:])
@@ -36,13 +32,7 @@ func attnDotsVec(dst, q, rows []float32, stride, off int) int {
 			a2 = load8f(r2[i:]).MulAdd(qq, a2)
 			a3 = load8f(r3[i:]).MulAdd(qq, a3)
 		}
-		if last >= 3 {
-			laneSums4(dst[t:], a0, a1, a2, a3)
-			continue
-		}
-		var s [4]float32
-		laneSums4(s[:], a0, a1, a2, a3)
-		copy(dst[t:n], s[:])
+		laneSumsUpTo4(dst[t:n], a0, a1, a2, a3)
 	}
 	archsimd.ClearAVXUpperBits() // scalar Go float code follows: see exp8
 	return n
@@ -62,11 +52,7 @@ func attnDotsPairVec(d0, d1, q0, q1, rows []float32, stride, off int) int {
 		n = min(n, len(d1)) &^ 3
 	}
 	for t := 0; t < n; t += 4 {
-		o, last := t*stride+off, n-1-t
-		r0 := rows[o : o+hd]
-		r1 := rows[o+min(1, last)*stride:][:hd]
-		r2 := rows[o+min(2, last)*stride:][:hd]
-		r3 := rows[o+min(3, last)*stride:][:hd]
+		r0, r1, r2, r3 := groupRows(rows, t*stride+off, stride, hd, n-1-t)
 		var a0, a1, a2, a3, b0, b1, b2, b3 archsimd.Float32x8
 		for i := 0; i+8 <= hd; i += 8 {
 			x, y := load8f(q0[i:]), load8f(q1[i:])
@@ -79,25 +65,36 @@ func attnDotsPairVec(d0, d1, q0, q1, rows []float32, stride, off int) int {
 			k = load8f(r3[i:])
 			a3, b3 = k.MulAdd(x, a3), k.MulAdd(y, b3)
 		}
-		if last >= 3 {
-			laneSums4(d0[t:], a0, a1, a2, a3)
-			laneSums4(d1[t:], b0, b1, b2, b3)
-			continue
-		}
-		var s0, s1 [4]float32
-		laneSums4(s0[:], a0, a1, a2, a3)
-		laneSums4(s1[:], b0, b1, b2, b3)
-		copy(d0[t:n], s0[:])
-		copy(d1[t:n], s1[:])
+		laneSumsUpTo4(d0[t:n], a0, a1, a2, a3)
+		laneSumsUpTo4(d1[t:n], b0, b1, b2, b3)
 	}
 	archsimd.ClearAVXUpperBits() // scalar Go float code follows: see exp8
 	return n
+}
+
+// groupRows is the four rows of hd values at o, o+stride, … when rows
+// 0..last exist; with last below 3 the missing ones repeat row last
+// (laneSumsUpTo4 drops their sums).
+func groupRows(rows []float32, o, stride, hd, last int) (r0, r1, r2, r3 []float32) {
+	return rows[o : o+hd], rows[o+min(1, last)*stride:][:hd], rows[o+min(2, last)*stride:][:hd], rows[o+min(3, last)*stride:][:hd]
 }
 
 // laneSums4 stores the attnDot lane trees of four accumulators to dst[:4].
 func laneSums4(dst []float32, a0, a1, a2, a3 archsimd.Float32x8) {
 	h := a0.AddPairsGrouped(a1).AddPairsGrouped(a2.AddPairsGrouped(a3))
 	h.GetLo().Add(h.GetHi()).Store((*[4]float32)(dst[:4]))
+}
+
+// laneSumsUpTo4 is laneSums4 for a row group's last rows: it stores the
+// first min(4, len(dst)) trees, dropping the repeated rows' (groupRows).
+func laneSumsUpTo4(dst []float32, a0, a1, a2, a3 archsimd.Float32x8) {
+	if len(dst) >= 4 {
+		laneSums4(dst, a0, a1, a2, a3)
+		return
+	}
+	var s [4]float32
+	laneSums4(s[:], a0, a1, a2, a3)
+	copy(dst, s[:])
 }
 
 // attnWeightedVec does attnWeighted for out's leading multiple of 8 and
