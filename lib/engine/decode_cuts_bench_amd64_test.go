@@ -137,32 +137,13 @@ func BenchmarkDecodeCuts(b *testing.B) {
 				}
 			}
 			seq = append(seq, -1)
-			var ws, cs []float64
-			var w0, c0 float64
-			t := 0
-			set := func() {
+			ws, cs := timeTokens(b, m, tokens, func(t int) {
 				if seq[t] < 0 {
 					decodeCut, fwdLong = decodePiecesTo, true
 				} else {
 					decodeCut, fwdLong = cutTo(vs[seq[t]].cut), !vs[seq[t]].row16
 				}
-			}
-			set()
-			stop := func(gen []int) bool {
-				w1, c1 := wallClock(), processCPU()
-				if len(gen) > 1 { // the first token was the prompt's prefill
-					ws, cs = append(ws, w1-w0), append(cs, c1-c0)
-					t++
-				}
-				set()
-				w0, c0 = wallClock(), processCPU()
-				return false
-			}
-			seed := int64(1)
-			if _, err := m.Sample(context.Background(), SampleRequest{Prompt: []int{0}, NumSamples: 1, MaxTokens: tokens + 1,
-				Temperature: 1, Seed: &seed, StopFunc: stop}); err != nil {
-				b.Fatal(err)
-			}
+			})
 			for j := 1; j+1 < len(ws); j++ {
 				if k := seq[j]; k >= 0 {
 					wall[k] = append(wall[k], (ws[j-1]+ws[j+1])/2/ws[j])

@@ -358,6 +358,31 @@ func btoi(v bool) int {
 	return 0
 }
 
+// timeTokens decodes tokens tokens after a one-token prompt on m and
+// returns each decoded token's wall and process CPU seconds, calling
+// set(t) before token t is computed (set(0) also before the prompt's
+// prefill, which is not timed): the token-paired benchmarks' switch.
+func timeTokens(b *testing.B, m *Model, tokens int, set func(t int)) (ws, cs []float64) {
+	b.Helper()
+	set(0)
+	var w0, c0 float64
+	stop := func(gen []int) bool {
+		w1, c1 := wallClock(), processCPU()
+		if len(gen) > 1 { // the first token was the prompt's prefill
+			ws, cs = append(ws, w1-w0), append(cs, c1-c0)
+		}
+		set(len(ws))
+		w0, c0 = wallClock(), processCPU()
+		return false
+	}
+	seed := int64(1)
+	if _, err := m.Sample(context.Background(), SampleRequest{Prompt: []int{0}, NumSamples: 1, MaxTokens: tokens + 1,
+		Temperature: 1, Seed: &seed, StopFunc: stop}); err != nil {
+		b.Fatal(err)
+	}
+	return ws, cs
+}
+
 // BenchmarkDecodeLongTokens decodes the Qwen3-0.6B shape (bfloat16, or
 // float32 with ROWLONG_DTYPE=f32) switching between fwdRowsLong and
 // fwdRow16 after every token (from Sample's StopFunc, on the stepping
@@ -385,26 +410,12 @@ func BenchmarkDecodeLongTokens(b *testing.B) {
 		var cpu, wall, tNew, tOld []float64
 		l0 := load()
 		for i := range rounds {
-			label := i%2 == 0
-			var longs []bool
-			var ws, cs []float64
-			var w0, c0 float64
-			fwdLong = label && !control
-			stop := func(gen []int) bool {
-				w1, c1 := wallClock(), processCPU()
-				if len(gen) > 1 { // the first token was the prompt's prefill
-					longs, ws, cs = append(longs, label), append(ws, w1-w0), append(cs, c1-c0)
-				}
-				label = !label
+			var longs []bool // each token's label, alternating, the first by round
+			ws, cs := timeTokens(b, m, tokens, func(t int) {
+				label := (t%2 == 1) == (i%2 == 0)
+				longs = append(longs[:t], label)
 				fwdLong = label && !control
-				w0, c0 = wallClock(), processCPU()
-				return false
-			}
-			seed := int64(1)
-			if _, err := m.Sample(context.Background(), SampleRequest{Prompt: []int{0}, NumSamples: 1, MaxTokens: tokens + 1,
-				Temperature: 1, Seed: &seed, StopFunc: stop}); err != nil {
-				b.Fatal(err)
-			}
+			})
 			for j, w := range ws {
 				if longs[j] {
 					tNew = append(tNew, w)
