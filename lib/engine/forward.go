@@ -172,6 +172,7 @@ type workspace struct {
 	attnBlk                   []blockScratch // per attention worker
 	attnUnits                 []attnUnit
 	moe                       moeScratch // mixture-of-experts layers
+	fz                        fuseState  // fused forks (forward_fuse.go)
 	mla                       mlaScratch // latent attention layers (mla.go)
 }
 
@@ -233,34 +234,23 @@ func (m *Model) forward(ws *workspace, rows []row) [][]float32 {
 		}
 		ls := ws.loras
 		eachRow(n, h, func(i int) { rmsNorm(xn[i], ws.x[i], lw.attnNorm, c.RMSNormEps) })
-		m.linears(ws, ls, li, xn, []linearOp{
-			{lw.q, lw.qBias, modQ, ws.q}, {lw.k, lw.kBias, modK, ws.k}, {lw.v, lw.vBias, modV, ws.v}})
-		eachRow(n, qd+2*kvd, func(i int) {
-			r := rows[i]
-			if lw.qNorm != nil {
-				for hd := 0; hd < qd; hd += c.HeadDim {
-					x := ws.q[i][hd : hd+c.HeadDim]
-					rmsNorm(x, x, lw.qNorm, c.RMSNormEps)
-				}
-				for hd := 0; hd < kvd; hd += c.HeadDim {
-					x := ws.k[i][hd : hd+c.HeadDim]
-					rmsNorm(x, x, lw.kNorm, c.RMSNormEps)
-				}
-			}
-			applyRope(ws.q[i], c.HeadDim, ws.cos[i], ws.sin[i])
-			applyRope(ws.k[i], c.HeadDim, ws.cos[i], ws.sin[i])
-			copy(r.seq.k[li][r.pos*kvd:(r.pos+1)*kvd], ws.k[i])
-			copy(r.seq.v[li][r.pos*kvd:(r.pos+1)*kvd], ws.v[i])
-		})
-		m.attention(ws, rows, li)
+		fused, attended := m.fusedQKV(ws, rows, li, xn)
+		if !fused {
+			m.qkv(ws, rows, li, xn)
+		}
+		if !attended {
+			m.attention(ws, rows, li)
+		}
 		m.linearAdd(ws, lw.o, lw.oBias, ls, li, modO, ws.att, ws.x)
 		eachRow(n, h, func(i int) { rmsNorm(xn[i], ws.x[i], lw.mlpNorm, c.RMSNormEps) })
 		if lw.moe != nil {
 			m.moeMLP(ws, li, xn[:n], ws.x)
 			continue
 		}
-		m.linears(ws, ls, li, xn, []linearOp{{lw.gate, nil, modGate, ws.g}, {lw.up, nil, modUp, ws.u}})
-		eachRow(n, c.Intermediate, func(i int) { siluMul(ws.g[i], ws.g[i], ws.u[i]) })
+		if !m.fusedGateUp(ws, li, xn) {
+			m.linears(ws, ls, li, xn, []linearOp{{lw.gate, nil, modGate, ws.g}, {lw.up, nil, modUp, ws.u}})
+			eachRow(n, c.Intermediate, func(i int) { siluMul(ws.g[i], ws.g[i], ws.u[i]) })
+		}
 		m.linearAdd(ws, lw.down, nil, ls, li, modDown, ws.g, ws.x)
 	}
 	for _, r := range rows {
@@ -288,6 +278,34 @@ func (m *Model) forward(ws *workspace, rows []row) [][]float32 {
 		res[i] = out[k]
 	}
 	return res
+}
+
+// qkv is layer li's q, k and v products over xn, then each row's q/k
+// norms and rope and its keys' and values' copy into its cache: the
+// unfused form of fusedQKV.
+func (m *Model) qkv(ws *workspace, rows []row, li int, xn [][]float32) {
+	c := m.cfg
+	lw := &m.w.layers[li]
+	n, qd, kvd := len(rows), c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+	m.linears(ws, ws.loras, li, xn, []linearOp{
+		{lw.q, lw.qBias, modQ, ws.q}, {lw.k, lw.kBias, modK, ws.k}, {lw.v, lw.vBias, modV, ws.v}})
+	eachRow(n, qd+2*kvd, func(i int) {
+		r := rows[i]
+		if lw.qNorm != nil {
+			for hd := 0; hd < qd; hd += c.HeadDim {
+				x := ws.q[i][hd : hd+c.HeadDim]
+				rmsNorm(x, x, lw.qNorm, c.RMSNormEps)
+			}
+			for hd := 0; hd < kvd; hd += c.HeadDim {
+				x := ws.k[i][hd : hd+c.HeadDim]
+				rmsNorm(x, x, lw.kNorm, c.RMSNormEps)
+			}
+		}
+		applyRope(ws.q[i], c.HeadDim, ws.cos[i], ws.sin[i])
+		applyRope(ws.k[i], c.HeadDim, ws.cos[i], ws.sin[i])
+		copy(r.seq.k[li][r.pos*kvd:(r.pos+1)*kvd], ws.k[i])
+		copy(r.seq.v[li][r.pos*kvd:(r.pos+1)*kvd], ws.v[i])
+	})
 }
 
 // linear computes ys = W·xs (+ bias) (+ LoRA), adding to ys when accumulate.

@@ -319,11 +319,21 @@ func matMulGroup(ms []mat, xs [][]float32, yss [][][]float32) {
 // to three vectors in one fork over decodePieces, whole 16-row blocks for
 // the one-row kernel.
 func forkDecode(ms []mat, xs [][]float32, yss [][][]float32, workers int, accumulate bool) {
+	forkDecodeThen(ms, xs, yss, workers, accumulate, nil)
+}
+
+// forkDecodeThen is forkDecode calling done(p) after each piece p, on the
+// goroutine that computed it, so work that needs only some of the rows
+// (decodeFuse) runs inside the fork on whichever core finished them.
+func forkDecodeThen(ms []mat, xs [][]float32, yss [][][]float32, workers int, accumulate bool, done func(rowPiece)) {
 	buf := piecesPool.Get().(*[]rowPiece)
 	ps := decodeCut((*buf)[:0], ms, 16, workers)
 	forkJoin(len(ps), func(i int) {
 		p := ps[i]
 		matRows(ms[p.w], xs, yss[p.w], p.lo, p.hi, accumulate)
+		if done != nil {
+			done(p)
+		}
 	})
 	*buf = ps
 	piecesPool.Put(buf)

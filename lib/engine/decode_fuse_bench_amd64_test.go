@@ -1,0 +1,81 @@
+package engine
+
+import (
+	"cmp"
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+)
+
+// fuseSwitches are the package variables BenchmarkDecodeFuseTokens can
+// switch between tokens: each sets the variant on (new) or off (old).
+var fuseSwitches = map[string]func(on bool){
+	"fuse":   func(on bool) { decodeFuse = on },
+	"min16k": minPieceSwitch(1 << 14),
+	"min8k":  minPieceSwitch(1 << 13),
+}
+
+// BenchmarkDecodeFuseTokens decodes the Qwen3-0.6B shape (bfloat16, or
+// float32 with FUSE_DTYPE=f32) switching a variant (FUSE_SWITCH, default
+// "fuse": decodeFuse) on and off after every token, from Sample's
+// StopFunc, so neighbouring tokens pair the two; the order within a pair
+// alternates by round. Per pair the old token's time over the new one's
+// (above 1: the variant faster), process CPU and wall: median, lower
+// quartile and minimum over FUSE_TOKENS (default 96) tokens a decode and
+// FUSE_ROUNDS decodes (default 4). FUSE_CONTROL=1 labels the tokens in
+// turn but decodes all without the variant. Run with -benchtime 1x.
+func BenchmarkDecodeFuseTokens(b *testing.B) {
+	rounds, tokens := envInt("FUSE_ROUNDS", 4), envInt("FUSE_TOKENS", 96)
+	dtype := benchDType("FUSE_DTYPE")
+	name := cmp.Or(os.Getenv("FUSE_SWITCH"), "fuse")
+	set, ok := fuseSwitches[name]
+	if !ok {
+		b.Fatalf("FUSE_SWITCH=%s: none such; set one of the keys of fuseSwitches", name)
+	}
+	defer set(true)
+	control := os.Getenv("FUSE_CONTROL") == "1"
+	m := qwen3SmallOf(b, "fuse-tokens", dtype)
+	for b.Loop() {
+		var cpu, wall []float64
+		l0 := loadAvg()
+		for i := range rounds {
+			var on []bool
+			ws, cs := timeTokens(b, m, tokens, func(t int) {
+				label := (t%2 == 1) == (i%2 == 0)
+				on = append(on[:t], label)
+				set(label && !control)
+			})
+			for j := 1; j < len(ws); j++ {
+				o, n := j-1, j
+				if on[o] {
+					o, n = n, o
+				}
+				wall, cpu = append(wall, ws[o]/ws[n]), append(cpu, cs[o]/cs[n])
+			}
+		}
+		slices.Sort(cpu)
+		slices.Sort(wall)
+		k := len(wall)
+		b.ReportMetric(cpu[k/2], "old/new-cpu")
+		b.ReportMetric(wall[k/2], "old/new-wall")
+		if control {
+			name += " control"
+		}
+		fmt.Fprintf(os.Stderr, "decode %s %s tokens old/new (%d pairs): cpu med %.4f q1 %.4f min %.3f | wall med %.4f q1 %.4f min %.3f | load %s -> %s\n",
+			dtype, name, k, cpu[k/2], cpu[k/4], cpu[0], wall[k/2], wall[k/4], wall[0], l0, loadAvg())
+	}
+}
+
+// minPieceSwitch switches forkDecode's cut between decodePieces and the
+// same guided cut down to pieces of min weights.
+func minPieceSwitch(min int) func(on bool) {
+	return func(on bool) {
+		decodeCut = decodePiecesTo
+		if on {
+			decodeCut = func(dst []rowPiece, ms []mat, align, workers int) []rowPiece {
+				return cutPieces(dst, ms, align, 4*workers, min)
+			}
+		}
+	}
+}

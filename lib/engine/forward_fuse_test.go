@@ -1,0 +1,108 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"testing"
+
+	"github.com/tinkershell/tinker/lib/models"
+)
+
+// TestDecodeFuseSameBits decodes one, two and three sequences at once with
+// decodeFuse on and off and requires the same bits in every logit and in
+// every cached key and value: Qwen3 (q/k norms), Llama 3 with q, k and
+// v biases and GPT-OSS (biases, sinks, a sliding window), float32 and
+// bfloat16 weights, an intermediate width that is not a multiple of
+// fuseBlock nor of the pieces' 16 rows.
+func TestDecodeFuseSameBits(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
+	defer func(v bool) { decodeFuse = v }(decodeFuse)
+	for _, arch := range []models.Family{models.Qwen3, models.Llama3, models.GptOss} {
+		for _, dtype := range []string{"f32", "bf16"} {
+			c := smallConfig(arch)
+			if arch == models.GptOss {
+				c = gptOssConfig() // sinks, a sliding window of 3, biases
+			}
+			c.Hidden, c.Intermediate, c.Heads, c.KVHeads, c.HeadDim, c.VocabSize = 256, 1000, 4, 2, 64, 300
+			ts := randomTensors(c, 11)
+			if arch == models.Llama3 {
+				r := newRNG(5)
+				for l := range c.Layers {
+					for name, rows := range map[string]int{"q": c.Heads * c.HeadDim, "k": c.KVHeads * c.HeadDim, "v": c.KVHeads * c.HeadDim} {
+						b := make([]float32, rows)
+						fill(b, r, 0.5)
+						ts[fmt.Sprintf("model.layers.%d.self_attn.%s_proj.bias", l, name)] = Tensor{Shape: []int{rows}, Data: b}
+					}
+				}
+			}
+			if dtype == "bf16" {
+				matricesToBF16(ts)
+			}
+			m, err := New("fuse-"+string(arch), c, ts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lw := &m.w.layers[0]
+			if arch != models.Qwen3 && lw.qBias == nil {
+				t.Fatal("the q bias was not loaded")
+			}
+			if fuseWorkers(nil, make([][]float32, 1), lw.q, lw.k, lw.v) == 0 || lw.moe == nil && fuseWorkers(nil, make([][]float32, 1), lw.gate, lw.up) == 0 {
+				t.Fatalf("%s: the test's shape does not take the fused path", arch)
+			}
+			name := fmt.Sprintf("%s %s", arch, dtype)
+			logitsOff, cachesOff := decodeSteps(t, m, false)
+			logitsOn, cachesOn := decodeSteps(t, m, true)
+			fuseSameBits(t, name+" logits", logitsOff, logitsOn)
+			fuseSameBits(t, name+" caches", cachesOff, cachesOn)
+		}
+	}
+}
+
+// decodeSteps prefills three sequences and then decodes them in steps of
+// one, two and three rows, with decodeFuse set to fuse, and returns every
+// step's logits and the caches' keys and values at the end.
+func decodeSteps(t *testing.T, m *Model, fuse bool) (logits, caches []float32) {
+	t.Helper()
+	decodeFuse = fuse
+	ws := &workspace{}
+	seqs := []*kvCache{m.newCache(8), m.newCache(8), m.newCache(8)}
+	for s, seq := range seqs {
+		var rows []row
+		for p := range 5 + s {
+			rows = append(rows, row{seq: seq, token: (7*p + s) % m.cfg.VocabSize, pos: p, logits: true})
+		}
+		for _, l := range m.forward(ws, rows) {
+			logits = append(logits, l...)
+		}
+	}
+	for step := range 12 {
+		var rows []row
+		for s := range step%3 + 1 {
+			seq := seqs[s]
+			rows = append(rows, row{seq: seq, token: (13*step + 3*s) % m.cfg.VocabSize, pos: seq.n, logits: true})
+		}
+		for _, l := range m.forward(ws, rows) {
+			logits = append(logits, l...)
+		}
+	}
+	for _, seq := range seqs {
+		for l := range seq.k {
+			caches = append(caches, seq.k[l][:seq.n*seq.kw]...)
+			caches = append(caches, seq.v[l][:seq.n*seq.vw]...)
+		}
+	}
+	return logits, caches
+}
+
+func fuseSameBits(t *testing.T, what string, want, got []float32) {
+	t.Helper()
+	if len(want) != len(got) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	for i, v := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(v) {
+			t.Fatalf("%s: value %d = %g, unfused %g", what, i, got[i], v)
+		}
+	}
+}
