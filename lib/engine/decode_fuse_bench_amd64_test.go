@@ -12,6 +12,7 @@ import (
 // switch between tokens: each sets the variant on (new) or off (old).
 var fuseSwitches = map[string]func(on bool){
 	"fuse":   func(on bool) { decodeFuse = on },
+	"attend": func(on bool) { fuseAttention = on },
 	"min16k": minPieceSwitch(1 << 14),
 	"min8k":  minPieceSwitch(1 << 13),
 }
@@ -37,7 +38,7 @@ func BenchmarkDecodeFuseTokens(b *testing.B) {
 	control := os.Getenv("FUSE_CONTROL") == "1"
 	m := qwen3SmallOf(b, "fuse-tokens", dtype)
 	for b.Loop() {
-		var cpu, wall []float64
+		var cpu, wall, tOld, tNew []float64
 		l0 := loadAvg()
 		for i := range rounds {
 			var on []bool
@@ -46,6 +47,13 @@ func BenchmarkDecodeFuseTokens(b *testing.B) {
 				on = append(on[:t], label)
 				set(label && !control)
 			})
+			for j, w := range ws {
+				if on[j] {
+					tNew = append(tNew, w)
+				} else {
+					tOld = append(tOld, w)
+				}
+			}
 			for j := 1; j < len(ws); j++ {
 				o, n := j-1, j
 				if on[o] {
@@ -62,8 +70,8 @@ func BenchmarkDecodeFuseTokens(b *testing.B) {
 		if control {
 			name += " control"
 		}
-		fmt.Fprintf(os.Stderr, "decode %s %s tokens old/new (%d pairs): cpu med %.4f q1 %.4f min %.3f | wall med %.4f q1 %.4f min %.3f | load %s -> %s\n",
-			dtype, name, k, cpu[k/2], cpu[k/4], cpu[0], wall[k/2], wall[k/4], wall[0], l0, loadAvg())
+		fmt.Fprintf(os.Stderr, "decode %s %s tokens old/new (%d pairs): cpu med %.4f q1 %.4f min %.3f | wall med %.4f q1 %.4f min %.3f | load %s -> %s | token ms old %.2f new %.2f (medians)\n",
+			dtype, name, k, cpu[k/2], cpu[k/4], cpu[0], wall[k/2], wall[k/4], wall[0], l0, loadAvg(), 1e3*median(tOld), 1e3*median(tNew))
 	}
 }
 

@@ -21,6 +21,10 @@ import (
 // benchmark can compare both in one process (BenchmarkDecodeFuseTokens).
 var decodeFuse = true
 
+// fuseAttention has fusedQKV run attention in its fork (with decodeFuse):
+// a variable for BenchmarkDecodeFuseTokens.
+var fuseAttention = true
+
 // fuseBlock is the rows of SwiGLU's blocks (fusedGateUp): whole 16-row
 // blocks of the pieces, small enough that the last piece's core has
 // little left to do after it.
@@ -127,7 +131,7 @@ func (m *Model) fusedQKV(ws *workspace, rows []row, li int, xn [][]float32) (fus
 	// Attention here only on the float32 path (the bf16 path's attention,
 	// attentionBF16, packs the whole layer's cache), each KV head with its
 	// own scratch.
-	f.attend = lw.o.vn == nil
+	f.attend = fuseAttention && lw.o.vn == nil
 	if f.attend {
 		ws.scores = growTo(ws.scores, c.KVHeads)
 	}
