@@ -199,7 +199,7 @@ func matMul(w mat, xs, ys [][]float32, accumulate bool) {
 		matMulSlices(p, w, xs, ys, accumulate, workers)
 		return
 	}
-	forkDecode([]mat{w}, xs, [][][]float32{ys}, workers, accumulate)
+	forkDecode1(w, xs, ys, workers, accumulate)
 }
 
 // matMulSlices is matMul's split of a packed batch over workers: whole
@@ -322,29 +322,58 @@ func forkDecode(ms []mat, xs [][]float32, yss [][][]float32, workers int, accumu
 	forkDecodeThen(ms, xs, yss, workers, accumulate, nil)
 }
 
+// forkDecode1 is forkDecode of one matrix.
+func forkDecode1(w mat, xs, ys [][]float32, workers int, accumulate bool) {
+	f := decodeForks.Get().(*decodeFork)
+	f.one[0], f.oneY[0] = w, ys
+	f.run(f.one[:], xs, f.oneY[:], workers, accumulate, nil)
+}
+
 // forkDecodeThen is forkDecode calling done(p) after each piece p, on the
 // goroutine that computed it, so work that needs only some of the rows
 // (decodeFuse) runs inside the fork on whichever core finished them.
 func forkDecodeThen(ms []mat, xs [][]float32, yss [][][]float32, workers int, accumulate bool, done func(rowPiece)) {
-	buf := piecesPool.Get().(*[]rowPiece)
-	ps := decodeCut((*buf)[:0], ms, 16, workers)
-	forkJoin(len(ps), func(i int) {
-		p := ps[i]
-		matRows(ms[p.w], xs, yss[p.w], p.lo, p.hi, accumulate)
-		if done != nil {
-			done(p)
-		}
-	})
-	*buf = ps
-	piecesPool.Put(buf)
+	decodeForks.Get().(*decodeFork).run(ms, xs, yss, workers, accumulate, done)
 }
 
-// piecesPool holds forkDecode's pieces between forks. Cut afresh, they
-// were about half of what a decoding token allocated (~125 KB over its
-// ~110 forks on the Qwen3-0.6B shape), and the heap holding a model is
-// collected too rarely to reuse it (kvPool): each token faulted in ~30
-// fresh pages for them.
-var piecesPool = sync.Pool{New: func() any { return new([]rowPiece) }}
+// decodeFork is one forkDecode's arguments and pieces, and its piece
+// function made once: a closure over them per fork, with matMul's slices
+// of one matrix and its pieces, was most of what a decoding token
+// allocated, each byte fresh memory (kvPool).
+type decodeFork struct {
+	ms         []mat
+	xs         [][]float32
+	yss        [][][]float32
+	ps         []rowPiece
+	accumulate bool
+	done       func(rowPiece)
+	one        [1]mat
+	oneY       [1][][]float32
+	piece      func(i int)
+}
+
+var decodeForks = sync.Pool{New: func() any {
+	f := &decodeFork{}
+	f.piece = f.runPiece
+	return f
+}}
+
+// run cuts the pieces and runs them, then gives f back to decodeForks.
+func (f *decodeFork) run(ms []mat, xs [][]float32, yss [][][]float32, workers int, accumulate bool, done func(rowPiece)) {
+	f.ms, f.xs, f.yss, f.accumulate, f.done = ms, xs, yss, accumulate, done
+	f.ps = decodeCut(f.ps[:0], ms, 16, workers)
+	forkJoin(len(f.ps), f.piece)
+	f.ms, f.xs, f.yss, f.done, f.one, f.oneY = nil, nil, nil, nil, [1]mat{}, [1][][]float32{}
+	decodeForks.Put(f)
+}
+
+func (f *decodeFork) runPiece(i int) {
+	p := f.ps[i]
+	matRows(f.ms[p.w], f.xs, f.yss[p.w], p.lo, p.hi, f.accumulate)
+	if f.done != nil {
+		f.done(p)
+	}
+}
 
 // decodeCut appends forkDecode's pieces to dst: decodePiecesTo, a
 // variable so a benchmark can compare other cuts in one process
