@@ -9,7 +9,8 @@ import (
 	"github.com/tinkershell/tinker/lib/models"
 )
 
-// TestDecodeFuseSameBits decodes one, two and three sequences at once with
+// TestDecodeFuseSameBits decodes one, two and three sequences at once, and
+// a prompt a few positions at a time, with
 // decodeFuse on and off and requires the same bits in every logit and in
 // every cached key and value: Qwen3 (q/k norms), Llama 3 with q, k and
 // v biases and GPT-OSS (biases, sinks, a sliding window), float32 and
@@ -86,6 +87,20 @@ func decodeSteps(t *testing.T, m *Model, fuse bool) (logits, caches []float32) {
 			logits = append(logits, l...)
 		}
 	}
+	// A prompt in steps of three and two rows (n < 4: the fused path),
+	// consecutive positions of one sequence, which the unfused step
+	// attends as a block.
+	run := m.newCache(8)
+	for _, k := range []int{3, 2, 3} {
+		var rows []row
+		for range k {
+			rows = append(rows, row{seq: run, token: (5*run.n + 1) % m.cfg.VocabSize, pos: run.n + len(rows), logits: true})
+		}
+		for _, l := range m.forward(ws, rows) {
+			logits = append(logits, l...)
+		}
+	}
+	seqs = append(seqs, run)
 	for _, seq := range seqs {
 		for l := range seq.k {
 			caches = append(caches, seq.k[l][:seq.n*seq.kw]...)
