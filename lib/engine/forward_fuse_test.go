@@ -10,12 +10,11 @@ import (
 )
 
 // TestDecodeFuseSameBits decodes one, two and three sequences at once, and
-// a prompt a few positions at a time, with
-// decodeFuse on and off and requires the same bits in every logit and in
-// every cached key and value: Qwen3 (q/k norms), Llama 3 with q, k and
-// v biases and GPT-OSS (biases, sinks, a sliding window), float32 and
-// bfloat16 weights, an intermediate width that is not a multiple of
-// fuseBlock nor of the pieces' 16 rows.
+// a prompt a few positions at a time, with decodeFuse on and off, and
+// requires the same bits in every logit and every cached key and value:
+// Qwen3 (q/k norms), Llama 3 with q, k and v biases and GPT-OSS (biases,
+// sinks, a sliding window), float32 and bfloat16 weights, an intermediate
+// width that is not a multiple of fuseBlock nor of the pieces' 16 rows.
 func TestDecodeFuseSameBits(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
 	defer func(v bool) { decodeFuse = v }(decodeFuse)
