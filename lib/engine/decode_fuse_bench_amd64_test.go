@@ -13,6 +13,7 @@ import (
 var fuseSwitches = map[string]func(on bool){
 	"fuse":   func(on bool) { decodeFuse = on },
 	"attend": func(on bool) { fuseAttention = on },
+	"layer":  func(on bool) { fuseLayer = on },
 	"min16k": minPieceSwitch(1 << 14),
 	"min8k":  minPieceSwitch(1 << 13),
 }

@@ -234,6 +234,9 @@ func (m *Model) forward(ws *workspace, rows []row) [][]float32 {
 		}
 		ls := ws.loras
 		eachRow(n, h, func(i int) { rmsNorm(xn[i], ws.x[i], lw.attnNorm, c.RMSNormEps) })
+		if m.fusedLayer(ws, rows, li, xn) {
+			continue
+		}
 		fused, attended := m.fusedQKV(ws, rows, li, xn)
 		if !fused {
 			m.qkv(ws, rows, li, xn)

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"slices"
 	"sync/atomic"
+	"time"
 )
 
 // decodeFuse moves a decoding step's per-head and elementwise work into
@@ -16,69 +17,169 @@ import (
 //   - gate and up: SwiGLU of a fuseBlock of rows once both products'
 //     rows of it are done (fusedGateUp).
 //
+// With fuseLayer a dense layer's products run as one fork (fusedLayer):
+// q, k and v, then o once every KV head has attended, gate and up once o
+// is done and the core that finished it has normed the rows, down once
+// SwiGLU is done. A core that claims a piece of the next product waits
+// there for the one before, as it would at the fork's end, without the
+// hand-off between forks.
+//
 // Every element's arithmetic is the same, only where and when it runs
-// changes: the same bits (TestDecodeFuseSameBits). A variable so a
-// benchmark can compare both in one process (BenchmarkDecodeFuseTokens).
+// changes: the same bits (TestDecodeFuseSameBits). Variables so a
+// benchmark can compare them in one process (BenchmarkDecodeFuseTokens).
 var decodeFuse = true
 
-// fuseAttention has fusedQKV run attention in its fork (with decodeFuse):
-// a variable for BenchmarkDecodeFuseTokens.
+// fuseAttention has fusedQKV run attention in its fork (with decodeFuse).
 var fuseAttention = true
+
+// fuseLayer runs a dense layer as one fork (with decodeFuse and
+// fuseAttention).
+var fuseLayer = true
 
 // fuseBlock is the rows of SwiGLU's blocks (fusedGateUp): whole 16-row
 // blocks of the pieces, small enough that the last piece's core has
 // little left to do after it.
 const fuseBlock = 128
 
-// fuseState is a workspace's state of its fused forks, with their piece
-// callbacks made once: made per fork, the closures and their captures
-// were allocations, fresh memory on every token (kvPool).
-type fuseState struct {
-	cnt  []atomic.Int32 // rows (heads) finished of each head (group), or of each block
-	m    *Model
-	ws   *workspace
-	rows []row
-	li   int
-
-	// fusedQKV: the matrices in cut order (k, v, q: each KV head's group
-	// is complete once its query heads are, spread over q's pieces), their
-	// outputs, biases and first counters, the groups' counters and whether
-	// the fork runs attention.
-	ms     [3]mat
-	yss    [3][][]float32
-	bias   [3][]float32
-	first  [3]int
-	groups int // first group counter
-	attend bool
-
-	qkvDone, gateUpDone func(rowPiece)
-}
-
-// Which matrix of fuseState.ms each is.
+// The matrices of a fused fork, in cut order: each KV head's group is
+// complete once its query heads are, spread over q's pieces.
 const (
 	fuseK = iota
 	fuseV
 	fuseQ
+	fuseO
+	fuseGate
+	fuseUp
+	fuseDown
+	fuseMats
 )
 
-func (ws *workspace) fused(m *Model, rows []row, li, counters int) *fuseState {
+// fusePhase is each matrix's phase in a layer's fork: a piece of phase k
+// starts once phase k-1 is done (fuseState.ready).
+var fusePhase = [fuseMats]int{fuseK: 0, fuseV: 0, fuseQ: 0, fuseO: 1, fuseGate: 2, fuseUp: 2, fuseDown: 3}
+
+// fuseState is a workspace's state of its fused forks, with their piece
+// function made once: made per fork, the closures and their captures
+// were allocations, fresh memory on every token (kvPool).
+type fuseState struct {
+	m    *Model
+	ws   *workspace
+	rows []row
+	li   int
+	xn   [][]float32
+
+	first, last int // the fork's matrices
+	ms          [fuseMats]mat
+	xs, yss     [fuseMats][][]float32
+	acc         [fuseMats]bool
+	bias        [fuseMats][]float32
+	attend      bool
+	ps          []rowPiece
+
+	// Counters: rows finished of each head (k, v, q), query and KV heads
+	// finished of each group, groups attended, o's rows, the SwiGLU
+	// blocks' rows and the blocks done.
+	cnt                                 []atomic.Int32
+	heads, groups, attended, oRows, blk int // offsets in cnt
+	blocks, blocksDone                  int
+	ready                               [4]atomic.Int32 // phase k may start
+	piece                               func(i int)
+}
+
+// fuse readies ws's fused fork of layer li over rows's matrices first to
+// last.
+func (ws *workspace) fuse(m *Model, rows []row, li int, xn [][]float32, first, last int) *fuseState {
 	f := &ws.fz
-	if f.qkvDone == nil {
-		f.qkvDone, f.gateUpDone = f.qkvPiece, f.gateUpPiece
+	if f.piece == nil {
+		f.piece = f.runPiece
 	}
-	if len(f.cnt) < counters {
-		f.cnt = make([]atomic.Int32, counters)
+	c := m.cfg
+	lw := &m.w.layers[li]
+	n := len(xn)
+	f.m, f.ws, f.rows, f.li, f.xn, f.first, f.last = m, ws, rows, li, xn, first, last
+	f.ms = [fuseMats]mat{lw.k, lw.v, lw.q, lw.o, lw.gate, lw.up, lw.down}
+	f.xs = [fuseMats][][]float32{xn, xn, xn, ws.att[:n], xn, xn, ws.g[:n]}
+	f.yss = [fuseMats][][]float32{ws.k[:n], ws.v[:n], ws.q[:n], ws.x[:n], ws.g[:n], ws.u[:n], ws.x[:n]}
+	f.acc = [fuseMats]bool{fuseO: true, fuseDown: true}
+	f.bias = [fuseMats][]float32{fuseK: lw.kBias, fuseV: lw.vBias, fuseQ: lw.qBias}
+	for w := first; w <= last; w++ {
+		for b := range f.yss[w] {
+			f.yss[w][b] = f.yss[w][b][:f.ms[w].rows]
+		}
 	}
-	for i := range f.cnt[:counters] {
+	kvh := c.KVHeads
+	f.heads, f.groups = 0, 2*kvh+c.Heads
+	f.attended = f.groups + kvh
+	f.oRows = f.attended + 1
+	f.blk = f.oRows + 1
+	f.blocks = (lw.gate.rows + fuseBlock - 1) / fuseBlock
+	f.blocksDone = f.blk + f.blocks
+	if len(f.cnt) < f.blocksDone+1 {
+		f.cnt = make([]atomic.Int32, f.blocksDone+1)
+	}
+	for i := range f.cnt[:f.blocksDone+1] {
 		f.cnt[i].Store(0)
 	}
-	f.m, f.ws, f.rows, f.li = m, ws, rows, li
+	for i := range f.ready {
+		f.ready[i].Store(0)
+	}
+	f.attend = false
 	return f
 }
 
-// release drops the references to the step's data.
-func (f *fuseState) release() {
-	f.m, f.rows, f.ms, f.yss, f.bias = nil, nil, [3]mat{}, [3][][]float32{}, [3][]float32{}
+// run cuts the fork's pieces and runs them on workers cores.
+func (f *fuseState) run(workers int) {
+	f.ps = decodeCut(f.ps[:0], f.ms[f.first:f.last+1], 16, workers)
+	forkJoin(len(f.ps), f.piece)
+	f.m, f.ws, f.rows, f.xn = nil, nil, nil, nil
+	f.ms, f.xs, f.yss, f.bias = [fuseMats]mat{}, [fuseMats][][]float32{}, [fuseMats][][]float32{}, [fuseMats][]float32{}
+}
+
+// runPiece computes piece i, after waiting for its phase when the fork
+// runs several, then the work its rows complete.
+func (f *fuseState) runPiece(i int) {
+	p := f.ps[i]
+	w := f.first + p.w
+	if k := fusePhase[w]; k > fusePhase[f.first] {
+		f.await(k)
+	}
+	matRows(f.ms[w], f.xs[w], f.yss[w], p.lo, p.hi, f.acc[w])
+	switch w {
+	case fuseK, fuseV, fuseQ:
+		f.qkvPiece(w, p)
+	case fuseO:
+		if f.cnt[f.oRows].Add(int32(p.hi-p.lo)) == int32(f.ms[fuseO].rows) {
+			c := f.m.cfg
+			for i := range f.xn {
+				rmsNorm(f.xn[i], f.ws.x[i], f.m.w.layers[f.li].mlpNorm, c.RMSNormEps)
+			}
+			f.ready[2].Store(1)
+		}
+	case fuseGate, fuseUp:
+		f.gateUpPiece(p)
+	}
+}
+
+// fuseWaitSpin is how long a core that claimed a piece of the next phase
+// spins for the phase before before it sleeps in short naps: the other
+// core may have lost its CPU holding the phase's last piece (finishSpin).
+const fuseWaitSpin = 20 * time.Microsecond
+
+// await returns once phase k may start.
+func (f *fuseState) await(k int) {
+	var t0 time.Time
+	for spins := 0; f.ready[k].Load() == 0; spins++ {
+		if spins%64 != 63 {
+			continue
+		}
+		if t0.IsZero() {
+			t0 = time.Now()
+		} else if time.Since(t0) > fuseWaitSpin {
+			time.Sleep(10 * time.Microsecond)
+			continue
+		}
+		runtime.Gosched()
+	}
 }
 
 // fuseWorkers is how many cores a fused fork of ms over xs runs on, or 0
@@ -102,6 +203,35 @@ func fuseWorkers(ls []*LoRA, xs [][]float32, ms ...mat) int {
 	return 0
 }
 
+// qkvShaped reports whether layer lw's q, k and v are whole heads.
+func (c Config) qkvShaped(lw *layerWeights) bool {
+	hd := c.HeadDim
+	return hd > 0 && c.KVHeads > 0 && c.Heads%c.KVHeads == 0 &&
+		lw.q.rows == c.Heads*hd && lw.k.rows == c.KVHeads*hd && lw.v.rows == c.KVHeads*hd
+}
+
+// fusedLayer runs dense layer li from its q, k and v products to its
+// down product's sum into the residual as one fork (fuseLayer), the
+// attention norm before it done. It reports false, doing nothing, when
+// the step does not take that path.
+func (m *Model) fusedLayer(ws *workspace, rows []row, li int, xn [][]float32) bool {
+	c := m.cfg
+	lw := &m.w.layers[li]
+	n := len(rows)
+	if !fuseLayer || !fuseAttention || lw.moe != nil || lw.oBias != nil || !c.qkvShaped(lw) || lw.gate.rows != lw.up.rows {
+		return false
+	}
+	workers := fuseWorkers(ws.loras, xn[:n], lw.q, lw.k, lw.v, lw.o, lw.gate, lw.up, lw.down)
+	if workers == 0 {
+		return false
+	}
+	ws.scores = growTo(ws.scores, c.KVHeads)
+	f := ws.fuse(m, rows, li, xn[:n], fuseK, fuseDown)
+	f.attend = true
+	f.run(workers)
+	return true
+}
+
 // fusedQKV is layer li's q, k and v products over xn with each head
 // finished inside the fork (decodeFuse), and each KV head's attention when
 // attention is on the float32 path. It reports whether it ran (false: it
@@ -110,24 +240,12 @@ func fuseWorkers(ls []*LoRA, xs [][]float32, ms ...mat) int {
 func (m *Model) fusedQKV(ws *workspace, rows []row, li int, xn [][]float32) (fused, attended bool) {
 	c := m.cfg
 	lw := &m.w.layers[li]
-	n, hd := len(rows), c.HeadDim
+	n := len(rows)
 	workers := fuseWorkers(ws.loras, xn[:n], lw.q, lw.k, lw.v)
-	if workers == 0 || hd == 0 || c.KVHeads == 0 || c.Heads%c.KVHeads != 0 ||
-		lw.q.rows != c.Heads*hd || lw.k.rows != c.KVHeads*hd || lw.v.rows != c.KVHeads*hd {
+	if workers == 0 || !c.qkvShaped(lw) {
 		return false, false
 	}
-	f := ws.fused(m, rows, li, c.Heads+3*c.KVHeads)
-	defer f.release()
-	f.ms = [3]mat{fuseK: lw.k, fuseV: lw.v, fuseQ: lw.q}
-	f.yss = [3][][]float32{fuseK: ws.k[:n], fuseV: ws.v[:n], fuseQ: ws.q[:n]}
-	for i, y := range f.yss {
-		for b := range y {
-			y[b] = y[b][:f.ms[i].rows]
-		}
-	}
-	f.bias = [3][]float32{fuseK: lw.kBias, fuseV: lw.vBias, fuseQ: lw.qBias}
-	f.first = [3]int{fuseK: 0, fuseV: c.KVHeads, fuseQ: 2 * c.KVHeads}
-	f.groups = 2*c.KVHeads + c.Heads
+	f := ws.fuse(m, rows, li, xn[:n], fuseK, fuseQ)
 	// Attention here only on the float32 path (the bf16 path's attention,
 	// attentionBF16, packs the whole layer's cache), each KV head with its
 	// own scratch.
@@ -135,32 +253,38 @@ func (m *Model) fusedQKV(ws *workspace, rows []row, li int, xn [][]float32) (fus
 	if f.attend {
 		ws.scores = growTo(ws.scores, c.KVHeads)
 	}
-	forkDecodeThen(f.ms[:], xn[:n], f.yss[:], workers, false, f.qkvDone)
-	return true, f.attend
+	attended = f.attend
+	f.run(workers)
+	return true, attended
 }
 
-// qkvPiece counts piece p's rows into its heads, finishing each head it
-// completes and attending each KV head whose heads are all finished.
-func (f *fuseState) qkvPiece(p rowPiece) {
+// qkvPiece counts piece p of matrix w into its heads, finishing each head
+// it completes and attending each KV head whose heads are all finished.
+func (f *fuseState) qkvPiece(w int, p rowPiece) {
 	c := f.m.cfg
 	hd, group := c.HeadDim, c.Heads/c.KVHeads
+	first := [3]int{fuseK: 0, fuseV: c.KVHeads, fuseQ: 2 * c.KVHeads}[w]
 	for h := p.lo / hd; h*hd < p.hi; h++ {
 		done := min(p.hi, (h+1)*hd) - max(p.lo, h*hd)
-		if f.cnt[f.first[p.w]+h].Add(int32(done)) != int32(hd) {
+		if f.cnt[f.heads+first+h].Add(int32(done)) != int32(hd) {
 			continue
 		}
-		f.finishHead(p.w, h)
+		f.finishHead(w, h)
 		if !f.attend {
 			continue
 		}
 		kvh := h
-		if p.w == fuseQ {
+		if w == fuseQ {
 			kvh = h / group
 		}
-		if f.cnt[f.groups+kvh].Add(1) == int32(2+group) {
-			for i := range f.rows {
-				f.m.attendRow(f.ws, f.rows, i, f.li, kvh, kvh, kvh+1)
-			}
+		if f.cnt[f.groups+kvh].Add(1) != int32(2+group) {
+			continue
+		}
+		for i := range f.rows {
+			f.m.attendRow(f.ws, f.rows, i, f.li, kvh, kvh, kvh+1)
+		}
+		if f.cnt[f.attended].Add(1) == int32(c.KVHeads) {
+			f.ready[1].Store(1)
 		}
 	}
 }
@@ -205,37 +329,30 @@ func (f *fuseState) finishHead(w, h int) {
 // path.
 func (m *Model) fusedGateUp(ws *workspace, li int, xn [][]float32) bool {
 	lw := &m.w.layers[li]
-	n := len(xn)
 	workers := fuseWorkers(ws.loras, xn, lw.gate, lw.up)
 	if workers == 0 || lw.gate.rows != lw.up.rows {
 		return false
 	}
-	rows := lw.gate.rows
-	f := ws.fused(m, nil, li, (rows+fuseBlock-1)/fuseBlock)
-	defer f.release()
-	f.ms = [3]mat{lw.gate, lw.up}
-	f.yss = [3][][]float32{ws.g[:n], ws.u[:n]}
-	for _, y := range f.yss[:2] {
-		for b := range y {
-			y[b] = y[b][:rows]
-		}
-	}
-	forkDecodeThen(f.ms[:2], xn, f.yss[:2], workers, false, f.gateUpDone)
+	ws.fuse(m, nil, li, xn, fuseGate, fuseUp).run(workers)
 	return true
 }
 
 // gateUpPiece counts piece p's rows into their blocks and applies SwiGLU
 // to each block it completes.
 func (f *fuseState) gateUpPiece(p rowPiece) {
-	rows := f.ms[0].rows
-	g, u := f.yss[0], f.yss[1]
+	rows := f.ms[fuseGate].rows
+	g, u := f.yss[fuseGate], f.yss[fuseUp]
 	for k := p.lo / fuseBlock; k*fuseBlock < p.hi; k++ {
 		lo, hi := k*fuseBlock, min((k+1)*fuseBlock, rows)
 		done := min(p.hi, hi) - max(p.lo, lo)
-		if f.cnt[k].Add(int32(done)) == int32(2*(hi-lo)) {
-			for b := range g {
-				siluMul(g[b][lo:hi], g[b][lo:hi], u[b][lo:hi])
-			}
+		if f.cnt[f.blk+k].Add(int32(done)) != int32(2*(hi-lo)) {
+			continue
+		}
+		for b := range g {
+			siluMul(g[b][lo:hi], g[b][lo:hi], u[b][lo:hi])
+		}
+		if f.cnt[f.blocksDone].Add(1) == int32(f.blocks) {
+			f.ready[3].Store(1)
 		}
 	}
 }

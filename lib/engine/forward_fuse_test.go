@@ -11,13 +11,14 @@ import (
 
 // TestDecodeFuseSameBits decodes one, two and three sequences at once, and
 // a prompt a few positions at a time, with decodeFuse on and off, and
-// requires the same bits in every logit and every cached key and value:
+// requires the same bits in every logit and every cached key and value,
+// one fork a product and one a layer (fuseLayer):
 // Qwen3 (q/k norms), Llama 3 with q, k and v biases and GPT-OSS (biases,
 // sinks, a sliding window), float32 and bfloat16 weights, an intermediate
 // width that is not a multiple of fuseBlock nor of the pieces' 16 rows.
 func TestDecodeFuseSameBits(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
-	defer func(v bool) { decodeFuse = v }(decodeFuse)
+	defer func(v, l bool) { decodeFuse, fuseLayer = v, l }(decodeFuse, fuseLayer)
 	for _, arch := range []models.Family{models.Qwen3, models.Llama3, models.GptOss} {
 		for _, dtype := range []string{"f32", "bf16"} {
 			c := smallConfig(arch)
@@ -51,20 +52,24 @@ func TestDecodeFuseSameBits(t *testing.T) {
 				t.Fatalf("%s: the test's shape does not take the fused path", arch)
 			}
 			name := fmt.Sprintf("%s %s", arch, dtype)
-			logitsOff, cachesOff := decodeSteps(t, m, false)
-			logitsOn, cachesOn := decodeSteps(t, m, true)
-			fuseSameBits(t, name+" logits", logitsOff, logitsOn)
-			fuseSameBits(t, name+" caches", cachesOff, cachesOn)
+			logitsOff, cachesOff := decodeSteps(t, m, false, false)
+			for _, layer := range []bool{false, true} {
+				logitsOn, cachesOn := decodeSteps(t, m, true, layer)
+				what := fmt.Sprintf("%s, one fork a layer %v:", name, layer)
+				fuseSameBits(t, what+" logits", logitsOff, logitsOn)
+				fuseSameBits(t, what+" caches", cachesOff, cachesOn)
+			}
 		}
 	}
 }
 
-// decodeSteps prefills three sequences and then decodes them in steps of
-// one, two and three rows, with decodeFuse set to fuse, and returns every
-// step's logits and the caches' keys and values at the end.
-func decodeSteps(t *testing.T, m *Model, fuse bool) (logits, caches []float32) {
+// decodeSteps prefills three sequences, decodes them in steps of one, two
+// and three rows and steps a fourth one's prompt a few positions at a
+// time, with decodeFuse set to fuse and fuseLayer to layer, and returns
+// every step's logits and the caches' keys and values at the end.
+func decodeSteps(t *testing.T, m *Model, fuse, layer bool) (logits, caches []float32) {
 	t.Helper()
-	decodeFuse = fuse
+	decodeFuse, fuseLayer = fuse, layer
 	ws := &workspace{}
 	seqs := []*kvCache{m.newCache(8), m.newCache(8), m.newCache(8)}
 	for s, seq := range seqs {
