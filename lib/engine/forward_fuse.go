@@ -74,7 +74,7 @@ type fuseState struct {
 	acc         [fuseMats]bool
 	bias        [fuseMats][]float32
 	attend      bool
-	ps          []rowPiece
+	ps, cut     []rowPiece
 
 	// Counters: rows finished of each head (k, v, q), query and KV heads
 	// finished of each group, groups attended, o's rows, the SwiGLU
@@ -127,9 +127,25 @@ func (ws *workspace) fuse(m *Model, rows []row, li int, xn [][]float32, first, l
 	return f
 }
 
-// run cuts the fork's pieces and runs them on workers cores.
+// run cuts the fork's pieces and runs them on workers cores. Each phase
+// is cut on its own, as its own fork would be: cut as one, the guided
+// pieces of the first phases were a share of the whole layer's weights
+// (k, v and o in one or two pieces each), and each phase ended with one
+// core on a long last piece.
 func (f *fuseState) run(workers int) {
-	f.ps = decodeCut(f.ps[:0], f.ms[f.first:f.last+1], 16, workers)
+	f.ps = f.ps[:0]
+	for lo := f.first; lo <= f.last; {
+		hi := lo
+		for hi < f.last && fusePhase[hi+1] == fusePhase[lo] {
+			hi++
+		}
+		f.cut = decodeCut(f.cut[:0], f.ms[lo:hi+1], 16, workers) // a cut of BenchmarkDecodeCuts may not append to dst
+		for _, p := range f.cut {
+			p.w += lo - f.first
+			f.ps = append(f.ps, p)
+		}
+		lo = hi + 1
+	}
 	forkJoin(len(f.ps), f.piece)
 	f.m, f.ws, f.rows, f.xn = nil, nil, nil, nil
 	f.ms, f.xs, f.yss, f.bias = [fuseMats]mat{}, [fuseMats][][]float32{}, [fuseMats][][]float32{}, [fuseMats][]float32{}
