@@ -14,6 +14,7 @@ var fuseSwitches = map[string]func(on bool){
 	"fuse":   func(on bool) { decodeFuse = on },
 	"attend": func(on bool) { fuseAttention = on },
 	"layer":  func(on bool) { fuseLayer = on },
+	"token":  func(on bool) { fuseToken = on },
 	"min16k": minPieceSwitch(1 << 14),
 	"min8k":  minPieceSwitch(1 << 13),
 }

@@ -226,7 +226,7 @@ func (m *Model) forward(ws *workspace, rows []row) [][]float32 {
 		ropeTable(m.invFreq, m.ropeScale, rows[i].pos, ws.cos[i], ws.sin[i])
 	})
 	xn := ws.xn
-	for li := range w.layers {
+	for li := 0; li < len(w.layers); li++ {
 		lw := &w.layers[li]
 		if lw.mla != nil {
 			m.mlaLayer(ws, rows, li)
@@ -234,7 +234,8 @@ func (m *Model) forward(ws *workspace, rows []row) [][]float32 {
 		}
 		ls := ws.loras
 		eachRow(n, h, func(i int) { rmsNorm(xn[i], ws.x[i], lw.attnNorm, c.RMSNormEps) })
-		if m.fusedLayer(ws, rows, li, xn) {
+		if k := m.fusedLayers(ws, rows, li, xn); k > 0 {
+			li += k - 1
 			continue
 		}
 		fused, attended := m.fusedQKV(ws, rows, li, xn)

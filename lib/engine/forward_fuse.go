@@ -33,8 +33,8 @@ var decodeFuse = true
 var fuseAttention = true
 
 // fuseLayer runs a dense layer as one fork (with decodeFuse and
-// fuseAttention).
-var fuseLayer = true
+// fuseAttention), fuseToken every layer of a step as one.
+var fuseLayer, fuseToken = true, true
 
 // fuseBlock is the rows of SwiGLU's blocks (fusedGateUp): whole 16-row
 // blocks of the pieces, small enough that the last piece's core has
@@ -55,77 +55,101 @@ const (
 )
 
 // fusePhase is each matrix's phase in a layer's fork: a piece of phase k
-// starts once phase k-1 is done (fuseState.ready).
+// starts once phase k-1 is done (fuseState.ready); a fork of several
+// layers has fusePhases a layer.
 var fusePhase = [fuseMats]int{fuseK: 0, fuseV: 0, fuseQ: 0, fuseO: 1, fuseGate: 2, fuseUp: 2, fuseDown: 3}
+
+const fusePhases = 4
 
 // fuseState is a workspace's state of its fused forks, with their piece
 // function made once: made per fork, the closures and their captures
-// were allocations, fresh memory on every token (kvPool).
+// were allocations, fresh memory on every token (kvPool). A fork runs
+// the matrices first to last of layers l0 on, matrix m of layer l being
+// number (l-l0)·fuseMats + m.
 type fuseState struct {
 	m    *Model
 	ws   *workspace
 	rows []row
-	li   int
 	xn   [][]float32
+	l0   int
 
 	first, last int // the fork's matrices
-	ms          [fuseMats]mat
 	xs, yss     [fuseMats][][]float32
-	acc         [fuseMats]bool
-	bias        [fuseMats][]float32
 	attend      bool
 	ps, cut     []rowPiece
+	cutMats     []mat
 
-	// Counters: rows finished of each head (k, v, q), query and KV heads
-	// finished of each group, groups attended, o's rows, the SwiGLU
-	// blocks' rows and the blocks done.
-	cnt                                 []atomic.Int32
-	heads, groups, attended, oRows, blk int // offsets in cnt
-	blocks, blocksDone                  int
-	ready                               [4]atomic.Int32 // phase k may start
-	piece                               func(i int)
+	// Counters, per layer (per apart): rows finished of each head (k, v,
+	// q), query and KV heads finished of each group, groups attended, o's
+	// and down's rows, the SwiGLU blocks' rows and the blocks done.
+	cnt                                           []atomic.Int32
+	heads, groups, attended, oRows, downRows, blk int // offsets in a layer's counters
+	blocks, blocksDone, per                       int
+	ready                                         []atomic.Int32 // phase k may start
+	piece                                         func(i int)
 }
 
-// fuse readies ws's fused fork of layer li over rows's matrices first to
-// last.
-func (ws *workspace) fuse(m *Model, rows []row, li int, xn [][]float32, first, last int) *fuseState {
+// fuse readies ws's fused fork over the rows' matrices first to last of
+// layers l0 on.
+func (ws *workspace) fuse(m *Model, rows []row, xn [][]float32, l0, first, last int) *fuseState {
 	f := &ws.fz
 	if f.piece == nil {
 		f.piece = f.runPiece
 	}
 	c := m.cfg
-	lw := &m.w.layers[li]
+	lw := &m.w.layers[l0]
 	n := len(xn)
-	f.m, f.ws, f.rows, f.li, f.xn, f.first, f.last = m, ws, rows, li, xn, first, last
-	f.ms = [fuseMats]mat{lw.k, lw.v, lw.q, lw.o, lw.gate, lw.up, lw.down}
+	f.m, f.ws, f.rows, f.xn, f.l0, f.first, f.last = m, ws, rows, xn, l0, first, last
 	f.xs = [fuseMats][][]float32{xn, xn, xn, ws.att[:n], xn, xn, ws.g[:n]}
 	f.yss = [fuseMats][][]float32{ws.k[:n], ws.v[:n], ws.q[:n], ws.x[:n], ws.g[:n], ws.u[:n], ws.x[:n]}
-	f.acc = [fuseMats]bool{fuseO: true, fuseDown: true}
-	f.bias = [fuseMats][]float32{fuseK: lw.kBias, fuseV: lw.vBias, fuseQ: lw.qBias}
-	for w := first; w <= last; w++ {
+	for w := first; w <= min(last, fuseMats-1); w++ {
 		for b := range f.yss[w] {
-			f.yss[w][b] = f.yss[w][b][:f.ms[w].rows]
+			f.yss[w][b] = f.yss[w][b][:f.mat(l0, w).rows]
 		}
 	}
 	kvh := c.KVHeads
 	f.heads, f.groups = 0, 2*kvh+c.Heads
 	f.attended = f.groups + kvh
 	f.oRows = f.attended + 1
-	f.blk = f.oRows + 1
+	f.downRows = f.oRows + 1
+	f.blk = f.downRows + 1
 	f.blocks = (lw.gate.rows + fuseBlock - 1) / fuseBlock
 	f.blocksDone = f.blk + f.blocks
-	if len(f.cnt) < f.blocksDone+1 {
-		f.cnt = make([]atomic.Int32, f.blocksDone+1)
+	f.per = f.blocksDone + 1
+	layers := last/fuseMats + 1
+	if len(f.cnt) < layers*f.per {
+		f.cnt = make([]atomic.Int32, layers*f.per)
 	}
-	for i := range f.cnt[:f.blocksDone+1] {
+	for i := range f.cnt[:layers*f.per] {
 		f.cnt[i].Store(0)
 	}
-	for i := range f.ready {
+	if len(f.ready) < layers*fusePhases {
+		f.ready = make([]atomic.Int32, layers*fusePhases)
+	}
+	for i := range f.ready[:layers*fusePhases] {
 		f.ready[i].Store(0)
 	}
 	f.attend = false
 	return f
 }
+
+// mat is matrix m of layer l.
+func (f *fuseState) mat(l, m int) mat {
+	lw := &f.m.w.layers[l]
+	return [fuseMats]mat{lw.k, lw.v, lw.q, lw.o, lw.gate, lw.up, lw.down}[m]
+}
+
+// layer is the layer and matrix of the fork's matrix gw.
+func (f *fuseState) layer(gw int) (l, m int) { return f.l0 + gw/fuseMats, gw % fuseMats }
+
+// phase is the fork's phase of its matrix gw.
+func (f *fuseState) phase(gw int) int { return gw/fuseMats*fusePhases + fusePhase[gw%fuseMats] }
+
+// at is counter i of layer l.
+func (f *fuseState) at(l, i int) *atomic.Int32 { return &f.cnt[(l-f.l0)*f.per+i] }
+
+// open lets the pieces of phase k of layer l start.
+func (f *fuseState) open(l, k int) { f.ready[(l-f.l0)*fusePhases+k].Store(1) }
 
 // run cuts the fork's pieces and runs them on workers cores. Each phase
 // is cut on its own, as its own fork would be: cut as one, the guided
@@ -135,44 +159,55 @@ func (ws *workspace) fuse(m *Model, rows []row, li int, xn [][]float32, first, l
 func (f *fuseState) run(workers int) {
 	f.ps = f.ps[:0]
 	for lo := f.first; lo <= f.last; {
+		f.cutMats = f.cutMats[:0]
 		hi := lo
-		for hi < f.last && fusePhase[hi+1] == fusePhase[lo] {
-			hi++
+		for ; hi <= f.last && f.phase(hi) == f.phase(lo); hi++ {
+			f.cutMats = append(f.cutMats, f.mat(f.layer(hi)))
 		}
-		f.cut = decodeCut(f.cut[:0], f.ms[lo:hi+1], 16, workers) // a cut of BenchmarkDecodeCuts may not append to dst
+		f.cut = decodeCut(f.cut[:0], f.cutMats, 16, workers) // a cut of BenchmarkDecodeCuts may not append to dst
 		for _, p := range f.cut {
 			p.w += lo - f.first
 			f.ps = append(f.ps, p)
 		}
-		lo = hi + 1
+		lo = hi
 	}
 	forkJoin(len(f.ps), f.piece)
 	f.m, f.ws, f.rows, f.xn = nil, nil, nil, nil
-	f.ms, f.xs, f.yss, f.bias = [fuseMats]mat{}, [fuseMats][][]float32{}, [fuseMats][][]float32{}, [fuseMats][]float32{}
+	f.xs, f.yss = [fuseMats][][]float32{}, [fuseMats][][]float32{}
+	clear(f.cutMats)
 }
 
 // runPiece computes piece i, after waiting for its phase when the fork
 // runs several, then the work its rows complete.
 func (f *fuseState) runPiece(i int) {
 	p := f.ps[i]
-	w := f.first + p.w
-	if k := fusePhase[w]; k > fusePhase[f.first] {
+	gw := f.first + p.w
+	if k := f.phase(gw); k > f.phase(f.first) {
 		f.await(k)
 	}
-	matRows(f.ms[w], f.xs[w], f.yss[w], p.lo, p.hi, f.acc[w])
-	switch w {
+	l, m := f.layer(gw)
+	matRows(f.mat(l, m), f.xs[m], f.yss[m], p.lo, p.hi, m == fuseO || m == fuseDown)
+	c := f.m.cfg
+	switch m {
 	case fuseK, fuseV, fuseQ:
-		f.qkvPiece(w, p)
+		f.qkvPiece(l, m, p)
 	case fuseO:
-		if f.cnt[f.oRows].Add(int32(p.hi-p.lo)) == int32(f.ms[fuseO].rows) {
-			c := f.m.cfg
+		if f.at(l, f.oRows).Add(int32(p.hi-p.lo)) == int32(c.Hidden) {
 			for i := range f.xn {
-				rmsNorm(f.xn[i], f.ws.x[i], f.m.w.layers[f.li].mlpNorm, c.RMSNormEps)
+				rmsNorm(f.xn[i], f.ws.x[i], f.m.w.layers[l].mlpNorm, c.RMSNormEps)
 			}
-			f.ready[2].Store(1)
+			f.open(l, 2)
 		}
 	case fuseGate, fuseUp:
-		f.gateUpPiece(p)
+		f.gateUpPiece(l, p)
+	case fuseDown:
+		// The next layer's attention norm, when the fork runs it.
+		if (l+1-f.l0)*fuseMats <= f.last && f.at(l, f.downRows).Add(int32(p.hi-p.lo)) == int32(c.Hidden) {
+			for i := range f.xn {
+				rmsNorm(f.xn[i], f.ws.x[i], f.m.w.layers[l+1].attnNorm, c.RMSNormEps)
+			}
+			f.open(l+1, 0)
+		}
 	}
 }
 
@@ -183,7 +218,7 @@ func (f *fuseState) runPiece(i int) {
 // fork take 1.18x the forks' wall time.
 const fuseWaitSpin = spinFor
 
-// await returns once phase k may start.
+// await returns once the fork's phase k may start.
 func (f *fuseState) await(k int) {
 	var t0 time.Time
 	for spins := 0; f.ready[k].Load() == 0; spins++ {
@@ -228,26 +263,45 @@ func (c Config) qkvShaped(lw *layerWeights) bool {
 		lw.q.rows == c.Heads*hd && lw.k.rows == c.KVHeads*hd && lw.v.rows == c.KVHeads*hd
 }
 
-// fusedLayer runs dense layer li from its q, k and v products to its
-// down product's sum into the residual as one fork (fuseLayer), the
-// attention norm before it done. It reports false, doing nothing, when
-// the step does not take that path.
-func (m *Model) fusedLayer(ws *workspace, rows []row, li int, xn [][]float32) bool {
+// fusedLayers runs every layer as one fork (fuseToken), or layer li as
+// one (fuseLayer), from its q, k and v products to its down product's sum
+// into the residual, the first layer's attention norm done before. It
+// returns the layers it ran: none when the step does not take that path.
+func (m *Model) fusedLayers(ws *workspace, rows []row, li int, xn [][]float32) int {
 	c := m.cfg
-	lw := &m.w.layers[li]
 	n := len(rows)
-	if !fuseLayer || !fuseAttention || lw.moe != nil || lw.oBias != nil || !c.qkvShaped(lw) || lw.gate.rows != lw.up.rows {
-		return false
+	if !fuseLayer || !fuseAttention {
+		return 0
 	}
-	workers := fuseWorkers(ws.loras, xn[:n], lw.q, lw.k, lw.v, lw.o, lw.gate, lw.up, lw.down)
-	if workers == 0 {
-		return false
+	l1 := li
+	if fuseToken && li == 0 {
+		l1 = len(m.w.layers) - 1
+	}
+	workers := 0
+	for l := li; l <= l1; l++ {
+		lw := &m.w.layers[l]
+		if lw.mla != nil || lw.moe != nil || lw.oBias != nil || !c.qkvShaped(lw) || lw.gate.rows != lw.up.rows {
+			if l == li {
+				return 0
+			}
+			l1 = li // a layer the fork cannot run: this one alone
+			break
+		}
+		w := fuseWorkers(ws.loras, xn[:n], lw.q, lw.k, lw.v, lw.o, lw.gate, lw.up, lw.down)
+		if w == 0 || l > li && w != workers {
+			if l == li {
+				return 0
+			}
+			l1 = li
+			break
+		}
+		workers = w
 	}
 	ws.scores = growTo(ws.scores, c.KVHeads)
-	f := ws.fuse(m, rows, li, xn[:n], fuseK, fuseDown)
+	f := ws.fuse(m, rows, xn[:n], li, fuseK, (l1-li)*fuseMats+fuseDown)
 	f.attend = true
 	f.run(workers)
-	return true
+	return l1 - li + 1
 }
 
 // fusedQKV is layer li's q, k and v products over xn with each head
@@ -263,7 +317,7 @@ func (m *Model) fusedQKV(ws *workspace, rows []row, li int, xn [][]float32) (fus
 	if workers == 0 || !c.qkvShaped(lw) {
 		return false, false
 	}
-	f := ws.fuse(m, rows, li, xn[:n], fuseK, fuseQ)
+	f := ws.fuse(m, rows, xn[:n], li, fuseK, fuseQ)
 	// Attention here only on the float32 path (the bf16 path's attention,
 	// attentionBF16, packs the whole layer's cache), each KV head with its
 	// own scratch.
@@ -276,18 +330,19 @@ func (m *Model) fusedQKV(ws *workspace, rows []row, li int, xn [][]float32) (fus
 	return true, attended
 }
 
-// qkvPiece counts piece p of matrix w into its heads, finishing each head
-// it completes and attending each KV head whose heads are all finished.
-func (f *fuseState) qkvPiece(w int, p rowPiece) {
+// qkvPiece counts piece p of layer l's matrix w into its heads, finishing
+// each head it completes and attending each KV head whose heads are all
+// finished.
+func (f *fuseState) qkvPiece(l, w int, p rowPiece) {
 	c := f.m.cfg
 	hd, group := c.HeadDim, c.Heads/c.KVHeads
 	first := [3]int{fuseK: 0, fuseV: c.KVHeads, fuseQ: 2 * c.KVHeads}[w]
 	for h := p.lo / hd; h*hd < p.hi; h++ {
 		done := min(p.hi, (h+1)*hd) - max(p.lo, h*hd)
-		if f.cnt[f.heads+first+h].Add(int32(done)) != int32(hd) {
+		if f.at(l, f.heads+first+h).Add(int32(done)) != int32(hd) {
 			continue
 		}
-		f.finishHead(w, h)
+		f.finishHead(l, w, h)
 		if !f.attend {
 			continue
 		}
@@ -295,30 +350,31 @@ func (f *fuseState) qkvPiece(w int, p rowPiece) {
 		if w == fuseQ {
 			kvh = h / group
 		}
-		if f.cnt[f.groups+kvh].Add(1) != int32(2+group) {
+		if f.at(l, f.groups+kvh).Add(1) != int32(2+group) {
 			continue
 		}
 		for i := range f.rows {
-			f.m.attendRow(f.ws, f.rows, i, f.li, kvh, kvh, kvh+1)
+			f.m.attendRow(f.ws, f.rows, i, l, kvh, kvh, kvh+1)
 		}
-		if f.cnt[f.attended].Add(1) == int32(c.KVHeads) {
-			f.ready[1].Store(1)
+		if f.at(l, f.attended).Add(1) == int32(c.KVHeads) {
+			f.open(l, 1)
 		}
 	}
 }
 
-// finishHead adds head h's bias to matrix w's output, then for q and k
-// applies the norm and rope and copies k and v into the caches, as the
-// unfused step does for the whole rows (Model.qkv).
-func (f *fuseState) finishHead(w, h int) {
+// finishHead adds head h's bias to layer l's matrix w's output, then for
+// q and k applies the norm and rope and copies k and v into the caches,
+// as the unfused step does for the whole rows (Model.qkv).
+func (f *fuseState) finishHead(l, w, h int) {
 	c := f.m.cfg
-	lw := &f.m.w.layers[f.li]
+	lw := &f.m.w.layers[l]
 	hd, kvd := c.HeadDim, c.KVHeads*c.HeadDim
 	lo, hi := h*hd, (h+1)*hd
+	bias := [3][]float32{fuseK: lw.kBias, fuseV: lw.vBias, fuseQ: lw.qBias}[w]
 	for i, r := range f.rows {
 		y := f.yss[w][i][lo:hi]
-		if b := f.bias[w]; b != nil {
-			for j, v := range b[lo:hi] {
+		if bias != nil {
+			for j, v := range bias[lo:hi] {
 				y[j] += v
 			}
 		}
@@ -333,9 +389,9 @@ func (f *fuseState) finishHead(w, h int) {
 				rmsNorm(y, y, lw.kNorm, c.RMSNormEps)
 			}
 			applyRope(y, hd, f.ws.cos[i], f.ws.sin[i])
-			copy(r.seq.k[f.li][r.pos*kvd+lo:r.pos*kvd+hi], y)
+			copy(r.seq.k[l][r.pos*kvd+lo:r.pos*kvd+hi], y)
 		default:
-			copy(r.seq.v[f.li][r.pos*kvd+lo:r.pos*kvd+hi], y)
+			copy(r.seq.v[l][r.pos*kvd+lo:r.pos*kvd+hi], y)
 		}
 	}
 }
@@ -351,26 +407,26 @@ func (m *Model) fusedGateUp(ws *workspace, li int, xn [][]float32) bool {
 	if workers == 0 || lw.gate.rows != lw.up.rows {
 		return false
 	}
-	ws.fuse(m, nil, li, xn, fuseGate, fuseUp).run(workers)
+	ws.fuse(m, nil, xn, li, fuseGate, fuseUp).run(workers)
 	return true
 }
 
-// gateUpPiece counts piece p's rows into their blocks and applies SwiGLU
-// to each block it completes.
-func (f *fuseState) gateUpPiece(p rowPiece) {
-	rows := f.ms[fuseGate].rows
+// gateUpPiece counts piece p's rows of layer l into their blocks and
+// applies SwiGLU to each block it completes.
+func (f *fuseState) gateUpPiece(l int, p rowPiece) {
+	rows := f.mat(l, fuseGate).rows
 	g, u := f.yss[fuseGate], f.yss[fuseUp]
 	for k := p.lo / fuseBlock; k*fuseBlock < p.hi; k++ {
 		lo, hi := k*fuseBlock, min((k+1)*fuseBlock, rows)
 		done := min(p.hi, hi) - max(p.lo, lo)
-		if f.cnt[f.blk+k].Add(int32(done)) != int32(2*(hi-lo)) {
+		if f.at(l, f.blk+k).Add(int32(done)) != int32(2*(hi-lo)) {
 			continue
 		}
 		for b := range g {
 			siluMul(g[b][lo:hi], g[b][lo:hi], u[b][lo:hi])
 		}
-		if f.cnt[f.blocksDone].Add(1) == int32(f.blocks) {
-			f.ready[3].Store(1)
+		if f.at(l, f.blocksDone).Add(1) == int32(f.blocks) {
+			f.open(l, 3)
 		}
 	}
 }

@@ -12,20 +12,21 @@ import (
 // TestDecodeFuseSameBits decodes one, two and three sequences at once, and
 // a prompt a few positions at a time, with decodeFuse on and off, and
 // requires the same bits in every logit and every cached key and value,
-// one fork a product and one a layer (fuseLayer):
+// with forks a product, a layer (fuseLayer) and a step (fuseToken):
 // Qwen3 (q/k norms), Llama 3 with q, k and v biases and GPT-OSS (biases,
 // sinks, a sliding window), float32 and bfloat16 weights, an intermediate
 // width that is not a multiple of fuseBlock nor of the pieces' 16 rows.
 func TestDecodeFuseSameBits(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
-	defer func(v, l bool) { decodeFuse, fuseLayer = v, l }(decodeFuse, fuseLayer)
+	defer func(v, l, k bool) { decodeFuse, fuseLayer, fuseToken = v, l, k }(decodeFuse, fuseLayer, fuseToken)
 	for _, arch := range []models.Family{models.Qwen3, models.Llama3, models.GptOss} {
 		for _, dtype := range []string{"f32", "bf16"} {
 			c := smallConfig(arch)
 			if arch == models.GptOss {
 				c = gptOssConfig() // sinks, a sliding window of 3, biases
+				c.LayerTypes = append(c.LayerTypes, "sliding_attention")
 			}
-			c.Hidden, c.Intermediate, c.Heads, c.KVHeads, c.HeadDim, c.VocabSize = 256, 1000, 4, 2, 64, 300
+			c.Hidden, c.Intermediate, c.Heads, c.KVHeads, c.HeadDim, c.VocabSize, c.Layers = 256, 1000, 4, 2, 64, 300, 3
 			ts := randomTensors(c, 11)
 			if arch == models.Llama3 {
 				r := newRNG(5)
@@ -52,10 +53,10 @@ func TestDecodeFuseSameBits(t *testing.T) {
 				t.Fatalf("%s: the test's shape does not take the fused path", arch)
 			}
 			name := fmt.Sprintf("%s %s", arch, dtype)
-			logitsOff, cachesOff := decodeSteps(t, m, false, false)
-			for _, layer := range []bool{false, true} {
-				logitsOn, cachesOn := decodeSteps(t, m, true, layer)
-				what := fmt.Sprintf("%s, one fork a layer %v:", name, layer)
+			logitsOff, cachesOff := decodeSteps(t, m, 0)
+			for forks := 1; forks <= 3; forks++ {
+				logitsOn, cachesOn := decodeSteps(t, m, forks)
+				what := fmt.Sprintf("%s, %s:", name, [...]string{"", "forks a product", "a fork a layer", "a fork a step"}[forks])
 				fuseSameBits(t, what+" logits", logitsOff, logitsOn)
 				fuseSameBits(t, what+" caches", cachesOff, cachesOn)
 			}
@@ -65,11 +66,12 @@ func TestDecodeFuseSameBits(t *testing.T) {
 
 // decodeSteps prefills three sequences, decodes them in steps of one, two
 // and three rows and steps a fourth one's prompt a few positions at a
-// time, with decodeFuse set to fuse and fuseLayer to layer, and returns
-// every step's logits and the caches' keys and values at the end.
-func decodeSteps(t *testing.T, m *Model, fuse, layer bool) (logits, caches []float32) {
+// time, unfused (forks 0) or fused with forks a product (1), a fork a
+// layer (2) or a fork a step (3), and returns every step's logits and the
+// caches' keys and values at the end.
+func decodeSteps(t *testing.T, m *Model, forks int) (logits, caches []float32) {
 	t.Helper()
-	decodeFuse, fuseLayer = fuse, layer
+	decodeFuse, fuseLayer, fuseToken = forks > 0, forks > 1, forks > 2
 	ws := &workspace{}
 	seqs := []*kvCache{m.newCache(8), m.newCache(8), m.newCache(8)}
 	for s, seq := range seqs {
