@@ -1885,4 +1885,54 @@
 // bfloat16 31.5, 77.6% of a probe of only 45.8 over its own matrices):
 // a bfloat16 token took 0.8x a float32 one for half the bytes, which
 // the pieces do not explain.
+//
+// The serial work moved into the forks (decodeFuse, forward_fuse.go;
+// 2026-11-29, 22:45-23:35, load average 0.5-4 from the other sessions:
+// ratios only). A decoding step on the float32-compute path (one to three
+// rows, no adapter) now finishes each head of q, k and v (bias, q/k norm,
+// rope, the cache copy) on the core that computed its last rows, attends
+// each KV head (attendRow, its own scratch) once its key, value and query
+// heads are finished, and applies SwiGLU to 128-row blocks once gate's and
+// up's rows of them are done, all inside the forks: each element's
+// arithmetic is unchanged, only where and when it runs. The q, k and v
+// products are cut k, v, q, so groups complete one by one over q's pieces
+// and only the last group's attention is left for a tail. With that, a
+// dense layer's products run as one fork and a step's layers as one
+// (fuseLayer, fuseToken): a core that claims the first piece of o (gate
+// and up, down, the next layer's q, k and v) waits there until every KV
+// head has attended (o is done and the core that finished it normed the
+// rows; SwiGLU is done; down is done and its last core normed the rows for
+// the next layer) instead of the fork ending, the caller doing the serial
+// part and offering the next fork. Each product is still cut on its own
+// (cut as one, the guided pieces were a share of the whole layer and the
+// first products one or two pieces: a tail of tens of µs at every
+// phase), and the waits spin as long as an idle worker does (spinFor):
+// with naps after 20 µs, as finish does, the layer fork took 1.18x the
+// forks' wall time. TestDecodeFuseSameBits decodes three sequences in
+// steps of one to three rows and a prompt three and two positions at a
+// time (Qwen3, Llama 3 with q, k and v biases, GPT-OSS with sinks and a
+// sliding window; float32 and bfloat16; 3 layers) fused in each shape and
+// unfused: every logit and cached key and value the same bits.
+// forkDecode's arguments, pieces and piece function now come from a pool
+// (decodeForks): a decoding token's forward allocates 3.7x fewer bytes
+// and 3.2x fewer objects (BenchmarkDecodeOnly's memory profile; what is
+// left is mostly forkJoin's job).
+//
+// BenchmarkDecodeFuseTokens switches a variant after every token and
+// pairs neighbours (bfloat16 0.6B shape, positions 1-65, eight rounds of
+// 64 tokens: 504 pairs; old over new, above 1: the variant faster; the
+// control, one build under both labels, 0.998-1.006). Everything fused
+// against nothing: wall 1.09-1.14 (lower quartiles 1.02-1.08) where the
+// other sessions' load made tokens 52-86 ms, 1.011, 1.015 and 1.019
+// (quartiles 0.986-0.989; process CPU 1.008-1.017) in the quieter phases
+// (tokens 30-34 ms, load 0.5-2.7); float32 weights 1.016; positions
+// 1-321, where attention is a larger share, 1.050 (quartile 1.018).
+// Parts: attention inside the q, k and v fork 1.024; the fork a layer
+// against forks a product, both fused, 1.14-1.16 under load; a fork a
+// step against a fork a layer 1.003-1.006. Under load the gain is the
+// hand-offs a descheduled core no longer holds up; quiet, what moved off
+// the serial path (attention, norms, rope, SwiGLU: about 50 per mille of
+// a token on one core, now shared and overlapped with the other core's
+// streaming). Tried and not kept: decoding's pieces down to 16K or 8K
+// weights (a shorter last piece at every fork's end) 0.994 and 0.998.
 package engine
