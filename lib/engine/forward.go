@@ -626,12 +626,15 @@ func (m *Model) attendRow(ws *workspace, rows []row, i, layer, worker, kv0, kv1 
 	if cap(ws.scores[worker]) < group*npos {
 		ws.scores[worker] = make([]float32, 2*group*npos)
 	}
-	sc := ws.scores[worker][:group*npos]
 	keys, vals := r.seq.k[layer][lo*kvd:], r.seq.v[layer][lo*kvd:]
 	sinks := m.sinks(layer)
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	q, out := ws.q[i], ws.att[i]
 	for kvh := kv0; kvh < kv1; kvh++ {
+		if attendKVHeadAsm(&ws.scores[worker], q, out, keys, vals, kvd, hd, group, npos, kvh, scale, sinks) {
+			continue // kernels_attn_lone_amd64.go
+		}
+		sc := ws.scores[worker][:group*npos]
 		off, h0 := kvh*hd, kvh*group
 		g := 0
 		for ; g+2 <= group; g += 2 {

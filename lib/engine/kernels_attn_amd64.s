@@ -1098,3 +1098,514 @@ done:
 	VMOVUPD Z0, (AX)
 	VZEROUPPER
 	RET
+
+// func attnRowDots1(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, stride uintptr, hd int, n int)
+// Requires: AVX, AVX512F, AVX512VL, CMOV, FMA3
+TEXT ·attnRowDots1(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ d+0(FP), AX
+	MOVQ k+32(FP), CX
+	MOVQ stride+40(FP), DX
+	MOVQ n+56(FP), BX
+	MOVQ qs+24(FP), SI
+	LEAQ (DX)(DX*2), SI
+
+eights:
+	CMPQ   BX, $0x08
+	JB     fours
+	MOVQ   CX, DI
+	LEAQ   (CX)(DX*4), R8
+	VPXORD Y0, Y0, Y0
+	VPXORD Y1, Y1, Y1
+	VPXORD Y2, Y2, Y2
+	VPXORD Y3, Y3, Y3
+	VPXORD Y4, Y4, Y4
+	VPXORD Y5, Y5, Y5
+	VPXORD Y6, Y6, Y6
+	VPXORD Y7, Y7, Y7
+	MOVQ   q+16(FP), R9
+	MOVQ   hd+48(FP), R10
+	SHLQ   $0x02, R10
+	ADDQ   R9, R10
+
+eight:
+	VMOVUPS      (R9), Y16
+	VMOVUPS      (DI), Y20
+	VFMADD231PS  Y16, Y20, Y0
+	VMOVUPS      (DI)(DX*1), Y21
+	VFMADD231PS  Y16, Y21, Y1
+	VMOVUPS      (DI)(DX*2), Y22
+	VFMADD231PS  Y16, Y22, Y2
+	VMOVUPS      (DI)(SI*1), Y23
+	VFMADD231PS  Y16, Y23, Y3
+	VMOVUPS      (R8), Y24
+	VFMADD231PS  Y16, Y24, Y4
+	VMOVUPS      (R8)(DX*1), Y25
+	VFMADD231PS  Y16, Y25, Y5
+	VMOVUPS      (R8)(DX*2), Y26
+	VFMADD231PS  Y16, Y26, Y6
+	VMOVUPS      (R8)(SI*1), Y27
+	VFMADD231PS  Y16, Y27, Y7
+	ADDQ         $0x20, DI
+	ADDQ         $0x20, R8
+	ADDQ         $0x20, R9
+	CMPQ         R9, R10
+	JB           eight
+	MOVQ         ld+8(FP), DI
+	MOVQ         AX, DI
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VMOVUPS      X0, (DI)
+	VHADDPS      Y5, Y4, Y4
+	VHADDPS      Y7, Y6, Y6
+	VHADDPS      Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X5
+	VADDPS       X5, X4, X4
+	VMOVUPS      X4, 16(DI)
+	ADDQ         $0x20, AX
+	LEAQ         (CX)(DX*8), CX
+	SUBQ         $0x08, BX
+	JMP          eights
+
+fours:
+	TESTQ   BX, BX
+	JLE     done
+	MOVQ    BX, DI
+	DECQ    DI
+	IMULQ   DX, DI
+	MOVQ    DX, R8
+	LEAQ    (DX)(DX*1), R9
+	MOVQ    SI, R10
+	CMPQ    R8, DI
+	CMOVQGT DI, R8
+	CMPQ    R9, DI
+	CMOVQGT DI, R9
+	CMPQ    R10, DI
+	CMOVQGT DI, R10
+	MOVQ    CX, DI
+	VPXORD  Y0, Y0, Y0
+	VPXORD  Y1, Y1, Y1
+	VPXORD  Y2, Y2, Y2
+	VPXORD  Y3, Y3, Y3
+	MOVQ    q+16(FP), R11
+	MOVQ    hd+48(FP), R12
+	SHLQ    $0x02, R12
+	ADDQ    R11, R12
+
+four:
+	VMOVUPS      (R11), Y16
+	VMOVUPS      (DI), Y20
+	VFMADD231PS  Y16, Y20, Y0
+	VMOVUPS      (DI)(R8*1), Y21
+	VFMADD231PS  Y16, Y21, Y1
+	VMOVUPS      (DI)(R9*1), Y22
+	VFMADD231PS  Y16, Y22, Y2
+	VMOVUPS      (DI)(R10*1), Y23
+	VFMADD231PS  Y16, Y23, Y3
+	ADDQ         $0x20, DI
+	ADDQ         $0x20, R11
+	CMPQ         R11, R12
+	JB           four
+	MOVQ         ld+8(FP), DI
+	MOVQ         AX, DI
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VMOVUPS      X0, (DI)
+	ADDQ         $0x10, AX
+	LEAQ         (CX)(DX*4), CX
+	SUBQ         $0x04, BX
+	JMP          fours
+
+done:
+	VZEROUPPER
+	RET
+
+// func attnRowDots2(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, stride uintptr, hd int, n int)
+// Requires: AVX, AVX512F, AVX512VL, CMOV, FMA3
+TEXT ·attnRowDots2(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ d+0(FP), AX
+	MOVQ k+32(FP), CX
+	MOVQ stride+40(FP), DX
+	MOVQ n+56(FP), BX
+	MOVQ qs+24(FP), SI
+	LEAQ (DX)(DX*2), DI
+
+eights:
+	CMPQ   BX, $0x08
+	JB     fours
+	MOVQ   CX, R8
+	LEAQ   (CX)(DX*4), R9
+	VPXORD Y0, Y0, Y0
+	VPXORD Y1, Y1, Y1
+	VPXORD Y2, Y2, Y2
+	VPXORD Y3, Y3, Y3
+	VPXORD Y4, Y4, Y4
+	VPXORD Y5, Y5, Y5
+	VPXORD Y6, Y6, Y6
+	VPXORD Y7, Y7, Y7
+	VPXORD Y8, Y8, Y8
+	VPXORD Y9, Y9, Y9
+	VPXORD Y10, Y10, Y10
+	VPXORD Y11, Y11, Y11
+	VPXORD Y12, Y12, Y12
+	VPXORD Y13, Y13, Y13
+	VPXORD Y14, Y14, Y14
+	VPXORD Y15, Y15, Y15
+	MOVQ   q+16(FP), R10
+	MOVQ   hd+48(FP), R11
+	SHLQ   $0x02, R11
+	ADDQ   R10, R11
+
+eight:
+	VMOVUPS      (R10), Y16
+	VMOVUPS      (R10)(SI*1), Y17
+	VMOVUPS      (R8), Y20
+	VFMADD231PS  Y16, Y20, Y0
+	VFMADD231PS  Y17, Y20, Y1
+	VMOVUPS      (R8)(DX*1), Y21
+	VFMADD231PS  Y16, Y21, Y2
+	VFMADD231PS  Y17, Y21, Y3
+	VMOVUPS      (R8)(DX*2), Y22
+	VFMADD231PS  Y16, Y22, Y4
+	VFMADD231PS  Y17, Y22, Y5
+	VMOVUPS      (R8)(DI*1), Y23
+	VFMADD231PS  Y16, Y23, Y6
+	VFMADD231PS  Y17, Y23, Y7
+	VMOVUPS      (R9), Y24
+	VFMADD231PS  Y16, Y24, Y8
+	VFMADD231PS  Y17, Y24, Y9
+	VMOVUPS      (R9)(DX*1), Y25
+	VFMADD231PS  Y16, Y25, Y10
+	VFMADD231PS  Y17, Y25, Y11
+	VMOVUPS      (R9)(DX*2), Y26
+	VFMADD231PS  Y16, Y26, Y12
+	VFMADD231PS  Y17, Y26, Y13
+	VMOVUPS      (R9)(DI*1), Y27
+	VFMADD231PS  Y16, Y27, Y14
+	VFMADD231PS  Y17, Y27, Y15
+	ADDQ         $0x20, R8
+	ADDQ         $0x20, R9
+	ADDQ         $0x20, R10
+	CMPQ         R10, R11
+	JB           eight
+	MOVQ         ld+8(FP), R8
+	MOVQ         AX, R9
+	VHADDPS      Y2, Y0, Y0
+	VHADDPS      Y6, Y4, Y4
+	VHADDPS      Y4, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X2
+	VADDPS       X2, X0, X0
+	VMOVUPS      X0, (R9)
+	VHADDPS      Y10, Y8, Y8
+	VHADDPS      Y14, Y12, Y12
+	VHADDPS      Y12, Y8, Y8
+	VEXTRACTF128 $0x01, Y8, X10
+	VADDPS       X10, X8, X8
+	VMOVUPS      X8, 16(R9)
+	ADDQ         R8, R9
+	VHADDPS      Y3, Y1, Y1
+	VHADDPS      Y7, Y5, Y5
+	VHADDPS      Y5, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X3
+	VADDPS       X3, X1, X1
+	VMOVUPS      X1, (R9)
+	VHADDPS      Y11, Y9, Y9
+	VHADDPS      Y15, Y13, Y13
+	VHADDPS      Y13, Y9, Y9
+	VEXTRACTF128 $0x01, Y9, X11
+	VADDPS       X11, X9, X9
+	VMOVUPS      X9, 16(R9)
+	ADDQ         $0x20, AX
+	LEAQ         (CX)(DX*8), CX
+	SUBQ         $0x08, BX
+	JMP          eights
+
+fours:
+	TESTQ   BX, BX
+	JLE     done
+	MOVQ    BX, R8
+	DECQ    R8
+	IMULQ   DX, R8
+	MOVQ    DX, R9
+	LEAQ    (DX)(DX*1), R10
+	MOVQ    DI, R11
+	CMPQ    R9, R8
+	CMOVQGT R8, R9
+	CMPQ    R10, R8
+	CMOVQGT R8, R10
+	CMPQ    R11, R8
+	CMOVQGT R8, R11
+	MOVQ    CX, R8
+	VPXORD  Y0, Y0, Y0
+	VPXORD  Y1, Y1, Y1
+	VPXORD  Y2, Y2, Y2
+	VPXORD  Y3, Y3, Y3
+	VPXORD  Y4, Y4, Y4
+	VPXORD  Y5, Y5, Y5
+	VPXORD  Y6, Y6, Y6
+	VPXORD  Y7, Y7, Y7
+	MOVQ    q+16(FP), R12
+	MOVQ    hd+48(FP), R13
+	SHLQ    $0x02, R13
+	ADDQ    R12, R13
+
+four:
+	VMOVUPS      (R12), Y16
+	VMOVUPS      (R12)(SI*1), Y17
+	VMOVUPS      (R8), Y20
+	VFMADD231PS  Y16, Y20, Y0
+	VFMADD231PS  Y17, Y20, Y1
+	VMOVUPS      (R8)(R9*1), Y21
+	VFMADD231PS  Y16, Y21, Y2
+	VFMADD231PS  Y17, Y21, Y3
+	VMOVUPS      (R8)(R10*1), Y22
+	VFMADD231PS  Y16, Y22, Y4
+	VFMADD231PS  Y17, Y22, Y5
+	VMOVUPS      (R8)(R11*1), Y23
+	VFMADD231PS  Y16, Y23, Y6
+	VFMADD231PS  Y17, Y23, Y7
+	ADDQ         $0x20, R8
+	ADDQ         $0x20, R12
+	CMPQ         R12, R13
+	JB           four
+	MOVQ         ld+8(FP), R8
+	MOVQ         AX, R9
+	VHADDPS      Y2, Y0, Y0
+	VHADDPS      Y6, Y4, Y4
+	VHADDPS      Y4, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X2
+	VADDPS       X2, X0, X0
+	VMOVUPS      X0, (R9)
+	ADDQ         R8, R9
+	VHADDPS      Y3, Y1, Y1
+	VHADDPS      Y7, Y5, Y5
+	VHADDPS      Y5, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X3
+	VADDPS       X3, X1, X1
+	VMOVUPS      X1, (R9)
+	ADDQ         $0x10, AX
+	LEAQ         (CX)(DX*4), CX
+	SUBQ         $0x04, BX
+	JMP          fours
+
+done:
+	VZEROUPPER
+	RET
+
+// func attnRowDots3(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, stride uintptr, hd int, n int)
+// Requires: AVX, AVX512F, AVX512VL, CMOV, FMA3
+TEXT ·attnRowDots3(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ d+0(FP), AX
+	MOVQ k+32(FP), CX
+	MOVQ stride+40(FP), DX
+	MOVQ n+56(FP), BX
+	MOVQ qs+24(FP), SI
+	LEAQ (DX)(DX*2), DI
+
+fours:
+	TESTQ   BX, BX
+	JLE     done
+	MOVQ    BX, R8
+	DECQ    R8
+	IMULQ   DX, R8
+	MOVQ    DX, R9
+	LEAQ    (DX)(DX*1), R10
+	MOVQ    DI, R11
+	CMPQ    R9, R8
+	CMOVQGT R8, R9
+	CMPQ    R10, R8
+	CMOVQGT R8, R10
+	CMPQ    R11, R8
+	CMOVQGT R8, R11
+	MOVQ    CX, R8
+	VPXORD  Y0, Y0, Y0
+	VPXORD  Y1, Y1, Y1
+	VPXORD  Y2, Y2, Y2
+	VPXORD  Y3, Y3, Y3
+	VPXORD  Y4, Y4, Y4
+	VPXORD  Y5, Y5, Y5
+	VPXORD  Y6, Y6, Y6
+	VPXORD  Y7, Y7, Y7
+	VPXORD  Y8, Y8, Y8
+	VPXORD  Y9, Y9, Y9
+	VPXORD  Y10, Y10, Y10
+	VPXORD  Y11, Y11, Y11
+	MOVQ    q+16(FP), R12
+	MOVQ    hd+48(FP), R13
+	SHLQ    $0x02, R13
+	ADDQ    R12, R13
+
+four:
+	VMOVUPS      (R12), Y16
+	VMOVUPS      (R12)(SI*1), Y17
+	VMOVUPS      (R12)(SI*2), Y18
+	VMOVUPS      (R8), Y20
+	VFMADD231PS  Y16, Y20, Y0
+	VFMADD231PS  Y17, Y20, Y1
+	VFMADD231PS  Y18, Y20, Y2
+	VMOVUPS      (R8)(R9*1), Y21
+	VFMADD231PS  Y16, Y21, Y3
+	VFMADD231PS  Y17, Y21, Y4
+	VFMADD231PS  Y18, Y21, Y5
+	VMOVUPS      (R8)(R10*1), Y22
+	VFMADD231PS  Y16, Y22, Y6
+	VFMADD231PS  Y17, Y22, Y7
+	VFMADD231PS  Y18, Y22, Y8
+	VMOVUPS      (R8)(R11*1), Y23
+	VFMADD231PS  Y16, Y23, Y9
+	VFMADD231PS  Y17, Y23, Y10
+	VFMADD231PS  Y18, Y23, Y11
+	ADDQ         $0x20, R8
+	ADDQ         $0x20, R12
+	CMPQ         R12, R13
+	JB           four
+	MOVQ         ld+8(FP), R8
+	MOVQ         AX, R9
+	VHADDPS      Y3, Y0, Y0
+	VHADDPS      Y9, Y6, Y6
+	VHADDPS      Y6, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X3
+	VADDPS       X3, X0, X0
+	VMOVUPS      X0, (R9)
+	ADDQ         R8, R9
+	VHADDPS      Y4, Y1, Y1
+	VHADDPS      Y10, Y7, Y7
+	VHADDPS      Y7, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X4
+	VADDPS       X4, X1, X1
+	VMOVUPS      X1, (R9)
+	ADDQ         R8, R9
+	VHADDPS      Y5, Y2, Y2
+	VHADDPS      Y11, Y8, Y8
+	VHADDPS      Y8, Y2, Y2
+	VEXTRACTF128 $0x01, Y2, X5
+	VADDPS       X5, X2, X2
+	VMOVUPS      X2, (R9)
+	ADDQ         $0x10, AX
+	LEAQ         (CX)(DX*4), CX
+	SUBQ         $0x04, BX
+	JMP          fours
+
+done:
+	VZEROUPPER
+	RET
+
+// func attnRowDots4(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, stride uintptr, hd int, n int)
+// Requires: AVX, AVX512F, AVX512VL, CMOV, FMA3
+TEXT ·attnRowDots4(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ d+0(FP), AX
+	MOVQ k+32(FP), CX
+	MOVQ stride+40(FP), DX
+	MOVQ n+56(FP), BX
+	MOVQ qs+24(FP), SI
+	LEAQ (DX)(DX*2), DI
+	LEAQ (SI)(SI*2), R8
+
+fours:
+	TESTQ   BX, BX
+	JLE     done
+	MOVQ    BX, R9
+	DECQ    R9
+	IMULQ   DX, R9
+	MOVQ    DX, R10
+	LEAQ    (DX)(DX*1), R11
+	MOVQ    DI, R12
+	CMPQ    R10, R9
+	CMOVQGT R9, R10
+	CMPQ    R11, R9
+	CMOVQGT R9, R11
+	CMPQ    R12, R9
+	CMOVQGT R9, R12
+	MOVQ    CX, R9
+	VPXORD  Y0, Y0, Y0
+	VPXORD  Y1, Y1, Y1
+	VPXORD  Y2, Y2, Y2
+	VPXORD  Y3, Y3, Y3
+	VPXORD  Y4, Y4, Y4
+	VPXORD  Y5, Y5, Y5
+	VPXORD  Y6, Y6, Y6
+	VPXORD  Y7, Y7, Y7
+	VPXORD  Y8, Y8, Y8
+	VPXORD  Y9, Y9, Y9
+	VPXORD  Y10, Y10, Y10
+	VPXORD  Y11, Y11, Y11
+	VPXORD  Y12, Y12, Y12
+	VPXORD  Y13, Y13, Y13
+	VPXORD  Y14, Y14, Y14
+	VPXORD  Y15, Y15, Y15
+	MOVQ    q+16(FP), R13
+	MOVQ    hd+48(FP), R14
+	SHLQ    $0x02, R14
+	ADDQ    R13, R14
+
+four:
+	VMOVUPS      (R13), Y16
+	VMOVUPS      (R13)(SI*1), Y17
+	VMOVUPS      (R13)(SI*2), Y18
+	VMOVUPS      (R13)(R8*1), Y19
+	VMOVUPS      (R9), Y20
+	VFMADD231PS  Y16, Y20, Y0
+	VFMADD231PS  Y17, Y20, Y1
+	VFMADD231PS  Y18, Y20, Y2
+	VFMADD231PS  Y19, Y20, Y3
+	VMOVUPS      (R9)(R10*1), Y21
+	VFMADD231PS  Y16, Y21, Y4
+	VFMADD231PS  Y17, Y21, Y5
+	VFMADD231PS  Y18, Y21, Y6
+	VFMADD231PS  Y19, Y21, Y7
+	VMOVUPS      (R9)(R11*1), Y22
+	VFMADD231PS  Y16, Y22, Y8
+	VFMADD231PS  Y17, Y22, Y9
+	VFMADD231PS  Y18, Y22, Y10
+	VFMADD231PS  Y19, Y22, Y11
+	VMOVUPS      (R9)(R12*1), Y23
+	VFMADD231PS  Y16, Y23, Y12
+	VFMADD231PS  Y17, Y23, Y13
+	VFMADD231PS  Y18, Y23, Y14
+	VFMADD231PS  Y19, Y23, Y15
+	ADDQ         $0x20, R9
+	ADDQ         $0x20, R13
+	CMPQ         R13, R14
+	JB           four
+	MOVQ         ld+8(FP), R9
+	MOVQ         AX, R10
+	VHADDPS      Y4, Y0, Y0
+	VHADDPS      Y12, Y8, Y8
+	VHADDPS      Y8, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X4
+	VADDPS       X4, X0, X0
+	VMOVUPS      X0, (R10)
+	ADDQ         R9, R10
+	VHADDPS      Y5, Y1, Y1
+	VHADDPS      Y13, Y9, Y9
+	VHADDPS      Y9, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X5
+	VADDPS       X5, X1, X1
+	VMOVUPS      X1, (R10)
+	ADDQ         R9, R10
+	VHADDPS      Y6, Y2, Y2
+	VHADDPS      Y14, Y10, Y10
+	VHADDPS      Y10, Y2, Y2
+	VEXTRACTF128 $0x01, Y2, X6
+	VADDPS       X6, X2, X2
+	VMOVUPS      X2, (R10)
+	ADDQ         R9, R10
+	VHADDPS      Y7, Y3, Y3
+	VHADDPS      Y15, Y11, Y11
+	VHADDPS      Y11, Y3, Y3
+	VEXTRACTF128 $0x01, Y3, X7
+	VADDPS       X7, X3, X3
+	VMOVUPS      X3, (R10)
+	ADDQ         $0x10, AX
+	LEAQ         (CX)(DX*4), CX
+	SUBQ         $0x04, BX
+	JMP          fours
+
+done:
+	VZEROUPPER
+	RET

@@ -56,3 +56,23 @@ func attnKeyTileT(dst *float32, src *float32, stride uintptr, nb int)
 //
 //go:noescape
 func attnExpSum16(sc *float32, n int, p *float64, c *float32, sums *float64)
+
+// attnRowDots1 stores 1 queries' scores against n keys in place, four keys at a time (up to three scores past n are padding).
+//
+//go:noescape
+func attnRowDots1(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, stride uintptr, hd int, n int)
+
+// attnRowDots2 stores 2 queries' scores against n keys in place, four keys at a time (up to three scores past n are padding).
+//
+//go:noescape
+func attnRowDots2(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, stride uintptr, hd int, n int)
+
+// attnRowDots3 stores 3 queries' scores against n keys in place, four keys at a time (up to three scores past n are padding).
+//
+//go:noescape
+func attnRowDots3(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, stride uintptr, hd int, n int)
+
+// attnRowDots4 stores 4 queries' scores against n keys in place, four keys at a time (up to three scores past n are padding).
+//
+//go:noescape
+func attnRowDots4(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, stride uintptr, hd int, n int)

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+
+	"github.com/tinkershell/tinker/lib/engine/internal/asmgen/asmout"
+)
+
+// rowDotsMax is the most queries attnRowDots scores at once (query heads
+// sharing a KV head: Qwen3's and Llama's groups are 1-8).
+const rowDotsMax = 4
+
+var ymms = []reg.VecPhysical{reg.Y0, reg.Y1, reg.Y2, reg.Y3, reg.Y4, reg.Y5, reg.Y6, reg.Y7, reg.Y8, reg.Y9,
+	reg.Y10, reg.Y11, reg.Y12, reg.Y13, reg.Y14, reg.Y15, reg.Y16, reg.Y17, reg.Y18, reg.Y19, reg.Y20,
+	reg.Y21, reg.Y22, reg.Y23, reg.Y24, reg.Y25, reg.Y26, reg.Y27, reg.Y28, reg.Y29, reg.Y30, reg.Y31}
+
+var xmms = []reg.VecPhysical{reg.X0, reg.X1, reg.X2, reg.X3, reg.X4, reg.X5, reg.X6, reg.X7, reg.X8, reg.X9,
+	reg.X10, reg.X11, reg.X12, reg.X13, reg.X14, reg.X15}
+
+// rowDots emits attnRowDots<r>: a lone decoding row's scores, r query
+// heads against n cached keys read in place (no transposed tile: a
+// decoding row reads each key once per group, so packing one would cost
+// as much as scoring it). Each score keeps attnDot's eight lanes in one
+// 256-bit accumulator (lane l adds elements i ≡ l mod 8, ascending, one
+// fused multiply-add each, from +0), and four keys' trees come out of two
+// rounds of VHADDPS and one add of the halves, attnDotsVec's instructions
+// and order. Arguments: d (query g's score of key t at d + g·ld + 4t
+// bytes; the scores go out four keys at a time, so up to three past n are
+// written and are not scores), q (query g at q + g·qs bytes), k (key t at
+// k + t·stride bytes), hd (a multiple of 8), n ≥ 1. Keys go eight at a
+// time while eight are left and r ≤ 2 (sixteen accumulators: VHADDPS and
+// VEXTRACTF128 have only VEX forms, so the trees stay in Y0-Y15), then
+// four; a last group of one to three repeats its last key (the repeats'
+// scores land in the padding). Accumulators Y0-Y15 (key j, query g:
+// Y(r·j+g)), queries Y16-Y19, keys Y20-Y27.
+func rowDots(ctx *build.Context, r int) {
+	name := fmt.Sprintf("attnRowDots%d", r)
+	asmout.Kernel(ctx, name, "func(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, stride uintptr, hd int, n int)")
+	ctx.Doc(fmt.Sprintf("%s stores %d queries' scores against n keys in place, four keys at a time (up to three scores past n are padding).", name, r))
+	acc := func(j, g int) reg.VecPhysical { return ymms[r*j+g] }
+	d := ctx.Load(ctx.Param("d"), ctx.GP64())
+	k := ctx.Load(ctx.Param("k"), ctx.GP64())
+	s1 := ctx.Load(ctx.Param("stride"), ctx.GP64())
+	n := ctx.Load(ctx.Param("n"), ctx.GP64())
+	qs := ctx.Load(ctx.Param("qs"), ctx.GP64())
+	s3 := ctx.GP64()
+	ctx.LEAQ(operand.Mem{Base: s1, Index: s1, Scale: 2}, s3)
+	var qs3 reg.GPVirtual
+	if r == 4 {
+		qs3 = ctx.GP64()
+		ctx.LEAQ(operand.Mem{Base: qs, Index: qs, Scale: 2}, qs3)
+	}
+	qmem := func(qp reg.Register, g int) operand.Mem {
+		switch g {
+		case 0:
+			return operand.Mem{Base: qp}
+		case 3:
+			return operand.Mem{Base: qp, Index: qs3, Scale: 1}
+		}
+		return operand.Mem{Base: qp, Index: qs, Scale: uint8(g)}
+	}
+	// block emits one block of nk keys (4 or 8) whose key j is at
+	// keys[j] (base and index registers, the element offset advancing
+	// through the bases), and stores its scores.
+	block := func(label string, nk int, bases []reg.GPVirtual, key func(j int) operand.Mem) {
+		for j := range nk {
+			for g := range r {
+				ctx.VPXORD(acc(j, g), acc(j, g), acc(j, g))
+			}
+		}
+		qp := ctx.Load(ctx.Param("q"), ctx.GP64())
+		end := ctx.Load(ctx.Param("hd"), ctx.GP64())
+		ctx.SHLQ(operand.U8(2), end)
+		ctx.ADDQ(qp, end) // the queries' first element past the head
+		ctx.Label(label)
+		for g := range r {
+			ctx.VMOVUPS(qmem(qp, g), ymms[16+g])
+		}
+		for j := range nk {
+			kv := ymms[20+j]
+			ctx.VMOVUPS(key(j), kv)
+			for g := range r {
+				ctx.VFMADD231PS(ymms[16+g], kv, acc(j, g))
+			}
+		}
+		for _, b := range bases {
+			ctx.ADDQ(operand.U8(32), b)
+		}
+		ctx.ADDQ(operand.U8(32), qp)
+		ctx.CMPQ(qp, end)
+		ctx.JB(operand.LabelRef(label))
+		ld := ctx.Load(ctx.Param("ld"), ctx.GP64())
+		dp := ctx.GP64()
+		ctx.MOVQ(d, dp)
+		for g := range r {
+			if g > 0 {
+				ctx.ADDQ(ld, dp)
+			}
+			for j0 := 0; j0 < nk; j0 += 4 {
+				a0, a1, a2, a3 := acc(j0, g), acc(j0+1, g), acc(j0+2, g), acc(j0+3, g)
+				ctx.VHADDPS(a1, a0, a0)
+				ctx.VHADDPS(a3, a2, a2)
+				ctx.VHADDPS(a2, a0, a0)
+				x0, x1 := xmms[r*j0+g], xmms[r*(j0+1)+g]
+				ctx.VEXTRACTF128(operand.U8(1), a0, x1)
+				ctx.VADDPS(x1, x0, x0)
+				ctx.VMOVUPS(x0, operand.Mem{Base: dp, Disp: 4 * j0})
+			}
+		}
+		ctx.ADDQ(operand.U8(4*uint8(nk)), d)
+	}
+	if r <= 2 {
+		ctx.Label("eights")
+		ctx.CMPQ(n, operand.U8(8))
+		ctx.JB(operand.LabelRef("fours"))
+		p, p4 := ctx.GP64(), ctx.GP64()
+		ctx.MOVQ(k, p)
+		ctx.LEAQ(operand.Mem{Base: k, Index: s1, Scale: 4}, p4)
+		block("eight", 8, []reg.GPVirtual{p, p4}, func(j int) operand.Mem {
+			b := p
+			if j >= 4 {
+				b = p4
+			}
+			switch j % 4 {
+			case 0:
+				return operand.Mem{Base: b}
+			case 3:
+				return operand.Mem{Base: b, Index: s3, Scale: 1}
+			}
+			return operand.Mem{Base: b, Index: s1, Scale: uint8(j % 4)}
+		})
+		ctx.LEAQ(operand.Mem{Base: k, Index: s1, Scale: 8}, k)
+		ctx.SUBQ(operand.U8(8), n)
+		ctx.JMP(operand.LabelRef("eights"))
+	}
+	ctx.Label("fours")
+	ctx.TESTQ(n, n)
+	ctx.JLE(operand.LabelRef("done"))
+	// Keys 1-3 of the group at offsets min(j·stride, (n−1)·stride): a
+	// short last group repeats its last key.
+	lastOff := ctx.GP64()
+	ctx.MOVQ(n, lastOff)
+	ctx.DECQ(lastOff)
+	ctx.IMULQ(s1, lastOff)
+	o := []reg.GPVirtual{ctx.GP64(), ctx.GP64(), ctx.GP64()}
+	ctx.MOVQ(s1, o[0])
+	ctx.LEAQ(operand.Mem{Base: s1, Index: s1, Scale: 1}, o[1])
+	ctx.MOVQ(s3, o[2])
+	for _, x := range o {
+		ctx.CMPQ(x, lastOff)
+		ctx.CMOVQGT(lastOff, x)
+	}
+	p := ctx.GP64()
+	ctx.MOVQ(k, p)
+	block("four", 4, []reg.GPVirtual{p}, func(j int) operand.Mem {
+		if j == 0 {
+			return operand.Mem{Base: p}
+		}
+		return operand.Mem{Base: p, Index: o[j-1], Scale: 1}
+	})
+	ctx.LEAQ(operand.Mem{Base: k, Index: s1, Scale: 4}, k)
+	ctx.SUBQ(operand.U8(4), n)
+	ctx.JMP(operand.LabelRef("fours"))
+	ctx.Label("done")
+	ctx.VZEROUPPER()
+	ctx.RET()
+}

@@ -1,0 +1,77 @@
+//go:build goexperiment.simd && amd64
+
+package engine
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tinkershell/tinker/lib/models"
+)
+
+// BenchmarkLoneRowAttnAB times one layer's attention of a lone decoding
+// row on the Qwen3-0.6B heads (16 query, 8 KV, dim 128) at positions 16,
+// 64, 250 and 1000, the Go vector kernels (loneRowAsm off) against the
+// generated ones, alternating in one thread, the order swapped each
+// round (LONEROW_ROUNDS, default 41). It reports the medians, lower
+// quartiles and minima of the per-round ratios old/new (above 1: the
+// generated kernels faster), thread CPU and wall. Run with -benchtime 1x.
+func BenchmarkLoneRowAttnAB(b *testing.B) {
+	defer func(old bool) { loneRowAsm = old }(loneRowAsm)
+	rounds := envInt("LONEROW_ROUNDS", 41)
+	c := Config{Shape: models.Shape{Heads: 16, KVHeads: 8, HeadDim: 128}}
+	qd, kvd := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+	for _, pos := range []int{16, 64, 250, 1000} {
+		b.Run(fmt.Sprintf("pos%d", pos), func(b *testing.B) {
+			runtime.LockOSThread() // threadCPU: the sub-benchmark's own goroutine
+			defer runtime.UnlockOSThread()
+			n := pos + 1
+			m := &Model{cfg: c}
+			ws := &workspace{q: randRows(1, qd, 1), att: randRows(1, qd, 2), scores: make([][]float32, 1)}
+			seq := &kvCache{k: [][]float32{flat(randRows(n, kvd, 3))}, v: [][]float32{flat(randRows(n, kvd, 4))}}
+			rows := []row{{seq: seq, pos: pos}}
+			reps := max(1, 200000/n) // about 10-20 ms a side
+			run := func(asm bool) (wall, cpu float64) {
+				loneRowAsm = asm
+				t0, c0 := time.Now(), threadCPU()
+				for range reps {
+					m.attendRow(ws, rows, 0, 0, 0, 0, c.KVHeads)
+				}
+				return time.Since(t0).Seconds(), threadCPU() - c0
+			}
+			for b.Loop() {
+				var rw, rc []float64
+				var newCPU float64
+				for r := range rounds {
+					var ow, oc, nw, nc float64
+					if r%2 == 0 {
+						ow, oc = run(false)
+						nw, nc = run(true)
+					} else {
+						nw, nc = run(true)
+						ow, oc = run(false)
+					}
+					rw, rc = append(rw, ow/nw), append(rc, oc/nc)
+					newCPU += nc
+				}
+				b.ReportMetric(median(rc), "cpu-ratio-med")
+				b.ReportMetric(quartileLow(rc), "cpu-ratio-q1")
+				b.ReportMetric(slices.Min(rc), "cpu-ratio-min")
+				b.ReportMetric(median(rw), "wall-ratio-med")
+				b.ReportMetric(slices.Min(rw), "wall-ratio-min")
+				b.ReportMetric(newCPU/float64(rounds*reps)*1e9, "ns-cpu/new")
+				b.Logf("pos %d, load %s", pos, loadAvg())
+			}
+		})
+	}
+}
+
+// quartileLow is the lower quartile of xs (the element a quarter of the
+// way up the sorted values).
+func quartileLow(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	return s[(len(s)-1)/4]
+}
