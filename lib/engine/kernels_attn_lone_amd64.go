@@ -14,6 +14,11 @@ var attnRowDots = [...]func(d *float32, ld uintptr, q *float32, qs uintptr, k *f
 // attendRow's Go vector kernels (the paired benchmarks switch it).
 var loneRowAsm = true
 
+// attnTileW[r-1] is attnTileZ<r> over 128 columns.
+var attnTileW = [...]func(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int){attnTileW1, attnTileW2}
+
+var loneTileW = true
+
 // attendKVHeadAsm is attendRow's work for KV head kvh of a lone row, with
 // the generated kernels: the group's scores (attnRowDots, attnDot's lanes
 // and tree), their softmax (softmaxRows: scaleScores and softmaxSink's
@@ -52,6 +57,15 @@ func attendKVHeadAsm(buf *[]float32, q, out, keys, vals []float32, kvd, hd, grou
 	}
 	o := out[h0*hd : (h0+group)*hd]
 	clear(o)
+	if hd%128 == 0 && loneTileW {
+		for g0 := 0; g0 < group; g0 += len(attnTileW) {
+			r := min(len(attnTileW), group-g0)
+			for col := 0; col < hd; col += 128 {
+				attnTileW[r-1](&o[g0*hd+col], uintptr(4*hd), &sc[g0*ld], uintptr(4*ld), 4, &vals[off+col], uintptr(4*kvd), npos)
+			}
+		}
+		return true
+	}
 	for g0 := 0; g0 < group; g0 += len(attnRowDots) {
 		r := min(len(attnRowDots), group-g0)
 		weightedTile(unsafe.Pointer(&o[g0*hd]), hd, unsafe.Pointer(&sc[g0*ld]), ld, unsafe.Pointer(&vals[off]), kvd, npos, r, hd)

@@ -4,6 +4,7 @@ package engine
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"testing"
@@ -15,13 +16,15 @@ import (
 // BenchmarkLoneRowAttnAB times one layer's attention of a lone decoding
 // row on the Qwen3-0.6B heads (16 query, 8 KV, dim 128) at positions 16,
 // 64, 250 and 1000, the Go vector kernels (loneRowAsm off) against the
-// generated ones, alternating in one thread, the order swapped each
+// generated ones (LONEROW_OLD=tilez: the generated ones with the 64-column
+// tiles attnTileZ for the weighted sums), alternating in one thread, the order swapped each
 // round (LONEROW_ROUNDS, default 41). It reports the medians, lower
 // quartiles and minima of the per-round ratios old/new (above 1: the
 // generated kernels faster), thread CPU and wall. Run with -benchtime 1x.
 func BenchmarkLoneRowAttnAB(b *testing.B) {
-	defer func(old bool) { loneRowAsm = old }(loneRowAsm)
+	defer func(old, w bool) { loneRowAsm, loneTileW = old, w }(loneRowAsm, loneTileW)
 	rounds := envInt("LONEROW_ROUNDS", 41)
+	oldTileZ := os.Getenv("LONEROW_OLD") == "tilez" // old: the 64-column tiles for the weighted sums
 	c := Config{Shape: models.Shape{Heads: 16, KVHeads: 8, HeadDim: 128}}
 	qd, kvd := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
 	for _, pos := range []int{16, 64, 250, 1000} {
@@ -35,7 +38,8 @@ func BenchmarkLoneRowAttnAB(b *testing.B) {
 			rows := []row{{seq: seq, pos: pos}}
 			reps := max(1, 200000/n) // about 10-20 ms a side
 			run := func(asm bool) (wall, cpu float64) {
-				loneRowAsm = asm
+				loneRowAsm = asm || oldTileZ
+				loneTileW = asm || !oldTileZ
 				t0, c0 := time.Now(), threadCPU()
 				for range reps {
 					m.attendRow(ws, rows, 0, 0, 0, 0, c.KVHeads)
@@ -74,4 +78,45 @@ func BenchmarkLoneRowAttnAB(b *testing.B) {
 func quartileLow(xs []float64) float64 {
 	s := slices.Sorted(slices.Values(xs))
 	return s[(len(s)-1)/4]
+}
+
+// BenchmarkDecodeLoneAttnTokens decodes the bfloat16 Qwen3-0.6B shape
+// switching loneRowAsm after every token (timeTokens: from Sample's
+// StopFunc, between forward steps), so neighbouring tokens pair the Go
+// attention kernels with the generated ones: per pair the Go token's
+// time over the other's (above 1: the generated kernels faster), process
+// CPU and wall, over LONEROW_TOKENS tokens (default 96) a decode and
+// LONEROW_DECODES decodes (default 4). LONEROW_CONTROL=1 labels the
+// tokens but decodes all with the generated kernels. Run with -benchtime 1x.
+func BenchmarkDecodeLoneAttnTokens(b *testing.B) {
+	rounds, tokens := envInt("LONEROW_DECODES", 4), envInt("LONEROW_TOKENS", 96)
+	control := os.Getenv("LONEROW_CONTROL") == "1"
+	m := qwen3SmallBF16(b, "lonerow-tokens")
+	defer func(v bool) { loneRowAsm = v }(loneRowAsm)
+	for b.Loop() {
+		var cpu, wall []float64
+		l0 := loadAvg()
+		for i := range rounds {
+			var asm []bool // each token's label, alternating, the first by round
+			ws, cs := timeTokens(b, m, tokens, func(t int) {
+				label := (t%2 == 1) == (i%2 == 0)
+				asm = append(asm[:t], label)
+				loneRowAsm = label || control
+			})
+			for j := 1; j < len(ws); j++ {
+				o, n := j-1, j
+				if asm[o] {
+					o, n = n, o
+				}
+				wall, cpu = append(wall, ws[o]/ws[n]), append(cpu, cs[o]/cs[n])
+			}
+		}
+		slices.Sort(cpu)
+		slices.Sort(wall)
+		k := len(wall)
+		b.ReportMetric(cpu[k/2], "old/new-cpu")
+		b.ReportMetric(wall[k/2], "old/new-wall")
+		fmt.Fprintf(os.Stderr, "decode lone-row attention old/new control=%v (%d pairs): cpu med %.3f q1 %.3f min %.3f | wall med %.3f q1 %.3f min %.3f | load %s -> %s\n",
+			control, k, cpu[k/2], cpu[k/4], cpu[0], wall[k/2], wall[k/4], wall[0], l0, loadAvg())
+	}
 }

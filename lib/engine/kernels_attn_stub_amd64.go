@@ -76,3 +76,13 @@ func attnRowDots3(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, st
 //
 //go:noescape
 func attnRowDots4(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, stride uintptr, hd int, n int)
+
+// attnTileW1 adds 1 rows of Σ_p A[i][p]·B[p][:128] to C, p ascending.
+//
+//go:noescape
+func attnTileW1(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
+
+// attnTileW2 adds 2 rows of Σ_p A[i][p]·B[p][:128] to C, p ascending.
+//
+//go:noescape
+func attnTileW2(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)

@@ -69,6 +69,9 @@ func Generate() (asm, decl []byte, err error) {
 	for r := 1; r <= rowDotsMax; r++ {
 		rowDots(ctx, r)
 	}
+	for r := 1; r <= tileWMax; r++ {
+		tileW(ctx, r)
+	}
 	return asmout.Print(ctx, printer.Config{Argv: []string{"go", "run", "./internal/asmgen/attn"}, Pkg: "engine"})
 }
 

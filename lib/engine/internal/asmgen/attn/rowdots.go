@@ -169,3 +169,68 @@ func rowDots(ctx *build.Context, r int) {
 	ctx.VZEROUPPER()
 	ctx.RET()
 }
+
+// tileWMax is the most rows an attnTileW tile takes: 16 accumulators.
+const tileWMax = 2
+
+// tileW emits attnTileW<r>: attnTileZ's sums over 128 columns (eight
+// vectors) at once, for a lone decoding row's weighted sums of the
+// values: each value row (a head of 128) is read once for the group's
+// rows instead of once per 64-column strip. Arguments and order as
+// attnTileZ's. Accumulators Z0-Z15 (row i, vector j: Z(8i+j)), B's
+// vectors Z16-Z23, the broadcast A[i][p] Z24-Z25.
+func tileW(ctx *build.Context, r int) {
+	name := fmt.Sprintf("attnTileW%d", r)
+	asmout.Kernel(ctx, name, "func(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)")
+	ctx.Doc(fmt.Sprintf("%s adds %d rows of Σ_p A[i][p]·B[p][:128] to C, p ascending.", name, r))
+	z := asmout.ZMM
+	k := ctx.Load(ctx.Param("k"), ctx.GP64())
+	ctx.TESTQ(k, k)
+	ctx.JZ(operand.LabelRef("none"))
+	c := ctx.Load(ctx.Param("c"), ctx.GP64())
+	ldc := ctx.Load(ctx.Param("ldc"), ctx.GP64())
+	moveCW := func(load bool) {
+		cp := ctx.GP64()
+		ctx.MOVQ(c, cp)
+		for i := range r {
+			if i > 0 {
+				ctx.ADDQ(ldc, cp)
+			}
+			for j := range 8 {
+				m := operand.Mem{Base: cp, Disp: 64 * j}
+				if load {
+					ctx.VMOVUPS(m, z(8*i+j))
+				} else {
+					ctx.VMOVUPS(z(8*i+j), m)
+				}
+			}
+		}
+	}
+	moveCW(true)
+	a := ctx.Load(ctx.Param("a"), ctx.GP64())
+	lda := ctx.Load(ctx.Param("lda"), ctx.GP64())
+	b := ctx.Load(ctx.Param("b"), ctx.GP64())
+	ldb := ctx.Load(ctx.Param("ldb"), ctx.GP64())
+	ldp := ctx.Load(ctx.Param("ldp"), ctx.GP64())
+	ap := asmout.Pointers(ctx, a, lda, r)
+	off := ctx.GP64()
+	ctx.XORQ(off, off)
+	ctx.Label("loop")
+	for i := range r {
+		ctx.VBROADCASTSS(operand.Mem{Base: ap[i], Index: off, Scale: 1}, z(24+i))
+	}
+	for j := range 8 {
+		ctx.VMOVUPS(operand.Mem{Base: b, Disp: 64 * j}, z(16+j))
+		for i := range r {
+			ctx.VFMADD231PS(z(16+j), z(24+i), z(8*i+j))
+		}
+	}
+	ctx.ADDQ(ldp, off)
+	ctx.ADDQ(ldb, b)
+	ctx.DECQ(k)
+	ctx.JNZ(operand.LabelRef("loop"))
+	moveCW(false)
+	ctx.VZEROUPPER()
+	ctx.Label("none")
+	ctx.RET()
+}
