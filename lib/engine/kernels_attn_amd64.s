@@ -1099,21 +1099,50 @@ done:
 	VZEROUPPER
 	RET
 
-// func attnRowDots1(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, stride uintptr, hd int, n int)
-// Requires: AVX, AVX512F, AVX512VL, CMOV, FMA3
-TEXT ·attnRowDots1(SB), NOSPLIT|NOFRAME, $0-64
-	MOVQ d+0(FP), AX
-	MOVQ k+32(FP), CX
-	MOVQ stride+40(FP), DX
-	MOVQ n+56(FP), BX
-	MOVQ qs+24(FP), SI
-	LEAQ (DX)(DX*2), SI
+// func attnRowDots1(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, v *float32, stride uintptr, hd int, n int)
+// Requires: AVX, AVX512F, AVX512VL, CMOV, FMA3, MMX+
+TEXT ·attnRowDots1(SB), NOSPLIT|NOFRAME, $0-72
+	MOVQ    k+32(FP), AX
+	MOVQ    v+40(FP), CX
+	SUBQ    AX, CX
+	MOVQ    CX, v+40(FP)
+	MOVQ    stride+48(FP), DX
+	MOVQ    qs+24(FP), BX
+	LEAQ    (DX)(DX*2), BX
+	MOVQ    n+64(FP), SI
+	MOVQ    $0x00000010, DI
+	CMPQ    SI, DI
+	CMOVQGT DI, SI
+	MOVQ    AX, DI
+
+pre:
+	MOVQ hd+56(FP), R9
+	SHLQ $0x02, R9
+	XORQ R8, R8
+
+preline:
+	PREFETCHT1 (DI)(R8*1)
+	LEAQ       (DI)(CX*1), R10
+	PREFETCHT1 (R10)(R8*1)
+	ADDQ       $0x40, R8
+	CMPQ       R8, R9
+	JB         preline
+	ADDQ       DX, DI
+	DECQ       SI
+	JNZ        pre
 
 eights:
-	CMPQ   BX, $0x08
+	CMPQ   n+64(FP), $0x08
 	JB     fours
-	MOVQ   CX, DI
-	LEAQ   (CX)(DX*4), R8
+	MOVQ   AX, CX
+	LEAQ   (AX)(DX*4), SI
+	MOVQ   DX, DI
+	SHLQ   $0x04, DI
+	ADDQ   AX, DI
+	LEAQ   (DI)(DX*4), R8
+	MOVQ   v+40(FP), R9
+	LEAQ   (DI)(R9*1), R10
+	LEAQ   (R8)(R9*1), R9
 	VPXORD Y0, Y0, Y0
 	VPXORD Y1, Y1, Y1
 	VPXORD Y2, Y2, Y2
@@ -1122,124 +1151,214 @@ eights:
 	VPXORD Y5, Y5, Y5
 	VPXORD Y6, Y6, Y6
 	VPXORD Y7, Y7, Y7
-	MOVQ   q+16(FP), R9
-	MOVQ   hd+48(FP), R10
-	SHLQ   $0x02, R10
-	ADDQ   R9, R10
+	MOVQ   q+16(FP), R11
+	MOVQ   hd+56(FP), R12
+	SHLQ   $0x02, R12
+	ADDQ   R11, R12
 
 eight:
-	VMOVUPS      (R9), Y16
-	VMOVUPS      (DI), Y20
+	VMOVUPS      (R11), Y16
+	VMOVUPS      (CX), Y20
 	VFMADD231PS  Y16, Y20, Y0
-	VMOVUPS      (DI)(DX*1), Y21
+	PREFETCHT1   (DI)
+	VMOVUPS      (CX)(DX*1), Y21
 	VFMADD231PS  Y16, Y21, Y1
-	VMOVUPS      (DI)(DX*2), Y22
+	PREFETCHT1   (DI)(DX*1)
+	VMOVUPS      (CX)(DX*2), Y22
 	VFMADD231PS  Y16, Y22, Y2
-	VMOVUPS      (DI)(SI*1), Y23
+	PREFETCHT1   (DI)(DX*2)
+	VMOVUPS      (CX)(BX*1), Y23
 	VFMADD231PS  Y16, Y23, Y3
-	VMOVUPS      (R8), Y24
+	PREFETCHT1   (DI)(BX*1)
+	VMOVUPS      (SI), Y24
 	VFMADD231PS  Y16, Y24, Y4
-	VMOVUPS      (R8)(DX*1), Y25
+	PREFETCHT1   (R8)
+	VMOVUPS      (SI)(DX*1), Y25
 	VFMADD231PS  Y16, Y25, Y5
-	VMOVUPS      (R8)(DX*2), Y26
+	PREFETCHT1   (R8)(DX*1)
+	VMOVUPS      (SI)(DX*2), Y26
 	VFMADD231PS  Y16, Y26, Y6
-	VMOVUPS      (R8)(SI*1), Y27
+	PREFETCHT1   (R8)(DX*2)
+	VMOVUPS      (SI)(BX*1), Y27
 	VFMADD231PS  Y16, Y27, Y7
-	ADDQ         $0x20, DI
-	ADDQ         $0x20, R8
-	ADDQ         $0x20, R9
-	CMPQ         R9, R10
+	PREFETCHT1   (R8)(BX*1)
+	VMOVUPS      32(R11), Y16
+	VMOVUPS      32(CX), Y20
+	VFMADD231PS  Y16, Y20, Y0
+	PREFETCHT1   (R10)
+	VMOVUPS      32(CX)(DX*1), Y21
+	VFMADD231PS  Y16, Y21, Y1
+	PREFETCHT1   (R10)(DX*1)
+	VMOVUPS      32(CX)(DX*2), Y22
+	VFMADD231PS  Y16, Y22, Y2
+	PREFETCHT1   (R10)(DX*2)
+	VMOVUPS      32(CX)(BX*1), Y23
+	VFMADD231PS  Y16, Y23, Y3
+	PREFETCHT1   (R10)(BX*1)
+	VMOVUPS      32(SI), Y24
+	VFMADD231PS  Y16, Y24, Y4
+	PREFETCHT1   (R9)
+	VMOVUPS      32(SI)(DX*1), Y25
+	VFMADD231PS  Y16, Y25, Y5
+	PREFETCHT1   (R9)(DX*1)
+	VMOVUPS      32(SI)(DX*2), Y26
+	VFMADD231PS  Y16, Y26, Y6
+	PREFETCHT1   (R9)(DX*2)
+	VMOVUPS      32(SI)(BX*1), Y27
+	VFMADD231PS  Y16, Y27, Y7
+	PREFETCHT1   (R9)(BX*1)
+	ADDQ         $0x40, CX
+	ADDQ         $0x40, SI
+	ADDQ         $0x40, DI
+	ADDQ         $0x40, R8
+	ADDQ         $0x40, R10
+	ADDQ         $0x40, R9
+	ADDQ         $0x40, R11
+	CMPQ         R11, R12
 	JB           eight
-	MOVQ         ld+8(FP), DI
-	MOVQ         AX, DI
+	MOVQ         ld+8(FP), CX
+	MOVQ         d+0(FP), CX
 	VHADDPS      Y1, Y0, Y0
 	VHADDPS      Y3, Y2, Y2
 	VHADDPS      Y2, Y0, Y0
 	VEXTRACTF128 $0x01, Y0, X1
 	VADDPS       X1, X0, X0
-	VMOVUPS      X0, (DI)
+	VMOVUPS      X0, (CX)
 	VHADDPS      Y5, Y4, Y4
 	VHADDPS      Y7, Y6, Y6
 	VHADDPS      Y6, Y4, Y4
 	VEXTRACTF128 $0x01, Y4, X5
 	VADDPS       X5, X4, X4
-	VMOVUPS      X4, 16(DI)
-	ADDQ         $0x20, AX
-	LEAQ         (CX)(DX*8), CX
-	SUBQ         $0x08, BX
+	VMOVUPS      X4, 16(CX)
+	ADDQ         $0x20, d+0(FP)
+	LEAQ         (AX)(DX*8), AX
+	SUBQ         $0x08, n+64(FP)
 	JMP          eights
 
 fours:
-	TESTQ   BX, BX
+	CMPQ    n+64(FP), $0x00
 	JLE     done
-	MOVQ    BX, DI
-	DECQ    DI
-	IMULQ   DX, DI
+	MOVQ    n+64(FP), CX
+	DECQ    CX
+	IMULQ   DX, CX
+	MOVQ    DX, BX
+	LEAQ    (DX)(DX*1), SI
+	LEAQ    (DX)(DX*2), DI
+	CMPQ    BX, CX
+	CMOVQGT CX, BX
+	CMPQ    SI, CX
+	CMOVQGT CX, SI
+	CMPQ    DI, CX
+	CMOVQGT CX, DI
+	MOVQ    AX, CX
 	MOVQ    DX, R8
-	LEAQ    (DX)(DX*1), R9
-	MOVQ    SI, R10
-	CMPQ    R8, DI
-	CMOVQGT DI, R8
-	CMPQ    R9, DI
-	CMOVQGT DI, R9
-	CMPQ    R10, DI
-	CMOVQGT DI, R10
-	MOVQ    CX, DI
+	SHLQ    $0x04, R8
+	ADDQ    AX, R8
+	MOVQ    v+40(FP), R9
+	ADDQ    R8, R9
 	VPXORD  Y0, Y0, Y0
 	VPXORD  Y1, Y1, Y1
 	VPXORD  Y2, Y2, Y2
 	VPXORD  Y3, Y3, Y3
-	MOVQ    q+16(FP), R11
-	MOVQ    hd+48(FP), R12
-	SHLQ    $0x02, R12
-	ADDQ    R11, R12
+	MOVQ    q+16(FP), R10
+	MOVQ    hd+56(FP), R11
+	SHLQ    $0x02, R11
+	ADDQ    R10, R11
 
 four:
-	VMOVUPS      (R11), Y16
-	VMOVUPS      (DI), Y20
+	VMOVUPS      (R10), Y16
+	VMOVUPS      (CX), Y20
 	VFMADD231PS  Y16, Y20, Y0
-	VMOVUPS      (DI)(R8*1), Y21
+	PREFETCHT1   (R8)
+	VMOVUPS      (CX)(BX*1), Y21
 	VFMADD231PS  Y16, Y21, Y1
-	VMOVUPS      (DI)(R9*1), Y22
+	PREFETCHT1   (R8)(BX*1)
+	VMOVUPS      (CX)(SI*1), Y22
 	VFMADD231PS  Y16, Y22, Y2
-	VMOVUPS      (DI)(R10*1), Y23
+	PREFETCHT1   (R8)(SI*1)
+	VMOVUPS      (CX)(DI*1), Y23
 	VFMADD231PS  Y16, Y23, Y3
-	ADDQ         $0x20, DI
-	ADDQ         $0x20, R11
-	CMPQ         R11, R12
+	PREFETCHT1   (R8)(DI*1)
+	VMOVUPS      32(R10), Y16
+	VMOVUPS      32(CX), Y20
+	VFMADD231PS  Y16, Y20, Y0
+	PREFETCHT1   (R9)
+	VMOVUPS      32(CX)(BX*1), Y21
+	VFMADD231PS  Y16, Y21, Y1
+	PREFETCHT1   (R9)(BX*1)
+	VMOVUPS      32(CX)(SI*1), Y22
+	VFMADD231PS  Y16, Y22, Y2
+	PREFETCHT1   (R9)(SI*1)
+	VMOVUPS      32(CX)(DI*1), Y23
+	VFMADD231PS  Y16, Y23, Y3
+	PREFETCHT1   (R9)(DI*1)
+	ADDQ         $0x40, CX
+	ADDQ         $0x40, R8
+	ADDQ         $0x40, R9
+	ADDQ         $0x40, R10
+	CMPQ         R10, R11
 	JB           four
-	MOVQ         ld+8(FP), DI
-	MOVQ         AX, DI
+	MOVQ         ld+8(FP), CX
+	MOVQ         d+0(FP), CX
 	VHADDPS      Y1, Y0, Y0
 	VHADDPS      Y3, Y2, Y2
 	VHADDPS      Y2, Y0, Y0
 	VEXTRACTF128 $0x01, Y0, X1
 	VADDPS       X1, X0, X0
-	VMOVUPS      X0, (DI)
-	ADDQ         $0x10, AX
-	LEAQ         (CX)(DX*4), CX
-	SUBQ         $0x04, BX
+	VMOVUPS      X0, (CX)
+	ADDQ         $0x10, d+0(FP)
+	LEAQ         (AX)(DX*4), AX
+	SUBQ         $0x04, n+64(FP)
 	JMP          fours
 
 done:
 	VZEROUPPER
 	RET
 
-// func attnRowDots2(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, stride uintptr, hd int, n int)
-// Requires: AVX, AVX512F, AVX512VL, CMOV, FMA3
-TEXT ·attnRowDots2(SB), NOSPLIT|NOFRAME, $0-64
-	MOVQ d+0(FP), AX
-	MOVQ k+32(FP), CX
-	MOVQ stride+40(FP), DX
-	MOVQ n+56(FP), BX
-	MOVQ qs+24(FP), SI
-	LEAQ (DX)(DX*2), DI
+// func attnRowDots2(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, v *float32, stride uintptr, hd int, n int)
+// Requires: AVX, AVX512F, AVX512VL, CMOV, FMA3, MMX+
+TEXT ·attnRowDots2(SB), NOSPLIT|NOFRAME, $0-72
+	MOVQ    k+32(FP), AX
+	MOVQ    v+40(FP), CX
+	SUBQ    AX, CX
+	MOVQ    CX, v+40(FP)
+	MOVQ    stride+48(FP), DX
+	MOVQ    qs+24(FP), BX
+	LEAQ    (DX)(DX*2), SI
+	MOVQ    n+64(FP), DI
+	MOVQ    $0x00000010, R8
+	CMPQ    DI, R8
+	CMOVQGT R8, DI
+	MOVQ    AX, R8
+
+pre:
+	MOVQ hd+56(FP), R10
+	SHLQ $0x02, R10
+	XORQ R9, R9
+
+preline:
+	PREFETCHT1 (R8)(R9*1)
+	LEAQ       (R8)(CX*1), R11
+	PREFETCHT1 (R11)(R9*1)
+	ADDQ       $0x40, R9
+	CMPQ       R9, R10
+	JB         preline
+	ADDQ       DX, R8
+	DECQ       DI
+	JNZ        pre
 
 eights:
-	CMPQ   BX, $0x08
+	CMPQ   n+64(FP), $0x08
 	JB     fours
-	MOVQ   CX, R8
-	LEAQ   (CX)(DX*4), R9
+	MOVQ   AX, CX
+	LEAQ   (AX)(DX*4), DI
+	MOVQ   DX, R8
+	SHLQ   $0x04, R8
+	ADDQ   AX, R8
+	LEAQ   (R8)(DX*4), R9
+	MOVQ   v+40(FP), R10
+	LEAQ   (R8)(R10*1), R11
+	LEAQ   (R9)(R10*1), R10
 	VPXORD Y0, Y0, Y0
 	VPXORD Y1, Y1, Y1
 	VPXORD Y2, Y2, Y2
@@ -1256,91 +1375,142 @@ eights:
 	VPXORD Y13, Y13, Y13
 	VPXORD Y14, Y14, Y14
 	VPXORD Y15, Y15, Y15
-	MOVQ   q+16(FP), R10
-	MOVQ   hd+48(FP), R11
-	SHLQ   $0x02, R11
-	ADDQ   R10, R11
+	MOVQ   q+16(FP), R12
+	MOVQ   hd+56(FP), R13
+	SHLQ   $0x02, R13
+	ADDQ   R12, R13
 
 eight:
-	VMOVUPS      (R10), Y16
-	VMOVUPS      (R10)(SI*1), Y17
-	VMOVUPS      (R8), Y20
+	VMOVUPS      (R12), Y16
+	VMOVUPS      (R12)(BX*1), Y17
+	VMOVUPS      (CX), Y20
 	VFMADD231PS  Y16, Y20, Y0
 	VFMADD231PS  Y17, Y20, Y1
-	VMOVUPS      (R8)(DX*1), Y21
+	PREFETCHT1   (R8)
+	VMOVUPS      (CX)(DX*1), Y21
 	VFMADD231PS  Y16, Y21, Y2
 	VFMADD231PS  Y17, Y21, Y3
-	VMOVUPS      (R8)(DX*2), Y22
+	PREFETCHT1   (R8)(DX*1)
+	VMOVUPS      (CX)(DX*2), Y22
 	VFMADD231PS  Y16, Y22, Y4
 	VFMADD231PS  Y17, Y22, Y5
-	VMOVUPS      (R8)(DI*1), Y23
+	PREFETCHT1   (R8)(DX*2)
+	VMOVUPS      (CX)(SI*1), Y23
 	VFMADD231PS  Y16, Y23, Y6
 	VFMADD231PS  Y17, Y23, Y7
-	VMOVUPS      (R9), Y24
+	PREFETCHT1   (R8)(SI*1)
+	VMOVUPS      (DI), Y24
 	VFMADD231PS  Y16, Y24, Y8
 	VFMADD231PS  Y17, Y24, Y9
-	VMOVUPS      (R9)(DX*1), Y25
+	PREFETCHT1   (R9)
+	VMOVUPS      (DI)(DX*1), Y25
 	VFMADD231PS  Y16, Y25, Y10
 	VFMADD231PS  Y17, Y25, Y11
-	VMOVUPS      (R9)(DX*2), Y26
+	PREFETCHT1   (R9)(DX*1)
+	VMOVUPS      (DI)(DX*2), Y26
 	VFMADD231PS  Y16, Y26, Y12
 	VFMADD231PS  Y17, Y26, Y13
-	VMOVUPS      (R9)(DI*1), Y27
+	PREFETCHT1   (R9)(DX*2)
+	VMOVUPS      (DI)(SI*1), Y27
 	VFMADD231PS  Y16, Y27, Y14
 	VFMADD231PS  Y17, Y27, Y15
-	ADDQ         $0x20, R8
-	ADDQ         $0x20, R9
-	ADDQ         $0x20, R10
-	CMPQ         R10, R11
+	PREFETCHT1   (R9)(SI*1)
+	VMOVUPS      32(R12), Y16
+	VMOVUPS      32(R12)(BX*1), Y17
+	VMOVUPS      32(CX), Y20
+	VFMADD231PS  Y16, Y20, Y0
+	VFMADD231PS  Y17, Y20, Y1
+	PREFETCHT1   (R11)
+	VMOVUPS      32(CX)(DX*1), Y21
+	VFMADD231PS  Y16, Y21, Y2
+	VFMADD231PS  Y17, Y21, Y3
+	PREFETCHT1   (R11)(DX*1)
+	VMOVUPS      32(CX)(DX*2), Y22
+	VFMADD231PS  Y16, Y22, Y4
+	VFMADD231PS  Y17, Y22, Y5
+	PREFETCHT1   (R11)(DX*2)
+	VMOVUPS      32(CX)(SI*1), Y23
+	VFMADD231PS  Y16, Y23, Y6
+	VFMADD231PS  Y17, Y23, Y7
+	PREFETCHT1   (R11)(SI*1)
+	VMOVUPS      32(DI), Y24
+	VFMADD231PS  Y16, Y24, Y8
+	VFMADD231PS  Y17, Y24, Y9
+	PREFETCHT1   (R10)
+	VMOVUPS      32(DI)(DX*1), Y25
+	VFMADD231PS  Y16, Y25, Y10
+	VFMADD231PS  Y17, Y25, Y11
+	PREFETCHT1   (R10)(DX*1)
+	VMOVUPS      32(DI)(DX*2), Y26
+	VFMADD231PS  Y16, Y26, Y12
+	VFMADD231PS  Y17, Y26, Y13
+	PREFETCHT1   (R10)(DX*2)
+	VMOVUPS      32(DI)(SI*1), Y27
+	VFMADD231PS  Y16, Y27, Y14
+	VFMADD231PS  Y17, Y27, Y15
+	PREFETCHT1   (R10)(SI*1)
+	ADDQ         $0x40, CX
+	ADDQ         $0x40, DI
+	ADDQ         $0x40, R8
+	ADDQ         $0x40, R9
+	ADDQ         $0x40, R11
+	ADDQ         $0x40, R10
+	ADDQ         $0x40, R12
+	CMPQ         R12, R13
 	JB           eight
-	MOVQ         ld+8(FP), R8
-	MOVQ         AX, R9
+	MOVQ         ld+8(FP), CX
+	MOVQ         d+0(FP), DI
 	VHADDPS      Y2, Y0, Y0
 	VHADDPS      Y6, Y4, Y4
 	VHADDPS      Y4, Y0, Y0
 	VEXTRACTF128 $0x01, Y0, X2
 	VADDPS       X2, X0, X0
-	VMOVUPS      X0, (R9)
+	VMOVUPS      X0, (DI)
 	VHADDPS      Y10, Y8, Y8
 	VHADDPS      Y14, Y12, Y12
 	VHADDPS      Y12, Y8, Y8
 	VEXTRACTF128 $0x01, Y8, X10
 	VADDPS       X10, X8, X8
-	VMOVUPS      X8, 16(R9)
-	ADDQ         R8, R9
+	VMOVUPS      X8, 16(DI)
+	ADDQ         CX, DI
 	VHADDPS      Y3, Y1, Y1
 	VHADDPS      Y7, Y5, Y5
 	VHADDPS      Y5, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X3
 	VADDPS       X3, X1, X1
-	VMOVUPS      X1, (R9)
+	VMOVUPS      X1, (DI)
 	VHADDPS      Y11, Y9, Y9
 	VHADDPS      Y15, Y13, Y13
 	VHADDPS      Y13, Y9, Y9
 	VEXTRACTF128 $0x01, Y9, X11
 	VADDPS       X11, X9, X9
-	VMOVUPS      X9, 16(R9)
-	ADDQ         $0x20, AX
-	LEAQ         (CX)(DX*8), CX
-	SUBQ         $0x08, BX
+	VMOVUPS      X9, 16(DI)
+	ADDQ         $0x20, d+0(FP)
+	LEAQ         (AX)(DX*8), AX
+	SUBQ         $0x08, n+64(FP)
 	JMP          eights
 
 fours:
-	TESTQ   BX, BX
+	CMPQ    n+64(FP), $0x00
 	JLE     done
-	MOVQ    BX, R8
-	DECQ    R8
-	IMULQ   DX, R8
+	MOVQ    n+64(FP), CX
+	DECQ    CX
+	IMULQ   DX, CX
+	MOVQ    DX, SI
+	LEAQ    (DX)(DX*1), DI
+	LEAQ    (DX)(DX*2), R8
+	CMPQ    SI, CX
+	CMOVQGT CX, SI
+	CMPQ    DI, CX
+	CMOVQGT CX, DI
+	CMPQ    R8, CX
+	CMOVQGT CX, R8
+	MOVQ    AX, CX
 	MOVQ    DX, R9
-	LEAQ    (DX)(DX*1), R10
-	MOVQ    DI, R11
-	CMPQ    R9, R8
-	CMOVQGT R8, R9
-	CMPQ    R10, R8
-	CMOVQGT R8, R10
-	CMPQ    R11, R8
-	CMOVQGT R8, R11
-	MOVQ    CX, R8
+	SHLQ    $0x04, R9
+	ADDQ    AX, R9
+	MOVQ    v+40(FP), R10
+	ADDQ    R9, R10
 	VPXORD  Y0, Y0, Y0
 	VPXORD  Y1, Y1, Y1
 	VPXORD  Y2, Y2, Y2
@@ -1349,80 +1519,131 @@ fours:
 	VPXORD  Y5, Y5, Y5
 	VPXORD  Y6, Y6, Y6
 	VPXORD  Y7, Y7, Y7
-	MOVQ    q+16(FP), R12
-	MOVQ    hd+48(FP), R13
-	SHLQ    $0x02, R13
-	ADDQ    R12, R13
+	MOVQ    q+16(FP), R11
+	MOVQ    hd+56(FP), R12
+	SHLQ    $0x02, R12
+	ADDQ    R11, R12
 
 four:
-	VMOVUPS      (R12), Y16
-	VMOVUPS      (R12)(SI*1), Y17
-	VMOVUPS      (R8), Y20
+	VMOVUPS      (R11), Y16
+	VMOVUPS      (R11)(BX*1), Y17
+	VMOVUPS      (CX), Y20
 	VFMADD231PS  Y16, Y20, Y0
 	VFMADD231PS  Y17, Y20, Y1
-	VMOVUPS      (R8)(R9*1), Y21
+	PREFETCHT1   (R9)
+	VMOVUPS      (CX)(SI*1), Y21
 	VFMADD231PS  Y16, Y21, Y2
 	VFMADD231PS  Y17, Y21, Y3
-	VMOVUPS      (R8)(R10*1), Y22
+	PREFETCHT1   (R9)(SI*1)
+	VMOVUPS      (CX)(DI*1), Y22
 	VFMADD231PS  Y16, Y22, Y4
 	VFMADD231PS  Y17, Y22, Y5
-	VMOVUPS      (R8)(R11*1), Y23
+	PREFETCHT1   (R9)(DI*1)
+	VMOVUPS      (CX)(R8*1), Y23
 	VFMADD231PS  Y16, Y23, Y6
 	VFMADD231PS  Y17, Y23, Y7
-	ADDQ         $0x20, R8
-	ADDQ         $0x20, R12
-	CMPQ         R12, R13
+	PREFETCHT1   (R9)(R8*1)
+	VMOVUPS      32(R11), Y16
+	VMOVUPS      32(R11)(BX*1), Y17
+	VMOVUPS      32(CX), Y20
+	VFMADD231PS  Y16, Y20, Y0
+	VFMADD231PS  Y17, Y20, Y1
+	PREFETCHT1   (R10)
+	VMOVUPS      32(CX)(SI*1), Y21
+	VFMADD231PS  Y16, Y21, Y2
+	VFMADD231PS  Y17, Y21, Y3
+	PREFETCHT1   (R10)(SI*1)
+	VMOVUPS      32(CX)(DI*1), Y22
+	VFMADD231PS  Y16, Y22, Y4
+	VFMADD231PS  Y17, Y22, Y5
+	PREFETCHT1   (R10)(DI*1)
+	VMOVUPS      32(CX)(R8*1), Y23
+	VFMADD231PS  Y16, Y23, Y6
+	VFMADD231PS  Y17, Y23, Y7
+	PREFETCHT1   (R10)(R8*1)
+	ADDQ         $0x40, CX
+	ADDQ         $0x40, R9
+	ADDQ         $0x40, R10
+	ADDQ         $0x40, R11
+	CMPQ         R11, R12
 	JB           four
-	MOVQ         ld+8(FP), R8
-	MOVQ         AX, R9
+	MOVQ         ld+8(FP), CX
+	MOVQ         d+0(FP), SI
 	VHADDPS      Y2, Y0, Y0
 	VHADDPS      Y6, Y4, Y4
 	VHADDPS      Y4, Y0, Y0
 	VEXTRACTF128 $0x01, Y0, X2
 	VADDPS       X2, X0, X0
-	VMOVUPS      X0, (R9)
-	ADDQ         R8, R9
+	VMOVUPS      X0, (SI)
+	ADDQ         CX, SI
 	VHADDPS      Y3, Y1, Y1
 	VHADDPS      Y7, Y5, Y5
 	VHADDPS      Y5, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X3
 	VADDPS       X3, X1, X1
-	VMOVUPS      X1, (R9)
-	ADDQ         $0x10, AX
-	LEAQ         (CX)(DX*4), CX
-	SUBQ         $0x04, BX
+	VMOVUPS      X1, (SI)
+	ADDQ         $0x10, d+0(FP)
+	LEAQ         (AX)(DX*4), AX
+	SUBQ         $0x04, n+64(FP)
 	JMP          fours
 
 done:
 	VZEROUPPER
 	RET
 
-// func attnRowDots3(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, stride uintptr, hd int, n int)
-// Requires: AVX, AVX512F, AVX512VL, CMOV, FMA3
-TEXT ·attnRowDots3(SB), NOSPLIT|NOFRAME, $0-64
-	MOVQ d+0(FP), AX
-	MOVQ k+32(FP), CX
-	MOVQ stride+40(FP), DX
-	MOVQ n+56(FP), BX
-	MOVQ qs+24(FP), SI
-	LEAQ (DX)(DX*2), DI
+// func attnRowDots3(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, v *float32, stride uintptr, hd int, n int)
+// Requires: AVX, AVX512F, AVX512VL, CMOV, FMA3, MMX+
+TEXT ·attnRowDots3(SB), NOSPLIT|NOFRAME, $0-72
+	MOVQ    k+32(FP), AX
+	MOVQ    v+40(FP), CX
+	SUBQ    AX, CX
+	MOVQ    CX, v+40(FP)
+	MOVQ    stride+48(FP), DX
+	MOVQ    qs+24(FP), BX
+	LEAQ    (DX)(DX*2), SI
+	MOVQ    n+64(FP), SI
+	MOVQ    $0x00000010, DI
+	CMPQ    SI, DI
+	CMOVQGT DI, SI
+	MOVQ    AX, DI
+
+pre:
+	MOVQ hd+56(FP), R9
+	SHLQ $0x02, R9
+	XORQ R8, R8
+
+preline:
+	PREFETCHT1 (DI)(R8*1)
+	LEAQ       (DI)(CX*1), R10
+	PREFETCHT1 (R10)(R8*1)
+	ADDQ       $0x40, R8
+	CMPQ       R8, R9
+	JB         preline
+	ADDQ       DX, DI
+	DECQ       SI
+	JNZ        pre
 
 fours:
-	TESTQ   BX, BX
+	CMPQ    n+64(FP), $0x00
 	JLE     done
-	MOVQ    BX, R8
-	DECQ    R8
-	IMULQ   DX, R8
+	MOVQ    n+64(FP), CX
+	DECQ    CX
+	IMULQ   DX, CX
+	MOVQ    DX, SI
+	LEAQ    (DX)(DX*1), DI
+	LEAQ    (DX)(DX*2), R8
+	CMPQ    SI, CX
+	CMOVQGT CX, SI
+	CMPQ    DI, CX
+	CMOVQGT CX, DI
+	CMPQ    R8, CX
+	CMOVQGT CX, R8
+	MOVQ    AX, CX
 	MOVQ    DX, R9
-	LEAQ    (DX)(DX*1), R10
-	MOVQ    DI, R11
-	CMPQ    R9, R8
-	CMOVQGT R8, R9
-	CMPQ    R10, R8
-	CMOVQGT R8, R10
-	CMPQ    R11, R8
-	CMOVQGT R8, R11
-	MOVQ    CX, R8
+	SHLQ    $0x04, R9
+	ADDQ    AX, R9
+	MOVQ    v+40(FP), R10
+	ADDQ    R9, R10
 	VPXORD  Y0, Y0, Y0
 	VPXORD  Y1, Y1, Y1
 	VPXORD  Y2, Y2, Y2
@@ -1435,93 +1656,149 @@ fours:
 	VPXORD  Y9, Y9, Y9
 	VPXORD  Y10, Y10, Y10
 	VPXORD  Y11, Y11, Y11
-	MOVQ    q+16(FP), R12
-	MOVQ    hd+48(FP), R13
-	SHLQ    $0x02, R13
-	ADDQ    R12, R13
+	MOVQ    q+16(FP), R11
+	MOVQ    hd+56(FP), R12
+	SHLQ    $0x02, R12
+	ADDQ    R11, R12
 
 four:
-	VMOVUPS      (R12), Y16
-	VMOVUPS      (R12)(SI*1), Y17
-	VMOVUPS      (R12)(SI*2), Y18
-	VMOVUPS      (R8), Y20
+	VMOVUPS      (R11), Y16
+	VMOVUPS      (R11)(BX*1), Y17
+	VMOVUPS      (R11)(BX*2), Y18
+	VMOVUPS      (CX), Y20
 	VFMADD231PS  Y16, Y20, Y0
 	VFMADD231PS  Y17, Y20, Y1
 	VFMADD231PS  Y18, Y20, Y2
-	VMOVUPS      (R8)(R9*1), Y21
+	PREFETCHT1   (R9)
+	VMOVUPS      (CX)(SI*1), Y21
 	VFMADD231PS  Y16, Y21, Y3
 	VFMADD231PS  Y17, Y21, Y4
 	VFMADD231PS  Y18, Y21, Y5
-	VMOVUPS      (R8)(R10*1), Y22
+	PREFETCHT1   (R9)(SI*1)
+	VMOVUPS      (CX)(DI*1), Y22
 	VFMADD231PS  Y16, Y22, Y6
 	VFMADD231PS  Y17, Y22, Y7
 	VFMADD231PS  Y18, Y22, Y8
-	VMOVUPS      (R8)(R11*1), Y23
+	PREFETCHT1   (R9)(DI*1)
+	VMOVUPS      (CX)(R8*1), Y23
 	VFMADD231PS  Y16, Y23, Y9
 	VFMADD231PS  Y17, Y23, Y10
 	VFMADD231PS  Y18, Y23, Y11
-	ADDQ         $0x20, R8
-	ADDQ         $0x20, R12
-	CMPQ         R12, R13
+	PREFETCHT1   (R9)(R8*1)
+	VMOVUPS      32(R11), Y16
+	VMOVUPS      32(R11)(BX*1), Y17
+	VMOVUPS      32(R11)(BX*2), Y18
+	VMOVUPS      32(CX), Y20
+	VFMADD231PS  Y16, Y20, Y0
+	VFMADD231PS  Y17, Y20, Y1
+	VFMADD231PS  Y18, Y20, Y2
+	PREFETCHT1   (R10)
+	VMOVUPS      32(CX)(SI*1), Y21
+	VFMADD231PS  Y16, Y21, Y3
+	VFMADD231PS  Y17, Y21, Y4
+	VFMADD231PS  Y18, Y21, Y5
+	PREFETCHT1   (R10)(SI*1)
+	VMOVUPS      32(CX)(DI*1), Y22
+	VFMADD231PS  Y16, Y22, Y6
+	VFMADD231PS  Y17, Y22, Y7
+	VFMADD231PS  Y18, Y22, Y8
+	PREFETCHT1   (R10)(DI*1)
+	VMOVUPS      32(CX)(R8*1), Y23
+	VFMADD231PS  Y16, Y23, Y9
+	VFMADD231PS  Y17, Y23, Y10
+	VFMADD231PS  Y18, Y23, Y11
+	PREFETCHT1   (R10)(R8*1)
+	ADDQ         $0x40, CX
+	ADDQ         $0x40, R9
+	ADDQ         $0x40, R10
+	ADDQ         $0x40, R11
+	CMPQ         R11, R12
 	JB           four
-	MOVQ         ld+8(FP), R8
-	MOVQ         AX, R9
+	MOVQ         ld+8(FP), CX
+	MOVQ         d+0(FP), SI
 	VHADDPS      Y3, Y0, Y0
 	VHADDPS      Y9, Y6, Y6
 	VHADDPS      Y6, Y0, Y0
 	VEXTRACTF128 $0x01, Y0, X3
 	VADDPS       X3, X0, X0
-	VMOVUPS      X0, (R9)
-	ADDQ         R8, R9
+	VMOVUPS      X0, (SI)
+	ADDQ         CX, SI
 	VHADDPS      Y4, Y1, Y1
 	VHADDPS      Y10, Y7, Y7
 	VHADDPS      Y7, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X4
 	VADDPS       X4, X1, X1
-	VMOVUPS      X1, (R9)
-	ADDQ         R8, R9
+	VMOVUPS      X1, (SI)
+	ADDQ         CX, SI
 	VHADDPS      Y5, Y2, Y2
 	VHADDPS      Y11, Y8, Y8
 	VHADDPS      Y8, Y2, Y2
 	VEXTRACTF128 $0x01, Y2, X5
 	VADDPS       X5, X2, X2
-	VMOVUPS      X2, (R9)
-	ADDQ         $0x10, AX
-	LEAQ         (CX)(DX*4), CX
-	SUBQ         $0x04, BX
+	VMOVUPS      X2, (SI)
+	ADDQ         $0x10, d+0(FP)
+	LEAQ         (AX)(DX*4), AX
+	SUBQ         $0x04, n+64(FP)
 	JMP          fours
 
 done:
 	VZEROUPPER
 	RET
 
-// func attnRowDots4(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, stride uintptr, hd int, n int)
-// Requires: AVX, AVX512F, AVX512VL, CMOV, FMA3
-TEXT ·attnRowDots4(SB), NOSPLIT|NOFRAME, $0-64
-	MOVQ d+0(FP), AX
-	MOVQ k+32(FP), CX
-	MOVQ stride+40(FP), DX
-	MOVQ n+56(FP), BX
-	MOVQ qs+24(FP), SI
-	LEAQ (DX)(DX*2), DI
-	LEAQ (SI)(SI*2), R8
+// func attnRowDots4(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, v *float32, stride uintptr, hd int, n int)
+// Requires: AVX, AVX512F, AVX512VL, CMOV, FMA3, MMX+
+TEXT ·attnRowDots4(SB), NOSPLIT|NOFRAME, $0-72
+	MOVQ    k+32(FP), AX
+	MOVQ    v+40(FP), CX
+	SUBQ    AX, CX
+	MOVQ    CX, v+40(FP)
+	MOVQ    stride+48(FP), DX
+	MOVQ    qs+24(FP), BX
+	LEAQ    (DX)(DX*2), SI
+	LEAQ    (BX)(BX*2), SI
+	MOVQ    n+64(FP), DI
+	MOVQ    $0x00000010, R8
+	CMPQ    DI, R8
+	CMOVQGT R8, DI
+	MOVQ    AX, R8
+
+pre:
+	MOVQ hd+56(FP), R10
+	SHLQ $0x02, R10
+	XORQ R9, R9
+
+preline:
+	PREFETCHT1 (R8)(R9*1)
+	LEAQ       (R8)(CX*1), R11
+	PREFETCHT1 (R11)(R9*1)
+	ADDQ       $0x40, R9
+	CMPQ       R9, R10
+	JB         preline
+	ADDQ       DX, R8
+	DECQ       DI
+	JNZ        pre
 
 fours:
-	TESTQ   BX, BX
+	CMPQ    n+64(FP), $0x00
 	JLE     done
-	MOVQ    BX, R9
-	DECQ    R9
-	IMULQ   DX, R9
+	MOVQ    n+64(FP), CX
+	DECQ    CX
+	IMULQ   DX, CX
+	MOVQ    DX, DI
+	LEAQ    (DX)(DX*1), R8
+	LEAQ    (DX)(DX*2), R9
+	CMPQ    DI, CX
+	CMOVQGT CX, DI
+	CMPQ    R8, CX
+	CMOVQGT CX, R8
+	CMPQ    R9, CX
+	CMOVQGT CX, R9
+	MOVQ    AX, CX
 	MOVQ    DX, R10
-	LEAQ    (DX)(DX*1), R11
-	MOVQ    DI, R12
-	CMPQ    R10, R9
-	CMOVQGT R9, R10
-	CMPQ    R11, R9
-	CMOVQGT R9, R11
-	CMPQ    R12, R9
-	CMOVQGT R9, R12
-	MOVQ    CX, R9
+	SHLQ    $0x04, R10
+	ADDQ    AX, R10
+	MOVQ    v+40(FP), R11
+	ADDQ    R10, R11
 	VPXORD  Y0, Y0, Y0
 	VPXORD  Y1, Y1, Y1
 	VPXORD  Y2, Y2, Y2
@@ -1538,72 +1815,106 @@ fours:
 	VPXORD  Y13, Y13, Y13
 	VPXORD  Y14, Y14, Y14
 	VPXORD  Y15, Y15, Y15
-	MOVQ    q+16(FP), R13
-	MOVQ    hd+48(FP), R14
-	SHLQ    $0x02, R14
-	ADDQ    R13, R14
+	MOVQ    q+16(FP), R12
+	MOVQ    hd+56(FP), R13
+	SHLQ    $0x02, R13
+	ADDQ    R12, R13
 
 four:
-	VMOVUPS      (R13), Y16
-	VMOVUPS      (R13)(SI*1), Y17
-	VMOVUPS      (R13)(SI*2), Y18
-	VMOVUPS      (R13)(R8*1), Y19
-	VMOVUPS      (R9), Y20
+	VMOVUPS      (R12), Y16
+	VMOVUPS      (R12)(BX*1), Y17
+	VMOVUPS      (R12)(BX*2), Y18
+	VMOVUPS      (R12)(SI*1), Y19
+	VMOVUPS      (CX), Y20
 	VFMADD231PS  Y16, Y20, Y0
 	VFMADD231PS  Y17, Y20, Y1
 	VFMADD231PS  Y18, Y20, Y2
 	VFMADD231PS  Y19, Y20, Y3
-	VMOVUPS      (R9)(R10*1), Y21
+	PREFETCHT1   (R10)
+	VMOVUPS      (CX)(DI*1), Y21
 	VFMADD231PS  Y16, Y21, Y4
 	VFMADD231PS  Y17, Y21, Y5
 	VFMADD231PS  Y18, Y21, Y6
 	VFMADD231PS  Y19, Y21, Y7
-	VMOVUPS      (R9)(R11*1), Y22
+	PREFETCHT1   (R10)(DI*1)
+	VMOVUPS      (CX)(R8*1), Y22
 	VFMADD231PS  Y16, Y22, Y8
 	VFMADD231PS  Y17, Y22, Y9
 	VFMADD231PS  Y18, Y22, Y10
 	VFMADD231PS  Y19, Y22, Y11
-	VMOVUPS      (R9)(R12*1), Y23
+	PREFETCHT1   (R10)(R8*1)
+	VMOVUPS      (CX)(R9*1), Y23
 	VFMADD231PS  Y16, Y23, Y12
 	VFMADD231PS  Y17, Y23, Y13
 	VFMADD231PS  Y18, Y23, Y14
 	VFMADD231PS  Y19, Y23, Y15
-	ADDQ         $0x20, R9
-	ADDQ         $0x20, R13
-	CMPQ         R13, R14
+	PREFETCHT1   (R10)(R9*1)
+	VMOVUPS      32(R12), Y16
+	VMOVUPS      32(R12)(BX*1), Y17
+	VMOVUPS      32(R12)(BX*2), Y18
+	VMOVUPS      32(R12)(SI*1), Y19
+	VMOVUPS      32(CX), Y20
+	VFMADD231PS  Y16, Y20, Y0
+	VFMADD231PS  Y17, Y20, Y1
+	VFMADD231PS  Y18, Y20, Y2
+	VFMADD231PS  Y19, Y20, Y3
+	PREFETCHT1   (R11)
+	VMOVUPS      32(CX)(DI*1), Y21
+	VFMADD231PS  Y16, Y21, Y4
+	VFMADD231PS  Y17, Y21, Y5
+	VFMADD231PS  Y18, Y21, Y6
+	VFMADD231PS  Y19, Y21, Y7
+	PREFETCHT1   (R11)(DI*1)
+	VMOVUPS      32(CX)(R8*1), Y22
+	VFMADD231PS  Y16, Y22, Y8
+	VFMADD231PS  Y17, Y22, Y9
+	VFMADD231PS  Y18, Y22, Y10
+	VFMADD231PS  Y19, Y22, Y11
+	PREFETCHT1   (R11)(R8*1)
+	VMOVUPS      32(CX)(R9*1), Y23
+	VFMADD231PS  Y16, Y23, Y12
+	VFMADD231PS  Y17, Y23, Y13
+	VFMADD231PS  Y18, Y23, Y14
+	VFMADD231PS  Y19, Y23, Y15
+	PREFETCHT1   (R11)(R9*1)
+	ADDQ         $0x40, CX
+	ADDQ         $0x40, R10
+	ADDQ         $0x40, R11
+	ADDQ         $0x40, R12
+	CMPQ         R12, R13
 	JB           four
-	MOVQ         ld+8(FP), R9
-	MOVQ         AX, R10
+	MOVQ         ld+8(FP), CX
+	MOVQ         d+0(FP), DI
 	VHADDPS      Y4, Y0, Y0
 	VHADDPS      Y12, Y8, Y8
 	VHADDPS      Y8, Y0, Y0
 	VEXTRACTF128 $0x01, Y0, X4
 	VADDPS       X4, X0, X0
-	VMOVUPS      X0, (R10)
-	ADDQ         R9, R10
+	VMOVUPS      X0, (DI)
+	ADDQ         CX, DI
 	VHADDPS      Y5, Y1, Y1
 	VHADDPS      Y13, Y9, Y9
 	VHADDPS      Y9, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X5
 	VADDPS       X5, X1, X1
-	VMOVUPS      X1, (R10)
-	ADDQ         R9, R10
+	VMOVUPS      X1, (DI)
+	ADDQ         CX, DI
 	VHADDPS      Y6, Y2, Y2
 	VHADDPS      Y14, Y10, Y10
 	VHADDPS      Y10, Y2, Y2
 	VEXTRACTF128 $0x01, Y2, X6
 	VADDPS       X6, X2, X2
-	VMOVUPS      X2, (R10)
-	ADDQ         R9, R10
+	VMOVUPS      X2, (DI)
+	ADDQ         CX, DI
 	VHADDPS      Y7, Y3, Y3
 	VHADDPS      Y15, Y11, Y11
 	VHADDPS      Y11, Y3, Y3
 	VEXTRACTF128 $0x01, Y3, X7
 	VADDPS       X7, X3, X3
-	VMOVUPS      X3, (R10)
-	ADDQ         $0x10, AX
-	LEAQ         (CX)(DX*4), CX
-	SUBQ         $0x04, BX
+	VMOVUPS      X3, (DI)
+	ADDQ         $0x10, d+0(FP)
+	LEAQ         (AX)(DX*4), AX
+	SUBQ         $0x04, n+64(FP)
 	JMP          fours
 
 done:

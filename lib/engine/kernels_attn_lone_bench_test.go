@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/tinkershell/tinker/lib/models"
 )
@@ -119,4 +120,95 @@ func BenchmarkDecodeLoneAttnTokens(b *testing.B) {
 		fmt.Fprintf(os.Stderr, "decode lone-row attention old/new control=%v (%d pairs): cpu med %.3f q1 %.3f min %.3f | wall med %.3f q1 %.3f min %.3f | load %s -> %s\n",
 			control, k, cpu[k/2], cpu[k/4], cpu[0], wall[k/2], wall[k/4], wall[0], l0, loadAvg())
 	}
+}
+
+// BenchmarkLoneRowAttnColdAB is BenchmarkLoneRowAttnAB with the cache as
+// a decode finds it: 28 layers' keys and values (4 KiB pages, as the heap
+// gives them), and before each layer's attention a pass over 48 MiB, a
+// layer's weights' worth, that evicts them from L2 and L3. Only the
+// attention is timed (thread CPU and wall summed over the 28 layers).
+func BenchmarkLoneRowAttnColdAB(b *testing.B) {
+	defer func(old, w bool) { loneRowAsm, loneTileW = old, w }(loneRowAsm, loneTileW)
+	rounds := envInt("LONEROW_ROUNDS", 15)
+	huge := os.Getenv("LONEROW_HUGE") == "1" // the caches in 2 MiB pages
+	warm := os.Getenv("LONEROW_WARM") == "1"
+	c := Config{Shape: models.Shape{Heads: 16, KVHeads: 8, HeadDim: 128}}
+	qd, kvd := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+	flush := make([]float32, 48<<20/4)
+	for i := range flush {
+		flush[i] = float32(i)
+	}
+	var sink float32
+	for _, pos := range []int{16, 64, 250, 1000} {
+		b.Run(fmt.Sprintf("pos%d", pos), func(b *testing.B) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			n := pos + 1
+			m := &Model{cfg: c}
+			ws := &workspace{q: randRows(1, qd, 1), att: randRows(1, qd, 2), scores: make([][]float32, 1)}
+			var ks, vs [][]float32
+			var all []float32
+			if huge { // one 2 MiB-aligned slab advised for huge pages
+				tot := 56 * n * kvd
+				buf := make([]float32, tot+hugePage/4)
+				off := (hugePage - int(uintptr(unsafe.Pointer(&buf[0])))%hugePage) % hugePage / 4
+				all = buf[off : off+tot]
+				adviseHuge(all)
+			}
+			for range 28 {
+				k, v := flat(randRows(n, kvd, 3)), flat(randRows(n, kvd, 4))
+				if huge {
+					hk, hv := all[:len(k):len(k)], all[len(k):2*len(k):2*len(k)]
+					copy(hk, k)
+					copy(hv, v)
+					k, v, all = hk, hv, all[2*len(k):]
+				}
+				ks, vs = append(ks, k), append(vs, v)
+			}
+			seq := &kvCache{k: ks, v: vs}
+			rows := []row{{seq: seq, pos: pos}}
+			wseq := &kvCache{k: [][]float32{flat(randRows(2, kvd, 3))}, v: [][]float32{flat(randRows(2, kvd, 4))}}
+			wrows := []row{{seq: wseq, pos: 1}}
+			run := func(asm bool) (wall, cpu float64) {
+				loneRowAsm = asm
+
+				for l := range 28 {
+					for i := 0; i < len(flush); i += 16 {
+						sink += flush[i]
+					}
+					if warm { // the code and the row's small data warm, the cache cold
+						m.attendRow(ws, wrows, 0, 0, 0, 0, c.KVHeads)
+					}
+					t0, c0 := time.Now(), threadCPU()
+					m.attendRow(ws, rows, 0, l, 0, 0, c.KVHeads)
+					wall, cpu = wall+time.Since(t0).Seconds(), cpu+threadCPU()-c0
+				}
+				return wall, cpu
+			}
+			for b.Loop() {
+				var rw, rc []float64
+				var newW float64
+				for r := range rounds {
+					var ow, oc, nw, nc float64
+					if r%2 == 0 {
+						ow, oc = run(false)
+						nw, nc = run(true)
+					} else {
+						nw, nc = run(true)
+						ow, oc = run(false)
+					}
+					rw, rc = append(rw, ow/nw), append(rc, oc/nc)
+					newW += nw
+				}
+				b.ReportMetric(median(rc), "cpu-ratio-med")
+				b.ReportMetric(slices.Min(rc), "cpu-ratio-min")
+				b.ReportMetric(median(rw), "wall-ratio-med")
+				b.ReportMetric(quartileLow(rw), "wall-ratio-q1")
+				b.ReportMetric(slices.Min(rw), "wall-ratio-min")
+				b.ReportMetric(newW/float64(rounds*28)*1e9, "ns-wall/new-layer")
+				b.Logf("pos %d, load %s", pos, loadAvg())
+			}
+		})
+	}
+	_ = sink
 }

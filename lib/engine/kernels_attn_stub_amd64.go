@@ -57,25 +57,25 @@ func attnKeyTileT(dst *float32, src *float32, stride uintptr, nb int)
 //go:noescape
 func attnExpSum16(sc *float32, n int, p *float64, c *float32, sums *float64)
 
-// attnRowDots1 stores 1 queries' scores against n keys in place, four keys at a time (up to three scores past n are padding).
+// attnRowDots1 stores 1 queries' scores against n keys in place, four keys at a time (up to three scores past n are padding), prefetching keys and values ahead.
 //
 //go:noescape
-func attnRowDots1(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, stride uintptr, hd int, n int)
+func attnRowDots1(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, v *float32, stride uintptr, hd int, n int)
 
-// attnRowDots2 stores 2 queries' scores against n keys in place, four keys at a time (up to three scores past n are padding).
+// attnRowDots2 stores 2 queries' scores against n keys in place, four keys at a time (up to three scores past n are padding), prefetching keys and values ahead.
 //
 //go:noescape
-func attnRowDots2(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, stride uintptr, hd int, n int)
+func attnRowDots2(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, v *float32, stride uintptr, hd int, n int)
 
-// attnRowDots3 stores 3 queries' scores against n keys in place, four keys at a time (up to three scores past n are padding).
+// attnRowDots3 stores 3 queries' scores against n keys in place, four keys at a time (up to three scores past n are padding), prefetching keys and values ahead.
 //
 //go:noescape
-func attnRowDots3(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, stride uintptr, hd int, n int)
+func attnRowDots3(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, v *float32, stride uintptr, hd int, n int)
 
-// attnRowDots4 stores 4 queries' scores against n keys in place, four keys at a time (up to three scores past n are padding).
+// attnRowDots4 stores 4 queries' scores against n keys in place, four keys at a time (up to three scores past n are padding), prefetching keys and values ahead.
 //
 //go:noescape
-func attnRowDots4(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, stride uintptr, hd int, n int)
+func attnRowDots4(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, v *float32, stride uintptr, hd int, n int)
 
 // attnTileW1 adds 1 rows of Σ_p A[i][p]·B[p][:128] to C, p ascending.
 //
