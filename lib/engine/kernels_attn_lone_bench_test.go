@@ -127,6 +127,9 @@ func BenchmarkDecodeLoneAttnTokens(b *testing.B) {
 // gives them), and before each layer's attention a pass over 48 MiB, a
 // layer's weights' worth, that evicts them from L2 and L3. Only the
 // attention is timed (thread CPU and wall summed over the 28 layers).
+// LONEROW_HUGE=1 puts the caches in 2 MiB pages; LONEROW_WARM=1 runs a
+// two-position attention after the eviction, so the code and the row's
+// small data are warm and only the cache is cold.
 func BenchmarkLoneRowAttnColdAB(b *testing.B) {
 	defer func(old, w bool) { loneRowAsm, loneTileW = old, w }(loneRowAsm, loneTileW)
 	rounds := envInt("LONEROW_ROUNDS", 15)
