@@ -1790,8 +1790,9 @@
 //     the kernel, 56 page faults a token at 1.6-11 µs each on this KVM
 //     guest (a separate program: 104 against 15 µs a token for the same
 //     copies into touched memory, 615 under the other session's load).
-//     The batcher now keeps finished sequences' caches (kvPool, at most
-//     kvPoolBytes), cleared where they were written, and hands them to
+//     The batcher now keeps finished sequences' caches (kvPool: at most
+//     kvPoolBytes over all loaded models together, dropped after
+//     kvPoolIdle unused; kvpool.go), cleared where they were written, and hands them to
 //     the next requests: a 34-token request's minor faults went from
 //     4,710 to 2,583 (TestKVPoolReusedSameBits: pooled caches, filled
 //     before by a longer request, give a fresh model's bits, one sample
