@@ -1940,7 +1940,9 @@
 // order before the scores (a load a line, asm or Go) 0.82-1.07 in the
 // benchmark (one run of a Go loop outside attendRow had shown 1.13-1.78)
 // and 0.988-0.994 in decodes; the caches in 2 MiB pages (a throwaway
-// allocation) no change either in the benchmark or in decodes; a lone
+// allocation) no change either in the benchmark or in decodes;
+// prefetching the next KV head's first 16 keys and values before this
+// head's softmax and sums, 1.01-1.15 cold and 1.000-1.004 in decodes; a lone
 // row split by KV head over both cores at every position, slower and
 // erratic at load 3.3 (the second core was busy).
 //
@@ -1950,6 +1952,10 @@
 // them 1.010-1.013), wall 1.002-1.013, lower quartiles 0.96-0.99; the
 // control (one kernel under both labels) 0.997-1.000. At the 1-33
 // positions of BenchmarkDecode attention is now 1-4% of a token, most
-// of it waiting on the cold cache: the next step is reading it at the
+// of it waiting on the cold cache (perf over that benchmark, tokens
+// alternating: the Go kernels' scores and sums 0.80% of the process's
+// samples, attnRowDots2 and attnTileW2 0.52%, their samples on the
+// multiply-adds just after each key's load, and 7% of attnRowDots2's in
+// its prologue's prefetches): the next step is reading it at the
 // pace of address order, which none of the tries above reached.
 package engine
