@@ -1790,8 +1790,9 @@
 //     the kernel, 56 page faults a token at 1.6-11 µs each on this KVM
 //     guest (a separate program: 104 against 15 µs a token for the same
 //     copies into touched memory, 615 under the other session's load).
-//     The batcher now keeps finished sequences' caches (kvPool, at most
-//     kvPoolBytes), cleared where they were written, and hands them to
+//     The batcher now keeps finished sequences' caches (kvPool: at most
+//     kvPoolBytes over all loaded models together, dropped after
+//     kvPoolIdle unused; kvpool.go), cleared where they were written, and hands them to
 //     the next requests: a 34-token request's minor faults went from
 //     4,710 to 2,583 (TestKVPoolReusedSameBits: pooled caches, filled
 //     before by a longer request, give a fresh model's bits, one sample
@@ -1885,6 +1886,78 @@
 // bfloat16 31.5, 77.6% of a probe of only 45.8 over its own matrices):
 // a bfloat16 token took 0.8x a float32 one for half the bytes, which
 // the pieces do not explain.
+//
+// A lone decoding row's attention in generated kernels (2026-11-29,
+// 22:45-23:20, load average 2-3.6 from another helper's runs beside
+// these: ratios only). attendRow now hands each KV head to
+// attendKVHeadAsm (kernels_attn_lone_amd64.go; AVX-512, head dims a
+// multiple of 64): attnRowDots<r> (internal/asmgen/attn/rowdots.go)
+// scores r ≤ 4 query heads against the keys read in place, eight keys a
+// block (four when r > 2) with attnDot's eight lanes in one 256-bit
+// accumulator per key and query and the trees by attnDotsVec's VHADDPS
+// and halves, a last group of one to three repeating its last key into
+// padding; softmaxRows does the softmax (scaleScores then softmaxSink's
+// bits); attnTileW<r> (128 columns, r ≤ 2) or attnTileZ<r> add the
+// weighted values from +0 in ascending key order. No output bit changed
+// (TestLoneRowAsmMatchesGo: positions 0-299, groups of 1-8, head dims
+// 64 and 128, with and without sinks, against the Go vector kernels and
+// the scalar path; TestAttnKernelsMatchPerPosition, the decode and batch
+// tests). loneRowAsm switches it for the paired benchmarks.
+//
+// One layer on the 0.6B heads, the Go kernels' time over the generated
+// ones', alternating on one thread (BenchmarkLoneRowAttnAB, 41 rounds,
+// medians; lower quartiles within 0.05 of them): at positions 16, 64, 250
+// and 1000, 2.45-2.48, 2.80-3.14, 2.68-2.93 and 2.72-2.99 in thread CPU
+// (2.02, 2.42, 2.50, 2.76 in one run at load 3.5), 3.2-4.0 µs, 7.9-10.2,
+// 34-42 and 182-245 a layer. Of that, the 128-column tiles against the
+// 64-column ones: 1.09, 1.14, 1.10, 1.03. Hot, at position 16 the scores
+// take 1.1 µs of 3.2, the softmaxes 0.85, the sums 0.73, the calls and
+// slicing the rest; the scores and sums run at about half the FMA
+// ports' rate (keys 4 KiB apart share eight L1 sets; contiguous keys
+// score 1.4x as fast).
+//
+// In a decode the cache is cold: the layer's 40 MB of weights stream
+// through L2 and L3 between one token's attention and the next, and a
+// position's keys of every head are one 4 KiB page, of which each head
+// reads 512 bytes. Timestamps around attention in the decode (temporary,
+// not kept) put it at 0.23-0.43 ms a token at positions 1-8, 0.77-0.98
+// at 30-38 and 1.58-2.25 at 88-96, against 0.26-0.40, 1.03-1.94 and
+// 2.86-3.56 with the Go kernels: at position 92, 59 µs a layer where
+// the same work hot takes 11. Read head by head from cold memory those
+// bytes come at 8.5-11 GB/s; in address order at 36-58
+// (a test program, 68 KB to 1 MB). BenchmarkLoneRowAttnColdAB repeats
+// that state (a 48 MiB pass before each of 28 layers' attention): Go
+// over generated 1.13-1.33, 1.39-1.72, 1.40-1.87, 1.64-1.79 (wall
+// medians; with the code warm, 5 of position 16's 30 µs go). So
+// attnRowDots prefetches into L2 the keys and values 16 positions ahead
+// of the block it scores, and the first 16 before it starts: paired
+// with the same kernel without (a temporary variant), 1.05, 1.18, 1.25
+// and 1.14 cold, 1.007 and 0.995 in decodes. Tried and not kept, cold:
+// every head's scores and sums a block of 32 (or 16) positions at a
+// time, so each page is read across heads in turn, 0.96-1.18 cold, 1.000
+// and 0.999 in decodes; prefetching the next block of 32 positions whole
+// (every head) 0.91-0.98; reading the layer's keys and values in address
+// order before the scores (a load a line, asm or Go) 0.82-1.07 in the
+// benchmark (one run of a Go loop outside attendRow had shown 1.13-1.78)
+// and 0.988-0.994 in decodes; the caches in 2 MiB pages (a throwaway
+// allocation) no change either in the benchmark or in decodes;
+// prefetching the next KV head's first 16 keys and values before this
+// head's softmax and sums, 1.01-1.15 cold and 1.000-1.004 in decodes; a lone
+// row split by KV head over both cores at every position, slower and
+// erratic at load 3.3 (the second core was busy).
+//
+// Decodes alternating the Go and generated kernels token by token
+// (BenchmarkDecodeLoneAttnTokens, positions 1-97, 380 pairs a run),
+// seven runs at load 1.5-4.2: process CPU medians 1.000-1.013 (five of
+// them 1.010-1.013), wall 1.002-1.013, lower quartiles 0.96-0.99; the
+// control (one kernel under both labels) 0.997-1.000. At the 1-33
+// positions of BenchmarkDecode attention is now 1-4% of a token, most
+// of it waiting on the cold cache (perf over that benchmark, tokens
+// alternating: the Go kernels' scores and sums 0.80% of the process's
+// samples, attnRowDots2 and attnTileW2 0.52%, their samples on the
+// multiply-adds just after each key's load, and 7% of attnRowDots2's in
+// its prologue's prefetches): the next step is reading it at the
+// pace of address order, which none of the tries above reached.
 //
 // The serial work moved into the forks (decodeFuse, forward_fuse.go;
 // 2026-11-29, 22:45-23:35, load average 0.5-4 from the other sessions:

@@ -5,7 +5,6 @@ import (
 	"math"
 	"runtime"
 	"slices"
-	"sync"
 )
 
 // kvCache holds one sequence's keys and values: per layer, positions × kw
@@ -37,72 +36,6 @@ func (m *Model) kvPool() *kvPool {
 		return nil
 	}
 	return &m.batch.kv
-}
-
-// kvPool keeps the caches of sequences that finished for the next ones
-// (kvPoolBytes of them at most). A fresh cache is memory the process
-// has not touched yet, and the Go heap holding a model is collected too
-// rarely to hand back freed caches before the next request: each
-// position a decoding sequence wrote then faulted in a new page per
-// layer for keys and one for values (a position's keys are 4 KiB on the
-// Qwen3-0.6B shape), 56 page faults a token on the 0.6B shape, at 1.6-11
-// µs each on this KVM guest (2026-11-29), on the core that decodes while
-// the other waits. A reused cache is cleared where it was written, so it
-// reads as zero past its filled positions as a fresh one does.
-type kvPool struct {
-	mu    sync.Mutex
-	free  []*kvCache
-	bytes int
-}
-
-// kvPoolBytes bounds the memory kvPool keeps: four caches of 257
-// positions on the Qwen3-0.6B shape (57 MiB each), enough for a
-// sequence that decodes alone, while the caches of a burst of batched
-// requests go back to the collector.
-const kvPoolBytes = 256 << 20
-
-// take returns a cleared cache of layers layers of widths kw and vw with
-// room for at least n positions, the smallest the pool has, or nil.
-func (p *kvPool) take(layers, kw, vw, n int) *kvCache {
-	if p == nil {
-		return nil
-	}
-	p.mu.Lock()
-	best := -1
-	for i, c := range p.free {
-		if len(c.k) == layers && c.kw == kw && c.vw == vw && c.size() >= n && (best < 0 || c.size() < p.free[best].size()) {
-			best = i
-		}
-	}
-	if best < 0 {
-		p.mu.Unlock()
-		return nil
-	}
-	c := p.free[best]
-	p.free = slices.Delete(p.free, best, best+1)
-	p.bytes -= c.bytes()
-	p.mu.Unlock()
-	for l := range c.k {
-		clear(c.k[l][:c.n*c.kw])
-		clear(c.v[l][:c.n*c.vw])
-	}
-	c.n = 0
-	return c
-}
-
-// put gives c to the pool if it has room; nothing else may use c after.
-func (p *kvPool) put(c *kvCache) {
-	if p == nil || c == nil || len(c.k) == 0 || c.kw == 0 {
-		return
-	}
-	c.bf16 = nil // the bf16 path's copy is made again when used
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.bytes+c.bytes() > kvPoolBytes || slices.Contains(p.free, c) {
-		return
-	}
-	p.free = append(p.free, c)
-	p.bytes += c.bytes()
 }
 
 // size is how many positions c has room for.
@@ -648,12 +581,15 @@ func (m *Model) attendRow(ws *workspace, rows []row, i, layer, worker, kv0, kv1 
 	if cap(ws.scores[worker]) < group*npos {
 		ws.scores[worker] = make([]float32, 2*group*npos)
 	}
-	sc := ws.scores[worker][:group*npos]
 	keys, vals := r.seq.k[layer][lo*kvd:], r.seq.v[layer][lo*kvd:]
 	sinks := m.sinks(layer)
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	q, out := ws.q[i], ws.att[i]
 	for kvh := kv0; kvh < kv1; kvh++ {
+		if attendKVHeadAsm(&ws.scores[worker], q, out, keys, vals, kvd, hd, group, npos, kvh, scale, sinks) {
+			continue // kernels_attn_lone_amd64.go
+		}
+		sc := ws.scores[worker][:group*npos]
 		off, h0 := kvh*hd, kvh*group
 		g := 0
 		for ; g+2 <= group; g += 2 {

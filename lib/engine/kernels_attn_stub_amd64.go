@@ -56,3 +56,33 @@ func attnKeyTileT(dst *float32, src *float32, stride uintptr, nb int)
 //
 //go:noescape
 func attnExpSum16(sc *float32, n int, p *float64, c *float32, sums *float64)
+
+// attnRowDots1 stores 1 queries' scores against n keys in place, four keys at a time (up to three scores past n are padding), prefetching keys and values ahead.
+//
+//go:noescape
+func attnRowDots1(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, v *float32, stride uintptr, hd int, n int)
+
+// attnRowDots2 stores 2 queries' scores against n keys in place, four keys at a time (up to three scores past n are padding), prefetching keys and values ahead.
+//
+//go:noescape
+func attnRowDots2(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, v *float32, stride uintptr, hd int, n int)
+
+// attnRowDots3 stores 3 queries' scores against n keys in place, four keys at a time (up to three scores past n are padding), prefetching keys and values ahead.
+//
+//go:noescape
+func attnRowDots3(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, v *float32, stride uintptr, hd int, n int)
+
+// attnRowDots4 stores 4 queries' scores against n keys in place, four keys at a time (up to three scores past n are padding), prefetching keys and values ahead.
+//
+//go:noescape
+func attnRowDots4(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, v *float32, stride uintptr, hd int, n int)
+
+// attnTileW1 adds 1 rows of Σ_p A[i][p]·B[p][:128] to C, p ascending.
+//
+//go:noescape
+func attnTileW1(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
+
+// attnTileW2 adds 2 rows of Σ_p A[i][p]·B[p][:128] to C, p ascending.
+//
+//go:noescape
+func attnTileW2(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)

@@ -30,6 +30,9 @@ func TestKVPoolReusedSameBits(t *testing.T) {
 		return resp.Sequences
 	}
 	m := load()
+	// A budget of its own: other tests' models share kvPoolBudget.
+	budget := &kvBudget{limit: kvPoolBytes}
+	m.batch.kv.budget = budget
 	sample(m, []int{5, 6, 7, 8, 9, 10, 11}, 2, 40, 9)
 	pooled := slices.Clone(m.batch.kv.free)
 	if len(pooled) == 0 {
@@ -62,8 +65,8 @@ func TestKVPoolReusedSameBits(t *testing.T) {
 			reused++
 		}
 	}
-	if reused == 0 || m.batch.kv.bytes > kvPoolBytes {
-		t.Fatalf("pool after the requests: %d of the first caches kept (want some), %d bytes (at most %d)", reused, m.batch.kv.bytes, kvPoolBytes)
+	if reused == 0 || budget.used.Load() != int64(m.batch.kv.bytes) {
+		t.Fatalf("pool after the requests: %d of the first caches kept (want some), %d bytes, the budget counts %d", reused, m.batch.kv.bytes, budget.used.Load())
 	}
 }
 
@@ -80,4 +83,54 @@ func waitIdle(t *testing.T, m *Model) {
 		}
 	}
 	t.Fatal("the batcher's stepper did not finish")
+}
+
+// smallCache is a one-layer cache of kw = vw = 4 floats with room for n
+// positions: 32·n bytes.
+func smallCache(n int) *kvCache {
+	return &kvCache{k: [][]float32{make([]float32, 4*n)}, v: [][]float32{make([]float32, 4*n)}, kw: 4, vw: 4}
+}
+
+// TestKVPoolBudgetShared gives two models' pools one budget: what the
+// first keeps leaves the second less room, and a cache taken back out
+// gives the room back.
+func TestKVPoolBudgetShared(t *testing.T) {
+	b := &kvBudget{limit: 3 * 32 * 10} // three caches of 10 positions
+	p, q := &kvPool{budget: b}, &kvPool{budget: b}
+	defer p.dropIdle(time.Now().Add(kvPoolIdle))
+	defer q.dropIdle(time.Now().Add(kvPoolIdle))
+	p.put(smallCache(10))
+	p.put(smallCache(10))
+	q.put(smallCache(10))
+	q.put(smallCache(10)) // over the shared limit
+	if len(p.free) != 2 || len(q.free) != 1 || b.used.Load() != 3*320 {
+		t.Fatalf("pools hold %d and %d caches, budget %d bytes; want 2, 1 and 960", len(p.free), len(q.free), b.used.Load())
+	}
+	if p.take(1, 4, 4, 5) == nil {
+		t.Fatal("take found no cache of 10 positions for 5")
+	}
+	q.put(smallCache(10))
+	if len(q.free) != 2 || b.used.Load() != 3*320 {
+		t.Fatalf("after a take from the first pool the second holds %d caches, budget %d; want 2 and 960", len(q.free), b.used.Load())
+	}
+}
+
+// TestKVPoolDropsWhenIdle: a pool keeps its caches while it is used and
+// drops them, with their share of the budget, once it has been idle for
+// kvPoolIdle.
+func TestKVPoolDropsWhenIdle(t *testing.T) {
+	b := &kvBudget{limit: 1 << 20}
+	p := &kvPool{budget: b}
+	p.put(smallCache(10))
+	p.dropIdle(time.Now().Add(kvPoolIdle / 2))
+	if len(p.free) != 1 || b.used.Load() != 320 || p.sweep == nil {
+		t.Fatalf("half the idle time after a put: %d caches, %d bytes, sweep armed %v; want 1, 320, true", len(p.free), b.used.Load(), p.sweep != nil)
+	}
+	p.dropIdle(time.Now().Add(kvPoolIdle + time.Second))
+	if len(p.free) != 0 || p.bytes != 0 || b.used.Load() != 0 || p.sweep != nil {
+		t.Fatalf("after kvPoolIdle: %d caches, %d bytes, budget %d, sweep armed %v; want all gone", len(p.free), p.bytes, b.used.Load(), p.sweep != nil)
+	}
+	if p.take(1, 4, 4, 1) != nil {
+		t.Fatal("an emptied pool gave a cache")
+	}
 }

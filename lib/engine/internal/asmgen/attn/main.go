@@ -66,6 +66,12 @@ func Generate() (asm, decl []byte, err error) {
 	}
 	keyTileT(ctx)
 	expSum16(ctx)
+	for r := 1; r <= rowDotsMax; r++ {
+		rowDots(ctx, r)
+	}
+	for r := 1; r <= tileWMax; r++ {
+		tileW(ctx, r)
+	}
 	return asmout.Print(ctx, printer.Config{Argv: []string{"go", "run", "./internal/asmgen/attn"}, Pkg: "engine"})
 }
 
