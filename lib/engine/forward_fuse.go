@@ -86,6 +86,7 @@ type fuseState struct {
 	heads, groups, attended, oRows, downRows, blk int // offsets in a layer's counters
 	blocks, blocksDone, per                       int
 	ready                                         []atomic.Int32 // phase k may start
+	failed                                        atomic.Bool    // a piece panicked: no phase waits
 	piece                                         func(i int)
 }
 
@@ -130,6 +131,7 @@ func (ws *workspace) fuse(m *Model, rows []row, xn [][]float32, l0, first, last 
 		f.ready[i].Store(0)
 	}
 	f.attend = false
+	f.failed.Store(false)
 	return f
 }
 
@@ -180,6 +182,15 @@ func (f *fuseState) run(workers int) {
 // runPiece computes piece i, after waiting for its phase when the fork
 // runs several, then the work its rows complete.
 func (f *fuseState) runPiece(i int) {
+	// A panic here on the calling goroutine ends the fork (forkJoin waits
+	// for the workers inside it): mark the fork failed so that a worker
+	// waiting for a phase this piece would have opened stops waiting.
+	done := false
+	defer func() {
+		if !done {
+			f.failed.Store(true)
+		}
+	}()
 	p := f.ps[i]
 	gw := f.first + p.w
 	if k := f.phase(gw); k > f.phase(f.first) {
@@ -209,6 +220,7 @@ func (f *fuseState) runPiece(i int) {
 			f.open(l+1, 0)
 		}
 	}
+	done = true
 }
 
 // fuseWaitSpin is how long a core that claimed a piece of the next phase
@@ -221,7 +233,7 @@ const fuseWaitSpin = spinFor
 // await returns once the fork's phase k may start.
 func (f *fuseState) await(k int) {
 	var t0 time.Time
-	for spins := 0; f.ready[k].Load() == 0; spins++ {
+	for spins := 0; f.ready[k].Load() == 0 && !f.failed.Load(); spins++ {
 		if spins%64 != 63 {
 			continue
 		}
