@@ -17,12 +17,15 @@ import (
 //   - gate and up: SwiGLU of a fuseBlock of rows once both products'
 //     rows of it are done (fusedGateUp).
 //
-// With fuseLayer a dense layer's products run as one fork (fusedLayer):
+// With fuseLayer a dense layer's products run as one fork (fusedLayers):
 // q, k and v, then o once every KV head has attended, gate and up once o
 // is done and the core that finished it has normed the rows, down once
-// SwiGLU is done. A core that claims a piece of the next product waits
-// there for the one before, as it would at the fork's end, without the
-// hand-off between forks.
+// SwiGLU is done; with fuseToken every layer of the step, the next
+// layer's q, k and v once down is done and its last core has normed the
+// rows. A core that claims a piece of the next product waits there for
+// the one before, as it would at the fork's end, without the hand-off
+// between forks: under load, a core the host took away held up every
+// hand-off.
 //
 // Every element's arithmetic is the same, only where and when it runs
 // changes: the same bits (TestDecodeFuseSameBits). Variables so a
