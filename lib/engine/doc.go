@@ -2006,6 +2006,15 @@
 // hand-offs a descheduled core no longer holds up; quiet, what moved off
 // the serial path (attention, norms, rope, SwiGLU: about 50 per mille of
 // a token on one core, now shared and overlapped with the other core's
-// streaming). Tried and not kept: decoding's pieces down to 16K or 8K
-// weights (a shorter last piece at every fork's end) 0.994 and 0.998.
+// streaming). With the lone row's generated attention kernels merged
+// (load 1-1.7): 1.012 and 1.023 (tokens 27-29 ms), positions 1-321 1.029,
+// float32 1.016. Under perf (BenchmarkDecodeOnly) the row kernel is now
+// 94% of the decode's CPU samples and the worker as busy as the caller
+// (18.2% and 18.3% of the process's samples; before, 12% and 19%, the
+// worker's wait for the next fork 5%). BenchmarkDecode/bf16 after the
+// merge, two runs: 78.3% of the limit (paired 78.3%) with the probe at
+// 58.4 GB/s, 89.3% (97.9%) at 35.5: the fast phase's gap is the row
+// kernel's streaming now. Tried and not kept: decoding's pieces down to
+// 16K or 8K weights (a shorter last piece at every fork's end) 0.994 and
+// 0.998.
 package engine
