@@ -1792,8 +1792,8 @@
 //     copies into touched memory, 615 under the other session's load).
 //     The batcher now keeps finished sequences' caches (kvPool: at most
 //     kvPoolBytes over all loaded models together, dropped after
-//     kvPoolIdle unused; kvpool.go), cleared where they were written, and hands them to
-//     the next requests: a 34-token request's minor faults went from
+//     kvPoolIdle unused; kvpool.go), cleared where they were written,
+//     and hands them to the next requests: a 34-token request's minor faults went from
 //     4,710 to 2,583 (TestKVPoolReusedSameBits: pooled caches, filled
 //     before by a longer request, give a fresh model's bits, one sample
 //     and clones). In one process under load 2.8-3.7 the decode's wall

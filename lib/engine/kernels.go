@@ -319,21 +319,14 @@ func matMulGroup(ms []mat, xs [][]float32, yss [][][]float32) {
 // to three vectors in one fork over decodePieces, whole 16-row blocks for
 // the one-row kernel.
 func forkDecode(ms []mat, xs [][]float32, yss [][][]float32, workers int, accumulate bool) {
-	forkDecodeThen(ms, xs, yss, workers, accumulate, nil)
+	decodeForks.Get().(*decodeFork).run(ms, xs, yss, workers, accumulate)
 }
 
 // forkDecode1 is forkDecode of one matrix.
 func forkDecode1(w mat, xs, ys [][]float32, workers int, accumulate bool) {
 	f := decodeForks.Get().(*decodeFork)
 	f.one[0], f.oneY[0] = w, ys
-	f.run(f.one[:], xs, f.oneY[:], workers, accumulate, nil)
-}
-
-// forkDecodeThen is forkDecode calling done(p) after each piece p, on the
-// goroutine that computed it, so work that needs only some of the rows
-// (decodeFuse) runs inside the fork on whichever core finished them.
-func forkDecodeThen(ms []mat, xs [][]float32, yss [][][]float32, workers int, accumulate bool, done func(rowPiece)) {
-	decodeForks.Get().(*decodeFork).run(ms, xs, yss, workers, accumulate, done)
+	f.run(f.one[:], xs, f.oneY[:], workers, accumulate)
 }
 
 // decodeFork is one forkDecode's arguments and pieces, and its piece
@@ -346,7 +339,6 @@ type decodeFork struct {
 	yss        [][][]float32
 	ps         []rowPiece
 	accumulate bool
-	done       func(rowPiece)
 	one        [1]mat
 	oneY       [1][][]float32
 	piece      func(i int)
@@ -359,20 +351,17 @@ var decodeForks = sync.Pool{New: func() any {
 }}
 
 // run cuts the pieces and runs them, then gives f back to decodeForks.
-func (f *decodeFork) run(ms []mat, xs [][]float32, yss [][][]float32, workers int, accumulate bool, done func(rowPiece)) {
-	f.ms, f.xs, f.yss, f.accumulate, f.done = ms, xs, yss, accumulate, done
+func (f *decodeFork) run(ms []mat, xs [][]float32, yss [][][]float32, workers int, accumulate bool) {
+	f.ms, f.xs, f.yss, f.accumulate = ms, xs, yss, accumulate
 	f.ps = decodeCut(f.ps[:0], ms, 16, workers)
 	forkJoin(len(f.ps), f.piece)
-	f.ms, f.xs, f.yss, f.done, f.one, f.oneY = nil, nil, nil, nil, [1]mat{}, [1][][]float32{}
+	f.ms, f.xs, f.yss, f.one, f.oneY = nil, nil, nil, [1]mat{}, [1][][]float32{}
 	decodeForks.Put(f)
 }
 
 func (f *decodeFork) runPiece(i int) {
 	p := f.ps[i]
 	matRows(f.ms[p.w], f.xs, f.yss[p.w], p.lo, p.hi, f.accumulate)
-	if f.done != nil {
-		f.done(p)
-	}
 }
 
 // decodeCut appends forkDecode's pieces to dst: decodePiecesTo, a
