@@ -6,7 +6,6 @@ import (
 	"cmp"
 	"fmt"
 	"os"
-	"slices"
 	"testing"
 )
 
@@ -42,35 +41,9 @@ func BenchmarkDecodeFuseTokens(b *testing.B) {
 	control := os.Getenv("FUSE_CONTROL") == "1"
 	m := qwen3SmallOf(b, "fuse-tokens", dtype)
 	for b.Loop() {
-		var cpu, wall, tOld, tNew []float64
 		l0 := loadAvg()
-		for i := range rounds {
-			var on []bool
-			ws, cs := timeTokens(b, m, tokens, func(t int) {
-				label := (t%2 == 1) == (i%2 == 0)
-				on = append(on[:t], label)
-				set(label && !control)
-			})
-			for j, w := range ws {
-				if on[j] {
-					tNew = append(tNew, w)
-				} else {
-					tOld = append(tOld, w)
-				}
-			}
-			for j := 1; j < len(ws); j++ {
-				o, n := j-1, j
-				if on[o] {
-					o, n = n, o
-				}
-				wall, cpu = append(wall, ws[o]/ws[n]), append(cpu, cs[o]/cs[n])
-			}
-		}
-		slices.Sort(cpu)
-		slices.Sort(wall)
+		cpu, wall, tNew, tOld := pairTokens(b, m, rounds, tokens, func(on bool) { set(on && !control) })
 		k := len(wall)
-		b.ReportMetric(cpu[k/2], "old/new-cpu")
-		b.ReportMetric(wall[k/2], "old/new-wall")
 		if control {
 			name += " control"
 		}

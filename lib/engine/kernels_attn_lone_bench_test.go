@@ -95,28 +95,9 @@ func BenchmarkDecodeLoneAttnTokens(b *testing.B) {
 	m := qwen3SmallBF16(b, "lonerow-tokens")
 	defer func(v bool) { loneRowAsm = v }(loneRowAsm)
 	for b.Loop() {
-		var cpu, wall []float64
 		l0 := loadAvg()
-		for i := range rounds {
-			var asm []bool // each token's label, alternating, the first by round
-			ws, cs := timeTokens(b, m, tokens, func(t int) {
-				label := (t%2 == 1) == (i%2 == 0)
-				asm = append(asm[:t], label)
-				loneRowAsm = label || control
-			})
-			for j := 1; j < len(ws); j++ {
-				o, n := j-1, j
-				if asm[o] {
-					o, n = n, o
-				}
-				wall, cpu = append(wall, ws[o]/ws[n]), append(cpu, cs[o]/cs[n])
-			}
-		}
-		slices.Sort(cpu)
-		slices.Sort(wall)
+		cpu, wall, _, _ := pairTokens(b, m, rounds, tokens, func(on bool) { loneRowAsm = on || control })
 		k := len(wall)
-		b.ReportMetric(cpu[k/2], "old/new-cpu")
-		b.ReportMetric(wall[k/2], "old/new-wall")
 		fmt.Fprintf(os.Stderr, "decode lone-row attention old/new control=%v (%d pairs): cpu med %.3f q1 %.3f min %.3f | wall med %.3f q1 %.3f min %.3f | load %s -> %s\n",
 			control, k, cpu[k/2], cpu[k/4], cpu[0], wall[k/2], wall[k/4], wall[0], l0, loadAvg())
 	}

@@ -383,6 +383,44 @@ func timeTokens(b *testing.B, m *Model, tokens int, set func(t int)) (ws, cs []f
 	return ws, cs
 }
 
+// pairTokens runs rounds decodes of tokens tokens on m (timeTokens),
+// labelling the tokens in turn (the first label by round) and calling
+// set with each token's label before it is computed. It returns, sorted,
+// each pair of neighbouring tokens' wall and CPU ratio, the unlabelled
+// token's time over the labelled one's (above 1: the labelled variant
+// faster), and the labelled and unlabelled tokens' wall times: the
+// token-paired benchmarks' one pairing.
+func pairTokens(b *testing.B, m *Model, rounds, tokens int, set func(on bool)) (cpu, wall, tOn, tOff []float64) {
+	b.Helper()
+	for i := range rounds {
+		var on []bool // each token's label
+		ws, cs := timeTokens(b, m, tokens, func(t int) {
+			label := (t%2 == 1) == (i%2 == 0)
+			on = append(on[:t], label)
+			set(label)
+		})
+		for j, w := range ws {
+			if on[j] {
+				tOn = append(tOn, w)
+			} else {
+				tOff = append(tOff, w)
+			}
+		}
+		for j := 1; j < len(ws); j++ {
+			o, n := j-1, j
+			if on[o] {
+				o, n = n, o
+			}
+			wall, cpu = append(wall, ws[o]/ws[n]), append(cpu, cs[o]/cs[n])
+		}
+	}
+	slices.Sort(cpu)
+	slices.Sort(wall)
+	b.ReportMetric(cpu[len(cpu)/2], "old/new-cpu")
+	b.ReportMetric(wall[len(wall)/2], "old/new-wall")
+	return cpu, wall, tOn, tOff
+}
+
 // BenchmarkDecodeLongTokens decodes the Qwen3-0.6B shape (bfloat16, or
 // float32 with ROWLONG_DTYPE=f32) switching between fwdRowsLong and
 // fwdRow16 after every token (from Sample's StopFunc, on the stepping
@@ -407,35 +445,9 @@ func BenchmarkDecodeLongTokens(b *testing.B) {
 		bytes *= 2
 	}
 	for b.Loop() {
-		var cpu, wall, tNew, tOld []float64
 		l0 := load()
-		for i := range rounds {
-			var longs []bool // each token's label, alternating, the first by round
-			ws, cs := timeTokens(b, m, tokens, func(t int) {
-				label := (t%2 == 1) == (i%2 == 0)
-				longs = append(longs[:t], label)
-				fwdLong = label && !control
-			})
-			for j, w := range ws {
-				if longs[j] {
-					tNew = append(tNew, w)
-				} else {
-					tOld = append(tOld, w)
-				}
-			}
-			for j := 1; j < len(ws); j++ {
-				o, n := j-1, j
-				if longs[o] {
-					o, n = n, o
-				}
-				wall, cpu = append(wall, ws[o]/ws[n]), append(cpu, cs[o]/cs[n])
-			}
-		}
-		slices.Sort(cpu)
-		slices.Sort(wall)
+		cpu, wall, tNew, tOld := pairTokens(b, m, rounds, tokens, func(on bool) { fwdLong = on && !control })
 		k := len(wall)
-		b.ReportMetric(cpu[k/2], "old/new-cpu")
-		b.ReportMetric(wall[k/2], "old/new-wall")
 		if control {
 			dtype += " control"
 		}
