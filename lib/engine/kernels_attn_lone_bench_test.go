@@ -48,20 +48,7 @@ func BenchmarkLoneRowAttnAB(b *testing.B) {
 				return time.Since(t0).Seconds(), threadCPU() - c0
 			}
 			for b.Loop() {
-				var rw, rc []float64
-				var newCPU float64
-				for r := range rounds {
-					var ow, oc, nw, nc float64
-					if r%2 == 0 {
-						ow, oc = run(false)
-						nw, nc = run(true)
-					} else {
-						nw, nc = run(true)
-						ow, oc = run(false)
-					}
-					rw, rc = append(rw, ow/nw), append(rc, oc/nc)
-					newCPU += nc
-				}
+				rw, rc, _, newCPU := alternateRounds(rounds, run)
 				b.ReportMetric(median(rc), "cpu-ratio-med")
 				b.ReportMetric(quartileLow(rc), "cpu-ratio-q1")
 				b.ReportMetric(slices.Min(rc), "cpu-ratio-min")
@@ -72,6 +59,26 @@ func BenchmarkLoneRowAttnAB(b *testing.B) {
 			}
 		})
 	}
+}
+
+// alternateRounds runs the old (run(false)) and new (run(true)) variants
+// rounds times each, the order swapped every round, and returns each
+// round's wall and CPU ratio old/new and the new variant's total wall
+// and CPU seconds.
+func alternateRounds(rounds int, run func(asm bool) (wall, cpu float64)) (rw, rc []float64, newW, newC float64) {
+	for r := range rounds {
+		var ow, oc, nw, nc float64
+		if r%2 == 0 {
+			ow, oc = run(false)
+			nw, nc = run(true)
+		} else {
+			nw, nc = run(true)
+			ow, oc = run(false)
+		}
+		rw, rc = append(rw, ow/nw), append(rc, oc/nc)
+		newW, newC = newW+nw, newC+nc
+	}
+	return rw, rc, newW, newC
 }
 
 // quartileLow is the lower quartile of xs (the element a quarter of the
@@ -170,20 +177,7 @@ func BenchmarkLoneRowAttnColdAB(b *testing.B) {
 				return wall, cpu
 			}
 			for b.Loop() {
-				var rw, rc []float64
-				var newW float64
-				for r := range rounds {
-					var ow, oc, nw, nc float64
-					if r%2 == 0 {
-						ow, oc = run(false)
-						nw, nc = run(true)
-					} else {
-						nw, nc = run(true)
-						ow, oc = run(false)
-					}
-					rw, rc = append(rw, ow/nw), append(rc, oc/nc)
-					newW += nw
-				}
+				rw, rc, newW, _ := alternateRounds(rounds, run)
 				b.ReportMetric(median(rc), "cpu-ratio-med")
 				b.ReportMetric(slices.Min(rc), "cpu-ratio-min")
 				b.ReportMetric(median(rw), "wall-ratio-med")
