@@ -230,16 +230,13 @@ func (s *stepper) admit() bool {
 		}
 		return j.finished
 	}
-	kept := s.active[:0]
-	for _, j := range s.active {
+	s.active = slices.DeleteFunc(s.active, func(j *job) bool {
 		if gone(j) {
 			s.release(j)
-		} else {
-			kept = append(kept, j)
+			return true
 		}
-	}
-	clear(s.active[len(kept):])
-	s.active = kept
+		return false
+	})
 	b.queue = slices.DeleteFunc(b.queue, gone)
 	seqs := 0
 	for _, j := range s.active {
@@ -265,14 +262,12 @@ func (s *stepper) release(j *job) {
 	pool := &s.b.kv
 	pool.put(j.cache)
 	for _, sq := range j.seqs {
-		if sq != nil && sq.cache != j.cache {
-			pool.put(sq.cache)
-		}
-	}
-	j.cache = nil
-	for _, sq := range j.seqs {
 		if sq != nil {
+			if sq.cache != j.cache {
+				pool.put(sq.cache)
+			}
 			sq.cache = nil
 		}
 	}
+	j.cache = nil
 }

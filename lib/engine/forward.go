@@ -226,23 +226,36 @@ func (m *Model) qkv(ws *workspace, rows []row, li int, xn [][]float32) {
 	n, qd, kvd := len(rows), c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
 	m.linears(ws, ws.loras, li, xn, []linearOp{
 		{lw.q, lw.qBias, modQ, ws.q}, {lw.k, lw.kBias, modK, ws.k}, {lw.v, lw.vBias, modV, ws.v}})
+	qn, kn := lw.headNorms()
 	eachRow(n, qd+2*kvd, func(i int) {
 		r := rows[i]
-		if lw.qNorm != nil {
-			for hd := 0; hd < qd; hd += c.HeadDim {
-				x := ws.q[i][hd : hd+c.HeadDim]
-				rmsNorm(x, x, lw.qNorm, c.RMSNormEps)
-			}
-			for hd := 0; hd < kvd; hd += c.HeadDim {
-				x := ws.k[i][hd : hd+c.HeadDim]
-				rmsNorm(x, x, lw.kNorm, c.RMSNormEps)
-			}
-		}
-		applyRope(ws.q[i], c.HeadDim, ws.cos[i], ws.sin[i])
-		applyRope(ws.k[i], c.HeadDim, ws.cos[i], ws.sin[i])
+		c.normRope(ws.q[i], qn, ws.cos[i], ws.sin[i])
+		c.normRope(ws.k[i], kn, ws.cos[i], ws.sin[i])
 		copy(r.seq.k[li][r.pos*kvd:(r.pos+1)*kvd], ws.k[i])
 		copy(r.seq.v[li][r.pos*kvd:(r.pos+1)*kvd], ws.v[i])
 	})
+}
+
+// headNorms is the layer's q and k head norms, both nil when it has none
+// (the k norm is applied only with the q norm, as Qwen3 has them).
+func (lw *layerWeights) headNorms() (q, k []float32) {
+	if lw.qNorm == nil {
+		return nil, nil
+	}
+	return lw.qNorm, lw.kNorm
+}
+
+// normRope applies norm (when not nil) to each head of y, then rope, in
+// place: a row's q or k (qkv) or one head of it (finishHead). Heads are
+// independent, so either gives the same bits.
+func (c Config) normRope(y, norm, cos, sin []float32) {
+	if norm != nil {
+		for h := 0; h < len(y); h += c.HeadDim {
+			x := y[h : h+c.HeadDim]
+			rmsNorm(x, x, norm, c.RMSNormEps)
+		}
+	}
+	applyRope(y, c.HeadDim, cos, sin)
 }
 
 // linear computes ys = W·xs (+ bias) (+ LoRA), adding to ys when accumulate.

@@ -258,14 +258,7 @@ func fuseWorkers(ls []*LoRA, xs [][]float32, ms ...mat) int {
 	if !decodeFuse || len(xs) >= 4 || slices.ContainsFunc(ls, func(l *LoRA) bool { return l != nil }) {
 		return 0
 	}
-	work := 0
-	for _, w := range ms {
-		if w.vn != nil {
-			return 0
-		}
-		work += w.rows * w.cols * len(xs)
-	}
-	if workers := min(runtime.GOMAXPROCS(0), max(1, work/parallelMinWork)); workers > 1 {
+	if workers := groupWorkers(ms, len(xs)); workers > 1 {
 		return workers
 	}
 	return 0
@@ -386,6 +379,7 @@ func (f *fuseState) finishHead(l, w, h int) {
 	hd, kvd := c.HeadDim, c.KVHeads*c.HeadDim
 	lo, hi := h*hd, (h+1)*hd
 	bias := [3][]float32{fuseK: lw.kBias, fuseV: lw.vBias, fuseQ: lw.qBias}[w]
+	qn, kn := lw.headNorms()
 	for i, r := range f.rows {
 		y := f.yss[w][i][lo:hi]
 		if bias != nil {
@@ -395,15 +389,9 @@ func (f *fuseState) finishHead(l, w, h int) {
 		}
 		switch w {
 		case fuseQ:
-			if lw.qNorm != nil {
-				rmsNorm(y, y, lw.qNorm, c.RMSNormEps)
-			}
-			applyRope(y, hd, f.ws.cos[i], f.ws.sin[i])
+			c.normRope(y, qn, f.ws.cos[i], f.ws.sin[i])
 		case fuseK:
-			if lw.qNorm != nil {
-				rmsNorm(y, y, lw.kNorm, c.RMSNormEps)
-			}
-			applyRope(y, hd, f.ws.cos[i], f.ws.sin[i])
+			c.normRope(y, kn, f.ws.cos[i], f.ws.sin[i])
 			copy(r.seq.k[l][r.pos*kvd+lo:r.pos*kvd+hi], y)
 		default:
 			copy(r.seq.v[l][r.pos*kvd+lo:r.pos*kvd+hi], y)

@@ -295,15 +295,7 @@ func productWorkers(w mat, n int) int {
 // once for all of them (packedIn), as the training forward does. Each
 // output is computed whole by the same kernels either way: the same bits.
 func matMulGroup(ms []mat, xs [][]float32, yss [][][]float32) {
-	work := 0
-	for _, w := range ms {
-		work += w.rows * w.cols * len(xs)
-		if w.vn != nil {
-			work = 0 // the bf16 path packs its vectors per call: keep matMul's
-			break
-		}
-	}
-	workers := min(runtime.GOMAXPROCS(0), max(1, work/parallelMinWork))
+	workers := groupWorkers(ms, len(xs))
 	if len(xs) >= 4 || len(ms) < 2 || workers == 1 {
 		in := packIn(ms[0], xs)
 		defer in.release()
@@ -313,6 +305,21 @@ func matMulGroup(ms []mat, xs [][]float32, yss [][][]float32) {
 		return
 	}
 	forkDecode(ms, xs, yss, workers, false)
+}
+
+// groupWorkers is how many cores a group's fork over n vectors runs on
+// (matMulGroup, fuseWorkers): one per parallelMinWork of the group's
+// work up to GOMAXPROCS, and one when a matrix is on the bf16 path,
+// which packs its vectors per call (matMul's split).
+func groupWorkers(ms []mat, n int) int {
+	work := 0
+	for _, w := range ms {
+		if w.vn != nil {
+			return 1
+		}
+		work += w.rows * w.cols * n
+	}
+	return min(runtime.GOMAXPROCS(0), max(1, work/parallelMinWork))
 }
 
 // forkDecode computes yss[i] = ms[i]·xs (or adds it) for decoding's one

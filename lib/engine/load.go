@@ -26,7 +26,7 @@ const (
 	// them to float32 for smaller ones. The bits are the same either way
 	// (bfloat16 widens exactly); what differs is speed. Kept bfloat16
 	// halves the bytes a decoding step reads, and since the one-token
-	// kernel prefetches (fwdRow16, now fwdRowLong) it decodes ~1.6x float32's tokens per
+	// kernel prefetches (fwdRowLong) it decodes ~1.6x float32's tokens per
 	// CPU-second on the Qwen3-0.6B shape (BenchmarkPrefillBF16, loaded
 	// machine). Prefill and the training step are bound by arithmetic,
 	// not memory, and there the kernels widen every weight they load:
