@@ -165,15 +165,8 @@ func tile(ctx *build.Context, r int) {
 	k := ctx.Load(ctx.Param("k"), ctx.GP64())
 	ctx.TESTQ(k, k)
 	ctx.JZ(operand.LabelRef("none"))
-	moveC(ctx, r, true)
-	a := ctx.Load(ctx.Param("a"), ctx.GP64())
-	lda := ctx.Load(ctx.Param("lda"), ctx.GP64())
-	b := ctx.Load(ctx.Param("b"), ctx.GP64())
-	ldb := ctx.Load(ctx.Param("ldb"), ctx.GP64())
-	ldp := ctx.Load(ctx.Param("ldp"), ctx.GP64())
-	ap := asmout.Pointers(ctx, a, lda, r)
-	off := ctx.GP64()
-	ctx.XORQ(off, off)
+	moveC(ctx, r, 4, true)
+	ap, b, ldb, ldp, off := tileArgs(ctx, r)
 	ctx.Label("loop")
 	for j := range 4 {
 		ctx.VMOVUPS(operand.Mem{Base: b, Disp: 64 * j}, asmout.ZMM(24+j))
@@ -189,26 +182,41 @@ func tile(ctx *build.Context, r int) {
 	ctx.ADDQ(ldb, b)
 	ctx.DECQ(k)
 	ctx.JNZ(operand.LabelRef("loop"))
-	moveC(ctx, r, false)
+	moveC(ctx, r, 4, false)
 	ctx.VZEROUPPER()
 	ctx.Label("none")
 	ctx.RET()
 }
 
-// moveC loads (or stores) the tile's accumulators from (to) C.
-func moveC(ctx *build.Context, r int, load bool) {
+// tileArgs loads a tile's A, B and strides: A's r row pointers, B, ldb,
+// ldp and the offset into A's rows, zero.
+func tileArgs(ctx *build.Context, r int) (ap []reg.GPVirtual, b, ldb, ldp reg.Register, off reg.GPVirtual) {
+	a := ctx.Load(ctx.Param("a"), ctx.GP64())
+	lda := ctx.Load(ctx.Param("lda"), ctx.GP64())
+	b = ctx.Load(ctx.Param("b"), ctx.GP64())
+	ldb = ctx.Load(ctx.Param("ldb"), ctx.GP64())
+	ldp = ctx.Load(ctx.Param("ldp"), ctx.GP64())
+	ap = asmout.Pointers(ctx, a, lda, r)
+	off = ctx.GP64()
+	ctx.XORQ(off, off)
+	return ap, b, ldb, ldp, off
+}
+
+// moveC loads (or stores) the tile's accumulators, r rows of vecs
+// vectors (Z(vecs·i+j)), from (to) C.
+func moveC(ctx *build.Context, r, vecs int, load bool) {
 	c := ctx.Load(ctx.Param("c"), ctx.GP64())
 	ldc := ctx.Load(ctx.Param("ldc"), ctx.GP64())
 	for i := range r {
 		if i > 0 {
 			ctx.ADDQ(ldc, c)
 		}
-		for j := range 4 {
+		for j := range vecs {
 			m := operand.Mem{Base: c, Disp: 64 * j}
 			if load {
-				ctx.VMOVUPS(m, asmout.ZMM(4*i+j))
+				ctx.VMOVUPS(m, asmout.ZMM(vecs*i+j))
 			} else {
-				ctx.VMOVUPS(asmout.ZMM(4*i+j), m)
+				ctx.VMOVUPS(asmout.ZMM(vecs*i+j), m)
 			}
 		}
 	}

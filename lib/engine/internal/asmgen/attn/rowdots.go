@@ -259,34 +259,8 @@ func tileW(ctx *build.Context, r int) {
 	k := ctx.Load(ctx.Param("k"), ctx.GP64())
 	ctx.TESTQ(k, k)
 	ctx.JZ(operand.LabelRef("none"))
-	c := ctx.Load(ctx.Param("c"), ctx.GP64())
-	ldc := ctx.Load(ctx.Param("ldc"), ctx.GP64())
-	moveCW := func(load bool) {
-		cp := ctx.GP64()
-		ctx.MOVQ(c, cp)
-		for i := range r {
-			if i > 0 {
-				ctx.ADDQ(ldc, cp)
-			}
-			for j := range 8 {
-				m := operand.Mem{Base: cp, Disp: 64 * j}
-				if load {
-					ctx.VMOVUPS(m, z(8*i+j))
-				} else {
-					ctx.VMOVUPS(z(8*i+j), m)
-				}
-			}
-		}
-	}
-	moveCW(true)
-	a := ctx.Load(ctx.Param("a"), ctx.GP64())
-	lda := ctx.Load(ctx.Param("lda"), ctx.GP64())
-	b := ctx.Load(ctx.Param("b"), ctx.GP64())
-	ldb := ctx.Load(ctx.Param("ldb"), ctx.GP64())
-	ldp := ctx.Load(ctx.Param("ldp"), ctx.GP64())
-	ap := asmout.Pointers(ctx, a, lda, r)
-	off := ctx.GP64()
-	ctx.XORQ(off, off)
+	moveC(ctx, r, 8, true)
+	ap, b, ldb, ldp, off := tileArgs(ctx, r)
 	ctx.Label("loop")
 	for i := range r {
 		ctx.VBROADCASTSS(operand.Mem{Base: ap[i], Index: off, Scale: 1}, z(24+i))
@@ -301,7 +275,7 @@ func tileW(ctx *build.Context, r int) {
 	ctx.ADDQ(ldb, b)
 	ctx.DECQ(k)
 	ctx.JNZ(operand.LabelRef("loop"))
-	moveCW(false)
+	moveC(ctx, r, 8, false)
 	ctx.VZEROUPPER()
 	ctx.Label("none")
 	ctx.RET()
