@@ -429,6 +429,7 @@ func fwdRowsLong(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
 		return
 	}
 	span := q * w.cols
+	rowLongWarmPiece(w, lo, span)
 	var out [16]float32
 	for i := 0; i < q; i += 4 {
 		r := lo + i
@@ -436,10 +437,10 @@ func fwdRowsLong(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
 			x = x[:w.cols]
 			if w.bf != nil {
 				_ = w.bf[(r+3*q+4)*w.cols-1]
-				fwdRowLongBF16(&x[0], &w.bf[r*w.cols], w.cols, w.cols, span, &out)
+				rowLongBF16(&x[0], &w.bf[r*w.cols], w.cols, w.cols, span, &out)
 			} else {
 				_ = w.data[(r+3*q+4)*w.cols-1]
-				fwdRowLongF32(&x[0], &w.data[r*w.cols], w.cols, w.cols, span, &out)
+				rowLongF32(&x[0], &w.data[r*w.cols], w.cols, w.cols, span, &out)
 			}
 			y := ys[b]
 			for s := range 4 {

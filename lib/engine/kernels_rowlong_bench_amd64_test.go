@@ -25,7 +25,31 @@ var rowLongKernels = []struct {
 	bf      func(x *float32, w *uint16, stride, n, span int, out *[16]float32)
 }{
 	{"4A1K", 4, fwdRowLongF32, fwdRowLongBF16},
+	{"4A0", 4, fwdRowLongA0F32, fwdRowLongA0BF16},
+	{"4A2K", 4, fwdRowLongA2KF32, fwdRowLongA2KBF16},
+	{"4A3K", 4, fwdRowLongA3KF32, fwdRowLongA3KBF16},
+	{"4A4K", 4, fwdRowLongA4KF32, fwdRowLongA4KBF16},
+	{"4NTA1K", 4, fwdRowLongNTA1KF32, fwdRowLongNTA1KBF16},
+	{"4NTA2K", 4, fwdRowLongNTA2KF32, fwdRowLongNTA2KBF16},
+	{"4T02K", 4, fwdRowLongT02KF32, fwdRowLongT02KBF16},
+	{"4A2KW32", 4, fwdRowLongA2KF32, fwdRowLongA2KBF16},
+	{"4A3KW48", 4, fwdRowLongA3KF32, fwdRowLongA3KBF16},
+	{"4A4KW64", 4, fwdRowLongA4KF32, fwdRowLongA4KBF16},
+	{"4A1KW16", 4, fwdRowLongF32, fwdRowLongBF16},
+	{"4A1KW64", 4, fwdRowLongF32, fwdRowLongBF16},
+	{"4A1KU", 4, fwdRowLongA1KUF32, fwdRowLongA1KUBF16},
+	{"4A2KU", 4, fwdRowLongA2KUF32, fwdRowLongA2KUBF16},
+	{"4A1KX", 4, fwdRowLongA1KXF32, fwdRowLongA1KXBF16},
+	{"4A1KUX", 4, fwdRowLongA1KUXF32, fwdRowLongA1KUXBF16},
 }
+
+// rowLongXSwapped are the kernels whose bfloat16 form takes x swapped
+// (fwdSwapQuarters), by name.
+var rowLongXSwapped = map[string]bool{"4A1KX": true, "4A1KUX": true}
+
+// rowLongWarm are the lines of each stream BenchmarkRowLong warms
+// (fwdRowLongWarm) before a piece's first call, by kernel name.
+var rowLongWarm = map[string]int{"4A2KW32": 32, "4A3KW48": 48, "4A4KW64": 64, "4A1KW16": 16, "4A1KW64": 64}
 
 // TestRowLongMatchesDotLanes requires every long-stream kernel to give
 // dotLanes' bits for each of its 16 rows (stream s, row g of it at
@@ -52,7 +76,13 @@ func TestRowLongMatchesDotLanes(t *testing.T) {
 			}
 			var got, gotB [16]float32
 			k.f32(&x[0], &w[0], stride, n, span, &got)
-			k.bf(&x[0], &wb[0], stride, n, span, &gotB)
+			xb := x
+			if rowLongXSwapped[k.name] {
+				xb = make([]float32, (n+15)/16*16)
+				fill(xb, r, 1) // the padding must be overwritten with zeros
+				fwdSwapQuarters(&xb[0], &x[0], n)
+			}
+			k.bf(&xb[0], &wb[0], stride, n, span, &gotB)
 			for s := range k.streams {
 				for g := range groups {
 					o := s*span + g*stride
@@ -150,9 +180,22 @@ func BenchmarkRowLong(b *testing.B) {
 		return func(m mat, lo, hi int) {
 			var out [16]float32
 			q := (hi - lo) / kk.streams
+			if lines := rowLongWarm[kk.name]; lines > 0 {
+				if m.bf != nil {
+					fwdRowLongWarm((*byte)(unsafe.Pointer(&m.bf[lo*m.cols])), 2*q*m.cols, min(lines, 2*q*m.cols/64))
+				} else {
+					fwdRowLongWarm((*byte)(unsafe.Pointer(&m.data[lo*m.cols])), 4*q*m.cols, min(lines, 4*q*m.cols/64))
+				}
+			}
+			xp := &x[0]
+			var xbuf [4096]float32
+			if rowLongXSwapped[kk.name] {
+				fwdSwapQuarters(&xbuf[0], &x[0], m.cols)
+				xp = &xbuf[0]
+			}
 			for i := 0; i < q; i += g {
 				if m.bf != nil {
-					kk.bf(&x[0], &m.bf[(lo+i)*m.cols], m.cols, m.cols, q*m.cols, &out)
+					kk.bf(xp, &m.bf[(lo+i)*m.cols], m.cols, m.cols, q*m.cols, &out)
 				} else {
 					kk.f32(&x[0], &m.data[(lo+i)*m.cols], m.cols, m.cols, q*m.cols, &out)
 				}
@@ -167,6 +210,10 @@ func BenchmarkRowLong(b *testing.B) {
 	}
 	// forkOf runs piece over fork i of groups (decodePieces) on two
 	// the engine's workers (forkJoin), as decode runs them.
+	// ROWLONG_THREADS=1: the fine comparison's pieces on the calling
+	// goroutine alone (one core's in-flight reads the limit, as in the
+	// host's fast phase, where each core needs ~29 GB/s).
+	oneThread := os.Getenv("ROWLONG_THREADS") == "1"
 	cuts := map[*mat][]rowPiece{}
 	forkOf := func(groups [][]mat, i int, piece func(m mat, lo, hi int)) {
 		ms := groups[i]
@@ -174,6 +221,12 @@ func BenchmarkRowLong(b *testing.B) {
 		if !ok {
 			ps = decodePieces(ms, 16, 2)
 			cuts[&ms[0]] = ps
+		}
+		if oneThread {
+			for _, p := range ps {
+				piece(ms[p.w], p.lo, p.hi)
+			}
+			return
 		}
 		forkJoin(len(ps), func(j int) {
 			p := ps[j]
@@ -262,6 +315,11 @@ func BenchmarkRowLong(b *testing.B) {
 		fmt.Fprintf(os.Stderr, "%-14s cpu med %.3f min %.3f max %.3f | wall med %.3f min %.3f max %.3f | load %s -> %s | %s\n",
 			name, cpu[rounds/2], cpu[0], cpu[rounds-1], wall[rounds/2], wall[0], wall[rounds-1], l0, load(), rates)
 		rates = ""
+	}
+	// ROWLONG_BASE=long: every comparison against fwdRowLong (4A1K)
+	// instead of fwdRow16.
+	if os.Getenv("ROWLONG_BASE") == "long" {
+		row16 = long(0)
 	}
 	for b.Loop() {
 		// The probes' time over fwdRow16's on the same bfloat16 pieces

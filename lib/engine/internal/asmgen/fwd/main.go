@@ -38,9 +38,13 @@ func Generate() (asm, decl []byte, err error) {
 		row16(ctx, bf)
 	}
 	row16Unpaced(ctx)
-	for _, bf := range []bool{false, true} {
-		rowLong(ctx, bf)
+	for _, v := range rowLongVariants {
+		for _, bf := range []bool{false, true} {
+			rowLong(ctx, bf, v)
+		}
 	}
+	rowLongWarm(ctx)
+	swapQuartersX(ctx)
 	for _, k := range colsK {
 		cols(ctx, k)
 	}

@@ -17,6 +17,38 @@ import (
 // commit a07283f their generator.
 const rowLongAhead = 1024
 
+// rowLongVariant is one arrangement of rowLong for the fast-phase
+// measurements (BenchmarkRowLongAhead, BenchmarkDecodeAheadTokens): each
+// stream's prefetch ahead bytes past its own line (0: none) with the hint
+// hint ("T1", "T0", "NTA"). The product's is {"", rowLongAhead, "T1"}.
+type rowLongVariant struct {
+	suffix  string
+	ahead   int
+	hint    string
+	unpaced bool // without row16's pacing shuffle
+	// xswapped: x comes with its chunks' middle quarters already swapped
+	// (fwdSwapQuarters, the tail chunk zero-padded), so the bfloat16
+	// kernel loads it as is: two shuffles fewer an iteration.
+	xswapped bool
+}
+
+// rowLongVariants are generated beside the product's kernel, which is
+// first.
+var rowLongVariants = []rowLongVariant{
+	{"", rowLongAhead, "T1", false, false},
+	{"A0", 0, "", false, false},
+	{"A2K", 2048, "T1", false, false},
+	{"A3K", 3072, "T1", false, false},
+	{"A4K", 4096, "T1", false, false},
+	{"NTA1K", 1024, "NTA", false, false},
+	{"NTA2K", 2048, "NTA", false, false},
+	{"T02K", 2048, "T0", false, false},
+	{"A1KU", 1024, "T1", true, false},
+	{"A2KU", 2048, "T1", true, false},
+	{"A1KX", 1024, "T1", false, true},
+	{"A1KUX", 1024, "T1", true, true},
+}
+
 // rowLong generates fwdRowLong<F32|BF16>(x, w, stride, n, span, out): 16
 // rows as four streams span elements apart, each stream four consecutive
 // rows stride apart: out[4s+g] = Σ_k x[k]·w[s·span+g·stride+k]. Each row
@@ -30,10 +62,10 @@ const rowLongAhead = 1024
 // (past a piece's end it touches the next rows, which never faults). On
 // Zen 4, decode's forks on the worker pool read 1.04-1.09x as fast as
 // with fwdRow16 (doc.go's decode section).
-func rowLong(ctx *build.Context, bf bool) {
+func rowLong(ctx *build.Context, bf bool, v rowLongVariant) {
 	const streams, groups = 4, 4
 	w := weightsOf(bf)
-	asmout.Kernel(ctx, "fwdRowLong"+w.Suffix, fmt.Sprintf("func(x *float32, w %s, stride, n, span int, out *[16]float32)", w.GoType))
+	asmout.Kernel(ctx, "fwdRowLong"+v.suffix+w.Suffix, fmt.Sprintf("func(x *float32, w %s, stride, n, span int, out *[16]float32)", w.GoType))
 	if bf {
 		ctx.VMOVDQU32(row16WidenCtl, row16Ctl)
 	}
@@ -79,7 +111,7 @@ func rowLong(ctx *build.Context, bf bool) {
 			case w.BF && mask == nil:
 				ctx.VBROADCASTI32X8(m, z)
 				ctx.VPSHUFB(row16Ctl, z, z)
-				if line {
+				if line && !v.unpaced {
 					ctx.VPSHUFB(row16Ctl, z, row16Pace)
 				}
 			case w.BF:
@@ -91,6 +123,10 @@ func rowLong(ctx *build.Context, bf bool) {
 			ctx.VFMADD231PS(xz, z, zmm(4*(r%4)+r/4))
 		}
 		xload := func(c int, mask reg.Register) {
+			if w.BF && v.xswapped { // swapped and zero-padded already
+				loadX(ctx, Mem{Base: px, Disp: 64 * c}, zmm(16), nil)
+				return
+			}
 			loadX(ctx, Mem{Base: px, Disp: 64 * c}, zmm(16), mask)
 			if w.BF {
 				swapQuarters(ctx, zmm(16))
@@ -111,7 +147,17 @@ func rowLong(ctx *build.Context, bf bool) {
 		ctx.JZ(LabelRef(rest))
 		ctx.Label(loop)
 		for s := range streams {
-			ctx.PREFETCHT1(at(s, rowLongAhead))
+			if v.ahead == 0 {
+				break
+			}
+			switch m := at(s, v.ahead); v.hint {
+			case "T0":
+				ctx.PREFETCHT0(m)
+			case "NTA":
+				ctx.PREFETCHNTA(m)
+			default:
+				ctx.PREFETCHT1(m)
+			}
 		}
 		for c := range u {
 			xload(c, nil)
@@ -141,4 +187,63 @@ func rowLong(ctx *build.Context, bf bool) {
 		ctx.ADDQ(stride, base)
 	}
 	row16Finish(ctx, bf)
+}
+
+// rowLongWarm generates fwdRowLongWarm(w, span, lines): PREFETCHT1 of the
+// first lines 64-byte lines of each of fwdRowLong's four streams (w, w +
+// span, w + 2·span, w + 3·span; span in bytes), all at once before a
+// piece's first call, so a piece's streams do not start on demand misses
+// that the kernel's own prefetch (rowLongAhead on) never covers.
+func rowLongWarm(ctx *build.Context) {
+	asmout.Kernel(ctx, "fwdRowLongWarm", "func(w *byte, span, lines int)")
+	p, span, span3, n := ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
+	ctx.Load(ctx.Param("w"), p)
+	ctx.Load(ctx.Param("span"), span)
+	ctx.LEAQ(Mem{Base: span, Index: span, Scale: 2}, span3)
+	ctx.Load(ctx.Param("lines"), n)
+	ctx.TESTQ(n, n)
+	ctx.JZ(LabelRef("warmdone"))
+	ctx.Label("warm")
+	ctx.PREFETCHT1(Mem{Base: p})
+	ctx.PREFETCHT1(Mem{Base: p, Index: span, Scale: 1})
+	ctx.PREFETCHT1(Mem{Base: p, Index: span, Scale: 2})
+	ctx.PREFETCHT1(Mem{Base: p, Index: span3, Scale: 1})
+	ctx.ADDQ(U8(64), p)
+	ctx.DECQ(n)
+	ctx.JNZ(LabelRef("warm"))
+	ctx.Label("warmdone")
+	ctx.RET()
+}
+
+// swapQuartersX generates fwdSwapQuarters(dst, src, n): dst gets src's n
+// float32 a chunk of 16 at a time with the chunk's middle quarters
+// swapped (swapQuarters), the last partial chunk zero-padded to 16: the x
+// that fwdRowLong's xswapped bfloat16 kernels load as is.
+func swapQuartersX(ctx *build.Context) {
+	asmout.Kernel(ctx, "fwdSwapQuarters", "func(dst, src *float32, n int)")
+	dst, src, n, cnt := ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
+	ctx.Load(ctx.Param("dst"), dst)
+	ctx.Load(ctx.Param("src"), src)
+	ctx.Load(ctx.Param("n"), n)
+	ctx.MOVQ(n, cnt)
+	ctx.SHRQ(U8(4), cnt)
+	ctx.JZ(LabelRef("swaptail"))
+	ctx.Label("swaploop")
+	ctx.VMOVUPS(Mem{Base: src}, reg.Z16)
+	swapQuarters(ctx, reg.Z16)
+	ctx.VMOVUPS(reg.Z16, Mem{Base: dst})
+	ctx.ADDQ(U8(64), src)
+	ctx.ADDQ(U8(64), dst)
+	ctx.DECQ(cnt)
+	ctx.JNZ(LabelRef("swaploop"))
+	ctx.Label("swaptail")
+	ctx.TESTQ(U32(15), n)
+	ctx.JZ(LabelRef("swapdone"))
+	setTailMask(ctx, n)
+	ctx.VMOVUPS_Z(Mem{Base: src}, reg.K1, reg.Z16)
+	swapQuarters(ctx, reg.Z16)
+	ctx.VMOVUPS(reg.Z16, Mem{Base: dst})
+	ctx.Label("swapdone")
+	ctx.VZEROUPPER()
+	ctx.RET()
 }
