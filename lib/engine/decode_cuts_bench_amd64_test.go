@@ -83,7 +83,16 @@ func BenchmarkDecodeCuts(b *testing.B) {
 		{name: "div4-min512K", cut: guidedCut(4, 1<<19, 1)}, // 1 MiB of bfloat16 at least
 		{name: "div1-min128K", cut: guidedCut(1, 1<<17, 1)},
 		{name: "div1-min512K", cut: guidedCut(1, 1<<19, 1)},
-		{name: "div2-min128K", cut: guidedCut(2, 1<<17, 1)},    // both
+		{name: "div2-min128K", cut: guidedCut(2, 1<<17, 1)}, // both
+		{name: "div2-min64K", cut: guidedCut(2, 1<<16, 1)},
+		{name: "div1-min64K", cut: guidedCut(1, 1<<16, 1)},
+		{name: "div1-min128K-lm", cut: func(ms []mat, align, workers int) []rowPiece { // the lm_head as decodePieces
+			if len(ms) == 1 && ms[0].rows*ms[0].cols >= 1<<26 {
+				return decodePieces(ms, align, workers)
+			}
+			return guidedCut(1, 1<<17, 1)(ms, align, workers)
+		}},
+		{name: "div1-min256K", cut: guidedCut(1, 1<<18, 1)},
 		{name: "div4-min32K-a64", cut: guidedCut(4, 1<<15, 4)}, // each stream whole 16-row blocks
 		{name: "halves", cut: fixedCut(2)},
 		{name: "fixed8", cut: fixedCut(8)},

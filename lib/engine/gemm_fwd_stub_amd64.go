@@ -36,6 +36,12 @@ func fwdRowLongF32(x *float32, w *float32, stride int, n int, span int, out *[16
 func fwdRowLongBF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
 
 //go:noescape
+func fwdRowLongA1KPF32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowLongA1KPBF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
 func fwdRowLongA0F32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
 
 //go:noescape
@@ -66,40 +72,16 @@ func fwdRowLongNTA1KF32(x *float32, w *float32, stride int, n int, span int, out
 func fwdRowLongNTA1KBF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
 
 //go:noescape
-func fwdRowLongNTA2KF32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
-
-//go:noescape
-func fwdRowLongNTA2KBF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
-
-//go:noescape
 func fwdRowLongT02KF32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
 
 //go:noescape
 func fwdRowLongT02KBF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
 
 //go:noescape
-func fwdRowLongA1KUF32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
-
-//go:noescape
-func fwdRowLongA1KUBF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
-
-//go:noescape
-func fwdRowLongA2KUF32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
-
-//go:noescape
-func fwdRowLongA2KUBF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
-
-//go:noescape
 func fwdRowLongA1KXF32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
 
 //go:noescape
 func fwdRowLongA1KXBF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
-
-//go:noescape
-func fwdRowLongA1KUXF32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
-
-//go:noescape
-func fwdRowLongA1KUXBF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
 
 //go:noescape
 func fwdRowLongWarm(w *byte, span int, lines int)

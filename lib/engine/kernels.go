@@ -379,24 +379,29 @@ var decodeCut = decodePiecesTo
 // rowPiece is rows [lo, hi) of matrix w of a group.
 type rowPiece struct{ w, lo, hi int }
 
-// decodeMinPiece is the fewest weights of a decoding piece: 64 KiB of
-// bfloat16, a few µs of one core.
-const decodeMinPiece = 1 << 15
+// decodeMinPiece is the fewest weights of a decoding piece: 256 KiB of
+// bfloat16, about 10 µs of one core.
+const decodeMinPiece = 1 << 17
 
 // decodePieces cuts the rows of ms, in order, into pieces of whole align
-// blocks for forkJoin, guided: each takes a 1/(4·workers) share of the
+// blocks for forkJoin, guided: each takes a 1/workers share of the
 // weights still left, at least decodeMinPiece, so the first pieces are
 // large (few claims) and the last ones small. A fork ends with one core
 // finishing its last piece while the other waits; with 8 equal pieces a
 // worker that tail was a 16th of the product (lm_head: 19 MB of bfloat16
-// per piece, over a millisecond of one core each token).
+// per piece, over a millisecond of one core each token). Each piece
+// starts four new streams (fwdRowsLong), about 0.6-0.75 µs of one core
+// reading at 30 GB/s (BenchmarkRowLongWidth's fixed sizes), so the share
+// and minimum are coarse: a 1/(4·workers) share and 32K weights (101
+// pieces a 0.6B layer against 24 now) decoded 0.94-0.99x as fast
+// (doc.go's decode section).
 func decodePieces(ms []mat, align, workers int) []rowPiece {
 	return decodePiecesTo(nil, ms, align, workers)
 }
 
 // decodePiecesTo appends decodePieces' pieces to dst.
 func decodePiecesTo(dst []rowPiece, ms []mat, align, workers int) []rowPiece {
-	return cutPieces(dst, ms, align, 4*workers, decodeMinPiece)
+	return cutPieces(dst, ms, align, workers, decodeMinPiece)
 }
 
 // cutPieces appends to dst the pieces of ms of 1/div of the weights left,

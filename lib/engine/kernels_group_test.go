@@ -55,9 +55,9 @@ func checkMatMulGroup(t *testing.T, batches []int) {
 
 // Decoding's pieces cover every row of every matrix once, in order, in
 // whole 16-row blocks (a matrix's last piece takes what is left), and
-// shrink towards the end: the lm_head's last piece is 32 rows where equal
-// pieces (8 a worker) made it 9,504, a millisecond of one core while the
-// other waited.
+// shrink towards the end: the lm_head's last piece is decodeMinPiece's
+// 128 rows where equal pieces (8 a worker) made it 9,504, a millisecond
+// of one core while the other waited.
 func TestDecodePiecesShrinkToTheEnd(t *testing.T) {
 	for _, ms := range [][]mat{
 		{{rows: 2048, cols: 1024}, {rows: 1024, cols: 1024}, {rows: 1000, cols: 1024}},
@@ -84,8 +84,8 @@ func TestDecodePiecesShrinkToTheEnd(t *testing.T) {
 		}
 	}
 	ps := decodePieces([]mat{{rows: 151936, cols: 1024}}, 16, 2)
-	if first, last := ps[0], ps[len(ps)-1]; last.hi-last.lo > 32 || first.hi-first.lo < 151936/16 {
-		t.Fatalf("lm_head pieces: first %d rows, last %d; want >= 9496 and <= 32", first.hi-first.lo, last.hi-last.lo)
+	if first, last := ps[0], ps[len(ps)-1]; last.hi-last.lo > decodeMinPiece/1024 || first.hi-first.lo < 151936/16 {
+		t.Fatalf("lm_head pieces: first %d rows, last %d; want >= 9496 and <= %d", first.hi-first.lo, last.hi-last.lo, decodeMinPiece/1024)
 	}
 }
 

@@ -3,34 +3,30 @@ package engine
 import "unsafe"
 
 // rowLongVariant selects fwdRowsLong's kernel among the generated
-// arrangements (rowLongVariants in asmgen/fwd: 0 the product's, four
-// streams with each stream's line 1 KiB ahead prefetched into L2), a
+// arrangements (rowLongVariants in asmgen/fwd; 0 the product's: four
+// streams, each stream's line 1 KiB ahead prefetched into L2, unpaced), a
 // variable so the paired benchmarks can switch it token by token.
 var rowLongVariant = 0
 
 // rowLongVariantNames are rowLongVariant's values' names, in order.
-var rowLongVariantNames = []string{"A1K", "A0", "A2K", "A3K", "A4K", "NTA1K", "NTA2K", "T02K", "A1KU", "A2KU"}
+var rowLongVariantNames = []string{"A1K", "A1KP", "A0", "A2K", "A3K", "A4K", "NTA1K", "T02K"}
 
 func rowLongBF16(x *float32, w *uint16, stride, n, span int, out *[16]float32) {
 	switch rowLongVariant {
 	case 1:
-		fwdRowLongA0BF16(x, w, stride, n, span, out)
+		fwdRowLongA1KPBF16(x, w, stride, n, span, out)
 	case 2:
-		fwdRowLongA2KBF16(x, w, stride, n, span, out)
+		fwdRowLongA0BF16(x, w, stride, n, span, out)
 	case 3:
-		fwdRowLongA3KBF16(x, w, stride, n, span, out)
+		fwdRowLongA2KBF16(x, w, stride, n, span, out)
 	case 4:
-		fwdRowLongA4KBF16(x, w, stride, n, span, out)
+		fwdRowLongA3KBF16(x, w, stride, n, span, out)
 	case 5:
-		fwdRowLongNTA1KBF16(x, w, stride, n, span, out)
+		fwdRowLongA4KBF16(x, w, stride, n, span, out)
 	case 6:
-		fwdRowLongNTA2KBF16(x, w, stride, n, span, out)
+		fwdRowLongNTA1KBF16(x, w, stride, n, span, out)
 	case 7:
 		fwdRowLongT02KBF16(x, w, stride, n, span, out)
-	case 8:
-		fwdRowLongA1KUBF16(x, w, stride, n, span, out)
-	case 9:
-		fwdRowLongA2KUBF16(x, w, stride, n, span, out)
 	default:
 		fwdRowLongBF16(x, w, stride, n, span, out)
 	}
@@ -39,23 +35,19 @@ func rowLongBF16(x *float32, w *uint16, stride, n, span int, out *[16]float32) {
 func rowLongF32(x *float32, w *float32, stride, n, span int, out *[16]float32) {
 	switch rowLongVariant {
 	case 1:
-		fwdRowLongA0F32(x, w, stride, n, span, out)
+		fwdRowLongA1KPF32(x, w, stride, n, span, out)
 	case 2:
-		fwdRowLongA2KF32(x, w, stride, n, span, out)
+		fwdRowLongA0F32(x, w, stride, n, span, out)
 	case 3:
-		fwdRowLongA3KF32(x, w, stride, n, span, out)
+		fwdRowLongA2KF32(x, w, stride, n, span, out)
 	case 4:
-		fwdRowLongA4KF32(x, w, stride, n, span, out)
+		fwdRowLongA3KF32(x, w, stride, n, span, out)
 	case 5:
-		fwdRowLongNTA1KF32(x, w, stride, n, span, out)
+		fwdRowLongA4KF32(x, w, stride, n, span, out)
 	case 6:
-		fwdRowLongNTA2KF32(x, w, stride, n, span, out)
+		fwdRowLongNTA1KF32(x, w, stride, n, span, out)
 	case 7:
 		fwdRowLongT02KF32(x, w, stride, n, span, out)
-	case 8:
-		fwdRowLongA1KUF32(x, w, stride, n, span, out)
-	case 9:
-		fwdRowLongA2KUF32(x, w, stride, n, span, out)
 	default:
 		fwdRowLongF32(x, w, stride, n, span, out)
 	}

@@ -25,31 +25,25 @@ var rowLongKernels = []struct {
 	bf      func(x *float32, w *uint16, stride, n, span int, out *[16]float32)
 }{
 	{"4A1K", 4, fwdRowLongF32, fwdRowLongBF16},
+	{"4A1KP", 4, fwdRowLongA1KPF32, fwdRowLongA1KPBF16},
 	{"4A0", 4, fwdRowLongA0F32, fwdRowLongA0BF16},
 	{"4A2K", 4, fwdRowLongA2KF32, fwdRowLongA2KBF16},
 	{"4A3K", 4, fwdRowLongA3KF32, fwdRowLongA3KBF16},
 	{"4A4K", 4, fwdRowLongA4KF32, fwdRowLongA4KBF16},
 	{"4NTA1K", 4, fwdRowLongNTA1KF32, fwdRowLongNTA1KBF16},
-	{"4NTA2K", 4, fwdRowLongNTA2KF32, fwdRowLongNTA2KBF16},
 	{"4T02K", 4, fwdRowLongT02KF32, fwdRowLongT02KBF16},
-	{"4A2KW32", 4, fwdRowLongA2KF32, fwdRowLongA2KBF16},
-	{"4A3KW48", 4, fwdRowLongA3KF32, fwdRowLongA3KBF16},
-	{"4A4KW64", 4, fwdRowLongA4KF32, fwdRowLongA4KBF16},
-	{"4A1KW16", 4, fwdRowLongF32, fwdRowLongBF16},
-	{"4A1KW64", 4, fwdRowLongF32, fwdRowLongBF16},
-	{"4A1KU", 4, fwdRowLongA1KUF32, fwdRowLongA1KUBF16},
-	{"4A2KU", 4, fwdRowLongA2KUF32, fwdRowLongA2KUBF16},
 	{"4A1KX", 4, fwdRowLongA1KXF32, fwdRowLongA1KXBF16},
-	{"4A1KUX", 4, fwdRowLongA1KUXF32, fwdRowLongA1KUXBF16},
+	{"4A3KW48", 4, fwdRowLongA3KF32, fwdRowLongA3KBF16},
+	{"4A1KW16", 4, fwdRowLongF32, fwdRowLongBF16},
 }
 
 // rowLongXSwapped are the kernels whose bfloat16 form takes x swapped
 // (fwdSwapQuarters), by name.
-var rowLongXSwapped = map[string]bool{"4A1KX": true, "4A1KUX": true}
+var rowLongXSwapped = map[string]bool{"4A1KX": true}
 
 // rowLongWarm are the lines of each stream BenchmarkRowLong warms
 // (fwdRowLongWarm) before a piece's first call, by kernel name.
-var rowLongWarm = map[string]int{"4A2KW32": 32, "4A3KW48": 48, "4A4KW64": 64, "4A1KW16": 16, "4A1KW64": 64}
+var rowLongWarm = map[string]int{"4A3KW48": 48, "4A1KW16": 16}
 
 // TestRowLongMatchesDotLanes requires every long-stream kernel to give
 // dotLanes' bits for each of its 16 rows (stream s, row g of it at

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -54,6 +55,12 @@ func BenchmarkRowLongWidth(b *testing.B) {
 	y := make([]float32, 3072)
 	long := func(m mat, lo, hi int) {
 		fwdRowsLong(m, [][]float32{x[:m.cols]}, [][]float32{y[:m.rows]}, lo, hi, false)
+	}
+	// longP is long with the paced kernel (the product's before).
+	longP := func(m mat, lo, hi int) {
+		defer func(v int) { rowLongVariant = v }(rowLongVariant)
+		rowLongVariant = slices.Index(rowLongVariantNames, "A1KP")
+		long(m, lo, hi)
 	}
 	probe := func(m mat, lo, hi int) {
 		var p unsafe.Pointer
@@ -103,6 +110,8 @@ func BenchmarkRowLongWidth(b *testing.B) {
 		{"probe-pieces", probe, func(ms []mat) []rowPiece { return decodePieces(ms, 16, 2) }},
 		{"long-pieces", long, func(ms []mat) []rowPiece { return decodePieces(ms, 16, 2) }},
 		{"long-halves", long, halves},
+		{"longP-pieces", longP, func(ms []mat) []rowPiece { return decodePieces(ms, 16, 2) }},
+		{"longP-halves", longP, halves},
 	}
 	// ROWLONG_WHERE=sizes: the probe and the kernel over pieces of fixed
 	// sizes instead (each piece's cost in time: the slope).
