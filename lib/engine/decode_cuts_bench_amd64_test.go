@@ -77,6 +77,7 @@ func BenchmarkDecodeCuts(b *testing.B) {
 	}
 	vs := []variant{
 		{name: "control", cut: decodePieces},
+		{name: "div4-min32K", cut: guidedCut(4, 1<<15, 1)},  // decodePieces before 2026-11-30
 		{name: "div2-min32K", cut: guidedCut(2, 1<<15, 1)},  // 1/4 of what is left
 		{name: "div1-min32K", cut: guidedCut(1, 1<<15, 1)},  // 1/2 of what is left
 		{name: "div4-min128K", cut: guidedCut(4, 1<<17, 1)}, // larger minimum

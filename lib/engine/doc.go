@@ -113,9 +113,9 @@
 //     kernels' rate in the same run of BenchmarkBF16Decode (a loaded
 //     machine); now at 0.75-0.9 of it. Decoding now reads a piece's
 //     rows as four long streams instead (fwdRowLong: rows i..i+3 of each
-//     quarter of the piece a call, each stream's own line 1 KiB ahead),
-//     the same bits and 1.04-1.09x as fast on Zen 4 (the decode section
-//     at the end); fwdRow16 stays for the benchmarks to compare
+//     quarter of the piece a call, each stream's own line 1 KiB ahead,
+//     without row16's pacing shuffle), the same bits and 1.04-1.09x as
+//     fast on Zen 4 (the decode section at the end); fwdRow16 stays for the benchmarks to compare
 //     (fwdLong). The 4×6 tile of whole rows also
 //     prefetches the packed vectors 4 KiB ahead into L1 (xAhead in
 //     internal/asmgen/fwd): its x loads from L2 stalled under the
@@ -2017,4 +2017,73 @@
 // kernel's streaming now. Tried and not kept: decoding's pieces down to
 // 16K or 8K weights (a shorter last piece at every fork's end) 0.994 and
 // 0.998.
+//
+// The row kernel's pace and decoding's pieces, again (2026-11-30,
+// 01:04-01:40, load average 2.3-4.6: another helper's memory-bound
+// benchmarks ran throughout, so no reading here is from the fast phase;
+// decoding tokens read 14-33 GB/s, ratios only). Where a bfloat16 token
+// loses against the probe, BenchmarkRowLongWidth: the same 0.6B layer
+// shapes in bfloat16 and in float32, read as decode's forks, each width
+// and way once a layer per round. On one core in a quieter minute (the
+// probe over each matrix in two halves at 32.6 GB/s), each way's rate
+// over that probe's: bfloat16, the probe over decode's pieces 0.886,
+// fwdRowsLong over them 0.819, over the halves 0.892; float32 0.924,
+// 0.944, 0.970; bfloat16's bytes a second over float32's 0.99 for the
+// probe over halves, 0.87 for the kernel over the pieces, 0.91 over the
+// halves. So two things: every piece costs (pieces of fixed sizes, one
+// core, probe at 30 GB/s: the probe over 64 KiB, 256 KiB and 1 MiB
+// pieces read 0.78, 0.92 and 0.99 of its halves, about 0.6-0.75 µs a
+// piece, the start of four new streams; the bfloat16 kernel 0.71, 0.84,
+// 0.88; float32 0.83, 0.90, 0.95), and the bfloat16 kernel itself is
+// slow a byte. BenchmarkRowLongHot gives the kernels' pace where memory
+// is not the limit (one core, CPU time): with the rows in L2 the paced
+// bfloat16 kernel read 36.3 GB/s, float32 73-80; with 8 and 16 MiB in
+// L3 35.5 and 34.8. The fast phase asks about 29 GB/s of each core, 0.8
+// of the paced loop's own ceiling, where the generator's note on row16's
+// pacing says a pacing shuffle loses. Without it (row16Pace dropped from
+// rowLong) the loop reads 45.8-46.0 GB/s in L2 and 43.1 and 41.2 from
+// L3; also taking x with its quarters already swapped (variant A1KX,
+// fwdSwapQuarters, which needs a buffer a piece, not kept) 47.7-48.1 in
+// L2. In decodes the two were level at these phases (the paced kernel as
+// variant A1KP, token-paired, BenchmarkDecodeAheadTokens: the unpaced
+// one's tokens over the paced one's 1.001, 0.997, 0.995 and 0.991 as
+// medians of 378 pairs, lower quartiles 0.94-0.99, the control 0.996
+// and 1.005; 151 pairs at 38+ GB/s 0.997); on one core from memory
+// 0.995-1.014 (BenchmarkRowLong, ROWLONG_THREADS=1). fwdRowLong is now
+// unpaced: the same bits (only a shuffle into a register nothing reads
+// went), a quarter more headroom for a phase that reads faster than
+// these did; the lead's quiet run can set rowLongVariant to A1KP's
+// index to compare.
+//
+// The pieces: decodePieces now takes a half of what is left (1/workers)
+// and at least 128K weights (256 KiB of bfloat16): 24 pieces a 0.6B
+// layer and 12 for the lm_head, against 101 and 54. BenchmarkDecodeCuts,
+// positions 1-300, the cut's tokens over its decodePieces neighbours'
+// (the old cut as control): 1.051-1.072 in four runs whose tokens read
+// 18-22 GB/s (lower quartiles 0.99-1.03), 1.015 at 28.4 GB/s, float32
+// 1.030; a half with 64K or 256K weights 1.015-1.061, a quarter with
+// 128K 1.003-1.042; the lm_head's cut alone made no difference (1.002,
+// 1.014). After the change the old cut as the variant read 0.987 and
+// 0.964 (control 0.995, 0.997). Earlier runs of these cuts (above,
+// 1.004-1.022) came before the fused fork and with the paced kernel.
+// Pieces never change a bit; TestDecodePiecesShrinkToTheEnd keeps the
+// lm_head's last piece at 128 rows or fewer.
+//
+// Prefetch distances and hints, token-paired against the product's (the
+// generator's rowLongVariants, rowLongVariant, and rowLongWarmLines:
+// fwdRowLongWarm prefetches a piece's first lines of each stream at
+// once, since a stream's own prefetch covers nothing of its first
+// rowLongAhead bytes), medians at these phases: 2 KiB 0.943-0.999, 3
+// KiB 0.961-0.986, 4 KiB 0.902, no prefetch 1.000, PREFETCHNTA 1 KiB
+// 0.811, PREFETCHT0 2 KiB 0.824; with the warm-up, 1 KiB and 16 lines
+// 0.989, 32 lines 0.998; 2 KiB and 32 lines 0.987; 3 KiB and 48 lines
+// 0.956-1.099 over four runs (0.960, 0.982, 0.989); 4 KiB and 64 lines
+// 0.948-1.001. On one core (BenchmarkRowLong, ROWLONG_THREADS=1,
+// ROWLONG_BASE=long, 31 rounds): 2 and 3 KiB 0.97-0.99, 3 KiB with 48
+// lines 0.973-0.986, 4 KiB with 64 0.958, NTA 0.87, 1 KiB with 16 lines
+// 1.015-1.027, with 64 0.997-1.006 (the control 0.988-1.005). None is
+// kept; the variants stay generated for a quiet run to judge in the
+// fast phase, where the bandwidth-delay product is larger
+// (ROWLONG_VARIANTS=A2K,A3K/W48,... on BenchmarkDecodeAheadTokens, which
+// groups the pairs by their read rate).
 package engine
