@@ -2043,8 +2043,9 @@
 // pacing says a pacing shuffle loses. Without it (row16Pace dropped from
 // rowLong) the loop reads 45.8-46.0 GB/s in L2 and 43.1 and 41.2 from
 // L3; also taking x with its quarters already swapped (variant A1KX,
-// fwdSwapQuarters, which needs a buffer a piece, not kept) 47.7-48.1 in
-// L2. In decodes the two were level at these phases (the paced kernel as
+// fwdSwapQuarters, which needs a buffer a piece) 47.7-48.1 in L2, but
+// level in decodes too (0.996 and 0.998, the control 1.006), so it is
+// not kept. In decodes the two were level at these phases (the paced kernel as
 // variant A1KP, token-paired, BenchmarkDecodeAheadTokens: the unpaced
 // one's tokens over the paced one's 1.001, 0.997, 0.995 and 0.991 as
 // medians of 378 pairs, lower quartiles 0.94-0.99, the control 0.996
@@ -2067,7 +2068,11 @@
 // 0.964 (control 0.995, 0.997). Earlier runs of these cuts (above,
 // 1.004-1.022) came before the fused fork and with the paced kernel.
 // Pieces never change a bit; TestDecodePiecesShrinkToTheEnd keeps the
-// lm_head's last piece at 128 rows or fewer.
+// lm_head's last piece at 128 rows or fewer. Both changes against main's
+// paced kernel and old cut at once ("main" in BenchmarkDecodeAheadTokens,
+// load 3.5-4.5, tokens mostly under 25 GB/s): the new tokens' time over
+// main's 0.954 and 0.950 (lower quartiles 0.905-0.907, process CPU the
+// same), 0.973 over 32 pairs at 38+ GB/s; the control 1.008.
 //
 // Prefetch distances and hints, token-paired against the product's (the
 // generator's rowLongVariants, rowLongVariant, and rowLongWarmLines:
