@@ -2078,7 +2078,8 @@
 // generator's rowLongVariants, rowLongVariant, and rowLongWarmLines:
 // fwdRowLongWarm prefetches a piece's first lines of each stream at
 // once, since a stream's own prefetch covers nothing of its first
-// rowLongAhead bytes), medians at these phases: 2 KiB 0.943-0.999, 3
+// rowLongAhead bytes), all paced against the paced product and the old
+// cut, medians at these phases: 2 KiB 0.943-0.999, 3
 // KiB 0.961-0.986, 4 KiB 0.902, no prefetch 1.000, PREFETCHNTA 1 KiB
 // 0.811, PREFETCHT0 2 KiB 0.824; with the warm-up, 1 KiB and 16 lines
 // 0.989, 32 lines 0.998; 2 KiB and 32 lines 0.987; 3 KiB and 48 lines
@@ -2086,8 +2087,10 @@
 // 0.948-1.001. On one core (BenchmarkRowLong, ROWLONG_THREADS=1,
 // ROWLONG_BASE=long, 31 rounds): 2 and 3 KiB 0.97-0.99, 3 KiB with 48
 // lines 0.973-0.986, 4 KiB with 64 0.958, NTA 0.87, 1 KiB with 16 lines
-// 1.015-1.027, with 64 0.997-1.006 (the control 0.988-1.005). None is
-// kept; the variants stay generated for a quiet run to judge in the
+// 1.015-1.027, with 64 0.997-1.006 (the control 0.988-1.005). Unpaced,
+// with the new cut, at tokens under 25 GB/s: 2 KiB 0.928, 3 KiB with 48
+// lines 0.908, no prefetch 1.021: the slower the phase, the less
+// prefetching pays. None is kept; the variants stay generated for a quiet run to judge in the
 // fast phase, where the bandwidth-delay product is larger
 // (ROWLONG_VARIANTS=A2K,A3K/W48,... on BenchmarkDecodeAheadTokens, which
 // groups the pairs by their read rate).
