@@ -2072,7 +2072,10 @@
 // paced kernel and old cut at once ("main" in BenchmarkDecodeAheadTokens,
 // load 3.5-4.5, tokens mostly under 25 GB/s): the new tokens' time over
 // main's 0.954 and 0.950 (lower quartiles 0.905-0.907, process CPU the
-// same), 0.973 over 32 pairs at 38+ GB/s; the control 1.008.
+// same), 0.973 over 32 pairs at 38+ GB/s; the control 1.008; two more
+// runs 0.945 and 0.947; positions 1-321 0.952 (638 pairs); float32 (the
+// cut alone: pacing was bfloat16's) 0.975, though 1.014 over its 41
+// pairs at 38+ GB/s.
 //
 // Prefetch distances and hints, token-paired against the product's (the
 // generator's rowLongVariants, rowLongVariant, and rowLongWarmLines:
