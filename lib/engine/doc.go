@@ -2074,8 +2074,10 @@
 // main's 0.954 and 0.950 (lower quartiles 0.905-0.907, process CPU the
 // same), 0.973 over 32 pairs at 38+ GB/s; the control 1.008; two more
 // runs 0.945 and 0.947; positions 1-321 0.952 (638 pairs); float32 (the
-// cut alone: pacing was bfloat16's) 0.975, though 1.014 over its 41
-// pairs at 38+ GB/s.
+// cut alone: pacing was bfloat16's) 0.975, 0.965 and 0.966. Pairs whose
+// tokens read 38+ GB/s, where this phase reached the fast one's pace:
+// bfloat16 0.962 over 144 pairs (lower quartile 0.938) and 0.973 over
+// 32; float32 1.014 over 41 and 0.989 over 52 (level).
 //
 // Prefetch distances and hints, token-paired against the product's (the
 // generator's rowLongVariants, rowLongVariant, and rowLongWarmLines:
