@@ -2095,7 +2095,9 @@
 // 1.015-1.027, with 64 0.997-1.006 (the control 0.988-1.005). Unpaced,
 // with the new cut, at tokens under 25 GB/s: 2 KiB 0.928, 3 KiB with 48
 // lines 0.908, no prefetch 1.021: the slower the phase, the less
-// prefetching pays. None is kept; the variants stay generated for a quiet run to judge in the
+// prefetching pays; at tokens of 25-38 GB/s (01:50) no prefetch 0.985
+// and 1.001, 2 KiB 1.014 and 0.987 (the control 1.004), 2 KiB over 43
+// pairs at 32-38 GB/s 1.058 and over 30 at 38+ 1.000. None is kept; the variants stay generated for a quiet run to judge in the
 // fast phase, where the bandwidth-delay product is larger
 // (ROWLONG_VARIANTS=A2K,A3K/W48,... on BenchmarkDecodeAheadTokens, which
 // groups the pairs by their read rate).
