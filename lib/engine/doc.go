@@ -2017,4 +2017,63 @@
 // kernel's streaming now. Tried and not kept: decoding's pieces down to
 // 16K or 8K weights (a shorter last piece at every fork's end) 0.994 and
 // 0.998.
+//
+// What was left outside the fused fork or cold in it (2026-11-30,
+// 01:05-01:30, load average 2.2-4.8: another helper's decode benchmarks
+// ran beside every run, tokens took 37-85 ms against 26-29 quiet, so
+// ratios only; BenchmarkDecodeFuseTokens' control read 0.995-1.003).
+//
+// The final norm and the lm_head now run inside the step's fork
+// (fuseHead, forward_fuse.go): when every row of a fork of every layer
+// wants logits, the core that finishes the last layer's down norms the
+// rows with the final norm, as it does for the next layer's attention,
+// and the lm_head's pieces are the fork's last phase, without the fork's
+// end, the serial norm and the next fork's offer. Each logit is the same
+// matRows row of the same normed vector: no output bit changed
+// (TestDecodeFuseSameBits decodes with it on and off, and fails if the
+// decoding steps' fork did not run the lm_head; a wrong norm there fails
+// it). Token-paired, on over off: positions 1-65 wall 1.001 and 0.996,
+// process CPU 1.000 and 0.996 (lower quartiles 0.94-0.96), 1-321 0.999
+// and 1.003: the few µs a token it saves are below what this load
+// resolves. Kept: one hand-off fewer, which is what a descheduled core
+// holds up. The sampler's max per lm_head piece was not done: the max is
+// 5.6 µs of a pick's 251 (0.02% of a token); its exponentials (164 µs)
+// need the max of every logit first, so only a phase after the lm_head
+// could share them between the cores (the earlier separate fork's
+// 87-88 against 158 µs), which needs the rows' samplers inside forward:
+// about 70 µs a token, 0.3%, not measurable under this load. forkJoin's
+// job was not pooled: decodes now allocate about one a token (memory
+// profile of BenchmarkDecodeOnly: forkJoin 132 of 6,302 objects over four
+// 33-token decodes, finish's parking channel 83).
+//
+// The cold keys and values (not kept; none changed a bit). Attention's
+// own wall time a token (timestamps around attendRow in the fork,
+// temporary), medians over tokens alternating on and off: positions 1-65
+// 0.83-1.19 ms cold; attending twice and timing the second, 0.23 (1-321:
+// 0.80 against 2.36); loading every line of the group's keys and values
+// just before (untimed) 0.36 against 0.92. So most of attention's time in
+// a decode is the cache lines' wait, about 2% of a token, and the data is
+// what is cold. Prefetches (PREFETCHT1, a generated kvWarm kernel)
+// issued while the layer's products stream:
+//   - the layer's cache in address order, a share before each k and v
+//     piece's product: attention 0.96-0.83x (1-65, 1-321); tokens 0.989
+//     and 0.973 wall, 0.991 and 0.975 CPU (slower); keys only 0.987;
+//   - in the phases' waits (the core waiting for the other's last piece,
+//     bandwidth one core leaves unused), the next layer's cache from the
+//     wait before down on: attention 0.89-0.94x, tokens 0.992;
+//   - each group's keys and values (strided by position) before the q
+//     piece holding its last query row, whose core most likely attends
+//     it: attention 0.74-0.80x, the closest; tokens 0.999 (1-65) and
+//     0.992 (1-321); keys only 0.997; with the piece's last 64 or 128
+//     rows after the prefetches 0.87x and 0.74x; at the group's first
+//     query row 0.82-0.95x.
+//
+// Lines fetched during the products are mostly gone (the weights stream
+// through L2, and this host's L3 is shared with the other process's
+// streams) or in the other core's L2: q's last pieces are 32-64 rows
+// (decodePieces), so the last groups' query heads end on either core.
+// What attention saves, the prefetching core spends. The cold-hot gap
+// (0.8 ms a token at 1-65, 1.6 at 1-321 under this load) stays; a
+// weight stream that did not evict the cache (non-temporal prefetches in
+// the row kernel) is the untried way at it.
 package engine
