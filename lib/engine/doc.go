@@ -2035,7 +2035,9 @@
 // it). Token-paired, on over off: positions 1-65 wall 1.001 and 0.996,
 // process CPU 1.000 and 0.996 (lower quartiles 0.94-0.96), 1-321 0.999
 // and 1.003: the few µs a token it saves are below what this load
-// resolves. Kept: one hand-off fewer, which is what a descheduled core
+// resolves (timestamps, temporary: from the last down rows' end to the
+// lm_head's first piece 1.2 µs a token, against 7.5 to the unfused
+// lm_head's call). Kept: one hand-off fewer, which is what a descheduled core
 // holds up. The sampler's max per lm_head piece was not done: the max is
 // 5.6 µs of a pick's 251 (0.02% of a token); its exponentials (164 µs)
 // need the max of every logit first, so only a phase after the lm_head
@@ -2051,9 +2053,13 @@
 // temporary), medians over tokens alternating on and off: positions 1-65
 // 0.83-1.19 ms cold; attending twice and timing the second, 0.23 (1-321:
 // 0.80 against 2.36); loading every line of the group's keys and values
-// just before (untimed) 0.36 against 0.92. So most of attention's time in
-// a decode is the cache lines' wait, about 2% of a token, and the data is
-// what is cold. Prefetches (PREFETCHT1, a generated kvWarm kernel)
+// just before (untimed) 0.31-0.36 against 0.90-0.92, one line of each
+// page another head's (the translations warm, not the data) 0.81-0.96
+// against 0.93-1.14; the full loads timed with the attention 1.4-1.8x
+// the cold attention alone. So most of attention's time in a decode is
+// the cache lines' wait, about 2% of a token, the data rather than the
+// translations, and attnRowDots' own prefetches already fetch it faster
+// than loads ahead of it. Prefetches (PREFETCHT1, a generated kvWarm kernel)
 // issued while the layer's products stream:
 //   - the layer's cache in address order, a share before each k and v
 //     piece's product: attention 0.96-0.83x (1-65, 1-321); tokens 0.989
