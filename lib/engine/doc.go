@@ -2044,9 +2044,15 @@
 // could share them between the cores (the earlier separate fork's
 // 87-88 against 158 µs), which needs the rows' samplers inside forward:
 // about 70 µs a token, 0.3%, not measurable under this load. forkJoin's
-// job was not pooled: decodes now allocate about one a token (memory
-// profile of BenchmarkDecodeOnly: forkJoin 132 of 6,302 objects over four
-// 33-token decodes, finish's parking channel 83).
+// jobs now come from a pool (jobPool, workers.go): a job goes back only
+// when no worker holds it (refs: a worker takes one when its look at the
+// offer finds the job, and reads no field before the offer is confirmed),
+// so no worker's pointer meets a job reset for another fork, and the
+// parking channel is made once with the job. It was about one allocation
+// a token (memory profile of BenchmarkDecodeOnly: forkJoin 132 of 6,302
+// objects over four 33-token decodes, finish's parking channel 83), now
+// none (TestForkJoinReusesJobs); token-paired 1.003 wall and CPU (1-65,
+// load 2.4-3.4), no time to see.
 //
 // The cold keys and values (not kept; none changed a bit). Attention's
 // own wall time a token (timestamps around attendRow in the fork,
