@@ -2019,7 +2019,7 @@
 // 0.998.
 //
 // What was left outside the fused fork or cold in it (2026-11-30,
-// 01:05-01:30, load average 2.2-4.8: another helper's decode benchmarks
+// 01:05-01:50, load average 2.2-4.8: another helper's decode benchmarks
 // ran beside every run, tokens took 37-85 ms against 26-29 quiet, so
 // ratios only; BenchmarkDecodeFuseTokens' control read 0.995-1.003).
 //
@@ -2037,8 +2037,9 @@
 // and 1.003: the few µs a token it saves are below what this load
 // resolves (timestamps, temporary: from the last down rows' end to the
 // lm_head's first piece 1.2 µs a token, against 7.5 to the unfused
-// lm_head's call). Kept: one hand-off fewer, which is what a descheduled core
-// holds up. The sampler's max per lm_head piece was not done: the max is
+// lm_head's call; with the pooled jobs below, tokens 1.002 bfloat16 and
+// 1.003 float32). Kept: one hand-off fewer, which is what a descheduled
+// core holds up. The sampler's max per lm_head piece was not done: the max is
 // 5.6 µs of a pick's 251 (0.02% of a token); its exponentials (164 µs)
 // need the max of every logit first, so only a phase after the lm_head
 // could share them between the cores (the earlier separate fork's
@@ -2068,8 +2069,8 @@
 // than loads ahead of it. Their distance (rowDotsAhead, 16 keys) against
 // 8, 32 and 64, attention's time a token alternating (1-65; 1-321): 8
 // 0.96; 0.91, 32 1.10 and 1.01; 0.98, 64 1.00; 1.14: no distance clearly
-// better, 16 stays. Prefetches (PREFETCHT1, a generated kvWarm kernel)
-// issued while the layer's products stream:
+// better, 16 stays. Prefetches (PREFETCHT1, a generated kernel, gone
+// with the tries) issued while the layer's products stream:
 //   - the layer's cache in address order, a share before each k and v
 //     piece's product: attention 0.96-0.83x (1-65, 1-321); tokens 0.989
 //     and 0.973 wall, 0.991 and 0.975 CPU (slower); keys only 0.987;
