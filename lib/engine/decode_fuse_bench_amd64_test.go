@@ -18,6 +18,8 @@ var fuseSwitches = map[string]func(on bool){
 	"token":  func(on bool) { fuseToken = on },
 	"min16k": minPieceSwitch(1 << 14),
 	"min8k":  minPieceSwitch(1 << 13),
+	"head":   func(on bool) { fuseHead = on },
+	"pool":   func(on bool) { poolJobs = on },
 }
 
 // BenchmarkDecodeFuseTokens decodes the Qwen3-0.6B shape (bfloat16, or

@@ -115,8 +115,8 @@
 //     rows as four long streams instead (fwdRowLong: rows i..i+3 of each
 //     quarter of the piece a call, each stream's own line 1 KiB ahead,
 //     without row16's pacing shuffle), the same bits and 1.04-1.09x as
-//     fast on Zen 4 (the decode section at the end); fwdRow16 stays for the benchmarks to compare
-//     (fwdLong). The 4×6 tile of whole rows also
+//     fast on Zen 4 (the decode section at the end); fwdRow16 stays for
+//     the benchmarks to compare (fwdLong). The 4×6 tile of whole rows also
 //     prefetches the packed vectors 4 KiB ahead into L1 (xAhead in
 //     internal/asmgen/fwd): its x loads from L2 stalled under the
 //     hardware prefetchers, and the prefetch took 3-5% less time on the
@@ -2018,6 +2018,90 @@
 // 16K or 8K weights (a shorter last piece at every fork's end) 0.994 and
 // 0.998.
 //
+// What was left outside the fused fork or cold in it (2026-11-30,
+// 01:05-01:50, load average 2.2-4.8: another helper's decode benchmarks
+// ran beside every run, tokens took 37-85 ms against 26-29 quiet, so
+// ratios only; BenchmarkDecodeFuseTokens' control read 0.995-1.003).
+//
+// The final norm and the lm_head now run inside the step's fork
+// (fuseHead, forward_fuse.go): when every row of a fork of every layer
+// wants logits, the core that finishes the last layer's down norms the
+// rows with the final norm, as it does for the next layer's attention,
+// and the lm_head's pieces are the fork's last phase, without the fork's
+// end, the serial norm and the next fork's offer. Each logit is the same
+// matRows row of the same normed vector: no output bit changed
+// (TestDecodeFuseSameBits decodes with it on and off, and fails if the
+// decoding steps' fork did not run the lm_head; a wrong norm there fails
+// it). Token-paired, on over off: positions 1-65 wall 1.001 and 0.996,
+// process CPU 1.000 and 0.996 (lower quartiles 0.94-0.96), 1-321 0.999
+// and 1.003: the few µs a token it saves are below what this load
+// resolves (timestamps, temporary: from the last down rows' end to the
+// lm_head's first piece 1.2 µs a token, against 7.5 to the unfused
+// lm_head's call; with the pooled jobs below, tokens 1.002 bfloat16 and
+// 1.003 float32). Kept: one hand-off fewer, which is what a descheduled
+// core holds up. The sampler's max per lm_head piece was not done: the max is
+// 5.6 µs of a pick's 251 (0.02% of a token); its exponentials (164 µs)
+// need the max of every logit first, so only a phase after the lm_head
+// could share them between the cores (the earlier separate fork's
+// 87-88 against 158 µs), which needs the rows' samplers inside forward:
+// about 70 µs a token, 0.3%, not measurable under this load. forkJoin's
+// jobs now come from a pool (jobPool, workers.go): a job goes back only
+// when no worker holds it (refs: a worker takes one when its look at the
+// offer finds the job, and reads no field before the offer is confirmed),
+// so no worker's pointer meets a job reset for another fork, and the
+// parking channel is made once with the job. It was about one allocation
+// a token (memory profile of BenchmarkDecodeOnly: forkJoin 132 of 6,302
+// objects over four 33-token decodes, finish's parking channel 83), now
+// none (TestForkJoinReusesJobs); token-paired 1.003 wall and CPU (1-65,
+// load 2.4-3.4), no time to see.
+//
+// The cold keys and values (not kept; none changed a bit). Attention's
+// own wall time a token (timestamps around attendRow in the fork,
+// temporary), medians over tokens alternating on and off: positions 1-65
+// 0.83-1.19 ms cold; attending twice and timing the second, 0.23 (1-321:
+// 0.80 against 2.36); loading every line of the group's keys and values
+// just before (untimed) 0.31-0.36 against 0.90-0.92, one line of each
+// page another head's (the translations warm, not the data) 0.81-0.96
+// against 0.93-1.14; the full loads timed with the attention 1.4-1.8x
+// the cold attention alone. So most of attention's time in a decode is
+// the cache lines' wait, about 2% of a token, the data rather than the
+// translations, and attnRowDots' own prefetches already fetch it faster
+// than loads ahead of it. Their distance (rowDotsAhead, 16 keys) against
+// 8, 32 and 64, attention's time a token alternating (1-65; 1-321): 8
+// 0.96; 0.91, 32 1.10 and 1.01; 0.98, 64 1.00; 1.14: no distance clearly
+// better, 16 stays. Prefetches (PREFETCHT1, a generated kernel, gone
+// with the tries) issued while the layer's products stream:
+//   - the layer's cache in address order, a share before each k and v
+//     piece's product: attention 0.96-0.83x (1-65, 1-321); tokens 0.989
+//     and 0.973 wall, 0.991 and 0.975 CPU (slower); keys only 0.987;
+//   - in the phases' waits (the core waiting for the other's last piece,
+//     bandwidth one core leaves unused), the next layer's cache from the
+//     wait before down on: attention 0.89-0.94x, tokens 0.992;
+//   - each group's keys and values (strided by position) before the q
+//     piece holding its last query row, whose core most likely attends
+//     it: attention 0.74-0.80x, the closest; tokens 0.999 (1-65) and
+//     0.992 (1-321); keys only 0.997; with the piece's last 64 or 128
+//     rows after the prefetches 0.87x and 0.74x; at the group's first
+//     query row 0.82-0.95x.
+//
+// Lines fetched during the products are mostly gone (the weights stream
+// through L2, and this host's L3 is shared with the other process's
+// streams) or in the other core's L2: q's last pieces are 32-64 rows
+// (decodePieces), so the last groups' query heads end on either core.
+// What attention saves, the prefetching core spends. The cold-hot gap
+// (0.8 ms a token at 1-65, 1.6 at 1-321 under this load) stays; a
+// weight stream that did not evict the cache (non-temporal prefetches in
+// the row kernel) is the untried way at it.
+//
+// The phases' waits (not kept): a core that claims a piece of the next
+// phase waits in await while the other finishes the phase before, one
+// core streaming where two did (the waits took about 0.6 ms of the
+// quieter tokens, timestamps, temporary; under this load a descheduled
+// core made them tens of ms). Prefetching, while waiting, the first 16,
+// 64 or 256 KiB of each of the claimed piece's four streams into L2
+// (fwdRowsLong's quarters, 1 KiB a look at the phase): tokens 1.000,
+// 0.997 and 0.995, 0.991 wall (1-65, load 3.1-4.5): none.
+//
 // The row kernel's pace and decoding's pieces, again (2026-11-30,
 // 01:04-01:40, load average 2.3-4.6: another helper's memory-bound
 // benchmarks ran throughout, so no reading here is from the fast phase;
@@ -2097,8 +2181,9 @@
 // lines 0.908, no prefetch 1.021: the slower the phase, the less
 // prefetching pays; at tokens of 25-38 GB/s (01:50) no prefetch 0.985
 // and 1.001, 2 KiB 1.014 and 0.987 (the control 1.004), 2 KiB over 43
-// pairs at 32-38 GB/s 1.058 and over 30 at 38+ 1.000. None is kept; the variants stay generated for a quiet run to judge in the
-// fast phase, where the bandwidth-delay product is larger
+// pairs at 32-38 GB/s 1.058 and over 30 at 38+ 1.000. None is kept;
+// the variants stay generated for a quiet run to judge in the fast
+// phase, where the bandwidth-delay product is larger
 // (ROWLONG_VARIANTS=A2K,A3K/W48,... on BenchmarkDecodeAheadTokens, which
 // groups the pairs by their read rate).
 package engine

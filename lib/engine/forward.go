@@ -159,6 +159,7 @@ func (m *Model) forward(ws *workspace, rows []row) [][]float32 {
 		ropeTable(m.invFreq, m.ropeScale, rows[i].pos, ws.cos[i], ws.sin[i])
 	})
 	xn := ws.xn
+	head := false // the fused fork computed every row's logits (fuseHead)
 	for li := 0; li < len(w.layers); li++ {
 		lw := &w.layers[li]
 		if lw.mla != nil {
@@ -167,8 +168,9 @@ func (m *Model) forward(ws *workspace, rows []row) [][]float32 {
 		}
 		ls := ws.loras
 		eachRow(n, h, func(i int) { rmsNorm(xn[i], ws.x[i], lw.attnNorm, c.RMSNormEps) })
-		if k := m.fusedLayers(ws, rows, li, xn); k > 0 {
+		if k, h := m.fusedLayers(ws, rows, li, xn); k > 0 {
 			li += k - 1
+			head = h
 			continue
 		}
 		fused, attended := m.fusedQKV(ws, rows, li, xn)
@@ -194,6 +196,9 @@ func (m *Model) forward(ws *workspace, rows []row) [][]float32 {
 		if r.pos+1 > r.seq.n {
 			r.seq.n = r.pos + 1
 		}
+	}
+	if head {
+		return slices.Clone(ws.logits[:n])
 	}
 	// Logits only for the rows that need them: usually just the last one.
 	var in, out [][]float32

@@ -39,6 +39,15 @@ var fuseAttention = true
 // fuseAttention), fuseToken every layer of a step as one.
 var fuseLayer, fuseToken = true, true
 
+// fuseHead has a step's fork of every layer (fuseToken) run the final
+// norm and the lm_head too when every row wants logits (decoding): the
+// core that finishes the last layer's down norms the rows, as it does
+// for the next layer's attention, and the lm_head's pieces are the fork's
+// last phase, without the fork's end, the serial norm and the next fork's
+// offer between them. The same bits: each logit is the same row's
+// product (matRows) of the same normed vector.
+var fuseHead = true
+
 // fuseBlock is the rows of SwiGLU's blocks (fusedGateUp): whole 16-row
 // blocks of the pieces, small enough that the last piece's core has
 // little left to do after it.
@@ -75,6 +84,7 @@ type fuseState struct {
 	rows []row
 	xn   [][]float32
 	l0   int
+	head bool // the fork's last matrix is the lm_head (fuseHead), into logits
 
 	first, last int // the fork's matrices
 	xs, yss     [fuseMats][][]float32
@@ -104,6 +114,7 @@ func (ws *workspace) fuse(m *Model, rows []row, xn [][]float32, l0, first, last 
 	lw := &m.w.layers[l0]
 	n := len(xn)
 	f.m, f.ws, f.rows, f.xn, f.l0, f.first, f.last = m, ws, rows, xn, l0, first, last
+	f.head = false
 	f.xs = [fuseMats][][]float32{xn, xn, xn, ws.att[:n], xn, xn, ws.g[:n]}
 	f.yss = [fuseMats][][]float32{ws.k[:n], ws.v[:n], ws.q[:n], ws.x[:n], ws.g[:n], ws.u[:n], ws.x[:n]}
 	for w := first; w <= min(last, fuseMats-1); w++ {
@@ -144,6 +155,14 @@ func (f *fuseState) mat(l, m int) mat {
 	return [fuseMats]mat{lw.k, lw.v, lw.q, lw.o, lw.gate, lw.up, lw.down}[m]
 }
 
+// matOf is the fork's matrix gw: the lm_head past the last layer's.
+func (f *fuseState) matOf(gw int) mat {
+	if f.head && gw == f.last {
+		return f.m.w.lmHead
+	}
+	return f.mat(f.layer(gw))
+}
+
 // layer is the layer and matrix of the fork's matrix gw.
 func (f *fuseState) layer(gw int) (l, m int) { return f.l0 + gw/fuseMats, gw % fuseMats }
 
@@ -167,7 +186,7 @@ func (f *fuseState) run(workers int) {
 		f.cutMats = f.cutMats[:0]
 		hi := lo
 		for ; hi <= f.last && f.phase(hi) == f.phase(lo); hi++ {
-			f.cutMats = append(f.cutMats, f.mat(f.layer(hi)))
+			f.cutMats = append(f.cutMats, f.matOf(hi))
 		}
 		f.cut = decodeCut(f.cut[:0], f.cutMats, 16, workers) // a cut of BenchmarkDecodeCuts may not append to dst
 		for _, p := range f.cut {
@@ -199,6 +218,11 @@ func (f *fuseState) runPiece(i int) {
 	if k := f.phase(gw); k > f.phase(f.first) {
 		f.await(k)
 	}
+	if f.head && gw == f.last {
+		matRows(f.m.w.lmHead, f.xn, f.ws.logits[:len(f.xn)], p.lo, p.hi, false)
+		done = true
+		return
+	}
 	l, m := f.layer(gw)
 	matRows(f.mat(l, m), f.xs[m], f.yss[m], p.lo, p.hi, m == fuseO || m == fuseDown)
 	c := f.m.cfg
@@ -215,10 +239,15 @@ func (f *fuseState) runPiece(i int) {
 	case fuseGate, fuseUp:
 		f.gateUpPiece(l, p)
 	case fuseDown:
-		// The next layer's attention norm, when the fork runs it.
+		// The next layer's attention norm, or the final norm before the
+		// lm_head, when the fork runs it.
 		if (l+1-f.l0)*fuseMats <= f.last && f.at(l, f.downRows).Add(int32(p.hi-p.lo)) == int32(c.Hidden) {
+			norm := f.m.w.norm
+			if l+1 < len(f.m.w.layers) {
+				norm = f.m.w.layers[l+1].attnNorm
+			}
 			for i := range f.xn {
-				rmsNorm(f.xn[i], f.ws.x[i], f.m.w.layers[l+1].attnNorm, c.RMSNormEps)
+				rmsNorm(f.xn[i], f.ws.x[i], norm, c.RMSNormEps)
 			}
 			f.open(l+1, 0)
 		}
@@ -274,12 +303,14 @@ func (c Config) qkvShaped(lw *layerWeights) bool {
 // fusedLayers runs every layer as one fork (fuseToken), or layer li as
 // one (fuseLayer), from its q, k and v products to its down product's sum
 // into the residual, the first layer's attention norm done before. It
-// returns the layers it ran: none when the step does not take that path.
-func (m *Model) fusedLayers(ws *workspace, rows []row, li int, xn [][]float32) int {
+// returns the layers it ran, none when the step does not take that path,
+// and whether the fork ran the final norm and the lm_head too (fuseHead:
+// every row's logits in ws.logits).
+func (m *Model) fusedLayers(ws *workspace, rows []row, li int, xn [][]float32) (layers int, head bool) {
 	c := m.cfg
 	n := len(rows)
 	if !fuseLayer || !fuseAttention {
-		return 0
+		return 0, false
 	}
 	l1 := li
 	if fuseToken && li == 0 {
@@ -290,7 +321,7 @@ func (m *Model) fusedLayers(ws *workspace, rows []row, li int, xn [][]float32) i
 		lw := &m.w.layers[l]
 		if lw.mla != nil || lw.moe != nil || lw.oBias != nil || !c.qkvShaped(lw) || lw.gate.rows != lw.up.rows {
 			if l == li {
-				return 0
+				return 0, false
 			}
 			l1 = li // a layer the fork cannot run: this one alone
 			break
@@ -298,7 +329,7 @@ func (m *Model) fusedLayers(ws *workspace, rows []row, li int, xn [][]float32) i
 		w := fuseWorkers(ws.loras, xn[:n], lw.q, lw.k, lw.v, lw.o, lw.gate, lw.up, lw.down)
 		if w == 0 || l > li && w != workers {
 			if l == li {
-				return 0
+				return 0, false
 			}
 			l1 = li
 			break
@@ -306,10 +337,19 @@ func (m *Model) fusedLayers(ws *workspace, rows []row, li int, xn [][]float32) i
 		workers = w
 	}
 	ws.scores = growTo(ws.scores, c.KVHeads)
-	f := ws.fuse(m, rows, xn[:n], li, fuseK, (l1-li)*fuseMats+fuseDown)
+	last := (l1-li)*fuseMats + fuseDown
+	head = fuseHead && l1 == len(m.w.layers)-1 &&
+		!slices.ContainsFunc(rows, func(r row) bool { return !r.logits }) &&
+		fuseWorkers(ws.loras, xn[:n], m.w.lmHead) == workers
+	if head {
+		last++ // the lm_head, after the last layer's matrices
+		ws.logits = grow(ws.logits, n, c.VocabSize)
+	}
+	f := ws.fuse(m, rows, xn[:n], li, fuseK, last)
+	f.head = head
 	f.attend = true
 	f.run(workers)
-	return l1 - li + 1
+	return l1 - li + 1, head
 }
 
 // fusedQKV is layer li's q, k and v products over xn with each head

@@ -18,7 +18,7 @@ import (
 // width that is not a multiple of fuseBlock nor of the pieces' 16 rows.
 func TestDecodeFuseSameBits(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
-	defer func(v, l, k bool) { decodeFuse, fuseLayer, fuseToken = v, l, k }(decodeFuse, fuseLayer, fuseToken)
+	defer func(v, l, k, h bool) { decodeFuse, fuseLayer, fuseToken, fuseHead = v, l, k, h }(decodeFuse, fuseLayer, fuseToken, fuseHead)
 	for _, arch := range []models.Family{models.Qwen3, models.Llama3, models.GptOss} {
 		for _, dtype := range []string{"f32", "bf16"} {
 			c := smallConfig(arch)
@@ -53,10 +53,13 @@ func TestDecodeFuseSameBits(t *testing.T) {
 				t.Fatalf("%s: the test's shape does not take the fused path", arch)
 			}
 			name := fmt.Sprintf("%s %s", arch, dtype)
-			logitsOff, cachesOff := decodeSteps(t, m, 0)
-			for forks := 1; forks <= 3; forks++ {
-				logitsOn, cachesOn := decodeSteps(t, m, forks)
-				what := fmt.Sprintf("%s, %s:", name, [...]string{"", "forks a product", "a fork a layer", "a fork a step"}[forks])
+			logitsOff, cachesOff, _ := decodeSteps(t, m, 0)
+			for forks := 1; forks <= 4; forks++ {
+				logitsOn, cachesOn, head := decodeSteps(t, m, forks)
+				if forks == 4 && arch != models.GptOss && !head {
+					t.Fatalf("%s: the decoding steps' fork did not run the lm_head", name)
+				}
+				what := fmt.Sprintf("%s, %s:", name, [...]string{"", "forks a product", "a fork a layer", "a fork a step", "a fork a step with the lm_head"}[forks])
 				fuseSameBits(t, what+" logits", logitsOff, logitsOn)
 				fuseSameBits(t, what+" caches", cachesOff, cachesOn)
 			}
@@ -66,12 +69,15 @@ func TestDecodeFuseSameBits(t *testing.T) {
 
 // decodeSteps prefills three sequences, decodes them in steps of one, two
 // and three rows and steps a fourth one's prompt a few positions at a
-// time, unfused (forks 0) or fused with forks a product (1), a fork a
-// layer (2) or a fork a step (3), and returns every step's logits and the
-// caches' keys and values at the end.
-func decodeSteps(t *testing.T, m *Model, forks int) (logits, caches []float32) {
+// time (the three-row steps' logits only for their last row), unfused
+// (forks 0) or fused with forks a product (1), a fork a layer (2), a fork
+// a step (3) or a fork a step and the lm_head (4, fuseHead: on the steps
+// whose rows all want logits), and returns every step's logits and the
+// caches' keys and values at the end, and whether the last decoding
+// step's fork ran the lm_head.
+func decodeSteps(t *testing.T, m *Model, forks int) (logits, caches []float32, head bool) {
 	t.Helper()
-	decodeFuse, fuseLayer, fuseToken = forks > 0, forks > 1, forks > 2
+	decodeFuse, fuseLayer, fuseToken, fuseHead = forks > 0, forks > 1, forks > 2, forks > 3
 	ws := &workspace{}
 	seqs := []*kvCache{m.newCache(8), m.newCache(8), m.newCache(8)}
 	for s, seq := range seqs {
@@ -93,6 +99,7 @@ func decodeSteps(t *testing.T, m *Model, forks int) (logits, caches []float32) {
 			logits = append(logits, l...)
 		}
 	}
+	head = ws.fz.head
 	// A prompt in steps of three and two rows (n < 4: the fused path),
 	// consecutive positions of one sequence, which the unfused step
 	// attends as a block.
@@ -100,7 +107,7 @@ func decodeSteps(t *testing.T, m *Model, forks int) (logits, caches []float32) {
 	for _, k := range []int{3, 2, 3} {
 		var rows []row
 		for range k {
-			rows = append(rows, row{seq: run, token: (5*run.n + 1) % m.cfg.VocabSize, pos: run.n + len(rows), logits: true})
+			rows = append(rows, row{seq: run, token: (5*run.n + 1) % m.cfg.VocabSize, pos: run.n + len(rows), logits: k < 3 || len(rows) == k-1})
 		}
 		for _, l := range m.forward(ws, rows) {
 			logits = append(logits, l...)
@@ -113,7 +120,7 @@ func decodeSteps(t *testing.T, m *Model, forks int) (logits, caches []float32) {
 			caches = append(caches, seq.v[l][:seq.n*seq.vw]...)
 		}
 	}
-	return logits, caches
+	return logits, caches, head
 }
 
 func fuseSameBits(t *testing.T, what string, want, got []float32) {

@@ -34,10 +34,67 @@ func forkJoin(n int, fn func(i int)) {
 		return
 	}
 	workPool.ensure(min(n, runtime.GOMAXPROCS(0)) - 1)
-	j := &forkJob{fn: fn, n: int64(n)}
+	var j *forkJob
+	if poolJobs {
+		j = jobPool.Get().(*forkJob)
+	} else {
+		j = newForkJob()
+	}
+	j.reset(fn, n)
 	workPool.offer(j)
-	defer workPool.finish(j)
+	defer func() {
+		workPool.finish(j)
+		j.release()
+	}()
 	j.run()
+}
+
+// jobPool keeps forkJoin's jobs: made per fork, each was an allocation,
+// fresh memory on every decoding step (kvPool). A job goes back only when
+// no worker holds it (refs), so a worker's pointer never meets a job
+// reset for another fork.
+var jobPool = sync.Pool{New: func() any { return newForkJob() }}
+
+func newForkJob() *forkJob { return &forkJob{left: make(chan struct{}, 1)} }
+
+// poolJobs has forkJoin take its jobs from jobPool (a benchmark's switch).
+var poolJobs = true
+
+// reset readies j, from jobPool, for a fork of fn over n indices. A
+// worker that still looks at j from an earlier offer holds no reference
+// yet: it reads no field before it has one and finds j offered again
+// (hold).
+func (j *forkJob) reset(fn func(i int), n int) {
+	j.fn, j.n = fn, int64(n)
+	j.next.Store(0)
+	j.state.Store(0)
+	j.parked.Store(false)
+	select { // a last worker's wake-up the caller did not wait for
+	case <-j.left:
+	default:
+	}
+}
+
+// release drops the caller's function and returns j to jobPool when no
+// worker holds it; one that does (between its look at the offer and its
+// last step) leaves j to the collector.
+func (j *forkJob) release() {
+	j.fn = nil
+	if poolJobs && j.refs.Load() == 0 {
+		jobPool.Put(j)
+	}
+}
+
+// hold takes a reference to j, which p offered when the worker looked,
+// and reports whether p still offers it: only then may the worker read
+// j's fields (j may have gone back to jobPool and been reset since).
+func (p *workerPool) hold(j *forkJob) bool {
+	j.refs.Add(1)
+	if p.cur.Load() == j {
+		return true
+	}
+	j.refs.Add(-1)
+	return false
 }
 
 // spinFor is the longest an idle worker keeps looking for the next job
@@ -77,16 +134,19 @@ const closed = 1 << 62
 type forkJob struct {
 	fn      func(i int)
 	n       int64
-	seq     uint64
-	offered time.Time    // when offer made it the pool's job
-	next    atomic.Int64 // next index to claim
+	seq     atomic.Uint64 // read by idle workers without a hold
+	offered time.Time     // when offer made it the pool's job
+	next    atomic.Int64  // next index to claim
 	// state counts the workers inside the job, plus closed once the caller
 	// is done with its own indices; no worker enters a closed job.
 	state atomic.Int64
 	// parked is set by a caller about to sleep on left until the last
 	// worker leaves (finish), which that worker then signals.
 	parked atomic.Bool
-	left   chan struct{}
+	left   chan struct{} // one slot, made with the job
+	// refs counts the workers that hold j, from the look at the pool's
+	// offer that found it (hold) to their last step in it (worker).
+	refs atomic.Int32
 }
 
 // finishSpin is how long a caller whose own indices are done spins for
@@ -166,7 +226,8 @@ func (p *workerPool) ensure(k int) {
 
 // offer makes j the job workers join, waking sleeping ones.
 func (p *workerPool) offer(j *forkJob) {
-	j.seq, j.offered = p.seq.Add(1), time.Now()
+	j.offered = time.Now()
+	j.seq.Store(p.seq.Add(1))
 	p.cur.Store(j)
 	if p.sleeping.Load() > 0 {
 		p.mu.Lock()
@@ -193,7 +254,6 @@ func (p *workerPool) finish(j *forkJob) {
 		if t0.IsZero() {
 			t0 = time.Now()
 		} else if time.Since(t0) > finishSpin {
-			j.left = make(chan struct{}, 1)
 			j.parked.Store(true)
 			if j.state.Load()&^closed != 0 {
 				<-j.left
@@ -207,23 +267,31 @@ func (p *workerPool) finish(j *forkJob) {
 func (p *workerPool) worker() {
 	var last uint64
 	for {
-		j := p.next(last)
-		last = j.seq
+		j := p.next(last) // held (hold)
+		last = j.seq.Load()
 		if j.enter() {
 			j.run()
 			j.leave()
 		}
+		j.refs.Add(-1)
 	}
 }
 
-// next waits for a job newer than seq last: spinning for the pool's
-// budget, then asleep until offer wakes it.
+// next waits for a job newer than seq last and returns it held (hold):
+// spinning for the pool's budget, then asleep until offer wakes it.
 func (p *workerPool) next(last uint64) *forkJob {
+	// An idle worker's spin only reads (the job's line is the caller's
+	// next and state); it holds a job that looks newer, then looks again.
 	newer := func() *forkJob {
-		if j := p.cur.Load(); j != nil && j.seq != last {
-			return j
+		j := p.cur.Load()
+		if j == nil || j.seq.Load() == last || !p.hold(j) {
+			return nil
 		}
-		return nil
+		if j.seq.Load() == last {
+			j.refs.Add(-1)
+			return nil
+		}
+		return j
 	}
 	budget := time.Duration(p.spin.Load())
 	if budget == 0 {

@@ -124,3 +124,18 @@ func TestSpinBudgetIgnoresWakeLatency(t *testing.T) {
 		t.Fatalf("a job offered 10 ms after the worker slept left the budget at %v, want %v", got, spinFor/2)
 	}
 }
+
+// TestForkJoinReusesJobs requires forkJoin's jobs to come from jobPool:
+// made per fork, each was an allocation on every decoding step.
+func TestForkJoinReusesJobs(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	var sum atomic.Int64
+	fn := func(i int) { sum.Add(int64(i)) }
+	allocs := testing.AllocsPerRun(200, func() { forkJoin(8, fn) })
+	if allocs > 0.75 { // one a fork before; the race detector drops a quarter of sync.Pool's puts
+		t.Errorf("forkJoin allocates %.2f objects a fork, want its job from jobPool", allocs)
+	}
+	if got, want := sum.Load(), int64(201*28); got != want {
+		t.Errorf("indices summed to %d, want %d", got, want)
+	}
+}
