@@ -2161,7 +2161,19 @@
 // cut alone: pacing was bfloat16's) 0.975, 0.965 and 0.966. Pairs whose
 // tokens read 38+ GB/s, where this phase reached the fast one's pace:
 // bfloat16 0.962 over 144 pairs (lower quartile 0.938) and 0.973 over
-// 32; float32 1.014 over 41 and 0.989 over 52 (level).
+// 32; float32 1.014 over 41 and 0.989 over 52 (level). That gain is the
+// load's, though: when the other helper's runs ended (01:53-01:57, load
+// 1.2-1.9, the host in a slow phase: the probe over halves read 33.8
+// GB/s on two cores, tokens 25-38 GB/s) the same comparison read 0.999,
+// 0.992, 0.991 and 0.999 (CPU 0.988-0.993), and the build before main's
+// merge 1.000 and 0.999: level, about 1% less CPU. Kept for the loaded
+// host (a core the host takes away holds fewer claims up) and as level
+// quiet. In that quiet minute on one core (BenchmarkRowLong,
+// ROWLONG_THREADS=1, the unpaced kernel as base, 31 rounds): the probe
+// S4T1-1K read 1.12-1.15x the kernel's rate, S8T1-1K 1.07-1.08x; paced
+// 0.995-0.999, A1KX 1.001-1.006, no prefetch 1.019-1.036, 2 KiB
+// 0.925-0.970, 3 KiB with 48 lines 0.893-0.911; in decodes no prefetch
+// 0.990 and 1.000, 2 KiB 0.994 (control 1.002).
 //
 // Prefetch distances and hints, token-paired against the product's (the
 // generator's rowLongVariants, rowLongVariant, and rowLongWarmLines:
