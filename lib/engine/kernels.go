@@ -393,8 +393,9 @@ const decodeMinPiece = 1 << 17
 // starts four new streams (fwdRowsLong), about 0.6-0.75 µs of one core
 // reading at 30 GB/s (BenchmarkRowLongWidth's fixed sizes), so the share
 // and minimum are coarse: a 1/(4·workers) share and 32K weights (101
-// pieces a 0.6B layer against 24 now) decoded 0.94-0.99x as fast
-// (doc.go's decode section).
+// pieces a 0.6B layer against 24 now) decoded 0.94-0.99x as fast with
+// the host loaded (load 3-4.7), level when quiet (doc.go's decode
+// section).
 func decodePieces(ms []mat, align, workers int) []rowPiece {
 	return decodePiecesTo(nil, ms, align, workers)
 }
