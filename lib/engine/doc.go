@@ -2172,8 +2172,13 @@
 // ROWLONG_THREADS=1, the unpaced kernel as base, 31 rounds): the probe
 // S4T1-1K read 1.12-1.15x the kernel's rate, S8T1-1K 1.07-1.08x; paced
 // 0.995-0.999, A1KX 1.001-1.006, no prefetch 1.019-1.036, 2 KiB
-// 0.925-0.970, 3 KiB with 48 lines 0.893-0.911; in decodes no prefetch
-// 0.990 and 1.000, 2 KiB 0.994 (control 1.002).
+// 0.925-0.970, 3 KiB with 48 lines 0.893-0.911; in a second minute
+// (01:57, the probe over pieces at 24-27 GB/s) PREFETCHT0 1 KiB
+// 0.729-0.737, 512 B 0.975-0.985 (temporary variants, not kept), the
+// probe without prefetch (S4) 1.09-1.15x like S4T1-1K's 1.12-1.17x:
+// on one core the kernel reads about 0.88 of the probe, and no prefetch
+// form moves that; in decodes no prefetch 0.990 and 1.000, 2 KiB 0.994
+// (control 1.002).
 //
 // Prefetch distances and hints, token-paired against the product's (the
 // generator's rowLongVariants, rowLongVariant, and rowLongWarmLines:
