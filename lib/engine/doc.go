@@ -2166,7 +2166,10 @@
 // 1.2-1.9, the host in a slow phase: the probe over halves read 33.8
 // GB/s on two cores, tokens 25-38 GB/s) the same comparison read 0.999,
 // 0.992, 0.991 and 0.999 (CPU 0.988-0.993), and the build before main's
-// merge 1.000 and 0.999: level, about 1% less CPU. Kept for the loaded
+// merge 1.000 and 0.999: level, about 1% less CPU (BenchmarkDecode/bf16
+// from main's build and this one alternating, three pairs at load 1.6-1.9
+// with the probe at 33 GB/s: decode 30.9-32.3 GB/s against 29.8-34.4,
+// paired 85-95% against 78-97%: the phase's noise). Kept for the loaded
 // host (a core the host takes away holds fewer claims up) and as level
 // quiet. In that quiet minute on one core (BenchmarkRowLong,
 // ROWLONG_THREADS=1, the unpaced kernel as base, 31 rounds): the probe
