@@ -2206,4 +2206,22 @@
 // phase, where the bandwidth-delay product is larger
 // (ROWLONG_VARIANTS=A2K,A3K/W48,... on BenchmarkDecodeAheadTokens, which
 // groups the pairs by their read rate).
+//
+// The variants in a quiet run (2026-11-30, 02:03-02:21, load average
+// 0.3-1.9, nothing else running; BenchmarkDecodeAheadTokens, 189-252
+// pairs a variant, the host in its fast phase for some runs and not
+// others, so the pairs whose tokens read 38+ GB/s are given apart). In
+// the fast phase: 2 KiB ahead 0.925 and 0.910 (174 and 187 pairs), 3 KiB
+// with 48 warm lines 0.896 (240): farther prefetching loses most where
+// the bandwidth is highest. No prefetch at all (A0): 1.028, 1.026,
+// 1.023, 1.009, 1.000, 0.995 and 0.982 over 250, 66, 155, 143, 170, 95
+// and 21 fast pairs, and 0.960-1.006 (median about 0.985) at 25-38 GB/s:
+// a gain of about 1% where the goal is, paid for by about 1.5% in the
+// slower phases, so the 1 KiB prefetch stays. A0 with 16 lines warmed
+// 1.019 and 0.992; the paced kernel (A1KP) 0.985-1.010 in every phase,
+// and 0.991-0.999 over all pairs. A2K, A3K, A4K, NTA1K, T02K and A1KX
+// are no longer generated (their figures above); A1KP and A0 stay for
+// the next quiet run to compare. The fused fork against unfused decoding
+// in the same run (BenchmarkDecodeFuseTokens, 380 pairs): 1.034 wall,
+// 1.028 CPU (lower quartiles 1.016 and 0.998).
 package engine

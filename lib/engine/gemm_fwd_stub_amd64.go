@@ -48,46 +48,7 @@ func fwdRowLongA0F32(x *float32, w *float32, stride int, n int, span int, out *[
 func fwdRowLongA0BF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
 
 //go:noescape
-func fwdRowLongA2KF32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
-
-//go:noescape
-func fwdRowLongA2KBF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
-
-//go:noescape
-func fwdRowLongA3KF32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
-
-//go:noescape
-func fwdRowLongA3KBF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
-
-//go:noescape
-func fwdRowLongA4KF32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
-
-//go:noescape
-func fwdRowLongA4KBF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
-
-//go:noescape
-func fwdRowLongNTA1KF32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
-
-//go:noescape
-func fwdRowLongNTA1KBF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
-
-//go:noescape
-func fwdRowLongT02KF32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
-
-//go:noescape
-func fwdRowLongT02KBF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
-
-//go:noescape
-func fwdRowLongA1KXF32(x *float32, w *float32, stride int, n int, span int, out *[16]float32)
-
-//go:noescape
-func fwdRowLongA1KXBF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
-
-//go:noescape
 func fwdRowLongWarm(w *byte, span int, lines int)
-
-//go:noescape
-func fwdSwapQuarters(dst *float32, src *float32, n int)
 
 //go:noescape
 func fwdCols16F32(p *float32, xs *[]float32, ys *[]float32, tokens int, col int, mask int, add int)

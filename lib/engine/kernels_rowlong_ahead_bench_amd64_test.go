@@ -16,7 +16,7 @@ import (
 // BenchmarkDecodeAheadTokens decodes the Qwen3-0.6B shape (bfloat16, or
 // float32 with ROWLONG_DTYPE=f32) switching fwdRowsLong's kernel
 // (rowLongVariant) between the product's and each of ROWLONG_VARIANTS
-// (comma-separated rowLongVariantNames, default "A2K", each optionally
+// (comma-separated rowLongVariantNames, default "A0", each optionally
 // with "/W<lines>": rowLongWarmLines) after every token, pairing
 // neighbouring tokens as pairTokens does: the product's token's time over
 // the variant's (above 1: the variant faster), wall and process CPU,
@@ -29,7 +29,7 @@ import (
 func BenchmarkDecodeAheadTokens(b *testing.B) {
 	rounds, tokens := envInt("ROWLONG_ROUNDS", 4), envInt("ROWLONG_TOKENS", 64)
 	dtype := benchDType("ROWLONG_DTYPE")
-	names := strings.Split(cmp.Or(os.Getenv("ROWLONG_VARIANTS"), "A2K"), ",")
+	names := strings.Split(cmp.Or(os.Getenv("ROWLONG_VARIANTS"), "A0"), ",")
 	m := qwen3SmallOf(b, "rowlong-ahead", dtype)
 	defer func(v, l int, c func([]rowPiece, []mat, int, int) []rowPiece) {
 		rowLongVariant, rowLongWarmLines, decodeCut = v, l, c

@@ -9,7 +9,7 @@ import "unsafe"
 var rowLongVariant = 0
 
 // rowLongVariantNames are rowLongVariant's values' names, in order.
-var rowLongVariantNames = []string{"A1K", "A1KP", "A0", "A2K", "A3K", "A4K", "NTA1K", "T02K"}
+var rowLongVariantNames = []string{"A1K", "A1KP", "A0"}
 
 func rowLongBF16(x *float32, w *uint16, stride, n, span int, out *[16]float32) {
 	switch rowLongVariant {
@@ -17,16 +17,6 @@ func rowLongBF16(x *float32, w *uint16, stride, n, span int, out *[16]float32) {
 		fwdRowLongA1KPBF16(x, w, stride, n, span, out)
 	case 2:
 		fwdRowLongA0BF16(x, w, stride, n, span, out)
-	case 3:
-		fwdRowLongA2KBF16(x, w, stride, n, span, out)
-	case 4:
-		fwdRowLongA3KBF16(x, w, stride, n, span, out)
-	case 5:
-		fwdRowLongA4KBF16(x, w, stride, n, span, out)
-	case 6:
-		fwdRowLongNTA1KBF16(x, w, stride, n, span, out)
-	case 7:
-		fwdRowLongT02KBF16(x, w, stride, n, span, out)
 	default:
 		fwdRowLongBF16(x, w, stride, n, span, out)
 	}
@@ -38,16 +28,6 @@ func rowLongF32(x *float32, w *float32, stride, n, span int, out *[16]float32) {
 		fwdRowLongA1KPF32(x, w, stride, n, span, out)
 	case 2:
 		fwdRowLongA0F32(x, w, stride, n, span, out)
-	case 3:
-		fwdRowLongA2KF32(x, w, stride, n, span, out)
-	case 4:
-		fwdRowLongA3KF32(x, w, stride, n, span, out)
-	case 5:
-		fwdRowLongA4KF32(x, w, stride, n, span, out)
-	case 6:
-		fwdRowLongNTA1KF32(x, w, stride, n, span, out)
-	case 7:
-		fwdRowLongT02KF32(x, w, stride, n, span, out)
 	default:
 		fwdRowLongF32(x, w, stride, n, span, out)
 	}

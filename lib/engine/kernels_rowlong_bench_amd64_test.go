@@ -27,23 +27,12 @@ var rowLongKernels = []struct {
 	{"4A1K", 4, fwdRowLongF32, fwdRowLongBF16},
 	{"4A1KP", 4, fwdRowLongA1KPF32, fwdRowLongA1KPBF16},
 	{"4A0", 4, fwdRowLongA0F32, fwdRowLongA0BF16},
-	{"4A2K", 4, fwdRowLongA2KF32, fwdRowLongA2KBF16},
-	{"4A3K", 4, fwdRowLongA3KF32, fwdRowLongA3KBF16},
-	{"4A4K", 4, fwdRowLongA4KF32, fwdRowLongA4KBF16},
-	{"4NTA1K", 4, fwdRowLongNTA1KF32, fwdRowLongNTA1KBF16},
-	{"4T02K", 4, fwdRowLongT02KF32, fwdRowLongT02KBF16},
-	{"4A1KX", 4, fwdRowLongA1KXF32, fwdRowLongA1KXBF16},
-	{"4A3KW48", 4, fwdRowLongA3KF32, fwdRowLongA3KBF16},
 	{"4A1KW16", 4, fwdRowLongF32, fwdRowLongBF16},
 }
 
-// rowLongXSwapped are the kernels whose bfloat16 form takes x swapped
-// (fwdSwapQuarters), by name.
-var rowLongXSwapped = map[string]bool{"4A1KX": true}
-
 // rowLongWarm are the lines of each stream BenchmarkRowLong warms
 // (fwdRowLongWarm) before a piece's first call, by kernel name.
-var rowLongWarm = map[string]int{"4A3KW48": 48, "4A1KW16": 16}
+var rowLongWarm = map[string]int{"4A1KW16": 16}
 
 // TestRowLongMatchesDotLanes requires every long-stream kernel to give
 // dotLanes' bits for each of its 16 rows (stream s, row g of it at
@@ -70,13 +59,7 @@ func TestRowLongMatchesDotLanes(t *testing.T) {
 			}
 			var got, gotB [16]float32
 			k.f32(&x[0], &w[0], stride, n, span, &got)
-			xb := x
-			if rowLongXSwapped[k.name] {
-				xb = make([]float32, (n+15)/16*16)
-				fill(xb, r, 1) // the padding must be overwritten with zeros
-				fwdSwapQuarters(&xb[0], &x[0], n)
-			}
-			k.bf(&xb[0], &wb[0], stride, n, span, &gotB)
+			k.bf(&x[0], &wb[0], stride, n, span, &gotB)
 			for s := range k.streams {
 				for g := range groups {
 					o := s*span + g*stride
@@ -181,15 +164,9 @@ func BenchmarkRowLong(b *testing.B) {
 					fwdRowLongWarm((*byte)(unsafe.Pointer(&m.data[lo*m.cols])), 4*q*m.cols, min(lines, 4*q*m.cols/64))
 				}
 			}
-			xp := &x[0]
-			var xbuf [4096]float32
-			if rowLongXSwapped[kk.name] {
-				fwdSwapQuarters(&xbuf[0], &x[0], m.cols)
-				xp = &xbuf[0]
-			}
 			for i := 0; i < q; i += g {
 				if m.bf != nil {
-					kk.bf(xp, &m.bf[(lo+i)*m.cols], m.cols, m.cols, q*m.cols, &out)
+					kk.bf(&x[0], &m.bf[(lo+i)*m.cols], m.cols, m.cols, q*m.cols, &out)
 				} else {
 					kk.f32(&x[0], &m.data[(lo+i)*m.cols], m.cols, m.cols, q*m.cols, &out)
 				}

@@ -227,8 +227,6 @@ func BenchmarkRowLongHot(b *testing.B) {
 	}
 	x := make([]float32, cols)
 	fill(x, r, 1)
-	var xs [cols]float32
-	fwdSwapQuarters(&xs[0], &x[0], cols)
 	type run struct {
 		name string
 		f    func()
@@ -239,15 +237,11 @@ func BenchmarkRowLongHot(b *testing.B) {
 		if !only.MatchString(k.name) || rowLongWarm[k.name] > 0 {
 			continue
 		}
-		xp := &x[0]
-		if rowLongXSwapped[k.name] {
-			xp = &xs[0]
-		}
 		var out [16]float32
 		runs = append(runs, run{k.name + "-bf16", func() {
 			for range reps {
 				for i := 0; i < q; i += 4 {
-					k.bf(xp, &wb[i*cols], cols, cols, q*cols, &out)
+					k.bf(&x[0], &wb[i*cols], cols, cols, q*cols, &out)
 				}
 			}
 		}}, run{k.name + "-f32", func() {

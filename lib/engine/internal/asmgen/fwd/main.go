@@ -44,7 +44,6 @@ func Generate() (asm, decl []byte, err error) {
 		}
 	}
 	rowLongWarm(ctx)
-	swapQuartersX(ctx)
 	for _, k := range colsK {
 		cols(ctx, k)
 	}

@@ -20,31 +20,21 @@ const rowLongAhead = 1024
 // rowLongVariant is one arrangement of rowLong for the fast-phase
 // measurements (BenchmarkRowLong, BenchmarkDecodeAheadTokens; the engine's
 // rowLongVariant selects one): each stream's prefetch ahead bytes past
-// its own line (0: none) with the hint hint ("T1", "T0", "NTA"). The
-// product's is the first.
+// its own line into L2 (0: none). The product's is the first. Longer
+// distances, PREFETCHNTA, PREFETCHT0 and an x with its quarters swapped
+// ahead were measured and dropped (doc.go's decode section, 2026-11-30).
 type rowLongVariant struct {
 	suffix  string
 	ahead   int
-	hint    string
 	unpaced bool // without row16's pacing shuffle
-	// xswapped: x comes with its chunks' middle quarters already swapped
-	// (fwdSwapQuarters, the tail chunk zero-padded), so the bfloat16
-	// kernel loads it as is: two shuffles fewer an iteration.
-	xswapped bool
 }
 
 // rowLongVariants are generated beside the product's kernel, which is
 // first.
 var rowLongVariants = []rowLongVariant{
-	{"", rowLongAhead, "T1", true, false},
-	{"A1KP", rowLongAhead, "T1", false, false}, // the product's before (paced)
-	{"A0", 0, "", true, false},
-	{"A2K", 2048, "T1", true, false},
-	{"A3K", 3072, "T1", true, false},
-	{"A4K", 4096, "T1", true, false},
-	{"NTA1K", 1024, "NTA", true, false},
-	{"T02K", 2048, "T0", true, false},
-	{"A1KX", rowLongAhead, "T1", true, true},
+	{"", rowLongAhead, true},
+	{"A1KP", rowLongAhead, false}, // the product's before (paced)
+	{"A0", 0, true},
 }
 
 // rowLong generates fwdRowLong<F32|BF16>(x, w, stride, n, span, out): 16
@@ -123,10 +113,6 @@ func rowLong(ctx *build.Context, bf bool, v rowLongVariant) {
 			ctx.VFMADD231PS(xz, z, zmm(4*(r%4)+r/4))
 		}
 		xload := func(c int, mask reg.Register) {
-			if w.BF && v.xswapped { // swapped and zero-padded already
-				loadX(ctx, Mem{Base: px, Disp: 64 * c}, zmm(16), nil)
-				return
-			}
 			loadX(ctx, Mem{Base: px, Disp: 64 * c}, zmm(16), mask)
 			if w.BF {
 				swapQuarters(ctx, zmm(16))
@@ -147,16 +133,8 @@ func rowLong(ctx *build.Context, bf bool, v rowLongVariant) {
 		ctx.JZ(LabelRef(rest))
 		ctx.Label(loop)
 		for s := range streams {
-			if v.ahead == 0 {
-				break
-			}
-			switch m := at(s, v.ahead); v.hint {
-			case "T0":
-				ctx.PREFETCHT0(m)
-			case "NTA":
-				ctx.PREFETCHNTA(m)
-			default:
-				ctx.PREFETCHT1(m)
+			if v.ahead > 0 {
+				ctx.PREFETCHT1(at(s, v.ahead))
 			}
 		}
 		for c := range u {
@@ -212,38 +190,5 @@ func rowLongWarm(ctx *build.Context) {
 	ctx.DECQ(n)
 	ctx.JNZ(LabelRef("warm"))
 	ctx.Label("warmdone")
-	ctx.RET()
-}
-
-// swapQuartersX generates fwdSwapQuarters(dst, src, n): dst gets src's n
-// float32 a chunk of 16 at a time with the chunk's middle quarters
-// swapped (swapQuarters), the last partial chunk zero-padded to 16: the x
-// that fwdRowLong's xswapped bfloat16 kernels load as is.
-func swapQuartersX(ctx *build.Context) {
-	asmout.Kernel(ctx, "fwdSwapQuarters", "func(dst, src *float32, n int)")
-	dst, src, n, cnt := ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
-	ctx.Load(ctx.Param("dst"), dst)
-	ctx.Load(ctx.Param("src"), src)
-	ctx.Load(ctx.Param("n"), n)
-	ctx.MOVQ(n, cnt)
-	ctx.SHRQ(U8(4), cnt)
-	ctx.JZ(LabelRef("swaptail"))
-	ctx.Label("swaploop")
-	ctx.VMOVUPS(Mem{Base: src}, reg.Z16)
-	swapQuarters(ctx, reg.Z16)
-	ctx.VMOVUPS(reg.Z16, Mem{Base: dst})
-	ctx.ADDQ(U8(64), src)
-	ctx.ADDQ(U8(64), dst)
-	ctx.DECQ(cnt)
-	ctx.JNZ(LabelRef("swaploop"))
-	ctx.Label("swaptail")
-	ctx.TESTQ(U32(15), n)
-	ctx.JZ(LabelRef("swapdone"))
-	setTailMask(ctx, n)
-	ctx.VMOVUPS_Z(Mem{Base: src}, reg.K1, reg.Z16)
-	swapQuarters(ctx, reg.Z16)
-	ctx.VMOVUPS(reg.Z16, Mem{Base: dst})
-	ctx.Label("swapdone")
-	ctx.VZEROUPPER()
 	ctx.RET()
 }
