@@ -2202,10 +2202,10 @@
 // prefetching pays; at tokens of 25-38 GB/s (01:50) no prefetch 0.985
 // and 1.001, 2 KiB 1.014 and 0.987 (the control 1.004), 2 KiB over 43
 // pairs at 32-38 GB/s 1.058 and over 30 at 38+ 1.000. None is kept;
-// the variants stay generated for a quiet run to judge in the fast
+// the variants stayed generated for a quiet run to judge in the fast
 // phase, where the bandwidth-delay product is larger
-// (ROWLONG_VARIANTS=A2K,A3K/W48,... on BenchmarkDecodeAheadTokens, which
-// groups the pairs by their read rate).
+// (BenchmarkDecodeAheadTokens groups the pairs by their read rate; that
+// run is the next paragraph).
 //
 // The variants in a quiet run (2026-11-30, 02:03-02:21, load average
 // 0.3-1.9, nothing else running; BenchmarkDecodeAheadTokens, 189-252
