@@ -24,16 +24,16 @@ import (
 // decode and ROWLONG_ROUNDS decodes (default 4), and the wall ratios
 // grouped by the pair's read rate (aheadBuckets: the host's phase; its
 // fast one puts tokens at 41-46 GB/s). "A1K" is the control; "main" is
-// the paced kernel with main's cut before 2026-11-30. Run with
-// -benchtime 1x.
+// decoding as main did before 2026-11-30 (the paced kernel, its cut, the
+// lm_head's own fork and unpooled jobs). Run with -benchtime 1x.
 func BenchmarkDecodeAheadTokens(b *testing.B) {
 	rounds, tokens := envInt("ROWLONG_ROUNDS", 4), envInt("ROWLONG_TOKENS", 64)
 	dtype := benchDType("ROWLONG_DTYPE")
 	names := strings.Split(cmp.Or(os.Getenv("ROWLONG_VARIANTS"), "A0"), ",")
 	m := qwen3SmallOf(b, "rowlong-ahead", dtype)
-	defer func(v, l int, c func([]rowPiece, []mat, int, int) []rowPiece) {
-		rowLongVariant, rowLongWarmLines, decodeCut = v, l, c
-	}(rowLongVariant, rowLongWarmLines, decodeCut)
+	defer func(v, l int, c func([]rowPiece, []mat, int, int) []rowPiece, h, p bool) {
+		rowLongVariant, rowLongWarmLines, decodeCut, fuseHead, poolJobs = v, l, c, h, p
+	}(rowLongVariant, rowLongWarmLines, decodeCut, fuseHead, poolJobs)
 	bytes := matrixParams(m.cfg) * 2
 	if dtype == "f32" {
 		bytes *= 2
@@ -43,9 +43,10 @@ func BenchmarkDecodeAheadTokens(b *testing.B) {
 			// "<variant>" or "<variant>/W<lines>": the variant with
 			// rowLongWarmLines lines warmed at every piece's start.
 			vname, warm, _ := strings.Cut(name, "/W")
-			// "main": main's decode before 2026-11-30 (the paced kernel
-			// and decodePieces' 1/(4·workers) share of at least 32K
-			// weights) against this one, both changes at once.
+			// "main": main's decode before 2026-11-30 (the paced kernel,
+			// decodePieces' 1/(4·workers) share of at least 32K weights,
+			// the lm_head outside the step's fork and forkJoin's jobs
+			// allocated) against this one, all at once.
 			mainCut := vname == "main"
 			if mainCut {
 				vname = "A1KP"
@@ -58,12 +59,14 @@ func BenchmarkDecodeAheadTokens(b *testing.B) {
 			l0 := loadAvg()
 			set := func(on bool) {
 				rowLongVariant, rowLongWarmLines, decodeCut = 0, 0, decodePiecesTo
+				fuseHead, poolJobs = true, true
 				if on {
 					rowLongVariant, rowLongWarmLines = v, lines
 					if mainCut {
 						decodeCut = func(dst []rowPiece, ms []mat, align, workers int) []rowPiece {
 							return cutPieces(dst, ms, align, 4*workers, 1<<15)
 						}
+						fuseHead, poolJobs = false, false
 					}
 				}
 			}
