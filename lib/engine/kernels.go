@@ -400,9 +400,16 @@ func decodePieces(ms []mat, align, workers int) []rowPiece {
 	return decodePiecesTo(nil, ms, align, workers)
 }
 
-// decodePiecesTo appends decodePieces' pieces to dst.
+// decodePiecesTo appends decodePieces' pieces to dst. The minimum gives
+// way to four pieces a core's share, so that on many cores a small
+// product still has a piece for every core (on two cores the 0.6B
+// shape's products are all past it).
 func decodePiecesTo(dst []rowPiece, ms []mat, align, workers int) []rowPiece {
-	return cutPieces(dst, ms, align, workers, decodeMinPiece)
+	total := 0
+	for _, w := range ms {
+		total += w.rows * w.cols
+	}
+	return cutPieces(dst, ms, align, workers, min(decodeMinPiece, max(total/(4*workers), 1)))
 }
 
 // cutPieces appends to dst the pieces of ms of 1/div of the weights left,

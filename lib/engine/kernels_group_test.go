@@ -87,6 +87,13 @@ func TestDecodePiecesShrinkToTheEnd(t *testing.T) {
 	if first, last := ps[0], ps[len(ps)-1]; last.hi-last.lo > decodeMinPiece/1024 || first.hi-first.lo < 151936/16 {
 		t.Fatalf("lm_head pieces: first %d rows, last %d; want >= 9496 and <= %d", first.hi-first.lo, last.hi-last.lo, decodeMinPiece/1024)
 	}
+	// Many cores: every core gets a piece of a small product.
+	qkv := []mat{{rows: 2048, cols: 1024}, {rows: 1024, cols: 1024}, {rows: 1024, cols: 1024}}
+	for _, workers := range []int{2, 16, 64} {
+		if ps := decodePieces(qkv, 16, workers); len(ps) < 2*workers {
+			t.Errorf("q/k/v on %d cores: %d pieces, want at least %d", workers, len(ps), 2*workers)
+		}
+	}
 }
 
 // A decoding product's fork (one to three vectors) gives the scalar
