@@ -2220,8 +2220,9 @@
 // slower phases, so the 1 KiB prefetch stays. A0 with 16 lines warmed
 // 1.019 and 0.992; the paced kernel (A1KP) 0.985-1.010 in every phase,
 // and 0.991-0.999 over all pairs. A2K, A3K, A4K, NTA1K, T02K and A1KX
-// are no longer generated (their figures above); A1KP and A0 stay for
-// the next quiet run to compare. The fused fork against unfused decoding
+// are no longer generated (their figures above), nor is the warm-up
+// (fwdRowLongWarm, rowLongWarmLines); A1KP and A0 stay for the next
+// quiet run to compare. The fused fork against unfused decoding
 // in the same run (BenchmarkDecodeFuseTokens, 380 pairs): 1.034 wall,
 // 1.028 CPU (lower quartiles 1.016 and 0.998).
 package engine

@@ -5550,28 +5550,6 @@ next3:
 	VZEROUPPER
 	RET
 
-// func fwdRowLongWarm(w *byte, span int, lines int)
-// Requires: MMX+
-TEXT ·fwdRowLongWarm(SB), NOSPLIT|NOFRAME, $0-24
-	MOVQ  w+0(FP), AX
-	MOVQ  span+8(FP), CX
-	LEAQ  (CX)(CX*2), DX
-	MOVQ  lines+16(FP), BX
-	TESTQ BX, BX
-	JZ    warmdone
-
-warm:
-	PREFETCHT1 (AX)
-	PREFETCHT1 (AX)(CX*1)
-	PREFETCHT1 (AX)(CX*2)
-	PREFETCHT1 (AX)(DX*1)
-	ADDQ       $0x40, AX
-	DECQ       BX
-	JNZ        warm
-
-warmdone:
-	RET
-
 // func fwdCols16F32(p *float32, xs *[]float32, ys *[]float32, tokens int, col int, mask int, add int)
 // Requires: AVX, AVX512F, MMX+
 TEXT ·fwdCols16F32(SB), NOSPLIT|NOFRAME, $0-56

@@ -48,9 +48,6 @@ func fwdRowLongA0F32(x *float32, w *float32, stride int, n int, span int, out *[
 func fwdRowLongA0BF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
 
 //go:noescape
-func fwdRowLongWarm(w *byte, span int, lines int)
-
-//go:noescape
 func fwdCols16F32(p *float32, xs *[]float32, ys *[]float32, tokens int, col int, mask int, add int)
 
 //go:noescape

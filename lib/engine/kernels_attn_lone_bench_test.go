@@ -4,6 +4,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -82,9 +83,12 @@ func alternateRounds(rounds int, run func(asm bool) (wall, cpu float64)) (rw, rc
 }
 
 // quartileLow is the lower quartile of xs (the element a quarter of the
-// way up the sorted values).
+// way up the sorted values; NaN for none).
 func quartileLow(xs []float64) float64 {
 	s := slices.Sorted(slices.Values(xs))
+	if len(s) == 0 {
+		return math.NaN()
+	}
 	return s[(len(s)-1)/4]
 }
 

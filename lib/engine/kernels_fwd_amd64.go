@@ -429,7 +429,6 @@ func fwdRowsLong(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
 		return
 	}
 	span := q * w.cols
-	rowLongWarmPiece(w, lo, span)
 	var out [16]float32
 	for i := 0; i < q; i += 4 {
 		r := lo + i

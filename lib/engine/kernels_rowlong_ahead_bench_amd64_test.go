@@ -5,10 +5,8 @@ package engine
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -16,8 +14,7 @@ import (
 // BenchmarkDecodeAheadTokens decodes the Qwen3-0.6B shape (bfloat16, or
 // float32 with ROWLONG_DTYPE=f32) switching fwdRowsLong's kernel
 // (rowLongVariant) between the product's and each of ROWLONG_VARIANTS
-// (comma-separated rowLongVariantNames, default "A0", each optionally
-// with "/W<lines>": rowLongWarmLines) after every token, pairing
+// (comma-separated rowLongVariantNames, default "A0") after every token, pairing
 // neighbouring tokens as pairTokens does: the product's token's time over
 // the variant's (above 1: the variant faster), wall and process CPU,
 // median and lower quartile over ROWLONG_TOKENS (default 64) tokens a
@@ -31,18 +28,16 @@ func BenchmarkDecodeAheadTokens(b *testing.B) {
 	dtype := benchDType("ROWLONG_DTYPE")
 	names := strings.Split(cmp.Or(os.Getenv("ROWLONG_VARIANTS"), "A0"), ",")
 	m := qwen3SmallOf(b, "rowlong-ahead", dtype)
-	defer func(v, l int, c func([]rowPiece, []mat, int, int) []rowPiece, h, p bool) {
-		rowLongVariant, rowLongWarmLines, decodeCut, fuseHead, poolJobs = v, l, c, h, p
-	}(rowLongVariant, rowLongWarmLines, decodeCut, fuseHead, poolJobs)
+	defer func(v int, c func([]rowPiece, []mat, int, int) []rowPiece, h, p bool) {
+		rowLongVariant, decodeCut, fuseHead, poolJobs = v, c, h, p
+	}(rowLongVariant, decodeCut, fuseHead, poolJobs)
 	bytes := matrixParams(m.cfg) * 2
 	if dtype == "f32" {
 		bytes *= 2
 	}
 	for b.Loop() {
 		for _, name := range names {
-			// "<variant>" or "<variant>/W<lines>": the variant with
-			// rowLongWarmLines lines warmed at every piece's start.
-			vname, warm, _ := strings.Cut(name, "/W")
+			vname := name
 			// "main": main's decode before 2026-11-30 (the paced kernel,
 			// decodePieces' 1/(4·workers) share of at least 32K weights,
 			// the lm_head outside the step's fork and forkJoin's jobs
@@ -52,16 +47,15 @@ func BenchmarkDecodeAheadTokens(b *testing.B) {
 				vname = "A1KP"
 			}
 			v := slices.Index(rowLongVariantNames, vname)
-			lines, err := strconv.Atoi(cmp.Or(warm, "0"))
-			if v < 0 || err != nil {
-				b.Fatalf("ROWLONG_VARIANTS: no variant %q (%v, optionally /W<lines>)", name, rowLongVariantNames)
+			if v < 0 {
+				b.Fatalf("ROWLONG_VARIANTS: no variant %q (%v or main)", name, rowLongVariantNames)
 			}
 			l0 := loadAvg()
 			set := func(on bool) {
-				rowLongVariant, rowLongWarmLines, decodeCut = 0, 0, decodePiecesTo
+				rowLongVariant, decodeCut = 0, decodePiecesTo
 				fuseHead, poolJobs = true, true
 				if on {
-					rowLongVariant, rowLongWarmLines = v, lines
+					rowLongVariant = v
 					if mainCut {
 						decodeCut = func(dst []rowPiece, ms []mat, align, workers int) []rowPiece {
 							return cutPieces(dst, ms, align, 4*workers, 1<<15)
@@ -95,14 +89,14 @@ func BenchmarkDecodeAheadTokens(b *testing.B) {
 					buckets[k] = append(buckets[k], r)
 				}
 			}
-			line := fmt.Sprintf("%s %-9s wall med %.3f q1 %.3f cpu med %.3f q1 %.3f (%d pairs) |", dtype, name, median(all), quartile(all), median(cpu), quartile(cpu), len(all))
+			line := fmt.Sprintf("%s %-9s wall med %.3f q1 %.3f cpu med %.3f q1 %.3f (%d pairs) |", dtype, name, median(all), quartileLow(all), median(cpu), quartileLow(cpu), len(all))
 			for k, bs := range buckets {
 				lo := 0.0
 				if k > 0 {
 					lo = aheadBuckets[k-1]
 				}
 				if len(bs) > 0 {
-					line += fmt.Sprintf(" >=%.0f: %.3f q1 %.3f n %d |", lo, median(bs), quartile(bs), len(bs))
+					line += fmt.Sprintf(" >=%.0f: %.3f q1 %.3f n %d |", lo, median(bs), quartileLow(bs), len(bs))
 				}
 			}
 			fmt.Fprintf(os.Stderr, "%s load %s -> %s\n", line, l0, loadAvg())
@@ -113,12 +107,3 @@ func BenchmarkDecodeAheadTokens(b *testing.B) {
 // aheadBuckets are BenchmarkDecodeAheadTokens' bounds of the product's
 // token's read rate (GB/s) by which it groups the pairs.
 var aheadBuckets = []float64{25, 32, 38}
-
-// quartile is the lower quartile of xs.
-func quartile(xs []float64) float64 {
-	s := slices.Sorted(slices.Values(xs))
-	if len(s) == 0 {
-		return math.NaN()
-	}
-	return s[len(s)/4]
-}

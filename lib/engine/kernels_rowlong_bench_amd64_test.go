@@ -27,12 +27,7 @@ var rowLongKernels = []struct {
 	{"4A1K", 4, fwdRowLongF32, fwdRowLongBF16},
 	{"4A1KP", 4, fwdRowLongA1KPF32, fwdRowLongA1KPBF16},
 	{"4A0", 4, fwdRowLongA0F32, fwdRowLongA0BF16},
-	{"4A1KW16", 4, fwdRowLongF32, fwdRowLongBF16},
 }
-
-// rowLongWarm are the lines of each stream BenchmarkRowLong warms
-// (fwdRowLongWarm) before a piece's first call, by kernel name.
-var rowLongWarm = map[string]int{"4A1KW16": 16}
 
 // TestRowLongMatchesDotLanes requires every long-stream kernel to give
 // dotLanes' bits for each of its 16 rows (stream s, row g of it at
@@ -157,13 +152,6 @@ func BenchmarkRowLong(b *testing.B) {
 		return func(m mat, lo, hi int) {
 			var out [16]float32
 			q := (hi - lo) / kk.streams
-			if lines := rowLongWarm[kk.name]; lines > 0 {
-				if m.bf != nil {
-					fwdRowLongWarm((*byte)(unsafe.Pointer(&m.bf[lo*m.cols])), 2*q*m.cols, min(lines, 2*q*m.cols/64))
-				} else {
-					fwdRowLongWarm((*byte)(unsafe.Pointer(&m.data[lo*m.cols])), 4*q*m.cols, min(lines, 4*q*m.cols/64))
-				}
-			}
 			for i := 0; i < q; i += g {
 				if m.bf != nil {
 					kk.bf(&x[0], &m.bf[(lo+i)*m.cols], m.cols, m.cols, q*m.cols, &out)

@@ -43,7 +43,6 @@ func Generate() (asm, decl []byte, err error) {
 			rowLong(ctx, bf, v)
 		}
 	}
-	rowLongWarm(ctx)
 	for _, k := range colsK {
 		cols(ctx, k)
 	}

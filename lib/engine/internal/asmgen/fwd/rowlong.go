@@ -166,29 +166,3 @@ func rowLong(ctx *build.Context, bf bool, v rowLongVariant) {
 	}
 	row16Finish(ctx, bf)
 }
-
-// rowLongWarm generates fwdRowLongWarm(w, span, lines): PREFETCHT1 of the
-// first lines 64-byte lines of each of fwdRowLong's four streams (w, w +
-// span, w + 2·span, w + 3·span; span in bytes), all at once before a
-// piece's first call, so a piece's streams do not start on demand misses
-// that the kernel's own prefetch (rowLongAhead on) never covers.
-func rowLongWarm(ctx *build.Context) {
-	asmout.Kernel(ctx, "fwdRowLongWarm", "func(w *byte, span, lines int)")
-	p, span, span3, n := ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
-	ctx.Load(ctx.Param("w"), p)
-	ctx.Load(ctx.Param("span"), span)
-	ctx.LEAQ(Mem{Base: span, Index: span, Scale: 2}, span3)
-	ctx.Load(ctx.Param("lines"), n)
-	ctx.TESTQ(n, n)
-	ctx.JZ(LabelRef("warmdone"))
-	ctx.Label("warm")
-	ctx.PREFETCHT1(Mem{Base: p})
-	ctx.PREFETCHT1(Mem{Base: p, Index: span, Scale: 1})
-	ctx.PREFETCHT1(Mem{Base: p, Index: span, Scale: 2})
-	ctx.PREFETCHT1(Mem{Base: p, Index: span3, Scale: 1})
-	ctx.ADDQ(U8(64), p)
-	ctx.DECQ(n)
-	ctx.JNZ(LabelRef("warm"))
-	ctx.Label("warmdone")
-	ctx.RET()
-}
