@@ -48,6 +48,16 @@ var fuseLayer, fuseToken = true, true
 // product (matRows) of the same normed vector.
 var fuseHead = true
 
+// fuseLoRA lets rows with adapters take the fused fork (with
+// decodeFuse): each phase's adapter A-products (A·x, rank × the input,
+// which the phase has whole at its start) are the phase's first pieces,
+// and each piece of output rows adds B·(A·x) to them after the base
+// product (and, for q, k and v, after the bias, in finishHead), as
+// biasLoRA does to the whole product: the same bits. Off, an adapter
+// row's step takes a fork a product, and each adapter product runs on
+// the calling core.
+var fuseLoRA = true
+
 // fuseBlock is the rows of SwiGLU's blocks (fusedGateUp): whole 16-row
 // blocks of the pieces, small enough that the last piece's core has
 // little left to do after it.
@@ -101,6 +111,22 @@ type fuseState struct {
 	ready                                         []atomic.Int32 // phase k may start
 	failed                                        atomic.Bool    // a piece panicked: no phase waits
 	piece                                         func(i int)
+
+	// The rows' adapters (fuseLoRA), one group per adapter; aDone counts,
+	// per layer and matrix, the groups whose A-product is done (the
+	// lm_head's as matrix 0 of the layer past the fork's last).
+	lgroups []fuseLoRAGroup
+	aDone   int // offset in a layer's counters
+}
+
+// fuseLoRAGroup is the rows of one adapter in a fused fork: their inputs
+// and outputs of each matrix (the lm_head's at index fuseMats) and the
+// A-products (ts), rank floats a row.
+type fuseLoRAGroup struct {
+	l          *LoRA
+	idx        []int // the rows, in order
+	xs, ys, ts [fuseMats + 1][][]float32
+	slab       []float32 // the ts' floats
 }
 
 // fuse readies ws's fused fork over the rows' matrices first to last of
@@ -130,7 +156,9 @@ func (ws *workspace) fuse(m *Model, rows []row, xn [][]float32, l0, first, last 
 	f.blk = f.downRows + 1
 	f.blocks = (lw.gate.rows + fuseBlock - 1) / fuseBlock
 	f.blocksDone = f.blk + f.blocks
-	f.per = f.blocksDone + 1
+	f.aDone = f.blocksDone + 1
+	f.per = f.aDone + fuseMats
+	f.groupLoRAs(n)
 	layers := last/fuseMats + 1
 	if len(f.cnt) < layers*f.per {
 		f.cnt = make([]atomic.Int32, layers*f.per)
@@ -147,6 +175,118 @@ func (ws *workspace) fuse(m *Model, rows []row, xn [][]float32, l0, first, last 
 	f.attend = false
 	f.failed.Store(false)
 	return f
+}
+
+// groupLoRAs groups the fork's n rows by adapter (ws.loras) into
+// f.lgroups, none when no row has one, with each group's inputs and
+// outputs of every matrix (the lm_head's outputs are set by setHead) and
+// room for its A-products.
+func (f *fuseState) groupLoRAs(n int) {
+	f.lgroups = f.lgroups[:0]
+	ls := f.ws.loras
+	if len(ls) < n {
+		return // a fork whose rows are not the step's (none today)
+	}
+	for i, l := range ls[:n] {
+		if l == nil || slices.Contains(ls[:i], l) {
+			continue
+		}
+		if len(f.lgroups) < cap(f.lgroups) {
+			f.lgroups = f.lgroups[:len(f.lgroups)+1]
+		} else {
+			f.lgroups = append(f.lgroups, fuseLoRAGroup{})
+		}
+		g := &f.lgroups[len(f.lgroups)-1]
+		g.l, g.idx = l, g.idx[:0]
+		for b, lb := range ls[:n] {
+			if lb == l {
+				g.idx = append(g.idx, b)
+			}
+		}
+		k := len(g.idx)
+		g.slab = growTo(g.slab, (fuseMats+1)*k*l.Rank)
+		for s := range fuseMats + 1 {
+			g.xs[s], g.ys[s], g.ts[s] = g.xs[s][:0], g.ys[s][:0], g.ts[s][:0]
+			for j, b := range g.idx {
+				if s < fuseMats {
+					g.xs[s] = append(g.xs[s], f.xs[s][b])
+					g.ys[s] = append(g.ys[s], f.yss[s][b])
+				} else {
+					g.xs[s] = append(g.xs[s], f.xn[b])
+				}
+				o := (s*k + j) * l.Rank
+				g.ts[s] = append(g.ts[s], g.slab[o:o:o+l.Rank])
+			}
+		}
+	}
+}
+
+// setHead makes the fork's last matrix the lm_head, into ys.
+func (f *fuseState) setHead(ys [][]float32) {
+	f.head = true
+	for g := range f.lgroups {
+		gr := &f.lgroups[g]
+		gr.ys[fuseMats] = gr.ys[fuseMats][:0]
+		for _, b := range gr.idx {
+			gr.ys[fuseMats] = append(gr.ys[fuseMats], ys[b])
+		}
+	}
+}
+
+// slot is the fork's matrix gw's index in a group's xs, ys and ts, and
+// its adapter pair of group g's adapter (nil: none).
+func (f *fuseState) slot(gw int, g *fuseLoRAGroup) (int, *loraPair) {
+	if f.head && gw == f.last {
+		return fuseMats, g.l.pair(-1, 0)
+	}
+	l, m := f.layer(gw)
+	return m, g.l.pair(l, [fuseMats]int{fuseK: modK, fuseV: modV, fuseQ: modQ, fuseO: modO, fuseGate: modGate, fuseUp: modUp, fuseDown: modDown}[m])
+}
+
+// loraA computes group g's A-product of the fork's matrix gw (a piece of
+// its own, first in gw's phase) and counts it done.
+func (f *fuseState) loraA(gw, g int) {
+	gr := &f.lgroups[g]
+	s, lp := f.slot(gw, gr)
+	if lp != nil {
+		t := gr.ts[s]
+		for b := range t {
+			t[b] = t[b][:lp.a.rows]
+		}
+		matRows(lp.a, gr.xs[s], t, 0, lp.a.rows, false)
+	}
+	l, m := f.layer(gw)
+	f.at(l, f.aDone+m).Add(1)
+}
+
+// loraB adds each group's B·(A·x) to rows [lo, hi) of the fork's matrix
+// gw's outputs, once every group's A-product of it is done: matMul's
+// accumulate, row by row, as addLoRA adds it to the whole product.
+func (f *fuseState) loraB(gw, lo, hi int) {
+	if len(f.lgroups) == 0 {
+		return
+	}
+	l, m := f.layer(gw)
+	done := f.at(l, f.aDone+m)
+	var t0 time.Time
+	for spins := 0; done.Load() < int32(len(f.lgroups)) && !f.failed.Load(); spins++ {
+		if spins%64 != 63 {
+			continue
+		}
+		if t0.IsZero() {
+			t0 = time.Now()
+		} else if time.Since(t0) > fuseWaitSpin {
+			time.Sleep(10 * time.Microsecond)
+			continue
+		}
+		runtime.Gosched()
+	}
+	for g := range f.lgroups {
+		gr := &f.lgroups[g]
+		if s, lp := f.slot(gw, gr); lp != nil {
+			matRows(lp.b, gr.ts[s], gr.ys[s], lo, hi, true)
+		}
+	}
 }
 
 // mat is matrix m of layer l.
@@ -189,6 +329,13 @@ func (f *fuseState) run(workers int) {
 			f.cutMats = append(f.cutMats, f.matOf(hi))
 		}
 		f.cut = decodeCut(f.cut[:0], f.cutMats, 16, workers) // a cut of BenchmarkDecodeCuts may not append to dst
+		// The adapters' A-products first: the phase's B-products wait
+		// for them (lo < 0: group -1-lo).
+		for w := lo; w < hi; w++ {
+			for g := range f.lgroups {
+				f.ps = append(f.ps, rowPiece{w: w - f.first, lo: -1 - g})
+			}
+		}
 		for _, p := range f.cut {
 			p.w += lo - f.first
 			f.ps = append(f.ps, p)
@@ -199,6 +346,14 @@ func (f *fuseState) run(workers int) {
 	f.m, f.ws, f.rows, f.xn = nil, nil, nil, nil
 	f.xs, f.yss = [fuseMats][][]float32{}, [fuseMats][][]float32{}
 	clear(f.cutMats)
+	for g := range f.lgroups {
+		gr := &f.lgroups[g]
+		gr.l = nil
+		for s := range gr.xs {
+			clear(gr.xs[s])
+			clear(gr.ys[s])
+		}
+	}
 }
 
 // runPiece computes piece i, after waiting for its phase when the fork
@@ -218,13 +373,22 @@ func (f *fuseState) runPiece(i int) {
 	if k := f.phase(gw); k > f.phase(f.first) {
 		f.await(k)
 	}
+	if p.lo < 0 {
+		f.loraA(gw, -1-p.lo)
+		done = true
+		return
+	}
 	if f.head && gw == f.last {
 		matRows(f.m.w.lmHead, f.xn, f.ws.logits[:len(f.xn)], p.lo, p.hi, false)
+		f.loraB(gw, p.lo, p.hi)
 		done = true
 		return
 	}
 	l, m := f.layer(gw)
 	matRows(f.mat(l, m), f.xs[m], f.yss[m], p.lo, p.hi, m == fuseO || m == fuseDown)
+	if m > fuseQ {
+		f.loraB(gw, p.lo, p.hi) // q's, k's and v's after their bias, in finishHead
+	}
 	c := f.m.cfg
 	switch m {
 	case fuseK, fuseV, fuseQ:
@@ -281,10 +445,10 @@ func (f *fuseState) await(k int) {
 
 // fuseWorkers is how many cores a fused fork of ms over xs runs on, or 0
 // when the step does not take the fused path: matMulGroup's fork for
-// decoding's one to three vectors, float32 compute, no adapter (whose
-// product needs the whole vector).
+// decoding's one to three vectors, float32 compute, adapters with
+// fuseLoRA.
 func fuseWorkers(ls []*LoRA, xs [][]float32, ms ...mat) int {
-	if !decodeFuse || len(xs) >= 4 || slices.ContainsFunc(ls, func(l *LoRA) bool { return l != nil }) {
+	if !decodeFuse || len(xs) >= 4 || !fuseLoRA && slices.ContainsFunc(ls, func(l *LoRA) bool { return l != nil }) {
 		return 0
 	}
 	if workers := groupWorkers(ms, len(xs)); workers > 1 {
@@ -346,7 +510,9 @@ func (m *Model) fusedLayers(ws *workspace, rows []row, li int, xn [][]float32) (
 		ws.logits = grow(ws.logits, n, c.VocabSize)
 	}
 	f := ws.fuse(m, rows, xn[:n], li, fuseK, last)
-	f.head = head
+	if head {
+		f.setHead(ws.logits[:n])
+	}
 	f.attend = true
 	f.run(workers)
 	return l1 - li + 1, head
@@ -420,13 +586,17 @@ func (f *fuseState) finishHead(l, w, h int) {
 	lo, hi := h*hd, (h+1)*hd
 	bias := [3][]float32{fuseK: lw.kBias, fuseV: lw.vBias, fuseQ: lw.qBias}[w]
 	qn, kn := lw.headNorms()
-	for i, r := range f.rows {
-		y := f.yss[w][i][lo:hi]
-		if bias != nil {
+	if bias != nil {
+		for i := range f.rows {
+			y := f.yss[w][i][lo:hi]
 			for j, v := range bias[lo:hi] {
 				y[j] += v
 			}
 		}
+	}
+	f.loraB((l-f.l0)*fuseMats+w, lo, hi)
+	for i, r := range f.rows {
+		y := f.yss[w][i][lo:hi]
 		switch w {
 		case fuseQ:
 			c.normRope(y, qn, f.ws.cos[i], f.ws.sin[i])

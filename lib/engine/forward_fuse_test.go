@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/tinkershell/tinker/lib/models"
@@ -53,9 +54,9 @@ func TestDecodeFuseSameBits(t *testing.T) {
 				t.Fatalf("%s: the test's shape does not take the fused path", arch)
 			}
 			name := fmt.Sprintf("%s %s", arch, dtype)
-			logitsOff, cachesOff, _ := decodeSteps(t, m, 0)
+			logitsOff, cachesOff, _ := decodeSteps(t, m, 0, nil)
 			for forks := 1; forks <= 4; forks++ {
-				logitsOn, cachesOn, head := decodeSteps(t, m, forks)
+				logitsOn, cachesOn, head := decodeSteps(t, m, forks, nil)
 				if forks == 4 && arch != models.GptOss && !head {
 					t.Fatalf("%s: the decoding steps' fork did not run the lm_head", name)
 				}
@@ -75,15 +76,21 @@ func TestDecodeFuseSameBits(t *testing.T) {
 // whose rows all want logits), and returns every step's logits and the
 // caches' keys and values at the end, and whether the last decoding
 // step's fork ran the lm_head.
-func decodeSteps(t *testing.T, m *Model, forks int) (logits, caches []float32, head bool) {
+func decodeSteps(t *testing.T, m *Model, forks int, loras []*LoRA) (logits, caches []float32, head bool) {
 	t.Helper()
 	decodeFuse, fuseLayer, fuseToken, fuseHead = forks > 0, forks > 1, forks > 2, forks > 3
 	ws := &workspace{}
+	adapter := func(s int) *LoRA { // sequence s's adapter
+		if s < len(loras) {
+			return loras[s]
+		}
+		return nil
+	}
 	seqs := []*kvCache{m.newCache(8), m.newCache(8), m.newCache(8)}
 	for s, seq := range seqs {
 		var rows []row
 		for p := range 5 + s {
-			rows = append(rows, row{seq: seq, token: (7*p + s) % m.cfg.VocabSize, pos: p, logits: true})
+			rows = append(rows, row{seq: seq, token: (7*p + s) % m.cfg.VocabSize, pos: p, logits: true, lora: adapter(s)})
 		}
 		for _, l := range m.forward(ws, rows) {
 			logits = append(logits, l...)
@@ -93,13 +100,16 @@ func decodeSteps(t *testing.T, m *Model, forks int) (logits, caches []float32, h
 		var rows []row
 		for s := range step%3 + 1 {
 			seq := seqs[s]
-			rows = append(rows, row{seq: seq, token: (13*step + 3*s) % m.cfg.VocabSize, pos: seq.n, logits: true})
+			rows = append(rows, row{seq: seq, token: (13*step + 3*s) % m.cfg.VocabSize, pos: seq.n, logits: true, lora: adapter(s)})
 		}
 		for _, l := range m.forward(ws, rows) {
 			logits = append(logits, l...)
 		}
 	}
 	head = ws.fz.head
+	if forks > 0 && len(loras) > 0 && len(ws.fz.lgroups) != 2 {
+		t.Fatalf("the last three-row step's fork had %d adapter groups, want 2 (its rows: adapter, base, another adapter)", len(ws.fz.lgroups))
+	}
 	// A prompt in steps of three and two rows (n < 4: the fused path),
 	// consecutive positions of one sequence, which the unfused step
 	// attends as a block.
@@ -107,7 +117,7 @@ func decodeSteps(t *testing.T, m *Model, forks int) (logits, caches []float32, h
 	for _, k := range []int{3, 2, 3} {
 		var rows []row
 		for range k {
-			rows = append(rows, row{seq: run, token: (5*run.n + 1) % m.cfg.VocabSize, pos: run.n + len(rows), logits: k < 3 || len(rows) == k-1})
+			rows = append(rows, row{seq: run, token: (5*run.n + 1) % m.cfg.VocabSize, pos: run.n + len(rows), logits: k < 3 || len(rows) == k-1, lora: adapter(3)})
 		}
 		for _, l := range m.forward(ws, rows) {
 			logits = append(logits, l...)
@@ -131,6 +141,74 @@ func fuseSameBits(t *testing.T, what string, want, got []float32) {
 	for i, v := range want {
 		if math.Float32bits(got[i]) != math.Float32bits(v) {
 			t.Fatalf("%s: value %d = %g, unfused %g", what, i, got[i], v)
+		}
+	}
+}
+
+// TestDecodeFuseLoRASameBits is TestDecodeFuseSameBits with adapters
+// (fuseLoRA): the first sequence and the prompt with one adapter (q to
+// down and the lm_head), the second without, the third with another
+// (no lm_head), so the steps of one to three rows are one adapter's,
+// an adapter's and a base row, and three rows of two adapters and the
+// base; the prompt's two-row steps one adapter's. Every logit and
+// cached key and value the same bits fused in each shape and unfused,
+// and it fails if the adapter rows did not take the fused fork.
+func TestDecodeFuseLoRASameBits(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
+	defer func(v, l, k, h, a bool) { decodeFuse, fuseLayer, fuseToken, fuseHead, fuseLoRA = v, l, k, h, a }(decodeFuse, fuseLayer, fuseToken, fuseHead, fuseLoRA)
+	fuseLoRA = true
+	for _, arch := range []models.Family{models.Qwen3, models.Llama3} {
+		for _, dtype := range []string{"f32", "bf16"} {
+			c := smallConfig(arch)
+			c.Hidden, c.Intermediate, c.Heads, c.KVHeads, c.HeadDim, c.VocabSize, c.Layers = 256, 1000, 4, 2, 64, 300, 3
+			ts := randomTensors(c, 11)
+			if arch == models.Llama3 { // biases: B·(A·x) goes after them
+				r := newRNG(5)
+				for l := range c.Layers {
+					for name, rows := range map[string]int{"q": c.Heads * c.HeadDim, "k": c.KVHeads * c.HeadDim, "v": c.KVHeads * c.HeadDim} {
+						b := make([]float32, rows)
+						fill(b, r, 0.5)
+						ts[fmt.Sprintf("model.layers.%d.self_attn.%s_proj.bias", l, name)] = Tensor{Shape: []int{rows}, Data: b}
+					}
+				}
+			}
+			if dtype == "bf16" {
+				matricesToBF16(ts)
+			}
+			m, err := New("fuse-lora-"+string(arch), c, ts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			la, err := NewLoRA(c, randomLoRA(c, 8, 21, false), 8, 16, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lts := randomLoRA(c, 4, 22, false)
+			delete(lts, "base_model.model.lm_head.lora_A.weight")
+			delete(lts, "base_model.model.lm_head.lora_B.weight")
+			lb, err := NewLoRA(c, lts, 4, 4, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if la.lmHead == nil || lb.lmHead != nil || la.layers[1].down == nil {
+				t.Fatal("the adapters are not the ones the test means")
+			}
+			loras := []*LoRA{la, nil, lb, la}
+			name := fmt.Sprintf("%s %s with adapters", arch, dtype)
+			logitsOff, cachesOff, _ := decodeSteps(t, m, 0, loras)
+			base, _, _ := decodeSteps(t, m, 0, nil)
+			if slices.Equal(base, logitsOff) {
+				t.Fatalf("%s: the adapters changed no logit", name)
+			}
+			for forks := 1; forks <= 4; forks++ {
+				logitsOn, cachesOn, head := decodeSteps(t, m, forks, loras)
+				if forks == 4 && !head {
+					t.Fatalf("%s: the decoding steps' fork did not run the lm_head", name)
+				}
+				what := fmt.Sprintf("%s, %s:", name, [...]string{"", "forks a product", "a fork a layer", "a fork a step", "a fork a step with the lm_head"}[forks])
+				fuseSameBits(t, what+" logits", logitsOff, logitsOn)
+				fuseSameBits(t, what+" caches", cachesOff, cachesOn)
+			}
 		}
 	}
 }
