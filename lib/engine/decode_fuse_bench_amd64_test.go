@@ -20,6 +20,8 @@ var fuseSwitches = map[string]func(on bool){
 	"min8k":  minPieceSwitch(1 << 13),
 	"head":   func(on bool) { fuseHead = on },
 	"pool":   func(on bool) { poolJobs = on },
+	"lora":   func(on bool) { fuseLoRA = on },
+	"help":   func(on bool) { fuseLoRAHelp = on },
 }
 
 // BenchmarkDecodeFuseTokens decodes the Qwen3-0.6B shape (bfloat16, or
@@ -30,18 +32,42 @@ var fuseSwitches = map[string]func(on bool){
 // (above 1: the variant faster), process CPU and wall: median, lower
 // quartile and minimum over FUSE_TOKENS (default 96) tokens a decode and
 // FUSE_ROUNDS decodes (default 4). FUSE_CONTROL=1 labels the tokens in
-// turn but decodes all without the variant. Run with -benchtime 1x.
+// turn but decodes all without the variant. FUSE_LORA=r decodes with a
+// rank-r adapter (alpha 2r) on every linear layer and the lm_head; with
+// it FUSE_SWITCH=adapter takes the adapter off (new) and puts it back
+// (old): an adapter token's time over a base token's. Run with
+// -benchtime 1x.
 func BenchmarkDecodeFuseTokens(b *testing.B) {
 	rounds, tokens := envInt("FUSE_ROUNDS", 4), envInt("FUSE_TOKENS", 96)
 	dtype := benchDType("FUSE_DTYPE")
-	name := cmp.Or(os.Getenv("FUSE_SWITCH"), "fuse")
-	set, ok := fuseSwitches[name]
+	key := cmp.Or(os.Getenv("FUSE_SWITCH"), "fuse")
+	name := key
+	m := qwen3SmallOf(b, "fuse-tokens", dtype)
+	if r := envInt("FUSE_LORA", 0); r > 0 {
+		l, err := NewLoRA(m.cfg, randomLoRA(m.cfg, r, 3, false), r, float64(2*r), false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		m = m.WithLoRA(l)
+		name += fmt.Sprintf(" (rank-%d adapter)", r)
+	}
+	set, ok := fuseSwitches[key]
+	if key == "adapter" && m.lora != nil {
+		// Sample's steps read m.lora for each step's rows, and set runs
+		// between steps on the stepping goroutine.
+		l := m.lora
+		set, ok = func(on bool) {
+			m.lora = l
+			if on {
+				m.lora = nil
+			}
+		}, true
+	}
 	if !ok {
-		b.Fatalf("FUSE_SWITCH=%s: none such; set one of the keys of fuseSwitches", name)
+		b.Fatalf("FUSE_SWITCH=%s: none such; set one of the keys of fuseSwitches (or adapter, with FUSE_LORA)", key)
 	}
 	defer set(true)
 	control := os.Getenv("FUSE_CONTROL") == "1"
-	m := qwen3SmallOf(b, "fuse-tokens", dtype)
 	for b.Loop() {
 		l0 := loadAvg()
 		cpu, wall, tNew, tOld := pairTokens(b, m, rounds, tokens, func(on bool) { set(on && !control) })

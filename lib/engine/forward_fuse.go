@@ -260,26 +260,36 @@ func (f *fuseState) loraA(gw, g int) {
 }
 
 // loraB adds each group's B·(A·x) to rows [lo, hi) of the fork's matrix
-// gw's outputs, once every group's A-product of it is done: matMul's
-// accumulate, row by row, as addLoRA adds it to the whole product.
+// gw's outputs: matMul's accumulate, row by row, as addLoRA adds it to
+// the whole product. When an A-product of gw is not done yet (the core
+// that claimed it is still at it, or the host took its CPU away), this
+// core computes the A-products again into scratch of its own instead of
+// waiting (fuseLoRAHelp): the same kernel over the same input, the same
+// bits.
 func (f *fuseState) loraB(gw, lo, hi int) {
 	if len(f.lgroups) == 0 {
 		return
 	}
 	l, m := f.layer(gw)
 	done := f.at(l, f.aDone+m)
-	var t0 time.Time
-	for spins := 0; done.Load() < int32(len(f.lgroups)) && !f.failed.Load(); spins++ {
-		if spins%64 != 63 {
-			continue
+	if done.Load() < int32(len(f.lgroups)) || fuseLoRAHelpAlways {
+		if fuseLoRAHelp {
+			f.loraBHelp(gw, lo, hi)
+			return
 		}
-		if t0.IsZero() {
-			t0 = time.Now()
-		} else if time.Since(t0) > fuseWaitSpin {
-			time.Sleep(10 * time.Microsecond)
-			continue
+		var t0 time.Time
+		for spins := 0; done.Load() < int32(len(f.lgroups)) && !f.failed.Load(); spins++ {
+			if spins%64 != 63 {
+				continue
+			}
+			if t0.IsZero() {
+				t0 = time.Now()
+			} else if time.Since(t0) > fuseWaitSpin {
+				time.Sleep(10 * time.Microsecond)
+				continue
+			}
+			runtime.Gosched()
 		}
-		runtime.Gosched()
 	}
 	for g := range f.lgroups {
 		gr := &f.lgroups[g]
@@ -288,6 +298,31 @@ func (f *fuseState) loraB(gw, lo, hi int) {
 		}
 	}
 }
+
+// loraBHelp is loraB with each group's A-product computed into fresh
+// scratch rather than read from the group's (not done yet).
+func (f *fuseState) loraBHelp(gw, lo, hi int) {
+	for g := range f.lgroups {
+		gr := &f.lgroups[g]
+		s, lp := f.slot(gw, gr)
+		if lp == nil {
+			continue
+		}
+		k, r := len(gr.idx), lp.a.rows
+		slab := make([]float32, k*r)
+		t := make([][]float32, k)
+		for b := range t {
+			t[b] = slab[b*r : (b+1)*r : (b+1)*r]
+		}
+		matRows(lp.a, gr.xs[s], t, 0, r, false)
+		matRows(lp.b, t, gr.ys[s], lo, hi, true)
+	}
+}
+
+// fuseLoRAHelp has a core whose B-product finds the A-product it needs
+// not done compute it again rather than wait (loraB); off, it waits.
+// fuseLoRAHelpAlways, for the tests, takes that path every time.
+var fuseLoRAHelp, fuseLoRAHelpAlways = true, false
 
 // mat is matrix m of layer l.
 func (f *fuseState) mat(l, m int) mat {
