@@ -112,11 +112,12 @@ type fuseState struct {
 	failed                                        atomic.Bool    // a piece panicked: no phase waits
 	piece                                         func(i int)
 
-	// The rows' adapters (fuseLoRA), one group per adapter; aDone counts,
-	// per layer and matrix, the groups whose A-product is done (the
-	// lm_head's as matrix 0 of the layer past the fork's last).
+	// The rows' adapters (fuseLoRA), one group per adapter (at most
+	// three: the fused fork's rows); aState is, per layer, matrix and
+	// group, its A-product's state: aTodo, aBusy or aDone (the lm_head's
+	// as matrix 0 of the layer past the fork's last).
 	lgroups []fuseLoRAGroup
-	aDone   int // offset in a layer's counters
+	aState  int // offset in a layer's counters
 }
 
 // fuseLoRAGroup is the rows of one adapter in a fused fork: their inputs
@@ -156,8 +157,8 @@ func (ws *workspace) fuse(m *Model, rows []row, xn [][]float32, l0, first, last 
 	f.blk = f.downRows + 1
 	f.blocks = (lw.gate.rows + fuseBlock - 1) / fuseBlock
 	f.blocksDone = f.blk + f.blocks
-	f.aDone = f.blocksDone + 1
-	f.per = f.aDone + fuseMats
+	f.aState = f.blocksDone + 1
+	f.per = f.aState + 3*fuseMats
 	f.groupLoRAs(n)
 	layers := last/fuseMats + 1
 	if len(f.cnt) < layers*f.per {
@@ -243,84 +244,84 @@ func (f *fuseState) slot(gw int, g *fuseLoRAGroup) (int, *loraPair) {
 	return m, g.l.pair(l, [fuseMats]int{fuseK: modK, fuseV: modV, fuseQ: modQ, fuseO: modO, fuseGate: modGate, fuseUp: modUp, fuseDown: modDown}[m])
 }
 
-// loraA computes group g's A-product of the fork's matrix gw (a piece of
-// its own, first in gw's phase) and counts it done.
+// The states of an A-product (fuseState.aState).
+const (
+	aTodo = iota
+	aBusy // a core is computing it
+	aDone
+)
+
+// loraA computes group g's A-product of the fork's matrix gw, unless a
+// core did or is doing it: a piece of its own, first in gw's phase, or
+// the first B-product that needs it (loraB).
 func (f *fuseState) loraA(gw, g int) {
+	l, m := f.layer(gw)
+	st := f.at(l, f.aState+3*m+g)
+	if !st.CompareAndSwap(aTodo, aBusy) {
+		return
+	}
 	gr := &f.lgroups[g]
-	s, lp := f.slot(gw, gr)
-	if lp != nil {
+	if s, lp := f.slot(gw, gr); lp != nil {
 		t := gr.ts[s]
 		for b := range t {
 			t[b] = t[b][:lp.a.rows]
 		}
 		matRows(lp.a, gr.xs[s], t, 0, lp.a.rows, false)
 	}
-	l, m := f.layer(gw)
-	f.at(l, f.aDone+m).Add(1)
+	st.Store(aDone)
 }
 
 // loraB adds each group's B·(A·x) to rows [lo, hi) of the fork's matrix
 // gw's outputs: matMul's accumulate, row by row, as addLoRA adds it to
-// the whole product. When an A-product of gw is not done yet (the core
-// that claimed it is still at it, or the host took its CPU away), this
-// core computes the A-products again into scratch of its own instead of
-// waiting (fuseLoRAHelp): the same kernel over the same input, the same
-// bits.
+// the whole product. An A-product no core has started this core
+// computes itself (loraA): the core that claimed its piece may be
+// waiting for the phase or have lost its CPU, and a B-product waiting
+// for it would hold up this core too. One another core is computing it
+// computes again into scratch of its own (fuseLoRAHelp), or waits: the
+// same kernel over the same input, the same bits.
 func (f *fuseState) loraB(gw, lo, hi int) {
-	if len(f.lgroups) == 0 {
-		return
-	}
 	l, m := f.layer(gw)
-	done := f.at(l, f.aDone+m)
-	if done.Load() < int32(len(f.lgroups)) || fuseLoRAHelpAlways {
-		if fuseLoRAHelp {
-			f.loraBHelp(gw, lo, hi)
-			return
-		}
-		var t0 time.Time
-		for spins := 0; done.Load() < int32(len(f.lgroups)) && !f.failed.Load(); spins++ {
-			if spins%64 != 63 {
-				continue
-			}
-			if t0.IsZero() {
-				t0 = time.Now()
-			} else if time.Since(t0) > fuseWaitSpin {
-				time.Sleep(10 * time.Microsecond)
-				continue
-			}
-			runtime.Gosched()
-		}
-	}
-	for g := range f.lgroups {
-		gr := &f.lgroups[g]
-		if s, lp := f.slot(gw, gr); lp != nil {
-			matRows(lp.b, gr.ts[s], gr.ys[s], lo, hi, true)
-		}
-	}
-}
-
-// loraBHelp is loraB with each group's A-product computed into fresh
-// scratch rather than read from the group's (not done yet).
-func (f *fuseState) loraBHelp(gw, lo, hi int) {
 	for g := range f.lgroups {
 		gr := &f.lgroups[g]
 		s, lp := f.slot(gw, gr)
 		if lp == nil {
 			continue
 		}
-		k, r := len(gr.idx), lp.a.rows
-		slab := make([]float32, k*r)
-		t := make([][]float32, k)
-		for b := range t {
-			t[b] = slab[b*r : (b+1)*r : (b+1)*r]
+		st := f.at(l, f.aState+3*m+g)
+		f.loraA(gw, g)
+		if st.Load() != aDone || fuseLoRAHelpAlways {
+			if fuseLoRAHelp {
+				k, r := len(gr.idx), lp.a.rows
+				slab := make([]float32, k*r)
+				t := make([][]float32, k)
+				for b := range t {
+					t[b] = slab[b*r : (b+1)*r : (b+1)*r]
+				}
+				matRows(lp.a, gr.xs[s], t, 0, r, false)
+				matRows(lp.b, t, gr.ys[s], lo, hi, true)
+				continue
+			}
+			var t0 time.Time
+			for spins := 0; st.Load() != aDone && !f.failed.Load(); spins++ {
+				if spins%64 != 63 {
+					continue
+				}
+				if t0.IsZero() {
+					t0 = time.Now()
+				} else if time.Since(t0) > fuseWaitSpin {
+					time.Sleep(10 * time.Microsecond)
+					continue
+				}
+				runtime.Gosched()
+			}
 		}
-		matRows(lp.a, gr.xs[s], t, 0, r, false)
-		matRows(lp.b, t, gr.ys[s], lo, hi, true)
+		matRows(lp.b, gr.ts[s], gr.ys[s], lo, hi, true)
 	}
 }
 
 // fuseLoRAHelp has a core whose B-product finds the A-product it needs
-// not done compute it again rather than wait (loraB); off, it waits.
+// being computed by another core compute it again rather than wait
+// (loraB); off, it waits.
 // fuseLoRAHelpAlways, for the tests, takes that path every time.
 var fuseLoRAHelp, fuseLoRAHelpAlways = true, false
 
