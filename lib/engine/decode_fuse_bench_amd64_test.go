@@ -35,7 +35,8 @@ var fuseSwitches = map[string]func(on bool){
 // turn but decodes all without the variant. FUSE_LORA=r decodes with a
 // rank-r adapter (alpha 2r) on every linear layer and the lm_head; with
 // it FUSE_SWITCH=adapter takes the adapter off (new) and puts it back
-// (old): an adapter token's time over a base token's. Run with
+// (old): an adapter token's time over a base token's (adapter-unfused:
+// the adapter's tokens without fuseLoRA). Run with
 // -benchtime 1x.
 func BenchmarkDecodeFuseTokens(b *testing.B) {
 	rounds, tokens := envInt("FUSE_ROUNDS", 4), envInt("FUSE_TOKENS", 96)
@@ -52,14 +53,15 @@ func BenchmarkDecodeFuseTokens(b *testing.B) {
 		name += fmt.Sprintf(" (rank-%d adapter)", r)
 	}
 	set, ok := fuseSwitches[key]
-	if key == "adapter" && m.lora != nil {
+	if (key == "adapter" || key == "adapter-unfused") && m.lora != nil {
 		// Sample's steps read m.lora for each step's rows, and set runs
-		// between steps on the stepping goroutine.
+		// between steps on the stepping goroutine. adapter-unfused
+		// decodes the adapter's tokens without fuseLoRA.
 		l := m.lora
 		set, ok = func(on bool) {
-			m.lora = l
+			m.lora, fuseLoRA = l, key == "adapter"
 			if on {
-				m.lora = nil
+				m.lora, fuseLoRA = nil, true
 			}
 		}, true
 	}
