@@ -21,7 +21,6 @@ var fuseSwitches = map[string]func(on bool){
 	"head":   func(on bool) { fuseHead = on },
 	"pool":   func(on bool) { poolJobs = on },
 	"lora":   func(on bool) { fuseLoRA = on },
-	"help":   func(on bool) { fuseLoRAHelp = on },
 }
 
 // BenchmarkDecodeFuseTokens decodes the Qwen3-0.6B shape (bfloat16, or

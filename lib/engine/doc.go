@@ -2225,4 +2225,57 @@
 // quiet run to compare. The fused fork against unfused decoding
 // in the same run (BenchmarkDecodeFuseTokens, 380 pairs): 1.034 wall,
 // 1.028 CPU (lower quartiles 1.016 and 0.998).
+//
+// Decoding with an adapter in the fused fork (fuseLoRA, forward_fuse.go;
+// 2026-11-30, 03:38-03:55, load average 1.5-3.5: another helper's decode
+// benchmarks ran beside every run, tokens 37-98 ms, ratios only). Before,
+// fuseWorkers declined every step with an adapter row, so such a step
+// took a fork a product and each adapter product (A·x, rank × the input;
+// B·t, the output × rank, float32) ran on the calling core: a rank-32
+// adapter on every linear layer and the lm_head adds 100 MB of float32 to
+// the 0.6B shape's 1.19 GB of bfloat16 (8.4% more bytes), and its tokens
+// took 1.165x a base token's wall, 1.174x CPU (token-paired, adapter
+// against none, 252 pairs, lower quartiles 1.137 and 1.129). Now each
+// phase's A-products are its first pieces (one per matrix and adapter of
+// the step's rows; every phase has its whole input at its start), and
+// each piece of output rows adds B·(A·x) to them after the base product:
+// for o, gate, up, down and the lm_head in runPiece, for q, k and v in
+// finishHead after the bias and before the norm and rope, where biasLoRA
+// adds it to the whole product (the bias first, then each adapter's
+// rows). Each element is matRows' same dot of the same vectors added the
+// same way as matMul's accumulate (putRow): the same bits.
+// TestDecodeFuseLoRASameBits decodes steps of one adapter's rows, an
+// adapter's and a base row, and two adapters' (ranks 8 and 4, one with
+// an lm_head adapter, one without) and a base row, Qwen3 and Llama 3 with
+// q, k and v biases, float32 and bfloat16, every fused shape: every logit
+// and cached key and value the same bits as unfused, and it fails if the
+// three-row step's fork did not hold both adapters; it failed with the
+// B-product moved before the bias (q, k and v).
+//
+// An A-product is claimed (todo, busy, done): a piece whose B-product
+// needs one no core has started computes it itself. First the B-products
+// waited for the A pieces: 1.055-1.081 against unfused where tokens took
+// 38-43 ms, but 0.83-0.95 where they took 50-98: the core that claimed
+// the next phase's A piece waits for the phase (and naps after spinFor),
+// and the other, which opened the phase, then waited for it (timestamps,
+// temporary: 32 ms of waits a 84 ms token under that load, 0.2 ms of a
+// 43 ms one). Claimed, alternating the two builds' runs (load 3.0-3.5,
+// tokens 45-60 ms): fused over unfused 1.036 and 1.060 wall (CPU 1.039,
+// 1.016), the waiting build's 0.928 and 0.949 in between; at tokens of
+// 40-43 ms 1.055 wall, 1.060 CPU (lower quartiles 1.022, 1.017). Tried
+// and not kept: an A-product another core is computing computed again
+// into this core's own scratch rather than waited for: level (1.007
+// wall, 1.002 CPU), and wrong: a group's A-products are one per matrix,
+// reused by the next layer's, and the helped phase could end while the
+// slow core still wrote the shared one (go test -race found it, and one
+// run of TestDecodeFuseLoRASameBits in 30 failed); now a phase cannot
+// end before every A-product it read is done. Kept switchable: fuseLoRA
+// (BenchmarkDecodeFuseTokens' lora switch). The adapter's tokens over
+// base tokens, both fused: 1.109 wall,
+// 1.104 CPU (lower quartiles 1.079, 1.073), for 8.4% more bytes; the
+// float32 rows of rank 32 read slower a byte than bfloat16's long rows
+// (the lm_head's B, 151936 rows of 32, 0.81 ms of one core alone).
+// Not done: the bfloat16-compute path (--bf16-compute) in the fused fork,
+// which needs each phase's input rounded and packed once at the phase's
+// start and the bf16 path's attention (attentionBF16) inside the fork.
 package engine

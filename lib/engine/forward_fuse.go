@@ -277,8 +277,8 @@ func (f *fuseState) loraA(gw, g int) {
 // computes itself (loraA): the core that claimed its piece may be
 // waiting for the phase or have lost its CPU, and a B-product waiting
 // for it would hold up this core too. One another core is computing it
-// computes again into scratch of its own (fuseLoRAHelp), or waits: the
-// same kernel over the same input, the same bits.
+// waits for: its group's A-products are one per matrix and reused by the
+// next layer's, so a phase must not end while one is being written.
 func (f *fuseState) loraB(gw, lo, hi int) {
 	l, m := f.layer(gw)
 	for g := range f.lgroups {
@@ -287,43 +287,24 @@ func (f *fuseState) loraB(gw, lo, hi int) {
 		if lp == nil {
 			continue
 		}
-		st := f.at(l, f.aState+3*m+g)
 		f.loraA(gw, g)
-		if st.Load() != aDone || fuseLoRAHelpAlways {
-			if fuseLoRAHelp {
-				k, r := len(gr.idx), lp.a.rows
-				slab := make([]float32, k*r)
-				t := make([][]float32, k)
-				for b := range t {
-					t[b] = slab[b*r : (b+1)*r : (b+1)*r]
-				}
-				matRows(lp.a, gr.xs[s], t, 0, r, false)
-				matRows(lp.b, t, gr.ys[s], lo, hi, true)
+		st := f.at(l, f.aState+3*m+g)
+		var t0 time.Time
+		for spins := 0; st.Load() != aDone && !f.failed.Load(); spins++ {
+			if spins%64 != 63 {
 				continue
 			}
-			var t0 time.Time
-			for spins := 0; st.Load() != aDone && !f.failed.Load(); spins++ {
-				if spins%64 != 63 {
-					continue
-				}
-				if t0.IsZero() {
-					t0 = time.Now()
-				} else if time.Since(t0) > fuseWaitSpin {
-					time.Sleep(10 * time.Microsecond)
-					continue
-				}
-				runtime.Gosched()
+			if t0.IsZero() {
+				t0 = time.Now()
+			} else if time.Since(t0) > fuseWaitSpin {
+				time.Sleep(10 * time.Microsecond)
+				continue
 			}
+			runtime.Gosched()
 		}
 		matRows(lp.b, gr.ts[s], gr.ys[s], lo, hi, true)
 	}
 }
-
-// fuseLoRAHelp has a core whose B-product finds the A-product it needs
-// being computed by another core compute it again rather than wait
-// (loraB); off, it waits.
-// fuseLoRAHelpAlways, for the tests, takes that path every time.
-var fuseLoRAHelp, fuseLoRAHelpAlways = true, false
 
 // mat is matrix m of layer l.
 func (f *fuseState) mat(l, m int) mat {

@@ -156,7 +156,6 @@ func fuseSameBits(t *testing.T, what string, want, got []float32) {
 func TestDecodeFuseLoRASameBits(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
 	defer func(v, l, k, h, a bool) { decodeFuse, fuseLayer, fuseToken, fuseHead, fuseLoRA = v, l, k, h, a }(decodeFuse, fuseLayer, fuseToken, fuseHead, fuseLoRA)
-	defer func(h, a bool) { fuseLoRAHelp, fuseLoRAHelpAlways = h, a }(fuseLoRAHelp, fuseLoRAHelpAlways)
 	fuseLoRA = true
 	for _, arch := range []models.Family{models.Qwen3, models.Llama3} {
 		for _, dtype := range []string{"f32", "bf16"} {
@@ -201,16 +200,12 @@ func TestDecodeFuseLoRASameBits(t *testing.T) {
 			if slices.Equal(base, logitsOff) {
 				t.Fatalf("%s: the adapters changed no logit", name)
 			}
-			for forks := 1; forks <= 6; forks++ {
-				// 5 and 6: a fork a step with the lm_head, every B-product
-				// with A-products of its own (fuseLoRAHelpAlways) or
-				// waiting for the shared ones (fuseLoRAHelp off).
-				fuseLoRAHelpAlways, fuseLoRAHelp = forks == 5, forks != 6
-				logitsOn, cachesOn, head := decodeSteps(t, m, min(forks, 4), loras)
-				if forks >= 4 && !head {
+			for forks := 1; forks <= 4; forks++ {
+				logitsOn, cachesOn, head := decodeSteps(t, m, forks, loras)
+				if forks == 4 && !head {
 					t.Fatalf("%s: the decoding steps' fork did not run the lm_head", name)
 				}
-				what := fmt.Sprintf("%s, %s:", name, [...]string{"", "forks a product", "a fork a layer", "a fork a step", "a fork a step with the lm_head", "the same, A-products again", "the same, waiting for A-products"}[forks])
+				what := fmt.Sprintf("%s, %s:", name, [...]string{"", "forks a product", "a fork a layer", "a fork a step", "a fork a step with the lm_head"}[forks])
 				fuseSameBits(t, what+" logits", logitsOff, logitsOn)
 				fuseSameBits(t, what+" caches", cachesOff, cachesOn)
 			}
