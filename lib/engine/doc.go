@@ -2253,28 +2253,32 @@
 // B-product moved before the bias (q, k and v).
 //
 // An A-product is claimed (todo, busy, done): a piece whose B-product
-// needs one no core has started computes it itself. First the B-products
-// waited for the A pieces: 1.055-1.081 against unfused where tokens took
-// 38-43 ms, but 0.83-0.95 where they took 50-98: the core that claimed
-// the next phase's A piece waits for the phase (and naps after spinFor),
-// and the other, which opened the phase, then waited for it (timestamps,
-// temporary: 32 ms of waits a 84 ms token under that load, 0.2 ms of a
-// 43 ms one). Claimed, alternating the two builds' runs (load 3.0-3.5,
-// tokens 45-60 ms): fused over unfused 1.036 and 1.060 wall (CPU 1.039,
-// 1.016), the waiting build's 0.928 and 0.949 in between; at tokens of
-// 40-43 ms 1.055 wall, 1.060 CPU (lower quartiles 1.022, 1.017). Tried
-// and not kept: an A-product another core is computing computed again
-// into this core's own scratch rather than waited for: level (1.007
-// wall, 1.002 CPU), and wrong: a group's A-products are one per matrix,
-// reused by the next layer's, and the helped phase could end while the
-// slow core still wrote the shared one (go test -race found it, and one
-// run of TestDecodeFuseLoRASameBits in 30 failed); now a phase cannot
-// end before every A-product it read is done. Kept switchable: fuseLoRA
-// (BenchmarkDecodeFuseTokens' lora switch). The adapter's tokens over
-// base tokens, both fused: 1.109 wall,
-// 1.104 CPU (lower quartiles 1.079, 1.073), for 8.4% more bytes; the
-// float32 rows of rank 32 read slower a byte than bfloat16's long rows
-// (the lm_head's B, 151936 rows of 32, 0.81 ms of one core alone).
+// needs one no core has started computes it itself; one another core is
+// computing it waits for. First the B-products waited for the A pieces:
+// 1.055-1.081 against unfused where tokens took 38-43 ms, but 0.83-0.95
+// where they took 50-98: the core that claimed the next phase's A piece
+// waits for the phase (and naps after spinFor), and the other, which
+// opened the phase, then waited for it (timestamps, temporary: 32 ms of
+// waits a 84 ms token under that load, 0.2 ms of a 43 ms one). Claimed
+// (then with the recomputing below), alternating the two builds' runs
+// (load 3.0-3.5, tokens 45-60 ms): fused over unfused 1.036 and 1.060
+// wall (CPU 1.039, 1.016), the waiting build's 0.928 and 0.949 in
+// between. The kept form (03:55, load 0.7-1.3, tokens 40-43 ms): 1.067
+// and 1.053 wall, 1.067 and 1.057 CPU (lower quartiles 1.023-1.039). An
+// adapter's tokens over base tokens, both fused: 1.105 wall, 1.099 CPU
+// (lower quartiles 1.077), against 1.224 and 1.210 with the adapter's
+// unfused (tokens 24-29 ms, the host's fast phase): for 8.4% more bytes,
+// the float32 rows of rank 32 reading slower a byte than bfloat16's long
+// rows (the lm_head's B, 151936 rows of 32, 0.81 ms of one core alone).
+// fuseLoRA stays a switch (BenchmarkDecodeFuseTokens' lora, with
+// FUSE_LORA=32; adapter and adapter-unfused compare against base tokens).
+// Tried and not kept: an A-product another core is computing computed
+// again into this core's own scratch rather than waited for, level
+// (1.007 wall, 1.002 CPU under load 2.6-3.5) and wrong: a group's
+// A-products are one buffer per matrix, reused by the next layer's, and
+// the helped phase could end while the slow core still wrote it (go test
+// -race found it, and one run of TestDecodeFuseLoRASameBits failed); now
+// a phase cannot end before every A-product it read is done.
 // Not done: the bfloat16-compute path (--bf16-compute) in the fused fork,
 // which needs each phase's input rounded and packed once at the phase's
 // start and the bf16 path's attention (attentionBF16) inside the fork.
