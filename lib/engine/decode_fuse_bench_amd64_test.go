@@ -12,15 +12,17 @@ import (
 // fuseSwitches are the package variables BenchmarkDecodeFuseTokens can
 // switch between tokens: each sets the variant on (new) or off (old).
 var fuseSwitches = map[string]func(on bool){
-	"fuse":   func(on bool) { decodeFuse = on },
-	"attend": func(on bool) { fuseAttention = on },
-	"layer":  func(on bool) { fuseLayer = on },
-	"token":  func(on bool) { fuseToken = on },
-	"min16k": minPieceSwitch(1 << 14),
-	"min8k":  minPieceSwitch(1 << 13),
-	"head":   func(on bool) { fuseHead = on },
-	"pool":   func(on bool) { poolJobs = on },
-	"lora":   func(on bool) { fuseLoRA = on },
+	"fuse":    func(on bool) { decodeFuse = on },
+	"attend":  func(on bool) { fuseAttention = on },
+	"layer":   func(on bool) { fuseLayer = on },
+	"token":   func(on bool) { fuseToken = on },
+	"min16k":  minPieceSwitch(1 << 14),
+	"min8k":   minPieceSwitch(1 << 13),
+	"min256k": coarseCutSwitch(1 << 18),
+	"min512k": coarseCutSwitch(1 << 19),
+	"head":    func(on bool) { fuseHead = on },
+	"pool":    func(on bool) { poolJobs = on },
+	"lora":    func(on bool) { fuseLoRA = on },
 }
 
 // BenchmarkDecodeFuseTokens decodes the Qwen3-0.6B shape (bfloat16, or
@@ -78,6 +80,20 @@ func BenchmarkDecodeFuseTokens(b *testing.B) {
 		}
 		fmt.Fprintf(os.Stderr, "decode %s %s tokens old/new (%d pairs): cpu med %.4f q1 %.4f min %.3f | wall med %.4f q1 %.4f min %.3f | load %s -> %s | token ms old %.2f new %.2f (medians)\n",
 			dtype, name, k, cpu[k/2], cpu[k/4], cpu[0], wall[k/2], wall[k/4], wall[0], l0, loadAvg(), 1e3*median(tOld), 1e3*median(tNew))
+	}
+}
+
+// coarseCutSwitch switches forkDecode's cut between decodePieces and its
+// 1/workers share down to pieces of min weights rather than
+// decodeMinPiece: fewer pieces, each of which starts four new streams.
+func coarseCutSwitch(min int) func(on bool) {
+	return func(on bool) {
+		decodeCut = decodePiecesTo
+		if on {
+			decodeCut = func(dst []rowPiece, ms []mat, align, workers int) []rowPiece {
+				return cutPieces(dst, ms, align, workers, min)
+			}
+		}
 	}
 }
 

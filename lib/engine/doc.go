@@ -2226,6 +2226,39 @@
 // in the same run (BenchmarkDecodeFuseTokens, 380 pairs): 1.034 wall,
 // 1.028 CPU (lower quartiles 1.016 and 0.998).
 //
+// The cache head-major, measured and not built (2026-11-30, 03:38-03:47,
+// load average 0.6-2.9, another helper's runs beside: ratios only).
+// BenchmarkLoneRowAttnColdHeadsAB attends one row over 28 layers' caches
+// evicted before each layer (as BenchmarkLoneRowAttnColdAB), the same
+// values position-major (the cache's layout: a position's keys of every
+// head one 4 KiB page) or head-major ([KV head][position][head dim], a
+// capacity of twice the positions: each head's keys and values two
+// linear streams), through the same generated kernels (only the key
+// stride differs; the outputs the same bits). Head-major's speed over
+// position-major's, wall medians of 15-31 rounds, five runs with
+// position-major labelled old and four with it new: positions 16
+// 0.75-0.97 (head-major slower), 64 0.87-0.96, 320 0.94-1.04, 1000
+// 0.98-1.27, with the evicting pass in 2 MiB pages (as the weights are)
+// or 4 KiB ones alike; the control 0.98-1.03. So the cold attention is
+// not the 1.3x faster at positions 64 and 320 that building the layout
+// through every reader and writer needed. In this state a line comes
+// slowly in either order: one load a line in the kernels' order and
+// nothing else (Go, four chains) reads head-major 1.02-1.42x, 1.34-1.85x
+// and 1.5-1.96x as fast as position-major at 64, 320 and 1000 (level at
+// 16), but only at 10-19 GB/s, and takes 0.78-0.85 of the product's
+// whole attention over the position-major cache, whose prefetches 16
+// keys ahead (64 KiB there, 8 KiB head-major) already take the lines
+// near that pace. Without the prefetches (a temporary attnRowDotsNP
+// variant) head-major attended at 0.71-0.84 of the product's speed, and
+// the Go kernels (no prefetches) were slower head-major than
+// position-major too (0.76-0.86). Hot (no eviction, one layer in L2)
+// head-major attends 1.06-1.35x as fast (the scores' contiguous keys),
+// but a decode's attention is hot for about 0.23 ms of a token at
+// positions 1-65: not worth a layout every path must keep. A layer's
+// cache is already one linear block, and reading it in address order
+// ahead of the scores was tried before (above, 0.82-1.07): the cold
+// cache's cost is the lines one core gets in flight, not their order.
+//
 // Decoding with an adapter in the fused fork (fuseLoRA, forward_fuse.go;
 // 2026-11-30, 03:38-03:55, load average 1.5-3.5: another helper's decode
 // benchmarks ran beside every run, tokens 37-98 ms, ratios only). Before,
