@@ -2279,8 +2279,9 @@
 // same way as matMul's accumulate (putRow): the same bits.
 // TestDecodeFuseLoRASameBits decodes steps of one adapter's rows, an
 // adapter's and a base row, and two adapters' (ranks 8 and 4, one with
-// an lm_head adapter, one without) and a base row, Qwen3 and Llama 3 with
-// q, k and v biases, float32 and bfloat16, every fused shape: every logit
+// an lm_head adapter, one without) and a base row, Qwen3, Llama 3 with
+// q, k and v biases and GPT-OSS (q, k and v fused in its mixture-of-
+// experts layers), float32 and bfloat16, every fused shape: every logit
 // and cached key and value the same bits as unfused, and it fails if the
 // three-row step's fork did not hold both adapters; it failed with the
 // B-product moved before the bias (q, k and v).
@@ -2296,8 +2297,13 @@
 // (then with the recomputing below), alternating the two builds' runs
 // (load 3.0-3.5, tokens 45-60 ms): fused over unfused 1.036 and 1.060
 // wall (CPU 1.039, 1.016), the waiting build's 0.928 and 0.949 in
-// between. The kept form (03:55, load 0.7-1.3, tokens 40-43 ms): 1.067
-// and 1.053 wall, 1.067 and 1.057 CPU (lower quartiles 1.023-1.039). An
+// between. The kept form (03:55-04:01, load 0.7-2.3, tokens 38-43 ms):
+// 1.067, 1.053, 1.051 and 1.057 wall, 1.067, 1.057, 1.063 and 1.052 CPU
+// (lower quartiles 1.020-1.039); positions 1-321 1.092 wall, 1.083 CPU
+// (638 pairs); float32 weights 1.047 and 1.048 (CPU 1.048, 1.051), but
+// 0.870 in a run whose load rose from 1.7 to 2.6 (tokens 102-117 ms):
+// a core the host takes away while it computes an A-product still holds
+// the phase's other core up; the control 1.001 wall, 1.006 CPU. An
 // adapter's tokens over base tokens, both fused: 1.105 wall, 1.099 CPU
 // (lower quartiles 1.077), against 1.224 and 1.210 with the adapter's
 // unfused (tokens 24-29 ms, the host's fast phase): for 8.4% more bytes,

@@ -150,16 +150,22 @@ func fuseSameBits(t *testing.T, what string, want, got []float32) {
 // down and the lm_head), the second without, the third with another
 // (no lm_head), so the steps of one to three rows are one adapter's,
 // an adapter's and a base row, and three rows of two adapters and the
-// base; the prompt's two-row steps one adapter's. Every logit and
-// cached key and value the same bits fused in each shape and unfused,
-// and it fails if the adapter rows did not take the fused fork.
+// base; the prompt's two-row steps one adapter's. Qwen3, Llama 3 with
+// q, k and v biases, GPT-OSS (its mixture-of-experts layers fuse q, k
+// and v only). Every logit and cached key and value the same bits fused
+// in each shape and unfused, and it fails if the adapter rows did not
+// take the fused fork.
 func TestDecodeFuseLoRASameBits(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
 	defer func(v, l, k, h, a bool) { decodeFuse, fuseLayer, fuseToken, fuseHead, fuseLoRA = v, l, k, h, a }(decodeFuse, fuseLayer, fuseToken, fuseHead, fuseLoRA)
 	fuseLoRA = true
-	for _, arch := range []models.Family{models.Qwen3, models.Llama3} {
+	for _, arch := range []models.Family{models.Qwen3, models.Llama3, models.GptOss} {
 		for _, dtype := range []string{"f32", "bf16"} {
 			c := smallConfig(arch)
+			if arch == models.GptOss {
+				c = gptOssConfig() // mixture-of-experts layers (q, k and v fused), sinks, biases
+				c.LayerTypes = append(c.LayerTypes, "sliding_attention")
+			}
 			c.Hidden, c.Intermediate, c.Heads, c.KVHeads, c.HeadDim, c.VocabSize, c.Layers = 256, 1000, 4, 2, 64, 300, 3
 			ts := randomTensors(c, 11)
 			if arch == models.Llama3 { // biases: B·(A·x) goes after them
@@ -190,7 +196,7 @@ func TestDecodeFuseLoRASameBits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if la.lmHead == nil || lb.lmHead != nil || la.layers[1].down == nil {
+			if la.lmHead == nil || lb.lmHead != nil || la.layers[1].q == nil {
 				t.Fatal("the adapters are not the ones the test means")
 			}
 			loras := []*LoRA{la, nil, lb, la}
@@ -202,7 +208,7 @@ func TestDecodeFuseLoRASameBits(t *testing.T) {
 			}
 			for forks := 1; forks <= 4; forks++ {
 				logitsOn, cachesOn, head := decodeSteps(t, m, forks, loras)
-				if forks == 4 && !head {
+				if forks == 4 && arch != models.GptOss && !head {
 					t.Fatalf("%s: the decoding steps' fork did not run the lm_head", name)
 				}
 				what := fmt.Sprintf("%s, %s:", name, [...]string{"", "forks a product", "a fork a layer", "a fork a step", "a fork a step with the lm_head"}[forks])
