@@ -2260,15 +2260,16 @@
 // cache's cost is the lines one core gets in flight, not their order.
 //
 // Decoding with an adapter in the fused fork (fuseLoRA, forward_fuse.go;
-// 2026-11-30, 03:38-03:55, load average 1.5-3.5: another helper's decode
+// 2026-11-30, 03:38-04:02, load average 0.7-3.5: another helper's decode
 // benchmarks ran beside every run, tokens 37-98 ms, ratios only). Before,
 // fuseWorkers declined every step with an adapter row, so such a step
 // took a fork a product and each adapter product (A·x, rank × the input;
 // B·t, the output × rank, float32) ran on the calling core: a rank-32
 // adapter on every linear layer and the lm_head adds 100 MB of float32 to
 // the 0.6B shape's 1.19 GB of bfloat16 (8.4% more bytes), and its tokens
-// took 1.165x a base token's wall, 1.174x CPU (token-paired, adapter
-// against none, 252 pairs, lower quartiles 1.137 and 1.129). Now each
+// took 1.165x and 1.224x a base token's wall, 1.174x and 1.210x CPU
+// (token-paired, adapter against none, 252 pairs a run; base tokens 37
+// and 24 ms; lower quartiles 1.129-1.197). Now each
 // phase's A-products are its first pieces (one per matrix and adapter of
 // the step's rows; every phase has its whole input at its start), and
 // each piece of output rows adds B·(A·x) to them after the base product:
@@ -2305,8 +2306,7 @@
 // a core the host takes away while it computes an A-product still holds
 // the phase's other core up; the control 1.001 wall, 1.006 CPU. An
 // adapter's tokens over base tokens, both fused: 1.105 wall, 1.099 CPU
-// (lower quartiles 1.077), against 1.224 and 1.210 with the adapter's
-// unfused (tokens 24-29 ms, the host's fast phase): for 8.4% more bytes,
+// (lower quartiles 1.077; base tokens 36 ms): for 8.4% more bytes,
 // the float32 rows of rank 32 reading slower a byte than bfloat16's long
 // rows (the lm_head's B, 151936 rows of 32, 0.81 ms of one core alone).
 // fuseLoRA stays a switch (BenchmarkDecodeFuseTokens' lora, with
