@@ -104,9 +104,10 @@ type workspace struct {
 	scores                    [][]float32    // per attention worker
 	attnBlk                   []blockScratch // per attention worker
 	attnUnits                 []attnUnit
-	moe                       moeScratch // mixture-of-experts layers
-	fz                        fuseState  // fused forks (forward_fuse.go)
-	mla                       mlaScratch // latent attention layers (mla.go)
+	moe                       moeScratch  // mixture-of-experts layers
+	fz                        fuseState   // fused forks (forward_fuse.go)
+	mla                       mlaScratch  // latent attention layers (mla.go)
+	lr                        loraScratch // small batches' adapter products (lora_fork.go)
 }
 
 func grow(rows [][]float32, n, width int) [][]float32 {
@@ -326,6 +327,21 @@ func (m *Model) linears(ws *workspace, loras []*LoRA, layer int, xs [][]float32,
 	} else {
 		matMulGroup(ms, xs, yss)
 	}
+	var mods [3]int
+	var yss3 [3][][]float32
+	if len(ops) <= len(mods) {
+		for i, op := range ops {
+			addBias(op.bias, xs, op.ys)
+			mods[i], yss3[i] = op.module, op.ys[:len(xs)]
+		}
+		if ws.loraProducts(loras, layer, xs, mods[:len(ops)], yss3[:len(ops)]) {
+			return
+		}
+		for _, op := range ops {
+			m.addLoRAs(ws, loras, layer, op.module, xs, op.ys)
+		}
+		return
+	}
 	for _, op := range ops {
 		m.biasLoRA(ws, op.bias, loras, layer, op.module, xs, op.ys)
 	}
@@ -333,6 +349,16 @@ func (m *Model) linears(ws *workspace, loras []*LoRA, layer int, xs [][]float32,
 
 // biasLoRA adds the bias and each row's adapter to the product ys = W·xs.
 func (m *Model) biasLoRA(ws *workspace, bias []float32, loras []*LoRA, layer, module int, xs, ys [][]float32) {
+	addBias(bias, xs, ys)
+	mods, yss := [1]int{module}, [1][][]float32{ys[:len(xs)]}
+	if ws.loraProducts(loras, layer, xs, mods[:], yss[:]) {
+		return
+	}
+	m.addLoRAs(ws, loras, layer, module, xs, ys)
+}
+
+// addBias adds bias (when not nil) to each row of ys = W·xs.
+func addBias(bias []float32, xs, ys [][]float32) {
 	if bias != nil {
 		for _, y := range ys[:len(xs)] {
 			for j, b := range bias {
@@ -340,6 +366,11 @@ func (m *Model) biasLoRA(ws *workspace, bias []float32, loras []*LoRA, layer, mo
 			}
 		}
 	}
+}
+
+// addLoRAs adds each row's adapter to ys = W·xs (+ bias), an adapter at
+// a time (addLoRA).
+func (m *Model) addLoRAs(ws *workspace, loras []*LoRA, layer, module int, xs, ys [][]float32) {
 	for i, l := range loras {
 		if l == nil || slices.Contains(loras[:i], l) {
 			continue // base rows, or an adapter already applied

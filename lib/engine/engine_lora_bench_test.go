@@ -1,0 +1,173 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"strings"
+	"testing"
+
+	"github.com/tinkershell/tinker/lib/models"
+)
+
+// BenchmarkGenerateLoRA is BenchmarkGenerate's cases with a rank-32
+// adapter (alpha 64; GEN_LORA_RANK to change) on every linear layer and
+// the lm_head, each paired with the same case on the base model in the
+// same round, the order alternating by round: one sequence (1seq), 8
+// sequences in one request (8batch), 8 concurrent requests of one
+// sequence (8conc), and 8 concurrent requests each with its own adapter
+// and prompt (8tenant: the multi-tenant batch, against the same 8
+// prompts on the base; the prompts differ so that the base, like the
+// tenants, prefills each: requests share a prompt's prefill only with
+// the same adapter, prefixshare.go). Per case
+// it reports the median, over rounds, of the adapter's tok/s over the
+// base's (wall and process CPU: above 1 the adapter is faster), and
+// bytes+ the adapter's extra bytes a decoding step reads over the base
+// model's (its weights as stored): with memory-bound decoding the ratio
+// to aim at is about 1/(1+bytes+). Run with -benchtime Nx (rounds);
+// GEN_LORA_CASES=1seq,8batch,... picks cases, GEN_LORA_MODELS models,
+// GEN_LORA_TOKENS the tokens a sequence; GEN_LORA_AB=fork compares
+// the adapters' tokens with loraFork on (lora) and off (base) instead.
+func BenchmarkGenerateLoRA(b *testing.B) {
+	names := []string{models.TinyLlama, models.TinyQwen3, "qwen3-0.6b-shape-bf16"}
+	if s := os.Getenv("GEN_LORA_MODELS"); s != "" {
+		names = splitComma(s)
+	}
+	cases := []string{"1seq", "8batch", "8conc", "8tenant"}
+	if s := os.Getenv("GEN_LORA_CASES"); s != "" {
+		cases = splitComma(s)
+	}
+	rank := envInt("GEN_LORA_RANK", 32)
+	for _, name := range names {
+		b.Run(name, func(b *testing.B) {
+			base, tokens, prompt := benchModel(b, name)
+			tokens = envInt("GEN_LORA_TOKENS", tokens)
+			ls := make([]*LoRA, 8)
+			for i := range ls {
+				l, err := NewLoRA(base.cfg, randomLoRA(base.cfg, rank, uint64(10+i), false), rank, float64(2*rank), false)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ls[i] = l
+			}
+			tuned := base.WithLoRA(ls[0])
+			// GEN_LORA_AB=fork: both sides with the adapters, loraFork
+			// off (the "base" side) and on.
+			ab := os.Getenv("GEN_LORA_AB") == "fork"
+			defer func(f bool) { loraFork = f }(loraFork)
+			run := func(c string, adapter bool, seed int64) genRun {
+				m := base
+				if adapter || ab {
+					m = tuned
+				}
+				if ab {
+					loraFork = adapter
+				}
+				switch c {
+				case "1seq":
+					return measure(base, func() int { return generate(b, m, prompt, 1, tokens, seed) })
+				case "8batch":
+					return measure(base, func() int { return generate(b, m, prompt, 8, tokens, seed) })
+				case "8conc", "8tenant":
+					return measure(base, func() int {
+						var wg sync.WaitGroup
+						var n atomic.Int64
+						for i := range 8 {
+							mi, pi := m, prompt
+							if c == "8tenant" {
+								pi = tenantPrompt(prompt, i)
+								if adapter || ab {
+									mi = base.WithLoRA(ls[i])
+								}
+							}
+							wg.Go(func() { n.Add(int64(generate(b, mi, pi, 1, tokens, seed*8+int64(i)))) })
+						}
+						wg.Wait()
+						return int(n.Load())
+					})
+				}
+				b.Fatalf("GEN_LORA_CASES: no case %q (1seq, 8batch, 8conc, 8tenant)", c)
+				return genRun{}
+			}
+			for _, c := range cases {
+				run(c, false, 0)
+				run(c, true, 0)
+			}
+			wall, cpu := map[string][]float64{}, map[string][]float64{}
+			seed := int64(0)
+			for b.Loop() {
+				seed++
+				for _, c := range cases {
+					var rb, ra genRun
+					if seed%2 == 0 {
+						ra, rb = run(c, true, seed), run(c, false, seed)
+					} else {
+						rb, ra = run(c, false, seed), run(c, true, seed)
+					}
+					wall[c] = append(wall[c], ra.rate()/rb.rate())
+					cpu[c] = append(cpu[c], ra.cpuRate()/rb.cpuRate())
+				}
+			}
+			extra := loraBytes(ls[0]) / modelBytes(base)
+			b.ReportMetric(extra, "bytes+")
+			for _, c := range cases {
+				b.ReportMetric(median(wall[c]), "lora/base-"+c)
+				b.ReportMetric(median(cpu[c]), "lora/base-cpu-"+c)
+				w, u := slices.Sorted(slices.Values(wall[c])), slices.Sorted(slices.Values(cpu[c]))
+				fmt.Fprintf(os.Stderr, "%s %s rank %d: adapter/base tok/s wall med %.3f q1 %.3f min %.3f | cpu med %.3f q1 %.3f min %.3f | bytes+ %.3f (8tenant %.3f) | load %s\n",
+					name, c, rank, median(w), w[len(w)/4], w[0], median(u), u[len(u)/4], u[0], extra, 8*extra, loadAvg())
+			}
+		})
+	}
+}
+
+// tenantPrompt is prompt with its last token changed for tenant i.
+func tenantPrompt(prompt []int, i int) []int {
+	p := slices.Clone(prompt)
+	p[len(p)-1] += 1 + i
+	return p
+}
+
+// loraBytes is the bytes of an adapter's matrices (float32).
+func loraBytes(l *LoRA) float64 {
+	n := 0
+	add := func(p *loraPair) {
+		if p != nil {
+			n += len(p.a.data) + len(p.b.data)
+		}
+	}
+	add(l.lmHead)
+	for _, ll := range l.layers {
+		for _, p := range []*loraPair{ll.q, ll.k, ll.v, ll.o, ll.gate, ll.up, ll.down} {
+			add(p)
+		}
+	}
+	return 4 * float64(n)
+}
+
+// modelBytes is the bytes of the matrices a decoding step reads: every
+// layer's and the lm_head, as stored (bfloat16 or float32).
+func modelBytes(m *Model) float64 {
+	n := 0.0
+	add := func(w mat) {
+		if w.bf != nil {
+			n += 2 * float64(w.rows*w.cols)
+		} else {
+			n += 4 * float64(w.rows*w.cols)
+		}
+	}
+	add(m.w.lmHead)
+	for _, lw := range m.w.layers {
+		for _, w := range []mat{lw.q, lw.k, lw.v, lw.o, lw.gate, lw.up, lw.down} {
+			add(w)
+		}
+	}
+	return n
+}
+
+// splitComma is s's comma-separated fields, the empty ones dropped.
+func splitComma(s string) []string {
+	return slices.DeleteFunc(strings.Split(s, ","), func(f string) bool { return f == "" })
+}
