@@ -2326,4 +2326,55 @@
 // Not done: the bfloat16-compute path (--bf16-compute) in the fused fork,
 // which needs each phase's input rounded and packed once at the phase's
 // start and the bf16 path's attention (attentionBF16) inside the fork.
+//
+// Sampling groups from adapters (2026-11-30, 04:05-04:50, load average
+// 1.5-4.2: another helper's decode benchmarks ran beside most runs, so
+// ratios only). BenchmarkGenerateLoRA pairs BenchmarkGenerate's cases
+// with and without a rank-32 adapter (alpha 64) on every linear layer
+// and the lm_head, the order alternating by round, plus 8tenant: 8
+// concurrent requests each with its own adapter and prompt (against the
+// same prompts on the base: requests share a prompt's prefill only with
+// the same adapter, prefixshare.go, so 8conc's shared prompt would have
+// charged the tenants seven prefills more; with it they read 0.30). On
+// the 0.6B shape the adapter adds 8.4% to the bytes a step reads, eight
+// adapters 67%, so the goal, 0.9/(1 + extra bytes), is 0.83 for one
+// adapter and 0.54 for eight. Before the change below (3 rounds of 16
+// tokens after a 64-token prompt, load 2.5-3.5), adapter over base tok/s:
+// 8batch 0.91 wall, 0.90 CPU; 8conc 0.86, 0.89; 8tenant 0.70, 0.78; with
+// 64 tokens (load 4) 8batch 0.89 CPU, 8tenant 0.88. The tiny models
+// (where rank 32 is 77% and 40% more bytes): 0.65-0.79 for one adapter,
+// 0.53-0.57 for eight, against goals of 0.51 and 0.65 for one. A
+// profile of 8tenant: the prompts' tiles most of the time; the adapter
+// products (addLoRA) 5-10% of CPU, and at eight adapters of one row each
+// nearly all of their matMul calls (A 32 × 1024-3072, B up to 3072 × 32,
+// one vector) fall under productWorkers' cut and ran one after another
+// on the calling core while the other idled, two calls a matrix an
+// adapter.
+//
+// So batches of up to 16 rows (loraProducts, lora_fork.go) now run every
+// A-product of a step's matrices (q, k and v together, gate and up
+// together, o, down, the lm_head, an expert's) for every adapter as the
+// row pieces of one fork, then every B-product as a second (on the
+// calling core when a stage is under parallelMinWork multiply-adds).
+// Each element is matRows' dot of the same vectors added as matMul's
+// accumulate, the bias first: no output bit changed.
+// TestLoRAForkMatchesAlone decodes eight sequences of three adapters
+// (ranks 8 and 4, one without an lm_head) and base rows in steps of eight
+// and five rows, Qwen3, Llama 3 with q, k and v biases and GPT-OSS's
+// experts, float32 and bfloat16, on one core and three, against each
+// sequence alone through addLoRA: every logit and cached key and value
+// the same bits; it fails with the B-products not accumulating or the
+// bias added after them. Larger batches (prefill chunks) keep addLoRA.
+// BenchmarkLoRAForkSteps alternates loraFork off and on step by step
+// (8 rows at positions 1-96, each side its own caches; old over new):
+// eight adapters 1.09-1.10 CPU, 1.09-1.17 wall, at load 1.7-3.4 (lower
+// quartiles 1.02-1.12), one adapter 1.03-1.04, the control 0.996-0.999;
+// but with
+// the host loaded to 3.7-4.2, eight adapters 0.87-0.92 (a fork a core
+// the host takes away holds up, 8 more a layer; one adapter still
+// 1.01-1.03). Forking only stages of 1M multiply-adds or more (so the
+// small matrices run on the calling core): 1.045-1.057 and 1.009 quiet,
+// 1.02-1.05 at load 3.5 (where the default read 1.06 and 1.09 in one
+// run): kept at parallelMinWork (loraForkMinWork, a variable
+// for the benchmark). loraFork stays a switch.
 package engine

@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
-	"strings"
 	"testing"
+	"time"
 
 	"github.com/tinkershell/tinker/lib/models"
 )
@@ -28,7 +29,8 @@ import (
 // model's (its weights as stored): with memory-bound decoding the ratio
 // to aim at is about 1/(1+bytes+). Run with -benchtime Nx (rounds);
 // GEN_LORA_CASES=1seq,8batch,... picks cases, GEN_LORA_MODELS models,
-// GEN_LORA_TOKENS the tokens a sequence; GEN_LORA_AB=fork compares
+// GEN_LORA_TOKENS the tokens a sequence, GEN_LORA_PROMPT the prompt's
+// length (at most 64 on the 0.6B shape, 3 on the tiny ones); GEN_LORA_AB=fork compares
 // the adapters' tokens with loraFork on (lora) and off (base) instead.
 func BenchmarkGenerateLoRA(b *testing.B) {
 	names := []string{models.TinyLlama, models.TinyQwen3, "qwen3-0.6b-shape-bf16"}
@@ -44,6 +46,7 @@ func BenchmarkGenerateLoRA(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			base, tokens, prompt := benchModel(b, name)
 			tokens = envInt("GEN_LORA_TOKENS", tokens)
+			prompt = prompt[:min(len(prompt), envInt("GEN_LORA_PROMPT", len(prompt)))]
 			ls := make([]*LoRA, 8)
 			for i := range ls {
 				l, err := NewLoRA(base.cfg, randomLoRA(base.cfg, rank, uint64(10+i), false), rank, float64(2*rank), false)
@@ -170,4 +173,76 @@ func modelBytes(m *Model) float64 {
 // splitComma is s's comma-separated fields, the empty ones dropped.
 func splitComma(s string) []string {
 	return slices.DeleteFunc(strings.Split(s, ","), func(f string) bool { return f == "" })
+}
+
+// BenchmarkLoRAForkSteps decodes 8 sequences on the 0.6B shape (bfloat16)
+// in steps of all 8 rows, each with its own rank-32 adapter
+// (LORA_STEPS_TENANTS=8, the default) or all with one (=1), and
+// alternates loraFork off and on step by step, each side with its own
+// caches: per pair the old step's time over the new one's (above 1:
+// loraProducts faster), wall and process CPU, medians, lower quartiles
+// and minima over LORA_STEPS pairs (default 96; positions 1-96).
+// LORA_STEPS_CONTROL=1 runs loraFork on both sides.
+func BenchmarkLoRAForkSteps(b *testing.B) {
+	defer func(f bool, w int) { loraFork, loraForkMinWork = f, w }(loraFork, loraForkMinWork)
+	loraForkMinWork = envInt("LORA_FORK_MINWORK", loraForkMinWork)
+	m := qwen3SmallBF16(b, "lora-fork-steps")
+	tenants, pairs := envInt("LORA_STEPS_TENANTS", 8), envInt("LORA_STEPS", 96)
+	control := os.Getenv("LORA_STEPS_CONTROL") == "1"
+	ls := make([]*LoRA, 8)
+	for i := range ls {
+		if i >= tenants {
+			ls[i] = ls[i%tenants]
+			continue
+		}
+		l, err := NewLoRA(m.cfg, randomLoRA(m.cfg, 32, uint64(10+i), false), 32, 64, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ls[i] = l
+	}
+	for b.Loop() {
+		var seqs [2][]*kvCache
+		var wss [2]*workspace
+		for v := range seqs {
+			wss[v] = &workspace{}
+			for range 8 {
+				seqs[v] = append(seqs[v], m.newCache(pairs+1))
+			}
+		}
+		step := func(v, p int) (float64, float64) {
+			loraFork = v == 1 || control
+			rows := make([]row, 8)
+			for s, seq := range seqs[v] {
+				rows[s] = row{seq: seq, token: (1000 + 37*p + 11*s) % m.cfg.VocabSize, pos: p, logits: true, lora: ls[s]}
+			}
+			c0, t0 := processCPU(), time.Now()
+			m.forward(wss[v], rows)
+			return time.Since(t0).Seconds(), processCPU() - c0
+		}
+		var wall, cpu []float64
+		l0 := loadAvg()
+		for p := range pairs + 1 {
+			var w, c [2]float64
+			if p%2 == 0 {
+				w[0], c[0] = step(0, p)
+				w[1], c[1] = step(1, p)
+			} else {
+				w[1], c[1] = step(1, p)
+				w[0], c[0] = step(0, p)
+			}
+			if p > 0 { // the first step warms both
+				wall, cpu = append(wall, w[0]/w[1]), append(cpu, c[0]/c[1])
+			}
+		}
+		slices.Sort(wall)
+		slices.Sort(cpu)
+		k := len(wall)
+		name := fmt.Sprintf("%d adapters, forks from %d", tenants, loraForkMinWork)
+		if control {
+			name += " control"
+		}
+		fmt.Fprintf(os.Stderr, "lora fork steps, %s, old/new (%d pairs): cpu med %.4f q1 %.4f min %.3f | wall med %.4f q1 %.4f min %.3f | load %s -> %s\n",
+			name, k, cpu[k/2], cpu[k/4], cpu[0], wall[k/2], wall[k/4], wall[0], l0, loadAvg())
+	}
 }

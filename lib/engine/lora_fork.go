@@ -24,6 +24,9 @@ var loraFork = true
 
 const loraForkRows = 16
 
+// loraForkMinWork is the fewest multiply-adds of a stage that forks.
+var loraForkMinWork = parallelMinWork
+
 // loraMinPiece is the fewest weights of a loraProducts piece (64 KiB of
 // float32): a rank-32 A of the 0.6B shape is one or two pieces.
 const loraMinPiece = 1 << 14
@@ -135,7 +138,7 @@ func (s *loraScratch) run(acc bool) {
 		work += w.rows * w.cols * len(s.pxs[i])
 	}
 	workers := 1
-	if work >= parallelMinWork {
+	if work >= loraForkMinWork {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	s.ps = cutPieces(s.ps[:0], s.prods, 16, workers, loraMinPiece)
