@@ -2376,5 +2376,13 @@
 // small matrices run on the calling core): 1.045-1.057 and 1.009 quiet,
 // 1.02-1.05 at load 3.5 (where the default read 1.06 and 1.09 in one
 // run): kept at parallelMinWork (loraForkMinWork, a variable
-// for the benchmark). loraFork stays a switch.
+// for the benchmark). loraFork stays a switch. After it, adapter over
+// base (BenchmarkGenerateLoRA, 3 rounds of 32 tokens after the 64-token
+// prompts, load 2.1-2.7): 1seq 0.92 wall, 0.94 CPU; 8batch 0.93, 0.93;
+// 8conc 0.90, 0.91; 8tenant 0.82, 0.82 (lower quartiles 0.78-0.90):
+// above the goal's 0.83 and 0.54. Tiny models (7 rounds): 0.64-0.76 for
+// one adapter, 0.42-0.48 for eight (goals 0.51-0.65 and 0.13-0.22); the
+// fork's own pairing there (GEN_LORA_AB=fork, request against request)
+// read 0.92-1.03, within that pairing's noise (one sequence, which
+// loraProducts barely touches, 0.95-1.00): not resolved.
 package engine
