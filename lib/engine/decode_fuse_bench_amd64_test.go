@@ -24,6 +24,10 @@ var fuseSwitches = map[string]func(on bool){
 	"pool":    func(on bool) { poolJobs = on },
 	"lora":    func(on bool) { fuseLoRA = on },
 	"bf16":    func(on bool) { fuseBF16 = on },
+	"t1pf4k":  t1Switch(1),
+	"t1pf2k":  t1Switch(2),
+	"t1pf512": t1Switch(3),
+	"t1pf0":   t1Switch(4),
 }
 
 // BenchmarkDecodeFuseTokens decodes the Qwen3-0.6B shape (bfloat16, or
@@ -133,6 +137,17 @@ func minPieceSwitch(min int) func(on bool) {
 			decodeCut = func(dst []rowPiece, ms []mat, align, workers int) []rowPiece {
 				return cutPieces(dst, ms, align, 4*workers, min)
 			}
+		}
+	}
+}
+
+// t1Switch switches the bf16 path's one-token kernels between the
+// product's and variant v (avxBF16T1Variants: another prefetch distance).
+func t1Switch(v int) func(on bool) {
+	return func(on bool) {
+		bf16T1Variant = 0
+		if on {
+			bf16T1Variant = v
 		}
 	}
 }
