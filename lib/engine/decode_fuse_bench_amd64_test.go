@@ -151,3 +151,4 @@ func t1Switch(v int) func(on bool) {
 		}
 	}
 }
+

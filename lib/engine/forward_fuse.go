@@ -519,8 +519,8 @@ func (f *fuseState) await(k int) {
 
 // fuseWorkers is how many cores a fused fork of ms over xs runs on, or 0
 // when the step does not take the fused path: matMulGroup's fork for
-// decoding's one to three vectors, float32 compute, adapters with
-// fuseLoRA.
+// decoding's one to three vectors, the bf16 compute path with fuseBF16,
+// adapters with fuseLoRA.
 func fuseWorkers(ls []*LoRA, xs [][]float32, ms ...mat) int {
 	if !decodeFuse || len(xs) >= 4 || !fuseLoRA && slices.ContainsFunc(ls, func(l *LoRA) bool { return l != nil }) {
 		return 0
