@@ -151,4 +151,3 @@ func t1Switch(v int) func(on bool) {
 		}
 	}
 }
-
