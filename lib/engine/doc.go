@@ -2350,7 +2350,7 @@
 // same bits fused in each shape as unfused, and fails if the bf16 path
 // gave the float32 path's logits or the step's fork did not run the
 // lm_head; it failed with o and down reading the normed rows' packed
-// copy, and with one KV head's keys left unpacked.
+// copy, and with KV head 0's new keys and values left unpacked.
 // Token-paired (BenchmarkDecodeFuseTokens, FUSE_DTYPE=bf16-compute,
 // FUSE_SWITCH=bf16, 504 pairs at positions 1-65): unfused over fused
 // 1.167 and 1.173 wall, 1.162 and 1.174 CPU (lower quartiles 1.099-1.112);
