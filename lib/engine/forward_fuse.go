@@ -538,11 +538,7 @@ func fuseGroupWorkers(ms []mat, n int) int {
 	if !fuseBF16 {
 		return groupWorkers(ms, n)
 	}
-	work := 0
-	for _, w := range ms {
-		work += w.rows * w.cols * n
-	}
-	return min(runtime.GOMAXPROCS(0), max(1, work/parallelMinWork))
+	return workWorkers(ms, n)
 }
 
 // qkvShaped reports whether layer lw's q, k and v are whole heads.
