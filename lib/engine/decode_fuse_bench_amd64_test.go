@@ -23,10 +23,18 @@ var fuseSwitches = map[string]func(on bool){
 	"head":    func(on bool) { fuseHead = on },
 	"pool":    func(on bool) { poolJobs = on },
 	"lora":    func(on bool) { fuseLoRA = on },
+	"bf16":    func(on bool) { fuseBF16 = on },
+	"t1pf4k":  t1Switch(1),
+	"t1pf2k":  t1Switch(2),
+	"t1pf512": t1Switch(3),
+	"t1pf0":   t1Switch(4),
 }
 
 // BenchmarkDecodeFuseTokens decodes the Qwen3-0.6B shape (bfloat16, or
-// float32 with FUSE_DTYPE=f32) switching a variant (FUSE_SWITCH, default
+// float32 with FUSE_DTYPE=f32, or bfloat16 on the bf16 compute path with
+// FUSE_DTYPE=bf16-compute, where FUSE_SWITCH=bf16 is fuseBF16 and
+// FUSE_SWITCH=compute puts the same weights on the bf16 compute path
+// (new) or the float32 one (old)) switching a variant (FUSE_SWITCH, default
 // "fuse": decodeFuse) on and off after every token, from Sample's
 // StopFunc, so neighbouring tokens pair the two; the order within a pair
 // alternates by round. Per pair the old token's time over the new one's
@@ -45,6 +53,29 @@ func BenchmarkDecodeFuseTokens(b *testing.B) {
 	key := cmp.Or(os.Getenv("FUSE_SWITCH"), "fuse")
 	name := key
 	m := qwen3SmallOf(b, "fuse-tokens", dtype)
+	if os.Getenv("FUSE_DTYPE") == "bf16-compute" {
+		if !bf16Compute() {
+			b.Skip("this CPU has no AVX512-BF16: no bf16 compute path")
+		}
+		bc := qwen3SmallOf(b, "fuse-tokens", dtype)
+		bc.w.withBF16Compute()
+		if key == "compute" {
+			// The same weights on the float32 compute path (old) and the
+			// bf16 one (new), swapped between steps: each path's tokens
+			// read its own layout. A step on the bf16 path packs the
+			// positions the other path's steps added to the cache.
+			f32, bf := m.w, bc.w
+			fuseSwitches[key] = func(on bool) {
+				m.w = f32
+				if on {
+					m.w = bf
+				}
+			}
+		} else {
+			m = bc
+		}
+		dtype = "bf16-compute"
+	}
 	if r := envInt("FUSE_LORA", 0); r > 0 {
 		l, err := NewLoRA(m.cfg, randomLoRA(m.cfg, r, 3, false), r, float64(2*r), false)
 		if err != nil {
@@ -106,6 +137,17 @@ func minPieceSwitch(min int) func(on bool) {
 			decodeCut = func(dst []rowPiece, ms []mat, align, workers int) []rowPiece {
 				return cutPieces(dst, ms, align, 4*workers, min)
 			}
+		}
+	}
+}
+
+// t1Switch switches the bf16 path's one-token kernels between the
+// product's and variant v (avxBF16T1Variants: another prefetch distance).
+func t1Switch(v int) func(on bool) {
+	return func(on bool) {
+		bf16T1Variant = 0
+		if on {
+			bf16T1Variant = v
 		}
 	}
 }

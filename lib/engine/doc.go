@@ -2323,9 +2323,68 @@
 // core: 0.980 and 0.969 wall, 0.976 and 0.969 CPU against the claimed
 // pieces (load 1.8, tokens 38 ms; the other core idles meanwhile); under
 // a load that takes cores away it may do better, not measured.
-// Not done: the bfloat16-compute path (--bf16-compute) in the fused fork,
-// which needs each phase's input rounded and packed once at the phase's
-// start and the bf16 path's attention (attentionBF16) inside the fork.
+//
+// The bf16 compute path (--bf16-compute) in the fused fork (fuseBF16,
+// forward_fuse.go; 2026-11-30, 04:05-04:35, load average 2.1-4.5:
+// another helper's decode benchmarks ran beside every run, tokens took
+// 37-70 ms, ratios only). Before, fuseWorkers declined it (groupWorkers
+// gives the bf16 path one core, since each product rounds its vectors per
+// call): one fork a product, attention (attentionBF16) and the norms
+// between forks on one core. Now each phase's input is rounded and packed
+// to bfloat16 once, by the core that opens the phase (packPhase, in
+// open: after the norm for q, k and v, gate and up and the lm_head,
+// after the last KV head's attention for o, after the last SwiGLU block
+// for down), and every piece reads that copy (bf16Rows), as
+// matMulBF16Group's pieces read the one it rounds a fork; attention on
+// that path runs a KV head at a time inside the fork once its heads are
+// finished (attendBF16Head: the head's new keys and values packed, then
+// its query heads attended, a run of consecutive positions a unit, as
+// attentionBF16 does), the packed caches made and cut back before the
+// fork (bf16AttnPrep) and their counts moved on by the core whose KV head
+// attends last (bf16AttnDone). Each output is the same kernel's one
+// accumulator over the same rounded values: no output bit changed.
+// TestDecodeFuseBF16SameBits decodes as TestDecodeFuseSameBits does
+// (Qwen3, Llama 3 with biases, GPT-OSS with sinks and a sliding window;
+// without adapters and with two, ranks 8 and 4) on the bf16 path, every
+// logit, cached key and value, packed key and value and packed count the
+// same bits fused in each shape as unfused, and fails if the bf16 path
+// gave the float32 path's logits or the step's fork did not run the
+// lm_head; it failed with o and down reading the normed rows' packed
+// copy, and with KV head 0's new keys and values left unpacked.
+// Token-paired (BenchmarkDecodeFuseTokens, FUSE_DTYPE=bf16-compute,
+// FUSE_SWITCH=bf16, 504 pairs at positions 1-65): unfused over fused
+// 1.167 and 1.173 wall, 1.162 and 1.174 CPU (lower quartiles 1.099-1.112);
+// positions 1-321 1.201 wall, 1.197 CPU (638 pairs); the control 1.002
+// wall, 0.997 CPU. The same weights on the float32 compute path (fused)
+// over the bf16 path (fused), swapped between steps (FUSE_SWITCH=compute):
+// 0.958 and 1.028, level within this load.
+//
+// Under perf the one-token kernel (avxBF16T1N6) was most of the decode's
+// samples and its edge kernels (N1-N4) 9% of the kernels' time. Pieces
+// cut in whole kernel calls (96 rows, bf16PieceRows) rather than 16-row
+// blocks: 0.992 and 0.996 wall (CPU 0.993 twice), not kept. The
+// one-token AVX512-BF16 kernels prefetched AMX's 4 KiB ahead (the
+// generator's weightPrefetch, measured on AMX); here, token-paired on
+// the fused bf16 path, 4 KiB's tokens took 1.114 and 1.094x (CPU 1.115,
+// 1.090; lower quartiles 1.036-1.044) as long as 1 KiB ahead, 1.077x 512
+// B, 1.043x 2 KiB, 1.023x no prefetch. They now prefetch 1 KiB
+// (avxWeightPrefetch), as fwdRowLong does; the AMX kernels keep 4 KiB.
+// Afterwards 4 KiB as the variant read 0.918 (2 KiB 0.947); 4 KiB, 2
+// KiB, 512 B and none stay generated for a quiet run (bf16T1Variant,
+// FUSE_SWITCH=t1pf4k, t1pf2k, t1pf512, t1pf0). Prefetching changes no
+// bit (TestBF16AVXBlockingsMatchEmulation runs every variant).
+// Fewer blocks a one-token call (bf16AVX.n1, 6): 4 read 0.992 wall, 2
+// 0.975. With both: unfused over fused 1.191 wall, 1.185 CPU (1-65),
+// 1.190 and 1.192 (1-321); float32 compute over bf16 compute, both
+// fused, 1.043 wall, 1.040 CPU (1-65), 1.195 and 1.196 (1-321, where
+// the bf16 path's attention reads half the cache's bytes).
+// BenchmarkDecode/bf16-compute, main's build and this one alternating
+// (load 3.8-4.5): main 57.7% and 52.3% of the limit (paired 61.7% and
+// 62.2%), this 75.9% and 73.7% (paired 93.0% and 79.2%); tokens a
+// CPU-second 13.9 and 14.6 against 15.9 and 16.0; the float32 compute
+// path (bf16) beside it in this build, two runs at load 4.1: 70.2% and
+// 70.6% (paired 81.2%, 82.4%) against bf16-compute's 76.7% and 78.1%
+// (85.7%, 79.9%). fuseBF16 stays a switch (FUSE_SWITCH=bf16).
 //
 // Sampling groups from adapters (2026-11-30, 04:05-04:50, load average
 // 1.5-4.2: another helper's decode benchmarks ran beside most runs, so

@@ -58,6 +58,18 @@ var fuseHead = true
 // the calling core.
 var fuseLoRA = true
 
+// fuseBF16 lets the bf16 compute path (LoadOptions.BF16Compute: matrices
+// with a packed copy, mat.vn) take the fused fork (with decodeFuse): each
+// phase's input is rounded and packed to bfloat16 once, by the core that
+// opens the phase (packPhase), and every piece of the phase's matrices
+// reads that copy (bf16Rows), where matMulBF16Group rounds it once a
+// fork; attention on that path (attentionBF16) runs a KV head at a time
+// inside the fork (attendBF16Head) as attendRow does on the float32
+// path. Each output is the same kernels' one accumulator over the same
+// rounded values: the same bits. Off, such a step takes a fork a
+// product.
+var fuseBF16 = true
+
 // fuseBlock is the rows of SwiGLU's blocks (fusedGateUp): whole 16-row
 // blocks of the pieces, small enough that the last piece's core has
 // little left to do after it.
@@ -118,7 +130,19 @@ type fuseState struct {
 	// as matrix 0 of the layer past the fork's last).
 	lgroups []fuseLoRAGroup
 	aState  int // offset in a layer's counters
+
+	// The bf16 path's packed inputs (fuseBF16), by fuseXB's slot: xb[s]
+	// is the current phase's, in xbuf[s]'s memory.
+	xb, xbuf [3][]uint16
 }
+
+// fuseXB is the packed input (fuseState.xb) each matrix reads: 0 the
+// normed rows (k, v, q, gate, up and the lm_head), 1 attention's output
+// (o), 2 SwiGLU's (down).
+var fuseXB = [fuseMats]int{fuseO: 1, fuseDown: 2}
+
+// phaseFirst is the first matrix of each of a layer's phases.
+var phaseFirst = [fusePhases]int{fuseK, fuseO, fuseGate, fuseDown}
 
 // fuseLoRAGroup is the rows of one adapter in a fused fork: their inputs
 // and outputs of each matrix (the lm_head's at index fuseMats) and the
@@ -329,8 +353,40 @@ func (f *fuseState) phase(gw int) int { return gw/fuseMats*fusePhases + fusePhas
 // at is counter i of layer l.
 func (f *fuseState) at(l, i int) *atomic.Int32 { return &f.cnt[(l-f.l0)*f.per+i] }
 
-// open lets the pieces of phase k of layer l start.
-func (f *fuseState) open(l, k int) { f.ready[(l-f.l0)*fusePhases+k].Store(1) }
+// open lets the pieces of phase k of layer l start, its input packed
+// first when the phase is the fork's and on the bf16 path.
+func (f *fuseState) open(l, k int) {
+	f.packPhase((l-f.l0)*fuseMats + phaseFirst[k])
+	f.ready[(l-f.l0)*fusePhases+k].Store(1)
+}
+
+// packPhase rounds and packs the input of the phase whose first matrix
+// is the fork's gw (every matrix of a phase reads the same vectors),
+// when gw is the fork's and on the bf16 path. A phase opens once the
+// one before is done, so no piece still reads the slot it overwrites.
+func (f *fuseState) packPhase(gw int) {
+	if gw > f.last {
+		return
+	}
+	w := f.matOf(gw)
+	if w.vn == nil {
+		return
+	}
+	_, m := f.layer(gw) // the lm_head's slot is k's: the normed rows
+	s := fuseXB[m]
+	f.xb[s] = packBF16Rows(f.xs[m], w.cols, &f.xbuf[s])
+}
+
+// product computes rows [lo, hi) of w over the fork's matrix gw's input
+// xs into ys: from the phase's packed copy on the bf16 path.
+func (f *fuseState) product(w mat, gw int, xs, ys [][]float32, lo, hi int, accumulate bool) {
+	if w.vn != nil {
+		_, m := f.layer(gw)
+		bf16Rows(w, f.xb[fuseXB[m]], len(xs), ys, lo, hi, accumulate)
+		return
+	}
+	matRows(w, xs, ys, lo, hi, accumulate)
+}
 
 // run cuts the fork's pieces and runs them on workers cores. Each phase
 // is cut on its own, as its own fork would be: cut as one, the guided
@@ -339,6 +395,7 @@ func (f *fuseState) open(l, k int) { f.ready[(l-f.l0)*fusePhases+k].Store(1) }
 // core on a long last piece.
 func (f *fuseState) run(workers int) {
 	f.ps = f.ps[:0]
+	f.packPhase(f.first)
 	for lo := f.first; lo <= f.last; {
 		f.cutMats = f.cutMats[:0]
 		hi := lo
@@ -396,13 +453,13 @@ func (f *fuseState) runPiece(i int) {
 		return
 	}
 	if f.head && gw == f.last {
-		matRows(f.m.w.lmHead, f.xn, f.ws.logits[:len(f.xn)], p.lo, p.hi, false)
+		f.product(f.m.w.lmHead, gw, f.xn, f.ws.logits[:len(f.xn)], p.lo, p.hi, false)
 		f.loraB(gw, p.lo, p.hi)
 		done = true
 		return
 	}
 	l, m := f.layer(gw)
-	matRows(f.mat(l, m), f.xs[m], f.yss[m], p.lo, p.hi, m == fuseO || m == fuseDown)
+	f.product(f.mat(l, m), gw, f.xs[m], f.yss[m], p.lo, p.hi, m == fuseO || m == fuseDown)
 	if m > fuseQ {
 		f.loraB(gw, p.lo, p.hi) // q's, k's and v's after their bias, in finishHead
 	}
@@ -462,16 +519,26 @@ func (f *fuseState) await(k int) {
 
 // fuseWorkers is how many cores a fused fork of ms over xs runs on, or 0
 // when the step does not take the fused path: matMulGroup's fork for
-// decoding's one to three vectors, float32 compute, adapters with
-// fuseLoRA.
+// decoding's one to three vectors, the bf16 compute path with fuseBF16,
+// adapters with fuseLoRA.
 func fuseWorkers(ls []*LoRA, xs [][]float32, ms ...mat) int {
 	if !decodeFuse || len(xs) >= 4 || !fuseLoRA && slices.ContainsFunc(ls, func(l *LoRA) bool { return l != nil }) {
 		return 0
 	}
-	if workers := groupWorkers(ms, len(xs)); workers > 1 {
+	if workers := fuseGroupWorkers(ms, len(xs)); workers > 1 {
 		return workers
 	}
 	return 0
+}
+
+// fuseGroupWorkers is groupWorkers for a fused fork: matrices on the bf16
+// path (fuseBF16) count as the others do, since the fork packs each
+// phase's vectors once (packPhase).
+func fuseGroupWorkers(ms []mat, n int) int {
+	if !fuseBF16 {
+		return groupWorkers(ms, n)
+	}
+	return workWorkers(ms, n)
 }
 
 // qkvShaped reports whether layer lw's q, k and v are whole heads.
@@ -531,6 +598,7 @@ func (m *Model) fusedLayers(ws *workspace, rows []row, li int, xn [][]float32) (
 		f.setHead(ws.logits[:n])
 	}
 	f.attend = true
+	m.bf16AttnPrep(rows, li, l1)
 	f.run(workers)
 	return l1 - li + 1, head
 }
@@ -549,12 +617,12 @@ func (m *Model) fusedQKV(ws *workspace, rows []row, li int, xn [][]float32) (fus
 		return false, false
 	}
 	f := ws.fuse(m, rows, xn[:n], li, fuseK, fuseQ)
-	// Attention here only on the float32 path (the bf16 path's attention,
-	// attentionBF16, packs the whole layer's cache), each KV head with its
-	// own scratch.
-	f.attend = fuseAttention && lw.o.vn == nil
+	// Attention here, each KV head with its own scratch; on the bf16
+	// path with fuseBF16 (which the step took to get here).
+	f.attend = fuseAttention && (lw.o.vn == nil || fuseBF16)
 	if f.attend {
 		ws.scores = growTo(ws.scores, c.KVHeads)
+		m.bf16AttnPrep(rows, li, li)
 	}
 	attended = f.attend
 	f.run(workers)
@@ -584,10 +652,18 @@ func (f *fuseState) qkvPiece(l, w int, p rowPiece) {
 		if f.at(l, f.groups+kvh).Add(1) != int32(2+group) {
 			continue
 		}
-		for i := range f.rows {
-			f.m.attendRow(f.ws, f.rows, i, l, kvh, kvh, kvh+1)
+		bf16 := f.m.bf16Attention(l)
+		if bf16 {
+			f.m.attendBF16Head(f.ws, f.rows, l, kvh)
+		} else {
+			for i := range f.rows {
+				f.m.attendRow(f.ws, f.rows, i, l, kvh, kvh, kvh+1)
+			}
 		}
 		if f.at(l, f.attended).Add(1) == int32(c.KVHeads) {
+			if bf16 {
+				bf16AttnDone(f.rows, l)
+			}
 			f.open(l, 1)
 		}
 	}

@@ -129,6 +129,18 @@ func decodeSteps(t *testing.T, m *Model, forks int, loras []*LoRA) (logits, cach
 			caches = append(caches, seq.k[l][:seq.n*seq.kw]...)
 			caches = append(caches, seq.v[l][:seq.n*seq.vw]...)
 		}
+		if seq.bf16 == nil {
+			continue
+		}
+		// The bf16 path's packed copies too, and the positions packed.
+		for l, heads := range seq.bf16.kv {
+			caches = append(caches, float32(seq.bf16.n[l]))
+			for _, kv := range heads {
+				for _, u := range slices.Concat(kv.k, kv.vt) {
+					caches = append(caches, float32(u))
+				}
+			}
+		}
 	}
 	return logits, caches, head
 }

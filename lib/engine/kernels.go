@@ -3,6 +3,7 @@ package engine
 import (
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 )
 
@@ -312,11 +313,17 @@ func matMulGroup(ms []mat, xs [][]float32, yss [][][]float32) {
 // work up to GOMAXPROCS, and one when a matrix is on the bf16 path,
 // which packs its vectors per call (matMul's split).
 func groupWorkers(ms []mat, n int) int {
+	if slices.ContainsFunc(ms, func(w mat) bool { return w.vn != nil }) {
+		return 1
+	}
+	return workWorkers(ms, n)
+}
+
+// workWorkers is how many cores n vectors' products with ms are worth:
+// one per parallelMinWork multiply-adds, at most GOMAXPROCS.
+func workWorkers(ms []mat, n int) int {
 	work := 0
 	for _, w := range ms {
-		if w.vn != nil {
-			return 1
-		}
 		work += w.rows * w.cols * n
 	}
 	return min(runtime.GOMAXPROCS(0), max(1, work/parallelMinWork))

@@ -325,6 +325,11 @@ func bf16TilesAMX(x []uint16, ldx, m int, w []uint16, ws, kp, nb int, out *float
 // tokens meets them. A variable so a benchmark can compare shapes.
 var bf16AVX = struct{ t, n, n1, chunk int }{4, 6, 6, bf16Chunk}
 
+// bf16T1Variant selects the one-token kernels' prefetch distance
+// (avxBF16T1Variants; 0: the generator's avxWeightPrefetch, 1 KiB), for
+// a paired benchmark (BenchmarkDecodeFuseTokens' t1pf* switches).
+var bf16T1Variant = 0
+
 // bf16AVXBlocks is the weight blocks an AVX512-BF16 kernel call takes
 // for m tokens: bf16AVX.n1 for one token, else bf16AVX.n.
 func bf16AVXBlocks(m int) int {
@@ -351,9 +356,13 @@ func bf16TilesAVX(x []uint16, ldx, m int, w []uint16, ws, kp, nb int, out []floa
 // tiles: the rows need not be one allocation).
 func bf16GroupAVX(x []uint16, ldx, m int, w []uint16, ws, kp, nb int, out *float32, ldo int) {
 	n := bf16AVXBlocks(m)
+	ks := &avxBF16Kernels[m]
+	if m == 1 {
+		ks = &avxBF16T1Variants[bf16T1Variant]
+	}
 	for j := 0; j < nb; j += n {
 		nn := min(n, nb-j)
-		avxBF16Kernels[m][nn](&x[0], 2*ldx, &w[j*ws], 2*ws, kp/2, (*float32)(unsafe.Add(unsafe.Pointer(out), 4*16*j)), 4*ldo)
+		ks[nn](&x[0], 2*ldx, &w[j*ws], 2*ws, kp/2, (*float32)(unsafe.Add(unsafe.Pointer(out), 4*16*j)), 4*ldo)
 	}
 }
 

@@ -162,7 +162,11 @@ func TestBF16AVXBlockingsMatchEmulation(t *testing.T) {
 			bf16AVX.chunk = bf16Chunk
 			if tn == 1 {
 				bf16AVX.n1 = n
-				checkAVXEmulation(t, rng, 1, 16*(2*n+1)+5, 96, fmt.Sprintf("one token, %d blocks", n))
+				for v := range avxBF16T1Variants { // the prefetch distances
+					bf16T1Variant = v
+					checkAVXEmulation(t, rng, 1, 16*(2*n+1)+5, 96, fmt.Sprintf("one token, %d blocks, variant %d", n, v))
+				}
+				bf16T1Variant = 0
 			}
 			if n <= 6 {
 				bf16AVX.t, bf16AVX.n = tn, n

@@ -247,3 +247,53 @@ func forkJoinWork(n, work int, fn func(i int)) {
 		fn(i)
 	}
 }
+
+// bf16AttnPrep readies the rows' packed caches for the bf16 path's
+// attention inside a fused fork of layers [l0, l1] (attendBF16Head), as
+// attentionBF16 does at each layer's start: each sequence's packed cache
+// made, and its packed positions cut back to the rows' first (positions
+// rewritten since). No layer of the fork has run its attention yet, so
+// every layer's count is the one attentionBF16 would find.
+func (m *Model) bf16AttnPrep(rows []row, l0, l1 int) {
+	for l := l0; l <= l1; l++ {
+		if !m.bf16Attention(l) {
+			continue
+		}
+		for i := 0; i < len(rows); i += runAt(rows, i) {
+			st := rows[i].seq.bf16Cache(m.cfg)
+			st.n[l] = min(st.n[l], rows[i].pos)
+		}
+	}
+}
+
+// attendBF16Head is attentionBF16's work for KV head kvh of layer: the
+// rows' new keys and values of that head packed, then its query heads
+// attended, a run of one sequence's consecutive positions per unit as
+// there. Heads touch only their own packed cache and outputs, so each
+// can run once its rows are finished (fusedLayers).
+func (m *Model) attendBF16Head(ws *workspace, rows []row, layer, kvh int) {
+	c := m.cfg
+	hd := c.HeadDim
+	for i := 0; i < len(rows); i += runAt(rows, i) {
+		seq := rows[i].seq
+		end := rows[i+runAt(rows, i)-1].pos + 1
+		seq.bf16.kv[layer][kvh].pack(seq.k[layer], seq.v[layer], seq.bf16.n[layer], end, c.KVHeads*hd, kvh*hd, hd)
+	}
+	per := max(1, 32/(c.Heads/c.KVHeads))
+	w := bf16WorkPool.Get().(*bf16AttnWork)
+	defer bf16WorkPool.Put(w)
+	for i := 0; i < len(rows); i += runAt(rows, i) {
+		n, kv := runAt(rows, i), &rows[i].seq.bf16.kv[layer][kvh]
+		for b := 0; b < n; b += per {
+			m.attendBF16(ws, rows, bf16Unit{i: i + b, n: min(per, n-b), kvh: kvh, kv: kv}, layer, w)
+		}
+	}
+}
+
+// bf16AttnDone records the positions attendBF16Head packed for layer,
+// once every KV head has attended.
+func bf16AttnDone(rows []row, layer int) {
+	for i := 0; i < len(rows); i += runAt(rows, i) {
+		rows[i].seq.bf16.n[layer] = rows[i+runAt(rows, i)-1].pos + 1
+	}
+}

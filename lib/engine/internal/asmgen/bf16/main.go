@@ -75,6 +75,28 @@ func generate() (string, string) {
 		fmt.Fprintf(&table, "%d: %s", tn[1], name)
 	}
 	table.WriteString("},\n}\n")
+	// The one-token kernels with other prefetch distances (avxT1Prefetch).
+	fmt.Fprintf(&table, "\n// avxBF16T1Variants[v][n] is avxBF16T1N<n> prefetching avxT1Prefetch[v]\n// bytes ahead (variant 0: the kernels above, %d).\n", avxWeightPrefetch)
+	fmt.Fprintf(&table, "var avxBF16T1Variants = [%d][%d]func(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int){\n", len(avxT1Prefetch), avxMaxN+1)
+	for v, pf := range avxT1Prefetch {
+		fmt.Fprintf(&table, "\t%d: {", v)
+		for n := 1; n <= avxMaxN; n++ {
+			name := fmt.Sprintf("avxBF16T1N%d", n)
+			if v > 0 {
+				var body string
+				name, body = avxKernelPf(1, n, pf, fmt.Sprintf("P%d", pf))
+				asm.WriteString(body)
+				decls.WriteString("\n//go:noescape\nfunc " + name +
+					"(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)\n")
+			}
+			if n > 1 {
+				table.WriteString(", ")
+			}
+			fmt.Fprintf(&table, "%d: %s", n, name)
+		}
+		table.WriteString("},\n")
+	}
+	table.WriteString("}\n")
 	decls.WriteString(table.String())
 	panelKernels(&asm, &decls) // panel.go
 	peakKernels(&asm, &decls)  // peak.go
@@ -259,9 +281,30 @@ func avxShapes() [][2]int {
 // token's pair broadcast. Tokens are addressed in groups of four from
 // SI, AX, BX and R12 (4·ldx apart), weight blocks from DI and R13 (6
 // blocks apart). With one token the weights are prefetched
-// (weightPrefetch).
+// (avxWeightPrefetch).
 func avxKernel(t, n int) (string, string) {
-	name := fmt.Sprintf("avxBF16T%dN%d", t, n)
+	return avxKernelPf(t, n, avxWeightPrefetch, "")
+}
+
+// avxWeightPrefetch is weightPrefetch for the one-token AVX512-BF16
+// kernels, measured on Zen 4 (AVX512-BF16, no AMX): decoding the 0.6B
+// shape on the bf16 path in the fused fork, tokens alternating with the
+// 4 KiB of the AMX kernels (BenchmarkDecodeFuseTokens, FUSE_SWITCH=t1pf*,
+// load 3.3-4.4), the 4 KiB tokens took 1.114 and 1.094x as long as 1 KiB
+// ones, 1.077x 512 B's, 1.043x 2 KiB's and 1.023x no prefetch's. As on
+// the float32 path's row kernel (fwdRowLong, 1 KiB ahead), the six
+// streams' prefetches far ahead lose where they compete with the lines
+// being read.
+const avxWeightPrefetch = 1024
+
+// avxT1Prefetch are the prefetch distances of the one-token kernels'
+// variants (avxBF16T1Variants; 0: none), for a paired benchmark.
+var avxT1Prefetch = []int{avxWeightPrefetch, weightPrefetch, 2048, 512, 0}
+
+// avxKernelPf is avxKernel with the one-token kernel prefetching pf bytes
+// ahead (none when 0), named with suffix.
+func avxKernelPf(t, n, pf int, suffix string) (string, string) {
+	name := fmt.Sprintf("avxBF16T%dN%d%s", t, n, suffix)
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, "\t"+format+"\n", a...) }
 	fmt.Fprintf(&b, "\n// func %s(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)\n", name)
@@ -301,8 +344,8 @@ func avxKernel(t, n int) (string, string) {
 	fmt.Fprintf(&b, "%s_k:\n", name)
 	for j := range n {
 		p("VMOVDQU32 %s, Z%d", wreg(j), w0+j)
-		if t == 1 {
-			p("PREFETCHT1 %d%s", weightPrefetch, wreg(j))
+		if t == 1 && pf > 0 {
+			p("PREFETCHT1 %d%s", pf, wreg(j))
 		}
 	}
 	for r := range t {

@@ -1,0 +1,86 @@
+package engine
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"testing"
+
+	"github.com/tinkershell/tinker/lib/models"
+)
+
+// TestDecodeFuseBF16SameBits is TestDecodeFuseSameBits on the bf16 compute
+// path (fuseBF16): Qwen3, Llama 3 with q, k and v biases and GPT-OSS
+// (sinks, a sliding window, q, k and v fused beside its mixture-of-experts
+// layers), without adapters and with two (ranks 8 and 4, one with an
+// lm_head adapter). Every logit, cached key and value, and the packed
+// bfloat16 caches and their counts the same bits fused in each shape as
+// unfused; it fails if the steps did not take the fused fork (a packed
+// input of the down phase, the lm_head in the fork) or if the fork's
+// rounding were left out (the float32 products' bits differ).
+func TestDecodeFuseBF16SameBits(t *testing.T) {
+	needBF16(t)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
+	defer func(v, l, k, h, a, b bool) {
+		decodeFuse, fuseLayer, fuseToken, fuseHead, fuseLoRA, fuseBF16 = v, l, k, h, a, b
+	}(decodeFuse, fuseLayer, fuseToken, fuseHead, fuseLoRA, fuseBF16)
+	fuseLoRA, fuseBF16 = true, true
+	for _, arch := range []models.Family{models.Qwen3, models.Llama3, models.GptOss} {
+		c := smallConfig(arch)
+		if arch == models.GptOss {
+			c = gptOssConfig()
+			c.LayerTypes = append(c.LayerTypes, "sliding_attention")
+		}
+		c.Hidden, c.Intermediate, c.Heads, c.KVHeads, c.HeadDim, c.VocabSize, c.Layers = 256, 1000, 4, 2, 64, 300, 3
+		ts := randomTensors(c, 11)
+		if arch == models.Llama3 {
+			r := newRNG(5)
+			for l := range c.Layers {
+				for name, rows := range map[string]int{"q": c.Heads * c.HeadDim, "k": c.KVHeads * c.HeadDim, "v": c.KVHeads * c.HeadDim} {
+					b := make([]float32, rows)
+					fill(b, r, 0.5)
+					ts[fmt.Sprintf("model.layers.%d.self_attn.%s_proj.bias", l, name)] = Tensor{Shape: []int{rows}, Data: b}
+				}
+			}
+		}
+		matricesToBF16(ts)
+		m, err := New("fuse-bf16-"+string(arch), c, ts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, _, _ := decodeSteps(t, m, 0, nil) // the float32 compute path
+		m.w.withBF16Compute()
+		decodeFuse = true // decodeSteps(…, 0, …) left it off
+		lw := &m.w.layers[0]
+		if lw.q.vn == nil || !m.bf16Attention(0) || fuseWorkers(nil, make([][]float32, 1), lw.q, lw.k, lw.v) == 0 {
+			t.Fatalf("%s: the test's shape does not take the bf16 path's fused fork", arch)
+		}
+		la, err := NewLoRA(c, randomLoRA(c, 8, 21, false), 8, 16, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lts := randomLoRA(c, 4, 22, false)
+		delete(lts, "base_model.model.lm_head.lora_A.weight")
+		delete(lts, "base_model.model.lm_head.lora_B.weight")
+		lb, err := NewLoRA(c, lts, 4, 4, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, loras := range [][]*LoRA{nil, {la, nil, lb, la}} {
+			name := fmt.Sprintf("%s bf16 compute, %d adapters", arch, len(loras))
+			logitsOff, cachesOff, _ := decodeSteps(t, m, 0, loras)
+			if loras == nil && slices.Equal(plain, logitsOff) {
+				t.Fatalf("%s: the bf16 path gave the float32 path's logits", name)
+			}
+			for forks := 1; forks <= 4; forks++ {
+				logitsOn, cachesOn, head := decodeSteps(t, m, forks, loras)
+				what := fmt.Sprintf("%s, %s:", name, [...]string{"", "forks a product", "a fork a layer", "a fork a step", "a fork a step with the lm_head"}[forks])
+				if forks == 4 && arch != models.GptOss && !head {
+					t.Fatalf("%s the decoding steps' fork did not run the lm_head", what)
+				}
+				fuseSameBits(t, what+" logits", logitsOff, logitsOn)
+				fuseSameBits(t, what+" caches", cachesOff, cachesOn)
+			}
+		}
+	}
+}
