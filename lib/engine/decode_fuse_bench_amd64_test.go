@@ -24,10 +24,7 @@ var fuseSwitches = map[string]func(on bool){
 	"pool":    func(on bool) { poolJobs = on },
 	"lora":    func(on bool) { fuseLoRA = on },
 	"bf16":    func(on bool) { fuseBF16 = on },
-	"t1pf4k":  t1Switch(1),
-	"t1pf2k":  t1Switch(2),
-	"t1pf512": t1Switch(3),
-	"t1pf0":   t1Switch(4),
+	"t1pf512": t1Switch(1),
 }
 
 // BenchmarkDecodeFuseTokens decodes the Qwen3-0.6B shape (bfloat16, or

@@ -2369,10 +2369,13 @@
 // 1.090; lower quartiles 1.036-1.044) as long as 1 KiB ahead, 1.077x 512
 // B, 1.043x 2 KiB, 1.023x no prefetch. They now prefetch 1 KiB
 // (avxWeightPrefetch), as fwdRowLong does; the AMX kernels keep 4 KiB.
-// Afterwards 4 KiB as the variant read 0.918 (2 KiB 0.947); 4 KiB, 2
-// KiB, 512 B and none stay generated for a quiet run (bf16T1Variant,
-// FUSE_SWITCH=t1pf4k, t1pf2k, t1pf512, t1pf0). Prefetching changes no
-// bit (TestBF16AVXBlockingsMatchEmulation runs every variant).
+// Afterwards 4 KiB as the variant read 0.918 (2 KiB 0.947). The lead's
+// quiet run (2026-11-30 05:02-05:05, load average 1.6-1.8, 380 pairs
+// each, old/new with the variant new): 4 KiB 0.928 wall, 0.926 CPU; 2
+// KiB 0.961, 0.953; 512 B 0.998, 0.997; none 0.953, 0.950. So 4 KiB, 2
+// KiB and none are no longer generated; 512 B, level, stays for the next
+// comparison (bf16T1Variant, FUSE_SWITCH=t1pf512). Prefetching changes
+// no bit (TestBF16AVXBlockingsMatchEmulation runs every variant).
 // Fewer blocks a one-token call (bf16AVX.n1, 6): 4 read 0.992 wall, 2
 // 0.975. With both: unfused over fused 1.191 wall, 1.185 CPU (1-65),
 // 1.190 and 1.192 (1-321); float32 compute over bf16 compute, both

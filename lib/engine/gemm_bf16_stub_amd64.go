@@ -87,42 +87,6 @@ func avxBF16T4N5(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float3
 func avxBF16T4N6(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
 
 //go:noescape
-func avxBF16T1N1P4096(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T1N2P4096(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T1N3P4096(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T1N4P4096(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T1N5P4096(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T1N6P4096(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T1N1P2048(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T1N2P2048(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T1N3P2048(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T1N4P2048(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T1N5P2048(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T1N6P2048(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
 func avxBF16T1N1P512(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
 
 //go:noescape
@@ -140,24 +104,6 @@ func avxBF16T1N5P512(x *uint16, ldx int, w *uint16, wstride int, kp int, out *fl
 //go:noescape
 func avxBF16T1N6P512(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
 
-//go:noescape
-func avxBF16T1N1P0(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T1N2P0(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T1N3P0(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T1N4P0(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T1N5P0(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T1N6P0(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
 // avxBF16Kernels[t][n] is avxBF16T<t>N<n> where generated, else nil.
 var avxBF16Kernels = [5][7]func(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int){
 	1: {1: avxBF16T1N1, 2: avxBF16T1N2, 3: avxBF16T1N3, 4: avxBF16T1N4, 5: avxBF16T1N5, 6: avxBF16T1N6},
@@ -168,12 +114,9 @@ var avxBF16Kernels = [5][7]func(x *uint16, ldx int, w *uint16, wstride int, kp i
 
 // avxBF16T1Variants[v][n] is avxBF16T1N<n> prefetching avxT1Prefetch[v]
 // bytes ahead (variant 0: the kernels above, 1024).
-var avxBF16T1Variants = [5][7]func(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int){
+var avxBF16T1Variants = [2][7]func(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int){
 	0: {1: avxBF16T1N1, 2: avxBF16T1N2, 3: avxBF16T1N3, 4: avxBF16T1N4, 5: avxBF16T1N5, 6: avxBF16T1N6},
-	1: {1: avxBF16T1N1P4096, 2: avxBF16T1N2P4096, 3: avxBF16T1N3P4096, 4: avxBF16T1N4P4096, 5: avxBF16T1N5P4096, 6: avxBF16T1N6P4096},
-	2: {1: avxBF16T1N1P2048, 2: avxBF16T1N2P2048, 3: avxBF16T1N3P2048, 4: avxBF16T1N4P2048, 5: avxBF16T1N5P2048, 6: avxBF16T1N6P2048},
-	3: {1: avxBF16T1N1P512, 2: avxBF16T1N2P512, 3: avxBF16T1N3P512, 4: avxBF16T1N4P512, 5: avxBF16T1N5P512, 6: avxBF16T1N6P512},
-	4: {1: avxBF16T1N1P0, 2: avxBF16T1N2P0, 3: avxBF16T1N3P0, 4: avxBF16T1N4P0, 5: avxBF16T1N5P0, 6: avxBF16T1N6P0},
+	1: {1: avxBF16T1N1P512, 2: avxBF16T1N2P512, 3: avxBF16T1N3P512, 4: avxBF16T1N4P512, 5: avxBF16T1N5P512, 6: avxBF16T1N6P512},
 }
 
 //go:noescape

@@ -1,6 +1,9 @@
 package engine
 
-import "runtime"
+import (
+	"runtime"
+	"slices"
+)
 
 // Adapter products of a small batch in two forks. biasLoRA's per-adapter
 // form runs, for every matrix and every adapter of the batch, A·x and
@@ -69,7 +72,7 @@ func (ws *workspace) loraProducts(loras []*LoRA, layer int, xs [][]float32, mods
 	s.ls = s.ls[:0]
 	rank := 0
 	for _, l := range loras {
-		if l != nil && !containsLoRA(s.ls, l) {
+		if l != nil && !slices.Contains(s.ls, l) {
 			s.ls = append(s.ls, l)
 			rank = max(rank, l.Rank)
 		}
@@ -149,13 +152,4 @@ func (s *loraScratch) run(acc bool) {
 		return
 	}
 	forkJoin(len(s.ps), s.piece)
-}
-
-func containsLoRA(ls []*LoRA, l *LoRA) bool {
-	for _, x := range ls {
-		if x == l {
-			return true
-		}
-	}
-	return false
 }

@@ -298,8 +298,10 @@ func avxKernel(t, n int) (string, string) {
 const avxWeightPrefetch = 1024
 
 // avxT1Prefetch are the prefetch distances of the one-token kernels'
-// variants (avxBF16T1Variants; 0: none), for a paired benchmark.
-var avxT1Prefetch = []int{avxWeightPrefetch, weightPrefetch, 2048, 512, 0}
+// variants (avxBF16T1Variants), for a paired benchmark: 512 B read level
+// with 1 KiB in the quiet run; 4 KiB, 2 KiB and none, which lost, are no
+// longer generated (lib/engine/doc.go).
+var avxT1Prefetch = []int{avxWeightPrefetch, 512}
 
 // avxKernelPf is avxKernel with the one-token kernel prefetching pf bytes
 // ahead (none when 0), named with suffix.
