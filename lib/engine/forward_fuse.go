@@ -312,20 +312,7 @@ func (f *fuseState) loraB(gw, lo, hi int) {
 			continue
 		}
 		f.loraA(gw, g)
-		st := f.at(l, f.aState+3*m+g)
-		var t0 time.Time
-		for spins := 0; st.Load() != aDone && !f.failed.Load(); spins++ {
-			if spins%64 != 63 {
-				continue
-			}
-			if t0.IsZero() {
-				t0 = time.Now()
-			} else if time.Since(t0) > fuseWaitSpin {
-				time.Sleep(10 * time.Microsecond)
-				continue
-			}
-			runtime.Gosched()
-		}
+		f.wait(f.at(l, f.aState+3*m+g), aDone)
 		matRows(lp.b, gr.ts[s], gr.ys[s], lo, hi, true)
 	}
 }
@@ -501,9 +488,13 @@ func (f *fuseState) runPiece(i int) {
 const fuseWaitSpin = spinFor
 
 // await returns once the fork's phase k may start.
-func (f *fuseState) await(k int) {
+func (f *fuseState) await(k int) { f.wait(&f.ready[k], 1) }
+
+// wait returns once v holds want, or a piece has failed: it spins, then
+// yields, and past fuseWaitSpin naps.
+func (f *fuseState) wait(v *atomic.Int32, want int32) {
 	var t0 time.Time
-	for spins := 0; f.ready[k].Load() == 0 && !f.failed.Load(); spins++ {
+	for spins := 0; v.Load() != want && !f.failed.Load(); spins++ {
 		if spins%64 != 63 {
 			continue
 		}

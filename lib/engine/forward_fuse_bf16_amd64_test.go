@@ -26,28 +26,7 @@ func TestDecodeFuseBF16SameBits(t *testing.T) {
 	}(decodeFuse, fuseLayer, fuseToken, fuseHead, fuseLoRA, fuseBF16)
 	fuseLoRA, fuseBF16 = true, true
 	for _, arch := range []models.Family{models.Qwen3, models.Llama3, models.GptOss} {
-		c := smallConfig(arch)
-		if arch == models.GptOss {
-			c = gptOssConfig()
-			c.LayerTypes = append(c.LayerTypes, "sliding_attention")
-		}
-		c.Hidden, c.Intermediate, c.Heads, c.KVHeads, c.HeadDim, c.VocabSize, c.Layers = 256, 1000, 4, 2, 64, 300, 3
-		ts := randomTensors(c, 11)
-		if arch == models.Llama3 {
-			r := newRNG(5)
-			for l := range c.Layers {
-				for name, rows := range map[string]int{"q": c.Heads * c.HeadDim, "k": c.KVHeads * c.HeadDim, "v": c.KVHeads * c.HeadDim} {
-					b := make([]float32, rows)
-					fill(b, r, 0.5)
-					ts[fmt.Sprintf("model.layers.%d.self_attn.%s_proj.bias", l, name)] = Tensor{Shape: []int{rows}, Data: b}
-				}
-			}
-		}
-		matricesToBF16(ts)
-		m, err := New("fuse-bf16-"+string(arch), c, ts)
-		if err != nil {
-			t.Fatal(err)
-		}
+		m, c := fuseTestModel(t, arch, "bf16", "fuse-bf16-"+string(arch), 11, 5)
 		plain, _, _ := decodeSteps(t, m, 0, nil) // the float32 compute path
 		m.w.withBF16Compute()
 		decodeFuse = true // decodeSteps(…, 0, …) left it off

@@ -22,30 +22,7 @@ func TestDecodeFuseSameBits(t *testing.T) {
 	defer func(v, l, k, h bool) { decodeFuse, fuseLayer, fuseToken, fuseHead = v, l, k, h }(decodeFuse, fuseLayer, fuseToken, fuseHead)
 	for _, arch := range []models.Family{models.Qwen3, models.Llama3, models.GptOss} {
 		for _, dtype := range []string{"f32", "bf16"} {
-			c := smallConfig(arch)
-			if arch == models.GptOss {
-				c = gptOssConfig() // sinks, a sliding window of 3, biases
-				c.LayerTypes = append(c.LayerTypes, "sliding_attention")
-			}
-			c.Hidden, c.Intermediate, c.Heads, c.KVHeads, c.HeadDim, c.VocabSize, c.Layers = 256, 1000, 4, 2, 64, 300, 3
-			ts := randomTensors(c, 11)
-			if arch == models.Llama3 {
-				r := newRNG(5)
-				for l := range c.Layers {
-					for name, rows := range map[string]int{"q": c.Heads * c.HeadDim, "k": c.KVHeads * c.HeadDim, "v": c.KVHeads * c.HeadDim} {
-						b := make([]float32, rows)
-						fill(b, r, 0.5)
-						ts[fmt.Sprintf("model.layers.%d.self_attn.%s_proj.bias", l, name)] = Tensor{Shape: []int{rows}, Data: b}
-					}
-				}
-			}
-			if dtype == "bf16" {
-				matricesToBF16(ts)
-			}
-			m, err := New("fuse-"+string(arch), c, ts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, _ := fuseTestModel(t, arch, dtype, "fuse-"+string(arch), 11, 5)
 			lw := &m.w.layers[0]
 			if arch != models.Qwen3 && lw.qBias == nil {
 				t.Fatal("the q bias was not loaded")
@@ -173,30 +150,7 @@ func TestDecodeFuseLoRASameBits(t *testing.T) {
 	fuseLoRA = true
 	for _, arch := range []models.Family{models.Qwen3, models.Llama3, models.GptOss} {
 		for _, dtype := range []string{"f32", "bf16"} {
-			c := smallConfig(arch)
-			if arch == models.GptOss {
-				c = gptOssConfig() // mixture-of-experts layers (q, k and v fused), sinks, biases
-				c.LayerTypes = append(c.LayerTypes, "sliding_attention")
-			}
-			c.Hidden, c.Intermediate, c.Heads, c.KVHeads, c.HeadDim, c.VocabSize, c.Layers = 256, 1000, 4, 2, 64, 300, 3
-			ts := randomTensors(c, 11)
-			if arch == models.Llama3 { // biases: B·(A·x) goes after them
-				r := newRNG(5)
-				for l := range c.Layers {
-					for name, rows := range map[string]int{"q": c.Heads * c.HeadDim, "k": c.KVHeads * c.HeadDim, "v": c.KVHeads * c.HeadDim} {
-						b := make([]float32, rows)
-						fill(b, r, 0.5)
-						ts[fmt.Sprintf("model.layers.%d.self_attn.%s_proj.bias", l, name)] = Tensor{Shape: []int{rows}, Data: b}
-					}
-				}
-			}
-			if dtype == "bf16" {
-				matricesToBF16(ts)
-			}
-			m, err := New("fuse-lora-"+string(arch), c, ts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, c := fuseTestModel(t, arch, dtype, "fuse-lora-"+string(arch), 11, 5)
 			la, err := NewLoRA(c, randomLoRA(c, 8, 21, false), 8, 16, false)
 			if err != nil {
 				t.Fatal(err)
@@ -229,4 +183,37 @@ func TestDecodeFuseLoRASameBits(t *testing.T) {
 			}
 		}
 	}
+}
+
+// fuseTestModel is the fused-fork tests' model of family arch: a small
+// Qwen3 or Llama 3 (with q, k and v biases, from biasSeed), or GPT-OSS
+// with sinks, biases and a sliding window of 3, its matrices in
+// bfloat16 when dtype is "bf16".
+func fuseTestModel(t *testing.T, arch models.Family, dtype, name string, seed, biasSeed uint64) (*Model, Config) {
+	t.Helper()
+	c := smallConfig(arch)
+	if arch == models.GptOss {
+		c = gptOssConfig()
+		c.LayerTypes = append(c.LayerTypes, "sliding_attention")
+	}
+	c.Hidden, c.Intermediate, c.Heads, c.KVHeads, c.HeadDim, c.VocabSize, c.Layers = 256, 1000, 4, 2, 64, 300, 3
+	ts := randomTensors(c, seed)
+	if arch == models.Llama3 {
+		r := newRNG(biasSeed)
+		for l := range c.Layers {
+			for name, rows := range map[string]int{"q": c.Heads * c.HeadDim, "k": c.KVHeads * c.HeadDim, "v": c.KVHeads * c.HeadDim} {
+				b := make([]float32, rows)
+				fill(b, r, 0.5)
+				ts[fmt.Sprintf("model.layers.%d.self_attn.%s_proj.bias", l, name)] = Tensor{Shape: []int{rows}, Data: b}
+			}
+		}
+	}
+	if dtype == "bf16" {
+		matricesToBF16(ts)
+	}
+	m, err := New(name, c, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, c
 }

@@ -51,30 +51,7 @@ func TestLoRAForkMatchesAlone(t *testing.T) {
 // (rank 8) and base rows.
 func loraForkModel(t *testing.T, arch models.Family, dtype string) (*Model, []*LoRA) {
 	t.Helper()
-	c := smallConfig(arch)
-	if arch == models.GptOss {
-		c = gptOssConfig()
-		c.LayerTypes = append(c.LayerTypes, "sliding_attention")
-	}
-	c.Hidden, c.Intermediate, c.Heads, c.KVHeads, c.HeadDim, c.VocabSize, c.Layers = 256, 1000, 4, 2, 64, 300, 3
-	ts := randomTensors(c, 31)
-	if arch == models.Llama3 {
-		r := newRNG(6)
-		for l := range c.Layers {
-			for name, rows := range map[string]int{"q": c.Heads * c.HeadDim, "k": c.KVHeads * c.HeadDim, "v": c.KVHeads * c.HeadDim} {
-				b := make([]float32, rows)
-				fill(b, r, 0.5)
-				ts[fmt.Sprintf("model.layers.%d.self_attn.%s_proj.bias", l, name)] = Tensor{Shape: []int{rows}, Data: b}
-			}
-		}
-	}
-	if dtype == "bf16" {
-		matricesToBF16(ts)
-	}
-	m, err := New("lora-fork-"+string(arch), c, ts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, c := fuseTestModel(t, arch, dtype, "lora-fork-"+string(arch), 31, 6)
 	lora := func(rank int, seed uint64, head bool) *LoRA {
 		lts := randomLoRA(c, rank, seed, false)
 		if !head {
