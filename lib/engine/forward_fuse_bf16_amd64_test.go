@@ -34,17 +34,7 @@ func TestDecodeFuseBF16SameBits(t *testing.T) {
 		if lw.q.vn == nil || !m.bf16Attention(0) || fuseWorkers(nil, make([][]float32, 1), lw.q, lw.k, lw.v) == 0 {
 			t.Fatalf("%s: the test's shape does not take the bf16 path's fused fork", arch)
 		}
-		la, err := NewLoRA(c, randomLoRA(c, 8, 21, false), 8, 16, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lts := randomLoRA(c, 4, 22, false)
-		delete(lts, "base_model.model.lm_head.lora_A.weight")
-		delete(lts, "base_model.model.lm_head.lora_B.weight")
-		lb, err := NewLoRA(c, lts, 4, 4, false)
-		if err != nil {
-			t.Fatal(err)
-		}
+		la, lb := fuseTestAdapters(t, c)
 		for _, loras := range [][]*LoRA{nil, {la, nil, lb, la}} {
 			name := fmt.Sprintf("%s bf16 compute, %d adapters", arch, len(loras))
 			logitsOff, cachesOff, _ := decodeSteps(t, m, 0, loras)

@@ -151,17 +151,7 @@ func TestDecodeFuseLoRASameBits(t *testing.T) {
 	for _, arch := range []models.Family{models.Qwen3, models.Llama3, models.GptOss} {
 		for _, dtype := range []string{"f32", "bf16"} {
 			m, c := fuseTestModel(t, arch, dtype, "fuse-lora-"+string(arch), 11, 5)
-			la, err := NewLoRA(c, randomLoRA(c, 8, 21, false), 8, 16, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lts := randomLoRA(c, 4, 22, false)
-			delete(lts, "base_model.model.lm_head.lora_A.weight")
-			delete(lts, "base_model.model.lm_head.lora_B.weight")
-			lb, err := NewLoRA(c, lts, 4, 4, false)
-			if err != nil {
-				t.Fatal(err)
-			}
+			la, lb := fuseTestAdapters(t, c)
 			if la.lmHead == nil || lb.lmHead != nil || la.layers[1].q == nil {
 				t.Fatal("the adapters are not the ones the test means")
 			}
@@ -216,4 +206,22 @@ func fuseTestModel(t *testing.T, arch models.Family, dtype, name string, seed, b
 		t.Fatal(err)
 	}
 	return m, c
+}
+
+// fuseTestAdapters are the fused-fork tests' two adapters of c: la of
+// rank 8 with an lm_head, lb of rank 4 without.
+func fuseTestAdapters(t *testing.T, c Config) (la, lb *LoRA) {
+	t.Helper()
+	la, err := NewLoRA(c, randomLoRA(c, 8, 21, false), 8, 16, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lts := randomLoRA(c, 4, 22, false)
+	delete(lts, "base_model.model.lm_head.lora_A.weight")
+	delete(lts, "base_model.model.lm_head.lora_B.weight")
+	lb, err = NewLoRA(c, lts, 4, 4, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return la, lb
 }
