@@ -2447,4 +2447,24 @@
 // fork's own pairing there (GEN_LORA_AB=fork, request against request)
 // read 0.92-1.03, within that pairing's noise (one sequence, which
 // loraProducts barely touches, 0.95-1.00): not resolved.
+//
+// The lead's quiet run (2026-11-30 04:49-05:25, load average 1.6-2.1, this
+// run alone). BenchmarkLoRAForkSteps: eight adapters 1.119 CPU, 1.157
+// wall (lower quartiles 1.072, 1.109), one adapter 1.034 and 1.033, the
+// control 0.999. Token-paired decodes (BenchmarkDecodeFuseTokens, 380
+// pairs, bfloat16 weights, old/new with the switch on in new): the
+// adapter fused against unfused 1.101 CPU, 1.109 wall (FUSE_LORA=32,
+// "adapter"; 38.9 against 43.3 ms a token); "lora" 1.039 and 1.034;
+// --bf16-compute fused against unfused 1.078 and 1.072; the float32
+// compute path's fork 1.074 and 1.073. A coarser cut of decoding's
+// pieces (FUSE_SWITCH=min256k and min512k: the 1/workers share down to
+// 256K or 512K weights, fewer pieces each starting four streams): 0.998
+// and 0.995 CPU, 1.001 and 0.997 wall, in the slow phase (tokens at
+// 35-37 ms): decodePieces stays. BenchmarkDecode/bf16, this build and
+// e5f4ba1's alternating (8 runs each), then 10 more of this one: the
+// only run in the fast phase (a 64.3 GB/s probe) read 80.2% (50.9 GB/s,
+// 42.7 tok/s), e5f4ba1's 79.4% at 59.3; the others 70.9-95.7%, the
+// lowest where the probe read 43-49 GB/s and the decode 31-34 (the phase
+// moved within the run). --bf16-compute: this build 83.5-95.3% (paired
+// 89.5-100.4%), e5f4ba1's 69.1-88.2% (76.2-92.3%).
 package engine
