@@ -6,7 +6,6 @@ import (
 	"cmp"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -14,7 +13,7 @@ import (
 // BenchmarkDecodeAheadTokens decodes the Qwen3-0.6B shape (bfloat16, or
 // float32 with ROWLONG_DTYPE=f32) switching fwdRowsLong's kernel
 // (rowLongVariant) between the product's and each of ROWLONG_VARIANTS
-// (comma-separated rowLongVariantNames, default "A0") after every token, pairing
+// (comma-separated names of rowLongKernels, default "A0") after every token, pairing
 // neighbouring tokens as pairTokens does: the product's token's time over
 // the variant's (above 1: the variant faster), wall and process CPU,
 // median and lower quartile over ROWLONG_TOKENS (default 64) tokens a
@@ -46,9 +45,9 @@ func BenchmarkDecodeAheadTokens(b *testing.B) {
 			if mainCut {
 				vname = "A1KP"
 			}
-			v := slices.Index(rowLongVariantNames, vname)
+			v := rowLongVariantIndex(vname)
 			if v < 0 {
-				b.Fatalf("ROWLONG_VARIANTS: no variant %q (%v or main)", name, rowLongVariantNames)
+				b.Fatalf("ROWLONG_VARIANTS: no variant %q (a name in rowLongKernels, or main)", name)
 			}
 			l0 := loadAvg()
 			set := func(on bool) {

@@ -1,32 +1,44 @@
 package engine
 
-// rowLongVariant selects fwdRowsLong's kernel among the generated
+// rowLongVariant selects fwdRowsLong's kernels among the generated
 // arrangements (rowLongVariants in asmgen/fwd; 0 the product's: four
 // streams, each stream's line 1 KiB ahead prefetched into L2, unpaced), a
 // variable so the paired benchmarks can switch it token by token.
 var rowLongVariant = 0
 
-// rowLongVariantNames are rowLongVariant's values' names, in order.
-var rowLongVariantNames = []string{"A1K", "A1KP", "A0"}
+// rowLongStreams is how many sub-ranges of a piece a long-stream kernel
+// reads at once: 16/rowLongStreams consecutive rows of each a call.
+const rowLongStreams = 4
+
+// rowLongKernels are the generated long-stream arrangements
+// (rowLongVariants in asmgen/fwd) that rowLongVariant indexes, each as
+// its name and its bfloat16 and float32 kernels; the paired benchmarks
+// and TestRowLongMatchesDotLanes run them all.
+var rowLongKernels = [...]struct {
+	name string
+	bf16 func(x *float32, w *uint16, stride, n, span int, out *[16]float32)
+	f32  func(x *float32, w *float32, stride, n, span int, out *[16]float32)
+}{
+	{"A1K", fwdRowLongBF16, fwdRowLongF32},
+	{"A1KP", fwdRowLongA1KPBF16, fwdRowLongA1KPF32},
+	{"A0", fwdRowLongA0BF16, fwdRowLongA0F32},
+}
+
+// rowLongVariantIndex is the rowLongVariant of the arrangement named
+// name, or -1.
+func rowLongVariantIndex(name string) int {
+	for i, k := range rowLongKernels {
+		if k.name == name {
+			return i
+		}
+	}
+	return -1
+}
 
 func rowLongBF16(x *float32, w *uint16, stride, n, span int, out *[16]float32) {
-	switch rowLongVariant {
-	case 1:
-		fwdRowLongA1KPBF16(x, w, stride, n, span, out)
-	case 2:
-		fwdRowLongA0BF16(x, w, stride, n, span, out)
-	default:
-		fwdRowLongBF16(x, w, stride, n, span, out)
-	}
+	rowLongKernels[rowLongVariant].bf16(x, w, stride, n, span, out)
 }
 
 func rowLongF32(x *float32, w *float32, stride, n, span int, out *[16]float32) {
-	switch rowLongVariant {
-	case 1:
-		fwdRowLongA1KPF32(x, w, stride, n, span, out)
-	case 2:
-		fwdRowLongA0F32(x, w, stride, n, span, out)
-	default:
-		fwdRowLongF32(x, w, stride, n, span, out)
-	}
+	rowLongKernels[rowLongVariant].f32(x, w, stride, n, span, out)
 }

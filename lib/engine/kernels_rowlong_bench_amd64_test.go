@@ -14,21 +14,6 @@ import (
 	"unsafe"
 )
 
-// rowLongKernels are the long-stream decoding kernels (rowLong in
-// asmgen/fwd): streams sub-ranges of a piece read at once, 16/streams
-// consecutive rows of each a call. The generator makes the product's
-// alone; its other arrangements (rowLongVariant) go here to be measured.
-var rowLongKernels = []struct {
-	name    string
-	streams int
-	f32     func(x *float32, w *float32, stride, n, span int, out *[16]float32)
-	bf      func(x *float32, w *uint16, stride, n, span int, out *[16]float32)
-}{
-	{"4A1K", 4, fwdRowLongF32, fwdRowLongBF16},
-	{"4A1KP", 4, fwdRowLongA1KPF32, fwdRowLongA1KPBF16},
-	{"4A0", 4, fwdRowLongA0F32, fwdRowLongA0BF16},
-}
-
 // TestRowLongMatchesDotLanes requires every long-stream kernel to give
 // dotLanes' bits for each of its 16 rows (stream s, row g of it at
 // s·span+g·stride), with tails, odd chunk counts and rows at odd offsets.
@@ -39,10 +24,10 @@ func TestRowLongMatchesDotLanes(t *testing.T) {
 	r := newRNG(11)
 	for _, n := range []int{1, 15, 16, 17, 31, 32, 33, 48, 63, 64, 65, 100, 1024, 1040, 1055, 3072} {
 		for _, k := range rowLongKernels {
-			groups := 16 / k.streams
+			groups := 16 / rowLongStreams
 			stride := n + 3
 			span := groups*stride + 5
-			size := (k.streams-1)*span + (groups-1)*stride + n
+			size := (rowLongStreams-1)*span + (groups-1)*stride + n
 			x := make([]float32, n)
 			fill(x, r, 1)
 			w := make([]float32, size)
@@ -54,8 +39,8 @@ func TestRowLongMatchesDotLanes(t *testing.T) {
 			}
 			var got, gotB [16]float32
 			k.f32(&x[0], &w[0], stride, n, span, &got)
-			k.bf(&x[0], &wb[0], stride, n, span, &gotB)
-			for s := range k.streams {
+			k.bf16(&x[0], &wb[0], stride, n, span, &gotB)
+			for s := range rowLongStreams {
 				for g := range groups {
 					o := s*span + g*stride
 					want := dotLanes(w[o:o+n], x)
@@ -148,13 +133,13 @@ func BenchmarkRowLong(b *testing.B) {
 	}
 	long := func(k int) func(m mat, lo, hi int) {
 		kk := rowLongKernels[k]
-		g := 16 / kk.streams
+		g := 16 / rowLongStreams
 		return func(m mat, lo, hi int) {
 			var out [16]float32
-			q := (hi - lo) / kk.streams
+			q := (hi - lo) / rowLongStreams
 			for i := 0; i < q; i += g {
 				if m.bf != nil {
-					kk.bf(&x[0], &m.bf[(lo+i)*m.cols], m.cols, m.cols, q*m.cols, &out)
+					kk.bf16(&x[0], &m.bf[(lo+i)*m.cols], m.cols, m.cols, q*m.cols, &out)
 				} else {
 					kk.f32(&x[0], &m.data[(lo+i)*m.cols], m.cols, m.cols, q*m.cols, &out)
 				}
@@ -275,7 +260,7 @@ func BenchmarkRowLong(b *testing.B) {
 			name, cpu[rounds/2], cpu[0], cpu[rounds-1], wall[rounds/2], wall[0], wall[rounds-1], l0, load(), rates)
 		rates = ""
 	}
-	// ROWLONG_BASE=long: every comparison against fwdRowLong (4A1K)
+	// ROWLONG_BASE=long: every comparison against fwdRowLong (A1K)
 	// instead of fwdRow16.
 	if os.Getenv("ROWLONG_BASE") == "long" {
 		row16 = long(0)

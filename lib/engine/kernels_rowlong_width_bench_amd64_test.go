@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -59,7 +58,7 @@ func BenchmarkRowLongWidth(b *testing.B) {
 	// longP is long with the paced kernel (the product's before).
 	longP := func(m mat, lo, hi int) {
 		defer func(v int) { rowLongVariant = v }(rowLongVariant)
-		rowLongVariant = slices.Index(rowLongVariantNames, "A1KP")
+		rowLongVariant = rowLongVariantIndex("A1KP")
 		long(m, lo, hi)
 	}
 	probe := func(m mat, lo, hi int) {
@@ -241,7 +240,7 @@ func BenchmarkRowLongHot(b *testing.B) {
 		runs = append(runs, run{k.name + "-bf16", func() {
 			for range reps {
 				for i := 0; i < q; i += 4 {
-					k.bf(&x[0], &wb[i*cols], cols, cols, q*cols, &out)
+					k.bf16(&x[0], &wb[i*cols], cols, cols, q*cols, &out)
 				}
 			}
 		}}, run{k.name + "-f32", func() {
