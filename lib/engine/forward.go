@@ -327,23 +327,17 @@ func (m *Model) linears(ws *workspace, loras []*LoRA, layer int, xs [][]float32,
 	} else {
 		matMulGroup(ms, xs, yss)
 	}
-	var mods [3]int
-	var yss3 [3][][]float32
-	if len(ops) <= len(mods) {
-		for i, op := range ops {
-			addBias(op.bias, xs, op.ys)
-			mods[i], yss3[i] = op.module, op.ys[:len(xs)]
-		}
-		if ws.loraProducts(loras, layer, xs, mods[:len(ops)], yss3[:len(ops)]) {
-			return
-		}
-		for _, op := range ops {
-			m.addLoRAs(ws, loras, layer, op.module, xs, op.ys)
-		}
+	var modArr [3]int
+	mods := modArr[:0]
+	for _, op := range ops {
+		addBias(op.bias, xs, op.ys)
+		mods = append(mods, op.module)
+	}
+	if ws.loraProducts(loras, layer, xs, mods, yss) {
 		return
 	}
 	for _, op := range ops {
-		m.biasLoRA(ws, op.bias, loras, layer, op.module, xs, op.ys)
+		m.addLoRAs(ws, loras, layer, op.module, xs, op.ys)
 	}
 }
 
