@@ -20,9 +20,10 @@ import (
 // depend on the batch.
 
 // loraFork selects loraProducts for batches of up to loraForkRows rows
-// (a variable so BenchmarkGenerateLoRA's LORA_FORK can compare the two in
-// one process). Larger batches (prefill chunks) keep addLoRA, whose
-// matMul packs an adapter's rows once for its tiles.
+// (a variable so BenchmarkGenerateLoRA's GEN_LORA_AB=fork and
+// BenchmarkLoRAForkSteps can compare the two in one process). Larger
+// batches (prefill chunks) keep addLoRA, whose matMul packs an adapter's
+// rows once for its tiles.
 var loraFork = true
 
 const loraForkRows = 16
