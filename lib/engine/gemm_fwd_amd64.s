@@ -247,7 +247,18 @@ loop:
 	CMPQ       R11, pfEnd+80(FP)
 	JAE        nopf0
 	PREFETCHT1 (R11)
-	ADDQ       pfStep+88(FP), R11
+	CMPQ       pfStep+88(FP), $0x00000040
+	JLE        pfadv1
+	PREFETCHT1 64(R11)
+	CMPQ       pfStep+88(FP), $0x00000080
+	JLE        pfadv1
+	PREFETCHT1 128(R11)
+	CMPQ       pfStep+88(FP), $0x000000c0
+	JLE        pfadv1
+	PREFETCHT1 192(R11)
+
+pfadv1:
+	ADDQ pfStep+88(FP), R11
 
 nopf0:
 	PREFETCHT0  4096(R12)
@@ -299,7 +310,18 @@ tail:
 	CMPQ       R11, pfEnd+80(FP)
 	JAE        nopf1
 	PREFETCHT1 (R11)
-	ADDQ       pfStep+88(FP), R11
+	CMPQ       pfStep+88(FP), $0x00000040
+	JLE        pfadv2
+	PREFETCHT1 64(R11)
+	CMPQ       pfStep+88(FP), $0x00000080
+	JLE        pfadv2
+	PREFETCHT1 128(R11)
+	CMPQ       pfStep+88(FP), $0x000000c0
+	JLE        pfadv2
+	PREFETCHT1 192(R11)
+
+pfadv2:
+	ADDQ pfStep+88(FP), R11
 
 nopf1:
 	VMOVUPS     (R12), Z24
@@ -607,7 +629,18 @@ nearloop:
 	CMPQ       R11, pfEnd+80(FP)
 	JAE        nopf0
 	PREFETCHT1 (R11)
-	ADDQ       pfStep+88(FP), R11
+	CMPQ       pfStep+88(FP), $0x00000040
+	JLE        pfadv1
+	PREFETCHT1 64(R11)
+	CMPQ       pfStep+88(FP), $0x00000080
+	JLE        pfadv1
+	PREFETCHT1 128(R11)
+	CMPQ       pfStep+88(FP), $0x000000c0
+	JLE        pfadv1
+	PREFETCHT1 192(R11)
+
+pfadv1:
+	ADDQ pfStep+88(FP), R11
 
 nopf0:
 	PREFETCHT0  4096(R12)
@@ -662,7 +695,18 @@ farloop:
 	CMPQ       R11, pfEnd+80(FP)
 	JAE        nopf1
 	PREFETCHT1 (R11)
-	ADDQ       pfStep+88(FP), R11
+	CMPQ       pfStep+88(FP), $0x00000040
+	JLE        pfadv2
+	PREFETCHT1 64(R11)
+	CMPQ       pfStep+88(FP), $0x00000080
+	JLE        pfadv2
+	PREFETCHT1 128(R11)
+	CMPQ       pfStep+88(FP), $0x000000c0
+	JLE        pfadv2
+	PREFETCHT1 192(R11)
+
+pfadv2:
+	ADDQ pfStep+88(FP), R11
 
 nopf1:
 	PREFETCHT0  (R12)(R15*1)
@@ -714,7 +758,18 @@ tail:
 	CMPQ       R11, pfEnd+80(FP)
 	JAE        nopf2
 	PREFETCHT1 (R11)
-	ADDQ       pfStep+88(FP), R11
+	CMPQ       pfStep+88(FP), $0x00000040
+	JLE        pfadv3
+	PREFETCHT1 64(R11)
+	CMPQ       pfStep+88(FP), $0x00000080
+	JLE        pfadv3
+	PREFETCHT1 128(R11)
+	CMPQ       pfStep+88(FP), $0x000000c0
+	JLE        pfadv3
+	PREFETCHT1 192(R11)
+
+pfadv3:
+	ADDQ pfStep+88(FP), R11
 
 nopf2:
 	VMOVUPS     (R12), Z24
@@ -1429,7 +1484,18 @@ loop:
 	CMPQ       R11, pfEnd+80(FP)
 	JAE        nopf0
 	PREFETCHT1 (R11)
-	ADDQ       pfStep+88(FP), R11
+	CMPQ       pfStep+88(FP), $0x00000040
+	JLE        pfadv1
+	PREFETCHT1 64(R11)
+	CMPQ       pfStep+88(FP), $0x00000080
+	JLE        pfadv1
+	PREFETCHT1 128(R11)
+	CMPQ       pfStep+88(FP), $0x000000c0
+	JLE        pfadv1
+	PREFETCHT1 192(R11)
+
+pfadv1:
+	ADDQ pfStep+88(FP), R11
 
 nopf0:
 	PREFETCHT0  4096(R12)
@@ -1487,7 +1553,18 @@ tail:
 	CMPQ       R11, pfEnd+80(FP)
 	JAE        nopf1
 	PREFETCHT1 (R11)
-	ADDQ       pfStep+88(FP), R11
+	CMPQ       pfStep+88(FP), $0x00000040
+	JLE        pfadv2
+	PREFETCHT1 64(R11)
+	CMPQ       pfStep+88(FP), $0x00000080
+	JLE        pfadv2
+	PREFETCHT1 128(R11)
+	CMPQ       pfStep+88(FP), $0x000000c0
+	JLE        pfadv2
+	PREFETCHT1 192(R11)
+
+pfadv2:
+	ADDQ pfStep+88(FP), R11
 
 nopf1:
 	VMOVUPS     (R12), Z24
@@ -1801,7 +1878,18 @@ nearloop:
 	CMPQ       R11, pfEnd+80(FP)
 	JAE        nopf0
 	PREFETCHT1 (R11)
-	ADDQ       pfStep+88(FP), R11
+	CMPQ       pfStep+88(FP), $0x00000040
+	JLE        pfadv1
+	PREFETCHT1 64(R11)
+	CMPQ       pfStep+88(FP), $0x00000080
+	JLE        pfadv1
+	PREFETCHT1 128(R11)
+	CMPQ       pfStep+88(FP), $0x000000c0
+	JLE        pfadv1
+	PREFETCHT1 192(R11)
+
+pfadv1:
+	ADDQ pfStep+88(FP), R11
 
 nopf0:
 	PREFETCHT0  4096(R12)
@@ -1862,7 +1950,18 @@ farloop:
 	CMPQ       R11, pfEnd+80(FP)
 	JAE        nopf1
 	PREFETCHT1 (R11)
-	ADDQ       pfStep+88(FP), R11
+	CMPQ       pfStep+88(FP), $0x00000040
+	JLE        pfadv2
+	PREFETCHT1 64(R11)
+	CMPQ       pfStep+88(FP), $0x00000080
+	JLE        pfadv2
+	PREFETCHT1 128(R11)
+	CMPQ       pfStep+88(FP), $0x000000c0
+	JLE        pfadv2
+	PREFETCHT1 192(R11)
+
+pfadv2:
+	ADDQ pfStep+88(FP), R11
 
 nopf1:
 	PREFETCHT0  (R12)(R15*1)
@@ -1920,7 +2019,18 @@ tail:
 	CMPQ       R11, pfEnd+80(FP)
 	JAE        nopf2
 	PREFETCHT1 (R11)
-	ADDQ       pfStep+88(FP), R11
+	CMPQ       pfStep+88(FP), $0x00000040
+	JLE        pfadv3
+	PREFETCHT1 64(R11)
+	CMPQ       pfStep+88(FP), $0x00000080
+	JLE        pfadv3
+	PREFETCHT1 128(R11)
+	CMPQ       pfStep+88(FP), $0x000000c0
+	JLE        pfadv3
+	PREFETCHT1 192(R11)
+
+pfadv3:
+	ADDQ pfStep+88(FP), R11
 
 nopf2:
 	VMOVUPS     (R12), Z24

@@ -369,13 +369,31 @@ var fwdPrefetchSpread = 0.75
 // fwdPrefetchStep is the bytes a tile kernel's prefetch pointer advances
 // each chunk step so that bytes of the next tile's weights are asked for
 // evenly over the first fwdPrefetchSpread of its steps: at least 1, at
-// most 64 (one line a step, so no line is skipped).
+// most 64 (one line a step, so no line is skipped), or with
+// fwdPrefetchWide, when one line a step is too few, a multiple of 64 up
+// to 64·fwdPrefetchLines (the kernel asks for that many lines a step).
 func fwdPrefetchStep(bytes, steps int) int {
 	if fwdPrefetchSpread <= 0 || steps <= 0 {
 		return 64
 	}
-	return min(64, max(1, int(float64(bytes)/(fwdPrefetchSpread*float64(steps)))+1))
+	s := int(float64(bytes)/(fwdPrefetchSpread*float64(steps))) + 1
+	if s > 64 && fwdPrefetchWide {
+		return min(64*fwdPrefetchLines, (s+63)&^63)
+	}
+	return min(64, max(1, s))
 }
+
+// fwdPrefetchLines is the most lines of the next tile a 4×6 tile kernel
+// prefetches a chunk step (the generator's pfWideLines).
+const fwdPrefetchLines = 4
+
+// fwdPrefetchWide lets a tile kernel prefetch more than one line a step
+// (fwdPrefetchStep). A decoding step of 4-16 rows is one to four groups:
+// a tile of 1024 bfloat16 columns then has 64-256 steps for its 192
+// lines, and at one line a step its rows 2-5 came from memory on demand
+// (67% of the kernel's samples at four rows). A variable so a benchmark
+// can compare it (BenchmarkDecodeRows, ROWS_SWITCH=pfwide).
+var fwdPrefetchWide = true
 
 // fwdKC is the width (a multiple of 16) of the pieces rows longer than
 // it are summed in (fwdTile4x6KG): a tile's piece of six rows, 24 KiB of
