@@ -21,6 +21,7 @@ import (
 var rowsSwitches = map[string]func(on bool){
 	"control": func(bool) {},
 	"pfwide":  func(on bool) { fwdPrefetchWide = on },
+	"bf16pf":  func(on bool) { bf16AVXPrefetch = on },
 }
 
 // BenchmarkDecodeRows decodes steps of R rows (R sequences, one token
