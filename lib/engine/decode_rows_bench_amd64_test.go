@@ -22,6 +22,7 @@ var rowsSwitches = map[string]func(on bool){
 	"control": func(bool) {},
 	"pfwide":  func(on bool) { fwdPrefetchWide = on },
 	"bf16pf":  func(on bool) { bf16AVXPrefetch = on },
+	"multi":   func(on bool) { fwdRowMulti = on },
 }
 
 // BenchmarkDecodeRows decodes steps of R rows (R sequences, one token

@@ -446,6 +446,19 @@ func fwdRowsLong(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
 	if q == 0 {
 		return
 	}
+	if fwdRowMulti && len(xs) > 1 && rowLongVariant == 0 {
+		for len(xs) > 1 {
+			k := 2
+			if len(xs) == 3 {
+				k = 3
+			}
+			fwdRowsMulti(w, xs[:k], ys[:k], lo, q, accumulate)
+			xs, ys = xs[k:], ys[k:]
+		}
+		if len(xs) == 0 {
+			return
+		}
+	}
 	span := q * w.cols
 	var out [16]float32
 	for i := 0; i < q; i += 4 {
@@ -462,6 +475,55 @@ func fwdRowsLong(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
 			y := ys[b]
 			for s := range 4 {
 				putRow(y[r+s*q:r+s*q+4], out[4*s:4*s+4], accumulate)
+			}
+		}
+	}
+}
+
+// fwdRowMulti selects fwdRowsMulti for two or three vectors in
+// fwdRowsLong (a variable so a benchmark can compare it with
+// fwdRowLong a vector at a time: BenchmarkDecodeRows, ROWS_SWITCH=multi).
+var fwdRowMulti = true
+
+// fwdRowsMulti is fwdRowsLong for two or three vectors xs at once over
+// the q rows of each of four quarters from lo: fwdRowMulti2 takes two
+// rows of each quarter a call, fwdRowMulti3 one, each weight line read
+// and widened once for every vector. The same bits as fwdRowLong a
+// vector at a time (each output the same accumulator in the same order).
+func fwdRowsMulti(w mat, xs, ys [][]float32, lo, q int, accumulate bool) {
+	g := 2 // rows of each quarter a call
+	if len(xs) == 3 {
+		g = 1
+	}
+	span := q * w.cols
+	var x [3]*float32
+	for v := range xs {
+		x[v] = &xs[v][:w.cols][0]
+	}
+	var out [16]float32
+	for i := 0; i < q; i += g {
+		r := lo + i
+		if w.bf != nil {
+			_ = w.bf[(r+3*q+g)*w.cols-1]
+			p := &w.bf[r*w.cols]
+			if g == 2 {
+				fwdRowMulti2BF16(x[0], x[1], p, w.cols, w.cols, span, &out)
+			} else {
+				fwdRowMulti3BF16(x[0], x[1], x[2], p, w.cols, w.cols, span, &out)
+			}
+		} else {
+			_ = w.data[(r+3*q+g)*w.cols-1]
+			p := &w.data[r*w.cols]
+			if g == 2 {
+				fwdRowMulti2F32(x[0], x[1], p, w.cols, w.cols, span, &out)
+			} else {
+				fwdRowMulti3F32(x[0], x[1], x[2], p, w.cols, w.cols, span, &out)
+			}
+		}
+		for v, y := range ys {
+			for s := range 4 {
+				o := 4*g*v + s*g
+				putRow(y[r+s*q:r+s*q+g], out[o:o+g], accumulate)
 			}
 		}
 	}
