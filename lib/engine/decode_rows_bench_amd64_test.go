@@ -23,6 +23,12 @@ var rowsSwitches = map[string]func(on bool){
 	"pfwide":  func(on bool) { fwdPrefetchWide = on },
 	"bf16pf":  func(on bool) { bf16AVXPrefetch = on },
 	"multi":   func(on bool) { fwdRowMulti = on },
+	"all": func(on bool) { // every switch above and fuse16 together
+		fwdPrefetchWide, bf16AVXPrefetch, fwdRowMulti, fuseMaxRows = on, on, on, 3
+		if on {
+			fuseMaxRows = 16
+		}
+	},
 	"fuse16": func(on bool) { // fused steps of 4-16 rows against 3 at most
 		fuseMaxRows = 3
 		if on {
