@@ -2538,6 +2538,18 @@
 // bf16 compute R=2 1.04 and 1.04, R=4 1.22 and 1.25, R=8 1.23 and 1.20,
 // R=16 1.17 and 1.17 (q1 0.99-1.17).
 //
+// After them (06:39, load 3-3.7, a core mostly the other helper's),
+// the median step's share of the roofline: bfloat16 R=2 59.1%, R=4
+// 54.4%, R=8 63.0%, R=16 71.0%; bf16 compute 68.2%, 61.3%, 48.0%, 57.8%.
+// BenchmarkGenerate's 0.6B shape (8 samples of 16 tokens after a 64-token
+// prompt), main's build and this one alternating in separate processes
+// (two pairs, load 3.4-4.2): tokens per CPU-second 1.44 and 1.31x for
+// 8batch, 1.49 and 1.37x for 8conc. Training's and prefill's products
+// (BenchmarkProductTiles' forward shapes at M = 128 and 512, one core,
+// the two builds alternating, eight rounds) read 0.999 (q1 0.982) and
+// 1.003 in two runs, 0.854 in a first run that another process
+// disturbed: their tiles keep one line a step.
+//
 // Tried and not kept: fused pieces of whole tiles (48 rows, not 16, on the
 // float32 path at four rows or more: no tile computing rows of the one
 // before again) 0.96-1.05, level.
