@@ -2552,7 +2552,10 @@
 //
 // Tried and not kept: fused pieces of whole tiles (48 rows, not 16, on the
 // float32 path at four rows or more: no tile computing rows of the one
-// before again) 0.96-1.05, level.
+// before again) 0.96-1.05, level; a fwdRowMulti4 (four vectors, one row
+// of each stream a call, 16 accumulators) in place of the tiles at four
+// rows 0.84-0.86 in three runs (slower: the tiles' six rows a step read
+// x four times for 24 FMAs, the row kernel four x loads and swaps for 16).
 //
 // What is left: at R = 8-16 on the float32 path the step is the 4×6 tile
 // kernel (88% of R=16's CPU samples), compute-bound at about 68% of the
