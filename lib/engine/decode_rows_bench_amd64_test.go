@@ -21,10 +21,11 @@ import (
 var rowsSwitches = map[string]func(on bool){
 	"control": func(bool) {},
 	"pfwide":  func(on bool) { fwdPrefetchWide = on },
+	"even":    func(on bool) { fwdPrefetchEven = on },
 	"bf16pf":  func(on bool) { bf16AVXPrefetch = on },
 	"multi":   func(on bool) { fwdRowMulti = on },
 	"all": func(on bool) { // every switch above and fuse16 together
-		fwdPrefetchWide, bf16AVXPrefetch, fwdRowMulti, fuseMaxRows = on, on, on, 3
+		fwdPrefetchWide, fwdPrefetchEven, bf16AVXPrefetch, fwdRowMulti, fuseMaxRows = on, on, on, on, 3
 		if on {
 			fuseMaxRows = 16
 		}

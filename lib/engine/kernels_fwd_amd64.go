@@ -370,14 +370,20 @@ var fwdPrefetchSpread = 0.75
 // each chunk step so that bytes of the next tile's weights are asked for
 // evenly over the first fwdPrefetchSpread of its steps: at least 1, at
 // most 64 (one line a step, so no line is skipped), or with
-// fwdPrefetchWide, when one line a step is too few, a multiple of 64 up
-// to 64·fwdPrefetchLines (the kernel asks for that many lines a step).
+// fwdPrefetchWide, when one line a step is too few, up to
+// 64·fwdPrefetchLines (the kernel asks for the lines from pf up to the
+// step, none further apart than 64 bytes). Those wide steps (a decoding
+// step's one to four groups) are spread over all of the tile's steps
+// with fwdPrefetchEven, else rounded up to a multiple of 64.
 func fwdPrefetchStep(bytes, steps int) int {
 	if fwdPrefetchSpread <= 0 || steps <= 0 {
 		return 64
 	}
 	s := int(float64(bytes)/(fwdPrefetchSpread*float64(steps))) + 1
 	if s > 64 && fwdPrefetchWide {
+		if fwdPrefetchEven {
+			return min(64*fwdPrefetchLines, bytes/steps+1)
+		}
 		return min(64*fwdPrefetchLines, (s+63)&^63)
 	}
 	return min(64, max(1, s))
@@ -394,6 +400,19 @@ const fwdPrefetchLines = 4
 // (67% of the kernel's samples at four rows). A variable so a benchmark
 // can compare it (BenchmarkDecodeRows, ROWS_SWITCH=pfwide).
 var fwdPrefetchWide = true
+
+// fwdPrefetchEven spreads a tile's wide prefetches (fwdPrefetchStep)
+// over all of its steps. Rounded up to a multiple of 64 within three
+// quarters of them, the next tile's 192 lines of bfloat16 came in bursts
+// of two to four lines a step over 37-75% of a tile (R = 16 and 8): a
+// core reading memory near its share of the bandwidth ran out of misses
+// in flight, and the kernel stalled on its prefetches (alone on a core,
+// from memory at four groups, 0.82 of the rate with the rows in L1;
+// prefetching rows already in L2 cost nothing). Steps of 8 rows decode
+// 1.06-1.09x faster, of 4 1.06-1.07, 12 1.05, 16 1.01-1.02
+// (BenchmarkDecodeRows, ROWS_SWITCH=even). Training's products, with
+// many groups, never take wide steps. A variable for that benchmark.
+var fwdPrefetchEven = true
 
 // fwdKC is the width (a multiple of 16) of the pieces rows longer than
 // it are summed in (fwdTile4x6KG): a tile's piece of six rows, 24 KiB of

@@ -177,19 +177,24 @@ func TestForwardColsMatchScalar(t *testing.T) {
 // fwdPrefetchSpread of the call's steps when fwdPrefetchLines lines a
 // step would have been done by then (one line a step without
 // fwdPrefetchWide), and no faster than one line a step where that would
-// do. A decoding step's one group (64 steps of 1024 columns) must cover
-// a whole tile of bfloat16 and of float32 weights.
+// do; with fwdPrefetchEven the wide steps over all of the call's steps
+// instead, no faster than that needs. A decoding step's one group (64
+// steps of 1024 columns) must cover a whole tile of bfloat16 and of
+// float32 weights.
 func TestFwdPrefetchStepCoversTile(t *testing.T) {
-	defer func(w bool) { fwdPrefetchWide = w }(fwdPrefetchWide)
-	for _, wide := range []bool{false, true} {
-		fwdPrefetchWide = wide
-		most := 1
-		if wide {
-			most = fwdPrefetchLines
-		}
-		for _, bytes := range []int{6 * 1024 * 4, 6 * 3072 * 4 / 3, 6 * 2048 * 2, 6 * 1024 * 2, 6 * 16 * 4, 64, 100} {
-			for _, steps := range []int{1, 7, 64, 128, 16 * 64, 48 * 64, 16 * 192} {
-				fwdPrefetchCovers(t, bytes, steps, most)
+	defer func(w, e bool) { fwdPrefetchWide, fwdPrefetchEven = w, e }(fwdPrefetchWide, fwdPrefetchEven)
+	for _, even := range []bool{false, true} {
+		fwdPrefetchEven = even
+		for _, wide := range []bool{false, true} {
+			fwdPrefetchWide = wide
+			most := 1
+			if wide {
+				most = fwdPrefetchLines
+			}
+			for _, bytes := range []int{6 * 1024 * 4, 6 * 3072 * 4 / 3, 6 * 2048 * 2, 6 * 1024 * 2, 6 * 16 * 4, 64, 100} {
+				for _, steps := range []int{1, 7, 64, 128, 192, 256, 16 * 64, 48 * 64, 16 * 192} {
+					fwdPrefetchCovers(t, bytes, steps, most)
+				}
 			}
 		}
 	}
@@ -200,8 +205,13 @@ func TestFwdPrefetchStepCoversTile(t *testing.T) {
 func fwdPrefetchCovers(t *testing.T, bytes, steps, most int) {
 	t.Helper()
 	ps := fwdPrefetchStep(bytes, steps)
-	if ps < 1 || ps > 64*most || ps > 64 && ps%64 != 0 {
+	// even: the wide steps spread over every step, at any stride
+	even := fwdPrefetchEven && most > 1 && int(float64(bytes)/(fwdPrefetchSpread*float64(steps)))+1 > 64
+	if ps < 1 || ps > 64*most || ps > 64 && ps%64 != 0 && !even {
 		t.Fatalf("fwdPrefetchStep(%d, %d) = %d, want 1..64 or a multiple of 64 up to %d", bytes, steps, ps, 64*most)
+	}
+	if even && ps < 64*most && ps*steps > bytes+steps {
+		t.Errorf("bytes %d steps %d: step %d, want the tile over all steps (%d)", bytes, steps, ps, bytes/steps+1)
 	}
 	lines, last := map[int]bool{}, 0
 	for s, pf := 0, 0; s < steps && pf < bytes; s, pf = s+1, pf+ps {
@@ -217,7 +227,7 @@ func fwdPrefetchCovers(t *testing.T, bytes, steps, most int) {
 	if got := len(lines); got < want || got > want+most-1 {
 		t.Errorf("bytes %d steps %d: %d lines prefetched, want %d", bytes, steps, got, want)
 	}
-	if limit := int(fwdPrefetchSpread*float64(steps)) + 1; ps != 64 && last > limit {
+	if limit := int(fwdPrefetchSpread*float64(steps)) + 1; ps != 64 && last > limit && !even {
 		t.Errorf("bytes %d steps %d: the last line at step %d, after %d", bytes, steps, last, limit)
 	}
 }
