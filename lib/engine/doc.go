@@ -2557,12 +2557,39 @@
 // rows 0.84-0.86 in three runs (slower: the tiles' six rows a step read
 // x four times for 24 FMAs, the row kernel four x loads and swaps for 16).
 //
-// What is left: at R = 8-16 on the float32 path the step is the 4×6 tile
-// kernel (88% of R=16's CPU samples), compute-bound at about 68% of the
-// FMA probe: each chunk widens six weight rows (VPMOVZXWD and VPSLLD) for
-// 24 FMAs. The row kernels' broadcast-and-shuffle widening (one shuffle,
-// x packed with its quarters swapped to match) would halve that, but
-// every reader of the packed vectors (the 4×4 and 4×6 tiles, the split
-// tiles, the folds) would move with it. On the bf16 compute path R = 8-16
-// are VDPBF16PS-bound at about 75% of its peak on a core.
+// The 4×6 tile at R = 8-16 (88% of R=16's CPU samples, about 68% of the
+// FMA probe in the step). Its widening is not what holds it: on one core
+// with its six rows and four groups in L1 (a benchmark calling the kernel
+// on one tile, the kernels alternating, 12 rounds) it ran at 96% of the
+// one-core FMA loop with bfloat16 weights (VPMOVZXWD and VPSLLD), the
+// same as with float32 weights (no widening at all), and with the row
+// kernels' broadcast and VPSHUFB at 94% with x packed with its quarters
+// swapped beforehand, 84% with x swapped in the kernel (four VSHUFF32X4 a
+// step). In the step (ROWS_SWITCH, the kernels generated beside the tile
+// for the rows of 1024 columns): x swapped in the kernel R=8 1.00, R=16
+// 0.92; a swapped copy of the packed groups R=8 1.00, R=16 0.99. Not
+// built. What holds it is reading the next tile from memory: the same
+// benchmark over 64 MiB of rows, a tile a call with its prefetch of the
+// next, ran at 0.76-0.83 of the rate in L1 at four groups (0.61-0.66 at
+// two); without the prefetch 0.61-0.64; prefetching the next tile's rows
+// from memory with the rows being read in L1 cost 10-17% at four groups
+// and 25-27% at two, and the same prefetches of rows already in L2 nothing
+// (PREFETCHT2 the same as T1, PREFETCHNTA 10% slower). Pieces of 512
+// columns (fwdKC) at R = 8 and 16: 0.92 and 0.91.
+//   - fwdPrefetchEven: fwdPrefetchStep rounded a wide step (over a line)
+//     up to a multiple of 64 within three quarters of the tile's steps,
+//     so the next tile's 192 lines came two a step over 37% of an R=16
+//     tile, three a step over 50% of an R=8 one; now the step is the
+//     tile's bytes over all of its steps, any stride (the kernel asks for
+//     the lines from pf up to the step: none further apart than 64
+//     bytes). Three runs, CPU medians (wall within 0.03): R=4 1.06,
+//     1.07, 1.06; R=8 1.09, 1.06, 1.06; R=12 1.05, 1.04; R=16 1.02,
+//     1.01, 1.02 (lower quartiles 0.99-1.04; load average 2.9-3.9).
+//     Training's products (many groups) never take a wide step, so their
+//     strides are unchanged. TestFwdPrefetchStepCoversTile checks every
+//     line covered and the wide steps no faster than the whole tile needs.
+//
+// What is left: the 4×6 tile at R = 16 reads its next tile at about 0.85
+// of its rate from L1 (one core, alone); on the bf16 compute path R =
+// 8-16 are VDPBF16PS-bound at about 75% of its peak on a core.
 package engine

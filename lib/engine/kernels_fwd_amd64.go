@@ -403,15 +403,15 @@ var fwdPrefetchWide = true
 
 // fwdPrefetchEven spreads a tile's wide prefetches (fwdPrefetchStep)
 // over all of its steps. Rounded up to a multiple of 64 within three
-// quarters of them, the next tile's 192 lines of bfloat16 came in bursts
-// of two to four lines a step over 37-75% of a tile (R = 16 and 8): a
-// core reading memory near its share of the bandwidth ran out of misses
-// in flight, and the kernel stalled on its prefetches (alone on a core,
-// from memory at four groups, 0.82 of the rate with the rows in L1;
-// prefetching rows already in L2 cost nothing). Steps of 8 rows decode
-// 1.06-1.09x faster, of 4 1.06-1.07, 12 1.05, 16 1.01-1.02
-// (BenchmarkDecodeRows, ROWS_SWITCH=even). Training's products, with
-// many groups, never take wide steps. A variable for that benchmark.
+// quarters of them, the next tile's 192 lines of bfloat16 came two to
+// three a step over 37-50% of a tile (R = 16 and 8), and the kernel
+// stalled on them: alone on a core with the rows it reads in L1,
+// prefetching the next tile's from memory cost it 10-17% at four groups,
+// 25-27% at two, and prefetching rows already in L2 nothing (doc.go's
+// section on decoding groups). Steps of 4 rows decode 1.06-1.07x faster,
+// 8 1.06-1.09, 12 1.04-1.05, 16 1.01-1.02 (BenchmarkDecodeRows,
+// ROWS_SWITCH=even). Training's products, with many groups, never take
+// a wide step. A variable for that benchmark.
 var fwdPrefetchEven = true
 
 // fwdKC is the width (a multiple of 16) of the pieces rows longer than
