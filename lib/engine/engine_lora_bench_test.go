@@ -175,32 +175,54 @@ func splitComma(s string) []string {
 	return slices.DeleteFunc(strings.Split(s, ","), func(f string) bool { return f == "" })
 }
 
-// BenchmarkLoRAForkSteps decodes 8 sequences on the 0.6B shape (bfloat16)
-// in steps of all 8 rows, each with its own rank-32 adapter
-// (LORA_STEPS_TENANTS=8, the default) or all with one (=1), and
-// alternates loraFork off and on step by step, each side with its own
-// caches: per pair the old step's time over the new one's (above 1:
-// loraProducts faster), wall and process CPU, medians, lower quartiles
-// and minima over LORA_STEPS pairs (default 96; positions 1-96).
-// LORA_STEPS_CONTROL=1 runs loraFork on both sides.
+// BenchmarkLoRAForkSteps decodes 8 sequences in steps of all 8 rows,
+// each with its own adapter (LORA_STEPS_TENANTS=8, the default) or all
+// with one (=1), of rank LORA_STEPS_RANK (default 32, alpha twice it),
+// on LORA_STEPS_MODEL (default the 0.6B shape in bfloat16; or a tiny
+// model's name: tiny-llama, tiny-qwen3), and alternates loraFork off and
+// on step by step, each side with its own caches: per pair the old
+// step's time over the new one's (above 1: loraProducts faster), wall
+// and process CPU, medians, lower quartiles and minima over all
+// rounds (-benchtime Nx) of LORA_STEPS pairs (default 96; positions 1-96). LORA_STEPS_CONTROL=1 runs loraFork
+// on both sides. LORA_STEPS_AB=base pairs the base model's step (no
+// adapter, the "old" side) with the adapters' (loraFork on): the ratio is
+// then adapter over base steps a second, beside the goal 0.9/(1+bytes+),
+// bytes+ the adapters' extra bytes a step reads over the base's.
+// LORA_STEPS_AB=minwork pairs loraForkMinWork at loraMainMinWork (old)
+// and at its value (new), loraFork on in both; LORA_STEPS_AB=onefork
+// pairs loraOneFork off (old) and on.
 func BenchmarkLoRAForkSteps(b *testing.B) {
-	defer func(f bool, w int) { loraFork, loraForkMinWork = f, w }(loraFork, loraForkMinWork)
-	loraForkMinWork = envInt("LORA_FORK_MINWORK", loraForkMinWork)
-	m := qwen3SmallBF16(b, "lora-fork-steps")
+	defer func(f bool, w int, o bool) { loraFork, loraForkMinWork, loraOneFork = f, w, o }(loraFork, loraForkMinWork, loraOneFork)
+	minWork := envInt("LORA_FORK_MINWORK", loraForkMinWork)
+	loraForkMinWork = minWork
+	var m *Model
+	if name := os.Getenv("LORA_STEPS_MODEL"); name != "" {
+		if !strings.Contains(name, "/") {
+			name = "tinker-local/" + name
+		}
+		m = mustLoad(b, name)
+	} else {
+		m = qwen3SmallBF16(b, "lora-fork-steps")
+	}
 	tenants, pairs := envInt("LORA_STEPS_TENANTS", 8), envInt("LORA_STEPS", 96)
+	rank := envInt("LORA_STEPS_RANK", 32)
 	control := os.Getenv("LORA_STEPS_CONTROL") == "1"
+	ab := os.Getenv("LORA_STEPS_AB")
 	ls := make([]*LoRA, 8)
 	for i := range ls {
 		if i >= tenants {
 			ls[i] = ls[i%tenants]
 			continue
 		}
-		l, err := NewLoRA(m.cfg, randomLoRA(m.cfg, 32, uint64(10+i), false), 32, 64, false)
+		l, err := NewLoRA(m.cfg, randomLoRA(m.cfg, rank, uint64(10+i), false), rank, float64(2*rank), false)
 		if err != nil {
 			b.Fatal(err)
 		}
 		ls[i] = l
 	}
+	extra := float64(tenants) * loraBytes(ls[0]) / modelBytes(m)
+	var wall, cpu []float64
+	l0 := loadAvg()
 	for b.Loop() {
 		var seqs [2][]*kvCache
 		var wss [2]*workspace
@@ -211,17 +233,30 @@ func BenchmarkLoRAForkSteps(b *testing.B) {
 			}
 		}
 		step := func(v, p int) (float64, float64) {
-			loraFork = v == 1 || control
+			switch ab {
+			case "base":
+				loraFork = true
+			case "onefork":
+				loraFork, loraOneFork = true, v == 1 || control
+			case "minwork":
+				loraFork, loraForkMinWork = true, minWork
+				if v == 0 && !control {
+					loraForkMinWork = loraMainMinWork
+				}
+			default:
+				loraFork = v == 1 || control
+			}
 			rows := make([]row, 8)
 			for s, seq := range seqs[v] {
 				rows[s] = row{seq: seq, token: (1000 + 37*p + 11*s) % m.cfg.VocabSize, pos: p, logits: true, lora: ls[s]}
+				if ab == "base" && v == 0 {
+					rows[s].lora = nil
+				}
 			}
 			c0, t0 := processCPU(), time.Now()
 			m.forward(wss[v], rows)
 			return time.Since(t0).Seconds(), processCPU() - c0
 		}
-		var wall, cpu []float64
-		l0 := loadAvg()
 		for p := range pairs + 1 {
 			var w, c [2]float64
 			if p%2 == 0 {
@@ -235,10 +270,20 @@ func BenchmarkLoRAForkSteps(b *testing.B) {
 				wall, cpu = append(wall, w[0]/w[1]), append(cpu, c[0]/c[1])
 			}
 		}
+	}
+	{
 		slices.Sort(wall)
 		slices.Sort(cpu)
 		k := len(wall)
-		name := fmt.Sprintf("%d adapters, forks from %d", tenants, loraForkMinWork)
+		name := fmt.Sprintf("%s, %d adapters of rank %d, forks from %d", m.Name(), tenants, rank, minWork)
+		switch {
+		case ab == "base":
+			name += fmt.Sprintf(", adapter/base (bytes+ %.3f, goal %.3f)", extra, 0.9/(1+extra))
+		case ab == "onefork":
+			name += ", loraOneFork"
+		case ab == "minwork":
+			name += fmt.Sprintf(" against %d", loraMainMinWork)
+		}
 		if control {
 			name += " control"
 		}

@@ -29,7 +29,11 @@ var loraFork = true
 const loraForkRows = 16
 
 // loraForkMinWork is the fewest multiply-adds of a stage that forks.
-var loraForkMinWork = parallelMinWork
+var loraForkMinWork = 4 * parallelMinWork
+
+// loraMainMinWork is loraForkMinWork before it was raised, for
+// BenchmarkLoRAForkSteps' LORA_STEPS_AB=minwork.
+const loraMainMinWork = parallelMinWork
 
 // loraMinPiece is the fewest weights of a loraProducts piece (64 KiB of
 // float32): a rank-32 A of the 0.6B shape is one or two pieces.
@@ -47,7 +51,9 @@ type loraScratch struct {
 	bs    []loraB     // the B-products, while the A-products run
 	acc   bool
 	piece func(i int)
+	pair  func(i int)
 	calls int // calls that ran products, for the tests
+	fused int // calls that ran as one fork of pairs, for the tests
 }
 
 // loraB is a B-product: outputs ys += w·ts.
@@ -59,6 +65,13 @@ type loraB struct {
 func (s *loraScratch) runPiece(i int) {
 	p := s.ps[i]
 	matRows(s.prods[p.w], s.pxs[p.w], s.pys[p.w], p.lo, p.hi, s.acc)
+}
+
+// runPair runs A-product i and then its B-product (loraOneFork).
+func (s *loraScratch) runPair(i int) {
+	a, b := s.prods[i], &s.bs[i]
+	matRows(a, s.pxs[i], s.pys[i], 0, a.rows, false)
+	matRows(b.w, b.ts, b.ys, 0, b.w.rows, true)
 }
 
 // loraProducts adds each row's adapter products to yss[i] = W_i·xs (the
@@ -118,18 +131,54 @@ func (ws *workspace) loraProducts(loras []*LoRA, layer int, xs [][]float32, mods
 			b = append(b, loraB{lp.b, ts, gather(yss[i], l, len(yss[i][0]))})
 		}
 	}
-	s.run(false)
-	s.prods, s.pxs, s.pys = s.prods[:0], s.pxs[:0], s.pys[:0]
-	for _, p := range b {
-		s.prods, s.pxs, s.pys = append(s.prods, p.w), append(s.pxs, p.ts), append(s.pys, p.ys)
+	s.bs = b
+	if !s.runPairs() {
+		s.run(false)
+		s.prods, s.pxs, s.pys = s.prods[:0], s.pxs[:0], s.pys[:0]
+		for _, p := range b {
+			s.prods, s.pxs, s.pys = append(s.prods, p.w), append(s.pxs, p.ts), append(s.pys, p.ys)
+		}
+		s.run(true)
 	}
-	s.run(true)
 	clear(b)
 	s.bs = b[:0]
 	clear(s.pxs)
 	clear(s.pys)
 	clear(s.rows[:cap(s.rows)])
 	clear(s.ls)
+	return true
+}
+
+// loraOneFork lets runPairs take a stage's A- and B-products as one fork
+// (a variable for BenchmarkLoRAForkSteps' LORA_STEPS_AB=onefork).
+var loraOneFork = true
+
+// runPairs runs each adapter's A-product and then its B-product as one
+// piece of one fork, when there are enough of them that none holds more
+// than half a core's share of the work, and reports whether it did. Two
+// forks a stage (run) wait twice for the slowest core, and on a loaded
+// host a worker that lost its core mid-piece held each of them: eight
+// tenants' q, k and v were 24 pieces a fork either way. Each element is
+// the same dot, added the same way, only its A-product's rows are done
+// by the one core that then reads them: the same bits.
+func (s *loraScratch) runPairs() bool {
+	if !loraOneFork {
+		return false
+	}
+	work, most := 0, 0
+	for i, a := range s.prods {
+		w := (a.rows*a.cols + s.bs[i].w.rows*s.bs[i].w.cols) * len(s.pxs[i])
+		work, most = work+w, max(most, w)
+	}
+	workers := runtime.GOMAXPROCS(0)
+	if work < loraForkMinWork || workers == 1 || 2*workers*most > work {
+		return false
+	}
+	if s.pair == nil {
+		s.pair = s.runPair
+	}
+	s.fused++
+	forkJoin(len(s.prods), s.pair)
 	return true
 }
 

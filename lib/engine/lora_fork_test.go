@@ -15,30 +15,49 @@ import (
 // with the per-adapter products (addLoRA): every logit and cached key
 // and value the same bits. Qwen3, Llama 3 with q, k and v biases (the
 // adapter goes after them) and GPT-OSS (per-expert adapters), float32
-// and bfloat16 weights, on one core and on three.
+// and bfloat16 weights, on one core and on two and three; on more than
+// one, again with every stage forked (loraForkMinWork 0), as one fork of
+// A- then B-products a pair (loraOneFork, which must run on two cores)
+// and as two.
 func TestLoRAForkMatchesAlone(t *testing.T) {
-	defer func(f, d bool) { loraFork, decodeFuse = f, d }(loraFork, decodeFuse)
+	defer func(f, d, o bool, w int) { loraFork, decodeFuse, loraOneFork, loraForkMinWork = f, d, o, w }(loraFork, decodeFuse, loraOneFork, loraForkMinWork)
 	decodeFuse = false // one sequence alone takes the unfused path too
-	for _, procs := range []int{1, 3} {
+	type variant struct {
+		name    string
+		minWork int
+		oneFork bool
+	}
+	minWork := loraForkMinWork
+	for _, procs := range []int{1, 2, 3} {
 		old := runtime.GOMAXPROCS(procs)
+		variants := []variant{{"default", minWork, true}}
+		if procs > 1 {
+			variants = append(variants, variant{"one fork a pair", 0, true}, variant{"two forks", 0, false})
+		}
 		for _, arch := range []models.Family{models.Qwen3, models.Llama3, models.GptOss} {
 			for _, dtype := range []string{"f32", "bf16"} {
 				m, loras := loraForkModel(t, arch, dtype)
-				name := fmt.Sprintf("GOMAXPROCS=%d %s %s", procs, arch, dtype)
 				loraFork = false
 				var alone, aloneCaches [][]float32
 				for s := range loras {
-					l, c, _ := loraForkDecode(t, m, loras[s:s+1], s)
+					l, c, _, _ := loraForkDecode(t, m, loras[s:s+1], s)
 					alone, aloneCaches = append(alone, l[0]), append(aloneCaches, c[0])
 				}
-				loraFork = true
-				batched, caches, calls := loraForkDecode(t, m, loras, 0)
-				if calls == 0 {
-					t.Fatalf("%s: the batched steps never ran loraProducts", name)
-				}
-				for s := range loras {
-					fuseSameBits(t, fmt.Sprintf("%s sequence %d logits", name, s), alone[s], batched[s])
-					fuseSameBits(t, fmt.Sprintf("%s sequence %d caches", name, s), aloneCaches[s], caches[s])
+				for _, v := range variants {
+					name := fmt.Sprintf("GOMAXPROCS=%d %s %s %s", procs, arch, dtype, v.name)
+					loraFork, loraForkMinWork, loraOneFork = true, v.minWork, v.oneFork
+					batched, caches, calls, fused := loraForkDecode(t, m, loras, 0)
+					if calls == 0 {
+						t.Fatalf("%s: the batched steps never ran loraProducts", name)
+					}
+					// on three cores the pairs are too uneven for one fork
+					if v.minWork == 0 && (v.oneFork && procs == 2) != (fused > 0) {
+						t.Fatalf("%s: %d calls as one fork of pairs", name, fused)
+					}
+					for s := range loras {
+						fuseSameBits(t, fmt.Sprintf("%s sequence %d logits", name, s), alone[s], batched[s])
+						fuseSameBits(t, fmt.Sprintf("%s sequence %d caches", name, s), aloneCaches[s], caches[s])
+					}
 				}
 			}
 		}
@@ -71,9 +90,9 @@ func loraForkModel(t *testing.T, arch models.Family, dtype string) (*Model, []*L
 // loraForkDecode prefills a prompt of 4 + i positions for each sequence
 // (i = first + its index; its adapter loras[s]) on its own, then decodes
 // 6 steps of every sequence's row and 2 more of those with i < 5, and
-// returns each sequence's decoding logits and cache and how many calls
-// ran loraProducts.
-func loraForkDecode(t *testing.T, m *Model, loras []*LoRA, first int) (logits, caches [][]float32, calls int) {
+// returns each sequence's decoding logits and cache, how many calls ran
+// loraProducts and how many of them as one fork of pairs.
+func loraForkDecode(t *testing.T, m *Model, loras []*LoRA, first int) (logits, caches [][]float32, calls, fused int) {
 	t.Helper()
 	ws := &workspace{}
 	seqs := make([]*kvCache, len(loras))
@@ -111,5 +130,5 @@ func loraForkDecode(t *testing.T, m *Model, loras []*LoRA, first int) (logits, c
 		}
 		caches = append(caches, c)
 	}
-	return logits, caches, ws.lr.calls
+	return logits, caches, ws.lr.calls, ws.lr.fused
 }
