@@ -190,9 +190,13 @@ func splitComma(s string) []string {
 // bytes+ the adapters' extra bytes a step reads over the base's.
 // LORA_STEPS_AB=minwork pairs loraForkMinWork at loraMainMinWork (old)
 // and at its value (new), loraFork on in both; LORA_STEPS_AB=onefork
-// pairs loraOneFork off (old) and on.
+// pairs loraOneFork off (old) and on; LORA_STEPS_AB=maxpiece
+// loraMaxPiece 0 (old) and its value.
 func BenchmarkLoRAForkSteps(b *testing.B) {
-	defer func(f bool, w int, o bool) { loraFork, loraForkMinWork, loraOneFork = f, w, o }(loraFork, loraForkMinWork, loraOneFork)
+	defer func(f bool, w int, o bool, mp int) {
+		loraFork, loraForkMinWork, loraOneFork, loraMaxPiece = f, w, o, mp
+	}(loraFork, loraForkMinWork, loraOneFork, loraMaxPiece)
+	maxPiece := loraMaxPiece
 	minWork := envInt("LORA_FORK_MINWORK", loraForkMinWork)
 	loraForkMinWork = minWork
 	var m *Model
@@ -236,6 +240,11 @@ func BenchmarkLoRAForkSteps(b *testing.B) {
 			switch ab {
 			case "base":
 				loraFork = true
+			case "maxpiece":
+				loraFork, loraMaxPiece = true, maxPiece
+				if v == 0 && !control {
+					loraMaxPiece = 0
+				}
 			case "onefork":
 				loraFork, loraOneFork = true, v == 1 || control
 			case "minwork":
@@ -279,6 +288,8 @@ func BenchmarkLoRAForkSteps(b *testing.B) {
 		switch {
 		case ab == "base":
 			name += fmt.Sprintf(", adapter/base (bytes+ %.3f, goal %.3f)", extra, 0.9/(1+extra))
+		case ab == "maxpiece":
+			name += fmt.Sprintf(", pieces of at most %d weights against any", maxPiece)
 		case ab == "onefork":
 			name += ", loraOneFork"
 		case ab == "minwork":

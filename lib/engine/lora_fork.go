@@ -171,7 +171,7 @@ func (s *loraScratch) runPairs() bool {
 		work, most = work+w, max(most, w)
 	}
 	workers := runtime.GOMAXPROCS(0)
-	if work < loraForkMinWork || workers == 1 || 2*workers*most > work {
+	if work < loraForkMinWork || workers == 1 || 2*workers*most > work || loraMaxPiece > 0 && most > loraMaxPiece*len(s.pxs[0]) {
 		return false
 	}
 	if s.pair == nil {
@@ -180,6 +180,43 @@ func (s *loraScratch) runPairs() bool {
 	s.fused++
 	forkJoin(len(s.prods), s.pair)
 	return true
+}
+
+// loraMaxPiece is the most weights of a loraProducts piece (0: no
+// bound; a variable for LORA_STEPS_AB=maxpiece). Cut by halves of what is
+// left, eight tenants' lm_head B-products were a piece each, 19 MB of
+// float32 on the 0.6B shape (one adapter's the first two: 10 and 5 MB),
+// over half a millisecond of a core: a worker whose core the host took
+// away in one held the step that long. 2 MiB pieces bound that to
+// about 70 µs.
+var loraMaxPiece = 1 << 19
+
+// loraPieces appends to dst cutPieces' pieces of ms (16-row multiples,
+// 1/workers of the weights left, at least loraMinPiece), none over
+// maxPiece weights (unless one 16-row block is) when maxPiece > 0.
+func loraPieces(dst []rowPiece, ms []mat, workers, maxPiece int) []rowPiece {
+	const align = 16
+	left := 0
+	for _, w := range ms {
+		left += w.rows * w.cols
+	}
+	for i, w := range ms {
+		for lo := 0; lo < w.rows; {
+			n := max(left/workers, loraMinPiece)
+			if maxPiece > 0 {
+				n = min(n, maxPiece)
+			}
+			rows := n / max(w.cols, 1)
+			hi := min(lo+max(align, (rows+align-1)/align*align), w.rows)
+			if maxPiece > 0 && (hi-lo)*w.cols > maxPiece && hi-lo > align {
+				hi = lo + max(align, rows/align*align)
+			}
+			dst = append(dst, rowPiece{i, lo, hi})
+			left -= (hi - lo) * w.cols
+			lo = hi
+		}
+	}
+	return dst
 }
 
 // run computes the products s.prods, adding to their outputs when acc,
@@ -194,7 +231,7 @@ func (s *loraScratch) run(acc bool) {
 	if work >= loraForkMinWork {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	s.ps = cutPieces(s.ps[:0], s.prods, 16, workers, loraMinPiece)
+	s.ps = loraPieces(s.ps[:0], s.prods, workers, loraMaxPiece)
 	if workers == 1 {
 		for i := range s.ps {
 			s.runPiece(i)

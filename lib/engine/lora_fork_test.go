@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/tinkershell/tinker/lib/models"
@@ -131,4 +132,41 @@ func loraForkDecode(t *testing.T, m *Model, loras []*LoRA, first int) (logits, c
 		caches = append(caches, c)
 	}
 	return logits, caches, ws.lr.calls, ws.lr.fused
+}
+
+// TestLoRAPiecesCoverRows checks loraPieces: every row of every matrix
+// in exactly one piece, in order, 16-row multiples but a matrix's last,
+// none over the bound unless a single 16-row block is, and with no
+// bound cutPieces' pieces.
+func TestLoRAPiecesCoverRows(t *testing.T) {
+	ms := []mat{{rows: 32, cols: 1024}, {rows: 151936, cols: 32}, {rows: 8, cols: 64}, {rows: 3072, cols: 32}, {rows: 48, cols: 40000}}
+	for _, workers := range []int{1, 2, 3} {
+		want := cutPieces(nil, ms, 16, workers, loraMinPiece)
+		if got := loraPieces(nil, ms, workers, 0); !slices.Equal(got, want) {
+			t.Fatalf("workers %d, no bound: %v, cutPieces %v", workers, got, want)
+		}
+		for _, maxPiece := range []int{1 << 19, 1 << 14, 100} {
+			ps := loraPieces(nil, ms, workers, maxPiece)
+			w, lo := 0, 0
+			for _, p := range ps {
+				if p.w != w {
+					if p.w != w+1 || lo != ms[w].rows {
+						t.Fatalf("workers %d, bound %d: piece %v after row %d of matrix %d", workers, maxPiece, p, lo, w)
+					}
+					w, lo = p.w, 0
+				}
+				m := ms[p.w]
+				if p.lo != lo || p.hi <= p.lo || (p.hi-p.lo)%16 != 0 && p.hi != m.rows {
+					t.Fatalf("workers %d, bound %d: piece %v after row %d", workers, maxPiece, p, lo)
+				}
+				if (p.hi-p.lo)*m.cols > maxPiece && p.hi-p.lo > 16 {
+					t.Fatalf("workers %d, bound %d: piece %v has %d weights", workers, maxPiece, p, (p.hi-p.lo)*m.cols)
+				}
+				lo = p.hi
+			}
+			if w != len(ms)-1 || lo != ms[w].rows {
+				t.Fatalf("workers %d, bound %d: pieces end at row %d of matrix %d", workers, maxPiece, lo, w)
+			}
+		}
+	}
 }
