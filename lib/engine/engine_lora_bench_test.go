@@ -191,7 +191,9 @@ func splitComma(s string) []string {
 // LORA_STEPS_AB=minwork pairs loraForkMinWork at loraMainMinWork (old)
 // and at its value (new), loraFork on in both; LORA_STEPS_AB=onefork
 // pairs loraOneFork off (old) and on; LORA_STEPS_AB=maxpiece
-// loraMaxPiece 0 (old) and its value.
+// loraMaxPiece 0 (old) and its value; LORA_STEPS_AB=main all three,
+// loraForkMinWork, loraOneFork and loraMaxPiece, as they were (old) and
+// as they are.
 func BenchmarkLoRAForkSteps(b *testing.B) {
 	defer func(f bool, w int, o bool, mp int) {
 		loraFork, loraForkMinWork, loraOneFork, loraMaxPiece = f, w, o, mp
@@ -240,6 +242,11 @@ func BenchmarkLoRAForkSteps(b *testing.B) {
 			switch ab {
 			case "base":
 				loraFork = true
+			case "main":
+				loraFork, loraForkMinWork, loraOneFork, loraMaxPiece = true, minWork, true, maxPiece
+				if v == 0 && !control {
+					loraForkMinWork, loraOneFork, loraMaxPiece = loraMainMinWork, false, 0
+				}
 			case "maxpiece":
 				loraFork, loraMaxPiece = true, maxPiece
 				if v == 0 && !control {
@@ -288,6 +295,8 @@ func BenchmarkLoRAForkSteps(b *testing.B) {
 		switch {
 		case ab == "base":
 			name += fmt.Sprintf(", adapter/base (bytes+ %.3f, goal %.3f)", extra, 0.9/(1+extra))
+		case ab == "main":
+			name += fmt.Sprintf(", all against main's (forks from %d, two forks, any piece)", loraMainMinWork)
 		case ab == "maxpiece":
 			name += fmt.Sprintf(", pieces of at most %d weights against any", maxPiece)
 		case ab == "onefork":
