@@ -188,17 +188,12 @@ func splitComma(s string) []string {
 // adapter, the "old" side) with the adapters' (loraFork on): the ratio is
 // then adapter over base steps a second, beside the goal 0.9/(1+bytes+),
 // bytes+ the adapters' extra bytes a step reads over the base's.
-// LORA_STEPS_AB=minwork pairs loraForkMinWork at loraMainMinWork (old)
-// and at its value (new), loraFork on in both; LORA_STEPS_AB=onefork
-// pairs loraOneFork off (old) and on; LORA_STEPS_AB=maxpiece
-// loraMaxPiece 0 (old) and its value; LORA_STEPS_AB=main all three,
-// loraForkMinWork, loraOneFork and loraMaxPiece, as they were (old) and
-// as they are.
+// LORA_STEPS_AB=minwork pairs loraForkMinWork and loraForkAwakeMinWork
+// at loraMainMinWork (old, main's) and at their values (new), loraFork on
+// in both; LORA_FORK_MINWORK and LORA_FORK_AWAKE set the new values.
 func BenchmarkLoRAForkSteps(b *testing.B) {
-	defer func(f bool, w int, o bool, mp int) {
-		loraFork, loraForkMinWork, loraOneFork, loraMaxPiece = f, w, o, mp
-	}(loraFork, loraForkMinWork, loraOneFork, loraMaxPiece)
-	maxPiece := loraMaxPiece
+	defer func(f bool, w, a int) { loraFork, loraForkMinWork, loraForkAwakeMinWork = f, w, a }(loraFork, loraForkMinWork, loraForkAwakeMinWork)
+	awake := envInt("LORA_FORK_AWAKE", loraForkAwakeMinWork)
 	minWork := envInt("LORA_FORK_MINWORK", loraForkMinWork)
 	loraForkMinWork = minWork
 	var m *Model
@@ -242,22 +237,10 @@ func BenchmarkLoRAForkSteps(b *testing.B) {
 			switch ab {
 			case "base":
 				loraFork = true
-			case "main":
-				loraFork, loraForkMinWork, loraOneFork, loraMaxPiece = true, minWork, true, maxPiece
-				if v == 0 && !control {
-					loraForkMinWork, loraOneFork, loraMaxPiece = loraMainMinWork, false, 0
-				}
-			case "maxpiece":
-				loraFork, loraMaxPiece = true, maxPiece
-				if v == 0 && !control {
-					loraMaxPiece = 0
-				}
-			case "onefork":
-				loraFork, loraOneFork = true, v == 1 || control
 			case "minwork":
-				loraFork, loraForkMinWork = true, minWork
+				loraFork, loraForkMinWork, loraForkAwakeMinWork = true, minWork, awake
 				if v == 0 && !control {
-					loraForkMinWork = loraMainMinWork
+					loraForkMinWork, loraForkAwakeMinWork = loraMainMinWork, loraMainMinWork
 				}
 			default:
 				loraFork = v == 1 || control
@@ -295,14 +278,8 @@ func BenchmarkLoRAForkSteps(b *testing.B) {
 		switch {
 		case ab == "base":
 			name += fmt.Sprintf(", adapter/base (bytes+ %.3f, goal %.3f)", extra, 0.9/(1+extra))
-		case ab == "main":
-			name += fmt.Sprintf(", all against main's (forks from %d, two forks, any piece)", loraMainMinWork)
-		case ab == "maxpiece":
-			name += fmt.Sprintf(", pieces of at most %d weights against any", maxPiece)
-		case ab == "onefork":
-			name += ", loraOneFork"
 		case ab == "minwork":
-			name += fmt.Sprintf(" against %d", loraMainMinWork)
+			name += fmt.Sprintf(" (%d awake) against %d", awake, loraMainMinWork)
 		}
 		if control {
 			name += " control"

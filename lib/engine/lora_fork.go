@@ -28,8 +28,21 @@ var loraFork = true
 
 const loraForkRows = 16
 
-// loraForkMinWork is the fewest multiply-adds of a stage that forks.
-var loraForkMinWork = 4 * parallelMinWork
+// loraForkMinWork is the fewest multiply-adds of a stage that forks
+// with a worker asleep; loraForkAwakeMinWork the fewest when none is
+// (workerPool.sleeping: a spinning worker joins at once, a sleeping one
+// takes a wake-up of ~60 µs on this KVM guest, longer than these stages
+// on one core). Forking every stage from parallelMinWork, tiny-llama's
+// steps, whose other products are too small to fork so its worker slept
+// before each of the adapters' few forked stages, took 1.06-1.38x as
+// long as with them on the calling core, while tiny-qwen3's, whose
+// worker spins between its forked base products, gained by forking them
+// on a quiet host. The 0.6B shape's stages at rank 32 are all 256K or
+// more and fork as before (doc.go, "Adapters' small products").
+var (
+	loraForkMinWork      = 4 * parallelMinWork
+	loraForkAwakeMinWork = parallelMinWork
+)
 
 // loraMainMinWork is loraForkMinWork before it was raised, for
 // BenchmarkLoRAForkSteps' LORA_STEPS_AB=minwork.
@@ -51,9 +64,7 @@ type loraScratch struct {
 	bs    []loraB     // the B-products, while the A-products run
 	acc   bool
 	piece func(i int)
-	pair  func(i int)
 	calls int // calls that ran products, for the tests
-	fused int // calls that ran as one fork of pairs, for the tests
 }
 
 // loraB is a B-product: outputs ys += w·ts.
@@ -65,13 +76,6 @@ type loraB struct {
 func (s *loraScratch) runPiece(i int) {
 	p := s.ps[i]
 	matRows(s.prods[p.w], s.pxs[p.w], s.pys[p.w], p.lo, p.hi, s.acc)
-}
-
-// runPair runs A-product i and then its B-product (loraOneFork).
-func (s *loraScratch) runPair(i int) {
-	a, b := s.prods[i], &s.bs[i]
-	matRows(a, s.pxs[i], s.pys[i], 0, a.rows, false)
-	matRows(b.w, b.ts, b.ys, 0, b.w.rows, true)
 }
 
 // loraProducts adds each row's adapter products to yss[i] = W_i·xs (the
@@ -131,15 +135,12 @@ func (ws *workspace) loraProducts(loras []*LoRA, layer int, xs [][]float32, mods
 			b = append(b, loraB{lp.b, ts, gather(yss[i], l, len(yss[i][0]))})
 		}
 	}
-	s.bs = b
-	if !s.runPairs() {
-		s.run(false)
-		s.prods, s.pxs, s.pys = s.prods[:0], s.pxs[:0], s.pys[:0]
-		for _, p := range b {
-			s.prods, s.pxs, s.pys = append(s.prods, p.w), append(s.pxs, p.ts), append(s.pys, p.ys)
-		}
-		s.run(true)
+	s.run(false)
+	s.prods, s.pxs, s.pys = s.prods[:0], s.pxs[:0], s.pys[:0]
+	for _, p := range b {
+		s.prods, s.pxs, s.pys = append(s.prods, p.w), append(s.pxs, p.ts), append(s.pys, p.ys)
 	}
+	s.run(true)
 	clear(b)
 	s.bs = b[:0]
 	clear(s.pxs)
@@ -147,76 +148,6 @@ func (ws *workspace) loraProducts(loras []*LoRA, layer int, xs [][]float32, mods
 	clear(s.rows[:cap(s.rows)])
 	clear(s.ls)
 	return true
-}
-
-// loraOneFork lets runPairs take a stage's A- and B-products as one fork
-// (a variable for BenchmarkLoRAForkSteps' LORA_STEPS_AB=onefork).
-var loraOneFork = true
-
-// runPairs runs each adapter's A-product and then its B-product as one
-// piece of one fork, when there are enough of them that none holds more
-// than half a core's share of the work, and reports whether it did. Two
-// forks a stage (run) wait twice for the slowest core, and on a loaded
-// host a worker that lost its core mid-piece held each of them: eight
-// tenants' q, k and v were 24 pieces a fork either way. Each element is
-// the same dot, added the same way, only its A-product's rows are done
-// by the one core that then reads them: the same bits.
-func (s *loraScratch) runPairs() bool {
-	if !loraOneFork {
-		return false
-	}
-	work, most := 0, 0
-	for i, a := range s.prods {
-		w := (a.rows*a.cols + s.bs[i].w.rows*s.bs[i].w.cols) * len(s.pxs[i])
-		work, most = work+w, max(most, w)
-	}
-	workers := runtime.GOMAXPROCS(0)
-	if work < loraForkMinWork || workers == 1 || 2*workers*most > work || loraMaxPiece > 0 && most > loraMaxPiece*len(s.pxs[0]) {
-		return false
-	}
-	if s.pair == nil {
-		s.pair = s.runPair
-	}
-	s.fused++
-	forkJoin(len(s.prods), s.pair)
-	return true
-}
-
-// loraMaxPiece is the most weights of a loraProducts piece (0: no
-// bound; a variable for LORA_STEPS_AB=maxpiece). Cut by halves of what is
-// left, eight tenants' lm_head B-products were a piece each, 19 MB of
-// float32 on the 0.6B shape (one adapter's the first two: 10 and 5 MB),
-// over half a millisecond of a core: a worker whose core the host took
-// away in one held the step that long. 2 MiB pieces bound that to
-// about 70 µs.
-var loraMaxPiece = 1 << 19
-
-// loraPieces appends to dst cutPieces' pieces of ms (16-row multiples,
-// 1/workers of the weights left, at least loraMinPiece), none over
-// maxPiece weights (unless one 16-row block is) when maxPiece > 0.
-func loraPieces(dst []rowPiece, ms []mat, workers, maxPiece int) []rowPiece {
-	const align = 16
-	left := 0
-	for _, w := range ms {
-		left += w.rows * w.cols
-	}
-	for i, w := range ms {
-		for lo := 0; lo < w.rows; {
-			n := max(left/workers, loraMinPiece)
-			if maxPiece > 0 {
-				n = min(n, maxPiece)
-			}
-			rows := n / max(w.cols, 1)
-			hi := min(lo+max(align, (rows+align-1)/align*align), w.rows)
-			if maxPiece > 0 && (hi-lo)*w.cols > maxPiece && hi-lo > align {
-				hi = lo + max(align, rows/align*align)
-			}
-			dst = append(dst, rowPiece{i, lo, hi})
-			left -= (hi - lo) * w.cols
-			lo = hi
-		}
-	}
-	return dst
 }
 
 // run computes the products s.prods, adding to their outputs when acc,
@@ -228,10 +159,10 @@ func (s *loraScratch) run(acc bool) {
 		work += w.rows * w.cols * len(s.pxs[i])
 	}
 	workers := 1
-	if work >= loraForkMinWork {
+	if work >= loraForkMinWork || work >= loraForkAwakeMinWork && workPool.sleeping.Load() == 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	s.ps = loraPieces(s.ps[:0], s.prods, workers, loraMaxPiece)
+	s.ps = cutPieces(s.ps[:0], s.prods, 16, workers, loraMinPiece)
 	if workers == 1 {
 		for i := range s.ps {
 			s.runPiece(i)

@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"runtime"
-	"slices"
 	"testing"
 
 	"github.com/tinkershell/tinker/lib/models"
@@ -17,23 +16,21 @@ import (
 // and value the same bits. Qwen3, Llama 3 with q, k and v biases (the
 // adapter goes after them) and GPT-OSS (per-expert adapters), float32
 // and bfloat16 weights, on one core and on two and three; on more than
-// one, again with every stage forked (loraForkMinWork 0), as one fork of
-// A- then B-products a pair (loraOneFork, which must run on two cores)
-// and as two.
+// one again with every stage forked (loraForkMinWork 0: at its value
+// these small models' stages run on the calling core).
 func TestLoRAForkMatchesAlone(t *testing.T) {
-	defer func(f, d, o bool, w int) { loraFork, decodeFuse, loraOneFork, loraForkMinWork = f, d, o, w }(loraFork, decodeFuse, loraOneFork, loraForkMinWork)
+	defer func(f, d bool, w int) { loraFork, decodeFuse, loraForkMinWork = f, d, w }(loraFork, decodeFuse, loraForkMinWork)
 	decodeFuse = false // one sequence alone takes the unfused path too
 	type variant struct {
 		name    string
 		minWork int
-		oneFork bool
 	}
 	minWork := loraForkMinWork
 	for _, procs := range []int{1, 2, 3} {
 		old := runtime.GOMAXPROCS(procs)
-		variants := []variant{{"default", minWork, true}}
+		variants := []variant{{"default", minWork}}
 		if procs > 1 {
-			variants = append(variants, variant{"one fork a pair", 0, true}, variant{"two forks", 0, false})
+			variants = append(variants, variant{"every stage forked", 0})
 		}
 		for _, arch := range []models.Family{models.Qwen3, models.Llama3, models.GptOss} {
 			for _, dtype := range []string{"f32", "bf16"} {
@@ -41,19 +38,15 @@ func TestLoRAForkMatchesAlone(t *testing.T) {
 				loraFork = false
 				var alone, aloneCaches [][]float32
 				for s := range loras {
-					l, c, _, _ := loraForkDecode(t, m, loras[s:s+1], s)
+					l, c, _ := loraForkDecode(t, m, loras[s:s+1], s)
 					alone, aloneCaches = append(alone, l[0]), append(aloneCaches, c[0])
 				}
 				for _, v := range variants {
 					name := fmt.Sprintf("GOMAXPROCS=%d %s %s %s", procs, arch, dtype, v.name)
-					loraFork, loraForkMinWork, loraOneFork = true, v.minWork, v.oneFork
-					batched, caches, calls, fused := loraForkDecode(t, m, loras, 0)
+					loraFork, loraForkMinWork = true, v.minWork
+					batched, caches, calls := loraForkDecode(t, m, loras, 0)
 					if calls == 0 {
 						t.Fatalf("%s: the batched steps never ran loraProducts", name)
-					}
-					// on three cores the pairs are too uneven for one fork
-					if v.minWork == 0 && (v.oneFork && procs == 2) != (fused > 0) {
-						t.Fatalf("%s: %d calls as one fork of pairs", name, fused)
 					}
 					for s := range loras {
 						fuseSameBits(t, fmt.Sprintf("%s sequence %d logits", name, s), alone[s], batched[s])
@@ -91,9 +84,9 @@ func loraForkModel(t *testing.T, arch models.Family, dtype string) (*Model, []*L
 // loraForkDecode prefills a prompt of 4 + i positions for each sequence
 // (i = first + its index; its adapter loras[s]) on its own, then decodes
 // 6 steps of every sequence's row and 2 more of those with i < 5, and
-// returns each sequence's decoding logits and cache, how many calls ran
-// loraProducts and how many of them as one fork of pairs.
-func loraForkDecode(t *testing.T, m *Model, loras []*LoRA, first int) (logits, caches [][]float32, calls, fused int) {
+// returns each sequence's decoding logits and cache and how many calls
+// ran loraProducts.
+func loraForkDecode(t *testing.T, m *Model, loras []*LoRA, first int) (logits, caches [][]float32, calls int) {
 	t.Helper()
 	ws := &workspace{}
 	seqs := make([]*kvCache, len(loras))
@@ -131,42 +124,5 @@ func loraForkDecode(t *testing.T, m *Model, loras []*LoRA, first int) (logits, c
 		}
 		caches = append(caches, c)
 	}
-	return logits, caches, ws.lr.calls, ws.lr.fused
-}
-
-// TestLoRAPiecesCoverRows checks loraPieces: every row of every matrix
-// in exactly one piece, in order, 16-row multiples but a matrix's last,
-// none over the bound unless a single 16-row block is, and with no
-// bound cutPieces' pieces.
-func TestLoRAPiecesCoverRows(t *testing.T) {
-	ms := []mat{{rows: 32, cols: 1024}, {rows: 151936, cols: 32}, {rows: 8, cols: 64}, {rows: 3072, cols: 32}, {rows: 48, cols: 40000}}
-	for _, workers := range []int{1, 2, 3} {
-		want := cutPieces(nil, ms, 16, workers, loraMinPiece)
-		if got := loraPieces(nil, ms, workers, 0); !slices.Equal(got, want) {
-			t.Fatalf("workers %d, no bound: %v, cutPieces %v", workers, got, want)
-		}
-		for _, maxPiece := range []int{1 << 19, 1 << 14, 100} {
-			ps := loraPieces(nil, ms, workers, maxPiece)
-			w, lo := 0, 0
-			for _, p := range ps {
-				if p.w != w {
-					if p.w != w+1 || lo != ms[w].rows {
-						t.Fatalf("workers %d, bound %d: piece %v after row %d of matrix %d", workers, maxPiece, p, lo, w)
-					}
-					w, lo = p.w, 0
-				}
-				m := ms[p.w]
-				if p.lo != lo || p.hi <= p.lo || (p.hi-p.lo)%16 != 0 && p.hi != m.rows {
-					t.Fatalf("workers %d, bound %d: piece %v after row %d", workers, maxPiece, p, lo)
-				}
-				if (p.hi-p.lo)*m.cols > maxPiece && p.hi-p.lo > 16 {
-					t.Fatalf("workers %d, bound %d: piece %v has %d weights", workers, maxPiece, p, (p.hi-p.lo)*m.cols)
-				}
-				lo = p.hi
-			}
-			if w != len(ms)-1 || lo != ms[w].rows {
-				t.Fatalf("workers %d, bound %d: pieces end at row %d of matrix %d", workers, maxPiece, lo, w)
-			}
-		}
-	}
+	return logits, caches, ws.lr.calls
 }
