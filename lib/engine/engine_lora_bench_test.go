@@ -31,7 +31,9 @@ import (
 // GEN_LORA_CASES=1seq,8batch,... picks cases, GEN_LORA_MODELS models,
 // GEN_LORA_TOKENS the tokens a sequence, GEN_LORA_PROMPT the prompt's
 // length (at most 64 on the 0.6B shape, 3 on the tiny ones); GEN_LORA_AB=fork compares
-// the adapters' tokens with loraFork on (lora) and off (base) instead.
+// the adapters' tokens with loraFork on (lora) and off (base) instead,
+// GEN_LORA_AB=minwork with loraProducts' fork thresholds as set (lora)
+// and at loraMainMinWork (base).
 func BenchmarkGenerateLoRA(b *testing.B) {
 	names := []string{models.TinyLlama, models.TinyQwen3, "qwen3-0.6b-shape-bf16"}
 	if s := os.Getenv("GEN_LORA_MODELS"); s != "" {
@@ -57,16 +59,27 @@ func BenchmarkGenerateLoRA(b *testing.B) {
 			}
 			tuned := base.WithLoRA(ls[0])
 			// GEN_LORA_AB=fork: both sides with the adapters, loraFork
-			// off (the "base" side) and on.
-			ab := os.Getenv("GEN_LORA_AB") == "fork"
-			defer func(f bool) { loraFork = f }(loraFork)
+			// off (the "base" side) and on; =minwork: loraFork on, the
+			// thresholds at loraMainMinWork (the "base" side) and as set.
+			mode := os.Getenv("GEN_LORA_AB")
+			ab := mode == "fork" || mode == "minwork"
+			defer func(f bool, w, a int) {
+				loraFork, loraForkMinWork, loraForkAwakeMinWork = f, w, a
+			}(loraFork, loraForkMinWork, loraForkAwakeMinWork)
+			minWork, awake := loraForkMinWork, loraForkAwakeMinWork
 			run := func(c string, adapter bool, seed int64) genRun {
 				m := base
 				if adapter || ab {
 					m = tuned
 				}
-				if ab {
+				switch mode {
+				case "fork":
 					loraFork = adapter
+				case "minwork":
+					loraForkMinWork, loraForkAwakeMinWork = minWork, awake
+					if !adapter {
+						loraForkMinWork, loraForkAwakeMinWork = loraMainMinWork, loraMainMinWork
+					}
 				}
 				switch c {
 				case "1seq":
