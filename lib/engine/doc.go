@@ -2503,7 +2503,9 @@
 // awake rule keeps those forks. The 0.6B shape's stages at rank 32 are
 // all 256K or more (unchanged); at rank 8 the smaller ones with
 // 256K alone measured 0.999 and 1.001 wall (eight and one adapter, 288
-// pairs, load 2.7-3.5). Whole requests (BenchmarkGenerateLoRA with
+// pairs, load 2.7-3.5), with the awake rule 1.042 and 1.026 wall (CPU
+// 1.039, 1.012) for eight adapters and 0.996 (0.996) for one (load
+// 3.6-4.1). Whole requests (BenchmarkGenerateLoRA with
 // GEN_LORA_AB=minwork, 20 rounds, load 3.8): tiny-qwen3 8tenant 1.092
 // wall, 8conc 1.078, 8batch 0.990; tiny-llama 0.994-0.997; 1seq, whose
 // single rows fork nothing either way, 1.017 and 1.058 (the pairing's
