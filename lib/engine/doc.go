@@ -2468,6 +2468,103 @@
 // moved within the run). --bf16-compute: this build 83.5-95.3% (paired
 // 89.5-100.4%), e5f4ba1's 69.1-88.2% (76.2-92.3%).
 //
+// # Decoding groups of 2-16 rows (issue 34)
+//
+// RL loops sample a group of 4-16 sequences from one prompt every step,
+// so a decoding step has that many rows; such a step reads the weights
+// once and should approach max(weight bytes / read bandwidth, 2·R·params
+// / compute peak). BenchmarkDecodeRows decodes steps of R rows on the
+// 0.6B shape (bfloat16 weights, the float32 compute path, or the bf16
+// compute path with ROWS_DTYPE=bf16-compute) and prints each step's share
+// of that roofline: the read bandwidth the fastest reading of the step's
+// own matrices (variantReads over decodeMatrixWords), the peak the
+// 512-bit FMA loop (fmaProbe) or VDPBF16PS's (avxBF16PeakReg) on every
+// core, both in wall time beside the steps (2026-11-30, 06:05-06:40;
+// another helper's benchmarks held a core most of the time, load average
+// 2-5.5, so the shares are against what the probes got in the same
+// minutes, and the ratios below are step-paired in one process). Before
+// the changes below, median step's share of the roofline: bfloat16 R=2
+// 44.8% (read-bound), R=4 26.4% (read-bound), R=8 39.7% and R=16 61.0%
+// (compute-bound); bf16 compute 69.8%, 59.1%, 38.4%, 27.8%.
+//
+// Where the time went. At R = 4-12 the steps were not fused (fuseWorkers
+// took one to three rows): a fork a product, 4×6 tiles (fwdTile4x6G) over
+// one to three groups of four vectors. A tile's kernel prefetches the
+// next tile's rows a line a chunk step, and with one group a tile of 1024
+// bfloat16 columns has 64 steps for 192 lines: rows 2-5 of every tile
+// came from memory on demand (perf: the widening after their loads held
+// 67% of the kernel's samples at R=4). At R = 2-3 (fused) fwdRowLong ran
+// once a vector, reading each weight line again from L1 or L2 and
+// widening it again: each vector added a one-vector pass of CPU (66, 101
+// and 129 ms of CPU a step at R = 1, 2, 3). On the bf16 compute path the
+// kernels of two to four tokens (avxBF16T<t>N<n>) had no weight
+// prefetch; at R=8 their weight loads held 40% of avxBF16T4N6's samples,
+// and the kernel ran at about 75% of VDPBF16PS's peak on a core.
+//
+// What changed (no output bit; each a package variable that
+// BenchmarkDecodeRows' ROWS_SWITCH flips step by step, old over new,
+// medians of 16-24 pairs, wall, CPU within a few per cent of it):
+//   - fwdPrefetchWide: a 4×6 tile's chunk step asks for up to four lines
+//     of the next tile (pfStep a multiple of 64 up to 256; the generator's
+//     pfWideLines), so one to three groups cover the next tile within
+//     three quarters of their steps. R=4 1.46 and 1.57, R=8 1.23 and
+//     1.24, R=16 (four groups, covered before) 0.99-1.01. Training's
+//     batches keep one line a step (pfStep ≤ 64).
+//   - fwdRowMulti2/3 (fwdRowsMulti): fwdRowLong's four streams for two or
+//     three vectors at once, each weight line loaded and widened once, two
+//     rows of each stream a call for two vectors, one for three (16 and 12
+//     accumulators). R=2 1.33 and 1.33, R=3 1.43 and 1.52. A batch's last
+//     two or three vectors past its groups of four take it too.
+//     TestRowMultiMatchesRowLong checks every output against fwdRowLong a
+//     vector at a time and matRowsScalar.
+//   - fuseMaxRows (16, was 3): steps of up to 16 rows take the fused
+//     fork; the tile kernels take any rows of a piece. The adapters'
+//     A-product states were three a matrix (one per row of a three-row
+//     step) and are now one per adapter group of the step (fuseState.ng).
+//     R=4 1.24, R=8 1.23, R=16 1.12; bf16 compute 1.20, 1.21, 1.12.
+//     TestDecodeFuseManyRowsSameBits decodes steps of 4-16 rows fused and
+//     unfused (Qwen3, Llama 3 with biases, GPT-OSS; float32, bfloat16 and
+//     bf16 compute; no adapter, two, five): every logit and cached key and
+//     value the same bits; with the states three a matrix and five
+//     adapters it hangs.
+//   - bf16AVXPrefetch: the kernels of two to four tokens prefetch each
+//     block's line 1 KiB ahead (avxBF16T<t>N<n>P, avxBF16KernelsPf), as
+//     the one-token ones do. Two runs: R=2 1.03-1.10, R=4 1.03-1.07, R=8
+//     1.02-1.04, R=16 1.00-1.03 (q1 0.98-1.03).
+//
+// All four against none (ROWS_SWITCH=all, two runs, load average
+// 4.3-4.8): bfloat16 R=2 1.40 and 1.38, R=3 1.50 and 1.47, R=4 1.86 and
+// 1.81, R=8 1.46 and 1.48, R=16 1.08 and 1.10 (lower quartiles 1.06-1.79);
+// bf16 compute R=2 1.04 and 1.04, R=4 1.22 and 1.25, R=8 1.23 and 1.20,
+// R=16 1.17 and 1.17 (q1 0.99-1.17).
+//
+// After them (06:39, load 3-3.7, a core mostly the other helper's),
+// the median step's share of the roofline: bfloat16 R=2 59.1%, R=4
+// 54.4%, R=8 63.0%, R=16 71.0%; bf16 compute 68.2%, 61.3%, 48.0%, 57.8%.
+// BenchmarkGenerate's 0.6B shape (8 samples of 16 tokens after a 64-token
+// prompt), main's build and this one alternating in separate processes
+// (two pairs, load 3.4-4.2): tokens per CPU-second 1.44 and 1.31x for
+// 8batch, 1.49 and 1.37x for 8conc. Training's and prefill's products
+// (BenchmarkProductTiles' forward shapes at M = 128 and 512, one core,
+// the two builds alternating, eight rounds) read 0.999 (q1 0.982) and
+// 1.003 in two runs, 0.854 in a first run that another process
+// disturbed: their tiles keep one line a step.
+//
+// Tried and not kept: fused pieces of whole tiles (48 rows, not 16, on the
+// float32 path at four rows or more: no tile computing rows of the one
+// before again) 0.96-1.05, level; a fwdRowMulti4 (four vectors, one row
+// of each stream a call, 16 accumulators) in place of the tiles at four
+// rows 0.84-0.86 in three runs (slower: the tiles' six rows a step read
+// x four times for 24 FMAs, the row kernel four x loads and swaps for 16).
+//
+// What is left: at R = 8-16 on the float32 path the step is the 4×6 tile
+// kernel (88% of R=16's CPU samples), compute-bound at about 68% of the
+// FMA probe: each chunk widens six weight rows (VPMOVZXWD and VPSLLD) for
+// 24 FMAs. The row kernels' broadcast-and-shuffle widening (one shuffle,
+// x packed with its quarters swapped to match) would halve that, but
+// every reader of the packed vectors (the 4×4 and 4×6 tiles, the split
+// tiles, the folds) would move with it. On the bf16 compute path R = 8-16
+// are VDPBF16PS-bound at about 75% of its peak on a core.
 // Adapters' small products on the tiny models (2026-11-30, 06:05-06:50,
 // load average 1.4-5.7 from the other sessions: ratios only).
 // BenchmarkLoRAForkSteps now takes the tiny models (LORA_STEPS_MODEL) and

@@ -125,11 +125,12 @@ type fuseState struct {
 	piece                                         func(i int)
 
 	// The rows' adapters (fuseLoRA), one group per adapter (at most
-	// three: the fused fork's rows); aState is, per layer, matrix and
+	// fuseMaxRows: the fused fork's rows); aState is, per layer, matrix and
 	// group, its A-product's state: aTodo, aBusy or aDone (the lm_head's
 	// as matrix 0 of the layer past the fork's last).
 	lgroups []fuseLoRAGroup
 	aState  int // offset in a layer's counters
+	ng      int // A-product states a matrix: max(1, len(lgroups))
 
 	// The bf16 path's packed inputs (fuseBF16), by fuseXB's slot: xb[s]
 	// is the current phase's, in xbuf[s]'s memory.
@@ -182,8 +183,9 @@ func (ws *workspace) fuse(m *Model, rows []row, xn [][]float32, l0, first, last 
 	f.blocks = (lw.gate.rows + fuseBlock - 1) / fuseBlock
 	f.blocksDone = f.blk + f.blocks
 	f.aState = f.blocksDone + 1
-	f.per = f.aState + 3*fuseMats
 	f.groupLoRAs(n)
+	f.ng = max(1, len(f.lgroups))
+	f.per = f.aState + f.ng*fuseMats
 	layers := last/fuseMats + 1
 	if len(f.cnt) < layers*f.per {
 		f.cnt = make([]atomic.Int32, layers*f.per)
@@ -280,7 +282,7 @@ const (
 // the first B-product that needs it (loraB).
 func (f *fuseState) loraA(gw, g int) {
 	l, m := f.layer(gw)
-	st := f.at(l, f.aState+3*m+g)
+	st := f.at(l, f.aState+f.ng*m+g)
 	if !st.CompareAndSwap(aTodo, aBusy) {
 		return
 	}
@@ -312,7 +314,7 @@ func (f *fuseState) loraB(gw, lo, hi int) {
 			continue
 		}
 		f.loraA(gw, g)
-		f.wait(f.at(l, f.aState+3*m+g), aDone)
+		f.wait(f.at(l, f.aState+f.ng*m+g), aDone)
 		matRows(lp.b, gr.ts[s], gr.ys[s], lo, hi, true)
 	}
 }
@@ -508,12 +510,22 @@ func (f *fuseState) wait(v *atomic.Int32, want int32) {
 	}
 }
 
+// fuseMaxRows is the most rows a step takes the fused path with: a
+// group of sequences sampled together decodes 4-16 rows a step, and the
+// tile kernels take any rows of a piece as they take a fork's. Fused
+// against forks a product, step-paired (BenchmarkDecodeRows,
+// ROWS_SWITCH=fuse16, with 3 as the old limit), the 0.6B shape's steps
+// of 4, 8 and 16 rows took 1.23, 1.22 and 1.12x less time on bfloat16
+// weights, 1.20, 1.20 and 1.12x on the bf16 compute path. A variable
+// for that switch.
+var fuseMaxRows = 16
+
 // fuseWorkers is how many cores a fused fork of ms over xs runs on, or 0
-// when the step does not take the fused path: matMulGroup's fork for
-// decoding's one to three vectors, the bf16 compute path with fuseBF16,
-// adapters with fuseLoRA.
+// when the step does not take the fused path: a step of up to
+// fuseMaxRows rows (matMulGroup's fork takes decoding's one to three),
+// the bf16 compute path with fuseBF16, adapters with fuseLoRA.
 func fuseWorkers(ls []*LoRA, xs [][]float32, ms ...mat) int {
-	if !decodeFuse || len(xs) >= 4 || !fuseLoRA && slices.ContainsFunc(ls, func(l *LoRA) bool { return l != nil }) {
+	if !decodeFuse || len(xs) > fuseMaxRows || !fuseLoRA && slices.ContainsFunc(ls, func(l *LoRA) bool { return l != nil }) {
 		return 0
 	}
 	if workers := fuseGroupWorkers(ms, len(xs)); workers > 1 {

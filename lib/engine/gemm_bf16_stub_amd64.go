@@ -87,6 +87,60 @@ func avxBF16T4N5(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float3
 func avxBF16T4N6(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
 
 //go:noescape
+func avxBF16T2N1P(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
+
+//go:noescape
+func avxBF16T2N2P(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
+
+//go:noescape
+func avxBF16T2N3P(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
+
+//go:noescape
+func avxBF16T2N4P(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
+
+//go:noescape
+func avxBF16T2N5P(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
+
+//go:noescape
+func avxBF16T2N6P(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
+
+//go:noescape
+func avxBF16T3N1P(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
+
+//go:noescape
+func avxBF16T3N2P(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
+
+//go:noescape
+func avxBF16T3N3P(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
+
+//go:noescape
+func avxBF16T3N4P(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
+
+//go:noescape
+func avxBF16T3N5P(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
+
+//go:noescape
+func avxBF16T3N6P(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
+
+//go:noescape
+func avxBF16T4N1P(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
+
+//go:noescape
+func avxBF16T4N2P(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
+
+//go:noescape
+func avxBF16T4N3P(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
+
+//go:noescape
+func avxBF16T4N4P(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
+
+//go:noescape
+func avxBF16T4N5P(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
+
+//go:noescape
+func avxBF16T4N6P(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
+
+//go:noescape
 func avxBF16T1N1P512(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
 
 //go:noescape
@@ -110,6 +164,15 @@ var avxBF16Kernels = [5][7]func(x *uint16, ldx int, w *uint16, wstride int, kp i
 	2: {1: avxBF16T2N1, 2: avxBF16T2N2, 3: avxBF16T2N3, 4: avxBF16T2N4, 5: avxBF16T2N5, 6: avxBF16T2N6},
 	3: {1: avxBF16T3N1, 2: avxBF16T3N2, 3: avxBF16T3N3, 4: avxBF16T3N4, 5: avxBF16T3N5, 6: avxBF16T3N6},
 	4: {1: avxBF16T4N1, 2: avxBF16T4N2, 3: avxBF16T4N3, 4: avxBF16T4N4, 5: avxBF16T4N5, 6: avxBF16T4N6},
+}
+
+// avxBF16KernelsPf[t][n] is avxBF16T<t>N<n> prefetching its weights
+// 1024 bytes ahead (avxBF16T<t>N<n>P for t > 1), where generated, else nil.
+var avxBF16KernelsPf = [5][7]func(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int){
+	1: {1: avxBF16T1N1, 2: avxBF16T1N2, 3: avxBF16T1N3, 4: avxBF16T1N4, 5: avxBF16T1N5, 6: avxBF16T1N6},
+	2: {1: avxBF16T2N1P, 2: avxBF16T2N2P, 3: avxBF16T2N3P, 4: avxBF16T2N4P, 5: avxBF16T2N5P, 6: avxBF16T2N6P},
+	3: {1: avxBF16T3N1P, 2: avxBF16T3N2P, 3: avxBF16T3N3P, 4: avxBF16T3N4P, 5: avxBF16T3N5P, 6: avxBF16T3N6P},
+	4: {1: avxBF16T4N1P, 2: avxBF16T4N2P, 3: avxBF16T4N3P, 4: avxBF16T4N4P, 5: avxBF16T4N5P, 6: avxBF16T4N6P},
 }
 
 // avxBF16T1Variants[v][n] is avxBF16T1N<n> prefetching avxT1Prefetch[v]

@@ -48,6 +48,18 @@ func fwdRowLongA0F32(x *float32, w *float32, stride int, n int, span int, out *[
 func fwdRowLongA0BF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
 
 //go:noescape
+func fwdRowMulti2F32(x0 *float32, x1 *float32, w *float32, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowMulti2BF16(x0 *float32, x1 *float32, w *uint16, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowMulti3F32(x0 *float32, x1 *float32, x2 *float32, w *float32, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
+func fwdRowMulti3BF16(x0 *float32, x1 *float32, x2 *float32, w *uint16, stride int, n int, span int, out *[16]float32)
+
+//go:noescape
 func fwdCols16F32(p *float32, xs *[]float32, ys *[]float32, tokens int, col int, mask int, add int)
 
 //go:noescape

@@ -330,6 +330,13 @@ var bf16AVX = struct{ t, n, n1, chunk int }{4, 6, 6, bf16Chunk}
 // a paired benchmark (BenchmarkDecodeFuseTokens' t1pf* switches).
 var bf16T1Variant = 0
 
+// bf16AVXPrefetch selects the kernels of two to four tokens that
+// prefetch their weights 1 KiB ahead (avxBF16KernelsPf), as the
+// one-token ones do: a decoding step of 2-16 rows reads each chunk of
+// blocks from memory with its first group of tokens. A variable so a
+// benchmark can compare them (BenchmarkDecodeRows, ROWS_SWITCH=bf16pf).
+var bf16AVXPrefetch = true
+
 // bf16AVXBlocks is the weight blocks an AVX512-BF16 kernel call takes
 // for m tokens: bf16AVX.n1 for one token, else bf16AVX.n.
 func bf16AVXBlocks(m int) int {
@@ -357,8 +364,11 @@ func bf16TilesAVX(x []uint16, ldx, m int, w []uint16, ws, kp, nb int, out []floa
 func bf16GroupAVX(x []uint16, ldx, m int, w []uint16, ws, kp, nb int, out *float32, ldo int) {
 	n := bf16AVXBlocks(m)
 	ks := &avxBF16Kernels[m]
-	if m == 1 {
+	switch {
+	case m == 1:
 		ks = &avxBF16T1Variants[bf16T1Variant]
+	case bf16AVXPrefetch:
+		ks = &avxBF16KernelsPf[m]
 	}
 	for j := 0; j < nb; j += n {
 		nn := min(n, nb-j)

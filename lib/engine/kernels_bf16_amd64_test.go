@@ -147,9 +147,10 @@ func checkAVXEmulation(t *testing.T, rng *rand.Rand, m, rows, cols int, what str
 }
 
 // TestBF16AVXBlockingsMatchEmulation runs every generated AVX512-BF16
-// kernel (avxBF16Kernels) as the blocking of a product whose tokens and
-// blocks leave edges, and wants the emulation's bits from each: the
-// blocking a CPU picks (bf16AVX) changes no output.
+// kernel (avxBF16Kernels, avxBF16KernelsPf) as the blocking of a product
+// whose tokens and blocks leave edges, and wants the emulation's bits
+// from each: the blocking a CPU picks (bf16AVX) and the prefetching
+// change no output.
 func TestBF16AVXBlockingsMatchEmulation(t *testing.T) {
 	needBF16(t)
 	defer func(old struct{ t, n, n1, chunk int }) { bf16AVX = old }(bf16AVX)
@@ -170,7 +171,11 @@ func TestBF16AVXBlockingsMatchEmulation(t *testing.T) {
 			}
 			if n <= 6 {
 				bf16AVX.t, bf16AVX.n = tn, n
-				checkAVXEmulation(t, rng, 2*tn+1, 16*(2*n+1)+5, 96, fmt.Sprintf("%d tokens × %d blocks", tn, n))
+				for _, pf := range []bool{false, true} { // avxBF16KernelsPf
+					bf16AVXPrefetch = pf
+					checkAVXEmulation(t, rng, 2*tn+1, 16*(2*n+1)+5, 96, fmt.Sprintf("%d tokens × %d blocks, prefetch %v", tn, n, pf))
+				}
+				bf16AVXPrefetch = true
 			}
 		}
 	}

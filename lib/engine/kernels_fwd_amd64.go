@@ -369,13 +369,31 @@ var fwdPrefetchSpread = 0.75
 // fwdPrefetchStep is the bytes a tile kernel's prefetch pointer advances
 // each chunk step so that bytes of the next tile's weights are asked for
 // evenly over the first fwdPrefetchSpread of its steps: at least 1, at
-// most 64 (one line a step, so no line is skipped).
+// most 64 (one line a step, so no line is skipped), or with
+// fwdPrefetchWide, when one line a step is too few, a multiple of 64 up
+// to 64·fwdPrefetchLines (the kernel asks for that many lines a step).
 func fwdPrefetchStep(bytes, steps int) int {
 	if fwdPrefetchSpread <= 0 || steps <= 0 {
 		return 64
 	}
-	return min(64, max(1, int(float64(bytes)/(fwdPrefetchSpread*float64(steps)))+1))
+	s := int(float64(bytes)/(fwdPrefetchSpread*float64(steps))) + 1
+	if s > 64 && fwdPrefetchWide {
+		return min(64*fwdPrefetchLines, (s+63)&^63)
+	}
+	return min(64, max(1, s))
 }
+
+// fwdPrefetchLines is the most lines of the next tile a 4×6 tile kernel
+// prefetches a chunk step (the generator's pfWideLines).
+const fwdPrefetchLines = 4
+
+// fwdPrefetchWide lets a tile kernel prefetch more than one line a step
+// (fwdPrefetchStep). A decoding step of 4-16 rows is one to four groups:
+// a tile of 1024 bfloat16 columns then has 64-256 steps for its 192
+// lines, and at one line a step its rows 2-5 came from memory on demand
+// (67% of the kernel's samples at four rows). A variable so a benchmark
+// can compare it (BenchmarkDecodeRows, ROWS_SWITCH=pfwide).
+var fwdPrefetchWide = true
 
 // fwdKC is the width (a multiple of 16) of the pieces rows longer than
 // it are summed in (fwdTile4x6KG): a tile's piece of six rows, 24 KiB of
@@ -428,6 +446,19 @@ func fwdRowsLong(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
 	if q == 0 {
 		return
 	}
+	if fwdRowMulti && len(xs) > 1 && rowLongVariant == 0 {
+		for len(xs) > 1 {
+			k := 2
+			if len(xs) == 3 {
+				k = 3
+			}
+			fwdRowsMulti(w, xs[:k], ys[:k], lo, q, accumulate)
+			xs, ys = xs[k:], ys[k:]
+		}
+		if len(xs) == 0 {
+			return
+		}
+	}
 	span := q * w.cols
 	var out [16]float32
 	for i := 0; i < q; i += 4 {
@@ -444,6 +475,55 @@ func fwdRowsLong(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
 			y := ys[b]
 			for s := range 4 {
 				putRow(y[r+s*q:r+s*q+4], out[4*s:4*s+4], accumulate)
+			}
+		}
+	}
+}
+
+// fwdRowMulti selects fwdRowsMulti for two or three vectors in
+// fwdRowsLong (a variable so a benchmark can compare it with
+// fwdRowLong a vector at a time: BenchmarkDecodeRows, ROWS_SWITCH=multi).
+var fwdRowMulti = true
+
+// fwdRowsMulti is fwdRowsLong for two or three vectors xs at once over
+// the q rows of each of four quarters from lo: fwdRowMulti2 takes two
+// rows of each quarter a call, fwdRowMulti3 one, each weight line read
+// and widened once for every vector. The same bits as fwdRowLong a
+// vector at a time (each output the same accumulator in the same order).
+func fwdRowsMulti(w mat, xs, ys [][]float32, lo, q int, accumulate bool) {
+	g := 2 // rows of each quarter a call
+	if len(xs) == 3 {
+		g = 1
+	}
+	span := q * w.cols
+	var x [3]*float32
+	for v := range xs {
+		x[v] = &xs[v][:w.cols][0]
+	}
+	var out [16]float32
+	for i := 0; i < q; i += g {
+		r := lo + i
+		if w.bf != nil {
+			_ = w.bf[(r+3*q+g)*w.cols-1]
+			p := &w.bf[r*w.cols]
+			if g == 2 {
+				fwdRowMulti2BF16(x[0], x[1], p, w.cols, w.cols, span, &out)
+			} else {
+				fwdRowMulti3BF16(x[0], x[1], x[2], p, w.cols, w.cols, span, &out)
+			}
+		} else {
+			_ = w.data[(r+3*q+g)*w.cols-1]
+			p := &w.data[r*w.cols]
+			if g == 2 {
+				fwdRowMulti2F32(x[0], x[1], p, w.cols, w.cols, span, &out)
+			} else {
+				fwdRowMulti3F32(x[0], x[1], x[2], p, w.cols, w.cols, span, &out)
+			}
+		}
+		for v, y := range ys {
+			for s := range 4 {
+				o := 4*g*v + s*g
+				putRow(y[r+s*q:r+s*q+g], out[o:o+g], accumulate)
 			}
 		}
 	}

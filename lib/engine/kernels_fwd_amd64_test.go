@@ -171,32 +171,54 @@ func TestForwardColsMatchScalar(t *testing.T) {
 }
 
 // TestFwdPrefetchStepCoversTile walks a tile kernel's prefetch pointer as
-// the kernel does (a line at pf while pf < end, then pf += step) and
-// requires every line of the next tile's weights to be asked for, within
-// fwdPrefetchSpread of the call's steps when one line a step would have
-// been done by then, and no faster than one line a step.
+// the kernel does (while pf < end, a line at pf and, for a step over 64
+// bytes, the lines after it up to the step, then pf += step) and requires
+// every line of the next tile's weights to be asked for, within
+// fwdPrefetchSpread of the call's steps when fwdPrefetchLines lines a
+// step would have been done by then (one line a step without
+// fwdPrefetchWide), and no faster than one line a step where that would
+// do. A decoding step's one group (64 steps of 1024 columns) must cover
+// a whole tile of bfloat16 and of float32 weights.
 func TestFwdPrefetchStepCoversTile(t *testing.T) {
-	for _, bytes := range []int{6 * 1024 * 4, 6 * 3072 * 4 / 3, 6 * 2048 * 2, 6 * 16 * 4, 64, 100} {
-		for _, steps := range []int{1, 7, 64, 16 * 64, 48 * 64, 16 * 192} {
-			ps := fwdPrefetchStep(bytes, steps)
-			if ps < 1 || ps > 64 {
-				t.Fatalf("fwdPrefetchStep(%d, %d) = %d, want 1..64", bytes, steps, ps)
-			}
-			lines, last := map[int]bool{}, 0
-			for s, pf := 0, 0; s < steps && pf < bytes; s, pf = s+1, pf+ps {
-				lines[pf/64], last = true, s
-			}
-			want := (bytes + 63) / 64
-			if want > steps {
-				continue // more lines than steps: the kernel asks for one a step
-			}
-			if len(lines) != want {
-				t.Errorf("bytes %d steps %d: %d of %d lines prefetched", bytes, steps, len(lines), want)
-			}
-			if limit := int(fwdPrefetchSpread*float64(steps)) + 1; ps < 64 && last > limit {
-				t.Errorf("bytes %d steps %d: the last line at step %d, after %d", bytes, steps, last, limit)
+	defer func(w bool) { fwdPrefetchWide = w }(fwdPrefetchWide)
+	for _, wide := range []bool{false, true} {
+		fwdPrefetchWide = wide
+		most := 1
+		if wide {
+			most = fwdPrefetchLines
+		}
+		for _, bytes := range []int{6 * 1024 * 4, 6 * 3072 * 4 / 3, 6 * 2048 * 2, 6 * 1024 * 2, 6 * 16 * 4, 64, 100} {
+			for _, steps := range []int{1, 7, 64, 128, 16 * 64, 48 * 64, 16 * 192} {
+				fwdPrefetchCovers(t, bytes, steps, most)
 			}
 		}
+	}
+}
+
+// fwdPrefetchCovers is TestFwdPrefetchStepCoversTile for one tile of
+// bytes, steps steps and at most most lines a step.
+func fwdPrefetchCovers(t *testing.T, bytes, steps, most int) {
+	t.Helper()
+	ps := fwdPrefetchStep(bytes, steps)
+	if ps < 1 || ps > 64*most || ps > 64 && ps%64 != 0 {
+		t.Fatalf("fwdPrefetchStep(%d, %d) = %d, want 1..64 or a multiple of 64 up to %d", bytes, steps, ps, 64*most)
+	}
+	lines, last := map[int]bool{}, 0
+	for s, pf := 0, 0; s < steps && pf < bytes; s, pf = s+1, pf+ps {
+		for l := 0; l == 0 || 64*l < ps; l++ {
+			lines[pf/64+l] = true
+		}
+		last = s
+	}
+	want := (bytes + 63) / 64
+	if want > most*steps {
+		return // more lines than steps: the kernel asks for its most a step
+	}
+	if got := len(lines); got < want || got > want+most-1 {
+		t.Errorf("bytes %d steps %d: %d lines prefetched, want %d", bytes, steps, got, want)
+	}
+	if limit := int(fwdPrefetchSpread*float64(steps)) + 1; ps != 64 && last > limit {
+		t.Errorf("bytes %d steps %d: the last line at step %d, after %d", bytes, steps, last, limit)
 	}
 }
 

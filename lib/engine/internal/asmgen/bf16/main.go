@@ -75,6 +75,30 @@ func generate() (string, string) {
 		fmt.Fprintf(&table, "%d: %s", tn[1], name)
 	}
 	table.WriteString("},\n}\n")
+	// The kernels of two or more tokens prefetching their weights
+	// (avxBF16KernelsPf), the one-token ones as they are.
+	table.WriteString("\n// avxBF16KernelsPf[t][n] is avxBF16T<t>N<n> prefetching its weights\n")
+	fmt.Fprintf(&table, "// %d bytes ahead (avxBF16T<t>N<n>P for t > 1), where generated, else nil.\n", avxWeightPrefetch)
+	fmt.Fprintf(&table, "var avxBF16KernelsPf = [%d][%d]func(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int){\n", avxMaxT+1, avxMaxN+1)
+	for t := 1; t <= avxMaxT; t++ {
+		fmt.Fprintf(&table, "\t%d: {", t)
+		for n := 1; n <= avxMaxN; n++ {
+			name := fmt.Sprintf("avxBF16T%dN%d", t, n)
+			if t > 1 {
+				var body string
+				name, body = avxKernelPf(t, n, avxWeightPrefetch, "P")
+				asm.WriteString(body)
+				decls.WriteString("\n//go:noescape\nfunc " + name +
+					"(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)\n")
+			}
+			if n > 1 {
+				table.WriteString(", ")
+			}
+			fmt.Fprintf(&table, "%d: %s", n, name)
+		}
+		table.WriteString("},\n")
+	}
+	table.WriteString("}\n")
 	// The one-token kernels with other prefetch distances (avxT1Prefetch).
 	fmt.Fprintf(&table, "\n// avxBF16T1Variants[v][n] is avxBF16T1N<n> prefetching avxT1Prefetch[v]\n// bytes ahead (variant 0: the kernels above, %d).\n", avxWeightPrefetch)
 	fmt.Fprintf(&table, "var avxBF16T1Variants = [%d][%d]func(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int){\n", len(avxT1Prefetch), avxMaxN+1)
@@ -281,9 +305,14 @@ func avxShapes() [][2]int {
 // token's pair broadcast. Tokens are addressed in groups of four from
 // SI, AX, BX and R12 (4·ldx apart), weight blocks from DI and R13 (6
 // blocks apart). With one token the weights are prefetched
-// (avxWeightPrefetch).
+// (avxWeightPrefetch); with more, the variants avxBF16T<t>N<n>P prefetch
+// them too (avxBF16KernelsPf).
 func avxKernel(t, n int) (string, string) {
-	return avxKernelPf(t, n, avxWeightPrefetch, "")
+	pf := 0
+	if t == 1 {
+		pf = avxWeightPrefetch
+	}
+	return avxKernelPf(t, n, pf, "")
 }
 
 // avxWeightPrefetch is weightPrefetch for the one-token AVX512-BF16
@@ -303,8 +332,12 @@ const avxWeightPrefetch = 1024
 // longer generated (lib/engine/doc.go).
 var avxT1Prefetch = []int{avxWeightPrefetch, 512}
 
-// avxKernelPf is avxKernel with the one-token kernel prefetching pf bytes
-// ahead (none when 0), named with suffix.
+// avxKernelPf is avxKernel prefetching each weight block's line pf bytes
+// ahead into L2 (none when 0), named with suffix. A decoding step of 2-16
+// rows on the bf16 path runs the kernels of two to four tokens, whose
+// first group of tokens over a chunk of blocks reads it from memory: six
+// streams without a prefetch stalled on the weights' loads (their loads
+// held 40% of avxBF16T4N6's samples at eight rows).
 func avxKernelPf(t, n, pf int, suffix string) (string, string) {
 	name := fmt.Sprintf("avxBF16T%dN%d%s", t, n, suffix)
 	var b strings.Builder
@@ -346,7 +379,7 @@ func avxKernelPf(t, n, pf int, suffix string) (string, string) {
 	fmt.Fprintf(&b, "%s_k:\n", name)
 	for j := range n {
 		p("VMOVDQU32 %s, Z%d", wreg(j), w0+j)
-		if t == 1 && pf > 0 {
+		if pf > 0 {
 			p("PREFETCHT1 %d%s", pf, wreg(j))
 		}
 	}

@@ -107,11 +107,12 @@ func tile4x4(ctx *build.Context, bf bool) {
 // reads. Accumulators Z(4r+t) hold rows 0..3 and Z(16+4(r-4)+t) rows 4
 // and 5; x is in Z24..Z27, the row being read in Z28; each product is
 // fused into its add (VFMADD231PS). Each chunk step also prefetches the
-// line at pf into L2 while pf < pfEnd, pf advancing pfStep bytes (at most
-// 64, so no line is skipped) a step: the caller points it at the next
-// tile's rows, so they come from L2 rather than memory when it starts,
-// and spreads them over the tile's steps (fwdPrefetchStep); and it
-// prefetches x xAhead bytes on into L1.
+// line at pf into L2 while pf < pfEnd, pf advancing pfStep bytes a step
+// (at most 64, so no line is skipped, or a multiple of 64 up to
+// 64·pfWideLines with the lines after pf asked for too): the caller
+// points it at the next tile's rows, so they come from L2 rather than
+// memory when it starts, and spreads them over the tile's steps
+// (fwdPrefetchStep); and it prefetches x xAhead bytes on into L1.
 //
 // With split, the kernel is fwdTile4x6KG<F32|BF16>, which takes a piece
 // of the columns and three more arguments: acc, 24 accumulators (384
@@ -173,6 +174,17 @@ func tile4x6(ctx *build.Context, bf, split bool) {
 		ctx.CMPQ(pf, paramMem(ctx, "pfEnd"))
 		ctx.JAE(LabelRef(skip))
 		ctx.PREFETCHT1(Mem{Base: pf})
+		// A step over 64 bytes asks for the lines after pf too, up to
+		// pfWideLines a step: a decoding step's one to four groups give
+		// a tile too few steps to ask for the next one's lines one a
+		// step (fwdPrefetchStep).
+		adv := fmt.Sprintf("pfadv%d", pfStep)
+		for l := 1; l < pfWideLines; l++ {
+			ctx.CMPQ(paramMem(ctx, "pfStep"), U32(64*l))
+			ctx.JLE(LabelRef(adv))
+			ctx.PREFETCHT1(Mem{Base: pf, Disp: 64 * l})
+		}
+		ctx.Label(adv)
 		ctx.ADDQ(paramMem(ctx, "pfStep"), pf)
 		ctx.Label(skip)
 		if mask == nil {
@@ -265,6 +277,14 @@ func tile4x6(ctx *build.Context, bf, split bool) {
 	ctx.VZEROUPPER()
 	ctx.RET()
 }
+
+// pfWideLines is the most lines of the next tile a 4×6 tile's chunk
+// step prefetches (pfStep up to 64·pfWideLines bytes, a multiple of 64
+// past 64). With one group (four decoding rows) a tile of 1024 bfloat16
+// columns has 64 steps for 192 lines: one line a step left rows 2-5 of
+// every tile to come from memory on demand (their loads' widening held
+// 67% of the kernel's samples).
+const pfWideLines = 4
 
 // xAhead is how far ahead of the chunk it reads (bytes, 16 chunks) the
 // 4×6 tile prefetches the packed vectors into L1: the hardware

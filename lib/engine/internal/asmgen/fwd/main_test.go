@@ -112,8 +112,15 @@ func TestTile4x6PrefetchesX(t *testing.T) {
 				t.Errorf("%s: the last steps of a piece do not prefetch the next group's piece:\n%s", k.name, far)
 			}
 		}
-		if !regexp.MustCompile(`PREFETCHT1\s+\((\w+)\)\n\s+ADDQ\s+pfStep\+\d+\(FP\), (\w+)\n`).MatchString(body) {
-			t.Errorf("%s does not prefetch the next tile advancing by its pfStep argument:\n%s", k.name, body)
+		// The next tile: a line at pf, up to pfWideLines-1 more when
+		// pfStep is past 64 bytes (fwdPrefetchWide), then pf advances.
+		wide := `PREFETCHT1\s+\((\w+)\)\n`
+		for l := 1; l < pfWideLines; l++ {
+			wide += fmt.Sprintf(`\s+CMPQ\s+pfStep\+\d+\(FP\), \$0x%08x\n\s+JLE\s+(pfadv\d+)\n\s+PREFETCHT1\s+%d\(\w+\)\n`, 64*l, 64*l)
+		}
+		wide += `\n(pfadv\d+):\n\s+ADDQ\s+pfStep\+\d+\(FP\), (\w+)\n`
+		if !regexp.MustCompile(wide).MatchString(body) {
+			t.Errorf("%s does not prefetch the next tile's %d lines a step at most, advancing by its pfStep argument:\n%s", k.name, pfWideLines, body)
 		}
 		if ys := regexp.MustCompile(`PREFETCHT0\s+(20)?\(\w+\)\(\w+\*4\)`).FindAllString(body, -1); len(ys) != 8 {
 			t.Errorf("%s prefetches %d output lines a group, want 8 (two for each of four rows): %v", k.name, len(ys), ys)

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+
+	"github.com/tinkershell/tinker/lib/engine/internal/asmgen/asmout"
+)
+
+// rowMultiVecs are the vector counts of the generated fwdRowMulti
+// kernels: a decoding step of two or three rows (fwdRowsLong).
+var rowMultiVecs = []int{2, 3}
+
+// rowMulti generates fwdRowMulti<V><F32|BF16>(x0, …, x<V-1>, w, stride,
+// n, span, out): fwdRowLong's four streams span elements apart for V
+// vectors at once, each weight chunk loaded and widened once for all of
+// them: 16/V rows a call rounded down to a power of two (two rows of
+// each stream for two vectors, one for three). out[4·g·v + s·g + r]
+// (g rows a stream, r < g) = Σ_k x_v[k]·w[s·span + r·stride + k], each
+// one accumulator adding its chunks in ascending order with fwdRowLong's
+// widening, so every output has the bits of that vector's fwdRowLong
+// (and dotLanes). fwdRowLong run once a vector reads each weight line
+// again from L1 or L2 and widens it again: at two and three vectors a
+// step, the kernel's work grows by a whole one-vector pass a vector.
+func rowMulti(ctx *build.Context, bf bool, vecs int) {
+	const streams = 4
+	groups := 1
+	for 2*groups*streams*vecs <= 16 {
+		groups *= 2
+	}
+	w := weightsOf(bf)
+	args := ""
+	for v := range vecs {
+		args += fmt.Sprintf("x%d, ", v)
+	}
+	asmout.Kernel(ctx, fmt.Sprintf("fwdRowMulti%d%s", vecs, w.Suffix),
+		fmt.Sprintf("func(%s *float32, w %s, stride, n, span int, out *[16]float32)", args[:len(args)-2], w.GoType))
+	if bf {
+		ctx.VMOVDQU32(row16WidenCtl, row16Ctl)
+	}
+	xs := make([]reg.GPVirtual, vecs)
+	for v := range xs {
+		xs[v] = ctx.GP64()
+		ctx.Load(ctx.Param(fmt.Sprintf("x%d", v)), xs[v])
+	}
+	stride, span, span3, base := ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
+	ctx.Load(ctx.Param("stride"), stride)
+	ctx.SHLQ(U8(asmout.Log2(w.Size)), stride)
+	ctx.Load(ctx.Param("span"), span)
+	ctx.SHLQ(U8(asmout.Log2(w.Size)), span)
+	ctx.LEAQ(Mem{Base: span, Index: span, Scale: 2}, span3)
+	ctx.Load(ctx.Param("w"), base)
+	n := ctx.GP64()
+	ctx.Load(ctx.Param("n"), n)
+	chunks, tail := ctx.GP64(), ctx.GP64()
+	ctx.MOVQ(n, chunks)
+	ctx.SHRQ(U8(4), chunks)
+	ctx.MOVQ(n, tail)
+	ctx.ANDQ(U32(15), tail)
+	setTailMask(ctx, n)
+	for i := range 16 {
+		ctx.VPXORD(zmm(i), zmm(i), zmm(i))
+	}
+	pc, pw, cnt := ctx.GP64(), ctx.GP64(), ctx.GP64()
+	u := 64 / (16 * w.Size) // chunks per weight line
+	at := func(s, disp int) Mem {
+		m := Mem{Base: pw, Disp: disp}
+		switch s {
+		case 1, 2:
+			m.Index, m.Scale = span, uint8(s)
+		case 3:
+			m.Index, m.Scale = span3, 1
+		}
+		return m
+	}
+	// xz is vector v's chunk: Z16, Z23, Z24 (Z17-Z20 the streams'
+	// weights, Z21 the widening's control).
+	xz := func(v int) reg.VecPhysical { return []reg.VecPhysical{reg.Z16, reg.Z23, reg.Z24}[v] }
+	// acc is the accumulator of out[i], as row16Finish's tree reads them
+	// (fwdRowLong's row i in zmm(4·(i%4) + i/4)).
+	acc := func(v, s, g int) reg.VecPhysical {
+		i := 4*groups*v + s*groups + g
+		return zmm(4*(i%4) + i/4)
+	}
+	for g := range groups {
+		weight := func(s int, m Mem, mask reg.Register) {
+			z := zmm(17 + s)
+			switch {
+			case w.BF && mask == nil:
+				ctx.VBROADCASTI32X8(m, z)
+				ctx.VPSHUFB(row16Ctl, z, z)
+			case w.BF:
+				w.load(ctx, m, z, mask)
+				swapQuarters(ctx, z)
+			default:
+				w.load(ctx, m, z, mask)
+			}
+			for v := range vecs {
+				ctx.VFMADD231PS(xz(v), z, acc(v, s, g))
+			}
+		}
+		xload := func(c int, mask reg.Register) {
+			for v := range vecs {
+				loadX(ctx, Mem{Base: xs[v], Index: pc, Scale: 1, Disp: 64 * c}, xz(v), mask)
+				if w.BF {
+					swapQuarters(ctx, xz(v))
+				}
+			}
+		}
+		step := func(mask reg.Register) {
+			xload(0, mask)
+			for s := range streams {
+				weight(s, at(s, 0), mask)
+			}
+		}
+		loop, rest, restLoop, tl, next := fmt.Sprintf("long%d", g), fmt.Sprintf("rest%d", g), fmt.Sprintf("restloop%d", g), fmt.Sprintf("tail%d", g), fmt.Sprintf("next%d", g)
+		ctx.XORQ(pc, pc)
+		ctx.MOVQ(base, pw)
+		ctx.MOVQ(chunks, cnt)
+		ctx.SHRQ(U8(asmout.Log2(u)), cnt)
+		ctx.TESTQ(cnt, cnt)
+		ctx.JZ(LabelRef(rest))
+		ctx.Label(loop)
+		for s := range streams {
+			ctx.PREFETCHT1(at(s, rowLongAhead))
+		}
+		for c := range u {
+			xload(c, nil)
+			for s := range streams {
+				weight(s, at(s, 16*w.Size*c), nil)
+			}
+		}
+		ctx.ADDQ(U32(64*u), pc)
+		ctx.ADDQ(U32(64), pw)
+		ctx.DECQ(cnt)
+		ctx.JNZ(LabelRef(loop))
+		ctx.Label(rest) // the chunks left, one at a time
+		ctx.MOVQ(chunks, cnt)
+		ctx.ANDQ(U32(u-1), cnt)
+		ctx.JZ(LabelRef(tl))
+		ctx.Label(restLoop)
+		step(nil)
+		ctx.ADDQ(U8(64), pc)
+		ctx.ADDQ(U8(16*w.Size), pw)
+		ctx.DECQ(cnt)
+		ctx.JNZ(LabelRef(restLoop))
+		ctx.Label(tl)
+		ctx.TESTQ(tail, tail)
+		ctx.JZ(LabelRef(next))
+		step(reg.K1)
+		ctx.Label(next)
+		ctx.ADDQ(stride, base)
+	}
+	row16Finish(ctx, bf)
+}
