@@ -201,11 +201,23 @@ func splitComma(s string) []string {
 // adapter, the "old" side) with the adapters' (loraFork on): the ratio is
 // then adapter over base steps a second, beside the goal 0.9/(1+bytes+),
 // bytes+ the adapters' extra bytes a step reads over the base's.
+// Decoding steps of 4-16 rows take the fused fork (fuseMaxRows), which
+// runs the adapters itself; the benchmark holds fuseMaxRows at 3 so that
+// its steps take loraProducts, unless LORA_STEPS_FUSE=1 (the adapters'
+// cost as decoding now pays it, with LORA_STEPS_AB=base);
+// LORA_STEPS_AB=fuse pairs the adapters' steps with fuseMaxRows 3 (old:
+// loraProducts) and as it was (new: the fused fork).
 // LORA_STEPS_AB=minwork pairs loraForkMinWork and loraForkAwakeMinWork
 // at loraMainMinWork (old, main's) and at their values (new), loraFork on
 // in both; LORA_FORK_MINWORK and LORA_FORK_AWAKE set the new values.
 func BenchmarkLoRAForkSteps(b *testing.B) {
-	defer func(f bool, w, a int) { loraFork, loraForkMinWork, loraForkAwakeMinWork = f, w, a }(loraFork, loraForkMinWork, loraForkAwakeMinWork)
+	defer func(f bool, w, a, r int) {
+		loraFork, loraForkMinWork, loraForkAwakeMinWork, fuseMaxRows = f, w, a, r
+	}(loraFork, loraForkMinWork, loraForkAwakeMinWork, fuseMaxRows)
+	fuseRows := fuseMaxRows
+	if os.Getenv("LORA_STEPS_FUSE") != "1" {
+		fuseMaxRows = 3 // steps of 8 rows take loraProducts, not the fused fork
+	}
 	awake := envInt("LORA_FORK_AWAKE", loraForkAwakeMinWork)
 	minWork := envInt("LORA_FORK_MINWORK", loraForkMinWork)
 	loraForkMinWork = minWork
@@ -250,6 +262,11 @@ func BenchmarkLoRAForkSteps(b *testing.B) {
 			switch ab {
 			case "base":
 				loraFork = true
+			case "fuse":
+				loraFork, fuseMaxRows = true, fuseRows
+				if v == 0 && !control {
+					fuseMaxRows = 3
+				}
 			case "minwork":
 				loraFork, loraForkMinWork, loraForkAwakeMinWork = true, minWork, awake
 				if v == 0 && !control {
@@ -291,6 +308,8 @@ func BenchmarkLoRAForkSteps(b *testing.B) {
 		switch {
 		case ab == "base":
 			name += fmt.Sprintf(", adapter/base (bytes+ %.3f, goal %.3f)", extra, 0.9/(1+extra))
+		case ab == "fuse":
+			name += fmt.Sprintf(", fused fork to %d rows against 3", fuseRows)
 		case ab == "minwork":
 			name += fmt.Sprintf(" (%d awake) against %d", awake, loraMainMinWork)
 		}
