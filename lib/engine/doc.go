@@ -2525,6 +2525,18 @@
 // at load 2, 1.034 at 4.3-5.3; one adapter 1.009 and 1.005. The
 // loaded host's cost was not the pieces' size at these loads.
 //
+// Since decoding steps of 4-16 rows take the fused fork (fuseMaxRows),
+// which runs their adapters itself, loraProducts serves the steps that
+// do not fuse (decodeFuse off, too little work for two cores, layers the
+// fork does not take); BenchmarkLoRAForkSteps holds fuseMaxRows at 3 to
+// measure it. Its LORA_STEPS_AB=fuse pairs the adapters' 8-row steps
+// through loraProducts (old) and fused (new), 1920 pairs a tiny run,
+// load 2.6-3.5 (the 0.6B run beside them): tiny-qwen3 eight adapters
+// 0.92 and 0.89 wall (one run 1.58), one 0.98 and 0.96; tiny-llama
+// eight 0.91, 0.90 and 0.91, one 0.95, 0.94 and 0.93; the 0.6B shape,
+// eight adapters, 1.119 wall, 1.115 CPU, one 1.152 and 1.149 (288
+// pairs, load 2.9-3.9).
+//
 // # Decoding groups of 2-16 rows (issue 34)
 //
 // RL loops sample a group of 4-16 sequences from one prompt every step,
