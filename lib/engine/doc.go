@@ -2468,6 +2468,75 @@
 // moved within the run). --bf16-compute: this build 83.5-95.3% (paired
 // 89.5-100.4%), e5f4ba1's 69.1-88.2% (76.2-92.3%).
 //
+// Adapters' small products on the tiny models (2026-11-30, 06:05-06:50,
+// load average 1.4-5.7 from the other sessions: ratios only).
+// BenchmarkLoRAForkSteps now takes the tiny models (LORA_STEPS_MODEL) and
+// a rank (LORA_STEPS_RANK), and pairs the base model's step with the
+// adapters' (LORA_STEPS_AB=base: adapter over base steps a second, beside
+// the goal 0.9/(1+bytes+)). Eight rows, positions 1-96, 576 pairs, wall
+// medians, load 2.4-2.5: tiny-qwen3 eight rank-32 adapters 0.47 (goal
+// 0.22), eight of rank 8 0.58 (0.50), one of rank 32 0.69-0.72 (0.65),
+// one of rank 8 0.72-0.75 (0.82); tiny-llama 0.39 (0.13), 0.47-0.50
+// (0.36), 0.65-0.66 (0.51), 0.73-0.75 (0.76). Only a single rank-8
+// adapter misses its byte goal: on these shapes an adapter costs per
+// product, not per byte. CPU profiles: eight tenants on tiny-qwen3, the
+// adapters' products (fwdRowLongF32, one vector an adapter) 21% of the
+// process, the base's tiles 17-19%, the spinning worker
+// (workerPool.next) 21%, attention 7%, loraProducts' own Go code
+// (gathers, pieces, clears) under 2%; one rank-8 adapter, loraProducts
+// 12%, nearly all of it the 4x6 tiles on 8-row A-products and K = 8
+// B-products. So the kernels on those shapes hold the adapter's time,
+// not per-adapter Go code. The forks were a loss there: loraFork on
+// against off (addLoRA, every small product on the calling core)
+// 0.84-0.99 wall in every tiny case, eight adapters or one, rank 32 or
+// 8. Stages of 64K-256K multiply-adds now fork only when no worker
+// sleeps (loraForkAwakeMinWork; loraForkMinWork 256K otherwise):
+// tiny-llama's other products are too small to fork, so its worker slept
+// before each of the adapter's few forked stages and the ~60 µs wake-up
+// outweighed them. Paired against forking from 64K (LORA_STEPS_AB=minwork,
+// 3840 pairs a run, load 3.9-4.2): tiny-llama eight adapters 1.159,
+// 1.161, 1.166 wall (CPU 1.158, 1.167, 1.169), one 1.164, 1.181, 1.182;
+// tiny-qwen3 eight 1.035, 1.054, 1.063, one 1.050-1.069. Forking only
+// from 256K, awake or not (load 1.4-5.7): tiny-llama 0.98-1.38 (median
+// 1.13), tiny-qwen3 eight adapters 0.89-1.07, 0.89-0.90 in the two
+// quietest runs (load 1.4-1.5), where forking its stages paid: the
+// awake rule keeps those forks. The 0.6B shape's stages at rank 32 are
+// all 256K or more (unchanged); at rank 8 the smaller ones with
+// 256K alone measured 0.999 and 1.001 wall (eight and one adapter, 288
+// pairs, load 2.7-3.5), with the awake rule 1.042 and 1.026 wall (CPU
+// 1.039, 1.012) for eight adapters and 0.996 (0.996) for one (load
+// 3.6-4.1). Whole requests (BenchmarkGenerateLoRA with
+// GEN_LORA_AB=minwork, 20 rounds, load 3.8): tiny-qwen3 8tenant 1.092
+// wall, 8conc 1.078, 8batch 0.990; tiny-llama 0.994-0.997; 1seq, whose
+// single rows fork nothing either way, 1.017 and 1.058 (the pairing's
+// noise): the steps' gain on tiny-llama did not carry to its requests.
+//
+// Tried and not kept, no output bit changed by either
+// (TestLoRAForkMatchesAlone passed): (1) each adapter's A- and then
+// B-product of a stage as one piece of one fork, when the pairs were
+// even (none over half a core's share: eight tenants, not one), two
+// forks a stage becoming one: 0.6B shape, eight adapters, 1.019, 1.028,
+// 1.004 and 1.025 wall (CPU 1.017, 1.022, 1.001, 1.025; load 2-3.7),
+// under the 1.03 gate. (2) Pieces of at most 2 MiB of float32: eight
+// tenants' lm_head B-products were a piece each, 19 MB, over half a
+// millisecond a worker could hold a step by when the host takes its
+// core; 0.996 and 1.002 wall at load 2-4.4 (eight adapters), 1.002 (one).
+// Both with the 256K threshold against main: eight adapters 1.005 wall
+// at load 2, 1.034 at 4.3-5.3; one adapter 1.009 and 1.005. The
+// loaded host's cost was not the pieces' size at these loads.
+//
+// Since decoding steps of 4-16 rows take the fused fork (fuseMaxRows),
+// which runs their adapters itself, loraProducts serves the steps that
+// do not fuse (decodeFuse off, too little work for two cores, layers the
+// fork does not take); BenchmarkLoRAForkSteps holds fuseMaxRows at 3 to
+// measure it. Its LORA_STEPS_AB=fuse pairs the adapters' 8-row steps
+// through loraProducts (old) and fused (new), 1920 pairs a tiny run,
+// load 2.6-3.5 (the 0.6B run beside them): tiny-qwen3 eight adapters
+// 0.92 and 0.89 wall (one run 1.58), one 0.98 and 0.96; tiny-llama
+// eight 0.91, 0.90 and 0.91, one 0.95, 0.94 and 0.93; the 0.6B shape,
+// eight adapters, 1.119 wall, 1.115 CPU, one 1.152 and 1.149 (288
+// pairs, load 2.9-3.9).
+//
 // # Decoding groups of 2-16 rows (issue 34)
 //
 // RL loops sample a group of 4-16 sequences from one prompt every step,

@@ -31,7 +31,9 @@ import (
 // GEN_LORA_CASES=1seq,8batch,... picks cases, GEN_LORA_MODELS models,
 // GEN_LORA_TOKENS the tokens a sequence, GEN_LORA_PROMPT the prompt's
 // length (at most 64 on the 0.6B shape, 3 on the tiny ones); GEN_LORA_AB=fork compares
-// the adapters' tokens with loraFork on (lora) and off (base) instead.
+// the adapters' tokens with loraFork on (lora) and off (base) instead,
+// GEN_LORA_AB=minwork with loraProducts' fork thresholds as set (lora)
+// and at loraMainMinWork (base).
 func BenchmarkGenerateLoRA(b *testing.B) {
 	names := []string{models.TinyLlama, models.TinyQwen3, "qwen3-0.6b-shape-bf16"}
 	if s := os.Getenv("GEN_LORA_MODELS"); s != "" {
@@ -57,16 +59,27 @@ func BenchmarkGenerateLoRA(b *testing.B) {
 			}
 			tuned := base.WithLoRA(ls[0])
 			// GEN_LORA_AB=fork: both sides with the adapters, loraFork
-			// off (the "base" side) and on.
-			ab := os.Getenv("GEN_LORA_AB") == "fork"
-			defer func(f bool) { loraFork = f }(loraFork)
+			// off (the "base" side) and on; =minwork: loraFork on, the
+			// thresholds at loraMainMinWork (the "base" side) and as set.
+			mode := os.Getenv("GEN_LORA_AB")
+			ab := mode == "fork" || mode == "minwork"
+			defer func(f bool, w, a int) {
+				loraFork, loraForkMinWork, loraForkAwakeMinWork = f, w, a
+			}(loraFork, loraForkMinWork, loraForkAwakeMinWork)
+			minWork, awake := loraForkMinWork, loraForkAwakeMinWork
 			run := func(c string, adapter bool, seed int64) genRun {
 				m := base
 				if adapter || ab {
 					m = tuned
 				}
-				if ab {
+				switch mode {
+				case "fork":
 					loraFork = adapter
+				case "minwork":
+					loraForkMinWork, loraForkAwakeMinWork = minWork, awake
+					if !adapter {
+						loraForkMinWork, loraForkAwakeMinWork = loraMainMinWork, loraMainMinWork
+					}
 				}
 				switch c {
 				case "1seq":
@@ -175,32 +188,67 @@ func splitComma(s string) []string {
 	return slices.DeleteFunc(strings.Split(s, ","), func(f string) bool { return f == "" })
 }
 
-// BenchmarkLoRAForkSteps decodes 8 sequences on the 0.6B shape (bfloat16)
-// in steps of all 8 rows, each with its own rank-32 adapter
-// (LORA_STEPS_TENANTS=8, the default) or all with one (=1), and
-// alternates loraFork off and on step by step, each side with its own
-// caches: per pair the old step's time over the new one's (above 1:
-// loraProducts faster), wall and process CPU, medians, lower quartiles
-// and minima over LORA_STEPS pairs (default 96; positions 1-96).
-// LORA_STEPS_CONTROL=1 runs loraFork on both sides.
+// BenchmarkLoRAForkSteps decodes 8 sequences in steps of all 8 rows,
+// each with its own adapter (LORA_STEPS_TENANTS=8, the default) or all
+// with one (=1), of rank LORA_STEPS_RANK (default 32, alpha twice it),
+// on LORA_STEPS_MODEL (default the 0.6B shape in bfloat16; or a tiny
+// model's name: tiny-llama, tiny-qwen3), and alternates loraFork off and
+// on step by step, each side with its own caches: per pair the old
+// step's time over the new one's (above 1: loraProducts faster), wall
+// and process CPU, medians, lower quartiles and minima over all
+// rounds (-benchtime Nx) of LORA_STEPS pairs (default 96; positions 1-96). LORA_STEPS_CONTROL=1 runs loraFork
+// on both sides. LORA_STEPS_AB=base pairs the base model's step (no
+// adapter, the "old" side) with the adapters' (loraFork on): the ratio is
+// then adapter over base steps a second, beside the goal 0.9/(1+bytes+),
+// bytes+ the adapters' extra bytes a step reads over the base's.
+// Decoding steps of 4-16 rows take the fused fork (fuseMaxRows), which
+// runs the adapters itself; the benchmark holds fuseMaxRows at 3 so that
+// its steps take loraProducts, unless LORA_STEPS_FUSE=1 (the adapters'
+// cost as decoding now pays it, with LORA_STEPS_AB=base);
+// LORA_STEPS_AB=fuse pairs the adapters' steps with fuseMaxRows 3 (old:
+// loraProducts) and as it was (new: the fused fork).
+// LORA_STEPS_AB=minwork pairs loraForkMinWork and loraForkAwakeMinWork
+// at loraMainMinWork (old, main's) and at their values (new), loraFork on
+// in both; LORA_FORK_MINWORK and LORA_FORK_AWAKE set the new values.
 func BenchmarkLoRAForkSteps(b *testing.B) {
-	defer func(f bool, w int) { loraFork, loraForkMinWork = f, w }(loraFork, loraForkMinWork)
-	loraForkMinWork = envInt("LORA_FORK_MINWORK", loraForkMinWork)
-	m := qwen3SmallBF16(b, "lora-fork-steps")
+	defer func(f bool, w, a, r int) {
+		loraFork, loraForkMinWork, loraForkAwakeMinWork, fuseMaxRows = f, w, a, r
+	}(loraFork, loraForkMinWork, loraForkAwakeMinWork, fuseMaxRows)
+	fuseRows := fuseMaxRows
+	if os.Getenv("LORA_STEPS_FUSE") != "1" {
+		fuseMaxRows = 3 // steps of 8 rows take loraProducts, not the fused fork
+	}
+	awake := envInt("LORA_FORK_AWAKE", loraForkAwakeMinWork)
+	minWork := envInt("LORA_FORK_MINWORK", loraForkMinWork)
+	loraForkMinWork = minWork
+	var m *Model
+	if name := os.Getenv("LORA_STEPS_MODEL"); name != "" {
+		if !strings.Contains(name, "/") {
+			name = "tinker-local/" + name
+		}
+		m = mustLoad(b, name)
+	} else {
+		m = qwen3SmallBF16(b, "lora-fork-steps")
+	}
 	tenants, pairs := envInt("LORA_STEPS_TENANTS", 8), envInt("LORA_STEPS", 96)
+	rank := envInt("LORA_STEPS_RANK", 32)
 	control := os.Getenv("LORA_STEPS_CONTROL") == "1"
+	ab := os.Getenv("LORA_STEPS_AB")
 	ls := make([]*LoRA, 8)
 	for i := range ls {
 		if i >= tenants {
 			ls[i] = ls[i%tenants]
 			continue
 		}
-		l, err := NewLoRA(m.cfg, randomLoRA(m.cfg, 32, uint64(10+i), false), 32, 64, false)
+		l, err := NewLoRA(m.cfg, randomLoRA(m.cfg, rank, uint64(10+i), false), rank, float64(2*rank), false)
 		if err != nil {
 			b.Fatal(err)
 		}
 		ls[i] = l
 	}
+	extra := float64(tenants) * loraBytes(ls[0]) / modelBytes(m)
+	var wall, cpu []float64
+	l0 := loadAvg()
 	for b.Loop() {
 		var seqs [2][]*kvCache
 		var wss [2]*workspace
@@ -211,17 +259,33 @@ func BenchmarkLoRAForkSteps(b *testing.B) {
 			}
 		}
 		step := func(v, p int) (float64, float64) {
-			loraFork = v == 1 || control
+			switch ab {
+			case "base":
+				loraFork = true
+			case "fuse":
+				loraFork, fuseMaxRows = true, fuseRows
+				if v == 0 && !control {
+					fuseMaxRows = 3
+				}
+			case "minwork":
+				loraFork, loraForkMinWork, loraForkAwakeMinWork = true, minWork, awake
+				if v == 0 && !control {
+					loraForkMinWork, loraForkAwakeMinWork = loraMainMinWork, loraMainMinWork
+				}
+			default:
+				loraFork = v == 1 || control
+			}
 			rows := make([]row, 8)
 			for s, seq := range seqs[v] {
 				rows[s] = row{seq: seq, token: (1000 + 37*p + 11*s) % m.cfg.VocabSize, pos: p, logits: true, lora: ls[s]}
+				if ab == "base" && v == 0 {
+					rows[s].lora = nil
+				}
 			}
 			c0, t0 := processCPU(), time.Now()
 			m.forward(wss[v], rows)
 			return time.Since(t0).Seconds(), processCPU() - c0
 		}
-		var wall, cpu []float64
-		l0 := loadAvg()
 		for p := range pairs + 1 {
 			var w, c [2]float64
 			if p%2 == 0 {
@@ -235,10 +299,20 @@ func BenchmarkLoRAForkSteps(b *testing.B) {
 				wall, cpu = append(wall, w[0]/w[1]), append(cpu, c[0]/c[1])
 			}
 		}
+	}
+	{
 		slices.Sort(wall)
 		slices.Sort(cpu)
 		k := len(wall)
-		name := fmt.Sprintf("%d adapters, forks from %d", tenants, loraForkMinWork)
+		name := fmt.Sprintf("%s, %d adapters of rank %d, forks from %d", m.Name(), tenants, rank, minWork)
+		switch {
+		case ab == "base":
+			name += fmt.Sprintf(", adapter/base (bytes+ %.3f, goal %.3f)", extra, 0.9/(1+extra))
+		case ab == "fuse":
+			name += fmt.Sprintf(", fused fork to %d rows against 3", fuseRows)
+		case ab == "minwork":
+			name += fmt.Sprintf(" (%d awake) against %d", awake, loraMainMinWork)
+		}
 		if control {
 			name += " control"
 		}

@@ -28,8 +28,25 @@ var loraFork = true
 
 const loraForkRows = 16
 
-// loraForkMinWork is the fewest multiply-adds of a stage that forks.
-var loraForkMinWork = parallelMinWork
+// loraForkMinWork is the fewest multiply-adds of a stage that forks
+// with a worker asleep; loraForkAwakeMinWork the fewest when none is
+// (workerPool.sleeping: a spinning worker joins at once, a sleeping one
+// takes a wake-up of ~60 µs on this KVM guest, longer than these stages
+// on one core). Forking every stage from parallelMinWork, tiny-llama's
+// steps, whose other products are too small to fork so its worker slept
+// before each of the adapters' few forked stages, took 1.06-1.38x as
+// long as with them on the calling core, while tiny-qwen3's, whose
+// worker spins between its forked base products, gained by forking them
+// on a quiet host. The 0.6B shape's stages at rank 32 are all 256K or
+// more and fork as before (doc.go, "Adapters' small products").
+var (
+	loraForkMinWork      = 4 * parallelMinWork
+	loraForkAwakeMinWork = parallelMinWork
+)
+
+// loraMainMinWork is loraForkMinWork before it was raised, for
+// BenchmarkLoRAForkSteps' LORA_STEPS_AB=minwork.
+const loraMainMinWork = parallelMinWork
 
 // loraMinPiece is the fewest weights of a loraProducts piece (64 KiB of
 // float32): a rank-32 A of the 0.6B shape is one or two pieces.
@@ -142,7 +159,7 @@ func (s *loraScratch) run(acc bool) {
 		work += w.rows * w.cols * len(s.pxs[i])
 	}
 	workers := 1
-	if work >= loraForkMinWork {
+	if work >= loraForkMinWork || work >= loraForkAwakeMinWork && workPool.sleeping.Load() == 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	s.ps = cutPieces(s.ps[:0], s.prods, 16, workers, loraMinPiece)

@@ -15,30 +15,43 @@ import (
 // with the per-adapter products (addLoRA): every logit and cached key
 // and value the same bits. Qwen3, Llama 3 with q, k and v biases (the
 // adapter goes after them) and GPT-OSS (per-expert adapters), float32
-// and bfloat16 weights, on one core and on three.
+// and bfloat16 weights, on one core and on two and three; on more than
+// one again with every stage forked (loraForkMinWork 0: at its value
+// these small models' stages run on the calling core).
 func TestLoRAForkMatchesAlone(t *testing.T) {
-	defer func(f, d bool) { loraFork, decodeFuse = f, d }(loraFork, decodeFuse)
+	defer func(f, d bool, w int) { loraFork, decodeFuse, loraForkMinWork = f, d, w }(loraFork, decodeFuse, loraForkMinWork)
 	decodeFuse = false // one sequence alone takes the unfused path too
-	for _, procs := range []int{1, 3} {
+	type variant struct {
+		name    string
+		minWork int
+	}
+	minWork := loraForkMinWork
+	for _, procs := range []int{1, 2, 3} {
 		old := runtime.GOMAXPROCS(procs)
+		variants := []variant{{"default", minWork}}
+		if procs > 1 {
+			variants = append(variants, variant{"every stage forked", 0})
+		}
 		for _, arch := range []models.Family{models.Qwen3, models.Llama3, models.GptOss} {
 			for _, dtype := range []string{"f32", "bf16"} {
 				m, loras := loraForkModel(t, arch, dtype)
-				name := fmt.Sprintf("GOMAXPROCS=%d %s %s", procs, arch, dtype)
 				loraFork = false
 				var alone, aloneCaches [][]float32
 				for s := range loras {
 					l, c, _ := loraForkDecode(t, m, loras[s:s+1], s)
 					alone, aloneCaches = append(alone, l[0]), append(aloneCaches, c[0])
 				}
-				loraFork = true
-				batched, caches, calls := loraForkDecode(t, m, loras, 0)
-				if calls == 0 {
-					t.Fatalf("%s: the batched steps never ran loraProducts", name)
-				}
-				for s := range loras {
-					fuseSameBits(t, fmt.Sprintf("%s sequence %d logits", name, s), alone[s], batched[s])
-					fuseSameBits(t, fmt.Sprintf("%s sequence %d caches", name, s), aloneCaches[s], caches[s])
+				for _, v := range variants {
+					name := fmt.Sprintf("GOMAXPROCS=%d %s %s %s", procs, arch, dtype, v.name)
+					loraFork, loraForkMinWork = true, v.minWork
+					batched, caches, calls := loraForkDecode(t, m, loras, 0)
+					if calls == 0 {
+						t.Fatalf("%s: the batched steps never ran loraProducts", name)
+					}
+					for s := range loras {
+						fuseSameBits(t, fmt.Sprintf("%s sequence %d logits", name, s), alone[s], batched[s])
+						fuseSameBits(t, fmt.Sprintf("%s sequence %d caches", name, s), aloneCaches[s], caches[s])
+					}
 				}
 			}
 		}
