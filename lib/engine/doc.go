@@ -2653,7 +2653,8 @@
 //     the lines from pf up to the step: none further apart than 64
 //     bytes). Three runs, CPU medians (wall within 0.03): R=4 1.06,
 //     1.07, 1.06; R=8 1.09, 1.06, 1.06; R=12 1.05, 1.04; R=16 1.02,
-//     1.01, 1.02 (lower quartiles 0.99-1.04; load average 2.9-3.9).
+//     1.01, 1.02 (lower quartiles 0.99-1.04; load average 2.9-3.9);
+//     after merging main, load 1.6: R=4 1.11, R=8 1.07, R=16 1.02.
 //     Training's products (many groups) never take a wide step, so their
 //     strides are unchanged. TestFwdPrefetchStepCoversTile checks every
 //     line covered and the wide steps no faster than the whole tile needs.
