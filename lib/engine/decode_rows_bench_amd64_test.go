@@ -41,7 +41,9 @@ var rowsSwitches = map[string]func(on bool){
 // BenchmarkDecodeRows decodes steps of R rows (R sequences, one token
 // each, every row wanting logits: a group sampled from one prompt) on the
 // Qwen3-0.6B shape, bfloat16 weights on the float32 compute path, or on
-// the bf16 compute path with ROWS_DTYPE=bf16-compute, for each R of
+// the bf16 compute path with ROWS_DTYPE=bf16-compute, or the model
+// ROWS_MODEL names (f32: the 0.6B shape in float32; or a built-in tiny
+// model's name, such as tiny-llama or tiny-qwen3), for each R of
 // ROWS_R (default "2,4,8,16"), ROWS_STEPS steps each (default 24, at
 // positions 1 on).
 //
@@ -64,8 +66,19 @@ func BenchmarkDecodeRows(b *testing.B) {
 	if bc && !bf16Compute() {
 		b.Skip("this CPU has no AVX512-BF16: no bf16 compute path")
 	}
-	m := qwen3SmallBF16(b, "decode-rows")
+	var m *Model
 	dtype := "bf16"
+	switch name := os.Getenv("ROWS_MODEL"); name {
+	case "":
+		m = qwen3SmallBF16(b, "decode-rows")
+	case "f32":
+		m, dtype = qwen3SmallOf(b, "decode-rows", "f32"), "f32"
+	default:
+		if !strings.Contains(name, "/") {
+			name = "tinker-local/" + name
+		}
+		m, dtype = mustLoad(b, name), name
+	}
 	if bc {
 		m.w.withBF16Compute()
 		dtype = "bf16-compute"
@@ -119,6 +132,9 @@ func newSeqs(m *Model, r, capacity int) []*kvCache {
 func decodeRowsRoofline(b *testing.B, m *Model, dtype string, bc bool, r, steps int) {
 	params := matrixParams(m.cfg)
 	bytes, flop := 2*params, 2*float64(r)*params
+	if dtype != "bf16" && dtype != "bf16-compute" {
+		bytes = modelBytes(m) // float32 weights, or a tiny model's
+	}
 	bufs := decodeMatrixWords(m)
 	peak := func() float64 {
 		if bc {

@@ -196,7 +196,8 @@ func splitComma(s string) []string {
 // on step by step, each side with its own caches: per pair the old
 // step's time over the new one's (above 1: loraProducts faster), wall
 // and process CPU, medians, lower quartiles and minima over all
-// rounds (-benchtime Nx) of LORA_STEPS pairs (default 96; positions 1-96). LORA_STEPS_CONTROL=1 runs loraFork
+// rounds (-benchtime Nx) of LORA_STEPS pairs (default 96; positions
+// 1-96), and each side's median step. LORA_STEPS_CONTROL=1 runs loraFork
 // on both sides. LORA_STEPS_AB=base pairs the base model's step (no
 // adapter, the "old" side) with the adapters' (loraFork on): the ratio is
 // then adapter over base steps a second, beside the goal 0.9/(1+bytes+),
@@ -247,7 +248,7 @@ func BenchmarkLoRAForkSteps(b *testing.B) {
 		ls[i] = l
 	}
 	extra := float64(tenants) * loraBytes(ls[0]) / modelBytes(m)
-	var wall, cpu []float64
+	var wall, cpu, tOld, tNew []float64
 	l0 := loadAvg()
 	for b.Loop() {
 		var seqs [2][]*kvCache
@@ -297,6 +298,7 @@ func BenchmarkLoRAForkSteps(b *testing.B) {
 			}
 			if p > 0 { // the first step warms both
 				wall, cpu = append(wall, w[0]/w[1]), append(cpu, c[0]/c[1])
+				tOld, tNew = append(tOld, w[0]), append(tNew, w[1])
 			}
 		}
 	}
@@ -316,7 +318,7 @@ func BenchmarkLoRAForkSteps(b *testing.B) {
 		if control {
 			name += " control"
 		}
-		fmt.Fprintf(os.Stderr, "lora fork steps, %s, old/new (%d pairs): cpu med %.4f q1 %.4f min %.3f | wall med %.4f q1 %.4f min %.3f | load %s -> %s\n",
-			name, k, cpu[k/2], cpu[k/4], cpu[0], wall[k/2], wall[k/4], wall[0], l0, loadAvg())
+		fmt.Fprintf(os.Stderr, "lora fork steps, %s, old/new (%d pairs): cpu med %.4f q1 %.4f min %.3f | wall med %.4f q1 %.4f min %.3f | load %s -> %s | step ms old %.3f new %.3f\n",
+			name, k, cpu[k/2], cpu[k/4], cpu[0], wall[k/2], wall[k/4], wall[0], l0, loadAvg(), 1e3*median(tOld), 1e3*median(tNew))
 	}
 }
