@@ -2681,7 +2681,8 @@
 // 1.06, 1.07; R=8 1.03, 1.06, 1.08; R=16 1.03, 1.02, 1.04. Adapters
 // (BenchmarkLoRAForkSteps, LORA_STEPS_AB=fuse, eight rows, 480-1920
 // pairs a run), rank 32: tiny-llama eight adapters 1.29, 0.99, 1.35,
-// 1.33, 1.38, 1.05, 1.21; one 0.96, 1.45, 1.21, 1.44, 1.35, 1.35, 1.39,
+// 1.33, 1.38, 1.05, 1.21, then 1.37, 1.35, 1.36, 1.36 (control, fused
+// on both sides: 1.000, q1 0.968); one 0.96, 1.45, 1.21, 1.44, 1.35, 1.35, 1.39,
 // 1.31 (the 0.96 and 0.99 in the first minute, perhaps still disturbed);
 // tiny-qwen3 eight 1.62, 1.27, 1.38, 1.35, 1.61, 1.43, 1.35; one 1.42,
 // 1.39, 1.46, 1.52, 1.39, 1.53, 1.31. Rank 8: tiny-llama eight 1.26,
