@@ -2665,13 +2665,14 @@
 // and 0.65 at two, 5.6 and 9.2 GB/s of weights on the one core; on the bf16 compute path R =
 // 8-16 are VDPBF16PS-bound at about 75% of its peak on a core.
 //
-// The fused fork on small models (2026-11-30, 07:17-07:23, this session
+// The fused fork on small models (2026-11-30, 07:17-07:27, this session
 // alone on the machine: load average 1.2-2.1, its own two threads).
 // fuseMaxRows sends steps of 4-16 rows into the fused fork on every
-// model; fuseGroupWorkers counts a layer's seven matrices together, so a
-// tiny model's step runs on both cores (tiny-llama, about 50K
+// model; fuseGroupWorkers counts a layer's seven matrices together, so
+// a tiny model's step runs on both cores (tiny-llama, about 50K
 // multiply-adds a row a layer, at four rows) where the products one at
-// a time (each under 2·parallelMinWork) stayed on the calling core.
+// a time (tiny-llama's up to ten rows: each under 2·parallelMinWork)
+// stayed on the calling core.
 // BenchmarkDecodeRows takes ROWS_MODEL (a tiny model, or f32: the 0.6B
 // shape in float32). Step-paired, fuseMaxRows 3 (old) over 16 (new),
 // wall medians of 96-400 pairs a run (CPU within 0.07 of wall):
@@ -2682,14 +2683,19 @@
 // (BenchmarkLoRAForkSteps, LORA_STEPS_AB=fuse, eight rows, 480-1920
 // pairs a run), rank 32: tiny-llama eight adapters 1.29, 0.99, 1.35,
 // 1.33, 1.38, 1.05, 1.21, then 1.37, 1.35, 1.36, 1.36 (control, fused
-// on both sides: 1.000, q1 0.968); one 0.96, 1.45, 1.21, 1.44, 1.35, 1.35, 1.39,
-// 1.31 (the 0.96 and 0.99 in the first minute, perhaps still disturbed);
-// tiny-qwen3 eight 1.62, 1.27, 1.38, 1.35, 1.61, 1.43, 1.35; one 1.42,
-// 1.39, 1.46, 1.52, 1.39, 1.53, 1.31. Rank 8: tiny-llama eight 1.26,
-// 1.41, 1.43, one 1.41, 1.45, 1.45; tiny-qwen3 eight 1.39, 1.37, one
-// 1.40, 1.68. No shape loses quiet, so fuseWorkers keeps no work
-// threshold of its own (the lead's earlier tiny-llama 0.87 wall, eight
-// adapters, was not reproduced quiet).
+// on both sides: 1.000, q1 0.968); one 0.96, 1.45, 1.21, 1.44, 1.35,
+// 1.35, 1.39, 1.31 (the 0.96 and 0.99 in the first minute, perhaps
+// still disturbed); tiny-qwen3 eight 1.62, 1.27, 1.38, 1.35, 1.61,
+// 1.43, 1.35; one 1.42, 1.39, 1.46, 1.52, 1.39, 1.53, 1.31. Rank 8:
+// tiny-llama eight 1.26, 1.41, 1.43, one 1.41, 1.45, 1.45; tiny-qwen3
+// eight 1.39, 1.37, one 1.40, 1.68; the 0.6B shape in bfloat16 (48
+// pairs) eight 1.024 wall (CPU 1.014), one 1.034 (1.033). Where a tiny
+// fused step's CPU goes (tiny-qwen3, eight rows, positions 1-96, fused
+// both sides): the float32 4×6 tiles 38%, attention 21%, the fork's
+// waits between phases (wait, nanotime) 10%, packing the groups 2.5%.
+// No shape loses quiet, so fuseWorkers keeps no work threshold of its
+// own (the lead's earlier tiny-llama 0.87 wall, eight adapters, was not
+// reproduced quiet).
 //
 // With one core held by a busy loop the other side of that trade shows:
 // the fork's phases wait for the worker the host took away, the old
@@ -2697,6 +2703,7 @@
 // 1.08, R=16 0.95; tiny-qwen3 0.97, 1.07, 1.17 (400 pairs); adapters,
 // rank 32, 288-3840 pairs a run: tiny-llama eight 0.90, 0.91, 0.89,
 // 0.92, 0.91, one 0.99, 0.92, 0.95, 0.94, 0.91; tiny-qwen3 eight 1.20,
-// 0.90, 0.92, 0.92, 0.87, one 1.00, 0.97, 1.02, 1.03, 1.00. A threshold that kept tiny steps on one core
-// would give up 5-45% quiet to save at most 5-13% on a loaded host.
+// 0.90, 0.92, 0.92, 0.87, one 1.00, 0.97, 1.02, 1.03, 1.00. A threshold
+// that kept tiny steps on one core would give up 5-45% quiet to save at
+// most 5-13% on a loaded host.
 package engine
