@@ -59,37 +59,13 @@ func rowLong(ctx *build.Context, bf bool, v rowLongVariant) {
 	if bf {
 		ctx.VMOVDQU32(row16WidenCtl, row16Ctl)
 	}
-	x0, stride, span, span3, base := ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
+	x0 := ctx.GP64()
 	ctx.Load(ctx.Param("x"), x0)
-	ctx.Load(ctx.Param("stride"), stride)
-	ctx.SHLQ(U8(asmout.Log2(w.Size)), stride)
-	ctx.Load(ctx.Param("span"), span)
-	ctx.SHLQ(U8(asmout.Log2(w.Size)), span)
-	ctx.LEAQ(Mem{Base: span, Index: span, Scale: 2}, span3)
-	ctx.Load(ctx.Param("w"), base)
-	n := ctx.GP64()
-	ctx.Load(ctx.Param("n"), n)
-	chunks, tail := ctx.GP64(), ctx.GP64()
-	ctx.MOVQ(n, chunks)
-	ctx.SHRQ(U8(4), chunks)
-	ctx.MOVQ(n, tail)
-	ctx.ANDQ(U32(15), tail)
-	setTailMask(ctx, n)
-	for i := range 16 {
-		ctx.VPXORD(zmm(i), zmm(i), zmm(i))
-	}
+	a := loadLongArgs(ctx, w)
+	stride, base, chunks, tail := a.stride, a.base, a.chunks, a.tail
 	px, pw, cnt := ctx.GP64(), ctx.GP64(), ctx.GP64()
 	u := 64 / (16 * w.Size) // chunks per weight line
-	at := func(s, disp int) Mem {
-		m := Mem{Base: pw, Disp: disp}
-		switch s {
-		case 1, 2:
-			m.Index, m.Scale = span, uint8(s)
-		case 3:
-			m.Index, m.Scale = span3, 1
-		}
-		return m
-	}
+	at := func(s, disp int) Mem { return a.at(pw, s, disp) }
 	for g := range groups {
 		// weight widens chunk c of stream s at m into z and adds its
 		// product with xz to the stream's accumulator; paced, the pacing
@@ -165,4 +141,47 @@ func rowLong(ctx *build.Context, bf bool, v rowLongVariant) {
 		ctx.ADDQ(stride, base)
 	}
 	row16Finish(ctx, bf)
+}
+
+// longArgs are the registers the long-stream kernels (fwdRowLong,
+// fwdRowMulti) share: rows stride bytes apart, streams span bytes apart
+// (span3 three spans), base the weights, chunks and tail the 16-column
+// chunks of a row and the columns past them.
+type longArgs struct{ stride, span, span3, base, chunks, tail reg.GPVirtual }
+
+// loadLongArgs loads the arguments stride, span, w and n as longArgs,
+// sets the tail's mask and zeroes the 16 accumulators. The kernels load
+// their vectors' pointers first.
+func loadLongArgs(ctx *build.Context, w weights) longArgs {
+	stride, span, span3, base := ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
+	ctx.Load(ctx.Param("stride"), stride)
+	ctx.SHLQ(U8(asmout.Log2(w.Size)), stride)
+	ctx.Load(ctx.Param("span"), span)
+	ctx.SHLQ(U8(asmout.Log2(w.Size)), span)
+	ctx.LEAQ(Mem{Base: span, Index: span, Scale: 2}, span3)
+	ctx.Load(ctx.Param("w"), base)
+	n := ctx.GP64()
+	ctx.Load(ctx.Param("n"), n)
+	chunks, tail := ctx.GP64(), ctx.GP64()
+	ctx.MOVQ(n, chunks)
+	ctx.SHRQ(U8(4), chunks)
+	ctx.MOVQ(n, tail)
+	ctx.ANDQ(U32(15), tail)
+	setTailMask(ctx, n)
+	for i := range 16 {
+		ctx.VPXORD(zmm(i), zmm(i), zmm(i))
+	}
+	return longArgs{stride, span, span3, base, chunks, tail}
+}
+
+// at is stream s's weights disp bytes past pw (pw walks stream 0).
+func (a longArgs) at(pw reg.GPVirtual, s, disp int) Mem {
+	m := Mem{Base: pw, Disp: disp}
+	switch s {
+	case 1, 2:
+		m.Index, m.Scale = a.span, uint8(s)
+	case 3:
+		m.Index, m.Scale = a.span3, 1
+	}
+	return m
 }

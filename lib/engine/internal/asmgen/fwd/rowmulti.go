@@ -46,36 +46,11 @@ func rowMulti(ctx *build.Context, bf bool, vecs int) {
 		xs[v] = ctx.GP64()
 		ctx.Load(ctx.Param(fmt.Sprintf("x%d", v)), xs[v])
 	}
-	stride, span, span3, base := ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
-	ctx.Load(ctx.Param("stride"), stride)
-	ctx.SHLQ(U8(asmout.Log2(w.Size)), stride)
-	ctx.Load(ctx.Param("span"), span)
-	ctx.SHLQ(U8(asmout.Log2(w.Size)), span)
-	ctx.LEAQ(Mem{Base: span, Index: span, Scale: 2}, span3)
-	ctx.Load(ctx.Param("w"), base)
-	n := ctx.GP64()
-	ctx.Load(ctx.Param("n"), n)
-	chunks, tail := ctx.GP64(), ctx.GP64()
-	ctx.MOVQ(n, chunks)
-	ctx.SHRQ(U8(4), chunks)
-	ctx.MOVQ(n, tail)
-	ctx.ANDQ(U32(15), tail)
-	setTailMask(ctx, n)
-	for i := range 16 {
-		ctx.VPXORD(zmm(i), zmm(i), zmm(i))
-	}
+	a := loadLongArgs(ctx, w)
+	stride, base, chunks, tail := a.stride, a.base, a.chunks, a.tail
 	pc, pw, cnt := ctx.GP64(), ctx.GP64(), ctx.GP64()
 	u := 64 / (16 * w.Size) // chunks per weight line
-	at := func(s, disp int) Mem {
-		m := Mem{Base: pw, Disp: disp}
-		switch s {
-		case 1, 2:
-			m.Index, m.Scale = span, uint8(s)
-		case 3:
-			m.Index, m.Scale = span3, 1
-		}
-		return m
-	}
+	at := func(s, disp int) Mem { return a.at(pw, s, disp) }
 	// xz is vector v's chunk: Z16, Z23, Z24 (Z17-Z20 the streams'
 	// weights, Z21 the widening's control).
 	xz := func(v int) reg.VecPhysical { return []reg.VecPhysical{reg.Z16, reg.Z23, reg.Z24}[v] }
