@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -199,25 +198,9 @@ func decodeRowsPaired(b *testing.B, m *Model, dtype, key string, r, steps int, s
 		set(v == 1)
 		return rowsStep(m, wss[v], seqs[v], p)
 	}
-	var wall, cpu, tOld, tNew []float64
+	var pr pairRatios
 	l0 := loadAvg()
-	for p := range steps + 1 {
-		var w, c [2]float64
-		if p%2 == 0 {
-			w[0], c[0] = step(0, p)
-			w[1], c[1] = step(1, p)
-		} else {
-			w[1], c[1] = step(1, p)
-			w[0], c[0] = step(0, p)
-		}
-		if p > 0 { // the first step warms both
-			wall, cpu = append(wall, w[0]/w[1]), append(cpu, c[0]/c[1])
-			tOld, tNew = append(tOld, w[0]), append(tNew, w[1])
-		}
-	}
-	slices.Sort(wall)
-	slices.Sort(cpu)
-	k := len(wall)
-	fmt.Fprintf(os.Stderr, "rows %s R=%d %s old/new (%d pairs): cpu med %.4f q1 %.4f min %.3f | wall med %.4f q1 %.4f min %.3f | load %s -> %s | step ms old %.2f new %.2f\n",
-		dtype, r, key, k, cpu[k/2], cpu[k/4], cpu[0], wall[k/2], wall[k/4], wall[0], l0, loadAvg(), 1e3*median(tOld), 1e3*median(tNew))
+	pr.stepPairs(steps, step)
+	fmt.Fprintf(os.Stderr, "rows %s R=%d %s old/new (%d pairs): %s | load %s -> %s | step ms old %.2f new %.2f\n",
+		dtype, r, key, len(pr.wall), pr.figures(), l0, loadAvg(), 1e3*median(pr.tOld), 1e3*median(pr.tNew))
 }

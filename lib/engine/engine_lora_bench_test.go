@@ -248,7 +248,7 @@ func BenchmarkLoRAForkSteps(b *testing.B) {
 		ls[i] = l
 	}
 	extra := float64(tenants) * loraBytes(ls[0]) / modelBytes(m)
-	var wall, cpu, tOld, tNew []float64
+	var pr pairRatios
 	l0 := loadAvg()
 	for b.Loop() {
 		var seqs [2][]*kvCache
@@ -287,25 +287,9 @@ func BenchmarkLoRAForkSteps(b *testing.B) {
 			m.forward(wss[v], rows)
 			return time.Since(t0).Seconds(), processCPU() - c0
 		}
-		for p := range pairs + 1 {
-			var w, c [2]float64
-			if p%2 == 0 {
-				w[0], c[0] = step(0, p)
-				w[1], c[1] = step(1, p)
-			} else {
-				w[1], c[1] = step(1, p)
-				w[0], c[0] = step(0, p)
-			}
-			if p > 0 { // the first step warms both
-				wall, cpu = append(wall, w[0]/w[1]), append(cpu, c[0]/c[1])
-				tOld, tNew = append(tOld, w[0]), append(tNew, w[1])
-			}
-		}
+		pr.stepPairs(pairs, step)
 	}
 	{
-		slices.Sort(wall)
-		slices.Sort(cpu)
-		k := len(wall)
 		name := fmt.Sprintf("%s, %d adapters of rank %d, forks from %d", m.Name(), tenants, rank, minWork)
 		switch {
 		case ab == "base":
@@ -318,7 +302,41 @@ func BenchmarkLoRAForkSteps(b *testing.B) {
 		if control {
 			name += " control"
 		}
-		fmt.Fprintf(os.Stderr, "lora fork steps, %s, old/new (%d pairs): cpu med %.4f q1 %.4f min %.3f | wall med %.4f q1 %.4f min %.3f | load %s -> %s | step ms old %.3f new %.3f\n",
-			name, k, cpu[k/2], cpu[k/4], cpu[0], wall[k/2], wall[k/4], wall[0], l0, loadAvg(), 1e3*median(tOld), 1e3*median(tNew))
+		fmt.Fprintf(os.Stderr, "lora fork steps, %s, old/new (%d pairs): %s | load %s -> %s | step ms old %.3f new %.3f\n",
+			name, len(pr.wall), pr.figures(), l0, loadAvg(), 1e3*median(pr.tOld), 1e3*median(pr.tNew))
 	}
+}
+
+// pairRatios gathers step-paired comparisons of an old and a new
+// variant: per pair the old step's wall and process CPU time over the
+// new one's, and each side's wall time.
+type pairRatios struct{ wall, cpu, tOld, tNew []float64 }
+
+// stepPairs runs steps 0..n of the old (v 0) and the new (v 1) side,
+// which goes first alternating from pair to pair, and adds pairs 1..n
+// to r (step 0 warms both).
+func (r *pairRatios) stepPairs(n int, step func(v, p int) (wall, cpu float64)) {
+	for p := range n + 1 {
+		var w, c [2]float64
+		if p%2 == 0 {
+			w[0], c[0] = step(0, p)
+			w[1], c[1] = step(1, p)
+		} else {
+			w[1], c[1] = step(1, p)
+			w[0], c[0] = step(0, p)
+		}
+		if p > 0 {
+			r.wall, r.cpu = append(r.wall, w[0]/w[1]), append(r.cpu, c[0]/c[1])
+			r.tOld, r.tNew = append(r.tOld, w[0]), append(r.tNew, w[1])
+		}
+	}
+}
+
+// figures are the ratios' medians, lower quartiles and minima, CPU
+// then wall, as the paired benchmarks print them.
+func (r *pairRatios) figures() string {
+	cpu, wall := slices.Sorted(slices.Values(r.cpu)), slices.Sorted(slices.Values(r.wall))
+	k := len(wall)
+	return fmt.Sprintf("cpu med %.4f q1 %.4f min %.3f | wall med %.4f q1 %.4f min %.3f",
+		cpu[k/2], cpu[k/4], cpu[0], wall[k/2], wall[k/4], wall[0])
 }
