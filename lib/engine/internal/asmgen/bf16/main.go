@@ -43,16 +43,25 @@ func main() {
 	}
 }
 
+// The kernels' Go signatures: the AMX tiles' and the AVX512-BF16 ones'.
+const (
+	amxSig = "(cfg *[64]byte, x *uint16, ldx int, w *uint16, wstride int, kc int, nb int, out *float32, ldo int)\n"
+	avxSig = "(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)\n"
+)
+
 // generate returns the assembly and the Go declarations.
 func generate() (string, string) {
 	var asm, decls strings.Builder
 	asm.WriteString(header + "\n#include \"textflag.h\"\n")
 	decls.WriteString(header + "\npackage engine\n")
+	// add appends a kernel's assembly and its Go declaration.
+	add := func(name, body, sig string) {
+		asm.WriteString(body)
+		decls.WriteString("\n//go:noescape\nfunc " + name + sig)
+	}
 	for _, tn := range [][2]int{{2, 2}, {1, 2}, {2, 1}, {1, 1}} {
 		name, body := amxKernel(tn[0], tn[1])
-		asm.WriteString(body)
-		decls.WriteString("\n//go:noescape\nfunc " + name +
-			"(cfg *[64]byte, x *uint16, ldx int, w *uint16, wstride int, kc int, nb int, out *float32, ldo int)\n")
+		add(name, body, amxSig)
 	}
 	var table strings.Builder
 	table.WriteString("\n// avxBF16Kernels[t][n] is avxBF16T<t>N<n> where generated, else nil.\n")
@@ -60,9 +69,7 @@ func generate() (string, string) {
 	row := 0
 	for _, tn := range avxShapes() {
 		name, body := avxKernel(tn[0], tn[1])
-		asm.WriteString(body)
-		decls.WriteString("\n//go:noescape\nfunc " + name +
-			"(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)\n")
+		add(name, body, avxSig)
 		if tn[0] != row {
 			if row > 0 {
 				table.WriteString("},\n")
@@ -87,9 +94,7 @@ func generate() (string, string) {
 			if t > 1 {
 				var body string
 				name, body = avxKernelPf(t, n, avxWeightPrefetch, "P")
-				asm.WriteString(body)
-				decls.WriteString("\n//go:noescape\nfunc " + name +
-					"(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)\n")
+				add(name, body, avxSig)
 			}
 			if n > 1 {
 				table.WriteString(", ")
@@ -109,9 +114,7 @@ func generate() (string, string) {
 			if v > 0 {
 				var body string
 				name, body = avxKernelPf(1, n, pf, fmt.Sprintf("P%d", pf))
-				asm.WriteString(body)
-				decls.WriteString("\n//go:noescape\nfunc " + name +
-					"(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)\n")
+				add(name, body, avxSig)
 			}
 			if n > 1 {
 				table.WriteString(", ")
