@@ -46,6 +46,10 @@ func matRowsAsm(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) bool {
 		return true
 	}
 	m4 := len(xs) &^ 3
+	if m4 == 0 && fwdRowsTile && len(xs) > 1 && hi-lo >= 6 && w.bf != nil {
+		fwdRowsPartialGroup(w, xs, ys, lo, hi, accumulate)
+		return true
+	}
 	if m4 == 0 && (hi-lo)%16 == 0 {
 		fwdRows(w, xs, ys, lo, hi, accumulate) // decoding: nothing to pack
 		return true
@@ -599,4 +603,39 @@ func (m mat) elemSize() int {
 		return 2
 	}
 	return 4
+}
+
+// fwdRowsTile sends two or three vectors through the 4×6 tiles as one
+// partial group (fwdRowsPartialGroup) instead of fwdRowsMulti, for
+// bfloat16 weights: decoding steps of 0.6B's shape, step-paired, R=2
+// 1.05 and R=3 1.12 (medians of five runs' medians; doc.go's section on
+// decoding groups). Float32 weights keep fwdRowsMulti: their tiles lost
+// there (0.90 and 0.94), as did the tiny models' R=2 (0.73-0.78). A
+// variable so BenchmarkDecodeRows can compare them (ROWS_SWITCH=tile23).
+var fwdRowsTile = true
+
+// fwdScratchPool holds the rows the padding vectors of a partial group
+// write (fwdRowsPartialGroup).
+var fwdScratchPool = sync.Pool{New: func() any { return new([]float32) }}
+
+// fwdRowsPartialGroup computes rows [lo, hi) (six or more) for two or
+// three vectors as one group of four, the last vector repeated
+// (packTokens) and its extra outputs written to scratch rows: the 4×6
+// tiles, as a group of four does. The same bits as fwdRowsMulti: every
+// path computes each output in dotLanes order.
+func fwdRowsPartialGroup(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
+	var x4, y4 [4][]float32
+	copy(x4[:], xs)
+	copy(y4[:], ys)
+	sp := fwdScratchPool.Get().(*[]float32)
+	defer fwdScratchPool.Put(sp)
+	pad := 4 - len(xs)
+	*sp = growTo(*sp, pad*hi)
+	for t := len(xs); t < 4; t++ {
+		x4[t] = xs[len(xs)-1]
+		y4[t] = (*sp)[(t-len(xs))*hi : (t-len(xs)+1)*hi]
+	}
+	p := newFwdPack(x4[:], w.cols, false)
+	p.rows(w, x4[:], y4[:], lo, hi, accumulate)
+	p.release()
 }
