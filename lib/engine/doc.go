@@ -2706,4 +2706,32 @@
 // 0.90, 0.92, 0.92, 0.87, one 1.00, 0.97, 1.02, 1.03, 1.00. A threshold
 // that kept tiny steps on one core would give up 5-45% quiet to save at
 // most 5-13% on a loaded host.
+//
+// Steps of two and three rows through the tiles (fwdRowsTile; 07:43-07:50,
+// two helpers, load average 1.8-3.1). Over bfloat16 weights a fused
+// step's two or three vectors are packed as one group of four (the last
+// repeated, its extra outputs into scratch rows) and take the 4×6 tiles,
+// as four rows do, instead of fwdRowMulti2/3; the same bits (every path
+// sums in dotLanes order; TestRowsPartialGroupMatchesScalar, and the
+// fused and batch tests unchanged). BenchmarkDecodeRows, ROWS_SWITCH=
+// tile23, wall medians of 24-40 pairs, five runs (CPU within 0.04): R=2
+// 1.11, 0.98, 1.02, 1.06, 1.05; R=3 1.23, 1.12, 1.06, 1.10, 1.15 (lower
+// quartiles 0.99-1.16); R=1 (untouched) 1.005. Float32 weights lost
+// (the 0.6B shape R=2 0.90, R=3 0.94: a tile of 1024 float32 columns
+// needs six lines of the next tile a step at one group, the prefetch
+// asks for four at most), and so did the tiny models at R=2 (0.73-0.78,
+// R=3 1.07-1.11: packing a group a 16-row piece against rows of 64-256
+// columns), so float32 weights keep fwdRowMulti2/3.
+// BenchmarkRowsKernels (one 1024-column bfloat16 matrix, each kernel in
+// turn, rate of weight bytes over fwdRowLong's in the same rounds): in
+// L2 (512 KiB) fwdRowMulti2 0.70-0.77, fwdRowMulti3 0.48-0.53, the tiles
+// with two or three vectors 0.36-0.54, four 0.41-0.53 (compute-bound:
+// 1.4-2.1 vector-rows of fwdRowLong's one); from memory (64 MiB, both
+// cores, pieces of 512 rows) 0.85, 0.75, 0.82 (two), 0.77 (three), 0.80
+// (four), and on one core 0.80, 0.67, 0.64, 0.70, 0.65. So from memory
+// the kernels read at 75-85% of fwdRowLong's rate, multi3 held by its
+// twelve accumulators a widened line (compute), and the step's gain at
+// R=3 is more than these kernels' own rates show; where the rest comes
+// from (the step's 2048- and 3072-column matrices in fwdKC pieces, the
+// lm_head) was not profiled.
 package engine

@@ -3,7 +3,9 @@ package engine
 import (
 	"fmt"
 	"math"
+	"sync"
 	"testing"
+	"time"
 )
 
 // TestRowMultiMatchesRowLong runs fwdRowsLong over two to seven vectors
@@ -127,6 +129,84 @@ func TestRowsPartialGroupMatchesScalar(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// BenchmarkRowsKernels reads a bfloat16 matrix of 1024 columns on one
+// core with each decode kernel: fwdRowLong (one vector), fwdRowMulti2/3
+// (fwdRowsMulti), and the 4×6 tiles with a partial or full group (two,
+// three, four vectors), in pieces of 16 rows and longer (the fused fork
+// cuts pieces of whole 16-row blocks),
+// the matrix hot (512 KiB, in L2) or from memory (64 MiB). The variants
+// alternate round by round; it prints each one's weight bytes a second
+// over fwdRowLong's in the same rounds (median over the rounds), so a
+// kernel near 1.0 from memory but below it hot is compute-bound hot.
+func BenchmarkRowsKernels(b *testing.B) {
+	if !fwdAsm || !useSIMD {
+		b.Skip("the AVX-512 kernels need a CPU with AVX-512")
+	}
+	defer func(m, t bool) { fwdRowMulti, fwdRowsTile = m, t }(fwdRowMulti, fwdRowsTile)
+	const n = 1024
+	r := newRNG(5)
+	threads := envInt("ROWS_KERNELS_THREADS", 1) // each its own copy of the matrix
+	type variant struct {
+		name  string
+		m     int
+		multi bool
+		tile  bool
+	}
+	vs := []variant{{"long1", 1, true, false}, {"multi2", 2, true, false}, {"multi3", 3, true, false},
+		{"long2", 2, false, false}, {"tile2", 2, true, true}, {"tile3", 3, true, true}, {"tile4", 4, true, true}}
+	for b.Loop() {
+		for _, c := range [][2]int{{256, 16}, {256, 128}, {32768, 16}, {32768, 512}} {
+			rows, piece := c[0], c[1]
+			w := mat{rows: rows, cols: n, bf: make([]uint16, rows*n)}
+			for i := range w.bf {
+				w.bf[i] = uint16(math.Float32bits(r.uniform32()-0.5) >> 16)
+			}
+			ws := []mat{w}
+			for range threads - 1 {
+				c := mat{rows: rows, cols: n, bf: append([]uint16(nil), w.bf...)}
+				ws = append(ws, c)
+			}
+			xs := make([][]float32, 4)
+			for i := range xs {
+				xs[i] = make([]float32, n)
+				fill(xs[i], r, 1)
+			}
+			ys := newOutputs(4*threads, rows)
+			reps := max(1, (64<<20)/(2*rows*n))
+			ratios := make([][]float64, len(vs))
+			for round := range 12 {
+				var t [8]float64
+				for k := range vs {
+					v := vs[(k+round)%len(vs)]
+					fwdRowMulti, fwdRowsTile = v.multi, v.tile
+					t0 := time.Now()
+					var wg sync.WaitGroup
+					for th := range threads {
+						wg.Go(func() {
+							yt := ys[4*th : 4*th+4]
+							for range reps {
+								for lo := 0; lo < rows; lo += piece {
+									matRowsAsm(ws[th], xs[:v.m], yt[:v.m], lo, lo+piece, false)
+								}
+							}
+						})
+					}
+					wg.Wait()
+					t[(k+round)%len(vs)] = time.Since(t0).Seconds()
+				}
+				for k := range vs {
+					ratios[k] = append(ratios[k], t[0]/t[k])
+				}
+			}
+			fmt.Printf("rows kernels, %d threads, %d rows (%d KiB), pieces of %d, weight rate over long1's (median of 12 rounds):", threads, rows, rows*n*2>>10, piece)
+			for k, v := range vs {
+				fmt.Printf(" %s %.3f", v.name, median(ratios[k]))
+			}
+			fmt.Println()
 		}
 	}
 }
