@@ -24,6 +24,7 @@ var rowsSwitches = map[string]func(on bool){
 	"bf16pf":  func(on bool) { bf16AVXPrefetch = on },
 	"multi":   func(on bool) { fwdRowMulti = on },
 	"tile23":  func(on bool) { fwdRowsTile = on },
+	"tilepad": func(on bool) { fwdRowsTilePad = on },
 	"all": func(on bool) { // every switch above and fuse16 together
 		fwdPrefetchWide, fwdPrefetchEven, bf16AVXPrefetch, fwdRowMulti, fuseMaxRows = on, on, on, on, 3
 		if on {

@@ -147,6 +147,20 @@ func (p fwdPack) rowsThen(w mat, xs, ys [][]float32, lo, hi int, accumulate bool
 		return
 	}
 	xp, m4 := p.xp, len(xs)&^3
+	if fwdRowsTilePad && len(xs)%4 >= 2 && m4 > 0 && hi-lo >= 6 && w.bf != nil && len(xs) <= 32 {
+		// The last, partial group through the tiles too (packTokens
+		// padded it), its padding's outputs into scratch rows.
+		var y [32][]float32
+		yp := y[:copy(y[:], ys)+4-len(xs)%4]
+		sp := fwdScratchPool.Get().(*[]float32)
+		defer fwdScratchPool.Put(sp)
+		*sp = growTo(*sp, 2*hi)
+		for t := len(xs); t < len(yp); t++ {
+			yp[t] = (*sp)[(t-len(xs))*hi : (t-len(xs)+1)*hi]
+		}
+		fwdTilesL1Then(w, xp, yp, lo, hi, accumulate, after)
+		return
+	}
 	if hi-lo >= 6 {
 		fwdTilesL1Then(w, xp, ys[:m4], lo, hi, accumulate, after)
 	} else {
@@ -613,6 +627,15 @@ func (m mat) elemSize() int {
 // there (0.90 and 0.94), as did the tiny models' R=2 (0.73-0.78). A
 // variable so BenchmarkDecodeRows can compare them (ROWS_SWITCH=tile23).
 var fwdRowsTile = true
+
+// fwdRowsTilePad sends a batch's last two or three vectors past its
+// groups of four (up to 32 vectors, bfloat16 weights) through the 4×6
+// tiles as a padded group, as fwdRowsTile does a step of two or three,
+// instead of fwdRowsMulti over the piece again: decoding steps of the
+// 0.6B shape, step-paired, R=6 1.04-1.10, R=7 1.18-1.24, R=11 1.14-1.19
+// (three and two runs). A last lone vector keeps fwdRowLong (R=5 0.99
+// padded). A variable for BenchmarkDecodeRows (ROWS_SWITCH=tilepad).
+var fwdRowsTilePad = true
 
 // fwdScratchPool holds the rows the padding vectors of a partial group
 // write (fwdRowsPartialGroup).

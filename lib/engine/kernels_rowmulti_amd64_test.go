@@ -76,7 +76,8 @@ func TestRowMultiMatchesRowLong(t *testing.T) {
 
 // TestRowsPartialGroupMatchesScalar runs matRowsAsm over two and three
 // vectors through the 4×6 tiles as a partial group (fwdRowsTile; float32
-// weights through fwdRowsMulti) and
+// weights through fwdRowsMulti), and batches of 5-11 whose last partial
+// group takes them too (fwdRowsTilePad), and
 // wants every output's bits from matRowsScalar, and the rows outside
 // [lo, hi) untouched: float32 and bfloat16 weights, pieces not a multiple
 // of six rows, written and accumulated. It fails if a padding vector's
@@ -85,8 +86,8 @@ func TestRowsPartialGroupMatchesScalar(t *testing.T) {
 	if !fwdAsm || !useSIMD {
 		t.Skip("the AVX-512 kernels need a CPU with AVX-512")
 	}
-	defer func(m bool) { fwdRowsTile = m }(fwdRowsTile)
-	fwdRowsTile = true
+	defer func(m, p bool) { fwdRowsTile, fwdRowsTilePad = m, p }(fwdRowsTile, fwdRowsTilePad)
+	fwdRowsTile, fwdRowsTilePad = true, true
 	r := newRNG(23)
 	for _, n := range []int{15, 16, 33, 1024, 1055, 3072} {
 		for _, bf := range []bool{false, true} {
@@ -100,7 +101,7 @@ func TestRowsPartialGroupMatchesScalar(t *testing.T) {
 				}
 				w.data = nil
 			}
-			for m := 2; m <= 3; m++ {
+			for _, m := range []int{2, 3, 5, 6, 7, 11} {
 				xs := make([][]float32, m)
 				for i := range xs {
 					xs[i] = make([]float32, n)
