@@ -2735,10 +2735,12 @@
 // from (the step's 2048- and 3072-column matrices in fwdKC pieces, the
 // lm_head) was not profiled.
 // The same for a batch's last two or three vectors past its groups of
-// four (fwdRowsTilePad, bfloat16 weights, batches up to 32): they took
+// four (fwdRowsTilePad, any weights, batches up to 32): they took
 // fwdRowMulti2/3 over each piece again after the tiles; now the tiles
-// take them as a padded group. ROWS_SWITCH=tilepad, wall medians of 32
-// pairs (CPU within 0.01), load average 2.9-4.2: R=6 1.04, 1.10, 1.10;
-// R=7 1.18, 1.23, 1.24; R=11 1.14, 1.19. A last lone vector (R=5, 9,
-// 13) keeps fwdRowLong: padded, R=5 read 0.99.
+// take them as a padded group. ROWS_SWITCH=tilepad, wall medians of
+// 16-96 pairs (CPU within 0.03), load average 2.9-4.3: bfloat16 R=6
+// 1.04, 1.10, 1.10; R=7 1.18, 1.23, 1.24; R=11 1.14, 1.19; the 0.6B
+// shape in float32 R=6 1.32, 1.42, R=7 1.36, 1.47; tiny-qwen3 R=6 1.05,
+// 1.08, R=7 1.29, 1.30; tiny-llama R=6 1.08, R=7 1.32. A last lone
+// vector (R=5, 9, 13) keeps fwdRowLong: padded, R=5 read 0.99.
 package engine

@@ -147,7 +147,7 @@ func (p fwdPack) rowsThen(w mat, xs, ys [][]float32, lo, hi int, accumulate bool
 		return
 	}
 	xp, m4 := p.xp, len(xs)&^3
-	if fwdRowsTilePad && len(xs)%4 >= 2 && m4 > 0 && hi-lo >= 6 && w.bf != nil && len(xs) <= 32 {
+	if fwdRowsTilePad && len(xs)%4 >= 2 && m4 > 0 && hi-lo >= 6 && len(xs) <= 32 {
 		// The last, partial group through the tiles too (packTokens
 		// padded it), its padding's outputs into scratch rows.
 		var y [32][]float32
@@ -629,12 +629,14 @@ func (m mat) elemSize() int {
 var fwdRowsTile = true
 
 // fwdRowsTilePad sends a batch's last two or three vectors past its
-// groups of four (up to 32 vectors, bfloat16 weights) through the 4×6
-// tiles as a padded group, as fwdRowsTile does a step of two or three,
-// instead of fwdRowsMulti over the piece again: decoding steps of the
-// 0.6B shape, step-paired, R=6 1.04-1.10, R=7 1.18-1.24, R=11 1.14-1.19
-// (three and two runs). A last lone vector keeps fwdRowLong (R=5 0.99
-// padded). A variable for BenchmarkDecodeRows (ROWS_SWITCH=tilepad).
+// groups of four (batches up to 32 vectors) through the 4×6 tiles as a
+// padded group, as fwdRowsTile does a step of two or three, instead of
+// fwdRowsMulti over the piece again: decoding steps, step-paired, the
+// 0.6B shape in bfloat16 R=6 1.04-1.10, R=7 1.18-1.24, R=11 1.14-1.19;
+// in float32 R=6 1.32 and 1.42, R=7 1.36 and 1.47; tiny-qwen3 and
+// tiny-llama R=6 1.05-1.08, R=7 1.29-1.31. A last lone vector keeps
+// fwdRowLong (R=5 0.99 padded). A variable for BenchmarkDecodeRows
+// (ROWS_SWITCH=tilepad).
 var fwdRowsTilePad = true
 
 // fwdScratchPool holds the rows the padding vectors of a partial group
