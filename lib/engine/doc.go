@@ -2707,16 +2707,18 @@
 // that kept tiny steps on one core would give up 5-45% quiet to save at
 // most 5-13% on a loaded host.
 //
-// Steps of two and three rows through the tiles (fwdRowsTile; 07:43-07:50,
-// two helpers, load average 1.8-3.1). Over bfloat16 weights a fused
-// step's two or three vectors are packed as one group of four (the last
-// repeated, its extra outputs into scratch rows) and take the 4×6 tiles,
-// as four rows do, instead of fwdRowMulti2/3; the same bits (every path
-// sums in dotLanes order; TestRowsPartialGroupMatchesScalar, and the
-// fused and batch tests unchanged). BenchmarkDecodeRows, ROWS_SWITCH=
-// tile23, wall medians of 24-40 pairs, five runs (CPU within 0.04): R=2
-// 1.11, 0.98, 1.02, 1.06, 1.05; R=3 1.23, 1.12, 1.06, 1.10, 1.15 (lower
-// quartiles 0.99-1.16); R=1 (untouched) 1.005. Float32 weights lost
+// Steps of three rows through the tiles (fwdRowsTile; 07:43-07:58, two
+// helpers, load average 1.5-3.1). Over bfloat16 weights a fused step's
+// three vectors are packed as one group of four (the last repeated, its
+// outputs into scratch rows) and take the 4×6 tiles, as four rows do,
+// instead of fwdRowMulti3; the same bits (every path sums in dotLanes
+// order; TestRowsPartialGroupMatchesScalar, and the fused and batch
+// tests unchanged). BenchmarkDecodeRows, ROWS_SWITCH=tile23, wall
+// medians of 24-64 pairs (CPU within 0.04): R=3 1.23, 1.12, 1.06, 1.10,
+// 1.15, 1.22, 1.23 at 24-40 steps, but 1.01 and 0.99 in two runs of 64
+// steps (the tiles' gain there unexplained; not profiled); R=2 (two
+// vectors the same way) 1.11, 0.98, 1.02, 1.06, 1.05, 1.01, 0.96, 0.97,
+// so two vectors keep fwdRowMulti2; R=1 (untouched) 1.005. Float32 lost
 // (the 0.6B shape R=2 0.90, R=3 0.94: a tile of 1024 float32 columns
 // needs six lines of the next tile a step at one group, the prefetch
 // asks for four at most), and so did the tiny models at R=2 (0.73-0.78,
@@ -2741,6 +2743,7 @@
 // 16-96 pairs (CPU within 0.03), load average 2.9-4.3: bfloat16 R=6
 // 1.04, 1.10, 1.10; R=7 1.18, 1.23, 1.24; R=11 1.14, 1.19; the 0.6B
 // shape in float32 R=6 1.32, 1.42, R=7 1.36, 1.47; tiny-qwen3 R=6 1.05,
-// 1.08, R=7 1.29, 1.30; tiny-llama R=6 1.08, R=7 1.32. A last lone
+// 1.08, R=7 1.29, 1.30; tiny-llama R=6 1.08, R=7 1.32; at 64 steps
+// (load 1.5-1.7) bfloat16 R=6 1.14, R=7 1.26, float32 R=7 1.49. A last lone
 // vector (R=5, 9, 13) keeps fwdRowLong: padded, R=5 read 0.99.
 package engine

@@ -46,7 +46,7 @@ func matRowsAsm(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) bool {
 		return true
 	}
 	m4 := len(xs) &^ 3
-	if m4 == 0 && fwdRowsTile && len(xs) > 1 && hi-lo >= 6 && w.bf != nil {
+	if m4 == 0 && fwdRowsTile && len(xs) == 3 && hi-lo >= 6 && w.bf != nil {
 		fwdRowsPartialGroup(w, xs, ys, lo, hi, accumulate)
 		return true
 	}
@@ -619,13 +619,13 @@ func (m mat) elemSize() int {
 	return 4
 }
 
-// fwdRowsTile sends two or three vectors through the 4×6 tiles as one
-// partial group (fwdRowsPartialGroup) instead of fwdRowsMulti, for
-// bfloat16 weights: decoding steps of 0.6B's shape, step-paired, R=2
-// 1.05 and R=3 1.12 (medians of five runs' medians; doc.go's section on
-// decoding groups). Float32 weights keep fwdRowsMulti: their tiles lost
-// there (0.90 and 0.94), as did the tiny models' R=2 (0.73-0.78). A
-// variable so BenchmarkDecodeRows can compare them (ROWS_SWITCH=tile23).
+// fwdRowsTile sends three vectors through the 4×6 tiles as one partial
+// group (fwdRowsPartialGroup) instead of fwdRowMulti3, for bfloat16
+// weights: decoding steps of 0.6B's shape, step-paired, R=3 1.12 (median
+// of nine runs' medians, 0.99-1.23; doc.go's section on decoding
+// groups). Two vectors keep fwdRowMulti2 (R=2 1.015 over eight runs,
+// 0.96-1.11), float32 weights fwdRowMulti3 (R=3 0.94). A variable so
+// BenchmarkDecodeRows can compare them (ROWS_SWITCH=tile23).
 var fwdRowsTile = true
 
 // fwdRowsTilePad sends a batch's last two or three vectors past its
@@ -644,7 +644,7 @@ var fwdRowsTilePad = true
 var fwdScratchPool = sync.Pool{New: func() any { return new([]float32) }}
 
 // fwdRowsPartialGroup computes rows [lo, hi) (six or more) for two or
-// three vectors as one group of four, the last vector repeated
+// three vectors (fwdRowsTile takes three) as one group of four, the last vector repeated
 // (packTokens) and its extra outputs written to scratch rows: the 4×6
 // tiles, as a group of four does. The same bits as fwdRowsMulti: every
 // path computes each output in dotLanes order.
