@@ -2714,9 +2714,10 @@
 // instead of fwdRowMulti3; the same bits (every path sums in dotLanes
 // order; TestRowsPartialGroupMatchesScalar, and the fused and batch
 // tests unchanged). BenchmarkDecodeRows, ROWS_SWITCH=tile23, wall
-// medians of 24-64 pairs (CPU within 0.04): R=3 1.23, 1.12, 1.06, 1.10,
-// 1.15, 1.22, 1.23 at 24-40 steps, but 1.01 and 0.99 in two runs of 64
-// steps (the tiles' gain there unexplained; not profiled); R=2 (two
+// medians of 24-64 pairs (CPU within 0.04), eleven runs: R=3 1.23,
+// 1.12, 1.06, 1.10, 1.15, 1.22, 1.01, 1.23, 0.99, 1.14, 1.09 (median
+// 1.12; the 1.01 and 0.99 at 64 steps, a third 64-step run 1.14: the
+// other helper's load, not the positions); R=2 (two
 // vectors the same way) 1.11, 0.98, 1.02, 1.06, 1.05, 1.01, 0.96, 0.97,
 // so two vectors keep fwdRowMulti2; R=1 (untouched) 1.005. Float32 lost
 // (the 0.6B shape R=2 0.90, R=3 0.94: a tile of 1024 float32 columns

@@ -622,7 +622,7 @@ func (m mat) elemSize() int {
 // fwdRowsTile sends three vectors through the 4×6 tiles as one partial
 // group (fwdRowsPartialGroup) instead of fwdRowMulti3, for bfloat16
 // weights: decoding steps of 0.6B's shape, step-paired, R=3 1.12 (median
-// of nine runs' medians, 0.99-1.23; doc.go's section on decoding
+// of eleven runs' medians, 0.99-1.23; doc.go's section on decoding
 // groups). Two vectors keep fwdRowMulti2 (R=2 1.015 over eight runs,
 // 0.96-1.11), float32 weights fwdRowMulti3 (R=3 0.94). A variable so
 // BenchmarkDecodeRows can compare them (ROWS_SWITCH=tile23).
