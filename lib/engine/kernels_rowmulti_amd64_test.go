@@ -24,15 +24,7 @@ func TestRowMultiMatchesRowLong(t *testing.T) {
 	for _, n := range []int{1, 15, 16, 17, 31, 33, 48, 63, 100, 1024, 1040, 1055, 3072} {
 		for _, bf := range []bool{false, true} {
 			const rows = 80
-			w := mat{rows: rows, cols: n, data: make([]float32, rows*n)}
-			fill(w.data, r, 1)
-			if bf {
-				w.bf = make([]uint16, len(w.data))
-				for i, v := range w.data {
-					w.bf[i] = uint16(math.Float32bits(v) >> 16)
-				}
-				w.data = nil
-			}
+			w := randRowsMat(r, rows, n, bf)
 			for m := 2; m <= 7; m++ {
 				xs := make([][]float32, m)
 				for i := range xs {
@@ -92,15 +84,7 @@ func TestRowsPartialGroupMatchesScalar(t *testing.T) {
 	for _, n := range []int{15, 16, 33, 1024, 1055, 3072} {
 		for _, bf := range []bool{false, true} {
 			const rows = 80
-			w := mat{rows: rows, cols: n, data: make([]float32, rows*n)}
-			fill(w.data, r, 1)
-			if bf {
-				w.bf = make([]uint16, len(w.data))
-				for i, v := range w.data {
-					w.bf[i] = uint16(math.Float32bits(v) >> 16)
-				}
-				w.data = nil
-			}
+			w := randRowsMat(r, rows, n, bf)
 			for _, m := range []int{2, 3, 5, 6, 7, 11} {
 				xs := make([][]float32, m)
 				for i := range xs {
@@ -210,4 +194,19 @@ func BenchmarkRowsKernels(b *testing.B) {
 			fmt.Println()
 		}
 	}
+}
+
+// randRowsMat is a rows×n matrix of random weights, in bfloat16 (the
+// float32 values truncated) when bf.
+func randRowsMat(r *rng, rows, n int, bf bool) mat {
+	w := mat{rows: rows, cols: n, data: make([]float32, rows*n)}
+	fill(w.data, r, 1)
+	if bf {
+		w.bf = make([]uint16, len(w.data))
+		for i, v := range w.data {
+			w.bf[i] = uint16(math.Float32bits(v) >> 16)
+		}
+		w.data = nil
+	}
+	return w
 }

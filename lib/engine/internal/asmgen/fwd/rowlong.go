@@ -62,7 +62,6 @@ func rowLong(ctx *build.Context, bf bool, v rowLongVariant) {
 	x0 := ctx.GP64()
 	ctx.Load(ctx.Param("x"), x0)
 	a := loadLongArgs(ctx, w)
-	stride, base, chunks, tail := a.stride, a.base, a.chunks, a.tail
 	px, pw, cnt := ctx.GP64(), ctx.GP64(), ctx.GP64()
 	u := 64 / (16 * w.Size) // chunks per weight line
 	at := func(s, disp int) Mem { return a.at(pw, s, disp) }
@@ -100,45 +99,19 @@ func rowLong(ctx *build.Context, bf bool, v rowLongVariant) {
 				weight(s, at(s, 0), zmm(16), mask, true)
 			}
 		}
-		loop, rest, restLoop, tl, next := fmt.Sprintf("long%d", g), fmt.Sprintf("rest%d", g), fmt.Sprintf("restloop%d", g), fmt.Sprintf("tail%d", g), fmt.Sprintf("next%d", g)
-		ctx.MOVQ(x0, px)
-		ctx.MOVQ(base, pw)
-		ctx.MOVQ(chunks, cnt)
-		ctx.SHRQ(U8(asmout.Log2(u)), cnt)
-		ctx.TESTQ(cnt, cnt)
-		ctx.JZ(LabelRef(rest))
-		ctx.Label(loop)
-		for s := range streams {
-			if v.ahead > 0 {
-				ctx.PREFETCHT1(at(s, v.ahead))
-			}
-		}
-		for c := range u {
-			xload(c, nil)
+		a.group(ctx, g, u, w.Size, px, pw, cnt, func() { ctx.MOVQ(x0, px) }, func() {
 			for s := range streams {
-				weight(s, at(s, 16*w.Size*c), zmm(16), nil, c == 0)
+				if v.ahead > 0 {
+					ctx.PREFETCHT1(at(s, v.ahead))
+				}
 			}
-		}
-		ctx.ADDQ(U32(64*u), px)
-		ctx.ADDQ(U32(64), pw)
-		ctx.DECQ(cnt)
-		ctx.JNZ(LabelRef(loop))
-		ctx.Label(rest) // the chunks left, one at a time
-		ctx.MOVQ(chunks, cnt)
-		ctx.ANDQ(U32(u-1), cnt)
-		ctx.JZ(LabelRef(tl))
-		ctx.Label(restLoop)
-		step(nil)
-		ctx.ADDQ(U8(64), px)
-		ctx.ADDQ(U8(16*w.Size), pw)
-		ctx.DECQ(cnt)
-		ctx.JNZ(LabelRef(restLoop))
-		ctx.Label(tl)
-		ctx.TESTQ(tail, tail)
-		ctx.JZ(LabelRef(next))
-		step(reg.K1)
-		ctx.Label(next)
-		ctx.ADDQ(stride, base)
+			for c := range u {
+				xload(c, nil)
+				for s := range streams {
+					weight(s, at(s, 16*w.Size*c), zmm(16), nil, c == 0)
+				}
+			}
+		}, step)
 	}
 	row16Finish(ctx, bf)
 }
@@ -184,4 +157,42 @@ func (a longArgs) at(pw reg.GPVirtual, s, disp int) Mem {
 		m.Index, m.Scale = a.span3, 1
 	}
 	return m
+}
+
+// group emits one row group of a long-stream kernel: start points px at
+// the vectors' first chunk (px advances 64 bytes a chunk of x, pw 16
+// weights of size bytes), line is one pass over a weight line of every
+// stream (u chunks), step one chunk (masked by K1 for the tail). The
+// chunks past whole lines go one at a time, then the masked tail; base
+// then moves to the group's next rows.
+func (a longArgs) group(ctx *build.Context, g, u, size int, px, pw, cnt reg.GPVirtual, start, line func(), step func(mask reg.Register)) {
+	loop, rest, restLoop, tl, next := fmt.Sprintf("long%d", g), fmt.Sprintf("rest%d", g), fmt.Sprintf("restloop%d", g), fmt.Sprintf("tail%d", g), fmt.Sprintf("next%d", g)
+	start()
+	ctx.MOVQ(a.base, pw)
+	ctx.MOVQ(a.chunks, cnt)
+	ctx.SHRQ(U8(asmout.Log2(u)), cnt)
+	ctx.TESTQ(cnt, cnt)
+	ctx.JZ(LabelRef(rest))
+	ctx.Label(loop)
+	line()
+	ctx.ADDQ(U32(64*u), px)
+	ctx.ADDQ(U32(64), pw)
+	ctx.DECQ(cnt)
+	ctx.JNZ(LabelRef(loop))
+	ctx.Label(rest) // the chunks left, one at a time
+	ctx.MOVQ(a.chunks, cnt)
+	ctx.ANDQ(U32(u-1), cnt)
+	ctx.JZ(LabelRef(tl))
+	ctx.Label(restLoop)
+	step(nil)
+	ctx.ADDQ(U8(64), px)
+	ctx.ADDQ(U8(16*size), pw)
+	ctx.DECQ(cnt)
+	ctx.JNZ(LabelRef(restLoop))
+	ctx.Label(tl)
+	ctx.TESTQ(a.tail, a.tail)
+	ctx.JZ(LabelRef(next))
+	step(reg.K1)
+	ctx.Label(next)
+	ctx.ADDQ(a.stride, a.base)
 }

@@ -47,7 +47,6 @@ func rowMulti(ctx *build.Context, bf bool, vecs int) {
 		ctx.Load(ctx.Param(fmt.Sprintf("x%d", v)), xs[v])
 	}
 	a := loadLongArgs(ctx, w)
-	stride, base, chunks, tail := a.stride, a.base, a.chunks, a.tail
 	pc, pw, cnt := ctx.GP64(), ctx.GP64(), ctx.GP64()
 	u := 64 / (16 * w.Size) // chunks per weight line
 	at := func(s, disp int) Mem { return a.at(pw, s, disp) }
@@ -91,43 +90,17 @@ func rowMulti(ctx *build.Context, bf bool, vecs int) {
 				weight(s, at(s, 0), mask)
 			}
 		}
-		loop, rest, restLoop, tl, next := fmt.Sprintf("long%d", g), fmt.Sprintf("rest%d", g), fmt.Sprintf("restloop%d", g), fmt.Sprintf("tail%d", g), fmt.Sprintf("next%d", g)
-		ctx.XORQ(pc, pc)
-		ctx.MOVQ(base, pw)
-		ctx.MOVQ(chunks, cnt)
-		ctx.SHRQ(U8(asmout.Log2(u)), cnt)
-		ctx.TESTQ(cnt, cnt)
-		ctx.JZ(LabelRef(rest))
-		ctx.Label(loop)
-		for s := range streams {
-			ctx.PREFETCHT1(at(s, rowLongAhead))
-		}
-		for c := range u {
-			xload(c, nil)
+		a.group(ctx, g, u, w.Size, pc, pw, cnt, func() { ctx.XORQ(pc, pc) }, func() {
 			for s := range streams {
-				weight(s, at(s, 16*w.Size*c), nil)
+				ctx.PREFETCHT1(at(s, rowLongAhead))
 			}
-		}
-		ctx.ADDQ(U32(64*u), pc)
-		ctx.ADDQ(U32(64), pw)
-		ctx.DECQ(cnt)
-		ctx.JNZ(LabelRef(loop))
-		ctx.Label(rest) // the chunks left, one at a time
-		ctx.MOVQ(chunks, cnt)
-		ctx.ANDQ(U32(u-1), cnt)
-		ctx.JZ(LabelRef(tl))
-		ctx.Label(restLoop)
-		step(nil)
-		ctx.ADDQ(U8(64), pc)
-		ctx.ADDQ(U8(16*w.Size), pw)
-		ctx.DECQ(cnt)
-		ctx.JNZ(LabelRef(restLoop))
-		ctx.Label(tl)
-		ctx.TESTQ(tail, tail)
-		ctx.JZ(LabelRef(next))
-		step(reg.K1)
-		ctx.Label(next)
-		ctx.ADDQ(stride, base)
+			for c := range u {
+				xload(c, nil)
+				for s := range streams {
+					weight(s, at(s, 16*w.Size*c), nil)
+				}
+			}
+		}, step)
 	}
 	row16Finish(ctx, bf)
 }
