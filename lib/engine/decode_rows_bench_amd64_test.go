@@ -27,6 +27,7 @@ var rowsSwitches = map[string]func(on bool){
 	"tilepad": func(on bool) { fwdRowsTilePad = on },
 	"all": func(on bool) { // every switch above and fuse16 together
 		fwdPrefetchWide, fwdPrefetchEven, bf16AVXPrefetch, fwdRowMulti, fuseMaxRows = on, on, on, on, 3
+		fwdRowsTile, fwdRowsTilePad = on, on
 		if on {
 			fuseMaxRows = 16
 		}
