@@ -188,6 +188,10 @@ func splitComma(s string) []string {
 	return slices.DeleteFunc(strings.Split(s, ","), func(f string) bool { return f == "" })
 }
 
+// loraMainMinWork is loraForkMinWork before it was raised, for
+// BenchmarkLoRAForkSteps' LORA_STEPS_AB=minwork.
+const loraMainMinWork = parallelMinWork
+
 // BenchmarkLoRAForkSteps decodes 8 sequences in steps of all 8 rows,
 // each with its own adapter (LORA_STEPS_TENANTS=8, the default) or all
 // with one (=1), of rank LORA_STEPS_RANK (default 32, alpha twice it),

@@ -44,10 +44,6 @@ var (
 	loraForkAwakeMinWork = parallelMinWork
 )
 
-// loraMainMinWork is loraForkMinWork before it was raised, for
-// BenchmarkLoRAForkSteps' LORA_STEPS_AB=minwork.
-const loraMainMinWork = parallelMinWork
-
 // loraMinPiece is the fewest weights of a loraProducts piece (64 KiB of
 // float32): a rank-32 A of the 0.6B shape is one or two pieces.
 const loraMinPiece = 1 << 14
