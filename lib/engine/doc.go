@@ -303,7 +303,7 @@
 //     SSE, and with the vector registers' upper halves dirty each SSE
 //     instruction waits (7-12× the time). A vector loop keeps no scalar
 //     float live across it for the same reason.
-//     (docs/engine-elementwise.md, "Vector kernels end with VZEROUPPER")
+//     (docs/engine-elementwise.md, "VZEROUPPER")
 //   - CPU profiles put a fifth to a quarter of a loaded step's samples on
 //     runtime.asyncPreempt: attribution, not cost; profile with
 //     GODEBUG=asyncpreemptoff=1 to see the loops' own shares.
