@@ -99,10 +99,10 @@
 //     it from L2 (fwdTile4x6G); rows over 1024 columns go in 1024-column
 //     pieces, the accumulators kept in memory between them (fwdTile4x6KG).
 //     Tiles write or add their sums straight into the output rows under a
-//     row mask, prefetch the next tile over three quarters of their steps
-//     (fwdPrefetchSpread; up to four lines a step when few groups share a
-//     tile, fwdPrefetchWide and fwdPrefetchEven) and the packed vectors
-//     ahead (xAhead). Batches over a core's L2 are cut into fwdSliceBytes
+//     row mask, spread their prefetch of the next tile's rows over their
+//     steps (fwdPrefetchSpread; several lines a step when one to three
+//     groups share a tile, fwdPrefetchWide, fwdPrefetchEven) and prefetch
+//     the packed vectors ahead (xAhead). Batches over a core's L2 are cut into fwdSliceBytes
 //     slices sharing the groups evenly (sliceOf); rows of 16-64 columns
 //     (a LoRA B) take fwdCols from fwdColsMinTokens vectors; products that
 //     read one batch share its pack (packedIn). TestForwardBlocksMatchScalar
@@ -133,8 +133,9 @@
 //     (the …Z tiles). A LoRA A's rows continue the base term's chain
 //     (matMulTLoRA, tMulFold: TestMatMulTLoRAMatchesTwoCalls); a LoRA B's
 //     matMulT reads B in place; B's weight gradient runs transposed
-//     (bwdColsT), A's is split by columns (outerSplitColsRows) and the
-//     adapters that read one input share a pass (outerAccShared).
+//     (bwdColsT), A's is split by columns (outerSplitColsRows), and the A
+//     gradients of products that read one input share a pass over it
+//     (outerAccShared).
 //     TestBackwardAsmMatchesScalar compares them with the scalar kernels.
 //     (docs/engine-products.md, "Backward kernels")
 //     Measurements: (docs/engine-products.md, "Where matMulT's time goes at 512-1024 tokens"),
@@ -150,8 +151,8 @@
 // # Attention
 //
 //   - Forward attention (forward.go, kernels_attn*.go): decoding rows go
-//     one at a time (attendRow; per KV head through generated kernels,
-//     attendKVHeadAsm, and split by KV head past attnSplitWork); a run of
+//     one at a time (attendRow; with AVX-512 each KV head through generated
+//     kernels, attendKVHeadAsm; split by KV head past attnSplitWork); a run of
 //     consecutive positions of one sequence goes per KV head in blocks of
 //     16 positions. Each score keeps attnDot's order (eight lanes, a fused
 //     multiply-add per term, a fixed tree) and each output element adds
