@@ -21,24 +21,14 @@
 // run end to end with no download. Pool loads each base model once and caches adapters.
 //
 // The measurements behind the choices below, and what was tried and
-// dropped with its figures (issue 34's log), live in docs/, one file a
-// subject, a heading a topic; each bullet names its file and headings:
-//
-//   - docs/engine-products.md: the matrix products, forward and backward,
-//     LoRA's products and gradients, the AVX2 path, the bf16 compute path.
-//   - docs/engine-attention.md: attention forward and backward, the
-//     softmax, GPT-OSS's windows and sinks, DeepSeek's latent attention.
-//   - docs/engine-decoding.md: batching requests, the worker pool,
-//     decoding one sequence (the row kernels, the fused fork, adapters and
-//     the bf16 path in it, the read-bandwidth figure) and groups of rows.
-//   - docs/engine-training.md: datums through the layers together, the
-//     output layer's chunk.
-//   - docs/engine-elementwise.md: exponentials, norms, SwiGLU and the loss
-//     in Go vector code, and VZEROUPPER.
-//   - docs/engine-measurement.md: how the training benchmark measures,
-//     huge pages, reading CPU profiles (runtime.asyncPreempt).
-//
-// Those figures come from shared, loaded 2-vCPU VMs: paired ratios with
+// dropped with its figures (issue 34's log), live in docs/, a file a
+// subject and a heading a topic: docs/engine-products.md (the matrix
+// products, LoRA's, the bf16 compute path), docs/engine-attention.md,
+// docs/engine-decoding.md (batching, the worker pool, decoding one
+// sequence and groups of rows), docs/engine-training.md,
+// docs/engine-elementwise.md and docs/engine-measurement.md (how the
+// benchmarks measure, profiles). Each bullet names its file and headings.
+// The figures come from shared, loaded 2-vCPU VMs: paired ratios with
 // their load averages, not rates.
 //
 // # Numerics
