@@ -161,7 +161,7 @@ func TestDocsLinksResolve(t *testing.T) {
 	}
 }
 
-// TestProsePointersResolve checks the same (docs/x.md, "Heading") pointers
+// TestProsePointersResolve checks the same file-and-heading pointers
 // in the README and the docs' own prose, where a heading may wrap.
 func TestProsePointersResolve(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
