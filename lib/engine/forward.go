@@ -5,6 +5,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"sync/atomic"
 )
 
 // kvCache holds one sequence's keys and values: per layer, positions × kw
@@ -102,6 +103,7 @@ type workspace struct {
 	gx, gy                    [][]float32 // one adapter's rows of a mixed batch
 	logits                    [][]float32
 	scores                    [][]float32    // per attention worker
+	scoreBusy                 []atomic.Bool  // scores in use in a fused fork (scoreSlot)
 	attnBlk                   []blockScratch // per attention worker
 	attnUnits                 []attnUnit
 	moe                       moeScratch  // mixture-of-experts layers

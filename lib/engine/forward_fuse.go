@@ -434,7 +434,11 @@ func (f *fuseState) runPiece(i int) {
 	p := f.ps[i]
 	gw := f.first + p.w
 	if k := f.phase(gw); k > f.phase(f.first) {
-		f.await(k)
+		if l, m := f.layer(gw); m == fuseO && f.attend && f.attnShared(l) {
+			f.awaitAttending(l, k) // forward_fuse_attn.go
+		} else {
+			f.await(k)
+		}
 	}
 	if p.lo < 0 {
 		f.loraA(gw, -1-p.lo)
@@ -589,7 +593,7 @@ func (m *Model) fusedLayers(ws *workspace, rows []row, li int, xn [][]float32) (
 		}
 		workers = w
 	}
-	ws.scores = growTo(ws.scores, c.KVHeads)
+	ws.shareSlots(c.KVHeads) // forward_fuse_attn.go
 	last := (l1-li)*fuseMats + fuseDown
 	head = fuseHead && l1 == len(m.w.layers)-1 &&
 		!slices.ContainsFunc(rows, func(r row) bool { return !r.logits }) &&
@@ -626,7 +630,7 @@ func (m *Model) fusedQKV(ws *workspace, rows []row, li int, xn [][]float32) (fus
 	// path with fuseBF16 (which the step took to get here).
 	f.attend = fuseAttention && (lw.o.vn == nil || fuseBF16)
 	if f.attend {
-		ws.scores = growTo(ws.scores, c.KVHeads)
+		ws.shareSlots(c.KVHeads) // forward_fuse_attn.go
 		m.bf16AttnPrep(rows, li, li)
 	}
 	attended = f.attend
@@ -655,6 +659,10 @@ func (f *fuseState) qkvPiece(l, w int, p rowPiece) {
 			kvh = h / group
 		}
 		if f.at(l, f.groups+kvh).Add(1) != int32(2+group) {
+			continue
+		}
+		if f.attnShared(l) {
+			f.attendClaims(l, kvh) // forward_fuse_attn.go
 			continue
 		}
 		bf16 := f.m.bf16Attention(l)
