@@ -21,6 +21,8 @@ import (
 var longSwitches = map[string]func(on bool){
 	"control": func(bool) {},
 	"share":   func(on bool) { fuseAttnShare = on },
+	"huge":    func(bool) {}, // the new side's caches in huge pages (decodeLongPaired)
+	"sumspf":  func(on bool) { loneSumsPF = on },
 }
 
 // BenchmarkDecodeLong decodes steps of R rows (R sequences, one token
@@ -102,10 +104,17 @@ func BenchmarkDecodeLong(b *testing.B) {
 
 // longSeqs are r sequences whose caches hold p positions of seeded
 // random keys and values, with room for steps more.
-func longSeqs(m *Model, r, p, steps int) []*kvCache {
+func longSeqs(m *Model, r, p, steps int, huge bool) []*kvCache {
 	seqs := newSeqs(m, r, p+steps+2)
 	var wg sync.WaitGroup
 	for s, seq := range seqs {
+		if huge {
+			var slab hugeSlab
+			for l := range seq.k {
+				seq.k[l] = hugeSlabAlloc[float32](&slab, len(seq.k[l]))
+				seq.v[l] = hugeSlabAlloc[float32](&slab, len(seq.v[l]))
+			}
+		}
 		for l := range seq.k {
 			wg.Go(func() {
 				// Keys are q/k-normed and roped: elements of about unit
@@ -150,7 +159,7 @@ func decodeLongRoofline(m *Model, dtype string, r, p, steps int) {
 	bufs := decodeMatrixWords(m)
 	peak := func() float64 { w, _, _ := widestFMAPeak(); return w * 1e9 }
 	bw0, pk0 := readBest(bufs), peak()
-	ws, seqs := &workspace{}, longSeqs(m, r, p, steps)
+	ws, seqs := &workspace{}, longSeqs(m, r, p, steps, os.Getenv("LONG_HUGE") == "1")
 	rowsStep(m, ws, seqs, p) // warms the workspace (and packs the bf16 path's cache)
 	var wall, cpu, attn, share []float64
 	var roof, tRead, tFlop float64
@@ -247,11 +256,12 @@ func decodeLongPaired(m *Model, dtype, key string, r, p, steps int, set func(on 
 	var seqs [2][]*kvCache
 	var wss [2]*workspace
 	memGB := float64(envInt("LONG_MEM_GB", 8))
-	shared := 2*longCacheBytes(m, r, p+steps+2) > memGB*1e9
-	seqs[0], wss[0], wss[1] = longSeqs(m, r, p, steps), &workspace{}, &workspace{}
+	huge := key == "huge"
+	shared := !huge && 2*longCacheBytes(m, r, p+steps+2) > memGB*1e9
+	seqs[0], wss[0], wss[1] = longSeqs(m, r, p, steps, false), &workspace{}, &workspace{}
 	seqs[1] = seqs[0]
 	if !shared {
-		seqs[1] = longSeqs(m, r, p, steps)
+		seqs[1] = longSeqs(m, r, p, steps, huge)
 	}
 	step := func(v, s int) (float64, float64) {
 		set(v == 1)

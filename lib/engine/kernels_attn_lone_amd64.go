@@ -24,6 +24,24 @@ var attnTileW = [...]func(c *float32, ldc uintptr, a *float32, lda uintptr, ldp 
 // attnTileZ (BenchmarkLoneRowAttnAB's LONEROW_OLD=tilez).
 var loneTileW = true
 
+// attnTileWP[r-1] is attnTileW<r> prefetching the value rows ahead
+// (attnTileWP in the generator).
+var attnTileWP = [...]func(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int){attnTileWP1, attnTileWP2}
+
+// loneSumsPF has the weighted sums prefetch the values (attnTileWP) and
+// the scores prefetch only the keys when a head's keys and values pass
+// loneSumsPFBytes: at long positions the values attnRowDots fetched for
+// the sums had left L2 before the sums read them, so they came from
+// memory twice, the second time a row at a time.
+var loneSumsPF = true
+
+// loneSumsPFBytes is the size of a head's keys and values (2·npos·hd
+// floats) from which loneSumsPF applies: 512 KiB, 512 positions of
+// 128-float heads, where they stop fitting L2 beside the rest; below it
+// (every decode benchmark before BenchmarkDecodeLong) the scores still
+// fetch the values, which the sums then find in L2.
+const loneSumsPFBytes = 512 << 10
+
 // attendKVHeadAsm is attendRow's work for KV head kvh of a lone row, with
 // the generated kernels: the group's scores (attnRowDots, attnDot's lanes
 // and tree; it also prefetches the keys and values ahead, which come cold
@@ -50,6 +68,11 @@ func attendKVHeadAsm(buf *[]float32, q, out, keys, vals []float32, kvd, hd, grou
 	off, h0 := kvh*hd, kvh*group
 	_ = keys[(npos-1)*kvd+off+hd-1] // the last key's last element
 	_ = vals[(npos-1)*kvd+off+hd-1]
+	sumsPF := loneSumsPF && 8*npos*hd >= loneSumsPFBytes
+	pfv := &vals[off] // what attnRowDots prefetches beside the keys
+	if sumsPF {
+		pfv = &keys[off] // the keys again: lines already on their way
+	}
 	var rs [8][]float32
 	for g0 := 0; g0 < group; g0 += len(rs) {
 		r := min(len(rs), group-g0)
@@ -59,7 +82,7 @@ func attendKVHeadAsm(buf *[]float32, q, out, keys, vals []float32, kvd, hd, grou
 		for j := 0; j < r; j += len(attnRowDots) {
 			n := min(len(attnRowDots), r-j)
 			qh := q[(h0+g0+j)*hd : (h0+g0+j+n)*hd]
-			attnRowDots[n-1](&sc[(g0+j)*ld], uintptr(4*ld), &qh[0], uintptr(4*hd), &keys[off], &vals[off], uintptr(4*kvd), hd, npos)
+			attnRowDots[n-1](&sc[(g0+j)*ld], uintptr(4*ld), &qh[0], uintptr(4*hd), &keys[off], pfv, uintptr(4*kvd), hd, npos)
 		}
 		softmaxRows(rs[:r], scale, sinks, h0+g0, r)
 	}
@@ -69,7 +92,11 @@ func attendKVHeadAsm(buf *[]float32, q, out, keys, vals []float32, kvd, hd, grou
 		for g0 := 0; g0 < group; g0 += len(attnTileW) {
 			r := min(len(attnTileW), group-g0)
 			for col := 0; col < hd; col += 128 {
-				attnTileW[r-1](&o[g0*hd+col], uintptr(4*hd), &sc[g0*ld], uintptr(4*ld), 4, &vals[off+col], uintptr(4*kvd), npos)
+				tw := attnTileW[r-1]
+				if sumsPF {
+					tw = attnTileWP[r-1]
+				}
+				tw(&o[g0*hd+col], uintptr(4*hd), &sc[g0*ld], uintptr(4*ld), 4, &vals[off+col], uintptr(4*kvd), npos)
 			}
 		}
 		return true

@@ -86,3 +86,13 @@ func attnTileW1(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b
 //
 //go:noescape
 func attnTileW2(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
+
+// attnTileWP1 adds 1 rows of Σ_p A[i][p]·B[p][:128] to C, p ascending, prefetching B's rows ahead.
+//
+//go:noescape
+func attnTileWP1(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
+
+// attnTileWP2 adds 2 rows of Σ_p A[i][p]·B[p][:128] to C, p ascending, prefetching B's rows ahead.
+//
+//go:noescape
+func attnTileWP2(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)

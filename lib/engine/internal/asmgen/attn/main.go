@@ -72,6 +72,9 @@ func Generate() (asm, decl []byte, err error) {
 	for r := 1; r <= tileWMax; r++ {
 		tileW(ctx, r)
 	}
+	for r := 1; r <= tileWMax; r++ {
+		tileWP(ctx, r)
+	}
 	return asmout.Print(ctx, printer.Config{Argv: []string{"go", "run", "./internal/asmgen/attn"}, Pkg: "engine"})
 }
 

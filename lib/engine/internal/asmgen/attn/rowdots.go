@@ -281,6 +281,67 @@ func tileW(ctx *build.Context, r int) {
 	ctx.RET()
 }
 
+// tileWAhead is how many value rows ahead attnTileWP prefetches (into
+// L2, as attnRowDots does the keys).
+const tileWAhead = 16
+
+// tileWP emits attnTileWP<r>: attnTileW with the value rows prefetched
+// tileWAhead rows ahead, and the first tileWAhead before the loop. At
+// long positions a head's values no longer stay in L2 from attnRowDots'
+// prefetches until the sums read them (2,048 positions: 1 MiB of keys
+// and as much of values a head), and without prefetches the sums waited
+// on each value row from memory (a row is in a 4 KiB page of its own,
+// so the hardware prefetchers fetch nothing ahead). Arguments, order and
+// registers as attnTileW's; the prefetches change no result.
+func tileWP(ctx *build.Context, r int) {
+	name := fmt.Sprintf("attnTileWP%d", r)
+	asmout.Kernel(ctx, name, "func(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)")
+	ctx.Doc(fmt.Sprintf("%s adds %d rows of Σ_p A[i][p]·B[p][:128] to C, p ascending, prefetching B's rows ahead.", name, r))
+	z := asmout.ZMM
+	k := ctx.Load(ctx.Param("k"), ctx.GP64())
+	ctx.TESTQ(k, k)
+	ctx.JZ(operand.LabelRef("none"))
+	moveC(ctx, r, 8, true)
+	ap, b, ldb, ldp, off := tileArgs(ctx, r)
+	// The prologue: the first min(k, tileWAhead) rows.
+	pf, lim := ctx.GP64(), ctx.GP64()
+	ctx.MOVQ(b, pf)
+	ctx.MOVQ(operand.U32(tileWAhead), lim)
+	ctx.CMPQ(k, lim)
+	ctx.CMOVQLT(k, lim)
+	ctx.Label("pro")
+	for j := range 8 {
+		ctx.PREFETCHT1(operand.Mem{Base: pf, Disp: 64 * j})
+	}
+	ctx.ADDQ(ldb, pf)
+	ctx.DECQ(lim)
+	ctx.JNZ(operand.LabelRef("pro"))
+	// pf: the row tileWAhead on from b.
+	ctx.MOVQ(ldb, pf)
+	ctx.SHLQ(operand.U8(4), pf) // tileWAhead rows
+	ctx.ADDQ(b, pf)
+	ctx.Label("loop")
+	for i := range r {
+		ctx.VBROADCASTSS(operand.Mem{Base: ap[i], Index: off, Scale: 1}, z(24+i))
+	}
+	for j := range 8 {
+		ctx.PREFETCHT1(operand.Mem{Base: pf, Disp: 64 * j})
+		ctx.VMOVUPS(operand.Mem{Base: b, Disp: 64 * j}, z(16+j))
+		for i := range r {
+			ctx.VFMADD231PS(z(16+j), z(24+i), z(8*i+j))
+		}
+	}
+	ctx.ADDQ(ldp, off)
+	ctx.ADDQ(ldb, b)
+	ctx.ADDQ(ldb, pf)
+	ctx.DECQ(k)
+	ctx.JNZ(operand.LabelRef("loop"))
+	moveC(ctx, r, 8, false)
+	ctx.VZEROUPPER()
+	ctx.Label("none")
+	ctx.RET()
+}
+
 // paramAddr is the argument frame slot of the named parameter (a
 // pointer-sized one), for a kernel that keeps a counter there.
 func paramAddr(ctx *build.Context, name string) operand.Mem {

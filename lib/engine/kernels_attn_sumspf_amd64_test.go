@@ -1,0 +1,78 @@
+//go:build goexperiment.simd && amd64
+
+package engine
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/tinkershell/tinker/lib/models"
+)
+
+// TestTileWPMatchesTileW checks attnTileWP (the weighted sums prefetching
+// the values ahead) against attnTileW bit for bit, accumulating into
+// nonzero C, over key counts below, at and past its prefetch distance,
+// with value rows a cache's KV heads apart.
+func TestTileWPMatchesTileW(t *testing.T) {
+	if !avx512 || !useSIMD || !simdOK {
+		t.Skip("no AVX-512")
+	}
+	const hd, kvd = 128, 1024
+	for _, n := range []int{1, 3, 15, 16, 17, 40, 300} {
+		for r := 1; r <= len(attnTileWP); r++ {
+			ld := (n + 3) &^ 3
+			a := flat(randRows(r, ld, uint64(n)))
+			b := flat(randRows(n, kvd, uint64(n+1)))
+			want := flat(randRows(r, hd, uint64(n+2)))
+			got := append([]float32(nil), want...)
+			attnTileW[r-1](&want[0], 4*hd, &a[0], uintptr(4*ld), 4, &b[256], 4*kvd, n)
+			attnTileWP[r-1](&got[0], 4*hd, &a[0], uintptr(4*ld), 4, &b[256], 4*kvd, n)
+			fuseSameBits(t, fmt.Sprintf("n=%d r=%d", n, r), want, got)
+		}
+	}
+}
+
+// TestLoneRowLongAsmMatchesGo is TestLoneRowAsmMatchesGo at positions
+// around and past loneSumsPFBytes (a 128-float head's 512 positions),
+// where the sums prefetch the values (attnTileWP) and the scores only the
+// keys: attendRow's output must keep the Go vector kernels' bits and the
+// scalar path's.
+func TestLoneRowLongAsmMatchesGo(t *testing.T) {
+	if !avx512 {
+		t.Skip("no AVX-512: attendKVHeadAsm does not run")
+	}
+	for _, sh := range [][3]int{{16, 8, 128}, {32, 8, 128}} {
+		for _, withSinks := range []bool{false, true} {
+			c := Config{Shape: models.Shape{Heads: sh[0], KVHeads: sh[1], HeadDim: sh[2]}}
+			m := &Model{cfg: c, w: &weights{layers: make([]layerWeights, 1)}}
+			if withSinks {
+				m.w.layers[0].sinks = randRows(1, c.Heads, 77)[0]
+			}
+			qd, kvd := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+			const npos = 1100
+			seq := &kvCache{k: [][]float32{flat(randRows(npos, kvd, 3))}, v: [][]float32{flat(randRows(npos, kvd, 4))}}
+			ws := &workspace{q: randRows(1, qd, 1), att: randRows(1, qd, 2), scores: make([][]float32, 1)}
+			for _, pos := range []int{510, 511, 512, 513, 514, 515, 530, 1023, 1099} {
+				if 8*(pos+1)*c.HeadDim < loneSumsPFBytes && pos > 512 {
+					t.Fatalf("position %d is below loneSumsPFBytes: the test no longer covers attnTileWP", pos)
+				}
+				rows := []row{{seq: seq, pos: pos}}
+				run := func(simd, asm bool) []float32 {
+					ws.scores[0] = make([]float32, 3)
+					for i := range ws.att[0] {
+						ws.att[0][i] = 7
+					}
+					defer func(old bool) { loneRowAsm = old }(loneRowAsm)
+					loneRowAsm = asm
+					withSIMD(simd, func() { m.attendRow(ws, rows, 0, 0, 0, 0, c.KVHeads) })
+					return append([]float32(nil), ws.att[0]...)
+				}
+				name := fmt.Sprintf("%v sinks=%v pos=%d", sh, withSinks, pos)
+				want, got := run(false, false), run(true, true)
+				if !bitsEqual(got, want) {
+					t.Fatalf("%s: attendKVHeadAsm differs from the scalar path at %s", name, firstDiff(got, want))
+				}
+			}
+		}
+	}
+}
