@@ -23,6 +23,7 @@ var longSwitches = map[string]func(on bool){
 	"share":   func(on bool) { fuseAttnShare = on },
 	"huge":    func(bool) {}, // the new side's caches in huge pages (decodeLongPaired)
 	"sumspf":  func(on bool) { loneSumsPF = on },
+	"blocked": func(on bool) { fuseAttnBlocked = on },
 }
 
 // BenchmarkDecodeLong decodes steps of R rows (R sequences, one token

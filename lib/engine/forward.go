@@ -654,6 +654,21 @@ func (m *Model) attendRow(ws *workspace, rows []row, i, layer, worker, kv0, kv1 
 	}
 }
 
+// attendRowBlocked is attendRow with KV heads [kv0, kv1) attended
+// together a block of positions at a time (attendHeadsBlocked), or one
+// at a time where those kernels do not run: the same bits either way.
+func (m *Model) attendRowBlocked(ws *workspace, rows []row, i, layer, worker, kv0, kv1 int) {
+	c := m.cfg
+	r := rows[i]
+	hd, kvd := c.HeadDim, c.KVHeads*c.HeadDim
+	lo := c.firstKey(layer, r.pos)
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	if !attendHeadsBlocked(&ws.scores[worker], ws.q[i], ws.att[i], r.seq.k[layer][lo*kvd:], r.seq.v[layer][lo*kvd:],
+		kvd, hd, c.Heads/c.KVHeads, r.pos+1-lo, kv0, kv1, scale, m.sinks(layer)) {
+		m.attendRow(ws, rows, i, layer, worker, kv0, kv1)
+	}
+}
+
 // scaleScores multiplies every score by scale (1/√head dim).
 func scaleScores(s []float32, scale float32) {
 	if scaleVec(s, scale) {

@@ -662,7 +662,7 @@ func (f *fuseState) qkvPiece(l, w int, p rowPiece) {
 			continue
 		}
 		if f.attnShared(l) {
-			f.attendClaims(l, kvh) // forward_fuse_attn.go
+			f.groupDone(l, kvh) // forward_fuse_attn.go
 			continue
 		}
 		bf16 := f.m.bf16Attention(l)

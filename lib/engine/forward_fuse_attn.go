@@ -27,13 +27,100 @@ var fuseAttnShare = true
 // row units (fuseAttnShare): the float32 path's.
 func (f *fuseState) attnShared(l int) bool { return fuseAttnShare && !f.m.bf16Attention(l) }
 
-// attendedWant is the count of layer l's attended counter at which its
-// attention is done: a unit a KV head, or a row's KV head when shared.
-func (f *fuseState) attendedWant(l int) int32 {
-	if f.attnShared(l) {
-		return int32(f.m.cfg.KVHeads * len(f.rows))
+// fuseAttnBlocked has a shared attention (fuseAttnShare) whose rows are
+// all at attnBlockedMinPos or past it go by units of a row's several KV
+// heads, attended a block of positions at a time (attendRowBlocked), once
+// every KV head's query, key and value heads are finished: read across
+// the heads, a position's keys and values come in address order, where a
+// head at a time read them at about a third of the read probe's pace.
+// The units start only after q's last piece (a head at a time, the first
+// started while q streamed), which short caches did not repay. A variable
+// for BenchmarkDecodeLong's LONG_SWITCH=blocked.
+var fuseAttnBlocked = true
+
+// attnBlockedMinPos is the least position of every row of a fork at
+// which fuseAttnBlocked applies (a variable so the tests reach it with
+// short caches).
+var attnBlockedMinPos = 512
+
+// attnChunks is how many units each row's attention of layer l is cut
+// into when blocked (fuseAttnBlocked), 0 when not: the fewest that
+// divide the KV heads and give every core two units.
+func (f *fuseState) attnChunks(l int) int {
+	if !fuseAttnBlocked || !f.attnShared(l) || len(f.rows) == 0 {
+		return 0
 	}
-	return int32(f.m.cfg.KVHeads)
+	for _, r := range f.rows {
+		if r.pos < attnBlockedMinPos {
+			return 0
+		}
+	}
+	kvh := f.m.cfg.KVHeads
+	for n := max(1, (2*runtime.GOMAXPROCS(0)+len(f.rows)-1)/len(f.rows)); n < kvh; n++ {
+		if kvh%n == 0 {
+			return n
+		}
+	}
+	return kvh
+}
+
+// attendedWant is the count of layer l's attended counter at which its
+// attention is done: a unit a KV head, or a row's KV head when shared;
+// blocked, a count a KV head's group finished and one a unit.
+func (f *fuseState) attendedWant(l int) int32 {
+	kvh := f.m.cfg.KVHeads
+	if n := f.attnChunks(l); n > 0 {
+		return int32(kvh + n*len(f.rows))
+	}
+	if f.attnShared(l) {
+		return int32(kvh * len(f.rows))
+	}
+	return int32(kvh)
+}
+
+// groupDone attends what KV head kvh's finished group lets this core
+// attend in layer l: its rows (attendClaims), or once every group is
+// finished, blocked units (attendUnits).
+func (f *fuseState) groupDone(l, kvh int) {
+	if n := f.attnChunks(l); n > 0 {
+		f.at(l, f.attended).Add(1)
+		f.attendUnits(l, n)
+		return
+	}
+	f.attendClaims(l, kvh)
+}
+
+// attendUnits attends layer l's blocked units (chunks a row) that no
+// core has claimed, once every group is finished (the attended counter
+// at the KV heads); it reports whether it attended any. Claims count on
+// group 0's counter past its heads: claim u is row u/chunks' chunk
+// u%chunks of the KV heads.
+func (f *fuseState) attendUnits(l, chunks int) bool {
+	c := f.m.cfg
+	att := f.at(l, f.attended)
+	full := int32(2 + c.Heads/c.KVHeads)
+	units := int32(len(f.rows) * chunks)
+	hpu := c.KVHeads / chunks
+	cnt := f.at(l, f.groups)
+	did := false
+	for att.Load() >= int32(c.KVHeads) {
+		if cnt.Load() >= full+units {
+			break
+		}
+		u := int(cnt.Add(1) - full - 1)
+		if u >= int(units) {
+			break
+		}
+		i, ch := u/chunks, u%chunks
+		s := f.ws.scoreSlot()
+		f.m.attendRowBlocked(f.ws, f.rows, i, l, s, ch*hpu, (ch+1)*hpu)
+		f.ws.scoreBusy[s].Store(false)
+		did = true
+		if att.Add(1) == f.attendedWant(l) {
+			f.open(l, 1)
+		}
+	}
+	return did
 }
 
 // attendClaims attends the rows of layer l's KV head kvh that no core has
@@ -75,8 +162,12 @@ func (f *fuseState) awaitAttending(l, k int) {
 			continue
 		}
 		did := false
-		for kvh := range c.KVHeads {
-			did = f.attendClaims(l, kvh) || did
+		if n := f.attnChunks(l); n > 0 {
+			did = f.attendUnits(l, n)
+		} else {
+			for kvh := range c.KVHeads {
+				did = f.attendClaims(l, kvh) || did
+			}
 		}
 		switch {
 		case did:

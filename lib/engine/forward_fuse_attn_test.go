@@ -61,6 +61,68 @@ func TestDecodeFuseAttnShareSameBits(t *testing.T) {
 	}
 }
 
+// TestDecodeFuseAttnBlockedSameBits decodes steps of 1, 2, 3, 5 and 16
+// rows fused with blocked attention units (fuseAttnBlocked, its position
+// floor lowered to reach it), on heads of 128 with groups of 2 and 4 and
+// 2 or 4 KV heads (one to four units a row), GPT-OSS's sinks and window
+// among them, and unfused: every logit and cached value must have the
+// same bits.
+func TestDecodeFuseAttnBlockedSameBits(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
+	defer func(v, l, k, h, s, b bool, n, p int) {
+		decodeFuse, fuseLayer, fuseToken, fuseHead, fuseAttnShare, fuseAttnBlocked, fuseMaxRows, attnBlockedMinPos = v, l, k, h, s, b, n, p
+	}(decodeFuse, fuseLayer, fuseToken, fuseHead, fuseAttnShare, fuseAttnBlocked, fuseMaxRows, attnBlockedMinPos)
+	fuseMaxRows, attnBlockedMinPos = 16, 40
+	for _, arch := range []models.Family{models.Qwen3, models.GptOss} {
+		for _, sh := range [][2]int{{4, 2}, {8, 2}, {8, 4}} {
+			c := smallConfig(arch)
+			if arch == models.GptOss {
+				c = gptOssConfig()
+				c.LayerTypes = append(c.LayerTypes, "sliding_attention")
+			}
+			c.Hidden, c.Intermediate, c.Heads, c.KVHeads, c.HeadDim, c.VocabSize, c.Layers = 256, 512, sh[0], sh[1], 128, 300, 3
+			m, err := New(fmt.Sprintf("fuse-blocked-%s-%d-%d", arch, sh[0], sh[1]), c, randomTensors(c, 19))
+			if err != nil {
+				t.Fatal(err)
+			}
+			run := func(fused bool) (logits, caches []float32) {
+				decodeFuse, fuseLayer, fuseToken, fuseHead, fuseAttnShare, fuseAttnBlocked = fused, fused, fused, fused, true, true
+				ws := &workspace{}
+				seqs := make([]*kvCache, 16)
+				for s := range seqs {
+					seqs[s] = m.newCache(80)
+					var rows []row
+					for p := range 41 + 2*s {
+						rows = append(rows, row{seq: seqs[s], token: (7*p + s) % c.VocabSize, pos: p})
+					}
+					m.forward(ws, rows)
+				}
+				for step, r := range []int{1, 2, 3, 5, 16} {
+					rows := make([]row, r)
+					for s := range rows {
+						rows[s] = row{seq: seqs[s], token: (13*step + 3*s) % c.VocabSize, pos: seqs[s].n, logits: true}
+					}
+					for _, l := range m.forward(ws, rows) {
+						logits = append(logits, l...)
+					}
+				}
+				for _, seq := range seqs {
+					for l := range seq.k {
+						caches = append(caches, seq.k[l][:seq.n*seq.kw]...)
+						caches = append(caches, seq.v[l][:seq.n*seq.vw]...)
+					}
+				}
+				return logits, caches
+			}
+			wantL, wantC := run(false)
+			l, cs := run(true)
+			name := fmt.Sprintf("%s %v", arch, sh)
+			fuseSameBits(t, name+" logits", wantL, l)
+			fuseSameBits(t, name+" caches", wantC, cs)
+		}
+	}
+}
+
 // TestAttendClaimsOnce has two cores claim a layer's attention rows
 // (attendClaims) at once, every group finished: each row's KV head must
 // be attended exactly once, on a scratch no other core holds, with
