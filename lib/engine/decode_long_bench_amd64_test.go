@@ -24,6 +24,9 @@ var longSwitches = map[string]func(on bool){
 	"huge":    func(bool) {}, // the new side's caches in huge pages (decodeLongPaired)
 	"sumspf":  func(on bool) { loneSumsPF = on },
 	"blocked": func(on bool) { fuseAttnBlocked = on },
+	"all": func(on bool) { // every switch above: main's attention against this branch's
+		fuseAttnShare, loneSumsPF, fuseAttnBlocked = on, on, on
+	},
 }
 
 // BenchmarkDecodeLong decodes steps of R rows (R sequences, one token
@@ -187,7 +190,8 @@ func decodeLongRoofline(m *Model, dtype string, r, p, steps int) {
 
 // longAttention times the attention alone of the rows at position pos
 // (after the step that wrote it) over every layer, its units (one row's
-// KV head) claimed by every core in turn as a fused fork's are, with a
+// KV head, or a fused fork's blocked units: attnChunks) claimed by every
+// core in turn as a fused fork's are, with a
 // pass over a 48 MiB buffer before each layer so that the caches come
 // from memory as in a step: the wall seconds of the attention only.
 func longAttention(m *Model, ws *workspace, seqs []*kvCache, pos int) float64 {
@@ -200,6 +204,11 @@ func longAttention(m *Model, ws *workspace, seqs []*kvCache, pos int) float64 {
 	ws.scores = growTo(ws.scores, procs)
 	if len(ws.q) < len(rows) || len(ws.att) < len(rows) {
 		panic("longAttention: the step left no query rows")
+	}
+	f := &fuseState{m: m, rows: rows}
+	chunks, units, hpu := f.attnChunks(0), c.KVHeads*len(rows), 1
+	if chunks > 0 {
+		units, hpu = chunks*len(rows), c.KVHeads/chunks
 	}
 	evict := longEvict()
 	var total time.Duration
@@ -220,8 +229,13 @@ func longAttention(m *Model, ws *workspace, seqs []*kvCache, pos int) float64 {
 					k := u
 					u++
 					next.Unlock()
-					if k >= c.KVHeads*len(rows) {
+					if k >= units {
 						return
+					}
+					if chunks > 0 { // a fused fork's blocked units (attendUnits)
+						i, ch := k/chunks, k%chunks
+						m.attendRowBlocked(ws, rows, i, l, w, ch*hpu, (ch+1)*hpu)
+						continue
 					}
 					kvh, i := k/len(rows), k%len(rows)
 					m.attendRow(ws, rows, i, l, w, kvh, kvh+1)
