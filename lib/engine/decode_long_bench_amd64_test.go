@@ -24,8 +24,9 @@ var longSwitches = map[string]func(on bool){
 	"huge":    func(bool) {}, // the new side's caches in huge pages (decodeLongPaired)
 	"sumspf":  func(on bool) { loneSumsPF = on },
 	"blocked": func(on bool) { fuseAttnBlocked = on },
+	"rowsblk": func(on bool) { attnBlockedRows = on }, // steps past fuseMaxRows rows
 	"all": func(on bool) { // every switch above: main's attention against this branch's
-		fuseAttnShare, loneSumsPF, fuseAttnBlocked = on, on, on
+		fuseAttnShare, loneSumsPF, fuseAttnBlocked, attnBlockedRows = on, on, on, on
 	},
 }
 

@@ -430,6 +430,8 @@ func (m *Model) attention(ws *workspace, rows []row, layer int) {
 	ws.attnBlk = growTo(ws.attnBlk, workers)
 	forkJoinUnits(workers, len(units), func(u, wk int) {
 		switch un := units[u]; {
+		case un.blk > 0:
+			m.attendRowBlocked(ws, rows, un.i, layer, wk, un.kvh, un.kvh+un.blk)
 		case un.kvh < 0:
 			m.attendRow(ws, rows, un.i, layer, wk, 0, m.cfg.KVHeads)
 		case un.one:
@@ -462,7 +464,15 @@ const attnRows = 16
 type attnUnit struct {
 	i, n, kvh, work int
 	one             bool
+	blk             int // > 0: lone row i's KV heads kvh..kvh+blk-1 together (attendRowBlocked)
 }
+
+// attnBlockedRows has a batch's lone rows at attnBlockedMinPos or past
+// it attended by units of several KV heads a block of positions at a
+// time (attendRowBlocked), as fuseAttnBlocked does in a fused fork: the
+// steps of more rows than a fused fork takes. A variable for
+// BenchmarkDecodeLong's LONG_SWITCH=rowsblk.
+var attnBlockedRows = true
 
 // attnSplitWork is the work of a lone row above which its KV heads are
 // units of their own: decoding one sequence at long contexts otherwise
@@ -478,10 +488,20 @@ const attnSplitWork = 8 * parallelMinWork
 func (m *Model) attnUnits(ws *workspace, rows []row, layer int) ([]attnUnit, int) {
 	c := m.cfg
 	units, total := ws.attnUnits[:0], 0
+	long := 0 // lone rows whose units go blocked
+	for i := 0; attnBlockedRows && i < len(rows); i += runAt(rows, i) {
+		if runAt(rows, i) == 1 && rows[i].pos >= attnBlockedMinPos {
+			long++
+		}
+	}
+	chunks := 0
+	if long > 0 {
+		chunks = blockedChunks(c.KVHeads, long)
+	}
 	for i := 0; i < len(rows); {
 		n := runAt(rows, i)
 		if n == 1 {
-			units, total = m.rowUnits(units, total, rows, i, layer)
+			units, total = m.rowUnits(units, total, rows, i, layer, chunks)
 		}
 		for b := 0; n > 1 && b < n; b += attnRows {
 			nb, p := min(attnRows, n-b), rows[i+b].pos
@@ -500,11 +520,20 @@ func (m *Model) attnUnits(ws *workspace, rows []row, layer int) ([]attnUnit, int
 }
 
 // rowUnits appends lone row i's attention units: the whole row, or one
-// unit per KV head when its work reaches attnSplitWork. Each head's
-// output is computed the same way either way: the same bits.
-func (m *Model) rowUnits(units []attnUnit, total int, rows []row, i, layer int) ([]attnUnit, int) {
+// unit per KV head when its work reaches attnSplitWork; at
+// attnBlockedMinPos or past it with chunks > 0, chunks units of several
+// KV heads, blocked. Each head's output is computed the same way either
+// way: the same bits.
+func (m *Model) rowUnits(units []attnUnit, total int, rows []row, i, layer, chunks int) ([]attnUnit, int) {
 	c := m.cfg
 	w := (rows[i].pos + 1 - c.firstKey(layer, rows[i].pos)) * c.Heads * c.HeadDim
+	if chunks > 0 && rows[i].pos >= attnBlockedMinPos {
+		hpu := c.KVHeads / chunks
+		for ch := range chunks {
+			units = append(units, attnUnit{i: i, n: 1, kvh: ch * hpu, work: w / chunks, blk: hpu})
+		}
+		return units, total + w
+	}
 	if w < attnSplitWork || c.KVHeads == 1 {
 		return append(units, attnUnit{i: i, n: 1, kvh: -1, work: w}), total + w
 	}

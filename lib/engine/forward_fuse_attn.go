@@ -55,13 +55,19 @@ func (f *fuseState) attnChunks(l int) int {
 			return 0
 		}
 	}
-	kvh := f.m.cfg.KVHeads
-	for n := max(1, (2*runtime.GOMAXPROCS(0)+len(f.rows)-1)/len(f.rows)); n < kvh; n++ {
-		if kvh%n == 0 {
+	return blockedChunks(f.m.cfg.KVHeads, len(f.rows))
+}
+
+// blockedChunks is how many units each of rows rows' attention is cut
+// into by KV heads when blocked: the fewest that divide the KV heads and
+// give every core two units.
+func blockedChunks(kvHeads, rows int) int {
+	for n := max(1, (2*runtime.GOMAXPROCS(0)+rows-1)/rows); n < kvHeads; n++ {
+		if kvHeads%n == 0 {
 			return n
 		}
 	}
-	return kvh
+	return kvHeads
 }
 
 // attendedWant is the count of layer l's attended counter at which its

@@ -76,3 +76,50 @@ func TestLoneRowLongAsmMatchesGo(t *testing.T) {
 		}
 	}
 }
+
+// TestAttentionBlockedRowsSameBits runs a layer's attention (the unfused
+// path's units) over 1, 3 and 20 lone rows past attnBlockedMinPos
+// (lowered to reach it with short caches), beside a run of consecutive
+// positions, with blocked units (attnBlockedRows: one to eight units a
+// row) and without, on GQA shapes with heads of 128, with and without
+// sinks: every output must have the same bits.
+func TestAttentionBlockedRowsSameBits(t *testing.T) {
+	if !avx512 {
+		t.Skip("no AVX-512: attendHeadsBlocked does not run")
+	}
+	defer func(b bool, p int) { attnBlockedRows, attnBlockedMinPos = b, p }(attnBlockedRows, attnBlockedMinPos)
+	attnBlockedMinPos = 40
+	for _, sh := range [][3]int{{16, 8, 128}, {8, 2, 128}, {16, 4, 128}} {
+		for _, withSinks := range []bool{false, true} {
+			c := Config{Shape: models.Shape{Heads: sh[0], KVHeads: sh[1], HeadDim: sh[2]}}
+			m := &Model{cfg: c, w: &weights{layers: make([]layerWeights, 1)}}
+			if withSinks {
+				m.w.layers[0].sinks = randRows(1, c.Heads, 77)[0]
+			}
+			qd, kvd := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+			for _, lone := range []int{1, 3, 20} {
+				var rows []row
+				for s := range lone {
+					pos := 40 + 7*s
+					seq := &kvCache{k: [][]float32{flat(randRows(pos+1, kvd, uint64(3+s)))}, v: [][]float32{flat(randRows(pos+1, kvd, uint64(50+s)))}}
+					rows = append(rows, row{seq: seq, pos: pos})
+				}
+				run := &kvCache{k: [][]float32{flat(randRows(60, kvd, 91))}, v: [][]float32{flat(randRows(60, kvd, 92))}}
+				for p := 50; p < 60; p++ {
+					rows = append(rows, row{seq: run, pos: p})
+				}
+				att := func(blocked bool) []float32 {
+					attnBlockedRows = blocked
+					ws := &workspace{q: randRows(len(rows), qd, 1), att: randRows(len(rows), qd, 2)}
+					m.attention(ws, rows, 0)
+					return flat(ws.att)
+				}
+				want, got := att(false), att(true)
+				name := fmt.Sprintf("%v sinks=%v lone=%d", sh, withSinks, lone)
+				if !bitsEqual(got, want) {
+					t.Fatalf("%s: blocked units differ at %s", name, firstDiff(got, want))
+				}
+			}
+		}
+	}
+}
