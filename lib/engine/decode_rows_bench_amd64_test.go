@@ -32,6 +32,12 @@ var rowsSwitches = map[string]func(on bool){
 			fuseMaxRows = 16
 		}
 	},
+	"pf6": func(on bool) { // six lines of the next tile an even wide step against four
+		fwdPrefetchEvenLines = 4
+		if on {
+			fwdPrefetchEvenLines = 6
+		}
+	},
 	"fuse16": func(on bool) { // fused steps of 4-16 rows against 3 at most
 		fuseMaxRows = 3
 		if on {

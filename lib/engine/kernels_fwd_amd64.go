@@ -388,11 +388,12 @@ var fwdPrefetchSpread = 0.75
 // each chunk step so that bytes of the next tile's weights are asked for
 // evenly over the first fwdPrefetchSpread of its steps: at least 1, at
 // most 64 (one line a step, so no line is skipped), or with
-// fwdPrefetchWide, when one line a step is too few, up to
-// 64·fwdPrefetchLines (the kernel asks for the lines from pf up to the
-// step, none further apart than 64 bytes). Those wide steps (a decoding
-// step's one to four groups) are spread over all of the tile's steps
-// with fwdPrefetchEven, else rounded up to a multiple of 64.
+// fwdPrefetchWide, when one line a step is too few, up to 64 times
+// fwdPrefetchEvenLines or fwdPrefetchFrontLines (the kernel asks for the
+// lines from pf up to the step, none further apart than 64 bytes). Those
+// wide steps (a decoding step's one to four groups) are spread over all
+// of the tile's steps with fwdPrefetchEven, else rounded up to a multiple
+// of 64.
 func fwdPrefetchStep(bytes, steps int) int {
 	if fwdPrefetchSpread <= 0 || steps <= 0 {
 		return 64
@@ -400,16 +401,34 @@ func fwdPrefetchStep(bytes, steps int) int {
 	s := int(float64(bytes)/(fwdPrefetchSpread*float64(steps))) + 1
 	if s > 64 && fwdPrefetchWide {
 		if fwdPrefetchEven {
-			return min(64*fwdPrefetchLines, bytes/steps+1)
+			return min(64*fwdPrefetchEvenLines, bytes/steps+1)
 		}
-		return min(64*fwdPrefetchLines, (s+63)&^63)
+		return min(64*fwdPrefetchFrontLines, (s+63)&^63)
 	}
 	return min(64, max(1, s))
 }
 
 // fwdPrefetchLines is the most lines of the next tile a 4×6 tile kernel
 // prefetches a chunk step (the generator's pfWideLines).
-const fwdPrefetchLines = 4
+const fwdPrefetchLines = 6
+
+// fwdPrefetchEvenLines is the most lines of the next tile an even wide
+// step asks for (fwdPrefetchStep; at most fwdPrefetchLines). A chunk step
+// of one group reads 16 columns of the tile's six rows: 192 bytes of
+// bfloat16, three lines, but 384 of float32, six, so at four lines a
+// step a float32 tile left a third of the next one to come from memory
+// on demand. Six cover it, and a decoding step of one group of four
+// rows (four or five rows) on float32 weights takes less time; bfloat16
+// steps and those of two groups or more never ask for more than four.
+// Step-paired against four (BenchmarkDecodeRows, ROWS_SWITCH=pf6): TODO.
+// A variable for that benchmark.
+var fwdPrefetchEvenLines = 6
+
+// fwdPrefetchFrontLines is the most lines of the next tile a wide step
+// asks for without fwdPrefetchEven (a benchmark's old side): four, as
+// when that was measured; eight (the next tile within three quarters
+// of a float32 tile's steps) ran 0.96-0.98x as fast as six spread evenly.
+const fwdPrefetchFrontLines = 4
 
 // fwdPrefetchWide lets a tile kernel prefetch more than one line a step
 // (fwdPrefetchStep). A decoding step of 4-16 rows is one to four groups:
