@@ -147,14 +147,14 @@ func (p fwdPack) rowsThen(w mat, xs, ys [][]float32, lo, hi int, accumulate bool
 		return
 	}
 	xp, m4 := p.xp, len(xs)&^3
-	if fwdRowsTilePad && len(xs)%4 >= 2 && m4 > 0 && hi-lo >= 6 && len(xs) <= 32 {
+	if fwdRowsTilePad && (len(xs)%4 >= 2 || len(xs)%4 == 1 && padOne(w, len(xs))) && m4 > 0 && hi-lo >= 6 && len(xs) <= 32 {
 		// The last, partial group through the tiles too (packTokens
 		// padded it), its padding's outputs into scratch rows.
 		var y [32][]float32
 		yp := y[:copy(y[:], ys)+4-len(xs)%4]
 		sp := fwdScratchPool.Get().(*[]float32)
 		defer fwdScratchPool.Put(sp)
-		*sp = growTo(*sp, 2*hi)
+		*sp = growTo(*sp, (4-len(xs)%4)*hi)
 		for t := len(xs); t < len(yp); t++ {
 			yp[t] = (*sp)[(t-len(xs))*hi : (t-len(xs)+1)*hi]
 		}
@@ -654,9 +654,29 @@ var fwdRowsTile = true
 // 0.6B shape in bfloat16 R=6 1.04-1.10, R=7 1.18-1.24, R=11 1.14-1.19;
 // in float32 R=6 1.32 and 1.42, R=7 1.36 and 1.47; tiny-qwen3 and
 // tiny-llama R=6 1.05-1.08, R=7 1.29-1.31. A last lone vector keeps
-// fwdRowLong (R=5 0.99 padded). A variable for BenchmarkDecodeRows
-// (ROWS_SWITCH=tilepad).
+// fwdRowLong unless fwdRowsTilePadOne pads it (its first measurement,
+// bfloat16 R=5, read 0.99 padded). A variable for BenchmarkDecodeRows
+// (ROWS_SWITCH=tilepad, which with this off turns fwdRowsTilePadOne off
+// too).
 var fwdRowsTilePad = true
+
+// fwdRowsTilePadOne sends a batch's last lone vector past its groups of
+// four through the 4×6 tiles as a group padded with three copies
+// (fwdRowsTilePad's path), instead of a fwdRowLong pass over the piece's
+// weights again: for float32 weights at any such batch up to 32 vectors,
+// for bfloat16 only at five (padOne). Decoding steps, step-paired
+// (BenchmarkDecodeRows, ROWS_SWITCH=padone), the 0.6B shape in float32:
+// R=5 1.31 and 1.22, R=9 1.23 and 1.32, R=13 1.24, R=17 (unfused) 1.10;
+// in bfloat16 R=5 1.03-1.07 in four runs, but R=9 0.99-1.06, R=13
+// 0.97-1.01, R=17 0.98-0.99: the bfloat16 tiles widen every weight once
+// a group, so the padded group costs about what the lone vector's pass
+// does once the step is no longer bound by reading. A variable for that
+// benchmark.
+var fwdRowsTilePadOne = true
+
+// padOne reports whether rowsThen pads a batch of m vectors' last lone
+// one into a group (fwdRowsTilePadOne).
+func padOne(w mat, m int) bool { return fwdRowsTilePadOne && (w.bf == nil || m == 5) }
 
 // fwdScratchPool holds the rows the padding vectors of a partial group
 // write (fwdRowsPartialGroup).
