@@ -418,10 +418,12 @@ const fwdPrefetchLines = 6
 // bfloat16, three lines, but 384 of float32, six, so at four lines a
 // step a float32 tile left a third of the next one to come from memory
 // on demand. Six cover it, and a decoding step of one group of four
-// rows (four or five rows) on float32 weights takes less time; bfloat16
-// steps and those of two groups or more never ask for more than four.
-// Step-paired against four (BenchmarkDecodeRows, ROWS_SWITCH=pf6): TODO.
-// A variable for that benchmark.
+// rows on float32 weights takes less time; bfloat16 steps and those of
+// two groups or more never ask for more than four. Step-paired against
+// four (BenchmarkDecodeRows, ROWS_SWITCH=pf6), the 0.6B shape in float32
+// R=4: CPU medians 1.01-1.07 over eight runs (median 1.04), wall
+// 1.00-1.10 (1.05); R=8 (two groups: no change) 1.00; tiny models 0.98-1.03
+// (their weights in cache). A variable for that benchmark.
 var fwdPrefetchEvenLines = 6
 
 // fwdPrefetchFrontLines is the most lines of the next tile a wide step
@@ -665,13 +667,15 @@ var fwdRowsTilePad = true
 // (fwdRowsTilePad's path), instead of a fwdRowLong pass over the piece's
 // weights again: for float32 weights at any such batch up to 32 vectors,
 // for bfloat16 only at five (padOne). Decoding steps, step-paired
-// (BenchmarkDecodeRows, ROWS_SWITCH=padone), the 0.6B shape in float32:
-// R=5 1.31 and 1.22, R=9 1.23 and 1.32, R=13 1.24, R=17 (unfused) 1.10;
-// in bfloat16 R=5 1.03-1.07 in four runs, but R=9 0.99-1.06, R=13
-// 0.97-1.01, R=17 0.98-0.99: the bfloat16 tiles widen every weight once
-// a group, so the padded group costs about what the lone vector's pass
-// does once the step is no longer bound by reading. A variable for that
-// benchmark.
+// (BenchmarkDecodeRows, ROWS_SWITCH=padone; CPU medians, wall within
+// 0.04), the 0.6B shape in float32: R=5 1.20-1.31 in four runs, R=9
+// 1.23-1.32 in four, R=13 1.11-1.24 in three, R=17 (unfused) 1.10; in
+// bfloat16 R=5 1.06 (median of ten runs, 0.97-1.13), but R=9 0.99-1.06,
+// R=13 0.97-1.01, R=17 0.98-0.99: the bfloat16 tiles widen every weight
+// once a group, so past one group, where the step is no longer bound by
+// reading, the padded group costs about what the lone vector's pass
+// does. Tiny models (weights in cache) level: 0.98-1.07. A variable for
+// that benchmark.
 var fwdRowsTilePadOne = true
 
 // padOne reports whether rowsThen pads a batch of m vectors' last lone
