@@ -160,3 +160,37 @@ func TestDocsLinksResolve(t *testing.T) {
 		}
 	}
 }
+
+// TestProsePointersResolve checks the same file-and-heading pointers
+// in the README and the docs' own prose, where a heading may wrap.
+func TestProsePointersResolve(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, filepath.Join(repoRoot, "README.md"))
+	checked := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range pointerRE.FindAllStringSubmatch(string(b), -1) {
+			headings, ok := docHeadings(t, m[1])
+			if !ok {
+				t.Errorf("%s: names docs/%s, which does not exist", f, m[1])
+				continue
+			}
+			for _, q := range quotedRE.FindAllStringSubmatch(m[2], -1) {
+				checked++
+				h := strings.Join(strings.Fields(q[1]), " ")
+				if !contains(headings, h) {
+					t.Errorf("%s: docs/%s has no heading %q", f, m[1], h)
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("found no quoted docs/ pointers in the README or docs: is the pattern still the one they use?")
+	}
+}

@@ -42,8 +42,8 @@ const (
 // positions as headBytes of logits hold, in multiples of headChunk (512 on
 // Qwen3's 151,936 words), never fewer than headChunk, never more than the
 // datum. The logits are freed once the output layer is done, so the
-// backward's layer scratch reuses them (doc.go "The output layer's
-// chunk"). The chunk changes no bits (TestHeadChunkKeepsBits, which
+// backward's layer scratch reuses them
+// (docs/engine-training.md, "The output layer's chunk"). The chunk changes no bits (TestHeadChunkKeepsBits, which
 // shrinks it: hence variables).
 var (
 	headChunk = 128

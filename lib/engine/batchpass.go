@@ -2,7 +2,7 @@ package engine
 
 import "context"
 
-// Batched datums (doc.go, "Datums through each layer together"). A call's
+// Batched datums (docs/engine-training.md, "Datums through each layer together"). A call's
 // datums run through each layer together when they fit, their rows one
 // after another, so every base product (x·Wᵀ forward, dy·W backward) packs
 // and streams W once for all of them rather than once per datum. What is

@@ -16,8 +16,9 @@ import (
 // wave.
 //
 // The bits do not change: a datum's gradient does not depend on the
-// goroutines that compute it (doc.go), each slot keeps its datum's
-// gradient apart, and the slots' gradients are added to the call's
+// goroutines that compute it
+// (docs/engine-training.md, "Datums through each layer together"), each
+// slot keeps its datum's gradient apart, and the slots' gradients are added to the call's
 // pending gradient in datum order, as one after another would add them
 // (TestDatumSlotsKeepBits).
 

@@ -517,9 +517,9 @@ func (f *fuseState) wait(v *atomic.Int32, want int32) {
 // ROWS_SWITCH=fuse16, with 3 as the old limit), the 0.6B shape's steps
 // of 4, 8 and 16 rows took 1.23, 1.22 and 1.12x less time on bfloat16
 // weights, 1.20, 1.20 and 1.12x on the bf16 compute path; the tiny
-// models and the 0.6B shape in float32 gain too (doc.go, "The fused
-// fork on small models"), so no work threshold keeps small steps out. A
-// variable for that switch.
+// models and the 0.6B shape in float32 gain too
+// (docs/engine-decoding.md, "The fused fork on small models"), so no work
+// threshold keeps small steps out. A variable for that switch.
 var fuseMaxRows = 16
 
 // fuseWorkers is how many cores a fused fork of ms over xs runs on, or 0

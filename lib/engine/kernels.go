@@ -401,8 +401,8 @@ const decodeMinPiece = 1 << 17
 // reading at 30 GB/s (BenchmarkRowLongWidth's fixed sizes), so the share
 // and minimum are coarse: a 1/(4·workers) share and 32K weights (101
 // pieces a 0.6B layer against 24 now) decoded 0.94-0.99x as fast with
-// the host loaded (load 3-4.7), level when quiet (doc.go's decode
-// section).
+// the host loaded (load 3-4.7), level when quiet
+// (docs/engine-decoding.md, "Decoding's pieces: half of what is left").
 func decodePieces(ms []mat, align, workers int) []rowPiece {
 	return decodePiecesTo(nil, ms, align, workers)
 }

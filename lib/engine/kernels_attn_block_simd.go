@@ -85,7 +85,7 @@ func attnDotsBlockVec(sc []float32, ld int, qs [][]float32, group, p0 int, keys 
 			dots4x1(sc[j*ld+t:j*ld+t+4], unsafe.Pointer(&qs[j][0]), k, ks, hd)
 		}
 	}
-	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
+	archsimd.ClearAVXUpperBits() // scalar Go float code follows (docs/engine-attention.md, "VZEROUPPER in attention")
 	return t
 }
 
@@ -174,7 +174,7 @@ func attnWeightedBlockVec(outs [][]float32, sc []float32, ld, group, p0 int, row
 			weighted1(unsafe.Pointer(&outs[j][0]), seen(j, t0), r, rs, n)
 		}
 	}
-	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
+	archsimd.ClearAVXUpperBits() // scalar Go float code follows (docs/engine-attention.md, "VZEROUPPER in attention")
 	return n
 }
 

@@ -40,7 +40,7 @@ func attnScatterBlockVec(outs [][]float32, off int, w, rows []float32, nq, group
 		j0 := firstSeer(t, group, p0)
 		weighted1(unsafe.Pointer(&outs[t][off]), w[t*nq+j0:(t+1)*nq], unsafe.Add(r, 4*j0*hd), hd, n)
 	}
-	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
+	archsimd.ClearAVXUpperBits() // scalar Go float code follows (docs/engine-attention.md, "VZEROUPPER in attention")
 	return n
 }
 
@@ -77,7 +77,7 @@ func mul64Vec(p []float64, r float64) int {
 		x := (*[4]float64)(p[t : t+4])
 		archsimd.LoadFloat64x4(x).Mul(rv).Store(x)
 	}
-	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
+	archsimd.ClearAVXUpperBits() // scalar Go float code follows (docs/engine-attention.md, "VZEROUPPER in attention")
 	return n
 }
 
@@ -92,7 +92,7 @@ func dsVec(sc []float32, p []float64, dp []float32, dsum, scale float64) int {
 		x := archsimd.LoadFloat64x4((*[4]float64)(p[t : t+4]))
 		store4(sc[t:], x.Mul(load4(dp[t:]).Sub(ds)).Mul(s))
 	}
-	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
+	archsimd.ClearAVXUpperBits() // scalar Go float code follows (docs/engine-attention.md, "VZEROUPPER in attention")
 	return n
 }
 
@@ -111,7 +111,7 @@ func dot64LanesVec(p []float64, dp []float32, s *[8]float64) int {
 	}
 	a.Store((*[4]float64)(s[:4]))
 	b.Store((*[4]float64)(s[4:]))
-	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
+	archsimd.ClearAVXUpperBits() // scalar Go float code follows (docs/engine-attention.md, "VZEROUPPER in attention")
 	return n
 }
 

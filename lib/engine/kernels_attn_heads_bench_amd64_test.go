@@ -27,7 +27,7 @@ import (
 // evicts the cache's data (LONEROW_FLUSH4K=1: in 4 KiB pages, evicting
 // the translations too; LONEROW_HOT=1: no pass, and layer 0 each time). Ratios old/new, above 1: new faster; both layouts'
 // outputs are checked to be the same bits first. Run with -benchtime 1x.
-// The figures are in doc.go (the head-major cache, not built).
+// The figures: (docs/engine-decoding.md, "The cache head-major (not built)").
 func BenchmarkLoneRowAttnColdHeadsAB(b *testing.B) {
 	defer func(v bool) { loneRowAsm = v }(loneRowAsm)
 	var read bool

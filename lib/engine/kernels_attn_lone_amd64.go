@@ -16,7 +16,8 @@ var loneRowAsm = true
 
 // attnTileW[r-1] is attnTileZ<r> over 128 columns (attnTileW in the
 // generator): each value row read once for two query heads rather than
-// once per 64-column strip, 1.09-1.14x at positions 16-250 (doc.go).
+// once per 64-column strip, 1.09-1.14x at positions 16-250
+// (docs/engine-decoding.md, "A lone decoding row's attention in generated kernels").
 var attnTileW = [...]func(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int){attnTileW1, attnTileW2}
 
 // loneTileW selects attnTileW for heads of a multiple of 128; off,

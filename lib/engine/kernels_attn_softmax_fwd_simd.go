@@ -25,7 +25,7 @@ func softmaxRowsVec(rows [][]float32, scale float32, sinks []float32, h0, group 
 		}
 		var l [8]float64
 		expScores16(nil, s, scale, mx, &l)
-		archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
+		archsimd.ClearAVXUpperBits() // scalar Go float code follows (docs/engine-attention.md, "VZEROUPPER in attention")
 		scale16(s, float32(1/(sum8(&l)+extra)))
 	}
 	return true
@@ -55,7 +55,7 @@ func max16Vec(s []float32) (float32, bool) {
 	q := h.GetLo().Max(h.GetHi()) // over 16 had been 2% of a forward
 	var l [4]float32
 	q.Store(&l)
-	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
+	archsimd.ClearAVXUpperBits() // scalar Go float code follows (docs/engine-attention.md, "VZEROUPPER in attention")
 	return max(max(l[0], l[1]), max(l[2], l[3])), true
 }
 

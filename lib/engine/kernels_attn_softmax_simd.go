@@ -22,7 +22,7 @@ func softmaxGrad8(p []float64, sc, dp []float32, scale, sink float32) bool {
 	mx := max(sink, maxScaled32(sc, scale))
 	var s [8]float64
 	expScores16(p, sc, scale, mx, &s)
-	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
+	archsimd.ClearAVXUpperBits() // scalar Go float code follows (docs/engine-attention.md, "VZEROUPPER in attention")
 	sum := sum8(&s) + sinkTerm(sink, mx)
 	n8 := n &^ 7
 	r := 1 / sum

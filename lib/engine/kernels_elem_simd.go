@@ -82,7 +82,7 @@ func max32Vec(x []float32) (float32, bool) {
 	}
 	var l [8]float32
 	m.Store(&l)
-	archsimd.ClearAVXUpperBits() // before the scalar float code (doc.go)
+	archsimd.ClearAVXUpperBits() // before the scalar float code (docs/engine-elementwise.md, "VZEROUPPER")
 	mx := slices.Max(l[:])
 	for _, v := range x[i:] {
 		mx = max(mx, v)
@@ -99,7 +99,7 @@ func scaleVec(x []float32, a float32) bool {
 	for ; i+8 <= len(x); i += 8 {
 		store8f(x[i:], load8f(x[i:]).Mul(av))
 	}
-	archsimd.ClearAVXUpperBits() // before the scalar tail (doc.go)
+	archsimd.ClearAVXUpperBits() // before the scalar tail (docs/engine-elementwise.md, "VZEROUPPER")
 	for ; i < len(x); i++ {
 		x[i] *= a
 	}
@@ -160,7 +160,7 @@ func siluMulVec(h, g, u []float32) bool {
 		st(j, x, exp4(neg4(x)))
 		j += 4
 	}
-	archsimd.ClearAVXUpperBits() // before the scalar tail (doc.go)
+	archsimd.ClearAVXUpperBits() // before the scalar tail (docs/engine-elementwise.md, "VZEROUPPER")
 	for ; j < n; j++ {
 		h[j] = silu(g[j]) * u[j]
 	}
@@ -197,7 +197,7 @@ func siluMulBackwardVec(dg, du, g, u []float32) bool {
 		st(j, x, exp4(neg4(x)))
 		j += 4
 	}
-	archsimd.ClearAVXUpperBits() // before the scalar tail (doc.go)
+	archsimd.ClearAVXUpperBits() // before the scalar tail (docs/engine-elementwise.md, "VZEROUPPER")
 	if j < n {
 		siluMulBackwardScalar(dg[j:], du[j:], g[j:], u[j:])
 	}
@@ -227,7 +227,7 @@ func sumSquaresVec(x []float32) (float64, bool) {
 		a.Store((*[4]float64)(s[:4]))
 		b.Store((*[4]float64)(s[4:]))
 	}
-	archsimd.ClearAVXUpperBits() // before the scalar tail (doc.go)
+	archsimd.ClearAVXUpperBits() // before the scalar tail (docs/engine-elementwise.md, "VZEROUPPER")
 	for _, v := range x[n8:] {
 		s[0] += float64(float64(v) * float64(v))
 	}
@@ -253,7 +253,7 @@ func normSumsVec(dOut, x, weight []float32) (float64, float64, bool) {
 	sb.Store((*[4]float64)(s[4:]))
 	da.Store((*[4]float64)(d[:4]))
 	db.Store((*[4]float64)(d[4:]))
-	archsimd.ClearAVXUpperBits() // before the scalar tail (doc.go)
+	archsimd.ClearAVXUpperBits() // before the scalar tail (docs/engine-elementwise.md, "VZEROUPPER")
 	for i := n8; i < n; i++ {
 		v := float64(x[i])
 		s[0] += float64(v * v)
@@ -275,7 +275,7 @@ func normGradVec(dx, dOut, x, weight []float32, s, k float64) bool {
 		q := (*[4]float32)(dx[i : i+4])
 		archsimd.LoadFloat32x4(q).Add(g).Store(q)
 	}
-	archsimd.ClearAVXUpperBits() // before the scalar tail (doc.go)
+	archsimd.ClearAVXUpperBits() // before the scalar tail (docs/engine-elementwise.md, "VZEROUPPER")
 	for ; i < n; i++ {
 		dx[i] += float32(float64(s*float64(weight[i])*float64(dOut[i])) - float64(k*float64(x[i])))
 	}
@@ -300,7 +300,7 @@ func scaleMulVec(out, x []float32, scale float32, weight []float32) bool {
 	for ; i+8 <= n; i += 8 {
 		store8f(out[i:], load8f(x[i:]).Mul(sc).Mul(load8f(weight[i:])))
 	}
-	archsimd.ClearAVXUpperBits() // before the scalar tail (doc.go)
+	archsimd.ClearAVXUpperBits() // before the scalar tail (docs/engine-elementwise.md, "VZEROUPPER")
 	for ; i < n; i++ {
 		out[i] = float32(x[i]*scale) * weight[i]
 	}
@@ -316,7 +316,7 @@ func widenBF16Vec(dst []float32, h []uint16) bool {
 	for ; j+8 <= len(h); j += 8 {
 		store8f(dst[j:], widen8(h[j:j+8]))
 	}
-	archsimd.ClearAVXUpperBits() // before the scalar tail (doc.go)
+	archsimd.ClearAVXUpperBits() // before the scalar tail (docs/engine-elementwise.md, "VZEROUPPER")
 	for ; j < len(h); j++ {
 		dst[j] = bf16(h[j])
 	}
@@ -340,7 +340,7 @@ func ropeRotateVec(a, b, cos, sin []float32, inverse bool) bool {
 			store8f(b[i:], x2.Mul(c).Add(x1.Mul(s)))
 		}
 	}
-	archsimd.ClearAVXUpperBits() // before the scalar tail (doc.go)
+	archsimd.ClearAVXUpperBits() // before the scalar tail (docs/engine-elementwise.md, "VZEROUPPER")
 	if i < n {
 		ropeRotateScalar(a[i:], b[i:], cos[i:], sin[i:], inverse)
 	}
@@ -366,7 +366,7 @@ func adamUpdateVec(w, m, v, grad []float32, a adamConsts) bool {
 		store4(m[i:], mi)
 		store4(v[i:], vi)
 	}
-	archsimd.ClearAVXUpperBits() // before the scalar tail (doc.go)
+	archsimd.ClearAVXUpperBits() // before the scalar tail (docs/engine-elementwise.md, "VZEROUPPER")
 	if i < n {
 		adamUpdateScalar(w[i:], m[i:], v[i:], grad[i:], a)
 	}

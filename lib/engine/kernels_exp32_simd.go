@@ -51,12 +51,12 @@ func expScores32Vec(p []float64, sc []float32, scale, mx float32) (float64, bool
 	var s [8]float64
 	if avx512 {
 		expScores16(p, sc, scale, mx, &s)
-		archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
+		archsimd.ClearAVXUpperBits() // scalar Go float code follows (docs/engine-attention.md, "VZEROUPPER in attention")
 		return sum8(&s), true
 	}
 	expScaleShift32x8f(sc, scale, mx)
 	archsimd.ClearAVXUpperBits()
-	for t, e := range sc { // widened after the clear: SSE code (doc.go)
+	for t, e := range sc { // widened after the clear: SSE code (docs/engine-attention.md, "VZEROUPPER in attention")
 		s[t%8] += float64(e)
 		if p != nil {
 			p[t] = float64(e)

@@ -118,7 +118,7 @@ func sumLanesVec(x []float64) (float64, bool) {
 	}
 	lo.Store((*[4]float64)(s[:4]))
 	hi.Store((*[4]float64)(s[4:]))
-	archsimd.ClearAVXUpperBits() // before the scalar tail (doc.go)
+	archsimd.ClearAVXUpperBits() // before the scalar tail (docs/engine-elementwise.md, "VZEROUPPER")
 	for _, v := range x[n8:] {
 		s[0] += v
 	}
@@ -138,7 +138,7 @@ func expScaledKeepVec(dst []float64, logits []float32, invT, mx float64) (float6
 	var s [8]float64
 	n16 := len(logits) &^ 15
 	expKeep8(dst[:n16], logits[:n16], invT, mx, &s)
-	archsimd.ClearAVXUpperBits() // before the scalar code (doc.go)
+	archsimd.ClearAVXUpperBits() // before the scalar code (docs/engine-elementwise.md, "VZEROUPPER")
 	expScaled(dst[n16:], logits[n16:], invT, mx)
 	n8 := len(logits) &^ 7
 	for i := n16; i < n8; i++ {
@@ -182,7 +182,7 @@ func scaleExpsVec(row []float32, e []float64, f float64) bool {
 	for ; i+4 <= len(row); i += 4 {
 		store4(row[i:], archsimd.LoadFloat64x4((*[4]float64)(e[i:i+4])).Mul(fv))
 	}
-	archsimd.ClearAVXUpperBits() // before the scalar tail (doc.go)
+	archsimd.ClearAVXUpperBits() // before the scalar tail (docs/engine-elementwise.md, "VZEROUPPER")
 	for ; i < len(row); i++ {
 		row[i] = float32(e[i] * f)
 	}

@@ -446,8 +446,8 @@ var fwdPrefetchWide = true
 // three a step over 37-50% of a tile (R = 16 and 8), and the kernel
 // stalled on them: alone on a core with the rows it reads in L1,
 // prefetching the next tile's from memory cost it 10-17% at four groups,
-// 25-27% at two, and prefetching rows already in L2 nothing (doc.go's
-// section on decoding groups). Steps of 4 rows decode 1.06-1.07x faster,
+// 25-27% at two, and prefetching rows already in L2 nothing
+// (docs/engine-decoding.md, "The 4×6 tile at R = 8-16"). Steps of 4 rows decode 1.06-1.07x faster,
 // 8 1.06-1.09, 12 1.04-1.05, 16 1.01-1.02 (BenchmarkDecodeRows,
 // ROWS_SWITCH=even). Training's products, with many groups, never take
 // a wide step. A variable for that benchmark.
@@ -498,7 +498,8 @@ var fwdLong = true
 // ahead prefetched, the read probe's S4T1-1K pattern, instead of four
 // neighbouring rows that restart every 2-6 KiB. Every row keeps its one
 // accumulator and chunk order (the same bits). Decode's products read
-// 1.04-1.09x as fast this way on Zen 4 (doc.go's decode section).
+// 1.04-1.09x as fast this way on Zen 4
+// (docs/engine-decoding.md, "A row kernel with four long streams (fwdRowLong)").
 func fwdRowsLong(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
 	q := (hi - lo) / 4
 	if q == 0 {
@@ -643,8 +644,8 @@ func (m mat) elemSize() int {
 // fwdRowsTile sends three vectors through the 4×6 tiles as one partial
 // group (fwdRowsPartialGroup) instead of fwdRowMulti3, for bfloat16
 // weights: decoding steps of 0.6B's shape, step-paired, R=3 1.12 (median
-// of eleven runs' medians, 0.99-1.23; doc.go's section on decoding
-// groups). Two vectors keep fwdRowMulti2 (R=2 1.015 over eight runs,
+// of eleven runs' medians, 0.99-1.23;
+// docs/engine-decoding.md, "Steps of three rows through the tiles (fwdRowsTile)"). Two vectors keep fwdRowMulti2 (R=2 1.015 over eight runs,
 // 0.96-1.11), float32 weights fwdRowMulti3 (R=3 0.94). A variable so
 // BenchmarkDecodeRows can compare them (ROWS_SWITCH=tile23).
 var fwdRowsTile = true

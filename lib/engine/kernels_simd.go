@@ -85,7 +85,7 @@ func matTBlockVec(w mat, ys, xs [][]float32, j0, j1, c0, c1 int) bool {
 			tBlock1(w, ys[b], xs[b], j0, j1, c)
 		}
 	}
-	archsimd.ClearAVXUpperBits() // before the scalar float code (doc.go)
+	archsimd.ClearAVXUpperBits() // before the scalar float code (docs/engine-elementwise.md, "VZEROUPPER")
 	if c < c1 {
 		matTBlockScalar(w, ys, xs, j0, j1, c, c1, nil)
 	}
@@ -234,7 +234,7 @@ func outerRowsVec(dst []float32, cols int, us, vs [][]float32, lo, hi int) bool 
 			outerTail(dst, cols, us, vs, o, o+1, k0, k1)
 		}
 	}
-	archsimd.ClearAVXUpperBits() // before the scalar float code (doc.go)
+	archsimd.ClearAVXUpperBits() // before the scalar float code (docs/engine-elementwise.md, "VZEROUPPER")
 	return true
 }
 
@@ -339,7 +339,7 @@ func outerTail(dst []float32, cols int, us, vs [][]float32, o0, o1, k0, k1 int) 
 	if o0 >= o1 || k0 >= k1 {
 		return
 	}
-	archsimd.ClearAVXUpperBits() // the vector tiles ran before (doc.go)
+	archsimd.ClearAVXUpperBits() // the vector tiles ran before (docs/engine-elementwise.md, "VZEROUPPER")
 	for o := o0; o < o1; o++ {
 		for k := k0; k < k1; k++ {
 			s := dst[o*cols+k]
@@ -368,7 +368,7 @@ func addVec(y, v []float32) int {
 		yy := (*[8]float32)(y[i : i+8])
 		archsimd.LoadFloat32x8(yy).Add(archsimd.LoadFloat32x8((*[8]float32)(v[i : i+8]))).Store(yy)
 	}
-	archsimd.ClearAVXUpperBits() // scalar Go float code follows (doc.go)
+	archsimd.ClearAVXUpperBits() // scalar Go float code follows (docs/engine-elementwise.md, "VZEROUPPER")
 	return i
 }
 
@@ -389,7 +389,7 @@ func axpyVec(y []float32, a float32, x []float32, fused bool) bool {
 			archsimd.LoadFloat32x8(yy).Add(xv.Mul(v)).Store(yy)
 		}
 	}
-	archsimd.ClearAVXUpperBits() // before the scalar tail (doc.go)
+	archsimd.ClearAVXUpperBits() // before the scalar tail (docs/engine-elementwise.md, "VZEROUPPER")
 	for ; i < len(y); i++ {
 		if fused {
 			y[i] = fma32(a, x[i], y[i])
@@ -416,7 +416,7 @@ func dot1Vec(w, x []float32) (float32, bool) {
 	}
 	var s [8]float32
 	acc.Store(&s)
-	archsimd.ClearAVXUpperBits() // before the scalar float code (doc.go)
+	archsimd.ClearAVXUpperBits() // before the scalar float code (docs/engine-elementwise.md, "VZEROUPPER")
 	for ; i < n; i++ {
 		s[0] += float32(w[i] * x[i])
 	}

@@ -38,7 +38,8 @@ const loraForkRows = 16
 // long as with them on the calling core, while tiny-qwen3's, whose
 // worker spins between its forked base products, gained by forking them
 // on a quiet host. The 0.6B shape's stages at rank 32 are all 256K or
-// more and fork as before (doc.go, "Adapters' small products").
+// more and fork as before
+// (docs/engine-decoding.md, "Adapters' small products on the tiny models").
 var (
 	loraForkMinWork      = 4 * parallelMinWork
 	loraForkAwakeMinWork = parallelMinWork

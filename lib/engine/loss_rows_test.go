@@ -71,8 +71,8 @@ func TestHeadChunkKeepsBits(t *testing.T) {
 
 // The chunk is sized to headBytes of logits in multiples of headChunk
 // rows, never fewer than headChunk and never more than the datum: 512
-// positions on Qwen3's vocabulary, where the interleaved step A/B in
-// doc.go decided it.
+// positions on Qwen3's vocabulary, where the interleaved step A/B decided
+// it (docs/engine-training.md, "The output layer's chunk").
 func TestHeadChunkRows(t *testing.T) {
 	for _, tc := range []struct{ n, vocab, want int }{
 		{512, 151936, 512}, {2048, 151936, 512}, {300, 151936, 300}, {4096, 262144, 256},

@@ -347,7 +347,7 @@ func checkBatchSplit(t *testing.T, name string) {
 // the same adapter reports (also past the sampler's 128-position prefill
 // chunk). For latent attention within float32 rounding only: sampling
 // attends in the absorbed form over its latent cache, training in the
-// expanded form (doc.go).
+// expanded form (docs/engine-attention.md, "DeepSeek's latent attention").
 func TestForwardMatchesSampler(t *testing.T) {
 	for _, name := range testModels(t) {
 		m := mustLoad(t, name)

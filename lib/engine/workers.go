@@ -320,8 +320,8 @@ func (p *workerPool) next(last uint64) *forkJob {
 // gap. Counted in it (as it was), the ~63 µs a wake-up took on this KVM
 // machine made every gap of a decoding step look longer than twice
 // spinMin, so the budget sat at spinMin and the worker slept before
-// nearly every product of a token (issue 34, doc.go "Decoding one
-// sequence").
+// nearly every product of a token (issue 34;
+// docs/engine-decoding.md, "Around the forks (decodefork)").
 func (p *workerPool) learn(budget time.Duration, idle time.Time, j *forkJob) {
 	p.spin.Store(int64(adapt(budget, j.offered.Sub(idle), true)))
 }

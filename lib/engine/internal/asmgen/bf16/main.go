@@ -278,7 +278,8 @@ func amxKernel(t, n int) (string, string) {
 // accumulators and n weight registers within the 32 vector registers).
 // The engine runs 4 × 6 and the edges' smaller kernels; on a Zen 4, 8 × 3,
 // 6 × 4, 5 × 5, 7 × 4 and 12 or 14 × 2 were no faster (paired, within
-// ±4% under load; lib/engine/doc.go), so they are not generated. The
+// ±4% under load; docs/engine-products.md, "The bf16 path on Zen 4 (VDPBF16PS)"),
+// so they are not generated. The
 // generator handles up to 16 tokens (four groups of four) and 12 blocks.
 const (
 	avxMaxT = 4
@@ -332,7 +333,8 @@ const avxWeightPrefetch = 1024
 // avxT1Prefetch are the prefetch distances of the one-token kernels'
 // variants (avxBF16T1Variants), for a paired benchmark: 512 B read level
 // with 1 KiB in the quiet run; 4 KiB, 2 KiB and none, which lost, are no
-// longer generated (lib/engine/doc.go).
+// longer generated
+// (docs/engine-decoding.md, "The one-token AVX512-BF16 kernels' prefetch").
 var avxT1Prefetch = []int{avxWeightPrefetch, 512}
 
 // avxKernelPf is avxKernel prefetching each weight block's line pf bytes

@@ -531,7 +531,8 @@ func setTailMask(ctx *build.Context, n reg.GPVirtual) {
 //     shift held the kernel at 0.80 of the read probe's bytes per
 //     CPU-second on one core while the float32 kernel read 0.85-0.93;
 //     this form reads 0.87-0.88, 1.07-1.10x the bytes per CPU-second
-//     (doc.go's decode section). The lanes then hold the chunk's columns
+//     (docs/engine-decoding.md, "The kernel on Zen 4: the broadcast form").
+//     The lanes then hold the chunk's columns
 //     with 128-bit quarters 1 and 2 swapped; x is loaded with the same
 //     swap and every accumulator swapped back before the tree, so each
 //     lane adds the same products in the same order (the same bits). The
@@ -545,7 +546,8 @@ func setTailMask(ctx *build.Context, n reg.GPVirtual) {
 //     was about twice its rate from memory, and forms that widen 1.2-1.7x
 //     faster in L2 read 0.87-0.95x as much from memory per CPU-second;
 //     the pacing shuffle (0.8x in L2) reads 1.12-1.17x on one thread and
-//     1.14-1.16x on two (doc.go's decode section). Why was not settled;
+//     1.14-1.16x on two
+//     (docs/engine-decoding.md, "Pacing the row kernel (row16Pace)"). Why was not settled;
 //     it is a tuning for this host, and a core whose memory outruns 0.8x
 //     of this loop's L2 rate would lose by it.
 //

@@ -13,8 +13,9 @@ import (
 // rowLongAhead is how far past its own line each of fwdRowLong's streams
 // prefetches into L2: 1 KiB, the read probe's S4T1-1K form. Other
 // arrangements (eight streams, other distances, into L1, bursts of lines)
-// read no faster; doc.go's decode section has their figures and commit
-// a07283f their generator; rowLongVariants has the later ones.
+// read no faster; their figures are in
+// (docs/engine-decoding.md, "A row kernel with four long streams (fwdRowLong)"),
+// commit a07283f has their generator; rowLongVariants has the later ones.
 const rowLongAhead = 1024
 
 // rowLongVariant is one arrangement of rowLong for the fast-phase
@@ -22,7 +23,8 @@ const rowLongAhead = 1024
 // rowLongVariant selects one): each stream's prefetch ahead bytes past
 // its own line into L2 (0: none). The product's is the first. Longer
 // distances, PREFETCHNTA, PREFETCHT0 and an x with its quarters swapped
-// ahead were measured and dropped (doc.go's decode section, 2026-11-30).
+// ahead were measured and dropped (2026-11-30;
+// docs/engine-decoding.md, "Prefetch distances and hints", "The variants in a quiet run").
 type rowLongVariant struct {
 	suffix  string
 	ahead   int
@@ -43,7 +45,8 @@ var rowLongVariants = []rowLongVariant{
 // is one accumulator adding its chunks in ascending order, as fwdRow16
 // (the bits of dotLanes), with row16's widening but not its pacing
 // shuffle (unpaced; the loop reads 1.26x as fast from L2 and 1.2x from
-// L3 without it, and decodes level; doc.go's decode section). Called for
+// L3 without it, and decodes level;
+// docs/engine-decoding.md, "The row kernel's pace, again (fwdRowLong unpaced)"). Called for
 // i = 0, 4, 8, … over a piece cut into four sub-ranges (fwdRowsLong),
 // each stream is one sequential read across row ends, the read probe's
 // S4T1-1K pattern, instead of fwdRow16's four neighbouring rows that
@@ -51,7 +54,8 @@ var rowLongVariants = []rowLongVariant{
 // stream's own line rowLongAhead on is always the next bytes it reads
 // (past a piece's end it touches the next rows, which never faults). On
 // Zen 4, decode's forks on the worker pool read 1.04-1.09x as fast as
-// with fwdRow16 (doc.go's decode section).
+// with fwdRow16
+// (docs/engine-decoding.md, "A row kernel with four long streams (fwdRowLong)").
 func rowLong(ctx *build.Context, bf bool, v rowLongVariant) {
 	const streams, groups = 4, 4
 	w := weightsOf(bf)
