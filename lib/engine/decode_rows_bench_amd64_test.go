@@ -25,11 +25,18 @@ var rowsSwitches = map[string]func(on bool){
 	"multi":   func(on bool) { fwdRowMulti = on },
 	"tile23":  func(on bool) { fwdRowsTile = on },
 	"tilepad": func(on bool) { fwdRowsTilePad = on },
-	"all": func(on bool) { // every switch above and fuse16 together
+	"all": func(on bool) { // every switch above and below together
 		fwdPrefetchWide, fwdPrefetchEven, bf16AVXPrefetch, fwdRowMulti, fuseMaxRows = on, on, on, on, 3
-		fwdRowsTile, fwdRowsTilePad = on, on
+		fwdRowsTile, fwdRowsTilePad, fwdRowsTilePadOne, fwdPrefetchEvenLines = on, on, on, 4
 		if on {
-			fuseMaxRows = 16
+			fuseMaxRows, fwdPrefetchEvenLines = 16, 6
+		}
+	},
+	"padone": func(on bool) { fwdRowsTilePadOne = on },
+	"pf6": func(on bool) { // six lines of the next tile an even wide step against four
+		fwdPrefetchEvenLines = 4
+		if on {
+			fwdPrefetchEvenLines = 6
 		}
 	},
 	"fuse16": func(on bool) { // fused steps of 4-16 rows against 3 at most

@@ -249,10 +249,12 @@
 //     fused fork (fuseMaxRows): two or three vectors through
 //     fwdRowMulti2/3 (three bfloat16 ones as a padded group of the tiles,
 //     fwdRowsTile), four and more through the 4×6 tiles with a wider
-//     prefetch, a batch's last two or three as a padded group
-//     (fwdRowsTilePad). Steps that do not fuse run their adapters' products
-//     as two forks (loraProducts, lora_fork.go).
+//     prefetch, a batch's last two or three (float32 weights: a lone
+//     last one too, fwdRowsTilePadOne) as a padded group
+//     (fwdRowsTilePad). Steps that do not fuse run their adapters'
+//     products as two forks (loraProducts, lora_fork.go).
 //     (docs/engine-decoding.md, "What changed"),
+//     (docs/engine-decoding.md, "A last lone row padded (fwdRowsTilePadOne)"),
 //     (docs/engine-decoding.md, "Adapters' small products on the tiny models")
 //
 // # Training

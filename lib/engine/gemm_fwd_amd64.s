@@ -256,6 +256,12 @@ loop:
 	CMPQ       pfStep+88(FP), $0x000000c0
 	JLE        pfadv1
 	PREFETCHT1 192(R11)
+	CMPQ       pfStep+88(FP), $0x00000100
+	JLE        pfadv1
+	PREFETCHT1 256(R11)
+	CMPQ       pfStep+88(FP), $0x00000140
+	JLE        pfadv1
+	PREFETCHT1 320(R11)
 
 pfadv1:
 	ADDQ pfStep+88(FP), R11
@@ -319,6 +325,12 @@ tail:
 	CMPQ       pfStep+88(FP), $0x000000c0
 	JLE        pfadv2
 	PREFETCHT1 192(R11)
+	CMPQ       pfStep+88(FP), $0x00000100
+	JLE        pfadv2
+	PREFETCHT1 256(R11)
+	CMPQ       pfStep+88(FP), $0x00000140
+	JLE        pfadv2
+	PREFETCHT1 320(R11)
 
 pfadv2:
 	ADDQ pfStep+88(FP), R11
@@ -638,6 +650,12 @@ nearloop:
 	CMPQ       pfStep+88(FP), $0x000000c0
 	JLE        pfadv1
 	PREFETCHT1 192(R11)
+	CMPQ       pfStep+88(FP), $0x00000100
+	JLE        pfadv1
+	PREFETCHT1 256(R11)
+	CMPQ       pfStep+88(FP), $0x00000140
+	JLE        pfadv1
+	PREFETCHT1 320(R11)
 
 pfadv1:
 	ADDQ pfStep+88(FP), R11
@@ -704,6 +722,12 @@ farloop:
 	CMPQ       pfStep+88(FP), $0x000000c0
 	JLE        pfadv2
 	PREFETCHT1 192(R11)
+	CMPQ       pfStep+88(FP), $0x00000100
+	JLE        pfadv2
+	PREFETCHT1 256(R11)
+	CMPQ       pfStep+88(FP), $0x00000140
+	JLE        pfadv2
+	PREFETCHT1 320(R11)
 
 pfadv2:
 	ADDQ pfStep+88(FP), R11
@@ -767,6 +791,12 @@ tail:
 	CMPQ       pfStep+88(FP), $0x000000c0
 	JLE        pfadv3
 	PREFETCHT1 192(R11)
+	CMPQ       pfStep+88(FP), $0x00000100
+	JLE        pfadv3
+	PREFETCHT1 256(R11)
+	CMPQ       pfStep+88(FP), $0x00000140
+	JLE        pfadv3
+	PREFETCHT1 320(R11)
 
 pfadv3:
 	ADDQ pfStep+88(FP), R11
@@ -1493,6 +1523,12 @@ loop:
 	CMPQ       pfStep+88(FP), $0x000000c0
 	JLE        pfadv1
 	PREFETCHT1 192(R11)
+	CMPQ       pfStep+88(FP), $0x00000100
+	JLE        pfadv1
+	PREFETCHT1 256(R11)
+	CMPQ       pfStep+88(FP), $0x00000140
+	JLE        pfadv1
+	PREFETCHT1 320(R11)
 
 pfadv1:
 	ADDQ pfStep+88(FP), R11
@@ -1562,6 +1598,12 @@ tail:
 	CMPQ       pfStep+88(FP), $0x000000c0
 	JLE        pfadv2
 	PREFETCHT1 192(R11)
+	CMPQ       pfStep+88(FP), $0x00000100
+	JLE        pfadv2
+	PREFETCHT1 256(R11)
+	CMPQ       pfStep+88(FP), $0x00000140
+	JLE        pfadv2
+	PREFETCHT1 320(R11)
 
 pfadv2:
 	ADDQ pfStep+88(FP), R11
@@ -1887,6 +1929,12 @@ nearloop:
 	CMPQ       pfStep+88(FP), $0x000000c0
 	JLE        pfadv1
 	PREFETCHT1 192(R11)
+	CMPQ       pfStep+88(FP), $0x00000100
+	JLE        pfadv1
+	PREFETCHT1 256(R11)
+	CMPQ       pfStep+88(FP), $0x00000140
+	JLE        pfadv1
+	PREFETCHT1 320(R11)
 
 pfadv1:
 	ADDQ pfStep+88(FP), R11
@@ -1959,6 +2007,12 @@ farloop:
 	CMPQ       pfStep+88(FP), $0x000000c0
 	JLE        pfadv2
 	PREFETCHT1 192(R11)
+	CMPQ       pfStep+88(FP), $0x00000100
+	JLE        pfadv2
+	PREFETCHT1 256(R11)
+	CMPQ       pfStep+88(FP), $0x00000140
+	JLE        pfadv2
+	PREFETCHT1 320(R11)
 
 pfadv2:
 	ADDQ pfStep+88(FP), R11
@@ -2028,6 +2082,12 @@ tail:
 	CMPQ       pfStep+88(FP), $0x000000c0
 	JLE        pfadv3
 	PREFETCHT1 192(R11)
+	CMPQ       pfStep+88(FP), $0x00000100
+	JLE        pfadv3
+	PREFETCHT1 256(R11)
+	CMPQ       pfStep+88(FP), $0x00000140
+	JLE        pfadv3
+	PREFETCHT1 320(R11)
 
 pfadv3:
 	ADDQ pfStep+88(FP), R11

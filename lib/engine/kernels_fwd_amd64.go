@@ -147,14 +147,14 @@ func (p fwdPack) rowsThen(w mat, xs, ys [][]float32, lo, hi int, accumulate bool
 		return
 	}
 	xp, m4 := p.xp, len(xs)&^3
-	if fwdRowsTilePad && len(xs)%4 >= 2 && m4 > 0 && hi-lo >= 6 && len(xs) <= 32 {
+	if fwdRowsTilePad && (len(xs)%4 >= 2 || len(xs)%4 == 1 && padOne(w, len(xs))) && m4 > 0 && hi-lo >= 6 && len(xs) <= 32 {
 		// The last, partial group through the tiles too (packTokens
 		// padded it), its padding's outputs into scratch rows.
 		var y [32][]float32
 		yp := y[:copy(y[:], ys)+4-len(xs)%4]
 		sp := fwdScratchPool.Get().(*[]float32)
 		defer fwdScratchPool.Put(sp)
-		*sp = growTo(*sp, 2*hi)
+		*sp = growTo(*sp, (4-len(xs)%4)*hi)
 		for t := len(xs); t < len(yp); t++ {
 			yp[t] = (*sp)[(t-len(xs))*hi : (t-len(xs)+1)*hi]
 		}
@@ -388,11 +388,12 @@ var fwdPrefetchSpread = 0.75
 // each chunk step so that bytes of the next tile's weights are asked for
 // evenly over the first fwdPrefetchSpread of its steps: at least 1, at
 // most 64 (one line a step, so no line is skipped), or with
-// fwdPrefetchWide, when one line a step is too few, up to
-// 64·fwdPrefetchLines (the kernel asks for the lines from pf up to the
-// step, none further apart than 64 bytes). Those wide steps (a decoding
-// step's one to four groups) are spread over all of the tile's steps
-// with fwdPrefetchEven, else rounded up to a multiple of 64.
+// fwdPrefetchWide, when one line a step is too few, up to 64 times
+// fwdPrefetchEvenLines or fwdPrefetchFrontLines (the kernel asks for the
+// lines from pf up to the step, none further apart than 64 bytes). Those
+// wide steps (a decoding step's one to four groups) are spread over all
+// of the tile's steps with fwdPrefetchEven, else rounded up to a multiple
+// of 64.
 func fwdPrefetchStep(bytes, steps int) int {
 	if fwdPrefetchSpread <= 0 || steps <= 0 {
 		return 64
@@ -400,16 +401,36 @@ func fwdPrefetchStep(bytes, steps int) int {
 	s := int(float64(bytes)/(fwdPrefetchSpread*float64(steps))) + 1
 	if s > 64 && fwdPrefetchWide {
 		if fwdPrefetchEven {
-			return min(64*fwdPrefetchLines, bytes/steps+1)
+			return min(64*fwdPrefetchEvenLines, bytes/steps+1)
 		}
-		return min(64*fwdPrefetchLines, (s+63)&^63)
+		return min(64*fwdPrefetchFrontLines, (s+63)&^63)
 	}
 	return min(64, max(1, s))
 }
 
 // fwdPrefetchLines is the most lines of the next tile a 4×6 tile kernel
 // prefetches a chunk step (the generator's pfWideLines).
-const fwdPrefetchLines = 4
+const fwdPrefetchLines = 6
+
+// fwdPrefetchEvenLines is the most lines of the next tile an even wide
+// step asks for (fwdPrefetchStep; at most fwdPrefetchLines). A chunk step
+// of one group reads 16 columns of the tile's six rows: 192 bytes of
+// bfloat16, three lines, but 384 of float32, six, so at four lines a
+// step a float32 tile left a third of the next one to come from memory
+// on demand. Six cover it, and a decoding step of one group of four
+// rows on float32 weights takes less time; bfloat16 steps and those of
+// two groups or more never ask for more than four. Step-paired against
+// four (BenchmarkDecodeRows, ROWS_SWITCH=pf6), the 0.6B shape in float32
+// R=4: CPU medians 1.01-1.07 over eight runs (median 1.04), wall
+// 1.00-1.10 (1.05); R=8 (two groups: no change) 1.00; tiny models 0.98-1.03
+// (their weights in cache). A variable for that benchmark.
+var fwdPrefetchEvenLines = 6
+
+// fwdPrefetchFrontLines is the most lines of the next tile a wide step
+// asks for without fwdPrefetchEven (a benchmark's old side): four, as
+// when that was measured; eight (the next tile within three quarters
+// of a float32 tile's steps) ran 0.96-0.98x as fast as six spread evenly.
+const fwdPrefetchFrontLines = 4
 
 // fwdPrefetchWide lets a tile kernel prefetch more than one line a step
 // (fwdPrefetchStep). A decoding step of 4-16 rows is one to four groups:
@@ -636,9 +657,31 @@ var fwdRowsTile = true
 // 0.6B shape in bfloat16 R=6 1.04-1.10, R=7 1.18-1.24, R=11 1.14-1.19;
 // in float32 R=6 1.32 and 1.42, R=7 1.36 and 1.47; tiny-qwen3 and
 // tiny-llama R=6 1.05-1.08, R=7 1.29-1.31. A last lone vector keeps
-// fwdRowLong (R=5 0.99 padded). A variable for BenchmarkDecodeRows
-// (ROWS_SWITCH=tilepad).
+// fwdRowLong unless fwdRowsTilePadOne pads it (its first measurement,
+// bfloat16 R=5, read 0.99 padded). A variable for BenchmarkDecodeRows
+// (ROWS_SWITCH=tilepad, which with this off turns fwdRowsTilePadOne off
+// too).
 var fwdRowsTilePad = true
+
+// fwdRowsTilePadOne sends a batch's last lone vector past its groups of
+// four through the 4×6 tiles as a group padded with three copies
+// (fwdRowsTilePad's path), instead of a fwdRowLong pass over the piece's
+// weights again: for float32 weights at any such batch up to 32 vectors,
+// for bfloat16 only at five (padOne). Decoding steps, step-paired
+// (BenchmarkDecodeRows, ROWS_SWITCH=padone; CPU medians, wall within
+// 0.04), the 0.6B shape in float32: R=5 1.20-1.31 in four runs, R=9
+// 1.23-1.32 in four, R=13 1.11-1.24 in three, R=17 (unfused) 1.10; in
+// bfloat16 R=5 1.06 (median of ten runs, 0.97-1.13), but R=9 0.99-1.06,
+// R=13 0.97-1.01, R=17 0.98-0.99: the bfloat16 tiles widen every weight
+// once a group, so past one group, where the step is no longer bound by
+// reading, the padded group costs about what the lone vector's pass
+// does. Tiny models (weights in cache) level: 0.98-1.07. A variable for
+// that benchmark.
+var fwdRowsTilePadOne = true
+
+// padOne reports whether rowsThen pads a batch of m vectors' last lone
+// one into a group (fwdRowsTilePadOne).
+func padOne(w mat, m int) bool { return fwdRowsTilePadOne && (w.bf == nil || m == 5) }
 
 // fwdScratchPool holds the rows the padding vectors of a partial group
 // write (fwdRowsPartialGroup).

@@ -188,8 +188,10 @@ func TestFwdPrefetchStepCoversTile(t *testing.T) {
 		for _, wide := range []bool{false, true} {
 			fwdPrefetchWide = wide
 			most := 1
-			if wide {
-				most = fwdPrefetchLines
+			if wide && even {
+				most = fwdPrefetchEvenLines
+			} else if wide {
+				most = fwdPrefetchFrontLines
 			}
 			for _, bytes := range []int{6 * 1024 * 4, 6 * 3072 * 4 / 3, 6 * 2048 * 2, 6 * 1024 * 2, 6 * 16 * 4, 64, 100} {
 				for _, steps := range []int{1, 7, 64, 128, 192, 256, 16 * 64, 48 * 64, 16 * 192} {

@@ -279,12 +279,14 @@ func tile4x6(ctx *build.Context, bf, split bool) {
 }
 
 // pfWideLines is the most lines of the next tile a 4×6 tile's chunk
-// step prefetches (pfStep up to 64·pfWideLines bytes, a multiple of 64
-// past 64). With one group (four decoding rows) a tile of 1024 bfloat16
-// columns has 64 steps for 192 lines: one line a step left rows 2-5 of
-// every tile to come from memory on demand (their loads' widening held
-// 67% of the kernel's samples).
-const pfWideLines = 4
+// step prefetches (pfStep up to 64·pfWideLines bytes). With one group
+// (four decoding rows) a tile of 1024 bfloat16 columns has 64 steps for
+// 192 lines: one line a step left rows 2-5 of every tile to come from
+// memory on demand (their loads' widening held 67% of the kernel's
+// samples). Six: one group's step reads six lines of float32 weights, and
+// so many of the next tile's cover it in as many steps
+// (fwdPrefetchEvenLines in lib/engine).
+const pfWideLines = 6
 
 // xAhead is how far ahead of the chunk it reads (bytes, 16 chunks) the
 // 4×6 tile prefetches the packed vectors into L1: the hardware
