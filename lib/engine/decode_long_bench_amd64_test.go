@@ -25,6 +25,18 @@ var longSwitches = map[string]func(on bool){
 	"sumspf":  func(on bool) { loneSumsPF = on },
 	"blocked": func(on bool) { fuseAttnBlocked = on },
 	"rowsblk": func(on bool) { attnBlockedRows = on }, // steps past fuseMaxRows rows
+	"blk32": func(on bool) { // blocks of 32 positions (new) against 16
+		loneBlockRows = 16
+		if on {
+			loneBlockRows = 32
+		}
+	},
+	"blk8": func(on bool) { // blocks of 8 positions (new) against 16
+		loneBlockRows = 16
+		if on {
+			loneBlockRows = 8
+		}
+	},
 	"all": func(on bool) { // every switch above: main's attention against this branch's
 		fuseAttnShare, loneSumsPF, fuseAttnBlocked, attnBlockedRows = on, on, on, on
 	},
@@ -172,13 +184,18 @@ func decodeLongRoofline(m *Model, dtype string, r, p, steps int) {
 		pos := p + s
 		w, cu := rowsStep(m, ws, seqs, pos)
 		wall, cpu = append(wall, w), append(cpu, cu)
-		a := longAttention(m, ws, seqs, pos)
-		attn = append(attn, a)
-		share = append(share, a/w)
+		if dtype != "bf16-compute" { // its attention reads the bf16 path's copy (attendBF16Head)
+			a := longAttention(m, ws, seqs, pos)
+			attn = append(attn, a)
+			share = append(share, a/w)
+		}
 	}
 	bw, pk := max(bw0, readBest(bufs)), max(pk0, peak())
 	mid := p + (steps+1)/2
 	cbytes := longCacheBytes(m, r, mid)
+	if dtype == "bf16-compute" {
+		cbytes /= 2 // its attention reads the cache's bfloat16 copy
+	}
 	aflop := 4 * float64(r) * float64(mid+1) * float64(c.Layers*c.Heads*c.HeadDim)
 	tRead, tFlop = (wbytes+cbytes)/bw, (2*float64(r)*params+aflop)/pk
 	roof = max(tRead, tFlop)

@@ -109,12 +109,16 @@ func attendKVHeadAsm(buf *[]float32, q, out, keys, vals []float32, kvd, hd, grou
 }
 
 // loneBlockRows is how many positions attendHeadsBlocked scores (and
-// sums) for each KV head before the next: 32 positions of a 0.6B row
-// are 128 KiB of keys, every head's, read across the heads while their
+// sums) for each KV head before the next: 16 positions of a 0.6B row
+// are 64 KiB of keys, every head's, read across the heads while their
 // pages are fresh. Attention alone over cold caches, blocked over per
-// head (BenchmarkDecodeLong's figures): 16 1.44x, 32 1.40x, 64 1.28x,
-// 128 1.26x at 4 rows and position 2048.
-const loneBlockRows = 32
+// head (BenchmarkDecodeLong, 4 rows at position 2048): blocks of 16
+// 1.44x, 32 1.40x, 64 1.28x, 128 1.26x; step-paired against 16, blocks
+// of 32 0.93-1.00 and of 8 0.90-1.02 (1, 4 and 16 rows at 512 and 2048).
+// A multiple of four (the score kernel's padding lands on the next
+// block's scores); a variable for BenchmarkDecodeLong's LONG_SWITCH=blk32
+// and blk8.
+var loneBlockRows = 16
 
 // attendHeadsBlocked is attendKVHeadAsm for KV heads [kv0, kv1) of a
 // lone row at once: the scores of every head a block of loneBlockRows
