@@ -31,6 +31,12 @@ var longSwitches = map[string]func(on bool){
 			loneBlockRows = 32
 		}
 	},
+	"minpos": func(on bool) { // blocked units from position LONG_MIN (new, default 256) against 512
+		attnBlockedMinPos = 512
+		if on {
+			attnBlockedMinPos = envInt("LONG_MIN", 256)
+		}
+	},
 	"blk8": func(on bool) { // blocks of 8 positions (new) against 16
 		loneBlockRows = 16
 		if on {

@@ -34,14 +34,17 @@ func (f *fuseState) attnShared(l int) bool { return fuseAttnShare && !f.m.bf16At
 // the heads, a position's keys and values come in address order, where a
 // head at a time read them at about a third of the read probe's pace.
 // The units start only after q's last piece (a head at a time, the first
-// started while q streamed), which short caches did not repay. A variable
-// for BenchmarkDecodeLong's LONG_SWITCH=blocked.
+// started while q streamed). A variable for BenchmarkDecodeLong's
+// LONG_SWITCH=blocked.
 var fuseAttnBlocked = true
 
-// attnBlockedMinPos is the least position of every row of a fork at
-// which fuseAttnBlocked applies (a variable so the tests reach it with
-// short caches).
-var attnBlockedMinPos = 512
+// attnBlockedMinPos is the least position of every row of a fork (or of
+// a lone row, attnBlockedRows) at which blocked units apply. Step-paired
+// against 512 (LONG_SWITCH=minpos), from 256 1.02-1.21 at positions 256
+// and 384, from 0 0.99-1.03 at 16 and 64 and 1.01-1.08 at 128 (1, 4 and
+// 16 rows): 128 keeps the short contexts' steps as they were. A variable
+// so the tests reach it with short caches.
+var attnBlockedMinPos = 128
 
 // attnChunks is how many units each row's attention of layer l is cut
 // into when blocked (fuseAttnBlocked), 0 when not: the fewest that

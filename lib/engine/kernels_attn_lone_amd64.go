@@ -36,7 +36,8 @@ var attnTileWP = [...]func(c *float32, ldc uintptr, a *float32, lda uintptr, ldp
 var loneSumsPF = true
 
 // loneSumsPFBytes is the size of a head's keys and values (2·npos·hd
-// floats) from which loneSumsPF applies: 512 KiB, 512 positions of
+// floats) from which loneSumsPF applies (attendKVHeadAsm; the blocked
+// units always prefetch the sums): 512 KiB, 512 positions of
 // 128-float heads, where they stop fitting L2 beside the rest; below it
 // (every decode benchmark before BenchmarkDecodeLong) the scores still
 // fetch the values, which the sums then find in L2.
