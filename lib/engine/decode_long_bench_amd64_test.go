@@ -21,6 +21,7 @@ import (
 var longSwitches = map[string]func(on bool){
 	"control": func(bool) {},
 	"share":   func(on bool) { fuseAttnShare = on },
+	"keynext": func(on bool) { bf16AttnKeyNext = on },
 	"huge":    func(bool) {}, // the new side's caches in huge pages (decodeLongPaired)
 	"sumspf":  func(on bool) { loneSumsPF = on },
 	"blocked": func(on bool) { fuseAttnBlocked = on },
@@ -66,7 +67,9 @@ var longSwitches = map[string]func(on bool){
 // readBest), beside the compute term (2·R·params + attention's
 // multiply-adds, ÷ the 512-bit FMA loop's peak); and attention alone:
 // the same steps' attention over every layer and row without the
-// products (KV heads spread over the cores as units, cold caches), its
+// products (KV heads spread over the cores as units, cold caches; on the
+// bf16 compute path a row's KV head a unit over its packed bfloat16
+// cache, attendBF16), its
 // share of the step's wall time and the cache bytes it read a second.
 //
 // With LONG_SWITCH=name (a key of longSwitches) it alternates the
@@ -76,7 +79,9 @@ var longSwitches = map[string]func(on bool){
 // its own caches unless both together would pass LONG_MEM_GB (default
 // 8): then they share them (both sides write the same bits at each
 // position, and at these sizes nothing of a cache stays in L3 between
-// steps). Run with -benchtime 1x.
+// steps). Own caches can favour a side: LONG_SWITCH=control read 0.955
+// (wall) at R=16 P=1024 on the bf16 compute path with them, so pair
+// with LONG_MEM_GB=0 (always shared). Run with -benchtime 1x.
 func BenchmarkDecodeLong(b *testing.B) {
 	bc := os.Getenv("LONG_DTYPE") == "bf16-compute"
 	if bc && !bf16Compute() {
@@ -190,11 +195,9 @@ func decodeLongRoofline(m *Model, dtype string, r, p, steps int) {
 		pos := p + s
 		w, cu := rowsStep(m, ws, seqs, pos)
 		wall, cpu = append(wall, w), append(cpu, cu)
-		if dtype != "bf16-compute" { // its attention reads the bf16 path's copy (attendBF16Head)
-			a := longAttention(m, ws, seqs, pos)
-			attn = append(attn, a)
-			share = append(share, a/w)
-		}
+		a := longAttention(m, ws, seqs, pos)
+		attn = append(attn, a)
+		share = append(share, a/w)
 	}
 	bw, pk := max(bw0, readBest(bufs)), max(pk0, peak())
 	mid := p + (steps+1)/2
@@ -230,6 +233,7 @@ func longAttention(m *Model, ws *workspace, seqs []*kvCache, pos int) float64 {
 		panic("longAttention: the step left no query rows")
 	}
 	f := &fuseState{m: m, rows: rows}
+	bf := m.bf16Attention(0) // the bf16 path's packed cache, a row's KV head a unit (attendBF16)
 	chunks, units, hpu := f.attnChunks(0), c.KVHeads*len(rows), 1
 	if chunks > 0 {
 		units, hpu = chunks*len(rows), c.KVHeads/chunks
@@ -262,6 +266,12 @@ func longAttention(m *Model, ws *workspace, seqs []*kvCache, pos int) float64 {
 						continue
 					}
 					kvh, i := k/len(rows), k%len(rows)
+					if bf {
+						bw := bf16WorkPool.Get().(*bf16AttnWork)
+						m.attendBF16(ws, rows, bf16Unit{i: i, n: 1, kvh: kvh, kv: &rows[i].seq.bf16.kv[l][kvh]}, l, bw)
+						bf16WorkPool.Put(bw)
+						continue
+					}
 					m.attendRow(ws, rows, i, l, w, kvh, kvh+1)
 				}
 			})

@@ -158,6 +158,18 @@ func avxBF16T1N5P512(x *uint16, ldx int, w *uint16, wstride int, kp int, out *fl
 //go:noescape
 func avxBF16T1N6P512(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
 
+//go:noescape
+func avxBF16T1N6X(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
+
+//go:noescape
+func avxBF16T2N6X(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
+
+//go:noescape
+func avxBF16T3N6X(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
+
+//go:noescape
+func avxBF16T4N6X(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
+
 // avxBF16Kernels[t][n] is avxBF16T<t>N<n> where generated, else nil.
 var avxBF16Kernels = [5][7]func(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int){
 	1: {1: avxBF16T1N1, 2: avxBF16T1N2, 3: avxBF16T1N3, 4: avxBF16T1N4, 5: avxBF16T1N5, 6: avxBF16T1N6},
@@ -181,6 +193,10 @@ var avxBF16T1Variants = [2][7]func(x *uint16, ldx int, w *uint16, wstride int, k
 	0: {1: avxBF16T1N1, 2: avxBF16T1N2, 3: avxBF16T1N3, 4: avxBF16T1N4, 5: avxBF16T1N5, 6: avxBF16T1N6},
 	1: {1: avxBF16T1N1P512, 2: avxBF16T1N2P512, 3: avxBF16T1N3P512, 4: avxBF16T1N4P512, 5: avxBF16T1N5P512, 6: avxBF16T1N6P512},
 }
+
+// avxBF16KernelsNx[t] is avxBF16T<t>N6X: avxBF16T<t>N6 prefetching the
+// six blocks past its own (the next call's), for the attention's keys.
+var avxBF16KernelsNx = [5]func(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int){1: avxBF16T1N6X, 2: avxBF16T2N6X, 3: avxBF16T3N6X, 4: avxBF16T4N6X}
 
 //go:noescape
 func amxBF16W2N2(cfg *[64]byte, x *uint16, ldx int, w *uint16, wstride int, kc int, nb int, out *float32, ldo int)

@@ -186,7 +186,7 @@ func (m *Model) attendBF16(ws *workspace, rows []row, u bf16Unit, layer int, w *
 		h := u.kvh*group + j%group
 		bf16RoundRow(&w.q[j*hd], &ws.q[u.i+j/group][h*hd], hd)
 	}
-	bf16Tiles(w.q, hd, nq, kv.k[k0*hd:], 16*hd, hd, ld/16, w.sc, ld)
+	bf16ScoreTiles(w.q, hd, nq, kv.k[k0*hd:], 16*hd, hd, ld/16, w.sc, ld)
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	sinks := m.sinks(layer)
 	clear(w.p[nq*ld:])
@@ -295,5 +295,45 @@ func (m *Model) attendBF16Head(ws *workspace, rows []row, layer, kvh int) {
 func bf16AttnDone(rows []row, layer int) {
 	for i := 0; i < len(rows); i += runAt(rows, i) {
 		rows[i].seq.bf16.n[layer] = rows[i+runAt(rows, i)-1].pos + 1
+	}
+}
+
+// bf16AttnKeyNext has the scores Q·Kᵀ on AVX512-BF16 prefetch each
+// call's next six blocks of keys (avxBF16KernelsNx) instead of a line
+// 1 KiB ahead within each block (avxBF16KernelsPf), from
+// bf16KeyNextMinBlocks blocks of 16 keys on: a block is 4 KiB (heads of
+// 128), so the prefetch within it left its first quarter to demand
+// misses, six pages at a time. The last call, with no next blocks,
+// prefetches within its own. The kernels' sums are the same: the same
+// bits (TestBF16ScoreTilesNextMatchesEmulation). A variable for
+// BenchmarkDecodeLong's LONG_SWITCH=keynext.
+var bf16AttnKeyNext = true
+
+// bf16KeyNextMinBlocks is the fewest blocks of 16 keys for which the
+// scores prefetch the next call's blocks (bf16AttnKeyNext): with the
+// first call's blocks not prefetched at all, a few calls lost (0.92 at
+// position 128, one row).
+var bf16KeyNextMinBlocks = 16
+
+// bf16ScoreTiles is bf16Tiles for the attention's scores: with
+// bf16AttnKeyNext on AVX512-BF16 and bf16KeyNextMinBlocks blocks or
+// more, tokens in groups of bf16AVX.t by calls of six blocks, each but
+// the last prefetching the next call's.
+func bf16ScoreTiles(x []uint16, ldx, m int, w []uint16, ws, kp, nb int, out []float32, ldo int) {
+	if !bf16AttnKeyNext || nb < bf16KeyNextMinBlocks || bf16UseAMX() {
+		bf16Tiles(x, ldx, m, w, ws, kp, nb, out, ldo)
+		return
+	}
+	const n = 6
+	for t := 0; t < m; t += bf16AVX.t {
+		tn := min(bf16AVX.t, m-t)
+		o := &out[t*ldo]
+		for j := 0; j < nb; j += n {
+			k := avxBF16KernelsNx[tn]
+			if j+n >= nb {
+				k = avxBF16KernelsPf[tn][min(n, nb-j)]
+			}
+			k(&x[t*ldx], 2*ldx, &w[j*ws], 2*ws, kp/2, (*float32)(unsafe.Add(unsafe.Pointer(o), 4*16*j)), 4*ldo)
+		}
 	}
 }

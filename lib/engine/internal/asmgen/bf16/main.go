@@ -124,6 +124,20 @@ func generate() (string, string) {
 		table.WriteString("},\n")
 	}
 	table.WriteString("}\n")
+	// The attention's score kernels prefetching the next call's blocks
+	// (avxKernelNext): calls of six blocks only, the last call of a row
+	// of keys taking avxBF16KernelsPf's.
+	table.WriteString("\n// avxBF16KernelsNx[t] is avxBF16T<t>N6X: avxBF16T<t>N6 prefetching the\n// six blocks past its own (the next call's), for the attention's keys.\n")
+	fmt.Fprintf(&table, "var avxBF16KernelsNx = [%d]func(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int){", avxMaxT+1)
+	for t := 1; t <= avxMaxT; t++ {
+		name, body := avxKernelNext(t, 6)
+		add(name, body, avxSig)
+		if t > 1 {
+			table.WriteString(", ")
+		}
+		fmt.Fprintf(&table, "%d: %s", t, name)
+	}
+	table.WriteString("}\n")
 	decls.WriteString(table.String())
 	panelKernels(&asm, &decls) // panel.go
 	peakKernels(&asm, &decls)  // peak.go
@@ -344,6 +358,26 @@ var avxT1Prefetch = []int{avxWeightPrefetch, 512}
 // streams without a prefetch stalled on the weights' loads (their loads
 // held 40% of avxBF16T4N6's samples at eight rows).
 func avxKernelPf(t, n, pf int, suffix string) (string, string) {
+	return avxKernelGen(t, n, pf, false, suffix)
+}
+
+// avxKernelNext is avxKernel prefetching, beside each block's line it
+// loads, the line at the same offset six blocks on (the next call's
+// block when calls take six): the attention's keys
+// (bf16ScoreTiles), whose blocks of 16 keys are 4 KiB each, one after
+// another, so that a prefetch within a block (avxKernelPf) leaves each
+// block's first lines to be read on demand.
+func avxKernelNext(t, n int) (string, string) {
+	return avxKernelGen(t, n, 0, true, "X")
+}
+
+// avxKernelGen generates avxKernel's kernels: prefetching each block's
+// line pf bytes ahead (none when 0), and with next the line six blocks
+// on (from R13: t ≤ 4 and n ≤ 6 only).
+func avxKernelGen(t, n, pf int, next bool, suffix string) (string, string) {
+	if next && (t > 4 || n > 6) {
+		panic("avxKernelGen: next-block prefetch wants t ≤ 4, n ≤ 6 (R13 free)")
+	}
 	name := fmt.Sprintf("avxBF16T%dN%d%s", t, n, suffix)
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, "\t"+format+"\n", a...) }
@@ -360,7 +394,7 @@ func avxKernelPf(t, n, pf int, suffix string) (string, string) {
 	p("MOVQ wstride+24(FP), R8")
 	p("LEAQ (R8)(R8*2), R9")
 	p("LEAQ (R8)(R8*4), R10")
-	if n > 6 {
+	if n > 6 || next {
 		p("LEAQ (DI)(R9*2), R13")
 	}
 	p("MOVQ kp+32(FP), CX")
@@ -387,6 +421,9 @@ func avxKernelPf(t, n, pf int, suffix string) (string, string) {
 		if pf > 0 {
 			p("PREFETCHT1 %d%s", pf, wreg(j))
 		}
+		if next {
+			p("PREFETCHT1 "+wmem[j], "R13")
+		}
 	}
 	for r := range t {
 		for j := range n {
@@ -397,7 +434,7 @@ func avxKernelPf(t, n, pf int, suffix string) (string, string) {
 		p("ADDQ $4, %s", xbase[g])
 	}
 	p("ADDQ $64, DI")
-	if n > 6 {
+	if n > 6 || next {
 		p("ADDQ $64, R13")
 	}
 	p("DECQ CX")
