@@ -22,6 +22,12 @@ var longSwitches = map[string]func(on bool){
 	"control": func(bool) {},
 	"share":   func(on bool) { fuseAttnShare = on },
 	"keynext": func(on bool) { bf16AttnKeyNext = on },
+	"keymin": func(on bool) { // the next-block prefetch from LONG_MIN blocks (new, default 8) against 16
+		bf16KeyNextMinBlocks = 16
+		if on {
+			bf16KeyNextMinBlocks = envInt("LONG_MIN", 8)
+		}
+	},
 	"huge":    func(bool) {}, // the new side's caches in huge pages (decodeLongPaired)
 	"sumspf":  func(on bool) { loneSumsPF = on },
 	"blocked": func(on bool) { fuseAttnBlocked = on },
