@@ -256,6 +256,17 @@
 //     (docs/engine-decoding.md, "What changed"),
 //     (docs/engine-decoding.md, "A last lone row padded (fwdRowsTilePadOne)"),
 //     (docs/engine-decoding.md, "Adapters' small products on the tiny models")
+//   - At long positions (RL rollouts: 500-4000) the cache outweighs the
+//     weights. A lone row's attention past position 128 runs in units of
+//     one to eight KV heads a block of 16 positions at a time
+//     (attendHeadsBlocked: each cache page read across heads while
+//     fresh), claimed by either core in the fused fork (fuseAttnShare,
+//     fuseAttnBlocked, forward_fuse_attn.go) or unfused
+//     (attnBlockedRows); past 512 KiB of a head's cache the weighted sums
+//     prefetch the values (attnTileWP). The same kernels in the same
+//     order: TestDecodeFuseAttnBlockedSameBits.
+//     (docs/engine-decoding.md, "The roofline at long positions (BenchmarkDecodeLong)"),
+//     (docs/engine-decoding.md, "Every KV head a block at a time (fuseAttnBlocked, attnBlockedRows)")
 //
 // # Training
 //
