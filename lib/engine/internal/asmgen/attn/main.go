@@ -70,10 +70,10 @@ func Generate() (asm, decl []byte, err error) {
 		rowDots(ctx, r)
 	}
 	for r := 1; r <= tileWMax; r++ {
-		tileW(ctx, r)
+		tileW(ctx, r, false)
 	}
 	for r := 1; r <= tileWMax; r++ {
-		tileWP(ctx, r)
+		tileW(ctx, r, true)
 	}
 	return asmout.Print(ctx, printer.Config{Argv: []string{"go", "run", "./internal/asmgen/attn"}, Pkg: "engine"})
 }

@@ -251,21 +251,40 @@ const tileWMax = 2
 // rows instead of once per 64-column strip. Arguments and order as
 // attnTileZ's. Accumulators Z0-Z15 (row i, vector j: Z(8i+j)), B's
 // vectors Z16-Z23, the broadcast A[i][p] Z24-Z25.
-func tileW(ctx *build.Context, r int) {
-	name := fmt.Sprintf("attnTileW%d", r)
+//
+// With prefetch it emits attnTileWP<r> instead: the value rows
+// prefetched tileWAhead rows ahead, and the first tileWAhead before the
+// loop. At long positions a head's values no longer stay in L2 from
+// attnRowDots' prefetches until the sums read them (2,048 positions: 1
+// MiB of keys and as much of values a head), and without prefetches the
+// sums waited on each value row from memory (a row is in a 4 KiB page of
+// its own, so the hardware prefetchers fetch nothing ahead). The
+// prefetches change no result.
+func tileW(ctx *build.Context, r int, prefetch bool) {
+	name, doc := fmt.Sprintf("attnTileW%d", r), ""
+	if prefetch {
+		name, doc = fmt.Sprintf("attnTileWP%d", r), ", prefetching B's rows ahead"
+	}
 	asmout.Kernel(ctx, name, "func(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)")
-	ctx.Doc(fmt.Sprintf("%s adds %d rows of Σ_p A[i][p]·B[p][:128] to C, p ascending.", name, r))
+	ctx.Doc(fmt.Sprintf("%s adds %d rows of Σ_p A[i][p]·B[p][:128] to C, p ascending%s.", name, r, doc))
 	z := asmout.ZMM
 	k := ctx.Load(ctx.Param("k"), ctx.GP64())
 	ctx.TESTQ(k, k)
 	ctx.JZ(operand.LabelRef("none"))
 	moveC(ctx, r, 8, true)
 	ap, b, ldb, ldp, off := tileArgs(ctx, r)
+	var pf reg.Register
+	if prefetch {
+		pf = tileWPrologue(ctx, b, ldb, k)
+	}
 	ctx.Label("loop")
 	for i := range r {
 		ctx.VBROADCASTSS(operand.Mem{Base: ap[i], Index: off, Scale: 1}, z(24+i))
 	}
 	for j := range 8 {
+		if prefetch {
+			ctx.PREFETCHT1(operand.Mem{Base: pf, Disp: 64 * j})
+		}
 		ctx.VMOVUPS(operand.Mem{Base: b, Disp: 64 * j}, z(16+j))
 		for i := range r {
 			ctx.VFMADD231PS(z(16+j), z(24+i), z(8*i+j))
@@ -273,6 +292,9 @@ func tileW(ctx *build.Context, r int) {
 	}
 	ctx.ADDQ(ldp, off)
 	ctx.ADDQ(ldb, b)
+	if prefetch {
+		ctx.ADDQ(ldb, pf)
+	}
 	ctx.DECQ(k)
 	ctx.JNZ(operand.LabelRef("loop"))
 	moveC(ctx, r, 8, false)
@@ -285,25 +307,9 @@ func tileW(ctx *build.Context, r int) {
 // L2, as attnRowDots does the keys).
 const tileWAhead = 16
 
-// tileWP emits attnTileWP<r>: attnTileW with the value rows prefetched
-// tileWAhead rows ahead, and the first tileWAhead before the loop. At
-// long positions a head's values no longer stay in L2 from attnRowDots'
-// prefetches until the sums read them (2,048 positions: 1 MiB of keys
-// and as much of values a head), and without prefetches the sums waited
-// on each value row from memory (a row is in a 4 KiB page of its own,
-// so the hardware prefetchers fetch nothing ahead). Arguments, order and
-// registers as attnTileW's; the prefetches change no result.
-func tileWP(ctx *build.Context, r int) {
-	name := fmt.Sprintf("attnTileWP%d", r)
-	asmout.Kernel(ctx, name, "func(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)")
-	ctx.Doc(fmt.Sprintf("%s adds %d rows of Σ_p A[i][p]·B[p][:128] to C, p ascending, prefetching B's rows ahead.", name, r))
-	z := asmout.ZMM
-	k := ctx.Load(ctx.Param("k"), ctx.GP64())
-	ctx.TESTQ(k, k)
-	ctx.JZ(operand.LabelRef("none"))
-	moveC(ctx, r, 8, true)
-	ap, b, ldb, ldp, off := tileArgs(ctx, r)
-	// The prologue: the first min(k, tileWAhead) rows.
+// tileWPrologue prefetches the first min(k, tileWAhead) rows from b and
+// returns the register that points tileWAhead rows on from b.
+func tileWPrologue(ctx *build.Context, b, ldb, k reg.Register) reg.Register {
 	pf, lim := ctx.GP64(), ctx.GP64()
 	ctx.MOVQ(b, pf)
 	ctx.MOVQ(operand.U32(tileWAhead), lim)
@@ -316,30 +322,10 @@ func tileWP(ctx *build.Context, r int) {
 	ctx.ADDQ(ldb, pf)
 	ctx.DECQ(lim)
 	ctx.JNZ(operand.LabelRef("pro"))
-	// pf: the row tileWAhead on from b.
 	ctx.MOVQ(ldb, pf)
 	ctx.SHLQ(operand.U8(4), pf) // tileWAhead rows
 	ctx.ADDQ(b, pf)
-	ctx.Label("loop")
-	for i := range r {
-		ctx.VBROADCASTSS(operand.Mem{Base: ap[i], Index: off, Scale: 1}, z(24+i))
-	}
-	for j := range 8 {
-		ctx.PREFETCHT1(operand.Mem{Base: pf, Disp: 64 * j})
-		ctx.VMOVUPS(operand.Mem{Base: b, Disp: 64 * j}, z(16+j))
-		for i := range r {
-			ctx.VFMADD231PS(z(16+j), z(24+i), z(8*i+j))
-		}
-	}
-	ctx.ADDQ(ldp, off)
-	ctx.ADDQ(ldb, b)
-	ctx.ADDQ(ldb, pf)
-	ctx.DECQ(k)
-	ctx.JNZ(operand.LabelRef("loop"))
-	moveC(ctx, r, 8, false)
-	ctx.VZEROUPPER()
-	ctx.Label("none")
-	ctx.RET()
+	return pf
 }
 
 // paramAddr is the argument frame slot of the named parameter (a
