@@ -43,12 +43,7 @@ func TestDecodeFuseAttnShareSameBits(t *testing.T) {
 					logits = append(logits, l...)
 				}
 			}
-			for _, seq := range seqs {
-				for l := range seq.k {
-					caches = append(caches, seq.k[l][:seq.n*seq.kw]...)
-					caches = append(caches, seq.v[l][:seq.n*seq.vw]...)
-				}
-			}
+			caches = cachedValues(seqs)
 			return logits, caches
 		}
 		wantL, wantC := run(false, false)
@@ -106,12 +101,7 @@ func TestDecodeFuseAttnBlockedSameBits(t *testing.T) {
 						logits = append(logits, l...)
 					}
 				}
-				for _, seq := range seqs {
-					for l := range seq.k {
-						caches = append(caches, seq.k[l][:seq.n*seq.kw]...)
-						caches = append(caches, seq.v[l][:seq.n*seq.vw]...)
-					}
-				}
+				caches = cachedValues(seqs)
 				return logits, caches
 			}
 			wantL, wantC := run(false)

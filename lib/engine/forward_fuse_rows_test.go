@@ -112,22 +112,6 @@ func decodeManyRows(t *testing.T, m *Model, fused bool, loras []*LoRA) (logits, 
 			logits = append(logits, l...)
 		}
 	}
-	for _, seq := range seqs {
-		for l := range seq.k {
-			caches = append(caches, seq.k[l][:seq.n*seq.kw]...)
-			caches = append(caches, seq.v[l][:seq.n*seq.vw]...)
-		}
-		if seq.bf16 == nil {
-			continue
-		}
-		for l, heads := range seq.bf16.kv {
-			caches = append(caches, float32(seq.bf16.n[l]))
-			for _, kv := range heads {
-				for _, u := range slices.Concat(kv.k, kv.vt) {
-					caches = append(caches, float32(u))
-				}
-			}
-		}
-	}
+	caches = cachedValues(seqs)
 	return logits, caches, ws.fz.head, len(ws.fz.lgroups)
 }

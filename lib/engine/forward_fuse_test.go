@@ -101,6 +101,14 @@ func decodeSteps(t *testing.T, m *Model, forks int, loras []*LoRA) (logits, cach
 		}
 	}
 	seqs = append(seqs, run)
+	caches = cachedValues(seqs)
+	return logits, caches, head
+}
+
+// cachedValues is every key and value seqs hold, the bf16 path's packed
+// copies and the positions packed too, for a same-bits comparison.
+func cachedValues(seqs []*kvCache) []float32 {
+	var caches []float32
 	for _, seq := range seqs {
 		for l := range seq.k {
 			caches = append(caches, seq.k[l][:seq.n*seq.kw]...)
@@ -109,7 +117,6 @@ func decodeSteps(t *testing.T, m *Model, forks int, loras []*LoRA) (logits, cach
 		if seq.bf16 == nil {
 			continue
 		}
-		// The bf16 path's packed copies too, and the positions packed.
 		for l, heads := range seq.bf16.kv {
 			caches = append(caches, float32(seq.bf16.n[l]))
 			for _, kv := range heads {
@@ -119,7 +126,7 @@ func decodeSteps(t *testing.T, m *Model, forks int, loras []*LoRA) (logits, cach
 			}
 		}
 	}
-	return logits, caches, head
+	return caches
 }
 
 func fuseSameBits(t *testing.T, what string, want, got []float32) {
