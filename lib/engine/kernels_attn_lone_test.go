@@ -28,26 +28,14 @@ func TestLoneRowAsmMatchesGo(t *testing.T) {
 	}
 	for _, sh := range shapes {
 		for _, withSinks := range []bool{false, true} {
-			c := Config{Shape: models.Shape{Heads: sh[0], KVHeads: sh[1], HeadDim: sh[2]}}
-			m := &Model{cfg: c, w: &weights{layers: make([]layerWeights, 1)}}
-			if withSinks {
-				m.w.layers[0].sinks = randRows(1, c.Heads, 77)[0]
-			}
+			m := attnLayerModel(sh, withSinks)
+			c := m.cfg
 			qd, kvd := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
 			seq := &kvCache{k: [][]float32{flat(randRows(npos, kvd, 3))}, v: [][]float32{flat(randRows(npos, kvd, 4))}}
 			ws := &workspace{q: randRows(1, qd, 1), att: randRows(1, qd, 2), scores: make([][]float32, 1)}
 			for pos := range npos {
 				rows := []row{{seq: seq, pos: pos}}
-				run := func(simd, asm bool) []float32 {
-					ws.scores[0] = make([]float32, 3)
-					for i := range ws.att[0] {
-						ws.att[0][i] = 7
-					}
-					defer func(old bool) { loneRowAsm = old }(loneRowAsm)
-					loneRowAsm = asm
-					withSIMD(simd, func() { m.attendRow(ws, rows, 0, 0, 0, 0, c.KVHeads) })
-					return append([]float32(nil), ws.att[0]...)
-				}
+				run := func(simd, asm bool) []float32 { return attendLoneRow(m, ws, rows, simd, asm) }
 				name := fmt.Sprintf("%v sinks=%v pos=%d", sh, withSinks, pos)
 				want, vec, got := run(false, false), run(true, false), run(true, true)
 				if !bitsEqual(vec, want) {
@@ -59,4 +47,30 @@ func TestLoneRowAsmMatchesGo(t *testing.T) {
 			}
 		}
 	}
+}
+
+// attnLayerModel is a one-layer model of shape sh (heads, KV heads, head
+// dim) for attention tests, with seeded sinks when withSinks.
+func attnLayerModel(sh [3]int, withSinks bool) *Model {
+	c := Config{Shape: models.Shape{Heads: sh[0], KVHeads: sh[1], HeadDim: sh[2]}}
+	m := &Model{cfg: c, w: &weights{layers: make([]layerWeights, 1)}}
+	if withSinks {
+		m.w.layers[0].sinks = randRows(1, c.Heads, 77)[0]
+	}
+	return m
+}
+
+// attendLoneRow is attendRow's output for the one row in rows with the
+// vector kernels (simd) and the generated ones (asm) on or off, from a
+// short scores buffer and a dirty output, so a kernel that writes past
+// its padding or reads stale scores shows.
+func attendLoneRow(m *Model, ws *workspace, rows []row, simd, asm bool) []float32 {
+	ws.scores[0] = make([]float32, 3)
+	for i := range ws.att[0] {
+		ws.att[0][i] = 7
+	}
+	defer func(old bool) { loneRowAsm = old }(loneRowAsm)
+	loneRowAsm = asm
+	withSIMD(simd, func() { m.attendRow(ws, rows, 0, 0, 0, 0, m.cfg.KVHeads) })
+	return append([]float32(nil), ws.att[0]...)
 }

@@ -5,8 +5,6 @@ package engine
 import (
 	"fmt"
 	"testing"
-
-	"github.com/tinkershell/tinker/lib/models"
 )
 
 // TestTileWPMatchesTileW checks attnTileWP (the weighted sums prefetching
@@ -43,11 +41,8 @@ func TestLoneRowLongAsmMatchesGo(t *testing.T) {
 	}
 	for _, sh := range [][3]int{{16, 8, 128}, {32, 8, 128}} {
 		for _, withSinks := range []bool{false, true} {
-			c := Config{Shape: models.Shape{Heads: sh[0], KVHeads: sh[1], HeadDim: sh[2]}}
-			m := &Model{cfg: c, w: &weights{layers: make([]layerWeights, 1)}}
-			if withSinks {
-				m.w.layers[0].sinks = randRows(1, c.Heads, 77)[0]
-			}
+			m := attnLayerModel(sh, withSinks)
+			c := m.cfg
 			qd, kvd := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
 			const npos = 1100
 			seq := &kvCache{k: [][]float32{flat(randRows(npos, kvd, 3))}, v: [][]float32{flat(randRows(npos, kvd, 4))}}
@@ -57,16 +52,7 @@ func TestLoneRowLongAsmMatchesGo(t *testing.T) {
 					t.Fatalf("position %d is below loneSumsPFBytes: the test no longer covers attnTileWP", pos)
 				}
 				rows := []row{{seq: seq, pos: pos}}
-				run := func(simd, asm bool) []float32 {
-					ws.scores[0] = make([]float32, 3)
-					for i := range ws.att[0] {
-						ws.att[0][i] = 7
-					}
-					defer func(old bool) { loneRowAsm = old }(loneRowAsm)
-					loneRowAsm = asm
-					withSIMD(simd, func() { m.attendRow(ws, rows, 0, 0, 0, 0, c.KVHeads) })
-					return append([]float32(nil), ws.att[0]...)
-				}
+				run := func(simd, asm bool) []float32 { return attendLoneRow(m, ws, rows, simd, asm) }
 				name := fmt.Sprintf("%v sinks=%v pos=%d", sh, withSinks, pos)
 				want, got := run(false, false), run(true, true)
 				if !bitsEqual(got, want) {
@@ -91,11 +77,8 @@ func TestAttentionBlockedRowsSameBits(t *testing.T) {
 	attnBlockedMinPos = 40
 	for _, sh := range [][3]int{{16, 8, 128}, {8, 2, 128}, {16, 4, 128}} {
 		for _, withSinks := range []bool{false, true} {
-			c := Config{Shape: models.Shape{Heads: sh[0], KVHeads: sh[1], HeadDim: sh[2]}}
-			m := &Model{cfg: c, w: &weights{layers: make([]layerWeights, 1)}}
-			if withSinks {
-				m.w.layers[0].sinks = randRows(1, c.Heads, 77)[0]
-			}
+			m := attnLayerModel(sh, withSinks)
+			c := m.cfg
 			qd, kvd := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
 			for _, lone := range []int{1, 3, 20} {
 				var rows []row
