@@ -38,13 +38,13 @@ const (
 // vocabulary-wide logits of a long sequence never exist at once. Each chunk
 // streams the whole output matrix from memory forward and again backward
 // (622 MB on the 0.6B shape), and the backward product at M = 128 rows ran
-// at 0.71 of the FMA loop against 0.82 at 512: a chunk is as many
-// positions as headBytes of logits hold, in multiples of headChunk (512 on
-// Qwen3's 151,936 words), never fewer than headChunk, never more than the
-// datum. The logits are freed once the output layer is done, so the
-// backward's layer scratch reuses them
-// (docs/engine-training.md, "The output layer's chunk"). The chunk changes no bits (TestHeadChunkKeepsBits, which
-// shrinks it: hence variables).
+// at 0.71 of the FMA loop against 0.82 at 512: a chunk is as many positions
+// as headBytes of logits hold, in multiples of headChunk (512 on Qwen3's
+// 151,936 words), never fewer than headChunk, never more than the datum. The
+// logits are freed once the output layer is done, so the backward's layer
+// scratch reuses them (docs/engine-training.md, "The output layer's chunk").
+// The chunk changes no bits (TestHeadChunkKeepsBits, which shrinks it: hence
+// variables).
 var (
 	headChunk = 128
 	headBytes = 320 << 20

@@ -2,17 +2,18 @@ package engine
 
 import "context"
 
-// Batched datums (docs/engine-training.md, "Datums through each layer together"). A call's
-// datums run through each layer together when they fit, their rows one
-// after another, so every base product (x·Wᵀ forward, dy·W backward) packs
-// and streams W once for all of them rather than once per datum. What is
-// per row (products, norms, rotary, SwiGLU) keeps its bits: the kernels
-// fix each output row's reduction order whatever the other rows. What is
-// per sequence stays per datum: attention reads the datum's own cache
-// (segment), each datum's loss rows are scored by its own scorer, and each
-// datum's LoRA gradient is summed over its own rows alone and added to the
-// call's pending gradient in datum order (weightGrads), as one datum after
-// another adds it (TestBatchedDatumsKeepBits).
+// Batched datums
+// (docs/engine-training.md, "Datums through each layer together"). A call's
+// datums run through each layer together when they fit, their rows one after
+// another, so every base product (x·Wᵀ forward, dy·W backward) packs and
+// streams W once for all of them rather than once per datum. What is per row
+// (products, norms, rotary, SwiGLU) keeps its bits: the kernels fix each
+// output row's reduction order whatever the other rows. What is per sequence
+// stays per datum: attention reads the datum's own cache (segment), each
+// datum's loss rows are scored by its own scorer, and each datum's LoRA
+// gradient is summed over its own rows alone and added to the call's pending
+// gradient in datum order (weightGrads), as one datum after another adds it
+// (TestBatchedDatumsKeepBits).
 
 // segment is one datum's rows in a batched pass.
 type segment struct {

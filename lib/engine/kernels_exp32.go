@@ -2,15 +2,15 @@ package engine
 
 import "math"
 
-// exp32 is attention's exponential: the softmax numerators are float32, so
-// a float32 exponential within ~1 ulp (as PyTorch's vectorised expf) is
+// exp32 is attention's exponential: the softmax numerators are float32, so a
+// float32 exponential within ~1 ulp (as PyTorch's vectorised expf) is
 // enough, and sixteen lanes of it with a degree-7 polynomial cost about a
 // quarter of exp64's eight lanes of degree 13
-// (docs/engine-attention.md, "Softmax in float32 (softexp)"). Same scheme as exp64: x = k·ln2 + r, |r| ≤ ln2/2, e^r by
-// Horner's rule on the Taylor polynomial (truncation below 1e-8
-// relative), 2^k built in the exponent bits; every step one IEEE float32
-// operation, a fused multiply-add (fma32) wherever a product meets a sum,
-// so the vector twins compute the same bits.
+// (docs/engine-attention.md, "Softmax in float32 (softexp)"). Same scheme as
+// exp64: x = k·ln2 + r, |r| ≤ ln2/2, e^r by Horner's rule on the Taylor
+// polynomial (truncation below 1e-8 relative), 2^k built in the exponent
+// bits; every step one IEEE float32 operation, a fused multiply-add (fma32)
+// wherever a product meets a sum, so the vector twins compute the same bits.
 const (
 	exp32Log2e = 1.44269504
 	// ln2 = exp32Ln2Hi + exp32Ln2Lo; Hi has 9 significant bits, so k·Hi

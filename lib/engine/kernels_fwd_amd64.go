@@ -440,17 +440,17 @@ const fwdPrefetchFrontLines = 4
 // can compare it (BenchmarkDecodeRows, ROWS_SWITCH=pfwide).
 var fwdPrefetchWide = true
 
-// fwdPrefetchEven spreads a tile's wide prefetches (fwdPrefetchStep)
-// over all of its steps. Rounded up to a multiple of 64 within three
-// quarters of them, the next tile's 192 lines of bfloat16 came two to
-// three a step over 37-50% of a tile (R = 16 and 8), and the kernel
-// stalled on them: alone on a core with the rows it reads in L1,
-// prefetching the next tile's from memory cost it 10-17% at four groups,
-// 25-27% at two, and prefetching rows already in L2 nothing
-// (docs/engine-decoding.md, "The 4×6 tile at R = 8-16"). Steps of 4 rows decode 1.06-1.07x faster,
-// 8 1.06-1.09, 12 1.04-1.05, 16 1.01-1.02 (BenchmarkDecodeRows,
-// ROWS_SWITCH=even). Training's products, with many groups, never take
-// a wide step. A variable for that benchmark.
+// fwdPrefetchEven spreads a tile's wide prefetches (fwdPrefetchStep) over
+// all of its steps. Rounded up to a multiple of 64 within three quarters of
+// them, the next tile's 192 lines of bfloat16 came two to three a step over
+// 37-50% of a tile (R = 16 and 8), and the kernel stalled on them: alone on
+// a core with the rows it reads in L1, prefetching the next tile's from
+// memory cost it 10-17% at four groups, 25-27% at two, and prefetching rows
+// already in L2 nothing
+// (docs/engine-decoding.md, "The 4×6 tile at R = 8-16"). Steps of 4 rows
+// decode 1.06-1.07x faster, 8 1.06-1.09, 12 1.04-1.05, 16 1.01-1.02
+// (BenchmarkDecodeRows, ROWS_SWITCH=even). Training's products, with many
+// groups, never take a wide step. A variable for that benchmark.
 var fwdPrefetchEven = true
 
 // fwdKC is the width (a multiple of 16) of the pieces rows longer than
@@ -641,13 +641,14 @@ func (m mat) elemSize() int {
 	return 4
 }
 
-// fwdRowsTile sends three vectors through the 4×6 tiles as one partial
-// group (fwdRowsPartialGroup) instead of fwdRowMulti3, for bfloat16
-// weights: decoding steps of 0.6B's shape, step-paired, R=3 1.12 (median
-// of eleven runs' medians, 0.99-1.23;
-// docs/engine-decoding.md, "Steps of three rows through the tiles (fwdRowsTile)"). Two vectors keep fwdRowMulti2 (R=2 1.015 over eight runs,
-// 0.96-1.11), float32 weights fwdRowMulti3 (R=3 0.94). A variable so
-// BenchmarkDecodeRows can compare them (ROWS_SWITCH=tile23).
+// fwdRowsTile sends three vectors through the 4×6 tiles as one partial group
+// (fwdRowsPartialGroup) instead of fwdRowMulti3, for bfloat16 weights:
+// decoding steps of 0.6B's shape, step-paired, R=3 1.12 (median of eleven
+// runs' medians, 0.99-1.23;
+// docs/engine-decoding.md, "Steps of three rows through the tiles (fwdRowsTile)").
+// Two vectors keep fwdRowMulti2 (R=2 1.015 over eight runs, 0.96-1.11),
+// float32 weights fwdRowMulti3 (R=3 0.94). A variable so BenchmarkDecodeRows
+// can compare them (ROWS_SWITCH=tile23).
 var fwdRowsTile = true
 
 // fwdRowsTilePad sends a batch's last two or three vectors past its

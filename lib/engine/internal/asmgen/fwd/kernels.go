@@ -541,15 +541,14 @@ func setTailMask(ctx *build.Context, n reg.GPVirtual) {
 //     wrong reading, though: the zero-extension was 1.29x faster than
 //     the broadcast with its weights in L2, slower only from memory.
 //   - One more VPSHUFB a bfloat16 weight line (every other chunk), into
-//     a register nothing reads (row16Pace). On Zen 4 the kernel read
-//     memory slower the faster it ran from L2: its hot rate (rows in L2)
-//     was about twice its rate from memory, and forms that widen 1.2-1.7x
-//     faster in L2 read 0.87-0.95x as much from memory per CPU-second;
-//     the pacing shuffle (0.8x in L2) reads 1.12-1.17x on one thread and
-//     1.14-1.16x on two
-//     (docs/engine-decoding.md, "Pacing the row kernel (row16Pace)"). Why was not settled;
-//     it is a tuning for this host, and a core whose memory outruns 0.8x
-//     of this loop's L2 rate would lose by it.
+//     a register nothing reads (row16Pace). On Zen 4 the kernel read memory
+//     slower the faster it ran from L2: its hot rate (rows in L2) was about
+//     twice its rate from memory, and forms that widen 1.2-1.7x faster in L2
+//     read 0.87-0.95x as much from memory per CPU-second; the pacing shuffle
+//     (0.8x in L2) reads 1.12-1.17x on one thread and 1.14-1.16x on two
+//     (docs/engine-decoding.md, "Pacing the row kernel (row16Pace)"). Why
+//     was not settled; it is a tuning for this host, and a core whose memory
+//     outruns 0.8x of this loop's L2 rate would lose by it.
 //
 // Accumulator Z(4(r%4)+r/4) holds row r, so the tree leaves out in row
 // order.

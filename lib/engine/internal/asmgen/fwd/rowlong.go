@@ -20,10 +20,10 @@ const rowLongAhead = 1024
 
 // rowLongVariant is one arrangement of rowLong for the fast-phase
 // measurements (BenchmarkRowLong, BenchmarkDecodeAheadTokens; the engine's
-// rowLongVariant selects one): each stream's prefetch ahead bytes past
-// its own line into L2 (0: none). The product's is the first. Longer
-// distances, PREFETCHNTA, PREFETCHT0 and an x with its quarters swapped
-// ahead were measured and dropped (2026-11-30;
+// rowLongVariant selects one): each stream's prefetch ahead bytes past its
+// own line into L2 (0: none). The product's is the first. Longer distances,
+// PREFETCHNTA, PREFETCHT0 and an x with its quarters swapped ahead were
+// measured and dropped (2026-11-30;
 // docs/engine-decoding.md, "Prefetch distances and hints", "The variants in a quiet run").
 type rowLongVariant struct {
 	suffix  string
@@ -41,20 +41,19 @@ var rowLongVariants = []rowLongVariant{
 
 // rowLong generates fwdRowLong<F32|BF16>(x, w, stride, n, span, out): 16
 // rows as four streams span elements apart, each stream four consecutive
-// rows stride apart: out[4s+g] = Σ_k x[k]·w[s·span+g·stride+k]. Each row
-// is one accumulator adding its chunks in ascending order, as fwdRow16
-// (the bits of dotLanes), with row16's widening but not its pacing
-// shuffle (unpaced; the loop reads 1.26x as fast from L2 and 1.2x from
-// L3 without it, and decodes level;
-// docs/engine-decoding.md, "The row kernel's pace, again (fwdRowLong unpaced)"). Called for
-// i = 0, 4, 8, … over a piece cut into four sub-ranges (fwdRowsLong),
-// each stream is one sequential read across row ends, the read probe's
-// S4T1-1K pattern, instead of fwdRow16's four neighbouring rows that
-// restart every 2-6 KiB and lean on the next group's prefetch. A
-// stream's own line rowLongAhead on is always the next bytes it reads
-// (past a piece's end it touches the next rows, which never faults). On
-// Zen 4, decode's forks on the worker pool read 1.04-1.09x as fast as
-// with fwdRow16
+// rows stride apart: out[4s+g] = Σ_k x[k]·w[s·span+g·stride+k]. Each row is
+// one accumulator adding its chunks in ascending order, as fwdRow16 (the
+// bits of dotLanes), with row16's widening but not its pacing shuffle
+// (unpaced; the loop reads 1.26x as fast from L2 and 1.2x from L3 without
+// it, and decodes level;
+// docs/engine-decoding.md, "The row kernel's pace, again (fwdRowLong unpaced)").
+// Called for i = 0, 4, 8, … over a piece cut into four sub-ranges
+// (fwdRowsLong), each stream is one sequential read across row ends, the
+// read probe's S4T1-1K pattern, instead of fwdRow16's four neighbouring rows
+// that restart every 2-6 KiB and lean on the next group's prefetch. A
+// stream's own line rowLongAhead on is always the next bytes it reads (past
+// a piece's end it touches the next rows, which never faults). On Zen 4,
+// decode's forks on the worker pool read 1.04-1.09x as fast as with fwdRow16
 // (docs/engine-decoding.md, "A row kernel with four long streams (fwdRowLong)").
 func rowLong(ctx *build.Context, bf bool, v rowLongVariant) {
 	const streams, groups = 4, 4
