@@ -81,13 +81,13 @@ var longSwitches = map[string]func(on bool){
 // With LONG_SWITCH=name (a key of longSwitches) it alternates the
 // variant off (old) and on (new) step by step, the order within a pair
 // alternating, and prints per (R, P) the old step's wall and process CPU
-// over the new one's: median, lower quartile and minimum. Each side has
-// its own caches unless both together would pass LONG_MEM_GB (default
-// 8): then they share them (both sides write the same bits at each
+// over the new one's: median, lower quartile and minimum. Both sides
+// decode over one set of caches (each writes the same bits at each
 // position, and at these sizes nothing of a cache stays in L3 between
-// steps). Own caches can favour a side: LONG_SWITCH=control read 0.955
-// (wall) at R=16 P=1024 on the bf16 compute path with them, so pair
-// with LONG_MEM_GB=0 (always shared). Run with -benchtime 1x.
+// steps). LONG_MEM_GB=N gives each side its own caches when both fit in
+// N GB, which can favour a side: LONG_SWITCH=control read 0.955 (wall)
+// at R=16 P=1024 on the bf16 compute path that way. Run with
+// -benchtime 1x.
 func BenchmarkDecodeLong(b *testing.B) {
 	bc := os.Getenv("LONG_DTYPE") == "bf16-compute"
 	if bc && !bf16Compute() {
@@ -310,7 +310,7 @@ func decodeLongPaired(m *Model, dtype, key string, r, p, steps int, set func(on 
 	defer set(true)
 	var seqs [2][]*kvCache
 	var wss [2]*workspace
-	memGB := float64(envInt("LONG_MEM_GB", 8))
+	memGB := float64(envInt("LONG_MEM_GB", 0))
 	huge := key == "huge"
 	shared := !huge && 2*longCacheBytes(m, r, p+steps+2) > memGB*1e9
 	seqs[0], wss[0], wss[1] = longSeqs(m, r, p, steps, false), &workspace{}, &workspace{}
