@@ -665,16 +665,7 @@ func swapQuarters(ctx *build.Context, z reg.VecPhysical) {
 func row16Group4(ctx *build.Context, a row16Args, r0 int) {
 	w := a.w
 	u := 64 / (16 * w.Size) // chunks per weight line
-	row := func(base reg.GPVirtual, i, disp int) Mem {
-		m := Mem{Base: base, Disp: disp}
-		switch i {
-		case 1, 2:
-			m.Index, m.Scale = a.stride, uint8(i)
-		case 3:
-			m.Index, m.Scale = a.stride3, 1
-		}
-		return m
-	}
+	row := func(base reg.GPVirtual, i, disp int) Mem { return nth(base, i, disp, a.stride, a.stride3) }
 	step := func(mask reg.Register, c int) {
 		loadX(ctx, Mem{Base: a.px, Disp: 64 * c}, zmm(16), mask)
 		if w.BF {

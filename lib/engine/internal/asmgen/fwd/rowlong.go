@@ -151,13 +151,18 @@ func loadLongArgs(ctx *build.Context, w weights) longArgs {
 }
 
 // at is stream s's weights disp bytes past pw (pw walks stream 0).
-func (a longArgs) at(pw reg.GPVirtual, s, disp int) Mem {
-	m := Mem{Base: pw, Disp: disp}
-	switch s {
+func (a longArgs) at(pw reg.GPVirtual, s, disp int) Mem { return nth(pw, s, disp, a.span, a.span3) }
+
+// nth addresses item i (0-3) of four laid d bytes apart, disp bytes past
+// base, with d and 3·d in registers: base+i·d by the scaled index where
+// one reaches (1, 2), d3 for the third.
+func nth(base reg.GPVirtual, i, disp int, d, d3 reg.GPVirtual) Mem {
+	m := Mem{Base: base, Disp: disp}
+	switch i {
 	case 1, 2:
-		m.Index, m.Scale = a.span, uint8(s)
+		m.Index, m.Scale = d, uint8(i)
 	case 3:
-		m.Index, m.Scale = a.span3, 1
+		m.Index, m.Scale = d3, 1
 	}
 	return m
 }
