@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"math"
 	"testing"
 )
 
@@ -73,22 +72,7 @@ func TestRowsTilePadOneMatchesScalar(t *testing.T) {
 						for _, span := range [][2]int{{16, 32}, {0, 80}, {5, 12}, {8, 80}} {
 							lo, hi := span[0], span[1]
 							what := fmt.Sprintf("n=%d bf16=%v m=%d pad=%v accumulate=%v rows %d-%d", n, bf, m, pad, acc, lo, hi)
-							got, want := newOutputs(m, rows), newOutputs(m, rows)
-							for i := range got {
-								fill(got[i], r, 1)
-								copy(want[i], got[i])
-							}
-							if !matRowsAsm(w, xs, got, lo, hi, acc) {
-								t.Fatalf("%s: matRowsAsm did nothing", what)
-							}
-							matRowsScalar(w, xs, want, lo, hi, acc)
-							for b := range m {
-								for j := range rows {
-									if math.Float32bits(got[b][j]) != math.Float32bits(want[b][j]) {
-										t.Fatalf("%s: y[%d][%d] = %v, scalar %v", what, b, j, got[b][j], want[b][j])
-									}
-								}
-							}
+							matRowsAsmMatchesScalar(t, what, r, w, xs, rows, lo, hi, acc)
 						}
 					}
 				}

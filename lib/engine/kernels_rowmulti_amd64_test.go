@@ -95,22 +95,7 @@ func TestRowsPartialGroupMatchesScalar(t *testing.T) {
 					for _, span := range [][2]int{{16, 32}, {0, 80}, {5, 12}, {16, 64}} {
 						lo, hi := span[0], span[1]
 						what := fmt.Sprintf("n=%d bf16=%v m=%d accumulate=%v rows %d-%d", n, bf, m, acc, lo, hi)
-						got, want := newOutputs(m, rows), newOutputs(m, rows)
-						for i := range got {
-							fill(got[i], r, 1)
-							copy(want[i], got[i])
-						}
-						if !matRowsAsm(w, xs, got, lo, hi, acc) {
-							t.Fatalf("%s: matRowsAsm did nothing", what)
-						}
-						matRowsScalar(w, xs, want, lo, hi, acc)
-						for b := range m {
-							for j := range rows {
-								if math.Float32bits(got[b][j]) != math.Float32bits(want[b][j]) {
-									t.Fatalf("%s: y[%d][%d] = %v, scalar %v", what, b, j, got[b][j], want[b][j])
-								}
-							}
-						}
+						matRowsAsmMatchesScalar(t, what, r, w, xs, rows, lo, hi, acc)
 					}
 				}
 			}
@@ -209,4 +194,29 @@ func randRowsMat(r *rng, rows, n int, bf bool) mat {
 		w.data = nil
 	}
 	return w
+}
+
+// matRowsAsmMatchesScalar runs matRowsAsm and matRowsScalar over rows
+// [lo, hi) of w from the same random outputs (rows rows a vector), and
+// fails unless every output of every vector has the same bits: a sum
+// written to a wrong row, or past the piece, shows.
+func matRowsAsmMatchesScalar(t *testing.T, what string, r *rng, w mat, xs [][]float32, rows, lo, hi int, acc bool) {
+	t.Helper()
+	m := len(xs)
+	got, want := newOutputs(m, rows), newOutputs(m, rows)
+	for i := range got {
+		fill(got[i], r, 1)
+		copy(want[i], got[i])
+	}
+	if !matRowsAsm(w, xs, got, lo, hi, acc) {
+		t.Fatalf("%s: matRowsAsm did nothing", what)
+	}
+	matRowsScalar(w, xs, want, lo, hi, acc)
+	for b := range m {
+		for j := range rows {
+			if math.Float32bits(got[b][j]) != math.Float32bits(want[b][j]) {
+				t.Fatalf("%s: y[%d][%d] = %v, scalar %v", what, b, j, got[b][j], want[b][j])
+			}
+		}
+	}
 }
