@@ -46,7 +46,10 @@ func main() {
 // The kernels' Go signatures: the AMX tiles' and the AVX512-BF16 ones'.
 const (
 	amxSig = "(cfg *[64]byte, x *uint16, ldx int, w *uint16, wstride int, kc int, nb int, out *float32, ldo int)\n"
-	avxSig = "(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)\n"
+	avxSig = avxParams + "\n"
+	// avxParams are the AVX512-BF16 kernels' parameters, also their
+	// tables' element type's.
+	avxParams = "(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)"
 )
 
 // generate returns the assembly and the Go declarations.
@@ -65,7 +68,7 @@ func generate() (string, string) {
 	}
 	var table strings.Builder
 	table.WriteString("\n// avxBF16Kernels[t][n] is avxBF16T<t>N<n> where generated, else nil.\n")
-	fmt.Fprintf(&table, "var avxBF16Kernels = [%d][%d]func(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int){\n", avxMaxT+1, avxMaxN+1)
+	fmt.Fprintf(&table, "var avxBF16Kernels = [%d][%d]func%s{\n", avxMaxT+1, avxMaxN+1, avxParams)
 	row := 0
 	for _, tn := range avxShapes() {
 		name, body := avxKernel(tn[0], tn[1])
@@ -86,7 +89,7 @@ func generate() (string, string) {
 	// (avxBF16KernelsPf), the one-token ones as they are.
 	table.WriteString("\n// avxBF16KernelsPf[t][n] is avxBF16T<t>N<n> prefetching its weights\n")
 	fmt.Fprintf(&table, "// %d bytes ahead (avxBF16T<t>N<n>P for t > 1), where generated, else nil.\n", avxWeightPrefetch)
-	fmt.Fprintf(&table, "var avxBF16KernelsPf = [%d][%d]func(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int){\n", avxMaxT+1, avxMaxN+1)
+	fmt.Fprintf(&table, "var avxBF16KernelsPf = [%d][%d]func%s{\n", avxMaxT+1, avxMaxN+1, avxParams)
 	for t := 1; t <= avxMaxT; t++ {
 		fmt.Fprintf(&table, "\t%d: {", t)
 		for n := 1; n <= avxMaxN; n++ {
@@ -106,7 +109,7 @@ func generate() (string, string) {
 	table.WriteString("}\n")
 	// The one-token kernels with other prefetch distances (avxT1Prefetch).
 	fmt.Fprintf(&table, "\n// avxBF16T1Variants[v][n] is avxBF16T1N<n> prefetching avxT1Prefetch[v]\n// bytes ahead (variant 0: the kernels above, %d).\n", avxWeightPrefetch)
-	fmt.Fprintf(&table, "var avxBF16T1Variants = [%d][%d]func(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int){\n", len(avxT1Prefetch), avxMaxN+1)
+	fmt.Fprintf(&table, "var avxBF16T1Variants = [%d][%d]func%s{\n", len(avxT1Prefetch), avxMaxN+1, avxParams)
 	for v, pf := range avxT1Prefetch {
 		fmt.Fprintf(&table, "\t%d: {", v)
 		for n := 1; n <= avxMaxN; n++ {
@@ -128,7 +131,7 @@ func generate() (string, string) {
 	// (avxKernelNext): calls of six blocks only, the last call of a row
 	// of keys taking avxBF16KernelsPf's.
 	table.WriteString("\n// avxBF16KernelsNx[t] is avxBF16T<t>N6X: avxBF16T<t>N6 prefetching the\n// six blocks past its own (the next call's), for the attention's keys.\n")
-	fmt.Fprintf(&table, "var avxBF16KernelsNx = [%d]func(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int){", avxMaxT+1)
+	fmt.Fprintf(&table, "var avxBF16KernelsNx = [%d]func%s{", avxMaxT+1, avxParams)
 	for t := 1; t <= avxMaxT; t++ {
 		name, body := avxKernelNext(t, 6)
 		add(name, body, avxSig)
