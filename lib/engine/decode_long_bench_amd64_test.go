@@ -51,9 +51,7 @@ var longSwitches = map[string]func(on bool){
 		}
 	},
 	// The bf16 compute path's attention (kernels_bf16_attn_amd64.go).
-	"ownrows": func(on bool) { bf16AttnOwnRows = on },
 	"keyboth": func(on bool) { bf16AttnKeyBoth = on },
-	"bf16all": func(on bool) { bf16AttnOwnRows, bf16AttnKeyBoth = on, on }, // this branch's bf16 switches
 	"all": func(on bool) { // every switch above: main's attention against this branch's
 		fuseAttnShare, loneSumsPF, fuseAttnBlocked, attnBlockedRows = on, on, on, on
 	},

@@ -181,10 +181,7 @@ func (m *Model) attendBF16(ws *workspace, rows []row, u bf16Unit, layer int, w *
 	nq := u.n * group
 	w.q, w.p = growU16(w.q, 32*hd), growU16(w.p, 32*ld)
 	w.sc, w.out = growF32(w.sc, 32*ld), growF32(w.out, 32*hd)
-	pad := !bf16AttnOwnRows || bf16UseAMX() // tiles read rows past nq
-	if pad {
-		clear(w.q[nq*hd:])
-	}
+	clear(w.q[nq*hd:])
 	for j := range nq {
 		h := u.kvh*group + j%group
 		bf16RoundRow(&w.q[j*hd], &ws.q[u.i+j/group][h*hd], hd)
@@ -192,9 +189,7 @@ func (m *Model) attendBF16(ws *workspace, rows []row, u bf16Unit, layer int, w *
 	bf16ScoreTiles(w.q, hd, nq, kv.k[k0*hd:], 16*hd, hd, ld/16, w.sc, ld)
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	sinks := m.sinks(layer)
-	if pad {
-		clear(w.p[nq*ld:])
-	}
+	clear(w.p[nq*ld:])
 	inf := float32(math.Inf(-1))
 	for j := range nq {
 		pos := p0 + j/group
@@ -213,18 +208,6 @@ func (m *Model) attendBF16(ws *workspace, rows []row, u bf16Unit, layer int, w *
 		copy(ws.att[u.i+j/group][h*hd:(h+1)*hd], w.out[j*hd:(j+1)*hd])
 	}
 }
-
-// bf16AttnOwnRows has attendBF16 leave the rows of its query and
-// probability tiles past the block's own (nq of 32) as they are on
-// AVX512-BF16, whose kernels read only a block's own tokens
-// (bf16TilesAVX, bf16ScoreTiles): clearing them wrote 30 rows of
-// probabilities a unit at one row of two heads, 2-3.4% of attention
-// alone at positions 512-2048 (BenchmarkBF16AttnParts). AMX tiles read
-// 16 or 32 rows, so they are still cleared there (a token's sums never
-// depend on another row's values, but garbage rows could hold NaNs).
-// The same bits (TestBF16AttentionOwnRowsSameBits). A variable for
-// BenchmarkDecodeLong's LONG_SWITCH=ownrows.
-var bf16AttnOwnRows = true
 
 // growF32 returns s resized to n, reallocated when too small.
 func growF32(s []float32, n int) []float32 {
