@@ -21,10 +21,9 @@ import (
 // attention alone does, L3 evicted before each pass. Parts (BP_PARTS,
 // comma-separated; default all): scores (bf16ScoreTiles), values
 // (bf16Tiles), both (scores, softmax, values), bothclear (both clearing
-// the tiles' rows past the unit's own, as attendBF16 did before
-// bf16AttnOwnRows), readk and readv (the keys, the values with 512-bit
-// loads) and every read probe's variant over the keys; a part with
-// suffix -old runs without bf16AttnKeyBoth. The parts alternate in
+// the tiles' rows past the unit's own, as attendBF16 does), readk and
+// readv (the keys, the values with 512-bit loads) and every read
+// probe's variant over the keys. The parts alternate in
 // BP_ROUNDS rounds (default 5), the order reversed every other round;
 // each prints its median pass, the bytes a second it read (the keys'
 // for a probe) and the first part's pass over its, per round: median
@@ -71,10 +70,6 @@ func BenchmarkBF16AttnParts(b *testing.B) {
 		names = append(names, p.name)
 	}
 	run := func(part string) float64 {
-		// "-old": the scores without the in-block prefetch (bf16AttnKeyBoth).
-		part, old := strings.CutSuffix(part, "-old")
-		defer func(v bool) { bf16AttnKeyBoth = v }(bf16AttnKeyBoth)
-		bf16AttnKeyBoth = !old
 		var sink uint64
 		for _, x := range evict {
 			sink += x

@@ -50,8 +50,6 @@ var longSwitches = map[string]func(on bool){
 			loneBlockRows = 8
 		}
 	},
-	// The bf16 compute path's attention (kernels_bf16_attn_amd64.go).
-	"keyboth": func(on bool) { bf16AttnKeyBoth = on },
 	"all": func(on bool) { // every switch above: main's attention against this branch's
 		fuseAttnShare, loneSumsPF, fuseAttnBlocked, attnBlockedRows = on, on, on, on
 	},

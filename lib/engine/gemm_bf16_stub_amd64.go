@@ -170,18 +170,6 @@ func avxBF16T3N6X(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float
 //go:noescape
 func avxBF16T4N6X(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
 
-//go:noescape
-func avxBF16T1N6XP(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T2N6XP(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T3N6XP(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
-//go:noescape
-func avxBF16T4N6XP(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int)
-
 // avxBF16Kernels[t][n] is avxBF16T<t>N<n> where generated, else nil.
 var avxBF16Kernels = [5][7]func(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int){
 	1: {1: avxBF16T1N1, 2: avxBF16T1N2, 3: avxBF16T1N3, 4: avxBF16T1N4, 5: avxBF16T1N5, 6: avxBF16T1N6},
@@ -209,10 +197,6 @@ var avxBF16T1Variants = [2][7]func(x *uint16, ldx int, w *uint16, wstride int, k
 // avxBF16KernelsNx[t] is avxBF16T<t>N6X: avxBF16T<t>N6 prefetching the
 // six blocks past its own (the next call's), for the attention's keys.
 var avxBF16KernelsNx = [5]func(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int){1: avxBF16T1N6X, 2: avxBF16T2N6X, 3: avxBF16T3N6X, 4: avxBF16T4N6X}
-
-// avxBF16KernelsNxP[t] is avxBF16T<t>N6XP: avxBF16T<t>N6X also prefetching
-// each block's line 1024 bytes ahead, as avxBF16KernelsPf's do.
-var avxBF16KernelsNxP = [5]func(x *uint16, ldx int, w *uint16, wstride int, kp int, out *float32, ldo int){1: avxBF16T1N6XP, 2: avxBF16T2N6XP, 3: avxBF16T3N6XP, 4: avxBF16T4N6XP}
 
 //go:noescape
 func amxBF16W2N2(cfg *[64]byte, x *uint16, ldx int, w *uint16, wstride int, kc int, nb int, out *float32, ldo int)

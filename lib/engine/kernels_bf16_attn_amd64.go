@@ -309,14 +309,6 @@ func bf16AttnDone(rows []row, layer int) {
 // BenchmarkDecodeLong's LONG_SWITCH=keynext.
 var bf16AttnKeyNext = true
 
-// bf16AttnKeyBoth has the scores' next-call prefetch (bf16AttnKeyNext)
-// keep the in-block one too (avxBF16KernelsNxP): with the next call's
-// alone the keys were read 7-8% slower per byte than the values
-// (BenchmarkBF16AttnParts), with both at the values' pace. The same
-// sums: the same bits (TestBF16ScoreTilesNextMatchesEmulation). A
-// variable for BenchmarkDecodeLong's LONG_SWITCH=keyboth.
-var bf16AttnKeyBoth = true
-
 // bf16KeyNextMinBlocks is the fewest blocks of 16 keys for which the
 // scores prefetch the next call's blocks (bf16AttnKeyNext): with the
 // first call's blocks not prefetched at all, a few calls lost (0.92 at
@@ -333,15 +325,11 @@ func bf16ScoreTiles(x []uint16, ldx, m int, w []uint16, ws, kp, nb int, out []fl
 		return
 	}
 	const n = 6
-	next := &avxBF16KernelsNx
-	if bf16AttnKeyBoth {
-		next = &avxBF16KernelsNxP
-	}
 	for t := 0; t < m; t += bf16AVX.t {
 		tn := min(bf16AVX.t, m-t)
 		o := &out[t*ldo]
 		for j := 0; j < nb; j += n {
-			k := next[tn]
+			k := avxBF16KernelsNx[tn]
 			if j+n >= nb {
 				k = avxBF16KernelsPf[tn][min(n, nb-j)]
 			}

@@ -12,21 +12,11 @@ import (
 // avxBF16KernelsNx) over 1-9 query rows and 1-13 blocks of 16 keys (calls
 // of six and the edges), and wants every score's bits to be the
 // emulated sum's (one float32 accumulator over the pairs in ascending
-// order, as VDPBF16PS adds them) and bf16Tiles' without the prefetch,
-// with the in-block prefetch too (bf16AttnKeyBoth) and without.
+// order, as VDPBF16PS adds them) and bf16Tiles' without the prefetch.
 func TestBF16ScoreTilesNextMatchesEmulation(t *testing.T) {
 	needBF16(t)
-	defer func(v, b bool, n int) {
-		bf16AttnKeyNext, bf16AttnKeyBoth, bf16KeyNextMinBlocks = v, b, n
-	}(bf16AttnKeyNext, bf16AttnKeyBoth, bf16KeyNextMinBlocks)
+	defer func(v bool, n int) { bf16AttnKeyNext, bf16KeyNextMinBlocks = v, n }(bf16AttnKeyNext, bf16KeyNextMinBlocks)
 	bf16KeyNextMinBlocks = 1
-	for _, both := range []bool{false, true} {
-		bf16AttnKeyBoth = both // avxBF16KernelsNx, then avxBF16KernelsNxP
-		scoreTilesNextMatch(t)
-	}
-}
-
-func scoreTilesNextMatch(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 41))
 	rnd := func(n int) []uint16 {
 		xs := make([]uint16, n)
@@ -59,8 +49,8 @@ func scoreTilesNextMatch(t *testing.T) {
 						}
 						g := got[r*ldo+col]
 						if g != acc || g != plain[r*ldo+col] {
-							t.Fatalf("in-block prefetch %v, kp %d, %d rows, %d blocks: score[%d][%d] = %g (%#x), emulated %g (%#x), without the prefetch %g",
-								bf16AttnKeyBoth, kp, m, nb, r, col, g, math.Float32bits(g), acc, math.Float32bits(acc), plain[r*ldo+col])
+							t.Fatalf("kp %d, %d rows, %d blocks: score[%d][%d] = %g (%#x), emulated %g (%#x), without the prefetch %g",
+								kp, m, nb, r, col, g, math.Float32bits(g), acc, math.Float32bits(acc), plain[r*ldo+col])
 						}
 					}
 				}
@@ -71,31 +61,24 @@ func scoreTilesNextMatch(t *testing.T) {
 
 // TestBF16AttentionKeyNextSameBits runs the bf16 path's attention of
 // tiny models' layers (prefill, and decode by pieces) with the scores
-// prefetching the next call's keys from one block on (bf16AttnKeyNext),
-// with the in-block prefetch too (bf16AttnKeyBoth), and without, and
-// wants the same bits.
+// prefetching the next call's keys from one block on (bf16AttnKeyNext)
+// and without, and wants the same bits.
 func TestBF16AttentionKeyNextSameBits(t *testing.T) {
 	needBF16(t)
-	defer func(v, b bool, n int) {
-		bf16AttnKeyNext, bf16AttnKeyBoth, bf16KeyNextMinBlocks = v, b, n
-	}(bf16AttnKeyNext, bf16AttnKeyBoth, bf16KeyNextMinBlocks)
+	defer func(v bool, n int) { bf16AttnKeyNext, bf16KeyNextMinBlocks = v, n }(bf16AttnKeyNext, bf16KeyNextMinBlocks)
 	bf16KeyNextMinBlocks = 1
-	// Without the next-block prefetch, with it, with the in-block one too.
-	variants := [][2]bool{{false, false}, {true, false}, {true, true}}
 	for _, name := range []string{"tinker-local/tiny-qwen3", "tinker-local/tiny-gpt-oss"} {
 		_, bf := loadBF16Pair(t, name)
 		a := newAttnCase(bf, 0, 230, 3)
-		outs := make([][][][]float32, len(variants))
-		for i, v := range variants {
-			bf16AttnKeyNext, bf16AttnKeyBoth = v[0], v[1]
+		var outs [2][][][]float32
+		for i, next := range []bool{false, true} {
+			bf16AttnKeyNext = next
 			withAMX(false, func() { outs[i] = [][][]float32{a.run(0, 230), a.pieces(57)} })
 		}
-		for i := 1; i < len(variants); i++ {
-			for k := range outs[0] {
-				for p := range outs[0][k] {
-					if !slices.Equal(outs[0][k][p], outs[i][k][p]) {
-						t.Fatalf("%s: position %d (%s) differs with the next-block prefetch (in-block too: %v)", name, p, []string{"prefill", "decode"}[k], variants[i][1])
-					}
+		for k := range outs[0] {
+			for p := range outs[0][k] {
+				if !slices.Equal(outs[0][k][p], outs[1][k][p]) {
+					t.Fatalf("%s: position %d (%s) differs with the next-block prefetch", name, p, []string{"prefill", "decode"}[k])
 				}
 			}
 		}

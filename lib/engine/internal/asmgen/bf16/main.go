@@ -141,20 +141,6 @@ func generate() (string, string) {
 		fmt.Fprintf(&table, "%d: %s", t, name)
 	}
 	table.WriteString("}\n")
-	// The same with each block's line also prefetched avxWeightPrefetch
-	// ahead within the block (avxKernelNextPf).
-	table.WriteString("\n// avxBF16KernelsNxP[t] is avxBF16T<t>N6XP: avxBF16T<t>N6X also prefetching\n")
-	fmt.Fprintf(&table, "// each block's line %d bytes ahead, as avxBF16KernelsPf's do.\n", avxWeightPrefetch)
-	fmt.Fprintf(&table, "var avxBF16KernelsNxP = [%d]func%s{", avxMaxT+1, avxParams)
-	for t := 1; t <= avxMaxT; t++ {
-		name, body := avxKernelNextPf(t, 6)
-		add(name, body, avxSig)
-		if t > 1 {
-			table.WriteString(", ")
-		}
-		fmt.Fprintf(&table, "%d: %s", t, name)
-	}
-	table.WriteString("}\n")
 	decls.WriteString(table.String())
 	panelKernels(&asm, &decls) // panel.go
 	peakKernels(&asm, &decls)  // peak.go
@@ -386,18 +372,6 @@ func avxKernelPf(t, n, pf int, suffix string) (string, string) {
 // block's first lines to be read on demand.
 func avxKernelNext(t, n int) (string, string) {
 	return avxKernelGen(t, n, 0, true, "X")
-}
-
-// avxKernelNextPf is avxKernelNext also prefetching each block's line
-// avxWeightPrefetch ahead within the block, as avxKernelPf does: on Zen
-// 4 the scores over 2048 keys of two query heads read their keys
-// 1.02-1.08x as fast per byte with both prefetches as with the next
-// call's alone (BenchmarkBF16AttnParts, one and two cores), at the
-// values' pace; the next call's prefetch in L1 (PREFETCHT0) read
-// 0.75, twelve blocks on instead of six 0.94-0.99, the in-block one 512
-// bytes or 2 KiB ahead 0.99-1.06, in L1 0.93-0.95.
-func avxKernelNextPf(t, n int) (string, string) {
-	return avxKernelGen(t, n, avxWeightPrefetch, true, "XP")
 }
 
 // avxKernelGen generates avxKernel's kernels: prefetching each block's
