@@ -242,11 +242,18 @@ func (j *job) start(work []func(), src *kvCache, shared bool) []func() {
 		return work
 	}
 	j.seqs, j.live = make([]*seqRun, n), n
+	// Copies of the prompt map one memory file where they can (kvalias.go),
+	// with room for every position they may generate: growth would copy.
+	var alias *kvAliasSrc
+	p := len(j.req.Prompt)
+	if n > 1 || shared {
+		alias = src.aliasFor(p)
+	}
 	for i := range n {
 		work = append(work, func() {
 			c := src
 			if n > 1 || shared {
-				c = c.clone(len(j.req.Prompt), j.room, j.m.kvPool())
+				c = c.cloneAliased(alias, p, j.room, p+min(j.req.MaxTokens, kvAliasRoom), j.m.kvPool())
 			}
 			sq := &seqRun{cache: c, rng: newRNG(sampleSeed(j.seed, i)), sm: newSampler(j.m.cfg.VocabSize, j.req), out: &j.resp.Sequences[i]}
 			sq.out.Tokens = make([]int, 0, j.req.MaxTokens)

@@ -18,6 +18,9 @@ type kvCache struct {
 	n      int          // positions filled
 	kw, vw int          // floats per position of k and of v
 	bf16   *bf16KVCache // the bf16 path's copy (kernels_bf16_attn_amd64.go); nil until used
+
+	alias    *kvAliasRow // non-nil: k and v map a prompt's memory file (kvalias.go); never pooled
+	aliasSrc *kvAliasSrc // the memory file of this prompt cache's samples, if made
 }
 
 func (m *Model) newCache(capacity int) *kvCache {
@@ -45,7 +48,10 @@ func (c *kvCache) size() int { return len(c.k[0]) / c.kw }
 // bytes is the memory of c's keys and values.
 func (c *kvCache) bytes() int { return 4 * len(c.k) * c.size() * (c.kw + c.vw) }
 
-// reserve makes room for positions [0, n).
+// reserve makes room for positions [0, n). A cache aliasing its prompt
+// (kvalias.go) grows into memory of its own; its mapping is released
+// where the cache is dropped, as nothing may still hold a slice of it
+// before.
 func (c *kvCache) reserve(n int) {
 	if len(c.k) == 0 || len(c.k[0]) >= n*c.kw {
 		return

@@ -103,9 +103,11 @@ func (p *kvPool) take(layers, kw, vw, n int) *kvCache {
 }
 
 // put gives c to the pool if the budget has room; nothing else may use c
-// after.
+// after. A cache that maps a prompt's memory file (kvalias.go) is
+// released instead: the pool clears what it takes, and other rows share
+// those pages.
 func (p *kvPool) put(c *kvCache) {
-	if p == nil || c == nil || len(c.k) == 0 || c.kw == 0 {
+	if c == nil || c.dropAlias() || p == nil || len(c.k) == 0 || c.kw == 0 {
 		return
 	}
 	c.bf16 = nil // the bf16 path's copy is made again when used

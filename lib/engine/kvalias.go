@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// A request's samples (num_samples, and jobs following another's prompt:
+// prefixshare.go) start from one prompt cache, and each used to hold its
+// own copy of it: at 1024 prompt positions on the Qwen3-0.6B shape that is
+// 229 MB a row, and every decoding step reads every row's copy from
+// memory. Where the system allows (kvalias_linux.go), the whole pages of
+// the prompt's keys and values of each layer are written once to a memory
+// file, and every sample's cache maps those same physical pages at the
+// start of its layer arrays; the positions past the last whole page, and
+// room for the positions the sample generates, are the row's own memory.
+// The kernels see the same contiguous arrays holding the same values, so
+// no output bit changes. The mapping is private (copy on write): a write
+// into the prompt's pages, which nothing does (a sample writes only
+// positions past its prompt), would copy the page for that row alone
+// rather than change the others'.
+//
+// A row's mapping is released when its sequence's cache is dropped
+// (kvPool.put, which never keeps such a cache), or by a cleanup when the
+// cache becomes unreachable without that. Any failure (no memory files,
+// the map count bound, mmap errors) falls back to the copy.
+
+// kvAliasPrefix switches prompt aliasing on (a variable so that tests and
+// benchmarks compare it with the copy).
+var kvAliasPrefix = true
+
+// kvAliasMinBytes is the fewest bytes of whole pages a row must share for
+// its cache to alias the prompt's: below it the copy is cheaper than the
+// mappings (one per layer array) and saves little memory.
+var kvAliasMinBytes = 4 << 20
+
+// kvAliasRoom bounds the positions an aliasing cache reserves address
+// space for past its prompt (a sample generating more grows into a copy).
+const kvAliasRoom = 32768
+
+// kvAliasFail makes every mapping attempt fail (tests of the fallback).
+var kvAliasFail = false
+
+// kvAliasMaps counts the mappings aliased caches hold now; kvAliasMapLimit
+// bounds it well under the kernel's per-process bound (vm.max_map_count,
+// 65530 by default), which the Go runtime and the model's files share.
+var (
+	kvAliasMaps     atomic.Int64
+	kvAliasMapLimit = int64(kvAliasMapBound())
+	kvAliasRows     atomic.Int64 // caches made aliasing, ever (tests)
+)
+
+// kvAliasSrc is a prompt cache's first n positions in a memory file, for
+// the caches of the samples that start from it; it lives as long as the
+// prompt cache that holds it (kvCache.aliasSrc) and is closed when that
+// is dropped.
+type kvAliasSrc struct {
+	once   sync.Once
+	n      int
+	file   *kvAliasFile // nil: could not be made
+	closed atomic.Bool
+}
+
+// kvAliasRow is one cache's mapping: released once.
+type kvAliasRow struct {
+	mem      kvAliasMem
+	maps     int64
+	released atomic.Bool
+}
+
+// release unmaps r; the cache that held it must not be read after.
+func (r *kvAliasRow) release() {
+	if r == nil || !r.released.CompareAndSwap(false, true) {
+		return
+	}
+	r.mem.unmap()
+	kvAliasMaps.Add(-r.maps)
+}
+
+// aliasFor returns the aliasing source of c's first n positions, made on
+// first use and kept on c, or nil when caches of n positions should not
+// alias (switched off, too small, or a source of another length exists).
+// The stepper calls it, never concurrently; the rows' cloneAliased may
+// run concurrently.
+func (c *kvCache) aliasFor(n int) *kvAliasSrc {
+	if !kvAliasPrefix || n > c.n || kvAliasShared(n, c.kw, c.vw, len(c.k)) < kvAliasMinBytes {
+		return nil
+	}
+	if c.aliasSrc == nil {
+		c.aliasSrc = &kvAliasSrc{n: n}
+	}
+	if c.aliasSrc.n != n {
+		return nil
+	}
+	return c.aliasSrc
+}
+
+// kvAliasShared is the bytes a row shares: each layer array's whole pages
+// of its first n positions.
+func kvAliasShared(n, kw, vw, layers int) int {
+	pg := kvAliasPage
+	return layers * (n*4*kw/pg*pg + n*4*vw/pg*pg)
+}
+
+// cloneAliased is c.clone(n, capacity, pool), its first n positions
+// aliasing the memory file of c's source a when that works, with room
+// for aliasCap positions then (address space only until written).
+func (c *kvCache) cloneAliased(a *kvAliasSrc, n, capacity, aliasCap int, pool *kvPool) *kvCache {
+	if a != nil && a.n == n && n <= c.n {
+		a.once.Do(func() { a.file = newKVAliasFile(c, n) })
+		if a.file != nil {
+			if d := a.file.row(c, n, max(capacity, n), max(capacity, aliasCap, n)); d != nil {
+				kvAliasRows.Add(1)
+				return d
+			}
+		}
+	}
+	return c.clone(n, capacity, pool)
+}
+
+// dropAlias releases what c holds of aliasing: its own mapping (then c
+// must not be used again, nor pooled: it reports true) and the memory
+// file of its prompt (kept by the rows that map it).
+func (c *kvCache) dropAlias() (mapped bool) {
+	if s := c.aliasSrc; s != nil {
+		c.aliasSrc = nil
+		s.close()
+	}
+	if c.alias == nil {
+		return false
+	}
+	r := c.alias
+	c.alias, c.k, c.v, c.n, c.bf16 = nil, nil, nil, 0, nil
+	r.release()
+	return true
+}
+
+// close lets go of the memory file; rows that map it keep its pages.
+func (s *kvAliasSrc) close() {
+	if s.closed.CompareAndSwap(false, true) {
+		s.once.Do(func() {}) // none made after
+		if s.file != nil {
+			s.file.close()
+		}
+	}
+}

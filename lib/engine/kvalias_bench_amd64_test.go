@@ -1,0 +1,129 @@
+//go:build goexperiment.simd && amd64 && linux
+
+package engine
+
+import (
+	"bufio"
+	"cmp"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// BenchmarkDecodeAlias decodes R rows that share one prompt of P
+// positions (num_samples = R) on the 0.6B shape with bfloat16 weights on
+// the float32 compute path, for each R of ALIAS_R (default "4,16") and P
+// of ALIAS_POS (default "512,1024,2048"): the rows' caches either copies
+// of the prompt's cache (old, as before kvalias.go) or mapping its memory
+// file (new). It prints the start cost of each (R clones, the memory file
+// included), the memory each set adds (proportional set size, which
+// counts a page mapped by several rows once; the copies mostly reuse
+// heap memory the process holds already, so their own bytes are printed
+// beside), and ALIAS_STEPS (default
+// 16) steps from P, old and new alternating step by step (the order
+// within a pair alternating): the old step's wall and process CPU over
+// the new one's, median, lower quartile and minimum. ALIAS_SWITCH=control
+// compares two sets of copies instead (what two sets of caches alone
+// make of the ratio). Run with -benchtime 1x.
+func BenchmarkDecodeAlias(b *testing.B) {
+	m := qwen3SmallBF16(b, "decode-alias")
+	ints := func(key, def string) []int {
+		var xs []int
+		for _, f := range strings.Split(cmp.Or(os.Getenv(key), def), ",") {
+			x, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || x < 1 {
+				b.Fatalf("%s=%q: want a comma-separated list of positive integers, such as %s", key, os.Getenv(key), def)
+			}
+			xs = append(xs, x)
+		}
+		return xs
+	}
+	rs, ps := ints("ALIAS_R", "4,16"), ints("ALIAS_POS", "512,1024,2048")
+	steps := envInt("ALIAS_STEPS", 16)
+	control := os.Getenv("ALIAS_SWITCH") == "control"
+	for b.Loop() {
+		for _, r := range rs {
+			for _, p := range ps {
+				decodeAliasPaired(m, r, p, steps, control)
+				debug.FreeOSMemory()
+			}
+		}
+	}
+}
+
+// decodeAliasPaired is BenchmarkDecodeAlias for r rows from position p.
+func decodeAliasPaired(m *Model, r, p, steps int, control bool) {
+	src := longSeqs(m, 1, p, steps, false)[0]
+	room := p + steps + 2
+	copies := func() ([]*kvCache, float64, float64) {
+		runtime.GC()
+		pss0 := selfPss()
+		t0 := time.Now()
+		seqs := make([]*kvCache, r)
+		for i := range seqs {
+			seqs[i] = src.clone(p, room, nil)
+		}
+		return seqs, time.Since(t0).Seconds(), selfPss() - pss0
+	}
+	aliased := func() ([]*kvCache, float64, float64) {
+		runtime.GC()
+		pss0 := selfPss()
+		t0 := time.Now()
+		a := src.aliasFor(p)
+		seqs := make([]*kvCache, r)
+		for i := range seqs {
+			seqs[i] = src.cloneAliased(a, p, room, room, nil)
+			if seqs[i].alias == nil {
+				panic("decodeAliasPaired: a row did not alias")
+			}
+		}
+		return seqs, time.Since(t0).Seconds(), selfPss() - pss0
+	}
+	var seqs [2][]*kvCache
+	var start, mem [2]float64
+	seqs[0], start[0], mem[0] = copies()
+	if control {
+		seqs[1], start[1], mem[1] = copies()
+	} else {
+		seqs[1], start[1], mem[1] = aliased()
+	}
+	wss := [2]*workspace{{}, {}}
+	step := func(v, s int) (float64, float64) { return rowsStep(m, wss[v], seqs[v], p+s) }
+	var pr pairRatios
+	l0 := loadAvg()
+	pr.stepPairs(steps, step)
+	key := map[bool]string{true: "control", false: "alias"}[control]
+	fmt.Fprintf(os.Stderr, "alias R=%d P=%d %s old/new (%d pairs): %s | load %s -> %s | step ms old %.2f new %.2f | start ms old %.1f new %.1f | MB: copies hold %.0f; PSS added old %.0f new %.0f\n",
+		r, p, key, len(pr.wall), pr.figures(), l0, loadAvg(), 1e3*median(pr.tOld), 1e3*median(pr.tNew),
+		1e3*start[0], 1e3*start[1], float64(r*seqs[0][0].bytes())/1e6, mem[0]/1e6, mem[1]/1e6)
+	for _, set := range seqs {
+		for _, c := range set {
+			var pool *kvPool
+			pool.put(c) // releases the aliased ones
+		}
+	}
+	src.dropAlias()
+}
+
+// selfPss is the process's proportional set size in bytes
+// (/proc/self/smaps_rollup), or 0.
+func selfPss() float64 {
+	f, err := os.Open("/proc/self/smaps_rollup")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "Pss:"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
+			return float64(kb) * 1024
+		}
+	}
+	return 0
+}

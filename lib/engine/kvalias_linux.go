@@ -1,0 +1,182 @@
+//go:build linux
+
+package engine
+
+import (
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+const kvAliasPage = 4096
+
+// kvAliasFile is a memory file holding, for each layer, the whole pages
+// of a prompt's keys and then of its values.
+type kvAliasFile struct {
+	*kvAliasFd
+	kb, vb int // bytes of each layer's keys and values in the file
+}
+
+// kvAliasFd is the file's descriptor, apart so that a cleanup can close
+// it once the file is unreachable.
+type kvAliasFd struct {
+	mu sync.Mutex
+	fd int // -1 once closed
+}
+
+// kvAliasMapBound is a quarter of the kernel's bound on a process's
+// mappings.
+func kvAliasMapBound() int {
+	limit := 65530
+	if b, err := os.ReadFile("/proc/sys/vm/max_map_count"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n > 0 {
+			limit = n
+		}
+	}
+	return limit / 4
+}
+
+// newKVAliasFile writes the whole pages of c's first n positions to a new
+// memory file, or returns nil.
+func newKVAliasFile(c *kvCache, n int) *kvAliasFile {
+	if kvAliasFail {
+		return nil
+	}
+	pg := kvAliasPage
+	f := &kvAliasFile{kvAliasFd: &kvAliasFd{fd: -1}, kb: n * 4 * c.kw / pg * pg, vb: n * 4 * c.vw / pg * pg}
+	if f.kb+f.vb == 0 {
+		return nil
+	}
+	fd, err := unix.MemfdCreate("tinker-kv-prompt", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil
+	}
+	f.fd = fd
+	per := int64(f.kb + f.vb)
+	if unix.Ftruncate(fd, per*int64(len(c.k))) != nil {
+		f.close()
+		return nil
+	}
+	for l := range c.k {
+		if !pwriteAll(fd, floatBytes(c.k[l])[:f.kb], int64(l)*per) ||
+			!pwriteAll(fd, floatBytes(c.v[l])[:f.vb], int64(l)*per+int64(f.kb)) {
+			f.close()
+			return nil
+		}
+	}
+	// Closed with its source (dropAlias); this only keeps a source that
+	// was lost without that from holding the file open for good.
+	runtime.AddCleanup(f, (*kvAliasFd).close, f.kvAliasFd)
+	return f
+}
+
+func pwriteAll(fd int, b []byte, off int64) bool {
+	for len(b) > 0 {
+		k, err := unix.Pwrite(fd, b, off)
+		if err != nil || k <= 0 {
+			return false
+		}
+		b, off = b[k:], off+int64(k)
+	}
+	return true
+}
+
+func floatBytes(xs []float32) []byte {
+	if len(xs) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(xs))), 4*len(xs))
+}
+
+func (f *kvAliasFd) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fd >= 0 {
+		unix.Close(f.fd)
+		f.fd = -1
+	}
+}
+
+// kvAliasMem is a row's reservation: every layer's key and value arrays,
+// each starting on a page.
+type kvAliasMem struct {
+	p    unsafe.Pointer
+	size uintptr
+}
+
+func (m kvAliasMem) unmap() { _ = unix.MunmapPtr(m.p, m.size) }
+
+// row makes a cache with room for capacity positions whose first n are
+// c's: the file's pages mapped at the start of each layer array, the
+// rest of them copied, the rest up to room in memory. It returns nil when
+// that cannot be done.
+func (f *kvAliasFile) row(c *kvCache, n, room, capacity int) *kvCache {
+	pg := uintptr(kvAliasPage)
+	round := func(b int) uintptr { return (uintptr(b) + pg - 1) &^ (pg - 1) }
+	ka, va := round(4*capacity*c.kw), round(4*capacity*c.vw)
+	layers := len(c.k)
+	// The reservation, split by each array's file pages: a mapping for
+	// those and one for the rest of the array, and one to spare.
+	maps := int64(4*layers + 1)
+	if kvAliasMaps.Add(maps) > kvAliasMapLimit {
+		kvAliasMaps.Add(-maps)
+		return nil
+	}
+	size := uintptr(layers) * (ka + va)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fd < 0 || kvAliasFail {
+		kvAliasMaps.Add(-maps)
+		return nil
+	}
+	base, err := unix.MmapPtr(-1, 0, nil, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	if err != nil {
+		kvAliasMaps.Add(-maps)
+		return nil
+	}
+	r := &kvAliasRow{mem: kvAliasMem{p: base, size: size}, maps: maps}
+	d := &kvCache{k: make([][]float32, layers), v: make([][]float32, layers), n: n, kw: c.kw, vw: c.vw, alias: r}
+	per := int64(f.kb + f.vb)
+	place := func(off uintptr, shared int, fileOff int64, width int, src []float32) ([]float32, bool) {
+		p := unsafe.Add(base, off)
+		if shared > 0 {
+			// Private: a write would copy the page for this row only.
+			if _, err := unix.MmapPtr(f.fd, fileOff, p, uintptr(shared), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_FIXED); err != nil {
+				return nil, false
+			}
+			// Maps the pages now, readable and still shared, rather than
+			// fault by fault in the first step (kernels before 5.14 say
+			// EINVAL: then the faults).
+			_ = unix.Madvise(unsafe.Slice((*byte)(p), shared), unix.MADV_POPULATE_READ)
+		}
+		xs := unsafe.Slice((*float32)(p), capacity*width)
+		// The positions a copy would hold (room): written now rather than
+		// fault by fault as the sample generates, as the copy's (mostly
+		// reused) memory is.
+		if tail := floatBytes(xs[shared/4 : room*width]); len(tail) > 0 {
+			_ = unix.Madvise(tail, unix.MADV_POPULATE_WRITE)
+		}
+		copy(xs[shared/4:n*width], src[shared/4:n*width])
+		return xs, true
+	}
+	off := uintptr(0)
+	for l := range layers {
+		var ok1, ok2 bool
+		d.k[l], ok1 = place(off, f.kb, int64(l)*per, c.kw, c.k[l])
+		d.v[l], ok2 = place(off+ka, f.vb, int64(l)*per+int64(f.kb), c.vw, c.v[l])
+		if !ok1 || !ok2 {
+			r.release()
+			return nil
+		}
+		off += ka + va
+	}
+	// Released where the sequence is dropped (kvPool.put); this only
+	// catches a cache lost without that.
+	runtime.AddCleanup(d, func(r *kvAliasRow) { r.release() }, r)
+	return d
+}

@@ -1,0 +1,21 @@
+//go:build !linux
+
+package engine
+
+const kvAliasPage = 4096
+
+// Without Linux's memory files prompt caches are copied (kvalias.go).
+
+type kvAliasFile struct{}
+
+type kvAliasMem struct{}
+
+func (kvAliasMem) unmap() {}
+
+func kvAliasMapBound() int { return 0 }
+
+func newKVAliasFile(*kvCache, int) *kvAliasFile { return nil }
+
+func (*kvAliasFile) close() {}
+
+func (*kvAliasFile) row(*kvCache, int, int, int) *kvCache { return nil }

@@ -1,0 +1,263 @@
+package engine
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// aliasAll makes tiny models' prompts alias (their caches are a few pages)
+// for the test and restores the switches after.
+func aliasAll(t *testing.T) {
+	t.Helper()
+	minBytes, fail, limit := kvAliasMinBytes, kvAliasFail, kvAliasMapLimit
+	t.Cleanup(func() { kvAliasPrefix, kvAliasMinBytes, kvAliasFail, kvAliasMapLimit = true, minBytes, fail, limit })
+	kvAliasPrefix, kvAliasMinBytes = true, 1
+	if kvAliasMapLimit == 0 {
+		t.Skip("no prompt aliasing on this system")
+	}
+}
+
+// aliasCalls are requests sharing one prompt of n tokens: several with
+// num_samples > 1, and single ones that follow the first.
+func aliasCalls(m *Model, n int) []call {
+	p := spreadPrompt(m, n, 7, 3)
+	return []call{
+		{m, SampleRequest{Prompt: p, MaxTokens: 9, Temperature: 1, Seed: seedp(41), NumSamples: 4}},
+		{m, SampleRequest{Prompt: p, MaxTokens: 5, Temperature: 0.7, Seed: seedp(42)}},
+		{m, SampleRequest{Prompt: p, MaxTokens: 12, Temperature: 1.1, Seed: seedp(43), NumSamples: 3, TopK: 9}},
+		{m, SampleRequest{Prompt: p, MaxTokens: 3, Temperature: 1, Seed: seedp(44)}},
+		{m, SampleRequest{Prompt: p, MaxTokens: 7, Temperature: 0}},
+	}
+}
+
+// waitReleased checks that no aliased cache's mapping is left once the
+// batch is done (its stepper has released every job's caches and ended),
+// nor one in m's pool.
+func waitReleased(t *testing.T, m *Model, label string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); runtime.Gosched() {
+		m.batch.mu.Lock()
+		running := m.batch.running
+		m.batch.mu.Unlock()
+		if !running {
+			break
+		}
+	}
+	if n := kvAliasMaps.Load(); n != 0 {
+		t.Errorf("%s: %d mappings of aliased caches left after every request returned", label, n)
+	}
+	pool := m.kvPool()
+	pool.mu.Lock()
+	defer pool.mu.Unlock()
+	for _, c := range pool.free {
+		if c.alias != nil || c.aliasSrc != nil {
+			t.Errorf("%s: the pool holds an aliased cache or a prompt's memory file", label)
+		}
+	}
+}
+
+// TestKVAliasSameBits: samples of one prompt (num_samples and followers)
+// whose caches alias the prompt's memory file (prompts of 40 and 150
+// positions: some layer arrays a page or two and a copied tail, others
+// several pages) give, bit for bit, what their copies give, and each
+// request its solo result; every mapping is released at the end.
+func TestKVAliasSameBits(t *testing.T) {
+	aliasAll(t)
+	for _, name := range testModels(t) {
+		m := mustLoad(t, name)
+		for _, n := range []int{40, 150} {
+			calls := aliasCalls(m, n)
+			kvAliasPrefix = false
+			solo := make([]*SampleResponse, len(calls))
+			for i, c := range calls {
+				solo[i] = sample(t, c.m, c.req)
+			}
+			copied, _ := sampleQueued(t, m, calls)
+			sameAsSolo(t, name+" copies", solo, copied)
+			kvAliasPrefix = true
+			rows0 := kvAliasRows.Load()
+			got, _ := sampleQueued(t, m, calls)
+			sameAsSolo(t, name+" aliased", solo, got)
+			// 4 + 3 samples of the leaders and the three followers.
+			if k := kvAliasRows.Load() - rows0; k != 10 {
+				t.Errorf("%s: prompt of %d: %d caches aliased, want 10", name, n, k)
+			}
+			waitReleased(t, m, name)
+		}
+	}
+}
+
+// TestKVAliasFallback: when mapping fails (forced), or the mappings'
+// bound leaves room for only some rows, samples copy their prompts and
+// still give their solo results.
+func TestKVAliasFallback(t *testing.T) {
+	aliasAll(t)
+	m := mustLoad(t, testModels(t)[0])
+	calls := aliasCalls(m, 80)
+	kvAliasPrefix = false
+	solo := make([]*SampleResponse, len(calls))
+	for i, c := range calls {
+		solo[i] = sample(t, c.m, c.req)
+	}
+	kvAliasPrefix, kvAliasFail = true, true
+	rows0 := kvAliasRows.Load()
+	got, _ := sampleQueued(t, m, calls)
+	sameAsSolo(t, "mapping fails", solo, got)
+	if k := kvAliasRows.Load() - rows0; k != 0 {
+		t.Errorf("mapping fails: %d caches aliased", k)
+	}
+	waitReleased(t, m, "mapping fails")
+
+	kvAliasFail = false
+	kvAliasMapLimit = int64(3 * (4*m.cfg.Layers + 1)) // three rows' mappings
+	rows0 = kvAliasRows.Load()
+	got, _ = sampleQueued(t, m, calls)
+	sameAsSolo(t, "mapping bound", solo, got)
+	if k := kvAliasRows.Load() - rows0; k < 1 || k > 3 {
+		t.Errorf("mapping bound of three rows: %d caches aliased", k)
+	}
+	waitReleased(t, m, "mapping bound")
+}
+
+// aliasSource is a cache of n positions of seeded values on m's shape.
+func aliasSource(m *Model, n int) *kvCache {
+	kw, vw := m.cfg.cacheWidths()
+	c := &kvCache{k: make([][]float32, m.cfg.Layers), v: make([][]float32, m.cfg.Layers), kw: kw, vw: vw}
+	c.reserve(n)
+	for l := range c.k {
+		aliasFill(c.k[l][:n*kw], uint64(3+l), 1)
+		aliasFill(c.v[l][:n*vw], uint64(9+l), 1)
+	}
+	c.n = n
+	return c
+}
+
+// aliasFill fills xs with values in (-a, a) from seed.
+func aliasFill(xs []float32, seed uint64, a float32) {
+	r := rand.New(rand.NewPCG(seed, 77))
+	for i := range xs {
+		xs[i] = (2*r.Float32() - 1) * a
+	}
+}
+
+// sameCache reports whether a's and b's first n positions hold the same
+// bits.
+func sameCache(a, b *kvCache, n int) bool {
+	for l := range a.k {
+		if !slices.Equal(a.k[l][:n*a.kw], b.k[l][:n*b.kw]) || !slices.Equal(a.v[l][:n*a.vw], b.v[l][:n*b.vw]) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestKVAliasRows: caches aliasing one source hold its values; one grown
+// past its capacity (reserve) keeps them in memory of its own; a write
+// into a shared page changes that row only (the mapping is private); the
+// pool never keeps an aliased cache; and rows released in any order,
+// while others still read, leave the others' values intact and no
+// mapping behind.
+func TestKVAliasRows(t *testing.T) {
+	aliasAll(t)
+	m := mustLoad(t, testModels(t)[0])
+	const n = 300
+	src := aliasSource(m, n)
+	ref := src.clone(n, n, nil)
+	a := src.aliasFor(n)
+	if a == nil {
+		t.Fatal("no aliasing source for a 300-position prompt")
+	}
+	rows := make([]*kvCache, 12)
+	var wg sync.WaitGroup
+	for i := range rows {
+		wg.Go(func() { rows[i] = src.cloneAliased(a, n, n+2, n+40, nil) })
+	}
+	wg.Wait()
+	for i, r := range rows {
+		if r.alias == nil {
+			t.Fatalf("row %d did not alias", i)
+		}
+		if !sameCache(r, ref, n) || r.n != n || r.size() != n+40 {
+			t.Fatalf("row %d: %d positions of room %d, or other values than its source's", i, r.n, r.size())
+		}
+	}
+	// Generated positions go to each row's own memory.
+	for i, r := range rows[:4] {
+		for l := range r.k {
+			aliasFill(r.k[l][n*r.kw:(n+30)*r.kw], uint64(100+i), 1)
+		}
+		r.n = n + 30
+	}
+	// Growth copies into the heap, values kept.
+	g := rows[0]
+	want := g.clone(g.n, g.n, nil)
+	g.reserve(n + 100)
+	if !sameCache(g, want, g.n) || g.size() < n+100 {
+		t.Fatal("an aliased cache grown past its room lost values")
+	}
+	// A write into a shared page (which nothing does) is the row's own.
+	rows[1].k[0][0] += 1
+	rows[1].v[m.cfg.Layers-1][1] -= 1
+	for i, r := range rows[2:] {
+		if !sameCache(r, ref, n) {
+			t.Fatalf("a write into row 1's shared page changed row %d", i+2)
+		}
+	}
+	var pool kvPool
+	pool.budget = &kvBudget{limit: 1 << 40}
+	order := rand.New(rand.NewPCG(1, 2)).Perm(len(rows))
+	for k, i := range order {
+		pool.put(rows[i])
+		if rows[i].alias != nil || rows[i].k != nil {
+			t.Fatalf("row %d put: still mapped", i)
+		}
+		for _, j := range order[k+1:] {
+			if j > 1 && !sameCache(rows[j], ref, n) {
+				t.Fatalf("releasing row %d changed row %d", i, j)
+			}
+		}
+	}
+	if len(pool.free) != 0 {
+		t.Errorf("the pool kept %d aliased caches", len(pool.free))
+	}
+	src.dropAlias()
+	if k := kvAliasMaps.Load(); k != 0 {
+		t.Errorf("%d mappings left", k)
+	}
+	// A row made after its source let go of the file copies.
+	if r := src.cloneAliased(a, n, n+2, n+40, nil); r.alias != nil || !sameCache(r, ref, n) {
+		t.Errorf("a row made after the source's file closed: aliased %v", r.alias != nil)
+	}
+}
+
+// TestKVAliasCleanup: an aliased cache lost without being put (a bug
+// elsewhere) has its mapping released once it is unreachable.
+func TestKVAliasCleanup(t *testing.T) {
+	aliasAll(t)
+	m := mustLoad(t, testModels(t)[0])
+	src := aliasSource(m, 200)
+	a := src.aliasFor(200)
+	func() {
+		r := src.cloneAliased(a, 200, 202, 202, nil)
+		if r.alias == nil {
+			t.Fatal("the row did not alias")
+		}
+	}()
+	src.dropAlias()
+	// Cleanups run after a collection finds the cache unreachable, on
+	// their own goroutine: a bounded number of rounds, not a time.
+	for range 200 {
+		if kvAliasMaps.Load() == 0 {
+			break
+		}
+		runtime.GC()
+		runtime.Gosched()
+	}
+	if k := kvAliasMaps.Load(); k != 0 {
+		t.Errorf("%d mappings of an unreachable cache left", k)
+	}
+}
