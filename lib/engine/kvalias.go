@@ -30,9 +30,12 @@ import (
 var kvAliasPrefix = true
 
 // kvAliasMinBytes is the fewest bytes of whole pages a row must share for
-// its cache to alias the prompt's: below it the copy is cheaper than the
-// mappings (one per layer array) and saves little memory.
-var kvAliasMinBytes = 4 << 20
+// its cache to alias the prompt's: 32 MiB, 146 positions on the
+// Qwen3-0.6B shape. Below about that the steps gain nothing measurable
+// (BenchmarkDecodeAlias, 2026-11-30: 1.01-1.06 at 32-128 positions) and
+// a row's mappings (a few per layer) cost more than its copy when the
+// copy reuses memory the heap holds.
+var kvAliasMinBytes = 32 << 20
 
 // kvAliasRoom bounds the positions an aliasing cache reserves address
 // space for past its prompt (a sample generating more grows into a copy).

@@ -87,6 +87,16 @@ func TestKVAliasSameBits(t *testing.T) {
 				t.Errorf("%s: prompt of %d: %d caches aliased, want 10", name, n, k)
 			}
 			waitReleased(t, m, name)
+			// A single sample leads: it decodes in the prompt's cache
+			// while the others map the file made from it.
+			first := []int{1, 0, 2, 3, 4}
+			rows0 = kvAliasRows.Load()
+			got, _ = sampleQueued(t, m, permute(calls, first))
+			sameAsSolo(t, name+" aliased, single leader", permute(solo, first), got)
+			if k := kvAliasRows.Load() - rows0; k != 9 {
+				t.Errorf("%s: prompt of %d, single leader: %d caches aliased, want 9", name, n, k)
+			}
+			waitReleased(t, m, name+" single leader")
 		}
 	}
 }
