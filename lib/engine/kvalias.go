@@ -86,7 +86,7 @@ func (r *kvAliasRow) release() {
 // The stepper calls it, never concurrently; the rows' cloneAliased may
 // run concurrently.
 func (c *kvCache) aliasFor(n int) *kvAliasSrc {
-	if !kvAliasPrefix || n > c.n || kvAliasShared(n, c.kw, c.vw, len(c.k)) < kvAliasMinBytes {
+	if !kvAliasPrefix || kvAliasMapLimit <= 0 || n > c.n || kvAliasShared(n, c.kw, c.vw, len(c.k)) < kvAliasMinBytes {
 		return nil
 	}
 	if c.aliasSrc == nil {

@@ -4,6 +4,7 @@ package engine
 
 import (
 	"bufio"
+	"context"
 	"cmp"
 	"fmt"
 	"os"
@@ -27,9 +28,10 @@ import (
 // beside), and ALIAS_STEPS (default
 // 16) steps from P, old and new alternating step by step (the order
 // within a pair alternating): the old step's wall and process CPU over
-// the new one's, median, lower quartile and minimum. ALIAS_SWITCH=control
-// compares two sets of copies instead (what two sets of caches alone
-// make of the ratio). Run with -benchtime 1x.
+// the new one's, median, lower quartile and minimum. ALIAS_SWITCH=alias
+// (the default) is that; ALIAS_SWITCH=control compares two sets of
+// copies instead (what two sets of caches alone make of the ratio). Run
+// with -benchtime 1x.
 func BenchmarkDecodeAlias(b *testing.B) {
 	m := qwen3SmallBF16(b, "decode-alias")
 	ints := func(key, def string) []int {
@@ -45,7 +47,11 @@ func BenchmarkDecodeAlias(b *testing.B) {
 	}
 	rs, ps := ints("ALIAS_R", "4,16"), ints("ALIAS_POS", "512,1024,2048")
 	steps := envInt("ALIAS_STEPS", 16)
-	control := os.Getenv("ALIAS_SWITCH") == "control"
+	key := cmp.Or(os.Getenv("ALIAS_SWITCH"), "alias")
+	if key != "alias" && key != "control" {
+		b.Fatalf("ALIAS_SWITCH=%s: none such; set alias or control", key)
+	}
+	control := key == "control"
 	for b.Loop() {
 		for _, r := range rs {
 			for _, p := range ps {
@@ -121,6 +127,63 @@ func selfPss() float64 {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		if rest, ok := strings.CutPrefix(sc.Text(), "Pss:"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
+			return float64(kb) * 1024
+		}
+	}
+	return 0
+}
+
+// BenchmarkSampleAlias samples ALIAS_R (default 16) sequences of
+// ALIAS_TOKENS (default 64) tokens from one prompt of ALIAS_POS (default
+// 1024) positions through Sample (num_samples) on the 0.6B shape with
+// bfloat16 weights, with prompt aliasing on or off (ALIAS_ON=0), one
+// setting a process: it prints the wall time of the prefill (a
+// one-token request first), of the whole request, the proportional set
+// size halfway through the decode and the process's peak resident set
+// (VmHWM; a page mapped by several rows counts once per mapping there).
+func BenchmarkSampleAlias(b *testing.B) {
+	m := qwen3SmallBF16(b, "sample-alias")
+	r, p, tokens := envInt("ALIAS_R", 16), envInt("ALIAS_POS", 1024), envInt("ALIAS_TOKENS", 64)
+	kvAliasPrefix = os.Getenv("ALIAS_ON") != "0"
+	defer func() { kvAliasPrefix = true }()
+	prompt := make([]int, p)
+	for i := range prompt {
+		prompt[i] = (i*131 + 7) % m.cfg.VocabSize
+	}
+	for b.Loop() {
+		var pss float64
+		var first time.Duration
+		t0 := time.Now()
+		req := SampleRequest{Prompt: prompt, MaxTokens: tokens, Temperature: 1, Seed: seedp(5), NumSamples: r,
+			StopFunc: func(gen []int) bool {
+				if len(gen) == 1 && first == 0 {
+					first = time.Since(t0)
+				}
+				if len(gen) == tokens/2 && pss == 0 {
+					pss = selfPss()
+				}
+				return false
+			}}
+		rows0 := kvAliasRows.Load()
+		if _, err := m.Sample(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+		total := time.Since(t0)
+		fmt.Fprintf(os.Stderr, "sample alias=%v R=%d P=%d tokens=%d: first token %.2f s, all %.2f s (decode %.1f ms a step) | PSS halfway %.0f MB, VmHWM %.0f MB | rows aliased %d | load %s\n",
+			kvAliasPrefix, r, p, tokens, first.Seconds(), total.Seconds(), 1e3*(total-first).Seconds()/float64(tokens-1),
+			pss/1e6, selfHWM()/1e6, kvAliasRows.Load()-rows0, loadAvg())
+	}
+}
+
+// selfHWM is the process's peak resident set in bytes, or 0.
+func selfHWM() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
 			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
 			return float64(kb) * 1024
 		}
