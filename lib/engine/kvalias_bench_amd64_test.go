@@ -4,8 +4,8 @@ package engine
 
 import (
 	"bufio"
-	"context"
 	"cmp"
+	"context"
 	"fmt"
 	"os"
 	"runtime"
