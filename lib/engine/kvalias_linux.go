@@ -102,6 +102,42 @@ func (f *kvAliasFd) close() {
 	}
 }
 
+// mapRow reserves a row's arrays (layers of ka bytes of keys then va of
+// values) and maps the file's pages at the start of each, or returns
+// nil. Under f.mu, so the descriptor stays open meanwhile; the rows of a
+// start populate and copy concurrently after.
+func (f *kvAliasFile) mapRow(size, ka, va uintptr, layers int) unsafe.Pointer {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fd < 0 || kvAliasFail {
+		return nil
+	}
+	base, err := unix.MmapPtr(-1, 0, nil, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	if err != nil {
+		return nil
+	}
+	per := int64(f.kb + f.vb)
+	off := uintptr(0)
+	for l := range layers {
+		for _, m := range []struct {
+			at      uintptr
+			bytes   int
+			fileOff int64
+		}{{off, f.kb, int64(l) * per}, {off + ka, f.vb, int64(l)*per + int64(f.kb)}} {
+			if m.bytes == 0 {
+				continue
+			}
+			// Private: a write would copy the page for this row only.
+			if _, err := unix.MmapPtr(f.fd, m.fileOff, unsafe.Add(base, m.at), uintptr(m.bytes), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_FIXED); err != nil {
+				_ = unix.MunmapPtr(base, size)
+				return nil
+			}
+		}
+		off += ka + va
+	}
+	return base
+}
+
 // kvAliasMem is a row's reservation: every layer's key and value arrays,
 // each starting on a page.
 type kvAliasMem struct {
@@ -128,27 +164,16 @@ func (f *kvAliasFile) row(c *kvCache, n, room, capacity int) *kvCache {
 		return nil
 	}
 	size := uintptr(layers) * (ka + va)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.fd < 0 || kvAliasFail {
-		kvAliasMaps.Add(-maps)
-		return nil
-	}
-	base, err := unix.MmapPtr(-1, 0, nil, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
-	if err != nil {
+	base := f.mapRow(size, ka, va, layers)
+	if base == nil {
 		kvAliasMaps.Add(-maps)
 		return nil
 	}
 	r := &kvAliasRow{mem: kvAliasMem{p: base, size: size}, maps: maps}
 	d := &kvCache{k: make([][]float32, layers), v: make([][]float32, layers), n: n, kw: c.kw, vw: c.vw, alias: r}
-	per := int64(f.kb + f.vb)
-	place := func(off uintptr, shared int, fileOff int64, width int, src []float32) ([]float32, bool) {
+	fill := func(off uintptr, shared, width int, src []float32) []float32 {
 		p := unsafe.Add(base, off)
 		if shared > 0 {
-			// Private: a write would copy the page for this row only.
-			if _, err := unix.MmapPtr(f.fd, fileOff, p, uintptr(shared), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_FIXED); err != nil {
-				return nil, false
-			}
 			// Maps the pages now, readable and still shared, rather than
 			// fault by fault in the first step (kernels before 5.14 say
 			// EINVAL: then the faults).
@@ -162,17 +187,12 @@ func (f *kvAliasFile) row(c *kvCache, n, room, capacity int) *kvCache {
 			_ = unix.Madvise(tail, unix.MADV_POPULATE_WRITE)
 		}
 		copy(xs[shared/4:n*width], src[shared/4:n*width])
-		return xs, true
+		return xs
 	}
 	off := uintptr(0)
 	for l := range layers {
-		var ok1, ok2 bool
-		d.k[l], ok1 = place(off, f.kb, int64(l)*per, c.kw, c.k[l])
-		d.v[l], ok2 = place(off+ka, f.vb, int64(l)*per+int64(f.kb), c.vw, c.v[l])
-		if !ok1 || !ok2 {
-			r.release()
-			return nil
-		}
+		d.k[l] = fill(off, f.kb, c.kw, c.k[l])
+		d.v[l] = fill(off+ka, f.vb, c.vw, c.v[l])
 		off += ka + va
 	}
 	// Released where the sequence is dropped (kvPool.put); this only
