@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -146,6 +148,15 @@ func aliasSource(m *Model, n int) *kvCache {
 	return c
 }
 
+// processMaps is the number of the process's mappings.
+func processMaps(t *testing.T) int {
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Skip("no /proc/self/maps")
+	}
+	return bytes.Count(b, []byte("\n"))
+}
+
 // aliasFill fills xs with values in (-a, a) from seed.
 func aliasFill(xs []float32, seed uint64, a float32) {
 	r := rand.New(rand.NewPCG(seed, 77))
@@ -182,11 +193,17 @@ func TestKVAliasRows(t *testing.T) {
 		t.Fatal("no aliasing source for a 300-position prompt")
 	}
 	rows := make([]*kvCache, 12)
+	maps0 := processMaps(t)
 	var wg sync.WaitGroup
 	for i := range rows {
 		wg.Go(func() { rows[i] = src.cloneAliased(a, n, n+2, n+40, nil) })
 	}
 	wg.Wait()
+	// The mappings the rows count against kvAliasMapLimit bound those
+	// they make (a few more may come and go with the runtime's own).
+	if got, bound := processMaps(t)-maps0, int(kvAliasMaps.Load()); got > bound+8 {
+		t.Errorf("%d rows made %d mappings, counted %d", len(rows), got, bound)
+	}
 	for i, r := range rows {
 		if r.alias == nil {
 			t.Fatalf("row %d did not alias", i)
