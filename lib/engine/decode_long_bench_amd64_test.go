@@ -53,6 +53,8 @@ var longSwitches = map[string]func(on bool){
 	"all": func(on bool) { // every switch above: main's attention against this branch's
 		fuseAttnShare, loneSumsPF, fuseAttnBlocked, attnBlockedRows = on, on, on, on
 	},
+	// longattn's keys (helper 1).
+	"whole": func(on bool) { attnWholeRows = on },
 }
 
 // BenchmarkDecodeLong decodes steps of R rows (R sequences, one token
@@ -223,7 +225,7 @@ func decodeLongRoofline(m *Model, dtype string, r, p, steps int) {
 
 // longAttention times the attention alone of the rows at position pos
 // (after the step that wrote it) over every layer, its units (one row's
-// KV head, or a fused fork's blocked units: attnChunks) claimed by every
+// KV head, or a fused fork's blocked units: attnSplit) claimed by every
 // core in turn as a fused fork's are, with a
 // pass over a 48 MiB buffer before each layer so that the caches come
 // from memory as in a step: the wall seconds of the attention only.
@@ -240,9 +242,9 @@ func longAttention(m *Model, ws *workspace, seqs []*kvCache, pos int) float64 {
 	}
 	f := &fuseState{m: m, rows: rows}
 	bf := m.bf16Attention(0) // the bf16 path's packed cache, a row's KV head a unit (attendBF16)
-	chunks, units, hpu := f.attnChunks(0), c.KVHeads*len(rows), 1
-	if chunks > 0 {
-		units, hpu = chunks*len(rows), c.KVHeads/chunks
+	split, units := f.attnSplit(0), c.KVHeads*len(rows)
+	if split.rows > 0 {
+		units = split.units()
 	}
 	evict := longEvict()
 	var total time.Duration
@@ -266,9 +268,9 @@ func longAttention(m *Model, ws *workspace, seqs []*kvCache, pos int) float64 {
 					if k >= units {
 						return
 					}
-					if chunks > 0 { // a fused fork's blocked units (attendUnits)
-						i, ch := k/chunks, k%chunks
-						m.attendRowBlocked(ws, rows, i, l, w, ch*hpu, (ch+1)*hpu)
+					if split.rows > 0 { // a fused fork's blocked units (attendUnits)
+						i, kv0, kv1 := split.unit(k)
+						m.attendRowBlocked(ws, rows, i, l, w, kv0, kv1)
 						continue
 					}
 					kvh, i := k/len(rows), k%len(rows)
