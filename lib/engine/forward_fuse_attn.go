@@ -73,15 +73,19 @@ func blockedChunks(kvHeads, rows int) int {
 	return kvHeads
 }
 
-// attnWholeRows has a fork's blocked units be whole rows (every KV head)
-// while the rows left are at least the cores, the rows after them cut in
-// as many parts as make their units a multiple of the cores
-// (wholeRowsSplit), where blockedChunks cut every row alike into units
-// enough for two a core: at two rows, four units of half a row's heads
-// each. A unit of every KV head reads each position's keys and values
-// (a 4 KiB page on the 0.6B shape) whole; half a row's heads read half
-// of each page, and the other half comes much later. A variable for
-// BenchmarkDecodeLong's LONG_SWITCH=whole.
+// attnWholeRows has a fork of fewer rows than twice the cores cut its
+// blocked units into whole rows (every KV head) while the rows left are
+// at least the cores, the rows after them in as many parts as make their
+// units a multiple of the cores (wholeRowsSplit), where blockedChunks
+// cut every row alike into enough units for two a core: two rows went as
+// four units of half a row's KV heads, now as two whole rows; three rows
+// as six halves, now two whole rows and two halves; one row as four
+// quarters, now two halves. A unit of every KV head reads each
+// position's keys and values (a 4 KiB page on the 0.6B shape) whole; a
+// part of the heads reads part of each page, and the rest comes later.
+// From twice the cores on blockedChunks' units are whole rows already
+// (cutting an odd count's last row in two read 0.98-1.19 at 5 rows and
+// was left). A variable for BenchmarkDecodeLong's LONG_SWITCH=whole.
 var attnWholeRows = true
 
 // blockedSplit is how a fork's rows' attention is cut into blocked
@@ -111,9 +115,9 @@ func (f *fuseState) attnSplit(l int) blockedSplit {
 	if n == 0 {
 		return blockedSplit{}
 	}
-	kvh, rows := f.m.cfg.KVHeads, len(f.rows)
-	if attnWholeRows {
-		if s, ok := wholeRowsSplit(kvh, rows, runtime.GOMAXPROCS(0)); ok {
+	kvh, rows, procs := f.m.cfg.KVHeads, len(f.rows), runtime.GOMAXPROCS(0)
+	if attnWholeRows && rows < 2*procs {
+		if s, ok := wholeRowsSplit(kvh, rows, procs); ok {
 			return s
 		}
 	}
