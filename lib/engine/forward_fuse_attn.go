@@ -80,12 +80,14 @@ func blockedChunks(kvHeads, rows int) int {
 // cut every row alike into enough units for two a core: two rows went as
 // four units of half a row's KV heads, now as two whole rows; three rows
 // as six halves, now two whole rows and two halves; one row as four
-// quarters, now two halves. A unit of every KV head reads each
-// position's keys and values (a 4 KiB page on the 0.6B shape) whole; a
-// part of the heads reads part of each page, and the rest comes later.
-// From twice the cores on blockedChunks' units are whole rows already
-// (cutting an odd count's last row in two read 0.98-1.19 at 5 rows and
-// was left). A variable for BenchmarkDecodeLong's LONG_SWITCH=whole.
+// quarters, now two halves. A part of a row's heads reads part of each
+// position's keys and values (a 4 KiB page on the 0.6B shape) and
+// another core the rest at another time; a whole row reads each page
+// once. Step-paired at position 2048: 2 rows 1.08-1.12, 3 rows
+// 1.06-1.09, 1 row 1.01-1.10 (positions 128-1024: 0.98-1.05). From twice
+// the cores on blockedChunks' units are whole rows already; cutting an
+// odd count's last row in two read 0.98-1.02 at 5 and 7 rows and was
+// left. A variable for BenchmarkDecodeLong's LONG_SWITCH=whole.
 var attnWholeRows = true
 
 // blockedSplit is how a fork's rows' attention is cut into blocked
