@@ -67,38 +67,10 @@ func TestDecodeFuseWholeRowsSameBits(t *testing.T) {
 	fuseMaxRows, attnBlockedMinPos = 16, 40
 	for _, arch := range []models.Family{models.Qwen3, models.GptOss} {
 		for _, sh := range [][2]int{{4, 2}, {8, 4}, {16, 8}} {
-			c := smallConfig(arch)
-			if arch == models.GptOss {
-				c = gptOssConfig()
-				c.LayerTypes = append(c.LayerTypes, "sliding_attention")
-			}
-			c.Hidden, c.Intermediate, c.Heads, c.KVHeads, c.HeadDim, c.VocabSize, c.Layers = 256, 512, sh[0], sh[1], 128, 300, 3
-			m, err := New(fmt.Sprintf("fuse-whole-%s-%d-%d", arch, sh[0], sh[1]), c, randomTensors(c, 23))
-			if err != nil {
-				t.Fatal(err)
-			}
+			m := blockedAttnModel(t, arch, sh, "fuse-whole", 23)
 			run := func(fused, whole bool) (logits, caches []float32) {
 				decodeFuse, fuseLayer, fuseToken, fuseHead, fuseAttnShare, fuseAttnBlocked, attnWholeRows = fused, fused, fused, fused, true, true, whole
-				ws := &workspace{}
-				seqs := make([]*kvCache, 16)
-				for s := range seqs {
-					seqs[s] = m.newCache(80)
-					var rows []row
-					for p := range 41 + 2*s {
-						rows = append(rows, row{seq: seqs[s], token: (5*p + s) % c.VocabSize, pos: p})
-					}
-					m.forward(ws, rows)
-				}
-				for step, r := range []int{1, 2, 3, 5, 16} {
-					rows := make([]row, r)
-					for s := range rows {
-						rows[s] = row{seq: seqs[s], token: (11*step + 3*s) % c.VocabSize, pos: seqs[s].n, logits: true}
-					}
-					for _, l := range m.forward(ws, rows) {
-						logits = append(logits, l...)
-					}
-				}
-				return logits, cachedValues(seqs)
+				return blockedAttnDecode(m, 5, 11)
 			}
 			wantL, wantC := run(false, false)
 			name := fmt.Sprintf("%s %v", arch, sh)
