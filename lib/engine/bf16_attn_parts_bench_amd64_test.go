@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 	"unsafe"
 )
 
@@ -62,7 +61,6 @@ func BenchmarkBF16AttnParts(b *testing.B) {
 		}
 	}
 	scale := float32(1 / math.Sqrt(hd))
-	evict := longEvict()
 	probes := map[string]func([]uint64) uint64{}
 	var names []string
 	for _, p := range readProbes() {
@@ -70,63 +68,41 @@ func BenchmarkBF16AttnParts(b *testing.B) {
 		names = append(names, p.name)
 	}
 	run := func(part string) float64 {
-		var sink uint64
-		for _, x := range evict {
-			sink += x
-		}
-		evictSink += sink
-		var next sync.Mutex
-		u := 0
-		var wg sync.WaitGroup
-		t0 := time.Now()
-		for w := range procs {
-			wg.Go(func() {
-				wk := &ws[w]
-				for {
-					next.Lock()
-					k := u
-					u++
-					next.Unlock()
-					if k >= U {
-						return
-					}
-					kv := &kvs[k]
-					switch part {
-					case "scores":
-						bf16ScoreTiles(wk.q, hd, group, kv.k, 16*hd, hd, ld/16, wk.sc, ld)
-					case "values":
-						bf16Tiles(wk.p, ld, group, kv.vt, 16*kv.ldk, ld, hd/16, wk.out, hd)
-					case "both":
-						bf16ScoreTiles(wk.q, hd, group, kv.k, 16*hd, hd, ld/16, wk.sc, ld)
-						for j := range group {
-							bf16Softmax(&wk.p[j*ld], &wk.sc[j*ld], ld, scale, float32(math.Inf(-1)))
-						}
-						bf16Tiles(wk.p, ld, group, kv.vt, 16*kv.ldk, ld, hd/16, wk.out, hd)
-					case "bothclear":
-						clear(wk.q[group*hd:])
-						bf16ScoreTiles(wk.q, hd, group, kv.k, 16*hd, hd, ld/16, wk.sc, ld)
-						clear(wk.p[group*ld:])
-						for j := range group {
-							sc := wk.sc[j*ld : (j+1)*ld]
-							fillF32(sc[P:], float32(math.Inf(-1)))
-							bf16Softmax(&wk.p[j*ld], &wk.sc[j*ld], ld, scale, float32(math.Inf(-1)))
-						}
-						bf16Tiles(wk.p, ld, group, kv.vt, 16*kv.ldk, ld, hd/16, wk.out, hd)
-					case "readk":
-						s := unsafe.Slice((*uint64)(unsafe.Pointer(&kv.k[0])), ld*hd/4)
-						evictSink += sumWordsWide(s)
-					case "readv":
-						s := unsafe.Slice((*uint64)(unsafe.Pointer(&kv.vt[0])), ld*hd/4)
-						evictSink += sumWordsWide(s)
-					default:
-						s := unsafe.Slice((*uint64)(unsafe.Pointer(&kv.k[0])), ld*hd/4)
-						evictSink += probes[part](s)
-					}
+		return coldUnits(procs, U, func(w, k int) {
+			wk := &ws[w]
+			kv := &kvs[k]
+			switch part {
+			case "scores":
+				bf16ScoreTiles(wk.q, hd, group, kv.k, 16*hd, hd, ld/16, wk.sc, ld)
+			case "values":
+				bf16Tiles(wk.p, ld, group, kv.vt, 16*kv.ldk, ld, hd/16, wk.out, hd)
+			case "both":
+				bf16ScoreTiles(wk.q, hd, group, kv.k, 16*hd, hd, ld/16, wk.sc, ld)
+				for j := range group {
+					bf16Softmax(&wk.p[j*ld], &wk.sc[j*ld], ld, scale, float32(math.Inf(-1)))
 				}
-			})
-		}
-		wg.Wait()
-		return time.Since(t0).Seconds()
+				bf16Tiles(wk.p, ld, group, kv.vt, 16*kv.ldk, ld, hd/16, wk.out, hd)
+			case "bothclear":
+				clear(wk.q[group*hd:])
+				bf16ScoreTiles(wk.q, hd, group, kv.k, 16*hd, hd, ld/16, wk.sc, ld)
+				clear(wk.p[group*ld:])
+				for j := range group {
+					sc := wk.sc[j*ld : (j+1)*ld]
+					fillF32(sc[P:], float32(math.Inf(-1)))
+					bf16Softmax(&wk.p[j*ld], &wk.sc[j*ld], ld, scale, float32(math.Inf(-1)))
+				}
+				bf16Tiles(wk.p, ld, group, kv.vt, 16*kv.ldk, ld, hd/16, wk.out, hd)
+			case "readk":
+				s := unsafe.Slice((*uint64)(unsafe.Pointer(&kv.k[0])), ld*hd/4)
+				evictSink += sumWordsWide(s)
+			case "readv":
+				s := unsafe.Slice((*uint64)(unsafe.Pointer(&kv.vt[0])), ld*hd/4)
+				evictSink += sumWordsWide(s)
+			default:
+				s := unsafe.Slice((*uint64)(unsafe.Pointer(&kv.k[0])), ld*hd/4)
+				evictSink += probes[part](s)
+			}
+		}).Seconds()
 	}
 	bytesHalf := float64(U) * float64(ld*hd*2)
 	parts := append([]string{"readk", "readv", "scores", "values", "both"}, names...)

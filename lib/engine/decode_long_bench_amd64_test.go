@@ -3,13 +3,10 @@
 package engine
 
 import (
-	"cmp"
 	"fmt"
 	"os"
 	"runtime"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -53,6 +50,8 @@ var longSwitches = map[string]func(on bool){
 	"all": func(on bool) { // every switch above: main's attention against this branch's
 		fuseAttnShare, loneSumsPF, fuseAttnBlocked, attnBlockedRows = on, on, on, on
 	},
+	// longattn's keys (helper 1).
+	"whole": func(on bool) { attnWholeRows = on },
 }
 
 // BenchmarkDecodeLong decodes steps of R rows (R sequences, one token
@@ -104,18 +103,7 @@ func BenchmarkDecodeLong(b *testing.B) {
 		m.w.withBF16Compute()
 		dtype = "bf16-compute"
 	}
-	ints := func(key, def string) []int {
-		var xs []int
-		for _, f := range strings.Split(cmp.Or(os.Getenv(key), def), ",") {
-			x, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || x < 1 {
-				b.Fatalf("%s=%q: want a comma-separated list of positive integers, such as %s", key, os.Getenv(key), def)
-			}
-			xs = append(xs, x)
-		}
-		return xs
-	}
-	rs, ps := ints("LONG_R", "1,4,16"), ints("LONG_POS", "512,1024,2048")
+	rs, ps := envInts(b, "LONG_R", "1,4,16"), envInts(b, "LONG_POS", "512,1024,2048")
 	steps := envInt("LONG_STEPS", 16)
 	key := os.Getenv("LONG_SWITCH")
 	set, paired := longSwitches[key]
@@ -223,7 +211,7 @@ func decodeLongRoofline(m *Model, dtype string, r, p, steps int) {
 
 // longAttention times the attention alone of the rows at position pos
 // (after the step that wrote it) over every layer, its units (one row's
-// KV head, or a fused fork's blocked units: attnChunks) claimed by every
+// KV head, or a fused fork's blocked units: attnSplit) claimed by every
 // core in turn as a fused fork's are, with a
 // pass over a 48 MiB buffer before each layer so that the caches come
 // from memory as in a step: the wall seconds of the attention only.
@@ -240,52 +228,60 @@ func longAttention(m *Model, ws *workspace, seqs []*kvCache, pos int) float64 {
 	}
 	f := &fuseState{m: m, rows: rows}
 	bf := m.bf16Attention(0) // the bf16 path's packed cache, a row's KV head a unit (attendBF16)
-	chunks, units, hpu := f.attnChunks(0), c.KVHeads*len(rows), 1
-	if chunks > 0 {
-		units, hpu = chunks*len(rows), c.KVHeads/chunks
+	split, units := f.attnSplit(0), c.KVHeads*len(rows)
+	if split.rows > 0 {
+		units = split.units()
 	}
-	evict := longEvict()
 	var total time.Duration
 	for l := range c.Layers {
-		var sink uint64
-		for _, x := range evict {
-			sink += x
-		}
-		evictSink += sink
-		var next sync.Mutex
-		u := 0
-		t0 := time.Now()
-		var wg sync.WaitGroup
-		for w := range procs {
-			wg.Go(func() {
-				for {
-					next.Lock()
-					k := u
-					u++
-					next.Unlock()
-					if k >= units {
-						return
-					}
-					if chunks > 0 { // a fused fork's blocked units (attendUnits)
-						i, ch := k/chunks, k%chunks
-						m.attendRowBlocked(ws, rows, i, l, w, ch*hpu, (ch+1)*hpu)
-						continue
-					}
-					kvh, i := k/len(rows), k%len(rows)
-					if bf {
-						bw := bf16WorkPool.Get().(*bf16AttnWork)
-						m.attendBF16(ws, rows, bf16Unit{i: i, n: 1, kvh: kvh, kv: &rows[i].seq.bf16.kv[l][kvh]}, l, bw)
-						bf16WorkPool.Put(bw)
-						continue
-					}
-					m.attendRow(ws, rows, i, l, w, kvh, kvh+1)
-				}
-			})
-		}
-		wg.Wait()
-		total += time.Since(t0)
+		total += coldUnits(procs, units, func(w, k int) {
+			if split.rows > 0 { // a fused fork's blocked units (attendUnits)
+				i, kv0, kv1 := split.unit(k)
+				m.attendRowBlocked(ws, rows, i, l, w, kv0, kv1)
+				return
+			}
+			kvh, i := k/len(rows), k%len(rows)
+			if bf {
+				bw := bf16WorkPool.Get().(*bf16AttnWork)
+				m.attendBF16(ws, rows, bf16Unit{i: i, n: 1, kvh: kvh, kv: &rows[i].seq.bf16.kv[l][kvh]}, l, bw)
+				bf16WorkPool.Put(bw)
+				return
+			}
+			m.attendRow(ws, rows, i, l, w, kvh, kvh+1)
+		})
 	}
 	return total.Seconds()
+}
+
+// coldUnits evicts L2 and L3 (longEvict), then has procs workers claim
+// units 0..units-1 in turn, as a fused fork's cores do, running do(w, k)
+// for worker w and unit k: the wall time from the claims' start.
+func coldUnits(procs, units int, do func(w, k int)) time.Duration {
+	var sink uint64
+	for _, x := range longEvict() {
+		sink += x
+	}
+	evictSink += sink
+	var next sync.Mutex
+	u := 0
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	for w := range procs {
+		wg.Go(func() {
+			for {
+				next.Lock()
+				k := u
+				u++
+				next.Unlock()
+				if k >= units {
+					return
+				}
+				do(w, k)
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(t0)
 }
 
 var (

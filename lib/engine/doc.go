@@ -263,10 +263,14 @@
 //     fresh), claimed by either core in the fused fork (fuseAttnShare,
 //     fuseAttnBlocked, forward_fuse_attn.go) or unfused
 //     (attnBlockedRows); past 512 KiB of a head's cache the weighted sums
-//     prefetch the values (attnTileWP). The same kernels in the same
-//     order: TestDecodeFuseAttnBlockedSameBits.
+//     prefetch the values (attnTileWP). With fewer rows than twice the
+//     cores the units are whole rows where they can be (attnWholeRows),
+//     so a row's pages are read once. The same kernels in the same
+//     order: TestDecodeFuseAttnBlockedSameBits,
+//     TestDecodeFuseWholeRowsSameBits.
 //     (docs/engine-decoding.md, "The roofline at long positions (BenchmarkDecodeLong)"),
-//     (docs/engine-decoding.md, "Every KV head a block at a time (fuseAttnBlocked, attnBlockedRows)")
+//     (docs/engine-decoding.md, "Every KV head a block at a time (fuseAttnBlocked, attnBlockedRows)"),
+//     (docs/engine-decoding.md, "Whole rows a unit below two rows a core (attnWholeRows)")
 //
 // # Training
 //

@@ -73,13 +73,85 @@ func blockedChunks(kvHeads, rows int) int {
 	return kvHeads
 }
 
+// attnWholeRows has a fork of fewer rows than twice the cores cut its
+// blocked units into whole rows (every KV head) while the rows left are
+// at least the cores, the rows after them in as many parts as make their
+// units a multiple of the cores (wholeRowsSplit), where blockedChunks
+// cut every row alike into enough units for two a core: two rows went as
+// four units of half a row's KV heads, now as two whole rows; three rows
+// as six halves, now two whole rows and two halves; one row as four
+// quarters, now two halves. A part of a row's heads reads part of each
+// position's keys and values (a 4 KiB page on the 0.6B shape) and
+// another core the rest at another time; a whole row reads each page
+// once. Step-paired at position 2048 (medians of runs): 2 rows 1.10
+// (1.06-1.14), 3 rows 1.04 (1.00-1.09), 1 row 1.03 (1.01-1.10);
+// positions 128-1024 0.98-1.07. From twice
+// the cores on blockedChunks' units are whole rows already; cutting an
+// odd count's last row in two read 0.98-1.02 at 5 and 7 rows and was
+// left. A variable for BenchmarkDecodeLong's LONG_SWITCH=whole.
+var attnWholeRows = true
+
+// blockedSplit is how a fork's rows' attention is cut into blocked
+// units: the first whole rows a unit each (every KV head), then each row
+// after them parts units of kvHeads/parts KV heads. Units are claimed in
+// that order, whole rows first. The zero value: no blocked units.
+type blockedSplit struct{ rows, whole, parts, kvHeads int }
+
+// units is how many units the rows are cut into.
+func (b blockedSplit) units() int { return b.whole + (b.rows-b.whole)*b.parts }
+
+// unit is unit u's row and KV heads [kv0, kv1).
+func (b blockedSplit) unit(u int) (i, kv0, kv1 int) {
+	if u < b.whole {
+		return u, 0, b.kvHeads
+	}
+	u -= b.whole
+	hpu := b.kvHeads / b.parts
+	ch := u % b.parts
+	return b.whole + u/b.parts, ch * hpu, (ch + 1) * hpu
+}
+
+// attnSplit is layer l's blocked units (attnChunks), the zero
+// blockedSplit when it has none.
+func (f *fuseState) attnSplit(l int) blockedSplit {
+	n := f.attnChunks(l)
+	if n == 0 {
+		return blockedSplit{}
+	}
+	kvh, rows, procs := f.m.cfg.KVHeads, len(f.rows), runtime.GOMAXPROCS(0)
+	if attnWholeRows && rows < 2*procs {
+		if s, ok := wholeRowsSplit(kvh, rows, procs); ok {
+			return s
+		}
+	}
+	return blockedSplit{rows: rows, parts: n, kvHeads: kvh}
+}
+
+// wholeRowsSplit is attnWholeRows' units of rows rows over procs cores:
+// rows − rows%procs whole rows, the rest each cut into the fewest parts
+// (dividing the KV heads) that make their units a multiple of the cores.
+// It reports false where no such parts exist.
+func wholeRowsSplit(kvHeads, rows, procs int) (blockedSplit, bool) {
+	whole := rows - rows%procs
+	rest := rows - whole
+	if rest == 0 {
+		return blockedSplit{rows: rows, whole: whole, parts: 1, kvHeads: kvHeads}, true
+	}
+	for n := 2; n <= kvHeads; n++ {
+		if kvHeads%n == 0 && rest*n%procs == 0 {
+			return blockedSplit{rows: rows, whole: whole, parts: n, kvHeads: kvHeads}, true
+		}
+	}
+	return blockedSplit{}, false
+}
+
 // attendedWant is the count of layer l's attended counter at which its
 // attention is done: a unit a KV head, or a row's KV head when shared;
 // blocked, a count a KV head's group finished and one a unit.
 func (f *fuseState) attendedWant(l int) int32 {
 	kvh := f.m.cfg.KVHeads
-	if n := f.attnChunks(l); n > 0 {
-		return int32(kvh + n*len(f.rows))
+	if b := f.attnSplit(l); b.rows > 0 {
+		return int32(kvh + b.units())
 	}
 	if f.attnShared(l) {
 		return int32(kvh * len(f.rows))
@@ -91,25 +163,23 @@ func (f *fuseState) attendedWant(l int) int32 {
 // attend in layer l: its rows (attendClaims), or once every group is
 // finished, blocked units (attendUnits).
 func (f *fuseState) groupDone(l, kvh int) {
-	if n := f.attnChunks(l); n > 0 {
+	if b := f.attnSplit(l); b.rows > 0 {
 		f.at(l, f.attended).Add(1)
-		f.attendUnits(l, n)
+		f.attendUnits(l, b)
 		return
 	}
 	f.attendClaims(l, kvh)
 }
 
-// attendUnits attends layer l's blocked units (chunks a row) that no
-// core has claimed, once every group is finished (the attended counter
-// at the KV heads); it reports whether it attended any. Claims count on
-// group 0's counter past its heads: claim u is row u/chunks' chunk
-// u%chunks of the KV heads.
-func (f *fuseState) attendUnits(l, chunks int) bool {
+// attendUnits attends layer l's blocked units (b) that no core has
+// claimed, once every group is finished (the attended counter at the KV
+// heads); it reports whether it attended any. Claims count on group 0's
+// counter past its heads: claim u is b's unit u.
+func (f *fuseState) attendUnits(l int, b blockedSplit) bool {
 	c := f.m.cfg
 	att := f.at(l, f.attended)
 	full := int32(2 + c.Heads/c.KVHeads)
-	units := int32(len(f.rows) * chunks)
-	hpu := c.KVHeads / chunks
+	units := int32(b.units())
 	cnt := f.at(l, f.groups)
 	did := false
 	for att.Load() >= int32(c.KVHeads) {
@@ -120,9 +190,9 @@ func (f *fuseState) attendUnits(l, chunks int) bool {
 		if u >= int(units) {
 			break
 		}
-		i, ch := u/chunks, u%chunks
+		i, kv0, kv1 := b.unit(u)
 		s := f.ws.scoreSlot()
-		f.m.attendRowBlocked(f.ws, f.rows, i, l, s, ch*hpu, (ch+1)*hpu)
+		f.m.attendRowBlocked(f.ws, f.rows, i, l, s, kv0, kv1)
 		f.ws.scoreBusy[s].Store(false)
 		did = true
 		if att.Add(1) == f.attendedWant(l) {
@@ -171,8 +241,8 @@ func (f *fuseState) awaitAttending(l, k int) {
 			continue
 		}
 		did := false
-		if n := f.attnChunks(l); n > 0 {
-			did = f.attendUnits(l, n)
+		if b := f.attnSplit(l); b.rows > 0 {
+			did = f.attendUnits(l, b)
 		} else {
 			for kvh := range c.KVHeads {
 				did = f.attendClaims(l, kvh) || did

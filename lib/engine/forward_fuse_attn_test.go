@@ -70,39 +70,10 @@ func TestDecodeFuseAttnBlockedSameBits(t *testing.T) {
 	fuseMaxRows, attnBlockedMinPos = 16, 40
 	for _, arch := range []models.Family{models.Qwen3, models.GptOss} {
 		for _, sh := range [][2]int{{4, 2}, {8, 2}, {8, 4}} {
-			c := smallConfig(arch)
-			if arch == models.GptOss {
-				c = gptOssConfig()
-				c.LayerTypes = append(c.LayerTypes, "sliding_attention")
-			}
-			c.Hidden, c.Intermediate, c.Heads, c.KVHeads, c.HeadDim, c.VocabSize, c.Layers = 256, 512, sh[0], sh[1], 128, 300, 3
-			m, err := New(fmt.Sprintf("fuse-blocked-%s-%d-%d", arch, sh[0], sh[1]), c, randomTensors(c, 19))
-			if err != nil {
-				t.Fatal(err)
-			}
+			m := blockedAttnModel(t, arch, sh, "fuse-blocked", 19)
 			run := func(fused bool) (logits, caches []float32) {
 				decodeFuse, fuseLayer, fuseToken, fuseHead, fuseAttnShare, fuseAttnBlocked = fused, fused, fused, fused, true, true
-				ws := &workspace{}
-				seqs := make([]*kvCache, 16)
-				for s := range seqs {
-					seqs[s] = m.newCache(80)
-					var rows []row
-					for p := range 41 + 2*s {
-						rows = append(rows, row{seq: seqs[s], token: (7*p + s) % c.VocabSize, pos: p})
-					}
-					m.forward(ws, rows)
-				}
-				for step, r := range []int{1, 2, 3, 5, 16} {
-					rows := make([]row, r)
-					for s := range rows {
-						rows[s] = row{seq: seqs[s], token: (13*step + 3*s) % c.VocabSize, pos: seqs[s].n, logits: true}
-					}
-					for _, l := range m.forward(ws, rows) {
-						logits = append(logits, l...)
-					}
-				}
-				caches = cachedValues(seqs)
-				return logits, caches
+				return blockedAttnDecode(m, 7, 13)
 			}
 			wantL, wantC := run(false)
 			l, cs := run(true)
@@ -184,4 +155,49 @@ func TestAttendClaimsOnce(t *testing.T) {
 		}
 	}
 	fuseSameBits(t, "attention rows", slices.Concat(want.att...), slices.Concat(ws.att...))
+}
+
+// blockedAttnModel is the blocked-attention tests' model: three layers
+// of heads of 128, sh's query and KV heads, GPT-OSS with a sliding layer
+// beside its sinks.
+func blockedAttnModel(t *testing.T, arch models.Family, sh [2]int, name string, seed uint64) *Model {
+	t.Helper()
+	c := smallConfig(arch)
+	if arch == models.GptOss {
+		c = gptOssConfig()
+		c.LayerTypes = append(c.LayerTypes, "sliding_attention")
+	}
+	c.Hidden, c.Intermediate, c.Heads, c.KVHeads, c.HeadDim, c.VocabSize, c.Layers = 256, 512, sh[0], sh[1], 128, 300, 3
+	m, err := New(fmt.Sprintf("%s-%s-%d-%d", name, arch, sh[0], sh[1]), c, randomTensors(c, seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// blockedAttnDecode prefills 16 sequences of 41-71 positions (tokens
+// from mul) and decodes steps of 1, 2, 3, 5 and 16 rows (tokens from
+// step), returning every step's logits and every cached value.
+func blockedAttnDecode(m *Model, mul, step int) (logits, caches []float32) {
+	vocab := m.cfg.VocabSize
+	ws := &workspace{}
+	seqs := make([]*kvCache, 16)
+	for s := range seqs {
+		seqs[s] = m.newCache(80)
+		var rows []row
+		for p := range 41 + 2*s {
+			rows = append(rows, row{seq: seqs[s], token: (mul*p + s) % vocab, pos: p})
+		}
+		m.forward(ws, rows)
+	}
+	for k, r := range []int{1, 2, 3, 5, 16} {
+		rows := make([]row, r)
+		for s := range rows {
+			rows[s] = row{seq: seqs[s], token: (step*k + 3*s) % vocab, pos: seqs[s].n, logits: true}
+		}
+		for _, l := range m.forward(ws, rows) {
+			logits = append(logits, l...)
+		}
+	}
+	return logits, cachedValues(seqs)
 }
