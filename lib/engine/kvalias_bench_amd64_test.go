@@ -19,7 +19,9 @@ import (
 // BenchmarkDecodeAlias decodes R rows that share one prompt of P
 // positions (num_samples = R) on the 0.6B shape with bfloat16 weights on
 // the float32 compute path, for each R of ALIAS_R (default "4,16") and P
-// of ALIAS_POS (default "512,1024,2048"): the rows' caches either copies
+// of ALIAS_POS (default "512,1024,2048") (ALIAS_DTYPE=bf16-compute: on
+// the bf16 compute path, whose attention reads its own bfloat16 copies
+// made from these caches): the rows' caches either copies
 // of the prompt's cache (old, as before kvalias.go) or mapping its memory
 // file (new). It prints the start cost of each (R clones, the memory file
 // included), the memory each set adds (proportional set size, which
@@ -34,6 +36,12 @@ import (
 // with -benchtime 1x.
 func BenchmarkDecodeAlias(b *testing.B) {
 	m := qwen3SmallBF16(b, "decode-alias")
+	if os.Getenv("ALIAS_DTYPE") == "bf16-compute" {
+		if !bf16Compute() {
+			b.Skip("this CPU has no AVX512-BF16: no bf16 compute path")
+		}
+		m.w.withBF16Compute()
+	}
 	ints := func(key, def string) []int {
 		var xs []int
 		for _, f := range strings.Split(cmp.Or(os.Getenv(key), def), ",") {
