@@ -13,7 +13,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const kvAliasPage = 4096
+// kvAliasPage is the system's page: file offsets and fixed addresses of
+// mappings must be multiples of it.
+var kvAliasPage = os.Getpagesize()
 
 // kvAliasFile is a memory file holding, for each layer, the whole pages
 // of a prompt's keys and then of its values.

@@ -2,7 +2,7 @@
 
 package engine
 
-const kvAliasPage = 4096
+var kvAliasPage = 4096
 
 // Without Linux's memory files prompt caches are copied (kvalias.go).
 
