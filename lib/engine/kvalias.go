@@ -47,11 +47,25 @@ var kvAliasFail = false
 // kvAliasMaps counts the mappings aliased caches hold now; kvAliasMapLimit
 // bounds it well under the kernel's per-process bound (vm.max_map_count,
 // 65530 by default), which the Go runtime and the model's files share.
+// The bound is read on first use (kvAliasLimit), not at start: every
+// `tinker` command links the engine, and most never sample.
 var (
-	kvAliasMaps     atomic.Int64
-	kvAliasMapLimit = int64(kvAliasMapBound())
-	kvAliasRows     atomic.Int64 // caches made aliasing, ever (tests)
+	kvAliasMaps      atomic.Int64
+	kvAliasMapLimit  = int64(-1) // -1: not read yet
+	kvAliasLimitOnce sync.Once
+	kvAliasRows      atomic.Int64 // caches made aliasing, ever (tests)
 )
+
+// kvAliasLimit is kvAliasMapLimit, read from the system the first time
+// unless set before.
+func kvAliasLimit() int64 {
+	kvAliasLimitOnce.Do(func() {
+		if kvAliasMapLimit < 0 {
+			kvAliasMapLimit = int64(kvAliasMapBound())
+		}
+	})
+	return kvAliasMapLimit
+}
 
 // kvAliasSrc is a prompt cache's first n positions in a memory file, for
 // the caches of the samples that start from it; it lives as long as the
@@ -86,7 +100,7 @@ func (r *kvAliasRow) release() {
 // The stepper calls it, never concurrently; the rows' cloneAliased may
 // run concurrently.
 func (c *kvCache) aliasFor(n int) *kvAliasSrc {
-	if !kvAliasPrefix || kvAliasMapLimit <= 0 || n > c.n || kvAliasShared(n, c.kw, c.vw, len(c.k)) < kvAliasMinBytes {
+	if !kvAliasPrefix || kvAliasLimit() <= 0 || n > c.n || kvAliasShared(n, c.kw, c.vw, len(c.k)) < kvAliasMinBytes {
 		return nil
 	}
 	if c.aliasSrc == nil {

@@ -161,7 +161,7 @@ func (f *kvAliasFile) row(c *kvCache, n, room, capacity int) *kvCache {
 	// The reservation, split by each array's file pages: a mapping for
 	// those and one for the rest of the array, and one to spare.
 	maps := int64(4*layers + 1)
-	if kvAliasMaps.Add(maps) > kvAliasMapLimit {
+	if kvAliasMaps.Add(maps) > kvAliasLimit() {
 		kvAliasMaps.Add(-maps)
 		return nil
 	}

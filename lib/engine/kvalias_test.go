@@ -15,10 +15,10 @@ import (
 // for the test and restores the switches after.
 func aliasAll(t *testing.T) {
 	t.Helper()
-	minBytes, fail, limit := kvAliasMinBytes, kvAliasFail, kvAliasMapLimit
+	minBytes, fail, limit := kvAliasMinBytes, kvAliasFail, kvAliasLimit()
 	t.Cleanup(func() { kvAliasPrefix, kvAliasMinBytes, kvAliasFail, kvAliasMapLimit = true, minBytes, fail, limit })
 	kvAliasPrefix, kvAliasMinBytes = true, 1
-	if kvAliasMapLimit == 0 {
+	if limit == 0 {
 		t.Skip("no prompt aliasing on this system")
 	}
 }
