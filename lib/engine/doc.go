@@ -271,6 +271,13 @@
 //     (docs/engine-decoding.md, "The roofline at long positions (BenchmarkDecodeLong)"),
 //     (docs/engine-decoding.md, "Every KV head a block at a time (fuseAttnBlocked, attnBlockedRows)"),
 //     (docs/engine-decoding.md, "Whole rows a unit below two rows a core (attnWholeRows)")
+//   - The samples of one prompt map its cache's whole pages from one
+//     memory file instead of each copying it (kvAliasPrefix, kvalias.go;
+//     Linux, from 32 MiB a row; copies wherever mapping fails). The
+//     kernels read the same values at the same places: the same bits
+//     (TestKVAliasSameBits); a 16-row group's prompt cache takes a
+//     tenth of the memory and its steps read it from L3.
+//     (docs/engine-decoding.md, "A group's prompt mapped once (kvAliasPrefix)")
 //
 // # Training
 //
