@@ -42,18 +42,7 @@ func BenchmarkDecodeAlias(b *testing.B) {
 		}
 		m.w.withBF16Compute()
 	}
-	ints := func(key, def string) []int {
-		var xs []int
-		for _, f := range strings.Split(cmp.Or(os.Getenv(key), def), ",") {
-			x, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || x < 1 {
-				b.Fatalf("%s=%q: want a comma-separated list of positive integers, such as %s", key, os.Getenv(key), def)
-			}
-			xs = append(xs, x)
-		}
-		return xs
-	}
-	rs, ps := ints("ALIAS_R", "4,16"), ints("ALIAS_POS", "512,1024,2048")
+	rs, ps := envInts(b, "ALIAS_R", "4,16"), envInts(b, "ALIAS_POS", "512,1024,2048")
 	steps := envInt("ALIAS_STEPS", 16)
 	key := cmp.Or(os.Getenv("ALIAS_SWITCH"), "alias")
 	if key != "alias" && key != "control" {
