@@ -83,9 +83,11 @@ func blockedChunks(kvHeads, rows int) int {
 // quarters, now two halves. A part of a row's heads reads part of each
 // position's keys and values (a 4 KiB page on the 0.6B shape) and
 // another core the rest at another time; a whole row reads each page
-// once. Step-paired at position 2048 (medians of runs): 2 rows 1.10
-// (1.06-1.14), 3 rows 1.04 (1.00-1.09), 1 row 1.03 (1.01-1.10);
-// positions 128-1024 0.98-1.07. From twice
+// once. Step-paired at position 2048 with the other core contended
+// (medians of runs): 2 rows 1.10 (1.06-1.14), 3 rows 1.04 (1.00-1.09),
+// 1 row 1.03 (1.01-1.10); positions 128-1024 0.98-1.07. Quiet, it is
+// level (0.99-1.03, docs/engine-decoding.md, "Whole rows a unit below
+// two rows a core (attnWholeRows)"). From twice
 // the cores on blockedChunks' units are whole rows already; cutting an
 // odd count's last row in two read 0.98-1.02 at 5 and 7 rows and was
 // left. A variable for BenchmarkDecodeLong's LONG_SWITCH=whole.

@@ -41,6 +41,13 @@ var kvAliasMinBytes = 32 << 20
 // space for past its prompt (a sample generating more grows into a copy).
 const kvAliasRoom = 32768
 
+// kvAliasStrict is whether the system commits address space as it is
+// reserved (vm.overcommit_memory 2, where MAP_NORESERVE is ignored): then
+// an aliasing cache reserves only the room a copy would have, since
+// reserving kvAliasRoom positions for every row would take from the
+// commit limit the memory the Go heap needs. Read with kvAliasMapLimit.
+var kvAliasStrict bool
+
 // kvAliasFail makes every mapping attempt fail (tests of the fallback).
 var kvAliasFail = false
 
@@ -63,6 +70,7 @@ func kvAliasLimit() int64 {
 		if kvAliasMapLimit < 0 {
 			kvAliasMapLimit = int64(kvAliasMapBound())
 		}
+		kvAliasStrict = kvAliasStrictCommit()
 	})
 	return kvAliasMapLimit
 }
@@ -124,6 +132,10 @@ func kvAliasShared(n, kw, vw, layers int) int {
 // for aliasCap positions then (address space only until written).
 func (c *kvCache) cloneAliased(a *kvAliasSrc, n, capacity, aliasCap int, pool *kvPool) *kvCache {
 	if a != nil && a.n == n && n <= c.n {
+		kvAliasLimit() // reads kvAliasStrict
+		if kvAliasStrict {
+			aliasCap = capacity
+		}
 		a.once.Do(func() { a.file = newKVAliasFile(c, n) })
 		if a.file != nil {
 			if d := a.file.row(c, n, max(capacity, n), max(capacity, aliasCap, n)); d != nil {

@@ -43,6 +43,13 @@ func kvAliasMapBound() int {
 	return limit / 4
 }
 
+// kvAliasStrictCommit reports whether vm.overcommit_memory is 2 (strict
+// accounting).
+func kvAliasStrictCommit() bool {
+	b, err := os.ReadFile("/proc/sys/vm/overcommit_memory")
+	return err == nil && strings.TrimSpace(string(b)) == "2"
+}
+
 // newKVAliasFile writes the whole pages of c's first n positions to a new
 // memory file, or returns nil.
 func newKVAliasFile(c *kvCache, n int) *kvAliasFile {

@@ -14,6 +14,8 @@ func (kvAliasMem) unmap() {}
 
 func kvAliasMapBound() int { return 0 }
 
+func kvAliasStrictCommit() bool { return false }
+
 func newKVAliasFile(*kvCache, int) *kvAliasFile { return nil }
 
 func (*kvAliasFile) close() {}

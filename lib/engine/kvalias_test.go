@@ -288,3 +288,34 @@ func TestKVAliasCleanup(t *testing.T) {
 		t.Errorf("%d mappings of an unreachable cache left", k)
 	}
 }
+
+// TestKVAliasStrictCommit: where the system commits what is reserved
+// (vm.overcommit_memory 2, kvAliasStrict), an aliasing row reserves the
+// room a copy has, not room for the positions it may generate; otherwise
+// the extra room is there.
+func TestKVAliasStrictCommit(t *testing.T) {
+	aliasAll(t)
+	defer func(s bool) { kvAliasStrict = s }(kvAliasStrict)
+	m := mustLoad(t, testModels(t)[0])
+	const n = 300
+	src := aliasSource(m, n)
+	a := src.aliasFor(n)
+	if a == nil {
+		t.Fatal("no aliasing source for a 300-position prompt")
+	}
+	for _, strict := range []bool{false, true} {
+		kvAliasStrict = strict
+		r := src.cloneAliased(a, n, n+2, n+400, nil)
+		if r.alias == nil {
+			t.Fatalf("strict=%v: the row did not alias", strict)
+		}
+		want := n + 400
+		if strict {
+			want = n + 2
+		}
+		if r.size() != want {
+			t.Errorf("strict=%v: room for %d positions, want %d", strict, r.size(), want)
+		}
+		r.dropAlias()
+	}
+}
