@@ -200,17 +200,7 @@ func TestBF16ComputeOneCopy(t *testing.T) {
 // thread and on three, and decoding gives the tokens it generates the
 // logprobs a prefill gives them.
 func TestBF16WidePrefillMatchesDecode(t *testing.T) {
-	needBF16(t)
-	c := Config{Shape: models.Shape{Family: models.Qwen3, VocabSize: 256, Hidden: 1024, Intermediate: 1536,
-		Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 64, RMSNormEps: 1e-6, RopeTheta: 10000,
-		MaxPositionEmbeddings: 4096}, BOSTokenID: -1}
-	ts := randomTensors(c, 5)
-	matricesToBF16(ts)
-	m, err := New("wide-bf16", c, ts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.w.withBF16Compute()
+	m, c := bf16ComputeQwen3(t, "wide-bf16", 1024, 1536, 5)
 	prompt := make([]int, 200)
 	for i := range prompt {
 		prompt[i] = (i*37 + 11) % c.VocabSize
@@ -231,4 +221,24 @@ func TestBF16WidePrefillMatchesDecode(t *testing.T) {
 			t.Fatalf("generated token %d: logprob %g when decoded, %g in a prefill", i, lp, got)
 		}
 	}
+}
+
+// bf16ComputeQwen3 is a two-layer Qwen3 of the given widths (4 heads of
+// 64, 2 KV heads, a vocabulary of 256) with seeded random bfloat16
+// matrices on the bf16 compute path; the test is skipped on a CPU
+// without AVX512-BF16.
+func bf16ComputeQwen3(t *testing.T, name string, hidden, inter int, seed uint64) (*Model, Config) {
+	t.Helper()
+	needBF16(t)
+	c := Config{Shape: models.Shape{Family: models.Qwen3, VocabSize: 256, Hidden: hidden, Intermediate: inter,
+		Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 64, RMSNormEps: 1e-6, RopeTheta: 10000,
+		MaxPositionEmbeddings: 4096}, BOSTokenID: -1}
+	ts := randomTensors(c, seed)
+	matricesToBF16(ts)
+	m, err := New(name, c, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.w.withBF16Compute()
+	return m, c
 }

@@ -1,28 +1,14 @@
 package engine
 
-import (
-	"testing"
-
-	"github.com/tinkershell/tinker/lib/models"
-)
+import "testing"
 
 // TestKVAliasBF16Compute: on the bf16 compute path, whose attention packs
 // its own bfloat16 copy from the float32 cache, samples whose caches
 // alias their prompt's memory file give what their copies give, bit for
 // bit.
 func TestKVAliasBF16Compute(t *testing.T) {
-	needBF16(t)
+	m, _ := bf16ComputeQwen3(t, "alias-bf16", 256, 384, 6)
 	aliasAll(t)
-	c := Config{Shape: models.Shape{Family: models.Qwen3, VocabSize: 256, Hidden: 256, Intermediate: 384,
-		Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 64, RMSNormEps: 1e-6, RopeTheta: 10000,
-		MaxPositionEmbeddings: 4096}, BOSTokenID: -1}
-	ts := randomTensors(c, 6)
-	matricesToBF16(ts)
-	m, err := New("alias-bf16", c, ts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.w.withBF16Compute()
 	if !m.bf16Attention(0) {
 		t.Fatal("the test's model does not take the bf16 path's attention")
 	}
