@@ -61,7 +61,14 @@ var (
 	kvAliasMapLimit  = int64(-1) // -1: not read yet
 	kvAliasLimitOnce sync.Once
 	kvAliasRows      atomic.Int64 // caches made aliasing, ever (tests)
+	kvAliasRowsBF16  atomic.Int64 // of those, whose bf16 copy maps the prompt's keys (tests)
 )
+
+// kvAliasBF16 switches on, for aliasing rows of a prompt cache that has
+// the bf16 path's copy (kvCache.bf16), that copy's prompt keys mapped
+// from a memory file of their own too (kvalias_bf16_linux.go); a
+// variable for BenchmarkDecodeAlias's ALIAS_SWITCH=bf16.
+var kvAliasBF16 = true
 
 // kvAliasLimit is kvAliasMapLimit, read from the system the first time
 // unless set before.
@@ -84,12 +91,16 @@ type kvAliasSrc struct {
 	n      int
 	file   *kvAliasFile // nil: could not be made
 	closed atomic.Bool
+
+	bf16Once sync.Once
+	bf16     *kvAliasBF16File // the bf16 path's keys (kvalias_bf16_linux.go); nil: none
 }
 
 // kvAliasRow is one cache's mapping: released once.
 type kvAliasRow struct {
 	mem      kvAliasMem
-	maps     int64
+	bf16     *kvAliasMem // the bf16 path's copy's reservation, if it maps keys
+	maps     int64       // both's
 	released atomic.Bool
 }
 
@@ -99,6 +110,9 @@ func (r *kvAliasRow) release() {
 		return
 	}
 	r.mem.unmap()
+	if r.bf16 != nil {
+		r.bf16.unmap()
+	}
 	kvAliasMaps.Add(-r.maps)
 }
 
@@ -140,6 +154,12 @@ func (c *kvCache) cloneAliased(a *kvAliasSrc, n, capacity, aliasCap int, pool *k
 		if a.file != nil {
 			if d := a.file.row(c, n, max(capacity, n), max(capacity, aliasCap, n)); d != nil {
 				kvAliasRows.Add(1)
+				if kvAliasBF16 && c.bf16 != nil {
+					a.bf16Once.Do(func() { a.bf16 = newKVAliasBF16File(c, n) })
+					if a.bf16 != nil && a.bf16.row(c, d, n, max(capacity, aliasCap, n)) {
+						kvAliasRowsBF16.Add(1)
+					}
+				}
 				return d
 			}
 		}
@@ -168,8 +188,12 @@ func (c *kvCache) dropAlias() (mapped bool) {
 func (s *kvAliasSrc) close() {
 	if s.closed.CompareAndSwap(false, true) {
 		s.once.Do(func() {}) // none made after
+		s.bf16Once.Do(func() {})
 		if s.file != nil {
 			s.file.close()
+		}
+		if s.bf16 != nil {
+			s.bf16.close()
 		}
 	}
 }

@@ -23,7 +23,8 @@ import (
 // the bf16 compute path, whose attention reads its own bfloat16 copies
 // made from these caches): the rows' caches either copies
 // of the prompt's cache (old, as before kvalias.go) or mapping its memory
-// file (new). It prints the start cost of each (R clones, the memory file
+// file (new). On the bf16 compute path the prompt's cache holds the bf16
+// copy its prefill would have packed. It prints the start cost of each (R clones, the memory file
 // included), the memory each set adds (proportional set size, which
 // counts a page mapped by several rows once; the copies mostly reuse
 // heap memory the process holds already, so their own bytes are printed
@@ -32,8 +33,11 @@ import (
 // within a pair alternating): the old step's wall and process CPU over
 // the new one's, median, lower quartile and minimum. ALIAS_SWITCH=alias
 // (the default) is that; ALIAS_SWITCH=control compares two sets of
-// copies instead (what two sets of caches alone make of the ratio). Run
-// with -benchtime 1x.
+// copies instead (what two sets of caches alone make of the ratio);
+// ALIAS_SWITCH=bf16 compares mapping rows without (old) and with (new)
+// their bf16 copies' prompt keys mapped (kvAliasBF16), the memory each
+// side's first step adds (its bf16 copy, packed there or copied at the
+// start) printed beside. Run with -benchtime 1x.
 func BenchmarkDecodeAlias(b *testing.B) {
 	m := qwen3SmallBF16(b, "decode-alias")
 	if os.Getenv("ALIAS_DTYPE") == "bf16-compute" {
@@ -45,14 +49,14 @@ func BenchmarkDecodeAlias(b *testing.B) {
 	rs, ps := envInts(b, "ALIAS_R", "4,16"), envInts(b, "ALIAS_POS", "512,1024,2048")
 	steps := envInt("ALIAS_STEPS", 16)
 	key := cmp.Or(os.Getenv("ALIAS_SWITCH"), "alias")
-	if key != "alias" && key != "control" {
-		b.Fatalf("ALIAS_SWITCH=%s: none such; set alias or control", key)
+	if key != "alias" && key != "control" && key != "bf16" {
+		b.Fatalf("ALIAS_SWITCH=%s: none such; set alias, bf16 or control", key)
 	}
-	control := key == "control"
+	defer func() { kvAliasBF16 = true }()
 	for b.Loop() {
 		for _, r := range rs {
 			for _, p := range ps {
-				decodeAliasPaired(m, r, p, steps, control)
+				decodeAliasPaired(m, r, p, steps, key)
 				debug.FreeOSMemory()
 			}
 		}
@@ -60,9 +64,19 @@ func BenchmarkDecodeAlias(b *testing.B) {
 }
 
 // decodeAliasPaired is BenchmarkDecodeAlias for r rows from position p.
-func decodeAliasPaired(m *Model, r, p, steps int, control bool) {
+func decodeAliasPaired(m *Model, r, p, steps int, key string) {
 	src := longSeqs(m, 1, p, steps, false)[0]
 	room := p + steps + 2
+	if m.bf16Attention(0) {
+		// What the prompt's prefill on the bf16 path leaves.
+		c, st := m.cfg, src.bf16Cache(m.cfg)
+		for l := range c.Layers {
+			for h := range c.KVHeads {
+				st.kv[l][h].pack(src.k[l], src.v[l], 0, p, c.KVHeads*c.HeadDim, h*c.HeadDim, c.HeadDim)
+			}
+			st.n[l] = p
+		}
+	}
 	copies := func() ([]*kvCache, float64, float64) {
 		runtime.GC()
 		pss0 := selfPss()
@@ -73,7 +87,8 @@ func decodeAliasPaired(m *Model, r, p, steps int, control bool) {
 		}
 		return seqs, time.Since(t0).Seconds(), selfPss() - pss0
 	}
-	aliased := func() ([]*kvCache, float64, float64) {
+	aliased := func(bf16 bool) ([]*kvCache, float64, float64) {
+		kvAliasBF16 = bf16
 		runtime.GC()
 		pss0 := selfPss()
 		t0 := time.Now()
@@ -89,21 +104,34 @@ func decodeAliasPaired(m *Model, r, p, steps int, control bool) {
 	}
 	var seqs [2][]*kvCache
 	var start, mem [2]float64
-	seqs[0], start[0], mem[0] = copies()
-	if control {
+	switch key {
+	case "control":
+		seqs[0], start[0], mem[0] = copies()
 		seqs[1], start[1], mem[1] = copies()
-	} else {
-		seqs[1], start[1], mem[1] = aliased()
+	case "bf16":
+		seqs[0], start[0], mem[0] = aliased(false)
+		seqs[1], start[1], mem[1] = aliased(true)
+	default:
+		seqs[0], start[0], mem[0] = copies()
+		seqs[1], start[1], mem[1] = aliased(true)
 	}
 	wss := [2]*workspace{{}, {}}
 	step := func(v, s int) (float64, float64) { return rowsStep(m, wss[v], seqs[v], p+s) }
+	// Each side's first step alone (stepPairs runs it again, unpaired):
+	// the memory it adds, the bf16 copies packed there.
+	var first [2]float64
+	for v := range 2 {
+		runtime.GC()
+		pss0 := selfPss()
+		step(v, 0)
+		first[v] = selfPss() - pss0
+	}
 	var pr pairRatios
 	l0 := loadAvg()
 	pr.stepPairs(steps, step)
-	key := map[bool]string{true: "control", false: "alias"}[control]
-	fmt.Fprintf(os.Stderr, "alias R=%d P=%d %s old/new (%d pairs): %s | load %s -> %s | step ms old %.2f new %.2f | start ms old %.1f new %.1f | MB: copies hold %.0f; PSS added old %.0f new %.0f\n",
+	fmt.Fprintf(os.Stderr, "alias R=%d P=%d %s old/new (%d pairs): %s | load %s -> %s | step ms old %.2f new %.2f | start ms old %.1f new %.1f | MB: copies hold %.0f; PSS added old %.0f new %.0f, by the first step old %.0f new %.0f\n",
 		r, p, key, len(pr.wall), pr.figures(), l0, loadAvg(), 1e3*median(pr.tOld), 1e3*median(pr.tNew),
-		1e3*start[0], 1e3*start[1], float64(r*seqs[0][0].bytes())/1e6, mem[0]/1e6, mem[1]/1e6)
+		1e3*start[0], 1e3*start[1], float64(r*seqs[0][0].bytes())/1e6, mem[0]/1e6, mem[1]/1e6, first[0]/1e6, first[1]/1e6)
 	for _, set := range seqs {
 		for _, c := range set {
 			var pool *kvPool

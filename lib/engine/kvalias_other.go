@@ -21,3 +21,11 @@ func newKVAliasFile(*kvCache, int) *kvAliasFile { return nil }
 func (*kvAliasFile) close() {}
 
 func (*kvAliasFile) row(*kvCache, int, int, int) *kvCache { return nil }
+
+type kvAliasBF16File struct{}
+
+func newKVAliasBF16File(*kvCache, int) *kvAliasBF16File { return nil }
+
+func (*kvAliasBF16File) close() {}
+
+func (*kvAliasBF16File) row(*kvCache, *kvCache, int, int) bool { return false }
