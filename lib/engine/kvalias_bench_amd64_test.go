@@ -37,7 +37,9 @@ import (
 // ALIAS_SWITCH=bf16 compares mapping rows without (old) and with (new)
 // their bf16 copies' prompt keys mapped (kvAliasBF16), the memory each
 // side's first step adds (its bf16 copy, packed there or copied at the
-// start) printed beside. Run with -benchtime 1x.
+// start) printed beside; ALIAS_SWITCH=bf16control is that with neither
+// mapped (its control, cheaper in memory than two sets of copies). Run
+// with -benchtime 1x.
 func BenchmarkDecodeAlias(b *testing.B) {
 	m := qwen3SmallBF16(b, "decode-alias")
 	if os.Getenv("ALIAS_DTYPE") == "bf16-compute" {
@@ -49,8 +51,8 @@ func BenchmarkDecodeAlias(b *testing.B) {
 	rs, ps := envInts(b, "ALIAS_R", "4,16"), envInts(b, "ALIAS_POS", "512,1024,2048")
 	steps := envInt("ALIAS_STEPS", 16)
 	key := cmp.Or(os.Getenv("ALIAS_SWITCH"), "alias")
-	if key != "alias" && key != "control" && key != "bf16" {
-		b.Fatalf("ALIAS_SWITCH=%s: none such; set alias, bf16 or control", key)
+	if key != "alias" && key != "control" && key != "bf16" && key != "bf16control" {
+		b.Fatalf("ALIAS_SWITCH=%s: none such; set alias, bf16, bf16control or control", key)
 	}
 	defer func() { kvAliasBF16 = true }()
 	for b.Loop() {
@@ -111,6 +113,9 @@ func decodeAliasPaired(m *Model, r, p, steps int, key string) {
 	case "bf16":
 		seqs[0], start[0], mem[0] = aliased(false)
 		seqs[1], start[1], mem[1] = aliased(true)
+	case "bf16control":
+		seqs[0], start[0], mem[0] = aliased(false)
+		seqs[1], start[1], mem[1] = aliased(false)
 	default:
 		seqs[0], start[0], mem[0] = copies()
 		seqs[1], start[1], mem[1] = aliased(true)
@@ -119,19 +124,19 @@ func decodeAliasPaired(m *Model, r, p, steps int, key string) {
 	step := func(v, s int) (float64, float64) { return rowsStep(m, wss[v], seqs[v], p+s) }
 	// Each side's first step alone (stepPairs runs it again, unpaired):
 	// the memory it adds, the bf16 copies packed there.
-	var first [2]float64
+	var first, firstT [2]float64
 	for v := range 2 {
-		runtime.GC()
+		debug.FreeOSMemory()
 		pss0 := selfPss()
-		step(v, 0)
+		firstT[v], _ = step(v, 0)
 		first[v] = selfPss() - pss0
 	}
 	var pr pairRatios
 	l0 := loadAvg()
 	pr.stepPairs(steps, step)
-	fmt.Fprintf(os.Stderr, "alias R=%d P=%d %s old/new (%d pairs): %s | load %s -> %s | step ms old %.2f new %.2f | start ms old %.1f new %.1f | MB: copies hold %.0f; PSS added old %.0f new %.0f, by the first step old %.0f new %.0f\n",
+	fmt.Fprintf(os.Stderr, "alias R=%d P=%d %s old/new (%d pairs): %s | load %s -> %s | step ms old %.2f new %.2f | start ms old %.1f new %.1f, first step %.1f %.1f | MB: copies hold %.0f; PSS added old %.0f new %.0f, by the first step old %.0f new %.0f\n",
 		r, p, key, len(pr.wall), pr.figures(), l0, loadAvg(), 1e3*median(pr.tOld), 1e3*median(pr.tNew),
-		1e3*start[0], 1e3*start[1], float64(r*seqs[0][0].bytes())/1e6, mem[0]/1e6, mem[1]/1e6, first[0]/1e6, first[1]/1e6)
+		1e3*start[0], 1e3*start[1], 1e3*firstT[0], 1e3*firstT[1], float64(r*seqs[0][0].bytes())/1e6, mem[0]/1e6, mem[1]/1e6, first[0]/1e6, first[1]/1e6)
 	for _, set := range seqs {
 		for _, c := range set {
 			var pool *kvPool
