@@ -49,7 +49,7 @@ func TestKVAliasBF16Compute(t *testing.T) {
 			waitReleased(t, m, label)
 		}
 		// Room for the float32 mappings of a row (4 a layer and one), not
-		// for the bf16 copy's too (2 a layer's head and one).
+		// for the bf16 copy's too (two).
 		limit := kvAliasMapLimit
 		kvAliasMapLimit = int64(4*m.cfg.Layers + 1)
 		rows0, bf0 := kvAliasRows.Load(), kvAliasRowsBF16.Load()
@@ -125,12 +125,12 @@ func TestKVAliasBF16Layout(t *testing.T) {
 			}
 		}
 		// The source's copy, which the file was written from, against
-		// the rows' prompt keys: unchanged by their packing.
+		// the rows' prompt keys in whole blocks: unchanged by their
+		// packing.
 		for l := range c.Layers {
 			for h := range kvh {
-				kb := a.bf16.kb / 2
 				for i, d := range rows {
-					for x := range kb {
+					for x := range n / 16 * 16 * hd {
 						if d.bf16.kv[l][h].k[x] != src.bf16.kv[l][h].k[x] {
 							t.Fatalf("prompt %d row %d layer %d head %d: mapped key word %d changed", n, i, l, h, x)
 						}

@@ -13,73 +13,107 @@ import (
 // sequence's cache (kvCache.bf16, kernels_bf16_attn_amd64.go), which an
 // aliasing row used to pack from its float32 cache in its first step, so
 // every row read its own copy of the prompt's keys and values. A row of a
-// prompt cache that has that copy maps the whole pages of the prompt's
-// keys of each layer and KV head from a memory file instead: key r of a
-// head sits in block r/16 (16 keys, 32·HeadDim bytes) from the start of
-// its array whatever the array's room (ldk), so the prompt's complete
-// blocks are a prefix of it and the same bytes in every row. The values
-// are transposed (dimension blocks 16·ldk apart, the prompt's keys a
-// prefix of each of HeadDim/16 blocks): sharing them would take a mapping
-// a dimension block, eight a head at heads of 128, against one for the
-// keys, so they stay the row's own (copied from the prompt's). Packing is
-// a function of the float32 values alone, which are the prompt's, so the
-// row's copy holds the bits its own packing would: no output bit changes.
+// prompt cache that has that copy maps its whole bf16 copy from one memory
+// file instead, laid out as the row's arrays are (each layer's heads' keys
+// then values, room for ldk keys): key r of a head sits in block r/16 from
+// the start of its keys, and its values at r·16 (in key pairs) from the
+// start of each of the head's HeadDim/16 dimension blocks, so with one
+// room for every row the file holds the prompt's keys and values where
+// every row reads them and nothing past them (holes). The mapping is
+// private: a row's writes (its own positions, and the pages holding the
+// prompt's last keys with them) copy those pages for that row alone. One
+// mapping a row, and no copying at its start. Packing is a function of
+// the float32 values alone, which are the prompt's, so the row's copy
+// holds the bits its own packing would: no output bit changes.
 
-// kvAliasBF16File is a memory file holding, for each layer and KV head
-// (layer l's head h at (l·heads+h)·kb, unwritten for layers left out), the
-// whole pages of the prompt's complete key blocks.
+// kvAliasBF16File is a memory file holding a bf16 copy's layout for ldk
+// keys, for the layers in it, with the prompt's first n positions.
 type kvAliasBF16File struct {
 	*kvAliasFd
-	kb     int    // bytes of each head's keys in the file
-	hd     int    // the heads' dimensions
-	layers []bool // layers whose keys are in the file
-	heads  int    // KV heads a layer
+	ldk    int     // keys each array has room for
+	arr    uintptr // bytes of a head's keys, and of its values
+	hd     int     // the heads' dimensions
+	layers []bool  // layers in the file (in order)
+	heads  int     // KV heads a layer
+	size   uintptr // the file's bytes
 }
 
-// newKVAliasBF16File writes the whole pages of the complete key blocks of
-// the first n positions of c's bf16 copy to a new memory file, or returns
-// nil: for the layers whose copy holds those positions.
+// newKVAliasBF16File writes the first n positions of c's bf16 copy to a
+// new memory file in the layout of a row with room for n+kvAliasRoom
+// keys, or returns nil: for the layers whose copy holds those positions.
+// None where reserving address space is committing memory (kvAliasStrict):
+// every row's mapping spans the room.
 func newKVAliasBF16File(c *kvCache, n int) *kvAliasBF16File {
 	st := c.bf16
-	if kvAliasFail || st == nil || len(st.kv) == 0 || len(st.kv[0]) == 0 || c.kw%len(st.kv[0]) != 0 {
+	if kvAliasFail || kvAliasStrict || st == nil || len(st.kv) == 0 || len(st.kv[0]) == 0 || c.kw%len(st.kv[0]) != 0 {
 		return nil
 	}
 	heads := len(st.kv[0])
 	hd := c.kw / heads
-	pg := kvAliasPage
-	f := &kvAliasBF16File{kvAliasFd: &kvAliasFd{fd: -1}, kb: n / 16 * 32 * hd / pg * pg, hd: hd, heads: heads, layers: make([]bool, len(st.kv))}
-	if f.kb == 0 {
+	if hd%16 != 0 {
 		return nil
 	}
-	some := false
+	pg := uintptr(kvAliasPage)
+	// A multiple of 128 keys: each dimension block of the values (32·ldk
+	// bytes) starts on a page.
+	ldk := (n + kvAliasRoom + 127) &^ 127
+	f := &kvAliasBF16File{kvAliasFd: &kvAliasFd{fd: -1}, ldk: ldk, arr: (uintptr(2*ldk*hd) + pg - 1) &^ (pg - 1), hd: hd, heads: heads, layers: make([]bool, len(st.kv))}
+	shared := 0
 	for l, kvs := range st.kv {
 		f.layers[l] = len(kvs) == heads && st.n[l] >= n
 		for h := range kvs {
-			f.layers[l] = f.layers[l] && 2*len(kvs[h].k) >= f.kb
+			f.layers[l] = f.layers[l] && kvs[h].ldk >= n && len(kvs[h].k) >= kvs[h].ldk*hd && len(kvs[h].vt) >= kvs[h].ldk*hd
 		}
-		some = some || f.layers[l]
+		if f.layers[l] {
+			shared++
+		}
 	}
-	if !some {
+	if shared == 0 {
 		return nil
 	}
+	f.size = uintptr(shared*heads) * 2 * f.arr
 	fd, err := unix.MemfdCreate("tinker-kv-prompt-bf16", unix.MFD_CLOEXEC)
 	if err != nil {
 		return nil
 	}
 	f.fd = fd
-	if unix.Ftruncate(fd, int64(len(st.kv)*heads*f.kb)) != nil {
+	if unix.Ftruncate(fd, int64(f.size)) != nil {
 		f.close()
 		return nil
 	}
+	full := n / 16 * 16 // positions in complete key blocks
+	part := make([]uint16, 16*hd)
+	off := int64(0)
 	for l, kvs := range st.kv {
 		if !f.layers[l] {
 			continue
 		}
 		for h := range kvs {
-			if !pwriteAll(fd, u16Bytes(kvs[h].k)[:f.kb], int64((l*heads+h)*f.kb)) {
+			src := &kvs[h]
+			ok := pwriteAll(fd, u16Bytes(src.k[:full*hd]), off)
+			// The last, partial block: the prompt's keys only (c's may
+			// hold later positions when it is another job's cache).
+			if full < n {
+				clear(part)
+				dk := unsafe.Slice((*uint32)(unsafe.Pointer(&part[0])), len(part)/2)
+				sk := unsafe.Slice((*uint32)(unsafe.Pointer(&src.k[full*hd])), len(part)/2)
+				for r := full; r < n; r++ {
+					for p := range hd / 2 {
+						dk[p*16+r%16] = sk[p*16+r%16]
+					}
+				}
+				ok = ok && pwriteAll(fd, u16Bytes(part), off+int64(2*full*hd))
+			}
+			// Values in key pairs, the prompt's whole pairs: a row packs
+			// a pair holding key n whole with it (pack).
+			for d := 0; d < hd; d += 16 {
+				ok = ok && pwriteAll(fd, u16Bytes(src.vt[d*src.ldk:d*src.ldk+n&^1*16]), off+int64(f.arr)+int64(2*d*ldk))
+			}
+			if !ok {
 				f.close()
 				return nil
 			}
+			off += 2 * int64(f.arr)
 		}
 	}
 	// Closed with its source (dropAlias); as kvAliasFile's.
@@ -94,109 +128,65 @@ func u16Bytes(xs []uint16) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(xs))), 2*len(xs))
 }
 
-// row gives d, an aliasing row of c's first n positions (kvAliasFile.row),
-// a bf16 copy with room for capacity positions: for each layer in the
-// file, each head's keys mapping the file's pages, the rest of its keys
-// and its values copied from c's; other layers left to pack as before. It
+// row gives d, an aliasing row of c's first n positions (kvAliasFile.row)
+// with room for capacity positions, a bf16 copy mapping the file: the
+// file's layers' keys and values, other layers left to pack as before. It
 // reports false, leaving d as it was, when that cannot be done.
 func (f *kvAliasBF16File) row(c, d *kvCache, n, capacity int) bool {
-	if d.alias == nil || d.bf16 != nil || d.alias.bf16 != nil {
+	if d.alias == nil || d.bf16 != nil || d.alias.bf16 != nil || bf16Cols(capacity) > f.ldk {
 		return false
 	}
-	pg := uintptr(kvAliasPage)
-	hd, heads := f.hd, f.heads
-	ldk := bf16Cols(capacity)
-	arr := (uintptr(2*ldk*hd) + pg - 1) &^ (pg - 1) // keys, and values, of a head
-	shared := 0
-	for _, in := range f.layers {
-		if in {
-			shared++
-		}
-	}
-	// A mapping for each head's file pages and one for the rest of its
-	// arrays, and one to spare.
-	maps := int64(2*shared*heads + 1)
+	const maps = 2 // the mapping, and one to spare
 	if kvAliasMaps.Add(maps) > kvAliasLimit() {
 		kvAliasMaps.Add(-maps)
 		return false
 	}
-	size := uintptr(shared*heads) * 2 * arr
-	base := f.mapRow(size, arr, heads)
+	base := f.mapRow()
 	if base == nil {
 		kvAliasMaps.Add(-maps)
 		return false
 	}
-	mem := &kvAliasMem{p: base, size: size}
+	hd, ldk := f.hd, f.ldk
 	st := &bf16KVCache{kv: make([][]bf16KV, len(f.layers)), n: make([]int, len(f.layers))}
 	off := uintptr(0)
-	full := n / 16 * 16 // positions in complete blocks
 	for l, in := range f.layers {
-		st.kv[l] = make([]bf16KV, heads)
+		st.kv[l] = make([]bf16KV, f.heads)
 		if !in {
 			continue
 		}
 		st.n[l] = n
-		for h := range heads {
-			src := &c.bf16.kv[l][h]
+		for h := range f.heads {
 			kv := &st.kv[l][h]
 			kv.ldk = ldk
 			kv.k = unsafe.Slice((*uint16)(unsafe.Add(base, off)), ldk*hd)
-			kv.vt = unsafe.Slice((*uint16)(unsafe.Add(base, off+arr)), ldk*hd)
-			off += 2 * arr
-			// Maps the pages now, readable and still shared, rather than
-			// fault by fault in the first step.
-			_ = unix.Madvise(u16Bytes(kv.k[:f.kb/2]), unix.MADV_POPULATE_READ)
-			copy(kv.k[f.kb/2:full*hd], src.k[f.kb/2:full*hd])
-			// The last, partial block: the prompt's keys only (c's may
-			// hold later positions when it is another job's cache).
-			dk := unsafe.Slice((*uint32)(unsafe.Pointer(&kv.k[0])), len(kv.k)/2)
-			sk := unsafe.Slice((*uint32)(unsafe.Pointer(&src.k[0])), len(src.k)/2)
-			for r := full; r < n; r++ {
-				b := r / 16 * 8 * hd
-				for p := range hd / 2 {
-					dk[b+p*16+r%16] = sk[b+p*16+r%16]
-				}
-			}
-			// Values in key pairs, the prompt's whole pairs: the row
-			// packs a pair holding key n whole with it (pack).
-			vn := n &^ 1 * 16
+			kv.vt = unsafe.Slice((*uint16)(unsafe.Add(base, off+f.arr)), ldk*hd)
+			off += 2 * f.arr
+			// Maps the prompt's pages now, readable and still shared,
+			// rather than fault by fault in the first step.
+			_ = unix.Madvise(u16Bytes(kv.k[:n*hd]), unix.MADV_POPULATE_READ)
 			for dd := 0; dd < hd; dd += 16 {
-				copy(kv.vt[dd*ldk:dd*ldk+vn], src.vt[dd*src.ldk:dd*src.ldk+vn])
+				_ = unix.Madvise(u16Bytes(kv.vt[dd*ldk:dd*ldk+n*16]), unix.MADV_POPULATE_READ)
 			}
 		}
 	}
 	d.bf16 = st
-	d.alias.bf16 = mem
+	d.alias.bf16 = &kvAliasMem{p: base, size: f.size}
 	d.alias.maps += maps
 	return true
 }
 
-// mapRow reserves a row's arrays (per shared layer and head, arr bytes of
-// keys then arr of values) and maps the file's pages at the start of each
-// head's keys, or returns nil; under f.mu, as kvAliasFile.mapRow.
-func (f *kvAliasBF16File) mapRow(size, arr uintptr, heads int) unsafe.Pointer {
+// mapRow maps the whole file, private, or returns nil; under f.mu, as
+// kvAliasFile.mapRow.
+func (f *kvAliasBF16File) mapRow() unsafe.Pointer {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.fd < 0 || kvAliasFail {
 		return nil
 	}
-	base, err := unix.MmapPtr(-1, 0, nil, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	// Private: a write copies the page for this row only.
+	base, err := unix.MmapPtr(f.fd, 0, nil, f.size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_NORESERVE)
 	if err != nil {
 		return nil
-	}
-	off := uintptr(0)
-	for l, in := range f.layers {
-		if !in {
-			continue
-		}
-		for h := range heads {
-			// Private: a write would copy the page for this row only.
-			if _, err := unix.MmapPtr(f.fd, int64((l*heads+h)*f.kb), unsafe.Add(base, off), uintptr(f.kb), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_FIXED); err != nil {
-				_ = unix.MunmapPtr(base, size)
-				return nil
-			}
-			off += 2 * arr
-		}
 	}
 	return base
 }
