@@ -61,13 +61,13 @@ var (
 	kvAliasMapLimit  = int64(-1) // -1: not read yet
 	kvAliasLimitOnce sync.Once
 	kvAliasRows      atomic.Int64 // caches made aliasing, ever (tests)
-	kvAliasRowsBF16  atomic.Int64 // of those, whose bf16 copy maps the prompt's keys (tests)
+	kvAliasRowsBF16  atomic.Int64 // of those, whose bf16 copy maps the prompt's (tests)
 )
 
 // kvAliasBF16 switches on, for aliasing rows of a prompt cache that has
-// the bf16 path's copy (kvCache.bf16), that copy's prompt keys mapped
-// from a memory file of their own too (kvalias_bf16_linux.go); a
-// variable for BenchmarkDecodeAlias's ALIAS_SWITCH=bf16.
+// the bf16 path's copy (kvCache.bf16), that copy mapped from a memory
+// file of its own too (kvalias_bf16_linux.go) rather than packed by each
+// row; a variable for BenchmarkDecodeAlias's ALIAS_SWITCH=bf16.
 var kvAliasBF16 = true
 
 // kvAliasLimit is kvAliasMapLimit, read from the system the first time
@@ -93,13 +93,13 @@ type kvAliasSrc struct {
 	closed atomic.Bool
 
 	bf16Once sync.Once
-	bf16     *kvAliasBF16File // the bf16 path's keys (kvalias_bf16_linux.go); nil: none
+	bf16     *kvAliasBF16File // the bf16 path's copy (kvalias_bf16_linux.go); nil: none
 }
 
 // kvAliasRow is one cache's mapping: released once.
 type kvAliasRow struct {
 	mem      kvAliasMem
-	bf16     *kvAliasMem // the bf16 path's copy's reservation, if it maps keys
+	bf16     *kvAliasMem // the bf16 path's copy's mapping, if mapped
 	maps     int64       // both's
 	released atomic.Bool
 }

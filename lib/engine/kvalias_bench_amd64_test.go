@@ -35,7 +35,7 @@ import (
 // (the default) is that; ALIAS_SWITCH=control compares two sets of
 // copies instead (what two sets of caches alone make of the ratio);
 // ALIAS_SWITCH=bf16 compares mapping rows without (old) and with (new)
-// their bf16 copies' prompt keys mapped (kvAliasBF16), the memory each
+// their bf16 copies mapped (kvAliasBF16), the memory each
 // side's first step adds (its bf16 copy, packed there or copied at the
 // start) printed beside; ALIAS_SWITCH=bf16control is that with neither
 // mapped (its control, cheaper in memory than two sets of copies). Run

@@ -8,11 +8,10 @@ import (
 // TestKVAliasBF16Compute: on the bf16 compute path, whose attention packs
 // its own bfloat16 copy from the float32 cache, samples whose caches
 // alias their prompt's memory file give what their copies give, bit for
-// bit: with their bf16 copies' prompt keys mapped from a memory file too
-// (kvAliasBF16; prompts of 150 positions, a partial key block after the
-// mapped pages, and 151, an odd count splitting a value pair), with that
-// off, and with the bf16 mapping refused by the map bound (the rows pack
-// their copy themselves).
+// bit: with their bf16 copies mapped from a memory file too (kvAliasBF16;
+// prompts of 150 positions, a partial key block, and 151, an odd count
+// splitting a value pair), with that off, and with the bf16 mapping
+// refused by the map bound (the rows pack their copy themselves).
 func TestKVAliasBF16Compute(t *testing.T) {
 	m, _ := bf16ComputeQwen3(t, "alias-bf16", 256, 384, 6)
 	aliasAll(t)
@@ -68,8 +67,10 @@ func TestKVAliasBF16Compute(t *testing.T) {
 
 // TestKVAliasBF16Layout: a row's mapped bf16 copy holds, for every layer
 // and head, the keys and values its own packing of the prompt gives
-// (checked against a copy packed from the row's float32 cache), and
-// writes past the prompt leave the prompt's memory file as it was.
+// (checked against a copy packed from the row's float32 cache), after
+// three rows each packed positions of their own past the prompt (into
+// the pages holding its last keys and values too: each row's own), and
+// their prompt keys stay the source's.
 func TestKVAliasBF16Layout(t *testing.T) {
 	m, c := bf16ComputeQwen3(t, "alias-bf16-layout", 256, 384, 6)
 	aliasAll(t)
@@ -146,5 +147,40 @@ func TestKVAliasBF16Layout(t *testing.T) {
 		if k := kvAliasMaps.Load(); k != 0 {
 			t.Fatalf("prompt %d: %d mappings left", n, k)
 		}
+	}
+}
+
+// TestKVAliasBF16Strict: where reserved address space is committed memory
+// (kvAliasStrict), a row's bf16 copy, whose mapping spans kvAliasRoom
+// keys, is not mapped: the row packs its own, as before.
+func TestKVAliasBF16Strict(t *testing.T) {
+	m, c := bf16ComputeQwen3(t, "alias-bf16-strict", 256, 384, 6)
+	aliasAll(t)
+	strict := kvAliasStrict
+	t.Cleanup(func() { kvAliasStrict = strict })
+	hd, kvh := c.HeadDim, c.KVHeads
+	for _, s := range []bool{false, true} {
+		kvAliasStrict = s
+		src := aliasSource(m, 200)
+		st := src.bf16Cache(c)
+		for l := range c.Layers {
+			for h := range kvh {
+				st.kv[l][h].pack(src.k[l], src.v[l], 0, 200, kvh*hd, h*hd, hd)
+			}
+			st.n[l] = 200
+		}
+		d := src.cloneAliased(src.aliasFor(200), 200, 210, 260, nil)
+		if d.alias == nil {
+			t.Fatalf("strict %v: the row does not alias", s)
+		}
+		if mapped := d.alias.bf16 != nil && d.bf16 != nil; mapped == s {
+			t.Errorf("strict %v: bf16 copy mapped %v", s, mapped)
+		}
+		var pool *kvPool
+		pool.put(d)
+		src.dropAlias()
+	}
+	if k := kvAliasMaps.Load(); k != 0 {
+		t.Fatalf("%d mappings left", k)
 	}
 }
