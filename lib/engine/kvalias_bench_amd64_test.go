@@ -168,13 +168,22 @@ func selfPss() float64 {
 // ALIAS_TOKENS (default 64) tokens from one prompt of ALIAS_POS (default
 // 1024) positions through Sample (num_samples) on the 0.6B shape with
 // bfloat16 weights, with prompt aliasing on or off (ALIAS_ON=0), one
-// setting a process: it prints the wall time to the first token, of the
+// setting a process (ALIAS_DTYPE=bf16-compute: on the bf16 compute path,
+// ALIAS_BF16=0 without the bf16 copies mapped): it prints the wall time to the first token, of the
 // whole request, and the proportional set size halfway through the
 // decode once the heap has returned its free pages (the process's peak
 // resident set, VmHWM, beside it counts a page mapped by several rows
 // once per mapping).
 func BenchmarkSampleAlias(b *testing.B) {
 	m := qwen3SmallBF16(b, "sample-alias")
+	if os.Getenv("ALIAS_DTYPE") == "bf16-compute" {
+		if !bf16Compute() {
+			b.Skip("this CPU has no AVX512-BF16: no bf16 compute path")
+		}
+		m.w.withBF16Compute()
+	}
+	kvAliasBF16 = os.Getenv("ALIAS_BF16") != "0"
+	defer func() { kvAliasBF16 = true }()
 	r, p, tokens := envInt("ALIAS_R", 16), envInt("ALIAS_POS", 1024), envInt("ALIAS_TOKENS", 64)
 	kvAliasPrefix = os.Getenv("ALIAS_ON") != "0"
 	defer func() { kvAliasPrefix = true }()
@@ -197,14 +206,14 @@ func BenchmarkSampleAlias(b *testing.B) {
 				}
 				return false
 			}}
-		rows0 := kvAliasRows.Load()
+		rows0, bf0 := kvAliasRows.Load(), kvAliasRowsBF16.Load()
 		if _, err := m.Sample(context.Background(), req); err != nil {
 			b.Fatal(err)
 		}
 		total := time.Since(t0)
-		fmt.Fprintf(os.Stderr, "sample alias=%v R=%d P=%d tokens=%d: first token %.2f s, all %.2f s (decode %.1f ms a step) | PSS halfway %.0f MB, VmHWM %.0f MB | rows aliased %d | load %s\n",
-			kvAliasPrefix, r, p, tokens, first.Seconds(), total.Seconds(), 1e3*(total-first).Seconds()/float64(tokens-1),
-			pss/1e6, selfHWM()/1e6, kvAliasRows.Load()-rows0, loadAvg())
+		fmt.Fprintf(os.Stderr, "sample alias=%v bf16=%v R=%d P=%d tokens=%d: first token %.2f s, all %.2f s (decode %.1f ms a step) | PSS halfway %.0f MB, VmHWM %.0f MB | rows aliased %d (bf16 %d) | load %s\n",
+			kvAliasPrefix, kvAliasBF16, r, p, tokens, first.Seconds(), total.Seconds(), 1e3*(total-first).Seconds()/float64(tokens-1),
+			pss/1e6, selfHWM()/1e6, kvAliasRows.Load()-rows0, kvAliasRowsBF16.Load()-bf0, loadAvg())
 	}
 }
 
