@@ -276,8 +276,11 @@
 //     Linux, from 32 MiB a row; copies wherever mapping fails). The
 //     kernels read the same values at the same places: the same bits
 //     (TestKVAliasSameBits); a 16-row group's prompt cache takes a
-//     tenth of the memory and its steps read it from L3.
-//     (docs/engine-decoding.md, "A group's prompt mapped once (kvAliasPrefix)")
+//     tenth of the memory and its steps read it from L3. The bf16
+//     compute path's own copies are mapped from a file in their layout
+//     the same way (kvAliasBF16, kvalias_bf16_linux.go).
+//     (docs/engine-decoding.md, "A group's prompt mapped once (kvAliasPrefix)"),
+//     (docs/engine-decoding.md, "The bf16 path's copies mapped too (kvAliasBF16)")
 //
 // # Training
 //
