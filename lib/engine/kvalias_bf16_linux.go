@@ -57,7 +57,7 @@ func newKVAliasBF16File(c *kvCache, n int) *kvAliasBF16File {
 	// A multiple of 128 keys: each dimension block of the values (32·ldk
 	// bytes) starts on a page.
 	ldk := (n + kvAliasRoom + 127) &^ 127
-	f := &kvAliasBF16File{kvAliasFd: &kvAliasFd{fd: -1}, ldk: ldk, arr: (uintptr(2*ldk*hd) + pg - 1) &^ (pg - 1), hd: hd, heads: heads, layers: make([]bool, len(st.kv))}
+	f := &kvAliasBF16File{ldk: ldk, arr: (uintptr(2*ldk*hd) + pg - 1) &^ (pg - 1), hd: hd, heads: heads, layers: make([]bool, len(st.kv))}
 	shared := 0
 	for l, kvs := range st.kv {
 		f.layers[l] = len(kvs) == heads && st.n[l] >= n
@@ -72,15 +72,10 @@ func newKVAliasBF16File(c *kvCache, n int) *kvAliasBF16File {
 		return nil
 	}
 	f.size = uintptr(shared*heads) * 2 * f.arr
-	fd, err := unix.MemfdCreate("tinker-kv-prompt-bf16", unix.MFD_CLOEXEC)
-	if err != nil {
+	if f.kvAliasFd = newKVAliasFd("tinker-kv-prompt-bf16", int64(f.size)); f.kvAliasFd == nil {
 		return nil
 	}
-	f.fd = fd
-	if unix.Ftruncate(fd, int64(f.size)) != nil {
-		f.close()
-		return nil
-	}
+	fd := f.fd
 	full := n / 16 * 16 // positions in complete key blocks
 	part := make([]uint16, 16*hd)
 	off := int64(0)
@@ -90,7 +85,7 @@ func newKVAliasBF16File(c *kvCache, n int) *kvAliasBF16File {
 		}
 		for h := range kvs {
 			src := &kvs[h]
-			ok := pwriteAll(fd, u16Bytes(src.k[:full*hd]), off)
+			ok := pwriteAll(fd, sliceBytes(src.k[:full*hd]), off)
 			// The last, partial block: the prompt's keys only (c's may
 			// hold later positions when it is another job's cache).
 			if full < n {
@@ -102,12 +97,12 @@ func newKVAliasBF16File(c *kvCache, n int) *kvAliasBF16File {
 						dk[p*16+r%16] = sk[p*16+r%16]
 					}
 				}
-				ok = ok && pwriteAll(fd, u16Bytes(part), off+int64(2*full*hd))
+				ok = ok && pwriteAll(fd, sliceBytes(part), off+int64(2*full*hd))
 			}
 			// Values in key pairs, the prompt's whole pairs: a row packs
 			// a pair holding key n whole with it (pack).
 			for d := 0; d < hd; d += 16 {
-				ok = ok && pwriteAll(fd, u16Bytes(src.vt[d*src.ldk:d*src.ldk+n&^1*16]), off+int64(f.arr)+int64(2*d*ldk))
+				ok = ok && pwriteAll(fd, sliceBytes(src.vt[d*src.ldk:d*src.ldk+n&^1*16]), off+int64(f.arr)+int64(2*d*ldk))
 			}
 			if !ok {
 				f.close()
@@ -119,13 +114,6 @@ func newKVAliasBF16File(c *kvCache, n int) *kvAliasBF16File {
 	// Closed with its source (dropAlias); as kvAliasFile's.
 	runtime.AddCleanup(f, (*kvAliasFd).close, f.kvAliasFd)
 	return f
-}
-
-func u16Bytes(xs []uint16) []byte {
-	if len(xs) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(xs))), 2*len(xs))
 }
 
 // row gives d, an aliasing row of c's first n positions (kvAliasFile.row)
@@ -163,9 +151,9 @@ func (f *kvAliasBF16File) row(c, d *kvCache, n, capacity int) bool {
 			off += 2 * f.arr
 			// Maps the prompt's pages now, readable and still shared,
 			// rather than fault by fault in the first step.
-			_ = unix.Madvise(u16Bytes(kv.k[:n*hd]), unix.MADV_POPULATE_READ)
+			_ = unix.Madvise(sliceBytes(kv.k[:n*hd]), unix.MADV_POPULATE_READ)
 			for dd := 0; dd < hd; dd += 16 {
-				_ = unix.Madvise(u16Bytes(kv.vt[dd*ldk:dd*ldk+n*16]), unix.MADV_POPULATE_READ)
+				_ = unix.Madvise(sliceBytes(kv.vt[dd*ldk:dd*ldk+n*16]), unix.MADV_POPULATE_READ)
 			}
 		}
 	}

@@ -57,23 +57,19 @@ func newKVAliasFile(c *kvCache, n int) *kvAliasFile {
 		return nil
 	}
 	pg := kvAliasPage
-	f := &kvAliasFile{kvAliasFd: &kvAliasFd{fd: -1}, kb: n * 4 * c.kw / pg * pg, vb: n * 4 * c.vw / pg * pg}
-	if f.kb+f.vb == 0 {
+	kb, vb := n*4*c.kw/pg*pg, n*4*c.vw/pg*pg
+	if kb+vb == 0 {
 		return nil
 	}
-	fd, err := unix.MemfdCreate("tinker-kv-prompt", unix.MFD_CLOEXEC)
-	if err != nil {
+	per := int64(kb + vb)
+	fd := newKVAliasFd("tinker-kv-prompt", per*int64(len(c.k)))
+	if fd == nil {
 		return nil
 	}
-	f.fd = fd
-	per := int64(f.kb + f.vb)
-	if unix.Ftruncate(fd, per*int64(len(c.k))) != nil {
-		f.close()
-		return nil
-	}
+	f := &kvAliasFile{kvAliasFd: fd, kb: kb, vb: vb}
 	for l := range c.k {
-		if !pwriteAll(fd, floatBytes(c.k[l])[:f.kb], int64(l)*per) ||
-			!pwriteAll(fd, floatBytes(c.v[l])[:f.vb], int64(l)*per+int64(f.kb)) {
+		if !pwriteAll(f.fd, sliceBytes(c.k[l])[:f.kb], int64(l)*per) ||
+			!pwriteAll(f.fd, sliceBytes(c.v[l])[:f.vb], int64(l)*per+int64(f.kb)) {
 			f.close()
 			return nil
 		}
@@ -95,11 +91,27 @@ func pwriteAll(fd int, b []byte, off int64) bool {
 	return true
 }
 
-func floatBytes(xs []float32) []byte {
+// newKVAliasFd is a new memory file of size bytes (holes until
+// written), or nil.
+func newKVAliasFd(name string, size int64) *kvAliasFd {
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil
+	}
+	f := &kvAliasFd{fd: fd}
+	if unix.Ftruncate(fd, size) != nil {
+		f.close()
+		return nil
+	}
+	return f
+}
+
+// sliceBytes is the memory of xs as bytes.
+func sliceBytes[T float32 | uint16](xs []T) []byte {
 	if len(xs) == 0 {
 		return nil
 	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(xs))), 4*len(xs))
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(xs))), len(xs)*int(unsafe.Sizeof(xs[0])))
 }
 
 func (f *kvAliasFd) close() {
@@ -192,7 +204,7 @@ func (f *kvAliasFile) row(c *kvCache, n, room, capacity int) *kvCache {
 		// The positions a copy would hold (room): written now rather than
 		// fault by fault as the sample generates, as the copy's (mostly
 		// reused) memory is.
-		if tail := floatBytes(xs[shared/4 : room*width]); len(tail) > 0 {
+		if tail := sliceBytes(xs[shared/4 : room*width]); len(tail) > 0 {
 			_ = unix.Madvise(tail, unix.MADV_POPULATE_WRITE)
 		}
 		copy(xs[shared/4:n*width], src[shared/4:n*width])
