@@ -113,11 +113,11 @@ func (m *Model) sharedPrefill() int {
 func (j *job) promptChunk(n int) *unit {
 	p := j.req.Prompt
 	if j.cache == nil {
-		capacity := j.room
 		if j.req.NumSamples > 1 {
-			capacity = len(p) // samples start from copies
+			j.cache = j.m.promptCache(len(p)) // samples start from copies
+		} else {
+			j.cache = j.m.newCache(j.room)
 		}
-		j.cache = j.m.newCache(capacity)
 	}
 	lo, hi := j.prefilled, min(j.prefilled+n, len(p))
 	wantPrompt := j.resp.PromptLogprobs != nil
@@ -248,6 +248,9 @@ func (j *job) start(work []func(), src *kvCache, shared bool) []func() {
 	p := len(j.req.Prompt)
 	if n > 1 || shared {
 		alias = src.aliasFor(p)
+	}
+	if n > 1 && !shared {
+		src.samplesStarted(alias, p) // j.cache, which nothing computes in again
 	}
 	for i := range n {
 		work = append(work, func() {

@@ -70,6 +70,18 @@ var (
 // row; a variable for BenchmarkDecodeAlias's ALIAS_SWITCH=bf16.
 var kvAliasBF16 = true
 
+// kvAliasLeader switches on the prompt cache of a num_samples job held
+// once: made as a mapping of the memory file its samples map
+// (newKVAliasPromptCache, through Model.promptCache) rather than a copy
+// in the Go heap beside that file, and its bf16 copy let go once its
+// samples start (samplesStarted); a variable so that tests and
+// benchmarks compare it with the copy kept.
+var kvAliasLeader = true
+
+// kvAliasPrompts counts the prompt caches made as mappings of their
+// memory file, ever (tests).
+var kvAliasPrompts atomic.Int64
+
 // kvAliasLimit is kvAliasMapLimit, read from the system the first time
 // unless set before.
 func kvAliasLimit() int64 {
@@ -134,6 +146,54 @@ func (c *kvCache) aliasFor(n int) *kvAliasSrc {
 	return c.aliasSrc
 }
 
+// promptCache is a new cache for a prompt of n positions that only
+// samples starting from it will decode from (a num_samples job's): the
+// mapping of the memory file they will map when their caches will alias
+// it (kvAliasLeader), else newCache's.
+func (m *Model) promptCache(n int) *kvCache {
+	kw, vw := m.cfg.cacheWidths()
+	if kvAliasLeader && kvAliasPrefix && kvAliasLimit() > 0 && kvAliasShared(n, kw, vw, m.cfg.Layers) >= kvAliasMinBytes {
+		if c := newKVAliasPromptCache(m.cfg.Layers, kw, vw, n); c != nil {
+			kvAliasPrompts.Add(1)
+			return c
+		}
+	}
+	return m.newCache(n)
+}
+
+// samplesStarted is told that the samples of c, a prompt cache that
+// nothing computes in again (a num_samples job's: its samples decode in
+// caches of their own), start from its first n positions with the
+// aliasing source a (nil: none). The source's memory files are made now
+// (as the first row would have), and c's bf16 copy, which only the bf16
+// file is made from (a clone does not copy it, and a row that maps no
+// bf16 file packs its own from its float32 cache), is let go for the
+// collector: the prompt's bf16 keys and values are then the file's alone.
+func (c *kvCache) samplesStarted(a *kvAliasSrc, n int) {
+	if !kvAliasLeader {
+		return
+	}
+	if a != nil && a.n == n && n <= c.n {
+		a.once.Do(func() { a.file = newKVAliasFile(c, n) })
+		if a.file != nil {
+			a.bf16For(c, n)
+		}
+	}
+	c.bf16 = nil
+}
+
+// bf16For makes a's bf16 file from c's bf16 copy once, when the rows map
+// one (kvAliasBF16) and c has that copy.
+func (a *kvAliasSrc) bf16For(c *kvCache, n int) {
+	if kvAliasBF16 {
+		a.bf16Once.Do(func() {
+			if c.bf16 != nil {
+				a.bf16 = newKVAliasBF16File(c, n)
+			}
+		})
+	}
+}
+
 // kvAliasShared is the bytes a row shares: each layer array's whole pages
 // of its first n positions.
 func kvAliasShared(n, kw, vw, layers int) int {
@@ -154,11 +214,11 @@ func (c *kvCache) cloneAliased(a *kvAliasSrc, n, capacity, aliasCap int, pool *k
 		if a.file != nil {
 			if d := a.file.row(c, n, max(capacity, n), max(capacity, aliasCap, n)); d != nil {
 				kvAliasRows.Add(1)
-				if kvAliasBF16 && c.bf16 != nil {
-					a.bf16Once.Do(func() { a.bf16 = newKVAliasBF16File(c, n) })
-					if a.bf16 != nil && a.bf16.row(c, d, n, max(capacity, aliasCap, n)) {
-						kvAliasRowsBF16.Add(1)
-					}
+				// c's bf16 copy may be gone (samplesStarted) once the file
+				// is made from it.
+				a.bf16For(c, n)
+				if kvAliasBF16 && a.bf16 != nil && a.bf16.row(c, d, n, max(capacity, aliasCap, n)) {
+					kvAliasRowsBF16.Add(1)
 				}
 				return d
 			}

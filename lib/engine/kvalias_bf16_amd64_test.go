@@ -47,10 +47,11 @@ func TestKVAliasBF16Compute(t *testing.T) {
 			}
 			waitReleased(t, m, label)
 		}
-		// Room for the float32 mappings of a row (4 a layer and one), not
-		// for the bf16 copy's too (two).
+		// Room for the prompt cache's mapping (two: kvAliasLeader) and
+		// the float32 mappings of a row (4 a layer and one), not for the
+		// bf16 copy's too (two).
 		limit := kvAliasMapLimit
-		kvAliasMapLimit = int64(4*m.cfg.Layers + 1)
+		kvAliasMapLimit = int64(4*m.cfg.Layers + 1 + 2)
 		rows0, bf0 := kvAliasRows.Load(), kvAliasRowsBF16.Load()
 		got := run()
 		kvAliasMapLimit = limit

@@ -17,11 +17,13 @@ import (
 // mappings must be multiples of it.
 var kvAliasPage = os.Getpagesize()
 
-// kvAliasFile is a memory file holding, for each layer, the whole pages
-// of a prompt's keys and then of its values.
+// kvAliasFile is a memory file holding, for each layer, a prompt's keys
+// and then its values: their whole pages, which rows map, from the
+// layer's offset and voff past it.
 type kvAliasFile struct {
 	*kvAliasFd
-	kb, vb int // bytes of each layer's keys and values in the file
+	kb, vb    int   // bytes of each layer's keys and values the rows map (whole pages)
+	per, voff int64 // bytes a layer takes in the file; its values' offset in it
 }
 
 // kvAliasFd is the file's descriptor, apart so that a cleanup can close
@@ -66,10 +68,10 @@ func newKVAliasFile(c *kvCache, n int) *kvAliasFile {
 	if fd == nil {
 		return nil
 	}
-	f := &kvAliasFile{kvAliasFd: fd, kb: kb, vb: vb}
+	f := &kvAliasFile{kvAliasFd: fd, kb: kb, vb: vb, per: per, voff: int64(kb)}
 	for l := range c.k {
 		if !pwriteAll(f.fd, sliceBytes(c.k[l])[:f.kb], int64(l)*per) ||
-			!pwriteAll(f.fd, sliceBytes(c.v[l])[:f.vb], int64(l)*per+int64(f.kb)) {
+			!pwriteAll(f.fd, sliceBytes(c.v[l])[:f.vb], int64(l)*per+f.voff) {
 			f.close()
 			return nil
 		}
@@ -137,14 +139,13 @@ func (f *kvAliasFile) mapRow(size, ka, va uintptr, layers int) unsafe.Pointer {
 	if err != nil {
 		return nil
 	}
-	per := int64(f.kb + f.vb)
 	off := uintptr(0)
 	for l := range layers {
 		for _, m := range []struct {
 			at      uintptr
 			bytes   int
 			fileOff int64
-		}{{off, f.kb, int64(l) * per}, {off + ka, f.vb, int64(l)*per + int64(f.kb)}} {
+		}{{off, f.kb, int64(l) * f.per}, {off + ka, f.vb, int64(l)*f.per + f.voff}} {
 			if m.bytes == 0 {
 				continue
 			}
@@ -220,4 +221,64 @@ func (f *kvAliasFile) row(c *kvCache, n, room, capacity int) *kvCache {
 	// catches a cache lost without that.
 	runtime.AddCleanup(d, func(r *kvAliasRow) { r.release() }, r)
 	return d
+}
+
+// newKVAliasPromptCache is a prompt cache with room for n positions whose
+// arrays are one shared mapping of a new memory file laid out as rows map
+// it (kvAliasFile: each layer's keys, then its values, each from a page),
+// that file its source for caches of its n positions (aliasSrc), or nil.
+// The prefill writes the prompt's keys and values into the file itself,
+// so its samples' rows map what it wrote: nothing is copied to the file
+// at their start, and the prompt cache holds no copy of its own beside
+// the file while followers may still come. Its arrays are not the Go
+// heap's, so they can be the file's, and are unmapped where the cache is
+// dropped (kvPool.put, never pooled). Nothing may write the first n
+// positions once rows map them: the rows' private mappings see the
+// file's pages until they copy them, so the cache is for a prompt whose
+// samples all decode in caches of their own (a num_samples job's).
+func newKVAliasPromptCache(layers, kw, vw, n int) *kvCache {
+	if kvAliasFail || layers == 0 || n <= 0 {
+		return nil
+	}
+	pg := kvAliasPage
+	round := func(b int) int { return (b + pg - 1) &^ (pg - 1) }
+	ka, va := round(4*n*kw), round(4*n*vw)
+	per := ka + va
+	const maps = 2 // the mapping, and one to spare
+	if kvAliasMaps.Add(maps) > kvAliasLimit() {
+		kvAliasMaps.Add(-maps)
+		return nil
+	}
+	size := uintptr(layers * per)
+	fd := newKVAliasFd("tinker-kv-prompt", int64(size))
+	if fd == nil {
+		kvAliasMaps.Add(-maps)
+		return nil
+	}
+	base, err := unix.MmapPtr(fd.fd, 0, nil, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		fd.close()
+		kvAliasMaps.Add(-maps)
+		return nil
+	}
+	// The prefill writes every page: allocated now, not fault by fault.
+	_ = unix.Madvise(unsafe.Slice((*byte)(base), size), unix.MADV_POPULATE_WRITE)
+	f := &kvAliasFile{kvAliasFd: fd, kb: 4 * n * kw / pg * pg, vb: 4 * n * vw / pg * pg, per: int64(per), voff: int64(ka)}
+	runtime.AddCleanup(f, (*kvAliasFd).close, f.kvAliasFd) // as newKVAliasFile's
+	r := &kvAliasRow{mem: kvAliasMem{p: base, size: size}, maps: maps}
+	c := &kvCache{k: make([][]float32, layers), v: make([][]float32, layers), kw: kw, vw: vw, alias: r,
+		aliasSrc: &kvAliasSrc{n: n, file: f}}
+	c.aliasSrc.once.Do(func() {}) // its file is this one
+	at := func(off, floats int) []float32 {
+		if floats == 0 {
+			return nil
+		}
+		return unsafe.Slice((*float32)(unsafe.Add(base, off)), floats)
+	}
+	for l := range layers {
+		c.k[l], c.v[l] = at(l*per, n*kw), at(l*per+ka, n*vw)
+	}
+	// Released where the cache is dropped; as a row's.
+	runtime.AddCleanup(c, func(r *kvAliasRow) { r.release() }, r)
+	return c
 }

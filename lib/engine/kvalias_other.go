@@ -29,3 +29,5 @@ func newKVAliasBF16File(*kvCache, int) *kvAliasBF16File { return nil }
 func (*kvAliasBF16File) close() {}
 
 func (*kvAliasBF16File) row(*kvCache, *kvCache, int, int) bool { return false }
+
+func newKVAliasPromptCache(int, int, int, int) *kvCache { return nil }
