@@ -185,3 +185,12 @@ func TestKVAliasBF16Strict(t *testing.T) {
 		t.Fatalf("%d mappings left", k)
 	}
 }
+
+// TestKVAliasBF16LateFollower is TestKVAliasLateFollower on the bf16
+// compute path: followers arriving after the leader's bf16 copy was let
+// go map the bf16 file made from it.
+func TestKVAliasBF16LateFollower(t *testing.T) {
+	m, _ := bf16ComputeQwen3(t, "alias-bf16-late", 256, 384, 7)
+	aliasAll(t)
+	lateFollowerSameBits(t, m, "bf16 compute", true)
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -318,4 +319,128 @@ func TestKVAliasStrictCommit(t *testing.T) {
 		}
 		r.dropAlias()
 	}
+}
+
+// TestKVAliasPromptCache: a num_samples prompt cache large enough to
+// alias is its memory file's mapping (kvAliasLeader): what a prefill
+// writes into it is what rows made from it hold, the copy a failed row
+// makes too; with mapping refused, or kvAliasLeader off, it is a heap
+// cache as before; put, it is released, never pooled.
+func TestKVAliasPromptCache(t *testing.T) {
+	aliasAll(t)
+	defer func(l bool) { kvAliasLeader = l }(kvAliasLeader)
+	m := mustLoad(t, testModels(t)[0])
+	const n = 300
+	ref := aliasSource(m, n)
+	var pool kvPool
+	pool.budget = &kvBudget{limit: 1 << 40}
+	prompts0 := kvAliasPrompts.Load()
+	c := m.promptCache(n)
+	if c.alias == nil || c.aliasSrc == nil || c.aliasSrc.file == nil || c.size() != n {
+		t.Fatalf("a %d-position prompt cache is not its memory file's mapping of room %d", n, n)
+	}
+	// As a prefill writes it.
+	for l := range c.k {
+		copy(c.k[l], ref.k[l][:n*c.kw])
+		copy(c.v[l], ref.v[l][:n*c.vw])
+	}
+	c.n = n
+	a := c.aliasFor(n)
+	if a != c.aliasSrc {
+		t.Fatal("the prompt cache's own file is not its aliasing source")
+	}
+	c.samplesStarted(a, n)
+	rows := []*kvCache{c.cloneAliased(a, n, n+2, n+20, nil), c.cloneAliased(a, n, n+2, n+20, nil)}
+	kvAliasFail = true
+	rows = append(rows, c.cloneAliased(a, n, n+2, n+20, nil)) // a copy of the mapping
+	kvAliasFail = false
+	for i, r := range rows {
+		if (r.alias != nil) != (i < 2) || !sameCache(r, ref, n) {
+			t.Errorf("row %d (aliased %v) holds other values than the prefill wrote", i, r.alias != nil)
+		}
+	}
+	for _, r := range append(rows, c) {
+		pool.put(r)
+	}
+	if len(pool.free) != 1 || pool.free[0] != rows[2] {
+		t.Errorf("the pool holds %d caches, want the copy alone", len(pool.free))
+	}
+	if k := kvAliasMaps.Load(); k != 0 {
+		t.Errorf("%d mappings left", k)
+	}
+	if k := kvAliasPrompts.Load() - prompts0; k != 1 {
+		t.Errorf("%d prompt caches mapped, want 1", k)
+	}
+	kvAliasFail = true
+	if c := m.promptCache(n); c.alias != nil || c.aliasSrc != nil || c.size() < n {
+		t.Error("with mapping refused: the prompt cache is not a heap cache")
+	}
+	kvAliasFail, kvAliasLeader = false, false
+	if c := m.promptCache(n); c.alias != nil || c.aliasSrc != nil || c.size() < n {
+		t.Error("with kvAliasLeader off: the prompt cache is not a heap cache")
+	}
+}
+
+// TestKVAliasLateFollower: requests with the prompt of a num_samples job
+// that arrive after its samples started (its prompt cache the memory
+// file's mapping, its bf16 copy gone) follow it and get their solo
+// results; every sample's cache aliases.
+func TestKVAliasLateFollower(t *testing.T) {
+	aliasAll(t)
+	for _, name := range testModels(t) {
+		lateFollowerSameBits(t, mustLoad(t, name), name, false)
+	}
+}
+
+// lateFollowerSameBits is TestKVAliasLateFollower on m; bf16: also every
+// sample's bf16 copy mapped.
+func lateFollowerSameBits(t *testing.T, m *Model, name string, bf16 bool) {
+	t.Helper()
+	p := spreadPrompt(m, 150, 5, 1)
+	lead := SampleRequest{Prompt: p, MaxTokens: 10, Temperature: 1, Seed: seedp(61), NumSamples: 3}
+	late := []SampleRequest{
+		{Prompt: p, MaxTokens: 6, Temperature: 0.9, Seed: seedp(62)},
+		{Prompt: p, MaxTokens: 5, Temperature: 1, Seed: seedp(63), NumSamples: 2, TopK: 11},
+	}
+	kvAliasPrefix = false
+	want := sample(t, m, lead)
+	solo := make([]*SampleResponse, len(late))
+	for i, r := range late {
+		solo[i] = sample(t, m, r)
+	}
+	kvAliasPrefix = true
+	got := make([]*SampleResponse, len(late))
+	var wg sync.WaitGroup
+	var once sync.Once
+	lead.StopFunc = func(gen []int) bool {
+		if len(gen) == 2 {
+			once.Do(func() {
+				for i, r := range late {
+					wg.Go(func() { got[i], _ = m.Sample(context.Background(), r) })
+				}
+				waitQueued(t, m.batch, len(late))
+			})
+		}
+		return false
+	}
+	rows0, bf0, prompts0, rowsRun0 := kvAliasRows.Load(), kvAliasRowsBF16.Load(), kvAliasPrompts.Load(), m.batch.rows.Load()
+	r := sample(t, m, lead)
+	wg.Wait()
+	if d := sameResponse(want, r); d != "" {
+		t.Errorf("%s: the leader differs from its run with copies: %s", name, d)
+	}
+	run := int64(len(p)) + decodeRows(r) + sameAsSolo(t, name+" late followers", solo, got)
+	if n := m.batch.rows.Load() - rowsRun0; n != run {
+		t.Errorf("%s: %d rows ran, want %d (the prompt once)", name, n, run)
+	}
+	if k := kvAliasPrompts.Load() - prompts0; k != 1 {
+		t.Errorf("%s: %d prompt caches mapped, want 1", name, k)
+	}
+	if k := kvAliasRows.Load() - rows0; k != 6 {
+		t.Errorf("%s: %d caches aliased, want 6", name, k)
+	}
+	if k, w := kvAliasRowsBF16.Load()-bf0, map[bool]int64{false: 0, true: 6}[bf16]; k != w {
+		t.Errorf("%s: %d bf16 copies mapped, want %d", name, k, w)
+	}
+	waitReleased(t, m, name+" late followers")
 }
