@@ -19,6 +19,7 @@ type result struct {
 	cpu    time.Duration // user + system of the process and its children
 	faults float64       // minor page faults
 	rss    float64       // peak RSS, MB
+	pss    float64       // peak PSS seen, MB (runWatched on Linux; 0: none read)
 }
 
 // mediansOf is each command's medians over its runs.
@@ -123,14 +124,33 @@ func balancedRows(n int) int {
 
 // runOnce runs argv once and reads its resource use from wait4.
 func runOnce(argv []string, env []string) (result, []byte, error) {
+	return runWatched(argv, env, 0)
+}
+
+// runWatched is runOnce that also reads the process's proportional set
+// size every pssEvery while it runs (every > 0; Linux), keeping the
+// peak: wait4's maxrss counts a page mapped by several mappings once for
+// each (a memory file that every sample's cache maps, kvalias.go, counts
+// once a sample), PSS 1/k in each of k. A process that ends before the
+// first reading has none (0).
+func runWatched(argv []string, env []string, every time.Duration) (result, []byte, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	var stdout, stderr bytes.Buffer
 	cmd.Env, cmd.Stdout, cmd.Stderr = env, &stdout, &stderr
 	start := time.Now()
-	if err := cmd.Run(); err != nil {
+	if err := cmd.Start(); err != nil {
+		return result{}, nil, fmt.Errorf("%s: %v", strings.Join(argv, " "), err)
+	}
+	peak := make(chan float64, 1)
+	stop := make(chan struct{})
+	go func() { peak <- watchPss(cmd.Process.Pid, every, stop) }()
+	err := cmd.Wait()
+	close(stop)
+	pss := <-peak
+	if err != nil {
 		return result{}, nil, fmt.Errorf("%s: %v: %s", strings.Join(argv, " "), err, firstLine(stderr.String()))
 	}
-	r := result{wall: time.Since(start)}
+	r := result{wall: time.Since(start), pss: pss}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		r.cpu = time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime))
 		r.faults, r.rss = float64(ru.Minflt), float64(ru.Maxrss)/1024
@@ -157,15 +177,31 @@ func medians(rs []result) result {
 		cpu:    time.Duration(pick(func(r result) float64 { return float64(r.cpu) })),
 		faults: pick(func(r result) float64 { return r.faults }),
 		rss:    pick(func(r result) float64 { return r.rss }),
+		pss:    pick(func(r result) float64 { return r.pss }),
 	}
 }
 
-// printTable prints each command's medians and its ratios to ref.
+// printTable prints each command's medians and its ratios to ref; the
+// peak PSS column where some command was watched (runWatched).
 func printTable(labels []string, res []result, ref result) {
 	w := io.Writer(os.Stdout)
-	fmt.Fprintf(w, "%-30s %9s %9s %8s %8s   %s\n", "command", "wall ms", "CPU ms", "faults", "RSS MB", "ratio wall / CPU / faults")
+	watched := slices.ContainsFunc(res, func(r result) bool { return r.pss > 0 })
+	pss := func(r result) string {
+		switch {
+		case !watched:
+			return ""
+		case r.pss == 0:
+			return fmt.Sprintf(" %12s", "-")
+		}
+		return fmt.Sprintf(" %12.1f", r.pss)
+	}
+	head := ""
+	if watched {
+		head = fmt.Sprintf(" %12s", "peak PSS MB")
+	}
+	fmt.Fprintf(w, "%-30s %9s %9s %8s %8s%s   %s\n", "command", "wall ms", "CPU ms", "faults", "RSS MB", head, "ratio wall / CPU / faults")
 	for i, m := range res {
-		fmt.Fprintf(w, "%-30s %9.2f %9.2f %8.0f %8.1f   %.2f / %.2f / %.2f\n", labels[i], ms(m.wall), ms(m.cpu), m.faults, m.rss,
+		fmt.Fprintf(w, "%-30s %9.2f %9.2f %8.0f %8.1f%s   %.2f / %.2f / %.2f\n", labels[i], ms(m.wall), ms(m.cpu), m.faults, m.rss, pss(m),
 			ratio(float64(m.wall), float64(ref.wall)), ratio(float64(m.cpu), float64(ref.cpu)), ratio(m.faults, ref.faults))
 	}
 }

@@ -169,7 +169,9 @@ func selfPss() float64 {
 // 1024) positions through Sample (num_samples) on the 0.6B shape with
 // bfloat16 weights, with prompt aliasing on or off (ALIAS_ON=0), one
 // setting a process (ALIAS_DTYPE=bf16-compute: on the bf16 compute path,
-// ALIAS_BF16=0 without the bf16 copies mapped): it prints the wall time to the first token, of the
+// ALIAS_BF16=0 without the bf16 copies mapped; ALIAS_LEADER=0 with the
+// prompt cache a heap copy beside the memory file, as before
+// kvAliasLeader): it prints the wall time to the first token, of the
 // whole request, and the proportional set size halfway through the
 // decode once the heap has returned its free pages (the process's peak
 // resident set, VmHWM, beside it counts a page mapped by several rows
@@ -183,7 +185,8 @@ func BenchmarkSampleAlias(b *testing.B) {
 		m.w.withBF16Compute()
 	}
 	kvAliasBF16 = os.Getenv("ALIAS_BF16") != "0"
-	defer func() { kvAliasBF16 = true }()
+	kvAliasLeader = os.Getenv("ALIAS_LEADER") != "0"
+	defer func() { kvAliasBF16, kvAliasLeader = true, true }()
 	r, p, tokens := envInt("ALIAS_R", 16), envInt("ALIAS_POS", 1024), envInt("ALIAS_TOKENS", 64)
 	kvAliasPrefix = os.Getenv("ALIAS_ON") != "0"
 	defer func() { kvAliasPrefix = true }()
@@ -206,14 +209,14 @@ func BenchmarkSampleAlias(b *testing.B) {
 				}
 				return false
 			}}
-		rows0, bf0 := kvAliasRows.Load(), kvAliasRowsBF16.Load()
+		rows0, bf0, prompts0 := kvAliasRows.Load(), kvAliasRowsBF16.Load(), kvAliasPrompts.Load()
 		if _, err := m.Sample(context.Background(), req); err != nil {
 			b.Fatal(err)
 		}
 		total := time.Since(t0)
-		fmt.Fprintf(os.Stderr, "sample alias=%v bf16=%v R=%d P=%d tokens=%d: first token %.2f s, all %.2f s (decode %.1f ms a step) | PSS halfway %.0f MB, VmHWM %.0f MB | rows aliased %d (bf16 %d) | load %s\n",
-			kvAliasPrefix, kvAliasBF16, r, p, tokens, first.Seconds(), total.Seconds(), 1e3*(total-first).Seconds()/float64(tokens-1),
-			pss/1e6, selfHWM()/1e6, kvAliasRows.Load()-rows0, kvAliasRowsBF16.Load()-bf0, loadAvg())
+		fmt.Fprintf(os.Stderr, "sample alias=%v bf16=%v leader=%v R=%d P=%d tokens=%d: first token %.2f s, all %.2f s (decode %.1f ms a step) | PSS halfway %.0f MB, VmHWM %.0f MB | rows aliased %d (bf16 %d), prompt caches mapped %d | load %s\n",
+			kvAliasPrefix, kvAliasBF16, kvAliasLeader, r, p, tokens, first.Seconds(), total.Seconds(), 1e3*(total-first).Seconds()/float64(tokens-1),
+			pss/1e6, selfHWM()/1e6, kvAliasRows.Load()-rows0, kvAliasRowsBF16.Load()-bf0, kvAliasPrompts.Load()-prompts0, loadAvg())
 	}
 }
 
