@@ -31,8 +31,8 @@ func procPss(t *testing.T) int64 {
 }
 
 // TestKVAliasLeaderHeldOnce: while a num_samples request decodes from a
-// 1024-position prompt (16 MiB of keys and values in float32 on this
-// shape, and on the bf16 compute path a bf16 copy of 8 MiB), the memory
+// 512-position prompt (8 MiB of keys and values in float32 on this
+// shape, and on the bf16 compute path a bf16 copy of 4 MiB), the memory
 // the request adds (PSS, measured at its samples' second token with the
 // heap's free pages returned) is at least 3/4 of the prompt's float32
 // cache (and bf16 copy) less with kvAliasLeader than with the prompt
@@ -56,7 +56,7 @@ func TestKVAliasLeaderHeldOnce(t *testing.T) {
 		if bf16 {
 			m.w.withBF16Compute()
 		}
-		const n = 1024
+		const n = 512
 		kw, vw := c.cacheWidths()
 		prompt := int64(4 * n * (kw + vw) * c.Layers)
 		if bf16 {
