@@ -262,7 +262,15 @@ func newKVAliasPromptCache(layers, kw, vw, n int) *kvCache {
 		return nil
 	}
 	// The prefill writes every page: allocated now, not fault by fault.
-	_ = unix.Madvise(unsafe.Slice((*byte)(base), size), unix.MADV_POPULATE_WRITE)
+	// A kernel before 5.14 says EINVAL (then the faults); any other error
+	// is memory the file cannot have (a page the prefill wrote would
+	// then be SIGBUS): the heap's cache instead.
+	if err := unix.Madvise(unsafe.Slice((*byte)(base), size), unix.MADV_POPULATE_WRITE); err != nil && err != unix.EINVAL {
+		_ = unix.MunmapPtr(base, size)
+		fd.close()
+		kvAliasMaps.Add(-maps)
+		return nil
+	}
 	f := &kvAliasFile{kvAliasFd: fd, kb: 4 * n * kw / pg * pg, vb: 4 * n * vw / pg * pg, per: int64(per), voff: int64(ka)}
 	runtime.AddCleanup(f, (*kvAliasFd).close, f.kvAliasFd) // as newKVAliasFile's
 	r := &kvAliasRow{mem: kvAliasMem{p: base, size: size}, maps: maps}
