@@ -124,19 +124,23 @@ func balancedRows(n int) int {
 
 // runOnce runs argv once and reads its resource use from wait4.
 func runOnce(argv []string, env []string) (result, []byte, error) {
-	return runWatched(argv, env, 0)
+	return runWatched(argv, env, 0, nil)
 }
 
 // runWatched is runOnce that also reads the process's proportional set
-// size every pssEvery while it runs (every > 0; Linux), keeping the
+// size every `every` while it runs (every > 0; Linux), keeping the
 // peak: wait4's maxrss counts a page mapped by several mappings once for
 // each (a memory file that every sample's cache maps, kvalias.go, counts
 // once a sample), PSS 1/k in each of k. A process that ends before the
-// first reading has none (0).
-func runWatched(argv []string, env []string, every time.Duration) (result, []byte, error) {
+// first reading has none (0). Its standard error goes to errs too (nil:
+// kept for the error message only).
+func runWatched(argv []string, env []string, every time.Duration, errs io.Writer) (result, []byte, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	var stdout, stderr bytes.Buffer
 	cmd.Env, cmd.Stdout, cmd.Stderr = env, &stdout, &stderr
+	if errs != nil {
+		cmd.Stderr = io.MultiWriter(&stderr, errs)
+	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return result{}, nil, fmt.Errorf("%s: %v", strings.Join(argv, " "), err)

@@ -18,7 +18,8 @@ const pssEvery = 20 * time.Millisecond
 // training step) and prints each one's medians, its peak RSS (wait4's
 // maxrss) beside its peak PSS read every pssEvery (runWatched), and
 // each command's paired ratios against the first. The commands inherit
-// the environment (a benchmark's switches).
+// the environment (a benchmark's switches: per command through env(1));
+// their standard error is passed on (a benchmark's own figures).
 func runBench(args []string) error {
 	rounds := 3
 	if len(args) >= 2 && args[0] == "-rounds" {
@@ -41,7 +42,7 @@ func runBench(args []string) error {
 	samples := make([][]result, len(cmds))
 	for round := range rounds {
 		for _, c := range balancedOrder(len(cmds), round) {
-			r, _, err := runWatched(cmds[c], os.Environ(), pssEvery)
+			r, _, err := runWatched(cmds[c], os.Environ(), pssEvery, os.Stderr)
 			if err != nil {
 				return err
 			}

@@ -48,7 +48,7 @@ func TestRunWatchedPss(t *testing.T) {
 	}
 	argv := []string{exe, "-test.run", "^TestRunWatchedPss$"}
 	env := append(os.Environ(), "TINKER_BENCH_HOLD=1")
-	r, _, err := runWatched(argv, env, 10*time.Millisecond)
+	r, _, err := runWatched(argv, env, 10*time.Millisecond, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
