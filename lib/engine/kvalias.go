@@ -20,6 +20,12 @@ import (
 // positions past its prompt), would copy the page for that row alone
 // rather than change the others'.
 //
+// A num_samples job's own prompt cache, which only its samples and
+// followers start from, is that memory file's mapping itself
+// (kvAliasLeader, newKVAliasPromptCache): the prefill writes the file,
+// so the prompt is held once rather than a heap copy beside the file for
+// as long as followers may come, and nothing is copied at the start.
+//
 // A row's mapping is released when its sequence's cache is dropped
 // (kvPool.put, which never keeps such a cache), or by a cleanup when the
 // cache becomes unreachable without that. Any failure (no memory files,
