@@ -116,7 +116,7 @@ func (j *job) promptChunk(n int) *unit {
 		if j.req.NumSamples > 1 {
 			j.cache = j.m.promptCache(len(p)) // samples start from copies
 		} else {
-			j.cache = j.m.newCache(j.room)
+			j.cache = j.m.sampleCache(len(p), j.room, len(p)+min(j.req.MaxTokens, kvAliasRoom))
 		}
 	}
 	lo, hi := j.prefilled, min(j.prefilled+n, len(p))
@@ -251,6 +251,9 @@ func (j *job) start(work []func(), src *kvCache, shared bool) []func() {
 	}
 	if n > 1 && !shared {
 		src.samplesStarted(alias, p) // j.cache, which nothing computes in again
+	}
+	if shared {
+		src.followed(alias, p) // the leader's cache
 	}
 	for i := range n {
 		work = append(work, func() {

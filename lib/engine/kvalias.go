@@ -88,6 +88,19 @@ var kvAliasLeader = true
 // memory file, ever (tests).
 var kvAliasPrompts atomic.Int64
 
+// kvAliasLeaderSingle switches on the same for a single sample's cache,
+// which its own sample decodes in and followers may start from: made in
+// memory mapped outside the Go heap (newKVAliasOwnCache) when its prompt
+// is long enough to alias, so that when the first follower starts, its
+// prompt's whole pages become the memory file's (remapPrompt) and its
+// own copy of them is freed there and then; a variable so that tests
+// and benchmarks compare it with the heap's cache.
+var kvAliasLeaderSingle = true
+
+// kvAliasRemapped counts the caches whose prompt pages became their
+// memory file's (remapPrompt), ever (tests).
+var kvAliasRemapped atomic.Int64
+
 // kvAliasLimit is kvAliasMapLimit, read from the system the first time
 // unless set before.
 func kvAliasLimit() int64 {
@@ -119,6 +132,7 @@ type kvAliasRow struct {
 	mem      kvAliasMem
 	bf16     *kvAliasMem // the bf16 path's copy's mapping, if mapped
 	maps     int64       // both's
+	own      bool        // anonymous memory a prompt's file is not mapped into yet (newKVAliasOwnCache)
 	released atomic.Bool
 }
 
@@ -165,6 +179,36 @@ func (m *Model) promptCache(n int) *kvCache {
 		}
 	}
 	return m.newCache(n)
+}
+
+// sampleCache is a new cache with room for room positions for a prompt
+// of n positions that its single sample decodes in (and followers may
+// start from): newKVAliasOwnCache's, with address space for capacity,
+// when the prompt would alias (kvAliasLeaderSingle), else newCache's.
+func (m *Model) sampleCache(n, room, capacity int) *kvCache {
+	kw, vw := m.cfg.cacheWidths()
+	if kvAliasLeaderSingle && kvAliasPrefix && kvAliasLimit() > 0 && kvAliasShared(n, kw, vw, m.cfg.Layers) >= kvAliasMinBytes {
+		if c := newKVAliasOwnCache(m.cfg.Layers, kw, vw, room, capacity); c != nil {
+			return c
+		}
+	}
+	return m.newCache(room)
+}
+
+// followed is told that a follower's samples start from c's first n
+// positions with the aliasing source a (nil: none). When c is a single
+// sample's own memory (sampleCache), the memory file is made now (as the
+// first row would have) and c's whole pages of those positions become
+// the file's: the same values, and c's own copy of them freed. Called
+// between steps: nothing reads or writes c meanwhile.
+func (c *kvCache) followed(a *kvAliasSrc, n int) {
+	if !kvAliasLeaderSingle || a == nil || a.n != n || n > c.n || c.alias == nil || !c.alias.own {
+		return
+	}
+	a.once.Do(func() { a.file = newKVAliasFile(c, n) })
+	if a.file != nil && c.remapPrompt(a.file, n) {
+		kvAliasRemapped.Add(1)
+	}
 }
 
 // samplesStarted is told that the samples of c, a prompt cache that

@@ -192,5 +192,7 @@ func TestKVAliasBF16Strict(t *testing.T) {
 func TestKVAliasBF16LateFollower(t *testing.T) {
 	m, _ := bf16ComputeQwen3(t, "alias-bf16-late", 256, 384, 7)
 	aliasAll(t)
-	lateFollowerSameBits(t, m, "bf16 compute", true)
+	for _, samples := range []int{3, 1} {
+		lateFollowerSameBits(t, m, "bf16 compute", true, samples)
+	}
 }

@@ -290,3 +290,102 @@ func newKVAliasPromptCache(layers, kw, vw, n int) *kvCache {
 	runtime.AddCleanup(c, func(r *kvAliasRow) { r.release() }, r)
 	return c
 }
+
+// newKVAliasOwnCache is a cache with room for room positions, and
+// address space for capacity, in anonymous memory mapped outside the Go
+// heap, or nil: memory whose first positions' whole pages can become a
+// memory file's (remapPrompt), which the heap's cannot. Its sample grows
+// into the address space without copying; it is unmapped where the
+// cache is dropped (kvPool.put, never pooled). None where reserving is
+// committing (kvAliasStrict): a cache of room positions growing past it
+// would copy into the heap and keep this memory until it is dropped.
+func newKVAliasOwnCache(layers, kw, vw, room, capacity int) *kvCache {
+	kvAliasLimit() // reads kvAliasStrict
+	if kvAliasFail || kvAliasStrict || layers == 0 || room <= 0 {
+		return nil
+	}
+	capacity = max(capacity, room)
+	pg := kvAliasPage
+	round := func(b int) int { return (b + pg - 1) &^ (pg - 1) }
+	ka, va := round(4*capacity*kw), round(4*capacity*vw)
+	per := ka + va
+	const maps = 2 // the mapping, and one to spare
+	if kvAliasMaps.Add(maps) > kvAliasLimit() {
+		kvAliasMaps.Add(-maps)
+		return nil
+	}
+	size := uintptr(layers * per)
+	base, err := unix.MmapPtr(-1, 0, nil, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	if err != nil {
+		kvAliasMaps.Add(-maps)
+		return nil
+	}
+	r := &kvAliasRow{mem: kvAliasMem{p: base, size: size}, maps: maps, own: true}
+	c := &kvCache{k: make([][]float32, layers), v: make([][]float32, layers), kw: kw, vw: vw, alias: r}
+	at := func(off, floats, filled int) ([]float32, bool) {
+		if floats == 0 {
+			return nil, true
+		}
+		xs := unsafe.Slice((*float32)(unsafe.Add(base, off)), floats)
+		// The room a heap cache would have: written now rather than
+		// fault by fault (as a row's); EINVAL before Linux 5.14.
+		err := unix.Madvise(sliceBytes(xs[:filled]), unix.MADV_POPULATE_WRITE)
+		return xs, err == nil || err == unix.EINVAL
+	}
+	for l := range layers {
+		var okK, okV bool
+		c.k[l], okK = at(l*per, capacity*kw, room*kw)
+		c.v[l], okV = at(l*per+ka, capacity*vw, room*vw)
+		if !okK || !okV {
+			r.release()
+			return nil
+		}
+	}
+	// Released where the cache is dropped; as a row's.
+	runtime.AddCleanup(c, func(r *kvAliasRow) { r.release() }, r)
+	return c
+}
+
+// remapPrompt maps the whole pages of f, made from c's first n
+// positions, over those of c's arrays (c from newKVAliasOwnCache, not
+// grown out of it), private as a row's: the same values, now the file's
+// pages, and c's own copy of them freed. It reports whether it did. A
+// mapping that fails midway leaves the arrays' other pages c's own,
+// with the same values.
+func (c *kvCache) remapPrompt(f *kvAliasFile, n int) bool {
+	r := c.alias
+	if r == nil || !r.own || len(c.k) == 0 || c.n < n || len(c.k[0]) == 0 || unsafe.Pointer(unsafe.SliceData(c.k[0])) != r.mem.p {
+		return false
+	}
+	// Each array split in two: 4 a layer.
+	maps := int64(4 * len(c.k))
+	if kvAliasMaps.Add(maps) > kvAliasLimit() {
+		kvAliasMaps.Add(-maps)
+		return false
+	}
+	r.own, r.maps = false, r.maps+maps
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fd < 0 || kvAliasFail {
+		return false
+	}
+	for l := range c.k {
+		for _, m := range []struct {
+			xs      []float32
+			bytes   int
+			fileOff int64
+		}{{c.k[l], f.kb, int64(l) * f.per}, {c.v[l], f.vb, int64(l)*f.per + f.voff}} {
+			if m.bytes == 0 {
+				continue
+			}
+			p := unsafe.Pointer(unsafe.SliceData(m.xs))
+			if _, err := unix.MmapPtr(f.fd, m.fileOff, p, uintptr(m.bytes), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_FIXED); err != nil {
+				return false
+			}
+			// Mapped now, readable and shared, rather than fault by fault
+			// in the next step (as a row's).
+			_ = unix.Madvise(unsafe.Slice((*byte)(p), m.bytes), unix.MADV_POPULATE_READ)
+		}
+	}
+	return true
+}

@@ -31,3 +31,7 @@ func (*kvAliasBF16File) close() {}
 func (*kvAliasBF16File) row(*kvCache, *kvCache, int, int) bool { return false }
 
 func newKVAliasPromptCache(int, int, int, int) *kvCache { return nil }
+
+func newKVAliasOwnCache(int, int, int, int, int) *kvCache { return nil }
+
+func (*kvCache) remapPrompt(*kvAliasFile, int) bool { return false }

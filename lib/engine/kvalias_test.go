@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -388,16 +389,21 @@ func TestKVAliasPromptCache(t *testing.T) {
 func TestKVAliasLateFollower(t *testing.T) {
 	aliasAll(t)
 	for _, name := range testModels(t) {
-		lateFollowerSameBits(t, mustLoad(t, name), name, false)
+		for _, samples := range []int{3, 1} {
+			lateFollowerSameBits(t, mustLoad(t, name), name, false, samples)
+		}
 	}
 }
 
-// lateFollowerSameBits is TestKVAliasLateFollower on m; bf16: also every
-// sample's bf16 copy mapped.
-func lateFollowerSameBits(t *testing.T, m *Model, name string, bf16 bool) {
+// lateFollowerSameBits is TestKVAliasLateFollower on m, the leader
+// asking for samples (1: it decodes in its cache, whose prompt pages
+// become the file's as the followers start: kvAliasLeaderSingle); bf16:
+// also every follower's bf16 copy mapped.
+func lateFollowerSameBits(t *testing.T, m *Model, name string, bf16 bool, samples int) {
 	t.Helper()
+	name = fmt.Sprintf("%s, leader of %d samples", name, samples)
 	p := spreadPrompt(m, 150, 5, 1)
-	lead := SampleRequest{Prompt: p, MaxTokens: 10, Temperature: 1, Seed: seedp(61), NumSamples: 3}
+	lead := SampleRequest{Prompt: p, MaxTokens: 10, Temperature: 1, Seed: seedp(61), NumSamples: samples}
 	late := []SampleRequest{
 		{Prompt: p, MaxTokens: 6, Temperature: 0.9, Seed: seedp(62)},
 		{Prompt: p, MaxTokens: 5, Temperature: 1, Seed: seedp(63), NumSamples: 2, TopK: 11},
@@ -423,7 +429,7 @@ func lateFollowerSameBits(t *testing.T, m *Model, name string, bf16 bool) {
 		}
 		return false
 	}
-	rows0, bf0, prompts0, rowsRun0 := kvAliasRows.Load(), kvAliasRowsBF16.Load(), kvAliasPrompts.Load(), m.batch.rows.Load()
+	rows0, bf0, prompts0, remapped0, rowsRun0 := kvAliasRows.Load(), kvAliasRowsBF16.Load(), kvAliasPrompts.Load(), kvAliasRemapped.Load(), m.batch.rows.Load()
 	r := sample(t, m, lead)
 	wg.Wait()
 	if d := sameResponse(want, r); d != "" {
@@ -433,14 +439,103 @@ func lateFollowerSameBits(t *testing.T, m *Model, name string, bf16 bool) {
 	if n := m.batch.rows.Load() - rowsRun0; n != run {
 		t.Errorf("%s: %d rows ran, want %d (the prompt once)", name, n, run)
 	}
-	if k := kvAliasPrompts.Load() - prompts0; k != 1 {
-		t.Errorf("%s: %d prompt caches mapped, want 1", name, k)
+	// The num_samples leader's cache is the file's from the start; the
+	// single one's prompt pages become the file's.
+	single := int64(0)
+	if samples == 1 {
+		single = 1
 	}
-	if k := kvAliasRows.Load() - rows0; k != 6 {
-		t.Errorf("%s: %d caches aliased, want 6", name, k)
+	if k, k1 := kvAliasPrompts.Load()-prompts0, kvAliasRemapped.Load()-remapped0; k != 1-single || k1 != single {
+		t.Errorf("%s: %d prompt caches mapped, %d remapped, want %d and %d", name, k, k1, 1-single, single)
 	}
-	if k, w := kvAliasRowsBF16.Load()-bf0, map[bool]int64{false: 0, true: 6}[bf16]; k != w {
+	rows := int64(samples) - single + 3
+	if k := kvAliasRows.Load() - rows0; k != rows {
+		t.Errorf("%s: %d caches aliased, want %d", name, k, rows)
+	}
+	if k, w := kvAliasRowsBF16.Load()-bf0, map[bool]int64{false: 0, true: rows}[bf16]; k != w {
 		t.Errorf("%s: %d bf16 copies mapped, want %d", name, k, w)
 	}
 	waitReleased(t, m, name+" late followers")
+}
+
+// TestKVAliasOwnCache: a single sample's cache for a prompt large enough
+// to alias is memory outside the heap with room for what it may
+// generate (kvAliasLeaderSingle); when a follower starts from it, its
+// prompt's whole pages become the memory file's (remapPrompt) with every
+// value kept, its own later positions included, and what it writes
+// after stays its own; one grown out of that memory (reserve) is not
+// remapped; where reserving commits (kvAliasStrict), or with the switch
+// off, it is a heap cache.
+func TestKVAliasOwnCache(t *testing.T) {
+	aliasAll(t)
+	defer func(s bool) { kvAliasLeaderSingle = s }(kvAliasLeaderSingle)
+	m := mustLoad(t, testModels(t)[0])
+	const n = 300
+	ref := aliasSource(m, n+40)
+	fill := func(c *kvCache, to int) {
+		for l := range c.k {
+			copy(c.k[l][:to*c.kw], ref.k[l])
+			copy(c.v[l][:to*c.vw], ref.v[l])
+		}
+		c.n = to
+	}
+	remapped0 := kvAliasRemapped.Load()
+	c := m.sampleCache(n, n+10, n+100)
+	if c.alias == nil || !c.alias.own || c.size() != n+100 {
+		t.Fatalf("a %d-position prompt's cache: own memory %v, room %d, want %d", n, c.alias != nil, c.size(), n+100)
+	}
+	fill(c, n+5) // the prompt and five generated positions
+	a := c.aliasFor(n)
+	c.followed(a, n)
+	if k := kvAliasRemapped.Load() - remapped0; k != 1 || c.alias.own {
+		t.Fatalf("%d caches remapped, want 1", k)
+	}
+	if !sameCache(c, ref, n+5) {
+		t.Fatal("the remapped cache lost values")
+	}
+	row := c.cloneAliased(a, n, n+2, n+20, nil)
+	if row.alias == nil || !sameCache(row, ref, n) {
+		t.Fatal("a row of the remapped cache does not alias or holds other values")
+	}
+	// The leader decodes on; a write into its prompt's pages (which
+	// nothing makes) is its own.
+	for l := range c.k {
+		copy(c.k[l][(n+5)*c.kw:(n+40)*c.kw], ref.k[l][(n+5)*c.kw:])
+		copy(c.v[l][(n+5)*c.vw:(n+40)*c.vw], ref.v[l][(n+5)*c.vw:])
+	}
+	c.n = n + 40
+	x := c.k[0][0]
+	c.k[0][0] += 1
+	if !sameCache(row, ref, n) {
+		t.Error("the leader's writes changed its follower's row")
+	}
+	c.k[0][0] = x
+	if !sameCache(c, ref, n+40) {
+		t.Error("the leader's cache lost values")
+	}
+	// Grown into the heap: not remapped.
+	g := m.sampleCache(n, n+10, n+20)
+	fill(g, n+20)
+	g.reserve(n + 21)
+	g.followed(g.aliasFor(n), n)
+	if k := kvAliasRemapped.Load() - remapped0; k != 1 || !sameCache(g, ref, n+20) {
+		t.Errorf("a cache grown out of its memory: %d remapped in all, values kept %v", k, sameCache(g, ref, n+20))
+	}
+	var pool kvPool
+	for _, x := range []*kvCache{row, c, g} {
+		pool.put(x)
+	}
+	if k := kvAliasMaps.Load(); k != 0 {
+		t.Errorf("%d mappings left", k)
+	}
+	defer func(s bool) { kvAliasStrict = s }(kvAliasStrict)
+	for _, off := range []struct {
+		label          string
+		strict, single bool
+	}{{"reserving commits", true, true}, {"switched off", false, false}} {
+		kvAliasStrict, kvAliasLeaderSingle = off.strict, off.single
+		if h := m.sampleCache(n, n+10, n+100); h.alias != nil || h.size() != n+10 {
+			t.Errorf("%s: own memory %v, room %d, want a heap cache of %d", off.label, h.alias != nil, h.size(), n+10)
+		}
+	}
 }
