@@ -24,7 +24,10 @@ import (
 // followers start from, is that memory file's mapping itself
 // (kvAliasLeader, newKVAliasPromptCache): the prefill writes the file,
 // so the prompt is held once rather than a heap copy beside the file for
-// as long as followers may come, and nothing is copied at the start.
+// as long as followers may come, and nothing is copied at the start. A
+// single sample's cache of a prompt that would alias is memory outside
+// the heap (kvAliasLeaderSingle, newKVAliasOwnCache), whose prompt pages
+// become the file's when the first follower starts (remapPrompt).
 //
 // A row's mapping is released when its sequence's cache is dropped
 // (kvPool.put, which never keeps such a cache), or by a cleanup when the

@@ -6,12 +6,14 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -170,8 +172,10 @@ func selfPss() float64 {
 // bfloat16 weights, with prompt aliasing on or off (ALIAS_ON=0), one
 // setting a process (ALIAS_DTYPE=bf16-compute: on the bf16 compute path,
 // ALIAS_BF16=0 without the bf16 copies mapped; ALIAS_LEADER=0 with the
-// prompt cache a heap copy beside the memory file, as before
-// kvAliasLeader): it prints the wall time to the first token, of the
+// leader's cache a heap copy beside the memory file, as before
+// kvAliasLeader and kvAliasLeaderSingle; ALIAS_SINGLE=1 as ALIAS_R
+// single requests at once, the first leading, the others following):
+// it prints the wall time to the first token, of the
 // whole request, and the proportional set size halfway through the
 // decode once the heap has returned its free pages (the process's peak
 // resident set, VmHWM, beside it counts a page mapped by several rows
@@ -186,7 +190,9 @@ func BenchmarkSampleAlias(b *testing.B) {
 	}
 	kvAliasBF16 = os.Getenv("ALIAS_BF16") != "0"
 	kvAliasLeader = os.Getenv("ALIAS_LEADER") != "0"
-	defer func() { kvAliasBF16, kvAliasLeader = true, true }()
+	kvAliasLeaderSingle = kvAliasLeader
+	single := os.Getenv("ALIAS_SINGLE") == "1"
+	defer func() { kvAliasBF16, kvAliasLeader, kvAliasLeaderSingle = true, true, true }()
 	r, p, tokens := envInt("ALIAS_R", 16), envInt("ALIAS_POS", 1024), envInt("ALIAS_TOKENS", 64)
 	kvAliasPrefix = os.Getenv("ALIAS_ON") != "0"
 	defer func() { kvAliasPrefix = true }()
@@ -209,14 +215,27 @@ func BenchmarkSampleAlias(b *testing.B) {
 				}
 				return false
 			}}
-		rows0, bf0, prompts0 := kvAliasRows.Load(), kvAliasRowsBF16.Load(), kvAliasPrompts.Load()
-		if _, err := m.Sample(context.Background(), req); err != nil {
+		rows0, bf0, prompts0, remapped0 := kvAliasRows.Load(), kvAliasRowsBF16.Load(), kvAliasPrompts.Load(), kvAliasRemapped.Load()
+		if single {
+			// The StopFuncs run on the one stepping goroutine.
+			errs := make([]error, r)
+			var wg sync.WaitGroup
+			for i := range r {
+				one := req
+				one.NumSamples, one.Seed = 1, seedp(int64(5+i))
+				wg.Go(func() { _, errs[i] = m.Sample(context.Background(), one) })
+			}
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				b.Fatal(err)
+			}
+		} else if _, err := m.Sample(context.Background(), req); err != nil {
 			b.Fatal(err)
 		}
 		total := time.Since(t0)
-		fmt.Fprintf(os.Stderr, "sample alias=%v bf16=%v leader=%v R=%d P=%d tokens=%d: first token %.2f s, all %.2f s (decode %.1f ms a step) | PSS halfway %.0f MB, VmHWM %.0f MB | rows aliased %d (bf16 %d), prompt caches mapped %d | load %s\n",
-			kvAliasPrefix, kvAliasBF16, kvAliasLeader, r, p, tokens, first.Seconds(), total.Seconds(), 1e3*(total-first).Seconds()/float64(tokens-1),
-			pss/1e6, selfHWM()/1e6, kvAliasRows.Load()-rows0, kvAliasRowsBF16.Load()-bf0, kvAliasPrompts.Load()-prompts0, loadAvg())
+		fmt.Fprintf(os.Stderr, "sample alias=%v bf16=%v leader=%v single=%v R=%d P=%d tokens=%d: first token %.2f s, all %.2f s (decode %.1f ms a step) | PSS halfway %.0f MB, VmHWM %.0f MB | rows aliased %d (bf16 %d), prompt caches mapped %d, remapped %d | load %s\n",
+			kvAliasPrefix, kvAliasBF16, kvAliasLeader, single, r, p, tokens, first.Seconds(), total.Seconds(), 1e3*(total-first).Seconds()/float64(tokens-1),
+			pss/1e6, selfHWM()/1e6, kvAliasRows.Load()-rows0, kvAliasRowsBF16.Load()-bf0, kvAliasPrompts.Load()-prompts0, kvAliasRemapped.Load()-remapped0, loadAvg())
 	}
 }
 
