@@ -114,7 +114,7 @@ func (j *job) promptChunk(n int) *unit {
 	p := j.req.Prompt
 	if j.cache == nil {
 		if j.req.NumSamples > 1 {
-			j.cache = j.m.promptCache(len(p)) // samples start from copies
+			j.cache = j.m.promptCache(len(p)) // samples start from copies or mappings of it
 		} else {
 			j.cache = j.m.sampleCache(len(p), j.room, len(p)+min(j.req.MaxTokens, kvAliasRoom))
 		}
