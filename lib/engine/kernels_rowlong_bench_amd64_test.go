@@ -457,3 +457,64 @@ func BenchmarkDecodeLongTokens(b *testing.B) {
 			dtype, k, cpu[k/2], cpu[k/4], cpu[0], wall[k/2], wall[k/4], wall[0], l0, load(), bytes/median(tOld)/1e9, bytes/median(tNew)/1e9)
 	}
 }
+
+// TestRowsLongOneMatchesScalar runs fwdRowsLong with one call a piece
+// (rowsLongOne: fwdRowsLong<F32|BF16> storing each four rows itself) and
+// with a fwdRowLong call and putRow copies per four rows, and wants every
+// output's bits from matRowsScalar (dotLanes), the rows outside the piece
+// untouched: one and three vectors (each alone), float32 and bfloat16
+// weights, column counts with tails and odd chunk counts, pieces of 16,
+// 48 and 80 rows (4, 12 and 20 rows a stream), written and accumulated.
+// It fails if a row's sum went to another row or stream, or a piece's
+// last rows were left out.
+func TestRowsLongOneMatchesScalar(t *testing.T) {
+	if !fwdAsm || !useSIMD {
+		t.Skip("the AVX-512 kernels need a CPU with AVX-512")
+	}
+	defer func(o, m bool) { rowsLongOne, fwdRowMulti = o, m }(rowsLongOne, fwdRowMulti)
+	fwdRowMulti = false
+	r := newRNG(19)
+	for _, n := range []int{1, 15, 16, 17, 31, 33, 48, 63, 100, 1024, 1040, 1055, 3072} {
+		for _, bf := range []bool{false, true} {
+			const rows = 96
+			w := randRowsMat(r, rows, n, bf)
+			for _, m := range []int{1, 3} {
+				xs := make([][]float32, m)
+				for i := range xs {
+					xs[i] = make([]float32, n)
+					fill(xs[i], r, 1)
+				}
+				for _, acc := range []bool{false, true} {
+					for _, span := range [][2]int{{16, 32}, {16, 64}, {0, 80}} {
+						lo, hi := span[0], span[1]
+						what := fmt.Sprintf("n=%d bf16=%v m=%d accumulate=%v rows %d-%d", n, bf, m, acc, lo, hi)
+						base := newOutputs(m, rows)
+						for i := range base {
+							fill(base[i], r, 1)
+						}
+						outs := [3][][]float32{}
+						for k := range outs {
+							outs[k] = newOutputs(m, rows)
+							for i := range base {
+								copy(outs[k][i], base[i])
+							}
+						}
+						rowsLongOne = true
+						fwdRowsLong(w, xs, outs[0], lo, hi, acc)
+						rowsLongOne = false
+						fwdRowsLong(w, xs, outs[1], lo, hi, acc)
+						matRowsScalar(w, xs, outs[2], lo, hi, acc)
+						for b := range m {
+							for j := range rows {
+								g, calls, want := outs[0][b][j], outs[1][b][j], outs[2][b][j]
+								if math.Float32bits(g) != math.Float32bits(want) || math.Float32bits(calls) != math.Float32bits(want) {
+									t.Fatalf("%s: y[%d][%d] = %v in one call, %v a call per four rows, %v scalar", what, b, j, g, calls, want)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -43,6 +43,9 @@ func Generate() (asm, decl []byte, err error) {
 			rowLong(ctx, bf, v)
 		}
 	}
+	for _, bf := range []bool{false, true} {
+		rowsLong(ctx, bf)
+	}
 	for _, v := range rowMultiVecs {
 		for _, bf := range []bool{false, true} {
 			rowMulti(ctx, bf, v)
