@@ -53,6 +53,12 @@ func TestReadLadderSums(t *testing.T) {
 		// rows of one step: x from its start each step
 		{"rows", 64, func(w *uint16, stride, n int, out *[16]float32) { ladderRows(w, stride, 1, &x[0], out, n) },
 			func(ws []uint16, i, j int) float64 { return float64(x[j]) * float64(bf16(ws[i*32+j])) }},
+		{"rows4", 256, func(w *uint16, stride, n int, out *[16]float32) { ladderRows4(w, stride, 4, &x[0], out, n) },
+			func(ws []uint16, i, j int) float64 { return float64(x[j%128]) * float64(bf16(ws[i*128+j])) }},
+		{"rowsX", 64, func(w *uint16, stride, n int, out *[16]float32) { ladderRowsX(w, stride, 1, &x[0], out, n) },
+			func(ws []uint16, i, j int) float64 { return float64(x[j]) * float64(bf16(ws[i*32+j])) }},
+		{"rowsP", 64, func(w *uint16, stride, n int, out *[16]float32) { ladderRowsP(w, stride, 1, &x[0], out, n) },
+			func(ws []uint16, i, j int) float64 { return float64(x[j]) * float64(bf16(ws[i*32+j])) }},
 		// one row of three steps: x walks on
 		{"row", 64, func(w *uint16, stride, n int, out *[16]float32) { ladderRows(w, stride, n, &x[0], out, 1) },
 			func(ws []uint16, i, j int) float64 { return float64(x[32*i+j]) * float64(bf16(ws[i*32+j])) }},
@@ -114,6 +120,9 @@ func rawThreadCPU() float64 {
 //	        prefetch displacement and indexed streams (ladderOrder)
 //	rows    + fwdRowLong's rows: a loop a row, x from its start each row
 //	        (ladderRows)
+//	rows4   rows with four steps a loop iteration (ladderRows4)
+//	rowsX   rows with x's same two chunks each step (ladderRowsX)
+//	rowsP   rows with x's lines prefetched 512 bytes ahead into L1
 //	call    + a call and a reduction every four rows of a stream:
 //	        fwdRowLongBF16 called as fwdRowsLong calls it
 //	put     + putRow's copies of the outputs to y
@@ -172,6 +181,18 @@ func BenchmarkReadLadder(b *testing.B) {
 		{"rows", func(m mat, lo, hi int) {
 			q := (hi - lo) / 4
 			ladderRows(&m.bf[lo*m.cols], q*m.cols*2, m.cols/32, &x[0], &sink, q)
+		}},
+		{"rows4", func(m mat, lo, hi int) {
+			q := (hi - lo) / 4
+			ladderRows4(&m.bf[lo*m.cols], q*m.cols*2, m.cols/32, &x[0], &sink, q)
+		}},
+		{"rowsX", func(m mat, lo, hi int) {
+			q := (hi - lo) / 4
+			ladderRowsX(&m.bf[lo*m.cols], q*m.cols*2, m.cols/32, &x[0], &sink, q)
+		}},
+		{"rowsP", func(m mat, lo, hi int) {
+			q := (hi - lo) / 4
+			ladderRowsP(&m.bf[lo*m.cols], q*m.cols*2, m.cols/32, &x[0], &sink, q)
 		}},
 		{"call", func(m mat, lo, hi int) {
 			q := (hi - lo) / 4

@@ -16,3 +16,12 @@ func ladderOrder(w *uint16, stride int, n int, x *float32, out *[16]float32)
 
 //go:noescape
 func ladderRows(w *uint16, stride int, n int, x *float32, out *[16]float32, rows int)
+
+//go:noescape
+func ladderRows4(w *uint16, stride int, n int, x *float32, out *[16]float32, rows int)
+
+//go:noescape
+func ladderRowsX(w *uint16, stride int, n int, x *float32, out *[16]float32, rows int)
+
+//go:noescape
+func ladderRowsP(w *uint16, stride int, n int, x *float32, out *[16]float32, rows int)

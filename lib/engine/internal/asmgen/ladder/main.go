@@ -13,6 +13,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/mmcloughlin/avo/attr"
 	"github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
@@ -40,8 +42,13 @@ func Generate() (asm, decl []byte, err error) {
 	for _, r := range rungs {
 		burst(ctx, r)
 	}
-	order(ctx, false)
-	order(ctx, true)
+	order(ctx, false, 1, false)
+	order(ctx, true, 1, false)
+	order(ctx, true, 4, false)
+	order(ctx, true, 1, true)
+	xAhead = 512
+	order(ctx, true, 1, false)
+	xAhead = 0
 	return asmout.Print(ctx, printer.Config{Argv: []string{"go", "run", "./internal/asmgen/ladder"}, Pkg: "engine"})
 }
 
@@ -157,6 +164,10 @@ func finish(ctx *build.Context) {
 	ctx.RET()
 }
 
+// xAhead, where not 0, has ladderRowsP prefetch x's lines that far ahead
+// into L1 (PREFETCHT0).
+var xAhead = 0
+
 // orderAhead is ladderOrder's prefetch distance, fwdRowLong's rowLongAhead.
 const orderAhead = 1024
 
@@ -173,11 +184,25 @@ const orderAhead = 1024
 // row, rows rows of n steps (n·32 columns) a stream, x from its start
 // each row, the streams' rows one after the other in memory and the
 // accumulators running on across them: fwdRowLong's row ends without its
-// calls and reductions.
-func order(ctx *build.Context, rows bool) {
+// calls and reductions. With unroll above 1 (ladderRows<unroll>), a loop
+// iteration is unroll steps (n a multiple of unroll): fewer loop branches
+// a row.
+//
+// With xFixed (ladderRowsX), rows whose x does not walk: the same two
+// chunks each step, as ladderOrder's.
+func order(ctx *build.Context, rows bool, unroll int, xFixed bool) {
 	name, sig := "ladderOrder", "func(w *uint16, stride, n int, x *float32, out *[16]float32)"
 	if rows {
 		name, sig = "ladderRows", "func(w *uint16, stride, n int, x *float32, out *[16]float32, rows int)"
+	}
+	if unroll > 1 {
+		name = fmt.Sprintf("%s%d", name, unroll)
+	}
+	if xFixed {
+		name += "X"
+	}
+	if xAhead > 0 {
+		name += "P"
 	}
 	asmout.Kernel(ctx, name, sig)
 	pw, span, span3, n, x0, px := ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
@@ -210,27 +235,35 @@ func order(ctx *build.Context, rows bool) {
 	}
 	cnt := ctx.GP64()
 	ctx.MOVQ(n, cnt)
+	if unroll > 1 {
+		ctx.SHRQ(U8(asmout.Log2(unroll)), cnt)
+	}
 	ctx.MOVQ(x0, px)
 	ctx.TESTQ(cnt, cnt)
 	ctx.JZ(LabelRef(name + "_next"))
 	ctx.Label(name + "_loop")
-	for s := range 4 { // fwdRowLong's constant displacement
-		ctx.PREFETCHT1(at(s, orderAhead))
-	}
-	for c := range 2 {
-		ctx.VMOVUPS(Mem{Base: px, Disp: 64 * c}, z(16))
-		ctx.VSHUFF32X4(U8(0xD8), z(16), z(16), z(16))
-		for s := range 4 {
-			t := z(17 + s)
-			ctx.VBROADCASTI32X8(at(s, 32*c), t)
-			ctx.VPSHUFB(z(21), t, t)
-			ctx.VFMADD231PS(z(16), t, z(s))
+	for u := range unroll {
+		for s := range 4 { // fwdRowLong's constant displacement
+			ctx.PREFETCHT1(at(s, orderAhead+64*u))
+		}
+		for c := range 2 {
+			if xAhead > 0 {
+				ctx.PREFETCHT0(Mem{Base: px, Disp: xAhead + 64*c + 128*u})
+			}
+			ctx.VMOVUPS(Mem{Base: px, Disp: 64*c + 128*u}, z(16))
+			ctx.VSHUFF32X4(U8(0xD8), z(16), z(16), z(16))
+			for s := range 4 {
+				t := z(17 + s)
+				ctx.VBROADCASTI32X8(at(s, 32*c+64*u), t)
+				ctx.VPSHUFB(z(21), t, t)
+				ctx.VFMADD231PS(z(16), t, z(s))
+			}
 		}
 	}
-	if rows {
-		ctx.ADDQ(U32(128), px)
+	if rows && !xFixed {
+		ctx.ADDQ(U32(128*unroll), px)
 	}
-	ctx.ADDQ(U32(64), pw)
+	ctx.ADDQ(U32(64*unroll), pw)
 	ctx.DECQ(cnt)
 	ctx.JNZ(LabelRef(name + "_loop"))
 	ctx.Label(name + "_next")
