@@ -45,8 +45,11 @@ func rowLongF32(x *float32, w *float32, stride, n, span int, out *[16]float32) {
 
 // rowsLongOne selects one fwdRowsLong<F32|BF16> call for a piece's rows
 // (rowsLongCall) instead of a fwdRowLong call and four putRow copies per
-// four rows of each stream: the same bits (a variable so the paired
-// benchmarks can switch it token by token).
+// four rows of each stream: the same bits, and decode's bfloat16 tokens
+// 1.01-1.08x as fast token-paired (BenchmarkDecodeRowsOneTokens;
+// docs/engine-decoding.md, "The read ladder"). A variable so the paired
+// benchmarks can switch it token by token; rowLongVariant's other
+// arrangements still go a call per four rows.
 var rowsLongOne = true
 
 // rowsLongCall computes the 4·q rows from lo of w (q a multiple of 4) for

@@ -121,6 +121,7 @@ func rawThreadCPU() float64 {
 //	rows    + fwdRowLong's rows: a loop a row, x from its start each row
 //	        (ladderRows)
 //	rows4   rows with four steps a loop iteration (ladderRows4)
+//	rowsU   rows with x 4 bytes past a cache line's start
 //	rowsX   rows with x's same two chunks each step (ladderRowsX)
 //	rowsP   rows with x's lines prefetched 512 bytes ahead into L1
 //	call    + a call and a reduction every four rows of a stream:
@@ -153,7 +154,7 @@ func BenchmarkReadLadder(b *testing.B) {
 	fast := float64(envInt("LADDER_FAST", 40))
 	shapes := [][2]int{{2048, 1024}, {1024, 1024}, {1024, 1024}, {1024, 2048}, {3072, 1024}, {3072, 1024}, {1024, 3072}}
 	forks := [][2]int{{0, 3}, {3, 4}, {4, 6}, {6, 7}}
-	x := make([]float32, 3072)
+	x := make([]float32, 3072+16)
 	r := newRNG(3)
 	fill(x, r, 1)
 	y := make([]float32, 3072)
@@ -185,6 +186,10 @@ func BenchmarkReadLadder(b *testing.B) {
 		{"rows4", func(m mat, lo, hi int) {
 			q := (hi - lo) / 4
 			ladderRows4(&m.bf[lo*m.cols], q*m.cols*2, m.cols/32, &x[0], &sink, q)
+		}},
+		{"rowsU", func(m mat, lo, hi int) { // x 4 bytes off a cache line
+			q := (hi - lo) / 4
+			ladderRows(&m.bf[lo*m.cols], q*m.cols*2, m.cols/32, &x[1], &sink, q)
 		}},
 		{"rowsX", func(m mat, lo, hi int) {
 			q := (hi - lo) / 4

@@ -132,11 +132,13 @@ func rowLongGroups(ctx *build.Context, w weights, v rowLongVariant, a longArgs, 
 // of each of the four streams (a multiple of four) in one call, each four
 // rows of a stream to y[s·ystride+i..+3] (stored, or added to y where acc
 // is not 0: y + v, putRow's order). The same accumulators, order and tree
-// as fwdRowLong a call per four rows, so the same bits. On one core the
-// calls, their reductions' store to out and putRow's copies read 0.93 of
-// the loop's rate with its row ends and nothing else (BenchmarkReadLadder's
-// rungs put and rows); this keeps the reduction but not the call and the
-// copies.
+// as fwdRowLong a call per four rows, so the same bits. The read ladder
+// between the probe and the kernel (BenchmarkReadLadder) put most of the
+// kernel's distance from the probe in the Go loop around fwdRowLong: its
+// calls and their reductions cost 1-2%, the outputs' copies (putRow) 3%,
+// the selected kernel's indirect call and the loop's bookkeeping 3-4%, on
+// one core and two; one call a piece read 1.05-1.06x as fast as the loop
+// (docs/engine-decoding.md, "The read ladder").
 func rowsLong(ctx *build.Context, bf bool) {
 	w := weightsOf(bf)
 	v := rowLongVariants[0]
