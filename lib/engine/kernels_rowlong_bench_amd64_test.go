@@ -8,10 +8,13 @@ import (
 	"math"
 	"os"
 	"regexp"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/tinkershell/tinker/lib/models"
 )
 
 // TestRowLongMatchesDotLanes requires every long-stream kernel to give
@@ -515,6 +518,33 @@ func TestRowsLongOneMatchesScalar(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestDecodeRowsOneSameBits decodes (decodeSteps: prefills, steps of one
+// to three rows, unfused and in one fork a step with the lm_head) with a
+// piece's rows in one call (rowsLongOne) and a call per four rows, and
+// wants every logit and every cached key and value to keep its bits,
+// float32 and bfloat16 weights.
+func TestDecodeRowsOneSameBits(t *testing.T) {
+	if !fwdAsm || !useSIMD {
+		t.Skip("the AVX-512 kernels need a CPU with AVX-512")
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
+	defer func(o, v, l, k, h bool) {
+		rowsLongOne, decodeFuse, fuseLayer, fuseToken, fuseHead = o, v, l, k, h
+	}(rowsLongOne, decodeFuse, fuseLayer, fuseToken, fuseHead)
+	for _, dtype := range []string{"f32", "bf16"} {
+		m, _ := fuseTestModel(t, models.Qwen3, dtype, "rows-one", 13, 5)
+		for _, forks := range []int{0, 4} {
+			rowsLongOne = false
+			logitsOff, cachesOff, _ := decodeSteps(t, m, forks, nil)
+			rowsLongOne = true
+			logitsOn, cachesOn, _ := decodeSteps(t, m, forks, nil)
+			what := fmt.Sprintf("%s, forks %d:", dtype, forks)
+			fuseSameBits(t, what+" logits", logitsOff, logitsOn)
+			fuseSameBits(t, what+" caches", cachesOff, cachesOn)
 		}
 	}
 }
