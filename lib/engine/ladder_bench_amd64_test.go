@@ -17,7 +17,7 @@ import (
 
 // TestReadLadderSums requires each ladder rung (ladder_amd64.s) to compute
 // what its notes say over every line it is given: the lane sum of its out
-// against a float64 sum of the same products, over three streams' worth of
+// against a float64 sum of the same products, over four streams' worth of
 // steps with the streams apart. A rung that skipped a line or paired a
 // weight with the wrong x would miss by far more than float32 rounding.
 func TestReadLadderSums(t *testing.T) {
@@ -25,9 +25,9 @@ func TestReadLadderSums(t *testing.T) {
 		t.Skip("the ladder needs a CPU with AVX-512")
 	}
 	r := newRNG(5)
-	x := make([]float32, 128)
+	x := make([]float32, 1024)
 	fill(x, r, 1)
-	const steps = 3
+	const steps = 4
 	for _, k := range []struct {
 		name string
 		step int // bytes of a stream a step
@@ -57,8 +57,17 @@ func TestReadLadderSums(t *testing.T) {
 			func(ws []uint16, i, j int) float64 { return float64(x[j%128]) * float64(bf16(ws[i*128+j])) }},
 		{"rowsX", 64, func(w *uint16, stride, n int, out *[16]float32) { ladderRowsX(w, stride, 1, &x[0], out, n) },
 			func(ws []uint16, i, j int) float64 { return float64(x[j]) * float64(bf16(ws[i*32+j])) }},
+		{"rows8X", 512, func(w *uint16, stride, n int, out *[16]float32) { ladderRows8X(w, stride, 8, &x[0], out, n) },
+			func(ws []uint16, i, j int) float64 { return float64(x[j%256]) * float64(bf16(ws[i*256+j])) }},
 		{"rowsP", 64, func(w *uint16, stride, n int, out *[16]float32) { ladderRowsP(w, stride, 1, &x[0], out, n) },
 			func(ws []uint16, i, j int) float64 { return float64(x[j]) * float64(bf16(ws[i*32+j])) }},
+		// pairs of rows of one step: x from its start each pair
+		{"pairs", 64, func(w *uint16, stride, n int, out *[16]float32) { ladderPairs(w, stride, 1, &x[0], out, n, 64) },
+			func(ws []uint16, i, j int) float64 { return float64(x[j]) * float64(bf16(ws[i*32+j])) }},
+		// four rows of 1024 columns (two blocks) a stream: one set
+		{"blocks", 2048, func(w *uint16, stride, n int, out *[16]float32) {
+			ladderBlocks(w, stride, &x[0], out, 1, 2048, 2, 1024-3*2048, 2048-1024)
+		}, func(ws []uint16, i, j int) float64 { return float64(x[j]) * float64(bf16(ws[i*1024+j])) }},
 		// one row of three steps: x walks on
 		{"row", 64, func(w *uint16, stride, n int, out *[16]float32) { ladderRows(w, stride, n, &x[0], out, 1) },
 			func(ws []uint16, i, j int) float64 { return float64(x[32*i+j]) * float64(bf16(ws[i*32+j])) }},
@@ -123,6 +132,13 @@ func rawThreadCPU() float64 {
 //	rows4   rows with four steps a loop iteration (ladderRows4)
 //	rowsU   rows with x 4 bytes past a cache line's start
 //	rowsX   rows with x's same two chunks each step (ladderRowsX)
+//	rows8X  rows with x's first 1 KiB over and over, eight steps an
+//	        iteration (ladderRows8X)
+//	rowsS2  rows as two streams of halves (ladderRowsS2)
+//	pairs   rows two at a time in each stream, x loaded once for eight
+//	        lines (ladderPairs)
+//	blocks  rows in column blocks of 512, rows 0-3 of a stream's set
+//	        in turn for each block (ladderBlocks)
 //	rowsP   rows with x's lines prefetched 512 bytes ahead into L1
 //	call    + a call and a reduction every four rows of a stream:
 //	        fwdRowLongBF16 called as fwdRowsLong calls it
@@ -141,6 +157,7 @@ func rawThreadCPU() float64 {
 // one core (the pieces on the calling goroutine). LADDER_ROUNDS
 // (default 101), LADDER_THREADS ("2,1"), LADDER_RUNGS (a comma list of
 // names), LADDER_BASE (the rung the rates are over, default the first),
+// LADDER_FORKS (fork numbers 1-4: q/k/v, o, gate/up, down; default all),
 // LADDER_FAST (GB/s, default 40: the rounds whose probe read that
 // fast are also given apart). Run with -benchtime 1x (or Nx: N ladders).
 func BenchmarkReadLadder(b *testing.B) {
@@ -154,6 +171,16 @@ func BenchmarkReadLadder(b *testing.B) {
 	fast := float64(envInt("LADDER_FAST", 40))
 	shapes := [][2]int{{2048, 1024}, {1024, 1024}, {1024, 1024}, {1024, 2048}, {3072, 1024}, {3072, 1024}, {1024, 3072}}
 	forks := [][2]int{{0, 3}, {3, 4}, {4, 6}, {6, 7}}
+	if f := os.Getenv("LADDER_FORKS"); f != "" { // a subset, by index
+		var sub [][2]int
+		for _, i := range envInts(b, "LADDER_FORKS", f) {
+			if i < 1 || i > len(forks) {
+				b.Fatalf("LADDER_FORKS=%q: want fork numbers 1-%d (q/k/v, o, gate/up, down)", f, len(forks))
+			}
+			sub = append(sub, forks[i-1])
+		}
+		forks = sub
+	}
 	x := make([]float32, 3072+16)
 	r := newRNG(3)
 	fill(x, r, 1)
@@ -194,6 +221,26 @@ func BenchmarkReadLadder(b *testing.B) {
 		{"rowsX", func(m mat, lo, hi int) {
 			q := (hi - lo) / 4
 			ladderRowsX(&m.bf[lo*m.cols], q*m.cols*2, m.cols/32, &x[0], &sink, q)
+		}},
+		{"rows8X", func(m mat, lo, hi int) {
+			q := (hi - lo) / 4
+			ladderRows8X(&m.bf[lo*m.cols], q*m.cols*2, m.cols/32, &x[0], &sink, q)
+		}},
+		{"rowsS2", func(m mat, lo, hi int) {
+			q := (hi - lo) / 2
+			ladderRowsS2(&m.bf[lo*m.cols], q*m.cols*2, m.cols/32, &x[0], &sink, q)
+		}},
+		{"pairs", func(m mat, lo, hi int) {
+			q := (hi - lo) / 4
+			ladderPairs(&m.bf[lo*m.cols], q*m.cols*2, m.cols/32, &x[0], &sink, q, m.cols*2)
+		}},
+		{"blocks", func(m mat, lo, hi int) {
+			q := (hi - lo) / 4
+			if m.cols%512 != 0 {
+				panic("ladderBlocks: columns not a multiple of 512")
+			}
+			rb, nb := m.cols*2, m.cols/512
+			ladderBlocks(&m.bf[lo*m.cols], q*rb, &x[0], &sink, q/4, rb, nb, 1024-3*rb, rb-(nb-1)*1024)
 		}},
 		{"rowsP", func(m mat, lo, hi int) {
 			q := (hi - lo) / 4

@@ -24,4 +24,16 @@ func ladderRows4(w *uint16, stride int, n int, x *float32, out *[16]float32, row
 func ladderRowsX(w *uint16, stride int, n int, x *float32, out *[16]float32, rows int)
 
 //go:noescape
+func ladderRows8X(w *uint16, stride int, n int, x *float32, out *[16]float32, rows int)
+
+//go:noescape
 func ladderRowsP(w *uint16, stride int, n int, x *float32, out *[16]float32, rows int)
+
+//go:noescape
+func ladderRowsS2(w *uint16, stride int, n int, x *float32, out *[16]float32, rows int)
+
+//go:noescape
+func ladderPairs(w *uint16, stride int, n int, x *float32, out *[16]float32, rows int, rowBytes int)
+
+//go:noescape
+func ladderBlocks(w *uint16, stride int, x *float32, out *[16]float32, sets int, rowBytes int, blocks int, wrap int, next int)

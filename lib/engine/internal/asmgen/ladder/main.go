@@ -46,9 +46,15 @@ func Generate() (asm, decl []byte, err error) {
 	order(ctx, true, 1, false)
 	order(ctx, true, 4, false)
 	order(ctx, true, 1, true)
+	order(ctx, true, 8, true)
 	xAhead = 512
 	order(ctx, true, 1, false)
 	xAhead = 0
+	orderStreams = 2
+	order(ctx, true, 1, false)
+	orderStreams = 4
+	pairs(ctx)
+	blocked(ctx)
 	return asmout.Print(ctx, printer.Config{Argv: []string{"go", "run", "./internal/asmgen/ladder"}, Pkg: "engine"})
 }
 
@@ -164,6 +170,10 @@ func finish(ctx *build.Context) {
 	ctx.RET()
 }
 
+// orderStreams is how many streams ladderRows reads (ladderRowsS2: two,
+// x's chunks loaded once for two lines).
+var orderStreams = 4
+
 // xAhead, where not 0, has ladderRowsP prefetch x's lines that far ahead
 // into L1 (PREFETCHT0).
 var xAhead = 0
@@ -189,7 +199,8 @@ const orderAhead = 1024
 // a row.
 //
 // With xFixed (ladderRowsX), rows whose x does not walk: the same two
-// chunks each step, as ladderOrder's.
+// chunks each step, as ladderOrder's; unrolled as well (ladderRows8X),
+// x's 1 KiB of the iteration's eight steps, the same each iteration.
 func order(ctx *build.Context, rows bool, unroll int, xFixed bool) {
 	name, sig := "ladderOrder", "func(w *uint16, stride, n int, x *float32, out *[16]float32)"
 	if rows {
@@ -203,6 +214,9 @@ func order(ctx *build.Context, rows bool, unroll int, xFixed bool) {
 	}
 	if xAhead > 0 {
 		name += "P"
+	}
+	if orderStreams != 4 {
+		name += fmt.Sprintf("S%d", orderStreams)
 	}
 	asmout.Kernel(ctx, name, sig)
 	pw, span, span3, n, x0, px := ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
@@ -243,7 +257,7 @@ func order(ctx *build.Context, rows bool, unroll int, xFixed bool) {
 	ctx.JZ(LabelRef(name + "_next"))
 	ctx.Label(name + "_loop")
 	for u := range unroll {
-		for s := range 4 { // fwdRowLong's constant displacement
+		for s := range orderStreams { // fwdRowLong's constant displacement
 			ctx.PREFETCHT1(at(s, orderAhead+64*u))
 		}
 		for c := range 2 {
@@ -252,7 +266,7 @@ func order(ctx *build.Context, rows bool, unroll int, xFixed bool) {
 			}
 			ctx.VMOVUPS(Mem{Base: px, Disp: 64*c + 128*u}, z(16))
 			ctx.VSHUFF32X4(U8(0xD8), z(16), z(16), z(16))
-			for s := range 4 {
+			for s := range orderStreams {
 				t := z(17 + s)
 				ctx.VBROADCASTI32X8(at(s, 32*c+64*u), t)
 				ctx.VPSHUFB(z(21), t, t)
@@ -271,6 +285,174 @@ func order(ctx *build.Context, rows bool, unroll int, xFixed bool) {
 		ctx.DECQ(left)
 		ctx.JNZ(LabelRef(name + "_row"))
 	}
+	ctx.Label(name + "_done")
+	finish(ctx)
+}
+
+// pairs generates ladderPairs(w, stride, n, x, out, rows, rowBytes): rows
+// two at a time in each of the four streams, each x chunk loaded once for
+// eight lines (rows r and r+1 of each stream, rowBytes apart), n steps a
+// row pair, each of the eight lines prefetched orderAhead ahead; rows (a
+// multiple of two) rows a stream. Eight accumulators, one a row of the
+// pair in each stream, run on across pairs.
+func pairs(ctx *build.Context) {
+	name := "ladderPairs"
+	asmout.Kernel(ctx, name, "func(w *uint16, stride, n int, x *float32, out *[16]float32, rows, rowBytes int)")
+	pw, span, span3, n, x0, px, rb := ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
+	ctx.Load(ctx.Param("w"), pw)
+	ctx.Load(ctx.Param("stride"), span)
+	ctx.LEAQ(Mem{Base: span, Index: span, Scale: 2}, span3)
+	ctx.Load(ctx.Param("n"), n)
+	ctx.Load(ctx.Param("x"), x0)
+	ctx.Load(ctx.Param("rowBytes"), rb)
+	for i := range 16 {
+		ctx.VPXORD(z(i), z(i), z(i))
+	}
+	ctx.VMOVDQU32(widenCtl, z(21))
+	p2 := ctx.GP64() // the pair's second rows
+	at := func(base reg.GPVirtual, s, disp int) Mem {
+		m := Mem{Base: base, Disp: disp}
+		switch s {
+		case 1, 2:
+			m.Index, m.Scale = span, uint8(s)
+		case 3:
+			m.Index, m.Scale = span3, 1
+		}
+		return m
+	}
+	left := ctx.GP64()
+	ctx.Load(ctx.Param("rows"), left)
+	ctx.SHRQ(U8(1), left)
+	ctx.TESTQ(left, left)
+	ctx.JZ(LabelRef(name + "_done"))
+	ctx.Label(name + "_row")
+	cnt := ctx.GP64()
+	ctx.MOVQ(n, cnt)
+	ctx.MOVQ(x0, px)
+	ctx.LEAQ(Mem{Base: pw, Index: rb, Scale: 1}, p2)
+	ctx.Label(name + "_loop")
+	for h, base := range []reg.GPVirtual{pw, p2} {
+		_ = h
+		for s := range 4 {
+			ctx.PREFETCHT1(at(base, s, orderAhead))
+		}
+	}
+	for c := range 2 {
+		ctx.VMOVUPS(Mem{Base: px, Disp: 64 * c}, z(16))
+		ctx.VSHUFF32X4(U8(0xD8), z(16), z(16), z(16))
+		for h, base := range []reg.GPVirtual{pw, p2} {
+			for s := range 4 {
+				t := z(17 + s)
+				ctx.VBROADCASTI32X8(at(base, s, 32*c), t)
+				ctx.VPSHUFB(z(21), t, t)
+				ctx.VFMADD231PS(z(16), t, z(4*h+s))
+			}
+		}
+	}
+	ctx.ADDQ(U32(128), px)
+	ctx.ADDQ(U32(64), pw)
+	ctx.ADDQ(U32(64), p2)
+	ctx.DECQ(cnt)
+	ctx.JNZ(LabelRef(name + "_loop"))
+	ctx.ADDQ(rb, pw) // past the pair's second rows
+	ctx.DECQ(left)
+	ctx.JNZ(LabelRef(name + "_row"))
+	ctx.Label(name + "_done")
+	finish(ctx)
+}
+
+// blocked generates ladderBlocks(w, stride, x, out, sets, rowBytes, blocks,
+// wrap, next): fwdRowLong's four rows of each of four streams (a set), the
+// rows taken in column blocks of 512 (1 KiB of bfloat16, 2 KiB of x): for
+// each block, rows 0-3 of the set in turn, so x's lines for a block are
+// read four times close together instead of once a row. Each row's chunks
+// still go in ascending order into its own accumulator (fwdRowLong's
+// bits). A stream's next bytes are no longer its following bytes, so each
+// line's prefetch goes to the same place in the run read next: the next
+// row's block (rowBytes on), after row 3 the first row's next block (wrap
+// bytes on) or, after the last block, the next set's first (next bytes
+// on). sets sets, blocks blocks a row.
+func blocked(ctx *build.Context) {
+	name := "ladderBlocks"
+	asmout.Kernel(ctx, name, "func(w *uint16, stride int, x *float32, out *[16]float32, sets, rowBytes, blocks, wrap, next int)")
+	pw, span, span3, x0, px, rb, base := ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
+	ctx.Load(ctx.Param("w"), base)
+	ctx.Load(ctx.Param("stride"), span)
+	ctx.LEAQ(Mem{Base: span, Index: span, Scale: 2}, span3)
+	ctx.Load(ctx.Param("x"), x0)
+	ctx.Load(ctx.Param("rowBytes"), rb)
+	for i := range 16 {
+		ctx.VPXORD(z(i), z(i), z(i))
+	}
+	ctx.VMOVDQU32(widenCtl, z(21))
+	pf := ctx.GP64()
+	at := func(b reg.GPVirtual, s, disp int) Mem {
+		m := Mem{Base: b, Disp: disp}
+		switch s {
+		case 1, 2:
+			m.Index, m.Scale = span, uint8(s)
+		case 3:
+			m.Index, m.Scale = span3, 1
+		}
+		return m
+	}
+	sets, blk, cnt := ctx.GP64(), ctx.GP64(), ctx.GP64()
+	ctx.Load(ctx.Param("sets"), sets)
+	ctx.TESTQ(sets, sets)
+	ctx.JZ(LabelRef(name + "_done"))
+	ctx.Label(name + "_set")
+	ctx.Load(ctx.Param("blocks"), blk)
+	ctx.MOVQ(x0, px)
+	ctx.Label(name + "_block")
+	for g := range 4 {
+		// pw: row g's block; pf: the prefetch's offset from pw's line
+		ctx.MOVQ(base, pw)
+		for range g {
+			ctx.ADDQ(rb, pw)
+		}
+		switch {
+		case g < 3:
+			ctx.MOVQ(rb, pf)
+		default:
+			ctx.Load(ctx.Param("wrap"), pf)
+			ctx.CMPQ(blk, U8(1))
+			ctx.JNE(LabelRef(fmt.Sprintf("%s_pf%d", name, g)))
+			ctx.Load(ctx.Param("next"), pf)
+			ctx.Label(fmt.Sprintf("%s_pf%d", name, g))
+		}
+		ctx.ADDQ(pw, pf)
+		ctx.MOVQ(U32(16), cnt)
+		ctx.Label(fmt.Sprintf("%s_loop%d", name, g))
+		for s := range 4 {
+			ctx.PREFETCHT1(at(pf, s, 0))
+		}
+		for c := range 2 {
+			ctx.VMOVUPS(Mem{Base: px, Disp: 64 * c}, z(16))
+			ctx.VSHUFF32X4(U8(0xD8), z(16), z(16), z(16))
+			for s := range 4 {
+				t := z(17 + s)
+				ctx.VBROADCASTI32X8(at(pw, s, 32*c), t)
+				ctx.VPSHUFB(z(21), t, t)
+				ctx.VFMADD231PS(z(16), t, z(4*g+s))
+			}
+		}
+		ctx.ADDQ(U32(128), px)
+		ctx.ADDQ(U32(64), pw)
+		ctx.ADDQ(U32(64), pf)
+		ctx.DECQ(cnt)
+		ctx.JNZ(LabelRef(fmt.Sprintf("%s_loop%d", name, g)))
+		if g < 3 {
+			ctx.SUBQ(U32(2048), px) // the block's x again for the next row
+		}
+	}
+	ctx.ADDQ(U32(1024), base) // the next block
+	ctx.DECQ(blk)
+	ctx.JNZ(LabelRef(name + "_block"))
+	// base is past row 0 of the set: on to row 4
+	ctx.SUBQ(rb, base)
+	ctx.LEAQ(Mem{Base: base, Index: rb, Scale: 4}, base)
+	ctx.DECQ(sets)
+	ctx.JNZ(LabelRef(name + "_set"))
 	ctx.Label(name + "_done")
 	finish(ctx)
 }
