@@ -52,6 +52,11 @@ func rowLongF32(x *float32, w *float32, stride, n, span int, out *[16]float32) {
 // arrangements still go a call per four rows.
 var rowsLongOne = true
 
+// rowsLongT0 selects fwdRowsLongT0<F32|BF16> for rowsLongCall: each
+// stream's line 256 bytes ahead also prefetched into L1. A variable so the
+// paired benchmarks can switch it token by token.
+var rowsLongT0 = false
+
 // rowsLongCall computes the 4·q rows from lo of w (q a multiple of 4) for
 // x into y, as four streams of q rows (fwdRowsLong's quarters), stored,
 // or added where accumulate.
@@ -64,9 +69,17 @@ func rowsLongCall(w mat, x, y []float32, lo, q int, accumulate bool) {
 	}
 	if w.bf != nil {
 		_ = w.bf[(lo+4*q)*w.cols-1]
-		fwdRowsLongBF16(&x[0], &w.bf[lo*w.cols], w.cols, w.cols, q*w.cols, q, &y[lo], q, acc)
+		k := fwdRowsLongBF16
+		if rowsLongT0 {
+			k = fwdRowsLongT0BF16
+		}
+		k(&x[0], &w.bf[lo*w.cols], w.cols, w.cols, q*w.cols, q, &y[lo], q, acc)
 		return
 	}
 	_ = w.data[(lo+4*q)*w.cols-1]
-	fwdRowsLongF32(&x[0], &w.data[lo*w.cols], w.cols, w.cols, q*w.cols, q, &y[lo], q, acc)
+	k := fwdRowsLongF32
+	if rowsLongT0 {
+		k = fwdRowsLongT0F32
+	}
+	k(&x[0], &w.data[lo*w.cols], w.cols, w.cols, q*w.cols, q, &y[lo], q, acc)
 }

@@ -462,7 +462,8 @@ func BenchmarkDecodeLongTokens(b *testing.B) {
 }
 
 // TestRowsLongOneMatchesScalar runs fwdRowsLong with one call a piece
-// (rowsLongOne: fwdRowsLong<F32|BF16> storing each four rows itself) and
+// (rowsLongOne: fwdRowsLong<F32|BF16> storing each four rows itself, and
+// its T0 arrangement, rowsLongT0) and
 // with a fwdRowLong call and putRow copies per four rows, and wants every
 // output's bits from matRowsScalar (dotLanes), the rows outside the piece
 // untouched: one and three vectors (each alone), float32 and bfloat16
@@ -474,7 +475,7 @@ func TestRowsLongOneMatchesScalar(t *testing.T) {
 	if !fwdAsm || !useSIMD {
 		t.Skip("the AVX-512 kernels need a CPU with AVX-512")
 	}
-	defer func(o, m bool) { rowsLongOne, fwdRowMulti = o, m }(rowsLongOne, fwdRowMulti)
+	defer func(o, t0, m bool) { rowsLongOne, rowsLongT0, fwdRowMulti = o, t0, m }(rowsLongOne, rowsLongT0, fwdRowMulti)
 	fwdRowMulti = false
 	r := newRNG(19)
 	for _, n := range []int{1, 15, 16, 17, 31, 33, 48, 63, 100, 1024, 1040, 1055, 3072} {
@@ -502,16 +503,21 @@ func TestRowsLongOneMatchesScalar(t *testing.T) {
 								copy(outs[k][i], base[i])
 							}
 						}
-						rowsLongOne = true
-						fwdRowsLong(w, xs, outs[0], lo, hi, acc)
 						rowsLongOne = false
 						fwdRowsLong(w, xs, outs[1], lo, hi, acc)
 						matRowsScalar(w, xs, outs[2], lo, hi, acc)
-						for b := range m {
-							for j := range rows {
-								g, calls, want := outs[0][b][j], outs[1][b][j], outs[2][b][j]
-								if math.Float32bits(g) != math.Float32bits(want) || math.Float32bits(calls) != math.Float32bits(want) {
-									t.Fatalf("%s: y[%d][%d] = %v in one call, %v a call per four rows, %v scalar", what, b, j, g, calls, want)
+						for _, t0 := range []bool{false, true} {
+							for i := range base {
+								copy(outs[0][i], base[i])
+							}
+							rowsLongOne, rowsLongT0 = true, t0
+							fwdRowsLong(w, xs, outs[0], lo, hi, acc)
+							for b := range m {
+								for j := range rows {
+									g, calls, want := outs[0][b][j], outs[1][b][j], outs[2][b][j]
+									if math.Float32bits(g) != math.Float32bits(want) || math.Float32bits(calls) != math.Float32bits(want) {
+										t.Fatalf("%s: y[%d][%d] = %v in one call (T0 %v), %v a call per four rows, %v scalar", what, b, j, g, t0, calls, want)
+									}
 								}
 							}
 						}

@@ -16,19 +16,25 @@ import (
 // CPU, median and lower quartile over ROWLONG_TOKENS (default 64) tokens a
 // decode and ROWLONG_ROUNDS decodes (default 4), and the wall ratios
 // grouped by the pair's read rate (aheadBuckets). ROWLONG_CONTROL=1
-// labels the tokens but decodes all with rowsLongOne off. Run with
+// labels the tokens but decodes all with rowsLongOne off;
+// ROWLONG_SWITCH=t0 switches rowsLongT0 instead (rowsLongOne on). Run with
 // -benchtime 1x.
 func BenchmarkDecodeRowsOneTokens(b *testing.B) {
 	rounds, tokens := envInt("ROWLONG_ROUNDS", 4), envInt("ROWLONG_TOKENS", 64)
 	dtype := benchDType("ROWLONG_DTYPE")
 	control := os.Getenv("ROWLONG_CONTROL") == "1"
+	// ROWLONG_SWITCH=t0: rowsLongT0 switched instead, rowsLongOne on.
+	t0 := os.Getenv("ROWLONG_SWITCH") == "t0"
 	m := qwen3SmallOf(b, "rowlong-one", dtype)
-	defer func(o bool) { rowsLongOne = o }(rowsLongOne)
+	defer func(o, t bool) { rowsLongOne, rowsLongT0 = o, t }(rowsLongOne, rowsLongT0)
 	bytes := matrixParams(m.cfg) * 2
 	if dtype == "f32" {
 		bytes *= 2
 	}
 	name := "one"
+	if t0 {
+		name = "T0"
+	}
 	if control {
 		name = "control"
 	}
@@ -41,7 +47,11 @@ func BenchmarkDecodeRowsOneTokens(b *testing.B) {
 			ws, cs := timeTokens(b, m, tokens, func(t int) {
 				label := (t%2 == 1) == (i%2 == 0)
 				on = append(on[:t], label)
-				rowsLongOne = label && !control
+				if t0 {
+					rowsLongOne, rowsLongT0 = true, label && !control
+				} else {
+					rowsLongOne = label && !control
+				}
 			})
 			for j := 1; j < len(ws); j++ {
 				o, n := j-1, j

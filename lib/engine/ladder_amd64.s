@@ -1474,6 +1474,108 @@ ladderRowsS2_done:
 	VZEROUPPER
 	RET
 
+// func ladderRowsT0(w *uint16, stride int, n int, x *float32, out *[16]float32, rows int)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
+TEXT ·ladderRowsT0(SB), NOSPLIT|NOFRAME, $0-48
+	MOVQ      w+0(FP), AX
+	MOVQ      stride+8(FP), CX
+	LEAQ      (CX)(CX*2), DX
+	MOVQ      n+16(FP), BX
+	MOVQ      x+24(FP), SI
+	VPXORD    Z0, Z0, Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+	VPXORD    Z8, Z8, Z8
+	VPXORD    Z9, Z9, Z9
+	VPXORD    Z10, Z10, Z10
+	VPXORD    Z11, Z11, Z11
+	VPXORD    Z12, Z12, Z12
+	VPXORD    Z13, Z13, Z13
+	VPXORD    Z14, Z14, Z14
+	VPXORD    Z15, Z15, Z15
+	VMOVDQU32 ladderWidenCtl<>+0(SB), Z21
+	MOVQ      rows+40(FP), R8
+	TESTQ     R8, R8
+	JZ        ladderRowsT0_done
+
+ladderRowsT0_row:
+	MOVQ  BX, R9
+	MOVQ  SI, DI
+	TESTQ R9, R9
+	JZ    ladderRowsT0_next
+
+ladderRowsT0_loop:
+	PREFETCHT1      1024(AX)
+	PREFETCHT0      256(AX)
+	PREFETCHT1      1024(AX)(CX*1)
+	PREFETCHT0      256(AX)(CX*1)
+	PREFETCHT1      1024(AX)(CX*2)
+	PREFETCHT0      256(AX)(CX*2)
+	PREFETCHT1      1024(AX)(DX*1)
+	PREFETCHT0      256(AX)(DX*1)
+	VMOVUPS         (DI), Z16
+	VSHUFF32X4      $0xd8, Z16, Z16, Z16
+	VBROADCASTI32X8 (AX), Z17
+	VPSHUFB         Z21, Z17, Z17
+	VFMADD231PS     Z16, Z17, Z0
+	VBROADCASTI32X8 (AX)(CX*1), Z18
+	VPSHUFB         Z21, Z18, Z18
+	VFMADD231PS     Z16, Z18, Z1
+	VBROADCASTI32X8 (AX)(CX*2), Z19
+	VPSHUFB         Z21, Z19, Z19
+	VFMADD231PS     Z16, Z19, Z2
+	VBROADCASTI32X8 (AX)(DX*1), Z20
+	VPSHUFB         Z21, Z20, Z20
+	VFMADD231PS     Z16, Z20, Z3
+	VMOVUPS         64(DI), Z16
+	VSHUFF32X4      $0xd8, Z16, Z16, Z16
+	VBROADCASTI32X8 32(AX), Z17
+	VPSHUFB         Z21, Z17, Z17
+	VFMADD231PS     Z16, Z17, Z0
+	VBROADCASTI32X8 32(AX)(CX*1), Z18
+	VPSHUFB         Z21, Z18, Z18
+	VFMADD231PS     Z16, Z18, Z1
+	VBROADCASTI32X8 32(AX)(CX*2), Z19
+	VPSHUFB         Z21, Z19, Z19
+	VFMADD231PS     Z16, Z19, Z2
+	VBROADCASTI32X8 32(AX)(DX*1), Z20
+	VPSHUFB         Z21, Z20, Z20
+	VFMADD231PS     Z16, Z20, Z3
+	ADDQ            $0x00000080, DI
+	ADDQ            $0x00000040, AX
+	DECQ            R9
+	JNZ             ladderRowsT0_loop
+
+ladderRowsT0_next:
+	DECQ R8
+	JNZ  ladderRowsT0_row
+
+ladderRowsT0_done:
+	VADDPS  Z8, Z0, Z0
+	VADDPS  Z9, Z1, Z1
+	VADDPS  Z10, Z2, Z2
+	VADDPS  Z11, Z3, Z3
+	VADDPS  Z12, Z4, Z4
+	VADDPS  Z13, Z5, Z5
+	VADDPS  Z14, Z6, Z6
+	VADDPS  Z15, Z7, Z7
+	VADDPS  Z4, Z0, Z0
+	VADDPS  Z5, Z1, Z1
+	VADDPS  Z6, Z2, Z2
+	VADDPS  Z7, Z3, Z3
+	VADDPS  Z2, Z0, Z0
+	VADDPS  Z3, Z1, Z1
+	VADDPS  Z1, Z0, Z0
+	MOVQ    out+32(FP), AX
+	VMOVUPS Z0, (AX)
+	VZEROUPPER
+	RET
+
 // func ladderPairs(w *uint16, stride int, n int, x *float32, out *[16]float32, rows int, rowBytes int)
 // Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
 TEXT ·ladderPairs(SB), NOSPLIT|NOFRAME, $0-56

@@ -59,6 +59,8 @@ func TestReadLadderSums(t *testing.T) {
 			func(ws []uint16, i, j int) float64 { return float64(x[j]) * float64(bf16(ws[i*32+j])) }},
 		{"rows8X", 512, func(w *uint16, stride, n int, out *[16]float32) { ladderRows8X(w, stride, 8, &x[0], out, n) },
 			func(ws []uint16, i, j int) float64 { return float64(x[j%256]) * float64(bf16(ws[i*256+j])) }},
+		{"rowsT0", 64, func(w *uint16, stride, n int, out *[16]float32) { ladderRowsT0(w, stride, 1, &x[0], out, n) },
+			func(ws []uint16, i, j int) float64 { return float64(x[j]) * float64(bf16(ws[i*32+j])) }},
 		{"rowsP", 64, func(w *uint16, stride, n int, out *[16]float32) { ladderRowsP(w, stride, 1, &x[0], out, n) },
 			func(ws []uint16, i, j int) float64 { return float64(x[j]) * float64(bf16(ws[i*32+j])) }},
 		// pairs of rows of one step: x from its start each pair
@@ -139,6 +141,8 @@ func rawThreadCPU() float64 {
 //	        lines (ladderPairs)
 //	blocks  rows in column blocks of 512, rows 0-3 of a stream's set
 //	        in turn for each block (ladderBlocks)
+//	rowsT0  rows with each stream's line 256 bytes ahead also prefetched
+//	        into L1 (ladderRowsT0)
 //	rowsP   rows with x's lines prefetched 512 bytes ahead into L1
 //	call    + a call and a reduction every four rows of a stream:
 //	        fwdRowLongBF16 called as fwdRowsLong calls it
@@ -146,6 +150,8 @@ func rawThreadCPU() float64 {
 //	long    fwdRowsLong a call per four rows (rowsLongOne false: the
 //	        kernel selected through rowLongVariant)
 //	one     fwdRowsLong<BF16> over the piece in one call (rowsLongOne)
+//	oneT0   fwdRowsLongT0BF16: one, each stream's line 256 bytes ahead
+//	        also prefetched into L1 (rowsLongT0)
 //
 // Every round runs each fork of LADDER_BLOCKS blocks of as many layers as
 // rungs, rung k on layer (k+round) mod rungs of the block (so no rung
@@ -242,6 +248,10 @@ func BenchmarkReadLadder(b *testing.B) {
 			rb, nb := m.cols*2, m.cols/512
 			ladderBlocks(&m.bf[lo*m.cols], q*rb, &x[0], &sink, q/4, rb, nb, 1024-3*rb, rb-(nb-1)*1024)
 		}},
+		{"rowsT0", func(m mat, lo, hi int) {
+			q := (hi - lo) / 4
+			ladderRowsT0(&m.bf[lo*m.cols], q*m.cols*2, m.cols/32, &x[0], &sink, q)
+		}},
 		{"rowsP", func(m mat, lo, hi int) {
 			q := (hi - lo) / 4
 			ladderRowsP(&m.bf[lo*m.cols], q*m.cols*2, m.cols/32, &x[0], &sink, q)
@@ -265,6 +275,10 @@ func BenchmarkReadLadder(b *testing.B) {
 		}},
 		{"long", func(m mat, lo, hi int) { fwdRowsLong(m, xs, ys, lo, hi, false) }},
 		{"one", func(m mat, lo, hi int) { rowsLongCall(m, x, y, lo, (hi-lo)/4, false) }},
+		{"oneT0", func(m mat, lo, hi int) {
+			q := (hi - lo) / 4
+			fwdRowsLongT0BF16(&x[0], &m.bf[lo*m.cols], m.cols, m.cols, q*m.cols, q, &y[lo], q, 0)
+		}},
 	}
 	rungs := all[:0:0]
 	want := os.Getenv("LADDER_RUNGS")

@@ -33,6 +33,9 @@ func ladderRowsP(w *uint16, stride int, n int, x *float32, out *[16]float32, row
 func ladderRowsS2(w *uint16, stride int, n int, x *float32, out *[16]float32, rows int)
 
 //go:noescape
+func ladderRowsT0(w *uint16, stride int, n int, x *float32, out *[16]float32, rows int)
+
+//go:noescape
 func ladderPairs(w *uint16, stride int, n int, x *float32, out *[16]float32, rows int, rowBytes int)
 
 //go:noescape

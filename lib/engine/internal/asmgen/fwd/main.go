@@ -43,8 +43,10 @@ func Generate() (asm, decl []byte, err error) {
 			rowLong(ctx, bf, v)
 		}
 	}
-	for _, bf := range []bool{false, true} {
-		rowsLong(ctx, bf)
+	for _, v := range rowsLongVariants {
+		for _, bf := range []bool{false, true} {
+			rowsLong(ctx, bf, v)
+		}
 	}
 	for _, v := range rowMultiVecs {
 		for _, bf := range []bool{false, true} {

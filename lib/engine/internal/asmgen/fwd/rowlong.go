@@ -29,14 +29,15 @@ type rowLongVariant struct {
 	suffix  string
 	ahead   int
 	unpaced bool // without row16's pacing shuffle
+	l1Ahead int  // where not 0, each stream's line that far ahead into L1 too (PREFETCHT0)
 }
 
 // rowLongVariants are generated beside the product's kernel, which is
 // first.
 var rowLongVariants = []rowLongVariant{
-	{"", rowLongAhead, true},
-	{"A1KP", rowLongAhead, false}, // the product's before (paced)
-	{"A0", 0, true},
+	{"", rowLongAhead, true, 0},
+	{"A1KP", rowLongAhead, false, 0}, // the product's before (paced)
+	{"A0", 0, true, 0},
 }
 
 // rowLong generates fwdRowLong<F32|BF16>(x, w, stride, n, span, out): 16
@@ -116,6 +117,9 @@ func rowLongGroups(ctx *build.Context, w weights, v rowLongVariant, a longArgs, 
 				if v.ahead > 0 {
 					ctx.PREFETCHT1(at(s, v.ahead))
 				}
+				if v.l1Ahead > 0 {
+					ctx.PREFETCHT0(at(s, v.l1Ahead))
+				}
 			}
 			for c := range u {
 				xload(c, nil)
@@ -127,7 +131,15 @@ func rowLongGroups(ctx *build.Context, w weights, v rowLongVariant, a longArgs, 
 	}
 }
 
-// rowsLong generates fwdRowsLong<F32|BF16>(x, w, stride, n, span, rows,
+// rowsLongVariants are rowsLong's arrangements: the product's first
+// (rowLongVariants' first), then T0, its weights also prefetched 256
+// bytes ahead into L1.
+var rowsLongVariants = []rowLongVariant{
+	rowLongVariants[0],
+	{"T0", rowLongAhead, true, 256},
+}
+
+// rowsLong generates fwdRowsLong<v><F32|BF16>(x, w, stride, n, span, rows,
 // y, ystride, acc): fwdRowLong (the product's arrangement) over rows rows
 // of each of the four streams (a multiple of four) in one call, each four
 // rows of a stream to y[s·ystride+i..+3] (stored, or added to y where acc
@@ -139,10 +151,9 @@ func rowLongGroups(ctx *build.Context, w weights, v rowLongVariant, a longArgs, 
 // the selected kernel's indirect call and the loop's bookkeeping 3-4%, on
 // one core and two; one call a piece read 1.05-1.06x as fast as the loop
 // (docs/engine-decoding.md, "The read ladder").
-func rowsLong(ctx *build.Context, bf bool) {
+func rowsLong(ctx *build.Context, bf bool, v rowLongVariant) {
 	w := weightsOf(bf)
-	v := rowLongVariants[0]
-	asmout.Kernel(ctx, "fwdRowsLong"+w.Suffix, fmt.Sprintf("func(x *float32, w %s, stride, n, span, rows int, y *float32, ystride, acc int)", w.GoType))
+	asmout.Kernel(ctx, "fwdRowsLong"+v.suffix+w.Suffix, fmt.Sprintf("func(x *float32, w %s, stride, n, span, rows int, y *float32, ystride, acc int)", w.GoType))
 	if bf {
 		ctx.VMOVDQU32(row16WidenCtl, row16Ctl)
 	}

@@ -53,6 +53,9 @@ func Generate() (asm, decl []byte, err error) {
 	orderStreams = 2
 	order(ctx, true, 1, false)
 	orderStreams = 4
+	wAheadL1 = 256
+	order(ctx, true, 1, false)
+	wAheadL1 = 0
 	pairs(ctx)
 	blocked(ctx)
 	return asmout.Print(ctx, printer.Config{Argv: []string{"go", "run", "./internal/asmgen/ladder"}, Pkg: "engine"})
@@ -170,6 +173,10 @@ func finish(ctx *build.Context) {
 	ctx.RET()
 }
 
+// wAheadL1, where not 0, has ladderRowsT0 also prefetch each stream's
+// line that far ahead into L1 (PREFETCHT0).
+var wAheadL1 = 0
+
 // orderStreams is how many streams ladderRows reads (ladderRowsS2: two,
 // x's chunks loaded once for two lines).
 var orderStreams = 4
@@ -215,6 +222,9 @@ func order(ctx *build.Context, rows bool, unroll int, xFixed bool) {
 	if xAhead > 0 {
 		name += "P"
 	}
+	if wAheadL1 > 0 {
+		name += "T0"
+	}
 	if orderStreams != 4 {
 		name += fmt.Sprintf("S%d", orderStreams)
 	}
@@ -259,6 +269,9 @@ func order(ctx *build.Context, rows bool, unroll int, xFixed bool) {
 	for u := range unroll {
 		for s := range orderStreams { // fwdRowLong's constant displacement
 			ctx.PREFETCHT1(at(s, orderAhead+64*u))
+			if wAheadL1 > 0 {
+				ctx.PREFETCHT0(at(s, wAheadL1+64*u))
+			}
 		}
 		for c := range 2 {
 			if xAhead > 0 {
