@@ -48,6 +48,18 @@ func fwdRowLongA0F32(x *float32, w *float32, stride int, n int, span int, out *[
 func fwdRowLongA0BF16(x *float32, w *uint16, stride int, n int, span int, out *[16]float32)
 
 //go:noescape
+func fwdRowsLongF32(x *float32, w *float32, stride int, n int, span int, rows int, y *float32, ystride int, acc int)
+
+//go:noescape
+func fwdRowsLongBF16(x *float32, w *uint16, stride int, n int, span int, rows int, y *float32, ystride int, acc int)
+
+//go:noescape
+func fwdRowsLongT0F32(x *float32, w *float32, stride int, n int, span int, rows int, y *float32, ystride int, acc int)
+
+//go:noescape
+func fwdRowsLongT0BF16(x *float32, w *uint16, stride int, n int, span int, rows int, y *float32, ystride int, acc int)
+
+//go:noescape
 func fwdRowMulti2F32(x0 *float32, x1 *float32, w *float32, stride int, n int, span int, out *[16]float32)
 
 //go:noescape

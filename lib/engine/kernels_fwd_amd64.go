@@ -519,6 +519,12 @@ func fwdRowsLong(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
 		}
 	}
 	span := q * w.cols
+	if rowsLongOne && rowLongVariant == 0 {
+		for b, x := range xs {
+			rowsLongCall(w, x, ys[b], lo, q, accumulate)
+		}
+		return
+	}
 	var out [16]float32
 	for i := 0; i < q; i += 4 {
 		r := lo + i

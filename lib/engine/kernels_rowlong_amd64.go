@@ -42,3 +42,44 @@ func rowLongBF16(x *float32, w *uint16, stride, n, span int, out *[16]float32) {
 func rowLongF32(x *float32, w *float32, stride, n, span int, out *[16]float32) {
 	rowLongKernels[rowLongVariant].f32(x, w, stride, n, span, out)
 }
+
+// rowsLongOne selects one fwdRowsLong<F32|BF16> call for a piece's rows
+// (rowsLongCall) instead of a fwdRowLong call and four putRow copies per
+// four rows of each stream: the same bits, and decode's bfloat16 tokens
+// 1.01-1.08x as fast token-paired (BenchmarkDecodeRowsOneTokens;
+// docs/engine-decoding.md, "The read ladder"). A variable so the paired
+// benchmarks can switch it token by token; rowLongVariant's other
+// arrangements still go a call per four rows.
+var rowsLongOne = true
+
+// rowsLongT0 selects fwdRowsLongT0<F32|BF16> for rowsLongCall: each
+// stream's line 256 bytes ahead also prefetched into L1. A variable so the
+// paired benchmarks can switch it token by token.
+var rowsLongT0 = false
+
+// rowsLongCall computes the 4·q rows from lo of w (q a multiple of 4) for
+// x into y, as four streams of q rows (fwdRowsLong's quarters), stored,
+// or added where accumulate.
+func rowsLongCall(w mat, x, y []float32, lo, q int, accumulate bool) {
+	x = x[:w.cols]
+	_ = y[lo+4*q-1]
+	acc := 0
+	if accumulate {
+		acc = 1
+	}
+	if w.bf != nil {
+		_ = w.bf[(lo+4*q)*w.cols-1]
+		k := fwdRowsLongBF16
+		if rowsLongT0 {
+			k = fwdRowsLongT0BF16
+		}
+		k(&x[0], &w.bf[lo*w.cols], w.cols, w.cols, q*w.cols, q, &y[lo], q, acc)
+		return
+	}
+	_ = w.data[(lo+4*q)*w.cols-1]
+	k := fwdRowsLongF32
+	if rowsLongT0 {
+		k = fwdRowsLongT0F32
+	}
+	k(&x[0], &w.data[lo*w.cols], w.cols, w.cols, q*w.cols, q, &y[lo], q, acc)
+}

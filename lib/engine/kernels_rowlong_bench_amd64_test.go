@@ -8,10 +8,13 @@ import (
 	"math"
 	"os"
 	"regexp"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/tinkershell/tinker/lib/models"
 )
 
 // TestRowLongMatchesDotLanes requires every long-stream kernel to give
@@ -455,5 +458,99 @@ func BenchmarkDecodeLongTokens(b *testing.B) {
 		}
 		fmt.Fprintf(os.Stderr, "decode %s tokens old/new (%d pairs): cpu med %.3f q1 %.3f min %.3f | wall med %.3f q1 %.3f min %.3f | load %s -> %s | GB/s old %.1f new %.1f (median tokens)\n",
 			dtype, k, cpu[k/2], cpu[k/4], cpu[0], wall[k/2], wall[k/4], wall[0], l0, load(), bytes/median(tOld)/1e9, bytes/median(tNew)/1e9)
+	}
+}
+
+// TestRowsLongOneMatchesScalar runs fwdRowsLong with one call a piece
+// (rowsLongOne: fwdRowsLong<F32|BF16> storing each four rows itself, and
+// its T0 arrangement, rowsLongT0) and
+// with a fwdRowLong call and putRow copies per four rows, and wants every
+// output's bits from matRowsScalar (dotLanes), the rows outside the piece
+// untouched: one and three vectors (each alone), float32 and bfloat16
+// weights, column counts with tails and odd chunk counts, pieces of 16,
+// 48 and 80 rows (4, 12 and 20 rows a stream), written and accumulated.
+// It fails if a row's sum went to another row or stream, or a piece's
+// last rows were left out.
+func TestRowsLongOneMatchesScalar(t *testing.T) {
+	if !fwdAsm || !useSIMD {
+		t.Skip("the AVX-512 kernels need a CPU with AVX-512")
+	}
+	defer func(o, t0, m bool) { rowsLongOne, rowsLongT0, fwdRowMulti = o, t0, m }(rowsLongOne, rowsLongT0, fwdRowMulti)
+	fwdRowMulti = false
+	r := newRNG(19)
+	for _, n := range []int{1, 15, 16, 17, 31, 33, 48, 63, 100, 1024, 1040, 1055, 3072} {
+		for _, bf := range []bool{false, true} {
+			const rows = 96
+			w := randRowsMat(r, rows, n, bf)
+			for _, m := range []int{1, 3} {
+				xs := make([][]float32, m)
+				for i := range xs {
+					xs[i] = make([]float32, n)
+					fill(xs[i], r, 1)
+				}
+				for _, acc := range []bool{false, true} {
+					for _, span := range [][2]int{{16, 32}, {16, 64}, {0, 80}} {
+						lo, hi := span[0], span[1]
+						what := fmt.Sprintf("n=%d bf16=%v m=%d accumulate=%v rows %d-%d", n, bf, m, acc, lo, hi)
+						base := newOutputs(m, rows)
+						for i := range base {
+							fill(base[i], r, 1)
+						}
+						outs := [3][][]float32{}
+						for k := range outs {
+							outs[k] = newOutputs(m, rows)
+							for i := range base {
+								copy(outs[k][i], base[i])
+							}
+						}
+						rowsLongOne = false
+						fwdRowsLong(w, xs, outs[1], lo, hi, acc)
+						matRowsScalar(w, xs, outs[2], lo, hi, acc)
+						for _, t0 := range []bool{false, true} {
+							for i := range base {
+								copy(outs[0][i], base[i])
+							}
+							rowsLongOne, rowsLongT0 = true, t0
+							fwdRowsLong(w, xs, outs[0], lo, hi, acc)
+							for b := range m {
+								for j := range rows {
+									g, calls, want := outs[0][b][j], outs[1][b][j], outs[2][b][j]
+									if math.Float32bits(g) != math.Float32bits(want) || math.Float32bits(calls) != math.Float32bits(want) {
+										t.Fatalf("%s: y[%d][%d] = %v in one call (T0 %v), %v a call per four rows, %v scalar", what, b, j, g, t0, calls, want)
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestDecodeRowsOneSameBits decodes (decodeSteps: prefills, steps of one
+// to three rows, unfused and in one fork a step with the lm_head) with a
+// piece's rows in one call (rowsLongOne) and a call per four rows, and
+// wants every logit and every cached key and value to keep its bits,
+// float32 and bfloat16 weights.
+func TestDecodeRowsOneSameBits(t *testing.T) {
+	if !fwdAsm || !useSIMD {
+		t.Skip("the AVX-512 kernels need a CPU with AVX-512")
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
+	defer func(o, v, l, k, h bool) {
+		rowsLongOne, decodeFuse, fuseLayer, fuseToken, fuseHead = o, v, l, k, h
+	}(rowsLongOne, decodeFuse, fuseLayer, fuseToken, fuseHead)
+	for _, dtype := range []string{"f32", "bf16"} {
+		m, _ := fuseTestModel(t, models.Qwen3, dtype, "rows-one", 13, 5)
+		for _, forks := range []int{0, 4} {
+			rowsLongOne = false
+			logitsOff, cachesOff, _ := decodeSteps(t, m, forks, nil)
+			rowsLongOne = true
+			logitsOn, cachesOn, _ := decodeSteps(t, m, forks, nil)
+			what := fmt.Sprintf("%s, forks %d:", dtype, forks)
+			fuseSameBits(t, what+" logits", logitsOff, logitsOn)
+			fuseSameBits(t, what+" caches", cachesOff, cachesOn)
+		}
 	}
 }

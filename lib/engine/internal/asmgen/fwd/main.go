@@ -43,6 +43,11 @@ func Generate() (asm, decl []byte, err error) {
 			rowLong(ctx, bf, v)
 		}
 	}
+	for _, v := range rowsLongVariants {
+		for _, bf := range []bool{false, true} {
+			rowsLong(ctx, bf, v)
+		}
+	}
 	for _, v := range rowMultiVecs {
 		for _, bf := range []bool{false, true} {
 			rowMulti(ctx, bf, v)

@@ -29,14 +29,15 @@ type rowLongVariant struct {
 	suffix  string
 	ahead   int
 	unpaced bool // without row16's pacing shuffle
+	l1Ahead int  // where not 0, each stream's line that far ahead into L1 too (PREFETCHT0)
 }
 
 // rowLongVariants are generated beside the product's kernel, which is
 // first.
 var rowLongVariants = []rowLongVariant{
-	{"", rowLongAhead, true},
-	{"A1KP", rowLongAhead, false}, // the product's before (paced)
-	{"A0", 0, true},
+	{"", rowLongAhead, true, 0},
+	{"A1KP", rowLongAhead, false, 0}, // the product's before (paced)
+	{"A0", 0, true, 0},
 }
 
 // rowLong generates fwdRowLong<F32|BF16>(x, w, stride, n, span, out): 16
@@ -56,7 +57,6 @@ var rowLongVariants = []rowLongVariant{
 // decode's forks on the worker pool read 1.04-1.09x as fast as with fwdRow16
 // (docs/engine-decoding.md, "A row kernel with four long streams (fwdRowLong)").
 func rowLong(ctx *build.Context, bf bool, v rowLongVariant) {
-	const streams, groups = 4, 4
 	w := weightsOf(bf)
 	asmout.Kernel(ctx, "fwdRowLong"+v.suffix+w.Suffix, fmt.Sprintf("func(x *float32, w %s, stride, n, span int, out *[16]float32)", w.GoType))
 	if bf {
@@ -65,6 +65,16 @@ func rowLong(ctx *build.Context, bf bool, v rowLongVariant) {
 	x0 := ctx.GP64()
 	ctx.Load(ctx.Param("x"), x0)
 	a := loadLongArgs(ctx, w)
+	rowLongGroups(ctx, w, v, a, x0, "")
+	row16Finish(ctx, bf)
+}
+
+// rowLongGroups emits fwdRowLong's four row groups (rows i..i+3 of each
+// stream from a.base, which they leave four rows on) into the 16
+// accumulators; label tells the loops' labels apart where a function
+// emits them more than once.
+func rowLongGroups(ctx *build.Context, w weights, v rowLongVariant, a longArgs, x0 reg.GPVirtual, label string) {
+	const streams, groups = 4, 4
 	px, pw, cnt := ctx.GP64(), ctx.GP64(), ctx.GP64()
 	u := 64 / (16 * w.Size) // chunks per weight line
 	at := func(s, disp int) Mem { return a.at(pw, s, disp) }
@@ -102,10 +112,13 @@ func rowLong(ctx *build.Context, bf bool, v rowLongVariant) {
 				weight(s, at(s, 0), zmm(16), mask, true)
 			}
 		}
-		a.group(ctx, g, u, w.Size, px, pw, cnt, func() { ctx.MOVQ(x0, px) }, func() {
+		a.groupLabelled(ctx, label, g, u, w.Size, px, pw, cnt, func() { ctx.MOVQ(x0, px) }, func() {
 			for s := range streams {
 				if v.ahead > 0 {
 					ctx.PREFETCHT1(at(s, v.ahead))
+				}
+				if v.l1Ahead > 0 {
+					ctx.PREFETCHT0(at(s, v.l1Ahead))
 				}
 			}
 			for c := range u {
@@ -116,7 +129,92 @@ func rowLong(ctx *build.Context, bf bool, v rowLongVariant) {
 			}
 		}, step)
 	}
-	row16Finish(ctx, bf)
+}
+
+// rowsLongVariants are rowsLong's arrangements: the product's first
+// (rowLongVariants' first), then T0, its weights also prefetched 256
+// bytes ahead into L1.
+var rowsLongVariants = []rowLongVariant{
+	rowLongVariants[0],
+	{"T0", rowLongAhead, true, 256},
+}
+
+// rowsLong generates fwdRowsLong<v><F32|BF16>(x, w, stride, n, span, rows,
+// y, ystride, acc): fwdRowLong (the product's arrangement) over rows rows
+// of each of the four streams (a multiple of four) in one call, each four
+// rows of a stream to y[s·ystride+i..+3] (stored, or added to y where acc
+// is not 0: y + v, putRow's order). The same accumulators, order and tree
+// as fwdRowLong a call per four rows, so the same bits. The read ladder
+// between the probe and the kernel (BenchmarkReadLadder) put most of the
+// kernel's distance from the probe in the Go loop around fwdRowLong: its
+// calls and their reductions cost 1-2%, the outputs' copies (putRow) 3%,
+// the selected kernel's indirect call and the loop's bookkeeping 3-4%, on
+// one core and two; one call a piece read 1.05-1.06x as fast as the loop
+// (docs/engine-decoding.md, "The read ladder").
+func rowsLong(ctx *build.Context, bf bool, v rowLongVariant) {
+	w := weightsOf(bf)
+	asmout.Kernel(ctx, "fwdRowsLong"+v.suffix+w.Suffix, fmt.Sprintf("func(x *float32, w %s, stride, n, span, rows int, y *float32, ystride, acc int)", w.GoType))
+	if bf {
+		ctx.VMOVDQU32(row16WidenCtl, row16Ctl)
+	}
+	x0 := ctx.GP64()
+	ctx.Load(ctx.Param("x"), x0)
+	a := loadLongArgs(ctx, w)
+	blocks, y := ctx.GP64(), ctx.GP64()
+	ctx.Load(ctx.Param("rows"), blocks)
+	ctx.SHRQ(U8(2), blocks)
+	ctx.Load(ctx.Param("y"), y)
+	ctx.TESTQ(blocks, blocks)
+	ctx.JZ(LabelRef("done"))
+	ctx.Label("block")
+	rowLongGroups(ctx, w, v, a, x0, "b")
+	if bf {
+		for i := range 16 { // the lanes back in column order, for the tree
+			swapQuarters(ctx, zmm(i))
+		}
+	}
+	reduce16(ctx)
+	// Z0's quarter s is stream s's four rows: y + s·ystride floats.
+	ys, y2 := ctx.GP64(), ctx.GP64()
+	ctx.Load(ctx.Param("ystride"), ys)
+	ctx.SHLQ(U8(2), ys)
+	ctx.LEAQ(Mem{Base: y, Index: ys, Scale: 2}, y2)
+	out := func(s int) Mem {
+		switch s {
+		case 0:
+			return Mem{Base: y}
+		case 1:
+			return Mem{Base: y, Index: ys, Scale: 1}
+		case 2:
+			return Mem{Base: y2}
+		}
+		return Mem{Base: y2, Index: ys, Scale: 1}
+	}
+	flag := ctx.GP64()
+	ctx.Load(ctx.Param("acc"), flag)
+	ctx.TESTQ(flag, flag)
+	ctx.JNZ(LabelRef("add"))
+	for s := range 4 {
+		ctx.VEXTRACTF32X4(U8(s), reg.Z0, out(s))
+	}
+	ctx.JMP(LabelRef("stored"))
+	ctx.Label("add")
+	for s := range 4 {
+		ctx.VEXTRACTF32X4(U8(s), reg.Z0, reg.X16)
+		ctx.VMOVUPS(out(s), reg.X17)
+		ctx.VADDPS(reg.X16, reg.X17, reg.X17) // y + v, the first operand y
+		ctx.VMOVUPS(reg.X17, out(s))
+	}
+	ctx.Label("stored")
+	ctx.ADDQ(U8(16), y)
+	for i := range 16 {
+		ctx.VPXORD(zmm(i), zmm(i), zmm(i))
+	}
+	ctx.DECQ(blocks)
+	ctx.JNZ(LabelRef("block"))
+	ctx.Label("done")
+	ctx.VZEROUPPER()
+	ctx.RET()
 }
 
 // longArgs are the registers the long-stream kernels (fwdRowLong,
@@ -174,7 +272,12 @@ func nth(base reg.GPVirtual, i, disp int, d, d3 reg.GPVirtual) Mem {
 // chunks past whole lines go one at a time, then the masked tail; base
 // then moves to the group's next rows.
 func (a longArgs) group(ctx *build.Context, g, u, size int, px, pw, cnt reg.GPVirtual, start, line func(), step func(mask reg.Register)) {
-	loop, rest, restLoop, tl, next := fmt.Sprintf("long%d", g), fmt.Sprintf("rest%d", g), fmt.Sprintf("restloop%d", g), fmt.Sprintf("tail%d", g), fmt.Sprintf("next%d", g)
+	a.groupLabelled(ctx, "", g, u, size, px, pw, cnt, start, line, step)
+}
+
+// groupLabelled is group with label before its labels' numbers.
+func (a longArgs) groupLabelled(ctx *build.Context, label string, g, u, size int, px, pw, cnt reg.GPVirtual, start, line func(), step func(mask reg.Register)) {
+	loop, rest, restLoop, tl, next := fmt.Sprintf("long%s%d", label, g), fmt.Sprintf("rest%s%d", label, g), fmt.Sprintf("restloop%s%d", label, g), fmt.Sprintf("tail%s%d", label, g), fmt.Sprintf("next%s%d", label, g)
 	start()
 	ctx.MOVQ(a.base, pw)
 	ctx.MOVQ(a.chunks, cnt)
