@@ -152,6 +152,10 @@ func rawThreadCPU() float64 {
 //	one     fwdRowsLong<BF16> over the piece in one call (rowsLongOne)
 //	oneT0   fwdRowsLongT0BF16: one, each stream's line 256 bytes ahead
 //	        also prefetched into L1 (rowsLongT0)
+//	multi2  two vectors, fwdRowMulti2BF16 a call per two rows of each
+//	        stream and putRow's copies (fwdRowsMulti, rowsMultiOne false)
+//	multi2one  two vectors, fwdRowsMulti2BF16 over the piece in one call
+//	        (rowsMultiOne)
 //
 // Every round runs each fork of LADDER_BLOCKS blocks of as many layers as
 // rungs, rung k on layer (k+round) mod rungs of the block (so no rung
@@ -191,6 +195,8 @@ func BenchmarkReadLadder(b *testing.B) {
 	r := newRNG(3)
 	fill(x, r, 1)
 	y := make([]float32, 3072)
+	x2, y2 := make([]float32, 3072+16), make([]float32, 3072) // the multi rungs' second vector
+	fill(x2, r, 1)
 	xs, ys := [][]float32{x}, [][]float32{y}
 	type piece = func(m mat, lo, hi int)
 	// quarters runs k over the piece's four quarters as streams.
@@ -278,6 +284,23 @@ func BenchmarkReadLadder(b *testing.B) {
 		{"oneT0", func(m mat, lo, hi int) {
 			q := (hi - lo) / 4
 			fwdRowsLongT0BF16(&x[0], &m.bf[lo*m.cols], m.cols, m.cols, q*m.cols, q, &y[lo], q, 0)
+		}},
+		{"multi2", func(m mat, lo, hi int) { // fwdRowsMulti's loop (rowsMultiOne false)
+			q := (hi - lo) / 4
+			var out [16]float32
+			for i := 0; i < q; i += 2 {
+				r := lo + i
+				fwdRowMulti2BF16(&x[0], &x2[0], &m.bf[r*m.cols], m.cols, m.cols, q*m.cols, &out)
+				for v, y := range [][]float32{y, y2} {
+					for s := range 4 {
+						o := 8*v + 2*s
+						putRow(y[r+s*q:r+s*q+2], out[o:o+2], false)
+					}
+				}
+			}
+		}},
+		{"multi2one", func(m mat, lo, hi int) { // rowsMultiOne
+			rowsMultiCall(m, [3]*float32{&x[0], &x2[0]}, [][]float32{y, y2}, lo, (hi-lo)/4, false)
 		}},
 	}
 	rungs := all[:0:0]
