@@ -1921,6 +1921,650 @@ done:
 	VZEROUPPER
 	RET
 
+// func attnRowDotsAO1(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, stride uintptr, hd int, nh int, n int, ahead int)
+// Requires: AVX, AVX512F, AVX512VL, CMOV, FMA3, MMX+
+TEXT ·attnRowDotsAO1(SB), NOSPLIT|NOFRAME, $0-80
+	MOVQ    k+32(FP), AX
+	MOVQ    stride+40(FP), CX
+	MOVQ    qs+24(FP), DX
+	LEAQ    (CX)(CX*2), DX
+	MOVQ    n+64(FP), BX
+	MOVQ    ahead+72(FP), SI
+	CMPQ    BX, SI
+	CMOVQGT SI, BX
+	TESTQ   BX, BX
+	JZ      done
+	MOVQ    AX, SI
+
+pre:
+	MOVQ  hd+48(FP), R8
+	IMULQ nh+56(FP), R8
+	SHLQ  $0x02, R8
+	XORQ  DI, DI
+
+preline:
+	PREFETCHT1 (SI)(DI*1)
+	ADDQ       $0x40, DI
+	CMPQ       DI, R8
+	JB         preline
+	ADDQ       CX, SI
+	DECQ       BX
+	JNZ        pre
+
+blocks:
+	CMPQ  n+64(FP), $0x08
+	JB    done
+	MOVQ  AX, BX
+	LEAQ  (AX)(CX*4), SI
+	MOVQ  ahead+72(FP), DI
+	IMULQ CX, DI
+	ADDQ  AX, DI
+	LEAQ  (DI)(CX*4), R8
+	MOVQ  q+16(FP), R9
+	MOVQ  d+0(FP), R10
+	MOVQ  nh+56(FP), R11
+
+head:
+	VPXORD Y0, Y0, Y0
+	VPXORD Y1, Y1, Y1
+	VPXORD Y2, Y2, Y2
+	VPXORD Y3, Y3, Y3
+	VPXORD Y4, Y4, Y4
+	VPXORD Y5, Y5, Y5
+	VPXORD Y6, Y6, Y6
+	VPXORD Y7, Y7, Y7
+	MOVQ   hd+48(FP), R12
+	SHLQ   $0x02, R12
+	ADDQ   R9, R12
+
+pass:
+	VMOVUPS      (R9), Y16
+	VMOVUPS      (BX), Y20
+	VFMADD231PS  Y16, Y20, Y0
+	PREFETCHT1   (DI)
+	VMOVUPS      (BX)(CX*1), Y21
+	VFMADD231PS  Y16, Y21, Y1
+	PREFETCHT1   (DI)(CX*1)
+	VMOVUPS      (BX)(CX*2), Y22
+	VFMADD231PS  Y16, Y22, Y2
+	PREFETCHT1   (DI)(CX*2)
+	VMOVUPS      (BX)(DX*1), Y23
+	VFMADD231PS  Y16, Y23, Y3
+	PREFETCHT1   (DI)(DX*1)
+	VMOVUPS      (SI), Y24
+	VFMADD231PS  Y16, Y24, Y4
+	PREFETCHT1   (R8)
+	VMOVUPS      (SI)(CX*1), Y25
+	VFMADD231PS  Y16, Y25, Y5
+	PREFETCHT1   (R8)(CX*1)
+	VMOVUPS      (SI)(CX*2), Y26
+	VFMADD231PS  Y16, Y26, Y6
+	PREFETCHT1   (R8)(CX*2)
+	VMOVUPS      (SI)(DX*1), Y27
+	VFMADD231PS  Y16, Y27, Y7
+	PREFETCHT1   (R8)(DX*1)
+	VMOVUPS      32(R9), Y16
+	VMOVUPS      32(BX), Y20
+	VFMADD231PS  Y16, Y20, Y0
+	VMOVUPS      32(BX)(CX*1), Y21
+	VFMADD231PS  Y16, Y21, Y1
+	VMOVUPS      32(BX)(CX*2), Y22
+	VFMADD231PS  Y16, Y22, Y2
+	VMOVUPS      32(BX)(DX*1), Y23
+	VFMADD231PS  Y16, Y23, Y3
+	VMOVUPS      32(SI), Y24
+	VFMADD231PS  Y16, Y24, Y4
+	VMOVUPS      32(SI)(CX*1), Y25
+	VFMADD231PS  Y16, Y25, Y5
+	VMOVUPS      32(SI)(CX*2), Y26
+	VFMADD231PS  Y16, Y26, Y6
+	VMOVUPS      32(SI)(DX*1), Y27
+	VFMADD231PS  Y16, Y27, Y7
+	ADDQ         $0x40, BX
+	ADDQ         $0x40, SI
+	ADDQ         $0x40, DI
+	ADDQ         $0x40, R8
+	ADDQ         $0x40, R9
+	CMPQ         R9, R12
+	JB           pass
+	MOVQ         ld+8(FP), R12
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VMOVUPS      X0, (R10)
+	VHADDPS      Y5, Y4, Y4
+	VHADDPS      Y7, Y6, Y6
+	VHADDPS      Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X5
+	VADDPS       X5, X4, X4
+	VMOVUPS      X4, 16(R10)
+	ADDQ         R12, R10
+	DECQ         R11
+	JNZ          head
+	LEAQ         (AX)(CX*8), AX
+	ADDQ         $0x20, d+0(FP)
+	SUBQ         $0x08, n+64(FP)
+	JMP          blocks
+
+done:
+	VZEROUPPER
+	RET
+
+// func attnRowDotsAO2(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, stride uintptr, hd int, nh int, n int, ahead int)
+// Requires: AVX, AVX512F, AVX512VL, CMOV, FMA3, MMX+
+TEXT ·attnRowDotsAO2(SB), NOSPLIT|NOFRAME, $0-80
+	MOVQ    k+32(FP), AX
+	MOVQ    stride+40(FP), CX
+	MOVQ    qs+24(FP), DX
+	LEAQ    (CX)(CX*2), BX
+	MOVQ    n+64(FP), SI
+	MOVQ    ahead+72(FP), DI
+	CMPQ    SI, DI
+	CMOVQGT DI, SI
+	TESTQ   SI, SI
+	JZ      done
+	MOVQ    AX, DI
+
+pre:
+	MOVQ  hd+48(FP), R9
+	IMULQ nh+56(FP), R9
+	SHLQ  $0x02, R9
+	XORQ  R8, R8
+
+preline:
+	PREFETCHT1 (DI)(R8*1)
+	ADDQ       $0x40, R8
+	CMPQ       R8, R9
+	JB         preline
+	ADDQ       CX, DI
+	DECQ       SI
+	JNZ        pre
+
+blocks:
+	CMPQ  n+64(FP), $0x08
+	JB    done
+	MOVQ  AX, SI
+	LEAQ  (AX)(CX*4), DI
+	MOVQ  ahead+72(FP), R8
+	IMULQ CX, R8
+	ADDQ  AX, R8
+	LEAQ  (R8)(CX*4), R9
+	MOVQ  q+16(FP), R10
+	MOVQ  d+0(FP), R11
+	MOVQ  nh+56(FP), R12
+
+head:
+	VPXORD Y0, Y0, Y0
+	VPXORD Y1, Y1, Y1
+	VPXORD Y2, Y2, Y2
+	VPXORD Y3, Y3, Y3
+	VPXORD Y4, Y4, Y4
+	VPXORD Y5, Y5, Y5
+	VPXORD Y6, Y6, Y6
+	VPXORD Y7, Y7, Y7
+	VPXORD Y8, Y8, Y8
+	VPXORD Y9, Y9, Y9
+	VPXORD Y10, Y10, Y10
+	VPXORD Y11, Y11, Y11
+	VPXORD Y12, Y12, Y12
+	VPXORD Y13, Y13, Y13
+	VPXORD Y14, Y14, Y14
+	VPXORD Y15, Y15, Y15
+	MOVQ   hd+48(FP), R13
+	SHLQ   $0x02, R13
+	ADDQ   R10, R13
+
+pass:
+	VMOVUPS      (R10), Y16
+	VMOVUPS      (R10)(DX*1), Y17
+	VMOVUPS      (SI), Y20
+	VFMADD231PS  Y16, Y20, Y0
+	VFMADD231PS  Y17, Y20, Y1
+	PREFETCHT1   (R8)
+	VMOVUPS      (SI)(CX*1), Y21
+	VFMADD231PS  Y16, Y21, Y2
+	VFMADD231PS  Y17, Y21, Y3
+	PREFETCHT1   (R8)(CX*1)
+	VMOVUPS      (SI)(CX*2), Y22
+	VFMADD231PS  Y16, Y22, Y4
+	VFMADD231PS  Y17, Y22, Y5
+	PREFETCHT1   (R8)(CX*2)
+	VMOVUPS      (SI)(BX*1), Y23
+	VFMADD231PS  Y16, Y23, Y6
+	VFMADD231PS  Y17, Y23, Y7
+	PREFETCHT1   (R8)(BX*1)
+	VMOVUPS      (DI), Y24
+	VFMADD231PS  Y16, Y24, Y8
+	VFMADD231PS  Y17, Y24, Y9
+	PREFETCHT1   (R9)
+	VMOVUPS      (DI)(CX*1), Y25
+	VFMADD231PS  Y16, Y25, Y10
+	VFMADD231PS  Y17, Y25, Y11
+	PREFETCHT1   (R9)(CX*1)
+	VMOVUPS      (DI)(CX*2), Y26
+	VFMADD231PS  Y16, Y26, Y12
+	VFMADD231PS  Y17, Y26, Y13
+	PREFETCHT1   (R9)(CX*2)
+	VMOVUPS      (DI)(BX*1), Y27
+	VFMADD231PS  Y16, Y27, Y14
+	VFMADD231PS  Y17, Y27, Y15
+	PREFETCHT1   (R9)(BX*1)
+	VMOVUPS      32(R10), Y16
+	VMOVUPS      32(R10)(DX*1), Y17
+	VMOVUPS      32(SI), Y20
+	VFMADD231PS  Y16, Y20, Y0
+	VFMADD231PS  Y17, Y20, Y1
+	VMOVUPS      32(SI)(CX*1), Y21
+	VFMADD231PS  Y16, Y21, Y2
+	VFMADD231PS  Y17, Y21, Y3
+	VMOVUPS      32(SI)(CX*2), Y22
+	VFMADD231PS  Y16, Y22, Y4
+	VFMADD231PS  Y17, Y22, Y5
+	VMOVUPS      32(SI)(BX*1), Y23
+	VFMADD231PS  Y16, Y23, Y6
+	VFMADD231PS  Y17, Y23, Y7
+	VMOVUPS      32(DI), Y24
+	VFMADD231PS  Y16, Y24, Y8
+	VFMADD231PS  Y17, Y24, Y9
+	VMOVUPS      32(DI)(CX*1), Y25
+	VFMADD231PS  Y16, Y25, Y10
+	VFMADD231PS  Y17, Y25, Y11
+	VMOVUPS      32(DI)(CX*2), Y26
+	VFMADD231PS  Y16, Y26, Y12
+	VFMADD231PS  Y17, Y26, Y13
+	VMOVUPS      32(DI)(BX*1), Y27
+	VFMADD231PS  Y16, Y27, Y14
+	VFMADD231PS  Y17, Y27, Y15
+	ADDQ         $0x40, SI
+	ADDQ         $0x40, DI
+	ADDQ         $0x40, R8
+	ADDQ         $0x40, R9
+	ADDQ         $0x40, R10
+	CMPQ         R10, R13
+	JB           pass
+	ADDQ         DX, R10
+	MOVQ         ld+8(FP), R13
+	VHADDPS      Y2, Y0, Y0
+	VHADDPS      Y6, Y4, Y4
+	VHADDPS      Y4, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X2
+	VADDPS       X2, X0, X0
+	VMOVUPS      X0, (R11)
+	VHADDPS      Y10, Y8, Y8
+	VHADDPS      Y14, Y12, Y12
+	VHADDPS      Y12, Y8, Y8
+	VEXTRACTF128 $0x01, Y8, X10
+	VADDPS       X10, X8, X8
+	VMOVUPS      X8, 16(R11)
+	ADDQ         R13, R11
+	VHADDPS      Y3, Y1, Y1
+	VHADDPS      Y7, Y5, Y5
+	VHADDPS      Y5, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X3
+	VADDPS       X3, X1, X1
+	VMOVUPS      X1, (R11)
+	VHADDPS      Y11, Y9, Y9
+	VHADDPS      Y15, Y13, Y13
+	VHADDPS      Y13, Y9, Y9
+	VEXTRACTF128 $0x01, Y9, X11
+	VADDPS       X11, X9, X9
+	VMOVUPS      X9, 16(R11)
+	ADDQ         R13, R11
+	DECQ         R12
+	JNZ          head
+	LEAQ         (AX)(CX*8), AX
+	ADDQ         $0x20, d+0(FP)
+	SUBQ         $0x08, n+64(FP)
+	JMP          blocks
+
+done:
+	VZEROUPPER
+	RET
+
+// func attnRowDotsAOS1(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, stride uintptr, hd int, nh int, n int, ahead int)
+// Requires: AVX, AVX512F, AVX512VL, CMOV, FMA3, MMX+
+TEXT ·attnRowDotsAOS1(SB), NOSPLIT|NOFRAME, $0-80
+	MOVQ    k+32(FP), AX
+	MOVQ    stride+40(FP), CX
+	MOVQ    qs+24(FP), DX
+	LEAQ    (CX)(CX*2), DX
+	MOVQ    n+64(FP), BX
+	MOVQ    ahead+72(FP), SI
+	CMPQ    BX, SI
+	CMOVQGT SI, BX
+	TESTQ   BX, BX
+	JZ      done
+	MOVQ    $0x00000008, BX
+	MOVQ    AX, SI
+
+pre:
+	MOVQ    hd+48(FP), R8
+	MOVQ    ahead+72(FP), DI
+	MOVQ    nh+56(FP), R9
+	CMPQ    DI, R9
+	CMOVQGT R9, DI
+	IMULQ   DI, R8
+	SHLQ    $0x02, R8
+	XORQ    DI, DI
+
+preline:
+	PREFETCHT1 (SI)(DI*1)
+	ADDQ       $0x40, DI
+	CMPQ       DI, R8
+	JB         preline
+	ADDQ       CX, SI
+	DECQ       BX
+	JNZ        pre
+	MOVQ       hd+48(FP), BX
+	SHLQ       $0x02, BX
+	MOVQ       ahead+72(FP), SI
+	MOVQ       SI, qs+24(FP)
+	IMULQ      BX, SI
+	MOVQ       SI, ahead+72(FP)
+	IMULQ      nh+56(FP), BX
+	MOVQ       CX, SI
+	SHLQ       $0x03, SI
+	SUBQ       BX, SI
+	MOVQ       SI, stride+40(FP)
+
+blocks:
+	CMPQ n+64(FP), $0x08
+	JB   done
+	MOVQ AX, BX
+	LEAQ (AX)(CX*4), SI
+	MOVQ q+16(FP), R9
+	MOVQ d+0(FP), R10
+	MOVQ nh+56(FP), R11
+
+head:
+	MOVQ ahead+72(FP), DI
+	ADDQ BX, DI
+	CMPQ R11, qs+24(FP)
+	JA   near
+	ADDQ stride+40(FP), DI
+
+near:
+	LEAQ   (DI)(CX*4), R8
+	VPXORD Y0, Y0, Y0
+	VPXORD Y1, Y1, Y1
+	VPXORD Y2, Y2, Y2
+	VPXORD Y3, Y3, Y3
+	VPXORD Y4, Y4, Y4
+	VPXORD Y5, Y5, Y5
+	VPXORD Y6, Y6, Y6
+	VPXORD Y7, Y7, Y7
+	MOVQ   hd+48(FP), R12
+	SHLQ   $0x02, R12
+	ADDQ   R9, R12
+
+pass:
+	VMOVUPS      (R9), Y16
+	VMOVUPS      (BX), Y20
+	VFMADD231PS  Y16, Y20, Y0
+	PREFETCHT1   (DI)
+	VMOVUPS      (BX)(CX*1), Y21
+	VFMADD231PS  Y16, Y21, Y1
+	PREFETCHT1   (DI)(CX*1)
+	VMOVUPS      (BX)(CX*2), Y22
+	VFMADD231PS  Y16, Y22, Y2
+	PREFETCHT1   (DI)(CX*2)
+	VMOVUPS      (BX)(DX*1), Y23
+	VFMADD231PS  Y16, Y23, Y3
+	PREFETCHT1   (DI)(DX*1)
+	VMOVUPS      (SI), Y24
+	VFMADD231PS  Y16, Y24, Y4
+	PREFETCHT1   (R8)
+	VMOVUPS      (SI)(CX*1), Y25
+	VFMADD231PS  Y16, Y25, Y5
+	PREFETCHT1   (R8)(CX*1)
+	VMOVUPS      (SI)(CX*2), Y26
+	VFMADD231PS  Y16, Y26, Y6
+	PREFETCHT1   (R8)(CX*2)
+	VMOVUPS      (SI)(DX*1), Y27
+	VFMADD231PS  Y16, Y27, Y7
+	PREFETCHT1   (R8)(DX*1)
+	VMOVUPS      32(R9), Y16
+	VMOVUPS      32(BX), Y20
+	VFMADD231PS  Y16, Y20, Y0
+	VMOVUPS      32(BX)(CX*1), Y21
+	VFMADD231PS  Y16, Y21, Y1
+	VMOVUPS      32(BX)(CX*2), Y22
+	VFMADD231PS  Y16, Y22, Y2
+	VMOVUPS      32(BX)(DX*1), Y23
+	VFMADD231PS  Y16, Y23, Y3
+	VMOVUPS      32(SI), Y24
+	VFMADD231PS  Y16, Y24, Y4
+	VMOVUPS      32(SI)(CX*1), Y25
+	VFMADD231PS  Y16, Y25, Y5
+	VMOVUPS      32(SI)(CX*2), Y26
+	VFMADD231PS  Y16, Y26, Y6
+	VMOVUPS      32(SI)(DX*1), Y27
+	VFMADD231PS  Y16, Y27, Y7
+	ADDQ         $0x40, BX
+	ADDQ         $0x40, SI
+	ADDQ         $0x40, DI
+	ADDQ         $0x40, R8
+	ADDQ         $0x40, R9
+	CMPQ         R9, R12
+	JB           pass
+	MOVQ         ld+8(FP), DI
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VMOVUPS      X0, (R10)
+	VHADDPS      Y5, Y4, Y4
+	VHADDPS      Y7, Y6, Y6
+	VHADDPS      Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X5
+	VADDPS       X5, X4, X4
+	VMOVUPS      X4, 16(R10)
+	ADDQ         DI, R10
+	DECQ         R11
+	JNZ          head
+	LEAQ         (AX)(CX*8), AX
+	ADDQ         $0x20, d+0(FP)
+	SUBQ         $0x08, n+64(FP)
+	JMP          blocks
+
+done:
+	VZEROUPPER
+	RET
+
+// func attnRowDotsAOS2(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, stride uintptr, hd int, nh int, n int, ahead int)
+// Requires: AVX, AVX512F, AVX512VL, CMOV, FMA3, MMX+
+TEXT ·attnRowDotsAOS2(SB), NOSPLIT|NOFRAME, $0-80
+	MOVQ    k+32(FP), AX
+	MOVQ    stride+40(FP), CX
+	MOVQ    qs+24(FP), DX
+	LEAQ    (CX)(CX*2), BX
+	MOVQ    n+64(FP), SI
+	MOVQ    ahead+72(FP), DI
+	CMPQ    SI, DI
+	CMOVQGT DI, SI
+	TESTQ   SI, SI
+	JZ      done
+	MOVQ    $0x00000008, SI
+	MOVQ    AX, DI
+
+pre:
+	MOVQ    hd+48(FP), R9
+	MOVQ    ahead+72(FP), R8
+	MOVQ    nh+56(FP), R10
+	CMPQ    R8, R10
+	CMOVQGT R10, R8
+	IMULQ   R8, R9
+	SHLQ    $0x02, R9
+	XORQ    R8, R8
+
+preline:
+	PREFETCHT1 (DI)(R8*1)
+	ADDQ       $0x40, R8
+	CMPQ       R8, R9
+	JB         preline
+	ADDQ       CX, DI
+	DECQ       SI
+	JNZ        pre
+	MOVQ       hd+48(FP), SI
+	SHLQ       $0x02, SI
+	MOVQ       ahead+72(FP), DI
+	MOVQ       DI, qs+24(FP)
+	IMULQ      SI, DI
+	MOVQ       DI, ahead+72(FP)
+	IMULQ      nh+56(FP), SI
+	MOVQ       CX, DI
+	SHLQ       $0x03, DI
+	SUBQ       SI, DI
+	MOVQ       DI, stride+40(FP)
+
+blocks:
+	CMPQ n+64(FP), $0x08
+	JB   done
+	MOVQ AX, SI
+	LEAQ (AX)(CX*4), DI
+	MOVQ q+16(FP), R10
+	MOVQ d+0(FP), R11
+	MOVQ nh+56(FP), R12
+
+head:
+	MOVQ ahead+72(FP), R8
+	ADDQ SI, R8
+	CMPQ R12, qs+24(FP)
+	JA   near
+	ADDQ stride+40(FP), R8
+
+near:
+	LEAQ   (R8)(CX*4), R9
+	VPXORD Y0, Y0, Y0
+	VPXORD Y1, Y1, Y1
+	VPXORD Y2, Y2, Y2
+	VPXORD Y3, Y3, Y3
+	VPXORD Y4, Y4, Y4
+	VPXORD Y5, Y5, Y5
+	VPXORD Y6, Y6, Y6
+	VPXORD Y7, Y7, Y7
+	VPXORD Y8, Y8, Y8
+	VPXORD Y9, Y9, Y9
+	VPXORD Y10, Y10, Y10
+	VPXORD Y11, Y11, Y11
+	VPXORD Y12, Y12, Y12
+	VPXORD Y13, Y13, Y13
+	VPXORD Y14, Y14, Y14
+	VPXORD Y15, Y15, Y15
+	MOVQ   hd+48(FP), R13
+	SHLQ   $0x02, R13
+	ADDQ   R10, R13
+
+pass:
+	VMOVUPS      (R10), Y16
+	VMOVUPS      (R10)(DX*1), Y17
+	VMOVUPS      (SI), Y20
+	VFMADD231PS  Y16, Y20, Y0
+	VFMADD231PS  Y17, Y20, Y1
+	PREFETCHT1   (R8)
+	VMOVUPS      (SI)(CX*1), Y21
+	VFMADD231PS  Y16, Y21, Y2
+	VFMADD231PS  Y17, Y21, Y3
+	PREFETCHT1   (R8)(CX*1)
+	VMOVUPS      (SI)(CX*2), Y22
+	VFMADD231PS  Y16, Y22, Y4
+	VFMADD231PS  Y17, Y22, Y5
+	PREFETCHT1   (R8)(CX*2)
+	VMOVUPS      (SI)(BX*1), Y23
+	VFMADD231PS  Y16, Y23, Y6
+	VFMADD231PS  Y17, Y23, Y7
+	PREFETCHT1   (R8)(BX*1)
+	VMOVUPS      (DI), Y24
+	VFMADD231PS  Y16, Y24, Y8
+	VFMADD231PS  Y17, Y24, Y9
+	PREFETCHT1   (R9)
+	VMOVUPS      (DI)(CX*1), Y25
+	VFMADD231PS  Y16, Y25, Y10
+	VFMADD231PS  Y17, Y25, Y11
+	PREFETCHT1   (R9)(CX*1)
+	VMOVUPS      (DI)(CX*2), Y26
+	VFMADD231PS  Y16, Y26, Y12
+	VFMADD231PS  Y17, Y26, Y13
+	PREFETCHT1   (R9)(CX*2)
+	VMOVUPS      (DI)(BX*1), Y27
+	VFMADD231PS  Y16, Y27, Y14
+	VFMADD231PS  Y17, Y27, Y15
+	PREFETCHT1   (R9)(BX*1)
+	VMOVUPS      32(R10), Y16
+	VMOVUPS      32(R10)(DX*1), Y17
+	VMOVUPS      32(SI), Y20
+	VFMADD231PS  Y16, Y20, Y0
+	VFMADD231PS  Y17, Y20, Y1
+	VMOVUPS      32(SI)(CX*1), Y21
+	VFMADD231PS  Y16, Y21, Y2
+	VFMADD231PS  Y17, Y21, Y3
+	VMOVUPS      32(SI)(CX*2), Y22
+	VFMADD231PS  Y16, Y22, Y4
+	VFMADD231PS  Y17, Y22, Y5
+	VMOVUPS      32(SI)(BX*1), Y23
+	VFMADD231PS  Y16, Y23, Y6
+	VFMADD231PS  Y17, Y23, Y7
+	VMOVUPS      32(DI), Y24
+	VFMADD231PS  Y16, Y24, Y8
+	VFMADD231PS  Y17, Y24, Y9
+	VMOVUPS      32(DI)(CX*1), Y25
+	VFMADD231PS  Y16, Y25, Y10
+	VFMADD231PS  Y17, Y25, Y11
+	VMOVUPS      32(DI)(CX*2), Y26
+	VFMADD231PS  Y16, Y26, Y12
+	VFMADD231PS  Y17, Y26, Y13
+	VMOVUPS      32(DI)(BX*1), Y27
+	VFMADD231PS  Y16, Y27, Y14
+	VFMADD231PS  Y17, Y27, Y15
+	ADDQ         $0x40, SI
+	ADDQ         $0x40, DI
+	ADDQ         $0x40, R8
+	ADDQ         $0x40, R9
+	ADDQ         $0x40, R10
+	CMPQ         R10, R13
+	JB           pass
+	ADDQ         DX, R10
+	MOVQ         ld+8(FP), R8
+	VHADDPS      Y2, Y0, Y0
+	VHADDPS      Y6, Y4, Y4
+	VHADDPS      Y4, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X2
+	VADDPS       X2, X0, X0
+	VMOVUPS      X0, (R11)
+	VHADDPS      Y10, Y8, Y8
+	VHADDPS      Y14, Y12, Y12
+	VHADDPS      Y12, Y8, Y8
+	VEXTRACTF128 $0x01, Y8, X10
+	VADDPS       X10, X8, X8
+	VMOVUPS      X8, 16(R11)
+	ADDQ         R8, R11
+	VHADDPS      Y3, Y1, Y1
+	VHADDPS      Y7, Y5, Y5
+	VHADDPS      Y5, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X3
+	VADDPS       X3, X1, X1
+	VMOVUPS      X1, (R11)
+	VHADDPS      Y11, Y9, Y9
+	VHADDPS      Y15, Y13, Y13
+	VHADDPS      Y13, Y9, Y9
+	VEXTRACTF128 $0x01, Y9, X11
+	VADDPS       X11, X9, X9
+	VMOVUPS      X9, 16(R11)
+	ADDQ         R8, R11
+	DECQ         R12
+	JNZ          head
+	LEAQ         (AX)(CX*8), AX
+	ADDQ         $0x20, d+0(FP)
+	SUBQ         $0x08, n+64(FP)
+	JMP          blocks
+
+done:
+	VZEROUPPER
+	RET
+
 // func attnTileW1(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
 // Requires: AVX, AVX512F
 TEXT ·attnTileW1(SB), NOSPLIT|NOFRAME, $0-64

@@ -337,3 +337,209 @@ func paramAddr(ctx *build.Context, name string) operand.Mem {
 	}
 	return b.Addr
 }
+
+// rowDotsAOMax is the most queries a KV head attnRowDotsAO scores: eight
+// keys a block need 8·r ≤ 16 accumulators.
+const rowDotsAOMax = 2
+
+// rowDotsAOAhead is how many keys ahead attnRowDotsAO prefetches (into
+// L2): the next block of eight, the same line of each key.
+const rowDotsAOAhead = 8
+
+// rowDotsAO emits attnRowDotsAO<r>: attnRowDots<r>'s scores of r query
+// heads a KV head, for nh consecutive KV heads of a lone row, reading the
+// keys in address order: eight keys (positions) a block, and within a
+// block every head in turn, so each of the eight keys is a stream that
+// runs through its position's nh heads (4 KiB on the 0.6B shape) as the
+// read probe's streams do, where attnRowDots called a head at a time read
+// 512 bytes of each position and the next head's call the next 512. Each
+// score is attnRowDots' (the same eight-lane accumulator from +0, the
+// same chunks in the same order, the same tree), so the bits are the
+// same. Arguments: d (head h's query g's score of key t at
+// d + (h·r+g)·ld + 4t bytes), q (head h's query g at q + (h·r+g)·qs
+// bytes; the heads' queries are contiguous: qs = 4·hd), k (key t's first
+// head at k + t·stride), hd (a multiple of 16), nh ≥ 1, n a multiple of
+// eight (a caller scores the rest with attnRowDots). Each pass loads one
+// line of each key and prefetches that line of the key rowDotsAOAhead
+// on; the first block is prefetched whole before the loop.
+//
+// With stream it emits attnRowDotsAOS<r>: each key a stream that goes on
+// into the same key of the next block, prefetched ahead heads ahead along
+// it (the read probe's 1 KiB ahead is two heads of 128) instead of the
+// next block's same line.
+func rowDotsAO(ctx *build.Context, r int, stream bool) {
+	name := fmt.Sprintf("attnRowDotsAO%d", r)
+	if stream {
+		name = fmt.Sprintf("attnRowDotsAOS%d", r)
+	}
+	asmout.Kernel(ctx, name, "func(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, stride uintptr, hd int, nh int, n int, ahead int)")
+	ctx.Doc(fmt.Sprintf("%s stores %d queries' scores a KV head against n keys (a multiple of eight) for nh consecutive KV heads, the keys read in address order.", name, r))
+	acc := func(j, g int) reg.VecPhysical { return ymms[r*j+g] }
+	aheadMem, wrapMem, aheadHMem := paramAddr(ctx, "ahead"), paramAddr(ctx, "stride"), paramAddr(ctx, "qs")
+	dMem, nMem := paramAddr(ctx, "d"), paramAddr(ctx, "n")
+	k := ctx.Load(ctx.Param("k"), ctx.GP64())
+	s1 := ctx.Load(ctx.Param("stride"), ctx.GP64())
+	qs := ctx.Load(ctx.Param("qs"), ctx.GP64())
+	s3 := ctx.GP64()
+	ctx.LEAQ(operand.Mem{Base: s1, Index: s1, Scale: 2}, s3)
+	// The prologue: the first block's lines, every head's.
+	{
+		rows := ctx.Load(ctx.Param("n"), ctx.GP64())
+		lim := ctx.Load(ctx.Param("ahead"), ctx.GP64())
+		ctx.CMPQ(rows, lim)
+		ctx.CMOVQGT(lim, rows)
+		ctx.TESTQ(rows, rows)
+		ctx.JZ(operand.LabelRef("done"))
+		if stream { // the first block's keys, their first ahead heads
+			ctx.MOVQ(operand.U32(rowDotsAOAhead), rows)
+		}
+		rp := ctx.GP64()
+		ctx.MOVQ(k, rp)
+		ctx.Label("pre")
+		e, end := ctx.GP64(), ctx.Load(ctx.Param("hd"), ctx.GP64())
+		if stream {
+			hs := ctx.Load(ctx.Param("ahead"), ctx.GP64())
+			nh := ctx.Load(ctx.Param("nh"), ctx.GP64())
+			ctx.CMPQ(hs, nh)
+			ctx.CMOVQGT(nh, hs)
+			ctx.IMULQ(hs, end)
+		} else {
+			ctx.IMULQ(paramAddr(ctx, "nh"), end)
+		}
+		ctx.SHLQ(operand.U8(2), end)
+		ctx.XORQ(e, e)
+		ctx.Label("preline")
+		ctx.PREFETCHT1(operand.Mem{Base: rp, Index: e, Scale: 1})
+		ctx.ADDQ(operand.U8(64), e)
+		ctx.CMPQ(e, end)
+		ctx.JB(operand.LabelRef("preline"))
+		ctx.ADDQ(s1, rp)
+		ctx.DECQ(rows)
+		ctx.JNZ(operand.LabelRef("pre"))
+	}
+	if stream {
+		// The frame's qs, ahead and stride slots now hold (their
+		// registers keep qs and stride): ahead heads, the bytes
+		// ahead a stream in its own key (near) and what a prefetch in
+		// the block's last ahead heads adds to land in the next
+		// block's key (8·stride − nh·hd·4).
+		hb := ctx.Load(ctx.Param("hd"), ctx.GP64())
+		ctx.SHLQ(operand.U8(2), hb)
+		ah := ctx.Load(ctx.Param("ahead"), ctx.GP64())
+		ctx.MOVQ(ah, aheadHMem)
+		ctx.IMULQ(hb, ah)
+		ctx.MOVQ(ah, aheadMem)
+		ctx.IMULQ(paramAddr(ctx, "nh"), hb)
+		w := ctx.GP64()
+		ctx.MOVQ(s1, w)
+		ctx.SHLQ(operand.U8(3), w)
+		ctx.SUBQ(hb, w)
+		ctx.MOVQ(w, wrapMem)
+	}
+	ctx.Label("blocks")
+	ctx.CMPQ(nMem, operand.U8(8))
+	ctx.JB(operand.LabelRef("done"))
+	p, p4 := ctx.GP64(), ctx.GP64()
+	ctx.MOVQ(k, p)
+	ctx.LEAQ(operand.Mem{Base: k, Index: s1, Scale: 4}, p4)
+	pf, pf4 := ctx.GP64(), ctx.GP64()
+	if !stream {
+		ctx.Load(ctx.Param("ahead"), pf)
+		ctx.IMULQ(s1, pf)
+		ctx.ADDQ(k, pf) // ahead keys on
+		ctx.LEAQ(operand.Mem{Base: pf, Index: s1, Scale: 4}, pf4)
+	}
+	at := func(p, p4 reg.GPVirtual, j int) operand.Mem {
+		b := p
+		if j >= 4 {
+			b = p4
+		}
+		switch j % 4 {
+		case 0:
+			return operand.Mem{Base: b}
+		case 3:
+			return operand.Mem{Base: b, Index: s3, Scale: 1}
+		}
+		return operand.Mem{Base: b, Index: s1, Scale: uint8(j % 4)}
+	}
+	qp, dp, hn := ctx.GP64(), ctx.GP64(), ctx.GP64()
+	ctx.Load(ctx.Param("q"), qp)
+	ctx.Load(ctx.Param("d"), dp)
+	ctx.Load(ctx.Param("nh"), hn)
+	qmem := func(g, disp int) operand.Mem {
+		if g == 0 {
+			return operand.Mem{Base: qp, Disp: disp}
+		}
+		return operand.Mem{Base: qp, Index: qs, Scale: 1, Disp: disp}
+	}
+	ctx.Label("head")
+	if stream {
+		ctx.MOVQ(aheadMem, pf)
+		ctx.ADDQ(p, pf)
+		ctx.CMPQ(hn, aheadHMem)
+		ctx.JA(operand.LabelRef("near"))
+		ctx.ADDQ(wrapMem, pf)
+		ctx.Label("near")
+		ctx.LEAQ(operand.Mem{Base: pf, Index: s1, Scale: 4}, pf4)
+	}
+	for j := range 8 {
+		for g := range r {
+			ctx.VPXORD(acc(j, g), acc(j, g), acc(j, g))
+		}
+	}
+	end := ctx.Load(ctx.Param("hd"), ctx.GP64())
+	ctx.SHLQ(operand.U8(2), end)
+	ctx.ADDQ(qp, end) // this head's first query's first element past the head
+	ctx.Label("pass")
+	for half := range 2 {
+		for g := range r {
+			ctx.VMOVUPS(qmem(g, 32*half), ymms[16+g])
+		}
+		for j := range 8 {
+			kv := ymms[20+j]
+			m := at(p, p4, j)
+			m.Disp += 32 * half
+			ctx.VMOVUPS(m, kv)
+			for g := range r {
+				ctx.VFMADD231PS(ymms[16+g], kv, acc(j, g))
+			}
+			if half == 0 {
+				ctx.PREFETCHT1(at(pf, pf4, j))
+			}
+		}
+	}
+	for _, b := range []reg.GPVirtual{p, p4, pf, pf4, qp} {
+		ctx.ADDQ(operand.U8(64), b)
+	}
+	ctx.CMPQ(qp, end)
+	ctx.JB(operand.LabelRef("pass"))
+	if r > 1 {
+		ctx.ADDQ(qs, qp) // the next head's first query
+	}
+	ld := ctx.Load(ctx.Param("ld"), ctx.GP64())
+	for g := range r {
+		if g > 0 {
+			ctx.ADDQ(ld, dp)
+		}
+		for j0 := 0; j0 < 8; j0 += 4 {
+			a0, a1, a2, a3 := acc(j0, g), acc(j0+1, g), acc(j0+2, g), acc(j0+3, g)
+			ctx.VHADDPS(a1, a0, a0)
+			ctx.VHADDPS(a3, a2, a2)
+			ctx.VHADDPS(a2, a0, a0)
+			x0, x1 := xmms[r*j0+g], xmms[r*(j0+1)+g]
+			ctx.VEXTRACTF128(operand.U8(1), a0, x1)
+			ctx.VADDPS(x1, x0, x0)
+			ctx.VMOVUPS(x0, operand.Mem{Base: dp, Disp: 4 * j0})
+		}
+	}
+	ctx.ADDQ(ld, dp) // the next head's first row
+	ctx.DECQ(hn)
+	ctx.JNZ(operand.LabelRef("head"))
+	ctx.LEAQ(operand.Mem{Base: k, Index: s1, Scale: 8}, k)
+	ctx.ADDQ(operand.U8(32), dMem)
+	ctx.SUBQ(operand.U8(8), nMem)
+	ctx.JMP(operand.LabelRef("blocks"))
+	ctx.Label("done")
+	ctx.VZEROUPPER()
+	ctx.RET()
+}
