@@ -52,11 +52,6 @@ var longSwitches = map[string]func(on bool){
 	},
 	// longattn's keys (helper 1).
 	"whole": func(on bool) { attnWholeRows = on },
-	// f32scores' key: the blocked units' scores in address order.
-	"scoresao": func(on bool) { loneScoresAO = on },
-	"scoresaos": func(on bool) { // the streams' prefetch, LONG_AHEAD heads ahead (default 4)
-		loneScoresAO, loneScoresAOS, loneScoresAheadHeads = on, on, envInt("LONG_AHEAD", 4)
-	},
 }
 
 // BenchmarkDecodeLong decodes steps of R rows (R sequences, one token

@@ -85,27 +85,13 @@ func BenchmarkF32AttnParts(b *testing.B) {
 			r := &rows[k/split%len(rows)]
 			kv0 := (k % split) * per
 			kv1 := kv0 + per
+			if blk, ok := sumsBlock(part); ok {
+				f32BlockedSums(wk.out, wk.sc, ld, r.v, kvd, hd, group, P, kv0, kv1, blk)
+				return
+			}
 			switch part {
 			case "scores":
 				f32BlockedScores(wk.sc, ld, wk.q, r.k, kvd, hd, group, P, kv0, kv1)
-			case "scoresao", "scoresao2":
-				aoAhead := envInt("FP_AHEAD", 16)
-				if part == "scoresao2" {
-					aoAhead = envInt("FP_AHEAD2", 32)
-				}
-				n8 := P &^ 7
-				attnRowDotsAO[group-1](&wk.sc[0], uintptr(4*ld), &wk.q[kv0*group*hd], uintptr(4*hd), &r.k[kv0*hd], uintptr(4*kvd), hd, kv1-kv0, n8, aoAhead)
-			case "scoresaos", "scoresaos2":
-				ah := envInt("FP_AHEADS", 2)
-				if part == "scoresaos2" {
-					ah = envInt("FP_AHEADS2", 4)
-				}
-				n8 := P &^ 7
-				attnRowDotsAOS[group-1](&wk.sc[0], uintptr(4*ld), &wk.q[kv0*group*hd], uintptr(4*hd), &r.k[kv0*hd], uintptr(4*kvd), hd, kv1-kv0, n8, ah)
-			case "sums", "sums4", "sums8", "sums32":
-				blk := loneBlockRows
-				fmt.Sscanf(part, "sums%d", &blk)
-				f32BlockedSums(wk.out, wk.sc, ld, r.v, kvd, hd, group, P, kv0, kv1, blk)
 			case "all":
 				if !attendHeadsBlocked(&wk.buf, wk.q, wk.out, r.k, r.v, kvd, hd, group, P, kv0, kv1, scale, nil) {
 					panic("attendHeadsBlocked did not run")
@@ -136,7 +122,8 @@ func BenchmarkF32AttnParts(b *testing.B) {
 		parts = strings.Split(e, ",")
 	}
 	for _, p := range parts {
-		if _, ok := probes[p]; !ok && !slices.Contains([]string{"scores", "sums", "all", "heads", "scoresao", "scoresao2", "scoresaos", "scoresaos2", "sums4", "sums8", "sums32"}, p) {
+		_, sums := sumsBlock(p)
+		if _, ok := probes[p]; !ok && !sums && !slices.Contains([]string{"scores", "all", "heads"}, p) {
 			b.Fatalf("FP_PARTS: %q is neither a part nor a read probe (readProbes)", p)
 		}
 	}
@@ -239,4 +226,17 @@ func hotUnits(procs, units int, do func(w, k int)) time.Duration {
 	}
 	wg.Wait()
 	return time.Since(t0)
+}
+
+// sumsBlock reports whether part is BenchmarkF32AttnParts' sums (blocks
+// of loneBlockRows positions) or sums<b> (blocks of b), and b.
+func sumsBlock(part string) (int, bool) {
+	if part == "sums" {
+		return loneBlockRows, true
+	}
+	var b int
+	if _, err := fmt.Sscanf(part, "sums%d", &b); err != nil || b < 1 {
+		return 0, false
+	}
+	return b, true
 }

@@ -10,36 +10,6 @@ var attnRowDots = [...]func(d *float32, ld uintptr, q *float32, qs uintptr, k, v
 	attnRowDots1, attnRowDots2, attnRowDots3, attnRowDots4,
 }
 
-// attnRowDotsAO[r-1] is attnRowDots<r>'s scores for several KV heads of a
-// lone row at once, the keys read in address order (eight positions a
-// block, every head in turn; internal/asmgen/attn/rowdots.go).
-var attnRowDotsAO = [...]func(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, stride uintptr, hd int, nh int, n int, ahead int){
-	attnRowDotsAO1, attnRowDotsAO2,
-}
-
-// attnRowDotsAOS[r-1] is attnRowDotsAO<r> prefetching along each key's
-// stream (ahead heads on, into the next block's key at a block's end).
-var attnRowDotsAOS = [...]func(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, stride uintptr, hd int, nh int, n int, ahead int){
-	attnRowDotsAOS1, attnRowDotsAOS2,
-}
-
-// loneScoresAOS selects attnRowDotsAOS (ahead loneScoresAheadHeads heads)
-// for loneScoresAO.
-var (
-	loneScoresAOS        = false
-	loneScoresAheadHeads = 2
-)
-
-// loneScoresAO has attendHeadsBlocked score with attnRowDotsAO (groups of
-// one or two query heads): each position's keys of the unit's heads read
-// as one run, eight runs at a time, where the blocked calls of
-// attnRowDots read 512 bytes of each of 16 positions a call. Same bits;
-// BenchmarkF32AttnParts' scoresao and LONG_SWITCH=scoresao compare them.
-var loneScoresAO = false
-
-// loneScoresAhead is how many keys ahead attnRowDotsAO prefetches.
-var loneScoresAhead = 16
-
 // loneRowAsm selects attendKVHeadAsm for a decoding row's attention; off,
 // attendRow's Go vector kernels (the paired benchmarks switch it).
 var loneRowAsm = true
@@ -178,17 +148,7 @@ func attendHeadsBlocked(buf *[]float32, q, out, keys, vals []float32, kvd, hd, g
 	sc := (*buf)[:(h1-h0)*ld]
 	_ = keys[(npos-1)*kvd+kv1*hd-1] // the last key's last element
 	_ = vals[(npos-1)*kvd+kv1*hd-1]
-	t1 := 0 // the scores from t1 on go by blocks of attnRowDots
-	if loneScoresAO && group <= len(attnRowDotsAO) {
-		if t1 = npos &^ 7; t1 > 0 {
-			f, ahead := attnRowDotsAO[group-1], loneScoresAhead
-			if loneScoresAOS {
-				f, ahead = attnRowDotsAOS[group-1], loneScoresAheadHeads
-			}
-			f(&sc[0], uintptr(4*ld), &q[kv0*group*hd], uintptr(4*hd), &keys[kv0*hd], uintptr(4*kvd), hd, kv1-kv0, t1, ahead)
-		}
-	}
-	for t0 := t1; t0 < npos; t0 += loneBlockRows {
+	for t0 := 0; t0 < npos; t0 += loneBlockRows {
 		n := min(loneBlockRows, npos-t0) // a multiple of four but the last: the padding lands on the next block's
 		for kvh := kv0; kvh < kv1; kvh++ {
 			k := &keys[t0*kvd+kvh*hd]

@@ -77,26 +77,6 @@ func attnRowDots3(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, v 
 //go:noescape
 func attnRowDots4(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, v *float32, stride uintptr, hd int, n int)
 
-// attnRowDotsAO1 stores 1 queries' scores a KV head against n keys (a multiple of eight) for nh consecutive KV heads, the keys read in address order.
-//
-//go:noescape
-func attnRowDotsAO1(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, stride uintptr, hd int, nh int, n int, ahead int)
-
-// attnRowDotsAO2 stores 2 queries' scores a KV head against n keys (a multiple of eight) for nh consecutive KV heads, the keys read in address order.
-//
-//go:noescape
-func attnRowDotsAO2(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, stride uintptr, hd int, nh int, n int, ahead int)
-
-// attnRowDotsAOS1 stores 1 queries' scores a KV head against n keys (a multiple of eight) for nh consecutive KV heads, the keys read in address order.
-//
-//go:noescape
-func attnRowDotsAOS1(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, stride uintptr, hd int, nh int, n int, ahead int)
-
-// attnRowDotsAOS2 stores 2 queries' scores a KV head against n keys (a multiple of eight) for nh consecutive KV heads, the keys read in address order.
-//
-//go:noescape
-func attnRowDotsAOS2(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, stride uintptr, hd int, nh int, n int, ahead int)
-
 // attnTileW1 adds 1 rows of Σ_p A[i][p]·B[p][:128] to C, p ascending.
 //
 //go:noescape

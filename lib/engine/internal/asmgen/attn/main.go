@@ -69,12 +69,6 @@ func Generate() (asm, decl []byte, err error) {
 	for r := 1; r <= rowDotsMax; r++ {
 		rowDots(ctx, r)
 	}
-	for r := 1; r <= rowDotsAOMax; r++ {
-		rowDotsAO(ctx, r, false)
-	}
-	for r := 1; r <= rowDotsAOMax; r++ {
-		rowDotsAO(ctx, r, true)
-	}
 	for r := 1; r <= tileWMax; r++ {
 		tileW(ctx, r, false)
 	}
