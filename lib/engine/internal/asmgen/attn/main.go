@@ -67,7 +67,10 @@ func Generate() (asm, decl []byte, err error) {
 	keyTileT(ctx)
 	expSum16(ctx)
 	for r := 1; r <= rowDotsMax; r++ {
-		rowDots(ctx, r)
+		rowDots(ctx, r, false)
+	}
+	for r := 1; r <= rowDotsMax; r++ {
+		rowDots(ctx, r, true)
 	}
 	for r := 1; r <= tileWMax; r++ {
 		tileW(ctx, r, false)
