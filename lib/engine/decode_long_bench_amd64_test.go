@@ -52,8 +52,6 @@ var longSwitches = map[string]func(on bool){
 	},
 	// longattn's keys (helper 1).
 	"whole": func(on bool) { attnWholeRows = on },
-	// f32scores' key: the blocked scores prefetching each line once.
-	"scoresk": func(on bool) { loneScoresK = on },
 }
 
 // BenchmarkDecodeLong decodes steps of R rows (R sequences, one token

@@ -27,7 +27,7 @@ import (
 // the same row, for the kernels' rate from L2). Parts (FP_PARTS,
 // comma-separated): any read probe's name (readProbes: over the unit's
 // share of the keys, then of the values, contiguous), scores (the
-// blocked score calls alone; scoresk with attnRowDotsK), sums<b> (the blocked weighted sums alone,
+// blocked score calls alone), sums<b> (the blocked weighted sums alone,
 // blocks of b positions, default loneBlockRows), all
 // (attendHeadsBlocked: scores, softmax, sums), heads (attendKVHeadAsm
 // head by head, the unblocked form). The parts alternate in FP_ROUNDS
@@ -91,9 +91,7 @@ func BenchmarkF32AttnParts(b *testing.B) {
 			}
 			switch part {
 			case "scores":
-				f32BlockedScores(wk.sc, ld, wk.q, r.k, kvd, hd, group, P, kv0, kv1, attnRowDots[group-1])
-			case "scoresk":
-				f32BlockedScores(wk.sc, ld, wk.q, r.k, kvd, hd, group, P, kv0, kv1, attnRowDotsK[group-1])
+				f32BlockedScores(wk.sc, ld, wk.q, r.k, kvd, hd, group, P, kv0, kv1)
 			case "all":
 				if !attendHeadsBlocked(&wk.buf, wk.q, wk.out, r.k, r.v, kvd, hd, group, P, kv0, kv1, scale, nil) {
 					panic("attendHeadsBlocked did not run")
@@ -125,7 +123,7 @@ func BenchmarkF32AttnParts(b *testing.B) {
 	}
 	for _, p := range parts {
 		_, sums := sumsBlock(p)
-		if _, ok := probes[p]; !ok && !sums && !slices.Contains([]string{"scores", "scoresk", "all", "heads"}, p) {
+		if _, ok := probes[p]; !ok && !sums && !slices.Contains([]string{"scores", "all", "heads"}, p) {
 			b.Fatalf("FP_PARTS: %q is neither a part nor a read probe (readProbes)", p)
 		}
 	}
@@ -178,13 +176,13 @@ func BenchmarkF32AttnParts(b *testing.B) {
 }
 
 // f32BlockedScores is attendHeadsBlocked's score loop alone.
-func f32BlockedScores(sc []float32, ld int, q, keys []float32, kvd, hd, group, npos, kv0, kv1 int, dots func(d *float32, ld uintptr, q *float32, qs uintptr, k, v *float32, stride uintptr, hd int, n int)) {
+func f32BlockedScores(sc []float32, ld int, q, keys []float32, kvd, hd, group, npos, kv0, kv1 int) {
 	h0 := kv0 * group
 	for t0 := 0; t0 < npos; t0 += loneBlockRows {
 		n := min(loneBlockRows, npos-t0)
 		for kvh := kv0; kvh < kv1; kvh++ {
 			k := &keys[t0*kvd+kvh*hd]
-			dots(&sc[(kvh*group-h0)*ld+t0], uintptr(4*ld), &q[kvh*group*hd], uintptr(4*hd), k, k, uintptr(4*kvd), hd, n)
+			attnRowDots[group-1](&sc[(kvh*group-h0)*ld+t0], uintptr(4*ld), &q[kvh*group*hd], uintptr(4*hd), k, k, uintptr(4*kvd), hd, n)
 		}
 	}
 }

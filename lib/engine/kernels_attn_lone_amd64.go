@@ -10,16 +10,6 @@ var attnRowDots = [...]func(d *float32, ld uintptr, q *float32, qs uintptr, k, v
 	attnRowDots1, attnRowDots2, attnRowDots3, attnRowDots4,
 }
 
-// attnRowDotsK[r-1] is attnRowDots<r> prefetching the keys only, once a
-// line.
-var attnRowDotsK = [...]func(d *float32, ld uintptr, q *float32, qs uintptr, k, v *float32, stride uintptr, hd int, n int){
-	attnRowDotsK1, attnRowDotsK2, attnRowDotsK3, attnRowDotsK4,
-}
-
-// loneScoresK has attendHeadsBlocked score with attnRowDotsK: it called
-// attnRowDots with v = k, so every prefetch went out twice.
-var loneScoresK = true
-
 // loneRowAsm selects attendKVHeadAsm for a decoding row's attention; off,
 // attendRow's Go vector kernels (the paired benchmarks switch it).
 var loneRowAsm = true
@@ -162,11 +152,7 @@ func attendHeadsBlocked(buf *[]float32, q, out, keys, vals []float32, kvd, hd, g
 		n := min(loneBlockRows, npos-t0) // a multiple of four but the last: the padding lands on the next block's
 		for kvh := kv0; kvh < kv1; kvh++ {
 			k := &keys[t0*kvd+kvh*hd]
-			dots := attnRowDots[group-1]
-			if loneScoresK {
-				dots = attnRowDotsK[group-1]
-			}
-			dots(&sc[(kvh*group-h0)*ld+t0], uintptr(4*ld), &q[kvh*group*hd], uintptr(4*hd), k, k, uintptr(4*kvd), hd, n)
+			attnRowDots[group-1](&sc[(kvh*group-h0)*ld+t0], uintptr(4*ld), &q[kvh*group*hd], uintptr(4*hd), k, k, uintptr(4*kvd), hd, n)
 		}
 	}
 	var rs [8][]float32

@@ -77,26 +77,6 @@ func attnRowDots3(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, v 
 //go:noescape
 func attnRowDots4(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, v *float32, stride uintptr, hd int, n int)
 
-// attnRowDotsK1 stores 1 queries' scores against n keys in place, four keys at a time (up to three scores past n are padding), prefetching keys and values ahead.
-//
-//go:noescape
-func attnRowDotsK1(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, v *float32, stride uintptr, hd int, n int)
-
-// attnRowDotsK2 stores 2 queries' scores against n keys in place, four keys at a time (up to three scores past n are padding), prefetching keys and values ahead.
-//
-//go:noescape
-func attnRowDotsK2(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, v *float32, stride uintptr, hd int, n int)
-
-// attnRowDotsK3 stores 3 queries' scores against n keys in place, four keys at a time (up to three scores past n are padding), prefetching keys and values ahead.
-//
-//go:noescape
-func attnRowDotsK3(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, v *float32, stride uintptr, hd int, n int)
-
-// attnRowDotsK4 stores 4 queries' scores against n keys in place, four keys at a time (up to three scores past n are padding), prefetching keys and values ahead.
-//
-//go:noescape
-func attnRowDotsK4(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, v *float32, stride uintptr, hd int, n int)
-
 // attnTileW1 adds 1 rows of Σ_p A[i][p]·B[p][:128] to C, p ascending.
 //
 //go:noescape

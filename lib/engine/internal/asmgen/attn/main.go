@@ -67,10 +67,7 @@ func Generate() (asm, decl []byte, err error) {
 	keyTileT(ctx)
 	expSum16(ctx)
 	for r := 1; r <= rowDotsMax; r++ {
-		rowDots(ctx, r, false)
-	}
-	for r := 1; r <= rowDotsMax; r++ {
-		rowDots(ctx, r, true)
+		rowDots(ctx, r)
 	}
 	for r := 1; r <= tileWMax; r++ {
 		tileW(ctx, r, false)

@@ -51,15 +51,8 @@ const rowDotsAhead = 16
 // live in the argument frame (ADDQ and SUBQ to memory): the loop holds
 // twelve pointers and strides. Accumulators Y0-Y15 (key j, query g:
 // Y(r·j+g)), queries Y16-Y19, keys Y20-Y27.
-//
-// With keysOnly it emits attnRowDotsK<r>: the same scores prefetching the
-// keys only, once a line (v is not read): attnRowDots called with v = k,
-// as the blocked units call it, prefetched every line twice.
-func rowDots(ctx *build.Context, r int, keysOnly bool) {
+func rowDots(ctx *build.Context, r int) {
 	name := fmt.Sprintf("attnRowDots%d", r)
-	if keysOnly {
-		name = fmt.Sprintf("attnRowDotsK%d", r)
-	}
 	asmout.Kernel(ctx, name, "func(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, v *float32, stride uintptr, hd int, n int)")
 	ctx.Doc(fmt.Sprintf("%s stores %d queries' scores against n keys in place, four keys at a time (up to three scores past n are padding), prefetching keys and values ahead.", name, r))
 	acc := func(j, g int) reg.VecPhysical { return ymms[r*j+g] }
@@ -92,11 +85,9 @@ func rowDots(ctx *build.Context, r int, keysOnly bool) {
 		ctx.XORQ(e, e)
 		ctx.Label("preline")
 		ctx.PREFETCHT1(operand.Mem{Base: rp, Index: e, Scale: 1})
-		if !keysOnly {
-			lp := ctx.GP64()
-			ctx.LEAQ(operand.Mem{Base: rp, Index: vk, Scale: 1}, lp)
-			ctx.PREFETCHT1(operand.Mem{Base: lp, Index: e, Scale: 1})
-		}
+		lp := ctx.GP64()
+		ctx.LEAQ(operand.Mem{Base: rp, Index: vk, Scale: 1}, lp)
+		ctx.PREFETCHT1(operand.Mem{Base: lp, Index: e, Scale: 1})
 		ctx.ADDQ(operand.U8(64), e)
 		ctx.CMPQ(e, end)
 		ctx.JB(operand.LabelRef("preline"))
@@ -142,7 +133,7 @@ func rowDots(ctx *build.Context, r int, keysOnly bool) {
 				}
 				if half == 0 {
 					ctx.PREFETCHT1(aheadK(j))
-				} else if !keysOnly {
+				} else {
 					ctx.PREFETCHT1(aheadV(j))
 				}
 			}
@@ -201,11 +192,7 @@ func rowDots(ctx *build.Context, r int, keysOnly bool) {
 			}
 			return operand.Mem{Base: b, Index: s1, Scale: uint8(j % 4)}
 		}
-		bases := []reg.GPVirtual{p, p4, pf, pf4, pv, pv4}
-		if keysOnly {
-			bases = bases[:4]
-		}
-		block("eight", 8, bases,
+		block("eight", 8, []reg.GPVirtual{p, p4, pf, pf4, pv, pv4},
 			func(j int) operand.Mem { return at(p, p4, j) },
 			func(j int) operand.Mem { return at(pf, pf4, j) },
 			func(j int) operand.Mem { return at(pv, pv4, j) })
@@ -243,11 +230,7 @@ func rowDots(ctx *build.Context, r int, keysOnly bool) {
 		}
 		return operand.Mem{Base: p, Index: o[j-1], Scale: 1}
 	}
-	bases := []reg.GPVirtual{p, pf, pv}
-	if keysOnly {
-		bases = bases[:2]
-	}
-	block("four", 4, bases,
+	block("four", 4, []reg.GPVirtual{p, pf, pv},
 		func(j int) operand.Mem { return at(p, j) },
 		func(j int) operand.Mem { return at(pf, j) },
 		func(j int) operand.Mem { return at(pv, j) })
