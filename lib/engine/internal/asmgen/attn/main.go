@@ -70,10 +70,16 @@ func Generate() (asm, decl []byte, err error) {
 		rowDots(ctx, r)
 	}
 	for r := 1; r <= tileWMax; r++ {
-		tileW(ctx, r, false)
+		tileW(ctx, r, false, false, false)
 	}
 	for r := 1; r <= tileWMax; r++ {
-		tileW(ctx, r, true)
+		tileW(ctx, r, true, false, false)
+	}
+	for r := 1; r <= tileWMax; r++ {
+		tileW(ctx, r, true, true, false)
+	}
+	for r := 1; r <= tileWMax; r++ {
+		tileW(ctx, r, true, true, true)
 	}
 	return asmout.Print(ctx, printer.Config{Argv: []string{"go", "run", "./internal/asmgen/attn"}, Pkg: "engine"})
 }
