@@ -52,10 +52,6 @@ var longSwitches = map[string]func(on bool){
 	},
 	// longattn's keys (helper 1).
 	"whole": func(on bool) { attnWholeRows = on },
-	// f32scores' key: the blocked sums prefetching each line twice.
-	"sumsq":  func(on bool) { loneSumsQ = on },
-	"sumsr":  func(on bool) { loneSumsQ, loneSumsR = true, on }, // three prefetches a line (new) against two
-	"sumsr1": func(on bool) { loneSumsQ, loneSumsR = on, on },   // three prefetches a line (new) against one
 }
 
 // BenchmarkDecodeLong decodes steps of R rows (R sequences, one token

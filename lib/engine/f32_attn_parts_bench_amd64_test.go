@@ -86,15 +86,7 @@ func BenchmarkF32AttnParts(b *testing.B) {
 			kv0 := (k % split) * per
 			kv1 := kv0 + per
 			if blk, ok := sumsBlock(part); ok {
-				f32BlockedSums(wk.out, wk.sc, ld, r.v, kvd, hd, group, P, kv0, kv1, blk, attnTileWP[:])
-				return
-			}
-			if part == "sumsq" || part == "sumsr" {
-				tiles := attnTileWQ[:]
-				if part == "sumsr" {
-					tiles = attnTileWR[:]
-				}
-				f32BlockedSums(wk.out, wk.sc, ld, r.v, kvd, hd, group, P, kv0, kv1, loneBlockRows, tiles)
+				f32BlockedSums(wk.out, wk.sc, ld, r.v, kvd, hd, group, P, kv0, kv1, blk)
 				return
 			}
 			switch part {
@@ -131,7 +123,7 @@ func BenchmarkF32AttnParts(b *testing.B) {
 	}
 	for _, p := range parts {
 		_, sums := sumsBlock(p)
-		if _, ok := probes[p]; !ok && !sums && !slices.Contains([]string{"scores", "sumsq", "sumsr", "all", "heads"}, p) {
+		if _, ok := probes[p]; !ok && !sums && !slices.Contains([]string{"scores", "all", "heads"}, p) {
 			b.Fatalf("FP_PARTS: %q is neither a part nor a read probe (readProbes)", p)
 		}
 	}
@@ -196,16 +188,16 @@ func f32BlockedScores(sc []float32, ld int, q, keys []float32, kvd, hd, group, n
 }
 
 // f32BlockedSums is attendHeadsBlocked's weighted sums alone.
-func f32BlockedSums(out, sc []float32, ld int, vals []float32, kvd, hd, group, npos, kv0, kv1, blk int, tiles []func(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)) {
+func f32BlockedSums(out, sc []float32, ld int, vals []float32, kvd, hd, group, npos, kv0, kv1, blk int) {
 	h0 := kv0 * group
 	for t0 := 0; t0 < npos; t0 += blk {
 		n := min(blk, npos-t0)
 		for kvh := kv0; kvh < kv1; kvh++ {
-			for g0 := 0; g0 < group; g0 += len(tiles) {
-				r := min(len(tiles), group-g0)
+			for g0 := 0; g0 < group; g0 += len(attnTileWP) {
+				r := min(len(attnTileWP), group-g0)
 				h := kvh*group + g0
 				for col := 0; col < hd; col += 128 {
-					tiles[r-1](&out[h*hd+col], uintptr(4*hd), &sc[(h-h0)*ld+t0], uintptr(4*ld), 4, &vals[t0*kvd+kvh*hd+col], uintptr(4*kvd), n)
+					attnTileWP[r-1](&out[h*hd+col], uintptr(4*hd), &sc[(h-h0)*ld+t0], uintptr(4*ld), 4, &vals[t0*kvd+kvh*hd+col], uintptr(4*kvd), n)
 				}
 			}
 		}

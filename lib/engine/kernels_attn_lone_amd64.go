@@ -28,16 +28,6 @@ var loneTileW = true
 // (attnTileWP in the generator).
 var attnTileWP = [...]func(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int){attnTileWP1, attnTileWP2}
 
-// attnTileWQ[r-1] is attnTileWP<r> prefetching each line twice.
-var attnTileWQ = [...]func(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int){attnTileWQ1, attnTileWQ2}
-
-// attnTileWR[r-1] is attnTileWQ<r> prefetching each line a third time.
-var attnTileWR = [...]func(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int){attnTileWR1, attnTileWR2}
-
-// loneSumsQ has attendHeadsBlocked sum with attnTileWQ (loneSumsR:
-// attnTileWR).
-var loneSumsQ, loneSumsR = true, true
-
 // loneSumsPF has the weighted sums prefetch the values (attnTileWP) and
 // the scores prefetch only the keys when a head's keys and values pass
 // loneSumsPFBytes: at long positions the values attnRowDots fetched for
@@ -185,14 +175,7 @@ func attendHeadsBlocked(buf *[]float32, q, out, keys, vals []float32, kvd, hd, g
 				r := min(len(attnTileWP), group-g0)
 				h := kvh*group + g0
 				for col := 0; col < hd; col += 128 {
-					tw := attnTileWP[r-1]
-					if loneSumsQ {
-						tw = attnTileWQ[r-1]
-					}
-					if loneSumsR {
-						tw = attnTileWR[r-1]
-					}
-					tw(&out[h*hd+col], uintptr(4*hd), &sc[(h-h0)*ld+t0], uintptr(4*ld), 4, &vals[t0*kvd+kvh*hd+col], uintptr(4*kvd), n)
+					attnTileWP[r-1](&out[h*hd+col], uintptr(4*hd), &sc[(h-h0)*ld+t0], uintptr(4*ld), 4, &vals[t0*kvd+kvh*hd+col], uintptr(4*kvd), n)
 				}
 			}
 		}

@@ -96,23 +96,3 @@ func attnTileWP1(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, 
 //
 //go:noescape
 func attnTileWP2(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
-
-// attnTileWQ1 adds 1 rows of Σ_p A[i][p]·B[p][:128] to C, p ascending, prefetching B's rows ahead twice.
-//
-//go:noescape
-func attnTileWQ1(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
-
-// attnTileWQ2 adds 2 rows of Σ_p A[i][p]·B[p][:128] to C, p ascending, prefetching B's rows ahead twice.
-//
-//go:noescape
-func attnTileWQ2(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
-
-// attnTileWR1 adds 1 rows of Σ_p A[i][p]·B[p][:128] to C, p ascending, prefetching B's rows ahead three times.
-//
-//go:noescape
-func attnTileWR1(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
-
-// attnTileWR2 adds 2 rows of Σ_p A[i][p]·B[p][:128] to C, p ascending, prefetching B's rows ahead three times.
-//
-//go:noescape
-func attnTileWR2(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)

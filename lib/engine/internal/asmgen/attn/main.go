@@ -70,16 +70,10 @@ func Generate() (asm, decl []byte, err error) {
 		rowDots(ctx, r)
 	}
 	for r := 1; r <= tileWMax; r++ {
-		tileW(ctx, r, false, false, false)
+		tileW(ctx, r, false)
 	}
 	for r := 1; r <= tileWMax; r++ {
-		tileW(ctx, r, true, false, false)
-	}
-	for r := 1; r <= tileWMax; r++ {
-		tileW(ctx, r, true, true, false)
-	}
-	for r := 1; r <= tileWMax; r++ {
-		tileW(ctx, r, true, true, true)
+		tileW(ctx, r, true)
 	}
 	return asmout.Print(ctx, printer.Config{Argv: []string{"go", "run", "./internal/asmgen/attn"}, Pkg: "engine"})
 }

@@ -260,20 +260,10 @@ const tileWMax = 2
 // sums waited on each value row from memory (a row is in a 4 KiB page of
 // its own, so the hardware prefetchers fetch nothing ahead). The
 // prefetches change no result.
-//
-// With again (and prefetch) it emits attnTileWQ<r>: each line prefetched
-// a second time tileWAgain rows ahead, as the blocked scores' calls
-// (attnRowDots with v = k) prefetch each key line twice.
-func tileW(ctx *build.Context, r int, prefetch, again, third bool) {
+func tileW(ctx *build.Context, r int, prefetch bool) {
 	name, doc := fmt.Sprintf("attnTileW%d", r), ""
 	if prefetch {
 		name, doc = fmt.Sprintf("attnTileWP%d", r), ", prefetching B's rows ahead"
-	}
-	if again {
-		name, doc = fmt.Sprintf("attnTileWQ%d", r), ", prefetching B's rows ahead twice"
-	}
-	if third {
-		name, doc = fmt.Sprintf("attnTileWR%d", r), ", prefetching B's rows ahead three times"
 	}
 	asmout.Kernel(ctx, name, "func(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)")
 	ctx.Doc(fmt.Sprintf("%s adds %d rows of Σ_p A[i][p]·B[p][:128] to C, p ascending%s.", name, r, doc))
@@ -284,21 +274,8 @@ func tileW(ctx *build.Context, r int, prefetch, again, third bool) {
 	moveC(ctx, r, 8, true)
 	ap, b, ldb, ldp, off := tileArgs(ctx, r)
 	var pf reg.Register
-	var pf2, pf3 reg.GPVirtual
-	if third {
-		pf3 = ctx.GP64()
-		ctx.MOVQ(ldb, pf3)
-		ctx.SHLQ(operand.U8(2), pf3) // four rows
-		ctx.ADDQ(b, pf3)
-	}
 	if prefetch {
 		pf = tileWPrologue(ctx, b, ldb, k)
-	}
-	if again {
-		pf2 = ctx.GP64()
-		ctx.MOVQ(ldb, pf2)
-		ctx.SHLQ(operand.U8(3), pf2) // tileWAgain rows
-		ctx.ADDQ(b, pf2)
 	}
 	ctx.Label("loop")
 	for i := range r {
@@ -307,12 +284,6 @@ func tileW(ctx *build.Context, r int, prefetch, again, third bool) {
 	for j := range 8 {
 		if prefetch {
 			ctx.PREFETCHT1(operand.Mem{Base: pf, Disp: 64 * j})
-		}
-		if again {
-			ctx.PREFETCHT1(operand.Mem{Base: pf2, Disp: 64 * j})
-		}
-		if third {
-			ctx.PREFETCHT1(operand.Mem{Base: pf3, Disp: 64 * j})
 		}
 		ctx.VMOVUPS(operand.Mem{Base: b, Disp: 64 * j}, z(16+j))
 		for i := range r {
@@ -323,12 +294,6 @@ func tileW(ctx *build.Context, r int, prefetch, again, third bool) {
 	ctx.ADDQ(ldb, b)
 	if prefetch {
 		ctx.ADDQ(ldb, pf)
-	}
-	if again {
-		ctx.ADDQ(ldb, pf2)
-	}
-	if third {
-		ctx.ADDQ(ldb, pf3)
 	}
 	ctx.DECQ(k)
 	ctx.JNZ(operand.LabelRef("loop"))
@@ -341,10 +306,6 @@ func tileW(ctx *build.Context, r int, prefetch, again, third bool) {
 // tileWAhead is how many value rows ahead attnTileWP prefetches (into
 // L2, as attnRowDots does the keys).
 const tileWAhead = 16
-
-// tileWAgain is how many value rows ahead attnTileWQ prefetches each
-// line the second time (8: the SHLQ by 3).
-const tileWAgain = 8
 
 // tileWPrologue prefetches the first min(k, tileWAhead) rows from b and
 // returns the register that points tileWAhead rows on from b.
