@@ -3,11 +3,7 @@
 package engine
 
 import (
-	"fmt"
 	"math"
-	"os"
-	"slices"
-	"strings"
 	"testing"
 	"unsafe"
 )
@@ -94,166 +90,11 @@ func BenchmarkT1Ladder(b *testing.B) {
 		}},
 		{"rows", func(m mat, lo, hi int) { bf16Rows(m, xbs[m.cols], 1, ys, lo, hi, false) }},
 	}
-	runLadderT1(b, rungs, shapes, forks, envInt("T1LADDER_ROUNDS", 51), func(sh [2]int, slab *hugeSlab) mat {
+	runLadder(b, "t1ladder", rungs, shapes, forks, envInt("T1LADDER_ROUNDS", 51), func(sh [2]int, slab *hugeSlab) mat {
 		vn := hugeSlabAlloc[uint16](slab, sh[0]*bf16Cols(sh[1]))
 		for i := range vn {
 			vn[i] = uint16(math.Float32bits(float32(2*r.float64()-1)) >> 16)
 		}
 		return mat{rows: sh[0], cols: sh[1], vn: vn}
-	})
-}
-
-type ladderRung struct {
-	name string
-	run  func(m mat, lo, hi int)
-}
-
-// runLadderT1 is BenchmarkReadLadder's harness over mats made by mk and
-// cut as the fused fork cuts them (decodeCut, 16-row alignment): each
-// round gives each rung its own layers, the rungs in a fresh random order
-// each fork, and prints each rung's rate over the first rung's (medians
-// and per-round min/max of wall and of the pieces' thread CPU time).
-func runLadderT1(b *testing.B, all []ladderRung, shapes, forks [][2]int, rounds int, mk func([2]int, *hugeSlab) mat) {
-	threads := envInts(b, "LADDER_THREADS", "2,1")
-	fast := float64(envInt("LADDER_FAST", 40))
-	if f := os.Getenv("LADDER_FORKS"); f != "" {
-		var sub [][2]int
-		for _, i := range envInts(b, "LADDER_FORKS", f) {
-			if i < 1 || i > len(forks) {
-				b.Fatalf("LADDER_FORKS=%q: want fork numbers 1-%d", f, len(forks))
-			}
-			sub = append(sub, forks[i-1])
-		}
-		forks = sub
-	}
-	rungs := all[:0:0]
-	want := os.Getenv("LADDER_RUNGS")
-	for _, g := range all {
-		if want == "" || slices.Contains(strings.Split(want, ","), g.name) {
-			rungs = append(rungs, g)
-		}
-	}
-	nr := len(rungs)
-	blocks := envInt("LADDER_BLOCKS", 2)
-	if nr < 2 || blocks < 1 {
-		b.Fatalf("LADDER_RUNGS=%q LADDER_BLOCKS=%d: want two or more rungs and a block", want, blocks)
-	}
-	var slab hugeSlab
-	type fork struct {
-		ms     []mat
-		pieces []rowPiece
-		bytes  float64
-	}
-	var fs [][]fork
-	for range blocks * nr {
-		var ms []mat
-		for _, sh := range shapes {
-			ms = append(ms, mk(sh, &slab))
-		}
-		var lf []fork
-		for _, f := range forks {
-			g := ms[f[0]:f[1]]
-			bytes := 0
-			for _, m := range g {
-				bytes += 2 * m.rows * bf16Cols(m.cols)
-			}
-			lf = append(lf, fork{g, decodeCut(nil, g, 16, 2), float64(bytes)})
-		}
-		fs = append(fs, lf)
-	}
-	cpus := make([]float64, 1024)
-	odd := 0
-	runFork := func(f fork, p func(mat, int, int), one bool) float64 {
-		run := func(j int) {
-			q := f.pieces[j]
-			w0, c0 := wallClock(), rawThreadCPU()
-			p(f.ms[q.w], q.lo, q.hi)
-			cpus[j] = rawThreadCPU() - c0
-			if w := wallClock() - w0; cpus[j] < 0 || cpus[j] > w+1e-4 {
-				cpus[j] = w
-				odd++
-			}
-		}
-		if one {
-			for j := range f.pieces {
-				run(j)
-			}
-		} else {
-			forkJoin(len(f.pieces), run)
-		}
-		c := 0.0
-		for j := range f.pieces {
-			c += cpus[j]
-		}
-		return c
-	}
-	perm := newRNG(7)
-	for b.Loop() {
-		for _, th := range threads {
-			one := th == 1
-			l0 := loadAvg()
-			wall, cpu := make([][]float64, nr), make([][]float64, nr)
-			bytes := make([]float64, nr)
-			for i := range rounds {
-				tw, tc := make([]float64, nr), make([]float64, nr)
-				for bl := range blocks {
-					for f := range forks {
-						order := make([]int, nr)
-						for o := range order {
-							order[o] = o
-						}
-						for o := nr - 1; o > 0; o-- {
-							j := int(perm.float64() * float64(o+1))
-							order[o], order[j] = order[j], order[o]
-						}
-						for _, k := range order {
-							fk := fs[bl*nr+(k+i)%nr][f]
-							w0 := wallClock()
-							c := runFork(fk, rungs[k].run, one)
-							tw[k] += wallClock() - w0
-							tc[k] += c
-							if i == 0 {
-								bytes[k] += fk.bytes
-							}
-						}
-					}
-				}
-				for k := range nr {
-					wall[k], cpu[k] = append(wall[k], tw[k]), append(cpu[k], tc[k])
-				}
-			}
-			fmt.Fprintf(os.Stderr, "t1ladder %d core(s), %d rounds of %d blocks, load %s -> %s, %d pieces timed by wall: rate over %s's, wall med [min max] | cpu med [min max] | GB/s median (wall)\n",
-				th, rounds, blocks, l0, loadAvg(), odd, rungs[0].name)
-			odd = 0
-			var fastR []int
-			for i := range rounds {
-				if bytes[0]/wall[0][i]/1e9 >= fast {
-					fastR = append(fastR, i)
-				}
-			}
-			for k := range nr {
-				rw, rc := make([]float64, rounds), make([]float64, rounds)
-				gbs := make([]float64, rounds)
-				var sw0, swk, fw []float64
-				for i := range rounds {
-					rw[i], rc[i] = wall[0][i]/wall[k][i], cpu[0][i]/cpu[k][i]
-					gbs[i] = bytes[k] / wall[k][i] / 1e9
-					sw0, swk = append(sw0, wall[0][i]), append(swk, wall[k][i])
-				}
-				for _, i := range fastR {
-					fw = append(fw, rw[i])
-				}
-				slices.Sort(rw)
-				slices.Sort(rc)
-				fastS := ""
-				if len(fw) > 0 {
-					slices.Sort(fw)
-					fastS = fmt.Sprintf(" | %d rounds >= %.0f GB/s: wall %.3f [%.3f %.3f]", len(fw), fast, fw[len(fw)/2], fw[0], fw[len(fw)-1])
-				}
-				fmt.Fprintf(os.Stderr, "  %-8s wall %.3f [%.3f %.3f] pooled %.3f | cpu %.3f [%.3f %.3f] | %.1f GB/s%s\n",
-					rungs[k].name, rw[rounds/2], rw[0], rw[rounds-1], sumOf(sw0)/sumOf(swk), rc[rounds/2], rc[0], rc[rounds-1], median(gbs), fastS)
-				b.ReportMetric(rw[rounds/2], fmt.Sprintf("%s-%dc-wall", rungs[k].name, th))
-			}
-		}
-	}
+	}, func(g []mat) []rowPiece { return decodeCut(nil, g, 16, 2) }, func(m mat) int { return 2 * m.rows * bf16Cols(m.cols) })
 }
