@@ -6,9 +6,11 @@ import (
 	"cmp"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -73,8 +75,13 @@ func envInts(b *testing.B, key, def string) []int {
 
 // longAttnProbe prints, in four rounds, attention alone's read rate of
 // the rows' caches beside the fastest read probe (readProbes) over the
-// same keys and values: how far attention is from reading its bytes as
-// fast as the machine reads them.
+// same keys and values, and beside the read probe LONGATTN_READ
+// (default S8T1-1K) run as attention is (layerProbe): how far attention
+// is from reading its bytes as fast as the machine reads them. The
+// fastest probe is the best of every probe over all the layers' bytes in
+// one pass, with no layer's barrier or eviction between; the layered
+// probe pays what attention pays there, so attention over it is the
+// kernels' own share of the gap.
 func longAttnProbe(m *Model, ws *workspace, seqs []*kvCache, r, p int) {
 	kvd := m.cfg.KVHeads * m.cfg.HeadDim
 	var bufs [][]uint64
@@ -89,7 +96,54 @@ func longAttnProbe(m *Model, ws *workspace, seqs []*kvCache, r, p int) {
 	for range 4 {
 		a := longAttention(m, ws, seqs, p)
 		bw, name := fastestRead(bufs)
-		fmt.Fprintf(os.Stderr, "attn alone R=%d P=%d: %.1f GB/s (%.2f ms); probe over its bytes %.1f GB/s (%s) | load %s\n",
-			r, p, bytes/a/1e9, 1e3*a, bw/1e9, name, loadAvg())
+		lp, lname := layerProbe(m, seqs, p)
+		fmt.Fprintf(os.Stderr, "attn alone R=%d P=%d: %.1f GB/s (%.2f ms); probe over its bytes %.1f GB/s (%s); %s layered %.1f GB/s, attention %.3f of it | load %s\n",
+			r, p, bytes/a/1e9, 1e3*a, bw/1e9, name, lname, bytes/lp/1e9, lp/a, loadAvg())
 	}
+}
+
+// layerProbe is longAttention with the read probe LONGATTN_READ (default
+// S8T1-1K) in place of attention: each layer's units (attnSplit's, or a
+// row's KV head each) claimed by the cores in turn after the eviction,
+// each unit reading its share of its row's layer keys and values (a
+// contiguous run of the same size: units of some KV heads read that
+// fraction of each position's). The wall seconds and the probe's name.
+func layerProbe(m *Model, seqs []*kvCache, pos int) (float64, string) {
+	c := m.cfg
+	name := cmp.Or(os.Getenv("LONGATTN_READ"), "S8T1-1K")
+	var read func([]uint64) uint64
+	for _, p := range readProbes() {
+		if p.name == name {
+			read = p.read
+		}
+	}
+	if read == nil {
+		panic("LONGATTN_READ=" + name + ": no such read probe (readProbes)")
+	}
+	rows := make([]row, len(seqs))
+	for s, seq := range seqs {
+		rows[s] = row{seq: seq, token: 1, pos: pos}
+	}
+	f := &fuseState{m: m, rows: rows}
+	split, units := f.attnSplit(0), c.KVHeads*len(rows)
+	if split.rows > 0 {
+		units = split.units()
+	}
+	kvd := c.KVHeads * c.HeadDim
+	n := (pos + 1) * kvd
+	var total time.Duration
+	for l := range c.Layers {
+		total += coldUnits(runtime.GOMAXPROCS(0), units, func(_, k int) {
+			i, kv0, kv1 := k%len(rows), k/len(rows), k/len(rows)+1 // a row's KV head (longAttention's order)
+			if split.rows > 0 {
+				i, kv0, kv1 = split.unit(k)
+			}
+			a, b := n*kv0/c.KVHeads&^31, n*kv1/c.KVHeads&^31
+			for _, x := range [][]float32{seqs[i].k[l], seqs[i].v[l]} {
+				s := x[a:b]
+				evictSink += read(unsafe.Slice((*uint64)(unsafe.Pointer(&s[0])), len(s)/2))
+			}
+		})
+	}
+	return total.Seconds(), name
 }

@@ -72,6 +72,18 @@ func fwdRowMulti3F32(x0 *float32, x1 *float32, x2 *float32, w *float32, stride i
 func fwdRowMulti3BF16(x0 *float32, x1 *float32, x2 *float32, w *uint16, stride int, n int, span int, out *[16]float32)
 
 //go:noescape
+func fwdRowsMulti2F32(x0 *float32, x1 *float32, w *float32, stride int, n int, span int, rows int, y0 *float32, y1 *float32, ystride int, acc int)
+
+//go:noescape
+func fwdRowsMulti2BF16(x0 *float32, x1 *float32, w *uint16, stride int, n int, span int, rows int, y0 *float32, y1 *float32, ystride int, acc int)
+
+//go:noescape
+func fwdRowsMulti3F32(x0 *float32, x1 *float32, x2 *float32, w *float32, stride int, n int, span int, rows int, y0 *float32, y1 *float32, y2 *float32, ystride int, acc int)
+
+//go:noescape
+func fwdRowsMulti3BF16(x0 *float32, x1 *float32, x2 *float32, w *uint16, stride int, n int, span int, rows int, y0 *float32, y1 *float32, y2 *float32, ystride int, acc int)
+
+//go:noescape
 func fwdCols16F32(p *float32, xs *[]float32, ys *[]float32, tokens int, col int, mask int, add int)
 
 //go:noescape

@@ -565,6 +565,10 @@ func fwdRowsMulti(w mat, xs, ys [][]float32, lo, q int, accumulate bool) {
 	for v := range xs {
 		x[v] = &xs[v][:w.cols][0]
 	}
+	if rowsMultiOne {
+		rowsMultiCall(w, x, ys, lo, q, accumulate)
+		return
+	}
 	var out [16]float32
 	for i := 0; i < q; i += g {
 		r := lo + i
@@ -591,6 +595,47 @@ func fwdRowsMulti(w mat, xs, ys [][]float32, lo, q int, accumulate bool) {
 				putRow(y[r+s*q:r+s*q+g], out[o:o+g], accumulate)
 			}
 		}
+	}
+}
+
+// rowsMultiOne selects one fwdRowsMulti<2|3><F32|BF16> call for a
+// piece's rows (rowsMultiCall) instead of a fwdRowMulti call and four to
+// eight putRow copies per one or two rows of each stream: the same bits
+// (rowsLongOne's change, for two and three vectors). A variable so the
+// paired benchmarks can switch it step by step (BenchmarkDecodeRows,
+// ROWS_SWITCH=multione).
+var rowsMultiOne = true
+
+// rowsMultiCall computes the 4·q rows from lo of w (q a multiple of 2)
+// for the two or three vectors at x into ys in one kernel call, as
+// fwdRowsMulti's loop does, stored, or added where accumulate.
+func rowsMultiCall(w mat, x [3]*float32, ys [][]float32, lo, q int, accumulate bool) {
+	acc := 0
+	if accumulate {
+		acc = 1
+	}
+	n, span := w.cols, q*w.cols
+	for _, y := range ys {
+		_ = y[lo+4*q-1]
+	}
+	if len(ys) == 2 {
+		y0, y1 := &ys[0][lo], &ys[1][lo]
+		if w.bf != nil {
+			_ = w.bf[(lo+4*q)*n-1]
+			fwdRowsMulti2BF16(x[0], x[1], &w.bf[lo*n], n, n, span, q, y0, y1, q, acc)
+		} else {
+			_ = w.data[(lo+4*q)*n-1]
+			fwdRowsMulti2F32(x[0], x[1], &w.data[lo*n], n, n, span, q, y0, y1, q, acc)
+		}
+		return
+	}
+	y0, y1, y2 := &ys[0][lo], &ys[1][lo], &ys[2][lo]
+	if w.bf != nil {
+		_ = w.bf[(lo+4*q)*n-1]
+		fwdRowsMulti3BF16(x[0], x[1], x[2], &w.bf[lo*n], n, n, span, q, y0, y1, y2, q, acc)
+	} else {
+		_ = w.data[(lo+4*q)*n-1]
+		fwdRowsMulti3F32(x[0], x[1], x[2], &w.data[lo*n], n, n, span, q, y0, y1, y2, q, acc)
 	}
 }
 

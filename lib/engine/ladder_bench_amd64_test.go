@@ -152,6 +152,10 @@ func rawThreadCPU() float64 {
 //	one     fwdRowsLong<BF16> over the piece in one call (rowsLongOne)
 //	oneT0   fwdRowsLongT0BF16: one, each stream's line 256 bytes ahead
 //	        also prefetched into L1 (rowsLongT0)
+//	multi2  two vectors, fwdRowMulti2BF16 a call per two rows of each
+//	        stream and putRow's copies (fwdRowsMulti, rowsMultiOne false)
+//	multi2one  two vectors, fwdRowsMulti2BF16 over the piece in one call
+//	        (rowsMultiOne)
 //
 // Every round runs each fork of LADDER_BLOCKS blocks of as many layers as
 // rungs, rung k on layer (k+round) mod rungs of the block (so no rung
@@ -173,24 +177,14 @@ func BenchmarkReadLadder(b *testing.B) {
 	rounds := envInt("LADDER_ROUNDS", 101)
 	defer func(o bool) { rowsLongOne = o }(rowsLongOne)
 	rowsLongOne = false
-	threads := envInts(b, "LADDER_THREADS", "2,1")
-	fast := float64(envInt("LADDER_FAST", 40))
 	shapes := [][2]int{{2048, 1024}, {1024, 1024}, {1024, 1024}, {1024, 2048}, {3072, 1024}, {3072, 1024}, {1024, 3072}}
 	forks := [][2]int{{0, 3}, {3, 4}, {4, 6}, {6, 7}}
-	if f := os.Getenv("LADDER_FORKS"); f != "" { // a subset, by index
-		var sub [][2]int
-		for _, i := range envInts(b, "LADDER_FORKS", f) {
-			if i < 1 || i > len(forks) {
-				b.Fatalf("LADDER_FORKS=%q: want fork numbers 1-%d (q/k/v, o, gate/up, down)", f, len(forks))
-			}
-			sub = append(sub, forks[i-1])
-		}
-		forks = sub
-	}
 	x := make([]float32, 3072+16)
 	r := newRNG(3)
 	fill(x, r, 1)
 	y := make([]float32, 3072)
+	x2, y2 := make([]float32, 3072+16), make([]float32, 3072) // the multi rungs' second vector
+	fill(x2, r, 1)
 	xs, ys := [][]float32{x}, [][]float32{y}
 	type piece = func(m mat, lo, hi int)
 	// quarters runs k over the piece's four quarters as streams.
@@ -202,10 +196,7 @@ func BenchmarkReadLadder(b *testing.B) {
 	}
 	var sink [16]float32
 	var sink8 [8]uint64
-	all := []struct {
-		name string
-		run  piece
-	}{
+	all := []ladderRung{
 		{"probe", quarters(256, func(w *uint16, stride, n int) { readS4T1((*uint64)(unsafe.Pointer(w)), stride, n, 1024, &sink8) })},
 		{"probe2", quarters(256, func(w *uint16, stride, n int) { readS4T1((*uint64)(unsafe.Pointer(w)), stride, n, 1024, &sink8) })},
 		{"fma", quarters(256, func(w *uint16, stride, n int) { ladderFMA(w, stride, n, 1024, &x[0], &sink) })},
@@ -279,6 +270,59 @@ func BenchmarkReadLadder(b *testing.B) {
 			q := (hi - lo) / 4
 			fwdRowsLongT0BF16(&x[0], &m.bf[lo*m.cols], m.cols, m.cols, q*m.cols, q, &y[lo], q, 0)
 		}},
+		{"multi2", func(m mat, lo, hi int) { // fwdRowsMulti's loop (rowsMultiOne false)
+			q := (hi - lo) / 4
+			var out [16]float32
+			for i := 0; i < q; i += 2 {
+				r := lo + i
+				fwdRowMulti2BF16(&x[0], &x2[0], &m.bf[r*m.cols], m.cols, m.cols, q*m.cols, &out)
+				for v, y := range [][]float32{y, y2} {
+					for s := range 4 {
+						o := 8*v + 2*s
+						putRow(y[r+s*q:r+s*q+2], out[o:o+2], false)
+					}
+				}
+			}
+		}},
+		{"multi2one", func(m mat, lo, hi int) { // rowsMultiOne
+			rowsMultiCall(m, [3]*float32{&x[0], &x2[0]}, [][]float32{y, y2}, lo, (hi-lo)/4, false)
+		}},
+	}
+	runLadder(b, "ladder", all, shapes, forks, rounds, func(sh [2]int, slab *hugeSlab) mat {
+		w := hugeSlabAlloc[uint16](slab, sh[0]*sh[1])
+		for i := range w {
+			w[i] = uint16(math.Float32bits(float32(2*r.float64()-1)) >> 16)
+		}
+		return mat{rows: sh[0], cols: sh[1], bf: w}
+	}, func(g []mat) []rowPiece { return decodePieces(g, 16, 2) }, func(m mat) int { return 2 * m.rows * m.cols })
+}
+
+// ladderRung is one loop of a ladder: it reads rows [lo, hi) of m.
+type ladderRung struct {
+	name string
+	run  func(m mat, lo, hi int)
+}
+
+// runLadder is the ladders' harness (BenchmarkReadLadder,
+// BenchmarkT1Ladder): blocks of as many layers of the shapes (made by mk)
+// as rungs, each fork's matrices cut by cut and counted by bytes; each
+// round gives every rung its own layers, the rungs in a fresh random
+// order each fork, and it prints each rung's rate over the base rung's
+// (LADDER_BASE, default the first): medians and per-round min/max of
+// wall and of the pieces' thread CPU time.
+func runLadder(b *testing.B, label string, all []ladderRung, shapes, forks [][2]int, rounds int,
+	mk func([2]int, *hugeSlab) mat, cut func([]mat) []rowPiece, bytesOf func(mat) int) {
+	threads := envInts(b, "LADDER_THREADS", "2,1")
+	fast := float64(envInt("LADDER_FAST", 40))
+	if f := os.Getenv("LADDER_FORKS"); f != "" { // a subset, by index
+		var sub [][2]int
+		for _, i := range envInts(b, "LADDER_FORKS", f) {
+			if i < 1 || i > len(forks) {
+				b.Fatalf("LADDER_FORKS=%q: want fork numbers 1-%d (q/k/v, o, gate/up, down)", f, len(forks))
+			}
+			sub = append(sub, forks[i-1])
+		}
+		forks = sub
 	}
 	rungs := all[:0:0]
 	want := os.Getenv("LADDER_RUNGS")
@@ -291,12 +335,7 @@ func BenchmarkReadLadder(b *testing.B) {
 	// LADDER_BASE names the rung the others' rates are over (the first
 	// by default): it goes first.
 	if base := os.Getenv("LADDER_BASE"); base != "" {
-		i := slices.IndexFunc(rungs, func(g struct {
-			name string
-			run  piece
-		}) bool {
-			return g.name == base
-		})
+		i := slices.IndexFunc(rungs, func(g ladderRung) bool { return g.name == base })
 		if i < 0 {
 			b.Fatalf("LADDER_BASE=%q: not one of the rungs", base)
 		}
@@ -316,20 +355,16 @@ func BenchmarkReadLadder(b *testing.B) {
 	for range blocks * nr {
 		var ms []mat
 		for _, sh := range shapes {
-			w := hugeSlabAlloc[uint16](&slab, sh[0]*sh[1])
-			for i := range w {
-				w[i] = uint16(math.Float32bits(float32(2*r.float64()-1)) >> 16)
-			}
-			ms = append(ms, mat{rows: sh[0], cols: sh[1], bf: w})
+			ms = append(ms, mk(sh, &slab))
 		}
 		var lf []fork
 		for _, f := range forks {
 			g := ms[f[0]:f[1]]
 			bytes := 0
 			for _, m := range g {
-				bytes += 2 * m.rows * m.cols
+				bytes += bytesOf(m)
 			}
-			lf = append(lf, fork{g, decodePieces(g, 16, 2), float64(bytes)})
+			lf = append(lf, fork{g, cut(g), float64(bytes)})
 		}
 		fs = append(fs, lf)
 	}
@@ -339,7 +374,7 @@ func BenchmarkReadLadder(b *testing.B) {
 	// fork, and would count the idle worker's spin.
 	cpus := make([]float64, 1024)
 	odd := 0 // pieces whose thread changed under them (timed by wall)
-	runFork := func(f fork, p piece, one bool) float64 {
+	runFork := func(f fork, p func(mat, int, int), one bool) float64 {
 		run := func(j int) {
 			q := f.pieces[j]
 			w0, c0 := wallClock(), rawThreadCPU()
@@ -405,8 +440,8 @@ func BenchmarkReadLadder(b *testing.B) {
 					wall[k], cpu[k] = append(wall[k], tw[k]), append(cpu[k], tc[k])
 				}
 			}
-			fmt.Fprintf(os.Stderr, "ladder %d core(s), %d rounds of %d blocks, load %s -> %s, %d pieces timed by wall: rate over %s's, wall med [min max] | cpu med [min max] | GB/s median (wall)\n",
-				th, rounds, blocks, l0, loadAvg(), odd, rungs[0].name)
+			fmt.Fprintf(os.Stderr, "%s %d core(s), %d rounds of %d blocks, load %s -> %s, %d pieces timed by wall: rate over %s's, wall med [min max] | cpu med [min max] | GB/s median (wall)\n",
+				label, th, rounds, blocks, l0, loadAvg(), odd, rungs[0].name)
 			odd = 0
 			// the rounds whose probe read at fast GB/s or more, apart: the
 			// host's fast phase, where the kernel's share is in question
@@ -435,7 +470,7 @@ func BenchmarkReadLadder(b *testing.B) {
 					slices.Sort(fw)
 					fastS = fmt.Sprintf(" | %d rounds >= %.0f GB/s: wall %.3f [%.3f %.3f]", len(fw), fast, fw[len(fw)/2], fw[0], fw[len(fw)-1])
 				}
-				fmt.Fprintf(os.Stderr, "  %-7s wall %.3f [%.3f %.3f] pooled %.3f | cpu %.3f [%.3f %.3f] | %.1f GB/s%s\n",
+				fmt.Fprintf(os.Stderr, "  %-9s wall %.3f [%.3f %.3f] pooled %.3f | cpu %.3f [%.3f %.3f] | %.1f GB/s%s\n",
 					rungs[k].name, rw[rounds/2], rw[0], rw[rounds-1], sumOf(sw0)/sumOf(swk), rc[rounds/2], rc[0], rc[rounds-1], median(gbs), fastS)
 				b.ReportMetric(rw[rounds/2], fmt.Sprintf("%s-%dc-wall", rungs[k].name, th))
 			}

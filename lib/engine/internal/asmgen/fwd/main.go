@@ -53,6 +53,11 @@ func Generate() (asm, decl []byte, err error) {
 			rowMulti(ctx, bf, v)
 		}
 	}
+	for _, v := range rowMultiVecs {
+		for _, bf := range []bool{false, true} {
+			rowsMulti(ctx, bf, v)
+		}
+	}
 	for _, k := range colsK {
 		cols(ctx, k)
 	}

@@ -26,11 +26,7 @@ var rowMultiVecs = []int{2, 3}
 // again from L1 or L2 and widens it again: at two and three vectors a
 // step, the kernel's work grows by a whole one-vector pass a vector.
 func rowMulti(ctx *build.Context, bf bool, vecs int) {
-	const streams = 4
-	groups := 1
-	for 2*groups*streams*vecs <= 16 {
-		groups *= 2
-	}
+	groups := rowMultiGroupsOf(vecs)
 	w := weightsOf(bf)
 	args := ""
 	for v := range vecs {
@@ -47,6 +43,27 @@ func rowMulti(ctx *build.Context, bf bool, vecs int) {
 		ctx.Load(ctx.Param(fmt.Sprintf("x%d", v)), xs[v])
 	}
 	a := loadLongArgs(ctx, w)
+	rowMultiGroups(ctx, w, vecs, groups, a, xs, "")
+	row16Finish(ctx, bf)
+}
+
+// rowMultiGroupsOf is the rows of each stream fwdRowMulti<vecs> takes a
+// call: 16/vecs rows a stream rounded down to a power of two.
+func rowMultiGroupsOf(vecs int) int {
+	const streams = 4
+	groups := 1
+	for 2*groups*streams*vecs <= 16 {
+		groups *= 2
+	}
+	return groups
+}
+
+// rowMultiGroups emits fwdRowMulti's groups row groups (rows i..i+groups-1
+// of each stream from a.base, which they leave groups rows on) for the
+// vectors at xs into the accumulators; label tells the loops' labels
+// apart where a function emits them more than once.
+func rowMultiGroups(ctx *build.Context, w weights, vecs, groups int, a longArgs, xs []reg.GPVirtual, label string) {
+	const streams = 4
 	pc, pw, cnt := ctx.GP64(), ctx.GP64(), ctx.GP64()
 	u := 64 / (16 * w.Size) // chunks per weight line
 	at := func(s, disp int) Mem { return a.at(pw, s, disp) }
@@ -90,7 +107,7 @@ func rowMulti(ctx *build.Context, bf bool, vecs int) {
 				weight(s, at(s, 0), mask)
 			}
 		}
-		a.group(ctx, g, u, w.Size, pc, pw, cnt, func() { ctx.XORQ(pc, pc) }, func() {
+		a.groupLabelled(ctx, label, g, u, w.Size, pc, pw, cnt, func() { ctx.XORQ(pc, pc) }, func() {
 			for s := range streams {
 				ctx.PREFETCHT1(at(s, rowLongAhead))
 			}
@@ -102,5 +119,136 @@ func rowMulti(ctx *build.Context, bf bool, vecs int) {
 			}
 		}, step)
 	}
-	row16Finish(ctx, bf)
+}
+
+// rowsMulti generates fwdRowsMulti<V><F32|BF16>(x0, …, x<V-1>, w, stride,
+// n, span, rows, y0, …, y<V-1>, ystride, acc): fwdRowMulti<V> over rows
+// rows of each of the four streams (a multiple of its rows a call) in one
+// call, each vector's sums stored to y_v[s·ystride + i] (or added to
+// them where acc is not 0: y + v, putRow's order). The same accumulators,
+// order and tree as fwdRowMulti a call at a time, so the same bits; what
+// it saves is fwdRowsMulti's Go loop (a call, the 16 sums through memory
+// and a putRow a stream and vector every one or two rows), the cost
+// rowsLong took out of fwdRowsLong. The y pointers and the block count
+// live in the frame: the loop's registers (three x pointers, the long
+// arguments and the group's counters) leave none for them.
+func rowsMulti(ctx *build.Context, bf bool, vecs int) {
+	groups := rowMultiGroupsOf(vecs)
+	w := weightsOf(bf)
+	xargs, yargs := "", ""
+	for v := range vecs {
+		xargs += fmt.Sprintf("x%d, ", v)
+		yargs += fmt.Sprintf("y%d, ", v)
+	}
+	asmout.Kernel(ctx, fmt.Sprintf("fwdRowsMulti%d%s", vecs, w.Suffix),
+		fmt.Sprintf("func(%s *float32, w %s, stride, n, span, rows int, %s *float32, ystride, acc int)",
+			xargs[:len(xargs)-2], w.GoType, yargs[:len(yargs)-2]))
+	blocks := ctx.AllocLocal(8)
+	yl := ctx.AllocLocal(8 * vecs)
+	yat := func(v int) Mem { return yl.Offset(8 * v) }
+	if bf {
+		ctx.VMOVDQU32(row16WidenCtl, row16Ctl)
+	}
+	{
+		t := ctx.GP64()
+		for v := range vecs {
+			ctx.Load(ctx.Param(fmt.Sprintf("y%d", v)), t)
+			ctx.MOVQ(t, yat(v))
+		}
+		ctx.Load(ctx.Param("rows"), t)
+		ctx.SHRQ(U8(asmout.Log2(groups)), t)
+		ctx.MOVQ(t, blocks)
+		ctx.TESTQ(t, t)
+		ctx.JZ(LabelRef("done"))
+	}
+	xs := make([]reg.GPVirtual, vecs)
+	for v := range xs {
+		xs[v] = ctx.GP64()
+		ctx.Load(ctx.Param(fmt.Sprintf("x%d", v)), xs[v])
+	}
+	a := loadLongArgs(ctx, w)
+	ctx.Label("block")
+	rowMultiGroups(ctx, w, vecs, groups, a, xs, "b")
+	if bf {
+		for i := range 16 { // the lanes back in column order, for the tree
+			swapQuarters(ctx, zmm(i))
+		}
+	}
+	reduce16(ctx)
+	// Z0's lane 4·groups·v + s·groups + r is vector v's stream s, row r.
+	ys, yp, y2, flag := ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
+	ctx.Load(ctx.Param("ystride"), ys)
+	ctx.SHLQ(U8(2), ys)
+	ctx.Load(ctx.Param("acc"), flag)
+	// out is stream s's row in the vector at yp (y2 = yp + 2·ystride).
+	out := func(s int) Mem {
+		switch s {
+		case 0:
+			return Mem{Base: yp}
+		case 1:
+			return Mem{Base: yp, Index: ys, Scale: 1}
+		case 2:
+			return Mem{Base: y2}
+		}
+		return Mem{Base: y2, Index: ys, Scale: 1}
+	}
+	// X1 and X2 are free: the tree leaves the sums in Z0, and the
+	// accumulators are cleared after the stores.
+	for v := range vecs {
+		ctx.MOVQ(yat(v), yp)
+		ctx.LEAQ(Mem{Base: yp, Index: ys, Scale: 2}, y2)
+		add, stored := fmt.Sprintf("add%d", v), fmt.Sprintf("stored%d", v)
+		ctx.TESTQ(flag, flag)
+		ctx.JNZ(LabelRef(add))
+		switch groups {
+		case 2: // quarter 2v+h: streams 2h and 2h+1, two rows each
+			for h := range 2 {
+				ctx.VEXTRACTF32X4(U8(2*v+h), reg.Z0, reg.X1)
+				ctx.VMOVLPS(reg.X1, out(2*h))
+				ctx.VMOVHPS(reg.X1, out(2*h+1))
+			}
+		case 1: // quarter v: the four streams' rows
+			ctx.VEXTRACTF32X4(U8(v), reg.Z0, reg.X1)
+			ctx.VMOVSS(reg.X1, out(0))
+			for s := 1; s < 4; s++ {
+				ctx.VEXTRACTPS(U8(s), reg.X1, out(s))
+			}
+		default:
+			panic(fmt.Sprintf("rowsMulti: %d rows a stream", groups))
+		}
+		ctx.JMP(LabelRef(stored))
+		ctx.Label(add)
+		switch groups {
+		case 2:
+			for h := range 2 {
+				ctx.VEXTRACTF32X4(U8(2*v+h), reg.Z0, reg.X1)
+				ctx.VMOVSD(out(2*h), reg.X2)
+				ctx.VMOVHPS(out(2*h+1), reg.X2, reg.X2)
+				ctx.VADDPS(reg.X1, reg.X2, reg.X2) // y + v, the first operand y
+				ctx.VMOVLPS(reg.X2, out(2*h))
+				ctx.VMOVHPS(reg.X2, out(2*h+1))
+			}
+		case 1:
+			ctx.VEXTRACTF32X4(U8(v), reg.Z0, reg.X1)
+			ctx.VMOVSS(out(0), reg.X2)
+			for s := 1; s < 4; s++ {
+				ctx.VINSERTPS(U8(s<<4), out(s), reg.X2, reg.X2)
+			}
+			ctx.VADDPS(reg.X1, reg.X2, reg.X2)
+			ctx.VMOVSS(reg.X2, out(0))
+			for s := 1; s < 4; s++ {
+				ctx.VEXTRACTPS(U8(s), reg.X2, out(s))
+			}
+		}
+		ctx.Label(stored)
+		ctx.ADDQ(U8(4*groups), yat(v))
+	}
+	for i := range 16 {
+		ctx.VPXORD(zmm(i), zmm(i), zmm(i))
+	}
+	ctx.DECQ(blocks)
+	ctx.JNZ(LabelRef("block"))
+	ctx.Label("done")
+	ctx.VZEROUPPER()
+	ctx.RET()
 }
