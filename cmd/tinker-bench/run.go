@@ -51,7 +51,10 @@ func runBench(args []string) error {
 	}
 	labels := make([]string, len(cmds))
 	for c, cmd := range cmds {
-		labels[c] = fmt.Sprintf("[%d] %s", c+1, cmd[0])
+		labels[c] = fmt.Sprintf("[%d] %s", c+1, strings.Join(cmd, " "))
+		if len(labels[c]) > 30 {
+			labels[c] = labels[c][:29] + "…"
+		}
 		fmt.Printf("[%d] %s\n", c+1, strings.Join(cmd, " "))
 	}
 	res := mediansOf(samples)

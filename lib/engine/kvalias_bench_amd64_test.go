@@ -253,3 +253,58 @@ func selfHWM() float64 {
 	}
 	return 0
 }
+
+// BenchmarkLeaderPrefill prefills ALIAS_POS (default 1024) prompt
+// positions on the 0.6B shape with bfloat16 weights (ALIAS_DTYPE=
+// bf16-compute: on the bf16 compute path) into a fresh heap cache (as
+// before kvAliasLeader), a memory file's mapping (newKVAliasPromptCache)
+// and anonymous memory (newKVAliasOwnCache), ALIAS_ROUNDS (default 3)
+// rounds of the three in turn, each made within its timing (the heap's
+// reusing the previous round's freed pages, as the pool would): it
+// prints each round's wall and process CPU of the two over the heap's,
+// and the time each cache took to make.
+func BenchmarkLeaderPrefill(b *testing.B) {
+	m := qwen3SmallBF16(b, "leader-prefill")
+	if os.Getenv("ALIAS_DTYPE") == "bf16-compute" {
+		if !bf16Compute() {
+			b.Skip("this CPU has no AVX512-BF16: no bf16 compute path")
+		}
+		m.w.withBF16Compute()
+	}
+	p, rounds := envInt("ALIAS_POS", 1024), envInt("ALIAS_ROUNDS", 3)
+	kw, vw := m.cfg.cacheWidths()
+	layers := m.cfg.Layers
+	makers := []func() *kvCache{
+		func() *kvCache { return m.newCache(p) },
+		func() *kvCache { return newKVAliasPromptCache(layers, kw, vw, p) },
+		func() *kvCache { return newKVAliasOwnCache(layers, kw, vw, p, p) },
+	}
+	ws := &workspace{}
+	for b.Loop() {
+		for round := range rounds {
+			var wall, cpu, made [3]float64
+			for k := range 3 {
+				v := (k + round) % 3
+				runtime.GC()
+				t0, c0 := time.Now(), processCPU()
+				c := makers[v]()
+				if c == nil {
+					b.Fatalf("variant %d: no cache", v)
+				}
+				made[v] = time.Since(t0).Seconds()
+				for lo := 0; lo < p; lo += prefillChunk {
+					var rows []row
+					for i := lo; i < min(p, lo+prefillChunk); i++ {
+						rows = append(rows, row{seq: c, token: (i*131 + 7) % m.cfg.VocabSize, pos: i, logits: i == p-1})
+					}
+					m.forward(ws, rows)
+				}
+				wall[v], cpu[v] = time.Since(t0).Seconds(), processCPU()-c0
+				var pool *kvPool
+				pool.put(c) // unmaps the mapped ones
+			}
+			fmt.Fprintf(os.Stderr, "leader prefill P=%d round %d: heap %.2f s (CPU %.2f) | file/heap wall %.3f CPU %.3f | anon/heap wall %.3f CPU %.3f | made in ms: heap %.0f file %.0f anon %.0f | load %s\n",
+				p, round, wall[0], cpu[0], wall[1]/wall[0], cpu[1]/cpu[0], wall[2]/wall[0], cpu[2]/cpu[0], 1e3*made[0], 1e3*made[1], 1e3*made[2], loadAvg())
+		}
+	}
+}
