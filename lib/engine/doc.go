@@ -278,9 +278,14 @@
 //     (TestKVAliasSameBits); a 16-row group's prompt cache takes a
 //     tenth of the memory and its steps read it from L3. The bf16
 //     compute path's own copies are mapped from a file in their layout
-//     the same way (kvAliasBF16, kvalias_bf16_linux.go).
+//     the same way (kvAliasBF16, kvalias_bf16_linux.go). A num_samples
+//     request's own prompt cache is that memory file, prefilled in
+//     place (kvAliasLeader), and a long single request's cache takes
+//     the file's pages once it is followed (kvAliasLeaderSingle): the
+//     prompt is held once.
 //     (docs/engine-decoding.md, "A group's prompt mapped once (kvAliasPrefix)"),
-//     (docs/engine-decoding.md, "The bf16 path's copies mapped too (kvAliasBF16)")
+//     (docs/engine-decoding.md, "The bf16 path's copies mapped too (kvAliasBF16)"),
+//     (docs/engine-decoding.md, "The leader's cache held once (kvAliasLeader)")
 //
 // # Training
 //
