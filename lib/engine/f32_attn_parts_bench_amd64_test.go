@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 	"unsafe"
 )
 
@@ -202,30 +201,6 @@ func f32BlockedSums(out, sc []float32, ld int, vals []float32, kvd, hd, group, n
 			}
 		}
 	}
-}
-
-// hotUnits is coldUnits without the eviction before.
-func hotUnits(procs, units int, do func(w, k int)) time.Duration {
-	var next sync.Mutex
-	u := 0
-	t0 := time.Now()
-	var wg sync.WaitGroup
-	for w := range procs {
-		wg.Go(func() {
-			for {
-				next.Lock()
-				k := u
-				u++
-				next.Unlock()
-				if k >= units {
-					return
-				}
-				do(w, k)
-			}
-		})
-	}
-	wg.Wait()
-	return time.Since(t0)
 }
 
 // sumsBlock reports whether part is BenchmarkF32AttnParts' sums (blocks

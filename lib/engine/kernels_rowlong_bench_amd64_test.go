@@ -534,19 +534,27 @@ func TestRowsLongOneMatchesScalar(t *testing.T) {
 // wants every logit and every cached key and value to keep its bits,
 // float32 and bfloat16 weights.
 func TestDecodeRowsOneSameBits(t *testing.T) {
+	decodeSwitchSameBits(t, "rows-one", &rowsLongOne)
+}
+
+// decodeSwitchSameBits decodes (decodeSteps) the small Qwen3 model in
+// float32 and bfloat16, unfused and in one fork a step, with the kernel
+// switch *sw off and on, and wants every logit and cached key and value
+// to keep its bits.
+func decodeSwitchSameBits(t *testing.T, name string, sw *bool) {
 	if !fwdAsm || !useSIMD {
 		t.Skip("the AVX-512 kernels need a CPU with AVX-512")
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
 	defer func(o, v, l, k, h bool) {
-		rowsLongOne, decodeFuse, fuseLayer, fuseToken, fuseHead = o, v, l, k, h
-	}(rowsLongOne, decodeFuse, fuseLayer, fuseToken, fuseHead)
+		*sw, decodeFuse, fuseLayer, fuseToken, fuseHead = o, v, l, k, h
+	}(*sw, decodeFuse, fuseLayer, fuseToken, fuseHead)
 	for _, dtype := range []string{"f32", "bf16"} {
-		m, _ := fuseTestModel(t, models.Qwen3, dtype, "rows-one", 13, 5)
+		m, _ := fuseTestModel(t, models.Qwen3, dtype, name, 13, 5)
 		for _, forks := range []int{0, 4} {
-			rowsLongOne = false
+			*sw = false
 			logitsOff, cachesOff, _ := decodeSteps(t, m, forks, nil)
-			rowsLongOne = true
+			*sw = true
 			logitsOn, cachesOn, _ := decodeSteps(t, m, forks, nil)
 			what := fmt.Sprintf("%s, forks %d:", dtype, forks)
 			fuseSameBits(t, what+" logits", logitsOff, logitsOn)

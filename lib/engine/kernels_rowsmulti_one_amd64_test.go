@@ -5,10 +5,7 @@ package engine
 import (
 	"fmt"
 	"math"
-	"runtime"
 	"testing"
-
-	"github.com/tinkershell/tinker/lib/models"
 )
 
 // TestRowsMultiOneSameBits runs fwdRowsMulti over two and three vectors
@@ -107,25 +104,7 @@ func weightAt(w mat, j, k int) float64 {
 // wants the logits' and caches' bits the same, float32 and bfloat16
 // weights, unfused and on the fused fork.
 func TestDecodeRowsMultiOneSameBits(t *testing.T) {
-	if !fwdAsm || !useSIMD {
-		t.Skip("the AVX-512 kernels need a CPU with AVX-512")
-	}
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
-	defer func(o, v, l, k, h bool) {
-		rowsMultiOne, decodeFuse, fuseLayer, fuseToken, fuseHead = o, v, l, k, h
-	}(rowsMultiOne, decodeFuse, fuseLayer, fuseToken, fuseHead)
-	for _, dtype := range []string{"f32", "bf16"} {
-		m, _ := fuseTestModel(t, models.Qwen3, dtype, "rows-multi-one", 13, 5)
-		for _, forks := range []int{0, 4} {
-			rowsMultiOne = false
-			logitsOff, cachesOff, _ := decodeSteps(t, m, forks, nil)
-			rowsMultiOne = true
-			logitsOn, cachesOn, _ := decodeSteps(t, m, forks, nil)
-			what := fmt.Sprintf("%s, forks %d:", dtype, forks)
-			fuseSameBits(t, what+" logits", logitsOff, logitsOn)
-			fuseSameBits(t, what+" caches", cachesOff, cachesOn)
-		}
-	}
+	decodeSwitchSameBits(t, "rows-multi-one", &rowsMultiOne)
 }
 
 // ROWS_SWITCH=multione: rowsMultiOne (BenchmarkDecodeRows).

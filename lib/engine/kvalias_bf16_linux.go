@@ -125,8 +125,7 @@ func (f *kvAliasBF16File) row(c, d *kvCache, n, capacity int) bool {
 		return false
 	}
 	const maps = 2 // the mapping, and one to spare
-	if kvAliasMaps.Add(maps) > kvAliasLimit() {
-		kvAliasMaps.Add(-maps)
+	if !kvAliasTake(maps) {
 		return false
 	}
 	base := f.mapRow()

@@ -13,6 +13,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// kvAliasArrays is the bytes of a layer's key and value arrays for n
+// positions of widths kw and vw, each rounded up to whole pages.
+func kvAliasArrays(n, kw, vw int) (ka, va int) {
+	round := func(b int) int { return (b + kvAliasPage - 1) &^ (kvAliasPage - 1) }
+	return round(4 * n * kw), round(4 * n * vw)
+}
+
+// kvAliasTake counts n more mappings against the bound and reports
+// whether they fit (when not, the count is left as it was).
+func kvAliasTake(n int64) bool {
+	if kvAliasMaps.Add(n) > kvAliasLimit() {
+		kvAliasMaps.Add(-n)
+		return false
+	}
+	return true
+}
+
 // kvAliasPage is the system's page: file offsets and fixed addresses of
 // mappings must be multiples of it.
 var kvAliasPage = os.Getpagesize()
@@ -181,8 +198,7 @@ func (f *kvAliasFile) row(c *kvCache, n, room, capacity int) *kvCache {
 	// The reservation, split by each array's file pages: a mapping for
 	// those and one for the rest of the array, and one to spare.
 	maps := int64(4*layers + 1)
-	if kvAliasMaps.Add(maps) > kvAliasLimit() {
-		kvAliasMaps.Add(-maps)
+	if !kvAliasTake(maps) {
 		return nil
 	}
 	size := uintptr(layers) * (ka + va)
@@ -240,13 +256,10 @@ func newKVAliasPromptCache(layers, kw, vw, n int) *kvCache {
 	if kvAliasFail || layers == 0 || n <= 0 {
 		return nil
 	}
-	pg := kvAliasPage
-	round := func(b int) int { return (b + pg - 1) &^ (pg - 1) }
-	ka, va := round(4*n*kw), round(4*n*vw)
+	ka, va := kvAliasArrays(n, kw, vw)
 	per := ka + va
 	const maps = 2 // the mapping, and one to spare
-	if kvAliasMaps.Add(maps) > kvAliasLimit() {
-		kvAliasMaps.Add(-maps)
+	if !kvAliasTake(maps) {
 		return nil
 	}
 	size := uintptr(layers * per)
@@ -271,7 +284,7 @@ func newKVAliasPromptCache(layers, kw, vw, n int) *kvCache {
 		kvAliasMaps.Add(-maps)
 		return nil
 	}
-	f := &kvAliasFile{kvAliasFd: fd, kb: 4 * n * kw / pg * pg, vb: 4 * n * vw / pg * pg, per: int64(per), voff: int64(ka)}
+	f := &kvAliasFile{kvAliasFd: fd, kb: 4 * n * kw / kvAliasPage * kvAliasPage, vb: 4 * n * vw / kvAliasPage * kvAliasPage, per: int64(per), voff: int64(ka)}
 	runtime.AddCleanup(f, (*kvAliasFd).close, f.kvAliasFd) // as newKVAliasFile's
 	r := &kvAliasRow{mem: kvAliasMem{p: base, size: size}, maps: maps}
 	c := &kvCache{k: make([][]float32, layers), v: make([][]float32, layers), kw: kw, vw: vw, alias: r,
@@ -305,13 +318,10 @@ func newKVAliasOwnCache(layers, kw, vw, room, capacity int) *kvCache {
 		return nil
 	}
 	capacity = max(capacity, room)
-	pg := kvAliasPage
-	round := func(b int) int { return (b + pg - 1) &^ (pg - 1) }
-	ka, va := round(4*capacity*kw), round(4*capacity*vw)
+	ka, va := kvAliasArrays(capacity, kw, vw)
 	per := ka + va
 	const maps = 2 // the mapping, and one to spare
-	if kvAliasMaps.Add(maps) > kvAliasLimit() {
-		kvAliasMaps.Add(-maps)
+	if !kvAliasTake(maps) {
 		return nil
 	}
 	size := uintptr(layers * per)
@@ -359,8 +369,7 @@ func (c *kvCache) remapPrompt(f *kvAliasFile, n int) bool {
 	}
 	// Each array split in two: 4 a layer.
 	maps := int64(4 * len(c.k))
-	if kvAliasMaps.Add(maps) > kvAliasLimit() {
-		kvAliasMaps.Add(-maps)
+	if !kvAliasTake(maps) {
 		return false
 	}
 	r.own, r.maps = false, r.maps+maps

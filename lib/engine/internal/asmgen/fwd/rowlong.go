@@ -179,17 +179,7 @@ func rowsLong(ctx *build.Context, bf bool, v rowLongVariant) {
 	ctx.Load(ctx.Param("ystride"), ys)
 	ctx.SHLQ(U8(2), ys)
 	ctx.LEAQ(Mem{Base: y, Index: ys, Scale: 2}, y2)
-	out := func(s int) Mem {
-		switch s {
-		case 0:
-			return Mem{Base: y}
-		case 1:
-			return Mem{Base: y, Index: ys, Scale: 1}
-		case 2:
-			return Mem{Base: y2}
-		}
-		return Mem{Base: y2, Index: ys, Scale: 1}
-	}
+	out := streamRows(y, y2, ys)
 	flag := ctx.GP64()
 	ctx.Load(ctx.Param("acc"), flag)
 	ctx.TESTQ(flag, flag)
@@ -306,4 +296,20 @@ func (a longArgs) groupLabelled(ctx *build.Context, label string, g, u, size int
 	step(reg.K1)
 	ctx.Label(next)
 	ctx.ADDQ(a.stride, a.base)
+}
+
+// streamRows addresses the four streams' output rows of a vector at y,
+// ys bytes apart, with y2 = y + 2·ys: stream s's row is out(s).
+func streamRows(y, y2, ys reg.Register) func(s int) Mem {
+	return func(s int) Mem {
+		switch s {
+		case 0:
+			return Mem{Base: y}
+		case 1:
+			return Mem{Base: y, Index: ys, Scale: 1}
+		case 2:
+			return Mem{Base: y2}
+		}
+		return Mem{Base: y2, Index: ys, Scale: 1}
+	}
 }

@@ -181,17 +181,7 @@ func rowsMulti(ctx *build.Context, bf bool, vecs int) {
 	ctx.SHLQ(U8(2), ys)
 	ctx.Load(ctx.Param("acc"), flag)
 	// out is stream s's row in the vector at yp (y2 = yp + 2·ystride).
-	out := func(s int) Mem {
-		switch s {
-		case 0:
-			return Mem{Base: yp}
-		case 1:
-			return Mem{Base: yp, Index: ys, Scale: 1}
-		case 2:
-			return Mem{Base: y2}
-		}
-		return Mem{Base: y2, Index: ys, Scale: 1}
-	}
+	out := streamRows(yp, y2, ys)
 	// X1 and X2 are free: the tree leaves the sums in Z0, and the
 	// accumulators are cleared after the stores.
 	for v := range vecs {
