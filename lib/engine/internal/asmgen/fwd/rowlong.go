@@ -112,7 +112,7 @@ func rowLongGroups(ctx *build.Context, w weights, v rowLongVariant, a longArgs, 
 				weight(s, at(s, 0), zmm(16), mask, true)
 			}
 		}
-		a.groupLabelled(ctx, label, g, u, w.Size, px, pw, cnt, func() { ctx.MOVQ(x0, px) }, func() {
+		a.group(ctx, label, g, u, w.Size, px, pw, cnt, func() { ctx.MOVQ(x0, px) }, func() {
 			for s := range streams {
 				if v.ahead > 0 {
 					ctx.PREFETCHT1(at(s, v.ahead))
@@ -260,13 +260,9 @@ func nth(base reg.GPVirtual, i, disp int, d, d3 reg.GPVirtual) Mem {
 // weights of size bytes), line is one pass over a weight line of every
 // stream (u chunks), step one chunk (masked by K1 for the tail). The
 // chunks past whole lines go one at a time, then the masked tail; base
-// then moves to the group's next rows.
-func (a longArgs) group(ctx *build.Context, g, u, size int, px, pw, cnt reg.GPVirtual, start, line func(), step func(mask reg.Register)) {
-	a.groupLabelled(ctx, "", g, u, size, px, pw, cnt, start, line, step)
-}
-
-// groupLabelled is group with label before its labels' numbers.
-func (a longArgs) groupLabelled(ctx *build.Context, label string, g, u, size int, px, pw, cnt reg.GPVirtual, start, line func(), step func(mask reg.Register)) {
+// then moves to the group's next rows. label goes before its labels'
+// numbers (a kernel emitting groups in two loops).
+func (a longArgs) group(ctx *build.Context, label string, g, u, size int, px, pw, cnt reg.GPVirtual, start, line func(), step func(mask reg.Register)) {
 	loop, rest, restLoop, tl, next := fmt.Sprintf("long%s%d", label, g), fmt.Sprintf("rest%s%d", label, g), fmt.Sprintf("restloop%s%d", label, g), fmt.Sprintf("tail%s%d", label, g), fmt.Sprintf("next%s%d", label, g)
 	start()
 	ctx.MOVQ(a.base, pw)

@@ -107,7 +107,7 @@ func rowMultiGroups(ctx *build.Context, w weights, vecs, groups int, a longArgs,
 				weight(s, at(s, 0), mask)
 			}
 		}
-		a.groupLabelled(ctx, label, g, u, w.Size, pc, pw, cnt, func() { ctx.XORQ(pc, pc) }, func() {
+		a.group(ctx, label, g, u, w.Size, pc, pw, cnt, func() { ctx.XORQ(pc, pc) }, func() {
 			for s := range streams {
 				ctx.PREFETCHT1(at(s, rowLongAhead))
 			}
