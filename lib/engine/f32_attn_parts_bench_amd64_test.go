@@ -85,12 +85,12 @@ func BenchmarkF32AttnParts(b *testing.B) {
 			kv0 := (k % split) * per
 			kv1 := kv0 + per
 			if blk, ok := sumsBlock(part); ok {
-				f32BlockedSums(wk.out, wk.sc, ld, r.v, kvd, hd, group, P, kv0, kv1, blk)
+				blockedSums(wk.out, wk.sc, ld, r.v, kvd, hd, group, P, kv0, kv1, blk)
 				return
 			}
 			switch part {
 			case "scores":
-				f32BlockedScores(wk.sc, ld, wk.q, r.k, kvd, hd, group, P, kv0, kv1)
+				blockedScores(wk.sc, ld, wk.q, r.k, kvd, hd, group, P, kv0, kv1, loneBlockRows)
 			case "all":
 				if !attendHeadsBlocked(&wk.buf, wk.q, wk.out, r.k, r.v, kvd, hd, group, P, kv0, kv1, scale, nil) {
 					panic("attendHeadsBlocked did not run")
@@ -170,35 +170,6 @@ func BenchmarkF32AttnParts(b *testing.B) {
 			}
 			fmt.Fprintf(os.Stderr, "f32 part %-8s P=%d split=%d: median %.2f ms (cpu %.2f), %.1f GB/s; rate/%s:%s | load %s -> %s\n",
 				part, P, split, 1e3*median(ts[i]), 1e3*median(cs[i]), bytesOf(part)/median(ts[i])/1e9, parts[0], fig, l0, loadAvg())
-		}
-	}
-}
-
-// f32BlockedScores is attendHeadsBlocked's score loop alone.
-func f32BlockedScores(sc []float32, ld int, q, keys []float32, kvd, hd, group, npos, kv0, kv1 int) {
-	h0 := kv0 * group
-	for t0 := 0; t0 < npos; t0 += loneBlockRows {
-		n := min(loneBlockRows, npos-t0)
-		for kvh := kv0; kvh < kv1; kvh++ {
-			k := &keys[t0*kvd+kvh*hd]
-			attnRowDots[group-1](&sc[(kvh*group-h0)*ld+t0], uintptr(4*ld), &q[kvh*group*hd], uintptr(4*hd), k, k, uintptr(4*kvd), hd, n)
-		}
-	}
-}
-
-// f32BlockedSums is attendHeadsBlocked's weighted sums alone.
-func f32BlockedSums(out, sc []float32, ld int, vals []float32, kvd, hd, group, npos, kv0, kv1, blk int) {
-	h0 := kv0 * group
-	for t0 := 0; t0 < npos; t0 += blk {
-		n := min(blk, npos-t0)
-		for kvh := kv0; kvh < kv1; kvh++ {
-			for g0 := 0; g0 < group; g0 += len(attnTileWP) {
-				r := min(len(attnTileWP), group-g0)
-				h := kvh*group + g0
-				for col := 0; col < hd; col += 128 {
-					attnTileWP[r-1](&out[h*hd+col], uintptr(4*hd), &sc[(h-h0)*ld+t0], uintptr(4*ld), 4, &vals[t0*kvd+kvh*hd+col], uintptr(4*kvd), n)
-				}
-			}
 		}
 	}
 }

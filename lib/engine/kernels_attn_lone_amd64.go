@@ -148,13 +148,7 @@ func attendHeadsBlocked(buf *[]float32, q, out, keys, vals []float32, kvd, hd, g
 	sc := (*buf)[:(h1-h0)*ld]
 	_ = keys[(npos-1)*kvd+kv1*hd-1] // the last key's last element
 	_ = vals[(npos-1)*kvd+kv1*hd-1]
-	for t0 := 0; t0 < npos; t0 += loneBlockRows {
-		n := min(loneBlockRows, npos-t0) // a multiple of four but the last: the padding lands on the next block's
-		for kvh := kv0; kvh < kv1; kvh++ {
-			k := &keys[t0*kvd+kvh*hd]
-			attnRowDots[group-1](&sc[(kvh*group-h0)*ld+t0], uintptr(4*ld), &q[kvh*group*hd], uintptr(4*hd), k, k, uintptr(4*kvd), hd, n)
-		}
-	}
+	blockedScores(sc, ld, q, keys, kvd, hd, group, npos, kv0, kv1, loneBlockRows)
 	var rs [8][]float32
 	for kvh := kv0; kvh < kv1; kvh++ {
 		for g0 := 0; g0 < group; g0 += len(rs) {
@@ -166,10 +160,31 @@ func attendHeadsBlocked(buf *[]float32, q, out, keys, vals []float32, kvd, hd, g
 			softmaxRows(rs[:r], scale, sinks, kvh*group+g0, r)
 		}
 	}
-	o := out[h0*hd : h1*hd]
-	clear(o)
-	for t0 := 0; t0 < npos; t0 += loneBlockRows {
-		n := min(loneBlockRows, npos-t0)
+	clear(out[h0*hd : h1*hd])
+	blockedSums(out, sc, ld, vals, kvd, hd, group, npos, kv0, kv1, loneBlockRows)
+	return true
+}
+
+// blockedScores is attendHeadsBlocked's scores: every KV head in
+// [kv0, kv1) a block of blk positions at a time (blk a multiple of four),
+// head kvh's query heads' rows at sc[(kvh·group-kv0·group)·ld:].
+func blockedScores(sc []float32, ld int, q, keys []float32, kvd, hd, group, npos, kv0, kv1, blk int) {
+	h0 := kv0 * group
+	for t0 := 0; t0 < npos; t0 += blk {
+		n := min(blk, npos-t0) // a multiple of four but the last: the padding lands on the next block's
+		for kvh := kv0; kvh < kv1; kvh++ {
+			k := &keys[t0*kvd+kvh*hd]
+			attnRowDots[group-1](&sc[(kvh*group-h0)*ld+t0], uintptr(4*ld), &q[kvh*group*hd], uintptr(4*hd), k, k, uintptr(4*kvd), hd, n)
+		}
+	}
+}
+
+// blockedSums is attendHeadsBlocked's weighted sums over blockedScores'
+// rows (softmaxed), added into out a block of blk positions at a time.
+func blockedSums(out, sc []float32, ld int, vals []float32, kvd, hd, group, npos, kv0, kv1, blk int) {
+	h0 := kv0 * group
+	for t0 := 0; t0 < npos; t0 += blk {
+		n := min(blk, npos-t0)
 		for kvh := kv0; kvh < kv1; kvh++ {
 			for g0 := 0; g0 < group; g0 += len(attnTileWP) {
 				r := min(len(attnTileWP), group-g0)
@@ -180,5 +195,4 @@ func attendHeadsBlocked(buf *[]float32, q, out, keys, vals []float32, kvd, hd, g
 			}
 		}
 	}
-	return true
 }
