@@ -62,6 +62,22 @@ func randVecs(rng *rand.Rand, m, n int) [][]float32 {
 
 func newOutputs(m, n int) [][]float32 { return randVecs(rand.New(rand.NewPCG(9, 9)), m, n) }
 
+// sameStartOutputs is m random output vectors of n values (base) and
+// three copies of them, for kernels compared on outputs they add into.
+func sameStartOutputs(r *rng, m, n int) (base [][]float32, outs [3][][]float32) {
+	base = newOutputs(m, n)
+	for i := range base {
+		fill(base[i], r, 1)
+	}
+	for k := range outs {
+		outs[k] = newOutputs(m, n)
+		for i := range base {
+			copy(outs[k][i], base[i])
+		}
+	}
+	return base, outs
+}
+
 func TestBF16RoundRowMatchesGo(t *testing.T) {
 	needBF16(t)
 	rng := rand.New(rand.NewPCG(1, 2))

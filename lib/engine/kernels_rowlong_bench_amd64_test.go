@@ -492,17 +492,7 @@ func TestRowsLongOneMatchesScalar(t *testing.T) {
 					for _, span := range [][2]int{{16, 32}, {16, 64}, {0, 80}} {
 						lo, hi := span[0], span[1]
 						what := fmt.Sprintf("n=%d bf16=%v m=%d accumulate=%v rows %d-%d", n, bf, m, acc, lo, hi)
-						base := newOutputs(m, rows)
-						for i := range base {
-							fill(base[i], r, 1)
-						}
-						outs := [3][][]float32{}
-						for k := range outs {
-							outs[k] = newOutputs(m, rows)
-							for i := range base {
-								copy(outs[k][i], base[i])
-							}
-						}
+						base, outs := sameStartOutputs(r, m, rows)
 						rowsLongOne = false
 						fwdRowsLong(w, xs, outs[1], lo, hi, acc)
 						matRowsScalar(w, xs, outs[2], lo, hi, acc)

@@ -35,17 +35,7 @@ func TestRowMultiMatchesRowLong(t *testing.T) {
 					for _, span := range [][2]int{{16, 32}, {16, 64}} {
 						lo, hi := span[0], span[1]
 						what := fmt.Sprintf("n=%d bf16=%v m=%d accumulate=%v rows %d-%d", n, bf, m, acc, lo, hi)
-						base := newOutputs(m, rows)
-						for i := range base {
-							fill(base[i], r, 1)
-						}
-						outs := [3][][]float32{}
-						for k := range outs {
-							outs[k] = newOutputs(m, rows)
-							for i := range base {
-								copy(outs[k][i], base[i])
-							}
-						}
+						_, outs := sameStartOutputs(r, m, rows)
 						fwdRowMulti = true
 						fwdRowsLong(w, xs, outs[0], lo, hi, acc)
 						fwdRowMulti = false

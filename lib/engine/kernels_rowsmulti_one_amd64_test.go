@@ -39,17 +39,7 @@ func TestRowsMultiOneSameBits(t *testing.T) {
 						lo, hi := span[0], span[1]
 						q := (hi - lo) / 4
 						what := fmt.Sprintf("n=%d bf16=%v m=%d accumulate=%v rows %d-%d", n, bf, m, acc, lo, hi)
-						base := newOutputs(m, rows)
-						for i := range base {
-							fill(base[i], r, 1)
-						}
-						var outs [3][][]float32
-						for k := range outs {
-							outs[k] = newOutputs(m, rows)
-							for i := range base {
-								copy(outs[k][i], base[i])
-							}
-						}
+						base, outs := sameStartOutputs(r, m, rows)
 						rowsMultiOne = true
 						fwdRowsMulti(w, xs, outs[0], lo, q, acc)
 						rowsMultiOne = false
