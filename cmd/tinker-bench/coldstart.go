@@ -8,10 +8,11 @@ import (
 )
 
 // coldStart times tinker's start next to /bin/true, a Go program that links
-// net/http, and the floor (a program that initialises every dependency
-// tinker links and does nothing else), the two built here with the
-// Makefile's flags, the runs of each command interleaved so a change in the
-// machine's load falls on all alike.
+// net/http, the floor (a program that initialises every dependency tinker
+// links and does nothing else) and the linked program (tinker returning at
+// the top of main, linked.go), the three built here with the Makefile's
+// flags, the runs of each command interleaved so a change in the machine's
+// load falls on all alike.
 func coldStart(bins []string) error {
 	dir, err := os.MkdirTemp("", "tinker-bench-coldstart-")
 	if err != nil {
@@ -26,9 +27,13 @@ func coldStart(bins []string) error {
 	if err != nil {
 		return err
 	}
-	progs := []string{hello, floor}
-	cmds := []coldCmd{{copies: []string{"/bin/true"}}, {}, {}}
-	labels := []string{"/bin/true", "Go net/http hello world", "floor: dependencies' init"}
+	linked, err := buildLinked(dir)
+	if err != nil {
+		return err
+	}
+	progs := []string{hello, floor, linked}
+	cmds := []coldCmd{{copies: []string{"/bin/true"}}, {}, {}, {}}
+	labels := []string{"/bin/true", "Go net/http hello world", "floor: dependencies' init", "linked: main returns at once"}
 	for i, bin := range bins {
 		tag := ""
 		if len(bins) > 1 {
@@ -40,16 +45,18 @@ func coldStart(bins []string) error {
 		labels = append(labels, "tinker --version"+tag, "tinker -c 1+1"+tag)
 	}
 	// Every program's copies are written now, interleaved (writeCopies):
-	// hello's and the floor's go to cmds[1] and [2], each tinker's to its
-	// two commands.
+	// hello's, the floor's and the linked program's go to cmds[1] to [3],
+	// each tinker's to its two commands.
 	copies, err := writeCopies(progs, dir, copiesPerProgram)
 	if err != nil {
 		return err
 	}
-	cmds[1].copies, cmds[2].copies = copies[0], copies[1]
+	for r := 1; r < refCmds; r++ {
+		cmds[r].copies = copies[r-1]
+	}
 	for i := range bins {
-		c := 3 + 2*i
-		cmds[c].copies, cmds[c+1].copies = copies[2+i], copies[2+i]
+		c := refCmds + 2*i
+		cmds[c].copies, cmds[c+1].copies = copies[refCmds-1+i], copies[refCmds-1+i]
 	}
 	runs := coldRounds(len(cmds))
 	env := append(os.Environ(), "TINKER_API_KEY=", "NO_COLOR=1")
@@ -60,18 +67,23 @@ func coldStart(bins []string) error {
 	res := mediansOf(samples)
 	fmt.Printf("median of %d runs over %d copies of each program; ratios against the Go net/http hello world\n", runs, copiesPerProgram)
 	fmt.Println("floor: an empty main importing every package tinker links but its own; tinker cannot start faster")
+	fmt.Println("linked: this tree's tinker returning at the top of main; above the floor, what linking tinker's code costs")
 	printTable(labels, res, res[1])
 	printPaired(labels, samples, len(bins))
 	return nil
 }
 
-// printPaired prints each tinker's two commands (from cmds[3] on, two a
-// tinker) against the first tinker's, as medians of per-round ratios.
+// refCmds is how many reference commands come before the tinkers' (/bin/true,
+// hello, the floor, the linked program).
+const refCmds = 4
+
+// printPaired prints each tinker's two commands (from cmds[refCmds] on, two
+// a tinker) against the first tinker's, as medians of per-round ratios.
 func printPaired(labels []string, samples [][]result, bins int) {
 	for i := 1; i < bins; i++ {
 		for c := range 2 {
-			a, b := samples[3+2*i+c], samples[3+c]
-			fmt.Printf("%s ÷ [1], median of per-round ratios: wall %.3f, CPU %.3f\n", labels[3+2*i+c],
+			a, b := samples[refCmds+2*i+c], samples[refCmds+c]
+			fmt.Printf("%s ÷ [1], median of per-round ratios: wall %.3f, CPU %.3f\n", labels[refCmds+2*i+c],
 				pairedRatio(a, b, func(r result) float64 { return float64(r.wall) }),
 				pairedRatio(a, b, func(r result) float64 { return float64(r.cpu) }))
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -258,5 +259,56 @@ func TestPairedRatio(t *testing.T) {
 	}
 	if got := pairedRatio(b, b, cpu); got != 1 {
 		t.Errorf("pairedRatio of a build against itself = %v, want 1", got)
+	}
+}
+
+// TestLinkedSource returns at the top of main behind a variable and keeps
+// the rest of main.go, so the linked program links what tinker links; a
+// main.go it cannot place the return in is an error, not a program that
+// runs all of tinker.
+func TestLinkedSource(t *testing.T) {
+	mainGo := "package main\n\nimport \"os\"\n\nfunc main() {\n\tos.Exit(run())\n}\n"
+	got, err := linkedSource(mainGo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "package main\n\nimport \"os\"\n\nfunc main() {\n\tif " + linkedStop + " {\n\t\treturn\n\t}\n\tos.Exit(run())\n}\n"
+	if !strings.HasPrefix(got, want) {
+		t.Errorf("linkedSource:\n%s\nwant it to begin\n%s", got, want)
+	}
+	if !strings.Contains(got, "\nvar "+linkedStop+" = true\n") {
+		t.Errorf("linkedSource does not declare %s true:\n%s", linkedStop, got)
+	}
+	if _, err := linkedSource("package main\n\nfunc run() {}\n"); err == nil {
+		t.Error("linkedSource accepted a main.go without func main")
+	}
+}
+
+// TestLinkedProgramReturnsAtOnce builds the linked program from this tree
+// and runs it: it must say nothing and succeed whatever it is asked (-c
+// '1+1' would print 2 if main ran), and be as large as tinker, which it
+// is only if main's calls stayed linked.
+func TestLinkedProgramReturnsAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	bin, err := buildLinked(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "-c", "1+1").CombinedOutput()
+	if err != nil || len(out) != 0 {
+		t.Fatalf("linked program -c '1+1': %v, output %q; want success and no output", err, out)
+	}
+	tinker := filepath.Join(dir, "tinker")
+	if err := goBuild("../..", tinker, "./cmd/tinker"); err != nil {
+		t.Fatal(err)
+	}
+	a, errA := os.Stat(bin)
+	b, errB := os.Stat(tinker)
+	if errA != nil || errB != nil {
+		t.Fatal(errA, errB)
+	}
+	// Only main.go's few lines differ.
+	if d := a.Size() - b.Size(); d < -64<<10 || d > 64<<10 {
+		t.Errorf("linked program is %d bytes, tinker %d: main's calls were not linked", a.Size(), b.Size())
 	}
 }
