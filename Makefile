@@ -77,7 +77,7 @@ bench: build bench-shell bench-list $(BENCH_TARGETS)
 
 # BENCH_OTHER=path/to/tinker measures another build in the same runs.
 bench-shell: build
-	@echo "== cold start (medians of interleaved runs over 8 copies of each program, in a balanced order: wall, CPU, page faults, next to /bin/true, a Go net/http program and the floor: tinker's dependencies initialised by an empty main)"
+	@echo "== cold start (medians of interleaved runs over 8 copies of each program, in a balanced order: wall, CPU, page faults, next to /bin/true, a Go net/http program, the floor: tinker's dependencies initialised by an empty main, and the linked program: tinker returning at the top of main)"
 	$(GO) run ./cmd/tinker-bench coldstart $(BIN) $(BENCH_OTHER)
 	@echo "== display of a 10,000-row table at the prompt (only head and tail are drawn)"
 	$(GO) test ./shell -run '^$$' -bench Display10k -benchmem -count 3
