@@ -15,6 +15,10 @@ import (
 // with scores wide enough that some exponentials underflow.
 func TestSoftmaxGradPathsMatch(t *testing.T) {
 	defer func(old bool) { avx512 = old }(avx512)
+	widths := []bool{false}
+	if avx512 { // the 512-bit loops only where the CPU has them
+		widths = append(widths, true)
+	}
 	for n := 1; n < 70; n++ {
 		for _, sink := range []float32{float32(math.Inf(-1)), 0.75} {
 			sc0 := randRows(1, n, uint64(n))[0]
@@ -29,7 +33,7 @@ func TestSoftmaxGradPathsMatch(t *testing.T) {
 				return p, sc, dp
 			}
 			wp, wsc, wdp := run(false, false)
-			for _, wide := range []bool{false, true} {
+			for _, wide := range widths {
 				p, sc, dp := run(true, wide)
 				if !bitsEqual64(p, wp) || !bitsEqual(sc, wsc) || !bitsEqual(dp, wdp) {
 					t.Fatalf("n=%d sink=%v avx512=%v: differs from the scalar loops (p %v, ds %s, probabilities %s)",
