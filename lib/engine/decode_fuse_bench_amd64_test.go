@@ -25,6 +25,7 @@ var fuseSwitches = map[string]func(on bool){
 	"lora":    func(on bool) { fuseLoRA = on },
 	"bf16":    func(on bool) { fuseBF16 = on },
 	"t1pf512": t1Switch(1),
+	"exp4":    func(on bool) { expScaled4Loop = on },
 }
 
 // BenchmarkDecodeFuseTokens decodes the Qwen3-0.6B shape (bfloat16, or

@@ -223,3 +223,38 @@ func TestLossRowKernelsMatchScalar(t *testing.T) {
 		}
 	}
 }
+
+// TestExpScaled4SameBits requires expScaledVec's and expScaledSumVec's
+// 4-lane loops in their own functions (expScaled4Loop) to give the bits
+// they gave inline, every exponential and the sum, on the 4-lane path
+// (AVX-512 off) and on this CPU's, over every tail length and a
+// vocabulary's row, with values beyond exp64's range and NaN.
+func TestExpScaled4SameBits(t *testing.T) {
+	if !simdOK {
+		t.Fatal("built with GOEXPERIMENT=simd but the CPU has no AVX2: the vector kernels cannot be checked here")
+	}
+	defer func(old bool) { expScaled4Loop = old }(expScaled4Loop)
+	for _, wide := range []bool{false, avx512} {
+		withAVX512(wide, func() {
+			for _, n := range append(slices.Clone(elemLengths), 151936) {
+				big := spread(n, 50, uint64(n), true)
+				for _, temp := range []float64{1, 0.7} {
+					want, got := make([]float64, n), make([]float64, n)
+					expScaled4Loop = false
+					expScaled(want, big, 1/temp, 1.5)
+					expScaled4Loop = true
+					expScaled(got, big, 1/temp, 1.5)
+					expScaled4Loop = false
+					want = append(want, expScaledSum(big, 1/temp, 1.5))
+					expScaled4Loop = true
+					got = append(got, expScaledSum(big, 1/temp, 1.5))
+					for i := range want {
+						if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+							t.Fatalf("AVX-512 %v, n %d, T %v: exponential %d of %d (the last: the sum) %v in its own loop, %v inline", wide, n, temp, i, n, got[i], want[i])
+						}
+					}
+				}
+			}
+		})
+	}
+}

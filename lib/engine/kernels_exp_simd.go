@@ -61,6 +61,8 @@ func expScaledSumVec(logits []float32, invT, mx float64) (float64, bool) {
 	n16 := len(logits) &^ 15
 	if avx512 {
 		expSum8(logits[:n16], invT, mx, &s)
+	} else if expScaled4Loop {
+		expSum4(logits[:n16], invT, mx, &s)
 	} else {
 		it, m := bc4(invT), bc4(mx)
 		ld := func(i int) f64x4 { return load4(logits[i:]).Mul(it).Sub(m) }
@@ -86,6 +88,20 @@ func expScaledSumVec(logits []float32, invT, mx float64) (float64, bool) {
 		s[0] += exp64(float64(float64(v)*invT) - mx)
 	}
 	return sum8(&s), true
+}
+
+// expSum4 is expSum8 on four lanes, where the CPU has no AVX-512: a
+// function of its own for the same reason (expScaled4Loop).
+func expSum4(logits []float32, invT, mx float64, s *[8]float64) {
+	it, m := bc4(invT), bc4(mx)
+	ld := func(i int) f64x4 { return load4(logits[i:]).Mul(it).Sub(m) }
+	var lo, hi f64x4
+	for i := 0; i+8 <= len(logits); i += 8 {
+		a, b := exp4x2(ld(i), ld(i+4))
+		lo, hi = lo.Add(a), hi.Add(b)
+	}
+	lo.Store((*[4]float64)(s[:4]))
+	hi.Store((*[4]float64)(s[4:]))
 }
 
 // expSum8 stores in s the eight lanes' sums of exp64(logits[i]·invT − mx)
