@@ -34,8 +34,9 @@ func Generate() (asm, decl []byte, err error) {
 	ctx := build.NewContext()
 	widenBF16Table(ctx)
 	for _, bf := range []bool{false, true} {
-		tile2x3(ctx, bf)
+		tile2x3(ctx, bf, false)
 		row8(ctx, bf)
 	}
+	tile2x3(ctx, true, true)
 	return asmout.Print(ctx, printer.Config{Argv: []string{"go", "run", "./internal/asmgen/fwdavx2"}, Pkg: "engine"})
 }
