@@ -13,3 +13,6 @@ func fwd2Tile2x3BF16(xp *float32, w *uint16, stride int, chunks int, tiles int, 
 
 //go:noescape
 func fwd2Row8BF16(x *float32, xstride int, w *uint16, stride int, chunks int, rows int, tail *float32, out *[8]float32)
+
+//go:noescape
+func fwd2Tile2x3BF16Reg(xp *float32, w *uint16, stride int, chunks int, tiles int, tail *float32, out *float32)

@@ -12,6 +12,12 @@ import "github.com/tinkershell/tinker/lib/cpufeat"
 // Tests set it on an AVX-512 machine to run them.
 var fwdAVX2 = cpufeat.AVX2FMA() && !fwdAsm
 
+// fwd2TileCtlReg selects fwd2Tile2x3BF16Reg, the bfloat16 tile with its
+// widening control in a register, over fwd2Tile2x3BF16, which reads it
+// from memory in every shuffle (the same instructions otherwise, so the
+// same bits).
+var fwd2TileCtlReg = true
+
 // fwd2MaxTiles bounds the 3-row tiles of one kernel call (the row block
 // of fwdBlockBytes, at most 192 rows).
 const fwd2MaxTiles = 64
@@ -168,6 +174,10 @@ func fwd2Tiles(w mat, g []float32, j, tiles int, tail *float32, out []float32) {
 	i, last := j*n, (j+3*tiles)*n-1
 	if w.bf != nil {
 		_ = w.bf[last]
+		if fwd2TileCtlReg {
+			fwd2Tile2x3BF16Reg(&g[0], &w.bf[i], n, n/16, tiles, tail, &out[0])
+			return
+		}
 		fwd2Tile2x3BF16(&g[0], &w.bf[i], n, n/16, tiles, tail, &out[0])
 	} else {
 		_ = w.data[last]

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"golang.org/x/sys/cpu"
@@ -93,4 +94,32 @@ func requireAVX2Ran(t *testing.T, w mat, xs [][]float32) {
 	if !matRowsAsm(w, xs, ys, 0, w.rows, false) {
 		t.Fatalf("%dx%d M=%d: the AVX2 kernels did not run", w.rows, w.cols, len(xs))
 	}
+}
+
+// TestForwardAVX2TileCtlRegSameBits requires the bfloat16 tile with its
+// widening control in a register (fwd2TileCtlReg) to give the bits of the
+// one that reads it from memory, and the scalar reference's: shapes with
+// and without a column tail, leftover rows, odd and even M.
+func TestForwardAVX2TileCtlRegSameBits(t *testing.T) {
+	defer func(r bool) { fwd2TileCtlReg = r }(fwd2TileCtlReg)
+	withAVX2(t, func() {
+		for _, sh := range [][2]int{{3, 16}, {5, 33}, {40, 256}, {49, 1024}, {64, 1040}, {301, 72}} {
+			for _, m := range []int{4, 7, 37, 128} {
+				_, wb, xs := fwdCase(sh[0], sh[1], m, uint64(sh[0]*7000+sh[1]))
+				var got [2][]float32
+				for i, reg := range []bool{false, true} {
+					fwd2TileCtlReg = reg
+					got[i] = make([]float32, m*sh[0])
+					matMul(wb, xs, rowsOf(got[i], m, sh[0]), false)
+					checkForward(t, fmt.Sprintf("AVX2 %dx%d M=%d bf16 ctlReg=%v", sh[0], sh[1], m, reg), wb, xs, true)
+				}
+				for i := range got[0] {
+					if math.Float32bits(got[0][i]) != math.Float32bits(got[1][i]) {
+						t.Fatalf("%dx%d M=%d: output %d is %x with the control in a register, %x from memory",
+							sh[0], sh[1], m, i, math.Float32bits(got[1][i]), math.Float32bits(got[0][i]))
+					}
+				}
+			}
+		}
+	})
 }

@@ -19,10 +19,15 @@ func ymm(i int) reg.VecPhysical {
 	}[i]
 }
 
-// weights is the weight element type, with this generator's loads.
-type weights struct{ asmout.Weights }
+// weights is the weight element type, with this generator's loads; ctl
+// is the widening shuffle's control operand (widenTable, or a register a
+// kernel loaded it into).
+type weights struct {
+	asmout.Weights
+	ctl Op
+}
 
-func weightsOf(bf bool) weights { return weights{asmout.WeightsOf(bf)} }
+func weightsOf(bf bool) weights { return weights{asmout.WeightsOf(bf), widenTable} }
 
 // load puts the 8 weights of half h (lanes 8h..8h+7) of the 16-column
 // chunk at m into y as float32: bfloat16 bits are widened exactly, each
@@ -38,7 +43,7 @@ func (w weights) load(ctx *build.Context, m Mem, h int, y reg.VecPhysical) {
 		return
 	}
 	ctx.VBROADCASTI128(m, y)
-	ctx.VPSHUFB(widenTable, y, y)
+	ctx.VPSHUFB(w.ctl, y, y)
 }
 
 // widenTable is the VPSHUFB control of load: lane i < 4 of the low
@@ -103,10 +108,18 @@ func reduce8(ctx *build.Context, v [8]reg.VecPhysical, s0, s1 reg.VecPhysical) r
 // bytes, 256 bytes a chunk: this kernel takes two of a group's four),
 // zero past the columns. Accumulator Y(2p+h) holds half h of output
 // p = 3t+r; x halves are in Y12 and Y13, the weights in Y14, each product
-// fused into its add (VFMADD231PS, FMA3).
-func tile2x3(ctx *build.Context, bf bool) {
+// fused into its add (VFMADD231PS, FMA3). With ctlReg (bfloat16 only,
+// name suffix Reg) the widening control sits in Y15, the one register
+// free, instead of being read from memory by every shuffle: the 6
+// shuffles per 12 FMAs then add no loads to the 10 the tile already
+// issues.
+func tile2x3(ctx *build.Context, bf, ctlReg bool) {
 	w := weightsOf(bf)
-	asmout.Kernel(ctx, "fwd2Tile2x3"+w.Suffix, fmt.Sprintf("func(xp *float32, w %s, stride, chunks, tiles int, tail *float32, out *float32)", w.GoType))
+	name := "fwd2Tile2x3" + w.Suffix
+	if ctlReg {
+		name += "Reg"
+	}
+	asmout.Kernel(ctx, name, fmt.Sprintf("func(xp *float32, w %s, stride, chunks, tiles int, tail *float32, out *float32)", w.GoType))
 	xp0, row, stride, chunks := ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
 	ctx.Load(ctx.Param("xp"), xp0)
 	ctx.Load(ctx.Param("w"), row)
@@ -117,6 +130,10 @@ func tile2x3(ctx *build.Context, bf bool) {
 	ctx.Load(ctx.Param("tiles"), tiles)
 	ctx.Load(ctx.Param("tail"), tail)
 	ctx.Load(ctx.Param("out"), out)
+	if ctlReg {
+		ctx.VMOVDQU(widenTable, reg.Y15)
+		w.ctl = reg.Y15
+	}
 	px, pw, left := ctx.GP64(), ctx.GP64(), ctx.GP64()
 	rowMem := func(r int) Mem {
 		if r == 0 {
