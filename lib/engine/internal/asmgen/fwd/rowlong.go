@@ -197,6 +197,13 @@ func rowsLong(ctx *build.Context, bf bool, v rowLongVariant) {
 	}
 	ctx.Label("stored")
 	ctx.ADDQ(U8(16), y)
+	nextBlock(ctx, blocks)
+}
+
+// nextBlock ends a long-stream kernel's block: the 16 accumulators
+// zeroed, back to "block" while blocks (a register or a local) counts
+// down, then "done" and the return.
+func nextBlock(ctx *build.Context, blocks Op) {
 	for i := range 16 {
 		ctx.VPXORD(zmm(i), zmm(i), zmm(i))
 	}

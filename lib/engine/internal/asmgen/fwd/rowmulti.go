@@ -233,12 +233,5 @@ func rowsMulti(ctx *build.Context, bf bool, vecs int) {
 		ctx.Label(stored)
 		ctx.ADDQ(U8(4*groups), yat(v))
 	}
-	for i := range 16 {
-		ctx.VPXORD(zmm(i), zmm(i), zmm(i))
-	}
-	ctx.DECQ(blocks)
-	ctx.JNZ(LabelRef("block"))
-	ctx.Label("done")
-	ctx.VZEROUPPER()
-	ctx.RET()
+	nextBlock(ctx, blocks)
 }
