@@ -32,6 +32,9 @@ type tTerm struct {
 // reference).
 func asmBwd() bool { return bwdAsm && (useSIMD || !simdOK) }
 
+// avx2Bwd reports, as asmBwd does, whether matMulT uses the AVX2 tiles.
+func avx2Bwd() bool { return bwdAVX2 && (useSIMD || !simdOK) }
+
 // rowStride returns the distance in float32s between consecutive rows of
 // rs when it is the same for every row, at least n, and each row holds n
 // values: then the rows can be passed to the assembly as one strided
@@ -56,6 +59,32 @@ func rowStride(rs [][]float32, n int) (int, bool) {
 	return int(d / 4), true
 }
 
+// tTermsStrided sets each term's row stride (ly) and returns xs's and the
+// multiply-adds of the whole sum, or false, having written nothing, when
+// the rows of xs or of some term's ys are not evenly spaced or the terms'
+// shapes differ. A first term with zero and no rows clears xs.
+func tTermsStrided(terms []tTerm, xs [][]float32) (lx, work int, ok bool) {
+	m, cols := len(terms[0].ys), terms[0].w.cols
+	lx, ok = rowStride(xs[:m], cols)
+	for i := range terms {
+		t := &terms[i]
+		var okT bool
+		t.ly, okT = rowStride(t.ys, t.w.rows)
+		ok = ok && okT && len(t.ys) == m && t.w.cols == cols
+		work += t.w.rows * cols * m
+	}
+	if !ok {
+		return 0, 0, false
+	}
+	if terms[0].zero && terms[0].w.rows == 0 {
+		for _, x := range xs[:m] {
+			clear(x[:cols])
+		}
+		terms[0].zero = false
+	}
+	return lx, work, true
+}
+
 // tileShape picks the vectors per tile W (1-4) for an output of rows ×
 // vecs 16-lane vectors, given the largest R for each W: the least issued
 // work, counting a tile of fewer than floor accumulators as floor (their
@@ -64,6 +93,9 @@ func tileShape(rows, vecs int, rmax [5]int, floor int) int {
 	best, bestCost := 1, -1.0
 	for w := 1; w <= min(4, vecs); w++ {
 		r := rmax[w]
+		if r == 0 {
+			continue // no tile of w vectors
+		}
 		cost := 0.0
 		for v := 0; v < vecs; v += w {
 			tw := min(w, vecs-v)

@@ -39,26 +39,11 @@ func tallest(t *[4][]bwdKernel) [5]int {
 // so every element's sum is the scalar kernels' (matMulT of each term in
 // turn).
 func matMulTAsm(terms []tTerm, xs [][]float32) bool {
-	m := len(terms[0].ys)
-	cols := terms[0].w.cols
-	lx, ok := rowStride(xs[:m], cols)
-	work := 0
-	for i := range terms {
-		t := &terms[i]
-		var okT bool
-		t.ly, okT = rowStride(t.ys, t.w.rows)
-		ok = ok && okT && len(t.ys) == m && t.w.cols == cols
-		work += t.w.rows * cols * m
-	}
+	lx, work, ok := tTermsStrided(terms, xs)
 	if !ok {
 		return false
 	}
-	if terms[0].zero && terms[0].w.rows == 0 {
-		for _, x := range xs[:m] {
-			clear(x[:cols])
-		}
-		terms[0].zero = false
-	}
+	m, cols := len(terms[0].ys), terms[0].w.cols
 	vecs := (cols + 15) / 16
 	wv := tileShape(m, vecs, rowsRmax(), 8) // see outerTileFloor
 	if cols <= tCols {

@@ -5,9 +5,11 @@ package engine
 // Other architectures have no assembly tiles: the backward products run
 // the archsimd or scalar kernels.
 
-var bwdAsm = false
+var bwdAsm, bwdAVX2 = false, false
 
 func matMulTAsm([]tTerm, [][]float32) bool { return false }
+
+func matMulTAVX2([]tTerm, [][]float32) bool { return false }
 
 func outerAsm([]float32, int, int, [][]float32, [][]float32) bool { return false }
 

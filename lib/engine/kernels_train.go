@@ -62,7 +62,7 @@ func matMulT(w mat, ys, xs [][]float32, accumulate bool) {
 		matMulTBF16(w, ys, xs, accumulate)
 		return
 	}
-	if asmBwd() && matMulTAsm([]tTerm{{w: w, ys: ys, zero: !accumulate}}, xs) {
+	if terms := []tTerm{{w: w, ys: ys, zero: !accumulate}}; (asmBwd() && matMulTAsm(terms, xs)) || (avx2Bwd() && matMulTAVX2(terms, xs)) {
 		return
 	}
 	if !accumulate {
@@ -112,8 +112,11 @@ func matMulTLoRA(w mat, ys [][]float32, a mat, ts, xs [][]float32, accumulate bo
 	if len(ys) == 0 {
 		return
 	}
-	if asmBwd() && w.vn == nil && a.vn == nil && matMulTAsm([]tTerm{{w: w, ys: ys, zero: !accumulate}, {w: a, ys: ts}}, xs) {
-		return
+	if w.vn == nil && a.vn == nil {
+		terms := []tTerm{{w: w, ys: ys, zero: !accumulate}, {w: a, ys: ts}}
+		if (asmBwd() && matMulTAsm(terms, xs)) || (avx2Bwd() && matMulTAVX2(terms, xs)) {
+			return
+		}
 	}
 	matMulT(w, ys, xs, accumulate)
 	matMulT(a, ts, xs, true)

@@ -1,0 +1,78 @@
+package engine
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"testing"
+
+	"github.com/tinkershell/tinker/lib/cpufeat"
+)
+
+// withBwdKernels runs fn with matMulT's AVX2 tiles (avx2) or the scalar
+// reference, the AVX-512 tiles off either way, on procs goroutines.
+func withBwdKernels(avx2 bool, procs int, fn func()) {
+	defer func(a, b, s bool) { bwdAsm, bwdAVX2, useSIMD = a, b, s }(bwdAsm, bwdAVX2, useSIMD)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+	bwdAsm, bwdAVX2, useSIMD = false, avx2, avx2 && simdOK
+	fn()
+}
+
+// TestBackwardAVX2MatchesScalar requires the AVX2 tiles of matMulT and
+// matMulTLoRA to give the scalar kernels' bits: columns with and without
+// a tail (cols mod 8) and below and above one column block (tCols),
+// batches that leave every tile height over, weights taller than kcWhole
+// (blocks of kcAsm rows), writing and accumulating, 1 and 3 goroutines,
+// rows evenly spaced (the tiles run: checked) or not (the fallback).
+func TestBackwardAVX2MatchesScalar(t *testing.T) {
+	if !cpufeat.AVX2FMA() {
+		t.Skip("the CPU has no AVX2 and FMA3")
+	}
+	r := newRNG(29)
+	all := [][4]int{{300, 600, 5, 32}, {1000, 32, 9, 8}, {7, 3, 2, 3}, {129, 1000, 13, 32}, {64, 257, 130, 8},
+		{33, 17, 1, 1}, {130, 80, 7, 4}, {40, 48, 12, 32}, {20, 300, 17, 5}, {3100, 300, 13, 32},
+		{32, 300, 11, 2}, {4100, 24, 130, 32}, {200, 512, 64, 16}}
+	few := [][4]int{{300, 600, 5, 32}, {64, 257, 130, 8}, {7, 3, 2, 3}, {3100, 300, 13, 32}}
+	for _, sz := range qemuFew(all, few) {
+		rows, cols, n, rank := sz[0], sz[1], sz[2], sz[3]
+		w, _, _ := benchMat(rows, cols)
+		a, _, _ := benchMat(rank, cols)
+		for _, spaced := range []bool{true, false} {
+			ys, ts, x0 := gapRows(r, n, rows, spaced), gapRows(r, n, rank, spaced), gapRows(r, n, cols, spaced)
+			for _, acc := range []bool{false, true} {
+				name := fmt.Sprintf("%v spaced=%v acc=%v", sz, spaced, acc)
+				want, wantL := cloneGapRows(x0), cloneGapRows(x0)
+				withBwdKernels(false, 1, func() {
+					matMulT(w, ys, want, acc)
+					matMulT(w, ys, wantL, acc)
+					matMulT(a, ts, wantL, true)
+				})
+				if spaced {
+					got := cloneGapRows(x0)
+					if !matMulTAVX2([]tTerm{{w: w, ys: ys, zero: !acc}}, got) {
+						t.Fatalf("%s: the AVX2 tiles did not run", name)
+					}
+					requireSameRows(t, name+" matMulTAVX2", got, want)
+				}
+				for _, procs := range []int{1, 3} {
+					got, gotL := cloneGapRows(x0), cloneGapRows(x0)
+					withBwdKernels(true, procs, func() {
+						matMulT(w, ys, got, acc)
+						matMulTLoRA(w, ys, a, ts, gotL, acc)
+					})
+					requireSameRows(t, fmt.Sprintf("%s procs=%d matMulT", name, procs), got, want)
+					requireSameRows(t, fmt.Sprintf("%s procs=%d matMulTLoRA", name, procs), gotL, wantL)
+				}
+			}
+		}
+	}
+}
+
+func requireSameRows(t *testing.T, name string, got, want [][]float32) {
+	t.Helper()
+	for b := range want {
+		if !slices.Equal(math32Bits(got[b]), math32Bits(want[b])) {
+			t.Fatalf("%s row %d: AVX2 tiles differ from scalar", name, b)
+		}
+	}
+}
