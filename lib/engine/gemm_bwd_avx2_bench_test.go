@@ -1,0 +1,77 @@
+//go:build goexperiment.simd && amd64
+
+package engine
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// BenchmarkBackwardAVX2 runs matMulT (and matMulTLoRA, "fold") on the
+// Qwen3-0.6B layer shapes at M = 128 and 512 with the AVX2 tiles (new) and
+// without them (old: the archsimd loops), alternated in rounds within one
+// process (BWD2_ROUNDS, default 5; the order flips every round), on
+// GOMAXPROCS cores. It reports each path's median GFLOP per CPU-second,
+// the new path's share of the 256-bit FMA loop per CPU-second measured in
+// the same run, and the paired medians old ÷ new of wall and CPU time
+// (above 1: the tiles are faster).
+func BenchmarkBackwardAVX2(b *testing.B) {
+	if !bwdAVX2 {
+		b.Skip("no AVX2 tiles on this CPU (AVX-512 or no AVX2 and FMA3)")
+	}
+	rounds := 5
+	if n, err := strconv.Atoi(os.Getenv("BWD2_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
+	cases := []struct {
+		name       string
+		rows, cols int
+		rank       int // LoRA A's rows through matMulTLoRA, or 0
+	}{
+		{"q-2048x1024", 2048, 1024, 0}, {"o-1024x2048", 1024, 2048, 0},
+		{"gate-3072x1024", 3072, 1024, 0}, {"down-1024x3072", 1024, 3072, 0},
+		{"fold-1024x1024+32", 1024, 1024, 32}, {"loraB-3072x32", 3072, 32, 0},
+	}
+	for _, tc := range cases {
+		for _, m := range []int{128, 512} {
+			b.Run(fmt.Sprintf("%s-M%d", tc.name, m), func(b *testing.B) {
+				r := newRNG(7)
+				w, _, _ := benchMat(tc.rows, tc.cols)
+				a, _, _ := benchMat(max(tc.rank, 1), tc.cols)
+				ys, ts, xs := gapRows(r, m, tc.rows, true), gapRows(r, m, max(tc.rank, 1), true), gapRows(r, m, tc.cols, true)
+				run := func() {
+					if tc.rank > 0 {
+						matMulTLoRA(w, ys, a, ts, xs, true)
+					} else {
+						matMulT(w, ys, xs, true)
+					}
+				}
+				flop := 2 * float64((tc.rows+tc.rank)*tc.cols*m) / 1e9
+				var wall, cpu [2][]float64 // [old, new]
+				for b.Loop() {
+					for i := range rounds {
+						for k := range 2 {
+							path := (k + i) % 2
+							bwdAVX2 = path == 1
+							run() // warm the caches on this path
+							c0, t0 := processCPU(), time.Now()
+							run()
+							wall[path] = append(wall[path], time.Since(t0).Seconds())
+							cpu[path] = append(cpu[path], processCPU()-c0)
+						}
+					}
+					bwdAVX2 = true
+				}
+				_, peak := bestPeak(true)
+				b.ReportMetric(flop/median(cpu[0]), "GFLOP/cpu-s-old")
+				b.ReportMetric(flop/median(cpu[1]), "GFLOP/cpu-s-new")
+				b.ReportMetric(100*flop/median(cpu[1])/peak, "%fma-cpu-new")
+				b.ReportMetric(medianRatio(wall[0], wall[1]), "old/new-wall")
+				b.ReportMetric(medianRatio(cpu[0], cpu[1]), "old/new-cpu")
+			})
+		}
+	}
+}
