@@ -528,6 +528,87 @@ done:
 	VZEROUPPER
 	RET
 
+// func bwd2Pack6x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int, dst *float32)
+// Requires: AVX, FMA3, MMX+
+TEXT ·bwd2Pack6x1(SB), NOSPLIT|NOFRAME, $0-72
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y6
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMASKMOVPS (AX), Y6, Y0
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y6, Y1
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y6, Y2
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y6, Y3
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y6, Y4
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y6, Y5
+	MOVQ       a+16(FP), AX
+	MOVQ       lda+24(FP), CX
+	MOVQ       b+32(FP), DX
+	MOVQ       ldb+40(FP), BX
+	MOVQ       k+48(FP), SI
+	XORQ       DI, DI
+	LEAQ       (AX)(CX*1), R8
+	LEAQ       (R8)(CX*1), R9
+	LEAQ       (R9)(CX*1), R10
+	LEAQ       (R10)(CX*1), R11
+	LEAQ       (R11)(CX*1), CX
+	MOVQ       dst+64(FP), R12
+	MOVQ       BX, R13
+	SHLQ       $0x06, R13
+	TESTQ      SI, SI
+	JZ         done
+
+loop:
+	VMOVUPS      (DX), Y6
+	VMOVUPS      Y6, (R12)
+	PREFETCHT1   (DX)(R13*1)
+	PREFETCHT1   31(DX)(R13*1)
+	ADDQ         $0x20, R12
+	VBROADCASTSS (AX)(DI*1), Y7
+	VFMADD231PS  Y6, Y7, Y0
+	VBROADCASTSS (R8)(DI*1), Y7
+	VFMADD231PS  Y6, Y7, Y1
+	VBROADCASTSS (R9)(DI*1), Y7
+	VFMADD231PS  Y6, Y7, Y2
+	VBROADCASTSS (R10)(DI*1), Y7
+	VFMADD231PS  Y6, Y7, Y3
+	VBROADCASTSS (R11)(DI*1), Y7
+	VFMADD231PS  Y6, Y7, Y4
+	VBROADCASTSS (CX)(DI*1), Y7
+	VFMADD231PS  Y6, Y7, Y5
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y6
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMASKMOVPS Y0, Y6, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y1, Y6, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y2, Y6, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y3, Y6, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y4, Y6, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y5, Y6, (AX)
+	VZEROUPPER
+	RET
+
 // func bwd2R1x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
 // Requires: AVX, FMA3
 TEXT ·bwd2R1x2(SB), NOSPLIT|NOFRAME, $0-64
@@ -936,6 +1017,107 @@ done:
 	VZEROUPPER
 	RET
 
+// func bwd2Pack6x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int, dst *float32)
+// Requires: AVX, FMA3, MMX+
+TEXT ·bwd2Pack6x2(SB), NOSPLIT|NOFRAME, $0-72
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y12
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMOVUPS    (AX), Y0
+	VMASKMOVPS 32(AX), Y12, Y1
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y2
+	VMASKMOVPS 32(AX), Y12, Y3
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y4
+	VMASKMOVPS 32(AX), Y12, Y5
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y6
+	VMASKMOVPS 32(AX), Y12, Y7
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y8
+	VMASKMOVPS 32(AX), Y12, Y9
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y10
+	VMASKMOVPS 32(AX), Y12, Y11
+	MOVQ       a+16(FP), AX
+	MOVQ       lda+24(FP), CX
+	MOVQ       b+32(FP), DX
+	MOVQ       ldb+40(FP), BX
+	MOVQ       k+48(FP), SI
+	XORQ       DI, DI
+	LEAQ       (AX)(CX*1), R8
+	LEAQ       (R8)(CX*1), R9
+	LEAQ       (R9)(CX*1), R10
+	LEAQ       (R10)(CX*1), R11
+	LEAQ       (R11)(CX*1), CX
+	MOVQ       dst+64(FP), R12
+	MOVQ       BX, R13
+	SHLQ       $0x06, R13
+	TESTQ      SI, SI
+	JZ         done
+
+loop:
+	VMOVUPS      (DX), Y12
+	VMOVUPS      Y12, (R12)
+	VMOVUPS      32(DX), Y13
+	VMOVUPS      Y13, 32(R12)
+	PREFETCHT1   (DX)(R13*1)
+	PREFETCHT1   63(DX)(R13*1)
+	ADDQ         $0x40, R12
+	VBROADCASTSS (AX)(DI*1), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS (R8)(DI*1), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS (R9)(DI*1), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS (R10)(DI*1), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS (R11)(DI*1), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS (CX)(DI*1), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y12
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMOVUPS    Y0, (AX)
+	VMASKMOVPS Y1, Y12, 32(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y2, (AX)
+	VMASKMOVPS Y3, Y12, 32(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y4, (AX)
+	VMASKMOVPS Y5, Y12, 32(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y6, (AX)
+	VMASKMOVPS Y7, Y12, 32(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y8, (AX)
+	VMASKMOVPS Y9, Y12, 32(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y10, (AX)
+	VMASKMOVPS Y11, Y12, 32(AX)
+	VZEROUPPER
+	RET
+
 // func bwd2R1x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
 // Requires: AVX, FMA3
 TEXT ·bwd2R1x3(SB), NOSPLIT|NOFRAME, $0-64
@@ -1156,6 +1338,102 @@ loop:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VMOVUPS      64(DX), Y14
+	VBROADCASTSS (AX)(DI*1), Y15
+	VFMADD231PS  Y12, Y15, Y0
+	VFMADD231PS  Y13, Y15, Y1
+	VFMADD231PS  Y14, Y15, Y2
+	VBROADCASTSS (R8)(DI*1), Y15
+	VFMADD231PS  Y12, Y15, Y3
+	VFMADD231PS  Y13, Y15, Y4
+	VFMADD231PS  Y14, Y15, Y5
+	VBROADCASTSS (R9)(DI*1), Y15
+	VFMADD231PS  Y12, Y15, Y6
+	VFMADD231PS  Y13, Y15, Y7
+	VFMADD231PS  Y14, Y15, Y8
+	VBROADCASTSS (CX)(DI*1), Y15
+	VFMADD231PS  Y12, Y15, Y9
+	VFMADD231PS  Y13, Y15, Y10
+	VFMADD231PS  Y14, Y15, Y11
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y12
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMOVUPS    Y0, (AX)
+	VMOVUPS    Y1, 32(AX)
+	VMASKMOVPS Y2, Y12, 64(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y3, (AX)
+	VMOVUPS    Y4, 32(AX)
+	VMASKMOVPS Y5, Y12, 64(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y6, (AX)
+	VMOVUPS    Y7, 32(AX)
+	VMASKMOVPS Y8, Y12, 64(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y9, (AX)
+	VMOVUPS    Y10, 32(AX)
+	VMASKMOVPS Y11, Y12, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bwd2Pack4x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int, dst *float32)
+// Requires: AVX, FMA3, MMX+
+TEXT ·bwd2Pack4x3(SB), NOSPLIT|NOFRAME, $0-72
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y12
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMOVUPS    (AX), Y0
+	VMOVUPS    32(AX), Y1
+	VMASKMOVPS 64(AX), Y12, Y2
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y3
+	VMOVUPS    32(AX), Y4
+	VMASKMOVPS 64(AX), Y12, Y5
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y6
+	VMOVUPS    32(AX), Y7
+	VMASKMOVPS 64(AX), Y12, Y8
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y9
+	VMOVUPS    32(AX), Y10
+	VMASKMOVPS 64(AX), Y12, Y11
+	MOVQ       a+16(FP), AX
+	MOVQ       lda+24(FP), CX
+	MOVQ       b+32(FP), DX
+	MOVQ       ldb+40(FP), BX
+	MOVQ       k+48(FP), SI
+	XORQ       DI, DI
+	LEAQ       (AX)(CX*1), R8
+	LEAQ       (R8)(CX*1), R9
+	LEAQ       (R9)(CX*1), CX
+	MOVQ       dst+64(FP), R10
+	MOVQ       BX, R11
+	SHLQ       $0x06, R11
+	TESTQ      SI, SI
+	JZ         done
+
+loop:
+	VMOVUPS      (DX), Y12
+	VMOVUPS      Y12, (R10)
+	VMOVUPS      32(DX), Y13
+	VMOVUPS      Y13, 32(R10)
+	VMOVUPS      64(DX), Y14
+	VMOVUPS      Y14, 64(R10)
+	PREFETCHT1   (DX)(R11*1)
+	PREFETCHT1   64(DX)(R11*1)
+	PREFETCHT1   95(DX)(R11*1)
+	ADDQ         $0x60, R10
 	VBROADCASTSS (AX)(DI*1), Y15
 	VFMADD231PS  Y12, Y15, Y0
 	VFMADD231PS  Y13, Y15, Y1
@@ -1634,6 +1912,76 @@ done:
 	VZEROUPPER
 	RET
 
+// func bwd2Pack6x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int, dst *float32)
+// Requires: AVX, FMA3, MMX+
+TEXT ·bwd2Pack6x1Z(SB), NOSPLIT|NOFRAME, $0-72
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	MOVQ   a+16(FP), AX
+	MOVQ   lda+24(FP), CX
+	MOVQ   b+32(FP), DX
+	MOVQ   ldb+40(FP), BX
+	MOVQ   k+48(FP), SI
+	XORQ   DI, DI
+	LEAQ   (AX)(CX*1), R8
+	LEAQ   (R8)(CX*1), R9
+	LEAQ   (R9)(CX*1), R10
+	LEAQ   (R10)(CX*1), R11
+	LEAQ   (R11)(CX*1), CX
+	MOVQ   dst+64(FP), R12
+	MOVQ   BX, R13
+	SHLQ   $0x06, R13
+	TESTQ  SI, SI
+	JZ     done
+
+loop:
+	VMOVUPS      (DX), Y6
+	VMOVUPS      Y6, (R12)
+	PREFETCHT1   (DX)(R13*1)
+	PREFETCHT1   31(DX)(R13*1)
+	ADDQ         $0x20, R12
+	VBROADCASTSS (AX)(DI*1), Y7
+	VFMADD231PS  Y6, Y7, Y0
+	VBROADCASTSS (R8)(DI*1), Y7
+	VFMADD231PS  Y6, Y7, Y1
+	VBROADCASTSS (R9)(DI*1), Y7
+	VFMADD231PS  Y6, Y7, Y2
+	VBROADCASTSS (R10)(DI*1), Y7
+	VFMADD231PS  Y6, Y7, Y3
+	VBROADCASTSS (R11)(DI*1), Y7
+	VFMADD231PS  Y6, Y7, Y4
+	VBROADCASTSS (CX)(DI*1), Y7
+	VFMADD231PS  Y6, Y7, Y5
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y6
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMASKMOVPS Y0, Y6, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y1, Y6, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y2, Y6, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y3, Y6, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y4, Y6, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y5, Y6, (AX)
+	VZEROUPPER
+	RET
+
 // func bwd2R1x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
 // Requires: AVX, FMA3
 TEXT ·bwd2R1x2Z(SB), NOSPLIT|NOFRAME, $0-64
@@ -1991,6 +2339,96 @@ done:
 	VZEROUPPER
 	RET
 
+// func bwd2Pack6x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int, dst *float32)
+// Requires: AVX, FMA3, MMX+
+TEXT ·bwd2Pack6x2Z(SB), NOSPLIT|NOFRAME, $0-72
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	MOVQ   a+16(FP), AX
+	MOVQ   lda+24(FP), CX
+	MOVQ   b+32(FP), DX
+	MOVQ   ldb+40(FP), BX
+	MOVQ   k+48(FP), SI
+	XORQ   DI, DI
+	LEAQ   (AX)(CX*1), R8
+	LEAQ   (R8)(CX*1), R9
+	LEAQ   (R9)(CX*1), R10
+	LEAQ   (R10)(CX*1), R11
+	LEAQ   (R11)(CX*1), CX
+	MOVQ   dst+64(FP), R12
+	MOVQ   BX, R13
+	SHLQ   $0x06, R13
+	TESTQ  SI, SI
+	JZ     done
+
+loop:
+	VMOVUPS      (DX), Y12
+	VMOVUPS      Y12, (R12)
+	VMOVUPS      32(DX), Y13
+	VMOVUPS      Y13, 32(R12)
+	PREFETCHT1   (DX)(R13*1)
+	PREFETCHT1   63(DX)(R13*1)
+	ADDQ         $0x40, R12
+	VBROADCASTSS (AX)(DI*1), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS (R8)(DI*1), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS (R9)(DI*1), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS (R10)(DI*1), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS (R11)(DI*1), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS (CX)(DI*1), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y12
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMOVUPS    Y0, (AX)
+	VMASKMOVPS Y1, Y12, 32(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y2, (AX)
+	VMASKMOVPS Y3, Y12, 32(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y4, (AX)
+	VMASKMOVPS Y5, Y12, 32(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y6, (AX)
+	VMASKMOVPS Y7, Y12, 32(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y8, (AX)
+	VMASKMOVPS Y9, Y12, 32(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y10, (AX)
+	VMASKMOVPS Y11, Y12, 32(AX)
+	VZEROUPPER
+	RET
+
 // func bwd2R1x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
 // Requires: AVX, FMA3
 TEXT ·bwd2R1x3Z(SB), NOSPLIT|NOFRAME, $0-64
@@ -2181,6 +2619,93 @@ loop:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VMOVUPS      64(DX), Y14
+	VBROADCASTSS (AX)(DI*1), Y15
+	VFMADD231PS  Y12, Y15, Y0
+	VFMADD231PS  Y13, Y15, Y1
+	VFMADD231PS  Y14, Y15, Y2
+	VBROADCASTSS (R8)(DI*1), Y15
+	VFMADD231PS  Y12, Y15, Y3
+	VFMADD231PS  Y13, Y15, Y4
+	VFMADD231PS  Y14, Y15, Y5
+	VBROADCASTSS (R9)(DI*1), Y15
+	VFMADD231PS  Y12, Y15, Y6
+	VFMADD231PS  Y13, Y15, Y7
+	VFMADD231PS  Y14, Y15, Y8
+	VBROADCASTSS (CX)(DI*1), Y15
+	VFMADD231PS  Y12, Y15, Y9
+	VFMADD231PS  Y13, Y15, Y10
+	VFMADD231PS  Y14, Y15, Y11
+	ADDQ         $0x04, DI
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y12
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMOVUPS    Y0, (AX)
+	VMOVUPS    Y1, 32(AX)
+	VMASKMOVPS Y2, Y12, 64(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y3, (AX)
+	VMOVUPS    Y4, 32(AX)
+	VMASKMOVPS Y5, Y12, 64(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y6, (AX)
+	VMOVUPS    Y7, 32(AX)
+	VMASKMOVPS Y8, Y12, 64(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y9, (AX)
+	VMOVUPS    Y10, 32(AX)
+	VMASKMOVPS Y11, Y12, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bwd2Pack4x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int, dst *float32)
+// Requires: AVX, FMA3, MMX+
+TEXT ·bwd2Pack4x3Z(SB), NOSPLIT|NOFRAME, $0-72
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	MOVQ   a+16(FP), AX
+	MOVQ   lda+24(FP), CX
+	MOVQ   b+32(FP), DX
+	MOVQ   ldb+40(FP), BX
+	MOVQ   k+48(FP), SI
+	XORQ   DI, DI
+	LEAQ   (AX)(CX*1), R8
+	LEAQ   (R8)(CX*1), R9
+	LEAQ   (R9)(CX*1), CX
+	MOVQ   dst+64(FP), R10
+	MOVQ   BX, R11
+	SHLQ   $0x06, R11
+	TESTQ  SI, SI
+	JZ     done
+
+loop:
+	VMOVUPS      (DX), Y12
+	VMOVUPS      Y12, (R10)
+	VMOVUPS      32(DX), Y13
+	VMOVUPS      Y13, 32(R10)
+	VMOVUPS      64(DX), Y14
+	VMOVUPS      Y14, 64(R10)
+	PREFETCHT1   (DX)(R11*1)
+	PREFETCHT1   64(DX)(R11*1)
+	PREFETCHT1   95(DX)(R11*1)
+	ADDQ         $0x60, R10
 	VBROADCASTSS (AX)(DI*1), Y15
 	VFMADD231PS  Y12, Y15, Y0
 	VFMADD231PS  Y13, Y15, Y1

@@ -23,7 +23,8 @@ func withBwdKernels(avx2 bool, procs int, fn func()) {
 // a tail (cols mod 8) and below and above one column block (tCols),
 // batches that leave every tile height over, weights taller than kcWhole
 // (blocks of kcAsm rows), writing and accumulating, 1 and 3 goroutines,
-// rows evenly spaced (the tiles run: checked) or not (the fallback).
+// rows evenly spaced (the tiles run: checked; panels packed by the first
+// tile or by a copy) or not (the fallback).
 func TestBackwardAVX2MatchesScalar(t *testing.T) {
 	if !cpufeat.AVX2FMA() {
 		t.Skip("the CPU has no AVX2 and FMA3")
@@ -47,12 +48,18 @@ func TestBackwardAVX2MatchesScalar(t *testing.T) {
 					matMulT(w, ys, wantL, acc)
 					matMulT(a, ts, wantL, true)
 				})
-				if spaced {
+				for _, fused := range []bool{true, false} {
+					if !spaced {
+						break
+					}
 					got := cloneGapRows(x0)
-					if !matMulTAVX2([]tTerm{{w: w, ys: ys, zero: !acc}}, got) {
+					bwd2FusedPack = fused
+					ran := matMulTAVX2([]tTerm{{w: w, ys: ys, zero: !acc}}, got)
+					bwd2FusedPack = true
+					if !ran {
 						t.Fatalf("%s: the AVX2 tiles did not run", name)
 					}
-					requireSameRows(t, name+" matMulTAVX2", got, want)
+					requireSameRows(t, fmt.Sprintf("%s fused=%v matMulTAVX2", name, fused), got, want)
 				}
 				for _, procs := range []int{1, 3} {
 					got, gotL := cloneGapRows(x0), cloneGapRows(x0)

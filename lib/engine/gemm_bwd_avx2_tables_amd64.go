@@ -14,4 +14,11 @@ var bwd2RowsZ = [3][]bwd2Kernel{
 	{bwd2R1x3Z, bwd2R2x3Z, bwd2R3x3Z, bwd2R4x3Z},
 }
 
+var bwd2Pack = [3]bwd2PackKernel{bwd2Pack6x1, bwd2Pack6x2, bwd2Pack4x3}
+
+var bwd2PackZ = [3]bwd2PackKernel{bwd2Pack6x1Z, bwd2Pack6x2Z, bwd2Pack4x3Z}
+
+// bwd2PackR is the rows of the packing tiles for V = 1..3.
+var bwd2PackR = [3]int{6, 6, 4}
+
 var bwd2Copy = [3]bwd2CopyFunc{bwd2Copy1, bwd2Copy2, bwd2Copy3}
