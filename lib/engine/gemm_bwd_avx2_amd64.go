@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/tinkershell/tinker/lib/cpufeat"
+import (
+	"math"
+
+	"github.com/tinkershell/tinker/lib/cpufeat"
+)
 
 //go:generate go run ./internal/asmgen/bwdavx2
 
@@ -17,6 +21,7 @@ var bwdAVX2 = cpufeat.AVX2FMA() && !bwdAsm
 type (
 	bwd2Kernel     = func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
 	bwd2CopyFunc   = func(dst *float32, src *float32, lds uintptr, rows int, n int)
+	bwd2WidenFunc  = func(dst *float32, ldd uintptr, src *uint16, lds uintptr, rows int)
 	bwd2PackKernel = func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int, dst *float32)
 )
 
@@ -31,17 +36,11 @@ func bwd2Rmax() [5]int {
 	return [5]int{0, len(bwd2Rows[0]), len(bwd2Rows[1]), len(bwd2Rows[2]), 0}
 }
 
-// matMulTAVX2 is matMulTAsm with the AVX2 tiles, for float32 weights
-// (bfloat16 ones take the archsimd kernels). It reports false, having
-// written nothing, when it cannot. Each term's rows are added in
+// matMulTAVX2 is matMulTAsm with the AVX2 tiles. It reports false,
+// having written nothing, when it cannot. Each term's rows are added in
 // ascending order, a block (kcRows) at a time, term after term in each
 // column block, so every element's sum is the scalar kernels'.
 func matMulTAVX2(terms []tTerm, xs [][]float32) bool {
-	for _, t := range terms {
-		if t.w.bf != nil {
-			return false
-		}
-	}
 	lx, work, ok := tTermsStrided(terms, xs)
 	if !ok {
 		return false
@@ -113,13 +112,17 @@ func tMul2Cols(t tTerm, xs [][]float32, lx, wv, b0, b1, cb, ce int, buf []float3
 // column c (panels of wv vectors) for the tiles of the batch's rows [b0, b1) and returns it and
 // the first row that still needs a tile. W is read in place when one tile
 // covers the batch or W is one panel wide (a LoRA B: its rows lie one
-// after another), and its columns fill whole vectors. Else the panel is
-// packed contiguous and zero-padded into buf: W's rows often lie 4 KiB
-// apart, a few cache sets. With whole vectors the first tile packs it as
-// it multiplies (bwd2Pack).
+// after another), and its columns fill whole vectors, in float32. Else the
+// panel is packed contiguous and zero-padded into buf (bfloat16 widened):
+// W's rows often lie 4 KiB apart, a few cache sets. With whole vectors of
+// float32 the first tile packs it as it multiplies (bwd2Pack).
 func tMul2Panel(t tTerm, xs [][]float32, lx, wv, b0, b1, j0, kc, c, n int, buf []float32) (*float32, uintptr, int) {
 	w, ly := t.w, t.ly
 	v, last := (n+7)/8, n-8*((n-1)/8)
+	if w.bf != nil {
+		widenPanel(w, j0, kc, c, n, buf)
+		return &buf[0], uintptr(32 * v), b0
+	}
 	bp, ldb := &w.data[j0*w.cols+c], uintptr(4*w.cols)
 	if n%8 == 0 && (b1-b0 <= bwd2Rmax()[wv] || w.cols <= 8*wv) {
 		return bp, ldb, b0
@@ -134,4 +137,28 @@ func tMul2Panel(t tTerm, xs [][]float32, lx, wv, b0, b1, j0, kc, c, n int, buf [
 	}
 	bwd2Copy[v-1](&buf[0], bp, ldb, kc, last)
 	return &buf[0], uintptr(32 * v), b0
+}
+
+// widenPanel widens W's bfloat16 rows [j0, j0+kc) × n columns from
+// column c into buf as a zero-padded float32 panel: whole vectors with
+// bwd2Widen, a last partial one here.
+func widenPanel(w mat, j0, kc, c, n int, buf []float32) {
+	v, full := (n+7)/8, n/8
+	src := w.bf[j0*w.cols+c:]
+	if full > 0 {
+		bwd2Widen[full-1](&buf[0], uintptr(32*v), &src[0], uintptr(2*w.cols), kc)
+	}
+	if full == v {
+		return
+	}
+	for p := range kc {
+		row := src[p*w.cols+8*full : p*w.cols+n]
+		dst := buf[p*8*v+8*full : (p+1)*8*v]
+		for l := range dst {
+			dst[l] = 0
+			if l < len(row) {
+				dst[l] = math.Float32frombits(uint32(row[l]) << 16)
+			}
+		}
+	}
 }

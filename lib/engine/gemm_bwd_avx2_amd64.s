@@ -2835,3 +2835,84 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+// func bwd2Widen1(dst *float32, ldd uintptr, src *uint16, lds uintptr, rows int)
+// Requires: AVX, AVX2
+TEXT ·bwd2Widen1(SB), NOSPLIT|NOFRAME, $0-40
+	MOVQ  dst+0(FP), AX
+	MOVQ  ldd+8(FP), CX
+	MOVQ  src+16(FP), DX
+	MOVQ  lds+24(FP), BX
+	MOVQ  rows+32(FP), SI
+	TESTQ SI, SI
+	JZ    done
+
+loop:
+	VPMOVZXWD (DX), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMOVUPS   Y0, (AX)
+	ADDQ      BX, DX
+	ADDQ      CX, AX
+	DECQ      SI
+	JNZ       loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func bwd2Widen2(dst *float32, ldd uintptr, src *uint16, lds uintptr, rows int)
+// Requires: AVX, AVX2
+TEXT ·bwd2Widen2(SB), NOSPLIT|NOFRAME, $0-40
+	MOVQ  dst+0(FP), AX
+	MOVQ  ldd+8(FP), CX
+	MOVQ  src+16(FP), DX
+	MOVQ  lds+24(FP), BX
+	MOVQ  rows+32(FP), SI
+	TESTQ SI, SI
+	JZ    done
+
+loop:
+	VPMOVZXWD (DX), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMOVUPS   Y0, (AX)
+	VPMOVZXWD 16(DX), Y1
+	VPSLLD    $0x10, Y1, Y1
+	VMOVUPS   Y1, 32(AX)
+	ADDQ      BX, DX
+	ADDQ      CX, AX
+	DECQ      SI
+	JNZ       loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func bwd2Widen3(dst *float32, ldd uintptr, src *uint16, lds uintptr, rows int)
+// Requires: AVX, AVX2
+TEXT ·bwd2Widen3(SB), NOSPLIT|NOFRAME, $0-40
+	MOVQ  dst+0(FP), AX
+	MOVQ  ldd+8(FP), CX
+	MOVQ  src+16(FP), DX
+	MOVQ  lds+24(FP), BX
+	MOVQ  rows+32(FP), SI
+	TESTQ SI, SI
+	JZ    done
+
+loop:
+	VPMOVZXWD (DX), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMOVUPS   Y0, (AX)
+	VPMOVZXWD 16(DX), Y1
+	VPSLLD    $0x10, Y1, Y1
+	VMOVUPS   Y1, 32(AX)
+	VPMOVZXWD 32(DX), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMOVUPS   Y2, 64(AX)
+	ADDQ      BX, DX
+	ADDQ      CX, AX
+	DECQ      SI
+	JNZ       loop
+
+done:
+	VZEROUPPER
+	RET

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"testing"
@@ -23,7 +24,7 @@ func withBwdKernels(avx2 bool, procs int, fn func()) {
 // a tail (cols mod 8) and below and above one column block (tCols),
 // batches that leave every tile height over, weights taller than kcWhole
 // (blocks of kcAsm rows), writing and accumulating, 1 and 3 goroutines,
-// rows evenly spaced (the tiles run: checked; panels packed by the first
+// float32 and bfloat16 weights (widened into the panel), rows evenly spaced (the tiles run: checked; panels packed by the first
 // tile or by a copy) or not (the fallback).
 func TestBackwardAVX2MatchesScalar(t *testing.T) {
 	if !cpufeat.AVX2FMA() {
@@ -37,40 +38,54 @@ func TestBackwardAVX2MatchesScalar(t *testing.T) {
 	for _, sz := range qemuFew(all, few) {
 		rows, cols, n, rank := sz[0], sz[1], sz[2], sz[3]
 		w, _, _ := benchMat(rows, cols)
+		wb := mat{rows: rows, cols: cols, bf: make([]uint16, len(w.data))}
+		for i, v := range w.data {
+			wb.bf[i] = uint16(math.Float32bits(v) >> 16)
+		}
 		a, _, _ := benchMat(rank, cols)
 		for _, spaced := range []bool{true, false} {
-			ys, ts, x0 := gapRows(r, n, rows, spaced), gapRows(r, n, rank, spaced), gapRows(r, n, cols, spaced)
-			for _, acc := range []bool{false, true} {
-				name := fmt.Sprintf("%v spaced=%v acc=%v", sz, spaced, acc)
-				want, wantL := cloneGapRows(x0), cloneGapRows(x0)
-				withBwdKernels(false, 1, func() {
-					matMulT(w, ys, want, acc)
-					matMulT(w, ys, wantL, acc)
-					matMulT(a, ts, wantL, true)
-				})
-				for _, fused := range []bool{true, false} {
-					if !spaced {
-						break
-					}
-					got := cloneGapRows(x0)
-					bwd2FusedPack = fused
-					ran := matMulTAVX2([]tTerm{{w: w, ys: ys, zero: !acc}}, got)
-					bwd2FusedPack = true
-					if !ran {
-						t.Fatalf("%s: the AVX2 tiles did not run", name)
-					}
-					requireSameRows(t, fmt.Sprintf("%s fused=%v matMulTAVX2", name, fused), got, want)
-				}
-				for _, procs := range []int{1, 3} {
-					got, gotL := cloneGapRows(x0), cloneGapRows(x0)
-					withBwdKernels(true, procs, func() {
-						matMulT(w, ys, got, acc)
-						matMulTLoRA(w, ys, a, ts, gotL, acc)
-					})
-					requireSameRows(t, fmt.Sprintf("%s procs=%d matMulT", name, procs), got, want)
-					requireSameRows(t, fmt.Sprintf("%s procs=%d matMulTLoRA", name, procs), gotL, wantL)
-				}
+			for _, w := range []mat{w, wb} {
+				checkBackwardAVX2(t, fmt.Sprintf("%v bf16=%v spaced=%v", sz, w.bf != nil, spaced), w, a, r, n, spaced)
 			}
+		}
+	}
+}
+
+// checkBackwardAVX2 is TestBackwardAVX2MatchesScalar on one shape: w and
+// a over n rows, evenly spaced or not.
+func checkBackwardAVX2(t *testing.T, name string, w, a mat, r *rng, n int, spaced bool) {
+	t.Helper()
+	rows, rank, cols := w.rows, a.rows, w.cols
+	ys, ts, x0 := gapRows(r, n, rows, spaced), gapRows(r, n, rank, spaced), gapRows(r, n, cols, spaced)
+	for _, acc := range []bool{false, true} {
+		name := fmt.Sprintf("%s acc=%v", name, acc)
+		want, wantL := cloneGapRows(x0), cloneGapRows(x0)
+		withBwdKernels(false, 1, func() {
+			matMulT(w, ys, want, acc)
+			matMulT(w, ys, wantL, acc)
+			matMulT(a, ts, wantL, true)
+		})
+		for _, fused := range []bool{true, false} {
+			if !spaced {
+				break
+			}
+			got := cloneGapRows(x0)
+			bwd2FusedPack = fused
+			ran := matMulTAVX2([]tTerm{{w: w, ys: ys, zero: !acc}}, got)
+			bwd2FusedPack = true
+			if !ran {
+				t.Fatalf("%s: the AVX2 tiles did not run", name)
+			}
+			requireSameRows(t, fmt.Sprintf("%s fused=%v matMulTAVX2", name, fused), got, want)
+		}
+		for _, procs := range []int{1, 3} {
+			got, gotL := cloneGapRows(x0), cloneGapRows(x0)
+			withBwdKernels(true, procs, func() {
+				matMulT(w, ys, got, acc)
+				matMulTLoRA(w, ys, a, ts, gotL, acc)
+			})
+			requireSameRows(t, fmt.Sprintf("%s procs=%d matMulT", name, procs), got, want)
+			requireSameRows(t, fmt.Sprintf("%s procs=%d matMulTLoRA", name, procs), gotL, wantL)
 		}
 	}
 }

@@ -226,3 +226,18 @@ func bwd2Copy2(dst *float32, src *float32, lds uintptr, rows int, n int)
 //
 //go:noescape
 func bwd2Copy3(dst *float32, src *float32, lds uintptr, rows int, n int)
+
+// bwd2Widen1 widens rows of 1 vectors of bfloat16 into float32 rows of a panel.
+//
+//go:noescape
+func bwd2Widen1(dst *float32, ldd uintptr, src *uint16, lds uintptr, rows int)
+
+// bwd2Widen2 widens rows of 2 vectors of bfloat16 into float32 rows of a panel.
+//
+//go:noescape
+func bwd2Widen2(dst *float32, ldd uintptr, src *uint16, lds uintptr, rows int)
+
+// bwd2Widen3 widens rows of 3 vectors of bfloat16 into float32 rows of a panel.
+//
+//go:noescape
+func bwd2Widen3(dst *float32, ldd uintptr, src *uint16, lds uintptr, rows int)

@@ -22,3 +22,5 @@ var bwd2PackZ = [3]bwd2PackKernel{bwd2Pack6x1Z, bwd2Pack6x2Z, bwd2Pack4x3Z}
 var bwd2PackR = [3]int{6, 6, 4}
 
 var bwd2Copy = [3]bwd2CopyFunc{bwd2Copy1, bwd2Copy2, bwd2Copy3}
+
+var bwd2Widen = [3]bwd2WidenFunc{bwd2Widen1, bwd2Widen2, bwd2Widen3}

@@ -43,9 +43,10 @@ var rmax = [4]int{0, 8, 6, 4}
 // The Go signatures: n is the lanes (1-8) of the last vector of each row
 // that exist; the others are neither read from C nor written.
 const (
-	tileSig = "func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)"
-	copySig = "func(dst *float32, src *float32, lds uintptr, rows int, n int)"
-	packSig = "func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int, dst *float32)"
+	tileSig  = "func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)"
+	copySig  = "func(dst *float32, src *float32, lds uintptr, rows int, n int)"
+	widenSig = "func(dst *float32, ldd uintptr, src *uint16, lds uintptr, rows int)"
+	packSig  = "func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int, dst *float32)"
 )
 
 // packR is the rows of the packing tiles for V = 1..3: their B pointer,
@@ -79,6 +80,9 @@ func Generate() (asm, stubs, tables []byte, err error) {
 	}
 	for v := 1; v <= 3; v++ {
 		copyRows(ctx, v)
+	}
+	for v := 1; v <= 3; v++ {
+		widenRows(ctx, v)
 	}
 	asm, stubs, err = asmout.Print(ctx, printer.Config{Name: "lib/engine/internal/asmgen/bwdavx2", Pkg: "engine"})
 	if err != nil {
@@ -295,6 +299,36 @@ func copyRows(ctx *build.Context, v int) {
 	ctx.RET()
 }
 
+// widenRows emits bwd2Widen<v>, which widens rows of v whole vectors of
+// bfloat16 (lds bytes apart) exactly into float32 rows ldd bytes apart in
+// dst: each value's bits become a float32's upper half. AVX2 has no 16-bit
+// masked load: the caller widens a last partial vector itself.
+func widenRows(ctx *build.Context, v int) {
+	name := fmt.Sprintf("bwd2Widen%d", v)
+	asmout.Kernel(ctx, name, widenSig)
+	ctx.Doc(fmt.Sprintf("%s widens rows of %d vectors of bfloat16 into float32 rows of a panel.", name, v))
+	dst := ctx.Load(ctx.Param("dst"), ctx.GP64())
+	ldd := ctx.Load(ctx.Param("ldd"), ctx.GP64())
+	src := ctx.Load(ctx.Param("src"), ctx.GP64())
+	lds := ctx.Load(ctx.Param("lds"), ctx.GP64())
+	rows := ctx.Load(ctx.Param("rows"), ctx.GP64())
+	ctx.TESTQ(rows, rows)
+	ctx.JZ(operand.LabelRef("done"))
+	ctx.Label("loop")
+	for j := range v {
+		ctx.VPMOVZXWD(operand.Mem{Base: src, Disp: 16 * j}, ymm(j))
+		ctx.VPSLLD(operand.U8(16), ymm(j), ymm(j))
+		ctx.VMOVUPS(ymm(j), operand.Mem{Base: dst, Disp: 32 * j})
+	}
+	ctx.ADDQ(lds, src)
+	ctx.ADDQ(ldd, dst)
+	ctx.DECQ(rows)
+	ctx.JNZ(operand.LabelRef("loop"))
+	ctx.Label("done")
+	ctx.VZEROUPPER()
+	ctx.RET()
+}
+
 // tableText indexes the tiles as table[V-1][R-1] and the copies by V-1.
 func tableText() []byte {
 	var b bytes.Buffer
@@ -320,5 +354,6 @@ func tableText() []byte {
 	}
 	fmt.Fprintf(&b, "\n// bwd2PackR is the rows of the packing tiles for V = 1..3.\nvar bwd2PackR = [3]int{%d, %d, %d}\n", packR[1], packR[2], packR[3])
 	b.WriteString("\nvar bwd2Copy = [3]bwd2CopyFunc{bwd2Copy1, bwd2Copy2, bwd2Copy3}\n")
+	b.WriteString("\nvar bwd2Widen = [3]bwd2WidenFunc{bwd2Widen1, bwd2Widen2, bwd2Widen3}\n")
 	return b.Bytes()
 }
