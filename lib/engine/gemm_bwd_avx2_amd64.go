@@ -25,10 +25,20 @@ type (
 	bwd2PackKernel = func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int, dst *float32)
 )
 
+// bwd2Outer selects outerAcc's AVX2 tiles (outerAVX2) where bwdAVX2 is
+// on: 1.03-4.8 times the archsimd loops' speed on the LoRA gradients of
+// the Qwen3-0.6B shapes at 128 and 512 tokens (BenchmarkBackwardAVX2).
+var bwd2Outer = true
+
 // bwd2FusedPack selects the packing tiles (the first tile of the batch
 // packs the panel as it multiplies) over a copy of the panel before its
 // tiles; the same products in the same order either way.
 var bwd2FusedPack = true
+
+// bwd2ColsRmax is the tallest AVX2 tile of outerAcc for V = 1..3.
+func bwd2ColsRmax() [5]int {
+	return [5]int{0, len(bwd2Cols[0]), len(bwd2Cols[1]), len(bwd2Cols[2]), 0}
+}
 
 // bwd2Rmax is the tallest AVX2 tile for V = 1..3 vectors (index 0 and 4
 // unused: no 4-vector tile fits 16 registers).
@@ -159,6 +169,63 @@ func widenPanel(w mat, j0, kc, c, n int, buf []float32) {
 			if l < len(row) {
 				dst[l] = math.Float32frombits(uint32(row[l]) << 16)
 			}
+		}
+	}
+}
+
+// outerAVX2 is outerAsm with the AVX2 tiles: dst's rows × 8-lane vectors
+// of its columns, each element summing the batch in ascending order in
+// one tile. It reports false, having done nothing, when the rows of us or
+// vs are not evenly spaced. As outerTiles does, a dst of at most
+// outerSplitColsRows rows (a LoRA A's gradient) is split among the cores
+// by columns, else by rows.
+func outerAVX2(dst []float32, rows, cols int, us, vs [][]float32) bool {
+	if !bwd2Outer {
+		return false
+	}
+	m := len(us)
+	lu, ok := rowStride(us, rows)
+	lv, ok2 := rowStride(vs[:m], cols)
+	if !ok || !ok2 || len(dst) < rows*cols {
+		return false
+	}
+	wv := tileShape(rows, (cols+7)/8, bwd2ColsRmax(), outerTileFloor)
+	if rows <= outerSplitColsRows {
+		parallelPieces(cols, tMul2Width(wv), rows*cols*m, func(lo, hi int) {
+			outer2Block(dst, cols, us, vs, lu, lv, wv, 0, rows, lo, hi)
+		})
+		return true
+	}
+	parallelFor(rows, bwd2ColsRmax()[wv], rows*cols*m, func(lo, hi int) {
+		outer2Block(dst, cols, us, vs, lu, lv, wv, lo, hi, 0, cols)
+	})
+	return true
+}
+
+// outer2Block does dst's rows [lo, hi) × columns [k0, k1) of outerAVX2, a
+// strip of wv vectors of vs (the whole batch) at a time. A strip is copied
+// contiguous (zero-padded) when vs's rows lie outerPackStride or more
+// apart (a new page per batch step otherwise) or its columns do not fill
+// whole vectors.
+func outer2Block(dst []float32, cols int, us, vs [][]float32, lu, lv, wv, lo, hi, k0, k1 int) {
+	m, r := len(vs), bwd2ColsRmax()[wv]
+	var strip []float32
+	if lv >= outerPackStride || cols%8 != 0 {
+		sp := outerPool.Get().(*[]float32)
+		defer outerPool.Put(sp)
+		*sp = growTo(*sp, m*8*wv)
+		strip = *sp
+	}
+	for k := k0; k < k1; k += 8 * wv {
+		n := min(8*wv, k1-k)
+		v, last := (n+7)/8, n-8*((n-1)/8)
+		b, ldb := &vs[0][k], uintptr(4*lv)
+		if lv >= outerPackStride || n%8 != 0 {
+			bwd2Copy[v-1](&strip[0], b, ldb, m, last)
+			b, ldb = &strip[0], uintptr(32*v)
+		}
+		for o := lo; o < hi; o += r {
+			bwd2Cols[v-1][min(r, hi-o)-1](&dst[o*cols+k], uintptr(4*cols), &us[0][o], uintptr(4*lu), b, ldb, m, last)
 		}
 	}
 }

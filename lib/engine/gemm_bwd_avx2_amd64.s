@@ -2752,6 +2752,1501 @@ done:
 	VZEROUPPER
 	RET
 
+// func bwd2C1x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+// Requires: AVX, FMA3
+TEXT ·bwd2C1x1(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y1
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMASKMOVPS (AX), Y1, Y0
+	MOVQ       a+16(FP), AX
+	MOVQ       lda+24(FP), CX
+	MOVQ       b+32(FP), DX
+	MOVQ       ldb+40(FP), BX
+	MOVQ       k+48(FP), SI
+	TESTQ      SI, SI
+	JZ         done
+
+loop:
+	VMOVUPS      (DX), Y1
+	VBROADCASTSS (AX), Y2
+	VFMADD231PS  Y1, Y2, Y0
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y1
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMASKMOVPS Y0, Y1, (AX)
+	VZEROUPPER
+	RET
+
+// func bwd2C2x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+// Requires: AVX, FMA3
+TEXT ·bwd2C2x1(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y2
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMASKMOVPS (AX), Y2, Y0
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y2, Y1
+	MOVQ       a+16(FP), AX
+	MOVQ       lda+24(FP), CX
+	MOVQ       b+32(FP), DX
+	MOVQ       ldb+40(FP), BX
+	MOVQ       k+48(FP), SI
+	TESTQ      SI, SI
+	JZ         done
+
+loop:
+	VMOVUPS      (DX), Y2
+	VBROADCASTSS (AX), Y3
+	VFMADD231PS  Y2, Y3, Y0
+	VBROADCASTSS 4(AX), Y3
+	VFMADD231PS  Y2, Y3, Y1
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y2
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMASKMOVPS Y0, Y2, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y1, Y2, (AX)
+	VZEROUPPER
+	RET
+
+// func bwd2C3x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+// Requires: AVX, FMA3
+TEXT ·bwd2C3x1(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y3
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMASKMOVPS (AX), Y3, Y0
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y3, Y1
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y3, Y2
+	MOVQ       a+16(FP), AX
+	MOVQ       lda+24(FP), CX
+	MOVQ       b+32(FP), DX
+	MOVQ       ldb+40(FP), BX
+	MOVQ       k+48(FP), SI
+	TESTQ      SI, SI
+	JZ         done
+
+loop:
+	VMOVUPS      (DX), Y3
+	VBROADCASTSS (AX), Y4
+	VFMADD231PS  Y3, Y4, Y0
+	VBROADCASTSS 4(AX), Y4
+	VFMADD231PS  Y3, Y4, Y1
+	VBROADCASTSS 8(AX), Y4
+	VFMADD231PS  Y3, Y4, Y2
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y3
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMASKMOVPS Y0, Y3, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y1, Y3, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y2, Y3, (AX)
+	VZEROUPPER
+	RET
+
+// func bwd2C4x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+// Requires: AVX, FMA3
+TEXT ·bwd2C4x1(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y4
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMASKMOVPS (AX), Y4, Y0
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y4, Y1
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y4, Y2
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y4, Y3
+	MOVQ       a+16(FP), AX
+	MOVQ       lda+24(FP), CX
+	MOVQ       b+32(FP), DX
+	MOVQ       ldb+40(FP), BX
+	MOVQ       k+48(FP), SI
+	TESTQ      SI, SI
+	JZ         done
+
+loop:
+	VMOVUPS      (DX), Y4
+	VBROADCASTSS (AX), Y5
+	VFMADD231PS  Y4, Y5, Y0
+	VBROADCASTSS 4(AX), Y5
+	VFMADD231PS  Y4, Y5, Y1
+	VBROADCASTSS 8(AX), Y5
+	VFMADD231PS  Y4, Y5, Y2
+	VBROADCASTSS 12(AX), Y5
+	VFMADD231PS  Y4, Y5, Y3
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y4
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMASKMOVPS Y0, Y4, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y1, Y4, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y2, Y4, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y3, Y4, (AX)
+	VZEROUPPER
+	RET
+
+// func bwd2C5x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+// Requires: AVX, FMA3
+TEXT ·bwd2C5x1(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y5
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMASKMOVPS (AX), Y5, Y0
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y5, Y1
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y5, Y2
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y5, Y3
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y5, Y4
+	MOVQ       a+16(FP), AX
+	MOVQ       lda+24(FP), CX
+	MOVQ       b+32(FP), DX
+	MOVQ       ldb+40(FP), BX
+	MOVQ       k+48(FP), SI
+	TESTQ      SI, SI
+	JZ         done
+
+loop:
+	VMOVUPS      (DX), Y5
+	VBROADCASTSS (AX), Y6
+	VFMADD231PS  Y5, Y6, Y0
+	VBROADCASTSS 4(AX), Y6
+	VFMADD231PS  Y5, Y6, Y1
+	VBROADCASTSS 8(AX), Y6
+	VFMADD231PS  Y5, Y6, Y2
+	VBROADCASTSS 12(AX), Y6
+	VFMADD231PS  Y5, Y6, Y3
+	VBROADCASTSS 16(AX), Y6
+	VFMADD231PS  Y5, Y6, Y4
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y5
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMASKMOVPS Y0, Y5, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y1, Y5, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y2, Y5, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y3, Y5, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y4, Y5, (AX)
+	VZEROUPPER
+	RET
+
+// func bwd2C6x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+// Requires: AVX, FMA3
+TEXT ·bwd2C6x1(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y6
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMASKMOVPS (AX), Y6, Y0
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y6, Y1
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y6, Y2
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y6, Y3
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y6, Y4
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y6, Y5
+	MOVQ       a+16(FP), AX
+	MOVQ       lda+24(FP), CX
+	MOVQ       b+32(FP), DX
+	MOVQ       ldb+40(FP), BX
+	MOVQ       k+48(FP), SI
+	TESTQ      SI, SI
+	JZ         done
+
+loop:
+	VMOVUPS      (DX), Y6
+	VBROADCASTSS (AX), Y7
+	VFMADD231PS  Y6, Y7, Y0
+	VBROADCASTSS 4(AX), Y7
+	VFMADD231PS  Y6, Y7, Y1
+	VBROADCASTSS 8(AX), Y7
+	VFMADD231PS  Y6, Y7, Y2
+	VBROADCASTSS 12(AX), Y7
+	VFMADD231PS  Y6, Y7, Y3
+	VBROADCASTSS 16(AX), Y7
+	VFMADD231PS  Y6, Y7, Y4
+	VBROADCASTSS 20(AX), Y7
+	VFMADD231PS  Y6, Y7, Y5
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y6
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMASKMOVPS Y0, Y6, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y1, Y6, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y2, Y6, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y3, Y6, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y4, Y6, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y5, Y6, (AX)
+	VZEROUPPER
+	RET
+
+// func bwd2C7x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+// Requires: AVX, FMA3
+TEXT ·bwd2C7x1(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y7
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMASKMOVPS (AX), Y7, Y0
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y7, Y1
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y7, Y2
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y7, Y3
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y7, Y4
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y7, Y5
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y7, Y6
+	MOVQ       a+16(FP), AX
+	MOVQ       lda+24(FP), CX
+	MOVQ       b+32(FP), DX
+	MOVQ       ldb+40(FP), BX
+	MOVQ       k+48(FP), SI
+	TESTQ      SI, SI
+	JZ         done
+
+loop:
+	VMOVUPS      (DX), Y7
+	VBROADCASTSS (AX), Y8
+	VFMADD231PS  Y7, Y8, Y0
+	VBROADCASTSS 4(AX), Y8
+	VFMADD231PS  Y7, Y8, Y1
+	VBROADCASTSS 8(AX), Y8
+	VFMADD231PS  Y7, Y8, Y2
+	VBROADCASTSS 12(AX), Y8
+	VFMADD231PS  Y7, Y8, Y3
+	VBROADCASTSS 16(AX), Y8
+	VFMADD231PS  Y7, Y8, Y4
+	VBROADCASTSS 20(AX), Y8
+	VFMADD231PS  Y7, Y8, Y5
+	VBROADCASTSS 24(AX), Y8
+	VFMADD231PS  Y7, Y8, Y6
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y7
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMASKMOVPS Y0, Y7, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y1, Y7, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y2, Y7, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y3, Y7, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y4, Y7, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y5, Y7, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y6, Y7, (AX)
+	VZEROUPPER
+	RET
+
+// func bwd2C8x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+// Requires: AVX, FMA3
+TEXT ·bwd2C8x1(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y8
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMASKMOVPS (AX), Y8, Y0
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y8, Y1
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y8, Y2
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y8, Y3
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y8, Y4
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y8, Y5
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y8, Y6
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y8, Y7
+	MOVQ       a+16(FP), AX
+	MOVQ       lda+24(FP), CX
+	MOVQ       b+32(FP), DX
+	MOVQ       ldb+40(FP), BX
+	MOVQ       k+48(FP), SI
+	TESTQ      SI, SI
+	JZ         done
+
+loop:
+	VMOVUPS      (DX), Y8
+	VBROADCASTSS (AX), Y9
+	VFMADD231PS  Y8, Y9, Y0
+	VBROADCASTSS 4(AX), Y9
+	VFMADD231PS  Y8, Y9, Y1
+	VBROADCASTSS 8(AX), Y9
+	VFMADD231PS  Y8, Y9, Y2
+	VBROADCASTSS 12(AX), Y9
+	VFMADD231PS  Y8, Y9, Y3
+	VBROADCASTSS 16(AX), Y9
+	VFMADD231PS  Y8, Y9, Y4
+	VBROADCASTSS 20(AX), Y9
+	VFMADD231PS  Y8, Y9, Y5
+	VBROADCASTSS 24(AX), Y9
+	VFMADD231PS  Y8, Y9, Y6
+	VBROADCASTSS 28(AX), Y9
+	VFMADD231PS  Y8, Y9, Y7
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y8
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMASKMOVPS Y0, Y8, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y1, Y8, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y2, Y8, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y3, Y8, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y4, Y8, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y5, Y8, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y6, Y8, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y7, Y8, (AX)
+	VZEROUPPER
+	RET
+
+// func bwd2C9x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+// Requires: AVX, FMA3
+TEXT ·bwd2C9x1(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y9
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMASKMOVPS (AX), Y9, Y0
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y9, Y1
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y9, Y2
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y9, Y3
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y9, Y4
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y9, Y5
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y9, Y6
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y9, Y7
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y9, Y8
+	MOVQ       a+16(FP), AX
+	MOVQ       lda+24(FP), CX
+	MOVQ       b+32(FP), DX
+	MOVQ       ldb+40(FP), BX
+	MOVQ       k+48(FP), SI
+	TESTQ      SI, SI
+	JZ         done
+
+loop:
+	VMOVUPS      (DX), Y9
+	VBROADCASTSS (AX), Y10
+	VFMADD231PS  Y9, Y10, Y0
+	VBROADCASTSS 4(AX), Y10
+	VFMADD231PS  Y9, Y10, Y1
+	VBROADCASTSS 8(AX), Y10
+	VFMADD231PS  Y9, Y10, Y2
+	VBROADCASTSS 12(AX), Y10
+	VFMADD231PS  Y9, Y10, Y3
+	VBROADCASTSS 16(AX), Y10
+	VFMADD231PS  Y9, Y10, Y4
+	VBROADCASTSS 20(AX), Y10
+	VFMADD231PS  Y9, Y10, Y5
+	VBROADCASTSS 24(AX), Y10
+	VFMADD231PS  Y9, Y10, Y6
+	VBROADCASTSS 28(AX), Y10
+	VFMADD231PS  Y9, Y10, Y7
+	VBROADCASTSS 32(AX), Y10
+	VFMADD231PS  Y9, Y10, Y8
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y9
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMASKMOVPS Y0, Y9, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y1, Y9, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y2, Y9, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y3, Y9, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y4, Y9, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y5, Y9, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y6, Y9, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y7, Y9, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y8, Y9, (AX)
+	VZEROUPPER
+	RET
+
+// func bwd2C10x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+// Requires: AVX, FMA3
+TEXT ·bwd2C10x1(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y10
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMASKMOVPS (AX), Y10, Y0
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y10, Y1
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y10, Y2
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y10, Y3
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y10, Y4
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y10, Y5
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y10, Y6
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y10, Y7
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y10, Y8
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y10, Y9
+	MOVQ       a+16(FP), AX
+	MOVQ       lda+24(FP), CX
+	MOVQ       b+32(FP), DX
+	MOVQ       ldb+40(FP), BX
+	MOVQ       k+48(FP), SI
+	TESTQ      SI, SI
+	JZ         done
+
+loop:
+	VMOVUPS      (DX), Y10
+	VBROADCASTSS (AX), Y11
+	VFMADD231PS  Y10, Y11, Y0
+	VBROADCASTSS 4(AX), Y11
+	VFMADD231PS  Y10, Y11, Y1
+	VBROADCASTSS 8(AX), Y11
+	VFMADD231PS  Y10, Y11, Y2
+	VBROADCASTSS 12(AX), Y11
+	VFMADD231PS  Y10, Y11, Y3
+	VBROADCASTSS 16(AX), Y11
+	VFMADD231PS  Y10, Y11, Y4
+	VBROADCASTSS 20(AX), Y11
+	VFMADD231PS  Y10, Y11, Y5
+	VBROADCASTSS 24(AX), Y11
+	VFMADD231PS  Y10, Y11, Y6
+	VBROADCASTSS 28(AX), Y11
+	VFMADD231PS  Y10, Y11, Y7
+	VBROADCASTSS 32(AX), Y11
+	VFMADD231PS  Y10, Y11, Y8
+	VBROADCASTSS 36(AX), Y11
+	VFMADD231PS  Y10, Y11, Y9
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y10
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMASKMOVPS Y0, Y10, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y1, Y10, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y2, Y10, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y3, Y10, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y4, Y10, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y5, Y10, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y6, Y10, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y7, Y10, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y8, Y10, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y9, Y10, (AX)
+	VZEROUPPER
+	RET
+
+// func bwd2C11x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+// Requires: AVX, FMA3
+TEXT ·bwd2C11x1(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y11
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMASKMOVPS (AX), Y11, Y0
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y11, Y1
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y11, Y2
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y11, Y3
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y11, Y4
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y11, Y5
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y11, Y6
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y11, Y7
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y11, Y8
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y11, Y9
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y11, Y10
+	MOVQ       a+16(FP), AX
+	MOVQ       lda+24(FP), CX
+	MOVQ       b+32(FP), DX
+	MOVQ       ldb+40(FP), BX
+	MOVQ       k+48(FP), SI
+	TESTQ      SI, SI
+	JZ         done
+
+loop:
+	VMOVUPS      (DX), Y11
+	VBROADCASTSS (AX), Y12
+	VFMADD231PS  Y11, Y12, Y0
+	VBROADCASTSS 4(AX), Y12
+	VFMADD231PS  Y11, Y12, Y1
+	VBROADCASTSS 8(AX), Y12
+	VFMADD231PS  Y11, Y12, Y2
+	VBROADCASTSS 12(AX), Y12
+	VFMADD231PS  Y11, Y12, Y3
+	VBROADCASTSS 16(AX), Y12
+	VFMADD231PS  Y11, Y12, Y4
+	VBROADCASTSS 20(AX), Y12
+	VFMADD231PS  Y11, Y12, Y5
+	VBROADCASTSS 24(AX), Y12
+	VFMADD231PS  Y11, Y12, Y6
+	VBROADCASTSS 28(AX), Y12
+	VFMADD231PS  Y11, Y12, Y7
+	VBROADCASTSS 32(AX), Y12
+	VFMADD231PS  Y11, Y12, Y8
+	VBROADCASTSS 36(AX), Y12
+	VFMADD231PS  Y11, Y12, Y9
+	VBROADCASTSS 40(AX), Y12
+	VFMADD231PS  Y11, Y12, Y10
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y11
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMASKMOVPS Y0, Y11, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y1, Y11, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y2, Y11, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y3, Y11, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y4, Y11, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y5, Y11, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y6, Y11, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y7, Y11, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y8, Y11, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y9, Y11, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y10, Y11, (AX)
+	VZEROUPPER
+	RET
+
+// func bwd2C12x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+// Requires: AVX, FMA3
+TEXT ·bwd2C12x1(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y12
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMASKMOVPS (AX), Y12, Y0
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y12, Y1
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y12, Y2
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y12, Y3
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y12, Y4
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y12, Y5
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y12, Y6
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y12, Y7
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y12, Y8
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y12, Y9
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y12, Y10
+	ADDQ       CX, AX
+	VMASKMOVPS (AX), Y12, Y11
+	MOVQ       a+16(FP), AX
+	MOVQ       lda+24(FP), CX
+	MOVQ       b+32(FP), DX
+	MOVQ       ldb+40(FP), BX
+	MOVQ       k+48(FP), SI
+	TESTQ      SI, SI
+	JZ         done
+
+loop:
+	VMOVUPS      (DX), Y12
+	VBROADCASTSS (AX), Y13
+	VFMADD231PS  Y12, Y13, Y0
+	VBROADCASTSS 4(AX), Y13
+	VFMADD231PS  Y12, Y13, Y1
+	VBROADCASTSS 8(AX), Y13
+	VFMADD231PS  Y12, Y13, Y2
+	VBROADCASTSS 12(AX), Y13
+	VFMADD231PS  Y12, Y13, Y3
+	VBROADCASTSS 16(AX), Y13
+	VFMADD231PS  Y12, Y13, Y4
+	VBROADCASTSS 20(AX), Y13
+	VFMADD231PS  Y12, Y13, Y5
+	VBROADCASTSS 24(AX), Y13
+	VFMADD231PS  Y12, Y13, Y6
+	VBROADCASTSS 28(AX), Y13
+	VFMADD231PS  Y12, Y13, Y7
+	VBROADCASTSS 32(AX), Y13
+	VFMADD231PS  Y12, Y13, Y8
+	VBROADCASTSS 36(AX), Y13
+	VFMADD231PS  Y12, Y13, Y9
+	VBROADCASTSS 40(AX), Y13
+	VFMADD231PS  Y12, Y13, Y10
+	VBROADCASTSS 44(AX), Y13
+	VFMADD231PS  Y12, Y13, Y11
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y12
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMASKMOVPS Y0, Y12, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y1, Y12, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y2, Y12, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y3, Y12, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y4, Y12, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y5, Y12, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y6, Y12, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y7, Y12, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y8, Y12, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y9, Y12, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y10, Y12, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y11, Y12, (AX)
+	VZEROUPPER
+	RET
+
+// func bwd2C1x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+// Requires: AVX, FMA3
+TEXT ·bwd2C1x2(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y2
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMOVUPS    (AX), Y0
+	VMASKMOVPS 32(AX), Y2, Y1
+	MOVQ       a+16(FP), AX
+	MOVQ       lda+24(FP), CX
+	MOVQ       b+32(FP), DX
+	MOVQ       ldb+40(FP), BX
+	MOVQ       k+48(FP), SI
+	TESTQ      SI, SI
+	JZ         done
+
+loop:
+	VMOVUPS      (DX), Y2
+	VMOVUPS      32(DX), Y3
+	VBROADCASTSS (AX), Y4
+	VFMADD231PS  Y2, Y4, Y0
+	VFMADD231PS  Y3, Y4, Y1
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y2
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMOVUPS    Y0, (AX)
+	VMASKMOVPS Y1, Y2, 32(AX)
+	VZEROUPPER
+	RET
+
+// func bwd2C2x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+// Requires: AVX, FMA3
+TEXT ·bwd2C2x2(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y4
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMOVUPS    (AX), Y0
+	VMASKMOVPS 32(AX), Y4, Y1
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y2
+	VMASKMOVPS 32(AX), Y4, Y3
+	MOVQ       a+16(FP), AX
+	MOVQ       lda+24(FP), CX
+	MOVQ       b+32(FP), DX
+	MOVQ       ldb+40(FP), BX
+	MOVQ       k+48(FP), SI
+	TESTQ      SI, SI
+	JZ         done
+
+loop:
+	VMOVUPS      (DX), Y4
+	VMOVUPS      32(DX), Y5
+	VBROADCASTSS (AX), Y6
+	VFMADD231PS  Y4, Y6, Y0
+	VFMADD231PS  Y5, Y6, Y1
+	VBROADCASTSS 4(AX), Y6
+	VFMADD231PS  Y4, Y6, Y2
+	VFMADD231PS  Y5, Y6, Y3
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y4
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMOVUPS    Y0, (AX)
+	VMASKMOVPS Y1, Y4, 32(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y2, (AX)
+	VMASKMOVPS Y3, Y4, 32(AX)
+	VZEROUPPER
+	RET
+
+// func bwd2C3x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+// Requires: AVX, FMA3
+TEXT ·bwd2C3x2(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y6
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMOVUPS    (AX), Y0
+	VMASKMOVPS 32(AX), Y6, Y1
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y2
+	VMASKMOVPS 32(AX), Y6, Y3
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y4
+	VMASKMOVPS 32(AX), Y6, Y5
+	MOVQ       a+16(FP), AX
+	MOVQ       lda+24(FP), CX
+	MOVQ       b+32(FP), DX
+	MOVQ       ldb+40(FP), BX
+	MOVQ       k+48(FP), SI
+	TESTQ      SI, SI
+	JZ         done
+
+loop:
+	VMOVUPS      (DX), Y6
+	VMOVUPS      32(DX), Y7
+	VBROADCASTSS (AX), Y8
+	VFMADD231PS  Y6, Y8, Y0
+	VFMADD231PS  Y7, Y8, Y1
+	VBROADCASTSS 4(AX), Y8
+	VFMADD231PS  Y6, Y8, Y2
+	VFMADD231PS  Y7, Y8, Y3
+	VBROADCASTSS 8(AX), Y8
+	VFMADD231PS  Y6, Y8, Y4
+	VFMADD231PS  Y7, Y8, Y5
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y6
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMOVUPS    Y0, (AX)
+	VMASKMOVPS Y1, Y6, 32(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y2, (AX)
+	VMASKMOVPS Y3, Y6, 32(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y4, (AX)
+	VMASKMOVPS Y5, Y6, 32(AX)
+	VZEROUPPER
+	RET
+
+// func bwd2C4x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+// Requires: AVX, FMA3
+TEXT ·bwd2C4x2(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y8
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMOVUPS    (AX), Y0
+	VMASKMOVPS 32(AX), Y8, Y1
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y2
+	VMASKMOVPS 32(AX), Y8, Y3
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y4
+	VMASKMOVPS 32(AX), Y8, Y5
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y6
+	VMASKMOVPS 32(AX), Y8, Y7
+	MOVQ       a+16(FP), AX
+	MOVQ       lda+24(FP), CX
+	MOVQ       b+32(FP), DX
+	MOVQ       ldb+40(FP), BX
+	MOVQ       k+48(FP), SI
+	TESTQ      SI, SI
+	JZ         done
+
+loop:
+	VMOVUPS      (DX), Y8
+	VMOVUPS      32(DX), Y9
+	VBROADCASTSS (AX), Y10
+	VFMADD231PS  Y8, Y10, Y0
+	VFMADD231PS  Y9, Y10, Y1
+	VBROADCASTSS 4(AX), Y10
+	VFMADD231PS  Y8, Y10, Y2
+	VFMADD231PS  Y9, Y10, Y3
+	VBROADCASTSS 8(AX), Y10
+	VFMADD231PS  Y8, Y10, Y4
+	VFMADD231PS  Y9, Y10, Y5
+	VBROADCASTSS 12(AX), Y10
+	VFMADD231PS  Y8, Y10, Y6
+	VFMADD231PS  Y9, Y10, Y7
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y8
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMOVUPS    Y0, (AX)
+	VMASKMOVPS Y1, Y8, 32(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y2, (AX)
+	VMASKMOVPS Y3, Y8, 32(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y4, (AX)
+	VMASKMOVPS Y5, Y8, 32(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y6, (AX)
+	VMASKMOVPS Y7, Y8, 32(AX)
+	VZEROUPPER
+	RET
+
+// func bwd2C5x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+// Requires: AVX, FMA3
+TEXT ·bwd2C5x2(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y10
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMOVUPS    (AX), Y0
+	VMASKMOVPS 32(AX), Y10, Y1
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y2
+	VMASKMOVPS 32(AX), Y10, Y3
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y4
+	VMASKMOVPS 32(AX), Y10, Y5
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y6
+	VMASKMOVPS 32(AX), Y10, Y7
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y8
+	VMASKMOVPS 32(AX), Y10, Y9
+	MOVQ       a+16(FP), AX
+	MOVQ       lda+24(FP), CX
+	MOVQ       b+32(FP), DX
+	MOVQ       ldb+40(FP), BX
+	MOVQ       k+48(FP), SI
+	TESTQ      SI, SI
+	JZ         done
+
+loop:
+	VMOVUPS      (DX), Y10
+	VMOVUPS      32(DX), Y11
+	VBROADCASTSS (AX), Y12
+	VFMADD231PS  Y10, Y12, Y0
+	VFMADD231PS  Y11, Y12, Y1
+	VBROADCASTSS 4(AX), Y12
+	VFMADD231PS  Y10, Y12, Y2
+	VFMADD231PS  Y11, Y12, Y3
+	VBROADCASTSS 8(AX), Y12
+	VFMADD231PS  Y10, Y12, Y4
+	VFMADD231PS  Y11, Y12, Y5
+	VBROADCASTSS 12(AX), Y12
+	VFMADD231PS  Y10, Y12, Y6
+	VFMADD231PS  Y11, Y12, Y7
+	VBROADCASTSS 16(AX), Y12
+	VFMADD231PS  Y10, Y12, Y8
+	VFMADD231PS  Y11, Y12, Y9
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y10
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMOVUPS    Y0, (AX)
+	VMASKMOVPS Y1, Y10, 32(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y2, (AX)
+	VMASKMOVPS Y3, Y10, 32(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y4, (AX)
+	VMASKMOVPS Y5, Y10, 32(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y6, (AX)
+	VMASKMOVPS Y7, Y10, 32(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y8, (AX)
+	VMASKMOVPS Y9, Y10, 32(AX)
+	VZEROUPPER
+	RET
+
+// func bwd2C6x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+// Requires: AVX, FMA3
+TEXT ·bwd2C6x2(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y12
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMOVUPS    (AX), Y0
+	VMASKMOVPS 32(AX), Y12, Y1
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y2
+	VMASKMOVPS 32(AX), Y12, Y3
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y4
+	VMASKMOVPS 32(AX), Y12, Y5
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y6
+	VMASKMOVPS 32(AX), Y12, Y7
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y8
+	VMASKMOVPS 32(AX), Y12, Y9
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y10
+	VMASKMOVPS 32(AX), Y12, Y11
+	MOVQ       a+16(FP), AX
+	MOVQ       lda+24(FP), CX
+	MOVQ       b+32(FP), DX
+	MOVQ       ldb+40(FP), BX
+	MOVQ       k+48(FP), SI
+	TESTQ      SI, SI
+	JZ         done
+
+loop:
+	VMOVUPS      (DX), Y12
+	VMOVUPS      32(DX), Y13
+	VBROADCASTSS (AX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS 4(AX), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS 8(AX), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS 12(AX), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS 16(AX), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS 20(AX), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y12
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMOVUPS    Y0, (AX)
+	VMASKMOVPS Y1, Y12, 32(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y2, (AX)
+	VMASKMOVPS Y3, Y12, 32(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y4, (AX)
+	VMASKMOVPS Y5, Y12, 32(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y6, (AX)
+	VMASKMOVPS Y7, Y12, 32(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y8, (AX)
+	VMASKMOVPS Y9, Y12, 32(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y10, (AX)
+	VMASKMOVPS Y11, Y12, 32(AX)
+	VZEROUPPER
+	RET
+
+// func bwd2C1x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+// Requires: AVX, FMA3
+TEXT ·bwd2C1x3(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y3
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMOVUPS    (AX), Y0
+	VMOVUPS    32(AX), Y1
+	VMASKMOVPS 64(AX), Y3, Y2
+	MOVQ       a+16(FP), AX
+	MOVQ       lda+24(FP), CX
+	MOVQ       b+32(FP), DX
+	MOVQ       ldb+40(FP), BX
+	MOVQ       k+48(FP), SI
+	TESTQ      SI, SI
+	JZ         done
+
+loop:
+	VMOVUPS      (DX), Y3
+	VMOVUPS      32(DX), Y4
+	VMOVUPS      64(DX), Y5
+	VBROADCASTSS (AX), Y6
+	VFMADD231PS  Y3, Y6, Y0
+	VFMADD231PS  Y4, Y6, Y1
+	VFMADD231PS  Y5, Y6, Y2
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y3
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMOVUPS    Y0, (AX)
+	VMOVUPS    Y1, 32(AX)
+	VMASKMOVPS Y2, Y3, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bwd2C2x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+// Requires: AVX, FMA3
+TEXT ·bwd2C2x3(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y6
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMOVUPS    (AX), Y0
+	VMOVUPS    32(AX), Y1
+	VMASKMOVPS 64(AX), Y6, Y2
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y3
+	VMOVUPS    32(AX), Y4
+	VMASKMOVPS 64(AX), Y6, Y5
+	MOVQ       a+16(FP), AX
+	MOVQ       lda+24(FP), CX
+	MOVQ       b+32(FP), DX
+	MOVQ       ldb+40(FP), BX
+	MOVQ       k+48(FP), SI
+	TESTQ      SI, SI
+	JZ         done
+
+loop:
+	VMOVUPS      (DX), Y6
+	VMOVUPS      32(DX), Y7
+	VMOVUPS      64(DX), Y8
+	VBROADCASTSS (AX), Y9
+	VFMADD231PS  Y6, Y9, Y0
+	VFMADD231PS  Y7, Y9, Y1
+	VFMADD231PS  Y8, Y9, Y2
+	VBROADCASTSS 4(AX), Y9
+	VFMADD231PS  Y6, Y9, Y3
+	VFMADD231PS  Y7, Y9, Y4
+	VFMADD231PS  Y8, Y9, Y5
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y6
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMOVUPS    Y0, (AX)
+	VMOVUPS    Y1, 32(AX)
+	VMASKMOVPS Y2, Y6, 64(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y3, (AX)
+	VMOVUPS    Y4, 32(AX)
+	VMASKMOVPS Y5, Y6, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bwd2C3x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+// Requires: AVX, FMA3
+TEXT ·bwd2C3x3(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y9
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMOVUPS    (AX), Y0
+	VMOVUPS    32(AX), Y1
+	VMASKMOVPS 64(AX), Y9, Y2
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y3
+	VMOVUPS    32(AX), Y4
+	VMASKMOVPS 64(AX), Y9, Y5
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y6
+	VMOVUPS    32(AX), Y7
+	VMASKMOVPS 64(AX), Y9, Y8
+	MOVQ       a+16(FP), AX
+	MOVQ       lda+24(FP), CX
+	MOVQ       b+32(FP), DX
+	MOVQ       ldb+40(FP), BX
+	MOVQ       k+48(FP), SI
+	TESTQ      SI, SI
+	JZ         done
+
+loop:
+	VMOVUPS      (DX), Y9
+	VMOVUPS      32(DX), Y10
+	VMOVUPS      64(DX), Y11
+	VBROADCASTSS (AX), Y12
+	VFMADD231PS  Y9, Y12, Y0
+	VFMADD231PS  Y10, Y12, Y1
+	VFMADD231PS  Y11, Y12, Y2
+	VBROADCASTSS 4(AX), Y12
+	VFMADD231PS  Y9, Y12, Y3
+	VFMADD231PS  Y10, Y12, Y4
+	VFMADD231PS  Y11, Y12, Y5
+	VBROADCASTSS 8(AX), Y12
+	VFMADD231PS  Y9, Y12, Y6
+	VFMADD231PS  Y10, Y12, Y7
+	VFMADD231PS  Y11, Y12, Y8
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y9
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMOVUPS    Y0, (AX)
+	VMOVUPS    Y1, 32(AX)
+	VMASKMOVPS Y2, Y9, 64(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y3, (AX)
+	VMOVUPS    Y4, 32(AX)
+	VMASKMOVPS Y5, Y9, 64(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y6, (AX)
+	VMOVUPS    Y7, 32(AX)
+	VMASKMOVPS Y8, Y9, 64(AX)
+	VZEROUPPER
+	RET
+
+// func bwd2C4x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+// Requires: AVX, FMA3
+TEXT ·bwd2C4x3(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y12
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMOVUPS    (AX), Y0
+	VMOVUPS    32(AX), Y1
+	VMASKMOVPS 64(AX), Y12, Y2
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y3
+	VMOVUPS    32(AX), Y4
+	VMASKMOVPS 64(AX), Y12, Y5
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y6
+	VMOVUPS    32(AX), Y7
+	VMASKMOVPS 64(AX), Y12, Y8
+	ADDQ       CX, AX
+	VMOVUPS    (AX), Y9
+	VMOVUPS    32(AX), Y10
+	VMASKMOVPS 64(AX), Y12, Y11
+	MOVQ       a+16(FP), AX
+	MOVQ       lda+24(FP), CX
+	MOVQ       b+32(FP), DX
+	MOVQ       ldb+40(FP), BX
+	MOVQ       k+48(FP), SI
+	TESTQ      SI, SI
+	JZ         done
+
+loop:
+	VMOVUPS      (DX), Y12
+	VMOVUPS      32(DX), Y13
+	VMOVUPS      64(DX), Y14
+	VBROADCASTSS (AX), Y15
+	VFMADD231PS  Y12, Y15, Y0
+	VFMADD231PS  Y13, Y15, Y1
+	VFMADD231PS  Y14, Y15, Y2
+	VBROADCASTSS 4(AX), Y15
+	VFMADD231PS  Y12, Y15, Y3
+	VFMADD231PS  Y13, Y15, Y4
+	VFMADD231PS  Y14, Y15, Y5
+	VBROADCASTSS 8(AX), Y15
+	VFMADD231PS  Y12, Y15, Y6
+	VFMADD231PS  Y13, Y15, Y7
+	VFMADD231PS  Y14, Y15, Y8
+	VBROADCASTSS 12(AX), Y15
+	VFMADD231PS  Y12, Y15, Y9
+	VFMADD231PS  Y13, Y15, Y10
+	VFMADD231PS  Y14, Y15, Y11
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         SI
+	JNZ          loop
+
+done:
+	MOVQ       n+56(FP), AX
+	LEAQ       bwd2LaneMask<>+0(SB), CX
+	NEGQ       AX
+	VMOVDQU    32(CX)(AX*4), Y12
+	MOVQ       c+0(FP), AX
+	MOVQ       ldc+8(FP), CX
+	VMOVUPS    Y0, (AX)
+	VMOVUPS    Y1, 32(AX)
+	VMASKMOVPS Y2, Y12, 64(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y3, (AX)
+	VMOVUPS    Y4, 32(AX)
+	VMASKMOVPS Y5, Y12, 64(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y6, (AX)
+	VMOVUPS    Y7, 32(AX)
+	VMASKMOVPS Y8, Y12, 64(AX)
+	ADDQ       CX, AX
+	VMOVUPS    Y9, (AX)
+	VMOVUPS    Y10, 32(AX)
+	VMASKMOVPS Y11, Y12, 64(AX)
+	VZEROUPPER
+	RET
+
 // func bwd2Copy1(dst *float32, src *float32, lds uintptr, rows int, n int)
 // Requires: AVX
 TEXT ·bwd2Copy1(SB), NOSPLIT|NOFRAME, $0-40

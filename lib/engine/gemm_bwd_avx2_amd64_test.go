@@ -19,8 +19,8 @@ func withBwdKernels(avx2 bool, procs int, fn func()) {
 	fn()
 }
 
-// TestBackwardAVX2MatchesScalar requires the AVX2 tiles of matMulT and
-// matMulTLoRA to give the scalar kernels' bits: columns with and without
+// TestBackwardAVX2MatchesScalar requires the AVX2 tiles of matMulT,
+// matMulTLoRA and outerAcc to give the scalar kernels' bits: columns with and without
 // a tail (cols mod 8) and below and above one column block (tCols),
 // batches that leave every tile height over, weights taller than kcWhole
 // (blocks of kcAsm rows), writing and accumulating, 1 and 3 goroutines,
@@ -47,6 +47,7 @@ func TestBackwardAVX2MatchesScalar(t *testing.T) {
 			for _, w := range []mat{w, wb} {
 				checkBackwardAVX2(t, fmt.Sprintf("%v bf16=%v spaced=%v", sz, w.bf != nil, spaced), w, a, r, n, spaced)
 			}
+			checkOuterAVX2(t, fmt.Sprintf("%v spaced=%v", sz, spaced), r, rows, cols, n, spaced)
 		}
 	}
 }
@@ -87,6 +88,27 @@ func checkBackwardAVX2(t *testing.T, name string, w, a mat, r *rng, n int, space
 			requireSameRows(t, fmt.Sprintf("%s procs=%d matMulT", name, procs), got, want)
 			requireSameRows(t, fmt.Sprintf("%s procs=%d matMulTLoRA", name, procs), gotL, wantL)
 		}
+	}
+}
+
+// checkOuterAVX2 requires outerAcc's AVX2 tiles (rows × cols over n
+// batch rows, evenly spaced or not) to give the scalar kernels' bits.
+func checkOuterAVX2(t *testing.T, name string, r *rng, rows, cols, n int, spaced bool) {
+	t.Helper()
+	us, vs, d0 := gapRows(r, n, rows, spaced), gapRows(r, n, cols, spaced), gapRows(r, 1, rows*cols, true)[0]
+	want := slices.Clone(d0)
+	withBwdKernels(false, 1, func() { outerAcc(want, rows, cols, us, vs) })
+	if spaced {
+		got := slices.Clone(d0)
+		if !outerAVX2(got, rows, cols, us, vs) {
+			t.Fatalf("%s: the AVX2 tiles of outerAcc did not run", name)
+		}
+		requireSameRows(t, name+" outerAVX2", [][]float32{got}, [][]float32{want})
+	}
+	for _, procs := range []int{1, 3} {
+		got := slices.Clone(d0)
+		withBwdKernels(true, procs, func() { outerAcc(got, rows, cols, us, vs) })
+		requireSameRows(t, fmt.Sprintf("%s procs=%d outerAcc", name, procs), [][]float32{got}, [][]float32{want})
 	}
 }
 

@@ -4,13 +4,15 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"testing"
 	"time"
 )
 
-// BenchmarkBackwardAVX2 runs matMulT (and matMulTLoRA, "fold") on the
+// BenchmarkBackwardAVX2 runs matMulT (and matMulTLoRA, "fold"; outerAcc,
+// "outer", for the LoRA A and B gradients) on the
 // Qwen3-0.6B layer shapes at M = 128 and 512 with the AVX2 tiles (new) and
 // without them (old: the archsimd loops), alternated in rounds within one
 // process (BWD2_ROUNDS, default 5; the order flips every round), on
@@ -32,21 +34,35 @@ func BenchmarkBackwardAVX2(b *testing.B) {
 	cases := []struct {
 		name       string
 		rows, cols int
-		rank       int // LoRA A's rows through matMulTLoRA, or 0
+		rank       int  // LoRA A's rows through matMulTLoRA, or 0
+		bf, outer  bool // bfloat16 weights; outerAcc (rows × cols of dst)
 	}{
-		{"q-2048x1024", 2048, 1024, 0}, {"o-1024x2048", 1024, 2048, 0},
-		{"gate-3072x1024", 3072, 1024, 0}, {"down-1024x3072", 1024, 3072, 0},
-		{"fold-1024x1024+32", 1024, 1024, 32}, {"loraB-3072x32", 3072, 32, 0},
+		{"q-2048x1024", 2048, 1024, 0, false, false}, {"o-1024x2048", 1024, 2048, 0, false, false},
+		{"gate-3072x1024", 3072, 1024, 0, false, false}, {"down-1024x3072", 1024, 3072, 0, false, false},
+		{"down-bf16-1024x3072", 1024, 3072, 0, true, false},
+		{"fold-1024x1024+32", 1024, 1024, 32, false, false}, {"loraB-3072x32", 3072, 32, 0, false, false},
+		{"outerA-32x1024", 32, 1024, 0, false, true}, {"outerB-3072x32", 3072, 32, 0, false, true},
+		{"outerA-32x3072", 32, 3072, 0, false, true}, {"outerB-1024x32", 1024, 32, 0, false, true},
 	}
 	for _, tc := range cases {
 		for _, m := range []int{128, 512} {
 			b.Run(fmt.Sprintf("%s-M%d", tc.name, m), func(b *testing.B) {
 				r := newRNG(7)
 				w, _, _ := benchMat(tc.rows, tc.cols)
+				if tc.bf {
+					w.bf = make([]uint16, len(w.data))
+					for i, v := range w.data {
+						w.bf[i] = uint16(math.Float32bits(v) >> 16)
+					}
+					w.data = nil
+				}
 				a, _, _ := benchMat(max(tc.rank, 1), tc.cols)
 				ys, ts, xs := gapRows(r, m, tc.rows, true), gapRows(r, m, max(tc.rank, 1), true), gapRows(r, m, tc.cols, true)
+				dst := make([]float32, tc.rows*tc.cols)
 				run := func() {
-					if tc.rank > 0 {
+					if tc.outer {
+						outerAcc(dst, tc.rows, tc.cols, ys, xs)
+					} else if tc.rank > 0 {
 						matMulTLoRA(w, ys, a, ts, xs, true)
 					} else {
 						matMulT(w, ys, xs, true)

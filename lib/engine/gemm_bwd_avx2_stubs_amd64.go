@@ -212,6 +212,116 @@ func bwd2R4x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb
 //go:noescape
 func bwd2Pack4x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int, dst *float32)
 
+// bwd2C1x1 adds 1 rows × 1 vectors of Σ_p A(p,i)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwd2C1x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+
+// bwd2C2x1 adds 2 rows × 1 vectors of Σ_p A(p,i)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwd2C2x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+
+// bwd2C3x1 adds 3 rows × 1 vectors of Σ_p A(p,i)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwd2C3x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+
+// bwd2C4x1 adds 4 rows × 1 vectors of Σ_p A(p,i)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwd2C4x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+
+// bwd2C5x1 adds 5 rows × 1 vectors of Σ_p A(p,i)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwd2C5x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+
+// bwd2C6x1 adds 6 rows × 1 vectors of Σ_p A(p,i)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwd2C6x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+
+// bwd2C7x1 adds 7 rows × 1 vectors of Σ_p A(p,i)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwd2C7x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+
+// bwd2C8x1 adds 8 rows × 1 vectors of Σ_p A(p,i)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwd2C8x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+
+// bwd2C9x1 adds 9 rows × 1 vectors of Σ_p A(p,i)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwd2C9x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+
+// bwd2C10x1 adds 10 rows × 1 vectors of Σ_p A(p,i)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwd2C10x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+
+// bwd2C11x1 adds 11 rows × 1 vectors of Σ_p A(p,i)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwd2C11x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+
+// bwd2C12x1 adds 12 rows × 1 vectors of Σ_p A(p,i)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwd2C12x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+
+// bwd2C1x2 adds 1 rows × 2 vectors of Σ_p A(p,i)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwd2C1x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+
+// bwd2C2x2 adds 2 rows × 2 vectors of Σ_p A(p,i)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwd2C2x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+
+// bwd2C3x2 adds 3 rows × 2 vectors of Σ_p A(p,i)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwd2C3x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+
+// bwd2C4x2 adds 4 rows × 2 vectors of Σ_p A(p,i)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwd2C4x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+
+// bwd2C5x2 adds 5 rows × 2 vectors of Σ_p A(p,i)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwd2C5x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+
+// bwd2C6x2 adds 6 rows × 2 vectors of Σ_p A(p,i)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwd2C6x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+
+// bwd2C1x3 adds 1 rows × 3 vectors of Σ_p A(p,i)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwd2C1x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+
+// bwd2C2x3 adds 2 rows × 3 vectors of Σ_p A(p,i)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwd2C2x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+
+// bwd2C3x3 adds 3 rows × 3 vectors of Σ_p A(p,i)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwd2C3x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+
+// bwd2C4x3 adds 4 rows × 3 vectors of Σ_p A(p,i)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwd2C4x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+
 // bwd2Copy1 packs rows of 1 vectors into a contiguous zero-padded float32 panel.
 //
 //go:noescape

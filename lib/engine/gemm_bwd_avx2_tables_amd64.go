@@ -14,6 +14,12 @@ var bwd2RowsZ = [3][]bwd2Kernel{
 	{bwd2R1x3Z, bwd2R2x3Z, bwd2R3x3Z, bwd2R4x3Z},
 }
 
+var bwd2Cols = [3][]bwd2Kernel{
+	{bwd2C1x1, bwd2C2x1, bwd2C3x1, bwd2C4x1, bwd2C5x1, bwd2C6x1, bwd2C7x1, bwd2C8x1, bwd2C9x1, bwd2C10x1, bwd2C11x1, bwd2C12x1},
+	{bwd2C1x2, bwd2C2x2, bwd2C3x2, bwd2C4x2, bwd2C5x2, bwd2C6x2},
+	{bwd2C1x3, bwd2C2x3, bwd2C3x3, bwd2C4x3},
+}
+
 var bwd2Pack = [3]bwd2PackKernel{bwd2Pack6x1, bwd2Pack6x2, bwd2Pack4x3}
 
 var bwd2PackZ = [3]bwd2PackKernel{bwd2Pack6x1Z, bwd2Pack6x2Z, bwd2Pack4x3Z}

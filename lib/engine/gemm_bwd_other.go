@@ -11,6 +11,8 @@ func matMulTAsm([]tTerm, [][]float32) bool { return false }
 
 func matMulTAVX2([]tTerm, [][]float32) bool { return false }
 
+func outerAVX2([]float32, int, int, [][]float32, [][]float32) bool { return false }
+
 func outerAsm([]float32, int, int, [][]float32, [][]float32) bool { return false }
 
 func outerAsmShared([][]float32, int, int, [][][]float32, [][]float32) bool { return false }

@@ -173,7 +173,7 @@ func matTBlockScalar(w mat, ys, xs [][]float32, j0, j1, c0, c1 int, wide []float
 // ascending b. This is the gradient of a matrix from its layer's output
 // gradients (us) and inputs (vs). Rows are split across goroutines.
 func outerAcc(dst []float32, rows, cols int, us, vs [][]float32) {
-	if asmBwd() && outerAsm(dst, rows, cols, us, vs) {
+	if (asmBwd() && outerAsm(dst, rows, cols, us, vs)) || (avx2Bwd() && outerAVX2(dst, rows, cols, us, vs)) {
 		return
 	}
 	parallelFor(rows, 8, rows*cols*len(us), func(lo, hi int) {

@@ -36,9 +36,13 @@ const (
 	tableFile = "gemm_bwd_avx2_tables_amd64.go"
 )
 
-// rmax is the tallest tile for V = 1..3 vectors: R·V + V + 1 registers of
-// 16, and at most 8 rows (one pointer register each).
+// rmax is the tallest tile of matMulT for V = 1..3 vectors: R·V + V + 1
+// registers of 16, and at most 8 rows (one pointer register each).
 var rmax = [4]int{0, 8, 6, 4}
+
+// colsRmax is the tallest tile of outerAcc, whose A(i,p) = us[p][o+i]
+// lie in one row (one pointer): 12 rows of one vector.
+var colsRmax = [4]int{0, 12, 6, 4}
 
 // The Go signatures: n is the lanes (1-8) of the last vector of each row
 // that exist; the others are neither read from C nor written.
@@ -79,6 +83,11 @@ func Generate() (asm, stubs, tables []byte, err error) {
 		}
 	}
 	for v := 1; v <= 3; v++ {
+		for r := 1; r <= colsRmax[v]; r++ {
+			colsTile(ctx, r, v)
+		}
+	}
+	for v := 1; v <= 3; v++ {
 		copyRows(ctx, v)
 	}
 	for v := 1; v <= 3; v++ {
@@ -105,6 +114,8 @@ func tileName(r, v int, zero bool) string {
 	}
 	return fmt.Sprintf("bwd2R%dx%d", r, v)
 }
+
+func colsName(r, v int) string { return fmt.Sprintf("bwd2C%dx%d", r, v) }
 
 func packName(v int, zero bool) string {
 	if zero {
@@ -159,17 +170,7 @@ func tile(ctx *build.Context, r, v int, zero, pack bool) {
 		doc += ", packing B's rows into dst"
 	}
 	ctx.Doc(doc + ".")
-	acc := make([][]reg.VecPhysical, r)
-	for i := range acc {
-		acc[i] = make([]reg.VecPhysical, v)
-		for j := range acc[i] {
-			acc[i][j] = ymm(i*v + j)
-		}
-	}
-	bv := make([]reg.VecPhysical, v)
-	for j := range bv {
-		bv[j] = ymm(r*v + j)
-	}
+	acc, bv := tileRegs(r, v)
 	// B's first register holds the mask while C moves: the loop needs
 	// every register the 4 × 3 tile has.
 	if zero {
@@ -182,25 +183,63 @@ func tile(ctx *build.Context, r, v int, zero, pack bool) {
 		loadMask(ctx, bv[0])
 		moveC(ctx, acc, bv[0], true)
 	}
-	steps(ctx, acc, bv, ymm(r*v+v), pack)
+	steps(ctx, acc, bv, ymm(r*v+v), pack, false)
 	loadMask(ctx, bv[0])
 	moveC(ctx, acc, bv[0], false)
 	ctx.VZEROUPPER()
 	ctx.RET()
 }
 
+// colsTile emits outerAcc's R×V tile: C[i][j] += Σ_p us[p][o+i]·vs[p][j],
+// A(i,p) at a + p·lda + 4i, B's rows (vs's, or a packed strip) ldb apart.
+func colsTile(ctx *build.Context, r, v int) {
+	name := colsName(r, v)
+	asmout.Kernel(ctx, name, tileSig)
+	ctx.Doc(fmt.Sprintf("%s adds %d rows × %d vectors of Σ_p A(p,i)·B[p][j] to C, p ascending.", name, r, v))
+	acc, bv := tileRegs(r, v)
+	loadMask(ctx, bv[0])
+	moveC(ctx, acc, bv[0], true)
+	steps(ctx, acc, bv, ymm(r*v+v), false, true)
+	loadMask(ctx, bv[0])
+	moveC(ctx, acc, bv[0], false)
+	ctx.VZEROUPPER()
+	ctx.RET()
+}
+
+// tileRegs names a tile's accumulators (Y0 up) and B vectors (after them).
+func tileRegs(r, v int) (acc [][]reg.VecPhysical, bv []reg.VecPhysical) {
+	acc = make([][]reg.VecPhysical, r)
+	for i := range acc {
+		acc[i] = make([]reg.VecPhysical, v)
+		for j := range acc[i] {
+			acc[i][j] = ymm(i*v + j)
+		}
+	}
+	bv = make([]reg.VecPhysical, v)
+	for j := range bv {
+		bv[j] = ymm(r*v + j)
+	}
+	return acc, bv
+}
+
 // steps emits the loop that adds A(i,p)·B[p][j] to the accumulators for
 // p = 0..k-1. A(i,p) is broadcast once into bc and meets the V vectors of
 // B there (AVX2's FMAs take no broadcast operand).
-func steps(ctx *build.Context, acc [][]reg.VecPhysical, bv []reg.VecPhysical, bc reg.VecPhysical, pack bool) {
+// With cols, A(i,p) lie in one row of A for each p (outerAcc's).
+func steps(ctx *build.Context, acc [][]reg.VecPhysical, bv []reg.VecPhysical, bc reg.VecPhysical, pack, cols bool) {
 	a := ctx.Load(ctx.Param("a"), ctx.GP64())
 	lda := ctx.Load(ctx.Param("lda"), ctx.GP64())
 	b := ctx.Load(ctx.Param("b"), ctx.GP64())
 	ldb := ctx.Load(ctx.Param("ldb"), ctx.GP64())
 	k := ctx.Load(ctx.Param("k"), ctx.GP64())
-	off := ctx.GP64()
-	ctx.XORQ(off, off)
-	ptrs := asmout.Pointers(ctx, a, lda, len(acc))
+	aAt := func(i int) operand.Mem { return operand.Mem{Base: a, Disp: 4 * i} }
+	var off reg.GPVirtual
+	if !cols {
+		off = ctx.GP64()
+		ctx.XORQ(off, off)
+		ptrs := asmout.Pointers(ctx, a, lda, len(acc))
+		aAt = func(i int) operand.Mem { return operand.Mem{Base: ptrs[i], Index: off, Scale: 1} }
+	}
 	var dst, ahead reg.Register
 	if pack {
 		dst = ctx.Load(ctx.Param("dst"), ctx.GP64())
@@ -227,12 +266,16 @@ func steps(ctx *build.Context, acc [][]reg.VecPhysical, bv []reg.VecPhysical, bc
 		ctx.ADDQ(operand.U8(uint8(32*len(bv))), dst)
 	}
 	for i, row := range acc {
-		ctx.VBROADCASTSS(operand.Mem{Base: ptrs[i], Index: off, Scale: 1}, bc)
+		ctx.VBROADCASTSS(aAt(i), bc)
 		for j, y := range bv {
 			ctx.VFMADD231PS(y, bc, row[j])
 		}
 	}
-	ctx.ADDQ(operand.U8(4), off)
+	if cols {
+		ctx.ADDQ(lda, a)
+	} else {
+		ctx.ADDQ(operand.U8(4), off)
+	}
 	ctx.ADDQ(ldb, b)
 	ctx.DECQ(k)
 	ctx.JNZ(operand.LabelRef("loop"))
@@ -348,6 +391,18 @@ func tableText() []byte {
 		}
 		b.WriteString("}\n")
 	}
+	b.WriteString("\nvar bwd2Cols = [3][]bwd2Kernel{\n")
+	for v := 1; v <= 3; v++ {
+		b.WriteString("\t{")
+		for r := 1; r <= colsRmax[v]; r++ {
+			if r > 1 {
+				b.WriteString(", ")
+			}
+			b.WriteString(colsName(r, v))
+		}
+		b.WriteString("},\n")
+	}
+	b.WriteString("}\n")
 	for _, zero := range []bool{false, true} {
 		name := map[bool]string{false: "bwd2Pack", true: "bwd2PackZ"}[zero]
 		fmt.Fprintf(&b, "\nvar %s = [3]bwd2PackKernel{%s, %s, %s}\n", name, packName(1, zero), packName(2, zero), packName(3, zero))
