@@ -19,21 +19,15 @@ var bwdAVX2 = cpufeat.AVX2FMA() && !bwdAsm
 // declares them, gemm_bwd_avx2_tables_amd64.go indexes the tiles as
 // [V-1][R-1]); n is the lanes of the last vector that exist.
 type (
-	bwd2Kernel     = func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
-	bwd2CopyFunc   = func(dst *float32, src *float32, lds uintptr, rows int, n int)
-	bwd2WidenFunc  = func(dst *float32, ldd uintptr, src *uint16, lds uintptr, rows int)
-	bwd2PackKernel = func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int, dst *float32)
+	bwd2Kernel    = func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+	bwd2CopyFunc  = func(dst *float32, src *float32, lds uintptr, rows int, n int)
+	bwd2WidenFunc = func(dst *float32, ldd uintptr, src *uint16, lds uintptr, rows int)
 )
 
 // bwd2Outer selects outerAcc's AVX2 tiles (outerAVX2) where bwdAVX2 is
 // on: 1.03-4.8 times the archsimd loops' speed on the LoRA gradients of
 // the Qwen3-0.6B shapes at 128 and 512 tokens (BenchmarkBackwardAVX2).
 var bwd2Outer = true
-
-// bwd2FusedPack selects the packing tiles (the first tile of the batch
-// packs the panel as it multiplies) over a copy of the panel before its
-// tiles; the same products in the same order either way.
-var bwd2FusedPack = true
 
 // bwd2ColsRmax is the tallest AVX2 tile of outerAcc for V = 1..3.
 func bwd2ColsRmax() [5]int {
@@ -94,11 +88,8 @@ func tMulAVX2(terms []tTerm, xs [][]float32, lx, wv, b0, b1, c0, c1 int) {
 }
 
 // tMul2Cols does term t's part of columns [cb, ce) for each block of
-// kcRows weight rows: panels of wv vectors, tiles of the batch. A panel is
-// packed contiguous and zero-padded into buf (W's rows often lie 4 KiB
-// apart, a few cache sets) unless one tile reads it or W is one panel
-// wide (a LoRA B: its rows lie one after another), and its columns fill
-// whole vectors. With t.zero the first block's tiles start from zero.
+// kcRows weight rows: panels of wv vectors (tMul2Panel, in buf), tiles of
+// the batch. With t.zero the first block's tiles start from zero.
 func tMul2Cols(t tTerm, xs [][]float32, lx, wv, b0, b1, cb, ce int, buf []float32) {
 	w, ys, ly, r, kb := t.w, t.ys, t.ly, bwd2Rmax()[wv], kcRows(t.w.rows)
 	for j0 := 0; j0 < w.rows; j0 += kb {
@@ -110,43 +101,35 @@ func tMul2Cols(t tTerm, xs [][]float32, lx, wv, b0, b1, cb, ce int, buf []float3
 		for c := cb; c < ce; c += 8 * wv {
 			n := min(8*wv, ce-c)
 			v, last := (n+7)/8, n-8*((n-1)/8)
-			bp, ldb, b := tMul2Panel(t, xs, lx, wv, b0, b1, j0, kc, c, n, buf)
-			for ; b < b1; b += r {
+			bp, ldb := tMul2Panel(w, wv, b0, b1, j0, kc, c, n, buf)
+			for b := b0; b < b1; b += r {
 				tiles[v-1][min(r, b1-b)-1](&xs[b][c], uintptr(4*lx), &ys[b][j0], uintptr(4*ly), bp, ldb, kc, last)
 			}
 		}
 	}
 }
 
-// tMul2Panel readies the panel of W's rows [j0, j0+kc) × n columns from
-// column c (panels of wv vectors) for the tiles of the batch's rows [b0, b1) and returns it and
-// the first row that still needs a tile. W is read in place when one tile
-// covers the batch or W is one panel wide (a LoRA B: its rows lie one
-// after another), and its columns fill whole vectors, in float32. Else the
-// panel is packed contiguous and zero-padded into buf (bfloat16 widened):
-// W's rows often lie 4 KiB apart, a few cache sets. With whole vectors of
-// float32 the first tile packs it as it multiplies (bwd2Pack).
-func tMul2Panel(t tTerm, xs [][]float32, lx, wv, b0, b1, j0, kc, c, n int, buf []float32) (*float32, uintptr, int) {
-	w, ly := t.w, t.ly
+// tMul2Panel returns the panel of W's rows [j0, j0+kc) × n columns from
+// column c for the tiles of the batch's rows [b0, b1) (panels of wv
+// vectors) and its row stride. W is read in place when one tile covers
+// the batch or W is one panel wide (a LoRA B: its rows lie one after
+// another), and its columns fill whole vectors, in float32. Else the
+// panel is copied contiguous and zero-padded into buf (bfloat16 widened):
+// W's rows often lie 4 KiB apart, a few cache sets. A first tile that
+// packed the panel as it multiplied (as the AVX-512 tiles do) gained
+// 0.98-1.05 in CPU time, not kept.
+func tMul2Panel(w mat, wv, b0, b1, j0, kc, c, n int, buf []float32) (*float32, uintptr) {
 	v, last := (n+7)/8, n-8*((n-1)/8)
 	if w.bf != nil {
 		widenPanel(w, j0, kc, c, n, buf)
-		return &buf[0], uintptr(32 * v), b0
+		return &buf[0], uintptr(32 * v)
 	}
 	bp, ldb := &w.data[j0*w.cols+c], uintptr(4*w.cols)
 	if n%8 == 0 && (b1-b0 <= bwd2Rmax()[wv] || w.cols <= 8*wv) {
-		return bp, ldb, b0
-	}
-	if pr := bwd2PackR[v-1]; bwd2FusedPack && n%8 == 0 && b1-b0 >= pr {
-		pack := &bwd2Pack
-		if t.zero && j0 == 0 {
-			pack = &bwd2PackZ
-		}
-		pack[v-1](&xs[b0][c], uintptr(4*lx), &t.ys[b0][j0], uintptr(4*ly), bp, ldb, kc, last, &buf[0])
-		return &buf[0], uintptr(32 * v), b0 + pr
+		return bp, ldb
 	}
 	bwd2Copy[v-1](&buf[0], bp, ldb, kc, last)
-	return &buf[0], uintptr(32 * v), b0
+	return &buf[0], uintptr(32 * v)
 }
 
 // widenPanel widens W's bfloat16 rows [j0, j0+kc) × n columns from

@@ -19,8 +19,7 @@ import (
 // GOMAXPROCS cores. It reports each path's median GFLOP per CPU-second,
 // the new path's share of the 256-bit FMA loop per CPU-second measured in
 // the same run, and the paired medians old ÷ new of wall and CPU time
-// (above 1: the tiles are faster). BWD2_OLD=copy makes old the AVX2
-// tiles with their panels copied before the tiles (bwd2FusedPack off).
+// (above 1: the tiles are faster).
 func BenchmarkBackwardAVX2(b *testing.B) {
 	if !bwdAVX2 {
 		b.Skip("no AVX2 tiles on this CPU (AVX-512 or no AVX2 and FMA3)")
@@ -29,8 +28,7 @@ func BenchmarkBackwardAVX2(b *testing.B) {
 	if n, err := strconv.Atoi(os.Getenv("BWD2_ROUNDS")); err == nil && n > 0 {
 		rounds = n
 	}
-	oldCopy := os.Getenv("BWD2_OLD") == "copy"
-	defer func() { bwdAVX2, bwd2FusedPack = true, true }()
+	defer func() { bwdAVX2 = true }()
 	cases := []struct {
 		name       string
 		rows, cols int
@@ -74,7 +72,7 @@ func BenchmarkBackwardAVX2(b *testing.B) {
 					for i := range rounds {
 						for k := range 2 {
 							path := (k + i) % 2
-							bwdAVX2, bwd2FusedPack = path == 1 || oldCopy, path == 1
+							bwdAVX2 = path == 1
 							run() // warm the caches on this path
 							c0, t0 := processCPU(), time.Now()
 							run()

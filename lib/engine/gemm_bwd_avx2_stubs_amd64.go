@@ -42,11 +42,6 @@ func bwd2R7x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb 
 //go:noescape
 func bwd2R8x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
 
-// bwd2Pack6x1 adds 6 rows × 1 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending, packing B's rows into dst.
-//
-//go:noescape
-func bwd2Pack6x1(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int, dst *float32)
-
 // bwd2R1x2 adds 1 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
@@ -77,11 +72,6 @@ func bwd2R5x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb 
 //go:noescape
 func bwd2R6x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
 
-// bwd2Pack6x2 adds 6 rows × 2 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending, packing B's rows into dst.
-//
-//go:noescape
-func bwd2Pack6x2(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int, dst *float32)
-
 // bwd2R1x3 adds 1 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
 //
 //go:noescape
@@ -101,11 +91,6 @@ func bwd2R3x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb 
 //
 //go:noescape
 func bwd2R4x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
-
-// bwd2Pack4x3 adds 4 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending, packing B's rows into dst.
-//
-//go:noescape
-func bwd2Pack4x3(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int, dst *float32)
 
 // bwd2R1x1Z stores 1 rows × 1 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
 //
@@ -147,11 +132,6 @@ func bwd2R7x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb
 //go:noescape
 func bwd2R8x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
 
-// bwd2Pack6x1Z stores 6 rows × 1 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending, packing B's rows into dst.
-//
-//go:noescape
-func bwd2Pack6x1Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int, dst *float32)
-
 // bwd2R1x2Z stores 1 rows × 2 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
 //
 //go:noescape
@@ -182,11 +162,6 @@ func bwd2R5x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb
 //go:noescape
 func bwd2R6x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
 
-// bwd2Pack6x2Z stores 6 rows × 2 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending, packing B's rows into dst.
-//
-//go:noescape
-func bwd2Pack6x2Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int, dst *float32)
-
 // bwd2R1x3Z stores 1 rows × 3 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
 //
 //go:noescape
@@ -206,11 +181,6 @@ func bwd2R3x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb
 //
 //go:noescape
 func bwd2R4x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
-
-// bwd2Pack4x3Z stores 4 rows × 3 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending, packing B's rows into dst.
-//
-//go:noescape
-func bwd2Pack4x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int, dst *float32)
 
 // bwd2C1x1 adds 1 rows × 1 vectors of Σ_p A(p,i)·B[p][j] to C, p ascending.
 //

@@ -20,13 +20,6 @@ var bwd2Cols = [3][]bwd2Kernel{
 	{bwd2C1x3, bwd2C2x3, bwd2C3x3, bwd2C4x3},
 }
 
-var bwd2Pack = [3]bwd2PackKernel{bwd2Pack6x1, bwd2Pack6x2, bwd2Pack4x3}
-
-var bwd2PackZ = [3]bwd2PackKernel{bwd2Pack6x1Z, bwd2Pack6x2Z, bwd2Pack4x3Z}
-
-// bwd2PackR is the rows of the packing tiles for V = 1..3.
-var bwd2PackR = [3]int{6, 6, 4}
-
 var bwd2Copy = [3]bwd2CopyFunc{bwd2Copy1, bwd2Copy2, bwd2Copy3}
 
 var bwd2Widen = [3]bwd2WidenFunc{bwd2Widen1, bwd2Widen2, bwd2Widen3}

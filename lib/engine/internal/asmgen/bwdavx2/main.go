@@ -50,17 +50,7 @@ const (
 	tileSig  = "func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)"
 	copySig  = "func(dst *float32, src *float32, lds uintptr, rows int, n int)"
 	widenSig = "func(dst *float32, ldd uintptr, src *uint16, lds uintptr, rows int)"
-	packSig  = "func(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int, dst *float32)"
 )
-
-// packR is the rows of the packing tiles for V = 1..3: their B pointer,
-// dst and prefetch distance take registers the row pointers of 8 rows
-// would need.
-var packR = [4]int{0, 6, 6, 4}
-
-// packAhead is how many B rows ahead a packing tile prefetches into L2
-// (as a shift): far enough to cover a read from L3.
-const packAhead = 6
 
 func main() {
 	asm, stubs, tables, err := Generate()
@@ -77,9 +67,8 @@ func Generate() (asm, stubs, tables []byte, err error) {
 	for _, zero := range []bool{false, true} {
 		for v := 1; v <= 3; v++ {
 			for r := 1; r <= rmax[v]; r++ {
-				tile(ctx, r, v, zero, false)
+				tile(ctx, r, v, zero)
 			}
-			tile(ctx, packR[v], v, zero, true)
 		}
 	}
 	for v := 1; v <= 3; v++ {
@@ -117,13 +106,6 @@ func tileName(r, v int, zero bool) string {
 
 func colsName(r, v int) string { return fmt.Sprintf("bwd2C%dx%d", r, v) }
 
-func packName(v int, zero bool) string {
-	if zero {
-		return fmt.Sprintf("bwd2Pack%dx%dZ", packR[v], v)
-	}
-	return fmt.Sprintf("bwd2Pack%dx%d", packR[v], v)
-}
-
 // laneMask is eight int32 -1s then eight 0s: the 8 values from
 // 4·(8-n) bytes in are the VMASKMOVPS mask of n lanes.
 var laneMask operand.Mem
@@ -151,25 +133,15 @@ func loadMask(ctx *build.Context, y reg.VecPhysical) {
 
 // tile emits one R×V tile; with zero it starts its accumulators at +0
 // (what a cleared C would have given) instead of loading C. B's rows are
-// whole vectors: a panel padded with zeros, or columns that exist. With
-// pack the tile also stores each row of B it reads into dst, one after
-// another: the first tile of the batch packs the panel the others read,
-// its reads of W (rows 4 KiB apart, from L3) overlapping its FMAs.
-func tile(ctx *build.Context, r, v int, zero, pack bool) {
-	name, sig := tileName(r, v, zero), tileSig
-	if pack {
-		name, sig = packName(v, zero), packSig
-	}
-	asmout.Kernel(ctx, name, sig)
+// whole vectors: a panel padded with zeros, or columns that exist.
+func tile(ctx *build.Context, r, v int, zero bool) {
+	name := tileName(r, v, zero)
+	asmout.Kernel(ctx, name, tileSig)
 	verb, prep := "adds", "to"
 	if zero {
 		verb, prep = "stores", "into"
 	}
-	doc := fmt.Sprintf("%s %s %d rows × %d vectors of Σ_p A(i,p)·B[p][j] %s C, p ascending", name, verb, r, v, prep)
-	if pack {
-		doc += ", packing B's rows into dst"
-	}
-	ctx.Doc(doc + ".")
+	ctx.Doc(fmt.Sprintf("%s %s %d rows × %d vectors of Σ_p A(i,p)·B[p][j] %s C, p ascending.", name, verb, r, v, prep))
 	acc, bv := tileRegs(r, v)
 	// B's first register holds the mask while C moves: the loop needs
 	// every register the 4 × 3 tile has.
@@ -183,7 +155,7 @@ func tile(ctx *build.Context, r, v int, zero, pack bool) {
 		loadMask(ctx, bv[0])
 		moveC(ctx, acc, bv[0], true)
 	}
-	steps(ctx, acc, bv, ymm(r*v+v), pack, false)
+	steps(ctx, acc, bv, ymm(r*v+v), false)
 	loadMask(ctx, bv[0])
 	moveC(ctx, acc, bv[0], false)
 	ctx.VZEROUPPER()
@@ -199,7 +171,7 @@ func colsTile(ctx *build.Context, r, v int) {
 	acc, bv := tileRegs(r, v)
 	loadMask(ctx, bv[0])
 	moveC(ctx, acc, bv[0], true)
-	steps(ctx, acc, bv, ymm(r*v+v), false, true)
+	steps(ctx, acc, bv, ymm(r*v+v), true)
 	loadMask(ctx, bv[0])
 	moveC(ctx, acc, bv[0], false)
 	ctx.VZEROUPPER()
@@ -224,9 +196,10 @@ func tileRegs(r, v int) (acc [][]reg.VecPhysical, bv []reg.VecPhysical) {
 
 // steps emits the loop that adds A(i,p)·B[p][j] to the accumulators for
 // p = 0..k-1. A(i,p) is broadcast once into bc and meets the V vectors of
-// B there (AVX2's FMAs take no broadcast operand).
-// With cols, A(i,p) lie in one row of A for each p (outerAcc's).
-func steps(ctx *build.Context, acc [][]reg.VecPhysical, bv []reg.VecPhysical, bc reg.VecPhysical, pack, cols bool) {
+// B there (AVX2's FMAs take no broadcast operand). Without cols A(i,p)
+// lies in row i of A (matMulT's); with cols, in one row of A for each p
+// (outerAcc's).
+func steps(ctx *build.Context, acc [][]reg.VecPhysical, bv []reg.VecPhysical, bc reg.VecPhysical, cols bool) {
 	a := ctx.Load(ctx.Param("a"), ctx.GP64())
 	lda := ctx.Load(ctx.Param("lda"), ctx.GP64())
 	b := ctx.Load(ctx.Param("b"), ctx.GP64())
@@ -240,30 +213,11 @@ func steps(ctx *build.Context, acc [][]reg.VecPhysical, bv []reg.VecPhysical, bc
 		ptrs := asmout.Pointers(ctx, a, lda, len(acc))
 		aAt = func(i int) operand.Mem { return operand.Mem{Base: ptrs[i], Index: off, Scale: 1} }
 	}
-	var dst, ahead reg.Register
-	if pack {
-		dst = ctx.Load(ctx.Param("dst"), ctx.GP64())
-		ahead = ctx.GP64()
-		ctx.MOVQ(ldb, ahead)
-		ctx.SHLQ(operand.U8(packAhead), ahead)
-	}
 	ctx.TESTQ(k, k)
 	ctx.JZ(operand.LabelRef("done"))
 	ctx.Label("loop")
 	for j, y := range bv {
 		ctx.VMOVUPS(operand.Mem{Base: b, Disp: 32 * j}, y)
-		if pack {
-			ctx.VMOVUPS(y, operand.Mem{Base: dst, Disp: 32 * j})
-		}
-	}
-	if pack {
-		// Every line of the row: its last byte's too, the row not being
-		// aligned to lines.
-		for l := 0; l < 32*len(bv); l += 64 {
-			ctx.PREFETCHT1(operand.Mem{Base: b, Index: ahead, Scale: 1, Disp: l})
-		}
-		ctx.PREFETCHT1(operand.Mem{Base: b, Index: ahead, Scale: 1, Disp: 32*len(bv) - 1})
-		ctx.ADDQ(operand.U8(uint8(32*len(bv))), dst)
 	}
 	for i, row := range acc {
 		ctx.VBROADCASTSS(aAt(i), bc)
@@ -403,11 +357,6 @@ func tableText() []byte {
 		b.WriteString("},\n")
 	}
 	b.WriteString("}\n")
-	for _, zero := range []bool{false, true} {
-		name := map[bool]string{false: "bwd2Pack", true: "bwd2PackZ"}[zero]
-		fmt.Fprintf(&b, "\nvar %s = [3]bwd2PackKernel{%s, %s, %s}\n", name, packName(1, zero), packName(2, zero), packName(3, zero))
-	}
-	fmt.Fprintf(&b, "\n// bwd2PackR is the rows of the packing tiles for V = 1..3.\nvar bwd2PackR = [3]int{%d, %d, %d}\n", packR[1], packR[2], packR[3])
 	b.WriteString("\nvar bwd2Copy = [3]bwd2CopyFunc{bwd2Copy1, bwd2Copy2, bwd2Copy3}\n")
 	b.WriteString("\nvar bwd2Widen = [3]bwd2WidenFunc{bwd2Widen1, bwd2Widen2, bwd2Widen3}\n")
 	return b.Bytes()
