@@ -1,12 +1,12 @@
 // Command bwdavx2 generates lib/engine/gemm_bwd_avx2_amd64.s, the AVX2
-// register tiles of matMulT (the input gradient Wᵀ·dy) for CPUs with AVX2
-// and FMA3 but without AVX-512 (the AVX-512 tiles come from ../bwd), their
-// Go declarations and the tables that index them by tile shape. Run it
-// through go generate in lib/engine.
+// register tiles of the backward products matMulT (the input gradient
+// Wᵀ·dy) and outerAcc (a weight gradient Σ dy ⊗ x) for CPUs with AVX2 and
+// FMA3 but without AVX-512 (the AVX-512 tiles come from ../bwd), the
+// panel copies they read, their Go declarations and the tables that index
+// them by tile shape. Run it through go generate in lib/engine.
 //
-// Every tile computes C[i][j] += Σ_p A(i,p)·B[p][j] for R rows i (the
-// batch's vectors, rows of A lda bytes apart) and V 8-lane vectors of
-// columns j, summing p in ascending order with one fused multiply-add
+// Every tile computes C[i][j] += Σ_p A(i,p)·B[p][j] for R rows i and V
+// 8-lane vectors of columns j, summing p in ascending order with one fused multiply-add
 // (VFMADD231PS) per term: each lane performs exactly the scalar kernels'
 // operations (fma32), so the results have the same bits as every other
 // path. AVX2 has 16 YMM registers: R·V accumulators, V vectors of B and
