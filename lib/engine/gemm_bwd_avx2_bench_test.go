@@ -91,3 +91,34 @@ func BenchmarkBackwardAVX2(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBackwardAVX2Tile runs matMulT's 4 × 3 AVX2 tile alone over a
+// packed panel of kc rows (kc · 96 bytes: L1 at 256, L2 at 1024 and 3072)
+// with A's four rows in L1 or L2, and reports its GFLOP per CPU-second
+// and its share of the 256-bit FMA loop: the ceiling of matMulT's tiles
+// on this CPU, before the batch's rows come from L3 and panels are copied.
+func BenchmarkBackwardAVX2Tile(b *testing.B) {
+	if !bwdAVX2 {
+		b.Skip("no AVX2 tiles on this CPU (AVX-512 or no AVX2 and FMA3)")
+	}
+	_, peak := bestPeak(true)
+	for _, kc := range []int{256, 1024, 3072} {
+		b.Run(fmt.Sprintf("kc%d", kc), func(b *testing.B) {
+			r := newRNG(3)
+			panel, a, c := make([]float32, kc*24), make([]float32, 4*kc), make([]float32, 4*24)
+			fill(panel, r, 1)
+			fill(a, r, 1)
+			const reps = 2000
+			c0 := processCPU()
+			for b.Loop() {
+				for range reps {
+					bwd2R4x3(&c[0], 96, &a[0], uintptr(4*kc), &panel[0], 96, kc, 8)
+				}
+			}
+			flop := 2 * 4 * 24 * float64(kc) * reps * float64(b.N) / 1e9
+			rate := flop / (processCPU() - c0)
+			b.ReportMetric(rate, "GFLOP/cpu-s")
+			b.ReportMetric(100*rate/peak, "%fma-cpu")
+		})
+	}
+}
