@@ -13,7 +13,9 @@ import (
 // up to 24 accumulators, each lane adding its products in the same order,
 // with the same fused multiply-add (VFMADD231PS), as the scalar kernels, so
 // the bits do not change. Go's compiler gives loop-carried vectors only 15
-// registers, which caps the archsimd tiles at about 6 accumulators.
+// registers, which caps the archsimd tiles at about 6 accumulators. CPUs
+// with AVX2 and FMA3 but not AVX-512 run 8-lane tiles of the same sums
+// (gemm_bwd_avx2_amd64.s, from internal/asmgen/bwdavx2; bwdAVX2).
 
 // tTerm is one matrix of a matMulT sum, the gradients it takes and their
 // row stride (set by matMulTAsm). With zero (only the first term) the sum
