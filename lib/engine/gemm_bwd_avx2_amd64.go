@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math"
+	"sync"
 
 	"github.com/tinkershell/tinker/lib/cpufeat"
 )
@@ -28,6 +29,9 @@ type (
 // on: 1.03-4.8 times the archsimd loops' speed on the LoRA gradients of
 // the Qwen3-0.6B shapes at 128 and 512 tokens (BenchmarkBackwardAVX2).
 var bwd2Outer = true
+
+// bwd2OuterT selects outer2Transposed for a narrow dst over a wide us.
+var bwd2OuterT = true
 
 // bwd2ColsRmax is the tallest AVX2 tile of outerAcc for V = 1..3.
 func bwd2ColsRmax() [5]int {
@@ -172,6 +176,10 @@ func outerAVX2(dst []float32, rows, cols int, us, vs [][]float32) bool {
 	if !ok || !ok2 || len(dst) < rows*cols {
 		return false
 	}
+	if bwd2OuterT && cols < 64 && rows >= 64 && m*rows >= outerTransposeFloats {
+		outer2Transposed(dst, rows, cols, us, vs)
+		return true
+	}
 	wv := tileShape(rows, (cols+7)/8, bwd2ColsRmax(), outerTileFloor)
 	if rows <= outerSplitColsRows {
 		parallelPieces(cols, tMul2Width(wv), rows*cols*m, func(lo, hi int) {
@@ -209,6 +217,35 @@ func outer2Block(dst []float32, cols int, us, vs [][]float32, lu, lv, wv, lo, hi
 		}
 		for o := lo; o < hi; o += r {
 			bwd2Cols[v-1][min(r, hi-o)-1](&dst[o*cols+k], uintptr(4*cols), &us[0][o], uintptr(4*lu), b, ldb, m, last)
+		}
+	}
+}
+
+// outerTPool holds outer2Transposed's transposed dst.
+var outerTPool = sync.Pool{New: func() any { return new([]float32) }}
+
+// outer2Transposed is outerAVX2 for a dst under 64 columns (a LoRA B's
+// gradient, rank columns) and 64 rows or more over a us beyond L2
+// (outerTransposeFloats): it
+// runs the tiles on dstᵀ = Σ_b vs[b] ⊗ us[b] and copies it back. Over dst
+// itself each tile step read a few values of one of the batch's rows of
+// us, a row 4-12 KiB from the last, from L3; over dstᵀ us is the operand
+// read in strips. Each element is the same chain of fused multiply-adds
+// (a product's factors commute exactly), so the bits are outerAcc's.
+func outer2Transposed(dst []float32, rows, cols int, us, vs [][]float32) {
+	tp := outerTPool.Get().(*[]float32)
+	defer outerTPool.Put(tp)
+	*tp = growTo(*tp, rows*cols)
+	t := *tp
+	for o := range rows {
+		for k, v := range dst[o*cols : (o+1)*cols] {
+			t[k*rows+o] = v
+		}
+	}
+	outerAVX2(t, cols, rows, vs, us)
+	for o := range rows {
+		for k := range dst[o*cols : (o+1)*cols] {
+			dst[o*cols+k] = t[k*rows+o]
 		}
 	}
 }
