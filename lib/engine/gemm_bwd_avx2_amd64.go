@@ -33,6 +33,10 @@ var bwd2Outer = true
 // bwd2OuterT selects outer2Transposed for a narrow dst over a wide us.
 var bwd2OuterT = true
 
+// outer2TransposeFloats is the size of us (in float32s, 4 MiB) from which
+// outerAVX2 runs a narrow dst transposed (outer2Transposed).
+var outer2TransposeFloats = 1 << 20
+
 // bwd2ColsRmax is the tallest AVX2 tile of outerAcc for V = 1..3.
 func bwd2ColsRmax() [5]int {
 	return [5]int{0, len(bwd2Cols[0]), len(bwd2Cols[1]), len(bwd2Cols[2]), 0}
@@ -176,7 +180,7 @@ func outerAVX2(dst []float32, rows, cols int, us, vs [][]float32) bool {
 	if !ok || !ok2 || len(dst) < rows*cols {
 		return false
 	}
-	if bwd2OuterT && cols < 64 && rows >= 64 && m*rows >= outerTransposeFloats {
+	if bwd2OuterT && cols < 64 && rows >= 64 && m*rows >= outer2TransposeFloats {
 		outer2Transposed(dst, rows, cols, us, vs)
 		return true
 	}
@@ -226,7 +230,7 @@ var outerTPool = sync.Pool{New: func() any { return new([]float32) }}
 
 // outer2Transposed is outerAVX2 for a dst under 64 columns (a LoRA B's
 // gradient, rank columns) and 64 rows or more over a us beyond L2
-// (outerTransposeFloats): it
+// (outer2TransposeFloats): it
 // runs the tiles on dstᵀ = Σ_b vs[b] ⊗ us[b] and copies it back. Over dst
 // itself each tile step read a few values of one of the batch's rows of
 // us, a row 4-12 KiB from the last, from L3; over dstᵀ us is the operand

@@ -34,7 +34,7 @@ func TestBackwardAVX2MatchesScalar(t *testing.T) {
 	all := [][4]int{{300, 600, 5, 32}, {1000, 32, 9, 8}, {7, 3, 2, 3}, {129, 1000, 13, 32}, {64, 257, 130, 8},
 		{33, 17, 1, 1}, {130, 80, 7, 4}, {40, 48, 12, 32}, {20, 300, 17, 5}, {3100, 300, 13, 32},
 		{32, 300, 11, 2}, {4100, 24, 130, 32}, {200, 512, 64, 16}}
-	few := [][4]int{{300, 600, 5, 32}, {64, 257, 130, 8}, {7, 3, 2, 3}, {33, 17, 1, 1}}
+	few := [][4]int{{300, 600, 5, 32}, {64, 257, 130, 8}, {7, 3, 2, 3}, {1000, 32, 9, 8}}
 	for _, sz := range qemuFew(all, few) {
 		rows, cols, n, rank := sz[0], sz[1], sz[2], sz[3]
 		w, _, _ := benchMat(rows, cols)
@@ -47,7 +47,15 @@ func TestBackwardAVX2MatchesScalar(t *testing.T) {
 			for _, w := range []mat{w, wb} {
 				checkBackwardAVX2(t, fmt.Sprintf("%v bf16=%v spaced=%v", sz, w.bf != nil, spaced), w, a, r, n, spaced)
 			}
-			checkOuterAVX2(t, fmt.Sprintf("%v spaced=%v", sz, spaced), r, rows, cols, n, spaced)
+			// Every narrow dst transposed too (outer2Transposed), not
+			// only those over a us of 4 MiB.
+			for _, tf := range []int{outer2TransposeFloats, 0} {
+				func() {
+					defer func(f int) { outer2TransposeFloats = f }(outer2TransposeFloats)
+					outer2TransposeFloats = tf
+					checkOuterAVX2(t, fmt.Sprintf("%v spaced=%v transpose-from=%d", sz, spaced, tf), r, rows, cols, n, spaced)
+				}()
+			}
 		}
 	}
 }

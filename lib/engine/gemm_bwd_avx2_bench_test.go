@@ -19,7 +19,8 @@ import (
 // GOMAXPROCS cores. It reports each path's median GFLOP per CPU-second,
 // the new path's share of the 256-bit FMA loop per CPU-second measured in
 // the same run, and the paired medians old ÷ new of wall and CPU time
-// (above 1: the tiles are faster).
+// (above 1: the tiles are faster). BWD2_OLD=outerT makes old the AVX2
+// tiles without outer2Transposed (bwd2OuterT off).
 func BenchmarkBackwardAVX2(b *testing.B) {
 	if !bwdAVX2 {
 		b.Skip("no AVX2 tiles on this CPU (AVX-512 or no AVX2 and FMA3)")
@@ -28,7 +29,8 @@ func BenchmarkBackwardAVX2(b *testing.B) {
 	if n, err := strconv.Atoi(os.Getenv("BWD2_ROUNDS")); err == nil && n > 0 {
 		rounds = n
 	}
-	defer func() { bwdAVX2 = true }()
+	oldT := os.Getenv("BWD2_OLD") == "outerT"
+	defer func() { bwdAVX2, bwd2OuterT = true, true }()
 	cases := []struct {
 		name       string
 		rows, cols int
@@ -41,6 +43,7 @@ func BenchmarkBackwardAVX2(b *testing.B) {
 		{"fold-1024x1024+32", 1024, 1024, 32, false, false}, {"loraB-3072x32", 3072, 32, 0, false, false},
 		{"outerA-32x1024", 32, 1024, 0, false, true}, {"outerB-3072x32", 3072, 32, 0, false, true},
 		{"outerA-32x3072", 32, 3072, 0, false, true}, {"outerB-1024x32", 1024, 32, 0, false, true},
+		{"outerB-2048x32", 2048, 32, 0, false, true},
 	}
 	for _, tc := range cases {
 		for _, m := range []int{128, 512} {
@@ -72,7 +75,7 @@ func BenchmarkBackwardAVX2(b *testing.B) {
 					for i := range rounds {
 						for k := range 2 {
 							path := (k + i) % 2
-							bwdAVX2 = path == 1
+							bwdAVX2, bwd2OuterT = path == 1 || oldT, path == 1
 							run() // warm the caches on this path
 							c0, t0 := processCPU(), time.Now()
 							run()
