@@ -52,10 +52,11 @@ func TestMatMulT(t *testing.T) {
 // withKernels runs f with the assembly tiles on or off (off: the scalar
 // reference, with the archsimd kernels off too) and GOMAXPROCS procs.
 func withKernels(asm bool, procs int, f func()) {
-	defer func(b, s bool) { bwdAsm, useSIMD = b, s }(bwdAsm, useSIMD)
+	defer func(b, b2, s bool) { bwdAsm, bwdAVX2, useSIMD = b, b2, s }(bwdAsm, bwdAVX2, useSIMD)
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-	hasAsm := bwdAsm
-	bwdAsm, useSIMD = asm && hasAsm, asm && simdOK
+	// Both assembly paths off for the reference: without GOEXPERIMENT=simd
+	// (simdOK false) avx2Bwd would otherwise still pick the AVX2 tiles.
+	bwdAsm, bwdAVX2, useSIMD = asm && bwdAsm, asm && bwdAVX2, asm && simdOK
 	f()
 }
 

@@ -289,8 +289,8 @@ func BenchmarkBackwardProducts(b *testing.B) {
 				}
 			}
 			rate := func(asm, vec bool, reps int) float64 {
-				defer func(a, s bool) { bwdAsm, useSIMD = a, s }(bwdAsm, useSIMD)
-				bwdAsm, useSIMD = asm && bwdAsm, vec && simdOK
+				defer func(a, a2, s bool) { bwdAsm, bwdAVX2, useSIMD = a, a2, s }(bwdAsm, bwdAVX2, useSIMD)
+				bwdAsm, bwdAVX2, useSIMD = asm && bwdAsm, asm && bwdAVX2, vec && simdOK
 				best := 0.0
 				for range reps {
 					c0 := processCPU()
