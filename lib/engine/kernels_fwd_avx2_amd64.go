@@ -24,8 +24,15 @@ var fwd2TileCtlReg = true
 
 // fwd2Tile4 selects the 4-token tiles (fwd2Tile4x3F32/BF16: a group of
 // four packed vectors × 3 rows, one 8-lane half at a time) over the
-// 2-token ones; the same bits.
+// 2-token ones for matrices of fwd2Tile4Cols columns or more; the same
+// bits. On Zen 3 (BenchmarkGEMMAVX2Blocks, M = 128, two busy cores) they
+// gave 1.17-1.23 of the 2-token tiles' GFLOP per CPU-second at 2048 and
+// 3072 float32 columns, where a pair of 2-token vectors fills half of L1,
+// and 0.91-1.03 at 1024, where it does not: there the 2-token tiles stay.
 var fwd2Tile4 = true
+
+// fwd2Tile4Cols is the fewest columns for which the 4-token tiles run.
+var fwd2Tile4Cols = 2048
 
 // fwd2PieceCols is the column piece of the 4-token tiles: a group's
 // vectors over one piece (16 KiB packed at 1024 columns) stay in L1 while
@@ -52,11 +59,7 @@ func matRowsAVX2(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
 		return
 	}
 	p := newFwdPack(xs, w.cols, false)
-	if fwd2Tile4 {
-		fwd2Groups(w, p.xp, ys, lo, hi, accumulate)
-	} else {
-		fwd2Rows(w, p.xp, ys, lo, hi, accumulate)
-	}
+	fwd2Rows(w, p.xp, ys, lo, hi, accumulate)
 	p.release()
 }
 
@@ -111,8 +114,13 @@ func fwd2Vectors(xs [][]float32, n int, xptr []*float32) *[]float32 {
 // meets every pair of vectors in 2×3 tiles (the AVX-512 product's order
 // before it kept one tile in L1 for a block of groups, fwdTilesL1; that
 // order is untried here); the one or two rows left over by the tiles go
-// through the row kernel, a vector at a time.
+// through the row kernel, a vector at a time. With fwd2Tile4 the 4-token
+// tiles run instead (fwd2Groups).
 func fwd2Rows(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool) {
+	if fwd2Tile4 && w.cols >= fwd2Tile4Cols {
+		fwd2Groups(w, xp, ys, lo, hi, accumulate)
+		return
+	}
 	n := w.cols
 	pl := packedLen(n)
 	hi3 := lo + (hi-lo)/3*3

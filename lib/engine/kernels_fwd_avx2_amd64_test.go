@@ -131,7 +131,10 @@ func TestForwardAVX2TileCtlRegSameBits(t *testing.T) {
 // blocks small enough that a tile's sums cross several of each (with the
 // tail in the last piece).
 func TestForwardAVX2Tile4SameBits(t *testing.T) {
-	defer func(on bool, piece, block int) { fwd2Tile4, fwd2PieceCols, fwd2TileBlock = on, piece, block }(fwd2Tile4, fwd2PieceCols, fwd2TileBlock)
+	defer func(on bool, piece, block, cols int) {
+		fwd2Tile4, fwd2PieceCols, fwd2TileBlock, fwd2Tile4Cols = on, piece, block, cols
+	}(fwd2Tile4, fwd2PieceCols, fwd2TileBlock, fwd2Tile4Cols)
+	fwd2Tile4Cols = 0
 	withAVX2(t, func() {
 		for _, sh := range [][2]int{{3, 16}, {5, 33}, {40, 256}, {49, 1024}, {64, 1040}, {301, 72}, {7, 2050}} {
 			for _, pb := range [][2]int{{1024, 64}, {32, 1}, {48, 2}, {1024, 3}} {

@@ -14,26 +14,34 @@ import (
 // several (fwdBlockBytes, fwdTokBytes) pairs, interleaved in rounds in one
 // process so that load from other processes falls on every pair alike; it
 // reports each pair's median wall and CPU GFLOP/s over the rounds.
-// AVX2_BLOCKS="rowKiB/tokKiB[r][qN],..." picks them (r: fwd2TileCtlReg
-// on; qN: the 4-token tiles with column blocks of N chunks, else the
-// 2-token ones; default: the current constants with the 2-token tiles and
-// with the 4-token ones).
+// AVX2_BLOCKS="rowKiB/tokKiB[r][qN[pC]],..." picks them (r:
+// fwd2TileCtlReg on; qN: the 4-token tiles with column blocks of N chunks
+// and pieces of C columns, else the 2-token ones; default: the current constants with the 2-token tiles and
+// with the 4-token ones). AVX2_DTYPE=f32 gives every shape float32
+// weights (the training step's).
 func BenchmarkGEMMAVX2Blocks(b *testing.B) {
 	type cfg struct {
 		rows, toks int
 		ctlReg     bool
 		block      int // 0: the 2-token tiles
+		piece      int
 	}
-	cfgs := []cfg{{fwdBlockBytes, fwdTokBytes, true, 0}, {fwdBlockBytes, fwdTokBytes, true, fwd2TileBlock}}
+	cfgs := []cfg{{fwdBlockBytes, fwdTokBytes, true, 0, 0}, {fwdBlockBytes, fwdTokBytes, true, fwd2TileBlock, fwd2PieceCols}}
 	if s := os.Getenv("AVX2_BLOCKS"); s != "" {
 		cfgs = cfgs[:0]
 		for _, f := range strings.Split(s, ",") {
 			f, q, _ := strings.Cut(f, "q")
-			block := 0
+			block, piece := 0, fwd2PieceCols
 			if q != "" {
+				q, p, _ := strings.Cut(q, "p")
 				var err error
 				if block, err = strconv.Atoi(q); err != nil || block < 1 {
 					b.Fatalf("AVX2_BLOCKS %q: want qN with N > 0", q)
+				}
+				if p != "" {
+					if piece, err = strconv.Atoi(p); err != nil || piece < 16 {
+						b.Fatalf("AVX2_BLOCKS %q: want pN with N >= 16", p)
+					}
 				}
 			}
 			f, reg := strings.CutSuffix(f, "r")
@@ -43,7 +51,7 @@ func BenchmarkGEMMAVX2Blocks(b *testing.B) {
 			if err1 != nil || err2 != nil {
 				b.Fatalf("AVX2_BLOCKS %q: want rowKiB/tokKiB", f)
 			}
-			cfgs = append(cfgs, cfg{ri << 10, ti << 10, reg, block})
+			cfgs = append(cfgs, cfg{ri << 10, ti << 10, reg, block, piece})
 		}
 	}
 	rounds := 7
@@ -55,25 +63,30 @@ func BenchmarkGEMMAVX2Blocks(b *testing.B) {
 		rows, cols int
 		bf         bool
 	}{{"q_proj", 2048, 1024, false}, {"kv_proj", 1024, 1024, true}, {"o_proj", 1024, 2048, true}, {"gate_up", 3072, 1024, true}, {"down", 1024, 3072, true}}
+	allF32 := os.Getenv("AVX2_DTYPE") == "f32"
 	for _, sh := range shapes {
 		w, wb, xs := fwdCase(sh.rows, sh.cols, 128, 2)
 		mm := w
+		if allF32 {
+			sh.bf = false
+		}
 		if sh.bf {
 			mm = wb
 		}
 		ys := rowsOf(make([]float32, 128*sh.rows), 128, sh.rows)
 		flop := 2 * float64(sh.rows*sh.cols*128)
 		b.Run(fmt.Sprintf("%s/bf16=%v/M=128", sh.name, sh.bf), func(b *testing.B) {
-			defer func(r, t int, c, t4 bool, k int) {
-				fwdBlockBytes, fwdTokBytes, fwd2TileCtlReg, fwd2Tile4, fwd2TileBlock = r, t, c, t4, k
-			}(fwdBlockBytes, fwdTokBytes, fwd2TileCtlReg, fwd2Tile4, fwd2TileBlock)
+			defer func(r, t int, c, t4 bool, k, p, tc int) {
+				fwdBlockBytes, fwdTokBytes, fwd2TileCtlReg, fwd2Tile4, fwd2TileBlock, fwd2PieceCols, fwd2Tile4Cols = r, t, c, t4, k, p, tc
+			}(fwdBlockBytes, fwdTokBytes, fwd2TileCtlReg, fwd2Tile4, fwd2TileBlock, fwd2PieceCols, fwd2Tile4Cols)
+			fwd2Tile4Cols = 0
 			wall := make([][]float64, len(cfgs))
 			cpu := make([][]float64, len(cfgs))
 			for b.Loop() {
 				for range rounds {
 					for i, c := range cfgs {
 						fwdBlockBytes, fwdTokBytes, fwd2TileCtlReg = c.rows, c.toks, c.ctlReg
-						fwd2Tile4, fwd2TileBlock = c.block > 0, c.block
+						fwd2Tile4, fwd2TileBlock, fwd2PieceCols = c.block > 0, c.block, c.piece
 						matMul(mm, xs, ys, false)
 						n, t0, c0 := 0, time.Now(), processCPU()
 						for n < 3 || time.Since(t0) < 60*time.Millisecond {
@@ -89,8 +102,8 @@ func BenchmarkGEMMAVX2Blocks(b *testing.B) {
 				slices.Sort(wall[i])
 				slices.Sort(cpu[i])
 				k := len(wall[i])
-				b.Logf("rows %4d KiB toks %4d KiB ctlReg %5v block %2d: wall %.1f [%.1f-%.1f] GFLOP/s (%.3f of first)  cpu %.1f [%.1f-%.1f] GFLOP/CPU-s (%.3f)",
-					c.rows>>10, c.toks>>10, c.ctlReg, c.block, wall[i][k/2], wall[i][0], wall[i][k-1], wall[i][k/2]/wall[0][k/2],
+				b.Logf("rows %4d KiB toks %4d KiB ctlReg %5v block %2d piece %4d: wall %.1f [%.1f-%.1f] GFLOP/s (%.3f of first)  cpu %.1f [%.1f-%.1f] GFLOP/CPU-s (%.3f)",
+					c.rows>>10, c.toks>>10, c.ctlReg, c.block, c.piece, wall[i][k/2], wall[i][0], wall[i][k-1], wall[i][k/2]/wall[0][k/2],
 					cpu[i][k/2], cpu[i][0], cpu[i][k-1], cpu[i][k/2]/cpu[0][k/2])
 			}
 		})
