@@ -155,7 +155,7 @@ func fwd2Groups(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool
 	hi3 := lo + (hi-lo)/3*3
 	rowBlock := min(3*fwd2MaxTiles, max(3, fwdBlockBytes/(n*w.elemSize())/3*3))
 	groups := (len(ys) + 3) / 4
-	groupBlock := max(1, fwdTokBytes/pl)
+	groupBlock := max(1, fwdTokBytes/(4*pl)) // pl float32 a group
 	var out [16 * fwd2MaxTiles]float32
 	var panel [16 * 3 * fwd2MaxTiles]float32
 	sp := xpackPool.Get().(*[]float32)

@@ -11,14 +11,14 @@ import (
 )
 
 // BenchmarkGEMMAVX2Blocks measures the AVX2 product at M=128 under
-// several (fwdBlockBytes, fwdTokBytes) pairs, interleaved in rounds in one
+// several (fwdBlockBytes, fwdTokBytes) pairs and tile choices, interleaved in rounds in one
 // process so that load from other processes falls on every pair alike; it
 // reports each pair's median wall and CPU GFLOP/s over the rounds.
 // AVX2_BLOCKS="rowKiB/tokKiB[r][qN[pC]],..." picks them (r:
 // fwd2TileCtlReg on; qN: the 4-token tiles with column blocks of N chunks
 // and pieces of C columns, else the 2-token ones; default: the current constants with the 2-token tiles and
 // with the 4-token ones). AVX2_DTYPE=f32 gives every shape float32
-// weights (the training step's).
+// weights (the training step's), AVX2_M another batch than 128.
 func BenchmarkGEMMAVX2Blocks(b *testing.B) {
 	type cfg struct {
 		rows, toks int
@@ -64,8 +64,12 @@ func BenchmarkGEMMAVX2Blocks(b *testing.B) {
 		bf         bool
 	}{{"q_proj", 2048, 1024, false}, {"kv_proj", 1024, 1024, true}, {"o_proj", 1024, 2048, true}, {"gate_up", 3072, 1024, true}, {"down", 1024, 3072, true}}
 	allF32 := os.Getenv("AVX2_DTYPE") == "f32"
+	m := 128
+	if s := os.Getenv("AVX2_M"); s != "" {
+		m, _ = strconv.Atoi(s)
+	}
 	for _, sh := range shapes {
-		w, wb, xs := fwdCase(sh.rows, sh.cols, 128, 2)
+		w, wb, xs := fwdCase(sh.rows, sh.cols, m, 2)
 		mm := w
 		if allF32 {
 			sh.bf = false
@@ -73,9 +77,9 @@ func BenchmarkGEMMAVX2Blocks(b *testing.B) {
 		if sh.bf {
 			mm = wb
 		}
-		ys := rowsOf(make([]float32, 128*sh.rows), 128, sh.rows)
-		flop := 2 * float64(sh.rows*sh.cols*128)
-		b.Run(fmt.Sprintf("%s/bf16=%v/M=128", sh.name, sh.bf), func(b *testing.B) {
+		ys := rowsOf(make([]float32, m*sh.rows), m, sh.rows)
+		flop := 2 * float64(sh.rows*sh.cols*m)
+		b.Run(fmt.Sprintf("%s/bf16=%v/M=%d", sh.name, sh.bf, m), func(b *testing.B) {
 			defer func(r, t int, c, t4 bool, k, p, tc int) {
 				fwdBlockBytes, fwdTokBytes, fwd2TileCtlReg, fwd2Tile4, fwd2TileBlock, fwd2PieceCols, fwd2Tile4Cols = r, t, c, t4, k, p, tc
 			}(fwdBlockBytes, fwdTokBytes, fwd2TileCtlReg, fwd2Tile4, fwd2TileBlock, fwd2PieceCols, fwd2Tile4Cols)
