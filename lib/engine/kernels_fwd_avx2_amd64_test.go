@@ -165,3 +165,34 @@ func TestForwardAVX2Tile4SameBits(t *testing.T) {
 		}
 	})
 }
+
+// TestForwardAVX2Put3SameBits requires the tiles' three-value stores and
+// adds (fwd2Put3) to leave the bits putRow leaves, storing and
+// accumulating, with the 2- and the 4-token tiles.
+func TestForwardAVX2Put3SameBits(t *testing.T) {
+	defer func(p bool, cols int) { fwd2Put3, fwd2Tile4Cols = p, cols }(fwd2Put3, fwd2Tile4Cols)
+	withAVX2(t, func() {
+		for _, cols := range []int{0, 1 << 30} {
+			fwd2Tile4Cols = cols
+			for _, sh := range [][2]int{{3, 16}, {40, 256}, {301, 72}} {
+				for _, m := range []int{5, 37} {
+					w, _, xs := fwdCase(sh[0], sh[1], m, uint64(sh[0]*5000+sh[1]))
+					var got [2][]float32
+					for i, p := range []bool{false, true} {
+						fwd2Put3 = p
+						got[i] = make([]float32, m*sh[0])
+						ys := rowsOf(got[i], m, sh[0])
+						matMul(w, xs, ys, false)
+						matMul(w, xs[:m-1], ys[1:], true)
+					}
+					for i := range got[0] {
+						if math.Float32bits(got[0][i]) != math.Float32bits(got[1][i]) {
+							t.Fatalf("%dx%d M=%d tile4 cols %d: output %d is %x with put3, %x with putRow",
+								sh[0], sh[1], m, cols, i, math.Float32bits(got[1][i]), math.Float32bits(got[0][i]))
+						}
+					}
+				}
+			}
+		}
+	})
+}

@@ -16,7 +16,8 @@ import (
 // reports each pair's median wall and CPU GFLOP/s over the rounds.
 // AVX2_BLOCKS="rowKiB/tokKiB[r][qN[pC]],..." picks them (r:
 // fwd2TileCtlReg on; qN: the 4-token tiles with column blocks of N chunks
-// and pieces of C columns, else the 2-token ones; default: the current constants with the 2-token tiles and
+// and pieces of C columns, else the 2-token ones; a final n: fwd2Put3
+// off; default: the current constants with the 2-token tiles and
 // with the 4-token ones). AVX2_DTYPE=f32 gives every shape float32
 // weights (the training step's), AVX2_M another batch than 128.
 func BenchmarkGEMMAVX2Blocks(b *testing.B) {
@@ -25,11 +26,13 @@ func BenchmarkGEMMAVX2Blocks(b *testing.B) {
 		ctlReg     bool
 		block      int // 0: the 2-token tiles
 		piece      int
+		putRow     bool // fwd2Put3 off
 	}
-	cfgs := []cfg{{fwdBlockBytes, fwdTokBytes, true, 0, 0}, {fwdBlockBytes, fwdTokBytes, true, fwd2TileBlock, fwd2PieceCols}}
+	cfgs := []cfg{{fwdBlockBytes, fwdTokBytes, true, 0, 0, false}, {fwdBlockBytes, fwdTokBytes, true, fwd2TileBlock, fwd2PieceCols, false}}
 	if s := os.Getenv("AVX2_BLOCKS"); s != "" {
 		cfgs = cfgs[:0]
 		for _, f := range strings.Split(s, ",") {
+			f, putRow := strings.CutSuffix(f, "n")
 			f, q, _ := strings.Cut(f, "q")
 			block, piece := 0, fwd2PieceCols
 			if q != "" {
@@ -51,7 +54,7 @@ func BenchmarkGEMMAVX2Blocks(b *testing.B) {
 			if err1 != nil || err2 != nil {
 				b.Fatalf("AVX2_BLOCKS %q: want rowKiB/tokKiB", f)
 			}
-			cfgs = append(cfgs, cfg{ri << 10, ti << 10, reg, block, piece})
+			cfgs = append(cfgs, cfg{ri << 10, ti << 10, reg, block, piece, putRow})
 		}
 	}
 	rounds := 7
@@ -80,9 +83,9 @@ func BenchmarkGEMMAVX2Blocks(b *testing.B) {
 		ys := rowsOf(make([]float32, m*sh.rows), m, sh.rows)
 		flop := 2 * float64(sh.rows*sh.cols*m)
 		b.Run(fmt.Sprintf("%s/bf16=%v/M=%d", sh.name, sh.bf, m), func(b *testing.B) {
-			defer func(r, t int, c, t4 bool, k, p, tc int) {
-				fwdBlockBytes, fwdTokBytes, fwd2TileCtlReg, fwd2Tile4, fwd2TileBlock, fwd2PieceCols, fwd2Tile4Cols = r, t, c, t4, k, p, tc
-			}(fwdBlockBytes, fwdTokBytes, fwd2TileCtlReg, fwd2Tile4, fwd2TileBlock, fwd2PieceCols, fwd2Tile4Cols)
+			defer func(r, t int, c, t4 bool, k, p, tc int, p3 bool) {
+				fwdBlockBytes, fwdTokBytes, fwd2TileCtlReg, fwd2Tile4, fwd2TileBlock, fwd2PieceCols, fwd2Tile4Cols, fwd2Put3 = r, t, c, t4, k, p, tc, p3
+			}(fwdBlockBytes, fwdTokBytes, fwd2TileCtlReg, fwd2Tile4, fwd2TileBlock, fwd2PieceCols, fwd2Tile4Cols, fwd2Put3)
 			fwd2Tile4Cols = 0
 			wall := make([][]float64, len(cfgs))
 			cpu := make([][]float64, len(cfgs))
@@ -91,6 +94,7 @@ func BenchmarkGEMMAVX2Blocks(b *testing.B) {
 					for i, c := range cfgs {
 						fwdBlockBytes, fwdTokBytes, fwd2TileCtlReg = c.rows, c.toks, c.ctlReg
 						fwd2Tile4, fwd2TileBlock, fwd2PieceCols = c.block > 0, c.block, c.piece
+						fwd2Put3 = !c.putRow
 						matMul(mm, xs, ys, false)
 						n, t0, c0 := 0, time.Now(), processCPU()
 						for n < 3 || time.Since(t0) < 60*time.Millisecond {
@@ -106,8 +110,8 @@ func BenchmarkGEMMAVX2Blocks(b *testing.B) {
 				slices.Sort(wall[i])
 				slices.Sort(cpu[i])
 				k := len(wall[i])
-				b.Logf("rows %4d KiB toks %4d KiB ctlReg %5v block %2d piece %4d: wall %.1f [%.1f-%.1f] GFLOP/s (%.3f of first)  cpu %.1f [%.1f-%.1f] GFLOP/CPU-s (%.3f)",
-					c.rows>>10, c.toks>>10, c.ctlReg, c.block, c.piece, wall[i][k/2], wall[i][0], wall[i][k-1], wall[i][k/2]/wall[0][k/2],
+				b.Logf("rows %4d KiB toks %4d KiB ctlReg %5v block %2d piece %4d putRow %5v: wall %.1f [%.1f-%.1f] GFLOP/s (%.3f of first)  cpu %.1f [%.1f-%.1f] GFLOP/CPU-s (%.3f)",
+					c.rows>>10, c.toks>>10, c.ctlReg, c.block, c.piece, c.putRow, wall[i][k/2], wall[i][0], wall[i][k-1], wall[i][k/2]/wall[0][k/2],
 					cpu[i][k/2], cpu[i][0], cpu[i][k-1], cpu[i][k/2]/cpu[0][k/2])
 			}
 		})
