@@ -25,10 +25,11 @@ var fwd2TileCtlReg = true
 // fwd2Tile4 selects the 4-token tiles (fwd2Tile4x3F32/BF16: a group of
 // four packed vectors × 3 rows, one 8-lane half at a time) over the
 // 2-token ones for matrices of fwd2Tile4Cols columns or more; the same
-// bits. On Zen 3 (BenchmarkGEMMAVX2Blocks, M = 128, two busy cores) they
-// gave 1.17-1.23 of the 2-token tiles' GFLOP per CPU-second at 2048 and
-// 3072 float32 columns, where a pair of 2-token vectors fills half of L1,
-// and 0.91-1.03 at 1024, where it does not: there the 2-token tiles stay.
+// bits. On Zen 3 (BenchmarkGEMMAVX2Blocks, two busy cores) they gave
+// 1.17-1.25 of the 2-token tiles' GFLOP per CPU-second at 2048 and 3072
+// float32 columns and M = 128, 1.27-1.30 at M = 1024, where a pair of
+// 2-token vectors fills half of L1; at 1024 columns, where it does not,
+// 0.91-1.05: there the 2-token tiles stay.
 var fwd2Tile4 = true
 
 // fwd2Tile4Cols is the fewest columns for which the 4-token tiles run.
