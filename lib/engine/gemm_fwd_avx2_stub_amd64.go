@@ -16,3 +16,9 @@ func fwd2Row8BF16(x *float32, xstride int, w *uint16, stride int, chunks int, ro
 
 //go:noescape
 func fwd2Tile2x3BF16Reg(xp *float32, w *uint16, stride int, chunks int, tiles int, tail *float32, out *float32)
+
+//go:noescape
+func fwd2Tile4x3F32(xp *float32, w *float32, stride int, chunks int, tiles int, tail *float32, out *float32, scratch *float32, block int)
+
+//go:noescape
+func fwd2Tile4x3BF16(xp *float32, w *uint16, stride int, chunks int, tiles int, tail *float32, out *float32, scratch *float32, block int)

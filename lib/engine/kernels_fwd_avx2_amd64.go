@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/tinkershell/tinker/lib/cpufeat"
+import (
+	"unsafe"
+
+	"github.com/tinkershell/tinker/lib/cpufeat"
+)
 
 //go:generate go run ./internal/asmgen/fwdavx2 -out gemm_fwd_avx2_amd64.s -stubs gemm_fwd_avx2_stub_amd64.go
 
@@ -17,6 +21,30 @@ var fwdAVX2 = cpufeat.AVX2FMA() && !fwdAsm
 // from memory in every shuffle (the same instructions otherwise, so the
 // same bits).
 var fwd2TileCtlReg = true
+
+// fwd2Tile4 selects the 4-token tiles (fwd2Tile4x3F32/BF16: a group of
+// four packed vectors × 3 rows, one 8-lane half at a time) over the
+// 2-token ones for matrices of fwd2Tile4Cols columns or more; the same
+// bits. On Zen 3 (BenchmarkGEMMAVX2Blocks, two busy cores) they gave
+// 1.17-1.25 of the 2-token tiles' GFLOP per CPU-second at 2048 and 3072
+// float32 columns and M = 128, 1.27-1.30 at M = 1024, where a pair of
+// 2-token vectors fills half of L1; at 1024 columns, where it does not,
+// 0.91-1.05: there the 2-token tiles stay.
+var fwd2Tile4 = true
+
+// fwd2Tile4Cols is the fewest columns for which the 4-token tiles run.
+var fwd2Tile4Cols = 2048
+
+// fwd2PieceCols is the column piece of the 4-token tiles: a group's
+// vectors over one piece (16 KiB packed at 1024 columns) stay in L1 while
+// the row block's tiles meet it; the tiles' sums wait in a scratch between
+// pieces.
+var fwd2PieceCols = 1024
+
+// fwd2TileBlock is the column block within a 4-token tile call, in
+// 16-column chunks: the tile's three rows and the group's four vectors
+// over one block stay in L1 while each 8-lane half runs over it.
+var fwd2TileBlock = 64
 
 // fwd2MaxTiles bounds the 3-row tiles of one kernel call (the row block
 // of fwdBlockBytes, at most 192 rows).
@@ -87,8 +115,13 @@ func fwd2Vectors(xs [][]float32, n int, xptr []*float32) *[]float32 {
 // meets every pair of vectors in 2×3 tiles (the AVX-512 product's order
 // before it kept one tile in L1 for a block of groups, fwdTilesL1; that
 // order is untried here); the one or two rows left over by the tiles go
-// through the row kernel, a vector at a time.
+// through the row kernel, a vector at a time. With fwd2Tile4 the 4-token
+// tiles run instead (fwd2Groups).
 func fwd2Rows(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool) {
+	if fwd2Tile4 && w.cols >= fwd2Tile4Cols {
+		fwd2Groups(w, xp, ys, lo, hi, accumulate)
+		return
+	}
 	n := w.cols
 	pl := packedLen(n)
 	hi3 := lo + (hi-lo)/3*3
@@ -114,6 +147,95 @@ func fwd2Rows(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool) 
 	}
 }
 
+// fwd2Groups is fwd2Rows with the 4-token tiles: a block of groups
+// (fwdTokBytes packed) meets a block of rows (fwdBlockBytes), each group
+// in 4×3 tiles; the one or two rows left over go through the row kernel.
+func fwd2Groups(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool) {
+	n := w.cols
+	pl := packedLen(n)
+	hi3 := lo + (hi-lo)/3*3
+	rowBlock := min(3*fwd2MaxTiles, max(3, fwdBlockBytes/(n*w.elemSize())/3*3))
+	groups := (len(ys) + 3) / 4
+	groupBlock := max(1, fwdTokBytes/(4*pl)) // pl float32 a group
+	var out [16 * fwd2MaxTiles]float32
+	var panel [16 * 3 * fwd2MaxTiles]float32
+	sp := xpackPool.Get().(*[]float32)
+	defer xpackPool.Put(sp)
+	scratch := fwd2ScratchOf(sp, min(fwd2MaxTiles, (hi3-lo)/3))
+	for gb := 0; gb < groups; gb += groupBlock {
+		ge := min(gb+groupBlock, groups)
+		for rb := lo; rb < hi3; rb += rowBlock {
+			re := min(rb+rowBlock, hi3)
+			tail := fwd2TailPanel(w, rb, re-rb, panel[:])
+			for g := gb; g < ge; g++ {
+				fwd2Tiles4(w, xp[g*pl:(g+1)*pl], rb, (re-rb)/3, tail, out[:], scratch)
+				fwd2Put4(ys, out[:], 4*g, rb, re, accumulate)
+			}
+		}
+	}
+	if hi3 < hi {
+		fwd2RowTail(w, xp, ys, hi3, hi, accumulate)
+	}
+}
+
+// fwd2ScratchOf returns room in *sp for the accumulators of tiles 4-token
+// tiles (192 float32 each), starting on a 32-byte boundary: a vector store
+// across two cache lines costs two.
+func fwd2ScratchOf(sp *[]float32, tiles int) []float32 {
+	size := 192*tiles + 8
+	if cap(*sp) < size {
+		*sp = make([]float32, size)
+	}
+	s := (*sp)[:size]
+	off := int((32 - uintptr(unsafe.Pointer(&s[0]))%32) % 32 / 4)
+	return s[off : off+192*tiles]
+}
+
+// fwd2Tiles4 runs the 4×3 kernel on the packed group g and tiles
+// consecutive 3-row tiles from row j, fwd2PieceCols columns at a time
+// (the tail with the last piece); out gets 16 sums per tile.
+func fwd2Tiles4(w mat, g []float32, j, tiles int, tail *float32, out, scratch []float32) {
+	n := w.cols
+	_ = g[packedLen(n)-1]
+	_ = out[16*tiles-1]
+	clear(scratch[:192*tiles])
+	full := n &^ 15
+	piece := max(16, fwd2PieceCols&^15)
+	block := max(1, fwd2TileBlock)
+	last := (j+3*tiles)*n - 1
+	for k := 0; ; k += piece {
+		c := min(piece, full-k)
+		t := tail
+		if k+piece < full {
+			t = nil
+		}
+		i := j*n + k
+		x := &g[k/16*64]
+		if w.bf != nil {
+			_ = w.bf[last]
+			fwd2Tile4x3BF16(x, &w.bf[i], n, c/16, tiles, t, &out[0], &scratch[0], block)
+		} else {
+			_ = w.data[last]
+			fwd2Tile4x3F32(x, &w.data[i], n, c/16, tiles, t, &out[0], &scratch[0], block)
+		}
+		if k+piece >= full {
+			return
+		}
+	}
+}
+
+// fwd2Put4 stores the 4×3 tiles of rows [rb, re) for vectors t..t+3
+// (those past the batch are padding).
+func fwd2Put4(ys [][]float32, out []float32, t, rb, re int, accumulate bool) {
+	toks := min(4, len(ys)-t)
+	for r := rb; r < re; r += 3 {
+		o := out[16*((r-rb)/3):]
+		for k := range toks {
+			put3(ys[t+k][r:r+3], o[3*k:3*k+3], accumulate)
+		}
+	}
+}
+
 // fwd2RowTail computes the one or two rows [lo, hi) the 3-row tiles leave
 // over with the row kernel, a packed vector at a time.
 func fwd2RowTail(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool) {
@@ -133,11 +255,31 @@ func fwd2RowTail(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate boo
 func fwd2Put(ys [][]float32, out []float32, t, rb, re int, accumulate bool) {
 	for r := rb; r < re; r += 3 {
 		o := out[8*((r-rb)/3):]
-		putRow(ys[t][r:r+3], o[0:3], accumulate)
+		put3(ys[t][r:r+3], o[0:3], accumulate)
 		if t+1 < len(ys) {
-			putRow(ys[t+1][r:r+3], o[3:6], accumulate)
+			put3(ys[t+1][r:r+3], o[3:6], accumulate)
 		}
 	}
+}
+
+// fwd2Put3 selects put3's own three stores or adds over putRow (a copy or
+// addVec call for three values: 8% of a 1024-column product's samples).
+var fwd2Put3 = true
+
+// put3 is putRow for three values.
+func put3(y, v []float32, accumulate bool) {
+	if !fwd2Put3 {
+		putRow(y, v, accumulate)
+		return
+	}
+	y, v = y[:3], v[:3]
+	if accumulate {
+		y[0] += v[0]
+		y[1] += v[1]
+		y[2] += v[2]
+		return
+	}
+	y[0], y[1], y[2] = v[0], v[1], v[2]
 }
 
 // fwd2TailPanel returns nil when w's columns are a multiple of 16;

@@ -123,3 +123,76 @@ func TestForwardAVX2TileCtlRegSameBits(t *testing.T) {
 		}
 	})
 }
+
+// TestForwardAVX2Tile4SameBits requires the 4-token tiles (fwd2Tile4) to
+// give the bits of the 2-token ones and the scalar reference's: float32
+// and bfloat16 weights, column counts with and without a tail, leftover
+// rows, M that leaves padding in the last group, and column pieces and
+// blocks small enough that a tile's sums cross several of each (with the
+// tail in the last piece). The test forces the 4-token tiles at every
+// column count (fwd2Tile4Cols 0).
+func TestForwardAVX2Tile4SameBits(t *testing.T) {
+	defer func(on bool, piece, block, cols int) {
+		fwd2Tile4, fwd2PieceCols, fwd2TileBlock, fwd2Tile4Cols = on, piece, block, cols
+	}(fwd2Tile4, fwd2PieceCols, fwd2TileBlock, fwd2Tile4Cols)
+	fwd2Tile4Cols = 0
+	withAVX2(t, func() {
+		for _, sh := range [][2]int{{3, 16}, {5, 33}, {40, 256}, {49, 1024}, {64, 1040}, {301, 72}, {7, 2050}} {
+			for _, pb := range [][2]int{{1024, 64}, {32, 1}, {48, 2}, {1024, 3}} {
+				for _, m := range []int{4, 7, 37} {
+					if emulated() && (m == 37 || pb[1] == 2) {
+						continue // under qemu: every kind of piece and block, fewer vectors
+					}
+					w, wb, xs := fwdCase(sh[0], sh[1], m, uint64(sh[0]*9000+sh[1]))
+					for _, mm := range []mat{w, wb} {
+						var got [2][]float32
+						for i, on := range []bool{false, true} {
+							fwd2Tile4, fwd2PieceCols, fwd2TileBlock = on, pb[0], pb[1]
+							got[i] = make([]float32, m*sh[0])
+							matMul(mm, xs, rowsOf(got[i], m, sh[0]), false)
+						}
+						name := fmt.Sprintf("AVX2 %dx%d M=%d bf16=%v piece %d block %d", sh[0], sh[1], m, mm.bf != nil, pb[0], pb[1])
+						for i := range got[0] {
+							if math.Float32bits(got[0][i]) != math.Float32bits(got[1][i]) {
+								t.Fatalf("%s: output %d is %x with the 4-token tiles, %x with the 2-token ones",
+									name, i, math.Float32bits(got[1][i]), math.Float32bits(got[0][i]))
+							}
+						}
+						checkForward(t, name, mm, xs, true)
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestForwardAVX2Put3SameBits requires the tiles' three-value stores and
+// adds (fwd2Put3) to leave the bits putRow leaves, storing and
+// accumulating, with the 2- and the 4-token tiles.
+func TestForwardAVX2Put3SameBits(t *testing.T) {
+	defer func(p bool, cols int) { fwd2Put3, fwd2Tile4Cols = p, cols }(fwd2Put3, fwd2Tile4Cols)
+	withAVX2(t, func() {
+		for _, cols := range []int{0, 1 << 30} {
+			fwd2Tile4Cols = cols
+			for _, sh := range [][2]int{{3, 16}, {40, 256}, {301, 72}} {
+				for _, m := range []int{5, 37} {
+					w, _, xs := fwdCase(sh[0], sh[1], m, uint64(sh[0]*5000+sh[1]))
+					var got [2][]float32
+					for i, p := range []bool{false, true} {
+						fwd2Put3 = p
+						got[i] = make([]float32, m*sh[0])
+						ys := rowsOf(got[i], m, sh[0])
+						matMul(w, xs, ys, false)
+						matMul(w, xs[:m-1], ys[1:], true)
+					}
+					for i := range got[0] {
+						if math.Float32bits(got[0][i]) != math.Float32bits(got[1][i]) {
+							t.Fatalf("%dx%d M=%d tile4 cols %d: output %d is %x with put3, %x with putRow",
+								sh[0], sh[1], m, cols, i, math.Float32bits(got[1][i]), math.Float32bits(got[0][i]))
+						}
+					}
+				}
+			}
+		}
+	})
+}

@@ -289,3 +289,132 @@ func row8(ctx *build.Context, bf bool) {
 	ctx.VZEROUPPER()
 	ctx.RET()
 }
+
+// tile4x3 generates fwd2Tile4x3<F32|BF16>(xp, w, stride, chunks, tiles,
+// tail, out, scratch, block): tile2x3's sums for all four tokens of a
+// packed group, out[16i+3t+r] for token t and row r of tile i, continuing
+// the sums scratch holds. A weight vector meets four tokens, so the tile
+// reads half the weights per multiply-add that tile2x3 reads from L2;
+// with 12 accumulators that means one 8-lane half at a time. Tile i's 24
+// accumulators (half h of output p at vector 12h+p) live in scratch
+// between calls, 768 bytes a tile, so that a caller can split the columns
+// into pieces whose packed group stays in L1 (zeroed scratch before the
+// first, tail only with the last). Within a call the columns go in blocks
+// of block chunks: half 0 and then half 1 take their accumulators from
+// scratch, run the block's chunks and put them back, so the second half
+// finds the block's weights and tokens in L1. Each lane still adds its
+// products in ascending k, one FMA each (a store and a load leave the sum
+// as it is), and the end adds the two halves and runs the lane tree as
+// tile2x3 does: the same bits. Accumulator Y(3t+r), weights Y12-Y14 (row
+// r in Y(12+r)), tokens Y15; bfloat16 weights widen by a zero-extension
+// and a shift.
+func tile4x3(ctx *build.Context, bf bool) {
+	w := weightsOf(bf)
+	asmout.Kernel(ctx, "fwd2Tile4x3"+w.Suffix, fmt.Sprintf("func(xp *float32, w %s, stride, chunks, tiles int, tail *float32, out *float32, scratch *float32, block int)", w.GoType))
+	chunkShift := U8(asmout.Log2(16 * w.Size))
+	xScale := uint8(256 / (16 * w.Size))
+	xp0, row, stride, scratch := ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
+	ctx.Load(ctx.Param("xp"), xp0)
+	ctx.Load(ctx.Param("w"), row)
+	ctx.Load(ctx.Param("stride"), stride)
+	ctx.SHLQ(U8(asmout.Log2(w.Size)), stride)
+	ctx.Load(ctx.Param("scratch"), scratch)
+	lim := ctx.GP64()
+	ctx.Load(ctx.Param("chunks"), lim)
+	ctx.SHLQ(chunkShift, lim)
+	ctx.Label("tile")
+	rows := asmout.Pointers(ctx, row, stride, 3)
+	wi0, wend, wi := ctx.GP64(), ctx.GP64(), ctx.GP64()
+	ctx.XORQ(wi0, wi0)
+	ctx.Label("block")
+	ctx.Load(ctx.Param("block"), wend)
+	ctx.SHLQ(chunkShift, wend)
+	ctx.ADDQ(wi0, wend)
+	ctx.CMPQ(wend, lim)
+	ctx.CMOVQGT(lim, wend)
+	step := func(h int, wload func(r int, y reg.VecPhysical)) {
+		for r := range 3 {
+			wload(r, ymm(12+r))
+		}
+		for t := range 4 {
+			ctx.VMOVUPS(Mem{Base: xp0, Index: wi, Scale: xScale, Disp: 64*t + 32*h}, reg.Y15)
+			for r := range 3 {
+				ctx.VFMADD231PS(reg.Y15, ymm(12+r), ymm(3*t+r))
+			}
+		}
+	}
+	for h := range 2 {
+		loop, done, store := fmt.Sprintf("loop%d", h), fmt.Sprintf("done%d", h), fmt.Sprintf("store%d", h)
+		for a := range 12 {
+			ctx.VMOVUPS(Mem{Base: scratch, Disp: 384*h + 32*a}, ymm(a))
+		}
+		ctx.MOVQ(wi0, wi)
+		ctx.CMPQ(wi, wend)
+		ctx.JGE(LabelRef(done))
+		ctx.Label(loop)
+		step(h, func(r int, y reg.VecPhysical) {
+			m := Mem{Base: rows[r], Index: wi, Scale: 1, Disp: 8 * w.Size * h}
+			if !w.BF {
+				ctx.VMOVUPS(m, y)
+				return
+			}
+			ctx.VPMOVZXWD(m, y)
+			ctx.VPSLLD(U8(16), y, y)
+		})
+		ctx.ADDQ(U8(16*w.Size), wi)
+		ctx.CMPQ(wi, wend)
+		ctx.JL(LabelRef(loop))
+		ctx.Label(done)
+		// The tail chunk ends the last block.
+		ctx.CMPQ(wend, lim)
+		ctx.JNE(LabelRef(store))
+		tail := ctx.GP64()
+		ctx.Load(ctx.Param("tail"), tail)
+		ctx.TESTQ(tail, tail)
+		ctx.JZ(LabelRef(store))
+		step(h, func(r int, y reg.VecPhysical) { tailWeights(ctx, Mem{Base: tail, Disp: 64 * r}, h, y) })
+		ctx.Label(store)
+		for a := range 12 {
+			ctx.VMOVUPS(ymm(a), Mem{Base: scratch, Disp: 384*h + 32*a})
+		}
+	}
+	ctx.MOVQ(wend, wi0)
+	ctx.CMPQ(wi0, lim)
+	ctx.JL(LabelRef("block"))
+	for p := range 12 {
+		ctx.VMOVUPS(Mem{Base: scratch, Disp: 32 * p}, ymm(p))
+		ctx.VADDPS(Mem{Base: scratch, Disp: 384 + 32*p}, ymm(p), ymm(p))
+	}
+	out := ctx.GP64()
+	ctx.Load(ctx.Param("out"), out)
+	var v [8]reg.VecPhysical
+	for p := range 8 {
+		v[perm[p]] = ymm(p)
+	}
+	ctx.VMOVUPS(reduce8(ctx, v, reg.Y12, reg.Y13), Mem{Base: out})
+	for p := range 4 {
+		ctx.VXORPS(ymm(p), ymm(p), ymm(p))
+		v[perm[p]] = ymm(8 + p)
+		v[perm[4+p]] = ymm(p)
+	}
+	ctx.VMOVUPS(reduce8(ctx, v, reg.Y12, reg.Y13), Mem{Base: out, Disp: 32})
+	ctx.ADDQ(U8(64), out)
+	ctx.Store(out, ctx.Param("out"))
+	tail := ctx.GP64()
+	ctx.Load(ctx.Param("tail"), tail)
+	ctx.TESTQ(tail, tail)
+	ctx.JZ(LabelRef("next"))
+	ctx.ADDQ(U32(3*64), tail)
+	ctx.Store(tail, ctx.Param("tail"))
+	ctx.Label("next")
+	ctx.LEAQ(Mem{Base: row, Index: stride, Scale: 2}, row)
+	ctx.ADDQ(stride, row)
+	ctx.ADDQ(U32(768), scratch)
+	tiles := ctx.GP64()
+	ctx.Load(ctx.Param("tiles"), tiles)
+	ctx.DECQ(tiles)
+	ctx.Store(tiles, ctx.Param("tiles"))
+	ctx.JNZ(LabelRef("tile"))
+	ctx.VZEROUPPER()
+	ctx.RET()
+}

@@ -38,5 +38,8 @@ func Generate() (asm, decl []byte, err error) {
 		row8(ctx, bf)
 	}
 	tile2x3(ctx, true, true)
+	for _, bf := range []bool{false, true} {
+		tile4x3(ctx, bf)
+	}
 	return asmout.Print(ctx, printer.Config{Argv: []string{"go", "run", "./internal/asmgen/fwdavx2"}, Pkg: "engine"})
 }
