@@ -110,7 +110,8 @@
 //   - On amd64 CPUs with AVX2 and FMA3 but without AVX-512 the forward
 //     product runs gemm_fwd_avx2_amd64.s (internal/asmgen/fwdavx2, fwdAVX2
 //     in kernels_fwd_avx2_amd64.go): a 2-token × 3-row tile in 16
-//     registers, up to 8 rows in decoding, a column tail from a
+//     registers (4 tokens × 3 rows, one 8-lane half at a time, from 2048
+//     columns: fwd2Tile4), up to 8 rows in decoding, a column tail from a
 //     zero-padded panel; without FMA3 the scalar kernels run
 //     (TestForwardAVX2MatchesScalar forces it on AVX-512 machines).
 //     (docs/engine-products.md, "AVX2 without AVX-512")
@@ -131,6 +132,14 @@
 //     Measurements: (docs/engine-products.md, "Where matMulT's time goes at 512-1024 tokens"),
 //     (docs/engine-products.md, "matMulT's gap to the tile (bwdpack)"),
 //     (docs/engine-products.md, "The backward on Zen 4 (loragrad)").
+//   - On amd64 CPUs with AVX2 and FMA3 but without AVX-512 the backward
+//     products run gemm_bwd_avx2_amd64.s (internal/asmgen/bwdavx2, bwdAVX2
+//     in gemm_bwd_avx2_amd64.go): matMulT's tiles of up to 4 rows × 3
+//     8-lane vectors over a copied panel (bfloat16 widened), outerAcc's of
+//     up to 12 × 1, a narrow dst over a wide us transposed
+//     (outer2Transposed); the same sums in the same order
+//     (TestBackwardAVX2MatchesScalar forces them on AVX-512 machines).
+//     (docs/engine-products.md, "AVX2 without AVX-512")
 //   - Other vector kernels (kernels_simd.go, GOEXPERIMENT=simd on amd64
 //     with AVX2) give the scalar kernels' bits: a lane holds one output
 //     element and adds its products in the same order (MulAdd in the
