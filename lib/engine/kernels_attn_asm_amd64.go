@@ -30,8 +30,8 @@ func weightedTileT(c unsafe.Pointer, ldc int, a unsafe.Pointer, lda, ldp int, b 
 	if k == 0 {
 		return
 	}
-	tz := attnTileZ[rows-1]
-	for col := 0; col < n; col += 64 {
+	tz, w := weightedTileFor(rows), weightedStrip()
+	for col := 0; col < n; col += w {
 		tz((*float32)(unsafe.Add(c, 4*col)), uintptr(4*ldc), (*float32)(a), uintptr(4*lda), uintptr(4*ldp), (*float32)(unsafe.Add(b, 4*col)), uintptr(4*ldb), k)
 	}
 }

@@ -75,6 +75,12 @@ func Generate() (asm, decl []byte, err error) {
 	for r := 1; r <= tileWMax; r++ {
 		tileW(ctx, r, true)
 	}
+	for r := 1; r <= tileYMax; r++ {
+		tileY(ctx, r)
+	}
+	for r := 1; r <= dotsYMax; r++ {
+		dotsY(ctx, r)
+	}
 	return asmout.Print(ctx, printer.Config{Argv: []string{"go", "run", "./internal/asmgen/attn"}, Pkg: "engine"})
 }
 

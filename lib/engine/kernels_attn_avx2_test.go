@@ -1,0 +1,163 @@
+//go:build goexperiment.simd && amd64
+
+package engine
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/tinkershell/tinker/lib/models"
+)
+
+// withAttnAVX2 runs fn with the AVX2 attention tiles on or off; on, the
+// 512-bit kernels are off, as on a CPU without AVX-512.
+func withAttnAVX2(on bool, fn func()) {
+	defer func(a, z bool) { attnAVX2, avx512 = a, z }(attnAVX2, avx512)
+	attnAVX2 = on
+	if on {
+		avx512 = false
+	}
+	fn()
+}
+
+// TestAttentionAVX2TilesMatchScalar: the AVX2 register tiles give the
+// scalar kernels' bits. attnDotsY against attnDot for 1-7 queries (every
+// remainder of the groups of three), keys in place or four rows apart;
+// attnTileY against weightedScalar's ascending sums for 1-6 rows, A read
+// by rows and by columns.
+func TestAttentionAVX2TilesMatchScalar(t *testing.T) {
+	if !simdOK {
+		t.Skip("no AVX2 and FMA on this CPU")
+	}
+	for _, hd := range []int{8, 64, 136} {
+		for nq := 1; nq <= 7; nq++ {
+			for _, stride := range []int{hd, 300} {
+				checkDotsY(t, hd, nq, stride)
+			}
+		}
+	}
+	for rows := 1; rows <= len(attnTileY); rows++ {
+		for _, k := range []int{1, 5, 64} {
+			for _, ldp := range []int{1, 9} {
+				checkTileY(t, rows, k, ldp)
+			}
+		}
+	}
+}
+
+func checkDotsY(t *testing.T, hd, nq, stride int) {
+	t.Helper()
+	const nk = 4 * 5
+	keys := randRows(1, nk*stride+hd, uint64(hd))[0]
+	qs := randRows(1, nq*hd, uint64(nq))[0]
+	ld := nk + 5
+	sc := make([]float32, nq*ld)
+	for t0 := 0; t0 < nk; t0 += 4 {
+		scoreTileY(&sc[t0], ld, &qs[0], &keys[t0*stride+3], stride, hd, nq)
+	}
+	for j := range nq {
+		for k := range nk {
+			want := attnDot(keys[k*stride+3:][:hd], qs[j*hd:(j+1)*hd])
+			if got := sc[j*ld+k]; math.Float32bits(got) != math.Float32bits(want) {
+				t.Fatalf("hd %d nq %d stride %d: score (%d,%d) = %g, attnDot %g", hd, nq, stride, j, k, got, want)
+			}
+		}
+	}
+}
+
+func checkTileY(t *testing.T, rows, k, ldp int) {
+	t.Helper()
+	const n, lda, ldb, ldc = 48, 700, 53, 61
+	a := randRows(1, rows*lda+k*ldp, uint64(rows))[0]
+	b := randRows(1, k*ldb+n, uint64(k))[0]
+	c := randRows(1, rows*ldc, 3)[0]
+	want := slices.Clone(c)
+	for i := range rows {
+		p := make([]float32, k)
+		for q := range p {
+			p[q] = a[i*lda+q*ldp]
+		}
+		weightedScalar(want[i*ldc:i*ldc+n], p, b, ldb, 0)
+	}
+	withAttnAVX2(true, func() {
+		weightedTileT(unsafe.Pointer(&c[0]), ldc, unsafe.Pointer(&a[0]), lda, ldp, unsafe.Pointer(&b[0]), ldb, k, rows, n)
+	})
+	for i := range rows {
+		for e := range ldc {
+			if got, w := c[i*ldc+e], want[i*ldc+e]; math.Float32bits(got) != math.Float32bits(w) {
+				t.Fatalf("rows %d k %d ldp %d: C[%d][%d] = %g, ascending sum %g", rows, k, ldp, i, e, got, w)
+			}
+		}
+	}
+}
+
+// TestAttentionAVX2MatchesRows runs the forward and backward block tests
+// with the AVX2 tiles forced on (and the 512-bit kernels off), so that an
+// AVX-512 machine checks them too: the forward against attendRow's scalar
+// bits, the backward against attentionBackwardRef.
+func TestAttentionAVX2MatchesRows(t *testing.T) {
+	if !simdOK {
+		t.Skip("no AVX2 and FMA on this CPU")
+	}
+	withAttnAVX2(true, func() {
+		for _, hd := range []int{8, 16, 20, 128} {
+			for _, group := range []int{1, 3} {
+				c := Config{Shape: models.Shape{Heads: group * 2, KVHeads: 2, HeadDim: hd}}
+				checkAttentionBlocks(t, c)
+				for _, n := range []int{17, 130} {
+					checkAttentionBackward(t, c, n)
+				}
+			}
+		}
+	})
+}
+
+// BenchmarkAttentionAVX2 runs BenchmarkAttentionLong's cases with the
+// AVX2 tiles on and off (attnAVX2) in alternation, in one process, and
+// reports the tiles' median CPU time and the medians and ranges of the
+// paired off/on ratios of CPU and wall time (above 1: the tiles win).
+func BenchmarkAttentionAVX2(b *testing.B) {
+	if !simdOK {
+		b.Skip("no AVX2 and FMA on this CPU")
+	}
+	c := Config{Shape: models.Shape{Heads: 16, KVHeads: 8, HeadDim: 128}}
+	for _, n := range []int{512, 2048} {
+		for _, part := range []string{"forward", "backward"} {
+			b.Run(fmt.Sprintf("%s%d", part, n), func(b *testing.B) {
+				run := attnLongRun(c, part, n)
+				var cpu, wall [2][]float64
+				for b.Loop() {
+					for i, on := range []bool{true, false} {
+						withAttnAVX2(on, func() {
+							c0, t0 := processCPU(), time.Now()
+							run()
+							cpu[i] = append(cpu[i], processCPU()-c0)
+							wall[i] = append(wall[i], time.Since(t0).Seconds())
+						})
+					}
+				}
+				ratios := func(x [2][]float64) []float64 {
+					r := make([]float64, len(x[0]))
+					for i := range r {
+						r[i] = x[1][i] / x[0][i]
+					}
+					slices.Sort(r)
+					return r
+				}
+				rc, rw := ratios(cpu), ratios(wall)
+				slices.Sort(cpu[0])
+				b.ReportMetric(cpu[0][len(cpu[0])/2]*1e3, "cpu-ms-avx2")
+				b.ReportMetric(rc[len(rc)/2], "x-cpu")
+				b.ReportMetric(rc[0], "x-cpu-min")
+				b.ReportMetric(rc[len(rc)-1], "x-cpu-max")
+				b.ReportMetric(rw[len(rw)/2], "x-wall")
+				b.ReportMetric(rw[0], "x-wall-min")
+				b.ReportMetric(rw[len(rw)-1], "x-wall-max")
+			})
+		}
+	}
+}
