@@ -24,6 +24,16 @@ var attnDotsY = [...]func(d *float32, ld uintptr, q *float32, qs uintptr, k *flo
 	attnDotsY1, attnDotsY2, attnDotsY3,
 }
 
+// headPackRows has attendBlock pack a KV head's keys and values once per
+// call for the AVX2 kernels (headPack.keys), as for the 512-bit ones.
+var headPackRows = true
+
+// keyRowsOK reports whether attendBlock packs a KV head's keys as rows
+// for dotsBlockY (headPack.keys).
+func keyRowsOK(hd int) bool {
+	return headPackRows && useSIMD && simdOK && attnAVX2 && hd > 0 && hd%8 == 0
+}
+
 // weightedStrip is the columns of a weighted-sum register tile's strip:
 // 64 for the AVX-512 tiles, 16 for the AVX2 ones.
 func weightedStrip() int {

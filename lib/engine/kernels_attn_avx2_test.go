@@ -5,6 +5,7 @@ package engine
 import (
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -120,9 +121,18 @@ func TestAttentionAVX2MatchesRows(t *testing.T) {
 // AVX2 tiles on and off (attnAVX2) in alternation, in one process, and
 // reports the tiles' median CPU time and the medians and ranges of the
 // paired off/on ratios of CPU and wall time (above 1: the tiles win).
+// ATTN_AVX2_SWITCH=rows toggles headPackRows instead, the tiles on.
 func BenchmarkAttentionAVX2(b *testing.B) {
 	if !simdOK {
 		b.Skip("no AVX2 and FMA on this CPU")
+	}
+	toggle := withAttnAVX2
+	if os.Getenv("ATTN_AVX2_SWITCH") == "rows" { // the tiles on, headPackRows on and off
+		toggle = func(on bool, fn func()) {
+			defer func(old bool) { headPackRows = old }(headPackRows)
+			headPackRows = on
+			withAttnAVX2(true, fn)
+		}
 	}
 	c := Config{Shape: models.Shape{Heads: 16, KVHeads: 8, HeadDim: 128}}
 	for _, n := range []int{512, 2048} {
@@ -132,7 +142,7 @@ func BenchmarkAttentionAVX2(b *testing.B) {
 				var cpu, wall [2][]float64
 				for b.Loop() {
 					for i, on := range []bool{true, false} {
-						withAttnAVX2(on, func() {
+						toggle(on, func() {
 							c0, t0 := processCPU(), time.Now()
 							run()
 							cpu[i] = append(cpu[i], processCPU()-c0)
