@@ -121,16 +121,17 @@ func TestAttentionAVX2MatchesRows(t *testing.T) {
 // AVX2 tiles on and off (attnAVX2) in alternation, in one process, and
 // reports the tiles' median CPU time and the medians and ranges of the
 // paired off/on ratios of CPU and wall time (above 1: the tiles win).
-// ATTN_AVX2_SWITCH=rows toggles headPackRows instead, the tiles on.
+// ATTN_AVX2_SWITCH=rows (headPackRows) or exp (expSumAVX2) toggles that
+// switch instead, the tiles on.
 func BenchmarkAttentionAVX2(b *testing.B) {
 	if !simdOK {
 		b.Skip("no AVX2 and FMA on this CPU")
 	}
 	toggle := withAttnAVX2
-	if os.Getenv("ATTN_AVX2_SWITCH") == "rows" { // the tiles on, headPackRows on and off
-		toggle = func(on bool, fn func()) {
-			defer func(old bool) { headPackRows = old }(headPackRows)
-			headPackRows = on
+	if sw := map[string]*bool{"rows": &headPackRows, "exp": &expSumAVX2}[os.Getenv("ATTN_AVX2_SWITCH")]; sw != nil {
+		toggle = func(on bool, fn func()) { // the tiles on, the switch on and off
+			defer func(old bool) { *sw = old }(*sw)
+			*sw = on
 			withAttnAVX2(true, fn)
 		}
 	}
@@ -222,4 +223,46 @@ func tileRate8(b *testing.B, flop float64, fn func()) {
 	rate := flop * batch * float64(b.N) / cpu / 1e9
 	b.ReportMetric(rate, "GFLOP/cpu-s")
 	b.ReportMetric(rate/(peak/float64(b.N)/1e9), "x-fma")
+}
+
+// TestExpSum8KernelMatchesScalar is TestExpSumKernelMatchesScalar for
+// attnExpSum8 (expScores32's AVX2 path): lengths 0..70 (whole 16-score
+// passes and the masked eight-lane tails), with p and without, exp32's
+// limits, ±Inf and NaN, nothing written past the row.
+func TestExpSum8KernelMatchesScalar(t *testing.T) {
+	if !simdOK {
+		t.Skip("no AVX2 and FMA on this CPU")
+	}
+	special := []float32{90, 88, 87.9, -87, -90, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 0, -1e-3}
+	for n := 0; n < 71; n++ {
+		row := randRows(1, n+16, uint64(n+3))[0]
+		for i := range row[:n] {
+			row[i] *= 40
+			if i%5 == 2 {
+				row[i] = special[(i+n)%len(special)] * 2 // scale 0.5 below
+			}
+		}
+		mx := float32(1.5)
+		want, wp := slices.Clone(row), make([]float64, n+8)
+		var ws float64
+		withSIMD(false, func() { ws = expScores32(wp[:n], want[:n], 0.5, mx) })
+		for _, withP := range []bool{false, true} {
+			got, gp := slices.Clone(row), make([]float64, n+8)
+			var p []float64
+			if withP {
+				p = gp[:n]
+			}
+			var s [8]float64
+			expScores8(p, got[:n], 0.5, mx, &s)
+			if gs := sum8(&s); math.Float64bits(gs) != math.Float64bits(ws) {
+				t.Fatalf("n=%d p=%v: Σ %v, scalar %v", n, withP, gs, ws)
+			}
+			if !bitsEqual(got, want) {
+				t.Fatalf("n=%d p=%v: numerators differ at %s (elements past n must stay)", n, withP, firstDiff(got, want))
+			}
+			if withP && !bitsEqual64(gp, wp) {
+				t.Fatalf("n=%d: widened numerators differ from the scalar body's (or written past n)", n)
+			}
+		}
+	}
 }

@@ -141,3 +141,8 @@ func attnDotsY2(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, ks u
 //
 //go:noescape
 func attnDotsY3(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, ks uintptr, hd int, ng int)
+
+// attnExpSum8 is attnExpSum16 on eight lanes (AVX2); cb is room for its broadcast constants.
+//
+//go:noescape
+func attnExpSum8(sc *float32, n int, p *float64, c *float32, sums *float64, cb *float32)

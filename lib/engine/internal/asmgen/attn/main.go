@@ -81,6 +81,8 @@ func Generate() (asm, decl []byte, err error) {
 	for r := 1; r <= dotsYMax; r++ {
 		dotsY(ctx, r)
 	}
+	laneIndexTable(ctx)
+	expSum8(ctx)
 	return asmout.Print(ctx, printer.Config{Argv: []string{"go", "run", "./internal/asmgen/attn"}, Pkg: "engine"})
 }
 
