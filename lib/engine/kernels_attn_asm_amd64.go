@@ -8,8 +8,10 @@ import "unsafe"
 
 // The attention's AVX-512 register tiles (kernels_attn_amd64.s, generated
 // by internal/asmgen/attn): the 512-bit blocked kernels hand them their
-// whole tiles and keep the Go loops for the rest. They do each lane's
-// fused multiply-adds in the Go kernels' order, so the bits are the same.
+// whole tiles and keep the Go loops for the rest. Without AVX-512 the AVX2
+// tiles (attnTileY, kernels_attn_avx2.go) take the same calls in 16-column
+// strips. They do each lane's fused multiply-adds in the Go kernels'
+// order, so the bits are the same.
 
 // attnTileZ[r-1] adds r rows of Σ_p A[i][p]·B[p][:64] to C, p ascending
 // (A[i][p] at a + i·lda + p·ldp bytes).
@@ -19,7 +21,7 @@ var attnTileZ = [...]func(c *float32, ldc uintptr, a *float32, lda uintptr, ldp 
 
 // weightedTile adds Σ_{p<k} a[i·lda+p]·b[p·ldb:][:n] to c[i·ldc:][:n] for
 // rows i < rows (at most len(attnTileZ)), each element in ascending p, in
-// 64-element column strips; strides in floats, n a multiple of 64.
+// column strips of weightedStrip(); strides in floats, n a multiple of it.
 func weightedTile(c unsafe.Pointer, ldc int, a unsafe.Pointer, lda int, b unsafe.Pointer, ldb, k, rows, n int) {
 	weightedTileT(c, ldc, a, lda, 1, b, ldb, k, rows, n)
 }
