@@ -3,6 +3,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"os"
@@ -272,5 +273,58 @@ func TestExpSum8KernelMatchesScalar(t *testing.T) {
 				t.Fatalf("n=%d: widened numerators differ from the scalar body's (or written past n)", n)
 			}
 		}
+	}
+}
+
+// BenchmarkTrainStepAVX2Attn alternates training steps of
+// BenchmarkTrainStep's qwen3-wide4 shapes (2×512, 1×2048) with the whole
+// AVX2 attention path on and off in one process (ATTN_AVX2_SWITCH=all's
+// switches) and reports the paired off/on ratios of wall and CPU time: on
+// a machine shared with other jobs, separate binaries' step times differ
+// by the load of the moment more than by the change.
+func BenchmarkTrainStepAVX2Attn(b *testing.B) {
+	if !simdOK {
+		b.Skip("no AVX2 and FMA on this CPU")
+	}
+	for _, tc := range []struct {
+		name    string
+		seqs, n int
+	}{{"qwen3-wide4-2x512", 2, 512}, {"qwen3-wide4-1x2048", 1, 2048}} {
+		b.Run(tc.name, func(b *testing.B) {
+			m := benchStepModel(b, tc.name, 4)
+			tr := mustTrainer(b, m, LoRAConfig{Rank: 32, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 1})
+			loss, _ := NewLoss(LossCrossEntropy, nil)
+			data := forLoss(testData(min(m.cfg.VocabSize, 256), 3, slices.Repeat([]int{tc.n}, tc.seqs)...), LossCrossEntropy)
+			step := func() {
+				if _, err := tr.ForwardBackward(context.Background(), loss, data); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := tr.OptimStep(DefaultAdamParams()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			step() // sizes the scratch arena
+			var rc, rw []float64
+			for b.Loop() {
+				var cpu, wall [2]float64
+				for i, on := range []bool{true, false} {
+					func() {
+						defer func(old bool) { expSumAVX2 = old }(expSumAVX2)
+						expSumAVX2 = on
+						withAttnAVX2(on, func() {
+							c0, t0 := processCPU(), time.Now()
+							step()
+							cpu[i], wall[i] = processCPU()-c0, time.Since(t0).Seconds()
+						})
+					}()
+				}
+				rc, rw = append(rc, cpu[1]/cpu[0]), append(rw, wall[1]/wall[0])
+				b.Logf("on %.1f s %.1f cpu-s, off %.1f s %.1f cpu-s", wall[0], cpu[0], wall[1], cpu[1])
+			}
+			slices.Sort(rc)
+			slices.Sort(rw)
+			b.ReportMetric(rc[len(rc)/2], "x-cpu")
+			b.ReportMetric(rw[len(rw)/2], "x-wall")
+		})
 	}
 }
