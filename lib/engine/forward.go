@@ -582,14 +582,17 @@ func (m *Model) attendBlock(ws *workspace, rows []row, u attnUnit, layer, worker
 	qs, outs, direct := ws.attnBlk[worker].pack(ws, u.i, u.n, u.kvh*group*hd, group, hd)
 	seq, off := rows[u.i].seq, u.kvh*hd
 	vals, vstride, voff := seq.v[layer][lo*kvd:], kvd, off
+	keys, kstride, koff := seq.k[layer][lo*kvd:], kvd, off
 	var tiles []float32
 	if hp := ws.attnBlk[worker].head.get(seq, layer, u.kvh, hd, kvd, p0+u.n); hp != nil {
 		vals, vstride, voff = hp.vals[lo*hd:], hd, 0
-		if lo%dotsTile == 0 { // the packed tiles start at key lo
+		if hp.keys != nil { // rows for the AVX2 kernels
+			keys, kstride, koff = hp.keys[lo*hd:], hd, 0
+		} else if lo%dotsTile == 0 { // the packed tiles start at key lo
 			tiles = hp.tiles[lo*hd:]
 		}
 	}
-	attnDotsBlockTiles(sc, ld, qs, group, rel, seq.k[layer][lo*kvd:], kvd, off, tiles)
+	attnDotsBlockTiles(sc, ld, qs, group, rel, keys, kstride, koff, tiles)
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	rs := ws.attnBlk[worker].rows[:0]
 	for j := range qs {

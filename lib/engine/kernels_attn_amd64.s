@@ -2274,3 +2274,785 @@ loop:
 
 none:
 	RET
+
+// func attnTileY1(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
+// Requires: AVX, FMA3
+TEXT ·attnTileY1(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ    k+56(FP), AX
+	TESTQ   AX, AX
+	JZ      none
+	MOVQ    c+0(FP), CX
+	MOVQ    ldc+8(FP), DX
+	VMOVUPS (CX), Y0
+	VMOVUPS 32(CX), Y1
+	MOVQ    a+16(FP), CX
+	MOVQ    lda+24(FP), DX
+	MOVQ    b+40(FP), DX
+	MOVQ    ldb+48(FP), BX
+	MOVQ    ldp+32(FP), SI
+	XORQ    DI, DI
+
+loop:
+	VMOVUPS      (DX), Y12
+	VMOVUPS      32(DX), Y13
+	VBROADCASTSS (CX)(DI*1), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	ADDQ         SI, DI
+	ADDQ         BX, DX
+	DECQ         AX
+	JNZ          loop
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	VMOVUPS      Y0, (AX)
+	VMOVUPS      Y1, 32(AX)
+	VZEROUPPER
+
+none:
+	RET
+
+// func attnTileY2(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
+// Requires: AVX, FMA3
+TEXT ·attnTileY2(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ    k+56(FP), AX
+	TESTQ   AX, AX
+	JZ      none
+	MOVQ    c+0(FP), CX
+	MOVQ    ldc+8(FP), DX
+	VMOVUPS (CX), Y0
+	VMOVUPS 32(CX), Y1
+	ADDQ    DX, CX
+	VMOVUPS (CX), Y2
+	VMOVUPS 32(CX), Y3
+	MOVQ    a+16(FP), CX
+	MOVQ    lda+24(FP), DX
+	MOVQ    b+40(FP), BX
+	MOVQ    ldb+48(FP), SI
+	MOVQ    ldp+32(FP), DI
+	LEAQ    (CX)(DX*1), DX
+	XORQ    R8, R8
+
+loop:
+	VMOVUPS      (BX), Y12
+	VMOVUPS      32(BX), Y13
+	VBROADCASTSS (CX)(R8*1), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS (DX)(R8*1), Y15
+	VFMADD231PS  Y12, Y15, Y2
+	VFMADD231PS  Y13, Y15, Y3
+	ADDQ         DI, R8
+	ADDQ         SI, BX
+	DECQ         AX
+	JNZ          loop
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	VMOVUPS      Y0, (AX)
+	VMOVUPS      Y1, 32(AX)
+	ADDQ         CX, AX
+	VMOVUPS      Y2, (AX)
+	VMOVUPS      Y3, 32(AX)
+	VZEROUPPER
+
+none:
+	RET
+
+// func attnTileY3(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
+// Requires: AVX, FMA3
+TEXT ·attnTileY3(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ    k+56(FP), AX
+	TESTQ   AX, AX
+	JZ      none
+	MOVQ    c+0(FP), CX
+	MOVQ    ldc+8(FP), DX
+	VMOVUPS (CX), Y0
+	VMOVUPS 32(CX), Y1
+	ADDQ    DX, CX
+	VMOVUPS (CX), Y2
+	VMOVUPS 32(CX), Y3
+	ADDQ    DX, CX
+	VMOVUPS (CX), Y4
+	VMOVUPS 32(CX), Y5
+	MOVQ    a+16(FP), CX
+	MOVQ    lda+24(FP), DX
+	MOVQ    b+40(FP), BX
+	MOVQ    ldb+48(FP), SI
+	MOVQ    ldp+32(FP), DI
+	LEAQ    (CX)(DX*1), R8
+	LEAQ    (R8)(DX*1), DX
+	XORQ    R9, R9
+
+loop:
+	VMOVUPS      (BX), Y12
+	VMOVUPS      32(BX), Y13
+	VBROADCASTSS (CX)(R9*1), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS (R8)(R9*1), Y15
+	VFMADD231PS  Y12, Y15, Y2
+	VFMADD231PS  Y13, Y15, Y3
+	VBROADCASTSS (DX)(R9*1), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	ADDQ         DI, R9
+	ADDQ         SI, BX
+	DECQ         AX
+	JNZ          loop
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	VMOVUPS      Y0, (AX)
+	VMOVUPS      Y1, 32(AX)
+	ADDQ         CX, AX
+	VMOVUPS      Y2, (AX)
+	VMOVUPS      Y3, 32(AX)
+	ADDQ         CX, AX
+	VMOVUPS      Y4, (AX)
+	VMOVUPS      Y5, 32(AX)
+	VZEROUPPER
+
+none:
+	RET
+
+// func attnTileY4(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
+// Requires: AVX, FMA3
+TEXT ·attnTileY4(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ    k+56(FP), AX
+	TESTQ   AX, AX
+	JZ      none
+	MOVQ    c+0(FP), CX
+	MOVQ    ldc+8(FP), DX
+	VMOVUPS (CX), Y0
+	VMOVUPS 32(CX), Y1
+	ADDQ    DX, CX
+	VMOVUPS (CX), Y2
+	VMOVUPS 32(CX), Y3
+	ADDQ    DX, CX
+	VMOVUPS (CX), Y4
+	VMOVUPS 32(CX), Y5
+	ADDQ    DX, CX
+	VMOVUPS (CX), Y6
+	VMOVUPS 32(CX), Y7
+	MOVQ    a+16(FP), CX
+	MOVQ    lda+24(FP), DX
+	MOVQ    b+40(FP), BX
+	MOVQ    ldb+48(FP), SI
+	MOVQ    ldp+32(FP), DI
+	LEAQ    (CX)(DX*1), R8
+	LEAQ    (R8)(DX*1), R9
+	LEAQ    (R9)(DX*1), DX
+	XORQ    R10, R10
+
+loop:
+	VMOVUPS      (BX), Y12
+	VMOVUPS      32(BX), Y13
+	VBROADCASTSS (CX)(R10*1), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS (R8)(R10*1), Y15
+	VFMADD231PS  Y12, Y15, Y2
+	VFMADD231PS  Y13, Y15, Y3
+	VBROADCASTSS (R9)(R10*1), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS (DX)(R10*1), Y15
+	VFMADD231PS  Y12, Y15, Y6
+	VFMADD231PS  Y13, Y15, Y7
+	ADDQ         DI, R10
+	ADDQ         SI, BX
+	DECQ         AX
+	JNZ          loop
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	VMOVUPS      Y0, (AX)
+	VMOVUPS      Y1, 32(AX)
+	ADDQ         CX, AX
+	VMOVUPS      Y2, (AX)
+	VMOVUPS      Y3, 32(AX)
+	ADDQ         CX, AX
+	VMOVUPS      Y4, (AX)
+	VMOVUPS      Y5, 32(AX)
+	ADDQ         CX, AX
+	VMOVUPS      Y6, (AX)
+	VMOVUPS      Y7, 32(AX)
+	VZEROUPPER
+
+none:
+	RET
+
+// func attnTileY5(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
+// Requires: AVX, FMA3
+TEXT ·attnTileY5(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ    k+56(FP), AX
+	TESTQ   AX, AX
+	JZ      none
+	MOVQ    c+0(FP), CX
+	MOVQ    ldc+8(FP), DX
+	VMOVUPS (CX), Y0
+	VMOVUPS 32(CX), Y1
+	ADDQ    DX, CX
+	VMOVUPS (CX), Y2
+	VMOVUPS 32(CX), Y3
+	ADDQ    DX, CX
+	VMOVUPS (CX), Y4
+	VMOVUPS 32(CX), Y5
+	ADDQ    DX, CX
+	VMOVUPS (CX), Y6
+	VMOVUPS 32(CX), Y7
+	ADDQ    DX, CX
+	VMOVUPS (CX), Y8
+	VMOVUPS 32(CX), Y9
+	MOVQ    a+16(FP), CX
+	MOVQ    lda+24(FP), DX
+	MOVQ    b+40(FP), BX
+	MOVQ    ldb+48(FP), SI
+	MOVQ    ldp+32(FP), DI
+	LEAQ    (CX)(DX*1), R8
+	LEAQ    (R8)(DX*1), R9
+	LEAQ    (R9)(DX*1), R10
+	LEAQ    (R10)(DX*1), DX
+	XORQ    R11, R11
+
+loop:
+	VMOVUPS      (BX), Y12
+	VMOVUPS      32(BX), Y13
+	VBROADCASTSS (CX)(R11*1), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS (R8)(R11*1), Y15
+	VFMADD231PS  Y12, Y15, Y2
+	VFMADD231PS  Y13, Y15, Y3
+	VBROADCASTSS (R9)(R11*1), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS (R10)(R11*1), Y15
+	VFMADD231PS  Y12, Y15, Y6
+	VFMADD231PS  Y13, Y15, Y7
+	VBROADCASTSS (DX)(R11*1), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	ADDQ         DI, R11
+	ADDQ         SI, BX
+	DECQ         AX
+	JNZ          loop
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	VMOVUPS      Y0, (AX)
+	VMOVUPS      Y1, 32(AX)
+	ADDQ         CX, AX
+	VMOVUPS      Y2, (AX)
+	VMOVUPS      Y3, 32(AX)
+	ADDQ         CX, AX
+	VMOVUPS      Y4, (AX)
+	VMOVUPS      Y5, 32(AX)
+	ADDQ         CX, AX
+	VMOVUPS      Y6, (AX)
+	VMOVUPS      Y7, 32(AX)
+	ADDQ         CX, AX
+	VMOVUPS      Y8, (AX)
+	VMOVUPS      Y9, 32(AX)
+	VZEROUPPER
+
+none:
+	RET
+
+// func attnTileY6(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
+// Requires: AVX, FMA3
+TEXT ·attnTileY6(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ    k+56(FP), AX
+	TESTQ   AX, AX
+	JZ      none
+	MOVQ    c+0(FP), CX
+	MOVQ    ldc+8(FP), DX
+	VMOVUPS (CX), Y0
+	VMOVUPS 32(CX), Y1
+	ADDQ    DX, CX
+	VMOVUPS (CX), Y2
+	VMOVUPS 32(CX), Y3
+	ADDQ    DX, CX
+	VMOVUPS (CX), Y4
+	VMOVUPS 32(CX), Y5
+	ADDQ    DX, CX
+	VMOVUPS (CX), Y6
+	VMOVUPS 32(CX), Y7
+	ADDQ    DX, CX
+	VMOVUPS (CX), Y8
+	VMOVUPS 32(CX), Y9
+	ADDQ    DX, CX
+	VMOVUPS (CX), Y10
+	VMOVUPS 32(CX), Y11
+	MOVQ    a+16(FP), CX
+	MOVQ    lda+24(FP), DX
+	MOVQ    b+40(FP), BX
+	MOVQ    ldb+48(FP), SI
+	MOVQ    ldp+32(FP), DI
+	LEAQ    (CX)(DX*1), R8
+	LEAQ    (R8)(DX*1), R9
+	LEAQ    (R9)(DX*1), R10
+	LEAQ    (R10)(DX*1), R11
+	LEAQ    (R11)(DX*1), DX
+	XORQ    R12, R12
+
+loop:
+	VMOVUPS      (BX), Y12
+	VMOVUPS      32(BX), Y13
+	VBROADCASTSS (CX)(R12*1), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS (R8)(R12*1), Y15
+	VFMADD231PS  Y12, Y15, Y2
+	VFMADD231PS  Y13, Y15, Y3
+	VBROADCASTSS (R9)(R12*1), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS (R10)(R12*1), Y15
+	VFMADD231PS  Y12, Y15, Y6
+	VFMADD231PS  Y13, Y15, Y7
+	VBROADCASTSS (R11)(R12*1), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS (DX)(R12*1), Y15
+	VFMADD231PS  Y12, Y15, Y10
+	VFMADD231PS  Y13, Y15, Y11
+	ADDQ         DI, R12
+	ADDQ         SI, BX
+	DECQ         AX
+	JNZ          loop
+	MOVQ         c+0(FP), AX
+	MOVQ         ldc+8(FP), CX
+	VMOVUPS      Y0, (AX)
+	VMOVUPS      Y1, 32(AX)
+	ADDQ         CX, AX
+	VMOVUPS      Y2, (AX)
+	VMOVUPS      Y3, 32(AX)
+	ADDQ         CX, AX
+	VMOVUPS      Y4, (AX)
+	VMOVUPS      Y5, 32(AX)
+	ADDQ         CX, AX
+	VMOVUPS      Y6, (AX)
+	VMOVUPS      Y7, 32(AX)
+	ADDQ         CX, AX
+	VMOVUPS      Y8, (AX)
+	VMOVUPS      Y9, 32(AX)
+	ADDQ         CX, AX
+	VMOVUPS      Y10, (AX)
+	VMOVUPS      Y11, 32(AX)
+	VZEROUPPER
+
+none:
+	RET
+
+// func attnDotsY1(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, ks uintptr, hd int, ng int)
+// Requires: AVX, FMA3
+TEXT ·attnDotsY1(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ d+0(FP), AX
+	MOVQ ld+8(FP), CX
+	MOVQ q+16(FP), DX
+	MOVQ qs+24(FP), BX
+	MOVQ k+32(FP), SI
+	MOVQ ks+40(FP), DI
+	LEAQ (SI)(DI*1), R8
+	LEAQ (R8)(DI*1), R9
+	LEAQ (R9)(DI*1), DI
+	MOVQ hd+48(FP), R10
+	MOVQ ng+56(FP), R11
+	SHLQ $0x02, R10
+
+group:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ   DX, R12
+	XORQ   R13, R13
+
+loop:
+	VMOVUPS      (R12)(R13*1), Y12
+	VMOVUPS      (SI)(R13*1), Y15
+	VFMADD231PS  Y12, Y15, Y0
+	VMOVUPS      (R8)(R13*1), Y15
+	VFMADD231PS  Y12, Y15, Y1
+	VMOVUPS      (R9)(R13*1), Y15
+	VFMADD231PS  Y12, Y15, Y2
+	VMOVUPS      (DI)(R13*1), Y15
+	VFMADD231PS  Y12, Y15, Y3
+	ADDQ         $0x20, R13
+	CMPQ         R13, R10
+	JB           loop
+	MOVQ         AX, R12
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VMOVUPS      X0, (R12)
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         R11
+	JNZ          group
+	VZEROUPPER
+	RET
+
+// func attnDotsY2(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, ks uintptr, hd int, ng int)
+// Requires: AVX, FMA3
+TEXT ·attnDotsY2(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ d+0(FP), AX
+	MOVQ ld+8(FP), CX
+	MOVQ q+16(FP), DX
+	MOVQ qs+24(FP), BX
+	MOVQ k+32(FP), SI
+	MOVQ ks+40(FP), DI
+	LEAQ (SI)(DI*1), R8
+	LEAQ (R8)(DI*1), R9
+	LEAQ (R9)(DI*1), DI
+	MOVQ hd+48(FP), R10
+	MOVQ ng+56(FP), R11
+	SHLQ $0x02, R10
+
+group:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	MOVQ   DX, R12
+	LEAQ   (R12)(BX*1), R13
+	XORQ   R14, R14
+
+loop:
+	VMOVUPS      (R12)(R14*1), Y12
+	VMOVUPS      (R13)(R14*1), Y13
+	VMOVUPS      (SI)(R14*1), Y15
+	VFMADD231PS  Y12, Y15, Y0
+	VFMADD231PS  Y13, Y15, Y4
+	VMOVUPS      (R8)(R14*1), Y15
+	VFMADD231PS  Y12, Y15, Y1
+	VFMADD231PS  Y13, Y15, Y5
+	VMOVUPS      (R9)(R14*1), Y15
+	VFMADD231PS  Y12, Y15, Y2
+	VFMADD231PS  Y13, Y15, Y6
+	VMOVUPS      (DI)(R14*1), Y15
+	VFMADD231PS  Y12, Y15, Y3
+	VFMADD231PS  Y13, Y15, Y7
+	ADDQ         $0x20, R14
+	CMPQ         R14, R10
+	JB           loop
+	MOVQ         AX, R12
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VMOVUPS      X0, (R12)
+	ADDQ         CX, R12
+	VHADDPS      Y5, Y4, Y4
+	VHADDPS      Y7, Y6, Y6
+	VHADDPS      Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X5
+	VADDPS       X5, X4, X4
+	VMOVUPS      X4, (R12)
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         R11
+	JNZ          group
+	VZEROUPPER
+	RET
+
+// func attnDotsY3(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, ks uintptr, hd int, ng int)
+// Requires: AVX, FMA3
+TEXT ·attnDotsY3(SB), NOSPLIT|NOFRAME, $0-64
+	MOVQ d+0(FP), AX
+	MOVQ ld+8(FP), CX
+	MOVQ q+16(FP), DX
+	MOVQ qs+24(FP), BX
+	MOVQ k+32(FP), SI
+	MOVQ ks+40(FP), DI
+	LEAQ (SI)(DI*1), R8
+	LEAQ (R8)(DI*1), R9
+	LEAQ (R9)(DI*1), DI
+	MOVQ hd+48(FP), R10
+	MOVQ ng+56(FP), R11
+	SHLQ $0x02, R10
+
+group:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	MOVQ   DX, R12
+	LEAQ   (R12)(BX*1), R13
+	LEAQ   (R13)(BX*1), R14
+	XORQ   R15, R15
+
+loop:
+	VMOVUPS      (R12)(R15*1), Y12
+	VMOVUPS      (R13)(R15*1), Y13
+	VMOVUPS      (R14)(R15*1), Y14
+	VMOVUPS      (SI)(R15*1), Y15
+	VFMADD231PS  Y12, Y15, Y0
+	VFMADD231PS  Y13, Y15, Y4
+	VFMADD231PS  Y14, Y15, Y8
+	VMOVUPS      (R8)(R15*1), Y15
+	VFMADD231PS  Y12, Y15, Y1
+	VFMADD231PS  Y13, Y15, Y5
+	VFMADD231PS  Y14, Y15, Y9
+	VMOVUPS      (R9)(R15*1), Y15
+	VFMADD231PS  Y12, Y15, Y2
+	VFMADD231PS  Y13, Y15, Y6
+	VFMADD231PS  Y14, Y15, Y10
+	VMOVUPS      (DI)(R15*1), Y15
+	VFMADD231PS  Y12, Y15, Y3
+	VFMADD231PS  Y13, Y15, Y7
+	VFMADD231PS  Y14, Y15, Y11
+	ADDQ         $0x20, R15
+	CMPQ         R15, R10
+	JB           loop
+	MOVQ         AX, R12
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VMOVUPS      X0, (R12)
+	ADDQ         CX, R12
+	VHADDPS      Y5, Y4, Y4
+	VHADDPS      Y7, Y6, Y6
+	VHADDPS      Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X5
+	VADDPS       X5, X4, X4
+	VMOVUPS      X4, (R12)
+	ADDQ         CX, R12
+	VHADDPS      Y9, Y8, Y8
+	VHADDPS      Y11, Y10, Y10
+	VHADDPS      Y10, Y8, Y8
+	VEXTRACTF128 $0x01, Y8, X9
+	VADDPS       X9, X8, X8
+	VMOVUPS      X8, (R12)
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	ADDQ         CX, AX
+	ADDQ         BX, DX
+	DECQ         R11
+	JNZ          group
+	VZEROUPPER
+	RET
+
+DATA attnLaneIndex8<>+0(SB)/4, $0x00000000
+DATA attnLaneIndex8<>+4(SB)/4, $0x00000001
+DATA attnLaneIndex8<>+8(SB)/4, $0x00000002
+DATA attnLaneIndex8<>+12(SB)/4, $0x00000003
+DATA attnLaneIndex8<>+16(SB)/4, $0x00000004
+DATA attnLaneIndex8<>+20(SB)/4, $0x00000005
+DATA attnLaneIndex8<>+24(SB)/4, $0x00000006
+DATA attnLaneIndex8<>+28(SB)/4, $0x00000007
+GLOBL attnLaneIndex8<>(SB), RODATA|NOPTR, $32
+
+// func attnExpSum8(sc *float32, n int, p *float64, c *float32, sums *float64, cb *float32)
+// Requires: AVX, AVX2, CMOV, FMA3
+TEXT ·attnExpSum8(SB), NOSPLIT|NOFRAME, $0-48
+	MOVQ         sc+0(FP), AX
+	MOVQ         n+8(FP), CX
+	MOVQ         p+16(FP), DX
+	MOVQ         c+24(FP), BX
+	MOVQ         cb+40(FP), SI
+	VBROADCASTSS (BX), Y2
+	VBROADCASTSS 4(BX), Y3
+	VBROADCASTSS 8(BX), Y15
+	VMOVUPS      Y15, 64(SI)
+	VBROADCASTSS 12(BX), Y15
+	VMOVUPS      Y15, 96(SI)
+	VBROADCASTSS 16(BX), Y15
+	VMOVUPS      Y15, 128(SI)
+	VBROADCASTSS 20(BX), Y15
+	VMOVUPS      Y15, 160(SI)
+	VBROADCASTSS 24(BX), Y15
+	VMOVUPS      Y15, 192(SI)
+	VBROADCASTSS 28(BX), Y15
+	VMOVUPS      Y15, 224(SI)
+	VBROADCASTSS 32(BX), Y15
+	VMOVUPS      Y15, 256(SI)
+	VBROADCASTSS 36(BX), Y15
+	VMOVUPS      Y15, 288(SI)
+	VBROADCASTSS 40(BX), Y15
+	VMOVUPS      Y15, 320(SI)
+	VBROADCASTSS 44(BX), Y15
+	VMOVUPS      Y15, 352(SI)
+	VBROADCASTSS 48(BX), Y15
+	VMOVUPS      Y15, 384(SI)
+	VBROADCASTSS 52(BX), Y15
+	VMOVUPS      Y15, 416(SI)
+	VBROADCASTSS 56(BX), Y15
+	VMOVUPS      Y15, 448(SI)
+	VBROADCASTSS 60(BX), Y15
+	VMOVUPS      Y15, 480(SI)
+	VBROADCASTSS 64(BX), Y15
+	VMOVUPS      Y15, 512(SI)
+	VPBROADCASTD 68(BX), Y15
+	VMOVUPS      Y15, 544(SI)
+	VXORPD       Y0, Y0, Y0
+	VXORPD       Y1, Y1, Y1
+	CMPQ         CX, $0x10
+	JB           tail8
+
+loop8:
+	VMULPS       (AX), Y2, Y4
+	VSUBPS       Y3, Y4, Y4
+	VMOVUPS      64(SI), Y5
+	VFMADD213PS  96(SI), Y4, Y5
+	VSUBPS       96(SI), Y5, Y6
+	VMOVAPS      Y4, Y7
+	VFMADD231PS  128(SI), Y6, Y7
+	VFMADD231PS  160(SI), Y6, Y7
+	VMOVUPS      192(SI), Y8
+	VFMADD213PS  224(SI), Y7, Y8
+	VFMADD213PS  256(SI), Y7, Y8
+	VFMADD213PS  288(SI), Y7, Y8
+	VFMADD213PS  320(SI), Y7, Y8
+	VFMADD213PS  352(SI), Y7, Y8
+	VFMADD213PS  384(SI), Y7, Y8
+	VFMADD213PS  416(SI), Y7, Y8
+	VPADDD       544(SI), Y5, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y6, Y8, Y8
+	VCMPPS       $0x1e, 480(SI), Y4, Y15
+	VBLENDVPS    Y15, 448(SI), Y8, Y8
+	VCMPPS       $0x15, 512(SI), Y4, Y15
+	VANDPS       Y15, Y8, Y8
+	VMULPS       32(AX), Y2, Y9
+	VSUBPS       Y3, Y9, Y9
+	VMOVUPS      64(SI), Y10
+	VFMADD213PS  96(SI), Y9, Y10
+	VSUBPS       96(SI), Y10, Y11
+	VMOVAPS      Y9, Y12
+	VFMADD231PS  128(SI), Y11, Y12
+	VFMADD231PS  160(SI), Y11, Y12
+	VMOVUPS      192(SI), Y13
+	VFMADD213PS  224(SI), Y12, Y13
+	VFMADD213PS  256(SI), Y12, Y13
+	VFMADD213PS  288(SI), Y12, Y13
+	VFMADD213PS  320(SI), Y12, Y13
+	VFMADD213PS  352(SI), Y12, Y13
+	VFMADD213PS  384(SI), Y12, Y13
+	VFMADD213PS  416(SI), Y12, Y13
+	VPADDD       544(SI), Y10, Y11
+	VPSLLD       $0x17, Y11, Y11
+	VMULPS       Y11, Y13, Y13
+	VCMPPS       $0x1e, 480(SI), Y9, Y15
+	VBLENDVPS    Y15, 448(SI), Y13, Y13
+	VCMPPS       $0x15, 512(SI), Y9, Y15
+	VANDPS       Y15, Y13, Y13
+	VMOVUPS      Y8, (AX)
+	VEXTRACTF128 $0x01, Y8, X6
+	VCVTPS2PD    X8, Y5
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y5, Y0, Y0
+	VADDPD       Y6, Y1, Y1
+	TESTQ        DX, DX
+	JZ           nilg
+	VMOVUPD      Y5, (DX)
+	VMOVUPD      Y6, 32(DX)
+
+nilg:
+	VMOVUPS      Y13, 32(AX)
+	VEXTRACTF128 $0x01, Y13, X6
+	VCVTPS2PD    X13, Y5
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y5, Y0, Y0
+	VADDPD       Y6, Y1, Y1
+	TESTQ        DX, DX
+	JZ           nilh
+	VMOVUPD      Y5, 64(DX)
+	VMOVUPD      Y6, 96(DX)
+
+nilh:
+	ADDQ  $0x40, AX
+	TESTQ DX, DX
+	JZ    nili
+	ADDQ  $0x80, DX
+
+nili:
+	SUBQ $0x10, CX
+	CMPQ CX, $0x10
+	JAE  loop8
+
+tail8:
+	LEAQ attnLaneIndex8<>+0(SB), DI
+
+part8:
+	TESTQ        CX, CX
+	JZ           done8
+	MOVQ         $0x00000008, BX
+	CMPQ         CX, BX
+	CMOVQLT      CX, BX
+	SUBQ         BX, CX
+	VMOVQ        BX, X14
+	VPBROADCASTD X14, Y14
+	VPCMPGTD     (DI), Y14, Y14
+	VMASKMOVPS   (AX), Y14, Y4
+	VMULPS       Y2, Y4, Y4
+	VSUBPS       Y3, Y4, Y4
+	VMOVUPS      64(SI), Y5
+	VFMADD213PS  96(SI), Y4, Y5
+	VSUBPS       96(SI), Y5, Y6
+	VMOVAPS      Y4, Y7
+	VFMADD231PS  128(SI), Y6, Y7
+	VFMADD231PS  160(SI), Y6, Y7
+	VMOVUPS      192(SI), Y8
+	VFMADD213PS  224(SI), Y7, Y8
+	VFMADD213PS  256(SI), Y7, Y8
+	VFMADD213PS  288(SI), Y7, Y8
+	VFMADD213PS  320(SI), Y7, Y8
+	VFMADD213PS  352(SI), Y7, Y8
+	VFMADD213PS  384(SI), Y7, Y8
+	VFMADD213PS  416(SI), Y7, Y8
+	VPADDD       544(SI), Y5, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y6, Y8, Y8
+	VCMPPS       $0x1e, 480(SI), Y4, Y15
+	VBLENDVPS    Y15, 448(SI), Y8, Y8
+	VCMPPS       $0x15, 512(SI), Y4, Y15
+	VANDPS       Y15, Y8, Y8
+	VANDPS       Y14, Y8, Y8
+	VMASKMOVPS   Y8, Y14, (AX)
+	VEXTRACTF128 $0x01, Y8, X6
+	VCVTPS2PD    X8, Y5
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y5, Y0, Y0
+	VADDPD       Y6, Y1, Y1
+	TESTQ        DX, DX
+	JZ           nilj
+	VPMOVSXDQ    X14, Y15
+	VEXTRACTI128 $0x01, Y14, X9
+	VPMOVSXDQ    X9, Y9
+	VMASKMOVPD   Y5, Y15, (DX)
+	VMASKMOVPD   Y6, Y9, 32(DX)
+
+nilj:
+	ADDQ  $0x20, AX
+	TESTQ DX, DX
+	JZ    nilk
+	ADDQ  $0x40, DX
+
+nilk:
+	JMP part8
+
+done8:
+	MOVQ    sums+32(FP), AX
+	VMOVUPD Y0, (AX)
+	VMOVUPD Y1, 32(AX)
+	VZEROUPPER
+	RET

@@ -8,8 +8,10 @@ import "unsafe"
 
 // The attention's AVX-512 register tiles (kernels_attn_amd64.s, generated
 // by internal/asmgen/attn): the 512-bit blocked kernels hand them their
-// whole tiles and keep the Go loops for the rest. They do each lane's
-// fused multiply-adds in the Go kernels' order, so the bits are the same.
+// whole tiles and keep the Go loops for the rest. Without AVX-512 the AVX2
+// tiles (attnTileY, kernels_attn_avx2.go) take the same calls in 16-column
+// strips. They do each lane's fused multiply-adds in the Go kernels'
+// order, so the bits are the same.
 
 // attnTileZ[r-1] adds r rows of Σ_p A[i][p]·B[p][:64] to C, p ascending
 // (A[i][p] at a + i·lda + p·ldp bytes).
@@ -19,7 +21,7 @@ var attnTileZ = [...]func(c *float32, ldc uintptr, a *float32, lda uintptr, ldp 
 
 // weightedTile adds Σ_{p<k} a[i·lda+p]·b[p·ldb:][:n] to c[i·ldc:][:n] for
 // rows i < rows (at most len(attnTileZ)), each element in ascending p, in
-// 64-element column strips; strides in floats, n a multiple of 64.
+// column strips of weightedStrip(); strides in floats, n a multiple of it.
 func weightedTile(c unsafe.Pointer, ldc int, a unsafe.Pointer, lda int, b unsafe.Pointer, ldb, k, rows, n int) {
 	weightedTileT(c, ldc, a, lda, 1, b, ldb, k, rows, n)
 }
@@ -30,8 +32,8 @@ func weightedTileT(c unsafe.Pointer, ldc int, a unsafe.Pointer, lda, ldp int, b 
 	if k == 0 {
 		return
 	}
-	tz := attnTileZ[rows-1]
-	for col := 0; col < n; col += 64 {
+	tz, w := weightedTileFor(rows), weightedStrip()
+	for col := 0; col < n; col += w {
 		tz((*float32)(unsafe.Add(c, 4*col)), uintptr(4*ldc), (*float32)(a), uintptr(4*lda), uintptr(4*ldp), (*float32)(unsafe.Add(b, 4*col)), uintptr(4*ldb), k)
 	}
 }

@@ -72,7 +72,9 @@ func attnDotsBlockVec(sc []float32, ld int, qs [][]float32, group, p0 int, keys 
 		return 0
 	}
 	t := 0
-	if avx512 && hd <= packMaxHead {
+	if attnAVX2 {
+		t = dotsBlockY(sc, ld, qs, group, p0, keys, stride, off, nk)
+	} else if avx512 && hd <= packMaxHead {
 		t = dotsBlock16(sc, ld, qs, group, p0, keys, stride, off, nk, tiles)
 	}
 	var buf [4 * packMaxHead]float32
@@ -143,7 +145,7 @@ func attnWeightedBlockVec(outs [][]float32, sc []float32, ld, group, p0 int, row
 	buf := rowsScratchPool.Get().(*[attnBlock * packMaxHead]float32)
 	defer rowsScratchPool.Put(buf)
 	ldc, even := stridedRows(outs, group)
-	tiles := avx512 && hd >= 64 && even
+	tiles := weightedTilesOK(hd) && even
 	blk := attnBlock
 	if stride == hd && tiles {
 		blk = weightedSpan // contiguous rows: no aliasing to avoid
@@ -196,7 +198,7 @@ func weightedTiles(outs [][]float32, p []float32, ld, step, ldc int, r unsafe.Po
 	for g := range min(step, len(outs)) {
 		m := (len(outs) - g + step - 1) / step // outputs g, g+step, ...
 		for j := 0; j < m; j += len(attnTileZ) {
-			rows := min(len(attnTileZ), m-j)
+			rows := min(len(attnTileZ), m-j) // attnTileY's as many
 			weightedHeadTile(outs, p, ld, step, ldc, r, rs, n, ws, g+j*step, rows)
 		}
 	}
@@ -205,19 +207,19 @@ func weightedTiles(outs [][]float32, p []float32, ld, step, ldc int, r unsafe.Po
 // weightedHeadTile is weightedTiles' tile of rows outputs from j0, step
 // apart.
 func weightedHeadTile(outs [][]float32, p []float32, ld, step, ldc int, r unsafe.Pointer, rs, n int, ws func(j int) []float32, j0, rows int) {
-	n64 := n &^ 63
+	nw := n &^ (weightedStrip() - 1) // whole strips
 	common := len(ws(j0))
-	weightedTile(unsafe.Pointer(&outs[j0][0]), ldc, unsafe.Pointer(&p[j0*ld]), step*ld, r, rs, common, rows, n64)
+	weightedTile(unsafe.Pointer(&outs[j0][0]), ldc, unsafe.Pointer(&p[j0*ld]), step*ld, r, rs, common, rows, nw)
 	for i := j0; i < j0+rows*step; i += step {
-		// Only pointers with work behind them are formed: o + n64 and
+		// Only pointers with work behind them are formed: o + nw and
 		// r + common rows can be one past their allocation, which the
 		// collector takes for a bad pointer (make test-engine-checkptr).
 		pi, o := ws(i), unsafe.Pointer(&outs[i][0])
 		if len(pi) > common {
-			weighted1(o, pi[common:], unsafe.Add(r, 4*common*rs), rs, n64)
+			weighted1(o, pi[common:], unsafe.Add(r, 4*common*rs), rs, nw)
 		}
-		if n > n64 {
-			weighted1(unsafe.Add(o, 4*n64), pi, unsafe.Add(r, 4*n64), rs, n-n64)
+		if n > nw {
+			weighted1(unsafe.Add(o, 4*nw), pi, unsafe.Add(r, 4*nw), rs, n-nw)
 		}
 	}
 }

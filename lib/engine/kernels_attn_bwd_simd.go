@@ -24,7 +24,7 @@ func attnScatterBlockVec(outs [][]float32, off int, w, rows []float32, nq, group
 		}
 	}
 	r, t := unsafe.Pointer(&rows[0]), 0
-	if avx512 && hd >= 64 && off == 0 && evenRows(outs, hd) {
+	if weightedTilesOK(hd) && off == 0 && evenRows(outs, hd) {
 		scatterTiles(outs, w, r, nq, group, p0, n)
 		t = len(outs)
 	}
@@ -51,18 +51,18 @@ func attnScatterBlockVec(outs [][]float32, off int, w, rows []float32, nq, group
 // in ascending order. outs are rows hd apart (evenRows).
 func scatterTiles(outs [][]float32, w []float32, r unsafe.Pointer, nq, group, p0, n int) {
 	hd := len(outs[0])
-	n64 := n &^ 63
+	nw := n &^ (weightedStrip() - 1) // whole strips
 	for t := 0; t < len(outs); t += len(attnTileZ) {
 		rows := min(len(attnTileZ), len(outs)-t)
 		jc := firstSeer(t+rows-1, group, p0)
 		for i := t; i < t+rows; i++ {
 			j0 := firstSeer(i, group, p0)
-			weighted1(unsafe.Pointer(&outs[i][0]), w[i*nq+j0:i*nq+jc], unsafe.Add(r, 4*j0*hd), hd, n64)
+			weighted1(unsafe.Pointer(&outs[i][0]), w[i*nq+j0:i*nq+jc], unsafe.Add(r, 4*j0*hd), hd, nw)
 		}
-		weightedTile(unsafe.Pointer(&outs[t][0]), hd, unsafe.Pointer(&w[t*nq+jc]), nq, unsafe.Add(r, 4*jc*hd), hd, nq-jc, rows, n64)
-		for i := t; i < t+rows && n64 < n; i++ {
+		weightedTile(unsafe.Pointer(&outs[t][0]), hd, unsafe.Pointer(&w[t*nq+jc]), nq, unsafe.Add(r, 4*jc*hd), hd, nq-jc, rows, nw)
+		for i := t; i < t+rows && nw < n; i++ {
 			j0 := firstSeer(i, group, p0)
-			weighted1(unsafe.Pointer(&outs[i][n64]), w[i*nq+j0:(i+1)*nq], unsafe.Add(r, 4*(j0*hd+n64)), hd, n-n64)
+			weighted1(unsafe.Pointer(&outs[i][nw]), w[i*nq+j0:(i+1)*nq], unsafe.Add(r, 4*(j0*hd+nw)), hd, n-nw)
 		}
 	}
 }
@@ -119,7 +119,7 @@ func dot64LanesVec(p []float64, dp []float32, s *[8]float64) int {
 // weights where its queries left them (scatterColumns) for heads of hd:
 // the register tiles take whole 64-element strips.
 func scatterColumnsOK(hd int) bool {
-	return useSIMD && simdOK && avx512 && hd > 0 && hd%64 == 0
+	return weightedTilesOK(hd) && hd%weightedStrip() == 0
 }
 
 // scatterColumns is attnScatterBlock with key t's weight from query j

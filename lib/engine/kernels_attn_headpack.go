@@ -13,14 +13,19 @@ type headPack struct {
 	layer, kvh  int
 	n           int // positions packed: keys and values 0..n-1
 	tiles, vals []float32
+	keys        []float32 // instead of tiles where the AVX2 tiles run: rows of hd (keyRowsOK)
 }
 
 // get returns the pack of KV head kvh of seq's layer covering positions
-// 0..n-1, packing it unless it holds them already, or nil where the
-// 512-bit score kernels do not run (keyTilesOK). The cache holds rows of
-// kvd floats, the head at kvh·hd.
+// 0..n-1, packing it unless it holds them already, or nil where neither
+// the 512-bit score kernels (keyTilesOK) nor the AVX2 ones (keyRowsOK)
+// run. The cache holds rows of kvd floats, the head at kvh·hd. For the
+// AVX2 kernels the keys are rows of hd (keys) rather than tiles: their
+// score tile reads four keys in place, which packRows otherwise copied
+// again for every block (a quarter of a 2048-token forward's CPU).
 func (h *headPack) get(seq *kvCache, layer, kvh, hd, kvd, n int) *headPack {
-	if !keyTilesOK(hd) {
+	tiled := keyTilesOK(hd)
+	if !tiled && !keyRowsOK(hd) {
 		return nil
 	}
 	if h.seq == seq && h.layer == layer && h.kvh == kvh && h.n >= n {
@@ -28,9 +33,17 @@ func (h *headPack) get(seq *kvCache, layer, kvh, hd, kvd, n int) *headPack {
 	}
 	h.seq, h.layer, h.kvh, h.n = seq, layer, kvh, n
 	keys, vals := seq.k[layer], seq.v[layer]
-	h.tiles, h.vals = grow32(&h.tiles, n*hd), grow32(&h.vals, n*hd)
-	for t := 0; t+dotsTile <= n; t += dotsTile {
-		packKeyTile(h.tiles[t*hd:(t+dotsTile)*hd], keys, t, kvd, kvh*hd, hd)
+	h.vals = grow32(&h.vals, n*hd)
+	if tiled {
+		h.tiles, h.keys = grow32(&h.tiles, n*hd), nil
+		for t := 0; t+dotsTile <= n; t += dotsTile {
+			packKeyTile(h.tiles[t*hd:(t+dotsTile)*hd], keys, t, kvd, kvh*hd, hd)
+		}
+	} else {
+		h.keys = grow32(&h.keys, n*hd)
+		for t := range n {
+			copy(h.keys[t*hd:(t+1)*hd], keys[t*kvd+kvh*hd:])
+		}
 	}
 	for t := range n {
 		copy(h.vals[t*hd:(t+1)*hd], vals[t*kvd+kvh*hd:])

@@ -19,6 +19,8 @@ func packKeyTiles([]float32, []float32, int, int) {}
 
 func keyTilesOK(int) bool { return false }
 
+func keyRowsOK(int) bool { return false }
+
 func attnWeightedBlockVec([][]float32, []float32, int, int, int, []float32, int, int) int { return 0 }
 
 // packKeyTile is never called here: keyTilesOK is false.

@@ -12,9 +12,17 @@ import (
 // exponentials (exp32 in sixteen lanes, the last few masked) and sums
 // them in float64 lanes (expScores16, the backward's sum), and one
 // multiplies by the reciprocal. It reports whether it ran.
+//
+// With AVX2 (attnAVX2 and expSumAVX2) the same passes run on eight lanes
+// (attnExpSum8), the reciprocal's multiply in normalise: without it the
+// rows took scaleScores' pass and softmaxSink's (the exponentials of the
+// scaled scores), the same bits.
 func softmaxRowsVec(rows [][]float32, scale float32, sinks []float32, h0, group int) bool {
-	if !useSIMD || !simdOK || !expVec || !avx512 {
+	if !useSIMD || !simdOK || !expVec {
 		return false
+	}
+	if !avx512 {
+		return softmaxRows8(rows, scale, sinks, h0, group)
 	}
 	for j, s := range rows {
 		mx, extra := maxScaled32(s, scale), 0.0
@@ -27,6 +35,26 @@ func softmaxRowsVec(rows [][]float32, scale float32, sinks []float32, h0, group 
 		expScores16(nil, s, scale, mx, &l)
 		archsimd.ClearAVXUpperBits() // scalar Go float code follows (docs/engine-attention.md, "VZEROUPPER in attention")
 		scale16(s, float32(1/(sum8(&l)+extra)))
+	}
+	return true
+}
+
+// softmaxRows8 is softmaxRowsVec's AVX2 path; it reports whether it ran.
+func softmaxRows8(rows [][]float32, scale float32, sinks []float32, h0, group int) bool {
+	if !attnAVX2 || !expSumAVX2 {
+		return false
+	}
+	for j, s := range rows {
+		mx, extra := maxScaled32(s, scale), 0.0
+		if sinks != nil {
+			sink := sinks[h0+j%group]
+			mx = max(sink, mx)
+			extra = float64(exp32(sink - mx))
+		}
+		var l [8]float64
+		expScores8(nil, s, scale, mx, &l)
+		archsimd.ClearAVXUpperBits() // scalar Go float code follows (docs/engine-attention.md, "VZEROUPPER in attention")
+		normalise(s, sum8(&l)+extra)
 	}
 	return true
 }

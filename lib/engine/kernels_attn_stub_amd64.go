@@ -96,3 +96,53 @@ func attnTileWP1(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, 
 //
 //go:noescape
 func attnTileWP2(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
+
+// attnTileY1 adds 1 rows of Σ_p A[i][p]·B[p][:16] to C, p ascending (AVX2).
+//
+//go:noescape
+func attnTileY1(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
+
+// attnTileY2 adds 2 rows of Σ_p A[i][p]·B[p][:16] to C, p ascending (AVX2).
+//
+//go:noescape
+func attnTileY2(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
+
+// attnTileY3 adds 3 rows of Σ_p A[i][p]·B[p][:16] to C, p ascending (AVX2).
+//
+//go:noescape
+func attnTileY3(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
+
+// attnTileY4 adds 4 rows of Σ_p A[i][p]·B[p][:16] to C, p ascending (AVX2).
+//
+//go:noescape
+func attnTileY4(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
+
+// attnTileY5 adds 5 rows of Σ_p A[i][p]·B[p][:16] to C, p ascending (AVX2).
+//
+//go:noescape
+func attnTileY5(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
+
+// attnTileY6 adds 6 rows of Σ_p A[i][p]·B[p][:16] to C, p ascending (AVX2).
+//
+//go:noescape
+func attnTileY6(c *float32, ldc uintptr, a *float32, lda uintptr, ldp uintptr, b *float32, ldb uintptr, k int)
+
+// attnDotsY1 stores 1 queries' scores against 4 keys, for ng groups of them (AVX2).
+//
+//go:noescape
+func attnDotsY1(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, ks uintptr, hd int, ng int)
+
+// attnDotsY2 stores 2 queries' scores against 4 keys, for ng groups of them (AVX2).
+//
+//go:noescape
+func attnDotsY2(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, ks uintptr, hd int, ng int)
+
+// attnDotsY3 stores 3 queries' scores against 4 keys, for ng groups of them (AVX2).
+//
+//go:noescape
+func attnDotsY3(d *float32, ld uintptr, q *float32, qs uintptr, k *float32, ks uintptr, hd int, ng int)
+
+// attnExpSum8 is attnExpSum16 on eight lanes (AVX2); cb is room for its broadcast constants.
+//
+//go:noescape
+func attnExpSum8(sc *float32, n int, p *float64, c *float32, sums *float64, cb *float32)

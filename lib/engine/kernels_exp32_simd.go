@@ -42,8 +42,8 @@ func exp32Finish8(x, t, p archsimd.Float32x8) archsimd.Float32x8 {
 
 // expScores32Vec is expScores32 on sixteen lanes with AVX-512 (exp32,
 // widened, stored and summed in one pass), on eight lanes with AVX2 (the
-// exponentials in place, then a scalar pass widens and sums); it reports
-// whether it ran.
+// same in attnExpSum8, or with expSumAVX2 off the exponentials in place,
+// then a scalar pass widens and sums); it reports whether it ran.
 func expScores32Vec(p []float64, sc []float32, scale, mx float32) (float64, bool) {
 	if !useSIMD || !expVec {
 		return 0, false
@@ -51,6 +51,11 @@ func expScores32Vec(p []float64, sc []float32, scale, mx float32) (float64, bool
 	var s [8]float64
 	if avx512 {
 		expScores16(p, sc, scale, mx, &s)
+		archsimd.ClearAVXUpperBits() // scalar Go float code follows (docs/engine-attention.md, "VZEROUPPER in attention")
+		return sum8(&s), true
+	}
+	if expSumAVX2 {
+		expScores8(p, sc, scale, mx, &s)
 		archsimd.ClearAVXUpperBits() // scalar Go float code follows (docs/engine-attention.md, "VZEROUPPER in attention")
 		return sum8(&s), true
 	}

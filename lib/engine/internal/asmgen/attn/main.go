@@ -1,6 +1,8 @@
 // Command attn generates lib/engine/kernels_attn_amd64.s and its Go
-// declarations: the AVX-512 register tiles of the engine's attention (see
-// lib/engine/kernels_attn.go for the order every path keeps).
+// declarations: the AVX-512 register tiles of the engine's attention, and
+// their AVX2 counterparts (avx2.go: attnTileY, attnDotsY, attnExpSum8) for
+// CPUs without AVX-512 (see lib/engine/kernels_attn.go for the order every
+// path keeps).
 //
 //   - attnDotsT<R>: groups of R queries' scores against a tile of 16 keys
 //     stored transposed (element i of the 16 keys in one vector,
@@ -75,6 +77,14 @@ func Generate() (asm, decl []byte, err error) {
 	for r := 1; r <= tileWMax; r++ {
 		tileW(ctx, r, true)
 	}
+	for r := 1; r <= tileYMax; r++ {
+		tileY(ctx, r)
+	}
+	for r := 1; r <= dotsYMax; r++ {
+		dotsY(ctx, r)
+	}
+	laneIndexTable(ctx)
+	expSum8(ctx)
 	return asmout.Print(ctx, printer.Config{Argv: []string{"go", "run", "./internal/asmgen/attn"}, Pkg: "engine"})
 }
 
