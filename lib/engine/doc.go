@@ -160,7 +160,11 @@
 //     generated assembly (kernels_attn_amd64.s from internal/asmgen/attn:
 //     3 queries × 16 transposed keys of scores, weighted sums of up to 6
 //     outputs × 64 elements), over keys and values packed once a call
-//     (headPack). (docs/engine-attention.md, "Forward attention")
+//     (headPack). On AVX2 without AVX-512 the same generator's AVX2 tiles
+//     run instead (attnAVX2: 3 queries × 4 keys of scores, 6 outputs × 16
+//     elements of weighted sums, keys as contiguous rows, attnExpSum8),
+//     with the same bits. (docs/engine-attention.md, "Forward attention"),
+//     (docs/engine-attention.md, "Attention on AVX2 without AVX-512 (avx2attn)")
 //   - Softmax: the numerators are float32 (exp32, kernels_exp32.go: within
 //     1 ulp of e^x), computed with Σ in eight float64 lanes in one
 //     generated pass (attnExpSum16), the backward's order
