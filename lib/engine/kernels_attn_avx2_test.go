@@ -242,38 +242,7 @@ func TestExpSum8KernelMatchesScalar(t *testing.T) {
 	if !simdOK {
 		t.Skip("no AVX2 and FMA on this CPU")
 	}
-	special := []float32{90, 88, 87.9, -87, -90, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 0, -1e-3}
-	for n := 0; n < 71; n++ {
-		row := randRows(1, n+16, uint64(n+3))[0]
-		for i := range row[:n] {
-			row[i] *= 40
-			if i%5 == 2 {
-				row[i] = special[(i+n)%len(special)] * 2 // scale 0.5 below
-			}
-		}
-		mx := float32(1.5)
-		want, wp := slices.Clone(row), make([]float64, n+8)
-		var ws float64
-		withSIMD(false, func() { ws = expScores32(wp[:n], want[:n], 0.5, mx) })
-		for _, withP := range []bool{false, true} {
-			got, gp := slices.Clone(row), make([]float64, n+8)
-			var p []float64
-			if withP {
-				p = gp[:n]
-			}
-			var s [8]float64
-			expScores8(p, got[:n], 0.5, mx, &s)
-			if gs := sum8(&s); math.Float64bits(gs) != math.Float64bits(ws) {
-				t.Fatalf("n=%d p=%v: Σ %v, scalar %v", n, withP, gs, ws)
-			}
-			if !bitsEqual(got, want) {
-				t.Fatalf("n=%d p=%v: numerators differ at %s (elements past n must stay)", n, withP, firstDiff(got, want))
-			}
-			if withP && !bitsEqual64(gp, wp) {
-				t.Fatalf("n=%d: widened numerators differ from the scalar body's (or written past n)", n)
-			}
-		}
-	}
+	checkExpSumKernel(t, expScores8)
 }
 
 // BenchmarkTrainStepAVX2Attn alternates training steps of

@@ -18,6 +18,14 @@ func TestExpSumKernelMatchesScalar(t *testing.T) {
 	if !avx512 || !expVec {
 		t.Skip("no AVX-512 on this CPU")
 	}
+	checkExpSumKernel(t, expScores16)
+}
+
+// checkExpSumKernel compares a generated numerators-and-sum pass
+// (expScores16, expScores8) with expScores32's scalar body, as
+// TestExpSumKernelMatchesScalar says.
+func checkExpSumKernel(t *testing.T, kernel func(p []float64, sc []float32, scale, mx float32, s *[8]float64)) {
+	t.Helper()
 	special := []float32{90, 88, 87.9, -87, -90, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 0, -1e-3}
 	for n := 0; n < 71; n++ {
 		row := randRows(1, n+16, uint64(n+3))[0]
@@ -38,7 +46,7 @@ func TestExpSumKernelMatchesScalar(t *testing.T) {
 				p = gp[:n]
 			}
 			var s [8]float64
-			expScores16(p, got[:n], 0.5, mx, &s)
+			kernel(p, got[:n], 0.5, mx, &s)
 			if gs := sum8(&s); math.Float64bits(gs) != math.Float64bits(ws) {
 				t.Fatalf("n=%d p=%v: Σ %v, scalar %v", n, withP, gs, ws)
 			}
