@@ -260,6 +260,7 @@ func outerAsm(dst []float32, rows, cols int, us, vs [][]float32) bool {
 	if !ok || !ok2 || len(dst) < rows*cols {
 		return false
 	}
+	vs = vs[:m] // the tiles sum len(vs) batch rows; vs may hold more
 	if cols < 64 && m*rows >= outerTransposeFloats {
 		outerTransposed(dst, rows, cols, us, vs, lu, lv)
 		return true

@@ -180,6 +180,7 @@ func outerAVX2(dst []float32, rows, cols int, us, vs [][]float32) bool {
 	if !ok || !ok2 || len(dst) < rows*cols {
 		return false
 	}
+	vs = vs[:m] // the tiles sum len(vs) batch rows; vs may hold more
 	if bwd2OuterT && cols < 64 && rows >= 64 && m*rows >= outer2TransposeFloats {
 		outer2Transposed(dst, rows, cols, us, vs)
 		return true
@@ -228,10 +229,10 @@ func outer2Block(dst []float32, cols int, us, vs [][]float32, lu, lv, wv, lo, hi
 // outerTPool holds outer2Transposed's transposed dst.
 var outerTPool = sync.Pool{New: func() any { return new([]float32) }}
 
-// outer2Transposed is outerAVX2 for a dst under 64 columns (a LoRA B's
-// gradient, rank columns) and 64 rows or more over a us beyond L2
-// (outer2TransposeFloats): it
-// runs the tiles on dstᵀ = Σ_b vs[b] ⊗ us[b] and copies it back. Over dst
+// outer2Transposed is outerAVX2 (vs exactly the batch's rows) for a dst
+// under 64 columns (a LoRA B's gradient, rank columns) and 64 rows or
+// more over a us beyond L2 (outer2TransposeFloats): it runs the tiles on
+// dstᵀ = Σ_b vs[b] ⊗ us[b] and copies it back. Over dst
 // itself each tile step read a few values of one of the batch's rows of
 // us, a row 4-12 KiB from the last, from L3; over dstᵀ us is the operand
 // read in strips. Each element is the same chain of fused multiply-adds
@@ -246,7 +247,11 @@ func outer2Transposed(dst []float32, rows, cols int, us, vs [][]float32) {
 			t[k*rows+o] = v
 		}
 	}
-	outerAVX2(t, cols, rows, vs, us)
+	// The caller checked both strides, so the tiles run; the scalar rows
+	// are there so that no later change to those checks drops a gradient.
+	if !outerAVX2(t, cols, rows, vs, us) {
+		outerRowsScalar(t, rows, vs, us, 0, cols)
+	}
 	for o := range rows {
 		for k := range dst[o*cols : (o+1)*cols] {
 			dst[o*cols+k] = t[k*rows+o]

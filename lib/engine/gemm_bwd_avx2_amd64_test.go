@@ -94,10 +94,12 @@ func checkBackwardAVX2(t *testing.T, name string, w, a mat, r *rng, n int, space
 }
 
 // checkOuterAVX2 requires outerAcc's AVX2 tiles (rows × cols over n
-// batch rows, evenly spaced or not) to give the scalar kernels' bits.
+// batch rows, evenly spaced or not) to give the scalar kernels' bits. vs
+// holds one row more than the batch, which outerAcc must leave out (the
+// transposed path once took it in).
 func checkOuterAVX2(t *testing.T, name string, r *rng, rows, cols, n int, spaced bool) {
 	t.Helper()
-	us, vs, d0 := gapRows(r, n, rows, spaced), gapRows(r, n, cols, spaced), gapRows(r, 1, rows*cols, true)[0]
+	us, vs, d0 := gapRows(r, n, rows, spaced), gapRows(r, n+1, cols, spaced), gapRows(r, 1, rows*cols, true)[0]
 	want := slices.Clone(d0)
 	withBwdKernels(false, 1, func() { outerAcc(want, rows, cols, us, vs) })
 	if spaced {
