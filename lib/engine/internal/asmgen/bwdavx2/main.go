@@ -156,10 +156,7 @@ func tile(ctx *build.Context, r, v int, zero bool) {
 		moveC(ctx, acc, bv[0], true)
 	}
 	steps(ctx, acc, bv, ymm(r*v+v), false)
-	loadMask(ctx, bv[0])
-	moveC(ctx, acc, bv[0], false)
-	ctx.VZEROUPPER()
-	ctx.RET()
+	storeC(ctx, acc, bv[0])
 }
 
 // colsTile emits outerAcc's R×V tile: C[i][j] += Σ_p us[p][o+i]·vs[p][j],
@@ -172,10 +169,7 @@ func colsTile(ctx *build.Context, r, v int) {
 	loadMask(ctx, bv[0])
 	moveC(ctx, acc, bv[0], true)
 	steps(ctx, acc, bv, ymm(r*v+v), true)
-	loadMask(ctx, bv[0])
-	moveC(ctx, acc, bv[0], false)
-	ctx.VZEROUPPER()
-	ctx.RET()
+	storeC(ctx, acc, bv[0])
 }
 
 // tileRegs names a tile's accumulators (Y0 up) and B vectors (after them).
@@ -234,6 +228,15 @@ func steps(ctx *build.Context, acc [][]reg.VecPhysical, bv []reg.VecPhysical, bc
 	ctx.DECQ(k)
 	ctx.JNZ(operand.LabelRef("loop"))
 	ctx.Label("done")
+}
+
+// storeC ends a tile: the accumulators back to C under the last
+// vector's lane mask (loaded into y), then VZEROUPPER and RET.
+func storeC(ctx *build.Context, acc [][]reg.VecPhysical, y reg.VecPhysical) {
+	loadMask(ctx, y)
+	moveC(ctx, acc, y, false)
+	ctx.VZEROUPPER()
+	ctx.RET()
 }
 
 // moveC loads (or stores) the accumulators from (to) C, the last vector of
