@@ -25,12 +25,7 @@ func softmaxRowsVec(rows [][]float32, scale float32, sinks []float32, h0, group 
 		return softmaxRows8(rows, scale, sinks, h0, group)
 	}
 	for j, s := range rows {
-		mx, extra := maxScaled32(s, scale), 0.0
-		if sinks != nil {
-			sink := sinks[h0+j%group]
-			mx = max(sink, mx)
-			extra = float64(exp32(sink - mx))
-		}
+		mx, extra := rowMaxSink(s, scale, sinks, h0+j%group)
 		var l [8]float64
 		expScores16(nil, s, scale, mx, &l)
 		archsimd.ClearAVXUpperBits() // scalar Go float code follows (docs/engine-attention.md, "VZEROUPPER in attention")
@@ -39,18 +34,24 @@ func softmaxRowsVec(rows [][]float32, scale float32, sinks []float32, h0, group 
 	return true
 }
 
+// rowMaxSink returns a row's largest scaled score and, with sinks, the
+// numerator of its head's sink sinks[h], the sink counted in the maximum.
+func rowMaxSink(s []float32, scale float32, sinks []float32, h int) (float32, float64) {
+	mx := maxScaled32(s, scale)
+	if sinks == nil {
+		return mx, 0
+	}
+	mx = max(sinks[h], mx)
+	return mx, float64(exp32(sinks[h] - mx))
+}
+
 // softmaxRows8 is softmaxRowsVec's AVX2 path; it reports whether it ran.
 func softmaxRows8(rows [][]float32, scale float32, sinks []float32, h0, group int) bool {
 	if !attnAVX2 || !expSumAVX2 {
 		return false
 	}
 	for j, s := range rows {
-		mx, extra := maxScaled32(s, scale), 0.0
-		if sinks != nil {
-			sink := sinks[h0+j%group]
-			mx = max(sink, mx)
-			extra = float64(exp32(sink - mx))
-		}
+		mx, extra := rowMaxSink(s, scale, sinks, h0+j%group)
 		var l [8]float64
 		expScores8(nil, s, scale, mx, &l)
 		archsimd.ClearAVXUpperBits() // scalar Go float code follows (docs/engine-attention.md, "VZEROUPPER in attention")

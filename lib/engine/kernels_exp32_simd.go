@@ -78,17 +78,26 @@ func expScores32Vec(p []float64, sc []float32, scale, mx float32) (float64, bool
 // loop it replaces called a 16-lane exp32 every 32 scores, spilling around the
 // call, and reloaded its constants each time.
 func expScores16(p []float64, sc []float32, scale, mx float32, s *[8]float64) {
+	if pp, c, ok := expSumArgs(p, sc, scale, mx, s); ok {
+		attnExpSum16(&sc[0], len(sc), pp, &c[0], &s[0])
+	}
+}
+
+// expSumArgs returns the exp-sum kernels' arguments for the scores sc:
+// p's first element (nil without p) and the constants with the row's
+// scale and maximum. With no scores it zeroes s and reports false.
+func expSumArgs(p []float64, sc []float32, scale, mx float32, s *[8]float64) (*float64, [len(expSumConsts)]float32, bool) {
+	c := expSumConsts
 	if len(sc) == 0 {
 		*s = [8]float64{}
-		return
+		return nil, c, false
 	}
 	var pp *float64
 	if p != nil {
 		pp = &p[:len(sc)][0]
 	}
-	c := expSumConsts
 	c[0], c[1], c[14], c[17] = scale, mx, float32(math.Inf(1)), math.Float32frombits(127) // 127: the exponent bias, an integer lane
-	attnExpSum16(&sc[0], len(sc), pp, &c[0], &s[0])
+	return pp, c, true
 }
 
 // expSumConsts is attnExpSum16's constants, in internal/asmgen/attn/
