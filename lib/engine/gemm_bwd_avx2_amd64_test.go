@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"math"
 	"runtime"
 	"slices"
 	"testing"
@@ -38,10 +37,7 @@ func TestBackwardAVX2MatchesScalar(t *testing.T) {
 	for _, sz := range qemuFew(all, few) {
 		rows, cols, n, rank := sz[0], sz[1], sz[2], sz[3]
 		w, _, _ := benchMat(rows, cols)
-		wb := mat{rows: rows, cols: cols, bf: make([]uint16, len(w.data))}
-		for i, v := range w.data {
-			wb.bf[i] = uint16(math.Float32bits(v) >> 16)
-		}
+		wb := mat{rows: rows, cols: cols, bf: truncBF16(w.data)}
 		a, _, _ := benchMat(rank, cols)
 		for _, spaced := range []bool{true, false} {
 			for _, w := range []mat{w, wb} {

@@ -4,7 +4,6 @@ package engine
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"strconv"
 	"testing"
@@ -51,10 +50,7 @@ func BenchmarkBackwardAVX2(b *testing.B) {
 				r := newRNG(7)
 				w, _, _ := benchMat(tc.rows, tc.cols)
 				if tc.bf {
-					w.bf = make([]uint16, len(w.data))
-					for i, v := range w.data {
-						w.bf[i] = uint16(math.Float32bits(v) >> 16)
-					}
+					w.bf = truncBF16(w.data)
 					w.data = nil
 				}
 				a, _, _ := benchMat(max(tc.rank, 1), tc.cols)

@@ -7,6 +7,16 @@ import (
 	"time"
 )
 
+// truncBF16 returns data's bfloat16 halves (each float32 truncated to
+// its upper 16 bits), for matrices held as bfloat16.
+func truncBF16(data []float32) []uint16 {
+	h := make([]uint16, len(data))
+	for i, v := range data {
+		h[i] = uint16(math.Float32bits(v) >> 16)
+	}
+	return h
+}
+
 func benchMat(rows, cols int) (mat, []float32, []float32) {
 	r := newRNG(1)
 	w := mat{rows: rows, cols: cols, data: make([]float32, rows*cols)}
@@ -31,10 +41,7 @@ func BenchmarkMatVec(b *testing.B) {
 		flop := float64(2 * sz[0] * sz[1])
 		b.Run(fmt.Sprintf("%dx%d", sz[0], sz[1]), func(b *testing.B) {
 			xs, ys := [][]float32{x}, [][]float32{y}
-			wb := mat{rows: w.rows, cols: w.cols, bf: make([]uint16, len(w.data))}
-			for i, v := range w.data {
-				wb.bf[i] = uint16(math.Float32bits(v) >> 16)
-			}
+			wb := mat{rows: w.rows, cols: w.cols, bf: truncBF16(w.data)}
 			var kernel, serial, bf, ref time.Duration
 			for b.Loop() {
 				t0 := time.Now()

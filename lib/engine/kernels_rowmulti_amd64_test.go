@@ -177,10 +177,7 @@ func randRowsMat(r *rng, rows, n int, bf bool) mat {
 	w := mat{rows: rows, cols: n, data: make([]float32, rows*n)}
 	fill(w.data, r, 1)
 	if bf {
-		w.bf = make([]uint16, len(w.data))
-		for i, v := range w.data {
-			w.bf[i] = uint16(math.Float32bits(v) >> 16)
-		}
+		w.bf = truncBF16(w.data)
 		w.data = nil
 	}
 	return w

@@ -23,10 +23,7 @@ func TestMatMulTLoRAMatchesTwoCalls(t *testing.T) {
 	for _, sz := range qemuFew(all, few) {
 		rows, cols, n, rank := sz[0], sz[1], sz[2], sz[3]
 		w, _, _ := benchMat(rows, cols)
-		wb := mat{rows: rows, cols: cols, bf: make([]uint16, len(w.data))}
-		for i, v := range w.data {
-			wb.bf[i] = uint16(math.Float32bits(v) >> 16)
-		}
+		wb := mat{rows: rows, cols: cols, bf: truncBF16(w.data)}
 		a, _, _ := benchMat(rank, cols)
 		for _, spaced := range []bool{true, false} {
 			ys, ts, x0 := gapRows(r, n, rows, spaced), gapRows(r, n, rank, spaced), gapRows(r, n, cols, spaced)

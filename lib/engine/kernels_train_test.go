@@ -77,10 +77,7 @@ func TestBackwardAsmMatchesScalar(t *testing.T) {
 		{32, 300, 13}, {4100, 32, 130}} {
 		rows, cols, n := sz[0], sz[1], sz[2]
 		w, _, _ := benchMat(rows, cols)
-		wb := mat{rows: rows, cols: cols, bf: make([]uint16, len(w.data))}
-		for i, v := range w.data {
-			wb.bf[i] = uint16(math.Float32bits(v) >> 16)
-		}
+		wb := mat{rows: rows, cols: cols, bf: truncBF16(w.data)}
 		for _, spaced := range []bool{true, false} {
 			ys, x0 := randRows(n, rows, spaced), randRows(n, cols, spaced)
 			us, vs, d0 := randRows(n, rows, spaced), randRows(n, cols, spaced), randRows(1, rows*cols, true)[0]

@@ -273,10 +273,7 @@ func BenchmarkBackwardProducts(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			w, _, _ := benchMat(tc.rows, tc.cols)
 			if tc.bf {
-				w.bf = make([]uint16, len(w.data))
-				for i, v := range w.data {
-					w.bf[i] = uint16(math.Float32bits(v) >> 16)
-				}
+				w.bf = truncBF16(w.data)
 				w.data = nil
 			}
 			ys, xs := rows(m, tc.rows), rows(m, tc.cols)
