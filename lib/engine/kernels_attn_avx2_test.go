@@ -123,7 +123,7 @@ func TestAttentionAVX2MatchesRows(t *testing.T) {
 // reports the tiles' median CPU time and the medians and ranges of the
 // paired off/on ratios of CPU and wall time (above 1: the tiles win).
 // ATTN_AVX2_SWITCH=rows (headPackRows) or exp (expSumAVX2) toggles that
-// switch instead, the tiles on; all toggles the tiles and expSumAVX2
+// switch instead (softgrad: softmaxGradY), the tiles on; all toggles the tiles and expSumAVX2
 // together (the whole AVX2 path against the archsimd loops before it).
 func BenchmarkAttentionAVX2(b *testing.B) {
 	if !simdOK {
@@ -137,7 +137,7 @@ func BenchmarkAttentionAVX2(b *testing.B) {
 			withAttnAVX2(on, fn)
 		}
 	}
-	if sw := map[string]*bool{"rows": &headPackRows, "exp": &expSumAVX2}[os.Getenv("ATTN_AVX2_SWITCH")]; sw != nil {
+	if sw := map[string]*bool{"rows": &headPackRows, "exp": &expSumAVX2, "softgrad": &softmaxGradY}[os.Getenv("ATTN_AVX2_SWITCH")]; sw != nil {
 		toggle = func(on bool, fn func()) { // the tiles on, the switch on and off
 			defer func(old bool) { *sw = old }(*sw)
 			*sw = on
