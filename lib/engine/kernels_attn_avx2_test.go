@@ -250,7 +250,8 @@ func TestExpSum8KernelMatchesScalar(t *testing.T) {
 // AVX2 attention path on and off in one process (ATTN_AVX2_SWITCH=all's
 // switches) and reports the paired off/on ratios of wall and CPU time: on
 // a machine shared with other jobs, separate binaries' step times differ
-// by the load of the moment more than by the change.
+// by the load of the moment more than by the change. ATTN_STEP_SWITCH=softgrad
+// toggles softmaxGradY alone, the AVX2 path on.
 func BenchmarkTrainStepAVX2Attn(b *testing.B) {
 	if !simdOK {
 		b.Skip("no AVX2 and FMA on this CPU")
@@ -278,7 +279,10 @@ func BenchmarkTrainStepAVX2Attn(b *testing.B) {
 				var cpu, wall [2]float64
 				for i, on := range []bool{true, false} {
 					func() {
-						defer func(old bool) { expSumAVX2 = old }(expSumAVX2)
+						defer func(old, y bool) { expSumAVX2, softmaxGradY = old, y }(expSumAVX2, softmaxGradY)
+						if os.Getenv("ATTN_STEP_SWITCH") == "softgrad" { // softmaxGradY alone, the AVX2 path on
+							softmaxGradY, on = on, true
+						}
 						expSumAVX2 = on
 						withAttnAVX2(on, func() {
 							c0, t0 := processCPU(), time.Now()
