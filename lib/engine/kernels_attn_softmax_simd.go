@@ -11,8 +11,10 @@ import (
 // Σ p·dp's lanes; ds and the float32 probabilities), where the 4-lane
 // path made seven passes and a scalar one: each lane does the scalar
 // body's IEEE operations and the two sums keep the scalar lanes and tree,
-// so the bits are the same. It reports whether it ran (AVX-512, sixteen
-// keys or more).
+// so the bits are the same. Without AVX-512 (softmaxGradY) the same
+// passes run on pairs of 4-lane vectors after expScores32's AVX2 path.
+// It reports whether it ran (AVX-512 or softmaxGradY, sixteen keys or
+// more).
 func softmaxGrad8(p []float64, sc, dp []float32, scale, sink float32) bool {
 	n := len(sc)
 	if !useSIMD || !expVec || (!avx512 && !softmaxGradY) || n < 16 || len(p) < n || len(dp) < n {
