@@ -3,6 +3,7 @@
 package engine
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -42,5 +43,47 @@ func TestSoftmaxGradAVX2MatchesLoops(t *testing.T) {
 					n, sink, bitsEqual64(p, wp), firstDiff(sc, wsc), firstDiff(dp, wdp))
 			}
 		}
+	}
+}
+
+// BenchmarkSoftmaxGradAVX2 times softmaxGrad on rows of 512 and 2048
+// keys with softmaxGradY on and off in alternation, in one process, the
+// 512-bit kernels off, and reports the fused path's CPU-ns per row and
+// the median and range of the paired off/on CPU ratios (above 1: the
+// fused path wins). Each timed batch restores the row first, as the
+// backward hands softmaxGrad fresh scores.
+func BenchmarkSoftmaxGradAVX2(b *testing.B) {
+	if !simdOK {
+		b.Skip("no AVX2 and FMA on this CPU")
+	}
+	defer func(a, y bool) { avx512, softmaxGradY = a, y }(avx512, softmaxGradY)
+	avx512 = false
+	for _, n := range []int{512, 2048} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			const batch = 500
+			sc0, dp0 := randRows(1, n, 1)[0], randRows(1, n, 2)[0]
+			p, sc, dp := make([]float64, n), make([]float32, n), make([]float32, n)
+			var on, ratios []float64
+			for b.Loop() {
+				var cpu [2]float64
+				for i, fused := range []bool{true, false} {
+					softmaxGradY = fused
+					c0 := processCPU()
+					for range batch {
+						copy(sc, sc0)
+						copy(dp, dp0)
+						softmaxGrad(p, sc, dp, 0.088, float32(math.Inf(-1)))
+					}
+					cpu[i] = processCPU() - c0
+				}
+				on, ratios = append(on, cpu[0]/batch), append(ratios, cpu[1]/cpu[0])
+			}
+			slices.Sort(on)
+			slices.Sort(ratios)
+			b.ReportMetric(on[len(on)/2]*1e9, "cpu-ns/row")
+			b.ReportMetric(ratios[len(ratios)/2], "x-cpu")
+			b.ReportMetric(ratios[0], "x-cpu-min")
+			b.ReportMetric(ratios[len(ratios)-1], "x-cpu-max")
+		})
 	}
 }
