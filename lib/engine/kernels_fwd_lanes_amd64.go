@@ -21,27 +21,49 @@ var fwdLanes = true
 // batch.
 var fwdLanesMinTokens = 64
 
-// fwdLanesPiece is the column piece of the lane tiles, in 16-column
-// chunks: a group's piece (16 KiB packed at 64 chunks) stays in L1 while
-// all 16 lanes read it.
+// fwdLanesPiece is the column piece of the lane tiles within a call, in
+// 16-column chunks: a group's piece (16 KiB packed at 64 chunks) stays in
+// L1 while all 16 lanes read it.
 var fwdLanesPiece = 64
 
+// fwdLanesBlock is the column block of a panel, in chunks (0: all the
+// columns): a panel of 24 rows × 1024 columns (96 KiB) stays in L2 while
+// every group meets it; past it the lanes' sums wait in scratch, 6 KiB a
+// group, for the next block's panel.
+var fwdLanesBlock = 64
+
+// The tile's flags (internal/asmgen/fwdlanes).
+const (
+	fwdLanesResume = 1
+	fwdLanesTree   = 2
+)
+
 // fwdLanesTiles are the tiles by 8-row vectors (1-3).
-var fwdLanesTiles = [3]func(xp, w *float32, kp, piece int, out, scratch *float32){fwdLanes4x1, fwdLanes4x2, fwdLanes4x3}
+var fwdLanesTiles = [3]func(xp, w *float32, kp, piece int, out, scratch *float32, flags int){fwdLanes4x1, fwdLanes4x2, fwdLanes4x3}
 
 // fwdLanesRows is fwd2Rows with the lane tiles: for each block of 24 rows
-// (fewer at the end) the panel is packed (fwdLanesPanel), then every
-// group of four packed vectors meets it.
+// (fewer at the end) and each block of columns the panel is packed
+// (fwdLanesPanel), then every group of four packed vectors meets it.
 func fwdLanesRows(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool) {
 	n := w.cols
 	kp := (n + 15) / 16
 	pl := packedLen(n)
 	groups := (len(ys) + 3) / 4
 	_ = xp[groups*pl-1]
-	const scratchLen, outLen = 16 * 96, 96
+	block := kp
+	if fwdLanesBlock > 0 && fwdLanesBlock < kp {
+		block = fwdLanesBlock
+	}
+	// One group's lane sums (16 × 96 float32) at a time, or every group's
+	// when the columns take several blocks.
+	const lanesLen, outLen = 16 * 96, 96
+	scratchLen := lanesLen
+	if block < kp {
+		scratchLen *= groups
+	}
 	bp := xpackPool.Get().(*[]float32)
 	defer xpackPool.Put(bp)
-	size := scratchLen + outLen + 16*kp*24 + 8
+	size := scratchLen + outLen + 16*block*24 + 8
 	if cap(*bp) < size {
 		*bp = make([]float32, size)
 	}
@@ -52,54 +74,71 @@ func fwdLanesRows(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bo
 	for ob := lo; ob < hi; ob += 24 {
 		rows := min(24, hi-ob)
 		v := (rows + 7) / 8
-		p := panel[:16*kp*8*v]
-		fwdLanesPanel(w, ob, rows, v, p)
 		tile := fwdLanesTiles[v-1]
-		for g := range groups {
-			tile(&xp[g*pl], &p[0], kp, piece, &out[0], &scratch[0])
-			for t := range min(4, len(ys)-4*g) {
-				putRow(ys[4*g+t][ob:ob+rows], out[24*t:24*t+rows], accumulate)
+		for c0 := 0; c0 < kp; c0 += block {
+			c1 := min(kp, c0+block)
+			p := panel[:16*(c1-c0)*8*v]
+			fwdLanesPanel(w, ob, rows, v, c0, c1, p)
+			flags := 0
+			if c0 > 0 {
+				flags |= fwdLanesResume
+			}
+			if c1 == kp {
+				flags |= fwdLanesTree
+			}
+			for g := range groups {
+				s := scratch
+				if block < kp {
+					s = scratch[g*lanesLen:]
+				}
+				tile(&xp[g*pl+64*c0], &p[0], c1-c0, piece, &out[0], &s[0], flags)
+				if c1 < kp {
+					continue
+				}
+				for t := range min(4, len(ys)-4*g) {
+					putRow(ys[4*g+t][ob:ob+rows], out[24*t:24*t+rows], accumulate)
+				}
 			}
 		}
 	}
 }
 
-// fwdLanesPanel packs rows [j, j+rows) of w into p for the lane tiles of
-// v 8-row vectors: p[(l·kp + c)·8v + r] = w[j+r][16c+l] as float32, zero
-// for r ≥ rows and past the columns. Whole chunks of eight rows go
-// through the packing kernel, the rest here.
-func fwdLanesPanel(w mat, j, rows, v int, p []float32) {
+// fwdLanesPanel packs rows [j, j+rows) and chunks [c0, c1) of w into p
+// for the lane tiles of v 8-row vectors: p[(l·(c1-c0) + c-c0)·8v + r] =
+// w[j+r][16c+l] as float32, zero for r ≥ rows and past the columns.
+// Whole chunks of eight rows go through the packing kernel, the rest here.
+func fwdLanesPanel(w mat, j, rows, v, c0, c1 int, p []float32) {
 	n := w.cols
-	kp := (n + 15) / 16
-	full := n / 16
+	kc := c1 - c0
+	full := min(c1, n/16) - c0
 	wv := 8 * v
-	_ = p[16*kp*wv-1]
+	_ = p[16*kc*wv-1]
 	r8 := rows &^ 7
 	if full > 0 {
 		for rb := 0; rb < r8; rb += 8 {
-			i := (j + rb) * n
-			last := (j+rb+7)*n + 16*full - 1
+			i := (j+rb)*n + 16*c0
+			last := (j+rb+7)*n + 16*(c0+full) - 1
 			if w.bf != nil {
 				_ = w.bf[last]
-				fwdLanesPackBF16(&p[rb], uintptr(4*wv), uintptr(4*kp*wv), &w.bf[i], n, full)
+				fwdLanesPackBF16(&p[rb], uintptr(4*wv), uintptr(4*kc*wv), &w.bf[i], n, full)
 			} else {
 				_ = w.data[last]
-				fwdLanesPackF32(&p[rb], uintptr(4*wv), uintptr(4*kp*wv), &w.data[i], n, full)
+				fwdLanesPackF32(&p[rb], uintptr(4*wv), uintptr(4*kc*wv), &w.data[i], n, full)
 			}
 		}
 	}
 	for r := range wv {
-		c0 := full
+		from := max(full, 0)
 		if r >= r8 {
-			c0 = 0
+			from = 0
 		}
-		for c := c0; c < kp; c++ {
+		for c := from; c < kc; c++ {
 			for l := range 16 {
 				var x float32
-				if k := 16*c + l; r < rows && k < n {
+				if k := 16*(c0+c) + l; r < rows && k < n {
 					x = fwdLanesWeight(w, (j+r)*n+k)
 				}
-				p[(l*kp+c)*wv+r] = x
+				p[(l*kc+c)*wv+r] = x
 			}
 		}
 	}

@@ -8,12 +8,14 @@ import (
 // TestForwardLanesAVX2MatchesDotForm requires the lane-form product
 // (fwdLanesRows) to give the dot-form tiles' bits (fwd2Rows with fwdLanes
 // off) on shapes that leave every edge over: columns that are not a
-// multiple of 16 or of the column piece (set to 3 chunks as well as the
-// default), rows that are not a multiple of 8 or 24, a row range that
+// multiple of 16, of the column piece within a call or of the panel's
+// column block (small ones as well as the defaults), rows that are not a multiple of 8 or 24, a row range that
 // starts past 0, M = 1…9, 64 and 130 (partial groups), float32 and
 // bfloat16 weights, accumulating or not.
 func TestForwardLanesAVX2MatchesDotForm(t *testing.T) {
-	defer func(on bool, piece int) { fwdLanes, fwdLanesPiece = on, piece }(fwdLanes, fwdLanesPiece)
+	defer func(on bool, piece, block int) {
+		fwdLanes, fwdLanesPiece, fwdLanesBlock = on, piece, block
+	}(fwdLanes, fwdLanesPiece, fwdLanesBlock)
 	withAVX2(t, func() {
 		shapes := [][2]int{{1, 1}, {5, 15}, {8, 16}, {23, 17}, {24, 33}, {25, 100}, {49, 64}, {67, 1040}, {30, 2100}}
 		ms := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 64, 130}
@@ -26,14 +28,15 @@ func TestForwardLanesAVX2MatchesDotForm(t *testing.T) {
 				p := newFwdPack(xs, sh[1], false)
 				for _, mm := range []mat{w, wb} {
 					for _, acc := range []bool{false, true} {
-						for _, piece := range []int{3, 64} {
+						for _, pb := range [][2]int{{3, 0}, {64, 0}, {3, 2}, {64, 64}, {2, 5}} {
+							piece, block := pb[0], pb[1]
 							for _, lo := range []int{0, sh[0] / 3} {
-								name := fmt.Sprintf("%dx%d M=%d bf16=%v acc=%v piece=%d lo=%d", sh[0], sh[1], m, mm.bf != nil, acc, piece, lo)
+								name := fmt.Sprintf("%dx%d M=%d bf16=%v acc=%v piece=%d block=%d lo=%d", sh[0], sh[1], m, mm.bf != nil, acc, piece, block, lo)
 								want := startRows(m, sh[0])
 								fwdLanes = false
 								fwd2Rows(mm, p.xp, want, lo, sh[0], acc)
 								got := startRows(m, sh[0])
-								fwdLanesPiece = piece
+								fwdLanesPiece, fwdLanesBlock = piece, block
 								fwdLanesRows(mm, p.xp, got, lo, sh[0], acc)
 								for b := range got {
 									if !sameBits(got[b], want[b]) {
@@ -51,8 +54,9 @@ func TestForwardLanesAVX2MatchesDotForm(t *testing.T) {
 }
 
 // TestForwardLanesAVX2PanelMatchesScalar requires the packing kernels'
-// panel to hold w[j+r][16c+l] at (l·kp + c)·8v + r, zero past the rows and
-// columns, as fwdLanesPanel's own loop writes it for rows it packs alone.
+// panel of chunks [c0, c1) to hold w[j+r][16c+l] at (l·(c1-c0) + c-c0)·8v
+// + r, zero past the rows and columns, as fwdLanesPanel's own loop writes
+// it for rows it packs alone.
 func TestForwardLanesAVX2PanelMatchesScalar(t *testing.T) {
 	withAVX2(t, func() {
 		for _, sh := range [][2]int{{8, 16}, {24, 48}, {20, 37}, {17, 1}} {
@@ -60,20 +64,23 @@ func TestForwardLanesAVX2PanelMatchesScalar(t *testing.T) {
 			for _, mm := range []mat{w, wb} {
 				v := (sh[0] + 7) / 8
 				kp := (sh[1] + 15) / 16
-				p := make([]float32, 16*kp*8*v)
-				for i := range p {
-					p[i] = -1
-				}
-				fwdLanesPanel(mm, 2, sh[0], v, p)
-				for l := range 16 {
-					for c := range kp {
-						for r := range 8 * v {
-							var want float32
-							if k := 16*c + l; r < sh[0] && k < sh[1] {
-								want = fwdLanesWeight(mm, (2+r)*sh[1]+k)
-							}
-							if got := p[(l*kp+c)*8*v+r]; !sameBits([]float32{got}, []float32{want}) {
-								t.Fatalf("%dx%d bf16=%v: lane %d chunk %d row %d is %v, want %v", sh[0], sh[1], mm.bf != nil, l, c, r, got, want)
+				for c0 := range min(2, kp) {
+					kc := kp - c0
+					p := make([]float32, 16*kc*8*v)
+					for i := range p {
+						p[i] = -1
+					}
+					fwdLanesPanel(mm, 2, sh[0], v, c0, kp, p)
+					for l := range 16 {
+						for c := range kc {
+							for r := range 8 * v {
+								var want float32
+								if k := 16*(c0+c) + l; r < sh[0] && k < sh[1] {
+									want = fwdLanesWeight(mm, (2+r)*sh[1]+k)
+								}
+								if got := p[(l*kc+c)*8*v+r]; !sameBits([]float32{got}, []float32{want}) {
+									t.Fatalf("%dx%d bf16=%v c0=%d: lane %d chunk %d row %d is %v, want %v", sh[0], sh[1], mm.bf != nil, c0, l, c, r, got, want)
+								}
 							}
 						}
 					}

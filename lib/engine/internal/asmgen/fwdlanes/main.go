@@ -50,10 +50,22 @@ func ymm(i int) reg.VecPhysical {
 	}[i]
 }
 
+// The tile's flags: lanesResume starts the lanes from the sums in
+// scratch instead of zero (a caller that splits the columns into blocks,
+// each with its own panel), lanesTree ends with the lane tree into out
+// (after the last block).
+const (
+	lanesResume = 1
+	lanesTree   = 2
+)
+
+// unroll is the chunks of one trip of a tile's loop (a power of two).
+var unroll = 4
+
 // laneBytes is a lane's block of the scratch: 4 tokens × 3 vectors.
 const laneBytes = 4 * 3 * 32
 
-// tile generates fwdLanes4x<v>(xp, w, kp, piece, out, scratch): for the
+// tile generates fwdLanes4x<v>(xp, w, kp, piece, out, scratch, flags): for the
 // four tokens t of the packed group xp (packTokens' layout: element
 // 16c+l of token t at byte 256c+64t+4l, zero past the columns) and the
 // 8v rows o of the panel w (lane l's plane at byte l·kp·32v, chunk c's 8v
@@ -63,11 +75,14 @@ const laneBytes = 4 * 3 * 32
 // columns go in pieces of piece chunks, all 16 lanes a piece (their sums
 // wait in scratch, 16 × 384 bytes, 32-byte aligned) so that the group's
 // piece stays in L1 while its 16 lanes read it. The end adds the lanes
-// from scratch in the tree l+8, l+4, l+2, l+1: the dot form's bits.
+// from scratch in the tree l+8, l+4, l+2, l+1: the dot form's bits. A
+// caller may split the columns itself and continue the sums from scratch
+// (flags lanesResume), running the tree only after the last block
+// (lanesTree).
 // Accumulators Y(v·t+j), weights Y(12+j), the broadcast token element Y15.
 func tile(ctx *build.Context, v int) {
 	name := fmt.Sprintf("fwdLanes4x%d", v)
-	asmout.Kernel(ctx, name, "func(xp *float32, w *float32, kp, piece int, out *float32, scratch *float32)")
+	asmout.Kernel(ctx, name, "func(xp *float32, w *float32, kp, piece int, out *float32, scratch *float32, flags int)")
 	kp, scratch := ctx.GP64(), ctx.GP64()
 	ctx.Load(ctx.Param("kp"), kp)
 	ctx.Load(ctx.Param("scratch"), scratch)
@@ -96,6 +111,9 @@ func tile(ctx *build.Context, v int) {
 	ctx.Label("lane")
 	ctx.TESTQ(k0, k0)
 	ctx.JNZ(LabelRef("resume"))
+	ctx.Load(ctx.Param("flags"), cnt)
+	ctx.TESTQ(U32(lanesResume), cnt)
+	ctx.JNZ(LabelRef("resume"))
 	for t := range 4 {
 		for j := range v {
 			ctx.VXORPS(acc(t, j), acc(t, j), acc(t, j))
@@ -111,21 +129,42 @@ func tile(ctx *build.Context, v int) {
 	ctx.Label("run")
 	ctx.MOVQ(px0, px)
 	ctx.MOVQ(pw0, pw)
-	ctx.MOVQ(c, cnt)
-	ctx.Label("loop")
-	for j := range v {
-		ctx.VMOVUPS(Mem{Base: pw, Disp: 32 * j}, ymm(12+j))
-	}
-	for t := range 4 {
-		ctx.VBROADCASTSS(Mem{Base: px, Disp: 64 * t}, reg.Y15)
+	// unroll chunks an iteration, then the rest one at a time: a lane's
+	// loop is short (64 chunks at 1024 columns), and fewer, predictable
+	// trips keep the loop's own instructions and its exit from the FMAs'.
+	step := func(d int) {
 		for j := range v {
-			ctx.VFMADD231PS(ymm(12+j), reg.Y15, acc(t, j))
+			ctx.VMOVUPS(Mem{Base: pw, Disp: 32*v*d + 32*j}, ymm(12+j))
+		}
+		for t := range 4 {
+			ctx.VBROADCASTSS(Mem{Base: px, Disp: 256*d + 64*t}, reg.Y15)
+			for j := range v {
+				ctx.VFMADD231PS(ymm(12+j), reg.Y15, acc(t, j))
+			}
 		}
 	}
+	ctx.MOVQ(c, cnt)
+	ctx.SHRQ(U8(asmout.Log2(unroll)), cnt)
+	ctx.JZ(LabelRef("rest"))
+	ctx.Label("loop")
+	for d := range unroll {
+		step(d)
+	}
+	ctx.ADDQ(U32(256*unroll), px)
+	ctx.ADDQ(U32(32*v*unroll), pw)
+	ctx.DECQ(cnt)
+	ctx.JNZ(LabelRef("loop"))
+	ctx.Label("rest")
+	ctx.MOVQ(c, cnt)
+	ctx.ANDQ(U8(unroll-1), cnt)
+	ctx.JZ(LabelRef("stored"))
+	ctx.Label("one")
+	step(0)
 	ctx.ADDQ(U32(256), px)
 	ctx.ADDQ(U8(32*v), pw)
 	ctx.DECQ(cnt)
-	ctx.JNZ(LabelRef("loop"))
+	ctx.JNZ(LabelRef("one"))
+	ctx.Label("stored")
 	for t := range 4 {
 		for j := range v {
 			ctx.VMOVUPS(acc(t, j), Mem{Base: sl, Disp: 32 * (3*t + j)})
@@ -140,6 +179,9 @@ func tile(ctx *build.Context, v int) {
 	ctx.ADDQ(c, k0)
 	ctx.CMPQ(k0, kp)
 	ctx.JL(LabelRef("piece"))
+	ctx.Load(ctx.Param("flags"), cnt)
+	ctx.TESTQ(U32(lanesTree), cnt)
+	ctx.JZ(LabelRef("ret"))
 	// The tree: lane l + lane l+8, then l+4, l+2, l+1, one output vector
 	// (token t, rows 8j..8j+7) at a time.
 	out := ctx.GP64()
@@ -161,6 +203,7 @@ func tile(ctx *build.Context, v int) {
 			ctx.VMOVUPS(reg.Y0, Mem{Base: out, Disp: 96*t + 32*j})
 		}
 	}
+	ctx.Label("ret")
 	ctx.VZEROUPPER()
 	ctx.RET()
 }

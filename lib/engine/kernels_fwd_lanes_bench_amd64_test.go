@@ -1,0 +1,128 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// BenchmarkGEMMLanesAVX2 compares the lane-form product (fwdLanes) with
+// the dot-form tiles on the 0.6B layer shapes and a 16384-row slice of
+// the lm_head (151936 × 1024), all cores, in rounds that alternate the
+// two in one process so that load from other processes falls on both
+// alike. It logs each one's median wall and CPU GFLOP/s with their range
+// and the median of the rounds' paired ratios (lanes ÷ dot form).
+// LANES_M lists the batches (default 128,512), LANES_ROUNDS the rounds
+// (7), LANES_DTYPE=bf16 bfloat16 weights (default float32, the training
+// step's), LANES_SHAPES a comma list of shape names.
+func BenchmarkGEMMLanesAVX2(b *testing.B) {
+	ms := []int{128, 512}
+	if s := os.Getenv("LANES_M"); s != "" {
+		ms = ms[:0]
+		for _, f := range strings.Split(s, ",") {
+			m, err := strconv.Atoi(f)
+			if err != nil || m < 1 {
+				b.Fatalf("LANES_M %q: want positive batches", s)
+			}
+			ms = append(ms, m)
+		}
+	}
+	rounds := 7
+	if s := os.Getenv("LANES_ROUNDS"); s != "" {
+		rounds, _ = strconv.Atoi(s)
+	}
+	bf := os.Getenv("LANES_DTYPE") == "bf16"
+	only := os.Getenv("LANES_SHAPES")
+	shapes := []struct {
+		name       string
+		rows, cols int
+	}{{"q_proj", 2048, 1024}, {"kv_proj", 1024, 1024}, {"o_proj", 1024, 2048}, {"gate_up", 3072, 1024}, {"down", 1024, 3072}, {"head16k", 16384, 1024}}
+	for _, sh := range shapes {
+		if only != "" && !slices.Contains(strings.Split(only, ","), sh.name) {
+			continue
+		}
+		for _, m := range ms {
+			w, wb, xs := fwdCase(sh.rows, sh.cols, m, 2)
+			mm := w
+			if bf {
+				mm = wb
+			}
+			ys := rowsOf(make([]float32, m*sh.rows), m, sh.rows)
+			flop := 2 * float64(sh.rows*sh.cols*m)
+			b.Run(fmt.Sprintf("%s-%dx%d/bf16=%v/M=%d", sh.name, sh.rows, sh.cols, bf, m), func(b *testing.B) {
+				defer func(on bool) { fwdLanes = on }(fwdLanes)
+				var wall, cpu [2][]float64
+				var rw, rc []float64
+				withAVX2Bench(b, func() {
+					for b.Loop() {
+						for range rounds {
+							for i, on := range []bool{false, true} {
+								fwdLanes = on
+								matMul(mm, xs, ys, false)
+								n, t0, c0 := 0, time.Now(), processCPU()
+								for n < 2 || time.Since(t0) < 150*time.Millisecond {
+									matMul(mm, xs, ys, false)
+									n++
+								}
+								wall[i] = append(wall[i], flop*float64(n)/time.Since(t0).Seconds()/1e9)
+								cpu[i] = append(cpu[i], flop*float64(n)/(processCPU()-c0)/1e9)
+							}
+							k := len(wall[1]) - 1
+							rw = append(rw, wall[1][k]/wall[0][k])
+							rc = append(rc, cpu[1][k]/cpu[0][k])
+						}
+					}
+				})
+				for i, name := range []string{"dot  ", "lanes"} {
+					slices.Sort(wall[i])
+					slices.Sort(cpu[i])
+					k := len(wall[i])
+					b.Logf("%s: wall %.1f [%.1f-%.1f] GFLOP/s  cpu %.1f [%.1f-%.1f] GFLOP/CPU-s",
+						name, wall[i][k/2], wall[i][0], wall[i][k-1], cpu[i][k/2], cpu[i][0], cpu[i][k-1])
+				}
+				slices.Sort(rw)
+				slices.Sort(rc)
+				k := len(rw)
+				b.Logf("lanes/dot paired: wall %.3f [%.3f-%.3f]  cpu %.3f [%.3f-%.3f]", rw[k/2], rw[0], rw[k-1], rc[k/2], rc[0], rc[k-1])
+				b.ReportMetric(rw[k/2], "x-wall")
+				b.ReportMetric(rc[k/2], "x-cpu")
+			})
+		}
+	}
+}
+
+// BenchmarkGEMMLanesAVX2Ladder runs the 4×3 lane tile alone on one core,
+// the same packed group and panel every call, in GFLOP per CPU-second and
+// as a share of the 256-bit FMA loop: its ceiling with the panel in L1
+// (kp chunks small) or L2.
+func BenchmarkGEMMLanesAVX2Ladder(b *testing.B) {
+	_, peak := bestPeak(true)
+	for _, kp := range []int{4, 16, 64, 192} {
+		for _, piece := range []int{16, 64, 192} {
+			n := 16 * kp
+			_, _, xs := fwdCase(1, n, 4, 5)
+			p := newFwdPack(xs, n, false)
+			panel := make([]float32, 16*kp*24+8)
+			for i := range panel {
+				panel[i] = float32(i%7) / 7
+			}
+			scratch := make([]float32, 16*96+8)
+			out := make([]float32, 96)
+			flop := 2 * float64(4*24*n)
+			b.Run(fmt.Sprintf("kp=%d/piece=%d", kp, piece), func(b *testing.B) {
+				c0 := processCPU()
+				for b.Loop() {
+					fwdLanes4x3(&p.xp[0], &panel[0], kp, piece, &out[0], &scratch[0], fwdLanesTree)
+				}
+				rate := flop * float64(b.N) / (processCPU() - c0) / 1e9
+				b.ReportMetric(rate, "GFLOP/cpu-s")
+				b.ReportMetric(100*rate/peak, "%fma-cpu")
+			})
+			p.release()
+		}
+	}
+}
