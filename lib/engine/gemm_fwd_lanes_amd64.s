@@ -2,9 +2,9 @@
 
 #include "textflag.h"
 
-// func fwdLanes4x1(xp *float32, w *float32, kp int, piece int, out *float32, scratch *float32, flags int)
-// Requires: AVX, CMOV, FMA3
-TEXT ·fwdLanes4x1(SB), NOSPLIT|NOFRAME, $0-56
+// func fwdLanes4x1(xp *float32, w *float32, kp int, piece int, out *float32, scratch *float32, flags int, next *float32)
+// Requires: AVX, CMOV, FMA3, MMX+
+TEXT ·fwdLanes4x1(SB), NOSPLIT|NOFRAME, $0-64
 	MOVQ   kp+16(FP), AX
 	MOVQ   scratch+40(FP), CX
 	IMUL3Q $0x00000020, AX, DX
@@ -23,6 +23,10 @@ piece:
 	IMUL3Q  $0x00000020, BX, R9
 	MOVQ    w+8(FP), R11
 	ADDQ    R11, R9
+	MOVQ    BX, R14
+	SHLQ    $0x08, R14
+	MOVQ    next+56(FP), R10
+	ADDQ    R10, R14
 	MOVQ    CX, R13
 	XORQ    DI, DI
 
@@ -88,6 +92,8 @@ loop:
 	VFMADD231PS  Y12, Y15, Y2
 	VBROADCASTSS 960(R10), Y15
 	VFMADD231PS  Y12, Y15, Y3
+	PREFETCHT0   (R14)
+	ADDQ         $0x40, R14
 	ADDQ         $0x00000400, R10
 	ADDQ         $0x00000080, R11
 	DECQ         R12
@@ -232,9 +238,9 @@ ret:
 	VZEROUPPER
 	RET
 
-// func fwdLanes4x2(xp *float32, w *float32, kp int, piece int, out *float32, scratch *float32, flags int)
-// Requires: AVX, CMOV, FMA3
-TEXT ·fwdLanes4x2(SB), NOSPLIT|NOFRAME, $0-56
+// func fwdLanes4x2(xp *float32, w *float32, kp int, piece int, out *float32, scratch *float32, flags int, next *float32)
+// Requires: AVX, CMOV, FMA3, MMX+
+TEXT ·fwdLanes4x2(SB), NOSPLIT|NOFRAME, $0-64
 	MOVQ   kp+16(FP), AX
 	MOVQ   scratch+40(FP), CX
 	IMUL3Q $0x00000040, AX, DX
@@ -253,6 +259,10 @@ piece:
 	IMUL3Q  $0x00000040, BX, R9
 	MOVQ    w+8(FP), R11
 	ADDQ    R11, R9
+	MOVQ    BX, R14
+	SHLQ    $0x08, R14
+	MOVQ    next+56(FP), R10
+	ADDQ    R10, R14
 	MOVQ    CX, R13
 	XORQ    DI, DI
 
@@ -346,6 +356,8 @@ loop:
 	VBROADCASTSS 960(R10), Y15
 	VFMADD231PS  Y12, Y15, Y6
 	VFMADD231PS  Y13, Y15, Y7
+	PREFETCHT0   (R14)
+	ADDQ         $0x40, R14
 	ADDQ         $0x00000400, R10
 	ADDQ         $0x00000100, R11
 	DECQ         R12
@@ -595,9 +607,9 @@ ret:
 	VZEROUPPER
 	RET
 
-// func fwdLanes4x3(xp *float32, w *float32, kp int, piece int, out *float32, scratch *float32, flags int)
-// Requires: AVX, CMOV, FMA3
-TEXT ·fwdLanes4x3(SB), NOSPLIT|NOFRAME, $0-56
+// func fwdLanes4x3(xp *float32, w *float32, kp int, piece int, out *float32, scratch *float32, flags int, next *float32)
+// Requires: AVX, CMOV, FMA3, MMX+
+TEXT ·fwdLanes4x3(SB), NOSPLIT|NOFRAME, $0-64
 	MOVQ   kp+16(FP), AX
 	MOVQ   scratch+40(FP), CX
 	IMUL3Q $0x00000060, AX, DX
@@ -616,6 +628,10 @@ piece:
 	IMUL3Q  $0x00000060, BX, R9
 	MOVQ    w+8(FP), R11
 	ADDQ    R11, R9
+	MOVQ    BX, R14
+	SHLQ    $0x08, R14
+	MOVQ    next+56(FP), R10
+	ADDQ    R10, R14
 	MOVQ    CX, R13
 	XORQ    DI, DI
 
@@ -737,6 +753,8 @@ loop:
 	VFMADD231PS  Y12, Y15, Y9
 	VFMADD231PS  Y13, Y15, Y10
 	VFMADD231PS  Y14, Y15, Y11
+	PREFETCHT0   (R14)
+	ADDQ         $0x40, R14
 	ADDQ         $0x00000400, R10
 	ADDQ         $0x00000180, R11
 	DECQ         R12

@@ -32,6 +32,11 @@ var fwdLanesPiece = 64
 // group, for the next block's panel.
 var fwdLanesBlock = 64
 
+// fwdLanesPrefetch has each tile call prefetch the next group's piece of
+// packed vectors (the first group's after the last), a line per trip of
+// its loop; without it the tile passes its own group (nothing new).
+var fwdLanesPrefetch = true
+
 // The tile's flags (internal/asmgen/fwdlanes).
 const (
 	fwdLanesResume = 1
@@ -39,7 +44,7 @@ const (
 )
 
 // fwdLanesTiles are the tiles by 8-row vectors (1-3).
-var fwdLanesTiles = [3]func(xp, w *float32, kp, piece int, out, scratch *float32, flags int){fwdLanes4x1, fwdLanes4x2, fwdLanes4x3}
+var fwdLanesTiles = [3]func(xp, w *float32, kp, piece int, out, scratch *float32, flags int, next *float32){fwdLanes4x1, fwdLanes4x2, fwdLanes4x3}
 
 // fwdLanesRows is fwd2Rows with the lane tiles: for each block of 24 rows
 // (fewer at the end) and each block of columns the panel is packed
@@ -91,7 +96,11 @@ func fwdLanesRows(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bo
 				if block < kp {
 					s = scratch[g*lanesLen:]
 				}
-				tile(&xp[g*pl+64*c0], &p[0], c1-c0, piece, &out[0], &s[0], flags)
+				next := g
+				if fwdLanesPrefetch {
+					next = (g + 1) % groups
+				}
+				tile(&xp[g*pl+64*c0], &p[0], c1-c0, piece, &out[0], &s[0], flags, &xp[next*pl+64*c0])
 				if c1 < kp {
 					continue
 				}

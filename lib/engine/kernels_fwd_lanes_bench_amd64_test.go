@@ -11,14 +11,17 @@ import (
 )
 
 // BenchmarkGEMMLanesAVX2 compares the lane-form product (fwdLanes) with
-// the dot-form tiles on the 0.6B layer shapes and a 16384-row slice of
-// the lm_head (151936 × 1024), all cores, in rounds that alternate the
+// the dot-form tiles on the 0.6B layer shapes, a 16384-row slice of the
+// lm_head (151936 × 1024) and rank-32 LoRA A and B shapes, all cores, in rounds that alternate the
 // two in one process so that load from other processes falls on both
 // alike. It logs each one's median wall and CPU GFLOP/s with their range
 // and the median of the rounds' paired ratios (lanes ÷ dot form).
 // LANES_M lists the batches (default 128,512), LANES_ROUNDS the rounds
 // (7), LANES_DTYPE=bf16 bfloat16 weights (default float32, the training
-// step's), LANES_SHAPES a comma list of shape names.
+// step's), LANES_SHAPES a comma list of shape names, LANES_BLOCK and
+// LANES_PIECE fwdLanesBlock and fwdLanesPiece for the lanes' rounds;
+// LANES_AB=prefetch compares the lanes with and without fwdLanesPrefetch
+// instead of with the dot form.
 func BenchmarkGEMMLanesAVX2(b *testing.B) {
 	ms := []int{128, 512}
 	if s := os.Getenv("LANES_M"); s != "" {
@@ -37,10 +40,20 @@ func BenchmarkGEMMLanesAVX2(b *testing.B) {
 	}
 	bf := os.Getenv("LANES_DTYPE") == "bf16"
 	only := os.Getenv("LANES_SHAPES")
+	ab := os.Getenv("LANES_AB")
+	defer func(p bool) { fwdLanesPrefetch = p }(fwdLanesPrefetch)
+	block, piece := fwdLanesBlock, fwdLanesPiece
+	if s := os.Getenv("LANES_BLOCK"); s != "" {
+		block, _ = strconv.Atoi(s)
+	}
+	if s := os.Getenv("LANES_PIECE"); s != "" {
+		piece, _ = strconv.Atoi(s)
+	}
 	shapes := []struct {
 		name       string
 		rows, cols int
-	}{{"q_proj", 2048, 1024}, {"kv_proj", 1024, 1024}, {"o_proj", 1024, 2048}, {"gate_up", 3072, 1024}, {"down", 1024, 3072}, {"head16k", 16384, 1024}}
+	}{{"q_proj", 2048, 1024}, {"kv_proj", 1024, 1024}, {"o_proj", 1024, 2048}, {"gate_up", 3072, 1024}, {"down", 1024, 3072}, {"head16k", 16384, 1024},
+		{"lora_a", 32, 1024}, {"lora_b", 1024, 32}, {"lora_b3", 3072, 32}}
 	for _, sh := range shapes {
 		if only != "" && !slices.Contains(strings.Split(only, ","), sh.name) {
 			continue
@@ -54,14 +67,19 @@ func BenchmarkGEMMLanesAVX2(b *testing.B) {
 			ys := rowsOf(make([]float32, m*sh.rows), m, sh.rows)
 			flop := 2 * float64(sh.rows*sh.cols*m)
 			b.Run(fmt.Sprintf("%s-%dx%d/bf16=%v/M=%d", sh.name, sh.rows, sh.cols, bf, m), func(b *testing.B) {
-				defer func(on bool) { fwdLanes = on }(fwdLanes)
+				defer func(on bool, b, p int) { fwdLanes, fwdLanesBlock, fwdLanesPiece = on, b, p }(fwdLanes, fwdLanesBlock, fwdLanesPiece)
+				fwdLanesBlock, fwdLanesPiece = block, piece
 				var wall, cpu [2][]float64
 				var rw, rc []float64
 				withAVX2Bench(b, func() {
 					for b.Loop() {
 						for range rounds {
 							for i, on := range []bool{false, true} {
-								fwdLanes = on
+								if ab == "prefetch" {
+									fwdLanes, fwdLanesPrefetch = true, on
+								} else {
+									fwdLanes = on
+								}
 								matMul(mm, xs, ys, false)
 								n, t0, c0 := 0, time.Now(), processCPU()
 								for n < 2 || time.Since(t0) < 150*time.Millisecond {
@@ -116,7 +134,7 @@ func BenchmarkGEMMLanesAVX2Ladder(b *testing.B) {
 			b.Run(fmt.Sprintf("kp=%d/piece=%d", kp, piece), func(b *testing.B) {
 				c0 := processCPU()
 				for b.Loop() {
-					fwdLanes4x3(&p.xp[0], &panel[0], kp, piece, &out[0], &scratch[0], fwdLanesTree)
+					fwdLanes4x3(&p.xp[0], &panel[0], kp, piece, &out[0], &scratch[0], fwdLanesTree, &p.xp[0])
 				}
 				rate := flop * float64(b.N) / (processCPU() - c0) / 1e9
 				b.ReportMetric(rate, "GFLOP/cpu-s")

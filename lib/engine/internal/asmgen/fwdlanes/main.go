@@ -78,17 +78,21 @@ const laneBytes = 4 * 3 * 32
 // from scratch in the tree l+8, l+4, l+2, l+1: the dot form's bits. A
 // caller may split the columns itself and continue the sums from scratch
 // (flags lanesResume), running the tree only after the last block
-// (lanesTree).
+// (lanesTree). Each trip of the loop (unroll chunks) prefetches a line
+// of next from the piece's start on: over the 16 lanes, the 4 tokens'
+// lines of the piece (next = xp prefetches nothing new), so that the
+// next call's first lane finds its group in cache, not in L3.
 // Accumulators Y(v·t+j), weights Y(12+j), the broadcast token element Y15.
 func tile(ctx *build.Context, v int) {
 	name := fmt.Sprintf("fwdLanes4x%d", v)
-	asmout.Kernel(ctx, name, "func(xp *float32, w *float32, kp, piece int, out *float32, scratch *float32, flags int)")
+	asmout.Kernel(ctx, name, "func(xp *float32, w *float32, kp, piece int, out *float32, scratch *float32, flags int, next *float32)")
 	kp, scratch := ctx.GP64(), ctx.GP64()
 	ctx.Load(ctx.Param("kp"), kp)
 	ctx.Load(ctx.Param("scratch"), scratch)
 	plane := ctx.GP64() // bytes of a lane's plane
 	ctx.IMUL3Q(U32(32*v), kp, plane)
 	k0, c, lane, px0, pw0, px, pw, cnt, sl := ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
+	pf := ctx.GP64() // the next group's piece, a line a trip
 	acc := func(t, j int) reg.VecPhysical { return ymm(v*t + j) }
 	ctx.XORQ(k0, k0)
 	ctx.Label("piece")
@@ -106,6 +110,10 @@ func tile(ctx *build.Context, v int) {
 	ctx.IMUL3Q(U32(32*v), k0, pw0)
 	ctx.Load(ctx.Param("w"), pw)
 	ctx.ADDQ(pw, pw0)
+	ctx.MOVQ(k0, pf)
+	ctx.SHLQ(U8(8), pf)
+	ctx.Load(ctx.Param("next"), px)
+	ctx.ADDQ(px, pf)
 	ctx.MOVQ(scratch, sl)
 	ctx.XORQ(lane, lane)
 	ctx.Label("lane")
@@ -150,6 +158,8 @@ func tile(ctx *build.Context, v int) {
 	for d := range unroll {
 		step(d)
 	}
+	ctx.PREFETCHT0(Mem{Base: pf})
+	ctx.ADDQ(U8(64), pf)
 	ctx.ADDQ(U32(256*unroll), px)
 	ctx.ADDQ(U32(32*v*unroll), pw)
 	ctx.DECQ(cnt)
