@@ -3,13 +3,13 @@
 package engine
 
 //go:noescape
-func fwdLanes4x1(xp *float32, w *float32, kp int, piece int, out *float32, scratch *float32, flags int, next *float32)
+func fwdLanes4x1(xp *float32, w *float32, kp int, piece int, out *float32, scratch *float32, flags int, next *float32, ys *[4]*float32)
 
 //go:noescape
-func fwdLanes4x2(xp *float32, w *float32, kp int, piece int, out *float32, scratch *float32, flags int, next *float32)
+func fwdLanes4x2(xp *float32, w *float32, kp int, piece int, out *float32, scratch *float32, flags int, next *float32, ys *[4]*float32)
 
 //go:noescape
-func fwdLanes4x3(xp *float32, w *float32, kp int, piece int, out *float32, scratch *float32, flags int, next *float32)
+func fwdLanes4x3(xp *float32, w *float32, kp int, piece int, out *float32, scratch *float32, flags int, next *float32, ys *[4]*float32)
 
 //go:noescape
 func fwdLanesPackF32(dst *float32, ldp uintptr, plane uintptr, w *float32, stride int, chunks int)

@@ -20,8 +20,8 @@ import (
 // (7), LANES_DTYPE=bf16 bfloat16 weights (default float32, the training
 // step's), LANES_SHAPES a comma list of shape names, LANES_BLOCK and
 // LANES_PIECE fwdLanesBlock and fwdLanesPiece for the lanes' rounds;
-// LANES_AB=prefetch compares the lanes with and without fwdLanesPrefetch
-// instead of with the dot form.
+// LANES_AB=prefetch (store) compares the lanes with and without
+// fwdLanesPrefetch (fwdLanesStore) instead of with the dot form.
 func BenchmarkGEMMLanesAVX2(b *testing.B) {
 	ms := []int{128, 512}
 	if s := os.Getenv("LANES_M"); s != "" {
@@ -41,7 +41,7 @@ func BenchmarkGEMMLanesAVX2(b *testing.B) {
 	bf := os.Getenv("LANES_DTYPE") == "bf16"
 	only := os.Getenv("LANES_SHAPES")
 	ab := os.Getenv("LANES_AB")
-	defer func(p bool) { fwdLanesPrefetch = p }(fwdLanesPrefetch)
+	defer func(p, s bool) { fwdLanesPrefetch, fwdLanesStore = p, s }(fwdLanesPrefetch, fwdLanesStore)
 	block, piece := fwdLanesBlock, fwdLanesPiece
 	if s := os.Getenv("LANES_BLOCK"); s != "" {
 		block, _ = strconv.Atoi(s)
@@ -75,9 +75,12 @@ func BenchmarkGEMMLanesAVX2(b *testing.B) {
 					for b.Loop() {
 						for range rounds {
 							for i, on := range []bool{false, true} {
-								if ab == "prefetch" {
+								switch ab {
+								case "prefetch":
 									fwdLanes, fwdLanesPrefetch = true, on
-								} else {
+								case "store":
+									fwdLanes, fwdLanesStore = true, on
+								default:
 									fwdLanes = on
 								}
 								matMul(mm, xs, ys, false)
@@ -134,7 +137,7 @@ func BenchmarkGEMMLanesAVX2Ladder(b *testing.B) {
 			b.Run(fmt.Sprintf("kp=%d/piece=%d", kp, piece), func(b *testing.B) {
 				c0 := processCPU()
 				for b.Loop() {
-					fwdLanes4x3(&p.xp[0], &panel[0], kp, piece, &out[0], &scratch[0], fwdLanesTree, &p.xp[0])
+					fwdLanes4x3(&p.xp[0], &panel[0], kp, piece, &out[0], &scratch[0], fwdLanesTree, &p.xp[0], nil)
 				}
 				rate := flop * float64(b.N) / (processCPU() - c0) / 1e9
 				b.ReportMetric(rate, "GFLOP/cpu-s")

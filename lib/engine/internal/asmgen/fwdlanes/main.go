@@ -53,10 +53,13 @@ func ymm(i int) reg.VecPhysical {
 // The tile's flags: lanesResume starts the lanes from the sums in
 // scratch instead of zero (a caller that splits the columns into blocks,
 // each with its own panel), lanesTree ends with the lane tree into out
-// (after the last block).
+// (after the last block), into ys[t][0..8v) for token t instead with
+// lanesDirect, added to them with lanesAdd.
 const (
 	lanesResume = 1
 	lanesTree   = 2
+	lanesDirect = 4
+	lanesAdd    = 8
 )
 
 // unroll is the chunks of one trip of a tile's loop (a power of two).
@@ -85,7 +88,7 @@ const laneBytes = 4 * 3 * 32
 // Accumulators Y(v·t+j), weights Y(12+j), the broadcast token element Y15.
 func tile(ctx *build.Context, v int) {
 	name := fmt.Sprintf("fwdLanes4x%d", v)
-	asmout.Kernel(ctx, name, "func(xp *float32, w *float32, kp, piece int, out *float32, scratch *float32, flags int, next *float32)")
+	asmout.Kernel(ctx, name, "func(xp *float32, w *float32, kp, piece int, out *float32, scratch *float32, flags int, next *float32, ys *[4]*float32)")
 	kp, scratch := ctx.GP64(), ctx.GP64()
 	ctx.Load(ctx.Param("kp"), kp)
 	ctx.Load(ctx.Param("scratch"), scratch)
@@ -193,24 +196,56 @@ func tile(ctx *build.Context, v int) {
 	ctx.TESTQ(U32(lanesTree), cnt)
 	ctx.JZ(LabelRef("ret"))
 	// The tree: lane l + lane l+8, then l+4, l+2, l+1, one output vector
-	// (token t, rows 8j..8j+7) at a time.
+	// (token t, rows 8j..8j+7) at a time, into Y0.
+	tree := func(t, j int) {
+		p := 32 * (3*t + j)
+		for l := range 8 {
+			ctx.VMOVUPS(Mem{Base: scratch, Disp: laneBytes*l + p}, ymm(l))
+			ctx.VADDPS(Mem{Base: scratch, Disp: laneBytes*(l+8) + p}, ymm(l), ymm(l))
+		}
+		for l := range 4 {
+			ctx.VADDPS(ymm(l+4), ymm(l), ymm(l))
+		}
+		for l := range 2 {
+			ctx.VADDPS(ymm(l+2), ymm(l), ymm(l))
+		}
+		ctx.VADDPS(reg.Y1, reg.Y0, reg.Y0)
+	}
+	ctx.TESTQ(U32(lanesDirect), cnt)
+	ctx.JNZ(LabelRef("direct"))
 	out := ctx.GP64()
 	ctx.Load(ctx.Param("out"), out)
 	for t := range 4 {
 		for j := range v {
-			p := 32 * (3*t + j)
-			for l := range 8 {
-				ctx.VMOVUPS(Mem{Base: scratch, Disp: laneBytes*l + p}, ymm(l))
-				ctx.VADDPS(Mem{Base: scratch, Disp: laneBytes*(l+8) + p}, ymm(l), ymm(l))
-			}
-			for l := range 4 {
-				ctx.VADDPS(ymm(l+4), ymm(l), ymm(l))
-			}
-			for l := range 2 {
-				ctx.VADDPS(ymm(l+2), ymm(l), ymm(l))
-			}
-			ctx.VADDPS(reg.Y1, reg.Y0, reg.Y0)
+			tree(t, j)
 			ctx.VMOVUPS(reg.Y0, Mem{Base: out, Disp: 96*t + 32*j})
+		}
+	}
+	ctx.JMP(LabelRef("ret"))
+	// Straight into the tokens' output rows ys[t], added to them with
+	// lanesAdd (y + sum, as putRow adds).
+	ctx.Label("direct")
+	ysp, y := ctx.GP64(), ctx.GP64()
+	ctx.Load(ctx.Param("ys"), ysp)
+	for _, add := range []bool{false, true} {
+		if !add {
+			ctx.TESTQ(U32(lanesAdd), cnt)
+			ctx.JNZ(LabelRef("add"))
+		} else {
+			ctx.Label("add")
+		}
+		for t := range 4 {
+			ctx.MOVQ(Mem{Base: ysp, Disp: 8 * t}, y)
+			for j := range v {
+				tree(t, j)
+				if add {
+					ctx.VADDPS(Mem{Base: y, Disp: 32 * j}, reg.Y0, reg.Y0)
+				}
+				ctx.VMOVUPS(reg.Y0, Mem{Base: y, Disp: 32 * j})
+			}
+		}
+		if !add {
+			ctx.JMP(LabelRef("ret"))
 		}
 	}
 	ctx.Label("ret")
