@@ -118,7 +118,7 @@ func fwd2Vectors(xs [][]float32, n int, xptr []*float32) *[]float32 {
 // through the row kernel, a vector at a time. With fwd2Tile4 the 4-token
 // tiles run instead (fwd2Groups).
 func fwd2Rows(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool) {
-	if fwdLanes && len(ys) >= fwdLanesMinTokens {
+	if fwdLanes && len(ys) >= fwdLanesMinTokens && hi-lo >= fwdLanesMinRows {
 		fwdLanesRows(w, xp, ys, lo, hi, accumulate)
 		return
 	}

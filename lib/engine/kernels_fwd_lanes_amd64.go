@@ -21,6 +21,13 @@ var fwdLanes = true
 // batch.
 var fwdLanesMinTokens = 64
 
+// fwdLanesMinRows is the fewest rows of a call (a worker's piece) for
+// which fwdLanes runs: a LoRA A of rank 32 split over two workers gives
+// pieces of 6 rows, which would waste a quarter of an 8-row tile and
+// pack their panels row by row (0.44-0.59 of the dot form's GFLOP per
+// CPU-second at M = 128 and 512).
+var fwdLanesMinRows = 24
+
 // fwdLanesPiece is the column piece of the lane tiles within a call, in
 // 16-column chunks: a group's piece (16 KiB packed at 64 chunks) stays in
 // L1 while all 16 lanes read it.
