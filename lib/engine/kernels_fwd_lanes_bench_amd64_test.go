@@ -41,7 +41,10 @@ func BenchmarkGEMMLanesAVX2(b *testing.B) {
 	bf := os.Getenv("LANES_DTYPE") == "bf16"
 	only := os.Getenv("LANES_SHAPES")
 	ab := os.Getenv("LANES_AB")
-	defer func(p, s bool) { fwdLanesPrefetch, fwdLanesStore = p, s }(fwdLanesPrefetch, fwdLanesStore)
+	defer func(p, s bool, m int) {
+		fwdLanesPrefetch, fwdLanesStore, fwdLanesMinTokens = p, s, m
+	}(fwdLanesPrefetch, fwdLanesStore, fwdLanesMinTokens)
+	fwdLanesMinTokens = 4 // the lanes run at every M they are given
 	block, piece := fwdLanesBlock, fwdLanesPiece
 	if s := os.Getenv("LANES_BLOCK"); s != "" {
 		block, _ = strconv.Atoi(s)
