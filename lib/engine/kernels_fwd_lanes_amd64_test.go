@@ -6,12 +6,14 @@ import (
 )
 
 // TestForwardLanesAVX2MatchesDotForm requires the lane-form product
-// (fwdLanesRows) to give the dot-form tiles' bits (fwd2Rows with fwdLanes
-// off) on shapes that leave every edge over: columns that are not a
-// multiple of 16, of the column piece within a call or of the panel's
-// column block (small ones as well as the defaults), rows that are not a multiple of 8 or 24, a row range that
-// starts past 0, M = 1…9, 64 and 130 (partial groups), float32 and
-// bfloat16 weights, accumulating or not.
+// (fwdLanesRows, called directly so that every M runs it) to give the
+// dot-form tiles' bits (fwd2Rows with fwdLanes off) on shapes that leave
+// every edge over: columns that are not a multiple of 16, of the column
+// piece within a call or of the panel's column block (small ones as well
+// as the defaults), rows that are not a multiple of 8 or 24, a row range
+// that starts past 0, M = 1…9, 64 and 130 (partial groups: the sums go
+// through out and putRow, whole tiles straight into the rows), float32
+// and bfloat16 weights, accumulating or not.
 func TestForwardLanesAVX2MatchesDotForm(t *testing.T) {
 	defer func(on bool, piece, block int) {
 		fwdLanes, fwdLanesPiece, fwdLanesBlock = on, piece, block
@@ -19,11 +21,13 @@ func TestForwardLanesAVX2MatchesDotForm(t *testing.T) {
 	withAVX2(t, func() {
 		shapes := [][2]int{{1, 1}, {5, 15}, {8, 16}, {23, 17}, {24, 33}, {25, 100}, {49, 64}, {67, 1040}, {30, 2100}}
 		ms := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 64, 130}
-		if emulated() {
-			ms = []int{1, 5, 9, 64}
-		}
 		for _, sh := range shapes {
 			for _, m := range ms {
+				// Under qemu: every shape at M = 1, 5 and 9, the small ones
+				// at 64 too.
+				if emulated() && m != 1 && m != 5 && m != 9 && (m != 64 || sh[0]*sh[1] > 1<<12) {
+					continue
+				}
 				w, wb, xs := fwdCase(sh[0], sh[1], m, uint64(sh[0]*3000+sh[1]+m))
 				p := newFwdPack(xs, sh[1], false)
 				for _, mm := range []mat{w, wb} {
