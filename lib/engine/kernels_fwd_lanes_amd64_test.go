@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"testing"
 )
 
@@ -88,6 +89,39 @@ func TestForwardLanesAVX2PanelMatchesScalar(t *testing.T) {
 							}
 						}
 					}
+				}
+			}
+		}
+	})
+}
+
+// TestForwardLanesAVX2NaNPayloads requires the lane tiles to return the
+// dot form's NaN where a weight, a vector element and an output row hold
+// NaNs of different payloads at the same place: x86 returns one operand's
+// NaN, so the FMA's and the add's operand order must be the dot form's.
+func TestForwardLanesAVX2NaNPayloads(t *testing.T) {
+	defer func(on bool) { fwdLanes = on }(fwdLanes)
+	nan := func(payload uint32) float32 { return math.Float32frombits(0x7fc00000 | payload) }
+	withAVX2(t, func() {
+		const rows, cols, m = 48, 100, 8
+		w, _, xs := fwdCase(rows, cols, m, 11)
+		w.data[5*cols+7] = nan(1)
+		xs[2][7] = nan(2)
+		xs[3][7] = nan(3)
+		w.data[30*cols+7] = nan(4)
+		p := newFwdPack(xs, cols, false)
+		defer p.release()
+		for _, acc := range []bool{false, true} {
+			want, got := startRows(m, rows), startRows(m, rows)
+			for _, y := range [][][]float32{want, got} {
+				y[2][5], y[3][30] = nan(5), nan(6)
+			}
+			fwdLanes = false
+			fwd2Rows(w, p.xp, want, 0, rows, acc)
+			fwdLanesRows(w, p.xp, got, 0, rows, acc)
+			for b := range got {
+				if !sameBits(got[b], want[b]) {
+					t.Fatalf("acc=%v: vector %d differs from the dot-form tiles", acc, b)
 				}
 			}
 		}

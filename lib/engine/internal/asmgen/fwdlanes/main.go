@@ -150,7 +150,9 @@ func tile(ctx *build.Context, v int) {
 		for t := range 4 {
 			ctx.VBROADCASTSS(Mem{Base: px, Disp: 256*d + 64*t}, reg.Y15)
 			for j := range v {
-				ctx.VFMADD231PS(ymm(12+j), reg.Y15, acc(t, j))
+				// acc + w·x with the dot form's operand order (acc,
+				// then w, then x: which NaN an FMA returns).
+				ctx.VFMADD231PS(reg.Y15, ymm(12+j), acc(t, j))
 			}
 		}
 	}
@@ -239,7 +241,10 @@ func tile(ctx *build.Context, v int) {
 			for j := range v {
 				tree(t, j)
 				if add {
-					ctx.VADDPS(Mem{Base: y, Disp: 32 * j}, reg.Y0, reg.Y0)
+					// y + sum, y first as in putRow (which NaN an
+					// add returns).
+					ctx.VMOVUPS(Mem{Base: y, Disp: 32 * j}, reg.Y1)
+					ctx.VADDPS(reg.Y0, reg.Y1, reg.Y0)
 				}
 				ctx.VMOVUPS(reg.Y0, Mem{Base: y, Disp: 32 * j})
 			}
