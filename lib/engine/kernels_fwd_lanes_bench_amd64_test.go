@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -117,4 +118,52 @@ func BenchmarkGEMMLanesAVX2(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkTrainStepLanes alternates training steps of BenchmarkTrainStep's
+// qwen3-wide4 2×512 shape with fwdLanes off and on in one process (the
+// order swapped each pair) and reports the paired off/on ratios of CPU and
+// wall time: on a machine shared with other jobs, separate binaries' step
+// times differ by the load of the moment more than by the change.
+func BenchmarkTrainStepLanes(b *testing.B) {
+	if !fwdAVX2 {
+		b.Skip("the AVX2 forward kernels are not selected on this CPU")
+	}
+	const name = "qwen3-wide4-2x512"
+	m := benchStepModel(b, name, 4)
+	tr := mustTrainer(b, m, LoRAConfig{Rank: 32, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 1})
+	loss, _ := NewLoss(LossCrossEntropy, nil)
+	data := forLoss(testData(min(m.cfg.VocabSize, 256), 3, 512, 512), LossCrossEntropy)
+	step := func() {
+		if _, err := tr.ForwardBackward(context.Background(), loss, data); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tr.OptimStep(DefaultAdamParams()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	defer func(on bool) { fwdLanes = on }(fwdLanes)
+	step() // sizes the scratch arena
+	var rc, rw []float64
+	pair := 0
+	for b.Loop() {
+		var cpu, wall [2]float64 // [off, on]
+		order := []int{0, 1}
+		if pair%2 == 1 {
+			order = []int{1, 0}
+		}
+		for _, i := range order {
+			fwdLanes = i == 1
+			c0, t0 := processCPU(), time.Now()
+			step()
+			cpu[i], wall[i] = processCPU()-c0, time.Since(t0).Seconds()
+		}
+		pair++
+		rc, rw = append(rc, cpu[0]/cpu[1]), append(rw, wall[0]/wall[1])
+		b.Logf("off %.1f s %.2f cpu-s, on %.1f s %.2f cpu-s: %.3f cpu, %.3f wall", wall[0], cpu[0], wall[1], cpu[1], cpu[0]/cpu[1], wall[0]/wall[1])
+	}
+	slices.Sort(rc)
+	slices.Sort(rw)
+	b.ReportMetric(rc[len(rc)/2], "x-cpu")
+	b.ReportMetric(rw[len(rw)/2], "x-wall")
 }
