@@ -121,19 +121,22 @@ func BenchmarkGEMMLanesAVX2(b *testing.B) {
 }
 
 // BenchmarkTrainStepLanes alternates training steps of BenchmarkTrainStep's
-// qwen3-wide4 2×512 shape with fwdLanes off and on in one process (the
-// order swapped each pair) and reports the paired off/on ratios of CPU and
+// qwen3-wide4 2×512 shape (LANES_STEP=1x2048: 1×2048) with fwdLanes off
+// and on in one process (the order swapped each pair) and reports the paired off/on ratios of CPU and
 // wall time: on a machine shared with other jobs, separate binaries' step
 // times differ by the load of the moment more than by the change.
 func BenchmarkTrainStepLanes(b *testing.B) {
 	if !fwdAVX2 {
 		b.Skip("the AVX2 forward kernels are not selected on this CPU")
 	}
-	const name = "qwen3-wide4-2x512"
+	name, lens := "qwen3-wide4-2x512", []int{512, 512}
+	if os.Getenv("LANES_STEP") == "1x2048" {
+		name, lens = "qwen3-wide4-1x2048", []int{2048}
+	}
 	m := benchStepModel(b, name, 4)
 	tr := mustTrainer(b, m, LoRAConfig{Rank: 32, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 1})
 	loss, _ := NewLoss(LossCrossEntropy, nil)
-	data := forLoss(testData(min(m.cfg.VocabSize, 256), 3, 512, 512), LossCrossEntropy)
+	data := forLoss(testData(min(m.cfg.VocabSize, 256), 3, lens...), LossCrossEntropy)
 	step := func() {
 		if _, err := tr.ForwardBackward(context.Background(), loss, data); err != nil {
 			b.Fatal(err)
