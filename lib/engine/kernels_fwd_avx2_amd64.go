@@ -116,8 +116,14 @@ func fwd2Vectors(xs [][]float32, n int, xptr []*float32) *[]float32 {
 // before it kept one tile in L1 for a block of groups, fwdTilesL1; that
 // order is untried here); the one or two rows left over by the tiles go
 // through the row kernel, a vector at a time. With fwd2Tile4 the 4-token
-// tiles run instead (fwd2Groups).
+// tiles run instead (fwd2Groups), and with fwdLanes, for a batch of
+// fwdLanesMinTokens and a piece of fwdLanesMinRows, the lane-form tiles
+// (fwdLanesRows).
 func fwd2Rows(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool) {
+	if fwdLanes && len(ys) >= fwdLanesMinTokens && hi-lo >= fwdLanesMinRows {
+		fwdLanesRows(w, xp, ys, lo, hi, accumulate)
+		return
+	}
 	if fwd2Tile4 && w.cols >= fwd2Tile4Cols {
 		fwd2Groups(w, xp, ys, lo, hi, accumulate)
 		return

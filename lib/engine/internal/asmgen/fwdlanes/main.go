@@ -1,0 +1,344 @@
+// Command fwdlanes generates lib/engine/gemm_fwd_lanes_amd64.s and its Go
+// declarations: the "lane-form" AVX2 kernels of the forward product for
+// batches (kernels_fwd_lanes_amd64.go). They give the dot-form kernels'
+// bits (../fwdavx2) another way round. An output's 16 lane sums, lane l
+// adding x[16k'+l]·w[16k'+l] for k' ascending with one FMA each, are 16
+// ordinary products of K/16 terms; here each is a register tile that
+// broadcasts one token's element and meets 8·V output rows of a packed
+// weight panel (the order of the backward's tiles, ../bwdavx2), and the
+// lanes are then added in the dot form's tree (l+8, l+4, l+2, l+1) with
+// vertical adds.
+//
+// Usage (from lib/engine, see the go:generate line in
+// kernels_fwd_lanes_amd64.go):
+//
+//	go run ./internal/asmgen/fwdlanes -out gemm_fwd_lanes_amd64.s -stubs gemm_fwd_lanes_stub_amd64.go
+package main
+
+import (
+	"fmt"
+
+	"github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/printer"
+	"github.com/mmcloughlin/avo/reg"
+
+	"github.com/tinkershell/tinker/lib/engine/internal/asmgen/asmout"
+)
+
+func main() {
+	asmout.Main("fwdlanes", "gemm_fwd_lanes_amd64.s", "gemm_fwd_lanes_stub_amd64.go", Generate)
+}
+
+// Generate returns the assembly and the Go declarations.
+func Generate() (asm, decl []byte, err error) {
+	ctx := build.NewContext()
+	for v := 1; v <= 3; v++ {
+		tile(ctx, v)
+	}
+	for _, bf := range []bool{false, true} {
+		pack(ctx, bf)
+	}
+	return asmout.Print(ctx, printer.Config{Argv: []string{"go", "run", "./internal/asmgen/fwdlanes"}, Pkg: "engine"})
+}
+
+// ymm is Y0..Y15 by number.
+func ymm(i int) reg.VecPhysical {
+	return []reg.VecPhysical{
+		reg.Y0, reg.Y1, reg.Y2, reg.Y3, reg.Y4, reg.Y5, reg.Y6, reg.Y7,
+		reg.Y8, reg.Y9, reg.Y10, reg.Y11, reg.Y12, reg.Y13, reg.Y14, reg.Y15,
+	}[i]
+}
+
+// The tile's flags: lanesResume starts the lanes from the sums in
+// scratch instead of zero (a caller that splits the columns into blocks,
+// each with its own panel), lanesTree ends with the lane tree into out
+// (after the last block), into ys[t][0..8v) for token t instead with
+// lanesDirect, added to them with lanesAdd.
+const (
+	lanesResume = 1
+	lanesTree   = 2
+	lanesDirect = 4
+	lanesAdd    = 8
+)
+
+// unroll is the chunks of one trip of a tile's loop (a power of two).
+var unroll = 4
+
+// laneBytes is a lane's block of the scratch: 4 tokens × 3 vectors.
+const laneBytes = 4 * 3 * 32
+
+// tile generates fwdLanes4x<v>(xp, w, kp, piece, out, scratch, flags): for the
+// four tokens t of the packed group xp (packTokens' layout: element
+// 16c+l of token t at byte 256c+64t+4l, zero past the columns) and the
+// 8v rows o of the panel w (lane l's plane at byte l·kp·32v, chunk c's 8v
+// rows at 32v·c within it: w[o][16c+l], zero past the columns),
+// out[24t+o] = the dot form's sum of x_t·w_o over kp chunks. Lane l's sum
+// for 4 × v accumulator vectors runs c ascending, one FMA each; the
+// columns go in pieces of piece chunks, all 16 lanes a piece (their sums
+// wait in scratch, 16 × 384 bytes, 32-byte aligned) so that the group's
+// piece stays in L1 while its 16 lanes read it. The end adds the lanes
+// from scratch in the tree l+8, l+4, l+2, l+1: the dot form's bits. A
+// caller may split the columns itself and continue the sums from scratch
+// (flags lanesResume), running the tree only after the last block
+// (lanesTree). Each trip of the loop (unroll chunks) prefetches a line
+// of next from the piece's start on: over the 16 lanes, the 4 tokens'
+// lines of the piece (next = xp prefetches nothing new), so that the
+// next call's first lane finds its group in cache, not in L3.
+// Accumulators Y(v·t+j), weights Y(12+j), the broadcast token element Y15.
+func tile(ctx *build.Context, v int) {
+	name := fmt.Sprintf("fwdLanes4x%d", v)
+	asmout.Kernel(ctx, name, "func(xp *float32, w *float32, kp, piece int, out *float32, scratch *float32, flags int, next *float32, ys *[4]*float32)")
+	kp, scratch := ctx.GP64(), ctx.GP64()
+	ctx.Load(ctx.Param("kp"), kp)
+	ctx.Load(ctx.Param("scratch"), scratch)
+	plane := ctx.GP64() // bytes of a lane's plane
+	ctx.IMUL3Q(U32(32*v), kp, plane)
+	k0, c, lane, px0, pw0, px, pw, cnt, sl := ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
+	pf := ctx.GP64() // the next group's piece, a line a trip
+	acc := func(t, j int) reg.VecPhysical { return ymm(v*t + j) }
+	ctx.XORQ(k0, k0)
+	ctx.Label("piece")
+	ctx.Load(ctx.Param("piece"), c)
+	ctx.MOVQ(kp, cnt)
+	ctx.SUBQ(k0, cnt)
+	ctx.CMPQ(c, cnt)
+	ctx.CMOVQGT(cnt, c)
+	// px0 = xp + 256·k0, pw0 = w + 32v·k0, sl = scratch (xp and w stay
+	// in memory: the loops need 12 registers).
+	ctx.MOVQ(k0, px0)
+	ctx.SHLQ(U8(8), px0)
+	ctx.Load(ctx.Param("xp"), px)
+	ctx.ADDQ(px, px0)
+	ctx.IMUL3Q(U32(32*v), k0, pw0)
+	ctx.Load(ctx.Param("w"), pw)
+	ctx.ADDQ(pw, pw0)
+	ctx.MOVQ(k0, pf)
+	ctx.SHLQ(U8(8), pf)
+	ctx.Load(ctx.Param("next"), px)
+	ctx.ADDQ(px, pf)
+	ctx.MOVQ(scratch, sl)
+	ctx.XORQ(lane, lane)
+	ctx.Label("lane")
+	ctx.TESTQ(k0, k0)
+	ctx.JNZ(LabelRef("resume"))
+	ctx.Load(ctx.Param("flags"), cnt)
+	ctx.TESTQ(U32(lanesResume), cnt)
+	ctx.JNZ(LabelRef("resume"))
+	for t := range 4 {
+		for j := range v {
+			ctx.VXORPS(acc(t, j), acc(t, j), acc(t, j))
+		}
+	}
+	ctx.JMP(LabelRef("run"))
+	ctx.Label("resume")
+	for t := range 4 {
+		for j := range v {
+			ctx.VMOVUPS(Mem{Base: sl, Disp: 32 * (3*t + j)}, acc(t, j))
+		}
+	}
+	ctx.Label("run")
+	ctx.MOVQ(px0, px)
+	ctx.MOVQ(pw0, pw)
+	// unroll chunks an iteration, then the rest one at a time: a lane's
+	// loop is short (64 chunks at 1024 columns), and fewer, predictable
+	// trips keep the loop's own instructions and its exit from the FMAs'.
+	step := func(d int) {
+		for j := range v {
+			ctx.VMOVUPS(Mem{Base: pw, Disp: 32*v*d + 32*j}, ymm(12+j))
+		}
+		for t := range 4 {
+			ctx.VBROADCASTSS(Mem{Base: px, Disp: 256*d + 64*t}, reg.Y15)
+			for j := range v {
+				// acc + w·x with the dot form's operand order (acc,
+				// then w, then x: which NaN an FMA returns).
+				ctx.VFMADD231PS(reg.Y15, ymm(12+j), acc(t, j))
+			}
+		}
+	}
+	ctx.MOVQ(c, cnt)
+	ctx.SHRQ(U8(asmout.Log2(unroll)), cnt)
+	ctx.JZ(LabelRef("rest"))
+	ctx.Label("loop")
+	for d := range unroll {
+		step(d)
+	}
+	ctx.PREFETCHT0(Mem{Base: pf})
+	ctx.ADDQ(U8(64), pf)
+	ctx.ADDQ(U32(256*unroll), px)
+	ctx.ADDQ(U32(32*v*unroll), pw)
+	ctx.DECQ(cnt)
+	ctx.JNZ(LabelRef("loop"))
+	ctx.Label("rest")
+	ctx.MOVQ(c, cnt)
+	ctx.ANDQ(U8(unroll-1), cnt)
+	ctx.JZ(LabelRef("stored"))
+	ctx.Label("one")
+	step(0)
+	ctx.ADDQ(U32(256), px)
+	ctx.ADDQ(U8(32*v), pw)
+	ctx.DECQ(cnt)
+	ctx.JNZ(LabelRef("one"))
+	ctx.Label("stored")
+	for t := range 4 {
+		for j := range v {
+			ctx.VMOVUPS(acc(t, j), Mem{Base: sl, Disp: 32 * (3*t + j)})
+		}
+	}
+	ctx.ADDQ(U8(4), px0)
+	ctx.ADDQ(plane, pw0)
+	ctx.ADDQ(U32(laneBytes), sl)
+	ctx.INCQ(lane)
+	ctx.CMPQ(lane, U8(16))
+	ctx.JL(LabelRef("lane"))
+	ctx.ADDQ(c, k0)
+	ctx.CMPQ(k0, kp)
+	ctx.JL(LabelRef("piece"))
+	ctx.Load(ctx.Param("flags"), cnt)
+	ctx.TESTQ(U32(lanesTree), cnt)
+	ctx.JZ(LabelRef("ret"))
+	// The tree: lane l + lane l+8, then l+4, l+2, l+1, one output vector
+	// (token t, rows 8j..8j+7) at a time, into Y0.
+	tree := func(t, j int) {
+		p := 32 * (3*t + j)
+		for l := range 8 {
+			ctx.VMOVUPS(Mem{Base: scratch, Disp: laneBytes*l + p}, ymm(l))
+			ctx.VADDPS(Mem{Base: scratch, Disp: laneBytes*(l+8) + p}, ymm(l), ymm(l))
+		}
+		for l := range 4 {
+			ctx.VADDPS(ymm(l+4), ymm(l), ymm(l))
+		}
+		for l := range 2 {
+			ctx.VADDPS(ymm(l+2), ymm(l), ymm(l))
+		}
+		ctx.VADDPS(reg.Y1, reg.Y0, reg.Y0)
+	}
+	ctx.TESTQ(U32(lanesDirect), cnt)
+	ctx.JNZ(LabelRef("direct"))
+	out := ctx.GP64()
+	ctx.Load(ctx.Param("out"), out)
+	for t := range 4 {
+		for j := range v {
+			tree(t, j)
+			ctx.VMOVUPS(reg.Y0, Mem{Base: out, Disp: 96*t + 32*j})
+		}
+	}
+	ctx.JMP(LabelRef("ret"))
+	// Straight into the tokens' output rows ys[t], added to them with
+	// lanesAdd (y + sum, as putRow adds).
+	ctx.Label("direct")
+	ysp, y := ctx.GP64(), ctx.GP64()
+	ctx.Load(ctx.Param("ys"), ysp)
+	for _, add := range []bool{false, true} {
+		if !add {
+			ctx.TESTQ(U32(lanesAdd), cnt)
+			ctx.JNZ(LabelRef("add"))
+		} else {
+			ctx.Label("add")
+		}
+		for t := range 4 {
+			ctx.MOVQ(Mem{Base: ysp, Disp: 8 * t}, y)
+			for j := range v {
+				tree(t, j)
+				if add {
+					// y + sum, y first as in putRow (which NaN an
+					// add returns).
+					ctx.VMOVUPS(Mem{Base: y, Disp: 32 * j}, reg.Y1)
+					ctx.VADDPS(reg.Y0, reg.Y1, reg.Y0)
+				}
+				ctx.VMOVUPS(reg.Y0, Mem{Base: y, Disp: 32 * j})
+			}
+		}
+		if !add {
+			ctx.JMP(LabelRef("ret"))
+		}
+	}
+	ctx.Label("ret")
+	ctx.VZEROUPPER()
+	ctx.RET()
+}
+
+// pack generates fwdLanesPack<F32|BF16>(dst, ldp, plane, w, stride,
+// chunks): the panel of 8 rows (stride elements apart from w) over
+// chunks 16-column chunks, chunk c's column 16c+l of row r to dst +
+// l·plane + c·ldp + 4r (bfloat16 widened exactly): two 8 × 8 transposes a
+// chunk.
+func pack(ctx *build.Context, bf bool) {
+	wt := asmout.WeightsOf(bf)
+	name := "fwdLanesPack" + wt.Suffix
+	asmout.Kernel(ctx, name, fmt.Sprintf("func(dst *float32, ldp, plane uintptr, w %s, stride, chunks int)", wt.GoType))
+	dst, plane, src, stride, cnt := ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
+	ctx.Load(ctx.Param("dst"), dst)
+	ctx.Load(ctx.Param("plane"), plane)
+	ctx.Load(ctx.Param("w"), src)
+	ctx.Load(ctx.Param("stride"), stride)
+	ctx.SHLQ(U8(asmout.Log2(wt.Size)), stride)
+	ctx.Load(ctx.Param("chunks"), cnt)
+	// Row r at p0 or p3 (src + 3·stride) plus a multiple of stride or s3
+	// (3·stride): eight row pointers would leave too few registers.
+	s3, p3 := ctx.GP64(), ctx.GP64()
+	ctx.LEAQ(Mem{Base: stride, Index: stride, Scale: 2}, s3)
+	ctx.LEAQ(Mem{Base: src, Index: s3, Scale: 1}, p3)
+	rowAt := []Mem{
+		{Base: src}, {Base: src, Index: stride, Scale: 1}, {Base: src, Index: stride, Scale: 2}, {Base: p3},
+		{Base: src, Index: stride, Scale: 4}, {Base: p3, Index: stride, Scale: 2}, {Base: src, Index: s3, Scale: 2}, {Base: p3, Index: stride, Scale: 4},
+	}
+	plane3 := ctx.GP64()
+	ctx.LEAQ(Mem{Base: plane, Index: plane, Scale: 2}, plane3)
+	q, q3 := ctx.GP64(), ctx.GP64()
+	ctx.TESTQ(cnt, cnt)
+	ctx.JZ(LabelRef("done"))
+	ctx.Label("loop")
+	for h := range 2 {
+		for r := range 8 {
+			m := rowAt[r]
+			m.Disp = 8 * wt.Size * h
+			if bf {
+				ctx.VPMOVZXWD(m, ymm(r))
+				ctx.VPSLLD(U8(16), ymm(r), ymm(r))
+			} else {
+				ctx.VMOVUPS(m, ymm(r))
+			}
+		}
+		// Rows r0..r7 in Y0-Y7 to columns in Y8-Y15 (column i in
+		// Y(8+i)): pairs of rows interleaved, then quads, then halves.
+		for i := range 4 {
+			ctx.VUNPCKLPS(ymm(2*i+1), ymm(2*i), ymm(8+2*i))
+			ctx.VUNPCKHPS(ymm(2*i+1), ymm(2*i), ymm(9+2*i))
+		}
+		// Y8 = r0r1 [0 0 1 1 | 4 4 5 5], Y9 = [2 2 3 3 | 6 6 7 7], Y10/11 r2r3, ...
+		for g := range 2 {
+			a, b := 8+4*g, 10+4*g                                 // the low and high pair of rows of this quad
+			ctx.VSHUFPS(U8(0x44), ymm(b), ymm(a), ymm(4*g+0))     // col 0 | 4
+			ctx.VSHUFPS(U8(0xee), ymm(b), ymm(a), ymm(4*g+1))     // col 1 | 5
+			ctx.VSHUFPS(U8(0x44), ymm(b+1), ymm(a+1), ymm(4*g+2)) // col 2 | 6
+			ctx.VSHUFPS(U8(0xee), ymm(b+1), ymm(a+1), ymm(4*g+3)) // col 3 | 7
+		}
+		// Y0-Y3 rows 0-3 of columns (0|4), (1|5), (2|6), (3|7); Y4-Y7 rows 4-7.
+		for i := range 4 {
+			ctx.VPERM2F128(U8(0x20), ymm(4+i), ymm(i), ymm(8+i))
+			ctx.VPERM2F128(U8(0x31), ymm(4+i), ymm(i), ymm(12+i))
+		}
+		ctx.MOVQ(dst, q)
+		if h == 1 {
+			ctx.LEAQ(Mem{Base: dst, Index: plane, Scale: 8}, q)
+		}
+		ctx.LEAQ(Mem{Base: q, Index: plane3, Scale: 1}, q3)
+		at := []Mem{
+			{Base: q}, {Base: q, Index: plane, Scale: 1}, {Base: q, Index: plane, Scale: 2}, {Base: q3},
+			{Base: q, Index: plane, Scale: 4}, {Base: q3, Index: plane, Scale: 2}, {Base: q, Index: plane3, Scale: 2}, {Base: q3, Index: plane, Scale: 4},
+		}
+		for i := range 8 {
+			ctx.VMOVUPS(ymm(8+i), at[i])
+		}
+	}
+	ctx.ADDQ(U8(16*wt.Size), src)
+	ctx.ADDQ(U8(16*wt.Size), p3)
+	ctx.Load(ctx.Param("ldp"), q)
+	ctx.ADDQ(q, dst)
+	ctx.DECQ(cnt)
+	ctx.JNZ(LabelRef("loop"))
+	ctx.Label("done")
+	ctx.VZEROUPPER()
+	ctx.RET()
+}

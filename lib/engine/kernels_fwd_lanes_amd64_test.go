@@ -1,0 +1,129 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"testing"
+)
+
+// TestForwardLanesAVX2MatchesDotForm requires the lane-form product
+// (fwdLanesRows, called directly so that every M runs it) to give the
+// dot-form tiles' bits (fwd2Rows with fwdLanes off) on shapes that leave
+// every edge over: columns that are not a multiple of 16, of the column
+// piece within a call or of the panel's column block (small ones as well
+// as the defaults), rows that are not a multiple of 8 or 24, a row range
+// that starts past 0, M = 1…9, 64 and 130 (partial groups: the sums go
+// through out and putRow, whole tiles straight into the rows), float32
+// and bfloat16 weights, accumulating or not.
+func TestForwardLanesAVX2MatchesDotForm(t *testing.T) {
+	defer func(on bool, piece, block int) {
+		fwdLanes, fwdLanesPiece, fwdLanesBlock = on, piece, block
+	}(fwdLanes, fwdLanesPiece, fwdLanesBlock)
+	withAVX2(t, func() {
+		shapes := [][2]int{{1, 1}, {5, 15}, {8, 16}, {23, 17}, {24, 33}, {25, 100}, {49, 64}, {67, 1040}, {30, 2100}}
+		ms := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 64, 130}
+		for _, sh := range shapes {
+			for _, m := range ms {
+				// Under qemu: every shape at M = 1, 5 and 9, the small ones
+				// at 64 too.
+				if emulated() && m != 1 && m != 5 && m != 9 && (m != 64 || sh[0]*sh[1] > 1<<12) {
+					continue
+				}
+				w, wb, xs := fwdCase(sh[0], sh[1], m, uint64(sh[0]*3000+sh[1]+m))
+				p := newFwdPack(xs, sh[1], false)
+				for _, mm := range []mat{w, wb} {
+					for _, acc := range []bool{false, true} {
+						for _, pb := range [][2]int{{3, 0}, {64, 0}, {3, 2}, {64, 64}, {2, 5}} {
+							piece, block := pb[0], pb[1]
+							for _, lo := range []int{0, sh[0] / 3} {
+								name := fmt.Sprintf("%dx%d M=%d bf16=%v acc=%v piece=%d block=%d lo=%d", sh[0], sh[1], m, mm.bf != nil, acc, piece, block, lo)
+								want := startRows(m, sh[0])
+								fwdLanes = false
+								fwd2Rows(mm, p.xp, want, lo, sh[0], acc)
+								got := startRows(m, sh[0])
+								fwdLanesPiece, fwdLanesBlock = piece, block
+								fwdLanesRows(mm, p.xp, got, lo, sh[0], acc)
+								for b := range got {
+									if !sameBits(got[b], want[b]) {
+										t.Fatalf("%s: vector %d differs from the dot-form tiles", name, b)
+									}
+								}
+							}
+						}
+					}
+				}
+				p.release()
+			}
+		}
+	})
+}
+
+// TestForwardLanesAVX2PanelMatchesScalar requires the packing kernels'
+// panel of chunks [c0, c1) to hold w[j+r][16c+l] at (l·(c1-c0) + c-c0)·8v
+// + r, zero past the rows and columns, as fwdLanesPanel's own loop writes
+// it for rows it packs alone.
+func TestForwardLanesAVX2PanelMatchesScalar(t *testing.T) {
+	withAVX2(t, func() {
+		for _, sh := range [][2]int{{8, 16}, {24, 48}, {20, 37}, {17, 1}} {
+			w, wb, _ := fwdCase(sh[0]+3, sh[1], 1, uint64(sh[0]+sh[1]))
+			for _, mm := range []mat{w, wb} {
+				v := (sh[0] + 7) / 8
+				kp := (sh[1] + 15) / 16
+				for c0 := range min(2, kp) {
+					kc := kp - c0
+					p := make([]float32, 16*kc*8*v)
+					for i := range p {
+						p[i] = -1
+					}
+					fwdLanesPanel(mm, 2, sh[0], v, c0, kp, p)
+					for l := range 16 {
+						for c := range kc {
+							for r := range 8 * v {
+								var want float32
+								if k := 16*(c0+c) + l; r < sh[0] && k < sh[1] {
+									want = fwdLanesWeight(mm, (2+r)*sh[1]+k)
+								}
+								if got := p[(l*kc+c)*8*v+r]; !sameBits([]float32{got}, []float32{want}) {
+									t.Fatalf("%dx%d bf16=%v c0=%d: lane %d chunk %d row %d is %v, want %v", sh[0], sh[1], mm.bf != nil, c0, l, c, r, got, want)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestForwardLanesAVX2NaNPayloads requires the lane tiles to return the
+// dot form's NaN where a weight, a vector element and an output row hold
+// NaNs of different payloads at the same place: x86 returns one operand's
+// NaN, so the FMA's and the add's operand order must be the dot form's.
+func TestForwardLanesAVX2NaNPayloads(t *testing.T) {
+	defer func(on bool) { fwdLanes = on }(fwdLanes)
+	nan := func(payload uint32) float32 { return math.Float32frombits(0x7fc00000 | payload) }
+	withAVX2(t, func() {
+		const rows, cols, m = 48, 100, 8
+		w, _, xs := fwdCase(rows, cols, m, 11)
+		w.data[5*cols+7] = nan(1)
+		xs[2][7] = nan(2)
+		xs[3][7] = nan(3)
+		w.data[30*cols+7] = nan(4)
+		p := newFwdPack(xs, cols, false)
+		defer p.release()
+		for _, acc := range []bool{false, true} {
+			want, got := startRows(m, rows), startRows(m, rows)
+			for _, y := range [][][]float32{want, got} {
+				y[2][5], y[3][30] = nan(5), nan(6)
+			}
+			fwdLanes = false
+			fwd2Rows(w, p.xp, want, 0, rows, acc)
+			fwdLanesRows(w, p.xp, got, 0, rows, acc)
+			for b := range got {
+				if !sameBits(got[b], want[b]) {
+					t.Fatalf("acc=%v: vector %d differs from the dot-form tiles", acc, b)
+				}
+			}
+		}
+	})
+}

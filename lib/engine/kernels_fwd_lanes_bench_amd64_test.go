@@ -1,0 +1,172 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// BenchmarkGEMMLanesAVX2 compares the lane-form product (fwdLanes) with
+// the dot-form tiles on the 0.6B layer shapes, a 16384-row slice of the
+// lm_head (151936 × 1024) and rank-32 LoRA A and B shapes, all cores, in rounds that alternate the
+// two in one process so that load from other processes falls on both
+// alike. It logs each one's median wall and CPU GFLOP/s with their range
+// and the median of the rounds' paired ratios (lanes ÷ dot form).
+// LANES_M lists the batches (default 128,512), LANES_ROUNDS the rounds
+// (7), LANES_DTYPE=bf16 bfloat16 weights (default float32, the training
+// step's), LANES_SHAPES a comma list of shape names, LANES_BLOCK and
+// LANES_PIECE fwdLanesBlock and fwdLanesPiece for the lanes' rounds;
+// LANES_AB=prefetch (store) compares the lanes with and without
+// fwdLanesPrefetch (fwdLanesStore) instead of with the dot form.
+func BenchmarkGEMMLanesAVX2(b *testing.B) {
+	ms := []int{128, 512}
+	if s := os.Getenv("LANES_M"); s != "" {
+		ms = ms[:0]
+		for _, f := range strings.Split(s, ",") {
+			m, err := strconv.Atoi(f)
+			if err != nil || m < 1 {
+				b.Fatalf("LANES_M %q: want positive batches", s)
+			}
+			ms = append(ms, m)
+		}
+	}
+	rounds := 7
+	if s := os.Getenv("LANES_ROUNDS"); s != "" {
+		rounds, _ = strconv.Atoi(s)
+	}
+	bf := os.Getenv("LANES_DTYPE") == "bf16"
+	only := os.Getenv("LANES_SHAPES")
+	ab := os.Getenv("LANES_AB")
+	defer func(p, s bool, m int) {
+		fwdLanesPrefetch, fwdLanesStore, fwdLanesMinTokens = p, s, m
+	}(fwdLanesPrefetch, fwdLanesStore, fwdLanesMinTokens)
+	fwdLanesMinTokens = 4 // the lanes run at every M they are given
+	block, piece := fwdLanesBlock, fwdLanesPiece
+	if s := os.Getenv("LANES_BLOCK"); s != "" {
+		block, _ = strconv.Atoi(s)
+	}
+	if s := os.Getenv("LANES_PIECE"); s != "" {
+		piece, _ = strconv.Atoi(s)
+	}
+	shapes := []struct {
+		name       string
+		rows, cols int
+	}{{"q_proj", 2048, 1024}, {"kv_proj", 1024, 1024}, {"o_proj", 1024, 2048}, {"gate_up", 3072, 1024}, {"down", 1024, 3072}, {"head16k", 16384, 1024},
+		{"lora_a", 32, 1024}, {"lora_b", 1024, 32}, {"lora_b3", 3072, 32}}
+	for _, sh := range shapes {
+		if only != "" && !slices.Contains(strings.Split(only, ","), sh.name) {
+			continue
+		}
+		for _, m := range ms {
+			w, wb, xs := fwdCase(sh.rows, sh.cols, m, 2)
+			mm := w
+			if bf {
+				mm = wb
+			}
+			ys := rowsOf(make([]float32, m*sh.rows), m, sh.rows)
+			flop := 2 * float64(sh.rows*sh.cols*m)
+			b.Run(fmt.Sprintf("%s-%dx%d/bf16=%v/M=%d", sh.name, sh.rows, sh.cols, bf, m), func(b *testing.B) {
+				defer func(on bool, b, p int) { fwdLanes, fwdLanesBlock, fwdLanesPiece = on, b, p }(fwdLanes, fwdLanesBlock, fwdLanesPiece)
+				fwdLanesBlock, fwdLanesPiece = block, piece
+				var wall, cpu [2][]float64
+				var rw, rc []float64
+				withAVX2Bench(b, func() {
+					for b.Loop() {
+						for range rounds {
+							for i, on := range []bool{false, true} {
+								switch ab {
+								case "prefetch":
+									fwdLanes, fwdLanesPrefetch = true, on
+								case "store":
+									fwdLanes, fwdLanesStore = true, on
+								default:
+									fwdLanes = on
+								}
+								matMul(mm, xs, ys, false)
+								n, t0, c0 := 0, time.Now(), processCPU()
+								for n < 2 || time.Since(t0) < 150*time.Millisecond {
+									matMul(mm, xs, ys, false)
+									n++
+								}
+								wall[i] = append(wall[i], flop*float64(n)/time.Since(t0).Seconds()/1e9)
+								cpu[i] = append(cpu[i], flop*float64(n)/(processCPU()-c0)/1e9)
+							}
+							k := len(wall[1]) - 1
+							rw = append(rw, wall[1][k]/wall[0][k])
+							rc = append(rc, cpu[1][k]/cpu[0][k])
+						}
+					}
+				})
+				for i, name := range []string{"dot  ", "lanes"} {
+					slices.Sort(wall[i])
+					slices.Sort(cpu[i])
+					k := len(wall[i])
+					b.Logf("%s: wall %.1f [%.1f-%.1f] GFLOP/s  cpu %.1f [%.1f-%.1f] GFLOP/CPU-s",
+						name, wall[i][k/2], wall[i][0], wall[i][k-1], cpu[i][k/2], cpu[i][0], cpu[i][k-1])
+				}
+				slices.Sort(rw)
+				slices.Sort(rc)
+				k := len(rw)
+				b.Logf("lanes/dot paired: wall %.3f [%.3f-%.3f]  cpu %.3f [%.3f-%.3f]", rw[k/2], rw[0], rw[k-1], rc[k/2], rc[0], rc[k-1])
+				b.ReportMetric(rw[k/2], "x-wall")
+				b.ReportMetric(rc[k/2], "x-cpu")
+			})
+		}
+	}
+}
+
+// BenchmarkTrainStepLanes alternates training steps of BenchmarkTrainStep's
+// qwen3-wide4 2×512 shape (LANES_STEP=1x2048: 1×2048) with fwdLanes off
+// and on in one process (the order swapped each pair) and reports the paired off/on ratios of CPU and
+// wall time: on a machine shared with other jobs, separate binaries' step
+// times differ by the load of the moment more than by the change.
+func BenchmarkTrainStepLanes(b *testing.B) {
+	if !fwdAVX2 {
+		b.Skip("the AVX2 forward kernels are not selected on this CPU")
+	}
+	name, lens := "qwen3-wide4-2x512", []int{512, 512}
+	if os.Getenv("LANES_STEP") == "1x2048" {
+		name, lens = "qwen3-wide4-1x2048", []int{2048}
+	}
+	m := benchStepModel(b, name, 4)
+	tr := mustTrainer(b, m, LoRAConfig{Rank: 32, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 1})
+	loss, _ := NewLoss(LossCrossEntropy, nil)
+	data := forLoss(testData(min(m.cfg.VocabSize, 256), 3, lens...), LossCrossEntropy)
+	step := func() {
+		if _, err := tr.ForwardBackward(context.Background(), loss, data); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tr.OptimStep(DefaultAdamParams()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	defer func(on bool) { fwdLanes = on }(fwdLanes)
+	step() // sizes the scratch arena
+	var rc, rw []float64
+	pair := 0
+	for b.Loop() {
+		var cpu, wall [2]float64 // [off, on]
+		order := []int{0, 1}
+		if pair%2 == 1 {
+			order = []int{1, 0}
+		}
+		for _, i := range order {
+			fwdLanes = i == 1
+			c0, t0 := processCPU(), time.Now()
+			step()
+			cpu[i], wall[i] = processCPU()-c0, time.Since(t0).Seconds()
+		}
+		pair++
+		rc, rw = append(rc, cpu[0]/cpu[1]), append(rw, wall[0]/wall[1])
+		b.Logf("off %.1f s %.2f cpu-s, on %.1f s %.2f cpu-s: %.3f cpu, %.3f wall", wall[0], cpu[0], wall[1], cpu[1], cpu[0]/cpu[1], wall[0]/wall[1])
+	}
+	slices.Sort(rc)
+	slices.Sort(rw)
+	b.ReportMetric(rc[len(rc)/2], "x-cpu")
+	b.ReportMetric(rw[len(rw)/2], "x-wall")
+}
