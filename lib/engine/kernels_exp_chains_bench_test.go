@@ -11,7 +11,8 @@ import (
 )
 
 // BenchmarkExp4Chains times the loss's exponential passes over a 151936-
-// word row with exp4Chains off and on, alternating in rounds in one process
+// word row with exp4Chains off, on, and on with the generated kernels
+// (expAVX2), alternating in rounds in one process
 // (EXP_ROUNDS, 9 by default), and logs each side's median and range of
 // CPU-ns and wall-ns per logit: the interleaving keeps a shared machine's
 // load from favouring either side.
@@ -39,12 +40,13 @@ func BenchmarkExp4Chains(b *testing.B) {
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
-			defer func(old bool) { exp4Chains = old }(exp4Chains)
-			var wall, cpu [2][]float64
+			defer func(c, a bool) { exp4Chains, expAVX2 = c, a }(exp4Chains, expAVX2)
+			cfgs := [][2]bool{{false, false}, {true, false}, {true, true}}
+			var wall, cpu [3][]float64
 			for b.Loop() {
 				for range rounds {
-					for i, on := range []bool{false, true} {
-						exp4Chains = on
+					for i, cf := range cfgs {
+						exp4Chains, expAVX2 = cf[0], cf[1]
 						c.fn()
 						n, t0, c0 := 0, time.Now(), processCPU()
 						for n < 3 || time.Since(t0) < 40*time.Millisecond {
@@ -56,14 +58,14 @@ func BenchmarkExp4Chains(b *testing.B) {
 					}
 				}
 			}
-			for i := range 2 {
+			for i := range cfgs {
 				slices.Sort(wall[i])
 				slices.Sort(cpu[i])
 			}
 			k := len(wall[0])
-			for i, on := range []bool{false, true} {
-				b.Logf("exp4Chains %5v: wall %.3f [%.3f-%.3f] ns/logit  cpu %.3f [%.3f-%.3f] CPU-ns/logit  (old/new wall %.3f, cpu %.3f)",
-					on, wall[i][k/2], wall[i][0], wall[i][k-1], cpu[i][k/2], cpu[i][0], cpu[i][k-1], wall[0][k/2]/wall[i][k/2], cpu[0][k/2]/cpu[i][k/2])
+			for i, cf := range cfgs {
+				b.Logf("exp4Chains %5v expAVX2 %5v: wall %.3f [%.3f-%.3f] ns/logit  cpu %.3f [%.3f-%.3f] CPU-ns/logit  (old/new wall %.3f, cpu %.3f)",
+					cf[0], cf[1], wall[i][k/2], wall[i][0], wall[i][k-1], cpu[i][k/2], cpu[i][0], cpu[i][k-1], wall[0][k/2]/wall[i][k/2], cpu[0][k/2]/cpu[i][k/2])
 			}
 		})
 	}

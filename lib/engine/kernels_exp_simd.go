@@ -93,10 +93,14 @@ func expScaledSumVec(logits []float32, invT, mx float64) (float64, bool) {
 // expSum4 is expSum8 on four lanes, where the CPU has no AVX-512: a
 // function of its own for the same reason (expScaled4Loop).
 func expSum4(logits []float32, invT, mx float64, s *[8]float64) {
+	i := 0
+	if exp4Chains && expAVX2 && len(logits) >= 32 {
+		i = len(logits) &^ 31
+		exp64SumAVX2(&logits[0], i, invT, mx, &s[0])
+	}
 	it, m := bc4(invT), bc4(mx)
 	ld := func(i int) f64x4 { return load4(logits[i:]).Mul(it).Sub(m) }
-	var lo, hi f64x4
-	i := 0
+	lo, hi := archsimd.LoadFloat64x4((*[4]float64)(s[:4])), archsimd.LoadFloat64x4((*[4]float64)(s[4:]))
 	if exp4Chains {
 		for ; i+16 <= len(logits); i += 16 {
 			a, b, c, d := exp4x4(ld(i), ld(i+4), ld(i+8), ld(i+12))
@@ -207,11 +211,16 @@ func exp4x4(x0, x1, x2, x3 f64x4) (f64x4, f64x4, f64x4, f64x4) {
 // of a multiple of 16 logits and in s their eight lanes' sums.
 func expKeep4(dst []float64, logits []float32, invT, mx float64, s *[8]float64) {
 	dst = dst[:len(logits)]
+	i := 0
+	if expAVX2 && len(logits) >= 32 {
+		i = len(logits) &^ 31
+		exp64KeepAVX2(&dst[0], &logits[0], i, invT, mx, &s[0])
+	}
 	it, m := bc4(invT), bc4(mx)
 	ld := func(i int) f64x4 { return load4(logits[i:]).Mul(it).Sub(m) }
 	st := func(i int, e f64x4) { e.Store((*[4]float64)(dst[i : i+4])) }
-	var lo, hi f64x4
-	for i := 0; i+16 <= len(logits); i += 16 {
+	lo, hi := archsimd.LoadFloat64x4((*[4]float64)(s[:4])), archsimd.LoadFloat64x4((*[4]float64)(s[4:]))
+	for ; i+16 <= len(logits); i += 16 {
 		a, b, c, d := exp4x4(ld(i), ld(i+4), ld(i+8), ld(i+12))
 		st(i, a)
 		st(i+4, b)
