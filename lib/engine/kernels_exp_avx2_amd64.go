@@ -13,7 +13,10 @@ import (
 // paths of expScaled, expScaledSum and expScaledKeep (GOEXPERIMENT=simd
 // builds, which have those paths): eight chains of four lanes a pass
 // instead of the compiled archsimd loops' four, the same operations per
-// lane, so the same bits.
+// lane, so the same bits. The 151936-word log-sum-exp took 1.20x less CPU
+// than exp4Chains' loops alone on the Zen 3 VM (BenchmarkExp4Chains), and
+// the loss's share of a wide4 2×512 step's profile fell from 3.4% to 2.0%
+// with both.
 var expAVX2 = cpufeat.AVX2FMA()
 
 // expTab4 holds the constants of exp64 that the AVX2 kernels read, each

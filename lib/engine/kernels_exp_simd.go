@@ -91,7 +91,9 @@ func expScaledSumVec(logits []float32, invT, mx float64) (float64, bool) {
 }
 
 // expSum4 is expSum8 on four lanes, where the CPU has no AVX-512: a
-// function of its own for the same reason (expScaled4Loop).
+// function of its own for the same reason (expScaled4Loop). It adds to
+// s's lanes (the generated kernel, which takes the first multiple of 32,
+// leaves its sums there).
 func expSum4(logits []float32, invT, mx float64, s *[8]float64) {
 	i := 0
 	if exp4Chains && expAVX2 && len(logits) >= 32 {
@@ -186,7 +188,11 @@ func expScaledKeepVec(dst []float64, logits []float32, invT, mx float64) (float6
 // expKeep4) run four vectors at a time (exp4x4) and expScaledKeepVec run
 // fused on AVX2 as it does on AVX-512: the degree-13 Horner chain is
 // latency-bound, two chains of four lanes left the FMA units idle most of
-// the time. The same operations per lane, so the same bits.
+// the time. The same operations per lane, so the same bits. On the Zen 3
+// VM (BenchmarkExp4Chains, one core, interleaved, load 0.9) a 151936-word
+// log-sum-exp took 1.60x less CPU, the loss's row gradient 1.34x; with
+// expAVX2 as well 1.91x and 1.63x. On by default (it runs where expVec
+// holds: AVX2 and FMA).
 var exp4Chains = true
 
 // exp4x4 is exp64 on four vectors of four lanes: four independent
@@ -208,7 +214,7 @@ func exp4x4(x0, x1, x2, x3 f64x4) (f64x4, f64x4, f64x4, f64x4) {
 }
 
 // expKeep4 is expKeep8 on four lanes (AVX2): it stores the exponentials
-// of a multiple of 16 logits and in s their eight lanes' sums.
+// of a multiple of 16 logits and adds them to s's eight lanes.
 func expKeep4(dst []float64, logits []float32, invT, mx float64, s *[8]float64) {
 	dst = dst[:len(logits)]
 	i := 0
