@@ -157,6 +157,20 @@ func expScaled4(dst []float64, logits []float32, invT, mx float64, i int) int {
 	it, m := bc4(invT), bc4(mx)
 	ld := func(i int) f64x4 { return load4(logits[i:]).Mul(it).Sub(m) }
 	st := func(i int, e f64x4) { e.Store((*[4]float64)(dst[i : i+4])) }
+	if exp4Chains && expAVX2 && len(logits)-i >= 32 {
+		n := (len(logits) - i) &^ 31
+		exp64ScaledAVX2(&dst[i], &logits[i], n, invT, mx)
+		i += n
+	}
+	if exp4Chains {
+		for ; i+16 <= len(logits); i += 16 {
+			a, b, c, d := exp4x4(ld(i), ld(i+4), ld(i+8), ld(i+12))
+			st(i, a)
+			st(i+4, b)
+			st(i+8, c)
+			st(i+12, d)
+		}
+	}
 	for ; i+8 <= len(logits); i += 8 {
 		a, b := exp4x2(ld(i), ld(i+4))
 		st(i, a)
