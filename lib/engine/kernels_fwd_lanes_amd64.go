@@ -59,7 +59,14 @@ var fwdLanesStore = true
 // (fwdLanesPlaneRows) and run each lane over a block of groups against
 // the lane's plane of the panel (fwdLanesPlane4x*), which then stays in
 // L1, instead of every group over the whole panel from L2 (8 bytes a FMA
-// at 4 × 3).
+// at 4 × 3): the same bits. On the Zen 3 host (2026-11-30,
+// BenchmarkGEMMLanesAVX2 LANES_AB=planes, two busy cores) it gave
+// 1.03-1.09 (paired medians) of the whole-panel tiles' GFLOP per
+// CPU-second on 16384- and 65536-row slices of the head at M = 256-1024;
+// the wide4 2×512 step's CPU ratio was 0.94-1.36 over 15 pairs (median
+// 1.03, BenchmarkTrainStepLanes LANES_STEP_SWITCH=planes). In the step
+// the plane tile reads about 82% of the FMA loop; the lane tree over the
+// scratch takes a quarter of its time (K/16 = 64 chunks a lane).
 var fwdLanesPlanes = true
 
 // fwdLanesPlaneMinRows is the fewest rows of a call (a worker's piece,

@@ -136,6 +136,7 @@ func BenchmarkGEMMLanesAVX2(b *testing.B) {
 // and on in one process (the order swapped each pair) and reports the paired off/on ratios of CPU and
 // wall time: on a machine shared with other jobs, separate binaries' step
 // times differ by the load of the moment more than by the change.
+// LANES_STEP_SWITCH=planes keeps the lanes on and flips fwdLanesPlanes.
 func BenchmarkTrainStepLanes(b *testing.B) {
 	if !fwdAVX2 {
 		b.Skip("the AVX2 forward kernels are not selected on this CPU")
@@ -156,7 +157,14 @@ func BenchmarkTrainStepLanes(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	defer func(on bool) { fwdLanes = on }(fwdLanes)
+	defer func(on, planes bool) { fwdLanes, fwdLanesPlanes = on, planes }(fwdLanes, fwdLanesPlanes)
+	// LANES_STEP_SWITCH=planes: the lanes on throughout, fwdLanesPlanes
+	// off and on.
+	flip := func(on bool) { fwdLanes = on }
+	if os.Getenv("LANES_STEP_SWITCH") == "planes" {
+		fwdLanes = true
+		flip = func(on bool) { fwdLanesPlanes = on }
+	}
 	step() // sizes the scratch arena
 	var rc, rw []float64
 	pair := 0
@@ -167,7 +175,7 @@ func BenchmarkTrainStepLanes(b *testing.B) {
 			order = []int{1, 0}
 		}
 		for _, i := range order {
-			fwdLanes = i == 1
+			flip(i == 1)
 			c0, t0 := processCPU(), time.Now()
 			step()
 			cpu[i], wall[i] = processCPU()-c0, time.Since(t0).Seconds()
