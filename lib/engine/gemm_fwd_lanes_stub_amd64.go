@@ -12,6 +12,15 @@ func fwdLanes4x2(xp *float32, w *float32, kp int, piece int, out *float32, scrat
 func fwdLanes4x3(xp *float32, w *float32, kp int, piece int, out *float32, scratch *float32, flags int, next *float32, ys *[4]*float32)
 
 //go:noescape
+func fwdLanesPlane4x1(x *float32, gstride int, w *float32, kc int, groups int, scratch *float32, resume int)
+
+//go:noescape
+func fwdLanesPlane4x2(x *float32, gstride int, w *float32, kc int, groups int, scratch *float32, resume int)
+
+//go:noescape
+func fwdLanesPlane4x3(x *float32, gstride int, w *float32, kc int, groups int, scratch *float32, resume int)
+
+//go:noescape
 func fwdLanesPackF32(dst *float32, ldp uintptr, plane uintptr, w *float32, stride int, chunks int)
 
 //go:noescape

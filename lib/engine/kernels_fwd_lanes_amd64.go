@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math"
+	"sync"
 	"unsafe"
 )
 
@@ -54,6 +55,33 @@ var fwdLanesPrefetch = true
 // token and 24 rows: 3% of the head's product).
 var fwdLanesStore = true
 
+// fwdLanesPlanes has fwdLanesRows copy the packed vectors into lane planes
+// (fwdLanesPlaneRows) and run each lane over a block of groups against
+// the lane's plane of the panel (fwdLanesPlane4x*), which then stays in
+// L1, instead of every group over the whole panel from L2 (8 bytes a FMA
+// at 4 × 3): the same bits. On the Zen 3 host (2026-11-30,
+// BenchmarkGEMMLanesAVX2 LANES_AB=planes, two busy cores) it gave
+// 1.03-1.09 (paired medians) of the whole-panel tiles' GFLOP per
+// CPU-second on 16384- and 65536-row slices of the head at M = 256-1024;
+// the wide4 2×512 step's CPU ratio was 0.94-1.36 over 15 pairs (median
+// 1.03, BenchmarkTrainStepLanes LANES_STEP_SWITCH=planes). In the step
+// the plane tile reads about 82% of the FMA loop; the lane tree over the
+// scratch takes a quarter of its time (K/16 = 64 chunks a lane).
+var fwdLanesPlanes = true
+
+// fwdLanesPlaneMinRows is the fewest rows of a call (a worker's piece,
+// an eighth of a worker's share) for which fwdLanesPlanes runs: each call
+// copies its vectors into lane planes, a cost that pieces of the head
+// (9496 rows, 1024 in a 16384-row slice) earn back and the layers' pieces
+// (64-384 rows) would not. The planes run only when the columns take one
+// block (fwdLanesBlock): at 2048 and 3072 columns they lost.
+var fwdLanesPlaneMinRows = 1024
+
+// fwdLanesPlaneGroups is the groups of four vectors a lane meets in one
+// call (fwdLanesPlanes): their sums, 6 KiB a group, wait in scratch for
+// the tree.
+var fwdLanesPlaneGroups = 8
+
 // The tile's flags (internal/asmgen/fwdlanes).
 const (
 	fwdLanesResume = 1
@@ -69,6 +97,10 @@ var fwdLanesTiles = [3]func(xp, w *float32, kp, piece int, out, scratch *float32
 // (fewer at the end) and each block of columns the panel is packed
 // (fwdLanesPanel), then every group of four packed vectors meets it.
 func fwdLanesRows(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool) {
+	if fwdLanesPlanes && hi-lo >= fwdLanesPlaneMinRows && (fwdLanesBlock <= 0 || (w.cols+15)/16 <= fwdLanesBlock) {
+		fwdLanesPlaneRows(w, xp, ys, lo, hi, accumulate)
+		return
+	}
 	n := w.cols
 	kp := (n + 15) / 16
 	pl := packedLen(n)
@@ -141,6 +173,123 @@ func fwdLanesRows(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bo
 		}
 	}
 }
+
+// fwdLanesPlaneRows is fwdLanesRows with the vectors in lane planes
+// (xl[((l·groups + g)·kp + c)·4 + t] = xp[g·packedLen + 64c + 16t + l]):
+// for each panel and column block, lane by lane, a block of
+// fwdLanesPlaneGroups groups meets the lane's plane of the panel
+// (fwdLanesPlane4x*); after the last column block the tile with no chunks
+// adds each group's lanes in the tree. The lane sums run in the same order
+// as the tile's, so the bits are the same.
+func fwdLanesPlaneRows(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool) {
+	n := w.cols
+	kp := (n + 15) / 16
+	pl := packedLen(n)
+	groups := (len(ys) + 3) / 4
+	_ = xp[groups*pl-1]
+	block := kp
+	if fwdLanesBlock > 0 && fwdLanesBlock < kp {
+		block = fwdLanesBlock
+	}
+	gb := groups
+	if fwdLanesPlaneGroups > 0 && fwdLanesPlaneGroups < groups {
+		gb = fwdLanesPlaneGroups
+	}
+	// gb groups' lane sums (16 × 96 float32 each), or every group's when
+	// the columns take several blocks.
+	const lanesLen, outLen = 16 * 96, 96
+	scratchLen := lanesLen * gb
+	if block < kp {
+		scratchLen = lanesLen * groups
+	}
+	xlLen := 64*groups*kp + 256*((kp+block-1)/block)
+	bp := fwdLanesPlanePool.Get().(*[]float32)
+	defer fwdLanesPlanePool.Put(bp)
+	size := scratchLen + outLen + 16*block*24 + xlLen + 8
+	if cap(*bp) < size {
+		*bp = make([]float32, size)
+	}
+	b := (*bp)[:size]
+	b = b[int((32-uintptr(unsafe.Pointer(&b[0]))%32)%32/4):]
+	scratch, out := b[:scratchLen], b[scratchLen:scratchLen+outLen]
+	panel, xl := b[scratchLen+outLen:][:16*block*24], b[scratchLen+outLen+16*block*24:][:xlLen]
+	// Column block c0's planes start at xlAt(c0); lane l's plane of it
+	// (kc chunks) at l·(4·kc·groups + 16): the groups contiguous for the
+	// hardware prefetcher, the planes a line further apart than a power of
+	// two (16 write streams the same distance apart would share a set).
+	xlAt := func(c0 int) int { return 64*groups*c0 + 256*(c0/block) }
+	for g := range groups {
+		src := xp[g*pl:][:64*kp]
+		for c0 := 0; c0 < kp; c0 += block {
+			kc := min(block, kp-c0)
+			at, ls := xlAt(c0)+4*g*kc, 4*kc*groups+16
+			for c := range kc {
+				s := src[64*(c0+c):][:64]
+				i := at + 4*c
+				for l := range 16 {
+					d := xl[l*ls+i:][:4]
+					d[0], d[1], d[2], d[3] = s[l], s[16+l], s[32+l], s[48+l]
+				}
+			}
+		}
+	}
+	var dst [4]*float32
+	for ob := lo; ob < hi; ob += 24 {
+		rows := min(24, hi-ob)
+		v := (rows + 7) / 8
+		tile, lanes := fwdLanesTiles[v-1], fwdLanesPlaneTiles[v-1]
+		for c0 := 0; c0 < kp; c0 += block {
+			c1 := min(kp, c0+block)
+			kc := c1 - c0
+			p := panel[:16*kc*8*v]
+			fwdLanesPanel(w, ob, rows, v, c0, c1, p)
+			resume := 0
+			if c0 > 0 {
+				resume = 1
+			}
+			for g0 := 0; g0 < groups; g0 += gb {
+				g1 := min(groups, g0+gb)
+				s := scratch
+				if block < kp {
+					s = scratch[g0*lanesLen:]
+				}
+				for l := range 16 {
+					lanes(&xl[xlAt(c0)+l*(4*kc*groups+16)+4*g0*kc], 16*kc, &p[l*kc*8*v], kc, g1-g0, &s[96*l], resume)
+				}
+				if c1 < kp {
+					continue
+				}
+				for g := g0; g < g1; g++ {
+					f := fwdLanesResume | fwdLanesTree
+					if fwdLanesStore && rows == 8*v && 4*g+4 <= len(ys) {
+						f |= fwdLanesDirect
+						if accumulate {
+							f |= fwdLanesAdd
+						}
+						for t := range dst {
+							dst[t] = &ys[4*g+t][ob:][:rows][0]
+						}
+					}
+					tile(&xp[g*pl], &p[0], 0, 1, &out[0], &s[(g-g0)*lanesLen], f, &xp[g*pl], &dst)
+					if f&fwdLanesDirect != 0 {
+						continue
+					}
+					for t := range min(4, len(ys)-4*g) {
+						putRow(ys[4*g+t][ob:ob+rows], out[24*t:24*t+rows], accumulate)
+					}
+				}
+			}
+		}
+	}
+}
+
+// fwdLanesPlanePool holds fwdLanesPlaneRows' buffers (the lane planes,
+// megabytes): apart from xpackPool's, whose smaller buffers would have
+// them made anew, page faults and all, call after call.
+var fwdLanesPlanePool = sync.Pool{New: func() any { return new([]float32) }}
+
+// fwdLanesPlaneTiles are the lane-plane tiles by 8-row vectors (1-3).
+var fwdLanesPlaneTiles = [3]func(x *float32, gstride int, w *float32, kc, groups int, scratch *float32, resume int){fwdLanesPlane4x1, fwdLanesPlane4x2, fwdLanesPlane4x3}
 
 // fwdLanesPanel packs rows [j, j+rows) and chunks [c0, c1) of w into p
 // for the lane tiles of v 8-row vectors: p[(l·(c1-c0) + c-c0)·8v + r] =

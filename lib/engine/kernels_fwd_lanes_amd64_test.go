@@ -16,9 +16,9 @@ import (
 // through out and putRow, whole tiles straight into the rows), float32
 // and bfloat16 weights, accumulating or not.
 func TestForwardLanesAVX2MatchesDotForm(t *testing.T) {
-	defer func(on bool, piece, block int) {
-		fwdLanes, fwdLanesPiece, fwdLanesBlock = on, piece, block
-	}(fwdLanes, fwdLanesPiece, fwdLanesBlock)
+	defer func(on bool, piece, block int, planes bool, pg int) {
+		fwdLanes, fwdLanesPiece, fwdLanesBlock, fwdLanesPlanes, fwdLanesPlaneGroups = on, piece, block, planes, pg
+	}(fwdLanes, fwdLanesPiece, fwdLanesBlock, fwdLanesPlanes, fwdLanesPlaneGroups)
 	withAVX2(t, func() {
 		shapes := [][2]int{{1, 1}, {5, 15}, {8, 16}, {23, 17}, {24, 33}, {25, 100}, {49, 64}, {67, 1040}, {30, 2100}}
 		ms := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 64, 130}
@@ -42,10 +42,23 @@ func TestForwardLanesAVX2MatchesDotForm(t *testing.T) {
 								fwd2Rows(mm, p.xp, want, lo, sh[0], acc)
 								got := startRows(m, sh[0])
 								fwdLanesPiece, fwdLanesBlock = piece, block
+								fwdLanesPlanes = false
 								fwdLanesRows(mm, p.xp, got, lo, sh[0], acc)
 								for b := range got {
 									if !sameBits(got[b], want[b]) {
 										t.Fatalf("%s: vector %d differs from the dot-form tiles", name, b)
+									}
+								}
+								// The lane planes (fwdLanesPlanes), every
+								// group in one call and a few at a time.
+								for _, pg := range []int{0, 3} {
+									fwdLanesPlaneGroups = pg
+									got := startRows(m, sh[0])
+									fwdLanesPlaneRows(mm, p.xp, got, lo, sh[0], acc)
+									for b := range got {
+										if !sameBits(got[b], want[b]) {
+											t.Fatalf("%s planes groups=%d: vector %d differs from the dot-form tiles", name, pg, b)
+										}
 									}
 								}
 							}
@@ -116,12 +129,18 @@ func TestForwardLanesAVX2NaNPayloads(t *testing.T) {
 			for _, y := range [][][]float32{want, got} {
 				y[2][5], y[3][30] = nan(5), nan(6)
 			}
+			planes := startRows(m, rows)
+			planes[2][5], planes[3][30] = nan(5), nan(6)
 			fwdLanes = false
 			fwd2Rows(w, p.xp, want, 0, rows, acc)
 			fwdLanesRows(w, p.xp, got, 0, rows, acc)
+			fwdLanesPlaneRows(w, p.xp, planes, 0, rows, acc)
 			for b := range got {
 				if !sameBits(got[b], want[b]) {
 					t.Fatalf("acc=%v: vector %d differs from the dot-form tiles", acc, b)
+				}
+				if !sameBits(planes[b], want[b]) {
+					t.Fatalf("acc=%v: vector %d differs from the dot-form tiles with the lane planes", acc, b)
 				}
 			}
 		}

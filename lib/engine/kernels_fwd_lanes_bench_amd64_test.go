@@ -22,7 +22,9 @@ import (
 // step's), LANES_SHAPES a comma list of shape names, LANES_BLOCK and
 // LANES_PIECE fwdLanesBlock and fwdLanesPiece for the lanes' rounds;
 // LANES_AB=prefetch (store) compares the lanes with and without
-// fwdLanesPrefetch (fwdLanesStore) instead of with the dot form.
+// fwdLanesPrefetch (fwdLanesStore) instead of with the dot form, and
+// LANES_AB=planes the lanes without and with fwdLanesPlanes
+// (LANES_PLANE_GROUPS: fwdLanesPlaneGroups).
 func BenchmarkGEMMLanesAVX2(b *testing.B) {
 	ms := []int{128, 512}
 	if s := os.Getenv("LANES_M"); s != "" {
@@ -42,6 +44,13 @@ func BenchmarkGEMMLanesAVX2(b *testing.B) {
 	bf := os.Getenv("LANES_DTYPE") == "bf16"
 	only := os.Getenv("LANES_SHAPES")
 	ab := os.Getenv("LANES_AB")
+	defer func(on bool, g int) { fwdLanesPlanes, fwdLanesPlaneGroups = on, g }(fwdLanesPlanes, fwdLanesPlaneGroups)
+	if s := os.Getenv("LANES_PLANE_GROUPS"); s != "" {
+		fwdLanesPlaneGroups, _ = strconv.Atoi(s)
+	}
+	if ab != "planes" {
+		fwdLanesPlanes = false // the lanes' rounds: the tiles over whole panels
+	}
 	defer func(p, s bool, m int) {
 		fwdLanesPrefetch, fwdLanesStore, fwdLanesMinTokens = p, s, m
 	}(fwdLanesPrefetch, fwdLanesStore, fwdLanesMinTokens)
@@ -56,7 +65,7 @@ func BenchmarkGEMMLanesAVX2(b *testing.B) {
 	shapes := []struct {
 		name       string
 		rows, cols int
-	}{{"q_proj", 2048, 1024}, {"kv_proj", 1024, 1024}, {"o_proj", 1024, 2048}, {"gate_up", 3072, 1024}, {"down", 1024, 3072}, {"head16k", 16384, 1024},
+	}{{"q_proj", 2048, 1024}, {"kv_proj", 1024, 1024}, {"o_proj", 1024, 2048}, {"gate_up", 3072, 1024}, {"down", 1024, 3072}, {"head16k", 16384, 1024}, {"head64k", 65536, 1024},
 		{"lora_a", 32, 1024}, {"lora_b", 1024, 32}, {"lora_b3", 3072, 32}}
 	for _, sh := range shapes {
 		if only != "" && !slices.Contains(strings.Split(only, ","), sh.name) {
@@ -84,6 +93,8 @@ func BenchmarkGEMMLanesAVX2(b *testing.B) {
 									fwdLanes, fwdLanesPrefetch = true, on
 								case "store":
 									fwdLanes, fwdLanesStore = true, on
+								case "planes":
+									fwdLanes, fwdLanesPlanes = true, on
 								default:
 									fwdLanes = on
 								}
@@ -125,6 +136,7 @@ func BenchmarkGEMMLanesAVX2(b *testing.B) {
 // and on in one process (the order swapped each pair) and reports the paired off/on ratios of CPU and
 // wall time: on a machine shared with other jobs, separate binaries' step
 // times differ by the load of the moment more than by the change.
+// LANES_STEP_SWITCH=planes keeps the lanes on and flips fwdLanesPlanes.
 func BenchmarkTrainStepLanes(b *testing.B) {
 	if !fwdAVX2 {
 		b.Skip("the AVX2 forward kernels are not selected on this CPU")
@@ -145,7 +157,14 @@ func BenchmarkTrainStepLanes(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	defer func(on bool) { fwdLanes = on }(fwdLanes)
+	defer func(on, planes bool) { fwdLanes, fwdLanesPlanes = on, planes }(fwdLanes, fwdLanesPlanes)
+	// LANES_STEP_SWITCH=planes: the lanes on throughout, fwdLanesPlanes
+	// off and on.
+	flip := func(on bool) { fwdLanes = on }
+	if os.Getenv("LANES_STEP_SWITCH") == "planes" {
+		fwdLanes = true
+		flip = func(on bool) { fwdLanesPlanes = on }
+	}
 	step() // sizes the scratch arena
 	var rc, rw []float64
 	pair := 0
@@ -156,7 +175,7 @@ func BenchmarkTrainStepLanes(b *testing.B) {
 			order = []int{1, 0}
 		}
 		for _, i := range order {
-			fwdLanes = i == 1
+			flip(i == 1)
 			c0, t0 := processCPU(), time.Now()
 			step()
 			cpu[i], wall[i] = processCPU()-c0, time.Since(t0).Seconds()

@@ -36,6 +36,9 @@ func Generate() (asm, decl []byte, err error) {
 	for v := 1; v <= 3; v++ {
 		tile(ctx, v)
 	}
+	for v := 1; v <= 3; v++ {
+		planeTile(ctx, v)
+	}
 	for _, bf := range []bool{false, true} {
 		pack(ctx, bf)
 	}
@@ -97,6 +100,9 @@ func tile(ctx *build.Context, v int) {
 	k0, c, lane, px0, pw0, px, pw, cnt, sl := ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
 	pf := ctx.GP64() // the next group's piece, a line a trip
 	acc := func(t, j int) reg.VecPhysical { return ymm(v*t + j) }
+	// No chunks: only the tree of the sums in scratch (flags lanesTree).
+	ctx.TESTQ(kp, kp)
+	ctx.JZ(LabelRef("treeonly"))
 	ctx.XORQ(k0, k0)
 	ctx.Label("piece")
 	ctx.Load(ctx.Param("piece"), c)
@@ -194,6 +200,7 @@ func tile(ctx *build.Context, v int) {
 	ctx.ADDQ(c, k0)
 	ctx.CMPQ(k0, kp)
 	ctx.JL(LabelRef("piece"))
+	ctx.Label("treeonly")
 	ctx.Load(ctx.Param("flags"), cnt)
 	ctx.TESTQ(U32(lanesTree), cnt)
 	ctx.JZ(LabelRef("ret"))
@@ -253,6 +260,98 @@ func tile(ctx *build.Context, v int) {
 			ctx.JMP(LabelRef("ret"))
 		}
 	}
+	ctx.Label("ret")
+	ctx.VZEROUPPER()
+	ctx.RET()
+}
+
+// planeTile generates fwdLanesPlane4x<v>(x, gstride, w, kc, groups,
+// scratch, resume): one lane's sums for groups groups of four tokens
+// against one lane's plane of the panel, the lane plane staying in L1
+// while the groups stream past it. The tokens are in lane planes (group g's
+// chunk c of token t at x + g·gstride + 16c + 4t: contiguous per lane
+// and group, not packTokens' line per token and chunk), w is the lane's
+// plane (chunk c's 8v rows at 32v·c), and group g's 4 × v sums go to
+// scratch + 6144g (the lane's block of tile's scratch; resume ≠ 0 starts
+// them from there). Each sum runs c ascending with one FMA each, with
+// tile's operand order, so tile's lane tree (flags lanesResume|lanesTree,
+// no chunks) finishes them into the dot form's bits.
+func planeTile(ctx *build.Context, v int) {
+	name := fmt.Sprintf("fwdLanesPlane4x%d", v)
+	asmout.Kernel(ctx, name, "func(x *float32, gstride int, w *float32, kc, groups int, scratch *float32, resume int)")
+	x, gs, w, kc, n, sl, res := ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
+	px, pw, cnt := ctx.GP64(), ctx.GP64(), ctx.GP64()
+	ctx.Load(ctx.Param("x"), x)
+	ctx.Load(ctx.Param("gstride"), gs)
+	ctx.Load(ctx.Param("w"), w)
+	ctx.Load(ctx.Param("kc"), kc)
+	ctx.Load(ctx.Param("groups"), n)
+	ctx.Load(ctx.Param("scratch"), sl)
+	ctx.Load(ctx.Param("resume"), res)
+	acc := func(t, j int) reg.VecPhysical { return ymm(v*t + j) }
+	ctx.TESTQ(n, n)
+	ctx.JZ(LabelRef("ret"))
+	ctx.Label("group")
+	ctx.TESTQ(res, res)
+	ctx.JNZ(LabelRef("resume"))
+	for t := range 4 {
+		for j := range v {
+			ctx.VXORPS(acc(t, j), acc(t, j), acc(t, j))
+		}
+	}
+	ctx.JMP(LabelRef("run"))
+	ctx.Label("resume")
+	for t := range 4 {
+		for j := range v {
+			ctx.VMOVUPS(Mem{Base: sl, Disp: 32 * (3*t + j)}, acc(t, j))
+		}
+	}
+	ctx.Label("run")
+	ctx.MOVQ(x, px)
+	ctx.MOVQ(w, pw)
+	step := func(d int) {
+		for j := range v {
+			ctx.VMOVUPS(Mem{Base: pw, Disp: 32*v*d + 32*j}, ymm(12+j))
+		}
+		for t := range 4 {
+			ctx.VBROADCASTSS(Mem{Base: px, Disp: 16*d + 4*t}, reg.Y15)
+			for j := range v {
+				// acc + w·x, tile's operand order.
+				ctx.VFMADD231PS(reg.Y15, ymm(12+j), acc(t, j))
+			}
+		}
+	}
+	ctx.MOVQ(kc, cnt)
+	ctx.SHRQ(U8(asmout.Log2(unroll)), cnt)
+	ctx.JZ(LabelRef("rest"))
+	ctx.Label("loop")
+	for d := range unroll {
+		step(d)
+	}
+	ctx.ADDQ(U8(16*unroll), px)
+	ctx.ADDQ(U32(32*v*unroll), pw)
+	ctx.DECQ(cnt)
+	ctx.JNZ(LabelRef("loop"))
+	ctx.Label("rest")
+	ctx.MOVQ(kc, cnt)
+	ctx.ANDQ(U8(unroll-1), cnt)
+	ctx.JZ(LabelRef("stored"))
+	ctx.Label("one")
+	step(0)
+	ctx.ADDQ(U8(16), px)
+	ctx.ADDQ(U8(32*v), pw)
+	ctx.DECQ(cnt)
+	ctx.JNZ(LabelRef("one"))
+	ctx.Label("stored")
+	for t := range 4 {
+		for j := range v {
+			ctx.VMOVUPS(acc(t, j), Mem{Base: sl, Disp: 32 * (3*t + j)})
+		}
+	}
+	ctx.ADDQ(gs, x)
+	ctx.ADDQ(U32(16*laneBytes), sl)
+	ctx.DECQ(n)
+	ctx.JNZ(LabelRef("group"))
 	ctx.Label("ret")
 	ctx.VZEROUPPER()
 	ctx.RET()
