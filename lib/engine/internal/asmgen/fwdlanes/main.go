@@ -131,37 +131,13 @@ func tile(ctx *build.Context, v int) {
 	ctx.Load(ctx.Param("flags"), cnt)
 	ctx.TESTQ(U32(lanesResume), cnt)
 	ctx.JNZ(LabelRef("resume"))
-	for t := range 4 {
-		for j := range v {
-			ctx.VXORPS(acc(t, j), acc(t, j), acc(t, j))
-		}
-	}
-	ctx.JMP(LabelRef("run"))
-	ctx.Label("resume")
-	for t := range 4 {
-		for j := range v {
-			ctx.VMOVUPS(Mem{Base: sl, Disp: 32 * (3*t + j)}, acc(t, j))
-		}
-	}
-	ctx.Label("run")
+	startAccs(ctx, v, sl)
 	ctx.MOVQ(px0, px)
 	ctx.MOVQ(pw0, pw)
 	// unroll chunks an iteration, then the rest one at a time: a lane's
 	// loop is short (64 chunks at 1024 columns), and fewer, predictable
 	// trips keep the loop's own instructions and its exit from the FMAs'.
-	step := func(d int) {
-		for j := range v {
-			ctx.VMOVUPS(Mem{Base: pw, Disp: 32*v*d + 32*j}, ymm(12+j))
-		}
-		for t := range 4 {
-			ctx.VBROADCASTSS(Mem{Base: px, Disp: 256*d + 64*t}, reg.Y15)
-			for j := range v {
-				// acc + w·x with the dot form's operand order (acc,
-				// then w, then x: which NaN an FMA returns).
-				ctx.VFMADD231PS(reg.Y15, ymm(12+j), acc(t, j))
-			}
-		}
-	}
+	step := func(d int) { chunkFMAs(ctx, v, pw, px, d, 256, 64) }
 	ctx.MOVQ(c, cnt)
 	ctx.SHRQ(U8(asmout.Log2(unroll)), cnt)
 	ctx.JZ(LabelRef("rest"))
@@ -294,33 +270,10 @@ func planeTile(ctx *build.Context, v int) {
 	ctx.Label("group")
 	ctx.TESTQ(res, res)
 	ctx.JNZ(LabelRef("resume"))
-	for t := range 4 {
-		for j := range v {
-			ctx.VXORPS(acc(t, j), acc(t, j), acc(t, j))
-		}
-	}
-	ctx.JMP(LabelRef("run"))
-	ctx.Label("resume")
-	for t := range 4 {
-		for j := range v {
-			ctx.VMOVUPS(Mem{Base: sl, Disp: 32 * (3*t + j)}, acc(t, j))
-		}
-	}
-	ctx.Label("run")
+	startAccs(ctx, v, sl)
 	ctx.MOVQ(x, px)
 	ctx.MOVQ(w, pw)
-	step := func(d int) {
-		for j := range v {
-			ctx.VMOVUPS(Mem{Base: pw, Disp: 32*v*d + 32*j}, ymm(12+j))
-		}
-		for t := range 4 {
-			ctx.VBROADCASTSS(Mem{Base: px, Disp: 16*d + 4*t}, reg.Y15)
-			for j := range v {
-				// acc + w·x, tile's operand order.
-				ctx.VFMADD231PS(reg.Y15, ymm(12+j), acc(t, j))
-			}
-		}
-	}
+	step := func(d int) { chunkFMAs(ctx, v, pw, px, d, 16, 4) }
 	ctx.MOVQ(kc, cnt)
 	ctx.SHRQ(U8(asmout.Log2(unroll)), cnt)
 	ctx.JZ(LabelRef("rest"))
@@ -357,11 +310,42 @@ func planeTile(ctx *build.Context, v int) {
 	ctx.RET()
 }
 
-// pack generates fwdLanesPack<F32|BF16>(dst, ldp, plane, w, stride,
-// chunks): the panel of 8 rows (stride elements apart from w) over
-// chunks 16-column chunks, chunk c's column 16c+l of row r to dst +
-// l·plane + c·ldp + 4r (bfloat16 widened exactly): two 8 × 8 transposes a
-// chunk.
+// startAccs is a tile's start on label "resume" (not taken: the 4 × v
+// accumulators start at +0) and falls through to label "run" with the
+// accumulators loaded from the scratch at sl when jumped to.
+func startAccs(ctx *build.Context, v int, sl reg.Register) {
+	for t := range 4 {
+		for j := range v {
+			a := ymm(v*t + j)
+			ctx.VXORPS(a, a, a)
+		}
+	}
+	ctx.JMP(LabelRef("run"))
+	ctx.Label("resume")
+	for t := range 4 {
+		for j := range v {
+			ctx.VMOVUPS(Mem{Base: sl, Disp: 32 * (3*t + j)}, ymm(v*t+j))
+		}
+	}
+	ctx.Label("run")
+}
+
+// chunkFMAs is chunk d of a lane tile: v weight vectors of the panel at
+// pw (32·v bytes a chunk) meet the four tokens' elements at px (xchunk
+// bytes a chunk, tstride bytes a token), as acc + w·x with the dot form's
+// operand order (acc, then w, then x: which NaN an FMA returns).
+func chunkFMAs(ctx *build.Context, v int, pw, px reg.Register, d, xchunk, tstride int) {
+	for j := range v {
+		ctx.VMOVUPS(Mem{Base: pw, Disp: 32*v*d + 32*j}, ymm(12+j))
+	}
+	for t := range 4 {
+		ctx.VBROADCASTSS(Mem{Base: px, Disp: xchunk*d + tstride*t}, reg.Y15)
+		for j := range v {
+			ctx.VFMADD231PS(reg.Y15, ymm(12+j), ymm(v*t+j))
+		}
+	}
+}
+
 func pack(ctx *build.Context, bf bool) {
 	wt := asmout.WeightsOf(bf)
 	name := "fwdLanesPack" + wt.Suffix
