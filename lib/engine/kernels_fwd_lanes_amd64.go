@@ -102,14 +102,8 @@ func fwdLanesRows(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bo
 		return
 	}
 	n := w.cols
-	kp := (n + 15) / 16
-	pl := packedLen(n)
-	groups := (len(ys) + 3) / 4
+	kp, pl, groups, block := lanesShape(n, len(ys))
 	_ = xp[groups*pl-1]
-	block := kp
-	if fwdLanesBlock > 0 && fwdLanesBlock < kp {
-		block = fwdLanesBlock
-	}
 	// One group's lane sums (16 × 96 float32) at a time, or every group's
 	// when the columns take several blocks.
 	const lanesLen, outLen = 16 * 96, 96
@@ -183,14 +177,8 @@ func fwdLanesRows(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bo
 // as the tile's, so the bits are the same.
 func fwdLanesPlaneRows(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool) {
 	n := w.cols
-	kp := (n + 15) / 16
-	pl := packedLen(n)
-	groups := (len(ys) + 3) / 4
+	kp, pl, groups, block := lanesShape(n, len(ys))
 	_ = xp[groups*pl-1]
-	block := kp
-	if fwdLanesBlock > 0 && fwdLanesBlock < kp {
-		block = fwdLanesBlock
-	}
 	gb := groups
 	if fwdLanesPlaneGroups > 0 && fwdLanesPlaneGroups < groups {
 		gb = fwdLanesPlaneGroups
@@ -338,4 +326,16 @@ func fwdLanesWeight(w mat, i int) float32 {
 		return math.Float32frombits(uint32(w.bf[i]) << 16)
 	}
 	return w.data[i]
+}
+
+// lanesShape is a lane-form product's shape for n columns and m vectors:
+// kp 16-column chunks, pl float32 a packed group, groups of four vectors,
+// and block chunks a column block (fwdLanesBlock).
+func lanesShape(n, m int) (kp, pl, groups, block int) {
+	kp = (n + 15) / 16
+	block = kp
+	if fwdLanesBlock > 0 && fwdLanesBlock < kp {
+		block = fwdLanesBlock
+	}
+	return kp, packedLen(n), (m + 3) / 4, block
 }
