@@ -159,6 +159,7 @@ func expScaled4(dst []float64, logits []float32, invT, mx float64, i int) int {
 	st := func(i int, e f64x4) { e.Store((*[4]float64)(dst[i : i+4])) }
 	if exp4Chains && expAVX2 && len(logits)-i >= 32 {
 		n := (len(logits) - i) &^ 31
+		expTabReady()
 		exp64ScaledAVX2(&dst[i], &logits[i], n, invT, mx)
 		i += n
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math"
+	"sync"
 
 	"github.com/tinkershell/tinker/lib/cpufeat"
 )
@@ -23,13 +24,22 @@ var expAVX2 = cpufeat.AVX2FMA()
 // row four copies for a YMM operand, in the rows the generator names
 // (tabLog2e...tabZero): log2e, the rounding constant, −ln2 in two parts,
 // expPoly's 14 coefficients, the exponent bias 1023 (as integer bits),
-// expHi, expLo, +Inf and 0.
-var expTab4 = func() (t [23][4]float64) {
-	rows := []float64{expLog2e, expRound, -expLn2Hi, -expLn2Lo}
-	rows = append(rows, expPoly[:]...)
-	rows = append(rows, math.Float64frombits(1023), expHi, expLo, math.Inf(1), 0)
-	for i, v := range rows {
-		t[i] = [4]float64{v, v, v, v}
-	}
-	return t
-}()
+// expHi, expLo, +Inf and 0. It is filled on first use (expTabReady), not
+// at start: code run at init costs every tinker command its start-up
+// (cmd/tinker/app's TestOwnInitCodeStaysSmall).
+var expTab4 [23][4]float64
+
+var expTabOnce sync.Once
+
+// expTabReady fills expTab4 once; every caller of the generated kernels
+// calls it first.
+func expTabReady() {
+	expTabOnce.Do(func() {
+		rows := []float64{expLog2e, expRound, -expLn2Hi, -expLn2Lo}
+		rows = append(rows, expPoly[:]...)
+		rows = append(rows, math.Float64frombits(1023), expHi, expLo, math.Inf(1), 0)
+		for i, v := range rows {
+			expTab4[i] = [4]float64{v, v, v, v}
+		}
+	})
+}

@@ -98,6 +98,7 @@ func expSum4(logits []float32, invT, mx float64, s *[8]float64) {
 	i := 0
 	if exp4Chains && expAVX2 && len(logits) >= 32 {
 		i = len(logits) &^ 31
+		expTabReady()
 		exp64SumAVX2(&logits[0], i, invT, mx, &s[0])
 	}
 	it, m := bc4(invT), bc4(mx)
@@ -220,6 +221,7 @@ func expKeep4(dst []float64, logits []float32, invT, mx float64, s *[8]float64) 
 	i := 0
 	if expAVX2 && len(logits) >= 32 {
 		i = len(logits) &^ 31
+		expTabReady()
 		exp64KeepAVX2(&dst[0], &logits[0], i, invT, mx, &s[0])
 	}
 	it, m := bc4(invT), bc4(mx)
