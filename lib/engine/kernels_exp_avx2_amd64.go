@@ -3,8 +3,6 @@ package engine
 import (
 	"math"
 	"sync"
-
-	"github.com/tinkershell/tinker/lib/cpufeat"
 )
 
 //go:generate go run ./internal/asmgen/elemavx2
@@ -18,7 +16,11 @@ import (
 // than exp4Chains' loops alone on the Zen 3 VM (BenchmarkExp4Chains), and
 // the loss's share of a wide4 2×512 step's profile fell from 3.4% to 2.0%
 // with both.
-var expAVX2 = cpufeat.AVX2FMA()
+//
+// A plain switch, not a CPU check: the 4-lane paths that call the kernels
+// run only where expVec holds (AVX2 and FMA), and a check here would be
+// code run at init.
+var expAVX2 = true
 
 // expTab4 holds the constants of exp64 that the AVX2 kernels read, each
 // row four copies for a YMM operand, in the rows the generator names
