@@ -99,7 +99,6 @@ func tile(ctx *build.Context, v int) {
 	ctx.IMUL3Q(U32(32*v), kp, plane)
 	k0, c, lane, px0, pw0, px, pw, cnt, sl := ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
 	pf := ctx.GP64() // the next group's piece, a line a trip
-	acc := func(t, j int) reg.VecPhysical { return ymm(v*t + j) }
 	// No chunks: only the tree of the sums in scratch (flags lanesTree).
 	ctx.TESTQ(kp, kp)
 	ctx.JZ(LabelRef("treeonly"))
@@ -134,39 +133,10 @@ func tile(ctx *build.Context, v int) {
 	startAccs(ctx, v, sl)
 	ctx.MOVQ(px0, px)
 	ctx.MOVQ(pw0, pw)
-	// unroll chunks an iteration, then the rest one at a time: a lane's
-	// loop is short (64 chunks at 1024 columns), and fewer, predictable
-	// trips keep the loop's own instructions and its exit from the FMAs'.
-	step := func(d int) { chunkFMAs(ctx, v, pw, px, d, 256, 64) }
-	ctx.MOVQ(c, cnt)
-	ctx.SHRQ(U8(asmout.Log2(unroll)), cnt)
-	ctx.JZ(LabelRef("rest"))
-	ctx.Label("loop")
-	for d := range unroll {
-		step(d)
-	}
-	ctx.PREFETCHT0(Mem{Base: pf})
-	ctx.ADDQ(U8(64), pf)
-	ctx.ADDQ(U32(256*unroll), px)
-	ctx.ADDQ(U32(32*v*unroll), pw)
-	ctx.DECQ(cnt)
-	ctx.JNZ(LabelRef("loop"))
-	ctx.Label("rest")
-	ctx.MOVQ(c, cnt)
-	ctx.ANDQ(U8(unroll-1), cnt)
-	ctx.JZ(LabelRef("stored"))
-	ctx.Label("one")
-	step(0)
-	ctx.ADDQ(U32(256), px)
-	ctx.ADDQ(U8(32*v), pw)
-	ctx.DECQ(cnt)
-	ctx.JNZ(LabelRef("one"))
-	ctx.Label("stored")
-	for t := range 4 {
-		for j := range v {
-			ctx.VMOVUPS(acc(t, j), Mem{Base: sl, Disp: 32 * (3*t + j)})
-		}
-	}
+	chunkLoop(ctx, v, c, cnt, pw, px, sl, 256, 64, func() {
+		ctx.PREFETCHT0(Mem{Base: pf})
+		ctx.ADDQ(U8(64), pf)
+	})
 	ctx.ADDQ(U8(4), px0)
 	ctx.ADDQ(plane, pw0)
 	ctx.ADDQ(U32(laneBytes), sl)
@@ -264,7 +234,6 @@ func planeTile(ctx *build.Context, v int) {
 	ctx.Load(ctx.Param("groups"), n)
 	ctx.Load(ctx.Param("scratch"), sl)
 	ctx.Load(ctx.Param("resume"), res)
-	acc := func(t, j int) reg.VecPhysical { return ymm(v*t + j) }
 	ctx.TESTQ(n, n)
 	ctx.JZ(LabelRef("ret"))
 	ctx.Label("group")
@@ -273,34 +242,7 @@ func planeTile(ctx *build.Context, v int) {
 	startAccs(ctx, v, sl)
 	ctx.MOVQ(x, px)
 	ctx.MOVQ(w, pw)
-	step := func(d int) { chunkFMAs(ctx, v, pw, px, d, 16, 4) }
-	ctx.MOVQ(kc, cnt)
-	ctx.SHRQ(U8(asmout.Log2(unroll)), cnt)
-	ctx.JZ(LabelRef("rest"))
-	ctx.Label("loop")
-	for d := range unroll {
-		step(d)
-	}
-	ctx.ADDQ(U8(16*unroll), px)
-	ctx.ADDQ(U32(32*v*unroll), pw)
-	ctx.DECQ(cnt)
-	ctx.JNZ(LabelRef("loop"))
-	ctx.Label("rest")
-	ctx.MOVQ(kc, cnt)
-	ctx.ANDQ(U8(unroll-1), cnt)
-	ctx.JZ(LabelRef("stored"))
-	ctx.Label("one")
-	step(0)
-	ctx.ADDQ(U8(16), px)
-	ctx.ADDQ(U8(32*v), pw)
-	ctx.DECQ(cnt)
-	ctx.JNZ(LabelRef("one"))
-	ctx.Label("stored")
-	for t := range 4 {
-		for j := range v {
-			ctx.VMOVUPS(acc(t, j), Mem{Base: sl, Disp: 32 * (3*t + j)})
-		}
-	}
+	chunkLoop(ctx, v, kc, cnt, pw, px, sl, 16, 4, func() {})
 	ctx.ADDQ(gs, x)
 	ctx.ADDQ(U32(16*laneBytes), sl)
 	ctx.DECQ(n)
@@ -328,6 +270,53 @@ func startAccs(ctx *build.Context, v int, sl reg.Register) {
 		}
 	}
 	ctx.Label("run")
+}
+
+// chunkLoop runs a lane tile's n chunks (n in a register, cnt its
+// counter): unroll chunks a trip, then the rest one at a time, then
+// stores the accumulators to the scratch at sl (after label "stored").
+// A lane's loop is short (64 chunks at 1024 columns), and fewer,
+// predictable trips keep the loop's own instructions and its exit from
+// the FMAs'. trip runs after each unrolled trip's FMAs (the lane tile's
+// prefetch).
+func chunkLoop(ctx *build.Context, v int, n, cnt, pw, px, sl reg.Register, xchunk, tstride int, trip func()) {
+	ctx.MOVQ(n, cnt)
+	ctx.SHRQ(U8(asmout.Log2(unroll)), cnt)
+	ctx.JZ(LabelRef("rest"))
+	ctx.Label("loop")
+	for d := range unroll {
+		chunkFMAs(ctx, v, pw, px, d, xchunk, tstride)
+	}
+	trip()
+	ctx.ADDQ(imm(xchunk*unroll), px)
+	ctx.ADDQ(U32(32*v*unroll), pw)
+	ctx.DECQ(cnt)
+	ctx.JNZ(LabelRef("loop"))
+	ctx.Label("rest")
+	ctx.MOVQ(n, cnt)
+	ctx.ANDQ(U8(unroll-1), cnt)
+	ctx.JZ(LabelRef("stored"))
+	ctx.Label("one")
+	chunkFMAs(ctx, v, pw, px, 0, xchunk, tstride)
+	ctx.ADDQ(imm(xchunk), px)
+	ctx.ADDQ(U8(32*v), pw)
+	ctx.DECQ(cnt)
+	ctx.JNZ(LabelRef("one"))
+	ctx.Label("stored")
+	for t := range 4 {
+		for j := range v {
+			ctx.VMOVUPS(ymm(v*t+j), Mem{Base: sl, Disp: 32 * (3*t + j)})
+		}
+	}
+}
+
+// imm is n as the narrowest immediate an ADDQ takes (a signed byte up to
+// 127).
+func imm(n int) Constant {
+	if n < 128 {
+		return U8(n)
+	}
+	return U32(n)
 }
 
 // chunkFMAs is chunk d of a lane tile: v weight vectors of the panel at
