@@ -96,3 +96,16 @@ func withAVX2Bench(b *testing.B, fn func()) {
 	fwdAVX2, useSIMD = true, true
 	fn()
 }
+
+// gemmRound runs one warm-up of run, then run at least minN times and for
+// at least minDur, and returns its GFLOP per second and per CPU-second
+// (flop each run): one round of the interleaved product benchmarks.
+func gemmRound(run func(), flop float64, minN int, minDur time.Duration) (wall, cpu float64) {
+	run()
+	n, t0, c0 := 0, time.Now(), processCPU()
+	for n < minN || time.Since(t0) < minDur {
+		run()
+		n++
+	}
+	return flop * float64(n) / time.Since(t0).Seconds() / 1e9, flop * float64(n) / (processCPU() - c0) / 1e9
+}

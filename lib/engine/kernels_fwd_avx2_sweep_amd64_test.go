@@ -95,14 +95,8 @@ func BenchmarkGEMMAVX2Blocks(b *testing.B) {
 						fwdBlockBytes, fwdTokBytes, fwd2TileCtlReg = c.rows, c.toks, c.ctlReg
 						fwd2Tile4, fwd2TileBlock, fwd2PieceCols = c.block > 0, c.block, c.piece
 						fwd2Put3 = !c.putRow
-						matMul(mm, xs, ys, false)
-						n, t0, c0 := 0, time.Now(), processCPU()
-						for n < 3 || time.Since(t0) < 60*time.Millisecond {
-							matMul(mm, xs, ys, false)
-							n++
-						}
-						wall[i] = append(wall[i], flop*float64(n)/time.Since(t0).Seconds()/1e9)
-						cpu[i] = append(cpu[i], flop*float64(n)/(processCPU()-c0)/1e9)
+						w, c := gemmRound(func() { matMul(mm, xs, ys, false) }, flop, 3, 60*time.Millisecond)
+						wall[i], cpu[i] = append(wall[i], w), append(cpu[i], c)
 					}
 				}
 			}

@@ -98,14 +98,8 @@ func BenchmarkGEMMLanesAVX2(b *testing.B) {
 								default:
 									fwdLanes = on
 								}
-								matMul(mm, xs, ys, false)
-								n, t0, c0 := 0, time.Now(), processCPU()
-								for n < 2 || time.Since(t0) < 150*time.Millisecond {
-									matMul(mm, xs, ys, false)
-									n++
-								}
-								wall[i] = append(wall[i], flop*float64(n)/time.Since(t0).Seconds()/1e9)
-								cpu[i] = append(cpu[i], flop*float64(n)/(processCPU()-c0)/1e9)
+								w, c := gemmRound(func() { matMul(mm, xs, ys, false) }, flop, 2, 150*time.Millisecond)
+								wall[i], cpu[i] = append(wall[i], w), append(cpu[i], c)
 							}
 							k := len(wall[1]) - 1
 							rw = append(rw, wall[1][k]/wall[0][k])
