@@ -7,8 +7,8 @@
 #   assembly tiles next to the archsimd ones.
 # - Training step: tokens/s of forward_backward (sequences of 128 tokens,
 #   rank-32 LoRA on every target) + optim_step on tiny-llama, tiny-qwen3
-#   and a random Qwen3-0.6B-shaped model, next to the scalar kernels and,
-#   where python3-torch is installed, the same step in PyTorch on the same
+#   and a random Qwen3-0.6B-shaped model, next to the scalar kernels (the
+#   tiny models only) and, where python3-torch is installed, the same step in PyTorch on the same
 #   threads (OpenBLAS preloaded) with the ratio; and the model FLOPs
 #   utilisation (%MFU by wall time, %MFU-cpu by CPU time) against the
 #   widest FMA peak. Each shape runs TRAIN_STEPS steps (and PyTorch as
