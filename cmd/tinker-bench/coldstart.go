@@ -13,7 +13,16 @@ import (
 // the top of main, linked.go), the three built here with the Makefile's
 // flags, the runs of each command interleaved so a change in the machine's
 // load falls on all alike.
-func coldStart(bins []string) error {
+func coldStart(args []string) error {
+	// More rounds resolve smaller differences: a few percent between two
+	// builds needs a few hundred on a shared machine.
+	minRuns, bins, err := leadingRounds(args, coldRuns)
+	if err != nil {
+		return err
+	}
+	if len(bins) == 0 {
+		return fmt.Errorf("no tinker: usage: tinker-bench coldstart [-rounds N] PATH/TO/tinker [OTHER/tinker...]")
+	}
 	dir, err := os.MkdirTemp("", "tinker-bench-coldstart-")
 	if err != nil {
 		return err
@@ -58,7 +67,7 @@ func coldStart(bins []string) error {
 		c := refCmds + 2*i
 		cmds[c].copies, cmds[c+1].copies = copies[refCmds-1+i], copies[refCmds-1+i]
 	}
-	runs := coldRounds(len(cmds))
+	runs := coldRounds(len(cmds), minRuns)
 	env := append(os.Environ(), "TINKER_API_KEY=", "NO_COLOR=1")
 	samples, err := measureRounds(runs, len(cmds), func(c, round int) []string { return cmds[c].argv(round) }, env, nil)
 	if err != nil {
@@ -101,19 +110,19 @@ func printPaired(labels []string, samples [][]result, bins int) {
 // (interleaved, under load), so eight.
 const copiesPerProgram = 8
 
-// coldRuns is about how many times each command runs: coldRounds makes it
-// a multiple of copiesPerProgram, so each copy is taken equally often, and
-// of balancedOrder's cycle.
+// coldRuns is about how many times each command runs unless -rounds says
+// otherwise: coldRounds makes it a multiple of copiesPerProgram, so each
+// copy is taken equally often, and of balancedOrder's cycle.
 const coldRuns = 48
 
 // coldRounds is the number of measured rounds for n commands: the least
-// multiple of both copiesPerProgram and balancedRows(n) from coldRuns on.
-func coldRounds(n int) int {
+// multiple of both copiesPerProgram and balancedRows(n) from minRuns on.
+func coldRounds(n, minRuns int) int {
 	step := copiesPerProgram
 	for step%balancedRows(n) != 0 {
 		step += copiesPerProgram
 	}
-	return (coldRuns + step - 1) / step * step
+	return (minRuns + step - 1) / step * step
 }
 
 // coldCmd is one measured command: a program's copies, taken in turn, and

@@ -95,11 +95,43 @@ func TestColdRunsTakeEachCopyAlike(t *testing.T) {
 	if copiesPerProgram < 2 || copiesPerProgram%2 != 0 {
 		t.Errorf("%d copies: writeCopies' turns balance only an even count", copiesPerProgram)
 	}
-	for bins := 1; bins <= 4; bins++ {
-		n := 3 + 2*bins
-		runs := coldRounds(n)
-		if runs < coldRuns || runs%copiesPerProgram != 0 || runs%balancedRows(n) != 0 {
-			t.Errorf("%d commands: %d rounds do not take each copy and each order alike", n, runs)
+	for _, minRuns := range []int{1, coldRuns, 301} {
+		for bins := 1; bins <= 4; bins++ {
+			n := 3 + 2*bins
+			runs := coldRounds(n, minRuns)
+			if runs < minRuns || runs%copiesPerProgram != 0 || runs%balancedRows(n) != 0 {
+				t.Errorf("%d commands, at least %d runs: %d rounds do not take each copy and each order alike", n, minRuns, runs)
+			}
+			if step := copiesPerProgram * balancedRows(n); runs >= minRuns+step {
+				t.Errorf("%d commands, at least %d runs: %d rounds, a whole cycle (%d) more than needed", n, minRuns, runs, step)
+			}
+		}
+	}
+}
+
+// TestLeadingRounds: -rounds N is read only in front, and only as a
+// positive count.
+func TestLeadingRounds(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		n    int
+		rest []string
+		bad  bool
+	}{
+		{args: []string{"bin/tinker"}, n: 7, rest: []string{"bin/tinker"}},
+		{args: []string{"-rounds", "300", "a", "b"}, n: 300, rest: []string{"a", "b"}},
+		{args: []string{"a", "-rounds", "300"}, n: 7, rest: []string{"a", "-rounds", "300"}},
+		{args: []string{"-rounds", "0", "a"}, bad: true},
+		{args: []string{"-rounds", "x", "a"}, bad: true},
+		{args: []string{"-rounds"}, bad: true},
+	} {
+		n, rest, err := leadingRounds(c.args, 7)
+		if (err != nil) != c.bad {
+			t.Errorf("%q: error %v, want one: %v", c.args, err, c.bad)
+			continue
+		}
+		if !c.bad && (n != c.n || !slices.Equal(rest, c.rest)) {
+			t.Errorf("%q: %d rounds, rest %q; want %d, %q", c.args, n, rest, c.n, c.rest)
 		}
 	}
 }

@@ -21,13 +21,9 @@ const pssEvery = 20 * time.Millisecond
 // the environment (a benchmark's switches: per command through env(1));
 // their standard error is passed on (a benchmark's own figures).
 func runBench(args []string) error {
-	rounds := 3
-	if len(args) >= 2 && args[0] == "-rounds" {
-		n, err := strconv.Atoi(args[1])
-		if err != nil || n < 1 {
-			return fmt.Errorf("-rounds %q: want a positive number of rounds", args[1])
-		}
-		rounds, args = n, args[2:]
+	rounds, args, err := leadingRounds(args, 3)
+	if err != nil {
+		return err
 	}
 	var cmds [][]string
 	for cmd := range splitArgs(args) {
@@ -86,4 +82,20 @@ func splitArgs(args []string) func(yield func([]string) bool) {
 			args = args[i+1:]
 		}
 	}
+}
+
+// leadingRounds reads an optional leading "-rounds N" (def when absent)
+// and returns the arguments after it.
+func leadingRounds(args []string, def int) (int, []string, error) {
+	if len(args) == 0 || args[0] != "-rounds" {
+		return def, args, nil
+	}
+	if len(args) < 2 {
+		return 0, nil, fmt.Errorf("-rounds: want a number of rounds after it")
+	}
+	n, err := strconv.Atoi(args[1])
+	if err != nil || n < 1 {
+		return 0, nil, fmt.Errorf("-rounds %q: want a positive number of rounds", args[1])
+	}
+	return n, args[2:], nil
 }
