@@ -75,10 +75,11 @@ golden-update: build
 
 bench: build bench-shell bench-list $(BENCH_TARGETS)
 
-# BENCH_OTHER=path/to/tinker measures another build in the same runs.
+# BENCH_OTHER=path/to/tinker measures another build in the same runs;
+# BENCH_ROUNDS=N runs at least N rounds of the cold start (default 48).
 bench-shell: build
 	@echo "== cold start (medians of interleaved runs over 8 copies of each program, in a balanced order: wall, CPU, page faults, next to /bin/true, a Go net/http program, the floor: tinker's dependencies initialised by an empty main, and the linked program: tinker returning at the top of main)"
-	$(GO) run ./cmd/tinker-bench coldstart $(BIN) $(BENCH_OTHER)
+	$(GO) run ./cmd/tinker-bench coldstart $(if $(BENCH_ROUNDS),-rounds $(BENCH_ROUNDS)) $(BIN) $(BENCH_OTHER)
 	@echo "== display of a 10,000-row table at the prompt (only head and tail are drawn)"
 	$(GO) test ./shell -run '^$$' -bench Display10k -benchmem -count 3
 
