@@ -199,11 +199,18 @@ func outerAVX2(dst []float32, rows, cols int, us, vs [][]float32) bool {
 }
 
 // outer2Block does dst's rows [lo, hi) × columns [k0, k1) of outerAVX2, a
-// strip of wv vectors of vs (the whole batch) at a time. A strip is copied
-// contiguous (zero-padded) when vs's rows lie outerPackStride or more
-// apart (a new page per batch step otherwise) or its columns do not fill
-// whole vectors.
+// strip of wv vectors of vs (the whole batch) at a time.
 func outer2Block(dst []float32, cols int, us, vs [][]float32, lu, lv, wv, lo, hi, k0, k1 int) {
+	outer2BlockShared([]outerTerm{{dst, us, lu, lo, hi}}, cols, vs, lv, wv, k0, k1)
+}
+
+// outer2BlockShared does columns [k0, k1) of every term's dst, a strip of
+// wv vectors of vs (the whole batch) at a time, the terms' tiles one
+// after another on each strip. A strip is copied contiguous
+// (zero-padded) when vs's rows lie outerPackStride or more apart (a new
+// page per batch step otherwise) or its columns do not fill whole
+// vectors, once for every term.
+func outer2BlockShared(terms []outerTerm, cols int, vs [][]float32, lv, wv, k0, k1 int) {
 	m, r := len(vs), bwd2ColsRmax()[wv]
 	var strip []float32
 	for k := k0; k < k1; k += 8 * wv {
@@ -220,10 +227,52 @@ func outer2Block(dst []float32, cols int, us, vs [][]float32, lu, lv, wv, lo, hi
 			bwd2Copy[v-1](&strip[0], b, ldb, m, last)
 			b, ldb = &strip[0], uintptr(32*v)
 		}
-		for o := lo; o < hi; o += r {
-			bwd2Cols[v-1][min(r, hi-o)-1](&dst[o*cols+k], uintptr(4*cols), &us[0][o], uintptr(4*lu), b, ldb, m, last)
+		for _, t := range terms {
+			for o := t.lo; o < t.hi; o += r {
+				bwd2Cols[v-1][min(r, t.hi-o)-1](&t.dst[o*cols+k], uintptr(4*cols), &t.us[0][o], uintptr(4*t.lu), b, ldb, m, last)
+			}
 		}
 	}
+}
+
+// bwd2Shared selects outer2Shared for outerAccShared where bwdAVX2 is on.
+var bwd2Shared = true
+
+// outer2Shared is outerAccShared with the AVX2 tiles: the LoRA A
+// gradients of layers on the same inputs vs (q, k and v; gate and up),
+// split among the cores by columns as outerAVX2 splits one, each strip of
+// vs copied once for all of them instead of once per gradient: at rank
+// 32 a copied strip met 32 rows of tiles, and the copies (rows of vs 4-12
+// KiB apart, from L3) were a third of those gradients' time. Each element
+// still sums the batch in ascending order in one tile, so the bits are
+// outerAVX2's. It reports false, having done nothing, when it cannot:
+// rows above outerSplitColsRows, or rows of us or vs not evenly spaced.
+func outer2Shared(dsts [][]float32, rows, cols int, uss [][][]float32, vs [][]float32) bool {
+	if !bwd2Outer || !bwd2Shared || rows > outerSplitColsRows || len(uss) == 0 {
+		return false
+	}
+	m := len(uss[0])
+	if m == 0 || len(vs) < m {
+		return false
+	}
+	vs = vs[:m] // the tiles sum len(vs) batch rows; vs may hold more
+	lv, ok := rowStride(vs, cols)
+	if !ok {
+		return false
+	}
+	terms := make([]outerTerm, len(dsts))
+	for i, d := range dsts {
+		lu, ok := rowStride(uss[i], rows)
+		if !ok || len(uss[i]) != m || len(d) < rows*cols {
+			return false
+		}
+		terms[i] = outerTerm{d, uss[i], lu, 0, rows}
+	}
+	wv := tileShape(rows, (cols+7)/8, bwd2ColsRmax(), outerTileFloor)
+	parallelPieces(cols, tMul2Width(wv), len(dsts)*rows*cols*m, func(lo, hi int) {
+		outer2BlockShared(terms, cols, vs, lv, wv, lo, hi)
+	})
+	return true
 }
 
 // outerTPool holds outer2Transposed's transposed dst.

@@ -120,3 +120,60 @@ func requireSameRows(t *testing.T, name string, got, want [][]float32) {
 		}
 	}
 }
+
+// TestOuter2SharedMatchesOuterAVX2 requires outer2Shared (the LoRA A
+// gradients on one input, each strip of vs copied once for all of them)
+// to give, bit for bit, what outerAVX2 gives each gradient alone and what
+// the scalar kernels give: strips copied (rows of vs 256 floats or more
+// apart) and read in place, column tails, tile heights left over, 1 and 3
+// goroutines, through outerAccShared too. vs holds one row more than the
+// batch, which must be left out.
+func TestOuter2SharedMatchesOuterAVX2(t *testing.T) {
+	if !cpufeat.AVX2FMA() {
+		t.Skip("the CPU has no AVX2 and FMA3")
+	}
+	r := newRNG(31)
+	all := [][4]int{{32, 1024, 13, 3}, {32, 300, 130, 2}, {8, 257, 5, 3}, {13, 600, 40, 2}, {3, 48, 1, 3}, {32, 17, 7, 2}, {64, 100, 9, 2}}
+	few := [][4]int{{32, 300, 13, 3}, {13, 257, 7, 2}, {3, 48, 5, 2}}
+	for _, sz := range qemuFew(all, few) {
+		rows, cols, n, k := sz[0], sz[1], sz[2], sz[3]
+		name := fmt.Sprint(sz)
+		vs := gapRows(r, n+1, cols, true)
+		uss, d0 := make([][][]float32, k), make([][]float32, k)
+		for i := range k {
+			uss[i], d0[i] = gapRows(r, n, rows, true), gapRows(r, 1, rows*cols, true)[0]
+		}
+		clone := func() [][]float32 {
+			out := make([][]float32, k)
+			for i := range out {
+				out[i] = slices.Clone(d0[i])
+			}
+			return out
+		}
+		want, one := clone(), clone()
+		withBwdKernels(false, 1, func() {
+			for i := range k {
+				outerAcc(want[i], rows, cols, uss[i], vs)
+			}
+		})
+		withBwdKernels(true, 1, func() {
+			for i := range k {
+				if !outerAVX2(one[i], rows, cols, uss[i], vs) {
+					t.Fatalf("%s: outerAVX2 did not run", name)
+				}
+			}
+		})
+		requireSameRows(t, name+" outerAVX2 per gradient", one, want)
+		for _, procs := range []int{1, 3} {
+			got, via := clone(), clone()
+			withBwdKernels(true, procs, func() {
+				if !outer2Shared(got, rows, cols, uss, vs) {
+					t.Fatalf("%s: outer2Shared did not run", name)
+				}
+				outerAccShared(via, rows, cols, uss, vs)
+			})
+			requireSameRows(t, fmt.Sprintf("%s procs=%d outer2Shared", name, procs), got, want)
+			requireSameRows(t, fmt.Sprintf("%s procs=%d outerAccShared", name, procs), via, want)
+		}
+	}
+}

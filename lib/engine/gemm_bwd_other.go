@@ -13,6 +13,8 @@ func matMulTAVX2([]tTerm, [][]float32) bool { return false }
 
 func outerAVX2([]float32, int, int, [][]float32, [][]float32) bool { return false }
 
+func outer2Shared([][]float32, int, int, [][][]float32, [][]float32) bool { return false }
+
 func outerAsm([]float32, int, int, [][]float32, [][]float32) bool { return false }
 
 func outerAsmShared([][]float32, int, int, [][][]float32, [][]float32) bool { return false }

@@ -186,9 +186,10 @@ func outerAcc(dst []float32, rows, cols int, us, vs [][]float32) {
 // outerAccShared is outerAcc(dsts[i], rows, cols, uss[i], vs) for each i:
 // the gradients of matrices that read the same inputs vs (the LoRA A's of
 // q, k and v, or of gate and up). The assembly tiles pack each strip of
-// vs once for all of them; every element's sum is outerAcc's.
+// vs once for all of them (outerAsmShared, outer2Shared); every
+// element's sum is outerAcc's.
 func outerAccShared(dsts [][]float32, rows, cols int, uss [][][]float32, vs [][]float32) {
-	if len(dsts) > 1 && asmBwd() && outerAsmShared(dsts, rows, cols, uss, vs) {
+	if len(dsts) > 1 && ((asmBwd() && outerAsmShared(dsts, rows, cols, uss, vs)) || (avx2Bwd() && outer2Shared(dsts, rows, cols, uss, vs))) {
 		return
 	}
 	for i, d := range dsts {
