@@ -24,7 +24,8 @@ import (
 // LANES_AB=prefetch (store) compares the lanes with and without
 // fwdLanesPrefetch (fwdLanesStore) instead of with the dot form, and
 // LANES_AB=planes the lanes without and with fwdLanesPlanes
-// (LANES_PLANE_GROUPS: fwdLanesPlaneGroups).
+// (LANES_PLANE_GROUPS: fwdLanesPlaneGroups), LANES_AB=shared the lanes
+// as they run by default without and with fwdLanesPlanesShared.
 func BenchmarkGEMMLanesAVX2(b *testing.B) {
 	ms := []int{128, 512}
 	if s := os.Getenv("LANES_M"); s != "" {
@@ -48,7 +49,11 @@ func BenchmarkGEMMLanesAVX2(b *testing.B) {
 	if s := os.Getenv("LANES_PLANE_GROUPS"); s != "" {
 		fwdLanesPlaneGroups, _ = strconv.Atoi(s)
 	}
-	if ab != "planes" {
+	defer func(on bool) { fwdLanesPlanesShared = on }(fwdLanesPlanesShared)
+	if ab != "shared" {
+		fwdLanesPlanesShared = false
+	}
+	if ab != "planes" && ab != "shared" {
 		fwdLanesPlanes = false // the lanes' rounds: the tiles over whole panels
 	}
 	defer func(p, s bool, m int) {
@@ -95,6 +100,8 @@ func BenchmarkGEMMLanesAVX2(b *testing.B) {
 									fwdLanes, fwdLanesStore = true, on
 								case "planes":
 									fwdLanes, fwdLanesPlanes = true, on
+								case "shared":
+									fwdLanes, fwdLanesPlanesShared = true, on
 								default:
 									fwdLanes = on
 								}
