@@ -252,7 +252,19 @@ func fwdLanesPlaneRowsOn(w mat, xp, xl []float32, ys [][]float32, lo, hi int, ac
 				x, ls := lanePlaneAt(c0, groups, block)+4*g0*kc, 4*kc*groups+16
 				p := panel[16*c0*8*v:]
 				for l := range 16 {
-					lanes(&xl[x+l*ls], 16*kc, &p[l*kc*8*v], kc, g1-g0, &scratch[96*l], resume)
+					nx, nw := &xl[x+l*ls], &p[l*kc*8*v]
+					if fwdLanesPlanePrefetch {
+						if l < 15 {
+							nx, nw = &xl[x+(l+1)*ls], &p[(l+1)*kc*8*v]
+						} else if c1 := min(kp, c0+block); c1 < kp {
+							// The next column block's first lane.
+							nx, nw = &xl[lanePlaneAt(c1, groups, block)+4*g0*(min(kp, c1+block)-c1)], &panel[16*c1*8*v]
+						} else if g1 < groups {
+							// The next block of groups' first lane.
+							nx, nw = &xl[lanePlaneAt(0, groups, block)+4*g1*min(kp, block)], &panel[0]
+						}
+					}
+					lanes(&xl[x+l*ls], 16*kc, &p[l*kc*8*v], kc, g1-g0, &scratch[96*l], resume, nx, nw)
 				}
 			}
 			for g := g0; g < g1; g++ {
@@ -321,7 +333,13 @@ func lanePlanesCopy(xp, xl []float32, n, groups, g0, g1 int) {
 var fwdLanesPlanePool = sync.Pool{New: func() any { return new([]float32) }}
 
 // fwdLanesPlaneTiles are the lane-plane tiles by 8-row vectors (1-3).
-var fwdLanesPlaneTiles = [3]func(x *float32, gstride int, w *float32, kc, groups int, scratch *float32, resume int){fwdLanesPlane4x1, fwdLanesPlane4x2, fwdLanesPlane4x3}
+var fwdLanesPlaneTiles = [3]func(x *float32, gstride int, w *float32, kc, groups int, scratch *float32, resume int, nx, nw *float32){fwdLanesPlane4x1, fwdLanesPlane4x2, fwdLanesPlane4x3}
+
+// fwdLanesPlanePrefetch has each lane-plane tile call prefetch the next
+// lane's planes of the tokens and of the panel (the next block's first
+// lane after the last), a line of each per trip of its loop; without it
+// the tile passes its own (nothing new).
+var fwdLanesPlanePrefetch = true
 
 // fwdLanesPanel packs rows [j, j+rows) and chunks [c0, c1) of w into p
 // for the lane tiles of v 8-row vectors: p[(l·(c1-c0) + c-c0)·8v + r] =
