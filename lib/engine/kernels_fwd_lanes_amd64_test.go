@@ -164,11 +164,12 @@ func TestForwardLanesAVX2NaNPayloads(t *testing.T) {
 // lane planes copied once for the pack (fwdLanesPlanesShared) as without,
 // and two products on one pack (q and k) to share the planes: pieces of
 // 24 rows or more, columns with a tail and over several of the planes'
-// column blocks, float32 and bfloat16, accumulating or not.
+// column blocks, float32 and bfloat16, accumulating or not, with and
+// without fwdLanesPlanePrefetch.
 func TestForwardLanesAVX2SharedPlanesSameBits(t *testing.T) {
-	defer func(on, shared bool, pb, pg int) {
-		fwdLanes, fwdLanesPlanesShared, fwdLanesPlaneBlock, fwdLanesPlaneGroups = on, shared, pb, pg
-	}(fwdLanes, fwdLanesPlanesShared, fwdLanesPlaneBlock, fwdLanesPlaneGroups)
+	defer func(on, shared bool, pb, pg int, pf bool) {
+		fwdLanes, fwdLanesPlanesShared, fwdLanesPlaneBlock, fwdLanesPlaneGroups, fwdLanesPlanePrefetch = on, shared, pb, pg, pf
+	}(fwdLanes, fwdLanesPlanesShared, fwdLanesPlaneBlock, fwdLanesPlaneGroups, fwdLanesPlanePrefetch)
 	fwdLanes = true
 	withAVX2(t, func() {
 		for _, sh := range [][2]int{{400, 100}, {390, 1040}, {400, 2100}} {
@@ -180,9 +181,9 @@ func TestForwardLanesAVX2SharedPlanesSameBits(t *testing.T) {
 				w2, _, _ := fwdCase(sh[0]/2, sh[1], 1, uint64(sh[1]+7))
 				for _, mm := range []mat{w, wb} {
 					for _, acc := range []bool{false, true} {
-						for _, cfg := range [][2]int{{0, 8}, {2, 3}} {
-							fwdLanesPlaneBlock, fwdLanesPlaneGroups = cfg[0], cfg[1]
-							name := fmt.Sprintf("%dx%d M=%d bf16=%v acc=%v block=%d groups=%d", sh[0], sh[1], m, mm.bf != nil, acc, cfg[0], cfg[1])
+						for _, cfg := range [][3]int{{0, 8, 1}, {2, 3, 1}, {0, 8, 0}} {
+							fwdLanesPlaneBlock, fwdLanesPlaneGroups, fwdLanesPlanePrefetch = cfg[0], cfg[1], cfg[2] == 1
+							name := fmt.Sprintf("%dx%d M=%d bf16=%v acc=%v block=%d groups=%d prefetch=%v", sh[0], sh[1], m, mm.bf != nil, acc, cfg[0], cfg[1], cfg[2] == 1)
 							run := func(shared bool) (y, y2 [][]float32) {
 								fwdLanesPlanesShared = shared
 								y, y2 = startRows(m, mm.rows), startRows(m, w2.rows)
