@@ -77,6 +77,12 @@ var fwdLanesPlanes = true
 // on the layers' pieces of 64-384 rows (fwdLanesPlaneMinRows).
 var fwdLanesPlanesShared = true
 
+// fwdLanesPlaneMinCols is the fewest columns for which
+// fwdLanesPlanesShared copies the planes: a LoRA B's 32 columns (two
+// chunks a lane) ran at 0.83-0.92 of the whole-panel tiles' GFLOP per
+// CPU-second through them, the layers' 1024-3072 at 1.06-1.35.
+var fwdLanesPlaneMinCols = 1024
+
 // fwdLanesPlaneMinRows is the fewest rows of a call (a worker's piece,
 // an eighth of a worker's share) for which fwdLanesPlanes runs: each call
 // copies its vectors into lane planes, a cost that pieces of the head
@@ -445,7 +451,7 @@ func newLanePlaneSet(m int) *lanePlaneSet {
 // pieces will take the lane tiles and the planes are not there yet.
 func (p fwdPack) lanePlanesFor(w mat, m, workers int) {
 	s := p.lp
-	if s == nil || !fwdLanes || !fwdLanesPlanesShared || m < fwdLanesMinTokens || rowChunk(w.rows, 6, workers) < fwdLanesMinRows {
+	if s == nil || !fwdLanes || !fwdLanesPlanesShared || m < fwdLanesMinTokens || w.cols < fwdLanesPlaneMinCols || rowChunk(w.rows, 6, workers) < fwdLanesMinRows {
 		return
 	}
 	groups := (m + 3) / 4

@@ -170,7 +170,8 @@ func TestForwardLanesAVX2SharedPlanesSameBits(t *testing.T) {
 	defer func(on, shared bool, pb, pg int, pf bool) {
 		fwdLanes, fwdLanesPlanesShared, fwdLanesPlaneBlock, fwdLanesPlaneGroups, fwdLanesPlanePrefetch = on, shared, pb, pg, pf
 	}(fwdLanes, fwdLanesPlanesShared, fwdLanesPlaneBlock, fwdLanesPlaneGroups, fwdLanesPlanePrefetch)
-	fwdLanes = true
+	defer func(c int) { fwdLanesPlaneMinCols = c }(fwdLanesPlaneMinCols)
+	fwdLanes, fwdLanesPlaneMinCols = true, 1
 	withAVX2(t, func() {
 		for _, sh := range [][2]int{{400, 100}, {390, 1040}, {400, 2100}} {
 			for _, m := range []int{130, 257} {
