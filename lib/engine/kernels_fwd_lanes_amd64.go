@@ -74,7 +74,12 @@ var fwdLanesPlanes = true
 // for every worker piece and every product that shares the pack (q, k and
 // v; gate and up), and run each piece through the lane planes
 // (fwdLanesPlaneRowsOn): the same bits. Copied per call, the planes lost
-// on the layers' pieces of 64-384 rows (fwdLanesPlaneMinRows).
+// on the layers' pieces of 64-384 rows (fwdLanesPlaneMinRows). On the
+// Zen 3 host (2026-12-01, BenchmarkGEMMLanesAVX2 LANES_AB=shared, with
+// fwdLanesPlanePrefetch, two cores shared with other benchmarks, load
+// 5-6) the 0.6B layer shapes gave 1.06-1.35 of the whole-panel tiles'
+// GFLOP per CPU-second at M = 1024 (paired medians), 1.02-1.08 at 128 and
+// 1.07-1.43 at 4096; the 28-layer 0.6B 2×512 step 1.03 less CPU.
 var fwdLanesPlanesShared = true
 
 // fwdLanesPlaneMinCols is the fewest columns for which
@@ -344,7 +349,10 @@ var fwdLanesPlaneTiles = [3]func(x *float32, gstride int, w *float32, kc, groups
 // fwdLanesPlanePrefetch has each lane-plane tile call prefetch the next
 // lane's planes of the tokens and of the panel (the next block's first
 // lane after the last), a line of each per trip of its loop; without it
-// the tile passes its own (nothing new).
+// the tile passes its own (nothing new). Each lane's tokens (8 KiB at
+// 1024 columns) otherwise came from L3 as the lane started: with it the
+// shared planes gave 1.01-1.22 (paired CPU medians, M = 1024, the 0.6B
+// layer shapes; BenchmarkGEMMLanesAVX2 LANES_AB=planeprefetch).
 var fwdLanesPlanePrefetch = true
 
 // fwdLanesPanel packs rows [j, j+rows) and chunks [c0, c1) of w into p
@@ -397,7 +405,10 @@ func fwdLanesWeight(w mat, i int) float32 {
 }
 
 // fwdLanesPlaneBlock is the column block of the lane planes' panels, in
-// chunks (0: all the columns).
+// chunks (0: all the columns). A lane's plane of a 24-row panel is 6 KiB
+// at 1024 columns and 18 KiB at 3072, still in L1, so the columns need no
+// blocks: with blocks of 64 chunks down (3072 columns) read 48-49 GFLOP
+// per CPU-second on one core, with none 55-57 (load 4-5).
 var fwdLanesPlaneBlock = 0
 
 // planeShape is lanesShape with the lane planes' column block
