@@ -79,7 +79,9 @@ var fwdLanesPlanes = true
 // fwdLanesPlanePrefetch, two cores shared with other benchmarks, load
 // 5-6) the 0.6B layer shapes gave 1.06-1.35 of the whole-panel tiles'
 // GFLOP per CPU-second at M = 1024 (paired medians), 1.02-1.08 at 128 and
-// 1.07-1.43 at 4096; the 28-layer 0.6B 2×512 step 1.03 less CPU.
+// 1.07-1.43 at 4096. The 28-layer 0.6B 2×512 step (BenchmarkTrainStepLanes
+// LANES_STEP=0.6b LANES_STEP_SWITCH=shared, ten pairs, load 0.2-7) took
+// 1.03 less CPU (median; range 0.91-1.14), 1.01 in wall: inside the noise.
 var fwdLanesPlanesShared = true
 
 // fwdLanesPlaneMinCols is the fewest columns for which
