@@ -2378,9 +2378,11 @@ ret:
 	VZEROUPPER
 	RET
 
-// func fwdLanesPlane4x1(x *float32, gstride int, w *float32, kc int, groups int, scratch *float32, resume int)
-// Requires: AVX, FMA3
-TEXT ·fwdLanesPlane4x1(SB), NOSPLIT|NOFRAME, $0-56
+// func fwdLanesPlane4x1(x *float32, gstride int, w *float32, kc int, groups int, scratch *float32, resume int, nx *float32, nw *float32)
+// Requires: AVX, FMA3, MMX+
+TEXT ·fwdLanesPlane4x1(SB), NOSPLIT|NOFRAME, $0-72
+	MOVQ  nx+56(FP), R12
+	MOVQ  nw+64(FP), R13
 	MOVQ  x+0(FP), AX
 	MOVQ  gstride+8(FP), CX
 	MOVQ  w+16(FP), DX
@@ -2450,6 +2452,10 @@ loop:
 	VFMADD231PS  Y15, Y12, Y2
 	VBROADCASTSS 60(R9), Y15
 	VFMADD231PS  Y15, Y12, Y3
+	PREFETCHT0   (R12)
+	ADDQ         $0x40, R12
+	PREFETCHT0   (R13)
+	ADDQ         $0x40, R13
 	ADDQ         $0x40, R9
 	ADDQ         $0x00000080, R10
 	DECQ         R11
@@ -2489,9 +2495,11 @@ ret:
 	VZEROUPPER
 	RET
 
-// func fwdLanesPlane4x2(x *float32, gstride int, w *float32, kc int, groups int, scratch *float32, resume int)
-// Requires: AVX, FMA3
-TEXT ·fwdLanesPlane4x2(SB), NOSPLIT|NOFRAME, $0-56
+// func fwdLanesPlane4x2(x *float32, gstride int, w *float32, kc int, groups int, scratch *float32, resume int, nx *float32, nw *float32)
+// Requires: AVX, FMA3, MMX+
+TEXT ·fwdLanesPlane4x2(SB), NOSPLIT|NOFRAME, $0-72
+	MOVQ  nx+56(FP), R12
+	MOVQ  nw+64(FP), R13
 	MOVQ  x+0(FP), AX
 	MOVQ  gstride+8(FP), CX
 	MOVQ  w+16(FP), DX
@@ -2589,6 +2597,10 @@ loop:
 	VBROADCASTSS 60(R9), Y15
 	VFMADD231PS  Y15, Y12, Y6
 	VFMADD231PS  Y15, Y13, Y7
+	PREFETCHT0   (R12)
+	ADDQ         $0x40, R12
+	PREFETCHT0   (R13)
+	ADDQ         $0x40, R13
 	ADDQ         $0x40, R9
 	ADDQ         $0x00000100, R10
 	DECQ         R11
@@ -2637,9 +2649,11 @@ ret:
 	VZEROUPPER
 	RET
 
-// func fwdLanesPlane4x3(x *float32, gstride int, w *float32, kc int, groups int, scratch *float32, resume int)
-// Requires: AVX, FMA3
-TEXT ·fwdLanesPlane4x3(SB), NOSPLIT|NOFRAME, $0-56
+// func fwdLanesPlane4x3(x *float32, gstride int, w *float32, kc int, groups int, scratch *float32, resume int, nx *float32, nw *float32)
+// Requires: AVX, FMA3, MMX+
+TEXT ·fwdLanesPlane4x3(SB), NOSPLIT|NOFRAME, $0-72
+	MOVQ  nx+56(FP), R12
+	MOVQ  nw+64(FP), R13
 	MOVQ  x+0(FP), AX
 	MOVQ  gstride+8(FP), CX
 	MOVQ  w+16(FP), DX
@@ -2765,6 +2779,10 @@ loop:
 	VFMADD231PS  Y15, Y12, Y9
 	VFMADD231PS  Y15, Y13, Y10
 	VFMADD231PS  Y15, Y14, Y11
+	PREFETCHT0   (R12)
+	ADDQ         $0x40, R12
+	PREFETCHT0   (R13)
+	ADDQ         $0x40, R13
 	ADDQ         $0x40, R9
 	ADDQ         $0x00000180, R10
 	DECQ         R11

@@ -209,6 +209,7 @@ func matMul(w mat, xs, ys [][]float32, accumulate bool) {
 // them), one slice of the batch at a time.
 func matMulSlices(p fwdPack, w mat, xs, ys [][]float32, accumulate bool, workers int) {
 	s := p.tokenSlices(w.cols, len(xs))
+	p.lanePlanesFor(w, len(xs), workers)
 	for i := range s {
 		t0, t1 := sliceOf(len(xs), s, i)
 		q, xq, yq := p.tokens(w.cols, t0), xs[t0:t1], ys[t0:t1]

@@ -66,6 +66,7 @@ type fwdPack struct {
 	pp   *[]float32
 	xp   []float32
 	avx2 bool
+	lp   *lanePlaneSet // the lane planes of xp (fwdLanesPlanesShared), or nil
 }
 
 // packForward packs xs for the assembly kernels when they take the product
@@ -74,17 +75,24 @@ func packForward(w mat, xs [][]float32) (p fwdPack, ok bool) {
 	if !useSIMD || !(fwdAsm || fwdAVX2) || w.cols == 0 || len(xs) < 4 {
 		return p, false
 	}
-	return newFwdPack(xs, w.cols, true), true
+	p = newFwdPack(xs, w.cols, true)
+	p.lp = newLanePlaneSet(len(xs))
+	return p, true
 }
 
 // newFwdPack packs xs (n columns) for whichever kernels the CPU runs, on
 // all workers when parallel (see packTokens).
 func newFwdPack(xs [][]float32, n int, parallel bool) fwdPack {
 	pp := xpackPool.Get().(*[]float32)
-	return fwdPack{pp, packTokens(xs, n, pp, parallel), fwdAVX2}
+	return fwdPack{pp, packTokens(xs, n, pp, parallel), fwdAVX2, nil}
 }
 
-func (p fwdPack) release() { xpackPool.Put(p.pp) }
+func (p fwdPack) release() {
+	xpackPool.Put(p.pp)
+	if p.lp != nil {
+		lanePlaneSetPool.Put(p.lp)
+	}
+}
 
 // fwdSliceBytes bounds the packed vectors (of the AVX-512 kernels) that
 // matMul's row pieces share before it moves on to the next slice of the
@@ -140,7 +148,7 @@ func (p fwdPack) rows(w mat, xs, ys [][]float32, lo, hi int, accumulate bool) {
 // (fwdTilesL1Then).
 func (p fwdPack) rowsThen(w mat, xs, ys [][]float32, lo, hi int, accumulate bool, after int) {
 	if p.avx2 {
-		fwd2Rows(w, p.xp, ys, lo, hi, accumulate)
+		fwd2RowsOn(w, p.xp, p.lanePlanes(w, len(ys)), ys, lo, hi, accumulate)
 		return
 	}
 	if fwdColsRows(w, xs, ys, lo, hi, accumulate) {

@@ -120,8 +120,14 @@ func fwd2Vectors(xs [][]float32, n int, xptr []*float32) *[]float32 {
 // fwdLanesMinTokens and a piece of fwdLanesMinRows, the lane-form tiles
 // (fwdLanesRows).
 func fwd2Rows(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool) {
+	fwd2RowsOn(w, xp, nil, ys, lo, hi, accumulate)
+}
+
+// fwd2RowsOn is fwd2Rows given the lane planes xl of xp (nil: none), on
+// which the lane tiles then run (fwdLanesRowsOn).
+func fwd2RowsOn(w mat, xp, xl []float32, ys [][]float32, lo, hi int, accumulate bool) {
 	if fwdLanes && len(ys) >= fwdLanesMinTokens && hi-lo >= fwdLanesMinRows {
-		fwdLanesRows(w, xp, ys, lo, hi, accumulate)
+		fwdLanesRowsOn(w, xp, xl, ys, lo, hi, accumulate)
 		return
 	}
 	if fwd2Tile4 && w.cols >= fwd2Tile4Cols {

@@ -69,6 +69,27 @@ var fwdLanesStore = true
 // scratch takes a quarter of its time (K/16 = 64 chunks a lane).
 var fwdLanesPlanes = true
 
+// fwdLanesPlanesShared has a product split over workers (matMulSlices)
+// copy its packed vectors into lane planes once (fwdPack.lanePlanesFor),
+// for every worker piece and every product that shares the pack (q, k and
+// v; gate and up), and run each piece through the lane planes
+// (fwdLanesPlaneRowsOn): the same bits. Copied per call, the planes lost
+// on the layers' pieces of 64-384 rows (fwdLanesPlaneMinRows). On the
+// Zen 3 host (2026-12-01, BenchmarkGEMMLanesAVX2 LANES_AB=shared, with
+// fwdLanesPlanePrefetch, two cores shared with other benchmarks, load
+// 5-6) the 0.6B layer shapes gave 1.06-1.35 of the whole-panel tiles'
+// GFLOP per CPU-second at M = 1024 (paired medians), 1.02-1.08 at 128 and
+// 1.07-1.43 at 4096. The 28-layer 0.6B 2×512 step (BenchmarkTrainStepLanes
+// LANES_STEP=0.6b LANES_STEP_SWITCH=shared, ten pairs, load 0.2-7) took
+// 1.03 less CPU (median; range 0.91-1.14), 1.01 in wall: inside the noise.
+var fwdLanesPlanesShared = true
+
+// fwdLanesPlaneMinCols is the fewest columns for which
+// fwdLanesPlanesShared copies the planes: a LoRA B's 32 columns (two
+// chunks a lane) ran at 0.83-0.92 of the whole-panel tiles' GFLOP per
+// CPU-second through them, the layers' 1024-3072 at 1.06-1.35.
+var fwdLanesPlaneMinCols = 1024
+
 // fwdLanesPlaneMinRows is the fewest rows of a call (a worker's piece,
 // an eighth of a worker's share) for which fwdLanesPlanes runs: each call
 // copies its vectors into lane planes, a cost that pieces of the head
@@ -97,6 +118,16 @@ var fwdLanesTiles = [3]func(xp, w *float32, kp, piece int, out, scratch *float32
 // (fewer at the end) and each block of columns the panel is packed
 // (fwdLanesPanel), then every group of four packed vectors meets it.
 func fwdLanesRows(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool) {
+	fwdLanesRowsOn(w, xp, nil, ys, lo, hi, accumulate)
+}
+
+// fwdLanesRowsOn is fwdLanesRows given the lane planes xl of xp
+// (lanePlanesCopy; nil: none), which it then runs on.
+func fwdLanesRowsOn(w mat, xp, xl []float32, ys [][]float32, lo, hi int, accumulate bool) {
+	if xl != nil {
+		fwdLanesPlaneRowsOn(w, xp, xl, ys, lo, hi, accumulate)
+		return
+	}
 	if fwdLanesPlanes && hi-lo >= fwdLanesPlaneMinRows && (fwdLanesBlock <= 0 || (w.cols+15)/16 <= fwdLanesBlock) {
 		fwdLanesPlaneRows(w, xp, ys, lo, hi, accumulate)
 		return
@@ -169,102 +200,140 @@ func fwdLanesRows(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bo
 }
 
 // fwdLanesPlaneRows is fwdLanesRows with the vectors in lane planes
-// (xl[((l·groups + g)·kp + c)·4 + t] = xp[g·packedLen + 64c + 16t + l]):
-// for each panel and column block, lane by lane, a block of
-// fwdLanesPlaneGroups groups meets the lane's plane of the panel
-// (fwdLanesPlane4x*); after the last column block the tile with no chunks
-// adds each group's lanes in the tree. The lane sums run in the same order
-// as the tile's, so the bits are the same.
+// (lanePlanesCopy), copied for this call alone: see fwdLanesPlaneRowsOn.
 func fwdLanesPlaneRows(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bool) {
+	groups := (len(ys) + 3) / 4
+	bp := fwdLanesPlanePool.Get().(*[]float32)
+	defer fwdLanesPlanePool.Put(bp)
+	size := lanePlanesLen(w.cols, groups)
+	if cap(*bp) < size {
+		*bp = make([]float32, size)
+	}
+	xl := (*bp)[:size]
+	lanePlanesCopy(xp, xl, w.cols, groups, 0, groups)
+	fwdLanesPlaneRowsOn(w, xp, xl, ys, lo, hi, accumulate)
+}
+
+// fwdLanesPlaneRowsOn is fwdLanesRows on the vectors in lane planes xl
+// (lanePlanesCopy of xp): for each panel of 24 rows, packed over all the
+// columns first, and each block of fwdLanesPlaneGroups groups, column
+// block by column block and lane by lane, the groups meet the lane's
+// plane of the block's panel (fwdLanesPlane4x*); after the last column
+// block the tile with no chunks adds each group's lanes in the tree. The
+// lane sums run in the same order as the tile's, so the bits are the
+// same. A block of groups' sums (6 KiB a group) stay in the scratch across
+// the column blocks, so that no more than those wait between them.
+func fwdLanesPlaneRowsOn(w mat, xp, xl []float32, ys [][]float32, lo, hi int, accumulate bool) {
 	n := w.cols
-	kp, pl, groups, block := lanesShape(n, len(ys))
+	kp, pl, groups, block := planeShape(n, len(ys))
 	_ = xp[groups*pl-1]
+	_ = xl[lanePlanesLen(n, groups)-1]
 	gb := groups
 	if fwdLanesPlaneGroups > 0 && fwdLanesPlaneGroups < groups {
 		gb = fwdLanesPlaneGroups
 	}
-	// gb groups' lane sums (16 × 96 float32 each), or every group's when
-	// the columns take several blocks.
 	const lanesLen, outLen = 16 * 96, 96
 	scratchLen := lanesLen * gb
-	if block < kp {
-		scratchLen = lanesLen * groups
-	}
-	xlLen := 64*groups*kp + 256*((kp+block-1)/block)
-	bp := fwdLanesPlanePool.Get().(*[]float32)
-	defer fwdLanesPlanePool.Put(bp)
-	size := scratchLen + outLen + 16*block*24 + xlLen + 8
+	bp := xpackPool.Get().(*[]float32)
+	defer xpackPool.Put(bp)
+	size := scratchLen + outLen + 16*kp*24 + 8
 	if cap(*bp) < size {
 		*bp = make([]float32, size)
 	}
 	b := (*bp)[:size]
 	b = b[int((32-uintptr(unsafe.Pointer(&b[0]))%32)%32/4):]
-	scratch, out := b[:scratchLen], b[scratchLen:scratchLen+outLen]
-	panel, xl := b[scratchLen+outLen:][:16*block*24], b[scratchLen+outLen+16*block*24:][:xlLen]
-	// Column block c0's planes start at xlAt(c0); lane l's plane of it
-	// (kc chunks) at l·(4·kc·groups + 16): the groups contiguous for the
-	// hardware prefetcher, the planes a line further apart than a power of
-	// two (16 write streams the same distance apart would share a set).
-	xlAt := func(c0 int) int { return 64*groups*c0 + 256*(c0/block) }
-	for g := range groups {
+	scratch, out, panel := b[:scratchLen], b[scratchLen:scratchLen+outLen], b[scratchLen+outLen:][:16*kp*24]
+	var dst [4]*float32
+	for ob := lo; ob < hi; ob += 24 {
+		rows := min(24, hi-ob)
+		v := (rows + 7) / 8
+		tile, lanes := fwdLanesTiles[v-1], fwdLanesPlaneTiles[v-1]
+		// Column block c0's panel at 16·c0·8v, lane l's plane of it
+		// (kc chunks) l·kc·8v further.
+		for c0 := 0; c0 < kp; c0 += block {
+			c1 := min(kp, c0+block)
+			fwdLanesPanel(w, ob, rows, v, c0, c1, panel[16*c0*8*v:][:16*(c1-c0)*8*v])
+		}
+		for g0 := 0; g0 < groups; g0 += gb {
+			g1 := min(groups, g0+gb)
+			for c0 := 0; c0 < kp; c0 += block {
+				kc := min(kp, c0+block) - c0
+				resume := 0
+				if c0 > 0 {
+					resume = 1
+				}
+				x, ls := lanePlaneAt(c0, groups, block)+4*g0*kc, 4*kc*groups+16
+				p := panel[16*c0*8*v:]
+				for l := range 16 {
+					nx, nw := &xl[x+l*ls], &p[l*kc*8*v]
+					if fwdLanesPlanePrefetch {
+						if l < 15 {
+							nx, nw = &xl[x+(l+1)*ls], &p[(l+1)*kc*8*v]
+						} else if c1 := min(kp, c0+block); c1 < kp {
+							// The next column block's first lane.
+							nx, nw = &xl[lanePlaneAt(c1, groups, block)+4*g0*(min(kp, c1+block)-c1)], &panel[16*c1*8*v]
+						} else if g1 < groups {
+							// The next block of groups' first lane.
+							nx, nw = &xl[lanePlaneAt(0, groups, block)+4*g1*min(kp, block)], &panel[0]
+						}
+					}
+					lanes(&xl[x+l*ls], 16*kc, &p[l*kc*8*v], kc, g1-g0, &scratch[96*l], resume, nx, nw)
+				}
+			}
+			for g := g0; g < g1; g++ {
+				f := fwdLanesResume | fwdLanesTree
+				if fwdLanesStore && rows == 8*v && 4*g+4 <= len(ys) {
+					f |= fwdLanesDirect
+					if accumulate {
+						f |= fwdLanesAdd
+					}
+					for t := range dst {
+						dst[t] = &ys[4*g+t][ob:][:rows][0]
+					}
+				}
+				tile(&xp[g*pl], &panel[0], 0, 1, &out[0], &scratch[(g-g0)*lanesLen], f, &xp[g*pl], &dst)
+				if f&fwdLanesDirect != 0 {
+					continue
+				}
+				for t := range min(4, len(ys)-4*g) {
+					putRow(ys[4*g+t][ob:ob+rows], out[24*t:24*t+rows], accumulate)
+				}
+			}
+		}
+	}
+}
+
+// lanePlanesLen is the float32 of the lane planes of groups packed groups
+// of n columns (lanePlanesCopy).
+func lanePlanesLen(n, groups int) int {
+	kp, _, _, block := planeShape(n, 4*groups)
+	return 64*groups*kp + 256*((kp+block-1)/block)
+}
+
+// lanePlaneAt is where column block c0's planes start in the lane planes
+// of groups groups; lane l's plane of it (kc chunks) starts
+// l·(4·kc·groups + 16) further: the groups contiguous for the hardware
+// prefetcher, the planes a line further apart than a power of two (16
+// write streams the same distance apart would share a cache set).
+func lanePlaneAt(c0, groups, block int) int { return 64*groups*c0 + 256*(c0/block) }
+
+// lanePlanesCopy copies groups [g0, g1) of the packed vectors xp (n
+// columns, groups groups in all) into the lane planes xl: for column
+// block c0 of kc chunks, xl[lanePlaneAt(c0) + l·(4·kc·groups+16) +
+// 4·(g·kc + c-c0) + t] = xp[g·packedLen + 64c + 16t + l].
+func lanePlanesCopy(xp, xl []float32, n, groups, g0, g1 int) {
+	kp, pl, _, block := planeShape(n, 4*groups)
+	for g := g0; g < g1; g++ {
 		src := xp[g*pl:][:64*kp]
 		for c0 := 0; c0 < kp; c0 += block {
 			kc := min(block, kp-c0)
-			at, ls := xlAt(c0)+4*g*kc, 4*kc*groups+16
+			at, ls := lanePlaneAt(c0, groups, block)+4*g*kc, 4*kc*groups+16
 			for c := range kc {
 				s := src[64*(c0+c):][:64]
 				i := at + 4*c
 				for l := range 16 {
 					d := xl[l*ls+i:][:4]
 					d[0], d[1], d[2], d[3] = s[l], s[16+l], s[32+l], s[48+l]
-				}
-			}
-		}
-	}
-	var dst [4]*float32
-	for ob := lo; ob < hi; ob += 24 {
-		rows := min(24, hi-ob)
-		v := (rows + 7) / 8
-		tile, lanes := fwdLanesTiles[v-1], fwdLanesPlaneTiles[v-1]
-		for c0 := 0; c0 < kp; c0 += block {
-			c1 := min(kp, c0+block)
-			kc := c1 - c0
-			p := panel[:16*kc*8*v]
-			fwdLanesPanel(w, ob, rows, v, c0, c1, p)
-			resume := 0
-			if c0 > 0 {
-				resume = 1
-			}
-			for g0 := 0; g0 < groups; g0 += gb {
-				g1 := min(groups, g0+gb)
-				s := scratch
-				if block < kp {
-					s = scratch[g0*lanesLen:]
-				}
-				for l := range 16 {
-					lanes(&xl[xlAt(c0)+l*(4*kc*groups+16)+4*g0*kc], 16*kc, &p[l*kc*8*v], kc, g1-g0, &s[96*l], resume)
-				}
-				if c1 < kp {
-					continue
-				}
-				for g := g0; g < g1; g++ {
-					f := fwdLanesResume | fwdLanesTree
-					if fwdLanesStore && rows == 8*v && 4*g+4 <= len(ys) {
-						f |= fwdLanesDirect
-						if accumulate {
-							f |= fwdLanesAdd
-						}
-						for t := range dst {
-							dst[t] = &ys[4*g+t][ob:][:rows][0]
-						}
-					}
-					tile(&xp[g*pl], &p[0], 0, 1, &out[0], &s[(g-g0)*lanesLen], f, &xp[g*pl], &dst)
-					if f&fwdLanesDirect != 0 {
-						continue
-					}
-					for t := range min(4, len(ys)-4*g) {
-						putRow(ys[4*g+t][ob:ob+rows], out[24*t:24*t+rows], accumulate)
-					}
 				}
 			}
 		}
@@ -277,7 +346,16 @@ func fwdLanesPlaneRows(w mat, xp []float32, ys [][]float32, lo, hi int, accumula
 var fwdLanesPlanePool = sync.Pool{New: func() any { return new([]float32) }}
 
 // fwdLanesPlaneTiles are the lane-plane tiles by 8-row vectors (1-3).
-var fwdLanesPlaneTiles = [3]func(x *float32, gstride int, w *float32, kc, groups int, scratch *float32, resume int){fwdLanesPlane4x1, fwdLanesPlane4x2, fwdLanesPlane4x3}
+var fwdLanesPlaneTiles = [3]func(x *float32, gstride int, w *float32, kc, groups int, scratch *float32, resume int, nx, nw *float32){fwdLanesPlane4x1, fwdLanesPlane4x2, fwdLanesPlane4x3}
+
+// fwdLanesPlanePrefetch has each lane-plane tile call prefetch the next
+// lane's planes of the tokens and of the panel (the next block's first
+// lane after the last), a line of each per trip of its loop; without it
+// the tile passes its own (nothing new). Each lane's tokens (8 KiB at
+// 1024 columns) otherwise came from L3 as the lane started: with it the
+// shared planes gave 1.01-1.22 (paired CPU medians, M = 1024, the 0.6B
+// layer shapes; BenchmarkGEMMLanesAVX2 LANES_AB=planeprefetch).
+var fwdLanesPlanePrefetch = true
 
 // fwdLanesPanel packs rows [j, j+rows) and chunks [c0, c1) of w into p
 // for the lane tiles of v 8-row vectors: p[(l·(c1-c0) + c-c0)·8v + r] =
@@ -328,6 +406,24 @@ func fwdLanesWeight(w mat, i int) float32 {
 	return w.data[i]
 }
 
+// fwdLanesPlaneBlock is the column block of the lane planes' panels, in
+// chunks (0: all the columns). A lane's plane of a 24-row panel is 6 KiB
+// at 1024 columns and 18 KiB at 3072, still in L1, so the columns need no
+// blocks: with blocks of 64 chunks down (3072 columns) read 48-49 GFLOP
+// per CPU-second on one core, with none 55-57 (load 4-5).
+var fwdLanesPlaneBlock = 0
+
+// planeShape is lanesShape with the lane planes' column block
+// (fwdLanesPlaneBlock).
+func planeShape(n, m int) (kp, pl, groups, block int) {
+	kp, pl, groups, _ = lanesShape(n, m)
+	block = kp
+	if fwdLanesPlaneBlock > 0 && fwdLanesPlaneBlock < kp {
+		block = fwdLanesPlaneBlock
+	}
+	return kp, pl, groups, block
+}
+
 // lanesShape is a lane-form product's shape for n columns and m vectors:
 // kp 16-column chunks, pl float32 a packed group, groups of four vectors,
 // and block chunks a column block (fwdLanesBlock).
@@ -338,4 +434,59 @@ func lanesShape(n, m int) (kp, pl, groups, block int) {
 		block = fwdLanesBlock
 	}
 	return kp, packedLen(n), (m + 3) / 4, block
+}
+
+// lanePlaneSet is a packed batch's lane planes (fwdLanesPlanesShared),
+// copied once for every product and worker piece that reads the batch.
+type lanePlaneSet struct {
+	xl []float32
+	// n, block and groups are the columns, fwdLanesPlaneBlock and groups of
+	// four vectors the planes were copied for (n = 0: not yet).
+	n, block, groups int
+}
+
+var lanePlaneSetPool = sync.Pool{New: func() any { return new(lanePlaneSet) }}
+
+// newLanePlaneSet returns an empty lanePlaneSet for a pack of m vectors
+// that products split over workers will read, or nil when the lane
+// planes would not run on it.
+func newLanePlaneSet(m int) *lanePlaneSet {
+	if !fwdAVX2 || !fwdLanes || !fwdLanesPlanesShared || m < fwdLanesMinTokens {
+		return nil
+	}
+	s := lanePlaneSetPool.Get().(*lanePlaneSet)
+	s.n = 0
+	return s
+}
+
+// lanePlanesFor copies p's vectors into its lane planes, over the
+// workers, before w's product splits over them, when the product's
+// pieces will take the lane tiles and the planes are not there yet.
+func (p fwdPack) lanePlanesFor(w mat, m, workers int) {
+	s := p.lp
+	if s == nil || !fwdLanes || !fwdLanesPlanesShared || m < fwdLanesMinTokens || w.cols < fwdLanesPlaneMinCols || rowChunk(w.rows, 6, workers) < fwdLanesMinRows {
+		return
+	}
+	groups := (m + 3) / 4
+	if s.n == w.cols && s.block == fwdLanesPlaneBlock && s.groups == groups {
+		return
+	}
+	size := lanePlanesLen(w.cols, groups)
+	if cap(s.xl) < size {
+		s.xl = make([]float32, size)
+	}
+	s.xl = s.xl[:size]
+	per := (groups + 2*workers - 1) / (2 * workers)
+	forkJoin((groups+per-1)/per, func(i int) {
+		lanePlanesCopy(p.xp, s.xl, w.cols, groups, i*per, min((i+1)*per, groups))
+	})
+	s.n, s.block, s.groups = w.cols, fwdLanesPlaneBlock, groups
+}
+
+// lanePlanes is p's lane planes for w's columns and m vectors, or nil.
+func (p fwdPack) lanePlanes(w mat, m int) []float32 {
+	if s := p.lp; s != nil && fwdLanesPlanesShared && s.n == w.cols && s.block == fwdLanesPlaneBlock && s.groups == (m+3)/4 {
+		return s.xl
+	}
+	return nil
 }

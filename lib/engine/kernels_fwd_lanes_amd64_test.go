@@ -16,9 +16,9 @@ import (
 // through out and putRow, whole tiles straight into the rows), float32
 // and bfloat16 weights, accumulating or not.
 func TestForwardLanesAVX2MatchesDotForm(t *testing.T) {
-	defer func(on bool, piece, block int, planes bool, pg int) {
-		fwdLanes, fwdLanesPiece, fwdLanesBlock, fwdLanesPlanes, fwdLanesPlaneGroups = on, piece, block, planes, pg
-	}(fwdLanes, fwdLanesPiece, fwdLanesBlock, fwdLanesPlanes, fwdLanesPlaneGroups)
+	defer func(on bool, piece, block int, planes bool, pg, pb int) {
+		fwdLanes, fwdLanesPiece, fwdLanesBlock, fwdLanesPlanes, fwdLanesPlaneGroups, fwdLanesPlaneBlock = on, piece, block, planes, pg, pb
+	}(fwdLanes, fwdLanesPiece, fwdLanesBlock, fwdLanesPlanes, fwdLanesPlaneGroups, fwdLanesPlaneBlock)
 	withAVX2(t, func() {
 		shapes := [][2]int{{1, 1}, {5, 15}, {8, 16}, {23, 17}, {24, 33}, {25, 100}, {49, 64}, {67, 1040}, {30, 2100}}
 		ms := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 64, 130}
@@ -50,14 +50,26 @@ func TestForwardLanesAVX2MatchesDotForm(t *testing.T) {
 									}
 								}
 								// The lane planes (fwdLanesPlanes), every
-								// group in one call and a few at a time.
+								// group in one call and a few at a time,
+								// copied for the call and given
+								// (fwdLanesPlanesShared), their panels'
+								// column block the lanes'.
+								fwdLanesPlaneBlock = block
 								for _, pg := range []int{0, 3} {
 									fwdLanesPlaneGroups = pg
 									got := startRows(m, sh[0])
 									fwdLanesPlaneRows(mm, p.xp, got, lo, sh[0], acc)
+									groups := (m + 3) / 4
+									xl := make([]float32, lanePlanesLen(sh[1], groups))
+									lanePlanesCopy(p.xp, xl, sh[1], groups, 0, groups)
+									given := startRows(m, sh[0])
+									fwdLanesRowsOn(mm, p.xp, xl, given, lo, sh[0], acc)
 									for b := range got {
 										if !sameBits(got[b], want[b]) {
 											t.Fatalf("%s planes groups=%d: vector %d differs from the dot-form tiles", name, pg, b)
+										}
+										if !sameBits(given[b], want[b]) {
+											t.Fatalf("%s given planes groups=%d: vector %d differs from the dot-form tiles", name, pg, b)
 										}
 									}
 								}
@@ -141,6 +153,67 @@ func TestForwardLanesAVX2NaNPayloads(t *testing.T) {
 				}
 				if !sameBits(planes[b], want[b]) {
 					t.Fatalf("acc=%v: vector %d differs from the dot-form tiles with the lane planes", acc, b)
+				}
+			}
+		}
+	})
+}
+
+// TestForwardLanesAVX2SharedPlanesSameBits requires a product split over
+// two workers as matMulSlices splits it to give the same bits with the
+// lane planes copied once for the pack (fwdLanesPlanesShared) as without,
+// and two products on one pack (q and k) to share the planes: pieces of
+// 24 rows or more, columns with a tail and over several of the planes'
+// column blocks, float32 and bfloat16, accumulating or not, with and
+// without fwdLanesPlanePrefetch.
+func TestForwardLanesAVX2SharedPlanesSameBits(t *testing.T) {
+	defer func(on, shared bool, pb, pg int, pf bool) {
+		fwdLanes, fwdLanesPlanesShared, fwdLanesPlaneBlock, fwdLanesPlaneGroups, fwdLanesPlanePrefetch = on, shared, pb, pg, pf
+	}(fwdLanes, fwdLanesPlanesShared, fwdLanesPlaneBlock, fwdLanesPlaneGroups, fwdLanesPlanePrefetch)
+	defer func(c int) { fwdLanesPlaneMinCols = c }(fwdLanesPlaneMinCols)
+	fwdLanes, fwdLanesPlaneMinCols = true, 1
+	withAVX2(t, func() {
+		for _, sh := range [][2]int{{400, 100}, {390, 1040}, {400, 2100}} {
+			for _, m := range []int{130, 257} {
+				if emulated() && (m != 130 || sh[1] > 1040) {
+					continue
+				}
+				w, wb, xs := fwdCase(sh[0], sh[1], m, uint64(sh[0]+sh[1]+m))
+				w2, _, _ := fwdCase(sh[0]/2, sh[1], 1, uint64(sh[1]+7))
+				for _, mm := range []mat{w, wb} {
+					for _, acc := range []bool{false, true} {
+						for _, cfg := range [][3]int{{0, 8, 1}, {2, 3, 1}, {0, 8, 0}} {
+							fwdLanesPlaneBlock, fwdLanesPlaneGroups, fwdLanesPlanePrefetch = cfg[0], cfg[1], cfg[2] == 1
+							name := fmt.Sprintf("%dx%d M=%d bf16=%v acc=%v block=%d groups=%d prefetch=%v", sh[0], sh[1], m, mm.bf != nil, acc, cfg[0], cfg[1], cfg[2] == 1)
+							run := func(shared bool) (y, y2 [][]float32) {
+								fwdLanesPlanesShared = shared
+								y, y2 = startRows(m, mm.rows), startRows(m, w2.rows)
+								p, ok := packForward(mm, xs)
+								if !ok {
+									t.Fatalf("%s: the batch was not packed", name)
+								}
+								defer p.release()
+								for _, pr := range []struct {
+									w mat
+									y [][]float32
+								}{{mm, y}, {w2, y2}} {
+									p.lanePlanesFor(pr.w, m, 2)
+									if shared && p.lanePlanes(pr.w, m) == nil {
+										t.Fatalf("%s: no lane planes for the pieces", name)
+									}
+									forkRows(pr.w.rows, 6, 2, func(lo, hi int) { p.rows(pr.w, xs, pr.y, lo, hi, acc) })
+								}
+								return y, y2
+							}
+							want, want2 := run(false)
+							got, got2 := run(true)
+							for b := range got {
+								if !sameBits(got[b], want[b]) || !sameBits(got2[b], want2[b]) {
+									t.Fatalf("%s: vector %d differs with the shared lane planes", name, b)
+								}
+							}
+						}
+					}
 				}
 			}
 		}

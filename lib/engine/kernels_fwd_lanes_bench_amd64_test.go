@@ -24,7 +24,11 @@ import (
 // LANES_AB=prefetch (store) compares the lanes with and without
 // fwdLanesPrefetch (fwdLanesStore) instead of with the dot form, and
 // LANES_AB=planes the lanes without and with fwdLanesPlanes
-// (LANES_PLANE_GROUPS: fwdLanesPlaneGroups).
+// (LANES_PLANE_GROUPS: fwdLanesPlaneGroups), LANES_AB=shared the lanes
+// as they ran before without and with fwdLanesPlanesShared and
+// fwdLanesPlanePrefetch,
+// LANES_AB=planeprefetch the shared planes without and with
+// fwdLanesPlanePrefetch.
 func BenchmarkGEMMLanesAVX2(b *testing.B) {
 	ms := []int{128, 512}
 	if s := os.Getenv("LANES_M"); s != "" {
@@ -48,7 +52,12 @@ func BenchmarkGEMMLanesAVX2(b *testing.B) {
 	if s := os.Getenv("LANES_PLANE_GROUPS"); s != "" {
 		fwdLanesPlaneGroups, _ = strconv.Atoi(s)
 	}
-	if ab != "planes" {
+	defer func(on bool) { fwdLanesPlanesShared = on }(fwdLanesPlanesShared)
+	defer func(on bool) { fwdLanesPlanePrefetch = on }(fwdLanesPlanePrefetch)
+	if ab != "shared" && ab != "planeprefetch" {
+		fwdLanesPlanesShared = false
+	}
+	if ab != "planes" && ab != "shared" && ab != "planeprefetch" {
 		fwdLanesPlanes = false // the lanes' rounds: the tiles over whole panels
 	}
 	defer func(p, s bool, m int) {
@@ -95,6 +104,10 @@ func BenchmarkGEMMLanesAVX2(b *testing.B) {
 									fwdLanes, fwdLanesStore = true, on
 								case "planes":
 									fwdLanes, fwdLanesPlanes = true, on
+								case "shared":
+									fwdLanes, fwdLanesPlanesShared, fwdLanesPlanePrefetch = true, on, on
+								case "planeprefetch":
+									fwdLanes, fwdLanesPlanesShared, fwdLanesPlanePrefetch = true, true, on
 								default:
 									fwdLanes = on
 								}
@@ -126,20 +139,26 @@ func BenchmarkGEMMLanesAVX2(b *testing.B) {
 }
 
 // BenchmarkTrainStepLanes alternates training steps of BenchmarkTrainStep's
-// qwen3-wide4 2×512 shape (LANES_STEP=1x2048: 1×2048) with fwdLanes off
+// qwen3-wide4 2×512 shape (LANES_STEP=1x2048: 1×2048; LANES_STEP=0.6b:
+// the 28-layer 0.6B shape at 2×512) with fwdLanes off
 // and on in one process (the order swapped each pair) and reports the paired off/on ratios of CPU and
 // wall time: on a machine shared with other jobs, separate binaries' step
 // times differ by the load of the moment more than by the change.
-// LANES_STEP_SWITCH=planes keeps the lanes on and flips fwdLanesPlanes.
+// LANES_STEP_SWITCH=planes keeps the lanes on and flips fwdLanesPlanes,
+// LANES_STEP_SWITCH=shared fwdLanesPlanesShared and fwdLanesPlanePrefetch
+// together.
 func BenchmarkTrainStepLanes(b *testing.B) {
 	if !fwdAVX2 {
 		b.Skip("the AVX2 forward kernels are not selected on this CPU")
 	}
-	name, lens := "qwen3-wide4-2x512", []int{512, 512}
-	if os.Getenv("LANES_STEP") == "1x2048" {
+	name, lens, layers := "qwen3-wide4-2x512", []int{512, 512}, 4
+	switch os.Getenv("LANES_STEP") {
+	case "1x2048":
 		name, lens = "qwen3-wide4-1x2048", []int{2048}
+	case "0.6b":
+		name, layers = "qwen3-0.6b-shape-2x512", 28
 	}
-	m := benchStepModel(b, name, 4)
+	m := benchStepModel(b, name, layers)
 	tr := mustTrainer(b, m, LoRAConfig{Rank: 32, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 1})
 	loss, _ := NewLoss(LossCrossEntropy, nil)
 	data := forLoss(testData(min(m.cfg.VocabSize, 256), 3, lens...), LossCrossEntropy)
@@ -155,9 +174,15 @@ func BenchmarkTrainStepLanes(b *testing.B) {
 	// LANES_STEP_SWITCH=planes: the lanes on throughout, fwdLanesPlanes
 	// off and on.
 	flip := func(on bool) { fwdLanes = on }
-	if os.Getenv("LANES_STEP_SWITCH") == "planes" {
+	switch os.Getenv("LANES_STEP_SWITCH") {
+	case "planes":
 		fwdLanes = true
 		flip = func(on bool) { fwdLanesPlanes = on }
+	case "shared":
+		defer func(on bool) { fwdLanesPlanesShared = on }(fwdLanesPlanesShared)
+		fwdLanes = true
+		defer func(on bool) { fwdLanesPlanePrefetch = on }(fwdLanesPlanePrefetch)
+		flip = func(on bool) { fwdLanesPlanesShared, fwdLanesPlanePrefetch = on, on }
 	}
 	step() // sizes the scratch arena
 	var rc, rw []float64

@@ -222,11 +222,20 @@ func tile(ctx *build.Context, v int) {
 // them from there). Each sum runs c ascending with one FMA each, with
 // tile's operand order, so tile's lane tree (flags lanesResume|lanesTree,
 // no chunks) finishes them into the dot form's bits.
+//
+// Each trip of the loop (unroll chunks) prefetches a line of nx and one of
+// nw: the next call's lane planes of the tokens (groups·kc·16 bytes, a line
+// a trip) and of the panel (kc·32v bytes, fewer), so that the next lane
+// does not start on its tokens from L3 and its panel from L2. Passing x
+// and w prefetches nothing new.
 func planeTile(ctx *build.Context, v int) {
 	name := fmt.Sprintf("fwdLanesPlane4x%d", v)
-	asmout.Kernel(ctx, name, "func(x *float32, gstride int, w *float32, kc, groups int, scratch *float32, resume int)")
+	asmout.Kernel(ctx, name, "func(x *float32, gstride int, w *float32, kc, groups int, scratch *float32, resume int, nx, nw *float32)")
 	x, gs, w, kc, n, sl, res := ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64(), ctx.GP64()
 	px, pw, cnt := ctx.GP64(), ctx.GP64(), ctx.GP64()
+	pfx, pfw := ctx.GP64(), ctx.GP64()
+	ctx.Load(ctx.Param("nx"), pfx)
+	ctx.Load(ctx.Param("nw"), pfw)
 	ctx.Load(ctx.Param("x"), x)
 	ctx.Load(ctx.Param("gstride"), gs)
 	ctx.Load(ctx.Param("w"), w)
@@ -242,7 +251,12 @@ func planeTile(ctx *build.Context, v int) {
 	startAccs(ctx, v, sl)
 	ctx.MOVQ(x, px)
 	ctx.MOVQ(w, pw)
-	chunkLoop(ctx, v, kc, cnt, pw, px, sl, 16, 4, func() {})
+	chunkLoop(ctx, v, kc, cnt, pw, px, sl, 16, 4, func() {
+		ctx.PREFETCHT0(Mem{Base: pfx})
+		ctx.ADDQ(U8(64), pfx)
+		ctx.PREFETCHT0(Mem{Base: pfw})
+		ctx.ADDQ(U8(64), pfw)
+	})
 	ctx.ADDQ(gs, x)
 	ctx.ADDQ(U32(16*laneBytes), sl)
 	ctx.DECQ(n)
