@@ -416,19 +416,30 @@ func outerAsmShared(dsts [][]float32, rows, cols int, uss [][][]float32, vs [][]
 	if !ok || rows > outerSplitColsRows || m == 0 {
 		return false
 	}
-	terms := make([]outerTerm, len(dsts))
-	for i, d := range dsts {
-		lu, ok := rowStride(uss[i], rows)
-		if !ok || len(uss[i]) != m || len(d) < rows*cols {
-			return false
-		}
-		terms[i] = outerTerm{d, uss[i], lu, 0, rows}
+	terms, ok := outerTerms(dsts, rows, cols, uss, m)
+	if !ok {
+		return false
 	}
 	wv := tileShape(rows, (cols+15)/16, colsRmax(), outerTileFloor)
 	parallelPieces(cols, 16*wv*max(1, tCols/(16*wv)), len(dsts)*rows*cols*m, func(lo, hi int) {
 		outerBlockShared(terms, cols, vs, lv, wv, lo, hi)
 	})
 	return true
+}
+
+// outerTerms returns the terms of outerAccShared's sum of m batch rows,
+// or false when some us's rows are not evenly spaced, are not m, or a dst
+// is short.
+func outerTerms(dsts [][]float32, rows, cols int, uss [][][]float32, m int) ([]outerTerm, bool) {
+	terms := make([]outerTerm, len(dsts))
+	for i, d := range dsts {
+		lu, ok := rowStride(uss[i], rows)
+		if !ok || len(uss[i]) != m || len(d) < rows*cols {
+			return nil, false
+		}
+		terms[i] = outerTerm{d, uss[i], lu, 0, rows}
+	}
+	return terms, true
 }
 
 // outerPackStride is the row stride of the B operand (in float32s, 1

@@ -260,13 +260,9 @@ func outer2Shared(dsts [][]float32, rows, cols int, uss [][][]float32, vs [][]fl
 	if !ok {
 		return false
 	}
-	terms := make([]outerTerm, len(dsts))
-	for i, d := range dsts {
-		lu, ok := rowStride(uss[i], rows)
-		if !ok || len(uss[i]) != m || len(d) < rows*cols {
-			return false
-		}
-		terms[i] = outerTerm{d, uss[i], lu, 0, rows}
+	terms, ok := outerTerms(dsts, rows, cols, uss, m)
+	if !ok {
+		return false
 	}
 	wv := tileShape(rows, (cols+7)/8, bwd2ColsRmax(), outerTileFloor)
 	parallelPieces(cols, tMul2Width(wv), len(dsts)*rows*cols*m, func(lo, hi int) {
