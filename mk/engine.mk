@@ -8,8 +8,11 @@
 # - Training step: tokens/s of forward_backward (sequences of 128 tokens,
 #   rank-32 LoRA on every target) + optim_step on tiny-llama, tiny-qwen3
 #   and a random Qwen3-0.6B-shaped model, next to the scalar kernels (the
-#   tiny models only) and, where python3-torch is installed, the same step in PyTorch on the same
-#   threads (OpenBLAS preloaded) with the ratio; and the model FLOPs
+#   tiny models only) and, where python3-torch is installed, the same
+#   step in PyTorch on the same threads (OpenBLAS preloaded) with the
+#   ratio (TINKER_BENCH_TORCH_RUNS=N in the environment: the median of N
+#   PyTorch processes, whose speed moves between processes, with the
+#   ratio's range); and the model FLOPs
 #   utilisation (%MFU by wall time, %MFU-cpu by CPU time) against the
 #   widest FMA peak. Each shape runs TRAIN_STEPS steps (and PyTorch as
 #   many after its warm-up), each between two runs of the FMA loop: the
