@@ -257,7 +257,8 @@ func fwdLanesPlaneRowsOn(w mat, xp, xl []float32, ys [][]float32, lo, hi int, ac
 		for g0 := 0; g0 < groups; g0 += gb {
 			g1 := min(groups, g0+gb)
 			for c0 := 0; c0 < kp; c0 += block {
-				kc := min(kp, c0+block) - c0
+				c1 := min(kp, c0+block)
+				kc := c1 - c0
 				resume := 0
 				if c0 > 0 {
 					resume = 1
@@ -269,7 +270,7 @@ func fwdLanesPlaneRowsOn(w mat, xp, xl []float32, ys [][]float32, lo, hi int, ac
 					if fwdLanesPlanePrefetch {
 						if l < 15 {
 							nx, nw = &xl[x+(l+1)*ls], &p[(l+1)*kc*8*v]
-						} else if c1 := min(kp, c0+block); c1 < kp {
+						} else if c1 < kp {
 							// The next column block's first lane.
 							nx, nw = &xl[lanePlaneAt(c1, groups, block)+4*g0*(min(kp, c1+block)-c1)], &panel[16*c1*8*v]
 						} else if g1 < groups {
