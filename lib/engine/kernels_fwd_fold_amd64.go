@@ -31,6 +31,9 @@ func matMulFoldAsm(w mat, xs, ys [][]float32, b mat, ts [][]float32, accumulate 
 
 // matMulFoldOn is matMulFold on xs already packed for w (matMulOn).
 func matMulFoldOn(p fwdPack, w mat, xs, ys [][]float32, b mat, ts [][]float32, accumulate bool) {
+	if lanesFoldOn(p, w, xs, ys, b, ts, accumulate) {
+		return
+	}
 	if !foldTakes(w, xs, b, ts) {
 		matMulOn(p, w, xs, ys, accumulate)
 		matMul(b, ts, ys, true)

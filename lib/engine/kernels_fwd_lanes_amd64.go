@@ -125,7 +125,7 @@ func fwdLanesRows(w mat, xp []float32, ys [][]float32, lo, hi int, accumulate bo
 // (lanePlanesCopy; nil: none), which it then runs on.
 func fwdLanesRowsOn(w mat, xp, xl []float32, ys [][]float32, lo, hi int, accumulate bool) {
 	if xl != nil {
-		fwdLanesPlaneRowsOn(w, xp, xl, ys, lo, hi, accumulate)
+		fwdLanesPlaneRowsOn(w, xp, xl, ys, lo, hi, accumulate, nil)
 		return
 	}
 	if fwdLanesPlanes && hi-lo >= fwdLanesPlaneMinRows && (fwdLanesBlock <= 0 || (w.cols+15)/16 <= fwdLanesBlock) {
@@ -211,7 +211,7 @@ func fwdLanesPlaneRows(w mat, xp []float32, ys [][]float32, lo, hi int, accumula
 	}
 	xl := (*bp)[:size]
 	lanePlanesCopy(xp, xl, w.cols, groups, 0, groups)
-	fwdLanesPlaneRowsOn(w, xp, xl, ys, lo, hi, accumulate)
+	fwdLanesPlaneRowsOn(w, xp, xl, ys, lo, hi, accumulate, nil)
 }
 
 // fwdLanesPlaneRowsOn is fwdLanesRows on the vectors in lane planes xl
@@ -222,8 +222,9 @@ func fwdLanesPlaneRows(w mat, xp []float32, ys [][]float32, lo, hi int, accumula
 // block the tile with no chunks adds each group's lanes in the tree. The
 // lane sums run in the same order as the tile's, so the bits are the
 // same. A block of groups' sums (6 KiB a group) stay in the scratch across
-// the column blocks, so that no more than those wait between them.
-func fwdLanesPlaneRowsOn(w mat, xp, xl []float32, ys [][]float32, lo, hi int, accumulate bool) {
+// the column blocks, so that no more than those wait between them. With a
+// fold (nil: none), each group's outputs then get B·t added (lanesFold).
+func fwdLanesPlaneRowsOn(w mat, xp, xl []float32, ys [][]float32, lo, hi int, accumulate bool, fold *lanesFold) {
 	n := w.cols
 	kp, pl, groups, block := planeShape(n, len(ys))
 	_ = xp[groups*pl-1]
@@ -236,13 +237,19 @@ func fwdLanesPlaneRowsOn(w mat, xp, xl []float32, ys [][]float32, lo, hi int, ac
 	scratchLen := lanesLen * gb
 	bp := xpackPool.Get().(*[]float32)
 	defer xpackPool.Put(bp)
-	size := scratchLen + outLen + 16*kp*24 + 8
+	kpb := 0 // B's chunks (fold)
+	if fold != nil {
+		kpb = (fold.b.cols + 15) / 16
+	}
+	size := scratchLen + outLen + 16*kp*24 + 16*kpb*24 + 8
 	if cap(*bp) < size {
 		*bp = make([]float32, size)
 	}
 	b := (*bp)[:size]
 	b = b[int((32-uintptr(unsafe.Pointer(&b[0]))%32)%32/4):]
 	scratch, out, panel := b[:scratchLen], b[scratchLen:scratchLen+outLen], b[scratchLen+outLen:][:16*kp*24]
+	bpanel := b[scratchLen+outLen+16*kp*24:][:16*kpb*24]
+	piece := max(1, fwdLanesPiece)
 	var dst [4]*float32
 	for ob := lo; ob < hi; ob += 24 {
 		rows := min(24, hi-ob)
@@ -253,6 +260,9 @@ func fwdLanesPlaneRowsOn(w mat, xp, xl []float32, ys [][]float32, lo, hi int, ac
 		for c0 := 0; c0 < kp; c0 += block {
 			c1 := min(kp, c0+block)
 			fwdLanesPanel(w, ob, rows, v, c0, c1, panel[16*c0*8*v:][:16*(c1-c0)*8*v])
+		}
+		if fold != nil {
+			fwdLanesPanel(fold.b, ob, rows, v, 0, kpb, bpanel[:16*kpb*8*v])
 		}
 		for g0 := 0; g0 < groups; g0 += gb {
 			g1 := min(groups, g0+gb)
@@ -292,12 +302,28 @@ func fwdLanesPlaneRowsOn(w mat, xp, xl []float32, ys [][]float32, lo, hi int, ac
 						dst[t] = &ys[4*g+t][ob:][:rows][0]
 					}
 				}
-				tile(&xp[g*pl], &panel[0], 0, 1, &out[0], &scratch[(g-g0)*lanesLen], f, &xp[g*pl], &dst)
-				if f&fwdLanesDirect != 0 {
+				s := &scratch[(g-g0)*lanesLen]
+				tile(&xp[g*pl], &panel[0], 0, 1, &out[0], s, f, &xp[g*pl], &dst)
+				if f&fwdLanesDirect == 0 {
+					for t := range min(4, len(ys)-4*g) {
+						putRow(ys[4*g+t][ob:ob+rows], out[24*t:24*t+rows], accumulate)
+					}
+				}
+				if fold == nil {
 					continue
 				}
-				for t := range min(4, len(ys)-4*g) {
-					putRow(ys[4*g+t][ob:ob+rows], out[24*t:24*t+rows], accumulate)
+				// B·t over B's kpb chunks in the group's scratch, which the
+				// tree has read, added into the rows just written.
+				fb := f &^ fwdLanesResume
+				if fb&fwdLanesDirect != 0 {
+					fb |= fwdLanesAdd
+				}
+				tp := &fold.tp[g*fold.pl]
+				tile(tp, &bpanel[0], kpb, piece, &out[0], s, fb, tp, &dst)
+				if fb&fwdLanesDirect == 0 {
+					for t := range min(4, len(ys)-4*g) {
+						putRow(ys[4*g+t][ob:ob+rows], out[24*t:24*t+rows], true)
+					}
 				}
 			}
 		}
@@ -490,4 +516,54 @@ func (p fwdPack) lanePlanes(w mat, m int) []float32 {
 		return s.xl
 	}
 	return nil
+}
+
+// fwdLanesFold has a LoRA layer's product on AVX2 (matMulFoldOn: W·x, then
+// B·t added) add B's sums into each group's outputs right after the lane
+// planes' tree wrote them, while they are in L1 (lanesFoldOn), instead of
+// a second product over all the outputs: on the lm_head, 512 × 151,936
+// logits a chunk (311 MB), read and written again from memory. Each
+// output still gets W's sum rounded, then B's own sum in the dot form's
+// order added: the same bits as the two products.
+var fwdLanesFold = true
+
+// lanesFold is a LoRA's B for fwdLanesPlaneRowsOn: its rows are W's, tp
+// its inputs t packed (packTokens, pl float32 a group of four).
+type lanesFold struct {
+	b  mat
+	tp []float32
+	pl int
+}
+
+// lanesFoldOn is matMulFoldOn on AVX2 with fwdLanesFold: W's product in
+// the lane planes split over the workers as matMulSlices splits it, each
+// piece adding B·t group by group (fwdLanesPlaneRowsOn), a piece too small
+// for the lane tiles W's and then B's rows apart. It reports false, doing
+// nothing, when W's pieces would not run on shared lane planes.
+func lanesFoldOn(p fwdPack, w mat, xs, ys [][]float32, b mat, ts [][]float32, accumulate bool) bool {
+	m := len(xs)
+	if !fwdLanesFold || !p.avx2 || !fwdLanes || w.vn != nil || b.vn != nil || b.rows != w.rows || b.cols == 0 || len(ts) != m || len(ys) != m || m < fwdLanesMinTokens {
+		return false
+	}
+	workers := productWorkers(w, m)
+	if workers == 1 {
+		return false
+	}
+	p.lanePlanesFor(w, m, workers)
+	xl := p.lanePlanes(w, m)
+	if xl == nil {
+		return false
+	}
+	tq := newFwdPack(ts, b.cols, true)
+	defer tq.release()
+	fold := &lanesFold{b: b, tp: tq.xp, pl: packedLen(b.cols)}
+	forkRows(w.rows, 6, workers, func(lo, hi int) {
+		if hi-lo < fwdLanesMinRows {
+			fwd2RowsOn(w, p.xp, xl, ys, lo, hi, accumulate)
+			fwd2Rows(b, tq.xp, ys, lo, hi, true)
+			return
+		}
+		fwdLanesPlaneRowsOn(w, p.xp, xl, ys, lo, hi, accumulate, fold)
+	})
+	return true
 }

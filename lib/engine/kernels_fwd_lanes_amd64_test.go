@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"testing"
 )
 
@@ -211,6 +212,59 @@ func TestForwardLanesAVX2SharedPlanesSameBits(t *testing.T) {
 								if !sameBits(got[b], want[b]) || !sameBits(got2[b], want2[b]) {
 									t.Fatalf("%s: vector %d differs with the shared lane planes", name, b)
 								}
+							}
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestForwardLanesAVX2FoldSameBits requires a LoRA layer's product with
+// B·t added group by group in the lane planes (fwdLanesFold, lanesFoldOn)
+// to give the bits of W's product followed by B's (fwdLanesFold off):
+// W's columns with and without a tail, B's rank 32 and 20 (a tail), rows
+// whose last worker piece is too small for the lane tiles (400) or whose
+// last panel is short (390), M with a partial group, float32 and
+// bfloat16 W and B, accumulating or not, a NaN in t and in an output row.
+func TestForwardLanesAVX2FoldSameBits(t *testing.T) {
+	defer func(on, fold bool, c int) { fwdLanes, fwdLanesFold, fwdLanesPlaneMinCols = on, fold, c }(fwdLanes, fwdLanesFold, fwdLanesPlaneMinCols)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	fwdLanes, fwdLanesPlaneMinCols = true, 1
+	withAVX2(t, func() {
+		for _, sh := range [][3]int{{400, 100, 32}, {390, 1040, 32}, {400, 1024, 20}} {
+			for _, m := range []int{130, 257} {
+				if emulated() && (m != 130 || sh[1] > 1040) {
+					continue
+				}
+				w, wb, xs := fwdCase(sh[0], sh[1], m, uint64(sh[0]+sh[1]+m))
+				b, bb, ts := fwdCase(sh[0], sh[2], m, uint64(sh[2]+m))
+				ts[5][3] = float32(math.NaN())
+				for _, mm := range [][2]mat{{w, b}, {wb, bb}} {
+					for _, acc := range []bool{false, true} {
+						name := fmt.Sprintf("%dx%d B %d M=%d bf16=%v acc=%v", sh[0], sh[1], sh[2], m, mm[0].bf != nil, acc)
+						run := func(fold bool) [][]float32 {
+							fwdLanesFold = fold
+							y := startRows(m, sh[0])
+							y[7][sh[0]-1] = float32(math.Inf(1))
+							p, ok := packForward(mm[0], xs)
+							if !ok {
+								t.Fatalf("%s: the batch was not packed", name)
+							}
+							defer p.release()
+							if fold && !lanesFoldOn(p, mm[0], xs, y, mm[1], ts, acc) {
+								t.Fatalf("%s: the fold did not take the product", name)
+							}
+							if !fold {
+								matMulFoldOn(p, mm[0], xs, y, mm[1], ts, acc)
+							}
+							return y
+						}
+						want, got := run(false), run(true)
+						for i := range got {
+							if !sameBits(got[i], want[i]) {
+								t.Fatalf("%s: vector %d differs with B folded into the lane planes", name, i)
 							}
 						}
 					}

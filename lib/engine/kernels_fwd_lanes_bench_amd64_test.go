@@ -146,7 +146,7 @@ func BenchmarkGEMMLanesAVX2(b *testing.B) {
 // times differ by the load of the moment more than by the change.
 // LANES_STEP_SWITCH=planes keeps the lanes on and flips fwdLanesPlanes,
 // LANES_STEP_SWITCH=shared fwdLanesPlanesShared and fwdLanesPlanePrefetch
-// together.
+// together, LANES_STEP_SWITCH=fold fwdLanesFold.
 func BenchmarkTrainStepLanes(b *testing.B) {
 	if !fwdAVX2 {
 		b.Skip("the AVX2 forward kernels are not selected on this CPU")
@@ -178,6 +178,10 @@ func BenchmarkTrainStepLanes(b *testing.B) {
 	case "planes":
 		fwdLanes = true
 		flip = func(on bool) { fwdLanesPlanes = on }
+	case "fold":
+		defer func(on bool) { fwdLanesFold = on }(fwdLanesFold)
+		fwdLanes = true
+		flip = func(on bool) { fwdLanesFold = on }
 	case "shared":
 		defer func(on bool) { fwdLanesPlanesShared = on }(fwdLanesPlanesShared)
 		fwdLanes = true
@@ -207,4 +211,92 @@ func BenchmarkTrainStepLanes(b *testing.B) {
 	slices.Sort(rw)
 	b.ReportMetric(rc[len(rc)/2], "x-cpu")
 	b.ReportMetric(rw[len(rw)/2], "x-wall")
+}
+
+// BenchmarkGEMMLanesFoldAB runs a LoRA layer's product, W·x and then B·t
+// added (matMulFoldOn on a batch packed each call, as trainLinear packs
+// it), with fwdLanesFold off and on in alternating rounds in one process,
+// on all cores: the 0.6B / wide4 layer shapes and a 65536-row slice of the
+// lm_head (whose logits, 128 MiB at M = 512, leave L3), rank 32. It logs
+// each side's median GFLOP per second and per CPU-second (W's and B's
+// FLOPs) and the median of the rounds' paired ratios (on ÷ off). LANES_M
+// lists the batches (default 512), LANES_ROUNDS the rounds (7),
+// LANES_SHAPES a comma list of shape names.
+func BenchmarkGEMMLanesFoldAB(b *testing.B) {
+	ms := []int{512}
+	if s := os.Getenv("LANES_M"); s != "" {
+		ms = ms[:0]
+		for _, f := range strings.Split(s, ",") {
+			m, err := strconv.Atoi(f)
+			if err != nil || m < 1 {
+				b.Fatalf("LANES_M %q: want positive batches", s)
+			}
+			ms = append(ms, m)
+		}
+	}
+	rounds := 7
+	if s := os.Getenv("LANES_ROUNDS"); s != "" {
+		rounds, _ = strconv.Atoi(s)
+	}
+	only := os.Getenv("LANES_SHAPES")
+	defer func(on, fold bool) { fwdLanes, fwdLanesFold = on, fold }(fwdLanes, fwdLanesFold)
+	fwdLanes = true
+	shapes := []struct {
+		name       string
+		rows, cols int
+	}{{"q_proj", 2048, 1024}, {"kv_proj", 1024, 1024}, {"o_proj", 1024, 2048}, {"gate_up", 3072, 1024}, {"down", 1024, 3072}, {"head64k", 65536, 1024}}
+	const rank = 32
+	for _, sh := range shapes {
+		if only != "" && !slices.Contains(strings.Split(only, ","), sh.name) {
+			continue
+		}
+		for _, m := range ms {
+			w, _, xs := fwdCase(sh.rows, sh.cols, m, 2)
+			bm, _, ts := fwdCase(sh.rows, rank, m, 3)
+			ys := rowsOf(make([]float32, m*sh.rows), m, sh.rows)
+			flop := 2 * float64(sh.rows*(sh.cols+rank)*m)
+			b.Run(fmt.Sprintf("%s-%dx%d/M=%d", sh.name, sh.rows, sh.cols, m), func(b *testing.B) {
+				var wall, cpu [2][]float64
+				var rw, rc []float64
+				withAVX2Bench(b, func() {
+					for b.Loop() {
+						for r := range rounds {
+							order := []int{0, 1}
+							if r%2 == 1 {
+								order = []int{1, 0}
+							}
+							for _, i := range order {
+								fwdLanesFold = i == 1
+								w, c := gemmRound(func() {
+									p, ok := packForward(w, xs)
+									if !ok {
+										b.Fatal("the batch was not packed")
+									}
+									matMulFoldOn(p, w, xs, ys, bm, ts, false)
+									p.release()
+								}, flop, 2, 150*time.Millisecond)
+								wall[i], cpu[i] = append(wall[i], w), append(cpu[i], c)
+							}
+							k := len(wall[1]) - 1
+							rw = append(rw, wall[1][k]/wall[0][k])
+							rc = append(rc, cpu[1][k]/cpu[0][k])
+						}
+					}
+				})
+				for i, name := range []string{"two products", "fold        "} {
+					slices.Sort(wall[i])
+					slices.Sort(cpu[i])
+					k := len(wall[i])
+					b.Logf("%s: wall %.1f [%.1f-%.1f] GFLOP/s  cpu %.1f [%.1f-%.1f] GFLOP/CPU-s",
+						name, wall[i][k/2], wall[i][0], wall[i][k-1], cpu[i][k/2], cpu[i][0], cpu[i][k-1])
+				}
+				slices.Sort(rw)
+				slices.Sort(rc)
+				k := len(rw)
+				b.Logf("fold/two paired: wall %.3f [%.3f-%.3f]  cpu %.3f [%.3f-%.3f]", rw[k/2], rw[0], rw[k-1], rc[k/2], rc[0], rc[k-1])
+				b.ReportMetric(rw[k/2], "x-wall")
+				b.ReportMetric(rc[k/2], "x-cpu")
+			})
+		}
+	}
 }
