@@ -491,7 +491,7 @@ func newLanePlaneSet(m int) *lanePlaneSet {
 // pieces will take the lane tiles and the planes are not there yet.
 func (p fwdPack) lanePlanesFor(w mat, m, workers int) {
 	s := p.lp
-	if s == nil || !fwdLanes || !fwdLanesPlanesShared || m < fwdLanesMinTokens || w.cols < fwdLanesPlaneMinCols || rowChunk(w.rows, 6, workers) < fwdLanesMinRows {
+	if s == nil || !fwdLanes || !fwdLanesPlanesShared || m < fwdLanesMinTokens || w.cols < fwdLanesPlaneMinCols || rowChunk(w.rows, p.rowAlign(m), workers) < fwdLanesMinRows {
 		return
 	}
 	groups := (m + 3) / 4
@@ -557,7 +557,7 @@ func lanesFoldOn(p fwdPack, w mat, xs, ys [][]float32, b mat, ts [][]float32, ac
 	tq := newFwdPack(ts, b.cols, true)
 	defer tq.release()
 	fold := &lanesFold{b: b, tp: tq.xp, pl: packedLen(b.cols)}
-	forkRows(w.rows, 6, workers, func(lo, hi int) {
+	forkRows(w.rows, p.rowAlign(m), workers, func(lo, hi int) {
 		if hi-lo < fwdLanesMinRows {
 			fwd2RowsOn(w, p.xp, xl, ys, lo, hi, accumulate)
 			fwd2Rows(b, tq.xp, ys, lo, hi, true)
@@ -566,4 +566,21 @@ func lanesFoldOn(p fwdPack, w mat, xs, ys [][]float32, b mat, ts [][]float32, ac
 		fwdLanesPlaneRowsOn(w, p.xp, xl, ys, lo, hi, accumulate, fold)
 	})
 	return true
+}
+
+// fwdLanesAlign24 has matMulSlices cut a product that the lane tiles run
+// into pieces of a multiple of 24 rows, their panel, instead of 6 (the
+// dot-form tiles'): at 6, q_proj's 132-row pieces (2048 rows in 16) each
+// ended in a 12-row panel on the 4 × 2 tile and kv_proj's 66-row ones in
+// an 18-row panel through putRow. Which goroutine computes a row changes,
+// not how: the same bits.
+var fwdLanesAlign24 = true
+
+// rowAlign is the multiple of rows matMulSlices' pieces of a product of m
+// packed vectors take.
+func (p fwdPack) rowAlign(m int) int {
+	if fwdLanesAlign24 && p.avx2 && fwdLanes && m >= fwdLanesMinTokens {
+		return 24
+	}
+	return 6
 }

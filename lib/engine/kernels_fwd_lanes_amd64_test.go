@@ -273,3 +273,50 @@ func TestForwardLanesAVX2FoldSameBits(t *testing.T) {
 		}
 	})
 }
+
+// TestForwardLanesAVX2Align24SameBits requires a product split over two
+// workers into pieces of a multiple of 24 rows (fwdLanesAlign24) to be
+// cut so and to give the bits of pieces of a multiple of 6: rows that
+// leave a last piece too small for the lane tiles (1024 at 72 a piece),
+// a short last panel (400, 2048), columns with a tail, float32 and
+// bfloat16, accumulating or not.
+func TestForwardLanesAVX2Align24SameBits(t *testing.T) {
+	defer func(on, a bool) { fwdLanes, fwdLanesAlign24 = on, a }(fwdLanes, fwdLanesAlign24)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	fwdLanes = true
+	withAVX2(t, func() {
+		for _, sh := range [][2]int{{400, 100}, {1024, 1040}, {2048, 1024}} {
+			for _, m := range []int{130, 257} {
+				if emulated() && (m != 130 || sh[0]*sh[1] > 1<<19) {
+					continue
+				}
+				w, wb, xs := fwdCase(sh[0], sh[1], m, uint64(sh[0]+sh[1]+m))
+				for _, mm := range []mat{w, wb} {
+					for _, acc := range []bool{false, true} {
+						name := fmt.Sprintf("%dx%d M=%d bf16=%v acc=%v", sh[0], sh[1], m, mm.bf != nil, acc)
+						run := func(align24 bool) [][]float32 {
+							fwdLanesAlign24 = align24
+							y := startRows(m, sh[0])
+							p, ok := packForward(mm, xs)
+							if !ok {
+								t.Fatalf("%s: the batch was not packed", name)
+							}
+							defer p.release()
+							if c := rowChunk(sh[0], p.rowAlign(m), 2); align24 && c%24 != 0 {
+								t.Fatalf("%s: pieces of %d rows, want a multiple of 24", name, c)
+							}
+							matMulSlices(p, mm, xs, y, acc, 2)
+							return y
+						}
+						want, got := run(false), run(true)
+						for i := range got {
+							if !sameBits(got[i], want[i]) {
+								t.Fatalf("%s: vector %d differs with pieces of 24 rows", name, i)
+							}
+						}
+					}
+				}
+			}
+		}
+	})
+}

@@ -146,7 +146,8 @@ func BenchmarkGEMMLanesAVX2(b *testing.B) {
 // times differ by the load of the moment more than by the change.
 // LANES_STEP_SWITCH=planes keeps the lanes on and flips fwdLanesPlanes,
 // LANES_STEP_SWITCH=shared fwdLanesPlanesShared and fwdLanesPlanePrefetch
-// together, LANES_STEP_SWITCH=fold fwdLanesFold.
+// together, LANES_STEP_SWITCH=fold fwdLanesFold, LANES_STEP_SWITCH=align24
+// fwdLanesAlign24.
 func BenchmarkTrainStepLanes(b *testing.B) {
 	if !fwdAVX2 {
 		b.Skip("the AVX2 forward kernels are not selected on this CPU")
@@ -182,6 +183,10 @@ func BenchmarkTrainStepLanes(b *testing.B) {
 		defer func(on bool) { fwdLanesFold = on }(fwdLanesFold)
 		fwdLanes = true
 		flip = func(on bool) { fwdLanesFold = on }
+	case "align24":
+		defer func(on bool) { fwdLanesAlign24 = on }(fwdLanesAlign24)
+		fwdLanes = true
+		flip = func(on bool) { fwdLanesAlign24 = on }
 	case "shared":
 		defer func(on bool) { fwdLanesPlanesShared = on }(fwdLanesPlanesShared)
 		fwdLanes = true
@@ -221,7 +226,9 @@ func BenchmarkTrainStepLanes(b *testing.B) {
 // each side's median GFLOP per second and per CPU-second (W's and B's
 // FLOPs) and the median of the rounds' paired ratios (on ÷ off). LANES_M
 // lists the batches (default 512), LANES_ROUNDS the rounds (7),
-// LANES_SHAPES a comma list of shape names.
+// LANES_SHAPES a comma list of shape names; LANES_AB=align24 keeps the
+// fold as it is and flips fwdLanesAlign24 instead, LANES_AB=groups
+// fwdLanesPlaneGroups from its value to LANES_PLANE_GROUPS.
 func BenchmarkGEMMLanesFoldAB(b *testing.B) {
 	ms := []int{512}
 	if s := os.Getenv("LANES_M"); s != "" {
@@ -239,8 +246,14 @@ func BenchmarkGEMMLanesFoldAB(b *testing.B) {
 		rounds, _ = strconv.Atoi(s)
 	}
 	only := os.Getenv("LANES_SHAPES")
-	defer func(on, fold bool) { fwdLanes, fwdLanesFold = on, fold }(fwdLanes, fwdLanesFold)
+	ab := os.Getenv("LANES_AB")
+	defer func(on, fold, a bool) { fwdLanes, fwdLanesFold, fwdLanesAlign24 = on, fold, a }(fwdLanes, fwdLanesFold, fwdLanesAlign24)
 	fwdLanes = true
+	defer func(g int) { fwdLanesPlaneGroups = g }(fwdLanesPlaneGroups)
+	groups := [2]int{fwdLanesPlaneGroups, fwdLanesPlaneGroups}
+	if s := os.Getenv("LANES_PLANE_GROUPS"); s != "" {
+		groups[1], _ = strconv.Atoi(s)
+	}
 	shapes := []struct {
 		name       string
 		rows, cols int
@@ -266,7 +279,14 @@ func BenchmarkGEMMLanesFoldAB(b *testing.B) {
 								order = []int{1, 0}
 							}
 							for _, i := range order {
-								fwdLanesFold = i == 1
+								switch ab {
+								case "align24":
+									fwdLanesAlign24 = i == 1
+								case "groups":
+									fwdLanesPlaneGroups = groups[i]
+								default:
+									fwdLanesFold = i == 1
+								}
 								w, c := gemmRound(func() {
 									p, ok := packForward(w, xs)
 									if !ok {
@@ -283,7 +303,7 @@ func BenchmarkGEMMLanesFoldAB(b *testing.B) {
 						}
 					}
 				})
-				for i, name := range []string{"two products", "fold        "} {
+				for i, name := range []string{"off", "on "} {
 					slices.Sort(wall[i])
 					slices.Sort(cpu[i])
 					k := len(wall[i])
@@ -293,7 +313,7 @@ func BenchmarkGEMMLanesFoldAB(b *testing.B) {
 				slices.Sort(rw)
 				slices.Sort(rc)
 				k := len(rw)
-				b.Logf("fold/two paired: wall %.3f [%.3f-%.3f]  cpu %.3f [%.3f-%.3f]", rw[k/2], rw[0], rw[k-1], rc[k/2], rc[0], rc[k-1])
+				b.Logf("on/off paired: wall %.3f [%.3f-%.3f]  cpu %.3f [%.3f-%.3f]", rw[k/2], rw[0], rw[k-1], rc[k/2], rc[0], rc[k-1])
 				b.ReportMetric(rw[k/2], "x-wall")
 				b.ReportMetric(rc[k/2], "x-cpu")
 			})
