@@ -2,9 +2,9 @@
 
 #include "textflag.h"
 
-// func fwdLanes4x1(xp *float32, w *float32, kp int, piece int, out *float32, scratch *float32, flags int, next *float32, ys *[4]*float32)
+// func fwdLanes4x1(xp *float32, w *float32, kp int, piece int, out *float32, scratch *float32, flags int, next *float32, ys *[4]*float32, pre *[4]*float32)
 // Requires: AVX, CMOV, FMA3, MMX+
-TEXT ·fwdLanes4x1(SB), NOSPLIT|NOFRAME, $0-72
+TEXT ·fwdLanes4x1(SB), NOSPLIT|NOFRAME, $0-80
 	MOVQ   kp+16(FP), AX
 	MOVQ   scratch+40(FP), CX
 	IMUL3Q $0x00000020, AX, DX
@@ -137,9 +137,26 @@ stored:
 	JL      piece
 
 treeonly:
-	MOVQ    flags+48(FP), R12
-	TESTQ   $0x00000002, R12
-	JZ      ret
+	MOVQ       flags+48(FP), R12
+	TESTQ      $0x00000002, R12
+	JZ         ret
+	MOVQ       pre+72(FP), AX
+	TESTQ      AX, AX
+	JZ         nopre
+	MOVQ       (AX), DX
+	PREFETCHT0 (DX)
+	PREFETCHT0 28(DX)
+	MOVQ       8(AX), DX
+	PREFETCHT0 (DX)
+	PREFETCHT0 28(DX)
+	MOVQ       16(AX), DX
+	PREFETCHT0 (DX)
+	PREFETCHT0 28(DX)
+	MOVQ       24(AX), DX
+	PREFETCHT0 (DX)
+	PREFETCHT0 28(DX)
+
+nopre:
 	TESTQ   $0x00000004, R12
 	JNZ     direct
 	MOVQ    out+32(FP), AX
@@ -461,9 +478,9 @@ ret:
 	VZEROUPPER
 	RET
 
-// func fwdLanes4x2(xp *float32, w *float32, kp int, piece int, out *float32, scratch *float32, flags int, next *float32, ys *[4]*float32)
+// func fwdLanes4x2(xp *float32, w *float32, kp int, piece int, out *float32, scratch *float32, flags int, next *float32, ys *[4]*float32, pre *[4]*float32)
 // Requires: AVX, CMOV, FMA3, MMX+
-TEXT ·fwdLanes4x2(SB), NOSPLIT|NOFRAME, $0-72
+TEXT ·fwdLanes4x2(SB), NOSPLIT|NOFRAME, $0-80
 	MOVQ   kp+16(FP), AX
 	MOVQ   scratch+40(FP), CX
 	IMUL3Q $0x00000040, AX, DX
@@ -633,9 +650,26 @@ stored:
 	JL      piece
 
 treeonly:
-	MOVQ    flags+48(FP), R12
-	TESTQ   $0x00000002, R12
-	JZ      ret
+	MOVQ       flags+48(FP), R12
+	TESTQ      $0x00000002, R12
+	JZ         ret
+	MOVQ       pre+72(FP), AX
+	TESTQ      AX, AX
+	JZ         nopre
+	MOVQ       (AX), DX
+	PREFETCHT0 (DX)
+	PREFETCHT0 60(DX)
+	MOVQ       8(AX), DX
+	PREFETCHT0 (DX)
+	PREFETCHT0 60(DX)
+	MOVQ       16(AX), DX
+	PREFETCHT0 (DX)
+	PREFETCHT0 60(DX)
+	MOVQ       24(AX), DX
+	PREFETCHT0 (DX)
+	PREFETCHT0 60(DX)
+
+nopre:
 	TESTQ   $0x00000004, R12
 	JNZ     direct
 	MOVQ    out+32(FP), AX
@@ -1253,9 +1287,9 @@ ret:
 	VZEROUPPER
 	RET
 
-// func fwdLanes4x3(xp *float32, w *float32, kp int, piece int, out *float32, scratch *float32, flags int, next *float32, ys *[4]*float32)
+// func fwdLanes4x3(xp *float32, w *float32, kp int, piece int, out *float32, scratch *float32, flags int, next *float32, ys *[4]*float32, pre *[4]*float32)
 // Requires: AVX, CMOV, FMA3, MMX+
-TEXT ·fwdLanes4x3(SB), NOSPLIT|NOFRAME, $0-72
+TEXT ·fwdLanes4x3(SB), NOSPLIT|NOFRAME, $0-80
 	MOVQ   kp+16(FP), AX
 	MOVQ   scratch+40(FP), CX
 	IMUL3Q $0x00000060, AX, DX
@@ -1462,9 +1496,26 @@ stored:
 	JL      piece
 
 treeonly:
-	MOVQ    flags+48(FP), R12
-	TESTQ   $0x00000002, R12
-	JZ      ret
+	MOVQ       flags+48(FP), R12
+	TESTQ      $0x00000002, R12
+	JZ         ret
+	MOVQ       pre+72(FP), AX
+	TESTQ      AX, AX
+	JZ         nopre
+	MOVQ       (AX), DX
+	PREFETCHT0 (DX)
+	PREFETCHT0 92(DX)
+	MOVQ       8(AX), DX
+	PREFETCHT0 (DX)
+	PREFETCHT0 92(DX)
+	MOVQ       16(AX), DX
+	PREFETCHT0 (DX)
+	PREFETCHT0 92(DX)
+	MOVQ       24(AX), DX
+	PREFETCHT0 (DX)
+	PREFETCHT0 92(DX)
+
+nopre:
 	TESTQ   $0x00000004, R12
 	JNZ     direct
 	MOVQ    out+32(FP), AX

@@ -3,13 +3,13 @@
 package engine
 
 //go:noescape
-func fwdLanes4x1(xp *float32, w *float32, kp int, piece int, out *float32, scratch *float32, flags int, next *float32, ys *[4]*float32)
+func fwdLanes4x1(xp *float32, w *float32, kp int, piece int, out *float32, scratch *float32, flags int, next *float32, ys *[4]*float32, pre *[4]*float32)
 
 //go:noescape
-func fwdLanes4x2(xp *float32, w *float32, kp int, piece int, out *float32, scratch *float32, flags int, next *float32, ys *[4]*float32)
+func fwdLanes4x2(xp *float32, w *float32, kp int, piece int, out *float32, scratch *float32, flags int, next *float32, ys *[4]*float32, pre *[4]*float32)
 
 //go:noescape
-func fwdLanes4x3(xp *float32, w *float32, kp int, piece int, out *float32, scratch *float32, flags int, next *float32, ys *[4]*float32)
+func fwdLanes4x3(xp *float32, w *float32, kp int, piece int, out *float32, scratch *float32, flags int, next *float32, ys *[4]*float32, pre *[4]*float32)
 
 //go:noescape
 func fwdLanesPlane4x1(x *float32, gstride int, w *float32, kc int, groups int, scratch *float32, resume int, nx *float32, nw *float32)

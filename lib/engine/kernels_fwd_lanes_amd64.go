@@ -114,14 +114,14 @@ const (
 // fwdLanesTile calls the tile of v 8-row vectors (1-3): a direct call,
 // where one through a func value went through the assembly's ABI wrapper
 // (a third of the tree calls' 8% of the plane path).
-func fwdLanesTile(v int, xp, w *float32, kp, piece int, out, scratch *float32, flags int, next *float32, ys *[4]*float32) {
+func fwdLanesTile(v int, xp, w *float32, kp, piece int, out, scratch *float32, flags int, next *float32, ys, pre *[4]*float32) {
 	switch v {
 	case 3:
-		fwdLanes4x3(xp, w, kp, piece, out, scratch, flags, next, ys)
+		fwdLanes4x3(xp, w, kp, piece, out, scratch, flags, next, ys, pre)
 	case 2:
-		fwdLanes4x2(xp, w, kp, piece, out, scratch, flags, next, ys)
+		fwdLanes4x2(xp, w, kp, piece, out, scratch, flags, next, ys, pre)
 	default:
-		fwdLanes4x1(xp, w, kp, piece, out, scratch, flags, next, ys)
+		fwdLanes4x1(xp, w, kp, piece, out, scratch, flags, next, ys, pre)
 	}
 }
 
@@ -197,7 +197,7 @@ func fwdLanesRowsOn(w mat, xp, xl []float32, ys [][]float32, lo, hi int, accumul
 						dst[t] = &ys[4*g+t][ob:][:rows][0]
 					}
 				}
-				fwdLanesTile(v, &xp[g*pl+64*c0], &p[0], c1-c0, piece, &out[0], &s[0], f, &xp[next*pl+64*c0], &dst)
+				fwdLanesTile(v, &xp[g*pl+64*c0], &p[0], c1-c0, piece, &out[0], &s[0], f, &xp[next*pl+64*c0], &dst, nil)
 				if c1 < kp || f&fwdLanesDirect != 0 {
 					continue
 				}
@@ -260,7 +260,7 @@ func fwdLanesPlaneRowsOn(w mat, xp, xl []float32, ys [][]float32, lo, hi int, ac
 	scratch, out, panel := b[:scratchLen], b[scratchLen:scratchLen+outLen], b[scratchLen+outLen:][:16*kp*24]
 	bpanel := b[scratchLen+outLen+16*kp*24:][:16*kpb*24]
 	piece := max(1, fwdLanesPiece)
-	var dst [4]*float32
+	var dst, pre [4]*float32
 	for ob := lo; ob < hi; ob += 24 {
 		rows := min(24, hi-ob)
 		v := (rows + 7) / 8
@@ -312,7 +312,22 @@ func fwdLanesPlaneRowsOn(w mat, xp, xl []float32, ys [][]float32, lo, hi int, ac
 					}
 				}
 				s := &scratch[(g-g0)*lanesLen]
-				fwdLanesTile(v, &xp[g*pl], &panel[0], 0, 1, &out[0], s, f, &xp[g*pl], &dst)
+				var pp *[4]*float32
+				if fwdLanesOutPrefetch {
+					// The group a block of groups later, at the next panel
+					// past the last block.
+					gn, on := g+gb, ob
+					if gn >= groups {
+						gn, on = gn-groups, ob+24
+					}
+					if on < hi {
+						for t := range pre {
+							pre[t] = &ys[min(4*gn+t, len(ys)-1)][on]
+						}
+						pp = &pre
+					}
+				}
+				fwdLanesTile(v, &xp[g*pl], &panel[0], 0, 1, &out[0], s, f, &xp[g*pl], &dst, pp)
 				if f&fwdLanesDirect == 0 {
 					for t := range min(4, len(ys)-4*g) {
 						putRow(ys[4*g+t][ob:ob+rows], out[24*t:24*t+rows], accumulate)
@@ -328,7 +343,7 @@ func fwdLanesPlaneRowsOn(w mat, xp, xl []float32, ys [][]float32, lo, hi int, ac
 					fb |= fwdLanesAdd
 				}
 				tp := &fold.tp[g*fold.pl]
-				fwdLanesTile(v, tp, &bpanel[0], kpb, piece, &out[0], s, fb, tp, &dst)
+				fwdLanesTile(v, tp, &bpanel[0], kpb, piece, &out[0], s, fb, tp, &dst, nil)
 				if fb&fwdLanesDirect == 0 {
 					for t := range min(4, len(ys)-4*g) {
 						putRow(ys[4*g+t][ob:ob+rows], out[24*t:24*t+rows], true)
@@ -603,3 +618,10 @@ func (p fwdPack) rowAlign(m int) int {
 	}
 	return 6
 }
+
+// fwdLanesOutPrefetch has each group's tree in the lane planes prefetch
+// the output lines of the group a block of groups later (the first groups'
+// at the next panel after the last block), which that group's tree then
+// stores into: the lm_head's logits rows are 607 KB apart, and a tree's
+// stores waited on memory. Prefetches change no bits.
+var fwdLanesOutPrefetch = true

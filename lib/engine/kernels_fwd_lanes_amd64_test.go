@@ -320,3 +320,40 @@ func TestForwardLanesAVX2Align24SameBits(t *testing.T) {
 		}
 	})
 }
+
+// TestForwardLanesAVX2OutPrefetchSameBits requires the lane planes with
+// the trees prefetching later groups' output lines (fwdLanesOutPrefetch)
+// to give the dot form's bits: blocks of 3 groups and of all of them (the
+// prefetch wrapping to the next panel), a last panel short of 24 rows, a
+// partial last group, accumulating or not.
+func TestForwardLanesAVX2OutPrefetchSameBits(t *testing.T) {
+	defer func(on, pf bool, pg int) { fwdLanes, fwdLanesOutPrefetch, fwdLanesPlaneGroups = on, pf, pg }(fwdLanes, fwdLanesOutPrefetch, fwdLanesPlaneGroups)
+	withAVX2(t, func() {
+		for _, sh := range [][2]int{{100, 1040}, {72, 64}} {
+			for _, m := range []int{130, 41} {
+				w, wb, xs := fwdCase(sh[0], sh[1], m, uint64(sh[0]+sh[1]+m))
+				p := newFwdPack(xs, sh[1], false)
+				for _, mm := range []mat{w, wb} {
+					for _, acc := range []bool{false, true} {
+						want := startRows(m, sh[0])
+						fwdLanes = false
+						fwd2Rows(mm, p.xp, want, 0, sh[0], acc)
+						for _, pg := range []int{0, 3} {
+							for _, pf := range []bool{false, true} {
+								fwdLanesPlaneGroups, fwdLanesOutPrefetch = pg, pf
+								got := startRows(m, sh[0])
+								fwdLanesPlaneRows(mm, p.xp, got, 0, sh[0], acc)
+								for i := range got {
+									if !sameBits(got[i], want[i]) {
+										t.Fatalf("%dx%d M=%d bf16=%v acc=%v groups=%d prefetch=%v: vector %d differs from the dot-form tiles", sh[0], sh[1], m, mm.bf != nil, acc, pg, pf, i)
+									}
+								}
+							}
+						}
+					}
+				}
+				p.release()
+			}
+		}
+	})
+}

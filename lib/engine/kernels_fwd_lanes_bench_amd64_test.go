@@ -147,7 +147,7 @@ func BenchmarkGEMMLanesAVX2(b *testing.B) {
 // LANES_STEP_SWITCH=planes keeps the lanes on and flips fwdLanesPlanes,
 // LANES_STEP_SWITCH=shared fwdLanesPlanesShared and fwdLanesPlanePrefetch
 // together, LANES_STEP_SWITCH=fold fwdLanesFold, LANES_STEP_SWITCH=align24
-// fwdLanesAlign24.
+// fwdLanesAlign24, LANES_STEP_SWITCH=outprefetch fwdLanesOutPrefetch.
 func BenchmarkTrainStepLanes(b *testing.B) {
 	if !fwdAVX2 {
 		b.Skip("the AVX2 forward kernels are not selected on this CPU")
@@ -187,6 +187,10 @@ func BenchmarkTrainStepLanes(b *testing.B) {
 		defer func(on bool) { fwdLanesAlign24 = on }(fwdLanesAlign24)
 		fwdLanes = true
 		flip = func(on bool) { fwdLanesAlign24 = on }
+	case "outprefetch":
+		defer func(on bool) { fwdLanesOutPrefetch = on }(fwdLanesOutPrefetch)
+		fwdLanes = true
+		flip = func(on bool) { fwdLanesOutPrefetch = on }
 	case "shared":
 		defer func(on bool) { fwdLanesPlanesShared = on }(fwdLanesPlanesShared)
 		fwdLanes = true
@@ -228,7 +232,8 @@ func BenchmarkTrainStepLanes(b *testing.B) {
 // lists the batches (default 512), LANES_ROUNDS the rounds (7),
 // LANES_SHAPES a comma list of shape names; LANES_AB=align24 keeps the
 // fold as it is and flips fwdLanesAlign24 instead, LANES_AB=groups
-// fwdLanesPlaneGroups from its value to LANES_PLANE_GROUPS.
+// fwdLanesPlaneGroups from its value to LANES_PLANE_GROUPS,
+// LANES_AB=outprefetch fwdLanesOutPrefetch.
 func BenchmarkGEMMLanesFoldAB(b *testing.B) {
 	ms := []int{512}
 	if s := os.Getenv("LANES_M"); s != "" {
@@ -249,7 +254,7 @@ func BenchmarkGEMMLanesFoldAB(b *testing.B) {
 	ab := os.Getenv("LANES_AB")
 	defer func(on, fold, a bool) { fwdLanes, fwdLanesFold, fwdLanesAlign24 = on, fold, a }(fwdLanes, fwdLanesFold, fwdLanesAlign24)
 	fwdLanes = true
-	defer func(g int) { fwdLanesPlaneGroups = g }(fwdLanesPlaneGroups)
+	defer func(g int, pf bool) { fwdLanesPlaneGroups, fwdLanesOutPrefetch = g, pf }(fwdLanesPlaneGroups, fwdLanesOutPrefetch)
 	groups := [2]int{fwdLanesPlaneGroups, fwdLanesPlaneGroups}
 	if s := os.Getenv("LANES_PLANE_GROUPS"); s != "" {
 		groups[1], _ = strconv.Atoi(s)
@@ -284,6 +289,8 @@ func BenchmarkGEMMLanesFoldAB(b *testing.B) {
 									fwdLanesAlign24 = i == 1
 								case "groups":
 									fwdLanesPlaneGroups = groups[i]
+								case "outprefetch":
+									fwdLanesOutPrefetch = i == 1
 								default:
 									fwdLanesFold = i == 1
 								}

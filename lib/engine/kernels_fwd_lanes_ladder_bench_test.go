@@ -28,7 +28,7 @@ func BenchmarkGEMMLanesAVX2Ladder(b *testing.B) {
 			b.Run(fmt.Sprintf("kp=%d/piece=%d", kp, piece), func(b *testing.B) {
 				c0 := processCPU()
 				for b.Loop() {
-					fwdLanes4x3(&p.xp[0], &panel[0], kp, piece, &out[0], &scratch[0], fwdLanesTree, &p.xp[0], nil)
+					fwdLanes4x3(&p.xp[0], &panel[0], kp, piece, &out[0], &scratch[0], fwdLanesTree, &p.xp[0], nil, nil)
 				}
 				rate := flop * float64(b.N) / (processCPU() - c0) / 1e9
 				b.ReportMetric(rate, "GFLOP/cpu-s")

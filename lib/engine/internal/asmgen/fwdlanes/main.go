@@ -71,7 +71,7 @@ var unroll = 4
 // laneBytes is a lane's block of the scratch: 4 tokens × 3 vectors.
 const laneBytes = 4 * 3 * 32
 
-// tile generates fwdLanes4x<v>(xp, w, kp, piece, out, scratch, flags): for the
+// tile generates fwdLanes4x<v>(xp, w, kp, piece, out, scratch, flags, next, ys, pre): for the
 // four tokens t of the packed group xp (packTokens' layout: element
 // 16c+l of token t at byte 256c+64t+4l, zero past the columns) and the
 // 8v rows o of the panel w (lane l's plane at byte l·kp·32v, chunk c's 8v
@@ -87,11 +87,14 @@ const laneBytes = 4 * 3 * 32
 // (lanesTree). Each trip of the loop (unroll chunks) prefetches a line
 // of next from the piece's start on: over the 16 lanes, the 4 tokens'
 // lines of the piece (next = xp prefetches nothing new), so that the
-// next call's first lane finds its group in cache, not in L3.
+// next call's first lane finds its group in cache, not in L3. The tree
+// first prefetches the lines of pre's four rows (8v outputs each; nil:
+// none), which a later call's tree stores: the lm_head's logits rows
+// are 607 KB apart, out of the hardware prefetcher's reach.
 // Accumulators Y(v·t+j), weights Y(12+j), the broadcast token element Y15.
 func tile(ctx *build.Context, v int) {
 	name := fmt.Sprintf("fwdLanes4x%d", v)
-	asmout.Kernel(ctx, name, "func(xp *float32, w *float32, kp, piece int, out *float32, scratch *float32, flags int, next *float32, ys *[4]*float32)")
+	asmout.Kernel(ctx, name, "func(xp *float32, w *float32, kp, piece int, out *float32, scratch *float32, flags int, next *float32, ys *[4]*float32, pre *[4]*float32)")
 	kp, scratch := ctx.GP64(), ctx.GP64()
 	ctx.Load(ctx.Param("kp"), kp)
 	ctx.Load(ctx.Param("scratch"), scratch)
@@ -150,6 +153,19 @@ func tile(ctx *build.Context, v int) {
 	ctx.Load(ctx.Param("flags"), cnt)
 	ctx.TESTQ(U32(lanesTree), cnt)
 	ctx.JZ(LabelRef("ret"))
+	// The lines of the rows a later tree writes (pre, nil: none), so that
+	// its stores do not wait on memory: the first and last byte of each
+	// token's 8v outputs.
+	pre, py := ctx.GP64(), ctx.GP64()
+	ctx.Load(ctx.Param("pre"), pre)
+	ctx.TESTQ(pre, pre)
+	ctx.JZ(LabelRef("nopre"))
+	for t := range 4 {
+		ctx.MOVQ(Mem{Base: pre, Disp: 8 * t}, py)
+		ctx.PREFETCHT0(Mem{Base: py})
+		ctx.PREFETCHT0(Mem{Base: py, Disp: 32*v - 4})
+	}
+	ctx.Label("nopre")
 	// The tree: lane l + lane l+8, then l+4, l+2, l+1, one output vector
 	// (token t, rows 8j..8j+7) at a time, into Y0.
 	tree := func(t, j int) {
