@@ -204,16 +204,17 @@ func matMul(w mat, xs, ys [][]float32, accumulate bool) {
 }
 
 // matMulSlices is matMul's split of a packed batch over workers: whole
-// 6-row tiles (24-row panels for the AVX2 lane tiles: rowAlign) for a batch's kernels (its vectors past the last group of
+// 6-row tiles for a batch's kernels (its vectors past the last group of
 // four take 16 rows at a time and then single rows, so any piece suits
-// them), one slice of the batch at a time.
+// them; the AVX2 lane tiles' 24-row panels: rowAlign), one slice of the
+// batch at a time.
 func matMulSlices(p fwdPack, w mat, xs, ys [][]float32, accumulate bool, workers int) {
 	s := p.tokenSlices(w.cols, len(xs))
 	p.lanePlanesFor(w, len(xs), workers)
 	for i := range s {
 		t0, t1 := sliceOf(len(xs), s, i)
 		q, xq, yq := p.tokens(w.cols, t0), xs[t0:t1], ys[t0:t1]
-		forkRows(w.rows, p.rowAlign(len(xs)), workers, func(lo, hi int) { q.rows(w, xq, yq, lo, hi, accumulate) })
+		forkRows(w.rows, p.rowAlign(w.rows, len(xs), workers), workers, func(lo, hi int) { q.rows(w, xq, yq, lo, hi, accumulate) })
 	}
 }
 

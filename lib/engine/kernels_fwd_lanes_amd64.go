@@ -525,7 +525,7 @@ func newLanePlaneSet(m int) *lanePlaneSet {
 // pieces will take the lane tiles and the planes are not there yet.
 func (p fwdPack) lanePlanesFor(w mat, m, workers int) {
 	s := p.lp
-	if s == nil || !fwdLanes || !fwdLanesPlanesShared || m < fwdLanesMinTokens || w.cols < fwdLanesPlaneMinCols || rowChunk(w.rows, p.rowAlign(m), workers) < fwdLanesMinRows {
+	if s == nil || !fwdLanes || !fwdLanesPlanesShared || m < fwdLanesMinTokens || w.cols < fwdLanesPlaneMinCols || rowChunk(w.rows, p.rowAlign(w.rows, m, workers), workers) < fwdLanesMinRows {
 		return
 	}
 	groups := (m + 3) / 4
@@ -591,7 +591,7 @@ func lanesFoldOn(p fwdPack, w mat, xs, ys [][]float32, b mat, ts [][]float32, ac
 	tq := newFwdPack(ts, b.cols, true)
 	defer tq.release()
 	fold := &lanesFold{b: b, tp: tq.xp, pl: packedLen(b.cols)}
-	forkRows(w.rows, p.rowAlign(m), workers, func(lo, hi int) {
+	forkRows(w.rows, p.rowAlign(w.rows, m, workers), workers, func(lo, hi int) {
 		if hi-lo < fwdLanesMinRows {
 			fwd2RowsOn(w, p.xp, xl, ys, lo, hi, accumulate)
 			fwd2Rows(b, tq.xp, ys, lo, hi, true)
@@ -610,10 +610,12 @@ func lanesFoldOn(p fwdPack, w mat, xs, ys [][]float32, b mat, ts [][]float32, ac
 // not how: the same bits.
 var fwdLanesAlign24 = true
 
-// rowAlign is the multiple of rows matMulSlices' pieces of a product of m
-// packed vectors take.
-func (p fwdPack) rowAlign(m int) int {
-	if fwdLanesAlign24 && p.avx2 && fwdLanes && m >= fwdLanesMinTokens {
+// rowAlign is the multiple of rows matMulSlices' pieces of a product of
+// n rows and m packed vectors over workers take: 24 where pieces of a
+// multiple of 6 would run the lane tiles, so that a LoRA A's 32 rows keep
+// their 6-row pieces in the dot form rather than one of 24 and one of 8.
+func (p fwdPack) rowAlign(n, m, workers int) int {
+	if fwdLanesAlign24 && p.avx2 && fwdLanes && m >= fwdLanesMinTokens && rowChunk(n, 6, workers) >= fwdLanesMinRows {
 		return 24
 	}
 	return 6

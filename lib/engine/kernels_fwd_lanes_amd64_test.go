@@ -279,7 +279,7 @@ func TestForwardLanesAVX2FoldSameBits(t *testing.T) {
 // cut so and to give the bits of pieces of a multiple of 6: rows that
 // leave a last piece too small for the lane tiles (1024 at 72 a piece),
 // a short last panel (400, 2048), columns with a tail, float32 and
-// bfloat16, accumulating or not.
+// bfloat16, accumulating or not; a LoRA A's 32 rows keep pieces of 6.
 func TestForwardLanesAVX2Align24SameBits(t *testing.T) {
 	defer func(on, a bool) { fwdLanes, fwdLanesAlign24 = on, a }(fwdLanes, fwdLanesAlign24)
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
@@ -302,8 +302,11 @@ func TestForwardLanesAVX2Align24SameBits(t *testing.T) {
 								t.Fatalf("%s: the batch was not packed", name)
 							}
 							defer p.release()
-							if c := rowChunk(sh[0], p.rowAlign(m), 2); align24 && c%24 != 0 {
+							if c := rowChunk(sh[0], p.rowAlign(sh[0], m, 2), 2); align24 && c%24 != 0 {
 								t.Fatalf("%s: pieces of %d rows, want a multiple of 24", name, c)
+							}
+							if a := p.rowAlign(32, m, 2); a != 6 {
+								t.Fatalf("%s: a LoRA A's 32 rows aligned to %d, want 6 (dot-form pieces)", name, a)
 							}
 							matMulSlices(p, mm, xs, y, acc, 2)
 							return y

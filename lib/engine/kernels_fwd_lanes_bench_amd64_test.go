@@ -147,7 +147,8 @@ func BenchmarkGEMMLanesAVX2(b *testing.B) {
 // LANES_STEP_SWITCH=planes keeps the lanes on and flips fwdLanesPlanes,
 // LANES_STEP_SWITCH=shared fwdLanesPlanesShared and fwdLanesPlanePrefetch
 // together, LANES_STEP_SWITCH=fold fwdLanesFold, LANES_STEP_SWITCH=align24
-// fwdLanesAlign24, LANES_STEP_SWITCH=outprefetch fwdLanesOutPrefetch.
+// fwdLanesAlign24, LANES_STEP_SWITCH=outprefetch fwdLanesOutPrefetch,
+// LANES_STEP_SWITCH=fwdtree those three together.
 func BenchmarkTrainStepLanes(b *testing.B) {
 	if !fwdAVX2 {
 		b.Skip("the AVX2 forward kernels are not selected on this CPU")
@@ -191,6 +192,10 @@ func BenchmarkTrainStepLanes(b *testing.B) {
 		defer func(on bool) { fwdLanesOutPrefetch = on }(fwdLanesOutPrefetch)
 		fwdLanes = true
 		flip = func(on bool) { fwdLanesOutPrefetch = on }
+	case "fwdtree":
+		defer func(f, a, pf bool) { fwdLanesFold, fwdLanesAlign24, fwdLanesOutPrefetch = f, a, pf }(fwdLanesFold, fwdLanesAlign24, fwdLanesOutPrefetch)
+		fwdLanes = true
+		flip = func(on bool) { fwdLanesFold, fwdLanesAlign24, fwdLanesOutPrefetch = on, on, on }
 	case "shared":
 		defer func(on bool) { fwdLanesPlanesShared = on }(fwdLanesPlanesShared)
 		fwdLanes = true

@@ -18,7 +18,7 @@ func (fwdPack) rows(mat, [][]float32, [][]float32, int, int, bool) {}
 func (fwdPack) tokenSlices(_, _ int) int                           { return 1 }
 func (fwdPack) lanePlanesFor(mat, int, int)                        {}
 func (p fwdPack) tokens(int, int) fwdPack                          { return p }
-func (fwdPack) rowAlign(int) int                                   { return 6 }
+func (fwdPack) rowAlign(int, int, int) int                         { return 6 }
 
 func matMulFoldAsm(mat, [][]float32, [][]float32, mat, [][]float32, bool) bool { return false }
 
