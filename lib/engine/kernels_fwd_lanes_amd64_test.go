@@ -330,7 +330,10 @@ func TestForwardLanesAVX2Align24SameBits(t *testing.T) {
 // prefetch wrapping to the next panel), a last panel short of 24 rows, a
 // partial last group, accumulating or not.
 func TestForwardLanesAVX2OutPrefetchSameBits(t *testing.T) {
-	defer func(on, pf bool, pg int) { fwdLanes, fwdLanesOutPrefetch, fwdLanesPlaneGroups = on, pf, pg }(fwdLanes, fwdLanesOutPrefetch, fwdLanesPlaneGroups)
+	defer func(on, pf bool, pg, pr int) {
+		fwdLanes, fwdLanesOutPrefetch, fwdLanesPlaneGroups, fwdLanesOutPrefetchRows = on, pf, pg, pr
+	}(fwdLanes, fwdLanesOutPrefetch, fwdLanesPlaneGroups, fwdLanesOutPrefetchRows)
+	fwdLanesOutPrefetchRows = 1
 	withAVX2(t, func() {
 		for _, sh := range [][2]int{{100, 1040}, {72, 64}} {
 			for _, m := range []int{130, 41} {
