@@ -238,7 +238,8 @@ func BenchmarkTrainStepLanes(b *testing.B) {
 // LANES_SHAPES a comma list of shape names; LANES_AB=align24 keeps the
 // fold as it is and flips fwdLanesAlign24 instead, LANES_AB=groups
 // fwdLanesPlaneGroups from its value to LANES_PLANE_GROUPS,
-// LANES_AB=outprefetch fwdLanesOutPrefetch.
+// LANES_AB=outprefetch fwdLanesOutPrefetch, LANES_AB=fwdtree the fold,
+// fwdLanesAlign24 and fwdLanesOutPrefetch together.
 func BenchmarkGEMMLanesFoldAB(b *testing.B) {
 	ms := []int{512}
 	if s := os.Getenv("LANES_M"); s != "" {
@@ -259,7 +260,9 @@ func BenchmarkGEMMLanesFoldAB(b *testing.B) {
 	ab := os.Getenv("LANES_AB")
 	defer func(on, fold, a bool) { fwdLanes, fwdLanesFold, fwdLanesAlign24 = on, fold, a }(fwdLanes, fwdLanesFold, fwdLanesAlign24)
 	fwdLanes = true
-	defer func(g int, pf bool) { fwdLanesPlaneGroups, fwdLanesOutPrefetch = g, pf }(fwdLanesPlaneGroups, fwdLanesOutPrefetch)
+	defer func(g int, pf, a bool) {
+		fwdLanesPlaneGroups, fwdLanesOutPrefetch, fwdLanesAlign24 = g, pf, a
+	}(fwdLanesPlaneGroups, fwdLanesOutPrefetch, fwdLanesAlign24)
 	groups := [2]int{fwdLanesPlaneGroups, fwdLanesPlaneGroups}
 	if s := os.Getenv("LANES_PLANE_GROUPS"); s != "" {
 		groups[1], _ = strconv.Atoi(s)
@@ -296,6 +299,8 @@ func BenchmarkGEMMLanesFoldAB(b *testing.B) {
 									fwdLanesPlaneGroups = groups[i]
 								case "outprefetch":
 									fwdLanesOutPrefetch = i == 1
+								case "fwdtree":
+									fwdLanesFold, fwdLanesAlign24, fwdLanesOutPrefetch = i == 1, i == 1, i == 1
 								default:
 									fwdLanesFold = i == 1
 								}
