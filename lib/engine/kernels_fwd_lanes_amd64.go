@@ -558,7 +558,13 @@ func (p fwdPack) lanePlanes(w mat, m int) []float32 {
 // a second product over all the outputs: on the lm_head, 512 × 151,936
 // logits a chunk (311 MB), read and written again from memory. Each
 // output still gets W's sum rounded, then B's own sum in the dot form's
-// order added: the same bits as the two products.
+// order added: the same bits as the two products. On the Zen 3 host
+// (2026-12-01, BenchmarkGEMMLanesFoldAB, rank 32, M = 512, two cores
+// shared with other benchmarks, load 3-6) it gave 1.03-1.15 of the two
+// products' GFLOP per CPU-second on the layer shapes and 1.09 on a
+// 65536-row slice of the lm_head (paired medians); the wide4 2×512 step
+// 1.06 less CPU (median of six pairs, 0.96-1.14; BenchmarkTrainStepLanes
+// LANES_STEP_SWITCH=fold).
 var fwdLanesFold = true
 
 // lanesFold is a LoRA's B for fwdLanesPlaneRowsOn: its rows are W's, tp
@@ -607,7 +613,10 @@ func lanesFoldOn(p fwdPack, w mat, xs, ys [][]float32, b mat, ts [][]float32, ac
 // dot-form tiles'): at 6, q_proj's 132-row pieces (2048 rows in 16) each
 // ended in a 12-row panel on the 4 × 2 tile and kv_proj's 66-row ones in
 // an 18-row panel through putRow. Which goroutine computes a row changes,
-// not how: the same bits.
+// not how: the same bits. Paired CPU medians over pieces of 6 (two runs,
+// BenchmarkGEMMLanesFoldAB LANES_AB=align24, M = 512, load 4-8): q_proj
+// 1.09 and 1.11, kv_proj 1.12 and 1.09, o_proj 1.11 and 1.09, down 1.03
+// and 1.07; gate_up, whose 192-row pieces it leaves as they were, 1.005.
 var fwdLanesAlign24 = true
 
 // rowAlign is the multiple of rows matMulSlices' pieces of a product of
