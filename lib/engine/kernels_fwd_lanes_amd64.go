@@ -111,19 +111,11 @@ const (
 	fwdLanesAdd    = 8
 )
 
-// fwdLanesTile calls the tile of v 8-row vectors (1-3): a direct call,
-// where one through a func value went through the assembly's ABI wrapper
-// (a third of the tree calls' 8% of the plane path).
-func fwdLanesTile(v int, xp, w *float32, kp, piece int, out, scratch *float32, flags int, next *float32, ys, pre *[4]*float32) {
-	switch v {
-	case 3:
-		fwdLanes4x3(xp, w, kp, piece, out, scratch, flags, next, ys, pre)
-	case 2:
-		fwdLanes4x2(xp, w, kp, piece, out, scratch, flags, next, ys, pre)
-	default:
-		fwdLanes4x1(xp, w, kp, piece, out, scratch, flags, next, ys, pre)
-	}
-}
+// fwdLanesTiles are the tiles by 8-row vectors (1-3). Called directly
+// through a switch instead, they cost as much (0.54% of the wide4 step's
+// samples in the switch functions against 0.42% in the assembly's ABI
+// wrappers): the func values stay.
+var fwdLanesTiles = [3]func(xp, w *float32, kp, piece int, out, scratch *float32, flags int, next *float32, ys, pre *[4]*float32){fwdLanes4x1, fwdLanes4x2, fwdLanes4x3}
 
 // fwdLanesRows is fwd2Rows with the lane tiles: for each block of 24 rows
 // (fewer at the end) and each block of columns the panel is packed
@@ -167,6 +159,7 @@ func fwdLanesRowsOn(w mat, xp, xl []float32, ys [][]float32, lo, hi int, accumul
 	for ob := lo; ob < hi; ob += 24 {
 		rows := min(24, hi-ob)
 		v := (rows + 7) / 8
+		tile := fwdLanesTiles[v-1]
 		for c0 := 0; c0 < kp; c0 += block {
 			c1 := min(kp, c0+block)
 			p := panel[:16*(c1-c0)*8*v]
@@ -197,7 +190,7 @@ func fwdLanesRowsOn(w mat, xp, xl []float32, ys [][]float32, lo, hi int, accumul
 						dst[t] = &ys[4*g+t][ob:][:rows][0]
 					}
 				}
-				fwdLanesTile(v, &xp[g*pl+64*c0], &p[0], c1-c0, piece, &out[0], &s[0], f, &xp[next*pl+64*c0], &dst, nil)
+				tile(&xp[g*pl+64*c0], &p[0], c1-c0, piece, &out[0], &s[0], f, &xp[next*pl+64*c0], &dst, nil)
 				if c1 < kp || f&fwdLanesDirect != 0 {
 					continue
 				}
@@ -264,6 +257,7 @@ func fwdLanesPlaneRowsOn(w mat, xp, xl []float32, ys [][]float32, lo, hi int, ac
 	for ob := lo; ob < hi; ob += 24 {
 		rows := min(24, hi-ob)
 		v := (rows + 7) / 8
+		tile, lanes := fwdLanesTiles[v-1], fwdLanesPlaneTiles[v-1]
 		// Column block c0's panel at 16·c0·8v, lane l's plane of it
 		// (kc chunks) l·kc·8v further.
 		for c0 := 0; c0 < kp; c0 += block {
@@ -297,7 +291,7 @@ func fwdLanesPlaneRowsOn(w mat, xp, xl []float32, ys [][]float32, lo, hi int, ac
 							nx, nw = &xl[lanePlaneAt(0, groups, block)+4*g1*min(kp, block)], &panel[0]
 						}
 					}
-					fwdLanesPlaneTile(v, &xl[x+l*ls], 16*kc, &p[l*kc*8*v], kc, g1-g0, &scratch[96*l], resume, nx, nw)
+					lanes(&xl[x+l*ls], 16*kc, &p[l*kc*8*v], kc, g1-g0, &scratch[96*l], resume, nx, nw)
 				}
 			}
 			for g := g0; g < g1; g++ {
@@ -327,7 +321,7 @@ func fwdLanesPlaneRowsOn(w mat, xp, xl []float32, ys [][]float32, lo, hi int, ac
 						pp = &pre
 					}
 				}
-				fwdLanesTile(v, &xp[g*pl], &panel[0], 0, 1, &out[0], s, f, &xp[g*pl], &dst, pp)
+				tile(&xp[g*pl], &panel[0], 0, 1, &out[0], s, f, &xp[g*pl], &dst, pp)
 				if f&fwdLanesDirect == 0 {
 					for t := range min(4, len(ys)-4*g) {
 						putRow(ys[4*g+t][ob:ob+rows], out[24*t:24*t+rows], accumulate)
@@ -343,7 +337,7 @@ func fwdLanesPlaneRowsOn(w mat, xp, xl []float32, ys [][]float32, lo, hi int, ac
 					fb |= fwdLanesAdd
 				}
 				tp := &fold.tp[g*fold.pl]
-				fwdLanesTile(v, tp, &bpanel[0], kpb, piece, &out[0], s, fb, tp, &dst, nil)
+				tile(tp, &bpanel[0], kpb, piece, &out[0], s, fb, tp, &dst, nil)
 				if fb&fwdLanesDirect == 0 {
 					for t := range min(4, len(ys)-4*g) {
 						putRow(ys[4*g+t][ob:ob+rows], out[24*t:24*t+rows], true)
@@ -396,18 +390,8 @@ func lanePlanesCopy(xp, xl []float32, n, groups, g0, g1 int) {
 // them made anew, page faults and all, call after call.
 var fwdLanesPlanePool = sync.Pool{New: func() any { return new([]float32) }}
 
-// fwdLanesPlaneTile calls the lane-plane tile of v 8-row vectors (1-3)
-// directly (fwdLanesTile).
-func fwdLanesPlaneTile(v int, x *float32, gstride int, w *float32, kc, groups int, scratch *float32, resume int, nx, nw *float32) {
-	switch v {
-	case 3:
-		fwdLanesPlane4x3(x, gstride, w, kc, groups, scratch, resume, nx, nw)
-	case 2:
-		fwdLanesPlane4x2(x, gstride, w, kc, groups, scratch, resume, nx, nw)
-	default:
-		fwdLanesPlane4x1(x, gstride, w, kc, groups, scratch, resume, nx, nw)
-	}
-}
+// fwdLanesPlaneTiles are the lane-plane tiles by 8-row vectors (1-3).
+var fwdLanesPlaneTiles = [3]func(x *float32, gstride int, w *float32, kc, groups int, scratch *float32, resume int, nx, nw *float32){fwdLanesPlane4x1, fwdLanesPlane4x2, fwdLanesPlane4x3}
 
 // fwdLanesPlanePrefetch has each lane-plane tile call prefetch the next
 // lane's planes of the tokens and of the panel (the next block's first
