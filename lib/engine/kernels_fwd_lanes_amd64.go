@@ -624,6 +624,7 @@ var fwdLanesOutPrefetch = true
 // fwdLanesOutPrefetchRows is the fewest rows of W (floats between two
 // tokens' outputs) for which fwdLanesOutPrefetch runs: on a 65536-row
 // slice of the lm_head (128 MiB of outputs at M = 512) it gave 1.06-1.11
-// (paired CPU medians, two runs), on the layer shapes, whose outputs stay
-// in L3, 0.97-1.05.
+// (paired CPU medians, two runs; wall 1.13-1.15), on the layer shapes,
+// whose outputs stay in L3, 0.97-1.05. On the wide4 2×512 step (head
+// only) six pairs gave 0.95-1.12 in CPU, median 1.00: below the noise.
 var fwdLanesOutPrefetchRows = 16384
