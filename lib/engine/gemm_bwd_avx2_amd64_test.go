@@ -177,3 +177,24 @@ func TestOuter2SharedMatchesOuterAVX2(t *testing.T) {
 		}
 	}
 }
+
+// TestBackwardAVX2PrefetchSameBits requires matMulT's tiles that prefetch
+// the next tile's rows (bwd2PrefetchNext, on and off) to give the scalar
+// kernels' bits: k not a multiple of the prefetching loop's 4 steps,
+// tails of columns and of batch rows, weights taller than kcWhole.
+func TestBackwardAVX2PrefetchSameBits(t *testing.T) {
+	if !cpufeat.AVX2FMA() {
+		t.Skip("the CPU has no AVX2 and FMA3")
+	}
+	defer func(p bool) { bwd2PrefetchNext = p }(bwd2PrefetchNext)
+	r := newRNG(31)
+	for _, on := range []bool{false, true} {
+		bwd2PrefetchNext = on
+		for _, sz := range [][4]int{{4099, 1000, 13, 32}, {1031, 300, 9, 8}, {7, 50, 6, 3}, {3, 24, 4, 2}} {
+			rows, cols, n, rank := sz[0], sz[1], sz[2], sz[3]
+			w, _, _ := benchMat(rows, cols)
+			a, _, _ := benchMat(rank, cols)
+			checkBackwardAVX2(t, fmt.Sprintf("prefetch=%v %v", on, sz), w, a, r, n, true)
+		}
+	}
+}
