@@ -3,6 +3,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -90,4 +91,48 @@ func BenchmarkBackwardHeadAVX2(b *testing.B) {
 			b.ReportMetric(medianRatio(wall[0], wall[p]), fmt.Sprintf("wall-%s/%s", vs[0].name, v.name))
 		}
 	}
+}
+
+// BenchmarkTrainStepBwdPrefetch runs the qwen3-wide4 2×512 training step
+// (rank-32 LoRA on every target) with bwd2PrefetchNext off and on,
+// alternating step by step in one process (the order swapping every
+// round), b.N rounds, and logs each side's wall and CPU seconds per step
+// and the medians of the rounds' off/on ratios (above 1: on is faster).
+func BenchmarkTrainStepBwdPrefetch(b *testing.B) {
+	if !bwdAVX2 {
+		b.Skip("no AVX2 tiles on this CPU (AVX-512 or no AVX2 and FMA3)")
+	}
+	defer func(p bool) { bwd2PrefetchNext = p }(bwd2PrefetchNext)
+	m := benchStepModel(b, "qwen3-wide4-2x512", 4)
+	tr := mustTrainer(b, m, LoRAConfig{Rank: 32, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 1})
+	loss, _ := NewLoss(LossCrossEntropy, nil)
+	data := forLoss(testData(256, 3, 512, 512), LossCrossEntropy)
+	step := func() {
+		if _, err := tr.ForwardBackward(context.Background(), loss, data); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tr.OptimStep(DefaultAdamParams()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	step() // sizes the arena
+	var wall, cpu [2][]float64
+	round := 0
+	for b.Loop() {
+		for j := range 2 {
+			i := (j + round) % 2
+			bwd2PrefetchNext = i == 1
+			c0, t0 := processCPU(), time.Now()
+			step()
+			wall[i] = append(wall[i], time.Since(t0).Seconds())
+			cpu[i] = append(cpu[i], processCPU()-c0)
+		}
+		round++
+	}
+	for i, name := range []string{"off", "on"} {
+		b.Logf("%s: wall %.3v cpu %.3v", name, wall[i], cpu[i])
+	}
+	b.ReportMetric(medianRatio(wall[0], wall[1]), "x-wall-off/on")
+	b.ReportMetric(medianRatio(cpu[0], cpu[1]), "x-cpu-off/on")
+	b.ReportMetric(median(cpu[1]), "cpu-s/step-on")
 }
