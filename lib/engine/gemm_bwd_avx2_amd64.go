@@ -111,7 +111,7 @@ func tMul2Cols(t tTerm, xs [][]float32, lx, wv, b0, b1, cb, ce int, buf []float3
 			v, last := (n+7)/8, n-8*((n-1)/8)
 			bp, ldb := tMul2Panel(w, wv, b0, b1, j0, kc, c, n, buf)
 			full := tiles[v-1][r-1]
-			if bwd2PrefetchNext && v == 3 && r == 4 && b1-b0 >= bwd2PrefetchRows {
+			if bwd2PrefetchNext && v == 3 && r == 4 && b1-b0 >= bwd2PrefetchRows && w.cols > tCols {
 				full = tile4x3
 			}
 			for b := b0; b < b1; b += r {
@@ -135,7 +135,10 @@ var bwd2PrefetchNext = true
 
 // bwd2PrefetchRows is the fewest batch rows for which matMulT takes the
 // prefetching tile: at 128 (the batch's rows of A and C mostly in L2) it
-// gained nothing, 0.99-1.04 in CPU time on the layer shapes.
+// gained nothing, 0.99-1.04 in CPU time on the layer shapes. Nor does a
+// weight of at most tCols columns take it (a LoRA B, its batch split
+// among the cores): 0.96 on 3072 × 32 at 512 rows, whose long rows of A
+// the hardware prefetcher already follows.
 var bwd2PrefetchRows = 256
 
 // tMul2Panel returns the panel of W's rows [j0, j0+kc) × n columns from

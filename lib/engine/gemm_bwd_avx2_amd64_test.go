@@ -200,7 +200,7 @@ func TestBackwardAVX2PrefetchSameBits(t *testing.T) {
 		}
 	}
 	bwd2PrefetchNext, bwd2PrefetchRows = true, 256
-	w, _, _ := benchMat(1101, 72)
-	a, _, _ := benchMat(8, 72)
+	w, _, _ := benchMat(1101, 300)
+	a, _, _ := benchMat(8, 300)
 	checkBackwardAVX2(t, "prefetch from 256 rows, 258 rows", w, a, r, 258, true)
 }
