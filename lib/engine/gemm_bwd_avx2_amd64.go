@@ -102,20 +102,44 @@ func tMul2Cols(t tTerm, xs [][]float32, lx, wv, b0, b1, cb, ce int, buf []float3
 	w, ys, ly, r, kb := t.w, t.ys, t.ly, bwd2Rmax()[wv], kcRows(t.w.rows)
 	for j0 := 0; j0 < w.rows; j0 += kb {
 		kc := min(kb, w.rows-j0)
-		tiles := &bwd2Rows
+		tiles, tile4x3 := &bwd2Rows, bwd2Kernel(bwd2R4x3P)
 		if t.zero && j0 == 0 {
-			tiles = &bwd2RowsZ
+			tiles, tile4x3 = &bwd2RowsZ, bwd2R4x3ZP
 		}
 		for c := cb; c < ce; c += 8 * wv {
 			n := min(8*wv, ce-c)
 			v, last := (n+7)/8, n-8*((n-1)/8)
 			bp, ldb := tMul2Panel(w, wv, b0, b1, j0, kc, c, n, buf)
+			full := tiles[v-1][r-1]
+			if bwd2PrefetchNext && v == 3 && r == 4 && b1-b0 >= bwd2PrefetchRows && w.cols > tCols {
+				full = tile4x3
+			}
 			for b := b0; b < b1; b += r {
-				tiles[v-1][min(r, b1-b)-1](&xs[b][c], uintptr(4*lx), &ys[b][j0], uintptr(4*ly), bp, ldb, kc, last)
+				tile := full
+				if b+r > b1 {
+					tile = tiles[v-1][b1-b-1]
+				}
+				tile(&xs[b][c], uintptr(4*lx), &ys[b][j0], uintptr(4*ly), bp, ldb, kc, last)
 			}
 		}
 	}
 }
+
+// bwd2PrefetchNext selects matMulT's full 4 × 3 tiles that prefetch the
+// next tile's rows of C and A (bwd2R4x3P, bwd2R4x3ZP). On the output
+// layer, W taller than L3 streaming from memory through every panel, those
+// rows otherwise came from L3 or memory as each tile started: at the
+// Qwen3 head's 151936 × 1024, M = 512, it took 1.08-1.16 times the time
+// without (BenchmarkBackwardHeadAVX2). Prefetches change no arithmetic.
+var bwd2PrefetchNext = true
+
+// bwd2PrefetchRows is the fewest batch rows for which matMulT takes the
+// prefetching tile: at 128 (the batch's rows of A and C mostly in L2) it
+// gained nothing, 0.99-1.04 in CPU time on the layer shapes. Nor does a
+// weight of at most tCols columns take it (a LoRA B, its batch split
+// among the cores): 0.96 twice on 3072 × 32 at 512 rows, where the layer
+// shapes gained 1.02-1.19.
+var bwd2PrefetchRows = 256
 
 // tMul2Panel returns the panel of W's rows [j0, j0+kc) × n columns from
 // column c for the tiles of the batch's rows [b0, b1) (panels of wv

@@ -177,3 +177,30 @@ func TestOuter2SharedMatchesOuterAVX2(t *testing.T) {
 		}
 	}
 }
+
+// TestBackwardAVX2PrefetchSameBits requires matMulT's tiles that prefetch
+// the next tile's rows (bwd2PrefetchNext, on and off) to give the scalar
+// kernels' bits: k not a multiple of the prefetching loop's 4 steps,
+// tails of columns and of batch rows, weights taller than kcWhole; and
+// a batch of bwd2PrefetchRows as the default leaves it.
+func TestBackwardAVX2PrefetchSameBits(t *testing.T) {
+	if !cpufeat.AVX2FMA() {
+		t.Skip("the CPU has no AVX2 and FMA3")
+	}
+	defer func(p bool, n int) { bwd2PrefetchNext, bwd2PrefetchRows = p, n }(bwd2PrefetchNext, bwd2PrefetchRows)
+	bwd2PrefetchRows = 0 // every batch here is short
+	r := newRNG(31)
+	for _, on := range []bool{false, true} {
+		bwd2PrefetchNext = on
+		for _, sz := range [][4]int{{4099, 1000, 13, 32}, {1031, 300, 9, 8}, {7, 50, 6, 3}, {3, 24, 4, 2}} {
+			rows, cols, n, rank := sz[0], sz[1], sz[2], sz[3]
+			w, _, _ := benchMat(rows, cols)
+			a, _, _ := benchMat(rank, cols)
+			checkBackwardAVX2(t, fmt.Sprintf("prefetch=%v %v", on, sz), w, a, r, n, true)
+		}
+	}
+	bwd2PrefetchNext, bwd2PrefetchRows = true, 256
+	w, _, _ := benchMat(1101, 300)
+	a, _, _ := benchMat(8, 300)
+	checkBackwardAVX2(t, "prefetch from 256 rows, 258 rows", w, a, r, 258, true)
+}

@@ -19,7 +19,8 @@ import (
 // the new path's share of the 256-bit FMA loop per CPU-second measured in
 // the same run, and the paired medians old ÷ new of wall and CPU time
 // (above 1: the tiles are faster). BWD2_OLD=outerT makes old the AVX2
-// tiles without outer2Transposed (bwd2OuterT off).
+// tiles without outer2Transposed (bwd2OuterT off), BWD2_OLD=prefetch the
+// AVX2 tiles without the prefetching 4 × 3 tile (bwd2PrefetchNext off).
 func BenchmarkBackwardAVX2(b *testing.B) {
 	if !bwdAVX2 {
 		b.Skip("no AVX2 tiles on this CPU (AVX-512 or no AVX2 and FMA3)")
@@ -28,8 +29,8 @@ func BenchmarkBackwardAVX2(b *testing.B) {
 	if n, err := strconv.Atoi(os.Getenv("BWD2_ROUNDS")); err == nil && n > 0 {
 		rounds = n
 	}
-	oldT := os.Getenv("BWD2_OLD") == "outerT"
-	defer func() { bwdAVX2, bwd2OuterT = true, true }()
+	oldT, oldPf := os.Getenv("BWD2_OLD") == "outerT", os.Getenv("BWD2_OLD") == "prefetch"
+	defer func(p bool) { bwdAVX2, bwd2OuterT, bwd2PrefetchNext = true, true, p }(bwd2PrefetchNext)
 	cases := []struct {
 		name       string
 		rows, cols int
@@ -71,7 +72,8 @@ func BenchmarkBackwardAVX2(b *testing.B) {
 					for i := range rounds {
 						for k := range 2 {
 							path := (k + i) % 2
-							bwdAVX2, bwd2OuterT = path == 1 || oldT, path == 1
+							bwdAVX2, bwd2OuterT = path == 1 || oldT || oldPf, path == 1 || oldPf
+							bwd2PrefetchNext = path == 1 || !oldPf
 							run() // warm the caches on this path
 							c0, t0 := processCPU(), time.Now()
 							run()

@@ -182,6 +182,16 @@ func bwd2R3x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb
 //go:noescape
 func bwd2R4x3Z(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
 
+// bwd2R4x3P adds 4 rows × 3 vectors of Σ_p A(i,p)·B[p][j] to C, p ascending.
+//
+//go:noescape
+func bwd2R4x3P(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+
+// bwd2R4x3ZP stores 4 rows × 3 vectors of Σ_p A(i,p)·B[p][j] into C, p ascending.
+//
+//go:noescape
+func bwd2R4x3ZP(c *float32, ldc uintptr, a *float32, lda uintptr, b *float32, ldb uintptr, k int, n int)
+
 // bwd2C1x1 adds 1 rows × 1 vectors of Σ_p A(p,i)·B[p][j] to C, p ascending.
 //
 //go:noescape

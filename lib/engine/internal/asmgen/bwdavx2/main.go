@@ -67,9 +67,12 @@ func Generate() (asm, stubs, tables []byte, err error) {
 	for _, zero := range []bool{false, true} {
 		for v := 1; v <= 3; v++ {
 			for r := 1; r <= rmax[v]; r++ {
-				tile(ctx, r, v, zero)
+				tile(ctx, r, v, zero, false)
 			}
 		}
+	}
+	for _, zero := range []bool{false, true} {
+		tile(ctx, 4, 3, zero, true)
 	}
 	for v := 1; v <= 3; v++ {
 		for r := 1; r <= colsRmax[v]; r++ {
@@ -97,11 +100,17 @@ func ymm(i int) reg.VecPhysical {
 	}[i]
 }
 
-func tileName(r, v int, zero bool) string {
+// tileName names the R×V tile: Z starts from zero, P prefetches the next
+// tile's rows.
+func tileName(r, v int, zero, pf bool) string {
+	s := fmt.Sprintf("bwd2R%dx%d", r, v)
 	if zero {
-		return fmt.Sprintf("bwd2R%dx%dZ", r, v)
+		s += "Z"
 	}
-	return fmt.Sprintf("bwd2R%dx%d", r, v)
+	if pf {
+		s += "P"
+	}
+	return s
 }
 
 func colsName(r, v int) string { return fmt.Sprintf("bwd2C%dx%d", r, v) }
@@ -133,9 +142,11 @@ func loadMask(ctx *build.Context, y reg.VecPhysical) {
 
 // tile emits one R×V tile; with zero it starts its accumulators at +0
 // (what a cleared C would have given) instead of loading C. B's rows are
-// whole vectors: a panel padded with zeros, or columns that exist.
-func tile(ctx *build.Context, r, v int, zero bool) {
-	name := tileName(r, v, zero)
+// whole vectors: a panel padded with zeros, or columns that exist. With pf
+// it also asks for the next tile's rows of C and A (prefetchC,
+// stepsPrefetch).
+func tile(ctx *build.Context, r, v int, zero, pf bool) {
+	name := tileName(r, v, zero, pf)
 	asmout.Kernel(ctx, name, tileSig)
 	verb, prep := "adds", "to"
 	if zero {
@@ -155,8 +166,37 @@ func tile(ctx *build.Context, r, v int, zero bool) {
 		loadMask(ctx, bv[0])
 		moveC(ctx, acc, bv[0], true)
 	}
-	steps(ctx, acc, bv, ymm(r*v+v), false)
+	if pf {
+		prefetchC(ctx, r, v)
+		stepsPrefetch(ctx, acc, bv, ymm(r*v+v))
+	} else {
+		steps(ctx, acc, bv, ymm(r*v+v), false)
+	}
 	storeC(ctx, acc, bv[0])
+}
+
+// prefetchC asks for the next tile's R rows of C (the R rows below, every
+// line of its V vectors) before the loop, so that they come from L2 rather
+// than L3 or memory when that tile starts. Past the batch's last tile the
+// addresses are another panel's or nobody's: a prefetch never faults.
+func prefetchC(ctx *build.Context, r, v int) {
+	c := ctx.Load(ctx.Param("c"), ctx.GP64())
+	ldc := ctx.Load(ctx.Param("ldc"), ctx.GP64())
+	lines := []int{0, 32*v - 4}
+	if v == 3 {
+		lines = []int{0, 64, 32*v - 4}
+	}
+	for range r {
+		ctx.ADDQ(ldc, c)
+	}
+	for i := range r {
+		if i > 0 {
+			ctx.ADDQ(ldc, c)
+		}
+		for _, d := range lines {
+			ctx.PREFETCHT0(operand.Mem{Base: c, Disp: d})
+		}
+	}
 }
 
 // colsTile emits outerAcc's R×V tile: C[i][j] += Σ_p us[p][o+i]·vs[p][j],
@@ -225,6 +265,57 @@ func steps(ctx *build.Context, acc [][]reg.VecPhysical, bv []reg.VecPhysical, bc
 		ctx.ADDQ(operand.U8(4), off)
 	}
 	ctx.ADDQ(ldb, b)
+	ctx.DECQ(k)
+	ctx.JNZ(operand.LabelRef("loop"))
+	ctx.Label("done")
+}
+
+// stepsPrefetch is steps for matMulT's tiles of at most 4 rows, four steps
+// a pass, step u also touching row u of the next tile's A (the R rows
+// below) at the current offset: every line the next tile reads is asked
+// for about one tile ahead, four times (one of them misses). A last k mod
+// 4 steps run without.
+func stepsPrefetch(ctx *build.Context, acc [][]reg.VecPhysical, bv []reg.VecPhysical, bc reg.VecPhysical) {
+	a := ctx.Load(ctx.Param("a"), ctx.GP64())
+	lda := ctx.Load(ctx.Param("lda"), ctx.GP64())
+	b := ctx.Load(ctx.Param("b"), ctx.GP64())
+	ldb := ctx.Load(ctx.Param("ldb"), ctx.GP64())
+	k := ctx.Load(ctx.Param("k"), ctx.GP64())
+	off := ctx.GP64()
+	ctx.XORQ(off, off)
+	r := len(acc)
+	ptrs := asmout.Pointers(ctx, a, lda, r)
+	next := ctx.GP64()
+	ctx.LEAQ(operand.Mem{Base: ptrs[r-1], Index: lda, Scale: 1}, next)
+	nx := asmout.Pointers(ctx, next, lda, r)
+	step := func() {
+		for j, y := range bv {
+			ctx.VMOVUPS(operand.Mem{Base: b, Disp: 32 * j}, y)
+		}
+		for i, row := range acc {
+			ctx.VBROADCASTSS(operand.Mem{Base: ptrs[i], Index: off, Scale: 1}, bc)
+			for j, y := range bv {
+				ctx.VFMADD231PS(y, bc, row[j])
+			}
+		}
+		ctx.ADDQ(operand.U8(4), off)
+		ctx.ADDQ(ldb, b)
+	}
+	ctx.CMPQ(k, operand.U8(4))
+	ctx.JB(operand.LabelRef("tail"))
+	ctx.Label("loop4")
+	for u := range 4 {
+		ctx.PREFETCHT0(operand.Mem{Base: nx[u%r], Index: off, Scale: 1})
+		step()
+	}
+	ctx.SUBQ(operand.U8(4), k)
+	ctx.CMPQ(k, operand.U8(4))
+	ctx.JAE(operand.LabelRef("loop4"))
+	ctx.Label("tail")
+	ctx.TESTQ(k, k)
+	ctx.JZ(operand.LabelRef("done"))
+	ctx.Label("loop")
+	step()
 	ctx.DECQ(k)
 	ctx.JNZ(operand.LabelRef("loop"))
 	ctx.Label("done")
@@ -342,7 +433,7 @@ func tableText() []byte {
 				if r > 1 {
 					b.WriteString(", ")
 				}
-				b.WriteString(tileName(r, v, zero))
+				b.WriteString(tileName(r, v, zero, false))
 			}
 			b.WriteString("},\n")
 		}
