@@ -9,3 +9,23 @@ package engine
 // scatterColumns does not run) hold 64 × n floats each, 2 MiB at 4096
 // tokens on the 0.6B shape, as the four at 16 positions did.
 const attnBackRows = 32
+
+// backRowsScaled has attentionBackward take a block of backRows(n)
+// positions rather than attnBackRows.
+var backRowsScaled = true
+
+// backRows is the positions per backward block for a sequence of n:
+// attnBackRows up to 1,024 positions, then n/16, at most 128. Every block
+// reads and writes the head's key and value gradients for all the keys
+// before it (n × head dim floats each, 1 MiB at 2048 on a 128-wide head,
+// twice the Zen 3's L2), so at length the blocks' passes over them from
+// L3 cost more than a larger block's score buffers; at 512 positions,
+// where they fit L2, a block of 128 was slower (BenchmarkAttentionAVX2,
+// ATTN_AVX2_SWITCH=backrows). The bits do not depend on the block: each
+// gradient element adds its terms in ascending position order.
+func backRows(n int) int {
+	if !backRowsScaled {
+		return attnBackRows
+	}
+	return min(max(attnBackRows, n/16), 128)
+}
