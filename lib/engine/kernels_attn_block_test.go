@@ -127,3 +127,57 @@ func TestAttentionBlocksRowsNotOneSlab(t *testing.T) {
 		}
 	}
 }
+
+// TestFwdRowsKeepBits runs the blocked forward attention over runs long
+// enough for attnFwdRows to exceed attnRows (two sequences, the second
+// after a cached prefix, the last block partial), in blocks of
+// attnFwdRows and of attnRows, on one core and two, and requires the same
+// output bits.
+func TestFwdRowsKeepBits(t *testing.T) {
+	defer func(old bool) { fwdRowsScaled = old }(fwdRowsScaled)
+	fwdRowsScaled = true
+	seqs := [][2]int{{0, 700}, {5, 2200}} // cached, new positions
+	if emulated() || testing.Short() {
+		seqs = seqs[:1]
+	}
+	for _, sq := range seqs {
+		if attnFwdRows(sq[1]) <= attnRows {
+			t.Fatalf("attnFwdRows(%d) = %d: the test needs blocks longer than attnRows (%d)", sq[1], attnFwdRows(sq[1]), attnRows)
+		}
+	}
+	for _, hd := range []int{16, 64} {
+		for _, kvh := range []int{1, 2} {
+			c := Config{Shape: models.Shape{Heads: 2 * kvh, KVHeads: kvh, HeadDim: hd}}
+			qd, kvd := c.Heads*hd, kvh*hd
+			var rows []row
+			for s, sq := range seqs {
+				n := sq[0] + sq[1]
+				seq := &kvCache{k: [][]float32{flat(randRows(n, kvd, uint64(2*s+1)))}, v: [][]float32{flat(randRows(n, kvd, uint64(2*s+2)))}, n: sq[0]}
+				for p := sq[0]; p < n; p++ {
+					rows = append(rows, row{seq: seq, pos: p})
+				}
+			}
+			ws := &workspace{q: randRows(len(rows), qd, 3), att: randRows(len(rows), qd, 4)}
+			m := &Model{cfg: c}
+			for _, procs := range []int{1, 2} {
+				var out [2][]float32
+				for i, scaled := range []bool{false, true} {
+					fwdRowsScaled = scaled
+					for _, a := range ws.att { // garbage the pass must overwrite
+						for e := range a {
+							a[e] = 7
+						}
+					}
+					prev := runtime.GOMAXPROCS(procs)
+					m.attention(ws, rows, 0)
+					runtime.GOMAXPROCS(prev)
+					out[i] = slices.Clone(flat(ws.att))
+				}
+				if !bitsEqual(out[1], out[0]) {
+					t.Fatalf("hd=%d kv=%d GOMAXPROCS=%d: blocks of attnFwdRows differ from blocks of %d at element %s",
+						hd, kvh, procs, attnRows, firstDiff(out[1], out[0]))
+				}
+			}
+		}
+	}
+}

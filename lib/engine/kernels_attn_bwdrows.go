@@ -29,3 +29,24 @@ func backRows(n int) int {
 	}
 	return min(max(attnBackRows, n/16), 128)
 }
+
+// fwdRowsScaled has the forward attention take a run of consecutive
+// positions in blocks of attnFwdRows(n) rather than attnRows.
+var fwdRowsScaled = true
+
+// fwdRowsDiv is n's divisor in attnFwdRows (a variable for
+// BenchmarkAttentionAVX2's ATTN_FWD_DIV).
+var fwdRowsDiv = 32
+
+// attnFwdRows is the positions per forward attention block for a run of n
+// consecutive positions: attnRows up to 512, then n/32, at most 64. Each
+// block reads its KV head's packed keys and values once (n × head dim
+// floats each, 1 MiB apiece at 2048 on a 128-wide head, from L3 past
+// Zen 3's L2), for attnRows × group queries. A query's bits do not
+// depend on its block (TestAttentionBlocksMatchRows).
+func attnFwdRows(n int) int {
+	if !fwdRowsScaled {
+		return attnRows
+	}
+	return min(max(attnRows, n/fwdRowsDiv), 64)
+}
