@@ -509,9 +509,8 @@ func (m *Model) attnUnits(ws *workspace, rows []row, layer int) ([]attnUnit, int
 		if n == 1 {
 			units, total = m.rowUnits(units, total, rows, i, layer, chunks)
 		}
-		blk := attnFwdRows(n)
-		for b := 0; n > 1 && b < n; b += blk {
-			nb, p := min(blk, n-b), rows[i+b].pos
+		for b := 0; n > 1 && b < n; b += attnRows {
+			nb, p := min(attnRows, n-b), rows[i+b].pos
 			w := nb * (p - c.firstKey(layer, p) + nb) * c.Heads / c.KVHeads * c.HeadDim
 			for kvh := range c.KVHeads {
 				units, total = append(units, attnUnit{i: i + b, n: nb, kvh: kvh, work: w}), total+w

@@ -157,16 +157,12 @@ func TestSoftmaxSumsSIMDMatchesScalar(t *testing.T) {
 // run, on one core and two) and requires the same dq, dk and dv bits.
 func TestBackRowsKeepBits(t *testing.T) {
 	defer func(old bool) { backRowsScaled = old }(backRowsScaled)
-	lengths := []int{600, 1100}
-	if emulated() || testing.Short() {
-		lengths = lengths[:1]
-	}
-	for _, n := range lengths {
+	for _, n := range []int{2100} { // blocks of 128, the last of 52
 		backRowsScaled = true
 		if backRows(n) <= attnBackRows {
 			t.Fatalf("backRows(%d) = %d: the test needs blocks longer than attnBackRows (%d)", n, backRows(n), attnBackRows)
 		}
-		for _, hd := range []int{16, 64} {
+		for _, hd := range qemuFew([]int{16, 64}, []int{16}) {
 			for _, kvh := range []int{1, 2} {
 				c := Config{Shape: models.Shape{Heads: 2 * kvh, KVHeads: kvh, HeadDim: hd}}
 				qd, kvd := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim

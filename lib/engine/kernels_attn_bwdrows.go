@@ -15,38 +15,18 @@ const attnBackRows = 32
 var backRowsScaled = true
 
 // backRows is the positions per backward block for a sequence of n:
-// attnBackRows up to 1,024 positions, then n/16, at most 128. Every block
-// reads and writes the head's key and value gradients for all the keys
-// before it (n × head dim floats each, 1 MiB at 2048 on a 128-wide head,
-// twice the Zen 3's L2), so at length the blocks' passes over them from
-// L3 cost more than a larger block's score buffers; at 512 positions,
-// where they fit L2, a block of 128 was slower (BenchmarkAttentionAVX2,
-// ATTN_AVX2_SWITCH=backrows). The bits do not depend on the block: each
-// gradient element adds its terms in ascending position order.
+// attnBackRows below 2,048 positions, then n/16, at most 128. Every
+// block reads and writes its KV head's key and value gradients for all
+// the keys before it (n × head dim floats each, 1 MiB apiece at 2048 on a
+// 128-wide head, twice Zen 3's L2 per core), so at length the blocks'
+// passes over them cost more than a larger block's score buffers
+// (BenchmarkAttentionAVX2, ATTN_AVX2_SWITCH=backrows: 1.17 less CPU at
+// 2048; at 1024 blocks of 64 read 0.99, at 512 blocks of 128 0.92). The
+// bits do not depend on the block: each gradient element adds its terms
+// in ascending position order (TestBackRowsKeepBits).
 func backRows(n int) int {
-	if !backRowsScaled {
+	if !backRowsScaled || n < 2048 {
 		return attnBackRows
 	}
-	return min(max(attnBackRows, n/16), 128)
-}
-
-// fwdRowsScaled has the forward attention take a run of consecutive
-// positions in blocks of attnFwdRows(n) rather than attnRows.
-var fwdRowsScaled = true
-
-// fwdRowsDiv is n's divisor in attnFwdRows (a variable for
-// BenchmarkAttentionAVX2's ATTN_FWD_DIV).
-var fwdRowsDiv = 32
-
-// attnFwdRows is the positions per forward attention block for a run of n
-// consecutive positions: attnRows up to 512, then n/32, at most 64. Each
-// block reads its KV head's packed keys and values once (n × head dim
-// floats each, 1 MiB apiece at 2048 on a 128-wide head, from L3 past
-// Zen 3's L2), for attnRows × group queries. A query's bits do not
-// depend on its block (TestAttentionBlocksMatchRows).
-func attnFwdRows(n int) int {
-	if !fwdRowsScaled {
-		return attnRows
-	}
-	return min(max(attnRows, n/fwdRowsDiv), 64)
+	return min(n/16, 128)
 }
