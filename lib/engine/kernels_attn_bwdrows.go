@@ -21,9 +21,11 @@ var backRowsScaled = true
 // 128-wide head, twice Zen 3's L2 per core), so at length the blocks'
 // passes over them cost more than a larger block's score buffers
 // (BenchmarkAttentionAVX2, ATTN_AVX2_SWITCH=backrows: 1.17 less CPU at
-// 2048; at 1024 blocks of 64 read 0.99, at 512 blocks of 128 0.92). The
-// bits do not depend on the block: each gradient element adds its terms
-// in ascending position order (TestBackRowsKeepBits).
+// 2048; at 1024 blocks of 64 read 0.99, at 512 blocks of 128 0.92). A
+// worker's two score buffers then hold 256 × n floats each at group two,
+// 4 MiB apiece at 4096 positions (1 MiB with attnBackRows). The bits do
+// not depend on the block: each gradient element adds its terms in
+// ascending position order (TestBackRowsKeepBits).
 func backRows(n int) int {
 	if !backRowsScaled || n < 2048 {
 		return attnBackRows
