@@ -510,12 +510,13 @@ func backScratch(c Config) *pooledBackScratch {
 // are the n cached rows, one slab of KVHeads·HeadDim columns. KV heads are
 // split across goroutines when they divide among the cores, otherwise
 // each block's positions and keys are (blockSplit); each head takes
-// attnBackRows positions at a time (attnBack.block), reading each cached row
+// backRows(n) positions at a time (attnBack.block), reading each cached row
 // once per block, and keys and values accumulate in ascending query
 // position and head order. Layer li
 // and its sink logits (nil: none) give GPT-OSS's window and sinks.
 func attentionBackward(c Config, li int, sinks []float32, q [][]float32, k, v []float32, datt, dq, dk, dv [][]float32) {
 	n := len(q)
+	rows := backRows(n)
 	a := &attnBack{c: c, li: li, sinks: sinks, q: q, datt: datt, dq: dq, dk: dk, dv: dv, k: k, v: v}
 	workers := min(runtime.GOMAXPROCS(0), max(1, n*n*c.Heads*c.HeadDim/parallelMinWork))
 	if c.KVHeads%workers != 0 { // a split by heads would leave cores idle
@@ -526,8 +527,8 @@ func attentionBackward(c Config, li int, sinks []float32, q [][]float32, k, v []
 		ps := s.split
 		for kvh := range c.KVHeads {
 			s.packHead(a, kvh)
-			for p0 := 0; p0 < n; p0 += attnBackRows {
-				a.blockSplit(s, ps, kvh, p0, min(attnBackRows, n-p0), workers)
+			for p0 := 0; p0 < n; p0 += rows {
+				a.blockSplit(s, ps, kvh, p0, min(rows, n-p0), workers)
 			}
 			s.unpackHead(a, kvh)
 		}
@@ -539,8 +540,8 @@ func attentionBackward(c Config, li int, sinks []float32, q [][]float32, k, v []
 		s := &p.s
 		for kvh := wk; kvh < c.KVHeads; kvh += workers {
 			s.packHead(a, kvh)
-			for p0 := 0; p0 < n; p0 += attnBackRows {
-				a.block(s, kvh, p0, min(attnBackRows, n-p0))
+			for p0 := 0; p0 < n; p0 += rows {
+				a.block(s, kvh, p0, min(rows, n-p0))
 			}
 			s.unpackHead(a, kvh)
 		}

@@ -181,7 +181,8 @@
 //     ds in float64. (docs/engine-attention.md, "Softmax in float32 (softexp)"),
 //     (docs/engine-attention.md, "Softmax numerators in one generated pass (attnfwd)")
 //   - Attention backward (backward.go, kernels_attn_bwd*.go) recomputes
-//     the probabilities a block at a time (attnBackRows positions), KV
+//     the probabilities a block at a time (backRows(n) positions: 32,
+//     128 from 2,048 on, where the key gradients outgrow L2), KV
 //     heads over the workers, or each block's positions and keys split
 //     when the heads do not divide (blockSplit); each dk/dv element adds in
 //     ascending (position, head) order whatever the split

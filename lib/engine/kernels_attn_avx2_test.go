@@ -144,15 +144,26 @@ func BenchmarkAttentionAVX2(b *testing.B) {
 			withAttnAVX2(true, fn)
 		}
 	}
+	if os.Getenv("ATTN_AVX2_SWITCH") == "backrows" { // backRows(n) positions a backward block against attnBackRows
+		toggle = func(on bool, fn func()) {
+			defer func(old bool) { backRowsScaled = old }(backRowsScaled)
+			backRowsScaled = on
+			withAttnAVX2(true, fn)
+		}
+	}
 	c := Config{Shape: models.Shape{Heads: 16, KVHeads: 8, HeadDim: 128}}
-	for _, n := range []int{512, 2048} {
+	for _, n := range []int{512, 1024, 2048} {
 		for _, part := range []string{"forward", "backward"} {
 			b.Run(fmt.Sprintf("%s%d", part, n), func(b *testing.B) {
 				run := attnLongRun(c, part, n)
 				var cpu, wall [2][]float64
 				for b.Loop() {
-					for i, on := range []bool{true, false} {
-						toggle(on, func() {
+					order := []int{0, 1}    // 0 on, 1 off
+					if len(cpu[0])%2 == 1 { // every other pair off first: the first of a pair reads a few percent faster
+						order = []int{1, 0}
+					}
+					for _, i := range order {
+						toggle(i == 0, func() {
 							c0, t0 := processCPU(), time.Now()
 							run()
 							cpu[i] = append(cpu[i], processCPU()-c0)
@@ -251,7 +262,7 @@ func TestExpSum8KernelMatchesScalar(t *testing.T) {
 // switches) and reports the paired off/on ratios of wall and CPU time: on
 // a machine shared with other jobs, separate binaries' step times differ
 // by the load of the moment more than by the change. ATTN_STEP_SWITCH=softgrad
-// toggles softmaxGradY alone, the AVX2 path on.
+// toggles softmaxGradY alone, the AVX2 path on; =backrows backRowsScaled.
 func BenchmarkTrainStepAVX2Attn(b *testing.B) {
 	if !simdOK {
 		b.Skip("no AVX2 and FMA on this CPU")
@@ -284,9 +295,12 @@ func BenchmarkTrainStepAVX2Attn(b *testing.B) {
 				for _, on := range order {
 					i := map[bool]int{true: 0, false: 1}[on]
 					func() {
-						defer func(old, y bool) { expSumAVX2, softmaxGradY = old, y }(expSumAVX2, softmaxGradY)
-						if os.Getenv("ATTN_STEP_SWITCH") == "softgrad" { // softmaxGradY alone, the AVX2 path on
+						defer func(old, y, br bool) { expSumAVX2, softmaxGradY, backRowsScaled = old, y, br }(expSumAVX2, softmaxGradY, backRowsScaled)
+						switch os.Getenv("ATTN_STEP_SWITCH") {
+						case "softgrad": // softmaxGradY alone, the AVX2 path on
 							softmaxGradY, on = on, true
+						case "backrows": // backRowsScaled alone
+							backRowsScaled, on = on, true
 						}
 						expSumAVX2 = on
 						withAttnAVX2(on, func() {

@@ -150,3 +150,40 @@ func TestSoftmaxSumsSIMDMatchesScalar(t *testing.T) {
 		}
 	}
 }
+
+// TestBackRowsKeepBits runs attentionBackward with blocks of backRows(n)
+// positions and of attnBackRows on sequences long enough for the two to
+// differ (one and two KV heads, so the head split and blockSplit both
+// run, on one core and two) and requires the same dq, dk and dv bits.
+func TestBackRowsKeepBits(t *testing.T) {
+	defer func(old bool) { backRowsScaled = old }(backRowsScaled)
+	for _, n := range []int{2100} { // blocks of 128, the last of 52
+		backRowsScaled = true
+		if backRows(n) <= attnBackRows {
+			t.Fatalf("backRows(%d) = %d: the test needs blocks longer than attnBackRows (%d)", n, backRows(n), attnBackRows)
+		}
+		for _, hd := range qemuFew([]int{16, 64}, []int{16}) {
+			for _, kvh := range []int{1, 2} {
+				c := Config{Shape: models.Shape{Heads: 2 * kvh, KVHeads: kvh, HeadDim: hd}}
+				qd, kvd := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+				q, k, v, datt := randRows(n, qd, 1), randRows(n, kvd, 2), randRows(n, kvd, 3), randRows(n, qd, 4)
+				for _, procs := range []int{1, 2} {
+					var out [2][3][][]float32
+					for i, scaled := range []bool{false, true} {
+						backRowsScaled = scaled
+						out[i] = [3][][]float32{randRows(n, qd, 5), randRows(n, kvd, 6), randRows(n, kvd, 7)}
+						prev := runtime.GOMAXPROCS(procs)
+						attentionBackward(c, 0, nil, q, flat(k), flat(v), datt, out[i][0], out[i][1], out[i][2])
+						runtime.GOMAXPROCS(prev)
+					}
+					for i, name := range []string{"dq", "dk", "dv"} {
+						if g, r := flat(out[1][i]), flat(out[0][i]); !bitsEqual(g, r) {
+							t.Fatalf("n=%d hd=%d kv=%d GOMAXPROCS=%d: %s in blocks of %d differs from blocks of %d at element %s",
+								n, hd, kvh, procs, name, backRows(n), attnBackRows, firstDiff(g, r))
+						}
+					}
+				}
+			}
+		}
+	}
+}
