@@ -3,7 +3,6 @@
 package engine
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -103,36 +102,5 @@ func BenchmarkTrainStepBwdPrefetch(b *testing.B) {
 		b.Skip("no AVX2 tiles on this CPU (AVX-512 or no AVX2 and FMA3)")
 	}
 	defer func(p bool) { bwd2PrefetchNext = p }(bwd2PrefetchNext)
-	m := benchStepModel(b, "qwen3-wide4-2x512", 4)
-	tr := mustTrainer(b, m, LoRAConfig{Rank: 32, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 1})
-	loss, _ := NewLoss(LossCrossEntropy, nil)
-	data := forLoss(testData(256, 3, 512, 512), LossCrossEntropy)
-	step := func() {
-		if _, err := tr.ForwardBackward(context.Background(), loss, data); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := tr.OptimStep(DefaultAdamParams()); err != nil {
-			b.Fatal(err)
-		}
-	}
-	step() // sizes the arena
-	var wall, cpu [2][]float64
-	round := 0
-	for b.Loop() {
-		for j := range 2 {
-			i := (j + round) % 2
-			bwd2PrefetchNext = i == 1
-			c0, t0 := processCPU(), time.Now()
-			step()
-			wall[i] = append(wall[i], time.Since(t0).Seconds())
-			cpu[i] = append(cpu[i], processCPU()-c0)
-		}
-		round++
-	}
-	for i, name := range []string{"off", "on"} {
-		b.Logf("%s: wall %.3v cpu %.3v", name, wall[i], cpu[i])
-	}
-	b.ReportMetric(medianRatio(wall[0], wall[1]), "x-wall-off/on")
-	b.ReportMetric(medianRatio(cpu[0], cpu[1]), "x-cpu-off/on")
-	b.ReportMetric(median(cpu[1]), "cpu-s/step-on")
+	stepSwitchPairs(b, func(on bool) { bwd2PrefetchNext = on })
 }

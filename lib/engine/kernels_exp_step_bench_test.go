@@ -31,6 +31,15 @@ func BenchmarkTrainStepExpAVX2(b *testing.B) {
 			}
 		}
 	}
+	stepSwitchPairs(b, set)
+}
+
+// stepSwitchPairs runs the qwen3-wide4 2×512 training step (rank-32 LoRA
+// on every target) with set(false) and set(true), alternating step by
+// step in one process (the order swapping every round), b.N rounds, and
+// logs each side's wall and CPU seconds per step and reports the medians
+// of the rounds' off/on ratios (above 1: on is faster).
+func stepSwitchPairs(b *testing.B, set func(on bool)) {
 	m := benchStepModel(b, "qwen3-wide4-2x512", 4)
 	tr := mustTrainer(b, m, LoRAConfig{Rank: 32, TrainAttn: true, TrainMLP: true, TrainUnembed: true, Seed: 1})
 	loss, _ := NewLoss(LossCrossEntropy, nil)

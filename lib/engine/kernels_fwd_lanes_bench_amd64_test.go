@@ -120,19 +120,7 @@ func BenchmarkGEMMLanesAVX2(b *testing.B) {
 						}
 					}
 				})
-				for i, name := range []string{"dot  ", "lanes"} {
-					slices.Sort(wall[i])
-					slices.Sort(cpu[i])
-					k := len(wall[i])
-					b.Logf("%s: wall %.1f [%.1f-%.1f] GFLOP/s  cpu %.1f [%.1f-%.1f] GFLOP/CPU-s",
-						name, wall[i][k/2], wall[i][0], wall[i][k-1], cpu[i][k/2], cpu[i][0], cpu[i][k-1])
-				}
-				slices.Sort(rw)
-				slices.Sort(rc)
-				k := len(rw)
-				b.Logf("lanes/dot paired: wall %.3f [%.3f-%.3f]  cpu %.3f [%.3f-%.3f]", rw[k/2], rw[0], rw[k-1], rc[k/2], rc[0], rc[k-1])
-				b.ReportMetric(rw[k/2], "x-wall")
-				b.ReportMetric(rc[k/2], "x-cpu")
+				reportGEMMPairs(b, [2]string{"dot  ", "lanes"}, "lanes/dot", wall, cpu, rw, rc)
 			})
 		}
 	}
@@ -320,20 +308,27 @@ func BenchmarkGEMMLanesFoldAB(b *testing.B) {
 						}
 					}
 				})
-				for i, name := range []string{"off", "on "} {
-					slices.Sort(wall[i])
-					slices.Sort(cpu[i])
-					k := len(wall[i])
-					b.Logf("%s: wall %.1f [%.1f-%.1f] GFLOP/s  cpu %.1f [%.1f-%.1f] GFLOP/CPU-s",
-						name, wall[i][k/2], wall[i][0], wall[i][k-1], cpu[i][k/2], cpu[i][0], cpu[i][k-1])
-				}
-				slices.Sort(rw)
-				slices.Sort(rc)
-				k := len(rw)
-				b.Logf("on/off paired: wall %.3f [%.3f-%.3f]  cpu %.3f [%.3f-%.3f]", rw[k/2], rw[0], rw[k-1], rc[k/2], rc[0], rc[k-1])
-				b.ReportMetric(rw[k/2], "x-wall")
-				b.ReportMetric(rc[k/2], "x-cpu")
+				reportGEMMPairs(b, [2]string{"off", "on "}, "on/off", wall, cpu, rw, rc)
 			})
 		}
 	}
+}
+
+// reportGEMMPairs logs each side's median and range of GFLOP per second
+// and per CPU-second and reports the paired ratios' medians (rw, rc:
+// side 1 ÷ side 0 round by round).
+func reportGEMMPairs(b *testing.B, names [2]string, label string, wall, cpu [2][]float64, rw, rc []float64) {
+	for i, name := range names {
+		slices.Sort(wall[i])
+		slices.Sort(cpu[i])
+		k := len(wall[i])
+		b.Logf("%s: wall %.1f [%.1f-%.1f] GFLOP/s  cpu %.1f [%.1f-%.1f] GFLOP/CPU-s",
+			name, wall[i][k/2], wall[i][0], wall[i][k-1], cpu[i][k/2], cpu[i][0], cpu[i][k-1])
+	}
+	slices.Sort(rw)
+	slices.Sort(rc)
+	k := len(rw)
+	b.Logf("%s paired: wall %.3f [%.3f-%.3f]  cpu %.3f [%.3f-%.3f]", label, rw[k/2], rw[0], rw[k-1], rc[k/2], rc[0], rc[k-1])
+	b.ReportMetric(rw[k/2], "x-wall")
+	b.ReportMetric(rc[k/2], "x-cpu")
 }
