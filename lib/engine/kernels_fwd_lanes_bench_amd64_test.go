@@ -30,21 +30,7 @@ import (
 // LANES_AB=planeprefetch the shared planes without and with
 // fwdLanesPlanePrefetch.
 func BenchmarkGEMMLanesAVX2(b *testing.B) {
-	ms := []int{128, 512}
-	if s := os.Getenv("LANES_M"); s != "" {
-		ms = ms[:0]
-		for _, f := range strings.Split(s, ",") {
-			m, err := strconv.Atoi(f)
-			if err != nil || m < 1 {
-				b.Fatalf("LANES_M %q: want positive batches", s)
-			}
-			ms = append(ms, m)
-		}
-	}
-	rounds := 7
-	if s := os.Getenv("LANES_ROUNDS"); s != "" {
-		rounds, _ = strconv.Atoi(s)
-	}
+	ms, rounds := lanesBenchEnv(b, []int{128, 512})
 	bf := os.Getenv("LANES_DTYPE") == "bf16"
 	only := os.Getenv("LANES_SHAPES")
 	ab := os.Getenv("LANES_AB")
@@ -229,21 +215,7 @@ func BenchmarkTrainStepLanes(b *testing.B) {
 // LANES_AB=outprefetch fwdLanesOutPrefetch, LANES_AB=fwdtree the fold,
 // fwdLanesAlign24 and fwdLanesOutPrefetch together.
 func BenchmarkGEMMLanesFoldAB(b *testing.B) {
-	ms := []int{512}
-	if s := os.Getenv("LANES_M"); s != "" {
-		ms = ms[:0]
-		for _, f := range strings.Split(s, ",") {
-			m, err := strconv.Atoi(f)
-			if err != nil || m < 1 {
-				b.Fatalf("LANES_M %q: want positive batches", s)
-			}
-			ms = append(ms, m)
-		}
-	}
-	rounds := 7
-	if s := os.Getenv("LANES_ROUNDS"); s != "" {
-		rounds, _ = strconv.Atoi(s)
-	}
+	ms, rounds := lanesBenchEnv(b, []int{512})
 	only := os.Getenv("LANES_SHAPES")
 	ab := os.Getenv("LANES_AB")
 	defer func(on, fold, a bool) { fwdLanes, fwdLanesFold, fwdLanesAlign24 = on, fold, a }(fwdLanes, fwdLanesFold, fwdLanesAlign24)
@@ -331,4 +303,24 @@ func reportGEMMPairs(b *testing.B, names [2]string, label string, wall, cpu [2][
 	b.Logf("%s paired: wall %.3f [%.3f-%.3f]  cpu %.3f [%.3f-%.3f]", label, rw[k/2], rw[0], rw[k-1], rc[k/2], rc[0], rc[k-1])
 	b.ReportMetric(rw[k/2], "x-wall")
 	b.ReportMetric(rc[k/2], "x-cpu")
+}
+
+// lanesBenchEnv is the lane GEMM benchmarks' batches (LANES_M, a comma
+// list; ms when unset) and rounds (LANES_ROUNDS; 7 when unset).
+func lanesBenchEnv(b *testing.B, ms []int) ([]int, int) {
+	if s := os.Getenv("LANES_M"); s != "" {
+		ms = nil
+		for _, f := range strings.Split(s, ",") {
+			m, err := strconv.Atoi(f)
+			if err != nil || m < 1 {
+				b.Fatalf("LANES_M %q: want positive batches", s)
+			}
+			ms = append(ms, m)
+		}
+	}
+	rounds := 7
+	if s := os.Getenv("LANES_ROUNDS"); s != "" {
+		rounds, _ = strconv.Atoi(s)
+	}
+	return ms, rounds
 }
