@@ -12,6 +12,7 @@ import (
 
 	"github.com/tinkershell/tinker/lib/models"
 	"github.com/tinkershell/tinker/lib/safetensors"
+	"golang.org/x/sys/unix"
 )
 
 // smapsMapping is one mapping of /proc/self/smaps: its range, its
@@ -291,5 +292,30 @@ func requireAdvised(t *testing.T, ms []mat) {
 	}
 	if bad > 0 {
 		t.Fatalf("%d of the converted matrices' %d bytes outside MADV_HUGEPAGE mappings", bad, total)
+	}
+}
+
+// TestMinorFaultsCountFreshPages pins minorFaults, the training
+// benchmark's faults-per-step figure: touching every 4 KiB page of a fresh
+// mapping kept out of huge pages faults once a page, which minorFaults
+// must see.
+func TestMinorFaultsCountFreshPages(t *testing.T) {
+	const size, page = 16 << 20, 4 << 10
+	b, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		t.Fatalf("mmap %d bytes: %v", size, err)
+	}
+	defer func() { _ = unix.Munmap(b) }()
+	if err := unix.Madvise(b, unix.MADV_NOHUGEPAGE); err != nil {
+		t.Fatalf("madvise NOHUGEPAGE: %v", err)
+	}
+	f0 := minorFaults()
+	for i := 0; i < size; i += page {
+		b[i] = 1
+	}
+	// Fault-around and other threads can move the count a little either
+	// way; a counter that missed the faults would be far below.
+	if got := minorFaults() - f0; got < size/page*3/4 {
+		t.Fatalf("touching %d fresh pages counted %d minor faults", size/page, got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -20,6 +21,7 @@ type stepSample struct {
 	wall, cpu       float64 // seconds
 	fmaWall, fmaCPU float64 // GFLOP/s, 0 without a vector loop
 	gcs             uint32  // garbage collections during the step
+	minflt          int64   // minor page faults during the step (the kernel zeroing fresh pages)
 }
 
 // timedSteps runs step once per b.Loop iteration between two FMA probes
@@ -32,9 +34,10 @@ func timedSteps(b *testing.B, step func()) []stepSample {
 		runtime.ReadMemStats(&ms)
 		gc0 := ms.NumGC
 		w0, c0, _ := fmaProbe()
+		f0 := minorFaults()
 		cpu0, t0 := processCPU(), time.Now()
 		step()
-		s := stepSample{wall: time.Since(t0).Seconds(), cpu: processCPU() - cpu0}
+		s := stepSample{wall: time.Since(t0).Seconds(), cpu: processCPU() - cpu0, minflt: minorFaults() - f0}
 		runtime.ReadMemStats(&ms)
 		s.gcs = ms.NumGC - gc0
 		w1, c1, _ := fmaProbe()
@@ -42,6 +45,16 @@ func timedSteps(b *testing.B, step func()) []stepSample {
 		out = append(out, s)
 	}
 	return out
+}
+
+// minorFaults is the process's minor page faults so far (getrusage
+// ru_minflt): a fault maps a page the process had not touched, most often
+// a fresh one the kernel zeroes first (clear_page_erms in a profile), so a
+// step's count says whether the step touches memory it did not hold before.
+func minorFaults() int64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return int64(ru.Minflt)
 }
 
 // stepRange is the median, least and greatest of a figure over a run's steps.
@@ -65,14 +78,15 @@ func spreadOf(ss []stepSample, f func(stepSample) float64) stepRange {
 func reportSteps(b *testing.B, ss []stepSample, flop float64, tokens int) (wall, cpu float64) {
 	w, c := spreadOf(ss, func(s stepSample) float64 { return s.wall }), spreadOf(ss, func(s stepSample) float64 { return s.cpu })
 	for i, s := range ss {
-		b.Logf("step %d: %.3f s, %.3f cpu-s, %.1f GFLOP/s, FMA probe %.1f GFLOP/s (%.1f per cpu-s), MFU %.1f%%, MFU-cpu %.1f%%, %d GCs",
-			i, s.wall, s.cpu, flop/s.wall/1e9, s.fmaWall, s.fmaCPU, s.mfu(flop), s.mfuCPU(flop), s.gcs)
+		b.Logf("step %d: %.3f s, %.3f cpu-s, %.1f GFLOP/s, FMA probe %.1f GFLOP/s (%.1f per cpu-s), MFU %.1f%%, MFU-cpu %.1f%%, %d GCs, %d minor faults",
+			i, s.wall, s.cpu, flop/s.wall/1e9, s.fmaWall, s.fmaCPU, s.mfu(flop), s.mfuCPU(flop), s.gcs, s.minflt)
 	}
 	if kb, ok := anonHugeKB(); ok {
 		b.Logf("AnonHugePages %d MiB after the steps", kb>>10)
 	}
 	b.ReportMetric(w.med, "s/step")
 	b.ReportMetric(c.med, "cpu-s/step")
+	b.ReportMetric(spreadOf(ss, func(s stepSample) float64 { return float64(s.minflt) }).med, "minflt/step")
 	b.ReportMetric(float64(tokens)/w.med, "tok/s")
 	b.ReportMetric(float64(tokens)/c.med, "tok/cpu-s")
 	if ss[0].fmaWall > 0 {
