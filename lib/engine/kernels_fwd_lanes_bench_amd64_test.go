@@ -213,7 +213,10 @@ func BenchmarkTrainStepLanes(b *testing.B) {
 // fold as it is and flips fwdLanesAlign24 instead, LANES_AB=groups
 // fwdLanesPlaneGroups from its value to LANES_PLANE_GROUPS,
 // LANES_AB=outprefetch fwdLanesOutPrefetch, LANES_AB=fwdtree the fold,
-// fwdLanesAlign24 and fwdLanesOutPrefetch together.
+// fwdLanesAlign24 and fwdLanesOutPrefetch together. The outputs are
+// advised onto huge pages (adviseHuge), as the step's arena holds the
+// logits; LANES_AB=huge compares outputs without that advice (off) and
+// with it (on).
 func BenchmarkGEMMLanesFoldAB(b *testing.B) {
 	ms, rounds := lanesBenchEnv(b, []int{512})
 	only := os.Getenv("LANES_SHAPES")
@@ -240,6 +243,9 @@ func BenchmarkGEMMLanesFoldAB(b *testing.B) {
 			w, _, xs := fwdCase(sh.rows, sh.cols, m, 2)
 			bm, _, ts := fwdCase(sh.rows, rank, m, 3)
 			ys := rowsOf(make([]float32, m*sh.rows), m, sh.rows)
+			yh := make([]float32, m*sh.rows)
+			adviseHuge(yh)
+			ysh := rowsOf(yh, m, sh.rows)
 			flop := 2 * float64(sh.rows*(sh.cols+rank)*m)
 			b.Run(fmt.Sprintf("%s-%dx%d/M=%d", sh.name, sh.rows, sh.cols, m), func(b *testing.B) {
 				var wall, cpu [2][]float64
@@ -261,15 +267,20 @@ func BenchmarkGEMMLanesFoldAB(b *testing.B) {
 									fwdLanesOutPrefetch = i == 1
 								case "fwdtree":
 									fwdLanesFold, fwdLanesAlign24, fwdLanesOutPrefetch = i == 1, i == 1, i == 1
+								case "huge":
 								default:
 									fwdLanesFold = i == 1
+								}
+								y := ysh
+								if ab == "huge" && i == 0 {
+									y = ys
 								}
 								w, c := gemmRound(func() {
 									p, ok := packForward(w, xs)
 									if !ok {
 										b.Fatal("the batch was not packed")
 									}
-									matMulFoldOn(p, w, xs, ys, bm, ts, false)
+									matMulFoldOn(p, w, xs, y, bm, ts, false)
 									p.release()
 								}, flop, 2, 150*time.Millisecond)
 								wall[i], cpu[i] = append(wall[i], w), append(cpu[i], c)
