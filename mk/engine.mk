@@ -12,7 +12,8 @@
 #   step in PyTorch on the same threads (OpenBLAS preloaded) with the
 #   ratio (TINKER_BENCH_TORCH_RUNS=N in the environment: the median of N
 #   PyTorch processes, whose speed moves between processes, with the
-#   ratio's range); and the model FLOPs
+#   ratio's range; TINKER_BENCH_TORCH_PAIRS=N: N engine steps and PyTorch
+#   processes alternated, the pairs' median ratio); and the model FLOPs
 #   utilisation (%MFU by wall time, %MFU-cpu by CPU time) against the
 #   widest FMA peak. Each shape runs TRAIN_STEPS steps (and PyTorch as
 #   many after its warm-up), each between two runs of the FMA loop: the

@@ -166,6 +166,7 @@ func BenchmarkTrainStep(b *testing.B) {
 					b.ReportMetric(float64(tokens)/cpu/lo.cpu, "x-pytorch-cpu-max")
 				}
 			}
+			torchPairs(b, c, tc.seqs, n, tokens, func() { step(data) })
 			gflops := flop / wall / 1e9
 			b.ReportMetric(gflops, "GFLOP/s")
 			b.ReportMetric(peak.wall, "GFLOP/s-matmul-peak")
@@ -237,6 +238,47 @@ func torchRuns(b *testing.B, c Config, seqs, n, steps int) ([]torchRate, bool) {
 		rs = append(rs, r)
 	}
 	return rs, true
+}
+
+// torchPairs alternates one engine step with one PyTorch process
+// (torchTokS, one step after its warm-up) TINKER_BENCH_TORCH_PAIRS times,
+// the order swapping every pair, and reports the median, least and
+// greatest of the pairs' PyTorch ÷ engine ratios in CPU time
+// (x-pytorch-cpu-paired) and the median in wall time. The host's speed
+// moves within minutes on a shared VM and moves PyTorch's step more than
+// the engine's (docs/performance.md, "AMD EPYC (Zen 3, AVX2 only), this
+// version"), so a ratio of neighbours says more than one against PyTorch
+// processes run after all the engine's steps.
+func torchPairs(b *testing.B, c Config, seqs, n, tokens int, step func()) {
+	v := os.Getenv("TINKER_BENCH_TORCH_PAIRS")
+	if v == "" || os.Getenv("TINKER_BENCH_TORCH") == "" {
+		return
+	}
+	pairs, err := strconv.Atoi(v)
+	if err != nil || pairs < 1 {
+		b.Fatalf("TINKER_BENCH_TORCH_PAIRS=%q: want a count of 1 or more", v)
+	}
+	var wall, cpu []float64
+	for i := range pairs {
+		var torch torchRate
+		if i%2 == 1 {
+			torch, _ = torchTokS(b, c, seqs, n, 1)
+		}
+		c0, t0 := processCPU(), time.Now()
+		step()
+		ew, ec := time.Since(t0).Seconds(), processCPU()-c0
+		if i%2 == 0 {
+			torch, _ = torchTokS(b, c, seqs, n, 1)
+		}
+		wall = append(wall, float64(tokens)/ew/torch.wall)
+		cpu = append(cpu, float64(tokens)/ec/torch.cpu)
+		b.Logf("pair %d: engine %.3f s, %.3f cpu-s; PyTorch %.2f tok/s, %.2f tok/cpu-s; PyTorch ÷ engine %.3f wall, %.3f CPU",
+			i, ew, ec, torch.wall, torch.cpu, wall[i], cpu[i])
+	}
+	b.ReportMetric(median(cpu), "x-pytorch-cpu-paired")
+	b.ReportMetric(slices.Min(cpu), "x-pytorch-cpu-paired-min")
+	b.ReportMetric(slices.Max(cpu), "x-pytorch-cpu-paired-max")
+	b.ReportMetric(median(wall), "x-pytorch-paired")
 }
 
 // byCPU orders PyTorch's runs by their rate per CPU-second.
