@@ -258,6 +258,7 @@ func BenchmarkGEMMLanesFoldAB(b *testing.B) {
 								order = []int{1, 0}
 							}
 							for _, i := range order {
+								y := ysh
 								switch ab {
 								case "align24":
 									fwdLanesAlign24 = i == 1
@@ -268,12 +269,11 @@ func BenchmarkGEMMLanesFoldAB(b *testing.B) {
 								case "fwdtree":
 									fwdLanesFold, fwdLanesAlign24, fwdLanesOutPrefetch = i == 1, i == 1, i == 1
 								case "huge":
+									if i == 0 {
+										y = ys
+									}
 								default:
 									fwdLanesFold = i == 1
-								}
-								y := ysh
-								if ab == "huge" && i == 0 {
-									y = ys
 								}
 								w, c := gemmRound(func() {
 									p, ok := packForward(w, xs)

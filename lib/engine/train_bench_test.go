@@ -220,14 +220,7 @@ func torchTokS(b *testing.B, c Config, seqs, n, steps int) (torchRate, bool) {
 // to back on the Zen 3 host, 2026-12-01), so a ratio from one process can
 // be a tenth off.
 func torchRuns(b *testing.B, c Config, seqs, n, steps int) ([]torchRate, bool) {
-	runs := 1
-	if v := os.Getenv("TINKER_BENCH_TORCH_RUNS"); v != "" {
-		r, err := strconv.Atoi(v)
-		if err != nil || r < 1 {
-			b.Fatalf("TINKER_BENCH_TORCH_RUNS=%q: want a count of 1 or more", v)
-		}
-		runs = r
-	}
+	runs := benchCount(b, "TINKER_BENCH_TORCH_RUNS", 1)
 	var rs []torchRate
 	for i := range runs {
 		r, ok := torchTokS(b, c, seqs, n, steps)
@@ -250,13 +243,9 @@ func torchRuns(b *testing.B, c Config, seqs, n, steps int) ([]torchRate, bool) {
 // version"), so a ratio of neighbours says more than one against PyTorch
 // processes run after all the engine's steps.
 func torchPairs(b *testing.B, c Config, seqs, n, tokens int, step func()) {
-	v := os.Getenv("TINKER_BENCH_TORCH_PAIRS")
-	if v == "" || os.Getenv("TINKER_BENCH_TORCH") == "" {
+	pairs := benchCount(b, "TINKER_BENCH_TORCH_PAIRS", 0)
+	if pairs == 0 || os.Getenv("TINKER_BENCH_TORCH") == "" {
 		return
-	}
-	pairs, err := strconv.Atoi(v)
-	if err != nil || pairs < 1 {
-		b.Fatalf("TINKER_BENCH_TORCH_PAIRS=%q: want a count of 1 or more", v)
 	}
 	var wall, cpu []float64
 	for i := range pairs {
@@ -279,6 +268,20 @@ func torchPairs(b *testing.B, c Config, seqs, n, tokens int, step func()) {
 	b.ReportMetric(slices.Min(cpu), "x-pytorch-cpu-paired-min")
 	b.ReportMetric(slices.Max(cpu), "x-pytorch-cpu-paired-max")
 	b.ReportMetric(median(wall), "x-pytorch-paired")
+}
+
+// benchCount is the count the environment variable key gives, def when
+// it is unset; anything but a count of 1 or more fails the benchmark.
+func benchCount(b *testing.B, key string, def int) int {
+	v := os.Getenv(key)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		b.Fatalf("%s=%q: want a count of 1 or more", key, v)
+	}
+	return n
 }
 
 // byCPU orders PyTorch's runs by their rate per CPU-second.
